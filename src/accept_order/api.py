@@ -1,0 +1,83 @@
+"""The Python API: `run(mode="epoll", workers=3, connections=6)` returns a RunResult.
+
+The CLI is a thin layer over these functions; tests and notebooks call them directly.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import time
+from collections.abc import Callable
+from typing import Any
+
+from . import analysis, environment
+from .driver import drive
+from .errors import PlanError
+from .modes import require_mode
+from .records import ConnectionRecord, Plan, RunResult
+from .supervisor import WorkerPool
+
+MAX_WORKERS = 512
+MAX_CONNECTIONS = 10_000_000
+MAX_WORK_US = 60_000_000
+
+
+def _check_range(name: str, value: float, low: float, high: float) -> None:
+    if not low <= value <= high:
+        raise PlanError(f"{name} must be between {low:g} and {high:g}, got {value:g}")
+
+
+def make_plan(**options: Any) -> Plan:
+    """A validated Plan; PlanError (a usage error) names the first bad value."""
+    if "work_ms" in options:
+        options["work_us"] = int(round(options.pop("work_ms") * 1000))
+    if "cpus" in options and options["cpus"] is not None:
+        options["cpus"] = tuple(options["cpus"])
+    plan = Plan(**{k: v for k, v in options.items() if v is not None})
+    require_mode(plan.mode)
+    _check_range("--workers", plan.workers, 1, MAX_WORKERS)
+    _check_range("--connections", plan.connections, 1, MAX_CONNECTIONS)
+    _check_range("--port", plan.port, 0, 65535)
+    _check_range("--work-us", plan.work_us, 0, MAX_WORK_US)
+    _check_range("--gap-ms", plan.gap_ms, 0, 60_000)
+    _check_range("--backlog", plan.backlog, 1, 1 << 20)
+    _check_range("--accept-batch", plan.accept_batch, 0, 1 << 20)
+    _check_range("--timeout", plan.timeout_s, 0.001, 3600)
+    try:
+        ipaddress.ip_address(plan.host)
+    except ValueError:
+        raise PlanError(f"--host must be an IP address such as 127.0.0.1 or ::1, got {plan.host!r}") from None
+    return plan
+
+
+def run_plan(plan: Plan, on_record: Callable[[ConnectionRecord], None] | None = None) -> RunResult:
+    mode = require_mode(plan.mode)
+    env = environment.current()
+    started = time.perf_counter()
+    with WorkerPool(plan) as pool:
+        records = drive(
+            pool.address,
+            plan.connections,
+            gap_s=plan.gap_ms / 1000,
+            timeout_s=plan.timeout_s,
+            before_each=pool.between_connections,
+            on_record=on_record,
+        )
+        pool.check_alive()
+        counters = pool.stop()
+        port = pool.port
+    verdict = analysis.verdict(records, plan.workers, mode.model, mode.why)
+    return RunResult(
+        plan=plan,
+        environment=env,
+        port=port,
+        records=tuple(records),
+        counters=tuple(counters),
+        verdict=verdict,
+        wall_s=round(time.perf_counter() - started, 6),
+    )
+
+
+def run(mode: str = "epoll", workers: int = 3, connections: int = 6, **options: Any) -> RunResult:
+    """Run one experiment: start workers, drive connections, stop, and return what was seen."""
+    return run_plan(make_plan(mode=mode, workers=workers, connections=connections, **options))

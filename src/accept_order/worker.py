@@ -1,0 +1,118 @@
+"""The worker process: wait the mode's way, answer each connection with one line naming itself.
+
+A worker keeps its counters in memory and sends them once, over its pipe, when it is told to stop
+(SIGTERM). Per-connection reporting would cost a fifth of the connection rate and move the result.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import time
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+from .modes import Listeners, Mode
+
+# Per-worker state in shared memory, read by the supervisor to know when idle workers are asleep.
+STARTING, WAITING, BUSY, RETURNING = 0, 1, 2, 3
+
+# Test hook: ACCEPT_ORDER_FAULT="never-ready:1" or "die-on-accept:0" makes that worker misbehave.
+FAULT_ENV = "ACCEPT_ORDER_FAULT"
+
+
+class _Stop(Exception):
+    """Raised by the SIGTERM handler to leave the wait, wherever the worker is blocked."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the report short
+    raise _Stop
+
+
+def _die_with_parent() -> None:
+    """Ask the kernel to kill this worker if the supervisor dies without cleaning up (e.g. SIGKILL)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def spin(work_us: int, work_iters: int) -> int:
+    """Burn CPU like the seed's Lua loop: `work_iters` additions, then until `work_us` has passed."""
+    i = 0
+    for _ in range(work_iters):
+        i += 1
+    if work_us:
+        end = time.perf_counter_ns() + work_us * 1000
+        while time.perf_counter_ns() < end:
+            i += 1
+    return i
+
+
+@dataclass
+class WorkerConfig:
+    index: int
+    mode: Mode
+    listeners: Listeners
+    batch: int
+    work_us: int
+    work_iters: int
+    cpus: tuple[int, ...]
+
+
+def _fault(index: int) -> str | None:
+    spec = os.environ.get(FAULT_ENV, "")
+    kind, _, target = spec.partition(":")
+    return kind if target and int(target) == index else None
+
+
+def worker_main(cfg: WorkerConfig, pipe: Connection, state: Any) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the supervisor's to handle
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    _die_with_parent()
+    index, pid = cfg.index, os.getpid()
+    fault = _fault(index)
+    if cfg.cpus:
+        os.sched_setaffinity(0, {cfg.cpus[index % len(cfg.cpus)]})
+    cfg.listeners.keep_only(index)
+    reply = f"worker {index} pid {pid}\n".encode()
+    returns = accepts = empty = max_batch = 0
+    try:
+        waiter = cfg.mode.waiter(index, cfg.listeners, cfg.batch)
+        if fault == "never-ready":
+            signal.pause()
+        pipe.send(("ready", {"pid": pid, "affinity": sorted(os.sched_getaffinity(0))}))
+        while True:
+            state[index] = WAITING
+            batch = waiter.wait()
+            state[index] = BUSY if batch else RETURNING
+            returns += 1
+            if not batch:
+                empty += 1
+                continue
+            accepts += len(batch)
+            max_batch = max(max_batch, len(batch))
+            if fault == "die-on-accept":
+                os._exit(3)
+            for conn in batch:
+                try:
+                    spin(cfg.work_us, cfg.work_iters)
+                    conn.sendall(reply)
+                except OSError:
+                    pass  # the client gave up; it counts the failure on its side
+                finally:
+                    conn.close()
+            state[index] = RETURNING
+    except _Stop:
+        pass
+    try:
+        pipe.send(
+            ("counters", {"index": index, "pid": pid, "returns": returns, "accepts": accepts,
+                          "empty": empty, "max_batch": max_batch})
+        )
+    except OSError:
+        pass  # the supervisor is gone; nobody to report to
