@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from .records import ConnectionRecord, Verdict
+from .records import ConnectionRecord, Verdict, WorkerCounters
 
 FIT_THRESHOLD = 0.8
 
@@ -86,8 +86,20 @@ def model_fits(records: Sequence[ConnectionRecord], workers: int) -> dict[str, t
     return {m: (f[0], f[1]) for m, f in fits.items()}
 
 
+def woken_per_connection(counters: Sequence[WorkerCounters], served: int) -> float | None:
+    """How many workers one connection woke: every wakeup ends in a voluntary switch back to sleep."""
+    switches = [c.voluntary_switches for c in counters]
+    if not served or any(s is None for s in switches):
+        return None
+    return sum(s for s in switches if s is not None) / served
+
+
 def verdict(
-    records: Sequence[ConnectionRecord], workers: int, expected_model: str | None, why: str
+    records: Sequence[ConnectionRecord],
+    workers: int,
+    expected_model: str | None,
+    why: str,
+    counters: Sequence[WorkerCounters] = (),
 ) -> Verdict:
     sequence = [r.worker for r in records if r.served and r.worker is not None]
     counts = tally(sequence, workers)
@@ -98,9 +110,7 @@ def verdict(
     best: str | None = None
     if informative:
         # Best fit wins; on a tie the mode's own model, then MODEL_ORDER.
-        ranked = sorted(
-            MODEL_ORDER, key=lambda m: (-fits[m][0], m != expected_model, MODEL_ORDER.index(m))
-        )
+        ranked = sorted(MODEL_ORDER, key=lambda m: (-fits[m][0], m != expected_model, MODEL_ORDER.index(m)))
         if fits[ranked[0]][0] >= FIT_THRESHOLD * informative:
             best = ranked[0]
     if workers == 1:
@@ -120,6 +130,17 @@ def verdict(
     else:
         pattern = "no clear order (no idle-order model fits)"
     fit = fits[best][0] if best else max((f for f, _ in fits.values()), default=0)
-    expected = best == expected_model or (expected_model == "hash" and best is None)
-    return Verdict(pattern, best, fit, informative, why, round(jain, 4),
-                   None if ratio is None else round(ratio, 4), expected)
+    # A herd mode predicts no order, only that everyone wakes; a hash predicts that no order fits.
+    expected = best == expected_model or expected_model is None or (expected_model == "hash" and best is None)
+    woken = woken_per_connection(counters, len(sequence)) if counters else None
+    return Verdict(
+        pattern,
+        best,
+        fit,
+        informative,
+        why,
+        round(jain, 4),
+        None if ratio is None else round(ratio, 4),
+        expected,
+        None if woken is None else round(woken, 3),
+    )

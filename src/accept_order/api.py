@@ -39,6 +39,7 @@ def make_plan(**options: Any) -> Plan:
     _check_range("--connections", plan.connections, 1, MAX_CONNECTIONS)
     _check_range("--port", plan.port, 0, 65535)
     _check_range("--work-us", plan.work_us, 0, MAX_WORK_US)
+    _check_range("--work-iters", plan.work_iters, 0, 10**10)
     _check_range("--gap-ms", plan.gap_ms, 0, 60_000)
     _check_range("--backlog", plan.backlog, 1, 1 << 20)
     _check_range("--accept-batch", plan.accept_batch, 0, 1 << 20)
@@ -65,8 +66,8 @@ def run_plan(plan: Plan, on_record: Callable[[ConnectionRecord], None] | None = 
         )
         pool.check_alive()
         counters = pool.stop()
-        port = pool.port
-    verdict = analysis.verdict(records, plan.workers, mode.model, mode.why)
+        port, unsettled = pool.port, pool.unsettled
+    verdict = analysis.verdict(records, plan.workers, mode.model, mode.why, counters)
     return RunResult(
         plan=plan,
         environment=env,
@@ -75,6 +76,7 @@ def run_plan(plan: Plan, on_record: Callable[[ConnectionRecord], None] | None = 
         counters=tuple(counters),
         verdict=verdict,
         wall_s=round(time.perf_counter() - started, 6),
+        unsettled=unsettled,
     )
 
 

@@ -60,9 +60,12 @@ SNMP_PATH = "/proc/net/snmp"
 #: ListenOverflows: a SYN or final ACK found the accept queue full. ListenDrops: any drop on a
 #: listener (includes the overflows). TCPReqQFullDrop: SYN dropped because the SYN (request)
 #: queue was full and syncookies were off. SyncookiesSent: the SYN queue was full and a cookie
-#: was answered instead. TCPAbortOnClose: a socket was closed with unread data (e.g. a listener
-#: closed with connections still in its accept queue -> RST). TCPMigrateReq*: requests moved
-#: between SO_REUSEPORT listeners when one closes (net.ipv4.tcp_migrate_req=1, Linux >= 5.14).
+#: was answered instead. TCPAbortOnClose: an accepted socket was closed with unread data (RST
+#: sent). Closing a listener with connections still in its accept queue also resets them but
+#: is NOT counted there. TCPMigrateReq*: requests moved between SO_REUSEPORT listeners when
+#: one closes (only with net.ipv4.tcp_migrate_req=1, Linux >= 5.14).
+#: Every dropped SYN is counted, retransmissions included, so ListenOverflows counts attempts,
+#: not clients.
 WATCHED_COUNTERS: tuple[str, ...] = (
     "TcpExtListenOverflows",
     "TcpExtListenDrops",
@@ -103,9 +106,7 @@ def parse_netstat(text: str) -> dict[str, int]:
             continue
         names = pending[1]
         if len(fields) != len(names):
-            raise ValueError(
-                f"line {lineno}: {prefix} has {len(names)} names but {len(fields)} values"
-            )
+            raise ValueError(f"line {lineno}: {prefix} has {len(names)} names but {len(fields)} values")
         for name, value in zip(names, fields, strict=True):
             try:
                 counters[prefix + name] = int(value)
@@ -235,7 +236,9 @@ def _check_port(port: int) -> None:
 def _diag_request(family: int, port: int, seq: int) -> bytes:
     sockid = _SOCKID_BE.pack(port, 0, b"", b"") + _SOCKID_TAIL.pack(0, 0xFFFFFFFF, 0xFFFFFFFF)
     body = _REQ_V2.pack(family, socket.IPPROTO_TCP, 0, 0, 1 << TCP_LISTEN) + sockid
-    header = _NLMSGHDR.pack(_NLMSGHDR.size + len(body), SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST | NLM_F_DUMP, seq, 0)
+    header = _NLMSGHDR.pack(
+        _NLMSGHDR.size + len(body), SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST | NLM_F_DUMP, seq, 0
+    )
     return header + body
 
 
@@ -393,7 +396,8 @@ def parse_cpu_list(text: str) -> list[int]:
         lo_text, dash, hi_text = part.partition("-")
         if not lo_text.strip().isdigit() or (dash and not hi_text.strip().isdigit()):
             raise ValueError(
-                f"bad CPU list item {part!r} in {text.strip()!r} (expected N or N-M with N <= M, e.g. '0-3,6')"
+                f"bad CPU list item {part!r} in {text.strip()!r} "
+                "(expected N or N-M with N <= M, e.g. '0-3,6')"
             )
         lo = int(lo_text)
         hi = int(hi_text) if dash else lo

@@ -28,6 +28,7 @@ class Plan:
     host: str = "127.0.0.1"
     port: int = 0
     work_us: int = 0
+    work_iters: int = 0  # additions per request, like the seed's Lua loop; adds to work_us
     gap_ms: float = 0.0
     backlog: int = 511
     accept_batch: int = 0  # 0: accept until EAGAIN
@@ -123,6 +124,7 @@ class Verdict:
     jain: float
     max_min: float | None  # max share / min share; None when some worker served none
     expected: bool  # the pattern is the one the mode's mechanism predicts
+    woken_per_connection: float | None = None  # workers' sleeps (voluntary switches) per served connection
 
     def line(self) -> str:
         ratio = "inf" if self.max_min is None else f"{self.max_min:.2f}"
@@ -132,7 +134,12 @@ class Verdict:
             fit = f", {self.fit}/{self.informative} informative connections fit"
         else:
             fit = f", best idle-order model fits only {self.fit}/{self.informative}"
-        return f"{self.pattern}{fit}; fairness: Jain {self.jain:.3f}, max/min share {ratio}"
+        woken = (
+            ""
+            if self.woken_per_connection is None
+            else f"; woken per connection {self.woken_per_connection:.1f}"
+        )
+        return f"{self.pattern}{fit}; fairness: Jain {self.jain:.3f}, max/min share {ratio}{woken}"
 
 
 @dataclass(frozen=True)
@@ -147,6 +154,7 @@ class RunResult:
     verdict: Verdict
     evidence: dict[str, Any] = field(default_factory=dict)
     wall_s: float = 0.0
+    unsettled: int = 0  # connections started before every idle worker was back asleep (settle timed out)
 
     @property
     def sequence(self) -> list[int]:
@@ -179,6 +187,7 @@ class RunResult:
             "counters": [asdict(c) for c in self.counters],
             "verdict": asdict(self.verdict),
             "evidence": self.evidence,
+            "unsettled": self.unsettled,
         }
 
     @classmethod
@@ -192,6 +201,7 @@ class RunResult:
             counters=tuple(WorkerCounters.from_dict(c) for c in data["counters"]),
             verdict=Verdict(**data["verdict"]),
             evidence=data.get("evidence", {}),
+            unsettled=data.get("unsettled", 0),
         )
 
 

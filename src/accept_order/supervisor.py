@@ -39,6 +39,7 @@ class WorkerPool:
         self._state: Any = None
         self._before: dict[int, tuple[int, int, float]] = {}
         self._counters: list[WorkerCounters] | None = None
+        self.unsettled = 0
 
     # -- start ---------------------------------------------------------------------------------
     def __enter__(self) -> WorkerPool:
@@ -73,7 +74,9 @@ class WorkerPool:
     def _start_one(self, index: int, listeners: Listeners) -> None:
         plan = self.plan
         receiver, sender = _ctx.Pipe(duplex=False)
-        cfg = WorkerConfig(index, self.mode, listeners, plan.accept_batch, plan.work_us, 0, plan.cpus)
+        cfg = WorkerConfig(
+            index, self.mode, listeners, plan.accept_batch, plan.work_us, plan.work_iters, plan.cpus
+        )
         proc = _ctx.Process(target=worker_main, args=(cfg, sender, self._state), name=f"worker-{index}")
         proc.start()
         sender.close()
@@ -103,7 +106,9 @@ class WorkerPool:
     def check_alive(self) -> None:
         for index, proc in enumerate(self.procs):
             if not proc.is_alive():
-                raise WorkerError(f"worker {index} (pid {proc.pid}) died with exit code {proc.exitcode}", index)
+                raise WorkerError(
+                    f"worker {index} (pid {proc.pid}) died with exit code {proc.exitcode}", index
+                )
 
     def settle(self, timeout_s: float = 2.0) -> bool:
         """Wait until every worker is busy or asleep in its wait call; False if that took too long.
@@ -132,11 +137,17 @@ class WorkerPool:
         except OSError:
             return True  # no /proc (not Linux) or the worker is gone: check_alive reports the latter
 
+    def wait_for_death(self) -> None:
+        """Block until some worker dies, then raise WorkerError naming it (Ctrl-C interrupts the wait)."""
+        while True:
+            wait([p.sentinel for p in self.procs])
+            self.check_alive()
+
     def between_connections(self) -> None:
         """Called by the driver before each connection."""
         self.check_alive()
-        if self.plan.settle:
-            self.settle()
+        if self.plan.settle and not self.settle():
+            self.unsettled += 1
 
     # -- stop ----------------------------------------------------------------------------------
     def _usage(self, index: int) -> tuple[int, int, float]:

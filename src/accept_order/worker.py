@@ -111,8 +111,17 @@ def worker_main(cfg: WorkerConfig, pipe: Connection, state: Any) -> None:
         pass
     try:
         pipe.send(
-            ("counters", {"index": index, "pid": pid, "returns": returns, "accepts": accepts,
-                          "empty": empty, "max_batch": max_batch})
+            (
+                "counters",
+                {
+                    "index": index,
+                    "pid": pid,
+                    "returns": returns,
+                    "accepts": accepts,
+                    "empty": empty,
+                    "max_batch": max_batch,
+                },
+            )
         )
     except OSError:
         pass  # the supervisor is gone; nobody to report to

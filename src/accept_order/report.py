@@ -1,0 +1,180 @@
+"""Pure functions that turn results into rich renderables. Only the CLI prints them."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from .errors import ResultFileError
+from .records import RunResult, WorkerCounters
+
+SEQUENCE_SHOWN = 60
+TABLE_LEGEND = (
+    "woke: times the wait call returned; empty: returned but got EAGAIN; max: most accepts in one return; "
+    "sleeps: voluntary context switches (kernel wakeups); preempt: involuntary ones"
+)
+
+
+def sequence_text(result: RunResult, limit: int = SEQUENCE_SHOWN) -> str:
+    """Serving worker per connection in driving order; `x` for a failed connection."""
+    marks = [str(r.worker) if r.served else "x" for r in result.records]
+    shown = " ".join(marks[:limit])
+    if len(marks) > limit:
+        shown += f" … ({len(marks) - limit} more)"
+    return shown
+
+
+def _share(count: int, total: int) -> str:
+    return f"{100 * count / total:.1f}%" if total else "-"
+
+
+def _opt(value: int | float | None, fmt: str = "{}") -> str:
+    return "-" if value is None else fmt.format(value)
+
+
+def _affinity(cpus: Sequence[int]) -> str:
+    if not cpus:
+        return "-"
+    ranges: list[str] = []
+    start = prev = cpus[0]
+    for c in list(cpus[1:]) + [None]:  # type: ignore[list-item]
+        if c is not None and c == prev + 1:
+            prev = c
+            continue
+        ranges.append(str(start) if start == prev else f"{start}-{prev}")
+        if c is not None:
+            start = prev = c
+    return ",".join(ranges)
+
+
+def worker_table(
+    counters: Sequence[WorkerCounters], served: Sequence[int], title: str | None = None, detail: bool = False
+) -> Table:
+    """One row per worker. `detail` adds involuntary switches and CPU affinity (for herd and latency)."""
+    total = sum(served)
+    table = Table(
+        title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True
+    )
+    columns = ["worker", "pid", "served", "share", "woke", "accepted", "empty", "max", "sleeps", "cpu ms"]
+    if detail:
+        columns += ["preempt", "cpus"]
+    for name in columns:
+        table.add_column(name, justify="left" if name == "cpus" else "right")
+    for c in counters:
+        count = served[c.index] if c.index < len(served) else 0
+        row = [
+            str(c.index),
+            str(c.pid),
+            str(count),
+            _share(count, total),
+            str(c.returns),
+            str(c.accepts),
+            str(c.empty),
+            str(c.max_batch),
+            _opt(c.voluntary_switches),
+            _opt(None if c.cpu_s is None else c.cpu_s * 1000, "{:.1f}"),
+        ]
+        if detail:
+            row += [_opt(c.involuntary_switches), _affinity(c.affinity)]
+        table.add_row(*row)
+    return table
+
+
+def errors_text(result: RunResult) -> Text | None:
+    errors = Counter(r.error for r in result.records if not r.served)
+    if not errors:
+        return None
+    text = Text(f"{result.failed} of {len(result.records)} connections failed:\n", style="bold red")
+    for error, n in errors.most_common():
+        text.append(f"  {n} × {error}\n")
+    return text
+
+
+def run_report(result: RunResult) -> RenderableType:
+    plan, env = result.plan, result.environment
+    head = Text.assemble(
+        ("accept-order run", "bold"),
+        f": mode {plan.mode}, {plan.workers} workers, {len(result.records)} connections "
+        f"on {plan.host}:{result.port} ({env.system} {env.kernel}, {env.cpu_count} CPUs)",
+    )
+    parts: list[RenderableType] = [
+        head,
+        Text.assemble(("Sequence: ", "bold"), sequence_text(result)),
+        worker_table(result.counters, result.counts, detail=bool(plan.cpus)),
+        Text(TABLE_LEGEND, style="dim"),
+        Text(f"served {result.served}, failed {result.failed}, driven {len(result.records)}"),
+    ]
+    if result.unsettled:
+        parts.append(
+            Text(
+                f"Warning: {result.unsettled} connections started before every idle worker was back asleep "
+                "(the machine is busy); the order may be blurred.",
+                style="yellow",
+            )
+        )
+    errors = errors_text(result)
+    if errors:
+        parts.append(errors)
+    v = result.verdict
+    parts.append(Text.assemble(("Verdict: ", "bold green" if v.expected else "bold yellow"), v.line()))
+    parts.append(Text.assemble(("Why: ", "bold"), v.why))
+    if not v.expected and v.model is not None:
+        parts.append(
+            Text(f"Note: mode {plan.mode} was expected to show a different pattern.", style="yellow")
+        )
+    return Group(*parts)
+
+
+def compare_table(results: Sequence[RunResult], skipped: dict[str, str]) -> RenderableType:
+    table = Table(title="accept-order compare", title_justify="left")
+    for name in ("mode", "sequence", "served per worker", "verdict", "Jain", "woken/conn"):
+        table.add_column(name)
+    for r in results:
+        v = r.verdict
+        woken = "-" if v.woken_per_connection is None else f"{v.woken_per_connection:.1f}"
+        table.add_row(
+            r.plan.mode, sequence_text(r, 24), " ".join(map(str, r.counts)), v.pattern, f"{v.jain:.2f}", woken
+        )
+    for mode, reason in skipped.items():
+        table.add_row(mode, "-", "-", Text(f"not available: {reason}", style="dim"), "-", "-")
+    if not results:
+        return table
+    first = results[0]
+    env = first.environment
+    note = Text(
+        f"{first.plan.workers} workers, {first.plan.connections} connections each, work "
+        f"{first.plan.work_us / 1000:g} ms, gap {first.plan.gap_ms:g} ms; {env.system} {env.kernel}, "
+        f"{env.cpu_count} CPUs",
+        style="dim",
+    )
+    return Group(table, note)
+
+
+# kind of result file -> renderer; modules that add a kind of result register theirs here.
+RENDERERS: dict[str, Callable[[dict[str, Any]], RenderableType]] = {}
+
+
+def register_renderer(kind: str, renderer: Callable[[dict[str, Any]], RenderableType]) -> None:
+    RENDERERS[kind] = renderer
+
+
+def render_document(kind: str, document: dict[str, Any]) -> RenderableType:
+    """A saved result file, rendered as the command that wrote it printed it."""
+    try:
+        renderer = RENDERERS[kind]
+    except KeyError:
+        raise ResultFileError(f"cannot show a result of kind {kind!r}") from None
+    return renderer(document)
+
+
+register_renderer("run", lambda doc: run_report(RunResult.from_dict(doc)))
+register_renderer(
+    "compare",
+    lambda doc: compare_table([RunResult.from_dict(r) for r in doc["runs"]], doc.get("skipped", {})),
+)
