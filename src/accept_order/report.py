@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .errors import ResultFileError
+from .kernel import format_cpu_list
 from .records import RunResult, WorkerCounters
 
 SEQUENCE_SHOWN = 60
@@ -36,21 +37,6 @@ def _share(count: int, total: int) -> str:
 
 def _opt(value: int | float | None, fmt: str = "{}") -> str:
     return "-" if value is None else fmt.format(value)
-
-
-def _affinity(cpus: Sequence[int]) -> str:
-    if not cpus:
-        return "-"
-    ranges: list[str] = []
-    start = prev = cpus[0]
-    for c in list(cpus[1:]) + [None]:  # type: ignore[list-item]
-        if c is not None and c == prev + 1:
-            prev = c
-            continue
-        ranges.append(str(start) if start == prev else f"{start}-{prev}")
-        if c is not None:
-            start = prev = c
-    return ",".join(ranges)
 
 
 def worker_table(
@@ -81,7 +67,7 @@ def worker_table(
             _opt(None if c.cpu_s is None else c.cpu_s * 1000, "{:.1f}"),
         ]
         if detail:
-            row += [_opt(c.involuntary_switches), _affinity(c.affinity)]
+            row += [_opt(c.involuntary_switches), format_cpu_list(c.affinity) or "-"]
         table.add_row(*row)
     return table
 
