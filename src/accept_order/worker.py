@@ -105,8 +105,10 @@ def worker_main(cfg: WorkerConfig, pipe: Connection, state: Any) -> None:
                 except OSError:
                     pass  # the client gave up; it counts the failure on its side
                 finally:
+                    # Leave BUSY before the client can see EOF: a client that has its answer must not
+                    # find this worker still marked busy (the supervisor's settle would not wait for it).
+                    state[index] = RETURNING
                     conn.close()
-            state[index] = RETURNING
     except _Stop:
         pass
     try:
