@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from .records import ConnectionRecord, Verdict, WorkerCounters
 
 FIT_THRESHOLD = 0.8
+HERD_THRESHOLD = 1.5  # workers woken per connection above which a run is called a thundering herd
 
 MODEL_PATTERNS = {
     "fifo": "rotation (FIFO among idle workers)",
@@ -129,10 +130,12 @@ def verdict(
         pattern = "hash-spread (no idle-order model fits)"
     else:
         pattern = "no clear order (no idle-order model fits)"
+    woken = woken_per_connection(counters, len(sequence)) if counters else None
+    if woken is not None and woken >= HERD_THRESHOLD:
+        pattern = f"thundering herd ({woken:.1f} workers woken per connection); order: {pattern}"
     fit = fits[best][0] if best else max((f for f, _ in fits.values()), default=0)
     # A herd mode predicts no order, only that everyone wakes; a hash predicts that no order fits.
     expected = best == expected_model or expected_model is None or (expected_model == "hash" and best is None)
-    woken = woken_per_connection(counters, len(sequence)) if counters else None
     return Verdict(
         pattern,
         best,
