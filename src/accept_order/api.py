@@ -13,6 +13,7 @@ from typing import Any
 from . import analysis, environment
 from .driver import drive
 from .errors import PlanError
+from .evidence import EvidenceCapture
 from .modes import require_mode
 from .records import ConnectionRecord, Plan, RunResult
 from .supervisor import WorkerPool
@@ -55,7 +56,10 @@ def run_plan(plan: Plan, on_record: Callable[[ConnectionRecord], None] | None = 
     mode = require_mode(plan.mode)
     env = environment.current()
     started = time.perf_counter()
+    capture = EvidenceCapture(host=plan.host)
+    capture.before()  # counters before any worker exists; listeners and affinities while they run
     with WorkerPool(plan) as pool:
+        capture.listeners(pool.port, "start")
         records = drive(
             pool.address,
             plan.connections,
@@ -65,6 +69,7 @@ def run_plan(plan: Plan, on_record: Callable[[ConnectionRecord], None] | None = 
             on_record=on_record,
         )
         pool.check_alive()
+        evidence = capture.after(pool.port, pool.pids)
         counters = pool.stop()
         port, unsettled = pool.port, pool.unsettled
     verdict = analysis.verdict(records, plan.workers, mode.model, mode.why, counters)
@@ -75,6 +80,7 @@ def run_plan(plan: Plan, on_record: Callable[[ConnectionRecord], None] | None = 
         records=tuple(records),
         counters=tuple(counters),
         verdict=verdict,
+        evidence=evidence,
         wall_s=round(time.perf_counter() - started, 6),
         unsettled=unsettled,
     )

@@ -304,7 +304,8 @@ def serve(**options: Any) -> None:
 def show(path: str) -> None:
     """Print a saved result again."""
     kind, document = records.load(path)
-    stdout().print(report.render_document(kind, document))
+    # crop=False: verbatim lines (mmhistogram output) may be wider than 80 columns when piped.
+    stdout().print(report.render_document(kind, document), crop=False)
 
 
 @main.command(name="modes")
@@ -314,3 +315,5 @@ def list_modes() -> None:
     for info in describe_modes():
         status = "available" if info.unavailable is None else f"not available: {info.unavailable}"
         out.print(f"[bold]{info.name:13}[/bold] {info.summary} ({status})")
+from . import cli_herd  # noqa: E402,F401  (registers its commands)
+from . import cli_latency as _cli_latency  # noqa: E402,F401  (registers its commands)

@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .errors import ResultFileError
+from .evidence import evidence_report
 from .kernel import format_cpu_list
 from .records import RunResult, WorkerCounters
 
@@ -114,6 +115,8 @@ def run_report(result: RunResult) -> RenderableType:
         parts.append(
             Text(f"Note: mode {plan.mode} was expected to show a different pattern.", style="yellow")
         )
+    if result.evidence:
+        parts.append(evidence_report(result.evidence))
     return Group(*parts)
 
 

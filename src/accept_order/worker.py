@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
+import psutil
+
 from .modes import Listeners, Mode
 
 # Per-worker state in shared memory, read by the supervisor to know when idle workers are asleep.
@@ -76,8 +78,9 @@ def worker_main(cfg: WorkerConfig, pipe: Connection, state: Any) -> None:
     _die_with_parent()
     index, pid = cfg.index, os.getpid()
     fault = _fault(index)
-    if cfg.cpus:
-        os.sched_setaffinity(0, {cfg.cpus[index % len(cfg.cpus)]})
+    me = psutil.Process()
+    if cfg.cpus:  # like nginx's worker_cpu_affinity; psutil also pins where os lacks sched_setaffinity
+        me.cpu_affinity([cfg.cpus[index % len(cfg.cpus)]])
     cfg.listeners.keep_only(index)
     reply = f"worker {index} pid {pid}\n".encode()
     returns = accepts = empty = max_batch = 0
@@ -85,7 +88,7 @@ def worker_main(cfg: WorkerConfig, pipe: Connection, state: Any) -> None:
         waiter = cfg.mode.waiter(index, cfg.listeners, cfg.batch)
         if fault == "never-ready":
             signal.pause()
-        pipe.send(("ready", {"pid": pid, "affinity": sorted(os.sched_getaffinity(0))}))
+        pipe.send(("ready", {"pid": pid, "affinity": sorted(me.cpu_affinity())}))
         while True:
             state[index] = WAITING
             batch = waiter.wait()

@@ -1,0 +1,65 @@
+"""The benchmarks run end to end at tiny sizes. No timing is asserted here: figures belong to the
+benchmark's own output (benchmarks/README.md), where they sit next to a reference measured alongside."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_run.py"
+HAVE_CC = any(shutil.which(c) for c in ("cc", "gcc", "clang"))
+LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs epoll")
+
+
+def run_bench(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(BENCH), *args], capture_output=True, text=True, timeout=180)
+
+
+@LINUX_ONLY
+def test_run_and_rate_parts_complete_and_print_a_ratio() -> None:
+    proc = run_bench("--connections", "200", "--rounds", "1", "--repeat", "1")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert re.search(r"accept-order run epoll : median \d+\.\d+ s", out), out
+    assert re.search(r"python -c pass\s+: median \d+\.\d+ s", out), out
+    assert re.search(r"driver  :\s+\d+ conn/s, failed 0, served \[\d+, \d+, \d+\]", out), out
+    if HAVE_CC:
+        assert re.search(r"C client:\s+\d+ conn/s, failed 0", out), out
+        assert re.search(r"ratio driver/C: \d+\.\d+ ", out), out
+    else:
+        assert "ratio driver/C: n/a" in out, out
+
+
+@LINUX_ONLY
+@pytest.mark.skipif(not HAVE_CC, reason="the instrumentation part drives with the C client")
+def test_instrumentation_part_completes() -> None:
+    proc = run_bench("--only", "instrumentation", "--connections", "200", "--rounds", "1")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for kind in ("memory", "pipe", "queue"):
+        assert re.search(rf"^{kind}\s*:\s+\d+ conn/s", proc.stdout, re.M), proc.stdout
+
+
+def test_bad_size_is_one_line() -> None:
+    proc = run_bench("--connections", "0")
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1 and "--connections" in proc.stderr
+
+
+@LINUX_ONLY
+def test_rate_part_without_a_compiler_still_reports() -> None:
+    # No cc on PATH: the C reference is skipped with a reason, the driver is still measured.
+    proc = subprocess.run(
+        [sys.executable, str(BENCH), "--only", "rate", "--connections", "50", "--rounds", "1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "/nonexistent"},
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "C reference: skipped (no C compiler" in proc.stdout
+    assert "ratio driver/C: n/a (no C reference)" in proc.stdout

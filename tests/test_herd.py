@@ -1,0 +1,218 @@
+"""Tests for the herd comparison: who wakes one worker, who wakes them all (live, on loopback), the
+HerdResult record, its renderer and the `herd` command."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from accept_order import herd, records
+from accept_order.errors import PlanError
+from accept_order.herd import HERD_THRESHOLD, HerdResult, herd_report, herd_row, run_herd
+from accept_order.modes import MODES
+from accept_order.records import Environment, Plan, RunResult, Verdict, WorkerCounters
+from accept_order.report import render_document
+
+LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs epoll and procfs")
+CLI = [str(Path(sys.executable).with_name("accept-order"))]
+
+
+def text_of(renderable: object) -> str:
+    console = Console(width=240, record=True, color_system=None)
+    with console.capture() as capture:
+        console.print(renderable)
+    return capture.get()
+
+
+# ------------------------------------------------------------------------------------------------
+# Live: 4 idle workers, sequential connections
+# ------------------------------------------------------------------------------------------------
+
+HERD = ("epoll-herd", "poll", "select")
+ONE = ("blocking", "epoll")
+
+
+@pytest.fixture(scope="module")
+def live() -> HerdResult:
+    if not sys.platform.startswith("linux"):
+        pytest.skip("needs epoll and procfs")
+    # 16 connections: a worker may still be on its way to its first sleep when the supervisor takes
+    # the "before" context-switch snapshot, adding at most one switch per worker (4/16 = 0.25).
+    return run_herd(modes=(*ONE, *HERD), workers=4, connections=16)
+
+
+@LINUX_ONLY
+@pytest.mark.parametrize("mode", HERD)
+def test_herd_modes_wake_more_than_one_worker(live: HerdResult, mode: str) -> None:
+    row = live.row(mode)
+    assert row.served == 16 and row.failed == 0
+    assert row.accepts == 16
+    assert row.woken_per_connection is not None
+    # Every idle worker is asleep on the socket before each connection (settle); a herd wakes them
+    # all and each one's return to sleep is a voluntary context switch.
+    assert row.woken_per_connection >= HERD_THRESHOLD, row
+    assert row.herd is True and row.as_expected is True
+    # One connection at a time: a wakeup that reached user space accepted one, or found EAGAIN.
+    assert row.max_batch == 1
+    assert row.wakeups == row.accepts + row.empty
+
+
+@LINUX_ONLY
+@pytest.mark.parametrize("mode", ONE)
+def test_exclusive_modes_wake_one_worker(live: HerdResult, mode: str) -> None:
+    row = live.row(mode)
+    assert row.served == 16 and row.failed == 0
+    assert row.woken_per_connection is not None
+    assert row.woken_per_connection < HERD_THRESHOLD, row
+    assert row.herd is False and row.as_expected is True
+    assert row.empty == 0  # nobody was woken for nothing
+    assert row.accepts_per_wakeup == 1.0
+
+
+@LINUX_ONLY
+def test_every_run_carries_kernel_evidence(live: HerdResult) -> None:
+    for run in live.runs:
+        assert len(run.evidence["listeners"]["start"]) == 1  # all shared-queue modes
+        assert len(run.evidence["affinity"]) == 4
+    shown = text_of(herd_report(live))
+    assert "Kernel evidence" in shown
+    assert "namespace" in shown
+
+
+@LINUX_ONLY
+def test_live_round_trip_through_a_file(live: HerdResult, tmp_path: Path) -> None:
+    path = tmp_path / "herd.json"
+    records.save(path, "herd", live.to_dict())
+    kind, doc = records.load(path)
+    assert kind == "herd"
+    again = HerdResult.from_dict(doc)
+    assert again == live
+    assert text_of(render_document(kind, doc)) == text_of(herd_report(live))
+
+
+# ------------------------------------------------------------------------------------------------
+# Pure: rows, verdicts, rendering
+# ------------------------------------------------------------------------------------------------
+
+
+def fake_run(mode: str, switches: list[int | None], returns: int = 4, empty: int = 0) -> RunResult:
+    workers = len(switches)
+    counters = tuple(
+        WorkerCounters(
+            index=i,
+            pid=100 + i,
+            returns=returns,
+            accepts=returns - empty,
+            empty=empty,
+            max_batch=2 if i == 0 else 1,
+            voluntary_switches=s,
+            involuntary_switches=1,
+            cpu_s=0.002 * (i + 1),
+            affinity=(0, 1),
+        )
+        for i, s in enumerate(switches)
+    )
+    served = sum(c.accepts for c in counters)
+    woken = None if any(s is None for s in switches) else sum(s or 0 for s in switches) / served
+    env = Environment("Linux", "6.x", "x86_64", 2, 4096, "3.11", "host", "2024-01-01T00:00:00+00:00")
+    plan = Plan(mode=mode, workers=workers, connections=served)
+    recs = tuple(records.ConnectionRecord(k, k % workers, 100, k * 10, 5) for k in range(served))
+    verdict = Verdict("p", None, 0, 0, "why", 1.0, 1.0, True, woken)
+    return RunResult(plan, env, 5000, recs, counters, verdict)
+
+
+def test_herd_row_sums_workers() -> None:
+    row = herd_row(fake_run("poll", [8, 8, 8, 8], returns=3, empty=1))
+    assert (row.wakeups, row.accepts, row.empty, row.max_batch) == (12, 8, 4, 2)
+    assert row.voluntary == 32 and row.involuntary == 4
+    assert row.cpu_s == pytest.approx(0.02)
+    assert row.woken_per_connection == 4.0
+    assert row.accepts_per_wakeup == pytest.approx(8 / 12)
+    assert row.herd is True and row.wakes_all is True and row.expected_woken == 4
+    assert row.as_expected is True
+    assert row.verdict() == "herd: one connection wakes ~4 of 4 workers"
+
+
+def test_unexpected_result_is_flagged() -> None:
+    row = herd_row(fake_run("epoll", [8, 8, 8, 8]))  # EPOLLEXCLUSIVE that woke everybody
+    assert row.herd is True and row.as_expected is False
+    shown = text_of(herd.herd_table(HerdResult(4, 16, 0, 511, (fake_run("epoll", [8, 8, 8, 8]),))))
+    assert "(expected 1)" in shown
+
+
+def test_unmeasured_switches() -> None:
+    row = herd_row(fake_run("blocking", [None, 1]))
+    assert row.voluntary is None and row.herd is None and row.as_expected is None
+    assert row.verdict().startswith("not measured")
+
+
+def test_table_lists_skipped_modes_and_settings() -> None:
+    result = HerdResult(2, 4, 1500, 64, (fake_run("blocking", [2, 2]),), {"reuseport": "no SO_REUSEPORT"})
+    shown = text_of(herd_report(result, per_worker=True))
+    assert "not available: no SO_REUSEPORT" in shown
+    assert "no herd: one connection wakes 1 worker" in shown
+    assert "2 workers, 4 sequential connections per mode, work 1.5 ms, backlog 64" in shown
+    assert "cpu ms" in shown  # the per-worker table
+    assert HerdResult.from_dict(json.loads(json.dumps(result.to_dict()))) == result
+
+
+def test_default_modes_include_poll_and_select() -> None:
+    assert set(herd.HERD_MODES) == set(MODES)
+    assert {"poll", "select", "epoll-herd", "blocking", "epoll"} <= set(herd.HERD_MODES)
+
+
+def test_bad_options_fail_before_any_worker_starts() -> None:
+    with pytest.raises(PlanError):
+        herd.herd_plans(["blocking", "nonsense"], workers=2, connections=2)
+    with pytest.raises(PlanError):
+        herd.herd_plans(["blocking"], workers=0, connections=2)
+    with pytest.raises(PlanError):
+        herd.herd_plans([], workers=2, connections=2)
+
+
+# ------------------------------------------------------------------------------------------------
+# CLI
+# ------------------------------------------------------------------------------------------------
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--modes", "blocking,nope"], "unknown mode(s): nope"),
+        (["--modes", ","], "unknown mode(s): (none given)"),
+        (["--workers", "0"], "--workers must be between"),
+        (["--backlog", "0"], "--backlog must be between"),
+        (["--connections", "x"], "'x' is not a valid integer"),
+    ],
+)
+def test_cli_usage_errors_are_one_line(args: list[str], message: str) -> None:
+    proc = run_cli("herd", *args)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], proc.stderr
+
+
+@LINUX_ONLY
+def test_cli_herd_writes_json_and_show_prints_it(tmp_path: Path) -> None:
+    path = tmp_path / "h.json"
+    proc = run_cli("herd", "--modes", "blocking,epoll-herd", "-w", "2", "-n", "4", "--json", str(path))
+    assert proc.returncode == 0, proc.stderr
+    assert "accept-order herd" in proc.stdout and "epoll-herd" in proc.stdout
+    kind, doc = records.load(path)
+    assert kind == "herd"
+    result = HerdResult.from_dict(doc)
+    assert [r.plan.mode for r in result.runs] == ["blocking", "epoll-herd"]
+    assert all(r.plan.workers == 2 and len(r.records) == 4 for r in result.runs)
+    shown = run_cli("show", str(path))
+    assert shown.returncode == 0, shown.stderr
+    assert "accept-order herd" in shown.stdout and "epoll-herd" in shown.stdout
