@@ -147,7 +147,7 @@ def test_error_names_read_well() -> None:
 # -- against real workers ------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def pool() -> Iterator[WorkerPool]:
     if not sys.platform.startswith("linux"):
         pytest.skip("needs epoll")

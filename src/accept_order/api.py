@@ -10,10 +10,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import psutil
+
 from . import analysis, environment
 from .driver import drive
 from .errors import PlanError
 from .evidence import EvidenceCapture
+from .kernel import format_cpu_list
 from .modes import require_mode
 from .records import ConnectionRecord, Plan, RunResult
 from .supervisor import WorkerPool
@@ -49,7 +52,20 @@ def make_plan(**options: Any) -> Plan:
         ipaddress.ip_address(plan.host)
     except ValueError:
         raise PlanError(f"--host must be an IP address such as 127.0.0.1 or ::1, got {plan.host!r}") from None
+    _check_cpus(plan.cpus)
     return plan
+
+
+def _check_cpus(cpus: tuple[int, ...]) -> None:
+    """Refuse CPUs this process may not run on here, before a worker fails to pin itself to one."""
+    try:
+        allowed = set(psutil.Process().cpu_affinity() or ())
+    except (psutil.Error, AttributeError):  # no affinity support: let the worker try
+        return
+    bad = sorted(set(cpus) - allowed)
+    if bad and allowed:
+        here = format_cpu_list(sorted(allowed))
+        raise PlanError(f"--cpus: CPU {format_cpu_list(bad)} not available here (allowed: {here})")
 
 
 def run_plan(plan: Plan, on_record: Callable[[ConnectionRecord], None] | None = None) -> RunResult:
@@ -71,6 +87,7 @@ def run_plan(plan: Plan, on_record: Callable[[ConnectionRecord], None] | None = 
         pool.check_alive()
         evidence = capture.after(pool.port, pool.pids)
         counters = pool.stop()
+        pool.check_stopped()  # a worker that died serving the last connection can outrun check_alive
         port, unsettled = pool.port, pool.unsettled
     verdict = analysis.verdict(records, plan.workers, mode.model, mode.why, counters)
     return RunResult(

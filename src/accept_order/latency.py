@@ -37,6 +37,7 @@ from .histogram import LatencyHistogram, histogram_lines, summary_line
 from .kernel import format_cpu_list
 from .loadgen import (
     DEFAULT_PROCS,
+    STARVED,
     DriverStats,
     check_concurrency,
     describe_error,
@@ -262,16 +263,28 @@ class LatencyResult:
         )
 
 
-def run_notes(results: Sequence[LatencyResult]) -> list[str]:
-    """Warnings about the load generator over several runs with the same settings, said once."""
+def load_notes(results: Sequence[LatencyResult]) -> list[Text]:
+    """What to say about the load generator over runs with the same settings, each thing once: that it
+    was CPU-bound or starved (yellow), else, when it shares the CPUs with the workers, that it does and
+    how long it waited for a CPU (its wait is part of every latency; the seed's client had its own box)."""
     if not results:
         return []
     first = results[0]
+    procs, workers, cpus = first.plan.driver_procs, first.plan.server.workers, first.environment.cpu_count
     drivers = [d for r in results for d in r.drivers]
-    notes = driver_warnings(
-        drivers, first.plan.server.workers, first.environment.cpu_count, procs=first.plan.driver_procs
-    )
-    return list(dict.fromkeys(notes))
+    warnings = list(dict.fromkeys(driver_warnings(drivers, workers, cpus, procs=procs)))
+    notes = [Text(f"Note: {w}", style="yellow") for w in warnings]
+    waits = [(d.runqueue_s or 0) / d.wall_s for d in drivers if d.wall_s and d.runqueue_s is not None]
+    if procs + workers > cpus and not any(w > STARVED for w in waits):  # else a warning said it
+        wait = f"; they waited for a CPU at most {100 * max(waits):.0f}% of their time" if waits else ""
+        notes.append(
+            Text(
+                f"The load generator's {procs} processes run on the same {cpus} CPUs as the {workers} "
+                f"workers{wait}; that wait is part of the measured latencies.",
+                style="dim",
+            )
+        )
+    return notes
 
 
 # -- running -----------------------------------------------------------------------------------------
@@ -604,7 +617,7 @@ def latency_report(result: LatencyResult) -> RenderableType:
     errors = errors_block(result.errors, result.requests)
     if errors:
         parts.append(errors)
-    parts.extend(Text(f"Note: {w}", style="yellow") for w in result.warnings())
+    parts.extend(load_notes([result]))
     return Group(*parts)
 
 
@@ -657,8 +670,7 @@ def compare_report(
     parts.append(Verbatim(compare_lines(results)))
     for mode, reason in skipped.items():
         parts.append(Text(f"{mode}: not available: {reason}", style="dim"))
-    notes = run_notes(results)
-    parts.extend(Text(f"Note: {w}", style="yellow") for w in notes)
+    parts.extend(load_notes(results))
     parts.append(Text.assemble(("Verdict: ", "bold"), verdict.text))
     return Group(*parts)
 
@@ -719,8 +731,7 @@ def sweep_report(results: Sequence[LatencyResult]) -> RenderableType:
         if errors:
             parts.append(Text(f"accept-batch {r.plan.server.accept_batch}: ", style="bold"))
             parts.append(errors)
-    notes = run_notes(results)
-    parts.extend(Text(f"Note: {w}", style="yellow") for w in notes)
+    parts.extend(load_notes(results))
     return Group(*parts)
 
 

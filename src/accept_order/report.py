@@ -159,7 +159,12 @@ def render_document(kind: str, document: dict[str, Any]) -> RenderableType:
         renderer = RENDERERS[kind]
     except KeyError:
         raise ResultFileError(f"cannot show a result of kind {kind!r}") from None
-    return renderer(document)
+    try:
+        return renderer(document)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        # A truncated or hand-edited file: one line naming what is wrong, not a traceback.
+        detail = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise ResultFileError(f"malformed {kind!r} result ({detail})") from None
 
 
 register_renderer("run", lambda doc: run_report(RunResult.from_dict(doc)))

@@ -40,6 +40,7 @@ class WorkerPool:
         self._before: dict[int, tuple[int, int, float]] = {}
         self._counters: list[WorkerCounters] | None = None
         self.unsettled = 0
+        self.died: list[int] = []  # workers that ended before stop() told them to (found by stop)
 
     # -- start ---------------------------------------------------------------------------------
     def __enter__(self) -> WorkerPool:
@@ -92,7 +93,13 @@ class WorkerPool:
             if kind == "ready":
                 self.pids.append(info["pid"])
                 self.affinity.append(tuple(info["affinity"]))
+                # "ready" is sent just before the worker's first wait call: let it fall asleep there
+                # before the next one starts, so workers first wait in index order (which worker a
+                # LIFO epoll or a FIFO accept queue picks first depends on it). Best effort only.
+                self._wait_settled(index, self.ready_timeout_s)
                 return
+            if kind == "failed":
+                raise WorkerError(f"worker {index} could not start: {info}", index)
         proc.join(0.2)
         if proc.exitcode is not None:
             raise WorkerError(f"worker {index} exited with code {proc.exitcode} before it was ready", index)
@@ -124,6 +131,14 @@ class WorkerPool:
             if time.monotonic() > deadline:
                 return False
             time.sleep(0.0002)
+
+    def _wait_settled(self, index: int, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while not self._settled(index):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.0002)
+        return True
 
     def _settled(self, index: int) -> bool:
         state = self._state[index]
@@ -174,7 +189,11 @@ class WorkerPool:
                     kind, info = pipe.recv()
                     if kind == "counters":
                         reports[index] = info
-            except (EOFError, OSError):
+            except EOFError:
+                # Closed without a report: the worker had already ended (it died, e.g. right after
+                # failing a connection) before it was told to stop; check_alive may have missed it.
+                self.died.append(index)
+            except OSError:
                 pass
         counters = []
         for index, pid in enumerate(self.pids):
@@ -192,6 +211,12 @@ class WorkerPool:
         self._counters = counters
         self.kill()
         return counters
+
+    def check_stopped(self) -> None:
+        """After stop(): raise WorkerError naming the first worker that had died before it."""
+        for index in self.died:
+            proc = self.procs[index]
+            raise WorkerError(f"worker {index} (pid {proc.pid}) died with exit code {proc.exitcode}", index)
 
     def kill(self) -> None:
         """End every worker still alive (SIGTERM, then SIGKILL) and reap it, with anything it started."""

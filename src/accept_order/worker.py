@@ -79,13 +79,20 @@ def worker_main(cfg: WorkerConfig, pipe: Connection, state: Any) -> None:
     index, pid = cfg.index, os.getpid()
     fault = _fault(index)
     me = psutil.Process()
-    if cfg.cpus:  # like nginx's worker_cpu_affinity; psutil also pins where os lacks sched_setaffinity
-        me.cpu_affinity([cfg.cpus[index % len(cfg.cpus)]])
-    cfg.listeners.keep_only(index)
+    try:
+        if cfg.cpus:  # like nginx's worker_cpu_affinity; psutil also pins where os lacks sched_setaffinity
+            me.cpu_affinity([cfg.cpus[index % len(cfg.cpus)]])
+        cfg.listeners.keep_only(index)
+        waiter = cfg.mode.waiter(index, cfg.listeners, cfg.batch)
+    except _Stop:
+        return
+    except Exception as exc:
+        # Tell the supervisor (which names this worker in one line) instead of printing a traceback.
+        pipe.send(("failed", f"{type(exc).__name__}: {exc}"))
+        return
     reply = f"worker {index} pid {pid}\n".encode()
     returns = accepts = empty = max_batch = 0
     try:
-        waiter = cfg.mode.waiter(index, cfg.listeners, cfg.batch)
         if fault == "never-ready":
             signal.pause()
         pipe.send(("ready", {"pid": pid, "affinity": sorted(me.cpu_affinity())}))

@@ -1,0 +1,168 @@
+"""Shared fixtures: no test may leave a child process behind; helpers for ports, the CLI and waiting.
+
+The autouse fixture `no_child_outlives_the_test` is the suite's guarantee that every worker, server and
+subprocess a test starts has an owner that ends it. It waits a few seconds for children already on their
+way out (a SIGTERMed worker writing its report), then kills and names any straggler and fails the test.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import IO, TypeVar
+
+import psutil
+import pytest
+from click.testing import CliRunner, Result
+
+from accept_order.cli import main
+
+CHILD_GRACE_S = 3.0
+
+T = TypeVar("T")
+
+
+def _describe(proc: psutil.Process) -> str:
+    try:
+        cmd = " ".join(proc.cmdline()) or proc.name()
+    except psutil.Error:
+        cmd = "?"
+    return f"pid {proc.pid} ({cmd[:120]})"
+
+
+@pytest.fixture(autouse=True)
+def no_child_outlives_the_test() -> Iterator[None]:
+    yield
+    children = psutil.Process().children(recursive=True)
+    if not children:
+        return
+    # wait_procs also reaps our own direct children, zombies included: a zombie has ended.
+    _, alive = psutil.wait_procs(children, timeout=CHILD_GRACE_S)
+    if not alive:
+        return
+    names = [_describe(p) for p in alive]
+    for proc in alive:
+        try:
+            proc.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(alive, timeout=CHILD_GRACE_S)
+    pytest.fail(f"{len(names)} child process(es) outlived the test: {'; '.join(names)}", pytrace=False)
+
+
+@pytest.fixture
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago (the kernel picked it for a socket we closed)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def ipv6_loopback_works() -> bool:
+    if not socket.has_ipv6:
+        return False
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as sock:
+            sock.bind(("::1", 0))
+            sock.listen(1)
+            with socket.create_connection(sock.getsockname()[:2], timeout=2):
+                pass
+    except OSError:
+        return False
+    return True
+
+
+needs_ipv6 = pytest.mark.skipif(not ipv6_loopback_works(), reason="IPv6 loopback (::1) does not work here")
+
+
+def run_cli(
+    args: Sequence[str], columns: int = 200, extra_env: dict[str, str] | None = None, input: str | None = None
+) -> Result:
+    """Invoke `accept-order ARGS` in-process; any exception other than SystemExit fails the test loudly.
+
+    click >= 8.2: result.stdout and result.stderr are separate, result.output interleaves both.
+    `columns` sets rich's width (COLUMNS) so that assertions do not depend on where lines wrap.
+    """
+    env: dict[str, str | None] = {"COLUMNS": str(columns), **(extra_env or {})}
+    result = CliRunner().invoke(main, list(args), catch_exceptions=True, env=env, input=input)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise AssertionError(
+            f"accept-order {' '.join(args)} raised {result.exception!r}\n{result.output}"
+        ) from result.exception
+    return result
+
+
+def assert_one_error_line(result: Result, code: int, *fragments: str) -> str:
+    """The CLI failed with `code` and exactly one line on stderr (containing every fragment)."""
+    lines = result.stderr.splitlines()
+    assert result.exit_code == code, f"exit {result.exit_code}, expected {code}; stderr: {result.stderr!r}"
+    assert len(lines) == 1, f"expected one stderr line, got {lines!r}"
+    line = lines[0]
+    assert line.startswith("accept-order: error: "), line
+    assert "Traceback" not in result.output
+    for fragment in fragments:
+        assert fragment in line, f"{fragment!r} not in {line!r}"
+    return line
+
+
+def wait_for(probe: Callable[[], T], done: Callable[[T], bool], timeout: float, what: str) -> T:
+    """Poll probe() until done(value); fail naming `what` if the deadline passes first."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if done(value):
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:g} s waiting for {what} (last: {value!r})")
+        time.sleep(0.01)
+
+
+class OutputReader:
+    """Collect a subprocess's stream in a thread so a test can wait for text with a timeout."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+        self._chunks: list[str] = []
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self.closed = False
+        self._thread = threading.Thread(target=self._pump, daemon=True)
+        self._thread.start()
+
+    def _pump(self) -> None:
+        for line in iter(self._stream.readline, ""):
+            with self._changed:
+                self._chunks.append(line)
+                self._changed.notify_all()
+        with self._changed:
+            self.closed = True
+            self._changed.notify_all()
+
+    @property
+    def text(self) -> str:
+        with self._lock:
+            return "".join(self._chunks)
+
+    def wait_for(self, pattern: str, timeout: float) -> re.Match[str]:
+        """The first match of `pattern` in everything read so far, waiting up to `timeout` for it."""
+        regex = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                match = regex.search("".join(self._chunks))
+                if match:
+                    return match
+                remaining = deadline - time.monotonic()
+                if self.closed or remaining <= 0:
+                    text = "".join(self._chunks)
+                    state = "stream closed" if self.closed else f"timed out after {timeout:g} s"
+                    pytest.fail(f"{state} before {pattern!r} appeared; output so far:\n{text}")
+                self._changed.wait(remaining)
+
+    def finish(self, timeout: float = 5.0) -> str:
+        """Everything, once the stream has closed (the process exited)."""
+        self._thread.join(timeout)
+        return self.text

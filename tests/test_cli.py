@@ -1,0 +1,194 @@
+"""The command line through click's CliRunner: output, exit codes, JSON, and one stderr line per bad input."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+from pathlib import Path
+
+import pytest
+from conftest import assert_one_error_line, run_cli
+
+from accept_order import analysis, records
+from accept_order.modes import CORE_MODES, MODES
+from accept_order.records import RunResult
+
+
+def sequence_of(output: str) -> list[int]:
+    match = re.search(r"^Sequence: ([\d x]+)$", output, re.MULTILINE)
+    assert match, output
+    return [int(m) for m in match.group(1).split()]
+
+
+def test_run_prints_sequence_table_and_verdict() -> None:
+    result = run_cli(["run", "--mode", "blocking", "--workers", "3", "--connections", "6"])
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert out.startswith("accept-order run: mode blocking, 3 workers, 6 connections on 127.0.0.1:")
+    assert analysis.is_rotation(sequence_of(out), 3)
+    assert "served 6, failed 0, driven 6" in out
+    assert "Verdict: rotation" in out
+    assert "Why: accept()" in out
+    assert result.stderr == ""
+
+
+def test_run_reports_the_chosen_port(free_port: int) -> None:
+    result = run_cli(["run", "-m", "epoll", "-n", "2", "--port", str(free_port)])
+    assert result.exit_code == 0, result.output
+    assert f"127.0.0.1:{free_port}" in result.stdout
+    assert sequence_of(result.stdout) == [0, 0]
+
+
+def test_run_json_round_trip_and_show(tmp_path: Path) -> None:
+    path = tmp_path / "run.json"
+    result = run_cli(["run", "-m", "epoll", "-n", "6", "--json", str(path)])
+    assert result.exit_code == 0, result.output
+    assert f"wrote {path}" in result.stderr
+    kind, doc = records.load(path)
+    assert kind == "run"
+    assert doc["version"] == records.SCHEMA_VERSION
+    assert doc["plan"]["mode"] == "epoll"
+    env = doc["environment"]
+    assert {"kernel", "cpu_count", "somaxconn", "python"} <= set(env)
+    assert len(doc["records"]) == 6
+    assert len(doc["counters"]) == 3
+    run = RunResult.from_dict(doc)
+    assert run.sequence == [0] * 6
+    assert f"127.0.0.1:{run.port}" in result.stdout
+
+    shown = run_cli(["show", str(path)])
+    assert shown.exit_code == 0, shown.output
+    assert shown.stdout == result.stdout  # `show` prints the run exactly as `run` did
+
+
+def test_compare_runs_every_supported_mode(tmp_path: Path) -> None:
+    path = tmp_path / "compare.json"
+    result = run_cli(["compare", "-n", "6", "--json", str(path)])
+    assert result.exit_code == 0, result.output
+    for mode in CORE_MODES:
+        assert mode in result.stdout
+    kind, doc = records.load(path)
+    assert kind == "compare"
+    assert [r["plan"]["mode"] for r in doc["runs"]] == list(CORE_MODES)
+    assert doc["skipped"] == {}
+    shown = run_cli(["show", str(path)])
+    assert shown.exit_code == 0
+    assert shown.stdout == result.stdout
+
+
+def test_compare_skips_a_mode_the_platform_lacks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(MODES["epoll-shared"], "unavailable", lambda: "pretend this kernel lacks it")
+    result = run_cli(["compare", "--modes", "blocking,epoll-shared", "-n", "3"])
+    assert result.exit_code == 0, result.output
+    assert "not available: pretend this kernel lacks it" in result.stdout
+    assert "blocking" in result.stdout
+
+
+def test_modes_lists_every_mode() -> None:
+    result = run_cli(["modes"])
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    for name in MODES:
+        assert any(line.startswith(name + " ") for line in lines), name
+    assert all("(available)" in line for line in lines if line.split()[0] in MODES)
+
+
+def test_version_and_help() -> None:
+    assert run_cli(["--version"]).exit_code == 0
+    help_ = run_cli(["run", "--help"])
+    assert help_.exit_code == 0
+    assert "--work-ms" in help_.stdout
+
+
+# -- bad input: exactly one line on stderr, exit 2 for usage and 1 for runtime, no traceback ---------
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["run", "--mode", "nope"], "'nope' is not one of"),
+        (["run", "--workers", "0"], "--workers must be between 1 and 512, got 0"),
+        (["run", "--workers", "100000"], "--workers must be between 1 and 512"),
+        (["run", "--workers", "-3"], "--workers"),
+        (["run", "--workers", "three"], "'three' is not a valid integer"),
+        (["run", "--connections", "0"], "--connections must be between"),
+        (["run", "--connections", "99999999999"], "--connections must be between"),
+        (["run", "--port", "70000"], "--port must be between 0 and 65535"),
+        (["run", "--host", "localhost.invalid"], "--host must be an IP address"),
+        (["run", "--gap-ms", "-1"], "--gap-ms"),
+        (["run", "--work-ms", "-5"], "--work-us"),
+        (["run", "--timeout", "0"], "--timeout"),
+        (["run", "--backlog", "0"], "--backlog"),
+        (["run", "--accept-batch", "-1"], "--accept-batch"),
+        (["run", "--cpus", "2-1"], "is not a CPU list"),
+        (["run", "--cpus", "100000"], "--cpus: CPU 100000 not available here"),
+        (["run", "--no-such-option"], "No such option"),
+        (["compare", "--modes", "blocking,bogus"], "unknown mode(s): bogus"),
+        (["compare", "--modes", ","], "unknown mode(s): (none given)"),
+        (["serve", "--workers", "0"], "--workers must be between"),
+        (["serve", "--mode", "nope"], "'nope' is not one of"),
+        (["no-such-command"], "No such command"),
+        (["show"], "Missing argument"),
+    ],
+)
+def test_usage_errors_exit_2_with_one_line(args: list[str], fragment: str) -> None:
+    assert_one_error_line(run_cli(args), 2, fragment)
+
+
+def test_mode_the_platform_lacks_exits_2(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(MODES["epoll"], "unavailable", lambda: "pretend this kernel lacks EPOLLEXCLUSIVE")
+    line = assert_one_error_line(run_cli(["run", "--mode", "epoll"]), 2, "mode 'epoll' is not available")
+    assert "pretend this kernel lacks EPOLLEXCLUSIVE" in line
+    assert_one_error_line(run_cli(["serve", "--mode", "epoll"]), 2, "not available")
+
+
+@pytest.mark.parametrize("mode", ["blocking", "reuseport"])
+def test_port_in_use_exits_1(mode: str) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        assert_one_error_line(
+            run_cli(["run", "--mode", mode, "--port", str(port)]), 1, f"port {port}", "already in use"
+        )
+        assert_one_error_line(run_cli(["serve", "--mode", mode, "--port", str(port)]), 1, "already in use")
+
+
+def test_host_not_on_this_machine_exits_1() -> None:
+    # A TEST-NET-1 address (RFC 5737): valid, but never assigned to this machine.
+    assert_one_error_line(run_cli(["run", "--host", "192.0.2.1"]), 1, "address not available")
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        (None, "cannot read"),
+        ("{broken", "is not JSON"),
+        ('{"schema": "other", "version": 1}', "is not an accept-order result file"),
+        ('{"schema": "accept-order", "version": 999, "kind": "run"}', "schema version 999"),
+        ('{"schema": "accept-order", "version": 1, "kind": "mystery"}', "cannot show a result of kind"),
+        ('{"schema": "accept-order", "version": 1, "kind": "run"}', "malformed 'run' result"),
+        ('{"schema": "accept-order", "version": 1, "kind": "compare", "runs": [{}]}', "malformed"),
+    ],
+)
+def test_show_bad_files_exit_1(tmp_path: Path, content: str | None, fragment: str) -> None:
+    path = tmp_path / "result.json"
+    if content is not None:
+        path.write_text(content)
+    assert_one_error_line(run_cli(["show", str(path)]), 1, fragment)
+
+
+def test_show_of_a_truncated_run_exits_1(tmp_path: Path) -> None:
+    path = tmp_path / "run.json"
+    assert run_cli(["run", "-n", "2", "--json", str(path)]).exit_code == 0
+    doc = json.loads(path.read_text())
+    del doc["verdict"]["why"]
+    doc["records"][0].pop("seq")
+    path.write_text(json.dumps(doc))
+    assert_one_error_line(run_cli(["show", str(path)]), 1, "malformed")
+
+
+def test_json_path_unwritable_exits_1(tmp_path: Path) -> None:
+    target = tmp_path / "missing-dir" / "run.json"
+    assert_one_error_line(run_cli(["run", "-n", "2", "--json", str(target)]), 1, "cannot write")

@@ -1,0 +1,185 @@
+"""The `latency` and `sweep` commands: output format, JSON + show, bad input as one line, SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from accept_order.latency import allowed_cpus
+
+LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs epoll and procfs")
+CLI = [str(Path(sys.executable).with_name("accept-order"))]
+SMALL = ["-w", "2", "-n", "200", "-c", "8", "--work-us", "100"]
+SUMMARY = re.compile(
+    r"^Duration in ms \((?P<mode>[\w-]+)\) min:\d+\.\d\d avg:\d+\.\d\d med=\d+\.\d\d max:\d+\.\d\d "
+    r"dev:\d+\.\d\d count:(?P<n>\d+)$",
+    re.M,
+)
+
+
+def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    # COLUMNS=80: what a pipe gets; the mmhistogram lines are longer and must still print whole.
+    env = {**os.environ, "COLUMNS": "80"}
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, env=env)
+
+
+@LINUX_ONLY
+def test_latency_prints_mmhistogram_lines_and_writes_json(tmp_path: Path) -> None:
+    path = tmp_path / "lat.json"
+    proc = cli("latency", "--mode", "blocking", *SMALL, "--json", str(path))
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    match = SUMMARY.search(out)
+    assert match and match["mode"] == "blocking" and match["n"] == "200"
+    assert "Duration in ms (blocking):\n value |" + "-" * 50 + " count\n" in out
+    assert "p99.9 ms" in out and "req/s" in out
+    assert len(re.findall(r"^pid \d+'s current affinity list: \S+$", out, re.M)) == 2
+    # Not a terminal: no progress bar, only the note about the file.
+    assert proc.stderr.strip() == f"wrote {path}"
+    doc = json.loads(path.read_text())
+    assert doc["kind"] == "latency" and doc["schema"] == "accept-order"
+    assert doc["summary"]["count"] == 200 and doc["plan"]["mode"] == "blocking"
+    assert doc["load"] == {"requests": 200, "duration_s": None, "concurrency": 8, "driver_procs": 2}
+    shown = cli("show", str(path))
+    assert shown.returncode == 0, shown.stderr
+    assert SUMMARY.search(shown.stdout)[0] == match[0]  # type: ignore[index]
+
+
+@LINUX_ONLY
+def test_pin_puts_each_worker_on_its_own_cpu() -> None:
+    cpus = allowed_cpus()
+    proc = cli("latency", *SMALL[2:], "-w", str(len(cpus)), "--pin")
+    assert proc.returncode == 0, proc.stderr
+    listed = re.findall(r"^pid \d+'s current affinity list: (\S+)$", proc.stdout, re.M)
+    assert listed == [str(c) for c in cpus]
+
+
+@LINUX_ONLY
+def test_duration_instead_of_a_count() -> None:
+    proc = cli("latency", "-w", "2", "-c", "4", "--duration", "300ms")
+    assert proc.returncode == 0, proc.stderr
+    assert "0.3 s, 4 concurrent" in proc.stdout
+
+
+@LINUX_ONLY
+def test_compare_prints_both_histograms_a_table_and_a_verdict(tmp_path: Path) -> None:
+    path = tmp_path / "cmp.json"
+    proc = cli("latency", "--compare", "blocking,reuseport", *SMALL, "--json", str(path))
+    assert proc.returncode == 0, proc.stderr
+    assert [m["mode"] for m in SUMMARY.finditer(proc.stdout)] == ["blocking", "reuseport"]
+    table = proc.stdout[proc.stdout.index("latency by mode (ms)") :]
+    assert re.search(r"^blocking +\d", table, re.M) and re.search(r"^reuseport +\d", table, re.M)
+    assert "Verdict: " in proc.stdout
+    doc = json.loads(path.read_text())
+    assert doc["kind"] == "latency-compare" and len(doc["runs"]) == 2 and "text" in doc["verdict"]
+    shown = cli("show", str(path))
+    assert shown.returncode == 0 and "Verdict: " in shown.stdout
+
+
+@LINUX_ONLY
+def test_sweep_prints_the_seed_001_table(tmp_path: Path) -> None:
+    path = tmp_path / "sweep.json"
+    proc = cli("sweep", "--accept-batch", "1,0", "--mode", "epoll", *SMALL, "--json", str(path))
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "|   performance |  lat-avg | lat-stdev |  lat-99% |" in out
+    capped = re.search(
+        r"^1 limit  \| +[\d.]+tps \| +[\d.]+ms \| +[\d.]+ms \| +[\d.]+ms \| +(\d+) \|", out, re.M
+    )
+    assert capped and int(capped[1]) == 1  # the most any worker accepted in one wakeup
+    assert re.search(r"^no limit \| +[\d.]+tps", out, re.M)
+    assert json.loads(path.read_text())["kind"] == "sweep"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["latency", "--concurrency", "0"], "--concurrency must be between 1 and"),
+        (["latency", "--concurrency", "-5"], "--concurrency must be between 1 and"),
+        (["latency", "--concurrency", "99999999"], "open-file limit"),
+        (["latency", "--duration", "10x"], "is not a duration such as 10s"),
+        (["latency", "--duration", "0s"], "not a positive duration"),
+        (["latency", "--requests", "0"], "--requests must be between 1"),
+        (["latency", "--requests", "5", "--duration", "1s"], "--requests or --duration, not both"),
+        (["latency", "--driver-procs", "0"], "--driver-procs must be between 1"),
+        (["latency", "--workers", "-1"], "--workers must be between 1"),
+        (["latency", "--work-us", "5", "--work-ms", "1"], "--work-us or --work-ms, not both"),
+        (["latency", "--compare", "blocking,nope"], "unknown mode(s): nope"),
+        (["latency", "--cpus", "4096"], "--cpus 4096 not available here"),
+        (["latency", "--cpus", "1-0"], "is not a CPU list"),
+        (["sweep", "--accept-batch", "1,x"], "--accept-batch must be a list"),
+        (["sweep", "--accept-batch", "-1"], "--accept-batch must be a list of numbers >= 0"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str) -> None:
+    proc = cli(*args)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], proc.stderr
+    assert lines[0].startswith("accept-order: error: ")
+    assert proc.stdout == ""
+
+
+def wait_for(condition: object, timeout: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():  # type: ignore[operator]
+            return True
+        time.sleep(0.02)
+    return False
+
+
+@LINUX_ONLY
+def test_sigterm_stops_workers_and_drivers_with_one_line() -> None:
+    proc = subprocess.Popen(
+        [
+            *CLI,
+            "latency",
+            "-w",
+            "2",
+            "-c",
+            "4",
+            "--duration",
+            "60s",
+            "--work-us",
+            "200",
+            "--driver-procs",
+            "2",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        me = psutil.Process(proc.pid)
+        # 2 workers + 2 drivers (+ possibly a multiprocessing helper): the load is running.
+        assert wait_for(lambda: len(me.children()) >= 4), "the run never started"
+        started = [p.pid for p in me.children(recursive=True)]
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 143
+    assert err.strip().splitlines() == ["accept-order: error: terminated; all workers stopped"]
+
+    def all_gone() -> bool:
+        for pid in started:
+            try:
+                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                    return False
+            except psutil.NoSuchProcess:
+                pass
+        return True
+
+    assert wait_for(all_gone, 10.0)

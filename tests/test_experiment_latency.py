@@ -1,0 +1,64 @@
+"""The seed-000 latency experiment script runs end to end with tiny settings and states its finding."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "latency_shared_vs_reuseport.py"
+LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs epoll and procfs")
+
+
+def run_script(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"COLUMNS": "80", "PATH": "/usr/bin:/bin"},
+    )
+
+
+@LINUX_ONLY
+def test_reproduces_the_comparison_and_states_whether_the_finding_holds(tmp_path: Path) -> None:
+    path = tmp_path / "exp.json"
+    proc = run_script(
+        "--requests", "300", "--concurrency", "8", "--work-us", "200", "--workers", "2", "--json", str(path)
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    titles = re.findall(r"^Duration in ms \(([\w-]+)\) min:.* count:300$", out, re.M)
+    assert titles == ["blocking", "epoll", "reuseport"]
+    assert "latency by mode (ms)" in out and "Verdict: " in out
+    finding = r"^Seed 000's finding \(similar average, much wider spread with reuseport\) "
+    statement = re.search(finding + r"(holds|does not hold) here:$", out, re.M)
+    assert statement, out
+    per_mode = re.findall(r"^  (holds|does not hold) against (\w+): reuseport's average is", out, re.M)
+    assert [m for _, m in per_mode] == ["blocking", "epoll"]
+    # The overall statement is the conjunction of the per-mode ones.
+    assert (statement[1] == "holds") == all(v == "holds" for v, _ in per_mode)
+    doc = json.loads(path.read_text())
+    assert doc["kind"] == "latency-compare" and [r["plan"]["mode"] for r in doc["runs"]] == titles
+    for run in doc["runs"]:
+        assert run["plan"]["accept_batch"] == 1 and run["summary"]["count"] == 300 and run["errors"] == {}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--modes", "nope"], "unknown mode(s): nope"),
+        (["--workers", "0"], "--workers must be at least 1"),
+        (["--concurrency", "0"], "--concurrency must be between 1"),
+        (["--requests", "x"], "invalid int value"),
+    ],
+)
+def test_bad_arguments_are_one_line(args: list[str], message: str) -> None:
+    proc = run_script(*args)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], proc.stderr

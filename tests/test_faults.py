@@ -1,0 +1,156 @@
+"""Faults: a worker that never becomes ready or dies, a busy port, a stuck worker. Each ends the run
+within a few seconds with an error naming the worker, counts every driven connection, and leaves no
+process behind (the autouse fixture in conftest.py checks the last part after every test).
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import socket
+import time
+
+import psutil
+import pytest
+from conftest import assert_one_error_line, run_cli
+from rich.console import Console
+
+from accept_order import (
+    ListenError,
+    PlanError,
+    RunResult,
+    WorkerError,
+    WorkerPool,
+    api,
+    make_plan,
+    report,
+    run,
+)
+from accept_order.driver import drive
+from accept_order.records import Plan
+from accept_order.worker import FAULT_ENV
+
+READY_TIMEOUT_S = 1.0  # shorter than the default 5 s, to keep the suite fast
+
+
+def fast_ready_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make run()/the CLI give up on a worker that is not ready after READY_TIMEOUT_S."""
+    monkeypatch.setattr(api, "WorkerPool", functools.partial(WorkerPool, ready_timeout_s=READY_TIMEOUT_S))
+
+
+@pytest.mark.parametrize("mode", ["blocking", "epoll", "reuseport"])
+def test_worker_never_ready_is_named(monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
+    monkeypatch.setenv(FAULT_ENV, "never-ready:1")
+    plan = make_plan(mode=mode, workers=3, connections=3)
+    started = time.monotonic()
+    with pytest.raises(WorkerError, match=r"worker 1 did not become ready within 1 s") as info:
+        with WorkerPool(plan, ready_timeout_s=READY_TIMEOUT_S):
+            pytest.fail("the pool should not start")
+    assert info.value.index == 1
+    assert time.monotonic() - started < READY_TIMEOUT_S + 4
+
+
+def test_worker_never_ready_via_api_and_cli(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(FAULT_ENV, "never-ready:2")
+    fast_ready_timeout(monkeypatch)
+    with pytest.raises(WorkerError, match="worker 2 did not become ready"):
+        run(mode="epoll", workers=3, connections=3)
+    assert_one_error_line(run_cli(["run", "-m", "blocking"]), 1, "worker 2 did not become ready")
+
+
+def test_worker_that_fails_to_start_is_named_without_a_traceback(capfd: pytest.CaptureFixture[str]) -> None:
+    # A CPU that does not exist makes worker 0 fail to pin itself before it reports ready. (make_plan
+    # refuses such a plan up front; the Plan is built directly to reach the worker.)
+    plan = Plan(mode="epoll", workers=2, connections=1, cpus=(100_000,))
+    started = time.monotonic()
+    with pytest.raises(WorkerError, match=r"worker 0 could not start: .*100000") as info:
+        with WorkerPool(plan, ready_timeout_s=READY_TIMEOUT_S):
+            pass
+    assert info.value.index == 0
+    assert time.monotonic() - started < READY_TIMEOUT_S + 4
+    assert "Traceback" not in capfd.readouterr().err
+
+
+@pytest.mark.parametrize("mode", ["blocking", "epoll"])
+@pytest.mark.parametrize("connections", [1, 6])
+def test_worker_dying_on_accept_is_named(
+    monkeypatch: pytest.MonkeyPatch, mode: str, connections: int
+) -> None:
+    # Worker 0 gets a connection in both modes (blocking: the first round visits every worker;
+    # epoll: the lowest idle index wins), including a single-connection run, where the death can only
+    # be noticed after the drive.
+    monkeypatch.setenv(FAULT_ENV, "die-on-accept:0")
+    started = time.monotonic()
+    with pytest.raises(WorkerError, match=r"worker 0 \(pid \d+\) died with exit code 3") as info:
+        run(mode=mode, workers=3, connections=connections)
+    assert info.value.index == 0
+    assert time.monotonic() - started < 5
+
+
+def test_worker_dying_via_cli(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(FAULT_ENV, "die-on-accept:0")
+    assert_one_error_line(run_cli(["run", "-m", "epoll"]), 1, "worker 0", "died with exit code 3")
+
+
+@pytest.mark.parametrize(("mode", "connections"), [("blocking", 6), ("epoll", 6), ("reuseport", 40)])
+def test_connections_to_a_dying_worker_are_counted(
+    monkeypatch: pytest.MonkeyPatch, mode: str, connections: int
+) -> None:
+    """Driven without stopping at the death: every connection ends as served or failed, with the error."""
+    monkeypatch.setenv(FAULT_ENV, "die-on-accept:0")
+    plan = make_plan(mode=mode, workers=3, connections=connections, timeout_s=2.0)
+    with WorkerPool(plan) as pool:
+        records = drive(pool.address, connections, timeout_s=plan.timeout_s)
+        with pytest.raises(WorkerError, match="worker 0"):
+            pool.wait_for_death()
+    assert len(records) == connections
+    served = [r for r in records if r.served]
+    failed = [r for r in records if not r.served]
+    assert len(served) + len(failed) == connections
+    # Worker 0 took one (reuseport: at least one of 40 hashes to its queue, odds 1 - (2/3)**40).
+    assert failed, [r.worker for r in records]
+    for rec in failed:
+        assert rec.error, rec
+        assert rec.worker is None and rec.pid is None
+    assert all(r.worker in (1, 2) for r in served)
+
+
+def test_timeouts_are_counted_as_failures() -> None:
+    # One worker, busy 2 s per connection, clients that wait 0.3 s: both connections fail by timeout.
+    result = run(mode="epoll", workers=1, connections=2, work_ms=2000, timeout_s=0.3)
+    assert len(result.records) == 2
+    assert (result.served, result.failed) == (0, 2)
+    assert all(r.error == "timeout: no answer within 0.3 s" for r in result.records)
+    assert "2 of 2 connections failed" in _report_text(result)
+
+
+def _report_text(result: RunResult) -> str:
+    console = Console(width=200, file=io.StringIO())
+    console.print(report.run_report(result))
+    assert isinstance(console.file, io.StringIO)
+    return console.file.getvalue()
+
+
+def test_port_in_use_raises_listen_error() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        with pytest.raises(ListenError, match=f"port {port} on 127.0.0.1 is already in use") as info:
+            run(mode="epoll", port=port)
+        assert info.value.exit_code == 1
+
+
+def test_bad_plans_raise_plan_error_before_any_process_starts() -> None:
+    for options in (
+        {"mode": "nope"},
+        {"workers": 0},
+        {"workers": 10**6},
+        {"connections": 0},
+        {"host": "example"},
+        {"gap_ms": -1},
+    ):
+        with pytest.raises(PlanError) as info:
+            run(**options)
+        assert info.value.exit_code == 2
+        assert psutil.Process().children() == []

@@ -1,0 +1,348 @@
+"""Latency runs: plan validation, an end-to-end run in every mode, the accepts-per-wakeup cap (from the
+workers' own counters), the tail verdict, JSON round trips and the renderers."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from accept_order import latency, records
+from accept_order.errors import PlanError, WorkerError
+from accept_order.histogram import LatencyHistogram
+from accept_order.latency import (
+    LatencyPlan,
+    LatencyResult,
+    Serving,
+    allowed_cpus,
+    compare_latency,
+    compare_lines,
+    latency_report,
+    make_latency_plan,
+    parse_batches,
+    parse_duration,
+    parse_modes,
+    run_latency,
+    sweep_accept_batch,
+    sweep_lines,
+    tail_verdict,
+)
+from accept_order.loadgen import DriverStats, open_file_limit
+from accept_order.modes import MODES
+from accept_order.records import Environment, WorkerCounters
+from accept_order.report import render_document
+from accept_order.worker import FAULT_ENV
+
+LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs epoll and procfs")
+SUMMARY = re.compile(
+    r"^(?P<title>.+) min:\d+\.\d\d avg:\d+\.\d\d med=\d+\.\d\d max:\d+\.\d\d dev:\d+\.\d\d count:(?P<n>\d+)$",
+    re.M,
+)
+
+
+def text_of(renderable: object, width: int = 80) -> str:
+    console = Console(width=width, record=True, color_system=None)
+    with console.capture() as capture:
+        console.print(renderable, crop=False)
+    return capture.get()
+
+
+def small(mode: str = "blocking", **overrides: object) -> LatencyPlan:
+    options: dict[str, object] = {
+        "mode": mode,
+        "workers": 2,
+        "requests": 200,
+        "concurrency": 8,
+        "driver_procs": 2,
+        "work_us": 100,
+    }
+    options.update(overrides)
+    return make_latency_plan(**options)
+
+
+# -- parsing and validation ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("10s", 10.0), ("500ms", 0.5), ("2m", 120.0), ("1.5h", 5400.0), ("30", 30.0), (" 250 us", 0.00025)],
+)
+def test_parse_duration(text: str, seconds: float) -> None:
+    assert parse_duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text", ["", "s", "10x", "-1s", "0s", "1e3s", "ten seconds", "1.2.3s"])
+def test_parse_duration_refuses(text: str) -> None:
+    with pytest.raises(ValueError, match="duration"):
+        parse_duration(text)
+
+
+def test_plan_defaults() -> None:
+    plan = make_latency_plan()
+    assert (plan.requests, plan.duration_s, plan.concurrency, plan.driver_procs) == (100_000, None, 200, 2)
+    assert plan.server.workers == len(allowed_cpus())  # one per CPU
+    assert plan.server.cpus == () and plan.server.settle is False
+    assert plan.mode == "epoll"  # the API's default; the CLI's is blocking
+
+
+def test_pin_spreads_workers_over_the_allowed_cpus() -> None:
+    assert make_latency_plan(pin=True).server.cpus == tuple(allowed_cpus())
+    first = allowed_cpus()[0]
+    assert make_latency_plan(pin=True, cpus=(first,)).server.cpus == (first,)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"requests": 5, "duration_s": 1.0}, "not both"),
+        ({"requests": 0}, "--requests must be between 1"),
+        ({"requests": -3}, "--requests must be between 1"),
+        ({"duration_s": 0.0}, "--duration must be more than 0"),
+        ({"duration_s": -2.0}, "--duration must be more than 0"),
+        ({"concurrency": 0}, "--concurrency must be between 1"),
+        ({"concurrency": -1}, "--concurrency must be between 1"),
+        ({"concurrency": open_file_limit() + 1}, "open-file limit"),
+        ({"driver_procs": 0}, "--driver-procs must be between 1"),
+        ({"workers": 0}, "--workers must be between 1"),
+        ({"work_us": -1}, "--work-us must be between 0"),
+        ({"cpus": (4096,)}, "--cpus 4096 not available here"),
+        ({"mode": "nope"}, "unknown mode"),
+    ],
+)
+def test_bad_plans_fail_before_anything_starts(options: dict[str, object], message: str) -> None:
+    with pytest.raises(PlanError, match=re.escape(message)):
+        make_latency_plan(**options)
+
+
+def test_parse_batches_and_modes() -> None:
+    assert parse_batches("1,4,32,0") == [1, 4, 32, 0]
+    for bad in ("", "1,x", "-1", "1,,-2"):
+        with pytest.raises(PlanError, match="--accept-batch"):
+            parse_batches(bad)
+    assert parse_modes("blocking, reuseport") == ["blocking", "reuseport"]
+    with pytest.raises(PlanError, match="unknown mode"):
+        parse_modes("blocking,nope")
+    with pytest.raises(PlanError, match="none given"):
+        parse_modes(" , ")
+
+
+# -- end to end, every mode ----------------------------------------------------------------------
+
+
+@LINUX_ONLY
+@pytest.mark.parametrize("mode", list(MODES))
+def test_small_run_in_every_mode(mode: str) -> None:
+    if MODES[mode].unavailable():
+        pytest.skip(MODES[mode].unavailable() or "")
+    result = run_latency(small(mode))
+    assert (result.ok, result.failed, result.errors) == (200, 0, {})
+    assert sum(result.served) == 200 and len(result.served) == 2
+    # The workers' own counters agree with what the clients saw.
+    assert sum(c.accepts for c in result.counters) == 200
+    assert [c.accepts for c in result.counters] == list(result.served)
+    assert sum(d.requests for d in result.drivers) == 200
+    assert result.throughput > 0 and result.wall_s > 0
+    # Each request took at least the handler's busy loop.
+    assert result.histogram.min_us is not None and result.histogram.min_us >= 100
+    text = text_of(latency_report(result))
+    match = SUMMARY.search(text)
+    assert match and match["title"] == f"Duration in ms ({mode})" and match["n"] == "200"
+    assert " value |" + "-" * 50 + " count" in text
+    for pid in (c.pid for c in result.counters):
+        assert f"pid {pid}'s current affinity list: " in text
+
+
+@LINUX_ONLY
+def test_pinned_workers_report_their_cpu() -> None:
+    cpus = allowed_cpus()
+    result = run_latency(small(pin=True, workers=len(cpus), requests=40))
+    assert [c.affinity for c in result.counters] == [(cpu,) for cpu in cpus]
+
+
+@LINUX_ONLY
+def test_duration_run_counts_every_request() -> None:
+    result = run_latency(small(requests=None, duration_s=0.3))
+    assert result.ok > 0 and result.failed == 0
+    assert result.requests == sum(d.requests for d in result.drivers)
+    assert sum(c.accepts for c in result.counters) == result.ok
+
+
+@LINUX_ONLY
+def test_work_iters_is_timed_before_the_run() -> None:
+    result = run_latency(small(work_us=0, work_iters=20_000, requests=40))
+    assert result.work_estimate_us is not None and result.work_estimate_us > 0
+    assert "20000 loop iterations ≈" in text_of(latency_report(result), width=200)
+
+
+@LINUX_ONLY
+def test_a_worker_that_dies_ends_the_run_with_its_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(FAULT_ENV, "die-on-accept:0")
+    with pytest.raises(WorkerError, match="worker 0"):
+        run_latency(small("blocking", requests=100))
+
+
+@LINUX_ONLY
+def test_workers_start_in_the_single_serving_hook(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever `serving` records as evidence lands in the result: the place for a kernel capture."""
+    original = latency.serving
+    calls = []
+
+    @contextmanager
+    def capturing(plan: object) -> Iterator[Serving]:
+        with original(plan) as srv:  # type: ignore[arg-type]
+            calls.append(plan)
+            srv.evidence["hook"] = {"pids": srv.pool.pids}
+            yield srv
+
+    monkeypatch.setattr(latency, "serving", capturing)
+    result = run_latency(small(requests=20))
+    assert len(calls) == 1
+    assert result.evidence["hook"] == {"pids": [c.pid for c in result.counters]}
+
+
+# -- the accepts-per-wakeup cap ------------------------------------------------------------------
+
+
+def busy_single_worker(batch: int) -> LatencyPlan:
+    # One worker that burns 2 ms per request while 8 clients keep connecting: connections pile up in
+    # the accept queue, so every wakeup finds several waiting and only the cap limits the batch.
+    return small("epoll", workers=1, concurrency=8, requests=64, work_us=2000, accept_batch=batch)
+
+
+@LINUX_ONLY
+@pytest.mark.parametrize("cap", [1, 3])
+def test_a_worker_never_accepts_more_than_the_cap_per_wakeup(cap: int) -> None:
+    result = run_latency(busy_single_worker(cap))
+    (worker,) = result.counters
+    assert result.ok == 64 and worker.accepts == 64
+    assert 1 <= worker.max_batch <= cap
+    assert worker.returns - worker.empty >= 64 / cap  # so it needed at least this many wakeups
+
+
+@LINUX_ONLY
+def test_sweep_runs_one_latency_run_per_cap() -> None:
+    results = sweep_accept_batch(busy_single_worker(0), [2, 0])
+    assert [r.plan.server.accept_batch for r in results] == [2, 0]
+    assert all(r.ok == 64 for r in results)
+    capped, free = (r.counters[0] for r in results)
+    assert capped.max_batch <= 2
+    # Without a cap the worker drains the queue: with 8 clients and one busy worker, some wakeup finds
+    # more than 2 connections waiting (the control that shows the cap is what limited the batches).
+    assert free.max_batch > 2
+    lines = sweep_lines(results)
+    assert lines[0].split("|")[1:4] == ["   performance ", "  lat-avg ", " lat-stdev "]
+    assert lines[2].startswith("2 limit  |") and lines[4].startswith("no limit |")
+    assert results[0].title == "Duration in ms (epoll, accept-batch 2)"
+
+
+# -- verdict, JSON and renderers on known data ---------------------------------------------------
+
+ENV = Environment("Linux", "6.0", "x86_64", 2, 4096, "3.11", "host", "2024-01-01T00:00:00+00:00")
+
+
+def fake(mode: str, values_us: list[int], errors: dict[str, int] | None = None) -> LatencyResult:
+    hist = LatencyHistogram()
+    for us in values_us:
+        hist.add(us)
+    plan = make_latency_plan(mode=mode, workers=2, requests=max(1, len(values_us)), concurrency=4)
+    return LatencyResult(
+        plan=plan,
+        environment=ENV,
+        port=1234,
+        histogram=hist,
+        errors=errors or {},
+        served=(len(values_us) - len(values_us) // 2, len(values_us) // 2),
+        counters=(WorkerCounters(0, 100, 5, 5, 0, 2, affinity=(0,)), WorkerCounters(1, 101, 5, 5, 0, 1)),
+        drivers=(DriverStats(0, 4, len(values_us), 1.0, 0.2, 0.1),),
+        wall_s=2.0,
+        title=f"Duration in ms ({mode})",
+    )
+
+
+TIGHT = [30_000] * 98 + [29_000, 31_000]  # the seed's shared queue: everything near 30 ms
+WIDE = [2_000] * 25 + [30_000] * 50 + [60_000] * 24 + [140_000]  # reuseport: same-ish average, wide
+
+
+def test_tail_verdict_names_the_tighter_tail_with_ratios() -> None:
+    tight, wide = fake("blocking", TIGHT), fake("reuseport", WIDE)
+    verdict = tail_verdict([wide, tight])
+    assert verdict.tightest == "blocking"
+    r = verdict.ratios["reuseport"]
+    assert r["p99"] == 60_000 / 30_000
+    assert r["dev"] == pytest.approx(wide.histogram.stdev_us / tight.histogram.stdev_us)
+    assert r["avg"] == pytest.approx(wide.histogram.mean_us / tight.histogram.mean_us)
+    assert verdict.text.startswith("blocking has the tightest tail: reuseport's p99 is 2.00×")
+
+
+def test_tail_verdict_without_a_clear_difference() -> None:
+    verdict = tail_verdict([fake("blocking", TIGHT), fake("epoll", TIGHT)])
+    assert verdict.tightest is None and verdict.text.startswith("no clear difference")
+    assert tail_verdict([fake("blocking", TIGHT)]).tightest is None
+    assert tail_verdict([fake("blocking", TIGHT), fake("epoll", [])]).tightest is None
+
+
+def test_result_json_round_trip(tmp_path: Path) -> None:
+    result = fake("reuseport", WIDE, errors={"ECONNRESET": 2, "timeout": 1})
+    result = dataclasses.replace(result, evidence={"netstat": {"TcpExtListenOverflows": 0}})
+    path = tmp_path / "latency.json"
+    records.save(path, "latency", result.to_dict())
+    kind, doc = records.load(path)
+    assert kind == "latency"
+    back = LatencyResult.from_dict(doc)
+    assert back == result
+    assert doc["summary"]["p99_ms"] == 60.0 and doc["summary"]["count"] == 100
+    text = text_of(render_document(kind, doc))
+    assert "3 of 103 requests failed" in text
+    assert "2 × ECONNRESET (Connection reset by peer)" in text and "1 × timeout" in text
+
+
+def test_report_keeps_mmhistogram_lines_whole_at_80_columns() -> None:
+    text = text_of(latency_report(fake("reuseport", WIDE)), width=80)
+    lines = text.splitlines()
+    line = "Duration in ms (reuseport) min:2.00 avg:31.30 med=30.00 max:140.00 dev:23.05 count:100"
+    assert len(line) > 80 and line in lines
+    # As mmhistogram prints it: bucket L holds (L, 2L] ms, so exactly 2 ms is in bucket 1 and 30 ms in
+    # bucket 16; every bucket from 0 to the last non-empty one is shown.
+    start = lines.index("Duration in ms (reuseport):")
+    assert lines[start + 1 : start + 11] == [
+        " value |" + "-" * 50 + " count",
+        "     0 |" + " " * 50 + " 0",
+        "     1 |" + f"{'*' * 25:>50} 25",
+        "     2 |" + " " * 50 + " 0",
+        "     4 |" + " " * 50 + " 0",
+        "     8 |" + " " * 50 + " 0",
+        "    16 |" + "*" * 50 + " 50",
+        "    32 |" + f"{'*' * 24:>50} 24",
+        "    64 |" + " " * 50 + " 0",
+        "   128 |" + f"{'*':>50} 1",
+    ]
+
+
+def test_compare_and_sweep_documents_render(tmp_path: Path) -> None:
+    runs = [fake("blocking", TIGHT), fake("reuseport", WIDE)]
+    doc = {"runs": [r.to_dict() for r in runs], "skipped": {"epoll": "no EPOLLEXCLUSIVE"}}
+    text = text_of(render_document("latency-compare", doc), width=100)
+    assert "Duration in ms (blocking) min:29.00 avg:30.00 med=30.00 max:31.00 dev:0.14 count:100" in text
+    assert "epoll: not available: no EPOLLEXCLUSIVE" in text
+    assert "Verdict: blocking has the tightest tail" in text
+    lines = compare_lines(runs)
+    assert lines[0].split()[:9] == ["mode", "min", "avg", "med", "p90", "p99", "p99.9", "max", "dev"]
+    row = ["blocking", "29.00", "30.00", "30.00", "30.00", "30.00", "31.00", "31.00", "0.14", "50", "0"]
+    assert lines[2].split() == [*row, "50", "50"]  # req/s = 100 served / 2 s; served per worker 50 50
+    sweep = render_document("sweep", {"runs": [r.to_dict() for r in runs]})
+    assert "no limit |" in text_of(sweep, width=120)
+
+
+@LINUX_ONLY
+def test_compare_runs_each_mode_and_skips_the_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(MODES["epoll"], "unavailable", lambda: "pretend")
+    results, skipped = compare_latency(small(requests=60), ["blocking", "epoll", "reuseport"])
+    assert [r.plan.mode for r in results] == ["blocking", "reuseport"]
+    assert skipped == {"epoll": "pretend"}
+    assert all(r.ok == 60 for r in results)
