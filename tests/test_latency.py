@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -53,8 +54,8 @@ def text_of(renderable: object, width: int = 80) -> str:
     return capture.get()
 
 
-def small(mode: str = "blocking", **overrides: object) -> LatencyPlan:
-    options: dict[str, object] = {
+def small(mode: str = "blocking", **overrides: Any) -> LatencyPlan:
+    options: dict[str, Any] = {
         "mode": mode,
         "workers": 2,
         "requests": 200,
@@ -115,7 +116,7 @@ def test_pin_spreads_workers_over_the_allowed_cpus() -> None:
         ({"mode": "nope"}, "unknown mode"),
     ],
 )
-def test_bad_plans_fail_before_anything_starts(options: dict[str, object], message: str) -> None:
+def test_bad_plans_fail_before_anything_starts(options: dict[str, Any], message: str) -> None:
     with pytest.raises(PlanError, match=re.escape(message)):
         make_latency_plan(**options)
 

@@ -224,9 +224,6 @@ class LatencyResult:
             "throughput": self.throughput,
         }
 
-    def warnings(self) -> list[str]:
-        return driver_warnings(list(self.drivers), self.plan.server.workers, self.environment.cpu_count)
-
     def to_dict(self) -> dict[str, Any]:
         return {
             "plan": asdict(self.plan.server),
@@ -543,6 +540,10 @@ def _load_text(plan: LatencyPlan) -> str:
     return f"{amount}, {plan.concurrency} concurrent, {plan.driver_procs} driver processes"
 
 
+def _workers(n: int) -> str:
+    return f"{n} worker" if n == 1 else f"{n} workers"
+
+
 def _env_text(env: Environment) -> str:
     return f"{env.system} {env.kernel}, {env.cpu_count} CPUs"
 
@@ -554,7 +555,7 @@ def headline(result: LatencyResult) -> Text:
     pinned = f", pinned to CPUs {format_cpu_list(server.cpus)}" if server.cpus else ""
     return Text.assemble(
         ("accept-order latency", "bold"),
-        f": mode {server.mode}, {server.workers} workers{pinned}, "
+        f": mode {server.mode}, {_workers(server.workers)}{pinned}, "
         f"{_work_text(server, result.work_estimate_us)}{batch}; {_load_text(plan)}; "
         f"{server.host}:{result.port} ({_env_text(env)})",
     )
@@ -656,7 +657,7 @@ def compare_report(
         parts.append(
             Text.assemble(
                 ("accept-order latency --compare", "bold"),
-                f": {first.plan.server.workers} workers, "
+                f": {_workers(first.plan.server.workers)}, "
                 f"{_work_text(first.plan.server, first.work_estimate_us)}; {_load_text(first.plan)} "
                 f"({_env_text(first.environment)})",
             )
@@ -708,8 +709,9 @@ def sweep_report(results: Sequence[LatencyResult]) -> RenderableType:
     parts: list[RenderableType] = [
         Text.assemble(
             ("accept-order sweep --accept-batch", "bold"),
-            f": mode {server.mode}, {server.workers} workers, {_work_text(server, first.work_estimate_us)}; "
-            f"{_load_text(first.plan)} ({_env_text(first.environment)})",
+            f": mode {server.mode}, {_workers(server.workers)}, "
+            f"{_work_text(server, first.work_estimate_us)}; {_load_text(first.plan)} "
+            f"({_env_text(first.environment)})",
         )
     ]
     for r in results:
