@@ -135,7 +135,7 @@ def test_herd_row_sums_workers() -> None:
     assert row.accepts_per_wakeup == pytest.approx(8 / 12)
     assert row.herd is True and row.wakes_all is True and row.expected_woken == 4
     assert row.as_expected is True
-    assert row.verdict() == "herd: one connection wakes ~4 of 4 workers"
+    assert row.verdict() == "herd: wakes ~4 of 4"
 
 
 def test_unexpected_result_is_flagged() -> None:
@@ -155,7 +155,7 @@ def test_table_lists_skipped_modes_and_settings() -> None:
     result = HerdResult(2, 4, 1500, 64, (fake_run("blocking", [2, 2]),), {"reuseport": "no SO_REUSEPORT"})
     shown = text_of(herd_report(result, per_worker=True))
     assert "not available: no SO_REUSEPORT" in shown
-    assert "no herd: one connection wakes 1 worker" in shown
+    assert "no herd: wakes 1" in shown
     assert "2 workers, 4 sequential connections per mode, work 1.5 ms, backlog 64" in shown
     assert "cpu ms" in shown  # the per-worker table
     assert HerdResult.from_dict(json.loads(json.dumps(result.to_dict()))) == result

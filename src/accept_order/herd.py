@@ -98,8 +98,8 @@ class HerdRow:
         if w is None:
             return "not measured (no context-switch counts or nothing served)"
         if self.herd:
-            return f"herd: one connection wakes ~{round(w)} of {self.workers} workers"
-        return "no herd: one connection wakes 1 worker"
+            return f"herd: wakes ~{round(w)} of {self.workers}"
+        return "no herd: wakes 1"
 
 
 def _sum_opt(values: Iterable[int | float | None]) -> Any:
@@ -210,9 +210,10 @@ def run_herd(
 # ------------------------------------------------------------------------------------------------
 
 HERD_LEGEND = (
-    "wakeups: wait calls that returned; empty: returned but got EAGAIN; acc/wakeup: accepts per "
-    "returned wakeup, mean and max; sleeps/preempt: voluntary/involuntary context switches, all workers; "
-    "woken/conn: sleeps per served connection = workers one connection woke (the kernel puts most herd "
+    "woke: wait calls that returned; acc: accepts; empty: returned but got EAGAIN; acc/woke: accepts per "
+    "return, mean / max; cpu ms: CPU per worker, mean / max; "
+    "sleeps/preempt: voluntary/involuntary context switches, all workers; "
+    "woken: sleeps per served connection = workers one connection woke (the kernel puts most herd "
     "wakers back to sleep before they return, so sleeps count more than empty returns)"
 )
 
@@ -222,13 +223,21 @@ def _fmt(value: float | int | None, spec: str = "{}") -> str:
 
 
 def herd_table(result: HerdResult) -> Table:
-    table = Table(title="accept-order herd", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    right = ("wakeups", "accepts", "empty", "acc/wakeup", "sleeps", "preempt", "cpu ms/worker", "woken/conn")
+    table = Table(
+        title="accept-order herd",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    right = ("woke", "acc", "empty", "acc/woke", "sleeps", "preempt", "cpu ms", "woken")
     for name in ("mode", *right, "verdict"):
-        table.add_column(name, justify="right" if name in right else "left")
+        table.add_column(
+            name, justify="right" if name in right else "left", no_wrap=name in ("mode", "verdict")
+        )
     for row in result.rows:
         cpu = [c for c in row.cpu_s_per_worker if c is not None]
-        cpu_text = "-" if not cpu else f"{1000 * sum(cpu) / len(cpu):.1f} (max {1000 * max(cpu):.1f})"
+        cpu_text = "-" if not cpu else f"{1000 * sum(cpu) / len(cpu):.1f}/{1000 * max(cpu):.1f}"
         expected = row.as_expected
         style = "green" if expected else ("yellow" if expected is False else "")
         verdict = Text(row.verdict(), style=style)

@@ -32,7 +32,7 @@ from rich.text import Text
 
 from . import api, environment, report
 from .errors import PlanError
-from .evidence import EvidenceCapture
+from .evidence import EvidenceCapture, evidence_report
 from .histogram import LatencyHistogram, histogram_lines, summary_line
 from .kernel import format_cpu_list
 from .loadgen import (
@@ -615,6 +615,8 @@ def latency_report(result: LatencyResult) -> RenderableType:
         Verbatim(affinity_lines(result.counters)),
         drivers_text(result.drivers),
     ]
+    if result.evidence:
+        parts.append(evidence_report(result.evidence))
     errors = errors_block(result.errors, result.requests)
     if errors:
         parts.append(errors)
