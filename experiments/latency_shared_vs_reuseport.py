@@ -45,9 +45,9 @@ from accept_order.latency import (
     compare_latency,
     compare_report,
     make_latency_plan,
-    parse_modes,
     tail_verdict,
 )
+from accept_order.modes import parse_modes
 
 SIMILAR_AVG = 1.25  # averages within 25% of each other are "similar" (the seed's differ by 3%)
 WIDER_DEV = 2.0  # "much wider": at least twice the deviation (the seed's is 16x)

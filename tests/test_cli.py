@@ -189,6 +189,7 @@ def test_show_of_a_truncated_run_exits_1(tmp_path: Path) -> None:
     assert_one_error_line(run_cli(["show", str(path)]), 1, "malformed")
 
 
-def test_json_path_unwritable_exits_1(tmp_path: Path) -> None:
+def test_json_path_unwritable_is_refused_before_the_run(tmp_path: Path) -> None:
     target = tmp_path / "missing-dir" / "run.json"
-    assert_one_error_line(run_cli(["run", "-n", "2", "--json", str(target)]), 1, "cannot write")
+    assert_one_error_line(run_cli(["run", "-n", "2", "--json", str(target)]), 2, "does not exist")
+    assert_one_error_line(run_cli(["herd", "-n", "2", "--json", str(tmp_path)]), 2, "is a directory")

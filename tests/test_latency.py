@@ -28,14 +28,13 @@ from accept_order.latency import (
     make_latency_plan,
     parse_batches,
     parse_duration,
-    parse_modes,
     run_latency,
     sweep_accept_batch,
     sweep_lines,
     tail_verdict,
 )
 from accept_order.loadgen import DriverStats, open_file_limit
-from accept_order.modes import MODES
+from accept_order.modes import MODES, parse_modes
 from accept_order.records import Environment, WorkerCounters
 from accept_order.report import render_document
 from accept_order.worker import FAULT_ENV

@@ -37,12 +37,30 @@ def assert_settled(result: RunResult) -> None:
     assert result.unsettled == 0, f"{result.unsettled} connections started before idle workers slept"
 
 
-def assert_still_busy_when_next_started(result: RunResult, slack_us: int = 50_000) -> None:
-    """The premise of a busy-worker claim: every connection started while the first one was being served."""
-    first = result.records[0]
-    work_end = first.start_us + result.plan.work_us
-    late = [r.seq for r in result.records[1:] if r.start_us + slack_us > work_end]
-    assert not late, f"connections {late} started after worker work ended; the machine stalled the driver"
+def late_starts(result: RunResult, slack_us: int = 50_000) -> list[int]:
+    """Connections that started too late to find the first connection's worker still busy.
+
+    A worker spins `work_us` of wall-clock time from its accept, which comes after the client's start,
+    so it is surely busy until the first start + work_us; `slack_us` covers the handshake.
+    """
+    work_end = result.records[0].start_us + result.plan.work_us
+    return [r.seq for r in result.records[1:] if r.start_us + slack_us > work_end]
+
+
+def run_busy(mode: str, attempts: int = 3) -> RunResult:
+    """3 connections, 400 ms of work each, one every 50 ms: each arrives while the earlier are served.
+
+    That premise is about the driver, not the kernel: a machine that stalls the driver for a quarter
+    of a second can break it. Such a run says nothing about the claim, so it is repeated (never a run
+    whose premise held but whose order was wrong).
+    """
+    for _ in range(attempts):
+        result = run(mode=mode, workers=WORKERS, connections=3, work_ms=400, gap_ms=50)
+        assert_all_counted(result, 3)
+        assert result.failed == 0, [r.error for r in result.records]
+        if not late_starts(result):
+            return result
+    pytest.fail(f"the driver started connections {late_starts(result)} late in {attempts} runs in a row")
 
 
 def sleeps(counters: tuple[WorkerCounters, ...]) -> list[int]:
@@ -77,12 +95,9 @@ def test_epoll_exclusive_idle_goes_to_worker_0() -> None:
 
 
 def test_epoll_exclusive_busy_worker_0_lowest_idle_next() -> None:
-    # Each connection takes 300 ms of work and a new one starts every 60 ms: when the second arrives
-    # worker 0 is busy and the lowest idle index is 1; when the third arrives it is 2.
-    result = run(mode="epoll", workers=WORKERS, connections=3, work_ms=300, gap_ms=60)
-    assert_all_counted(result, 3)
-    assert result.failed == 0
-    assert_still_busy_when_next_started(result)
+    # When the second connection arrives worker 0 is busy and the lowest idle index is 1; when the
+    # third arrives it is 2.
+    result = run_busy("epoll")
     assert result.sequence == [0, 1, 2]
 
 
@@ -99,17 +114,12 @@ def test_epoll_shared_idle_goes_to_most_recent_waiter() -> None:
 
 
 def test_epoll_shared_busy_goes_down_the_lifo_stack() -> None:
-    result = run(mode="epoll-shared", workers=WORKERS, connections=3, work_ms=300, gap_ms=60)
-    assert_all_counted(result, 3)
-    assert result.failed == 0
-    assert_still_busy_when_next_started(result)
+    result = run_busy("epoll-shared")
     assert result.sequence == [2, 1, 0]
 
 
 def test_blocking_busy_goes_to_the_longest_idle() -> None:
-    result = run(mode="blocking", workers=WORKERS, connections=3, work_ms=300, gap_ms=60)
-    assert_all_counted(result, 3)
-    assert_still_busy_when_next_started(result)
+    result = run_busy("blocking")
     assert sorted(result.sequence) == [0, 1, 2]  # busy workers are not in the queue: all three serve
 
 

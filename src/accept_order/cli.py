@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import enum
 import functools
+import os
 import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -19,8 +21,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from . import api, records, report
-from .errors import AcceptOrderError
-from .modes import CORE_MODES, MODES, describe_modes
+from .errors import AcceptOrderError, PlanError
+from .modes import CORE_MODES, MODES, describe_modes, parse_modes
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -136,6 +138,48 @@ def server_options(func: F) -> F:
     return func
 
 
+def timeout_option(default: float = 5.0, what: str = "connection") -> Callable[[F], F]:
+    return click.option(
+        "--timeout",
+        "timeout_s",
+        type=float,
+        default=default,
+        show_default=True,
+        help=f"Seconds a {what} may take before it counts as failed.",
+    )
+
+
+def _writable_path(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Refuse a results path that cannot be written before the run, not after it."""
+    if value is None:
+        return None
+    target = Path(value)
+    if target.is_dir():
+        raise click.BadParameter(f"{value} is a directory")
+    folder = target.parent
+    if not folder.is_dir():
+        raise click.BadParameter(f"directory {folder} does not exist")
+    if not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise click.BadParameter(f"{value} is not writable")
+    return value
+
+
+def json_option(help: str = "Write the result as JSON.") -> Callable[[F], F]:
+    return click.option("--json", "json_path", callback=_writable_path, help=help)
+
+
+def modes_option(default: Sequence[str], help: str) -> Callable[[F], F]:
+    def parse(ctx: click.Context, param: click.Parameter, value: str) -> list[str]:
+        try:
+            return parse_modes(value)
+        except PlanError as exc:
+            raise click.BadParameter(str(exc)) from None
+
+    return click.option(
+        "--modes", "modes", default=",".join(default), show_default=True, callback=parse, help=help
+    )
+
+
 def drive_options(func: F) -> F:
     options = [
         click.option(
@@ -153,14 +197,7 @@ def drive_options(func: F) -> F:
             show_default=True,
             help="Start connection k at k*gap (0: each when the previous one has finished).",
         ),
-        click.option(
-            "--timeout",
-            "timeout_s",
-            type=float,
-            default=5.0,
-            show_default=True,
-            help="Seconds a connection may take before it counts as failed.",
-        ),
+        timeout_option(),
         click.option(
             "--no-settle",
             is_flag=True,
@@ -225,7 +262,7 @@ def main() -> None:
 @mode_option()
 @server_options
 @drive_options
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the whole run as JSON.")
+@json_option("Write the whole run as JSON.")
 @handle_errors
 def run(json_path: str | None, **options: Any) -> None:
     """Start workers, drive connections at them one by one, show who served each."""
@@ -240,27 +277,15 @@ def run(json_path: str | None, **options: Any) -> None:
 
 
 @main.command()
-@click.option(
-    "--modes",
-    "mode_list",
-    default=",".join(CORE_MODES),
-    show_default=True,
-    help="Comma-separated modes to compare.",
-)
+@modes_option(CORE_MODES, "Comma-separated modes to compare.")
 @server_options
 @drive_options
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write every run as JSON.")
+@json_option("Write every run as JSON.")
 @handle_errors
-def compare(mode_list: str, json_path: str | None, **options: Any) -> None:
+def compare(modes: list[str], json_path: str | None, **options: Any) -> None:
     """Run every mode this machine supports with the same settings; one table side by side."""
-    names = [m.strip() for m in mode_list.split(",") if m.strip()]
-    unknown = [m for m in names if m not in MODES]
-    if unknown or not names:
-        raise click.BadParameter(
-            f"unknown mode(s): {', '.join(unknown) or '(none given)'}", param_hint="--modes"
-        )
     results, skipped = [], {}
-    for name in names:
+    for name in modes:
         reason = MODES[name].unavailable()
         if reason:
             skipped[name] = reason
@@ -315,5 +340,7 @@ def list_modes() -> None:
     for info in describe_modes():
         status = "available" if info.unavailable is None else f"not available: {info.unavailable}"
         out.print(f"[bold]{info.name:13}[/bold] {info.summary} ({status})")
+
+
 from . import cli_herd  # noqa: E402,F401  (registers its commands)
 from . import cli_latency as _cli_latency  # noqa: E402,F401  (registers its commands)

@@ -9,30 +9,12 @@ from typing import Any
 import click
 
 from . import records
-from .cli import handle_errors, main, progress_for, stderr, stdout
+from .cli import handle_errors, json_option, main, modes_option, progress_for, stderr, stdout, timeout_option
 from .herd import DEFAULT_CONNECTIONS, DEFAULT_WORKERS, HERD_MODES, herd_plans, herd_report, run_herd
-from .modes import MODES
-
-
-def _mode_list(ctx: click.Context, param: click.Parameter, value: str) -> list[str]:
-    names = [m.strip() for m in value.split(",") if m.strip()]
-    unknown = [m for m in names if m not in MODES]
-    if unknown or not names:
-        raise click.BadParameter(
-            f"unknown mode(s): {', '.join(unknown) or '(none given)'}; choose from {', '.join(MODES)}"
-        )
-    return names
 
 
 @main.command()
-@click.option(
-    "--modes",
-    "modes",
-    default=",".join(HERD_MODES),
-    show_default=True,
-    callback=_mode_list,
-    help="Comma-separated modes; those this machine lacks are listed as skipped.",
-)
+@modes_option(HERD_MODES, "Comma-separated modes; those this machine lacks are listed as skipped.")
 @click.option(
     "--workers", "-w", type=int, default=DEFAULT_WORKERS, show_default=True, help="Worker processes."
 )
@@ -48,17 +30,10 @@ def _mode_list(ctx: click.Context, param: click.Parameter, value: str) -> list[s
     "--work-ms", type=float, default=0.0, show_default=True, help="CPU a worker burns per connection."
 )
 @click.option("--backlog", type=int, default=511, show_default=True, help="listen() backlog.")
-@click.option(
-    "--timeout",
-    "timeout_s",
-    type=float,
-    default=5.0,
-    show_default=True,
-    help="Seconds a connection may take before it counts as failed.",
-)
+@timeout_option()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--per-worker", is_flag=True, help="Also print each mode's per-worker table.")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write every run as JSON.")
+@json_option("Write every run as JSON.")
 @handle_errors
 def herd(modes: list[str], json_path: str | None, per_worker: bool, **options: Any) -> None:
     """Count wakeups per connection in every mode: who wakes one worker, who wakes them all."""

@@ -13,7 +13,7 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from . import records
-from .cli import handle_errors, main, mode_option, server_options, stderr, stdout
+from .cli import handle_errors, json_option, main, mode_option, server_options, stderr, stdout, timeout_option
 from .latency import (
     DEFAULT_CONCURRENCY,
     DEFAULT_REQUESTS,
@@ -26,13 +26,13 @@ from .latency import (
     make_latency_plan,
     parse_batches,
     parse_duration,
-    parse_modes,
     run_latency,
     sweep_accept_batch,
     sweep_report,
     tail_verdict,
 )
 from .loadgen import DEFAULT_PROCS
+from .modes import parse_modes
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -112,18 +112,9 @@ def load_options(func: F) -> F:
             show_default=True,
             help="Load generator processes sharing the concurrency.",
         ),
-        click.option(
-            "--timeout",
-            "timeout_s",
-            type=float,
-            default=DEFAULT_TIMEOUT_S,
-            show_default=True,
-            help="Seconds a request may take before it counts as failed.",
-        ),
+        timeout_option(DEFAULT_TIMEOUT_S, "request"),
         click.option("--pin", is_flag=True, help="Pin worker i to the i-th CPU (see --cpus to choose them)."),
-        click.option(
-            "--json", "json_path", type=click.Path(dir_okay=False), help="Write the result as JSON."
-        ),
+        json_option(),
     ]
     for option in reversed(options):
         func = option(func)

@@ -39,6 +39,7 @@ from .loadgen import (
     DEFAULT_PROCS,
     STARVED,
     DriverStats,
+    RequestTotals,
     check_concurrency,
     describe_error,
     driver_warnings,
@@ -172,7 +173,7 @@ def make_latency_plan(
 
 
 @dataclass(frozen=True)
-class LatencyResult:
+class LatencyResult(RequestTotals):
     """One latency run: plan, where, the exact duration histogram, failures, per-worker and per-driver."""
 
     plan: LatencyPlan
@@ -187,23 +188,6 @@ class LatencyResult:
     title: str = ""
     work_estimate_us: float | None = None  # the handler's busy loop, timed in this process before the run
     evidence: dict[str, Any] = field(default_factory=dict)  # kernel evidence, filled by `serving`
-
-    @property
-    def ok(self) -> int:
-        return self.histogram.count
-
-    @property
-    def failed(self) -> int:
-        return sum(self.errors.values())
-
-    @property
-    def requests(self) -> int:
-        return self.ok + self.failed
-
-    @property
-    def throughput(self) -> float:
-        """Served requests per second of load."""
-        return self.ok / self.wall_s if self.wall_s > 0 else 0.0
 
     def percentile_ms(self, q: float) -> float | None:
         return self.histogram.percentile(q) / 1000 if self.ok else None
@@ -378,17 +362,6 @@ def run_latency(plan: LatencyPlan, on_tick: Tick | None = None, title: str | Non
         work_estimate_us=work,
         evidence=srv.evidence,
     )
-
-
-def parse_modes(text: str) -> list[str]:
-    """`"blocking, reuseport"` -> names; PlanError for unknown or no modes."""
-    names = [m.strip() for m in text.split(",") if m.strip()]
-    unknown = [m for m in names if m not in MODES]
-    if unknown or not names:
-        raise PlanError(
-            f"unknown mode(s): {', '.join(unknown) or '(none given)'}; choose from {', '.join(MODES)}"
-        )
-    return names
 
 
 def compare_latency(

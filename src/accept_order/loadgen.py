@@ -31,7 +31,7 @@ import signal
 import socket
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import Connection, wait
 from types import TracebackType
@@ -134,15 +134,13 @@ class DriverStats:
         return cls(**{k: data[k] for k in ("index", "slots", "requests", "wall_s", "cpu_s", "runqueue_s")})
 
 
-@dataclass
-class LoadResult:
-    """Everything the drivers measured, merged."""
+class RequestTotals:
+    """Totals derived from a histogram of served requests and a count of failed ones (shared by the
+    load generator's result and the latency result built from it)."""
 
-    histogram: LatencyHistogram  # durations of served requests, microseconds
-    errors: Counter[str]  # failed requests by errno name (or timeout / no reply / bad reply)
-    served: Counter[int]  # worker index -> requests it answered
-    wall_s: float  # first driver's start to last driver's end
-    drivers: list[DriverStats] = field(default_factory=list)
+    histogram: LatencyHistogram
+    errors: Mapping[str, int]
+    wall_s: float
 
     @property
     def ok(self) -> int:
@@ -158,8 +156,19 @@ class LoadResult:
 
     @property
     def throughput(self) -> float:
-        """Served requests per second."""
+        """Served requests per second of load."""
         return self.ok / self.wall_s if self.wall_s > 0 else 0.0
+
+
+@dataclass
+class LoadResult(RequestTotals):
+    """Everything the drivers measured, merged."""
+
+    histogram: LatencyHistogram  # durations of served requests, microseconds
+    errors: Counter[str]  # failed requests by errno name (or timeout / no reply / bad reply)
+    served: Counter[int]  # worker index -> requests it answered
+    wall_s: float  # first driver's start to last driver's end
+    drivers: list[DriverStats] = field(default_factory=list)
 
 
 def driver_warnings(

@@ -333,6 +333,17 @@ def require_mode(name: str) -> Mode:
     return mode
 
 
+def parse_modes(text: str) -> list[str]:
+    """`"blocking, reuseport"` -> names; PlanError for unknown or no modes."""
+    names = [m.strip() for m in text.split(",") if m.strip()]
+    unknown = [m for m in names if m not in MODES]
+    if unknown or not names:
+        raise PlanError(
+            f"unknown mode(s): {', '.join(unknown) or '(none given)'}; choose from {', '.join(MODES)}"
+        )
+    return names
+
+
 def available_modes(names: tuple[str, ...] | list[str] = CORE_MODES) -> list[str]:
     return [n for n in names if MODES[n].unavailable() is None]
 
