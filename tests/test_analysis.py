@@ -161,3 +161,10 @@ def test_woken_per_connection_needs_every_counter() -> None:
 def test_verdict_edge_cases() -> None:
     assert analysis.verdict(sequential([None, None]), 3, "fifo", "why").pattern == "nothing served"
     assert analysis.verdict(sequential([0, 0, 0]), 1, "fifo", "why").pattern == "single worker"
+
+
+def test_verdict_hash_names_a_chance_fit_without_claiming_it() -> None:
+    # Sequential connections all hashed to worker 2 also "fit" LIFO; the reuseport hash ignores idleness.
+    v = analysis.verdict(sequential([2, 2, 2, 2, 2, 2]), 3, "hash", "why")
+    assert v.pattern.startswith("hash-spread (the order happens to fit lifo")
+    assert v.expected

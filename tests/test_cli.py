@@ -8,7 +8,7 @@ import socket
 from pathlib import Path
 
 import pytest
-from conftest import assert_one_error_line, run_cli
+from conftest import assert_one_error_line, needs_ipv6, run_cli
 
 from accept_order import analysis, records
 from accept_order.modes import CORE_MODES, MODES
@@ -38,6 +38,14 @@ def test_run_reports_the_chosen_port(free_port: int) -> None:
     assert result.exit_code == 0, result.output
     assert f"127.0.0.1:{free_port}" in result.stdout
     assert sequence_of(result.stdout) == [0, 0]
+
+
+@needs_ipv6
+def test_run_on_ipv6_loopback() -> None:
+    result = run_cli(["run", "-m", "blocking", "--host", "::1", "-n", "3"])
+    assert result.exit_code == 0, result.output
+    assert "on ::1:" in result.stdout
+    assert "served 3, failed 0, driven 3" in result.stdout
 
 
 def test_run_json_round_trip_and_show(tmp_path: Path) -> None:

@@ -76,9 +76,9 @@ def test_worker_that_fails_to_start_is_named_without_a_traceback(capfd: pytest.C
 def test_worker_dying_on_accept_is_named(
     monkeypatch: pytest.MonkeyPatch, mode: str, connections: int
 ) -> None:
-    # Worker 0 gets a connection in both modes (blocking: the first round visits every worker;
-    # epoll: the lowest idle index wins), including a single-connection run, where the death can only
-    # be noticed after the drive.
+    # Worker 0 gets the first connection in both modes (blocking: the supervisor starts each worker
+    # once the previous one sleeps in accept, so worker 0 heads the FIFO; epoll: the lowest idle index
+    # wins). With one connection the death can only be noticed after the drive, at stop().
     monkeypatch.setenv(FAULT_ENV, "die-on-accept:0")
     started = time.monotonic()
     with pytest.raises(WorkerError, match=r"worker 0 \(pid \d+\) died with exit code 3") as info:

@@ -118,6 +118,13 @@ def verdict(
         pattern = "single worker"
     elif not sequence:
         pattern = "nothing served"
+    elif expected_model == "hash":
+        # The reuseport hash never looks at which workers are idle: an idle-order model that fits a
+        # short run fits by chance (consecutive source ports often hash alike), and is said as such.
+        pattern = "hash-spread"
+        if best is not None:
+            fit_text = f"{fits[best][0]}/{informative}"
+            pattern += f" (the order happens to fit {best} {fit_text}; the hash ignores idleness)"
     elif best == "first-registered" and single:
         pattern = "one worker takes all (first-registered wins)"
     elif best is not None:
@@ -126,16 +133,14 @@ def verdict(
             pattern += ", one worker takes all"
     elif single:
         pattern = "one worker takes all"
-    elif expected_model == "hash":
-        pattern = "hash-spread (no idle-order model fits)"
     else:
         pattern = "no clear order (no idle-order model fits)"
     woken = woken_per_connection(counters, len(sequence)) if counters else None
     if woken is not None and woken >= HERD_THRESHOLD:
         pattern = f"thundering herd ({woken:.1f} workers woken per connection); order: {pattern}"
     fit = fits[best][0] if best else max((f for f, _ in fits.values()), default=0)
-    # A herd mode predicts no order, only that everyone wakes; a hash predicts that no order fits.
-    expected = best == expected_model or expected_model is None or (expected_model == "hash" and best is None)
+    # A herd mode predicts no order, only that everyone wakes; a hash predicts none either.
+    expected = best == expected_model or expected_model in (None, "hash")
     return Verdict(
         pattern,
         best,
