@@ -160,7 +160,7 @@ def tally_rows(text: str) -> dict[int, tuple[int, int]]:
     after = text.split("tally", 1)[1]
     return {
         int(w): (int(p), int(s))
-        for w, p, s in re.findall(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+[\d.]+%", after, re.MULTILINE)
+        for w, p, s in re.findall(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+(?:[\d.]+%|-)\s", after, re.MULTILINE)
     }
 
 
@@ -186,6 +186,21 @@ def test_serve_stops_every_worker_and_prints_tally(command: list[Command], signu
     served = Counter(worker for worker, _ in replies)
     assert rows == {w: (pids[w], served[w]) for w in range(3)}, out
     assert_gone(list(pids.values()))
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
+def test_serve_signalled_right_after_its_banner(command: list[Command], signum: int) -> None:
+    # The signal follows the banner as closely as a test can: it must still be a normal stop.
+    cmd = start(command, "serve", "--workers", "2")
+    cmd.out.wait_for(r"try: .*\n", START_TIMEOUT_S)
+    cmd.signal(signum)
+    pids = [int(p) for p in re.findall(r"^\s+worker \d+ pid (\d+)$", cmd.out.text, re.MULTILINE)]
+    assert len(pids) == 2
+    code, out, err = cmd.finish()
+    assert code == 0, err
+    assert err == ""
+    assert {w: served for w, (_, served) in tally_rows(out).items()} == {0: 0, 1: 0}
+    assert_gone(pids)
 
 
 def test_serve_ends_when_a_worker_dies_naming_it(command: list[Command]) -> None:

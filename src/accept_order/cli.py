@@ -309,13 +309,18 @@ def serve(**options: Any) -> None:
     out = stdout()
     pool = WorkerPool(plan)
     with pool:
-        host, port = pool.address
-        out.print(f"accept-order serve: mode {plan.mode}, {plan.workers} workers listening on {host}:{port}")
-        for index, pid in enumerate(pool.pids):
-            out.print(f"  worker {index} pid {pid}")
-        out.print(f"try: for i in $(seq 6); do nc {host} {port}; done    (Ctrl-C to stop)", soft_wrap=True)
-        sys.stdout.flush()
+        # The banner is inside the try: a Ctrl-C that follows it at once (before the wait begins) must
+        # still stop the server the normal way, with the tally.
         try:
+            host, port = pool.address
+            out.print(
+                f"accept-order serve: mode {plan.mode}, {plan.workers} workers listening on {host}:{port}"
+            )
+            for index, pid in enumerate(pool.pids):
+                out.print(f"  worker {index} pid {pid}")
+            hint = f"try: for i in $(seq 6); do nc {host} {port}; done    (Ctrl-C to stop)"
+            out.print(hint, soft_wrap=True)
+            sys.stdout.flush()
             pool.wait_for_death()  # returns only by raising: a worker died, or Ctrl-C / SIGTERM
         except KeyboardInterrupt:
             # Ctrl-C and SIGTERM are how a server is stopped: stop the workers, show the tally, exit 0.
