@@ -27,7 +27,7 @@ from accept_order import (
     run,
 )
 from accept_order.driver import drive
-from accept_order.records import Plan
+from accept_order.records import ConnectionRecord, Plan
 from accept_order.worker import FAULT_ENV
 
 READY_TIMEOUT_S = 1.0  # shorter than the default 5 s, to keep the suite fast
@@ -154,3 +154,28 @@ def test_bad_plans_raise_plan_error_before_any_process_starts() -> None:
             run(**options)
         assert info.value.exit_code == 2
         assert psutil.Process().children() == []
+
+
+def test_a_run_stopped_by_a_dying_worker_accounts_for_what_it_drove(monkeypatch: pytest.MonkeyPatch) -> None:
+    # blocking rotates 0 1 2 0 ...: worker 1 dies on the second connection, after one was served.
+    monkeypatch.setenv(FAULT_ENV, "die-on-accept:1")
+    with pytest.raises(WorkerError, match=r"the run stopped after 2 connections \(1 served, 1 failed\)"):
+        run(mode="blocking", workers=3, connections=6)
+
+
+def test_connections_in_flight_when_a_run_stops_end_as_records() -> None:
+    # Paced connections overlap; stopping the drive (here: the hook raises) must not drop the in-flight one.
+    plan = make_plan(mode="epoll", workers=1, connections=3, work_ms=300, gap_ms=20)
+    seen: list[ConnectionRecord] = []
+    calls = 0
+
+    def stop_on_second() -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            raise WorkerError("stop", 0)
+
+    with WorkerPool(plan) as pool, pytest.raises(WorkerError):
+        drive(pool.address, 3, gap_s=0.02, timeout_s=5, before_each=stop_on_second, on_record=seen.append)
+    assert [r.seq for r in seen] == [0]
+    assert seen[0].error is not None and seen[0].error.startswith("aborted")

@@ -14,7 +14,7 @@ import psutil
 
 from . import analysis, environment
 from .driver import drive
-from .errors import PlanError
+from .errors import PlanError, WorkerError
 from .evidence import EvidenceCapture
 from .kernel import format_cpu_list
 from .modes import require_mode
@@ -74,16 +74,32 @@ def run_plan(plan: Plan, on_record: Callable[[ConnectionRecord], None] | None = 
     started = time.perf_counter()
     capture = EvidenceCapture(host=plan.host)
     capture.before()  # counters before any worker exists; listeners and affinities while they run
+    finished: list[ConnectionRecord] = []
+
+    def record(rec: ConnectionRecord) -> None:
+        finished.append(rec)
+        if on_record:
+            on_record(rec)
+
     with WorkerPool(plan) as pool:
         capture.listeners(pool.port, "start")
-        records = drive(
-            pool.address,
-            plan.connections,
-            gap_s=plan.gap_ms / 1000,
-            timeout_s=plan.timeout_s,
-            before_each=pool.between_connections,
-            on_record=on_record,
-        )
+        try:
+            records = drive(
+                pool.address,
+                plan.connections,
+                gap_s=plan.gap_ms / 1000,
+                timeout_s=plan.timeout_s,
+                before_each=pool.between_connections,
+                on_record=record,
+            )
+        except WorkerError as exc:
+            # The run stops, but the connections it drove are still accounted for in the message.
+            served = sum(1 for r in finished if r.served)
+            raise WorkerError(
+                f"{exc}; the run stopped after {len(finished)} connections "
+                f"({served} served, {len(finished) - served} failed)",
+                exc.index,
+            ) from None
         pool.check_alive()
         evidence = capture.after(pool.port, pool.pids)
         counters = pool.stop()

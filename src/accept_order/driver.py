@@ -158,6 +158,7 @@ def drive(
                     break  # the oldest still has time, so every later one has too
                 finish(f, f"timeout: no answer within {timeout_s:g} s")
     finally:
+        # Stopped early (a worker died, Ctrl-C): what was in flight still ends as a record.
         for f in list(inflight.values()):
-            f.sock.close()
+            finish(f, "aborted: the run stopped before this connection finished")
     return [records[i] for i in sorted(records)]
