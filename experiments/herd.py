@@ -29,8 +29,9 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any
 
+from _cli import OneLineParser, positive_int  # experiments/_cli.py, beside this script
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -52,23 +53,6 @@ SEED_NAMES = {
 }
 DEFAULT_MODES = ("epoll-herd", "poll", "select", "blocking", "epoll", "reuseport")
 BURST_GAP_MS = 0.001  # start the next connection as soon as the client loop comes round
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """Usage errors as one line on stderr, exit 2."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def int_list(text: str) -> list[int]:

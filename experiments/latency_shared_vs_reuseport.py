@@ -30,10 +30,9 @@ Run: .venv/bin/python experiments/latency_shared_vs_reuseport.py [--requests 200
 
 from __future__ import annotations
 
-import argparse
 import sys
-from typing import NoReturn
 
+from _cli import OneLineParser  # experiments/_cli.py, beside this script
 from rich.console import Console
 from rich.text import Text
 
@@ -53,13 +52,6 @@ SIMILAR_AVG = 1.25  # averages within 25% of each other are "similar" (the seed'
 WIDER_DEV = 2.0  # "much wider": at least twice the deviation (the seed's is 16x)
 PER_WORKER = 16  # the seed's concurrency per worker: 200 clients over 12 workers
 SHARED = ("blocking", "epoll", "epoll-shared", "epoll-herd", "poll", "select")
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """Usage errors as one line on stderr, exit 2."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def finding(results: list[LatencyResult]) -> tuple[bool, list[str]]:

@@ -19,11 +19,11 @@ Run: .venv/bin/python experiments/nc_order.py [--workers 3] [--connections 6] [-
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NoReturn
+
+from _cli import OneLineParser, positive_int  # experiments/_cli.py, beside this script
 
 from accept_order import AcceptOrderError, RunResult, make_plan, run_plan
 from accept_order.analysis import is_rotation
@@ -46,23 +46,6 @@ EXPERIMENTS = (
         (0, 0, 0, 0, 0, 0),
     ),
 )
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """Usage errors as one line on stderr, exit 2."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def spaced(values: Sequence[object]) -> str:

@@ -22,7 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from . import api, records, report
 from .errors import AcceptOrderError, PlanError
-from .modes import CORE_MODES, MODES, describe_modes, parse_modes
+from .modes import CORE_MODES, MODES, describe_modes, parse_modes, split_available
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -284,13 +284,9 @@ def run(json_path: str | None, **options: Any) -> None:
 @handle_errors
 def compare(modes: list[str], json_path: str | None, **options: Any) -> None:
     """Run every mode this machine supports with the same settings; one table side by side."""
-    results, skipped = [], {}
-    for name in modes:
-        reason = MODES[name].unavailable()
-        if reason:
-            skipped[name] = reason
-            continue
-        results.append(api.run_plan(plan_from({**options, "mode": name})))
+    available, skipped = split_available(modes)
+    plans = [plan_from({**options, "mode": name}) for name in available]  # all checked before any runs
+    results = [api.run_plan(plan) for plan in plans]
     if json_path:
         records.save(json_path, "compare", {"runs": [r.to_dict() for r in results], "skipped": skipped})
     stdout().print(report.compare_table(results, skipped))

@@ -26,7 +26,7 @@ from rich.text import Text
 from . import api
 from .errors import PlanError
 from .evidence import PRIVATE_SHORT, SHARED_SHORT, short_counter
-from .modes import MODES, get_mode
+from .modes import MODES, get_mode, split_available
 from .records import ConnectionRecord, Plan, RunResult
 from .report import register_renderer, worker_table
 
@@ -177,15 +177,8 @@ def herd_plans(modes: Sequence[str] = HERD_MODES, **options: Any) -> tuple[list[
     Every plan is built before anything runs, so a bad option fails at once (PlanError)."""
     if not modes:
         raise PlanError("no modes given")
-    plans: list[Plan] = []
-    skipped: dict[str, str] = {}
-    for name in modes:
-        reason = get_mode(name).unavailable()  # PlanError for an unknown name
-        if reason:
-            skipped[name] = reason
-            continue
-        plans.append(api.make_plan(mode=name, **options))
-    return plans, skipped
+    available, skipped = split_available(modes)
+    return [api.make_plan(mode=name, **options) for name in available], skipped
 
 
 def run_herd(

@@ -45,7 +45,7 @@ from .loadgen import (
     driver_warnings,
     run_load,
 )
-from .modes import MODES, require_mode
+from .modes import require_mode, split_available
 from .records import Environment, Plan, WorkerCounters
 from .supervisor import WorkerPool
 from .worker import spin
@@ -371,12 +371,9 @@ def compare_latency(
 ) -> tuple[list[LatencyResult], dict[str, str]]:
     """Run `plan` once per mode, one after the other, same settings. Returns (results, skipped: mode ->
     why this machine cannot run it). `on_run(plan)` may return an on_tick for that run."""
-    results, skipped = [], {}
-    for name in modes:
-        reason = MODES[name].unavailable()
-        if reason:
-            skipped[name] = reason
-            continue
+    available, skipped = split_available(modes)
+    results = []
+    for name in available:
         run_plan = plan.with_server(mode=name)
         results.append(run_latency(run_plan, on_run(run_plan) if on_run else None))
     return results, skipped

@@ -10,7 +10,7 @@ from __future__ import annotations
 import errno
 import select
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -342,6 +342,19 @@ def parse_modes(text: str) -> list[str]:
             f"unknown mode(s): {', '.join(unknown) or '(none given)'}; choose from {', '.join(MODES)}"
         )
     return names
+
+
+def split_available(names: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+    """(modes this machine can run, {mode: why not} for the rest); PlanError for an unknown name."""
+    available: list[str] = []
+    skipped: dict[str, str] = {}
+    for name in names:
+        reason = get_mode(name).unavailable()
+        if reason:
+            skipped[name] = reason
+        else:
+            available.append(name)
+    return available, skipped
 
 
 def available_modes(names: tuple[str, ...] | list[str] = CORE_MODES) -> list[str]:
