@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import re
 import socket
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import IO, TypeVar
 
 import psutil
@@ -166,3 +169,29 @@ class OutputReader:
         """Everything, once the stream has closed (the process exited)."""
         self._thread.join(timeout)
         return self.text
+
+
+EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
+
+
+def run_experiment(script: str, *args: str, columns: int | None = None) -> subprocess.CompletedProcess[str]:
+    """Run experiments/SCRIPT as a user would, with a bounded time and (optionally) a terminal width."""
+    env = None if columns is None else {"COLUMNS": str(columns), "PATH": "/usr/bin:/bin"}
+    return subprocess.run(
+        [sys.executable, str(EXPERIMENTS / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+
+
+def gone(pids: Iterable[int]) -> bool:
+    """None of these processes is still running (reaped, or at most a zombie)."""
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                return False
+        except psutil.NoSuchProcess:
+            pass
+    return True

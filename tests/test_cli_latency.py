@@ -13,6 +13,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from conftest import gone
 
 from accept_order.latency import allowed_cpus
 
@@ -173,13 +174,4 @@ def test_sigterm_stops_workers_and_drivers_with_one_line() -> None:
     assert proc.returncode == 143
     assert err.strip().splitlines() == ["accept-order: error: terminated; all workers stopped"]
 
-    def all_gone() -> bool:
-        for pid in started:
-            try:
-                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                    return False
-            except psutil.NoSuchProcess:
-                pass
-        return True
-
-    assert wait_for(all_gone, 10.0)
+    assert wait_for(lambda: gone(started), 10.0)

@@ -8,19 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_experiment
 
-SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "herd.py"
 LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs epoll and procfs")
 
 
 def run_script(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(SCRIPT), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={"COLUMNS": "220", "PATH": "/usr/bin:/bin"},
-    )
+    return run_experiment("herd.py", *args, columns=220)
 
 
 @LINUX_ONLY

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from conftest import run_experiment
 
-SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "nc_order.py"
 LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs epoll")
 
 
 def run_script(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=120)
+    return run_experiment("nc_order.py", *args)
 
 
 def orders(stdout: str) -> dict[str, list[int]]:

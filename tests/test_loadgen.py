@@ -14,8 +14,8 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 
-import psutil
 import pytest
+from conftest import gone
 
 from accept_order.api import make_plan
 from accept_order.errors import PlanError
@@ -37,17 +37,6 @@ from accept_order.loadgen import (
 from accept_order.supervisor import WorkerPool
 
 LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs epoll")
-
-
-def gone(pids: list[int]) -> bool:
-    """None of these processes is still running (reaped, or at most a zombie)."""
-    for pid in pids:
-        try:
-            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                return False
-        except psutil.NoSuchProcess:
-            pass
-    return True
 
 
 # -- pure parts ----------------------------------------------------------------------------------
