@@ -26,9 +26,14 @@ MAX_CONNECTIONS = 10_000_000
 MAX_WORK_US = 60_000_000
 
 
+def _number(value: float) -> str:
+    """10000000 rather than 1e+07: limits are read by people."""
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
 def _check_range(name: str, value: float, low: float, high: float) -> None:
     if not low <= value <= high:
-        raise PlanError(f"{name} must be between {low:g} and {high:g}, got {value:g}")
+        raise PlanError(f"{name} must be between {_number(low)} and {_number(high)}, got {_number(value)}")
 
 
 def make_plan(**options: Any) -> Plan:
