@@ -138,6 +138,13 @@ def test_version_and_help() -> None:
         (["serve", "--mode", "nope"], "'nope' is not one of"),
         (["no-such-command"], "No such command"),
         (["show"], "Missing argument"),
+        (["run", "--work-ms", "nan"], "--work-ms must be a finite number"),
+        (["herd", "--work-ms", "inf"], "--work-ms must be a finite number"),
+        (["latency", "--work-ms", "nan"], "--work-ms must be a finite number"),
+        (["run", "--cpus", "0-99999999999"], "is not a CPU list"),
+        (["compare", "--modes", "epoll,epoll"], "given more than once: epoll"),
+        (["latency", "--compare", "blocking,blocking"], "given more than once: blocking"),
+        (["sweep", "--accept-batch", "1,99999999"], "--accept-batch must be between 0 and 1048576"),
     ],
 )
 def test_usage_errors_exit_2_with_one_line(args: list[str], fragment: str) -> None:
@@ -201,3 +208,9 @@ def test_json_path_unwritable_is_refused_before_the_run(tmp_path: Path) -> None:
     target = tmp_path / "missing-dir" / "run.json"
     assert_one_error_line(run_cli(["run", "-n", "2", "--json", str(target)]), 2, "does not exist")
     assert_one_error_line(run_cli(["herd", "-n", "2", "--json", str(tmp_path)]), 2, "is a directory")
+
+
+def test_show_a_file_that_is_not_text_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "binary.json"
+    path.write_bytes(b"\xff\xfe\x00")
+    assert_one_error_line(run_cli(["show", str(path)]), 1, "is not a text (JSON) file")

@@ -5,6 +5,7 @@ process behind (the autouse fixture in conftest.py checks the last part after ev
 
 from __future__ import annotations
 
+import errno
 import functools
 import io
 import re
@@ -187,3 +188,23 @@ def test_connections_in_flight_when_a_run_stops_end_as_records() -> None:
         drive(pool.address, 3, gap_s=0.02, timeout_s=5, before_each=stop_on_second, on_record=seen.append)
     assert [r.seq for r in seen] == [0]
     assert seen[0].error is not None and seen[0].error.startswith("aborted")
+
+
+def test_a_connection_the_client_cannot_open_is_a_failed_record(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Out of file descriptors on the client side (EMFILE) is a failure with its errno, not a crash.
+    plan = make_plan(mode="blocking", workers=1, connections=3)
+    real_socket = socket.socket
+    calls = 0
+
+    def flaky_socket(*args: object, **kwargs: object) -> socket.socket:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            raise OSError(errno.EMFILE, "Too many open files")
+        return real_socket(*args, **kwargs)  # type: ignore[arg-type]
+
+    with WorkerPool(plan) as pool:
+        monkeypatch.setattr("accept_order.driver.socket.socket", flaky_socket)
+        records = drive(pool.address, 3, timeout_s=5)
+    assert [r.served for r in records] == [True, False, True]
+    assert records[1].error is not None and records[1].error.startswith("EMFILE")

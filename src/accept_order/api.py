@@ -6,6 +6,7 @@ The CLI is a thin layer over these functions; tests and notebooks call them dire
 from __future__ import annotations
 
 import ipaddress
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -24,6 +25,7 @@ from .supervisor import WorkerPool
 MAX_WORKERS = 512
 MAX_CONNECTIONS = 10_000_000
 MAX_WORK_US = 60_000_000
+MAX_ACCEPT_BATCH = 1 << 20
 
 
 def _number(value: float) -> str:
@@ -36,10 +38,17 @@ def _check_range(name: str, value: float, low: float, high: float) -> None:
         raise PlanError(f"{name} must be between {_number(low)} and {_number(high)}, got {_number(value)}")
 
 
+def work_ms_to_us(work_ms: float) -> int:
+    """--work-ms as whole microseconds; PlanError for nan or inf (which have no integer)."""
+    if not math.isfinite(work_ms):
+        raise PlanError(f"--work-ms must be a finite number, got {work_ms}")
+    return int(round(work_ms * 1000))
+
+
 def make_plan(**options: Any) -> Plan:
     """A validated Plan; PlanError (a usage error) names the first bad value."""
     if "work_ms" in options:
-        options["work_us"] = int(round(options.pop("work_ms") * 1000))
+        options["work_us"] = work_ms_to_us(options.pop("work_ms"))
     if "cpus" in options and options["cpus"] is not None:
         options["cpus"] = tuple(options["cpus"])
     plan = Plan(**{k: v for k, v in options.items() if v is not None})
@@ -51,7 +60,7 @@ def make_plan(**options: Any) -> Plan:
     _check_range("--work-iters", plan.work_iters, 0, 10**10)
     _check_range("--gap-ms", plan.gap_ms, 0, 60_000)
     _check_range("--backlog", plan.backlog, 1, 1 << 20)
-    _check_range("--accept-batch", plan.accept_batch, 0, 1 << 20)
+    _check_range("--accept-batch", plan.accept_batch, 0, MAX_ACCEPT_BATCH)
     _check_range("--timeout", plan.timeout_s, 0.001, 3600)
     try:
         ipaddress.ip_address(plan.host)

@@ -25,6 +25,7 @@ from .errors import AcceptOrderError, PlanError
 from .modes import CORE_MODES, MODES, describe_modes, parse_modes, split_available
 
 F = TypeVar("F", bound=Callable[..., Any])
+MAX_CPU = 4096  # a wider range is refused before a list of its CPUs is built
 
 
 class ExitStatus(enum.IntEnum):
@@ -43,8 +44,12 @@ def _raise_terminated(signum: int, frame: Any) -> None:
     raise Terminated
 
 
+PIPED_WIDTH = 120  # rich's 80 columns off a terminal would cut table cells; COLUMNS still wins
+
+
 def stdout() -> Console:
-    return Console(highlight=False)
+    piped = not sys.stdout.isatty() and "COLUMNS" not in os.environ
+    return Console(highlight=False, width=PIPED_WIDTH if piped else None)
 
 
 def stderr() -> Console:
@@ -97,7 +102,7 @@ def parse_cpus(
         for part in value.split(","):
             low, _, high = part.partition("-")
             first, last = int(low), int(high or low)
-            if first < 0 or last < first:
+            if first < 0 or last < first or last - first >= MAX_CPU:
                 raise ValueError
             cpus.extend(range(first, last + 1))
     except ValueError:

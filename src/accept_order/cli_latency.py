@@ -13,6 +13,7 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from . import records
+from .api import work_ms_to_us
 from .cli import handle_errors, json_option, main, mode_option, server_options, stderr, stdout, timeout_option
 from .latency import (
     DEFAULT_CONCURRENCY,
@@ -126,7 +127,7 @@ def plan_from(options: dict[str, Any]) -> LatencyPlan:
     work_ms, work_us = options.pop("work_ms", 0.0) or 0.0, options.pop("work_us", None)
     if work_ms and work_us is not None:
         raise click.BadParameter("give --work-us or --work-ms, not both", param_hint="--work-us")
-    options["work_us"] = work_us if work_us is not None else int(round(work_ms * 1000))
+    options["work_us"] = work_us if work_us is not None else work_ms_to_us(work_ms)
     return make_latency_plan(**options)
 
 

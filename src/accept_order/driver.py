@@ -95,7 +95,13 @@ def drive(
             on_record(rec)
 
     def start(seq: int) -> None:
-        sock = socket.socket(family, SOCK_STREAM_NONBLOCK)
+        try:
+            sock = socket.socket(family, SOCK_STREAM_NONBLOCK)
+        except OSError as exc:  # e.g. EMFILE: too many connections in flight for the open-file limit
+            records[seq] = ConnectionRecord(seq, None, None, (clock() - t0) // 1000, 0, error_name(exc))
+            if on_record:
+                on_record(records[seq])
+            return
         if not NONBLOCK_FLAG:
             sock.setblocking(False)
         f = _InFlight(seq, sock, clock())

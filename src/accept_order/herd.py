@@ -226,7 +226,7 @@ def herd_table(result: HerdResult) -> Table:
     right = ("woke", "acc", "empty", "acc/woke", "sleeps", "preempt", "cpu ms", "woken")
     for name in ("mode", *right, "verdict"):
         table.add_column(
-            name, justify="right" if name in right else "left", no_wrap=name in ("mode", "verdict")
+            name, justify="right" if name in right else "left", no_wrap=name != "verdict"
         )
     for row in result.rows:
         cpu = [c for c in row.cpu_s_per_worker if c is not None]

@@ -166,6 +166,8 @@ def make_latency_plan(
         cpus=cpus,
         **server,
     )
+    # As many drivers as will run: the load generator starts none without a slot and a request.
+    driver_procs = min(driver_procs, concurrency, requests or driver_procs)
     return LatencyPlan(plan, requests, duration_s, concurrency, driver_procs)
 
 
@@ -347,6 +349,7 @@ def run_latency(plan: LatencyPlan, on_tick: Tick | None = None, title: str | Non
         )
         pool.check_alive()
         counters = srv.stop()
+        pool.check_stopped()  # a worker that died at the very end must not pass for one that idled
         port = pool.port
     return LatencyResult(
         plan=plan,
@@ -389,6 +392,8 @@ def parse_batches(text: str) -> list[int]:
         ) from None
     if not values or any(v < 0 for v in values):
         raise PlanError(f"--accept-batch must be a list of numbers >= 0 (0: no cap), got {text!r}")
+    for value in values:  # every value before the first run, not when the sweep reaches it
+        api._check_range("--accept-batch", value, 0, api.MAX_ACCEPT_BATCH)
     return values
 
 

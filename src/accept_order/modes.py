@@ -82,6 +82,9 @@ class ReadinessWaiter(Waiter):
                 # A connection reset while queued is the client's problem, not a reason to stop serving.
                 if exc.errno in (errno.ECONNABORTED, errno.EPROTO):
                     continue
+                # Out of file descriptors: serve what this wakeup took; the rest stay queued for later.
+                if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM) and accepted:
+                    break
                 raise
             conn.setblocking(True)
             accepted.append(conn)
@@ -341,6 +344,9 @@ def parse_modes(text: str) -> list[str]:
         raise PlanError(
             f"unknown mode(s): {', '.join(unknown) or '(none given)'}; choose from {', '.join(MODES)}"
         )
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise PlanError(f"mode(s) given more than once: {', '.join(repeated)}")
     return names
 
 

@@ -228,6 +228,8 @@ def load(path: str | os.PathLike[str]) -> tuple[str, dict[str, Any]]:
         raise ResultFileError(f"cannot read {path}: {exc.strerror or exc}") from None
     except json.JSONDecodeError as exc:
         raise ResultFileError(f"{path} is not JSON: {exc.msg} at line {exc.lineno}") from None
+    except UnicodeDecodeError:
+        raise ResultFileError(f"{path} is not a text (JSON) file") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise ResultFileError(f"{path} is not an accept-order result file")
     version = data.get("version")

@@ -121,9 +121,9 @@ def run_report(result: RunResult) -> RenderableType:
 
 
 def compare_table(results: Sequence[RunResult], skipped: dict[str, str]) -> RenderableType:
-    table = Table(title="accept-order compare", title_justify="left")
-    for name in ("mode", "sequence", "served per worker", "verdict", "Jain", "woken/conn"):
-        table.add_column(name)
+    table = Table(title="accept-order compare", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for name in ("mode", "sequence", "served", "verdict", "Jain", "woken"):
+        table.add_column(name, no_wrap=name != "verdict")  # squeeze the prose, never the numbers
     for r in results:
         v = r.verdict
         woken = "-" if v.woken_per_connection is None else f"{v.woken_per_connection:.1f}"
