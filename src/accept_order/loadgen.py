@@ -40,6 +40,7 @@ from typing import Any
 from .driver import parse_reply
 from .errors import AcceptOrderError, PlanError
 from .histogram import LatencyHistogram
+from .processes import end_processes
 
 __all__ = [
     "DEFAULT_PROCS",
@@ -58,6 +59,7 @@ DEFAULT_PROCS = 2
 SATURATED = 0.9  # a driver on a CPU more than this share of its wall time is CPU-bound (locust's threshold)
 STARVED = 0.25  # a driver runnable but waiting for a CPU this share of its time competes with the workers
 READY_TIMEOUT_S = 10.0
+STOP_TIMEOUT_S = 3.0
 TICK_S = 0.1  # how often the parent reports progress and the drivers check their timeouts
 FD_MARGIN = 32  # descriptors a driver needs besides its connections (epoll, pipes, stdio, imports)
 MAX_REPLY = 4096
@@ -439,10 +441,10 @@ class LoadGenerator:
             proc = _ctx.Process(
                 target=driver_main, args=(cfg, sender, self._go, self._progress), name=f"driver-{cfg.index}"
             )
+            self.procs.append(proc)  # before start(): an interrupt right after it must not orphan the child
+            self.pipes.append(receiver)
             proc.start()
             sender.close()
-            self.procs.append(proc)
-            self.pipes.append(receiver)
         for cfg, proc, pipe in zip(self.configs, self.procs, self.pipes, strict=True):
             ready = wait([pipe, proc.sentinel], timeout=READY_TIMEOUT_S)
             if pipe in ready:
@@ -491,15 +493,7 @@ class LoadGenerator:
 
     def close(self) -> None:
         """End every driver still alive (SIGTERM, then SIGKILL) and reap it."""
-        for proc in self.procs:
-            if proc.is_alive():
-                proc.terminate()
-        deadline = time.monotonic() + 3.0
-        for proc in self.procs:
-            proc.join(max(0.0, deadline - time.monotonic()))
-            if proc.exitcode is None:
-                proc.kill()
-                proc.join(3.0)
+        end_processes(self.procs, STOP_TIMEOUT_S)
         for pipe in self.pipes:
             pipe.close()
         self.pipes = []

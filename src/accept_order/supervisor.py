@@ -17,6 +17,7 @@ import psutil
 
 from .errors import WorkerError
 from .modes import Listeners, Mode, require_mode
+from .processes import end_processes
 from .records import Plan, WorkerCounters
 from .worker import BUSY, WAITING, WorkerConfig, worker_main
 
@@ -79,10 +80,10 @@ class WorkerPool:
             index, self.mode, listeners, plan.accept_batch, plan.work_us, plan.work_iters, plan.cpus
         )
         proc = _ctx.Process(target=worker_main, args=(cfg, sender, self._state), name=f"worker-{index}")
+        self.procs.append(proc)  # before start(): an interrupt right after it must not orphan the child
+        self.pipes.append(receiver)
         proc.start()
         sender.close()
-        self.procs.append(proc)
-        self.pipes.append(receiver)
         # Wait for this worker's ready before starting the next: registration order is worker order.
         ready = wait([receiver, proc.sentinel], timeout=self.ready_timeout_s)
         if receiver in ready:
@@ -225,15 +226,9 @@ class WorkerPool:
             try:
                 if proc.pid is not None and proc.is_alive():
                     strays.extend(psutil.Process(proc.pid).children(recursive=True))
-                    proc.terminate()
             except (psutil.Error, ValueError):
                 pass
-        deadline = time.monotonic() + STOP_TIMEOUT_S
-        for proc in self.procs:
-            proc.join(max(0.0, deadline - time.monotonic()))
-            if proc.exitcode is None:
-                proc.kill()
-                proc.join(STOP_TIMEOUT_S)
+        end_processes(self.procs, STOP_TIMEOUT_S)
         for p in strays:
             try:
                 p.kill()
