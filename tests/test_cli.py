@@ -214,3 +214,15 @@ def test_show_a_file_that_is_not_text_is_one_line(tmp_path: Path) -> None:
     path = tmp_path / "binary.json"
     path.write_bytes(b"\xff\xfe\x00")
     assert_one_error_line(run_cli(["show", str(path)]), 1, "is not a text (JSON) file")
+
+
+def test_show_of_a_field_that_only_fails_while_printing_exits_1(tmp_path: Path) -> None:
+    # Rich renders lazily: a mode that is a list passes from_dict and fails only when drawn.
+    path = tmp_path / "compare.json"
+    assert run_cli(["compare", "-n", "2", "--modes", "epoll", "--json", str(path)]).exit_code == 0
+    doc = json.loads(path.read_text())
+    doc["runs"][0]["plan"]["mode"] = [1, 2]
+    path.write_text(json.dumps(doc))
+    result = run_cli(["show", str(path)])
+    assert_one_error_line(result, 1, "malformed 'compare' result")
+    assert "accept-order compare" not in result.stdout  # nothing half-printed before the error

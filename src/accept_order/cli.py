@@ -18,10 +18,11 @@ from typing import Any, TypeVar
 
 import click
 from rich.console import Console
+from rich.errors import NotRenderableError
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from . import api, records, report
-from .errors import AcceptOrderError, PlanError
+from .errors import AcceptOrderError, PlanError, ResultFileError
 from .modes import CORE_MODES, MODES, describe_modes, parse_modes, split_available
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -335,8 +336,16 @@ def serve(**options: Any) -> None:
 def show(path: str) -> None:
     """Print a saved result again."""
     kind, document = records.load(path)
-    # crop=False: verbatim lines (mmhistogram output) may be wider than 80 columns when piped.
-    stdout().print(report.render_document(kind, document), crop=False)
+    out = stdout()
+    # Rich renders lazily, so a hand-edited field can still fail while printing: render it all first,
+    # and print nothing but one line if it does not render.
+    try:
+        with out.capture() as captured:
+            # crop=False: verbatim lines (mmhistogram output) may be wider than 80 columns when piped.
+            out.print(report.render_document(kind, document), crop=False)
+    except (NotRenderableError, KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise ResultFileError(f"malformed {kind!r} result ({exc})") from None
+    sys.stdout.write(captured.get())
 
 
 @main.command(name="modes")
