@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import NoReturn
+
+from accept_order.errors import AcceptOrderError
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -21,3 +26,17 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
+
+
+@contextmanager
+def one_line_errors(prog: str) -> Iterator[None]:
+    """The harness's errors and Ctrl-C as one stderr line and an exit status; workers are already
+    stopped by the `with` blocks the exception passed through."""
+    try:
+        yield
+    except AcceptOrderError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        raise SystemExit(exc.exit_code) from None
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted; all workers stopped", file=sys.stderr)
+        raise SystemExit(130) from None

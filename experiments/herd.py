@@ -31,13 +31,12 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from _cli import OneLineParser, positive_int  # experiments/_cli.py, beside this script
+from _cli import OneLineParser, one_line_errors, positive_int  # experiments/_cli.py, beside this script
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from accept_order import api
-from accept_order.errors import AcceptOrderError
 from accept_order.herd import herd_report, run_herd
 from accept_order.modes import MODES
 from accept_order.records import RunResult
@@ -158,7 +157,7 @@ def burst_table(rows: list[dict[str, Any]], workers: int) -> RenderableType:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     out = Console(highlight=False)
-    try:
+    with one_line_errors("experiments/herd.py"):
         herd = run_herd(
             args.modes, workers=args.workers, connections=args.connections, timeout_s=args.timeout
         )
@@ -170,12 +169,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 rows.append(burst_row(burst(mode, args.workers, clients, args.timeout)))
         out.print(Text("\nTable 2", style="bold"))
         out.print(burst_table(rows, args.workers))
-    except AcceptOrderError as exc:
-        print(f"experiments/herd.py: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("experiments/herd.py: interrupted; all workers stopped", file=sys.stderr)
-        return 130
     if args.json_path:
         try:
             with open(args.json_path, "w") as f:

@@ -32,12 +32,12 @@ from __future__ import annotations
 
 import sys
 
-from _cli import OneLineParser  # experiments/_cli.py, beside this script
+from _cli import OneLineParser, one_line_errors  # experiments/_cli.py, beside this script
 from rich.console import Console
 from rich.text import Text
 
 from accept_order import records
-from accept_order.errors import AcceptOrderError, PlanError
+from accept_order.errors import PlanError
 from accept_order.latency import (
     LatencyResult,
     allowed_cpus,
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", dest="json_path", help="write every run as JSON (accept-order show)")
     args = parser.parse_args(argv)
     out = Console(highlight=False)
-    try:
+    with one_line_errors(parser.prog):
         modes = parse_modes(args.modes)
         workers = args.workers if args.workers is not None else len(allowed_cpus())
         if workers < 1:
@@ -111,12 +111,6 @@ def main(argv: list[str] | None = None) -> int:
             pin=not args.no_pin,
         )
         results, skipped = compare_latency(plan, modes)
-    except AcceptOrderError as exc:
-        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print(f"{parser.prog}: interrupted; all workers stopped", file=sys.stderr)
-        return 130
     verdict = tail_verdict(results)
     if args.json_path:
         doc = {"runs": [r.to_dict() for r in results], "skipped": skipped, "verdict": verdict.to_dict()}

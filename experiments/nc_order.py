@@ -23,9 +23,9 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from _cli import OneLineParser, positive_int  # experiments/_cli.py, beside this script
+from _cli import OneLineParser, one_line_errors, positive_int  # experiments/_cli.py, beside this script
 
-from accept_order import AcceptOrderError, RunResult, make_plan, run_plan
+from accept_order import RunResult, make_plan, run_plan
 from accept_order.analysis import is_rotation
 
 
@@ -106,18 +106,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", choices=[e.name for e in EXPERIMENTS], help="run one experiment only")
     args = parser.parse_args(argv)
     reproduced: list[bool] = []
-    try:
+    with one_line_errors("nc_order.py"):
         for exp in EXPERIMENTS:
             if args.only in (None, exp.name):
                 if reproduced:
                     print()
                 reproduced.append(run_experiment(exp, args.workers, args.connections, args.host))
-    except AcceptOrderError as exc:
-        print(f"nc_order.py: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("nc_order.py: interrupted; all workers stopped", file=sys.stderr)
-        return 130
     return 0 if all(reproduced) else 1
 
 

@@ -523,6 +523,16 @@ def _env_text(env: Environment) -> str:
     return f"{env.system} {env.kernel}, {env.cpu_count} CPUs"
 
 
+def _group_headline(command: str, first: LatencyResult, mode: str) -> Text:
+    """The first line of a report over several runs that share everything but what they vary."""
+    server = first.plan.server
+    return Text.assemble(
+        (command, "bold"),
+        f": {mode}{_workers(server.workers)}, {_work_text(server, first.work_estimate_us)}; "
+        f"{_load_text(first.plan)} ({_env_text(first.environment)})",
+    )
+
+
 def headline(result: LatencyResult) -> Text:
     plan, env = result.plan, result.environment
     server = plan.server
@@ -631,14 +641,7 @@ def compare_report(
     parts: list[RenderableType] = []
     if results:
         first = results[0]
-        parts.append(
-            Text.assemble(
-                ("accept-order latency --compare", "bold"),
-                f": {_workers(first.plan.server.workers)}, "
-                f"{_work_text(first.plan.server, first.work_estimate_us)}; {_load_text(first.plan)} "
-                f"({_env_text(first.environment)})",
-            )
-        )
+        parts.append(_group_headline("accept-order latency --compare", first, ""))
     for r in results:
         parts.append(Verbatim(mmhistogram_lines(r)))
         errors = errors_block(r.errors, r.requests)
@@ -684,12 +687,7 @@ def sweep_report(results: Sequence[LatencyResult]) -> RenderableType:
     first = results[0]
     server = first.plan.server
     parts: list[RenderableType] = [
-        Text.assemble(
-            ("accept-order sweep --accept-batch", "bold"),
-            f": mode {server.mode}, {_workers(server.workers)}, "
-            f"{_work_text(server, first.work_estimate_us)}; {_load_text(first.plan)} "
-            f"({_env_text(first.environment)})",
-        )
+        _group_headline("accept-order sweep --accept-batch", first, f"mode {server.mode}, ")
     ]
     for r in results:
         parts.append(Verbatim(mmhistogram_lines(r)))
