@@ -1,26 +1,43 @@
-"""accept-order: show, measure and explain how the kernel hands new connections to worker processes."""
+"""accept-order: show, measure and explain how the kernel hands new connections to worker processes.
 
-from .api import make_plan, run, run_plan
-from .errors import AcceptOrderError, ListenError, ModeUnavailable, PlanError, WorkerError
-from .modes import MODES, available_modes
-from .records import ConnectionRecord, Plan, RunResult, WorkerCounters
-from .supervisor import WorkerPool
+The public names load on first use (PEP 562), so that `import accept_order.cli` stays cheap: the
+command line installs its signal handlers before anything heavy is imported.
+"""
 
-__all__ = [
-    "MODES",
-    "AcceptOrderError",
-    "ConnectionRecord",
-    "ListenError",
-    "ModeUnavailable",
-    "Plan",
-    "PlanError",
-    "RunResult",
-    "WorkerCounters",
-    "WorkerError",
-    "WorkerPool",
-    "available_modes",
-    "make_plan",
-    "run",
-    "run_plan",
-]
-__version__ = "0.1.0"
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.2.0"
+
+_PUBLIC = {
+    "run": "api",
+    "compare": "api",
+    "compare_latency": "api",
+    "herd": "api",
+    "latency": "api",
+    "sweep_accept_batch": "api",
+    "AcceptOrderError": "errors",
+    "ListenError": "errors",
+    "ModeUnavailable": "errors",
+    "PlanError": "errors",
+    "WorkerError": "errors",
+    "ConnectionRecord": "results.records",
+    "RunResult": "results.records",
+    "WorkerCounters": "results.records",
+    "MODES": "servers.modes",
+    "available_modes": "servers.modes",
+    "WorkerPool": "servers.pool",
+    "ClosedLoopLoad": "spec",
+    "SequentialLoad": "spec",
+    "ServerSpec": "spec",
+}
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'accept_order' has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{module}", __name__), name)

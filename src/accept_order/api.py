@@ -1,138 +1,98 @@
 """The Python API: `run(mode="epoll", workers=3, connections=6)` returns a RunResult.
 
-The CLI is a thin layer over these functions; tests and notebooks call them directly.
+Each function builds the specs, validates them, and goes through the one lifecycle in session.py; the
+CLI calls the same functions.
 """
 
 from __future__ import annotations
 
-import ipaddress
-import math
-import time
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Sequence
 from typing import Any
 
-import psutil
+from .results.herd import HerdResult
+from .results.latency import LatencyResult
+from .results.records import ConnectionRecord, RunResult
+from .servers.modes import split_available
+from .session import Tick, run_closed_loop, run_each, run_sequential
+from .spec import ClosedLoopLoad, SequentialLoad, ServerSpec
 
-from . import analysis, environment
-from .driver import drive
-from .errors import PlanError, WorkerError
-from .evidence import EvidenceCapture
-from .kernel import format_cpu_list
-from .modes import require_mode
-from .records import ConnectionRecord, Plan, RunResult
-from .supervisor import WorkerPool
-
-MAX_WORKERS = 512
-MAX_CONNECTIONS = 10_000_000
-MAX_WORK_US = 60_000_000
-MAX_ACCEPT_BATCH = 1 << 20
+_SERVER_FIELDS = {f.name for f in dataclasses.fields(ServerSpec)}
 
 
-def _number(value: float) -> str:
-    """10000000 rather than 1e+07: limits are read by people."""
-    return str(int(value)) if float(value).is_integer() else f"{value:g}"
-
-
-def _check_range(name: str, value: float, low: float, high: float) -> None:
-    if not low <= value <= high:
-        raise PlanError(f"{name} must be between {_number(low)} and {_number(high)}, got {_number(value)}")
-
-
-def work_ms_to_us(work_ms: float) -> int:
-    """--work-ms as whole microseconds; PlanError for nan or inf (which have no integer)."""
-    if not math.isfinite(work_ms):
-        raise PlanError(f"--work-ms must be a finite number, got {work_ms}")
-    return int(round(work_ms * 1000))
-
-
-def make_plan(**options: Any) -> Plan:
-    """A validated Plan; PlanError (a usage error) names the first bad value."""
-    if "work_ms" in options:
-        options["work_us"] = work_ms_to_us(options.pop("work_ms"))
-    if "cpus" in options and options["cpus"] is not None:
-        options["cpus"] = tuple(options["cpus"])
-    plan = Plan(**{k: v for k, v in options.items() if v is not None})
-    require_mode(plan.mode)
-    _check_range("--workers", plan.workers, 1, MAX_WORKERS)
-    _check_range("--connections", plan.connections, 1, MAX_CONNECTIONS)
-    _check_range("--port", plan.port, 0, 65535)
-    _check_range("--work-us", plan.work_us, 0, MAX_WORK_US)
-    _check_range("--work-iters", plan.work_iters, 0, 10**10)
-    _check_range("--gap-ms", plan.gap_ms, 0, 60_000)
-    _check_range("--backlog", plan.backlog, 1, 1 << 20)
-    _check_range("--accept-batch", plan.accept_batch, 0, MAX_ACCEPT_BATCH)
-    _check_range("--timeout", plan.timeout_s, 0.001, 3600)
-    try:
-        ipaddress.ip_address(plan.host)
-    except ValueError:
-        raise PlanError(f"--host must be an IP address such as 127.0.0.1 or ::1, got {plan.host!r}") from None
-    _check_cpus(plan.cpus)
-    return plan
-
-
-def _check_cpus(cpus: tuple[int, ...]) -> None:
-    """Refuse CPUs this process may not run on here, before a worker fails to pin itself to one."""
-    try:
-        allowed = set(psutil.Process().cpu_affinity() or ())
-    except (psutil.Error, AttributeError):  # no affinity support: let the worker try
-        return
-    bad = sorted(set(cpus) - allowed)
-    if bad and allowed:
-        here = format_cpu_list(sorted(allowed))
-        raise PlanError(f"--cpus: CPU {format_cpu_list(bad)} not available here (allowed: {here})")
-
-
-def run_plan(plan: Plan, on_record: Callable[[ConnectionRecord], None] | None = None) -> RunResult:
-    mode = require_mode(plan.mode)
-    env = environment.current()
-    started = time.perf_counter()
-    capture = EvidenceCapture(host=plan.host)
-    capture.before()  # counters before any worker exists; listeners and affinities while they run
-    finished: list[ConnectionRecord] = []
-
-    def record(rec: ConnectionRecord) -> None:
-        finished.append(rec)
-        if on_record:
-            on_record(rec)
-
-    with WorkerPool(plan) as pool:
-        capture.listeners(pool.port, "start")
-        try:
-            records = drive(
-                pool.address,
-                plan.connections,
-                gap_s=plan.gap_ms / 1000,
-                timeout_s=plan.timeout_s,
-                before_each=pool.between_connections,
-                on_record=record,
-            )
-        except WorkerError as exc:
-            # The run stops, but the connections it drove are still accounted for in the message.
-            served = sum(1 for r in finished if r.served)
-            raise WorkerError(
-                f"{exc}; the run stopped after {len(finished)} connections "
-                f"({served} served, {len(finished) - served} failed)",
-                exc.index,
-            ) from None
-        pool.check_alive()
-        evidence = capture.after(pool.port, pool.pids)
-        counters = pool.stop()
-        pool.check_stopped()  # a worker that died serving the last connection can outrun check_alive
-        port, unsettled = pool.port, pool.unsettled
-    verdict = analysis.verdict(records, plan.workers, mode.model, mode.why, counters)
-    return RunResult(
-        plan=plan,
-        environment=env,
-        port=port,
-        records=tuple(records),
-        counters=tuple(counters),
-        verdict=verdict,
-        evidence=evidence,
-        wall_s=round(time.perf_counter() - started, 6),
-        unsettled=unsettled,
-    )
+def split_options(options: dict[str, Any], load_type: type) -> tuple[ServerSpec, Any]:
+    """Keyword options -> (ServerSpec, load spec), each validated; PlanError names the first bad value."""
+    load_fields = {f.name for f in dataclasses.fields(load_type)}
+    unknown = sorted(set(options) - _SERVER_FIELDS - load_fields)
+    if unknown:
+        raise TypeError(f"unknown option(s): {', '.join(unknown)}")
+    server = {k: v for k, v in options.items() if k in _SERVER_FIELDS}
+    if "cpus" in server:
+        server["cpus"] = tuple(server["cpus"] or ())
+    load = {k: v for k, v in options.items() if k in load_fields}
+    return ServerSpec(**server).validated(), load_type(**load).validated()
 
 
 def run(mode: str = "epoll", workers: int = 3, connections: int = 6, **options: Any) -> RunResult:
-    """Run one experiment: start workers, drive connections, stop, and return what was seen."""
-    return run_plan(make_plan(mode=mode, workers=workers, connections=connections, **options))
+    """Run one experiment: start workers, drive connections one by one, stop, and return what was seen."""
+    server, load = split_options(dict(mode=mode, workers=workers, connections=connections, **options), SequentialLoad)
+    return run_sequential(server, load)
+
+
+def compare(
+    server: ServerSpec,
+    load: SequentialLoad,
+    modes: Sequence[str],
+    on_record: Callable[[ConnectionRecord], None] | None = None,
+) -> tuple[list[RunResult], dict[str, str]]:
+    """The same server and load once per mode; (results, {mode: why this machine cannot run it})."""
+    available, skipped = split_available(modes)
+    specs = [server.replace(mode=name) for name in available]  # all checked before any runs
+    return run_each(specs, lambda spec: run_sequential(spec, load, on_record)), skipped
+
+
+def herd(
+    server: ServerSpec,
+    load: SequentialLoad,
+    modes: Sequence[str],
+    on_record: Callable[[ConnectionRecord], None] | None = None,
+) -> HerdResult:
+    """Every mode with the same workers and connections, one at a time (gap 0) and settled, so each
+    connection meets every worker idle and asleep: how many does it wake?"""
+    load = dataclasses.replace(load, settle=True, gap_ms=0.0)
+    runs, skipped = compare(server, load, modes, on_record)
+    return HerdResult(server.workers, load.connections, server.work_us, server.backlog, tuple(runs), skipped)
+
+
+def latency(
+    server: ServerSpec, load: ClosedLoopLoad, on_tick: Tick | None = None, title: str | None = None
+) -> LatencyResult:
+    return run_closed_loop(server, load, on_tick, title)
+
+
+def compare_latency(
+    server: ServerSpec,
+    load: ClosedLoopLoad,
+    modes: Sequence[str],
+    on_run: Callable[[ServerSpec], Tick | None] | None = None,
+) -> tuple[list[LatencyResult], dict[str, str]]:
+    """One latency run per mode, same settings; (results, {mode: why this machine cannot run it})."""
+    available, skipped = split_available(modes)
+    specs = [server.replace(mode=name) for name in available]
+    return run_each(specs, lambda spec: run_closed_loop(spec, load, on_run(spec) if on_run else None)), skipped
+
+
+def sweep_accept_batch(
+    server: ServerSpec,
+    load: ClosedLoopLoad,
+    values: Sequence[int],
+    on_run: Callable[[ServerSpec], Tick | None] | None = None,
+) -> list[LatencyResult]:
+    """One latency run per accepts-per-wakeup cap: the seed-001 experiment."""
+    from .render.latency import default_title
+
+    specs = [server.replace(accept_batch=value) for value in values]  # every value before the first run
+    return run_each(
+        specs,
+        lambda spec: run_closed_loop(spec, load, on_run(spec) if on_run else None, default_title(spec, sweep=True)),
+    )

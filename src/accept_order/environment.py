@@ -7,7 +7,7 @@ import os
 import platform
 import socket
 
-from .records import Environment
+from .results.records import Environment
 
 
 def read_int(path: str) -> int | None:

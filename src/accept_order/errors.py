@@ -1,18 +1,20 @@
-"""Errors the harness raises on purpose. The CLI maps each to one line on stderr and an exit code."""
+"""Errors the harness raises on purpose. The CLI maps each to one line on stderr and its exit status."""
 
 from __future__ import annotations
+
+from .status import ExitStatus
 
 
 class AcceptOrderError(Exception):
     """Base class: a failure the user should read as one clear line."""
 
-    exit_code = 1
+    exit_code: int = ExitStatus.ERROR
 
 
 class PlanError(AcceptOrderError):
     """The request itself is wrong (bad value, unknown mode, unsupported here): a usage error."""
 
-    exit_code = 2
+    exit_code = ExitStatus.USAGE
 
 
 class ModeUnavailable(PlanError):
@@ -31,5 +33,13 @@ class WorkerError(AcceptOrderError):
         self.index = index
 
 
+class LoadError(AcceptOrderError):
+    """The load generator itself failed (a driver process died or never started)."""
+
+
+class ResourceError(AcceptOrderError):
+    """The machine ran out of something the run needs: file descriptors, processes, memory."""
+
+
 class ResultFileError(AcceptOrderError):
-    """A results file could not be read or is not an accept-order result."""
+    """A results file could not be read or written, or is not an accept-order result."""

@@ -225,10 +225,7 @@ def summary_line(title: str, hist: LatencyHistogram) -> str:
     avg_ms = hist._sum / (n * _US_PER_MS)
     med_ms = hist._value_at((n - 1) // 2) / _US_PER_MS
     dev_ms = math.sqrt(hist._variance_numerator() / (n * n * _US_PER_MS * _US_PER_MS))
-    return (
-        f"{title} min:{min_ms:.2f} avg:{avg_ms:.2f} med={med_ms:.2f} "
-        f"max:{max_ms:.2f} dev:{dev_ms:.2f} count:{n}"
-    )
+    return f"{title} min:{min_ms:.2f} avg:{avg_ms:.2f} med={med_ms:.2f} max:{max_ms:.2f} dev:{dev_ms:.2f} count:{n}"
 
 
 def histogram_lines(title: str, hist: LatencyHistogram) -> list[str]:

@@ -1,0 +1,108 @@
+"""The thundering herd, measured: how many workers one connection woke.
+
+Each worker counts its own wait returns and empty (EAGAIN) returns, and the kernel's per-process
+context-switch counters count the wakeups that never reach user space: without EPOLLEXCLUSIVE, poll and
+select, every idle worker is woken, the kernel rechecks readiness and puts most of them straight back to
+sleep. Each of those sleeps is one voluntary context switch, so voluntary switches per served connection
+is the number of workers one connection woke.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..results.records import WorkerCounters
+
+#: Woken per connection at or above this counts as a herd. One wakeup per connection is the floor
+#: (the winner sleeps again after answering); a herd of W idle workers gives about W.
+HERD_THRESHOLD = 1.5
+
+
+def woken_per_connection(counters: Sequence[WorkerCounters], served: int) -> float | None:
+    """How many workers one connection woke: every wakeup ends in a voluntary switch back to sleep."""
+    switches = [c.voluntary_switches for c in counters]
+    if not served or any(s is None for s in switches):
+        return None
+    return sum(s for s in switches if s is not None) / served
+
+
+@dataclass(frozen=True)
+class HerdRow:
+    """One mode's line of the herd table, summed over its workers."""
+
+    mode: str
+    workers: int
+    served: int
+    failed: int
+    wakeups: int  # wait calls that returned to user space
+    accepts: int
+    empty: int  # returns that found nothing (EAGAIN): woken, but another worker took it
+    max_batch: int
+    voluntary: int | None  # kernel wakeups: every sleep after a wakeup is one voluntary switch
+    involuntary: int | None
+    cpu_s: float | None
+    cpu_s_per_worker: tuple[float | None, ...]
+    woken_per_connection: float | None
+    herds: bool  # the mode's mechanism predicts a herd (its metadata)
+
+    @property
+    def accepts_per_wakeup(self) -> float:
+        return self.accepts / self.wakeups if self.wakeups else 0.0
+
+    @property
+    def herd(self) -> bool | None:
+        """True if one connection woke more than one worker; None when it could not be measured."""
+        if self.woken_per_connection is None:
+            return None
+        return self.woken_per_connection >= HERD_THRESHOLD
+
+    @property
+    def expected_woken(self) -> int:
+        return self.workers if self.herds else 1
+
+    @property
+    def as_expected(self) -> bool | None:
+        herd = self.herd
+        if herd is None or self.workers < 2:
+            return None
+        return herd == self.herds
+
+    def verdict(self) -> str:
+        w = self.woken_per_connection
+        if w is None:
+            return "not measured (no context-switch counts or nothing served)"
+        if self.herd:
+            return f"herd: wakes ~{round(w)} of {self.workers}"
+        return "no herd: wakes 1"
+
+
+def _sum_opt(values: Iterable[int | float | None]) -> Any:
+    items = list(values)
+    return None if any(v is None for v in items) else sum(v for v in items if v is not None)
+
+
+def herd_row(result: Any) -> HerdRow:
+    """A RunResult's line of the herd table."""
+    from ..servers.modes import MODES
+
+    counters = result.counters
+    mode = MODES.get(result.server.mode)
+    cpu = _sum_opt(c.cpu_s for c in counters)
+    return HerdRow(
+        mode=result.server.mode,
+        workers=result.server.workers,
+        served=result.served,
+        failed=result.failed,
+        wakeups=sum(c.wakeups for c in counters),
+        accepts=sum(c.accepts for c in counters),
+        empty=sum(c.empty for c in counters),
+        max_batch=max((c.max_batch for c in counters), default=0),
+        voluntary=_sum_opt(c.voluntary_switches for c in counters),
+        involuntary=_sum_opt(c.involuntary_switches for c in counters),
+        cpu_s=None if cpu is None else round(cpu, 6),
+        cpu_s_per_worker=tuple(c.cpu_s for c in counters),
+        woken_per_connection=result.verdict.woken_per_connection,
+        herds=mode.herds if mode is not None else False,
+    )

@@ -1,0 +1,129 @@
+"""Pure functions over what a run recorded: tally, fairness, and which idle-order model fits.
+
+The verdict is not taken from the mode's name: each model predicts, for every connection, which of the
+workers idle at that moment gets it, and the verdict names the model that predicted best.
+- fifo: the worker idle the longest (blocking accept: waiters queue at the tail, the head is woken);
+- lifo: the worker that went back to waiting most recently (one shared epoll);
+- first-registered: the lowest-index idle worker (one epoll per worker with EPOLLEXCLUSIVE).
+Only connections that found two or more workers idle can tell the models apart ("informative").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..results.records import ConnectionRecord, Verdict, WorkerCounters
+from .fairness import jain_index, max_min_share, tally
+from .herd import HERD_THRESHOLD, woken_per_connection
+
+FIT_THRESHOLD = 0.8
+
+MODEL_PATTERNS = {
+    "fifo": "rotation (FIFO among idle workers)",
+    "lifo": "most-recent-waiter (LIFO)",
+    "first-registered": "lowest idle index first (first-registered wins)",
+}
+MODEL_ORDER = ("fifo", "first-registered", "lifo")
+
+
+def is_rotation(sequence: Sequence[int], workers: int) -> bool:
+    """Every window of `workers` consecutive servers is `workers` distinct workers."""
+    width = min(workers, len(sequence))
+    return all(len(set(sequence[i : i + width])) == width for i in range(len(sequence) - width + 1))
+
+
+def _predict(model: str, idle: list[int], idle_since: dict[int, float]) -> int:
+    if model == "fifo":
+        return min(idle, key=lambda w: (idle_since[w], w))
+    if model == "lifo":
+        return max(idle, key=lambda w: (idle_since[w], w))
+    return min(idle)
+
+
+def model_fits(records: Sequence[ConnectionRecord], workers: int) -> dict[str, tuple[int, int]]:
+    """For each model: (connections it predicted, informative connections).
+
+    Workers are taken to have started waiting in index order (the supervisor starts them so) and to be
+    busy from the start of a connection they serve until its reply ends, as the client saw it.
+    """
+    served = sorted((r for r in records if r.served), key=lambda r: r.start_us)
+    idle_since: dict[int, float] = {w: w - workers for w in range(workers)}  # before any connection
+    busy_until: dict[int, int] = {}
+    fits = {m: [0, 0] for m in MODEL_ORDER}
+    for rec in served:
+        t = rec.start_us
+        for w, end in list(busy_until.items()):
+            if end <= t:
+                idle_since[w] = end
+                del busy_until[w]
+        idle = [w for w in range(workers) if w not in busy_until]
+        if len(idle) >= 2:
+            for model in MODEL_ORDER:
+                fits[model][1] += 1
+                if _predict(model, idle, idle_since) == rec.worker:
+                    fits[model][0] += 1
+        assert rec.worker is not None
+        busy_until[rec.worker] = max(busy_until.get(rec.worker, 0), rec.start_us + rec.latency_us)
+    return {m: (f[0], f[1]) for m, f in fits.items()}
+
+
+def verdict(
+    records: Sequence[ConnectionRecord],
+    workers: int,
+    expected_model: str | None,
+    why: str,
+    counters: Sequence[WorkerCounters] = (),
+) -> Verdict:
+    """The pattern the records show, judged by which idle-order model predicts them best, and the
+    mechanism behind it. `expected_model` (from the mode's metadata) only breaks ties and sets
+    `expected`: it never decides the pattern."""
+    sequence = [r.worker for r in records if r.served and r.worker is not None]
+    counts = tally(sequence, workers)
+    jain, ratio = jain_index(counts), max_min_share(counts)
+    single = len(set(sequence)) == 1 and workers > 1 and len(sequence) > 1
+    fits = model_fits(records, workers)
+    informative = max((n for _, n in fits.values()), default=0)
+    best: str | None = None
+    if informative:
+        # Best fit wins; on a tie the mode's own model, then MODEL_ORDER.
+        ranked = sorted(MODEL_ORDER, key=lambda m: (-fits[m][0], m != expected_model, MODEL_ORDER.index(m)))
+        if fits[ranked[0]][0] >= FIT_THRESHOLD * informative:
+            best = ranked[0]
+    if workers == 1:
+        pattern = "single worker"
+    elif not sequence:
+        pattern = "nothing served"
+    elif expected_model == "hash":
+        # The reuseport hash never looks at which workers are idle: an idle-order model that fits a
+        # short run fits by chance (consecutive source ports often hash alike), and is said as such.
+        pattern = "hash-spread"
+        if best is not None:
+            fit_text = f"{fits[best][0]}/{informative}"
+            pattern += f" (the order happens to fit {best} {fit_text}; the hash ignores idleness)"
+    elif best == "first-registered" and single:
+        pattern = "one worker takes all (first-registered wins)"
+    elif best is not None:
+        pattern = MODEL_PATTERNS[best]
+        if single:
+            pattern += ", one worker takes all"
+    elif single:
+        pattern = "one worker takes all"
+    else:
+        pattern = "no clear order (no idle-order model fits)"
+    woken = woken_per_connection(counters, len(sequence)) if counters else None
+    if woken is not None and woken >= HERD_THRESHOLD:
+        pattern = f"thundering herd ({woken:.1f} workers woken per connection); order: {pattern}"
+    fit = fits[best][0] if best else max((f for f, _ in fits.values()), default=0)
+    # A herd mode predicts no order, only that everyone wakes; a hash predicts none either.
+    expected = best == expected_model or expected_model in (None, "hash")
+    return Verdict(
+        pattern,
+        best,
+        fit,
+        informative,
+        why,
+        round(jain, 4),
+        None if ratio is None else round(ratio, 4),
+        expected,
+        None if woken is None else round(woken, 3),
+    )

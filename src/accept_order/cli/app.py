@@ -1,0 +1,126 @@
+"""The command group: commands load lazily, errors become one line, signals become exit statuses.
+
+This is the only place that maps exceptions to exit statuses (status.ExitStatus): usage errors exit 2,
+runtime failures 1, Ctrl-C 130 and SIGTERM 143, each with one line on stderr and never a traceback
+(unless --traceback asks for it).
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn, TypeVar
+
+import click
+
+from ..errors import AcceptOrderError
+from ..signals import Terminated, terminate_as_interrupt
+from ..status import ExitStatus
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# name -> module under accept_order.cli holding a click command of that name (loaded only when used)
+COMMANDS: dict[str, str] = {
+    "run": "run",
+    "compare": "compare",
+    "serve": "serve",
+    "latency": "latency",
+    "sweep": "sweep",
+    "herd": "herd",
+    "show": "show",
+    "modes": "modes",
+}
+_RESOURCE_ERRNOS = {errno.EMFILE, errno.ENFILE, errno.EAGAIN, errno.ENOMEM, errno.ENOSPC}
+
+
+def fail(message: str, status: int) -> NoReturn:
+    from ..results.files import inert
+
+    sys.stdout.flush()
+    click.echo(f"accept-order: error: {inert(message)}", err=True)
+    sys.exit(status)
+
+
+def interrupted_status(exc: KeyboardInterrupt) -> ExitStatus:
+    cause = getattr(exc, "cause", exc)
+    return ExitStatus.TERMINATED if isinstance(cause, Terminated) else ExitStatus.INTERRUPTED
+
+
+def handle_errors(func: F) -> F:
+    """Map the harness's errors, running out of resources, Ctrl-C and SIGTERM to one stderr line and
+    an exit status. The workers are already stopped: every owner ended them on the way out."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            with terminate_as_interrupt():
+                return func(*args, **kwargs)
+        except AcceptOrderError as exc:
+            if _traceback_wanted():
+                raise
+            fail(str(exc), exc.exit_code)
+        except KeyboardInterrupt as exc:
+            status = interrupted_status(exc)
+            word = "terminated" if status == ExitStatus.TERMINATED else "interrupted"
+            fail(f"{word}; all workers stopped", status)
+        except OSError as exc:
+            if exc.errno not in _RESOURCE_ERRNOS or _traceback_wanted():
+                raise
+            fail(f"{exc.strerror} (check `ulimit -n` and `ulimit -u`)", ExitStatus.ERROR)
+        except MemoryError:
+            fail("out of memory", ExitStatus.ERROR)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _traceback_wanted() -> bool:
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx and ctx.find_root().params.get("traceback"))
+
+
+class LazyGroup(click.Group):
+    """Commands imported on first use (flask's cli and click's `complex` example do the same), and
+    click's three-line usage errors folded into the one line this tool promises."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = COMMANDS.get(cmd_name)
+        if module is None:
+            return None
+        command = getattr(importlib.import_module(f"{__package__}.{module}"), cmd_name.replace("-", "_"))
+        assert isinstance(command, click.Command)
+        return command
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        try:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.UsageError as exc:
+            hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
+            fail(exc.format_message() + hint, ExitStatus.USAGE)
+        except click.ClickException as exc:
+            fail(exc.format_message(), exc.exit_code)
+        except (click.Abort, KeyboardInterrupt) as exc:
+            status = interrupted_status(exc) if isinstance(exc, KeyboardInterrupt) else ExitStatus.INTERRUPTED
+            fail("terminated" if status == ExitStatus.TERMINATED else "interrupted", status)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="accept-order")
+@click.option("--traceback", is_flag=True, help="On an error, show the Python traceback behind the one-line message.")
+def main(traceback: bool) -> None:
+    """Show, measure and explain how the kernel hands new TCP connections to worker processes.
+
+    Start with 'accept-order run', then 'accept-order compare'; 'accept-order modes' lists the modes.
+    """

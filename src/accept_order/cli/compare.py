@@ -1,0 +1,45 @@
+"""`accept-order compare`: every mode with the same settings, side by side."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from .app import handle_errors
+from .common import host_warnings, keep_partial, report_and_save
+from .options import examples, json_option, modes_option, sequential_options, server_options
+from .specs import first_available, sequential_load, server_spec
+
+
+@click.command(
+    epilog=examples(
+        "accept-order compare                          # every mode this machine supports",
+        "accept-order compare --modes blocking,epoll,reuseport -n 12",
+        "accept-order compare --json compare.json && accept-order show compare.json",
+    )
+)
+@modes_option()
+@server_options()
+@sequential_options()
+@json_option()
+@handle_errors
+def compare(modes: list[str], json_path: str | None, **options: Any) -> None:
+    """Run every mode this machine supports (or --modes) with the same settings; one table."""
+    from .. import api
+    from ..render.run import compare_table
+    from ..servers.modes import split_available
+
+    server, load = server_spec(options, mode=first_available(modes)), sequential_load(options)
+    host_warnings()
+    skipped = split_available(modes)[1]
+
+    def show(results: Sequence[Any]) -> None:
+        payload = {"runs": [r.to_dict() for r in results], "skipped": skipped, "interrupted": True}
+        report_and_save(compare_table(results, skipped), json_path, "compare", payload)
+
+    with keep_partial(show):
+        results, skipped = api.compare(server, load, modes)
+    payload = {"runs": [r.to_dict() for r in results], "skipped": skipped}
+    report_and_save(compare_table(results, skipped), json_path, "compare", payload)

@@ -1,0 +1,46 @@
+"""`accept-order herd`: every mode, the same workers and connections; how many workers one connection wakes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from .app import handle_errors
+from .common import host_warnings, report_and_save
+from .options import examples, json_option, modes_option, sequential_options, server_options
+from .output import progress_bar
+from .specs import first_available, sequential_load, server_spec
+
+
+@click.command(
+    epilog=examples(
+        "accept-order herd                             # every mode, 4 workers, 20 connections each",
+        "accept-order herd --modes epoll,epoll-herd,poll,select --per-worker",
+        "accept-order herd -w 8 -n 50 --json herd.json",
+    )
+)
+@modes_option(help="Comma-separated modes, or all; those this machine lacks are listed as skipped.")
+@server_options(workers=4)
+@sequential_options(connections=20, pacing=False)
+@click.option("--per-worker", is_flag=True, help="Also print each mode's per-worker table.")
+@json_option()
+@handle_errors
+def herd(modes: list[str], json_path: str | None, per_worker: bool, **options: Any) -> None:
+    """Count wakeups per connection in every mode: who wakes one worker, who wakes them all."""
+    from .. import api
+    from ..render.herd import herd_report
+    from ..servers.modes import split_available
+
+    server, load = server_spec(options, mode=first_available(modes)), sequential_load(options)
+    host_warnings()
+    total = len(split_available(modes)[0]) * load.connections
+    with progress_bar("herd: connections", total, threshold=200) as update:
+        done = [0]
+
+        def advance(_record: Any) -> None:
+            done[0] += 1
+            update(done[0])
+
+        result = api.herd(server, load, modes, on_record=advance)
+    report_and_save(herd_report(result, per_worker=per_worker), json_path, "herd", result.to_dict())

@@ -1,0 +1,93 @@
+"""`accept-order latency`: CPU-bound workers under a closed-loop load, mmhistogram-style histograms."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from typing import Any
+
+import click
+
+from ..spec import ClosedLoopLoad, ServerSpec
+from .app import handle_errors
+from .common import host_warnings, keep_partial, report_and_save
+from .options import DEFAULT_MODE_HELP, closed_loop_options, examples, json_option, server_options
+from .output import progress_bar
+from .specs import closed_loop_load, first_available, server_spec
+from .types import MODE_LIST
+
+Tick = Callable[[int, float], None]
+
+
+@contextmanager
+def bars(load: ClosedLoopLoad, label: Callable[[ServerSpec], str]) -> Iterator[Callable[[ServerSpec], Tick]]:
+    """A fresh progress bar for each run of a comparison or sweep (a no-op off a terminal)."""
+    with ExitStack() as stack:
+
+        def on_run(spec: ServerSpec) -> Tick:
+            stack.close()
+            by_count = load.connections is not None
+            total = load.connections if by_count else load.duration_s
+            return stack.enter_context(progress_bar(label(spec), total, by_count=by_count))
+
+        yield on_run
+
+
+@click.command(
+    epilog=examples(
+        "accept-order latency -n 20000 -c 32 --work-us 1000 --pin",
+        "accept-order latency --modes epoll,reuseport --work-iters 1000000 --pin   # seed 000",
+        "accept-order latency --duration 10s --json latency.json",
+    )
+)
+@click.option("--mode", "-m", default=None, help=f"{DEFAULT_MODE_HELP} [default: epoll]")
+@click.option("--modes", "modes", type=MODE_LIST, default=None, help="Several modes, one run each, same settings.")
+@click.option("--compare", "modes_alias", type=MODE_LIST, default=None, hidden=True)  # v0.1's name for --modes
+@server_options(workers=None)
+@closed_loop_options()
+@click.option("--title", default=None, help="Histogram title (default: 'Duration in ms (MODE)').")
+@json_option()
+@handle_errors
+def latency(
+    mode: str | None,
+    modes: list[str] | None,
+    modes_alias: list[str] | None,
+    title: str | None,
+    json_path: str | None,
+    **options: Any,
+) -> None:
+    """Latency under load: CPU-bound workers, a closed-loop load, mmhistogram-style histogram."""
+    from .. import api
+    from ..analysis.tails import tail_verdict
+    from ..render.latency import compare_report, latency_report
+    from ..servers.modes import split_available
+
+    if modes is not None and modes_alias is not None:
+        raise click.UsageError("give --modes only (--compare is its old name)")
+    modes = modes if modes is not None else modes_alias
+    if mode is not None and modes is not None:
+        raise click.UsageError("give --mode for one run or --modes for several, not both")
+    server = server_spec(options, mode=mode or (first_available(modes) if modes else None))
+    load = closed_loop_load(options)
+    host_warnings()
+    if modes is None:
+        with keep_partial(
+            lambda results: report_and_save(latency_report(results[0]), json_path, "latency", results[0].to_dict())
+        ):
+            with bars(load, lambda s: f"{s.mode}: connections") as on_run:
+                result = api.latency(server, load, on_run(server), title)
+        report_and_save(latency_report(result), json_path, "latency", result.to_dict())
+        return
+    skipped = split_available(modes)[1]
+
+    def save(results: Sequence[Any], interrupted: bool = False) -> None:
+        verdict = tail_verdict(results)
+        doc: dict[str, Any] = {"runs": [r.to_dict() for r in results], "skipped": skipped, "verdict": verdict.to_dict()}
+        if interrupted:
+            doc["interrupted"] = True
+        report_and_save(compare_report(results, skipped, verdict), json_path, "latency-compare", doc)
+
+    with keep_partial(lambda results: save(results, interrupted=True)):
+        with bars(load, lambda s: f"{s.mode}: connections") as on_run:
+            results, skipped = api.compare_latency(server, load, modes, on_run)
+    save(results)

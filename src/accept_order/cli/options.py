@@ -1,0 +1,217 @@
+"""One shared option set: the same option means the same thing, with the same name, in every command.
+
+- What serves (every command that starts workers): --mode/--modes, --workers, --host, --port,
+  --work-ms/--work-us/--work-iters, --backlog, --accept-batch, --cpus, --pin.
+- What drives: --connections/-n (how many connections, in every command), --timeout; sequential runs add
+  --gap-ms and --no-settle; closed-loop runs add --duration, --concurrency, --driver-procs.
+- --json FILE: write the result (refused before the run if the path may not be written).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import click
+
+from ..spec import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_DRIVER_PROCS,
+    DEFAULT_HOST,
+    MAX_ACCEPT_BATCH,
+    MAX_BACKLOG,
+    MAX_CONNECTIONS,
+    MAX_DRIVER_PROCS,
+    MAX_GAP_MS,
+    MAX_TIMEOUT_S,
+    MAX_WORK_ITERS,
+    MAX_WORK_US,
+    MAX_WORKERS,
+)
+from .types import CPUS, DURATION, HOST, MODE_LIST
+
+F = TypeVar("F", bound=Callable[..., Any])
+DEFAULT_MODE_HELP = "How workers wait for connections (see 'accept-order modes')."
+
+
+def apply(options: Sequence[Callable[[F], F]]) -> Callable[[F], F]:
+    def decorate(func: F) -> F:
+        for option in reversed(options):
+            func = option(func)
+        return func
+
+    return decorate
+
+
+def mode_option(default: str = "epoll") -> Callable[[F], F]:
+    from ..servers.modes import MODES
+
+    return click.option(
+        "--mode", "-m", type=click.Choice(list(MODES)), default=default, show_default=True, help=DEFAULT_MODE_HELP
+    )
+
+
+def modes_option(
+    default: str = "all", help: str = "Comma-separated modes, or all (see 'accept-order modes')."
+) -> Callable[[F], F]:
+    return click.option("--modes", "modes", type=MODE_LIST, default=default, show_default=True, help=help)
+
+
+def server_options(workers: int | None = 3, accept_batch: bool = True) -> Callable[[F], F]:
+    """The options of every command that starts workers. `workers=None`: one per CPU by default."""
+    workers_help = "Worker processes." if workers is not None else "Worker processes [default: one per CPU]."
+    options: list[Callable[[F], F]] = [
+        click.option(
+            "--workers",
+            "-w",
+            type=click.IntRange(1, MAX_WORKERS),
+            default=workers,
+            show_default=workers is not None,
+            help=workers_help,
+        ),
+        click.option(
+            "--host", type=HOST, default=DEFAULT_HOST, show_default=True, help="Address or name to listen on."
+        ),
+        click.option(
+            "--port", "-p", type=click.IntRange(0, 65535), default=0, show_default=True, help="Port (0: ephemeral)."
+        ),
+        click.option(
+            "--work-ms",
+            type=click.FloatRange(0, MAX_WORK_US / 1000),
+            default=None,
+            help="CPU a worker burns per connection before it answers, in ms (a busy loop, not a sleep).",
+        ),
+        click.option(
+            "--work-us",
+            type=click.IntRange(0, MAX_WORK_US),
+            default=None,
+            help="The same in microseconds (give one of --work-ms and --work-us).",
+        ),
+        click.option(
+            "--work-iters",
+            type=click.IntRange(0, MAX_WORK_ITERS),
+            default=0,
+            show_default=True,
+            help="Loop iterations a worker counts per connection, like the seed's Lua loop (adds to the work).",
+        ),
+        click.option(
+            "--backlog", type=click.IntRange(1, MAX_BACKLOG), default=511, show_default=True, help="listen() backlog."
+        ),
+        click.option("--cpus", type=CPUS, default=None, help="Pin worker i to the i-th CPU of this list, e.g. 0-1."),
+        click.option("--pin", is_flag=True, help="Pin worker i to the i-th CPU this process may use (or of --cpus)."),
+    ]
+    if accept_batch:
+        options.append(
+            click.option(
+                "--accept-batch",
+                type=click.IntRange(0, MAX_ACCEPT_BATCH),
+                default=0,
+                show_default=True,
+                help="Most connections accepted per wakeup (0: until EAGAIN).",
+            )
+        )
+    return apply(options)
+
+
+def timeout_option(default: float, what: str) -> Callable[[F], F]:
+    return click.option(
+        "--timeout",
+        "timeout_s",
+        type=click.FloatRange(0.001, MAX_TIMEOUT_S),
+        default=default,
+        show_default=True,
+        help=f"Seconds a {what} may take before it counts as failed.",
+    )
+
+
+def sequential_options(connections: int = 6, pacing: bool = True) -> Callable[[F], F]:
+    """`pacing=False` (herd) leaves out --gap-ms and --no-settle: that command needs both off."""
+    options: list[Callable[[F], F]] = [
+        click.option(
+            "--connections",
+            "-n",
+            type=click.IntRange(1, MAX_CONNECTIONS),
+            default=connections,
+            show_default=True,
+            help="Connections to drive, one after the other.",
+        ),
+        click.option(
+            "--gap-ms",
+            type=click.FloatRange(0, MAX_GAP_MS),
+            default=0.0,
+            show_default=True,
+            help="Start connection k at k*gap (0: each when the previous one has finished).",
+        ),
+        timeout_option(5.0, "connection"),
+        click.option(
+            "--no-settle", is_flag=True, help="Do not wait for idle workers to be asleep before each connection."
+        ),
+    ]
+    return apply(options if pacing else [options[0], options[2]])
+
+
+def closed_loop_options() -> Callable[[F], F]:
+    from ..spec import DEFAULT_REQUESTS
+
+    return apply(
+        [
+            click.option(
+                "--connections",
+                "-n",
+                "connections",
+                type=click.IntRange(1, MAX_CONNECTIONS),
+                default=None,
+                help=f"Connections to finish, each one request (default {DEFAULT_REQUESTS}; not with --duration).",
+            ),
+            # v0.1 called them requests; kept so old command lines still work.
+            click.option(
+                "--requests", "requests_alias", type=click.IntRange(1, MAX_CONNECTIONS), default=None, hidden=True
+            ),
+            click.option(
+                "--duration",
+                "duration_s",
+                type=DURATION,
+                default=None,
+                help="Run for this long instead: 10s, 500ms, 2m.",
+            ),
+            click.option(
+                "--concurrency",
+                "-c",
+                type=click.IntRange(1, None),
+                default=DEFAULT_CONCURRENCY,
+                show_default=True,
+                help="Connections in flight: each ends (connect, read reply, close) and the next starts at once.",
+            ),
+            click.option(
+                "--driver-procs",
+                type=click.IntRange(1, MAX_DRIVER_PROCS),
+                default=DEFAULT_DRIVER_PROCS,
+                show_default=True,
+                help="Load generator processes sharing the concurrency.",
+            ),
+            timeout_option(10.0, "connection"),
+        ]
+    )
+
+
+def json_option(
+    help: str = "Write the result as JSON to this file (a regular file; never a device or symlink).",
+) -> Callable[[F], F]:
+    def check(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+        if value is None:
+            return None
+        from ..errors import PlanError
+        from ..results.files import check_output_path
+
+        try:
+            check_output_path(value)
+        except PlanError as exc:
+            raise click.UsageError(str(exc), ctx) from None
+        return value
+
+    return click.option("--json", "json_path", metavar="FILE", callback=check, help=help)
+
+
+def examples(*lines: str) -> str:
+    """An Examples section for a command's --help (\\b keeps click from re-wrapping it)."""
+    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)

@@ -1,0 +1,38 @@
+"""`accept-order run`: start workers, drive connections one by one, show who served each and why."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from .app import handle_errors
+from .common import host_warnings, report_and_save
+from .options import examples, json_option, mode_option, sequential_options, server_options
+from .output import progress_bar
+from .specs import sequential_load, server_spec
+
+
+@click.command(
+    epilog=examples(
+        "accept-order run                         # epoll (nginx's default): one worker takes all",
+        "accept-order run --mode blocking         # accept() rotates among idle workers",
+        "accept-order run -m reuseport -n 30 --json run.json",
+        "accept-order run --work-ms 200 --gap-ms 50   # busy workers: who gets the next one?",
+    )
+)
+@mode_option()
+@server_options()
+@sequential_options()
+@json_option()
+@handle_errors
+def run(json_path: str | None, **options: Any) -> None:
+    """Start workers, drive connections at them one by one, show who served each."""
+    from ..render.run import run_report
+    from ..session import run_sequential
+
+    server, load = server_spec(options), sequential_load(options)
+    host_warnings()
+    with progress_bar(f"{server.mode}: connections", load.connections, threshold=200) as update:
+        result = run_sequential(server, load, on_record=lambda rec: update(rec.seq + 1))
+    report_and_save(run_report(result), json_path, "run", result.to_dict())

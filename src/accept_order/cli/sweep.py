@@ -1,0 +1,56 @@
+"""`accept-order sweep`: one latency run per cap on connections accepted per wakeup (seed 001)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from ..spec import MAX_ACCEPT_BATCH
+from .app import handle_errors
+from .common import host_warnings, keep_partial, report_and_save
+from .latency import bars
+from .options import closed_loop_options, examples, json_option, mode_option, server_options
+from .specs import closed_loop_load, server_spec
+from .types import IntList
+
+
+@click.command(
+    epilog=examples(
+        "accept-order sweep                                # caps 1,4,32 and none, epoll",
+        "accept-order sweep --accept-batch 1,0 -n 20000 -c 64 --work-us 200",
+        "accept-order sweep --mode poll --duration 5s --json sweep.json",
+    )
+)
+@mode_option()
+@server_options(workers=None, accept_batch=False)
+@click.option(
+    "--accept-batch",
+    "batches",
+    type=IntList(0, MAX_ACCEPT_BATCH),
+    default="1,4,32,0",
+    show_default=True,
+    help="Caps on connections accepted per wakeup to try, one run each (0: until EAGAIN).",
+)
+@closed_loop_options()
+@json_option()
+@handle_errors
+def sweep(json_path: str | None, batches: list[int], **options: Any) -> None:
+    """One latency run per accepts-per-wakeup cap (nginx multi_accept, DragonFly soavailconn)."""
+    from .. import api
+    from ..render.latency import sweep_report
+
+    server, load = server_spec(options), closed_loop_load(options)
+    host_warnings()
+
+    def save(results: Sequence[Any], interrupted: bool = False) -> None:
+        doc: dict[str, Any] = {"runs": [r.to_dict() for r in results]}
+        if interrupted:
+            doc["interrupted"] = True
+        report_and_save(sweep_report(results), json_path, "sweep", doc)
+
+    with keep_partial(lambda results: save(results, interrupted=True)):
+        with bars(load, lambda s: f"accept-batch {s.accept_batch or 'none'}") as on_run:
+            results = api.sweep_accept_batch(server, load, batches, on_run)
+    save(results)

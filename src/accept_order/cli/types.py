@@ -1,0 +1,112 @@
+"""click parameter types for the values accept-order takes: CPU lists, durations, mode lists, hosts.
+
+Each converts once and reports a bad value as a usage error naming the option the user typed.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import click
+
+from ..cpus import parse_cpu_list
+from ..errors import PlanError
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(us|µs|ms|s|m|h)?\s*$")
+_UNIT_S = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+
+
+def parse_duration(text: str) -> float:
+    """`"10s"`, `"500ms"`, `"2m"`, `"1.5h"`, `"30"` (seconds) -> seconds. ValueError otherwise."""
+    match = _DURATION.match(text)
+    if not match:
+        raise ValueError(f"{text!r} is not a duration such as 10s, 500ms or 2m")
+    seconds = float(match.group(1)) * _UNIT_S[match.group(2)]
+    if not seconds > 0:
+        raise ValueError(f"{text!r} is not a positive duration")
+    return seconds
+
+
+class CpuList(click.ParamType):
+    name = "CPUS"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[int, ...]:
+        if isinstance(value, tuple):
+            return value
+        try:
+            return tuple(parse_cpu_list(str(value)))
+        except ValueError as exc:
+            self.fail(f"{value!r} is not a CPU list such as 0-1 or 0,2 ({exc})", param, ctx)
+
+
+class Duration(click.ParamType):
+    name = "DURATION"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, float):
+            return value
+        try:
+            return parse_duration(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+class ModeList(click.ParamType):
+    """Comma-separated modes (`all` for every one); unknown or repeated names are refused."""
+
+    name = "MODES"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> list[str]:
+        if isinstance(value, list):
+            return value
+        from ..servers.modes import parse_modes
+
+        try:
+            return parse_modes(str(value))
+        except PlanError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+class Host(click.ParamType):
+    """An address or a resolvable name; multicast and broadcast refused. The warning for an address
+    others can reach is printed by the command (it is not an error)."""
+
+    name = "HOST"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        from ..spec import resolve_host
+
+        try:
+            address, warning = resolve_host(str(value))
+        except PlanError as exc:
+            self.fail(str(exc).removeprefix("--host "), param, ctx)
+        if warning and ctx is not None:
+            ctx.meta.setdefault("accept_order.warnings", []).append(warning)
+        return address
+
+
+class IntList(click.ParamType):
+    """`1,4,32,0`: whole numbers within [low, high]."""
+
+    name = "N,N,..."
+
+    def __init__(self, low: int, high: int) -> None:
+        self.low, self.high = low, high
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> list[int]:
+        if isinstance(value, list):
+            return value
+        try:
+            values = [int(v) for v in str(value).split(",") if v.strip()]
+        except ValueError:
+            self.fail(f"{value!r} is not a list of whole numbers such as 1,4,32,0", param, ctx)
+        if not values or any(not self.low <= v <= self.high for v in values):
+            self.fail(f"{value!r}: every value must be between {self.low} and {self.high}", param, ctx)
+        return values
+
+
+CPUS = CpuList()
+DURATION = Duration()
+MODE_LIST = ModeList()
+HOST = Host()

@@ -1,0 +1,275 @@
+"""Closed-loop load generator: the parent side. It owns a few driver processes (loads/drive_loop.py).
+
+Why processes and a raw epoll loop: one CPython process cannot open and close connections as fast as the
+kernel can; a raw `select.epoll` loop does the fewest syscalls and allocations per connection, and the
+work is split over processes so no single one is the bottleneck.
+
+`LoadGenerator` owns its driver processes: leaving its `with` block ends them on every path (normal
+end, exception, Ctrl-C, SIGTERM raised as an exception); drivers also die with their parent
+(PR_SET_PDEATHSIG) in case the parent is killed outright. Interrupted, it asks the drivers to stop and
+report what they measured, so a long run keeps its partial result.
+"""
+
+from __future__ import annotations
+
+import resource
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from types import TracebackType
+from typing import Any
+
+from ..errors import LoadError, PlanError
+from ..histogram import LatencyHistogram
+from ..processes import FORK, READY_TIMEOUT_S, STOP_TIMEOUT_S, end_processes, out_of_resources
+from ..servers.target import Attribution
+from ..spec import ClosedLoopLoad
+from .drive_loop import SATURATED, TICK_S, DriverConfig, DriverStats, driver_main
+
+__all__ = [
+    "SATURATED",
+    "DriverStats",
+    "LoadGenerator",
+    "LoadResult",
+    "check_concurrency",
+    "driver_warnings",
+    "open_file_limit",
+    "run_load",
+]
+
+STARVED = 0.25  # a driver runnable but waiting for a CPU this share of its time competes with the workers
+FD_MARGIN = 32  # descriptors a driver needs besides its connections (epoll, pipes, stdio, imports)
+REPORT_TIMEOUT_S = 5.0  # after a stop request, how long drivers have to send what they measured
+
+
+def open_file_limit() -> int:
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def check_concurrency(concurrency: int) -> None:
+    """PlanError unless `concurrency` open connections fit under the open-file limit (ulimit -n)."""
+    limit = open_file_limit()
+    allowed = max(1, limit - FD_MARGIN)
+    if not 1 <= concurrency <= allowed:
+        raise PlanError(
+            f"--concurrency must be between 1 and {allowed} (open-file limit {limit} minus {FD_MARGIN} "
+            f"for the driver's own files; raise it with ulimit -n), got {concurrency}"
+        )
+
+
+class RequestTotals:
+    """Totals derived from a histogram of served requests and a count of failed ones (shared by the
+    load generator's result and the latency result built from it)."""
+
+    histogram: LatencyHistogram
+    errors: Mapping[str, int]
+    wall_s: float
+
+    @property
+    def ok(self) -> int:
+        return self.histogram.count
+
+    @property
+    def failed(self) -> int:
+        return sum(self.errors.values())
+
+    @property
+    def requests(self) -> int:
+        return self.ok + self.failed
+
+    @property
+    def throughput(self) -> float:
+        """Served requests per second of load."""
+        return self.ok / self.wall_s if self.wall_s > 0 else 0.0
+
+
+@dataclass
+class LoadResult(RequestTotals):
+    """Everything the drivers measured, merged."""
+
+    histogram: LatencyHistogram  # durations of served requests, microseconds
+    errors: Counter[str]  # failed requests by errno name (or timeout / no reply / bad reply)
+    served: Counter[int]  # worker index -> requests it answered
+    wall_s: float  # first driver's start to last driver's end
+    drivers: list[DriverStats] = field(default_factory=list)
+    interrupted: BaseException | None = None  # the Ctrl-C / SIGTERM that stopped the run early
+
+
+def driver_warnings(drivers: list[DriverStats], workers: int, cpus: int, procs: int | None = None) -> list[str]:
+    """What to say about the load generator itself: CPU-bound (locust warns above 90% CPU), or starved
+    of CPU by the workers it shares the machine with (its own delays are then in the latencies)."""
+    notes = []
+    for d in drivers:
+        if d.saturated:
+            notes.append(
+                f"driver {d.index} used {100 * d.cpu_fraction:.0f}% of a CPU: the load generator may be the "
+                "bottleneck and may blur the latencies; give it more --driver-procs"
+            )
+    waited = [d for d in drivers if d.wall_s and (d.runqueue_s or 0) / d.wall_s > STARVED]
+    if waited:
+        share = max((d.runqueue_s or 0) / d.wall_s for d in waited)
+        notes.append(
+            f"the {procs or len(drivers)} driver processes and {workers} workers share {cpus} CPUs: "
+            f"drivers waited for a CPU up to {100 * share:.0f}% of the time, so client-side delay is "
+            "part of these latencies"
+        )
+    return notes
+
+
+def split(total: int, parts: int) -> list[int]:
+    """`total` as `parts` near-equal shares, larger ones first: split(10, 3) == [4, 3, 3]."""
+    base, extra = divmod(total, parts)
+    return [base + (1 if i < extra else 0) for i in range(parts)]
+
+
+class LoadGenerator:
+    """Owner of the driver processes of one closed-loop run. Use as a context manager."""
+
+    def __init__(self, address: tuple[str, int], attribution: Attribution, load: ClosedLoopLoad) -> None:
+        load = load.validated()
+        procs = load.driver_procs
+        slots = split(load.concurrency, procs)
+        count = load.connections
+        shares: list[int | None] = list(split(count, procs)) if count is not None else [None] * procs
+        self.configs = [
+            DriverConfig(i, address, attribution, shares[i], load.duration_s, slots[i], load.timeout_s)
+            for i in range(procs)
+        ]
+        self.procs: list[Any] = []
+        self.pipes: list[Connection] = []
+        self._go = FORK.Event()
+        self._stop: Any = FORK.RawValue("b", 0)
+        self._progress: Any = FORK.RawArray("q", procs)
+
+    @property
+    def total(self) -> int | None:
+        """Connections the run will finish (None for a duration run)."""
+        shares = [c.requests for c in self.configs]
+        return None if None in shares else sum(s or 0 for s in shares)
+
+    def __enter__(self) -> LoadGenerator:
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def start(self) -> None:
+        for cfg in self.configs:
+            receiver, sender = out_of_resources(f"driver {cfg.index}", lambda: FORK.Pipe(duplex=False))
+            proc = FORK.Process(
+                target=driver_main,
+                args=(cfg, sender, self._go, self._progress, self._stop),
+                name=f"driver-{cfg.index}",
+            )
+            self.procs.append(proc)  # before start(): an interrupt right after it must not orphan the child
+            self.pipes.append(receiver)
+            out_of_resources(f"driver {cfg.index}", proc.start)
+            sender.close()
+        for cfg, proc, pipe in zip(self.configs, self.procs, self.pipes, strict=True):
+            ready = wait([pipe, proc.sentinel], timeout=2 * READY_TIMEOUT_S)
+            if pipe in ready:
+                try:
+                    if pipe.recv()[0] == "ready":
+                        continue
+                except EOFError:
+                    pass
+            raise LoadError(f"driver {cfg.index} did not start (exit code {proc.exitcode})")
+
+    def run(self, on_tick: Callable[[int, float], None] | None = None) -> LoadResult:
+        """Say go, wait for every driver's tallies, merge them. `on_tick(done, elapsed_s)` runs every
+        TICK_S in this process; an exception it raises (e.g. a worker died) aborts the run.
+
+        Ctrl-C or SIGTERM (a KeyboardInterrupt) does not lose the run: the drivers are told to stop, their
+        partial tallies are merged, and the result comes back with `interrupted` set to the exception,
+        for the caller to re-raise once the result is saved."""
+        started = time.monotonic()
+        self._go.set()
+        reports: dict[int, dict[str, Any]] = {}
+        try:
+            self._collect(reports, started, on_tick, deadline=None)
+        except KeyboardInterrupt as exc:
+            self._stop.value = 1
+            self._collect(reports, started, None, deadline=time.monotonic() + REPORT_TIMEOUT_S)
+            result = merge([reports[i] for i in sorted(reports)])
+            result.interrupted = exc
+            return result
+        return merge([reports[i] for i in sorted(reports)])
+
+    def _collect(
+        self,
+        reports: dict[int, dict[str, Any]],
+        started: float,
+        on_tick: Callable[[int, float], None] | None,
+        deadline: float | None,
+    ) -> None:
+        pending = {i: p for i, p in enumerate(self.pipes) if i not in reports}
+        while pending:
+            if deadline is not None and time.monotonic() > deadline:
+                return  # drivers that did not report in time: their connections are missing, said below
+            sentinels = {self.procs[i].sentinel: i for i in pending}
+            for ready in wait([*pending.values(), *sentinels], timeout=TICK_S):
+                index = sentinels.get(ready) if isinstance(ready, int) else None
+                if index is None:
+                    index = next(i for i, p in pending.items() if p is ready)
+                if index not in pending:
+                    continue
+                pipe = pending[index]
+                if pipe.poll():
+                    try:
+                        kind, payload = pipe.recv()
+                    except EOFError:
+                        kind, payload = "eof", None
+                    if kind == "result":
+                        reports[index] = payload
+                        del pending[index]
+                        continue
+                    if kind == "error":
+                        raise LoadError(f"driver {index} failed: {payload}")
+                self.procs[index].join(0.5)
+                raise LoadError(
+                    f"driver {index} (pid {self.procs[index].pid}) died with exit code "
+                    f"{self.procs[index].exitcode} before reporting"
+                )
+            if on_tick:
+                on_tick(sum(self._progress), time.monotonic() - started)
+
+    def close(self) -> None:
+        """End every driver still alive (SIGTERM, then SIGKILL) and reap it."""
+        end_processes(self.procs, STOP_TIMEOUT_S)
+        for pipe in self.pipes:
+            pipe.close()
+        self.pipes = []
+
+
+def merge(reports: list[dict[str, Any]]) -> LoadResult:
+    histogram = LatencyHistogram()
+    errors: Counter[str] = Counter()
+    served: Counter[int] = Counter()
+    for r in reports:
+        for us, n in r["counts"]:
+            histogram.add(us, n)
+        errors.update(r["errors"])
+        served.update(r["served"])
+    wall = max(r["end"] for r in reports) - min(r["start"] for r in reports) if reports else 0.0
+    drivers = [DriverStats.from_dict(r["stats"]) for r in reports]
+    return LoadResult(histogram, errors, served, round(wall, 6), drivers)
+
+
+def run_load(
+    address: tuple[str, int],
+    attribution: Attribution,
+    load: ClosedLoopLoad,
+    on_tick: Callable[[int, float], None] | None = None,
+) -> LoadResult:
+    """Drive a closed-loop load at `address` until its connections have finished or its duration passed."""
+    with LoadGenerator(address, attribution, load) as gen:
+        return gen.run(on_tick)

@@ -1,0 +1,240 @@
+"""One load-generator process ("driver"): a hand-written nonblocking epoll loop over its share of slots.
+
+A slot runs one connection at a time, like `benchhttp -c`: a new connection (nonblocking connect), read
+the worker's reply to EOF, close, and start the next one at once. Each connection's duration (connect to
+EOF) goes into an exact integer-microsecond histogram, so memory is bounded by the number of distinct
+durations, not of connections. Every connection ends served (attributed to a worker) or failed (keyed by
+errno name). The driver measures how much of its wall time it spent on a CPU and how much runnable but
+waiting for one (/proc/self/schedstat), so a result can say when the client side set the pace.
+"""
+
+from __future__ import annotations
+
+import _socket
+import errno
+import os
+import select
+import signal
+import socket
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+from ..processes import MAX_REPLY, READY_TIMEOUT_S, die_with_parent
+from ..servers.target import Attribution
+from .protocol import ABORTED, BAD_REPLY, NO_REPLY, TIMEOUT, errno_name
+
+SATURATED = 0.9  # a driver on a CPU more than this share of its wall time is CPU-bound (locust's threshold)
+TICK_S = 0.1  # how often a driver publishes progress and checks its timeouts and the stop flag
+
+
+@dataclass(frozen=True)
+class DriverStats:
+    """What one driver process did and how busy it was. Times in seconds."""
+
+    index: int
+    slots: int
+    requests: int  # finished: served + failed
+    wall_s: float
+    cpu_s: float
+    runqueue_s: float | None = None  # runnable but waiting for a CPU (None: no /proc/self/schedstat)
+
+    @property
+    def cpu_fraction(self) -> float:
+        return self.cpu_s / self.wall_s if self.wall_s > 0 else 0.0
+
+    @property
+    def busy_fraction(self) -> float:
+        """Share of wall time it was running or runnable, i.e. not waiting for the server."""
+        if self.wall_s <= 0:
+            return 0.0
+        return (self.cpu_s + (self.runqueue_s or 0.0)) / self.wall_s
+
+    @property
+    def saturated(self) -> bool:
+        """CPU-bound: it had work every time it got the CPU, so it set the pace, not the server."""
+        return self.cpu_fraction > SATURATED
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DriverStats:
+        return cls(**{k: data[k] for k in ("index", "slots", "requests", "wall_s", "cpu_s", "runqueue_s")})
+
+
+@dataclass(frozen=True)
+class DriverConfig:
+    index: int
+    address: tuple[str, int]
+    attribution: Attribution
+    requests: int | None  # this driver's share of the requests; None: until the deadline
+    duration_s: float | None
+    slots: int
+    timeout_s: float
+
+
+def _schedstat() -> tuple[int, int] | None:
+    """(ns on a CPU, ns runnable but waiting for one) of this (single-threaded) process."""
+    try:
+        with open("/proc/self/schedstat") as f:
+            run, delay, _ = f.read().split()
+        return int(run), int(delay)
+    except (OSError, ValueError):
+        return None
+
+
+def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
+    """The closed loop. Returns this driver's tallies as plain data for the pipe.
+
+    Written for speed (it must keep up with C): `_socket.socket` skips socket.socket's Python-level
+    __init__ and close(); a reply that arrives with the peer's FIN (EPOLLRDHUP) is finished after one
+    recv instead of a second recv that would only return EOF. `stop` (shared with the parent) ends the
+    loop early, at the next tick: the parent was interrupted and wants what was measured so far.
+    """
+    host, port = cfg.address
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock_type = socket.SOCK_STREAM | socket.SOCK_NONBLOCK  # nonblocking without a second syscall
+    new_socket = _socket.socket
+    addr = (host, port)
+    ep = select.epoll()
+    register = ep.register
+    flags = select.EPOLLIN | select.EPOLLRDHUP
+    epollerr = select.EPOLLERR
+    peer_closed = select.EPOLLRDHUP | select.EPOLLHUP
+    inflight: dict[int, list[Any]] = {}  # fd -> [socket, start ns, reply bytes so far]
+    counts: dict[int, int] = {}  # duration us -> requests (the histogram, built at the end)
+    errors: Counter[str] = Counter()
+    served: dict[int, int] = {}
+    replies: dict[bytes, int] = {}  # reply line -> worker index: attribute each worker's line once
+    attribute = cfg.attribution.from_reply
+    perf_ns = time.perf_counter_ns
+    einprogress = errno.EINPROGRESS
+    timeout_ns = int(cfg.timeout_s * 1e9)
+    tick_ns = int(TICK_S * 1e9)
+    slots = cfg.slots
+    left = cfg.requests if cfg.requests is not None else -1  # requests still to start; -1: no count
+    done = 0
+
+    # The CPU window must sit inside the wall window, or a short run reads more than 100% of a CPU.
+    sched0 = _schedstat()
+    wall0 = time.monotonic()
+    cpu0 = time.process_time()
+    t0 = perf_ns()
+    deadline = t0 + int(cfg.duration_s * 1e9) if cfg.duration_s is not None else None
+    next_check = t0 + tick_ns
+    starting = True
+    try:
+        while True:
+            if starting and (left == 0 or (deadline is not None and perf_ns() >= deadline)):
+                starting = False
+            while starting and len(inflight) < slots and left != 0:
+                left -= 1
+                try:
+                    s = new_socket(family, sock_type)
+                except OSError as exc:  # EMFILE/ENFILE/ENOBUFS: count it, retry after in-flight ones end
+                    errors[errno_name(exc.errno or 0)] += 1
+                    done += 1
+                    break
+                start = perf_ns()
+                code = s.connect_ex(addr)
+                if code == einprogress or code == 0:
+                    fd = s.fileno()
+                    register(fd, flags)
+                    inflight[fd] = [s, start, b""]
+                else:  # refused at once, no local port left (EADDRNOTAVAIL), ...
+                    s.close()
+                    errors[errno_name(code)] += 1
+                    done += 1
+            if not starting and not inflight:
+                break
+            wait_s = TICK_S
+            if starting and deadline is not None:
+                wait_s = min(wait_s, max(0.0, (deadline - perf_ns()) / 1e9))
+            for fd, ev in ep.poll(wait_s):
+                entry = inflight.get(fd)
+                if entry is None:
+                    continue
+                s = entry[0]
+                error: str | None = None
+                if ev & epollerr:
+                    code = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+                    error = errno_name(code) if code else "EPOLLERR"
+                else:
+                    try:
+                        chunk = s.recv(MAX_REPLY)
+                    except BlockingIOError:
+                        continue
+                    except OSError as exc:  # ECONNRESET, ...
+                        error = errno_name(exc.errno or 0)
+                    else:
+                        if chunk:
+                            entry[2] += chunk
+                            # With the FIN already in, that recv got everything the worker sent.
+                            if not (ev & peer_closed) or len(chunk) == MAX_REPLY:
+                                if len(entry[2]) > MAX_REPLY:
+                                    error = BAD_REPLY
+                                else:
+                                    continue  # the rest of the reply, or its EOF, is still to come
+                end = perf_ns()
+                del inflight[fd]
+                s.close()  # also takes it out of the epoll set
+                done += 1
+                if error is not None:
+                    errors[error] += 1
+                    continue
+                buf = entry[2]
+                who = replies.get(buf)
+                if who is None:
+                    who = attribute(buf)
+                    if who is None:
+                        errors[NO_REPLY if not buf else BAD_REPLY] += 1
+                        continue
+                    replies[buf] = who
+                served[who] = served.get(who, 0) + 1
+                us = (end - entry[1]) // 1000
+                counts[us] = counts.get(us, 0) + 1
+            progress[cfg.index] = done
+            now = perf_ns()
+            if now >= next_check:
+                next_check = now + tick_ns
+                if stop.value:  # interrupted: what is still in flight is accounted for as aborted
+                    errors[ABORTED] += len(inflight)
+                    done += len(inflight)
+                    break
+                for fd, entry in [(fd, e) for fd, e in inflight.items() if now - e[1] > timeout_ns]:
+                    del inflight[fd]
+                    entry[0].close()
+                    errors[TIMEOUT] += 1
+                    done += 1
+    finally:
+        for entry in inflight.values():
+            entry[0].close()
+        ep.close()
+    cpu = time.process_time() - cpu0
+    wall = time.monotonic() - wall0
+    sched1 = _schedstat()
+    runqueue = (sched1[1] - sched0[1]) / 1e9 if sched0 and sched1 else None
+    return {
+        "counts": list(counts.items()),
+        "errors": dict(errors),
+        "served": dict(served),
+        "start": wall0,
+        "end": wall0 + wall,
+        "stats": DriverStats(cfg.index, cfg.slots, done, round(wall, 6), round(cpu, 6), runqueue).to_dict(),
+    }
+
+
+def driver_main(cfg: DriverConfig, pipe: Connection, go: Any, progress: Any, stop: Any) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the parent stops a driver only to abort the run
+    die_with_parent()
+    pipe.send(("ready", os.getpid()))
+    if not go.wait(READY_TIMEOUT_S * 6):
+        return  # the parent never said go: it is gone or gave up
+    try:
+        pipe.send(("result", _drive(cfg, progress, stop)))
+    except OSError as exc:  # e.g. the epoll could not be made; the parent names the driver
+        pipe.send(("error", f"{type(exc).__name__}: {exc}"))

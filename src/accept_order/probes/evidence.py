@@ -1,0 +1,158 @@
+"""The kernel's own evidence about a run: listeners and their queues, drop counters, affinities.
+
+`EvidenceCapture` is driven by the session lifecycle (session.py), the one owner of every run:
+
+    capture = EvidenceCapture()
+    capture.before()                        # netstat counters, before any worker exists
+    target.start()
+    capture.listeners(port, "start")
+    ... load ...
+    evidence = capture.after(port, pids)    # "end" listeners, affinities, deltas
+    counters = target.stop()
+
+`after()` returns a plain JSON-able dict (stored as the result's evidence); render/evidence.py turns that
+dict back into text, so a saved result shows the same evidence.
+
+Counter deltas are per network namespace: the dict says whether the run had one to itself.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict
+from typing import Any
+
+import psutil
+
+from ..cpus import affinity
+from . import netstat
+from .listeners import ListenerRow, listening_sockets
+
+__all__ = ["EvidenceCapture", "PRIVATE_ENV", "PRIVATE_NAMESPACE_NOTE", "netns_privacy"]
+
+PRIVATE_NAMESPACE_NOTE = "counters are from a private network namespace: only this run's traffic is in them"
+
+#: Set to 1 by whoever made a network namespace for this run (e.g. `unshare -n`). Needed because
+#: comparing with PID 1's namespace (kernel.in_private_netns) is not always allowed, even for root:
+#: /proc/1/ns/net may be unreadable (seen in a Firecracker guest), and then it answers False.
+PRIVATE_ENV = "ACCEPT_ORDER_PRIVATE_NETNS"
+
+
+def netns_privacy() -> tuple[bool, str]:
+    """(private, how it was decided) for this process's network namespace."""
+    if netstat.in_private_netns():
+        return True, "differs from PID 1's network namespace"
+    if os.environ.get(PRIVATE_ENV) == "1":
+        return True, f"declared by {PRIVATE_ENV}=1"
+    return False, "not known to be private"
+
+
+def netns_inode() -> int | None:
+    try:
+        return os.stat("/proc/self/ns/net").st_ino
+    except OSError:
+        return None
+
+
+def _normal_address(address: str) -> str:
+    try:
+        return str(ipaddress.ip_address(address))
+    except ValueError:
+        return address
+
+
+def _row_dict(row: ListenerRow) -> dict[str, Any]:
+    return asdict(row)
+
+
+class EvidenceCapture:
+    """Collects the kernel's view of one run. Readers are injectable for tests.
+
+    ``private``: True when the caller knows the run has a network namespace to itself (it made one);
+    None (default) asks :func:`netns_privacy`. ``host``: keep only listeners bound to this address
+    (or to the wildcard), so another program listening on the same port number elsewhere is left out.
+    """
+
+    def __init__(
+        self,
+        read_counters: Callable[[], Mapping[str, int]] = netstat.read_netstat,
+        list_listeners: Callable[[int], list[ListenerRow]] = listening_sockets,
+        read_affinity: Callable[[int], list[int]] = affinity,
+        private: bool | None = None,
+        names: Sequence[str] = netstat.WATCHED_COUNTERS,
+        host: str | None = None,
+    ) -> None:
+        self._host = _normal_address(host) if host else None
+        self._read_counters = read_counters
+        self._list_listeners = list_listeners
+        self._read_affinity = read_affinity
+        self._private = private
+        self._names = tuple(names)
+        self._before: Mapping[str, int] | None = None
+        self._listeners: dict[str, list[dict[str, Any]]] = {}
+        self._errors: list[str] = []
+        self._affinity: list[dict[str, Any]] = []
+
+    # -- capture --------------------------------------------------------------------------------
+    def before(self) -> None:
+        """Read the counters; call before the workers start so their listen() is inside the window."""
+        self._before = self._counters("before")
+
+    def listeners(self, port: int, label: str) -> list[ListenerRow]:
+        """Snapshot the listening sockets of ``port`` under ``label`` (e.g. "start", "end")."""
+        try:
+            rows = self._list_listeners(port) if port else []
+        except (OSError, ValueError) as exc:
+            self._errors.append(f"listeners at {label}: {exc}")
+            rows = []
+        if self._host is not None:
+            rows = [r for r in rows if _normal_address(r.address) in (self._host, "0.0.0.0", "::")]
+        self._listeners[label] = [_row_dict(r) for r in rows]
+        return rows
+
+    def workers(self, pids: Sequence[int]) -> list[dict[str, Any]]:
+        """Read each worker's CPU affinity now (while it runs); :meth:`after` reports these unless it
+        is given pids of its own. For callers that can only finish after the workers stopped."""
+        self._affinity = []
+        for index, pid in enumerate(pids):
+            try:
+                cpus: list[int] | None = self._read_affinity(pid)
+            except (psutil.Error, OSError):
+                cpus = None  # the worker is gone; its own report (WorkerCounters.affinity) remains
+            self._affinity.append({"index": index, "pid": pid, "cpus": cpus})
+        return self._affinity
+
+    def after(self, port: int = 0, pids: Sequence[int] = ()) -> dict[str, Any]:
+        """Finish: an "end" listener snapshot (if ``port`` and none yet), the workers' affinities
+        (read now if ``pids`` are given, so call it while they are alive; else those read by
+        :meth:`workers`), and the counter deltas since :meth:`before`."""
+        if port and "end" not in self._listeners:
+            self.listeners(port, "end")
+        affinity = self.workers(pids) if pids else self._affinity
+        after = self._counters("after")
+        available = bool(self._before) and bool(after)
+        deltas = netstat.counter_deltas(self._before or {}, after, self._names) if available else {}
+        if self._private is None:
+            private, why = netns_privacy()
+        else:
+            private, why = self._private, "declared by the caller"
+        return {
+            "listeners": dict(self._listeners),
+            "counters": {name: value for name, value in deltas.items() if value},
+            "counters_watched": [n for n in self._names if n in deltas],
+            "counters_available": available,
+            "affinity": [dict(a) for a in affinity],
+            "shared_namespace": not private,
+            "netns": {"inode": netns_inode(), "private": private, "why": why},
+            "note": PRIVATE_NAMESPACE_NOTE if private else netstat.SHARED_NAMESPACE_NOTE,
+            "errors": list(self._errors),
+        }
+
+    def _counters(self, when: str) -> Mapping[str, int]:
+        try:
+            return self._read_counters()
+        except (OSError, ValueError) as exc:
+            self._errors.append(f"counters {when}: {exc}")
+            return {}

@@ -1,0 +1,213 @@
+"""Listening sockets of one port, the way `ss -ltn 'sport = :PORT'` shows them.
+
+`listening_sockets` asks the kernel over NETLINK_SOCK_DIAG (``source="netlink"``; ``backlog`` is the
+listen() backlog as the kernel stored it) and falls back to ``/proc/net/tcp{,6}`` (``source="proc"``;
+``backlog`` is None because those files do not show it).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket
+import struct
+import sys
+from dataclasses import dataclass
+from typing import Literal
+
+Family = Literal["ipv4", "ipv6"]
+Source = Literal["netlink", "proc"]
+
+
+@dataclass(frozen=True)
+class ListenerRow:
+    """One listening TCP socket.
+
+    ``queue`` is the current accept-queue length (ss Recv-Q): established connections nobody
+    has accept()ed yet. ``backlog`` is the accept-queue limit (ss Send-Q), i.e. the listen()
+    backlog after the kernel capped it at net.core.somaxconn; None when read from /proc.
+    ``inode`` equals ``os.fstat(sock.fileno()).st_ino`` of the owning socket. ``source`` says
+    which interface produced the row.
+    """
+
+    family: Family
+    address: str
+    port: int
+    queue: int
+    backlog: int | None
+    inode: int
+    source: Source = "netlink"
+
+
+# linux/netlink.h, linux/sock_diag.h, linux/inet_diag.h
+NETLINK_SOCK_DIAG = 4
+SOCK_DIAG_BY_FAMILY = 20
+NLM_F_REQUEST = 0x1
+NLM_F_ROOT = 0x100
+NLM_F_MATCH = 0x200
+NLM_F_DUMP = NLM_F_ROOT | NLM_F_MATCH
+NLMSG_ERROR = 2
+NLMSG_DONE = 3
+TCP_LISTEN = 10
+
+_NLMSGHDR = struct.Struct("=IHHII")  # len, type, flags, seq, pid
+# inet_diag_sockid: sport, dport (big endian), src[16], dst[16], if, cookie[2] (host order)
+_SOCKID_FMT = "!HH16s16s"
+_SOCKID_TAIL_FMT = "=III"
+# inet_diag_req_v2: family, protocol, ext, pad, states, then the sockid
+_REQ_V2 = struct.Struct("=BBBBI")
+# inet_diag_msg: family, state, timer, retrans, sockid, expires, rqueue, wqueue, uid, inode
+_MSG_HEAD = struct.Struct("=BBBB")
+_SOCKID_BE = struct.Struct(_SOCKID_FMT)
+_SOCKID_TAIL = struct.Struct(_SOCKID_TAIL_FMT)
+_MSG_TAIL = struct.Struct("=IIIII")
+_SOCKID_SIZE = _SOCKID_BE.size + _SOCKID_TAIL.size  # 48
+_MSG_SIZE = _MSG_HEAD.size + _SOCKID_SIZE + _MSG_TAIL.size  # 72
+_RECV_BUFSIZE = 1 << 16
+_NETLINK_TIMEOUT = 2.0
+
+
+def _check_port(port: int) -> None:
+    if not 0 < port < 65536:
+        raise ValueError(f"port must be in 1..65535, got {port}")
+
+
+def _diag_request(family: int, port: int, seq: int) -> bytes:
+    sockid = _SOCKID_BE.pack(port, 0, b"", b"") + _SOCKID_TAIL.pack(0, 0xFFFFFFFF, 0xFFFFFFFF)
+    body = _REQ_V2.pack(family, socket.IPPROTO_TCP, 0, 0, 1 << TCP_LISTEN) + sockid
+    header = _NLMSGHDR.pack(_NLMSGHDR.size + len(body), SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST | NLM_F_DUMP, seq, 0)
+    return header + body
+
+
+def _parse_diag_msg(payload: bytes) -> ListenerRow:
+    if len(payload) < _MSG_SIZE:
+        raise OSError(errno.EPROTO, f"inet_diag_msg too short ({len(payload)} bytes)")
+    fam, _state, _timer, _retrans = _MSG_HEAD.unpack_from(payload, 0)
+    sport, _dport, src, _dst = _SOCKID_BE.unpack_from(payload, _MSG_HEAD.size)
+    _expires, rqueue, wqueue, _uid, inode = _MSG_TAIL.unpack_from(payload, _MSG_HEAD.size + _SOCKID_SIZE)
+    if fam == socket.AF_INET:
+        return ListenerRow("ipv4", socket.inet_ntop(socket.AF_INET, src[:4]), sport, rqueue, wqueue, inode)
+    if fam == socket.AF_INET6:
+        return ListenerRow("ipv6", socket.inet_ntop(socket.AF_INET6, src), sport, rqueue, wqueue, inode)
+    raise OSError(errno.EPROTO, f"unexpected address family {fam} in inet_diag reply")
+
+
+def _dump_listeners(sock: socket.socket, family: int, port: int, seq: int) -> list[ListenerRow]:
+    sock.send(_diag_request(family, port, seq))
+    rows: list[ListenerRow] = []
+    while True:
+        data = sock.recv(_RECV_BUFSIZE)
+        if not data:
+            raise OSError(errno.EPROTO, "netlink socket closed during dump")
+        offset = 0
+        while offset + _NLMSGHDR.size <= len(data):
+            length, mtype, _flags, mseq, _pid = _NLMSGHDR.unpack_from(data, offset)
+            if length < _NLMSGHDR.size or offset + length > len(data):
+                raise OSError(errno.EPROTO, f"bad netlink message length {length}")
+            payload = data[offset + _NLMSGHDR.size : offset + length]
+            offset += (length + 3) & ~3  # NLMSG_ALIGN
+            if mseq != seq:
+                continue  # stale reply to an earlier request
+            if mtype == NLMSG_DONE:
+                return rows
+            if mtype == NLMSG_ERROR:
+                (err,) = struct.unpack_from("=i", payload, 0)
+                if err == 0:  # an ACK, not an error
+                    continue
+                raise OSError(-err, f"inet_diag dump failed: {os.strerror(-err)}")
+            if mtype != SOCK_DIAG_BY_FAMILY:
+                continue
+            row = _parse_diag_msg(payload)
+            if row.port == port:
+                rows.append(row)
+
+
+def netlink_listeners(port: int) -> list[ListenerRow]:
+    """Listening TCP sockets on ``port`` (IPv4 and IPv6) via NETLINK_SOCK_DIAG.
+
+    Raises OSError if netlink is unavailable (not Linux, sandboxed, old kernel)."""
+    _check_port(port)
+    af_netlink = getattr(socket, "AF_NETLINK", None)
+    if af_netlink is None:
+        raise OSError(errno.EAFNOSUPPORT, "AF_NETLINK is not available on this platform")
+    rows: list[ListenerRow] = []
+    with socket.socket(af_netlink, socket.SOCK_DGRAM, NETLINK_SOCK_DIAG) as sock:
+        sock.settimeout(_NETLINK_TIMEOUT)
+        sock.bind((0, 0))
+        for seq, family in enumerate((socket.AF_INET, socket.AF_INET6), start=1):
+            rows.extend(_dump_listeners(sock, family, port, seq))
+    return rows
+
+
+def _proc_address(hexaddr: str, family: Family, byteorder: str) -> str:
+    raw = bytes.fromhex(hexaddr)
+    if byteorder == "little":  # the kernel prints each 32-bit word as a host-order integer
+        raw = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+    af = socket.AF_INET if family == "ipv4" else socket.AF_INET6
+    return socket.inet_ntop(af, raw)
+
+
+def parse_proc_net_tcp(text: str, family: Family, byteorder: str = sys.byteorder) -> list[ListenerRow]:
+    """Listening sockets (state ``0A``) from ``/proc/net/tcp`` (family ``"ipv4"``) or
+    ``/proc/net/tcp6`` (``"ipv6"``) text, all ports.
+
+    ``queue`` comes from rx_queue (the accept queue for listeners); ``backlog`` is None.
+    ``byteorder`` is that of the machine that produced the text (addresses are printed as
+    host-order words). Raises ValueError on malformed lines.
+    """
+    if family not in ("ipv4", "ipv6"):
+        raise ValueError(f"family must be 'ipv4' or 'ipv6', got {family!r}")
+    rows: list[ListenerRow] = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        fields = line.split()
+        if not fields or fields[0] == "sl":
+            continue
+        try:
+            if fields[3] != "0A":
+                continue
+            hexaddr, hexport = fields[1].split(":")
+            _tx, rx = fields[4].split(":")
+            rows.append(
+                ListenerRow(
+                    family=family,
+                    address=_proc_address(hexaddr, family, byteorder),
+                    port=int(hexport, 16),
+                    queue=int(rx, 16),
+                    backlog=None,
+                    inode=int(fields[9]),
+                    source="proc",
+                )
+            )
+        except (IndexError, ValueError, OSError) as exc:
+            raise ValueError(f"line {lineno}: cannot parse {line.strip()!r}: {exc}") from None
+    return rows
+
+
+def proc_listeners(port: int, proc_net: str = "/proc/net") -> list[ListenerRow]:
+    """Listening TCP sockets on ``port`` from ``/proc/net/tcp`` and ``tcp6`` (missing files
+    are skipped, e.g. IPv6 disabled)."""
+    _check_port(port)
+    rows: list[ListenerRow] = []
+    families: tuple[tuple[str, Family], ...] = (("tcp", "ipv4"), ("tcp6", "ipv6"))
+    for name, family in families:
+        try:
+            with open(os.path.join(proc_net, name), encoding="ascii") as f:
+                text = f.read()
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        rows.extend(row for row in parse_proc_net_tcp(text, family) if row.port == port)
+    return rows
+
+
+def listening_sockets(port: int) -> list[ListenerRow]:
+    """Listening TCP sockets on ``port`` in this network namespace, like
+    ``ss -ltn 'sport = :PORT'``.
+
+    Uses netlink (rows have ``source == "netlink"`` and a ``backlog``); if that fails with
+    OSError it reads /proc/net/tcp{,6} (``source == "proc"``, ``backlog is None``). Returns
+    ``[]`` when nothing listens or neither interface exists.
+    """
+    try:
+        return netlink_listeners(port)
+    except OSError:
+        return proc_listeners(port)

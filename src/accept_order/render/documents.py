@@ -1,0 +1,56 @@
+"""Saved documents -> renderables, one function per result kind (listed in render.RENDERERS)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import RenderableType
+
+from ..results.herd import HerdResult
+from ..results.latency import LatencyResult
+from ..results.records import RunResult, ServeResult
+from .herd import herd_report
+from .latency import compare_report, latency_report, sweep_report
+from .run import compare_table, run_report, serve_report
+
+
+def _runs(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    runs = doc["runs"]
+    if not isinstance(runs, list):
+        raise TypeError("'runs' is not a list")
+    return runs
+
+
+def _skipped(doc: dict[str, Any]) -> dict[str, str]:
+    skipped = doc.get("skipped", {})
+    if not isinstance(skipped, dict) or not all(isinstance(v, str) for v in skipped.values()):
+        raise TypeError("'skipped' is not a map of mode to reason")
+    return skipped
+
+
+def run_document(doc: dict[str, Any]) -> RenderableType:
+    return run_report(RunResult.from_dict(doc))
+
+
+def compare_document(doc: dict[str, Any]) -> RenderableType:
+    return compare_table([RunResult.from_dict(r) for r in _runs(doc)], _skipped(doc))
+
+
+def herd_document(doc: dict[str, Any]) -> RenderableType:
+    return herd_report(HerdResult.from_dict(doc))
+
+
+def latency_document(doc: dict[str, Any]) -> RenderableType:
+    return latency_report(LatencyResult.from_dict(doc))
+
+
+def latency_compare_document(doc: dict[str, Any]) -> RenderableType:
+    return compare_report([LatencyResult.from_dict(r) for r in _runs(doc)], _skipped(doc))
+
+
+def sweep_document(doc: dict[str, Any]) -> RenderableType:
+    return sweep_report([LatencyResult.from_dict(r) for r in _runs(doc)])
+
+
+def serve_document(doc: dict[str, Any]) -> RenderableType:
+    return serve_report(ServeResult.from_dict(doc))

@@ -1,0 +1,109 @@
+"""The kernel's evidence as text: listener lines, counter deltas, affinities (from the evidence dict)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from ..cpus import format_cpu_list
+
+
+def short_counter(name: str) -> str:
+    """TcpExtListenOverflows -> ListenOverflows (the nstat prefix adds nothing on screen)."""
+    return name.removeprefix("TcpExt")
+
+
+def _endpoint(row: Mapping[str, Any]) -> str:
+    address = str(row.get("address", "?"))
+    if ":" in address:
+        address = f"[{address}]"
+    return f"{address}:{row.get('port', '?')}"
+
+
+def listener_table(rows: Sequence[Mapping[str, Any]], title: str | None = None) -> Table:
+    """Listening sockets the way `ss -ltn` prints them: Recv-Q is the accept queue now, Send-Q its limit."""
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    for name in ("State", "Recv-Q", "Send-Q", "Local Address:Port", "inode"):
+        table.add_column(name, justify="right" if name.endswith("-Q") or name == "inode" else "left")
+    for row in rows:
+        backlog = row.get("backlog")
+        table.add_row(
+            "LISTEN",
+            str(row.get("queue", "?")),
+            "-" if backlog is None else str(backlog),
+            _endpoint(row),
+            str(row.get("inode", "?")),
+        )
+    return table
+
+
+def _listeners_line(label: str, rows: Sequence[Mapping[str, Any]]) -> Text:
+    if not rows:
+        return Text(f"  listeners ({label}): none found")
+    kind = "one shared accept queue" if len(rows) == 1 else f"{len(rows)} accept queues (one per socket)"
+    queues = " ".join(str(r.get("queue", "?")) for r in rows)
+    limits = {r.get("backlog") for r in rows}
+    limit = "?" if limits == {None} else "/".join(str(b) for b in sorted(x for x in limits if x is not None))
+    source = rows[0].get("source", "netlink")
+    where = f"  listeners ({label}): {_endpoint(rows[0])}, {kind}"
+    return Text(f"{where}; Recv-Q {queues}, Send-Q {limit} (from {source})")
+
+
+SHARED_SHORT = "shared network namespace: may include other TCP traffic on this host"
+PRIVATE_SHORT = "private network namespace: this run's traffic only"
+
+
+def counters_text(evidence: Mapping[str, Any]) -> Text:
+    """Non-zero counter deltas and whose they are (private or shared namespace)."""
+    if not evidence.get("counters_available", False):
+        return Text("  kernel counters: not available (no /proc/net/netstat)", style="dim")
+    counters: Mapping[str, int] = evidence.get("counters", {})
+    shared = evidence.get("shared_namespace", True)
+    text = Text("  kernel counters: ")
+    if counters:
+        text.append(", ".join(f"{short_counter(n)} {v:+d}" for n, v in counters.items()), style="bold yellow")
+    else:
+        watched = len(evidence.get("counters_watched", []))
+        text.append(f"none of {watched} drop/overflow counters moved")
+    if shared:
+        text.append(f" ({SHARED_SHORT})", style="yellow")
+    else:
+        why = evidence.get("netns", {}).get("why")
+        text.append(f" ({PRIVATE_SHORT}{'; ' + why if why else ''})", style="dim")
+    return text
+
+
+def affinity_text(affinity: Iterable[Mapping[str, Any]]) -> Text | None:
+    entries = list(affinity)
+    if not entries:
+        return None
+    shown = ["?" if e.get("cpus") is None else (format_cpu_list(e["cpus"]) or "?") for e in entries]
+    if len(set(shown)) == 1:
+        who = "the worker" if len(entries) == 1 else f"all {len(entries)} workers"
+        return Text(f"  affinity: {who} on CPUs {shown[0]}")
+    return Text("  affinity: " + ", ".join(f"worker {e.get('index')} {s}" for e, s in zip(entries, shown, strict=True)))
+
+
+def evidence_report(evidence: Mapping[str, Any], detail: bool = False) -> RenderableType:
+    """Compact view of the evidence: one line per listener snapshot, the counters, the affinities.
+    ``detail`` adds ss-like tables of every listener snapshot."""
+    if not evidence:
+        return Text("")
+    parts: list[RenderableType] = [Text("Kernel evidence", style="bold")]
+    listeners: Mapping[str, Sequence[Mapping[str, Any]]] = evidence.get("listeners", {})
+    for label, rows in listeners.items():
+        parts.append(_listeners_line(label, rows))
+        if detail and rows:
+            parts.append(listener_table(rows))
+    parts.append(counters_text(evidence))
+    affinity = affinity_text(evidence.get("affinity", []))
+    if affinity is not None:
+        parts.append(affinity)
+    for error in evidence.get("errors", []):
+        parts.append(Text(f"  could not read {error}", style="yellow"))
+    return Group(*parts)

@@ -1,0 +1,155 @@
+"""Reports of sequential runs: the sequence, the per-worker table, the verdict; compare's table."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from ..cpus import format_cpu_list
+from ..results.records import RunResult, ServeResult, WorkerCounters
+from .evidence import evidence_report
+
+SEQUENCE_SHOWN = 60
+TABLE_LEGEND = (
+    "wakeups: times the wait call returned; empty: woken but got EAGAIN; max: most accepts in one wakeup; "
+    "sleeps: voluntary context switches (kernel wakeups); preempt: involuntary ones"
+)
+
+
+def sequence_text(result: RunResult, limit: int = SEQUENCE_SHOWN) -> str:
+    """Serving worker per connection in driving order; `x` for a failed connection."""
+    marks = [str(r.worker) if r.served else "x" for r in result.records]
+    shown = " ".join(marks[:limit])
+    if len(marks) > limit:
+        shown += f" … ({len(marks) - limit} more)"
+    return shown
+
+
+def _share(count: int, total: int) -> str:
+    return f"{100 * count / total:.1f}%" if total else "-"
+
+
+def _opt(value: int | float | None, fmt: str = "{}") -> str:
+    return "-" if value is None else fmt.format(value)
+
+
+def worker_table(
+    counters: Sequence[WorkerCounters], served: Sequence[int], title: str | None = None, detail: bool = False
+) -> Table:
+    """One row per worker. `detail` adds involuntary switches and CPU affinity (for herd and latency)."""
+    total = sum(served)
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    columns = ["worker", "pid", "served", "share", "wakeups", "accepted", "empty", "max", "sleeps", "cpu ms"]
+    if detail:
+        columns += ["preempt", "cpus"]
+    for name in columns:
+        table.add_column(name, justify="left" if name == "cpus" else "right")
+    for c in counters:
+        count = served[c.index] if c.index < len(served) else 0
+        row = [
+            str(c.index),
+            str(c.pid),
+            str(count),
+            _share(count, total),
+            str(c.wakeups),
+            str(c.accepts),
+            str(c.empty),
+            str(c.max_batch),
+            _opt(c.voluntary_switches),
+            _opt(None if c.cpu_s is None else c.cpu_s * 1000, "{:.1f}"),
+        ]
+        if detail:
+            row += [_opt(c.involuntary_switches), format_cpu_list(c.affinity) or "-"]
+        table.add_row(*row)
+    return table
+
+
+def errors_text(result: RunResult) -> Text | None:
+    errors = Counter(r.error for r in result.records if not r.served)
+    if not errors:
+        return None
+    text = Text(f"{result.failed} of {len(result.records)} connections failed:\n", style="bold red")
+    for error, n in errors.most_common():
+        text.append(f"  {n} × {error}\n")
+    return text
+
+
+def run_report(result: RunResult) -> RenderableType:
+    server, env = result.server, result.environment
+    head = Text.assemble(
+        ("accept-order run", "bold"),
+        f": mode {server.mode}, {server.workers} workers, {len(result.records)} connections "
+        f"on {server.host}:{result.port} ({env.system} {env.kernel}, {env.cpu_count} CPUs)",
+    )
+    parts: list[RenderableType] = [
+        head,
+        Text.assemble(("Sequence: ", "bold"), sequence_text(result)),
+        worker_table(result.counters, result.counts, detail=bool(server.cpus)),
+        Text(TABLE_LEGEND, style="dim"),
+        Text(f"served {result.served}, failed {result.failed}, driven {len(result.records)}"),
+    ]
+    if result.unsettled:
+        parts.append(
+            Text(
+                f"Warning: {result.unsettled} connections started before every idle worker was back asleep "
+                "(the machine is busy); the order may be blurred.",
+                style="yellow",
+            )
+        )
+    errors = errors_text(result)
+    if errors:
+        parts.append(errors)
+    v = result.verdict
+    parts.append(Text.assemble(("Verdict: ", "bold green" if v.expected else "bold yellow"), v.line()))
+    parts.append(Text.assemble(("Why: ", "bold"), v.why))
+    if not v.expected and v.model is not None:
+        parts.append(Text(f"Note: mode {server.mode} was expected to show a different pattern.", style="yellow"))
+    if result.evidence:
+        parts.append(evidence_report(result.evidence))
+    return Group(*parts)
+
+
+def compare_table(results: Sequence[RunResult], skipped: dict[str, str]) -> RenderableType:
+    table = Table(title="accept-order compare", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for name in ("mode", "sequence", "served", "verdict", "Jain", "woken"):
+        table.add_column(name, no_wrap=name != "verdict")  # squeeze the prose, never the numbers
+    for r in results:
+        v = r.verdict
+        woken = "-" if v.woken_per_connection is None else f"{v.woken_per_connection:.1f}"
+        table.add_row(
+            r.server.mode, sequence_text(r, 24), " ".join(map(str, r.counts)), v.pattern, f"{v.jain:.2f}", woken
+        )
+    for mode, reason in skipped.items():
+        table.add_row(mode, "-", "-", Text(f"not available: {reason}", style="dim"), "-", "-")
+    if not results:
+        return table
+    first = results[0]
+    env = first.environment
+    note = Text(
+        f"{first.server.workers} workers, {first.load.connections} connections each, work "
+        f"{first.server.work_us / 1000:g} ms, gap {first.load.gap_ms:g} ms; {env.system} {env.kernel}, "
+        f"{env.cpu_count} CPUs",
+        style="dim",
+    )
+    return Group(table, note)
+
+
+def _marks(sequence: Sequence[int], limit: int = SEQUENCE_SHOWN) -> str:
+    shown = " ".join(map(str, sequence[:limit]))
+    return shown + (f" … ({len(sequence) - limit} more)" if len(sequence) > limit else "")
+
+
+def serve_report(result: ServeResult) -> RenderableType:
+    """serve's tally: the sequence by accept time, and what each worker counted."""
+    accepted = [c.accepts for c in result.counters]
+    parts: list[RenderableType] = [
+        Text.assemble(("Sequence: ", "bold"), _marks(result.sequence) or "(no connections)"),
+        worker_table(result.counters, accepted, title="tally"),
+        Text(TABLE_LEGEND, style="dim"),
+    ]
+    return Group(*parts)

@@ -1,0 +1,119 @@
+"""Result files: a versioned envelope around each result kind, and a loader per schema version.
+
+Version 2 (this one) splits what served (`server`) from what drove (`load`) and carries the tool's
+version. Version 1 files (accept-order 0.1) still load: `upgrade_v1` rewrites them into version 2's
+shape, so every renderer reads one shape.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from importlib import metadata
+from typing import Any
+
+from ..errors import ResultFileError
+from .files import check_schema, read_document, write_document
+
+SCHEMA = "accept-order"
+SCHEMA_VERSION = 2
+KINDS = ("run", "compare", "herd", "latency", "latency-compare", "sweep", "serve")
+
+
+def tool_version() -> str:
+    try:
+        return metadata.version("accept-order")
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        from .. import __version__
+
+        return __version__
+
+
+def envelope(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "schema": SCHEMA,
+        "version": SCHEMA_VERSION,
+        "kind": kind,
+        "tool": {"name": "accept-order", "version": tool_version()},
+        **payload,
+    }
+
+
+def save(path: str | os.PathLike[str], kind: str, payload: dict[str, Any]) -> None:
+    """Write atomically, as a regular file only (results/files.py refuses devices and symlinks)."""
+    write_document(path, envelope(kind, payload))
+
+
+def load(path: str | os.PathLike[str]) -> tuple[str, dict[str, Any]]:
+    """Read a result file of any supported version; returns (kind, document in version 2's shape)."""
+    document = read_document(path)
+    kind, version = check_schema(document, str(path), schema=SCHEMA, newest=SCHEMA_VERSION)
+    if kind not in KINDS:
+        raise ResultFileError(f"{os.fspath(path)!r} holds a result of kind {kind!r}, which this version cannot show")
+    if version == 1:
+        try:
+            document = upgrade_v1(kind, document)
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ResultFileError(f"malformed version 1 {kind!r} result ({type(exc).__name__}: {exc})") from None
+    return kind, document
+
+
+# -- version 1 -> 2 -------------------------------------------------------------------------------
+
+_SERVER_KEYS = ("mode", "workers", "host", "port", "work_us", "work_iters", "backlog", "accept_batch", "cpus")
+
+
+def _server(plan: dict[str, Any]) -> dict[str, Any]:
+    return {k: plan[k] for k in _SERVER_KEYS if k in plan}
+
+
+def _counters(counters: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for c in counters:
+        c = dict(c)
+        if "returns" in c:  # version 1 called the wait calls' returns "returns"; now "wakeups"
+            c["wakeups"] = c.pop("returns")
+        out.append(c)
+    return out
+
+
+def _run_v1(doc: dict[str, Any]) -> dict[str, Any]:
+    plan = doc["plan"]
+    load = {"kind": "sequential", **{k: plan[k] for k in ("connections", "gap_ms", "timeout_s", "settle") if k in plan}}
+    rest = {k: v for k, v in doc.items() if k != "plan"}
+    return {**rest, "server": _server(plan), "load": load, "counters": _counters(doc["counters"])}
+
+
+def _latency_v1(doc: dict[str, Any]) -> dict[str, Any]:
+    plan, old = doc["plan"], doc.get("load", {})
+    load = {
+        "kind": "closed-loop",
+        "connections": old.get("requests"),
+        "duration_s": old.get("duration_s"),
+        "concurrency": old.get("concurrency", 200),
+        "driver_procs": old.get("driver_procs", 2),
+        "timeout_s": plan.get("timeout_s", 10.0),
+    }
+    rest = {k: v for k, v in doc.items() if k not in ("plan", "load")}
+    return {**rest, "server": _server(plan), "load": load, "counters": _counters(doc.get("counters", []))}
+
+
+_RUN_UPGRADES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "run": _run_v1,
+    "compare": _run_v1,
+    "herd": _run_v1,
+    "latency": _latency_v1,
+    "latency-compare": _latency_v1,
+    "sweep": _latency_v1,
+}
+
+
+def upgrade_v1(kind: str, doc: dict[str, Any]) -> dict[str, Any]:
+    one = _RUN_UPGRADES[kind]
+    if kind in ("run", "latency"):
+        upgraded = one(doc)
+    else:  # a document holding several runs
+        upgraded = {**doc, "runs": [one(run) for run in doc["runs"]]}
+    upgraded["version"] = SCHEMA_VERSION
+    upgraded["upgraded_from"] = 1
+    return upgraded

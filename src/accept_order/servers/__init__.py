@@ -1,0 +1,19 @@
+"""What serves: the `Target` interface (servers/target.py) and the servers that implement it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..spec import ServerSpec
+    from .target import Target
+
+__all__ = ["make_target"]
+
+
+def make_target(spec: ServerSpec, stamps: bool = False) -> Target:
+    """The server a spec names, not yet started (start() it, and close() it on every path).
+    `stamps`: workers keep each accept's time (serve's sequence)."""
+    from .pool import WorkerPool  # the only server so far; real servers add a branch here
+
+    return WorkerPool(spec, stamps=stamps)

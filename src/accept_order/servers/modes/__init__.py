@@ -1,0 +1,112 @@
+"""The registry of accept modes. Adding a mode means one module with one Mode class, listed here.
+
+Everything else (analysis, reports, experiments, `compare`, `herd`) reads a mode's metadata and never
+its name: `model` (the idle order it predicts), `queue` (shared or per worker), `herds`, `batches`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ...errors import ModeUnavailable, PlanError
+from .base import Listeners, Mode, Waiter
+from .blocking import BlockingMode
+from .readiness import EpollExclusiveMode, EpollHerdMode, PollMode, SelectMode
+from .reuseport import ReuseportMode
+from .shared_epoll import EpollSharedMode
+
+__all__ = [
+    "DEFAULT_MODE",
+    "MODES",
+    "Listeners",
+    "Mode",
+    "ModeInfo",
+    "Waiter",
+    "available_modes",
+    "describe_modes",
+    "get_mode",
+    "parse_modes",
+    "require_mode",
+    "split_available",
+]
+
+MODES: dict[str, Mode] = {
+    m.name: m
+    for m in (
+        BlockingMode(),
+        EpollExclusiveMode(),
+        EpollSharedMode(),
+        EpollHerdMode(),
+        PollMode(),
+        SelectMode(),
+        ReuseportMode(),
+    )
+}
+DEFAULT_MODE = "epoll"  # nginx's default on Linux: the one users most often meet
+
+
+def get_mode(name: str) -> Mode:
+    try:
+        return MODES[name]
+    except KeyError:
+        raise PlanError(
+            f"unknown mode {name!r}; choose one of: {', '.join(MODES)} (see 'accept-order modes')"
+        ) from None
+
+
+def require_mode(name: str) -> Mode:
+    """The mode, or ModeUnavailable saying what this platform lacks."""
+    mode = get_mode(name)
+    reason = mode.unavailable()
+    if reason:
+        raise ModeUnavailable(f"mode {name!r} is not available here: {reason}")
+    return mode
+
+
+def parse_modes(text: str) -> list[str]:
+    """`"blocking, reuseport"` -> names; `"all"` -> every mode; PlanError for unknown, repeated or none."""
+    if text.strip() == "all":
+        return list(MODES)
+    names = [m.strip() for m in text.split(",") if m.strip()]
+    unknown = [m for m in names if m not in MODES]
+    if unknown or not names:
+        raise PlanError(
+            f"unknown mode(s): {', '.join(unknown) or '(none given)'}; choose from {', '.join(MODES)} "
+            "(see 'accept-order modes')"
+        )
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise PlanError(f"mode(s) given more than once: {', '.join(repeated)}")
+    return names
+
+
+def split_available(names: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+    """(modes this machine can run, {mode: why not} for the rest); PlanError for an unknown name."""
+    available: list[str] = []
+    skipped: dict[str, str] = {}
+    for name in names:
+        reason = get_mode(name).unavailable()
+        if reason:
+            skipped[name] = reason
+        else:
+            available.append(name)
+    return available, skipped
+
+
+def available_modes(names: Sequence[str] | None = None) -> list[str]:
+    return [n for n in (names or list(MODES)) if MODES[n].unavailable() is None]
+
+
+@dataclass(frozen=True)
+class ModeInfo:
+    name: str
+    summary: str
+    unavailable: str | None
+    queue: str
+    model: str | None
+    herds: bool
+
+
+def describe_modes() -> list[ModeInfo]:
+    return [ModeInfo(m.name, m.summary, m.unavailable(), m.queue, m.model, m.herds) for m in MODES.values()]

@@ -1,0 +1,163 @@
+"""What every accept mode is made of: listening sockets the parent opens, and a waiter per worker.
+
+The parent calls `Mode.open()` before any worker starts (so shared sockets and a shared epoll are
+inherited over fork); each worker calls `Mode.waiter()` once, in index order, before it reports ready (so
+registration order is worker order). A mode also says what the kernel mechanism predicts (its metadata),
+so that analysis, reports and experiments never look at a mode's name.
+"""
+
+from __future__ import annotations
+
+import errno
+import select
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+import psutil
+
+from ...errors import ListenError
+
+Queue = Literal["shared", "per-worker"]
+
+
+@dataclass
+class Listeners:
+    """Sockets (and a shared epoll, for epoll-shared) the parent made before the workers start."""
+
+    sockets: list[socket.socket]
+    port: int
+    shared_epoll: select.epoll | None = None
+    per_worker: bool = False
+
+    def for_worker(self, index: int) -> socket.socket:
+        return self.sockets[index] if self.per_worker else self.sockets[0]
+
+    def keep_only(self, index: int) -> None:
+        """In a worker: close the other workers' reuseport sockets, so each queue has one reader."""
+        if self.per_worker:
+            for i, sock in enumerate(self.sockets):
+                if i != index:
+                    sock.close()
+
+    def close(self) -> None:
+        for sock in self.sockets:
+            sock.close()
+        if self.shared_epoll is not None:
+            self.shared_epoll.close()
+
+
+class Waiter:
+    """A worker's view of its accept mode: `wait()` blocks until a wakeup and returns what it accepted.
+
+    An empty list is an empty wakeup: woken, but another worker took the connection (EAGAIN).
+    """
+
+    def wait(self) -> list[socket.socket]:
+        raise NotImplementedError
+
+
+class ReadinessWaiter(Waiter):
+    """Wait for readiness (epoll/poll/select), then accept nonblocking until EAGAIN or the batch cap."""
+
+    def __init__(self, sock: socket.socket, block: Callable[[], object], batch: int) -> None:
+        self.sock = sock
+        self.block = block
+        self.batch = batch  # 0: no cap
+
+    def wait(self) -> list[socket.socket]:
+        self.block()
+        accepted: list[socket.socket] = []
+        while not self.batch or len(accepted) < self.batch:
+            try:
+                conn, _ = self.sock.accept()
+            except BlockingIOError:
+                break
+            except OSError as exc:
+                # A connection reset while queued is the client's problem, not a reason to stop serving.
+                if exc.errno in (errno.ECONNABORTED, errno.EPROTO):
+                    continue
+                # Out of file descriptors: serve what this wakeup took; the rest stay queued for later.
+                if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM) and accepted:
+                    break
+                raise
+            conn.setblocking(True)
+            accepted.append(conn)
+        return accepted
+
+
+def listener_owner(host: str, port: int) -> str:
+    """Who listens on `port` (for an error message): "pid 123 (nginx)", or "another process"."""
+    try:
+        for conn in psutil.net_connections(kind="tcp"):
+            if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port:
+                if conn.pid is None:
+                    break
+                try:
+                    name = psutil.Process(conn.pid).name()
+                except psutil.Error:
+                    name = "?"
+                return f"pid {conn.pid} ({name})"
+    except (psutil.Error, OSError):
+        pass
+    return "another process"
+
+
+def listen_socket(host: str, port: int, backlog: int, reuseport: bool) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuseport:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind((host, port))
+        sock.listen(backlog)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ListenError(f"port {port} on {host} is already in use by {listener_owner(host, port)}") from None
+        if exc.errno == errno.EACCES:
+            raise ListenError(f"not allowed to listen on {host} port {port} (privileged port?)") from None
+        if exc.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT):
+            raise ListenError(f"cannot listen on {host}: address not available on this machine") from None
+        if exc.errno in (errno.EMFILE, errno.ENFILE):
+            raise ListenError(f"cannot listen on {host} port {port}: {exc.strerror} (check `ulimit -n`)") from None
+        raise ListenError(f"cannot listen on {host} port {port}: {exc.strerror or exc}") from None
+    return sock
+
+
+class Mode:
+    """Base strategy: one shared listening socket. Subclasses set the metadata and `waiter()`."""
+
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    why: ClassVar[str]
+    #: The idle-order model (analysis.order.MODELS) the kernel mechanism predicts; None: no order.
+    model: ClassVar[str | None]
+    queue: ClassVar[Queue] = "shared"  # one accept queue for all workers, or one per worker
+    herds: ClassVar[bool] = False  # one connection wakes every idle worker (a thundering herd)
+    batches: ClassVar[bool] = True  # --accept-batch applies (a blocking accept() takes one per call)
+    nonblocking: ClassVar[bool] = True
+
+    def unavailable(self) -> str | None:
+        """Why this platform cannot run the mode, or None."""
+        return None
+
+    def open(self, host: str, port: int, backlog: int, workers: int) -> Listeners:
+        sock = listen_socket(host, port, backlog, reuseport=False)
+        sock.setblocking(not self.nonblocking)
+        return Listeners([sock], sock.getsockname()[1])
+
+    def waiter(self, index: int, listeners: Listeners, batch: int) -> Waiter:
+        raise NotImplementedError
+
+
+def epoll_waiter(sock: socket.socket, flags: int, batch: int) -> ReadinessWaiter:
+    ep = select.epoll()
+    ep.register(sock.fileno(), flags)
+    return ReadinessWaiter(sock, lambda: ep.poll(-1, 1), batch)
+
+
+def epoll_missing() -> str | None:
+    return None if hasattr(select, "epoll") else "epoll is Linux-only"

@@ -1,0 +1,64 @@
+"""`reuseport`: one SO_REUSEPORT listener per worker; the kernel picks a queue by hashing the 4-tuple."""
+
+from __future__ import annotations
+
+import errno
+import select
+import socket
+
+from ...errors import ListenError
+from .base import Listeners, Mode, Waiter, epoll_waiter, listen_socket, listener_owner
+
+
+def refuse_foreign_group(host: str, port: int) -> None:
+    """A fixed port where another process already listens with SO_REUSEPORT would let our listeners join
+    its group silently, and its queues would take a share of our connections (and we of its). A plain
+    bind with SO_REUSEADDR only (no SO_REUSEPORT) fails on any listener there and passes TIME_WAIT."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise ListenError(
+                    f"port {port} on {host} already has a listener ({listener_owner(host, port)}); "
+                    "reuseport listeners would join its group and share its connections"
+                ) from None
+
+
+class ReuseportMode(Mode):
+    name = "reuseport"
+    summary = "one SO_REUSEPORT listener per worker, each worker waits on its own socket with epoll"
+    why = (
+        "with SO_REUSEPORT each worker has its own accept queue and the kernel picks the queue by a hash "
+        "of the connection's 4-tuple, whether or not that worker is busy"
+    )
+    model = "hash"
+    queue = "per-worker"
+
+    def unavailable(self) -> str | None:
+        if not hasattr(socket, "SO_REUSEPORT"):
+            return "this platform has no SO_REUSEPORT"
+        if not hasattr(select, "epoll"):
+            return "this mode waits with epoll, which is Linux-only"
+        return None
+
+    def open(self, host: str, port: int, backlog: int, workers: int) -> Listeners:
+        if port:
+            refuse_foreign_group(host, port)
+        sockets: list[socket.socket] = []
+        try:
+            for _ in range(workers):
+                sock = listen_socket(host, port, backlog, reuseport=True)
+                sock.setblocking(False)
+                sockets.append(sock)
+                port = sock.getsockname()[1]  # the first socket picks the ephemeral port; the rest join it
+        except BaseException:
+            for sock in sockets:
+                sock.close()
+            raise
+        return Listeners(sockets, port, per_worker=True)
+
+    def waiter(self, index: int, listeners: Listeners, batch: int) -> Waiter:
+        return epoll_waiter(listeners.for_worker(index), select.EPOLLIN, batch)

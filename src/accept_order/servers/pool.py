@@ -1,0 +1,268 @@
+"""The built-in server: Python worker processes accepting the chosen mode's way. A `Target`.
+
+`WorkerPool` is the owner of every worker process: leaving its `with` block ends them all, whether the
+block finished, raised, or was interrupted by Ctrl-C or SIGTERM. Workers also die with the supervisor
+(PR_SET_PDEATHSIG), for the case where the supervisor itself is killed. Workers start one after another,
+each only once the previous one is asleep in its wait call, so the wait-queue order is index order.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from multiprocessing.connection import Connection, wait
+from types import TracebackType
+from typing import Any
+
+import psutil
+
+from ..errors import WorkerError
+from ..processes import FORK, READY_TIMEOUT_S, STOP_TIMEOUT_S, end_processes, out_of_resources
+from ..results.records import WorkerCounters
+from ..spec import ServerSpec
+from ..waiting import wait_for
+from .modes import Listeners, Mode, require_mode
+from .target import ReplyAttribution
+from .worker import BUSY, WAITING, WorkerConfig, parse_fault, worker_main
+
+SETTLE_TIMEOUT_S = 2.0
+
+
+class WorkerPool:
+    def __init__(self, spec: ServerSpec, ready_timeout_s: float = READY_TIMEOUT_S, stamps: bool = False) -> None:
+        self.spec = spec
+        self.keep_stamps = stamps
+        self.stamps: dict[int, list[int]] = {}  # worker index -> its accept times (monotonic ns)
+        self.mode: Mode = require_mode(spec.mode)
+        self.ready_timeout_s = ready_timeout_s
+        self.procs: list[Any] = []
+        self.pipes: list[Connection] = []
+        self._pids: list[int] = []
+        self._pidfds: list[int] = []
+        self.affinity: list[tuple[int, ...]] = []
+        self.port = 0
+        self._state: Any = None
+        self._before: dict[int, tuple[int, int, float]] = {}
+        self._counters: list[WorkerCounters] | None = None
+        self._unsettled = 0
+        self.died: list[int] = []  # workers that ended before stop() told them to (found by stop)
+
+    # -- the Target interface -------------------------------------------------------------------
+    @property
+    def address(self) -> tuple[str, int]:
+        return (self.spec.host, self.port)
+
+    @property
+    def pids(self) -> list[int]:
+        return self._pids
+
+    @property
+    def attribution(self) -> ReplyAttribution:
+        return ReplyAttribution(tuple(self._pids))
+
+    @property
+    def unsettled(self) -> int:
+        return self._unsettled
+
+    def death_fds(self) -> list[int]:
+        return list(self._pidfds)
+
+    # -- start ---------------------------------------------------------------------------------
+    def __enter__(self) -> WorkerPool:
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._counters is None and exc_type is None:
+            self.stop()
+        self.close()
+
+    def start(self) -> None:
+        spec = self.spec
+        parse_fault()  # a malformed test hook is a usage error before anything starts
+        listeners: Listeners = self.mode.open(spec.host, spec.port, spec.backlog, spec.workers)
+        self.port = listeners.port
+        try:
+            self._state = out_of_resources("the workers' shared state", lambda: FORK.RawArray("b", spec.workers))
+            for index in range(spec.workers):
+                self._start_one(index, listeners)
+        finally:
+            # The workers hold their own references; the parent keeps none, so a dead reuseport
+            # worker's queue leaves the group instead of silently swallowing connections.
+            listeners.close()
+        self._before = {i: self._usage(i) for i in range(spec.workers)}
+
+    def _start_one(self, index: int, listeners: Listeners) -> None:
+        spec = self.spec
+        receiver, sender = out_of_resources(f"worker {index}", lambda: FORK.Pipe(duplex=False))
+        cfg = WorkerConfig(
+            index, self.mode, listeners, spec.accept_batch, spec.work_us, spec.work_iters, spec.cpus, self.keep_stamps
+        )
+        proc = FORK.Process(target=worker_main, args=(cfg, sender, self._state), name=f"worker-{index}")
+        self.procs.append(proc)  # before start(): an interrupt right after it must not orphan the child
+        self.pipes.append(receiver)
+        out_of_resources(f"worker {index}", proc.start)
+        sender.close()
+        # Wait for this worker's ready before starting the next: registration order is worker order.
+        ready = wait([receiver, proc.sentinel], timeout=self.ready_timeout_s)
+        if receiver in ready:
+            try:
+                kind, info = receiver.recv()
+            except EOFError:
+                kind, info = "eof", {}
+            if kind == "ready":
+                self._pids.append(info["pid"])
+                self.affinity.append(tuple(info["affinity"]))
+                self._open_pidfd(info["pid"])
+                # "ready" is sent just before the worker's first wait call: let it fall asleep there
+                # before the next one starts, so workers first wait in index order (which worker a
+                # LIFO epoll or a FIFO accept queue picks first depends on it). Best effort only.
+                wait_for(lambda: self._settled(index), self.ready_timeout_s)
+                return
+            if kind == "failed":
+                raise WorkerError(f"worker {index} could not start: {info}", index)
+        proc.join(0.2)
+        if proc.exitcode is not None:
+            raise WorkerError(f"worker {index} exited with code {proc.exitcode} before it was ready", index)
+        raise WorkerError(f"worker {index} did not become ready within {self.ready_timeout_s:g} s", index)
+
+    def _open_pidfd(self, pid: int) -> None:
+        """A pidfd becomes readable when the worker exits: a client polls it with its sockets, so a dying
+        worker is noticed at once and costs nothing per connection (no waitpid per connection)."""
+        opener = getattr(os, "pidfd_open", None)
+        if opener is None:
+            return
+        try:
+            self._pidfds.append(opener(pid))
+        except OSError:
+            pass  # no pidfd (old kernel, out of fds): check_alive still catches a death
+
+    # -- while running -------------------------------------------------------------------------
+    def check_alive(self) -> None:
+        for index, proc in enumerate(self.procs):
+            if proc.exitcode is not None or not proc.is_alive():
+                raise WorkerError(f"worker {index} (pid {proc.pid}) died with exit code {proc.exitcode}", index)
+
+    def settle(self) -> None:
+        """Wait until every worker is busy or asleep in its wait call; count it when that took too long.
+
+        A worker that has just answered may not be back in accept()/epoll_wait yet, and one woken by a
+        herd may not have gone back to sleep: the next connection would then see a different set of
+        waiters than an idle server has. The seed's by-hand nc loop had human-sized gaps for that.
+        """
+        if not wait_for(lambda: all(self._settled(i) for i in range(len(self.procs))), SETTLE_TIMEOUT_S):
+            self._unsettled += 1
+
+    def _settled(self, index: int) -> bool:
+        state = self._state[index]
+        if state == BUSY:
+            return True
+        if state != WAITING:
+            return False
+        try:
+            with open(f"/proc/{self._pids[index]}/stat") as f:
+                return f.read().rpartition(")")[2].split()[0] == "S"
+        except OSError:
+            return True  # no /proc (not Linux) or the worker is gone: check_alive reports the latter
+
+    def wait_for_death(self) -> None:
+        """Block until some worker dies, then raise WorkerError naming it (Ctrl-C interrupts the wait)."""
+        while True:
+            wait([p.sentinel for p in self.procs])
+            self.check_alive()
+
+    # -- stop ----------------------------------------------------------------------------------
+    def _usage(self, index: int) -> tuple[int, int, float]:
+        try:
+            p = psutil.Process(self._pids[index])
+            switches = p.num_ctx_switches()
+            cpu = p.cpu_times()
+            return switches.voluntary, switches.involuntary, cpu.user + cpu.system
+        except (psutil.Error, IndexError):
+            return (0, 0, 0.0)
+
+    def stop(self) -> list[WorkerCounters]:
+        """Read the kernel's usage deltas, tell workers to stop, collect what each counted."""
+        after = {i: self._usage(i) for i in range(len(self._pids))}
+        for proc in self.procs:
+            if proc.is_alive():
+                proc.terminate()
+        reports: dict[int, dict[str, Any]] = {}
+        pending = dict(enumerate(self.pipes))
+        # Each worker reports once, when told to stop; read the reports as they come, all within the
+        # same deadline (one slow worker must not hold up reading the others).
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        while pending:
+            ready = wait(list(pending.values()), timeout=max(0.0, deadline - time.monotonic()))
+            if not ready:
+                break
+            for index, pipe in list(pending.items()):
+                if pipe not in ready:
+                    continue
+                del pending[index]
+                try:
+                    kind, info = pipe.recv()
+                    if kind == "counters":
+                        self.stamps[index] = info.pop("stamps", [])
+                        reports[index] = info
+                except EOFError:
+                    # Closed without a report: the worker had already ended (it died, e.g. right after
+                    # failing a connection) before it was told to stop; check_alive may have missed it.
+                    self.died.append(index)
+                except OSError:
+                    pass
+        counters = []
+        for index, pid in enumerate(self._pids):
+            info = reports.get(index, {"index": index, "pid": pid})
+            b, a = self._before.get(index, (0, 0, 0.0)), after[index]
+            counters.append(
+                WorkerCounters(
+                    **info,
+                    voluntary_switches=a[0] - b[0],
+                    involuntary_switches=a[1] - b[1],
+                    cpu_s=round(a[2] - b[2], 6),
+                    affinity=self.affinity[index],
+                )
+            )
+        self._counters = counters
+        self.close()
+        return counters
+
+    def sequence(self) -> list[int]:
+        """After stop(): which worker accepted each connection, in order of accept time (serve's sequence)."""
+        stamped = sorted((t, index) for index, times in self.stamps.items() for t in times)
+        return [index for _, index in stamped]
+
+    def check_stopped(self) -> None:
+        """After stop(): raise WorkerError naming the first worker that had died before it."""
+        for index in sorted(self.died):
+            proc = self.procs[index]
+            raise WorkerError(f"worker {index} (pid {proc.pid}) died with exit code {proc.exitcode}", index)
+
+    def close(self) -> None:
+        """End every worker still alive (SIGTERM, then SIGKILL) and reap it, with anything it started."""
+        strays: list[psutil.Process] = []
+        for proc in self.procs:
+            try:
+                if proc.pid is not None and proc.exitcode is None:
+                    strays.extend(psutil.Process(proc.pid).children(recursive=True))
+            except (psutil.Error, ValueError):
+                pass
+        end_processes(self.procs, STOP_TIMEOUT_S)
+        for p in strays:
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
+        for pipe in self.pipes:
+            pipe.close()
+        self.pipes = []
+        for fd in self._pidfds:
+            os.close(fd)
+        self._pidfds = []

@@ -1,0 +1,97 @@
+"""The server interface: what the harness needs from anything it drives connections at.
+
+The built-in worker pool implements it (servers/pool.py); an external server — launched from a generated
+config or attached by pid — implements the same. The session lifecycle (session.py) only talks to this.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from ..loads.protocol import parse_reply
+from ..results.records import WorkerCounters
+
+
+class Attribution(Protocol):
+    """How a connection is attributed to a worker index. `from_reply` reads the server's answer;
+    `from_socket` (for servers that do not name themselves) is asked while the connection is still open,
+    with the client's view of its 4-tuple, and may find the worker that holds the accepted socket."""
+
+    @property
+    def holds_socket(self) -> bool:
+        """True: the client keeps each connection open until from_socket has answered."""
+        ...
+
+    def from_reply(self, reply: bytes) -> int | None: ...
+
+    def from_socket(self, local: tuple[str, int], peer: tuple[str, int]) -> int | None: ...
+
+
+@dataclass(frozen=True)
+class ReplyAttribution:
+    """Attribution by the reply line, checked against the server's worker pids (a line naming a pid that
+    is not one of this server's workers is a bad reply, not a served connection)."""
+
+    pids: tuple[int, ...]
+    holds_socket: bool = False
+
+    def from_reply(self, reply: bytes) -> int | None:
+        parsed = parse_reply(reply)
+        if parsed is None:
+            return None
+        index, pid = parsed
+        if index is None:
+            return self.pids.index(pid) if pid in self.pids else None
+        if 0 <= index < len(self.pids) and self.pids[index] == pid:
+            return index
+        return None
+
+    def from_socket(self, local: tuple[str, int], peer: tuple[str, int]) -> int | None:
+        return None
+
+
+class Target(Protocol):
+    """A running server, from the harness's side. Start with `start()`; `close()` ends everything it
+    started on every path (it is called from `__exit__` whatever happened)."""
+
+    @property
+    def address(self) -> tuple[str, int]: ...
+
+    @property
+    def pids(self) -> Sequence[int]:
+        """Worker pids in index order (the order they started waiting)."""
+        ...
+
+    @property
+    def attribution(self) -> Attribution: ...
+
+    @property
+    def unsettled(self) -> int:
+        """Connections started before every idle worker was back asleep."""
+        ...
+
+    def start(self) -> None: ...
+
+    def settle(self) -> None:
+        """Before a sequential connection: wait until every idle worker is asleep in its wait call."""
+        ...
+
+    def check_alive(self) -> None:
+        """Raise WorkerError naming a worker that died."""
+        ...
+
+    def death_fds(self) -> list[int]:
+        """Descriptors that become readable when a worker dies (pidfds), for a client's poll set."""
+        ...
+
+    def stop(self) -> list[WorkerCounters]:
+        """Read the kernel's usage deltas, stop the workers, return what each counted."""
+        ...
+
+    def check_stopped(self) -> None:
+        """After stop(): raise WorkerError for a worker that had died before it was told to stop."""
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,151 @@
+"""The worker process: wait the mode's way, answer each connection with one line naming itself.
+
+A worker keeps its counters in memory and sends them once, over its pipe, when it is told to stop
+(SIGTERM). Per-connection reporting would cost a fifth of the connection rate and move the result.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+import psutil
+
+from ..errors import PlanError
+from ..processes import die_with_parent
+from .modes import Listeners, Mode
+
+# Per-worker state in shared memory, read by the supervisor to know when idle workers are asleep.
+STARTING, WAITING, BUSY, RETURNING = 0, 1, 2, 3
+
+# Test hook: ACCEPT_ORDER_FAULT="never-ready:1" or "die-on-accept:0" makes that worker misbehave.
+FAULT_ENV = "ACCEPT_ORDER_FAULT"
+
+
+class _Stop(Exception):
+    """Raised by the SIGTERM handler to leave the wait, wherever the worker is blocked."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the report short
+    raise _Stop
+
+
+def spin(work_us: int, work_iters: int) -> int:
+    """Burn CPU like the seed's Lua loop: `work_iters` additions, then until `work_us` has passed."""
+    i = 0
+    for _ in range(work_iters):
+        i += 1
+    if work_us:
+        end = time.perf_counter_ns() + work_us * 1000
+        while time.perf_counter_ns() < end:
+            i += 1
+    return i
+
+
+@dataclass
+class WorkerConfig:
+    index: int
+    mode: Mode
+    listeners: Listeners
+    batch: int
+    work_us: int
+    work_iters: int
+    cpus: tuple[int, ...]
+    stamps: bool = False  # keep each accept's time (for serve's sequence; costs a list append)
+
+
+MAX_STAMPS = 1_000_000  # accept times a worker keeps for serve's sequence
+FAULTS = ("never-ready", "die-on-accept")
+
+
+def parse_fault(text: str | None = None) -> tuple[str, int] | None:
+    """ACCEPT_ORDER_FAULT as (kind, worker index); None when unset; PlanError when malformed (checked by
+    the pool before any worker starts, so a typo in the hook is one clear line, not a silent no-op)."""
+    text = os.environ.get(FAULT_ENV, "") if text is None else text
+    if not text:
+        return None
+    kind, _, target = text.partition(":")
+    if kind not in FAULTS or not target.isdigit():
+        raise PlanError(f"{FAULT_ENV}={text!r} is not KIND:INDEX with KIND one of {', '.join(FAULTS)}")
+    return kind, int(target)
+
+
+def _fault(index: int) -> str | None:
+    fault = parse_fault()
+    return fault[0] if fault and fault[1] == index else None
+
+
+def worker_main(cfg: WorkerConfig, pipe: Connection, state: Any) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the supervisor's to handle
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    die_with_parent()
+    index, pid = cfg.index, os.getpid()
+    fault = _fault(index)
+    me = psutil.Process()
+    try:
+        if cfg.cpus:  # like nginx's worker_cpu_affinity; psutil also pins where os lacks sched_setaffinity
+            me.cpu_affinity([cfg.cpus[index % len(cfg.cpus)]])
+        cfg.listeners.keep_only(index)
+        waiter = cfg.mode.waiter(index, cfg.listeners, cfg.batch)
+    except _Stop:
+        return
+    except Exception as exc:
+        # Tell the supervisor (which names this worker in one line) instead of printing a traceback.
+        pipe.send(("failed", f"{type(exc).__name__}: {exc}"))
+        return
+    reply = f"worker {index} pid {pid}\n".encode()
+    wakeups = accepts = empty = max_batch = 0
+    stamps: list[int] | None = [] if cfg.stamps else None
+    try:
+        if fault == "never-ready":
+            signal.pause()
+        pipe.send(("ready", {"pid": pid, "affinity": sorted(me.cpu_affinity())}))
+        while True:
+            state[index] = WAITING
+            batch = waiter.wait()
+            state[index] = BUSY if batch else RETURNING
+            wakeups += 1
+            if not batch:
+                empty += 1
+                continue
+            accepts += len(batch)
+            if stamps is not None and len(stamps) < MAX_STAMPS:
+                stamps.extend([time.monotonic_ns()] * len(batch))
+            max_batch = max(max_batch, len(batch))
+            if fault == "die-on-accept":
+                os._exit(3)
+            for conn in batch:
+                try:
+                    spin(cfg.work_us, cfg.work_iters)
+                    conn.sendall(reply)
+                except OSError:
+                    pass  # the client gave up; it counts the failure on its side
+                finally:
+                    # Leave BUSY before the client can see EOF: a client that has its answer must not
+                    # find this worker still marked busy (the supervisor's settle would not wait for it).
+                    state[index] = RETURNING
+                    conn.close()
+    except _Stop:
+        pass
+    try:
+        pipe.send(
+            (
+                "counters",
+                {
+                    "index": index,
+                    "pid": pid,
+                    "wakeups": wakeups,
+                    "accepts": accepts,
+                    "empty": empty,
+                    "max_batch": max_batch,
+                    **({"stamps": stamps} if stamps is not None else {}),
+                },
+            )
+        )
+    except OSError:
+        pass  # the supervisor is gone; nobody to report to

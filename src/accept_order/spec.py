@@ -1,0 +1,214 @@
+"""Frozen specs: what serves (ServerSpec) and what drives it (SequentialLoad, ClosedLoopLoad).
+
+This is the one place values are checked. The CLI's option types reject bad input first, naming the
+option the user typed; these checks guard the Python API and saved files with the canonical names.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import math
+import socket
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from .cpus import allowed_cpus, format_cpu_list
+from .errors import PlanError
+from .servers.modes import DEFAULT_MODE, require_mode
+
+MAX_WORKERS = 512
+MAX_CONNECTIONS = 10_000_000
+MAX_WORK_US = 60_000_000
+MAX_WORK_ITERS = 10**10
+MAX_ACCEPT_BATCH = 1 << 20
+MAX_BACKLOG = 1 << 20
+MAX_GAP_MS = 60_000.0
+MAX_TIMEOUT_S = 3600.0
+MAX_DRIVER_PROCS = 64
+MAX_DURATION_S = 24 * 3600.0
+DEFAULT_HOST = "127.0.0.1"
+
+
+def number(value: float) -> str:
+    """10000000 rather than 1e+07: limits are read by people."""
+    return str(int(value)) if math.isfinite(value) and float(value).is_integer() else f"{value:g}"
+
+
+def check_range(name: str, value: Any, low: float, high: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise PlanError(f"{name} must be a number, got {value!r}")
+    if not math.isfinite(value) or not low <= value <= high:
+        raise PlanError(f"{name} must be between {number(low)} and {number(high)}, got {number(value)}")
+
+
+def ms_to_us(ms: float, option: str = "--work-ms") -> int:
+    """Milliseconds as whole microseconds; PlanError for nan or inf (which have no integer)."""
+    if not math.isfinite(ms):
+        raise PlanError(f"{option} must be a finite number, got {ms}")
+    return int(round(ms * 1000))
+
+
+def resolve_host(text: str) -> tuple[str, str | None]:
+    """(address to listen on, warning or None). Names resolve (`localhost`); multicast and broadcast
+    addresses are refused; an address others can reach gets a warning, because every reply names a
+    worker's pid."""
+    if not text:
+        raise PlanError("--host needs an address or a name, e.g. 127.0.0.1 or localhost")
+    try:
+        address = ipaddress.ip_address(text)
+    except ValueError:
+        try:
+            infos = socket.getaddrinfo(text, None, type=socket.SOCK_STREAM)
+        except (OSError, UnicodeError):
+            raise PlanError(f"--host {text!r} is neither an IP address nor a name this machine resolves") from None
+        # Prefer IPv4 (what `nc localhost` tries first on most systems).
+        infos.sort(key=lambda info: info[0] != socket.AF_INET)
+        address = ipaddress.ip_address(infos[0][4][0])
+    if address.is_multicast or (address.version == 4 and str(address) == "255.255.255.255"):
+        raise PlanError(f"--host {address} is a multicast or broadcast address; a TCP server cannot listen there")
+    warning = None
+    if not address.is_loopback:
+        warning = (
+            f"listening on {address}: anyone who can reach this address can connect and learn the "
+            "workers' pids; use 127.0.0.1 unless that is what you want"
+        )
+    return str(address), warning
+
+
+def check_cpus(cpus: tuple[int, ...]) -> None:
+    """Refuse CPUs this process may not run on here, before a worker fails to pin itself to one."""
+    allowed = allowed_cpus()
+    foreign = sorted(set(cpus) - set(allowed))
+    if foreign and allowed:
+        raise PlanError(
+            f"--cpus: CPU {format_cpu_list(foreign)} not available here (allowed: {format_cpu_list(allowed)})"
+        )
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """What serves: which server, how its workers accept, how much work each request costs."""
+
+    mode: str = DEFAULT_MODE
+    workers: int = 3
+    host: str = DEFAULT_HOST
+    port: int = 0
+    work_us: int = 0  # CPU burnt per request (a timed busy loop, not a sleep)
+    work_iters: int = 0  # additions per request, like the seed's Lua loop; adds to work_us
+    backlog: int = 511
+    accept_batch: int = 0  # most connections accepted per wakeup; 0: until EAGAIN
+    cpus: tuple[int, ...] = ()  # pin worker i to cpus[i % len(cpus)]; empty: no pinning
+    server: str = "builtin"  # the built-in Python workers; real servers come as other names
+
+    def validated(self) -> ServerSpec:
+        require_mode(self.mode)
+        if self.server != "builtin":
+            raise PlanError(f"unknown server {self.server!r}; this version has only the built-in workers")
+        check_range("--workers", self.workers, 1, MAX_WORKERS)
+        check_range("--port", self.port, 0, 65535)
+        check_range("--work-us", self.work_us, 0, MAX_WORK_US)
+        check_range("--work-iters", self.work_iters, 0, MAX_WORK_ITERS)
+        check_range("--backlog", self.backlog, 1, MAX_BACKLOG)
+        check_range("--accept-batch", self.accept_batch, 0, MAX_ACCEPT_BATCH)
+        for cpu in self.cpus:
+            check_range("--cpus", cpu, 0, 1 << 20)
+        check_cpus(self.cpus)
+        try:
+            ipaddress.ip_address(self.host)
+        except ValueError:
+            raise PlanError(f"--host must be an address (resolve names with resolve_host), got {self.host!r}") from None
+        return self
+
+    def replace(self, **changes: Any) -> ServerSpec:
+        return dataclasses.replace(self, **changes).validated()
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ServerSpec:
+        known = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        if "cpus" in values:
+            values["cpus"] = tuple(values["cpus"])
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class SequentialLoad:
+    """nc-style connections one after the other (or paced by a gap): the ordering experiments."""
+
+    kind: ClassVar[str] = "sequential"
+    connections: int = 6
+    gap_ms: float = 0.0  # start connection k at k*gap; 0: each when the previous one has finished
+    timeout_s: float = 5.0
+    settle: bool = True  # before each connection, wait until idle workers are really asleep
+
+    def validated(self) -> SequentialLoad:
+        check_range("--connections", self.connections, 1, MAX_CONNECTIONS)
+        check_range("--gap-ms", self.gap_ms, 0, MAX_GAP_MS)
+        check_range("--timeout", self.timeout_s, 0.001, MAX_TIMEOUT_S)
+        return self
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SequentialLoad:
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, **dataclasses.asdict(self)}
+
+
+DEFAULT_REQUESTS = 100_000
+DEFAULT_CONCURRENCY = 200
+DEFAULT_DRIVER_PROCS = 2
+
+
+@dataclass(frozen=True)
+class ClosedLoopLoad:
+    """A closed loop: `concurrency` slots, each starting its next connection as soon as one ends."""
+
+    kind: ClassVar[str] = "closed-loop"
+    connections: int | None = DEFAULT_REQUESTS  # None: run for duration_s instead
+    duration_s: float | None = None
+    concurrency: int = DEFAULT_CONCURRENCY
+    driver_procs: int = DEFAULT_DRIVER_PROCS
+    timeout_s: float = 10.0
+
+    def validated(self) -> ClosedLoopLoad:
+        if self.connections is not None and self.duration_s is not None:
+            raise PlanError("give --connections or --duration, not both")
+        if self.connections is None and self.duration_s is None:
+            raise PlanError("give --connections or --duration")
+        if self.connections is not None:
+            check_range("--connections", self.connections, 1, MAX_CONNECTIONS)
+        if self.duration_s is not None:
+            check_range("--duration", self.duration_s, 0.001, MAX_DURATION_S)
+        check_range("--driver-procs", self.driver_procs, 1, MAX_DRIVER_PROCS)
+        check_range("--timeout", self.timeout_s, 0.001, MAX_TIMEOUT_S)
+        from .loads.closed_loop import check_concurrency  # the open-file limit is the load's to know
+
+        check_concurrency(self.concurrency)
+        # As many drivers as will run: none without a slot and a connection to make.
+        procs = min(self.driver_procs, self.concurrency, self.connections or self.driver_procs)
+        return self if procs == self.driver_procs else dataclasses.replace(self, driver_procs=procs)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ClosedLoopLoad:
+        known = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        if "requests" in data and "connections" not in data:  # v1 name
+            values["connections"] = data["requests"]
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, **dataclasses.asdict(self)}
+
+
+def pinned(spec: ServerSpec, pin: bool) -> ServerSpec:
+    """`--pin` without `--cpus`: worker i on the i-th CPU this process may use (nginx's
+    worker_cpu_affinity auto)."""
+    if pin and not spec.cpus:
+        return dataclasses.replace(spec, cpus=tuple(allowed_cpus()))
+    return spec
