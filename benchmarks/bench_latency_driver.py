@@ -13,39 +13,35 @@ Run: .venv/bin/python benchmarks/bench_latency_driver.py [--requests 30000] [--c
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import statistics
 import subprocess
 import sys
 from pathlib import Path
-from typing import NoReturn
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "experiments"))  # the one-line parser the experiments use
 
+from _cli import OneLineParser, positive_int  # noqa: E402  (experiments/_cli.py)
 from cbuild import NoCompiler, build  # noqa: E402
 
-from accept_order import WorkerPool, make_plan  # noqa: E402
-from accept_order.loadgen import LoadResult, run_load, split  # noqa: E402
+from accept_order.loads.closed_loop import LoadResult, run_load, split  # noqa: E402
+from accept_order.servers.modes import MODES  # noqa: E402
+from accept_order.servers.pool import WorkerPool  # noqa: E402
+from accept_order.servers.target import Attribution  # noqa: E402
+from accept_order.spec import ClosedLoopLoad, ServerSpec  # noqa: E402
 
 TARGET = 0.8
 C_SOURCE = HERE / "c" / "epoll_client.c"
-
-
-class OneLineParser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def c_rate(binary: Path, address: tuple[str, int], requests: int, concurrency: int, procs: int) -> float:
     """Served requests/s of `procs` C clients sharing the requests and the concurrency."""
     host, port = address
     clients = [
-        subprocess.Popen(
-            [str(binary), host, str(port), str(n), str(c)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
-        )
+        subprocess.Popen([str(binary), host, str(port), str(n), str(c)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         for n, c in zip(split(requests, procs), split(concurrency, procs), strict=True)
     ]
     ok, wall = 0, 0.0
@@ -59,8 +55,11 @@ def c_rate(binary: Path, address: tuple[str, int], requests: int, concurrency: i
     return ok / wall
 
 
-def py_run(address: tuple[str, int], requests: int, concurrency: int, procs: int) -> LoadResult:
-    result = run_load(address, requests=requests, concurrency=concurrency, procs=procs)
+def py_run(
+    address: tuple[str, int], attribution: Attribution, requests: int, concurrency: int, procs: int
+) -> LoadResult:
+    load = ClosedLoopLoad(connections=requests, concurrency=concurrency, driver_procs=procs)
+    result = run_load(address, attribution, load)
     if result.failed:
         print(f"  note: the driver counted {result.failed} failed requests: {dict(result.errors)}")
     return result
@@ -68,16 +67,13 @@ def py_run(address: tuple[str, int], requests: int, concurrency: int, procs: int
 
 def main() -> int:
     parser = OneLineParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--requests", type=int, default=30_000)
-    parser.add_argument("--concurrency", type=int, default=50)
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--procs", type=int, default=2, help="client processes, for both clients")
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--mode", default="epoll")
+    parser.add_argument("--requests", type=positive_int, default=30_000)
+    parser.add_argument("--concurrency", type=positive_int, default=50)
+    parser.add_argument("--rounds", type=positive_int, default=5)
+    parser.add_argument("--procs", type=positive_int, default=2, help="client processes, for both clients")
+    parser.add_argument("--workers", type=positive_int, default=2)
+    parser.add_argument("--mode", choices=list(MODES), default="epoll")
     args = parser.parse_args()
-    for name in ("requests", "concurrency", "rounds", "procs", "workers"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name} must be at least 1")
     try:
         binary = build(C_SOURCE, ("-O2", "-Wall"))
     except (NoCompiler, subprocess.CalledProcessError) as exc:
@@ -96,20 +92,20 @@ def main() -> int:
         "note: clients and workers share this machine's CPUs; with few CPUs the server side also limits "
         "both rates, so the ratio is the figure to read, not the absolute rate"
     )
-    plan = make_plan(mode=args.mode, workers=args.workers, settle=False)
+    spec = ServerSpec(mode=args.mode, workers=args.workers).validated()
     ratios: list[float] = []
-    with WorkerPool(plan) as pool:
-        address = pool.address
+    with WorkerPool(spec) as pool:
+        address, attribution = pool.address, pool.attribution
         c_rate(binary, address, min(args.requests, 2000), args.concurrency, args.procs)  # warm up
-        py_run(address, min(args.requests, 2000), args.concurrency, args.procs)
+        py_run(address, attribution, min(args.requests, 2000), args.concurrency, args.procs)
         head = f"{'round':>5}  {'C req/s':>9}  {'driver req/s':>12}  {'ratio':>5}"
         print(f"{head}  driver CPU / waiting for CPU")
         for round_ in range(1, args.rounds + 1):
             if round_ % 2:
                 c = c_rate(binary, address, args.requests, args.concurrency, args.procs)
-                py = py_run(address, args.requests, args.concurrency, args.procs)
+                py = py_run(address, attribution, args.requests, args.concurrency, args.procs)
             else:
-                py = py_run(address, args.requests, args.concurrency, args.procs)
+                py = py_run(address, attribution, args.requests, args.concurrency, args.procs)
                 c = c_rate(binary, address, args.requests, args.concurrency, args.procs)
             ratio = py.throughput / c
             ratios.append(ratio)

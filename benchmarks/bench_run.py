@@ -3,7 +3,7 @@
 1. `accept-order run --mode epoll` end to end (start, 6 connections, report, teardown), wall time over
    several repetitions, against the 1 s target, with `python -c pass` as the interpreter's floor.
 2. Connection rate: 20,000 sequential connections at 3 `blocking` workers (one WorkerPool, settle off)
-   driven by `accept_order.driver.drive` (with the pool's between-connection check, as `run` does)
+   driven by `accept_order.loads.sequential.run_sequential` (the pool as its Target, as `run` drives it)
    versus a C client doing the same connect / read-to-EOF / close loop (benchmarks/c/seq_client.c)
    against the same workers. Each client's 20,000 are split into short rounds that alternate with the
    other's, so that the machine's drifting load falls on both. Target: driver rate >= 0.6 x C rate.
@@ -17,7 +17,6 @@ Run: .venv/bin/python benchmarks/bench_run.py [--connections 20000] [--rounds 10
 
 from __future__ import annotations
 
-import argparse
 import ctypes
 import multiprocessing as mp
 import os
@@ -32,27 +31,23 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "experiments"))  # the one-line parser the experiments use
 
 import psutil  # noqa: E402
+from _cli import OneLineParser, positive_int  # noqa: E402  (experiments/_cli.py)
 from cbuild import NoCompiler, build  # noqa: E402
 
-from accept_order import WorkerPool, make_plan  # noqa: E402
-from accept_order.driver import drive  # noqa: E402
+from accept_order.loads.sequential import run_sequential  # noqa: E402
+from accept_order.servers.pool import WorkerPool  # noqa: E402
+from accept_order.spec import SequentialLoad, ServerSpec  # noqa: E402
 
 RUN_TARGET_S = 1.0
 RATIO_TARGET = 0.6
 C_SOURCE = HERE / "c" / "seq_client.c"
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """Usage errors as one line on stderr, exit 2."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def verdict(ok: bool) -> str:
@@ -121,9 +116,11 @@ def run_c(binary: Path, address: tuple[str, int], count: int) -> tuple[float, in
 
 
 def run_driver(pool: WorkerPool, count: int, served: list[int]) -> tuple[float, int]:
-    """(seconds, failures) of the real driver, called as `api.run_plan` calls it; adds to `served`."""
+    """(seconds, failures) of the real sequential client, driving the pool as a run drives its target (gap
+    0, 5 s timeout, settle off: the pool's pidfds in its poll set watch the workers); adds to `served`."""
+    load = SequentialLoad(connections=count, gap_ms=0.0, timeout_s=5.0, settle=False).validated()
     started = time.perf_counter()
-    records = drive(pool.address, count, gap_s=0.0, timeout_s=5.0, before_each=pool.between_connections)
+    records = run_sequential(pool, load)
     elapsed = time.perf_counter() - started
     assert len(records) == count, "the driver must account for every connection"
     ok = 0
@@ -147,12 +144,12 @@ def bench_rate(connections: int, rounds: int, workers: int) -> None:
         f"in {len(parts)} alternating rounds of ~{parts[0]}"
     )
     binary = c_client()
-    plan = make_plan(mode="blocking", workers=workers, connections=connections, settle=False)
+    spec = ServerSpec(mode="blocking", workers=workers).validated()
     py_s: list[float] = []
     c_s: list[float] = []
     py_failed = c_failed = 0
     served = [0] * workers
-    with WorkerPool(plan) as pool:
+    with WorkerPool(spec) as pool:
         warm = min(connections, 500)  # page in both clients and the workers' code paths
         run_driver(pool, warm, [0] * workers)
         if binary:
@@ -346,16 +343,13 @@ def bench_instrumentation(connections: int, rounds: int, workers: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(prog="bench_run.py", description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--connections", type=int, default=20_000, help="connections per client")
-    parser.add_argument("--rounds", type=int, default=10, help="alternating rounds they are split into")
-    parser.add_argument("--repeat", type=int, default=7, help="repetitions of `accept-order run`")
-    parser.add_argument("--workers", type=int, default=3)
+    parser.add_argument("--connections", type=positive_int, default=20_000, help="connections per client")
+    parser.add_argument("--rounds", type=positive_int, default=10, help="alternating rounds they are split into")
+    parser.add_argument("--repeat", type=positive_int, default=7, help="repetitions of `accept-order run`")
+    parser.add_argument("--workers", type=positive_int, default=3)
     parser.add_argument("--only", choices=("run", "rate", "instrumentation"), help="one part only")
     parser.add_argument("--instrumentation", action="store_true", help="also measure part 3")
     args = parser.parse_args(argv)
-    for name in ("connections", "rounds", "repeat", "workers"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name} must be at least 1")
     print(machine_line())
     if args.only in (None, "run"):
         bench_run_command(args.repeat)

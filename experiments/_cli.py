@@ -1,4 +1,5 @@
-"""Command-line pieces shared by the experiment scripts (run as `python experiments/NAME.py`)."""
+"""Command-line pieces shared by the experiment scripts (run as `python experiments/NAME.py`) and the
+benchmarks (benchmarks/*.py import this file by its path): one argument parser for all of them."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import NoReturn
 
-from accept_order.errors import AcceptOrderError
+from accept_order.errors import AcceptOrderError, PlanError
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -26,6 +27,16 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
+
+
+def mode_list(text: str) -> list[str]:
+    """`blocking,reuseport` or `all`, as the accept-order commands take them (servers.modes.parse_modes)."""
+    from accept_order.servers.modes import parse_modes
+
+    try:
+        return parse_modes(text)
+    except PlanError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 @contextmanager

@@ -10,8 +10,13 @@ context-switch and CPU counters (psutil deltas) and its drop counters (/proc/net
   ngx-NGX_EXCLUSIVE_EVENT     epoll         one epoll per worker, EPOLLEXCLUSIVE
   ngx-reuseport               reuseport     one SO_REUSEPORT socket (and queue) per worker
   (extra herds)               poll, select  poll()/select() on the shared socket
-  (extra, no herd)            blocking      blocking accept() on the shared socket
+  (extra, no herd)            blocking,     blocking accept(), or one epoll shared by all workers,
+                              epoll-shared  on the shared socket
   ngx-accept_mutex            -             nginx's user-space lock; no kernel mechanism to show
+
+Each mode's seed column comes from its metadata (servers.modes): a queue per worker is ngx-reuseport,
+a mode that wakes every idle worker is the herd of ngx-no, and one epoll per worker that wakes the
+first registered is NGX_EXCLUSIVE_EVENT.
 
 Table 1, the herd itself: sequential connections, every worker idle and asleep before each one;
 woken/conn is voluntary context switches per connection = workers one connection woke.
@@ -20,7 +25,7 @@ Table 2, the seed's speed and energy tables: a burst of N connections started as
 close to "all served", the client, not the server, set the pace.
 
 Run: .venv/bin/python experiments/herd.py [--workers 4] [--connections 20] [--clients 200,1000]
-     [--modes epoll-herd,epoll,reuseport,...] [--json out.json]
+     [--modes all|epoll-herd,epoll,reuseport,...] [--json out.json]
 """
 
 from __future__ import annotations
@@ -31,27 +36,30 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from _cli import OneLineParser, one_line_errors, positive_int  # experiments/_cli.py, beside this script
+from _cli import OneLineParser, mode_list, one_line_errors, positive_int  # experiments/_cli.py, beside this
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from accept_order import api
-from accept_order.herd import herd_report, run_herd
-from accept_order.modes import MODES
-from accept_order.records import RunResult
+from accept_order.render.herd import herd_report
+from accept_order.results.records import RunResult
+from accept_order.servers.modes import MODES
+from accept_order.spec import SequentialLoad, ServerSpec
 
-SEED_NAMES = {
-    "epoll-herd": "ngx-no (herd)",
-    "epoll": "ngx-NGX_EXCLUSIVE_EVENT",
-    "reuseport": "ngx-reuseport",
-    "poll": "poll (herd)",
-    "select": "select (herd)",
-    "blocking": "blocking accept",
-    "epoll-shared": "shared epoll",
-}
-DEFAULT_MODES = ("epoll-herd", "poll", "select", "blocking", "epoll", "reuseport")
 BURST_GAP_MS = 0.001  # start the next connection as soon as the client loop comes round
+
+
+def seed_column(mode: str) -> str:
+    """The seed's nginx configuration with the same kernel mechanism as `mode`, from its metadata."""
+    info = MODES[mode]
+    if info.queue == "per-worker":
+        return "ngx-reuseport"
+    if info.herds:
+        return "ngx-no (herd)"
+    if info.model == "first-registered":
+        return "ngx-NGX_EXCLUSIVE_EVENT"
+    return "(no seed column)"
 
 
 def int_list(text: str) -> list[int]:
@@ -64,29 +72,19 @@ def int_list(text: str) -> list[int]:
     return values
 
 
-def mode_list(text: str) -> list[str]:
-    names = [m.strip() for m in text.split(",") if m.strip()]
-    unknown = [m for m in names if m not in MODES]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(
-            f"unknown mode(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(MODES)}"
-        )
-    return names
-
-
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = OneLineParser(prog="experiments/herd.py", description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=positive_int, default=4, help="worker processes (seed: 4)")
     parser.add_argument("--connections", type=positive_int, default=20, help="sequential connections")
     parser.add_argument("--clients", type=int_list, default=[200, 1000], help="burst sizes, e.g. 200,1000")
-    parser.add_argument("--modes", type=mode_list, default=list(DEFAULT_MODES), help="modes to compare")
+    parser.add_argument("--modes", type=mode_list, default="all", help="modes to compare (default: all)")
     parser.add_argument("--timeout", type=float, default=5.0, help="seconds before a connection fails")
     parser.add_argument("--json", dest="json_path", help="write every run as JSON")
     return parser.parse_args(argv)
 
 
 def burst(mode: str, workers: int, clients: int, timeout_s: float) -> RunResult:
-    plan = api.make_plan(
+    return api.run(
         mode=mode,
         workers=workers,
         connections=clients,
@@ -94,20 +92,19 @@ def burst(mode: str, workers: int, clients: int, timeout_s: float) -> RunResult:
         settle=False,
         timeout_s=timeout_s,
     )
-    return api.run_plan(plan)
 
 
 def burst_row(result: RunResult) -> dict[str, Any]:
     recs = result.records
     counters = result.counters
     return {
-        "mode": result.plan.mode,
+        "mode": result.mode,
         "clients": len(recs),
         "served": result.served,
         "failed": result.failed,
         "all_served_s": max((r.start_us + r.latency_us for r in recs), default=0) / 1e6,
         "launch_s": max((r.start_us for r in recs), default=0) / 1e6,
-        "wakeups": sum(c.returns for c in counters),
+        "wakeups": sum(c.wakeups for c in counters),
         "empty": sum(c.empty for c in counters),
         "sleeps": sum(c.voluntary_switches or 0 for c in counters),
         "preempt": sum(c.involuntary_switches or 0 for c in counters),
@@ -128,7 +125,7 @@ def burst_table(rows: list[dict[str, Any]], workers: int) -> RenderableType:
     for row in rows:
         moved = ", ".join(f"{n.removeprefix('TcpExt')} {v:+d}" for n, v in row["counters"].items())
         table.add_row(
-            f"{SEED_NAMES.get(row['mode'], row['mode'])} / {row['mode']}",
+            f"{seed_column(row['mode'])} / {row['mode']}",
             str(row["clients"]),
             f"{row['all_served_s']:.3f}",
             f"{row['launch_s']:.3f}",
@@ -158,14 +155,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     out = Console(highlight=False)
     with one_line_errors("experiments/herd.py"):
-        herd = run_herd(
-            args.modes, workers=args.workers, connections=args.connections, timeout_s=args.timeout
-        )
+        server = ServerSpec(workers=args.workers).validated()
+        herd = api.herd(server, SequentialLoad(connections=args.connections, timeout_s=args.timeout), args.modes)
         out.print(Text("Table 1: herd versus no herd, one connection at a time", style="bold"))
         out.print(herd_report(herd))
         rows = []
         for clients in args.clients:
-            for mode in [r.plan.mode for r in herd.runs]:
+            for mode in [r.mode for r in herd.runs]:
                 rows.append(burst_row(burst(mode, args.workers, clients, args.timeout)))
         out.print(Text("\nTable 2", style="bold"))
         out.print(burst_table(rows, args.workers))
@@ -174,9 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             with open(args.json_path, "w") as f:
                 json.dump({"herd": herd.to_dict(), "burst": rows}, f, indent=1)
         except OSError as exc:
-            print(
-                f"experiments/herd.py: error: cannot write {args.json_path}: {exc.strerror}", file=sys.stderr
-            )
+            print(f"experiments/herd.py: error: cannot write {args.json_path}: {exc.strerror}", file=sys.stderr)
             return 1
     return 0
 

@@ -10,21 +10,25 @@ i.e. a similar average but a much wider spread with one queue per worker: the ke
 connection to a queue whether or not that worker is busy, so some requests wait behind a long queue while
 another worker has none, where with one shared queue whichever worker is free takes the next one.
 
-Here: `accept-order latency --compare` with the same shape on this machine. Workers are pinned one per
+Here: `accept-order latency --modes` with the same shape on this machine. Workers are pinned one per
 CPU (like worker_cpu_affinity), burn `--work-us` of CPU per request in a busy loop, and accept one
 connection per wakeup (`--accept-batch 1`, nginx's default multi_accept off). The concurrency defaults
-to 16 per worker, the seed's 200 over 12. Modes:
+to 16 per worker, the seed's 200 over 12. Modes: by default every mode that wakes one worker per
+connection (a mode's metadata, servers.modes: `herds` false), which on Linux is
 
-  blocking   one shared queue, workers blocked in accept()
-  epoll      one shared queue, one epoll per worker with EPOLLEXCLUSIVE (nginx, accept_mutex off)
-  reuseport  one SO_REUSEPORT socket and queue per worker (nginx `listen ... reuseport`)
+  blocking      one shared queue, workers blocked in accept()
+  epoll         one shared queue, one epoll per worker with EPOLLEXCLUSIVE (nginx, accept_mutex off)
+  epoll-shared  one shared queue, one epoll instance shared by all workers
+  reuseport     one SO_REUSEPORT socket and queue per worker (nginx `listen ... reuseport`)
 
-The script then says, from its own numbers, whether the seed's finding holds here: each shared-queue
-mode's average within 25% of reuseport's ("similar"), and reuseport's deviation at least twice as large
-("much wider"). The load generator runs on the same CPUs as the workers (unlike the seed's separate
-client machine); the report says how long it waited for a CPU, which is part of every latency here.
+Which are shared-queue modes and which have a queue per worker is read from each mode's `queue`
+metadata, never from its name. The script then says, from its own numbers, whether the seed's finding
+holds here: each shared-queue mode's average within 25% of the per-worker-queue mode's ("similar"), and
+the per-worker-queue mode's deviation at least twice as large ("much wider"). The load generator runs
+on the same CPUs as the workers (unlike the seed's separate client machine); the report says how long
+it waited for a CPU, which is part of every latency here.
 
-Run: .venv/bin/python experiments/latency_shared_vs_reuseport.py [--requests 20000] [--work-us 1000]
+Run: .venv/bin/python experiments/latency_shared_vs_reuseport.py [--connections 20000] [--work-us 1000]
      [--concurrency N] [--workers N] [--modes blocking,epoll,reuseport] [--no-pin] [--json out.json]
 """
 
@@ -32,36 +36,38 @@ from __future__ import annotations
 
 import sys
 
-from _cli import OneLineParser, one_line_errors  # experiments/_cli.py, beside this script
+from _cli import OneLineParser, mode_list, one_line_errors  # experiments/_cli.py, beside this script
 from rich.console import Console
 from rich.text import Text
 
-from accept_order import records
+from accept_order import api
+from accept_order.analysis.tails import tail_verdict
+from accept_order.cpus import allowed_cpus
 from accept_order.errors import PlanError
-from accept_order.latency import (
-    LatencyResult,
-    allowed_cpus,
-    compare_latency,
-    compare_report,
-    make_latency_plan,
-    tail_verdict,
-)
-from accept_order.modes import parse_modes
+from accept_order.render.latency import compare_report
+from accept_order.results import envelope
+from accept_order.results.latency import LatencyResult
+from accept_order.servers.modes import DEFAULT_MODE, MODES, split_available
+from accept_order.spec import ClosedLoopLoad, pinned
 
 SIMILAR_AVG = 1.25  # averages within 25% of each other are "similar" (the seed's differ by 3%)
 WIDER_DEV = 2.0  # "much wider": at least twice the deviation (the seed's is 16x)
 PER_WORKER = 16  # the seed's concurrency per worker: 200 clients over 12 workers
-SHARED = ("blocking", "epoll", "epoll-shared", "epoll-herd", "poll", "select")
+DEFAULT_MODES = ",".join(name for name, mode in MODES.items() if not mode.herds)
 
 
 def finding(results: list[LatencyResult]) -> tuple[bool, list[str]]:
     """Does the seed's finding hold in these results? (holds, one sentence per shared-queue mode)."""
-    by_mode = {r.plan.mode: r for r in results if r.ok}
-    reuse = by_mode.get("reuseport")
-    shared = [by_mode[m] for m in by_mode if m in SHARED]
-    if reuse is None or not shared:
-        return False, ["cannot tell: need reuseport and at least one shared-queue mode that served requests"]
+    served = [r for r in results if r.ok]
+    per_worker = [r for r in served if MODES[r.mode].queue == "per-worker"]
+    shared = [r for r in served if MODES[r.mode].queue == "shared"]
+    if not per_worker or not shared:
+        return False, [
+            "cannot tell: need a mode with one queue per worker (reuseport) and at least one shared-queue "
+            "mode that served requests"
+        ]
     holds, lines = True, []
+    reuse = per_worker[0]
     rh = reuse.histogram
     for s in shared:
         sh = s.histogram
@@ -73,7 +79,7 @@ def finding(results: list[LatencyResult]) -> tuple[bool, list[str]]:
         ok = similar and wider
         holds = holds and ok
         lines.append(
-            f"{'holds' if ok else 'does not hold'} against {s.plan.mode}: reuseport's average is {avg:.2f}× "
+            f"{'holds' if ok else 'does not hold'} against {s.mode}: {reuse.mode}'s average is {avg:.2f}× "
             f"({rh.mean_us / 1000:.2f} vs {sh.mean_us / 1000:.2f} ms, "
             f"{'similar' if similar else 'not similar'}), its deviation {dev:.2f}× "
             f"({rh.stdev_us / 1000:.2f} vs {sh.stdev_us / 1000:.2f} ms, "
@@ -84,9 +90,12 @@ def finding(results: list[LatencyResult]) -> tuple[bool, list[str]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(description="Seed 000: latency of a shared accept queue versus SO_REUSEPORT.")
-    parser.add_argument("--modes", default="blocking,epoll,reuseport")
+    parser.add_argument(
+        "--modes", type=mode_list, default=DEFAULT_MODES, help=f"modes to compare, or all (default: {DEFAULT_MODES})"
+    )
     parser.add_argument("--workers", type=int, default=None, help="default: one per CPU")
-    parser.add_argument("--requests", type=int, default=20_000, help="per mode")
+    # --requests: this script's name for it before accept-order 0.2 said connections everywhere.
+    parser.add_argument("--connections", "-n", "--requests", type=int, default=20_000, help="per mode")
     parser.add_argument("--concurrency", type=int, default=None, help=f"default: {PER_WORKER} per worker")
     parser.add_argument("--work-us", type=int, default=1000, help="CPU burnt per request (busy loop)")
     parser.add_argument("--accept-batch", type=int, default=1, help="accepts per wakeup (0: until EAGAIN)")
@@ -96,25 +105,28 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out = Console(highlight=False)
     with one_line_errors(parser.prog):
-        modes = parse_modes(args.modes)
+        modes = args.modes
         workers = args.workers if args.workers is not None else len(allowed_cpus())
         if workers < 1:
             raise PlanError(f"--workers must be at least 1, got {workers}")
-        plan = make_latency_plan(
-            mode=modes[0],
-            workers=workers,
-            requests=args.requests,
-            concurrency=args.concurrency if args.concurrency is not None else PER_WORKER * workers,
-            work_us=args.work_us,
-            accept_batch=args.accept_batch,
-            driver_procs=args.driver_procs,
-            pin=not args.no_pin,
+        available = split_available(modes)[0]
+        server, load = api.split_options(
+            dict(
+                mode=available[0] if available else DEFAULT_MODE,  # the shared settings, checked once
+                workers=workers,
+                connections=args.connections,
+                concurrency=args.concurrency if args.concurrency is not None else PER_WORKER * workers,
+                work_us=args.work_us,
+                accept_batch=args.accept_batch,
+                driver_procs=args.driver_procs,
+            ),
+            ClosedLoopLoad,
         )
-        results, skipped = compare_latency(plan, modes)
+        results, skipped = api.compare_latency(pinned(server, not args.no_pin).validated(), load, modes)
     verdict = tail_verdict(results)
     if args.json_path:
         doc = {"runs": [r.to_dict() for r in results], "skipped": skipped, "verdict": verdict.to_dict()}
-        records.save(args.json_path, "latency-compare", doc)
+        envelope.save(args.json_path, "latency-compare", doc)
     out.print(compare_report(results, skipped, verdict), crop=False)
     holds, lines = finding(results)
     head = "holds here" if holds else "does not hold here"

@@ -7,8 +7,10 @@ The seed started 3 forked workers on one listening socket and ran `for i in `seq
   epoll-and-accept.py  one epoll per worker with EPOLLEXCLUSIVE, then   seed printed 0 0 0 0 0 0
                        a nonblocking accept()
 
-Here the same two servers are `accept_order` modes `blocking` and `epoll`; the nc loop is the
-harness's driver (one connection after the other, each read to EOF), which waits before each
+Here the same two servers are the `accept_order` modes whose mechanism predicts each seed's order
+(servers.modes metadata: the FIFO `model` of blocked accept() callers, and the first-registered
+`model` of one epoll per worker with EPOLLEXCLUSIVE), i.e. `blocking` and `epoll`; the nc loop is the
+harness's sequential client (one connection after the other, each read to EOF), which waits before each
 connection until the idle workers are asleep again, as the seed's hand-typed loop did. Each
 experiment prints the serving worker per connection, one per line as nc did, then a sentence
 comparing the pattern with the seed's. Exit status 0 when both reproduce the seed's pattern, 1 when
@@ -25,26 +27,30 @@ from dataclasses import dataclass
 
 from _cli import OneLineParser, one_line_errors, positive_int  # experiments/_cli.py, beside this script
 
-from accept_order import RunResult, make_plan, run_plan
-from accept_order.analysis import is_rotation
+from accept_order import RunResult, api
+from accept_order.analysis.order import is_rotation
+from accept_order.errors import PlanError
+from accept_order.servers.modes import MODES
 
 
 @dataclass(frozen=True)
 class Experiment:
     name: str  # the seed's script name, without .py
-    mode: str
-    waits: str
+    model: str  # the idle order its server's mechanism predicts (a mode's metadata, analysis.order)
     seed_order: tuple[int, ...]  # what the seed's nc loop printed (3 workers, 6 connections)
+
+    @property
+    def mode(self) -> str:
+        """The mode that serves the way the seed's server did: one shared socket, this order."""
+        for name, mode in MODES.items():
+            if mode.model == self.model and mode.queue == "shared" and not mode.herds:
+                return name
+        raise PlanError(f"no accept-order mode predicts the {self.model} order of the seed's {self.name}")
 
 
 EXPERIMENTS = (
-    Experiment("blocking-accept", "blocking", "every worker blocks in accept()", (2, 1, 0, 2, 1, 0)),
-    Experiment(
-        "epoll-and-accept",
-        "epoll",
-        "one epoll per worker with EPOLLEXCLUSIVE, then nonblocking accept()",
-        (0, 0, 0, 0, 0, 0),
-    ),
+    Experiment("blocking-accept", "fifo", (2, 1, 0, 2, 1, 0)),
+    Experiment("epoll-and-accept", "first-registered", (0, 0, 0, 0, 0, 0)),
 )
 
 
@@ -55,11 +61,11 @@ def spaced(values: Sequence[object]) -> str:
 def compare(exp: Experiment, result: RunResult) -> tuple[bool, str]:
     """(reproduced?, one sentence): the run's order against the seed's published one."""
     order = result.sequence
-    workers = result.plan.workers
+    workers = result.server.workers
     seed = f"the seed printed {spaced(exp.seed_order)} (3 workers, 6 connections)"
     if result.failed:
         return False, f"{result.failed} connection(s) failed, so the order cannot be set beside what {seed}."
-    if exp.mode == "blocking":
+    if MODES[result.mode].model == "fifo":
         used = len(set(order))
         if is_rotation(order, workers) and used == min(workers, len(order)):
             return True, (
@@ -79,10 +85,10 @@ def compare(exp: Experiment, result: RunResult) -> tuple[bool, str]:
 
 
 def run_experiment(exp: Experiment, workers: int, connections: int, host: str) -> bool:
-    plan = make_plan(mode=exp.mode, workers=workers, connections=connections, host=host)
-    result = run_plan(plan)
+    mode = exp.mode
+    result = api.run(mode=mode, workers=workers, connections=connections, host=host)
     plural = "s" if workers != 1 else ""
-    print(f"{exp.name}: {workers} worker{plural}, {exp.waits} (accept-order mode {exp.mode})")
+    print(f"{exp.name}: {workers} worker{plural}, {MODES[mode].summary} (accept-order mode {mode})")
     print(f"$ for i in `seq {connections}`; do nc {host} {result.port}; done")
     for record in result.records:
         print(record.worker if record.served else f"x ({record.error})")

@@ -21,7 +21,7 @@ import psutil
 import pytest
 from click.testing import CliRunner, Result
 
-from accept_order.cli import main
+from accept_order.cli.app import main
 
 CHILD_GRACE_S = 3.0
 

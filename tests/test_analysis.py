@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from accept_order import analysis
-from accept_order.records import ConnectionRecord, WorkerCounters
+from accept_order.analysis import fairness, herd, order
+from accept_order.results.records import ConnectionRecord, WorkerCounters
 
 
 def sequential(
@@ -26,22 +26,22 @@ def sequential(
 
 
 def test_tally_counts_every_worker_including_idle_ones() -> None:
-    assert analysis.tally([0, 2, 2, 0, 2], 4) == [2, 0, 3, 0]
-    assert analysis.tally([], 3) == [0, 0, 0]
+    assert fairness.tally([0, 2, 2, 0, 2], 4) == [2, 0, 3, 0]
+    assert fairness.tally([], 3) == [0, 0, 0]
 
 
 def test_jain_index_bounds() -> None:
-    assert analysis.jain_index([2, 2, 2]) == pytest.approx(1.0)
-    assert analysis.jain_index([6, 0, 0]) == pytest.approx(1 / 3)
-    assert analysis.jain_index([1, 2]) == pytest.approx(9 / 10)
-    assert analysis.jain_index([0, 0, 0]) == 1.0  # nothing served: nothing unfair yet
+    assert fairness.jain_index([2, 2, 2]) == pytest.approx(1.0)
+    assert fairness.jain_index([6, 0, 0]) == pytest.approx(1 / 3)
+    assert fairness.jain_index([1, 2]) == pytest.approx(9 / 10)
+    assert fairness.jain_index([0, 0, 0]) == 1.0  # nothing served: nothing unfair yet
 
 
 def test_max_min_share() -> None:
-    assert analysis.max_min_share([3, 1, 2]) == pytest.approx(3.0)
-    assert analysis.max_min_share([2, 2]) == pytest.approx(1.0)
-    assert analysis.max_min_share([6, 0, 0]) is None  # some worker starved: infinitely unfair
-    assert analysis.max_min_share([]) is None
+    assert fairness.max_min_share([3, 1, 2]) == pytest.approx(3.0)
+    assert fairness.max_min_share([2, 2]) == pytest.approx(1.0)
+    assert fairness.max_min_share([6, 0, 0]) is None  # some worker starved: infinitely unfair
+    assert fairness.max_min_share([]) is None
 
 
 @pytest.mark.parametrize(
@@ -60,11 +60,11 @@ def test_max_min_share() -> None:
     ],
 )
 def test_is_rotation(sequence: list[int], workers: int, expected: bool) -> None:
-    assert analysis.is_rotation(sequence, workers) is expected
+    assert order.is_rotation(sequence, workers) is expected
 
 
 def test_model_fits_on_sequential_rotation() -> None:
-    fits = analysis.model_fits(sequential([0, 1, 2, 0, 1, 2]), 3)
+    fits = order.model_fits(sequential([0, 1, 2, 0, 1, 2]), 3)
     assert fits["fifo"] == (6, 6)
     # First-registered and LIFO predict worker 0 and the last server: they fit only by coincidence.
     assert fits["first-registered"][0] == 2
@@ -72,8 +72,8 @@ def test_model_fits_on_sequential_rotation() -> None:
 
 
 def test_model_fits_lifo_and_first_registered() -> None:
-    assert analysis.model_fits(sequential([2] * 6), 3)["lifo"] == (6, 6)
-    assert analysis.model_fits(sequential([0] * 6), 3)["first-registered"] == (6, 6)
+    assert order.model_fits(sequential([2] * 6), 3)["lifo"] == (6, 6)
+    assert order.model_fits(sequential([0] * 6), 3)["first-registered"] == (6, 6)
 
 
 def test_busy_workers_are_not_idle_and_single_idle_is_not_informative() -> None:
@@ -84,19 +84,19 @@ def test_busy_workers_are_not_idle_and_single_idle_is_not_informative() -> None:
         ConnectionRecord(1, 1, 101, 1_000, 10_000),
         ConnectionRecord(2, 2, 102, 2_000, 10_000),
     ]
-    fits = analysis.model_fits(records, 3)
+    fits = order.model_fits(records, 3)
     assert fits["first-registered"] == (2, 2)
     assert fits["fifo"] == (2, 2)  # idle since index order before the run: the lowest has waited longest
     assert fits["lifo"] == (0, 2)
 
 
 def test_failed_connections_are_ignored_by_the_models() -> None:
-    fits = analysis.model_fits(sequential([0, None, 1, 2, None, 0]), 3)
+    fits = order.model_fits(sequential([0, None, 1, 2, None, 0]), 3)
     assert fits["fifo"] == (4, 4)
 
 
 def test_verdict_rotation_for_blocking_sequence() -> None:
-    v = analysis.verdict(sequential([0, 1, 2, 0, 1, 2]), 3, "fifo", "why")
+    v = order.verdict(sequential([0, 1, 2, 0, 1, 2]), 3, "fifo", "why")
     assert v.model == "fifo"
     assert v.pattern.startswith("rotation")
     assert v.expected
@@ -107,7 +107,7 @@ def test_verdict_rotation_for_blocking_sequence() -> None:
 
 
 def test_verdict_one_worker_takes_all() -> None:
-    v = analysis.verdict(sequential([0] * 6), 3, "first-registered", "why")
+    v = order.verdict(sequential([0] * 6), 3, "first-registered", "why")
     assert v.model == "first-registered"
     assert v.pattern == "one worker takes all (first-registered wins)"
     assert v.expected
@@ -117,20 +117,20 @@ def test_verdict_one_worker_takes_all() -> None:
 
 
 def test_verdict_lifo_single_worker() -> None:
-    v = analysis.verdict(sequential([2] * 6), 3, "lifo", "why")
+    v = order.verdict(sequential([2] * 6), 3, "lifo", "why")
     assert v.model == "lifo"
     assert "one worker takes all" in v.pattern
     assert v.expected
 
 
 def test_verdict_flags_an_unexpected_pattern() -> None:
-    v = analysis.verdict(sequential([0, 1, 2, 0, 1, 2]), 3, "first-registered", "why")
+    v = order.verdict(sequential([0, 1, 2, 0, 1, 2]), 3, "first-registered", "why")
     assert v.model == "fifo"
     assert not v.expected
 
 
 def test_verdict_no_model_fits() -> None:
-    v = analysis.verdict(sequential([1, 1, 0, 2, 2, 0, 1, 0]), 3, "fifo", "why")
+    v = order.verdict(sequential([1, 1, 0, 2, 2, 0, 1, 0]), 3, "fifo", "why")
     assert v.model is None
     assert v.pattern.startswith("no clear order")
     assert not v.expected
@@ -138,14 +138,14 @@ def test_verdict_no_model_fits() -> None:
 
 
 def test_verdict_hash_expects_no_order() -> None:
-    v = analysis.verdict(sequential([1, 1, 0, 2, 2, 0, 1, 0]), 3, "hash", "why")
+    v = order.verdict(sequential([1, 1, 0, 2, 2, 0, 1, 0]), 3, "hash", "why")
     assert v.pattern.startswith("hash-spread")
     assert v.expected
 
 
 def test_verdict_herd_mode_expects_any_order_and_counts_wakeups() -> None:
     counters = [WorkerCounters(i, 100 + i, voluntary_switches=6) for i in range(3)]
-    v = analysis.verdict(sequential([1, 0, 2, 2, 0, 1]), 3, None, "why", counters)
+    v = order.verdict(sequential([1, 0, 2, 2, 0, 1]), 3, None, "why", counters)
     assert v.expected
     assert v.woken_per_connection == pytest.approx(3.0)
     assert "woken per connection 3.0" in v.line()
@@ -153,18 +153,18 @@ def test_verdict_herd_mode_expects_any_order_and_counts_wakeups() -> None:
 
 def test_woken_per_connection_needs_every_counter() -> None:
     counters = [WorkerCounters(0, 1, voluntary_switches=4), WorkerCounters(1, 2, voluntary_switches=None)]
-    assert analysis.woken_per_connection(counters, 4) is None
-    assert analysis.woken_per_connection(counters[:1], 0) is None
-    assert analysis.woken_per_connection(counters[:1], 4) == pytest.approx(1.0)
+    assert herd.woken_per_connection(counters, 4) is None
+    assert herd.woken_per_connection(counters[:1], 0) is None
+    assert herd.woken_per_connection(counters[:1], 4) == pytest.approx(1.0)
 
 
 def test_verdict_edge_cases() -> None:
-    assert analysis.verdict(sequential([None, None]), 3, "fifo", "why").pattern == "nothing served"
-    assert analysis.verdict(sequential([0, 0, 0]), 1, "fifo", "why").pattern == "single worker"
+    assert order.verdict(sequential([None, None]), 3, "fifo", "why").pattern == "nothing served"
+    assert order.verdict(sequential([0, 0, 0]), 1, "fifo", "why").pattern == "single worker"
 
 
 def test_verdict_hash_names_a_chance_fit_without_claiming_it() -> None:
     # Sequential connections all hashed to worker 2 also "fit" LIFO; the reuseport hash ignores idleness.
-    v = analysis.verdict(sequential([2, 2, 2, 2, 2, 2]), 3, "hash", "why")
+    v = order.verdict(sequential([2, 2, 2, 2, 2, 2]), 3, "hash", "why")
     assert v.pattern.startswith("hash-spread (the order happens to fit lifo")
     assert v.expected

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from accept_order import evidence
+from accept_order.probes import evidence
 
 # The child: check it really is in another network namespace than the test, bring lo up (a new
 # namespace has it down), declare the namespace private for the evidence, then run the CLI.
@@ -30,7 +30,7 @@ with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
     flags = struct.unpack("16sH22x", fcntl.ioctl(s, SIOCGIFFLAGS, req))[1]
     fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH22x", b"lo", flags | IFF_UP))
 os.environ[sys.argv[2]] = "1"
-from accept_order.cli import main
+from accept_order.cli.app import main
 main(sys.argv[3:])
 """
 
@@ -81,6 +81,7 @@ def netns_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, objec
 
 def test_every_connection_is_counted(netns_run: tuple[dict[str, object], str]) -> None:
     doc, _ = netns_run
+    assert (doc["schema"], doc["version"], doc["kind"]) == ("accept-order", 2, "run")
     recs = doc["records"]
     assert isinstance(recs, list) and len(recs) == DRIVEN
     served = [r for r in recs if r["error"] is None and r["worker"] is not None]

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_run.py"
+LATENCY_BENCH = BENCH.with_name("bench_latency_driver.py")
 HAVE_CC = any(shutil.which(c) for c in ("cc", "gcc", "clang"))
 LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs epoll")
 
@@ -28,9 +29,7 @@ def test_run_and_rate_parts_complete_and_print_a_ratio() -> None:
     assert re.search(r"accept-order run epoll : median \d+\.\d+ s", out), out
     assert re.search(r"python -c pass\s+: median \d+\.\d+ s", out), out
     # Every driven connection is accounted for: 200 served, shared by the 3 workers.
-    served = re.search(
-        r"driver  :\s+\d+ conn/s over 200, failed 0, served per worker \[(\d+), (\d+), (\d+)\]", out
-    )
+    served = re.search(r"driver  :\s+\d+ conn/s over 200, failed 0, served per worker \[(\d+), (\d+), (\d+)\]", out)
     assert served and sum(int(n) for n in served.groups()) == 200, out
     if HAVE_CC:
         assert re.search(r"C client:\s+\d+ conn/s over 200, failed 0", out), out
@@ -45,9 +44,7 @@ def test_instrumentation_part_completes() -> None:
     proc = run_bench("--only", "instrumentation", "--connections", "200", "--rounds", "1")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for kind in ("memory", "pipe", "queue"):
-        assert re.search(rf"^{kind}\s*:\s+\d+ conn/s .*server CPU\s+\d+\.\d us/conn", proc.stdout, re.M), (
-            proc.stdout
-        )
+        assert re.search(rf"^{kind}\s*:\s+\d+ conn/s .*server CPU\s+\d+\.\d us/conn", proc.stdout, re.M), proc.stdout
 
 
 def test_bad_size_is_one_line() -> None:
@@ -69,3 +66,25 @@ def test_rate_part_without_a_compiler_still_reports() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "C reference: skipped (no C compiler" in proc.stdout
     assert "ratio driver/C: n/a (no C reference)" in proc.stdout
+
+
+@LINUX_ONLY
+@pytest.mark.skipif(not HAVE_CC, reason="the latency driver benchmark needs its C reference client")
+def test_latency_driver_part_completes_and_prints_a_ratio() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(LATENCY_BENCH), "--requests", "400", "--concurrency", "8", "--rounds", "1"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"^\s+1\s+\d+\s+\d+\s+\d+\.\d\d  ", proc.stdout, re.M), proc.stdout  # C, driver, ratio
+    assert re.search(r"driver / C: median \d+\.\d+ .* over 1 rounds", proc.stdout), proc.stdout
+    assert "failed requests" not in proc.stdout  # the driver served every request it made
+
+
+@pytest.mark.parametrize("args", [["--rounds", "0"], ["--mode", "nope"]])
+def test_latency_driver_bad_argument_is_one_line(args: list[str]) -> None:
+    proc = subprocess.run([sys.executable, str(LATENCY_BENCH), *args], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1 and args[0] in proc.stderr

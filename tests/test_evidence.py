@@ -1,5 +1,5 @@
-"""Tests for accept_order.evidence: the capture API (with fake readers), the renderers, and the
-evidence every `run` result carries (live, on loopback)."""
+"""Tests for accept_order.probes.evidence and render.evidence: the capture API (with fake readers), the
+renderers, and the evidence every `run` and latency result carries (live, on loopback)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,14 @@ import psutil
 import pytest
 from rich.console import Console
 
-from accept_order import api, evidence, kernel
-from accept_order.evidence import EvidenceCapture
-from accept_order.kernel import ListenerRow
-from accept_order.records import RunResult
-from accept_order.report import run_report
+from accept_order import api
+from accept_order.probes import evidence, netstat
+from accept_order.probes.evidence import EvidenceCapture
+from accept_order.probes.listeners import ListenerRow
+from accept_order.render import evidence as render_evidence
+from accept_order.render.run import run_report
+from accept_order.results.records import RunResult
+from accept_order.spec import ClosedLoopLoad, ServerSpec
 
 LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs Linux procfs/netlink")
 
@@ -74,15 +77,15 @@ def test_shared_and_private_namespace_are_said() -> None:
     shared.before()
     ev = shared.after()
     assert ev["shared_namespace"] is True
-    assert ev["note"] == kernel.SHARED_NAMESPACE_NOTE
-    assert "shared network namespace" in text_of(evidence.counters_text(ev))
+    assert ev["note"] == netstat.SHARED_NAMESPACE_NOTE
+    assert "shared network namespace" in text_of(render_evidence.counters_text(ev))
 
     private = capture_with({"TcpExtListenDrops": 0}, {"TcpExtListenDrops": 3}, private=True)
     private.before()
     ev = private.after()
     assert ev["shared_namespace"] is False
     assert ev["netns"]["private"] is True
-    shown = text_of(evidence.counters_text(ev))
+    shown = text_of(render_evidence.counters_text(ev))
     assert "private network namespace" in shown and "ListenDrops +3" in shown
 
 
@@ -135,7 +138,7 @@ def test_unreadable_sources_are_reported_not_raised() -> None:
     assert ev["listeners"] == {"end": []}
     assert ev["affinity"] == [{"index": 0, "pid": 123, "cpus": None}]
     assert any("no procfs" in e for e in ev["errors"]) and any("no netlink" in e for e in ev["errors"])
-    shown = text_of(evidence.evidence_report(ev))
+    shown = text_of(render_evidence.evidence_report(ev))
     assert "not available" in shown and "none found" in shown
 
 
@@ -146,13 +149,13 @@ def test_missing_counters_file_means_not_available() -> None:
 
 
 def test_env_declares_private_namespace(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(kernel, "in_private_netns", lambda: False)
+    monkeypatch.setattr(netstat, "in_private_netns", lambda: False)
     monkeypatch.delenv(evidence.PRIVATE_ENV, raising=False)
     assert evidence.netns_privacy()[0] is False
     monkeypatch.setenv(evidence.PRIVATE_ENV, "1")
     private, why = evidence.netns_privacy()
     assert private and evidence.PRIVATE_ENV in why
-    monkeypatch.setattr(kernel, "in_private_netns", lambda: True)
+    monkeypatch.setattr(netstat, "in_private_netns", lambda: True)
     monkeypatch.delenv(evidence.PRIVATE_ENV)
     assert evidence.netns_privacy() == (True, "differs from PID 1's network namespace")
 
@@ -172,11 +175,11 @@ def _doc(**overrides: object) -> dict[str, object]:
             ],
         },
         "counters": {"TcpExtListenOverflows": 7},
-        "counters_watched": list(kernel.WATCHED_COUNTERS),
+        "counters_watched": list(netstat.WATCHED_COUNTERS),
         "counters_available": True,
         "affinity": [{"index": 0, "pid": 1, "cpus": [0, 1]}, {"index": 1, "pid": 2, "cpus": [1]}],
         "shared_namespace": True,
-        "note": kernel.SHARED_NAMESPACE_NOTE,
+        "note": netstat.SHARED_NAMESPACE_NOTE,
         "errors": [],
     }
     doc.update(overrides)
@@ -184,23 +187,23 @@ def _doc(**overrides: object) -> dict[str, object]:
 
 
 def test_evidence_report_is_compact_and_complete() -> None:
-    shown = text_of(evidence.evidence_report(_doc()))
+    shown = text_of(render_evidence.evidence_report(_doc()))
     assert "listeners (start): 127.0.0.1:5000, one shared accept queue; Recv-Q 0, Send-Q 4" in shown
     assert "listeners (end): [::1]:5000, 3 accept queues (one per socket); Recv-Q 1 2 3, Send-Q 4" in shown
     assert "ListenOverflows +7" in shown
     assert "shared network namespace" in shown
     assert "worker 0 0-1, worker 1 1" in shown
     quiet = text_of(
-        evidence.evidence_report(_doc(counters={}, affinity=[{"index": 0, "pid": 1, "cpus": [0]}]))
+        render_evidence.evidence_report(_doc(counters={}, affinity=[{"index": 0, "pid": 1, "cpus": [0]}]))
     )
-    assert f"none of {len(kernel.WATCHED_COUNTERS)} drop/overflow counters moved" in quiet
+    assert f"none of {len(netstat.WATCHED_COUNTERS)} drop/overflow counters moved" in quiet
     assert "the worker on CPUs 0" in quiet
-    assert text_of(evidence.evidence_report({})).strip() == ""
+    assert text_of(render_evidence.evidence_report({})).strip() == ""
 
 
 def test_listener_table_looks_like_ss() -> None:
     rows = _doc()["listeners"]["end"]  # type: ignore[index]
-    shown = text_of(evidence.listener_table(rows))
+    shown = text_of(render_evidence.listener_table(rows))
     assert "Recv-Q" in shown and "Send-Q" in shown and "Local Address:Port" in shown
     assert shown.count("LISTEN") == 3
     assert "[::1]:5000" in shown
@@ -277,18 +280,13 @@ def test_affinities_read_while_running_are_kept_after_stop() -> None:
 
 @LINUX_ONLY
 def test_latency_runs_carry_evidence() -> None:
-    latency = pytest.importorskip("accept_order.latency")
-    from accept_order.driver import drive
-
-    plan = api.make_plan(mode="reuseport", workers=2, connections=2, settle=False)
-    with latency.serving(plan) as srv:
-        recs = drive(srv.pool.address, 4)
-        pids = list(srv.pool.pids)
-        srv.stop()
-    assert all(r.served for r in recs)
-    ev = srv.evidence
+    server = ServerSpec(mode="reuseport", workers=2)
+    load = ClosedLoopLoad(connections=4, concurrency=2, driver_procs=1)
+    result = api.latency(server, load)
+    assert result.errors == {} and sum(result.served) == 4
+    ev = result.evidence
     assert len(ev["listeners"]["start"]) == 2 and len(ev["listeners"]["end"]) == 2
-    assert [a["pid"] for a in ev["affinity"]] == pids
+    assert [a["pid"] for a in ev["affinity"]] == [c.pid for c in result.counters]
     assert all(a["cpus"] for a in ev["affinity"])
     assert "counters" in ev and isinstance(ev["shared_namespace"], bool)
 

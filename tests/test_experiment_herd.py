@@ -29,7 +29,7 @@ def test_reproduces_herd_versus_no_herd(tmp_path: Path) -> None:
     assert "Table 1" in out and "Table 2" in out
     assert "ngx-no (herd)" in out and "ngx-NGX_EXCLUSIVE_EVENT" in out and "ngx-reuseport" in out
     doc = json.loads(path.read_text())
-    runs = {r["plan"]["mode"]: r for r in doc["herd"]["runs"]}
+    runs = {r["server"]["mode"]: r for r in doc["herd"]["runs"]}
     assert set(runs) == {"epoll-herd", "epoll", "reuseport"}
     woken = {m: r["verdict"]["woken_per_connection"] for m, r in runs.items()}
     # 3 idle workers: the herd wakes all of them, EPOLLEXCLUSIVE and reuseport one.
@@ -43,7 +43,8 @@ def test_reproduces_herd_versus_no_herd(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--modes", "nope"], "unknown mode(s) nope"),
+        (["--modes", "nope"], "unknown mode(s): nope"),
+        (["--modes", ","], "unknown mode(s): (none given)"),
         (["--workers", "0"], "must be at least 1"),
         (["--clients", "10,x"], "not a comma-separated list"),
     ],

@@ -22,24 +22,35 @@ def run_script(*args: str) -> subprocess.CompletedProcess[str]:
 def test_reproduces_the_comparison_and_states_whether_the_finding_holds(tmp_path: Path) -> None:
     path = tmp_path / "exp.json"
     proc = run_script(
-        "--requests", "300", "--concurrency", "8", "--work-us", "200", "--workers", "2", "--json", str(path)
+        "--connections", "300", "--concurrency", "8", "--work-us", "200", "--workers", "2", "--json", str(path)
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     titles = re.findall(r"^Duration in ms \(([\w-]+)\) min:.* count:300$", out, re.M)
-    assert titles == ["blocking", "epoll", "reuseport"]
+    # By default every mode that wakes one worker per connection (no herd), in the registry's order.
+    assert titles == ["blocking", "epoll", "epoll-shared", "reuseport"]
     assert "latency by mode (ms)" in out and "Verdict: " in out
     finding = r"^Seed 000's finding \(similar average, much wider spread with reuseport\) "
     statement = re.search(finding + r"(holds|does not hold) here:$", out, re.M)
     assert statement, out
-    per_mode = re.findall(r"^  (holds|does not hold) against (\w+): reuseport's average is", out, re.M)
-    assert [m for _, m in per_mode] == ["blocking", "epoll"]
+    per_mode = re.findall(r"^  (holds|does not hold) against ([\w-]+): reuseport's average is", out, re.M)
+    assert [m for _, m in per_mode] == ["blocking", "epoll", "epoll-shared"]  # the shared-queue ones
     # The overall statement is the conjunction of the per-mode ones.
     assert (statement[1] == "holds") == all(v == "holds" for v, _ in per_mode)
     doc = json.loads(path.read_text())
-    assert doc["kind"] == "latency-compare" and [r["plan"]["mode"] for r in doc["runs"]] == titles
+    assert doc["kind"] == "latency-compare" and [r["server"]["mode"] for r in doc["runs"]] == titles
     for run in doc["runs"]:
-        assert run["plan"]["accept_batch"] == 1 and run["summary"]["count"] == 300 and run["errors"] == {}
+        assert run["server"]["accept_batch"] == 1 and run["summary"]["count"] == 300 and run["errors"] == {}
+
+
+@LINUX_ONLY
+def test_chosen_modes_and_the_old_requests_option() -> None:
+    proc = run_script("--modes", "epoll,reuseport", "--requests", "100", "--concurrency", "4", "--workers", "2")
+    assert proc.returncode == 0, proc.stderr
+    titles = re.findall(r"^Duration in ms \(([\w-]+)\) min:.* count:100$", proc.stdout, re.M)
+    assert titles == ["epoll", "reuseport"]
+    per_mode = re.findall(r"^  (holds|does not hold) against ([\w-]+): reuseport's average is", proc.stdout, re.M)
+    assert [m for _, m in per_mode] == ["epoll"]
 
 
 @pytest.mark.parametrize(
@@ -48,6 +59,7 @@ def test_reproduces_the_comparison_and_states_whether_the_finding_holds(tmp_path
         (["--modes", "nope"], "unknown mode(s): nope"),
         (["--workers", "0"], "--workers must be at least 1"),
         (["--concurrency", "0"], "--concurrency must be between 1"),
+        (["--connections", "x"], "invalid int value"),
         (["--requests", "x"], "invalid int value"),
     ],
 )

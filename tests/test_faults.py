@@ -11,42 +11,71 @@ import io
 import re
 import socket
 import time
+from collections.abc import Callable
 
 import psutil
 import pytest
 from conftest import assert_one_error_line, run_cli
 from rich.console import Console
 
-from accept_order import (
-    ListenError,
-    PlanError,
-    RunResult,
-    WorkerError,
-    WorkerPool,
-    api,
-    make_plan,
-    report,
-    run,
-)
-from accept_order.driver import drive
-from accept_order.records import ConnectionRecord, Plan
-from accept_order.worker import FAULT_ENV
+from accept_order import ListenError, PlanError, RunResult, WorkerError, WorkerPool, run
+from accept_order.loads.sequential import run_sequential
+from accept_order.render.run import run_report
+from accept_order.results.records import ConnectionRecord
+from accept_order.servers import pool as pool_module
+from accept_order.servers.target import ReplyAttribution
+from accept_order.servers.worker import FAULT_ENV
+from accept_order.spec import SequentialLoad, ServerSpec
 
 READY_TIMEOUT_S = 1.0  # shorter than the default 5 s, to keep the suite fast
 
 
 def fast_ready_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make run()/the CLI give up on a worker that is not ready after READY_TIMEOUT_S."""
-    monkeypatch.setattr(api, "WorkerPool", functools.partial(WorkerPool, ready_timeout_s=READY_TIMEOUT_S))
+    """Make run()/the CLI give up on a worker that is not ready after READY_TIMEOUT_S.
+
+    servers.make_target looks WorkerPool up in servers.pool each time it builds a server."""
+    patched = functools.partial(pool_module.WorkerPool, ready_timeout_s=READY_TIMEOUT_S)
+    monkeypatch.setattr(pool_module, "WorkerPool", patched)
+
+
+class Undying:
+    """A started pool as a client sees it, minus death detection (no pidfds, check_alive a no-op), so a
+    drive goes on past a worker's death; `settle_hook`, if given, runs before each connection."""
+
+    def __init__(self, pool: WorkerPool, settle_hook: Callable[[], None] | None = None) -> None:
+        self.pool = pool
+        self.settle_hook = settle_hook
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return self.pool.address
+
+    @property
+    def pids(self) -> list[int]:
+        return self.pool.pids
+
+    @property
+    def attribution(self) -> ReplyAttribution:
+        return self.pool.attribution
+
+    def death_fds(self) -> list[int]:
+        return []
+
+    def check_alive(self) -> None:
+        pass
+
+    def settle(self) -> None:
+        if self.settle_hook:
+            self.settle_hook()
 
 
 @pytest.mark.parametrize("mode", ["blocking", "epoll", "reuseport"])
 def test_worker_never_ready_is_named(monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
     monkeypatch.setenv(FAULT_ENV, "never-ready:1")
-    plan = make_plan(mode=mode, workers=3, connections=3)
+    spec = ServerSpec(mode=mode, workers=3).validated()
     started = time.monotonic()
     with pytest.raises(WorkerError, match=r"worker 1 did not become ready within 1 s") as info:
-        with WorkerPool(plan, ready_timeout_s=READY_TIMEOUT_S):
+        with WorkerPool(spec, ready_timeout_s=READY_TIMEOUT_S):
             pytest.fail("the pool should not start")
     assert info.value.index == 1
     assert time.monotonic() - started < READY_TIMEOUT_S + 4
@@ -61,12 +90,14 @@ def test_worker_never_ready_via_api_and_cli(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_worker_that_fails_to_start_is_named_without_a_traceback(capfd: pytest.CaptureFixture[str]) -> None:
-    # A CPU that does not exist makes worker 0 fail to pin itself before it reports ready. (make_plan
-    # refuses such a plan up front; the Plan is built directly to reach the worker.)
-    plan = Plan(mode="epoll", workers=2, connections=1, cpus=(100_000,))
+    # A CPU that does not exist makes worker 0 fail to pin itself before it reports ready.
+    # (ServerSpec.validated() refuses such a spec up front; it is left unvalidated to reach the worker.)
+    spec = ServerSpec(mode="epoll", workers=2, cpus=(100_000,))
+    with pytest.raises(PlanError, match="100000"):
+        spec.validated()
     started = time.monotonic()
     with pytest.raises(WorkerError, match=r"worker 0 could not start: .*100000") as info:
-        with WorkerPool(plan, ready_timeout_s=READY_TIMEOUT_S):
+        with WorkerPool(spec, ready_timeout_s=READY_TIMEOUT_S):
             pass
     assert info.value.index == 0
     assert time.monotonic() - started < READY_TIMEOUT_S + 4
@@ -100,9 +131,10 @@ def test_connections_to_a_dying_worker_are_counted(
 ) -> None:
     """Driven without stopping at the death: every connection ends as served or failed, with the error."""
     monkeypatch.setenv(FAULT_ENV, "die-on-accept:0")
-    plan = make_plan(mode=mode, workers=3, connections=connections, timeout_s=2.0)
-    with WorkerPool(plan) as pool:
-        records = drive(pool.address, connections, timeout_s=plan.timeout_s)
+    spec = ServerSpec(mode=mode, workers=3).validated()
+    load = SequentialLoad(connections=connections, timeout_s=2.0, settle=False).validated()
+    with WorkerPool(spec) as pool:
+        records = run_sequential(Undying(pool), load)
         with pytest.raises(WorkerError, match="worker 0"):
             pool.wait_for_death()
     assert len(records) == connections
@@ -119,7 +151,7 @@ def test_connections_to_a_dying_worker_are_counted(
 
 def test_timeouts_are_counted_as_failures() -> None:
     # One worker, busy 2 s per connection, clients that wait 0.3 s: both connections fail by timeout.
-    result = run(mode="epoll", workers=1, connections=2, work_ms=2000, timeout_s=0.3)
+    result = run(mode="epoll", workers=1, connections=2, work_us=2_000_000, timeout_s=0.3)
     assert len(result.records) == 2
     assert (result.served, result.failed) == (0, 2)
     assert all(r.error == "timeout: no answer within 0.3 s" for r in result.records)
@@ -128,7 +160,7 @@ def test_timeouts_are_counted_as_failures() -> None:
 
 def _report_text(result: RunResult) -> str:
     console = Console(width=200, file=io.StringIO())
-    console.print(report.run_report(result))
+    console.print(run_report(result))
     assert isinstance(console.file, io.StringIO)
     return console.file.getvalue()
 
@@ -174,7 +206,8 @@ def test_a_run_stopped_by_a_dying_worker_accounts_for_what_it_drove(monkeypatch:
 
 def test_connections_in_flight_when_a_run_stops_end_as_records() -> None:
     # Paced connections overlap; stopping the drive (here: the hook raises) must not drop the in-flight one.
-    plan = make_plan(mode="epoll", workers=1, connections=3, work_ms=300, gap_ms=20)
+    spec = ServerSpec(mode="epoll", workers=1, work_us=300_000).validated()
+    load = SequentialLoad(connections=3, gap_ms=20, timeout_s=5).validated()
     seen: list[ConnectionRecord] = []
     calls = 0
 
@@ -184,15 +217,15 @@ def test_connections_in_flight_when_a_run_stops_end_as_records() -> None:
         if calls == 2:
             raise WorkerError("stop", 0)
 
-    with WorkerPool(plan) as pool, pytest.raises(WorkerError):
-        drive(pool.address, 3, gap_s=0.02, timeout_s=5, before_each=stop_on_second, on_record=seen.append)
+    with WorkerPool(spec) as pool, pytest.raises(WorkerError):
+        run_sequential(Undying(pool, settle_hook=stop_on_second), load, on_record=seen.append)
     assert [r.seq for r in seen] == [0]
     assert seen[0].error is not None and seen[0].error.startswith("aborted")
 
 
 def test_a_connection_the_client_cannot_open_is_a_failed_record(monkeypatch: pytest.MonkeyPatch) -> None:
     # Out of file descriptors on the client side (EMFILE) is a failure with its errno, not a crash.
-    plan = make_plan(mode="blocking", workers=1, connections=3)
+    spec = ServerSpec(mode="blocking", workers=1).validated()
     real_socket = socket.socket
     calls = 0
 
@@ -203,8 +236,8 @@ def test_a_connection_the_client_cannot_open_is_a_failed_record(monkeypatch: pyt
             raise OSError(errno.EMFILE, "Too many open files")
         return real_socket(*args, **kwargs)  # type: ignore[arg-type]
 
-    with WorkerPool(plan) as pool:
-        monkeypatch.setattr("accept_order.driver.socket.socket", flaky_socket)
-        records = drive(pool.address, 3, timeout_s=5)
+    with WorkerPool(spec) as pool:
+        monkeypatch.setattr("accept_order.loads.sequential.socket.socket", flaky_socket)
+        records = run_sequential(pool, SequentialLoad(connections=3, timeout_s=5).validated())
     assert [r.served for r in records] == [True, False, True]
     assert records[1].error is not None and records[1].error.startswith("EMFILE")

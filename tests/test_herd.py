@@ -11,12 +11,17 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from accept_order import herd, records
+from accept_order import api
+from accept_order.analysis.herd import HERD_THRESHOLD, herd_row
+from accept_order.cli.herd import herd as herd_command
 from accept_order.errors import PlanError
-from accept_order.herd import HERD_THRESHOLD, HerdResult, herd_report, herd_row, run_herd
-from accept_order.modes import MODES
-from accept_order.records import Environment, Plan, RunResult, Verdict, WorkerCounters
-from accept_order.report import render_document
+from accept_order.render import render_document
+from accept_order.render.herd import herd_report, herd_table
+from accept_order.results import envelope
+from accept_order.results.herd import HerdResult
+from accept_order.results.records import ConnectionRecord, Environment, RunResult, Verdict, WorkerCounters
+from accept_order.servers.modes import MODES, parse_modes
+from accept_order.spec import SequentialLoad, ServerSpec
 
 LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs epoll and procfs")
 CLI = [str(Path(sys.executable).with_name("accept-order"))]
@@ -43,7 +48,7 @@ def live() -> HerdResult:
         pytest.skip("needs epoll and procfs")
     # 16 connections: a worker may still be on its way to its first sleep when the supervisor takes
     # the "before" context-switch snapshot, adding at most one switch per worker (4/16 = 0.25).
-    return run_herd(modes=(*ONE, *HERD), workers=4, connections=16)
+    return api.herd(ServerSpec(workers=4).validated(), SequentialLoad(connections=16), (*ONE, *HERD))
 
 
 @LINUX_ONLY
@@ -87,8 +92,8 @@ def test_every_run_carries_kernel_evidence(live: HerdResult) -> None:
 @LINUX_ONLY
 def test_live_round_trip_through_a_file(live: HerdResult, tmp_path: Path) -> None:
     path = tmp_path / "herd.json"
-    records.save(path, "herd", live.to_dict())
-    kind, doc = records.load(path)
+    envelope.save(path, "herd", live.to_dict())
+    kind, doc = envelope.load(path)
     assert kind == "herd"
     again = HerdResult.from_dict(doc)
     assert again == live
@@ -100,14 +105,14 @@ def test_live_round_trip_through_a_file(live: HerdResult, tmp_path: Path) -> Non
 # ------------------------------------------------------------------------------------------------
 
 
-def fake_run(mode: str, switches: list[int | None], returns: int = 4, empty: int = 0) -> RunResult:
+def fake_run(mode: str, switches: list[int | None], wakeups: int = 4, empty: int = 0) -> RunResult:
     workers = len(switches)
     counters = tuple(
         WorkerCounters(
             index=i,
             pid=100 + i,
-            returns=returns,
-            accepts=returns - empty,
+            wakeups=wakeups,
+            accepts=wakeups - empty,
             empty=empty,
             max_batch=2 if i == 0 else 1,
             voluntary_switches=s,
@@ -120,20 +125,20 @@ def fake_run(mode: str, switches: list[int | None], returns: int = 4, empty: int
     served = sum(c.accepts for c in counters)
     woken = None if any(s is None for s in switches) else sum(s or 0 for s in switches) / served
     env = Environment("Linux", "6.x", "x86_64", 2, 4096, "3.11", "host", "2024-01-01T00:00:00+00:00")
-    plan = Plan(mode=mode, workers=workers, connections=served)
-    recs = tuple(records.ConnectionRecord(k, k % workers, 100, k * 10, 5) for k in range(served))
+    server = ServerSpec(mode=mode, workers=workers)
+    recs = tuple(ConnectionRecord(k, k % workers, 100, k * 10, 5) for k in range(served))
     verdict = Verdict("p", None, 0, 0, "why", 1.0, 1.0, True, woken)
-    return RunResult(plan, env, 5000, recs, counters, verdict)
+    return RunResult(server, SequentialLoad(connections=served), env, 5000, recs, counters, verdict)
 
 
 def test_herd_row_sums_workers() -> None:
-    row = herd_row(fake_run("poll", [8, 8, 8, 8], returns=3, empty=1))
+    row = herd_row(fake_run("poll", [8, 8, 8, 8], wakeups=3, empty=1))
     assert (row.wakeups, row.accepts, row.empty, row.max_batch) == (12, 8, 4, 2)
     assert row.voluntary == 32 and row.involuntary == 4
     assert row.cpu_s == pytest.approx(0.02)
     assert row.woken_per_connection == 4.0
     assert row.accepts_per_wakeup == pytest.approx(8 / 12)
-    assert row.herd is True and row.wakes_all is True and row.expected_woken == 4
+    assert row.herd is True and row.herds is True and row.expected_woken == 4
     assert row.as_expected is True
     assert row.verdict() == "herd: wakes ~4 of 4"
 
@@ -141,7 +146,7 @@ def test_herd_row_sums_workers() -> None:
 def test_unexpected_result_is_flagged() -> None:
     row = herd_row(fake_run("epoll", [8, 8, 8, 8]))  # EPOLLEXCLUSIVE that woke everybody
     assert row.herd is True and row.as_expected is False
-    shown = text_of(herd.herd_table(HerdResult(4, 16, 0, 511, (fake_run("epoll", [8, 8, 8, 8]),))))
+    shown = text_of(herd_table(HerdResult(4, 16, 0, 511, (fake_run("epoll", [8, 8, 8, 8]),))))
     assert "(expected 1)" in shown
 
 
@@ -162,17 +167,24 @@ def test_table_lists_skipped_modes_and_settings() -> None:
 
 
 def test_default_modes_include_poll_and_select() -> None:
-    assert set(herd.HERD_MODES) == set(MODES)
-    assert {"poll", "select", "epoll-herd", "blocking", "epoll"} <= set(herd.HERD_MODES)
+    (modes,) = [p for p in herd_command.params if p.name == "modes"]
+    default = parse_modes(str(modes.default))
+    assert set(default) == set(MODES)
+    assert {"poll", "select", "epoll-herd", "blocking", "epoll"} <= set(default)
 
 
-def test_bad_options_fail_before_any_worker_starts() -> None:
+def test_bad_options_fail_before_any_worker_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_run(*args: object, **kwargs: object) -> RunResult:
+        raise AssertionError("a run started")
+
+    monkeypatch.setattr(api, "run_sequential", no_run)
+    load = SequentialLoad(connections=2)
     with pytest.raises(PlanError):
-        herd.herd_plans(["blocking", "nonsense"], workers=2, connections=2)
+        api.herd(ServerSpec(workers=2), load, ["blocking", "nonsense"])
     with pytest.raises(PlanError):
-        herd.herd_plans(["blocking"], workers=0, connections=2)
+        api.herd(ServerSpec(workers=0), load, ["blocking"])
     with pytest.raises(PlanError):
-        herd.herd_plans([], workers=2, connections=2)
+        api.herd(ServerSpec(workers=2), load, [])
 
 
 # ------------------------------------------------------------------------------------------------
@@ -189,8 +201,8 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     [
         (["--modes", "blocking,nope"], "unknown mode(s): nope"),
         (["--modes", ","], "unknown mode(s): (none given)"),
-        (["--workers", "0"], "--workers must be between"),
-        (["--backlog", "0"], "--backlog must be between"),
+        (["--workers", "0"], "Invalid value for '--workers'"),
+        (["--backlog", "0"], "Invalid value for '--backlog'"),
         (["--connections", "x"], "'x' is not a valid integer"),
     ],
 )
@@ -208,11 +220,11 @@ def test_cli_herd_writes_json_and_show_prints_it(tmp_path: Path) -> None:
     proc = run_cli("herd", "--modes", "blocking,epoll-herd", "-w", "2", "-n", "4", "--json", str(path))
     assert proc.returncode == 0, proc.stderr
     assert "accept-order herd" in proc.stdout and "epoll-herd" in proc.stdout
-    kind, doc = records.load(path)
+    kind, doc = envelope.load(path)
     assert kind == "herd"
     result = HerdResult.from_dict(doc)
-    assert [r.plan.mode for r in result.runs] == ["blocking", "epoll-herd"]
-    assert all(r.plan.workers == 2 and len(r.records) == 4 for r in result.runs)
+    assert [r.mode for r in result.runs] == ["blocking", "epoll-herd"]
+    assert all(r.server.workers == 2 and len(r.records) == 4 for r in result.runs)
     shown = run_cli("show", str(path))
     assert shown.returncode == 0, shown.stderr
     assert "accept-order herd" in shown.stdout and "epoll-herd" in shown.stdout

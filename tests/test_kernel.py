@@ -1,4 +1,4 @@
-"""Tests for accept_order.kernel: counters, listening sockets, CPU lists.
+"""Tests for accept_order.probes.netstat (counters), probes.listeners (listening sockets), cpus (CPU lists).
 
 The live tests open real sockets on 127.0.0.1 (and ::1 when available) and wait for kernel
 state with a bounded poll, never with a fixed sleep.
@@ -22,10 +22,11 @@ from typing import TypeVar
 import pytest
 
 try:
-    from accept_order import kernel
+    from accept_order import cpus as cpu_lists
 except ImportError:  # running from a source checkout without an install
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-    from accept_order import kernel
+    from accept_order import cpus as cpu_lists
+from accept_order.probes import listeners, netstat
 
 DATA = Path(__file__).parent / "data"
 NETSTAT_SAMPLE = DATA / "netstat_sample.txt"
@@ -66,8 +67,8 @@ def _edit_counter(text: str, prefix: str, name: str, value: int) -> str:
 
 def test_parse_real_sample() -> None:
     text = NETSTAT_SAMPLE.read_text()
-    counters = kernel.parse_netstat(text)
-    for name in kernel.WATCHED_COUNTERS:  # the sample's 6.18 kernel has all of them
+    counters = netstat.parse_netstat(text)
+    for name in netstat.WATCHED_COUNTERS:  # the sample's 6.18 kernel has all of them
         assert name in counters
     assert counters["TcpExtListenOverflows"] == 0
     assert counters["IpExtInOctets"] == 72451902
@@ -82,16 +83,16 @@ def test_deltas_from_edited_copy() -> None:
     after_text = _edit_counter(before_text, "TcpExt", "ListenOverflows", 7)
     after_text = _edit_counter(after_text, "TcpExt", "ListenDrops", 9)
     after_text = _edit_counter(after_text, "TcpExt", "TCPMigrateReqSuccess", 3)
-    before = kernel.parse_netstat(before_text)
-    after = kernel.parse_netstat(after_text)
-    deltas = kernel.counter_deltas(before, after)
-    assert list(deltas) == list(kernel.WATCHED_COUNTERS)
+    before = netstat.parse_netstat(before_text)
+    after = netstat.parse_netstat(after_text)
+    deltas = netstat.counter_deltas(before, after)
+    assert list(deltas) == list(netstat.WATCHED_COUNTERS)
     assert deltas["TcpExtListenOverflows"] == 7
     assert deltas["TcpExtListenDrops"] == 9
     assert deltas["TcpExtTCPMigrateReqSuccess"] == 3
     assert sum(deltas.values()) == 19
     # Everything else is unchanged.
-    assert kernel.counter_deltas(before, after, names=before) == {
+    assert netstat.counter_deltas(before, after, names=before) == {
         name: after[name] - before[name] for name in before
     }
 
@@ -99,8 +100,8 @@ def test_deltas_from_edited_copy() -> None:
 def test_deltas_leave_out_missing_names() -> None:
     before = {"TcpExtListenOverflows": 1, "TcpExtListenDrops": 2}
     after = {"TcpExtListenOverflows": 4, "TcpExtSyncookiesSent": 5}
-    assert kernel.counter_deltas(before, after) == {"TcpExtListenOverflows": 3}
-    assert kernel.counter_deltas(before, after, names=("Nope",)) == {}
+    assert netstat.counter_deltas(before, after) == {"TcpExtListenOverflows": 3}
+    assert netstat.counter_deltas(before, after, names=("Nope",)) == {}
 
 
 def test_parse_snmp_style_with_negative_value() -> None:
@@ -110,7 +111,7 @@ def test_parse_snmp_style_with_negative_value() -> None:
         "Udp: InDatagrams NoPorts\n"
         "Udp: 5 6\n"
     )
-    assert kernel.parse_netstat(text) == {
+    assert netstat.parse_netstat(text) == {
         "TcpRtoAlgorithm": 1,
         "TcpRtoMin": 200,
         "TcpRtoMax": 120000,
@@ -133,32 +134,31 @@ def test_parse_snmp_style_with_negative_value() -> None:
 )
 def test_parse_netstat_rejects_malformed(text: str, message: str) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):
-        kernel.parse_netstat(text)
+        netstat.parse_netstat(text)
 
 
 def test_parse_netstat_empty() -> None:
-    assert kernel.parse_netstat("") == {}
+    assert netstat.parse_netstat("") == {}
 
 
 def test_read_netstat_missing_file(tmp_path: Path) -> None:
-    assert kernel.read_netstat(str(tmp_path / "nope")) == {}
-    assert kernel.read_counters([str(tmp_path / "nope"), str(NETSTAT_SAMPLE)])["IpExtInOctets"] == 72451902
+    assert netstat.read_netstat(str(tmp_path / "nope")) == {}
+    assert netstat.read_counters([str(tmp_path / "nope"), str(NETSTAT_SAMPLE)])["IpExtInOctets"] == 72451902
 
 
 @LINUX_ONLY
 def test_read_live_counters() -> None:
-    if not os.path.exists(kernel.NETSTAT_PATH):
+    if not os.path.exists(netstat.NETSTAT_PATH):
         pytest.skip("no /proc/net/netstat")
-    counters = kernel.read_counters()
+    counters = netstat.read_counters()
     assert "TcpExtListenOverflows" in counters
-    if os.path.exists(kernel.SNMP_PATH):
+    if os.path.exists(netstat.SNMP_PATH):
         assert "TcpActiveOpens" in counters
 
 
 def test_namespace_note() -> None:
-    assert "namespace" in kernel.note_shared_namespace()
-    assert kernel.note_shared_namespace() == kernel.SHARED_NAMESPACE_NOTE
-    assert isinstance(kernel.in_private_netns(), bool)
+    assert "namespace" in netstat.SHARED_NAMESPACE_NOTE
+    assert isinstance(netstat.in_private_netns(), bool)
 
 
 # --------------------------------------------------------------------------------------------
@@ -202,15 +202,15 @@ def _ino(sock: socket.socket) -> int:
 
 
 def _queue_total(port: int) -> int:
-    return sum(row.queue for row in kernel.listening_sockets(port))
+    return sum(row.queue for row in listeners.listening_sockets(port))
 
 
 @LINUX_ONLY
 def test_single_listener(stack: ExitStack) -> None:
     srv = _listener(stack, backlog=7)
-    rows = kernel.listening_sockets(_port(srv))
+    rows = listeners.listening_sockets(_port(srv))
     assert rows == [
-        kernel.ListenerRow(
+        listeners.ListenerRow(
             family="ipv4", address="127.0.0.1", port=_port(srv), queue=0, backlog=7, inode=_ino(srv)
         )
     ]
@@ -222,14 +222,14 @@ def test_three_reuseport_listeners(stack: ExitStack) -> None:
     first = _listener(stack, backlog=3, reuseport=True)
     port = _port(first)
     others = [_listener(stack, backlog=b, port=port, reuseport=True) for b in (4, 5)]
-    rows = kernel.listening_sockets(port)
+    rows = listeners.listening_sockets(port)
     assert len(rows) == 3
     expected = {_ino(s): b for s, b in zip([first, *others], (3, 4, 5), strict=True)}
     assert {row.inode: row.backlog for row in rows} == expected
     assert all(row.queue == 0 and row.port == port and row.source == "netlink" for row in rows)
     # A listener on another port does not show up.
     _listener(stack, backlog=1)
-    assert len(kernel.listening_sockets(port)) == 3
+    assert len(listeners.listening_sockets(port)) == 3
 
 
 @LINUX_ONLY
@@ -239,10 +239,10 @@ def test_unaccepted_clients_fill_the_queue(stack: ExitStack) -> None:
     for _ in range(2):
         _connect(stack, port)
     assert wait_for(lambda: _queue_total(port), lambda q: q == 2) == 2
-    (row,) = kernel.listening_sockets(port)
+    (row,) = listeners.listening_sockets(port)
     assert (row.queue, row.backlog) == (2, 7)
     # The /proc view agrees on the queue and the inode, but cannot see the backlog.
-    (proc_row,) = kernel.proc_listeners(port)
+    (proc_row,) = listeners.proc_listeners(port)
     assert (proc_row.queue, proc_row.backlog, proc_row.inode, proc_row.source) == (2, None, row.inode, "proc")
     # Accepting one drains the queue by one.
     conn, _ = srv.accept()
@@ -259,25 +259,25 @@ def test_backlog_is_capped_at_somaxconn(stack: ExitStack) -> None:
     if somaxconn >= 2**31 - 1001:
         pytest.skip("somaxconn too large to exceed")
     srv = _listener(stack, backlog=somaxconn + 1000)
-    (row,) = kernel.listening_sockets(_port(srv))
+    (row,) = listeners.listening_sockets(_port(srv))
     assert row.backlog == somaxconn
 
 
 @LINUX_ONLY
 def test_full_queue_holds_backlog_plus_one_and_counts_overflow(stack: ExitStack) -> None:
-    if not os.path.exists(kernel.NETSTAT_PATH):
+    if not os.path.exists(netstat.NETSTAT_PATH):
         pytest.skip("no /proc/net/netstat")
     srv = _listener(stack, backlog=1)
     port = _port(srv)
     for _ in range(2):  # the kernel only calls the queue full when it holds MORE than backlog
         _connect(stack, port)
     assert wait_for(lambda: _queue_total(port), lambda q: q == 2) == 2
-    before = kernel.read_netstat()
+    before = netstat.read_netstat()
     extra = stack.enter_context(socket.socket())
     extra.setblocking(False)
     extra.connect_ex(("127.0.0.1", port))  # its SYN is dropped: accept queue full
     deltas = wait_for(
-        lambda: kernel.counter_deltas(before, kernel.read_netstat()),
+        lambda: netstat.counter_deltas(before, netstat.read_netstat()),
         lambda d: d.get("TcpExtListenOverflows", 0) >= 1 and d.get("TcpExtListenDrops", 0) >= 1,
     )
     # Counters are namespace-wide: other traffic can only add to them, hence >=.
@@ -304,32 +304,32 @@ def test_ipv6_listener(stack: ExitStack) -> None:
     port = _port(srv)
     _connect(stack, port, host="::1")
     assert wait_for(lambda: _queue_total(port), lambda q: q == 1) == 1
-    assert kernel.listening_sockets(port) == [
-        kernel.ListenerRow(family="ipv6", address="::1", port=port, queue=1, backlog=5, inode=_ino(srv))
+    assert listeners.listening_sockets(port) == [
+        listeners.ListenerRow(family="ipv6", address="::1", port=port, queue=1, backlog=5, inode=_ino(srv))
     ]
-    (proc_row,) = kernel.proc_listeners(port)
+    (proc_row,) = listeners.proc_listeners(port)
     assert (proc_row.family, proc_row.address, proc_row.queue) == ("ipv6", "::1", 1)
 
 
 @LINUX_ONLY
 def test_falls_back_to_proc_when_netlink_fails(stack: ExitStack, monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(port: int) -> list[kernel.ListenerRow]:
+    def broken(port: int) -> list[listeners.ListenerRow]:
         raise PermissionError(13, "netlink blocked")
 
-    monkeypatch.setattr(kernel, "netlink_listeners", broken)
+    monkeypatch.setattr(listeners, "netlink_listeners", broken)
     srv = _listener(stack, backlog=7)
     port = _port(srv)
     _connect(stack, port)
-    rows = wait_for(lambda: kernel.listening_sockets(port), lambda r: sum(x.queue for x in r) == 1)
+    rows = wait_for(lambda: listeners.listening_sockets(port), lambda r: sum(x.queue for x in r) == 1)
     assert rows == [
-        kernel.ListenerRow("ipv4", "127.0.0.1", port, queue=1, backlog=None, inode=_ino(srv), source="proc")
+        listeners.ListenerRow("ipv4", "127.0.0.1", port, queue=1, backlog=None, inode=_ino(srv), source="proc")
     ]
 
 
 def test_port_is_validated() -> None:
     for bad in (0, -1, 65536):
         with pytest.raises(ValueError, match="port must be in 1..65535"):
-            kernel.listening_sockets(bad)
+            listeners.listening_sockets(bad)
 
 
 def _ss_rows(port: int) -> list[tuple[int, int, int]]:
@@ -355,7 +355,7 @@ def test_matches_ss(stack: ExitStack) -> None:
     for _ in range(3):
         _connect(stack, port)
     assert wait_for(lambda: _queue_total(port), lambda q: q == 3) == 3
-    ours = sorted((row.queue, row.backlog or -1, row.inode) for row in kernel.listening_sockets(port))
+    ours = sorted((row.queue, row.backlog or -1, row.inode) for row in listeners.listening_sockets(port))
     assert ours == _ss_rows(port)
 
 
@@ -400,10 +400,10 @@ def test_dump_parses_multipart_and_filters_port() -> None:
             _nlmsg(3, seq, struct.pack("=i", 0)),
         ]
     )
-    rows = kernel._dump_listeners(fake, socket.AF_INET, 8080, seq)  # type: ignore[arg-type]
+    rows = listeners._dump_listeners(fake, socket.AF_INET, 8080, seq)  # type: ignore[arg-type]
     assert rows == [
-        kernel.ListenerRow("ipv4", "10.0.0.1", 8080, 2, 511, 111),
-        kernel.ListenerRow("ipv6", "fe80::1", 8080, 0, 4096, 333),
+        listeners.ListenerRow("ipv4", "10.0.0.1", 8080, 2, 511, 111),
+        listeners.ListenerRow("ipv6", "fe80::1", 8080, 0, 4096, 333),
     ]
     (request,) = fake.sent
     length, mtype, flags, req_seq, _ = struct.unpack_from("=IHHII", request)
@@ -416,14 +416,14 @@ def test_dump_parses_multipart_and_filters_port() -> None:
 def test_dump_raises_on_netlink_error() -> None:
     fake = FakeNetlink([_nlmsg(2, 1, struct.pack("=i", -13) + b"\0" * 16)])
     with pytest.raises(OSError) as info:
-        kernel._dump_listeners(fake, socket.AF_INET, 80, 1)  # type: ignore[arg-type]
+        listeners._dump_listeners(fake, socket.AF_INET, 80, 1)  # type: ignore[arg-type]
     assert info.value.errno == 13
 
 
 def test_dump_rejects_truncated_message() -> None:
     fake = FakeNetlink([struct.pack("=IHHII", 200, 20, 2, 1, 0) + b"\0" * 8])
     with pytest.raises(OSError, match="bad netlink message length"):
-        kernel._dump_listeners(fake, socket.AF_INET, 80, 1)  # type: ignore[arg-type]
+        listeners._dump_listeners(fake, socket.AF_INET, 80, 1)  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------------------------
@@ -448,31 +448,31 @@ PROC_NET_TCP6 = """\
 
 
 def test_parse_proc_net_tcp_captured() -> None:
-    rows = kernel.parse_proc_net_tcp(PROC_NET_TCP, "ipv4", byteorder="little")
+    rows = listeners.parse_proc_net_tcp(PROC_NET_TCP, "ipv4", byteorder="little")
     assert rows == [
-        kernel.ListenerRow("ipv4", "127.0.0.1", 46919, 2, None, 9466, source="proc"),
-        kernel.ListenerRow("ipv4", "0.0.0.0", 2024, 0, None, 1065, source="proc"),
+        listeners.ListenerRow("ipv4", "127.0.0.1", 46919, 2, None, 9466, source="proc"),
+        listeners.ListenerRow("ipv4", "0.0.0.0", 2024, 0, None, 1065, source="proc"),
     ]
 
 
 def test_parse_proc_net_tcp6_captured() -> None:
-    rows = kernel.parse_proc_net_tcp(PROC_NET_TCP6, "ipv6", byteorder="little")
-    assert rows == [kernel.ListenerRow("ipv6", "::1", 44521, 1, None, 9467, source="proc")]
+    rows = listeners.parse_proc_net_tcp(PROC_NET_TCP6, "ipv6", byteorder="little")
+    assert rows == [listeners.ListenerRow("ipv6", "::1", 44521, 1, None, 9467, source="proc")]
 
 
 def test_parse_proc_net_tcp_big_endian_and_errors() -> None:
     line = "   0: 7F000001:0050 00000000:0000 0A 00000000:00000003 00:00000000 00000000 0 0 42 1 0 100 0\n"
-    (row,) = kernel.parse_proc_net_tcp(line, "ipv4", byteorder="big")
+    (row,) = listeners.parse_proc_net_tcp(line, "ipv4", byteorder="big")
     assert (row.address, row.port, row.queue, row.inode) == ("127.0.0.1", 80, 3, 42)
     with pytest.raises(ValueError, match="line 1"):
-        kernel.parse_proc_net_tcp("   0: 7F000001 00000000:0000 0A\n", "ipv4")
+        listeners.parse_proc_net_tcp("   0: 7F000001 00000000:0000 0A\n", "ipv4")
     with pytest.raises(ValueError, match="family"):
-        kernel.parse_proc_net_tcp("", "ipx")  # type: ignore[arg-type]
-    assert kernel.parse_proc_net_tcp("", "ipv6") == []
+        listeners.parse_proc_net_tcp("", "ipx")  # type: ignore[arg-type]
+    assert listeners.parse_proc_net_tcp("", "ipv6") == []
 
 
 def test_proc_listeners_missing_dir(tmp_path: Path) -> None:
-    assert kernel.proc_listeners(80, proc_net=str(tmp_path)) == []
+    assert listeners.proc_listeners(80, proc_net=str(tmp_path)) == []
 
 
 # --------------------------------------------------------------------------------------------
@@ -492,7 +492,7 @@ def test_proc_listeners_missing_dir(tmp_path: Path) -> None:
     ],
 )
 def test_parse_cpu_list(text: str, cpus: list[int]) -> None:
-    assert kernel.parse_cpu_list(text) == cpus
+    assert cpu_lists.parse_cpu_list(text) == cpus
 
 
 @pytest.mark.parametrize(
@@ -511,7 +511,7 @@ def test_parse_cpu_list(text: str, cpus: list[int]) -> None:
 )
 def test_parse_cpu_list_errors(text: str, message: str) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):
-        kernel.parse_cpu_list(text)
+        cpu_lists.parse_cpu_list(text)
 
 
 @pytest.mark.parametrize(
@@ -519,18 +519,18 @@ def test_parse_cpu_list_errors(text: str, message: str) -> None:
     [([0, 1, 3], "0-1,3"), ([], ""), ([4], "4"), ([3, 2, 1, 1, 0, 8, 9, 11], "0-3,8-9,11")],
 )
 def test_format_cpu_list(cpus: list[int], text: str) -> None:
-    assert kernel.format_cpu_list(cpus) == text
+    assert cpu_lists.format_cpu_list(cpus) == text
     if cpus:
-        assert kernel.parse_cpu_list(text) == sorted(set(cpus))
+        assert cpu_lists.parse_cpu_list(text) == sorted(set(cpus))
 
 
 def test_format_cpu_list_rejects_negative() -> None:
     with pytest.raises(ValueError, match=">= 0"):
-        kernel.format_cpu_list([-1, 0])
+        cpu_lists.format_cpu_list([-1, 0])
 
 
 def test_affinity_of_self() -> None:
-    cpus = kernel.affinity(os.getpid())
+    cpus = cpu_lists.affinity(os.getpid())
     if hasattr(os, "sched_getaffinity"):
         assert cpus == sorted(os.sched_getaffinity(0))
     assert cpus == sorted(cpus)

@@ -6,38 +6,34 @@ from __future__ import annotations
 import dataclasses
 import re
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
+from conftest import assert_one_error_line, run_cli
 from rich.console import Console
 
-from accept_order import latency, records
+from accept_order import api, session
+from accept_order.analysis.tails import tail_verdict
+from accept_order.cli.latency import latency as latency_command
+from accept_order.cli.specs import server_spec
+from accept_order.cli.sweep import sweep as sweep_command
+from accept_order.cli.types import parse_duration
+from accept_order.cpus import allowed_cpus
 from accept_order.errors import PlanError, WorkerError
 from accept_order.histogram import LatencyHistogram
-from accept_order.latency import (
-    LatencyPlan,
-    LatencyResult,
-    Serving,
-    allowed_cpus,
-    compare_latency,
-    compare_lines,
-    latency_report,
-    make_latency_plan,
-    parse_batches,
-    parse_duration,
-    run_latency,
-    sweep_accept_batch,
-    sweep_lines,
-    tail_verdict,
-)
-from accept_order.loadgen import DriverStats, open_file_limit
-from accept_order.modes import MODES, parse_modes
-from accept_order.records import Environment, WorkerCounters
-from accept_order.report import render_document
-from accept_order.worker import FAULT_ENV
+from accept_order.loads.closed_loop import DriverStats, open_file_limit
+from accept_order.probes.evidence import EvidenceCapture
+from accept_order.render import render_document
+from accept_order.render.latency import compare_lines, latency_report, sweep_lines
+from accept_order.results import envelope
+from accept_order.results.latency import LatencyResult
+from accept_order.results.records import Environment, WorkerCounters
+from accept_order.servers.modes import MODES, parse_modes
+from accept_order.servers.worker import FAULT_ENV
+from accept_order.spec import ClosedLoopLoad, ServerSpec, pinned
 
 LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs epoll and procfs")
 SUMMARY = re.compile(
@@ -53,17 +49,25 @@ def text_of(renderable: object, width: int = 80) -> str:
     return capture.get()
 
 
-def small(mode: str = "blocking", **overrides: Any) -> LatencyPlan:
+Plan = tuple[ServerSpec, ClosedLoopLoad]
+
+
+def small(mode: str = "blocking", pin: bool = False, **overrides: Any) -> Plan:
     options: dict[str, Any] = {
         "mode": mode,
         "workers": 2,
-        "requests": 200,
+        "connections": 200,
         "concurrency": 8,
         "driver_procs": 2,
         "work_us": 100,
     }
     options.update(overrides)
-    return make_latency_plan(**options)
+    server, load = api.split_options(options, ClosedLoopLoad)
+    return pinned(server, pin).validated(), load
+
+
+def run_latency(plan: Plan) -> LatencyResult:
+    return api.latency(*plan)
 
 
 # -- parsing and validation ----------------------------------------------------------------------
@@ -84,47 +88,59 @@ def test_parse_duration_refuses(text: str) -> None:
 
 
 def test_plan_defaults() -> None:
-    plan = make_latency_plan()
-    assert (plan.requests, plan.duration_s, plan.concurrency, plan.driver_procs) == (100_000, None, 200, 2)
-    assert plan.server.workers == len(allowed_cpus())  # one per CPU
-    assert plan.server.cpus == () and plan.server.settle is False
-    assert plan.mode == "epoll"  # the API's default; the CLI's is blocking
+    load = ClosedLoopLoad().validated()
+    assert (load.connections, load.duration_s, load.concurrency, load.driver_procs) == (100_000, None, 200, 2)
+    # A closed loop never waits for idle workers to settle between connections: that is for the
+    # ordering experiments (SequentialLoad), not a load.
+    assert not hasattr(load, "settle")
+    (workers,) = [p for p in latency_command.params if p.name == "workers"]
+    assert workers.default is None
+    server = server_spec({"workers": workers.default})
+    assert server.workers == len(allowed_cpus())  # one per CPU
+    assert server.cpus == ()
+    assert server.mode == ServerSpec().mode == "epoll"  # the API's default, and now the CLI's too
 
 
 def test_pin_spreads_workers_over_the_allowed_cpus() -> None:
-    assert make_latency_plan(pin=True).server.cpus == tuple(allowed_cpus())
+    assert pinned(ServerSpec(), True).cpus == tuple(allowed_cpus())
+    assert pinned(ServerSpec(), False).cpus == ()
     first = allowed_cpus()[0]
-    assert make_latency_plan(pin=True, cpus=(first,)).server.cpus == (first,)
+    assert pinned(ServerSpec(cpus=(first,)), True).cpus == (first,)
 
 
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"requests": 5, "duration_s": 1.0}, "not both"),
-        ({"requests": 0}, "--requests must be between 1"),
-        ({"requests": -3}, "--requests must be between 1"),
-        ({"duration_s": 0.0}, "--duration must be more than 0"),
-        ({"duration_s": -2.0}, "--duration must be more than 0"),
+        ({"connections": 5, "duration_s": 1.0}, "not both"),
+        ({"connections": None}, "give --connections or --duration"),
+        ({"connections": 0}, "--connections must be between 1"),
+        ({"connections": -3}, "--connections must be between 1"),
+        ({"connections": None, "duration_s": 0.0}, "--duration must be between 0.001"),
+        ({"connections": None, "duration_s": -2.0}, "--duration must be between 0.001"),
         ({"concurrency": 0}, "--concurrency must be between 1"),
         ({"concurrency": -1}, "--concurrency must be between 1"),
         ({"concurrency": open_file_limit() + 1}, "open-file limit"),
         ({"driver_procs": 0}, "--driver-procs must be between 1"),
         ({"workers": 0}, "--workers must be between 1"),
         ({"work_us": -1}, "--work-us must be between 0"),
-        ({"cpus": (4096,)}, "--cpus 4096 not available here"),
+        ({"cpus": (4096,)}, "--cpus: CPU 4096 not available here"),
         ({"mode": "nope"}, "unknown mode"),
     ],
 )
 def test_bad_plans_fail_before_anything_starts(options: dict[str, Any], message: str) -> None:
     with pytest.raises(PlanError, match=re.escape(message)):
-        make_latency_plan(**options)
+        api.split_options(options, ClosedLoopLoad)
 
 
-def test_parse_batches_and_modes() -> None:
-    assert parse_batches("1,4,32,0") == [1, 4, 32, 0]
+def test_parse_batches_and_modes(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_run(*args: object, **kwargs: object) -> LatencyResult:
+        raise AssertionError("a run started")
+
+    monkeypatch.setattr(api, "run_closed_loop", no_run)
+    (batches,) = [p for p in sweep_command.params if p.name == "batches"]
+    assert batches.type_cast_value(click.Context(sweep_command), "1,4,32,0") == [1, 4, 32, 0]
     for bad in ("", "1,x", "-1", "1,,-2"):
-        with pytest.raises(PlanError, match="--accept-batch"):
-            parse_batches(bad)
+        assert_one_error_line(run_cli(["sweep", "--accept-batch", bad]), 2, "'--accept-batch'")
     assert parse_modes("blocking, reuseport") == ["blocking", "reuseport"]
     with pytest.raises(PlanError, match="unknown mode"):
         parse_modes("blocking,nope")
@@ -161,13 +177,13 @@ def test_small_run_in_every_mode(mode: str) -> None:
 @LINUX_ONLY
 def test_pinned_workers_report_their_cpu() -> None:
     cpus = allowed_cpus()
-    result = run_latency(small(pin=True, workers=len(cpus), requests=40))
+    result = run_latency(small(pin=True, workers=len(cpus), connections=40))
     assert [c.affinity for c in result.counters] == [(cpu,) for cpu in cpus]
 
 
 @LINUX_ONLY
 def test_duration_run_counts_every_request() -> None:
-    result = run_latency(small(requests=None, duration_s=0.3))
+    result = run_latency(small(connections=None, duration_s=0.3))
     assert result.ok > 0 and result.failed == 0
     assert result.requests == sum(d.requests for d in result.drivers)
     assert sum(c.accepts for c in result.counters) == result.ok
@@ -175,7 +191,7 @@ def test_duration_run_counts_every_request() -> None:
 
 @LINUX_ONLY
 def test_work_iters_is_timed_before_the_run() -> None:
-    result = run_latency(small(work_us=0, work_iters=20_000, requests=40))
+    result = run_latency(small(work_us=0, work_iters=20_000, connections=40))
     assert result.work_estimate_us is not None and result.work_estimate_us > 0
     assert "20000 loop iterations ≈" in text_of(latency_report(result), width=200)
 
@@ -184,35 +200,41 @@ def test_work_iters_is_timed_before_the_run() -> None:
 def test_a_worker_that_dies_ends_the_run_with_its_name(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(FAULT_ENV, "die-on-accept:0")
     with pytest.raises(WorkerError, match="worker 0"):
-        run_latency(small("blocking", requests=100))
+        run_latency(small("blocking", connections=100))
 
 
 @LINUX_ONLY
 def test_workers_start_in_the_single_serving_hook(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Whatever `serving` records as evidence lands in the result: the place for a kernel capture."""
-    original = latency.serving
-    calls = []
+    """Workers start in one place (the session's lifecycle), and whatever its evidence capture records
+    lands in the result: the place for a kernel capture."""
+    original_target = session.make_target
+    started: list[ServerSpec] = []
+    captured: list[list[int]] = []
 
-    @contextmanager
-    def capturing(plan: object) -> Iterator[Serving]:
-        with original(plan) as srv:  # type: ignore[arg-type]
-            calls.append(plan)
-            srv.evidence["hook"] = {"pids": srv.pool.pids}
-            yield srv
+    def counting(spec: ServerSpec, stamps: bool = False) -> Any:
+        started.append(spec)
+        return original_target(spec, stamps=stamps)
 
-    monkeypatch.setattr(latency, "serving", capturing)
-    result = run_latency(small(requests=20))
-    assert len(calls) == 1
+    class Capturing(EvidenceCapture):
+        def after(self, port: int = 0, pids: Sequence[int] = ()) -> dict[str, Any]:
+            captured.append(list(pids))
+            return {**super().after(port, pids), "hook": {"pids": list(pids)}}
+
+    monkeypatch.setattr(session, "make_target", counting)
+    monkeypatch.setattr(session, "EvidenceCapture", Capturing)
+    server, load = small(connections=20)
+    result = run_latency((server, load))
+    assert started == [server] and len(captured) == 1
     assert result.evidence["hook"] == {"pids": [c.pid for c in result.counters]}
 
 
 # -- the accepts-per-wakeup cap ------------------------------------------------------------------
 
 
-def busy_single_worker(batch: int) -> LatencyPlan:
+def busy_single_worker(batch: int) -> Plan:
     # One worker that burns 2 ms per request while 8 clients keep connecting: connections pile up in
     # the accept queue, so every wakeup finds several waiting and only the cap limits the batch.
-    return small("epoll", workers=1, concurrency=8, requests=64, work_us=2000, accept_batch=batch)
+    return small("epoll", workers=1, concurrency=8, connections=64, work_us=2000, accept_batch=batch)
 
 
 @LINUX_ONLY
@@ -222,13 +244,13 @@ def test_a_worker_never_accepts_more_than_the_cap_per_wakeup(cap: int) -> None:
     (worker,) = result.counters
     assert result.ok == 64 and worker.accepts == 64
     assert 1 <= worker.max_batch <= cap
-    assert worker.returns - worker.empty >= 64 / cap  # so it needed at least this many wakeups
+    assert worker.wakeups - worker.empty >= 64 / cap  # so it needed at least this many wakeups
 
 
 @LINUX_ONLY
 def test_sweep_runs_one_latency_run_per_cap() -> None:
-    results = sweep_accept_batch(busy_single_worker(0), [2, 0])
-    assert [r.plan.server.accept_batch for r in results] == [2, 0]
+    results = api.sweep_accept_batch(*busy_single_worker(0), [2, 0])
+    assert [r.server.accept_batch for r in results] == [2, 0]
     assert all(r.ok == 64 for r in results)
     capped, free = (r.counters[0] for r in results)
     assert capped.max_batch <= 2
@@ -250,9 +272,11 @@ def fake(mode: str, values_us: list[int], errors: dict[str, int] | None = None) 
     hist = LatencyHistogram()
     for us in values_us:
         hist.add(us)
-    plan = make_latency_plan(mode=mode, workers=2, requests=max(1, len(values_us)), concurrency=4)
+    server = ServerSpec(mode=mode, workers=2).validated()
+    load = ClosedLoopLoad(connections=max(1, len(values_us)), concurrency=4).validated()
     return LatencyResult(
-        plan=plan,
+        server=server,
+        load=load,
         environment=ENV,
         port=1234,
         histogram=hist,
@@ -291,8 +315,8 @@ def test_result_json_round_trip(tmp_path: Path) -> None:
     result = fake("reuseport", WIDE, errors={"ECONNRESET": 2, "timeout": 1})
     result = dataclasses.replace(result, evidence={"netstat": {"TcpExtListenOverflows": 0}})
     path = tmp_path / "latency.json"
-    records.save(path, "latency", result.to_dict())
-    kind, doc = records.load(path)
+    envelope.save(path, "latency", result.to_dict())
+    kind, doc = envelope.load(path)
     assert kind == "latency"
     back = LatencyResult.from_dict(doc)
     assert back == result
@@ -342,7 +366,7 @@ def test_compare_and_sweep_documents_render(tmp_path: Path) -> None:
 @LINUX_ONLY
 def test_compare_runs_each_mode_and_skips_the_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(MODES["epoll"], "unavailable", lambda: "pretend")
-    results, skipped = compare_latency(small(requests=60), ["blocking", "epoll", "reuseport"])
-    assert [r.plan.mode for r in results] == ["blocking", "reuseport"]
+    results, skipped = api.compare_latency(*small(connections=60), ["blocking", "epoll", "reuseport"])
+    assert [r.mode for r in results] == ["blocking", "reuseport"]
     assert skipped == {"epoll": "pretend"}
     assert all(r.ok == 60 for r in results)

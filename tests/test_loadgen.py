@@ -13,30 +13,35 @@ import sys
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from conftest import gone
 
-from accept_order.api import make_plan
-from accept_order.errors import PlanError
-from accept_order.loadgen import (
-    BAD_REPLY,
-    NO_REPLY,
-    TIMEOUT,
+from accept_order.errors import LoadError, PlanError
+from accept_order.loads.closed_loop import (
     DriverStats,
-    LoadError,
     LoadGenerator,
     check_concurrency,
-    describe_error,
     driver_warnings,
     merge,
     open_file_limit,
     run_load,
     split,
 )
-from accept_order.supervisor import WorkerPool
+from accept_order.loads.protocol import BAD_REPLY, NO_REPLY, TIMEOUT, describe_error
+from accept_order.servers.pool import WorkerPool
+from accept_order.servers.target import ReplyAttribution
+from accept_order.spec import ClosedLoopLoad, ServerSpec
 
 LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs epoll")
+# The test servers below are not accept-order workers: no reply line names one of their (no) workers.
+NOBODY = ReplyAttribution(())
+
+
+def load(**options: Any) -> ClosedLoopLoad:
+    """A closed-loop load from the settings given; by default neither a count nor a duration."""
+    return ClosedLoopLoad(**{"connections": None, **options})
 
 
 # -- pure parts ----------------------------------------------------------------------------------
@@ -65,25 +70,25 @@ def test_concurrency_above_open_file_limit_is_refused() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({}, "not both and not neither"),
-        ({"requests": 10, "duration_s": 1.0}, "not both"),
-        ({"requests": 0}, "--requests must be at least 1"),
-        ({"duration_s": -1.0}, "--duration must be positive"),
-        ({"requests": 10, "procs": 0}, "--driver-procs must be at least 1"),
-        ({"requests": 10, "concurrency": 0}, "--concurrency"),
+        ({}, "give --connections or --duration"),
+        ({"connections": 10, "duration_s": 1.0}, "not both"),
+        ({"connections": 0}, "--connections must be between 1"),
+        ({"duration_s": -1.0}, "--duration must be between 0.001"),
+        ({"connections": 10, "driver_procs": 0}, "--driver-procs must be between 1"),
+        ({"connections": 10, "concurrency": 0}, "--concurrency"),
     ],
 )
 def test_bad_load_settings_fail_before_any_process_starts(kwargs: dict[str, float], message: str) -> None:
     with pytest.raises(PlanError, match=message):
-        LoadGenerator(("127.0.0.1", 9), **kwargs)  # type: ignore[arg-type]
+        LoadGenerator(("127.0.0.1", 9), NOBODY, load(**kwargs))
 
 
 def test_no_more_drivers_than_slots_or_requests() -> None:
-    gen = LoadGenerator(("127.0.0.1", 9), requests=3, concurrency=2, procs=8)
+    gen = LoadGenerator(("127.0.0.1", 9), NOBODY, load(connections=3, concurrency=2, driver_procs=8))
     assert [c.slots for c in gen.configs] == [1, 1]
     assert [c.requests for c in gen.configs] == [2, 1]
     assert gen.total == 3
-    assert LoadGenerator(("127.0.0.1", 9), duration_s=1.0, concurrency=5, procs=2).total is None
+    assert LoadGenerator(("127.0.0.1", 9), NOBODY, load(duration_s=1.0, concurrency=5, driver_procs=2)).total is None
 
 
 def test_merge_is_exact() -> None:
@@ -140,7 +145,7 @@ def test_error_names_read_well() -> None:
 def pool() -> Iterator[WorkerPool]:
     if not sys.platform.startswith("linux"):
         pytest.skip("needs epoll")
-    with WorkerPool(make_plan(mode="epoll", workers=2, settle=False)) as p:
+    with WorkerPool(ServerSpec(mode="epoll", workers=2).validated()) as p:
         yield p
 
 
@@ -148,7 +153,10 @@ def pool() -> Iterator[WorkerPool]:
 def test_every_request_is_served_and_counted(pool: WorkerPool) -> None:
     ticks: list[int] = []
     result = run_load(
-        pool.address, requests=300, concurrency=10, procs=2, on_tick=lambda done, _t: ticks.append(done)
+        pool.address,
+        pool.attribution,
+        load(connections=300, concurrency=10, driver_procs=2),
+        on_tick=lambda done, _t: ticks.append(done),
     )
     assert (result.ok, result.failed) == (300, 0)
     assert sum(result.served.values()) == 300 and set(result.served) <= {0, 1}
@@ -160,7 +168,7 @@ def test_every_request_is_served_and_counted(pool: WorkerPool) -> None:
 
 @LINUX_ONLY
 def test_duration_run_stops_and_accounts_for_everything(pool: WorkerPool) -> None:
-    result = run_load(pool.address, duration_s=0.3, concurrency=4, procs=2)
+    result = run_load(pool.address, pool.attribution, load(duration_s=0.3, concurrency=4, driver_procs=2))
     assert result.ok > 0
     assert result.requests == sum(d.requests for d in result.drivers)
     assert result.wall_s >= 0.3
@@ -219,7 +227,7 @@ def reset(conn: socket.socket) -> None:
 @LINUX_ONLY
 def test_refused_connections_are_errors_with_their_errno() -> None:
     with closed_port() as port:
-        result = run_load(("127.0.0.1", port), requests=20, concurrency=4, procs=2)
+        result = run_load(("127.0.0.1", port), NOBODY, load(connections=20, concurrency=4, driver_procs=2))
     assert result.ok == 0
     assert result.errors == Counter({"ECONNREFUSED": 20})
 
@@ -234,11 +242,9 @@ def test_refused_connections_are_errors_with_their_errno() -> None:
     ids=["reset", "no-reply", "bad-reply"],
 )
 @LINUX_ONLY
-def test_failed_replies_are_counted_never_dropped(
-    handle: Callable[[socket.socket], None], expected: str
-) -> None:
+def test_failed_replies_are_counted_never_dropped(handle: Callable[[socket.socket], None], expected: str) -> None:
     with serve(handle) as port:
-        result = run_load(("127.0.0.1", port), requests=12, concurrency=3, procs=1)
+        result = run_load(("127.0.0.1", port), NOBODY, load(connections=12, concurrency=3, driver_procs=1))
     assert result.ok == 0
     assert result.errors == Counter({expected: 12})
 
@@ -246,7 +252,9 @@ def test_failed_replies_are_counted_never_dropped(
 @LINUX_ONLY
 def test_requests_without_an_answer_time_out() -> None:
     with serve(None) as port:  # the kernel completes the handshake; nobody ever accepts
-        result = run_load(("127.0.0.1", port), requests=4, concurrency=4, procs=2, timeout_s=0.3)
+        result = run_load(
+            ("127.0.0.1", port), NOBODY, load(connections=4, concurrency=4, driver_procs=2, timeout_s=0.3)
+        )
     assert result.errors == Counter({TIMEOUT: 4})
 
 
@@ -260,7 +268,7 @@ class Stop(Exception):
 @LINUX_ONLY
 def test_an_exception_in_the_parent_ends_every_driver() -> None:
     with serve(None) as port:
-        gen = LoadGenerator(("127.0.0.1", port), duration_s=30.0, concurrency=4, procs=2)
+        gen = LoadGenerator(("127.0.0.1", port), NOBODY, load(duration_s=30.0, concurrency=4, driver_procs=2))
         pids: list[int] = []
 
         def tick(done: int, elapsed: float) -> None:
@@ -277,7 +285,7 @@ def test_an_exception_in_the_parent_ends_every_driver() -> None:
 @LINUX_ONLY
 def test_a_driver_that_dies_is_named() -> None:
     with serve(None) as port:
-        gen = LoadGenerator(("127.0.0.1", port), duration_s=30.0, concurrency=4, procs=2)
+        gen = LoadGenerator(("127.0.0.1", port), NOBODY, load(duration_s=30.0, concurrency=4, driver_procs=2))
 
         def tick(done: int, elapsed: float) -> None:
             victim = gen.procs[1]

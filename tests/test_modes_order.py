@@ -18,8 +18,9 @@ from __future__ import annotations
 import pytest
 from conftest import needs_ipv6
 
-from accept_order import RunResult, analysis, run
-from accept_order.records import WorkerCounters
+from accept_order import RunResult, run
+from accept_order.analysis.order import is_rotation
+from accept_order.results.records import WorkerCounters
 
 WORKERS = 3
 
@@ -43,7 +44,7 @@ def late_starts(result: RunResult, slack_us: int = 50_000) -> list[int]:
     A worker spins `work_us` of wall-clock time from its accept, which comes after the client's start,
     so it is surely busy until the first start + work_us; `slack_us` covers the handshake.
     """
-    work_end = result.records[0].start_us + result.plan.work_us
+    work_end = result.records[0].start_us + result.server.work_us
     return [r.seq for r in result.records[1:] if r.start_us + slack_us > work_end]
 
 
@@ -55,7 +56,7 @@ def run_busy(mode: str, attempts: int = 3) -> RunResult:
     whose premise held but whose order was wrong).
     """
     for _ in range(attempts):
-        result = run(mode=mode, workers=WORKERS, connections=3, work_ms=400, gap_ms=50)
+        result = run(mode=mode, workers=WORKERS, connections=3, work_us=400_000, gap_ms=50)
         assert_all_counted(result, 3)
         assert result.failed == 0, [r.error for r in result.records]
         if not late_starts(result):
@@ -74,7 +75,7 @@ def test_blocking_rotates_over_idle_workers() -> None:
     assert_all_counted(result, 6)
     assert result.failed == 0
     assert_settled(result)
-    assert analysis.is_rotation(result.sequence, WORKERS), result.sequence
+    assert is_rotation(result.sequence, WORKERS), result.sequence
     assert result.counts == [2, 2, 2]
     assert result.verdict.model == "fifo"
     assert result.verdict.expected
@@ -156,9 +157,9 @@ def test_reuseport_spreads_by_hash() -> None:
 def test_api_result_shape() -> None:
     result = run(mode="epoll", workers=3, connections=6)
     assert isinstance(result, RunResult)
-    assert result.plan.mode == "epoll"
+    assert result.mode == result.server.mode == "epoll"
     assert result.port > 0  # an ephemeral port was chosen and reported
-    assert result.plan.port == 0
+    assert result.server.port == 0
     assert len(result.sequence) == 6
     assert len(result.counts) == 3
     assert [c.index for c in result.counters] == [0, 1, 2]
@@ -174,7 +175,7 @@ def test_ipv6_loopback() -> None:
     result = run(mode="blocking", workers=2, connections=4, host="::1")
     assert_all_counted(result, 4)
     assert result.failed == 0
-    assert analysis.is_rotation(result.sequence, 2)
+    assert is_rotation(result.sequence, 2)
 
 
 def test_explicit_port(free_port: int) -> None:

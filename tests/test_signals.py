@@ -22,8 +22,8 @@ import psutil
 import pytest
 from conftest import OutputReader, wait_for
 
-from accept_order.driver import parse_reply
-from accept_order.worker import FAULT_ENV
+from accept_order.loads.protocol import parse_reply
+from accept_order.servers.worker import FAULT_ENV
 
 START_TIMEOUT_S = 15.0  # interpreter start and imports on a loaded machine
 EXIT_TIMEOUT_S = 10.0
@@ -185,6 +185,8 @@ def test_serve_stops_every_worker_and_prints_tally(command: list[Command], signu
     rows = tally_rows(out)
     served = Counter(worker for worker, _ in replies)
     assert rows == {w: (pids[w], served[w]) for w in range(3)}, out
+    # 0.2's tally starts with the sequence by accept time: the replies, in the order they came.
+    assert re.search(rf"^Sequence: {' '.join(str(w) for w, _ in replies)}$", out, re.MULTILINE), out
     assert_gone(list(pids.values()))
 
 
@@ -200,6 +202,7 @@ def test_serve_signalled_right_after_its_banner(command: list[Command], signum: 
     assert code == 0, err
     assert err == ""
     assert {w: served for w, (_, served) in tally_rows(out).items()} == {0: 0, 1: 0}
+    assert re.search(r"^Sequence: \(no connections\)$", out, re.MULTILINE), out
     assert_gone(pids)
 
 
@@ -211,7 +214,10 @@ def test_serve_ends_when_a_worker_dies_naming_it(command: list[Command]) -> None
     assert nc_raw("127.0.0.1", port) == b""
     code, out, err = cmd.finish()  # serve ends by itself
     assert code == 1
-    assert err.splitlines() == [f"accept-order: error: worker 0 (pid {pids[0]}) died with exit code 3"]
+    # 0.2 appends how far the command got ("; serve stopped"): still one line naming the worker.
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"accept-order: error: worker 0 (pid {pids[0]}) died with exit code 3"), err
     assert "Traceback" not in out
     assert_gone(list(pids.values()))
 
@@ -224,7 +230,11 @@ def test_serve_port_in_use_exits_1(command: list[Command]) -> None:
         cmd = start(command, "serve", "--port", str(port))
         code, out, err = cmd.finish()
     assert code == 1
-    assert err.splitlines() == [f"accept-order: error: port {port} on 127.0.0.1 is already in use"]
+    # 0.2 also names who holds the port (this test process).
+    (line,) = err.splitlines()
+    assert re.fullmatch(
+        rf"accept-order: error: port {port} on 127\.0\.0\.1 is already in use by pid {os.getpid()} \(.+\)", line
+    ), line
 
 
 # -- run ---------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .errors import PlanError
 from .results.herd import HerdResult
 from .results.latency import LatencyResult
 from .results.records import ConnectionRecord, RunResult
@@ -46,6 +47,8 @@ def compare(
     on_record: Callable[[ConnectionRecord], None] | None = None,
 ) -> tuple[list[RunResult], dict[str, str]]:
     """The same server and load once per mode; (results, {mode: why this machine cannot run it})."""
+    if not modes:
+        raise PlanError("no modes given")
     available, skipped = split_available(modes)
     specs = [server.replace(mode=name) for name in available]  # all checked before any runs
     return run_each(specs, lambda spec: run_sequential(spec, load, on_record)), skipped

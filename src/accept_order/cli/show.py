@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
@@ -28,6 +29,7 @@ def show(path: str) -> None:
     from .output import stdout
 
     kind, document = load(path)
+    document = _inert_strings(document)  # a file's "\x1b[31m" must print as text, never reach the terminal
     out = stdout()
     # Rich renders lazily, so a hand-edited field can still fail while printing: render it all first,
     # and print nothing but one line if it does not render.
@@ -38,3 +40,16 @@ def show(path: str) -> None:
     except (NotRenderableError, KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
         raise ResultFileError(f"malformed {kind!r} result ({type(exc).__name__})") from None
     sys.stdout.write(captured.get())
+
+
+def _inert_strings(value: Any) -> Any:
+    """Every string in a loaded document (keys too) with its control characters made visible (inert)."""
+    from ..results.files import inert
+
+    if isinstance(value, str):
+        return inert(value)
+    if isinstance(value, dict):
+        return {_inert_strings(k): _inert_strings(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_inert_strings(v) for v in value]
+    return value

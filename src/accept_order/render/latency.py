@@ -150,8 +150,24 @@ def drivers_text(drivers: Sequence[DriverStats]) -> Text:
     return Text("drivers: " + "; ".join(parts), style="dim")
 
 
+def interrupted_note(results: Sequence[LatencyResult]) -> list[Text]:
+    """Said once when a run was stopped early: its figures cover only what was measured until then."""
+    stopped = [r for r in results if r.interrupted]
+    if not stopped:
+        return []
+    r = stopped[-1]
+    return [
+        Text(
+            f"Interrupted: the {r.mode} run was stopped after {r.wall_s:.2f} s; its figures are what was measured "
+            "until then (connections in flight counted as aborted).",
+            style="bold yellow",
+        )
+    ]
+
+
 def latency_report(result: LatencyResult) -> RenderableType:
     parts: list[RenderableType] = [
+        *interrupted_note([result]),
         headline(result),
         Verbatim(mmhistogram_lines(result)),
         percentile_table(result),
@@ -197,10 +213,10 @@ def compare_report(
     results: Sequence[LatencyResult], skipped: dict[str, str], verdict: TailVerdict | None = None
 ) -> RenderableType:
     verdict = verdict or tail_verdict(results)
-    parts: list[RenderableType] = []
+    parts: list[RenderableType] = [*interrupted_note(results)]
     if results:
         first = results[0]
-        parts.append(_group_headline("accept-order latency --compare", first, ""))
+        parts.append(_group_headline("accept-order latency --modes", first, ""))
     for r in results:
         parts.append(Verbatim(mmhistogram_lines(r)))
         errors = errors_block(r.errors, r.requests)
@@ -245,7 +261,10 @@ def sweep_report(results: Sequence[LatencyResult]) -> RenderableType:
         return Text("no sweep runs")
     first = results[0]
     server = first.server
-    parts: list[RenderableType] = [_group_headline("accept-order sweep --accept-batch", first, f"mode {server.mode}, ")]
+    parts: list[RenderableType] = [
+        *interrupted_note(results),
+        _group_headline("accept-order sweep --accept-batch", first, f"mode {server.mode}, "),
+    ]
     for r in results:
         parts.append(Verbatim(mmhistogram_lines(r)))
     parts.append(Verbatim(sweep_lines(results)))

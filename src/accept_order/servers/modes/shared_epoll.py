@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import select
+import socket
 
 from .base import Listeners, Mode, ReadinessWaiter, Waiter, epoll_missing
 
@@ -30,4 +31,19 @@ class EpollSharedMode(Mode):
     def waiter(self, index: int, listeners: Listeners, batch: int) -> Waiter:
         ep = listeners.shared_epoll
         assert ep is not None
-        return ReadinessWaiter(listeners.for_worker(index), lambda: ep.poll(-1, 1), batch)
+        return SharedEpollWaiter(listeners.for_worker(index), ep, batch)
+
+
+class SharedEpollWaiter(ReadinessWaiter):
+    def __init__(self, sock: socket.socket, ep: select.epoll, batch: int) -> None:
+        super().__init__(sock, lambda: ep.poll(-1, 1), batch)
+        self.ep = ep
+
+    def wait(self) -> list[socket.socket]:
+        accepted = super().wait()
+        if self.batch and len(accepted) >= self.batch:
+            # Edge-triggered: what a capped batch left in the queue raises no new edge, and would wait
+            # for the next connection to arrive. Re-arming re-checks readiness and, if connections are
+            # still queued, wakes the next waiter for them.
+            self.ep.modify(self.sock.fileno(), select.EPOLLIN | select.EPOLLET)
+        return accepted
