@@ -79,9 +79,12 @@ def lifecycle(
             outcome = drive(target)
         except WorkerError as exc:
             raise WorkerError(f"{exc}; {describe()}", exc.index) from None
-        target.check_alive()
-        evidence = capture.after(port, list(target.pids))
-        counters = target.stop()
+        # A load stopped by Ctrl-C kept a partial result: a second signal must not lose it while the
+        # workers are stopped (the first one decides how the command ends).
+        with deferred(swallow=getattr(outcome, "interrupted", None) is not None):
+            target.check_alive()
+            evidence = capture.after(port, list(target.pids))
+            counters = target.stop()
         target.check_stopped()  # a worker that died at the very end must not pass for one that idled
         measured = Measured(
             env,

@@ -29,11 +29,12 @@ def _main_thread() -> bool:
 
 
 @contextmanager
-def deferred() -> Iterator[None]:
+def deferred(swallow: bool = False) -> Iterator[None]:
     """Run a block that must finish (ending children) with SIGINT and SIGTERM held back.
 
     A signal that arrives inside is re-raised when the block ends, unless an exception (usually the
-    first Ctrl-C) is already on its way out, in which case that one stands.
+    first Ctrl-C) is already on its way out, or `swallow` says the run is already stopping because of an
+    earlier one: then that first signal stands.
     """
     if not _main_thread():
         yield
@@ -49,7 +50,7 @@ def deferred() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        if arrived and sys.exc_info()[0] is None:
+        if arrived and not swallow and sys.exc_info()[0] is None:
             raise Terminated if arrived[0] == signal.SIGTERM else KeyboardInterrupt
 
 

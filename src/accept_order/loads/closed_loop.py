@@ -25,6 +25,7 @@ from ..errors import LoadError, PlanError
 from ..histogram import LatencyHistogram
 from ..processes import FORK, READY_TIMEOUT_S, STOP_TIMEOUT_S, end_processes, out_of_resources
 from ..servers.target import Attribution
+from ..signals import deferred
 from ..spec import ClosedLoopLoad
 from .drive_loop import SATURATED, TICK_S, DriverConfig, DriverStats, driver_main
 
@@ -198,7 +199,10 @@ class LoadGenerator:
             self._collect(reports, started, on_tick, deadline=None)
         except KeyboardInterrupt as exc:
             self._stop.value = 1
-            self._collect(reports, started, None, deadline=time.monotonic() + REPORT_TIMEOUT_S)
+            # A second Ctrl-C or SIGTERM while the drivers report must not cut this short; the first
+            # signal decides how the command ends (deferred() drops the second inside this handler).
+            with deferred():
+                self._collect(reports, started, None, deadline=time.monotonic() + REPORT_TIMEOUT_S)
             result = merge([reports[i] for i in sorted(reports)])
             result.interrupted = exc
             return result

@@ -1,0 +1,70 @@
+"""Two signals in quick succession (a user pressing Ctrl-C twice, or Ctrl-C then a SIGTERM from a script)
+during a long latency run: never a hang, never a child left behind, and the *first* signal decides the
+exit status. The partial result is still written and marked interrupted."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from conftest import gone, wait_for
+
+PAIRS = [
+    (signal.SIGINT, signal.SIGINT),
+    (signal.SIGINT, signal.SIGTERM),
+    (signal.SIGTERM, signal.SIGINT),
+    (signal.SIGTERM, signal.SIGTERM),
+]
+EXPECTED = {signal.SIGINT: 130, signal.SIGTERM: 143}
+
+
+@pytest.mark.parametrize(("first", "second"), PAIRS, ids=lambda s: signal.Signals(s).name)
+def test_two_signals_during_latency(tmp_path: Path, first: int, second: int) -> None:
+    out = tmp_path / "partial.json"
+    cmd = [sys.executable, "-m", "accept_order", "latency", "-w", "4", "--duration", "30s", "-c", "50"]
+    proc = subprocess.Popen(
+        [*cmd, "--json", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.default_int_handler),
+    )
+    try:
+        me = psutil.Process(proc.pid)
+        # 4 workers and 2 drivers: the load is running once all six exist.
+        wait_for(lambda: me.children(), lambda kids: len(kids) >= 6, 20, "the workers and the load generator")
+        pids = [p.pid for p in me.children(recursive=True)]
+        # ... and has been driving for a while (its processes used CPU), so there is a result to keep.
+        wait_for(lambda: _cpu(pids), lambda cpu: cpu > 0.2, 20, "the load to run")
+        proc.send_signal(first)
+        time.sleep(0.01)  # the second signal 10 ms after the first: a double Ctrl-C, not synchronisation
+        proc.send_signal(second)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == EXPECTED[first], err
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith("accept-order: error: ")
+    assert wait_for(lambda: gone(pids), bool, 5, "every child to be gone")
+    document = json.loads(out.read_text())
+    assert document["interrupted"] is True
+    assert document["kind"] == "latency"
+
+
+def _cpu(pids: list[int]) -> float:
+    total = 0.0
+    for pid in pids:
+        try:
+            times = psutil.Process(pid).cpu_times()
+            total += times.user + times.system
+        except psutil.Error:
+            pass
+    return total
