@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from . import environment
 from .analysis.order import verdict
 from .errors import WorkerError
-from .loads.closed_loop import run_load
+from .loads.closed_loop import LoadGenerator
 from .loads.sequential import run_sequential as drive_sequential
 from .probes.evidence import EvidenceCapture
 from .probes.work import estimate_work_us
@@ -140,19 +140,21 @@ def run_closed_loop(
     RunInterrupted carries the partial result, marked interrupted."""
     load = load.validated()
     work = estimate_work_us(server)
-    progress = [0]
+    generators: list[LoadGenerator] = []
 
     def drive(target: Target) -> Any:
         def tick(done: int, elapsed: float) -> None:
-            progress[0] = done
             target.check_alive()  # a dead worker ends the run with its name, not a pile of timeouts
             if on_tick:
                 on_tick(done, elapsed)
 
-        return run_load(target.address, target.attribution, load, tick)
+        with LoadGenerator(target.address, target.attribution, load) as generator:
+            generators.append(generator)
+            return generator.run(tick)
 
     def describe() -> str:
-        return f"the load had finished {progress[0]} connections"
+        done, served = generators[0].finished() if generators else (0, 0)
+        return f"the run stopped after {done} connections ({served} served, {done - served} failed)"
 
     outcome, m = lifecycle(server, drive, describe)
     from .render.latency import default_title  # the title is stored in the result

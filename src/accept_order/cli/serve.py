@@ -57,7 +57,11 @@ def serve(json_path: str | None, **options: Any) -> None:
         except KeyboardInterrupt:
             return  # Ctrl-C and SIGTERM are how a server is stopped: the tally follows, exit 0
 
-    _, measured = lifecycle(server, wait_for_stop, lambda: "serve stopped", stamps=True)
+    def describe() -> str:
+        accepted = pools[0].accepted_so_far() if pools else 0
+        return f"serve stopped after the workers had accepted {accepted} connections (nc clients are not ours to count)"
+
+    _, measured = lifecycle(server, wait_for_stop, describe, stamps=True)
     result = ServeResult(
         server, measured.environment, measured.port, measured.counters, tuple(pools[0].sequence()), measured.evidence
     )

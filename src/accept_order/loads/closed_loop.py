@@ -142,13 +142,17 @@ class LoadGenerator:
         self.pipes: list[Connection] = []
         self._go = FORK.Event()
         self._stop: Any = FORK.RawValue("b", 0)
-        self._progress: Any = FORK.RawArray("q", procs)
+        self._progress: Any = FORK.RawArray("q", 2 * procs)  # per driver: finished, served
 
     @property
     def total(self) -> int | None:
         """Connections the run will finish (None for a duration run)."""
         shares = [c.requests for c in self.configs]
         return None if None in shares else sum(s or 0 for s in shares)
+
+    def finished(self) -> tuple[int, int]:
+        """(connections finished, of which served) so far, as the drivers last published them."""
+        return sum(self._progress[0::2]), sum(self._progress[1::2])
 
     def __enter__(self) -> LoadGenerator:
         try:
@@ -244,7 +248,7 @@ class LoadGenerator:
                     f"{self.procs[index].exitcode} before reporting"
                 )
             if on_tick:
-                on_tick(sum(self._progress), time.monotonic() - started)
+                on_tick(self.finished()[0], time.monotonic() - started)
 
     def close(self) -> None:
         """End every driver still alive (SIGTERM, then SIGKILL) and reap it."""

@@ -116,7 +116,7 @@ def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
     tick_ns = int(TICK_S * 1e9)
     slots = cfg.slots
     left = cfg.requests if cfg.requests is not None else -1  # requests still to start; -1: no count
-    done = 0
+    done = ok = 0  # finished, and of those served: published for the parent's progress and messages
 
     # The CPU window must sit inside the wall window, or a short run reads more than 100% of a CPU.
     sched0 = _schedstat()
@@ -194,9 +194,11 @@ def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
                         continue
                     replies[buf] = who
                 served[who] = served.get(who, 0) + 1
+                ok += 1
                 us = (end - entry[1]) // 1000
                 counts[us] = counts.get(us, 0) + 1
-            progress[cfg.index] = done
+            progress[2 * cfg.index] = done
+            progress[2 * cfg.index + 1] = ok
             now = perf_ns()
             if now >= next_check:
                 next_check = now + tick_ns

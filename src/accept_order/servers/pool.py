@@ -89,7 +89,7 @@ class WorkerPool:
         listeners: Listeners = self.mode.open(spec.host, spec.port, spec.backlog, spec.workers)
         self.port = listeners.port
         try:
-            self._state = out_of_resources("the workers' shared state", lambda: FORK.RawArray("b", spec.workers))
+            self._state = out_of_resources("the workers' shared state", lambda: FORK.RawArray("q", 2 * spec.workers))
             for index in range(spec.workers):
                 self._start_one(index, listeners)
         finally:
@@ -170,6 +170,10 @@ class WorkerPool:
                 return f.read().rpartition(")")[2].split()[0] == "S"
         except OSError:
             return True  # no /proc (not Linux) or the worker is gone: check_alive reports the latter
+
+    def accepted_so_far(self) -> int:
+        """Connections the workers have accepted until now (each publishes its count in shared memory)."""
+        return sum(self._state[len(self.procs) :]) if self._state is not None else 0
 
     def wait_for_death(self) -> None:
         """Block until some worker dies, then raise WorkerError naming it (Ctrl-C interrupts the wait)."""

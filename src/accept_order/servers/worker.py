@@ -19,7 +19,8 @@ from ..errors import PlanError
 from ..processes import die_with_parent
 from .modes import Listeners, Mode
 
-# Per-worker state in shared memory, read by the supervisor to know when idle workers are asleep.
+# Shared memory, 2 slots per worker: its state (read by the supervisor to know when idle workers are
+# asleep), and how many connections it has accepted so far (for messages when a run stops early).
 STARTING, WAITING, BUSY, RETURNING = 0, 1, 2, 3
 
 # Test hook: ACCEPT_ORDER_FAULT="never-ready:1" or "die-on-accept:0" makes that worker misbehave.
@@ -100,6 +101,7 @@ def worker_main(cfg: WorkerConfig, pipe: Connection, state: Any) -> None:
         return
     reply = f"worker {index} pid {pid}\n".encode()
     wakeups = accepts = empty = max_batch = 0
+    accepted_slot = len(state) // 2 + index  # the second half of the shared array: accepts so far
     stamps: list[int] | None = [] if cfg.stamps else None
     try:
         if fault == "never-ready":
@@ -114,6 +116,7 @@ def worker_main(cfg: WorkerConfig, pipe: Connection, state: Any) -> None:
                 empty += 1
                 continue
             accepts += len(batch)
+            state[accepted_slot] = accepts
             if stamps is not None and len(stamps) < MAX_STAMPS:
                 stamps.extend([time.monotonic_ns()] * len(batch))
             max_batch = max(max_batch, len(batch))
