@@ -11,7 +11,7 @@ from ..loads.closed_loop import RequestTotals
 from ..loads.drive_loop import DriverStats
 from ..spec import ClosedLoopLoad, ServerSpec
 from .records import Environment, WorkerCounters
-from .typed import build
+from .typed import build, check_server
 
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)
 
@@ -75,7 +75,7 @@ class LatencyResult(RequestTotals):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LatencyResult:
-        server = build(ServerSpec, data["server"])
+        server = check_server(build(ServerSpec, data["server"]))
         served = data.get("served", ())
         if (
             not isinstance(served, list | tuple)

@@ -158,9 +158,9 @@ class RunResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunResult:
-        from .typed import build, check_records
+        from .typed import build, check_records, check_server
 
-        server = build(ServerSpec, data["server"])
+        server = check_server(build(ServerSpec, data["server"]))
         records = tuple(build(ConnectionRecord, r) for r in data["records"])
         check_records(records, server.workers)
         return cls(
@@ -202,9 +202,9 @@ class ServeResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ServeResult:
-        from .typed import build
+        from .typed import build, check_server
 
-        server = build(ServerSpec, data["server"])
+        server = check_server(build(ServerSpec, data["server"]))
         sequence = data.get("sequence", [])
         if not isinstance(sequence, list) or not all(
             isinstance(w, int) and not isinstance(w, bool) and 0 <= w < server.workers for w in sequence

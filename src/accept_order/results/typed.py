@@ -86,3 +86,15 @@ def check_records(records: Sequence[Any], workers: int) -> None:
             raise ResultFileError(
                 f"malformed result: connection {rec.seq} names worker {rec.worker}, not one of 0..{workers - 1}"
             )
+
+
+def check_server(server: Any) -> Any:
+    """A saved server spec names a mode this version knows (a file naming another is refused, exit 1:
+    the file is wrong, not the command line)."""
+    from ..servers.modes import MODES
+
+    if server.mode not in MODES:
+        raise ResultFileError(f"malformed result: it names mode {server.mode!r}, which this version does not know")
+    if not 1 <= server.workers <= 1 << 20:
+        raise ResultFileError(f"malformed result: {server.workers} workers is out of range")
+    return server
