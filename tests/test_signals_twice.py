@@ -5,6 +5,7 @@ exit status. The partial result is still written and marked interrupted."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -68,3 +69,34 @@ def _cpu(pids: list[int]) -> float:
         except psutil.Error:
             pass
     return total
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=lambda s: signal.Signals(s).name)
+def test_a_signal_to_the_whole_process_group_keeps_the_partial_result(tmp_path: Path, signum: int) -> None:
+    """timeout(1), systemd and a terminal's Ctrl-C signal every process of the group: workers and drivers
+    leave the stopping to accept-order, which keeps what was measured."""
+    out = tmp_path / "partial.json"
+    cmd = [sys.executable, "-m", "accept_order", "latency", "-w", "2", "--duration", "30s", "-c", "20"]
+    proc = subprocess.Popen(
+        [*cmd, "--json", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.default_int_handler),
+    )
+    try:
+        me = psutil.Process(proc.pid)
+        wait_for(lambda: me.children(), lambda kids: len(kids) >= 4, 20, "the workers and the load generator")
+        pids = [p.pid for p in me.children(recursive=True)]
+        wait_for(lambda: _cpu(pids), lambda cpu: cpu > 0.2, 20, "the load to run")
+        os.killpg(proc.pid, signum)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == EXPECTED[signum], err
+    assert wait_for(lambda: gone(pids), bool, 5, "every child to be gone")
+    document = json.loads(out.read_text())
+    assert document["interrupted"] is True and sum(document["served"]) > 0

@@ -27,7 +27,7 @@ from ..processes import FORK, READY_TIMEOUT_S, STOP_TIMEOUT_S, end_processes, ou
 from ..servers.target import Attribution
 from ..signals import deferred
 from ..spec import ClosedLoopLoad
-from .drive_loop import SATURATED, TICK_S, DriverConfig, DriverStats, driver_main
+from .drive_loop import ABORT, SATURATED, STOP, TICK_S, DriverConfig, DriverStats, driver_main
 
 __all__ = [
     "SATURATED",
@@ -202,7 +202,7 @@ class LoadGenerator:
         try:
             self._collect(reports, started, on_tick, deadline=None)
         except KeyboardInterrupt as exc:
-            self._stop.value = 1
+            self._stop.value = STOP
             # A second Ctrl-C or SIGTERM while the drivers report must not cut this short; the first
             # signal decides how the command ends (deferred() drops the second inside this handler).
             with deferred():
@@ -252,6 +252,7 @@ class LoadGenerator:
 
     def close(self) -> None:
         """End every driver still alive (SIGTERM, then SIGKILL) and reap it."""
+        self._stop.value = ABORT  # a driver's SIGTERM handler then exits at once instead of reporting
         end_processes(self.procs, STOP_TIMEOUT_S)
         for pipe in self.pipes:
             pipe.close()

@@ -229,14 +229,31 @@ def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
     }
 
 
+STOP, ABORT = 1, 2  # values of the shared stop flag: report what you have / the parent wants you gone
+
+
 def driver_main(cfg: DriverConfig, pipe: Connection, go: Any, progress: Any, stop: Any) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the parent stops a driver only to abort the run
+    driving = [False]
+
+    def on_sigterm(signum: int, frame: Any) -> None:
+        # The parent aborting (or a SIGTERM before the load began): just go. A SIGTERM to the whole
+        # process group (timeout(1), systemd, kill -- -PGID) mid-run: stop at the next tick and report,
+        # like the parent's own stop request, so the interrupted run keeps its partial result.
+        if stop.value == ABORT or not driving[0]:
+            os._exit(0)
+        stop.value = STOP
+
+    signal.signal(signal.SIGTERM, on_sigterm)
     die_with_parent()
-    pipe.send(("ready", os.getpid()))
-    if not go.wait(READY_TIMEOUT_S * 6):
-        return  # the parent never said go: it is gone or gave up
     try:
-        pipe.send(("result", _drive(cfg, progress, stop)))
-    except OSError as exc:  # e.g. the epoll could not be made; the parent names the driver
-        pipe.send(("error", f"{type(exc).__name__}: {exc}"))
+        pipe.send(("ready", os.getpid()))
+        if not go.wait(READY_TIMEOUT_S * 6):
+            return  # the parent never said go: it is gone or gave up
+        driving[0] = True
+        try:
+            pipe.send(("result", _drive(cfg, progress, stop)))
+        except OSError as exc:  # e.g. the epoll could not be made; the parent names the driver
+            pipe.send(("error", f"{type(exc).__name__}: {exc}"))
+    except OSError:
+        pass  # the parent closed its end: it is gone or gave up, nobody to report to

@@ -89,7 +89,9 @@ class WorkerPool:
         listeners: Listeners = self.mode.open(spec.host, spec.port, spec.backlog, spec.workers)
         self.port = listeners.port
         try:
-            self._state = out_of_resources("the workers' shared state", lambda: FORK.RawArray("q", 2 * spec.workers))
+            self._state = out_of_resources(
+                "the workers' shared state", lambda: FORK.RawArray("q", 2 * spec.workers + 1)
+            )
             for index in range(spec.workers):
                 self._start_one(index, listeners)
         finally:
@@ -173,7 +175,7 @@ class WorkerPool:
 
     def accepted_so_far(self) -> int:
         """Connections the workers have accepted until now (each publishes its count in shared memory)."""
-        return sum(self._state[len(self.procs) :]) if self._state is not None else 0
+        return sum(self._state[len(self.procs) : 2 * len(self.procs)]) if self._state is not None else 0
 
     def wait_for_death(self) -> None:
         """Block until some worker dies, then raise WorkerError naming it (Ctrl-C interrupts the wait)."""
@@ -194,6 +196,7 @@ class WorkerPool:
     def stop(self) -> list[WorkerCounters]:
         """Read the kernel's usage deltas, tell workers to stop, collect what each counted."""
         after = {i: self._usage(i) for i in range(len(self._pids))}
+        self._asking_to_stop()
         for proc in self.procs:
             if proc.is_alive():
                 proc.terminate()
@@ -243,6 +246,11 @@ class WorkerPool:
         stamped = sorted((t, index) for index, times in self.stamps.items() for t in times)
         return [index for _, index in stamped]
 
+    def _asking_to_stop(self) -> None:
+        """Workers obey SIGTERM only after this: a SIGTERM to the whole process group is ours to act on."""
+        if self._state is not None:
+            self._state[len(self._state) - 1] = 1
+
     def check_stopped(self) -> None:
         """After stop(): raise WorkerError naming the first worker that had died before it."""
         for index in sorted(self.died):
@@ -258,6 +266,7 @@ class WorkerPool:
                     strays.extend(psutil.Process(proc.pid).children(recursive=True))
             except (psutil.Error, ValueError):
                 pass
+        self._asking_to_stop()
         end_processes(self.procs, STOP_TIMEOUT_S)
         for p in strays:
             try:

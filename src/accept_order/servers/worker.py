@@ -20,7 +20,8 @@ from ..processes import die_with_parent
 from .modes import Listeners, Mode
 
 # Shared memory, 2 slots per worker: its state (read by the supervisor to know when idle workers are
-# asleep), and how many connections it has accepted so far (for messages when a run stops early).
+# asleep), and how many connections it has accepted so far (for messages when a run stops early); and a
+# last slot the supervisor sets before it tells the workers to stop.
 STARTING, WAITING, BUSY, RETURNING = 0, 1, 2, 3
 
 # Test hook: ACCEPT_ORDER_FAULT="never-ready:1" or "die-on-accept:0" makes that worker misbehave.
@@ -31,9 +32,18 @@ class _Stop(Exception):
     """Raised by the SIGTERM handler to leave the wait, wherever the worker is blocked."""
 
 
-def _on_sigterm(signum: int, frame: Any) -> None:
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the report short
-    raise _Stop
+def _stop_when_asked(state: Any) -> Any:
+    """The SIGTERM handler: leave the wait and report, but only when the supervisor asked (it sets the last
+    slot of the shared state first). A SIGTERM to the whole process group (timeout(1), systemd) is the
+    supervisor's to act on: it stops the workers itself, in order, after keeping what was measured."""
+
+    def on_sigterm(signum: int, frame: Any) -> None:
+        if not state[len(state) - 1]:
+            return  # not from the supervisor: keep serving; it will ask
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the report short
+        raise _Stop
+
+    return on_sigterm
 
 
 def spin(work_us: int, work_iters: int) -> int:
@@ -83,7 +93,7 @@ def _fault(index: int) -> str | None:
 
 def worker_main(cfg: WorkerConfig, pipe: Connection, state: Any) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the supervisor's to handle
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    signal.signal(signal.SIGTERM, _stop_when_asked(state))
     die_with_parent()
     index, pid = cfg.index, os.getpid()
     fault = _fault(index)
@@ -101,7 +111,7 @@ def worker_main(cfg: WorkerConfig, pipe: Connection, state: Any) -> None:
         return
     reply = f"worker {index} pid {pid}\n".encode()
     wakeups = accepts = empty = max_batch = 0
-    accepted_slot = len(state) // 2 + index  # the second half of the shared array: accepts so far
+    accepted_slot = (len(state) - 1) // 2 + index  # the second half of the shared array: accepts so far
     stamps: list[int] | None = [] if cfg.stamps else None
     try:
         if fault == "never-ready":
