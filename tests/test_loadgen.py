@@ -22,17 +22,15 @@ from accept_order.errors import LoadError, PlanError
 from accept_order.loads.closed_loop import (
     DriverStats,
     LoadGenerator,
-    check_concurrency,
     driver_warnings,
     merge,
-    open_file_limit,
     run_load,
     split,
 )
 from accept_order.loads.protocol import BAD_REPLY, NO_REPLY, TIMEOUT, describe_error
 from accept_order.servers.pool import WorkerPool
 from accept_order.servers.target import ReplyAttribution
-from accept_order.spec import ClosedLoopLoad, ServerSpec
+from accept_order.spec import ClosedLoopLoad, ServerSpec, check_concurrency, open_file_limit
 
 LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs epoll")
 # The test servers below are not accept-order workers: no reply line names one of their (no) workers.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import math
+import resource
 import socket
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -28,6 +29,7 @@ MAX_TIMEOUT_S = 3600.0
 MAX_DRIVER_PROCS = 64
 MAX_DURATION_S = 24 * 3600.0
 DEFAULT_HOST = "127.0.0.1"
+FD_MARGIN = 32  # descriptors a driver needs besides its connections (epoll, pipes, stdio, imports)
 
 
 def number(value: float) -> str:
@@ -47,6 +49,21 @@ def ms_to_us(ms: float, option: str = "--work-ms") -> int:
     if not math.isfinite(ms):
         raise PlanError(f"{option} must be a finite number, got {ms}")
     return int(round(ms * 1000))
+
+
+def open_file_limit() -> int:
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def check_concurrency(concurrency: int) -> None:
+    """PlanError unless `concurrency` open connections fit under the open-file limit (ulimit -n)."""
+    limit = open_file_limit()
+    allowed = max(1, limit - FD_MARGIN)
+    if not 1 <= concurrency <= allowed:
+        raise PlanError(
+            f"--concurrency must be between 1 and {allowed} (open-file limit {limit} minus {FD_MARGIN} "
+            f"for the driver's own files; raise it with ulimit -n), got {concurrency}"
+        )
 
 
 def resolve_host(text: str) -> tuple[str, str | None]:
@@ -187,8 +204,6 @@ class ClosedLoopLoad:
             check_range("--duration", self.duration_s, 0.001, MAX_DURATION_S)
         check_range("--driver-procs", self.driver_procs, 1, MAX_DRIVER_PROCS)
         check_range("--timeout", self.timeout_s, 0.001, MAX_TIMEOUT_S)
-        from .loads.closed_loop import check_concurrency  # the open-file limit is the load's to know
-
         check_concurrency(self.concurrency)
         # As many drivers as will run: none without a slot and a connection to make.
         procs = min(self.driver_procs, self.concurrency, self.connections or self.driver_procs)

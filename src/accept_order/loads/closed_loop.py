@@ -12,7 +12,6 @@ report what they measured, so a long run keeps its partial result.
 
 from __future__ import annotations
 
-import resource
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -21,7 +20,7 @@ from multiprocessing.connection import Connection, wait
 from types import TracebackType
 from typing import Any
 
-from ..errors import LoadError, PlanError
+from ..errors import LoadError
 from ..histogram import LatencyHistogram
 from ..processes import FORK, READY_TIMEOUT_S, STOP_TIMEOUT_S, end_processes, out_of_resources
 from ..servers.target import Attribution
@@ -34,30 +33,12 @@ __all__ = [
     "DriverStats",
     "LoadGenerator",
     "LoadResult",
-    "check_concurrency",
     "driver_warnings",
-    "open_file_limit",
     "run_load",
 ]
 
 STARVED = 0.25  # a driver runnable but waiting for a CPU this share of its time competes with the workers
-FD_MARGIN = 32  # descriptors a driver needs besides its connections (epoll, pipes, stdio, imports)
 REPORT_TIMEOUT_S = 5.0  # after a stop request, how long drivers have to send what they measured
-
-
-def open_file_limit() -> int:
-    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-
-
-def check_concurrency(concurrency: int) -> None:
-    """PlanError unless `concurrency` open connections fit under the open-file limit (ulimit -n)."""
-    limit = open_file_limit()
-    allowed = max(1, limit - FD_MARGIN)
-    if not 1 <= concurrency <= allowed:
-        raise PlanError(
-            f"--concurrency must be between 1 and {allowed} (open-file limit {limit} minus {FD_MARGIN} "
-            f"for the driver's own files; raise it with ulimit -n), got {concurrency}"
-        )
 
 
 class RequestTotals:

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..loads.protocol import parse_reply
-from ..results.records import WorkerCounters
+
+if TYPE_CHECKING:
+    from ..results.records import WorkerCounters
 
 
 class Attribution(Protocol):
