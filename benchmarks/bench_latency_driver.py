@@ -5,7 +5,7 @@ concurrency split over the same number of processes, against the same trivial-wo
 WorkerPool for the whole benchmark), alternating which goes first each round so that the machine's drift
 (±30% over minutes on a shared VM) falls on both. The reference is benchmarks/c/epoll_client.c, built
 here with `cc`. Reported: each round's requests/s for both and their ratio, then the median ratio against
-the target (driver >= 0.8 x C).
+the target (driver >= 0.9 x C).
 
 Run: .venv/bin/python benchmarks/bench_latency_driver.py [--requests 30000] [--concurrency 50]
      [--rounds 5] [--procs 2] [--workers 2] [--mode epoll]
@@ -33,7 +33,7 @@ from accept_order.servers.pool import WorkerPool  # noqa: E402
 from accept_order.servers.target import Attribution  # noqa: E402
 from accept_order.spec import ClosedLoopLoad, ServerSpec  # noqa: E402
 
-TARGET = 0.8
+TARGET = 0.9  # issue 7: the load generator against the C epoll client, median of paired rounds
 C_SOURCE = HERE / "c" / "epoll_client.c"
 
 
