@@ -1,6 +1,7 @@
-"""Two signals in quick succession (a user pressing Ctrl-C twice, or Ctrl-C then a SIGTERM from a script)
-during a long latency run: never a hang, never a child left behind, and the *first* signal decides the
-exit status. The partial result is still written and marked interrupted."""
+"""Two signals in quick succession (a user pressing Ctrl-C twice, or Ctrl-C then a SIGTERM from a script),
+or one signal to the whole process group, during a long latency run: never a hang, never a child left
+behind, the *first* signal decides the exit status, and the partial result is written, marked
+interrupted."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -25,41 +27,6 @@ PAIRS = [
 EXPECTED = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
 
-@pytest.mark.parametrize(("first", "second"), PAIRS, ids=lambda s: signal.Signals(s).name)
-def test_two_signals_during_latency(tmp_path: Path, first: int, second: int) -> None:
-    out = tmp_path / "partial.json"
-    cmd = [sys.executable, "-m", "accept_order", "latency", "-w", "4", "--duration", "30s", "-c", "50"]
-    proc = subprocess.Popen(
-        [*cmd, "--json", str(out)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.default_int_handler),
-    )
-    try:
-        me = psutil.Process(proc.pid)
-        # 4 workers and 2 drivers: the load is running once all six exist.
-        wait_for(lambda: me.children(), lambda kids: len(kids) >= 6, 20, "the workers and the load generator")
-        pids = [p.pid for p in me.children(recursive=True)]
-        # ... and has been driving for a while (its processes used CPU), so there is a result to keep.
-        wait_for(lambda: _cpu(pids), lambda cpu: cpu > 0.2, 20, "the load to run")
-        proc.send_signal(first)
-        time.sleep(0.01)  # the second signal 10 ms after the first: a double Ctrl-C, not synchronisation
-        proc.send_signal(second)
-        _, err = proc.communicate(timeout=20)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == EXPECTED[first], err
-    assert "Traceback" not in err
-    assert err.strip().splitlines()[-1].startswith("accept-order: error: ")
-    assert wait_for(lambda: gone(pids), bool, 5, "every child to be gone")
-    document = json.loads(out.read_text())
-    assert document["interrupted"] is True
-    assert document["kind"] == "latency"
-
-
 def _cpu(pids: list[int]) -> float:
     total = 0.0
     for pid in pids:
@@ -71,32 +38,63 @@ def _cpu(pids: list[int]) -> float:
     return total
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=lambda s: signal.Signals(s).name)
-def test_a_signal_to_the_whole_process_group_keeps_the_partial_result(tmp_path: Path, signum: int) -> None:
-    """timeout(1), systemd and a terminal's Ctrl-C signal every process of the group: workers and drivers
-    leave the stopping to accept-order, which keeps what was measured."""
-    out = tmp_path / "partial.json"
-    cmd = [sys.executable, "-m", "accept_order", "latency", "-w", "2", "--duration", "30s", "-c", "20"]
+def interrupt_latency(
+    out: Path, workers: int, send: Callable[[subprocess.Popen[str]], None], own_group: bool = False
+) -> tuple[int, str, list[int]]:
+    """Start a 30 s latency run, wait until it is driving, `send` its signals; (exit status, stderr, pids
+    of the children it had)."""
+    cmd = [sys.executable, "-m", "accept_order", "latency", "-w", str(workers), "--duration", "30s", "-c", "20"]
     proc = subprocess.Popen(
         [*cmd, "--json", str(out)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        start_new_session=True,
+        start_new_session=own_group,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.default_int_handler),
     )
     try:
         me = psutil.Process(proc.pid)
-        wait_for(lambda: me.children(), lambda kids: len(kids) >= 4, 20, "the workers and the load generator")
+        # the workers and 2 drivers: the load is running once all exist ...
+        wait_for(lambda: me.children(), lambda kids: len(kids) >= workers + 2, 20, "the workers and the drivers")
         pids = [p.pid for p in me.children(recursive=True)]
+        # ... and has been driving for a while (its processes used CPU), so there is a result to keep.
         wait_for(lambda: _cpu(pids), lambda cpu: cpu > 0.2, 20, "the load to run")
-        os.killpg(proc.pid, signum)
+        send(proc)
         _, err = proc.communicate(timeout=20)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    assert proc.returncode == EXPECTED[signum], err
+    return proc.returncode, err, pids
+
+
+def check_partial(out: Path, pids: list[int]) -> None:
     assert wait_for(lambda: gone(pids), bool, 5, "every child to be gone")
     document = json.loads(out.read_text())
+    assert document["kind"] == "latency"
     assert document["interrupted"] is True and sum(document["served"]) > 0
+
+
+@pytest.mark.parametrize(("first", "second"), PAIRS, ids=lambda s: signal.Signals(s).name)
+def test_two_signals_during_latency(tmp_path: Path, first: int, second: int) -> None:
+    def twice(proc: subprocess.Popen[str]) -> None:
+        proc.send_signal(first)
+        time.sleep(0.01)  # the second signal 10 ms after the first: a double Ctrl-C, not synchronisation
+        proc.send_signal(second)
+
+    out = tmp_path / "partial.json"
+    status, err, pids = interrupt_latency(out, 4, twice)
+    assert status == EXPECTED[first], err
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith("accept-order: error: ")
+    check_partial(out, pids)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=lambda s: signal.Signals(s).name)
+def test_a_signal_to_the_whole_process_group_keeps_the_partial_result(tmp_path: Path, signum: int) -> None:
+    """timeout(1), systemd and a terminal's Ctrl-C signal every process of the group: workers and drivers
+    leave the stopping to accept-order, which keeps what was measured."""
+    out = tmp_path / "partial.json"
+    status, err, pids = interrupt_latency(out, 2, lambda proc: os.killpg(proc.pid, signum), own_group=True)
+    assert status == EXPECTED[signum], err
+    check_partial(out, pids)

@@ -10,14 +10,16 @@ from __future__ import annotations
 import errno
 import functools
 import importlib
+import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TypeVar
 
 import click
 
 from ..errors import AcceptOrderError
-from ..signals import Terminated, terminate_as_interrupt
+from ..signals import ArrivalOrder, Terminated, terminate_as_interrupt
 from ..status import ExitStatus
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -44,7 +46,10 @@ def fail(message: str, status: int) -> NoReturn:
     sys.exit(status)
 
 
-def interrupted_status(exc: KeyboardInterrupt) -> ExitStatus:
+def interrupted_status(exc: KeyboardInterrupt, first: int | None = None) -> ExitStatus:
+    """130 for Ctrl-C, 143 for SIGTERM: the signal that arrived first (`first`, when known) decides."""
+    if first is not None:
+        return ExitStatus.TERMINATED if first == signal.SIGTERM else ExitStatus.INTERRUPTED
     cause = getattr(exc, "cause", exc)
     return ExitStatus.TERMINATED if isinstance(cause, Terminated) else ExitStatus.INTERRUPTED
 
@@ -55,6 +60,8 @@ def handle_errors(func: F) -> F:
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        previous_sigint = signal.getsignal(signal.SIGINT)
+        order = ArrivalOrder().__enter__()
         try:
             with terminate_as_interrupt():
                 return func(*args, **kwargs)
@@ -63,7 +70,7 @@ def handle_errors(func: F) -> F:
                 raise
             fail(str(exc), exc.exit_code)
         except KeyboardInterrupt as exc:
-            status = interrupted_status(exc)
+            status = interrupted_status(exc, order.first())
             word = "terminated" if status == ExitStatus.TERMINATED else "interrupted"
             fail(f"{word}; all workers stopped", status)
         except OSError as exc:
@@ -72,6 +79,10 @@ def handle_errors(func: F) -> F:
             fail(f"{exc.strerror} (check `ulimit -n` and `ulimit -u`)", ExitStatus.ERROR)
         except MemoryError:
             fail("out of memory", ExitStatus.ERROR)
+        finally:
+            order.__exit__()
+            if previous_sigint is not None and threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGINT, previous_sigint)  # signals.stopping() may have replaced it
 
     return wrapper  # type: ignore[return-value]
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from ..render.text import plural
 from .app import handle_errors
 from .common import host_warnings, report_and_save
 from .options import examples, json_option, mode_option, server_options
@@ -47,7 +48,8 @@ def serve(json_path: str | None, **options: Any) -> None:
         # still stop the server the normal way, with the tally.
         try:
             host, port = target.address
-            out.print(f"accept-order serve: mode {server.mode}, {server.workers} workers listening on {host}:{port}")
+            workers = plural(server.workers, "worker")
+            out.print(f"accept-order serve: mode {server.mode}, {workers} listening on {host}:{port}")
             for index, pid in enumerate(target.pids):
                 out.print(f"  worker {index} pid {pid}")
             hint = NC_HINT.format(host=host, port=port)

@@ -24,7 +24,7 @@ from ..errors import LoadError
 from ..histogram import LatencyHistogram
 from ..processes import FORK, READY_TIMEOUT_S, STOP_TIMEOUT_S, end_processes, out_of_resources
 from ..servers.target import Attribution
-from ..signals import deferred
+from ..signals import deferred, stopping
 from ..spec import ClosedLoopLoad
 from .drive_loop import ABORT, SATURATED, STOP, TICK_S, DriverConfig, DriverStats, driver_main
 
@@ -183,6 +183,7 @@ class LoadGenerator:
         try:
             self._collect(reports, started, on_tick, deadline=None)
         except KeyboardInterrupt as exc:
+            stopping()  # what follows (collect, end the drivers, stop the workers, save) must not be cut short
             self._stop.value = STOP
             # A second Ctrl-C or SIGTERM while the drivers report must not cut this short; the first
             # signal decides how the command ends (deferred() drops the second inside this handler).

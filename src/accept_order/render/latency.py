@@ -21,7 +21,7 @@ from ..servers.modes import MODES
 from ..spec import ClosedLoopLoad, ServerSpec
 from .evidence import evidence_report
 from .run import worker_table
-from .text import Verbatim
+from .text import Verbatim, plural
 
 
 def default_title(server: ServerSpec, sweep: bool = False) -> str:
@@ -79,10 +79,6 @@ def _load_text(load: ClosedLoopLoad) -> str:
     return f"{amount}, {load.concurrency} concurrent, {load.driver_procs} driver processes"
 
 
-def _workers(n: int) -> str:
-    return f"{n} worker" if n == 1 else f"{n} workers"
-
-
 def _env_text(env: Environment) -> str:
     return f"{env.system} {env.kernel}, {env.cpu_count} CPUs"
 
@@ -92,7 +88,7 @@ def _group_headline(command: str, first: LatencyResult, mode: str) -> Text:
     server = first.server
     return Text.assemble(
         (command, "bold"),
-        f": {mode}{_workers(server.workers)}, {_work_text(server, first.work_estimate_us)}; "
+        f": {mode}{plural(server.workers, 'worker')}, {_work_text(server, first.work_estimate_us)}; "
         f"{_load_text(first.load)} ({_env_text(first.environment)})",
     )
 
@@ -103,7 +99,7 @@ def headline(result: LatencyResult) -> Text:
     pinned = f", pinned to CPUs {format_cpu_list(server.cpus)}" if server.cpus else ""
     return Text.assemble(
         ("accept-order latency", "bold"),
-        f": mode {server.mode}, {_workers(server.workers)}{pinned}, "
+        f": mode {server.mode}, {plural(server.workers, 'worker')}{pinned}, "
         f"{_work_text(server, result.work_estimate_us)}{batch}; {_load_text(result.load)}; "
         f"{server.host}:{result.port} ({_env_text(env)})",
     )

@@ -13,6 +13,7 @@ from rich.text import Text
 from ..cpus import format_cpu_list
 from ..results.records import RunResult, ServeResult, WorkerCounters
 from .evidence import evidence_report
+from .text import plural
 
 SEQUENCE_SHOWN = 60
 TABLE_LEGEND = (
@@ -83,7 +84,7 @@ def run_report(result: RunResult) -> RenderableType:
     server, env = result.server, result.environment
     head = Text.assemble(
         ("accept-order run", "bold"),
-        f": mode {server.mode}, {server.workers} workers, {len(result.records)} connections "
+        f": mode {server.mode}, {plural(server.workers, 'worker')}, {plural(len(result.records), 'connection')} "
         f"on {server.host}:{result.port} ({env.system} {env.kernel}, {env.cpu_count} CPUs)",
     )
     parts: list[RenderableType] = [

@@ -19,3 +19,8 @@ class Verbatim:
         for line in self.lines:
             yield Segment(line)
             yield Segment.line()
+
+
+def plural(n: int, word: str) -> str:
+    """`1 worker`, `3 workers`."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
