@@ -322,7 +322,7 @@ def test_result_json_round_trip(tmp_path: Path) -> None:
     assert back == result
     assert doc["summary"]["p99_ms"] == 60.0 and doc["summary"]["count"] == 100
     text = text_of(render_document(kind, doc))
-    assert "3 of 103 requests failed" in text
+    assert "3 of 103 connections failed" in text
     assert "2 × ECONNRESET (Connection reset by peer)" in text and "1 × timeout" in text
 
 

@@ -125,7 +125,7 @@ def errors_block(errors: dict[str, int], total: int) -> Text | None:
     if not errors:
         return None
     failed = sum(errors.values())
-    text = Text(f"{failed} of {total} requests failed:\n", style="bold red")
+    text = Text(f"{failed} of {total} connections failed:\n", style="bold red")
     for name, n in sorted(errors.items(), key=lambda kv: -kv[1]):
         text.append(f"  {n} × {describe_error(name)}\n")
     return text
