@@ -14,22 +14,23 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import environment
 from .analysis.order import verdict
 from .errors import WorkerError
-from .loads.closed_loop import LoadGenerator
 from .loads.sequential import run_sequential as drive_sequential
 from .probes.evidence import EvidenceCapture
-from .probes.work import estimate_work_us
-from .results.latency import LatencyResult
 from .results.records import ConnectionRecord, Environment, RunResult, WorkerCounters
 from .servers import make_target
 from .servers.modes import require_mode
 from .servers.target import Target
 from .signals import deferred
 from .spec import ClosedLoopLoad, SequentialLoad, ServerSpec
+
+if TYPE_CHECKING:
+    from .loads.closed_loop import LoadGenerator
+    from .results.latency import LatencyResult
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -138,6 +139,11 @@ def run_closed_loop(
 ) -> LatencyResult:
     """One latency run: CPU-bound workers under a closed-loop load. Ctrl-C keeps what was measured:
     RunInterrupted carries the partial result, marked interrupted."""
+    # Imported here: a sequential run (the common, start-up-bound case) never loads the load generator.
+    from .loads.closed_loop import LoadGenerator
+    from .probes.work import estimate_work_us
+    from .results.latency import LatencyResult
+
     load = load.validated()
     work = estimate_work_us(server)
     generators: list[LoadGenerator] = []
