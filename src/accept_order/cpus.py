@@ -5,8 +5,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-import psutil
-
 MAX_CPU_SPAN = 4096  # a wider range is refused before a list of its CPUs is built
 
 
@@ -63,8 +61,14 @@ def allowed_cpus() -> list[int]:
 
 
 def affinity(pid: int) -> list[int]:
-    """CPUs process ``pid`` may run on (sorted); ``[]`` where psutil cannot tell on this platform.
-    psutil.NoSuchProcess / AccessDenied propagate."""
+    """CPUs process ``pid`` may run on (sorted); ``[]`` where neither the os module nor psutil can tell.
+    A process that is gone raises ProcessLookupError (os.sched_getaffinity, Linux) or
+    psutil.NoSuchProcess / AccessDenied (psutil, elsewhere)."""
+    getter = getattr(os, "sched_getaffinity", None)
+    if getter is not None:
+        return sorted(getter(pid))
+    import psutil  # only where the os module cannot answer: it costs 10 ms to import
+
     get = getattr(psutil.Process(pid), "cpu_affinity", None)
     if get is None:
         return []
@@ -73,3 +77,17 @@ def affinity(pid: int) -> list[int]:
     except (NotImplementedError, AttributeError):
         return []
     return sorted(cpus) if cpus else []
+
+
+def pin_self(cpu: int) -> None:
+    """Pin this process to one CPU (like nginx's worker_cpu_affinity); an OSError names the CPU."""
+    setter = getattr(os, "sched_setaffinity", None)
+    if setter is None:  # psutil pins where the os module cannot
+        import psutil
+
+        psutil.Process().cpu_affinity([cpu])
+        return
+    try:
+        setter(0, [cpu])
+    except OSError as exc:
+        raise OSError(exc.errno, f"cannot pin to CPU {cpu}: {exc.strerror}") from None

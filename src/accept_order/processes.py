@@ -8,7 +8,9 @@ from __future__ import annotations
 import ctypes
 import errno
 import multiprocessing as mp
+import os
 import signal
+import sys
 import time
 from collections.abc import Callable, Sequence
 from multiprocessing.process import BaseProcess
@@ -23,7 +25,52 @@ STOP_TIMEOUT_S = 3.0  # SIGTERM, then this long to report and exit, then SIGKILL
 MAX_REPLY = 4096  # bytes of a worker's answer a client reads before calling it malformed
 
 _RESOURCE_ERRNOS = {errno.EMFILE, errno.ENFILE, errno.EAGAIN, errno.ENOMEM, errno.ENOBUFS}
+_HAVE_PROC = os.path.exists("/proc/self/stat")
 T = TypeVar("T")
+
+
+def process_errors(*more: type[Exception]) -> tuple[type[Exception], ...]:
+    """What asking about a process can raise: OSError, `more`, and psutil.Error once psutil is loaded.
+    psutil is imported only where /proc or the os module cannot answer (it costs 10 ms to import), so
+    nothing can have raised one of its errors before."""
+    psutil = sys.modules.get("psutil")
+    return (OSError, *more, psutil.Error) if psutil is not None else (OSError, *more)
+
+
+def usage(pid: int) -> tuple[int, int, float]:
+    """(voluntary context switches, involuntary ones, CPU seconds user + system) of process `pid`.
+
+    Read from /proc/PID/stat and /proc/PID/status on Linux (the files psutil reads there), through psutil
+    elsewhere. A process that is gone raises OSError (or psutil.NoSuchProcess)."""
+    if not _HAVE_PROC:
+        import psutil
+
+        p = psutil.Process(pid)
+        switches, cpu = p.num_ctx_switches(), p.cpu_times()
+        return switches.voluntary, switches.involuntary, cpu.user + cpu.system
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        fields = f.read().rpartition(b")")[2].split()  # fields[0] is field 3 (state): utime is 14, stime 15
+    voluntary = involuntary = 0
+    with open(f"/proc/{pid}/status", "rb") as f:
+        for line in f:
+            if line.startswith(b"voluntary_ctxt_switches:"):
+                voluntary = int(line.split()[1])
+            elif line.startswith(b"nonvoluntary_ctxt_switches:"):
+                involuntary = int(line.split()[1])
+    return voluntary, involuntary, (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def has_children(pid: int) -> bool:
+    """False only when /proc says process `pid` has no children (/proc/PID/task/*/children); True when
+    it has some, or when /proc cannot tell (then ask psutil)."""
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                if f.read().strip():
+                    return True
+    except OSError:
+        return True
+    return False
 
 
 def die_with_parent() -> None:

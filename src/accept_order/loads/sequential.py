@@ -7,10 +7,12 @@ Every connection ends as a record: served (by the worker its target attributes i
 
 This loop is the harness's hot path (benchmarks/bench_run.py holds it to a C client doing the same): each
 socket is made nonblocking at creation, watched with poll() (registering is a dict update, not an
-epoll_ctl call), for reading only from the connect on (a failed connect wakes the reader too, and recv()
-raises its error), and read until EAGAIN on each wakeup, so that a reply and the close behind it usually
-cost one wait instead of three. The workers' pidfds sit in the same poll set: a dying worker wakes the
-loop, and staying alive costs nothing per connection.
+epoll_ctl call), for reading and the peer's FIN (POLLRDHUP) from the connect on (a failed connect wakes
+the reader too, and recv() raises its error). A wakeup that reports the FIN takes the reply with one recv
+and finishes: no second recv for the EOF, none that ends in EAGAIN, so the usual connection costs socket,
+connect, poll, recv, close. The workers' pidfds are watched through one epoll descriptor in the same
+poll set: a dying worker wakes the loop, and staying alive costs nothing per connection. Each worker's
+reply line is attributed once, then looked up.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ import select
 import socket
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from ..processes import MAX_REPLY
 from ..results.records import ConnectionRecord
@@ -33,6 +34,11 @@ from .protocol import ABORTED, error_key
 # A nonblocking socket in one system call where the platform has SOCK_NONBLOCK (Linux).
 NONBLOCK_FLAG: int = getattr(socket, "SOCK_NONBLOCK", 0)
 SOCK_STREAM_NONBLOCK = socket.SOCK_STREAM | NONBLOCK_FLAG
+# POLLRDHUP (Linux): the peer's FIN is in. With it, a reply and its close take one recv, not two.
+POLLRDHUP: int = getattr(select, "POLLRDHUP", 0)
+READABLE = select.POLLIN | POLLRDHUP
+# The FIN and nothing worse: a reset or an error is left for recv to report.
+CLOSED_MASK = POLLRDHUP | select.POLLHUP | select.POLLERR
 
 
 def _failure(exc: OSError) -> str:
@@ -50,12 +56,31 @@ def _checked(target: Target) -> Callable[[], None]:
     return check_then_settle
 
 
-@dataclass
 class _InFlight:
-    seq: int
-    sock: socket.socket
-    started_ns: int
-    data: bytearray = field(default_factory=bytearray)
+    __slots__ = ("seq", "sock", "fd", "started_ns", "data")
+
+    def __init__(self, seq: int, sock: socket.socket, fd: int, started_ns: int) -> None:
+        self.seq = seq
+        self.sock = sock
+        self.fd = fd
+        self.started_ns = started_ns
+        self.data = b""
+
+
+def _death_watch(fds: list[int]) -> select.epoll | None:
+    """One descriptor that becomes readable when any of `fds` does (an epoll holding them), so that each
+    poll() scans two descriptors however many workers there are; None where there is no epoll."""
+    epoll = getattr(select, "epoll", None)
+    if not fds or epoll is None:
+        return None
+    watch = epoll()
+    try:
+        for fd in fds:
+            watch.register(fd, select.EPOLLIN)
+    except OSError:
+        watch.close()
+        return None
+    return watch
 
 
 def run_sequential(
@@ -70,13 +95,20 @@ def run_sequential(
     """
     address, count, gap_s, timeout_s = target.address, load.connections, load.gap_ms / 1000, load.timeout_s
     attribution = target.attribution
+    from_reply = attribution.from_reply
+    holds_socket = attribution.holds_socket
+    replies: dict[bytes, int] = {}  # reply -> worker: each worker's line is parsed once, then looked up
     pids = list(target.pids)
     family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
     poller = select.poll()
+    register, unregister, poll = poller.register, poller.unregister, poller.poll
     watched: dict[int, _InFlight] = {}  # fd -> connection
     death_fds = set(target.death_fds())
+    watch = _death_watch(sorted(death_fds))
+    if watch is not None:
+        death_fds = {watch.fileno()}
     for fd in death_fds:
-        poller.register(fd, select.POLLIN)
+        register(fd, select.POLLIN)
     # Without pidfds (not Linux), ask before each connection instead: a waitpid per connection.
     before_each: Callable[[], None] | None = None
     if load.settle:
@@ -93,24 +125,30 @@ def run_sequential(
 
     def finish(f: _InFlight, error: str | None) -> None:
         inflight.pop(f.seq, None)
-        fd = f.sock.fileno()
+        fd = f.fd
         if watched.pop(fd, None) is not None:
-            poller.unregister(fd)
+            unregister(fd)
         worker: int | None = None
+        sock = f.sock
         if error is None:
-            worker = attribution.from_reply(bytes(f.data))
-            if worker is None and attribution.holds_socket:
-                try:
-                    worker = attribution.from_socket(f.sock.getsockname(), f.sock.getpeername())
-                except OSError:
-                    worker = None
+            data = f.data
+            worker = replies.get(data)
             if worker is None:
-                error = "closed without a reply" if not f.data else f"unexpected reply {bytes(f.data[:40])!r}"
-        f.sock.close()
+                worker = from_reply(data)
+                if worker is not None:
+                    replies[data] = worker
+                elif holds_socket:
+                    try:
+                        worker = attribution.from_socket(sock.getsockname(), sock.getpeername())
+                    except OSError:
+                        worker = None
+                if worker is None:
+                    error = "closed without a reply" if not data else f"unexpected reply {data[:40]!r}"
+        sock.close()
         now = clock()
+        started = f.started_ns
         pid = pids[worker] if worker is not None else None
-        start_us, latency_us = (f.started_ns - t0) // 1000, (now - f.started_ns) // 1000
-        rec = ConnectionRecord(f.seq, worker, pid, start_us, latency_us, error)
+        rec = ConnectionRecord(f.seq, worker, pid, (started - t0) // 1000, (now - started) // 1000, error)
         records[f.seq] = rec
         if on_record:
             on_record(rec)
@@ -125,20 +163,24 @@ def run_sequential(
             return
         if not NONBLOCK_FLAG:
             sock.setblocking(False)
-        f = _InFlight(seq, sock, clock())
-        inflight[seq] = f
+        fd = sock.fileno()
+        f = inflight[seq] = _InFlight(seq, sock, fd, clock())
         code = sock.connect_ex(address)
         # Watch for reading right away: the reply can only come after the connect completes, and a
         # connect that fails wakes the reader too (POLLERR/POLLHUP), with recv() raising its error.
-        fd = sock.fileno()
         watched[fd] = f
-        poller.register(fd, select.POLLIN)
-        if code not in (0, errno.EINPROGRESS):
+        register(fd, READABLE)
+        if code and code != errno.EINPROGRESS:
             finish(f, _failure(OSError(code, os.strerror(code))))
 
-    def read(f: _InFlight) -> None:
-        """Take everything the socket has now; finish on EOF, an error, or a reply that is too long."""
-        sock, data = f.sock, f.data
+    def read(f: _InFlight, events: int) -> None:
+        """Take what the socket has now; finish on EOF, an error, or a reply that is too long.
+
+        With the peer's FIN already in (POLLRDHUP alone), a recv that did not fill the buffer took
+        everything the worker sent: the connection is finished without the recv that would only say
+        EOF. Otherwise, after data, the next wakeup brings the rest or the EOF (no recv to EAGAIN)."""
+        sock = f.sock
+        fin = events & CLOSED_MASK == POLLRDHUP
         while True:
             try:
                 chunk = sock.recv(MAX_REPLY)
@@ -147,11 +189,14 @@ def run_sequential(
             except OSError as exc:
                 finish(f, _failure(exc))
                 return
-            if chunk and len(data) < MAX_REPLY:
-                data += chunk
-                continue
-            finish(f, None)  # EOF: the worker answered and closed
-            return
+            if not chunk or len(f.data) >= MAX_REPLY:
+                finish(f, None)  # EOF: the worker answered and closed (or the reply is too long)
+                return
+            f.data += chunk
+            if len(chunk) < MAX_REPLY:
+                if fin:
+                    finish(f, None)
+                return
 
     try:
         while next_seq < count or inflight:
@@ -174,20 +219,23 @@ def run_sequential(
             if inflight:
                 oldest = next(iter(inflight.values())).started_ns
                 wait_s = min(wait_s, max(0.0, (oldest + timeout_ns - now) / 1e9))
-            for fd, _ in poller.poll(math.ceil(wait_s * 1000)):
+            for fd, events in poll(math.ceil(wait_s * 1000)):
                 f = watched.get(fd)
                 if f is not None:
-                    read(f)
+                    read(f, events)
                 elif fd in death_fds:
                     target.check_alive()  # a worker exited: raises WorkerError naming it
-            now = clock()
-            while inflight:
-                f = next(iter(inflight.values()))
-                if now - f.started_ns <= timeout_ns:
-                    break  # the oldest still has time, so every later one has too
-                finish(f, f"timeout: no answer within {timeout_s:g} s")
+            if inflight:
+                now = clock()
+                while inflight:
+                    f = next(iter(inflight.values()))
+                    if now - f.started_ns <= timeout_ns:
+                        break  # the oldest still has time, so every later one has too
+                    finish(f, f"timeout: no answer within {timeout_s:g} s")
     finally:
         # Stopped early (a worker died, Ctrl-C): what was in flight still ends as a record.
         for f in list(inflight.values()):
             finish(f, f"{ABORTED}: the run stopped before this connection finished")
+        if watch is not None:
+            watch.close()
     return [records[i] for i in sorted(records)]

@@ -24,9 +24,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
-import psutil
-
 from ..cpus import affinity
+from ..processes import process_errors
 from . import netstat
 from .listeners import ListenerRow, listening_sockets
 
@@ -119,7 +118,7 @@ class EvidenceCapture:
         for index, pid in enumerate(pids):
             try:
                 cpus: list[int] | None = self._read_affinity(pid)
-            except (psutil.Error, OSError):
+            except process_errors():
                 cpus = None  # the worker is gone; its own report (WorkerCounters.affinity) remains
             self._affinity.append({"index": index, "pid": pid, "cpus": cpus})
         return self._affinity

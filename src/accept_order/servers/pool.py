@@ -14,10 +14,17 @@ from multiprocessing.connection import Connection, wait
 from types import TracebackType
 from typing import Any
 
-import psutil
-
 from ..errors import WorkerError
-from ..processes import FORK, READY_TIMEOUT_S, STOP_TIMEOUT_S, end_processes, out_of_resources
+from ..processes import (
+    FORK,
+    READY_TIMEOUT_S,
+    STOP_TIMEOUT_S,
+    end_processes,
+    has_children,
+    out_of_resources,
+    process_errors,
+    usage,
+)
 from ..results.records import WorkerCounters
 from ..spec import ServerSpec
 from ..waiting import wait_for
@@ -186,11 +193,8 @@ class WorkerPool:
     # -- stop ----------------------------------------------------------------------------------
     def _usage(self, index: int) -> tuple[int, int, float]:
         try:
-            p = psutil.Process(self._pids[index])
-            switches = p.num_ctx_switches()
-            cpu = p.cpu_times()
-            return switches.voluntary, switches.involuntary, cpu.user + cpu.system
-        except (psutil.Error, IndexError):
+            return usage(self._pids[index])
+        except process_errors(ValueError, IndexError):
             return (0, 0, 0.0)
 
     def stop(self) -> list[WorkerCounters]:
@@ -259,19 +263,21 @@ class WorkerPool:
 
     def close(self) -> None:
         """End every worker still alive (SIGTERM, then SIGKILL) and reap it, with anything it started."""
-        strays: list[psutil.Process] = []
+        strays: list[Any] = []  # psutil.Process objects: psutil is imported only if a worker has children
         for proc in self.procs:
             try:
-                if proc.pid is not None and proc.exitcode is None:
+                if proc.pid is not None and proc.exitcode is None and has_children(proc.pid):
+                    import psutil
+
                     strays.extend(psutil.Process(proc.pid).children(recursive=True))
-            except (psutil.Error, ValueError):
+            except process_errors(ValueError):
                 pass
         self._asking_to_stop()
         end_processes(self.procs, STOP_TIMEOUT_S)
         for p in strays:
             try:
                 p.kill()
-            except psutil.Error:
+            except process_errors():
                 pass
         for pipe in self.pipes:
             pipe.close()

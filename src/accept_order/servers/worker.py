@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-import psutil
-
+from ..cpus import affinity, pin_self
 from ..errors import PlanError
 from ..processes import die_with_parent
 from .modes import Listeners, Mode
@@ -97,16 +96,17 @@ def worker_main(cfg: WorkerConfig, pipe: Connection, state: Any) -> None:
     die_with_parent()
     index, pid = cfg.index, os.getpid()
     fault = _fault(index)
-    me = psutil.Process()
     try:
-        if cfg.cpus:  # like nginx's worker_cpu_affinity; psutil also pins where os lacks sched_setaffinity
-            me.cpu_affinity([cfg.cpus[index % len(cfg.cpus)]])
+        if cfg.cpus:  # like nginx's worker_cpu_affinity
+            pin_self(cfg.cpus[index % len(cfg.cpus)])
         cfg.listeners.keep_only(index)
         waiter = cfg.mode.waiter(index, cfg.listeners, cfg.batch)
     except _Stop:
         return
     except Exception as exc:
-        # Tell the supervisor (which names this worker in one line) instead of printing a traceback.
+        # Tell the supervisor (which names this worker in one line) instead of printing a traceback. It
+        # answers with SIGTERM at once: that must not land inside this handler as a _Stop traceback.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         pipe.send(("failed", f"{type(exc).__name__}: {exc}"))
         return
     reply = f"worker {index} pid {pid}\n".encode()
@@ -116,7 +116,7 @@ def worker_main(cfg: WorkerConfig, pipe: Connection, state: Any) -> None:
     try:
         if fault == "never-ready":
             signal.pause()
-        pipe.send(("ready", {"pid": pid, "affinity": sorted(me.cpu_affinity())}))
+        pipe.send(("ready", {"pid": pid, "affinity": affinity(pid)}))
         while True:
             state[index] = WAITING
             batch = waiter.wait()

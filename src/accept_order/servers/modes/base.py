@@ -15,8 +15,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
-import psutil
-
 from ...errors import ListenError
 
 Queue = Literal["shared", "per-worker"]
@@ -89,6 +87,8 @@ class ReadinessWaiter(Waiter):
 
 def listener_owner(host: str, port: int) -> str:
     """Who listens on `port` (for an error message): "pid 123 (nginx)", or "another process"."""
+    import psutil  # only for this message: it costs 10 ms to import
+
     try:
         for conn in psutil.net_connections(kind="tcp"):
             if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port:
