@@ -51,6 +51,10 @@ class Undying:
         return self.pool.address
 
     @property
+    def protocol(self) -> ClientProtocol:
+        return self.pool.protocol
+
+    @property
     def pids(self) -> list[int]:
         return self.pool.pids
 

@@ -47,3 +47,38 @@ def error_key(exc: OSError) -> str:
     if exc.errno is None:
         return str(exc) or type(exc).__name__
     return errno_name(exc.errno)
+
+
+class ClientProtocol:
+    """What a client sends after connecting and where the worker's name is in what comes back.
+
+    `line`: nothing is sent; the server writes one line and closes (the built-in workers, the seed's
+    Python servers). `http`: an HTTP/1.0 request (so the server closes after its answer, like `nc`), and
+    the body after the headers is the line (nginx's `ngx.say("worker ", ngx.worker.pid())`).
+    """
+
+    def __init__(self, name: str, request: bytes) -> None:
+        self.name = name
+        self.request = request
+
+    def body(self, reply: bytes) -> bytes:
+        return reply
+
+    def __repr__(self) -> str:
+        return f"ClientProtocol({self.name!r})"
+
+
+class HttpProtocol(ClientProtocol):
+    def __init__(self, host: str = "accept-order") -> None:
+        super().__init__("http", f"GET / HTTP/1.0\r\nHost: {host}\r\nUser-Agent: accept-order\r\n\r\n".encode())
+
+    def body(self, reply: bytes) -> bytes:
+        head, sep, body = reply.partition(b"\r\n\r\n")
+        if not sep or not head.startswith(b"HTTP/1.") or b" 200 " not in head.split(b"\r\n", 1)[0] + b" ":
+            return b""  # no complete head, or not a 200: no worker named
+        return body
+
+
+LINE = ClientProtocol("line", b"")
+HTTP = HttpProtocol()
+PROTOCOLS = {"line": LINE, "http": HTTP}

@@ -57,14 +57,15 @@ def _checked(target: Target) -> Callable[[], None]:
 
 
 class _InFlight:
-    __slots__ = ("seq", "sock", "fd", "started_ns", "data")
+    __slots__ = ("seq", "sock", "fd", "started_ns", "data", "unsent")
 
-    def __init__(self, seq: int, sock: socket.socket, fd: int, started_ns: int) -> None:
+    def __init__(self, seq: int, sock: socket.socket, fd: int, started_ns: int, unsent: bytes = b"") -> None:
         self.seq = seq
         self.sock = sock
         self.fd = fd
         self.started_ns = started_ns
         self.data = b""
+        self.unsent = unsent  # the protocol's request, sent once the connect has completed
 
 
 def _death_watch(fds: list[int]) -> select.epoll | None:
@@ -99,6 +100,7 @@ def run_sequential(
     holds_socket = attribution.holds_socket
     replies: dict[bytes, int] = {}  # reply -> worker: each worker's line is parsed once, then looked up
     pids = list(target.pids)
+    request, body = target.protocol.request, target.protocol.body
     family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
     poller = select.poll()
     register, unregister, poll = poller.register, poller.unregister, poller.poll
@@ -131,7 +133,7 @@ def run_sequential(
         worker: int | None = None
         sock = f.sock
         if error is None:
-            data = f.data
+            data = body(f.data) if request else f.data
             worker = replies.get(data)
             if worker is None:
                 worker = from_reply(data)
@@ -164,14 +166,26 @@ def run_sequential(
         if not NONBLOCK_FLAG:
             sock.setblocking(False)
         fd = sock.fileno()
-        f = inflight[seq] = _InFlight(seq, sock, fd, clock())
+        f = inflight[seq] = _InFlight(seq, sock, fd, clock(), request)
         code = sock.connect_ex(address)
         # Watch for reading right away: the reply can only come after the connect completes, and a
         # connect that fails wakes the reader too (POLLERR/POLLHUP), with recv() raising its error.
+        # A protocol with a request also waits for writability: the connect has completed.
         watched[fd] = f
-        register(fd, READABLE)
+        register(fd, READABLE | select.POLLOUT if request else READABLE)
         if code and code != errno.EINPROGRESS:
             finish(f, _failure(OSError(code, os.strerror(code))))
+
+    def send(f: _InFlight) -> None:
+        """The connect completed: send the request (small: one send takes it), then wait for the reply."""
+        try:
+            sent = f.sock.send(f.unsent)
+        except OSError as exc:
+            finish(f, _failure(exc))
+            return
+        f.unsent = f.unsent[sent:]
+        if not f.unsent:
+            poller.modify(f.fd, READABLE)
 
     def read(f: _InFlight, events: int) -> None:
         """Take what the socket has now; finish on EOF, an error, or a reply that is too long.
@@ -222,7 +236,10 @@ def run_sequential(
             for fd, events in poll(math.ceil(wait_s * 1000)):
                 f = watched.get(fd)
                 if f is not None:
-                    read(f, events)
+                    if f.unsent and events & select.POLLOUT and not events & (select.POLLERR | select.POLLHUP):
+                        send(f)
+                    else:
+                        read(f, events)
                 elif fd in death_fds:
                     target.check_alive()  # a worker exited: raises WorkerError naming it
             if inflight:

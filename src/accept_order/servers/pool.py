@@ -15,6 +15,7 @@ from types import TracebackType
 from typing import Any
 
 from ..errors import WorkerError
+from ..loads.protocol import LINE, ClientProtocol
 from ..processes import (
     FORK,
     READY_TIMEOUT_S,
@@ -66,6 +67,10 @@ class WorkerPool:
     @property
     def attribution(self) -> ReplyAttribution:
         return ReplyAttribution(tuple(self._pids))
+
+    @property
+    def protocol(self) -> ClientProtocol:
+        return LINE  # a built-in worker writes its line and closes, like the seed's servers
 
     @property
     def unsettled(self) -> int:

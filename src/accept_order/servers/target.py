@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from ..loads.protocol import parse_reply
+from ..loads.protocol import ClientProtocol, parse_reply
 
 if TYPE_CHECKING:
     from ..results.records import WorkerCounters
@@ -68,6 +68,11 @@ class Target(Protocol):
 
     @property
     def attribution(self) -> Attribution: ...
+
+    @property
+    def protocol(self) -> ClientProtocol:
+        """What a client sends and how the reply names the worker (loads/protocol.py)."""
+        ...
 
     @property
     def unsettled(self) -> int:
