@@ -154,7 +154,7 @@ def run_closed_loop(
             if on_tick:
                 on_tick(done, elapsed)
 
-        with LoadGenerator(target.address, target.attribution, load) as generator:
+        with LoadGenerator(target.address, target.attribution, load, target.protocol) as generator:
             generators.append(generator)
             return generator.run(tick)
 

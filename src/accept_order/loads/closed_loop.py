@@ -27,6 +27,7 @@ from ..servers.target import Attribution
 from ..signals import deferred, stopping
 from ..spec import ClosedLoopLoad
 from .drive_loop import ABORT, SATURATED, STOP, TICK_S, DriverConfig, DriverStats, driver_main
+from .protocol import LINE, ClientProtocol
 
 __all__ = [
     "SATURATED",
@@ -109,14 +110,16 @@ def split(total: int, parts: int) -> list[int]:
 class LoadGenerator:
     """Owner of the driver processes of one closed-loop run. Use as a context manager."""
 
-    def __init__(self, address: tuple[str, int], attribution: Attribution, load: ClosedLoopLoad) -> None:
+    def __init__(
+        self, address: tuple[str, int], attribution: Attribution, load: ClosedLoopLoad, protocol: ClientProtocol = LINE
+    ) -> None:
         load = load.validated()
         procs = load.driver_procs
         slots = split(load.concurrency, procs)
         count = load.connections
         shares: list[int | None] = list(split(count, procs)) if count is not None else [None] * procs
         self.configs = [
-            DriverConfig(i, address, attribution, shares[i], load.duration_s, slots[i], load.timeout_s)
+            DriverConfig(i, address, attribution, protocol, shares[i], load.duration_s, slots[i], load.timeout_s)
             for i in range(procs)
         ]
         self.procs: list[Any] = []
@@ -260,7 +263,8 @@ def run_load(
     attribution: Attribution,
     load: ClosedLoopLoad,
     on_tick: Callable[[int, float], None] | None = None,
+    protocol: ClientProtocol = LINE,
 ) -> LoadResult:
     """Drive a closed-loop load at `address` until its connections have finished or its duration passed."""
-    with LoadGenerator(address, attribution, load) as gen:
+    with LoadGenerator(address, attribution, load, protocol) as gen:
         return gen.run(on_tick)

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..processes import MAX_REPLY, READY_TIMEOUT_S, die_with_parent
 from ..servers.target import Attribution
-from .protocol import ABORTED, BAD_REPLY, NO_REPLY, TIMEOUT, errno_name
+from .protocol import ABORTED, BAD_REPLY, NO_REPLY, TIMEOUT, ClientProtocol, errno_name
 
 SATURATED = 0.9  # a driver on a CPU more than this share of its wall time is CPU-bound (locust's threshold)
 TICK_S = 0.1  # how often a driver publishes progress and checks its timeouts and the stop flag
@@ -70,6 +70,7 @@ class DriverConfig:
     index: int
     address: tuple[str, int]
     attribution: Attribution
+    protocol: ClientProtocol
     requests: int | None  # this driver's share of the requests; None: until the deadline
     duration_s: float | None
     slots: int
@@ -104,7 +105,10 @@ def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
     flags = select.EPOLLIN | select.EPOLLRDHUP
     epollerr = select.EPOLLERR
     peer_closed = select.EPOLLRDHUP | select.EPOLLHUP
-    inflight: dict[int, list[Any]] = {}  # fd -> [socket, start ns, reply bytes so far]
+    inflight: dict[int, list[Any]] = {}  # fd -> [socket, start ns, reply bytes so far, request unsent]
+    request, body = cfg.protocol.request, cfg.protocol.body
+    start_flags = flags | select.EPOLLOUT if request else flags  # a request waits for the connect
+    modify = ep.modify
     counts: dict[int, int] = {}  # duration us -> requests (the histogram, built at the end)
     errors: Counter[str] = Counter()
     served: dict[int, int] = {}
@@ -142,8 +146,8 @@ def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
                 code = s.connect_ex(addr)
                 if code == einprogress or code == 0:
                     fd = s.fileno()
-                    register(fd, flags)
-                    inflight[fd] = [s, start, b""]
+                    register(fd, start_flags)
+                    inflight[fd] = [s, start, b"", bool(request)]
                 else:  # refused at once, no local port left (EADDRNOTAVAIL), ...
                     s.close()
                     errors[errno_name(code)] += 1
@@ -159,7 +163,16 @@ def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
                     continue
                 s = entry[0]
                 error: str | None = None
-                if ev & epollerr:
+                if entry[3] and not ev & epollerr:  # connected: send the request, then wait for the reply
+                    try:
+                        s.send(request)
+                    except OSError as exc:
+                        error = errno_name(exc.errno or 0)
+                    else:
+                        entry[3] = False
+                        modify(fd, flags)
+                        continue
+                elif ev & epollerr:
                     code = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
                     error = errno_name(code) if code else "EPOLLERR"
                 else:
@@ -185,7 +198,7 @@ def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
                 if error is not None:
                     errors[error] += 1
                     continue
-                buf = entry[2]
+                buf = body(entry[2]) if request else entry[2]
                 who = replies.get(buf)
                 if who is None:
                     who = attribute(buf)
