@@ -23,7 +23,7 @@ from .loads.sequential import run_sequential as drive_sequential
 from .probes.evidence import EvidenceCapture
 from .results.records import ConnectionRecord, Environment, RunResult, WorkerCounters
 from .servers import make_target
-from .servers.modes import require_mode
+from .servers.catalog import mode_meta
 from .servers.target import Target
 from .signals import deferred
 from .spec import ClosedLoopLoad, SequentialLoad, ServerSpec
@@ -119,7 +119,7 @@ def run_sequential(
         return f"the run stopped after {len(finished)} connections ({served} served, {len(finished) - served} failed)"
 
     records, m = lifecycle(server, lambda target: drive_sequential(target, load, record), describe)
-    mode = require_mode(server.mode)
+    mode = mode_meta(server.server, server.mode)
     return RunResult(
         server=server,
         load=load,

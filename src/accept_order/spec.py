@@ -119,9 +119,14 @@ class ServerSpec:
     server: str = "builtin"  # the built-in Python workers; real servers come as other names
 
     def validated(self) -> ServerSpec:
-        require_mode(self.mode)
-        if self.server != "builtin":
-            raise PlanError(f"unknown server {self.server!r}; this version has only the built-in workers")
+        if self.server == "builtin":
+            require_mode(self.mode)
+        else:
+            from .servers.catalog import mode_meta
+
+            mode_meta(self.server, self.mode)  # PlanError for a server or mode this version does not know
+            if self.server == "nginx" and self.accept_batch not in (0, 1):
+                raise PlanError("--accept-batch with nginx is 0 (multi_accept on) or 1 (multi_accept off)")
         check_range("--workers", self.workers, 1, MAX_WORKERS)
         check_range("--port", self.port, 0, 65535)
         check_range("--work-us", self.work_us, 0, MAX_WORK_US)

@@ -85,20 +85,20 @@ def _sum_opt(values: Iterable[int | float | None]) -> Any:
 
 def herd_row(result: Any) -> HerdRow:
     """A RunResult's line of the herd table."""
-    from ..servers.modes import MODES
+    from ..servers.catalog import modes_of
 
     counters = result.counters
-    mode = MODES.get(result.server.mode)
+    mode = modes_of(result.server.server).get(result.server.mode)
     cpu = _sum_opt(c.cpu_s for c in counters)
     return HerdRow(
         mode=result.server.mode,
         workers=result.server.workers,
         served=result.served,
         failed=result.failed,
-        wakeups=sum(c.wakeups for c in counters),
-        accepts=sum(c.accepts for c in counters),
-        empty=sum(c.empty for c in counters),
-        max_batch=max((c.max_batch for c in counters), default=0),
+        wakeups=sum(c.wakeups or 0 for c in counters),
+        accepts=sum(c.accepts or 0 for c in counters),
+        empty=sum(c.empty or 0 for c in counters),
+        max_batch=max((c.max_batch or 0 for c in counters), default=0),
         voluntary=_sum_opt(c.voluntary_switches for c in counters),
         involuntary=_sum_opt(c.involuntary_switches for c in counters),
         cpu_s=None if cpu is None else round(cpu, 6),

@@ -17,7 +17,7 @@ from ..loads.drive_loop import DriverStats
 from ..loads.protocol import describe_error
 from ..results.latency import PERCENTILES, LatencyResult
 from ..results.records import Environment, WorkerCounters
-from ..servers.modes import MODES
+from ..servers.catalog import modes_of
 from ..spec import ClosedLoopLoad, ServerSpec
 from .evidence import evidence_report
 from .run import worker_table
@@ -239,13 +239,13 @@ def sweep_lines(results: Sequence[LatencyResult]) -> list[str]:
     for r in results:
         batch = r.server.accept_batch
         label = f"{batch} limit" if batch else "no limit"
-        wakeups = sum(c.wakeups - c.empty for c in r.counters)
-        accepts = sum(c.accepts for c in r.counters)
+        wakeups = sum((c.wakeups or 0) - (c.empty or 0) for c in r.counters)
+        accepts = sum(c.accepts or 0 for c in r.counters)
         s = r.summary()
         lat = [f"{s[k]:.2f}ms" if s.get(k) is not None else "-" for k in ("avg_ms", "dev_ms", "p99_ms")]
         lines.append(
             f"{label:<9}|{r.throughput:>11.2f}tps |{lat[0]:>9} |{lat[1]:>10} |{lat[2]:>9} |"
-            f"{max((c.max_batch for c in r.counters), default=0):>11} |"
+            f"{max((c.max_batch or 0 for c in r.counters), default=0):>11} |"
             f"{(accepts / wakeups if wakeups else 0):>11.2f}"
         )
         lines.append(rule)
@@ -271,7 +271,7 @@ def sweep_report(results: Sequence[LatencyResult]) -> RenderableType:
             style="dim",
         )
     )
-    mode = MODES.get(server.mode)
+    mode = modes_of(server.server).get(server.mode)
     if mode is not None and not mode.batches:
         parts.append(
             Text(f"Note: mode {server.mode} accepts one connection per wakeup whatever the cap.", style="yellow")

@@ -57,10 +57,10 @@ def worker_table(
             str(c.pid),
             str(count),
             _share(count, total),
-            str(c.wakeups),
-            str(c.accepts),
-            str(c.empty),
-            str(c.max_batch),
+            _opt(c.wakeups),
+            _opt(c.accepts),
+            _opt(c.empty),
+            _opt(c.max_batch),
             _opt(c.voluntary_switches),
             _opt(None if c.cpu_s is None else c.cpu_s * 1000, "{:.1f}"),
         ]
@@ -147,7 +147,7 @@ def _marks(sequence: Sequence[int], limit: int = SEQUENCE_SHOWN) -> str:
 
 def serve_report(result: ServeResult) -> RenderableType:
     """serve's tally: the sequence by accept time, and what each worker counted."""
-    accepted = [c.accepts for c in result.counters]
+    accepted = [c.accepts or 0 for c in result.counters]
     parts: list[RenderableType] = [
         Text.assemble(("Sequence: ", "bold"), _marks(result.sequence) or "(no connections)"),
         worker_table(result.counters, accepted, title="tally"),

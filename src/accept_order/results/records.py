@@ -38,10 +38,11 @@ class WorkerCounters:
 
     index: int
     pid: int
-    wakeups: int = 0
-    accepts: int = 0
-    empty: int = 0
-    max_batch: int = 0
+    # None: not known (a server that does not count them itself, such as nginx)
+    wakeups: int | None = 0
+    accepts: int | None = 0
+    empty: int | None = 0
+    max_batch: int | None = 0
     voluntary_switches: int | None = None
     involuntary_switches: int | None = None
     cpu_s: float | None = None

@@ -91,9 +91,11 @@ def check_records(records: Sequence[Any], workers: int) -> None:
 def check_server(server: Any) -> Any:
     """A saved server spec names a mode this version knows (a file naming another is refused, exit 1:
     the file is wrong, not the command line)."""
-    from ..servers.modes import MODES
+    from ..servers.catalog import SERVERS, modes_of
 
-    if server.mode not in MODES:
+    if server.server not in SERVERS:
+        raise ResultFileError(f"malformed result: it names server {server.server!r}, which this version does not know")
+    if server.mode not in modes_of(server.server):
         raise ResultFileError(f"malformed result: it names mode {server.mode!r}, which this version does not know")
     if not 1 <= server.workers <= 1 << 20:
         raise ResultFileError(f"malformed result: {server.workers} workers is out of range")

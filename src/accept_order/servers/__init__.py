@@ -14,6 +14,10 @@ __all__ = ["make_target"]
 def make_target(spec: ServerSpec, stamps: bool = False) -> Target:
     """The server a spec names, not yet started (start() it, and close() it on every path).
     `stamps`: workers keep each accept's time (serve's sequence)."""
-    from .pool import WorkerPool  # the only server so far; real servers add a branch here
+    if spec.server == "nginx":
+        from .nginx import NginxServer
+
+        return NginxServer(spec)
+    from .pool import WorkerPool
 
     return WorkerPool(spec, stamps=stamps)

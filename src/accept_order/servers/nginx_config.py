@@ -1,0 +1,146 @@
+"""nginx as a server to drive: its accept modes, and the private config the tool writes for a run.
+
+Every file nginx touches (config, pid file, logs, temp files) lives in a private temporary directory:
+the system's nginx config, pid file and logs are never read or written.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+
+from ..errors import AcceptOrderError
+
+MODULE_DIR = "/usr/lib/nginx/modules"
+MODULES = ("ndk_http_module.so", "ngx_http_lua_module.so")
+PACKAGES = "nginx-light libnginx-mod-http-lua"
+
+
+class ServerUnavailable(AcceptOrderError):
+    """The server this run asks for is not installed here (a runtime problem: exit 1)."""
+
+
+@dataclass(frozen=True)
+class NginxMode:
+    name: str
+    summary: str
+    why: str
+    model: str | None  # the order the mechanism predicts (analysis.order's model names)
+    queue: str = "shared"
+    herds: bool = False
+    events: tuple[str, ...] = ()  # directives for the events {} block
+    reuseport: bool = False
+
+
+NGINX_MODES: dict[str, NginxMode] = {
+    m.name: m
+    for m in (
+        NginxMode(
+            "epoll",
+            "nginx's default on Linux: each worker's epoll holds the shared listener with EPOLLEXCLUSIVE",
+            "each worker adds the shared listener to its own epoll with EPOLLEXCLUSIVE and the kernel wakes the "
+            "first idle one in the socket's wait queue; since nginx 1.21.6 a worker re-adds its listener every "
+            "16 accepts (ngx_reorder_accept_events), which moves it to the back of the queue: runs of 16",
+            "runs-of-16",
+            events=("accept_mutex off;",),
+        ),
+        NginxMode(
+            "accept-mutex",
+            "accept_mutex on: only the worker holding a lock in shared memory has the listener in its epoll",
+            "with accept_mutex on only the worker that holds the lock in shared memory listens; the others try "
+            "again after accept_mutex_delay (500 ms), and an idle holder takes the lock back first, so "
+            "sequential connections keep going to one worker",
+            None,
+            events=("accept_mutex on;",),
+        ),
+        NginxMode(
+            "reuseport",
+            "listen ... reuseport: one SO_REUSEPORT listener per worker",
+            "with reuseport each nginx worker has its own listening socket and accept queue, and the kernel picks "
+            "the queue by a hash of the connection's 4-tuple, whether or not that worker is busy",
+            "hash",
+            queue="per-worker",
+            events=("accept_mutex off;",),
+            reuseport=True,
+        ),
+    )
+}
+
+
+def nginx_binary() -> str:
+    """The nginx executable, or ServerUnavailable naming the Debian packages to install."""
+    path = shutil.which("nginx") or ("/usr/sbin/nginx" if os.access("/usr/sbin/nginx", os.X_OK) else None)
+    if path is None:
+        raise ServerUnavailable(f"nginx is not installed here: apt-get install {PACKAGES}")
+    missing = [m for m in MODULES if not os.path.exists(os.path.join(MODULE_DIR, m))]
+    if missing:
+        raise ServerUnavailable(f"nginx's Lua module is missing ({', '.join(missing)}): apt-get install {PACKAGES}")
+    return path
+
+
+def cpu_masks(cpus: tuple[int, ...], workers: int) -> str:
+    """worker_cpu_affinity's bitmasks: worker i on cpus[i % len(cpus)], like the built-in workers' pinning."""
+    width = max(cpus) + 1
+    return " ".join(format(1 << cpus[i % len(cpus)], f"0{width}b") for i in range(workers))
+
+
+def lua_handler(work_us: int, work_iters: int) -> str:
+    """The seed's handler: an optional busy loop, then a line naming the worker."""
+    lines = ["local i = 0"]
+    if work_iters:
+        lines.append(f"for names = 1, {work_iters} do i = i + 1 end")  # seed 000's loop, as written there
+    if work_us:
+        lines.append(f"local stop = os.clock() + {work_us / 1e6!r}")
+        lines.append("while os.clock() < stop do i = i + 1 end")
+    lines.append('ngx.say("worker ", ngx.worker.pid())')
+    return "\n        ".join(lines)
+
+
+def render_config(
+    directory: str,
+    mode: NginxMode,
+    *,
+    host: str,
+    port: int,
+    workers: int,
+    backlog: int,
+    multi_accept: bool,
+    cpus: tuple[int, ...],
+    work_us: int,
+    work_iters: int,
+) -> str:
+    """nginx.conf for one run; every path in `directory`."""
+    address = f"[{host}]" if ":" in host else host
+    listen = f"{address}:{port}{' reuseport' if mode.reuseport else ''} backlog={backlog}"
+    affinity = f"worker_cpu_affinity {cpu_masks(cpus, workers)};\n" if cpus else ""
+    modules = "".join(f"load_module {os.path.join(MODULE_DIR, m)};\n" for m in MODULES)
+    events = " ".join(mode.events)
+    return f"""# written by accept-order for one run; removed when it ends
+{modules}daemon off;
+master_process on;
+worker_processes {workers};
+{affinity}pid {directory}/nginx.pid;
+error_log {directory}/error.log notice;
+events {{
+    worker_connections 8192;
+    use epoll;
+    multi_accept {"on" if multi_accept else "off"};
+    {events}
+}}
+http {{
+    log_format accept_order '$pid $remote_port $msec';
+    access_log {directory}/access.log accept_order;
+    client_body_temp_path {directory}/body;
+    keepalive_timeout 30s;
+    server {{
+        listen {listen};
+        location / {{
+            default_type text/plain;
+            content_by_lua_block {{
+        {lua_handler(work_us, work_iters)}
+            }}
+        }}
+    }}
+}}
+"""
