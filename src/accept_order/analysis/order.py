@@ -6,6 +6,11 @@ workers idle at that moment gets it, and the verdict names the model that predic
 - lifo: the worker that went back to waiting most recently (one shared epoll);
 - first-registered: the lowest-index idle worker (one epoll per worker with EPOLLEXCLUSIVE).
 Only connections that found two or more workers idle can tell the models apart ("informative").
+
+One pattern is not an idle order but a count: nginx (1.21.6+, EPOLLEXCLUSIVE) re-adds its listener to its epoll
+every 16 accepts (ngx_reorder_accept_events), which moves the worker to the back of the socket's exclusive wait
+queue, so a sequential load shows runs of 16 per worker. `fixed_runs` finds runs of one fixed length; when they
+fit, they are the verdict (a run also fits lifo, which says less).
 """
 
 from __future__ import annotations
@@ -30,6 +35,57 @@ def is_rotation(sequence: Sequence[int], workers: int) -> bool:
     """Every window of `workers` consecutive servers is `workers` distinct workers."""
     width = min(workers, len(sequence))
     return all(len(set(sequence[i : i + width])) == width for i in range(len(sequence) - width + 1))
+
+
+def run_lengths(sequence: Sequence[int]) -> list[int]:
+    """Lengths of the maximal runs of one worker, in order: [0, 0, 1, 0] -> [2, 1, 1]."""
+    lengths: list[int] = []
+    for i, w in enumerate(sequence):
+        if i and sequence[i - 1] == w:
+            lengths[-1] += 1
+        else:
+            lengths.append(1)
+    return lengths
+
+
+def fixed_runs(sequence: Sequence[int], workers: int | None = None) -> tuple[int, int, int] | None:
+    """(k, connections that fit, connections considered) when `sequence` is runs of one worker of one fixed
+    length k >= 2, else None.
+
+    At most the first `workers` connections (default: the distinct workers seen) may be a warm-up and are left
+    out, the cut that fits best wins; the last run is left out too, since the end of the load may cut it short.
+    Of the rest, the connections in runs of exactly k fit; k is the length that fits the largest share. It fits
+    when that share is at least FIT_THRESHOLD and there are at least two such runs: one worker taking all is a
+    single run, a rotation is runs of 1, and neither is called runs.
+    """
+    warm_max = len(set(sequence)) if workers is None else workers
+    best: tuple[float, int, int, int, int] | None = None  # share, fit, -warm-up, k, considered
+    for warm in range(min(warm_max, len(sequence)) + 1):
+        lengths = run_lengths(sequence[warm:])[:-1]
+        considered = sum(lengths)
+        for k in set(lengths):
+            fit = lengths.count(k) * k
+            if k < 2 or fit < 2 * k or fit < FIT_THRESHOLD * considered:
+                continue
+            key = (fit / considered, fit, -warm, k, considered)
+            best = key if best is None else max(best, key)
+    return None if best is None else (best[3], best[1], best[4])
+
+
+def _runs_sequence(records: Sequence[ConnectionRecord]) -> list[int]:
+    """Serving worker of each connection; a failed one between two served by the same worker counts as that
+    worker's (the head of the wait queue most likely accepted it before it failed), any other is left out."""
+    sequence: list[int] = []
+    pending = 0  # failed connections since the last served one
+    for rec in records:
+        if not rec.served or rec.worker is None:
+            pending += 1
+            continue
+        if sequence and sequence[-1] == rec.worker:
+            sequence.extend([rec.worker] * pending)
+        sequence.append(rec.worker)
+        pending = 0
+    return sequence
 
 
 def _predict(model: str, idle: list[int], idle_since: dict[int, float]) -> int:
@@ -84,7 +140,14 @@ def verdict(
     fits = model_fits(records, workers)
     informative = max((n for _, n in fits.values()), default=0)
     best: str | None = None
-    if informative:
+    runs = fixed_runs(_runs_sequence(records), workers) if workers > 1 else None
+    if runs is not None:
+        # Fixed-length runs: a count, not an idle order. They say more than lifo (which a run also fits).
+        k, run_fit, considered = runs
+        best = f"runs-of-{k}"
+        fits[best] = (run_fit, considered)
+        informative = considered
+    elif informative:
         # Best fit wins; on a tie the mode's own model, then MODEL_ORDER.
         ranked = sorted(MODEL_ORDER, key=lambda m: (-fits[m][0], m != expected_model, MODEL_ORDER.index(m)))
         if fits[ranked[0]][0] >= FIT_THRESHOLD * informative:
@@ -100,6 +163,8 @@ def verdict(
         if best is not None:
             fit_text = f"{fits[best][0]}/{informative}"
             pattern += f" (the order happens to fit {best} {fit_text}; the hash ignores idleness)"
+    elif runs is not None:
+        pattern = f"runs of {runs[0]} per worker"
     elif best == "first-registered" and single:
         pattern = "one worker takes all (first-registered wins)"
     elif best is not None:

@@ -1,0 +1,132 @@
+"""Fixed-length runs per worker (nginx re-adds its listener every 16 accepts): the model and the verdict."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from accept_order.analysis import order
+from accept_order.results.records import ConnectionRecord
+
+NGINX_40 = [0, 1, 2] + [0] * 16 + [1] * 16 + [2] * 5  # what nginx 1.22 (EPOLLEXCLUSIVE) serves 40 requests with
+RUNS_OF_4 = [1] * 4 + [2] * 4 + [0] * 4 + [1] * 4 + [2] * 4 + [0] * 2
+ROTATION = [0, 1, 2] * 8
+ONE_TAKES_ALL = [0] * 24
+
+
+def sequential(workers: list[int | None], latency_us: int = 100, gap_us: int = 1000) -> list[ConnectionRecord]:
+    """Connections driven one after the other: each ends before the next starts; None is a failed one."""
+    return [
+        ConnectionRecord(
+            seq=i,
+            worker=w,
+            pid=None if w is None else 1000 + w,
+            start_us=i * gap_us,
+            latency_us=latency_us,
+            error=None if w is not None else "closed without a reply",
+        )
+        for i, w in enumerate(workers)
+    ]
+
+
+def random_sequence() -> list[int]:
+    rng = random.Random(1234)
+    return [rng.randrange(3) for _ in range(40)]
+
+
+def test_run_lengths() -> None:
+    assert order.run_lengths([0, 0, 1, 0]) == [2, 1, 1]
+    assert order.run_lengths([]) == []
+
+
+def test_fixed_runs_nginx_skips_the_warm_up_and_the_truncated_last_run() -> None:
+    assert order.fixed_runs(NGINX_40, 3) == (16, 32, 32)
+    assert order.fixed_runs(NGINX_40) == (16, 32, 32)  # warm-up bound defaults to the workers seen
+
+
+def test_fixed_runs_other_lengths_and_starts() -> None:
+    assert order.fixed_runs(RUNS_OF_4, 3) == (4, 20, 20)
+    # A warm-up that is part of the first run: the cut that leaves whole runs wins.
+    assert order.fixed_runs([2] + [0] * 5 + [1] * 5 + [2] * 5 + [0] * 3, 3) == (5, 15, 15)
+    # No warm-up to skip when the sequence starts with a whole run.
+    assert order.fixed_runs([0] * 3 + [1] * 3 + [2] * 3 + [0], 3) == (3, 9, 9)
+
+
+@pytest.mark.parametrize(
+    "sequence",
+    [
+        ONE_TAKES_ALL,  # a single run
+        [0, 1, 2] + [0] * 37,  # warm-up then one worker takes all
+        ROTATION,  # runs of 1
+        [0, 1, 2, 2, 1, 0] * 4,  # mostly runs of 1
+        [0] * 16 + [1] * 5,  # one complete run only
+        [0] * 4 + [1] * 7 + [2] * 4 + [0] * 9 + [1] * 2,  # lengths vary
+        [],
+        [1],
+    ],
+)
+def test_fixed_runs_none(sequence: list[int]) -> None:
+    assert order.fixed_runs(sequence, 3) is None
+
+
+def test_fixed_runs_not_on_random_sequences() -> None:
+    assert order.fixed_runs(random_sequence(), 3) is None
+    for seed in range(200):  # nor by chance on any of many
+        rng = random.Random(seed)
+        assert order.fixed_runs([rng.randrange(3) for _ in range(40)], 3) is None
+
+
+def test_verdict_nginx_runs_of_16() -> None:
+    v = order.verdict(sequential(list(NGINX_40)), 3, "runs-of-16", "why")
+    assert v.pattern == "runs of 16 per worker"
+    assert v.model == "runs-of-16"
+    assert (v.fit, v.informative) == (32, 32)
+    assert v.expected
+    assert "32/32" in v.line()
+
+
+def test_verdict_runs_are_not_taken_from_the_mode() -> None:
+    # The mode expects another model: the records still say runs, and the verdict flags it unexpected.
+    v = order.verdict(sequential(list(NGINX_40)), 3, "first-registered", "why")
+    assert (v.pattern, v.model, v.expected) == ("runs of 16 per worker", "runs-of-16", False)
+    # The mode expects runs of 16 and gets runs of 4: not expected.
+    v = order.verdict(sequential(list(RUNS_OF_4)), 3, "runs-of-16", "why")
+    assert (v.pattern, v.model, v.expected) == ("runs of 4 per worker", "runs-of-4", False)
+    v = order.verdict(sequential(list(RUNS_OF_4)), 3, None, "why")
+    assert v.model == "runs-of-4" and v.expected
+
+
+def test_verdict_runs_expected_but_one_worker_takes_all() -> None:
+    v = order.verdict(sequential(list(ONE_TAKES_ALL)), 3, "runs-of-16", "why")
+    assert v.pattern.startswith("one worker takes all")
+    assert v.model is not None and not v.model.startswith("runs")
+    assert not v.expected
+
+
+def test_verdict_runs_expected_but_rotation() -> None:
+    v = order.verdict(sequential(list(ROTATION)), 3, "runs-of-16", "why")
+    assert v.pattern == "rotation (FIFO among idle workers)"
+    assert v.model == "fifo"
+    assert not v.expected
+
+
+def test_verdict_random_is_not_runs() -> None:
+    v = order.verdict(sequential(list(random_sequence())), 3, "runs-of-16", "why")
+    assert v.model is None or not v.model.startswith("runs")
+    assert "runs of" not in v.pattern
+    assert not v.expected
+
+
+def test_verdict_failed_connection_inside_a_run_counts_for_that_run() -> None:
+    workers: list[int | None] = list(NGINX_40)
+    workers[10] = None  # inside worker 0's run of 16
+    v = order.verdict(sequential(workers), 3, "runs-of-16", "why")
+    assert (v.pattern, v.model, v.expected) == ("runs of 16 per worker", "runs-of-16", True)
+    assert (v.fit, v.informative) == (32, 32)
+
+
+def test_verdict_failed_connection_between_runs_is_left_out() -> None:
+    workers: list[int | None] = [*NGINX_40[:19], None, *NGINX_40[19:39]]
+    v = order.verdict(sequential(workers), 3, "runs-of-16", "why")
+    assert v.model == "runs-of-16"
