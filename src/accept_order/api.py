@@ -14,7 +14,7 @@ from .errors import PlanError
 from .results.herd import HerdResult
 from .results.latency import LatencyResult
 from .results.records import ConnectionRecord, RunResult
-from .servers.modes import split_available
+from .servers.catalog import variants
 from .session import Tick, run_closed_loop, run_each, run_sequential
 from .spec import ClosedLoopLoad, SequentialLoad, ServerSpec
 
@@ -43,14 +43,16 @@ def run(mode: str = "epoll", workers: int = 3, connections: int = 6, **options: 
 def compare(
     server: ServerSpec,
     load: SequentialLoad,
-    modes: Sequence[str],
+    modes: Sequence[str] | None,
     on_record: Callable[[ConnectionRecord], None] | None = None,
+    servers: Sequence[str] | None = None,
+    batch_given: bool = True,
 ) -> tuple[list[RunResult], dict[str, str]]:
-    """The same server and load once per mode; (results, {mode: why this machine cannot run it})."""
-    if not modes:
+    """The same settings once per mode (None or ["all"]: every mode) of each server (default: the spec's);
+    (results, {mode: why it was left out}). `batch_given=False`: each server's own accept-batch default."""
+    if modes is not None and not modes:
         raise PlanError("no modes given")
-    available, skipped = split_available(modes)
-    specs = [server.replace(mode=name) for name in available]  # all checked before any runs
+    specs, skipped = variants(server, modes, servers, batch_given)  # all checked before any runs
     return run_each(specs, lambda spec: run_sequential(spec, load, on_record)), skipped
 
 
@@ -76,12 +78,13 @@ def latency(
 def compare_latency(
     server: ServerSpec,
     load: ClosedLoopLoad,
-    modes: Sequence[str],
+    modes: Sequence[str] | None,
     on_run: Callable[[ServerSpec], Tick | None] | None = None,
+    servers: Sequence[str] | None = None,
+    batch_given: bool = True,
 ) -> tuple[list[LatencyResult], dict[str, str]]:
-    """One latency run per mode, same settings; (results, {mode: why this machine cannot run it})."""
-    available, skipped = split_available(modes)
-    specs = [server.replace(mode=name) for name in available]
+    """One latency run per mode of each server, same settings; (results, {mode: why it was left out})."""
+    specs, skipped = variants(server, modes, servers, batch_given)
     return run_each(specs, lambda spec: run_closed_loop(spec, load, on_run(spec) if on_run else None)), skipped
 
 

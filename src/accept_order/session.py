@@ -127,7 +127,7 @@ def run_sequential(
         port=m.port,
         records=tuple(records),
         counters=m.counters,
-        verdict=verdict(records, server.workers, mode.model, mode.why, m.counters),
+        verdict=verdict(records, server.workers, mode.model, mode.why, m.counters if mode.switches_are_wakeups else ()),
         evidence=m.evidence,
         wall_s=m.wall_s,
         unsettled=m.unsettled,

@@ -142,6 +142,11 @@ class ServerSpec:
             raise PlanError(f"--host must be an address (resolve names with resolve_host), got {self.host!r}") from None
         return self
 
+    @property
+    def label(self) -> str:
+        """The mode, with the server's name when it is not the built-in workers: `epoll`, `nginx epoll`."""
+        return self.mode if self.server == "builtin" else f"{self.server} {self.mode}"
+
     def replace(self, **changes: Any) -> ServerSpec:
         return dataclasses.replace(self, **changes).validated()
 

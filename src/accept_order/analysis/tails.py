@@ -53,9 +53,9 @@ def tail_verdict(results: Sequence[LatencyResult]) -> TailVerdict:
             "dev": _ratio(h.stdev_us, bh.stdev_us),
             "avg": _ratio(h.mean_us, bh.mean_us),
         }
-        ratios[r.mode] = rat
+        ratios[r.server.label] = rat
         clauses.append(
-            f"{r.mode}'s p99 is {rat['p99']:.2f}× ({h.percentile(99) / 1000:.2f} vs "
+            f"{r.server.label}'s p99 is {rat['p99']:.2f}× ({h.percentile(99) / 1000:.2f} vs "
             f"{bh.percentile(99) / 1000:.2f} ms) and its deviation {rat['dev']:.2f}× "
             f"({h.stdev_us / 1000:.2f} vs {bh.stdev_us / 1000:.2f} ms); average {rat['avg']:.2f}× "
             f"({h.mean_us / 1000:.2f} vs {bh.mean_us / 1000:.2f} ms)"
@@ -63,5 +63,5 @@ def tail_verdict(results: Sequence[LatencyResult]) -> TailVerdict:
     if all(r["p99"] < CLEAR and r["dev"] < CLEAR for r in ratios.values()):
         text = f"no clear difference in the tails (all within {100 * (CLEAR - 1):.0f}%): " + "; ".join(clauses)
         return TailVerdict(None, ratios, text)
-    text = f"{best.mode} has the tightest tail: " + "; ".join(clauses)
-    return TailVerdict(best.mode, ratios, text)
+    text = f"{best.server.label} has the tightest tail: " + "; ".join(clauses)
+    return TailVerdict(best.server.label, ratios, text)

@@ -21,7 +21,7 @@ from .specs import first_available, sequential_load, server_spec
     )
 )
 @modes_option()
-@server_options()
+@server_options(several=True)
 @sequential_options()
 @json_option()
 @handle_errors
@@ -29,17 +29,19 @@ def compare(modes: list[str], json_path: str | None, **options: Any) -> None:
     """Run every mode this machine supports (or --modes) with the same settings; one table."""
     from .. import api
     from ..render.run import compare_table
-    from ..servers.modes import split_available
+    from ..servers.catalog import variants
 
-    server, load = server_spec(options, mode=first_available(modes)), sequential_load(options)
+    servers: list[str] = options["server"]
+    batch_given = options.get("accept_batch") is not None
+    server, load = server_spec(options, mode=first_available(modes, servers)), sequential_load(options)
     host_warnings()
-    skipped = split_available(modes)[1]
+    skipped = variants(server, modes, servers, batch_given)[1]  # every mode checked before any runs
 
     def show(results: Sequence[Any]) -> None:
         payload = {"runs": [r.to_dict() for r in results], "skipped": skipped, "interrupted": True}
         report_and_save(compare_table(results, skipped), json_path, "compare", payload)
 
     with keep_partial(show):
-        results, skipped = api.compare(server, load, modes)
+        results, skipped = api.compare(server, load, modes, servers=servers, batch_given=batch_given)
     payload = {"runs": [r.to_dict() for r in results], "skipped": skipped}
     report_and_save(compare_table(results, skipped), json_path, "compare", payload)

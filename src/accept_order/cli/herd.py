@@ -30,11 +30,11 @@ def herd(modes: list[str], json_path: str | None, per_worker: bool, **options: A
     """Count wakeups per connection in every mode: who wakes one worker, who wakes them all."""
     from .. import api
     from ..render.herd import herd_report
-    from ..servers.modes import split_available
+    from ..servers.catalog import split_for
 
     server, load = server_spec(options, mode=first_available(modes)), sequential_load(options)
     host_warnings()
-    total = len(split_available(modes)[0]) * load.connections
+    total = len(split_for(server.server, modes)[0]) * load.connections
     with progress_bar("herd: connections", total, threshold=200) as update:
         done = [0]
 

@@ -43,7 +43,7 @@ def bars(load: ClosedLoopLoad, label: Callable[[ServerSpec], str]) -> Iterator[C
 @click.option("--mode", "-m", default=None, help=f"{DEFAULT_MODE_HELP} [default: epoll]")
 @click.option("--modes", "modes", type=MODE_LIST, default=None, help="Several modes, one run each, same settings.")
 @click.option("--compare", "modes_alias", type=MODE_LIST, default=None, hidden=True)  # v0.1's name for --modes
-@server_options(workers=None)
+@server_options(workers=None, several=True)
 @closed_loop_options()
 @click.option("--title", default=None, help="Histogram title (default: 'Duration in ms (MODE)').")
 @json_option()
@@ -60,14 +60,18 @@ def latency(
     from .. import api
     from ..analysis.tails import tail_verdict
     from ..render.latency import compare_report, latency_report
-    from ..servers.modes import split_available
+    from ..servers.catalog import variants
 
     if modes is not None and modes_alias is not None:
         raise click.UsageError("give --modes only (--compare is its old name)")
     modes = modes if modes is not None else modes_alias
     if mode is not None and modes is not None:
         raise click.UsageError("give --mode for one run or --modes for several, not both")
-    server = server_spec(options, mode=mode or (first_available(modes) if modes else None))
+    servers: list[str] = options["server"]
+    batch_given = options.get("accept_batch") is not None
+    if len(servers) > 1 and modes is None:
+        modes = [mode or "epoll"]  # several servers: the one mode (or --modes) on each of them
+    server = server_spec(options, mode=mode or (first_available(modes, servers) if modes else None))
     load = closed_loop_load(options)
     host_warnings()
     if modes is None:
@@ -78,7 +82,7 @@ def latency(
                 result = api.latency(server, load, on_run(server), title)
         report_and_save(latency_report(result), json_path, "latency", result.to_dict())
         return
-    skipped = split_available(modes)[1]
+    skipped = variants(server, modes, servers, batch_given)[1]  # every variant checked before any runs
 
     def save(results: Sequence[Any], interrupted: bool = False) -> None:
         verdict = tail_verdict(results)
@@ -89,5 +93,5 @@ def latency(
 
     with keep_partial(lambda results: save(results, interrupted=True)):
         with bars(load, lambda s: f"{s.mode}: connections") as on_run:
-            results, skipped = api.compare_latency(server, load, modes, on_run)
+            results, skipped = api.compare_latency(server, load, modes, on_run, servers, batch_given)
     save(results)

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
+from ..servers.catalog import SERVERS
 from ..spec import (
     DEFAULT_CONCURRENCY,
     DEFAULT_DRIVER_PROCS,
@@ -28,7 +29,7 @@ from ..spec import (
     MAX_WORK_US,
     MAX_WORKERS,
 )
-from .types import CPUS, DURATION, HOST, MODE_LIST
+from .types import CPUS, DURATION, HOST, MODE_LIST, SERVER_LIST
 
 F = TypeVar("F", bound=Callable[..., Any])
 DEFAULT_MODE_HELP = "How workers wait for connections (see 'accept-order modes')."
@@ -44,10 +45,10 @@ def apply(options: Sequence[Callable[[F], F]]) -> Callable[[F], F]:
 
 
 def mode_option(default: str = "epoll") -> Callable[[F], F]:
-    from ..servers.modes import MODES
+    from ..servers.catalog import all_mode_names
 
     return click.option(
-        "--mode", "-m", type=click.Choice(list(MODES)), default=default, show_default=True, help=DEFAULT_MODE_HELP
+        "--mode", "-m", type=click.Choice(all_mode_names()), default=default, show_default=True, help=DEFAULT_MODE_HELP
     )
 
 
@@ -57,10 +58,21 @@ def modes_option(
     return click.option("--modes", "modes", type=MODE_LIST, default=default, show_default=True, help=help)
 
 
-def server_options(workers: int | None = 3, accept_batch: bool = True) -> Callable[[F], F]:
-    """The options of every command that starts workers. `workers=None`: one per CPU by default."""
+def server_options(workers: int | None = 3, accept_batch: bool = True, several: bool = False) -> Callable[[F], F]:
+    """The options of every command that starts workers. `workers=None`: one per CPU by default.
+    `several`: --server takes a list (compare, latency: one table across servers)."""
     workers_help = "Worker processes." if workers is not None else "Worker processes [default: one per CPU]."
+    server_help = "What serves: builtin (this tool's Python workers) or nginx (Debian's, from a generated config)" + (
+        "; several, comma-separated, share one table." if several else "."
+    )
     options: list[Callable[[F], F]] = [
+        click.option(
+            "--server",
+            type=SERVER_LIST if several else click.Choice(SERVERS),
+            default="builtin",
+            show_default=True,
+            help=server_help,
+        ),
         click.option(
             "--workers",
             "-w",
@@ -105,9 +117,9 @@ def server_options(workers: int | None = 3, accept_batch: bool = True) -> Callab
             click.option(
                 "--accept-batch",
                 type=click.IntRange(0, MAX_ACCEPT_BATCH),
-                default=0,
-                show_default=True,
-                help="Most connections accepted per wakeup (0: until EAGAIN).",
+                default=None,
+                help="Most connections accepted per wakeup (0: until EAGAIN) [default: the server's own: 0 for "
+                "builtin, 1 for nginx, whose multi_accept is off unless this is 0].",
             )
         )
     return apply(options)

@@ -18,20 +18,27 @@ def work_us(options: dict[str, Any]) -> int:
     return ms_to_us(work_ms) if work_ms is not None else 0
 
 
-def first_available(modes: list[str]) -> str | None:
+def first_available(modes: list[str], server: str | list[str] = "builtin") -> str | None:
     """The mode a several-mode command's shared settings are checked with (the first it can run)."""
-    from ..servers.modes import split_available
+    from ..servers.catalog import modes_of, split_for
 
-    available = split_available(modes)[0]
+    server = server[0] if isinstance(server, list) else server
+    wanted = [m for m in modes if m in modes_of(server)] if modes != ["all"] else None
+    available = split_for(server, wanted)[0]
     return available[0] if available else None
 
 
 def server_spec(options: dict[str, Any], mode: str | None = None) -> ServerSpec:
     """Pops the server's options out of `options` and returns the validated spec."""
     from ..cpus import allowed_cpus
+    from ..servers.catalog import default_accept_batch
 
     workers = options.pop("workers", None)
+    server = options.pop("server", "builtin")
+    server = server[0] if isinstance(server, list) else server
+    batch = options.pop("accept_batch", None)
     spec = ServerSpec(
+        server=server,
         mode=mode or options.pop("mode", None) or ServerSpec.mode,
         workers=workers if workers is not None else len(allowed_cpus()),
         host=options.pop("host", ServerSpec.host),
@@ -39,7 +46,7 @@ def server_spec(options: dict[str, Any], mode: str | None = None) -> ServerSpec:
         work_us=work_us(options),
         work_iters=options.pop("work_iters", 0),
         backlog=options.pop("backlog", ServerSpec.backlog),
-        accept_batch=options.pop("accept_batch", 0) or 0,
+        accept_batch=default_accept_batch(server) if batch is None else batch,
         cpus=tuple(options.pop("cpus", None) or ()),
     )
     return pinned(spec, options.pop("pin", False)).validated()

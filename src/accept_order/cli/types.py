@@ -12,6 +12,7 @@ import click
 
 from ..cpus import parse_cpu_list
 from ..errors import PlanError
+from ..servers.catalog import SERVERS
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(us|µs|ms|s|m|h)?\s*$")
 _UNIT_S = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
@@ -60,12 +61,25 @@ class ModeList(click.ParamType):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> list[str]:
         if isinstance(value, list):
             return value
-        from ..servers.modes import parse_modes
+        from ..servers.catalog import all_mode_names
 
-        try:
-            return parse_modes(str(value))
-        except PlanError as exc:
-            self.fail(str(exc), param, ctx)
+        text = str(value).strip()
+        if text == "all":
+            return ["all"]  # every mode of the server(s) the command runs
+        names = [m.strip() for m in text.split(",") if m.strip()]
+        known = all_mode_names()
+        unknown = [m for m in names if m not in known]
+        if unknown or not names:
+            self.fail(
+                f"unknown mode(s): {', '.join(unknown) or '(none given)'}; choose from {', '.join(known)} "
+                "or all (see 'accept-order modes')",
+                param,
+                ctx,
+            )
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            self.fail(f"mode(s) given more than once: {', '.join(repeated)}", param, ctx)
+        return names
 
 
 class Host(click.ParamType):
@@ -106,7 +120,23 @@ class IntList(click.ParamType):
         return values
 
 
+class ServerList(click.ParamType):
+    """`builtin`, `nginx`, or several: `builtin,nginx` (one table, the same settings)."""
+
+    name = "SERVERS"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> list[str]:
+        if isinstance(value, list):
+            return value
+        names = [s.strip() for s in str(value).split(",") if s.strip()]
+        unknown = [s for s in names if s not in SERVERS]
+        if unknown or not names or len(set(names)) != len(names):
+            self.fail(f"{value!r}: give one or more of {', '.join(SERVERS)}, each once", param, ctx)
+        return names
+
+
 CPUS = CpuList()
 DURATION = Duration()
 MODE_LIST = ModeList()
 HOST = Host()
+SERVER_LIST = ServerList()

@@ -27,8 +27,8 @@ from .text import Verbatim, plural
 def default_title(server: ServerSpec, sweep: bool = False) -> str:
     if sweep:
         batch = server.accept_batch
-        return f"Duration in ms ({server.mode}, accept-batch {batch if batch else 'no limit'})"
-    return f"Duration in ms ({server.mode})"
+        return f"Duration in ms ({server.label}, accept-batch {batch if batch else 'no limit'})"
+    return f"Duration in ms ({server.label})"
 
 
 def load_notes(results: Sequence[LatencyResult]) -> list[Text]:
@@ -99,7 +99,7 @@ def headline(result: LatencyResult) -> Text:
     pinned = f", pinned to CPUs {format_cpu_list(server.cpus)}" if server.cpus else ""
     return Text.assemble(
         ("accept-order latency", "bold"),
-        f": mode {server.mode}, {plural(server.workers, 'worker')}{pinned}, "
+        f": mode {server.label}, {plural(server.workers, 'worker')}{pinned}, "
         f"{_work_text(server, result.work_estimate_us)}{batch}; {_load_text(result.load)}; "
         f"{server.host}:{result.port} ({_env_text(env)})",
     )
@@ -154,8 +154,8 @@ def interrupted_note(results: Sequence[LatencyResult]) -> list[Text]:
     r = stopped[-1]
     return [
         Text(
-            f"Interrupted: the {r.mode} run was stopped after {r.wall_s:.2f} s; its figures are what was measured "
-            "until then (connections in flight counted as aborted).",
+            f"Interrupted: the {r.server.label} run was stopped after {r.wall_s:.2f} s; its figures are what was "
+            "measured until then (connections in flight counted as aborted).",
             style="bold yellow",
         )
     ]
@@ -194,14 +194,14 @@ COMPARE_COLUMNS = (
 
 def compare_lines(results: Sequence[LatencyResult]) -> list[str]:
     """The side-by-side table, as fixed-width text: it is wider than 80 columns and must not be cut."""
-    width = max([len("mode"), *(len(r.mode) for r in results)])
+    width = max([len("mode"), *(len(r.server.label) for r in results)])
     head = f"{'mode':<{width}}" + "".join(f"{name:>9}" for name, _ in COMPARE_COLUMNS)
     lines = [head + f"{'req/s':>9}{'errors':>8}  served per worker", "-" * (len(head) + 36)]
     for r in results:
         s = r.summary()
         cells = "".join(f"{_ms(s.get(key)):>9}" for _, key in COMPARE_COLUMNS)
         served = " ".join(map(str, r.served))
-        lines.append(f"{r.mode:<{width}}{cells}{r.throughput:>9.0f}{r.failed:>8}  {served}")
+        lines.append(f"{r.server.label:<{width}}{cells}{r.throughput:>9.0f}{r.failed:>8}  {served}")
     return lines
 
 

@@ -84,7 +84,7 @@ def run_report(result: RunResult) -> RenderableType:
     server, env = result.server, result.environment
     head = Text.assemble(
         ("accept-order run", "bold"),
-        f": mode {server.mode}, {plural(server.workers, 'worker')}, {plural(len(result.records), 'connection')} "
+        f": mode {server.label}, {plural(server.workers, 'worker')}, {plural(len(result.records), 'connection')} "
         f"on {server.host}:{result.port} ({env.system} {env.kernel}, {env.cpu_count} CPUs)",
     )
     parts: list[RenderableType] = [
@@ -117,16 +117,20 @@ def run_report(result: RunResult) -> RenderableType:
 
 def compare_table(results: Sequence[RunResult], skipped: dict[str, str]) -> RenderableType:
     table = Table(title="accept-order compare", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    for name in ("mode", "sequence", "served", "verdict", "Jain", "woken"):
-        table.add_column(name, no_wrap=name != "verdict")  # squeeze the prose, never the numbers
+    # A server column only when a real server is in the table: built-in-only tables stay as they were.
+    servers = any(r.server.server != "builtin" for r in results) or any(" " in k for k in skipped)
+    columns = (("server",) if servers else ()) + ("mode", "sequence", "served", "verdict", "Jain", "woken")
+    for name in columns:
+        table.add_column(name, no_wrap=name != "verdict", min_width=24 if name == "verdict" else None)
     for r in results:
         v = r.verdict
         woken = "-" if v.woken_per_connection is None else f"{v.woken_per_connection:.1f}"
-        table.add_row(
-            r.server.mode, sequence_text(r, 24), " ".join(map(str, r.counts)), v.pattern, f"{v.jain:.2f}", woken
-        )
-    for mode, reason in skipped.items():
-        table.add_row(mode, "-", "-", Text(f"not available: {reason}", style="dim"), "-", "-")
+        cells = [r.server.mode, sequence_text(r, 20), " ".join(map(str, r.counts)), v.pattern, f"{v.jain:.2f}", woken]
+        table.add_row(*([r.server.server] if servers else []), *cells)
+    for key, reason in skipped.items():
+        server, _, mode = key.rpartition(" ")
+        cells2: list[str | Text] = [mode, "-", "-", Text(f"not available: {reason}", style="dim"), "-", "-"]
+        table.add_row(*([server or "builtin"] if servers else []), *cells2)
     if not results:
         return table
     first = results[0]

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import PlanError
+
+if TYPE_CHECKING:
+    from ..spec import ServerSpec
 
 SERVERS = ("builtin", "nginx")
 DEFAULT_SERVER = "builtin"
@@ -27,6 +31,10 @@ class ModeMeta:
     herds: bool
     batches: bool
     unavailable: str | None
+    # A worker sleeps once per connection it is woken for (the built-in workers read nothing): voluntary
+    # context switches per connection then count the workers one connection woke. nginx also sleeps
+    # waiting for the request, so there they do not.
+    switches_are_wakeups: bool = True
 
 
 def _builtin() -> dict[str, ModeMeta]:
@@ -47,7 +55,7 @@ def _nginx() -> dict[str, ModeMeta]:
     except ServerUnavailable as exc:
         missing = str(exc)
     return {
-        name: ModeMeta("nginx", name, m.summary, m.why, m.model, m.queue, m.herds, True, missing)
+        name: ModeMeta("nginx", name, m.summary, m.why, m.model, m.queue, m.herds, True, missing, False)
         for name, m in NGINX_MODES.items()
     }
 
@@ -85,7 +93,7 @@ def split_for(server: str, names: Sequence[str] | None) -> tuple[list[str], dict
     """(modes of `server` this machine can run, {mode: why not}); None or "all": every mode of the server.
     A name the server does not have is a usage error."""
     modes = modes_of(server)
-    wanted = list(modes) if names is None else list(names)
+    wanted = list(modes) if names is None or list(names) == ["all"] else list(names)
     available: list[str] = []
     skipped: dict[str, str] = {}
     for name in wanted:
@@ -95,3 +103,38 @@ def split_for(server: str, names: Sequence[str] | None) -> tuple[list[str], dict
         else:
             available.append(name)
     return available, skipped
+
+
+def default_accept_batch(server: str) -> int:
+    """Each server's own default: the built-in workers accept until EAGAIN; nginx has multi_accept off."""
+    return 1 if server == "nginx" else 0
+
+
+def variants(
+    base: ServerSpec, modes: Sequence[str] | None, servers: Sequence[str] | None = None, batch_given: bool = True
+) -> tuple[list[ServerSpec], dict[str, str]]:
+    """The specs of a several-mode command: every server x every mode it has and this machine can run.
+    `skipped` says why the others are left out (keyed "mode", or "server mode" with several servers)."""
+    servers = list(servers or [base.server])
+    unknown = [m for m in modes or () if m != "all" and m not in all_mode_names()]
+    if unknown:
+        raise PlanError(f"unknown mode(s): {', '.join(unknown)}; choose from {', '.join(all_mode_names())}")
+    base.validated()  # the shared settings, checked even when no mode is left to run
+    specs: list[ServerSpec] = []
+    skipped: dict[str, str] = {}
+    everything = modes is None or list(modes) == ["all"]
+    for server in servers:
+        known = modes_of(server)
+        wanted = list(known) if everything else [m for m in modes or () if m in known]
+        if not everything:
+            for m in modes or ():
+                if m not in known:
+                    skipped[f"{server} {m}" if len(servers) > 1 else m] = f"{server} has no mode {m!r}"
+        available, unavailable = split_for(server, wanted)
+        for m, why in unavailable.items():
+            skipped[f"{server} {m}" if len(servers) > 1 else m] = why
+        batch = base.accept_batch if batch_given else default_accept_batch(server)
+        specs += [base.replace(server=server, mode=m, accept_batch=batch) for m in available]
+    if not specs and not skipped:
+        raise PlanError("no modes given")
+    return specs, skipped

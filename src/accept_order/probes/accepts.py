@@ -1,0 +1,280 @@
+"""Successful accept()/accept4() returns per process, counted by the kernel (bpftrace on two tracepoints).
+
+For a server we did not start: its workers do not report how many connections each took, but the kernel
+sees every accept. `AcceptCounter` runs bpftrace as a child over the load's window:
+
+    with AcceptCounter(pids) as counter:
+        counter.start()          # returns once the tracepoints are attached
+        ... load ...
+        counts = counter.stop()  # AcceptCounts(counts={pid: n}, available=True, why="bpftrace on ...")
+
+Tracepoints (not kprobes or fentry) because they are what loads on the machines we measured. Nothing
+here raises when tracing is impossible (not root, no bpftrace, no tracefs, the program is refused):
+stop() then answers available=False and says why, so a latency run still completes without the counts.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import selectors
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..processes import die_with_parent
+
+__all__ = ["AcceptCounts", "AcceptCounter", "SOURCE", "program"]
+
+SOURCE = "bpftrace on tracepoint syscalls:sys_exit_accept4"  # `why` when counting worked
+TRACEFS = "/sys/kernel/tracing"
+DEBUGFS_TRACING = "/sys/kernel/debug/tracing"  # bpftrace 0.17 prefers this one when it exists
+STOP_TIMEOUT_S = 5.0  # SIGINT to bpftrace's last line; its END block and exit take milliseconds
+KICK_S = 0.25  # after this long without bpftrace exiting, interrupt its poll loop again (see stop())
+
+# bpftrace prints this (stderr in 0.17, stdout in newer versions) once every probe is attached. Neither
+# "Attaching N probes..." nor a BEGIN block will do in 0.17: both come BEFORE the tracepoints attach
+# (BPFtrace::prerun prints the line, BEGIN_trigger runs, then the attach loop), so an accept made right
+# after them can be missed. The variable is bpftrace's hook for its own runtime tests.
+ATTACHED_ENV = "__BPFTRACE_NOTIFY_PROBES_ATTACHED"
+_ATTACHED = ATTACHED_ENV.encode()
+# Framing around the map in the END block: its absence means bpftrace died before printing all counts.
+_HEAD = "accept-order counts begin"
+_TAIL = "accept-order counts end"
+_COUNT_LINE = re.compile(rb"^@\[(\d+)\]: (\d+)$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class AcceptCounts:
+    """Per-process accepts seen during the window between start() and stop().
+
+    ``counts`` maps pid (the thread-group id: every thread of a worker counts for it) to the number of
+    accept()/accept4() calls that returned a descriptor. With a pid filter, every filtered pid is a key,
+    0 included. ``why`` names the source when ``available``, else the reason there are no counts."""
+
+    counts: dict[int, int]
+    available: bool
+    why: str
+
+
+def program(pids: Sequence[int] | None) -> str:
+    """The bpftrace script: count successful accepts per tgid (bpftrace's `pid`), print them at END.
+
+    The pid filter is in the predicate so that other processes never reach the map: a busy machine
+    otherwise fills it (4096 keys by default) with short-lived processes nobody asked about."""
+    pred = "args->ret >= 0"
+    if pids is not None:
+        pred += " && (" + (" || ".join(f"pid == {int(p)}" for p in pids) or "pid < 0") + ")"
+    # clear(@) after print: bpftrace prints every non-empty map again on exit.
+    return (
+        "tracepoint:syscalls:sys_exit_accept4, tracepoint:syscalls:sys_exit_accept\n"
+        f"/{pred}/\n"
+        "{ @[pid] = count(); }\n"
+        f'END {{ printf("{_HEAD}\\n"); print(@); clear(@); printf("{_TAIL}\\n"); }}\n'
+    )
+
+
+def parse_counts(stdout: bytes) -> dict[int, int] | None:
+    """pid -> count from the END block's output; None when the framed block is not all there."""
+    head, tail = stdout.find(_HEAD.encode()), stdout.rfind(_TAIL.encode())
+    if head < 0 or tail < head:
+        return None
+    return {int(pid): int(n) for pid, n in _COUNT_LINE.findall(stdout[head:tail])}
+
+
+def first_error_line(stderr: bytes) -> str:
+    """The first line of bpftrace's stderr that says something: it warns that it could not raise
+    RLIMIT_MEMLOCK on every start here (harmless: the kernel charges BPF memory to the cgroup now), and
+    that warning would otherwise hide the real error."""
+    for raw in stderr.decode(errors="replace").splitlines():
+        line = raw.strip()
+        if line and "RLIMIT_MEMLOCK" not in line and ATTACHED_ENV not in line:
+            return line
+    return "no message"
+
+
+def ensure_tracefs() -> tuple[bool, str]:
+    """(usable, note): tracefs is where bpftrace reads tracepoint formats. Mount it when missing, and
+    say so, since that changes the machine for everyone."""
+    if os.path.isdir(os.path.join(TRACEFS, "events")) or os.path.isdir(os.path.join(DEBUGFS_TRACING, "events")):
+        return True, ""
+    try:
+        done = subprocess.run(
+            ["mount", "-t", "tracefs", "nodev", TRACEFS], capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"tracefs missing at {TRACEFS} and mounting it failed: {exc}"
+    if done.returncode != 0 or not os.path.isdir(os.path.join(TRACEFS, "events")):
+        msg = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[0]
+        return False, f"tracefs missing at {TRACEFS} and mounting it failed: {msg}"
+    return True, f"mounted tracefs at {TRACEFS}"
+
+
+def _child_setup() -> None:
+    """In the bpftrace child before exec: die with us, and take SIGINT even if our thread blocked it
+    (a blocked mask is inherited across exec and would make stop() wait for nothing)."""
+    die_with_parent()
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
+class AcceptCounter:
+    """bpftrace as a child, counting successful accepts of `pids` (None: of every process)."""
+
+    def __init__(self, pids: Sequence[int] | None = None) -> None:
+        self.pids: tuple[int, ...] | None = None if pids is None else tuple(dict.fromkeys(int(p) for p in pids))
+        self.attach_s: float | None = None  # how long start() waited for the probes to attach
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._out = bytearray()
+        self._err = bytearray()
+        self._why = "not started"  # the reason for available=False until start() attaches
+        self._notes: list[str] = []
+        self._result: AcceptCounts | None = None
+
+    def __enter__(self) -> AcceptCounter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def pid(self) -> int | None:
+        """bpftrace's pid while it runs (it leads its own process group), else None."""
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def attached(self) -> bool:
+        return self._proc is not None and self.attach_s is not None and self._result is None
+
+    def start(self, timeout_s: float = 10.0) -> None:
+        """Start bpftrace and return once its tracepoints are attached, or once it is clear they will
+        not be (then stop() says why). Never raises for an unavailable probe."""
+        if self._proc is not None or self._result is not None:
+            raise RuntimeError("AcceptCounter.start() called twice")
+        if os.geteuid() != 0:
+            self._why = "not root: loading eBPF programs needs root"
+            return
+        exe = shutil.which("bpftrace")
+        if exe is None:
+            self._why = "bpftrace not found on PATH (Debian: apt-get install bpftrace)"
+            return
+        ok, note = ensure_tracefs()
+        if not ok:
+            self._why = note
+            return
+        if note:
+            self._notes.append(note)
+        began = time.monotonic()
+        try:
+            # process_group=0: a terminal's Ctrl-C goes to our group only, so bpftrace ends (and prints)
+            # when stop() asks, not before. stdin closed: bpftrace never reads it.
+            self._proc = subprocess.Popen(
+                [exe, "-B", "line", "-e", program(self.pids)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                bufsize=0,  # raw pipes: what _wait_attached reads with os.read is not also in a buffer
+                env={**os.environ, ATTACHED_ENV: "1"},
+                preexec_fn=_child_setup,
+                process_group=0,
+            )
+        except OSError as exc:
+            self._why = f"could not run {exe}: {exc.strerror or exc}"
+            return
+        if self._wait_attached(timeout_s):
+            self.attach_s = time.monotonic() - began
+            return
+        code = self._proc.poll()
+        if code is None:
+            self._why = f"bpftrace did not attach within {timeout_s:g} s: {first_error_line(bytes(self._err))}"
+        else:
+            self._why = f"program failed to load (bpftrace exit {code}): {first_error_line(bytes(self._err))}"
+        self.close()
+
+    def _wait_attached(self, timeout_s: float) -> bool:
+        """Read both pipes until the attached marker shows on either, bpftrace exits, or time runs out."""
+        proc = self._proc
+        assert proc is not None and proc.stdout is not None and proc.stderr is not None
+        deadline = time.monotonic() + timeout_s
+        sinks = {proc.stdout.fileno(): self._out, proc.stderr.fileno(): self._err}
+        with selectors.DefaultSelector() as sel:
+            for fd in sinks:
+                sel.register(fd, selectors.EVENT_READ)
+            while sel.get_map():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                for key, _ in sel.select(remaining):
+                    chunk = os.read(key.fd, 65536)
+                    if not chunk:  # EOF: bpftrace exited (or closed the stream)
+                        sel.unregister(key.fd)
+                        continue
+                    sinks[key.fd] += chunk
+                    if _ATTACHED in sinks[key.fd]:
+                        return True
+        # Both streams closed without the marker: it has exited. Reap it so close() has nothing to kill.
+        try:
+            proc.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+        return False
+
+    def stop(self) -> AcceptCounts:
+        """SIGINT bpftrace (its END block prints the counts), read them, reap it. Idempotent."""
+        if self._result is not None:
+            return self._result
+        proc = self._proc
+        if proc is None or self.attach_s is None:
+            self._result = self._unavailable(self._why)
+            self.close()
+            return self._result
+        proc.send_signal(signal.SIGINT)  # only bpftrace: never its (our) process group
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        while True:
+            try:
+                out, err = proc.communicate(timeout=KICK_S)
+                break
+            except subprocess.TimeoutExpired:
+                if time.monotonic() > deadline:
+                    why = f"bpftrace did not print its counts within {STOP_TIMEOUT_S:g} s of SIGINT"
+                    self._result = self._unavailable(why)
+                    self.close()
+                    return self._result
+                # bpftrace 0.17 leaves its poll loop only when a signal interrupts epoll_wait with the exit
+                # flag set: a SIGINT that lands just before epoll_wait (seen 12 times in 20 when stop()
+                # follows start() at once) sets the flag and is never acted on. SIGUSR1 interrupts it
+                # again; its handler stays installed to the end (a second SIGINT would kill bpftrace once
+                # run() returns), and at worst it prints the map once more.
+                proc.send_signal(signal.SIGUSR1)
+        self._out += out or b""
+        self._err += err or b""
+        counts = parse_counts(bytes(self._out))
+        if counts is None:
+            why = f"bpftrace exited ({proc.returncode}) without its counts: {first_error_line(bytes(self._err))}"
+            self._result = self._unavailable(why)
+        else:
+            if self.pids is not None:  # every pid asked about is answered, 0 when it accepted nothing
+                counts = {pid: counts.get(pid, 0) for pid in self.pids}
+            self._result = AcceptCounts(counts, True, "; ".join([SOURCE, *self._notes]))
+        self.close()
+        return self._result
+
+    def _unavailable(self, why: str) -> AcceptCounts:
+        # A tracefs we mounted stays mounted whatever happened next: say so on every path.
+        return AcceptCounts({}, False, "; ".join([why, *self._notes]))
+
+    def close(self) -> None:
+        """Kill and reap bpftrace if it still runs (any path: error, interrupt, stop() never called)."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if self._result is None:
+            self._result = self._unavailable(self._why if self.attach_s is None else "closed before stop()")
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()

@@ -1,0 +1,230 @@
+"""AcceptCounter: the kernel's per-process accept counts (bpftrace) against what the workers counted."""
+
+from __future__ import annotations
+
+import os
+import selectors
+import shutil
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from multiprocessing.connection import Connection
+
+import pytest
+
+from accept_order.probes import accepts
+from accept_order.probes.accepts import AcceptCounter, first_error_line, parse_counts, program
+from accept_order.processes import FORK, end_processes
+
+CONNECTIONS = 60
+WORKERS = 3
+IO_TIMEOUT_S = 10.0  # any single wait in these tests; a hang fails instead of blocking the suite
+
+needs_bpftrace = pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("bpftrace") is None,
+    reason="needs root and bpftrace (eBPF tracepoints): "
+    + ("not root" if os.geteuid() != 0 else "bpftrace not on PATH (apt-get install bpftrace)"),
+)
+
+
+def _worker(listener: socket.socket, stop_r: int, stop_w: int, report: Connection) -> None:
+    """Accept on the shared listener until the stop pipe closes, then report (pid, successful accepts).
+
+    Every worker wakes for every connection (one listener, one readiness), and the losers' accept()
+    fails with EAGAIN: those failures must not count, in our tally as in the kernel's (ret < 0)."""
+    os.close(stop_w)  # our copy of the write end would keep the pipe from ever reaching EOF
+    listener.setblocking(False)
+    accepted = 0
+    with selectors.DefaultSelector() as sel:
+        sel.register(listener, selectors.EVENT_READ)
+        sel.register(stop_r, selectors.EVENT_READ)
+        while True:
+            ready = sel.select(IO_TIMEOUT_S)
+            if not ready or any(key.fd == stop_r for key, _ in ready):
+                break
+            try:
+                conn, _ = listener.accept()
+            except BlockingIOError:
+                continue  # another worker took it
+            accepted += 1
+            with conn:
+                conn.settimeout(IO_TIMEOUT_S)
+                conn.recv(1)
+                conn.sendall(str(os.getpid()).encode())
+    report.send((os.getpid(), accepted))
+
+
+class Workers:
+    """WORKERS forked processes accepting on one listening socket, as a pre-fork server's workers do."""
+
+    def __init__(self) -> None:
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(CONNECTIONS)
+        self.stop_r, self.stop_w = os.pipe()
+        self.pipes = [FORK.Pipe(duplex=False) for _ in range(WORKERS)]
+        self.procs = [
+            FORK.Process(target=_worker, args=(self.listener, self.stop_r, self.stop_w, w), daemon=True)
+            for _, w in self.pipes
+        ]
+        for proc in self.procs:
+            proc.start()
+        self.pids = [p.pid for p in self.procs if p.pid is not None]
+
+    def connect(self, n: int) -> dict[int, int]:
+        """n connections one after another; each is answered (so accepted) before the next. pid -> count."""
+        served: dict[int, int] = {}
+        for _ in range(n):
+            with socket.create_connection(self.listener.getsockname(), timeout=IO_TIMEOUT_S) as conn:
+                conn.sendall(b"x")
+                pid = int(conn.recv(32))
+                served[pid] = served.get(pid, 0) + 1
+        return served
+
+    def finish(self) -> dict[int, int]:
+        """Close the stop pipe; every worker reports its own count and exits."""
+        os.close(self.stop_w)
+        self.stop_w = -1
+        counts: dict[int, int] = {}
+        for r, _ in self.pipes:
+            assert r.poll(IO_TIMEOUT_S), "a worker did not report its accept count"
+            pid, n = r.recv()
+            counts[pid] = n
+        return counts
+
+    def close(self) -> None:
+        if self.stop_w >= 0:
+            os.close(self.stop_w)
+        os.close(self.stop_r)
+        end_processes(self.procs)
+        self.listener.close()
+        for r, w in self.pipes:
+            r.close()
+            w.close()
+
+
+@contextmanager
+def workers() -> Iterator[Workers]:
+    pool = Workers()
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
+def accept_own(n: int) -> None:
+    """n accepts by this (pytest's) process: traffic a pid filter must leave out."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(n)
+        for _ in range(n):
+            with socket.create_connection(listener.getsockname(), timeout=IO_TIMEOUT_S):
+                listener.accept()[0].close()
+
+
+@needs_bpftrace
+def test_counts_equal_each_workers_own_count() -> None:
+    with workers() as pool, AcceptCounter(pool.pids) as counter:
+        counter.start()
+        assert counter.attached, counter.stop().why
+        served = pool.connect(CONNECTIONS)
+        accept_own(5)  # our own pid is not in the filter
+        result = counter.stop()
+        own = pool.finish()
+    assert result.available, result.why
+    assert result.why.startswith(accepts.SOURCE)
+    assert sum(own.values()) == CONNECTIONS
+    assert own == served  # the workers' tally matches who answered each connection
+    assert result.counts == own  # exactly: every successful accept, and no failed (EAGAIN) one
+    assert os.getpid() not in result.counts
+    print(f"bpftrace attached in {counter.attach_s:.3f} s; counts {result.counts}")
+
+
+@needs_bpftrace
+def test_pid_filter_excludes_other_processes() -> None:
+    with workers() as pool, AcceptCounter(pool.pids[:1]) as one, AcceptCounter() as everyone:
+        one.start()
+        everyone.start()
+        pool.connect(CONNECTIONS)
+        accept_own(5)
+        only_first, unfiltered = one.stop(), everyone.stop()
+        own = pool.finish()
+    assert only_first.available and unfiltered.available, (only_first.why, unfiltered.why)
+    first = pool.pids[0]
+    assert only_first.counts == {first: own[first]}  # the other two workers and we are left out
+    for pid, n in own.items():
+        assert unfiltered.counts.get(pid, 0) == n
+    assert unfiltered.counts[os.getpid()] == 5  # the unfiltered counter sees everybody
+
+
+@needs_bpftrace
+def test_filtered_pid_that_accepts_nothing_counts_zero() -> None:
+    with AcceptCounter([os.getpid()]) as counter:
+        counter.start()
+        result = counter.stop()
+    assert result == accepts.AcceptCounts({os.getpid(): 0}, True, result.why)
+
+
+@needs_bpftrace
+def test_bpftrace_runs_in_its_own_process_group_and_close_ends_it() -> None:
+    counter = AcceptCounter([os.getpid()])
+    counter.start()
+    pid = counter.pid
+    assert pid is not None
+    assert os.getpgid(pid) == pid != os.getpgrp()  # a terminal's Ctrl-C to our group does not reach it
+    counter.close()  # without stop(): killed and reaped (the autouse fixture checks none is left)
+    assert counter.pid is None
+    result = counter.stop()
+    assert not result.available and result.why == "closed before stop()"
+
+
+@needs_bpftrace
+def test_program_that_fails_to_load_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(accepts, "program", lambda pids: "tracepoint:syscalls:no_such_event { @ = count(); }")
+    with AcceptCounter() as counter:
+        counter.start()
+        result = counter.stop()
+    assert not result.available
+    assert result.why.startswith("program failed to load"), result.why
+    assert "RLIMIT_MEMLOCK" not in result.why
+
+
+def test_no_bpftrace_is_unavailable_not_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(accepts.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(accepts.shutil, "which", lambda name: None)
+    with AcceptCounter() as counter:
+        counter.start()
+        assert counter.pid is None
+        result = counter.stop()
+    assert result == accepts.AcceptCounts({}, False, result.why)
+    assert "bpftrace not found" in result.why
+
+
+def test_not_root_is_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(accepts.os, "geteuid", lambda: 1000)
+    with AcceptCounter() as counter:
+        counter.start()
+        result = counter.stop()
+    assert not result.available and "not root" in result.why
+
+
+def test_program_filters_pids_in_the_kernel() -> None:
+    assert "/args->ret >= 0/" in program(None)
+    assert "(pid == 12 || pid == 34)" in program([12, 34])
+    assert "(pid < 0)" in program([])  # an empty filter counts nobody rather than everybody
+
+
+def test_parse_counts_needs_the_whole_framed_block() -> None:
+    out = b"Attaching 4 probes...\naccept-order counts begin\n@[12]: 3\n@[7]: 40\n\naccept-order counts end\n"
+    assert parse_counts(out) == {12: 3, 7: 40}
+    assert parse_counts(out.replace(b"accept-order counts end", b"")) is None
+    assert parse_counts(b"@[12]: 3\n") is None
+
+
+def test_first_error_line_skips_the_memlock_warning() -> None:
+    err = (
+        b"ERROR: Unknown error -1: couldn't set RLIMIT_MEMLOCK for bpftrace. ...\n"
+        b"stdin:1:1-30: ERROR: tracepoint not found: syscalls:no_such_event\n"
+    )
+    assert first_error_line(err) == "stdin:1:1-30: ERROR: tracepoint not found: syscalls:no_such_event"
+    assert first_error_line(b"") == "no message"
