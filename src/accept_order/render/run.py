@@ -110,9 +110,33 @@ def run_report(result: RunResult) -> RenderableType:
     parts.append(Text.assemble(("Why: ", "bold"), v.why))
     if not v.expected and v.model is not None:
         parts.append(Text(f"Note: mode {server.mode} was expected to show a different pattern.", style="yellow"))
+    agreement = witness_text(result)
+    if agreement is not None:
+        parts.append(agreement)
     if result.evidence:
         parts.append(evidence_report(result.evidence))
     return Group(*parts)
+
+
+def witness_text(result: RunResult) -> Text | None:
+    """Does the server's own account (nginx's access log) name the same worker for every connection?"""
+    witness = result.evidence.get("witness")
+    if not isinstance(witness, dict) or not isinstance(witness.get("requests"), list):
+        return None
+    logged = [entry[0] for entry in witness["requests"] if isinstance(entry, list) and entry]
+    ours = [r.pid for r in result.records if r.served]
+    source = str(witness.get("source", "the server's log"))
+    if logged == ours:
+        return Text(
+            f"{source}: the same worker for each of the {len(ours)} served connections, in order", style="green"
+        )
+    pairs = zip(logged, ours, strict=False)
+    first = next((i for i, (a, b) in enumerate(pairs) if a != b), min(len(logged), len(ours)))
+    return Text(
+        f"{source} disagrees: it logged {len(logged)} requests, this run saw {len(ours)} served; "
+        f"first difference at request {first}",
+        style="bold yellow",
+    )
 
 
 def compare_table(results: Sequence[RunResult], skipped: dict[str, str]) -> RenderableType:

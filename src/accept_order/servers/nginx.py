@@ -214,6 +214,10 @@ class NginxServer:
         """(worker pid, client port) per request, in nginx's own order: the witness a run is checked against."""
         return list(self._log)
 
+    def witness(self) -> dict[str, object]:
+        """What the server itself says it served (after stop): nginx's access log, `$pid $remote_port`."""
+        return {"source": "nginx access log", "requests": [[pid, port] for pid, port in self._log]}
+
     def _read_log(self) -> None:
         try:
             with open(os.path.join(self.directory, "access.log")) as f:
