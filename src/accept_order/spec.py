@@ -116,11 +116,18 @@ class ServerSpec:
     backlog: int = 511
     accept_batch: int = 0  # most connections accepted per wakeup; 0: until EAGAIN
     cpus: tuple[int, ...] = ()  # pin worker i to cpus[i % len(cpus)]; empty: no pinning
-    server: str = "builtin"  # the built-in Python workers; real servers come as other names
+    server: str = "builtin"  # builtin (this tool's workers), nginx (launched), attached (already running)
+    attach: tuple[int, ...] = ()  # attached: the master's pid, or the workers' pids
+    protocol: str = "line"  # attached: what the server speaks (line: it writes and closes; http)
 
     def validated(self) -> ServerSpec:
         if self.server == "builtin":
             require_mode(self.mode)
+        elif self.server == "attached":
+            if not self.attach or self.port == 0:
+                raise PlanError("--attach needs the server's pid (or its workers' pids) and its --port")
+            if self.protocol not in ("line", "http"):
+                raise PlanError(f"--protocol is line or http, got {self.protocol!r}")
         else:
             from .servers.catalog import mode_meta
 
@@ -145,6 +152,8 @@ class ServerSpec:
     @property
     def label(self) -> str:
         """The mode, with the server's name when it is not the built-in workers: `epoll`, `nginx epoll`."""
+        if self.server == "attached":
+            return f"attached pid {','.join(map(str, self.attach))}"
         return self.mode if self.server == "builtin" else f"{self.server} {self.mode}"
 
     def replace(self, **changes: Any) -> ServerSpec:
@@ -154,8 +163,9 @@ class ServerSpec:
     def from_dict(cls, data: dict[str, Any]) -> ServerSpec:
         known = {f.name for f in dataclasses.fields(cls)}
         values = {k: v for k, v in data.items() if k in known}
-        if "cpus" in values:
-            values["cpus"] = tuple(values["cpus"])
+        for name in ("cpus", "attach"):
+            if name in values:
+                values[name] = tuple(values[name])
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
-from ..servers.catalog import SERVERS
+from ..servers.catalog import LAUNCHED
 from ..spec import (
     DEFAULT_CONCURRENCY,
     DEFAULT_DRIVER_PROCS,
@@ -68,7 +68,7 @@ def server_options(workers: int | None = 3, accept_batch: bool = True, several: 
     options: list[Callable[[F], F]] = [
         click.option(
             "--server",
-            type=SERVER_LIST if several else click.Choice(SERVERS),
+            type=SERVER_LIST if several else click.Choice(LAUNCHED),
             default="builtin",
             show_default=True,
             help=server_help,
@@ -123,6 +123,36 @@ def server_options(workers: int | None = 3, accept_batch: bool = True, several: 
             )
         )
     return apply(options)
+
+
+def attach_options() -> Callable[[F], F]:
+    """Drive a server that is already running instead of starting one."""
+
+    def pids(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[int, ...]:
+        if value is None:
+            return ()
+        try:
+            found = tuple(int(p) for p in value.split(",") if p.strip())
+        except ValueError:
+            raise click.BadParameter(f"{value!r} is not a pid or a comma-separated list of pids") from None
+        if not found or any(p <= 0 for p in found):
+            raise click.BadParameter(f"{value!r} is not a pid or a comma-separated list of pids")
+        return found
+
+    return apply(
+        [
+            click.option(
+                "--attach", metavar="PID[,PID...]", callback=pids, default=None,
+                help="Drive a server that is already running: its master's pid (workers: its children) or its "
+                "workers' pids. Needs --port; nothing is started or stopped.",
+            ),
+            click.option(
+                "--protocol", type=click.Choice(["line", "http"]), default="line", show_default=True,
+                help="With --attach: what the server speaks (line: it writes and closes; http: a keep-alive "
+                "request, the connection held open until the worker holding it is found).",
+            ),
+        ]
+    )
 
 
 def timeout_option(default: float, what: str) -> Callable[[F], F]:

@@ -8,7 +8,7 @@ import click
 
 from .app import handle_errors
 from .common import host_warnings, report_and_save
-from .options import examples, json_option, mode_option, sequential_options, server_options
+from .options import attach_options, examples, json_option, mode_option, sequential_options, server_options
 from .output import progress_bar
 from .specs import sequential_load, server_spec
 
@@ -19,10 +19,13 @@ from .specs import sequential_load, server_spec
         "accept-order run --mode blocking         # accept() rotates among idle workers",
         "accept-order run -m reuseport -n 30 --json run.json",
         "accept-order run --work-ms 200 --gap-ms 50   # busy workers: who gets the next one?",
+        "accept-order run --server nginx -n 40         # Debian's nginx, from a generated config",
+        "accept-order run --attach $(cat /run/nginx.pid) --port 80 --protocol http -n 40",
     )
 )
 @mode_option()
 @server_options()
+@attach_options()
 @sequential_options()
 @json_option()
 @handle_errors

@@ -28,8 +28,49 @@ def first_available(modes: list[str], server: str | list[str] = "builtin") -> st
     return available[0] if available else None
 
 
+NOT_WITH_ATTACH = ("server", "mode", "workers", "work_ms", "work_us", "work_iters", "cpus", "pin", "accept_batch")
+
+
+def attached_spec(options: dict[str, Any]) -> ServerSpec | None:
+    """With --attach: the spec of the running server (its workers found now); else None. Options that
+    describe a server the tool starts make no sense here and are refused, not ignored."""
+    attach = options.pop("attach", ())
+    protocol = options.pop("protocol", "line")
+    if not attach:
+        return None
+    ctx = click.get_current_context()
+    given = [
+        f"--{name.replace('_', '-')}"
+        for name in NOT_WITH_ATTACH
+        if name in ctx.params and ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+    ]
+    if given:
+        raise click.UsageError(f"{', '.join(given)} describe a server this tool starts; not with --attach")
+    if not options.get("port"):
+        raise click.UsageError("--attach needs the server's --port")
+    from ..servers.attached import worker_pids
+
+    workers = worker_pids(attach)
+    for name in NOT_WITH_ATTACH:
+        options.pop(name, None)
+    return ServerSpec(
+        server="attached",
+        mode="attached",
+        workers=len(workers),
+        host=options.pop("host"),
+        port=options.pop("port"),
+        backlog=options.pop("backlog", ServerSpec.backlog),
+        attach=tuple(attach),
+        protocol=protocol,
+    ).validated()
+
+
 def server_spec(options: dict[str, Any], mode: str | None = None) -> ServerSpec:
-    """Pops the server's options out of `options` and returns the validated spec."""
+    """Pops the server's options out of `options` and returns the validated spec (an attached server's
+    with --attach)."""
+    attached = attached_spec(options)
+    if attached is not None:
+        return attached
     from ..cpus import allowed_cpus
     from ..servers.catalog import default_accept_batch
 

@@ -12,7 +12,7 @@ import click
 
 from ..cpus import parse_cpu_list
 from ..errors import PlanError
-from ..servers.catalog import SERVERS
+from ..servers.catalog import LAUNCHED as SERVERS
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(us|µs|ms|s|m|h)?\s*$")
 _UNIT_S = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}

@@ -82,3 +82,24 @@ class HttpProtocol(ClientProtocol):
 LINE = ClientProtocol("line", b"")
 HTTP = HttpProtocol()
 PROTOCOLS = {"line": LINE, "http": HTTP}
+
+
+class KeepAliveHttp(HttpProtocol):
+    """HTTP/1.1 with keep-alive: the server holds the connection open after answering, so the client can
+    find which worker holds it before closing (attribution without the server's cooperation)."""
+
+    def __init__(self, host: str = "accept-order") -> None:
+        super().__init__(host)
+        self.name = "http-keepalive"
+        self.request = f"GET / HTTP/1.1\r\nHost: {host}\r\nUser-Agent: accept-order\r\n\r\n".encode()
+
+    def body(self, reply: bytes) -> bytes:
+        body = super().body(reply)
+        # A chunked body starts with its size line: skip it, so "worker PID" is still found.
+        size, sep, rest = body.partition(b"\r\n")
+        if sep and size and all(c in b"0123456789abcdefABCDEF" for c in size.strip()):
+            return rest
+        return body
+
+
+HTTP_KEEPALIVE = KeepAliveHttp()

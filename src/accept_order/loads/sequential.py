@@ -207,6 +207,9 @@ def run_sequential(
                 finish(f, None)  # EOF: the worker answered and closed (or the reply is too long)
                 return
             f.data += chunk
+            if holds_socket:  # attribute while the server still holds the connection, then close it
+                finish(f, None)
+                return
             if len(chunk) < MAX_REPLY:
                 if fin:
                     finish(f, None)

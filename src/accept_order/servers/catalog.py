@@ -16,7 +16,8 @@ from ..errors import PlanError
 if TYPE_CHECKING:
     from ..spec import ServerSpec
 
-SERVERS = ("builtin", "nginx")
+SERVERS = ("builtin", "nginx", "attached")
+LAUNCHED = ("builtin", "nginx")  # what --server can start
 DEFAULT_SERVER = "builtin"
 
 
@@ -60,9 +61,18 @@ def _nginx() -> dict[str, ModeMeta]:
     }
 
 
+def _attached() -> dict[str, ModeMeta]:
+    from .attached import WHY
+
+    summary = "a running server this tool did not start, attached by pid"
+    return {"attached": ModeMeta("attached", "attached", summary, WHY, None, "unknown", False, True, None, False)}
+
+
 def modes_of(server: str) -> dict[str, ModeMeta]:
     if server == "builtin":
         return _builtin()
+    if server == "attached":
+        return _attached()
     if server == "nginx":
         return _nginx()
     raise PlanError(f"unknown server {server!r}; choose one of: {', '.join(SERVERS)}")
@@ -81,7 +91,7 @@ def mode_meta(server: str, mode: str) -> ModeMeta:
 def all_mode_names() -> list[str]:
     """Every mode name of every server, each once (what --mode and --modes accept before the server is known)."""
     names: dict[str, None] = {}
-    for server in SERVERS:
+    for server in LAUNCHED:
         from .modes import MODES
         from .nginx_config import NGINX_MODES
 

@@ -159,8 +159,8 @@ class NginxServer:
             try:
                 with open(os.path.join(self.directory, name), errors="replace") as f:
                     lines = [line.strip() for line in f if "[emerg]" in line or "[alert]" in line]
-                if lines:
-                    return lines[-1][:300]
+                if lines:  # the first names the cause; later ones ("still could not bind()") only follow from it
+                    return lines[0][:300]
             except OSError:
                 pass
         return "no message"

@@ -1,0 +1,177 @@
+"""A server that is already running, that the tool did not start: attached by pid, never signalled.
+
+PID is its master (the workers are its children, in the order they were started) or a list of worker
+pids. Connections are attributed without the server's cooperation: while a connection is still open,
+the worker whose fd table holds the server side of it is the one that accepted it (probes/owner.py); a
+reply that names a worker ("worker PID") is used when there is one.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import psutil
+
+from ..errors import PlanError, WorkerError
+from ..loads.protocol import HTTP_KEEPALIVE, LINE, ClientProtocol
+from ..probes.owner import SocketOwners
+from ..processes import process_errors, usage
+from ..results.records import WorkerCounters
+from ..spec import ServerSpec
+from ..waiting import wait_for
+from .target import ReplyAttribution
+
+SETTLE_TIMEOUT_S = 2.0
+WHY = (
+    "a server this tool did not start: its accept mechanism is whatever it was configured with, so the "
+    "pattern is read from the records alone"
+)
+
+
+def worker_pids(attach: Sequence[int]) -> list[int]:
+    """One pid: its children, oldest first (a master and its workers), or itself if it has none; several
+    pids: those, as given. PlanError for a pid that does not exist."""
+    try:
+        if len(attach) == 1:
+            master = psutil.Process(attach[0])
+            children = sorted(master.children(), key=lambda p: (p.create_time(), p.pid))
+            return [p.pid for p in children] or [master.pid]
+        for pid in attach:
+            psutil.Process(pid)
+        return list(attach)
+    except psutil.NoSuchProcess as exc:
+        raise PlanError(f"--attach: no process {exc.pid}") from None
+    except psutil.AccessDenied as exc:
+        raise PlanError(f"--attach: not allowed to look at process {exc.pid}") from None
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0]
+    except OSError:
+        return "X"
+
+
+@dataclass
+class OwnerAttribution:
+    """Attribution by the socket's owner; the reply's "worker PID" when the server names itself."""
+
+    pids: tuple[int, ...]
+    holds_socket: bool = True
+    _owners: SocketOwners | None = field(default=None, repr=False)
+    _reply: ReplyAttribution | None = field(default=None, repr=False)
+
+    def from_reply(self, reply: bytes) -> int | None:
+        if self._reply is None:
+            self._reply = ReplyAttribution(self.pids)
+        return self._reply.from_reply(reply)
+
+    def from_socket(self, local: tuple[str, int], peer: tuple[str, int]) -> int | None:
+        if self._owners is None:
+            self._owners = SocketOwners(self.pids)
+        return self._owners.owner(local, peer)
+
+    def close(self) -> None:
+        if self._owners is not None:
+            self._owners.close()
+            self._owners = None
+
+
+class AttachedServer:
+    def __init__(self, spec: ServerSpec) -> None:
+        self.spec = spec
+        self._pids: list[int] = []
+        self._pidfds: list[int] = []
+        self._before: dict[int, tuple[int, int, float]] = {}
+        self._unsettled = 0
+        self._attribution: OwnerAttribution | None = None
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return (self.spec.host, self.spec.port)
+
+    @property
+    def pids(self) -> list[int]:
+        return self._pids
+
+    @property
+    def attribution(self) -> OwnerAttribution:
+        if self._attribution is None:
+            self._attribution = OwnerAttribution(tuple(self._pids))
+        return self._attribution
+
+    @property
+    def protocol(self) -> ClientProtocol:
+        return HTTP_KEEPALIVE if self.spec.protocol == "http" else LINE
+
+    @property
+    def unsettled(self) -> int:
+        return self._unsettled
+
+    def death_fds(self) -> list[int]:
+        return list(self._pidfds)
+
+    def start(self) -> None:
+        """Attach: find the workers, watch them for exit. Nothing is started."""
+        self._pids = worker_pids(self.spec.attach)
+        if len(self._pids) != self.spec.workers:
+            raise PlanError(f"--attach: expected {self.spec.workers} workers, found {len(self._pids)}")
+        for pid in self._pids:
+            try:
+                self._pidfds.append(os.pidfd_open(pid))
+            except (OSError, AttributeError):
+                pass
+        self._before = {pid: self._usage(pid) for pid in self._pids}
+
+    def check_alive(self) -> None:
+        for index, pid in enumerate(self._pids):
+            if _state(pid) in ("X", "Z"):
+                raise WorkerError(f"attached worker {index} (pid {pid}) exited", index)
+
+    def settle(self) -> None:
+        if not wait_for(lambda: all(_state(pid) == "S" for pid in self._pids), SETTLE_TIMEOUT_S):
+            self._unsettled += 1
+
+    def _usage(self, pid: int) -> tuple[int, int, float]:
+        try:
+            return usage(pid)
+        except process_errors(ValueError):
+            return (0, 0, 0.0)
+
+    def stop(self) -> list[WorkerCounters]:
+        """The workers' usage deltas. The server keeps running: it is not ours to stop."""
+        counters = []
+        for index, pid in enumerate(self._pids):
+            b, a = self._before.get(pid, (0, 0, 0.0)), self._usage(pid)
+            try:
+                cpus: tuple[int, ...] = tuple(sorted(os.sched_getaffinity(pid)))
+            except OSError:
+                cpus = ()
+            counters.append(
+                WorkerCounters(
+                    index, pid, None, None, None, None, a[0] - b[0], a[1] - b[1], round(a[2] - b[2], 6), cpus
+                )
+            )
+        self.close()
+        return counters
+
+    def check_stopped(self) -> None:
+        """Nothing to check: the attached server goes on running."""
+
+    def close(self) -> None:
+        for fd in self._pidfds:
+            os.close(fd)
+        self._pidfds = []
+        if self._attribution is not None:
+            self._attribution.close()
+
+    def __enter__(self) -> AttachedServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
