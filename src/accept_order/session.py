@@ -150,6 +150,7 @@ def run_closed_loop(
     load = load.validated()
     work = estimate_work_us(server)
     generators: list[LoadGenerator] = []
+    kernel: dict[str, Any] = {}  # per-worker accepts counted by the kernel, for a server that does not say
 
     def drive(target: Target) -> Any:
         def tick(done: int, elapsed: float) -> None:
@@ -157,9 +158,23 @@ def run_closed_loop(
             if on_tick:
                 on_tick(done, elapsed)
 
-        with LoadGenerator(target.address, target.attribution, load, target.protocol) as generator:
-            generators.append(generator)
-            return generator.run(tick)
+        counter = None
+        if target.attribution.holds_socket:  # replies may not name the worker: count accepts in the kernel
+            from .probes.accepts import AcceptCounter
+
+            counter = AcceptCounter(list(target.pids))
+            counter.start()
+        try:
+            with LoadGenerator(target.address, target.attribution, load, target.protocol.closing()) as generator:
+                generators.append(generator)
+                outcome = generator.run(tick)
+            if counter is not None:
+                counts = counter.stop()
+                kernel.update(available=counts.available, why=counts.why, counts=counts.counts)
+            return outcome
+        finally:
+            if counter is not None:
+                counter.close()
 
     def describe() -> str:
         done, served = generators[0].finished() if generators else (0, 0)
@@ -175,18 +190,27 @@ def run_closed_loop(
         port=m.port,
         histogram=outcome.histogram,
         errors=dict(outcome.errors),
-        served=tuple(outcome.served.get(i, 0) for i in range(server.workers)),
+        served=_served(outcome.served, server.workers, m.pids, kernel),
         counters=m.counters,
         drivers=tuple(outcome.drivers),
         wall_s=outcome.wall_s,
         title=title or default_title(server),
         work_estimate_us=work,
-        evidence=m.evidence,
+        evidence={**m.evidence, **({"accept_counts": kernel} if kernel else {})},
         interrupted=outcome.interrupted is not None,
     )
     if outcome.interrupted is not None:
         raise RunInterrupted([result], outcome.interrupted)
     return result
+
+
+def _served(by_reply: dict[int, int], workers: int, pids: tuple[int, ...], kernel: dict[str, Any]) -> tuple[int, ...]:
+    """Connections per worker: from the replies, or, for a server whose replies do not name the worker,
+    from the kernel's accept counts (zeros, with the reason in the evidence, when those are unavailable)."""
+    if not kernel:
+        return tuple(by_reply.get(i, 0) for i in range(workers))
+    counts = kernel.get("counts", {})
+    return tuple(int(counts.get(pid, 0)) for pid in pids)
 
 
 def run_each(variants: Sequence[T], run_one: Callable[[T], R]) -> list[R]:

@@ -11,7 +11,7 @@ import click
 from ..spec import ClosedLoopLoad, ServerSpec
 from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
-from .options import DEFAULT_MODE_HELP, closed_loop_options, examples, json_option, server_options
+from .options import DEFAULT_MODE_HELP, attach_options, closed_loop_options, examples, json_option, server_options
 from .output import progress_bar
 from .specs import closed_loop_load, first_available, server_spec
 from .types import MODE_LIST
@@ -38,12 +38,14 @@ def bars(load: ClosedLoopLoad, label: Callable[[ServerSpec], str]) -> Iterator[C
         "accept-order latency -n 20000 -c 32 --work-us 1000 --pin",
         "accept-order latency --modes epoll,reuseport --work-iters 1000000 --pin   # seed 000",
         "accept-order latency --duration 10s --json latency.json",
+        "accept-order latency --attach $(cat /run/nginx.pid) --port 80 --protocol http -n 20000 -c 50",
     )
 )
 @click.option("--mode", "-m", default=None, help=f"{DEFAULT_MODE_HELP} [default: epoll]")
 @click.option("--modes", "modes", type=MODE_LIST, default=None, help="Several modes, one run each, same settings.")
 @click.option("--compare", "modes_alias", type=MODE_LIST, default=None, hidden=True)  # v0.1's name for --modes
 @server_options(workers=None, several=True)
+@attach_options()
 @closed_loop_options()
 @click.option("--title", default=None, help="Histogram title (default: 'Duration in ms (MODE)').")
 @json_option()
@@ -67,6 +69,8 @@ def latency(
     modes = modes if modes is not None else modes_alias
     if mode is not None and modes is not None:
         raise click.UsageError("give --mode for one run or --modes for several, not both")
+    if options.get("attach") and modes is not None:
+        raise click.UsageError("--attach drives one running server: not with --modes")
     servers: list[str] = options["server"]
     batch_given = options.get("accept_batch") is not None
     if len(servers) > 1 and modes is None:

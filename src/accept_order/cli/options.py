@@ -142,12 +142,18 @@ def attach_options() -> Callable[[F], F]:
     return apply(
         [
             click.option(
-                "--attach", metavar="PID[,PID...]", callback=pids, default=None,
+                "--attach",
+                metavar="PID[,PID...]",
+                callback=pids,
+                default=None,
                 help="Drive a server that is already running: its master's pid (workers: its children) or its "
                 "workers' pids. Needs --port; nothing is started or stopped.",
             ),
             click.option(
-                "--protocol", type=click.Choice(["line", "http"]), default="line", show_default=True,
+                "--protocol",
+                type=click.Choice(["line", "http"]),
+                default="line",
+                show_default=True,
                 help="With --attach: what the server speaks (line: it writes and closes; http: a keep-alive "
                 "request, the connection held open until the worker holding it is found).",
             ),

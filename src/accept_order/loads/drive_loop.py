@@ -114,6 +114,9 @@ def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
     served: dict[int, int] = {}
     replies: dict[bytes, int] = {}  # reply line -> worker index: attribute each worker's line once
     attribute = cfg.attribution.from_reply
+    # A server that does not name its worker (attached): an answer still counts as served, as worker -1;
+    # per-worker counts then come from the kernel (probes/accepts.py), not from the replies.
+    unnamed = -1 if cfg.attribution.holds_socket else None
     perf_ns = time.perf_counter_ns
     einprogress = errno.EINPROGRESS
     timeout_ns = int(cfg.timeout_s * 1e9)
@@ -202,6 +205,8 @@ def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
                 who = replies.get(buf)
                 if who is None:
                     who = attribute(buf)
+                    if who is None:
+                        who = unnamed if buf else None
                     if who is None:
                         errors[NO_REPLY if not buf else BAD_REPLY] += 1
                         continue

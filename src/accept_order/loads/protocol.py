@@ -64,6 +64,10 @@ class ClientProtocol:
     def body(self, reply: bytes) -> bytes:
         return reply
 
+    def closing(self) -> ClientProtocol:
+        """The variant in which the server closes after answering: what a load uses, since it reads to EOF."""
+        return self
+
     def __repr__(self) -> str:
         return f"ClientProtocol({self.name!r})"
 
@@ -100,6 +104,9 @@ class KeepAliveHttp(HttpProtocol):
         if sep and size and all(c in b"0123456789abcdefABCDEF" for c in size.strip()):
             return rest
         return body
+
+    def closing(self) -> ClientProtocol:
+        return HTTP
 
 
 HTTP_KEEPALIVE = KeepAliveHttp()

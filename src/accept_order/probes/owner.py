@@ -198,6 +198,8 @@ class SocketOwners:
                     continue  # the late answer to a request that timed out earlier
                 if mtype == NLMSG_ERROR:
                     (err,) = _ERR.unpack_from(buf, start)
+                    if err == 0:
+                        continue  # an ACK (not asked for), not an answer
                     if err == -errno.ENOENT:
                         return None  # the kernel knows no such socket: authoritative
                     raise OSError(-err, f"inet_diag lookup failed: {os.strerror(-err)}")

@@ -161,6 +161,20 @@ def interrupted_note(results: Sequence[LatencyResult]) -> list[Text]:
     ]
 
 
+def kernel_counts_text(result: LatencyResult) -> Text | None:
+    """Where the per-worker counts of a server that does not name its workers came from."""
+    kernel = result.evidence.get("accept_counts")
+    if not isinstance(kernel, dict):
+        return None
+    if kernel.get("available"):
+        return Text(f"served per worker: accepts counted by the kernel ({kernel.get('why', '?')})", style="dim")
+    return Text(
+        f"served per worker: not known: the replies do not name a worker and the kernel's accept counts are not "
+        f"available here ({kernel.get('why', '?')}); the latencies above are complete",
+        style="yellow",
+    )
+
+
 def latency_report(result: LatencyResult) -> RenderableType:
     parts: list[RenderableType] = [
         *interrupted_note([result]),
@@ -168,6 +182,7 @@ def latency_report(result: LatencyResult) -> RenderableType:
         Verbatim(mmhistogram_lines(result)),
         percentile_table(result),
         worker_table(result.counters, result.served, title="served per worker", detail=False),
+        *([note] if (note := kernel_counts_text(result)) is not None else []),
         Verbatim(affinity_lines(result.counters)),
         drivers_text(result.drivers),
     ]

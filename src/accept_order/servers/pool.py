@@ -34,6 +34,7 @@ from .target import ReplyAttribution
 from .worker import BUSY, WAITING, WorkerConfig, parse_fault, worker_main
 
 SETTLE_TIMEOUT_S = 2.0
+RESEND_S = 0.25  # how long a worker has to report before it is told again
 
 
 class WorkerPool:
@@ -215,9 +216,17 @@ class WorkerPool:
         # same deadline (one slow worker must not hold up reading the others).
         deadline = time.monotonic() + STOP_TIMEOUT_S
         while pending:
-            ready = wait(list(pending.values()), timeout=max(0.0, deadline - time.monotonic()))
-            if not ready:
+            left = deadline - time.monotonic()
+            if left <= 0:
                 break
+            ready = wait(list(pending.values()), timeout=min(RESEND_S, left))
+            if not ready:
+                # A SIGTERM that lands just before a blocking accept() is noted but never handled (the
+                # handler runs only when the call returns): send it again to those that have not reported.
+                for index in pending:
+                    if self.procs[index].is_alive():
+                        self.procs[index].terminate()
+                continue
             for index, pipe in list(pending.items()):
                 if pipe not in ready:
                     continue
