@@ -123,6 +123,9 @@ class ServerSpec:
     def validated(self) -> ServerSpec:
         if self.server == "builtin":
             require_mode(self.mode)
+        elif self.server == "remote":
+            if self.port == 0:
+                raise PlanError("--target needs HOST:PORT")
         elif self.server == "attached":
             if not self.attach or self.port == 0:
                 raise PlanError("--attach needs the server's pid (or its workers' pids) and its --port")
@@ -154,6 +157,8 @@ class ServerSpec:
         """The mode, with the server's name when it is not the built-in workers: `epoll`, `nginx epoll`."""
         if self.server == "attached":
             return f"attached pid {','.join(map(str, self.attach))}"
+        if self.server == "remote":
+            return f"target {self.host}:{self.port}"
         return self.mode if self.server == "builtin" else f"{self.server} {self.mode}"
 
     def replace(self, **changes: Any) -> ServerSpec:

@@ -150,6 +150,13 @@ def attach_options() -> Callable[[F], F]:
                 "workers' pids. Needs --port; nothing is started or stopped.",
             ),
             click.option(
+                "--target",
+                metavar="HOST:PORT",
+                default=None,
+                help="Drive a server on another host (or network namespace), attributed by its replies only "
+                "(run only).",
+            ),
+            click.option(
                 "--protocol",
                 type=click.Choice(["line", "http"]),
                 default="line",

@@ -36,6 +36,9 @@ def attached_spec(options: dict[str, Any]) -> ServerSpec | None:
     describe a server the tool starts make no sense here and are refused, not ignored."""
     attach = options.pop("attach", ())
     protocol = options.pop("protocol", "line")
+    target = options.pop("target", None)
+    if target is not None:
+        return _remote_spec(options, target, protocol, attach)
     if not attach:
         return None
     ctx = click.get_current_context()
@@ -120,4 +123,34 @@ def closed_loop_load(options: dict[str, Any]) -> ClosedLoopLoad:
         concurrency=options.pop("concurrency"),
         driver_procs=options.pop("driver_procs"),
         timeout_s=options.pop("timeout_s"),
+    ).validated()
+
+
+def _remote_spec(options: dict[str, Any], target: str, protocol: str, attach: tuple[int, ...]) -> ServerSpec:
+    """--target HOST:PORT: a server elsewhere, known only by its address; -w says how many workers it has."""
+    from ..spec import resolve_host
+
+    ctx = click.get_current_context()
+    if ctx.info_name != "run":
+        raise click.UsageError("--target works with run (a load's client processes cannot share what they learn)")
+    if attach:
+        raise click.UsageError("give --attach (a server on this host) or --target (elsewhere), not both")
+    host, sep, port_text = target.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise click.UsageError(f"--target {target!r} is not HOST:PORT")
+    refused = [n for n in NOT_WITH_ATTACH if n != "workers"] + ["port", "host"]
+    given = [
+        f"--{name.replace('_', '-')}"
+        for name in refused
+        if name in ctx.params and ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+    ]
+    if given:
+        raise click.UsageError(f"{', '.join(given)} describe a server this tool starts; not with --target")
+    address, _ = resolve_host(host)
+    workers = options.pop("workers", None) or 3
+    for name in (*NOT_WITH_ATTACH, "host", "port", "backlog"):
+        options.pop(name, None)
+    return ServerSpec(
+        server="remote", mode="remote", workers=workers, host=address, port=int(port_text), protocol=protocol
     ).validated()

@@ -99,7 +99,7 @@ def run_sequential(
     from_reply = attribution.from_reply
     holds_socket = attribution.holds_socket
     replies: dict[bytes, int] = {}  # reply -> worker: each worker's line is parsed once, then looked up
-    pids = list(target.pids)
+    pids = target.pids  # the live list: a remote target learns its workers' pids from the replies
     request, body = target.protocol.request, target.protocol.body
     family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
     poller = select.poll()
@@ -149,7 +149,7 @@ def run_sequential(
         sock.close()
         now = clock()
         started = f.started_ns
-        pid = pids[worker] if worker is not None else None
+        pid = pids[worker] if worker is not None and worker < len(pids) else None
         rec = ConnectionRecord(f.seq, worker, pid, (started - t0) // 1000, (now - started) // 1000, error)
         records[f.seq] = rec
         if on_record:

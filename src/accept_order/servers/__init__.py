@@ -14,6 +14,10 @@ __all__ = ["make_target"]
 def make_target(spec: ServerSpec, stamps: bool = False) -> Target:
     """The server a spec names, not yet started (start() it, and close() it on every path).
     `stamps`: workers keep each accept's time (serve's sequence)."""
+    if spec.server == "remote":
+        from .remote import RemoteServer
+
+        return RemoteServer(spec)
     if spec.server == "attached":
         from .attached import AttachedServer
 

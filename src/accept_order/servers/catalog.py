@@ -16,7 +16,7 @@ from ..errors import PlanError
 if TYPE_CHECKING:
     from ..spec import ServerSpec
 
-SERVERS = ("builtin", "nginx", "attached")
+SERVERS = ("builtin", "nginx", "attached", "remote")
 LAUNCHED = ("builtin", "nginx")  # what --server can start
 DEFAULT_SERVER = "builtin"
 
@@ -68,9 +68,18 @@ def _attached() -> dict[str, ModeMeta]:
     return {"attached": ModeMeta("attached", "attached", summary, WHY, None, "unknown", False, True, None, False)}
 
 
+def _remote() -> dict[str, ModeMeta]:
+    from .remote import WHY
+
+    summary = "a server on another host, known only by its address"
+    return {"remote": ModeMeta("remote", "remote", summary, WHY, None, "unknown", False, True, None, False)}
+
+
 def modes_of(server: str) -> dict[str, ModeMeta]:
     if server == "builtin":
         return _builtin()
+    if server == "remote":
+        return _remote()
     if server == "attached":
         return _attached()
     if server == "nginx":
