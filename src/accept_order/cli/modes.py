@@ -14,16 +14,20 @@ from .options import examples
     ),
 )
 def modes() -> None:
-    """List the accept modes: how workers wait, what order the kernel predicts, availability here."""
+    """List each server's accept modes: how workers wait, what order is predicted, availability here."""
     from rich.text import Text
 
-    from ..servers.modes import describe_modes
+    from ..servers.catalog import LAUNCHED, modes_of
     from .output import stdout
 
     out = stdout()
-    for info in describe_modes():
-        status = "available" if info.unavailable is None else f"not available: {info.unavailable}"
-        traits = [f"{info.queue} queue", f"predicts {info.model or 'no order'}"]
-        if info.herds:
-            traits.append("thundering herd")
-        out.print(Text.assemble((f"{info.name:13}", "bold"), f" {info.summary} ({'; '.join(traits)}; {status})"))
+    for server in LAUNCHED:
+        out.print(
+            Text(f"--server {server}" + (" (the default)" if server == "builtin" else ""), style="bold underline")
+        )
+        for meta in modes_of(server).values():
+            status = "available" if meta.unavailable is None else f"not available: {meta.unavailable}"
+            traits = [f"{meta.queue} queue", f"predicts {meta.model or 'no order'}"]
+            if meta.herds:
+                traits.append("thundering herd")
+            out.print(Text.assemble((f"  {meta.name:13}", "bold"), f" {meta.summary} ({'; '.join(traits)}; {status})"))
