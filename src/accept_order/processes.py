@@ -17,6 +17,7 @@ from multiprocessing.process import BaseProcess
 from typing import TypeVar
 
 from .errors import ResourceError
+from .signals import SIGNALS, deferred
 
 # fork: workers inherit the listening sockets and a shared epoll, as in a real server, and start fast.
 FORK = mp.get_context("fork")
@@ -81,6 +82,22 @@ def die_with_parent() -> None:
         pass
 
 
+def start_child(proc: BaseProcess) -> None:
+    """`proc.start()` with SIGINT and SIGTERM blocked across the fork: until the child has put in its own
+    handlers (then it calls `unblock_signals`) it would run this process's, and raise a KeyboardInterrupt
+    (a traceback on stderr) from multiprocessing's bootstrap. A signal meanwhile waits, it is not lost."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+    try:
+        proc.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def unblock_signals() -> None:
+    """In a child, once its handlers are in: receive the signals start_child held back."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
+
+
 def out_of_resources(what: str, call: Callable[[], T]) -> T:
     """Run `call` (a pipe, a fork); running out of descriptors or processes becomes one clear line."""
     try:
@@ -95,16 +112,17 @@ def end_processes(procs: Sequence[BaseProcess], timeout_s: float = STOP_TIMEOUT_
     """SIGTERM every started child still alive, wait up to `timeout_s` in all, SIGKILL the rest, reap all.
 
     A process object appended before `start()` (so that an interrupt cannot orphan it) and never started
-    has no pid and is skipped. Callers run this with signals deferred (cli.signals.deferred), so a second
-    Ctrl-C cannot cut it short and leave children alive.
+    has no pid and is skipped. Runs with signals deferred (signals.deferred), so no Ctrl-C or SIGTERM can
+    cut it short and leave children alive.
     """
-    started = [p for p in procs if p.pid is not None]
-    for proc in started:
-        if proc.exitcode is None:
-            proc.terminate()
-    deadline = time.monotonic() + timeout_s
-    for proc in started:
-        proc.join(max(0.0, deadline - time.monotonic()))
-        if proc.exitcode is None:
-            proc.kill()
-            proc.join(timeout_s)
+    with deferred():  # a signal meanwhile is held: it must not leave half of them alive
+        started = [p for p in procs if p.pid is not None]
+        for proc in started:
+            if proc.exitcode is None:
+                proc.terminate()
+        deadline = time.monotonic() + timeout_s
+        for proc in started:
+            proc.join(max(0.0, deadline - time.monotonic()))
+            if proc.exitcode is None:
+                proc.kill()
+                proc.join(timeout_s)

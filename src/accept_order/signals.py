@@ -1,9 +1,11 @@
 """Ctrl-C and SIGTERM: how a run is stopped, and how teardown is kept from being stopped halfway.
 
-SIGTERM is raised as `Terminated`, a KeyboardInterrupt, so every `with` block and `finally` tears its
-processes down on the way out exactly as for Ctrl-C. Teardown itself runs inside `deferred()`: a second
-Ctrl-C or SIGTERM while children are being ended is remembered, not raised, so it can never leave a
-child alive; the first signal decides the exit status.
+One latch handles both signals. The first SIGINT or SIGTERM is raised (SIGTERM as `Terminated`, a
+KeyboardInterrupt), so every `with` block and `finally` tears its processes down on the way out; it alone
+decides the exit status. Every later signal is only recorded: nothing after the first can cut a teardown,
+a partial result or the error line short. Inside `deferred()` (teardown) even the first signal is held and
+raised when the block ends. The command line (cli.main) installs the latch before any heavy import and
+holds signals everywhere except inside a command's body (`interruptible()`, in handle_errors).
 """
 
 from __future__ import annotations
@@ -16,65 +18,136 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised like Ctrl-C so that every owner of child processes ends them on the way out."""
 
 
-def raise_terminated(signum: int, frame: FrameType | None) -> None:
-    raise Terminated
+class _Latch:
+    first: int | None = None  # the first SIGINT/SIGTERM received: it decides how the run ends
+    raised = False  # it has been raised as an exception
+    held = 0  # > 0: the first signal is recorded, raised only when the hold ends
+
+
+_latch = _Latch()
+
+
+def _raise_first() -> None:
+    _latch.raised = True
+    raise Terminated if _latch.first == signal.SIGTERM else KeyboardInterrupt
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    if _latch.first is None:
+        _latch.first = signum
+    elif _latch.raised:
+        return  # a second signal: the first one decides; it must not interrupt the way out
+    if not _latch.held:
+        _raise_first()
+
+
+def _unraisable(info: sys.UnraisableHookArgs) -> None:
+    """The first signal raised inside a finalizer (a __del__ during garbage collection) is swallowed by
+    Python ("Exception ignored in ..."): no such line, and the signal is posted again, to be raised in
+    ordinary code. Anything else goes to the previous hook."""
+    if isinstance(info.exc_value, KeyboardInterrupt) and _latch.raised and _latch.first is not None:
+        _latch.raised = False
+        signal.raise_signal(_latch.first)
+        return
+    _previous_unraisable(info)
+
+
+_previous_unraisable = sys.unraisablehook
+
+
+def pending() -> int | None:
+    """The signal that arrived while held and has not been raised yet, if any."""
+    return _latch.first if _latch.first is not None and not _latch.raised else None
 
 
 def _main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
+def _installed() -> bool:
+    return signal.getsignal(signal.SIGINT) is _on_signal
+
+
+def install() -> None:
+    """For the process's whole life (cli.main): the latch on SIGINT and SIGTERM, holding signals until a
+    command's body runs."""
+    _latch.first, _latch.raised, _latch.held = None, False, 1
+    for sig in SIGNALS:
+        signal.signal(sig, _on_signal)
+    sys.unraisablehook = _unraisable
+
+
+def ignore() -> None:
+    """At the very end of the command line: the exit status is decided and no child is left, so later
+    signals are ignored (SIG_IGN survives interpreter shutdown, which resets Python handlers to SIG_DFL)."""
+    for sig in SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
+
+
 @contextmanager
-def deferred(swallow: bool = False) -> Iterator[None]:
-    """Run a block that must finish (ending children) with SIGINT and SIGTERM held back.
-
-    A signal that arrives inside is re-raised when the block ends, unless an exception (usually the
-    first Ctrl-C) is already on its way out, or `swallow` says the run is already stopping because of an
-    earlier one: then that first signal stands.
-    """
-    if not _main_thread():
-        yield
-        return
-    arrived: list[int] = []
-
-    def remember(signum: int, frame: FrameType | None) -> None:
-        arrived.append(signum)
-
-    previous = {sig: signal.signal(sig, remember) for sig in (signal.SIGINT, signal.SIGTERM)}
+def _own_latch(held: int) -> Iterator[None]:
+    """Outside the command line (API, in-process tests): the latch for the block only, then as before."""
+    previous = {sig: signal.signal(sig, _on_signal) for sig in SIGNALS}
+    _latch.first, _latch.raised, _latch.held = None, False, held
     try:
         yield
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        if arrived and not swallow and sys.exc_info()[0] is None:
-            raise Terminated if arrived[0] == signal.SIGTERM else KeyboardInterrupt
+        first, raised = _latch.first, _latch.raised
+        _latch.first, _latch.raised, _latch.held = None, False, 0
+        if first is not None and not raised and sys.exc_info()[0] is None:
+            raise Terminated if first == signal.SIGTERM else KeyboardInterrupt
 
 
 @contextmanager
-def terminate_as_interrupt() -> Iterator[None]:
-    """Within the block, SIGTERM raises Terminated (restored afterwards)."""
+def interruptible() -> Iterator[None]:
+    """A command's body: the first signal is raised where it lands (at once if it came while held)."""
     if not _main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, raise_terminated)
+    if not _installed():
+        with _own_latch(held=0):
+            yield
+        return
+    _latch.held -= 1
+    try:
+        if pending() is not None and not _latch.held:
+            _raise_first()
+        yield
+    finally:
+        _latch.held += 1
+
+
+@contextmanager
+def deferred(swallow: bool = False) -> Iterator[None]:
+    """Run a block that must finish (ending children) with SIGINT and SIGTERM held back.
+
+    A first signal that arrives inside is raised when the block ends, unless an exception (usually the
+    first Ctrl-C) is already on its way out, in which case that one stands. (`swallow` is no longer
+    needed: a signal after the first is never raised.)
+    """
+    if not _main_thread():
+        yield
+        return
+    if not _installed():
+        with _own_latch(held=1):
+            yield
+        return
+    _latch.held += 1
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def stopping() -> None:
-    """The first signal has started an orderly stop that keeps a partial result: from now on SIGINT and
-    SIGTERM are only noted, so a second one cannot cut the stop short anywhere (the stop is bounded by
-    the processes' timeouts). The command's wrapper (cli.app.handle_errors) restores the handlers."""
-    if _main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda signum, frame: None)
+        _latch.held -= 1
+        if not _latch.held and pending() is not None and sys.exc_info()[0] is None:
+            _raise_first()
 
 
 class ArrivalOrder:

@@ -1,6 +1,6 @@
 """The command line. `main` is the console script's entry point.
 
-Kept tiny on purpose: the SIGTERM handler goes in before click, rich and the harness are imported, so a
+Kept tiny on purpose: the signal latch goes in before click, rich and the harness are imported, so a
 Ctrl-C or SIGTERM during start-up is one line and exit 130/143, not a traceback from an import.
 """
 
@@ -9,18 +9,41 @@ from __future__ import annotations
 import signal
 import sys
 
-from ..signals import Terminated, raise_terminated
+from .. import signals
 
 
 def main(prog_name: str | None = None) -> None:
-    signal.signal(signal.SIGTERM, raise_terminated)  # from here on, SIGTERM unwinds like Ctrl-C
+    signals.install()  # from here on a signal is recorded, and raised only inside a command's body
+    started = False
+    signum: int | None = None
     try:
-        from .app import main as group
-    except KeyboardInterrupt as exc:
-        terminated = isinstance(exc, Terminated)
-        sys.stderr.write(f"accept-order: error: {'terminated' if terminated else 'interrupted'} while starting\n")
-        sys.exit(143 if terminated else 130)
-    group(prog_name=prog_name)
+        try:
+            from .app import main as group  # click and rich: a signal meanwhile is recorded, acted on below
+        except KeyboardInterrupt as exc:  # not the latch's (it only records here)
+            signum = signal.SIGTERM if isinstance(exc, signals.Terminated) else signal.SIGINT
+        else:
+            if signals.pending() is None:
+                started = True
+                group(prog_name=prog_name)
+    finally:  # on every way out, an error's or a signal's exit included
+        with signals.deferred():
+            _end_children()
+        signum = signum or signals.pending()
+        signals.ignore()  # the status is decided and no child is left: a late signal changes nothing
+    if signum is not None:  # arrived while held (start-up, option parsing, after the command), not raised
+        word = "terminated" if signum == signal.SIGTERM else "interrupted"
+        sys.stderr.write(f"accept-order: error: {word}{'' if started else ' while starting'}\n")
+        sys.exit(128 + signum)
+
+
+def _end_children() -> None:
+    """Last resort: a child that an owner did not end (an interrupt landed before its teardown began)
+    would keep multiprocessing's exit handler waiting for it forever."""
+    mp = sys.modules.get("multiprocessing")
+    if mp is not None and mp.active_children():
+        from ..processes import end_processes
+
+        end_processes(mp.active_children())
 
 
 __all__ = ["main"]

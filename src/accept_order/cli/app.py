@@ -12,14 +12,13 @@ import functools
 import importlib
 import signal
 import sys
-import threading
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TypeVar
 
 import click
 
 from ..errors import AcceptOrderError
-from ..signals import ArrivalOrder, Terminated, terminate_as_interrupt
+from ..signals import ArrivalOrder, Terminated, interruptible
 from ..status import ExitStatus
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -60,10 +59,9 @@ def handle_errors(func: F) -> F:
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        previous_sigint = signal.getsignal(signal.SIGINT)
-        order = ArrivalOrder().__enter__()
+        order = ArrivalOrder().__enter__()  # which signal came first, if two race (see its docstring)
         try:
-            with terminate_as_interrupt():
+            with interruptible():  # the command's body: the first signal is raised where it lands
                 return func(*args, **kwargs)
         except AcceptOrderError as exc:
             if _traceback_wanted():
@@ -81,8 +79,6 @@ def handle_errors(func: F) -> F:
             fail("out of memory", ExitStatus.ERROR)
         finally:
             order.__exit__()
-            if previous_sigint is not None and threading.current_thread() is threading.main_thread():
-                signal.signal(signal.SIGINT, previous_sigint)  # signals.stopping() may have replaced it
 
     return wrapper  # type: ignore[return-value]
 

@@ -16,15 +16,16 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from multiprocessing.connection import Connection, wait
 from types import TracebackType
 from typing import Any
 
 from ..errors import LoadError
 from ..histogram import LatencyHistogram
-from ..processes import FORK, READY_TIMEOUT_S, STOP_TIMEOUT_S, end_processes, out_of_resources
+from ..processes import FORK, READY_TIMEOUT_S, STOP_TIMEOUT_S, end_processes, out_of_resources, start_child
 from ..servers.target import Attribution
-from ..signals import deferred, stopping
+from ..signals import deferred
 from ..spec import ClosedLoopLoad
 from .drive_loop import ABORT, SATURATED, STOP, TICK_S, DriverConfig, DriverStats, driver_main
 from .protocol import LINE, ClientProtocol
@@ -161,7 +162,7 @@ class LoadGenerator:
             )
             self.procs.append(proc)  # before start(): an interrupt right after it must not orphan the child
             self.pipes.append(receiver)
-            out_of_resources(f"driver {cfg.index}", proc.start)
+            out_of_resources(f"driver {cfg.index}", partial(start_child, proc))
             sender.close()
         for cfg, proc, pipe in zip(self.configs, self.procs, self.pipes, strict=True):
             ready = wait([pipe, proc.sentinel], timeout=2 * READY_TIMEOUT_S)
@@ -186,7 +187,6 @@ class LoadGenerator:
         try:
             self._collect(reports, started, on_tick, deadline=None)
         except KeyboardInterrupt as exc:
-            stopping()  # what follows (collect, end the drivers, stop the workers, save) must not be cut short
             self._stop.value = STOP
             # A second Ctrl-C or SIGTERM while the drivers report must not cut this short; the first
             # signal decides how the command ends (deferred() drops the second inside this handler).

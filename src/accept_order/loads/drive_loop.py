@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-from ..processes import MAX_REPLY, READY_TIMEOUT_S, die_with_parent
+from ..processes import MAX_REPLY, READY_TIMEOUT_S, die_with_parent, unblock_signals
 from ..servers.target import Attribution
 from .protocol import ABORTED, BAD_REPLY, NO_REPLY, TIMEOUT, ClientProtocol, errno_name
 
@@ -263,6 +263,7 @@ def driver_main(cfg: DriverConfig, pipe: Connection, go: Any, progress: Any, sto
         stop.value = STOP
 
     signal.signal(signal.SIGTERM, on_sigterm)
+    unblock_signals()  # blocked by the parent across the fork (processes.start_child)
     die_with_parent()
     try:
         pipe.send(("ready", os.getpid()))

@@ -24,6 +24,7 @@ from ..processes import (
     has_children,
     out_of_resources,
     process_errors,
+    start_child,
     usage,
 )
 from ..results.records import WorkerCounters
@@ -122,7 +123,7 @@ class WorkerPool:
         proc = FORK.Process(target=worker_main, args=(cfg, sender, self._state), name=f"worker-{index}")
         self.procs.append(proc)  # before start(): an interrupt right after it must not orphan the child
         self.pipes.append(receiver)
-        out_of_resources(f"worker {index}", proc.start)
+        out_of_resources(f"worker {index}", lambda: start_child(proc))
         sender.close()
         # Wait for this worker's ready before starting the next: registration order is worker order.
         ready = wait([receiver, proc.sentinel], timeout=self.ready_timeout_s)

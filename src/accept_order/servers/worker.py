@@ -15,7 +15,7 @@ from typing import Any
 
 from ..cpus import affinity, pin_self
 from ..errors import PlanError
-from ..processes import die_with_parent
+from ..processes import die_with_parent, unblock_signals
 from .modes import Listeners, Mode
 
 # Shared memory, 2 slots per worker: its state (read by the supervisor to know when idle workers are
@@ -93,10 +93,15 @@ def _fault(index: int) -> str | None:
 def worker_main(cfg: WorkerConfig, pipe: Connection, state: Any) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the supervisor's to handle
     signal.signal(signal.SIGTERM, _stop_when_asked(state))
-    die_with_parent()
     index, pid = cfg.index, os.getpid()
-    fault = _fault(index)
-    try:
+    reply = f"worker {index} pid {pid}\n".encode()
+    wakeups = accepts = empty = max_batch = 0
+    accepted_slot = (len(state) - 1) // 2 + index  # the second half of the shared array: accepts so far
+    stamps: list[int] | None = [] if cfg.stamps else None
+    try:  # from the unblocking on, a SIGTERM raises _Stop: every statement after it is inside a try
+        unblock_signals()  # blocked by the supervisor across the fork (processes.start_child)
+        die_with_parent()
+        fault = _fault(index)
         if cfg.cpus:  # like nginx's worker_cpu_affinity
             pin_self(cfg.cpus[index % len(cfg.cpus)])
         cfg.listeners.keep_only(index)
@@ -109,10 +114,6 @@ def worker_main(cfg: WorkerConfig, pipe: Connection, state: Any) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         pipe.send(("failed", f"{type(exc).__name__}: {exc}"))
         return
-    reply = f"worker {index} pid {pid}\n".encode()
-    wakeups = accepts = empty = max_batch = 0
-    accepted_slot = (len(state) - 1) // 2 + index  # the second half of the shared array: accepts so far
-    stamps: list[int] | None = [] if cfg.stamps else None
     try:
         if fault == "never-ready":
             signal.pause()
