@@ -48,7 +48,8 @@ def attached_spec(options: dict[str, Any]) -> ServerSpec | None:
         if name in ctx.params and ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
     ]
     if given:
-        raise click.UsageError(f"{', '.join(given)} describe a server this tool starts; not with --attach")
+        verb = "describes" if len(given) == 1 else "describe"
+        raise click.UsageError(f"{', '.join(given)} {verb} a server this tool starts; not with --attach")
     if not options.get("port"):
         raise click.UsageError("--attach needs the server's --port")
     from ..servers.attached import worker_pids
@@ -146,7 +147,8 @@ def _remote_spec(options: dict[str, Any], target: str, protocol: str, attach: tu
         if name in ctx.params and ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
     ]
     if given:
-        raise click.UsageError(f"{', '.join(given)} describe a server this tool starts; not with --target")
+        verb = "describes" if len(given) == 1 else "describe"
+        raise click.UsageError(f"{', '.join(given)} {verb} a server this tool starts; not with --target")
     address, _ = resolve_host(host)
     workers = options.pop("workers", None) or 3
     for name in (*NOT_WITH_ATTACH, "host", "port", "backlog"):
