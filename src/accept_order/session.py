@@ -23,7 +23,7 @@ from .loads.sequential import run_sequential as drive_sequential
 from .probes.evidence import EvidenceCapture
 from .results.records import ConnectionRecord, Environment, RunResult, WorkerCounters
 from .servers import make_target
-from .servers.catalog import mode_meta
+from .servers.catalog import expectation, mode_meta
 from .servers.target import Target
 from .signals import deferred
 from .spec import ClosedLoopLoad, SequentialLoad, ServerSpec
@@ -123,6 +123,7 @@ def run_sequential(
 
     records, m = lifecycle(server, lambda target: drive_sequential(target, load, record), describe)
     mode = mode_meta(server.server, server.mode)
+    model, why = expectation(server)
     return RunResult(
         server=server,
         load=load,
@@ -130,7 +131,7 @@ def run_sequential(
         port=m.port,
         records=tuple(records),
         counters=m.counters,
-        verdict=verdict(records, server.workers, mode.model, mode.why, m.counters if mode.switches_are_wakeups else ()),
+        verdict=verdict(records, server.workers, model, why, m.counters if mode.switches_are_wakeups else ()),
         evidence=m.evidence,
         wall_s=m.wall_s,
         unsettled=m.unsettled,

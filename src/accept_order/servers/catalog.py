@@ -157,3 +157,15 @@ def variants(
     if not specs and not skipped:
         raise PlanError("no modes given")
     return specs, skipped
+
+
+def expectation(spec: ServerSpec) -> tuple[str | None, str]:
+    """(predicted order model, mechanism) for this run's settings: usually the mode's own; nginx's epoll
+    predicts differently with multi_accept on (--accept-batch 0)."""
+    if spec.server == "nginx":
+        from .nginx_config import NGINX_MODES
+        from .nginx_config import expectation as nginx_expectation
+
+        return nginx_expectation(NGINX_MODES[spec.mode], multi_accept=spec.accept_batch == 0)
+    meta = mode_meta(spec.server, spec.mode)
+    return meta.model, meta.why

@@ -68,6 +68,21 @@ NGINX_MODES: dict[str, NginxMode] = {
 }
 
 
+MULTI_ACCEPT_WHY = (
+    "with multi_accept on a worker accepts until EAGAIN, and that path returns before the every-16 re-add "
+    "(ngx_reorder_accept_events), so the worker at the head of the socket's exclusive wait queue keeps every "
+    "sequential connection; which worker that is depends on how the start-up went"
+)
+
+
+def expectation(mode: NginxMode, multi_accept: bool) -> tuple[str | None, str]:
+    """(predicted order model, mechanism) of a mode under this run's multi_accept setting: with multi_accept
+    on, epoll predicts no idle order (one worker keeps them all, but which one varies)."""
+    if mode.name == "epoll" and multi_accept:
+        return None, MULTI_ACCEPT_WHY
+    return mode.model, mode.why
+
+
 def nginx_binary() -> str:
     """The nginx executable, or ServerUnavailable naming the Debian packages to install."""
     path = shutil.which("nginx") or ("/usr/sbin/nginx" if os.access("/usr/sbin/nginx", os.X_OK) else None)
@@ -131,7 +146,12 @@ events {{
 http {{
     log_format accept_order '$pid $remote_port $msec';
     access_log {directory}/access.log accept_order;
+    # Every temp path too: left to its compiled-in default, nginx creates /var/lib/nginx/... when missing.
     client_body_temp_path {directory}/body;
+    proxy_temp_path {directory}/proxy;
+    fastcgi_temp_path {directory}/fastcgi;
+    uwsgi_temp_path {directory}/uwsgi;
+    scgi_temp_path {directory}/scgi;
     keepalive_timeout 30s;
     server {{
         listen {listen};
