@@ -18,11 +18,11 @@ import psutil
 from ..errors import PlanError, WorkerError
 from ..loads.protocol import HTTP_KEEPALIVE, LINE, ClientProtocol
 from ..probes.owner import SocketOwners
-from ..processes import process_errors, usage
 from ..results.records import WorkerCounters
 from ..spec import ServerSpec
 from ..waiting import wait_for
 from .target import ReplyAttribution
+from .watched import UsageDeltas, gone, proc_state
 
 SETTLE_TIMEOUT_S = 2.0
 WHY = (
@@ -46,14 +46,6 @@ def worker_pids(attach: Sequence[int]) -> list[int]:
         raise PlanError(f"--attach: no process {exc.pid}") from None
     except psutil.AccessDenied as exc:
         raise PlanError(f"--attach: not allowed to look at process {exc.pid}") from None
-
-
-def _state(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rpartition(")")[2].split()[0]
-    except OSError:
-        return "X"
 
 
 @dataclass
@@ -86,7 +78,7 @@ class AttachedServer:
         self.spec = spec
         self._pids: list[int] = []
         self._pidfds: list[int] = []
-        self._before: dict[int, tuple[int, int, float]] = {}
+        self._usage: UsageDeltas | None = None
         self._unsettled = 0
         self._attribution: OwnerAttribution | None = None
 
@@ -125,37 +117,20 @@ class AttachedServer:
                 self._pidfds.append(os.pidfd_open(pid))
             except (OSError, AttributeError):
                 pass
-        self._before = {pid: self._usage(pid) for pid in self._pids}
+        self._usage = UsageDeltas(self._pids)
 
     def check_alive(self) -> None:
         for index, pid in enumerate(self._pids):
-            if _state(pid) in ("X", "Z"):
+            if gone(pid):
                 raise WorkerError(f"attached worker {index} (pid {pid}) exited", index)
 
     def settle(self) -> None:
-        if not wait_for(lambda: all(_state(pid) == "S" for pid in self._pids), SETTLE_TIMEOUT_S):
+        if not wait_for(lambda: all(proc_state(pid) == "S" for pid in self._pids), SETTLE_TIMEOUT_S):
             self._unsettled += 1
-
-    def _usage(self, pid: int) -> tuple[int, int, float]:
-        try:
-            return usage(pid)
-        except process_errors(ValueError):
-            return (0, 0, 0.0)
 
     def stop(self) -> list[WorkerCounters]:
         """The workers' usage deltas. The server keeps running: it is not ours to stop."""
-        counters = []
-        for index, pid in enumerate(self._pids):
-            b, a = self._before.get(pid, (0, 0, 0.0)), self._usage(pid)
-            try:
-                cpus: tuple[int, ...] = tuple(sorted(os.sched_getaffinity(pid)))
-            except OSError:
-                cpus = ()
-            counters.append(
-                WorkerCounters(
-                    index, pid, None, None, None, None, a[0] - b[0], a[1] - b[1], round(a[2] - b[2], 6), cpus
-                )
-            )
+        counters = self._usage.counters() if self._usage is not None else []
         self.close()
         return counters
 

@@ -20,12 +20,13 @@ import psutil
 
 from ..errors import WorkerError
 from ..loads.protocol import HTTP, ClientProtocol
-from ..processes import READY_TIMEOUT_S, STOP_TIMEOUT_S, die_with_parent, process_errors, usage
+from ..processes import READY_TIMEOUT_S, STOP_TIMEOUT_S, die_with_parent
 from ..results.records import WorkerCounters
 from ..spec import ServerSpec
 from ..waiting import wait_for
 from .nginx_config import NGINX_MODES, ServerUnavailable, nginx_binary, render_config
 from .target import ReplyAttribution
+from .watched import UsageDeltas, gone, proc_state
 
 SETTLE_TIMEOUT_S = 2.0
 
@@ -38,14 +39,6 @@ def _free_port(host: str) -> int:
         return int(sock.getsockname()[1])
 
 
-def _state(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rpartition(")")[2].split()[0]
-    except OSError:
-        return "X"
-
-
 class NginxServer:
     def __init__(self, spec: ServerSpec) -> None:
         self.spec = spec
@@ -55,7 +48,7 @@ class NginxServer:
         self.master: subprocess.Popen[bytes] | None = None
         self._pids: list[int] = []
         self._pidfds: list[int] = []
-        self._before: dict[int, tuple[int, int, float]] = {}
+        self._usage: UsageDeltas | None = None
         self._unsettled = 0
         self._log: list[tuple[int, int]] = []  # (pid, client port) per request, from nginx's access log
 
@@ -140,7 +133,7 @@ class NginxServer:
                 self._pidfds.append(os.pidfd_open(pid))
             except (OSError, AttributeError):
                 pass
-        self._before = {pid: self._usage(pid) for pid in self._pids}
+        self._usage = UsageDeltas(self._pids)
 
     def _ready(self, master: psutil.Process) -> bool:
         """Every worker exists and sleeps (in epoll_wait), and the port accepts."""
@@ -150,7 +143,7 @@ class NginxServer:
             workers = master.children()
         except psutil.Error:
             return True
-        if len(workers) != self.spec.workers or not all(_state(w.pid) == "S" for w in workers):
+        if len(workers) != self.spec.workers or not all(proc_state(w.pid) == "S" for w in workers):
             return False
         return os.path.exists(os.path.join(self.directory, "nginx.pid"))
 
@@ -170,40 +163,18 @@ class NginxServer:
         if self.master is not None and self.master.poll() is not None:
             raise WorkerError(f"nginx's master (pid {self.master.pid}) exited with status {self.master.returncode}")
         for index, pid in enumerate(self._pids):
-            if _state(pid) in ("X", "Z"):
+            if gone(pid):
                 raise WorkerError(f"nginx worker {index} (pid {pid}) died", index)
 
     def settle(self) -> None:
         """Before a sequential connection: every worker asleep (in epoll_wait, or the accept mutex's wait)."""
-        if not wait_for(lambda: all(_state(pid) == "S" for pid in self._pids), SETTLE_TIMEOUT_S):
+        if not wait_for(lambda: all(proc_state(pid) == "S" for pid in self._pids), SETTLE_TIMEOUT_S):
             self._unsettled += 1
 
     # -- stop -----------------------------------------------------------------------------------
-    def _usage(self, pid: int) -> tuple[int, int, float]:
-        try:
-            return usage(pid)
-        except process_errors(ValueError):
-            return (0, 0, 0.0)
-
     def stop(self) -> list[WorkerCounters]:
         """The workers' usage deltas; then a graceful stop (SIGQUIT) and nginx's access log read."""
-        counters = []
-        for index, pid in enumerate(self._pids):
-            b, a = self._before.get(pid, (0, 0, 0.0)), self._usage(pid)
-            counters.append(
-                WorkerCounters(
-                    index,
-                    pid,
-                    wakeups=None,
-                    accepts=None,
-                    empty=None,
-                    max_batch=None,
-                    voluntary_switches=a[0] - b[0],
-                    involuntary_switches=a[1] - b[1],
-                    cpu_s=round(a[2] - b[2], 6),
-                    affinity=tuple(sorted(os.sched_getaffinity(pid))) if _state(pid) != "X" else (),
-                )
-            )
+        counters = self._usage.counters() if self._usage is not None else []
         self.close()
         return counters
 
@@ -240,12 +211,12 @@ class NginxServer:
             master.kill()
             master.wait()
         for pid in self._pids:  # a worker orphaned by a killed master must not keep the port
-            if _state(pid) not in ("X", "Z"):
+            if not gone(pid):
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except OSError:
                     pass
-        wait_for(lambda: all(_state(pid) in ("X", "Z") for pid in self._pids), STOP_TIMEOUT_S)
+        wait_for(lambda: all(gone(pid) for pid in self._pids), STOP_TIMEOUT_S)
         for fd in self._pidfds:
             os.close(fd)
         self._pidfds = []

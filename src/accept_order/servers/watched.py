@@ -1,0 +1,67 @@
+"""Workers this tool did not fork (nginx's, an attached server's): their state and usage, from /proc.
+
+The built-in pool knows its workers' state from shared memory; for anyone else's workers, /proc is what
+there is: `S` (asleep, e.g. in epoll_wait) means idle, and the kernel's counters give what each did.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from ..processes import process_errors, usage
+from ..results.records import WorkerCounters
+
+
+def proc_state(pid: int) -> str:
+    """The process's state letter (`S`, `R`, `Z`, ...); `X` when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0]
+    except OSError:
+        return "X"
+
+
+def gone(pid: int) -> bool:
+    return proc_state(pid) in ("X", "Z")
+
+
+class UsageDeltas:
+    """Context switches and CPU of each worker between construction and `counters()`."""
+
+    def __init__(self, pids: Sequence[int]) -> None:
+        self.pids = list(pids)
+        self._before = {pid: self._usage(pid) for pid in self.pids}
+
+    @staticmethod
+    def _usage(pid: int) -> tuple[int, int, float]:
+        try:
+            return usage(pid)
+        except process_errors(ValueError):
+            return (0, 0, 0.0)
+
+    def counters(self) -> list[WorkerCounters]:
+        """One WorkerCounters per worker; what only the worker itself could count (wakeups, accepts,
+        empty wakeups, batch) is None: not known."""
+        counters = []
+        for index, pid in enumerate(self.pids):
+            b, a = self._before.get(pid, (0, 0, 0.0)), self._usage(pid)
+            try:
+                cpus: tuple[int, ...] = tuple(sorted(os.sched_getaffinity(pid)))
+            except OSError:
+                cpus = ()
+            counters.append(
+                WorkerCounters(
+                    index,
+                    pid,
+                    wakeups=None,
+                    accepts=None,
+                    empty=None,
+                    max_batch=None,
+                    voluntary_switches=a[0] - b[0],
+                    involuntary_switches=a[1] - b[1],
+                    cpu_s=round(a[2] - b[2], 6),
+                    affinity=cpus,
+                )
+            )
+        return counters
