@@ -14,6 +14,7 @@ from .base import Listeners, Mode, Waiter
 from .blocking import BlockingMode
 from .readiness import EpollExclusiveMode, EpollHerdMode, PollMode, SelectMode
 from .reuseport import ReuseportMode
+from .reuseport_cpu import ReuseportCpuMode
 from .shared_epoll import EpollSharedMode
 
 __all__ = [
@@ -41,6 +42,7 @@ MODES: dict[str, Mode] = {
         PollMode(),
         SelectMode(),
         ReuseportMode(),
+        ReuseportCpuMode(),
     )
 }
 DEFAULT_MODE = "epoll"  # nginx's default on Linux: the one users most often meet

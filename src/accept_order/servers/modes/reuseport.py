@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import select
 import socket
+from typing import ClassVar
 
 from ...errors import ListenError
 from .base import Listeners, Mode, Waiter, epoll_waiter, listen_socket, listener_owner
@@ -34,7 +35,7 @@ class ReuseportMode(Mode):
         "with SO_REUSEPORT each worker has its own accept queue and the kernel picks the queue by a hash "
         "of the connection's 4-tuple, whether or not that worker is busy"
     )
-    model = "hash"
+    model: ClassVar[str | None] = "hash"
     queue = "per-worker"
 
     def unavailable(self) -> str | None:

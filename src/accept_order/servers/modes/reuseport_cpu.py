@@ -1,0 +1,74 @@
+"""`reuseport-cpu`: reuseport listeners steered by CPU with a classic BPF program (SO_ATTACH_REUSEPORT_CBPF).
+
+The program returns the number of the CPU the connection arrived on, and the kernel uses it as the index of
+the listener in the reuseport group, as in the kernel's `reuseport_bpf_cpu` selftest and Cloudflare's
+`setcbpf`. Over loopback a connection arrives on the client's CPU, so a client pinned to CPU i reaches
+worker i every time. A CPU number at or above the number of listeners falls back to the hash.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import socket
+
+from .base import Listeners
+from .reuseport import ReuseportMode
+
+SO_ATTACH_REUSEPORT_CBPF = 51  # asm-generic/socket.h
+BPF_LD, BPF_W, BPF_ABS, BPF_RET, BPF_A = 0x00, 0x00, 0x20, 0x06, 0x10
+SKF_AD_OFF, SKF_AD_CPU = -0x1000, 36  # the ancillary load of "the current CPU"
+
+
+class _Insn(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+
+class _Prog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_Insn))]
+
+
+def attach_cpu_program(sock: socket.socket) -> None:
+    """`A = cpu; return A` on the reuseport group of `sock` (the kernel copies the program at once)."""
+    insns = (_Insn * 2)(
+        _Insn(BPF_LD | BPF_W | BPF_ABS, 0, 0, (SKF_AD_OFF + SKF_AD_CPU) & 0xFFFFFFFF),
+        _Insn(BPF_RET | BPF_A, 0, 0, 0),
+    )
+    prog = _Prog(len(insns), ctypes.cast(insns, ctypes.POINTER(_Insn)))
+    sock.setsockopt(
+        socket.SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, ctypes.string_at(ctypes.addressof(prog), ctypes.sizeof(prog))
+    )
+
+
+class ReuseportCpuMode(ReuseportMode):
+    name = "reuseport-cpu"
+    summary = "SO_REUSEPORT listeners steered by a classic BPF program: the listener of the arriving CPU"
+    why = (
+        "a classic BPF program on the reuseport group (SO_ATTACH_REUSEPORT_CBPF) returns the CPU the "
+        "connection arrived on, and the kernel gives it to that listener: over loopback, the client's CPU "
+        "decides, whether or not that worker is busy"
+    )
+    model = None  # the records do not say which CPU each connection came in on: no idle order to predict
+
+    def unavailable(self) -> str | None:
+        reason = super().unavailable()
+        if reason:
+            return reason
+        probe = socket.socket()
+        try:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            probe.bind(("127.0.0.1", 0))
+            attach_cpu_program(probe)
+        except OSError as exc:
+            return f"the kernel refuses SO_ATTACH_REUSEPORT_CBPF ({exc.strerror})"
+        finally:
+            probe.close()
+        return None
+
+    def open(self, host: str, port: int, backlog: int, workers: int) -> Listeners:
+        listeners = super().open(host, port, backlog, workers)
+        try:
+            attach_cpu_program(listeners.sockets[0])
+        except BaseException:
+            listeners.close()
+            raise
+        return listeners
