@@ -28,7 +28,7 @@ def test_reproduces_the_comparison_and_states_whether_the_finding_holds(tmp_path
     out = proc.stdout
     titles = re.findall(r"^Duration in ms \(([\w-]+)\) min:.* count:300$", out, re.M)
     # By default every mode that wakes one worker per connection (no herd), in the registry's order.
-    assert titles == ["blocking", "epoll", "epoll-shared", "reuseport", "reuseport-cpu"]
+    assert titles == ["blocking", "epoll", "epoll-shared", "reuseport", "reuseport-cpu", "incoming-cpu"]
     assert "latency by mode (ms)" in out and "Verdict: " in out
     finding = r"^Seed 000's finding \(similar average, much wider spread with reuseport\) "
     statement = re.search(finding + r"(holds|does not hold) here:$", out, re.M)

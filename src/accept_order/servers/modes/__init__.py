@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from ...errors import ModeUnavailable, PlanError
 from .base import Listeners, Mode, Waiter
 from .blocking import BlockingMode
+from .incoming_cpu import IncomingCpuMode
 from .readiness import EpollExclusiveMode, EpollHerdMode, PollMode, SelectMode
 from .reuseport import ReuseportMode
 from .reuseport_cpu import ReuseportCpuMode
@@ -43,6 +44,7 @@ MODES: dict[str, Mode] = {
         SelectMode(),
         ReuseportMode(),
         ReuseportCpuMode(),
+        IncomingCpuMode(),
     )
 }
 DEFAULT_MODE = "epoll"  # nginx's default on Linux: the one users most often meet

@@ -1,0 +1,47 @@
+"""`incoming-cpu`: reuseport listeners, listener i marked with SO_INCOMING_CPU = i.
+
+The kernel prefers, within the reuseport group, the listener whose incoming CPU matches the CPU the
+connection arrived on (kernel selftest `so_incoming_cpu.c`); over loopback that is the client's CPU. A
+connection from a CPU no listener is marked with falls back to the hash.
+"""
+
+from __future__ import annotations
+
+import socket
+
+from .base import Listeners
+from .reuseport import ReuseportMode
+
+SO_INCOMING_CPU = getattr(socket, "SO_INCOMING_CPU", 49)  # asm-generic/socket.h
+
+
+class IncomingCpuMode(ReuseportMode):
+    name = "incoming-cpu"
+    summary = "SO_REUSEPORT listeners, listener i marked SO_INCOMING_CPU = i"
+    why = (
+        "each reuseport listener is marked with SO_INCOMING_CPU, and the kernel prefers the listener whose mark "
+        "matches the CPU the connection arrived on: over loopback, the client's CPU decides, whether or not "
+        "that worker is busy"
+    )
+    model = None  # the records do not say which CPU each connection came in on: no idle order to predict
+
+    def unavailable(self) -> str | None:
+        reason = super().unavailable()
+        if reason:
+            return reason
+        with socket.socket() as probe:
+            try:
+                probe.setsockopt(socket.SOL_SOCKET, SO_INCOMING_CPU, 0)
+            except OSError as exc:
+                return f"the kernel refuses SO_INCOMING_CPU ({exc.strerror})"
+        return None
+
+    def open(self, host: str, port: int, backlog: int, workers: int) -> Listeners:
+        listeners = super().open(host, port, backlog, workers)
+        try:
+            for cpu, sock in enumerate(listeners.sockets):
+                sock.setsockopt(socket.SOL_SOCKET, SO_INCOMING_CPU, cpu)
+        except BaseException:
+            listeners.close()
+            raise
+        return listeners
