@@ -74,6 +74,18 @@ def has_children(pid: int) -> bool:
     return False
 
 
+def open_pidfd(pid: int) -> int | None:
+    """A pidfd for `pid` (readable once it exits: a client polls it beside its sockets, so a death is seen at
+    once and staying alive costs nothing per connection); None without pidfds (old kernel, out of fds)."""
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None:
+        return None
+    try:
+        return int(opener(pid))
+    except OSError:
+        return None
+
+
 def die_with_parent() -> None:
     """In a child: ask the kernel to SIGKILL it if its parent dies without cleaning up (PR_SET_PDEATHSIG)."""
     try:

@@ -80,9 +80,9 @@ def lifecycle(
             outcome = drive(target)
         except WorkerError as exc:
             raise WorkerError(f"{exc}; {describe()}", exc.index) from None
-        # A load stopped by Ctrl-C kept a partial result: a second signal must not lose it while the
-        # workers are stopped (the first one decides how the command ends).
-        with deferred(swallow=getattr(outcome, "interrupted", None) is not None):
+        # A load stopped by Ctrl-C kept a partial result: a signal must not lose it while the workers are
+        # stopped (the first one decides how the command ends; later ones are never raised).
+        with deferred():
             target.check_alive()
             evidence = capture.after(port, list(target.pids))
             counters = target.stop()

@@ -127,12 +127,12 @@ def interruptible() -> Iterator[None]:
 
 
 @contextmanager
-def deferred(swallow: bool = False) -> Iterator[None]:
+def deferred() -> Iterator[None]:
     """Run a block that must finish (ending children) with SIGINT and SIGTERM held back.
 
     A first signal that arrives inside is raised when the block ends, unless an exception (usually the
-    first Ctrl-C) is already on its way out, in which case that one stands. (`swallow` is no longer
-    needed: a signal after the first is never raised.)
+    first Ctrl-C) is already on its way out, in which case that one stands; a signal after the first is
+    never raised.
     """
     if not _main_thread():
         yield

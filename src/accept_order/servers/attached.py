@@ -18,6 +18,7 @@ import psutil
 from ..errors import PlanError, WorkerError
 from ..loads.protocol import HTTP_KEEPALIVE, LINE, ClientProtocol
 from ..probes.owner import SocketOwners
+from ..processes import open_pidfd
 from ..results.records import WorkerCounters
 from ..spec import ServerSpec
 from ..waiting import wait_for
@@ -112,11 +113,7 @@ class AttachedServer:
         self._pids = worker_pids(self.spec.attach)
         if len(self._pids) != self.spec.workers:
             raise PlanError(f"--attach: expected {self.spec.workers} workers, found {len(self._pids)}")
-        for pid in self._pids:
-            try:
-                self._pidfds.append(os.pidfd_open(pid))
-            except (OSError, AttributeError):
-                pass
+        self._pidfds = [fd for fd in map(open_pidfd, self._pids) if fd is not None]
         self._usage = UsageDeltas(self._pids)
 
     def check_alive(self) -> None:

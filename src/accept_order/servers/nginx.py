@@ -20,7 +20,7 @@ import psutil
 
 from ..errors import WorkerError
 from ..loads.protocol import HTTP, ClientProtocol
-from ..processes import READY_TIMEOUT_S, STOP_TIMEOUT_S, die_with_parent
+from ..processes import READY_TIMEOUT_S, STOP_TIMEOUT_S, die_with_parent, open_pidfd
 from ..results.records import WorkerCounters
 from ..spec import ServerSpec
 from ..waiting import wait_for
@@ -128,11 +128,7 @@ class NginxServer:
         if not ready:
             raise WorkerError(f"nginx's {spec.workers} workers were not ready within {2 * READY_TIMEOUT_S:g} s")
         self._pids = [p.pid for p in sorted(master.children(), key=lambda p: (p.create_time(), p.pid))]
-        for pid in self._pids:
-            try:
-                self._pidfds.append(os.pidfd_open(pid))
-            except (OSError, AttributeError):
-                pass
+        self._pidfds = [fd for fd in map(open_pidfd, self._pids) if fd is not None]
         self._usage = UsageDeltas(self._pids)
 
     def _ready(self, master: psutil.Process) -> bool:

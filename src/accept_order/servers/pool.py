@@ -22,6 +22,7 @@ from ..processes import (
     STOP_TIMEOUT_S,
     end_processes,
     has_children,
+    open_pidfd,
     out_of_resources,
     process_errors,
     start_child,
@@ -135,7 +136,9 @@ class WorkerPool:
             if kind == "ready":
                 self._pids.append(info["pid"])
                 self.affinity.append(tuple(info["affinity"]))
-                self._open_pidfd(info["pid"])
+                pidfd = open_pidfd(info["pid"])  # check_alive still catches a death without one
+                if pidfd is not None:
+                    self._pidfds.append(pidfd)
                 # "ready" is sent just before the worker's first wait call: let it fall asleep there
                 # before the next one starts, so workers first wait in index order (which worker a
                 # LIFO epoll or a FIFO accept queue picks first depends on it). Best effort only.
@@ -147,17 +150,6 @@ class WorkerPool:
         if proc.exitcode is not None:
             raise WorkerError(f"worker {index} exited with code {proc.exitcode} before it was ready", index)
         raise WorkerError(f"worker {index} did not become ready within {self.ready_timeout_s:g} s", index)
-
-    def _open_pidfd(self, pid: int) -> None:
-        """A pidfd becomes readable when the worker exits: a client polls it with its sockets, so a dying
-        worker is noticed at once and costs nothing per connection (no waitpid per connection)."""
-        opener = getattr(os, "pidfd_open", None)
-        if opener is None:
-            return
-        try:
-            self._pidfds.append(opener(pid))
-        except OSError:
-            pass  # no pidfd (old kernel, out of fds): check_alive still catches a death
 
     # -- while running -------------------------------------------------------------------------
     def check_alive(self) -> None:
