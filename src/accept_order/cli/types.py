@@ -62,24 +62,15 @@ class ModeList(click.ParamType):
         if isinstance(value, list):
             return value
         from ..servers.catalog import all_mode_names
+        from ..servers.modes import parse_modes
 
         text = str(value).strip()
         if text == "all":
-            return ["all"]  # every mode of the server(s) the command runs
-        names = [m.strip() for m in text.split(",") if m.strip()]
-        known = all_mode_names()
-        unknown = [m for m in names if m not in known]
-        if unknown or not names:
-            self.fail(
-                f"unknown mode(s): {', '.join(unknown) or '(none given)'}; choose from {', '.join(known)} "
-                "or all (see 'accept-order modes')",
-                param,
-                ctx,
-            )
-        repeated = sorted({n for n in names if names.count(n) > 1})
-        if repeated:
-            self.fail(f"mode(s) given more than once: {', '.join(repeated)}", param, ctx)
-        return names
+            return ["all"]  # every mode of the server(s) the command runs, resolved per server
+        try:
+            return parse_modes(text, known=all_mode_names())
+        except PlanError as exc:
+            self.fail(str(exc), param, ctx)
 
 
 class Host(click.ParamType):

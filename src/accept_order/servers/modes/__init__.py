@@ -68,16 +68,18 @@ def require_mode(name: str) -> Mode:
     return mode
 
 
-def parse_modes(text: str) -> list[str]:
-    """`"blocking, reuseport"` -> names; `"all"` -> every mode; PlanError for unknown, repeated or none."""
+def parse_modes(text: str, known: Sequence[str] | None = None) -> list[str]:
+    """`"blocking, reuseport"` -> names; `"all"` -> every mode; PlanError for unknown, repeated or none.
+    `known`: the names to accept (default: the built-in modes; the CLI passes every server's)."""
+    known = list(MODES) if known is None else list(known)
     if text.strip() == "all":
-        return list(MODES)
+        return known
     names = [m.strip() for m in text.split(",") if m.strip()]
-    unknown = [m for m in names if m not in MODES]
+    unknown = [m for m in names if m not in known]
     if unknown or not names:
         raise PlanError(
-            f"unknown mode(s): {', '.join(unknown) or '(none given)'}; choose from {', '.join(MODES)} "
-            "(see 'accept-order modes')"
+            f"unknown mode(s): {', '.join(unknown) or '(none given)'}; choose from {', '.join(known)} "
+            "or all (see 'accept-order modes')"
         )
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import socket
 
-from .base import Listeners
-from .reuseport import ReuseportMode
+from .reuseport import SteeredReuseportMode
 
 SO_INCOMING_CPU = getattr(socket, "SO_INCOMING_CPU", 49)  # asm-generic/socket.h
 
 
-class IncomingCpuMode(ReuseportMode):
+class IncomingCpuMode(SteeredReuseportMode):
     name = "incoming-cpu"
     summary = "SO_REUSEPORT listeners, listener i marked SO_INCOMING_CPU = i"
     why = (
@@ -24,24 +23,7 @@ class IncomingCpuMode(ReuseportMode):
         "that worker is busy"
     )
     model = None  # the records do not say which CPU each connection came in on: no idle order to predict
+    needs = "SO_INCOMING_CPU"
 
-    def unavailable(self) -> str | None:
-        reason = super().unavailable()
-        if reason:
-            return reason
-        with socket.socket() as probe:
-            try:
-                probe.setsockopt(socket.SOL_SOCKET, SO_INCOMING_CPU, 0)
-            except OSError as exc:
-                return f"the kernel refuses SO_INCOMING_CPU ({exc.strerror})"
-        return None
-
-    def open(self, host: str, port: int, backlog: int, workers: int) -> Listeners:
-        listeners = super().open(host, port, backlog, workers)
-        try:
-            for cpu, sock in enumerate(listeners.sockets):
-                sock.setsockopt(socket.SOL_SOCKET, SO_INCOMING_CPU, cpu)
-        except BaseException:
-            listeners.close()
-            raise
-        return listeners
+    def steer(self, index: int, sock: socket.socket) -> None:
+        sock.setsockopt(socket.SOL_SOCKET, SO_INCOMING_CPU, index)

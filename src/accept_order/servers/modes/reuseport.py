@@ -63,3 +63,38 @@ class ReuseportMode(Mode):
 
     def waiter(self, index: int, listeners: Listeners, batch: int) -> Waiter:
         return epoll_waiter(listeners.for_worker(index), select.EPOLLIN, batch)
+
+
+class SteeredReuseportMode(ReuseportMode):
+    """Reuseport listeners with something applied to them that decides the listener instead of the hash
+    (a BPF program, an incoming-CPU mark). Subclasses say what: `steer(index, sock)`; it is tried on a
+    probe socket to tell whether this kernel has it."""
+
+    #: what the kernel must accept, named in the "not available" reason
+    needs: ClassVar[str]
+
+    def steer(self, index: int, sock: socket.socket) -> None:
+        raise NotImplementedError
+
+    def unavailable(self) -> str | None:
+        reason = super().unavailable()
+        if reason:
+            return reason
+        with socket.socket() as probe:
+            try:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+                probe.bind(("127.0.0.1", 0))
+                self.steer(0, probe)
+            except OSError as exc:
+                return f"the kernel refuses {self.needs} ({exc.strerror})"
+        return None
+
+    def open(self, host: str, port: int, backlog: int, workers: int) -> Listeners:
+        listeners = super().open(host, port, backlog, workers)
+        try:
+            for index, sock in enumerate(listeners.sockets):
+                self.steer(index, sock)
+        except BaseException:
+            listeners.close()
+            raise
+        return listeners

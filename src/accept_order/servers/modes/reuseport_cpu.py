@@ -11,8 +11,7 @@ from __future__ import annotations
 import ctypes
 import socket
 
-from .base import Listeners
-from .reuseport import ReuseportMode
+from .reuseport import SteeredReuseportMode
 
 SO_ATTACH_REUSEPORT_CBPF = 51  # asm-generic/socket.h
 BPF_LD, BPF_W, BPF_ABS, BPF_RET, BPF_A = 0x00, 0x00, 0x20, 0x06, 0x10
@@ -39,7 +38,7 @@ def attach_cpu_program(sock: socket.socket) -> None:
     )
 
 
-class ReuseportCpuMode(ReuseportMode):
+class ReuseportCpuMode(SteeredReuseportMode):
     name = "reuseport-cpu"
     summary = "SO_REUSEPORT listeners steered by a classic BPF program: the listener of the arriving CPU"
     why = (
@@ -48,27 +47,8 @@ class ReuseportCpuMode(ReuseportMode):
         "decides, whether or not that worker is busy"
     )
     model = None  # the records do not say which CPU each connection came in on: no idle order to predict
+    needs = "SO_ATTACH_REUSEPORT_CBPF"
 
-    def unavailable(self) -> str | None:
-        reason = super().unavailable()
-        if reason:
-            return reason
-        probe = socket.socket()
-        try:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-            probe.bind(("127.0.0.1", 0))
-            attach_cpu_program(probe)
-        except OSError as exc:
-            return f"the kernel refuses SO_ATTACH_REUSEPORT_CBPF ({exc.strerror})"
-        finally:
-            probe.close()
-        return None
-
-    def open(self, host: str, port: int, backlog: int, workers: int) -> Listeners:
-        listeners = super().open(host, port, backlog, workers)
-        try:
-            attach_cpu_program(listeners.sockets[0])
-        except BaseException:
-            listeners.close()
-            raise
-        return listeners
+    def steer(self, index: int, sock: socket.socket) -> None:
+        if index == 0:  # the program belongs to the group: attaching it to its first socket is enough
+            attach_cpu_program(sock)
