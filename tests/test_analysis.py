@@ -8,9 +8,7 @@ from accept_order.analysis import fairness, herd, order
 from accept_order.results.records import ConnectionRecord, WorkerCounters
 
 
-def sequential(
-    workers: list[int | None], latency_us: int = 100, gap_us: int = 1000
-) -> list[ConnectionRecord]:
+def sequential(workers: list[int | None], latency_us: int = 100, gap_us: int = 1000) -> list[ConnectionRecord]:
     """Records of connections driven one after the other (each done before the next starts)."""
     return [
         ConnectionRecord(

@@ -104,9 +104,7 @@ def test_sweep_prints_the_seed_001_table(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "|   performance |  lat-avg | lat-stdev |  lat-99% |" in out
-    capped = re.search(
-        r"^1 limit  \| +[\d.]+tps \| +[\d.]+ms \| +[\d.]+ms \| +[\d.]+ms \| +(\d+) \|", out, re.M
-    )
+    capped = re.search(r"^1 limit  \| +[\d.]+tps \| +[\d.]+ms \| +[\d.]+ms \| +[\d.]+ms \| +(\d+) \|", out, re.M)
     assert capped and int(capped[1]) == 1  # the most any worker accepted in one wakeup
     assert re.search(r"^no limit \| +[\d.]+tps", out, re.M)
     assert json.loads(path.read_text())["kind"] == "sweep"

@@ -169,10 +169,7 @@ def _doc(**overrides: object) -> dict[str, object]:
     doc: dict[str, object] = {
         "listeners": {
             "start": [{"family": "ipv4", "address": "127.0.0.1", "port": 5000, "queue": 0, "backlog": 4}],
-            "end": [
-                {"family": "ipv6", "address": "::1", "port": 5000, "queue": q, "backlog": 4}
-                for q in (1, 2, 3)
-            ],
+            "end": [{"family": "ipv6", "address": "::1", "port": 5000, "queue": q, "backlog": 4} for q in (1, 2, 3)],
         },
         "counters": {"TcpExtListenOverflows": 7},
         "counters_watched": list(netstat.WATCHED_COUNTERS),
@@ -193,9 +190,7 @@ def test_evidence_report_is_compact_and_complete() -> None:
     assert "ListenOverflows +7" in shown
     assert "shared network namespace" in shown
     assert "worker 0 0-1, worker 1 1" in shown
-    quiet = text_of(
-        render_evidence.evidence_report(_doc(counters={}, affinity=[{"index": 0, "pid": 1, "cpus": [0]}]))
-    )
+    quiet = text_of(render_evidence.evidence_report(_doc(counters={}, affinity=[{"index": 0, "pid": 1, "cpus": [0]}])))
     assert f"none of {len(netstat.WATCHED_COUNTERS)} drop/overflow counters moved" in quiet
     assert "the worker on CPUs 0" in quiet
     assert text_of(render_evidence.evidence_report({})).strip() == ""

@@ -28,13 +28,22 @@ def test_reproduces_the_comparison_and_states_whether_the_finding_holds(tmp_path
     out = proc.stdout
     titles = re.findall(r"^Duration in ms \(([\w-]+)\) min:.* count:300$", out, re.M)
     # By default every mode that wakes one worker per connection (no herd), in the registry's order.
-    assert titles == ["blocking", "epoll", "epoll-shared", "reuseport", "reuseport-cpu", "incoming-cpu"]
+    assert titles == [
+        "blocking",
+        "epoll",
+        "epoll-shared",
+        "reuseport",
+        "reuseport-cpu",
+        "incoming-cpu",
+        "accept-mutex",
+        "fd-pass",
+    ]
     assert "latency by mode (ms)" in out and "Verdict: " in out
     finding = r"^Seed 000's finding \(similar average, much wider spread with reuseport\) "
     statement = re.search(finding + r"(holds|does not hold) here:$", out, re.M)
     assert statement, out
     per_mode = re.findall(r"^  (holds|does not hold) against ([\w-]+): reuseport's average is", out, re.M)
-    assert [m for _, m in per_mode] == ["blocking", "epoll", "epoll-shared"]  # the shared-queue ones
+    assert [m for _, m in per_mode] == ["blocking", "epoll", "epoll-shared", "accept-mutex", "fd-pass"]  # shared queues
     # The overall statement is the conjunction of the per-mode ones.
     assert (statement[1] == "holds") == all(v == "holds" for v, _ in per_mode)
     doc = json.loads(path.read_text())

@@ -111,9 +111,7 @@ def test_worker_that_fails_to_start_is_named_without_a_traceback(capfd: pytest.C
 
 @pytest.mark.parametrize("mode", ["blocking", "epoll"])
 @pytest.mark.parametrize("connections", [1, 6])
-def test_worker_dying_on_accept_is_named(
-    monkeypatch: pytest.MonkeyPatch, mode: str, connections: int
-) -> None:
+def test_worker_dying_on_accept_is_named(monkeypatch: pytest.MonkeyPatch, mode: str, connections: int) -> None:
     # Worker 0 gets the first connection in both modes (blocking: the supervisor starts each worker
     # once the previous one sleeps in accept, so worker 0 heads the FIFO; epoll: the lowest idle index
     # wins). With one connection the death can only be noticed after the drive, at stop().
@@ -201,9 +199,7 @@ def test_a_run_stopped_by_a_dying_worker_accounts_for_what_it_drove(monkeypatch:
     monkeypatch.setenv(FAULT_ENV, "die-on-accept:1")
     with pytest.raises(WorkerError, match="worker 1") as info:
         run(mode="blocking", workers=3, connections=6)
-    found = re.search(
-        r"the run stopped after (\d+) connections \((\d+) served, (\d+) failed\)", str(info.value)
-    )
+    found = re.search(r"the run stopped after (\d+) connections \((\d+) served, (\d+) failed\)", str(info.value))
     assert found, str(info.value)
     driven, served, failed = map(int, found.groups())
     assert served + failed == driven and failed >= 1 and 1 <= driven <= 6

@@ -398,9 +398,7 @@ def test_matches_mmhistogram_algorithm_on_random_data(seed: int) -> None:
     values = [int(rng.lognormvariate(math.log(20_000), 1.2)) for _ in range(20_000)]
     values += [0, 1000, 2000, 4000, 8000]
     h = hist_of(values)
-    assert render("Duration in ms (r)", h) == mmhistogram_oracle(
-        "Duration in ms (r)", [v / 1000 for v in values]
-    )
+    assert render("Duration in ms (r)", h) == mmhistogram_oracle("Duration in ms (r)", [v / 1000 for v in values])
 
 
 # --- many distinct values (speed is measured in benchmarks/, not asserted here) -------------

@@ -92,9 +92,7 @@ def test_deltas_from_edited_copy() -> None:
     assert deltas["TcpExtTCPMigrateReqSuccess"] == 3
     assert sum(deltas.values()) == 19
     # Everything else is unchanged.
-    assert netstat.counter_deltas(before, after, names=before) == {
-        name: after[name] - before[name] for name in before
-    }
+    assert netstat.counter_deltas(before, after, names=before) == {name: after[name] - before[name] for name in before}
 
 
 def test_deltas_leave_out_missing_names() -> None:
@@ -210,9 +208,7 @@ def test_single_listener(stack: ExitStack) -> None:
     srv = _listener(stack, backlog=7)
     rows = listeners.listening_sockets(_port(srv))
     assert rows == [
-        listeners.ListenerRow(
-            family="ipv4", address="127.0.0.1", port=_port(srv), queue=0, backlog=7, inode=_ino(srv)
-        )
+        listeners.ListenerRow(family="ipv4", address="127.0.0.1", port=_port(srv), queue=0, backlog=7, inode=_ino(srv))
     ]
     assert rows[0].source == "netlink"
 

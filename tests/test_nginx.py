@@ -261,6 +261,7 @@ def test_work_iters_is_the_seeds_loop() -> None:
         work_iters=200000,
     )
     assert "for names = 1, 200000 do i = i + 1 end" in conf
+    assert "accept_mutex_delay 500ms;" in conf  # nginx's default, said out loud
     assert "content_by_lua_block" in conf
     without = render_config(
         "/nonexistent/dir",

@@ -200,9 +200,7 @@ def test_write_handles_a_255_byte_file_name(tmp_path: Path) -> None:
     assert entries(tmp_path) == [target.name]
 
 
-def test_write_enospc_keeps_the_old_file_and_leaves_no_temp(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_write_enospc_keeps_the_old_file_and_leaves_no_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     target = tmp_path / "out.json"
     target.write_text("old\n")
     real_write = os.write
@@ -240,9 +238,7 @@ def test_write_real_kernel_failure_file_size_limit(tmp_path: Path) -> None:
             print(exc)
     """)
     target = tmp_path / "out.json"
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(target)], capture_output=True, text=True, timeout=60
-    )
+    done = subprocess.run([sys.executable, "-c", script, str(target)], capture_output=True, text=True, timeout=60)
     assert done.stderr == ""
     assert done.stdout == f"cannot write {target}: File too large\n"
     assert entries(tmp_path) == []
@@ -305,9 +301,7 @@ def test_write_refuses_fifo_symlink_and_directory_targets(tmp_path: Path) -> Non
     assert entries(tmp_path) == ["dir", "fifo", "link", "real"]
 
 
-def test_write_rechecks_the_target_right_before_replacing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_write_rechecks_the_target_right_before_replacing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     target, other = tmp_path / "out.json", tmp_path / "other"
     other.write_text("keep\n")
     real_write = os.write
@@ -386,9 +380,7 @@ def test_read_checks_what_was_opened_and_never_reads_a_device(
     assert reads == []
 
 
-def test_read_refuses_a_fifo_without_blocking(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_hang: None
-) -> None:
+def test_read_refuses_a_fifo_without_blocking(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_hang: None) -> None:
     fifo, regular = tmp_path / "fifo", tmp_path / "regular.json"
     os.mkfifo(fifo)
     regular.write_text("{}")
@@ -438,18 +430,14 @@ def test_read_size_cap_is_exact(tmp_path: Path) -> None:
     assert MAX_RESULT_BYTES == 256 * 1024 * 1024
 
 
-def test_read_stays_bounded_when_the_file_grows_after_fstat(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_read_stays_bounded_when_the_file_grows_after_fstat(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     big = tmp_path / "big.json"
     big.write_bytes(b" " * 5000)
     real_fstat, real_read, read = os.fstat, os.read, []
 
     def small_fstat(fd: int) -> os.stat_result:
         st = real_fstat(fd)
-        return os.stat_result(
-            (st.st_mode, st.st_ino, st.st_dev, st.st_nlink, st.st_uid, st.st_gid, 2, 0, 0, 0)
-        )
+        return os.stat_result((st.st_mode, st.st_ino, st.st_dev, st.st_nlink, st.st_uid, st.st_gid, 2, 0, 0, 0))
 
     def counting_read(fd: int, n: int) -> bytes:
         chunk = real_read(fd, n)

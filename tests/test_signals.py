@@ -80,9 +80,7 @@ def command() -> Iterator[list[Command]]:
         cmd.kill()
 
 
-def start(
-    started: list[Command], *args: str, new_session: bool = False, env: dict[str, str] | None = None
-) -> Command:
+def start(started: list[Command], *args: str, new_session: bool = False, env: dict[str, str] | None = None) -> Command:
     proc = subprocess.Popen(
         [sys.executable, "-m", "accept_order", *args],
         stdin=subprocess.DEVNULL,
@@ -253,9 +251,7 @@ def test_run_interrupted_stops_every_worker(
     command: list[Command], signum: int, group: bool, status: int, message: str
 ) -> None:
     # 100000 connections 5 ms apart would take over 8 minutes: the signal always lands mid-run.
-    cmd = start(
-        command, "run", "--mode", "blocking", "--connections", "100000", "--gap-ms", "5", new_session=group
-    )
+    cmd = start(command, "run", "--mode", "blocking", "--connections", "100000", "--gap-ms", "5", new_session=group)
     pids = worker_pids(cmd, 3)
     # Wait until connections are being served: each served connection is a sleep-wake of some worker.
     procs = [psutil.Process(p) for p in pids]

@@ -87,6 +87,9 @@ def lifecycle(
             evidence = capture.after(port, list(target.pids))
             counters = target.stop()
         target.check_stopped()  # a worker that died at the very end must not pass for one that idled
+        extra = getattr(target, "extra_evidence", None)  # a mode's own process (fd-pass's acceptor), if any
+        if extra is not None:
+            evidence.update(extra())
         witness = getattr(target, "witness", None)  # a server's own account (nginx's access log), if it has one
         if witness is not None:
             evidence["witness"] = witness()

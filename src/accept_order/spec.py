@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 from .cpus import allowed_cpus, format_cpu_list
 from .errors import PlanError
 from .servers.modes import DEFAULT_MODE, require_mode
+from .servers.modes.base import POLICIES
 
 MAX_WORKERS = 512
 MAX_CONNECTIONS = 10_000_000
@@ -119,6 +120,8 @@ class ServerSpec:
     server: str = "builtin"  # builtin (this tool's workers), nginx (launched), attached (already running)
     attach: tuple[int, ...] = ()  # attached: the master's pid, or the workers' pids
     protocol: str = "line"  # attached: what the server speaks (line: it writes and closes; http)
+    policy: str = "round-robin"  # fd-pass: which worker the acceptor hands a connection to
+    mutex_delay_ms: float = 500.0  # accept-mutex: how long a worker without the lock waits to retry
 
     def validated(self) -> ServerSpec:
         if self.server == "builtin":
@@ -137,6 +140,9 @@ class ServerSpec:
             mode_meta(self.server, self.mode)  # PlanError for a server or mode this version does not know
             if self.server == "nginx" and self.accept_batch not in (0, 1):
                 raise PlanError("--accept-batch with nginx is 0 (multi_accept on) or 1 (multi_accept off)")
+        if self.policy not in POLICIES:
+            raise PlanError(f"--policy is one of {', '.join(POLICIES)}, got {self.policy!r}")
+        check_range("--mutex-delay", self.mutex_delay_ms, 1, MAX_GAP_MS)
         check_range("--workers", self.workers, 1, MAX_WORKERS)
         check_range("--port", self.port, 0, 65535)
         check_range("--work-us", self.work_us, 0, MAX_WORK_US)

@@ -4,7 +4,9 @@ The verdict is not taken from the mode's name: each model predicts, for every co
 workers idle at that moment gets it, and the verdict names the model that predicted best.
 - fifo: the worker idle the longest (blocking accept: waiters queue at the tail, the head is woken);
 - lifo: the worker that went back to waiting most recently (one shared epoll);
-- first-registered: the lowest-index idle worker (one epoll per worker with EPOLLEXCLUSIVE).
+- first-registered: the lowest-index idle worker (one epoll per worker with EPOLLEXCLUSIVE);
+- round-robin: the worker after the one that served the previous connection, idle or not (fd-pass);
+- lock-holder: the worker that served the previous connection, if idle (accept-mutex: it keeps the lock).
 Only connections that found two or more workers idle can tell the models apart ("informative").
 
 One pattern is not an idle order but a count: nginx (1.21.6+, EPOLLEXCLUSIVE) re-adds its listener to its epoll
@@ -27,8 +29,10 @@ MODEL_PATTERNS = {
     "fifo": "rotation (FIFO among idle workers)",
     "lifo": "most-recent-waiter (LIFO)",
     "first-registered": "lowest idle index first (first-registered wins)",
+    "round-robin": "round-robin (worker k mod W, chosen by the acceptor)",
+    "lock-holder": "the lock holder keeps them",
 }
-MODEL_ORDER = ("fifo", "first-registered", "lifo")
+MODEL_ORDER = ("fifo", "first-registered", "lifo", "round-robin", "lock-holder")
 
 
 def is_rotation(sequence: Sequence[int], workers: int) -> bool:
@@ -88,7 +92,11 @@ def _runs_sequence(records: Sequence[ConnectionRecord]) -> list[int]:
     return sequence
 
 
-def _predict(model: str, idle: list[int], idle_since: dict[int, float]) -> int:
+def _predict(model: str, idle: list[int], idle_since: dict[int, float], last: int | None, workers: int) -> int:
+    if model == "round-robin":
+        return 0 if last is None else (last + 1) % workers
+    if model == "lock-holder":
+        return last if last in idle else min(idle)
     if model == "fifo":
         return min(idle, key=lambda w: (idle_since[w], w))
     if model == "lifo":
@@ -105,6 +113,7 @@ def model_fits(records: Sequence[ConnectionRecord], workers: int) -> dict[str, t
     served = sorted((r for r in records if r.served), key=lambda r: r.start_us)
     idle_since: dict[int, float] = {w: w - workers for w in range(workers)}  # before any connection
     busy_until: dict[int, int] = {}
+    last: int | None = None  # the worker that served the previous connection
     fits = {m: [0, 0] for m in MODEL_ORDER}
     for rec in served:
         t = rec.start_us
@@ -116,9 +125,10 @@ def model_fits(records: Sequence[ConnectionRecord], workers: int) -> dict[str, t
         if len(idle) >= 2:
             for model in MODEL_ORDER:
                 fits[model][1] += 1
-                if _predict(model, idle, idle_since) == rec.worker:
+                if _predict(model, idle, idle_since, last, workers) == rec.worker:
                     fits[model][0] += 1
         assert rec.worker is not None
+        last = rec.worker
         busy_until[rec.worker] = max(busy_until.get(rec.worker, 0), rec.start_us + rec.latency_us)
     return {m: (f[0], f[1]) for m, f in fits.items()}
 

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import click
 
 from ..servers.catalog import LAUNCHED
+from ..servers.modes.base import POLICIES
 from ..spec import (
     DEFAULT_CONCURRENCY,
     DEFAULT_DRIVER_PROCS,
@@ -111,6 +112,21 @@ def server_options(workers: int | None = 3, accept_batch: bool = True, several: 
         ),
         click.option("--cpus", type=CPUS, default=None, help="Pin worker i to the i-th CPU of this list, e.g. 0-1."),
         click.option("--pin", is_flag=True, help="Pin worker i to the i-th CPU this process may use (or of --cpus)."),
+        click.option(
+            "--policy",
+            type=click.Choice(POLICIES),
+            default=POLICIES[0],
+            show_default=True,
+            help="fd-pass: which worker the acceptor hands each connection to.",
+        ),
+        click.option(
+            "--mutex-delay",
+            type=DURATION,
+            default="500ms",
+            show_default=True,
+            help="accept-mutex: how long a worker without the lock waits before trying again "
+            "(nginx's accept_mutex_delay).",
+        ),
     ]
     if accept_batch:
         options.append(

@@ -28,7 +28,19 @@ def first_available(modes: list[str], server: str | list[str] = "builtin") -> st
     return available[0] if available else None
 
 
-NOT_WITH_ATTACH = ("server", "mode", "workers", "work_ms", "work_us", "work_iters", "cpus", "pin", "accept_batch")
+NOT_WITH_ATTACH = (
+    "server",
+    "mode",
+    "workers",
+    "work_ms",
+    "work_us",
+    "work_iters",
+    "cpus",
+    "pin",
+    "accept_batch",
+    "policy",
+    "mutex_delay",
+)
 
 
 def attached_spec(options: dict[str, Any]) -> ServerSpec | None:
@@ -93,6 +105,8 @@ def server_spec(options: dict[str, Any], mode: str | None = None) -> ServerSpec:
         backlog=options.pop("backlog", ServerSpec.backlog),
         accept_batch=default_accept_batch(server) if batch is None else batch,
         cpus=tuple(options.pop("cpus", None) or ()),
+        policy=options.pop("policy", ServerSpec.policy),
+        mutex_delay_ms=round(1000 * options.pop("mutex_delay", ServerSpec.mutex_delay_ms / 1000), 3),
     )
     return pinned(spec, options.pop("pin", False)).validated()
 

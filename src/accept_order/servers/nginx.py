@@ -109,6 +109,7 @@ class NginxServer:
                     cpus=spec.cpus,
                     work_us=spec.work_us,
                     work_iters=spec.work_iters,
+                    mutex_delay_ms=spec.mutex_delay_ms,
                 )
             )
         error_log = os.path.join(self.directory, "error.log")

@@ -51,7 +51,7 @@ NGINX_MODES: dict[str, NginxMode] = {
             "with accept_mutex on only the worker that holds the lock in shared memory listens; the others try "
             "again after accept_mutex_delay (500 ms), and an idle holder takes the lock back first, so "
             "sequential connections keep going to one worker",
-            None,
+            "lock-holder",
             events=("accept_mutex on;",),
         ),
         NginxMode(
@@ -124,6 +124,7 @@ def render_config(
     cpus: tuple[int, ...],
     work_us: int,
     work_iters: int,
+    mutex_delay_ms: float = 500.0,
 ) -> str:
     """nginx.conf for one run; every path in `directory`."""
     address = f"[{host}]" if ":" in host else host
@@ -141,6 +142,7 @@ events {{
     worker_connections 8192;
     use epoll;
     multi_accept {"on" if multi_accept else "off"};
+    accept_mutex_delay {max(1, round(mutex_delay_ms))}ms;
     {events}
 }}
 http {{

@@ -32,8 +32,19 @@ from ..results.records import WorkerCounters
 from ..spec import ServerSpec
 from ..waiting import wait_for
 from .modes import Listeners, Mode, require_mode
+from .modes.base import ModeOptions
 from .target import ReplyAttribution
-from .worker import BUSY, WAITING, WorkerConfig, parse_fault, worker_main
+from .worker import (
+    BUSY,
+    WAITING,
+    WorkerConfig,
+    accepts_slot,
+    helper_main,
+    leave_slot,
+    parse_fault,
+    shared_slots,
+    worker_main,
+)
 
 SETTLE_TIMEOUT_S = 2.0
 RESEND_S = 0.25  # how long a worker has to report before it is told again
@@ -57,6 +68,15 @@ class WorkerPool:
         self._counters: list[WorkerCounters] | None = None
         self._unsettled = 0
         self.died: list[int] = []  # workers that ended before stop() told them to (found by stop)
+        self.retired: dict[int, str] = {}  # workers made to go mid-run (reload): index -> "left" or "killed"
+        self._last_usage: dict[int, tuple[int, int, float]] = {}  # a retired worker's usage as it went
+        self._listeners: Listeners | None = None
+        # A mode's own process besides the workers (fd-pass's acceptor), and what it reported
+        self.helper: Any = None
+        self._helper_pipe: Connection | None = None
+        self._helper_pidfd: int | None = None
+        self._helper_before: tuple[int, int, float] = (0, 0, 0.0)
+        self.helper_report: dict[str, Any] | None = None
 
     # -- the Target interface -------------------------------------------------------------------
     @property
@@ -80,7 +100,8 @@ class WorkerPool:
         return self._unsettled
 
     def death_fds(self) -> list[int]:
-        return list(self._pidfds)
+        fds = [fd for i, fd in enumerate(self._pidfds) if i not in self.retired]
+        return fds + ([self._helper_pidfd] if self._helper_pidfd is not None else [])
 
     # -- start ---------------------------------------------------------------------------------
     def __enter__(self) -> WorkerPool:
@@ -101,14 +122,19 @@ class WorkerPool:
     def start(self) -> None:
         spec = self.spec
         parse_fault()  # a malformed test hook is a usage error before anything starts
-        listeners: Listeners = self.mode.open(spec.host, spec.port, spec.backlog, spec.workers)
+        options = ModeOptions(policy=spec.policy, mutex_delay_ms=spec.mutex_delay_ms)
+        listeners: Listeners = self.mode.open(spec.host, spec.port, spec.backlog, spec.workers, options)
+        self._listeners = listeners
         self.port = listeners.port
         try:
             self._state = out_of_resources(
-                "the workers' shared state", lambda: FORK.RawArray("q", 2 * spec.workers + 1)
+                "the workers' shared state", lambda: FORK.RawArray("q", shared_slots(spec.workers))
             )
             for index in range(spec.workers):
                 self._start_one(index, listeners)
+            factory = listeners.acceptor()
+            if factory is not None:
+                self._start_helper(factory)
         finally:
             # The workers hold their own references; the parent keeps none, so a dead reuseport
             # worker's queue leaves the group instead of silently swallowing connections.
@@ -151,11 +177,48 @@ class WorkerPool:
             raise WorkerError(f"worker {index} exited with code {proc.exitcode} before it was ready", index)
         raise WorkerError(f"worker {index} did not become ready within {self.ready_timeout_s:g} s", index)
 
+    def _start_helper(self, factory: Any) -> None:
+        receiver, sender = out_of_resources("the acceptor", lambda: FORK.Pipe(duplex=False))
+        proc = FORK.Process(target=helper_main, args=(factory, sender, self._state), name="acceptor")
+        self.helper, self._helper_pipe = proc, receiver
+        out_of_resources("the acceptor", lambda: start_child(proc))
+        sender.close()
+        if receiver in wait([receiver, proc.sentinel], timeout=self.ready_timeout_s):
+            try:
+                kind, info = receiver.recv()
+            except EOFError:
+                kind, info = "eof", {}
+            if kind == "ready":
+                self._helper_pidfd = open_pidfd(info["pid"])
+                self._helper_before = self._usage_of(info["pid"])
+                return
+            if kind == "failed":
+                raise WorkerError(f"the acceptor could not start: {info}")
+        raise WorkerError(f"the acceptor did not become ready within {self.ready_timeout_s:g} s")
+
     # -- while running -------------------------------------------------------------------------
     def check_alive(self) -> None:
         for index, proc in enumerate(self.procs):
-            if proc.exitcode is not None or not proc.is_alive():
+            if index not in self.retired and (proc.exitcode is not None or not proc.is_alive()):
                 raise WorkerError(f"worker {index} (pid {proc.pid}) died with exit code {proc.exitcode}", index)
+        if self.helper is not None and not self.helper.is_alive():
+            raise WorkerError(f"the acceptor (pid {self.helper.pid}) died with exit code {self.helper.exitcode}")
+
+    def retire(self, index: int, how: str, timeout_s: float = STOP_TIMEOUT_S) -> bool:
+        """Make worker `index` go mid-run, as in a reload: "leave" (close its listener, serve what it holds,
+        exit: a graceful restart) or "kill" (SIGKILL). True once it is gone within `timeout_s`; a leaving
+        worker notices between connections, so one nothing wakes may take the whole timeout."""
+        proc = self.procs[index]
+        self._last_usage[index] = self._usage(index)
+        self.retired[index] = "left" if how == "leave" else "killed"
+        if how == "kill":
+            proc.kill()
+        else:
+            self._state[leave_slot(self._state, index)] = 1
+        proc.join(timeout_s)
+        if how == "kill" and self._listeners is not None:
+            self._listeners.forget(self._pids[index])  # a lock it held is free again
+        return proc.exitcode is not None
 
     def settle(self) -> None:
         """Wait until every worker is busy or asleep in its wait call; count it when that took too long.
@@ -181,28 +244,40 @@ class WorkerPool:
 
     def accepted_so_far(self) -> int:
         """Connections the workers have accepted until now (each publishes its count in shared memory)."""
-        return sum(self._state[len(self.procs) : 2 * len(self.procs)]) if self._state is not None else 0
+        if self._state is None:
+            return 0
+        return sum(self._state[accepts_slot(self._state, i)] for i in range(len(self.procs)))
 
     def wait_for_death(self) -> None:
         """Block until some worker dies, then raise WorkerError naming it (Ctrl-C interrupts the wait)."""
         while True:
-            wait([p.sentinel for p in self.procs])
+            helper = [self.helper.sentinel] if self.helper is not None else []
+            wait([p.sentinel for i, p in enumerate(self.procs) if i not in self.retired] + helper)
             self.check_alive()
 
     # -- stop ----------------------------------------------------------------------------------
     def _usage(self, index: int) -> tuple[int, int, float]:
+        if index in self._last_usage:
+            return self._last_usage[index]  # retired: what it had used when it was told to go
+        return self._usage_of(self._pids[index]) if index < len(self._pids) else (0, 0, 0.0)
+
+    @staticmethod
+    def _usage_of(pid: int) -> tuple[int, int, float]:
         try:
-            return usage(self._pids[index])
+            return usage(pid)
         except process_errors(ValueError, IndexError):
             return (0, 0, 0.0)
 
     def stop(self) -> list[WorkerCounters]:
         """Read the kernel's usage deltas, tell workers to stop, collect what each counted."""
         after = {i: self._usage(i) for i in range(len(self._pids))}
+        helper_after = self._usage_of(self.helper.pid) if self.helper is not None else None
         self._asking_to_stop()
         for proc in self.procs:
             if proc.is_alive():
                 proc.terminate()
+        if self.helper is not None:
+            self._collect_helper(helper_after)
         reports: dict[int, dict[str, Any]] = {}
         pending = dict(enumerate(self.pipes))
         # Each worker reports once, when told to stop; read the reports as they come, all within the
@@ -232,7 +307,8 @@ class WorkerPool:
                 except EOFError:
                     # Closed without a report: the worker had already ended (it died, e.g. right after
                     # failing a connection) before it was told to stop; check_alive may have missed it.
-                    self.died.append(index)
+                    if index not in self.retired:
+                        self.died.append(index)
                 except OSError:
                     pass
         counters = []
@@ -251,6 +327,35 @@ class WorkerPool:
         self._counters = counters
         self.close()
         return counters
+
+    def _collect_helper(self, after: tuple[int, int, float] | None) -> None:
+        """Stop the acceptor and keep its report with its usage (its cost is part of the mode's)."""
+        proc, pipe = self.helper, self._helper_pipe
+        report: dict[str, Any] = {}
+        if proc.is_alive():
+            proc.terminate()
+        if pipe is not None and pipe.poll(STOP_TIMEOUT_S):
+            try:
+                kind, info = pipe.recv()
+                if kind == "counters":
+                    report = info
+            except (EOFError, OSError):
+                pass
+        b, a = self._helper_before, after or (0, 0, 0.0)
+        self.helper_report = {
+            "pid": proc.pid,
+            **report,
+            "voluntary_switches": a[0] - b[0],
+            "involuntary_switches": a[1] - b[1],
+            "cpu_s": round(a[2] - b[2], 6),
+        }
+
+    def extra_evidence(self) -> dict[str, Any]:
+        """What the session adds to the run's evidence: the acceptor's report, and who was retired."""
+        extra: dict[str, Any] = {}
+        if self.helper_report is not None:
+            extra["acceptor"] = self.helper_report
+        return extra
 
     def sequence(self) -> list[int]:
         """After stop(): which worker accepted each connection, in order of accept time (serve's sequence)."""

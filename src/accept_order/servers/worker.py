@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
@@ -17,11 +19,26 @@ from ..cpus import affinity, pin_self
 from ..errors import PlanError
 from ..processes import die_with_parent, unblock_signals
 from .modes import Listeners, Mode
+from .modes.base import Helper
 
-# Shared memory, 2 slots per worker: its state (read by the supervisor to know when idle workers are
-# asleep), and how many connections it has accepted so far (for messages when a run stops early); and a
-# last slot the supervisor sets before it tells the workers to stop.
+# Shared memory, 3 slots per worker: its state (read by the supervisor to know when idle workers are
+# asleep), how many connections it has accepted so far (for messages when a run stops early), and whether
+# it should leave (a graceful restart: stop accepting, serve what it holds, exit); and a last slot the
+# supervisor sets before it tells the workers to stop.
 STARTING, WAITING, BUSY, RETURNING = 0, 1, 2, 3
+
+
+def shared_slots(workers: int) -> int:
+    return 3 * workers + 1
+
+
+def accepts_slot(state: Any, index: int) -> int:
+    return (len(state) - 1) // 3 + index
+
+
+def leave_slot(state: Any, index: int) -> int:
+    return 2 * (len(state) - 1) // 3 + index
+
 
 # Test hook: ACCEPT_ORDER_FAULT="never-ready:1" or "die-on-accept:0" makes that worker misbehave.
 FAULT_ENV = "ACCEPT_ORDER_FAULT"
@@ -90,13 +107,28 @@ def _fault(index: int) -> str | None:
     return fault[0] if fault and fault[1] == index else None
 
 
+def _serve(cfg: WorkerConfig, batch: list[socket.socket], state: Any, index: int, reply: bytes) -> None:
+    for conn in batch:
+        try:
+            spin(cfg.work_us, cfg.work_iters)
+            conn.sendall(reply)
+        except OSError:
+            pass  # the client gave up; it counts the failure on its side
+        finally:
+            # Leave BUSY before the client can see EOF: a client that has its answer must not
+            # find this worker still marked busy (the supervisor's settle would not wait for it).
+            state[index] = RETURNING
+            conn.close()
+
+
 def worker_main(cfg: WorkerConfig, pipe: Connection, state: Any) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the supervisor's to handle
     signal.signal(signal.SIGTERM, _stop_when_asked(state))
     index, pid = cfg.index, os.getpid()
     reply = f"worker {index} pid {pid}\n".encode()
     wakeups = accepts = empty = max_batch = 0
-    accepted_slot = (len(state) - 1) // 2 + index  # the second half of the shared array: accepts so far
+    accepted_slot = accepts_slot(state, index)
+    leaving = leave_slot(state, index)
     stamps: list[int] | None = [] if cfg.stamps else None
     try:  # from the unblocking on, a SIGTERM raises _Stop: every statement after it is inside a try
         unblock_signals()  # blocked by the supervisor across the fork (processes.start_child)
@@ -119,6 +151,11 @@ def worker_main(cfg: WorkerConfig, pipe: Connection, state: Any) -> None:
             signal.pause()
         pipe.send(("ready", {"pid": pid, "affinity": affinity(pid)}))
         while True:
+            if state[leaving]:  # a graceful restart: close the listener, serve what was handed over, go
+                held = waiter.leave()
+                accepts += len(held)
+                _serve(cfg, held, state, index, reply)
+                break
             state[index] = WAITING
             batch = waiter.wait()
             state[index] = BUSY if batch else RETURNING
@@ -133,17 +170,7 @@ def worker_main(cfg: WorkerConfig, pipe: Connection, state: Any) -> None:
             max_batch = max(max_batch, len(batch))
             if fault == "die-on-accept":
                 os._exit(3)
-            for conn in batch:
-                try:
-                    spin(cfg.work_us, cfg.work_iters)
-                    conn.sendall(reply)
-                except OSError:
-                    pass  # the client gave up; it counts the failure on its side
-                finally:
-                    # Leave BUSY before the client can see EOF: a client that has its answer must not
-                    # find this worker still marked busy (the supervisor's settle would not wait for it).
-                    state[index] = RETURNING
-                    conn.close()
+            _serve(cfg, batch, state, index, reply)
     except _Stop:
         pass
     try:
@@ -163,3 +190,26 @@ def worker_main(cfg: WorkerConfig, pipe: Connection, state: Any) -> None:
         )
     except OSError:
         pass  # the supervisor is gone; nobody to report to
+
+
+def helper_main(factory: Callable[[], Helper], pipe: Connection, state: Any) -> None:
+    """A mode's own process (fd-pass's acceptor): runs until the supervisor stops it, then reports."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _stop_when_asked(state))
+    helper: Helper | None = None
+    try:
+        unblock_signals()
+        die_with_parent()
+        helper = factory()
+        pipe.send(("ready", {"pid": os.getpid(), "affinity": affinity(os.getpid())}))
+        helper.run()
+    except _Stop:
+        pass
+    except Exception as exc:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        pipe.send(("failed", f"{type(exc).__name__}: {exc}"))
+        return
+    try:
+        pipe.send(("counters", helper.report() if helper is not None else {}))
+    except OSError:
+        pass

@@ -10,8 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ...errors import ModeUnavailable, PlanError
+from .accept_mutex import AcceptMutexMode
 from .base import Listeners, Mode, Waiter
 from .blocking import BlockingMode
+from .fd_pass import FdPassMode
 from .incoming_cpu import IncomingCpuMode
 from .readiness import EpollExclusiveMode, EpollHerdMode, PollMode, SelectMode
 from .reuseport import ReuseportMode
@@ -45,6 +47,8 @@ MODES: dict[str, Mode] = {
         ReuseportMode(),
         ReuseportCpuMode(),
         IncomingCpuMode(),
+        AcceptMutexMode(),
+        FdPassMode(),
     )
 }
 DEFAULT_MODE = "epoll"  # nginx's default on Linux: the one users most often meet

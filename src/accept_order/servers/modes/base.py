@@ -13,11 +13,31 @@ import select
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal, Protocol
 
 from ...errors import ListenError
 
 Queue = Literal["shared", "per-worker"]
+POLICIES = ("round-robin", "least-busy")
+
+
+@dataclass(frozen=True)
+class ModeOptions:
+    """Settings only some modes read: fd-pass's dispatch policy, accept-mutex's retry delay."""
+
+    policy: str = "round-robin"
+    mutex_delay_ms: float = 500.0  # nginx's accept_mutex_delay default
+
+
+DEFAULT_OPTIONS = ModeOptions()
+
+
+class Helper(Protocol):
+    """A mode's own process besides the workers: runs until SIGTERM, then reports what it did."""
+
+    def run(self) -> None: ...
+
+    def report(self) -> dict[str, Any]: ...
 
 
 @dataclass
@@ -39,6 +59,14 @@ class Listeners:
                 if i != index:
                     sock.close()
 
+    def acceptor(self) -> Callable[[], Helper] | None:
+        """For a mode with a process of its own besides the workers (fd-pass's acceptor): the factory of
+        what it runs, called in a child the pool starts after the workers. None: the workers are all."""
+        return None
+
+    def forget(self, pid: int) -> None:
+        """In the supervisor, after a worker was killed: release what it may have held (a lock)."""
+
     def close(self) -> None:
         for sock in self.sockets:
             sock.close()
@@ -52,8 +80,16 @@ class Waiter:
     An empty list is an empty wakeup: woken, but another worker took the connection (EAGAIN).
     """
 
+    sock: socket.socket
+
     def wait(self) -> list[socket.socket]:
         raise NotImplementedError
+
+    def leave(self) -> list[socket.socket]:
+        """Stop accepting, the way a graceful restart does: close this worker's listener and return the
+        connections already handed to it (none, unless something queued them for this worker alone)."""
+        self.sock.close()
+        return []
 
 
 class ReadinessWaiter(Waiter):
@@ -144,7 +180,9 @@ class Mode:
         """Why this platform cannot run the mode, or None."""
         return None
 
-    def open(self, host: str, port: int, backlog: int, workers: int) -> Listeners:
+    def open(
+        self, host: str, port: int, backlog: int, workers: int, options: ModeOptions = DEFAULT_OPTIONS
+    ) -> Listeners:
         sock = listen_socket(host, port, backlog, reuseport=False)
         sock.setblocking(not self.nonblocking)
         return Listeners([sock], sock.getsockname()[1])

@@ -8,7 +8,7 @@ import socket
 from typing import ClassVar
 
 from ...errors import ListenError
-from .base import Listeners, Mode, Waiter, epoll_waiter, listen_socket, listener_owner
+from .base import DEFAULT_OPTIONS, Listeners, Mode, ModeOptions, Waiter, epoll_waiter, listen_socket, listener_owner
 
 
 def refuse_foreign_group(host: str, port: int) -> None:
@@ -45,7 +45,9 @@ class ReuseportMode(Mode):
             return "this mode waits with epoll, which is Linux-only"
         return None
 
-    def open(self, host: str, port: int, backlog: int, workers: int) -> Listeners:
+    def open(
+        self, host: str, port: int, backlog: int, workers: int, options: ModeOptions = DEFAULT_OPTIONS
+    ) -> Listeners:
         if port:
             refuse_foreign_group(host, port)
         sockets: list[socket.socket] = []
@@ -89,8 +91,10 @@ class SteeredReuseportMode(ReuseportMode):
                 return f"the kernel refuses {self.needs} ({exc.strerror})"
         return None
 
-    def open(self, host: str, port: int, backlog: int, workers: int) -> Listeners:
-        listeners = super().open(host, port, backlog, workers)
+    def open(
+        self, host: str, port: int, backlog: int, workers: int, options: ModeOptions = DEFAULT_OPTIONS
+    ) -> Listeners:
+        listeners = super().open(host, port, backlog, workers, options)
         try:
             for index, sock in enumerate(listeners.sockets):
                 self.steer(index, sock)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import select
 import socket
 
-from .base import Listeners, Mode, ReadinessWaiter, Waiter, epoll_missing
+from .base import DEFAULT_OPTIONS, Listeners, Mode, ModeOptions, ReadinessWaiter, Waiter, epoll_missing
 
 
 class EpollSharedMode(Mode):
@@ -20,8 +20,10 @@ class EpollSharedMode(Mode):
     def unavailable(self) -> str | None:
         return epoll_missing()
 
-    def open(self, host: str, port: int, backlog: int, workers: int) -> Listeners:
-        listeners = super().open(host, port, backlog, workers)
+    def open(
+        self, host: str, port: int, backlog: int, workers: int, options: ModeOptions = DEFAULT_OPTIONS
+    ) -> Listeners:
+        listeners = super().open(host, port, backlog, workers, options)
         listeners.shared_epoll = select.epoll()
         # Edge-triggered: a level-triggered item is put back on the ready list after each epoll_wait,
         # which wakes a second waiter and blurs the LIFO order this mode is here to show.

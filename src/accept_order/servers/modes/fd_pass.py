@@ -1,0 +1,229 @@
+"""`fd-pass`: one acceptor process accepts every connection and passes its descriptor to a worker.
+
+The fourth cure of seed 004 (and what Node's cluster module does by default): the kernel's queue order no
+longer matters, because the acceptor chooses. Each worker has a Unix SOCK_SEQPACKET pair to the acceptor;
+a connection travels as SCM_RIGHTS. A worker writes one byte back each time it comes back for more, so
+the acceptor knows how many it still holds (`least-busy`). The price is an extra process on every
+connection's path: its CPU and the hop are measured (the pool reports the acceptor's usage).
+
+Policies: `round-robin` hands connection k to worker k mod W whatever it is doing (so an idle server's order
+is exactly 0 1 2 0 1 2); `least-busy` to the worker holding the fewest, ties going round (Node's SCHED_RR
+is close to this: it gives the next connection to a worker that has acknowledged the last one).
+"""
+
+from __future__ import annotations
+
+import errno
+import select
+import signal
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .base import DEFAULT_OPTIONS, Listeners, Mode, ModeOptions, Waiter, epoll_missing, listen_socket
+
+CONN = b"c"  # acceptor -> worker: a connection (its descriptor rides along)
+BACK = b"a"  # worker -> acceptor: back for more, done with one
+QUIT = b"q"  # worker -> acceptor: leaving; acceptor -> worker: nothing more will come
+
+
+@dataclass
+class PassingListeners(Listeners):
+    """The listener (the acceptor's alone) and one socket pair per worker: (acceptor end, worker end)."""
+
+    channels: list[tuple[socket.socket, socket.socket]] = field(default_factory=list)
+    policy: str = "round-robin"
+
+    def keep_only(self, index: int) -> None:
+        """In worker `index`: keep only its own end; it must never accept (nor hold the listener open)."""
+        for sock in self.sockets:
+            sock.close()
+        for i, (acceptor_end, worker_end) in enumerate(self.channels):
+            acceptor_end.close()
+            if i != index:
+                worker_end.close()
+
+    def close(self) -> None:
+        super().close()
+        for acceptor_end, worker_end in self.channels:
+            acceptor_end.close()
+            worker_end.close()
+
+    def acceptor(self) -> Callable[[], Acceptor]:
+        return lambda: Acceptor(self)  # made in the acceptor's process: it closes the workers' ends there
+
+
+class PassedWaiter(Waiter):
+    """A worker's wait: the next descriptor from the acceptor."""
+
+    def __init__(self, channel: socket.socket) -> None:
+        self.sock = channel
+        self.holding = False
+
+    def wait(self) -> list[socket.socket]:
+        if self.holding:
+            self.sock.send(BACK)  # done with the last one
+            self.holding = False
+        while True:
+            msg, fds, _, _ = socket.recv_fds(self.sock, 16, 1)
+            if msg == CONN and fds:
+                self.holding = True
+                return [socket.socket(fileno=fds[0])]
+            for fd in fds:  # never expected; do not leak it
+                socket.close(fd)
+            if not msg:
+                signal.pause()  # the acceptor is gone: the supervisor sees that and stops everyone
+
+    def leave(self) -> list[socket.socket]:
+        """Say so, then take what was already sent until the acceptor confirms nothing more will come."""
+        held: list[socket.socket] = []
+        try:
+            self.sock.send(QUIT)
+            while True:
+                msg, fds, _, _ = socket.recv_fds(self.sock, 16, 1)
+                if msg == CONN and fds:
+                    held.append(socket.socket(fileno=fds[0]))
+                elif msg in (QUIT, b""):
+                    break
+        except OSError:
+            pass
+        self.sock.close()
+        return held
+
+
+class Acceptor:
+    """The acceptor process's loop: accept everything, choose a worker, pass the descriptor."""
+
+    def __init__(self, listeners: PassingListeners) -> None:
+        self.listener = listeners.sockets[0]
+        self.ends = [acceptor_end for acceptor_end, _ in listeners.channels]
+        for _, worker_end in listeners.channels:
+            worker_end.close()
+        self.policy = listeners.policy
+        workers = len(self.ends)
+        self.holding = [0] * workers  # passed, not yet acknowledged
+        self.passed = [0] * workers
+        self.gone = [False] * workers
+        self.last = -1
+        self.lost = 0  # accepted with no worker left to take it
+
+    def choose(self) -> int | None:
+        workers = len(self.ends)
+        order = [(self.last + 1 + k) % workers for k in range(workers)]  # round from after the last one
+        alive = [i for i in order if not self.gone[i]]
+        if not alive:
+            return None
+        if self.policy == "least-busy":
+            return min(alive, key=lambda i: self.holding[i])  # min() keeps the first of equals: ties go round
+        return alive[0]
+
+    def dispatch(self, conn: socket.socket) -> None:
+        with conn:  # the worker has its own copy once it is sent; ours closes either way
+            while True:
+                index = self.choose()
+                if index is None:
+                    self.lost += 1  # closed unanswered: the client counts it as failed
+                    return
+                try:
+                    socket.send_fds(self.ends[index], [CONN], [conn.fileno()])
+                except OSError as exc:
+                    if exc.errno in (errno.EPIPE, errno.ECONNRESET, errno.ECONNREFUSED):
+                        self.gone[index] = True  # killed: the next one gets it
+                        continue
+                    raise
+                self.holding[index] += 1
+                self.passed[index] += 1
+                self.last = index
+                return
+
+    def hear(self, index: int) -> None:
+        """Acknowledgements from a worker, or its leaving (a message or the end of its socket)."""
+        try:
+            data = self.ends[index].recv(4096, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        self.holding[index] = max(0, self.holding[index] - data.count(BACK))
+        if QUIT in data or not data:
+            self.gone[index] = True
+            try:
+                self.ends[index].send(QUIT)  # after everything already sent: the worker takes those first
+            except OSError:
+                pass
+
+    def run(self) -> None:
+        ep = select.epoll()
+        ep.register(self.listener.fileno(), select.EPOLLIN)
+        by_fd = {}
+        for index, end in enumerate(self.ends):
+            ep.register(end.fileno(), select.EPOLLIN)
+            by_fd[end.fileno()] = index
+        listener_fd = self.listener.fileno()
+        try:
+            while True:
+                for fd, _ in ep.poll(-1):
+                    if fd == listener_fd:
+                        self.accept_all()
+                    elif fd in by_fd:
+                        self.hear(by_fd[fd])
+                        if self.gone[by_fd[fd]]:
+                            ep.unregister(fd)
+                            del by_fd[fd]
+        finally:
+            ep.close()
+
+    def accept_all(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except BlockingIOError:
+                return
+            except OSError as exc:
+                if exc.errno in (errno.ECONNABORTED, errno.EPROTO):
+                    continue
+                raise
+            conn.setblocking(True)
+            self.dispatch(conn)
+
+    def report(self) -> dict[str, Any]:
+        return {"policy": self.policy, "passed": list(self.passed), "lost": self.lost}
+
+
+class FdPassMode(Mode):
+    name = "fd-pass"
+    summary = "one acceptor process accepts and passes each connection to a worker over a Unix socket"
+    why = (
+        "one acceptor process accepts every connection and sends its descriptor to a worker (SCM_RIGHTS) by "
+        "its --policy: round-robin hands connection k to worker k mod W, whatever the kernel's queue order; "
+        "every connection pays for a second process on its path"
+    )
+    model = "round-robin"
+    batches = False  # the acceptor takes everything queued; the workers get one at a time
+
+    def unavailable(self) -> str | None:
+        if not hasattr(socket, "send_fds") or not hasattr(socket, "AF_UNIX"):
+            return "this Python cannot pass descriptors (socket.send_fds)"
+        return epoll_missing()
+
+    def open(
+        self, host: str, port: int, backlog: int, workers: int, options: ModeOptions = DEFAULT_OPTIONS
+    ) -> Listeners:
+        sock = listen_socket(host, port, backlog, reuseport=False)
+        sock.setblocking(False)
+        channels: list[tuple[socket.socket, socket.socket]] = []
+        try:
+            for _ in range(workers):
+                channels.append(socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET))
+        except BaseException:
+            sock.close()
+            for pair in channels:
+                for end in pair:
+                    end.close()
+            raise
+        return PassingListeners([sock], sock.getsockname()[1], channels=channels, policy=options.policy)
+
+    def waiter(self, index: int, listeners: Listeners, batch: int) -> Waiter:
+        assert isinstance(listeners, PassingListeners)
+        return PassedWaiter(listeners.channels[index][1])

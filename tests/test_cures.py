@@ -1,0 +1,101 @@
+"""The two cures seed 004 names that are not kernel queue orders: passing descriptors from one acceptor
+(fd-pass) and nginx's accept mutex (accept-mutex). What is asserted is what each mechanism guarantees:
+the acceptor's round-robin is exactly 0 1 2 0 1 2; an idle lock holder that nobody contends with within
+--mutex-delay keeps every connection; an acceptor never loses a connection to a worker that leaves."""
+
+from __future__ import annotations
+
+import pytest
+
+from accept_order import api
+from accept_order.results.records import RunResult
+from accept_order.servers.pool import WorkerPool
+from accept_order.session import run_sequential
+from accept_order.spec import ClosedLoopLoad, SequentialLoad, ServerSpec
+from accept_order.waiting import wait_for
+
+
+def _sequence(result: RunResult) -> list[int | None]:
+    return [r.worker for r in result.records]
+
+
+@pytest.mark.parametrize("policy", ["round-robin", "least-busy"])
+def test_fd_pass_idle_order_is_exactly_round_robin(policy: str) -> None:
+    result = run_sequential(ServerSpec(mode="fd-pass", workers=3, policy=policy), SequentialLoad(connections=9))
+    assert _sequence(result) == [0, 1, 2, 0, 1, 2, 0, 1, 2]
+    assert result.verdict.model == "round-robin" and result.verdict.expected
+    acceptor = result.evidence["acceptor"]
+    assert acceptor["passed"] == [3, 3, 3] and acceptor["lost"] == 0 and acceptor["policy"] == policy
+    assert acceptor["cpu_s"] >= 0 and acceptor["pid"] not in [c.pid for c in result.counters]
+
+
+def test_fd_pass_round_robin_ignores_who_is_busy() -> None:
+    """Under a load, round-robin still hands out turns: the counts differ by at most one per worker."""
+    result = api.latency(
+        ServerSpec(mode="fd-pass", workers=3, work_us=300),
+        ClosedLoopLoad(connections=600, concurrency=12, driver_procs=1),
+    )
+    assert result.errors == {} and sum(result.served) == 600
+    passed = result.evidence["acceptor"]["passed"]
+    assert sum(passed) == 600 and max(passed) - min(passed) <= 1
+    assert list(result.served) == passed  # the workers answered exactly what they were handed
+
+
+def test_least_busy_serves_everything_it_was_handed() -> None:
+    result = api.latency(
+        ServerSpec(mode="fd-pass", workers=3, work_us=300, policy="least-busy"),
+        ClosedLoopLoad(connections=600, concurrency=12, driver_procs=1),
+    )
+    assert result.errors == {} and sum(result.served) == 600
+    assert list(result.served) == result.evidence["acceptor"]["passed"]
+
+
+def test_accept_mutex_idle_holder_keeps_every_connection() -> None:
+    """With a delay far longer than the run, nobody but the first holder ever tries the lock again."""
+    spec = ServerSpec(mode="accept-mutex", workers=3, mutex_delay_ms=60_000)
+    result = run_sequential(spec, SequentialLoad(connections=12))
+    assert _sequence(result) == [0] * 12
+    assert result.verdict.model == "lock-holder" and result.verdict.expected
+
+
+def test_accept_mutex_others_take_over_after_the_delay_under_load() -> None:
+    """Under a load the holder is busy serving when the others' delay runs out: every worker gets some."""
+    result = api.latency(
+        ServerSpec(mode="accept-mutex", workers=3, work_us=2000, mutex_delay_ms=5),
+        ClosedLoopLoad(connections=400, concurrency=6, driver_procs=1),
+    )
+    assert result.errors == {} and sum(result.served) == 400
+    assert all(n > 0 for n in result.served), result.served
+    empty = sum(c.empty or 0 for c in result.counters)
+    assert empty > 0  # waking after the delay to find the lock taken is an empty wakeup
+
+
+def test_a_killed_lock_holder_does_not_stop_the_server() -> None:
+    """SIGKILL while holding the lock: the supervisor frees it, as nginx's master does."""
+    import socket
+
+    spec = ServerSpec(mode="accept-mutex", workers=2, mutex_delay_ms=20)
+    with WorkerPool(spec.validated()) as pool:
+        assert pool.retire(0, "kill")  # worker 0 took the lock first and sleeps holding it
+        for _ in range(3):
+            with socket.create_connection(pool.address, timeout=5) as conn:
+                assert conn.recv(100).startswith(b"worker 1 ")
+
+
+def test_fd_pass_worker_that_leaves_loses_nothing() -> None:
+    import socket
+
+    def ask() -> bytes:
+        with socket.create_connection(pool.address, timeout=5) as conn:
+            return conn.recv(100).split()[1]
+
+    spec = ServerSpec(mode="fd-pass", workers=3)
+    with WorkerPool(spec.validated()) as pool:
+        assert pool.retire(1, "leave", timeout_s=0.2) is False  # nothing wakes it yet: it is still there
+        assert [ask() for _ in range(3)] == [b"0", b"1", b"2"]  # handed one more before it noticed
+        # It served that one, told the acceptor, took what was already on its way, and left.
+        assert wait_for(lambda: pool.procs[1].exitcode is not None, 5)
+        assert [ask() for _ in range(6)] == [b"0", b"2"] * 3
+        counters = pool.stop()
+        assert [c.accepts for c in counters] == [4, 1, 4]
+        assert pool.helper_report is not None and pool.helper_report["lost"] == 0
