@@ -98,4 +98,4 @@ def test_fd_pass_worker_that_leaves_loses_nothing() -> None:
         assert [ask() for _ in range(6)] == [b"0", b"2"] * 3
         counters = pool.stop()
         assert [c.accepts for c in counters] == [4, 1, 4]
-        assert pool.helper_report is not None and pool.helper_report["lost"] == 0
+        assert pool.helper.report is not None and pool.helper.report["lost"] == 0

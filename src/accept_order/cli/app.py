@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "latency": "latency",
     "sweep": "sweep",
     "herd": "herd",
+    "reload": "reload",
     "show": "show",
     "modes": "modes",
 }

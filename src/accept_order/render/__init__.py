@@ -22,6 +22,7 @@ RENDERERS: dict[str, str] = {
     "latency-compare": "latency_compare_document",
     "sweep": "sweep_document",
     "serve": "serve_document",
+    "reload": "reload_document",
 }
 
 

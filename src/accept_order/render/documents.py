@@ -54,3 +54,10 @@ def sweep_document(doc: dict[str, Any]) -> RenderableType:
 
 def serve_document(doc: dict[str, Any]) -> RenderableType:
     return serve_report(ServeResult.from_dict(doc))
+
+
+def reload_document(doc: dict[str, Any]) -> RenderableType:
+    from ..results.reload import ReloadResult
+    from .reload import reload_report
+
+    return reload_report(ReloadResult.from_dict(doc))

@@ -26,11 +26,11 @@ from ..processes import (
     out_of_resources,
     process_errors,
     start_child,
-    usage,
 )
 from ..results.records import WorkerCounters
 from ..spec import ServerSpec
 from ..waiting import wait_for
+from .helper_process import HelperProcess, usage_of
 from .modes import Listeners, Mode, require_mode
 from .modes.base import ModeOptions
 from .target import ReplyAttribution
@@ -39,7 +39,6 @@ from .worker import (
     WAITING,
     WorkerConfig,
     accepts_slot,
-    helper_main,
     leave_slot,
     parse_fault,
     shared_slots,
@@ -71,12 +70,7 @@ class WorkerPool:
         self.retired: dict[int, str] = {}  # workers made to go mid-run (reload): index -> "left" or "killed"
         self._last_usage: dict[int, tuple[int, int, float]] = {}  # a retired worker's usage as it went
         self._listeners: Listeners | None = None
-        # A mode's own process besides the workers (fd-pass's acceptor), and what it reported
-        self.helper: Any = None
-        self._helper_pipe: Connection | None = None
-        self._helper_pidfd: int | None = None
-        self._helper_before: tuple[int, int, float] = (0, 0, 0.0)
-        self.helper_report: dict[str, Any] | None = None
+        self.helper = HelperProcess()  # a mode's own process besides the workers (fd-pass's acceptor)
 
     # -- the Target interface -------------------------------------------------------------------
     @property
@@ -101,7 +95,7 @@ class WorkerPool:
 
     def death_fds(self) -> list[int]:
         fds = [fd for i, fd in enumerate(self._pidfds) if i not in self.retired]
-        return fds + ([self._helper_pidfd] if self._helper_pidfd is not None else [])
+        return fds + ([self.helper.pidfd] if self.helper.pidfd is not None else [])
 
     # -- start ---------------------------------------------------------------------------------
     def __enter__(self) -> WorkerPool:
@@ -134,7 +128,7 @@ class WorkerPool:
                 self._start_one(index, listeners)
             factory = listeners.acceptor()
             if factory is not None:
-                self._start_helper(factory)
+                self.helper.start(factory, self._state, self.ready_timeout_s)
         finally:
             # The workers hold their own references; the parent keeps none, so a dead reuseport
             # worker's queue leaves the group instead of silently swallowing connections.
@@ -177,32 +171,12 @@ class WorkerPool:
             raise WorkerError(f"worker {index} exited with code {proc.exitcode} before it was ready", index)
         raise WorkerError(f"worker {index} did not become ready within {self.ready_timeout_s:g} s", index)
 
-    def _start_helper(self, factory: Any) -> None:
-        receiver, sender = out_of_resources("the acceptor", lambda: FORK.Pipe(duplex=False))
-        proc = FORK.Process(target=helper_main, args=(factory, sender, self._state), name="acceptor")
-        self.helper, self._helper_pipe = proc, receiver
-        out_of_resources("the acceptor", lambda: start_child(proc))
-        sender.close()
-        if receiver in wait([receiver, proc.sentinel], timeout=self.ready_timeout_s):
-            try:
-                kind, info = receiver.recv()
-            except EOFError:
-                kind, info = "eof", {}
-            if kind == "ready":
-                self._helper_pidfd = open_pidfd(info["pid"])
-                self._helper_before = self._usage_of(info["pid"])
-                return
-            if kind == "failed":
-                raise WorkerError(f"the acceptor could not start: {info}")
-        raise WorkerError(f"the acceptor did not become ready within {self.ready_timeout_s:g} s")
-
     # -- while running -------------------------------------------------------------------------
     def check_alive(self) -> None:
         for index, proc in enumerate(self.procs):
             if index not in self.retired and (proc.exitcode is not None or not proc.is_alive()):
                 raise WorkerError(f"worker {index} (pid {proc.pid}) died with exit code {proc.exitcode}", index)
-        if self.helper is not None and not self.helper.is_alive():
-            raise WorkerError(f"the acceptor (pid {self.helper.pid}) died with exit code {self.helper.exitcode}")
+        self.helper.check_alive()
 
     def retire(self, index: int, how: str, timeout_s: float = STOP_TIMEOUT_S) -> bool:
         """Make worker `index` go mid-run, as in a reload: "leave" (close its listener, serve what it holds,
@@ -244,14 +218,16 @@ class WorkerPool:
 
     def accepted_so_far(self) -> int:
         """Connections the workers have accepted until now (each publishes its count in shared memory)."""
-        if self._state is None:
-            return 0
-        return sum(self._state[accepts_slot(self._state, i)] for i in range(len(self.procs)))
+        return sum(self.accepted_by(i) for i in range(len(self.procs)))
+
+    def accepted_by(self, index: int) -> int:
+        """Connections worker `index` has accepted so far, as it last published (frozen once it is dead)."""
+        return int(self._state[accepts_slot(self._state, index)]) if self._state is not None else 0
 
     def wait_for_death(self) -> None:
         """Block until some worker dies, then raise WorkerError naming it (Ctrl-C interrupts the wait)."""
         while True:
-            helper = [self.helper.sentinel] if self.helper is not None else []
+            helper = [self.helper.proc.sentinel] if self.helper.proc is not None else []
             wait([p.sentinel for i, p in enumerate(self.procs) if i not in self.retired] + helper)
             self.check_alive()
 
@@ -259,25 +235,17 @@ class WorkerPool:
     def _usage(self, index: int) -> tuple[int, int, float]:
         if index in self._last_usage:
             return self._last_usage[index]  # retired: what it had used when it was told to go
-        return self._usage_of(self._pids[index]) if index < len(self._pids) else (0, 0, 0.0)
-
-    @staticmethod
-    def _usage_of(pid: int) -> tuple[int, int, float]:
-        try:
-            return usage(pid)
-        except process_errors(ValueError, IndexError):
-            return (0, 0, 0.0)
+        return usage_of(self._pids[index]) if index < len(self._pids) else (0, 0, 0.0)
 
     def stop(self) -> list[WorkerCounters]:
         """Read the kernel's usage deltas, tell workers to stop, collect what each counted."""
         after = {i: self._usage(i) for i in range(len(self._pids))}
-        helper_after = self._usage_of(self.helper.pid) if self.helper is not None else None
+        helper_after = self.helper.usage_now()
         self._asking_to_stop()
         for proc in self.procs:
             if proc.is_alive():
                 proc.terminate()
-        if self.helper is not None:
-            self._collect_helper(helper_after)
+        self.helper.stop(helper_after)
         reports: dict[int, dict[str, Any]] = {}
         pending = dict(enumerate(self.pipes))
         # Each worker reports once, when told to stop; read the reports as they come, all within the
@@ -328,33 +296,11 @@ class WorkerPool:
         self.close()
         return counters
 
-    def _collect_helper(self, after: tuple[int, int, float] | None) -> None:
-        """Stop the acceptor and keep its report with its usage (its cost is part of the mode's)."""
-        proc, pipe = self.helper, self._helper_pipe
-        report: dict[str, Any] = {}
-        if proc.is_alive():
-            proc.terminate()
-        if pipe is not None and pipe.poll(STOP_TIMEOUT_S):
-            try:
-                kind, info = pipe.recv()
-                if kind == "counters":
-                    report = info
-            except (EOFError, OSError):
-                pass
-        b, a = self._helper_before, after or (0, 0, 0.0)
-        self.helper_report = {
-            "pid": proc.pid,
-            **report,
-            "voluntary_switches": a[0] - b[0],
-            "involuntary_switches": a[1] - b[1],
-            "cpu_s": round(a[2] - b[2], 6),
-        }
-
     def extra_evidence(self) -> dict[str, Any]:
         """What the session adds to the run's evidence: the acceptor's report, and who was retired."""
         extra: dict[str, Any] = {}
-        if self.helper_report is not None:
-            extra["acceptor"] = self.helper_report
+        if self.helper.report is not None:
+            extra["acceptor"] = self.helper.report
         return extra
 
     def sequence(self) -> list[int]:

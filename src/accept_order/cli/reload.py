@@ -1,0 +1,112 @@
+"""`accept-order reload`: what each mode loses when one worker goes mid-load (graceful or SIGKILL)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from contextlib import ExitStack
+from typing import Any
+
+import click
+
+from .app import handle_errors
+from .common import keep_partial, report_and_save
+from .options import closed_loop_options, examples, json_option, modes_option, server_options
+from .output import note, progress_bar
+from .specs import closed_loop_load, first_available, server_spec
+from .types import IntList
+
+DEFAULT_MODES = "blocking,epoll,accept-mutex,fd-pass,reuseport"
+
+
+@click.command(
+    epilog=examples(
+        "sudo accept-order reload                      # the cures; leave and kill; tcp_migrate_req 0 and 1",
+        "sudo accept-order reload --modes reuseport --how leave -c 64 --work-ms 1",
+        "sudo accept-order reload --duration 5s --worker 1 --at 0.3 --json reload.json",
+    )
+)
+@modes_option(default=DEFAULT_MODES, help="Comma-separated modes, or all.")
+@server_options(workers=3)
+@closed_loop_options()
+@click.option(
+    "--how",
+    "hows",
+    type=click.Choice(["leave", "kill", "leave,kill", "kill,leave"]),
+    default="leave,kill",
+    show_default=True,
+    help="How the worker goes: leave (closes its listener, serves what it holds, exits) or kill (SIGKILL).",
+)
+@click.option(
+    "--migrate",
+    type=IntList(0, 1),
+    default="0,1",
+    show_default=True,
+    help="net.ipv4.tcp_migrate_req settings to run reuseport modes with (set in a private namespace only).",
+)
+@click.option("--worker", type=click.IntRange(0, None), default=0, show_default=True, help="Which worker goes.")
+@click.option(
+    "--at",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.5,
+    show_default=True,
+    help="When it goes, as a share of --duration.",
+)
+@json_option()
+@handle_errors
+def reload(
+    modes: list[str], hows: str, migrate: list[int], worker: int, at: float, json_path: str | None, **options: Any
+) -> None:
+    """One worker goes mid-load: what each mode loses (served, reset, refused, timed out) and why.
+
+    Runs in a private network namespace it creates (needs root), where it sets net.ipv4.tcp_migrate_req
+    for each run; the host's setting is never changed."""
+    from .. import netns
+    from ..probes.evidence import PRIVATE_ENV
+    from ..reload import ReloadPlan, available, plans, reload_runs
+    from ..render.reload import reload_report
+    from ..results.reload import ReloadResult
+
+    if options.get("connections") is not None or options.get("requests_alias") is not None:
+        raise click.UsageError("reload runs for a --duration (the worker goes part-way through it), not -n")
+    options["duration_s"] = options.get("duration_s") or 2.0
+    if options.get("server") != "builtin":
+        raise click.UsageError("reload makes the built-in workers go; --server nginx is not supported by it yet")
+    names, skipped = available(None if modes == ["all"] else modes)
+    server = server_spec(options, mode=first_available(modes))
+    load = closed_loop_load(options)
+    host_setting = netns.read_sysctl(netns.MIGRATE_REQ)
+    settings = sorted(set(migrate))
+    if host_setting is None and 1 in settings:
+        settings = [0]
+        skipped["tcp_migrate_req=1"] = "this kernel has no net.ipv4.tcp_migrate_req (Linux 5.14+)"
+    variants = [(spec, _with(plan, worker, at)) for spec, plan in plans(server, names, hows.split(","), settings)]
+    for spec, plan in variants:
+        plan.validated(spec, load)  # every variant checked before the namespace is made or anything runs
+    per_worker = {spec.mode for spec, plan in variants if plan.migrate}
+    netns.enter_private()  # from here on this process (and all it starts) is in a namespace of its own
+    os.environ[PRIVATE_ENV] = "1"  # the evidence says so (PID 1's namespace cannot always be compared)
+
+    def save(runs: Sequence[Any], interrupted: bool = False) -> None:
+        result = ReloadResult(tuple(runs), skipped, host_setting)
+        doc = result.to_dict() | ({"interrupted": True} if interrupted else {})
+        report_and_save(reload_report(result), json_path, "reload", doc)
+
+    with ExitStack() as bars:
+
+        def on_run(spec: Any, plan: ReloadPlan) -> Any:
+            bars.close()  # one bar per run
+            label = f"{spec.mode} {plan.how}" + (f" migrate={plan.migrate}" if spec.mode in per_worker else "")
+            return bars.enter_context(progress_bar(label, load.duration_s, by_count=False))
+
+        with keep_partial(lambda runs: save(runs, interrupted=True)):
+            runs = reload_runs(variants, load, on_run)
+    if not runs:
+        note("accept-order: nothing ran")
+    save(runs)
+
+
+def _with(plan: Any, worker: int, at: float) -> Any:
+    import dataclasses
+
+    return dataclasses.replace(plan, worker=worker, at=at)

@@ -1,0 +1,82 @@
+"""A private network namespace for this process, so per-namespace settings can change without touching
+the host's: `reload` sets net.ipv4.tcp_migrate_req both ways there, and its kernel counters are its own.
+
+unshare(CLONE_NEWNET) moves the calling process (and every child it starts afterwards) into a new, empty
+namespace; it ends when the last process in it does, so nothing is left behind on any exit path. Python
+3.11 has no os.unshare, hence ctypes. The new namespace's loopback is down: it is brought up with the
+SIOCSIFFLAGS ioctl, the way `ip link set lo up` does it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import errno
+import fcntl
+import os
+import socket
+import struct
+
+from .errors import AcceptOrderError
+
+CLONE_NEWNET = 0x40000000
+SIOCGIFFLAGS = 0x8913
+SIOCSIFFLAGS = 0x8914
+IFF_UP = 0x1
+MIGRATE_REQ = "net/ipv4/tcp_migrate_req"
+
+
+class NamespaceError(AcceptOrderError):
+    """A private network namespace could not be made or set up (a runtime problem: exit 1)."""
+
+
+def namespace_inode() -> int | None:
+    try:
+        return os.stat("/proc/self/ns/net").st_ino
+    except OSError:
+        return None
+
+
+def enter_private() -> int:
+    """Move this process into a new network namespace with loopback up; returns the host's namespace
+    inode (to check it was left). NamespaceError saying why when the kernel refuses."""
+    host = namespace_inode()
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    if libc.unshare(CLONE_NEWNET) != 0:
+        code = ctypes.get_errno()
+        why = os.strerror(code)
+        if code == errno.EPERM:
+            why += " (a private network namespace needs root, or CAP_SYS_ADMIN)"
+        raise NamespaceError(f"cannot make a private network namespace: {why}")
+    if namespace_inode() == host:
+        raise NamespaceError("unshare(CLONE_NEWNET) returned but this process is still in the host's namespace")
+    loopback_up()
+    return host or 0
+
+
+def loopback_up() -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        request = struct.pack("16sH14x", b"lo", 0)
+        flags = struct.unpack("16sH14x", fcntl.ioctl(sock.fileno(), SIOCGIFFLAGS, request))[1]
+        try:
+            fcntl.ioctl(sock.fileno(), SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | IFF_UP))
+        except OSError as exc:
+            raise NamespaceError(f"cannot bring loopback up in the private namespace: {exc.strerror}") from None
+
+
+def read_sysctl(name: str) -> str | None:
+    """A /proc/sys value as text (`net/ipv4/tcp_migrate_req`), None when this kernel has no such setting."""
+    try:
+        with open(os.path.join("/proc/sys", name)) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def write_sysctl(name: str, value: str) -> None:
+    """Set a per-namespace setting; call only inside a private namespace (the host's is never touched)."""
+    try:
+        with open(os.path.join("/proc/sys", name), "w") as f:
+            f.write(value)
+    except OSError as exc:
+        raise NamespaceError(f"cannot set {name.replace('/', '.')} = {value}: {exc.strerror}") from None

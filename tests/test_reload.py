@@ -1,0 +1,115 @@
+"""`accept-order reload`: one worker goes mid-load. What is asserted is what the kernel promises:
+- a worker that leaves a shared queue (or an acceptor's rota) loses nothing;
+- a reuseport listener that closes with net.ipv4.tcp_migrate_req=1 loses nothing;
+- a killed worker loses only what it held, which the kernel closes with a FIN (no reply), never a reset from
+  a queue (shared queue, or reuseport with migration);
+- every connection the load generator finished is served or failed; the host's tcp_migrate_req is untouched.
+The command runs in a private network namespace of its own, so it needs root; without, it must say so."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from accept_order.netns import MIGRATE_REQ, read_sysctl
+from accept_order.results.reload import ReloadResult, expectation
+
+COMMAND = [sys.executable, "-m", "accept_order", "reload"]
+LOAD = ["-w", "3", "-c", "32", "--work-ms", "1", "--duration", "1s"]
+
+
+def reload(tmp_path: Path, name: str, *args: str) -> dict[str, Any]:
+    out = tmp_path / f"{name}.json"
+    before = read_sysctl(MIGRATE_REQ)
+    proc = subprocess.run([*COMMAND, *LOAD, *args, "--json", str(out)], capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0 and "cannot make a private network namespace" in proc.stderr:
+        pytest.skip(proc.stderr.strip())
+    assert proc.returncode == 0, proc.stderr
+    assert read_sysctl(MIGRATE_REQ) == before  # the host's setting, never changed
+    doc = json.loads(out.read_text())
+    assert doc["kind"] == "reload"
+    return doc
+
+
+def runs(doc: dict[str, Any]) -> dict[tuple[str, str, int], dict[str, Any]]:
+    return {(r["server"]["mode"], r["how"], r["migrate"]): r for r in doc["runs"]}
+
+
+def _every_connection_counted(run: dict[str, Any]) -> None:
+    assert sum(run["served"]) + sum(run["errors"].values()) == run["finished"] > 0
+    assert run["at_s"] is not None and run["gone_s"] is not None, run  # the worker did go, in time
+    assert run["evidence"]["netns"]["private"] is True
+
+
+@pytest.fixture(scope="module")
+def leave(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    tmp = tmp_path_factory.mktemp("reload")
+    return reload(tmp, "leave", "--modes", "epoll,fd-pass,reuseport", "--how", "leave", "--migrate", "0,1")
+
+
+def test_a_worker_leaving_loses_nothing_where_the_kernel_promises_it(leave: dict[str, Any]) -> None:
+    found = runs(leave)
+    assert set(found) == {("epoll", "leave", 0), ("fd-pass", "leave", 0), ("reuseport", "leave", 0)} | {
+        ("reuseport", "leave", 1)
+    }
+    for key, run in found.items():
+        _every_connection_counted(run)
+        if key != ("reuseport", "leave", 0):  # the one case where the kernel resets what was queued
+            assert run["errors"] == {}, (key, run["errors"])
+            assert run["served"][0] > 0 and min(run["served"][1:]) > 0
+    reset = found[("reuseport", "leave", 0)]
+    assert set(reset["errors"]) <= {"ECONNRESET"}  # if anything was lost, it was reset from the closed queue
+
+
+def test_the_saved_reload_renders(leave: dict[str, Any], tmp_path: Path) -> None:
+    path = tmp_path / "again.json"
+    path.write_text(json.dumps(leave))
+    proc = subprocess.run([sys.executable, "-m", "accept_order", "show", str(path)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "accept-order reload" in proc.stdout and "What the kernel promises" in proc.stdout
+
+
+def test_a_killed_worker_loses_only_what_it_held(tmp_path: Path) -> None:
+    doc = reload(tmp_path, "kill", "--modes", "blocking,fd-pass,reuseport", "--how", "kill", "--migrate", "1")
+    found = runs(doc)
+    assert set(found) == {("blocking", "kill", 0), ("fd-pass", "kill", 0), ("reuseport", "kill", 1)}
+    for key, run in found.items():
+        _every_connection_counted(run)
+        assert set(run["errors"]) <= {"no reply"}, (key, run["errors"])  # closed by the kernel, not reset
+    passed = found[("fd-pass", "kill", 0)]
+    assert passed["held"] == passed["evidence"]["acceptor"]["passed"][0] - passed["served"][0]
+    assert sum(passed["errors"].values()) == passed["held"]  # the acceptor's count is exact
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["-n", "100"], "--duration"),
+        (["--server", "nginx"], "built-in workers"),
+        (["-w", "1"], "at least 2 workers"),
+        (["-w", "3", "--worker", "3"], "--worker"),
+        (["--how", "crash"], "--how"),
+        (["--migrate", "2"], "--migrate"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args: list[str], message: str) -> None:
+    proc = subprocess.run([*COMMAND, *args], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in proc.stderr
+
+
+def test_what_the_kernel_promises() -> None:
+    assert expectation("shared", False, "leave", 0).bound == "none"
+    assert expectation("shared", True, "leave", 0).bound == "none"
+    assert expectation("per-worker", False, "leave", 1).bound == "none"
+    assert expectation("per-worker", False, "leave", 0).bound == "any"
+    assert expectation("shared", False, "kill", 0).bound == "held"
+    assert expectation("per-worker", False, "kill", 1).bound == "held"
+    assert expectation("per-worker", False, "kill", 0).bound == "any"
+    assert ReloadResult.from_dict({"runs": []}).runs == ()
