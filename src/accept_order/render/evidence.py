@@ -89,6 +89,26 @@ def affinity_text(affinity: Iterable[Mapping[str, Any]]) -> Text | None:
     return Text("  affinity: " + ", ".join(f"worker {e.get('index')} {s}" for e, s in zip(entries, shown, strict=True)))
 
 
+def acceptor_text(acceptor: Mapping[str, Any]) -> Text:
+    """fd-pass's acceptor: what it handed to whom, and what that cost (its CPU is part of the mode's)."""
+    passed = [int(n) for n in acceptor.get("passed", []) if isinstance(n, int)]
+    total = sum(passed)
+    cpu = acceptor.get("cpu_s")
+    text = Text(f"  acceptor (pid {acceptor.get('pid', '?')}, {acceptor.get('policy', '?')}): passed ")
+    text.append(" / ".join(map(str, passed)) or "nothing")
+    if isinstance(cpu, int | float):
+        text.append(f"; CPU {1000 * cpu:.1f} ms")
+        if total:
+            text.append(f" = {1e6 * cpu / total:.0f} µs per connection")
+    switches = acceptor.get("voluntary_switches")
+    if isinstance(switches, int) and total:
+        text.append(f"; {switches / total:.2f} sleeps per connection")
+    lost = acceptor.get("lost")
+    if lost:
+        text.append(f"; {lost} closed with no worker left to take them", style="yellow")
+    return text
+
+
 def evidence_report(evidence: Mapping[str, Any], detail: bool = False) -> RenderableType:
     """Compact view of the evidence: one line per listener snapshot, the counters, the affinities.
     ``detail`` adds ss-like tables of every listener snapshot."""
@@ -104,6 +124,9 @@ def evidence_report(evidence: Mapping[str, Any], detail: bool = False) -> Render
     affinity = affinity_text(evidence.get("affinity", []))
     if affinity is not None:
         parts.append(affinity)
+    acceptor = evidence.get("acceptor")
+    if isinstance(acceptor, Mapping):
+        parts.append(acceptor_text(acceptor))
     for error in evidence.get("errors", []):
         parts.append(Text(f"  could not read {error}", style="yellow"))
     return Group(*parts)
