@@ -113,3 +113,48 @@ def test_what_the_kernel_promises() -> None:
     assert expectation("per-worker", False, "kill", 1).bound == "held"
     assert expectation("per-worker", False, "kill", 0).bound == "any"
     assert ReloadResult.from_dict({"runs": []}).runs == ()
+
+
+@pytest.mark.parametrize("group", [False, True], ids=["ctrl-c-then-sigterm", "ctrl-c-to-the-group"])
+def test_interrupted_reload_keeps_what_it_measured_and_leaves_nothing(tmp_path: Path, group: bool) -> None:
+    import os
+    import signal
+    import time
+
+    import psutil
+    from conftest import gone, wait_for
+
+    out = tmp_path / "partial.json"
+    cmd = [*COMMAND, "--modes", "epoll", "--how", "leave", "-w", "2", "-c", "8", "--duration", "30s"]
+    proc = subprocess.Popen(
+        [*cmd, "--json", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=group,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.default_int_handler),
+    )
+    try:
+        me = psutil.Process(proc.pid)
+        wait_for(lambda: me.children(), lambda kids: len(kids) >= 4, 20, "the workers and the drivers")
+        pids = [p.pid for p in me.children(recursive=True)]
+        wait_for(lambda: sum(psutil.Process(p).cpu_times().user for p in pids), lambda cpu: cpu > 0.2, 20, "the load")
+        if group:
+            os.killpg(proc.pid, signal.SIGINT)
+        else:
+            proc.send_signal(signal.SIGINT)
+            time.sleep(0.01)  # a second signal 10 ms later, not synchronisation
+            proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    if "cannot make a private network namespace" in err:
+        pytest.skip(err.strip())
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert wait_for(lambda: gone(pids), bool, 5, "every child to be gone")
+    doc = json.loads(out.read_text())
+    assert doc["interrupted"] is True and doc["runs"][0]["interrupted"] is True
+    assert sum(doc["runs"][0]["served"]) > 0

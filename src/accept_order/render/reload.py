@@ -28,6 +28,8 @@ def failures_text(errors: dict[str, int]) -> str:
 def verdict_text(run: ReloadRun) -> Text:
     lost = run.failed
     expected = run.as_expected
+    if run.interrupted:
+        return Text(f"interrupted; lost {lost} so far", style="yellow")
     if run.at_s is None:
         return Text("the load ended before the worker went", style="yellow")
     if run.gone_s is None:
