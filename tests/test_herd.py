@@ -3,6 +3,7 @@ HerdResult record, its renderer and the `herd` command."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import pytest
 from rich.console import Console
 
 from accept_order import api
-from accept_order.analysis.herd import HERD_THRESHOLD, herd_row
+from accept_order.analysis.herd import HERD_THRESHOLD, herd_row, nearest_rank
 from accept_order.cli.herd import herd as herd_command
 from accept_order.errors import PlanError
 from accept_order.render import render_document
@@ -21,6 +22,7 @@ from accept_order.results import envelope
 from accept_order.results.herd import HerdResult
 from accept_order.results.records import ConnectionRecord, Environment, RunResult, Verdict, WorkerCounters
 from accept_order.servers.modes import MODES, parse_modes
+from accept_order.session import run_sequential
 from accept_order.spec import SequentialLoad, ServerSpec
 
 LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs epoll and procfs")
@@ -164,6 +166,83 @@ def test_table_lists_skipped_modes_and_settings() -> None:
     assert "2 workers, 4 sequential connections per mode, work 1.5 ms, backlog 64" in shown
     assert "cpu ms" in shown  # the per-worker table
     assert HerdResult.from_dict(json.loads(json.dumps(result.to_dict()))) == result
+
+
+def test_row_without_acceptor_counts_workers_cpu_and_latency() -> None:
+    run = fake_run("blocking", [2, 2])  # 8 connections, 5 µs each; workers' CPU 2 + 4 ms
+    row = herd_row(run)
+    assert row.acceptor_cpu_s is None and row.acceptor_woken_per_connection is None
+    assert row.cpu_us_per_connection == pytest.approx(0.006 * 1e6 / 8)
+    assert row.latency_p50_us == row.latency_p99_us == 5
+    shown = text_of(herd_table(HerdResult(2, 4, 0, 511, (run,))))
+    assert "cpu µs/conn" in shown and "p50 ms" in shown and "p99 ms" in shown
+    assert " 750 " in shown and "750*" not in shown and "0.01" in shown
+
+
+def test_nearest_rank_latency_and_unknowns() -> None:
+    assert nearest_rank([], 50) is None
+    assert nearest_rank([7], 99) == 7
+    assert nearest_rank(list(range(1, 101)), 50) == 50
+    assert nearest_rank(list(range(100, 0, -1)), 99) == 99
+    assert nearest_rank([1, 2, 3, 4], 50) == 2  # the lower middle value
+    # A worker's CPU unknown: no CPU per connection; failed connections are not latencies.
+    run = fake_run("blocking", [2, None])
+    recs = (*run.records, ConnectionRecord(9, None, None, 90, 999_999, "refused"))
+    row = herd_row(
+        dataclasses.replace(
+            run, counters=(run.counters[0], dataclasses.replace(run.counters[1], cpu_s=None)), records=recs
+        )
+    )
+    assert row.cpu_us_per_connection is None
+    assert row.latency_p99_us == 5
+
+
+def test_acceptor_cpu_is_added_and_marked() -> None:
+    run = fake_run("fd-pass", [4, 4])
+    acceptor = {"pid": 9, "policy": "round-robin", "passed": [4, 4], "lost": 0, "voluntary_switches": 12,
+                "involuntary_switches": 0, "cpu_s": 0.002}  # fmt: skip
+    row = herd_row(dataclasses.replace(run, evidence={"acceptor": acceptor}))
+    assert row.acceptor_cpu_s == 0.002
+    assert row.cpu_us_per_connection == pytest.approx((0.002 + 0.004 + 0.002) * 1e6 / 8)
+    assert row.acceptor_woken_per_connection == pytest.approx(12 / 8)
+    assert row.woken_per_connection == 1.0  # the workers' measure, the acceptor's sleeps not in it
+    # An acceptor whose CPU is unknown: the mode's CPU per connection is unknown too.
+    unknown = herd_row(dataclasses.replace(run, evidence={"acceptor": {**acceptor, "cpu_s": None}}))
+    assert unknown.acceptor_cpu_s is None and unknown.cpu_us_per_connection is None
+
+
+@LINUX_ONLY
+def test_fd_pass_row_includes_the_acceptor() -> None:
+    fd_pass = run_sequential(ServerSpec(mode="fd-pass", workers=3), SequentialLoad(connections=9))
+    plain = run_sequential(ServerSpec(mode="epoll", workers=3), SequentialLoad(connections=9))
+    acceptor = fd_pass.evidence["acceptor"]
+    row = herd_row(fd_pass)
+    assert row.served == 9
+    assert row.acceptor_cpu_s == acceptor["cpu_s"]
+    workers_cpu = sum(c.cpu_s for c in fd_pass.counters)
+    assert row.cpu_us_per_connection == pytest.approx((workers_cpu + acceptor["cpu_s"]) * 1e6 / 9, abs=1e-3)
+    assert row.acceptor_woken_per_connection == pytest.approx(acceptor["voluntary_switches"] / 9)
+    assert row.latency_p50_us is not None and row.latency_p99_us is not None
+    assert 0 < row.latency_p50_us <= row.latency_p99_us
+    assert row.latency_p99_us == max(r.latency_us for r in fd_pass.records)  # nearest rank of 9
+    assert herd_row(plain).acceptor_cpu_s is None
+    shown = text_of(herd_report(HerdResult(3, 9, 0, 511, (plain, fd_pass))))
+    (line,) = [ln for ln in shown.splitlines() if ln.strip().startswith("fd-pass ")]
+    assert f"{row.cpu_us_per_connection:.0f}*" in line
+    assert f"{row.latency_p50_us / 1000:.2f}" in line and f"{row.latency_p99_us / 1000:.2f}" in line
+    (epoll,) = [ln for ln in shown.splitlines() if ln.strip().startswith("epoll ")]
+    assert "*" not in epoll
+    assert "acceptor (pid" in shown  # its own line under the kernel evidence
+
+
+def test_v1_herd_file_renders_without_acceptor() -> None:
+    kind, doc = envelope.load(Path(__file__).parent / "data" / "v1" / "herd.json")
+    result = HerdResult.from_dict(doc)
+    for row in result.rows:
+        assert row.acceptor_cpu_s is None
+        assert row.latency_p50_us is not None and row.latency_p99_us is not None
+    shown = text_of(render_document(kind, doc))
+    assert "cpu µs/conn" in shown and "*" not in shown.split("wakeups:")[0]
 
 
 def test_default_modes_include_poll_and_select() -> None:

@@ -5,11 +5,15 @@ context-switch counters count the wakeups that never reach user space: without E
 select, every idle worker is woken, the kernel rechecks readiness and puts most of them straight back to
 sleep. Each of those sleeps is one voluntary context switch, so voluntary switches per served connection
 is the number of workers one connection woke.
+
+The table also puts each cure's price next to it: CPU per served connection (all workers', plus the
+acceptor process's for a mode that has one, fd-pass) and the latency of the sequential connections.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +50,12 @@ class HerdRow:
     cpu_s_per_worker: tuple[float | None, ...]
     woken_per_connection: float | None
     herds: bool  # the mode's mechanism predicts a herd (its metadata)
+    # Added with fd-pass; defaults keep older callers working.
+    acceptor_cpu_s: float | None = None  # the acceptor process's CPU (fd-pass); None: no acceptor
+    cpu_us_per_connection: float | None = None  # workers' CPU + the acceptor's, per served connection
+    latency_p50_us: int | None = None  # served connections, connect to end of reply (nearest rank)
+    latency_p99_us: int | None = None
+    acceptor_woken_per_connection: float | None = None  # the acceptor's sleeps per served connection
 
     @property
     def accepts_per_wakeup(self) -> float:
@@ -83,6 +93,25 @@ def _sum_opt(values: Iterable[int | float | None]) -> Any:
     return None if any(v is None for v in items) else sum(v for v in items if v is not None)
 
 
+def nearest_rank(values: Sequence[int], q: float) -> int | None:
+    """Nearest-rank percentile: the smallest value with at least q% of the values <= it; None if empty."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = math.ceil(q * len(ordered) / 100)
+    return ordered[min(max(rank, 1), len(ordered)) - 1]
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def acceptor_of(evidence: Any) -> Mapping[str, Any] | None:
+    """The run's acceptor report (fd-pass), or None for a mode without one (or an older file)."""
+    acceptor = evidence.get("acceptor") if isinstance(evidence, Mapping) else None
+    return acceptor if isinstance(acceptor, Mapping) else None
+
+
 def herd_row(result: Any) -> HerdRow:
     """A RunResult's line of the herd table."""
     from ..servers.catalog import modes_of
@@ -90,6 +119,13 @@ def herd_row(result: Any) -> HerdRow:
     counters = result.counters
     mode = modes_of(result.server.server).get(result.server.mode)
     cpu = _sum_opt(c.cpu_s for c in counters)
+    served = result.served
+    acceptor = acceptor_of(result.evidence)
+    acceptor_cpu = None if acceptor is None else _number(acceptor.get("cpu_s"))
+    acceptor_sleeps = None if acceptor is None else _number(acceptor.get("voluntary_switches"))
+    cpu_known = cpu is not None and (acceptor is None or acceptor_cpu is not None)
+    cpu_per_connection = round((cpu + (acceptor_cpu or 0.0)) * 1e6 / served, 3) if cpu_known and served else None
+    latencies = [r.latency_us for r in result.records if r.served]
     return HerdRow(
         mode=result.server.mode,
         workers=result.server.workers,
@@ -105,4 +141,9 @@ def herd_row(result: Any) -> HerdRow:
         cpu_s_per_worker=tuple(c.cpu_s for c in counters),
         woken_per_connection=result.verdict.woken_per_connection,
         herds=mode.herds if mode is not None else False,
+        acceptor_cpu_s=acceptor_cpu,
+        cpu_us_per_connection=cpu_per_connection,
+        latency_p50_us=nearest_rank(latencies, 50),
+        latency_p99_us=nearest_rank(latencies, 99),
+        acceptor_woken_per_connection=(acceptor_sleeps / served if acceptor_sleeps is not None and served else None),
     )

@@ -7,21 +7,33 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ..analysis.herd import HerdRow, acceptor_of
 from ..results.herd import HerdResult
-from .evidence import PRIVATE_SHORT, SHARED_SHORT, short_counter
+from .evidence import PRIVATE_SHORT, SHARED_SHORT, acceptor_text, short_counter
 from .run import worker_table
 
 HERD_LEGEND = (
     "wakeups: wait calls that returned; acc: accepts; empty: woken but got EAGAIN; acc/wakeup: accepts per "
-    "wakeup, mean / max; cpu ms: CPU per worker, mean / max; "
-    "sleeps/preempt: voluntary/involuntary context switches, all workers; "
+    "wakeup, mean / max; sleeps: voluntary context switches, all workers; "
     "woken: sleeps per served connection = workers one connection woke (the kernel puts most herd "
-    "wakers back to sleep before they return, so sleeps count more than empty returns)"
+    "wakers back to sleep before they return, so sleeps count more than empty returns); "
+    "cpu µs/conn: all workers' CPU per served connection, *: plus the acceptor process's (its sleeps are "
+    "not in woken; see its evidence line); p50/p99 ms: connect to end of reply"
 )
 
 
 def _fmt(value: float | int | None, spec: str = "{}") -> str:
     return "-" if value is None else spec.format(value)
+
+
+def _ms(us: int | None) -> str:
+    return "-" if us is None else f"{us / 1000:.2f}"
+
+
+def _cpu_text(row: HerdRow) -> str:
+    if row.cpu_us_per_connection is None:
+        return "-"
+    return f"{row.cpu_us_per_connection:.0f}" + ("*" if row.acceptor_cpu_s is not None else "")
 
 
 def herd_table(result: HerdResult) -> Table:
@@ -32,12 +44,10 @@ def herd_table(result: HerdResult) -> Table:
         pad_edge=False,
         collapse_padding=True,
     )
-    right = ("wakeups", "acc", "empty", "acc/wakeup", "sleeps", "preempt", "cpu ms", "woken")
+    right = ("wakeups", "acc", "empty", "acc/wakeup", "sleeps", "woken", "cpu µs/conn", "p50 ms", "p99 ms")
     for name in ("mode", *right, "verdict"):
         table.add_column(name, justify="right" if name in right else "left", no_wrap=name != "verdict")
     for row in result.rows:
-        cpu = [c for c in row.cpu_s_per_worker if c is not None]
-        cpu_text = "-" if not cpu else f"{1000 * sum(cpu) / len(cpu):.1f}/{1000 * max(cpu):.1f}"
         expected = row.as_expected
         style = "green" if expected else ("yellow" if expected is False else "")
         verdict = Text(row.verdict(), style=style)
@@ -50,9 +60,10 @@ def herd_table(result: HerdResult) -> Table:
             str(row.empty),
             f"{row.accepts_per_wakeup:.2f} / {row.max_batch}",
             _fmt(row.voluntary),
-            _fmt(row.involuntary),
-            cpu_text,
             _fmt(row.woken_per_connection, "{:.2f}"),
+            _cpu_text(row),
+            _ms(row.latency_p50_us),
+            _ms(row.latency_p99_us),
             verdict,
         )
     for mode, reason in result.skipped.items():
@@ -72,6 +83,9 @@ def _evidence_lines(result: HerdResult) -> list[RenderableType]:
         moved = ", ".join(f"{short_counter(n)} {v:+d}" for n, v in ev.get("counters", {}).items())
         queues = f"{len(start)} listener{'s' if len(start) != 1 else ''}"
         lines.append(Text(f"  {run.server.mode}: {queues}; counters: {moved or 'none moved'}"))
+        acceptor = acceptor_of(ev)
+        if acceptor is not None:
+            lines.append(Text("  ") + acceptor_text(acceptor))
     if lines:
         lines.insert(0, Text("Kernel evidence (drop/overflow counters, per run)", style="bold"))
         lines.append(Text(f"  ({SHARED_SHORT if shared else PRIVATE_SHORT})", style="dim"))
