@@ -99,3 +99,45 @@ def test_fd_pass_worker_that_leaves_loses_nothing() -> None:
         counters = pool.stop()
         assert [c.accepts for c in counters] == [4, 1, 4]
         assert pool.helper.report is not None and pool.helper.report["lost"] == 0
+
+
+def test_lock_holder_names_whichever_worker_took_the_lock_first() -> None:
+    """nginx's accept_mutex: one worker keeps every sequential connection, but which one varies by run."""
+    from accept_order.analysis.order import verdict
+    from accept_order.results.records import ConnectionRecord
+
+    for holder in range(3):
+        records = [ConnectionRecord(i, holder, 100 + holder, 1000 * i, 100) for i in range(12)]
+        result = verdict(records, 3, "lock-holder", "why")
+        assert result.model == "lock-holder" and result.expected, (holder, result)
+
+
+def _uring_or_skip() -> None:
+    from accept_order.servers.modes import MODES
+
+    reason = MODES["io-uring"].unavailable()
+    if reason:
+        pytest.skip(reason)
+
+
+def test_io_uring_first_armed_worker_takes_every_connection_even_when_busy() -> None:
+    """A multishot accept keeps its place in the socket's wait queue, and the kernel accepts for it even while
+    its worker is busy: worker 0 (armed first) gets all, idle or not."""
+    _uring_or_skip()
+    idle = run_sequential(ServerSpec(mode="io-uring", workers=3), SequentialLoad(connections=9))
+    assert _sequence(idle) == [0] * 9 and idle.verdict.model == "first-registered"
+    busy = run_sequential(
+        ServerSpec(mode="io-uring", workers=3, work_us=50_000), SequentialLoad(connections=6, gap_ms=10, settle=False)
+    )
+    assert _sequence(busy) == [0] * 6  # while 1 and 2 sat idle
+    assert busy.counters[0].max_batch > 1  # the completions queued up while it was busy
+
+
+def test_io_uring_without_its_binding_says_how_to_get_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from accept_order.servers.modes import MODES, io_uring
+
+    def missing() -> None:
+        raise ImportError("No module named 'uring_api'")
+
+    monkeypatch.setattr(io_uring, "_binding", missing)
+    assert MODES["io-uring"].unavailable() == "needs the optional io_uring binding: pip install 'accept-order[uring]'"

@@ -158,3 +158,16 @@ def test_interrupted_reload_keeps_what_it_measured_and_leaves_nothing(tmp_path: 
     doc = json.loads(out.read_text())
     assert doc["interrupted"] is True and doc["runs"][0]["interrupted"] is True
     assert sum(doc["runs"][0]["served"]) > 0
+
+
+def test_io_uring_worker_that_leaves_cancels_its_accept_and_loses_nothing(tmp_path: Path) -> None:
+    """Its armed multishot accept holds the listener: leaving cancels it and serves what it had accepted."""
+    from accept_order.servers.modes import MODES
+
+    if MODES["io-uring"].unavailable():
+        pytest.skip(MODES["io-uring"].unavailable())
+    found = runs(reload(tmp_path, "uring", "--modes", "io-uring", "--how", "leave,kill"))
+    for run in found.values():
+        _every_connection_counted(run)
+    assert found[("io-uring", "leave", 0)]["errors"] == {}
+    assert set(found[("io-uring", "kill", 0)]["errors"]) <= {"no reply"}  # what its ring held, never a reset

@@ -6,7 +6,8 @@ workers idle at that moment gets it, and the verdict names the model that predic
 - lifo: the worker that went back to waiting most recently (one shared epoll);
 - first-registered: the lowest-index idle worker (one epoll per worker with EPOLLEXCLUSIVE);
 - round-robin: the worker after the one that served the previous connection, idle or not (fd-pass);
-- lock-holder: the worker that served the previous connection, if idle (accept-mutex: it keeps the lock).
+- lock-holder: the worker that served the previous connection, if idle (accept-mutex: it keeps the lock);
+  the first one is whichever took the lock first.
 Only connections that found two or more workers idle can tell the models apart ("informative").
 
 One pattern is not an idle order but a count: nginx (1.21.6+, EPOLLEXCLUSIVE) re-adds its listener to its epoll
@@ -125,7 +126,9 @@ def model_fits(records: Sequence[ConnectionRecord], workers: int) -> dict[str, t
         if len(idle) >= 2:
             for model in MODEL_ORDER:
                 fits[model][1] += 1
-                if _predict(model, idle, idle_since, last, workers) == rec.worker:
+                # Nobody can say which worker takes the lock first; after that, the holder keeps it.
+                first_holder = model == "lock-holder" and last is None and rec.worker in idle
+                if first_holder or _predict(model, idle, idle_since, last, workers) == rec.worker:
                     fits[model][0] += 1
         assert rec.worker is not None
         last = rec.worker

@@ -15,6 +15,7 @@ from .base import Listeners, Mode, Waiter
 from .blocking import BlockingMode
 from .fd_pass import FdPassMode
 from .incoming_cpu import IncomingCpuMode
+from .io_uring import IoUringMode
 from .readiness import EpollExclusiveMode, EpollHerdMode, PollMode, SelectMode
 from .reuseport import ReuseportMode
 from .reuseport_cpu import ReuseportCpuMode
@@ -49,6 +50,7 @@ MODES: dict[str, Mode] = {
         IncomingCpuMode(),
         AcceptMutexMode(),
         FdPassMode(),
+        IoUringMode(),
     )
 }
 DEFAULT_MODE = "epoll"  # nginx's default on Linux: the one users most often meet

@@ -1,0 +1,112 @@
+"""`io-uring`: each worker arms one multishot accept (IORING_ACCEPT_MULTISHOT) on the shared socket.
+
+The binding is PyPI's `uring-api` (the optional extra `accept-order[uring]`): of the candidates the issue
+named it is the one that installs on Python 3.11 from a wheel and exposes multishot accept with the CQE
+flags (`liburing` works too but says Linux 6.14+ and marks accept untested; `pyuring`'s current release
+does not build against Debian 12's liburing and hides the flags). A multishot accept stays armed in the
+kernel: every connection it accepts arrives as one completion carrying the new descriptor, and the request
+is re-armed only when a completion comes without IORING_CQE_F_MORE.
+
+io_uring waits on the listener as an exclusive waiter, and a multishot request keeps its place in the
+socket's wait queue: the kernel wakes the first armed request that can take a connection, and since it
+never leaves the queue, that worker's ring keeps every connection, busy or not (the kernel accepts on its
+behalf and queues the completions). Workers arm in index order, so worker 0 takes them all.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket
+from typing import Any
+
+from .base import Listeners, Mode, Waiter
+
+EXTRA = "pip install 'accept-order[uring]'"
+ENTRIES = 64
+RECOVERABLE = (errno.ECONNABORTED, errno.EPROTO, errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
+
+
+def _binding() -> Any:
+    import uring_api
+
+    return uring_api
+
+
+class UringWaiter(Waiter):
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.uring = _binding()
+        self.ring = self.uring.Ring(entries=ENTRIES)
+        self.request: Any = None
+        self.arm()
+
+    def arm(self) -> None:
+        self.request = self.ring.prepare_accept_multishot(self.sock.fileno(), 0, "accept")
+        self.ring.submit()
+
+    def _reap(self, completions: list[Any], accepted: list[socket.socket], rearm: bool) -> bool:
+        """Sockets from `completions` into `accepted`; True when the accept request has ended."""
+        ended = False
+        for completion in completions:
+            res, flags = completion.res, completion.flags
+            completion.take_user_data()
+            if completion.kind != self.uring.COMPLETION_KIND_ACCEPT:
+                continue  # the cancel's own completion (each accept's completion is a new object)
+            if res >= 0:
+                accepted.append(socket.socket(fileno=res))
+            elif -res not in RECOVERABLE and -res != errno.ECANCELED:
+                raise OSError(-res, f"io_uring accept: {os.strerror(-res)}")
+            if not flags & self.uring.IORING_CQE_F_MORE:
+                ended = True
+                if rearm:
+                    self.arm()
+        return ended
+
+    def wait(self) -> list[socket.socket]:
+        accepted: list[socket.socket] = []
+        self._reap(self.ring.wait() or [], accepted, rearm=True)
+        return accepted  # an error completion alone is an empty wakeup
+
+    def leave(self) -> list[socket.socket]:
+        """Cancel the armed accept (its request holds the listener open), take what it had already
+        accepted, then close the listener."""
+        accepted: list[socket.socket] = []
+        self.ring.prepare_cancel(self.request)
+        self.ring.submit()
+        for _ in range(100):  # each wait returns at least one completion; the end comes within a few
+            if self._reap(self.ring.wait(1.0) or [], accepted, rearm=False):
+                break
+        self.ring.close()
+        self.sock.close()
+        return accepted
+
+
+class IoUringMode(Mode):
+    name = "io-uring"
+    summary = "shared socket, one io_uring per worker with a multishot accept armed on it"
+    why = (
+        "each worker's ring arms one multishot accept, which waits on the socket as an exclusive waiter and "
+        "never leaves its place in the wait queue: the first worker to arm keeps taking every connection "
+        "(the kernel accepts for it even while it is busy and queues the completions)"
+    )
+    model = "first-registered"
+    batches = False  # a wakeup brings every completion queued; no cap applies
+
+    def unavailable(self) -> str | None:
+        try:
+            uring = _binding()
+        except ImportError:
+            return f"needs the optional io_uring binding: {EXTRA}"
+        try:
+            features = uring.probe()
+        except OSError as exc:
+            return f"io_uring is not available here ({exc.strerror or exc})"
+        if not features.get("available"):
+            return "io_uring is not available to this process (kernel or seccomp)"
+        if not features.get("IORING_ACCEPT_MULTISHOT"):
+            return "this kernel has no multishot accept (Linux 5.19+)"
+        return None
+
+    def waiter(self, index: int, listeners: Listeners, batch: int) -> Waiter:
+        return UringWaiter(listeners.for_worker(index))
