@@ -16,7 +16,7 @@ from .output import note, progress_bar
 from .specs import closed_loop_load, first_available, server_spec
 from .types import IntList
 
-DEFAULT_MODES = "blocking,epoll,accept-mutex,fd-pass,reuseport"
+DEFAULT_MODES = "blocking,epoll,accept-mutex,fd-pass,io-uring,reuseport"
 
 
 @click.command(
