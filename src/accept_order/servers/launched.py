@@ -1,0 +1,211 @@
+"""A real server the tool launches (nginx, gunicorn): a master process and its workers, as a `Target`.
+
+What every such server shares lives here: a private temporary directory for its config and logs (removed
+after), the master in a session of its own (a terminal's Ctrl-C is ours to handle: we stop the server in
+order) that dies with us (PR_SET_PDEATHSIG), readiness (every worker exists and sleeps), the workers'
+pids in fork order as worker indices, the kernel's usage deltas, settling, and the stop ladder (the
+server's graceful signal, then SIGTERM, then SIGKILL, then any worker a killed master left behind). A
+subclass says how to write its config, how to start it, and what its own log says it served (the
+independent witness a run is checked against).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+from types import TracebackType
+from typing import Any, ClassVar
+
+import psutil
+
+from ..errors import WorkerError
+from ..loads.protocol import HTTP, ClientProtocol
+from ..processes import READY_TIMEOUT_S, STOP_TIMEOUT_S, die_with_parent, open_pidfd
+from ..results.records import WorkerCounters
+from ..spec import ServerSpec
+from ..waiting import wait_for
+from .target import ReplyAttribution
+from .watched import UsageDeltas, gone, proc_state
+
+SETTLE_TIMEOUT_S = 2.0
+
+
+def free_port(host: str) -> int:
+    """A port the kernel just picked for us (these servers cannot be told to pick one and say which)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+class LaunchedServer:
+    #: the server's name in messages
+    name: ClassVar[str]
+    #: the signal that stops it gracefully (nginx: SIGQUIT; gunicorn: SIGTERM)
+    graceful: ClassVar[int] = signal.SIGTERM
+
+    def __init__(self, spec: ServerSpec) -> None:
+        self.spec = spec
+        self.directory = ""
+        self.port = spec.port
+        self.master: subprocess.Popen[bytes] | None = None
+        self._pids: list[int] = []
+        self._pidfds: list[int] = []
+        self._usage: UsageDeltas | None = None
+        self._unsettled = 0
+
+    # -- what a subclass says --------------------------------------------------------------------
+    def command(self) -> list[str]:
+        """Write the config into self.directory; return the argv that starts the master."""
+        raise NotImplementedError
+
+    def last_error(self) -> str:
+        """The first line of the server's own logs that says why it stopped (for a failed start)."""
+        return "no message"
+
+    def ready(self) -> bool:
+        """Beyond every worker asleep: whatever else says the server is listening (a pid file)."""
+        return True
+
+    def read_logs(self) -> None:
+        """After stop, before the directory is removed: read what the server logged it served."""
+
+    def witness(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    # -- the Target interface -------------------------------------------------------------------
+    @property
+    def address(self) -> tuple[str, int]:
+        return (self.spec.host, self.port)
+
+    @property
+    def pids(self) -> list[int]:
+        return self._pids
+
+    @property
+    def attribution(self) -> ReplyAttribution:
+        return ReplyAttribution(tuple(self._pids))  # the server answers "worker PID"
+
+    @property
+    def protocol(self) -> ClientProtocol:
+        return HTTP
+
+    @property
+    def unsettled(self) -> int:
+        return self._unsettled
+
+    def death_fds(self) -> list[int]:
+        return list(self._pidfds)
+
+    def __enter__(self) -> LaunchedServer:
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- start ----------------------------------------------------------------------------------
+    def start(self) -> None:
+        from .nginx_config import ServerUnavailable
+
+        self.directory = tempfile.mkdtemp(prefix=f"accept-order-{self.name}-")
+        self.port = self.spec.port or free_port(self.spec.host)
+        argv = self.command()
+        with open(os.path.join(self.directory, "stderr.log"), "wb") as stderr:
+            self.master = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=stderr,
+                stderr=stderr,
+                cwd=self.directory,
+                start_new_session=True,  # the terminal's Ctrl-C is ours: we stop the server in order
+                preexec_fn=die_with_parent,
+            )
+        master = psutil.Process(self.master.pid)
+        ready = wait_for(lambda: self._ready(master), 2 * READY_TIMEOUT_S, interval_s=0.005)
+        if self.master.poll() is not None:
+            raise ServerUnavailable(f"{self.name} exited with status {self.master.returncode}: {self.last_error()}")
+        if not ready:
+            raise WorkerError(
+                f"{self.name}'s {self.spec.workers} workers were not ready within {2 * READY_TIMEOUT_S:g} s"
+            )
+        self._pids = [p.pid for p in sorted(master.children(), key=lambda p: (p.create_time(), p.pid))]
+        self._pidfds = [fd for fd in map(open_pidfd, self._pids) if fd is not None]
+        self._usage = UsageDeltas(self._pids)
+
+    def _ready(self, master: psutil.Process) -> bool:
+        """Every worker exists and sleeps (in its wait), and the server says it listens."""
+        if self.master is None or self.master.poll() is not None:
+            return True  # start() reports the exit
+        try:
+            workers = master.children()
+        except psutil.Error:
+            return True
+        if len(workers) != self.spec.workers or not all(proc_state(w.pid) == "S" for w in workers):
+            return False
+        return self.ready()
+
+    # -- while running --------------------------------------------------------------------------
+    def check_alive(self) -> None:
+        if self.master is not None and self.master.poll() is not None:
+            raise WorkerError(
+                f"{self.name}'s master (pid {self.master.pid}) exited with status {self.master.returncode}"
+            )
+        for index, pid in enumerate(self._pids):
+            if gone(pid):
+                raise WorkerError(f"{self.name} worker {index} (pid {pid}) died", index)
+
+    def settle(self) -> None:
+        """Before a sequential connection: every worker asleep in its wait."""
+        if not wait_for(lambda: all(proc_state(pid) == "S" for pid in self._pids), SETTLE_TIMEOUT_S):
+            self._unsettled += 1
+
+    # -- stop -----------------------------------------------------------------------------------
+    def stop(self) -> list[WorkerCounters]:
+        """The workers' usage deltas; then a graceful stop and the server's own log read."""
+        counters = self._usage.counters() if self._usage is not None else []
+        self.close()
+        return counters
+
+    def check_stopped(self) -> None:
+        """The server's workers are not ours to report deaths after the run: check_alive covered the run."""
+
+    def close(self) -> None:
+        """Stop gracefully, then SIGTERM, then SIGKILL master and workers; read the logs; remove the directory."""
+        master = self.master
+        if master is not None and master.poll() is None:
+            for sig, wait_s in ((self.graceful, STOP_TIMEOUT_S), (signal.SIGTERM, 1.0), (signal.SIGKILL, 1.0)):
+                try:
+                    master.send_signal(sig)
+                    master.wait(wait_s)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+        if master is not None and master.poll() is None:
+            master.kill()
+            master.wait()
+        for pid in self._pids:  # a worker orphaned by a killed master must not keep the port
+            if not gone(pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        wait_for(lambda: all(gone(pid) for pid in self._pids), STOP_TIMEOUT_S)
+        for fd in self._pidfds:
+            os.close(fd)
+        self._pidfds = []
+        if self.directory and os.path.isdir(self.directory):
+            self.read_logs()
+            shutil.rmtree(self.directory, ignore_errors=True)
+            self.directory = ""
+        self.master = None
