@@ -16,8 +16,8 @@ from ..errors import PlanError
 if TYPE_CHECKING:
     from ..spec import ServerSpec
 
-SERVERS = ("builtin", "nginx", "attached", "remote")
-LAUNCHED = ("builtin", "nginx")  # what --server can start
+SERVERS = ("builtin", "nginx", "gunicorn", "attached", "remote")
+LAUNCHED = ("builtin", "nginx", "gunicorn")  # what --server can start
 DEFAULT_SERVER = "builtin"
 
 
@@ -61,6 +61,18 @@ def _nginx() -> dict[str, ModeMeta]:
     }
 
 
+def _gunicorn() -> dict[str, ModeMeta]:
+    from .gunicorn import GUNICORN_MODES, gunicorn_missing
+
+    missing = gunicorn_missing()
+    # A sync worker accepts one connection per loop (no batch) and then reads the request, which sleeps:
+    # its context switches are not wakeups.
+    return {
+        name: ModeMeta("gunicorn", name, m.summary, m.why, m.model, m.queue, m.herds, False, missing, False)
+        for name, m in GUNICORN_MODES.items()
+    }
+
+
 def _attached() -> dict[str, ModeMeta]:
     from .attached import WHY
 
@@ -84,6 +96,8 @@ def modes_of(server: str) -> dict[str, ModeMeta]:
         return _attached()
     if server == "nginx":
         return _nginx()
+    if server == "gunicorn":
+        return _gunicorn()
     raise PlanError(f"unknown server {server!r}; choose one of: {', '.join(SERVERS)}")
 
 
@@ -101,11 +115,23 @@ def all_mode_names() -> list[str]:
     """Every mode name of every server, each once (what --mode and --modes accept before the server is known)."""
     names: dict[str, None] = {}
     for server in LAUNCHED:
-        from .modes import MODES
-        from .nginx_config import NGINX_MODES
-
-        names.update(dict.fromkeys(MODES if server == "builtin" else NGINX_MODES))
+        names.update(dict.fromkeys(_mode_names(server)))
     return list(names)
+
+
+def _mode_names(server: str) -> list[str]:
+    """A launched server's mode names, without probing what is installed."""
+    if server == "builtin":
+        from .modes import MODES
+
+        return list(MODES)
+    if server == "gunicorn":
+        from .gunicorn import GUNICORN_MODES
+
+        return list(GUNICORN_MODES)
+    from .nginx_config import NGINX_MODES
+
+    return list(NGINX_MODES)
 
 
 def split_for(server: str, names: Sequence[str] | None) -> tuple[list[str], dict[str, str]]:

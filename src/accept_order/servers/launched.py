@@ -67,6 +67,10 @@ class LaunchedServer:
         """The first line of the server's own logs that says why it stopped (for a failed start)."""
         return "no message"
 
+    def environment(self) -> dict[str, str]:
+        """Variables the master starts with, besides ours."""
+        return {}
+
     def ready(self) -> bool:
         """Beyond every worker asleep: whatever else says the server is listening (a pid file)."""
         return True
@@ -128,6 +132,7 @@ class LaunchedServer:
                 stdout=stderr,
                 stderr=stderr,
                 cwd=self.directory,
+                env={**os.environ, **self.environment()},
                 start_new_session=True,  # the terminal's Ctrl-C is ours: we stop the server in order
                 preexec_fn=die_with_parent,
             )

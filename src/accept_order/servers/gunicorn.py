@@ -1,0 +1,169 @@
+"""gunicorn (from PyPI, 23 or newer), launched by the tool with sync workers and a generated config.
+
+Its modes are the two ways gunicorn listens: by default the master opens one socket that every worker
+inherits, and a sync worker waits for it in select() (a thundering herd, with a timeout); with
+`reuse_port` (since 23.0, gunicorn PR #2938) each worker opens its own SO_REUSEPORT socket after the
+fork. Older gunicorns (Debian 12 ships 20.1) give every worker the master's one socket even with
+reuse_port, so the version is checked. The access log (`%(p)s`, the worker's pid, and the client port)
+is the witness of who served what.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+
+from ..spec import ServerSpec
+from .launched import LaunchedServer
+
+MIN_VERSION = (23, 0)
+PACKAGE = "pip install 'accept-order[servers]' (gunicorn>=23)"
+
+
+@dataclass(frozen=True)
+class GunicornMode:
+    name: str
+    summary: str
+    why: str
+    model: str | None
+    queue: str
+    herds: bool
+    reuse_port: bool
+
+
+GUNICORN_MODES: dict[str, GunicornMode] = {
+    m.name: m
+    for m in (
+        GunicornMode(
+            "select",
+            "gunicorn's default: the master's one socket, each sync worker waits for it in select()",
+            "every sync worker inherits the master's listening socket and waits for it in select(), which puts "
+            "a non-exclusive wait entry on it for each: one connection wakes every idle worker (a thundering "
+            "herd), and whoever accepts first serves it",
+            None,
+            "shared",
+            True,
+            False,
+        ),
+        GunicornMode(
+            "reuseport",
+            "reuse_port = True: each worker opens its own SO_REUSEPORT socket after the fork (gunicorn 23+)",
+            "with reuse_port each gunicorn worker binds its own SO_REUSEPORT socket, so the kernel picks a "
+            "worker's accept queue by a hash of the connection's 4-tuple, whether or not that worker is busy",
+            "hash",
+            "per-worker",
+            False,
+            True,
+        ),
+    )
+}
+
+
+def gunicorn_missing() -> str | None:
+    """Why gunicorn cannot be launched here, or None."""
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+
+        found = version("gunicorn")
+    except PackageNotFoundError:
+        return f"gunicorn is not installed: {PACKAGE}"
+    numbers = tuple(int(part) for part in found.split(".")[:2] if part.isdigit())
+    if numbers < MIN_VERSION:
+        return f"gunicorn {found} is too old (its reuse_port shares the master's socket): {PACKAGE}"
+    return None
+
+
+def render_config(spec: ServerSpec, mode: GunicornMode, port: int, directory: str) -> str:
+    """gunicorn.conf.py for one run (a Python file: gunicorn executes it); every path in `directory`."""
+    address = f"[{spec.host}]" if ":" in spec.host else spec.host
+    cpus = list(spec.cpus)
+    return f"""# written by accept-order for one run; removed when it ends
+import os
+
+bind = [{f"{address}:{port}"!r}]
+workers = {spec.workers}
+worker_class = "sync"
+backlog = {spec.backlog}
+reuse_port = {mode.reuse_port}
+timeout = 30
+graceful_timeout = 5
+keepalive = 0
+accesslog = {os.path.join(directory, "access.log")!r}
+access_log_format = "%(p)s %({{REMOTE_PORT}}e)s"
+errorlog = {os.path.join(directory, "error.log")!r}
+pidfile = {os.path.join(directory, "gunicorn.pid")!r}
+worker_tmp_dir = {directory!r}
+control_socket_disable = True  # gunicorn 24+ would otherwise listen on ~/.gunicorn/gunicorn.ctl
+control_socket = {os.path.join(directory, "gunicorn.ctl")!r}
+CPUS = {cpus!r}
+
+
+def post_fork(server, worker):
+    # like nginx's worker_cpu_affinity: worker i (the i-th spawned) on CPUS[i % len(CPUS)]
+    if CPUS:
+        os.sched_setaffinity(0, {{CPUS[(worker.age - 1) % len(CPUS)]}})
+"""
+
+
+class GunicornServer(LaunchedServer):
+    name = "gunicorn"
+
+    def __init__(self, spec: ServerSpec) -> None:
+        super().__init__(spec)
+        self.mode = GUNICORN_MODES[spec.mode]
+        self._log: list[tuple[int, int]] = []  # (pid, client port) per request, from gunicorn's access log
+
+    def command(self) -> list[str]:
+        from .nginx_config import ServerUnavailable
+
+        missing = gunicorn_missing()
+        if missing:
+            raise ServerUnavailable(missing)
+        conf = os.path.join(self.directory, "gunicorn.conf.py")
+        with open(conf, "w") as f:
+            f.write(render_config(self.spec, self.mode, self.port, self.directory))
+        return [sys.executable, "-m", "gunicorn", "-c", conf, "accept_order.servers.gunicorn_app:app"]
+
+    def environment(self) -> dict[str, str]:
+        """The app reads the run's work from its environment."""
+        return {
+            "ACCEPT_ORDER_WORK_US": str(self.spec.work_us),
+            "ACCEPT_ORDER_WORK_ITERS": str(self.spec.work_iters),
+        }
+
+    def ready(self) -> bool:
+        from ..probes.listeners import listening_sockets
+
+        if not os.path.exists(os.path.join(self.directory, "gunicorn.pid")):
+            return False
+        # With reuse_port each worker listens on its own socket, opened after the fork: all of them.
+        wanted = self.spec.workers if self.mode.reuse_port else 1
+        try:
+            return len(listening_sockets(self.port)) >= wanted
+        except OSError:
+            return True
+
+    def last_error(self) -> str:
+        for name in ("error.log", "stderr.log"):
+            try:
+                with open(os.path.join(self.directory, name), errors="replace") as f:
+                    lines = [line.strip() for line in f if "[ERROR]" in line or "Error" in line]
+                if lines:
+                    return lines[0][:300]
+            except OSError:
+                pass
+        return "no message"
+
+    def witness(self) -> dict[str, object]:
+        """What gunicorn itself says it served (after stop): its access log, `%(p)s %({REMOTE_PORT}e)s`."""
+        return {"source": "gunicorn access log", "requests": [[pid, port] for pid, port in self._log]}
+
+    def read_logs(self) -> None:
+        try:
+            with open(os.path.join(self.directory, "access.log")) as f:
+                # %(p)s is written "<PID>"
+                rows = (line.split() for line in f)
+                self._log = [(int(p.strip("<>")), int(port)) for p, port, *_ in rows if p.strip("<>").isdigit()]
+        except (OSError, ValueError):
+            self._log = []
