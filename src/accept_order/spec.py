@@ -140,8 +140,8 @@ class ServerSpec:
             mode_meta(self.server, self.mode)  # PlanError for a server or mode this version does not know
             if self.server == "nginx" and self.accept_batch not in (0, 1):
                 raise PlanError("--accept-batch with nginx is 0 (multi_accept on) or 1 (multi_accept off)")
-            if self.server == "gunicorn" and self.accept_batch not in (0, 1):
-                raise PlanError("--accept-batch does not apply to gunicorn: a sync worker accepts one at a time")
+            if self.server in ("gunicorn", "node") and self.accept_batch not in (0, 1):
+                raise PlanError(f"--accept-batch does not apply to {self.server}: it accepts its own way")
         if self.policy not in POLICIES:
             raise PlanError(f"--policy is one of {', '.join(POLICIES)}, got {self.policy!r}")
         check_range("--mutex-delay", self.mutex_delay_ms, 1, MAX_GAP_MS)

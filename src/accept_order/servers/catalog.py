@@ -16,8 +16,8 @@ from ..errors import PlanError
 if TYPE_CHECKING:
     from ..spec import ServerSpec
 
-SERVERS = ("builtin", "nginx", "gunicorn", "attached", "remote")
-LAUNCHED = ("builtin", "nginx", "gunicorn")  # what --server can start
+SERVERS = ("builtin", "nginx", "gunicorn", "node", "attached", "remote")
+LAUNCHED = ("builtin", "nginx", "gunicorn", "node")  # what --server can start
 DEFAULT_SERVER = "builtin"
 
 
@@ -73,6 +73,16 @@ def _gunicorn() -> dict[str, ModeMeta]:
     }
 
 
+def _node() -> dict[str, ModeMeta]:
+    from .node import NODE_MODES, node_missing
+
+    missing = node_missing()
+    return {
+        name: ModeMeta("node", name, m.summary, m.why, m.model, "shared", m.herds, False, missing, False)
+        for name, m in NODE_MODES.items()
+    }
+
+
 def _attached() -> dict[str, ModeMeta]:
     from .attached import WHY
 
@@ -98,6 +108,8 @@ def modes_of(server: str) -> dict[str, ModeMeta]:
         return _nginx()
     if server == "gunicorn":
         return _gunicorn()
+    if server == "node":
+        return _node()
     raise PlanError(f"unknown server {server!r}; choose one of: {', '.join(SERVERS)}")
 
 
@@ -129,6 +141,10 @@ def _mode_names(server: str) -> list[str]:
         from .gunicorn import GUNICORN_MODES
 
         return list(GUNICORN_MODES)
+    if server == "node":
+        from .node import NODE_MODES
+
+        return list(NODE_MODES)
     from .nginx_config import NGINX_MODES
 
     return list(NGINX_MODES)

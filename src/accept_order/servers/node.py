@@ -1,0 +1,170 @@
+"""Node.js's cluster module, launched by the tool: a primary and its workers, from a generated script.
+
+Modes are cluster.schedulingPolicy's two values. SCHED_RR (Node's default except on Windows): the primary
+alone accepts, and hands each connection to a worker over IPC, to one that has acknowledged its last one,
+so an idle server's order is a rotation (compare fd-pass). SCHED_NONE: every worker listens on the shared
+socket through libuv's epoll, without EPOLLEXCLUSIVE (a herd). Each worker appends `pid client-port` to
+the run's access log (one write per request, O_APPEND) as the witness. Node cannot pin a worker to a CPU;
+the tool does that itself once the workers exist.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass
+
+from ..spec import ServerSpec
+from .launched import LaunchedServer
+
+PACKAGE = "the nodejs package (Node 16 or newer)"
+
+
+@dataclass(frozen=True)
+class NodeMode:
+    name: str
+    summary: str
+    why: str
+    model: str | None
+    herds: bool
+    policy: str  # cluster.SCHED_RR or cluster.SCHED_NONE
+
+
+NODE_MODES: dict[str, NodeMode] = {
+    m.name: m
+    for m in (
+        NodeMode(
+            "sched-rr",
+            "cluster.SCHED_RR (Node's default): the primary accepts and passes each connection to a worker",
+            "with SCHED_RR only the primary accepts; it hands each connection over IPC to a free worker (one that "
+            "acknowledged its last), in the order they became free (a FIFO of free workers), so an idle server's "
+            "workers take turns",
+            "fifo",
+            False,
+            "SCHED_RR",
+        ),
+        NodeMode(
+            "sched-none",
+            "cluster.SCHED_NONE: every worker listens on the shared socket through libuv's epoll",
+            "with SCHED_NONE every worker's libuv epoll holds the shared socket without EPOLLEXCLUSIVE: one "
+            "connection wakes every idle worker and whoever accepts first serves it",
+            None,
+            True,
+            "SCHED_NONE",
+        ),
+    )
+}
+
+SCRIPT = r"""// written by accept-order for one run; removed when it ends
+'use strict';
+const cluster = require('node:cluster');
+const http = require('node:http');
+const fs = require('node:fs');
+const cfg = JSON.parse(process.env.ACCEPT_ORDER_NODE);
+cluster.schedulingPolicy = cluster[cfg.policy];
+if (cluster.isPrimary) {
+  let listening = 0;
+  cluster.on('listening', () => {
+    listening += 1;
+    if (listening === cfg.workers) fs.writeFileSync(cfg.pidfile, String(process.pid));
+  });
+  for (let i = 0; i < cfg.workers; i++) cluster.fork();
+  const stop = () => { for (const w of Object.values(cluster.workers)) w.process.kill('SIGTERM'); process.exit(0); };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+} else {
+  const log = fs.openSync(cfg.accesslog, 'a');
+  const work = () => {
+    let i = 0;
+    for (let k = 0; k < cfg.work_iters; k++) i += 1;
+    if (cfg.work_us > 0) {
+      const end = process.hrtime.bigint() + BigInt(cfg.work_us) * 1000n;
+      while (process.hrtime.bigint() < end) i += 1;
+    }
+    return i;
+  };
+  http.createServer((req, res) => {
+    work();
+    fs.writeSync(log, `${process.pid} ${req.socket.remotePort}\n`);
+    res.writeHead(200, {'Content-Type': 'text/plain', 'Connection': 'close'});
+    res.end(`worker ${process.pid}\n`);
+  }).listen({port: cfg.port, host: cfg.host, backlog: cfg.backlog});
+}
+"""
+
+
+def node_binary() -> str:
+    from .nginx_config import ServerUnavailable
+
+    found = shutil.which("node") or shutil.which("nodejs")
+    if found is None:
+        raise ServerUnavailable(f"node is not installed here: install {PACKAGE}")
+    return found
+
+
+def node_missing() -> str | None:
+    from .nginx_config import ServerUnavailable
+
+    try:
+        node_binary()
+    except ServerUnavailable as exc:
+        return str(exc)
+    return None
+
+
+class NodeServer(LaunchedServer):
+    name = "node"
+
+    def __init__(self, spec: ServerSpec) -> None:
+        super().__init__(spec)
+        self.mode = NODE_MODES[spec.mode]
+        self._log: list[tuple[int, int]] = []
+
+    def command(self) -> list[str]:
+        script = os.path.join(self.directory, "cluster.js")
+        with open(script, "w") as f:
+            f.write(SCRIPT)
+        return [node_binary(), script]
+
+    def environment(self) -> dict[str, str]:
+        spec = self.spec
+        config = {
+            "policy": self.mode.policy,
+            "workers": spec.workers,
+            "host": spec.host,
+            "port": self.port,
+            "backlog": spec.backlog,
+            "work_us": spec.work_us,
+            "work_iters": spec.work_iters,
+            "pidfile": os.path.join(self.directory, "node.pid"),
+            "accesslog": os.path.join(self.directory, "access.log"),
+        }
+        return {"ACCEPT_ORDER_NODE": json.dumps(config)}
+
+    def ready(self) -> bool:
+        return os.path.exists(os.path.join(self.directory, "node.pid"))
+
+    def start(self) -> None:
+        super().start()
+        if self.spec.cpus:  # Node has no worker_cpu_affinity: pin the workers from here, in index order
+            for index, pid in enumerate(self._pids):
+                os.sched_setaffinity(pid, {self.spec.cpus[index % len(self.spec.cpus)]})
+
+    def last_error(self) -> str:
+        try:
+            with open(os.path.join(self.directory, "stderr.log"), errors="replace") as f:
+                lines = [line.strip() for line in f if "Error" in line]
+            return lines[0][:300] if lines else "no message"
+        except OSError:
+            return "no message"
+
+    def witness(self) -> dict[str, object]:
+        return {"source": "node access log", "requests": [[pid, port] for pid, port in self._log]}
+
+    def read_logs(self) -> None:
+        try:
+            with open(os.path.join(self.directory, "access.log")) as f:
+                self._log = [(int(p), int(port)) for p, port, *_ in (line.split() for line in f) if p.isdigit()]
+        except (OSError, ValueError):
+            self._log = []
