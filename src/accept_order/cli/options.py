@@ -64,8 +64,9 @@ def server_options(workers: int | None = 3, accept_batch: bool = True, several: 
     `several`: --server takes a list (compare, latency: one table across servers)."""
     workers_help = "Worker processes." if workers is not None else "Worker processes [default: one per CPU]."
     server_help = (
-        "What serves: builtin (this tool's Python workers), nginx (Debian's), gunicorn (PyPI's) or node (its cluster "
-        "module), each from a generated config" + ("; several, comma-separated, share one table." if several else ".")
+        "What serves: builtin (this tool's Python workers), nginx, haproxy (Debian's), gunicorn (PyPI's) or node "
+        "(its cluster module), each from a generated config"
+        + ("; several, comma-separated, share one table." if several else ".")
     )
     options: list[Callable[[F], F]] = [
         click.option(

@@ -22,6 +22,10 @@ def make_target(spec: ServerSpec, stamps: bool = False) -> Target:
         from .attached import AttachedServer
 
         return AttachedServer(spec)
+    if spec.server == "haproxy":
+        from .haproxy import HaproxyServer
+
+        return HaproxyServer(spec)
     if spec.server == "node":
         from .node import NodeServer
 

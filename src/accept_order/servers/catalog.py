@@ -16,8 +16,8 @@ from ..errors import PlanError
 if TYPE_CHECKING:
     from ..spec import ServerSpec
 
-SERVERS = ("builtin", "nginx", "gunicorn", "node", "attached", "remote")
-LAUNCHED = ("builtin", "nginx", "gunicorn", "node")  # what --server can start
+SERVERS = ("builtin", "nginx", "gunicorn", "node", "haproxy", "attached", "remote")
+LAUNCHED = ("builtin", "nginx", "gunicorn", "node", "haproxy")  # what --server can start
 DEFAULT_SERVER = "builtin"
 
 
@@ -83,6 +83,16 @@ def _node() -> dict[str, ModeMeta]:
     }
 
 
+def _haproxy() -> dict[str, ModeMeta]:
+    from .haproxy import HAPROXY_MODES, haproxy_missing
+
+    missing = haproxy_missing()
+    return {
+        name: ModeMeta("haproxy", name, m.summary, m.why, m.model, m.queue, False, True, missing, False)
+        for name, m in HAPROXY_MODES.items()
+    }
+
+
 def _attached() -> dict[str, ModeMeta]:
     from .attached import WHY
 
@@ -110,6 +120,8 @@ def modes_of(server: str) -> dict[str, ModeMeta]:
         return _gunicorn()
     if server == "node":
         return _node()
+    if server == "haproxy":
+        return _haproxy()
     raise PlanError(f"unknown server {server!r}; choose one of: {', '.join(SERVERS)}")
 
 
@@ -145,6 +157,10 @@ def _mode_names(server: str) -> list[str]:
         from .node import NODE_MODES
 
         return list(NODE_MODES)
+    if server == "haproxy":
+        from .haproxy import HAPROXY_MODES
+
+        return list(HAPROXY_MODES)
     from .nginx_config import NGINX_MODES
 
     return list(NGINX_MODES)
@@ -167,7 +183,12 @@ def split_for(server: str, names: Sequence[str] | None) -> tuple[list[str], dict
 
 
 def default_accept_batch(server: str) -> int:
-    """Each server's own default: the built-in workers accept until EAGAIN; nginx has multi_accept off."""
+    """Each server's own default: the built-in workers accept until EAGAIN; nginx has multi_accept off;
+    HAProxy's tune.maxaccept is 64 with threads."""
+    if server == "haproxy":
+        from .haproxy import DEFAULT_MAXACCEPT
+
+        return DEFAULT_MAXACCEPT
     return 1 if server == "nginx" else 0
 
 

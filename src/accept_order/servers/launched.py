@@ -75,6 +75,10 @@ class LaunchedServer:
         """Beyond every worker asleep: whatever else says the server is listening (a pid file)."""
         return True
 
+    def workers_of(self, master: psutil.Process) -> list[int]:
+        """The worker pids, in index order: the master's children in fork order (HAProxy: its threads)."""
+        return [p.pid for p in sorted(master.children(), key=lambda p: (p.create_time(), p.pid))]
+
     def read_logs(self) -> None:
         """After stop, before the directory is removed: read what the server logged it served."""
 
@@ -144,7 +148,7 @@ class LaunchedServer:
             raise WorkerError(
                 f"{self.name}'s {self.spec.workers} workers were not ready within {2 * READY_TIMEOUT_S:g} s"
             )
-        self._pids = [p.pid for p in sorted(master.children(), key=lambda p: (p.create_time(), p.pid))]
+        self._pids = self.workers_of(master)
         self._pidfds = [fd for fd in map(open_pidfd, self._pids) if fd is not None]
         self._usage = UsageDeltas(self._pids)
 
@@ -153,10 +157,10 @@ class LaunchedServer:
         if self.master is None or self.master.poll() is not None:
             return True  # start() reports the exit
         try:
-            workers = master.children()
+            workers = self.workers_of(master)
         except psutil.Error:
             return True
-        if len(workers) != self.spec.workers or not all(proc_state(w.pid) == "S" for w in workers):
+        if len(workers) != self.spec.workers or not all(proc_state(pid) == "S" for pid in workers):
             return False
         return self.ready()
 

@@ -1,0 +1,214 @@
+"""HAProxy (Debian's 2.6), launched by the tool: one process whose *threads* are the workers.
+
+A worker is a thread here: its index is HAProxy's thread number (`%[thread]`, 0-based), its "pid" the
+kernel's thread id (threads in creation order), whose /proc entry has the thread's own state, context
+switches and CPU. Each answer is `http-request return`ed with `worker THREAD pid PID`, and the log line
+(`%[thread] %cp` to stdout, captured in the private directory) is the witness.
+
+Modes: `threads` (one listener for all threads; since 2.3 the accepting thread hands each connection to
+the least loaded thread's queue, tune.listener.multi-queue) and `shards` (one `bind` per thread, each its
+own SO_REUSEPORT socket read by that thread only: what 2.7 calls `shards by-thread`). --accept-batch is
+tune.maxaccept. With --work-us/--work-iters a per-thread Lua action burns the work before the answer.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+
+import psutil
+
+from ..loads.protocol import parse_reply
+from ..spec import ServerSpec
+from .launched import LaunchedServer
+
+PACKAGE = "the haproxy package (2.4 or newer)"
+DEFAULT_MAXACCEPT = 64  # HAProxy's own default for tune.maxaccept with threads
+REPLY = 'lf-string "worker %[thread] pid %pid\\n"'  # the answer names the thread and the process
+
+
+@dataclass(frozen=True)
+class HaproxyMode:
+    name: str
+    summary: str
+    why: str
+    model: str | None
+    queue: str
+    shards: bool
+
+
+HAPROXY_MODES: dict[str, HaproxyMode] = {
+    m.name: m
+    for m in (
+        HaproxyMode(
+            "threads",
+            "nbthread N on one listener: the accepting thread hands each connection to the least loaded thread",
+            "one listening socket for all threads; whichever thread accepts passes the connection to the least "
+            "loaded thread's accept queue (tune.listener.multi-queue, since 2.3), so idle threads take turns",
+            "fifo",
+            "shared",
+            False,
+        ),
+        HaproxyMode(
+            "shards",
+            "one bind per thread (2.7's shards by-thread): each thread its own SO_REUSEPORT socket",
+            "each thread listens on its own SO_REUSEPORT socket and serves what it accepts there, so the kernel "
+            "picks the thread by a hash of the connection's 4-tuple, whether or not it is busy",
+            "hash",
+            "per-worker",
+            True,
+        ),
+    )
+}
+
+WORK_LUA = """-- written by accept-order for one run: burn the run's work before the answer, in each thread
+local work_us = tonumber(os.getenv("ACCEPT_ORDER_WORK_US")) or 0
+local work_iters = tonumber(os.getenv("ACCEPT_ORDER_WORK_ITERS")) or 0
+core.register_action("accept_order_work", { "http-req" }, function(txn)
+    local i = 0
+    for _ = 1, work_iters do i = i + 1 end
+    if work_us > 0 then
+        local t = core.now()
+        local finish = t.sec * 1000000 + t.usec + work_us
+        repeat
+            t = core.now()
+        until t.sec * 1000000 + t.usec >= finish
+    end
+end)
+"""
+
+
+def haproxy_binary() -> str:
+    from .nginx_config import ServerUnavailable
+
+    found = shutil.which("haproxy")
+    if found is None:
+        raise ServerUnavailable(f"haproxy is not installed here: install {PACKAGE}")
+    return found
+
+
+def haproxy_missing() -> str | None:
+    from .nginx_config import ServerUnavailable
+
+    try:
+        haproxy_binary()
+    except ServerUnavailable as exc:
+        return str(exc)
+    return None
+
+
+def render_config(spec: ServerSpec, mode: HaproxyMode, port: int, directory: str) -> str:
+    address = f"[{spec.host}]" if ":" in spec.host else spec.host
+    threads = spec.workers
+    maxaccept = -1 if spec.accept_batch == 0 else spec.accept_batch
+    cpu_map = (
+        "".join(f"    cpu-map 1/{t + 1} {spec.cpus[t % len(spec.cpus)]}\n" for t in range(threads)) if spec.cpus else ""
+    )
+    work = spec.work_us > 0 or spec.work_iters > 0
+    lua = f"    lua-load-per-thread {os.path.join(directory, 'work.lua')}\n" if work else ""
+    if mode.shards:
+        binds = "".join(f"    bind {address}:{port} backlog {spec.backlog} thread {t + 1}\n" for t in range(threads))
+    else:
+        binds = f"    bind {address}:{port} backlog {spec.backlog}\n"
+    action = "    http-request lua.accept_order_work\n" if work else ""
+    return f"""# written by accept-order for one run; removed when it ends
+global
+    nbthread {threads}
+    tune.maxaccept {maxaccept}
+    log stdout format raw local0
+{cpu_map}{lua}
+defaults
+    mode http
+    log global
+    timeout connect 10s
+    timeout client 30s
+    timeout server 30s
+    maxconn 100000
+
+frontend accept_order
+{binds}    log-format "%[thread] %cp"
+{action}    http-request return status 200 content-type text/plain {REPLY} hdr Connection close
+"""
+
+
+@dataclass(frozen=True)
+class ThreadAttribution:
+    """Attribution by the reply `worker THREAD pid PID`: the thread number is the worker's index, and the
+    pid must be this HAProxy's (its threads share it)."""
+
+    pid: int
+    threads: int
+    holds_socket: bool = False
+
+    def from_reply(self, reply: bytes) -> int | None:
+        parsed = parse_reply(reply)
+        if parsed is None or parsed[0] is None or parsed[1] != self.pid:
+            return None
+        return parsed[0] if 0 <= parsed[0] < self.threads else None
+
+    def from_socket(self, local: tuple[str, int], peer: tuple[str, int]) -> int | None:
+        return None
+
+
+class HaproxyServer(LaunchedServer):
+    name = "haproxy"
+
+    def __init__(self, spec: ServerSpec) -> None:
+        super().__init__(spec)
+        self.mode = HAPROXY_MODES[spec.mode]
+        self._log: list[tuple[int, int]] = []  # (thread, client port) per request
+
+    @property
+    def attribution(self) -> ThreadAttribution:  # type: ignore[override]
+        return ThreadAttribution(self.master.pid if self.master is not None else 0, self.spec.workers)
+
+    def command(self) -> list[str]:
+        binary = haproxy_binary()
+        conf = os.path.join(self.directory, "haproxy.cfg")
+        with open(conf, "w") as f:
+            f.write(render_config(self.spec, self.mode, self.port, self.directory))
+        with open(os.path.join(self.directory, "work.lua"), "w") as f:
+            f.write(WORK_LUA)
+        return [binary, "-db", "-f", conf]  # -db: in the foreground, as our child
+
+    def environment(self) -> dict[str, str]:
+        return {"ACCEPT_ORDER_WORK_US": str(self.spec.work_us), "ACCEPT_ORDER_WORK_ITERS": str(self.spec.work_iters)}
+
+    def workers_of(self, master: psutil.Process) -> list[int]:
+        return sorted(t.id for t in master.threads())  # thread ids grow in creation order: thread 0 first
+
+    def ready(self) -> bool:
+        """In the foreground HAProxy writes no pid file: ready once its listeners are there (one per thread
+        with shards)."""
+        from ..probes.listeners import listening_sockets
+
+        wanted = self.spec.workers if self.mode.shards else 1
+        try:
+            return len(listening_sockets(self.port)) >= wanted
+        except OSError:
+            return True
+
+    def last_error(self) -> str:
+        try:
+            with open(os.path.join(self.directory, "stderr.log"), errors="replace") as f:
+                lines = [line.strip() for line in f if "[ALERT]" in line]
+            return lines[0][:300] if lines else "no message"
+        except OSError:
+            return "no message"
+
+    def witness(self) -> dict[str, object]:
+        """HAProxy's own log, `%[thread] %cp` per request; the thread numbers become the workers' ids."""
+        pids = self._pids
+        rows = [[pids[t] if 0 <= t < len(pids) else -1, port] for t, port in self._log]
+        return {"source": "haproxy log", "requests": rows}
+
+    def read_logs(self) -> None:
+        try:
+            with open(os.path.join(self.directory, "stderr.log")) as f:
+                rows = (line.split() for line in f)
+                self._log = [
+                    (int(t), int(port)) for t, port, *rest in rows if t.isdigit() and port.isdigit() and not rest
+                ]
+        except (OSError, ValueError):
+            self._log = []
