@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "sweep": "sweep",
     "herd": "herd",
     "reload": "reload",
+    "burst": "burst",
     "show": "show",
     "modes": "modes",
 }

@@ -40,6 +40,7 @@ class DriverStats:
     wall_s: float
     cpu_s: float
     runqueue_s: float | None = None  # runnable but waiting for a CPU (None: no /proc/self/schedstat)
+    open_s: float | None = None  # when it had started every connection it was to start (a burst's open phase)
 
     @property
     def cpu_fraction(self) -> float:
@@ -62,7 +63,10 @@ class DriverStats:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DriverStats:
-        return cls(**{k: data[k] for k in ("index", "slots", "requests", "wall_s", "cpu_s", "runqueue_s")})
+        return cls(
+            **{k: data[k] for k in ("index", "slots", "requests", "wall_s", "cpu_s", "runqueue_s")},
+            open_s=data.get("open_s"),
+        )
 
 
 @dataclass(frozen=True)
@@ -133,10 +137,12 @@ def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
     deadline = t0 + int(cfg.duration_s * 1e9) if cfg.duration_s is not None else None
     next_check = t0 + tick_ns
     starting = True
+    opened_ns: int | None = None
     try:
         while True:
             if starting and (left == 0 or (deadline is not None and perf_ns() >= deadline)):
                 starting = False
+                opened_ns = perf_ns()
             while starting and len(inflight) < slots and left != 0:
                 left -= 1
                 try:
@@ -243,7 +249,15 @@ def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
         "served": dict(served),
         "start": wall0,
         "end": wall0 + wall,
-        "stats": DriverStats(cfg.index, cfg.slots, done, round(wall, 6), round(cpu, 6), runqueue).to_dict(),
+        "stats": DriverStats(
+            cfg.index,
+            cfg.slots,
+            done,
+            round(wall, 6),
+            round(cpu, 6),
+            runqueue,
+            None if opened_ns is None else round((opened_ns - t0) / 1e9, 6),
+        ).to_dict(),
     }
 
 

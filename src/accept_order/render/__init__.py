@@ -23,6 +23,7 @@ RENDERERS: dict[str, str] = {
     "sweep": "sweep_document",
     "serve": "serve_document",
     "reload": "reload_document",
+    "burst": "burst_document",
 }
 
 

@@ -61,3 +61,10 @@ def reload_document(doc: dict[str, Any]) -> RenderableType:
     from .reload import reload_report
 
     return reload_report(ReloadResult.from_dict(doc))
+
+
+def burst_document(doc: dict[str, Any]) -> RenderableType:
+    from ..results.burst import BurstResult
+    from .burst import burst_report
+
+    return burst_report(BurstResult.from_dict(doc))

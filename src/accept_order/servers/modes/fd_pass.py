@@ -17,6 +17,7 @@ import errno
 import select
 import signal
 import socket
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -93,20 +94,29 @@ class PassedWaiter(Waiter):
 
 
 class Acceptor:
-    """The acceptor process's loop: accept everything, choose a worker, pass the descriptor."""
+    """The acceptor process's loop: accept everything, choose a worker, pass the descriptor.
+
+    It never blocks on a worker: its ends are nonblocking, and what a busy worker's socket cannot take yet
+    waits in that worker's line here, sent when the socket has room (EPOLLOUT). Blocking there would stop
+    it reading the workers' acknowledgements, and a worker blocked writing one would wait for it: a deadlock
+    a burst of a few thousand connections reaches."""
 
     def __init__(self, listeners: PassingListeners) -> None:
         self.listener = listeners.sockets[0]
         self.ends = [acceptor_end for acceptor_end, _ in listeners.channels]
         for _, worker_end in listeners.channels:
             worker_end.close()
+        for end in self.ends:
+            end.setblocking(False)
         self.policy = listeners.policy
         workers = len(self.ends)
-        self.holding = [0] * workers  # passed, not yet acknowledged
+        self.holding = [0] * workers  # handed over (sent or in its line here), not yet acknowledged
         self.passed = [0] * workers
         self.gone = [False] * workers
+        self.lines: list[deque[socket.socket | None]] = [deque() for _ in range(workers)]  # None: QUIT
         self.last = -1
         self.lost = 0  # accepted with no worker left to take it
+        self.ep = select.epoll()
 
     def choose(self) -> int | None:
         workers = len(self.ends)
@@ -119,42 +129,69 @@ class Acceptor:
         return alive[0]
 
     def dispatch(self, conn: socket.socket) -> None:
-        with conn:  # the worker has its own copy once it is sent; ours closes either way
-            while True:
-                index = self.choose()
-                if index is None:
-                    self.lost += 1  # closed unanswered: the client counts it as failed
-                    return
-                try:
-                    socket.send_fds(self.ends[index], [CONN], [conn.fileno()])
-                except OSError as exc:
-                    if exc.errno in (errno.EPIPE, errno.ECONNRESET, errno.ECONNREFUSED):
-                        self.gone[index] = True  # killed: the next one gets it
-                        continue
-                    raise
-                self.holding[index] += 1
-                self.passed[index] += 1
-                self.last = index
+        index = self.choose()
+        if index is None:
+            self.lost += 1  # closed unanswered: the client counts it as failed
+            conn.close()
+            return
+        self.holding[index] += 1
+        self.passed[index] += 1
+        self.last = index
+        self.lines[index].append(conn)
+        self.flush(index)
+
+    def flush(self, index: int) -> None:
+        """Send what waits for worker `index` until its socket is full (then wait for EPOLLOUT)."""
+        line, end = self.lines[index], self.ends[index]
+        while line:
+            conn = line[0]
+            try:
+                if conn is None:
+                    end.send(QUIT)
+                else:
+                    socket.send_fds(end, [CONN], [conn.fileno()])
+            except BlockingIOError:
+                self.ep.modify(end.fileno(), select.EPOLLIN | select.EPOLLOUT)
                 return
+            except OSError as exc:
+                if exc.errno in (errno.EPIPE, errno.ECONNRESET, errno.ECONNREFUSED):
+                    self.leave(index)  # killed: the others get what was waiting for it
+                    return
+                raise
+            line.popleft()
+            if conn is not None:
+                conn.close()  # the worker has its own copy now
+        if not self.gone[index]:
+            self.ep.modify(end.fileno(), select.EPOLLIN)
+
+    def leave(self, index: int) -> None:
+        """Worker `index` is gone or going: what still waits for it here goes to the others."""
+        self.gone[index] = True
+        waiting = [c for c in self.lines[index] if c is not None]
+        self.lines[index].clear()
+        self.holding[index] -= len(waiting)
+        self.passed[index] -= len(waiting)
+        for conn in waiting:
+            self.dispatch(conn)
 
     def hear(self, index: int) -> None:
         """Acknowledgements from a worker, or its leaving (a message or the end of its socket)."""
         try:
-            data = self.ends[index].recv(4096, socket.MSG_DONTWAIT)
+            data = self.ends[index].recv(4096)
         except BlockingIOError:
             return
         except OSError:
             data = b""
         self.holding[index] = max(0, self.holding[index] - data.count(BACK))
         if QUIT in data or not data:
-            self.gone[index] = True
-            try:
-                self.ends[index].send(QUIT)  # after everything already sent: the worker takes those first
-            except OSError:
-                pass
+            quitting = bool(data)
+            self.leave(index)
+            if quitting:  # after everything already sent: the worker takes those first, then goes
+                self.lines[index].append(None)
+                self.flush(index)
 
     def run(self) -> None:
-        ep = select.epoll()
+        ep = self.ep
         ep.register(self.listener.fileno(), select.EPOLLIN)
         by_fd = {}
         for index, end in enumerate(self.ends):
@@ -163,14 +200,20 @@ class Acceptor:
         listener_fd = self.listener.fileno()
         try:
             while True:
-                for fd, _ in ep.poll(-1):
+                for fd, events in ep.poll(-1):
                     if fd == listener_fd:
                         self.accept_all()
-                    elif fd in by_fd:
-                        self.hear(by_fd[fd])
-                        if self.gone[by_fd[fd]]:
-                            ep.unregister(fd)
-                            del by_fd[fd]
+                        continue
+                    if fd not in by_fd:
+                        continue
+                    index = by_fd[fd]
+                    if events & select.EPOLLOUT:
+                        self.flush(index)
+                    if events & (select.EPOLLIN | select.EPOLLHUP | select.EPOLLERR):
+                        self.hear(index)
+                    if self.gone[index] and not self.lines[index]:
+                        ep.unregister(fd)
+                        del by_fd[fd]
         finally:
             ep.close()
 
@@ -183,6 +226,8 @@ class Acceptor:
             except OSError as exc:
                 if exc.errno in (errno.ECONNABORTED, errno.EPROTO):
                     continue
+                if exc.errno in (errno.EMFILE, errno.ENFILE):
+                    return  # out of descriptors: the rest stay queued until some are passed on
                 raise
             conn.setblocking(True)
             self.dispatch(conn)

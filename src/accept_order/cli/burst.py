@@ -1,0 +1,78 @@
+"""`accept-order burst`: N clients at once, per server and mode; how long until every one was served."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import ExitStack
+from typing import Any
+
+import click
+
+from ..spec import DEFAULT_DRIVER_PROCS, MAX_DRIVER_PROCS
+from .app import handle_errors
+from .common import host_warnings, keep_partial, report_and_save
+from .options import examples, json_option, modes_option, server_options, timeout_option
+from .output import note, progress_bar
+from .specs import first_available, server_spec
+from .types import IntList
+
+
+@click.command(
+    epilog=examples(
+        "accept-order burst                                   # 1000, 3000, 5000 clients at the epoll workers",
+        "accept-order burst --server builtin,nginx --modes epoll-herd,accept-mutex,epoll,reuseport -w 4",
+        "accept-order burst --clients 1000,10000,25000 --json burst.json",
+    )
+)
+@modes_option(default="epoll", help="Comma-separated modes (each a column), or all.")
+@server_options(workers=4, several=True)
+@click.option(
+    "--clients",
+    type=IntList(1, 1_000_000),
+    default="1000,3000,5000",
+    show_default=True,
+    help="Client counts, each one burst: that many connections opened at once.",
+)
+@click.option(
+    "--driver-procs",
+    type=click.IntRange(1, MAX_DRIVER_PROCS),
+    default=DEFAULT_DRIVER_PROCS,
+    show_default=True,
+    help="Load generator processes the connections of a burst are split over.",
+)
+@timeout_option(10.0, "connection")
+@json_option()
+@handle_errors
+def burst(
+    modes: list[str], clients: list[int], driver_procs: int, timeout_s: float, json_path: str | None, **options: Any
+) -> None:
+    """Seed 004's table: N clients connect at once; the time until all were served, per server and mode."""
+    from ..burst import BurstPlan, burst_table, make_room
+    from ..render.burst import burst_report
+    from ..results.burst import BurstResult
+    from ..servers.catalog import variants
+
+    servers: list[str] = options["server"]
+    batch_given = options.get("accept_batch") is not None
+    base = server_spec(options, mode=first_available(modes, servers))
+    plan = BurstPlan(tuple(clients), driver_procs, timeout_s).validated()
+    specs, skipped = variants(base, modes, servers, batch_given)
+    notes = [n for n in [make_room(max(clients))] if n]  # before any process starts: they inherit the limit
+    host_warnings()
+
+    def save(runs: Sequence[Any], interrupted: bool = False) -> None:
+        result = BurstResult(tuple(runs), skipped, tuple(notes))
+        doc = result.to_dict() | ({"interrupted": True} if interrupted else {})
+        report_and_save(burst_report(result), json_path, "burst", doc)
+
+    with ExitStack() as bars:
+
+        def on_burst(spec: Any, n: int) -> Any:
+            bars.close()
+            return bars.enter_context(progress_bar(f"{spec.label}: {n} clients", n))
+
+        with keep_partial(lambda runs: save(runs, interrupted=True)):
+            runs = burst_table(specs, plan, on_burst)
+    if not runs:
+        note("accept-order: nothing ran")
+    save(runs)
