@@ -45,11 +45,15 @@ def apply(options: Sequence[Callable[[F], F]]) -> Callable[[F], F]:
     return decorate
 
 
-def mode_option(default: str = "epoll") -> Callable[[F], F]:
+def mode_option() -> Callable[[F], F]:
     from ..servers.catalog import all_mode_names
 
     return click.option(
-        "--mode", "-m", type=click.Choice(all_mode_names()), default=default, show_default=True, help=DEFAULT_MODE_HELP
+        "--mode",
+        "-m",
+        type=click.Choice(all_mode_names()),
+        default=None,
+        help=f"{DEFAULT_MODE_HELP} [default: epoll, or the server's first mode where it has no epoll]",
     )
 
 

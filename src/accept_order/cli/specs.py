@@ -88,7 +88,7 @@ def server_spec(options: dict[str, Any], mode: str | None = None) -> ServerSpec:
     if attached is not None:
         return attached
     from ..cpus import allowed_cpus
-    from ..servers.catalog import default_accept_batch
+    from ..servers.catalog import default_accept_batch, default_mode
 
     workers = options.pop("workers", None)
     server = options.pop("server", "builtin")
@@ -96,7 +96,7 @@ def server_spec(options: dict[str, Any], mode: str | None = None) -> ServerSpec:
     batch = options.pop("accept_batch", None)
     spec = ServerSpec(
         server=server,
-        mode=mode or options.pop("mode", None) or ServerSpec.mode,
+        mode=mode or options.pop("mode", None) or default_mode(server),
         workers=workers if workers is not None else len(allowed_cpus()),
         host=options.pop("host", ServerSpec.host),
         port=options.pop("port", 0),

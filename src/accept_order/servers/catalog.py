@@ -166,6 +166,14 @@ def _mode_names(server: str) -> list[str]:
     return list(NGINX_MODES)
 
 
+def default_mode(server: str) -> str:
+    """epoll (nginx's default on Linux, the one users most often meet), or the server's first mode."""
+    from .modes import DEFAULT_MODE
+
+    names = _mode_names(server) if server in LAUNCHED else list(modes_of(server))
+    return DEFAULT_MODE if DEFAULT_MODE in names else names[0]
+
+
 def split_for(server: str, names: Sequence[str] | None) -> tuple[list[str], dict[str, str]]:
     """(modes of `server` this machine can run, {mode: why not}); None or "all": every mode of the server.
     A name the server does not have is a usage error."""

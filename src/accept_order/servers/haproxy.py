@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 from dataclasses import dataclass
 
 import psutil
@@ -153,6 +154,9 @@ class ThreadAttribution:
 
 class HaproxyServer(LaunchedServer):
     name = "haproxy"
+    # soft stop: close the listeners, finish (and log) what is in hand, exit; SIGTERM would stop at once and
+    # could lose the log line of a request whose answer already went out
+    graceful = signal.SIGUSR1
 
     def __init__(self, spec: ServerSpec) -> None:
         super().__init__(spec)
