@@ -122,6 +122,7 @@ class ServerSpec:
     protocol: str = "line"  # attached: what the server speaks (line: it writes and closes; http)
     policy: str = "round-robin"  # fd-pass: which worker the acceptor hands a connection to
     mutex_delay_ms: float = 500.0  # accept-mutex: how long a worker without the lock waits to retry
+    maxconn: int = 0  # haproxy: connections it holds at once (maxconn); 0: its default
 
     def validated(self) -> ServerSpec:
         if self.server == "builtin":
@@ -145,6 +146,12 @@ class ServerSpec:
         if self.policy not in POLICIES:
             raise PlanError(f"--policy is one of {', '.join(POLICIES)}, got {self.policy!r}")
         check_range("--mutex-delay", self.mutex_delay_ms, 1, MAX_GAP_MS)
+        check_range("--maxconn", self.maxconn, 0, 10_000_000)
+        if self.maxconn and self.server != "haproxy":
+            raise PlanError(
+                "--maxconn is HAProxy's; the built-in workers hold at most --accept-batch connections each "
+                "(--accept-batch 1: as many as there are workers)"
+            )
         check_range("--workers", self.workers, 1, MAX_WORKERS)
         check_range("--port", self.port, 0, 65535)
         check_range("--work-us", self.work_us, 0, MAX_WORK_US)
@@ -225,6 +232,9 @@ class ClosedLoopLoad:
     concurrency: int = DEFAULT_CONCURRENCY
     driver_procs: int = DEFAULT_DRIVER_PROCS
     timeout_s: float = 10.0
+    # Open loop instead: start this many connections per second on a fixed schedule, whatever is in flight
+    # (up to `concurrency`), and time each from when it was due (wrk2's correction for coordinated omission).
+    rate: float | None = None
 
     def validated(self) -> ClosedLoopLoad:
         if self.connections is not None and self.duration_s is not None:
@@ -238,6 +248,8 @@ class ClosedLoopLoad:
         check_range("--driver-procs", self.driver_procs, 1, MAX_DRIVER_PROCS)
         check_range("--timeout", self.timeout_s, 0.001, MAX_TIMEOUT_S)
         check_concurrency(self.concurrency)
+        if self.rate is not None:
+            check_range("--rate", self.rate, 0.001, 10_000_000)
         # As many drivers as will run: none without a slot and a connection to make.
         procs = min(self.driver_procs, self.concurrency, self.connections or self.driver_procs)
         return self if procs == self.driver_procs else dataclasses.replace(self, driver_procs=procs)

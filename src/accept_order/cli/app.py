@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "herd": "herd",
     "reload": "reload",
     "burst": "burst",
+    "ramp": "ramp",
     "show": "show",
     "modes": "modes",
 }

@@ -133,6 +133,12 @@ def server_options(workers: int | None = 3, accept_batch: bool = True, several: 
             help="accept-mutex: how long a worker without the lock waits before trying again "
             "(nginx's accept_mutex_delay).",
         ),
+        click.option(
+            "--maxconn",
+            type=click.IntRange(0, 10_000_000),
+            default=0,
+            help="haproxy: connections it holds at once; the excess waits in the listen queue (0: its default).",
+        ),
     ]
     if accept_batch:
         options.append(

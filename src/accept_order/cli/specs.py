@@ -40,6 +40,7 @@ NOT_WITH_ATTACH = (
     "accept_batch",
     "policy",
     "mutex_delay",
+    "maxconn",
 )
 
 
@@ -107,6 +108,7 @@ def server_spec(options: dict[str, Any], mode: str | None = None) -> ServerSpec:
         cpus=tuple(options.pop("cpus", None) or ()),
         policy=options.pop("policy", ServerSpec.policy),
         mutex_delay_ms=round(1000 * options.pop("mutex_delay", ServerSpec.mutex_delay_ms / 1000), 3),
+        maxconn=options.pop("maxconn", 0),
     )
     return pinned(spec, options.pop("pin", False)).validated()
 

@@ -120,7 +120,17 @@ class LoadGenerator:
         count = load.connections
         shares: list[int | None] = list(split(count, procs)) if count is not None else [None] * procs
         self.configs = [
-            DriverConfig(i, address, attribution, protocol, shares[i], load.duration_s, slots[i], load.timeout_s)
+            DriverConfig(
+                i,
+                address,
+                attribution,
+                protocol,
+                shares[i],
+                load.duration_s,
+                slots[i],
+                load.timeout_s,
+                None if load.rate is None else load.rate * slots[i] / load.concurrency,
+            )
             for i in range(procs)
         ]
         self.procs: list[Any] = []

@@ -79,6 +79,7 @@ class DriverConfig:
     duration_s: float | None
     slots: int
     timeout_s: float
+    rate: float | None = None  # open loop: this driver's connections per second; None: closed loop
 
 
 def _schedstat() -> tuple[int, int] | None:
@@ -138,12 +139,20 @@ def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
     next_check = t0 + tick_ns
     starting = True
     opened_ns: int | None = None
+    # Open loop: connection k is due at t0 + k*interval; it starts then (or when a slot frees, late) and
+    # its time is counted from when it was due.
+    interval_ns = int(1e9 / cfg.rate) if cfg.rate else 0
+    due_ns = t0
     try:
         while True:
             if starting and (left == 0 or (deadline is not None and perf_ns() >= deadline)):
                 starting = False
                 opened_ns = perf_ns()
             while starting and len(inflight) < slots and left != 0:
+                if interval_ns:
+                    if due_ns > perf_ns():
+                        break
+                    due_ns += interval_ns
                 left -= 1
                 try:
                     s = new_socket(family, sock_type)
@@ -151,7 +160,7 @@ def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
                     errors[errno_name(exc.errno or 0)] += 1
                     done += 1
                     break
-                start = perf_ns()
+                start = due_ns - interval_ns if interval_ns else perf_ns()
                 code = s.connect_ex(addr)
                 if code == einprogress or code == 0:
                     fd = s.fileno()
@@ -166,6 +175,8 @@ def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
             wait_s = TICK_S
             if starting and deadline is not None:
                 wait_s = min(wait_s, max(0.0, (deadline - perf_ns()) / 1e9))
+            if starting and interval_ns:
+                wait_s = min(wait_s, max(0.0, (due_ns - perf_ns()) / 1e9))
             for fd, ev in ep.poll(wait_s):
                 entry = inflight.get(fd)
                 if entry is None:

@@ -24,6 +24,7 @@ RENDERERS: dict[str, str] = {
     "serve": "serve_document",
     "reload": "reload_document",
     "burst": "burst_document",
+    "ramp": "ramp_document",
 }
 
 

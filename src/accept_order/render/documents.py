@@ -68,3 +68,10 @@ def burst_document(doc: dict[str, Any]) -> RenderableType:
     from .burst import burst_report
 
     return burst_report(BurstResult.from_dict(doc))
+
+
+def ramp_document(doc: dict[str, Any]) -> RenderableType:
+    from ..results.ramp import RampResult
+    from .ramp import ramp_report
+
+    return ramp_report(RampResult.from_dict(doc))

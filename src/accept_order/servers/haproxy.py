@@ -113,10 +113,12 @@ def render_config(spec: ServerSpec, mode: HaproxyMode, port: int, directory: str
     else:
         binds = f"    bind {address}:{port} backlog {spec.backlog}\n"
     action = "    http-request lua.accept_order_work\n" if work else ""
+    # maxconn: HAProxy stops accepting at this many and leaves the rest in the listen queue (back-pressure)
+    maxconn = f"    maxconn {spec.maxconn}\n" if spec.maxconn else ""
     return f"""# written by accept-order for one run; removed when it ends
 global
     nbthread {threads}
-    tune.maxaccept {maxaccept}
+{maxconn}    tune.maxaccept {maxaccept}
     log stdout format raw local0
 {cpu_map}{lua}
 defaults
@@ -128,7 +130,7 @@ defaults
     maxconn 100000
 
 frontend accept_order
-{binds}    log-format "%[thread] %cp"
+{maxconn}{binds}    log-format "%[thread] %cp"
 {action}    http-request return status 200 content-type text/plain {REPLY} hdr Connection close
 """
 

@@ -1,0 +1,134 @@
+"""`accept-order ramp`: step the offered load up until the server stops holding it (seed 002)."""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from typing import Any
+
+import click
+
+from ..spec import DEFAULT_DRIVER_PROCS, MAX_DRIVER_PROCS
+from .app import handle_errors
+from .common import host_warnings, keep_partial, report_and_save
+from .options import examples, json_option, mode_option, server_options, timeout_option
+from .output import progress_bar
+from .specs import server_spec
+from .types import DURATION, IntList
+
+
+class FloatList(click.ParamType):
+    """`250,500,1e3`: positive numbers."""
+
+    name = "N,N,..."
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> list[float]:
+        if isinstance(value, list):
+            return value
+        try:
+            values = [float(v) for v in str(value).split(",") if v.strip()]
+        except ValueError:
+            self.fail(f"{value!r} is not a list of numbers such as 250,500,1000", param, ctx)
+        if not values or any(not v > 0 for v in values):
+            self.fail(f"{value!r}: every value must be a positive number", param, ctx)
+        return values
+
+
+def _ms(value: Any) -> float | None:
+    return None if value is None else float(value) * 1000
+
+
+@click.command(
+    epilog=examples(
+        "accept-order ramp --rates 500,1000,2000,4000,8000 --p99 20ms   # open loop, until p99 passes 20 ms",
+        "accept-order ramp --concurrency-steps 8,32,128,512 --mode reuseport",
+        "accept-order ramp --server haproxy --maxconn 64 --rates 1000,4000,16000 --json ramp.json",
+    )
+)
+@mode_option()
+@server_options(workers=None)
+@click.option(
+    "--rates",
+    type=FloatList(),
+    default=None,
+    help="Open loop: new connections per second, one step each [default: 500,1000,2000,4000,8000,16000].",
+)
+@click.option(
+    "--concurrency-steps",
+    type=IntList(1, 1_000_000),
+    default=None,
+    help="Closed loop instead: connections in flight, one step each.",
+)
+@click.option("--step", "step_s", type=DURATION, default="2s", show_default=True, help="How long each step runs.")
+@click.option("--p99", type=DURATION, default=None, help="A step whose p99 passes this does not hold, e.g. 20ms.")
+@click.option("--p999", type=DURATION, default=None, help="The same for p99.9.")
+@click.option(
+    "--max-errors", type=click.IntRange(0, None), default=0, show_default=True, help="Failures a step may have."
+)
+@click.option(
+    "--in-flight",
+    type=click.IntRange(1, None),
+    default=1000,
+    show_default=True,
+    help="Open loop: most connections the load generator keeps in flight.",
+)
+@click.option("--keep-going", is_flag=True, help="Run every step, past the first that did not hold.")
+@click.option(
+    "--driver-procs",
+    type=click.IntRange(1, MAX_DRIVER_PROCS),
+    default=DEFAULT_DRIVER_PROCS,
+    show_default=True,
+    help="Load generator processes.",
+)
+@timeout_option(5.0, "connection")
+@json_option()
+@handle_errors
+def ramp(
+    rates: list[float] | None,
+    concurrency_steps: list[int] | None,
+    step_s: float,
+    p99: float | None,
+    p999: float | None,
+    max_errors: int,
+    in_flight: int,
+    keep_going: bool,
+    driver_procs: int,
+    timeout_s: float,
+    json_path: str | None,
+    **options: Any,
+) -> None:
+    """Find the breaking point: step the load up until errors appear or the tail passes a bound, and say why."""
+    from ..ramp import RampPlan, run_ramp
+    from ..render.ramp import ramp_report
+
+    if rates is not None and concurrency_steps is not None:
+        raise click.UsageError("give --rates (open loop) or --concurrency-steps (closed loop), not both")
+    if rates is None and concurrency_steps is None:
+        rates = [500, 1000, 2000, 4000, 8000, 16000]
+    server = server_spec(options)
+    plan = RampPlan(
+        rates=tuple(rates or ()),
+        concurrencies=tuple(concurrency_steps or ()),
+        step_s=step_s,
+        in_flight=in_flight,
+        p99_ms=_ms(p99),
+        p999_ms=_ms(p999),
+        max_errors=max_errors,
+        driver_procs=driver_procs,
+        timeout_s=timeout_s,
+        keep_going=keep_going,
+    ).validated()
+    host_warnings()
+
+    def save(result: Any) -> None:
+        report_and_save(ramp_report(result), json_path, "ramp", result.to_dict())
+
+    with ExitStack() as bars:
+
+        def on_step(offered: float) -> Any:
+            bars.close()
+            label = f"{offered:g}/s" if plan.rates else f"{offered:g} in flight"
+            return bars.enter_context(progress_bar(f"{server.label}: {label}", step_s, by_count=False))
+
+        with keep_partial(lambda results: save(results[0])):
+            result = run_ramp(server, plan, on_step)
+    save(result)
