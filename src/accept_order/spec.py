@@ -263,7 +263,11 @@ class ClosedLoopLoad:
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, **dataclasses.asdict(self)}
+        data = dataclasses.asdict(self)
+        rate = data.pop("rate")
+        if rate is None:
+            return {"kind": self.kind, **data}
+        return {"kind": "open-loop", **data, "rate": rate}
 
 
 def pinned(spec: ServerSpec, pin: bool) -> ServerSpec:
