@@ -98,3 +98,34 @@ def test_a_signal_to_the_whole_process_group_keeps_the_partial_result(tmp_path: 
     status, err, pids = interrupt_latency(out, 2, lambda proc: os.killpg(proc.pid, signum), own_group=True)
     assert status == EXPECTED[signum], err
     check_partial(out, pids)
+
+
+def test_ctrl_c_during_a_later_run_is_still_ctrl_c(tmp_path: Path) -> None:
+    """Workers stopped at the end of the first run get SIGTERM; that must not pass for the supervisor's own
+    signal (a child inherits the supervisor's signal wakeup fd unless it drops it), so a Ctrl-C during the
+    second run still exits 130, not 143."""
+    out = tmp_path / "partial.json"
+    cmd = [sys.executable, "-m", "accept_order", "latency", "--modes", "epoll,blocking", "-w", "2"]
+    proc = subprocess.Popen(
+        [*cmd, "--duration", "1s", "-c", "8", "--json", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.default_int_handler),
+    )
+    try:
+        me = psutil.Process(proc.pid)
+        first = wait_for(lambda: {p.pid for p in me.children()}, lambda kids: len(kids) >= 4, 20, "the first run")
+        # the second run: a new set of workers and drivers, and it has been driving for a while
+        second = wait_for(
+            lambda: {p.pid for p in me.children()}, lambda kids: len(kids) >= 4 and not kids & first, 20, "run two"
+        )
+        wait_for(lambda: _cpu(list(second)), lambda cpu: cpu > 0.1, 20, "the second run to drive")
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "terminated" not in err

@@ -112,7 +112,11 @@ def start_child(proc: BaseProcess) -> None:
 
 
 def unblock_signals() -> None:
-    """In a child, once its handlers are in: receive the signals start_child held back."""
+    """In a child, once its handlers are in: receive the signals start_child held back.
+
+    First it drops the wakeup fd inherited from the supervisor (signals.ArrivalOrder's pipe): a child's own
+    SIGTERM would otherwise be written into the supervisor's pipe and read there as the supervisor's."""
+    signal.set_wakeup_fd(-1)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
 
 

@@ -124,6 +124,7 @@ def run_reload(server: ServerSpec, load: ClosedLoopLoad, plan: ReloadPlan, on_ti
         wall_s=outcome.wall_s,
         evidence=m.evidence,
         interrupted=outcome.interrupted is not None,
+        held_exact=passes,
     )
     if outcome.interrupted is not None:
         raise RunInterrupted([result], outcome.interrupted)
@@ -131,8 +132,9 @@ def run_reload(server: ServerSpec, load: ClosedLoopLoad, plan: ReloadPlan, on_ti
 
 
 def _held(plan: ReloadPlan, went: dict[str, Any], served: tuple[int, ...], evidence: dict[str, Any]) -> int | None:
-    """Connections the killed worker had and had not answered: handed to it by the acceptor (fd-pass) or
-    accepted by it (its own count in shared memory, frozen by the kill), minus what it answered."""
+    """Connections the killed worker had and had not answered: handed to it by the acceptor (fd-pass: exact),
+    or accepted by it, minus what it answered: a lower bound, since a worker publishes its count once a whole
+    batch is accepted, and io_uring's kernel accepts for a ring before its worker has read the completion."""
     if plan.how != "kill":
         return 0
     acceptor = evidence.get("acceptor")

@@ -11,6 +11,7 @@ what was driven). `run_each` runs variants one after another and keeps what fini
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -127,6 +128,12 @@ def run_sequential(
     records, m = lifecycle(server, lambda target: drive_sequential(target, load, record), describe)
     mode = mode_meta(server.server, server.mode)
     model, why = expectation(server)
+    woken = m.counters if mode.switches_are_wakeups else ()
+    if mode.timed_waits:  # a sleep that ended on its own timer woke for no connection
+        woken = tuple(
+            dataclasses.replace(c, voluntary_switches=max(0, (c.voluntary_switches or 0) - (c.empty or 0)))
+            for c in woken
+        )
     return RunResult(
         server=server,
         load=load,
@@ -134,7 +141,7 @@ def run_sequential(
         port=m.port,
         records=tuple(records),
         counters=m.counters,
-        verdict=verdict(records, server.workers, model, why, m.counters if mode.switches_are_wakeups else ()),
+        verdict=verdict(records, server.workers, model, why, woken),
         evidence=m.evidence,
         wall_s=m.wall_s,
         unsettled=m.unsettled,

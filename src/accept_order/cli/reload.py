@@ -72,6 +72,14 @@ def reload(
     options["duration_s"] = options.get("duration_s") or 2.0
     if options.get("server") != "builtin":
         raise click.UsageError("reload makes the built-in workers go; --server nginx is not supported by it yet")
+    import ipaddress
+
+    from ..spec import resolve_host
+
+    if not ipaddress.ip_address(resolve_host(options.get("host") or "127.0.0.1")[0]).is_loopback:
+        raise click.UsageError(
+            "reload runs in a private network namespace that has only loopback: use --host 127.0.0.1 or ::1"
+        )
     names, skipped = available(None if modes == ["all"] else modes)
     server = server_spec(options, mode=first_available(modes))
     load = closed_loop_load(options)

@@ -14,7 +14,8 @@ from .text import plural
 RELOAD_LEGEND = (
     "leave: the worker closes its listener, serves what it holds and exits (a graceful restart); kill: SIGKILL. "
     "migrate: net.ipv4.tcp_migrate_req in the run's private namespace (- : a shared queue, where it changes "
-    "nothing). held: connections the killed worker had taken and not answered. "
+    "nothing). held: connections the killed worker had taken and not answered (≥: at least; exact only where an "
+    "acceptor counted them). "
     "moved/not: TCPMigrateReqSuccess/Failure; drops: ListenDrops; abort: TCPAbortOnClose"
 )
 
@@ -58,7 +59,7 @@ def reload_table(result: ReloadResult) -> Table:
             str(run.driven),
             str(sum(run.served)),
             failures_text(run.errors),
-            "-" if run.held is None or run.how != "kill" else str(run.held),
+            "-" if run.held is None or run.how != "kill" else ("" if run.held_exact else "≥") + str(run.held),
             f"{c.get(MIGRATE, 0)}/{c.get(MIGRATE_FAILED, 0)}",
             str(c.get("TcpExtListenDrops", 0)),
             str(c.get("TcpExtTCPAbortOnClose", 0)),

@@ -78,6 +78,7 @@ class ReloadRun:
     wall_s: float
     evidence: dict[str, Any] = field(default_factory=dict)
     interrupted: bool = False
+    held_exact: bool = False  # the acceptor's count (fd-pass); else a lower bound, from the worker's own count
 
     @property
     def failed(self) -> int:
@@ -115,6 +116,7 @@ class ReloadRun:
             "at_s": self.at_s,
             "gone_s": self.gone_s,
             "held": self.held,
+            "held_exact": self.held_exact,
             "served": list(self.served),
             "finished": self.finished,
             "errors": dict(self.errors),
@@ -144,6 +146,7 @@ class ReloadRun:
             at_s=data.get("at_s"),
             gone_s=data.get("gone_s"),
             held=data.get("held"),
+            held_exact=bool(data.get("held_exact", False)),
             served=tuple(int(n) for n in data["served"]),
             finished=int(data["finished"]),
             errors={str(k): int(v) for k, v in data["errors"].items()},

@@ -36,13 +36,27 @@ class ModeMeta:
     # context switches per connection then count the workers one connection woke. nginx also sleeps
     # waiting for the request, so there they do not.
     switches_are_wakeups: bool = True
+    # Its empty wakeups are its own timer's (accept-mutex's retry delay), not a connection's: left out of
+    # the workers woken per connection.
+    timed_waits: bool = False
 
 
 def _builtin() -> dict[str, ModeMeta]:
     from .modes import MODES
 
     return {
-        name: ModeMeta("builtin", name, m.summary, m.why, m.model, m.queue, m.herds, m.batches, m.unavailable())
+        name: ModeMeta(
+            "builtin",
+            name,
+            m.summary,
+            m.why,
+            m.model,
+            m.queue,
+            m.herds,
+            m.batches,
+            m.unavailable(),
+            timed_waits=m.timed_waits,
+        )
         for name, m in MODES.items()
     }
 

@@ -12,7 +12,16 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from ..errors import WorkerError
-from ..processes import FORK, STOP_TIMEOUT_S, open_pidfd, out_of_resources, process_errors, start_child, usage
+from ..processes import (
+    FORK,
+    STOP_TIMEOUT_S,
+    end_processes,
+    open_pidfd,
+    out_of_resources,
+    process_errors,
+    start_child,
+    usage,
+)
 from .modes.base import Helper
 from .worker import helper_main
 
@@ -52,6 +61,9 @@ class HelperProcess:
                 return
             if kind == "failed":
                 raise WorkerError(f"the {self.name} could not start: {info}")
+        proc.join(0.2)
+        if proc.exitcode is not None:
+            raise WorkerError(f"the {self.name} exited with code {proc.exitcode} before it was ready")
         raise WorkerError(f"the {self.name} did not become ready within {ready_timeout_s:g} s")
 
     def check_alive(self) -> None:
@@ -84,3 +96,16 @@ class HelperProcess:
             "involuntary_switches": a[1] - b[1],
             "cpu_s": round(a[2] - b[2], 6),
         }
+
+    def close(self) -> None:
+        """End it if it is still alive (SIGTERM, then SIGKILL), reap it, close its pipe and pidfd."""
+        if self.proc is not None:
+            end_processes([self.proc], STOP_TIMEOUT_S)
+        if self.pipe is not None:
+            self.pipe.close()
+            self.pipe = None
+        if self.pidfd is not None:
+            import os
+
+            os.close(self.pidfd)
+            self.pidfd = None

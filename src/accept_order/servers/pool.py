@@ -189,9 +189,7 @@ class WorkerPool:
             proc.kill()
         else:
             self._state[leave_slot(self._state, index)] = 1
-        proc.join(timeout_s)
-        if how == "kill" and self._listeners is not None:
-            self._listeners.forget(self._pids[index])  # a lock it held is free again
+        proc.join(timeout_s)  # a lock it held (accept-mutex) the kernel frees when it dies
         return proc.exitcode is not None
 
     def settle(self) -> None:
@@ -332,6 +330,7 @@ class WorkerPool:
                 pass
         self._asking_to_stop()
         end_processes(self.procs, STOP_TIMEOUT_S)
+        self.helper.close()  # fd-pass's acceptor, on every path (the workers first: they may be mid-reply)
         for p in strays:
             try:
                 p.kill()

@@ -6,67 +6,67 @@ listener out of theirs and wait at most accept_mutex_delay (500 ms) before tryin
 the lock once it has accepted, before it serves, and tries again when it comes back. An idle server's
 holder is back long before anyone's delay is up, so it keeps the lock, and with it every connection.
 
-The lock is nginx's too: the holder's pid in shared memory (ngx_shmtx), so the supervisor can release it
-for a worker that was killed while holding it, as nginx's master does (ngx_shmtx_force_unlock).
+The lock is a POSIX record lock (lockf) on a file every worker inherits, which is what nginx uses where it
+has no atomics (ngx_shmtx on a lock file): the kernel takes the lock back from a worker that dies holding
+it, so a SIGKILLed holder never stops the others (nginx's master has to force-unlock its shared-memory
+lock for that, ngx_shmtx_force_unlock).
 """
 
 from __future__ import annotations
 
-import os
+import errno
+import fcntl
 import select
 import socket
+import tempfile
 from dataclasses import dataclass
 from typing import Any
 
-from ...processes import FORK
 from .base import DEFAULT_OPTIONS, Listeners, Mode, ModeOptions, ReadinessWaiter, Waiter, epoll_missing
 
 
 @dataclass
 class MutexListeners(Listeners):
-    """The shared listener, and the lock: a pid slot and a semaphore that makes taking it atomic."""
+    """The shared listener, and the lock: an unlinked file whose descriptor every worker inherits."""
 
-    holder: Any = None  # RawValue("q"): pid of the worker holding the accept mutex, 0 when free
-    guard: Any = None  # multiprocessing Lock: compare-and-set of `holder` (Python has no atomic CAS)
+    lock_file: Any = None  # an unlinked temporary file; POSIX locks on it are per process
     delay_s: float = 0.5
 
-    def try_lock(self, pid: int) -> bool:
-        with self.guard:
-            if self.holder.value in (0, pid):
-                self.holder.value = pid
-                return True
-            return False
+    def try_lock(self) -> bool:
+        try:
+            fcntl.lockf(self.lock_file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno in (errno.EAGAIN, errno.EACCES):
+                return False  # another worker holds it
+            raise
+        return True
 
-    def unlock(self, pid: int) -> None:
-        with self.guard:
-            if self.holder.value == pid:
-                self.holder.value = 0
+    def unlock(self) -> None:
+        fcntl.lockf(self.lock_file.fileno(), fcntl.LOCK_UN)
 
-    def forget(self, pid: int) -> None:
-        # A SIGKILLed holder never unlocks: without this nobody would accept again (nginx's master does the
-        # same in ngx_unlock_mutexes). The guard is held only for a compare: a kill inside it is not covered.
-        if self.holder.value == pid:
-            self.holder.value = 0
+    def close(self) -> None:
+        super().close()
+        if self.lock_file is not None:
+            self.lock_file.close()
 
 
 class MutexWaiter(Waiter):
     def __init__(self, listeners: MutexListeners, batch: int) -> None:
         self.sock = listeners.sockets[0]
         self.listeners = listeners
-        self.pid = os.getpid()
         self.ep = select.epoll()
         self.listening = False
         self.accept = ReadinessWaiter(self.sock, lambda: self.ep.poll(-1, 1), batch)
 
     def wait(self) -> list[socket.socket]:
-        if self.listeners.try_lock(self.pid):
+        if self.listeners.try_lock():
             if not self.listening:
                 self.ep.register(self.sock.fileno(), select.EPOLLIN)
                 self.listening = True
             try:
                 return self.accept.wait()  # holding the lock: wait as long as it takes
             finally:
-                self.listeners.unlock(self.pid)  # released before serving, as nginx does
+                self.listeners.unlock()  # released before serving, as nginx does
         if self.listening:
             self.ep.unregister(self.sock.fileno())
             self.listening = False
@@ -74,7 +74,7 @@ class MutexWaiter(Waiter):
         return []  # an empty wakeup: every non-holder has one per delay
 
     def leave(self) -> list[socket.socket]:
-        self.listeners.unlock(self.pid)
+        self.listeners.unlock()
         return super().leave()
 
 
@@ -87,6 +87,7 @@ class AcceptMutexMode(Mode):
         "(nginx's accept_mutex_delay, 500 ms): an idle holder keeps taking every connection"
     )
     model = "lock-holder"
+    timed_waits = True  # a worker without the lock wakes when its delay is up: not a connection's wakeup
 
     def unavailable(self) -> str | None:
         return epoll_missing()
@@ -95,13 +96,12 @@ class AcceptMutexMode(Mode):
         self, host: str, port: int, backlog: int, workers: int, options: ModeOptions = DEFAULT_OPTIONS
     ) -> Listeners:
         base = super().open(host, port, backlog, workers, options)
-        return MutexListeners(
-            base.sockets,
-            base.port,
-            holder=FORK.RawValue("q", 0),
-            guard=FORK.Lock(),
-            delay_s=options.mutex_delay_ms / 1000,
-        )
+        try:
+            lock_file = tempfile.TemporaryFile(prefix="accept-order-mutex-")
+        except OSError:
+            base.close()
+            raise
+        return MutexListeners(base.sockets, base.port, lock_file=lock_file, delay_s=options.mutex_delay_ms / 1000)
 
     def waiter(self, index: int, listeners: Listeners, batch: int) -> Waiter:
         assert isinstance(listeners, MutexListeners)

@@ -64,9 +64,6 @@ class Listeners:
         what it runs, called in a child the pool starts after the workers. None: the workers are all."""
         return None
 
-    def forget(self, pid: int) -> None:
-        """In the supervisor, after a worker was killed: release what it may have held (a lock)."""
-
     def close(self) -> None:
         for sock in self.sockets:
             sock.close()
@@ -175,6 +172,8 @@ class Mode:
     herds: ClassVar[bool] = False  # one connection wakes every idle worker (a thundering herd)
     batches: ClassVar[bool] = True  # --accept-batch applies (a blocking accept() takes one per call)
     nonblocking: ClassVar[bool] = True
+    #: its empty wakeups include its own timer's (accept-mutex's retry delay): those are not a herd
+    timed_waits: ClassVar[bool] = False
 
     def unavailable(self) -> str | None:
         """Why this platform cannot run the mode, or None."""

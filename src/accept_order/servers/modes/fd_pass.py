@@ -63,18 +63,27 @@ class PassedWaiter(Waiter):
         self.holding = False
 
     def wait(self) -> list[socket.socket]:
-        if self.holding:
-            self.sock.send(BACK)  # done with the last one
-            self.holding = False
+        try:
+            if self.holding:
+                self.sock.send(BACK)  # done with the last one
+                self.holding = False
+            while True:
+                msg, fds, flags, _ = socket.recv_fds(self.sock, 16, 1)
+                if msg == CONN and fds:
+                    self.holding = True
+                    return [socket.socket(fileno=fds[0])]
+                for fd in fds:  # never expected; do not leak it
+                    socket.close(fd)
+                if msg == CONN:  # the descriptor did not fit (MSG_CTRUNC: out of files): say done with it
+                    self.sock.send(BACK)
+                    continue
+                if not msg:
+                    break
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        # The acceptor is gone: the supervisor sees that (check_alive) and stops everyone; wait for it.
         while True:
-            msg, fds, _, _ = socket.recv_fds(self.sock, 16, 1)
-            if msg == CONN and fds:
-                self.holding = True
-                return [socket.socket(fileno=fds[0])]
-            for fd in fds:  # never expected; do not leak it
-                socket.close(fd)
-            if not msg:
-                signal.pause()  # the acceptor is gone: the supervisor sees that and stops everyone
+            signal.pause()
 
     def leave(self) -> list[socket.socket]:
         """Say so, then take what was already sent until the acceptor confirms nothing more will come."""
