@@ -76,3 +76,15 @@ def test_more_clients_than_local_ports_is_refused(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(burst, "local_ports", lambda: 1000)
     with pytest.raises(PlanError, match="1000 local ports"):
         burst.make_room(2000)
+
+
+def test_servers_is_the_same_option_as_server() -> None:
+    proc = subprocess.run(
+        [*COMMAND, "--servers", "builtin", "--modes", "epoll,reuseport", "--clients", "50", "-w", "2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    header = next(line for line in proc.stdout.splitlines() if line.strip().startswith("clients"))
+    assert header.split() == ["clients", "epoll", "reuseport"]

@@ -72,9 +72,11 @@ def server_options(workers: int | None = 3, accept_batch: bool = True, several: 
         "(its cluster module), each from a generated config"
         + ("; several, comma-separated, share one table." if several else ".")
     )
+    # Where several servers share a table, --servers is the same option (seed 004's table says it so).
+    names = ("--server", "--servers", "server") if several else ("--server",)
     options: list[Callable[[F], F]] = [
         click.option(
-            "--server",
+            *names,
             type=SERVER_LIST if several else click.Choice(LAUNCHED),
             default="builtin",
             show_default=True,
