@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "reload": "reload",
     "burst": "burst",
     "ramp": "ramp",
+    "merge": "merge",
     "show": "show",
     "modes": "modes",
 }

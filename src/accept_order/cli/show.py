@@ -15,12 +15,30 @@ from .options import examples
     epilog=examples(
         "accept-order run --json run.json && accept-order show run.json",
         "accept-order show results/latency-compare.json | less -S",
+        "accept-order show compare.json --format csv > records.csv",
+        "accept-order show latency.json --format hdr > latency.hgrm   # HdrHistogram's percentile form",
     )
 )
 @click.argument("path", type=str)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "csv", "hdr"]),
+    default="text",
+    show_default=True,
+    help="text: as the command printed it; json: the document (a version 1 file upgraded); csv: one table; "
+    "hdr: latency percentiles in HdrHistogram's text form.",
+)
+@click.option(
+    "--table",
+    type=click.Choice(["records", "histogram", "workers", "steps"]),
+    default=None,
+    help="With --format csv: which table [default: records for sequential runs, histogram for latency, "
+    "workers for serve, steps for burst, ramp and reload].",
+)
 @handle_errors
-def show(path: str) -> None:
-    """Print a saved result again (any version this accept-order reads)."""
+def show(path: str, fmt: str, table: str | None) -> None:
+    """Print a saved result again (any version this accept-order reads), or export it as data."""
     from rich.errors import NotRenderableError
 
     from ..errors import ResultFileError
@@ -28,7 +46,12 @@ def show(path: str) -> None:
     from ..results.envelope import load
     from .output import stdout
 
+    if table is not None and fmt != "csv":
+        raise click.UsageError("--table goes with --format csv")
     kind, document = load(path)
+    if fmt != "text":
+        sys.stdout.write(_export(kind, document, fmt, table))
+        return
     document = _inert_strings(document)  # a file's "\x1b[31m" must print as text, never reach the terminal
     out = stdout()
     # Rich renders lazily, so a hand-edited field can still fail while printing: render it all first,
@@ -40,6 +63,27 @@ def show(path: str) -> None:
     except (NotRenderableError, KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
         raise ResultFileError(f"malformed {kind!r} result ({type(exc).__name__})") from None
     sys.stdout.write(captured.get())
+
+
+def _export(kind: str, document: dict[str, Any], fmt: str, table: str | None) -> str:
+    """The document as data. Strings keep their characters (JSON and CSV quote them; they never reach a
+    terminal as escapes, since `inert` is applied to anything that is not JSON)."""
+    from ..errors import ResultFileError
+    from ..results import export
+
+    try:
+        if fmt == "json":
+            return export.as_json_text(document)
+        if fmt == "csv":
+            return export.table(kind, _inert_strings(document), table)
+        parts = []
+        for label, hist in export.latency_runs(kind, document):
+            parts.append(f"# {_inert_strings(label)}\n{export.hdr_percentiles(hist)}")
+        return "\n".join(parts)
+    except export.ExportError as exc:
+        raise click.UsageError(str(exc)) from None
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise ResultFileError(f"malformed {kind!r} result ({type(exc).__name__})") from None
 
 
 def _inert_strings(value: Any) -> Any:

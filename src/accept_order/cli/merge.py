@@ -1,0 +1,57 @@
+"""`accept-order merge`: add latency results of the same experiment (several client hosts, or sessions)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from .app import handle_errors
+from .common import report_and_save
+from .options import examples, json_option
+
+
+@click.command(
+    epilog=examples(
+        "accept-order merge monday.json tuesday.json --json both.json        # repeated sessions: times add",
+        "accept-order merge host-a.json host-b.json --concurrent --json all.json   # one server, two clients",
+    )
+)
+@click.argument("paths", nargs=-1, required=True)
+@click.option(
+    "--concurrent",
+    is_flag=True,
+    help="The files were measured at the same time (several client hosts): the run took the longest of their "
+    "times, not their sum.",
+)
+@json_option()
+@handle_errors
+def merge(paths: tuple[str, ...], concurrent: bool, json_path: str | None) -> None:
+    """Add latency results of the same experiment exactly: histograms, failures and counts add."""
+    from ..analysis.tails import tail_verdict
+    from ..render.latency import compare_report, latency_report, sweep_report
+    from ..results.envelope import load
+    from ..results.files import inert
+    from ..results.latency import LatencyResult
+    from ..results.merge import merge as merge_documents
+
+    if len(paths) < 2:
+        raise click.UsageError("merge needs two result files or more")
+    documents = []
+    for path in paths:
+        file_kind, document = load(path)
+        documents.append((inert(path), file_kind, document))
+    kind, merged = merge_documents(documents, concurrent)
+    if kind == "latency":
+        result = LatencyResult.from_dict(merged)
+        report_and_save(latency_report(result), json_path, kind, result.to_dict())
+        return
+    results = [LatencyResult.from_dict(r) for r in merged["runs"]]
+    doc: dict[str, Any] = {"runs": [r.to_dict() for r in results]}
+    if kind == "sweep":
+        report_and_save(sweep_report(results), json_path, kind, doc)
+        return
+    skipped = dict(merged.get("skipped", {}))
+    verdict = tail_verdict(results)
+    doc.update(skipped=skipped, verdict=verdict.to_dict())
+    report_and_save(compare_report(results, skipped, verdict), json_path, kind, doc)
