@@ -29,3 +29,20 @@ def current() -> Environment:
         hostname=socket.gethostname(),
         started_at=_dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     )
+
+
+def machine_state() -> dict[str, object]:
+    """The machine's load average and CPU time split (for steal) now: taken before and after a repeated
+    comparison, so its result can say when the machine itself moved under it."""
+    state: dict[str, object] = {}
+    try:
+        state["load_average"] = [round(v, 2) for v in os.getloadavg()]
+    except OSError:
+        pass
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(v) for v in f.readline().split()[1:]]
+        state["cpu_jiffies"] = {"total": sum(fields), "steal": fields[7] if len(fields) > 7 else 0}
+    except (OSError, ValueError):
+        pass
+    return state

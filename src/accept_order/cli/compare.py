@@ -10,6 +10,7 @@ import click
 from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
 from .options import examples, json_option, modes_option, sequential_options, server_options
+from .repeat_common import repeat_option, run_repeated
 from .specs import first_available, sequential_load, server_spec
 
 
@@ -18,14 +19,16 @@ from .specs import first_available, sequential_load, server_spec
         "accept-order compare                          # every mode this machine supports",
         "accept-order compare --modes blocking,epoll,reuseport -n 12",
         "accept-order compare --json compare.json && accept-order show compare.json",
+        "accept-order compare --modes blocking,epoll --repeat 10     # does every run agree?",
     )
 )
 @modes_option()
 @server_options(several=True)
 @sequential_options()
+@repeat_option()
 @json_option()
 @handle_errors
-def compare(modes: list[str], json_path: str | None, **options: Any) -> None:
+def compare(modes: list[str], repeat: int, json_path: str | None, **options: Any) -> None:
     """Run every mode this machine supports (or --modes) with the same settings; one table."""
     from .. import api
     from ..render.run import compare_table
@@ -35,7 +38,12 @@ def compare(modes: list[str], json_path: str | None, **options: Any) -> None:
     batch_given = options.get("accept_batch") is not None
     server, load = server_spec(options, mode=first_available(modes, servers)), sequential_load(options)
     host_warnings()
-    skipped = variants(server, modes, servers, batch_given)[1]  # every mode checked before any runs
+    specs, skipped = variants(server, modes, servers, batch_given)  # every mode checked before any runs
+    if repeat > 1:
+        from ..session import run_sequential
+
+        run_repeated("compare", specs, repeat, lambda spec: run_sequential(spec, load), skipped, json_path)
+        return
 
     def show(results: Sequence[Any]) -> None:
         payload = {"runs": [r.to_dict() for r in results], "skipped": skipped, "interrupted": True}

@@ -13,6 +13,7 @@ from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
 from .options import DEFAULT_MODE_HELP, attach_options, closed_loop_options, examples, json_option, server_options
 from .output import progress_bar
+from .repeat_common import repeat_option, run_repeated
 from .specs import closed_loop_load, first_available, server_spec
 from .types import MODE_LIST
 
@@ -38,6 +39,7 @@ def bars(load: ClosedLoopLoad, label: Callable[[ServerSpec], str]) -> Iterator[C
         "accept-order latency -n 20000 -c 32 --work-us 1000 --pin",
         "accept-order latency --modes epoll,reuseport --work-iters 1000000 --pin   # seed 000",
         "accept-order latency --duration 10s --json latency.json",
+        "accept-order latency --modes blocking,reuseport -n 20000 -c 32 --work-us 1000 --pin --repeat 5",
         "accept-order latency --attach $(cat /run/nginx.pid) --port 80 --protocol http -n 20000 -c 50",
     )
 )
@@ -48,6 +50,7 @@ def bars(load: ClosedLoopLoad, label: Callable[[ServerSpec], str]) -> Iterator[C
 @attach_options()
 @closed_loop_options()
 @click.option("--title", default=None, help="Histogram title (default: 'Duration in ms (MODE)').")
+@repeat_option()
 @json_option()
 @handle_errors
 def latency(
@@ -55,6 +58,7 @@ def latency(
     modes: list[str] | None,
     modes_alias: list[str] | None,
     title: str | None,
+    repeat: int,
     json_path: str | None,
     **options: Any,
 ) -> None:
@@ -78,6 +82,20 @@ def latency(
     server = server_spec(options, mode=mode or (first_available(modes, servers) if modes else None))
     load = closed_loop_load(options)
     host_warnings()
+    if repeat > 1:
+        if options.get("attach") or server.server in ("attached", "remote"):
+            raise click.UsageError("--repeat starts the server for every run: not with --attach or --target")
+        specs, skipped = variants(server, modes, servers, batch_given) if modes is not None else ([server], {})
+        with bars(load, lambda s: f"{s.label}: connections") as on_run:
+            run_repeated(
+                "latency-compare" if modes is not None else "latency",
+                specs,
+                repeat,
+                lambda spec: api.latency(spec, load, on_run(spec), title),
+                skipped,
+                json_path,
+            )
+        return
     if modes is None:
         with keep_partial(
             lambda results: report_and_save(latency_report(results[0]), json_path, "latency", results[0].to_dict())

@@ -25,6 +25,7 @@ RENDERERS: dict[str, str] = {
     "reload": "reload_document",
     "burst": "burst_document",
     "ramp": "ramp_document",
+    "repeat": "repeat_document",
 }
 
 

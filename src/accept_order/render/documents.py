@@ -75,3 +75,13 @@ def ramp_document(doc: dict[str, Any]) -> RenderableType:
     from .ramp import ramp_report
 
     return ramp_report(RampResult.from_dict(doc))
+
+
+def repeat_document(doc: dict[str, Any]) -> RenderableType:
+    from .repeat import LATENCY_KINDS, repeat_report
+
+    of = doc["of"]
+    build = LatencyResult.from_dict if of in LATENCY_KINDS else RunResult.from_dict
+    rounds = [[build(r) for r in row] for row in doc["rounds"]]
+    cpus = rounds[0][0].environment.cpu_count if rounds and rounds[0] else 1
+    return repeat_report(of, rounds, _skipped(doc), doc.get("machine", {}), cpus)

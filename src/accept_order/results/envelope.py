@@ -17,7 +17,7 @@ from .files import check_schema, read_document, write_document
 
 SCHEMA = "accept-order"
 SCHEMA_VERSION = 2
-KINDS = ("run", "compare", "herd", "latency", "latency-compare", "sweep", "serve", "reload", "burst", "ramp")
+KINDS = ("run", "compare", "herd", "latency", "latency-compare", "sweep", "serve", "reload", "burst", "ramp", "repeat")
 
 
 def tool_version() -> str:

@@ -1,0 +1,119 @@
+"""Verdicts that know their own noise (pyperf is the model): the same comparison repeated, interleaved
+(A B A B, not A A B B), each figure as its median and range, and a verdict that says how many rounds agree.
+
+A latency comparison is judged on the whole tail, never one number: a variant has the tightest tail in a
+round only when its p99, its p99.9 and its deviation are all the lowest (or within CLEAR of the lowest).
+Unless one variant wins AGREE of the rounds, the verdict is "inconclusive", with what to change.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .tails import CLEAR
+
+AGREE = 0.8  # share of rounds that must agree for a verdict
+
+
+@dataclass(frozen=True)
+class Spread:
+    median: float
+    low: float
+    high: float
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Spread:
+        return cls(statistics.median(values), min(values), max(values))
+
+    def text(self, scale: float = 1.0, fmt: str = "{:.2f}") -> str:
+        m, lo, hi = (fmt.format(v / scale) for v in (self.median, self.low, self.high))
+        return f"{m} ({lo}-{hi})"
+
+
+@dataclass(frozen=True)
+class Stability:
+    text: str
+    conclusive: bool
+    agree: int
+    rounds: int
+    winner: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _tail(result: Any) -> tuple[float, float, float]:
+    h = result.histogram
+    return float(h.percentile(99)), float(h.percentile(99.9)), float(h.stdev_us)
+
+
+def tightest(round_results: Sequence[Any]) -> str | None:
+    """The variant whose p99, p99.9 and deviation are all within CLEAR of the lowest of each; None if none
+    or several are (no one tail is tighter in this round)."""
+    runs = [r for r in round_results if r.ok]
+    if len(runs) < 2:
+        return None
+    tails = {r.server.label: _tail(r) for r in runs}
+    lows = [min(t[i] for t in tails.values()) for i in range(3)]
+    best = [label for label, t in tails.items() if all(t[i] <= lows[i] * CLEAR for i in range(3))]
+    return best[0] if len(best) == 1 else None
+
+
+def latency_stability(rounds: Sequence[Sequence[Any]]) -> Stability:
+    """How many rounds name the same tightest tail, with the p99 ratios of the others to it."""
+    n = len(rounds)
+    winners = Counter(w for w in (tightest(r) for r in rounds) if w is not None)
+    if not winners:
+        return Stability(
+            f"no variant had the tightest p99, p99.9 and deviation together in any of {n} runs: no clear "
+            "difference at this size",
+            False,
+            0,
+            n,
+            None,
+        )
+    label, agree = winners.most_common(1)[0]
+    ratios = []
+    for r in rounds:
+        by = {x.server.label: x for x in r if x.ok}
+        if label in by:
+            mine = by[label].histogram.percentile(99)
+            others = [x.histogram.percentile(99) for lab, x in by.items() if lab != label]
+            if others and mine > 0:
+                ratios.append(min(others) / mine)
+    ratio = f"; the next p99 was {Spread.of(ratios).text(fmt='{:.2f}')}× its p99" if ratios else ""
+    if agree >= AGREE * n:
+        return Stability(f"{label} has the tightest tail in {agree}/{n} runs{ratio}", True, agree, n, label)
+    rivals = ", ".join(f"{w} in {k}" for w, k in winners.most_common() if w != label)
+    text = (
+        f"inconclusive at this size: {label} had the tightest tail in {agree}/{n} runs"
+        + (f", {rivals}" if rivals else "")
+        + f"{ratio}; try more connections (-n), --pin, or more --repeat"
+    )
+    return Stability(text, False, agree, n, label)
+
+
+def _pattern(text: str) -> str:
+    """A verdict's pattern without its measured figures (a herd's 2.8 or 3.0 workers is the same herd)."""
+    return re.sub(r"\d+(\.\d+)? workers woken per connection", "workers woken per connection", text)
+
+
+def order_stability(rounds: Sequence[Sequence[Any]]) -> dict[str, Stability]:
+    """Per variant: how many rounds gave the same order verdict (pattern)."""
+    by_label: dict[str, list[str]] = {}
+    for r in rounds:
+        for result in r:
+            by_label.setdefault(result.server.label, []).append(_pattern(result.verdict.pattern))
+    out = {}
+    for label, patterns in by_label.items():
+        pattern, agree = Counter(patterns).most_common(1)[0]
+        n = len(patterns)
+        conclusive = agree >= AGREE * n
+        text = f"{pattern} in {agree}/{n} runs" + ("" if conclusive else ": the runs disagree")
+        out[label] = Stability(text, conclusive, agree, n, pattern)
+    return out

@@ -1,0 +1,72 @@
+"""--repeat: the variants run in interleaved rounds (A B A B), every figure is reported with its range, and
+the verdict says how many runs agree; a kernel-guaranteed order agrees in every run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from accept_order.analysis.stability import Spread
+from accept_order.repeat import interleaved, machine_warnings
+
+CLI = [sys.executable, "-m", "accept_order"]
+WIDE = {**os.environ, "COLUMNS": "200"}  # a verdict on one line
+
+
+def test_rounds_interleave_the_variants() -> None:
+    order: list[str] = []
+    rounds = interleaved(["A", "B"], 3, lambda v: order.append(v) or v)
+    assert order == ["A", "B", "A", "B", "A", "B"] and rounds == [["A", "B"]] * 3
+
+
+def test_spread_is_median_and_range() -> None:
+    s = Spread.of([3.0, 1.0, 2.0, 10.0])
+    assert (s.median, s.low, s.high) == (2.5, 1.0, 10.0)
+
+
+def test_a_kernel_order_agrees_in_every_run(tmp_path: Path) -> None:
+    out = tmp_path / "rep.json"
+    proc = subprocess.run(
+        [*CLI, "compare", "--modes", "blocking,epoll", "-n", "6", "--repeat", "3", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=WIDE,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "rotation (FIFO among idle workers) in 3/3 runs" in proc.stdout
+    doc = json.loads(out.read_text())
+    assert doc["kind"] == "repeat" and doc["of"] == "compare" and len(doc["rounds"]) == 3
+    assert [[r["server"]["mode"] for r in row] for row in doc["rounds"]] == [["blocking", "epoll"]] * 3
+    assert "load_average" in doc["machine"]["before"]
+    shown = subprocess.run([*CLI, "show", str(out)], capture_output=True, text=True, timeout=60, env=WIDE)
+    assert shown.returncode == 0 and "in 3/3 runs" in shown.stdout
+
+
+def test_latency_repeat_reports_medians_and_a_verdict_that_counts_runs(tmp_path: Path) -> None:
+    out = tmp_path / "rep.json"
+    proc = subprocess.run(
+        [*CLI, "latency", "--modes", "blocking,reuseport", "-n", "300", "-c", "4", "-w", "2", "--repeat", "2"]
+        + ["--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=WIDE,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "median (min-max) over the runs" in proc.stdout
+    verdict = next(line for line in proc.stdout.splitlines() if line.startswith("Verdict: "))
+    assert "/2 runs" in verdict or "no clear difference" in verdict
+    assert "samples: its p99.9 is one of its slowest few" in proc.stdout  # 300 samples is too few for p99.9
+    doc = json.loads(out.read_text())
+    assert doc["of"] == "latency-compare" and all(len(row) == 2 for row in doc["rounds"])
+
+
+def test_machine_warnings_say_when_the_machine_moved() -> None:
+    before = {"load_average": [0.5, 0.5, 0.5], "cpu_jiffies": {"total": 1000, "steal": 0}}
+    after = {"load_average": [2.0, 1.0, 0.6], "cpu_jiffies": {"total": 2000, "steal": 100}}
+    notes = machine_warnings(before, after, 4)
+    assert any("moved from 0.5 to 2.0" in n for n in notes) and any("10% of the CPUs" in n for n in notes)
