@@ -70,3 +70,14 @@ def test_machine_warnings_say_when_the_machine_moved() -> None:
     after = {"load_average": [2.0, 1.0, 0.6], "cpu_jiffies": {"total": 2000, "steal": 100}}
     notes = machine_warnings(before, after, 4)
     assert any("moved from 0.5 to 2.0" in n for n in notes) and any("10% of the CPUs" in n for n in notes)
+
+
+def test_run_and_herd_repeat_too(tmp_path: Path) -> None:
+    for args in (["run", "-m", "blocking", "-n", "6"], ["herd", "--modes", "epoll", "-w", "2", "-n", "6"]):
+        out = tmp_path / f"{args[0]}.json"
+        proc = subprocess.run(
+            [*CLI, *args, "--repeat", "2", "--json", str(out)], capture_output=True, text=True, timeout=120, env=WIDE
+        )
+        assert proc.returncode == 0, proc.stderr
+        doc = json.loads(out.read_text())
+        assert doc["of"] == args[0] and len(doc["rounds"]) == 2 and "in 2/2 runs" in proc.stdout

@@ -10,6 +10,7 @@ from .app import handle_errors
 from .common import host_warnings, report_and_save
 from .options import examples, json_option, modes_option, sequential_options, server_options
 from .output import progress_bar
+from .repeat_common import repeat_option, run_repeated
 from .specs import first_available, sequential_load, server_spec
 
 
@@ -24,9 +25,10 @@ from .specs import first_available, sequential_load, server_spec
 @server_options(workers=4)
 @sequential_options(connections=20, pacing=False)
 @click.option("--per-worker", is_flag=True, help="Also print each mode's per-worker table.")
+@repeat_option()
 @json_option()
 @handle_errors
-def herd(modes: list[str], json_path: str | None, per_worker: bool, **options: Any) -> None:
+def herd(modes: list[str], repeat: int, json_path: str | None, per_worker: bool, **options: Any) -> None:
     """Count wakeups per connection in every mode: who wakes one worker, who wakes them all."""
     from .. import api
     from ..render.herd import herd_report
@@ -34,6 +36,16 @@ def herd(modes: list[str], json_path: str | None, per_worker: bool, **options: A
 
     server, load = server_spec(options, mode=first_available(modes)), sequential_load(options)
     host_warnings()
+    if repeat > 1:
+        import dataclasses
+
+        from ..servers.catalog import variants
+        from ..session import run_sequential
+
+        specs, skipped = variants(server, modes)
+        herd_load = dataclasses.replace(load, settle=True, gap_ms=0.0)  # as api.herd runs it
+        run_repeated("herd", specs, repeat, lambda spec: run_sequential(spec, herd_load), skipped, json_path)
+        return
     total = len(split_for(server.server, modes)[0]) * load.connections
     with progress_bar("herd: connections", total, threshold=200) as update:
         done = [0]

@@ -49,8 +49,8 @@ def _latency_table(rounds: Sequence[Sequence[Any]]) -> Table:
     return table
 
 
-def _order_table(rounds: Sequence[Sequence[Any]]) -> Table:
-    table = Table(title="accept-order compare --repeat", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+def _order_table(of: str, rounds: Sequence[Sequence[Any]]) -> Table:
+    table = Table(title=f"accept-order {of} --repeat", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for name in ("mode", "verdict over the runs", "Jain", "woken"):
         table.add_column(name, justify="right" if name in ("Jain", "woken") else "left")
     stability = order_stability(rounds)
@@ -80,7 +80,7 @@ def repeat_report(
             parts.append(Text(f"Verdict: {stability.text}", style="green" if stability.conclusive else "yellow"))
         warnings = latency_warnings(rounds)
     else:
-        parts.append(_order_table(rounds))
+        parts.append(_order_table(of, rounds))
         warnings = []
     warnings += machine_warnings(machine.get("before", {}), machine.get("after", {}), cpus)
     first = rounds[0][0]
