@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "ramp": "ramp",
     "merge": "merge",
     "show": "show",
+    "plot": "plot",
     "modes": "modes",
 }
 _RESOURCE_ERRNOS = {errno.EMFILE, errno.ENFILE, errno.EAGAIN, errno.ENOMEM, errno.ENOSPC}

@@ -1,0 +1,50 @@
+"""`accept-order plot`: draw a saved result as a PNG or SVG picture (needs the `plot` extra: matplotlib)."""
+
+from __future__ import annotations
+
+import click
+
+from .app import handle_errors
+from .options import examples
+
+
+def _output(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """The picture's path: .png or .svg, and a path a file may be written to (as --json checks it)."""
+    from ..errors import PlanError
+    from ..render.plots import FORMATS, image_format
+    from ..results.files import check_output_path, inert
+
+    if image_format(value) is None:
+        raise click.UsageError(f"--output must end in {' or '.join(FORMATS)}, got {inert(value)!r}", ctx)
+    try:
+        check_output_path(value, option="--output")
+    except PlanError as exc:
+        raise click.UsageError(str(exc), ctx) from None
+    return value
+
+
+@click.command(
+    epilog=examples(
+        "accept-order latency --modes epoll,reuseport --json lat.json && accept-order plot lat.json -o lat.png",
+        "accept-order plot lat.json --cdf -o lat-cdf.svg        # a CDF on a log axis instead of buckets",
+        "accept-order plot compare.json -o order.png --title 'Who serves, per mode'",
+    )
+)
+@click.argument("path", type=str)
+@click.option("-o", "--output", required=True, metavar="FILE.png|FILE.svg", callback=_output, help="Where to draw it.")
+@click.option("--cdf", is_flag=True, help="latency results: a CDF on a log axis instead of the log2-bucket histogram.")
+@click.option("--title", default=None, help="The picture's title [default: from the result].")
+@handle_errors
+def plot(path: str, output: str, cdf: bool, title: str | None) -> None:
+    """Draw a saved result (--json) as a picture: latency histograms or CDFs, serving order, herds, bursts,
+    ramps and reloads. Needs matplotlib: pip install 'accept-order[plot]'."""
+    from ..render.plots import PlotOptions, figure_bytes, image_format, plot_document, require_matplotlib, write_image
+    from ..results.envelope import load
+    from ..results.files import inert_markup
+    from .output import note
+
+    require_matplotlib()  # before reading: a missing extra is the first thing to say
+    kind, document = load(path)
+    figure = plot_document(kind, document, PlotOptions(cdf=cdf, title=title))
+    write_image(output, figure_bytes(figure, image_format(output) or "png"))
+    note(f"wrote {inert_markup(output)}")

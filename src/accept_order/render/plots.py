@@ -1,0 +1,166 @@
+"""Pictures of saved results: result kind -> a function from the saved document to a matplotlib Figure.
+
+An explicit registry, as for the text renderers (render/__init__.py): each entry names its module and
+function, imported only when that kind is drawn. matplotlib is an optional extra (`accept-order[plot]`);
+without it, drawing is one line naming the package to install. Figures are built on `Figure` objects
+(never pyplot's global figure manager) and saved with the Agg renderer, so nothing opens a window.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import io
+import os
+import tempfile
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import AcceptOrderError, ResultFileError
+from ..results.files import inert
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+NEEDS_MATPLOTLIB = "plotting needs matplotlib: pip install 'accept-order[plot]'"
+# -o's suffix (lower-cased) -> the format matplotlib writes
+FORMATS: dict[str, str] = {".png": "png", ".svg": "svg"}
+DPI = 100
+WIDTH, HEIGHT = 9.0, 5.0  # inches: 900 x 500 pixels at DPI
+
+# kind -> (module under accept_order.render, function taking the version-2 document and PlotOptions)
+PLOTTERS: dict[str, tuple[str, str]] = {
+    "run": ("plot_runs", "run_figure"),
+    "compare": ("plot_runs", "compare_figure"),
+    "serve": ("plot_runs", "serve_figure"),
+    "herd": ("plot_runs", "herd_figure"),
+    "latency": ("plot_latency", "latency_figure"),
+    "latency-compare": ("plot_latency", "latency_compare_figure"),
+    "sweep": ("plot_latency", "sweep_figure"),
+    "burst": ("plot_loads", "burst_figure"),
+    "ramp": ("plot_loads", "ramp_figure"),
+    "reload": ("plot_loads", "reload_figure"),
+}
+
+
+class PlotUnavailable(AcceptOrderError):
+    """matplotlib is not installed (or does not import): exit 1, one line."""
+
+
+@dataclass(frozen=True)
+class PlotOptions:
+    cdf: bool = False  # latency kinds: a CDF on a log axis instead of the log2-bucket histogram
+    title: str | None = None  # replaces the figure's own title
+
+
+def image_format(path: str) -> str | None:
+    """ "png" or "svg" from the output file's suffix; None for any other suffix."""
+    return FORMATS.get(Path(path).suffix.lower())
+
+
+def require_matplotlib() -> None:
+    """PlotUnavailable unless matplotlib imports; selects the non-interactive Agg backend."""
+    try:
+        import matplotlib
+    except ImportError:  # also a broken install (e.g. its numpy missing): the same remedy
+        raise PlotUnavailable(NEEDS_MATPLOTLIB) from None
+    matplotlib.use("Agg")
+
+
+def text(value: object) -> str:
+    """A string from a result file, safe to draw: control characters made visible (inert), and `$`
+    escaped so matplotlib never parses it as mathtext (an unbalanced `$` would fail at drawing time)."""
+    shown = inert(value).replace("$", r"\$")
+    # matplotlib's legend skips labels starting with "_"
+    return " " + shown if shown.startswith("_") else shown
+
+
+def new_figure(height: float = HEIGHT, width: float = WIDTH) -> Figure:
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), dpi=DPI, layout="constrained")
+
+
+def color(index: int) -> str:
+    return f"C{index % 10}"
+
+
+def titled(fig: Figure, title: str, options: PlotOptions, settings: str | None = None) -> None:
+    """The figure's title (--title replaces it; both are file text, drawn inert) and a footer line with
+    the settings the result was measured with."""
+    fig.suptitle(text(options.title) if options.title is not None else text(title), fontsize=12)
+    if settings:
+        fig.supxlabel(text(settings), fontsize=8, color="0.35")
+
+
+def nothing(ax: Any, message: str) -> None:
+    """An empty panel saying why (nothing ran, nothing served)."""
+    ax.text(0.5, 0.5, text(message), ha="center", va="center", transform=ax.transAxes, color="0.4")
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def environment_text(env: Any) -> str:
+    return f"{env.system} {env.kernel}, {env.cpu_count} CPUs" if env is not None else ""
+
+
+def plot_document(kind: str, document: dict[str, Any], options: PlotOptions | None = None) -> Figure:
+    """A saved result file (version 2 shape) as a figure; ResultFileError (one line) for a kind without
+    a picture or a malformed document."""
+    try:
+        module, name = PLOTTERS[kind]
+    except KeyError:
+        raise ResultFileError(f"cannot plot a result of kind {inert(kind)!r}") from None
+    require_matplotlib()
+    plotter = getattr(importlib.import_module(f".{module}", __package__), name)
+    try:
+        figure: Figure = plotter(document, options or PlotOptions())
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
+        # A truncated or hand-edited file: one line naming what is wrong, not a traceback.
+        detail = f"missing {inert(exc)}" if isinstance(exc, KeyError) else inert(exc)
+        raise ResultFileError(f"malformed {kind!r} result ({detail})") from None
+    return figure
+
+
+def figure_bytes(figure: Figure, fmt: str) -> bytes:
+    """The figure as PNG or SVG. No date in an SVG, so the same result draws the same file."""
+    buf = io.BytesIO()
+    metadata = {"Date": None} if fmt == "svg" else {}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # e.g. a glyph the font lacks: not worth a line on stderr
+            figure.savefig(buf, format=fmt, dpi=DPI, metadata=metadata)
+    except (ValueError, OverflowError, RuntimeError) as exc:  # values too large or odd to lay out
+        raise ResultFileError(f"cannot draw this result ({type(exc).__name__}: {inert(exc)})") from None
+    return buf.getvalue()
+
+
+def write_image(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write `data` atomically, as results/files.py writes a result: a temporary file in the same
+    directory, then os.replace; only ever replacing a regular file (never a symlink or a device).
+    ResultFileError (one line) on any failure; the temporary file is always removed."""
+    from ..results.files import _creation_mode, _refuse_unless_replaceable, _write_all
+
+    target = Path(path)
+    shown = inert(os.fspath(path))
+    _refuse_unless_replaceable(target, shown)
+    tmp: str | None = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name[:64]}.", suffix=".tmp")
+        try:
+            with contextlib.suppress(OSError):
+                os.fchmod(fd, _creation_mode())
+            _write_all(fd, data)
+        finally:
+            os.close(fd)
+        _refuse_unless_replaceable(target, shown)  # it may have become a symlink or FIFO meanwhile
+        os.replace(tmp, target)
+        tmp = None
+    except OSError as exc:
+        raise ResultFileError(f"cannot write {shown}: {inert(exc.strerror or exc)}") from None
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
