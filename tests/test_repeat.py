@@ -66,10 +66,13 @@ def test_latency_repeat_reports_medians_and_a_verdict_that_counts_runs(tmp_path:
 
 
 def test_machine_warnings_say_when_the_machine_moved() -> None:
-    before = {"load_average": [0.5, 0.5, 0.5], "cpu_jiffies": {"total": 1000, "steal": 0}}
-    after = {"load_average": [2.0, 1.0, 0.6], "cpu_jiffies": {"total": 2000, "steal": 100}}
+    before = {"load_average": [3.0, 0.5, 0.5], "cpu_jiffies": {"total": 1000, "steal": 0}}
+    after = {"load_average": [5.0, 1.0, 0.6], "cpu_jiffies": {"total": 2000, "steal": 100}}
     notes = machine_warnings(before, after, 4)
-    assert any("moved from 0.5 to 2.0" in n for n in notes) and any("10% of the CPUs" in n for n in notes)
+    assert any("already busy: load average 3.0 on 4 CPUs" in n for n in notes)
+    assert any("10% of the CPUs" in n for n in notes)
+    quiet = {"load_average": [0.2, 0.2, 0.2], "cpu_jiffies": {"total": 1000, "steal": 0}}
+    assert machine_warnings(quiet, after | {"cpu_jiffies": {"total": 2000, "steal": 1}}, 4) == []
 
 
 def test_run_and_herd_repeat_too(tmp_path: Path) -> None:
