@@ -126,9 +126,7 @@ def assert_drawn(result: Any, out: Path) -> None:
 
 
 def test_every_kind_of_this_issue_has_a_picture() -> None:
-    drawn = {"run", "compare", "herd", "latency", "latency-compare", "sweep", "serve", "reload", "burst", "ramp"}
-    assert set(PLOTTERS) == drawn
-    assert drawn <= set(KINDS)
+    assert set(PLOTTERS) == set(KINDS)  # every kind a command saves can be drawn
 
 
 def test_a_kind_without_a_picture_is_one_line() -> None:

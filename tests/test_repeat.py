@@ -84,3 +84,18 @@ def test_run_and_herd_repeat_too(tmp_path: Path) -> None:
         assert proc.returncode == 0, proc.stderr
         doc = json.loads(out.read_text())
         assert doc["of"] == args[0] and len(doc["rounds"]) == 2 and "in 2/2 runs" in proc.stdout
+
+
+def test_a_repeated_result_draws(tmp_path: Path) -> None:
+    import pytest
+
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "rep.json"
+    args = ["compare", "--modes", "blocking,epoll", "-n", "6", "--repeat", "2", "--json", str(out)]
+    assert subprocess.run([*CLI, *args], capture_output=True, timeout=120).returncode == 0
+    png = tmp_path / "rep.png"
+    proc = subprocess.run([*CLI, "plot", str(out), "-o", str(png)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    from matplotlib.image import imread
+
+    assert imread(png).shape[1] >= 400

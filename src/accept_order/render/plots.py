@@ -42,6 +42,7 @@ PLOTTERS: dict[str, tuple[str, str]] = {
     "burst": ("plot_loads", "burst_figure"),
     "ramp": ("plot_loads", "ramp_figure"),
     "reload": ("plot_loads", "reload_figure"),
+    "repeat": ("plot_repeat", "repeat_figure"),
 }
 
 
