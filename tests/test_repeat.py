@@ -99,3 +99,13 @@ def test_a_repeated_result_draws(tmp_path: Path) -> None:
     from matplotlib.image import imread
 
     assert imread(png).shape[1] >= 400
+
+
+def test_sweep_repeats_each_accept_batch_as_its_own_variant(tmp_path: Path) -> None:
+    out = tmp_path / "sweep.json"
+    args = ["sweep", "--accept-batch", "1,0", "-n", "300", "-c", "4", "-w", "2", "--repeat", "2", "--json", str(out)]
+    proc = subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=120, env=WIDE)
+    assert proc.returncode == 0, proc.stderr
+    assert "accept-batch 1" in proc.stdout and "accept-batch none" in proc.stdout
+    doc = json.loads(out.read_text())
+    assert [[r["server"]["accept_batch"] for r in row] for row in doc["rounds"]] == [[1, 0], [1, 0]]

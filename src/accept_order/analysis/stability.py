@@ -47,6 +47,15 @@ class Stability:
         return asdict(self)
 
 
+def names_of(row: Sequence[Any]) -> list[str]:
+    """The variants' names in a round (the same in every round: variant i is the i-th run of each). A
+    sweep's runs share a label and differ by accept batch: that names them then."""
+    labels = [r.server.label for r in row]
+    if len(set(labels)) == len(labels):
+        return labels
+    return [f"{r.server.label} accept-batch {r.server.accept_batch or 'none'}" for r in row]
+
+
 def _tail(result: Any) -> tuple[float, float, float]:
     h = result.histogram
     return float(h.percentile(99)), float(h.percentile(99.9)), float(h.stdev_us)
@@ -55,10 +64,11 @@ def _tail(result: Any) -> tuple[float, float, float]:
 def tightest(round_results: Sequence[Any]) -> str | None:
     """The variant whose p99, p99.9 and deviation are all within CLEAR of the lowest of each; None if none
     or several are (no one tail is tighter in this round)."""
-    runs = [r for r in round_results if r.ok]
+    names = names_of(round_results)
+    runs = [(name, r) for name, r in zip(names, round_results, strict=True) if r.ok]
     if len(runs) < 2:
         return None
-    tails = {r.server.label: _tail(r) for r in runs}
+    tails = {name: _tail(r) for name, r in runs}
     lows = [min(t[i] for t in tails.values()) for i in range(3)]
     best = [label for label, t in tails.items() if all(t[i] <= lows[i] * CLEAR for i in range(3))]
     return best[0] if len(best) == 1 else None
@@ -80,7 +90,7 @@ def latency_stability(rounds: Sequence[Sequence[Any]]) -> Stability:
     label, agree = winners.most_common(1)[0]
     ratios = []
     for r in rounds:
-        by = {x.server.label: x for x in r if x.ok}
+        by = {name: x for name, x in zip(names_of(r), r, strict=True) if x.ok}
         if label in by:
             mine = by[label].histogram.percentile(99)
             others = [x.histogram.percentile(99) for lab, x in by.items() if lab != label]
@@ -107,8 +117,8 @@ def order_stability(rounds: Sequence[Sequence[Any]]) -> dict[str, Stability]:
     """Per variant: how many rounds gave the same order verdict (pattern)."""
     by_label: dict[str, list[str]] = {}
     for r in rounds:
-        for result in r:
-            by_label.setdefault(result.server.label, []).append(_pattern(result.verdict.pattern))
+        for name, result in zip(names_of(r), r, strict=True):
+            by_label.setdefault(name, []).append(_pattern(result.verdict.pattern))
     out = {}
     for label, patterns in by_label.items():
         pattern, agree = Counter(patterns).most_common(1)[0]

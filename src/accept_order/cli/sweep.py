@@ -12,6 +12,7 @@ from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
 from .latency import bars
 from .options import closed_loop_options, examples, json_option, mode_option, server_options
+from .repeat_common import repeat_option, run_repeated
 from .specs import closed_loop_load, server_spec
 from .types import IntList
 
@@ -34,15 +35,31 @@ from .types import IntList
     help="Caps on connections accepted per wakeup to try, one run each (0: until EAGAIN).",
 )
 @closed_loop_options()
+@repeat_option()
 @json_option()
 @handle_errors
-def sweep(json_path: str | None, batches: list[int], **options: Any) -> None:
+def sweep(json_path: str | None, batches: list[int], repeat: int, **options: Any) -> None:
     """One latency run per accepts-per-wakeup cap (nginx multi_accept, DragonFly soavailconn)."""
     from .. import api
     from ..render.latency import sweep_report
 
     server, load = server_spec(options), closed_loop_load(options)
     host_warnings()
+    if repeat > 1:
+        from ..render.latency import default_title
+        from ..session import run_closed_loop
+
+        specs = [server.replace(accept_batch=value) for value in batches]
+        with bars(load, lambda s: f"accept-batch {s.accept_batch or 'none'}") as on_run:
+            run_repeated(
+                "sweep",
+                specs,
+                repeat,
+                lambda spec: run_closed_loop(spec, load, on_run(spec), default_title(spec, sweep=True)),
+                {},
+                json_path,
+            )
+        return
 
     def save(results: Sequence[Any], interrupted: bool = False) -> None:
         doc: dict[str, Any] = {"runs": [r.to_dict() for r in results]}

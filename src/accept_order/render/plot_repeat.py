@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
 
 def repeat_figure(doc: dict[str, Any], options: PlotOptions) -> Figure:
+    from ..analysis.stability import names_of
     from ..results.latency import LatencyResult
     from ..results.records import RunResult
     from .repeat import LATENCY_KINDS
@@ -28,11 +29,11 @@ def repeat_figure(doc: dict[str, Any], options: PlotOptions) -> Figure:
     if not rounds:
         nothing(ax, "no round finished")
         return fig
-    labels = [r.server.label for r in rounds[0]]
+    labels = names_of(rounds[0])
     for i, label in enumerate(labels):
         values = []
         for row in rounds:
-            result = next((r for r in row if r.server.label == label), None)
+            result = row[i] if i < len(row) else None
             if result is None:
                 values.append(float("nan"))
             elif latency:

@@ -10,22 +10,23 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis.stability import Spread, latency_stability, order_stability
+from ..analysis.stability import Spread, latency_stability, names_of, order_stability
 from ..repeat import latency_warnings, machine_warnings
 
-LATENCY_KINDS = ("latency", "latency-compare")
+LATENCY_KINDS = ("latency", "latency-compare", "sweep")
 
 
 def _by_variant(rounds: Sequence[Sequence[Any]]) -> dict[str, list[Any]]:
     out: dict[str, list[Any]] = {}
     for row in rounds:
-        for result in row:
-            out.setdefault(result.server.label, []).append(result)
+        for name, result in zip(names_of(row), row, strict=True):
+            out.setdefault(name, []).append(result)
     return out
 
 
-def _latency_table(rounds: Sequence[Sequence[Any]]) -> Table:
-    table = Table(title="accept-order latency --repeat", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+def _latency_table(of: str, rounds: Sequence[Sequence[Any]]) -> Table:
+    command = "sweep" if of == "sweep" else "latency"
+    table = Table(title=f"accept-order {command} --repeat", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for name in ("mode", "p50 ms", "p99 ms", "p99.9 ms", "dev ms", "req/s", "errors"):
         table.add_column(name, justify="left" if name == "mode" else "right")
     for label, runs in _by_variant(rounds).items():
@@ -73,7 +74,7 @@ def repeat_report(
     if not rounds:
         return Text("no round finished")
     if of in LATENCY_KINDS:
-        parts.append(_latency_table(rounds))
+        parts.append(_latency_table(of, rounds))
         parts.append(Text("median (min-max) over the runs", style="dim"))
         if len(rounds[0]) > 1:
             stability = latency_stability(rounds)
