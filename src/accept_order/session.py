@@ -72,6 +72,7 @@ def lifecycle(
     started = time.perf_counter()
     capture = EvidenceCapture(host=server.host)
     capture.before()  # counters before any worker exists; listeners and affinities while they run
+    machine_before = environment.machine_state()  # load average and steal: was the machine busy, stolen from?
     target = make_target(server, stamps=stamps)
     try:
         target.start()
@@ -86,6 +87,7 @@ def lifecycle(
         with deferred():
             target.check_alive()
             evidence = capture.after(port, list(target.pids))
+            evidence["machine"] = {"before": machine_before, "after": environment.machine_state()}
             counters = target.stop()
         target.check_stopped()  # a worker that died at the very end must not pass for one that idled
         extra = getattr(target, "extra_evidence", None)  # a mode's own process (fd-pass's acceptor), if any
