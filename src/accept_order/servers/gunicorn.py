@@ -108,11 +108,13 @@ def post_fork(server, worker):
 
 class GunicornServer(LaunchedServer):
     name = "gunicorn"
+    error_logs = ("error.log", "stderr.log")
+    error_marks = ("[ERROR]", "Error")
+    witness_source = "gunicorn access log"  # `%(p)s %({REMOTE_PORT}e)s`
 
     def __init__(self, spec: ServerSpec) -> None:
         super().__init__(spec)
         self.mode = GUNICORN_MODES[spec.mode]
-        self._log: list[tuple[int, int]] = []  # (pid, client port) per request, from gunicorn's access log
 
     def command(self) -> list[str]:
         from .nginx_config import ServerUnavailable
@@ -133,37 +135,7 @@ class GunicornServer(LaunchedServer):
         }
 
     def ready(self) -> bool:
-        from ..probes.listeners import listening_sockets
-
         if not os.path.exists(os.path.join(self.directory, "gunicorn.pid")):
             return False
         # With reuse_port each worker listens on its own socket, opened after the fork: all of them.
-        wanted = self.spec.workers if self.mode.reuse_port else 1
-        try:
-            return len(listening_sockets(self.port)) >= wanted
-        except OSError:
-            return True
-
-    def last_error(self) -> str:
-        for name in ("error.log", "stderr.log"):
-            try:
-                with open(os.path.join(self.directory, name), errors="replace") as f:
-                    lines = [line.strip() for line in f if "[ERROR]" in line or "Error" in line]
-                if lines:
-                    return lines[0][:300]
-            except OSError:
-                pass
-        return "no message"
-
-    def witness(self) -> dict[str, object]:
-        """What gunicorn itself says it served (after stop): its access log, `%(p)s %({REMOTE_PORT}e)s`."""
-        return {"source": "gunicorn access log", "requests": [[pid, port] for pid, port in self._log]}
-
-    def read_logs(self) -> None:
-        try:
-            with open(os.path.join(self.directory, "access.log")) as f:
-                # %(p)s is written "<PID>"
-                rows = (line.split() for line in f)
-                self._log = [(int(p.strip("<>")), int(port)) for p, port, *_ in rows if p.strip("<>").isdigit()]
-        except (OSError, ValueError):
-            self._log = []
+        return self.listening(self.spec.workers if self.mode.reuse_port else 1)

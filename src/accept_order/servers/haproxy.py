@@ -159,11 +159,13 @@ class HaproxyServer(LaunchedServer):
     # soft stop: close the listeners, finish (and log) what is in hand, exit; SIGTERM would stop at once and
     # could lose the log line of a request whose answer already went out
     graceful = signal.SIGUSR1
+    error_marks = ("[ALERT]",)
+    request_log = "stderr.log"  # `log stdout`: the master's output, captured in the private directory
+    witness_source = "haproxy log"
 
     def __init__(self, spec: ServerSpec) -> None:
         super().__init__(spec)
         self.mode = HAPROXY_MODES[spec.mode]
-        self._log: list[tuple[int, int]] = []  # (thread, client port) per request
 
     @property
     def attribution(self) -> ThreadAttribution:  # type: ignore[override]
@@ -187,34 +189,16 @@ class HaproxyServer(LaunchedServer):
     def ready(self) -> bool:
         """In the foreground HAProxy writes no pid file: ready once its listeners are there (one per thread
         with shards)."""
-        from ..probes.listeners import listening_sockets
+        return self.listening(self.spec.workers if self.mode.shards else 1)
 
-        wanted = self.spec.workers if self.mode.shards else 1
-        try:
-            return len(listening_sockets(self.port)) >= wanted
-        except OSError:
-            return True
-
-    def last_error(self) -> str:
-        try:
-            with open(os.path.join(self.directory, "stderr.log"), errors="replace") as f:
-                lines = [line.strip() for line in f if "[ALERT]" in line]
-            return lines[0][:300] if lines else "no message"
-        except OSError:
-            return "no message"
+    def parse_request(self, fields: list[str]) -> tuple[int, int] | None:
+        """`%[thread] %cp`: exactly two numbers (HAProxy's own notices share the file)."""
+        if len(fields) != 2 or not (fields[0].isdigit() and fields[1].isdigit()):
+            return None
+        return int(fields[0]), int(fields[1])
 
     def witness(self) -> dict[str, object]:
         """HAProxy's own log, `%[thread] %cp` per request; the thread numbers become the workers' ids."""
         pids = self._pids
         rows = [[pids[t] if 0 <= t < len(pids) else -1, port] for t, port in self._log]
-        return {"source": "haproxy log", "requests": rows}
-
-    def read_logs(self) -> None:
-        try:
-            with open(os.path.join(self.directory, "stderr.log")) as f:
-                rows = (line.split() for line in f)
-                self._log = [
-                    (int(t), int(port)) for t, port, *rest in rows if t.isdigit() and port.isdigit() and not rest
-                ]
-        except (OSError, ValueError):
-            self._log = []
+        return {"source": self.witness_source, "requests": rows}

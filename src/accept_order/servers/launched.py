@@ -47,6 +47,12 @@ class LaunchedServer:
     name: ClassVar[str]
     #: the signal that stops it gracefully (nginx: SIGQUIT; gunicorn: SIGTERM)
     graceful: ClassVar[int] = signal.SIGTERM
+    #: files of the private directory, in order, whose first line with one of `error_marks` says why it failed
+    error_logs: ClassVar[tuple[str, ...]] = ("stderr.log",)
+    error_marks: ClassVar[tuple[str, ...]] = ("Error",)
+    #: the server's own log of who served what (the witness), a file of the private directory, and its name
+    request_log: ClassVar[str] = "access.log"
+    witness_source: ClassVar[str]
 
     def __init__(self, spec: ServerSpec) -> None:
         self.spec = spec
@@ -57,6 +63,7 @@ class LaunchedServer:
         self._pidfds: list[int] = []
         self._usage: UsageDeltas | None = None
         self._unsettled = 0
+        self._log: list[tuple[int, int]] = []  # (worker, client port) per request, from the server's own log
 
     # -- what a subclass says --------------------------------------------------------------------
     def command(self) -> list[str]:
@@ -64,7 +71,16 @@ class LaunchedServer:
         raise NotImplementedError
 
     def last_error(self) -> str:
-        """The first line of the server's own logs that says why it stopped (for a failed start)."""
+        """The first line of the server's own logs that says why it stopped (for a failed start): the first
+        names the cause; later ones (nginx's "still could not bind()") only follow from it."""
+        for name in self.error_logs:
+            try:
+                with open(os.path.join(self.directory, name), errors="replace") as f:
+                    lines = [line.strip() for line in f if any(mark in line for mark in self.error_marks)]
+            except OSError:
+                continue
+            if lines:
+                return lines[0][:300]
         return "no message"
 
     def environment(self) -> dict[str, str]:
@@ -75,15 +91,41 @@ class LaunchedServer:
         """Beyond every worker asleep: whatever else says the server is listening (a pid file)."""
         return True
 
+    def listening(self, wanted: int) -> bool:
+        """At least `wanted` sockets listen on the port (one per worker where each opens its own)."""
+        from ..probes.listeners import listening_sockets
+
+        try:
+            return len(listening_sockets(self.port)) >= wanted
+        except OSError:
+            return True  # nothing to ask: the workers asleep is all there is to go by
+
     def workers_of(self, master: psutil.Process) -> list[int]:
         """The worker pids, in index order: the master's children in fork order (HAProxy: its threads)."""
         return [p.pid for p in sorted(master.children(), key=lambda p: (p.create_time(), p.pid))]
 
+    def parse_request(self, fields: list[str]) -> tuple[int, int] | None:
+        """(worker pid, client port) from one line of the request log, split; None for any other line."""
+        if len(fields) < 2:
+            return None
+        pid, port = fields[0].strip("<>"), fields[1]  # gunicorn writes %(p)s as <PID>
+        return (int(pid), int(port)) if pid.isdigit() and port.isdigit() else None
+
     def read_logs(self) -> None:
         """After stop, before the directory is removed: read what the server logged it served."""
+        try:
+            with open(os.path.join(self.directory, self.request_log)) as f:
+                self._log = [row for row in (self.parse_request(line.split()) for line in f) if row is not None]
+        except OSError:
+            self._log = []
+
+    def access_log(self) -> list[tuple[int, int]]:
+        """(worker, client port) per request, in the server's own order: the witness a run is checked against."""
+        return list(self._log)
 
     def witness(self) -> dict[str, Any]:
-        raise NotImplementedError
+        """What the server itself says it served (after stop)."""
+        return {"source": self.witness_source, "requests": [[pid, port] for pid, port in self._log]}
 
     # -- the Target interface -------------------------------------------------------------------
     @property

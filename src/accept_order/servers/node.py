@@ -115,11 +115,11 @@ def node_missing() -> str | None:
 
 class NodeServer(LaunchedServer):
     name = "node"
+    witness_source = "node access log"  # each worker's `pid client-port`
 
     def __init__(self, spec: ServerSpec) -> None:
         super().__init__(spec)
         self.mode = NODE_MODES[spec.mode]
-        self._log: list[tuple[int, int]] = []
 
     def command(self) -> list[str]:
         script = os.path.join(self.directory, "cluster.js")
@@ -150,21 +150,3 @@ class NodeServer(LaunchedServer):
         if self.spec.cpus:  # Node has no worker_cpu_affinity: pin the workers from here, in index order
             for index, pid in enumerate(self._pids):
                 os.sched_setaffinity(pid, {self.spec.cpus[index % len(self.spec.cpus)]})
-
-    def last_error(self) -> str:
-        try:
-            with open(os.path.join(self.directory, "stderr.log"), errors="replace") as f:
-                lines = [line.strip() for line in f if "Error" in line]
-            return lines[0][:300] if lines else "no message"
-        except OSError:
-            return "no message"
-
-    def witness(self) -> dict[str, object]:
-        return {"source": "node access log", "requests": [[pid, port] for pid, port in self._log]}
-
-    def read_logs(self) -> None:
-        try:
-            with open(os.path.join(self.directory, "access.log")) as f:
-                self._log = [(int(p), int(port)) for p, port, *_ in (line.split() for line in f) if p.isdigit()]
-        except (OSError, ValueError):
-            self._log = []
