@@ -104,7 +104,7 @@ def test_fd_pass_worker_that_leaves_loses_nothing() -> None:
 def test_lock_holder_names_whichever_worker_took_the_lock_first() -> None:
     """nginx's accept_mutex: one worker keeps every sequential connection, but which one varies by run."""
     from accept_order.analysis.order import verdict
-    from accept_order.results.records import ConnectionRecord
+    from accept_order.measures import ConnectionRecord
 
     for holder in range(3):
         records = [ConnectionRecord(i, holder, 100 + holder, 1000 * i, 100) for i in range(12)]

@@ -11,9 +11,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .errors import PlanError
+from .measures import ConnectionRecord
 from .results.herd import HerdResult
 from .results.latency import LatencyResult
-from .results.records import ConnectionRecord, RunResult
+from .results.records import RunResult
 from .servers.catalog import variants
 from .session import Tick, run_closed_loop, run_each, run_sequential
 from .spec import ClosedLoopLoad, SequentialLoad, ServerSpec

@@ -7,7 +7,7 @@ import os
 import platform
 import socket
 
-from .results.records import Environment
+from .measures import Environment
 
 
 def read_int(path: str) -> int | None:

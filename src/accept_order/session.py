@@ -21,8 +21,9 @@ from . import environment
 from .analysis.order import verdict
 from .errors import WorkerError
 from .loads.sequential import run_sequential as drive_sequential
+from .measures import ConnectionRecord, Environment, WorkerCounters
 from .probes.evidence import EvidenceCapture
-from .results.records import ConnectionRecord, Environment, RunResult, WorkerCounters
+from .results.records import RunResult
 from .servers import make_target
 from .servers.catalog import expectation, mode_meta
 from .servers.target import Target

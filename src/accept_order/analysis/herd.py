@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..results.records import WorkerCounters
+from ..measures import WorkerCounters
 
 #: Woken per connection at or above this counts as a herd. One wakeup per connection is the floor
 #: (the winner sleeps again after answering); a herd of W idle workers gives about W.

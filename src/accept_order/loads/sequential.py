@@ -25,8 +25,8 @@ import socket
 import time
 from collections.abc import Callable
 
+from ..measures import ConnectionRecord
 from ..processes import MAX_REPLY
-from ..results.records import ConnectionRecord
 from ..servers.target import Target
 from ..spec import SequentialLoad
 from .protocol import ABORTED, error_key

@@ -15,8 +15,8 @@ from ..histogram import histogram_lines, summary_line
 from ..loads.closed_loop import STARVED, driver_warnings
 from ..loads.drive_loop import DriverStats
 from ..loads.protocol import describe_error
+from ..measures import Environment, WorkerCounters
 from ..results.latency import PERCENTILES, LatencyResult
-from ..results.records import Environment, WorkerCounters
 from ..servers.catalog import modes_of
 from ..spec import ClosedLoopLoad, ServerSpec
 from .evidence import evidence_report

@@ -11,7 +11,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ..cpus import format_cpu_list
-from ..results.records import RunResult, ServeResult, WorkerCounters
+from ..measures import WorkerCounters
+from ..results.records import RunResult, ServeResult
 from .evidence import evidence_report
 from .text import plural
 

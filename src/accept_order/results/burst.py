@@ -7,8 +7,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..loads.drive_loop import DriverStats
+from ..measures import Environment
 from ..spec import ServerSpec
-from .records import Environment
 
 CLIENT_BOUND = 0.5  # share of a burst the client may spend opening its connections before it sets the pace
 

@@ -9,8 +9,8 @@ from ..errors import ResultFileError
 from ..histogram import LatencyHistogram
 from ..loads.closed_loop import RequestTotals
 from ..loads.drive_loop import DriverStats
+from ..measures import Environment, WorkerCounters
 from ..spec import ClosedLoopLoad, ServerSpec
-from .records import Environment, WorkerCounters
 from .typed import build, check_server
 
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)

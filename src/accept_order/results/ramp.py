@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..measures import Environment
 from ..spec import ServerSpec
-from .records import Environment
 
 
 @dataclass(frozen=True)

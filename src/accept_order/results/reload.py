@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..loads.protocol import NO_REPLY
+from ..measures import Environment, WorkerCounters
 from ..spec import ClosedLoopLoad, ServerSpec
-from .records import Environment, WorkerCounters
 
 HOWS = ("leave", "kill")
 MIGRATE = "TcpExtTCPMigrateReqSuccess"

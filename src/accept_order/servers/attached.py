@@ -17,9 +17,9 @@ import psutil
 
 from ..errors import PlanError, WorkerError
 from ..loads.protocol import HTTP_KEEPALIVE, LINE, ClientProtocol
+from ..measures import WorkerCounters
 from ..probes.owner import SocketOwners
 from ..processes import open_pidfd
-from ..results.records import WorkerCounters
 from ..spec import ServerSpec
 from ..waiting import wait_for
 from .target import ReplyAttribution

@@ -24,8 +24,8 @@ import psutil
 
 from ..errors import WorkerError
 from ..loads.protocol import HTTP, ClientProtocol
+from ..measures import WorkerCounters
 from ..processes import READY_TIMEOUT_S, STOP_TIMEOUT_S, die_with_parent, open_pidfd
-from ..results.records import WorkerCounters
 from ..spec import ServerSpec
 from ..waiting import wait_for
 from .target import ReplyAttribution

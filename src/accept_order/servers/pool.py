@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import WorkerError
 from ..loads.protocol import LINE, ClientProtocol
+from ..measures import WorkerCounters
 from ..processes import (
     FORK,
     READY_TIMEOUT_S,
@@ -27,7 +28,6 @@ from ..processes import (
     process_errors,
     start_child,
 )
-from ..results.records import WorkerCounters
 from ..spec import ServerSpec
 from ..waiting import wait_for
 from .helper_process import HelperProcess, usage_of

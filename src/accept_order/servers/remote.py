@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import PlanError
 from ..loads.protocol import HTTP, LINE, ClientProtocol, parse_reply
-from ..results.records import WorkerCounters
+from ..measures import WorkerCounters
 from ..spec import ServerSpec
 
 WHY = (

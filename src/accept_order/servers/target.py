@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 from ..loads.protocol import ClientProtocol, parse_reply
 
 if TYPE_CHECKING:
-    from ..results.records import WorkerCounters
+    from ..measures import WorkerCounters
 
 
 class Attribution(Protocol):

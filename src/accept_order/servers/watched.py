@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from ..measures import WorkerCounters
 from ..processes import process_errors, usage
-from ..results.records import WorkerCounters
 
 
 def proc_state(pid: int) -> str:

@@ -1,0 +1,86 @@
+"""What was measured, as plain frozen records: each connection, each worker's counters, where it ran, and
+the verdict. A leaf: it imports nothing of the package, so anything may use it (servers, probes, results,
+renderers) without an import circle. Loading these from a file goes through results/typed.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ConnectionRecord:
+    """One driven connection: who served it, or why it failed. Times in microseconds."""
+
+    seq: int
+    worker: int | None
+    pid: int | None
+    start_us: int  # offset from the start of the drive
+    latency_us: int  # connect to end of reply (or to the failure)
+    error: str | None = None
+
+    @property
+    def served(self) -> bool:
+        return self.error is None and self.worker is not None
+
+
+@dataclass(frozen=True)
+class WorkerCounters:
+    """What one worker counted in memory and reported once at the end, plus the kernel's view of it.
+
+    wakeups: times its wait (accept/epoll_wait/poll/select) returned; accepts: connections it accepted;
+    empty: wakeups that found nothing to accept (EAGAIN); max_batch: most accepts in one wakeup.
+    voluntary_switches / involuntary_switches / cpu_s: psutil deltas over the run, read by the supervisor.
+    """
+
+    index: int
+    pid: int
+    # None: not known (a server that does not count them itself, such as nginx)
+    wakeups: int | None = 0
+    accepts: int | None = 0
+    empty: int | None = 0
+    max_batch: int | None = 0
+    voluntary_switches: int | None = None
+    involuntary_switches: int | None = None
+    cpu_s: float | None = None
+    affinity: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Environment:
+    """Where a result was measured: enough to tell two machines' results apart."""
+
+    system: str
+    kernel: str
+    machine: str
+    cpu_count: int
+    somaxconn: int | None
+    python: str
+    hostname: str
+    started_at: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The pattern a run showed, how well the best model fits, and the kernel mechanism behind it."""
+
+    pattern: str
+    model: str | None
+    fit: int  # informative connections the model predicted
+    informative: int  # connections where more than one worker was idle
+    why: str
+    jain: float
+    max_min: float | None  # max share / min share; None when some worker served none
+    expected: bool  # the pattern is the one the mode's mechanism predicts
+    woken_per_connection: float | None = None  # workers' sleeps (voluntary switches) per served connection
+
+    def line(self) -> str:
+        ratio = "inf" if self.max_min is None else f"{self.max_min:.2f}"
+        if not self.informative:
+            fit = ""
+        elif self.model:
+            fit = f", {self.fit}/{self.informative} informative connections fit"
+        else:
+            fit = f", best idle-order model fits only {self.fit}/{self.informative}"
+        woken = "" if self.woken_per_connection is None else f"; woken per connection {self.woken_per_connection:.1f}"
+        return f"{self.pattern}{fit}; fairness: Jain {self.jain:.3f}, max/min share {ratio}{woken}"
