@@ -31,9 +31,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "experiments")) 
 
 from _cli import OneLineParser, positive_int  # noqa: E402  (experiments/_cli.py)
 
+from accept_order.errors import ServerUnavailable
 from accept_order.loads.closed_loop import LoadResult, run_load  # noqa: E402
-from accept_order.servers.nginx import NginxServer  # noqa: E402
-from accept_order.servers.nginx_config import ServerUnavailable, nginx_binary  # noqa: E402
+from accept_order.servers.launched.nginx import NginxServer  # noqa: E402
+from accept_order.servers.launched.nginx_config import nginx_binary  # noqa: E402
 from accept_order.signals import Terminated  # noqa: E402
 from accept_order.spec import ClosedLoopLoad, ServerSpec  # noqa: E402
 

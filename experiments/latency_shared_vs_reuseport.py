@@ -47,7 +47,8 @@ from accept_order.errors import PlanError
 from accept_order.render.latency import compare_report
 from accept_order.results import envelope
 from accept_order.results.latency import LatencyResult
-from accept_order.servers.modes import DEFAULT_MODE, MODES, split_available
+from accept_order.servers.modes import DEFAULT_MODE, MODES
+from accept_order.servers.registry import runnable
 from accept_order.spec import ClosedLoopLoad, pinned
 
 SIMILAR_AVG = 1.25  # averages within 25% of each other are "similar" (the seed's differ by 3%)
@@ -109,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         workers = args.workers if args.workers is not None else len(allowed_cpus())
         if workers < 1:
             raise PlanError(f"--workers must be at least 1, got {workers}")
-        available = split_available(modes)[0]
+        available = runnable("builtin", modes)[0]
         server, load = api.split_options(
             dict(
                 mode=available[0] if available else DEFAULT_MODE,  # the shared settings, checked once

@@ -22,7 +22,8 @@ import psutil
 import pytest
 from conftest import OutputReader, assert_one_error_line, gone, run_cli, wait_for
 
-from accept_order.servers.nginx_config import MODULE_DIR, MODULES, ServerUnavailable, nginx_binary
+from accept_order.errors import ServerUnavailable
+from accept_order.servers.launched.nginx_config import MODULE_DIR, MODULES, nginx_binary
 
 RUN_TIMEOUT_S = 60
 START_TIMEOUT_S = 10.0

@@ -15,7 +15,7 @@ from conftest import gone
 
 from accept_order import session
 from accept_order.results.records import RunResult
-from accept_order.servers.gunicorn import gunicorn_missing
+from accept_order.servers.launched.gunicorn import gunicorn_missing
 from accept_order.spec import ClosedLoopLoad, SequentialLoad, ServerSpec
 
 if gunicorn_missing():

@@ -9,7 +9,7 @@ import pytest
 from conftest import gone
 
 from accept_order import session
-from accept_order.servers.haproxy import HAPROXY_MODES, haproxy_missing, render_config
+from accept_order.servers.launched.haproxy import HAPROXY_MODES, haproxy_missing, render_config
 from accept_order.spec import ClosedLoopLoad, SequentialLoad, ServerSpec
 
 if haproxy_missing():

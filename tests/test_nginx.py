@@ -18,10 +18,11 @@ from conftest import assert_one_error_line, gone, run_cli, wait_for
 
 from accept_order import session
 from accept_order.cpus import allowed_cpus
+from accept_order.errors import ServerUnavailable
 from accept_order.measures import ConnectionRecord
 from accept_order.results import envelope
 from accept_order.results.records import RunResult
-from accept_order.servers.nginx_config import NGINX_MODES, ServerUnavailable, nginx_binary, render_config
+from accept_order.servers.launched.nginx_config import NGINX_MODES, nginx_binary, render_config
 from accept_order.spec import SequentialLoad, ServerSpec
 
 try:

@@ -13,7 +13,7 @@ from conftest import gone
 from accept_order import session
 from accept_order.analysis.order import is_rotation
 from accept_order.cpus import allowed_cpus
-from accept_order.servers.node import node_missing
+from accept_order.servers.launched.node import node_missing
 from accept_order.spec import ClosedLoopLoad, SequentialLoad, ServerSpec
 
 if node_missing():

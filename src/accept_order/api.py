@@ -15,7 +15,7 @@ from .measures import ConnectionRecord
 from .results.herd import HerdResult
 from .results.latency import LatencyResult
 from .results.records import RunResult
-from .servers.catalog import variants
+from .servers.registry import checked, variants
 from .session import Tick, run_closed_loop, run_each, run_sequential
 from .spec import ClosedLoopLoad, SequentialLoad, ServerSpec
 
@@ -32,7 +32,7 @@ def split_options(options: dict[str, Any], load_type: type) -> tuple[ServerSpec,
     if "cpus" in server:
         server["cpus"] = tuple(server["cpus"] or ())
     load = {k: v for k, v in options.items() if k in load_fields}
-    return ServerSpec(**server).validated(), load_type(**load).validated()
+    return checked(ServerSpec(**server)), load_type(**load).validated()
 
 
 def run(mode: str = "epoll", workers: int = 3, connections: int = 6, **options: Any) -> RunResult:

@@ -21,6 +21,10 @@ class ModeUnavailable(PlanError):
     """The platform lacks what the mode needs (e.g. EPOLLEXCLUSIVE off Linux)."""
 
 
+class ServerUnavailable(AcceptOrderError):
+    """The server this run asks for is not installed here (a runtime problem: exit 1)."""
+
+
 class ListenError(AcceptOrderError):
     """The listening socket could not be set up (port in use, permission, bad address)."""
 

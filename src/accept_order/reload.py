@@ -15,7 +15,7 @@ from typing import Any
 from . import netns
 from .errors import PlanError
 from .results.reload import HOWS, ReloadRun
-from .servers.catalog import mode_meta, split_for
+from .servers.registry import mode_info, runnable
 from .session import RunInterrupted, Tick, lifecycle, run_each
 from .spec import ClosedLoopLoad, ServerSpec
 
@@ -54,7 +54,7 @@ def plans(server: ServerSpec, modes: Sequence[str], hows: Sequence[str], migrate
     for a queue per worker, so a shared-queue mode runs once, with the kernel's default (0)."""
     out = []
     for mode in modes:
-        meta = mode_meta("builtin", mode)
+        meta = mode_info("builtin", mode)
         settings = list(migrate) if meta.queue == "per-worker" else [0]
         for how in hows:
             for value in settings:
@@ -63,7 +63,7 @@ def plans(server: ServerSpec, modes: Sequence[str], hows: Sequence[str], migrate
 
 
 def available(modes: Sequence[str] | None) -> tuple[list[str], dict[str, str]]:
-    return split_for("builtin", modes)
+    return runnable("builtin", modes)
 
 
 def run_reload(server: ServerSpec, load: ClosedLoopLoad, plan: ReloadPlan, on_tick: Tick | None = None) -> ReloadRun:
@@ -102,7 +102,7 @@ def run_reload(server: ServerSpec, load: ClosedLoopLoad, plan: ReloadPlan, on_ti
 
     outcome, m = lifecycle(server, drive, describe)
     served = tuple(outcome.served.get(i, 0) for i in range(server.workers))
-    meta = mode_meta("builtin", server.mode)
+    meta = mode_info("builtin", server.mode)
     passes = "acceptor" in m.evidence
     result = ReloadRun(
         server=server,

@@ -24,8 +24,7 @@ from .loads.sequential import run_sequential as drive_sequential
 from .measures import ConnectionRecord, Environment, WorkerCounters
 from .probes.evidence import EvidenceCapture
 from .results.records import RunResult
-from .servers import make_target
-from .servers.catalog import expectation, mode_meta
+from .servers.registry import checked, expectation, make_target, mode_info
 from .servers.target import Target
 from .signals import deferred
 from .spec import ClosedLoopLoad, SequentialLoad, ServerSpec
@@ -68,7 +67,7 @@ def lifecycle(
     """Start `server`, run `drive(target)`, stop, and return what drive returned with what was measured.
 
     `describe()` says how far the load got, for the message when a worker dies mid-run."""
-    server = server.validated()
+    server = checked(server)
     env = environment.current()
     started = time.perf_counter()
     capture = EvidenceCapture(host=server.host)
@@ -129,7 +128,7 @@ def run_sequential(
         return f"the run stopped after {len(finished)} connections ({served} served, {len(finished) - served} failed)"
 
     records, m = lifecycle(server, lambda target: drive_sequential(target, load, record), describe)
-    mode = mode_meta(server.server, server.mode)
+    mode = mode_info(server.server, server.mode)
     model, why = expectation(server)
     woken = m.counters if mode.switches_are_wakeups else ()
     if mode.timed_waits:  # a sleep that ended on its own timer woke for no connection

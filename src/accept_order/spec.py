@@ -1,7 +1,8 @@
 """Frozen specs: what serves (ServerSpec) and what drives it (SequentialLoad, ClosedLoopLoad).
 
-This is the one place values are checked. The CLI's option types reject bad input first, naming the
-option the user typed; these checks guard the Python API and saved files with the canonical names.
+This is the one place shared values are checked (a server kind checks its own: servers/kinds.py). The
+CLI's option types reject bad input first, naming the option the user typed; these checks guard the
+Python API and saved files with the canonical names.
 """
 
 from __future__ import annotations
@@ -16,8 +17,7 @@ from typing import Any, ClassVar
 
 from .cpus import allowed_cpus, format_cpu_list
 from .errors import PlanError
-from .servers.modes import DEFAULT_MODE, require_mode
-from .servers.modes.base import POLICIES
+from .servers.kinds import DEFAULT_MODE
 
 MAX_WORKERS = 512
 MAX_CONNECTIONS = 10_000_000
@@ -125,33 +125,9 @@ class ServerSpec:
     maxconn: int = 0  # haproxy: connections it holds at once (maxconn); 0: its default
 
     def validated(self) -> ServerSpec:
-        if self.server == "builtin":
-            require_mode(self.mode)
-        elif self.server == "remote":
-            if self.port == 0:
-                raise PlanError("--target needs HOST:PORT")
-        elif self.server == "attached":
-            if not self.attach or self.port == 0:
-                raise PlanError("--attach needs the server's pid (or its workers' pids) and its --port")
-            if self.protocol not in ("line", "http"):
-                raise PlanError(f"--protocol is line or http, got {self.protocol!r}")
-        else:
-            from .servers.catalog import mode_meta
-
-            mode_meta(self.server, self.mode)  # PlanError for a server or mode this version does not know
-            if self.server == "nginx" and self.accept_batch not in (0, 1):
-                raise PlanError("--accept-batch with nginx is 0 (multi_accept on) or 1 (multi_accept off)")
-            if self.server in ("gunicorn", "node") and self.accept_batch not in (0, 1):
-                raise PlanError(f"--accept-batch does not apply to {self.server}: it accepts its own way")
-        if self.policy not in POLICIES:
-            raise PlanError(f"--policy is one of {', '.join(POLICIES)}, got {self.policy!r}")
+        """What every kind shares; a kind's own checks are its `check` (servers/registry.py `checked`)."""
         check_range("--mutex-delay", self.mutex_delay_ms, 1, MAX_GAP_MS)
         check_range("--maxconn", self.maxconn, 0, 10_000_000)
-        if self.maxconn and self.server != "haproxy":
-            raise PlanError(
-                "--maxconn is HAProxy's; the built-in workers hold at most --accept-batch connections each "
-                "(--accept-batch 1: as many as there are workers)"
-            )
         check_range("--workers", self.workers, 1, MAX_WORKERS)
         check_range("--port", self.port, 0, 65535)
         check_range("--work-us", self.work_us, 0, MAX_WORK_US)

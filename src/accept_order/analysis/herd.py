@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..measures import WorkerCounters
+from ..servers.registry import known_mode
 
 #: Woken per connection at or above this counts as a herd. One wakeup per connection is the floor
 #: (the winner sleeps again after answering); a herd of W idle workers gives about W.
@@ -114,10 +115,8 @@ def acceptor_of(evidence: Any) -> Mapping[str, Any] | None:
 
 def herd_row(result: Any) -> HerdRow:
     """A RunResult's line of the herd table."""
-    from ..servers.catalog import modes_of
-
     counters = result.counters
-    mode = modes_of(result.server.server).get(result.server.mode)
+    mode = known_mode(result.server.server, result.server.mode)
     cpu = _sum_opt(c.cpu_s for c in counters)
     served = result.served
     acceptor = acceptor_of(result.evidence)

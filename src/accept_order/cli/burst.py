@@ -50,7 +50,7 @@ def burst(
     from ..burst import BurstPlan, burst_table, make_room
     from ..render.burst import burst_report
     from ..results.burst import BurstResult
-    from ..servers.catalog import variants
+    from ..servers.registry import variants
 
     servers: list[str] = options["server"]
     batch_given = options.get("accept_batch") is not None

@@ -32,7 +32,7 @@ def compare(modes: list[str], repeat: int, json_path: str | None, **options: Any
     """Run every mode this machine supports (or --modes) with the same settings; one table."""
     from .. import api
     from ..render.run import compare_table
-    from ..servers.catalog import variants
+    from ..servers.registry import variants
 
     servers: list[str] = options["server"]
     batch_given = options.get("accept_batch") is not None

@@ -66,7 +66,7 @@ def latency(
     from .. import api
     from ..analysis.tails import tail_verdict
     from ..render.latency import compare_report, latency_report
-    from ..servers.catalog import variants
+    from ..servers.registry import variants
 
     if modes is not None and modes_alias is not None:
         raise click.UsageError("give --modes only (--compare is its old name)")

@@ -17,16 +17,18 @@ def modes() -> None:
     """List each server's accept modes: how workers wait, what order is predicted, availability here."""
     from rich.text import Text
 
-    from ..servers.catalog import LAUNCHED, modes_of
+    from ..servers.registry import launched_kinds, server_kind
     from .output import stdout
 
     out = stdout()
-    for server in LAUNCHED:
+    for server in launched_kinds():
+        kind = server_kind(server)
         out.print(
             Text(f"--server {server}" + (" (the default)" if server == "builtin" else ""), style="bold underline")
         )
-        for meta in modes_of(server).values():
-            status = "available" if meta.unavailable is None else f"not available: {meta.unavailable}"
+        for meta in kind.modes().values():
+            unavailable = kind.unavailable(meta.name)
+            status = "available" if unavailable is None else f"not available: {unavailable}"
             traits = [f"{meta.queue} queue", f"predicts {meta.model or 'no order'}"]
             if meta.herds:
                 traits.append("thundering herd")

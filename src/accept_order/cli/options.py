@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 
 import click
 
-from ..servers.catalog import LAUNCHED
 from ..servers.modes.base import POLICIES
+from ..servers.registry import launched_kinds
 from ..spec import (
     DEFAULT_CONCURRENCY,
     DEFAULT_DRIVER_PROCS,
@@ -46,7 +46,7 @@ def apply(options: Sequence[Callable[[F], F]]) -> Callable[[F], F]:
 
 
 def mode_option() -> Callable[[F], F]:
-    from ..servers.catalog import all_mode_names
+    from ..servers.registry import all_mode_names
 
     return click.option(
         "--mode",
@@ -77,7 +77,7 @@ def server_options(workers: int | None = 3, accept_batch: bool = True, several: 
     options: list[Callable[[F], F]] = [
         click.option(
             *names,
-            type=SERVER_LIST if several else click.Choice(LAUNCHED),
+            type=SERVER_LIST if several else click.Choice(launched_kinds()),
             default="builtin",
             show_default=True,
             help=server_help,

@@ -20,11 +20,11 @@ def work_us(options: dict[str, Any]) -> int:
 
 def first_available(modes: list[str], server: str | list[str] = "builtin") -> str | None:
     """The mode a several-mode command's shared settings are checked with (the first it can run)."""
-    from ..servers.catalog import modes_of, split_for
+    from ..servers.registry import runnable, server_kind
 
     server = server[0] if isinstance(server, list) else server
-    wanted = [m for m in modes if m in modes_of(server)] if modes != ["all"] else None
-    available = split_for(server, wanted)[0]
+    wanted = [m for m in modes if m in server_kind(server).modes()] if modes != ["all"] else None
+    available = runnable(server, wanted)[0]
     return available[0] if available else None
 
 
@@ -70,16 +70,20 @@ def attached_spec(options: dict[str, Any]) -> ServerSpec | None:
     workers = worker_pids(attach)
     for name in NOT_WITH_ATTACH:
         options.pop(name, None)
-    return ServerSpec(
-        server="attached",
-        mode="attached",
-        workers=len(workers),
-        host=options.pop("host"),
-        port=options.pop("port"),
-        backlog=options.pop("backlog", ServerSpec.backlog),
-        attach=tuple(attach),
-        protocol=protocol,
-    ).validated()
+    from ..servers.registry import checked
+
+    return checked(
+        ServerSpec(
+            server="attached",
+            mode="attached",
+            workers=len(workers),
+            host=options.pop("host"),
+            port=options.pop("port"),
+            backlog=options.pop("backlog", ServerSpec.backlog),
+            attach=tuple(attach),
+            protocol=protocol,
+        )
+    )
 
 
 def server_spec(options: dict[str, Any], mode: str | None = None) -> ServerSpec:
@@ -89,28 +93,29 @@ def server_spec(options: dict[str, Any], mode: str | None = None) -> ServerSpec:
     if attached is not None:
         return attached
     from ..cpus import allowed_cpus
-    from ..servers.catalog import default_accept_batch, default_mode
+    from ..servers.registry import checked, server_kind
 
     workers = options.pop("workers", None)
     server = options.pop("server", "builtin")
     server = server[0] if isinstance(server, list) else server
+    kind = server_kind(server)
     batch = options.pop("accept_batch", None)
     spec = ServerSpec(
         server=server,
-        mode=mode or options.pop("mode", None) or default_mode(server),
+        mode=mode or options.pop("mode", None) or kind.default_mode(),
         workers=workers if workers is not None else len(allowed_cpus()),
         host=options.pop("host", ServerSpec.host),
         port=options.pop("port", 0),
         work_us=work_us(options),
         work_iters=options.pop("work_iters", 0),
         backlog=options.pop("backlog", ServerSpec.backlog),
-        accept_batch=default_accept_batch(server) if batch is None else batch,
+        accept_batch=kind.default_accept_batch if batch is None else batch,
         cpus=tuple(options.pop("cpus", None) or ()),
         policy=options.pop("policy", ServerSpec.policy),
         mutex_delay_ms=round(1000 * options.pop("mutex_delay", ServerSpec.mutex_delay_ms / 1000), 3),
         maxconn=options.pop("maxconn", 0),
     )
-    return pinned(spec, options.pop("pin", False)).validated()
+    return checked(pinned(spec, options.pop("pin", False)))
 
 
 def sequential_load(options: dict[str, Any]) -> SequentialLoad:
@@ -169,6 +174,9 @@ def _remote_spec(options: dict[str, Any], target: str, protocol: str, attach: tu
     workers = options.pop("workers", None) or 3
     for name in (*NOT_WITH_ATTACH, "host", "port", "backlog"):
         options.pop(name, None)
-    return ServerSpec(
+    from ..servers.registry import checked
+
+    spec = ServerSpec(
         server="remote", mode="remote", workers=workers, host=address, port=int(port_text), protocol=protocol
-    ).validated()
+    )
+    return checked(spec)

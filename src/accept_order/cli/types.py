@@ -12,7 +12,7 @@ import click
 
 from ..cpus import parse_cpu_list
 from ..errors import PlanError
-from ..servers.catalog import LAUNCHED as SERVERS
+from ..servers.registry import launched_kinds
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(us|µs|ms|s|m|h)?\s*$")
 _UNIT_S = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
@@ -61,8 +61,8 @@ class ModeList(click.ParamType):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> list[str]:
         if isinstance(value, list):
             return value
-        from ..servers.catalog import all_mode_names
         from ..servers.modes import parse_modes
+        from ..servers.registry import all_mode_names
 
         text = str(value).strip()
         if text == "all":
@@ -120,9 +120,9 @@ class ServerList(click.ParamType):
         if isinstance(value, list):
             return value
         names = [s.strip() for s in str(value).split(",") if s.strip()]
-        unknown = [s for s in names if s not in SERVERS]
+        unknown = [s for s in names if s not in launched_kinds()]
         if unknown or not names or len(set(names)) != len(names):
-            self.fail(f"{value!r}: give one or more of {', '.join(SERVERS)}, each once", param, ctx)
+            self.fail(f"{value!r}: give one or more of {', '.join(launched_kinds())}, each once", param, ctx)
         return names
 
 

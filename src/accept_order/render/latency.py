@@ -17,7 +17,7 @@ from ..loads.drive_loop import DriverStats
 from ..loads.protocol import describe_error
 from ..measures import Environment, WorkerCounters
 from ..results.latency import PERCENTILES, LatencyResult
-from ..servers.catalog import modes_of
+from ..servers.registry import known_mode
 from ..spec import ClosedLoopLoad, ServerSpec
 from .evidence import evidence_report
 from .run import worker_table
@@ -286,7 +286,7 @@ def sweep_report(results: Sequence[LatencyResult]) -> RenderableType:
             style="dim",
         )
     )
-    mode = modes_of(server.server).get(server.mode)
+    mode = known_mode(server.server, server.mode)
     if mode is not None and not mode.batches:
         parts.append(
             Text(f"Note: mode {server.mode} accepts one connection per wakeup whatever the cap.", style="yellow")

@@ -91,11 +91,11 @@ def check_records(records: Sequence[Any], workers: int) -> None:
 def check_server(server: Any) -> Any:
     """A saved server spec names a mode this version knows (a file naming another is refused, exit 1:
     the file is wrong, not the command line)."""
-    from ..servers.catalog import SERVERS, modes_of
+    from ..servers.registry import KINDS, known_mode
 
-    if server.server not in SERVERS:
+    if server.server not in KINDS:
         raise ResultFileError(f"malformed result: it names server {server.server!r}, which this version does not know")
-    if server.mode not in modes_of(server.server):
+    if known_mode(server.server, server.mode) is None:
         raise ResultFileError(f"malformed result: it names mode {server.mode!r}, which this version does not know")
     if not 1 <= server.workers <= 1 << 20:
         raise ResultFileError(f"malformed result: {server.workers} workers is out of range")

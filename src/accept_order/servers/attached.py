@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
 
@@ -22,8 +22,12 @@ from ..probes.owner import SocketOwners
 from ..processes import open_pidfd
 from ..spec import ServerSpec
 from ..waiting import wait_for
+from .kinds import ModeInfo, ServerKind
 from .target import ReplyAttribution
 from .watched import UsageDeltas, gone, proc_state
+
+if TYPE_CHECKING:
+    from .target import Target
 
 SETTLE_TIMEOUT_S = 2.0
 WHY = (
@@ -147,3 +151,22 @@ class AttachedServer:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+class AttachedKind(ServerKind):
+    name = "attached"
+    summary = "a running server this tool did not start, attached by pid"
+    launched = False
+
+    def modes(self) -> dict[str, ModeInfo]:
+        return {"attached": ModeInfo("attached", self.summary, WHY, None, "unknown")}
+
+    def check(self, spec: ServerSpec) -> None:
+        super().check(spec)
+        if not spec.attach or spec.port == 0:
+            raise PlanError("--attach needs the server's pid (or its workers' pids) and its --port")
+        if spec.protocol not in ("line", "http"):
+            raise PlanError(f"--protocol is line or http, got {spec.protocol!r}")
+
+    def make(self, spec: ServerSpec, stamps: bool = False) -> Target:
+        return AttachedServer(spec)

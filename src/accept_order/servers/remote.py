@@ -10,12 +10,16 @@ consistent, so there a reply naming just a pid counts as served without a worker
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import PlanError
 from ..loads.protocol import HTTP, LINE, ClientProtocol, parse_reply
 from ..measures import WorkerCounters
 from ..spec import ServerSpec
+from .kinds import ModeInfo, ServerKind
+
+if TYPE_CHECKING:
+    from .target import Target
 
 WHY = (
     "a server on another host, known only by its address: the pattern is read from the replies, which "
@@ -108,3 +112,20 @@ class RemoteServer:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+class RemoteKind(ServerKind):
+    name = "remote"
+    summary = "a server on another host, known only by its address"
+    launched = False
+
+    def modes(self) -> dict[str, ModeInfo]:
+        return {"remote": ModeInfo("remote", self.summary, WHY, None, "unknown")}
+
+    def check(self, spec: ServerSpec) -> None:
+        super().check(spec)
+        if spec.port == 0:
+            raise PlanError("--target needs HOST:PORT")
+
+    def make(self, spec: ServerSpec, stamps: bool = False) -> Target:
+        return RemoteServer(spec)

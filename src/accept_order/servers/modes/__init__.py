@@ -7,9 +7,9 @@ its name: `model` (the idle order it predicts), `queue` (shared or per worker), 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from ...errors import ModeUnavailable, PlanError
+from ..kinds import DEFAULT_MODE
 from .accept_mutex import AcceptMutexMode
 from .base import Listeners, Mode, Waiter
 from .blocking import BlockingMode
@@ -26,14 +26,10 @@ __all__ = [
     "MODES",
     "Listeners",
     "Mode",
-    "ModeInfo",
     "Waiter",
-    "available_modes",
-    "describe_modes",
     "get_mode",
     "parse_modes",
     "require_mode",
-    "split_available",
 ]
 
 MODES: dict[str, Mode] = {
@@ -53,7 +49,6 @@ MODES: dict[str, Mode] = {
         IoUringMode(),
     )
 }
-DEFAULT_MODE = "epoll"  # nginx's default on Linux: the one users most often meet
 
 
 def get_mode(name: str) -> Mode:
@@ -91,34 +86,3 @@ def parse_modes(text: str, known: Sequence[str] | None = None) -> list[str]:
     if repeated:
         raise PlanError(f"mode(s) given more than once: {', '.join(repeated)}")
     return names
-
-
-def split_available(names: Sequence[str]) -> tuple[list[str], dict[str, str]]:
-    """(modes this machine can run, {mode: why not} for the rest); PlanError for an unknown name."""
-    available: list[str] = []
-    skipped: dict[str, str] = {}
-    for name in names:
-        reason = get_mode(name).unavailable()
-        if reason:
-            skipped[name] = reason
-        else:
-            available.append(name)
-    return available, skipped
-
-
-def available_modes(names: Sequence[str] | None = None) -> list[str]:
-    return [n for n in (names or list(MODES)) if MODES[n].unavailable() is None]
-
-
-@dataclass(frozen=True)
-class ModeInfo:
-    name: str
-    summary: str
-    unavailable: str | None
-    queue: str
-    model: str | None
-    herds: bool
-
-
-def describe_modes() -> list[ModeInfo]:
-    return [ModeInfo(m.name, m.summary, m.unavailable(), m.queue, m.model, m.herds) for m in MODES.values()]

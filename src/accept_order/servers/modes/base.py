@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Protocol
 
 from ...errors import ListenError
+from ..kinds import ModeInfo
 
 Queue = Literal["shared", "per-worker"]
 POLICIES = ("round-robin", "least-busy")
@@ -174,6 +175,23 @@ class Mode:
     nonblocking: ClassVar[bool] = True
     #: its empty wakeups include its own timer's (accept-mutex's retry delay): those are not a herd
     timed_waits: ClassVar[bool] = False
+
+    @classmethod
+    def info(cls) -> ModeInfo:
+        """This mode's metadata, in the type every server kind's modes share. The built-in workers read
+        nothing after accepting, so a worker's sleep is a wakeup for a connection."""
+        return ModeInfo(
+            cls.name,
+            cls.summary,
+            cls.why,
+            cls.model,
+            cls.queue,
+            herds=cls.herds,
+            batches=cls.batches,
+            switches_are_wakeups=True,
+            timed_waits=cls.timed_waits,
+            settings=(f"--mode {cls.name}",),
+        )
 
     def unavailable(self) -> str | None:
         """Why this platform cannot run the mode, or None."""

@@ -1,4 +1,4 @@
-"""nginx, launched by the tool from a generated config (servers/launched.py does the launching).
+"""nginx, launched by the tool from a generated config (launched/base.py does the launching).
 
 Its workers are the master's children; their pids in fork order are the worker indices. nginx's own access
 log (`$pid` per request) is kept as the independent witness of who served what.
@@ -8,10 +8,16 @@ from __future__ import annotations
 
 import os
 import signal
+from typing import TYPE_CHECKING
 
-from ..spec import ServerSpec
-from .launched import LaunchedServer
-from .nginx_config import NGINX_MODES, nginx_binary, render_config
+from ...errors import PlanError, ServerUnavailable
+from ...spec import ServerSpec
+from ..kinds import ModeInfo, ServerKind
+from .base import LaunchedServer
+from .nginx_config import NGINX_MODES, expectation, nginx_binary, render_config
+
+if TYPE_CHECKING:
+    from ..target import Target
 
 
 class NginxServer(LaunchedServer):
@@ -49,3 +55,32 @@ class NginxServer(LaunchedServer):
 
     def ready(self) -> bool:
         return os.path.exists(os.path.join(self.directory, "nginx.pid"))
+
+
+class NginxKind(ServerKind):
+    name = "nginx"
+    summary = "Debian's nginx with its Lua module, launched from a generated config"
+    witness = NginxServer.witness_source
+    default_accept_batch = 1  # multi_accept off, nginx's default
+
+    def modes(self) -> dict[str, ModeInfo]:
+        return NGINX_MODES
+
+    def missing(self) -> str | None:
+        try:
+            nginx_binary()
+        except ServerUnavailable as exc:
+            return str(exc)
+        return None
+
+    def check(self, spec: ServerSpec) -> None:
+        super().check(spec)
+        if spec.accept_batch not in (0, 1):
+            raise PlanError("--accept-batch with nginx is 0 (multi_accept on) or 1 (multi_accept off)")
+
+    def expectation(self, spec: ServerSpec) -> tuple[str | None, str]:
+        """epoll predicts no idle order with multi_accept on (--accept-batch 0)."""
+        return expectation(self.mode(spec.mode), multi_accept=spec.accept_batch == 0)
+
+    def make(self, spec: ServerSpec, stamps: bool = False) -> Target:
+        return NginxServer(spec)

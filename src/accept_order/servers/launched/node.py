@@ -13,45 +13,43 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..spec import ServerSpec
-from .launched import LaunchedServer
+from ...errors import PlanError, ServerUnavailable
+from ...spec import ServerSpec
+from ..kinds import ModeInfo, ServerKind
+from .base import LaunchedServer
+
+if TYPE_CHECKING:
+    from ..target import Target
 
 PACKAGE = "the nodejs package (Node 16 or newer)"
 
 
-@dataclass(frozen=True)
-class NodeMode:
-    name: str
-    summary: str
-    why: str
-    model: str | None
-    herds: bool
-    policy: str  # cluster.SCHED_RR or cluster.SCHED_NONE
-
-
-NODE_MODES: dict[str, NodeMode] = {
+NODE_MODES: dict[str, ModeInfo] = {
     m.name: m
     for m in (
-        NodeMode(
+        ModeInfo(
             "sched-rr",
             "cluster.SCHED_RR (Node's default): the primary accepts and passes each connection to a worker",
             "with SCHED_RR only the primary accepts; it hands each connection over IPC to a free worker (one that "
             "acknowledged its last), in the order they became free (a FIFO of free workers), so an idle server's "
             "workers take turns",
             "fifo",
-            False,
-            "SCHED_RR",
+            "shared",
+            batches=False,
+            settings=("cluster.schedulingPolicy = cluster.SCHED_RR",),
         ),
-        NodeMode(
+        ModeInfo(
             "sched-none",
             "cluster.SCHED_NONE: every worker listens on the shared socket through libuv's epoll",
             "with SCHED_NONE every worker's libuv epoll holds the shared socket without EPOLLEXCLUSIVE: one "
             "connection wakes every idle worker and whoever accepts first serves it",
             None,
-            True,
-            "SCHED_NONE",
+            "shared",
+            herds=True,
+            batches=False,
+            settings=("cluster.schedulingPolicy = cluster.SCHED_NONE",),
         ),
     )
 }
@@ -95,8 +93,6 @@ if (cluster.isPrimary) {
 
 
 def node_binary() -> str:
-    from .nginx_config import ServerUnavailable
-
     found = shutil.which("node") or shutil.which("nodejs")
     if found is None:
         raise ServerUnavailable(f"node is not installed here: install {PACKAGE}")
@@ -104,8 +100,6 @@ def node_binary() -> str:
 
 
 def node_missing() -> str | None:
-    from .nginx_config import ServerUnavailable
-
     try:
         node_binary()
     except ServerUnavailable as exc:
@@ -130,7 +124,7 @@ class NodeServer(LaunchedServer):
     def environment(self) -> dict[str, str]:
         spec = self.spec
         config = {
-            "policy": self.mode.policy,
+            "policy": self.mode.settings[0].rpartition(".")[2],  # SCHED_RR or SCHED_NONE
             "workers": spec.workers,
             "host": spec.host,
             "port": self.port,
@@ -150,3 +144,23 @@ class NodeServer(LaunchedServer):
         if self.spec.cpus:  # Node has no worker_cpu_affinity: pin the workers from here, in index order
             for index, pid in enumerate(self._pids):
                 os.sched_setaffinity(pid, {self.spec.cpus[index % len(self.spec.cpus)]})
+
+
+class NodeKind(ServerKind):
+    name = "node"
+    summary = "Node.js's cluster module, launched from a generated script"
+    witness = NodeServer.witness_source
+
+    def modes(self) -> dict[str, ModeInfo]:
+        return NODE_MODES
+
+    def missing(self) -> str | None:
+        return node_missing()
+
+    def check(self, spec: ServerSpec) -> None:
+        super().check(spec)
+        if spec.accept_batch not in (0, 1):
+            raise PlanError("--accept-batch does not apply to node: it accepts its own way")
+
+    def make(self, spec: ServerSpec, stamps: bool = False) -> Target:
+        return NodeServer(spec)

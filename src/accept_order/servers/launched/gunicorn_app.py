@@ -1,6 +1,6 @@
 """The WSGI app the tool's gunicorn serves: it burns the run's work, then answers with its worker's pid.
 
-Read by gunicorn's workers only (`accept_order.servers.gunicorn_app:app`); the work settings come from the
+Read by gunicorn's workers only (`accept_order.servers.launched.gunicorn_app:app`); the work settings come from the
 environment the tool starts gunicorn with.
 """
 
@@ -10,7 +10,7 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .worker import spin
+from ..worker import spin
 
 WORK_US = int(os.environ.get("ACCEPT_ORDER_WORK_US", "0") or 0)
 WORK_ITERS = int(os.environ.get("ACCEPT_ORDER_WORK_ITERS", "0") or 0)

@@ -8,61 +8,50 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
 
-from ..errors import AcceptOrderError
+from ...errors import ServerUnavailable
+from ..kinds import ModeInfo
 
 MODULE_DIR = "/usr/lib/nginx/modules"
 MODULES = ("ndk_http_module.so", "ngx_http_lua_module.so")
 PACKAGES = "nginx-light libnginx-mod-http-lua"
 
 
-class ServerUnavailable(AcceptOrderError):
-    """The server this run asks for is not installed here (a runtime problem: exit 1)."""
+def _mode(name: str, summary: str, why: str, model: str, events: str, queue: str = "shared") -> ModeInfo:
+    listen = ("listen ... reuseport;",) if name == "reuseport" else ()
+    # nginx also sleeps waiting for the request: its context switches are not wakeups
+    return ModeInfo(name, summary, why, model, queue, settings=(events, *listen))
 
 
-@dataclass(frozen=True)
-class NginxMode:
-    name: str
-    summary: str
-    why: str
-    model: str | None  # the order the mechanism predicts (analysis.order's model names)
-    queue: str = "shared"
-    herds: bool = False
-    events: tuple[str, ...] = ()  # directives for the events {} block
-    reuseport: bool = False
-
-
-NGINX_MODES: dict[str, NginxMode] = {
+NGINX_MODES: dict[str, ModeInfo] = {
     m.name: m
     for m in (
-        NginxMode(
+        _mode(
             "epoll",
             "nginx's default on Linux: each worker's epoll holds the shared listener with EPOLLEXCLUSIVE",
             "each worker adds the shared listener to its own epoll with EPOLLEXCLUSIVE and the kernel wakes the "
             "first idle one in the socket's wait queue; since nginx 1.21.6 a worker re-adds its listener every "
             "16 accepts (ngx_reorder_accept_events), which moves it to the back of the queue: runs of 16",
             "runs-of-16",
-            events=("accept_mutex off;",),
+            "accept_mutex off;",
         ),
-        NginxMode(
+        _mode(
             "accept-mutex",
             "accept_mutex on: only the worker holding a lock in shared memory has the listener in its epoll",
             "with accept_mutex on only the worker that holds the lock in shared memory listens; the others try "
             "again after accept_mutex_delay (500 ms), and an idle holder takes the lock back first, so "
             "sequential connections keep going to one worker",
             "lock-holder",
-            events=("accept_mutex on;",),
+            "accept_mutex on;",
         ),
-        NginxMode(
+        _mode(
             "reuseport",
             "listen ... reuseport: one SO_REUSEPORT listener per worker",
             "with reuseport each nginx worker has its own listening socket and accept queue, and the kernel picks "
             "the queue by a hash of the connection's 4-tuple, whether or not that worker is busy",
             "hash",
+            "accept_mutex off;",
             queue="per-worker",
-            events=("accept_mutex off;",),
-            reuseport=True,
         ),
     )
 }
@@ -75,7 +64,7 @@ MULTI_ACCEPT_WHY = (
 )
 
 
-def expectation(mode: NginxMode, multi_accept: bool) -> tuple[str | None, str]:
+def expectation(mode: ModeInfo, multi_accept: bool) -> tuple[str | None, str]:
     """(predicted order model, mechanism) of a mode under this run's multi_accept setting: with multi_accept
     on, epoll predicts no idle order (one worker keeps them all, but which one varies)."""
     if mode.name == "epoll" and multi_accept:
@@ -114,7 +103,7 @@ def lua_handler(work_us: int, work_iters: int) -> str:
 
 def render_config(
     directory: str,
-    mode: NginxMode,
+    mode: ModeInfo,
     *,
     host: str,
     port: int,
@@ -128,10 +117,10 @@ def render_config(
 ) -> str:
     """nginx.conf for one run; every path in `directory`."""
     address = f"[{host}]" if ":" in host else host
-    listen = f"{address}:{port}{' reuseport' if mode.reuseport else ''} backlog={backlog}"
+    listen = f"{address}:{port}{' reuseport' if mode.queue == 'per-worker' else ''} backlog={backlog}"
     affinity = f"worker_cpu_affinity {cpu_masks(cpus, workers)};\n" if cpus else ""
     modules = "".join(f"load_module {os.path.join(MODULE_DIR, m)};\n" for m in MODULES)
-    events = " ".join(mode.events)
+    events = " ".join(s for s in mode.settings if s.startswith("accept_mutex "))
     return f"""# written by accept-order for one run; removed when it ends
 {modules}daemon off;
 master_process on;

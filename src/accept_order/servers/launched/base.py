@@ -22,14 +22,14 @@ from typing import Any, ClassVar
 
 import psutil
 
-from ..errors import WorkerError
-from ..loads.protocol import HTTP, ClientProtocol
-from ..measures import WorkerCounters
-from ..processes import READY_TIMEOUT_S, STOP_TIMEOUT_S, die_with_parent, open_pidfd
-from ..spec import ServerSpec
-from ..waiting import wait_for
-from .target import ReplyAttribution
-from .watched import UsageDeltas, gone, proc_state
+from ...errors import ServerUnavailable, WorkerError
+from ...loads.protocol import HTTP, ClientProtocol
+from ...measures import WorkerCounters
+from ...processes import READY_TIMEOUT_S, STOP_TIMEOUT_S, die_with_parent, open_pidfd
+from ...spec import ServerSpec
+from ...waiting import wait_for
+from ..target import ReplyAttribution
+from ..watched import UsageDeltas, gone, proc_state
 
 SETTLE_TIMEOUT_S = 2.0
 
@@ -93,7 +93,7 @@ class LaunchedServer:
 
     def listening(self, wanted: int) -> bool:
         """At least `wanted` sockets listen on the port (one per worker where each opens its own)."""
-        from ..probes.listeners import listening_sockets
+        from ...probes.listeners import listening_sockets
 
         try:
             return len(listening_sockets(self.port)) >= wanted
@@ -166,8 +166,6 @@ class LaunchedServer:
 
     # -- start ----------------------------------------------------------------------------------
     def start(self) -> None:
-        from .nginx_config import ServerUnavailable
-
         self.directory = tempfile.mkdtemp(prefix=f"accept-order-{self.name}-")
         self.port = self.spec.port or free_port(self.spec.host)
         argv = self.command()

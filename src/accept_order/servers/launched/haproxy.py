@@ -17,48 +17,44 @@ import os
 import shutil
 import signal
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import psutil
 
-from ..loads.protocol import parse_reply
-from ..spec import ServerSpec
-from .launched import LaunchedServer
+from ...errors import ServerUnavailable
+from ...loads.protocol import parse_reply
+from ...spec import ServerSpec
+from ..kinds import ModeInfo, ServerKind
+from .base import LaunchedServer
+
+if TYPE_CHECKING:
+    from ..target import Target
 
 PACKAGE = "the haproxy package (2.4 or newer)"
 DEFAULT_MAXACCEPT = 64  # HAProxy's own default for tune.maxaccept with threads
 REPLY = 'lf-string "worker %[thread] pid %pid\\n"'  # the answer names the thread and the process
 
 
-@dataclass(frozen=True)
-class HaproxyMode:
-    name: str
-    summary: str
-    why: str
-    model: str | None
-    queue: str
-    shards: bool
-
-
-HAPROXY_MODES: dict[str, HaproxyMode] = {
+HAPROXY_MODES: dict[str, ModeInfo] = {
     m.name: m
     for m in (
-        HaproxyMode(
+        ModeInfo(
             "threads",
             "nbthread N on one listener: the accepting thread hands each connection to the least loaded thread",
             "one listening socket for all threads; whichever thread accepts passes the connection to the least "
             "loaded thread's accept queue (tune.listener.multi-queue, since 2.3), so idle threads take turns",
             "fifo",
             "shared",
-            False,
+            settings=("bind ADDRESS:PORT", "nbthread N"),
         ),
-        HaproxyMode(
+        ModeInfo(
             "shards",
             "one bind per thread (2.7's shards by-thread): each thread its own SO_REUSEPORT socket",
             "each thread listens on its own SO_REUSEPORT socket and serves what it accepts there, so the kernel "
             "picks the thread by a hash of the connection's 4-tuple, whether or not it is busy",
             "hash",
             "per-worker",
-            True,
+            settings=("bind ADDRESS:PORT thread T (one per thread)", "nbthread N"),
         ),
     )
 }
@@ -81,8 +77,6 @@ end)
 
 
 def haproxy_binary() -> str:
-    from .nginx_config import ServerUnavailable
-
     found = shutil.which("haproxy")
     if found is None:
         raise ServerUnavailable(f"haproxy is not installed here: install {PACKAGE}")
@@ -90,8 +84,6 @@ def haproxy_binary() -> str:
 
 
 def haproxy_missing() -> str | None:
-    from .nginx_config import ServerUnavailable
-
     try:
         haproxy_binary()
     except ServerUnavailable as exc:
@@ -99,7 +91,7 @@ def haproxy_missing() -> str | None:
     return None
 
 
-def render_config(spec: ServerSpec, mode: HaproxyMode, port: int, directory: str) -> str:
+def render_config(spec: ServerSpec, mode: ModeInfo, port: int, directory: str) -> str:
     address = f"[{spec.host}]" if ":" in spec.host else spec.host
     threads = spec.workers
     maxaccept = -1 if spec.accept_batch == 0 else spec.accept_batch
@@ -108,7 +100,7 @@ def render_config(spec: ServerSpec, mode: HaproxyMode, port: int, directory: str
     )
     work = spec.work_us > 0 or spec.work_iters > 0
     lua = f"    lua-load-per-thread {os.path.join(directory, 'work.lua')}\n" if work else ""
-    if mode.shards:
+    if mode.queue == "per-worker":  # shards: a bind per thread
         binds = "".join(f"    bind {address}:{port} backlog {spec.backlog} thread {t + 1}\n" for t in range(threads))
     else:
         binds = f"    bind {address}:{port} backlog {spec.backlog}\n"
@@ -189,7 +181,7 @@ class HaproxyServer(LaunchedServer):
     def ready(self) -> bool:
         """In the foreground HAProxy writes no pid file: ready once its listeners are there (one per thread
         with shards)."""
-        return self.listening(self.spec.workers if self.mode.shards else 1)
+        return self.listening(self.spec.workers if self.mode.queue == "per-worker" else 1)
 
     def parse_request(self, fields: list[str]) -> tuple[int, int] | None:
         """`%[thread] %cp`: exactly two numbers (HAProxy's own notices share the file)."""
@@ -202,3 +194,20 @@ class HaproxyServer(LaunchedServer):
         pids = self._pids
         rows = [[pids[t] if 0 <= t < len(pids) else -1, port] for t, port in self._log]
         return {"source": self.witness_source, "requests": rows}
+
+
+class HaproxyKind(ServerKind):
+    name = "haproxy"
+    summary = "Debian's HAProxy with threads as its workers, launched from a generated config"
+    witness = HaproxyServer.witness_source
+    default_accept_batch = DEFAULT_MAXACCEPT
+    takes_maxconn = True
+
+    def modes(self) -> dict[str, ModeInfo]:
+        return HAPROXY_MODES
+
+    def missing(self) -> str | None:
+        return haproxy_missing()
+
+    def make(self, spec: ServerSpec, stamps: bool = False) -> Target:
+        return HaproxyServer(spec)

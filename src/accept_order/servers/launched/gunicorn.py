@@ -12,30 +12,26 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..spec import ServerSpec
-from .launched import LaunchedServer
+from ...errors import PlanError, ServerUnavailable
+from ...spec import ServerSpec
+from ..kinds import ModeInfo, ServerKind
+from .base import LaunchedServer
+
+if TYPE_CHECKING:
+    from ..target import Target
 
 MIN_VERSION = (23, 0)
 PACKAGE = "pip install 'accept-order[servers]' (gunicorn>=23)"
 
 
-@dataclass(frozen=True)
-class GunicornMode:
-    name: str
-    summary: str
-    why: str
-    model: str | None
-    queue: str
-    herds: bool
-    reuse_port: bool
-
-
-GUNICORN_MODES: dict[str, GunicornMode] = {
+# A sync worker accepts one connection per loop (no batch) and then reads the request, which sleeps:
+# its context switches are not wakeups.
+GUNICORN_MODES: dict[str, ModeInfo] = {
     m.name: m
     for m in (
-        GunicornMode(
+        ModeInfo(
             "select",
             "gunicorn's default: the master's one socket, each sync worker waits for it in select()",
             "every sync worker inherits the master's listening socket and waits for it in select(), which puts "
@@ -43,18 +39,19 @@ GUNICORN_MODES: dict[str, GunicornMode] = {
             "herd), and whoever accepts first serves it",
             None,
             "shared",
-            True,
-            False,
+            herds=True,
+            batches=False,
+            settings=("reuse_port = False",),
         ),
-        GunicornMode(
+        ModeInfo(
             "reuseport",
             "reuse_port = True: each worker opens its own SO_REUSEPORT socket after the fork (gunicorn 23+)",
             "with reuse_port each gunicorn worker binds its own SO_REUSEPORT socket, so the kernel picks a "
             "worker's accept queue by a hash of the connection's 4-tuple, whether or not that worker is busy",
             "hash",
             "per-worker",
-            False,
-            True,
+            batches=False,
+            settings=("reuse_port = True",),
         ),
     )
 }
@@ -74,7 +71,7 @@ def gunicorn_missing() -> str | None:
     return None
 
 
-def render_config(spec: ServerSpec, mode: GunicornMode, port: int, directory: str) -> str:
+def render_config(spec: ServerSpec, mode: ModeInfo, port: int, directory: str) -> str:
     """gunicorn.conf.py for one run (a Python file: gunicorn executes it); every path in `directory`."""
     address = f"[{spec.host}]" if ":" in spec.host else spec.host
     cpus = list(spec.cpus)
@@ -85,7 +82,7 @@ bind = [{f"{address}:{port}"!r}]
 workers = {spec.workers}
 worker_class = "sync"
 backlog = {spec.backlog}
-reuse_port = {mode.reuse_port}
+reuse_port = {mode.queue == "per-worker"}
 timeout = 30
 graceful_timeout = 5
 keepalive = 0
@@ -117,15 +114,13 @@ class GunicornServer(LaunchedServer):
         self.mode = GUNICORN_MODES[spec.mode]
 
     def command(self) -> list[str]:
-        from .nginx_config import ServerUnavailable
-
         missing = gunicorn_missing()
         if missing:
             raise ServerUnavailable(missing)
         conf = os.path.join(self.directory, "gunicorn.conf.py")
         with open(conf, "w") as f:
             f.write(render_config(self.spec, self.mode, self.port, self.directory))
-        return [sys.executable, "-m", "gunicorn", "-c", conf, "accept_order.servers.gunicorn_app:app"]
+        return [sys.executable, "-m", "gunicorn", "-c", conf, "accept_order.servers.launched.gunicorn_app:app"]
 
     def environment(self) -> dict[str, str]:
         """The app reads the run's work from its environment."""
@@ -138,4 +133,24 @@ class GunicornServer(LaunchedServer):
         if not os.path.exists(os.path.join(self.directory, "gunicorn.pid")):
             return False
         # With reuse_port each worker listens on its own socket, opened after the fork: all of them.
-        return self.listening(self.spec.workers if self.mode.reuse_port else 1)
+        return self.listening(self.spec.workers if self.mode.queue == "per-worker" else 1)
+
+
+class GunicornKind(ServerKind):
+    name = "gunicorn"
+    summary = "PyPI's gunicorn (23 or newer) with sync workers, launched from a generated config"
+    witness = GunicornServer.witness_source
+
+    def modes(self) -> dict[str, ModeInfo]:
+        return GUNICORN_MODES
+
+    def missing(self) -> str | None:
+        return gunicorn_missing()
+
+    def check(self, spec: ServerSpec) -> None:
+        super().check(spec)
+        if spec.accept_batch not in (0, 1):
+            raise PlanError("--accept-batch does not apply to gunicorn: it accepts its own way")
+
+    def make(self, spec: ServerSpec, stamps: bool = False) -> Target:
+        return GunicornServer(spec)

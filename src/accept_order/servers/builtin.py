@@ -1,0 +1,37 @@
+"""The built-in workers: this tool's own Python worker processes, one accept mode each (servers/modes/)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..errors import PlanError
+from .kinds import ModeInfo, ServerKind
+from .modes import MODES, require_mode
+from .modes.base import POLICIES
+
+if TYPE_CHECKING:
+    from ..spec import ServerSpec
+    from .target import Target
+
+
+class BuiltinKind(ServerKind):
+    name = "builtin"
+    summary = "this tool's own Python workers, in any of its accept modes (the default)"
+    witness = None  # each worker counts what it accepted itself: there is nothing else to check against
+
+    def modes(self) -> dict[str, ModeInfo]:
+        return {name: mode.info() for name, mode in MODES.items()}
+
+    def unavailable(self, mode: str) -> str | None:
+        return MODES[mode].unavailable() if mode in MODES else None
+
+    def check(self, spec: ServerSpec) -> None:
+        require_mode(spec.mode)  # ModeUnavailable says what this platform lacks
+        super().check(spec)
+        if spec.policy not in POLICIES:
+            raise PlanError(f"--policy is one of {', '.join(POLICIES)}, got {spec.policy!r}")
+
+    def make(self, spec: ServerSpec, stamps: bool = False) -> Target:
+        from .pool import WorkerPool  # multiprocessing and the workers' code, only when a run starts
+
+        return WorkerPool(spec, stamps=stamps)

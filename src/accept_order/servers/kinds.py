@@ -1,0 +1,104 @@
+"""A server kind as a type: its name, its accept modes, what it needs installed, its own checks, how to
+make one, and the witness it keeps. Every kind is one module that defines a `ServerKind` subclass, listed
+once in servers/registry.py; nothing else dispatches on a kind's name.
+
+A mode of any kind is described by one type, `ModeInfo`: what the mechanism predicts (the idle order
+model, the queue, a herd), whether --accept-batch applies, and the server's own settings that select it
+(what `inspect` looks for in a running server).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+from ..errors import PlanError
+
+DEFAULT_MODE = "epoll"  # nginx's default on Linux: the one users most often meet
+
+if TYPE_CHECKING:
+    from ..spec import ServerSpec
+    from .target import Target
+
+
+@dataclass(frozen=True)
+class ModeInfo:
+    """One accept mode of one server kind, as analysis, reports and `modes` read it (never by its name)."""
+
+    name: str
+    summary: str  # one line for `modes`
+    why: str  # the kernel mechanism, in a sentence a verdict can quote
+    model: str | None  # the idle order it predicts (analysis/order.py's model names); None: no order
+    queue: str  # "shared", "per-worker" or "unknown"
+    herds: bool = False  # one connection wakes every idle worker
+    batches: bool = True  # --accept-batch applies
+    # A worker sleeps once per connection it is woken for (the built-in workers read nothing): voluntary
+    # context switches per connection then count the workers one connection woke. A server that also
+    # sleeps waiting for the request (nginx, gunicorn) breaks that, so for it they are not wakeups.
+    switches_are_wakeups: bool = False
+    # Its empty wakeups are its own timer's (accept-mutex's retry delay), not a connection's.
+    timed_waits: bool = False
+    # The server's own settings that select this mode, as written in its config or command line.
+    settings: tuple[str, ...] = ()
+
+
+class ServerKind:
+    """What serves. Subclasses set the class attributes and override what differs."""
+
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    #: `--server NAME` can start it (attached and remote servers are found, not started)
+    launched: ClassVar[bool] = True
+    #: its own account of who served what, checked against ours (None: it keeps none)
+    witness: ClassVar[str | None] = None
+    #: its own default for --accept-batch (0: accept until EAGAIN)
+    default_accept_batch: ClassVar[int] = 0
+    #: --maxconn applies (a limit the server itself enforces)
+    takes_maxconn: ClassVar[bool] = False
+    #: the default mode when --mode is not given: epoll where it has one, else its first
+    preferred_mode: ClassVar[str] = DEFAULT_MODE
+
+    def modes(self) -> Mapping[str, ModeInfo]:
+        """Every mode, as data: never probes the machine."""
+        raise NotImplementedError
+
+    def missing(self) -> str | None:
+        """What to install for this kind to run here, or None."""
+        return None
+
+    def unavailable(self, mode: str) -> str | None:
+        """Why `mode` cannot run here, or None."""
+        return self.missing()
+
+    def make(self, spec: ServerSpec, stamps: bool = False) -> Target:
+        """The server a spec names, not yet started. `stamps`: workers keep each accept's time (serve)."""
+        raise NotImplementedError
+
+    def mode(self, name: str) -> ModeInfo:
+        modes = self.modes()
+        try:
+            return modes[name]
+        except KeyError:
+            raise PlanError(
+                f"{self.name} has no mode {name!r}; choose one of: {', '.join(modes)} (see 'accept-order modes')"
+            ) from None
+
+    def default_mode(self) -> str:
+        names = list(self.modes())
+        return self.preferred_mode if self.preferred_mode in names else names[0]
+
+    def check(self, spec: ServerSpec) -> None:
+        """This kind's own validation of a spec (ServerSpec.validated checks what every kind shares)."""
+        self.mode(spec.mode)
+        if spec.maxconn and not self.takes_maxconn:
+            raise PlanError(
+                "--maxconn is HAProxy's; the built-in workers hold at most --accept-batch connections each "
+                "(--accept-batch 1: as many as there are workers)"
+            )
+
+    def expectation(self, spec: ServerSpec) -> tuple[str | None, str]:
+        """(predicted order model, mechanism) for this run's settings: the mode's own, unless a setting
+        changes it (nginx's multi_accept)."""
+        info = self.mode(spec.mode)
+        return info.model, info.why

@@ -1,0 +1,143 @@
+"""The server kinds this version knows, each registered once, and what commands ask of them together.
+
+Adding a server kind: one module with a `ServerKind` subclass (servers/kinds.py says what it declares),
+and one line in `KINDS` below. Everything else (--server's choices, `modes`, validation, which modes run
+here, several-mode commands, the predicted order) reads the kind, never its name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ..errors import PlanError
+from .attached import AttachedKind
+from .builtin import BuiltinKind
+from .kinds import ModeInfo, ServerKind
+from .launched.gunicorn import GunicornKind
+from .launched.haproxy import HaproxyKind
+from .launched.nginx import NginxKind
+from .launched.node import NodeKind
+from .remote import RemoteKind
+
+if TYPE_CHECKING:
+    from ..spec import ServerSpec
+    from .target import Target
+
+KINDS: dict[str, ServerKind] = {
+    kind.name: kind
+    for kind in (
+        BuiltinKind(),
+        NginxKind(),
+        GunicornKind(),
+        NodeKind(),
+        HaproxyKind(),
+        AttachedKind(),
+        RemoteKind(),
+    )
+}
+DEFAULT_KIND = "builtin"
+
+
+def server_kind(name: str) -> ServerKind:
+    try:
+        return KINDS[name]
+    except KeyError:
+        raise PlanError(f"unknown server {name!r}; choose one of: {', '.join(KINDS)}") from None
+
+
+def launched_kinds() -> list[str]:
+    """What --server can start."""
+    return [name for name, kind in KINDS.items() if kind.launched]
+
+
+def mode_info(kind: str, mode: str) -> ModeInfo:
+    return server_kind(kind).mode(mode)
+
+
+def known_mode(kind: str, mode: str) -> ModeInfo | None:
+    """The mode's metadata, or None for a kind or mode this version does not know (from a file)."""
+    server = KINDS.get(kind)
+    return server.modes().get(mode) if server is not None else None
+
+
+def available_modes(names: Sequence[str] | None = None) -> list[str]:
+    """The built-in modes this machine can run (the Python API's name for it)."""
+    return runnable(DEFAULT_KIND, names)[0]
+
+
+def all_mode_names() -> list[str]:
+    """Every mode name of every launched kind, each once (what --mode and --modes accept before the
+    server is known)."""
+    names: dict[str, None] = {}
+    for kind in launched_kinds():
+        names.update(dict.fromkeys(KINDS[kind].modes()))
+    return list(names)
+
+
+def runnable(kind: str, names: Sequence[str] | None = None) -> tuple[list[str], dict[str, str]]:
+    """(modes of `kind` this machine can run, {mode: why not}); None or ["all"]: every mode of the kind.
+    A name the kind does not have is a usage error. The one answer to "which modes can run here"."""
+    server = server_kind(kind)
+    wanted = list(server.modes()) if names is None or list(names) == ["all"] else list(names)
+    available: list[str] = []
+    skipped: dict[str, str] = {}
+    for name in wanted:
+        server.mode(name)
+        why = server.unavailable(name)
+        if why:
+            skipped[name] = why
+        else:
+            available.append(name)
+    return available, skipped
+
+
+def checked(spec: ServerSpec) -> ServerSpec:
+    """The spec validated: what every kind shares (ServerSpec.validated), then the kind's own checks."""
+    spec = spec.validated()
+    server_kind(spec.server).check(spec)
+    return spec
+
+
+def make_target(spec: ServerSpec, stamps: bool = False) -> Target:
+    """The server a spec names, not yet started (start() it, and close() it on every path)."""
+    return server_kind(spec.server).make(checked(spec), stamps=stamps)
+
+
+def expectation(spec: ServerSpec) -> tuple[str | None, str]:
+    """(predicted order model, mechanism) for this run's settings."""
+    return server_kind(spec.server).expectation(spec)
+
+
+def variants(
+    base: ServerSpec, modes: Sequence[str] | None, servers: Sequence[str] | None = None, batch_given: bool = True
+) -> tuple[list[ServerSpec], dict[str, str]]:
+    """The specs of a several-mode command: every server x every mode it has and this machine can run.
+    `skipped` says why the others are left out (keyed "mode", or "server mode" with several servers)."""
+    servers = list(servers or [base.server])
+    known_anywhere = all_mode_names()
+    unknown = [m for m in modes or () if m != "all" and m not in known_anywhere]
+    if unknown:
+        raise PlanError(f"unknown mode(s): {', '.join(unknown)}; choose from {', '.join(known_anywhere)}")
+    base.validated()  # the shared settings, checked even when no mode is left to run
+    specs: list[ServerSpec] = []
+    skipped: dict[str, str] = {}
+    everything = modes is None or list(modes) == ["all"]
+
+    def key(server: str, mode: str) -> str:
+        return f"{server} {mode}" if len(servers) > 1 else mode
+
+    for server in servers:
+        kind = server_kind(server)
+        known = kind.modes()
+        wanted = list(known) if everything else [m for m in modes or () if m in known]
+        for m in [] if everything else [m for m in modes or () if m not in known]:
+            skipped[key(server, m)] = f"{server} has no mode {m!r}"
+        available, unavailable = runnable(server, wanted)
+        for m, why in unavailable.items():
+            skipped[key(server, m)] = why
+        batch = base.accept_batch if batch_given else kind.default_accept_batch
+        specs += [checked(base.replace(server=server, mode=m, accept_batch=batch)) for m in available]
+    if not specs and not skipped:
+        raise PlanError("no modes given")
+    return specs, skipped
