@@ -90,12 +90,7 @@ def lifecycle(
             evidence["machine"] = {"before": machine_before, "after": environment.machine_state()}
             counters = target.stop()
         target.check_stopped()  # a worker that died at the very end must not pass for one that idled
-        extra = getattr(target, "extra_evidence", None)  # a mode's own process (fd-pass's acceptor), if any
-        if extra is not None:
-            evidence.update(extra())
-        witness = getattr(target, "witness", None)  # a server's own account (nginx's access log), if it has one
-        if witness is not None:
-            evidence["witness"] = witness()
+        evidence.update(target.own_evidence())  # fd-pass's acceptor, a launched server's own log
         measured = Measured(
             env,
             port,

@@ -17,7 +17,6 @@ from typing import Any, ClassVar
 
 from .cpus import allowed_cpus, format_cpu_list
 from .errors import PlanError
-from .servers.kinds import DEFAULT_MODE
 
 MAX_WORKERS = 512
 MAX_CONNECTIONS = 10_000_000
@@ -30,6 +29,7 @@ MAX_TIMEOUT_S = 3600.0
 MAX_DRIVER_PROCS = 64
 MAX_DURATION_S = 24 * 3600.0
 DEFAULT_HOST = "127.0.0.1"
+DEFAULT_MODE = "epoll"  # nginx's default on Linux: the one users most often meet
 FD_MARGIN = 32  # descriptors a driver needs besides its connections (epoll, pipes, stdio, imports)
 
 

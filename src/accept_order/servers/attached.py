@@ -138,6 +138,9 @@ class AttachedServer:
     def check_stopped(self) -> None:
         """Nothing to check: the attached server goes on running."""
 
+    def own_evidence(self) -> dict[str, Any]:
+        return {}  # not ours to read its logs
+
     def close(self) -> None:
         for fd in self._pidfds:
             os.close(fd)

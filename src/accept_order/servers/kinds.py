@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from ..errors import PlanError
-
-DEFAULT_MODE = "epoll"  # nginx's default on Linux: the one users most often meet
+from ..spec import DEFAULT_MODE
 
 if TYPE_CHECKING:
     from ..spec import ServerSpec

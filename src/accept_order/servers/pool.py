@@ -294,8 +294,8 @@ class WorkerPool:
         self.close()
         return counters
 
-    def extra_evidence(self) -> dict[str, Any]:
-        """What the session adds to the run's evidence: the acceptor's report, and who was retired."""
+    def own_evidence(self) -> dict[str, Any]:
+        """The acceptor's report (fd-pass), for the run's evidence."""
         extra: dict[str, Any] = {}
         if self.helper.report is not None:
             extra["acceptor"] = self.helper.report

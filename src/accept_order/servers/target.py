@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..loads.protocol import ClientProtocol, parse_reply
 
@@ -99,6 +99,11 @@ class Target(Protocol):
 
     def check_stopped(self) -> None:
         """After stop(): raise WorkerError for a worker that had died before it was told to stop."""
+        ...
+
+    def own_evidence(self) -> dict[str, Any]:
+        """After stop(): what the server adds to the run's evidence itself, by key: a mode's own process
+        ("acceptor", fd-pass's), the server's own account of who served what ("witness"); {} for none."""
         ...
 
     def close(self) -> None: ...

@@ -123,6 +123,9 @@ class LaunchedServer:
         """(worker, client port) per request, in the server's own order: the witness a run is checked against."""
         return list(self._log)
 
+    def own_evidence(self) -> dict[str, Any]:
+        return {"witness": self.witness()}
+
     def witness(self) -> dict[str, Any]:
         """What the server itself says it served (after stop)."""
         return {"source": self.witness_source, "requests": [[pid, port] for pid, port in self._log]}
