@@ -26,12 +26,37 @@ from ...errors import ServerUnavailable, WorkerError
 from ...loads.protocol import HTTP, ClientProtocol
 from ...measures import WorkerCounters
 from ...processes import READY_TIMEOUT_S, STOP_TIMEOUT_S, die_with_parent, open_pidfd
+from ...reaper import REAPER
 from ...spec import ServerSpec
 from ...waiting import wait_for
 from ..target import ReplyAttribution
 from ..watched import UsageDeltas, gone, proc_state
 
 SETTLE_TIMEOUT_S = 2.0
+DIRECTORY_PREFIX = "accept-order-"
+
+
+def remove_stale_directories() -> None:
+    """Private directories of earlier runs whose tool is gone (killed before it, and its reaper, could
+    remove them): `accept-order-NAME-PID-XXXX` in the temp directory, PID no longer running."""
+    base = tempfile.gettempdir()
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return
+    for name in names:
+        parts = name[len(DIRECTORY_PREFIX) :].split("-") if name.startswith(DIRECTORY_PREFIX) else []
+        if len(parts) != 3 or not parts[1].isdigit() or int(parts[1]) == os.getpid():
+            continue
+        if not psutil.pid_exists(int(parts[1])):
+            shutil.rmtree(os.path.join(base, name), ignore_errors=True)
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        pass  # every process of it is gone already
 
 
 def free_port(host: str) -> int:
@@ -169,7 +194,10 @@ class LaunchedServer:
 
     # -- start ----------------------------------------------------------------------------------
     def start(self) -> None:
-        self.directory = tempfile.mkdtemp(prefix=f"accept-order-{self.name}-")
+        remove_stale_directories()
+        # Named with our pid: a later run can tell a directory whose owner is gone (see above).
+        self.directory = tempfile.mkdtemp(prefix=f"{DIRECTORY_PREFIX}{self.name}-{os.getpid()}-")
+        REAPER.watch_directory(self.directory)
         self.port = self.spec.port or free_port(self.spec.host)
         argv = self.command()
         with open(os.path.join(self.directory, "stderr.log"), "wb") as stderr:
@@ -183,6 +211,7 @@ class LaunchedServer:
                 start_new_session=True,  # the terminal's Ctrl-C is ours: we stop the server in order
                 preexec_fn=die_with_parent,
             )
+        REAPER.watch_group(self.master.pid)  # its session's leader: the group's id is its pid
         master = psutil.Process(self.master.pid)
         ready = wait_for(lambda: self._ready(master), 2 * READY_TIMEOUT_S, interval_s=0.005)
         if self.master.poll() is not None:
@@ -253,11 +282,15 @@ class LaunchedServer:
                 except OSError:
                     pass
         wait_for(lambda: all(gone(pid) for pid in self._pids), STOP_TIMEOUT_S)
+        if master is not None:
+            _kill_group(master.pid)  # a worker that left the master's children is still in its group
+            REAPER.done_group(master.pid)
         for fd in self._pidfds:
             os.close(fd)
         self._pidfds = []
         if self.directory and os.path.isdir(self.directory):
             self.read_logs()
             shutil.rmtree(self.directory, ignore_errors=True)
+            REAPER.done_directory(self.directory)
             self.directory = ""
         self.master = None

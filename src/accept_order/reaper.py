@@ -1,0 +1,131 @@
+"""The reaper: a small process that ends what a launched server left when this tool dies without cleaning up.
+
+A launched server's master dies with us (PR_SET_PDEATHSIG), but its workers are its children, not ours:
+nginx's and gunicorn's workers outlive a master that was SIGKILLed, and keep serving on the port. Nothing
+in this process can run after a SIGKILL or a hang-up that kills it, so a second process does it (as
+pyperf's popen killer does): it holds the read end of a pipe whose write end only this process holds, and
+reads what to end as lines, `group PGID` (a server's process group: the master runs in a session of its
+own, and its workers stay in its group) and `dir PATH` (the server's private directory), `done ...` when
+we ended that ourselves. When the pipe closes with entries still open (we died, however), it
+SIGKILLs each group and removes each directory. It is started when a server is launched, and told to
+exit (its pipe closed with nothing open) when we have ended the last one it watches ourselves. Run as
+`python -m accept_order.reaper`; it imports nothing else of the package.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+_GRACE_S = 1.0  # how long the workers of a killed group have to be gone before the directory goes
+
+
+class Reaper:
+    """The tool's side: one reaper process per tool process, told what to end (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+        self._open: set[str] = set()  # entries we have not ended ourselves yet
+
+    def _send(self, line: str) -> None:
+        with self._lock:
+            if line.startswith("done "):
+                self._open.discard(line[len("done ") :])
+                if not self._open:  # nothing left to watch: let it go (no process outlives a server)
+                    self._stop()
+                    return
+            else:
+                self._open.add(line)
+            if self._proc is None or self._proc.poll() is not None:
+                self._proc = subprocess.Popen(
+                    [sys.executable, "-m", "accept_order.reaper"],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    start_new_session=True,  # a terminal's Ctrl-C or hang-up must not end it before us
+                    close_fds=True,
+                )
+            assert self._proc.stdin is not None
+            try:
+                self._proc.stdin.write(line.encode("utf-8", "surrogateescape") + b"\n")
+                self._proc.stdin.flush()
+            except OSError:  # it died: the next call starts another; this entry is ours to end as ever
+                self._proc = None
+
+    def _stop(self) -> None:
+        """Close its pipe with nothing open: it exits at once, having nothing to end."""
+        proc, self._proc = self._proc, None
+        if proc is None or proc.stdin is None:
+            return
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            proc.wait(timeout=2.0)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def watch_group(self, pgid: int) -> None:
+        self._send(f"group {pgid}")
+
+    def watch_directory(self, path: str) -> None:
+        self._send(f"dir {path}")
+
+    def done_group(self, pgid: int) -> None:
+        self._send(f"done group {pgid}")
+
+    def done_directory(self, path: str) -> None:
+        self._send(f"done dir {path}")
+
+
+REAPER = Reaper()
+
+
+def _end_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        return
+    deadline = time.monotonic() + _GRACE_S
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except OSError:
+            return  # every process of the group is gone
+        time.sleep(0.01)
+
+
+def main() -> None:
+    # Signals meant for the tool (a terminal's, a process group's) are not for us: only the pipe ends us.
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(sig, signal.SIG_IGN)
+    groups: set[int] = set()
+    directories: set[str] = set()
+    for raw in sys.stdin.buffer:
+        words = raw.decode("utf-8", "surrogateescape").rstrip("\n").split(" ", 2)
+        done = words[0] == "done"
+        if done:
+            words = words[1:]
+        if len(words) != 2:
+            continue
+        what, value = words
+        if what == "group" and value.isdigit():
+            (groups.discard if done else groups.add)(int(value))
+        elif what == "dir":
+            (directories.discard if done else directories.add)(value)
+    for pgid in groups:
+        _end_group(pgid)
+    for path in directories:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
