@@ -207,3 +207,14 @@ def test_a_missing_pyuwsgi_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pyuwsgi" else real(name, *a))
     assert uwsgi_missing() == "pyuwsgi is not installed: pip install 'accept-order[servers]' (pyuwsgi)"
+
+
+def test_port_in_use_is_one_line_naming_uwsgis_message() -> None:
+    """The line that names the cause (bind()), not the root warning every start prints first."""
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = run_cli(["run", "--server", "uwsgi", "--port", str(port), "-n", "5"])
+    assert_one_error_line(result, 1, "uwsgi exited with status 1", "bind(): Address already in use")
+    assert not psutil.Process().children(recursive=True)

@@ -108,6 +108,7 @@ processes = {spec.workers}
 http-socket = {address}:{port}
 listen = {spec.backlog}
 {settings}module = accept_order.servers.launched.uwsgi_app:app
+need-app = true
 single-interpreter = true
 ; SIGTERM stops (without it, uWSGI reloads: new workers); workers die with a killed master
 die-on-term = true
@@ -134,7 +135,9 @@ def wait_syscall(pid: int) -> int | None:
 
 class UwsgiServer(LaunchedServer):
     name = "uwsgi"
-    error_marks = ("Error", "error", "!!!")
+    # the line that names the cause (a bind failure, an unknown option, the app's import error), not the
+    # root warning every start prints
+    error_marks = ("bind(", "unrecognized option", "unknown config directive", "Error", "error", "GAME OVER")
     witness_source = "uwsgi request log"  # `%(pid) %(client_port)`
 
     def __init__(self, spec: ServerSpec) -> None:
