@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import click
 
 from ..servers.modes.base import POLICIES
-from ..servers.registry import launched_kinds
+from ..servers.registry import DEFAULT_KIND, launched_kinds
 from ..spec import (
     DEFAULT_CONCURRENCY,
     DEFAULT_DRIVER_PROCS,
@@ -67,9 +67,11 @@ def server_options(workers: int | None = 3, accept_batch: bool = True, several: 
     """The options of every command that starts workers. `workers=None`: one per CPU by default.
     `several`: --server takes a list (compare, latency: one table across servers)."""
     workers_help = "Worker processes." if workers is not None else "Worker processes [default: one per CPU]."
+    # The kinds are the registry's: a kind added there is named here without an edit.
+    others = [name for name in launched_kinds() if name != DEFAULT_KIND]
     server_help = (
-        "What serves: builtin (this tool's Python workers), nginx, haproxy (Debian's), gunicorn (PyPI's) or node "
-        "(its cluster module), each from a generated config"
+        f"What serves: {DEFAULT_KIND} (this tool's Python workers), or a real server launched from a generated "
+        f"config: {', '.join(others)} (see 'accept-order modes')"
         + ("; several, comma-separated, share one table." if several else ".")
     )
     # Where several servers share a table, --servers is the same option (seed 004's table says it so).

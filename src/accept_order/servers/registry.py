@@ -18,6 +18,7 @@ from .launched.gunicorn import GunicornKind
 from .launched.haproxy import HaproxyKind
 from .launched.nginx import NginxKind
 from .launched.node import NodeKind
+from .launched.uwsgi import UwsgiKind
 from .remote import RemoteKind
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ KINDS: dict[str, ServerKind] = {
         GunicornKind(),
         NodeKind(),
         HaproxyKind(),
+        UwsgiKind(),
         AttachedKind(),
         RemoteKind(),
     )

@@ -1,0 +1,224 @@
+"""uWSGI (PyPI's pyuwsgi, 2.0), launched by the tool: a master and prefork workers serving HTTP themselves.
+
+`--http-socket` makes each worker parse HTTP (not `--http`, which puts a router process in front). The
+master binds the one listening socket before it forks, so every worker inherits it; what the modes change
+is how the workers wait for it (read from /proc on Linux 6.18):
+
+- default: each worker has an epoll of its own that watches the listener without EPOLLEXCLUSIVE (`events:
+  19`) and sleeps in epoll_wait(maxevents=1): one connection wakes every idle worker, a thundering herd.
+- thunder-lock: a process-shared robust priority-inheriting pthread mutex is held around the wait and the
+  accept; the holder sleeps in epoll_wait, every other idle worker in futex(FUTEX_LOCK_PI) (wchan
+  rt_mutex_schedule). An unlock hands the lock to the longest waiter, so idle workers take turns.
+- reuse-port: SO_REUSEPORT is set on the master's one socket, and that is all: the workers still share it
+  (one listener, one queue; uWSGI's own help says the option is for BSD), so it is the default's herd.
+
+The app (uwsgi_app.py) answers `worker PID` and hands uWSGI's request log the client port; the log,
+`%(pid) %(client_port)` per request in the private directory, is the witness. Stopping: the master FIFO's
+`q` is uWSGI's graceful shutdown (SIGTERM with die-on-term and SIGINT kill the workers at once; SIGTERM
+without die-on-term would reload them: new workers), after the workers are back in their wait, because a
+request in hand when `q` arrives is answered but not logged. uWSGI's --cpu-affinity takes a core count,
+not a list, so --cpus is applied from here once the workers exist.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+import sys
+from typing import TYPE_CHECKING
+
+import psutil
+
+from ...errors import PlanError, ServerUnavailable
+from ...processes import STOP_TIMEOUT_S
+from ...spec import ServerSpec
+from ...waiting import wait_for
+from ..kinds import ModeInfo, ServerKind
+from .base import SETTLE_TIMEOUT_S, LaunchedServer
+
+if TYPE_CHECKING:
+    from ..target import Target
+
+PACKAGE = "pip install 'accept-order[servers]' (pyuwsgi)"
+# x86_64 syscall numbers a worker waits in: epoll_wait, epoll_pwait, futex (the thunder lock)
+EPOLL_WAIT, EPOLL_PWAIT, FUTEX = 232, 281, 202
+WAITS = (EPOLL_WAIT, EPOLL_PWAIT, FUTEX)
+
+# A worker accepts one connection per wakeup (epoll_wait with maxevents 1, then one accept) and then reads
+# the request, which sleeps: no batches, and its context switches are not wakeups.
+UWSGI_MODES: dict[str, ModeInfo] = {
+    m.name: m
+    for m in (
+        ModeInfo(
+            "default",
+            "uWSGI's default: the master's one socket, each prefork worker waits for it in an epoll of its own",
+            "every uWSGI worker inherits the master's listening socket and waits for it in epoll_wait on an epoll "
+            "of its own that watches it without EPOLLEXCLUSIVE: one connection wakes every idle worker (a "
+            "thundering herd), and whoever accepts first serves it",
+            None,
+            "shared",
+            herds=True,
+            batches=False,
+            settings=("thunder-lock = false", "reuse-port = false"),
+        ),
+        ModeInfo(
+            "thunder-lock",
+            "--thunder-lock: a shared pthread mutex around the wait; one worker waits in epoll, the rest on the lock",
+            "with --thunder-lock a worker must hold a process-shared priority-inheriting mutex to wait for the "
+            "shared socket: the holder alone sleeps in epoll_wait, the other idle workers in FUTEX_LOCK_PI, and "
+            "each unlock hands the lock to the longest waiter, so idle workers take turns (no herd)",
+            "fifo",
+            "shared",
+            batches=False,
+            settings=("thunder-lock = true",),
+        ),
+        ModeInfo(
+            "reuse-port",
+            "--reuse-port: SO_REUSEPORT on the master's one socket, which every worker still shares (a herd)",
+            "uWSGI's --reuse-port sets SO_REUSEPORT on the one socket the master binds before forking, so the "
+            "workers still share one listener and one queue: each waits for it in its own epoll without "
+            "EPOLLEXCLUSIVE, and one connection wakes every idle worker (a thundering herd)",
+            None,
+            "shared",
+            herds=True,
+            batches=False,
+            settings=("reuse-port = true",),
+        ),
+    )
+}
+
+
+def uwsgi_missing() -> str | None:
+    """Why uWSGI cannot be launched here, or None."""
+    from importlib.util import find_spec
+
+    return None if find_spec("pyuwsgi") is not None else f"pyuwsgi is not installed: {PACKAGE}"
+
+
+def render_config(spec: ServerSpec, mode: ModeInfo, port: int, directory: str) -> str:
+    """uwsgi.ini for one run; every path in `directory`."""
+    address = f"[{spec.host}]" if ":" in spec.host else spec.host
+    settings = "".join(f"{line}\n" for line in mode.settings)
+    return f"""; written by accept-order for one run; removed when it ends
+[uwsgi]
+strict = true
+master = true
+processes = {spec.workers}
+http-socket = {address}:{port}
+listen = {spec.backlog}
+{settings}module = accept_order.servers.launched.uwsgi_app:app
+need-app = true
+single-interpreter = true
+; SIGTERM stops (without it, uWSGI reloads: new workers); workers die with a killed master
+die-on-term = true
+no-orphans = true
+; `q` here is the graceful shutdown
+master-fifo = {os.path.join(directory, "master.fifo")}
+reload-mercy = {int(STOP_TIMEOUT_S)}
+worker-reload-mercy = {int(STOP_TIMEOUT_S)}
+pidfile = {os.path.join(directory, "uwsgi.pid")}
+req-logger = file:{os.path.join(directory, "access.log")}
+logformat = %(pid) %(client_port)
+"""
+
+
+def wait_syscall(pid: int) -> int | None:
+    """The syscall `pid` is blocked in (/proc/PID/syscall's first field), or None (running, or gone)."""
+    try:
+        with open(f"/proc/{pid}/syscall") as f:
+            first = f.read().split(maxsplit=1)[0]
+    except (OSError, IndexError):
+        return None
+    return int(first) if first.isdigit() else None
+
+
+class UwsgiServer(LaunchedServer):
+    name = "uwsgi"
+    # the line that names the cause (a bind failure, an unknown option, the app's import error), not the
+    # root warning every start prints
+    error_marks = ("bind(", "unrecognized option", "unknown config directive", "Error", "error", "GAME OVER")
+    witness_source = "uwsgi request log"  # `%(pid) %(client_port)`
+
+    def __init__(self, spec: ServerSpec) -> None:
+        super().__init__(spec)
+        self.mode = UWSGI_MODES[spec.mode]
+
+    def command(self) -> list[str]:
+        missing = uwsgi_missing()
+        if missing:
+            raise ServerUnavailable(missing)
+        ini = os.path.join(self.directory, "uwsgi.ini")
+        with open(ini, "w") as f:
+            f.write(render_config(self.spec, self.mode, self.port, self.directory))
+        # pyuwsgi is uWSGI inside this Python: run() reads argv like the uwsgi binary
+        return [sys.executable, "-c", "import sys, pyuwsgi; sys.exit(pyuwsgi.run())", "--ini", ini]
+
+    def environment(self) -> dict[str, str]:
+        return {
+            "ACCEPT_ORDER_WORK_US": str(self.spec.work_us),
+            "ACCEPT_ORDER_WORK_ITERS": str(self.spec.work_iters),
+        }
+
+    def waiting(self, pids: list[int]) -> bool:
+        """Every worker blocked in its wait for a connection: epoll_wait, or the thunder lock's futex."""
+        return all(wait_syscall(pid) in WAITS for pid in pids)
+
+    def ready(self) -> bool:
+        """The pid file, the listener, and every worker in its wait (not just asleep: in the wait)."""
+        if self.master is None or not os.path.exists(os.path.join(self.directory, "uwsgi.pid")):
+            return False
+        try:
+            workers = self.workers_of(psutil.Process(self.master.pid))
+        except psutil.Error:
+            return True  # start() reports the exit
+        return self.waiting(workers) and self.listening(1)
+
+    def start(self) -> None:
+        super().start()
+        if self.spec.cpus:  # --cpu-affinity is a core count per worker: pin the workers from here, in index order
+            for index, pid in enumerate(self._pids):
+                os.sched_setaffinity(pid, {self.spec.cpus[index % len(self.spec.cpus)]})
+
+    def close(self) -> None:
+        """The graceful shutdown (`q` on the master FIFO) once every worker is back in its wait, so that each
+        request served is logged; then the base class's ladder for whatever is left."""
+        master = self.master
+        if master is not None and master.poll() is None and self.directory:
+            wait_for(lambda: self.waiting(self._pids), SETTLE_TIMEOUT_S)
+            try:
+                fd = os.open(os.path.join(self.directory, "master.fifo"), os.O_WRONLY | os.O_NONBLOCK)
+            except OSError as exc:  # ENXIO: no master reads it (yet); the ladder follows
+                if exc.errno not in (errno.ENXIO, errno.ENOENT):
+                    raise
+            else:
+                try:
+                    os.write(fd, b"q")
+                finally:
+                    os.close(fd)
+                try:
+                    master.wait(STOP_TIMEOUT_S)
+                except subprocess.TimeoutExpired:
+                    pass
+        super().close()
+
+
+class UwsgiKind(ServerKind):
+    name = "uwsgi"
+    summary = "PyPI's uWSGI (pyuwsgi) with prefork workers serving HTTP themselves, launched from a generated ini"
+    witness = UwsgiServer.witness_source
+    preferred_mode = "default"
+
+    def modes(self) -> dict[str, ModeInfo]:
+        return UWSGI_MODES
+
+    def missing(self) -> str | None:
+        return uwsgi_missing()
+
+    def check(self, spec: ServerSpec) -> None:
+        super().check(spec)
+        if spec.accept_batch not in (0, 1):
+            raise PlanError("--accept-batch does not apply to uwsgi: it accepts one connection per wakeup")
+
+    def make(self, spec: ServerSpec, stamps: bool = False) -> Target:
+        return UwsgiServer(spec)
