@@ -96,7 +96,7 @@ def sweep_accept_batch(
     on_run: Callable[[ServerSpec], Tick | None] | None = None,
 ) -> list[LatencyResult]:
     """One latency run per accepts-per-wakeup cap: the seed-001 experiment."""
-    from .render.latency import default_title
+    from .results.latency import default_title
 
     specs = [server.replace(accept_batch=value) for value in values]  # every value before the first run
     return run_each(

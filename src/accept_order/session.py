@@ -195,7 +195,7 @@ def run_closed_loop(
         return f"the run stopped after {done} connections ({served} served, {done - served} failed)"
 
     outcome, m = lifecycle(server, drive, describe)
-    from .render.latency import default_title  # the title is stored in the result
+    from .results.latency import default_title  # the title is stored in the result
 
     result = LatencyResult(
         server=server,

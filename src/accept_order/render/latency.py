@@ -16,19 +16,12 @@ from ..loads.closed_loop import STARVED, driver_warnings
 from ..loads.drive_loop import DriverStats
 from ..loads.protocol import describe_error
 from ..measures import Environment, WorkerCounters
-from ..results.latency import PERCENTILES, LatencyResult
+from ..results.latency import PERCENTILES, LatencyResult, default_title
 from ..servers.catalog import modes_of
 from ..spec import ClosedLoopLoad, ServerSpec
 from .evidence import evidence_report
 from .run import worker_table
 from .text import Verbatim, plural
-
-
-def default_title(server: ServerSpec, sweep: bool = False) -> str:
-    if sweep:
-        batch = server.accept_batch
-        return f"Duration in ms ({server.label}, accept-batch {batch if batch else 'no limit'})"
-    return f"Duration in ms ({server.label})"
 
 
 def load_notes(results: Sequence[LatencyResult]) -> list[Text]:

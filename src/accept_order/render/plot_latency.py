@@ -8,8 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..histogram import log2_buckets
-from ..results.latency import LatencyResult
-from .latency import default_title
+from ..results.latency import LatencyCompareResult, LatencyResult, SweepResult, default_title
 from .plots import PlotOptions, color, environment_text, new_figure, nothing, text, titled
 from .text import plural
 
@@ -19,13 +18,6 @@ if TYPE_CHECKING:
 
 # (label, percentile, line style of its vertical mark)
 MARKS: tuple[tuple[str, float, LineStyleType], ...] = (("p50", 50.0, ":"), ("p99", 99.0, "--"), ("p99.9", 99.9, "-."))
-
-
-def _runs(doc: dict[str, Any]) -> list[LatencyResult]:
-    runs = doc["runs"]
-    if not isinstance(runs, list):
-        raise TypeError("'runs' is not a list")
-    return [LatencyResult.from_dict(r) for r in runs]
 
 
 def settings_text(results: Sequence[LatencyResult]) -> str:
@@ -138,13 +130,12 @@ def _latency_figure(results: Sequence[LatencyResult], title: str, options: PlotO
     return fig
 
 
-def latency_figure(doc: dict[str, Any], options: PlotOptions) -> Figure:
-    result = LatencyResult.from_dict(doc)
+def latency_figure(result: LatencyResult, options: PlotOptions) -> Figure:
     return _latency_figure([result], result.title or default_title(result.server), options)
 
 
-def latency_compare_figure(doc: dict[str, Any], options: PlotOptions) -> Figure:
-    results = _runs(doc)
+def latency_compare_figure(compared: LatencyCompareResult, options: PlotOptions) -> Figure:
+    results = list(compared.runs)
     titles = list(dict.fromkeys(r.title for r in results if r.title))
     # Each run's default title names its own mode; one title shared by every run was given with --title.
     if len(titles) == 1 and len(results) > 1:
@@ -158,8 +149,8 @@ def _nan(value: float | None) -> float:
     return math.nan if value is None else value
 
 
-def sweep_figure(doc: dict[str, Any], options: PlotOptions) -> Figure:
-    results = _runs(doc)
+def sweep_figure(sweep: SweepResult, options: PlotOptions) -> Figure:
+    results = list(sweep.runs)
     fig = new_figure()
     ax = fig.add_subplot()
     labels = list(dict.fromkeys(r.server.label for r in results))

@@ -4,7 +4,7 @@ and reload (what a steady load lost when a worker went). Listed in render.plots.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .plots import PlotOptions, color, environment_text, new_figure, nothing, text, titled
 from .text import plural
@@ -12,15 +12,16 @@ from .text import plural
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+    from ..results.burst import BurstResult
+    from ..results.ramp import RampResult
+    from ..results.reload import ReloadResult
+
 
 def _ms(us: int | None) -> float:
     return math.nan if us is None else us / 1000
 
 
-def burst_figure(doc: dict[str, Any], options: PlotOptions) -> Figure:
-    from ..results.burst import BurstResult
-
-    result = BurstResult.from_dict(doc)
+def burst_figure(result: BurstResult, options: PlotOptions) -> Figure:
     fig = new_figure()
     ax = fig.add_subplot()
     settings = ""
@@ -57,10 +58,7 @@ def burst_figure(doc: dict[str, Any], options: PlotOptions) -> Figure:
     return fig
 
 
-def ramp_figure(doc: dict[str, Any], options: PlotOptions) -> Figure:
-    from ..results.ramp import RampResult
-
-    result = RampResult.from_dict(doc)
+def ramp_figure(result: RampResult, options: PlotOptions) -> Figure:
     fig = new_figure()
     ax = fig.add_subplot()
     settings = f"{plural(result.server.workers, 'worker')}, work {result.server.work_us} µs"
@@ -101,10 +99,7 @@ def ramp_figure(doc: dict[str, Any], options: PlotOptions) -> Figure:
     return fig
 
 
-def reload_figure(doc: dict[str, Any], options: PlotOptions) -> Figure:
-    from ..results.reload import ReloadResult
-
-    result = ReloadResult.from_dict(doc)
+def reload_figure(result: ReloadResult, options: PlotOptions) -> Figure:
     runs = result.runs
     fig = new_figure(height=max(5.0, 1.5 + 0.45 * len(runs)))
     ax = fig.add_subplot()

@@ -10,21 +10,19 @@ from .plots import PlotOptions, color, environment_text, new_figure, nothing, te
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+    from ..experiments.repeat.result import RepeatResult
 
-def repeat_figure(doc: dict[str, Any], options: PlotOptions) -> Figure:
+
+def repeat_figure(repeated: RepeatResult, options: PlotOptions) -> Figure:
     from ..analysis.stability import names_of
-    from ..results.latency import LatencyResult
-    from ..results.records import RunResult
-    from .repeat import LATENCY_KINDS
 
-    latency = doc["of"] in LATENCY_KINDS
-    build: Any = LatencyResult.from_dict if latency else RunResult.from_dict
-    rounds: list[list[Any]] = [[build(r) for r in row] for row in doc["rounds"]]
+    latency = repeated.latency
+    rounds: list[list[Any]] = [list(row) for row in repeated.rounds]
     fig = new_figure()
     ax = fig.add_subplot()
     env = rounds[0][0].environment if rounds and rounds[0] else None
     what = "p99 (ms)" if latency else "Jain's fairness index"
-    title = f"{what} in each of {len(rounds)} interleaved runs (accept-order {doc['of']} --repeat)"
+    title = f"{what} in each of {len(rounds)} interleaved runs (accept-order {repeated.of} --repeat)"
     titled(fig, title, options, environment_text(env))
     if not rounds:
         nothing(ax, "no round finished")

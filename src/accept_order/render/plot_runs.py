@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..results.herd import HerdResult
-from ..results.records import RunResult, ServeResult
+from ..results.records import CompareResult, RunResult, ServeResult
 from .plots import PlotOptions, environment_text, new_figure, nothing, text, titled
 from .text import plural
 
@@ -26,13 +26,6 @@ class Strip:
     label: str
     sequence: Sequence[int]  # serving worker of each served connection, in order
     workers: int
-
-
-def _runs(doc: dict[str, Any]) -> list[RunResult]:
-    runs = doc["runs"]
-    if not isinstance(runs, list):
-        raise TypeError("'runs' is not a list")
-    return [RunResult.from_dict(r) for r in runs]
 
 
 def worker_colors(workers: int) -> list[Any]:
@@ -128,30 +121,27 @@ def _run_settings(results: Sequence[RunResult]) -> str:
     )
 
 
-def run_figure(doc: dict[str, Any], options: PlotOptions) -> Figure:
-    result = RunResult.from_dict(doc)
+def run_figure(result: RunResult, options: PlotOptions) -> Figure:
     title = f"Which worker served each connection ({result.server.label})"
     return _strips_figure([_run_strip(result)], title, _run_settings([result]), options, "in the order they were made")
 
 
-def compare_figure(doc: dict[str, Any], options: PlotOptions) -> Figure:
-    results = _runs(doc)
+def compare_figure(compared: CompareResult, options: PlotOptions) -> Figure:
+    results = list(compared.runs)
     strips = [_run_strip(r) for r in results]
     title = "Which worker served each connection, per mode"
     return _strips_figure(strips, title, _run_settings(results), options, "in the order they were made")
 
 
-def serve_figure(doc: dict[str, Any], options: PlotOptions) -> Figure:
-    result = ServeResult.from_dict(doc)
+def serve_figure(result: ServeResult, options: PlotOptions) -> Figure:
     strip = Strip(result.server.label, result.sequence, result.server.workers)
     settings = f"{plural(result.server.workers, 'worker')}; {environment_text(result.environment)}"
     title = f"Which worker accepted each connection ({result.server.label}, accept-order serve)"
     return _strips_figure([strip], title, settings, options, "in the order the workers accepted them")
 
 
-def herd_figure(doc: dict[str, Any], options: PlotOptions) -> Figure:
+def herd_figure(herd: HerdResult, options: PlotOptions) -> Figure:
 
-    herd = HerdResult.from_dict(doc)
     rows = herd.rows
     fig = new_figure()
     ax = fig.add_subplot()

@@ -11,9 +11,17 @@ from ..loads.closed_loop import RequestTotals
 from ..loads.drive_loop import DriverStats
 from ..measures import Environment, WorkerCounters
 from ..spec import ClosedLoopLoad, ServerSpec
-from .typed import build, check_server
+from .typed import build, check_server, runs_list, skipped_map
 
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)
+
+
+def default_title(server: ServerSpec, sweep: bool = False) -> str:
+    """The histogram's title when --title gives none (stored in the result)."""
+    if sweep:
+        batch = server.accept_batch
+        return f"Duration in ms ({server.label}, accept-batch {batch if batch else 'no limit'})"
+    return f"Duration in ms ({server.label})"
 
 
 @dataclass(frozen=True)
@@ -103,3 +111,41 @@ class LatencyResult(RequestTotals):
     @property
     def mode(self) -> str:
         return self.server.mode
+
+
+@dataclass(frozen=True)
+class LatencyCompareResult:
+    """`latency --modes`: one latency run per mode (or server), the skipped ones, and the tails' verdict."""
+
+    runs: tuple[LatencyResult, ...]
+    skipped: dict[str, str] = field(default_factory=dict)
+    interrupted: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        from ..analysis.tails import tail_verdict
+
+        verdict = tail_verdict(self.runs).to_dict()
+        doc: dict[str, Any] = {"runs": [r.to_dict() for r in self.runs], "skipped": self.skipped, "verdict": verdict}
+        return doc | ({"interrupted": True} if self.interrupted else {})
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LatencyCompareResult:
+        runs = tuple(LatencyResult.from_dict(r) for r in runs_list(data))
+        return cls(runs, skipped_map(data), bool(data.get("interrupted", False)))
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """`sweep`: one latency run per cap on the connections accepted per wakeup."""
+
+    runs: tuple[LatencyResult, ...]
+    interrupted: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"runs": [r.to_dict() for r in self.runs]}
+        return doc | ({"interrupted": True} if self.interrupted else {})
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SweepResult:
+        runs = tuple(LatencyResult.from_dict(r) for r in runs_list(data))
+        return cls(runs, bool(data.get("interrupted", False)))

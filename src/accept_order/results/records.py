@@ -132,3 +132,23 @@ class ServeResult:
             sequence=tuple(sequence),
             evidence=data.get("evidence", {}),
         )
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    """`compare`: one sequential run per mode (or server), and the variants this machine could not run."""
+
+    runs: tuple[RunResult, ...]
+    skipped: dict[str, str] = field(default_factory=dict)
+    interrupted: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"runs": [r.to_dict() for r in self.runs], "skipped": self.skipped}
+        return doc | ({"interrupted": True} if self.interrupted else {})
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CompareResult:
+        from .typed import runs_list, skipped_map
+
+        runs = tuple(RunResult.from_dict(r) for r in runs_list(data))
+        return cls(runs, skipped_map(data), bool(data.get("interrupted", False)))
