@@ -31,7 +31,7 @@ from .specs import first_available, sequential_load, server_spec
 def compare(modes: list[str], repeat: int, json_path: str | None, **options: Any) -> None:
     """Run every mode this machine supports (or --modes) with the same settings; one table."""
     from .. import api
-    from ..experiments.order import compare_report
+    from ..experiments.order.experiment import compare_report
     from ..results.records import CompareResult
     from ..servers.catalog import variants
 

@@ -64,7 +64,7 @@ def latency(
 ) -> None:
     """Latency under load: CPU-bound workers, a closed-loop load, mmhistogram-style histogram."""
     from .. import api
-    from ..experiments.latency import latency_compare_report
+    from ..experiments.latency.experiment import latency_compare_report
     from ..render.latency import latency_report
     from ..results.latency import LatencyCompareResult
     from ..servers.catalog import variants

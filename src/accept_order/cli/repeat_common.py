@@ -31,7 +31,7 @@ def run_repeated(
     skipped: dict[str, str],
     json_path: str | None,
 ) -> None:
-    from ..experiments.repeat import report
+    from ..experiments.repeat.experiment import report
     from ..experiments.repeat.result import repeated
     from ..repeat import interleaved, snapshot
 

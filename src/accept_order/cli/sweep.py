@@ -41,7 +41,7 @@ from .types import IntList
 def sweep(json_path: str | None, batches: list[int], repeat: int, **options: Any) -> None:
     """One latency run per accepts-per-wakeup cap (nginx multi_accept, DragonFly soavailconn)."""
     from .. import api
-    from ..experiments.latency import sweep_result_report
+    from ..experiments.latency.experiment import sweep_result_report
     from ..results.latency import SweepResult
 
     server, load = server_spec(options), closed_loop_load(options)

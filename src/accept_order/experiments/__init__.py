@@ -8,9 +8,10 @@ to the `Experiment` that describes it; the envelope's known kinds, `show`'s repo
 no kind: files, the envelope, typed loading, merge and the shared widgets.
 
 Adding an experiment:
-  1. one folder experiments/NAME/ (run.py, result.py, report.py, plot.py; __init__.py defines
-     `NAME = Experiment(...)` and the function building the payload it saves), or one module;
-  2. one line in EXPERIMENTS below;
+  1. one folder experiments/NAME/: run.py (drives it), result.py (the typed result; its `to_dict()` is
+     the payload the command saves), report.py (rich), plot.py (matplotlib), and experiment.py, which
+     puts them together as `NAME = Experiment(...)` with its export tables;
+  2. one line in EXPERIMENTS below ("kind": "NAME.experiment:NAME");
   3. one thin click command in cli/NAME.py, listed in cli/app.py's COMMANDS.
 
 Entries are imported only when their kind is used (`show` of a burst never imports the latency
@@ -36,17 +37,17 @@ Table = Callable[[list[Document]], str]
 
 # kind -> "module:name" under accept_order.experiments, imported on first use
 EXPERIMENTS: dict[str, str] = {
-    "run": "order:RUN",
-    "compare": "order:COMPARE",
-    "herd": "herd:HERD",
-    "latency": "latency:LATENCY",
-    "latency-compare": "latency:LATENCY_COMPARE",
-    "sweep": "latency:SWEEP",
-    "serve": "order:SERVE",
-    "reload": "reload:RELOAD",
-    "burst": "burst:BURST",
-    "ramp": "ramp:RAMP",
-    "repeat": "repeat:REPEAT",
+    "run": "order.experiment:RUN",
+    "compare": "order.experiment:COMPARE",
+    "herd": "herd.experiment:HERD",
+    "latency": "latency.experiment:LATENCY",
+    "latency-compare": "latency.experiment:LATENCY_COMPARE",
+    "sweep": "latency.experiment:SWEEP",
+    "serve": "order.experiment:SERVE",
+    "reload": "reload.experiment:RELOAD",
+    "burst": "burst.experiment:BURST",
+    "ramp": "ramp.experiment:RAMP",
+    "repeat": "repeat.experiment:REPEAT",
 }
 KINDS = tuple(EXPERIMENTS)
 

@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..loads.protocol import NO_REPLY
-from ..measures import Environment, WorkerCounters
-from ..spec import ClosedLoopLoad, ServerSpec
+from ...loads.protocol import NO_REPLY
+from ...measures import Environment, WorkerCounters
+from ...spec import ClosedLoopLoad, ServerSpec
 
 HOWS = ("leave", "kill")
 MIGRATE = "TcpExtTCPMigrateReqSuccess"
@@ -130,7 +130,7 @@ class ReloadRun:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ReloadRun:
-        from .typed import build, check_server
+        from ...results.typed import build, check_server
 
         server = check_server(build(ServerSpec, data["server"]))
         if data["how"] not in HOWS:

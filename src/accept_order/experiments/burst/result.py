@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..loads.drive_loop import DriverStats
-from ..measures import Environment
-from ..spec import ServerSpec
+from ...loads.drive_loop import DriverStats
+from ...measures import Environment
+from ...spec import ServerSpec
 
 CLIENT_BOUND = 0.5  # share of a burst the client may spend opening its connections before it sets the pace
 
@@ -93,7 +93,7 @@ class BurstRun:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> BurstRun:
-        from .typed import build, check_server
+        from ...results.typed import build, check_server
 
         env = data.get("environment")
         return cls(

@@ -12,12 +12,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import netns
-from .errors import PlanError
-from .results.reload import HOWS, ReloadRun
-from .servers.catalog import mode_meta, split_for
-from .session import RunInterrupted, Tick, lifecycle, run_each
-from .spec import ClosedLoopLoad, ServerSpec
+from ... import netns
+from ...errors import PlanError
+from ...servers.catalog import mode_meta, split_for
+from ...session import RunInterrupted, Tick, lifecycle, run_each
+from ...spec import ClosedLoopLoad, ServerSpec
+from .result import HOWS, ReloadRun
 
 GONE_TIMEOUT_S = 3.0  # how long a leaving worker has to notice (it does between connections)
 
@@ -68,8 +68,8 @@ def available(modes: Sequence[str] | None) -> tuple[list[str], dict[str, str]]:
 
 def run_reload(server: ServerSpec, load: ClosedLoopLoad, plan: ReloadPlan, on_tick: Tick | None = None) -> ReloadRun:
     """One mode's run: set tcp_migrate_req (in this namespace), load, make the worker go, count."""
-    from .loads.closed_loop import LoadGenerator
-    from .servers.pool import WorkerPool
+    from ...loads.closed_loop import LoadGenerator
+    from ...servers.pool import WorkerPool
 
     server = server.validated()
     load = load.validated()

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..measures import Environment
-from ..spec import ServerSpec
+from ...measures import Environment
+from ...spec import ServerSpec
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ class RampStep:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RampStep:
-        from .typed import build
+        from ...results.typed import build
 
         values = dict(data)
         for name in ("served", "queues", "worker_cpu", "reasons", "seen"):
@@ -97,7 +97,7 @@ class RampResult:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RampResult:
-        from .typed import build, check_server
+        from ...results.typed import build, check_server
 
         env = data.get("environment")
         steps = data["steps"]

@@ -7,9 +7,9 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ..results.reload import MIGRATE, MIGRATE_FAILED, ReloadResult, ReloadRun
-from .evidence import PRIVATE_SHORT
-from .text import plural
+from ...render.evidence import PRIVATE_SHORT
+from ...render.text import plural
+from .result import MIGRATE, MIGRATE_FAILED, ReloadResult, ReloadRun
 
 RELOAD_LEGEND = (
     "leave: the worker closes its listener, serves what it holds and exits (a graceful restart); kill: SIGKILL. "

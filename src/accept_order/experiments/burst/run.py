@@ -17,11 +17,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import PlanError
-from .probes import netstat
-from .results.burst import BurstCell, BurstRun
-from .session import RunInterrupted, lifecycle, run_each
-from .spec import FD_MARGIN, MAX_DRIVER_PROCS, ClosedLoopLoad, ServerSpec, check_range
+from ...errors import PlanError
+from ...probes import netstat
+from ...session import RunInterrupted, lifecycle, run_each
+from ...spec import FD_MARGIN, MAX_DRIVER_PROCS, ClosedLoopLoad, ServerSpec, check_range
+from .result import BurstCell, BurstRun
 
 MAX_CLIENTS = 1_000_000
 PORT_RANGE = "/proc/sys/net/ipv4/ip_local_port_range"
@@ -85,7 +85,7 @@ def run_bursts(
     server: ServerSpec, plan: BurstPlan, on_burst: Callable[[ServerSpec, int], Any] | None = None
 ) -> BurstRun:
     """Every burst of `plan` against one server: start it, burst, stop it."""
-    from .loads.closed_loop import LoadGenerator
+    from ...loads.closed_loop import LoadGenerator
 
     plan = plan.validated()
     cells: list[BurstCell] = []

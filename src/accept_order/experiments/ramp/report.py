@@ -7,9 +7,9 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ..results.ramp import RampResult, RampStep
-from .evidence import short_counter
-from .text import plural
+from ...render.evidence import short_counter
+from ...render.text import plural
+from .result import RampResult, RampStep
 
 SHOWN_COUNTERS = (
     "TcpExtListenOverflows",

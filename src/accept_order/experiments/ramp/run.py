@@ -15,12 +15,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import PlanError
-from .probes import netstat
-from .probes.sockets import socket_summary
-from .results.ramp import RampResult, RampStep
-from .session import RunInterrupted, Tick, lifecycle
-from .spec import MAX_DRIVER_PROCS, ClosedLoopLoad, ServerSpec, check_range
+from ...errors import PlanError
+from ...probes import netstat
+from ...probes.sockets import socket_summary
+from ...session import RunInterrupted, Tick, lifecycle
+from ...spec import MAX_DRIVER_PROCS, ClosedLoopLoad, ServerSpec, check_range
+from .result import RampResult, RampStep
 
 SATURATED = 0.9  # a worker (or the workers together) on a CPU this share of the step is CPU-bound
 KEPT_RATE = 0.9  # an open-loop step that finished fewer than this share of what was offered did not keep up
@@ -78,7 +78,7 @@ class RampPlan:
 
 
 def _cpu(pids: Sequence[int]) -> list[float]:
-    from .processes import process_errors, usage
+    from ...processes import process_errors, usage
 
     seconds = []
     for pid in pids:
@@ -101,7 +101,7 @@ def machine_cpu() -> tuple[int, int] | None:
 
 
 def _queues(port: int) -> list[int]:
-    from .probes.listeners import listening_sockets
+    from ...probes.listeners import listening_sockets
 
     try:
         return [int(row.queue) for row in listening_sockets(port) if row.queue is not None]
@@ -168,7 +168,7 @@ def signals(step: RampStep, workers: int, cpus: int) -> list[str]:
 
 
 def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick | None] | None = None) -> RampResult:
-    from .loads.closed_loop import LoadGenerator
+    from ...loads.closed_loop import LoadGenerator
 
     plan = plan.validated()
     server = server.validated()

@@ -8,9 +8,9 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ..results.burst import BurstCell, BurstResult, BurstRun
-from .evidence import short_counter
-from .text import plural
+from ...render.evidence import short_counter
+from ...render.text import plural
+from .result import BurstCell, BurstResult, BurstRun
 
 
 def _cell(cell: BurstCell | None) -> Text:
