@@ -32,7 +32,7 @@ def compare(modes: list[str], repeat: int, json_path: str | None, **options: Any
     """Run every mode this machine supports (or --modes) with the same settings; one table."""
     from .. import api
     from ..experiments.order.experiment import compare_report
-    from ..results.records import CompareResult
+    from ..experiments.order.result import CompareResult
     from ..servers.catalog import variants
 
     servers: list[str] = options["server"]

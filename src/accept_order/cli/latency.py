@@ -65,8 +65,8 @@ def latency(
     """Latency under load: CPU-bound workers, a closed-loop load, mmhistogram-style histogram."""
     from .. import api
     from ..experiments.latency.experiment import latency_compare_report
-    from ..render.latency import latency_report
-    from ..results.latency import LatencyCompareResult
+    from ..experiments.latency.report import latency_report
+    from ..experiments.latency.result import LatencyCompareResult
     from ..servers.catalog import variants
 
     if modes is not None and modes_alias is not None:

@@ -33,7 +33,7 @@ def run_repeated(
 ) -> None:
     from ..experiments.repeat.experiment import report
     from ..experiments.repeat.result import repeated
-    from ..repeat import interleaved, snapshot
+    from ..experiments.repeat.run import interleaved, snapshot
 
     before = snapshot()
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

@@ -42,12 +42,12 @@ def sweep(json_path: str | None, batches: list[int], repeat: int, **options: Any
     """One latency run per accepts-per-wakeup cap (nginx multi_accept, DragonFly soavailconn)."""
     from .. import api
     from ..experiments.latency.experiment import sweep_result_report
-    from ..results.latency import SweepResult
+    from ..experiments.latency.result import SweepResult
 
     server, load = server_spec(options), closed_loop_load(options)
     host_warnings()
     if repeat > 1:
-        from ..results.latency import default_title
+        from ..experiments.latency.result import default_title
         from ..session import run_closed_loop
 
         specs = [server.replace(accept_batch=value) for value in batches]

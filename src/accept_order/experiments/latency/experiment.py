@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from rich.console import RenderableType
 
-from ...render.latency import compare_report, latency_report, sweep_report
 from ...results import export
-from ...results.latency import LatencyCompareResult, LatencyResult, SweepResult
 from .. import Experiment, lazy
+from .report import compare_report, latency_report, sweep_report
+from .result import LatencyCompareResult, LatencyResult, SweepResult
 
-_PLOT = "accept_order.render.plot_latency"
+_PLOT = "accept_order.experiments.latency.plot"
 _TABLES = {"histogram": export.histogram, "workers": export.workers}
 
 

@@ -7,12 +7,12 @@ from typing import Any
 
 from rich.console import RenderableType
 
-from ...render.run import compare_table, run_report, serve_report
 from ...results import export
-from ...results.records import CompareResult, RunResult, ServeResult
 from .. import Experiment, lazy
+from .report import compare_table, run_report, serve_report
+from .result import CompareResult, RunResult, ServeResult
 
-_PLOT = "accept_order.render.plot_runs"
+_PLOT = "accept_order.experiments.order.plot"
 
 
 def compare_report(result: CompareResult) -> RenderableType:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from rich.console import RenderableType
 
-from ...render.repeat import repeat_report
 from .. import Experiment, lazy
+from .report import repeat_report
 from .result import RepeatResult
 
 
@@ -18,5 +18,5 @@ REPEAT: Experiment[RepeatResult] = Experiment(
     kind="repeat",
     load=RepeatResult.from_dict,
     report=report,
-    figure=lazy("accept_order.render.plot_repeat", "repeat_figure"),
+    figure=lazy("accept_order.experiments.repeat.plot", "repeat_figure"),
 )

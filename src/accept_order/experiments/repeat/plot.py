@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .plots import PlotOptions, color, environment_text, new_figure, nothing, text, titled
+from ...render.plots import PlotOptions, color, environment_text, new_figure, nothing, text, titled
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from ..experiments.repeat.result import RepeatResult
+    from .result import RepeatResult
 
 
 def repeat_figure(repeated: RepeatResult, options: PlotOptions) -> Figure:
-    from ..analysis.stability import names_of
+    from ...analysis.stability import names_of
 
     latency = repeated.latency
     rounds: list[list[Any]] = [list(row) for row in repeated.rounds]

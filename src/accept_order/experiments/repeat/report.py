@@ -10,10 +10,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis.stability import Spread, latency_stability, names_of, order_stability
-from ..repeat import latency_warnings, machine_warnings
-
-LATENCY_KINDS = ("latency", "latency-compare", "sweep")
+from ...analysis.stability import Spread, latency_stability, names_of, order_stability
+from .result import LATENCY_KINDS, latency_warnings, machine_warnings
 
 
 def _by_variant(rounds: Sequence[Sequence[Any]]) -> dict[str, list[Any]]:

@@ -7,10 +7,10 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis.herd import HerdRow, acceptor_of
-from ..results.herd import HerdResult
-from .evidence import PRIVATE_SHORT, SHARED_SHORT, acceptor_text, short_counter
-from .run import worker_table
+from ...analysis.herd import HerdRow, acceptor_of
+from ...render.evidence import PRIVATE_SHORT, SHARED_SHORT, acceptor_text, short_counter
+from ...render.workers import worker_table
+from .result import HerdResult
 
 HERD_LEGEND = (
     "wakeups: wait calls that returned; acc: accepts; empty: woken but got EAGAIN; acc/wakeup: accepts per "

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..analysis.herd import HerdRow, herd_row
-from ..spec import ServerSpec
-from .records import RunResult
+from ...analysis.herd import HerdRow, herd_row
+from ...spec import ServerSpec
+from ..order.result import RunResult
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..measures import ConnectionRecord, Environment, Verdict, WorkerCounters
-from ..spec import SequentialLoad, ServerSpec
+from ...measures import ConnectionRecord, Environment, Verdict, WorkerCounters
+from ...spec import SequentialLoad, ServerSpec
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ class RunResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunResult:
-        from .typed import build, check_records, check_server
+        from ...results.typed import build, check_records, check_server
 
         server = check_server(build(ServerSpec, data["server"]))
         records = tuple(build(ConnectionRecord, r) for r in data["records"])
@@ -114,14 +114,14 @@ class ServeResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ServeResult:
-        from .typed import build, check_server
+        from ...results.typed import build, check_server
 
         server = check_server(build(ServerSpec, data["server"]))
         sequence = data.get("sequence", [])
         if not isinstance(sequence, list) or not all(
             isinstance(w, int) and not isinstance(w, bool) and 0 <= w < server.workers for w in sequence
         ):
-            from ..errors import ResultFileError
+            from ...errors import ResultFileError
 
             raise ResultFileError("malformed result: 'sequence' names workers this server did not have")
         return cls(
@@ -148,7 +148,7 @@ class CompareResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CompareResult:
-        from .typed import runs_list, skipped_map
+        from ...results.typed import runs_list, skipped_map
 
         runs = tuple(RunResult.from_dict(r) for r in runs_list(data))
         return cls(runs, skipped_map(data), bool(data.get("interrupted", False)))

@@ -1,5 +1,5 @@
 """Latency pictures: mmhistogram's log2 buckets as overlaid step lines (or a CDF), and the sweep's p99
-and throughput against the accept batch. Listed in render.plots.PLOTTERS."""
+and throughput against the accept batch."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..histogram import log2_buckets
-from ..results.latency import LatencyCompareResult, LatencyResult, SweepResult, default_title
-from .plots import PlotOptions, color, environment_text, new_figure, nothing, text, titled
-from .text import plural
+from ...histogram import log2_buckets
+from ...render.plots import PlotOptions, color, environment_text, new_figure, nothing, text, titled
+from ...render.text import plural
+from .result import LatencyCompareResult, LatencyResult, SweepResult, default_title
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..errors import ResultFileError
-from ..histogram import LatencyHistogram
-from ..loads.closed_loop import RequestTotals
-from ..loads.drive_loop import DriverStats
-from ..measures import Environment, WorkerCounters
-from ..spec import ClosedLoopLoad, ServerSpec
-from .typed import build, check_server, runs_list, skipped_map
+from ...errors import ResultFileError
+from ...histogram import LatencyHistogram
+from ...loads.closed_loop import RequestTotals
+from ...loads.drive_loop import DriverStats
+from ...measures import Environment, WorkerCounters
+from ...results.typed import build, check_server, runs_list, skipped_map
+from ...spec import ClosedLoopLoad, ServerSpec
 
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)
 
@@ -122,7 +122,7 @@ class LatencyCompareResult:
     interrupted: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        from ..analysis.tails import tail_verdict
+        from ...analysis.tails import tail_verdict
 
         verdict = tail_verdict(self.runs).to_dict()
         doc: dict[str, Any] = {"runs": [r.to_dict() for r in self.runs], "skipped": self.skipped, "verdict": verdict}

@@ -9,19 +9,19 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis.tails import TailVerdict, tail_verdict
-from ..cpus import format_cpu_list
-from ..histogram import histogram_lines, summary_line
-from ..loads.closed_loop import STARVED, driver_warnings
-from ..loads.drive_loop import DriverStats
-from ..loads.protocol import describe_error
-from ..measures import Environment, WorkerCounters
-from ..results.latency import PERCENTILES, LatencyResult, default_title
-from ..servers.catalog import modes_of
-from ..spec import ClosedLoopLoad, ServerSpec
-from .evidence import evidence_report
-from .run import worker_table
-from .text import Verbatim, plural
+from ...analysis.tails import TailVerdict, tail_verdict
+from ...cpus import format_cpu_list
+from ...histogram import histogram_lines, summary_line
+from ...loads.closed_loop import STARVED, driver_warnings
+from ...loads.drive_loop import DriverStats
+from ...loads.protocol import describe_error
+from ...measures import Environment, WorkerCounters
+from ...render.evidence import evidence_report
+from ...render.text import Verbatim, plural
+from ...render.workers import worker_table
+from ...servers.catalog import modes_of
+from ...spec import ClosedLoopLoad, ServerSpec
+from .result import PERCENTILES, LatencyResult, default_title
 
 
 def load_notes(results: Sequence[LatencyResult]) -> list[Text]:
