@@ -42,8 +42,8 @@ from rich.table import Table
 from rich.text import Text
 
 from accept_order import api
-from accept_order.render.herd import herd_report
-from accept_order.results.records import RunResult
+from accept_order.experiments.herd.report import herd_report
+from accept_order.experiments.order.result import RunResult
 from accept_order.servers.modes import MODES
 from accept_order.spec import SequentialLoad, ServerSpec
 

@@ -44,9 +44,9 @@ from accept_order import api
 from accept_order.analysis.tails import tail_verdict
 from accept_order.cpus import allowed_cpus
 from accept_order.errors import PlanError
-from accept_order.render.latency import compare_report
+from accept_order.experiments.latency.report import compare_report
+from accept_order.experiments.latency.result import LatencyResult
 from accept_order.results import envelope
-from accept_order.results.latency import LatencyResult
 from accept_order.servers.modes import DEFAULT_MODE, MODES
 from accept_order.servers.registry import runnable
 from accept_order.spec import ClosedLoopLoad, pinned

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from accept_order import burst
-from accept_order.burst import BurstPlan, run_bursts
 from accept_order.errors import PlanError
+from accept_order.experiments.burst import run as burst
+from accept_order.experiments.burst.run import BurstPlan, run_bursts
 from accept_order.spec import ServerSpec
 
 COMMAND = [sys.executable, "-m", "accept_order", "burst"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from accept_order import api
-from accept_order.results.records import RunResult
+from accept_order.experiments.order.result import RunResult
 from accept_order.servers.pool import WorkerPool
 from accept_order.session import run_sequential
 from accept_order.spec import ClosedLoopLoad, SequentialLoad, ServerSpec

@@ -14,7 +14,7 @@ import pytest
 from conftest import gone
 
 from accept_order import session
-from accept_order.results.records import RunResult
+from accept_order.experiments.order.result import RunResult
 from accept_order.servers.launched.gunicorn import gunicorn_missing
 from accept_order.spec import ClosedLoopLoad, SequentialLoad, ServerSpec
 

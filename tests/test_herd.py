@@ -16,12 +16,12 @@ from accept_order import api
 from accept_order.analysis.herd import HERD_THRESHOLD, herd_row, nearest_rank
 from accept_order.cli.herd import herd as herd_command
 from accept_order.errors import PlanError
+from accept_order.experiments.herd.report import herd_report, herd_table
+from accept_order.experiments.herd.result import HerdResult
+from accept_order.experiments.order.result import RunResult
 from accept_order.measures import ConnectionRecord, Environment, Verdict, WorkerCounters
 from accept_order.render import render_document
-from accept_order.render.herd import herd_report, herd_table
 from accept_order.results import envelope
-from accept_order.results.herd import HerdResult
-from accept_order.results.records import RunResult
 from accept_order.servers.modes import MODES, parse_modes
 from accept_order.session import run_sequential
 from accept_order.spec import SequentialLoad, ServerSpec

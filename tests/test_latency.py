@@ -23,14 +23,14 @@ from accept_order.cli.sweep import sweep as sweep_command
 from accept_order.cli.types import parse_duration
 from accept_order.cpus import allowed_cpus
 from accept_order.errors import PlanError, WorkerError
+from accept_order.experiments.latency.report import compare_lines, latency_report, sweep_lines
+from accept_order.experiments.latency.result import LatencyResult
 from accept_order.histogram import LatencyHistogram
 from accept_order.loads.closed_loop import DriverStats
 from accept_order.measures import Environment, WorkerCounters
 from accept_order.probes.evidence import EvidenceCapture
 from accept_order.render import render_document
-from accept_order.render.latency import compare_lines, latency_report, sweep_lines
 from accept_order.results import envelope
-from accept_order.results.latency import LatencyResult
 from accept_order.servers.modes import MODES, parse_modes
 from accept_order.servers.worker import FAULT_ENV
 from accept_order.spec import ClosedLoopLoad, ServerSpec, open_file_limit, pinned

@@ -19,9 +19,9 @@ from conftest import assert_one_error_line, gone, run_cli, wait_for
 from accept_order import session
 from accept_order.cpus import allowed_cpus
 from accept_order.errors import ServerUnavailable
+from accept_order.experiments.order.result import RunResult
 from accept_order.measures import ConnectionRecord
 from accept_order.results import envelope
-from accept_order.results.records import RunResult
 from accept_order.servers.launched.nginx_config import NGINX_MODES, nginx_binary, render_config
 from accept_order.spec import SequentialLoad, ServerSpec
 
@@ -74,7 +74,7 @@ def nginx_masters(parent: psutil.Process) -> list[psutil.Process]:
 
 @pytest.mark.parametrize(("mode", "accept_batch"), VARIANTS, ids=VARIANT_IDS)
 def test_access_log_agrees_with_the_records(mode: str, accept_batch: int) -> None:
-    from accept_order.render.run import witness_text
+    from accept_order.experiments.order.report import witness_text
 
     result = nginx_run(mode, accept_batch)
     assert result.failed == 0 and result.served == CONNECTIONS, result.records

@@ -15,8 +15,8 @@ import pytest
 from conftest import assert_one_error_line, run_cli
 
 from accept_order.errors import ResultFileError
-from accept_order.render.plots import NEEDS_MATPLOTLIB, PLOTTERS, PlotOptions, plot_document
-from accept_order.results.envelope import KINDS, envelope, load
+from accept_order.render.plots import NEEDS_MATPLOTLIB, PlotOptions, plot_document
+from accept_order.results.envelope import envelope, load
 
 V1 = Path(__file__).parent / "data" / "v1"
 TINY = ["-w", "2"]
@@ -123,10 +123,6 @@ def assert_drawn(result: Any, out: Path) -> None:
     assert result.stderr.strip() == f"wrote {out}"
     leftovers = [p.name for p in out.parent.iterdir() if p.name.endswith(".tmp")]
     assert not leftovers, leftovers
-
-
-def test_every_kind_of_this_issue_has_a_picture() -> None:
-    assert set(PLOTTERS) == set(KINDS)  # every kind a command saves can be drawn
 
 
 def test_a_kind_without_a_picture_is_one_line() -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from accept_order.ramp import RampPlan, run_ramp
+from accept_order.experiments.ramp.run import RampPlan, run_ramp
 from accept_order.servers.launched.haproxy import haproxy_missing
 from accept_order.spec import ServerSpec
 

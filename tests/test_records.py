@@ -12,10 +12,10 @@ import pytest
 from rich.console import Console
 
 from accept_order.errors import ResultFileError
+from accept_order.experiments.order.result import RunResult
 from accept_order.measures import ConnectionRecord, Environment, Verdict, WorkerCounters
 from accept_order.render import render_document
 from accept_order.results import envelope
-from accept_order.results.records import RunResult
 from accept_order.spec import SequentialLoad, ServerSpec
 
 V1_DATA = Path(__file__).resolve().parent / "data" / "v1"

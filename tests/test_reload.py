@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
+from accept_order.experiments.reload.result import ReloadResult, expectation
 from accept_order.netns import MIGRATE_REQ, read_sysctl
-from accept_order.results.reload import ReloadResult, expectation
 
 COMMAND = [sys.executable, "-m", "accept_order", "reload"]
 LOAD = ["-w", "3", "-c", "32", "--work-ms", "1", "--duration", "1s"]

@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 from accept_order.analysis.stability import Spread
-from accept_order.repeat import interleaved, machine_warnings
+from accept_order.experiments.repeat.result import machine_warnings
+from accept_order.experiments.repeat.run import interleaved
 
 CLI = [sys.executable, "-m", "accept_order"]
 WIDE = {**os.environ, "COLUMNS": "200"}  # a verdict on one line

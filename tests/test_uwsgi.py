@@ -18,9 +18,9 @@ import pytest
 from conftest import assert_one_error_line, gone, run_cli, wait_for
 
 from accept_order import session
+from accept_order.experiments.order.result import RunResult
 from accept_order.loads.protocol import parse_reply
 from accept_order.probes.listeners import listening_sockets
-from accept_order.results.records import RunResult
 from accept_order.servers.launched.uwsgi import UwsgiServer, uwsgi_missing
 from accept_order.servers.registry import checked
 from accept_order.spec import SequentialLoad, ServerSpec

@@ -24,7 +24,7 @@ _PUBLIC = {
     "PlanError": "errors",
     "WorkerError": "errors",
     "ConnectionRecord": "measures",
-    "RunResult": "results.records",
+    "RunResult": "experiments.order.result",
     "WorkerCounters": "measures",
     "MODES": "servers.modes",
     "available_modes": "servers.registry",

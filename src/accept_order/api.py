@@ -11,10 +11,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .errors import PlanError
+from .experiments.herd.result import HerdResult
+from .experiments.latency.result import LatencyResult
+from .experiments.order.result import RunResult
 from .measures import ConnectionRecord
-from .results.herd import HerdResult
-from .results.latency import LatencyResult
-from .results.records import RunResult
 from .servers.registry import checked, variants
 from .session import Tick, run_closed_loop, run_each, run_sequential
 from .spec import ClosedLoopLoad, SequentialLoad, ServerSpec
@@ -96,7 +96,7 @@ def sweep_accept_batch(
     on_run: Callable[[ServerSpec], Tick | None] | None = None,
 ) -> list[LatencyResult]:
     """One latency run per accepts-per-wakeup cap: the seed-001 experiment."""
-    from .render.latency import default_title
+    from .experiments.latency.result import default_title
 
     specs = [server.replace(accept_batch=value) for value in values]  # every value before the first run
     return run_each(

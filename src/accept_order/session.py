@@ -20,18 +20,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from . import environment
 from .analysis.order import verdict
 from .errors import WorkerError
+from .experiments.order.result import RunResult
 from .loads.sequential import run_sequential as drive_sequential
 from .measures import ConnectionRecord, Environment, WorkerCounters
 from .probes.evidence import EvidenceCapture
-from .results.records import RunResult
 from .servers.registry import checked, expectation, make_target, mode_info
 from .servers.target import Target
 from .signals import deferred
 from .spec import ClosedLoopLoad, SequentialLoad, ServerSpec
 
 if TYPE_CHECKING:
+    from .experiments.latency.result import LatencyResult
     from .loads.closed_loop import LoadGenerator
-    from .results.latency import LatencyResult
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -151,9 +151,9 @@ def run_closed_loop(
     """One latency run: CPU-bound workers under a closed-loop load. Ctrl-C keeps what was measured:
     RunInterrupted carries the partial result, marked interrupted."""
     # Imported here: a sequential run (the common, start-up-bound case) never loads the load generator.
+    from .experiments.latency.result import LatencyResult
     from .loads.closed_loop import LoadGenerator
     from .probes.work import estimate_work_us
-    from .results.latency import LatencyResult
 
     load = load.validated()
     work = estimate_work_us(server)
@@ -189,7 +189,7 @@ def run_closed_loop(
         return f"the run stopped after {done} connections ({served} served, {done - served} failed)"
 
     outcome, m = lifecycle(server, drive, describe)
-    from .render.latency import default_title  # the title is stored in the result
+    from .experiments.latency.result import default_title  # the title is stored in the result
 
     result = LatencyResult(
         server=server,

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..results.latency import LatencyResult
+from ..experiments.latency.result import LatencyResult
 
 
 @dataclass(frozen=True)

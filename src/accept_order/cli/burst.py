@@ -47,9 +47,9 @@ def burst(
     modes: list[str], clients: list[int], driver_procs: int, timeout_s: float, json_path: str | None, **options: Any
 ) -> None:
     """Seed 004's table: N clients connect at once; the time until all were served, per server and mode."""
-    from ..burst import BurstPlan, burst_table, make_room
-    from ..render.burst import burst_report
-    from ..results.burst import BurstResult
+    from ..experiments.burst.report import burst_report
+    from ..experiments.burst.result import BurstResult
+    from ..experiments.burst.run import BurstPlan, burst_table, make_room
     from ..servers.registry import variants
 
     servers: list[str] = options["server"]

@@ -31,7 +31,8 @@ from .specs import first_available, sequential_load, server_spec
 def compare(modes: list[str], repeat: int, json_path: str | None, **options: Any) -> None:
     """Run every mode this machine supports (or --modes) with the same settings; one table."""
     from .. import api
-    from ..render.run import compare_table
+    from ..experiments.order.experiment import compare_report
+    from ..experiments.order.result import CompareResult
     from ..servers.registry import variants
 
     servers: list[str] = options["server"]
@@ -45,11 +46,10 @@ def compare(modes: list[str], repeat: int, json_path: str | None, **options: Any
         run_repeated("compare", specs, repeat, lambda spec: run_sequential(spec, load), skipped, json_path)
         return
 
-    def show(results: Sequence[Any]) -> None:
-        payload = {"runs": [r.to_dict() for r in results], "skipped": skipped, "interrupted": True}
-        report_and_save(compare_table(results, skipped), json_path, "compare", payload)
+    def save(results: Sequence[Any], interrupted: bool = False) -> None:
+        result = CompareResult(tuple(results), skipped, interrupted)
+        report_and_save(compare_report(result), json_path, "compare", result.to_dict())
 
-    with keep_partial(show):
+    with keep_partial(lambda results: save(results, interrupted=True)):
         results, skipped = api.compare(server, load, modes, servers=servers, batch_given=batch_given)
-    payload = {"runs": [r.to_dict() for r in results], "skipped": skipped}
-    report_and_save(compare_table(results, skipped), json_path, "compare", payload)
+    save(results)

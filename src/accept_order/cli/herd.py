@@ -31,7 +31,7 @@ from .specs import first_available, sequential_load, server_spec
 def herd(modes: list[str], repeat: int, json_path: str | None, per_worker: bool, **options: Any) -> None:
     """Count wakeups per connection in every mode: who wakes one worker, who wakes them all."""
     from .. import api
-    from ..render.herd import herd_report
+    from ..experiments.herd.report import herd_report
     from ..servers.registry import runnable
 
     server, load = server_spec(options, mode=first_available(modes)), sequential_load(options)

@@ -64,8 +64,9 @@ def latency(
 ) -> None:
     """Latency under load: CPU-bound workers, a closed-loop load, mmhistogram-style histogram."""
     from .. import api
-    from ..analysis.tails import tail_verdict
-    from ..render.latency import compare_report, latency_report
+    from ..experiments.latency.experiment import latency_compare_report
+    from ..experiments.latency.report import latency_report
+    from ..experiments.latency.result import LatencyCompareResult
     from ..servers.registry import variants
 
     if modes is not None and modes_alias is not None:
@@ -107,11 +108,8 @@ def latency(
     skipped = variants(server, modes, servers, batch_given)[1]  # every variant checked before any runs
 
     def save(results: Sequence[Any], interrupted: bool = False) -> None:
-        verdict = tail_verdict(results)
-        doc: dict[str, Any] = {"runs": [r.to_dict() for r in results], "skipped": skipped, "verdict": verdict.to_dict()}
-        if interrupted:
-            doc["interrupted"] = True
-        report_and_save(compare_report(results, skipped, verdict), json_path, "latency-compare", doc)
+        result = LatencyCompareResult(tuple(results), skipped, interrupted)
+        report_and_save(latency_compare_report(result), json_path, "latency-compare", result.to_dict())
 
     with keep_partial(lambda results: save(results, interrupted=True)):
         with bars(load, lambda s: f"{s.mode}: connections") as on_run:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from .app import handle_errors
@@ -28,11 +26,9 @@ from .options import examples, json_option
 @handle_errors
 def merge(paths: tuple[str, ...], concurrent: bool, json_path: str | None) -> None:
     """Add latency results of the same experiment exactly: histograms, failures and counts add."""
-    from ..analysis.tails import tail_verdict
-    from ..render.latency import compare_report, latency_report, sweep_report
+    from ..experiments import find
     from ..results.envelope import load
     from ..results.files import inert
-    from ..results.latency import LatencyResult
     from ..results.merge import merge as merge_documents
 
     if len(paths) < 2:
@@ -42,16 +38,9 @@ def merge(paths: tuple[str, ...], concurrent: bool, json_path: str | None) -> No
         file_kind, document = load(path)
         documents.append((inert(path), file_kind, document))
     kind, merged = merge_documents(documents, concurrent)
-    if kind == "latency":
-        result = LatencyResult.from_dict(merged)
-        report_and_save(latency_report(result), json_path, kind, result.to_dict())
-        return
-    results = [LatencyResult.from_dict(r) for r in merged["runs"]]
-    doc: dict[str, Any] = {"runs": [r.to_dict() for r in results]}
-    if kind == "sweep":
-        report_and_save(sweep_report(results), json_path, kind, doc)
-        return
-    skipped = dict(merged.get("skipped", {}))
-    verdict = tail_verdict(results)
-    doc.update(skipped=skipped, verdict=verdict.to_dict())
-    report_and_save(compare_report(results, skipped, verdict), json_path, kind, doc)
+    experiment = find(kind)
+    assert experiment is not None  # merge_documents accepts only the latency kinds
+    if experiment.several:
+        merged.pop("interrupted", None)  # each run says whether it was cut short; the merge is not
+    result = experiment.load(merged)
+    report_and_save(experiment.report(result), json_path, kind, result.to_dict())

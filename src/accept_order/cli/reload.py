@@ -62,10 +62,10 @@ def reload(
     Runs in a private network namespace it creates (needs root), where it sets net.ipv4.tcp_migrate_req
     for each run; the host's setting is never changed."""
     from .. import netns
+    from ..experiments.reload.report import reload_report
+    from ..experiments.reload.result import ReloadResult
+    from ..experiments.reload.run import ReloadPlan, available, plans, reload_runs
     from ..probes.evidence import PRIVATE_ENV
-    from ..reload import ReloadPlan, available, plans, reload_runs
-    from ..render.reload import reload_report
-    from ..results.reload import ReloadResult
 
     if options.get("connections") is not None or options.get("requests_alias") is not None:
         raise click.UsageError("reload runs for a --duration (the worker goes part-way through it), not -n")

@@ -31,23 +31,16 @@ def run_repeated(
     skipped: dict[str, str],
     json_path: str | None,
 ) -> None:
-    from ..render.repeat import repeat_report
-    from ..repeat import interleaved, snapshot
+    from ..experiments.repeat.experiment import report
+    from ..experiments.repeat.result import repeated
+    from ..experiments.repeat.run import interleaved, snapshot
 
     before = snapshot()
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
     def save(done: Sequence[Sequence[Any]], interrupted: bool = False) -> None:
-        machine = {"before": before, "after": snapshot()}
-        doc: dict[str, Any] = {
-            "of": of,
-            "rounds": [[r.to_dict() for r in row] for row in done],
-            "skipped": skipped,
-            "machine": machine,
-        }
-        if interrupted:
-            doc["interrupted"] = True
-        report_and_save(repeat_report(of, done, skipped, machine, cpus), json_path, "repeat", doc)
+        result = repeated(of, done, skipped, {"before": before, "after": snapshot()}, cpus, interrupted)
+        report_and_save(report(result), json_path, "repeat", result.to_dict())
 
     with keep_partial(lambda done: save(done, interrupted=True)):
         done = interleaved(variants, rounds, run_one)

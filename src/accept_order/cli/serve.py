@@ -31,8 +31,8 @@ NC_HINT = "for i in $(seq 6); do nc -d {host} {port}; done"
 @handle_errors
 def serve(json_path: str | None, **options: Any) -> None:
     """Keep workers up for connections by hand (e.g. nc); Ctrl-C or SIGTERM stops them and prints the tally."""
-    from ..render.run import serve_report
-    from ..results.records import ServeResult
+    from ..experiments.order.report import serve_report
+    from ..experiments.order.result import ServeResult
     from ..servers.pool import WorkerPool
     from ..session import lifecycle
 

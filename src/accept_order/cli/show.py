@@ -11,6 +11,47 @@ from .app import handle_errors
 from .options import examples
 
 
+def _tables() -> dict[str, list[str]]:
+    """Each table some experiment has -> the kinds whose default it is (imports every experiment: only for
+    --help and a given --table)."""
+    from ..experiments import every
+    from ..results.export import TABLES
+
+    tables: dict[str, list[str]] = {name: [] for name in TABLES}
+    for experiment in every():
+        for name in experiment.tables:
+            tables.setdefault(name, [])
+        if experiment.default_table:
+            tables[experiment.default_table].append(experiment.kind)
+    return tables
+
+
+def _kinds(kinds: list[str]) -> str:
+    return kinds[0] if len(kinds) == 1 else f"{', '.join(kinds[:-1])} and {kinds[-1]}"
+
+
+class _TableName(click.Choice[str]):
+    """click.Choice over the tables the experiments have, found only when a --table is given or shown."""
+
+    def __init__(self) -> None:
+        self.case_sensitive = True
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "choices":  # read on first use, then kept
+            self.choices = tuple(_tables())
+            return self.choices
+        raise AttributeError(name)
+
+
+class _TableOption(click.Option):
+    """--table's help, from the registry of experiments when --help asks for it."""
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        defaults = "; ".join(f"{name} for {_kinds(kinds)}" for name, kinds in _tables().items() if kinds)
+        self.help = f"With --format csv: which table [default: {defaults}]."
+        return super().get_help_record(ctx)
+
+
 @click.command(
     epilog=examples(
         "accept-order run --json run.json && accept-order show run.json",
@@ -29,13 +70,7 @@ from .options import examples
     help="text: as the command printed it; json: the document (a version 1 file upgraded); csv: one table; "
     "hdr: latency percentiles in HdrHistogram's text form.",
 )
-@click.option(
-    "--table",
-    type=click.Choice(["records", "histogram", "workers", "steps"]),
-    default=None,
-    help="With --format csv: which table [default: records for sequential runs, histogram for latency, "
-    "workers for serve, steps for burst, ramp and reload].",
-)
+@click.option("--table", cls=_TableOption, type=_TableName(), default=None)
 @handle_errors
 def show(path: str, fmt: str, table: str | None) -> None:
     """Print a saved result again (any version this accept-order reads), or export it as data."""

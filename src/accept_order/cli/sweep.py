@@ -41,12 +41,13 @@ from .types import IntList
 def sweep(json_path: str | None, batches: list[int], repeat: int, **options: Any) -> None:
     """One latency run per accepts-per-wakeup cap (nginx multi_accept, DragonFly soavailconn)."""
     from .. import api
-    from ..render.latency import sweep_report
+    from ..experiments.latency.experiment import sweep_result_report
+    from ..experiments.latency.result import SweepResult
 
     server, load = server_spec(options), closed_loop_load(options)
     host_warnings()
     if repeat > 1:
-        from ..render.latency import default_title
+        from ..experiments.latency.result import default_title
         from ..session import run_closed_loop
 
         specs = [server.replace(accept_batch=value) for value in batches]
@@ -62,10 +63,8 @@ def sweep(json_path: str | None, batches: list[int], repeat: int, **options: Any
         return
 
     def save(results: Sequence[Any], interrupted: bool = False) -> None:
-        doc: dict[str, Any] = {"runs": [r.to_dict() for r in results]}
-        if interrupted:
-            doc["interrupted"] = True
-        report_and_save(sweep_report(results), json_path, "sweep", doc)
+        result = SweepResult(tuple(results), interrupted)
+        report_and_save(sweep_result_report(result), json_path, "sweep", result.to_dict())
 
     with keep_partial(lambda results: save(results, interrupted=True)):
         with bars(load, lambda s: f"accept-batch {s.accept_batch or 'none'}") as on_run:

@@ -1,15 +1,13 @@
-"""Pictures of saved results: result kind -> a function from the saved document to a matplotlib Figure.
-
-An explicit registry, as for the text renderers (render/__init__.py): each entry names its module and
-function, imported only when that kind is drawn. matplotlib is an optional extra (`accept-order[plot]`);
-without it, drawing is one line naming the package to install. Figures are built on `Figure` objects
-(never pyplot's global figure manager) and saved with the Agg renderer, so nothing opens a window.
+"""Pictures of saved results: a result kind's experiment (experiments.EXPERIMENTS) loads the document and
+draws it as a matplotlib Figure; its picture's module is imported only when drawn. matplotlib is an
+optional extra (`accept-order[plot]`); without it, drawing is one line naming the package to install.
+Figures are built on `Figure` objects (never pyplot's global figure manager) and saved with the Agg
+renderer, so nothing opens a window.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
 import io
 import os
 import tempfile
@@ -29,21 +27,6 @@ NEEDS_MATPLOTLIB = "plotting needs matplotlib: pip install 'accept-order[plot]'"
 FORMATS: dict[str, str] = {".png": "png", ".svg": "svg"}
 DPI = 100
 WIDTH, HEIGHT = 9.0, 5.0  # inches: 900 x 500 pixels at DPI
-
-# kind -> (module under accept_order.render, function taking the version-2 document and PlotOptions)
-PLOTTERS: dict[str, tuple[str, str]] = {
-    "run": ("plot_runs", "run_figure"),
-    "compare": ("plot_runs", "compare_figure"),
-    "serve": ("plot_runs", "serve_figure"),
-    "herd": ("plot_runs", "herd_figure"),
-    "latency": ("plot_latency", "latency_figure"),
-    "latency-compare": ("plot_latency", "latency_compare_figure"),
-    "sweep": ("plot_latency", "sweep_figure"),
-    "burst": ("plot_loads", "burst_figure"),
-    "ramp": ("plot_loads", "ramp_figure"),
-    "reload": ("plot_loads", "reload_figure"),
-    "repeat": ("plot_repeat", "repeat_figure"),
-}
 
 
 class PlotUnavailable(AcceptOrderError):
@@ -110,14 +93,14 @@ def environment_text(env: Any) -> str:
 def plot_document(kind: str, document: dict[str, Any], options: PlotOptions | None = None) -> Figure:
     """A saved result file (version 2 shape) as a figure; ResultFileError (one line) for a kind without
     a picture or a malformed document."""
-    try:
-        module, name = PLOTTERS[kind]
-    except KeyError:
-        raise ResultFileError(f"cannot plot a result of kind {inert(kind)!r}") from None
+    from ..experiments import find
+
+    experiment = find(kind)
+    if experiment is None or experiment.figure is None:
+        raise ResultFileError(f"cannot plot a result of kind {inert(kind)!r}")
     require_matplotlib()
-    plotter = getattr(importlib.import_module(f".{module}", __package__), name)
     try:
-        figure: Figure = plotter(document, options or PlotOptions())
+        figure: Figure = experiment.figure(experiment.load(document), options or PlotOptions())
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
         # A truncated or hand-edited file: one line naming what is wrong, not a traceback.
         detail = f"missing {inert(exc)}" if isinstance(exc, KeyError) else inert(exc)

@@ -1,10 +1,11 @@
 """Saved results as data for other tools: CSV tables, and latency in HdrHistogram's percentile form.
 
-Tables, by what a result holds: `records` (one row per connection: which worker served it, when, how long,
-or its error), `histogram` (one row per distinct latency: the exact counts the histogram keeps), `workers`
-(one row per worker: what it counted and what the kernel counted for it), `steps` (burst's cells, ramp's
-steps, reload's runs, flattened). Each row names its run (the server's label), so several runs share a
-table. A string cell that a spreadsheet would read as a formula (=, +, -, @) is quoted with a leading '.
+Tables, by what a result holds: `records` (one row per connection: which worker served it, when, how
+long, or its error), `histogram` (one row per distinct latency: the exact counts the histogram keeps),
+`workers` (one row per worker: what it counted and what the kernel counted for it), `steps` (an
+experiment's own rows, flattened). Which tables a result has, its experiment says (experiments/). Each
+row names its run (the server's label), so several runs share a table. A string cell that a spreadsheet
+would read as a formula (=, +, -, @) is quoted with a leading '.
 
 `hdr_percentiles` writes the text that HdrHistogram's outputPercentileDistribution prints (values in ms,
 5 ticks per half distance), which HdrHistogram's plotter and hdr-plot read.
@@ -20,18 +21,13 @@ from typing import Any
 
 from ..histogram import LatencyHistogram
 
-TABLES = ("records", "histogram", "workers", "steps")
-DEFAULT_TABLE = {
-    "run": "records",
-    "compare": "records",
-    "herd": "records",
-    "serve": "workers",
-    "latency": "histogram",
-    "latency-compare": "histogram",
-    "sweep": "histogram",
-    "burst": "steps",
-    "ramp": "steps",
-    "reload": "steps",
+TABLES = ("records", "histogram", "workers", "steps")  # the names every experiment's tables come from
+# what a result lacking a table says, and which table to try instead
+_MISSING = {
+    "records": "has no connection records (try --table histogram or workers)",
+    "histogram": "has no latency histogram (try --table records or workers)",
+    "workers": "keeps no per-worker table (try --table steps)",
+    "steps": "has no steps (try --table {default})",
 }
 
 
@@ -39,11 +35,7 @@ class ExportError(ValueError):
     """This result has no such table (a usage problem: the table asked for does not exist here)."""
 
 
-def _runs(kind: str, doc: dict[str, Any]) -> list[dict[str, Any]]:
-    return list(doc["runs"]) if kind in ("compare", "herd", "latency-compare", "sweep", "burst", "reload") else [doc]
-
-
-def _label(run: dict[str, Any]) -> str:
+def label(run: dict[str, Any]) -> str:
     from ..spec import ServerSpec
 
     return ServerSpec.from_dict(run["server"]).label if "server" in run else ""
@@ -55,7 +47,7 @@ def _cell(value: Any) -> Any:
     return value
 
 
-def _csv(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+def csv_text(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(header)
@@ -65,101 +57,97 @@ def _csv(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
 
 
 def table(kind: str, doc: dict[str, Any], name: str | None = None) -> str:
-    """One table of a saved result (version 2 document) as CSV."""
-    name = name or DEFAULT_TABLE.get(kind, "records")
-    if name == "records":
-        return _records(kind, doc)
-    if name == "histogram":
-        return _histogram(kind, doc)
-    if name == "workers":
-        return _workers(kind, doc)
-    if name == "steps":
-        return _steps(kind, doc)
-    raise ExportError(f"no table {name!r}; choose one of {', '.join(TABLES)}")
+    """One table of a saved result (version 2 document) as CSV: the experiment of its kind says which
+    tables it has (experiments.EXPERIMENTS), the first one by default."""
+    from ..experiments import find
+
+    experiment = find(kind)
+    tables = experiment.tables if experiment else {}
+    default = (experiment.default_table if experiment else None) or "records"
+    name = name or default
+    build = tables.get(name)
+    if build is None:
+        missing = _MISSING.get(name)
+        if missing is None:
+            raise ExportError(f"no table {name!r}; choose one of {', '.join(TABLES)}")
+        raise ExportError(f"a {kind} result {missing.format(default=default)}")
+    assert experiment is not None
+    return build(experiment.runs(doc))
 
 
-def _records(kind: str, doc: dict[str, Any]) -> str:
-    if kind not in ("run", "compare", "herd", "serve"):
-        raise ExportError(f"a {kind} result has no connection records (try --table histogram or workers)")
+def records(runs: list[dict[str, Any]]) -> str:
+    """One row per connection of sequential runs: which worker served it, when, how long, or its error."""
     rows = []
-    for run in _runs(kind, doc):
-        label = _label(run)
-        if kind == "serve":  # who accepted each connection, in accept order: all serve knows
-            rows += [[label, seq, worker, "", "", "", ""] for seq, worker in enumerate(run.get("sequence", []))]
-            continue
+    for run in runs:
+        name = label(run)
         for r in run["records"]:
-            rows.append(
-                [label, r["seq"], r.get("worker"), r.get("pid"), r["start_us"], r["latency_us"], r.get("error")]
-            )
-    return _csv(("run", "seq", "worker", "pid", "start_us", "latency_us", "error"), rows)
+            rows.append([name, r["seq"], r.get("worker"), r.get("pid"), r["start_us"], r["latency_us"], r.get("error")])
+    return csv_text(RECORD_COLUMNS, rows)
 
 
-def _histogram(kind: str, doc: dict[str, Any]) -> str:
-    if kind not in ("latency", "latency-compare", "sweep"):
-        raise ExportError(f"a {kind} result has no latency histogram (try --table records or workers)")
+RECORD_COLUMNS = ("run", "seq", "worker", "pid", "start_us", "latency_us", "error")
+
+
+def histogram(runs: list[dict[str, Any]]) -> str:
+    """One row per distinct latency of each run: the exact counts its histogram keeps."""
     rows = []
-    for run in _runs(kind, doc):
+    for run in runs:
         hist = LatencyHistogram.from_dict(run["histogram"])
-        label = _label(run)
-        rows += [[label, us, n] for us, n in sorted(hist.to_dict()["counts"])]
-    return _csv(("run", "latency_us", "count"), rows)
+        name = label(run)
+        rows += [[name, us, n] for us, n in sorted(hist.to_dict()["counts"])]
+    return csv_text(("run", "latency_us", "count"), rows)
 
 
-def _workers(kind: str, doc: dict[str, Any]) -> str:
-    if kind not in ("run", "compare", "herd", "serve", "latency", "latency-compare", "sweep"):
-        raise ExportError(f"a {kind} result keeps no per-worker table (try --table steps)")
+def workers(runs: list[dict[str, Any]]) -> str:
+    """One row per worker: what it counted and what the kernel counted for it, and what it served."""
     fields = ("index", "pid", "wakeups", "accepts", "empty", "max_batch", "voluntary_switches",
               "involuntary_switches", "cpu_s")  # fmt: skip
     rows = []
-    for run in _runs(kind, doc):
+    for run in runs:
         served = run.get("served")
         for c in run.get("counters", []):
             index = c.get("index")
             per = served[index] if isinstance(served, list) and isinstance(index, int) and index < len(served) else ""
-            rows.append([_label(run), *(c.get(f) for f in fields), per])
-    return _csv(("run", *fields, "served"), rows)
+            rows.append([label(run), *(c.get(f) for f in fields), per])
+    return csv_text(("run", *fields, "served"), rows)
 
 
-def _flat(value: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+def flat(value: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     """Scalars of a nested dict as `a.b` columns; lists of numbers joined with spaces."""
-    flat: dict[str, Any] = {}
+    out: dict[str, Any] = {}
     for key, item in value.items():
         name = f"{prefix}{key}"
         if isinstance(item, dict):
-            flat.update(_flat(item, name + "."))
+            out.update(flat(item, name + "."))
         elif isinstance(item, list):
             if all(isinstance(v, int | float) and not isinstance(v, bool) for v in item):
-                flat[name] = " ".join(str(v) for v in item)
+                out[name] = " ".join(str(v) for v in item)
         else:
-            flat[name] = item
-    return flat
+            out[name] = item
+    return out
 
 
-def _steps(kind: str, doc: dict[str, Any]) -> str:
-    rows: list[dict[str, Any]] = []
-    if kind == "burst":
-        for run in doc["runs"]:
-            rows += [
-                {"run": _label(run), **_flat({k: v for k, v in c.items() if k != "drivers"})} for c in run["cells"]
-            ]
-    elif kind == "ramp":
-        rows = [{"run": _label(doc), **_flat(s)} for s in doc["steps"]]
-    elif kind == "reload":
-        keep = ("how", "migrate", "worker", "at_s", "gone_s", "held", "served", "finished", "errors", "counters")
-        rows = [{"run": _label(r), **_flat({k: r.get(k) for k in keep})} for r in doc["runs"]]
-    else:
-        raise ExportError(f"a {kind} result has no steps (try --table {DEFAULT_TABLE.get(kind, 'records')})")
+def flat_table(rows: list[dict[str, Any]]) -> str:
+    """Rows of `flat` columns as one CSV table, the columns in the order they first appear."""
     header: list[str] = []
     for row in rows:
         header += [k for k in row if k not in header]
-    return _csv(header, ([row.get(k, "") for k in header] for row in rows))
+    return csv_text(header, ([row.get(k, "") for k in header] for row in rows))
+
+
+def histograms(runs: list[dict[str, Any]]) -> list[tuple[str, LatencyHistogram]]:
+    """(label, histogram) of each run of a latency result."""
+    return [(label(run), LatencyHistogram.from_dict(run["histogram"])) for run in runs]
 
 
 def latency_runs(kind: str, doc: dict[str, Any]) -> list[tuple[str, LatencyHistogram]]:
-    """(label, histogram) of each run of a latency kind; ExportError for any other kind."""
-    if kind not in ("latency", "latency-compare", "sweep"):
+    """(label, histogram) of each run of a kind that keeps histograms; ExportError for any other kind."""
+    from ..experiments import find
+
+    experiment = find(kind)
+    if experiment is None or experiment.latency_runs is None:
         raise ExportError(f"a {kind} result has no latency histogram for --format hdr")
-    return [(_label(run), LatencyHistogram.from_dict(run["histogram"])) for run in _runs(kind, doc)]
+    return experiment.latency_runs(experiment.runs(doc))
 
 
 def percentile_levels(ticks: int = 5) -> list[float]:
@@ -206,4 +194,4 @@ def as_json_text(doc: dict[str, Any]) -> str:
     return json.dumps(doc, indent=2, sort_keys=False) + "\n"
 
 
-__all__ = ["DEFAULT_TABLE", "ExportError", "TABLES", "as_json_text", "hdr_percentiles", "latency_runs", "table"]
+__all__ = ["ExportError", "TABLES", "as_json_text", "hdr_percentiles", "latency_runs", "table"]

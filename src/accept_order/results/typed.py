@@ -100,3 +100,19 @@ def check_server(server: Any) -> Any:
     if not 1 <= server.workers <= 1 << 20:
         raise ResultFileError(f"malformed result: {server.workers} workers is out of range")
     return server
+
+
+def runs_list(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """A document's "runs": a list (of run documents), or TypeError."""
+    runs = doc["runs"]
+    if not isinstance(runs, list):
+        raise TypeError("'runs' is not a list")
+    return runs
+
+
+def skipped_map(doc: dict[str, Any]) -> dict[str, str]:
+    """A document's "skipped": a map of variant to why it did not run, or TypeError."""
+    skipped = doc.get("skipped", {})
+    if not isinstance(skipped, dict) or not all(isinstance(v, str) for v in skipped.values()):
+        raise TypeError("'skipped' is not a map of mode to reason")
+    return skipped

@@ -1,0 +1,29 @@
+"""Seed 004's table: N clients connect at once; the time until every one was served, per server and mode."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...results import export
+from .. import Experiment, lazy
+from .report import burst_report
+from .result import BurstResult
+
+
+def steps(runs: list[dict[str, Any]]) -> str:
+    """One row per cell (a run's burst of N clients), flattened; the drivers' own figures left out."""
+    rows: list[dict[str, Any]] = []
+    for run in runs:
+        label = export.label(run)
+        rows += [{"run": label, **export.flat({k: v for k, v in c.items() if k != "drivers"})} for c in run["cells"]]
+    return export.flat_table(rows)
+
+
+BURST: Experiment[BurstResult] = Experiment(
+    kind="burst",
+    load=BurstResult.from_dict,
+    report=burst_report,
+    figure=lazy("accept_order.experiments.burst.plot", "burst_figure"),
+    tables={"steps": steps},
+    several=True,
+)

@@ -1,0 +1,125 @@
+"""`burst`'s result: per server and mode, one cell per client count (seed 004's table)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ...loads.drive_loop import DriverStats
+from ...measures import Environment
+from ...spec import ServerSpec
+
+CLIENT_BOUND = 0.5  # share of a burst the client may spend opening its connections before it sets the pace
+
+
+@dataclass(frozen=True)
+class BurstCell:
+    """N clients at once against one server and mode."""
+
+    clients: int
+    wall_s: float  # first connect to last reply (or failure)
+    served: tuple[int, ...]  # per worker
+    errors: dict[str, int]  # failed connections by errno name
+    counters: dict[str, int]  # kernel counters that moved during the burst
+    drivers: tuple[DriverStats, ...]
+    p50_us: int | None = None
+    max_us: int | None = None
+    interrupted: bool = False
+
+    @property
+    def failed(self) -> int:
+        return sum(self.errors.values())
+
+    @property
+    def finished(self) -> int:
+        return sum(self.served) + self.failed
+
+    @property
+    def open_s(self) -> float | None:
+        """How long the load generator took to start every connection of the burst (its slowest driver)."""
+        times = [d.open_s for d in self.drivers if d.open_s is not None]
+        return max(times) if times else None
+
+    @property
+    def client_bound(self) -> bool:
+        """The load generator, not the server, set the pace: starting the connections took half the burst."""
+        return self.open_s is not None and self.wall_s > 0 and self.open_s > CLIENT_BOUND * self.wall_s
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "clients": self.clients,
+            "wall_s": self.wall_s,
+            "served": list(self.served),
+            "errors": dict(self.errors),
+            "counters": dict(self.counters),
+            "drivers": [d.to_dict() for d in self.drivers],
+            "p50_us": self.p50_us,
+            "max_us": self.max_us,
+            "interrupted": self.interrupted,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> BurstCell:
+        return cls(
+            clients=int(data["clients"]),
+            wall_s=float(data["wall_s"]),
+            served=tuple(int(n) for n in data["served"]),
+            errors={str(k): int(v) for k, v in data["errors"].items()},
+            counters={str(k): int(v) for k, v in data.get("counters", {}).items()},
+            drivers=tuple(DriverStats.from_dict(d) for d in data.get("drivers", [])),
+            p50_us=data.get("p50_us"),
+            max_us=data.get("max_us"),
+            interrupted=bool(data.get("interrupted", False)),
+        )
+
+
+@dataclass(frozen=True)
+class BurstRun:
+    """Every burst against one server and mode."""
+
+    server: ServerSpec
+    cells: tuple[BurstCell, ...]
+    environment: Environment | None
+    interrupted: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "server": self.server.to_dict(),
+            "cells": [c.to_dict() for c in self.cells],
+            "environment": asdict(self.environment) if self.environment else None,
+            "interrupted": self.interrupted,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> BurstRun:
+        from ...results.typed import build, check_server
+
+        env = data.get("environment")
+        return cls(
+            server=check_server(build(ServerSpec, data["server"])),
+            cells=tuple(BurstCell.from_dict(c) for c in data["cells"]),
+            environment=build(Environment, env) if env else None,
+            interrupted=bool(data.get("interrupted", False)),
+        )
+
+
+@dataclass(frozen=True)
+class BurstResult:
+    runs: tuple[BurstRun, ...]
+    skipped: dict[str, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"runs": [r.to_dict() for r in self.runs], "skipped": dict(self.skipped), "notes": list(self.notes)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> BurstResult:
+        runs = data["runs"]
+        if not isinstance(runs, list):
+            raise TypeError("'runs' is not a list")
+        return cls(
+            tuple(BurstRun.from_dict(r) for r in runs),
+            dict(data.get("skipped", {})),
+            tuple(str(n) for n in data.get("notes", [])),
+        )

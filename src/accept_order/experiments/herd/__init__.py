@@ -1,0 +1,1 @@
+"""The thundering herd: how many workers one connection wakes, in every mode."""

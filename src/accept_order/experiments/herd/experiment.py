@@ -1,0 +1,17 @@
+"""The thundering herd: how many workers one connection wakes, in every mode."""
+
+from __future__ import annotations
+
+from ...results import export
+from .. import Experiment, lazy
+from .report import herd_report
+from .result import HerdResult
+
+HERD: Experiment[HerdResult] = Experiment(
+    kind="herd",
+    load=HerdResult.from_dict,
+    report=herd_report,
+    figure=lazy("accept_order.experiments.herd.plot", "herd_figure"),
+    tables={"records": export.records, "workers": export.workers},
+    several=True,
+)

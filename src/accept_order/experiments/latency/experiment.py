@@ -1,0 +1,50 @@
+"""Latency under a closed-loop load: `latency` (one run), `latency --modes` (latency-compare: one per mode)
+and `sweep` (one per cap on the connections accepted per wakeup)."""
+
+from __future__ import annotations
+
+from rich.console import RenderableType
+
+from ...results import export
+from .. import Experiment, lazy
+from .report import compare_report, latency_report, sweep_report
+from .result import LatencyCompareResult, LatencyResult, SweepResult
+
+_PLOT = "accept_order.experiments.latency.plot"
+_TABLES = {"histogram": export.histogram, "workers": export.workers}
+
+
+def latency_compare_report(result: LatencyCompareResult) -> RenderableType:
+    return compare_report(result.runs, result.skipped)
+
+
+def sweep_result_report(result: SweepResult) -> RenderableType:
+    return sweep_report(result.runs)
+
+
+LATENCY: Experiment[LatencyResult] = Experiment(
+    kind="latency",
+    load=LatencyResult.from_dict,
+    report=latency_report,
+    figure=lazy(_PLOT, "latency_figure"),
+    tables=_TABLES,
+    latency_runs=export.histograms,
+)
+LATENCY_COMPARE: Experiment[LatencyCompareResult] = Experiment(
+    kind="latency-compare",
+    load=LatencyCompareResult.from_dict,
+    report=latency_compare_report,
+    figure=lazy(_PLOT, "latency_compare_figure"),
+    tables=_TABLES,
+    latency_runs=export.histograms,
+    several=True,
+)
+SWEEP: Experiment[SweepResult] = Experiment(
+    kind="sweep",
+    load=SweepResult.from_dict,
+    report=sweep_result_report,
+    figure=lazy(_PLOT, "sweep_figure"),
+    tables=_TABLES,
+    latency_runs=export.histograms,
+    several=True,
+)

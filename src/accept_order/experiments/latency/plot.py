@@ -1,0 +1,176 @@
+"""Latency pictures: mmhistogram's log2 buckets as overlaid step lines (or a CDF), and the sweep's p99
+and throughput against the accept batch."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ...histogram import log2_buckets
+from ...render.plots import PlotOptions, color, environment_text, new_figure, nothing, text, titled
+from ...render.text import plural
+from .result import LatencyCompareResult, LatencyResult, SweepResult, default_title
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+    from matplotlib.typing import LineStyleType
+
+# (label, percentile, line style of its vertical mark)
+MARKS: tuple[tuple[str, float, LineStyleType], ...] = (("p50", 50.0, ":"), ("p99", 99.0, "--"), ("p99.9", 99.9, "-."))
+
+
+def settings_text(results: Sequence[LatencyResult]) -> str:
+    """What the runs were measured with (the first run's settings: a comparison shares them)."""
+    if not results:
+        return ""
+    first = results[0]
+    server, load = first.server, first.load
+    work = [f"{server.work_us} µs"] if server.work_us else []
+    work += [f"{server.work_iters} iterations"] if server.work_iters else []
+    amount = plural(load.connections, "request") if load.connections is not None else f"{load.duration_s:g} s"
+    rate = f" at {load.rate:g}/s" if load.rate else ""
+    parts = [
+        plural(server.workers, "worker") + (" (pinned)" if server.cpus else ""),
+        f"work {' + '.join(work) or 'none'}",
+        f"{amount}{rate}, {load.concurrency} in flight",
+        environment_text(first.environment),
+    ]
+    return "; ".join(p for p in parts if p)
+
+
+def _marks(result: LatencyResult) -> list[tuple[str, float, LineStyleType]]:
+    if not result.histogram.count:
+        return []
+    return [(name, result.histogram.percentile(q) / 1000, style) for name, q, style in MARKS]
+
+
+def _legend_label(result: LatencyResult) -> str:
+    marks = _marks(result)
+    if not marks:
+        return f"{text(result.server.label)}: nothing served"
+    figures = ", ".join(f"{name} {ms:.2f}" for name, ms, _ in marks)
+    return f"{text(result.server.label)}: {figures} ms"
+
+
+def _bucket_axis(v: Any) -> Any:
+    """ms -> axis position: 0..1 ms linear (bucket 0), then one unit per doubling (1, 2, 4, 8...)."""
+    import numpy as np
+
+    v = np.asarray(v, dtype=float)
+    return np.where(v <= 1, v, 1 + np.log2(np.maximum(v, 1)))
+
+
+def _bucket_axis_inverse(x: Any) -> Any:
+    import numpy as np
+
+    x = np.asarray(x, dtype=float)
+    return np.where(x <= 1, x, np.exp2(np.clip(x, 1, 1000) - 1))
+
+
+def _histogram(ax: Any, results: Sequence[LatencyResult]) -> None:
+    from matplotlib.ticker import FixedLocator, FuncFormatter
+
+    per_run = [[count for _, count in log2_buckets(r.histogram)] for r in results]
+    n = max([2, *(len(b) for b in per_run)])  # at least 0..1 and 1..2 ms, so one full bucket has context
+    edges = [0, *(1 << i for i in range(n))]  # bucket 0: 0..1 ms; bucket i: 2**(i-1)..2**i ms
+    ax.set_xscale("function", functions=(_bucket_axis, _bucket_axis_inverse))
+    for i, counts in enumerate(per_run):
+        if not counts:
+            continue
+        counts = counts + [0] * (n - len(counts))
+        if len(results) == 1:  # overlaid fills would muddy each other
+            ax.stairs(counts, edges, color=color(i), fill=True, alpha=0.15)
+        ax.stairs(counts, edges, color=color(i), linewidth=1.8)
+    ax.set_xlim(0, edges[-1])
+    ax.xaxis.set_major_locator(FixedLocator(edges))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    ax.set_xlabel("duration, ms (mmhistogram's log2 buckets: 0–1, 1–2, 2–4, 4–8, ...)")
+    ax.set_ylabel("requests")
+    ax.set_ylim(bottom=0)
+
+
+def _cdf(ax: Any, results: Sequence[LatencyResult]) -> None:
+    import numpy as np
+    from matplotlib.ticker import FuncFormatter
+
+    for i, result in enumerate(results):
+        pairs = result.histogram.to_dict()["counts"]
+        if not pairs:
+            continue
+        # 0 µs has no place on a log axis: draw it at 1 µs
+        values = np.array([max(us, 1) / 1000 for us, _ in pairs], dtype=float)
+        shares = np.cumsum([n for _, n in pairs], dtype=float) / result.histogram.count
+        ax.step(np.concatenate(([values[0]], values)), np.concatenate(([0.0], shares)), where="post", color=color(i))
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("duration, ms (log scale)")
+    ax.set_ylabel("share of requests this fast or faster")
+
+
+def _latency_figure(results: Sequence[LatencyResult], title: str, options: PlotOptions) -> Figure:
+    from matplotlib.lines import Line2D
+
+    fig = new_figure()
+    ax = fig.add_subplot()
+    titled(fig, title, options, settings_text(results))
+    if not any(r.histogram.count for r in results):
+        nothing(ax, "nothing was served" if results else "no runs")
+        return fig
+    (_cdf if options.cdf else _histogram)(ax, results)
+    handles: list[Any] = []
+    for i, result in enumerate(results):
+        for _, ms, style in _marks(result):
+            ax.axvline(ms, color=color(i), linestyle=style, linewidth=1.1)
+        handles.append(Line2D([], [], color=color(i), linewidth=1.8, label=_legend_label(result)))
+    handles += [Line2D([], [], color="0.3", linestyle=style, linewidth=1.1, label=name) for name, _, style in MARKS]
+    ax.legend(handles=handles, fontsize=8, loc="best")
+    ax.grid(axis="y", alpha=0.3)
+    return fig
+
+
+def latency_figure(result: LatencyResult, options: PlotOptions) -> Figure:
+    return _latency_figure([result], result.title or default_title(result.server), options)
+
+
+def latency_compare_figure(compared: LatencyCompareResult, options: PlotOptions) -> Figure:
+    results = list(compared.runs)
+    titles = list(dict.fromkeys(r.title for r in results if r.title))
+    # Each run's default title names its own mode; one title shared by every run was given with --title.
+    if len(titles) == 1 and len(results) > 1:
+        title = titles[0]
+    else:
+        title = f"Duration in ms ({', '.join(r.server.label for r in results)})"
+    return _latency_figure(results, title, options)
+
+
+def _nan(value: float | None) -> float:
+    return math.nan if value is None else value
+
+
+def sweep_figure(sweep: SweepResult, options: PlotOptions) -> Figure:
+    results = list(sweep.runs)
+    fig = new_figure()
+    ax = fig.add_subplot()
+    labels = list(dict.fromkeys(r.server.label for r in results))
+    titled(fig, f"p99 and throughput by accept batch ({', '.join(labels)})", options, settings_text(results))
+    if not results:
+        nothing(ax, "no runs")
+        return fig
+    x = list(range(len(results)))
+    p99 = [_nan(r.percentile_ms(99)) for r in results]
+    p50 = [_nan(r.percentile_ms(50)) for r in results]
+    (line99,) = ax.plot(x, p99, "o-", color="C3", linewidth=2, label="p99 latency")
+    (line50,) = ax.plot(x, p50, "o:", color="C3", alpha=0.6, label="p50 latency")
+    ax.set_ylabel("latency, ms", color="C3")
+    ax.set_ylim(bottom=0)
+    ax.set_xticks(x, [str(r.server.accept_batch) if r.server.accept_batch else "no limit" for r in results])
+    ax.set_xlabel("accept batch: most connections one wakeup accepts")
+    other = ax.twinx()
+    (line_tps,) = other.plot(x, [r.throughput for r in results], "s-", color="C0", linewidth=2, label="throughput")
+    other.set_ylabel("throughput, requests/s", color="C0")
+    other.set_ylim(bottom=0)
+    ax.legend(handles=[line99, line50, line_tps], fontsize=8, loc="best")
+    ax.grid(alpha=0.3)
+    return fig

@@ -1,0 +1,293 @@
+"""Latency reports: mmhistogram lines, percentiles, the side-by-side table of several modes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from ...analysis.tails import TailVerdict, tail_verdict
+from ...cpus import format_cpu_list
+from ...histogram import histogram_lines, summary_line
+from ...loads.closed_loop import STARVED, driver_warnings
+from ...loads.drive_loop import DriverStats
+from ...loads.protocol import describe_error
+from ...measures import Environment, WorkerCounters
+from ...render.evidence import evidence_report
+from ...render.text import Verbatim, plural
+from ...render.workers import worker_table
+from ...servers.registry import known_mode
+from ...spec import ClosedLoopLoad, ServerSpec
+from .result import PERCENTILES, LatencyResult, default_title
+
+
+def load_notes(results: Sequence[LatencyResult]) -> list[Text]:
+    """What to say about the load generator over runs with the same settings, each thing once: that it
+    was CPU-bound or starved (yellow), else, when it shares the CPUs with the workers, that it does and
+    how long it waited for a CPU (its wait is part of every latency; the seed's client had its own box)."""
+    if not results:
+        return []
+    first = results[0]
+    procs, workers, cpus = first.load.driver_procs, first.server.workers, first.environment.cpu_count
+    drivers = [d for r in results for d in r.drivers]
+    warnings = list(dict.fromkeys(driver_warnings(drivers, workers, cpus, procs=procs)))
+    notes = [Text(f"Note: {w}", style="yellow") for w in warnings]
+    waits = [(d.runqueue_s or 0) / d.wall_s for d in drivers if d.wall_s and d.runqueue_s is not None]
+    if procs + workers > cpus and not any(w > STARVED for w in waits):  # else a warning said it
+        wait = f"; they waited for a CPU at most {100 * max(waits):.0f}% of their time" if waits else ""
+        notes.append(
+            Text(
+                f"The load generator's {procs} processes run on the same {cpus} CPUs as the {workers} "
+                f"workers{wait}; that wait is part of the measured latencies.",
+                style="dim",
+            )
+        )
+    return notes
+
+
+def mmhistogram_lines(result: LatencyResult) -> list[str]:
+    title = result.title or default_title(result.server)
+    return [summary_line(title, result.histogram), *histogram_lines(title, result.histogram)]
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _work_text(plan: ServerSpec, estimate_us: float | None) -> str:
+    parts = []
+    if plan.work_us:
+        parts.append(f"{plan.work_us} µs")
+    if plan.work_iters:
+        cost = f" ≈ {estimate_us / 1000:.2f} ms here" if estimate_us else ""
+        parts.append(f"{plan.work_iters} loop iterations{cost}")
+    return "work " + (" + ".join(parts) + " busy loop" if parts else "none")
+
+
+def _load_text(load: ClosedLoopLoad) -> str:
+    amount = f"{load.connections} connections" if load.connections is not None else f"{load.duration_s:g} s"
+    return f"{amount}, {load.concurrency} concurrent, {load.driver_procs} driver processes"
+
+
+def _env_text(env: Environment) -> str:
+    return f"{env.system} {env.kernel}, {env.cpu_count} CPUs"
+
+
+def _group_headline(command: str, first: LatencyResult, mode: str) -> Text:
+    """The first line of a report over several runs that share everything but what they vary."""
+    server = first.server
+    return Text.assemble(
+        (command, "bold"),
+        f": {mode}{plural(server.workers, 'worker')}, {_work_text(server, first.work_estimate_us)}; "
+        f"{_load_text(first.load)} ({_env_text(first.environment)})",
+    )
+
+
+def headline(result: LatencyResult) -> Text:
+    server, env = result.server, result.environment
+    batch = f", accept-batch {server.accept_batch}" if server.accept_batch else ""
+    pinned = f", pinned to CPUs {format_cpu_list(server.cpus)}" if server.cpus else ""
+    return Text.assemble(
+        ("accept-order latency", "bold"),
+        f": mode {server.label}, {plural(server.workers, 'worker')}{pinned}, "
+        f"{_work_text(server, result.work_estimate_us)}{batch}; {_load_text(result.load)}; "
+        f"{server.host}:{result.port} ({_env_text(env)})",
+    )
+
+
+def percentile_table(result: LatencyResult) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    for q in PERCENTILES:
+        table.add_column(f"p{q:g} ms", justify="right")
+    for name in ("req/s", "served", "errors", "wall s"):
+        table.add_column(name, justify="right")
+    table.add_row(
+        *[_ms(result.percentile_ms(q)) for q in PERCENTILES],
+        f"{result.throughput:.0f}",
+        str(result.ok),
+        Text(str(result.failed), style="bold red" if result.failed else ""),
+        f"{result.wall_s:.2f}",
+    )
+    return table
+
+
+def errors_block(errors: dict[str, int], total: int) -> Text | None:
+    if not errors:
+        return None
+    failed = sum(errors.values())
+    text = Text(f"{failed} of {total} connections failed:\n", style="bold red")
+    for name, n in sorted(errors.items(), key=lambda kv: -kv[1]):
+        text.append(f"  {n} × {describe_error(name)}\n")
+    return text
+
+
+def affinity_lines(counters: Sequence[WorkerCounters]) -> list[str]:
+    """The workers' CPU affinity in `taskset -cp PID` form, the seed's check of worker_cpu_affinity."""
+    return [f"pid {c.pid}'s current affinity list: {format_cpu_list(c.affinity) or '?'}" for c in counters]
+
+
+def drivers_text(drivers: Sequence[DriverStats]) -> Text:
+    parts = [
+        f"{d.index}: {d.requests} req, {100 * d.cpu_fraction:.0f}% CPU"
+        + (f", {100 * (d.runqueue_s or 0) / d.wall_s:.0f}% waiting for one" if d.runqueue_s is not None else "")
+        for d in drivers
+        if d.wall_s
+    ]
+    return Text("drivers: " + "; ".join(parts), style="dim")
+
+
+def interrupted_note(results: Sequence[LatencyResult]) -> list[Text]:
+    """Said once when a run was stopped early: its figures cover only what was measured until then."""
+    stopped = [r for r in results if r.interrupted]
+    if not stopped:
+        return []
+    r = stopped[-1]
+    return [
+        Text(
+            f"Interrupted: the {r.server.label} run was stopped after {r.wall_s:.2f} s; its figures are what was "
+            "measured until then (connections in flight counted as aborted).",
+            style="bold yellow",
+        )
+    ]
+
+
+def kernel_counts_text(result: LatencyResult) -> Text | None:
+    """Where the per-worker counts of a server that does not name its workers came from."""
+    kernel = result.evidence.get("accept_counts")
+    if not isinstance(kernel, dict):
+        return None
+    if kernel.get("available"):
+        return Text(f"served per worker: accepts counted by the kernel ({kernel.get('why', '?')})", style="dim")
+    return Text(
+        f"served per worker: not known: the replies do not name a worker and the kernel's accept counts are not "
+        f"available here ({kernel.get('why', '?')}); the latencies above are complete",
+        style="yellow",
+    )
+
+
+def latency_report(result: LatencyResult) -> RenderableType:
+    parts: list[RenderableType] = [
+        *interrupted_note([result]),
+        headline(result),
+        Verbatim(mmhistogram_lines(result)),
+        percentile_table(result),
+        worker_table(result.counters, result.served, title="served per worker", detail=False),
+        *([note] if (note := kernel_counts_text(result)) is not None else []),
+        Verbatim(affinity_lines(result.counters)),
+        drivers_text(result.drivers),
+    ]
+    if result.evidence:
+        parts.append(evidence_report(result.evidence))
+    errors = errors_block(result.errors, result.requests)
+    if errors:
+        parts.append(errors)
+    parts.extend(load_notes([result]))
+    return Group(*parts)
+
+
+COMPARE_COLUMNS = (
+    ("min", "min_ms"),
+    ("avg", "avg_ms"),
+    ("med", "med_ms"),
+    ("p90", "p90_ms"),
+    ("p99", "p99_ms"),
+    ("p99.9", "p99.9_ms"),
+    ("max", "max_ms"),
+    ("dev", "dev_ms"),
+)
+
+
+def compare_lines(results: Sequence[LatencyResult]) -> list[str]:
+    """The side-by-side table, as fixed-width text: it is wider than 80 columns and must not be cut."""
+    width = max([len("mode"), *(len(r.server.label) for r in results)])
+    head = f"{'mode':<{width}}" + "".join(f"{name:>9}" for name, _ in COMPARE_COLUMNS)
+    lines = [head + f"{'req/s':>9}{'errors':>8}  served per worker", "-" * (len(head) + 36)]
+    for r in results:
+        s = r.summary()
+        cells = "".join(f"{_ms(s.get(key)):>9}" for _, key in COMPARE_COLUMNS)
+        served = " ".join(map(str, r.served))
+        lines.append(f"{r.server.label:<{width}}{cells}{r.throughput:>9.0f}{r.failed:>8}  {served}")
+    return lines
+
+
+def compare_report(
+    results: Sequence[LatencyResult], skipped: dict[str, str], verdict: TailVerdict | None = None
+) -> RenderableType:
+    verdict = verdict or tail_verdict(results)
+    parts: list[RenderableType] = [*interrupted_note(results)]
+    if results:
+        first = results[0]
+        parts.append(_group_headline("accept-order latency --modes", first, ""))
+    for r in results:
+        parts.append(Verbatim(mmhistogram_lines(r)))
+        errors = errors_block(r.errors, r.requests)
+        if errors:
+            parts.append(errors)
+    parts.append(Text("latency by mode (ms)", style="bold"))
+    parts.append(Verbatim(compare_lines(results)))
+    for mode, reason in skipped.items():
+        parts.append(Text(f"{mode}: not available: {reason}", style="dim"))
+    parts.extend(load_notes(results))
+    parts.append(Text.assemble(("Verdict: ", "bold"), verdict.text))
+    return Group(*parts)
+
+
+def sweep_lines(results: Sequence[LatencyResult]) -> list[str]:
+    """Seed 001's table: cap, throughput, average, deviation and p99 latency, plus the largest batch a
+    worker actually accepted in one wakeup and the mean accepts per wakeup (from the workers' counters)."""
+    header = (
+        f"{'':>9}|{'performance':>14} |{'lat-avg':>9} |{'lat-stdev':>10} |{'lat-99%':>9} |"
+        f"{'max/wakeup':>11} |{'avg/wakeup':>11}"
+    )
+    rule = "+".join("-" * len(col) for col in header.split("|"))
+    lines = [header, rule]
+    for r in results:
+        batch = r.server.accept_batch
+        label = f"{batch} limit" if batch else "no limit"
+        wakeups = sum((c.wakeups or 0) - (c.empty or 0) for c in r.counters)
+        accepts = sum(c.accepts or 0 for c in r.counters)
+        s = r.summary()
+        lat = [f"{s[k]:.2f}ms" if s.get(k) is not None else "-" for k in ("avg_ms", "dev_ms", "p99_ms")]
+        lines.append(
+            f"{label:<9}|{r.throughput:>11.2f}tps |{lat[0]:>9} |{lat[1]:>10} |{lat[2]:>9} |"
+            f"{max((c.max_batch or 0 for c in r.counters), default=0):>11} |"
+            f"{(accepts / wakeups if wakeups else 0):>11.2f}"
+        )
+        lines.append(rule)
+    return lines
+
+
+def sweep_report(results: Sequence[LatencyResult]) -> RenderableType:
+    if not results:
+        return Text("no sweep runs")
+    first = results[0]
+    server = first.server
+    parts: list[RenderableType] = [
+        *interrupted_note(results),
+        _group_headline("accept-order sweep --accept-batch", first, f"mode {server.mode}, "),
+    ]
+    for r in results:
+        parts.append(Verbatim(mmhistogram_lines(r)))
+    parts.append(Verbatim(sweep_lines(results)))
+    parts.append(
+        Text(
+            "tps: served requests per second; max/wakeup: most connections one worker accepted in one "
+            "wakeup (never above the cap); avg/wakeup: accepts per non-empty wakeup",
+            style="dim",
+        )
+    )
+    mode = known_mode(server.server, server.mode)
+    if mode is not None and not mode.batches:
+        parts.append(
+            Text(f"Note: mode {server.mode} accepts one connection per wakeup whatever the cap.", style="yellow")
+        )
+    for r in results:
+        errors = errors_block(r.errors, r.requests)
+        if errors:
+            parts.append(Text(f"accept-batch {r.server.accept_batch}: ", style="bold"))
+            parts.append(errors)
+    parts.extend(load_notes(results))
+    return Group(*parts)

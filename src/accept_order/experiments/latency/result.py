@@ -1,0 +1,151 @@
+"""The result of a closed-loop latency run: the exact duration histogram, failures, per worker and driver."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ...errors import ResultFileError
+from ...histogram import LatencyHistogram
+from ...loads.closed_loop import RequestTotals
+from ...loads.drive_loop import DriverStats
+from ...measures import Environment, WorkerCounters
+from ...results.typed import build, check_server, runs_list, skipped_map
+from ...spec import ClosedLoopLoad, ServerSpec
+
+PERCENTILES = (50.0, 90.0, 99.0, 99.9)
+
+
+def default_title(server: ServerSpec, sweep: bool = False) -> str:
+    """The histogram's title when --title gives none (stored in the result)."""
+    if sweep:
+        batch = server.accept_batch
+        return f"Duration in ms ({server.label}, accept-batch {batch if batch else 'no limit'})"
+    return f"Duration in ms ({server.label})"
+
+
+@dataclass(frozen=True)
+class LatencyResult(RequestTotals):
+    """One latency run: plan, where, the exact duration histogram, failures, per-worker and per-driver."""
+
+    server: ServerSpec
+    load: ClosedLoopLoad
+    environment: Environment
+    port: int
+    histogram: LatencyHistogram  # served requests' durations, integer microseconds
+    errors: dict[str, int]  # failed requests by errno name (or timeout / no reply / bad reply)
+    served: tuple[int, ...]  # requests answered per worker index
+    counters: tuple[WorkerCounters, ...]
+    drivers: tuple[DriverStats, ...]
+    wall_s: float  # of the load, first request to last
+    title: str = ""
+    work_estimate_us: float | None = None  # the handler's busy loop, timed in this process before the run
+    evidence: dict[str, Any] = field(default_factory=dict)  # kernel evidence, from the session
+    interrupted: bool = False  # Ctrl-C or SIGTERM ended the load early: the figures are what it got to
+
+    def percentile_ms(self, q: float) -> float | None:
+        return self.histogram.percentile(q) / 1000 if self.ok else None
+
+    def summary(self) -> dict[str, float | int | None]:
+        """The figures the reports show, in milliseconds (None when nothing was served)."""
+        h = self.histogram
+        if not h.count:
+            return {"count": 0}
+        return {
+            "count": h.count,
+            "min_ms": (h.min_us or 0) / 1000,
+            "avg_ms": h.mean_us / 1000,
+            "med_ms": h.median_us() / 1000,
+            **{f"p{q:g}_ms": h.percentile(q) / 1000 for q in PERCENTILES},
+            "max_ms": (h.max_us or 0) / 1000,
+            "dev_ms": h.stdev_us / 1000,
+            "throughput": self.throughput,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "server": self.server.to_dict(),
+            "load": self.load.to_dict(),
+            "environment": asdict(self.environment),
+            "port": self.port,
+            "wall_s": self.wall_s,
+            "title": self.title,
+            "summary": self.summary(),  # derived, for other tools; ignored when read back
+            "histogram": self.histogram.to_dict(),
+            "errors": dict(self.errors),
+            "served": list(self.served),
+            "counters": [asdict(c) for c in self.counters],
+            "drivers": [d.to_dict() for d in self.drivers],
+            "work_estimate_us": self.work_estimate_us,
+            "evidence": self.evidence,
+            "interrupted": self.interrupted,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LatencyResult:
+        server = check_server(build(ServerSpec, data["server"]))
+        served = data.get("served", ())
+        if (
+            not isinstance(served, list | tuple)
+            or len(served) > server.workers
+            or not all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 1 << 63 for n in served)
+        ):
+            raise ResultFileError("malformed result: 'served' is not a count per worker")
+        return cls(
+            server=server,
+            load=build(ClosedLoopLoad, data["load"]),
+            environment=build(Environment, data["environment"]),
+            port=data["port"],
+            histogram=LatencyHistogram.from_dict(data["histogram"]),
+            errors=dict(data.get("errors", {})),
+            served=tuple(served),
+            counters=tuple(build(WorkerCounters, c) for c in data.get("counters", ())),
+            drivers=tuple(build(DriverStats, d) for d in data.get("drivers", ())),
+            wall_s=data.get("wall_s", 0.0),
+            title=data.get("title", ""),
+            work_estimate_us=data.get("work_estimate_us"),
+            evidence=data.get("evidence", {}),
+            interrupted=bool(data.get("interrupted", False)),
+        )
+
+    @property
+    def mode(self) -> str:
+        return self.server.mode
+
+
+@dataclass(frozen=True)
+class LatencyCompareResult:
+    """`latency --modes`: one latency run per mode (or server), the skipped ones, and the tails' verdict."""
+
+    runs: tuple[LatencyResult, ...]
+    skipped: dict[str, str] = field(default_factory=dict)
+    interrupted: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        from ...analysis.tails import tail_verdict
+
+        verdict = tail_verdict(self.runs).to_dict()
+        doc: dict[str, Any] = {"runs": [r.to_dict() for r in self.runs], "skipped": self.skipped, "verdict": verdict}
+        return doc | ({"interrupted": True} if self.interrupted else {})
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LatencyCompareResult:
+        runs = tuple(LatencyResult.from_dict(r) for r in runs_list(data))
+        return cls(runs, skipped_map(data), bool(data.get("interrupted", False)))
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """`sweep`: one latency run per cap on the connections accepted per wakeup."""
+
+    runs: tuple[LatencyResult, ...]
+    interrupted: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"runs": [r.to_dict() for r in self.runs]}
+        return doc | ({"interrupted": True} if self.interrupted else {})
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SweepResult:
+        runs = tuple(LatencyResult.from_dict(r) for r in runs_list(data))
+        return cls(runs, bool(data.get("interrupted", False)))

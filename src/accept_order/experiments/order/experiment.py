@@ -1,0 +1,52 @@
+"""Who serves in order: `run` (one sequential run), `compare` (one per mode) and `serve` (connections by
+hand, tallied when it stops)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import RenderableType
+
+from ...results import export
+from .. import Experiment, lazy
+from .report import compare_table, run_report, serve_report
+from .result import CompareResult, RunResult, ServeResult
+
+_PLOT = "accept_order.experiments.order.plot"
+
+
+def compare_report(result: CompareResult) -> RenderableType:
+    return compare_table(result.runs, result.skipped)
+
+
+def serve_records(runs: list[dict[str, Any]]) -> str:
+    """Who accepted each connection, in accept order: all serve knows (no client of ours timed them)."""
+    rows = []
+    for run in runs:
+        label = export.label(run)
+        rows += [[label, seq, worker, "", "", "", ""] for seq, worker in enumerate(run.get("sequence", []))]
+    return export.csv_text(export.RECORD_COLUMNS, rows)
+
+
+RUN: Experiment[RunResult] = Experiment(
+    kind="run",
+    load=RunResult.from_dict,
+    report=run_report,
+    figure=lazy(_PLOT, "run_figure"),
+    tables={"records": export.records, "workers": export.workers},
+)
+COMPARE: Experiment[CompareResult] = Experiment(
+    kind="compare",
+    load=CompareResult.from_dict,
+    report=compare_report,
+    figure=lazy(_PLOT, "compare_figure"),
+    tables={"records": export.records, "workers": export.workers},
+    several=True,
+)
+SERVE: Experiment[ServeResult] = Experiment(
+    kind="serve",
+    load=ServeResult.from_dict,
+    report=serve_report,
+    figure=lazy(_PLOT, "serve_figure"),
+    tables={"workers": export.workers, "records": serve_records},
+)

@@ -1,0 +1,145 @@
+"""Reports of sequential runs: the sequence, the per-worker table, the verdict; compare's table."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from ...render.evidence import evidence_report
+from ...render.text import plural
+from ...render.workers import worker_table
+from .result import RunResult, ServeResult
+
+SEQUENCE_SHOWN = 60
+TABLE_LEGEND = (
+    "wakeups: times the wait call returned; empty: woken but got EAGAIN; max: most accepts in one wakeup; "
+    "sleeps: voluntary context switches (kernel wakeups); preempt: involuntary ones"
+)
+
+
+def sequence_text(result: RunResult, limit: int = SEQUENCE_SHOWN) -> str:
+    """Serving worker per connection in driving order; `x` for a failed connection."""
+    marks = [str(r.worker) if r.served else "x" for r in result.records]
+    shown = " ".join(marks[:limit])
+    if len(marks) > limit:
+        shown += f" … ({len(marks) - limit} more)"
+    return shown
+
+
+def errors_text(result: RunResult) -> Text | None:
+    errors = Counter(r.error for r in result.records if not r.served)
+    if not errors:
+        return None
+    text = Text(f"{result.failed} of {len(result.records)} connections failed:\n", style="bold red")
+    for error, n in errors.most_common():
+        text.append(f"  {n} × {error}\n")
+    return text
+
+
+def run_report(result: RunResult) -> RenderableType:
+    server, env = result.server, result.environment
+    head = Text.assemble(
+        ("accept-order run", "bold"),
+        f": mode {server.label}, {plural(server.workers, 'worker')}, {plural(len(result.records), 'connection')} "
+        f"on {server.host}:{result.port} ({env.system} {env.kernel}, {env.cpu_count} CPUs)",
+    )
+    parts: list[RenderableType] = [
+        head,
+        Text.assemble(("Sequence: ", "bold"), sequence_text(result)),
+        worker_table(result.counters, result.counts, detail=bool(server.cpus)),
+        Text(TABLE_LEGEND, style="dim"),
+        Text(f"served {result.served}, failed {result.failed}, driven {len(result.records)}"),
+    ]
+    if result.unsettled:
+        parts.append(
+            Text(
+                f"Warning: {result.unsettled} connections started before every idle worker was back asleep "
+                "(the machine is busy); the order may be blurred.",
+                style="yellow",
+            )
+        )
+    errors = errors_text(result)
+    if errors:
+        parts.append(errors)
+    v = result.verdict
+    parts.append(Text.assemble(("Verdict: ", "bold green" if v.expected else "bold yellow"), v.line()))
+    parts.append(Text.assemble(("Why: ", "bold"), v.why))
+    if not v.expected and v.model is not None:
+        parts.append(Text(f"Note: mode {server.mode} was expected to show a different pattern.", style="yellow"))
+    agreement = witness_text(result)
+    if agreement is not None:
+        parts.append(agreement)
+    if result.evidence:
+        parts.append(evidence_report(result.evidence))
+    return Group(*parts)
+
+
+def witness_text(result: RunResult) -> Text | None:
+    """Does the server's own account (nginx's access log) name the same worker for every connection?"""
+    witness = result.evidence.get("witness")
+    if not isinstance(witness, dict) or not isinstance(witness.get("requests"), list):
+        return None
+    logged = [entry[0] for entry in witness["requests"] if isinstance(entry, list) and entry]
+    ours = [r.pid for r in result.records if r.served]
+    source = str(witness.get("source", "the server's log"))
+    if logged == ours:
+        return Text(
+            f"{source}: the same worker for each of the {len(ours)} served connections, in order", style="green"
+        )
+    pairs = zip(logged, ours, strict=False)
+    first = next((i for i, (a, b) in enumerate(pairs) if a != b), min(len(logged), len(ours)))
+    return Text(
+        f"{source} disagrees: it logged {len(logged)} requests, this run saw {len(ours)} served; "
+        f"first difference at request {first}",
+        style="bold yellow",
+    )
+
+
+def compare_table(results: Sequence[RunResult], skipped: dict[str, str]) -> RenderableType:
+    table = Table(title="accept-order compare", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    # A server column only when a real server is in the table: built-in-only tables stay as they were.
+    servers = any(r.server.server != "builtin" for r in results) or any(" " in k for k in skipped)
+    columns = (("server",) if servers else ()) + ("mode", "sequence", "served", "verdict", "Jain", "woken")
+    for name in columns:
+        table.add_column(name, no_wrap=name != "verdict", min_width=24 if name == "verdict" else None)
+    for r in results:
+        v = r.verdict
+        woken = "-" if v.woken_per_connection is None else f"{v.woken_per_connection:.1f}"
+        cells = [r.server.mode, sequence_text(r, 20), " ".join(map(str, r.counts)), v.pattern, f"{v.jain:.2f}", woken]
+        table.add_row(*([r.server.server] if servers else []), *cells)
+    for key, reason in skipped.items():
+        server, _, mode = key.rpartition(" ")
+        cells2: list[str | Text] = [mode, "-", "-", Text(f"not available: {reason}", style="dim"), "-", "-"]
+        table.add_row(*([server or "builtin"] if servers else []), *cells2)
+    if not results:
+        return table
+    first = results[0]
+    env = first.environment
+    note = Text(
+        f"{first.server.workers} workers, {first.load.connections} connections each, work "
+        f"{first.server.work_us / 1000:g} ms, gap {first.load.gap_ms:g} ms; {env.system} {env.kernel}, "
+        f"{env.cpu_count} CPUs",
+        style="dim",
+    )
+    return Group(table, note)
+
+
+def _marks(sequence: Sequence[int], limit: int = SEQUENCE_SHOWN) -> str:
+    shown = " ".join(map(str, sequence[:limit]))
+    return shown + (f" … ({len(sequence) - limit} more)" if len(sequence) > limit else "")
+
+
+def serve_report(result: ServeResult) -> RenderableType:
+    """serve's tally: the sequence by accept time, and what each worker counted."""
+    accepted = [c.accepts or 0 for c in result.counters]
+    parts: list[RenderableType] = [
+        Text.assemble(("Sequence: ", "bold"), _marks(result.sequence) or "(no connections)"),
+        worker_table(result.counters, accepted, title="tally"),
+        Text(TABLE_LEGEND, style="dim"),
+    ]
+    return Group(*parts)

@@ -1,0 +1,24 @@
+"""The breaking point: the load stepped up until errors appear or the tail passes a bound, and why."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...results import export
+from .. import Experiment, lazy
+from .report import ramp_report
+from .result import RampResult
+
+
+def steps(runs: list[dict[str, Any]]) -> str:
+    """One row per step of the ramp, flattened."""
+    return export.flat_table([{"run": export.label(run), **export.flat(s)} for run in runs for s in run["steps"]])
+
+
+RAMP: Experiment[RampResult] = Experiment(
+    kind="ramp",
+    load=RampResult.from_dict,
+    report=ramp_report,
+    figure=lazy("accept_order.experiments.ramp.plot", "ramp_figure"),
+    tables={"steps": steps},
+)

@@ -1,0 +1,97 @@
+"""The ramp table: one row per step of offered load, then the knee and why."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from ...render.evidence import short_counter
+from ...render.text import plural
+from .result import RampResult, RampStep
+
+SHOWN_COUNTERS = (
+    "TcpExtListenOverflows",
+    "TcpExtListenDrops",
+    "TcpExtSyncookiesSent",
+    "TcpExtTCPAbortOnData",
+    "TcpExtTCPAbortOnClose",
+    "TcpEstabResets",
+    "TcpAttemptFails",
+    "TcpRetransSegs",
+)
+
+
+def _ms(us: int | None) -> str:
+    return "-" if us is None else f"{us / 1000:.2f}"
+
+
+def _offered(step: RampStep) -> str:
+    return f"{step.offered:g}/s" if step.kind == "rate" else f"{step.offered:g} in flight"
+
+
+def ramp_table(result: RampResult) -> Table:
+    table = Table(title="accept-order ramp", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    right = ("got/s", "p50 ms", "p99 ms", "p99.9 ms", "failed", "overflows", "max Recv-Q", "workers CPU", "all CPUs")
+    for name in ("offered", *right, "step"):
+        table.add_column(name, justify="right" if name in right or name == "offered" else "left")
+    for step in result.steps:
+        verdict = Text("held", style="green") if step.held else Text("; ".join(step.reasons) or "interrupted")
+        if not step.held:
+            verdict.stylize("yellow")
+        table.add_row(
+            _offered(step),
+            f"{step.throughput:.0f}",
+            _ms(step.p50_us),
+            _ms(step.p99_us),
+            _ms(step.p999_us),
+            str(step.failed),
+            str(step.counters.get("TcpExtListenOverflows", 0)),
+            str(max(step.queues)) if step.queues else "-",
+            " ".join(f"{100 * c:.0f}%" for c in step.worker_cpu),
+            "-" if step.machine_cpu is None else f"{100 * step.machine_cpu:.0f}%",
+            verdict,
+        )
+    return table
+
+
+def _step_lines(step: RampStep) -> list[Text]:
+    sockets = ", ".join(f"{k} {v}" for k, v in step.sockets.items() if k != "total")
+    moved = ", ".join(f"{short_counter(n)} {step.counters[n]:+d}" for n in SHOWN_COUNTERS if step.counters.get(n))
+    lines = [Text(f"  {_offered(step)}: sockets at the end: {sockets or 'unknown'}")]
+    lines.append(Text(f"    counters: {moved or 'no drops, resets or retransmissions'}"))
+    if step.seen:
+        lines.append(Text(f"    seen: {'; '.join(step.seen)}"))
+    return lines
+
+
+def ramp_report(result: RampResult) -> RenderableType:
+    parts: list[RenderableType] = [ramp_table(result)]
+    held, broke = result.knee
+    if broke is None and held is not None:
+        parts.append(
+            Text(f"Every step held, up to {_offered(held)}: the breaking point is further out.", style="green")
+        )
+    elif broke is not None:
+        before = f"the last step that held was {_offered(held)}" if held else "no step held"
+        why = "; ".join(broke.reasons) or "interrupted"
+        parts.append(Text(f"Knee: {before}; the first that did not was {_offered(broke)}: {why}.", style="bold"))
+        if broke.seen:
+            parts.append(Text(f"  There: {'; '.join(broke.seen)}."))
+    server = result.server
+    env = result.environment
+    where = f"; {env.system} {env.kernel}, {plural(env.cpu_count, 'CPU')}" if env else ""
+    plan = result.plan
+    loop = "open loop (each connection timed from when it was due)" if plan.get("rates") else "closed loop"
+    parts.append(
+        Text(
+            f"{server.label}, {plural(server.workers, 'worker')}, work {server.work_us} µs, backlog {server.backlog}; "
+            f"{loop}, {plan.get('step_s', '?')} s per step{where}",
+            style="dim",
+        )
+    )
+    parts.append(Text("Per step: socket summary (ss -s), counter deltas (nstat)", style="bold"))
+    for step in result.steps:
+        parts += _step_lines(step)
+    return Group(*parts)

@@ -1,0 +1,112 @@
+"""`ramp`'s result: every step of offered load, what it got, and the knee (last step held, first not)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ...measures import Environment
+from ...spec import ServerSpec
+
+
+@dataclass(frozen=True)
+class RampStep:
+    kind: str  # "rate" (open loop, connections per second) or "concurrency" (closed loop, in flight)
+    offered: float
+    wall_s: float
+    served: tuple[int, ...]  # per worker
+    errors: dict[str, int]
+    p50_us: int | None
+    p99_us: int | None
+    p999_us: int | None
+    max_us: int | None
+    counters: dict[str, int]  # kernel counters that moved during the step (nstat -z style deltas)
+    sockets: dict[str, int]  # TCP sockets per state at the end of the step (ss -s style)
+    queues: tuple[int, ...]  # the listeners' longest accept queues (Recv-Q) seen during the step
+    worker_cpu: tuple[float, ...]  # each worker's CPU, as a share of the step
+    driver_cpu: float  # the busiest load generator process's CPU share
+    machine_cpu: float | None = None  # all CPUs' busy share over the step (/proc/stat)
+    reasons: tuple[str, ...] = ()  # why it did not hold; empty: it held
+    seen: tuple[str, ...] = ()  # what the kernel and the CPU counters saw
+    interrupted: bool = False
+
+    @property
+    def failed(self) -> int:
+        return sum(self.errors.values())
+
+    @property
+    def finished(self) -> int:
+        return sum(self.served) + self.failed
+
+    @property
+    def held(self) -> bool:
+        return not self.reasons and not self.interrupted
+
+    @property
+    def throughput(self) -> float:
+        return sum(self.served) / self.wall_s if self.wall_s > 0 else 0.0
+
+    def judged(self, reasons: list[str], seen: list[str]) -> RampStep:
+        return dataclasses.replace(self, reasons=tuple(reasons), seen=tuple(seen))
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        for name in ("served", "queues", "worker_cpu", "reasons", "seen"):
+            data[name] = list(data[name])
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RampStep:
+        from ...results.typed import build
+
+        values = dict(data)
+        for name in ("served", "queues", "worker_cpu", "reasons", "seen"):
+            values[name] = tuple(values.get(name, ()))
+        return build(cls, values)
+
+
+@dataclass(frozen=True)
+class RampResult:
+    server: ServerSpec
+    plan: dict[str, Any]
+    steps: tuple[RampStep, ...]
+    environment: Environment | None
+    interrupted: bool = False
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def knee(self) -> tuple[RampStep | None, RampStep | None]:
+        """(last step that held before the first that did not, that first one); (last, None) if all held."""
+        last: RampStep | None = None
+        for step in self.steps:
+            if not step.held:
+                return last, step
+            last = step
+        return last, None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "server": self.server.to_dict(),
+            "plan": dict(self.plan),
+            "steps": [s.to_dict() for s in self.steps],
+            "environment": asdict(self.environment) if self.environment else None,
+            "interrupted": self.interrupted,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RampResult:
+        from ...results.typed import build, check_server
+
+        env = data.get("environment")
+        steps = data["steps"]
+        if not isinstance(steps, list):
+            raise TypeError("'steps' is not a list")
+        return cls(
+            server=check_server(build(ServerSpec, data["server"])),
+            plan=dict(data.get("plan", {})),
+            steps=tuple(RampStep.from_dict(s) for s in steps),
+            environment=build(Environment, env) if env else None,
+            interrupted=bool(data.get("interrupted", False)),
+        )

@@ -1,0 +1,234 @@
+"""The breaking-point experiment (seed 002): step the offered load up until the server stops holding it.
+
+One server, started once (session.lifecycle); against it, one step per offered load, each for a fixed
+time: a fixed rate of new connections (open loop, the honest way to see queueing, as wrk2 does: each
+connection is timed from when it was due) or a number of connections in flight (closed loop). A step holds
+when nothing failed (or no more than --max-errors) and the tail stays under the bounds given. At each step
+the kernel's counters (nstat-style deltas), a socket summary (ss -s-style), the listeners' queues and the
+workers' and load generator's CPU are kept, so the first step that did not hold says why.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ...errors import PlanError
+from ...probes import netstat
+from ...probes.sockets import socket_summary
+from ...session import RunInterrupted, Tick, lifecycle
+from ...spec import MAX_DRIVER_PROCS, ClosedLoopLoad, ServerSpec, check_range
+from .result import RampResult, RampStep
+
+SATURATED = 0.9  # a worker (or the workers together) on a CPU this share of the step is CPU-bound
+KEPT_RATE = 0.9  # an open-loop step that finished fewer than this share of what was offered did not keep up
+
+
+@dataclass(frozen=True)
+class RampPlan:
+    rates: tuple[float, ...] = ()  # open loop: connections per second, one step each
+    concurrencies: tuple[int, ...] = ()  # closed loop instead: connections in flight, one step each
+    step_s: float = 2.0
+    in_flight: int = 1000  # open loop: most connections the load generator keeps in flight
+    p99_ms: float | None = None
+    p999_ms: float | None = None
+    max_errors: int = 0
+    driver_procs: int = 2
+    timeout_s: float = 5.0
+    keep_going: bool = False  # run every step, past the first that did not hold
+
+    def validated(self) -> RampPlan:
+        if bool(self.rates) == bool(self.concurrencies):
+            raise PlanError("give --rates (open loop) or --concurrency-steps (closed loop), one of them")
+        for rate in self.rates:
+            check_range("--rates", rate, 0.1, 10_000_000)
+        for c in self.concurrencies:
+            check_range("--concurrency-steps", c, 1, 1_000_000)
+        check_range("--step", self.step_s, 0.1, 3600)
+        check_range("--driver-procs", self.driver_procs, 1, MAX_DRIVER_PROCS)
+        check_range("--max-errors", self.max_errors, 0, 10**12)
+        for name, bound in (("--p99", self.p99_ms), ("--p999", self.p999_ms)):
+            if bound is not None:
+                check_range(name, bound, 0.001, 3_600_000)
+        return self
+
+    @property
+    def offered(self) -> list[float]:
+        return list(self.rates) if self.rates else [float(c) for c in self.concurrencies]
+
+    def load(self, offered: float) -> ClosedLoopLoad:
+        if self.rates:
+            return ClosedLoopLoad(
+                connections=None,
+                duration_s=self.step_s,
+                concurrency=self.in_flight,
+                driver_procs=self.driver_procs,
+                timeout_s=self.timeout_s,
+                rate=offered,
+            ).validated()
+        return ClosedLoopLoad(
+            connections=None,
+            duration_s=self.step_s,
+            concurrency=int(offered),
+            driver_procs=self.driver_procs,
+            timeout_s=self.timeout_s,
+        ).validated()
+
+
+def _cpu(pids: Sequence[int]) -> list[float]:
+    from ...processes import process_errors, usage
+
+    seconds = []
+    for pid in pids:
+        try:
+            seconds.append(usage(pid)[2])
+        except process_errors(ValueError):
+            seconds.append(0.0)
+    return seconds
+
+
+def machine_cpu() -> tuple[int, int] | None:
+    """(busy, total) jiffies of all CPUs so far, from /proc/stat; None where there is none."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(v) for v in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def _queues(port: int) -> list[int]:
+    from ...probes.listeners import listening_sockets
+
+    try:
+        return [int(row.queue) for row in listening_sockets(port) if row.queue is not None]
+    except (OSError, ValueError):
+        return []
+
+
+def _share(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
+    if before is None or after is None or after[1] <= before[1]:
+        return None
+    return round((after[0] - before[0]) / (after[1] - before[1]), 4)
+
+
+def _sampling(port: int, peaks: list[int], progress: Tick | None) -> Tick:
+    """A tick that samples the listeners' queues while a step runs (after it, they have drained)."""
+
+    def tick(done: int, elapsed: float) -> None:
+        for i, q in enumerate(_queues(port)):
+            if i < len(peaks):
+                peaks[i] = max(peaks[i], q)
+            else:
+                peaks.append(q)
+        if progress:
+            progress(done, elapsed)
+
+    return tick
+
+
+def judge(step: RampStep, plan: RampPlan, workers: int) -> list[str]:
+    """Why this step did not hold (empty: it held), then what else the kernel and the clocks say."""
+    reasons: list[str] = []
+    if step.failed > plan.max_errors:
+        by = ", ".join(f"{k} {v}" for k, v in sorted(step.errors.items(), key=lambda kv: -kv[1]))
+        reasons.append(f"{step.failed} failed ({by})")
+    if plan.p99_ms is not None and step.p99_us is not None and step.p99_us > plan.p99_ms * 1000:
+        reasons.append(f"p99 {step.p99_us / 1000:.1f} ms > {plan.p99_ms:g} ms")
+    if plan.p999_ms is not None and step.p999_us is not None and step.p999_us > plan.p999_ms * 1000:
+        reasons.append(f"p99.9 {step.p999_us / 1000:.1f} ms > {plan.p999_ms:g} ms")
+    if step.kind == "rate" and step.finished < KEPT_RATE * step.offered * step.wall_s:
+        reasons.append(f"finished {step.finished / max(step.wall_s, 1e-9):.0f}/s of {step.offered:g}/s offered")
+    return reasons
+
+
+def signals(step: RampStep, workers: int, cpus: int) -> list[str]:
+    """What the kernel and the CPU counters saw during a step (said for every step; decisive for a knee)."""
+    seen = []
+    overflows = step.counters.get("TcpExtListenOverflows", 0)
+    if overflows:
+        seen.append(f"the accept queue overflowed {overflows} times")
+    resets = step.counters.get("TcpEstabResets", 0) + step.counters.get("TcpExtTCPAbortOnData", 0)
+    if resets:
+        seen.append(f"{resets} connections reset")
+    busy = sum(step.worker_cpu)
+    if step.worker_cpu and (busy >= SATURATED * min(workers, cpus) or max(step.worker_cpu) >= SATURATED):
+        seen.append(f"workers on a CPU {100 * busy / min(workers, cpus):.0f}% of the time")
+    if step.machine_cpu is not None and step.machine_cpu >= SATURATED:
+        seen.append(f"the machine's CPUs {100 * step.machine_cpu:.0f}% busy (load generator and workers share them)")
+    if step.driver_cpu >= SATURATED:
+        seen.append(f"load generator CPU-bound ({100 * step.driver_cpu:.0f}% of a CPU per process)")
+    peak: int = max(step.queues, default=0)
+    if peak:
+        seen.append(f"up to {peak} connections waited in an accept queue")
+    return seen
+
+
+def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick | None] | None = None) -> RampResult:
+    from ...loads.closed_loop import LoadGenerator
+
+    plan = plan.validated()
+    server = server.validated()
+    steps: list[RampStep] = []
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+    def drive(target: Any) -> None:
+        for offered in plan.offered:
+            load = plan.load(offered)
+            peaks: list[int] = []  # the listeners' accept queues, the longest seen at each one
+            tick = _sampling(target.address[1], peaks, on_step(offered) if on_step else None)
+            counters_before = netstat.read_counters()
+            cpu_before = _cpu(list(target.pids))
+            machine_before = machine_cpu()
+            with LoadGenerator(target.address, target.attribution, load, target.protocol.closing()) as generator:
+                outcome = generator.run(tick)
+            queues = peaks
+            sockets = socket_summary()
+            cpu_after = _cpu(list(target.pids))
+            machine_after = machine_cpu()
+            counters_after = netstat.read_counters()
+            moved = netstat.counter_deltas(counters_before, counters_after, sorted(counters_after))
+            wall = max(outcome.wall_s, 1e-9)
+            h = outcome.histogram
+            drivers = outcome.drivers
+            step = RampStep(
+                kind="rate" if plan.rates else "concurrency",
+                offered=offered,
+                wall_s=outcome.wall_s,
+                served=tuple(outcome.served.get(i, 0) for i in range(server.workers)),
+                errors=dict(outcome.errors),
+                p50_us=h.percentile(50) if h.count else None,
+                p99_us=h.percentile(99) if h.count else None,
+                p999_us=h.percentile(99.9) if h.count else None,
+                max_us=h.max_us,
+                counters={k: v for k, v in moved.items() if v},
+                sockets=sockets,
+                queues=tuple(queues),
+                worker_cpu=tuple(round((a - b) / wall, 4) for a, b in zip(cpu_after, cpu_before, strict=False)),
+                driver_cpu=round(max((d.cpu_fraction for d in drivers), default=0.0), 4),
+                machine_cpu=_share(machine_before, machine_after),
+                interrupted=outcome.interrupted is not None,
+            )
+            step = step.judged(judge(step, plan, server.workers), signals(step, server.workers, cpus))
+            steps.append(step)
+            if outcome.interrupted is not None:
+                raise outcome.interrupted
+            if step.reasons and not plan.keep_going:
+                return
+
+    try:
+        _, m = lifecycle(server, drive, lambda: f"after {len(steps)} of {len(plan.offered)} steps")
+    except KeyboardInterrupt as stop:
+        if steps:
+            raise RunInterrupted([RampResult(server, plan_dict(plan), tuple(steps), None, True)], stop) from None
+        raise
+    return RampResult(server, plan_dict(plan), tuple(steps), m.environment)
+
+
+def plan_dict(plan: RampPlan) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(plan).items()}

@@ -1,0 +1,1 @@
+"""One worker goes mid-load: what each mode loses (served, reset, refused, timed out) and why."""

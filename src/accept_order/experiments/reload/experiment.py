@@ -1,0 +1,27 @@
+"""One worker goes mid-load: what each mode loses (served, reset, refused, timed out) and why."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...results import export
+from .. import Experiment, lazy
+from .report import reload_report
+from .result import ReloadResult
+
+_KEEP = ("how", "migrate", "worker", "at_s", "gone_s", "held", "served", "finished", "errors", "counters")
+
+
+def steps(runs: list[dict[str, Any]]) -> str:
+    """One row per run (a mode, how the worker went, tcp_migrate_req), flattened."""
+    return export.flat_table([{"run": export.label(r), **export.flat({k: r.get(k) for k in _KEEP})} for r in runs])
+
+
+RELOAD: Experiment[ReloadResult] = Experiment(
+    kind="reload",
+    load=ReloadResult.from_dict,
+    report=reload_report,
+    figure=lazy("accept_order.experiments.reload.plot", "reload_figure"),
+    tables={"steps": steps},
+    several=True,
+)

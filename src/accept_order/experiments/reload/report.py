@@ -1,0 +1,101 @@
+"""The reload table: per mode and way of going, what a steady load lost, with the kernel's counters."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from ...render.evidence import PRIVATE_SHORT
+from ...render.text import plural
+from .result import MIGRATE, MIGRATE_FAILED, ReloadResult, ReloadRun
+
+RELOAD_LEGEND = (
+    "leave: the worker closes its listener, serves what it holds and exits (a graceful restart); kill: SIGKILL. "
+    "migrate: net.ipv4.tcp_migrate_req in the run's private namespace (- : a shared queue, where it changes "
+    "nothing). held: connections the killed worker had taken and not answered (≥: at least; exact only where an "
+    "acceptor counted them). "
+    "moved/not: TCPMigrateReqSuccess/Failure; drops: ListenDrops; abort: TCPAbortOnClose"
+)
+
+
+def failures_text(errors: dict[str, int]) -> str:
+    if not errors:
+        return "0"
+    return ", ".join(f"{name} {n}" for name, n in sorted(errors.items(), key=lambda item: -item[1]))
+
+
+def verdict_text(run: ReloadRun) -> Text:
+    lost = run.failed
+    expected = run.as_expected
+    if run.interrupted:
+        return Text(f"interrupted; lost {lost} so far", style="yellow")
+    if run.at_s is None:
+        return Text("the load ended before the worker went", style="yellow")
+    if run.gone_s is None:
+        return Text(f"worker {run.worker} had not gone after the timeout; lost {lost}", style="yellow")
+    if lost == 0:
+        text = Text("nothing lost", style="green" if expected is not False else "yellow")
+    else:
+        text = Text(f"lost {lost}", style="green" if expected else ("yellow" if expected is False else ""))
+    if expected is False:
+        text.append(": not what the kernel promises", style="yellow")
+    return text
+
+
+def reload_table(result: ReloadResult) -> Table:
+    table = Table(title="accept-order reload", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    right = ("migrate", "driven", "served", "held", "moved/not", "drops", "abort")
+    columns = ("mode", "how", "migrate", "driven", "served", "failed", "held", "moved/not", "drops", "abort", "verdict")
+    for name in columns:
+        table.add_column(name, justify="right" if name in right else "left", no_wrap=name in ("mode", "how"))
+    for run in result.runs:
+        c = run.counters
+        table.add_row(
+            run.server.mode,
+            run.how,
+            str(run.migrate) if run.queue == "per-worker" else "-",
+            str(run.driven),
+            str(sum(run.served)),
+            failures_text(run.errors),
+            "-" if run.held is None or run.how != "kill" else ("" if run.held_exact else "≥") + str(run.held),
+            f"{c.get(MIGRATE, 0)}/{c.get(MIGRATE_FAILED, 0)}",
+            str(c.get("TcpExtListenDrops", 0)),
+            str(c.get("TcpExtTCPAbortOnClose", 0)),
+            verdict_text(run),
+        )
+    for mode, reason in result.skipped.items():
+        table.add_row(mode, *["-"] * (len(columns) - 2), Text(f"not available: {reason}", style="dim"))
+    return table
+
+
+def reload_report(result: ReloadResult) -> RenderableType:
+    parts: list[RenderableType] = [reload_table(result), Text(RELOAD_LEGEND, style="dim")]
+    if result.runs:
+        first = result.runs[0]
+        load = first.load
+        times = [r.at_s for r in result.runs if r.at_s is not None]
+        went = f"after {min(times):.1f} s" if times else "never"
+        env = first.environment
+        parts.append(
+            Text(
+                f"{plural(first.server.workers, 'worker')}, worker {first.worker} goes {went}; closed-loop "
+                f"load of {load.concurrency} for {load.duration_s:g} s per run, work {first.server.work_us} µs; "
+                f"{env.system} {env.kernel}, {plural(env.cpu_count, 'CPU')}; counters from a {PRIVATE_SHORT}"
+            )
+        )
+    why: dict[str, str] = {}
+    for run in result.runs:
+        key = f"{run.how}, {'shared queue' if run.queue == 'shared' else f'tcp_migrate_req={run.migrate}'}"
+        if run.passes:
+            key = f"{run.how}, fd-pass"
+        why.setdefault(key, run.expected.why)
+    if why:
+        parts.append(Text("What the kernel promises", style="bold"))
+        parts += [Text(f"  {key}: {text}") for key, text in why.items()]
+    if result.host_migrate_req is not None:
+        parts.append(
+            Text(f"The host's net.ipv4.tcp_migrate_req ({result.host_migrate_req}) was not changed.", style="dim")
+        )
+    return Group(*parts)

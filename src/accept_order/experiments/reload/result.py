@@ -1,0 +1,184 @@
+"""`reload`'s result: per mode, what a steady load lost when one worker went mid-run, and why.
+
+Every connection driven is served or failed (by errno). The kernel's counters come from the private
+network namespace the command ran in, so they are this run's alone. What the kernel promises, per mode:
+- one shared queue (blocking, epoll, accept-mutex, ...): a worker that leaves closes only its own copy of
+  the listener; the queue stays and the others keep accepting from it: nothing is lost. Killed, it loses
+  what it had accepted and not answered ("held"), never what was queued.
+- fd-pass: the acceptor stops handing to a worker that says it leaves, and the worker serves what was
+  already on its way: nothing is lost. Killed, what was handed to it and not answered is lost.
+- one queue per worker (reuseport): closing a listener resets the connections queued on it, unless
+  net.ipv4.tcp_migrate_req=1 moves them to another listener of the group (TCPMigrateReqSuccess).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ...loads.protocol import NO_REPLY
+from ...measures import Environment, WorkerCounters
+from ...spec import ClosedLoopLoad, ServerSpec
+
+HOWS = ("leave", "kill")
+MIGRATE = "TcpExtTCPMigrateReqSuccess"
+MIGRATE_FAILED = "TcpExtTCPMigrateReqFailure"
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """What the kernel promises for this mode, way of going and migration setting."""
+
+    # "none": nothing may be lost; "held": only what the worker held, which the kernel closes when it dies (the
+    # client reads the end without a reply), never a reset from a queue; "any": no promise
+    bound: str
+    why: str
+
+
+def expectation(queue: str, passes: bool, how: str, migrate: int) -> Expectation:
+    """`queue`: the mode's ("shared" or "per-worker"); `passes`: an acceptor hands connections over."""
+    if how == "leave":
+        if passes:
+            return Expectation("none", "the acceptor stops handing it connections; it serves those on their way")
+        if queue == "shared":
+            return Expectation("none", "it closes only its copy of the shared listener; the others keep the queue")
+        if migrate:
+            return Expectation("none", "tcp_migrate_req=1 moves its listener's queue to another listener")
+        return Expectation("any", "closing its listener resets the connections queued on it")
+    if passes:
+        return Expectation("held", "what was handed to it and not answered dies with it")
+    if queue == "shared":
+        return Expectation("held", "only what it had accepted dies with it; the shared queue stays")
+    if migrate:
+        return Expectation("held", "its queue moves to another listener; what it had accepted dies with it")
+    return Expectation("any", "its listener closes with it: its queue is reset, and what it had accepted")
+
+
+@dataclass(frozen=True)
+class ReloadRun:
+    """One mode under a steady load while worker `worker` went (`how`) `at_s` seconds in."""
+
+    server: ServerSpec
+    load: ClosedLoopLoad
+    how: str  # "leave" (graceful: closes its listener, serves what it holds, exits) or "kill" (SIGKILL)
+    migrate: int  # net.ipv4.tcp_migrate_req in the run's namespace
+    queue: str  # the mode's: "shared" or "per-worker"
+    passes: bool  # an acceptor hands connections to the workers (fd-pass)
+    worker: int
+    at_s: float | None  # when it was told to go (None: the load ended first)
+    gone_s: float | None  # how long it took to be gone (None: it was still there after the timeout)
+    held: int | None  # connections it had and had not answered when it was killed (None: unknown)
+    served: tuple[int, ...]  # per worker, from the replies
+    finished: int  # connections the load generator finished, served or failed (its own count)
+    errors: dict[str, int]  # failed connections by errno name
+    counters: dict[str, int]  # kernel counter deltas (moved ones only)
+    worker_counters: tuple[WorkerCounters, ...]
+    environment: Environment
+    wall_s: float
+    evidence: dict[str, Any] = field(default_factory=dict)
+    interrupted: bool = False
+    held_exact: bool = False  # the acceptor's count (fd-pass); else a lower bound, from the worker's own count
+
+    @property
+    def failed(self) -> int:
+        return sum(self.errors.values())
+
+    @property
+    def driven(self) -> int:
+        return sum(self.served) + self.failed
+
+    @property
+    def expected(self) -> Expectation:
+        return expectation(self.queue, self.passes, self.how, self.migrate)
+
+    @property
+    def as_expected(self) -> bool | None:
+        """Whether the loss is within what the kernel promises; None where it promises nothing."""
+        bound = self.expected.bound
+        if bound == "none":
+            return self.failed == 0
+        if bound == "held":
+            # What a dying worker held is closed by the kernel with a FIN (it had read nothing): the client
+            # sees the end and no reply. A reset would have come from a queue, which must not happen.
+            return set(self.errors) <= {NO_REPLY}
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "server": self.server.to_dict(),
+            "load": self.load.to_dict(),
+            "how": self.how,
+            "migrate": self.migrate,
+            "queue": self.queue,
+            "passes": self.passes,
+            "worker": self.worker,
+            "at_s": self.at_s,
+            "gone_s": self.gone_s,
+            "held": self.held,
+            "held_exact": self.held_exact,
+            "served": list(self.served),
+            "finished": self.finished,
+            "errors": dict(self.errors),
+            "counters": dict(self.counters),
+            "worker_counters": [asdict(c) for c in self.worker_counters],
+            "environment": asdict(self.environment),
+            "wall_s": self.wall_s,
+            "evidence": self.evidence,
+            "interrupted": self.interrupted,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ReloadRun:
+        from ...results.typed import build, check_server
+
+        server = check_server(build(ServerSpec, data["server"]))
+        if data["how"] not in HOWS:
+            raise ValueError(f"'how' is {data['how']!r}, not one of {', '.join(HOWS)}")
+        return cls(
+            server=server,
+            load=ClosedLoopLoad.from_dict(data["load"]),
+            how=data["how"],
+            migrate=int(data["migrate"]),
+            queue=str(data["queue"]),
+            passes=bool(data["passes"]),
+            worker=int(data["worker"]),
+            at_s=data.get("at_s"),
+            gone_s=data.get("gone_s"),
+            held=data.get("held"),
+            held_exact=bool(data.get("held_exact", False)),
+            served=tuple(int(n) for n in data["served"]),
+            finished=int(data["finished"]),
+            errors={str(k): int(v) for k, v in data["errors"].items()},
+            counters={str(k): int(v) for k, v in data["counters"].items()},
+            worker_counters=tuple(build(WorkerCounters, c) for c in data.get("worker_counters", [])),
+            environment=build(Environment, data["environment"]),
+            wall_s=float(data["wall_s"]),
+            evidence=dict(data.get("evidence", {})),
+            interrupted=bool(data.get("interrupted", False)),
+        )
+
+
+@dataclass(frozen=True)
+class ReloadResult:
+    runs: tuple[ReloadRun, ...]
+    skipped: dict[str, str] = field(default_factory=dict)
+    host_migrate_req: str | None = None  # the host's setting, read before and left as it was
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "runs": [r.to_dict() for r in self.runs],
+            "skipped": dict(self.skipped),
+            "host_migrate_req": self.host_migrate_req,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ReloadResult:
+        runs = data["runs"]
+        if not isinstance(runs, list):
+            raise TypeError("'runs' is not a list")
+        return cls(
+            tuple(ReloadRun.from_dict(r) for r in runs),
+            dict(data.get("skipped", {})),
+            data.get("host_migrate_req"),
+        )

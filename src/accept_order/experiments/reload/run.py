@@ -1,0 +1,153 @@
+"""The reload experiment: a steady closed-loop load, and one worker made to go in the middle of it.
+
+Runs inside the private network namespace the caller entered (netns.enter_private), where it sets
+net.ipv4.tcp_migrate_req for each run; the host's setting is never read for writing, never changed.
+The lifecycle (start, evidence, stop, every process ended on every path) is session.lifecycle's.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ... import netns
+from ...errors import PlanError
+from ...servers.registry import mode_info, runnable
+from ...session import RunInterrupted, Tick, lifecycle, run_each
+from ...spec import ClosedLoopLoad, ServerSpec
+from .result import HOWS, ReloadRun
+
+GONE_TIMEOUT_S = 3.0  # how long a leaving worker has to notice (it does between connections)
+
+
+@dataclass(frozen=True)
+class ReloadPlan:
+    """What goes wrong, and when: worker `worker` goes `how`, `at` (a share of the load's duration) in."""
+
+    how: str = "leave"
+    migrate: int = 0
+    worker: int = 0
+    at: float = 0.5
+
+    def validated(self, server: ServerSpec, load: ClosedLoopLoad) -> ReloadPlan:
+        if self.how not in HOWS:
+            raise PlanError(f"--how is one of {', '.join(HOWS)}, got {self.how!r}")
+        if self.migrate not in (0, 1):
+            raise PlanError(f"--migrate settings are 0 and 1, got {self.migrate!r}")
+        if not 0 <= self.worker < server.workers:
+            raise PlanError(f"--worker must be a worker index, 0 to {server.workers - 1}, got {self.worker}")
+        if server.workers < 2:
+            raise PlanError("reload needs at least 2 workers: one to go, one to keep serving")
+        if not 0 < self.at < 1:
+            raise PlanError(f"--at must be between 0 and 1 (a share of the duration), got {self.at}")
+        if load.duration_s is None:
+            raise PlanError("reload runs for a --duration (the worker goes part-way through it)")
+        if server.server != "builtin":
+            raise PlanError("reload makes the built-in workers go; --server nginx is not supported by it yet")
+        return self
+
+
+def plans(server: ServerSpec, modes: Sequence[str], hows: Sequence[str], migrate: Sequence[int]) -> list[Any]:
+    """(spec, plan) for every mode x way of going x migration setting; the setting only changes anything
+    for a queue per worker, so a shared-queue mode runs once, with the kernel's default (0)."""
+    out = []
+    for mode in modes:
+        meta = mode_info("builtin", mode)
+        settings = list(migrate) if meta.queue == "per-worker" else [0]
+        for how in hows:
+            for value in settings:
+                out.append((server.replace(mode=mode), ReloadPlan(how=how, migrate=value)))
+    return out
+
+
+def available(modes: Sequence[str] | None) -> tuple[list[str], dict[str, str]]:
+    return runnable("builtin", modes)
+
+
+def run_reload(server: ServerSpec, load: ClosedLoopLoad, plan: ReloadPlan, on_tick: Tick | None = None) -> ReloadRun:
+    """One mode's run: set tcp_migrate_req (in this namespace), load, make the worker go, count."""
+    from ...loads.closed_loop import LoadGenerator
+    from ...servers.pool import WorkerPool
+
+    server = server.validated()
+    load = load.validated()
+    plan = plan.validated(server, load)
+    netns.write_sysctl(netns.MIGRATE_REQ, str(plan.migrate))
+    assert load.duration_s is not None
+    went: dict[str, Any] = {}
+    generators: list[LoadGenerator] = []
+
+    def drive(target: Any) -> Any:
+        assert isinstance(target, WorkerPool)
+
+        def tick(done: int, elapsed: float) -> None:
+            if not went and elapsed >= plan.at * (load.duration_s or 0):
+                started = time.monotonic()
+                gone = target.retire(plan.worker, plan.how, GONE_TIMEOUT_S)
+                went.update(at_s=round(elapsed, 3), gone_s=round(time.monotonic() - started, 3) if gone else None)
+                went["accepted"] = target.accepted_by(plan.worker)
+            target.check_alive()
+            if on_tick:
+                on_tick(done, elapsed)
+
+        with LoadGenerator(target.address, target.attribution, load, target.protocol.closing()) as generator:
+            generators.append(generator)
+            return generator.run(tick)
+
+    def describe() -> str:
+        done, served = generators[0].finished() if generators else (0, 0)
+        return f"the run stopped after {done} connections ({served} served, {done - served} failed)"
+
+    outcome, m = lifecycle(server, drive, describe)
+    served = tuple(outcome.served.get(i, 0) for i in range(server.workers))
+    meta = mode_info("builtin", server.mode)
+    passes = "acceptor" in m.evidence
+    result = ReloadRun(
+        server=server,
+        load=load,
+        how=plan.how,
+        migrate=plan.migrate,
+        queue=meta.queue,
+        passes=passes,
+        worker=plan.worker,
+        at_s=went.get("at_s"),
+        gone_s=went.get("gone_s"),
+        held=_held(plan, went, served, m.evidence) if went else None,
+        served=served,
+        finished=sum(d.requests for d in outcome.drivers),
+        errors=dict(outcome.errors),
+        counters=dict(m.evidence.get("counters", {})),
+        worker_counters=m.counters,
+        environment=m.environment,
+        wall_s=outcome.wall_s,
+        evidence=m.evidence,
+        interrupted=outcome.interrupted is not None,
+        held_exact=passes,
+    )
+    if outcome.interrupted is not None:
+        raise RunInterrupted([result], outcome.interrupted)
+    return result
+
+
+def _held(plan: ReloadPlan, went: dict[str, Any], served: tuple[int, ...], evidence: dict[str, Any]) -> int | None:
+    """Connections the killed worker had and had not answered: handed to it by the acceptor (fd-pass: exact),
+    or accepted by it, minus what it answered: a lower bound, since a worker publishes its count once a whole
+    batch is accepted, and io_uring's kernel accepts for a ring before its worker has read the completion."""
+    if plan.how != "kill":
+        return 0
+    acceptor = evidence.get("acceptor")
+    if acceptor is not None:
+        passed = acceptor.get("passed")
+        return passed[plan.worker] - served[plan.worker] if isinstance(passed, list) else None
+    accepted = went.get("accepted")
+    return None if accepted is None else max(0, accepted - served[plan.worker])
+
+
+def reload_runs(
+    variants: Sequence[tuple[ServerSpec, ReloadPlan]],
+    load: ClosedLoopLoad,
+    on_run: Callable[[ServerSpec, ReloadPlan], Tick | None] | None = None,
+) -> list[ReloadRun]:
+    return run_each(variants, lambda v: run_reload(v[0], load, v[1], on_run(*v) if on_run else None))

@@ -1,0 +1,48 @@
+"""The picture of a repeated comparison: each variant's figure in every round, so the spread and the
+rounds that disagree are seen (p99 for latency kinds, Jain's fairness for sequential ones)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...render.plots import PlotOptions, color, environment_text, new_figure, nothing, text, titled
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from .result import RepeatResult
+
+
+def repeat_figure(repeated: RepeatResult, options: PlotOptions) -> Figure:
+    from ...analysis.stability import names_of
+
+    latency = repeated.latency
+    rounds: list[list[Any]] = [list(row) for row in repeated.rounds]
+    fig = new_figure()
+    ax = fig.add_subplot()
+    env = rounds[0][0].environment if rounds and rounds[0] else None
+    what = "p99 (ms)" if latency else "Jain's fairness index"
+    title = f"{what} in each of {len(rounds)} interleaved runs (accept-order {repeated.of} --repeat)"
+    titled(fig, title, options, environment_text(env))
+    if not rounds:
+        nothing(ax, "no round finished")
+        return fig
+    labels = names_of(rounds[0])
+    for i, label in enumerate(labels):
+        values = []
+        for row in rounds:
+            result = row[i] if i < len(row) else None
+            if result is None:
+                values.append(float("nan"))
+            elif latency:
+                values.append(result.histogram.percentile(99) / 1000 if result.ok else float("nan"))
+            else:
+                values.append(result.verdict.jain)
+        ax.plot(range(1, len(values) + 1), values, "o-", color=color(i), label=text(label))
+    ax.set_xlabel("run")
+    ax.set_xticks(range(1, len(rounds) + 1))
+    ax.set_ylabel(what)
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return fig

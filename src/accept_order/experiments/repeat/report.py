@@ -1,0 +1,105 @@
+"""A repeated comparison: every figure as its median and range over the rounds, and how many rounds agree."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from ...analysis.stability import Spread, latency_stability, names_of, order_stability
+from .result import LATENCY_KINDS, latency_warnings, machine_warnings
+
+
+def _by_variant(rounds: Sequence[Sequence[Any]]) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {}
+    for row in rounds:
+        for name, result in zip(names_of(row), row, strict=True):
+            out.setdefault(name, []).append(result)
+    return out
+
+
+def _latency_table(of: str, rounds: Sequence[Sequence[Any]]) -> Table:
+    command = "sweep" if of == "sweep" else "latency"
+    table = Table(title=f"accept-order {command} --repeat", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for name in ("mode", "p50 ms", "p99 ms", "p99.9 ms", "dev ms", "req/s", "errors"):
+        table.add_column(name, justify="left" if name == "mode" else "right")
+    for label, runs in _by_variant(rounds).items():
+        ok = [r for r in runs if r.ok]
+        if not ok:
+            table.add_row(label, *["-"] * 5, str(sum(r.failed for r in runs)))
+            continue
+
+        def spread(values: list[float], scale: float = 1000.0, fmt: str = "{:.2f}") -> str:
+            return Spread.of(values).text(scale, fmt)
+
+        table.add_row(
+            label,
+            spread([r.histogram.percentile(50) for r in ok]),
+            spread([r.histogram.percentile(99) for r in ok]),
+            spread([r.histogram.percentile(99.9) for r in ok]),
+            spread([r.histogram.stdev_us for r in ok]),
+            spread([r.throughput for r in ok], 1.0, "{:.0f}"),
+            str(sum(r.failed for r in runs)),
+        )
+    return table
+
+
+def _order_table(of: str, rounds: Sequence[Sequence[Any]]) -> Table:
+    table = Table(title=f"accept-order {of} --repeat", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for name in ("mode", "verdict over the runs", "Jain", "woken"):
+        table.add_column(name, justify="right" if name in ("Jain", "woken") else "left")
+    stability = order_stability(rounds)
+    for label, runs in _by_variant(rounds).items():
+        woken = [r.verdict.woken_per_connection for r in runs if r.verdict.woken_per_connection is not None]
+        verdict = Text(stability[label].text, style="green" if stability[label].conclusive else "yellow")
+        table.add_row(
+            label,
+            verdict,
+            Spread.of([r.verdict.jain for r in runs]).text(),
+            Spread.of(woken).text(fmt="{:.1f}") if woken else "-",
+        )
+    return table
+
+
+def repeat_report(
+    of: str, rounds: Sequence[Sequence[Any]], skipped: dict[str, str], machine: dict[str, Any], cpus: int
+) -> RenderableType:
+    parts: list[RenderableType] = []
+    if not rounds:
+        return Text("no round finished")
+    if of in LATENCY_KINDS:
+        parts.append(_latency_table(of, rounds))
+        parts.append(Text("median (min-max) over the runs", style="dim"))
+        if len(rounds[0]) > 1:
+            stability = latency_stability(rounds)
+            parts.append(Text(f"Verdict: {stability.text}", style="green" if stability.conclusive else "yellow"))
+        warnings = latency_warnings(rounds)
+    else:
+        parts.append(_order_table(of, rounds))
+        warnings = []
+    warnings += machine_warnings(machine.get("before", {}), machine.get("after", {}), cpus)
+    first = rounds[0][0]
+    env = first.environment
+    parts.append(
+        Text(
+            f"{len(rounds)} rounds, the variants interleaved (each round runs every one once); "
+            f"{env.system} {env.kernel}, {env.cpu_count} CPUs; load average "
+            f"{_load(machine.get('before'))} before, {_load(machine.get('after'))} after",
+            style="dim",
+        )
+    )
+    for note in warnings:
+        parts.append(Text(f"Warning: {note}", style="yellow"))
+    for name, reason in skipped.items():
+        parts.append(Text(f"  {name}: not available: {reason}", style="dim"))
+    return Group(*parts)
+
+
+def _load(state: Any) -> str:
+    if isinstance(state, dict) and state.get("load_average"):
+        return "/".join(f"{v:.2f}" for v in state["load_average"])
+    return "?"

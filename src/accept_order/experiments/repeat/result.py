@@ -1,0 +1,95 @@
+"""A repeated comparison's result: every round's runs (of one experiment), the variants skipped, and the
+machine's state before and after."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+LATENCY_KINDS = ("latency", "latency-compare", "sweep")
+STEAL = 0.05  # the hypervisor took this share of the CPUs during the runs: figures from a stolen machine
+BUSY = 0.5  # a 1-minute load average of half the CPUs before the runs: other work is competing
+
+
+@dataclass(frozen=True)
+class RepeatResult:
+    """`--repeat N`: `of` names the experiment repeated; `rounds[i][j]` is round i's run of variant j.
+    `cpus` (not saved) is what the machine warnings compare the load average with."""
+
+    of: str
+    rounds: tuple[tuple[Any, ...], ...]
+    skipped: dict[str, str] = field(default_factory=dict)
+    machine: dict[str, Any] = field(default_factory=dict)
+    cpus: int = 1
+    interrupted: bool = False
+
+    @property
+    def latency(self) -> bool:
+        return self.of in LATENCY_KINDS
+
+    def to_dict(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "of": self.of,
+            "rounds": [[r.to_dict() for r in row] for row in self.rounds],
+            "skipped": self.skipped,
+            "machine": self.machine,
+        }
+        return doc | ({"interrupted": True} if self.interrupted else {})
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RepeatResult:
+        from ...results.typed import skipped_map
+        from ..latency.result import LatencyResult
+        from ..order.result import RunResult
+
+        of = data["of"]
+        build: Any = LatencyResult.from_dict if of in LATENCY_KINDS else RunResult.from_dict
+        rounds = tuple(tuple(build(r) for r in row) for row in data["rounds"])
+        cpus = rounds[0][0].environment.cpu_count if rounds and rounds[0] else 1
+        return cls(of, rounds, skipped_map(data), data.get("machine", {}), cpus, bool(data.get("interrupted", False)))
+
+
+def repeated(
+    of: str,
+    rounds: Sequence[Sequence[Any]],
+    skipped: dict[str, str],
+    machine: dict[str, Any],
+    cpus: int,
+    interrupted: bool = False,
+) -> RepeatResult:
+    """The result a `--repeat` run saves, from the rounds that finished."""
+    return RepeatResult(of, tuple(tuple(row) for row in rounds), skipped, machine, cpus, interrupted)
+
+
+def machine_warnings(before: dict[str, Any], after: dict[str, Any], cpus: int) -> list[str]:
+    """pyperf-style warnings about the machine itself: busy, or moving, or stolen from."""
+    notes = []
+    # The runs' own workers and load generator raise the load average while they run: only what it was
+    # before they started says whether other work was competing.
+    la0 = before.get("load_average")
+    if la0 and la0[0] >= BUSY * cpus:
+        notes.append(f"the machine was already busy: load average {la0[0]:.1f} on {cpus} CPUs before the runs")
+    j0, j1 = before.get("cpu_jiffies"), after.get("cpu_jiffies")
+    if j0 and j1 and j1["total"] > j0["total"]:
+        steal = (j1["steal"] - j0["steal"]) / (j1["total"] - j0["total"])
+        if steal >= STEAL:
+            notes.append(f"the hypervisor took {100 * steal:.0f}% of the CPUs (steal time) during the runs")
+    return notes
+
+
+def latency_warnings(rounds: Sequence[Sequence[Any]]) -> list[str]:
+    """Too few samples for the percentile shown; a load generator that waited for a CPU."""
+    notes = []
+    smallest = min((r.histogram.count for row in rounds for r in row), default=0)
+    if smallest and smallest < 1000:
+        notes.append(f"a run had {smallest} samples: its p99.9 is one of its slowest few; use -n 10000 or more")
+    waited = [
+        (d.runqueue_s or 0) / d.wall_s for row in rounds for r in row for d in r.drivers if d.wall_s and d.runqueue_s
+    ]
+    if waited and max(waited) > 0.25:
+        notes.append(
+            f"the load generator waited for a CPU up to {100 * max(waited):.0f}% of the time: client-side delay "
+            "is in these latencies"
+        )
+    return notes

@@ -1,0 +1,32 @@
+"""Repeated comparisons, interleaved: round 1 runs every variant once, then round 2, ... (A B A B, not
+A A B B), so a slow drift of the machine lands on every variant alike. Interrupted, the rounds that
+finished are kept (a round cut short is left out: its variants would not be comparable)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from ... import environment
+from ...session import RunInterrupted
+
+V = TypeVar("V")
+R = TypeVar("R")
+
+
+def interleaved(variants: Sequence[V], rounds: int, run_one: Callable[[V], R]) -> list[list[R]]:
+    done: list[list[R]] = []
+    try:
+        for _ in range(rounds):
+            done.append([run_one(v) for v in variants])
+    except RunInterrupted as stop:
+        raise RunInterrupted(done, stop.cause) from None
+    except KeyboardInterrupt as cause:
+        if not done:
+            raise
+        raise RunInterrupted(done, cause) from None
+    return done
+
+
+def snapshot() -> dict[str, Any]:
+    return environment.machine_state()

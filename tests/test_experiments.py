@@ -1,0 +1,77 @@
+"""The registry of experiments (experiments.EXPERIMENTS): every result kind a command saves is registered
+once, and from a saved file of that kind (tests/data/v2, written by the tool) it loads, reports, draws
+and exports; `show` imports only the experiment it shows, and never matplotlib."""
+
+from __future__ import annotations
+
+import csv
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from accept_order.experiments import EXPERIMENTS, find
+from accept_order.render import render_document
+from accept_order.results import export
+from accept_order.results.envelope import load
+
+V2 = Path(__file__).parent / "data" / "v2"
+
+
+def test_every_kind_has_a_saved_fixture() -> None:
+    assert sorted(p.stem for p in V2.glob("*.json")) == sorted(EXPERIMENTS)
+
+
+@pytest.mark.parametrize("kind", list(EXPERIMENTS))
+def test_kind_loads_reports_and_exports(kind: str) -> None:
+    file_kind, document = load(V2 / f"{kind}.json")
+    experiment = find(kind)
+    assert file_kind == kind and experiment is not None and experiment.kind == kind
+    result = experiment.load(document)
+    assert result.to_dict()  # the typed result is what the command saves
+    console = Console(width=120, record=True, file=io.StringIO())
+    console.print(render_document(kind, document))
+    assert console.export_text().strip()
+    for name in experiment.tables:
+        table = list(csv.reader(io.StringIO(export.table(kind, document, name))))
+        assert table[0][0] == "run" and len(table) > 1, (kind, name)
+    if experiment.tables:
+        assert export.table(kind, document) == export.table(kind, document, experiment.default_table)
+    else:
+        with pytest.raises(export.ExportError):
+            export.table(kind, document)
+    if experiment.latency_runs is not None:
+        assert all(hist.count for _, hist in export.latency_runs(kind, document))
+    else:
+        with pytest.raises(export.ExportError, match="no latency histogram"):
+            export.latency_runs(kind, document)
+
+
+@pytest.mark.parametrize("kind", list(EXPERIMENTS))
+def test_kind_draws(kind: str) -> None:
+    pytest.importorskip("matplotlib")
+    from accept_order.render.plots import figure_bytes, plot_document
+
+    _, document = load(V2 / f"{kind}.json")
+    assert figure_bytes(plot_document(kind, document), "png")[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_an_unregistered_kind_is_none() -> None:
+    assert find("other") is None
+
+
+def test_show_imports_only_its_own_experiment() -> None:
+    code = (
+        "import sys\n"
+        "from accept_order.cli import main\n"
+        f"sys.argv = ['accept-order', 'show', {str(V2 / 'burst.json')!r}]\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "loaded = sorted({m.split('.')[2] for m in sys.modules if m.startswith('accept_order.experiments.')})\n"
+        "print('MODULES', loaded, 'matplotlib' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    line = done.stdout.splitlines()[-1]
+    assert line == "MODULES ['burst'] False", done.stdout[-500:] + done.stderr
