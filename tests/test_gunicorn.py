@@ -5,6 +5,7 @@ missing or too old gunicorn is one line."""
 from __future__ import annotations
 
 import os
+from collections import Counter
 from pathlib import Path
 
 import psutil
@@ -33,8 +34,13 @@ def test_access_log_agrees_with_the_records(mode: str) -> None:
     assert result.failed == 0 and result.served == CONNECTIONS, result.records
     witness = result.evidence["witness"]
     assert witness["source"] == "gunicorn access log"
-    assert [pid for pid, _ in witness["requests"]] == [r.pid for r in result.records]
-    assert {r.pid for r in result.records} <= {c.pid for c in result.counters}
+    log_pids = [pid for pid, _ in witness["requests"]]
+    assert log_pids == [r.pid for r in result.records]
+    # per-worker counts: gunicorn's own tally by pid, in worker order, is the tool's tally
+    by_pid = Counter(log_pids)
+    assert [by_pid[c.pid] for c in sorted(result.counters, key=lambda c: c.index)] == result.counts
+    assert sum(result.counts) == CONNECTIONS and set(by_pid) <= {c.pid for c in result.counters}
+    assert all(1 <= port <= 65535 and port != result.port for _, port in witness["requests"])  # client ports
 
 
 def test_reuse_port_gives_each_worker_its_own_listener() -> None:
