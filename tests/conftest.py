@@ -36,6 +36,21 @@ def _describe(proc: psutil.Process) -> str:
     return f"pid {proc.pid} ({cmd[:120]})"
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--regen-golden",
+        action="store_true",
+        default=False,
+        help="rewrite tests/data/golden/*.txt and *.csv from the saved results there (see tests/test_golden.py)",
+    )
+
+
+@pytest.fixture
+def regen_golden(request: pytest.FixtureRequest) -> bool:
+    """--regen-golden was given: golden tests write what they render instead of comparing."""
+    return bool(request.config.getoption("--regen-golden"))
+
+
 @pytest.fixture(autouse=True)
 def no_child_outlives_the_test() -> Iterator[None]:
     yield

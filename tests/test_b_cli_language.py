@@ -9,7 +9,6 @@ import os
 import re
 import socket
 import stat
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -20,7 +19,6 @@ from conftest import assert_one_error_line, run_cli
 
 from accept_order.servers.worker import FAULT_ENV
 
-CLI = [str(Path(sys.executable).with_name("accept-order"))]
 COMMANDS = ["run", "compare", "serve", "latency", "sweep", "herd", "show", "modes"]
 ESC = "\x1b[31m"
 
@@ -204,13 +202,8 @@ def test_escape_sequences_in_a_result_file_never_reach_stdout(
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs epoll and procfs")
 def test_escape_sequence_in_a_latency_title_never_reaches_stdout(tmp_path: Path) -> None:
     path = tmp_path / "lat.json"
-    proc = subprocess.run(
-        [*CLI, "latency", "-w", "1", "-n", "50", "-c", "2", "--title", "plain", "--json", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
+    made = run_cli(["latency", "-w", "1", "-n", "50", "-c", "2", "--title", "plain", "--json", str(path)])
+    assert made.exit_code == 0, made.output
     doc = json.loads(path.read_text())
     doc["title"] = ESC + "Title"
     doc["errors"] = {ESC + "ECONNRESET": 1}
@@ -249,15 +242,9 @@ def test_reuseport_refuses_a_port_with_a_foreign_reuseport_listener() -> None:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs epoll and procfs")
 def test_requests_is_still_an_alias_for_connections_in_latency() -> None:
-    proc = subprocess.run(
-        [*CLI, "latency", "-w", "1", "-c", "2", "--requests", "40"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "COLUMNS": "200"},
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert re.search(r"\b40 connections, 2 concurrent", proc.stdout), proc.stdout
-    assert re.search(r"^Duration in ms \(epoll\) .* count:40$", proc.stdout, re.MULTILINE), proc.stdout
+    result = run_cli(["latency", "-w", "1", "-c", "2", "--requests", "40"])
+    assert result.exit_code == 0, result.output
+    assert re.search(r"\b40 connections, 2 concurrent", result.stdout), result.stdout
+    assert re.search(r"^Duration in ms \(epoll\) .* count:40$", result.stdout, re.MULTILINE), result.stdout
     both = run_cli(["latency", "--requests", "40", "-n", "40"])
     assert_one_error_line(both, 2, "--requests is its old name")

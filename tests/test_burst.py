@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 
 from accept_order.errors import PlanError
 from accept_order.experiments.burst import run as burst
@@ -33,8 +34,11 @@ def test_every_client_is_served_or_failed_and_the_table_has_a_row_per_count(tmp_
     for run in doc["runs"]:
         assert [c["clients"] for c in run["cells"]] == [200, 400]  # smallest first
         for cell in run["cells"]:
-            assert sum(cell["served"]) + sum(cell["errors"].values()) == cell["clients"]
+            # The listen backlog (511, per listener) holds every client of a burst: none may fail.
+            assert cell["errors"] == {} and sum(cell["served"]) == cell["clients"], cell
             assert sum(d["requests"] for d in cell["drivers"]) == cell["clients"]
+            if run["server"]["mode"] == "reuseport":  # a hash over 200+ connections reaches every listener
+                assert len(cell["served"]) == 3 and min(cell["served"]) > 0, cell["served"]
     rows = [line.split()[0] for line in proc.stdout.splitlines() if line.strip()[:3].isdigit()]
     assert rows == ["200", "400"]
     shown = subprocess.run([sys.executable, "-m", "accept_order", "show", str(out)], capture_output=True, text=True)
@@ -79,12 +83,7 @@ def test_more_clients_than_local_ports_is_refused(monkeypatch: pytest.MonkeyPatc
 
 
 def test_servers_is_the_same_option_as_server() -> None:
-    proc = subprocess.run(
-        [*COMMAND, "--servers", "builtin", "--modes", "epoll,reuseport", "--clients", "50", "-w", "2"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
-    header = next(line for line in proc.stdout.splitlines() if line.strip().startswith("clients"))
+    result = run_cli(["burst", "--servers", "builtin", "--modes", "epoll,reuseport", "--clients", "50", "-w", "2"])
+    assert result.exit_code == 0, result.output
+    header = next(line for line in result.stdout.splitlines() if line.strip().startswith("clients"))
     assert header.split() == ["clients", "epoll", "reuseport"]

@@ -70,16 +70,31 @@ def test_accept_mutex_others_take_over_after_the_delay_under_load() -> None:
     assert empty > 0  # waking after the delay to find the lock taken is an empty wakeup
 
 
+def lock_holders(pids: list[int]) -> list[int]:
+    """Which of `pids` hold a POSIX record lock, from the kernel's /proc/locks (the accept mutex is one).
+    A line reads "1: POSIX  ADVISORY  WRITE 4242 00:2a:1234 0 EOF"; a blocked waiter's has "->" first."""
+    with open("/proc/locks") as f:
+        rows = [line.split() for line in f]
+    return [int(r[4]) for r in rows if len(r) > 4 and r[1] == "POSIX" and r[4].isdigit() and int(r[4]) in pids]
+
+
 def test_a_killed_lock_holder_does_not_stop_the_server() -> None:
-    """SIGKILL while holding the lock: the supervisor frees it, as nginx's master does."""
+    """SIGKILL while holding the lock: the kernel frees a dead process's record locks (nginx's master must
+    force-unlock its shared-memory one), so the other worker takes the lock and every connection."""
     import socket
 
     spec = ServerSpec(mode="accept-mutex", workers=2, mutex_delay_ms=20)
     with WorkerPool(spec.validated()) as pool:
-        assert pool.retire(0, "kill")  # worker 0 took the lock first and sleeps holding it
+        first, second = pool.pids
+        # Workers start one at a time, each asleep before the next: worker 0 took the lock first and sleeps
+        # holding it, and worker 1 found it taken.
+        assert lock_holders([first, second]) == [first]
+        assert pool.retire(0, "kill")
         for _ in range(3):
             with socket.create_connection(pool.address, timeout=5) as conn:
                 assert conn.recv(100).startswith(b"worker 1 ")
+        # Between connections the holder takes the lock back before it waits: it is worker 1's now.
+        assert wait_for(lambda: lock_holders([first, second]) == [second], 5), lock_holders([first, second])
 
 
 def test_fd_pass_worker_that_leaves_loses_nothing() -> None:

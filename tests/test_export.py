@@ -7,19 +7,18 @@ from __future__ import annotations
 import csv
 import io
 import json
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from click.testing import Result
+from conftest import assert_one_error_line, run_cli
 
 DATA = Path(__file__).parent / "data" / "v1"
-CLI = [sys.executable, "-m", "accept_order"]
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=180)
+def cli(*args: str) -> Result:
+    return run_cli(list(args))
 
 
 @pytest.fixture(scope="module")
@@ -28,8 +27,8 @@ def latency_files(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     paths = []
     for i in range(2):
         path = tmp / f"lat{i}.json"
-        proc = cli("latency", "-n", "500", "-c", "4", "-w", "2", "--json", str(path))
-        assert proc.returncode == 0, proc.stderr
+        result = cli("latency", "-n", "500", "-c", "4", "-w", "2", "--json", str(path))
+        assert result.exit_code == 0, result.output
         paths.append(path)
     return paths
 
@@ -39,9 +38,9 @@ def rows(text: str) -> list[dict[str, str]]:
 
 
 def test_json_is_the_version_2_document() -> None:
-    proc = cli("show", str(DATA / "compare.json"), "--format", "json")
-    assert proc.returncode == 0, proc.stderr
-    doc = json.loads(proc.stdout)
+    result = cli("show", str(DATA / "compare.json"), "--format", "json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
     assert doc["version"] == 2 and doc["kind"] == "compare" and len(doc["runs"]) >= 2
 
 
@@ -76,14 +75,15 @@ def test_a_formula_in_a_file_stays_text(tmp_path: Path) -> None:
 
 
 def test_a_table_the_result_does_not_have_is_one_line(latency_files: list[Path]) -> None:
-    proc = cli("show", str(latency_files[0]), "--format", "csv", "--table", "records")
-    assert proc.returncode == 2 and "no connection records" in proc.stderr and len(proc.stderr.splitlines()) == 1
+    result = cli("show", str(latency_files[0]), "--format", "csv", "--table", "records")
+    assert_one_error_line(result, 2, "a latency result has no connection records")
+    assert result.stdout == ""
 
 
 def test_merge_adds_exactly(latency_files: list[Path], tmp_path: Path) -> None:
     out = tmp_path / "merged.json"
-    proc = cli("merge", *map(str, latency_files), "--json", str(out))
-    assert proc.returncode == 0, proc.stderr
+    result = cli("merge", *map(str, latency_files), "--json", str(out))
+    assert result.exit_code == 0, result.output
     a, b, m = (json.loads(p.read_text()) for p in (*latency_files, out))
     counts = Counter({us: n for us, n in a["histogram"]["counts"]})
     counts.update({us: n for us, n in b["histogram"]["counts"]})
@@ -93,15 +93,14 @@ def test_merge_adds_exactly(latency_files: list[Path], tmp_path: Path) -> None:
     assert m["wall_s"] == pytest.approx(a["wall_s"] + b["wall_s"], abs=1e-5)
     assert [f["file"] for f in m["evidence"]["merged_from"]["files"]] == list(map(str, latency_files))
     concurrent = tmp_path / "concurrent.json"
-    assert cli("merge", *map(str, latency_files), "--concurrent", "--json", str(concurrent)).returncode == 0
+    assert cli("merge", *map(str, latency_files), "--concurrent", "--json", str(concurrent)).exit_code == 0
     assert json.loads(concurrent.read_text())["wall_s"] == pytest.approx(max(a["wall_s"], b["wall_s"]), abs=1e-5)
 
 
 def test_merge_refuses_different_experiments(latency_files: list[Path], tmp_path: Path) -> None:
     other = tmp_path / "other.json"
-    assert cli("latency", "-m", "reuseport", "-n", "200", "-c", "4", "-w", "2", "--json", str(other)).returncode == 0
-    proc = cli("merge", str(latency_files[0]), str(other))
-    assert proc.returncode == 1 and "not the same experiment" in proc.stderr and "mode" in proc.stderr
-    assert cli("merge", str(latency_files[0])).returncode == 2
+    assert cli("latency", "-m", "reuseport", "-n", "200", "-c", "4", "-w", "2", "--json", str(other)).exit_code == 0
+    assert_one_error_line(cli("merge", str(latency_files[0]), str(other)), 1, "not the same experiment", "mode")
+    assert cli("merge", str(latency_files[0])).exit_code == 2
     wrong = cli("merge", str(DATA / "compare.json"), str(DATA / "compare.json"))
-    assert wrong.returncode == 1 and "merge adds latency results" in wrong.stderr
+    assert_one_error_line(wrong, 1, "merge adds latency results")

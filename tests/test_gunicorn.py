@@ -5,13 +5,12 @@ missing or too old gunicorn is one line."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
+from collections import Counter
 from pathlib import Path
 
 import psutil
 import pytest
-from conftest import gone
+from conftest import gone, run_cli
 
 from accept_order import session
 from accept_order.experiments.order.result import RunResult
@@ -35,16 +34,39 @@ def test_access_log_agrees_with_the_records(mode: str) -> None:
     assert result.failed == 0 and result.served == CONNECTIONS, result.records
     witness = result.evidence["witness"]
     assert witness["source"] == "gunicorn access log"
-    assert [pid for pid, _ in witness["requests"]] == [r.pid for r in result.records]
-    assert {r.pid for r in result.records} <= {c.pid for c in result.counters}
+    log_pids = [pid for pid, _ in witness["requests"]]
+    assert log_pids == [r.pid for r in result.records]
+    # per-worker counts: gunicorn's own tally by pid, in worker order, is the tool's tally
+    by_pid = Counter(log_pids)
+    assert [by_pid[c.pid] for c in sorted(result.counters, key=lambda c: c.index)] == result.counts
+    assert sum(result.counts) == CONNECTIONS and set(by_pid) <= {c.pid for c in result.counters}
+    assert all(1 <= port <= 65535 and port != result.port for _, port in witness["requests"])  # client ports
 
 
-@pytest.mark.parametrize(("mode", "listeners"), [("select", 1), ("reuseport", 3)])
-def test_reuse_port_gives_each_worker_its_own_listener(mode: str, listeners: int) -> None:
-    """gunicorn 23+ opens one SO_REUSEPORT socket per worker after the fork; by default the master's one."""
-    result = gunicorn_run(mode, connections=6)
-    assert len(result.evidence["listeners"]["start"]) == listeners
-    assert result.verdict.expected  # reuseport: hash-spread; select: a herd predicts no order
+def test_reuse_port_gives_each_worker_its_own_listener() -> None:
+    """gunicorn 23+ opens one SO_REUSEPORT socket per worker after the fork: three sockets (three inodes) on
+    one port, and the verdict is the hash the mode's metadata names, not an idle order."""
+    result = gunicorn_run("reuseport", connections=6)
+    listeners = result.evidence["listeners"]["start"]
+    assert len(listeners) == 3 and len({row["inode"] for row in listeners}) == 3, listeners
+    assert {row["port"] for row in listeners} == {result.port}
+    assert result.verdict.pattern.startswith("hash-spread"), result.verdict
+    assert result.failed == 0 and result.served == 6
+
+
+def test_select_shares_the_masters_socket_and_wakes_every_worker() -> None:
+    """By default every sync worker waits in select() on the master's one socket: a non-exclusive wait, so
+    each connection wakes every idle worker, and each goes back to sleep (one voluntary switch) whether it
+    won the accept or not. The run settles (every worker asleep) before each connection."""
+    result = gunicorn_run("select")
+    (listener,) = result.evidence["listeners"]["start"]
+    assert listener["port"] == result.port
+    assert result.failed == 0 and result.served == CONNECTIONS
+    switches = [c.voluntary_switches for c in result.counters]
+    assert len(switches) == 3 and None not in switches, switches
+    # The last connection's losers may not be back asleep when the counters are read: hence - 1.
+    assert min(s for s in switches if s is not None) >= CONNECTIONS - 1, switches
+    assert not result.verdict.pattern.startswith("hash-spread"), result.verdict
 
 
 def test_processes_and_files_are_the_tools(tmp_path: Path) -> None:
@@ -77,15 +99,9 @@ def test_under_load_every_connection_is_counted() -> None:
 
 
 def test_cli_compares_builtin_and_gunicorn_in_one_table() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "accept_order", "compare", "--server", "builtin,gunicorn", "--modes", "select,reuseport"]
-        + ["-n", "6"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
-    rows = [line.split()[:2] for line in proc.stdout.splitlines() if line.strip().startswith(("builtin", "gunicorn"))]
+    result = run_cli(["compare", "--server", "builtin,gunicorn", "--modes", "select,reuseport", "-n", "6"])
+    assert result.exit_code == 0, result.output
+    rows = [line.split()[:2] for line in result.stdout.splitlines() if line.strip().startswith(("builtin", "gunicorn"))]
     assert rows == [["builtin", "select"], ["builtin", "reuseport"], ["gunicorn", "select"], ["gunicorn", "reuseport"]]
 
 

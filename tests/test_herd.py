@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import assert_one_error_line, run_cli
 from rich.console import Console
 
 from accept_order import api
 from accept_order.analysis.herd import HERD_THRESHOLD, herd_row, nearest_rank
-from accept_order.cli.herd import herd as herd_command
 from accept_order.errors import PlanError
 from accept_order.experiments.herd.report import herd_report, herd_table
 from accept_order.experiments.herd.result import HerdResult
@@ -22,12 +21,11 @@ from accept_order.experiments.order.result import RunResult
 from accept_order.measures import ConnectionRecord, Environment, Verdict, WorkerCounters
 from accept_order.render import render_document
 from accept_order.results import envelope
-from accept_order.servers.modes import MODES, parse_modes
+from accept_order.servers.modes import MODES
 from accept_order.session import run_sequential
 from accept_order.spec import SequentialLoad, ServerSpec
 
 LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs epoll and procfs")
-CLI = [str(Path(sys.executable).with_name("accept-order"))]
 
 
 def text_of(renderable: object) -> str:
@@ -246,11 +244,26 @@ def test_v1_herd_file_renders_without_acceptor() -> None:
     assert "cpu µs/conn" in shown and "*" not in shown.split("wakeups:")[0]
 
 
-def test_default_modes_include_poll_and_select() -> None:
-    (modes,) = [p for p in herd_command.params if p.name == "modes"]
-    default = parse_modes(str(modes.default))
-    assert set(default) == set(MODES)
-    assert {"poll", "select", "epoll-herd", "blocking", "epoll"} <= set(default)
+def test_by_default_herd_runs_every_mode_this_machine_has(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No --modes: every built-in mode, in the registry's order, 4 workers and 20 settled connections each;
+    a mode this machine lacks is listed with its reason and never started."""
+    started: list[tuple[ServerSpec, SequentialLoad]] = []
+
+    def record(spec: ServerSpec, load: SequentialLoad, on_record: object = None) -> RunResult:
+        started.append((spec, load))
+        return fake_run(spec.mode, [4] * spec.workers)
+
+    monkeypatch.setattr(api, "run_sequential", record)
+    monkeypatch.setattr(MODES["epoll-herd"], "unavailable", lambda: "pretend this kernel lacks it")
+    result = run_cli(["herd"])
+    assert result.exit_code == 0, result.output
+    expected = [m for m in MODES if MODES[m].unavailable() is None]
+    assert "epoll-herd" not in expected and {"blocking", "epoll", "poll", "select"} <= set(expected)
+    assert [spec.mode for spec, _ in started] == expected
+    assert {(spec.server, spec.workers) for spec, _ in started} == {("builtin", 4)}
+    assert {(load.connections, load.settle, load.gap_ms) for _, load in started} == {(20, True, 0.0)}
+    (skipped,) = [line.split() for line in result.stdout.splitlines() if line.strip().startswith("epoll-herd ")]
+    assert " ".join(skipped[-7:]) == "not available: pretend this kernel lacks it", skipped
 
 
 def test_bad_options_fail_before_any_worker_starts(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -272,10 +285,6 @@ def test_bad_options_fail_before_any_worker_starts(monkeypatch: pytest.MonkeyPat
 # ------------------------------------------------------------------------------------------------
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=120)
-
-
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -287,24 +296,22 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     ],
 )
 def test_cli_usage_errors_are_one_line(args: list[str], message: str) -> None:
-    proc = run_cli("herd", *args)
-    assert proc.returncode == 2
-    assert proc.stdout == ""
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and message in lines[0], proc.stderr
+    result = run_cli(["herd", *args])
+    assert_one_error_line(result, 2, message)
+    assert result.stdout == ""
 
 
 @LINUX_ONLY
 def test_cli_herd_writes_json_and_show_prints_it(tmp_path: Path) -> None:
     path = tmp_path / "h.json"
-    proc = run_cli("herd", "--modes", "blocking,epoll-herd", "-w", "2", "-n", "4", "--json", str(path))
-    assert proc.returncode == 0, proc.stderr
-    assert "accept-order herd" in proc.stdout and "epoll-herd" in proc.stdout
+    result = run_cli(["herd", "--modes", "blocking,epoll-herd", "-w", "2", "-n", "4", "--json", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "accept-order herd" in result.stdout and "epoll-herd" in result.stdout
     kind, doc = envelope.load(path)
     assert kind == "herd"
-    result = HerdResult.from_dict(doc)
-    assert [r.mode for r in result.runs] == ["blocking", "epoll-herd"]
-    assert all(r.server.workers == 2 and len(r.records) == 4 for r in result.runs)
-    shown = run_cli("show", str(path))
-    assert shown.returncode == 0, shown.stderr
-    assert "accept-order herd" in shown.stdout and "epoll-herd" in shown.stdout
+    herd = HerdResult.from_dict(doc)
+    assert [r.mode for r in herd.runs] == ["blocking", "epoll-herd"]
+    assert all(r.server.workers == 2 and len(r.records) == 4 for r in herd.runs)
+    shown = run_cli(["show", str(path)])
+    assert shown.exit_code == 0, shown.output
+    assert shown.stdout == result.stdout  # `show` prints the herd exactly as `herd` did

@@ -88,8 +88,8 @@ def saved(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     files: dict[str, Path] = {}
     for name, args in SAVED.items():
         path = folder / f"{name}.json"
-        done = _accept_order(*args, "--json", str(path), cwd=folder)
-        assert done.returncode == 0, f"accept-order {' '.join(args)}: {done.stderr}"
+        done = run_cli([*args, "--json", str(path)])
+        assert done.exit_code == 0, f"accept-order {' '.join(args)}: {done.output}"
         files[name] = path
     run = json.loads(files["run"].read_text())
     for name, document in (("serve", _serve_document(run)), ("reload", _reload_document(run))):

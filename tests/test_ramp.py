@@ -5,35 +5,40 @@ in the listen queue (back-pressure) where the kernel shows it."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+import re
 from pathlib import Path
 
 import pytest
+from conftest import assert_one_error_line, run_cli
 
 from accept_order.experiments.ramp.run import RampPlan, run_ramp
 from accept_order.servers.launched.haproxy import haproxy_missing
 from accept_order.spec import ServerSpec
 
-COMMAND = [sys.executable, "-m", "accept_order", "ramp"]
-
 
 def test_every_step_is_counted_and_saved(tmp_path: Path) -> None:
+    """Open-loop steps of 100 and 200 new connections a second for 0.5 s each: every connection started was
+    served (the listen queue, 511, holds far more than are ever in flight), none beyond the ones that came due,
+    and each served connection left a TIME-WAIT socket behind (the worker closes first; TIME-WAIT lasts 60 s,
+    so step 2 still sees step 1's). Whether the load generator started every due connection in time is a
+    matter of CPU time on a shared machine, so the step's own "held" is not asserted."""
     out = tmp_path / "ramp.json"
-    proc = subprocess.run(
-        [*COMMAND, "-w", "2", "--rates", "100,200", "--step", "500ms", "--keep-going", "--json", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
+    result = run_cli(["ramp", "-w", "2", "--rates", "100,200", "--step", "500ms", "--keep-going", "--json", str(out)])
+    assert result.exit_code == 0, result.output
     doc = json.loads(out.read_text())
     assert doc["kind"] == "ramp" and [s["offered"] for s in doc["steps"]] == [100, 200]
+    procs = doc["plan"]["driver_procs"]
+    served_so_far = 0
     for step in doc["steps"]:
-        assert step["kind"] == "rate" and sum(step["served"]) > 0
-        assert "time-wait" in step["sockets"] or "estab" in step["sockets"]
-    shown = subprocess.run([sys.executable, "-m", "accept_order", "show", str(out)], capture_output=True, text=True)
-    assert shown.returncode == 0 and "accept-order ramp" in shown.stdout
+        served = sum(step["served"])
+        assert step["kind"] == "rate" and step["errors"] == {}, step
+        # Connection k of a driver is due at k / its rate: one more per driver may start at the deadline.
+        assert 0 < served <= step["offered"] * 0.5 + procs, step
+        served_so_far += served
+        assert step["sockets"]["time-wait"] >= served_so_far, step["sockets"]
+        assert step["sockets"]["listen"] >= 1 and len(step["queues"]) == 1, step  # one shared listener
+    shown = run_cli(["show", str(out)])
+    assert shown.exit_code == 0 and "accept-order ramp" in shown.stdout
 
 
 def test_it_stops_at_the_first_step_that_does_not_hold_and_says_why() -> None:
@@ -43,8 +48,9 @@ def test_it_stops_at_the_first_step_that_does_not_hold_and_says_why() -> None:
     assert len(result.steps) == 1
     held, broke = result.knee
     assert held is None and broke is result.steps[0]
-    assert broke.reasons and broke.reasons[0].startswith("p99 ")
-    assert broke.finished == sum(broke.served) + broke.failed > 0
+    assert broke.errors == {} and sum(broke.served) > 0  # it broke on its tail alone
+    (reason,) = broke.reasons
+    assert re.fullmatch(r"p99 \d+\.\d ms > 0\.001 ms", reason), reason
 
 
 @pytest.mark.skipif(bool(haproxy_missing()), reason=str(haproxy_missing()))
@@ -65,6 +71,6 @@ def test_haproxy_maxconn_leaves_the_excess_in_the_listen_queue() -> None:
     ],
 )
 def test_bad_input_is_one_line(args: list[str], message: str) -> None:
-    proc = subprocess.run([*COMMAND, *args], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 2, proc.stderr
-    assert message in proc.stderr and "Traceback" not in proc.stderr
+    result = run_cli(["ramp", *args])
+    assert_one_error_line(result, 2, message)
+    assert result.stdout == ""

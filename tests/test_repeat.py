@@ -1,20 +1,72 @@
 """--repeat: the variants run in interleaved rounds (A B A B), every figure is reported with its range, and
-the verdict says how many runs agree; a kernel-guaranteed order agrees in every run."""
+the verdict says how many runs agree; a kernel-guaranteed order agrees in every run.
+
+The verdict over the runs is checked on synthetic rounds, where the inputs decide it (a tail that is the
+tightest in every round, in 4 of 5, in 3 of 5, in none), and the live runs are checked against the verdict
+of the rounds they saved."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-from accept_order.analysis.stability import Spread
+import pytest
+from conftest import run_cli
+from rich.console import Console
+
+from accept_order.analysis.stability import Spread, latency_stability, order_stability
+from accept_order.experiments.latency.result import LatencyResult
+from accept_order.experiments.order.result import RunResult
 from accept_order.experiments.repeat.result import machine_warnings
 from accept_order.experiments.repeat.run import interleaved
+from accept_order.histogram import LatencyHistogram
+from accept_order.loads.drive_loop import DriverStats
+from accept_order.measures import ConnectionRecord, Environment, Verdict, WorkerCounters
+from accept_order.render import render_document
+from accept_order.spec import ClosedLoopLoad, SequentialLoad, ServerSpec
 
-CLI = [sys.executable, "-m", "accept_order"]
-WIDE = {**os.environ, "COLUMNS": "200"}  # a verdict on one line
+ENV = Environment("Linux", "6.0", "x86_64", 2, 4096, "3.11", "host", "2024-01-01T00:00:00+00:00")
+TIGHT = [30_000] * 98 + [29_000, 31_000]  # p99 30 ms, small deviation
+WIDE = [2_000] * 25 + [30_000] * 50 + [60_000] * 24 + [140_000]  # p99 60 ms, wide
+
+
+def latency(mode: str, values_us: list[int]) -> LatencyResult:
+    hist = LatencyHistogram()
+    for us in values_us:
+        hist.add(us)
+    return LatencyResult(
+        server=ServerSpec(mode=mode, workers=2).validated(),
+        load=ClosedLoopLoad(connections=len(values_us), concurrency=4).validated(),
+        environment=ENV,
+        port=1234,
+        histogram=hist,
+        errors={},
+        served=(len(values_us) // 2, len(values_us) - len(values_us) // 2),
+        counters=(WorkerCounters(0, 100, 5, 5, 0, 1), WorkerCounters(1, 101, 5, 5, 0, 1)),
+        drivers=(DriverStats(0, 4, len(values_us), 1.0, 0.2, 0.1),),
+        wall_s=2.0,
+    )
+
+
+def ordered(mode: str, pattern: str) -> RunResult:
+    """A sequential run whose verdict is `pattern` (the records are not what the verdict is read from)."""
+    records = tuple(ConnectionRecord(k, k % 2, 100 + k % 2, 10 * k, 5) for k in range(4))
+    counters = tuple(WorkerCounters(i, 100 + i, 2, 2, 0, 1, voluntary_switches=2) for i in range(2))
+    verdict = Verdict(pattern, None, 4, 4, "why", 1.0, 1.0, True, 1.0)
+    return RunResult(ServerSpec(mode=mode, workers=2), SequentialLoad(connections=4), ENV, 1234, records, counters,
+                     verdict)  # fmt: skip
+
+
+def text_of(renderable: object) -> str:
+    console = Console(width=300, record=True, color_system=None)
+    with console.capture() as capture:
+        console.print(renderable)
+    return capture.get()
+
+
+BLOCKING_WINS = [latency("blocking", TIGHT), latency("reuseport", WIDE)]
+REUSEPORT_WINS = [latency("blocking", WIDE), latency("reuseport", TIGHT)]
+NEITHER = [latency("blocking", TIGHT), latency("reuseport", TIGHT)]
 
 
 def test_rounds_interleave_the_variants() -> None:
@@ -28,42 +80,93 @@ def test_spread_is_median_and_range() -> None:
     assert (s.median, s.low, s.high) == (2.5, 1.0, 10.0)
 
 
+# -- the verdict over the runs, from inputs that decide it ----------------------------------------------
+
+
+def test_a_tail_tightest_in_every_round_is_the_verdict() -> None:
+    verdict = latency_stability([BLOCKING_WINS] * 3)
+    assert (verdict.winner, verdict.agree, verdict.rounds, verdict.conclusive) == ("blocking", 3, 3, True)
+    assert verdict.text == "blocking has the tightest tail in 3/3 runs; the next p99 was 2.00 (2.00-2.00)× its p99"
+
+
+def test_four_rounds_of_five_are_enough() -> None:
+    verdict = latency_stability([BLOCKING_WINS] * 4 + [REUSEPORT_WINS])
+    assert (verdict.winner, verdict.agree, verdict.conclusive) == ("blocking", 4, True)
+    # The ratios are the others' p99 over the winner's, every round: 2.0 four times, 0.5 once.
+    assert verdict.text == "blocking has the tightest tail in 4/5 runs; the next p99 was 2.00 (0.50-2.00)× its p99"
+
+
+def test_three_rounds_of_five_are_inconclusive_and_name_the_rival() -> None:
+    verdict = latency_stability([REUSEPORT_WINS, BLOCKING_WINS, REUSEPORT_WINS, BLOCKING_WINS, BLOCKING_WINS])
+    assert (verdict.winner, verdict.agree, verdict.conclusive) == ("blocking", 3, False)
+    assert verdict.text == (
+        "inconclusive at this size: blocking had the tightest tail in 3/5 runs, reuseport in 2; the next p99 was "
+        "2.00 (0.50-2.00)× its p99; try more connections (-n), --pin, or more --repeat"
+    )
+
+
+def test_equal_tails_in_every_round_are_no_clear_difference() -> None:
+    verdict = latency_stability([NEITHER] * 2)
+    assert (verdict.winner, verdict.agree, verdict.conclusive) == (None, 0, False)
+    assert verdict.text == (
+        "no variant had the tightest p99, p99.9 and deviation together in any of 2 runs: no clear difference at "
+        "this size"
+    )
+
+
+def test_the_saved_repeat_prints_the_verdict_of_its_rounds() -> None:
+    rounds = [BLOCKING_WINS, BLOCKING_WINS, REUSEPORT_WINS]
+    doc = {"of": "latency-compare", "rounds": [[r.to_dict() for r in row] for row in rounds], "machine": {}}
+    verdicts = [line for line in text_of(render_document("repeat", doc)).splitlines() if line.startswith("Verdict:")]
+    assert verdicts == [
+        "Verdict: inconclusive at this size: blocking had the tightest tail in 2/3 runs, reuseport in 1; the next "
+        "p99 was 2.00 (0.50-2.00)× its p99; try more connections (-n), --pin, or more --repeat"
+    ]
+
+
+def test_order_verdicts_count_the_runs_that_agree() -> None:
+    herd = "thundering herd ({} workers woken per connection); order: no clear order (no idle-order model fits)"
+    rounds = [
+        [ordered("blocking", "rotation (FIFO among idle workers)"), ordered("poll", herd.format("2.8"))],
+        [ordered("blocking", "rotation (FIFO among idle workers)"), ordered("poll", herd.format("3.0"))],
+        [ordered("blocking", "most-recent-waiter (LIFO)"), ordered("poll", herd.format("2.9"))],
+    ]
+    stability = order_stability(rounds)
+    assert stability["blocking"].text == "rotation (FIFO among idle workers) in 2/3 runs: the runs disagree"
+    assert stability["blocking"].conclusive is False
+    # A herd's measured size differs from run to run; the pattern is the same herd.
+    expected = "thundering herd (workers woken per connection); order: no clear order (no idle-order model fits)"
+    assert stability["poll"].text == f"{expected} in 3/3 runs" and stability["poll"].conclusive is True
+
+
+# -- live runs -------------------------------------------------------------------------------------------
+
+
 def test_a_kernel_order_agrees_in_every_run(tmp_path: Path) -> None:
     out = tmp_path / "rep.json"
-    proc = subprocess.run(
-        [*CLI, "compare", "--modes", "blocking,epoll", "-n", "6", "--repeat", "3", "--json", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=WIDE,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "rotation (FIFO among idle workers) in 3/3 runs" in proc.stdout
+    result = run_cli(["compare", "--modes", "blocking,epoll", "-n", "6", "--repeat", "3", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "rotation (FIFO among idle workers) in 3/3 runs" in result.stdout
     doc = json.loads(out.read_text())
     assert doc["kind"] == "repeat" and doc["of"] == "compare" and len(doc["rounds"]) == 3
     assert [[r["server"]["mode"] for r in row] for row in doc["rounds"]] == [["blocking", "epoll"]] * 3
     assert "load_average" in doc["machine"]["before"]
-    shown = subprocess.run([*CLI, "show", str(out)], capture_output=True, text=True, timeout=60, env=WIDE)
-    assert shown.returncode == 0 and "in 3/3 runs" in shown.stdout
+    shown = run_cli(["show", str(out)])
+    assert shown.exit_code == 0 and shown.stdout == result.stdout
 
 
-def test_latency_repeat_reports_medians_and_a_verdict_that_counts_runs(tmp_path: Path) -> None:
+def test_latency_repeat_reports_medians_and_the_verdict_of_its_rounds(tmp_path: Path) -> None:
     out = tmp_path / "rep.json"
-    proc = subprocess.run(
-        [*CLI, "latency", "--modes", "blocking,reuseport", "-n", "300", "-c", "4", "-w", "2", "--repeat", "2"]
-        + ["--json", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=WIDE,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "median (min-max) over the runs" in proc.stdout
-    verdict = next(line for line in proc.stdout.splitlines() if line.startswith("Verdict: "))
-    assert "/2 runs" in verdict or "no clear difference" in verdict
-    assert "samples: its p99.9 is one of its slowest few" in proc.stdout  # 300 samples is too few for p99.9
+    args = ["latency", "--modes", "blocking,reuseport", "-n", "300", "-c", "4", "-w", "2", "--repeat", "2"]
+    result = run_cli([*args, "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "median (min-max) over the runs" in result.stdout
+    assert "samples: its p99.9 is one of its slowest few" in result.stdout  # 300 samples is too few for p99.9
     doc = json.loads(out.read_text())
     assert doc["of"] == "latency-compare" and all(len(row) == 2 for row in doc["rounds"])
+    rounds = [[LatencyResult.from_dict(r) for r in row] for row in doc["rounds"]]
+    verdicts = [line for line in result.stdout.splitlines() if line.startswith("Verdict: ")]
+    assert verdicts == [f"Verdict: {latency_stability(rounds).text}"]
 
 
 def test_machine_warnings_say_when_the_machine_moved() -> None:
@@ -76,27 +179,33 @@ def test_machine_warnings_say_when_the_machine_moved() -> None:
     assert machine_warnings(quiet, after | {"cpu_jiffies": {"total": 2000, "steal": 1}}, 4) == []
 
 
-def test_run_and_herd_repeat_too(tmp_path: Path) -> None:
-    for args in (["run", "-m", "blocking", "-n", "6"], ["herd", "--modes", "epoll", "-w", "2", "-n", "6"]):
-        out = tmp_path / f"{args[0]}.json"
-        proc = subprocess.run(
-            [*CLI, *args, "--repeat", "2", "--json", str(out)], capture_output=True, text=True, timeout=120, env=WIDE
-        )
-        assert proc.returncode == 0, proc.stderr
-        doc = json.loads(out.read_text())
-        assert doc["of"] == args[0] and len(doc["rounds"]) == 2 and "in 2/2 runs" in proc.stdout
+@pytest.mark.parametrize(
+    ("args", "verdict"),
+    [
+        (["run", "-m", "blocking", "-n", "6"], "rotation (FIFO among idle workers) in 2/2 runs"),
+        (
+            ["herd", "--modes", "epoll", "-w", "2", "-n", "6"],
+            "one worker takes all (first-registered wins) in 2/2 runs",
+        ),
+    ],
+)
+def test_run_and_herd_repeat_too(tmp_path: Path, args: list[str], verdict: str) -> None:
+    out = tmp_path / f"{args[0]}.json"
+    result = run_cli([*args, "--repeat", "2", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(out.read_text())
+    assert doc["of"] == args[0] and len(doc["rounds"]) == 2
+    assert verdict in result.stdout
 
 
 def test_a_repeated_result_draws(tmp_path: Path) -> None:
-    import pytest
-
     pytest.importorskip("matplotlib")
     out = tmp_path / "rep.json"
     args = ["compare", "--modes", "blocking,epoll", "-n", "6", "--repeat", "2", "--json", str(out)]
-    assert subprocess.run([*CLI, *args], capture_output=True, timeout=120).returncode == 0
+    assert run_cli(args).exit_code == 0
     png = tmp_path / "rep.png"
-    proc = subprocess.run([*CLI, "plot", str(out), "-o", str(png)], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
+    result = run_cli(["plot", str(out), "-o", str(png)])
+    assert result.exit_code == 0, result.output
     from matplotlib.image import imread
 
     assert imread(png).shape[1] >= 400
@@ -105,8 +214,8 @@ def test_a_repeated_result_draws(tmp_path: Path) -> None:
 def test_sweep_repeats_each_accept_batch_as_its_own_variant(tmp_path: Path) -> None:
     out = tmp_path / "sweep.json"
     args = ["sweep", "--accept-batch", "1,0", "-n", "300", "-c", "4", "-w", "2", "--repeat", "2", "--json", str(out)]
-    proc = subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=120, env=WIDE)
-    assert proc.returncode == 0, proc.stderr
-    assert "accept-batch 1" in proc.stdout and "accept-batch none" in proc.stdout
+    result = run_cli(args)
+    assert result.exit_code == 0, result.output
+    assert "accept-batch 1" in result.stdout and "accept-batch none" in result.stdout
     doc = json.loads(out.read_text())
     assert [[r["server"]["accept_batch"] for r in row] for row in doc["rounds"]] == [[1, 0], [1, 0]]

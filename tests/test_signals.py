@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import psutil
 import pytest
-from conftest import OutputReader, wait_for
+from conftest import OutputReader, assert_one_error_line, run_cli, wait_for
 
 from accept_order.loads.protocol import parse_reply
 from accept_order.servers.worker import FAULT_ENV
@@ -220,16 +220,15 @@ def test_serve_ends_when_a_worker_dies_naming_it(command: list[Command]) -> None
     assert_gone(list(pids.values()))
 
 
-def test_serve_port_in_use_exits_1(command: list[Command]) -> None:
+def test_serve_port_in_use_exits_1() -> None:
+    """No signal here: in-process."""
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)
         port = taken.getsockname()[1]
-        cmd = start(command, "serve", "--port", str(port))
-        code, out, err = cmd.finish()
-    assert code == 1
+        result = run_cli(["serve", "--port", str(port)])
     # 0.2 also names who holds the port (this test process).
-    (line,) = err.splitlines()
+    line = assert_one_error_line(result, 1)
     assert re.fullmatch(
         rf"accept-order: error: port {port} on 127\.0\.0\.1 is already in use by pid {os.getpid()} \(.+\)", line
     ), line
