@@ -6,10 +6,11 @@
 - every connection the load generator finished is served or failed; the host's tcp_migrate_req is untouched.
 The command runs in a private network namespace of its own, so it needs root; without, it must say so.
 
-The load keeps the queues full: 32 clients in a closed loop against 3 workers that each spend 5 ms of CPU on a
-connection, so the workers set the pace and the connections not being served (about 29) wait in the accept
-queues (or, for fd-pass, in the workers' sockets) at every moment. A row where the kernel promises nothing
-then does lose connections, and a row that loses nothing had something to lose."""
+The load aims to keep the queues full (32 clients in a closed loop against 3 workers that each spend 5 ms of CPU
+on a connection), so that a row that loses nothing usually had something to lose. How much is queued at the
+moment a worker goes still depends on the machine (on a busy one the clients, not the workers, may set the
+pace), so the rows only bound what may be lost; that the loss happens where the kernel promises nothing is
+shown by construction with the worker pool: a worker stopped (SIGSTOP) while connections queue for it."""
 
 from __future__ import annotations
 
