@@ -13,7 +13,7 @@ from conftest import assert_one_error_line, needs_ipv6, run_cli
 
 from accept_order.analysis.order import is_rotation
 from accept_order.experiments.order.result import RunResult
-from accept_order.results.envelope import SCHEMA_VERSION, load
+from accept_order.results.envelope import SCHEMA_VERSION, load, tool_version
 from accept_order.servers.modes import MODES
 from accept_order.servers.registry import available_modes
 
@@ -118,7 +118,9 @@ def test_modes_lists_every_mode() -> None:
 
 
 def test_version_and_help() -> None:
-    assert run_cli(["--version"]).exit_code == 0
+    version = run_cli(["--version"])
+    assert version.exit_code == 0
+    assert version.stdout.endswith(f", version {tool_version()}\n")  # in-process click names the program "main"
     help_ = run_cli(["run", "--help"])
     assert help_.exit_code == 0
     assert "--work-ms" in help_.stdout
