@@ -89,7 +89,8 @@ class Reaper:
 REAPER = Reaper()
 
 
-def _end_group(pgid: int) -> None:
+def end_group(pgid: int) -> None:
+    """SIGKILL every process of a group, and wait up to a second for them to be gone."""
     try:
         os.killpg(pgid, signal.SIGKILL)
     except OSError:
@@ -122,7 +123,7 @@ def main() -> None:
         elif what == "dir":
             (directories.discard if done else directories.add)(value)
     for pgid in groups:
-        _end_group(pgid)
+        end_group(pgid)
     for path in directories:
         shutil.rmtree(path, ignore_errors=True)
 

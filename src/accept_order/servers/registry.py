@@ -7,6 +7,7 @@ here, several-mode commands, the predicted order) reads the kind, never its name
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -102,8 +103,8 @@ def checked(spec: ServerSpec) -> ServerSpec:
 
 
 def make_target(spec: ServerSpec, stamps: bool = False) -> Target:
-    """The server a spec names, not yet started (start() it, and close() it on every path)."""
-    return server_kind(spec.server).make(checked(spec), stamps=stamps)
+    """The server a spec from `checked` names, not yet started (start() it, and close() it on every path)."""
+    return server_kind(spec.server).make(spec, stamps=stamps)
 
 
 def expectation(spec: ServerSpec) -> tuple[str | None, str]:
@@ -139,7 +140,7 @@ def variants(
         for m, why in unavailable.items():
             skipped[key(server, m)] = why
         batch = base.accept_batch if batch_given else kind.default_accept_batch
-        specs += [checked(base.replace(server=server, mode=m, accept_batch=batch)) for m in available]
+        specs += [checked(dataclasses.replace(base, server=server, mode=m, accept_batch=batch)) for m in available]
     if not specs and not skipped:
         raise PlanError("no modes given")
     return specs, skipped

@@ -26,7 +26,7 @@ from ...errors import ServerUnavailable, WorkerError
 from ...loads.protocol import HTTP, ClientProtocol
 from ...measures import WorkerCounters
 from ...processes import READY_TIMEOUT_S, STOP_TIMEOUT_S, die_with_parent, open_pidfd
-from ...reaper import REAPER
+from ...reaper import REAPER, end_group
 from ...spec import ServerSpec
 from ...waiting import wait_for
 from ..target import ReplyAttribution
@@ -50,13 +50,6 @@ def remove_stale_directories() -> None:
             continue
         if not psutil.pid_exists(int(parts[1])):
             shutil.rmtree(os.path.join(base, name), ignore_errors=True)
-
-
-def _kill_group(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except OSError:
-        pass  # every process of it is gone already
 
 
 def free_port(host: str) -> int:
@@ -283,7 +276,7 @@ class LaunchedServer:
                     pass
         wait_for(lambda: all(gone(pid) for pid in self._pids), STOP_TIMEOUT_S)
         if master is not None:
-            _kill_group(master.pid)  # a worker that left the master's children is still in its group
+            end_group(master.pid)  # a worker that left the master's children is still in its group
             REAPER.done_group(master.pid)
         for fd in self._pidfds:
             os.close(fd)
