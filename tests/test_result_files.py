@@ -1,4 +1,4 @@
-"""accept_order.results.files: output-path checks, atomic writes, defensive reads, inert strings, schema.
+"""accept_order.results.files: output-path checks, atomic writes, defensive reads, escaped strings, schema.
 
 Every refusal must be an AcceptOrderError with one printable line (never a traceback), and nothing a
 file or a file name holds may reach the terminal as a control character.
@@ -25,13 +25,12 @@ import pytest
 from rich.text import Text
 
 from accept_order.errors import AcceptOrderError, PlanError, ResultFileError
+from accept_order.render.text import escape_controls
 from accept_order.results.files import (
     MAX_DEPTH,
     MAX_RESULT_BYTES,
     check_output_path,
     check_schema,
-    inert,
-    inert_markup,
     read_document,
     write_document,
 )
@@ -534,7 +533,7 @@ def test_read_accepts_a_4300_digit_integer(tmp_path: Path) -> None:
 # -- control characters in names and text --------------------------------------------------------------
 
 
-def test_error_messages_show_file_names_inert(tmp_path: Path) -> None:
+def test_error_messages_show_file_names_escaped(tmp_path: Path) -> None:
     hostile = tmp_path / HOSTILE
     hostile.mkdir()  # refused by every function, each naming it
     errors: list[pytest.ExceptionInfo[AcceptOrderError]] = []
@@ -551,35 +550,41 @@ def test_error_messages_show_file_names_inert(tmp_path: Path) -> None:
         assert "evil\\x1b]0;pwned\\x07\\x1b[2J\\n.json" in one_line(exc)
 
 
-def test_inert_removes_terminal_escapes() -> None:
-    shown = inert("\x1b[31mred\x1b]0;title\x07")
+def test_escape_controls_removes_terminal_escapes() -> None:
+    shown = escape_controls("\x1b[31mred\x1b]0;title\x07")
     assert "\x1b" not in shown and "\x07" not in shown
     assert shown == "\\x1b[31mred\\x1b]0;title\\x07"
 
 
-def test_inert_escapes_every_control_character_and_keeps_text() -> None:
+def test_escape_controls_escapes_every_control_character_and_keeps_text() -> None:
     controls = "".join(map(chr, [*range(0x20), 0x7F, *range(0x80, 0xA0)]))
-    shown = inert(controls)
+    shown = escape_controls(controls)
     assert not [c for c in shown if unicodedata.category(c) == "Cc"]
     assert shown.startswith("\\x00\\x01") and "\\x08\\t\\n\\x0b" in shown
     assert "\\x1f\\x7f\\x80" in shown and shown.endswith("\\x9f")
-    assert inert("naïve — ✓ 名前") == "naïve — ✓ 名前"
-    assert inert("a\u202eb\u2028c\udcff") == "a\\u202eb\\u2028c\\udcff"
-    assert inert("\udcff").encode("utf-8")  # a lone surrogate would make printing raise
+    assert escape_controls("naïve — ✓ 名前") == "naïve — ✓ 名前"
+    assert escape_controls("a\u202eb\u2028c\udcff") == "a\\u202eb\\u2028c\\udcff"
+    assert escape_controls("\udcff").encode("utf-8")  # a lone surrogate would make printing raise
 
 
-def test_inert_accepts_any_object() -> None:
-    assert inert(3) == "3"
-    assert inert(None) == "None"
-    assert inert(Path("a\nb")) == "a\\nb"
-    assert inert(10**5000).startswith("<unprintable")
+def test_escape_controls_accepts_any_object() -> None:
+    assert escape_controls(3) == "3"
+    assert escape_controls(None) == "None"
+    assert escape_controls(Path("a\nb")) == "a\\nb"
+    assert escape_controls(10**5000).startswith("<unprintable")
 
 
-def test_inert_markup_shows_markup_literally() -> None:
-    text = "[bold red]x[/] [link=http://e.example]y\x1b"
-    rendered = Text.from_markup(inert_markup(text))
-    assert rendered.plain == inert(text)
-    assert not rendered.spans
+def test_the_cli_consoles_print_markup_and_controls_as_text() -> None:
+    """The last defence: whatever reaches the CLI's consoles unescaped (a --title, a file name) prints with
+    its control characters escaped and its rich markup uninterpreted; line breaks stay line breaks."""
+    from accept_order.cli.output import stderr, stdout
+
+    for console in (stdout(), stderr()):
+        with console.capture() as captured:
+            console.print("[bold red]x[/] \x1b]0;t\x07\x1b[2J\nnext\u202e", Text("a\x9bb"))
+        out = captured.get()
+        assert not [c for c in out if unicodedata.category(c) in ("Cc", "Cf", "Zl") and c != "\n"], repr(out)
+        assert out.startswith("[bold red]x[/] \\x1b]0;t") and "\\x1b[2J\nnext\\u202e a\\x9bb\n" in out
 
 
 # -- check_schema --------------------------------------------------------------------------------------
@@ -621,7 +626,7 @@ def test_schema_refusals(fields: dict[str, Any], expected: str) -> None:
     assert one_line(exc) == expected
 
 
-def test_schema_shows_hostile_values_inert() -> None:
+def test_schema_shows_hostile_values_escaped() -> None:
     with pytest.raises(ResultFileError) as exc:
         check_schema({"schema": HOSTILE + "\u202e" * 50}, HOSTILE, newest=1)
     message = one_line(exc)

@@ -43,10 +43,10 @@ _RESOURCE_ERRNOS = {errno.EMFILE, errno.ENFILE, errno.EAGAIN, errno.ENOMEM, errn
 
 
 def fail(message: str, status: int) -> NoReturn:
-    from ..results.files import inert
+    from ..render.text import escape_controls
 
     sys.stdout.flush()
-    click.echo(f"accept-order: error: {inert(message)}", err=True)
+    click.echo(f"accept-order: error: {escape_controls(message)}", err=True)
     sys.exit(status)
 
 

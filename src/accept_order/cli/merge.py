@@ -27,8 +27,9 @@ from .options import examples, json_option
 def merge(paths: tuple[str, ...], concurrent: bool, json_path: str | None) -> None:
     """Add latency results of the same experiment exactly: histograms, failures and counts add."""
     from ..experiments import find
+    from ..render import render_document
+    from ..render.text import escape_controls
     from ..results.envelope import load
-    from ..results.files import inert
     from ..results.merge import merge as merge_documents
 
     if len(paths) < 2:
@@ -36,11 +37,12 @@ def merge(paths: tuple[str, ...], concurrent: bool, json_path: str | None) -> No
     documents = []
     for path in paths:
         file_kind, document = load(path)
-        documents.append((inert(path), file_kind, document))
+        documents.append((escape_controls(path), file_kind, document))
     kind, merged = merge_documents(documents, concurrent)
     experiment = find(kind)
     assert experiment is not None  # merge_documents accepts only the latency kinds
     if experiment.several:
         merged.pop("interrupted", None)  # each run says whether it was cut short; the merge is not
     result = experiment.load(merged)
-    report_and_save(experiment.report(result), json_path, kind, result.to_dict())
+    # Reported as `show` reports a file: every string from the files with its control characters escaped.
+    report_and_save(render_document(kind, merged), json_path, kind, result.to_dict())

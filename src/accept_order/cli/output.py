@@ -4,29 +4,51 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderableType
+from rich.segment import Segment
+
+from ..render.text import CONTROLS, escape_controls
 
 PIPED_WIDTH = 120  # rich's 80 columns off a terminal would cut table cells; COLUMNS still wins
 
 
+class _Console(Console):
+    """A console whose text can never carry a control character to the terminal: whatever a report
+    holds (a --title, a file name, a string from a result file that was not escaped before), every
+    control character in what it renders is printed as an escape (`\\x1b`). Line breaks stay; rich's
+    own control segments (cursor moves of a progress bar) are not text and pass. Markup and emoji are
+    off: a "[bold]" in a file name or a title prints as it is."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(highlight=False, markup=False, emoji=False, **kwargs)
+
+    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
+        for segment in super().render(renderable, options):
+            if segment.control or not CONTROLS.search(segment.text):
+                yield segment
+            else:
+                text = "\n".join(escape_controls(line) for line in segment.text.split("\n"))
+                yield Segment(text, segment.style)
+
+
 def stdout() -> Console:
     piped = not sys.stdout.isatty() and "COLUMNS" not in os.environ
-    # markup/emoji off: text that came from a result file must print as it is, never as rich markup.
-    return Console(highlight=False, markup=False, emoji=False, width=PIPED_WIDTH if piped else None)
+    return _Console(width=PIPED_WIDTH if piped else None)
 
 
 def stderr() -> Console:
-    return Console(stderr=True, highlight=False, markup=False, emoji=False)
+    return _Console(stderr=True)
 
 
 def note(text: str) -> None:
-    """One line on stderr (after flushing stdout, so the report comes first on a shared terminal)."""
+    """One line on stderr (after flushing stdout, so the report comes first on a shared terminal); a line
+    break in it (from a file name) is escaped too, so it stays one line."""
     sys.stdout.flush()
-    stderr().print(text, soft_wrap=True)
+    stderr().print(escape_controls(text), soft_wrap=True)
 
 
 def print_report(renderable: Any) -> None:

@@ -12,10 +12,11 @@ def _output(ctx: click.Context, param: click.Parameter, value: str) -> str:
     """The picture's path: .png or .svg, and a path a file may be written to (as --json checks it)."""
     from ..errors import PlanError
     from ..render.plots import FORMATS, image_format
-    from ..results.files import check_output_path, inert
+    from ..render.text import escape_controls
+    from ..results.files import check_output_path
 
     if image_format(value) is None:
-        raise click.UsageError(f"--output must end in {' or '.join(FORMATS)}, got {inert(value)!r}", ctx)
+        raise click.UsageError(f"--output must end in {' or '.join(FORMATS)}, got {escape_controls(value)!r}", ctx)
     try:
         check_output_path(value, option="--output")
     except PlanError as exc:
@@ -39,12 +40,12 @@ def plot(path: str, output: str, cdf: bool, title: str | None) -> None:
     """Draw a saved result (--json) as a picture: latency histograms or CDFs, serving order, herds, bursts,
     ramps and reloads. Needs matplotlib: pip install 'accept-order[plot]'."""
     from ..render.plots import PlotOptions, figure_bytes, image_format, plot_document, require_matplotlib, write_image
+    from ..render.text import escape_controls
     from ..results.envelope import load
-    from ..results.files import inert_markup
     from .output import note
 
     require_matplotlib()  # before reading: a missing extra is the first thing to say
     kind, document = load(path)
     figure = plot_document(kind, document, PlotOptions(cdf=cdf, title=title))
     write_image(output, figure_bytes(figure, image_format(output) or "png"))
-    note(f"wrote {inert_markup(output)}")
+    note(f"wrote {escape_controls(output)}")

@@ -87,7 +87,6 @@ def show(path: str, fmt: str, table: str | None) -> None:
     if fmt != "text":
         sys.stdout.write(_export(kind, document, fmt, table))
         return
-    document = _inert_strings(document)  # a file's "\x1b[31m" must print as text, never reach the terminal
     out = stdout()
     # Rich renders lazily, so a hand-edited field can still fail while printing: render it all first,
     # and print nothing but one line if it does not render.
@@ -101,34 +100,22 @@ def show(path: str, fmt: str, table: str | None) -> None:
 
 
 def _export(kind: str, document: dict[str, Any], fmt: str, table: str | None) -> str:
-    """The document as data. Strings keep their characters (JSON and CSV quote them; they never reach a
-    terminal as escapes, since `inert` is applied to anything that is not JSON)."""
+    """The document as data. JSON keeps every character (its encoder escapes controls); CSV and the
+    histogram labels have their control characters escaped, since they are plain text on a terminal."""
     from ..errors import ResultFileError
+    from ..render.text import escape_controls, escape_controls_everywhere
     from ..results import export
 
     try:
         if fmt == "json":
             return export.as_json_text(document)
         if fmt == "csv":
-            return export.table(kind, _inert_strings(document), table)
+            return export.table(kind, escape_controls_everywhere(document), table)
         parts = []
         for label, hist in export.latency_runs(kind, document):
-            parts.append(f"# {_inert_strings(label)}\n{export.hdr_percentiles(hist)}")
+            parts.append(f"# {escape_controls(label)}\n{export.hdr_percentiles(hist)}")
         return "\n".join(parts)
     except export.ExportError as exc:
         raise click.UsageError(str(exc)) from None
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         raise ResultFileError(f"malformed {kind!r} result ({type(exc).__name__})") from None
-
-
-def _inert_strings(value: Any) -> Any:
-    """Every string in a loaded document (keys too) with its control characters made visible (inert)."""
-    from ..results.files import inert
-
-    if isinstance(value, str):
-        return inert(value)
-    if isinstance(value, dict):
-        return {_inert_strings(k): _inert_strings(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_inert_strings(v) for v in value]
-    return value

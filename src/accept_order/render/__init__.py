@@ -11,14 +11,16 @@ from ..errors import ResultFileError
 
 
 def render_document(kind: str, document: dict[str, Any]) -> RenderableType:
-    """A saved result file (version 2 shape), rendered as the command that wrote it printed it."""
+    """A saved result file (version 2 shape), rendered as the command that wrote it printed it, every
+    string from the file with its control characters escaped (a title's "\x1b[2J" prints as text)."""
     from ..experiments import find
+    from .text import escape_controls_everywhere
 
     experiment = find(kind)
     if experiment is None:
         raise ResultFileError(f"cannot show a result of kind {kind!r}")
     try:
-        return experiment.report(experiment.load(document))
+        return experiment.report(experiment.load(escape_controls_everywhere(document)))
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         # A truncated or hand-edited file: one line naming what is wrong, not a traceback.
         detail = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)

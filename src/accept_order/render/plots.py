@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AcceptOrderError, ResultFileError
-from ..results.files import inert
+from .text import escape_controls
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -54,9 +54,9 @@ def require_matplotlib() -> None:
 
 
 def text(value: object) -> str:
-    """A string from a result file, safe to draw: control characters made visible (inert), and `$`
+    """A string from a result file, safe to draw: control characters escaped, and `$`
     escaped so matplotlib never parses it as mathtext (an unbalanced `$` would fail at drawing time)."""
-    shown = inert(value).replace("$", r"\$")
+    shown = escape_controls(value).replace("$", r"\$")
     # matplotlib's legend skips labels starting with "_"
     return " " + shown if shown.startswith("_") else shown
 
@@ -72,7 +72,7 @@ def color(index: int) -> str:
 
 
 def titled(fig: Figure, title: str, options: PlotOptions, settings: str | None = None) -> None:
-    """The figure's title (--title replaces it; both are file text, drawn inert) and a footer line with
+    """The figure's title (--title replaces it; both drawn with control characters escaped) and a footer line with
     the settings the result was measured with."""
     fig.suptitle(text(options.title) if options.title is not None else text(title), fontsize=12)
     if settings:
@@ -97,13 +97,13 @@ def plot_document(kind: str, document: dict[str, Any], options: PlotOptions | No
 
     experiment = find(kind)
     if experiment is None or experiment.figure is None:
-        raise ResultFileError(f"cannot plot a result of kind {inert(kind)!r}")
+        raise ResultFileError(f"cannot plot a result of kind {escape_controls(kind)!r}")
     require_matplotlib()
     try:
         figure: Figure = experiment.figure(experiment.load(document), options or PlotOptions())
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
         # A truncated or hand-edited file: one line naming what is wrong, not a traceback.
-        detail = f"missing {inert(exc)}" if isinstance(exc, KeyError) else inert(exc)
+        detail = f"missing {escape_controls(exc)}" if isinstance(exc, KeyError) else escape_controls(exc)
         raise ResultFileError(f"malformed {kind!r} result ({detail})") from None
     return figure
 
@@ -117,7 +117,7 @@ def figure_bytes(figure: Figure, fmt: str) -> bytes:
             warnings.simplefilter("ignore")  # e.g. a glyph the font lacks: not worth a line on stderr
             figure.savefig(buf, format=fmt, dpi=DPI, metadata=metadata)
     except (ValueError, OverflowError, RuntimeError) as exc:  # values too large or odd to lay out
-        raise ResultFileError(f"cannot draw this result ({type(exc).__name__}: {inert(exc)})") from None
+        raise ResultFileError(f"cannot draw this result ({type(exc).__name__}: {escape_controls(exc)})") from None
     return buf.getvalue()
 
 
@@ -128,7 +128,7 @@ def write_image(path: str | os.PathLike[str], data: bytes) -> None:
     from ..results.files import _creation_mode, _refuse_unless_replaceable, _write_all
 
     target = Path(path)
-    shown = inert(os.fspath(path))
+    shown = escape_controls(os.fspath(path))
     _refuse_unless_replaceable(target, shown)
     tmp: str | None = None
     try:
@@ -143,7 +143,7 @@ def write_image(path: str | os.PathLike[str], data: bytes) -> None:
         os.replace(tmp, target)
         tmp = None
     except OSError as exc:
-        raise ResultFileError(f"cannot write {shown}: {inert(exc.strerror or exc)}") from None
+        raise ResultFileError(f"cannot write {shown}: {escape_controls(exc.strerror or exc)}") from None
     finally:
         if tmp is not None:
             with contextlib.suppress(OSError):

@@ -5,7 +5,8 @@ long, or its error), `histogram` (one row per distinct latency: the exact counts
 `workers` (one row per worker: what it counted and what the kernel counted for it), `steps` (an
 experiment's own rows, flattened). Which tables a result has, its experiment says (experiments/). Each
 row names its run (the server's label), so several runs share a table. A string cell that a spreadsheet
-would read as a formula (=, +, -, @) is quoted with a leading '.
+would read as a formula (=, +, -, @) is quoted with a leading ', header cells too (a steps table's
+columns are named by the file's keys).
 
 `hdr_percentiles` writes the text that HdrHistogram's outputPercentileDistribution prints (values in ms,
 5 ticks per half distance), which HdrHistogram's plotter and hdr-plot read.
@@ -50,7 +51,7 @@ def _cell(value: Any) -> Any:
 def csv_text(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(header)
+    writer.writerow([_cell(name) for name in header])
     for row in rows:
         writer.writerow([_cell(v) for v in row])
     return out.getvalue()

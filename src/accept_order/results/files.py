@@ -1,6 +1,7 @@
 """Result files: check an output path before a run, write atomically, read back for `show` without
-trusting the file (it may be a FIFO, /dev/zero, hand-edited or hostile JSON), make its strings safe to
-print. Every refusal is one line (an AcceptOrderError), never a traceback.
+trusting the file (it may be a FIFO, /dev/zero, hand-edited or hostile JSON). Every refusal is one line
+(an AcceptOrderError) with the file's name and values escaped (render.text.escape_controls), never a
+traceback.
 """
 
 from __future__ import annotations
@@ -16,9 +17,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from rich.markup import escape
-
 from accept_order.errors import PlanError, ResultFileError
+from accept_order.render.text import escape_controls
 
 SCHEMA = "accept-order"
 
@@ -35,44 +35,12 @@ MAX_DEPTH = 64
 # (PYTHONINTMAXSTRDIGITS=0): converting a digit string is quadratic, a 256 MiB number would take hours.
 MAX_INT_DIGITS = 4300
 
-# C0 controls, DEL, C1 controls (ESC and CSI start terminal escape sequences, BEL ends OSC ones), the
-# bidirectional controls that reorder what is displayed ("Trojan source"), the Unicode line separators
-# (our output is line-oriented) and lone surrogates (which JSON "\udXXX" escapes can produce and which
-# cannot be encoded for the terminal: printing one would raise UnicodeEncodeError).
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
-_NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 # A "\uD800".."\uDFFF" escape in the JSON text: the only way a lone surrogate gets into a document.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
 
 
-def _escape_char(match: re.Match[str]) -> str:
-    char = match.group()
-    code = ord(char)
-    return _NAMED.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
-
-
-def inert(text: object) -> str:
-    """`text` as a string that is safe to print on a terminal: every control character (newline and tab
-    included), bidi control and lone surrogate becomes a visible escape such as `\\x1b` or `\\n`, so
-    nothing read from a file or a file name can move the cursor, retitle the window or split a line."""
-    if isinstance(text, str):
-        raw = text
-    else:
-        try:
-            raw = str(text)
-        except Exception:  # e.g. an int over the str-conversion digit limit: describe, do not crash
-            raw = f"<unprintable {type(text).__name__}>"
-    return _UNSAFE.sub(_escape_char, raw)
-
-
-def inert_markup(text: object) -> str:
-    """`inert(text)` with rich markup escaped too, for places that build a markup string: a file's
-    "[bold]" or "[link=...]" is then shown literally instead of being interpreted."""
-    return escape(inert(text))
-
-
 def _reason(exc: OSError) -> str:
-    return inert(exc.strerror or exc)
+    return escape_controls(exc.strerror or exc)
 
 
 def _size(n: int) -> str:
@@ -104,7 +72,7 @@ def check_output_path(path: str, *, option: str = "--json") -> Path:
     would break the system."""
     if not path:
         raise PlanError(f"{option} needs a file name")
-    shown = inert(path)
+    shown = escape_controls(path)
     if "\0" in path:
         raise PlanError(f"{option}: {shown} contains a NUL byte")
     if path.endswith(os.sep):
@@ -125,7 +93,7 @@ def check_output_path(path: str, *, option: str = "--json") -> Path:
         if not os.access(path, os.W_OK):
             raise PlanError(f"{option}: {shown} is not writable")
     folder = Path(path).parent
-    shown_folder = inert(folder)
+    shown_folder = escape_controls(folder)
     try:
         folder_st = os.stat(folder)
     except FileNotFoundError:
@@ -185,14 +153,14 @@ def write_document(path: str | os.PathLike[str], document: dict[str, Any]) -> No
     name = os.fspath(path)
     if not name:
         raise ResultFileError("cannot write results: no file name")
-    shown = inert(name)
+    shown = escape_controls(name)
     if "\0" in name:
         raise ResultFileError(f"cannot write {shown}: the name contains a NUL byte")
     try:
         # allow_nan=False: read_document refuses NaN/Infinity, so never write a file we cannot read back.
         data = (json.dumps(document, indent=1, allow_nan=False) + "\n").encode("utf-8")
     except (TypeError, ValueError, RecursionError) as exc:
-        raise ResultFileError(f"cannot write {shown}: the result is not valid JSON ({inert(exc)})") from None
+        raise ResultFileError(f"cannot write {shown}: the result is not valid JSON ({escape_controls(exc)})") from None
     target = Path(name)
     # Checked before creating anything too, so e.g. /dev/full is refused without a temporary file in /dev.
     _refuse_unless_replaceable(target, shown)
@@ -233,7 +201,7 @@ def _refuse_constant(name: str) -> Any:
 def _finite_float(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):  # "1e999" parses to inf without ever reaching parse_constant
-        raise _Refused(f"holds a number too large for a float ({inert(text[:40])})")
+        raise _Refused(f"holds a number too large for a float ({escape_controls(text[:40])})")
     return value
 
 
@@ -290,7 +258,7 @@ def _parse(text: str, shown: str) -> Any:
         return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=parse_int)
     except json.JSONDecodeError as exc:
         raise ResultFileError(
-            f"{shown} is not JSON: {inert(exc.msg)} at line {exc.lineno} column {exc.colno}"
+            f"{shown} is not JSON: {escape_controls(exc.msg)} at line {exc.lineno} column {exc.colno}"
         ) from None
     except _Refused as exc:
         raise ResultFileError(f"{shown} {exc}") from None
@@ -320,7 +288,7 @@ def read_document(path: str | os.PathLike[str], max_bytes: int = MAX_RESULT_BYTE
     name = os.fspath(path)
     if not name:
         raise ResultFileError("show needs a file name")
-    shown = inert(name)
+    shown = escape_controls(name)
     if "\0" in name:
         raise ResultFileError(f"cannot read {shown}: the name contains a NUL byte")
     data = _read_bounded(name, shown, max_bytes)
@@ -349,7 +317,7 @@ def read_document(path: str | os.PathLike[str], max_bytes: int = MAX_RESULT_BYTE
 
 
 def _brief(value: object) -> str:
-    """A value from a file, short, JSON-spelled and inert, for an error message."""
+    """A value from a file, short, JSON-spelled and with controls escaped, for an error message."""
     if isinstance(value, (dict, list)):
         return "an object" if isinstance(value, dict) else "a list"
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
@@ -357,9 +325,9 @@ def _brief(value: object) -> str:
     if isinstance(value, str) and len(value) > 40:
         value = value[:40] + "..."
     try:
-        return inert(json.dumps(value))
+        return escape_controls(json.dumps(value))
     except (TypeError, ValueError):
-        return inert(repr(value)[:40])
+        return escape_controls(repr(value)[:40])
 
 
 def check_schema(
@@ -368,7 +336,7 @@ def check_schema(
     """(kind, version) of a result document, or ResultFileError (one line) when its "schema" is not
     `schema`, its "version" is not a whole number from 1 (true, "1", 1.0, 0 and -5 are all refused) or
     is newer than `newest`, or its "kind" is missing, not a string, or empty."""
-    shown = inert(os.fspath(path))
+    shown = escape_controls(os.fspath(path))
     if not isinstance(document, dict):
         raise ResultFileError(f"{shown} is not an {schema} result file: not a JSON object")
     found = document.get("schema")
