@@ -47,7 +47,7 @@ def sample_result() -> RunResult:
             WorkerCounters(1, 101, 2, 1, 1, 1, None, None, None, (1,)),
         ),
         verdict=Verdict("rotation (FIFO among idle workers)", "fifo", 2, 2, "why", 1.0, 1.0, True, 1.5),
-        evidence={"note": [1, 2, 3]},
+        evidence={"kept as it is": [1, 2, 3]},
         wall_s=0.25,
         unsettled=1,
     )
@@ -182,43 +182,91 @@ def _set(section: str, index: int | None, field: str, value: Any) -> Any:
 
 
 @pytest.mark.parametrize(
-    ("change", "message"),
+    ("change", "message", "in_file"),
     [
-        (_record_worker(-1), "names worker -1, not one of 0..1"),
-        (_record_worker(2), "names worker 2, not one of 0..1"),  # worker == workers
-        (_record_worker(99), "names worker 99"),
-        (_record_worker(True), "ConnectionRecord.worker has a wrong type"),
-        (_record_worker("1"), "ConnectionRecord.worker has a wrong type"),
-        (_set("counters", 0, "wakeups", "3"), "WorkerCounters.wakeups has a wrong type"),
-        (_set("counters", 1, "accepts", "1"), "WorkerCounters.accepts has a wrong type"),
-        (_set("counters", 0, "cpu_s", "0.5"), "WorkerCounters.cpu_s has a wrong type"),
-        (_set("records", 0, "latency_us", "340"), "ConnectionRecord.latency_us has a wrong type"),
-        (_set("records", 0, "seq", None), "ConnectionRecord.seq has a wrong type"),
-        (_set("server", None, "workers", "2"), "ServerSpec.workers has a wrong type"),
-        (_set("verdict", None, "expected", 1), "Verdict.expected has a wrong type"),
+        (
+            _record_worker(-1),
+            "names worker -1, not one of 0..1",
+            "records[2].worker: expected a non-negative integer or null, got -1",
+        ),
+        (
+            _record_worker(2),
+            "names worker 2, not one of 0..1",
+            "records[2].worker: names worker 2, but the server had 2 (0..1)",
+        ),
+        (_record_worker(99), "names worker 99", "records[2].worker: names worker 99"),
+        (
+            _record_worker(True),
+            "ConnectionRecord.worker has a wrong type",
+            "records[2].worker: expected a non-negative integer or null, got true",
+        ),
+        (
+            _record_worker("1"),
+            "ConnectionRecord.worker has a wrong type",
+            'records[2].worker: expected a non-negative integer or null, got "1"',
+        ),
+        (
+            _set("counters", 0, "wakeups", "3"),
+            "WorkerCounters.wakeups has a wrong type",
+            'counters[0].wakeups: expected a non-negative integer or null, got "3"',
+        ),
+        (
+            _set("counters", 1, "accepts", "1"),
+            "WorkerCounters.accepts has a wrong type",
+            "counters[1].accepts: expected",
+        ),
+        (
+            _set("counters", 0, "cpu_s", "0.5"),
+            "WorkerCounters.cpu_s has a wrong type",
+            'counters[0].cpu_s: expected a non-negative number or null, got "0.5"',
+        ),
+        (
+            _set("records", 0, "latency_us", "340"),
+            "ConnectionRecord.latency_us has a wrong type",
+            'records[0].latency_us: expected a non-negative integer, got "340"',
+        ),
+        (
+            _set("records", 0, "seq", None),
+            "ConnectionRecord.seq has a wrong type",
+            "records[0].seq: expected a non-negative integer, got null",
+        ),
+        (
+            _set("server", None, "workers", "2"),
+            "ServerSpec.workers has a wrong type",
+            'server.workers: expected an integer from 1 to 1048576, got "2"',
+        ),
+        (
+            _set("verdict", None, "expected", 1),
+            "Verdict.expected has a wrong type",
+            "verdict.expected: expected true or false, got 1",
+        ),
     ],
 )
-def test_malformed_values_are_refused(tmp_path: Path, change: Any, message: str) -> None:
+def test_malformed_values_are_refused(tmp_path: Path, change: Any, message: str, in_file: str) -> None:
     doc = sample_result().to_dict()
     change(doc)
     path = tmp_path / "bad.json"
     envelope.save(path, "run", doc)
-    kind, loaded = envelope.load(path)  # the envelope is fine: values are checked when the result is built
-    with pytest.raises(ResultFileError, match=message) as info:
-        RunResult.from_dict(loaded)
+    with pytest.raises(ResultFileError) as loading:  # what show, merge and plot do: one line naming the field
+        envelope.load(path)
+    assert str(loading.value).startswith(f"{path}: {in_file}")
+    assert loading.value.exit_code == 1
+    with pytest.raises(ResultFileError, match=message) as info:  # the Python API checks what it builds too
+        RunResult.from_dict(doc)
     assert info.value.exit_code == 1
-    with pytest.raises(ResultFileError, match=message):  # what `show` does: one line, no traceback
-        render_document(kind, loaded)
+    with pytest.raises(ResultFileError, match=message):
+        render_document("run", doc)
 
 
 def test_malformed_run_inside_a_compare_is_refused(tmp_path: Path) -> None:
     bad = sample_result().to_dict()
-    bad["records"][0]["worker"] = -1
+    bad["records"][0]["worker"] = 7
     path = tmp_path / "compare.json"
     envelope.save(path, "compare", {"runs": [sample_result().to_dict(), bad], "skipped": {}})
-    kind, doc = envelope.load(path)
-    with pytest.raises(ResultFileError, match="names worker -1"):
-        render_document(kind, doc)
+    with pytest.raises(ResultFileError, match=r"runs\[1\]\.records\[0\]\.worker: names worker 7"):
+        envelope.load(path)
+    with pytest.raises(ResultFileError, match="names worker 7"):
+        render_document("compare", {"runs": [sample_result().to_dict(), bad], "skipped": {}})
 
 
 # -- version 1 files, as accept-order 0.1.0 wrote them --------------------------------------------------
@@ -284,11 +332,12 @@ def test_malformed_v1_file_is_refused(tmp_path: Path) -> None:
     raw = json.loads((V1_DATA / "run-blocking.json").read_text())
     del raw["plan"]
     path = _write(tmp_path / "broken-v1.json", json.dumps(raw))
-    with pytest.raises(ResultFileError, match="malformed version 1 'run' result"):
+    with pytest.raises(ResultFileError, match=f"^{path}: plan: missing$"):
         envelope.load(path)
     raw = json.loads((V1_DATA / "run-blocking.json").read_text())
     raw["records"][0]["worker"] = raw["plan"]["workers"]
     path = _write(tmp_path / "bad-worker-v1.json", json.dumps(raw))
-    kind, doc = envelope.load(path)
-    with pytest.raises(ResultFileError, match="names worker"):
-        render_document(kind, doc)
+    with pytest.raises(
+        ResultFileError, match=r"records\[0\]\.worker: names worker 3.*\(a version 1 file, read as version 2\)$"
+    ):
+        envelope.load(path)

@@ -9,7 +9,8 @@ no kind: files, the envelope, typed loading, merge and the shared widgets.
 
 Adding an experiment:
   1. one folder experiments/NAME/: run.py (drives it), result.py (the typed result; its `to_dict()` is
-     the payload the command saves), report.py (rich), plot.py (matplotlib), and experiment.py, which
+     the payload the command saves, its shape (results/schema.py, mostly `derive`d from the dataclasses)
+     what a file of it must hold), report.py (rich), plot.py (matplotlib), and experiment.py, which
      puts them together as `NAME = Experiment(...)` with its export tables;
   2. one line in EXPERIMENTS below ("kind": "NAME.experiment:NAME");
   3. one thin click command in cli/NAME.py, listed in cli/app.py's COMMANDS.
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from rich.console import RenderableType
 
     from ..histogram import LatencyHistogram
+    from ..results.schema import Shape
 
 R = TypeVar("R")
 Document = dict[str, Any]
@@ -54,13 +56,15 @@ KINDS = tuple(EXPERIMENTS)
 
 @dataclass(frozen=True)
 class Experiment(Generic[R]):
-    """One result kind's parts. `load` reads a version-2 document into the typed result, `report` is what
+    """One result kind's parts. `load` reads a version-2 document into the typed result, `shape` is what
+    such a document must hold (checked whole when a file is loaded, before `load` sees it), `report` is what
     the command printed, `figure(result, PlotOptions)` its picture (import matplotlib inside; see `lazy`),
     `tables` its CSV tables by name (the first is the default), `latency_runs` its (label, histogram)
     pairs for `show --format hdr`; `several`: the document keeps its runs in a list under "runs"."""
 
     kind: str
     load: Callable[[Document], R]
+    shape: Shape
     report: Callable[[R], RenderableType]
     figure: Callable[..., Any] | None = None
     tables: Mapping[str, Table] = field(default_factory=dict)

@@ -2,7 +2,10 @@
 
 Version 2 (this one) splits what served (`server`) from what drove (`load`) and carries the tool's
 version. Version 1 files (accept-order 0.1) still load: `upgrade_v1` rewrites them into version 2's
-shape, so every renderer reads one shape.
+shape, so every renderer reads one shape. `load` is the one way in for `show`, `merge`, `plot` and the
+exports: it checks the whole document against its kind's shape (results/schema.py) before anything
+reads it, so a wrong type, a negative count, NaN, an absurd size or a sum that does not add up is one
+line naming the file and the field, never a traceback later.
 """
 
 from __future__ import annotations
@@ -13,8 +16,10 @@ from importlib import metadata
 from typing import Any
 
 from ..errors import ResultFileError
-from ..experiments import EXPERIMENTS
+from ..experiments import EXPERIMENTS, find
+from ..render.text import escape_controls
 from .files import check_schema, read_document, write_document
+from .schema import Anything, ListOf, MapOf, Record, SchemaError, Shape
 
 SCHEMA = "accept-order"
 SCHEMA_VERSION = 2
@@ -45,17 +50,31 @@ def save(path: str | os.PathLike[str], kind: str, payload: dict[str, Any]) -> No
 
 
 def load(path: str | os.PathLike[str]) -> tuple[str, dict[str, Any]]:
-    """Read a result file of any supported version; returns (kind, document in version 2's shape)."""
+    """Read a result file of any supported version; returns (kind, document in version 2's shape), the
+    document checked whole against its kind's shape. ResultFileError (one line) otherwise."""
     document = read_document(path)
-    kind, version = check_schema(document, str(path), schema=SCHEMA, newest=SCHEMA_VERSION)
-    if kind not in EXPERIMENTS:
-        raise ResultFileError(f"{os.fspath(path)!r} holds a result of kind {kind!r}, which this version cannot show")
+    shown = escape_controls(os.fspath(path))
+    kind, version = check_schema(document, shown, schema=SCHEMA, newest=SCHEMA_VERSION)
+    experiment = find(kind) if kind in EXPERIMENTS else None
+    if experiment is None:
+        shown_kind = escape_controls(repr(kind))
+        raise ResultFileError(f"{shown} holds a result of kind {shown_kind}, which this version cannot show")
     if version == 1:
-        try:
-            document = upgrade_v1(kind, document)
-        except (KeyError, TypeError, AttributeError) as exc:
-            raise ResultFileError(f"malformed version 1 {kind!r} result ({type(exc).__name__}: {exc})") from None
+        if kind not in _V1_SHAPES:
+            raise ResultFileError(f"{shown} says it is a version 1 {kind} result; version 1 had no such kind")
+        check(_V1_SHAPES[kind], document, shown)
+        document = upgrade_v1(kind, document)
+    check(experiment.shape, document, shown, upgraded=version == 1)
     return kind, document
+
+
+def check(shape: Shape, document: dict[str, Any], shown: str, upgraded: bool = False) -> None:
+    """ResultFileError naming the file and the field when `document` does not fit `shape`."""
+    try:
+        shape.check(document, "")
+    except SchemaError as exc:
+        read_as = " (a version 1 file, read as version 2)" if upgraded else ""
+        raise ResultFileError(f"{shown}: {exc}{read_as}") from None
 
 
 # -- version 1 -> 2 -------------------------------------------------------------------------------
@@ -99,6 +118,19 @@ def _latency_v1(doc: dict[str, Any]) -> dict[str, Any]:
     return {**rest, "server": _server(plan), "load": load, "counters": _counters(doc.get("counters", []))}
 
 
+# What the upgrades read of a version 1 file; the rest is checked in version 2's shape.
+_V1_RUN = Record({"plan": MapOf(Anything()), "counters": ListOf(MapOf(Anything()))}, frozenset({"plan", "counters"}))
+_V1_LATENCY = Record(
+    {"plan": MapOf(Anything()), "load": MapOf(Anything()), "counters": ListOf(MapOf(Anything()))}, frozenset({"plan"})
+)
+_V1_SHAPES: dict[str, Shape] = {
+    "run": _V1_RUN,
+    "compare": Record({"runs": ListOf(_V1_RUN)}, frozenset({"runs"})),
+    "herd": Record({"runs": ListOf(_V1_RUN)}, frozenset({"runs"})),
+    "latency": _V1_LATENCY,
+    "latency-compare": Record({"runs": ListOf(_V1_LATENCY)}, frozenset({"runs"})),
+    "sweep": Record({"runs": ListOf(_V1_LATENCY)}, frozenset({"runs"})),
+}
 _RUN_UPGRADES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "run": _run_v1,
     "compare": _run_v1,

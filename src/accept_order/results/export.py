@@ -179,8 +179,8 @@ def hdr_percentiles(hist: LatencyHistogram, ticks: int = 5) -> str:
         at = cumulative[values.index(value)]
         if at == total:
             break  # the maximum: its line, without 1/(1-p), ends the table
-        share = at / total
-        lines.append(f"{value / 1000:12.3f} {share:14.12f} {at:10d} {1 / (1 - share):14.2f}")
+        # total / (total - at), not 1 / (1 - share): with many samples the share rounds to 1.0
+        lines.append(f"{value / 1000:12.3f} {at / total:14.12f} {at:10d} {total / (total - at):14.2f}")
     lines.append(f"{values[-1] / 1000:12.3f} {1.0:14.12f} {total:10d}")
     mean, dev = hist.mean_us / 1000, hist.stdev_us / 1000
     lines.append(f"#[Mean    = {mean:12.3f}, StdDeviation   = {dev:12.3f}]")

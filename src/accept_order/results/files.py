@@ -19,6 +19,7 @@ from typing import Any
 
 from accept_order.errors import PlanError, ResultFileError
 from accept_order.render.text import escape_controls
+from accept_order.results.schema import brief
 
 SCHEMA = "accept-order"
 
@@ -302,7 +303,7 @@ def read_document(path: str | os.PathLike[str], max_bytes: int = MAX_RESULT_BYTE
     document = _parse(text, shown)
     del text
     if not isinstance(document, dict):
-        raise ResultFileError(f"{shown} is not a result: its top level is {_brief(document)}, not an object")
+        raise ResultFileError(f"{shown} is not a result: its top level is {brief(document)}, not an object")
     _check_depth(document, shown)
     if lone_surrogate_possible:
         # Escaped surrogate pairs are fine (an emoji); a lone one is not text and cannot be printed.
@@ -316,20 +317,6 @@ def read_document(path: str | os.PathLike[str], max_bytes: int = MAX_RESULT_BYTE
 # -- schema --------------------------------------------------------------------------------------------
 
 
-def _brief(value: object) -> str:
-    """A value from a file, short, JSON-spelled and with controls escaped, for an error message."""
-    if isinstance(value, (dict, list)):
-        return "an object" if isinstance(value, dict) else "a list"
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
-        return "a very large number"
-    if isinstance(value, str) and len(value) > 40:
-        value = value[:40] + "..."
-    try:
-        return escape_controls(json.dumps(value))
-    except (TypeError, ValueError):
-        return escape_controls(repr(value)[:40])
-
-
 def check_schema(
     document: dict[str, Any], path: str | os.PathLike[str], *, schema: str = SCHEMA, newest: int
 ) -> tuple[str, int]:
@@ -341,21 +328,19 @@ def check_schema(
         raise ResultFileError(f"{shown} is not an {schema} result file: not a JSON object")
     found = document.get("schema")
     if found != schema:
-        what = "it has no schema" if found is None else f"its schema is {_brief(found)}"
+        what = "it has no schema" if found is None else f"its schema is {brief(found)}"
         raise ResultFileError(f"{shown} is not an {schema} result file ({what})")
     version = document.get("version")
     if version is None:
         raise ResultFileError(f"{shown} has no schema version")
     # bool is a subclass of int: `true` must not pass as version 1.
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise ResultFileError(
-            f"{shown} has an invalid schema version {_brief(version)}; expected a whole number from 1"
-        )
+        raise ResultFileError(f"{shown} has an invalid schema version {brief(version)}; expected a whole number from 1")
     if version > newest:
-        raise ResultFileError(f"{shown} has schema version {_brief(version)}; this accept-order reads up to {newest}")
+        raise ResultFileError(f"{shown} has schema version {brief(version)}; this accept-order reads up to {newest}")
     kind = document.get("kind")
     if kind is None:
         raise ResultFileError(f'{shown} does not say what kind of result it is (no "kind")')
     if not isinstance(kind, str) or not kind:
-        raise ResultFileError(f"{shown} has an invalid result kind {_brief(kind)}; expected a name")
+        raise ResultFileError(f"{shown} has an invalid result kind {brief(kind)}; expected a name")
     return kind, version

@@ -7,7 +7,7 @@ from typing import Any
 from ...results import export
 from .. import Experiment, lazy
 from .report import burst_report
-from .result import BurstResult
+from .result import BURST_SHAPE, BurstResult
 
 
 def steps(runs: list[dict[str, Any]]) -> str:
@@ -22,6 +22,7 @@ def steps(runs: list[dict[str, Any]]) -> str:
 BURST: Experiment[BurstResult] = Experiment(
     kind="burst",
     load=BurstResult.from_dict,
+    shape=BURST_SHAPE,
     report=burst_report,
     figure=lazy("accept_order.experiments.burst.plot", "burst_figure"),
     tables={"steps": steps},

@@ -8,6 +8,8 @@ from typing import Any
 
 from ...loads.drive_loop import DriverStats
 from ...measures import Environment
+from ...results.schema import ListOf, MapOf, SchemaError, child, derive
+from ...results.shapes import NOTES, SIGNED, SKIPPED, workers_of
 from ...spec import ServerSpec
 
 CLIENT_BOUND = 0.5  # share of a burst the client may spend opening its connections before it sets the pace
@@ -61,13 +63,15 @@ class BurstCell:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> BurstCell:
+        from ...results.typed import build
+
         return cls(
             clients=int(data["clients"]),
             wall_s=float(data["wall_s"]),
             served=tuple(int(n) for n in data["served"]),
             errors={str(k): int(v) for k, v in data["errors"].items()},
             counters={str(k): int(v) for k, v in data.get("counters", {}).items()},
-            drivers=tuple(DriverStats.from_dict(d) for d in data.get("drivers", [])),
+            drivers=tuple(build(DriverStats, d) for d in data.get("drivers", [])),
             p50_us=data.get("p50_us"),
             max_us=data.get("max_us"),
             interrupted=bool(data.get("interrupted", False)),
@@ -123,3 +127,20 @@ class BurstResult:
             dict(data.get("skipped", {})),
             tuple(str(n) for n in data.get("notes", [])),
         )
+
+
+def _cells_fit_workers(run: Mapping[str, Any], at: str) -> None:
+    workers = workers_of(run)
+    for index, cell in enumerate(run["cells"]):
+        if len(cell.get("served", [])) > workers:
+            where = child(child(child(at, "cells"), index), "served")
+            raise SchemaError(where, f"has {len(cell['served'])} entries, one per worker, but the server had {workers}")
+
+
+_CELL = derive(BurstCell, counters=MapOf(SIGNED), optional=("counters", "drivers"))
+BURST_SHAPE = derive(
+    BurstResult,
+    runs=ListOf(derive(BurstRun, cells=ListOf(_CELL), rules=(_cells_fit_workers,))),
+    skipped=SKIPPED,
+    notes=NOTES,
+)

@@ -5,11 +5,12 @@ from __future__ import annotations
 from ...results import export
 from .. import Experiment, lazy
 from .report import herd_report
-from .result import HerdResult
+from .result import HERD_SHAPE, HerdResult
 
 HERD: Experiment[HerdResult] = Experiment(
     kind="herd",
     load=HerdResult.from_dict,
+    shape=HERD_SHAPE,
     report=herd_report,
     figure=lazy("accept_order.experiments.herd.plot", "herd_figure"),
     tables={"records": export.records, "workers": export.workers},

@@ -6,8 +6,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...analysis.herd import HerdRow, herd_row
+from ...results.schema import Integer, ListOf, derive
+from ...results.shapes import SKIPPED
 from ...spec import ServerSpec
-from ..order.result import RunResult
+from ..order.result import RUN_SHAPE, RunResult
 
 
 @dataclass(frozen=True)
@@ -52,3 +54,8 @@ class HerdResult:
             runs=tuple(RunResult.from_dict(r) for r in data["runs"]),
             skipped=dict(data.get("skipped", {})),
         )
+
+
+HERD_SHAPE = derive(
+    HerdResult, workers=Integer(1, 1 << 20), runs=ListOf(RUN_SHAPE), skipped=SKIPPED, optional=("work_us", "backlog")
+)

@@ -8,7 +8,7 @@ from rich.console import RenderableType
 from ...results import export
 from .. import Experiment, lazy
 from .report import compare_report, latency_report, sweep_report
-from .result import LatencyCompareResult, LatencyResult, SweepResult
+from .result import LATENCY_COMPARE_SHAPE, LATENCY_SHAPE, SWEEP_SHAPE, LatencyCompareResult, LatencyResult, SweepResult
 
 _PLOT = "accept_order.experiments.latency.plot"
 _TABLES = {"histogram": export.histogram, "workers": export.workers}
@@ -25,6 +25,7 @@ def sweep_result_report(result: SweepResult) -> RenderableType:
 LATENCY: Experiment[LatencyResult] = Experiment(
     kind="latency",
     load=LatencyResult.from_dict,
+    shape=LATENCY_SHAPE,
     report=latency_report,
     figure=lazy(_PLOT, "latency_figure"),
     tables=_TABLES,
@@ -33,6 +34,7 @@ LATENCY: Experiment[LatencyResult] = Experiment(
 LATENCY_COMPARE: Experiment[LatencyCompareResult] = Experiment(
     kind="latency-compare",
     load=LatencyCompareResult.from_dict,
+    shape=LATENCY_COMPARE_SHAPE,
     report=latency_compare_report,
     figure=lazy(_PLOT, "latency_compare_figure"),
     tables=_TABLES,
@@ -42,6 +44,7 @@ LATENCY_COMPARE: Experiment[LatencyCompareResult] = Experiment(
 SWEEP: Experiment[SweepResult] = Experiment(
     kind="sweep",
     load=SweepResult.from_dict,
+    shape=SWEEP_SHAPE,
     report=sweep_result_report,
     figure=lazy(_PLOT, "sweep_figure"),
     tables=_TABLES,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -10,6 +11,8 @@ from ...histogram import LatencyHistogram
 from ...loads.closed_loop import RequestTotals
 from ...loads.drive_loop import DriverStats
 from ...measures import Environment, WorkerCounters
+from ...results.schema import Anything, Integer, ListOf, Number, Record, SchemaError, child, derive
+from ...results.shapes import ERRORS, EVIDENCE, PORT, SKIPPED, at_most_workers, histogram_total
 from ...results.typed import build, check_server, runs_list, skipped_map
 from ...spec import ClosedLoopLoad, ServerSpec
 
@@ -149,3 +152,35 @@ class SweepResult:
     def from_dict(cls, data: dict[str, Any]) -> SweepResult:
         runs = tuple(LatencyResult.from_dict(r) for r in runs_list(data))
         return cls(runs, bool(data.get("interrupted", False)))
+
+
+# `summary` is derived (written for other tools, ignored when read back), but must agree with the histogram.
+_SUMMARY = Record(
+    {
+        "count": Integer(),
+        **{name: Number() for name in ("min_ms", "avg_ms", "med_ms", "max_ms", "dev_ms", "throughput")},
+        **{f"p{q:g}_ms": Number() for q in PERCENTILES},
+    }
+)
+
+
+def _summary_adds_up(run: Mapping[str, Any], at: str) -> None:
+    count = run.get("summary", {}).get("count")
+    if count is not None and count != histogram_total(run["histogram"]):
+        raise SchemaError(
+            child(child(at, "summary"), "count"),
+            f"is {count}, but the histogram holds {histogram_total(run['histogram'])} samples",
+        )
+
+
+LATENCY_SHAPE = derive(
+    LatencyResult,
+    port=PORT,
+    errors=ERRORS,
+    evidence=EVIDENCE,
+    summary=_SUMMARY,
+    optional=("errors", "served", "counters", "drivers", "wall_s"),
+    rules=(at_most_workers("served"), _summary_adds_up),
+)
+LATENCY_COMPARE_SHAPE = derive(LatencyCompareResult, runs=ListOf(LATENCY_SHAPE), skipped=SKIPPED, verdict=Anything())
+SWEEP_SHAPE = derive(SweepResult, runs=ListOf(LATENCY_SHAPE))

@@ -10,7 +10,7 @@ from rich.console import RenderableType
 from ...results import export
 from .. import Experiment, lazy
 from .report import compare_table, run_report, serve_report
-from .result import CompareResult, RunResult, ServeResult
+from .result import COMPARE_SHAPE, RUN_SHAPE, SERVE_SHAPE, CompareResult, RunResult, ServeResult
 
 _PLOT = "accept_order.experiments.order.plot"
 
@@ -31,6 +31,7 @@ def serve_records(runs: list[dict[str, Any]]) -> str:
 RUN: Experiment[RunResult] = Experiment(
     kind="run",
     load=RunResult.from_dict,
+    shape=RUN_SHAPE,
     report=run_report,
     figure=lazy(_PLOT, "run_figure"),
     tables={"records": export.records, "workers": export.workers},
@@ -38,6 +39,7 @@ RUN: Experiment[RunResult] = Experiment(
 COMPARE: Experiment[CompareResult] = Experiment(
     kind="compare",
     load=CompareResult.from_dict,
+    shape=COMPARE_SHAPE,
     report=compare_report,
     figure=lazy(_PLOT, "compare_figure"),
     tables={"records": export.records, "workers": export.workers},
@@ -46,6 +48,7 @@ COMPARE: Experiment[CompareResult] = Experiment(
 SERVE: Experiment[ServeResult] = Experiment(
     kind="serve",
     load=ServeResult.from_dict,
+    shape=SERVE_SHAPE,
     report=serve_report,
     figure=lazy(_PLOT, "serve_figure"),
     tables={"workers": export.workers, "records": serve_records},

@@ -9,6 +9,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ...measures import ConnectionRecord, Environment, Verdict, WorkerCounters
+from ...results.schema import ListOf, derive
+from ...results.shapes import EVIDENCE, PORT, SKIPPED, names_workers
 from ...spec import SequentialLoad, ServerSpec
 
 
@@ -152,3 +154,11 @@ class CompareResult:
 
         runs = tuple(RunResult.from_dict(r) for r in runs_list(data))
         return cls(runs, skipped_map(data), bool(data.get("interrupted", False)))
+
+
+# What each kind's file holds (results/schema.py), checked whole when a file is loaded.
+RUN_SHAPE = derive(RunResult, port=PORT, evidence=EVIDENCE, rules=(names_workers("records", "worker"),))
+SERVE_SHAPE = derive(
+    ServeResult, port=PORT, evidence=EVIDENCE, optional=("sequence",), rules=(names_workers("sequence"),)
+)
+COMPARE_SHAPE = derive(CompareResult, runs=ListOf(RUN_SHAPE), skipped=SKIPPED)

@@ -7,7 +7,7 @@ from typing import Any
 from ...results import export
 from .. import Experiment, lazy
 from .report import ramp_report
-from .result import RampResult
+from .result import RAMP_SHAPE, RampResult
 
 
 def steps(runs: list[dict[str, Any]]) -> str:
@@ -18,6 +18,7 @@ def steps(runs: list[dict[str, Any]]) -> str:
 RAMP: Experiment[RampResult] = Experiment(
     kind="ramp",
     load=RampResult.from_dict,
+    shape=RAMP_SHAPE,
     report=ramp_report,
     figure=lazy("accept_order.experiments.ramp.plot", "ramp_figure"),
     tables={"steps": steps},

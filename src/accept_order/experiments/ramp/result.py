@@ -8,6 +8,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ...measures import Environment
+from ...results.schema import Flag, Integer, ListOf, MapOf, Maybe, Number, OneOf, Record, SchemaError, child, derive
+from ...results.shapes import NOTES, SIGNED, workers_of
 from ...spec import ServerSpec
 
 
@@ -110,3 +112,43 @@ class RampResult:
             environment=build(Environment, env) if env else None,
             interrupted=bool(data.get("interrupted", False)),
         )
+
+
+def _steps_fit_workers(ramp: Mapping[str, Any], at: str) -> None:
+    workers = workers_of(ramp)
+    for index, step in enumerate(ramp["steps"]):
+        for name in ("served", "worker_cpu"):
+            if len(step.get(name, [])) > workers:
+                where = child(child(child(at, "steps"), index), name)
+                raise SchemaError(where, f"has {len(step[name])} entries, one per worker, but the server had {workers}")
+
+
+# run.RampPlan as plan_dict saves it (every field optional: the report reads what is there)
+_PLAN = Record(
+    {
+        "rates": ListOf(Number()),
+        "concurrencies": ListOf(Integer()),
+        "step_s": Number(),
+        "in_flight": Integer(),
+        "p99_ms": Maybe(Number()),
+        "p999_ms": Maybe(Number()),
+        "max_errors": Integer(),
+        "driver_procs": Integer(),
+        "timeout_s": Number(),
+        "keep_going": Flag(),
+    }
+)
+_STEP = derive(
+    RampStep,
+    kind=OneOf(("rate", "concurrency")),
+    counters=MapOf(SIGNED),
+    optional=("served", "queues", "worker_cpu", "reasons", "seen"),
+)
+RAMP_SHAPE = derive(
+    RampResult,
+    plan=_PLAN,
+    steps=ListOf(_STEP),
+    notes=NOTES,
+    optional=("plan", "environment"),
+    rules=(_steps_fit_workers,),
+)

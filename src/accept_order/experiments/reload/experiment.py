@@ -7,7 +7,7 @@ from typing import Any
 from ...results import export
 from .. import Experiment, lazy
 from .report import reload_report
-from .result import ReloadResult
+from .result import RELOAD_SHAPE, ReloadResult
 
 _KEEP = ("how", "migrate", "worker", "at_s", "gone_s", "held", "served", "finished", "errors", "counters")
 
@@ -20,6 +20,7 @@ def steps(runs: list[dict[str, Any]]) -> str:
 RELOAD: Experiment[ReloadResult] = Experiment(
     kind="reload",
     load=ReloadResult.from_dict,
+    shape=RELOAD_SHAPE,
     report=reload_report,
     figure=lazy("accept_order.experiments.reload.plot", "reload_figure"),
     tables={"steps": steps},

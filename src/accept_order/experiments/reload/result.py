@@ -19,6 +19,8 @@ from typing import Any
 
 from ...loads.protocol import NO_REPLY
 from ...measures import Environment, WorkerCounters
+from ...results.schema import Integer, ListOf, MapOf, OneOf, SchemaError, child, derive
+from ...results.shapes import EVIDENCE, SIGNED, SKIPPED, at_most_workers, workers_of
 from ...spec import ClosedLoopLoad, ServerSpec
 
 HOWS = ("leave", "kill")
@@ -182,3 +184,22 @@ class ReloadResult:
             dict(data.get("skipped", {})),
             data.get("host_migrate_req"),
         )
+
+
+def _worker_of_server(run: Mapping[str, Any], at: str) -> None:
+    workers = workers_of(run)
+    if run["worker"] >= workers:
+        raise SchemaError(child(at, "worker"), f"names worker {run['worker']}, but the server had {workers}")
+
+
+_RUN = derive(
+    ReloadRun,
+    how=OneOf(HOWS),
+    queue=OneOf(("shared", "per-worker")),
+    migrate=Integer(0, 2),
+    counters=MapOf(SIGNED),
+    evidence=EVIDENCE,
+    optional=("at_s", "gone_s", "held", "worker_counters"),
+    rules=(at_most_workers("served"), _worker_of_server),
+)
+RELOAD_SHAPE = derive(ReloadResult, runs=ListOf(_RUN), skipped=SKIPPED)

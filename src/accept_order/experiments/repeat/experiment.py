@@ -7,7 +7,7 @@ from rich.console import RenderableType
 
 from .. import Experiment, lazy
 from .report import repeat_report
-from .result import RepeatResult
+from .result import REPEAT_SHAPE, RepeatResult
 
 
 def report(result: RepeatResult) -> RenderableType:
@@ -17,6 +17,7 @@ def report(result: RepeatResult) -> RenderableType:
 REPEAT: Experiment[RepeatResult] = Experiment(
     kind="repeat",
     load=RepeatResult.from_dict,
+    shape=REPEAT_SHAPE,
     report=report,
     figure=lazy("accept_order.experiments.repeat.plot", "repeat_figure"),
 )

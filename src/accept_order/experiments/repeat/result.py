@@ -3,11 +3,15 @@ machine's state before and after."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...results.schema import Anything, ListOf, OneOf, SchemaError, child, derive
+from ...results.shapes import MACHINE, SKIPPED
+
 LATENCY_KINDS = ("latency", "latency-compare", "sweep")
+ORDER_KINDS = ("run", "compare", "herd")
 STEAL = 0.05  # the hypervisor took this share of the CPUs during the runs: figures from a stolen machine
 BUSY = 0.5  # a 1-minute load average of half the CPUs before the runs: other work is competing
 
@@ -93,3 +97,28 @@ def latency_warnings(rounds: Sequence[Sequence[Any]]) -> list[str]:
             "is in these latencies"
         )
     return notes
+
+
+def _rounds_of_their_kind(doc: Mapping[str, Any], at: str) -> None:
+    """Every round holds the same number of runs (one per variant), each a run of the kind repeated."""
+    from ..latency.result import LATENCY_SHAPE
+    from ..order.result import RUN_SHAPE
+
+    shape = LATENCY_SHAPE if doc["of"] in LATENCY_KINDS else RUN_SHAPE
+    rounds = doc["rounds"]
+    for i, row in enumerate(rounds):
+        if len(row) != len(rounds[0]):
+            raise SchemaError(child(at, "rounds"), f"round {i} has {len(row)} runs, round 0 {len(rounds[0])}")
+        for j, run in enumerate(row):
+            shape.check(run, child(child(child(at, "rounds"), i), j))
+
+
+REPEAT_SHAPE = derive(
+    RepeatResult,
+    of=OneOf(LATENCY_KINDS + ORDER_KINDS),
+    rounds=ListOf(ListOf(Anything(), fewest=1)),
+    skipped=SKIPPED,
+    machine=MACHINE,
+    omit=("cpus",),
+    rules=(_rounds_of_their_kind,),
+)

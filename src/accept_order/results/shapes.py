@@ -1,0 +1,184 @@
+"""The shapes every result kind shares (results/schema.py): what served and what drove it, where, the
+workers' and drivers' counters, the latency histogram, the kernel's evidence and the machine's state.
+The dataclass types among them are registered, so a kind's `derive` gives every field of those types
+the same checks. A kind's own shape is declared with its experiment (experiments/*/result.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..histogram import LatencyHistogram
+from ..loads.drive_loop import DriverStats
+from ..measures import ConnectionRecord, Environment, Verdict, WorkerCounters
+from ..probes.listeners import ListenerRow
+from ..spec import ClosedLoopLoad, SequentialLoad, ServerSpec
+from .schema import (
+    MAX_COUNT,
+    Anything,
+    Flag,
+    Integer,
+    Items,
+    ListOf,
+    MapOf,
+    Maybe,
+    Number,
+    OneOf,
+    Record,
+    Rule,
+    SchemaError,
+    Text,
+    child,
+    derive,
+    known,
+)
+
+SIGNED = Integer(-MAX_COUNT, MAX_COUNT)  # kernel counter deltas: a gauge can go down
+PORT = Integer(0, 65535)
+CPU = Integer(0, 1 << 20)
+COUNTS = ListOf(Integer())  # per worker (served)
+ERRORS = MapOf(Integer())  # failed connections by errno name
+SKIPPED = MapOf(Text())  # a variant that did not run -> why
+NOTES = ListOf(Text())
+
+
+def _known_server(server: Mapping[str, Any], at: str) -> None:
+    """A server kind and mode this version knows (a file naming another is wrong, not the command line)."""
+    from ..servers.registry import KINDS, known_mode
+
+    kind = server.get("server", ServerSpec.server)
+    if kind not in KINDS:
+        raise SchemaError(child(at, "server"), f"names server {kind!r}, which this version does not know")
+    mode = server.get("mode", ServerSpec.mode)
+    if known_mode(kind, mode) is None:
+        raise SchemaError(child(at, "mode"), f"names mode {mode!r}, which {kind} does not have in this version")
+
+
+def _one_amount(load: Mapping[str, Any], at: str) -> None:
+    """A closed-loop load ran a number of connections or for a time: one of the two."""
+    given = [name for name in ("connections", "duration_s") if load.get(name) is not None]
+    if len(given) != 1:
+        what = "gives both" if given else "gives neither"
+        raise SchemaError(at, f"{what} connections and duration_s; a load has one of them")
+
+
+def _counts_bounded(histogram: Mapping[str, Any], at: str) -> None:
+    total = sum(n for _, n in histogram["counts"])
+    if total > MAX_COUNT:
+        raise SchemaError(child(at, "counts"), f"the counts add up to {total}, more than {MAX_COUNT}")
+
+
+def histogram_total(histogram: Mapping[str, Any]) -> int:
+    """The number of samples a (checked) histogram holds."""
+    return sum(n for _, n in histogram["counts"])
+
+
+def workers_of(run: Mapping[str, Any]) -> int:
+    """How many workers a (checked) run's server had."""
+    server = run.get("server", {})
+    workers: int = server.get("workers", ServerSpec.workers)
+    return workers
+
+
+def at_most_workers(name: str) -> Rule:
+    """A rule: the list `name` of a run (one entry per worker) is no longer than its server had workers."""
+
+    def rule(run: Mapping[str, Any], at: str) -> None:
+        workers, items = workers_of(run), run.get(name, [])
+        if len(items) > workers:
+            raise SchemaError(
+                child(at, name), f"has {len(items)} entries, one per worker, but the server had {workers}"
+            )
+
+    return rule
+
+
+def names_workers(name: str, key: str | None = None) -> Rule:
+    """A rule: each item of the list `name` of a run (its `key`, or the item itself) names a worker of
+    its server (0..workers-1), or none (null)."""
+
+    def rule(run: Mapping[str, Any], at: str) -> None:
+        workers = workers_of(run)
+        for index, item in enumerate(run.get(name, [])):
+            worker = item.get(key) if key is not None else item
+            if worker is not None and worker >= workers:
+                where = child(child(at, name), index)
+                raise SchemaError(
+                    child(where, key) if key is not None else where,
+                    f"names worker {worker}, but the server had {workers} (0..{workers - 1})",
+                )
+
+    return rule
+
+
+SERVER = known(
+    ServerSpec,
+    derive(
+        ServerSpec,
+        workers=Integer(1, 1 << 20),
+        port=PORT,
+        cpus=ListOf(CPU),
+        mutex_delay_ms=Number(0, 1e9),
+        rules=(_known_server,),
+    ),
+)
+SEQUENTIAL_LOAD = known(SequentialLoad, derive(SequentialLoad, kind=OneOf(("sequential",))))
+CLOSED_LOOP_LOAD = known(
+    ClosedLoopLoad,
+    derive(ClosedLoopLoad, kind=OneOf(("closed-loop", "open-loop")), rules=(_one_amount,)),
+)
+ENVIRONMENT = known(Environment, derive(Environment))
+WORKER_COUNTERS = known(WorkerCounters, derive(WorkerCounters, affinity=ListOf(CPU)))
+DRIVER_STATS = known(DriverStats, derive(DriverStats))
+CONNECTION_RECORD = known(ConnectionRecord, derive(ConnectionRecord))
+VERDICT = known(Verdict, derive(Verdict))
+HISTOGRAM = known(
+    LatencyHistogram,
+    Record(
+        {"unit": OneOf(("us",)), "counts": ListOf(Items((Integer(), Integer(1))))},
+        frozenset({"unit", "counts"}),
+        (_counts_bounded,),
+    ),
+)
+
+# -- the kernel's evidence (probes/evidence.py, and what the session and servers add to it) ---------------
+
+_LISTENER = derive(ListenerRow, port=PORT)
+_MACHINE_STATE = Record(
+    {
+        "load_average": ListOf(Number()),
+        "cpu_jiffies": Record({"total": Integer(), "steal": Integer()}, frozenset({"total", "steal"})),
+    }
+)
+MACHINE = Record({"before": _MACHINE_STATE, "after": _MACHINE_STATE})
+EVIDENCE = Record(
+    {
+        "listeners": MapOf(ListOf(_LISTENER.but(optional=_LISTENER.fields))),
+        "counters": MapOf(SIGNED),
+        "counters_watched": ListOf(Text()),
+        "counters_available": Flag(),
+        "affinity": ListOf(Record({"index": Integer(), "pid": Integer(), "cpus": Maybe(ListOf(CPU))})),
+        "shared_namespace": Flag(),
+        "netns": Record({"inode": Maybe(Integer()), "private": Flag(), "why": Text()}),
+        "note": Text(),
+        "errors": ListOf(Text()),
+        "machine": MACHINE,
+        # fd-pass's acceptor: usage deltas are signed (a missing reading after is taken as zero)
+        "acceptor": Record(
+            {
+                "pid": Integer(),
+                "policy": Text(),
+                "passed": COUNTS,
+                "lost": Integer(),
+                "voluntary_switches": SIGNED,
+                "involuntary_switches": SIGNED,
+                "cpu_s": Number(-MAX_COUNT, MAX_COUNT),
+            }
+        ),
+        "witness": Record({"source": Text(), "requests": ListOf(ListOf(Anything()))}),
+        "accept_counts": Record({"available": Flag(), "why": Text(), "counts": MapOf(Integer())}),
+        "merged_from": Record(
+            {"files": ListOf(Record({"file": Text(), "started_at": Maybe(Text())})), "concurrent": Flag()}
+        ),
+    }
+)
