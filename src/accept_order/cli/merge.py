@@ -29,11 +29,13 @@ def merge(paths: tuple[str, ...], concurrent: bool, json_path: str | None) -> No
     from ..experiments import find
     from ..render import render_document
     from ..render.text import escape_controls
-    from ..results.envelope import load
+    from ..results.envelope import check, load
+    from ..results.merge import check_distinct_files
     from ..results.merge import merge as merge_documents
 
     if len(paths) < 2:
         raise click.UsageError("merge needs two result files or more")
+    check_distinct_files(paths)
     documents = []
     for path in paths:
         file_kind, document = load(path)
@@ -43,6 +45,7 @@ def merge(paths: tuple[str, ...], concurrent: bool, json_path: str | None) -> No
     assert experiment is not None  # merge_documents accepts only the latency kinds
     if experiment.several:
         merged.pop("interrupted", None)  # each run says whether it was cut short; the merge is not
+    check(experiment.shape, merged, "the merged result")  # counts that add up past what a file may hold
     result = experiment.load(merged)
     # Reported as `show` reports a file: every string from the files with its control characters escaped.
     report_and_save(render_document(kind, merged), json_path, kind, result.to_dict())

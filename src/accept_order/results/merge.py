@@ -3,14 +3,18 @@ once, or from repeated sessions. Histograms add (they are exact counts per micro
 errno, connections per worker and the workers' own counters; the drivers are all kept.
 
 "The same experiment" is checked: the same kind, and for every run the same server (mode, workers, work,
-backlog, batch, ...; the port may differ) and the same load shape (concurrency, rate, timeout); the amount
-(connections or duration) may differ. Time: repeated sessions add their wall times (throughput is then
-served over the total time); clients running at the same moment (`concurrent`) take the longest.
+backlog, batch, ...; the port may differ) and the same load shape (concurrency, rate, timeout, and whether
+it ran a number of connections or for a time); the amount (how many connections, how long) may differ.
+No measurement is counted twice: not a file given twice (under any name), nor a copy of one, nor a file
+already merged into another one given with it. Time: repeated sessions add their wall times (throughput is
+then served over the total time); clients running at the same moment (`concurrent`) take the longest.
 """
 
 from __future__ import annotations
 
 import copy
+import os
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -33,11 +37,88 @@ def _differs(a: dict[str, Any], b: dict[str, Any], ignored: Sequence[str]) -> st
     return None
 
 
+def _amount(load: dict[str, Any]) -> str:
+    """What a load's amount is: a number of connections or a time (the files' loads were checked whole)."""
+    if load.get("connections") is not None:
+        return f"{load['connections']} connections"
+    return f"a {load.get('duration_s')} s duration"
+
+
 def _check_same(name: str, first: dict[str, Any], run: dict[str, Any], index: int) -> None:
     for part, ignored in (("server", _SERVER_IGNORED), ("load", _LOAD_IGNORED)):
         diff = _differs(first[part], run[part], ignored)
         if diff:
             raise ResultFileError(f"{name} is not the same experiment (run {index + 1}: {part} {diff})")
+    # How much may differ, but not whether the load was a number of connections or a time.
+    if (first["load"].get("connections") is None) != (run["load"].get("connections") is None):
+        raise ResultFileError(
+            f"{name} is not the same experiment (run {index + 1}: {_amount(first['load'])} vs "
+            f"{_amount(run['load'])}: one ran a number of connections, the other for a time)"
+        )
+
+
+def check_distinct_files(paths: Sequence[str]) -> None:
+    """ResultFileError when two of `paths` are one file (the same name twice, ./a and a, a link to it):
+    merging it with itself would count every connection twice. Paths that cannot be read are left to
+    the loading, which says why."""
+    seen: dict[tuple[int, int], str] = {}
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            continue
+        first = seen.get((st.st_dev, st.st_ino))
+        if first is not None:
+            from ..render.text import escape_controls
+
+            raise ResultFileError(
+                f"{escape_controls(first)} and {escape_controls(path)} are the same file: merging a file with "
+                "itself would count every connection twice"
+            )
+        seen[(st.st_dev, st.st_ino)] = path
+
+
+def _counts(run: dict[str, Any]) -> tuple[Counter[int], Counter[str]]:
+    return Counter({us: n for us, n in run["histogram"]["counts"]}), Counter(run.get("errors", {}))
+
+
+def _starts(run: dict[str, Any]) -> set[Any]:
+    """When the measurements in a run started: its own, and those of the files merged into it."""
+    merged = run.get("evidence", {}).get("merged_from", {}).get("files", [])
+    return {run["environment"].get("started_at")} | {source.get("started_at") for source in merged}
+
+
+def _holds(a: dict[str, Any], b: dict[str, Any], kind: str) -> bool:
+    """Whether document `a` already holds `b`'s measurement: each run of `b` started when one that went
+    into `a` did, and every sample and failure of `b` is in `a` (`a` is `b`, a copy of it, or a merge
+    that `b` went into). Two measurements do not share both by chance."""
+    runs_a, runs_b = _runs(kind, a), _runs(kind, b)
+    if len(runs_a) != len(runs_b) or not runs_a:
+        return False
+    for run_a, run_b in zip(runs_a, runs_b, strict=True):
+        if run_b["environment"].get("started_at") not in _starts(run_a):
+            return False
+        (hist_a, errors_a), (hist_b, errors_b) = _counts(run_a), _counts(run_b)
+        if hist_b - hist_a or errors_b - errors_a:  # Counter subtraction keeps what b has more of
+            return False
+    return True
+
+
+def _check_counted_once(documents: Sequence[tuple[str, str, dict[str, Any]]]) -> None:
+    """ResultFileError when a measurement would be counted twice: one file is another, or is in it."""
+    for i, (name, kind, doc) in enumerate(documents):
+        for other, other_kind, earlier in documents[:i]:
+            if other_kind != kind:
+                continue  # refused as another experiment
+            holds, held = _holds(earlier, doc, kind), _holds(doc, earlier, kind)
+            if holds and held:
+                what = f"{other} and {name} hold the same measurement"
+            elif holds or held:
+                what = f"{other} already holds {name}'s measurement" if holds else f"{name} already holds {other}'s"
+            else:
+                continue
+            when = _started(doc) or "at an unknown time"
+            raise ResultFileError(f"{what} (started {when}): merging would count it twice")
 
 
 def _add_counts(a: list[int], b: list[int]) -> list[int]:
@@ -91,6 +172,7 @@ def merge(documents: Sequence[tuple[str, str, dict[str, Any]]], concurrent: bool
     name0, kind, first = documents[0]
     if kind not in MERGEABLE:
         raise ResultFileError(f"{name0} holds a {kind} result; merge adds latency results ({', '.join(MERGEABLE)})")
+    _check_counted_once(documents)
     merged = copy.deepcopy(first)
     runs = _runs(kind, merged)
     sources = [{"file": name0, "started_at": _started(first)}]
