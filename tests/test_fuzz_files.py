@@ -1,0 +1,153 @@
+"""Every field of every result file, mutated: `show` (each format), `merge` and `plot` end with exit 0 or with
+one line on stderr and exit 1, never a traceback (results/schema.py checks a whole document on load).
+
+The mutations come from the saved fixtures of every kind (tests/data/v1 and v2): for each leaf, wrong types,
+negative, huge, NaN and missing; for each object, an extra key and missing; for each list, empty and very
+long. The normal suite runs a deterministic sample of them (a few seconds); FUZZ_ALL=1 runs every one
+(marked slow: minutes).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from accept_order.cli.app import main
+from accept_order.experiments import find
+
+DATA = Path(__file__).parent / "data"
+FIXTURES = sorted((DATA / "v1").glob("*.json")) + sorted((DATA / "v2").glob("*.json"))
+WRONG: tuple[Any, ...] = (None, "", "x", True, -1, 0.5, 1e30, 10**30, float("nan"), [], {})
+LONG = 5000  # items in a "very long" list
+SAMPLE = 45  # mutations per fixture in the normal suite (~9 s in all)
+PLOT_EVERY = 6  # of those, every PLOT_EVERYth is also drawn (a picture costs ~50 ms)
+
+Path_ = tuple[str | int, ...]
+
+
+def _walk(value: Any, at: Path_ = ()) -> Iterator[tuple[Path_, Any]]:
+    """Every value of a document with its path; of a list, its first two items and its last one."""
+    yield at, value
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _walk(item, (*at, key))
+    elif isinstance(value, list):
+        picked = sorted({0, 1, len(value) - 1} & set(range(len(value))))
+        for index in picked:
+            yield from _walk(value[index], (*at, index))
+
+
+def mutations(document: dict[str, Any]) -> Iterator[tuple[str, Path_, Any]]:
+    """(what, path, new value) for every mutation of the document; new value `...` deletes the field."""
+    for at, value in _walk(document):
+        if not at:
+            continue
+        if isinstance(value, dict):
+            yield "extra key", at, {**value, "zz_extra": {"a": [1, "b"]}}
+            yield "emptied", at, {}
+        elif isinstance(value, list):
+            yield "empty", at, []
+            yield "very long", at, [value[0] if value else 1] * LONG
+        for wrong in WRONG:
+            if type(wrong) is not type(value) or wrong != value:
+                yield f"= {wrong!r}"[:30], at, wrong
+        if isinstance(at[-1], str):
+            yield "missing", at, ...
+
+
+def mutated(document: dict[str, Any], at: Path_, new: Any) -> dict[str, Any]:
+    copied = copy.deepcopy(document)
+    parent: Any = copied
+    for key in at[:-1]:
+        parent = parent[key]
+    if new is ...:
+        del parent[at[-1]]
+    else:
+        parent[at[-1]] = new
+    return copied
+
+
+def sibling(document: dict[str, Any]) -> dict[str, Any]:
+    """The same experiment measured another time: what a file may be merged with."""
+    other = copy.deepcopy(document)
+    for run in other["runs"] if "runs" in other else [other]:
+        if "environment" in run:
+            run["environment"]["started_at"] = "2000-01-01T00:00:00+00:00"
+    return other
+
+
+def commands(kind: str, path: Path, other: Path, picture: Path, number: int) -> list[list[str]]:
+    """What is run on the `number`th mutated file: every format its kind has (its CSV tables in turn),
+    merge with another file of the experiment, and, for every PLOT_EVERYth, plot."""
+    experiment = find(kind)
+    assert experiment is not None
+    runs = [["show", str(path)], ["show", str(path), "--format", "json"]]
+    tables = list(experiment.tables)
+    if tables:
+        runs.append(["show", str(path), "--format", "csv", "--table", tables[number % len(tables)]])
+    if experiment.latency_runs is not None:
+        runs.append(["show", str(path), "--format", "hdr"])
+    runs.append(["merge", str(path), str(other)])
+    if number % PLOT_EVERY == 0:
+        runs.append(["plot", str(path), "-o", str(picture)])
+    return runs
+
+
+def check(args: list[str], what: str) -> int:
+    """Run the CLI in-process; exit 0, or exactly one error line and exit 1. Returns the exit code."""
+    result = CliRunner().invoke(main, args, catch_exceptions=True, env={"COLUMNS": "120"})
+    where = f"accept-order {' '.join(args)} ({what})"
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise AssertionError(f"{where} raised {result.exception!r}") from result.exception
+    assert result.exit_code in (0, 1), f"{where}: exit {result.exit_code}: {result.stderr!r}"
+    if result.exit_code == 1:
+        lines = result.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("accept-order: error: "), f"{where}: {lines!r}"
+        assert "Traceback" not in result.output
+    return result.exit_code
+
+
+def fuzz(fixture: Path, tmp_path: Path, sample: int | None) -> dict[int, int]:
+    """Every (or a deterministic sample of `sample`) mutation of one fixture, each command on it."""
+    pytest.importorskip("matplotlib")
+    document = json.loads(fixture.read_text())
+    every = list(mutations(document))
+    chosen = every if sample is None else random.Random(fixture.name).sample(every, min(sample, len(every)))
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(sibling(document)))
+    path, picture = tmp_path / "mutated.json", tmp_path / "picture.png"
+    codes = {0: 0, 1: 0}
+    for number, (what, at, new) in enumerate(chosen):
+        path.write_text(json.dumps(mutated(document, at, new)))  # NaN is written as NaN, as a hand edit might
+        label = f"{fixture.parent.name}/{fixture.name} {'.'.join(map(str, at))} {what}"
+        for args in commands(document["kind"], path, other, picture, number):
+            codes[check(args, label)] += 1
+    return codes
+
+
+@pytest.mark.parametrize("fixture", FIXTURES, ids=lambda p: f"{p.parent.name}-{p.stem}")
+def test_a_sample_of_mutations_never_ends_in_a_traceback(fixture: Path, tmp_path: Path) -> None:
+    codes = fuzz(fixture, tmp_path, SAMPLE)
+    assert codes[1], "no mutation was refused: the sample tests nothing"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("FUZZ_ALL"), reason="every mutation takes minutes: set FUZZ_ALL=1")
+@pytest.mark.parametrize("fixture", FIXTURES, ids=lambda p: f"{p.parent.name}-{p.stem}")
+def test_every_mutation_never_ends_in_a_traceback(fixture: Path, tmp_path: Path) -> None:
+    fuzz(fixture, tmp_path, None)
+
+
+def test_every_kind_has_fixtures_to_mutate() -> None:
+    from accept_order.experiments import KINDS
+
+    kinds = {json.loads(p.read_text())["kind"] for p in FIXTURES if p.parent.name == "v2"}
+    assert kinds == set(KINDS)
