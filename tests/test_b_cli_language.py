@@ -196,7 +196,7 @@ def test_escape_sequences_in_a_result_file_never_reach_stdout(
     if result.exit_code == 0:
         assert "\\x1b[31m" + visible in result.stdout  # shown, made visible
     else:
-        assert_one_error_line(result, 1, "malformed")
+        assert_one_error_line(result, 1, "server.mode: names mode")
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs epoll and procfs")

@@ -287,5 +287,5 @@ def test_malformed_result_one_line_and_exit_1(saved: dict[str, Path], tmp_path: 
     broken = tmp_path / "broken.json"
     broken.write_text(json.dumps(document))
     out = tmp_path / "x.png"
-    assert_one_error_line(run_cli(["plot", str(broken), "-o", str(out)]), 1, "malformed 'latency' result")
+    assert_one_error_line(run_cli(["plot", str(broken), "-o", str(out)]), 1, "broken.json: histogram: missing")
     assert not out.exists()

@@ -186,7 +186,7 @@ def _set(section: str, index: int | None, field: str, value: Any) -> Any:
     [
         (
             _record_worker(-1),
-            "names worker -1, not one of 0..1",
+            "ConnectionRecord.worker: expected a non-negative integer or null, got -1",
             "records[2].worker: expected a non-negative integer or null, got -1",
         ),
         (
@@ -197,47 +197,47 @@ def _set(section: str, index: int | None, field: str, value: Any) -> Any:
         (_record_worker(99), "names worker 99", "records[2].worker: names worker 99"),
         (
             _record_worker(True),
-            "ConnectionRecord.worker has a wrong type",
+            "ConnectionRecord.worker: expected a non-negative integer or null, got true",
             "records[2].worker: expected a non-negative integer or null, got true",
         ),
         (
             _record_worker("1"),
-            "ConnectionRecord.worker has a wrong type",
+            'ConnectionRecord.worker: expected a non-negative integer or null, got "1"',
             'records[2].worker: expected a non-negative integer or null, got "1"',
         ),
         (
             _set("counters", 0, "wakeups", "3"),
-            "WorkerCounters.wakeups has a wrong type",
+            "WorkerCounters.wakeups: expected",
             'counters[0].wakeups: expected a non-negative integer or null, got "3"',
         ),
         (
             _set("counters", 1, "accepts", "1"),
-            "WorkerCounters.accepts has a wrong type",
+            "WorkerCounters.accepts: expected",
             "counters[1].accepts: expected",
         ),
         (
             _set("counters", 0, "cpu_s", "0.5"),
-            "WorkerCounters.cpu_s has a wrong type",
+            "WorkerCounters.cpu_s: expected",
             'counters[0].cpu_s: expected a non-negative number or null, got "0.5"',
         ),
         (
             _set("records", 0, "latency_us", "340"),
-            "ConnectionRecord.latency_us has a wrong type",
+            "ConnectionRecord.latency_us: expected",
             'records[0].latency_us: expected a non-negative integer, got "340"',
         ),
         (
             _set("records", 0, "seq", None),
-            "ConnectionRecord.seq has a wrong type",
+            "ConnectionRecord.seq: expected",
             "records[0].seq: expected a non-negative integer, got null",
         ),
         (
             _set("server", None, "workers", "2"),
-            "ServerSpec.workers has a wrong type",
+            "ServerSpec.workers: expected",
             'server.workers: expected an integer from 1 to 1048576, got "2"',
         ),
         (
             _set("verdict", None, "expected", 1),
-            "Verdict.expected has a wrong type",
+            "Verdict.expected: expected",
             "verdict.expected: expected true or false, got 1",
         ),
     ],

@@ -198,7 +198,7 @@ class ListOf(Shape):
         return "a list" if not self.fewest else f"a list of at least {self.fewest}"
 
     def check(self, value: Any, at: str) -> None:
-        if not isinstance(value, list) or len(value) < self.fewest:
+        if not isinstance(value, list | tuple) or len(value) < self.fewest:  # tuples: from the Python API
             raise wrong(at, self.expected, value)
         for index, item in enumerate(value):
             self.item.check(item, child(at, index))
@@ -215,7 +215,7 @@ class Items(Shape):
         return f"a list of {len(self.shapes)}"
 
     def check(self, value: Any, at: str) -> None:
-        if not isinstance(value, list) or len(value) != len(self.shapes):
+        if not isinstance(value, list | tuple) or len(value) != len(self.shapes):
             raise wrong(at, self.expected, value)
         for index, (item, shape) in enumerate(zip(value, self.shapes, strict=True)):
             shape.check(item, child(at, index))

@@ -1,23 +1,22 @@
-"""Build a frozen dataclass from a dict read from a file, checking every value's type and range.
+"""Build a frozen dataclass from a dict read from a file, after checking it against the dataclass's shape.
 
-A result file may be truncated, hand-edited or hostile: a wrong type or an absurd number becomes one
-ResultFileError naming the field, never a traceback deep in a renderer.
+The same shapes (results/schema.py) that `load` checks a whole document with: a wrong type or an absurd
+number becomes one ResultFileError naming the field, never a traceback deep in a renderer, whether the
+dict came through `load` or straight from a caller of the Python API.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
-import types
-import typing
 from collections.abc import Sequence
-from typing import Any, TypeVar, get_args, get_origin, get_type_hints
+from typing import Any, TypeVar, get_origin, get_type_hints
 
 from ..errors import ResultFileError
+from .schema import KNOWN, SchemaError, Shape, derive
 
 T = TypeVar("T")
-MAX_INT = 1 << 63  # counts, pids, microseconds: anything larger is not from a real run
 _HINTS: dict[type, dict[str, Any]] = {}
+_SHAPES: dict[type, Shape] = {}
 
 
 def _hints(cls: type) -> dict[str, Any]:
@@ -26,56 +25,27 @@ def _hints(cls: type) -> dict[str, Any]:
     return _HINTS[cls]
 
 
-def _fits(value: Any, hint: Any) -> bool:
-    origin = get_origin(hint)
-    if hint is Any:
-        return True
-    if hint is type(None):
-        return value is None
-    if origin in (typing.Union, types.UnionType):
-        return any(_fits(value, arg) for arg in get_args(hint))
-    if hint is bool:
-        return isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool) and -MAX_INT < value < MAX_INT
-    if hint is float:
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
-        return ok and math.isfinite(value) and abs(value) < MAX_INT
-    if hint is str:
-        return isinstance(value, str)
-    if origin is tuple:
-        args = get_args(hint)
-        if not isinstance(value, list | tuple):
-            return False
-        if len(args) == 2 and args[1] is Ellipsis:
-            return all(_fits(v, args[0]) for v in value)
-        return len(args) == len(value) and all(_fits(v, a) for v, a in zip(value, args, strict=True))
-    if origin is dict or hint is dict:
-        return isinstance(value, dict)
-    if origin is list:
-        return isinstance(value, list)
-    return True  # a nested type with its own checks
+def _shape(cls: type) -> Shape:
+    """The registered shape of `cls` (results/shapes.py), or one derived from it."""
+    if cls not in _SHAPES:
+        from . import shapes  # noqa: F401  (registers the shared types' shapes)
+
+        _SHAPES[cls] = KNOWN.get(cls) or derive(cls)
+    return _SHAPES[cls]
 
 
 def build(cls: type[T], data: Any) -> T:
-    """`cls(**data)` for the fields `cls` knows, after checking each value against its annotation."""
-    name = cls.__name__
-    if not isinstance(data, dict):
-        raise ResultFileError(f"malformed result: {name} is not an object")
+    """`cls(**data)` for the fields `cls` knows, after checking `data` against its shape."""
+    try:
+        _shape(cls).check(data, cls.__name__)
+    except SchemaError as exc:
+        raise ResultFileError(f"malformed result: {exc}") from None
     values: dict[str, Any] = {}
     hints = _hints(cls)
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        if f.name not in data:
-            required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-            if required:
-                raise ResultFileError(f"malformed result: {name} has no {f.name!r}")
-            continue
-        value = data[f.name]
-        if not _fits(value, hints[f.name]):
-            raise ResultFileError(f"malformed result: {name}.{f.name} has a wrong type or is out of range")
-        if get_origin(hints[f.name]) is tuple and isinstance(value, list):
-            value = tuple(value)
-        values[f.name] = value
+        if f.name in data:
+            value = data[f.name]
+            values[f.name] = tuple(value) if get_origin(hints[f.name]) is tuple and isinstance(value, list) else value
     return cls(**values)
 
 
@@ -86,20 +56,6 @@ def check_records(records: Sequence[Any], workers: int) -> None:
             raise ResultFileError(
                 f"malformed result: connection {rec.seq} names worker {rec.worker}, not one of 0..{workers - 1}"
             )
-
-
-def check_server(server: Any) -> Any:
-    """A saved server spec names a mode this version knows (a file naming another is refused, exit 1:
-    the file is wrong, not the command line)."""
-    from ..servers.registry import KINDS, known_mode
-
-    if server.server not in KINDS:
-        raise ResultFileError(f"malformed result: it names server {server.server!r}, which this version does not know")
-    if known_mode(server.server, server.mode) is None:
-        raise ResultFileError(f"malformed result: it names mode {server.mode!r}, which this version does not know")
-    if not 1 <= server.workers <= 1 << 20:
-        raise ResultFileError(f"malformed result: {server.workers} workers is out of range")
-    return server
 
 
 def runs_list(doc: dict[str, Any]) -> list[dict[str, Any]]:

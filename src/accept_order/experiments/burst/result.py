@@ -97,11 +97,11 @@ class BurstRun:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> BurstRun:
-        from ...results.typed import build, check_server
+        from ...results.typed import build
 
         env = data.get("environment")
         return cls(
-            server=check_server(build(ServerSpec, data["server"])),
+            server=build(ServerSpec, data["server"]),
             cells=tuple(BurstCell.from_dict(c) for c in data["cells"]),
             environment=build(Environment, env) if env else None,
             interrupted=bool(data.get("interrupted", False)),

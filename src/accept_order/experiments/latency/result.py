@@ -13,7 +13,7 @@ from ...loads.drive_loop import DriverStats
 from ...measures import Environment, WorkerCounters
 from ...results.schema import Anything, Integer, ListOf, Number, Record, SchemaError, child, derive
 from ...results.shapes import ERRORS, EVIDENCE, PORT, SKIPPED, at_most_workers, histogram_total
-from ...results.typed import build, check_server, runs_list, skipped_map
+from ...results.typed import build, runs_list, skipped_map
 from ...spec import ClosedLoopLoad, ServerSpec
 
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)
@@ -86,7 +86,7 @@ class LatencyResult(RequestTotals):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LatencyResult:
-        server = check_server(build(ServerSpec, data["server"]))
+        server = build(ServerSpec, data["server"])
         served = data.get("served", ())
         if (
             not isinstance(served, list | tuple)

@@ -72,9 +72,9 @@ class RunResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunResult:
-        from ...results.typed import build, check_records, check_server
+        from ...results.typed import build, check_records
 
-        server = check_server(build(ServerSpec, data["server"]))
+        server = build(ServerSpec, data["server"])
         records = tuple(build(ConnectionRecord, r) for r in data["records"])
         check_records(records, server.workers)
         return cls(
@@ -116,9 +116,9 @@ class ServeResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ServeResult:
-        from ...results.typed import build, check_server
+        from ...results.typed import build
 
-        server = check_server(build(ServerSpec, data["server"]))
+        server = build(ServerSpec, data["server"])
         sequence = data.get("sequence", [])
         if not isinstance(sequence, list) or not all(
             isinstance(w, int) and not isinstance(w, bool) and 0 <= w < server.workers for w in sequence

@@ -8,7 +8,20 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ...measures import Environment
-from ...results.schema import Flag, Integer, ListOf, MapOf, Maybe, Number, OneOf, Record, SchemaError, child, derive
+from ...results.schema import (
+    Flag,
+    Integer,
+    ListOf,
+    MapOf,
+    Maybe,
+    Number,
+    OneOf,
+    Record,
+    SchemaError,
+    child,
+    derive,
+    known,
+)
 from ...results.shapes import NOTES, SIGNED, workers_of
 from ...spec import ServerSpec
 
@@ -99,14 +112,14 @@ class RampResult:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RampResult:
-        from ...results.typed import build, check_server
+        from ...results.typed import build
 
         env = data.get("environment")
         steps = data["steps"]
         if not isinstance(steps, list):
             raise TypeError("'steps' is not a list")
         return cls(
-            server=check_server(build(ServerSpec, data["server"])),
+            server=build(ServerSpec, data["server"]),
             plan=dict(data.get("plan", {})),
             steps=tuple(RampStep.from_dict(s) for s in steps),
             environment=build(Environment, env) if env else None,
@@ -138,11 +151,14 @@ _PLAN = Record(
         "keep_going": Flag(),
     }
 )
-_STEP = derive(
+_STEP = known(  # registered: RampStep.from_dict builds with it too
     RampStep,
-    kind=OneOf(("rate", "concurrency")),
-    counters=MapOf(SIGNED),
-    optional=("served", "queues", "worker_cpu", "reasons", "seen"),
+    derive(
+        RampStep,
+        kind=OneOf(("rate", "concurrency")),
+        counters=MapOf(SIGNED),
+        optional=("served", "queues", "worker_cpu", "reasons", "seen"),
+    ),
 )
 RAMP_SHAPE = derive(
     RampResult,

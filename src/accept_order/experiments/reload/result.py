@@ -132,9 +132,9 @@ class ReloadRun:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ReloadRun:
-        from ...results.typed import build, check_server
+        from ...results.typed import build
 
-        server = check_server(build(ServerSpec, data["server"]))
+        server = build(ServerSpec, data["server"])
         if data["how"] not in HOWS:
             raise ValueError(f"'how' is {data['how']!r}, not one of {', '.join(HOWS)}")
         return cls(
