@@ -682,7 +682,8 @@ def test_a_summary_count_that_is_not_the_histograms_is_one_line(tmp_path: Path, 
     path = _saved(tmp_path, V2_LATENCY, _setter("summary", "count", value=value))
     for args in (["merge", str(path), str(V2_LATENCY)], ["show", str(path)], ["show", str(path), "--format", "csv"]):
         line = assert_one_error_line(run_cli(args), 1)
-        assert line.endswith(f"{path}: summary.count: expected a non-negative integer, got {json.dumps(value)}")
+        within = " within 2**53" if value == 10**30 else ""
+        assert line.endswith(f"{path}: summary.count: expected a non-negative integer{within}, got {json.dumps(value)}")
 
 
 @pytest.mark.parametrize("value", [1e30, 10**30, 0, -3, True, "7"])
@@ -692,7 +693,10 @@ def test_an_absurd_histogram_count_is_one_line(tmp_path: Path, value: Any) -> No
 
     path = _saved(tmp_path, V2_LATENCY, _setter("histogram", "counts", 0, 1, value=value))
     line = assert_one_error_line(run_cli(["show", str(path), "--format", "hdr"]), 1)
-    assert line.endswith(f"r.json: histogram.counts[0][1]: expected a positive integer, got {json.dumps(value)}")
+    within = " within 2**53" if value in (1e30, 10**30) else ""
+    assert line.endswith(
+        f"r.json: histogram.counts[0][1]: expected a positive integer{within}, got {json.dumps(value)}"
+    )
 
 
 @pytest.mark.parametrize(
@@ -702,7 +706,7 @@ def test_an_absurd_histogram_count_is_one_line(tmp_path: Path, value: Any) -> No
         (_setter("summary", "count", value=5), "summary.count: is 5, but the histogram holds 300 samples"),
         (_setter("server", "workers", value=True), "server.workers: expected an integer from 1 to 1048576, got true"),
         (_setter("wall_s", value=-0.5), "wall_s: expected a non-negative number, got -0.5"),
-        (_setter("wall_s", value=1e30), "wall_s: expected a non-negative number, got 1e+30"),
+        (_setter("wall_s", value=1e30), "wall_s: expected a non-negative number within 2**53, got 1e+30"),
         (_setter("port", value=70000), "port: expected an integer from 0 to 65535, got 70000"),
         (_setter("errors", value={"timeout": -2}), "errors.timeout: expected a non-negative integer, got -2"),
         (_setter("histogram", "unit", value="ms"), 'histogram.unit: expected one of "us", got "ms"'),
@@ -710,7 +714,7 @@ def test_an_absurd_histogram_count_is_one_line(tmp_path: Path, value: Any) -> No
         (_setter("load", "duration_s", value=2.0), "load: gives both connections and duration_s"),
         (_setter("server", "mode", value="bogus"), "server.mode: names mode 'bogus'"),
         (_setter("counters", 1, "cpu_s", value="0.1"), "counters[1].cpu_s: expected a non-negative number or null"),
-        (_setter("evidence", "counters", value={"X": 1.5}), "evidence.counters.X: expected an integer from"),
+        (_setter("evidence", "counters", value={"X": 1.5}), "evidence.counters.X: expected an integer, got 1.5"),
         (_setter("title", value="x" * 70000), "title: expected a string of at most 65536 characters"),
         (lambda doc: doc.pop("histogram"), "histogram: missing"),
         (lambda doc: doc.pop("server"), "server: missing"),

@@ -68,6 +68,13 @@ def _real(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+def _bounded(expected: str, value: object) -> str:
+    """`expected`, saying the bound when the value is a number past what any field may hold (1e30)."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and abs(value) > MAX_COUNT:
+        return f"{expected} within 2**53"
+    return expected
+
+
 class Shape:
     """What a JSON value must be. `check` raises SchemaError (with the value's path) or returns None."""
 
@@ -96,15 +103,13 @@ class Integer(Shape):
 
     @property
     def expected(self) -> str:  # type: ignore[override]
-        if self.low == 0 and self.high == MAX_COUNT:
-            return "a non-negative integer"
-        if self.low == 1 and self.high == MAX_COUNT:
-            return "a positive integer"
+        if self.high == MAX_COUNT and self.low in (0, 1, -MAX_COUNT):
+            return {0: "a non-negative integer", 1: "a positive integer"}.get(self.low, "an integer")
         return f"an integer from {self.low} to {self.high}"
 
     def check(self, value: Any, at: str) -> None:
         if isinstance(value, bool) or not isinstance(value, int) or not self.low <= value <= self.high:
-            raise wrong(at, self.expected, value)
+            raise wrong(at, _bounded(self.expected, value), value)
 
 
 @dataclass(frozen=True)
@@ -116,13 +121,13 @@ class Number(Shape):
 
     @property
     def expected(self) -> str:  # type: ignore[override]
-        if self.low == 0 and self.high == MAX_COUNT:
-            return "a non-negative number"
+        if self.high == MAX_COUNT and self.low in (0, -MAX_COUNT):
+            return "a non-negative number" if self.low == 0 else "a number"
         return f"a number from {self.low:g} to {self.high:g}"
 
     def check(self, value: Any, at: str) -> None:
         if not _real(value) or not math.isfinite(value) or not self.low <= value <= self.high:
-            raise wrong(at, self.expected, value)
+            raise wrong(at, _bounded(self.expected, value), value)
 
 
 @dataclass(frozen=True)
@@ -255,8 +260,9 @@ class Record(Shape):
     def check(self, value: Any, at: str) -> None:
         if not isinstance(value, dict):
             raise wrong(at, self.expected, value)
-        for name in sorted(self.required - value.keys()):
-            raise SchemaError(child(at, name), "missing")
+        missing = sorted(self.required - value.keys())
+        if missing:
+            raise SchemaError(child(at, missing[0]), "missing")
         for name, shape in self.fields.items():
             if name in value:
                 shape.check(value[name], child(at, name))
