@@ -233,7 +233,7 @@ def _set(section: str, index: int | None, field: str, value: Any) -> Any:
         (
             _set("server", None, "workers", "2"),
             "ServerSpec.workers: expected",
-            'server.workers: expected an integer from 1 to 1048576, got "2"',
+            'server.workers: expected an integer from 1 to 512, got "2"',
         ),
         (
             _set("verdict", None, "expected", 1),

@@ -704,7 +704,7 @@ def test_an_absurd_histogram_count_is_one_line(tmp_path: Path, value: Any) -> No
     [
         (_setter("served", value=[1, 2, 3]), "served: has 3 entries, one per worker, but the server had 2"),
         (_setter("summary", "count", value=5), "summary.count: is 5, but the histogram holds 300 samples"),
-        (_setter("server", "workers", value=True), "server.workers: expected an integer from 1 to 1048576, got true"),
+        (_setter("server", "workers", value=True), "server.workers: expected an integer from 1 to 512, got true"),
         (_setter("wall_s", value=-0.5), "wall_s: expected a non-negative number, got -0.5"),
         (_setter("wall_s", value=1e30), "wall_s: expected a non-negative number within 2**53, got 1e+30"),
         (_setter("port", value=70000), "port: expected an integer from 0 to 65535, got 70000"),
@@ -771,7 +771,7 @@ def test_a_version_1_file_is_checked_in_its_version_2_form(tmp_path: Path) -> No
     with pytest.raises(ResultFileError) as exc:
         load(path)
     assert one_line(exc) == (
-        f"{path}: server.workers: expected an integer from 1 to 1048576, got 0 (a version 1 file, read as version 2)"
+        f"{path}: server.workers: expected an integer from 1 to 512, got 0 (a version 1 file, read as version 2)"
     )
     path = _saved(tmp_path, DATA_ROOT / "v1" / "compare.json", _setter("runs", 1, "counters", value=["x"]))
     with pytest.raises(ResultFileError) as exc:
@@ -814,3 +814,13 @@ def test_derive_reads_a_dataclass() -> None:
         with pytest.raises(SchemaError) as exc:
             shape.check(doc, "")
         assert str(exc.value) == message
+
+
+def test_more_workers_than_a_run_may_have_is_refused_before_anything_draws_them(tmp_path: Path) -> None:
+    """2**20 workers in a hand-edited file took minutes and gigabytes to plot: a run has at most 512."""
+    from accept_order.results.envelope import load
+
+    path = _saved(tmp_path, DATA_ROOT / "v2" / "run.json", _setter("server", "workers", value=1 << 20))
+    with pytest.raises(ResultFileError) as exc:
+        load(path)
+    assert one_line(exc) == f"{path}: server.workers: expected an integer from 1 to 512, got 1048576"

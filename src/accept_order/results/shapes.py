@@ -12,7 +12,7 @@ from ..histogram import LatencyHistogram
 from ..loads.drive_loop import DriverStats
 from ..measures import ConnectionRecord, Environment, Verdict, WorkerCounters
 from ..probes.listeners import ListenerRow
-from ..spec import ClosedLoopLoad, SequentialLoad, ServerSpec
+from ..spec import MAX_WORKERS, ClosedLoopLoad, SequentialLoad, ServerSpec
 from .schema import (
     MAX_COUNT,
     Anything,
@@ -35,6 +35,9 @@ from .schema import (
 
 SIGNED = Integer(-MAX_COUNT, MAX_COUNT)  # kernel counter deltas: a gauge can go down
 PORT = Integer(0, 65535)
+# As many as a run may have (spec.py): reports and pictures draw one bar or row per worker, so 2**20 of
+# them in a hand-edited file took minutes and gigabytes to plot.
+WORKERS = Integer(1, MAX_WORKERS)
 CPU = Integer(0, 1 << 20)
 COUNTS = ListOf(Integer())  # per worker (served)
 ERRORS = MapOf(Integer())  # failed connections by errno name
@@ -115,7 +118,7 @@ SERVER = known(
     ServerSpec,
     derive(
         ServerSpec,
-        workers=Integer(1, 1 << 20),
+        workers=WORKERS,
         port=PORT,
         cpus=ListOf(CPU),
         mutex_delay_ms=Number(0, 1e9),

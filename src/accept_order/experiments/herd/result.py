@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...analysis.herd import HerdRow, herd_row
-from ...results.schema import Integer, ListOf, derive
-from ...results.shapes import SKIPPED
+from ...results.schema import ListOf, derive
+from ...results.shapes import SKIPPED, WORKERS
 from ...spec import ServerSpec
 from ..order.result import RUN_SHAPE, RunResult
 
@@ -57,5 +57,5 @@ class HerdResult:
 
 
 HERD_SHAPE = derive(
-    HerdResult, workers=Integer(1, 1 << 20), runs=ListOf(RUN_SHAPE), skipped=SKIPPED, optional=("work_us", "backlog")
+    HerdResult, workers=WORKERS, runs=ListOf(RUN_SHAPE), skipped=SKIPPED, optional=("work_us", "backlog")
 )
