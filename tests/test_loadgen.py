@@ -19,7 +19,7 @@ import pytest
 from conftest import gone
 
 from accept_order.errors import LoadError, PlanError
-from accept_order.loads.closed_loop import (
+from accept_order.loads.generator import (
     DriverStats,
     LoadGenerator,
     driver_warnings,
@@ -30,16 +30,16 @@ from accept_order.loads.closed_loop import (
 from accept_order.loads.protocol import BAD_REPLY, NO_REPLY, TIMEOUT, describe_error
 from accept_order.servers.pool import WorkerPool
 from accept_order.servers.target import ReplyAttribution
-from accept_order.spec import ClosedLoopLoad, ServerSpec, check_concurrency, open_file_limit
+from accept_order.spec import ConcurrentLoad, ServerSpec, check_concurrency, open_file_limit
 
 LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs epoll")
 # The test servers below are not accept-order workers: no reply line names one of their (no) workers.
 NOBODY = ReplyAttribution(())
 
 
-def load(**options: Any) -> ClosedLoopLoad:
+def load(**options: Any) -> ConcurrentLoad:
     """A closed-loop load from the settings given; by default neither a count nor a duration."""
-    return ClosedLoopLoad(**{"connections": None, **options})
+    return ConcurrentLoad(**{"connections": None, **options})
 
 
 # -- pure parts ----------------------------------------------------------------------------------

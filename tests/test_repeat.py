@@ -23,7 +23,7 @@ from accept_order.histogram import LatencyHistogram
 from accept_order.loads.drive_loop import DriverStats
 from accept_order.measures import ConnectionRecord, Environment, Verdict, WorkerCounters
 from accept_order.render import render_document
-from accept_order.spec import ClosedLoopLoad, SequentialLoad, ServerSpec
+from accept_order.spec import ConcurrentLoad, SequentialLoad, ServerSpec
 
 ENV = Environment("Linux", "6.0", "x86_64", 2, 4096, "3.11", "host", "2024-01-01T00:00:00+00:00")
 TIGHT = [30_000] * 98 + [29_000, 31_000]  # p99 30 ms, small deviation
@@ -36,7 +36,7 @@ def latency(mode: str, values_us: list[int]) -> LatencyResult:
         hist.add(us)
     return LatencyResult(
         server=ServerSpec(mode=mode, workers=2).validated(),
-        load=ClosedLoopLoad(connections=len(values_us), concurrency=4).validated(),
+        load=ConcurrentLoad(connections=len(values_us), concurrency=4).validated(),
         environment=ENV,
         port=1234,
         histogram=hist,

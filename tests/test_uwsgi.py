@@ -35,12 +35,12 @@ EPOLLEXCLUSIVE = 1 << 28
 
 
 def uwsgi_run(mode: str, connections: int = CONNECTIONS, **spec: object) -> RunResult:
-    server = ServerSpec(server="uwsgi", mode=mode, workers=3, **spec)  # type: ignore[arg-type]
+    server = ServerSpec(kind="uwsgi", mode=mode, workers=3, **spec)  # type: ignore[arg-type]
     return session.run_sequential(server, SequentialLoad(connections=connections))
 
 
 def launched(mode: str, workers: int = 3) -> UwsgiServer:
-    return UwsgiServer(checked(ServerSpec(server="uwsgi", mode=mode, workers=workers)))
+    return UwsgiServer(checked(ServerSpec(kind="uwsgi", mode=mode, workers=workers)))
 
 
 def syscall(pid: int) -> int:
@@ -167,7 +167,7 @@ def test_processes_and_files_are_the_tools() -> None:
             seen["workers"] = [w.pid for w in master.children()]
             seen["directory"] = os.path.dirname(master.cmdline()[-1])
 
-    server = ServerSpec(server="uwsgi", mode="thunder-lock", workers=2, work_us=200)
+    server = ServerSpec(kind="uwsgi", mode="thunder-lock", workers=2, work_us=200)
     result = session.run_sequential(server, SequentialLoad(connections=5), on_record)
     assert result.served == 5
     assert gone([seen["master"], *seen["workers"]])  # type: ignore[list-item]

@@ -29,7 +29,7 @@ _PUBLIC = {
     "MODES": "servers.modes",
     "available_modes": "servers.registry",
     "WorkerPool": "servers.pool",
-    "ClosedLoopLoad": "spec",
+    "ConcurrentLoad": "spec",
     "SequentialLoad": "spec",
     "ServerSpec": "spec",
 }

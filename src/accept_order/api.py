@@ -16,8 +16,8 @@ from .experiments.latency.result import LatencyResult
 from .experiments.order.result import RunResult
 from .measures import ConnectionRecord
 from .servers.registry import checked, variants
-from .session import Tick, run_closed_loop, run_each, run_sequential
-from .spec import ClosedLoopLoad, SequentialLoad, ServerSpec
+from .session import Tick, run_each, run_latency, run_sequential
+from .spec import ConcurrentLoad, SequentialLoad, ServerSpec
 
 _SERVER_FIELDS = {f.name for f in dataclasses.fields(ServerSpec)}
 
@@ -71,14 +71,14 @@ def herd(
 
 
 def latency(
-    server: ServerSpec, load: ClosedLoopLoad, on_tick: Tick | None = None, title: str | None = None
+    server: ServerSpec, load: ConcurrentLoad, on_tick: Tick | None = None, title: str | None = None
 ) -> LatencyResult:
-    return run_closed_loop(server, load, on_tick, title)
+    return run_latency(server, load, on_tick, title)
 
 
 def compare_latency(
     server: ServerSpec,
-    load: ClosedLoopLoad,
+    load: ConcurrentLoad,
     modes: Sequence[str] | None,
     on_run: Callable[[ServerSpec], Tick | None] | None = None,
     servers: Sequence[str] | None = None,
@@ -86,12 +86,12 @@ def compare_latency(
 ) -> tuple[list[LatencyResult], dict[str, str]]:
     """One latency run per mode of each server, same settings; (results, {mode: why it was left out})."""
     specs, skipped = variants(server, modes, servers, batch_given)
-    return run_each(specs, lambda spec: run_closed_loop(spec, load, on_run(spec) if on_run else None)), skipped
+    return run_each(specs, lambda spec: run_latency(spec, load, on_run(spec) if on_run else None)), skipped
 
 
 def sweep_accept_batch(
     server: ServerSpec,
-    load: ClosedLoopLoad,
+    load: ConcurrentLoad,
     values: Sequence[int],
     on_run: Callable[[ServerSpec], Tick | None] | None = None,
 ) -> list[LatencyResult]:
@@ -101,5 +101,5 @@ def sweep_accept_batch(
     specs = [server.replace(accept_batch=value) for value in values]  # every value before the first run
     return run_each(
         specs,
-        lambda spec: run_closed_loop(spec, load, on_run(spec) if on_run else None, default_title(spec, sweep=True)),
+        lambda spec: run_latency(spec, load, on_run(spec) if on_run else None, default_title(spec, sweep=True)),
     )

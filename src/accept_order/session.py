@@ -2,7 +2,7 @@
 
     evidence before -> start the server -> listeners -> load -> evidence after -> stop -> analyse -> result
 
-`run_sequential` (run, compare, herd, serve-less experiments) and `run_closed_loop` (latency, sweep)
+`run_sequential` (run, compare, herd, serve-less experiments) and `run_latency` (latency, sweep)
 differ only in the load they drive and the result they build; `lifecycle` owns everything else: the
 order of start and stop, ending every process on success, error, Ctrl-C and SIGTERM (teardown runs
 with signals deferred), and a worker that dies mid-run (one WorkerError naming it, with the counts of
@@ -27,11 +27,11 @@ from .probes.evidence import EvidenceCapture
 from .servers.registry import checked, expectation, make_target, mode_info
 from .servers.target import Target
 from .signals import deferred
-from .spec import ClosedLoopLoad, SequentialLoad, ServerSpec
+from .spec import ConcurrentLoad, SequentialLoad, ServerSpec
 
 if TYPE_CHECKING:
     from .experiments.latency.result import LatencyResult
-    from .loads.closed_loop import LoadGenerator
+    from .loads.generator import LoadGenerator
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -123,7 +123,7 @@ def run_sequential(
         return f"the run stopped after {len(finished)} connections ({served} served, {len(finished) - served} failed)"
 
     records, m = lifecycle(server, lambda target: drive_sequential(target, load, record), describe)
-    mode = mode_info(server.server, server.mode)
+    mode = mode_info(server.kind, server.mode)
     model, why = expectation(server)
     woken = m.counters if mode.switches_are_wakeups else ()
     if mode.timed_waits:  # a sleep that ended on its own timer woke for no connection
@@ -145,14 +145,14 @@ def run_sequential(
     )
 
 
-def run_closed_loop(
-    server: ServerSpec, load: ClosedLoopLoad, on_tick: Tick | None = None, title: str | None = None
+def run_latency(
+    server: ServerSpec, load: ConcurrentLoad, on_tick: Tick | None = None, title: str | None = None
 ) -> LatencyResult:
     """One latency run: CPU-bound workers under a closed-loop load. Ctrl-C keeps what was measured:
     RunInterrupted carries the partial result, marked interrupted."""
     # Imported here: a sequential run (the common, start-up-bound case) never loads the load generator.
     from .experiments.latency.result import LatencyResult
-    from .loads.closed_loop import LoadGenerator
+    from .loads.generator import LoadGenerator
     from .probes.work import estimate_work_us
 
     load = load.validated()
@@ -235,3 +235,6 @@ def run_each(variants: Sequence[T], run_one: Callable[[T], R]) -> list[R]:
                 raise
             raise RunInterrupted(results, cause) from None
     return results
+
+
+run_closed_loop = run_latency  # its name before 0.3, for older callers of the Python API

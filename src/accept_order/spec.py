@@ -1,4 +1,5 @@
-"""Frozen specs: what serves (ServerSpec) and what drives it (SequentialLoad, ClosedLoopLoad).
+"""Frozen specs: what serves (ServerSpec) and what drives it (SequentialLoad, ConcurrentLoad: a closed or an
+open loop).
 
 This is the one place shared values are checked (a server kind checks its own: servers/kinds.py). The
 CLI's option types reject bad input first, naming the option the user typed; these checks guard the
@@ -117,7 +118,7 @@ class ServerSpec:
     backlog: int = 511
     accept_batch: int = 0  # most connections accepted per wakeup; 0: until EAGAIN
     cpus: tuple[int, ...] = ()  # pin worker i to cpus[i % len(cpus)]; empty: no pinning
-    server: str = "builtin"  # builtin (this tool's workers), nginx (launched), attached (already running)
+    kind: str = "builtin"  # which server: builtin (this tool's workers), nginx, ... (launched), attached, remote
     attach: tuple[int, ...] = ()  # attached: the master's pid, or the workers' pids
     protocol: str = "line"  # attached: what the server speaks (line: it writes and closes; http)
     policy: str = "round-robin"  # fd-pass: which worker the acceptor hands a connection to
@@ -143,14 +144,21 @@ class ServerSpec:
             raise PlanError(f"--host must be an address (resolve names with resolve_host), got {self.host!r}") from None
         return self
 
+    # Renamed fields: a saved file or an older caller may still use the old name.
+    RENAMED: ClassVar[dict[str, str]] = {"server": "kind"}
+
+    @property
+    def server(self) -> str:
+        """The old name of `kind`, for older callers; result files keep storing the kind as "server"."""
+        return self.kind
+
     @property
     def label(self) -> str:
-        """The mode, with the server's name when it is not the built-in workers: `epoll`, `nginx epoll`."""
-        if self.server == "attached":
-            return f"attached pid {','.join(map(str, self.attach))}"
-        if self.server == "remote":
-            return f"target {self.host}:{self.port}"
-        return self.mode if self.server == "builtin" else f"{self.server} {self.mode}"
+        """How reports name this server: `epoll`, `nginx epoll`, `attached pid 12`, `target host:port`
+        (the kind says it: servers/kinds.py `ServerKind.label`)."""
+        from .servers.registry import server_kind  # spec is imported by every server module
+
+        return server_kind(self.kind).label(self)
 
     def replace(self, **changes: Any) -> ServerSpec:
         return dataclasses.replace(self, **changes).validated()
@@ -158,14 +166,15 @@ class ServerSpec:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ServerSpec:
         known = {f.name for f in dataclasses.fields(cls)}
-        values = {k: v for k, v in data.items() if k in known}
+        values = {k: v for k, v in renamed(cls, data).items() if k in known}
         for name in ("cpus", "attach"):
             if name in values:
                 values[name] = tuple(values[name])
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        # Schema version 2 stores the kind under its old name, "server": files stay readable by 0.2.
+        return {"server" if k == "kind" else k: v for k, v in dataclasses.asdict(self).items()}
 
 
 @dataclass(frozen=True)
@@ -199,10 +208,10 @@ DEFAULT_DRIVER_PROCS = 2
 
 
 @dataclass(frozen=True)
-class ClosedLoopLoad:
-    """A closed loop: `concurrency` slots, each starting its next connection as soon as one ends."""
-
-    kind: ClassVar[str] = "closed-loop"
+class ConcurrentLoad:
+    """Many connections at once. A closed loop: `concurrency` slots, each starting its next connection as
+    soon as one ends. With a `rate`, an open loop: connections start on a fixed schedule, whatever is in
+    flight (up to `concurrency`)."""
     connections: int | None = DEFAULT_REQUESTS  # None: run for duration_s instead
     duration_s: float | None = None
     concurrency: int = DEFAULT_CONCURRENCY
@@ -212,7 +221,15 @@ class ClosedLoopLoad:
     # (up to `concurrency`), and time each from when it was due (wrk2's correction for coordinated omission).
     rate: float | None = None
 
-    def validated(self) -> ClosedLoopLoad:
+    @property
+    def kind(self) -> str:
+        return "closed-loop" if self.rate is None else "open-loop"
+
+    @property
+    def open_loop(self) -> bool:
+        return self.rate is not None
+
+    def validated(self) -> ConcurrentLoad:
         if self.connections is not None and self.duration_s is not None:
             raise PlanError("give --connections or --duration, not both")
         if self.connections is None and self.duration_s is None:
@@ -231,7 +248,7 @@ class ClosedLoopLoad:
         return self if procs == self.driver_procs else dataclasses.replace(self, driver_procs=procs)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ClosedLoopLoad:
+    def from_dict(cls, data: dict[str, Any]) -> ConcurrentLoad:
         known = {f.name for f in dataclasses.fields(cls)}
         values = {k: v for k, v in data.items() if k in known}
         if "requests" in data and "connections" not in data:  # v1 name
@@ -241,9 +258,36 @@ class ClosedLoopLoad:
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         rate = data.pop("rate")
-        if rate is None:
-            return {"kind": self.kind, **data}
-        return {"kind": "open-loop", **data, "rate": rate}
+        return {"kind": self.kind, **data} | ({} if rate is None else {"rate": rate})
+
+
+ClosedLoopLoad = ConcurrentLoad  # its name before 0.3, for older callers of the Python API
+
+
+def renamed(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    """`data` with the old names of `cls`'s renamed fields replaced by the new ones (the new name wins)."""
+    renames: dict[str, str] = getattr(cls, "RENAMED", {})
+    if not any(old in data for old in renames):
+        return data
+    out = {k: v for k, v in data.items() if k not in renames}
+    for old, new in renames.items():
+        if old in data and new not in out:
+            out[new] = data[old]
+    return out
+
+
+def _accept_old_names(cls: Any) -> None:
+    """Let `cls(old_name=...)` keep working for the Python API after a field was renamed."""
+    init = cls.__init__
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **renamed(cls, kwargs))
+
+    __init__.__doc__ = init.__doc__
+    cls.__init__ = __init__
+
+
+_accept_old_names(ServerSpec)
 
 
 def pinned(spec: ServerSpec, pin: bool) -> ServerSpec:

@@ -11,9 +11,9 @@ import click
 
 from .app import handle_errors
 from .common import keep_partial, report_and_save
-from .options import closed_loop_options, examples, json_option, modes_option, server_options
+from .options import examples, json_option, load_options, modes_option, server_options
 from .output import note, progress_bar
-from .specs import closed_loop_load, first_available, server_spec
+from .specs import concurrent_load, first_available, server_spec
 from .types import IntList
 
 DEFAULT_MODES = "blocking,epoll,accept-mutex,fd-pass,io-uring,reuseport"
@@ -28,7 +28,7 @@ DEFAULT_MODES = "blocking,epoll,accept-mutex,fd-pass,io-uring,reuseport"
 )
 @modes_option(default=DEFAULT_MODES, help="Comma-separated modes, or all.")
 @server_options(workers=3)
-@closed_loop_options()
+@load_options()
 @click.option(
     "--how",
     "hows",
@@ -82,7 +82,7 @@ def reload(
         )
     names, skipped = available(None if modes == ["all"] else modes)
     server = server_spec(options, mode=first_available(modes))
-    load = closed_loop_load(options)
+    load = concurrent_load(options)
     host_setting = netns.read_sysctl(netns.MIGRATE_REQ)
     settings = sorted(set(migrate))
     if host_setting is None and 1 in settings:

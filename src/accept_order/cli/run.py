@@ -39,7 +39,7 @@ def run(repeat: int, json_path: str | None, **options: Any) -> None:
     server, load = server_spec(options), sequential_load(options)
     host_warnings()
     if repeat > 1:
-        if server.server in ("attached", "remote"):
+        if server.kind in ("attached", "remote"):
             raise click.UsageError("--repeat compares runs of a server it starts: not with --attach or --target")
         run_repeated("run", [server], repeat, lambda spec: run_sequential(spec, load), {}, json_path)
         return

@@ -161,6 +161,9 @@ class AttachedKind(ServerKind):
     summary = "a running server this tool did not start, attached by pid"
     launched = False
 
+    def label(self, spec: ServerSpec) -> str:
+        return f"attached pid {','.join(map(str, spec.attach))}"
+
     def modes(self) -> dict[str, ModeInfo]:
         return {"attached": ModeInfo("attached", self.summary, WHY, None, "unknown")}
 

@@ -20,7 +20,7 @@ from typing import Any
 from ...errors import PlanError
 from ...probes import netstat
 from ...session import RunInterrupted, lifecycle, run_each
-from ...spec import FD_MARGIN, MAX_DRIVER_PROCS, ClosedLoopLoad, ServerSpec, check_range
+from ...spec import FD_MARGIN, MAX_DRIVER_PROCS, ConcurrentLoad, ServerSpec, check_range
 from .result import BurstCell, BurstRun
 
 MAX_CLIENTS = 1_000_000
@@ -42,10 +42,10 @@ class BurstPlan:
         check_range("--timeout", self.timeout_s, 0.001, 3600)
         return self
 
-    def load(self, clients: int) -> ClosedLoopLoad:
+    def load(self, clients: int) -> ConcurrentLoad:
         """A burst as a closed loop: as many slots as connections, so each slot connects once, at once."""
         procs = min(self.driver_procs, clients)
-        return ClosedLoopLoad(connections=clients, concurrency=clients, driver_procs=procs, timeout_s=self.timeout_s)
+        return ConcurrentLoad(connections=clients, concurrency=clients, driver_procs=procs, timeout_s=self.timeout_s)
 
 
 def local_ports() -> int | None:
@@ -85,7 +85,7 @@ def run_bursts(
     server: ServerSpec, plan: BurstPlan, on_burst: Callable[[ServerSpec, int], Any] | None = None
 ) -> BurstRun:
     """Every burst of `plan` against one server: start it, burst, stop it."""
-    from ...loads.closed_loop import LoadGenerator
+    from ...loads.generator import LoadGenerator
 
     plan = plan.validated()
     cells: list[BurstCell] = []

@@ -12,15 +12,15 @@ from rich.text import Text
 from ...analysis.tails import TailVerdict, tail_verdict
 from ...cpus import format_cpu_list
 from ...histogram import histogram_lines, summary_line
-from ...loads.closed_loop import STARVED, driver_warnings
 from ...loads.drive_loop import DriverStats
+from ...loads.generator import STARVED, driver_warnings
 from ...loads.protocol import describe_error
 from ...measures import Environment, WorkerCounters
 from ...render.evidence import evidence_report
 from ...render.text import Verbatim, plural
 from ...render.workers import worker_table
 from ...servers.registry import known_mode
-from ...spec import ClosedLoopLoad, ServerSpec
+from ...spec import ConcurrentLoad, ServerSpec
 from .result import PERCENTILES, LatencyResult, default_title
 
 
@@ -67,7 +67,7 @@ def _work_text(plan: ServerSpec, estimate_us: float | None) -> str:
     return "work " + (" + ".join(parts) + " busy loop" if parts else "none")
 
 
-def _load_text(load: ClosedLoopLoad) -> str:
+def _load_text(load: ConcurrentLoad) -> str:
     amount = f"{load.connections} connections" if load.connections is not None else f"{load.duration_s:g} s"
     return f"{amount}, {load.concurrency} concurrent, {load.driver_procs} driver processes"
 
@@ -279,7 +279,7 @@ def sweep_report(results: Sequence[LatencyResult]) -> RenderableType:
             style="dim",
         )
     )
-    mode = known_mode(server.server, server.mode)
+    mode = known_mode(server.kind, server.mode)
     if mode is not None and not mode.batches:
         parts.append(
             Text(f"Note: mode {server.mode} accepts one connection per wakeup whatever the cap.", style="yellow")

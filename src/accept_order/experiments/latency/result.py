@@ -7,11 +7,11 @@ from typing import Any
 
 from ...errors import ResultFileError
 from ...histogram import LatencyHistogram
-from ...loads.closed_loop import RequestTotals
 from ...loads.drive_loop import DriverStats
+from ...loads.generator import RequestTotals
 from ...measures import Environment, WorkerCounters
 from ...results.typed import build, check_server, runs_list, skipped_map
-from ...spec import ClosedLoopLoad, ServerSpec
+from ...spec import ConcurrentLoad, ServerSpec
 
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)
 
@@ -29,7 +29,7 @@ class LatencyResult(RequestTotals):
     """One latency run: plan, where, the exact duration histogram, failures, per-worker and per-driver."""
 
     server: ServerSpec
-    load: ClosedLoopLoad
+    load: ConcurrentLoad
     environment: Environment
     port: int
     histogram: LatencyHistogram  # served requests' durations, integer microseconds
@@ -93,7 +93,7 @@ class LatencyResult(RequestTotals):
             raise ResultFileError("malformed result: 'served' is not a count per worker")
         return cls(
             server=server,
-            load=build(ClosedLoopLoad, data["load"]),
+            load=build(ConcurrentLoad, data["load"]),
             environment=build(Environment, data["environment"]),
             port=data["port"],
             histogram=LatencyHistogram.from_dict(data["histogram"]),

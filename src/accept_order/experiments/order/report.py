@@ -103,7 +103,7 @@ def witness_text(result: RunResult) -> Text | None:
 def compare_table(results: Sequence[RunResult], skipped: dict[str, str]) -> RenderableType:
     table = Table(title="accept-order compare", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     # A server column only when a real server is in the table: built-in-only tables stay as they were.
-    servers = any(r.server.server != "builtin" for r in results) or any(" " in k for k in skipped)
+    servers = any(r.server.kind != "builtin" for r in results) or any(" " in k for k in skipped)
     columns = (("server",) if servers else ()) + ("mode", "sequence", "served", "verdict", "Jain", "woken")
     for name in columns:
         table.add_column(name, no_wrap=name != "verdict", min_width=24 if name == "verdict" else None)
@@ -111,7 +111,7 @@ def compare_table(results: Sequence[RunResult], skipped: dict[str, str]) -> Rend
         v = r.verdict
         woken = "-" if v.woken_per_connection is None else f"{v.woken_per_connection:.1f}"
         cells = [r.server.mode, sequence_text(r, 20), " ".join(map(str, r.counts)), v.pattern, f"{v.jain:.2f}", woken]
-        table.add_row(*([r.server.server] if servers else []), *cells)
+        table.add_row(*([r.server.kind] if servers else []), *cells)
     for key, reason in skipped.items():
         server, _, mode = key.rpartition(" ")
         cells2: list[str | Text] = [mode, "-", "-", Text(f"not available: {reason}", style="dim"), "-", "-"]

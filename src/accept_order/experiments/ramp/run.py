@@ -19,7 +19,7 @@ from ...errors import PlanError
 from ...probes import netstat
 from ...probes.sockets import socket_summary
 from ...session import RunInterrupted, Tick, lifecycle
-from ...spec import MAX_DRIVER_PROCS, ClosedLoopLoad, ServerSpec, check_range
+from ...spec import MAX_DRIVER_PROCS, ConcurrentLoad, ServerSpec, check_range
 from .result import RampResult, RampStep
 
 SATURATED = 0.9  # a worker (or the workers together) on a CPU this share of the step is CPU-bound
@@ -58,9 +58,9 @@ class RampPlan:
     def offered(self) -> list[float]:
         return list(self.rates) if self.rates else [float(c) for c in self.concurrencies]
 
-    def load(self, offered: float) -> ClosedLoopLoad:
+    def load(self, offered: float) -> ConcurrentLoad:
         if self.rates:
-            return ClosedLoopLoad(
+            return ConcurrentLoad(
                 connections=None,
                 duration_s=self.step_s,
                 concurrency=self.in_flight,
@@ -68,7 +68,7 @@ class RampPlan:
                 timeout_s=self.timeout_s,
                 rate=offered,
             ).validated()
-        return ClosedLoopLoad(
+        return ConcurrentLoad(
             connections=None,
             duration_s=self.step_s,
             concurrency=int(offered),
@@ -168,7 +168,7 @@ def signals(step: RampStep, workers: int, cpus: int) -> list[str]:
 
 
 def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick | None] | None = None) -> RampResult:
-    from ...loads.closed_loop import LoadGenerator
+    from ...loads.generator import LoadGenerator
 
     plan = plan.validated()
     server = server.validated()

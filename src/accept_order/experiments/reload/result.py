@@ -19,7 +19,7 @@ from typing import Any
 
 from ...loads.protocol import NO_REPLY
 from ...measures import Environment, WorkerCounters
-from ...spec import ClosedLoopLoad, ServerSpec
+from ...spec import ConcurrentLoad, ServerSpec
 
 HOWS = ("leave", "kill")
 MIGRATE = "TcpExtTCPMigrateReqSuccess"
@@ -60,7 +60,7 @@ class ReloadRun:
     """One mode under a steady load while worker `worker` went (`how`) `at_s` seconds in."""
 
     server: ServerSpec
-    load: ClosedLoopLoad
+    load: ConcurrentLoad
     how: str  # "leave" (graceful: closes its listener, serves what it holds, exits) or "kill" (SIGKILL)
     migrate: int  # net.ipv4.tcp_migrate_req in the run's namespace
     queue: str  # the mode's: "shared" or "per-worker"
@@ -137,7 +137,7 @@ class ReloadRun:
             raise ValueError(f"'how' is {data['how']!r}, not one of {', '.join(HOWS)}")
         return cls(
             server=server,
-            load=ClosedLoopLoad.from_dict(data["load"]),
+            load=ConcurrentLoad.from_dict(data["load"]),
             how=data["how"],
             migrate=int(data["migrate"]),
             queue=str(data["queue"]),

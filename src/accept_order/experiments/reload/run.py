@@ -16,7 +16,7 @@ from ... import netns
 from ...errors import PlanError
 from ...servers.registry import mode_info, runnable
 from ...session import RunInterrupted, Tick, lifecycle, run_each
-from ...spec import ClosedLoopLoad, ServerSpec
+from ...spec import ConcurrentLoad, ServerSpec
 from .result import HOWS, ReloadRun
 
 GONE_TIMEOUT_S = 3.0  # how long a leaving worker has to notice (it does between connections)
@@ -31,7 +31,7 @@ class ReloadPlan:
     worker: int = 0
     at: float = 0.5
 
-    def validated(self, server: ServerSpec, load: ClosedLoopLoad) -> ReloadPlan:
+    def validated(self, server: ServerSpec, load: ConcurrentLoad) -> ReloadPlan:
         if self.how not in HOWS:
             raise PlanError(f"--how is one of {', '.join(HOWS)}, got {self.how!r}")
         if self.migrate not in (0, 1):
@@ -44,7 +44,7 @@ class ReloadPlan:
             raise PlanError(f"--at must be between 0 and 1 (a share of the duration), got {self.at}")
         if load.duration_s is None:
             raise PlanError("reload runs for a --duration (the worker goes part-way through it)")
-        if server.server != "builtin":
+        if server.kind != "builtin":
             raise PlanError("reload makes the built-in workers go; --server nginx is not supported by it yet")
         return self
 
@@ -66,9 +66,9 @@ def available(modes: Sequence[str] | None) -> tuple[list[str], dict[str, str]]:
     return runnable("builtin", modes)
 
 
-def run_reload(server: ServerSpec, load: ClosedLoopLoad, plan: ReloadPlan, on_tick: Tick | None = None) -> ReloadRun:
+def run_reload(server: ServerSpec, load: ConcurrentLoad, plan: ReloadPlan, on_tick: Tick | None = None) -> ReloadRun:
     """One mode's run: set tcp_migrate_req (in this namespace), load, make the worker go, count."""
-    from ...loads.closed_loop import LoadGenerator
+    from ...loads.generator import LoadGenerator
     from ...servers.pool import WorkerPool
 
     server = server.validated()
@@ -147,7 +147,7 @@ def _held(plan: ReloadPlan, went: dict[str, Any], served: tuple[int, ...], evide
 
 def reload_runs(
     variants: Sequence[tuple[ServerSpec, ReloadPlan]],
-    load: ClosedLoopLoad,
+    load: ConcurrentLoad,
     on_run: Callable[[ServerSpec, ReloadPlan], Tick | None] | None = None,
 ) -> list[ReloadRun]:
     return run_each(variants, lambda v: run_reload(v[0], load, v[1], on_run(*v) if on_run else None))

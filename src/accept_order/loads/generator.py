@@ -1,4 +1,5 @@
-"""Closed-loop load generator: the parent side. It owns a few driver processes (loads/drive_loop.py).
+"""Load generator (closed loop, or open loop with a rate), the parent side: it owns a few driver processes
+(loads/drive_loop.py).
 
 Why processes and a raw epoll loop: one CPython process cannot open and close connections as fast as the
 kernel can; a raw `select.epoll` loop does the fewest syscalls and allocations per connection, and the
@@ -26,7 +27,7 @@ from ..histogram import LatencyHistogram
 from ..processes import FORK, READY_TIMEOUT_S, STOP_TIMEOUT_S, end_processes, out_of_resources, start_child
 from ..servers.target import Attribution
 from ..signals import deferred
-from ..spec import ClosedLoopLoad
+from ..spec import ConcurrentLoad
 from .drive_loop import ABORT, SATURATED, STOP, TICK_S, DriverConfig, DriverStats, driver_main
 from .protocol import LINE, ClientProtocol
 
@@ -109,10 +110,10 @@ def split(total: int, parts: int) -> list[int]:
 
 
 class LoadGenerator:
-    """Owner of the driver processes of one closed-loop run. Use as a context manager."""
+    """Owner of the driver processes of one run (closed loop, or open loop with a rate). Use as a context manager."""
 
     def __init__(
-        self, address: tuple[str, int], attribution: Attribution, load: ClosedLoopLoad, protocol: ClientProtocol = LINE
+        self, address: tuple[str, int], attribution: Attribution, load: ConcurrentLoad, protocol: ClientProtocol = LINE
     ) -> None:
         load = load.validated()
         procs = load.driver_procs
@@ -271,10 +272,10 @@ def merge(reports: list[dict[str, Any]]) -> LoadResult:
 def run_load(
     address: tuple[str, int],
     attribution: Attribution,
-    load: ClosedLoopLoad,
+    load: ConcurrentLoad,
     on_tick: Callable[[int, float], None] | None = None,
     protocol: ClientProtocol = LINE,
 ) -> LoadResult:
-    """Drive a closed-loop load at `address` until its connections have finished or its duration passed."""
+    """Drive a load at `address` until its connections have finished or its duration passed."""
     with LoadGenerator(address, attribution, load, protocol) as gen:
         return gen.run(on_tick)
