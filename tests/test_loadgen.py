@@ -113,7 +113,7 @@ def test_merge_is_exact() -> None:
     assert result.errors == Counter({"ECONNREFUSED": 1, "timeout": 2})
     assert result.served == Counter({0: 2, 1: 2})
     assert result.wall_s == 2.0  # first start to last end
-    assert (result.ok, result.failed, result.requests) == (4, 3, 7)
+    assert (result.ok, result.failed, result.driven) == (4, 3, 7)
     assert result.throughput == 2.0
     assert [d.index for d in result.drivers] == [0, 1]
 
@@ -169,7 +169,7 @@ def test_every_request_is_served_and_counted(pool: WorkerPool) -> None:
 def test_duration_run_stops_and_accounts_for_everything(pool: WorkerPool) -> None:
     result = run_load(pool.address, pool.attribution, load(duration_s=0.3, concurrency=4, driver_procs=2))
     assert result.ok > 0
-    assert result.requests == sum(d.requests for d in result.drivers)
+    assert result.driven == sum(d.requests for d in result.drivers)
     assert result.wall_s >= 0.3
 
 

@@ -31,9 +31,7 @@ def test_access_log_agrees_with_the_records(mode: str) -> None:
 
 def test_sched_rr_idle_workers_take_turns() -> None:
     """The primary gives each connection to the worker free the longest: at idle, a rotation."""
-    result = session.run_sequential(
-        ServerSpec(kind="node", mode="sched-rr", workers=3), SequentialLoad(connections=12)
-    )
+    result = session.run_sequential(ServerSpec(kind="node", mode="sched-rr", workers=3), SequentialLoad(connections=12))
     sequence = [r.worker for r in result.records]
     assert is_rotation(sequence, 3), sequence
     # A rotation fits both the idle-longest and the next-in-turn model; which fits one more connection

@@ -131,8 +131,10 @@ def test_reuse_port_sets_the_flag_on_the_masters_one_socket(mode: str, reuseport
         assert server.master is not None
         (listener,) = listening_sockets(server.port)
         holders = [server.master.pid, *server.pids]
-        fds = {pid: [fd for fd in map(int, os.listdir(f"/proc/{pid}/fd")) if socket_inode(pid, fd) == listener.inode]
-               for pid in holders}
+        fds = {
+            pid: [fd for fd in map(int, os.listdir(f"/proc/{pid}/fd")) if socket_inode(pid, fd) == listener.inode]
+            for pid in holders
+        }
         assert all(len(found) == 1 for found in fds.values()), fds
         assert {reuseport_of(pid, found[0]) for pid, found in fds.items()} == {reuseport}
 

@@ -3,7 +3,9 @@
     evidence before -> start the server -> listeners -> load -> evidence after -> stop -> analyse -> result
 
 `run_sequential` (run, compare, herd, serve-less experiments) and `run_latency` (latency, sweep)
-differ only in the load they drive and the result they build; `lifecycle` owns everything else: the
+differ only in the load they drive and the result they build. `drive_load` is the one way any
+experiment drives a load at a started target (latency, burst, ramp, reload): it checks the workers
+while the load runs and returns one `LoadSummary`. `lifecycle` owns everything else: the
 order of start and stop, ending every process on success, error, Ctrl-C and SIGTERM (teardown runs
 with signals deferred), and a worker that dies mid-run (one WorkerError naming it, with the counts of
 what was driven). `run_each` runs variants one after another and keeps what finished when interrupted.
@@ -32,6 +34,7 @@ from .spec import ConcurrentLoad, SequentialLoad, ServerSpec
 if TYPE_CHECKING:
     from .experiments.latency.result import LatencyResult
     from .loads.generator import LoadGenerator
+    from .loads.summary import LoadSummary
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -145,80 +148,82 @@ def run_sequential(
     )
 
 
+class Loading:
+    """The load running against a target, for the message when a worker dies mid-run: how far it got."""
+
+    def __init__(self) -> None:
+        self.generator: LoadGenerator | None = None
+
+    def describe(self) -> str:
+        done, served = self.generator.finished() if self.generator else (0, 0)
+        return f"the run stopped after {done} connections ({served} served, {done - served} failed)"
+
+
+def drive_load(
+    target: Target, load: ConcurrentLoad, workers: int, on_tick: Tick | None = None, loading: Loading | None = None
+) -> LoadSummary:
+    """Drive one load at a started target and summarise it. Every TICK the target is checked (a dead
+    worker ends the run with its name, not a pile of timeouts), then `on_tick(done, elapsed)` runs.
+    Ctrl-C or SIGTERM ends the load early: the summary keeps what it got, with the signal in
+    `interruption` for the caller to raise once its result is built."""
+    # Imported here: a sequential run (the common, start-up-bound case) never loads the load generator.
+    from .loads.generator import LoadGenerator
+
+    def tick(done: int, elapsed: float) -> None:
+        target.check_alive()
+        if on_tick:
+            on_tick(done, elapsed)
+
+    with LoadGenerator(target.address, target.attribution, load, target.protocol.closing()) as generator:
+        if loading is not None:
+            loading.generator = generator
+        outcome = generator.run(tick)
+    return outcome.summary(workers)
+
+
 def run_latency(
     server: ServerSpec, load: ConcurrentLoad, on_tick: Tick | None = None, title: str | None = None
 ) -> LatencyResult:
     """One latency run: CPU-bound workers under a closed-loop load. Ctrl-C keeps what was measured:
     RunInterrupted carries the partial result, marked interrupted."""
-    # Imported here: a sequential run (the common, start-up-bound case) never loads the load generator.
-    from .experiments.latency.result import LatencyResult
-    from .loads.generator import LoadGenerator
+    from .experiments.latency.result import LatencyResult, default_title
     from .probes.work import estimate_work_us
 
     load = load.validated()
     work = estimate_work_us(server)
-    generators: list[LoadGenerator] = []
+    loading = Loading()
     kernel: dict[str, Any] = {}  # per-worker accepts counted by the kernel, for a server that does not say
 
-    def drive(target: Target) -> Any:
-        def tick(done: int, elapsed: float) -> None:
-            target.check_alive()  # a dead worker ends the run with its name, not a pile of timeouts
-            if on_tick:
-                on_tick(done, elapsed)
+    def drive(target: Target) -> LoadSummary:
+        if not target.attribution.holds_socket:
+            return drive_load(target, load, server.workers, on_tick, loading)
+        from .probes.accepts import AcceptCounter  # replies may not name the worker: count accepts in the kernel
 
-        counter = None
-        if target.attribution.holds_socket:  # replies may not name the worker: count accepts in the kernel
-            from .probes.accepts import AcceptCounter
-
-            counter = AcceptCounter(list(target.pids))
-            counter.start()
+        counter = AcceptCounter(list(target.pids))
+        counter.start()
         try:
-            with LoadGenerator(target.address, target.attribution, load, target.protocol.closing()) as generator:
-                generators.append(generator)
-                outcome = generator.run(tick)
-            if counter is not None:
-                counts = counter.stop()
-                kernel.update(available=counts.available, why=counts.why, counts=counts.counts)
-            return outcome
+            summary = drive_load(target, load, server.workers, on_tick, loading)
+            counts = counter.stop()
         finally:
-            if counter is not None:
-                counter.close()
+            counter.close()
+        kernel.update(available=counts.available, why=counts.why, counts=counts.counts)
+        return summary.replace_served(tuple(int(counts.counts.get(pid, 0)) for pid in target.pids))
 
-    def describe() -> str:
-        done, served = generators[0].finished() if generators else (0, 0)
-        return f"the run stopped after {done} connections ({served} served, {done - served} failed)"
-
-    outcome, m = lifecycle(server, drive, describe)
-    from .experiments.latency.result import default_title  # the title is stored in the result
-
-    result = LatencyResult(
+    summary, m = lifecycle(server, drive, loading.describe)
+    result = LatencyResult.of(
+        summary,
         server=server,
         load=load,
         environment=m.environment,
         port=m.port,
-        histogram=outcome.histogram,
-        errors=dict(outcome.errors),
-        served=_served(outcome.served, server.workers, m.pids, kernel),
         counters=m.counters,
-        drivers=tuple(outcome.drivers),
-        wall_s=outcome.wall_s,
         title=title or default_title(server),
         work_estimate_us=work,
         evidence={**m.evidence, **({"accept_counts": kernel} if kernel else {})},
-        interrupted=outcome.interrupted is not None,
     )
-    if outcome.interrupted is not None:
-        raise RunInterrupted([result], outcome.interrupted)
+    if summary.interruption is not None:
+        raise RunInterrupted([result], summary.interruption)
     return result
-
-
-def _served(by_reply: dict[int, int], workers: int, pids: tuple[int, ...], kernel: dict[str, Any]) -> tuple[int, ...]:
-    """Connections per worker: from the replies, or, for a server whose replies do not name the worker,
-    from the kernel's accept counts (zeros, with the reason in the evidence, when those are unavailable)."""
-    if not kernel:
-        return tuple(by_reply.get(i, 0) for i in range(workers))
-    counts = kernel.get("counts", {})
-    return tuple(int(counts.get(pid, 0)) for pid in pids)
 
 
 def run_each(variants: Sequence[T], run_one: Callable[[T], R]) -> list[R]:

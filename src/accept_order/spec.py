@@ -212,6 +212,7 @@ class ConcurrentLoad:
     """Many connections at once. A closed loop: `concurrency` slots, each starting its next connection as
     soon as one ends. With a `rate`, an open loop: connections start on a fixed schedule, whatever is in
     flight (up to `concurrency`)."""
+
     connections: int | None = DEFAULT_REQUESTS  # None: run for duration_s instead
     duration_s: float | None = None
     concurrency: int = DEFAULT_CONCURRENCY

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from multiprocessing.connection import Connection, wait
@@ -30,6 +30,7 @@ from ..signals import deferred
 from ..spec import ConcurrentLoad
 from .drive_loop import ABORT, SATURATED, STOP, TICK_S, DriverConfig, DriverStats, driver_main
 from .protocol import LINE, ClientProtocol
+from .summary import LoadSummary, TimedTotals
 
 __all__ = [
     "SATURATED",
@@ -44,42 +45,27 @@ STARVED = 0.25  # a driver runnable but waiting for a CPU this share of its time
 REPORT_TIMEOUT_S = 5.0  # after a stop request, how long drivers have to send what they measured
 
 
-class RequestTotals:
-    """Totals derived from a histogram of served requests and a count of failed ones (shared by the
-    load generator's result and the latency result built from it)."""
-
-    histogram: LatencyHistogram
-    errors: Mapping[str, int]
-    wall_s: float
-
-    @property
-    def ok(self) -> int:
-        return self.histogram.count
-
-    @property
-    def failed(self) -> int:
-        return sum(self.errors.values())
-
-    @property
-    def requests(self) -> int:
-        return self.ok + self.failed
-
-    @property
-    def throughput(self) -> float:
-        """Served requests per second of load."""
-        return self.ok / self.wall_s if self.wall_s > 0 else 0.0
-
-
 @dataclass
-class LoadResult(RequestTotals):
-    """Everything the drivers measured, merged."""
+class LoadResult(TimedTotals):
+    """Everything the drivers measured, merged, as they report it (workers by the index in the reply)."""
 
     histogram: LatencyHistogram  # durations of served requests, microseconds
     errors: Counter[str]  # failed requests by errno name (or timeout / no reply / bad reply)
     served: Counter[int]  # worker index -> requests it answered
     wall_s: float  # first driver's start to last driver's end
     drivers: list[DriverStats] = field(default_factory=list)
-    interrupted: BaseException | None = None  # the Ctrl-C / SIGTERM that stopped the run early
+    interrupted: KeyboardInterrupt | None = None  # the Ctrl-C / SIGTERM that stopped the run early
+
+    def summary(self, workers: int) -> LoadSummary:
+        """As one load's summary, with a count for each of `workers` workers."""
+        return LoadSummary(
+            histogram=self.histogram,
+            errors=dict(self.errors),
+            served=tuple(self.served.get(i, 0) for i in range(workers)),
+            wall_s=self.wall_s,
+            drivers=tuple(self.drivers),
+            interruption=self.interrupted,
+        )
 
 
 def driver_warnings(drivers: list[DriverStats], workers: int, cpus: int, procs: int | None = None) -> list[str]:

@@ -181,7 +181,7 @@ def latency_report(result: LatencyResult) -> RenderableType:
     ]
     if result.evidence:
         parts.append(evidence_report(result.evidence))
-    errors = errors_block(result.errors, result.requests)
+    errors = errors_block(result.errors, result.driven)
     if errors:
         parts.append(errors)
     parts.extend(load_notes([result]))
@@ -223,7 +223,7 @@ def compare_report(
         parts.append(_group_headline("accept-order latency --modes", first, ""))
     for r in results:
         parts.append(Verbatim(mmhistogram_lines(r)))
-        errors = errors_block(r.errors, r.requests)
+        errors = errors_block(r.errors, r.driven)
         if errors:
             parts.append(errors)
     parts.append(Text("latency by mode (ms)", style="bold"))
@@ -285,7 +285,7 @@ def sweep_report(results: Sequence[LatencyResult]) -> RenderableType:
             Text(f"Note: mode {server.mode} accepts one connection per wakeup whatever the cap.", style="yellow")
         )
     for r in results:
-        errors = errors_block(r.errors, r.requests)
+        errors = errors_block(r.errors, r.driven)
         if errors:
             parts.append(Text(f"accept-batch {r.server.accept_batch}: ", style="bold"))
             parts.append(errors)

@@ -8,7 +8,7 @@ from typing import Any
 from ...errors import ResultFileError
 from ...histogram import LatencyHistogram
 from ...loads.drive_loop import DriverStats
-from ...loads.generator import RequestTotals
+from ...loads.summary import LoadSummary, TimedTotals
 from ...measures import Environment, WorkerCounters
 from ...results.typed import build, check_server, runs_list, skipped_map
 from ...spec import ConcurrentLoad, ServerSpec
@@ -25,7 +25,7 @@ def default_title(server: ServerSpec, sweep: bool = False) -> str:
 
 
 @dataclass(frozen=True)
-class LatencyResult(RequestTotals):
+class LatencyResult(TimedTotals):
     """One latency run: plan, where, the exact duration histogram, failures, per-worker and per-driver."""
 
     server: ServerSpec
@@ -42,6 +42,23 @@ class LatencyResult(RequestTotals):
     work_estimate_us: float | None = None  # the handler's busy loop, timed in this process before the run
     evidence: dict[str, Any] = field(default_factory=dict)  # kernel evidence, from the session
     interrupted: bool = False  # Ctrl-C or SIGTERM ended the load early: the figures are what it got to
+
+    @classmethod
+    def of(cls, load_summary: LoadSummary, **rest: Any) -> LatencyResult:
+        """A latency result from its load's summary and the rest (server, load, environment, ...)."""
+        return cls(
+            histogram=load_summary.histogram,
+            errors=dict(load_summary.errors),
+            served=load_summary.served,
+            drivers=load_summary.drivers,
+            wall_s=load_summary.wall_s,
+            interrupted=load_summary.interrupted,
+            **rest,
+        )
+
+    @property
+    def load_summary(self) -> LoadSummary:
+        return LoadSummary(self.histogram, self.errors, self.served, self.wall_s, self.drivers)
 
     def percentile_ms(self, q: float) -> float | None:
         return self.histogram.percentile(q) / 1000 if self.ok else None

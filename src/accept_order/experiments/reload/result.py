@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ...loads.protocol import NO_REPLY
+from ...loads.summary import CountedTotals
 from ...measures import Environment, WorkerCounters
 from ...spec import ConcurrentLoad, ServerSpec
 
@@ -56,7 +57,7 @@ def expectation(queue: str, passes: bool, how: str, migrate: int) -> Expectation
 
 
 @dataclass(frozen=True)
-class ReloadRun:
+class ReloadRun(CountedTotals):
     """One mode under a steady load while worker `worker` went (`how`) `at_s` seconds in."""
 
     server: ServerSpec
@@ -79,14 +80,6 @@ class ReloadRun:
     evidence: dict[str, Any] = field(default_factory=dict)
     interrupted: bool = False
     held_exact: bool = False  # the acceptor's count (fd-pass); else a lower bound, from the worker's own count
-
-    @property
-    def failed(self) -> int:
-        return sum(self.errors.values())
-
-    @property
-    def driven(self) -> int:
-        return sum(self.served) + self.failed
 
     @property
     def expected(self) -> Expectation:

@@ -10,14 +10,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ... import netns
 from ...errors import PlanError
 from ...servers.registry import mode_info, runnable
-from ...session import RunInterrupted, Tick, lifecycle, run_each
+from ...session import Loading, RunInterrupted, Tick, drive_load, lifecycle, run_each
 from ...spec import ConcurrentLoad, ServerSpec
 from .result import HOWS, ReloadRun
+
+if TYPE_CHECKING:
+    from ...loads.summary import LoadSummary
 
 GONE_TIMEOUT_S = 3.0  # how long a leaving worker has to notice (it does between connections)
 
@@ -68,7 +71,6 @@ def available(modes: Sequence[str] | None) -> tuple[list[str], dict[str, str]]:
 
 def run_reload(server: ServerSpec, load: ConcurrentLoad, plan: ReloadPlan, on_tick: Tick | None = None) -> ReloadRun:
     """One mode's run: set tcp_migrate_req (in this namespace), load, make the worker go, count."""
-    from ...loads.generator import LoadGenerator
     from ...servers.pool import WorkerPool
 
     server = server.validated()
@@ -77,9 +79,9 @@ def run_reload(server: ServerSpec, load: ConcurrentLoad, plan: ReloadPlan, on_ti
     netns.write_sysctl(netns.MIGRATE_REQ, str(plan.migrate))
     assert load.duration_s is not None
     went: dict[str, Any] = {}
-    generators: list[LoadGenerator] = []
+    loading = Loading()
 
-    def drive(target: Any) -> Any:
+    def drive(target: Any) -> LoadSummary:
         assert isinstance(target, WorkerPool)
 
         def tick(done: int, elapsed: float) -> None:
@@ -88,20 +90,13 @@ def run_reload(server: ServerSpec, load: ConcurrentLoad, plan: ReloadPlan, on_ti
                 gone = target.retire(plan.worker, plan.how, GONE_TIMEOUT_S)
                 went.update(at_s=round(elapsed, 3), gone_s=round(time.monotonic() - started, 3) if gone else None)
                 went["accepted"] = target.accepted_by(plan.worker)
-            target.check_alive()
             if on_tick:
                 on_tick(done, elapsed)
 
-        with LoadGenerator(target.address, target.attribution, load, target.protocol.closing()) as generator:
-            generators.append(generator)
-            return generator.run(tick)
+        return drive_load(target, load, server.workers, tick, loading)
 
-    def describe() -> str:
-        done, served = generators[0].finished() if generators else (0, 0)
-        return f"the run stopped after {done} connections ({served} served, {done - served} failed)"
-
-    outcome, m = lifecycle(server, drive, describe)
-    served = tuple(outcome.served.get(i, 0) for i in range(server.workers))
+    outcome, m = lifecycle(server, drive, loading.describe)
+    served = outcome.served
     meta = mode_info("builtin", server.mode)
     passes = "acceptor" in m.evidence
     result = ReloadRun(
@@ -116,18 +111,18 @@ def run_reload(server: ServerSpec, load: ConcurrentLoad, plan: ReloadPlan, on_ti
         gone_s=went.get("gone_s"),
         held=_held(plan, went, served, m.evidence) if went else None,
         served=served,
-        finished=sum(d.requests for d in outcome.drivers),
+        finished=sum(d.requests for d in outcome.drivers),  # the drivers' own count, checked against driven
         errors=dict(outcome.errors),
         counters=dict(m.evidence.get("counters", {})),
         worker_counters=m.counters,
         environment=m.environment,
         wall_s=outcome.wall_s,
         evidence=m.evidence,
-        interrupted=outcome.interrupted is not None,
+        interrupted=outcome.interrupted,
         held_exact=passes,
     )
-    if outcome.interrupted is not None:
-        raise RunInterrupted([result], outcome.interrupted)
+    if outcome.interruption is not None:
+        raise RunInterrupted([result], outcome.interruption)
     return result
 
 
