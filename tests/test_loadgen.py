@@ -28,6 +28,7 @@ from accept_order.loads.generator import (
     split,
 )
 from accept_order.loads.protocol import BAD_REPLY, NO_REPLY, TIMEOUT, describe_error
+from accept_order.run_warnings import WarningKind
 from accept_order.servers.pool import WorkerPool
 from accept_order.servers.target import ReplyAttribution
 from accept_order.spec import ConcurrentLoad, ServerSpec, check_concurrency, open_file_limit
@@ -125,9 +126,11 @@ def test_driver_warnings() -> None:
     assert busy.saturated and not starved.saturated
     assert starved.busy_fraction == pytest.approx(0.6)
     notes = driver_warnings([busy, starved, idle], workers=2, cpus=2)
-    assert len(notes) == 2
-    assert notes[0].startswith("driver 0 used 95% of a CPU")
-    assert "share 2 CPUs" in notes[1] and "50%" in notes[1]
+    assert [n.kind for n in notes] == [WarningKind.DRIVER_SATURATED, WarningKind.DRIVERS_STARVED]
+    assert notes[0].figures == {"driver": 0, "percent": pytest.approx(95)}
+    assert notes[1].figures == {"procs": 3, "workers": 2, "cpus": 2, "percent": pytest.approx(50)}
+    assert str(notes[0]).startswith("driver 0 used 95% of a CPU")
+    assert "share 2 CPUs" in str(notes[1]) and "50%" in str(notes[1])
     assert driver_warnings([idle], workers=2, cpus=2) == []
 
 

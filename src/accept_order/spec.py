@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 from .cpus import allowed_cpus, format_cpu_list
 from .errors import PlanError
+from .run_warnings import RunWarning, WarningKind, warn
 
 MAX_WORKERS = 512
 MAX_CONNECTIONS = 10_000_000
@@ -68,7 +69,7 @@ def check_concurrency(concurrency: int) -> None:
         )
 
 
-def resolve_host(text: str) -> tuple[str, str | None]:
+def resolve_host(text: str) -> tuple[str, RunWarning | None]:
     """(address to listen on, warning or None). Names resolve (`localhost`); multicast and broadcast
     addresses are refused; an address others can reach gets a warning, because every reply names a
     worker's pid."""
@@ -86,12 +87,7 @@ def resolve_host(text: str) -> tuple[str, str | None]:
         address = ipaddress.ip_address(infos[0][4][0])
     if address.is_multicast or (address.version == 4 and str(address) == "255.255.255.255"):
         raise PlanError(f"--host {address} is a multicast or broadcast address; a TCP server cannot listen there")
-    warning = None
-    if not address.is_loopback:
-        warning = (
-            f"listening on {address}: anyone who can reach this address can connect and learn the "
-            "workers' pids; use 127.0.0.1 unless that is what you want"
-        )
+    warning = None if address.is_loopback else warn(WarningKind.REACHABLE_HOST, address=str(address))
     return str(address), warning
 
 

@@ -25,6 +25,7 @@ from typing import Any
 from ..errors import LoadError
 from ..histogram import LatencyHistogram
 from ..processes import FORK, READY_TIMEOUT_S, STOP_TIMEOUT_S, end_processes, out_of_resources, start_child
+from ..run_warnings import RunWarning, WarningKind, warn
 from ..servers.target import Attribution
 from ..signals import deferred
 from ..spec import ConcurrentLoad
@@ -68,23 +69,23 @@ class LoadResult(TimedTotals):
         )
 
 
-def driver_warnings(drivers: list[DriverStats], workers: int, cpus: int, procs: int | None = None) -> list[str]:
+def driver_warnings(drivers: list[DriverStats], workers: int, cpus: int, procs: int | None = None) -> list[RunWarning]:
     """What to say about the load generator itself: CPU-bound (locust warns above 90% CPU), or starved
     of CPU by the workers it shares the machine with (its own delays are then in the latencies)."""
-    notes = []
-    for d in drivers:
-        if d.saturated:
-            notes.append(
-                f"driver {d.index} used {100 * d.cpu_fraction:.0f}% of a CPU: the load generator may be the "
-                "bottleneck and may blur the latencies; give it more --driver-procs"
-            )
+    notes = [
+        warn(WarningKind.DRIVER_SATURATED, driver=d.index, percent=100 * d.cpu_fraction) for d in drivers if d.saturated
+    ]
     waited = [d for d in drivers if d.wall_s and (d.runqueue_s or 0) / d.wall_s > STARVED]
     if waited:
         share = max((d.runqueue_s or 0) / d.wall_s for d in waited)
         notes.append(
-            f"the {procs or len(drivers)} driver processes and {workers} workers share {cpus} CPUs: "
-            f"drivers waited for a CPU up to {100 * share:.0f}% of the time, so client-side delay is "
-            "part of these latencies"
+            warn(
+                WarningKind.DRIVERS_STARVED,
+                procs=procs or len(drivers),
+                workers=workers,
+                cpus=cpus,
+                percent=100 * share,
+            )
         )
     return notes
 

@@ -19,6 +19,7 @@ from ...measures import Environment, WorkerCounters
 from ...render.evidence import evidence_report
 from ...render.text import Verbatim, plural
 from ...render.workers import worker_table
+from ...run_warnings import unique
 from ...servers.registry import known_mode
 from ...spec import ConcurrentLoad, ServerSpec
 from .result import PERCENTILES, LatencyResult, default_title
@@ -33,8 +34,7 @@ def load_notes(results: Sequence[LatencyResult]) -> list[Text]:
     first = results[0]
     procs, workers, cpus = first.load.driver_procs, first.server.workers, first.environment.cpu_count
     drivers = [d for r in results for d in r.drivers]
-    warnings = list(dict.fromkeys(driver_warnings(drivers, workers, cpus, procs=procs)))
-    notes = [Text(f"Note: {w}", style="yellow") for w in warnings]
+    notes = [Text(f"Warning: {w}", style="yellow") for w in unique(driver_warnings(drivers, workers, cpus, procs))]
     waits = [(d.runqueue_s or 0) / d.wall_s for d in drivers if d.wall_s and d.runqueue_s is not None]
     if procs + workers > cpus and not any(w > STARVED for w in waits):  # else a warning said it
         wait = f"; they waited for a CPU at most {100 * max(waits):.0f}% of their time" if waits else ""
