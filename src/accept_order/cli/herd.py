@@ -39,8 +39,8 @@ def herd(modes: list[str], repeat: int, json_path: str | None, per_worker: bool,
     if repeat > 1:
         import dataclasses
 
+        from ..api import sequential as run_sequential
         from ..servers.registry import variants
-        from ..session import run_sequential
 
         specs, skipped = variants(server, modes)
         herd_load = dataclasses.replace(load, settle=True, gap_ms=0.0)  # as api.herd runs it

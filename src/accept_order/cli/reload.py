@@ -62,9 +62,10 @@ def reload(
     Runs in a private network namespace it creates (needs root), where it sets net.ipv4.tcp_migrate_req
     for each run; the host's setting is never changed."""
     from .. import netns
+    from ..api import reload as reload_runs
     from ..experiments.reload.report import reload_report
     from ..experiments.reload.result import ReloadResult
-    from ..experiments.reload.run import ReloadPlan, available, plans, reload_runs
+    from ..experiments.reload.run import ReloadPlan, available, plans
     from ..probes.evidence import PRIVATE_ENV
 
     if options.get("connections") is not None or options.get("requests_alias") is not None:
@@ -96,9 +97,8 @@ def reload(
     os.environ[PRIVATE_ENV] = "1"  # the evidence says so (PID 1's namespace cannot always be compared)
 
     def save(runs: Sequence[Any], interrupted: bool = False) -> None:
-        result = ReloadResult(tuple(runs), skipped, host_setting)
-        doc = result.to_dict() | ({"interrupted": True} if interrupted else {})
-        report_and_save(reload_report(result), json_path, "reload", doc)
+        result = ReloadResult(tuple(runs), skipped, host_setting, interrupted)
+        report_and_save(reload_report(result), json_path, "reload", result.to_dict())
 
     with ExitStack() as bars:
 

@@ -33,8 +33,8 @@ from .specs import sequential_load, server_spec
 @handle_errors
 def run(repeat: int, json_path: str | None, **options: Any) -> None:
     """Start workers, drive connections at them one by one, show who served each."""
+    from ..api import sequential as run_sequential
     from ..experiments.order.report import run_report
-    from ..session import run_sequential
 
     server, load = server_spec(options), sequential_load(options)
     host_warnings()

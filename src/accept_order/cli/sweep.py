@@ -47,8 +47,8 @@ def sweep(json_path: str | None, batches: list[int], repeat: int, **options: Any
     server, load = server_spec(options), concurrent_load(options)
     host_warnings()
     if repeat > 1:
+        from ..api import latency as run_latency
         from ..experiments.latency.result import default_title
-        from ..session import run_latency
 
         specs = [server.replace(accept_batch=value) for value in batches]
         with bars(load, lambda s: f"accept-batch {s.accept_batch or 'none'}") as on_run:

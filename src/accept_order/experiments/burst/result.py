@@ -116,9 +116,11 @@ class BurstResult:
     runs: tuple[BurstRun, ...]
     skipped: dict[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    interrupted: bool = False  # Ctrl-C or SIGTERM ended it: the runs are those that got that far
 
     def to_dict(self) -> dict[str, Any]:
-        return {"runs": [r.to_dict() for r in self.runs], "skipped": dict(self.skipped), "notes": list(self.notes)}
+        doc = {"runs": [r.to_dict() for r in self.runs], "skipped": dict(self.skipped), "notes": list(self.notes)}
+        return doc | ({"interrupted": True} if self.interrupted else {})
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> BurstResult:
@@ -129,4 +131,5 @@ class BurstResult:
             tuple(BurstRun.from_dict(r) for r in runs),
             dict(data.get("skipped", {})),
             tuple(str(n) for n in data.get("notes", [])),
+            bool(data.get("interrupted", False)),
         )

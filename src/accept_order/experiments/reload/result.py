@@ -157,13 +157,15 @@ class ReloadResult:
     runs: tuple[ReloadRun, ...]
     skipped: dict[str, str] = field(default_factory=dict)
     host_migrate_req: str | None = None  # the host's setting, read before and left as it was
+    interrupted: bool = False  # Ctrl-C or SIGTERM ended it: the runs are those that got that far
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        doc = {
             "runs": [r.to_dict() for r in self.runs],
             "skipped": dict(self.skipped),
             "host_migrate_req": self.host_migrate_req,
         }
+        return doc | ({"interrupted": True} if self.interrupted else {})
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ReloadResult:
@@ -174,4 +176,5 @@ class ReloadResult:
             tuple(ReloadRun.from_dict(r) for r in runs),
             dict(data.get("skipped", {})),
             data.get("host_migrate_req"),
+            bool(data.get("interrupted", False)),
         )
