@@ -15,6 +15,7 @@ stop() then answers available=False and says why, so a latency run still complet
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import selectors
@@ -113,10 +114,10 @@ def ensure_tracefs() -> tuple[bool, str]:
     return True, f"mounted tracefs at {TRACEFS}"
 
 
-def _child_setup() -> None:
-    """In the bpftrace child before exec: die with us, and take SIGINT even if our thread blocked it
-    (a blocked mask is inherited across exec and would make stop() wait for nothing)."""
-    die_with_parent()
+def _child_setup(parent: int) -> None:
+    """In the bpftrace child before exec: die with us (`parent`), and take SIGINT even if our thread blocked
+    it (a blocked mask is inherited across exec and would make stop() wait for nothing)."""
+    die_with_parent(parent)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
 
 
@@ -177,7 +178,7 @@ class AcceptCounter:
                 stderr=subprocess.PIPE,
                 bufsize=0,  # raw pipes: what _wait_attached reads with os.read is not also in a buffer
                 env={**os.environ, ATTACHED_ENV: "1"},
-                preexec_fn=_child_setup,
+                preexec_fn=functools.partial(_child_setup, os.getpid()),
                 process_group=0,
             )
         except OSError as exc:

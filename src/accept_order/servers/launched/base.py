@@ -11,6 +11,7 @@ independent witness a run is checked against).
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import signal
@@ -202,7 +203,7 @@ class LaunchedServer:
                 cwd=self.directory,
                 env={**os.environ, **self.environment()},
                 start_new_session=True,  # the terminal's Ctrl-C is ours: we stop the server in order
-                preexec_fn=die_with_parent,
+                preexec_fn=functools.partial(die_with_parent, os.getpid()),
             )
         REAPER.watch_group(self.master.pid)  # its session's leader: the group's id is its pid
         master = psutil.Process(self.master.pid)
