@@ -18,6 +18,11 @@ _PUBLIC = {
     "herd": "api",
     "latency": "api",
     "sweep_accept_batch": "api",
+    "sequential": "api",
+    "burst": "api",
+    "ramp": "api",
+    "reload": "api",
+    "repeat": "api",
     "AcceptOrderError": "errors",
     "ListenError": "errors",
     "ModeUnavailable": "errors",
@@ -30,6 +35,7 @@ _PUBLIC = {
     "available_modes": "servers.registry",
     "WorkerPool": "servers.pool",
     "ConcurrentLoad": "spec",
+    "ClosedLoopLoad": "spec",  # ConcurrentLoad's name before 0.3
     "SequentialLoad": "spec",
     "ServerSpec": "spec",
 }

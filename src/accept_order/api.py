@@ -18,7 +18,7 @@ from .experiments.order.result import RunResult
 from .measures import ConnectionRecord
 from .servers.registry import checked, variants
 from .session import Tick, run_each, run_latency, run_sequential
-from .spec import ConcurrentLoad, SequentialLoad, ServerSpec
+from .spec import ConcurrentLoad, SequentialLoad, ServerSpec, renamed
 
 if TYPE_CHECKING:  # the experiments load only when their function runs (start-up time)
     from .experiments.burst.result import BurstRun
@@ -35,6 +35,7 @@ _SERVER_FIELDS = {f.name for f in dataclasses.fields(ServerSpec)}
 
 def split_options(options: dict[str, Any], load_type: type) -> tuple[ServerSpec, Any]:
     """Keyword options -> (ServerSpec, load spec), each validated; PlanError names the first bad value."""
+    options = renamed(ServerSpec, options)  # server= is kind='s name before 0.3
     load_fields = {f.name for f in dataclasses.fields(load_type)}
     unknown = sorted(set(options) - _SERVER_FIELDS - load_fields)
     if unknown:

@@ -56,10 +56,6 @@ class LatencyResult(TimedTotals):
             **rest,
         )
 
-    @property
-    def load_summary(self) -> LoadSummary:
-        return LoadSummary(self.histogram, self.errors, self.served, self.wall_s, self.drivers)
-
     def percentile_ms(self, q: float) -> float | None:
         return self.histogram.percentile(q) / 1000 if self.ok else None
 
