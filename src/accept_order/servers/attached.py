@@ -8,6 +8,7 @@ reply that names a worker ("worker PID") is used when there is one.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -18,7 +19,8 @@ import psutil
 from ..errors import PlanError, WorkerError
 from ..loads.protocol import HTTP_KEEPALIVE, LINE, ClientProtocol
 from ..measures import WorkerCounters
-from ..probes.owner import SocketOwners
+from ..probes.listeners import listening_sockets
+from ..probes.owner import SocketOwners, socket_holders
 from ..processes import open_pidfd
 from ..spec import ServerSpec
 from ..waiting import wait_for
@@ -51,6 +53,75 @@ def worker_pids(attach: Sequence[int]) -> list[int]:
         raise PlanError(f"--attach: no process {exc.pid}") from None
     except psutil.AccessDenied as exc:
         raise PlanError(f"--attach: not allowed to look at process {exc.pid}") from None
+
+
+def _name(pid: int) -> str:
+    """`pid 7 (nginx)`: the command name from /proc, as ps shows it."""
+    try:
+        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as f:
+            return f"pid {pid} ({f.read().strip()})"
+    except OSError:
+        return f"pid {pid}"
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        return psutil.Process(pid).ppid()
+    except psutil.Error:
+        return None
+
+
+def _names(pids: Sequence[int], shown: int = 3) -> str:
+    named = [_name(pid) for pid in pids[:shown]]
+    more = f" and {len(pids) - shown} more" if len(pids) > shown else ""
+    return ", ".join(named) + more
+
+
+def _serves(address: str, host: str) -> bool:
+    """Does a listener bound to `address` take connections made to `host`? Its own address, the
+    wildcard, or (a dual-stack socket) the IPv4 address mapped into IPv6."""
+    bound, wanted = ipaddress.ip_address(address), ipaddress.ip_address(host)
+    if bound == wanted or bound.is_unspecified:
+        return True
+    return isinstance(bound, ipaddress.IPv6Address) and bound.ipv4_mapped == wanted
+
+
+def _held_by(holders: dict[int, set[int]]) -> str:
+    """Who holds the listener, top of each process tree first: `pid 7 (nginx) and 3 of its children`."""
+    roots = [pid for pid in sorted(holders) if _parent(pid) not in holders]
+    if len(roots) == 1:
+        children = len(holders) - 1
+        return f"{_name(roots[0])}" + (f" and {children} of its children" if children else "")
+    return _names(roots) + f" ({len(holders)} processes in all)"
+
+
+def check_listening(host: str, port: int, attach: Sequence[int], workers: Sequence[int]) -> None:
+    """PlanError unless the attached processes hold a listener that takes connections to host:port, and
+    no process outside them (their parent, a master that only listens, aside) holds one too: otherwise
+    the connections would go to someone else and every count and verdict would be invented."""
+    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    rows = [row for row in listening_sockets(port) if _serves(row.address, host)]
+    holders = socket_holders({row.inode for row in rows})
+    attached = set(attach) | set(workers)
+    if len(attach) == 1 and list(workers) != [attach[0]]:
+        children = "child" if len(workers) == 1 else "children"
+        who, plural = f"{_name(attach[0])} and its {len(workers)} {children}", True
+    else:
+        who, plural = _names(attach), len(attach) > 1
+    if not attached & holders.keys():
+        if not rows:
+            owner = f"nobody listens on {where}"
+        elif not holders:
+            owner = f"a socket listens on {where}, but no process this user may look into holds it"
+        else:
+            owner = f"it is held by {_held_by(holders)}"
+        raise PlanError(f"--attach: {who} {'hold' if plural else 'holds'} no listener on {where}; {owner}")
+    masters = {_parent(pid) for pid in workers}
+    if holders.keys() - attached - masters:
+        raise PlanError(
+            f"--attach: the listener on {where} is held by {_held_by(holders)}, not only by {who}: some "
+            "connections would go to processes that are not attached (attach the master's pid or every worker's)"
+        )
 
 
 @dataclass
@@ -117,6 +188,7 @@ class AttachedServer:
         self._pids = worker_pids(self.spec.attach)
         if len(self._pids) != self.spec.workers:
             raise PlanError(f"--attach: expected {self.spec.workers} workers, found {len(self._pids)}")
+        check_listening(self.spec.host, self.spec.port, self.spec.attach, self._pids)
         self._pidfds = [fd for fd in map(open_pidfd, self._pids) if fd is not None]
         self._usage = UsageDeltas(self._pids)
 
