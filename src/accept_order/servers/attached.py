@@ -19,7 +19,7 @@ import psutil
 from ..errors import PlanError, WorkerError
 from ..loads.protocol import HTTP_KEEPALIVE, LINE, ClientProtocol
 from ..measures import WorkerCounters
-from ..probes.listeners import listening_sockets
+from ..probes.listeners import listening_sockets_of
 from ..probes.owner import SocketOwners, socket_holders
 from ..processes import open_pidfd
 from ..spec import ServerSpec
@@ -100,7 +100,7 @@ def check_listening(host: str, port: int, attach: Sequence[int], workers: Sequen
     no process outside them (their parent, a master that only listens, aside) holds one too: otherwise
     the connections would go to someone else and every count and verdict would be invented."""
     where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    rows = [row for row in listening_sockets(port) if _serves(row.address, host)]
+    rows = [row for row in listening_sockets_of(port, [*attach, *workers]) if _serves(row.address, host)]
     holders = socket_holders({row.inode for row in rows})
     attached = set(attach) | set(workers)
     if len(attach) == 1 and list(workers) != [attach[0]]:
