@@ -122,7 +122,24 @@ def run_sequential(
         served = sum(1 for r in finished if r.served)
         return f"the run stopped after {len(finished)} connections ({served} served, {len(finished) - served} failed)"
 
-    records, m = lifecycle(server, lambda target: drive_sequential(target, load, record), describe)
+    accept_log: dict[str, Any] = {}  # how connections of a server that closes at once were attributed
+
+    def drive(target: Target) -> list[ConnectionRecord]:
+        if not target.attribution.holds_socket or target.protocol.keeps_open:
+            return drive_sequential(target, load, record)
+        # Replies may not name the worker, and the server closes each connection as soon as it has
+        # answered, before the holder of its socket can be looked up: the kernel says who accepted it.
+        from .probes.accept_log import AcceptLog
+
+        with AcceptLog(list(target.pids)) as log:
+            log.start()
+            try:
+                return drive_sequential(target, load, record, log if log.attached else None)
+            finally:
+                counts = log.stop()
+                accept_log.update(available=counts.available, why=counts.why)
+
+    records, m = lifecycle(server, drive, describe)
     mode = mode_info(server.server, server.mode)
     model, why = expectation(server)
     woken = m.counters if mode.switches_are_wakeups else ()
@@ -139,7 +156,7 @@ def run_sequential(
         records=tuple(records),
         counters=m.counters,
         verdict=verdict(records, server.workers, model, why, woken),
-        evidence=m.evidence,
+        evidence={**m.evidence, **({"accept_log": accept_log} if accept_log else {})},
         wall_s=m.wall_s,
         unsettled=m.unsettled,
     )

@@ -71,6 +71,16 @@ def _parent(pid: int) -> int | None:
         return None
 
 
+def _readable(pid: int) -> bool:
+    try:
+        os.listdir(f"/proc/{pid}/fd")
+    except PermissionError:
+        return False
+    except OSError:
+        pass  # gone: nothing hidden
+    return True
+
+
 def _names(pids: Sequence[int], shown: int = 3) -> str:
     named = [_name(pid) for pid in pids[:shown]]
     more = f" and {len(pids) - shown} more" if len(pids) > shown else ""
@@ -109,6 +119,13 @@ def check_listening(host: str, port: int, attach: Sequence[int], workers: Sequen
     else:
         who, plural = _names(attach), len(attach) > 1
     if not attached & holders.keys():
+        hidden = sorted(pid for pid in attached if not _readable(pid))
+        if rows and hidden:
+            raise PlanError(
+                f"--attach: cannot tell whether {_names(hidden)} {'holds' if len(hidden) == 1 else 'hold'} the "
+                f"listener on {where}: {'its' if len(hidden) == 1 else 'their'} open files are not this user's "
+                "to read (run as root or as the server's user)"
+            )
         if not rows:
             owner = f"nobody listens on {where}"
         elif not holders:

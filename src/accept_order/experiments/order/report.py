@@ -74,9 +74,27 @@ def run_report(result: RunResult) -> RenderableType:
     agreement = witness_text(result)
     if agreement is not None:
         parts.append(agreement)
+    attributed = accept_log_text(result)
+    if attributed is not None:
+        parts.append(attributed)
     if result.evidence:
         parts.append(evidence_report(result.evidence))
     return Group(*parts)
+
+
+def accept_log_text(result: RunResult) -> Text | None:
+    """For a server that closes at once and may not name its workers: where the attribution came from."""
+    log = result.evidence.get("accept_log")
+    if not isinstance(log, dict):
+        return None
+    why = str(log.get("why", "?"))
+    if log.get("available"):
+        return Text(f"Replies that name no worker: attributed to the worker the kernel saw accept ({why})", style="dim")
+    return Text(
+        f"Replies that name no worker: the kernel's accepts could not be read ({why}), and the server closes "
+        "each connection before the holder of its socket can be looked up, so those count as failed",
+        style="yellow",
+    )
 
 
 def witness_text(result: RunResult) -> Text | None:
