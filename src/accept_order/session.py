@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import environment
 from .analysis.order import verdict
-from .errors import WorkerError
+from .errors import WorkerError, WorkerExited
 from .experiments.order.result import RunResult
 from .loads.sequential import run_sequential as drive_sequential
 from .measures import ConnectionRecord, Environment, WorkerCounters
@@ -59,14 +59,21 @@ class Measured:
     evidence: dict[str, Any]
     unsettled: int
     wall_s: float
+    exited: WorkerExited | None = None  # a worker of a server this tool did not start exited mid-run
 
 
 def lifecycle(
-    server: ServerSpec, drive: Callable[[Target], T], describe: Callable[[], str], stamps: bool = False
+    server: ServerSpec,
+    drive: Callable[[Target], T],
+    describe: Callable[[], str],
+    stamps: bool = False,
+    partial: Callable[[], T] | None = None,
 ) -> tuple[T, Measured]:
     """Start `server`, run `drive(target)`, stop, and return what drive returned with what was measured.
 
-    `describe()` says how far the load got, for the message when a worker dies mid-run."""
+    `describe()` says how far the load got, for the message when a worker dies mid-run. When a worker of
+    a server this tool did not start exits (WorkerExited), `partial()` is what the load got to: the run
+    then ends like a finished one, with the exit in `Measured.exited` and in the evidence."""
     server = checked(server)
     env = environment.current()
     started = time.perf_counter()
@@ -78,18 +85,38 @@ def lifecycle(
         target.start()
         port = target.address[1]
         capture.listeners(port, "start")
+        exited: WorkerExited | None = None
         try:
             outcome = drive(target)
+        except WorkerExited as exc:
+            if partial is None:
+                raise WorkerError(f"{exc}; {describe()}", exc.index) from None
+            exited = WorkerExited(f"{exc}; {describe()}", exc.index, exc.after_s)
+            outcome = partial()
         except WorkerError as exc:
             raise WorkerError(f"{exc}; {describe()}", exc.index) from None
         # A load stopped by Ctrl-C kept a partial result: a signal must not lose it while the workers are
         # stopped (the first one decides how the command ends; later ones are never raised).
         with deferred():
-            target.check_alive()
+            try:
+                target.check_alive()
+            except WorkerExited as exc:
+                if partial is None:
+                    raise
+                exited = exited or exc  # after the last connection: the load's outcome is whole
             evidence = capture.after(port, list(target.pids))
             evidence["machine"] = {"before": machine_before, "after": environment.machine_state()}
             counters = target.stop()
-        target.check_stopped()  # a worker that died at the very end must not pass for one that idled
+        if exited is None:
+            target.check_stopped()  # a worker that died at the very end must not pass for one that idled
+        else:
+            pid = target.pids[exited.index] if exited.index is not None else None
+            evidence["worker_exit"] = {
+                "worker": exited.index,
+                "pid": pid,
+                "after_s": exited.after_s,
+                "why": str(exited),
+            }
         evidence.update(target.own_evidence())  # fd-pass's acceptor, a launched server's own log
         measured = Measured(
             env,
@@ -99,6 +126,7 @@ def lifecycle(
             evidence,
             target.unsettled,
             round(time.perf_counter() - started, 6),
+            exited,
         )
     finally:
         with deferred():
@@ -139,7 +167,7 @@ def run_sequential(
                 counts = log.stop()
                 accept_log.update(available=counts.available, why=counts.why)
 
-    records, m = lifecycle(server, drive, describe)
+    records, m = lifecycle(server, drive, describe, partial=lambda: sorted(finished, key=lambda r: r.seq))
     mode = mode_info(server.server, server.mode)
     model, why = expectation(server)
     woken = m.counters if mode.switches_are_wakeups else ()
@@ -148,7 +176,7 @@ def run_sequential(
             dataclasses.replace(c, voluntary_switches=max(0, (c.voluntary_switches or 0) - (c.empty or 0)))
             for c in woken
         )
-    return RunResult(
+    result = RunResult(
         server=server,
         load=load,
         environment=m.environment,
@@ -159,7 +187,18 @@ def run_sequential(
         evidence={**m.evidence, **({"accept_log": accept_log} if accept_log else {})},
         wall_s=m.wall_s,
         unsettled=m.unsettled,
+        interrupted=m.exited is not None,
     )
+    return _kept(result, m)
+
+
+def _kept(result: R, m: Measured) -> R:
+    """The result, or, when a worker of an attached server exited mid-run, its WorkerExited carrying the
+    result (marked interrupted) for the command to report and save before it ends with that one line."""
+    if m.exited is not None:
+        m.exited.results = [result]
+        raise m.exited
+    return result
 
 
 def run_closed_loop(
@@ -176,6 +215,7 @@ def run_closed_loop(
     work = estimate_work_us(server)
     generators: list[LoadGenerator] = []
     kernel: dict[str, Any] = {}  # per-worker accepts counted by the kernel, for a server that does not say
+    kept: list[Any] = []  # the load's outcome when an attached worker's exit stopped it
 
     def drive(target: Target) -> Any:
         def tick(done: int, elapsed: float) -> None:
@@ -196,6 +236,9 @@ def run_closed_loop(
             if counter is not None:
                 counts = counter.stop()
                 kernel.update(available=counts.available, why=counts.why, counts=counts.counts)
+            if isinstance(outcome.interrupted, WorkerExited):  # the drivers' tallies so far: see partial
+                kept.append(outcome)
+                raise outcome.interrupted
             return outcome
         finally:
             if counter is not None:
@@ -205,7 +248,7 @@ def run_closed_loop(
         done, served = generators[0].finished() if generators else (0, 0)
         return f"the run stopped after {done} connections ({served} served, {done - served} failed)"
 
-    outcome, m = lifecycle(server, drive, describe)
+    outcome, m = lifecycle(server, drive, describe, partial=lambda: kept[0])
     from .experiments.latency.result import default_title  # the title is stored in the result
 
     result = LatencyResult(
@@ -222,11 +265,11 @@ def run_closed_loop(
         title=title or default_title(server),
         work_estimate_us=work,
         evidence={**m.evidence, **({"accept_counts": kernel} if kernel else {})},
-        interrupted=outcome.interrupted is not None,
+        interrupted=outcome.interrupted is not None or m.exited is not None,
     )
-    if outcome.interrupted is not None:
+    if outcome.interrupted is not None and m.exited is None:
         raise RunInterrupted([result], outcome.interrupted)
-    return result
+    return _kept(result, m)
 
 
 def _served(by_reply: dict[int, int], workers: int, pids: tuple[int, ...], kernel: dict[str, Any]) -> tuple[int, ...]:

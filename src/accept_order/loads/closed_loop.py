@@ -21,7 +21,7 @@ from multiprocessing.connection import Connection, wait
 from types import TracebackType
 from typing import Any
 
-from ..errors import LoadError
+from ..errors import LoadError, WorkerExited
 from ..histogram import LatencyHistogram
 from ..processes import FORK, READY_TIMEOUT_S, STOP_TIMEOUT_S, end_processes, out_of_resources, start_child
 from ..servers.target import Attribution
@@ -190,13 +190,14 @@ class LoadGenerator:
 
         Ctrl-C or SIGTERM (a KeyboardInterrupt) does not lose the run: the drivers are told to stop, their
         partial tallies are merged, and the result comes back with `interrupted` set to the exception,
-        for the caller to re-raise once the result is saved."""
+        for the caller to re-raise once the result is saved. So does a WorkerExited from `on_tick` (a
+        worker of a server this tool did not start exited: what was measured until then stands)."""
         started = time.monotonic()
         self._go.set()
         reports: dict[int, dict[str, Any]] = {}
         try:
             self._collect(reports, started, on_tick, deadline=None)
-        except KeyboardInterrupt as exc:
+        except (KeyboardInterrupt, WorkerExited) as exc:  # a signal, or a worker of an attached server left
             self._stop.value = STOP
             # A second Ctrl-C or SIGTERM while the drivers report must not cut this short; the first
             # signal decides how the command ends (deferred() drops the second inside this handler).

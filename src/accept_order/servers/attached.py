@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import psutil
 
-from ..errors import PlanError, WorkerError
+from ..errors import PlanError, WorkerExited
 from ..loads.protocol import HTTP_KEEPALIVE, LINE, ClientProtocol
 from ..measures import WorkerCounters
 from ..probes.listeners import listening_sockets_of
@@ -174,6 +175,7 @@ class AttachedServer:
         self._usage: UsageDeltas | None = None
         self._unsettled = 0
         self._attribution: OwnerAttribution | None = None
+        self._started = 0.0
 
     @property
     def address(self) -> tuple[str, int]:
@@ -208,14 +210,23 @@ class AttachedServer:
         check_listening(self.spec.host, self.spec.port, self.spec.attach, self._pids)
         self._pidfds = [fd for fd in map(open_pidfd, self._pids) if fd is not None]
         self._usage = UsageDeltas(self._pids)
+        self._started = time.monotonic()
 
     def check_alive(self) -> None:
         for index, pid in enumerate(self._pids):
             if gone(pid):
-                raise WorkerError(f"attached worker {index} (pid {pid}) exited", index)
+                after = round(time.monotonic() - self._started, 3)
+                message = f"attached worker {index} (pid {pid}) exited {after:.2f} s into the run"
+                raise WorkerExited(message, index, after)
 
     def settle(self) -> None:
-        if not wait_for(lambda: all(proc_state(pid) == "S" for pid in self._pids), SETTLE_TIMEOUT_S):
+        def asleep_or_gone() -> bool:
+            # A worker that exited is never asleep again: say so now, not after the settle timeout.
+            return all(proc_state(pid) in ("S", "X", "Z") for pid in self._pids)
+
+        settled = wait_for(asleep_or_gone, SETTLE_TIMEOUT_S)
+        self.check_alive()
+        if not settled:
             self._unsettled += 1
 
     def stop(self) -> list[WorkerCounters]:

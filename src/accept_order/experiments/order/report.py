@@ -66,6 +66,9 @@ def run_report(result: RunResult) -> RenderableType:
     errors = errors_text(result)
     if errors:
         parts.append(errors)
+    stopped = stopped_text(result)
+    if stopped is not None:
+        parts.append(stopped)
     v = result.verdict
     parts.append(Text.assemble(("Verdict: ", "bold green" if v.expected else "bold yellow"), v.line()))
     parts.append(Text.assemble(("Why: ", "bold"), v.why))
@@ -80,6 +83,15 @@ def run_report(result: RunResult) -> RenderableType:
     if result.evidence:
         parts.append(evidence_report(result.evidence))
     return Group(*parts)
+
+
+def stopped_text(result: RunResult) -> Text | None:
+    """Said when the run ended early: the records are what it got to."""
+    if not result.interrupted:
+        return None
+    exit_ = result.evidence.get("worker_exit")
+    why = str(exit_.get("why", "a worker exited")) if isinstance(exit_, dict) else "interrupted"
+    return Text(f"Stopped early: {why}; these are the connections until then.", style="bold yellow")
 
 
 def accept_log_text(result: RunResult) -> Text | None:
