@@ -249,6 +249,7 @@ def run_sequential(
             if inflight:
                 oldest = next(iter(inflight.values())).started_ns
                 wait_s = min(wait_s, max(0.0, (oldest + timeout_ns - now) / 1e9))
+            died = False
             for fd, events in poll(math.ceil(wait_s * 1000)):
                 f = watched.get(fd)
                 if f is not None:
@@ -257,7 +258,9 @@ def run_sequential(
                     else:
                         read(f, events)
                 elif fd in death_fds:
-                    target.check_alive()  # a worker exited: raises WorkerError naming it
+                    died = True
+            if died:  # after the replies of this wakeup: a worker that answered, then exited, has served
+                target.check_alive()  # a worker exited: raises WorkerError naming it
             if inflight:
                 now = clock()
                 while inflight:
