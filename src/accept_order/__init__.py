@@ -28,6 +28,7 @@ _PUBLIC = {
     "ModeUnavailable": "errors",
     "PlanError": "errors",
     "WorkerError": "errors",
+    "WorkerExited": "errors",
     "ConnectionRecord": "measures",
     "RunResult": "experiments.order.result",
     "WorkerCounters": "measures",

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import environment
 from .analysis.order import verdict
-from .errors import WorkerError
+from .errors import WorkerError, WorkerExited
 from .experiments.order.result import RunResult
 from .loads.sequential import run_sequential as drive_sequential
 from .measures import ConnectionRecord, Environment, WorkerCounters
@@ -62,14 +62,21 @@ class Measured:
     evidence: dict[str, Any]
     unsettled: int
     wall_s: float
+    exited: WorkerExited | None = None  # a worker of a server this tool did not start exited mid-run
 
 
 def lifecycle(
-    server: ServerSpec, drive: Callable[[Target], T], describe: Callable[[], str], stamps: bool = False
+    server: ServerSpec,
+    drive: Callable[[Target], T],
+    describe: Callable[[], str],
+    stamps: bool = False,
+    partial: Callable[[], T] | None = None,
 ) -> tuple[T, Measured]:
     """Start `server`, run `drive(target)`, stop, and return what drive returned with what was measured.
 
-    `describe()` says how far the load got, for the message when a worker dies mid-run."""
+    `describe()` says how far the load got, for the message when a worker dies mid-run. When a worker of
+    a server this tool did not start exits (WorkerExited), `partial()` is what the load got to: the run
+    then ends like a finished one, with the exit in `Measured.exited` and in the evidence."""
     server = checked(server)
     env = environment.current()
     started = time.perf_counter()
@@ -81,18 +88,38 @@ def lifecycle(
         target.start()
         port = target.address[1]
         capture.listeners(port, "start")
+        exited: WorkerExited | None = None
         try:
             outcome = drive(target)
+        except WorkerExited as exc:
+            if partial is None:
+                raise WorkerError(f"{exc}; {describe()}", exc.index) from None
+            exited = WorkerExited(f"{exc}; {describe()}", exc.index, exc.after_s)
+            outcome = partial()
         except WorkerError as exc:
             raise WorkerError(f"{exc}; {describe()}", exc.index) from None
         # A load stopped by Ctrl-C kept a partial result: a signal must not lose it while the workers are
         # stopped (the first one decides how the command ends; later ones are never raised).
         with deferred():
-            target.check_alive()
+            try:
+                target.check_alive()
+            except WorkerExited as exc:
+                if partial is None:
+                    raise
+                exited = exited or exc  # after the last connection: the load's outcome is whole
             evidence = capture.after(port, list(target.pids))
             evidence["machine"] = {"before": machine_before, "after": environment.machine_state()}
             counters = target.stop()
-        target.check_stopped()  # a worker that died at the very end must not pass for one that idled
+        if exited is None:
+            target.check_stopped()  # a worker that died at the very end must not pass for one that idled
+        else:
+            pid = target.pids[exited.index] if exited.index is not None else None
+            evidence["worker_exit"] = {
+                "worker": exited.index,
+                "pid": pid,
+                "after_s": exited.after_s,
+                "why": str(exited),
+            }
         evidence.update(target.own_evidence())  # fd-pass's acceptor, a launched server's own log
         measured = Measured(
             env,
@@ -102,6 +129,7 @@ def lifecycle(
             evidence,
             target.unsettled,
             round(time.perf_counter() - started, 6),
+            exited,
         )
     finally:
         with deferred():
@@ -125,7 +153,24 @@ def run_sequential(
         served = sum(1 for r in finished if r.served)
         return f"the run stopped after {len(finished)} connections ({served} served, {len(finished) - served} failed)"
 
-    records, m = lifecycle(server, lambda target: drive_sequential(target, load, record), describe)
+    accept_log: dict[str, Any] = {}  # how connections of a server that closes at once were attributed
+
+    def drive(target: Target) -> list[ConnectionRecord]:
+        if not target.attribution.holds_socket or target.protocol.keeps_open:
+            return drive_sequential(target, load, record)
+        # Replies may not name the worker, and the server closes each connection as soon as it has
+        # answered, before the holder of its socket can be looked up: the kernel says who accepted it.
+        from .probes.accept_log import AcceptLog
+
+        with AcceptLog(list(target.pids)) as log:
+            log.start()
+            try:
+                return drive_sequential(target, load, record, log if log.attached else None)
+            finally:
+                counts = log.stop()
+                accept_log.update(available=counts.available, why=counts.why)
+
+    records, m = lifecycle(server, drive, describe, partial=lambda: sorted(finished, key=lambda r: r.seq))
     mode = mode_info(server.kind, server.mode)
     model, why = expectation(server)
     woken = m.counters if mode.switches_are_wakeups else ()
@@ -134,7 +179,7 @@ def run_sequential(
             dataclasses.replace(c, voluntary_switches=max(0, (c.voluntary_switches or 0) - (c.empty or 0)))
             for c in woken
         )
-    return RunResult(
+    result = RunResult(
         server=server,
         load=load,
         environment=m.environment,
@@ -142,10 +187,21 @@ def run_sequential(
         records=tuple(records),
         counters=m.counters,
         verdict=verdict(records, server.workers, model, why, woken),
-        evidence=m.evidence,
+        evidence={**m.evidence, **({"accept_log": accept_log} if accept_log else {})},
         wall_s=m.wall_s,
         unsettled=m.unsettled,
+        interrupted=m.exited is not None,
     )
+    return _kept(result, m)
+
+
+def _kept(result: R, m: Measured) -> R:
+    """The result, or, when a worker of an attached server exited mid-run, its WorkerExited carrying the
+    result (marked interrupted) for the command to report and save before it ends with that one line."""
+    if m.exited is not None:
+        m.exited.results = [result]
+        raise m.exited
+    return result
 
 
 class Loading:
@@ -193,23 +249,32 @@ def run_latency(
     work = estimate_work_us(server)
     loading = Loading()
     kernel: dict[str, Any] = {}  # per-worker accepts counted by the kernel, for a server that does not say
+    kept: list[LoadSummary] = []  # the load's outcome when an attached worker's exit stopped it
 
     def drive(target: Target) -> LoadSummary:
-        if not target.attribution.holds_socket:
-            return drive_load(target, load, server.workers, on_tick, loading)
+        summary = _counted(target) if target.attribution.holds_socket else _driven(target)
+        if isinstance(summary.interruption, WorkerExited):  # the drivers' tallies so far: see partial
+            kept.append(summary)
+            raise summary.interruption
+        return summary
+
+    def _driven(target: Target) -> LoadSummary:
+        return drive_load(target, load, server.workers, on_tick, loading)
+
+    def _counted(target: Target) -> LoadSummary:
         from .probes.accepts import AcceptCounter  # replies may not name the worker: count accepts in the kernel
 
         counter = AcceptCounter(list(target.pids))
         counter.start()
         try:
-            summary = drive_load(target, load, server.workers, on_tick, loading)
+            summary = _driven(target)
             counts = counter.stop()
         finally:
             counter.close()
         kernel.update(available=counts.available, why=counts.why, counts=counts.counts)
         return summary.replace_served(tuple(int(counts.counts.get(pid, 0)) for pid in target.pids))
 
-    summary, m = lifecycle(server, drive, loading.describe)
+    summary, m = lifecycle(server, drive, loading.describe, partial=lambda: kept[0])
     result = LatencyResult.of(
         summary,
         server=server,
@@ -220,10 +285,11 @@ def run_latency(
         title=title or default_title(server),
         work_estimate_us=work,
         evidence={**m.evidence, **({"accept_counts": kernel} if kernel else {})},
+        interrupted=summary.interrupted or m.exited is not None,
     )
-    if summary.interruption is not None:
+    if isinstance(summary.interruption, KeyboardInterrupt) and m.exited is None:
         raise RunInterrupted([result], summary.interruption)
-    return result
+    return _kept(result, m)
 
 
 def run_each(variants: Sequence[T], run_one: Callable[[T], R]) -> list[R]:

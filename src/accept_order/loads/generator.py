@@ -22,7 +22,7 @@ from multiprocessing.connection import Connection, wait
 from types import TracebackType
 from typing import Any
 
-from ..errors import LoadError
+from ..errors import LoadError, WorkerExited
 from ..histogram import LatencyHistogram
 from ..processes import FORK, READY_TIMEOUT_S, STOP_TIMEOUT_S, end_processes, out_of_resources, start_child
 from ..run_warnings import RunWarning, WarningKind, warn
@@ -55,7 +55,7 @@ class LoadResult(TimedTotals):
     served: Counter[int]  # worker index -> requests it answered
     wall_s: float  # first driver's start to last driver's end
     drivers: list[DriverStats] = field(default_factory=list)
-    interrupted: KeyboardInterrupt | None = None  # the Ctrl-C / SIGTERM that stopped the run early
+    interrupted: BaseException | None = None  # the Ctrl-C / SIGTERM (or WorkerExited) that stopped the run early
 
     def summary(self, workers: int) -> LoadSummary:
         """As one load's summary, with a count for each of `workers` workers."""
@@ -178,13 +178,14 @@ class LoadGenerator:
 
         Ctrl-C or SIGTERM (a KeyboardInterrupt) does not lose the run: the drivers are told to stop, their
         partial tallies are merged, and the result comes back with `interrupted` set to the exception,
-        for the caller to re-raise once the result is saved."""
+        for the caller to re-raise once the result is saved. So does a WorkerExited from `on_tick` (a
+        worker of a server this tool did not start exited: what was measured until then stands)."""
         started = time.monotonic()
         self._go.set()
         reports: dict[int, dict[str, Any]] = {}
         try:
             self._collect(reports, started, on_tick, deadline=None)
-        except KeyboardInterrupt as exc:
+        except (KeyboardInterrupt, WorkerExited) as exc:  # a signal, or a worker of an attached server left
             self._stop.value = STOP
             # A second Ctrl-C or SIGTERM while the drivers report must not cut this short; the first
             # signal decides how the command ends (deferred() drops the second inside this handler).

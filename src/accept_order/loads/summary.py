@@ -84,8 +84,9 @@ class LoadSummary(TimedTotals):
     served: tuple[int, ...]
     wall_s: float  # first driver's start to last driver's end
     drivers: tuple[DriverStats, ...] = ()
-    # The Ctrl-C or SIGTERM that stopped the load early: the caller keeps the partial result, then raises it.
-    interruption: KeyboardInterrupt | None = field(default=None, compare=False)
+    # The Ctrl-C or SIGTERM that stopped the load early (or a WorkerExited: a worker of an attached server
+    # left): the caller keeps the partial result, then raises it.
+    interruption: BaseException | None = field(default=None, compare=False)
 
     @property
     def interrupted(self) -> bool:

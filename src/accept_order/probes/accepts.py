@@ -25,6 +25,7 @@ import subprocess
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Self
 
 from ..processes import die_with_parent
 
@@ -134,11 +135,15 @@ class AcceptCounter:
         self._notes: list[str] = []
         self._result: AcceptCounts | None = None
 
-    def __enter__(self) -> AcceptCounter:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def program(self) -> str:
+        """The bpftrace script this counter runs (a subclass may print more, see accept_log.py)."""
+        return program(self.pids)
 
     @property
     def pid(self) -> int | None:
@@ -172,7 +177,7 @@ class AcceptCounter:
             # process_group=0: a terminal's Ctrl-C goes to our group only, so bpftrace ends (and prints)
             # when stop() asks, not before. stdin closed: bpftrace never reads it.
             self._proc = subprocess.Popen(
-                [exe, "-B", "line", "-e", program(self.pids)],
+                [exe, "-B", "line", "-e", self.program()],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,

@@ -145,10 +145,14 @@ def interrupted_note(results: Sequence[LatencyResult]) -> list[Text]:
     if not stopped:
         return []
     r = stopped[-1]
+    exit_ = r.evidence.get("worker_exit")
+    if isinstance(exit_, dict):  # not a signal: a worker of the attached server exited
+        why = f"Stopped early: {exit_.get('why', 'a worker exited')}"
+    else:
+        why = f"Interrupted: the {r.server.label} run was stopped after {r.wall_s:.2f} s"
     return [
         Text(
-            f"Interrupted: the {r.server.label} run was stopped after {r.wall_s:.2f} s; its figures are what was "
-            "measured until then (connections in flight counted as aborted).",
+            f"{why}; its figures are what was measured until then (connections in flight counted as aborted).",
             style="bold yellow",
         )
     ]

@@ -46,13 +46,13 @@ class LatencyResult(TimedTotals):
     @classmethod
     def of(cls, load_summary: LoadSummary, **rest: Any) -> LatencyResult:
         """A latency result from its load's summary and the rest (server, load, environment, ...)."""
+        rest.setdefault("interrupted", load_summary.interrupted)
         return cls(
             histogram=load_summary.histogram,
             errors=dict(load_summary.errors),
             served=load_summary.served,
             drivers=load_summary.drivers,
             wall_s=load_summary.wall_s,
-            interrupted=load_summary.interrupted,
             **rest,
         )
 

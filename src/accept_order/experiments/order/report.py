@@ -66,6 +66,9 @@ def run_report(result: RunResult) -> RenderableType:
     errors = errors_text(result)
     if errors:
         parts.append(errors)
+    stopped = stopped_text(result)
+    if stopped is not None:
+        parts.append(stopped)
     v = result.verdict
     parts.append(Text.assemble(("Verdict: ", "bold green" if v.expected else "bold yellow"), v.line()))
     parts.append(Text.assemble(("Why: ", "bold"), v.why))
@@ -74,9 +77,36 @@ def run_report(result: RunResult) -> RenderableType:
     agreement = witness_text(result)
     if agreement is not None:
         parts.append(agreement)
+    attributed = accept_log_text(result)
+    if attributed is not None:
+        parts.append(attributed)
     if result.evidence:
         parts.append(evidence_report(result.evidence))
     return Group(*parts)
+
+
+def stopped_text(result: RunResult) -> Text | None:
+    """Said when the run ended early: the records are what it got to."""
+    if not result.interrupted:
+        return None
+    exit_ = result.evidence.get("worker_exit")
+    why = str(exit_.get("why", "a worker exited")) if isinstance(exit_, dict) else "interrupted"
+    return Text(f"Stopped early: {why}; these are the connections until then.", style="bold yellow")
+
+
+def accept_log_text(result: RunResult) -> Text | None:
+    """For a server that closes at once and may not name its workers: where the attribution came from."""
+    log = result.evidence.get("accept_log")
+    if not isinstance(log, dict):
+        return None
+    why = str(log.get("why", "?"))
+    if log.get("available"):
+        return Text(f"Replies that name no worker: attributed to the worker the kernel saw accept ({why})", style="dim")
+    return Text(
+        f"Replies that name no worker: the kernel's accepts could not be read ({why}), and the server closes "
+        "each connection before the holder of its socket can be looked up, so those count as failed",
+        style="yellow",
+    )
 
 
 def witness_text(result: RunResult) -> Text | None:

@@ -121,7 +121,7 @@ def run_reload(server: ServerSpec, load: ConcurrentLoad, plan: ReloadPlan, on_ti
         interrupted=outcome.interrupted,
         held_exact=passes,
     )
-    if outcome.interruption is not None:
+    if isinstance(outcome.interruption, KeyboardInterrupt):
         raise RunInterrupted([result], outcome.interruption)
     return result
 
