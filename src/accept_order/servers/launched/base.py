@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -51,6 +52,22 @@ def remove_stale_directories() -> None:
             continue
         if not psutil.pid_exists(int(parts[1])):
             shutil.rmtree(os.path.join(base, name), ignore_errors=True)
+
+
+def private_directory(prefix: str) -> str:
+    """A new directory only we can enter (as mkdtemp makes), named with our pid so that a later run can
+    tell one whose owner is gone (see above). The reaper is told of it before it exists: killed between
+    the two, we would leave it behind (seen: 1 run in 8 when killed just as the server was launched)."""
+    base = tempfile.gettempdir()
+    for _ in range(100):
+        path = os.path.join(base, f"{prefix}{secrets.token_hex(4)}")
+        REAPER.watch_directory(path)
+        try:
+            os.mkdir(path, 0o700)
+            return path
+        except FileExistsError:
+            REAPER.done_directory(path)  # someone else's: never ours to remove
+    raise FileExistsError(f"no free name for a private directory {prefix}* in {base}")
 
 
 def free_port(host: str) -> int:
@@ -189,9 +206,7 @@ class LaunchedServer:
     # -- start ----------------------------------------------------------------------------------
     def start(self) -> None:
         remove_stale_directories()
-        # Named with our pid: a later run can tell a directory whose owner is gone (see above).
-        self.directory = tempfile.mkdtemp(prefix=f"{DIRECTORY_PREFIX}{self.name}-{os.getpid()}-")
-        REAPER.watch_directory(self.directory)
+        self.directory = private_directory(f"{DIRECTORY_PREFIX}{self.name}-{os.getpid()}-")
         self.port = self.spec.port or free_port(self.spec.host)
         argv = self.command()
         with open(os.path.join(self.directory, "stderr.log"), "wb") as stderr:
