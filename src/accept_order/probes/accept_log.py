@@ -23,7 +23,7 @@ import re
 import select
 import time
 
-from .accepts import _HEAD, _TAIL, AcceptCounter
+from .accepts import _HEAD, _TAIL, AcceptCounter, accepted_by
 
 LOOKUP_TIMEOUT_S = 1.0  # bpftrace prints an accept within milliseconds; the reply came after the accept
 _LINE = re.compile(rb"^accept-order accepted (\d+) (\d+) (\d+)$", re.MULTILINE)
@@ -34,9 +34,7 @@ def log_program(pids: tuple[int, ...] | None) -> str:
 
     The accepted socket is the file at index `ret` in the caller's fd table; its struct sock has the peer's
     port (network byte order) in skc_dport. Reading kernel structures needs BTF (/sys/kernel/btf/vmlinux)."""
-    pred = "args->ret >= 0"
-    if pids is not None:
-        pred += " && (" + (" || ".join(f"pid == {int(p)}" for p in pids) or "pid < 0") + ")"
+    pred = accepted_by(pids)
     return (
         "tracepoint:syscalls:sys_exit_accept4, tracepoint:syscalls:sys_exit_accept\n"
         f"/{pred}/\n"

@@ -62,14 +62,20 @@ class AcceptCounts:
     why: str
 
 
+def accepted_by(pids: Sequence[int] | None) -> str:
+    """The bpftrace predicate: an accept that succeeded, in one of `pids` (any pid: None; none: [])."""
+    pred = "args->ret >= 0"
+    if pids is not None:
+        pred += " && (" + (" || ".join(f"pid == {int(p)}" for p in pids) or "pid < 0") + ")"
+    return pred
+
+
 def program(pids: Sequence[int] | None) -> str:
     """The bpftrace script: count successful accepts per tgid (bpftrace's `pid`), print them at END.
 
     The pid filter is in the predicate so that other processes never reach the map: a busy machine
     otherwise fills it (4096 keys by default) with short-lived processes nobody asked about."""
-    pred = "args->ret >= 0"
-    if pids is not None:
-        pred += " && (" + (" || ".join(f"pid == {int(p)}" for p in pids) or "pid < 0") + ")"
+    pred = accepted_by(pids)
     # clear(@) after print: bpftrace prints every non-empty map again on exit.
     return (
         "tracepoint:syscalls:sys_exit_accept4, tracepoint:syscalls:sys_exit_accept\n"
