@@ -47,3 +47,12 @@ class ResourceError(AcceptOrderError):
 
 class ResultFileError(AcceptOrderError):
     """A results file could not be read or written, or is not an accept-order result."""
+
+
+class OutputError(AcceptOrderError):
+    """stdout could not take the report: closed, a full disk. `broken_pipe`: its reader went away (EPIPE),
+    which is how `| head` ends a command, not an error: the CLI then exits quietly (status 141)."""
+
+    def __init__(self, message: str, broken_pipe: bool = False) -> None:
+        super().__init__(message)
+        self.broken_pipe = broken_pipe
