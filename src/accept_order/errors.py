@@ -25,6 +25,11 @@ class ServerUnavailable(AcceptOrderError):
     """The server this run asks for is not installed here (a runtime problem: exit 1)."""
 
 
+class NothingToRun(AcceptOrderError):
+    """Every variant a several-mode command asked for was left out (a mode the server lacks, or one this
+    machine cannot run): a run that would run nothing fails, before anything starts."""
+
+
 class ListenError(AcceptOrderError):
     """The listening socket could not be set up (port in use, permission, bad address)."""
 

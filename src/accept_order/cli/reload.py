@@ -12,7 +12,7 @@ import click
 from .app import handle_errors
 from .common import keep_partial, report_and_save
 from .options import closed_loop_options, examples, json_option, modes_option, server_options
-from .output import note, progress_bar
+from .output import progress_bar
 from .specs import closed_loop_load, first_available, server_spec
 from .types import IntList
 
@@ -81,6 +81,10 @@ def reload(
             "reload runs in a private network namespace that has only loopback: use --host 127.0.0.1 or ::1"
         )
     names, skipped = available(None if modes == ["all"] else modes)
+    if not names:
+        from ..errors import NothingToRun
+
+        raise NothingToRun(f"nothing to run: {'; '.join(f'{mode} ({why})' for mode, why in skipped.items())}")
     server = server_spec(options, mode=first_available(modes))
     load = closed_loop_load(options)
     host_setting = netns.read_sysctl(netns.MIGRATE_REQ)
@@ -109,8 +113,6 @@ def reload(
 
         with keep_partial(lambda runs: save(runs, interrupted=True)):
             runs = reload_runs(variants, load, on_run)
-    if not runs:
-        note("accept-order: nothing ran")
     save(runs)
 
 

@@ -23,8 +23,10 @@ def first_available(modes: list[str], server: str | list[str] = "builtin") -> st
     from ..servers.registry import runnable, server_kind
 
     server = server[0] if isinstance(server, list) else server
-    wanted = [m for m in modes if m in server_kind(server).modes()] if modes != ["all"] else None
-    available = runnable(server, wanted)[0]
+    if modes in (["all"], ["default"]):
+        available = runnable(server, None if modes == ["all"] else modes)[0]
+    else:
+        available = runnable(server, [m for m in modes if m in server_kind(server).modes()])[0]
     return available[0] if available else None
 
 

@@ -65,8 +65,8 @@ class ModeList(click.ParamType):
         from ..servers.registry import all_mode_names
 
         text = str(value).strip()
-        if text == "all":
-            return ["all"]  # every mode of the server(s) the command runs, resolved per server
+        if text in ("all", "default"):
+            return [text]  # every mode / the default mode of each server the command runs, resolved per server
         try:
             return parse_modes(text, known=all_mode_names())
         except PlanError as exc:
