@@ -163,14 +163,19 @@ def test_nginx_processes_and_files_are_the_tools(monkeypatch: pytest.MonkeyPatch
 # -- 4. failing starts are one line ------------------------------------------------------------------
 
 
-def test_port_in_use_is_one_line_naming_nginxs_message() -> None:
+@pytest.mark.parametrize(("mode", "reuseport"), [("epoll", False), ("reuseport", True)], ids=["plain", "reuseport"])
+def test_a_port_with_a_listener_is_refused_naming_who_holds_it(mode: str, reuseport: bool) -> None:
+    """Checked before nginx is launched: with `listen ... reuseport` nginx would otherwise join a foreign
+    SO_REUSEPORT group on that port and silently share its connections (and exit 0)."""
     with socket.socket() as busy:
+        if reuseport:
+            busy.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        result = run_cli(["run", "--server", "nginx", "--port", str(port), "-n", "5"])
-    line = assert_one_error_line(result, 1, "nginx exited with status 1", "[emerg]", "Address already in use")
-    assert str(port) in line
+        result = run_cli(["run", "--server", "nginx", "-m", mode, "--port", str(port), "-n", "5"])
+    line = assert_one_error_line(result, 1, f"port {port} on 127.0.0.1 already has a listener", f"pid {os.getpid()}")
+    assert "nginx would join its SO_REUSEPORT group" in line
     assert not psutil.Process().children(recursive=True)
     assert result.stdout == ""
 

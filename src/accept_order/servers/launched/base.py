@@ -187,6 +187,14 @@ class LaunchedServer:
 
     # -- start ----------------------------------------------------------------------------------
     def start(self) -> None:
+        if self.spec.port:  # checked before anything is launched (see refuse_foreign_group)
+            from ..modes.reuseport import refuse_foreign_group
+
+            refuse_foreign_group(
+                self.spec.host,
+                self.spec.port,
+                f"{self.name} would join its SO_REUSEPORT group and share its connections, or fail to listen",
+            )
         remove_stale_directories()
         # Named with our pid: a later run can tell a directory whose owner is gone (see above).
         self.directory = tempfile.mkdtemp(prefix=f"{DIRECTORY_PREFIX}{self.name}-{os.getpid()}-")
