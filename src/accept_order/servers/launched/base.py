@@ -12,6 +12,7 @@ independent witness a run is checked against).
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import signal
 import socket
@@ -141,6 +142,11 @@ class LaunchedServer:
         """(worker, client port) per request, in the server's own order: the witness a run is checked against."""
         return list(self._log)
 
+    def sequence(self) -> list[int]:
+        """After stop: which worker served each request, in the server's own log order (serve's sequence)."""
+        index = {pid: i for i, pid in enumerate(self._pids)}
+        return [index[row[0]] for row in self.witness()["requests"] if row[0] in index]
+
     def own_evidence(self) -> dict[str, Any]:
         return {"witness": self.witness()}
 
@@ -246,6 +252,13 @@ class LaunchedServer:
         for index, pid in enumerate(self._pids):
             if gone(pid):
                 raise WorkerError(f"{self.name} worker {index} (pid {pid}) died", index)
+
+    def wait_for_death(self) -> None:
+        """Block until the master or a worker dies, then raise WorkerError naming it (Ctrl-C interrupts
+        the wait). The workers' pidfds wake it at once; the master is checked every second."""
+        while True:
+            select.select(self._pidfds, [], [], 1.0)
+            self.check_alive()
 
     def settle(self) -> None:
         """Before a sequential connection: every worker asleep in its wait."""
