@@ -14,7 +14,7 @@ from .common import host_warnings, keep_partial, report_and_save
 from .options import examples, json_option, modes_option, server_options, timeout_option
 from .output import progress_bar
 from .specs import first_available, server_spec
-from .types import IntList
+from .types import IntList, IntRange
 
 
 @click.command(
@@ -38,7 +38,7 @@ from .types import IntList
 )
 @click.option(
     "--driver-procs",
-    type=click.IntRange(1, MAX_DRIVER_PROCS),
+    type=IntRange(1, MAX_DRIVER_PROCS),
     default=DEFAULT_DRIVER_PROCS,
     show_default=True,
     help="Load generator processes the connections of a burst are split over.",

@@ -14,7 +14,7 @@ from .common import keep_partial, report_and_save
 from .options import closed_loop_options, examples, json_option, modes_option, server_options
 from .output import progress_bar
 from .specs import closed_loop_load, first_available, server_spec
-from .types import IntList
+from .types import FloatRange, IntList, IntRange
 
 DEFAULT_MODES = "blocking,epoll,accept-mutex,fd-pass,io-uring,reuseport"
 
@@ -44,10 +44,10 @@ DEFAULT_MODES = "blocking,epoll,accept-mutex,fd-pass,io-uring,reuseport"
     show_default=True,
     help="net.ipv4.tcp_migrate_req settings to run reuseport modes with (set in a private namespace only).",
 )
-@click.option("--worker", type=click.IntRange(0, None), default=0, show_default=True, help="Which worker goes.")
+@click.option("--worker", type=IntRange(0, None), default=0, show_default=True, help="Which worker goes.")
 @click.option(
     "--at",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    type=FloatRange(0, 1, min_open=True, max_open=True),
     default=0.5,
     show_default=True,
     help="When it goes, as a share of --duration.",

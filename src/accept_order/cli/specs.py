@@ -161,7 +161,7 @@ def _remote_spec(options: dict[str, Any], target: str, protocol: str, attach: tu
         raise click.UsageError("give --attach (a server on this host) or --target (elsewhere), not both")
     host, sep, port_text = target.rpartition(":")
     host = host.strip("[]")
-    if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+    if not sep or not host or not (port_text.isascii() and port_text.isdigit()) or not 0 < int(port_text) < 65536:
         raise click.UsageError(f"--target {target!r} is not HOST:PORT")
     refused = [n for n in NOT_WITH_ATTACH if n != "workers"] + ["port", "host"]
     given = [
