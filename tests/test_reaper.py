@@ -59,6 +59,7 @@ def test_sigkill_of_the_tool_leaves_no_server_and_no_directory(kind: str) -> Non
     try:
         # haproxy's workers are threads of one process; the others' are processes (plus a master)
         wanted = 1 if kind == "haproxy" else WORKERS
+
         # Not the reaper, nor a fork of the tool that has not exec'd yet (the reaper on its way, with our argv);
         # the built-in workers are such forks, and they are what it starts.
         def started() -> list[psutil.Process]:

@@ -11,3 +11,6 @@ class ExitStatus(enum.IntEnum):
     USAGE = 2  # the request was wrong: a bad value, an unknown mode, a path that may not be written
     INTERRUPTED = 130  # 128 + SIGINT
     TERMINATED = 143  # 128 + SIGTERM
+    # stdout's reader went away (`| head`): nothing on stderr, the status a shell shows for a process
+    # that SIGPIPE ended (`yes | head`), which is what a C tool would have died of
+    BROKEN_PIPE = 141  # 128 + SIGPIPE

@@ -20,11 +20,10 @@ from typing import Any
 from ...errors import PlanError
 from ...probes import netstat
 from ...session import RunInterrupted, drive_load, lifecycle, run_each
-from ...spec import FD_MARGIN, MAX_DRIVER_PROCS, ConcurrentLoad, ServerSpec, check_range
+from ...spec import FD_MARGIN, MAX_DRIVER_PROCS, ConcurrentLoad, ServerSpec, check_range, local_ports
 from .result import BurstCell, BurstRun
 
 MAX_CLIENTS = 1_000_000
-PORT_RANGE = "/proc/sys/net/ipv4/ip_local_port_range"
 
 
 @dataclass(frozen=True)
@@ -39,23 +38,13 @@ class BurstPlan:
         for n in self.clients:
             check_range("--clients", n, 1, MAX_CLIENTS)
         check_range("--driver-procs", self.driver_procs, 1, MAX_DRIVER_PROCS)
-        check_range("--timeout", self.timeout_s, 0.001, 3600)
+        check_range("--timeout", self.timeout_s, 0.001, 3600, "s")
         return self
 
     def load(self, clients: int) -> ConcurrentLoad:
         """A burst as a closed loop: as many slots as connections, so each slot connects once, at once."""
         procs = min(self.driver_procs, clients)
         return ConcurrentLoad(connections=clients, concurrency=clients, driver_procs=procs, timeout_s=self.timeout_s)
-
-
-def local_ports() -> int | None:
-    """How many local ports a client may use to one server address (ip_local_port_range), None if unknown."""
-    try:
-        with open(PORT_RANGE) as f:
-            low, high = (int(v) for v in f.read().split())
-        return high - low + 1
-    except (OSError, ValueError):
-        return None
 
 
 def make_room(clients: int) -> str | None:
