@@ -47,3 +47,7 @@ class ResourceError(AcceptOrderError):
 
 class ResultFileError(AcceptOrderError):
     """A results file could not be read or written, or is not an accept-order result."""
+
+
+class NotServing(AcceptOrderError):
+    """What `inspect` was pointed at serves nothing: no such process, no listener, nobody on that port."""
