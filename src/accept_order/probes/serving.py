@@ -182,6 +182,7 @@ def find_server(pid: int | None = None, port: int | None = None) -> Server:
     infos = {p: info for p in holders if (info := process_info(p)) is not None}
     fed = _fed(infos, peers)
     infos.update({p: info for p in fed if (info := process_info(p)) is not None})
+    infos.update(_unreadable_parents(infos))
     hidden = tuple(sorted(p for p in _hidden(infos)))
     return Server(_tree_order(infos), tuple(rows), holders, frozenset(fed), peers, hidden)
 
@@ -225,6 +226,22 @@ def _fed(holders: dict[int, ProcessInfo], peers: dict[int, int]) -> set[int]:
             continue
     nearby = children_of(holders) | children_of({info.ppid for info in holders.values()})
     return set(socket_holders(ends, sorted(nearby - set(holders))))
+
+
+def _unreadable_parents(infos: dict[int, ProcessInfo]) -> dict[int, ProcessInfo]:
+    """The workers' parent when this user may not read its open files (a master running as root over
+    workers running as nobody): it may hold the listeners too, and the report must say it could not look."""
+    found: dict[int, ProcessInfo] = {}
+    for ppid in {info.ppid for info in infos.values()} - set(infos) - {0, 1}:
+        try:
+            os.listdir(f"/proc/{ppid}/fd")
+        except PermissionError:
+            info = process_info(ppid)
+            if info is not None:
+                found[ppid] = info
+        except OSError:
+            continue
+    return found
 
 
 def _hidden(infos: dict[int, ProcessInfo]) -> list[int]:

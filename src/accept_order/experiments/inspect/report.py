@@ -11,7 +11,7 @@ from rich.text import Text
 
 from .result import EpollView, InspectResult
 
-ROLE = {"worker": "worker", "fed": "worker (fed)", "acceptor": "acceptor", "lock": "worker (no lock)"}
+ROLE = {"worker": "listens", "fed": "fed", "acceptor": "acceptor", "lock": "no lock"}
 
 
 def _table(title: str, *columns: str, wrap: tuple[str, ...] = ()) -> Table:
