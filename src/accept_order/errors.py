@@ -74,3 +74,7 @@ class OutputError(AcceptOrderError):
     def __init__(self, message: str, broken_pipe: bool = False) -> None:
         super().__init__(message)
         self.broken_pipe = broken_pipe
+
+
+class NotServing(AcceptOrderError):
+    """What `inspect` was pointed at serves nothing: no such process, no listener, nobody on that port."""

@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "reload": "reload",
     "burst": "burst",
     "ramp": "ramp",
+    "inspect": "inspect",
     "merge": "merge",
     "show": "show",
     "plot": "plot",

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 class BuiltinKind(ServerKind):
     name = "builtin"
+    process_names = ("accept-order",)
     summary = "this tool's own Python workers, in any of its accept modes (the default)"
     witness = None  # each worker counts what it accepted itself: there is nothing else to check against
 

@@ -40,6 +40,14 @@ class ModeInfo:
     timed_waits: bool = False
     # The server's own settings that select this mode, as written in its config or command line.
     settings: tuple[str, ...] = ()
+    # The built-in mode `inspect` sees when a running server uses this one (what /proc shows: a wait call, an
+    # epoll's flags, one socket or several); None: this mode's own name (the built-in modes).
+    seen_as: str | None = None
+
+    @property
+    def mechanism(self) -> str:
+        """This mode in the tool's own vocabulary, as `inspect` names it from /proc."""
+        return self.seen_as or self.name
 
 
 class ServerKind:
@@ -57,6 +65,9 @@ class ServerKind:
     takes_maxconn: ClassVar[bool] = False
     #: the default mode when --mode is not given: epoll where it has one, else its first
     preferred_mode: ClassVar[str] = DEFAULT_MODE
+    #: how `inspect` recognises a running server of this kind: its process name, or a word of its command
+    #: line's first arguments (`python -m gunicorn`, `nginx: worker process`)
+    process_names: ClassVar[tuple[str, ...]] = ()
 
     def label(self, spec: ServerSpec) -> str:
         """How reports name a server of this kind: `nginx epoll`."""

@@ -155,3 +155,17 @@ def variants(
     if not specs:
         raise NothingToRun(f"nothing to run: {'; '.join(f'{name} ({why})' for name, why in skipped.items())}")
     return specs, skipped
+
+
+def recognise(name: str, argv: Sequence[str]) -> ServerKind | None:
+    """The launched kind a running process is, by its name or a word of its command line's first three
+    arguments (`nginx: worker process`, `python -m gunicorn`, `/usr/bin/node app.js`); None: none known."""
+    import os
+    import re
+
+    # Base names only: a directory that happens to be called "node" (/home/node/app.py) names no server.
+    words = {name, *(re.sub(r"[^\w.-]", "", os.path.basename(word)) for word in " ".join(argv[:3]).split())}
+    for kind in KINDS.values():
+        if words & set(kind.process_names):
+            return kind
+    return None

@@ -46,6 +46,7 @@ HAPROXY_MODES: dict[str, ModeInfo] = {
             "fifo",
             "shared",
             settings=("bind ADDRESS:PORT", "nbthread N"),
+            seen_as="epoll-herd",  # every thread's epoll watches the one listener without EPOLLEXCLUSIVE
         ),
         ModeInfo(
             "shards",
@@ -55,6 +56,7 @@ HAPROXY_MODES: dict[str, ModeInfo] = {
             "hash",
             "per-worker",
             settings=("bind ADDRESS:PORT thread T (one per thread)", "nbthread N"),
+            seen_as="reuseport",
         ),
     )
 }
@@ -198,6 +200,7 @@ class HaproxyServer(LaunchedServer):
 
 class HaproxyKind(ServerKind):
     name = "haproxy"
+    process_names = ("haproxy",)
     summary = "Debian's HAProxy with threads as its workers, launched from a generated config"
     witness = HaproxyServer.witness_source
     default_accept_batch = DEFAULT_MAXACCEPT

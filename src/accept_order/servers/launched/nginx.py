@@ -59,6 +59,7 @@ class NginxServer(LaunchedServer):
 
 class NginxKind(ServerKind):
     name = "nginx"
+    process_names = ("nginx",)
     summary = "Debian's nginx with its Lua module, launched from a generated config"
     witness = NginxServer.witness_source
     default_accept_batch = 1  # multi_accept off, nginx's default

@@ -76,6 +76,8 @@ class SteeredReuseportMode(ReuseportMode):
 
     #: what the kernel must accept, named in the "not available" reason
     needs: ClassVar[str]
+    #: /proc shows the sockets of a reuseport group, not what steers it (a BPF program, SO_INCOMING_CPU)
+    seen_as = "reuseport"
 
     def steer(self, index: int, sock: socket.socket) -> None:
         raise NotImplementedError
