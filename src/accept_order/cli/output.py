@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -23,16 +24,34 @@ def stderr() -> Console:
     return Console(stderr=True, highlight=False, markup=False, emoji=False)
 
 
+@contextmanager
+def unless_hung_up() -> Iterator[None]:
+    """Output that may meet a terminal that hung up (SIGHUP: every write to it now fails with EIO). From
+    then on stdout and stderr go to /dev/null, so that what is left to do still happens: the result is
+    saved, every process ended, and the exit status says how the run ended."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno != errno.EIO:
+            raise
+        null = os.open(os.devnull, os.O_WRONLY)
+        for fd in (1, 2):
+            os.dup2(null, fd)
+        os.close(null)
+
+
 def note(text: str) -> None:
     """One line on stderr (after flushing stdout, so the report comes first on a shared terminal)."""
-    sys.stdout.flush()
-    stderr().print(text, soft_wrap=True)
+    with unless_hung_up():
+        sys.stdout.flush()
+        stderr().print(text, soft_wrap=True)
 
 
 def print_report(renderable: Any) -> None:
     # crop=False: verbatim lines (mmhistogram output) are wider than 80 columns and must print whole.
-    stdout().print(renderable, crop=False)
-    sys.stdout.flush()
+    with unless_hung_up():
+        stdout().print(renderable, crop=False)
+        sys.stdout.flush()
 
 
 @contextmanager
@@ -51,10 +70,16 @@ def progress_bar(
     columns = [TextColumn(label), BarColumn()]
     columns.append(MofNCompleteColumn() if by_count else TextColumn("{task.fields[done]} connections"))
     columns.append(TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True) as bar:
+    bar = Progress(*columns, console=console, transient=True)
+    with unless_hung_up():
+        bar.start()
+    try:
         task = bar.add_task(label, total=total, done=0)
 
         def update(done: int, elapsed: float = 0.0) -> None:
             bar.update(task, completed=done if by_count else min(elapsed, total or 0.0), done=done)
 
         yield update
+    finally:
+        with unless_hung_up():  # erasing the bar must not replace the run's own end (a hang-up's 129)
+            bar.stop()
