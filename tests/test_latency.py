@@ -119,7 +119,8 @@ def test_pin_spreads_workers_over_the_allowed_cpus() -> None:
         ({"connections": None, "duration_s": -2.0}, "--duration must be between 0.001"),
         ({"concurrency": 0}, "--concurrency must be between 1"),
         ({"concurrency": -1}, "--concurrency must be between 1"),
-        ({"concurrency": open_file_limit() + 1}, "open-file limit"),
+        ({"concurrency": 2 * (open_file_limit() - 32) + 1}, "open-file limit"),  # 2 drivers, 32 files each
+        ({"concurrency": open_file_limit(), "driver_procs": 1}, "open-file limit"),
         ({"driver_procs": 0}, "--driver-procs must be between 1"),
         ({"workers": 0}, "--workers must be between 1"),
         ({"work_us": -1}, "--work-us must be between 0"),

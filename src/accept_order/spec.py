@@ -56,14 +56,16 @@ def open_file_limit() -> int:
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
-def check_concurrency(concurrency: int) -> None:
-    """PlanError unless `concurrency` open connections fit under the open-file limit (ulimit -n)."""
+def check_concurrency(concurrency: int, driver_procs: int = 1) -> None:
+    """PlanError unless `concurrency` open connections, shared by `driver_procs` processes, fit under the
+    open-file limit (ulimit -n): each process has a descriptor table of its own, so the limit is per driver."""
     limit = open_file_limit()
-    allowed = max(1, limit - FD_MARGIN)
+    allowed = max(1, limit - FD_MARGIN) * driver_procs
     if not 1 <= concurrency <= allowed:
+        per = f", times {driver_procs} driver processes" if driver_procs > 1 else ""
         raise PlanError(
             f"--concurrency must be between 1 and {allowed} (open-file limit {limit} minus {FD_MARGIN} "
-            f"for the driver's own files; raise it with ulimit -n), got {concurrency}"
+            f"for a driver's own files{per}; raise it with ulimit -n, or give more --driver-procs), got {concurrency}"
         )
 
 
@@ -223,11 +225,11 @@ class ClosedLoopLoad:
             check_range("--duration", self.duration_s, 0.001, MAX_DURATION_S)
         check_range("--driver-procs", self.driver_procs, 1, MAX_DRIVER_PROCS)
         check_range("--timeout", self.timeout_s, 0.001, MAX_TIMEOUT_S)
-        check_concurrency(self.concurrency)
         if self.rate is not None:
             check_range("--rate", self.rate, 0.001, 10_000_000)
         # As many drivers as will run: none without a slot and a connection to make.
-        procs = min(self.driver_procs, self.concurrency, self.connections or self.driver_procs)
+        procs = min(self.driver_procs, max(1, self.concurrency), self.connections or self.driver_procs)
+        check_concurrency(self.concurrency, procs)
         return self if procs == self.driver_procs else dataclasses.replace(self, driver_procs=procs)
 
     @classmethod
