@@ -27,7 +27,7 @@ from .probes.evidence import EvidenceCapture
 from .servers.registry import checked, expectation, make_target, mode_info
 from .servers.target import Target
 from .signals import deferred
-from .spec import ClosedLoopLoad, SequentialLoad, ServerSpec
+from .spec import ClosedLoopLoad, SequentialLoad, ServerSpec, sized
 
 if TYPE_CHECKING:
     from .experiments.latency.result import LatencyResult
@@ -188,7 +188,7 @@ def run_closed_loop(
         done, served = generators[0].finished() if generators else (0, 0)
         return f"the run stopped after {done} connections ({served} served, {done - served} failed)"
 
-    outcome, m = lifecycle(server, drive, describe)
+    outcome, m = lifecycle(sized(server, load.concurrency), drive, describe)
     from .experiments.latency.result import default_title  # the title is stored in the result
 
     result = LatencyResult(

@@ -125,11 +125,15 @@ class ServerSpec:
     policy: str = "round-robin"  # fd-pass: which worker the acceptor hands a connection to
     mutex_delay_ms: float = 500.0  # accept-mutex: how long a worker without the lock waits to retry
     maxconn: int = 0  # haproxy: connections it holds at once (maxconn); 0: its default
+    # Connections the load holds open at once (set by the experiment from its load): what a launched
+    # server's connection table is sized for (nginx's worker_connections); 0: one at a time.
+    in_flight: int = 0
 
     def validated(self) -> ServerSpec:
         """What every kind shares; a kind's own checks are its `check` (servers/registry.py `checked`)."""
         check_range("--mutex-delay", self.mutex_delay_ms, 1, MAX_GAP_MS)
         check_range("--maxconn", self.maxconn, 0, 10_000_000)
+        check_range("connections in flight", self.in_flight, 0, MAX_CONNECTIONS)
         check_range("--workers", self.workers, 1, MAX_WORKERS)
         check_range("--port", self.port, 0, 65535)
         check_range("--work-us", self.work_us, 0, MAX_WORK_US)
@@ -246,6 +250,11 @@ class ClosedLoopLoad:
         if rate is None:
             return {"kind": self.kind, **data}
         return {"kind": "open-loop", **data, "rate": rate}
+
+
+def sized(spec: ServerSpec, in_flight: int) -> ServerSpec:
+    """The spec to launch for a load holding `in_flight` connections open at once (ServerSpec.in_flight)."""
+    return dataclasses.replace(spec, in_flight=max(spec.in_flight, in_flight))
 
 
 def pinned(spec: ServerSpec, pin: bool) -> ServerSpec:

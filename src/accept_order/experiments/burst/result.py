@@ -82,6 +82,7 @@ class BurstRun:
     cells: tuple[BurstCell, ...]
     environment: Environment | None
     interrupted: bool = False
+    shortages: tuple[dict[str, Any], ...] = ()  # what a launched server logged running out of (evidence)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -89,6 +90,7 @@ class BurstRun:
             "cells": [c.to_dict() for c in self.cells],
             "environment": asdict(self.environment) if self.environment else None,
             "interrupted": self.interrupted,
+            **({"shortages": [dict(s) for s in self.shortages]} if self.shortages else {}),
         }
 
     @classmethod
@@ -101,6 +103,7 @@ class BurstRun:
             cells=tuple(BurstCell.from_dict(c) for c in data["cells"]),
             environment=build(Environment, env) if env else None,
             interrupted=bool(data.get("interrupted", False)),
+            shortages=tuple(dict(s) for s in data.get("shortages", []) if isinstance(s, Mapping)),
         )
 
 

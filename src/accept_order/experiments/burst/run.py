@@ -23,7 +23,7 @@ from typing import Any
 from ...errors import PlanError
 from ...probes import netstat
 from ...session import RunInterrupted, lifecycle, run_each
-from ...spec import FD_MARGIN, MAX_DRIVER_PROCS, ClosedLoopLoad, ServerSpec, check_range
+from ...spec import FD_MARGIN, MAX_DRIVER_PROCS, ClosedLoopLoad, ServerSpec, check_range, sized
 from .result import BurstCell, BurstRun
 
 MAX_CLIENTS = 1_000_000
@@ -170,12 +170,12 @@ def run_bursts(
         return f"after {len(cells)} of {len(plan.clients)} bursts"
 
     try:
-        _, m = lifecycle(server, drive, describe)
+        _, m = lifecycle(sized(server, max(plan.clients)), drive, describe)
     except KeyboardInterrupt as stop:
         if cells:
             raise RunInterrupted([BurstRun(server, tuple(cells), None, interrupted=True)], stop) from None
         raise
-    return BurstRun(server, tuple(cells), m.environment)
+    return BurstRun(server, tuple(cells), m.environment, shortages=tuple(m.evidence.get("shortages", ())))
 
 
 def burst_table(

@@ -19,7 +19,7 @@ from ...errors import PlanError
 from ...probes import netstat
 from ...probes.sockets import socket_summary
 from ...session import RunInterrupted, Tick, lifecycle
-from ...spec import MAX_DRIVER_PROCS, ClosedLoopLoad, ServerSpec, check_range
+from ...spec import MAX_DRIVER_PROCS, ClosedLoopLoad, ServerSpec, check_range, sized
 from .result import RampResult, RampStep
 
 SATURATED = 0.9  # a worker (or the workers together) on a CPU this share of the step is CPU-bound
@@ -220,12 +220,14 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
                 return
 
     try:
-        _, m = lifecycle(server, drive, lambda: f"after {len(steps)} of {len(plan.offered)} steps")
+        in_flight = plan.in_flight if plan.rates else max(plan.concurrencies)
+        _, m = lifecycle(sized(server, in_flight), drive, lambda: f"after {len(steps)} of {len(plan.offered)} steps")
     except KeyboardInterrupt as stop:
         if steps:
             raise RunInterrupted([RampResult(server, plan_dict(plan), tuple(steps), None, True)], stop) from None
         raise
-    return RampResult(server, plan_dict(plan), tuple(steps), m.environment)
+    shortages = tuple(m.evidence.get("shortages", ()))
+    return RampResult(server, plan_dict(plan), tuple(steps), m.environment, shortages=shortages)
 
 
 def plan_dict(plan: RampPlan) -> dict[str, Any]:
