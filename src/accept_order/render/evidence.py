@@ -121,7 +121,7 @@ def shortage_lines(shortages: Any) -> list[Text]:
         times = f"{count} times" if isinstance(count, int) and count != 1 else "once"
         lines.append(
             Text(
-                f"  {server} ran out: its {log} says \"{mark}\" {times}; connections it could not take waited "
+                f'  {server} ran out: its {log} says "{mark}" {times}; connections it could not take waited '
                 f"or failed (first: {str(entry.get('first', ''))[:160]})",
                 style="yellow",
             )
