@@ -12,6 +12,7 @@ independent witness a run is checked against).
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -58,6 +59,12 @@ def free_port(host: str) -> int:
     with socket.socket(family, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
+
+
+def _master_setup() -> None:
+    """In the master between fork and exec: die with us, and have the reaper watch its group already."""
+    die_with_parent()
+    REAPER.announce_own_group()
 
 
 class LaunchedServer:
@@ -213,9 +220,7 @@ class LaunchedServer:
     # -- start ----------------------------------------------------------------------------------
     def start(self) -> None:
         remove_stale_directories()
-        # Named with our pid: a later run can tell a directory whose owner is gone (see above).
-        self.directory = tempfile.mkdtemp(prefix=f"{DIRECTORY_PREFIX}{self.name}-{os.getpid()}-")
-        REAPER.watch_directory(self.directory)
+        self.directory = self._make_directory()
         self.port = self.spec.port or free_port(self.spec.host)
         argv = self.command()
         with open(os.path.join(self.directory, "stderr.log"), "wb") as stderr:
@@ -227,7 +232,7 @@ class LaunchedServer:
                 cwd=self.directory,
                 env={**os.environ, **self.environment()},
                 start_new_session=True,  # the terminal's Ctrl-C is ours: we stop the server in order
-                preexec_fn=die_with_parent,
+                preexec_fn=_master_setup,
             )
         REAPER.watch_group(self.master.pid)  # its session's leader: the group's id is its pid
         master = psutil.Process(self.master.pid)
@@ -241,6 +246,21 @@ class LaunchedServer:
         self._pids = self.workers_of(master)
         self._pidfds = [fd for fd in map(open_pidfd, self._pids) if fd is not None]
         self._usage = UsageDeltas(self._pids)
+
+    def _make_directory(self) -> str:
+        """The private directory, as mkdtemp makes one (a fresh name, mode 0700), but the reaper is told its
+        name before it exists: a SIGKILL right after the mkdir must not leave it. Named with our pid: a later
+        run can tell a directory whose owner is gone (remove_stale_directories)."""
+        while True:
+            path = os.path.join(
+                tempfile.gettempdir(), f"{DIRECTORY_PREFIX}{self.name}-{os.getpid()}-{secrets.token_hex(4)}"
+            )
+            REAPER.watch_directory(path)
+            try:
+                os.mkdir(path, 0o700)
+                return path
+            except FileExistsError:  # not ours: leave it, and tell the reaper so
+                REAPER.done_directory(path)
 
     def _ready(self, master: psutil.Process) -> bool:
         """Every worker exists and sleeps (in its wait), and the server says it listens."""
