@@ -16,7 +16,7 @@ from accept_order.errors import ServerUnavailable
 from accept_order.experiments.burst.report import burst_report
 from accept_order.experiments.burst.result import BurstResult, BurstRun
 from accept_order.experiments.burst.run import BurstPlan, run_bursts
-from accept_order.loads.closed_loop import LoadGenerator
+from accept_order.loads.generator import LoadGenerator
 from accept_order.probes.listeners import listening_sockets
 from accept_order.render.evidence import evidence_report
 from accept_order.servers.launched import nginx_config
@@ -142,7 +142,7 @@ def nginx_burst(clients: int) -> BurstRun:
     server = ServerSpec(server="nginx", mode="accept-mutex", workers=2, backlog=1024, accept_batch=0)
     run = run_bursts(server, BurstPlan((clients,), 2, 10.0))
     (cell,) = run.cells
-    assert cell.finished == clients
+    assert cell.driven == clients
     return run
 
 

@@ -37,7 +37,7 @@ SYSTEM_DIRS = ("/etc/nginx", "/var/log/nginx")
 
 
 def nginx_run(mode: str, accept_batch: int = 1, connections: int = CONNECTIONS, **spec: Any) -> RunResult:
-    server = ServerSpec(server="nginx", mode=mode, workers=3, accept_batch=accept_batch, **spec)
+    server = ServerSpec(kind="nginx", mode=mode, workers=3, accept_batch=accept_batch, **spec)
     return session.run_sequential(server, SequentialLoad(connections=connections))
 
 
@@ -143,7 +143,7 @@ def test_nginx_processes_and_files_are_the_tools(monkeypatch: pytest.MonkeyPatch
         seen["files"] = sorted(os.listdir(seen["directory"]))
 
     result = session.run_sequential(
-        ServerSpec(server="nginx", mode="epoll", workers=3, accept_batch=1), SequentialLoad(connections=10), on_record
+        ServerSpec(kind="nginx", mode="epoll", workers=3, accept_batch=1), SequentialLoad(connections=10), on_record
     )
     assert result.served == 10
     assert seen["workers"] == sorted(c.pid for c in result.counters)

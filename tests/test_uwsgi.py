@@ -35,12 +35,12 @@ EPOLLEXCLUSIVE = 1 << 28
 
 
 def uwsgi_run(mode: str, connections: int = CONNECTIONS, **spec: object) -> RunResult:
-    server = ServerSpec(server="uwsgi", mode=mode, workers=3, **spec)  # type: ignore[arg-type]
+    server = ServerSpec(kind="uwsgi", mode=mode, workers=3, **spec)  # type: ignore[arg-type]
     return session.run_sequential(server, SequentialLoad(connections=connections))
 
 
 def launched(mode: str, workers: int = 3) -> UwsgiServer:
-    return UwsgiServer(checked(ServerSpec(server="uwsgi", mode=mode, workers=workers)))
+    return UwsgiServer(checked(ServerSpec(kind="uwsgi", mode=mode, workers=workers)))
 
 
 def syscall(pid: int) -> int:
@@ -131,8 +131,10 @@ def test_reuse_port_sets_the_flag_on_the_masters_one_socket(mode: str, reuseport
         assert server.master is not None
         (listener,) = listening_sockets(server.port)
         holders = [server.master.pid, *server.pids]
-        fds = {pid: [fd for fd in map(int, os.listdir(f"/proc/{pid}/fd")) if socket_inode(pid, fd) == listener.inode]
-               for pid in holders}
+        fds = {
+            pid: [fd for fd in map(int, os.listdir(f"/proc/{pid}/fd")) if socket_inode(pid, fd) == listener.inode]
+            for pid in holders
+        }
         assert all(len(found) == 1 for found in fds.values()), fds
         assert {reuseport_of(pid, found[0]) for pid, found in fds.items()} == {reuseport}
 
@@ -167,7 +169,7 @@ def test_processes_and_files_are_the_tools() -> None:
             seen["workers"] = [w.pid for w in master.children()]
             seen["directory"] = os.path.dirname(master.cmdline()[-1])
 
-    server = ServerSpec(server="uwsgi", mode="thunder-lock", workers=2, work_us=200)
+    server = ServerSpec(kind="uwsgi", mode="thunder-lock", workers=2, work_us=200)
     result = session.run_sequential(server, SequentialLoad(connections=5), on_record)
     assert result.served == 5
     assert gone([seen["master"], *seen["workers"]])  # type: ignore[list-item]

@@ -1,14 +1,15 @@
-"""The Python API: `run(mode="epoll", workers=3, connections=6)` returns a RunResult.
+"""The Python API, and the façade every command of the CLI goes through.
 
-Each function builds the specs, validates them, and goes through the one lifecycle in session.py; the
-CLI calls the same functions.
+`run(mode="epoll", workers=3, connections=6)` takes keyword options and returns a RunResult; the other
+functions take frozen specs (spec.py) and plans. Each validates what it is given and goes through the one
+lifecycle in session.py.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import PlanError
 from .experiments.herd.result import HerdResult
@@ -16,14 +17,25 @@ from .experiments.latency.result import LatencyResult
 from .experiments.order.result import RunResult
 from .measures import ConnectionRecord
 from .servers.registry import checked, variants
-from .session import Tick, run_closed_loop, run_each, run_sequential
-from .spec import ClosedLoopLoad, SequentialLoad, ServerSpec
+from .session import Tick, run_each, run_latency, run_sequential
+from .spec import ConcurrentLoad, SequentialLoad, ServerSpec, renamed
 
+if TYPE_CHECKING:  # the experiments load only when their function runs (start-up time)
+    from .experiments.burst.result import BurstRun
+    from .experiments.burst.run import BurstPlan
+    from .experiments.ramp.result import RampResult
+    from .experiments.ramp.run import RampPlan
+    from .experiments.reload.result import ReloadRun
+    from .experiments.reload.run import ReloadPlan
+
+V = TypeVar("V")
+R = TypeVar("R")
 _SERVER_FIELDS = {f.name for f in dataclasses.fields(ServerSpec)}
 
 
 def split_options(options: dict[str, Any], load_type: type) -> tuple[ServerSpec, Any]:
     """Keyword options -> (ServerSpec, load spec), each validated; PlanError names the first bad value."""
+    options = renamed(ServerSpec, options)  # server= is kind='s name before 0.3
     load_fields = {f.name for f in dataclasses.fields(load_type)}
     unknown = sorted(set(options) - _SERVER_FIELDS - load_fields)
     if unknown:
@@ -39,6 +51,13 @@ def run(mode: str = "epoll", workers: int = 3, connections: int = 6, **options: 
     """Run one experiment: start workers, drive connections one by one, stop, and return what was seen."""
     server, load = split_options(dict(mode=mode, workers=workers, connections=connections, **options), SequentialLoad)
     return run_sequential(server, load)
+
+
+def sequential(
+    server: ServerSpec, load: SequentialLoad, on_record: Callable[[ConnectionRecord], None] | None = None
+) -> RunResult:
+    """One sequential run of a spec (what `run` does after building it from keyword options)."""
+    return run_sequential(server, load, on_record)
 
 
 def compare(
@@ -71,14 +90,14 @@ def herd(
 
 
 def latency(
-    server: ServerSpec, load: ClosedLoopLoad, on_tick: Tick | None = None, title: str | None = None
+    server: ServerSpec, load: ConcurrentLoad, on_tick: Tick | None = None, title: str | None = None
 ) -> LatencyResult:
-    return run_closed_loop(server, load, on_tick, title)
+    return run_latency(server, load, on_tick, title)
 
 
 def compare_latency(
     server: ServerSpec,
-    load: ClosedLoopLoad,
+    load: ConcurrentLoad,
     modes: Sequence[str] | None,
     on_run: Callable[[ServerSpec], Tick | None] | None = None,
     servers: Sequence[str] | None = None,
@@ -86,12 +105,12 @@ def compare_latency(
 ) -> tuple[list[LatencyResult], dict[str, str]]:
     """One latency run per mode of each server, same settings; (results, {mode: why it was left out})."""
     specs, skipped = variants(server, modes, servers, batch_given)
-    return run_each(specs, lambda spec: run_closed_loop(spec, load, on_run(spec) if on_run else None)), skipped
+    return run_each(specs, lambda spec: run_latency(spec, load, on_run(spec) if on_run else None)), skipped
 
 
 def sweep_accept_batch(
     server: ServerSpec,
-    load: ClosedLoopLoad,
+    load: ConcurrentLoad,
     values: Sequence[int],
     on_run: Callable[[ServerSpec], Tick | None] | None = None,
 ) -> list[LatencyResult]:
@@ -101,5 +120,40 @@ def sweep_accept_batch(
     specs = [server.replace(accept_batch=value) for value in values]  # every value before the first run
     return run_each(
         specs,
-        lambda spec: run_closed_loop(spec, load, on_run(spec) if on_run else None, default_title(spec, sweep=True)),
+        lambda spec: run_latency(spec, load, on_run(spec) if on_run else None, default_title(spec, sweep=True)),
     )
+
+
+def burst(
+    servers: Sequence[ServerSpec], plan: BurstPlan, on_burst: Callable[[ServerSpec, int], Tick | None] | None = None
+) -> list[BurstRun]:
+    """Seed 004's table: every burst of `plan` against each server, one server started at a time."""
+    from .experiments.burst.run import burst_table
+
+    return burst_table(servers, plan, on_burst)
+
+
+def ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick | None] | None = None) -> RampResult:
+    """The breaking point: the offered load stepped up until a step does not hold."""
+    from .experiments.ramp.run import run_ramp
+
+    return run_ramp(server, plan, on_step)
+
+
+def reload(
+    variants: Sequence[tuple[ServerSpec, ReloadPlan]],
+    load: ConcurrentLoad,
+    on_run: Callable[[ServerSpec, ReloadPlan], Tick | None] | None = None,
+) -> list[ReloadRun]:
+    """One worker made to go mid-load, per (spec, plan). Run it inside the private network namespace
+    (netns.enter_private): it sets net.ipv4.tcp_migrate_req there."""
+    from .experiments.reload.run import reload_runs
+
+    return reload_runs(variants, load, on_run)
+
+
+def repeat(variants: Sequence[V], rounds: int, run_one: Callable[[V], R]) -> list[list[R]]:
+    """`rounds` rounds, each running every variant once, interleaved (pyperf's way of sharing out drift)."""
+    from .experiments.repeat.run import interleaved
+
+    return interleaved(variants, rounds, run_one)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .status import ExitStatus
 
 
@@ -35,6 +37,17 @@ class WorkerError(AcceptOrderError):
     def __init__(self, message: str, index: int | None = None) -> None:
         super().__init__(message)
         self.index = index
+
+
+class WorkerExited(WorkerError):
+    """A worker of a server this tool did not start exited during the run: the server's affair, not a
+    failure of the measurement, so what was measured until then is kept. The session puts that partial
+    result in `results` for the command to report and save before it ends with this one line."""
+
+    def __init__(self, message: str, index: int | None = None, after_s: float | None = None) -> None:
+        super().__init__(message, index)
+        self.after_s = after_s  # seconds into the run when the exit was seen
+        self.results: list[Any] = []
 
 
 class LoadError(AcceptOrderError):

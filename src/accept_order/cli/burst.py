@@ -47,9 +47,10 @@ def burst(
     modes: list[str], clients: list[int], driver_procs: int, timeout_s: float, json_path: str | None, **options: Any
 ) -> None:
     """Seed 004's table: N clients connect at once; the time until all were served, per server and mode."""
+    from ..api import burst as run_bursts
     from ..experiments.burst.report import burst_report
     from ..experiments.burst.result import BurstResult
-    from ..experiments.burst.run import BurstPlan, burst_table, make_room
+    from ..experiments.burst.run import BurstPlan, make_room
     from ..servers.registry import variants
 
     servers: list[str] = options["server"]
@@ -61,9 +62,8 @@ def burst(
     host_warnings()
 
     def save(runs: Sequence[Any], interrupted: bool = False) -> None:
-        result = BurstResult(tuple(runs), skipped, tuple(notes))
-        doc = result.to_dict() | ({"interrupted": True} if interrupted else {})
-        report_and_save(burst_report(result), json_path, "burst", doc)
+        result = BurstResult(tuple(runs), skipped, tuple(notes), interrupted)
+        report_and_save(burst_report(result), json_path, "burst", result.to_dict())
 
     with ExitStack() as bars:
 
@@ -72,7 +72,7 @@ def burst(
             return bars.enter_context(progress_bar(f"{spec.label}: {n} clients", n))
 
         with keep_partial(lambda runs: save(runs, interrupted=True)):
-            runs = burst_table(specs, plan, on_burst)
+            runs = run_bursts(specs, plan, on_burst)
     if not runs:
         note("accept-order: nothing ran")
     save(runs)

@@ -31,7 +31,9 @@ def report_and_save(renderable: Any, json_path: str | None, kind: str, payload: 
 @contextmanager
 def keep_partial(on_partial: Callable[[Sequence[Any]], None]) -> Iterator[None]:
     """Ctrl-C / SIGTERM during a run that keeps partial results: report and save what was measured,
-    marked interrupted, then let the signal end the command (exit 130 / 143)."""
+    marked interrupted, then let the signal end the command (exit 130 / 143). The same when a worker of
+    a server this tool did not start exits mid-run: then its one line ends the command (exit 1)."""
+    from ..errors import WorkerExited
     from ..session import RunInterrupted
     from ..signals import deferred
 
@@ -42,3 +44,8 @@ def keep_partial(on_partial: Callable[[Sequence[Any]], None]) -> Iterator[None]:
             with deferred():  # a second Ctrl-C must not cut the saving of the first one's result short
                 on_partial(stop.results)
         raise stop.cause from None
+    except WorkerExited as exited:
+        if exited.results:
+            with deferred():
+                on_partial(exited.results)
+        raise

@@ -39,14 +39,14 @@ def herd(modes: list[str], repeat: int, json_path: str | None, per_worker: bool,
     if repeat > 1:
         import dataclasses
 
+        from ..api import sequential as run_sequential
         from ..servers.registry import variants
-        from ..session import run_sequential
 
         specs, skipped = variants(server, modes)
         herd_load = dataclasses.replace(load, settle=True, gap_ms=0.0)  # as api.herd runs it
         run_repeated("herd", specs, repeat, lambda spec: run_sequential(spec, herd_load), skipped, json_path)
         return
-    total = len(runnable(server.server, modes)[0]) * load.connections
+    total = len(runnable(server.kind, modes)[0]) * load.connections
     with progress_bar("herd: connections", total, threshold=200) as update:
         done = [0]
 

@@ -237,7 +237,7 @@ def sequential_options(connections: int = 6, pacing: bool = True) -> Callable[[F
     return apply(options if pacing else [options[0], options[2]])
 
 
-def closed_loop_options() -> Callable[[F], F]:
+def load_options() -> Callable[[F], F]:
     from ..spec import DEFAULT_REQUESTS
 
     return apply(

@@ -97,8 +97,9 @@ def ramp(
     **options: Any,
 ) -> None:
     """Find the breaking point: step the load up until errors appear or the tail passes a bound, and say why."""
+    from ..api import ramp as run_ramp
     from ..experiments.ramp.report import ramp_report
-    from ..experiments.ramp.run import RampPlan, run_ramp
+    from ..experiments.ramp.run import RampPlan
 
     if rates is not None and concurrency_steps is not None:
         raise click.UsageError("give --rates (open loop) or --concurrency-steps (closed loop), not both")

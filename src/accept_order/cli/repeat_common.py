@@ -31,9 +31,10 @@ def run_repeated(
     skipped: dict[str, str],
     json_path: str | None,
 ) -> None:
+    from ..api import repeat as interleaved
     from ..experiments.repeat.experiment import report
     from ..experiments.repeat.result import repeated
-    from ..experiments.repeat.run import interleaved, snapshot
+    from ..experiments.repeat.run import snapshot
 
     before = snapshot()
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from ..spec import ClosedLoopLoad, SequentialLoad, ServerSpec, ms_to_us, pinned
+from ..spec import ConcurrentLoad, SequentialLoad, ServerSpec, ms_to_us, pinned
 
 
 def work_us(options: dict[str, Any]) -> int:
@@ -74,7 +74,7 @@ def attached_spec(options: dict[str, Any]) -> ServerSpec | None:
 
     return checked(
         ServerSpec(
-            server="attached",
+            kind="attached",
             mode="attached",
             workers=len(workers),
             host=options.pop("host"),
@@ -101,7 +101,7 @@ def server_spec(options: dict[str, Any], mode: str | None = None) -> ServerSpec:
     kind = server_kind(server)
     batch = options.pop("accept_batch", None)
     spec = ServerSpec(
-        server=server,
+        kind=server,
         mode=mode or options.pop("mode", None) or kind.default_mode(),
         workers=workers if workers is not None else len(allowed_cpus()),
         host=options.pop("host", ServerSpec.host),
@@ -127,7 +127,7 @@ def sequential_load(options: dict[str, Any]) -> SequentialLoad:
     ).validated()
 
 
-def closed_loop_load(options: dict[str, Any]) -> ClosedLoopLoad:
+def concurrent_load(options: dict[str, Any]) -> ConcurrentLoad:
     from ..spec import DEFAULT_REQUESTS
 
     connections, alias = options.pop("connections", None), options.pop("requests_alias", None)
@@ -139,7 +139,7 @@ def closed_loop_load(options: dict[str, Any]) -> ClosedLoopLoad:
         raise click.UsageError("give --connections (-n) or --duration, not both")
     if connections is None and duration is None:
         connections = DEFAULT_REQUESTS
-    return ClosedLoopLoad(
+    return ConcurrentLoad(
         connections=connections,
         duration_s=duration,
         concurrency=options.pop("concurrency"),
@@ -177,6 +177,6 @@ def _remote_spec(options: dict[str, Any], target: str, protocol: str, attach: tu
     from ..servers.registry import checked
 
     spec = ServerSpec(
-        server="remote", mode="remote", workers=workers, host=address, port=int(port_text), protocol=protocol
+        kind="remote", mode="remote", workers=workers, host=address, port=int(port_text), protocol=protocol
     )
     return checked(spec)

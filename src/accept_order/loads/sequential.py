@@ -24,12 +24,16 @@ import select
 import socket
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..measures import ConnectionRecord
 from ..processes import MAX_REPLY
 from ..servers.target import Target
 from ..spec import SequentialLoad
 from .protocol import ABORTED, error_key
+
+if TYPE_CHECKING:
+    from ..probes.accept_log import AcceptLog
 
 # A nonblocking socket in one system call where the platform has SOCK_NONBLOCK (Linux).
 NONBLOCK_FLAG: int = getattr(socket, "SOCK_NONBLOCK", 0)
@@ -88,11 +92,14 @@ def run_sequential(
     target: Target,
     load: SequentialLoad,
     on_record: Callable[[ConnectionRecord], None] | None = None,
+    accepts: AcceptLog | None = None,
 ) -> list[ConnectionRecord]:
     """Drive `load.connections` connections at `target`; one record per connection, in start order.
 
     A worker's death raises WorkerError (from target.check_alive) as soon as its pidfd wakes the loop;
     the connections in flight then end as aborted records, passed to `on_record` like the others.
+    With `accepts`, a reply that names no worker is attributed to the worker the kernel saw accept the
+    connection (instead of to the holder of its socket, which a server that has closed no longer is).
     """
     address, count, gap_s, timeout_s = target.address, load.connections, load.gap_ms / 1000, load.timeout_s
     attribution = target.attribution
@@ -139,6 +146,12 @@ def run_sequential(
                 worker = from_reply(data)
                 if worker is not None:
                     replies[data] = worker
+                elif accepts is not None:
+                    try:
+                        accepted = accepts.accepted_by(sock.getsockname()[1], f.started_ns)
+                    except OSError:
+                        accepted = None
+                    worker = pids.index(accepted) if accepted in pids else None
                 elif holds_socket:
                     try:
                         worker = attribution.from_socket(sock.getsockname(), sock.getpeername())
@@ -236,6 +249,7 @@ def run_sequential(
             if inflight:
                 oldest = next(iter(inflight.values())).started_ns
                 wait_s = min(wait_s, max(0.0, (oldest + timeout_ns - now) / 1e9))
+            died = False
             for fd, events in poll(math.ceil(wait_s * 1000)):
                 f = watched.get(fd)
                 if f is not None:
@@ -244,7 +258,9 @@ def run_sequential(
                     else:
                         read(f, events)
                 elif fd in death_fds:
-                    target.check_alive()  # a worker exited: raises WorkerError naming it
+                    died = True
+            if died:  # after the replies of this wakeup: a worker that answered, then exited, has served
+                target.check_alive()  # a worker exited: raises WorkerError naming it
             if inflight:
                 now = clock()
                 while inflight:

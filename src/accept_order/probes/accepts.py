@@ -15,6 +15,7 @@ stop() then answers available=False and says why, so a latency run still complet
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import resource
@@ -25,6 +26,7 @@ import subprocess
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Self
 
 from ..processes import die_with_parent
 
@@ -61,14 +63,20 @@ class AcceptCounts:
     why: str
 
 
+def accepted_by(pids: Sequence[int] | None) -> str:
+    """The bpftrace predicate: an accept that succeeded, in one of `pids` (any pid: None; none: [])."""
+    pred = "args->ret >= 0"
+    if pids is not None:
+        pred += " && (" + (" || ".join(f"pid == {int(p)}" for p in pids) or "pid < 0") + ")"
+    return pred
+
+
 def program(pids: Sequence[int] | None) -> str:
     """The bpftrace script: count successful accepts per tgid (bpftrace's `pid`), print them at END.
 
     The pid filter is in the predicate so that other processes never reach the map: a busy machine
     otherwise fills it (4096 keys by default) with short-lived processes nobody asked about."""
-    pred = "args->ret >= 0"
-    if pids is not None:
-        pred += " && (" + (" || ".join(f"pid == {int(p)}" for p in pids) or "pid < 0") + ")"
+    pred = accepted_by(pids)
     # clear(@) after print: bpftrace prints every non-empty map again on exit.
     return (
         "tracepoint:syscalls:sys_exit_accept4, tracepoint:syscalls:sys_exit_accept\n"
@@ -144,11 +152,11 @@ def _raise_memlock() -> None:
             continue
 
 
-def _child_setup() -> None:
-    """In the bpftrace child before exec: die with us, take SIGINT even if our thread blocked it (a blocked
-    mask is inherited across exec and would make stop() wait for nothing), and as much locked memory as
-    we may give it."""
-    die_with_parent()
+def _child_setup(parent: int) -> None:
+    """In the bpftrace child before exec: die with us (`parent`), take SIGINT even if our thread blocked it
+    (a blocked mask is inherited across exec and would make stop() wait for nothing), and as much locked
+    memory as we may give it."""
+    die_with_parent(parent)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
     _raise_memlock()
 
@@ -166,11 +174,15 @@ class AcceptCounter:
         self._notes: list[str] = []
         self._result: AcceptCounts | None = None
 
-    def __enter__(self) -> AcceptCounter:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def program(self) -> str:
+        """The bpftrace script this counter runs (a subclass may print more, see accept_log.py)."""
+        return program(self.pids)
 
     @property
     def pid(self) -> int | None:
@@ -204,13 +216,13 @@ class AcceptCounter:
             # process_group=0: a terminal's Ctrl-C goes to our group only, so bpftrace ends (and prints)
             # when stop() asks, not before. stdin closed: bpftrace never reads it.
             self._proc = subprocess.Popen(
-                [exe, "-B", "line", "-e", program(self.pids)],
+                [exe, "-B", "line", "-e", self.program()],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 bufsize=0,  # raw pipes: what _wait_attached reads with os.read is not also in a buffer
                 env={**os.environ, ATTACHED_ENV: "1"},
-                preexec_fn=_child_setup,
+                preexec_fn=functools.partial(_child_setup, os.getpid()),
                 process_group=0,
             )
         except OSError as exc:

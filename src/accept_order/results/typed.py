@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any, TypeVar, get_args, get_origin, get_type_hints
 
 from ..errors import ResultFileError
+from ..spec import renamed
 
 T = TypeVar("T")
 MAX_INT = 1 << 63  # counts, pids, microseconds: anything larger is not from a real run
@@ -62,6 +63,7 @@ def build(cls: type[T], data: Any) -> T:
     name = cls.__name__
     if not isinstance(data, dict):
         raise ResultFileError(f"malformed result: {name} is not an object")
+    data = renamed(cls, data)  # fields saved under an older name (ServerSpec's "server" is its kind)
     values: dict[str, Any] = {}
     hints = _hints(cls)
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
@@ -93,9 +95,9 @@ def check_server(server: Any) -> Any:
     the file is wrong, not the command line)."""
     from ..servers.registry import KINDS, known_mode
 
-    if server.server not in KINDS:
-        raise ResultFileError(f"malformed result: it names server {server.server!r}, which this version does not know")
-    if known_mode(server.server, server.mode) is None:
+    if server.kind not in KINDS:
+        raise ResultFileError(f"malformed result: it names server {server.kind!r}, which this version does not know")
+    if known_mode(server.kind, server.mode) is None:
         raise ResultFileError(f"malformed result: it names mode {server.mode!r}, which this version does not know")
     if not 1 <= server.workers <= 1 << 20:
         raise ResultFileError(f"malformed result: {server.workers} workers is out of range")

@@ -58,6 +58,10 @@ class ServerKind:
     #: the default mode when --mode is not given: epoll where it has one, else its first
     preferred_mode: ClassVar[str] = DEFAULT_MODE
 
+    def label(self, spec: ServerSpec) -> str:
+        """How reports name a server of this kind: `nginx epoll`."""
+        return f"{self.name} {spec.mode}"
+
     def modes(self) -> Mapping[str, ModeInfo]:
         """Every mode, as data: never probes the machine."""
         raise NotImplementedError

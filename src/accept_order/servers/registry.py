@@ -98,18 +98,18 @@ def runnable(kind: str, names: Sequence[str] | None = None) -> tuple[list[str], 
 def checked(spec: ServerSpec) -> ServerSpec:
     """The spec validated: what every kind shares (ServerSpec.validated), then the kind's own checks."""
     spec = spec.validated()
-    server_kind(spec.server).check(spec)
+    server_kind(spec.kind).check(spec)
     return spec
 
 
 def make_target(spec: ServerSpec, stamps: bool = False) -> Target:
     """The server a spec from `checked` names, not yet started (start() it, and close() it on every path)."""
-    return server_kind(spec.server).make(spec, stamps=stamps)
+    return server_kind(spec.kind).make(spec, stamps=stamps)
 
 
 def expectation(spec: ServerSpec) -> tuple[str | None, str]:
     """(predicted order model, mechanism) for this run's settings."""
-    return server_kind(spec.server).expectation(spec)
+    return server_kind(spec.kind).expectation(spec)
 
 
 def variants(
@@ -117,7 +117,7 @@ def variants(
 ) -> tuple[list[ServerSpec], dict[str, str]]:
     """The specs of a several-mode command: every server x every mode it has and this machine can run.
     `skipped` says why the others are left out (keyed "mode", or "server mode" with several servers)."""
-    servers = list(servers or [base.server])
+    servers = list(servers or [base.kind])
     known_anywhere = all_mode_names()
     unknown = [m for m in modes or () if m != "all" and m not in known_anywhere]
     if unknown:
@@ -140,7 +140,7 @@ def variants(
         for m, why in unavailable.items():
             skipped[key(server, m)] = why
         batch = base.accept_batch if batch_given else kind.default_accept_batch
-        specs += [checked(dataclasses.replace(base, server=server, mode=m, accept_batch=batch)) for m in available]
+        specs += [checked(dataclasses.replace(base, kind=server, mode=m, accept_batch=batch)) for m in available]
     if not specs and not skipped:
         raise PlanError("no modes given")
     return specs, skipped

@@ -34,18 +34,18 @@ class UsageDeltas:
         self._before = {pid: self._usage(pid) for pid in self.pids}
 
     @staticmethod
-    def _usage(pid: int) -> tuple[int, int, float]:
+    def _usage(pid: int) -> tuple[int, int, float] | None:
         try:
             return usage(pid)
         except process_errors(ValueError):
-            return (0, 0, 0.0)
+            return None  # gone (an attached worker that exited mid-run), or not ours to read
 
     def counters(self) -> list[WorkerCounters]:
         """One WorkerCounters per worker; what only the worker itself could count (wakeups, accepts,
         empty wakeups, batch) is None: not known."""
         counters = []
         for index, pid in enumerate(self.pids):
-            b, a = self._before.get(pid, (0, 0, 0.0)), self._usage(pid)
+            b, a = self._before.get(pid), self._usage(pid)
             try:
                 cpus: tuple[int, ...] = tuple(sorted(os.sched_getaffinity(pid)))
             except OSError:
@@ -58,9 +58,9 @@ class UsageDeltas:
                     accepts=None,
                     empty=None,
                     max_batch=None,
-                    voluntary_switches=a[0] - b[0],
-                    involuntary_switches=a[1] - b[1],
-                    cpu_s=round(a[2] - b[2], 6),
+                    voluntary_switches=None if a is None or b is None else a[0] - b[0],
+                    involuntary_switches=None if a is None or b is None else a[1] - b[1],
+                    cpu_s=None if a is None or b is None else round(a[2] - b[2], 6),
                     affinity=cpus,
                 )
             )

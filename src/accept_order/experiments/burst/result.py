@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ...loads.drive_loop import DriverStats
+from ...loads.summary import CountedTotals, LoadSummary
 from ...measures import Environment
 from ...spec import ServerSpec
 
@@ -14,7 +15,7 @@ CLIENT_BOUND = 0.5  # share of a burst the client may spend opening its connecti
 
 
 @dataclass(frozen=True)
-class BurstCell:
+class BurstCell(CountedTotals):
     """N clients at once against one server and mode."""
 
     clients: int
@@ -27,13 +28,19 @@ class BurstCell:
     max_us: int | None = None
     interrupted: bool = False
 
-    @property
-    def failed(self) -> int:
-        return sum(self.errors.values())
-
-    @property
-    def finished(self) -> int:
-        return sum(self.served) + self.failed
+    @classmethod
+    def of(cls, load: LoadSummary, clients: int, counters: dict[str, int]) -> BurstCell:
+        return cls(
+            clients=clients,
+            wall_s=load.wall_s,
+            served=load.served,
+            errors=dict(load.errors),
+            counters=counters,
+            drivers=load.drivers,
+            p50_us=load.percentile_us(50),
+            max_us=load.max_us,
+            interrupted=load.interrupted,
+        )
 
     @property
     def open_s(self) -> float | None:
@@ -112,9 +119,11 @@ class BurstResult:
     runs: tuple[BurstRun, ...]
     skipped: dict[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    interrupted: bool = False  # Ctrl-C or SIGTERM ended it: the runs are those that got that far
 
     def to_dict(self) -> dict[str, Any]:
-        return {"runs": [r.to_dict() for r in self.runs], "skipped": dict(self.skipped), "notes": list(self.notes)}
+        doc = {"runs": [r.to_dict() for r in self.runs], "skipped": dict(self.skipped), "notes": list(self.notes)}
+        return doc | ({"interrupted": True} if self.interrupted else {})
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> BurstResult:
@@ -125,4 +134,5 @@ class BurstResult:
             tuple(BurstRun.from_dict(r) for r in runs),
             dict(data.get("skipped", {})),
             tuple(str(n) for n in data.get("notes", [])),
+            bool(data.get("interrupted", False)),
         )

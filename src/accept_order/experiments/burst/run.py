@@ -22,8 +22,8 @@ from typing import Any
 
 from ...errors import PlanError
 from ...probes import netstat
-from ...session import RunInterrupted, lifecycle, run_each
-from ...spec import FD_MARGIN, MAX_DRIVER_PROCS, ClosedLoopLoad, ServerSpec, check_range, sized
+from ...session import RunInterrupted, drive_load, lifecycle, run_each
+from ...spec import FD_MARGIN, MAX_DRIVER_PROCS, ConcurrentLoad, ServerSpec, check_range, sized
 from .result import BurstCell, BurstRun
 
 MAX_CLIENTS = 1_000_000
@@ -46,11 +46,11 @@ class BurstPlan:
         check_range("--timeout", self.timeout_s, 0.001, 3600)
         return self
 
-    def load(self, clients: int) -> ClosedLoopLoad:
+    def load(self, clients: int) -> ConcurrentLoad:
         """A burst as a closed loop: as many slots as connections, so each slot connects once, at once;
         over more drivers than asked when one driver's share would not fit under the open-file limit."""
         procs = min(drivers_for(clients, self.driver_procs), clients)
-        return ClosedLoopLoad(connections=clients, concurrency=clients, driver_procs=procs, timeout_s=self.timeout_s)
+        return ConcurrentLoad(connections=clients, concurrency=clients, driver_procs=procs, timeout_s=self.timeout_s)
 
 
 def drivers_for(clients: int, asked: int, limit: int | None = None) -> int:
@@ -135,36 +135,20 @@ def run_bursts(
     server: ServerSpec, plan: BurstPlan, on_burst: Callable[[ServerSpec, int], Any] | None = None
 ) -> BurstRun:
     """Every burst of `plan` against one server: start it, burst, stop it."""
-    from ...loads.closed_loop import LoadGenerator
-
     plan = plan.validated()
     cells: list[BurstCell] = []
 
     def drive(target: Any) -> None:
         for clients in sorted(plan.clients):
             tick = on_burst(server, clients) if on_burst else None
-            load = plan.load(clients)
             target.settle()  # every worker back asleep: the burst meets an idle server
             before = netstat.read_counters()
-            with LoadGenerator(target.address, target.attribution, load, target.protocol.closing()) as generator:
-                outcome = generator.run(tick)
+            load = drive_load(target, plan.load(clients), server.workers, tick)
             after = netstat.read_counters()
             moved = netstat.counter_deltas(before, after, netstat.WATCHED_COUNTERS) if before and after else {}
-            cells.append(
-                BurstCell(
-                    clients=clients,
-                    wall_s=outcome.wall_s,
-                    served=tuple(outcome.served.get(i, 0) for i in range(server.workers)),
-                    errors=dict(outcome.errors),
-                    counters={k: v for k, v in moved.items() if v},
-                    drivers=tuple(outcome.drivers),
-                    p50_us=outcome.histogram.percentile(50) if outcome.histogram.count else None,
-                    max_us=outcome.histogram.max_us,
-                    interrupted=outcome.interrupted is not None,
-                )
-            )
-            if outcome.interrupted is not None:
-                raise outcome.interrupted
+            cells.append(BurstCell.of(load, clients, {k: v for k, v in moved.items() if v}))
+            if load.interruption is not None:
+                raise load.interruption
 
     def describe() -> str:
         return f"after {len(cells)} of {len(plan.clients)} bursts"

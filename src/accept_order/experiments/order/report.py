@@ -66,6 +66,9 @@ def run_report(result: RunResult) -> RenderableType:
     errors = errors_text(result)
     if errors:
         parts.append(errors)
+    stopped = stopped_text(result)
+    if stopped is not None:
+        parts.append(stopped)
     v = result.verdict
     parts.append(Text.assemble(("Verdict: ", "bold green" if v.expected else "bold yellow"), v.line()))
     parts.append(Text.assemble(("Why: ", "bold"), v.why))
@@ -74,9 +77,36 @@ def run_report(result: RunResult) -> RenderableType:
     agreement = witness_text(result)
     if agreement is not None:
         parts.append(agreement)
+    attributed = accept_log_text(result)
+    if attributed is not None:
+        parts.append(attributed)
     if result.evidence:
         parts.append(evidence_report(result.evidence))
     return Group(*parts)
+
+
+def stopped_text(result: RunResult) -> Text | None:
+    """Said when the run ended early: the records are what it got to."""
+    if not result.interrupted:
+        return None
+    exit_ = result.evidence.get("worker_exit")
+    why = str(exit_.get("why", "a worker exited")) if isinstance(exit_, dict) else "interrupted"
+    return Text(f"Stopped early: {why}; these are the connections until then.", style="bold yellow")
+
+
+def accept_log_text(result: RunResult) -> Text | None:
+    """For a server that closes at once and may not name its workers: where the attribution came from."""
+    log = result.evidence.get("accept_log")
+    if not isinstance(log, dict):
+        return None
+    why = str(log.get("why", "?"))
+    if log.get("available"):
+        return Text(f"Replies that name no worker: attributed to the worker the kernel saw accept ({why})", style="dim")
+    return Text(
+        f"Replies that name no worker: the kernel's accepts could not be read ({why}), and the server closes "
+        "each connection before the holder of its socket can be looked up, so those count as failed",
+        style="yellow",
+    )
 
 
 def witness_text(result: RunResult) -> Text | None:
@@ -103,7 +133,7 @@ def witness_text(result: RunResult) -> Text | None:
 def compare_table(results: Sequence[RunResult], skipped: dict[str, str]) -> RenderableType:
     table = Table(title="accept-order compare", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     # A server column only when a real server is in the table: built-in-only tables stay as they were.
-    servers = any(r.server.server != "builtin" for r in results) or any(" " in k for k in skipped)
+    servers = any(r.server.kind != "builtin" for r in results) or any(" " in k for k in skipped)
     columns = (("server",) if servers else ()) + ("mode", "sequence", "served", "verdict", "Jain", "woken")
     for name in columns:
         table.add_column(name, no_wrap=name != "verdict", min_width=24 if name == "verdict" else None)
@@ -111,7 +141,7 @@ def compare_table(results: Sequence[RunResult], skipped: dict[str, str]) -> Rend
         v = r.verdict
         woken = "-" if v.woken_per_connection is None else f"{v.woken_per_connection:.1f}"
         cells = [r.server.mode, sequence_text(r, 20), " ".join(map(str, r.counts)), v.pattern, f"{v.jain:.2f}", woken]
-        table.add_row(*([r.server.server] if servers else []), *cells)
+        table.add_row(*([r.server.kind] if servers else []), *cells)
     for key, reason in skipped.items():
         server, _, mode = key.rpartition(" ")
         cells2: list[str | Text] = [mode, "-", "-", Text(f"not available: {reason}", style="dim"), "-", "-"]

@@ -7,12 +7,13 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ...loads.summary import CountedTotals
 from ...measures import Environment
 from ...spec import ServerSpec
 
 
 @dataclass(frozen=True)
-class RampStep:
+class RampStep(CountedTotals):
     kind: str  # "rate" (open loop, connections per second) or "concurrency" (closed loop, in flight)
     offered: float
     wall_s: float
@@ -33,20 +34,8 @@ class RampStep:
     interrupted: bool = False
 
     @property
-    def failed(self) -> int:
-        return sum(self.errors.values())
-
-    @property
-    def finished(self) -> int:
-        return sum(self.served) + self.failed
-
-    @property
     def held(self) -> bool:
         return not self.reasons and not self.interrupted
-
-    @property
-    def throughput(self) -> float:
-        return sum(self.served) / self.wall_s if self.wall_s > 0 else 0.0
 
     def judged(self, reasons: list[str], seen: list[str]) -> RampStep:
         return dataclasses.replace(self, reasons=tuple(reasons), seen=tuple(seen))

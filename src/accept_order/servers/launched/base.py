@@ -11,6 +11,7 @@ independent witness a run is checked against).
 
 from __future__ import annotations
 
+import functools
 import os
 import secrets
 import shutil
@@ -53,6 +54,22 @@ def remove_stale_directories() -> None:
             shutil.rmtree(os.path.join(base, name), ignore_errors=True)
 
 
+def private_directory(prefix: str) -> str:
+    """A new directory only we can enter (as mkdtemp makes), named with our pid so that a later run can
+    tell one whose owner is gone (see above). The reaper is told of it before it exists: killed between
+    the two, we would leave it behind (seen: 1 run in 8 when killed just as the server was launched)."""
+    base = tempfile.gettempdir()
+    for _ in range(100):
+        path = os.path.join(base, f"{prefix}{secrets.token_hex(4)}")
+        REAPER.watch_directory(path)
+        try:
+            os.mkdir(path, 0o700)
+            return path
+        except FileExistsError:
+            REAPER.done_directory(path)  # someone else's: never ours to remove
+    raise FileExistsError(f"no free name for a private directory {prefix}* in {base}")
+
+
 def free_port(host: str) -> int:
     """A port the kernel just picked for us (these servers cannot be told to pick one and say which)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -61,9 +78,10 @@ def free_port(host: str) -> int:
         return int(sock.getsockname()[1])
 
 
-def _master_setup() -> None:
-    """In the master between fork and exec: die with us, and have the reaper watch its group already."""
-    die_with_parent()
+def _master_setup(parent: int) -> None:
+    """In the master between fork and exec: die with us (`parent`), and have the reaper watch its group
+    already."""
+    die_with_parent(parent)
     REAPER.announce_own_group()
 
 
@@ -220,7 +238,7 @@ class LaunchedServer:
     # -- start ----------------------------------------------------------------------------------
     def start(self) -> None:
         remove_stale_directories()
-        self.directory = self._make_directory()
+        self.directory = private_directory(f"{DIRECTORY_PREFIX}{self.name}-{os.getpid()}-")
         self.port = self.spec.port or free_port(self.spec.host)
         argv = self.command()
         with open(os.path.join(self.directory, "stderr.log"), "wb") as stderr:
@@ -232,7 +250,7 @@ class LaunchedServer:
                 cwd=self.directory,
                 env={**os.environ, **self.environment()},
                 start_new_session=True,  # the terminal's Ctrl-C is ours: we stop the server in order
-                preexec_fn=_master_setup,
+                preexec_fn=functools.partial(_master_setup, os.getpid()),
             )
         REAPER.watch_group(self.master.pid)  # its session's leader: the group's id is its pid
         master = psutil.Process(self.master.pid)
@@ -246,21 +264,6 @@ class LaunchedServer:
         self._pids = self.workers_of(master)
         self._pidfds = [fd for fd in map(open_pidfd, self._pids) if fd is not None]
         self._usage = UsageDeltas(self._pids)
-
-    def _make_directory(self) -> str:
-        """The private directory, as mkdtemp makes one (a fresh name, mode 0700), but the reaper is told its
-        name before it exists: a SIGKILL right after the mkdir must not leave it. Named with our pid: a later
-        run can tell a directory whose owner is gone (remove_stale_directories)."""
-        while True:
-            path = os.path.join(
-                tempfile.gettempdir(), f"{DIRECTORY_PREFIX}{self.name}-{os.getpid()}-{secrets.token_hex(4)}"
-            )
-            REAPER.watch_directory(path)
-            try:
-                os.mkdir(path, 0o700)
-                return path
-            except FileExistsError:  # not ours: leave it, and tell the reaper so
-                REAPER.done_directory(path)
 
     def _ready(self, master: psutil.Process) -> bool:
         """Every worker exists and sleeps (in its wait), and the server says it listens."""
