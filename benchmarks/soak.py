@@ -72,8 +72,7 @@ COMMANDS: dict[str, tuple[list[str], float, bool]] = {
     "burst": (["-w", "2", "--clients", "200,500"], 0.5, True),
     "ramp": (["-w", "2", "--concurrency-steps", "4,16", "--step", "1s", "--keep-going"], 2.6, True),
     "reload": (["-w", "2", "--duration", "2s", "-c", "8", "--how", "leave", "--modes", "reuseport"], 4.3, False),
-    # serve with its default server only: `serve --server KIND` is issue 16 section 3's to make work
-    "serve": (["-w", "2"], 2.0, False),
+    "serve": (["-w", "2"], 2.0, True),  # never ends by itself: always signalled
 }
 MODE_OPTION = {"compare": "--modes", "herd": "--modes", "burst": "--modes"}  # the others take -m
 

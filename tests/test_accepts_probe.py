@@ -7,6 +7,8 @@ import resource
 import selectors
 import shutil
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from multiprocessing.connection import Connection
@@ -229,6 +231,42 @@ def test_first_error_line_skips_the_memlock_warning() -> None:
     )
     assert first_error_line(err) == "stdin:1:1-30: ERROR: tracepoint not found: syscalls:no_such_event"
     assert first_error_line(b"") == "no message"
+
+
+# In a mount namespace of its own (the host's tracefs is never touched): tracefs unmounted there, then one
+# counted accept; the counter mounts tracefs for the run and must leave it unmounted, as it found it.
+PRIVATE_MOUNTS = """
+import os, socket, subprocess, sys
+from accept_order.probes.accepts import TRACEFS, AcceptCounter
+subprocess.run(["umount", TRACEFS], check=False, capture_output=True)
+assert not os.path.isdir(os.path.join(TRACEFS, "events")), "tracefs is still mounted in the namespace"
+with socket.socket() as listener:
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    with AcceptCounter([os.getpid()]) as counter:
+        counter.start()
+        with socket.create_connection(listener.getsockname()):
+            listener.accept()[0].close()
+        counts = counter.stop()
+print(counts.counts.get(os.getpid()), counts.why)
+print("mounted after:", os.path.isdir(os.path.join(TRACEFS, "events")))
+"""
+
+
+@needs_bpftrace
+@pytest.mark.skipif(shutil.which("unshare") is None, reason="needs unshare (util-linux)")
+def test_tracefs_mounted_for_a_run_is_unmounted_after_it() -> None:
+    done = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", sys.executable, "-c", PRIVATE_MOUNTS],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    counted, why = done.stdout.splitlines()[0].split(" ", 1)
+    assert counted == "1", done.stdout
+    assert f"mounted tracefs at {accepts.TRACEFS} for the run (unmounted after it)" in why
+    assert done.stdout.splitlines()[1] == "mounted after: False"
 
 
 def _locked_memory(pid: int) -> str:

@@ -23,6 +23,7 @@ _PUBLIC = {
     "ramp": "api",
     "reload": "api",
     "repeat": "api",
+    "serve": "api",
     "AcceptOrderError": "errors",
     "ListenError": "errors",
     "ModeUnavailable": "errors",

@@ -17,16 +17,18 @@ from .experiments.latency.result import LatencyResult
 from .experiments.order.result import RunResult
 from .measures import ConnectionRecord
 from .servers.registry import checked, variants
-from .session import Tick, run_each, run_latency, run_sequential
+from .session import Tick, lifecycle, run_each, run_latency, run_sequential
 from .spec import ConcurrentLoad, SequentialLoad, ServerSpec, renamed
 
 if TYPE_CHECKING:  # the experiments load only when their function runs (start-up time)
     from .experiments.burst.result import BurstRun
     from .experiments.burst.run import BurstPlan
+    from .experiments.order.result import ServeResult
     from .experiments.ramp.result import RampResult
     from .experiments.ramp.run import RampPlan
     from .experiments.reload.result import ReloadRun
     from .experiments.reload.run import ReloadPlan
+    from .servers.target import Target
 
 V = TypeVar("V")
 R = TypeVar("R")
@@ -157,3 +159,37 @@ def repeat(variants: Sequence[V], rounds: int, run_one: Callable[[V], R]) -> lis
     from .experiments.repeat.run import interleaved
 
     return interleaved(variants, rounds, run_one)
+
+
+def serve(server: ServerSpec, announce: Callable[[Target], None] | None = None) -> ServeResult:
+    """Keep the server up for connections made by hand until Ctrl-C or SIGTERM (how a server is stopped:
+    the result follows), or a worker dies (WorkerError). `announce(target)` runs once it listens."""
+    from typing import cast
+
+    from .experiments.order.result import ServeResult
+    from .servers.target import Serving
+
+    serving: list[Serving] = []
+
+    def wait_for_stop(started: Target) -> None:
+        target = cast(Serving, started)  # the built-in pool and every launched server can be waited on
+        serving.append(target)
+        # Announced inside the try: a Ctrl-C that follows at once (before the wait begins) must still stop
+        # the server the normal way, with the tally.
+        try:
+            if announce:
+                announce(target)
+            target.wait_for_death()  # returns only by raising: a worker died, or Ctrl-C / SIGTERM
+        except KeyboardInterrupt:
+            return
+
+    def describe() -> str:
+        counted = getattr(serving[0], "accepted_so_far", None) if serving else None
+        if counted is None:
+            return "serve stopped (nc clients are not ours to count)"
+        return (
+            f"serve stopped after the workers had accepted {counted()} connections (nc clients are not ours to count)"
+        )
+
+    _, m = lifecycle(server, wait_for_stop, describe, stamps=True)
+    return ServeResult(server, m.environment, m.port, m.counters, tuple(serving[0].sequence()), m.evidence)

@@ -27,6 +27,11 @@ class ServerUnavailable(AcceptOrderError):
     """The server this run asks for is not installed here (a runtime problem: exit 1)."""
 
 
+class NothingToRun(AcceptOrderError):
+    """Every variant a several-mode command asked for was left out (a mode the server lacks, or one this
+    machine cannot run): a run that would run nothing fails, before anything starts."""
+
+
 class ListenError(AcceptOrderError):
     """The listening socket could not be set up (port in use, permission, bad address)."""
 
@@ -60,3 +65,12 @@ class ResourceError(AcceptOrderError):
 
 class ResultFileError(AcceptOrderError):
     """A results file could not be read or written, or is not an accept-order result."""
+
+
+class OutputError(AcceptOrderError):
+    """stdout could not take the report: closed, a full disk. `broken_pipe`: its reader went away (EPIPE),
+    which is how `| head` ends a command, not an error: the CLI then exits quietly (status 141)."""
+
+    def __init__(self, message: str, broken_pipe: bool = False) -> None:
+        super().__init__(message)
+        self.broken_pipe = broken_pipe

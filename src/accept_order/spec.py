@@ -40,11 +40,14 @@ def number(value: float) -> str:
     return str(int(value)) if math.isfinite(value) and float(value).is_integer() else f"{value:g}"
 
 
-def check_range(name: str, value: Any, low: float, high: float) -> None:
+def check_range(name: str, value: Any, low: float, high: float, unit: str = "") -> None:
+    """PlanError naming `name` unless low <= value <= high; `unit` ("s", "ms") when the option took a
+    duration the user wrote in any unit (`--step 1000h`)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise PlanError(f"{name} must be a number, got {value!r}")
     if not math.isfinite(value) or not low <= value <= high:
-        raise PlanError(f"{name} must be between {number(low)} and {number(high)}, got {number(value)}")
+        u = f" {unit}" if unit else ""
+        raise PlanError(f"{name} must be between {number(low)}{u} and {number(high)}{u}, got {number(value)}{u}")
 
 
 def ms_to_us(ms: float, option: str = "--work-ms") -> int:
@@ -54,20 +57,41 @@ def ms_to_us(ms: float, option: str = "--work-ms") -> int:
     return int(round(ms * 1000))
 
 
+PORT_RANGE = "/proc/sys/net/ipv4/ip_local_port_range"
+
+
 def open_file_limit() -> int:
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
-def check_concurrency(concurrency: int, driver_procs: int = 1) -> None:
+def local_ports() -> int | None:
+    """How many local ports a client may use to one server address (ip_local_port_range), None if unknown."""
+    try:
+        with open(PORT_RANGE) as f:
+            low, high = (int(v) for v in f.read().split())
+        return high - low + 1
+    except (OSError, ValueError):
+        return None
+
+
+def check_concurrency(concurrency: int, option: str = "--concurrency", driver_procs: int = 1) -> None:
     """PlanError unless `concurrency` open connections, shared by `driver_procs` processes, fit under the
-    open-file limit (ulimit -n): each process has a descriptor table of its own, so the limit is per driver."""
+    open-file limit (ulimit -n; per driver: each process has a descriptor table of its own) and the local
+    port range (each open connection holds a local port to the one server address). `option`: the option
+    the user gave the number with."""
     limit = open_file_limit()
     allowed = max(1, limit - FD_MARGIN) * driver_procs
     if not 1 <= concurrency <= allowed:
         per = f", times {driver_procs} driver processes" if driver_procs > 1 else ""
         raise PlanError(
-            f"--concurrency must be between 1 and {allowed} (open-file limit {limit} minus {FD_MARGIN} "
+            f"{option} must be between 1 and {allowed} (open-file limit {limit} minus {FD_MARGIN} "
             f"for a driver's own files{per}; raise it with ulimit -n, or give more --driver-procs), got {concurrency}"
+        )
+    ports = local_ports()
+    if ports is not None and concurrency > ports:
+        raise PlanError(
+            f"{option} {concurrency}: one client address has {ports} local ports to one server address "
+            f"(net.ipv4.ip_local_port_range); use at most {ports}"
         )
 
 
@@ -128,7 +152,7 @@ class ServerSpec:
 
     def validated(self) -> ServerSpec:
         """What every kind shares; a kind's own checks are its `check` (servers/registry.py `checked`)."""
-        check_range("--mutex-delay", self.mutex_delay_ms, 1, MAX_GAP_MS)
+        check_range("--mutex-delay", self.mutex_delay_ms, 1, MAX_GAP_MS, "ms")
         check_range("--maxconn", self.maxconn, 0, 10_000_000)
         check_range("connections in flight", self.in_flight, 0, MAX_CONNECTIONS)
         check_range("--workers", self.workers, 1, MAX_WORKERS)
@@ -193,7 +217,7 @@ class SequentialLoad:
     def validated(self) -> SequentialLoad:
         check_range("--connections", self.connections, 1, MAX_CONNECTIONS)
         check_range("--gap-ms", self.gap_ms, 0, MAX_GAP_MS)
-        check_range("--timeout", self.timeout_s, 0.001, MAX_TIMEOUT_S)
+        check_range("--timeout", self.timeout_s, 0.001, MAX_TIMEOUT_S, "s")
         return self
 
     @classmethod
@@ -237,14 +261,14 @@ class ConcurrentLoad:
         if self.connections is not None:
             check_range("--connections", self.connections, 1, MAX_CONNECTIONS)
         if self.duration_s is not None:
-            check_range("--duration", self.duration_s, 0.001, MAX_DURATION_S)
+            check_range("--duration", self.duration_s, 0.001, MAX_DURATION_S, "s")
         check_range("--driver-procs", self.driver_procs, 1, MAX_DRIVER_PROCS)
-        check_range("--timeout", self.timeout_s, 0.001, MAX_TIMEOUT_S)
+        check_range("--timeout", self.timeout_s, 0.001, MAX_TIMEOUT_S, "s")
         if self.rate is not None:
             check_range("--rate", self.rate, 0.001, 10_000_000)
         # As many drivers as will run: none without a slot and a connection to make.
         procs = min(self.driver_procs, max(1, self.concurrency), self.connections or self.driver_procs)
-        check_concurrency(self.concurrency, procs)
+        check_concurrency(self.concurrency, driver_procs=procs)
         return self if procs == self.driver_procs else dataclasses.replace(self, driver_procs=procs)
 
     @classmethod

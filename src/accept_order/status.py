@@ -12,3 +12,6 @@ class ExitStatus(enum.IntEnum):
     HUNG_UP = 129  # 128 + SIGHUP: the terminal went away; ends a run like SIGTERM
     INTERRUPTED = 130  # 128 + SIGINT
     TERMINATED = 143  # 128 + SIGTERM
+    # stdout's reader went away (`| head`): nothing on stderr, the status a shell shows for a process
+    # that SIGPIPE ended (`yes | head`), which is what a C tool would have died of
+    BROKEN_PIPE = 141  # 128 + SIGPIPE

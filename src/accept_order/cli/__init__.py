@@ -14,6 +14,7 @@ from .. import signals
 
 
 def main(prog_name: str | None = None) -> None:
+    _fill_closed_std_fds()
     signals.install()  # from here on a signal is recorded, and raised only inside a command's body
     started = False
     signum: int | None = None
@@ -40,6 +41,20 @@ def main(prog_name: str | None = None) -> None:
         except OSError:
             pass  # stderr is gone (a terminal that hung up): the status alone says how it ended
         sys.exit(128 + signum)
+
+
+def _fill_closed_std_fds() -> None:
+    """A standard descriptor the caller closed (`>&-`) is opened on /dev/null: otherwise the first socket or
+    pipe the tool opens would take its number, and whatever a child writes to its stdout would go into it.
+    sys.stdout stays None (Python saw it closed): a report is then refused as written to a closed stdout."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            opened = os.open(os.devnull, os.O_RDWR)  # the lowest free number: this one
+            if opened != fd:
+                os.dup2(opened, fd)
+                os.close(opened)
 
 
 def _end_children() -> None:

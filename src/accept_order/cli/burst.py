@@ -12,9 +12,9 @@ from ..spec import DEFAULT_DRIVER_PROCS, MAX_DRIVER_PROCS
 from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
 from .options import examples, json_option, modes_option, server_options, timeout_option
-from .output import note, progress_bar
+from .output import progress_bar
 from .specs import first_available, server_spec
-from .types import IntList
+from .types import IntList, IntRange
 
 
 @click.command(
@@ -24,7 +24,10 @@ from .types import IntList
         "accept-order burst --clients 1000,10000,25000 --json burst.json",
     )
 )
-@modes_option(default="epoll", help="Comma-separated modes (each a column), or all.")
+@modes_option(
+    default="default",
+    help="Comma-separated modes (each a column), all, or default: each server's own (epoll where it has one).",
+)
 @server_options(workers=4, several=True)
 @click.option(
     "--clients",
@@ -35,7 +38,7 @@ from .types import IntList
 )
 @click.option(
     "--driver-procs",
-    type=click.IntRange(1, MAX_DRIVER_PROCS),
+    type=IntRange(1, MAX_DRIVER_PROCS),
     default=DEFAULT_DRIVER_PROCS,
     show_default=True,
     help="Load generator processes the connections of a burst are split over.",
@@ -73,6 +76,4 @@ def burst(
 
         with keep_partial(lambda runs: save(runs, interrupted=True)):
             runs = run_bursts(specs, plan, on_burst)
-    if not runs:
-        note("accept-order: nothing ran")
     save(runs)

@@ -79,7 +79,7 @@ def latency(
     servers: list[str] = options["server"]
     batch_given = options.get("accept_batch") is not None
     if len(servers) > 1 and modes is None:
-        modes = [mode or "epoll"]  # several servers: the one mode (or --modes) on each of them
+        modes = [mode or "default"]  # several servers: --mode (or each one's own default) on each of them
     server = server_spec(options, mode=mode or (first_available(modes, servers) if modes else None))
     load = concurrent_load(options)
     host_warnings()

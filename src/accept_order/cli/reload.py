@@ -12,9 +12,9 @@ import click
 from .app import handle_errors
 from .common import keep_partial, report_and_save
 from .options import examples, json_option, load_options, modes_option, server_options
-from .output import note, progress_bar
+from .output import progress_bar
 from .specs import concurrent_load, first_available, server_spec
-from .types import IntList
+from .types import FloatRange, IntList, IntRange
 
 DEFAULT_MODES = "blocking,epoll,accept-mutex,fd-pass,io-uring,reuseport"
 
@@ -44,10 +44,10 @@ DEFAULT_MODES = "blocking,epoll,accept-mutex,fd-pass,io-uring,reuseport"
     show_default=True,
     help="net.ipv4.tcp_migrate_req settings to run reuseport modes with (set in a private namespace only).",
 )
-@click.option("--worker", type=click.IntRange(0, None), default=0, show_default=True, help="Which worker goes.")
+@click.option("--worker", type=IntRange(0, None), default=0, show_default=True, help="Which worker goes.")
 @click.option(
     "--at",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    type=FloatRange(0, 1, min_open=True, max_open=True),
     default=0.5,
     show_default=True,
     help="When it goes, as a share of --duration.",
@@ -82,6 +82,10 @@ def reload(
             "reload runs in a private network namespace that has only loopback: use --host 127.0.0.1 or ::1"
         )
     names, skipped = available(None if modes == ["all"] else modes)
+    if not names:
+        from ..errors import NothingToRun
+
+        raise NothingToRun(f"nothing to run: {'; '.join(f'{mode} ({why})' for mode, why in skipped.items())}")
     server = server_spec(options, mode=first_available(modes))
     load = concurrent_load(options)
     host_setting = netns.read_sysctl(netns.MIGRATE_REQ)
@@ -109,8 +113,6 @@ def reload(
 
         with keep_partial(lambda runs: save(runs, interrupted=True)):
             runs = reload_runs(variants, load, on_run)
-    if not runs:
-        note("accept-order: nothing ran")
     save(runs)
 
 

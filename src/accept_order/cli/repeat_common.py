@@ -10,12 +10,13 @@ from typing import Any
 import click
 
 from .common import keep_partial, report_and_save
+from .types import IntRange
 
 
 def repeat_option() -> Callable[[Any], Any]:
     return click.option(
         "--repeat",
-        type=click.IntRange(1, 1000),
+        type=IntRange(1, 1000),
         default=1,
         show_default=True,
         help="Run the comparison this many times, interleaved (A B A B), and report medians, ranges and how "

@@ -23,8 +23,10 @@ def first_available(modes: list[str], server: str | list[str] = "builtin") -> st
     from ..servers.registry import runnable, server_kind
 
     server = server[0] if isinstance(server, list) else server
-    wanted = [m for m in modes if m in server_kind(server).modes()] if modes != ["all"] else None
-    available = runnable(server, wanted)[0]
+    if modes in (["all"], ["default"]):
+        available = runnable(server, None if modes == ["all"] else modes)[0]
+    else:
+        available = runnable(server, [m for m in modes if m in server_kind(server).modes()])[0]
     return available[0] if available else None
 
 
@@ -159,7 +161,7 @@ def _remote_spec(options: dict[str, Any], target: str, protocol: str, attach: tu
         raise click.UsageError("give --attach (a server on this host) or --target (elsewhere), not both")
     host, sep, port_text = target.rpartition(":")
     host = host.strip("[]")
-    if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+    if not sep or not host or not (port_text.isascii() and port_text.isdigit()) or not 0 < int(port_text) < 65536:
         raise click.UsageError(f"--target {target!r} is not HOST:PORT")
     refused = [n for n in NOT_WITH_ATTACH if n != "workers"] + ["port", "host"]
     given = [

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Self
 
 from ..processes import die_with_parent
+from ..signals import deferred
 
 __all__ = ["AcceptCounts", "AcceptCounter", "SOURCE", "program"]
 
@@ -36,6 +37,7 @@ SOURCE = "bpftrace on tracepoint syscalls:sys_exit_accept4"  # `why` when counti
 TRACEFS = "/sys/kernel/tracing"
 DEBUGFS_TRACING = "/sys/kernel/debug/tracing"  # bpftrace 0.17 prefers this one when it exists
 STOP_TIMEOUT_S = 5.0  # SIGINT to bpftrace's last line; its END block and exit take milliseconds
+MOUNTED = f"mounted tracefs at {TRACEFS} for the run"
 KICK_S = 0.25  # after this long without bpftrace exiting, interrupt its poll loop again (see stop())
 
 # bpftrace prints this (stderr in 0.17, stdout in newer versions) once every probe is attached. Neither
@@ -123,8 +125,8 @@ def memlock_hint(stderr: bytes) -> str:
 
 
 def ensure_tracefs() -> tuple[bool, str]:
-    """(usable, note): tracefs is where bpftrace reads tracepoint formats. Mount it when missing, and
-    say so, since that changes the machine for everyone."""
+    """(usable, note): tracefs is where bpftrace reads tracepoint formats. Mount it when missing (the
+    note says so; `unmount_tracefs` takes it away again after the run)."""
     if os.path.isdir(os.path.join(TRACEFS, "events")) or os.path.isdir(os.path.join(DEBUGFS_TRACING, "events")):
         return True, ""
     try:
@@ -136,7 +138,19 @@ def ensure_tracefs() -> tuple[bool, str]:
     if done.returncode != 0 or not os.path.isdir(os.path.join(TRACEFS, "events")):
         msg = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[0]
         return False, f"tracefs missing at {TRACEFS} and mounting it failed: {msg}"
-    return True, f"mounted tracefs at {TRACEFS}"
+    return True, MOUNTED
+
+
+def unmount_tracefs() -> str:
+    """Unmount the tracefs `ensure_tracefs` mounted (the machine is left as it was); "" when that worked,
+    else why it is still mounted (busy: another tracer opened it meanwhile)."""
+    try:
+        done = subprocess.run(["umount", TRACEFS], capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"it is still mounted: umount failed: {exc}"
+    if done.returncode != 0:
+        return f"it is still mounted: {(done.stderr.strip().splitlines() or [f'umount exit {done.returncode}'])[0]}"
+    return ""
 
 
 def _raise_memlock() -> None:
@@ -173,6 +187,7 @@ class AcceptCounter:
         self._why = "not started"  # the reason for available=False until start() attaches
         self._notes: list[str] = []
         self._result: AcceptCounts | None = None
+        self._mounted = False  # tracefs was mounted by start(): close() unmounts it
 
     def __enter__(self) -> Self:
         return self
@@ -211,6 +226,7 @@ class AcceptCounter:
             return
         if note:
             self._notes.append(note)
+            self._mounted = True
         began = time.monotonic()
         try:
             # process_group=0: a terminal's Ctrl-C goes to our group only, so bpftrace ends (and prints)
@@ -309,11 +325,24 @@ class AcceptCounter:
         return self._result
 
     def _unavailable(self, why: str) -> AcceptCounts:
-        # A tracefs we mounted stays mounted whatever happened next: say so on every path.
+        # The note that tracefs was mounted for the run goes with the result on every path.
         return AcceptCounts({}, False, "; ".join([why, *self._notes]))
 
     def close(self) -> None:
-        """Kill and reap bpftrace if it still runs (any path: error, interrupt, stop() never called)."""
+        """Kill and reap bpftrace if it still runs (any path: error, interrupt, stop() never called), then
+        unmount the tracefs start() mounted."""
+        try:
+            self._end_bpftrace()
+        finally:
+            if self._mounted:
+                self._mounted = False
+                with deferred():  # a Ctrl-C now must not leave it mounted
+                    why = unmount_tracefs()
+                if self._result is not None:
+                    after = f"; {why}" if why else " (unmounted after it)"
+                    self._result = AcceptCounts(self._result.counts, self._result.available, self._result.why + after)
+
+    def _end_bpftrace(self) -> None:
         proc, self._proc = self._proc, None
         if proc is None:
             return

@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..errors import PlanError
+from ..errors import NothingToRun, PlanError
 from .attached import AttachedKind
 from .builtin import BuiltinKind
 from .kinds import ModeInfo, ServerKind
@@ -40,6 +40,8 @@ KINDS: dict[str, ServerKind] = {
     )
 }
 DEFAULT_KIND = "builtin"
+ALL = "all"  # --modes all: every mode of each server
+OWN_DEFAULT = "default"  # --modes default: each server's own default mode (epoll where it has one)
 
 
 def server_kind(name: str) -> ServerKind:
@@ -79,10 +81,13 @@ def all_mode_names() -> list[str]:
 
 
 def runnable(kind: str, names: Sequence[str] | None = None) -> tuple[list[str], dict[str, str]]:
-    """(modes of `kind` this machine can run, {mode: why not}); None or ["all"]: every mode of the kind.
+    """(modes of `kind` this machine can run, {mode: why not}); None or ["all"]: every mode of the kind,
+    ["default"]: its default mode.
     A name the kind does not have is a usage error. The one answer to "which modes can run here"."""
     server = server_kind(kind)
-    wanted = list(server.modes()) if names is None or list(names) == ["all"] else list(names)
+    if names is not None and list(names) == [OWN_DEFAULT]:
+        names = [server.default_mode()]
+    wanted = list(server.modes()) if names is None or list(names) == [ALL] else list(names)
     available: list[str] = []
     skipped: dict[str, str] = {}
     for name in wanted:
@@ -119,23 +124,27 @@ def variants(
     `skipped` says why the others are left out (keyed "mode", or "server mode" with several servers)."""
     servers = list(servers or [base.kind])
     known_anywhere = all_mode_names()
-    unknown = [m for m in modes or () if m != "all" and m not in known_anywhere]
+    unknown = [m for m in modes or () if m not in (ALL, OWN_DEFAULT) and m not in known_anywhere]
     if unknown:
         raise PlanError(f"unknown mode(s): {', '.join(unknown)}; choose from {', '.join(known_anywhere)}")
     base.validated()  # the shared settings, checked even when no mode is left to run
     specs: list[ServerSpec] = []
     skipped: dict[str, str] = {}
-    everything = modes is None or list(modes) == ["all"]
+    everything = modes is None or list(modes) == [ALL]
 
     def key(server: str, mode: str) -> str:
         return f"{server} {mode}" if len(servers) > 1 else mode
 
+    own_default = list(modes or ()) == [OWN_DEFAULT]
     for server in servers:
         kind = server_kind(server)
         known = kind.modes()
-        wanted = list(known) if everything else [m for m in modes or () if m in known]
-        for m in [] if everything else [m for m in modes or () if m not in known]:
-            skipped[key(server, m)] = f"{server} has no mode {m!r}"
+        if everything or own_default:
+            wanted = list(known) if everything else [kind.default_mode()]
+        else:
+            wanted = [m for m in modes or () if m in known]
+            for m in [m for m in modes or () if m not in known]:
+                skipped[key(server, m)] = f"{server} has no mode {m!r}"
         available, unavailable = runnable(server, wanted)
         for m, why in unavailable.items():
             skipped[key(server, m)] = why
@@ -143,4 +152,6 @@ def variants(
         specs += [checked(dataclasses.replace(base, kind=server, mode=m, accept_batch=batch)) for m in available]
     if not specs and not skipped:
         raise PlanError("no modes given")
+    if not specs:
+        raise NothingToRun(f"nothing to run: {'; '.join(f'{name} ({why})' for name, why in skipped.items())}")
     return specs, skipped

@@ -23,11 +23,10 @@ from typing import Any
 from ...errors import PlanError
 from ...probes import netstat
 from ...session import RunInterrupted, drive_load, lifecycle, run_each
-from ...spec import FD_MARGIN, MAX_DRIVER_PROCS, ConcurrentLoad, ServerSpec, check_range, sized
+from ...spec import FD_MARGIN, MAX_DRIVER_PROCS, ConcurrentLoad, ServerSpec, check_range, local_ports, sized
 from .result import BurstCell, BurstRun
 
 MAX_CLIENTS = 1_000_000
-PORT_RANGE = "/proc/sys/net/ipv4/ip_local_port_range"
 NR_OPEN = "/proc/sys/fs/nr_open"  # the most a hard RLIMIT_NOFILE can be raised to, even by root
 
 
@@ -43,7 +42,7 @@ class BurstPlan:
         for n in self.clients:
             check_range("--clients", n, 1, MAX_CLIENTS)
         check_range("--driver-procs", self.driver_procs, 1, MAX_DRIVER_PROCS)
-        check_range("--timeout", self.timeout_s, 0.001, 3600)
+        check_range("--timeout", self.timeout_s, 0.001, 3600, "s")
         return self
 
     def load(self, clients: int) -> ConcurrentLoad:
@@ -60,16 +59,6 @@ def drivers_for(clients: int, asked: int, limit: int | None = None) -> int:
     if limit == resource.RLIM_INFINITY:
         return asked
     return max(asked, math.ceil(clients / max(1, limit - FD_MARGIN)))
-
-
-def local_ports() -> int | None:
-    """How many local ports a client may use to one server address (ip_local_port_range), None if unknown."""
-    try:
-        with open(PORT_RANGE) as f:
-            low, high = (int(v) for v in f.read().split())
-        return high - low + 1
-    except (OSError, ValueError):
-        return None
 
 
 def _raise_hard_limit(need: int, soft: int, hard: int) -> int:

@@ -165,11 +165,19 @@ def _marks(sequence: Sequence[int], limit: int = SEQUENCE_SHOWN) -> str:
 
 
 def serve_report(result: ServeResult) -> RenderableType:
-    """serve's tally: the sequence by accept time, and what each worker counted."""
-    accepted = [c.accepts or 0 for c in result.counters]
+    """serve's tally: the sequence by accept time and what each worker counted (built-in workers), or, for
+    a launched server, the sequence and the counts its own log (the witness) gives."""
+    witness = result.evidence.get("witness")
+    served = [result.sequence.count(c.index) for c in result.counters]
+    accepted = [served[i] if c.accepts is None else c.accepts for i, c in enumerate(result.counters)]
     parts: list[RenderableType] = [
         Text.assemble(("Sequence: ", "bold"), _marks(result.sequence) or "(no connections)"),
         worker_table(result.counters, accepted, title="tally"),
         Text(TABLE_LEGEND, style="dim"),
     ]
+    if isinstance(witness, dict):
+        source = str(witness.get("source", "the server's log"))
+        parts.append(
+            Text(f"Sequence and served: from the {source}, in its order ({plural(len(result.sequence), 'request')})")
+        )
     return Group(*parts)

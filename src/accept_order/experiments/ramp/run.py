@@ -19,7 +19,7 @@ from ...errors import PlanError
 from ...probes import netstat
 from ...probes.sockets import socket_summary
 from ...session import RunInterrupted, Tick, drive_load, lifecycle
-from ...spec import MAX_DRIVER_PROCS, ConcurrentLoad, ServerSpec, check_range, sized
+from ...spec import MAX_DRIVER_PROCS, ConcurrentLoad, ServerSpec, check_concurrency, check_range, sized
 from .result import RampResult, RampStep
 
 SATURATED = 0.9  # a worker (or the workers together) on a CPU this share of the step is CPU-bound
@@ -44,14 +44,17 @@ class RampPlan:
             raise PlanError("give --rates (open loop) or --concurrency-steps (closed loop), one of them")
         for rate in self.rates:
             check_range("--rates", rate, 0.1, 10_000_000)
-        for c in self.concurrencies:
+        for c in self.concurrencies:  # checked here, before the server starts; per driver, as the load will
             check_range("--concurrency-steps", c, 1, 1_000_000)
-        check_range("--step", self.step_s, 0.1, 3600)
+            check_concurrency(c, "--concurrency-steps", max(1, min(self.driver_procs, c)))
+        if self.rates:
+            check_concurrency(self.in_flight, "--in-flight", max(1, min(self.driver_procs, self.in_flight)))
+        check_range("--step", self.step_s, 0.1, 3600, "s")
         check_range("--driver-procs", self.driver_procs, 1, MAX_DRIVER_PROCS)
         check_range("--max-errors", self.max_errors, 0, 10**12)
         for name, bound in (("--p99", self.p99_ms), ("--p999", self.p999_ms)):
             if bound is not None:
-                check_range(name, bound, 0.001, 3_600_000)
+                check_range(name, bound, 0.001, 3_600_000, "ms")
         return self
 
     @property

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import os
 import secrets
+import select
 import shutil
 import signal
 import socket
@@ -191,6 +192,11 @@ class LaunchedServer:
         """(worker, client port) per request, in the server's own order: the witness a run is checked against."""
         return list(self._log)
 
+    def sequence(self) -> list[int]:
+        """After stop: which worker served each request, in the server's own log order (serve's sequence)."""
+        index = {pid: i for i, pid in enumerate(self._pids)}
+        return [index[row[0]] for row in self.witness()["requests"] if row[0] in index]
+
     def own_evidence(self) -> dict[str, Any]:
         return {"witness": self.witness(), **({"shortages": list(self._shortages)} if self._shortages else {})}
 
@@ -237,6 +243,14 @@ class LaunchedServer:
 
     # -- start ----------------------------------------------------------------------------------
     def start(self) -> None:
+        if self.spec.port:  # checked before anything is launched (see refuse_foreign_group)
+            from ..modes.reuseport import refuse_foreign_group
+
+            refuse_foreign_group(
+                self.spec.host,
+                self.spec.port,
+                f"{self.name} would join its SO_REUSEPORT group and share its connections, or fail to listen",
+            )
         remove_stale_directories()
         self.directory = private_directory(f"{DIRECTORY_PREFIX}{self.name}-{os.getpid()}-")
         self.port = self.spec.port or free_port(self.spec.host)
@@ -286,6 +300,13 @@ class LaunchedServer:
         for index, pid in enumerate(self._pids):
             if gone(pid):
                 raise WorkerError(f"{self.name} worker {index} (pid {pid}) died", index)
+
+    def wait_for_death(self) -> None:
+        """Block until the master or a worker dies, then raise WorkerError naming it (Ctrl-C interrupts
+        the wait). The workers' pidfds wake it at once; the master is checked every second."""
+        while True:
+            select.select(self._pidfds, [], [], 1.0)
+            self.check_alive()
 
     def settle(self) -> None:
         """Before a sequential connection: every worker asleep in its wait."""
