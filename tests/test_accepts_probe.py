@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import resource
 import selectors
 import shutil
 import socket
@@ -15,7 +16,7 @@ from multiprocessing.connection import Connection
 import pytest
 
 from accept_order.probes import accepts
-from accept_order.probes.accepts import AcceptCounter, first_error_line, parse_counts, program
+from accept_order.probes.accepts import AcceptCounter, first_error_line, memlock_hint, parse_counts, program
 from accept_order.processes import FORK, end_processes
 
 CONNECTIONS = 60
@@ -266,3 +267,35 @@ def test_tracefs_mounted_for_a_run_is_unmounted_after_it() -> None:
     assert counted == "1", done.stdout
     assert f"mounted tracefs at {accepts.TRACEFS} for the run (unmounted after it)" in why
     assert done.stdout.splitlines()[1] == "mounted after: False"
+
+
+def _locked_memory(pid: int) -> str:
+    """The soft "Max locked memory" of a process, as /proc/PID/limits says it."""
+    with open(f"/proc/{pid}/limits") as f:
+        return next(line.split()[3] for line in f if line.startswith("Max locked memory"))
+
+
+@needs_bpftrace
+def test_bpftrace_gets_all_the_locked_memory_it_may_have() -> None:
+    """Under a low `ulimit -l` (soft), bpftrace runs with the hard limit, or unlimited where we may."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    if hard != resource.RLIM_INFINITY and hard <= 64 * 1024:
+        pytest.skip(f"the hard locked-memory limit is already low ({hard} bytes): nothing to raise to")
+    resource.setrlimit(resource.RLIMIT_MEMLOCK, (64 * 1024, hard))
+    try:
+        with AcceptCounter([os.getpid()]) as counter:
+            counter.start()
+            assert counter.pid is not None and counter.attached
+            got = _locked_memory(counter.pid)
+    finally:
+        resource.setrlimit(resource.RLIMIT_MEMLOCK, (soft, hard))
+    assert got in ("unlimited", str(hard)), got
+
+
+def test_a_memlock_failure_is_named_only_when_it_can_be_the_cause() -> None:
+    warning = b"ERROR: Unknown error -1: couldn't set RLIMIT_MEMLOCK for bpftrace. ...\n"
+    hint = memlock_hint(warning + b"ERROR: failed to create map: Operation not permitted\n")
+    assert "could not raise its locked-memory limit" in hint and "kernels before 5.11" in hint
+    assert memlock_hint(warning) != ""  # nothing else said: the limit is the likely cause
+    assert memlock_hint(warning + b"stdin:1:1-30: ERROR: tracepoint not found: syscalls:x\n") == ""
+    assert memlock_hint(b"ERROR: failed to create map: Operation not permitted\n") == ""

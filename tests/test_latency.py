@@ -33,7 +33,7 @@ from accept_order.render import render_document
 from accept_order.results import envelope
 from accept_order.servers.modes import MODES, parse_modes
 from accept_order.servers.worker import FAULT_ENV
-from accept_order.spec import ConcurrentLoad, ServerSpec, open_file_limit, pinned
+from accept_order.spec import ConcurrentLoad, ServerSpec, open_file_limit, pinned, sized
 
 LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs epoll and procfs")
 SUMMARY = re.compile(
@@ -119,7 +119,8 @@ def test_pin_spreads_workers_over_the_allowed_cpus() -> None:
         ({"connections": None, "duration_s": -2.0}, "--duration must be between 0.001"),
         ({"concurrency": 0}, "--concurrency must be between 1"),
         ({"concurrency": -1}, "--concurrency must be between 1"),
-        ({"concurrency": open_file_limit() + 1}, "open-file limit"),
+        ({"concurrency": 2 * (open_file_limit() - 32) + 1}, "open-file limit"),  # 2 drivers, 32 files each
+        ({"concurrency": open_file_limit(), "driver_procs": 1}, "open-file limit"),
         ({"driver_procs": 0}, "--driver-procs must be between 1"),
         ({"workers": 0}, "--workers must be between 1"),
         ({"work_us": -1}, "--work-us must be between 0"),
@@ -224,7 +225,7 @@ def test_workers_start_in_the_single_serving_hook(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(session, "EvidenceCapture", Capturing)
     server, load = small(connections=20)
     result = run_latency((server, load))
-    assert started == [server] and len(captured) == 1
+    assert started == [sized(server, load.concurrency)] and len(captured) == 1  # sized: for launched servers
     assert result.evidence["hook"] == {"pids": [c.pid for c in result.counters]}
 
 

@@ -15,6 +15,7 @@ import glob
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -24,6 +25,8 @@ import psutil
 import pytest
 from conftest import gone, wait_for
 
+from accept_order.reaper import REAPER, Reaper
+from accept_order.servers.launched import base
 from accept_order.servers.launched.base import remove_stale_directories
 from accept_order.servers.registry import server_kind
 
@@ -163,3 +166,38 @@ def test_sigkill_leaves_no_bpftrace() -> None:
     finally:
         server.send_signal(signal.SIGTERM)
         server.communicate(timeout=10)
+
+
+def test_a_group_announced_from_the_child_is_ended_when_the_tool_dies() -> None:
+    """The master tells the reaper its group between fork and exec: a SIGKILL of the tool right after the
+    fork, before the tool's own watch_group, must not leave the group unwatched. The tool's death is the
+    reaper's pipe closing with the entry open."""
+    reaper = Reaper()
+    reaper.watch_directory("/nonexistent/accept-order-test")  # starts the reaper process
+    child = subprocess.Popen(["sleep", "60"], start_new_session=True, preexec_fn=reaper.announce_own_group)
+    try:
+        reaper._stop()  # as if we died: the pipe closes, and the reaper ends what it was told about
+        assert child.wait(5.0) == -signal.SIGKILL
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+def test_the_reaper_knows_a_directory_before_it_exists(monkeypatch: pytest.MonkeyPatch) -> None:
+    watched: list[bool] = []
+    real_mkdir = os.mkdir
+
+    def mkdir(path: str, mode: int = 0o777) -> None:
+        watched.append(f"dir {path}" in REAPER._open)
+        real_mkdir(path, mode)
+
+    monkeypatch.setattr(base.os, "mkdir", mkdir)
+    path = base.private_directory(f"accept-order-test-{os.getpid()}-")
+    try:
+        assert watched == [True]
+        assert os.path.isdir(path) and stat.S_IMODE(os.stat(path).st_mode) == 0o700
+        assert os.path.basename(path).startswith(f"accept-order-test-{os.getpid()}-")
+    finally:
+        os.rmdir(path)
+        REAPER.done_directory(path)

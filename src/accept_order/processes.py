@@ -113,7 +113,7 @@ def die_with_parent(parent: int | None = None) -> None:
 
 
 def start_child(proc: BaseProcess) -> None:
-    """`proc.start()` with SIGINT and SIGTERM blocked across the fork: until the child has put in its own
+    """`proc.start()` with SIGINT, SIGTERM and SIGHUP blocked across the fork: until the child has put in its own
     handlers (then it calls `unblock_signals`) it would run this process's, and raise a KeyboardInterrupt
     (a traceback on stderr) from multiprocessing's bootstrap. A signal meanwhile waits, it is not lost."""
     global _forked_by
@@ -123,6 +123,15 @@ def start_child(proc: BaseProcess) -> None:
         proc.start()
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def ignore_supervisor_signals() -> None:
+    """In a child, first thing: Ctrl-C and a hang-up are the supervisor's to handle. A terminal sends both to
+    its whole foreground process group; the supervisor then stops its children in order, after keeping what
+    was measured (a child killed by the hang-up would pass for one that died). A child still ends with the
+    supervisor: it is stopped by it, or killed by the kernel when it dies (die_with_parent)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
 
 
 def unblock_signals() -> None:

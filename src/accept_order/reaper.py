@@ -76,6 +76,17 @@ class Reaper:
     def watch_group(self, pgid: int) -> None:
         self._send(f"group {pgid}")
 
+    def announce_own_group(self) -> None:
+        """In a server's master between fork and exec (a preexec_fn; it leads a new session, so its pid is
+        its group's id): tell the reaper directly, so that no moment passes, between the fork and the
+        tool's own watch_group, in which a SIGKILL of the tool would leave the group unwatched."""
+        proc = self._proc
+        if proc is not None and proc.stdin is not None:
+            try:
+                os.write(proc.stdin.fileno(), f"group {os.getpid()}\n".encode())
+            except OSError:
+                pass
+
     def watch_directory(self, path: str) -> None:
         self._send(f"dir {path}")
 

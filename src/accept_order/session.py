@@ -29,7 +29,7 @@ from .probes.evidence import EvidenceCapture
 from .servers.registry import checked, expectation, make_target, mode_info
 from .servers.target import Target
 from .signals import deferred
-from .spec import ConcurrentLoad, SequentialLoad, ServerSpec
+from .spec import ConcurrentLoad, SequentialLoad, ServerSpec, sized
 
 if TYPE_CHECKING:
     from .experiments.latency.result import LatencyResult
@@ -274,7 +274,7 @@ def run_latency(
         kernel.update(available=counts.available, why=counts.why, counts=counts.counts)
         return summary.replace_served(tuple(int(counts.counts.get(pid, 0)) for pid in target.pids))
 
-    summary, m = lifecycle(server, drive, loading.describe, partial=lambda: kept[0])
+    summary, m = lifecycle(sized(server, load.concurrency), drive, loading.describe, partial=lambda: kept[0])
     result = LatencyResult.of(
         summary,
         server=server,

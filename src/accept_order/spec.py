@@ -74,16 +74,18 @@ def local_ports() -> int | None:
         return None
 
 
-def check_concurrency(concurrency: int, option: str = "--concurrency") -> None:
-    """PlanError unless `concurrency` open connections fit under the open-file limit (ulimit -n) and the
-    local port range (each open connection holds a local port to the one server address). `option`:
-    the option the user gave the number with."""
+def check_concurrency(concurrency: int, option: str = "--concurrency", driver_procs: int = 1) -> None:
+    """PlanError unless `concurrency` open connections, shared by `driver_procs` processes, fit under the
+    open-file limit (ulimit -n; per driver: each process has a descriptor table of its own) and the local
+    port range (each open connection holds a local port to the one server address). `option`: the option
+    the user gave the number with."""
     limit = open_file_limit()
-    allowed = max(1, limit - FD_MARGIN)
+    allowed = max(1, limit - FD_MARGIN) * driver_procs
     if not 1 <= concurrency <= allowed:
+        per = f", times {driver_procs} driver processes" if driver_procs > 1 else ""
         raise PlanError(
             f"{option} must be between 1 and {allowed} (open-file limit {limit} minus {FD_MARGIN} "
-            f"for the driver's own files; raise it with ulimit -n), got {concurrency}"
+            f"for a driver's own files{per}; raise it with ulimit -n, or give more --driver-procs), got {concurrency}"
         )
     ports = local_ports()
     if ports is not None and concurrency > ports:
@@ -144,11 +146,15 @@ class ServerSpec:
     policy: str = "round-robin"  # fd-pass: which worker the acceptor hands a connection to
     mutex_delay_ms: float = 500.0  # accept-mutex: how long a worker without the lock waits to retry
     maxconn: int = 0  # haproxy: connections it holds at once (maxconn); 0: its default
+    # Connections the load holds open at once (set by the experiment from its load): what a launched
+    # server's connection table is sized for (nginx's worker_connections); 0: one at a time.
+    in_flight: int = 0
 
     def validated(self) -> ServerSpec:
         """What every kind shares; a kind's own checks are its `check` (servers/registry.py `checked`)."""
         check_range("--mutex-delay", self.mutex_delay_ms, 1, MAX_GAP_MS, "ms")
         check_range("--maxconn", self.maxconn, 0, 10_000_000)
+        check_range("connections in flight", self.in_flight, 0, MAX_CONNECTIONS)
         check_range("--workers", self.workers, 1, MAX_WORKERS)
         check_range("--port", self.port, 0, 65535)
         check_range("--work-us", self.work_us, 0, MAX_WORK_US)
@@ -258,11 +264,11 @@ class ConcurrentLoad:
             check_range("--duration", self.duration_s, 0.001, MAX_DURATION_S, "s")
         check_range("--driver-procs", self.driver_procs, 1, MAX_DRIVER_PROCS)
         check_range("--timeout", self.timeout_s, 0.001, MAX_TIMEOUT_S, "s")
-        check_concurrency(self.concurrency)
         if self.rate is not None:
             check_range("--rate", self.rate, 0.001, 10_000_000)
         # As many drivers as will run: none without a slot and a connection to make.
-        procs = min(self.driver_procs, self.concurrency, self.connections or self.driver_procs)
+        procs = min(self.driver_procs, max(1, self.concurrency), self.connections or self.driver_procs)
+        check_concurrency(self.concurrency, driver_procs=procs)
         return self if procs == self.driver_procs else dataclasses.replace(self, driver_procs=procs)
 
     @classmethod
@@ -314,6 +320,11 @@ def _accept_old_names(cls: Any) -> None:
 
 
 _accept_old_names(ServerSpec)
+
+
+def sized(spec: ServerSpec, in_flight: int) -> ServerSpec:
+    """The spec to launch for a load holding `in_flight` connections open at once (ServerSpec.in_flight)."""
+    return dataclasses.replace(spec, in_flight=max(spec.in_flight, in_flight))
 
 
 def pinned(spec: ServerSpec, pin: bool) -> ServerSpec:

@@ -1,9 +1,9 @@
 """The command group: commands load lazily, errors become one line, signals become exit statuses.
 
 This is the only place that maps exceptions to exit statuses (status.ExitStatus): usage errors exit 2,
-runtime failures 1, Ctrl-C 130 and SIGTERM 143, each with one line on stderr and never a traceback
-(unless --traceback asks for it). A stdout whose reader went away (`| head`) ends a command with 141
-(128 + SIGPIPE, what a shell shows for a C tool killed by it) and nothing on stderr.
+runtime failures 1, Ctrl-C 130, SIGTERM 143 and SIGHUP 129, each with one line on stderr and never a
+traceback (unless --traceback asks for it). A stdout whose reader went away (`| head`) ends a command with
+141 (128 + SIGPIPE, what a shell shows for a C tool killed by it) and nothing on stderr.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from ..errors import AcceptOrderError, OutputError
-from ..signals import ArrivalOrder, Terminated, interruptible
+from ..signals import ArrivalOrder, interruptible, signal_of
 from ..status import ExitStatus
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -54,7 +54,7 @@ _RESOURCE_ERRNOS = {
 
 def fail(message: str, status: int) -> NoReturn:
     from ..results.files import inert
-    from .output import discard_stdout, flush_stdout, tolerant
+    from .output import discard_stdout, flush_stdout, tolerant, unless_hung_up
 
     try:
         flush_stdout()
@@ -62,7 +62,9 @@ def fail(message: str, status: int) -> NoReturn:
         discard_stdout()  # the error line is what matters now
     if sys.stderr is not None:
         tolerant(sys.stderr)
-        with contextlib.suppress(OSError):  # stderr gone too: the status is all that is left to say it
+        # stderr gone too (a terminal that hung up: then both go to /dev/null, so that Python's own flush at
+        # exit cannot fail and turn the status into 120): the status is all that is left to say it
+        with contextlib.suppress(OSError), unless_hung_up():
             click.echo(f"accept-order: error: {inert(message)}", err=True)
     sys.exit(status)
 
@@ -78,12 +80,22 @@ def output_failed(exc: OutputError) -> NoReturn:
     fail(str(exc), exc.exit_code)
 
 
+_BY_SIGNAL: dict[int, tuple[ExitStatus, str]] = {
+    signal.SIGINT: (ExitStatus.INTERRUPTED, "interrupted"),
+    signal.SIGTERM: (ExitStatus.TERMINATED, "terminated"),
+    signal.SIGHUP: (ExitStatus.HUNG_UP, "hung up"),
+}
+
+
 def interrupted_status(exc: KeyboardInterrupt, first: int | None = None) -> ExitStatus:
-    """130 for Ctrl-C, 143 for SIGTERM: the signal that arrived first (`first`, when known) decides."""
-    if first is not None:
-        return ExitStatus.TERMINATED if first == signal.SIGTERM else ExitStatus.INTERRUPTED
-    cause = getattr(exc, "cause", exc)
-    return ExitStatus.TERMINATED if isinstance(cause, Terminated) else ExitStatus.INTERRUPTED
+    """130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP: the signal that arrived first (`first`, when
+    known) decides."""
+    return _BY_SIGNAL[first if first in _BY_SIGNAL else signal_of(exc)][0]
+
+
+def interrupted_word(status: int) -> str:
+    """How the one line names an interrupted command's end: "interrupted", "terminated", "hung up"."""
+    return next((word for code, word in _BY_SIGNAL.values() if code == status), "interrupted")
 
 
 def handle_errors(func: F) -> F:
@@ -106,8 +118,7 @@ def handle_errors(func: F) -> F:
             fail(str(exc), exc.exit_code)
         except KeyboardInterrupt as exc:
             status = interrupted_status(exc, order.first())
-            word = "terminated" if status == ExitStatus.TERMINATED else "interrupted"
-            fail(f"{word}; all workers stopped", status)
+            fail(f"{interrupted_word(status)}; all workers stopped", status)
         except OSError as exc:
             if exc.errno not in _RESOURCE_ERRNOS or _traceback_wanted():
                 raise
@@ -196,7 +207,7 @@ class LazyGroup(click.Group):
             output_failed(exc)
         except (click.Abort, KeyboardInterrupt) as exc:
             status = interrupted_status(exc) if isinstance(exc, KeyboardInterrupt) else ExitStatus.INTERRUPTED
-            fail("terminated" if status == ExitStatus.TERMINATED else "interrupted", status)
+            fail(interrupted_word(status), status)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -61,7 +61,7 @@ def burst(
     base = server_spec(options, mode=first_available(modes, servers))
     plan = BurstPlan(tuple(clients), driver_procs, timeout_s).validated()
     specs, skipped = variants(base, modes, servers, batch_given)
-    notes = [n for n in [make_room(max(clients))] if n]  # before any process starts: they inherit the limit
+    notes = [n for n in [make_room(max(clients), driver_procs)] if n]  # before any process starts: they inherit it
     host_warnings()
 
     def save(runs: Sequence[Any], interrupted: bool = False) -> None:

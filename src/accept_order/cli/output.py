@@ -3,7 +3,8 @@
 A write to stdout that fails becomes one OutputError naming stdout (closed, a full disk), or, when its
 reader went away (`| head`: EPIPE), a quiet end (cli/app.py decides the status). A character the
 stream's encoding lacks (PYTHONIOENCODING=ascii, "µs") is spelled in ASCII ("us") instead of ending the
-command with a UnicodeEncodeError.
+command with a UnicodeEncodeError. A terminal that hung up (every write EIO) is no error of the command:
+stdout and stderr go to /dev/null from then on, and the hang-up decides how it ends (129).
 """
 
 from __future__ import annotations
@@ -55,6 +56,9 @@ def _naming(name: str) -> Iterator[None]:
     except BrokenPipeError:
         raise OutputError(f"cannot write to {name}: its reader has gone", broken_pipe=True) from None
     except OSError as exc:
+        if exc.errno == errno.EIO:  # a terminal that hung up: not an error of this command (see below)
+            _to_devnull()
+            return
         raise OutputError(f"cannot write to {name}: {exc.strerror or exc}") from None
 
 
@@ -111,6 +115,26 @@ def stderr() -> Console:
     return Console(stderr=True, highlight=False, markup=False, emoji=False)
 
 
+def _to_devnull() -> None:
+    null = os.open(os.devnull, os.O_WRONLY)
+    for fd in (1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+
+
+@contextmanager
+def unless_hung_up() -> Iterator[None]:
+    """Output that may meet a terminal that hung up (SIGHUP: every write to it now fails with EIO). From
+    then on stdout and stderr go to /dev/null, so that what is left to do still happens: the result is
+    saved, every process ended, and the exit status says how the run ended (the hang-up's 129)."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno != errno.EIO:
+            raise
+        _to_devnull()
+
+
 def flush_stdout() -> None:
     """Flush what the report left buffered (OutputError if stdout cannot take it)."""
     if sys.stdout is not None:
@@ -135,7 +159,8 @@ def discard_stdout() -> None:
 def note(text: str) -> None:
     """One line on stderr (after flushing stdout, so the report comes first on a shared terminal)."""
     flush_stdout()
-    stderr().print(text, soft_wrap=True)
+    with unless_hung_up():
+        stderr().print(text, soft_wrap=True)
 
 
 def write_text(text: str) -> None:
@@ -167,10 +192,16 @@ def progress_bar(
     columns = [TextColumn(label), BarColumn()]
     columns.append(MofNCompleteColumn() if by_count else TextColumn("{task.fields[done]} connections"))
     columns.append(TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True) as bar:
+    bar = Progress(*columns, console=console, transient=True)
+    with unless_hung_up():
+        bar.start()
+    try:
         task = bar.add_task(label, total=total, done=0)
 
         def update(done: int, elapsed: float = 0.0) -> None:
             bar.update(task, completed=done if by_count else min(elapsed, total or 0.0), done=done)
 
         yield update
+    finally:
+        with unless_hung_up():  # erasing the bar must not replace the run's own end (a hang-up's 129)
+            bar.stop()

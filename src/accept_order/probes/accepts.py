@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import resource
 import selectors
 import shutil
 import signal
@@ -106,6 +107,23 @@ def first_error_line(stderr: bytes) -> str:
     return "no message"
 
 
+def memlock_hint(stderr: bytes) -> str:
+    """Why a program may not have loaded, when bpftrace warned that it could not raise RLIMIT_MEMLOCK and
+    its error is one a low locked-memory limit causes (kernels before 5.11 charge eBPF maps against it;
+    later ones charge the cgroup, and the warning is harmless): "" otherwise."""
+    if b"RLIMIT_MEMLOCK" not in stderr:
+        return ""
+    line = first_error_line(stderr).lower()
+    if line != "no message" and not any(word in line for word in ("map", "permitted", "memory")):
+        return ""
+    soft = resource.getrlimit(resource.RLIMIT_MEMLOCK)[0]
+    limit = "unlimited" if soft == resource.RLIM_INFINITY else f"{soft // 1024} KB"
+    return (
+        f" (bpftrace could not raise its locked-memory limit, `ulimit -l` {limit}: kernels before 5.11 charge "
+        "eBPF maps against it; run as root, or raise `ulimit -l`)"
+    )
+
+
 def ensure_tracefs() -> tuple[bool, str]:
     """(usable, note): tracefs is where bpftrace reads tracepoint formats. Mount it when missing (the
     note says so; `unmount_tracefs` takes it away again after the run)."""
@@ -135,11 +153,26 @@ def unmount_tracefs() -> str:
     return ""
 
 
+def _raise_memlock() -> None:
+    """Locked memory unlimited for bpftrace (root with CAP_SYS_RESOURCE may), else at least up to the hard
+    limit: kernels before 5.11 charge eBPF maps against RLIMIT_MEMLOCK, and bpftrace's own attempt to raise
+    it fails under a low `ulimit -l` (it then warns "couldn't set RLIMIT_MEMLOCK")."""
+    hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)[1]
+    for limits in ((resource.RLIM_INFINITY, resource.RLIM_INFINITY), (hard, hard)):
+        try:
+            resource.setrlimit(resource.RLIMIT_MEMLOCK, limits)
+            return
+        except (OSError, ValueError):
+            continue
+
+
 def _child_setup(parent: int) -> None:
-    """In the bpftrace child before exec: die with us (`parent`), and take SIGINT even if our thread blocked
-    it (a blocked mask is inherited across exec and would make stop() wait for nothing)."""
+    """In the bpftrace child before exec: die with us (`parent`), take SIGINT even if our thread blocked it
+    (a blocked mask is inherited across exec and would make stop() wait for nothing), and as much locked
+    memory as we may give it."""
     die_with_parent(parent)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+    _raise_memlock()
 
 
 class AcceptCounter:
@@ -215,10 +248,11 @@ class AcceptCounter:
             self.attach_s = time.monotonic() - began
             return
         code = self._proc.poll()
+        err = bytes(self._err)
         if code is None:
-            self._why = f"bpftrace did not attach within {timeout_s:g} s: {first_error_line(bytes(self._err))}"
+            self._why = f"bpftrace did not attach within {timeout_s:g} s: {first_error_line(err)}{memlock_hint(err)}"
         else:
-            self._why = f"program failed to load (bpftrace exit {code}): {first_error_line(bytes(self._err))}"
+            self._why = f"program failed to load (bpftrace exit {code}): {first_error_line(err)}{memlock_hint(err)}"
         self.close()
 
     def _wait_attached(self, timeout_s: float) -> bool:
@@ -280,7 +314,8 @@ class AcceptCounter:
         self._err += err or b""
         counts = parse_counts(bytes(self._out))
         if counts is None:
-            why = f"bpftrace exited ({proc.returncode}) without its counts: {first_error_line(bytes(self._err))}"
+            err = bytes(self._err)
+            why = f"bpftrace exited ({proc.returncode}) without its counts: {first_error_line(err)}{memlock_hint(err)}"
             self._result = self._unavailable(why)
         else:
             if self.pids is not None:  # every pid asked about is answered, 0 when it accepted nothing

@@ -89,6 +89,7 @@ class BurstRun:
     cells: tuple[BurstCell, ...]
     environment: Environment | None
     interrupted: bool = False
+    shortages: tuple[dict[str, Any], ...] = ()  # what a launched server logged running out of (evidence)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -96,6 +97,7 @@ class BurstRun:
             "cells": [c.to_dict() for c in self.cells],
             "environment": asdict(self.environment) if self.environment else None,
             "interrupted": self.interrupted,
+            **({"shortages": [dict(s) for s in self.shortages]} if self.shortages else {}),
         }
 
     @classmethod
@@ -108,6 +110,7 @@ class BurstRun:
             cells=tuple(BurstCell.from_dict(c) for c in data["cells"]),
             environment=build(Environment, env) if env else None,
             interrupted=bool(data.get("interrupted", False)),
+            shortages=tuple(dict(s) for s in data.get("shortages", []) if isinstance(s, Mapping)),
         )
 
 

@@ -64,6 +64,7 @@ class RampResult:
     environment: Environment | None
     interrupted: bool = False
     notes: tuple[str, ...] = field(default_factory=tuple)
+    shortages: tuple[dict[str, Any], ...] = ()  # what a launched server logged running out of (evidence)
 
     @property
     def knee(self) -> tuple[RampStep | None, RampStep | None]:
@@ -82,6 +83,7 @@ class RampResult:
             "steps": [s.to_dict() for s in self.steps],
             "environment": asdict(self.environment) if self.environment else None,
             "interrupted": self.interrupted,
+            **({"shortages": [dict(s) for s in self.shortages]} if self.shortages else {}),
         }
 
     @classmethod
@@ -98,4 +100,5 @@ class RampResult:
             steps=tuple(RampStep.from_dict(s) for s in steps),
             environment=build(Environment, env) if env else None,
             interrupted=bool(data.get("interrupted", False)),
+            shortages=tuple(dict(s) for s in data.get("shortages", []) if isinstance(s, Mapping)),
         )

@@ -19,7 +19,7 @@ from ...errors import PlanError
 from ...probes import netstat
 from ...probes.sockets import socket_summary
 from ...session import RunInterrupted, Tick, drive_load, lifecycle
-from ...spec import MAX_DRIVER_PROCS, ConcurrentLoad, ServerSpec, check_concurrency, check_range
+from ...spec import MAX_DRIVER_PROCS, ConcurrentLoad, ServerSpec, check_concurrency, check_range, sized
 from .result import RampResult, RampStep
 
 SATURATED = 0.9  # a worker (or the workers together) on a CPU this share of the step is CPU-bound
@@ -44,11 +44,11 @@ class RampPlan:
             raise PlanError("give --rates (open loop) or --concurrency-steps (closed loop), one of them")
         for rate in self.rates:
             check_range("--rates", rate, 0.1, 10_000_000)
-        for c in self.concurrencies:
+        for c in self.concurrencies:  # checked here, before the server starts; per driver, as the load will
             check_range("--concurrency-steps", c, 1, 1_000_000)
-            check_concurrency(c, "--concurrency-steps")  # checked here, before the server starts
+            check_concurrency(c, "--concurrency-steps", max(1, min(self.driver_procs, c)))
         if self.rates:
-            check_concurrency(self.in_flight, "--in-flight")
+            check_concurrency(self.in_flight, "--in-flight", max(1, min(self.driver_procs, self.in_flight)))
         check_range("--step", self.step_s, 0.1, 3600, "s")
         check_range("--driver-procs", self.driver_procs, 1, MAX_DRIVER_PROCS)
         check_range("--max-errors", self.max_errors, 0, 10**12)
@@ -217,12 +217,14 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
                 return
 
     try:
-        _, m = lifecycle(server, drive, lambda: f"after {len(steps)} of {len(plan.offered)} steps")
+        in_flight = plan.in_flight if plan.rates else max(plan.concurrencies)
+        _, m = lifecycle(sized(server, in_flight), drive, lambda: f"after {len(steps)} of {len(plan.offered)} steps")
     except KeyboardInterrupt as stop:
         if steps:
             raise RunInterrupted([RampResult(server, plan_dict(plan), tuple(steps), None, True)], stop) from None
         raise
-    return RampResult(server, plan_dict(plan), tuple(steps), m.environment)
+    shortages = tuple(m.evidence.get("shortages", ()))
+    return RampResult(server, plan_dict(plan), tuple(steps), m.environment, shortages=shortages)
 
 
 def plan_dict(plan: RampPlan) -> dict[str, Any]:

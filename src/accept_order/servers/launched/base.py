@@ -79,6 +79,13 @@ def free_port(host: str) -> int:
         return int(sock.getsockname()[1])
 
 
+def _master_setup(parent: int) -> None:
+    """In the master between fork and exec: die with us (`parent`), and have the reaper watch its group
+    already."""
+    die_with_parent(parent)
+    REAPER.announce_own_group()
+
+
 class LaunchedServer:
     #: the server's name in messages
     name: ClassVar[str]
@@ -87,6 +94,9 @@ class LaunchedServer:
     #: files of the private directory, in order, whose first line with one of `error_marks` says why it failed
     error_logs: ClassVar[tuple[str, ...]] = ("stderr.log",)
     error_marks: ClassVar[tuple[str, ...]] = ("Error",)
+    #: what the server writes in its `error_logs` when it runs out of something (connections, descriptors):
+    #: a run that met it says so, since the connections it dropped only show as failures on the client side
+    shortage_marks: ClassVar[tuple[str, ...]] = ("Too many open files",)
     #: the server's own log of who served what (the witness), a file of the private directory, and its name
     request_log: ClassVar[str] = "access.log"
     witness_source: ClassVar[str]
@@ -101,6 +111,7 @@ class LaunchedServer:
         self._usage: UsageDeltas | None = None
         self._unsettled = 0
         self._log: list[tuple[int, int]] = []  # (worker, client port) per request, from the server's own log
+        self._shortages: list[dict[str, Any]] = []  # what it logged running out of, read with the log
 
     # -- what a subclass says --------------------------------------------------------------------
     def command(self) -> list[str]:
@@ -149,12 +160,33 @@ class LaunchedServer:
         return (int(pid), int(port)) if pid.isdigit() and port.isdigit() else None
 
     def read_logs(self) -> None:
-        """After stop, before the directory is removed: read what the server logged it served."""
+        """After stop, before the directory is removed: read what the server logged it served, and what it
+        logged running out of."""
         try:
             with open(os.path.join(self.directory, self.request_log)) as f:
                 self._log = [row for row in (self.parse_request(line.split()) for line in f) if row is not None]
         except OSError:
             self._log = []
+        self._shortages = self.shortages()
+
+    def shortages(self) -> list[dict[str, Any]]:
+        """Per `shortage_marks` entry found in the error logs: how many lines say it, and the first one."""
+        found: dict[str, dict[str, Any]] = {}
+        for name in self.error_logs:
+            try:
+                with open(os.path.join(self.directory, name), errors="replace") as f:
+                    for line in f:
+                        mark = next((m for m in self.shortage_marks if m in line), None)
+                        if mark is None:
+                            continue
+                        entry = found.setdefault(
+                            mark,
+                            {"server": self.name, "log": name, "mark": mark, "lines": 0, "first": line.strip()[:300]},
+                        )
+                        entry["lines"] += 1
+            except OSError:
+                continue
+        return list(found.values())
 
     def access_log(self) -> list[tuple[int, int]]:
         """(worker, client port) per request, in the server's own order: the witness a run is checked against."""
@@ -166,7 +198,7 @@ class LaunchedServer:
         return [index[row[0]] for row in self.witness()["requests"] if row[0] in index]
 
     def own_evidence(self) -> dict[str, Any]:
-        return {"witness": self.witness()}
+        return {"witness": self.witness(), **({"shortages": list(self._shortages)} if self._shortages else {})}
 
     def witness(self) -> dict[str, Any]:
         """What the server itself says it served (after stop)."""
@@ -232,7 +264,7 @@ class LaunchedServer:
                 cwd=self.directory,
                 env={**os.environ, **self.environment()},
                 start_new_session=True,  # the terminal's Ctrl-C is ours: we stop the server in order
-                preexec_fn=functools.partial(die_with_parent, os.getpid()),
+                preexec_fn=functools.partial(_master_setup, os.getpid()),
             )
         REAPER.watch_group(self.master.pid)  # its session's leader: the group's id is its pid
         master = psutil.Process(self.master.pid)
