@@ -85,7 +85,7 @@ def test_the_workers_open_file_limit_is_raised_to_hold_them(monkeypatch: pytest.
 
 
 def test_a_shortage_in_the_error_log_is_found_and_reported(tmp_path: Path) -> None:
-    server = NginxServer(ServerSpec(server="nginx", mode="epoll"))
+    server = NginxServer(ServerSpec(kind="nginx", mode="epoll"))
     server.directory = str(tmp_path)
     (tmp_path / "error.log").write_text(
         "2026/11/23 10:00:00 [notice] 1#1: start worker processes\n"
@@ -139,7 +139,7 @@ def burst_meets_stopped_workers(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def nginx_burst(clients: int) -> BurstRun:
-    server = ServerSpec(server="nginx", mode="accept-mutex", workers=2, backlog=1024, accept_batch=0)
+    server = ServerSpec(kind="nginx", mode="accept-mutex", workers=2, backlog=1024, accept_batch=0)
     run = run_bursts(server, BurstPlan((clients,), 2, 10.0))
     (cell,) = run.cells
     assert cell.driven == clients
