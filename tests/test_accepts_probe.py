@@ -137,8 +137,9 @@ def test_counts_equal_each_workers_own_count() -> None:
     assert result.available, result.why
     assert result.why.startswith(accepts.SOURCE)
     assert sum(own.values()) == CONNECTIONS
-    assert own == served  # the workers' tally matches who answered each connection
-    assert result.counts == own  # exactly: every successful accept, and no failed (EAGAIN) one
+    accepted = {pid: n for pid, n in own.items() if n}  # a worker may accept none (who wakes is the kernel's)
+    assert accepted == served  # the workers' tally matches who answered each connection
+    assert result.counts == accepted  # exactly: every successful accept, and no failed (EAGAIN) one
     assert os.getpid() not in result.counts
     print(f"bpftrace attached in {counter.attach_s:.3f} s; counts {result.counts}")
 
