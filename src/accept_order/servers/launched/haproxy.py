@@ -41,10 +41,12 @@ HAPROXY_MODES: dict[str, ModeInfo] = {
         ModeInfo(
             "threads",
             "nbthread N on one listener: the accepting thread hands each connection to the least loaded thread",
-            "one listening socket for all threads; whichever thread accepts passes the connection to the least "
-            "loaded thread's accept queue (tune.listener.multi-queue, since 2.3), so idle threads take turns",
+            "one listening socket for all threads, in every thread's epoll without EPOLLEXCLUSIVE, so each "
+            "connection wakes every idle thread (a herd); whichever thread accepts passes the connection to the "
+            "least loaded thread's accept queue (tune.listener.multi-queue, since 2.3), so idle threads take turns",
             "fifo",
             "shared",
+            herds=True,  # herd -w 3 -n 30 here: 3.9 sleeps per connection, against 1.9 for shards
             settings=("bind ADDRESS:PORT", "nbthread N"),
             seen_as="epoll-herd",  # every thread's epoll watches the one listener without EPOLLEXCLUSIVE
         ),
