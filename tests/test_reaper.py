@@ -86,6 +86,26 @@ def test_sigkill_of_the_tool_leaves_no_server_and_no_directory(kind: str) -> Non
             tool.wait()
 
 
+def test_a_group_left_with_only_zombies_has_ended() -> None:
+    """end_group does not wait for init to reap an orphan's zombie (uvicorn's resource tracker leaves one): a
+    zombie holds nothing. Our own unreaped child, alone in its group, is such a zombie until we wait for it."""
+    from accept_order import reaper
+    from accept_order.servers.watched import proc_state
+
+    dead = subprocess.Popen(["true"], start_new_session=True)
+    live = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        wait_for(lambda: proc_state(dead.pid), lambda state: state == "Z", 5.0, "the child to be a zombie")
+        assert not reaper._alive_in(dead.pid)
+        assert reaper._alive_in(live.pid)
+        reaper.end_group(live.pid)
+        assert not reaper._alive_in(live.pid)
+    finally:
+        live.kill()
+        live.wait()
+        dead.wait()
+
+
 def test_a_stale_directory_of_a_dead_run_is_removed_and_a_live_ones_kept() -> None:
     dead = subprocess.Popen(["true"])
     dead.wait()  # a pid that no longer runs (reused only after the kernel wraps around)
