@@ -19,6 +19,7 @@ from .launched.gunicorn import GunicornKind
 from .launched.haproxy import HaproxyKind
 from .launched.nginx import NginxKind
 from .launched.node import NodeKind
+from .launched.uvicorn import UvicornKind
 from .launched.uwsgi import UwsgiKind
 from .remote import RemoteKind
 
@@ -35,6 +36,7 @@ KINDS: dict[str, ServerKind] = {
         NodeKind(),
         HaproxyKind(),
         UwsgiKind(),
+        UvicornKind(),
         AttachedKind(),
         RemoteKind(),
     )
