@@ -15,6 +15,7 @@ from ..errors import NothingToRun, PlanError
 from .attached import AttachedKind
 from .builtin import BuiltinKind
 from .kinds import ModeInfo, ServerKind
+from .launched.granian import GranianKind
 from .launched.gunicorn import GunicornKind
 from .launched.haproxy import HaproxyKind
 from .launched.nginx import NginxKind
@@ -37,6 +38,7 @@ KINDS: dict[str, ServerKind] = {
         HaproxyKind(),
         UwsgiKind(),
         UvicornKind(),
+        GranianKind(),
         AttachedKind(),
         RemoteKind(),
     )

@@ -8,18 +8,22 @@ descriptor: whole lines however many workers write), then answers `worker PID`. 
 the reply, so every reply a client got is in the log when the server stops: the witness a run is checked
 against.
 
-Both servers' workers wait in an event loop (asyncio's selector, tokio's reactor) whose epoll watches the
-listening socket; a worker that has spawned, even one asleep, may not have registered it yet. Ready, then,
-is every worker's epoll watching a listener on the port (its fdinfo), not just every worker asleep.
+Both servers' workers wait in an event loop (asyncio's selector, libuv, tokio's reactor) whose epoll
+watches the listening socket; a worker that has spawned, even one asleep, may not have registered it yet.
+Ready, then, is every worker's epoll watching a listener on the port (its fdinfo), not just every worker
+asleep. Neither takes a list of CPUs: --cpus pins every thread of each worker from here.
 """
 
 from __future__ import annotations
 
 import os
 
+import psutil
+
 from ...probes.fd_table import open_files
 from ...probes.listeners import listening_sockets
 from ...spec import ServerSpec
+from .base import LaunchedServer
 
 APP_MODULE = "accept_order_asgi_app"  # the file the app is written to, without .py; `MODULE:app` names it
 LOG = "access.log"
@@ -96,3 +100,37 @@ def pin_threads(pids: list[int], cpus: tuple[int, ...]) -> None:
                 os.sched_setaffinity(tid, cpu)
             except OSError:
                 pass  # a thread that just ended
+
+
+class AsgiServer(LaunchedServer):
+    """A launched ASGI server: a master whose children are its workers (not multiprocessing's resource
+    tracker, which a spawn start method adds), serving the app above."""
+
+    def app(self) -> str:
+        """Write the app into the private directory; its `MODULE:app` target."""
+        return write_app(self.spec, self.directory)
+
+    def workers_of(self, master: psutil.Process) -> list[int]:
+        workers = []
+        for child in sorted(master.children(), key=lambda p: (p.create_time(), p.pid)):
+            try:
+                if "resource_tracker" not in " ".join(child.cmdline()):
+                    workers.append(child.pid)
+            except psutil.NoSuchProcess:
+                continue
+        return workers
+
+    def ready(self) -> bool:
+        """Every worker's event loop watches a listener (a worker asleep may still be starting)."""
+        if self.master is None:
+            return False
+        try:
+            workers = self.workers_of(psutil.Process(self.master.pid))
+        except psutil.Error:
+            return True  # start() reports the exit
+        return watching(workers, self.port)
+
+    def start(self) -> None:
+        super().start()
+        if self.spec.cpus:
+            pin_threads(self._pids, self.spec.cpus)

@@ -19,14 +19,11 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-import psutil
-
 from ...errors import PlanError, ServerUnavailable
 from ...processes import STOP_TIMEOUT_S
 from ...spec import ServerSpec
 from ..kinds import ModeInfo, ServerKind
-from .asgi import pin_threads, watching, write_app
-from .base import LaunchedServer
+from .asgi import AsgiServer
 
 if TYPE_CHECKING:
     from ..target import Target
@@ -83,7 +80,7 @@ def uvloop_missing() -> str | None:
     return None if find_spec("uvloop") is not None else f"uvloop is not installed: {UVLOOP}"
 
 
-class UvicornServer(LaunchedServer):
+class UvicornServer(AsgiServer):
     name = "uvicorn"
     error_marks = ("ERROR", "Error")
     witness_source = "uvicorn app's request log"  # `PID CLIENT_PORT`, written by the app (asgi.py)
@@ -92,7 +89,7 @@ class UvicornServer(LaunchedServer):
         missing = uvicorn_missing()
         if missing:
             raise ServerUnavailable(missing)
-        target = write_app(self.spec, self.directory)
+        target = self.app()
         return [
             sys.executable, "-m", "uvicorn", target,
             "--app-dir", self.directory,
@@ -105,32 +102,6 @@ class UvicornServer(LaunchedServer):
             "--no-access-log",
             "--timeout-graceful-shutdown", str(int(STOP_TIMEOUT_S)),
         ]  # fmt: skip
-
-    def workers_of(self, master: psutil.Process) -> list[int]:
-        """The spawned workers in start order; not multiprocessing's resource tracker."""
-        workers = []
-        for child in sorted(master.children(), key=lambda p: (p.create_time(), p.pid)):
-            try:
-                if "resource_tracker" not in " ".join(child.cmdline()):
-                    workers.append(child.pid)
-            except psutil.NoSuchProcess:
-                continue
-        return workers
-
-    def ready(self) -> bool:
-        """Every worker's event loop watches the listener (a worker asleep may still be starting)."""
-        if self.master is None:
-            return False
-        try:
-            workers = self.workers_of(psutil.Process(self.master.pid))
-        except psutil.Error:
-            return True  # start() reports the exit
-        return watching(workers, self.port)
-
-    def start(self) -> None:
-        super().start()
-        if self.spec.cpus:
-            pin_threads(self._pids, self.spec.cpus)
 
 
 class UvicornKind(ServerKind):
