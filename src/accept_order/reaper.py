@@ -100,8 +100,25 @@ class Reaper:
 REAPER = Reaper()
 
 
+def _alive_in(pgid: int) -> bool:
+    """A process of the group is more than a zombie. A zombie holds no file, socket or memory; one whose
+    parent had already exited (uvicorn's multiprocessing resource tracker outlives its supervisor by a moment)
+    is init's to reap, which here took over a second, and keeps the group existing until then."""
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                state, _ppid, group = f.read().rpartition(")")[2].split()[:3]
+        except (OSError, ValueError):
+            continue  # gone meanwhile
+        if int(group) == pgid and state != "Z":
+            return True
+    return False
+
+
 def end_group(pgid: int) -> None:
-    """SIGKILL every process of a group, and wait up to a second for them to be gone."""
+    """SIGKILL every process of a group, and wait up to a second for them to be gone (zombies are)."""
     try:
         os.killpg(pgid, signal.SIGKILL)
     except OSError:
@@ -112,6 +129,8 @@ def end_group(pgid: int) -> None:
             os.killpg(pgid, 0)
         except OSError:
             return  # every process of the group is gone
+        if not _alive_in(pgid):
+            return
         time.sleep(0.01)
 
 

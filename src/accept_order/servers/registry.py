@@ -15,10 +15,12 @@ from ..errors import NothingToRun, PlanError
 from .attached import AttachedKind
 from .builtin import BuiltinKind
 from .kinds import ModeInfo, ServerKind
+from .launched.granian import GranianKind
 from .launched.gunicorn import GunicornKind
 from .launched.haproxy import HaproxyKind
 from .launched.nginx import NginxKind
 from .launched.node import NodeKind
+from .launched.uvicorn import UvicornKind
 from .launched.uwsgi import UwsgiKind
 from .remote import RemoteKind
 
@@ -35,6 +37,8 @@ KINDS: dict[str, ServerKind] = {
         NodeKind(),
         HaproxyKind(),
         UwsgiKind(),
+        UvicornKind(),
+        GranianKind(),
         AttachedKind(),
         RemoteKind(),
     )
