@@ -19,6 +19,7 @@ from .launched.gunicorn import GunicornKind
 from .launched.haproxy import HaproxyKind
 from .launched.nginx import NginxKind
 from .launched.node import NodeKind
+from .launched.puma import PumaKind
 from .launched.uwsgi import UwsgiKind
 from .remote import RemoteKind
 
@@ -35,6 +36,7 @@ KINDS: dict[str, ServerKind] = {
         NodeKind(),
         HaproxyKind(),
         UwsgiKind(),
+        PumaKind(),
         AttachedKind(),
         RemoteKind(),
     )
