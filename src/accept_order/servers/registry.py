@@ -20,6 +20,7 @@ from .launched.haproxy import HaproxyKind
 from .launched.nginx import NginxKind
 from .launched.node import NodeKind
 from .launched.puma import PumaKind
+from .launched.unicorn import UnicornKind
 from .launched.uwsgi import UwsgiKind
 from .remote import RemoteKind
 
@@ -37,6 +38,7 @@ KINDS: dict[str, ServerKind] = {
         HaproxyKind(),
         UwsgiKind(),
         PumaKind(),
+        UnicornKind(),
         AttachedKind(),
         RemoteKind(),
     )
