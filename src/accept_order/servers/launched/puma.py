@@ -29,11 +29,10 @@ from typing import TYPE_CHECKING
 import psutil
 
 from ...errors import PlanError, ServerUnavailable
-from ...processes import process_errors, usage
 from ...spec import ServerSpec
 from ...waiting import wait_for
 from ..kinds import ModeInfo, ServerKind
-from ..watched import UsageDeltas
+from ..watched import ThreadedUsage, thread_ids
 from .base import SETTLE_TIMEOUT_S, LaunchedServer
 from .rack_app import parse_common_log, ruby_error, write_app
 
@@ -45,7 +44,7 @@ THREADS = (0, 5)  # Puma 5.6's own default on MRI (min 0, max 5)
 LESS_BUSY_S = 0.005  # the DSL's default value for wait_for_less_busy_worker
 SELECT, PSELECT6 = 23, 270  # x86_64: what IO.select waits in
 
-# A worker's counters are its server thread's (ServerThreadUsage): that thread sleeps only in select (it hands
+# A worker's counters are its server thread's (ThreadedUsage): that thread sleeps only in select (it hands
 # the connection to the pool and selects again; the pool's threads read and answer), so its sleeps are its
 # wakeups. It accepts one connection per select: no batches.
 PUMA_MODES: dict[str, ModeInfo] = {
@@ -112,13 +111,6 @@ end
 """
 
 
-def _tids(pid: int) -> list[int]:
-    try:
-        return sorted(int(tid) for tid in os.listdir(f"/proc/{pid}/task"))
-    except OSError:
-        return []
-
-
 def in_select(pid: int, tid: int) -> bool:
     """Thread `tid` of `pid` is asleep in select."""
     try:
@@ -130,30 +122,7 @@ def in_select(pid: int, tid: int) -> bool:
 
 def selecting_thread(pid: int) -> int | None:
     """The worker's thread asleep in select (its server thread, waiting for the listener), or None."""
-    return next((tid for tid in _tids(pid) if in_select(pid, tid)), None)
-
-
-class ServerThreadUsage(UsageDeltas):
-    """Each worker's context switches as its server thread's (the one that sleeps in select: its wakeups),
-    and its CPU as all its threads' (the scheduler's nanoseconds, summed)."""
-
-    def __init__(self, pids: list[int], threads: dict[int, int]) -> None:
-        self.threads = threads
-        super().__init__(pids)
-
-    def _usage(self, pid: int) -> tuple[int, int, float] | None:  # type: ignore[override]
-        try:
-            voluntary, involuntary, _ = usage(self.threads.get(pid, pid))
-        except process_errors(ValueError):
-            return None
-        cpu_ns = 0
-        for tid in _tids(pid):
-            try:
-                with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as f:
-                    cpu_ns += int(f.read().split()[0])
-            except (OSError, ValueError, IndexError):
-                continue  # a pool thread that just ended
-        return voluntary, involuntary, cpu_ns / 1e9
+    return next((tid for tid in thread_ids(pid) if in_select(pid, tid)), None)
 
 
 class PumaServer(LaunchedServer):
@@ -194,7 +163,7 @@ class PumaServer(LaunchedServer):
     def start(self) -> None:
         super().start()
         self._threads = {pid: tid for pid in self._pids if (tid := selecting_thread(pid)) is not None}
-        self._usage = ServerThreadUsage(self._pids, self._threads)
+        self._usage = ThreadedUsage(self._pids, self._threads)
 
     def settle(self) -> None:
         """Before a sequential connection: every worker's server thread back in select (its main thread
