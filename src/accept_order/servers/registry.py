@@ -104,10 +104,15 @@ def runnable(kind: str, names: Sequence[str] | None = None) -> tuple[list[str], 
     return available, skipped
 
 
-def checked(spec: ServerSpec) -> ServerSpec:
-    """The spec validated: what every kind shares (ServerSpec.validated), then the kind's own checks."""
+def checked(spec: ServerSpec, fit: bool = True) -> ServerSpec:
+    """The spec validated: what every kind shares (ServerSpec.validated), then the kind's own checks. `fit`:
+    with the kind's own number of workers where it has one (Caddy: one process, whatever -w says); False
+    for the shared settings of several servers (`variants` fits each)."""
+    kind = server_kind(spec.kind)
+    if fit and kind.fixed_workers is not None and spec.workers != kind.fixed_workers:
+        spec = dataclasses.replace(spec, workers=kind.fixed_workers)
     spec = spec.validated()
-    server_kind(spec.kind).check(spec)
+    kind.check(spec)
     return spec
 
 
