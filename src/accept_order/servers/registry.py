@@ -15,6 +15,7 @@ from ..errors import NothingToRun, PlanError
 from .attached import AttachedKind
 from .builtin import BuiltinKind
 from .kinds import ModeInfo, ServerKind
+from .launched.caddy import CaddyKind
 from .launched.gunicorn import GunicornKind
 from .launched.haproxy import HaproxyKind
 from .launched.nginx import NginxKind
@@ -39,6 +40,7 @@ KINDS: dict[str, ServerKind] = {
         UwsgiKind(),
         PumaKind(),
         UnicornKind(),
+        CaddyKind(),
         AttachedKind(),
         RemoteKind(),
     )
