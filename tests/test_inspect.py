@@ -30,7 +30,7 @@ from conftest import OutputReader, assert_one_error_line, run_cli, wait_for
 
 from accept_order.experiments.inspect.run import inspect
 from accept_order.probes.fd_table import IORING_OP_ACCEPT, parse_epoll_fdinfo, parse_uring_fdinfo
-from accept_order.probes.proc_waits import GENERIC, X86_64, parse_syscall
+from accept_order.probes.proc_waits import GENERIC, X86_64, parse_fd_set, parse_pollfds, parse_syscall
 from accept_order.servers.registry import KINDS, checked, launched_kinds, make_target, runnable
 from accept_order.spec import ServerSpec
 
@@ -61,7 +61,7 @@ def test_inspect_names_the_mode_a_server_was_started_in(kind: str, mode: str) ->
         target.close()
     info = KINDS[kind].mode(mode)
     assert result.mechanism.name == info.mechanism, result.mechanism.evidence
-    assert result.workers == WORKERS, result.units
+    assert result.workers == (KINDS[kind].fixed_workers or WORKERS), result.units  # Caddy: one process, one waiter
     assert all(row.waited_by for row in result.listeners if row.address == "127.0.0.1"), result.listeners
     if kind != "builtin":
         assert result.recognised == kind and mode in result.mechanism.modes
@@ -116,6 +116,55 @@ def test_a_hand_started_blocking_server_is_named_blocking(blocking_server: tuple
         assert [p.role for p in result.processes] == ["master", "worker", "worker"]
         assert result.listeners[0].waited_by == ("w0", "w1")
     assert not by_pid.changes and "compare --modes all" in by_pid.measure_all
+
+
+THREADED_SELECT_SERVER = """
+import os, select, socket, threading
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(16)
+for _ in range(2):
+    if os.fork() == 0:
+        r, w = os.pipe()
+        p = select.poll()
+        p.register(r, select.POLLIN)
+        threading.Thread(target=p.poll, daemon=True).start()  # a thread that waits on its pipe only
+        while True:
+            select.select([s, r], [], [])
+            try:
+                s.accept()[0].close()
+            except BlockingIOError:
+                pass
+print(s.getsockname()[1], flush=True)
+os.wait()
+"""
+
+
+def test_the_sets_of_poll_and_select_are_read(free_port: int) -> None:
+    """Each child waits for the listener in select() while a second thread polls a pipe: the sets, read from
+    memory (as root), tell the select threads (the workers) from the poll threads (waiting on no listener)."""
+    if os.geteuid() != 0:
+        pytest.skip("another process's memory is read as root")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", THREADED_SELECT_SERVER], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        assert proc.stdout is not None
+        OutputReader(proc.stdout).wait_for(r"(\d+)\n", 10)
+        wait_for(
+            lambda: [int(c) for c in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()],
+            lambda pids: len(pids) == 2 and all(len(os.listdir(f"/proc/{p}/task")) == 2 for p in pids),
+            10,
+            "two children with two threads each",
+        )
+        result = wait_for(lambda: inspect(pid=proc.pid, samples=1), lambda r: r.workers == 2, 10, "two workers")
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    assert result.mechanism.name == "select" and not result.mechanism.unseen
+    assert {u.call for u in result.units} <= {"select", "pselect6"}
+    assert all(u.on == "its select set (2 fds): the listener" for u in result.units), result.units
+    assert all(u.tid == u.pid for u in result.units)  # the main threads select; the poll threads are no workers
 
 
 NGINX_CONF = """daemon off;
@@ -209,3 +258,15 @@ def test_what_proc_says_is_read_for_both_syscall_tables() -> None:
     assert [(w.fd, w.inode, w.exclusive) for w in watches] == [(9, 0x40E, False), (6, 12443933, True)]
     ring = "SqMask:\t0x3f\nPollList:\n  op=13, task_works=0\nCqOverflowList:\nNAPI:\tdisabled\n"
     assert parse_uring_fdinfo(ring) == (IORING_OP_ACCEPT,)
+
+
+def test_poll_and_select_sets_are_parsed() -> None:
+    """struct pollfd {int fd; short events; short revents} and fd_set's bit per descriptor, little-endian."""
+    pollfds = b"".join(
+        fd.to_bytes(4, "little", signed=True) + events.to_bytes(2, "little") + b"\0\0"
+        for fd, events in ((5, 0x1), (-1, 0x1), (7, 0x4), (9, 0x40))
+    )
+    assert parse_pollfds(pollfds) == (5, 9)  # POLLIN or POLLRDNORM; negative fds are skipped, POLLOUT is not a read
+    words = (1 << 3 | 1 << 63).to_bytes(8, "little") + (1 << 1).to_bytes(8, "little")
+    assert parse_fd_set(words, 66) == (3, 63, 65)
+    assert parse_fd_set(words, 64) == (3, 63)  # bits at or above nfds are not watched

@@ -146,6 +146,7 @@ def run_sequential(
     """One sequential run: nc-style connections one after another, who served each, and the verdict.
     `on_started(target)` runs once the server listens, before the first connection (atlas inspects it)."""
     load = load.validated()
+    server = checked(server)  # as the lifecycle runs it (a kind may fix its workers: Caddy's one process)
     finished: list[ConnectionRecord] = []
 
     def record(rec: ConnectionRecord) -> None:
@@ -252,6 +253,7 @@ def run_latency(
     from .probes.work import estimate_work_us
 
     load = load.validated()
+    server = checked(server)  # as the lifecycle runs it (a kind may fix its workers: Caddy's one process)
     work = estimate_work_us(server)
     loading = Loading()
     kernel: dict[str, Any] = {}  # per-worker accepts counted by the kernel, for a server that does not say

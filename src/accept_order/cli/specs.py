@@ -99,6 +99,7 @@ def server_spec(options: dict[str, Any], mode: str | None = None) -> ServerSpec:
 
     workers = options.pop("workers", None)
     server = options.pop("server", "builtin")
+    several = isinstance(server, list) and len(server) > 1  # the settings they share: each kind fits them
     server = server[0] if isinstance(server, list) else server
     kind = server_kind(server)
     batch = options.pop("accept_batch", None)
@@ -117,7 +118,7 @@ def server_spec(options: dict[str, Any], mode: str | None = None) -> ServerSpec:
         mutex_delay_ms=round(1000 * options.pop("mutex_delay", ServerSpec.mutex_delay_ms / 1000), 3),
         maxconn=options.pop("maxconn", 0),
     )
-    return checked(pinned(spec, options.pop("pin", False)))
+    return checked(pinned(spec, options.pop("pin", False)), fit=not several)
 
 
 def sequential_load(options: dict[str, Any]) -> SequentialLoad:

@@ -5,11 +5,17 @@
 it sleeps in (`inet_csk_accept`, `do_epoll_wait`, ...). Reading either is as cheap as a stat and changes
 nothing in the thread. System call numbers differ per architecture: the tables below cover x86_64 and the
 generic table (aarch64, riscv64 and other newer ports), for the calls a server waits in.
+
+poll's and select's sets are in the process's memory, at the addresses the call's arguments give: read
+from /proc/PID/mem where this user may (ptrace access: root, or the same user without Yama's restriction),
+they say which descriptors the thread waits on (Puma's and Unicorn's workers wait for the listener in one
+thread's select while other threads poll their own pipes; only the set tells the two apart).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 
 # number -> name, for the calls a server's threads sleep in (and a few it is often seen in)
@@ -85,6 +91,9 @@ SELECTS = frozenset({"select", "pselect6"})
 POLLS = frozenset({"poll", "ppoll"})
 RECEIVES = frozenset({"read", "recvfrom", "recvmsg", "recvmmsg"})
 FUTEX_LOCK_PI, FUTEX_LOCK_PI2, FUTEX_CMD_MASK = 6, 13, 0x7F  # linux/futex.h
+POLLIN, POLLRDNORM = 0x1, 0x40  # what a wait for a connection asks of poll
+POLLFD_SIZE = 8  # struct pollfd: int fd; short events; short revents
+MAX_SET = 65536  # descriptors read from one set at most (a larger nfds is not a server's wait)
 
 
 def syscall_names(machine: str | None = None) -> dict[int, str]:
@@ -106,6 +115,7 @@ class ThreadWait:
     fd: int | None = None
     wchan: str = ""
     lock: bool = False
+    fds: tuple[int, ...] | None = None
 
     @property
     def asleep(self) -> bool:
@@ -145,7 +155,58 @@ def thread_wait(pid: int, tid: int, table: dict[int, str] | None = None) -> Thre
     call, number, args = parse_syscall(text, syscall_names() if table is None else table)
     fd = args[0] if call in FD_FIRST and args else None
     lock = call == "futex" and len(args) > 1 and (args[1] & FUTEX_CMD_MASK) in (FUTEX_LOCK_PI, FUTEX_LOCK_PI2)
-    return ThreadWait(tid, name, call, number, fd, wchan, lock)
+    fds = read_set(pid, call, args, f"{base}/syscall", text) if call in POLLS | SELECTS else None
+    return ThreadWait(tid, name, call, number, fd, wchan, lock, fds)
+
+
+def parse_pollfds(data: bytes) -> tuple[int, ...]:
+    """The descriptors of a struct pollfd array that wait to read (negative ones are skipped by poll)."""
+    fds = []
+    for i in range(0, len(data) - POLLFD_SIZE + 1, POLLFD_SIZE):
+        fd = int.from_bytes(data[i : i + 4], sys.byteorder, signed=True)
+        events = int.from_bytes(data[i + 4 : i + 6], sys.byteorder)
+        if fd >= 0 and events & (POLLIN | POLLRDNORM):
+            fds.append(fd)
+    return tuple(fds)
+
+
+def parse_fd_set(data: bytes, nfds: int) -> tuple[int, ...]:
+    """The descriptors below `nfds` set in an fd_set (an array of unsigned longs, bit fd % 64 of word fd // 64)."""
+    fds = []
+    for word in range(len(data) // 8):
+        bits = int.from_bytes(data[word * 8 : word * 8 + 8], sys.byteorder)
+        fds += [word * 64 + bit for bit in range(64) if bits >> bit & 1 and word * 64 + bit < nfds]
+    return tuple(fds)
+
+
+def read_set(pid: int, call: str, args: list[int], syscall_path: str, syscall_text: str) -> tuple[int, ...] | None:
+    """The descriptors a thread asleep in poll or select waits to read, from its process's memory; None when
+    this user may not read it, or the thread left the call while it was read (its syscall file changed)."""
+    if len(args) < 2:
+        return None
+    if call in POLLS:
+        address, count = args[0], args[1]
+        size = count * POLLFD_SIZE
+    else:
+        count, address = args[0], args[1]
+        size = (count + 63) // 64 * 8
+    if count > MAX_SET:
+        return None
+    if address == 0 or size == 0:
+        return ()
+    try:
+        fd = os.open(f"/proc/{pid}/mem", os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        data = os.pread(fd, size, address)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(data) != size or _read(syscall_path) != syscall_text:
+        return None
+    return parse_pollfds(data) if call in POLLS else parse_fd_set(data, count)
 
 
 def thread_ids(pid: int) -> list[int]:

@@ -65,6 +65,9 @@ class ServerKind:
     takes_maxconn: ClassVar[bool] = False
     #: the default mode when --mode is not given: epoll where it has one, else its first
     preferred_mode: ClassVar[str] = DEFAULT_MODE
+    #: a server whose number of workers is its own, not a setting (Caddy: one process, whose Go threads take
+    #: turns running its one accept loop): --workers does not apply, and every spec of it has this many
+    fixed_workers: ClassVar[int | None] = None
     #: how `inspect` recognises a running server of this kind: its process name, or a word of its command
     #: line's first arguments (`python -m gunicorn`, `nginx: worker process`)
     process_names: ClassVar[tuple[str, ...]] = ()

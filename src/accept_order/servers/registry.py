@@ -15,11 +15,14 @@ from ..errors import NothingToRun, PlanError
 from .attached import AttachedKind
 from .builtin import BuiltinKind
 from .kinds import ModeInfo, ServerKind
+from .launched.caddy import CaddyKind
 from .launched.granian import GranianKind
 from .launched.gunicorn import GunicornKind
 from .launched.haproxy import HaproxyKind
 from .launched.nginx import NginxKind
 from .launched.node import NodeKind
+from .launched.puma import PumaKind
+from .launched.unicorn import UnicornKind
 from .launched.uvicorn import UvicornKind
 from .launched.uwsgi import UwsgiKind
 from .remote import RemoteKind
@@ -39,6 +42,9 @@ KINDS: dict[str, ServerKind] = {
         UwsgiKind(),
         UvicornKind(),
         GranianKind(),
+        PumaKind(),
+        UnicornKind(),
+        CaddyKind(),
         AttachedKind(),
         RemoteKind(),
     )
@@ -104,10 +110,15 @@ def runnable(kind: str, names: Sequence[str] | None = None) -> tuple[list[str], 
     return available, skipped
 
 
-def checked(spec: ServerSpec) -> ServerSpec:
-    """The spec validated: what every kind shares (ServerSpec.validated), then the kind's own checks."""
+def checked(spec: ServerSpec, fit: bool = True) -> ServerSpec:
+    """The spec validated: what every kind shares (ServerSpec.validated), then the kind's own checks. `fit`:
+    with the kind's own number of workers where it has one (Caddy: one process, whatever -w says); False
+    for the shared settings of several servers (`variants` fits each)."""
+    kind = server_kind(spec.kind)
+    if fit and kind.fixed_workers is not None and spec.workers != kind.fixed_workers:
+        spec = dataclasses.replace(spec, workers=kind.fixed_workers)
     spec = spec.validated()
-    server_kind(spec.kind).check(spec)
+    kind.check(spec)
     return spec
 
 

@@ -65,3 +65,39 @@ class UsageDeltas:
                 )
             )
         return counters
+
+
+def thread_ids(pid: int) -> list[int]:
+    """The threads of process `pid` ([] once it is gone)."""
+    try:
+        return sorted(int(tid) for tid in os.listdir(f"/proc/{pid}/task"))
+    except OSError:
+        return []
+
+
+class ThreadedUsage(UsageDeltas):
+    """For workers that are processes of several threads (Puma's, Caddy's): the context switches of the one
+    thread that waits for connections where `threads` names it (its wakeups), else of every thread; the CPU
+    of every thread (the scheduler's nanoseconds, summed). /proc/PID/status and schedstat are the main
+    thread's alone, which in these servers sleeps throughout."""
+
+    def __init__(self, pids: Sequence[int], threads: dict[int, int] | None = None) -> None:
+        self.threads = dict(threads or {})
+        super().__init__(pids)
+
+    def _usage(self, pid: int) -> tuple[int, int, float] | None:  # type: ignore[override]
+        tids = thread_ids(pid)
+        if not tids:
+            return None
+        waiter = self.threads.get(pid)
+        voluntary = involuntary = 0
+        cpu_s = 0.0
+        for tid in tids:
+            try:
+                v, i, cpu = usage(tid)  # /proc/TID/... is the thread's own
+            except process_errors(ValueError):
+                continue  # a thread that just ended
+            cpu_s += cpu
+            if waiter is None or tid == waiter:
+                voluntary, involuntary = voluntary + v, involuntary + i
+        return voluntary, involuntary, cpu_s

@@ -24,8 +24,10 @@ ALONE = "only one worker waits for connections: it takes every one, whatever it 
 UNSEEN = {
     "reuseport": "a BPF program on the group (SO_ATTACH_REUSEPORT_CBPF/EBPF) or SO_INCOMING_CPU marks would "
     "steer it instead of the hash: neither is visible in /proc",
-    "poll": "the descriptors a poll() call watches are in the process's memory: taken to be the listeners it holds",
-    "select": "the descriptors a select() call watches are in the process's memory: taken to be the listeners it holds",
+    "poll": "the descriptors a poll() call watches are in the process's memory, which this user may not read: "
+    "taken to be the listeners it holds",
+    "select": "the descriptors a select() call watches are in the process's memory, which this user may not read: "
+    "taken to be the listeners it holds",
     "io-uring": "which socket an armed io_uring accept waits on is not shown: taken to be the listener it holds",
     "epoll": "a setting that changes who keeps the connections (nginx's multi_accept) is in the server's config, "
     "not in /proc",
@@ -94,6 +96,8 @@ def _mechanism(
     alone = len(verdict.waiters) == 1 and name not in ("fd-pass", "accept-mutex")
     seen_herd = server_kind("builtin").mode(name).herds and not alone
     unseen = [UNSEEN[name]] if name in UNSEEN and (name != "epoll" or (kind and kind.name == "nginx")) else []
+    if name in ("poll", "select") and _sets_read(verdict, taken):
+        unseen = []
     if name in ("epoll", "epoll-herd", "epoll-shared") and not all(s.kcmp for s in taken):
         unseen.append("kcmp(2) did not answer: one epoll instance shared by several processes looks like one each")
     return MechanismView(
@@ -107,6 +111,15 @@ def _mechanism(
         samples=tally,
         unseen=tuple(unseen),
     )
+
+
+def _sets_read(verdict: Verdict, taken: list[Sample]) -> bool:
+    """Every waiter's poll or select set was read from memory (in the sample the verdict came from)."""
+    for sample in taken:
+        waits = {(pid, w.tid): w for pid, ws in sample.waits.items() for w in ws}
+        if all(unit in waits for unit in verdict.waiters):
+            return all(waits[unit].fds is not None for unit in verdict.waiters)
+    return False
 
 
 def _changes(kind: ServerKind | None, mechanism: MechanismView) -> tuple[tuple[ChangeView, ...], str]:

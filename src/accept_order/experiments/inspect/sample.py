@@ -70,7 +70,11 @@ def resolve(
             return make("passed", unix_ends=ends)
     if wait.call in POLLS | SELECTS and holds:
         via = "poll" if wait.call in POLLS else "select"
-        return make(via, listeners=holds)
+        if wait.fds is None:  # the set is not readable: taken to be the listeners it holds
+            return make(via, listeners=holds)
+        watched = frozenset(files[fd].inode or 0 for fd in wait.fds if fd in files and files[fd].inode in listeners)
+        if watched:
+            return make(via, listeners=watched)
     if wait.call == "io_uring_enter" and file is not None and file.kind == "io_uring" and holds:
         return make("io_uring", listeners=holds)
     if wait.call in RECEIVES and file is not None and file.inode in peers and not holds:

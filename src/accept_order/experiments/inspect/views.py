@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ...analysis.mechanism import Seen, Verdict
 from ...probes.listeners import ListenerRow
+from ...probes.proc_waits import ThreadWait
 from ...probes.serving import Server
 from .result import EpollView, ListenerView, ProcessRow, UnitView, WatchView
 from .sample import Sample
@@ -16,8 +17,9 @@ def _one(inodes: frozenset[int], server: Server) -> str:
     return f"listener {next(iter(inodes))}" if len(inodes) == 1 else f"{len(inodes)} listeners"
 
 
-def _on(s: Seen, fd: int | None, sample: Sample, server: Server) -> str:
+def _on(s: Seen, wait: ThreadWait, sample: Sample, server: Server) -> str:
     """What the thread waits on, in a few words."""
+    fd = wait.fd
     if s.via == "accept":
         return _one(s.listeners, server)
     if s.via == "epoll":
@@ -27,7 +29,9 @@ def _on(s: Seen, fd: int | None, sample: Sample, server: Server) -> str:
         where = f"epoll fd {fd}" if fd is not None else "its epoll"
         return f"{where}{' (shared)' if shared > 1 else ''}: {_one(s.listeners, server)}, {flag}"
     if s.via in ("poll", "select"):
-        return f"a set not visible; holds {_one(s.holds, server)}"
+        if wait.fds is None:
+            return f"a set not visible; holds {_one(s.holds, server)}"
+        return f"its {s.via} set ({len(wait.fds)} fds): {_one(s.listeners, server)}"
     if s.via == "io_uring":
         return f"io_uring fd {fd}; holds {_one(s.holds, server)}"
     if s.via == "passed":
@@ -55,9 +59,7 @@ def unit_views(server: Server, sample: Sample, verdict: Verdict) -> tuple[UnitVi
         wait = waits[s.unit]
         label = "acc" if role == "acceptor" else f"w{index}"
         index += role != "acceptor"
-        views.append(
-            UnitView(label, s.pid, s.tid, role, wait.call, wait.fd, wait.wchan, _on(s, wait.fd, sample, server))
-        )
+        views.append(UnitView(label, s.pid, s.tid, role, wait.call, wait.fd, wait.wchan, _on(s, wait, sample, server)))
     return tuple(views)
 
 

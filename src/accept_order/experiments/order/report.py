@@ -159,8 +159,12 @@ def compare_table(results: Sequence[RunResult], skipped: dict[str, str]) -> Rend
         return table
     first = results[0]
     env = first.environment
+    # the most common count (of a tie, the larger); a server with its own (Caddy: one process) is named after it
+    counts = [r.server.workers for r in results]
+    workers = max(set(counts), key=lambda n: (counts.count(n), n))
+    own = ", ".join(sorted({f"{r.server.kind} {r.server.workers}" for r in results if r.server.workers != workers}))
     note = Text(
-        f"{first.server.workers} workers, {first.load.connections} connections each, work "
+        f"{workers} workers{f' ({own})' if own else ''}, {first.load.connections} connections each, work "
         f"{first.server.work_us / 1000:g} ms, gap {first.load.gap_ms:g} ms; {env.system} {env.kernel}, "
         f"{env.cpu_count} CPUs",
         style="dim",
