@@ -24,6 +24,7 @@ SHORT = {
     "most recent": "LIFO",
     "the lock holder keeps them": "lock holder keeps",
     "no clear order": "no clear order",
+    "lowest idle index": "lowest index",
 }
 
 
@@ -65,7 +66,8 @@ def atlas_table(result: AtlasResult) -> Table:
     table = Table(title="accept-order atlas", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for name, justify in (("server", "left"), ("mode", "left"), ("seen as", "left"), ("idle order", "left"),
                           ("jain", "right"), ("top", "right"), ("woken", "right"), ("p99 ms", "right")):  # fmt: skip
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        # names are never cut (a cut mode name is no name); the order's words wrap instead
+        table.add_column(name, justify=justify, no_wrap=name in ("server", "mode", "seen as"))  # type: ignore[arg-type]
     for rows in _groups(result):
         first = rows[0]
         p99 = _median([r.p99_us / 1000 if r.p99_us is not None else None for r in rows])
