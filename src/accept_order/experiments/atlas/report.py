@@ -64,23 +64,29 @@ def _groups(result: AtlasResult) -> list[list[AtlasRow]]:
 
 def atlas_table(result: AtlasResult) -> Table:
     table = Table(title="accept-order atlas", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    for name, justify in (("server", "left"), ("mode", "left"), ("seen as", "left"), ("idle order", "left"),
-                          ("jain", "right"), ("top", "right"), ("woken", "right"), ("p99 ms", "right")):  # fmt: skip
-        # names are never cut (a cut mode name is no name); the order's words wrap instead
-        table.add_column(name, justify=justify, no_wrap=name in ("server", "mode", "seen as"))  # type: ignore[arg-type]
-    for rows in _groups(result):
+    groups = _groups(result)
+    woken = any(r.woken is not None for r in result.rows)  # no server here counts its wakeups: no column
+    # Names are never cut (a cut mode name is no name); the order's words wrap instead.
+    table.add_column("server", no_wrap=True)
+    table.add_column("mode", no_wrap=True)
+    table.add_column("seen as", no_wrap=True)
+    table.add_column("idle order", min_width=13, overflow="fold")
+    for name in ("jain", "top", *(["woken"] if woken else []), "p99 ms"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for rows in groups:
         first = rows[0]
         p99 = _median([r.p99_us / 1000 if r.p99_us is not None else None for r in rows])
-        table.add_row(
+        cells: list[str | Text] = [
             first.server,
             first.mode,
             Counter(r.seen_as or "-" for r in rows).most_common(1)[0][0],
             _order(rows),
             _fmt(_median([r.jain for r in rows]), ".2f"),
             _fmt(_median([r.busiest for r in rows]), ".0%"),
-            _fmt(_median([r.woken for r in rows]), ".1f"),
-            _fmt(p99, ".2f"),
-        )
+        ]
+        if woken:
+            cells.append(_fmt(_median([r.woken for r in rows]), ".1f"))
+        table.add_row(*cells, _fmt(p99, ".2f"))
     return table
 
 
