@@ -15,6 +15,7 @@ from ..errors import NothingToRun, PlanError
 from .attached import AttachedKind
 from .builtin import BuiltinKind
 from .kinds import ModeInfo, ServerKind
+from .launched.apache import ApacheKind
 from .launched.gunicorn import GunicornKind
 from .launched.haproxy import HaproxyKind
 from .launched.nginx import NginxKind
@@ -35,6 +36,7 @@ KINDS: dict[str, ServerKind] = {
         NodeKind(),
         HaproxyKind(),
         UwsgiKind(),
+        ApacheKind(),
         AttachedKind(),
         RemoteKind(),
     )
