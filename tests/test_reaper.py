@@ -51,7 +51,7 @@ def _directories(tool_pid: int) -> list[str]:
     return glob.glob(os.path.join(tempfile.gettempdir(), f"accept-order-*-{tool_pid}-*"))
 
 
-@pytest.mark.parametrize("kind", ["nginx", "gunicorn", "haproxy", "node", "uwsgi", "apache", "builtin"])
+@pytest.mark.parametrize("kind", ["nginx", "gunicorn", "haproxy", "node", "uwsgi", "apache", "lighttpd", "builtin"])
 def test_sigkill_of_the_tool_leaves_no_server_and_no_directory(kind: str) -> None:
     missing = server_kind(kind).missing()
     if missing:

@@ -18,6 +18,7 @@ from .kinds import ModeInfo, ServerKind
 from .launched.apache import ApacheKind
 from .launched.gunicorn import GunicornKind
 from .launched.haproxy import HaproxyKind
+from .launched.lighttpd import LighttpdKind
 from .launched.nginx import NginxKind
 from .launched.node import NodeKind
 from .launched.uwsgi import UwsgiKind
@@ -37,6 +38,7 @@ KINDS: dict[str, ServerKind] = {
         HaproxyKind(),
         UwsgiKind(),
         ApacheKind(),
+        LighttpdKind(),
         AttachedKind(),
         RemoteKind(),
     )
