@@ -50,9 +50,7 @@ def fetch(address: tuple[str, int]) -> tuple[int, int]:
 def test_every_idle_worker_is_woken_and_the_log_agrees(mode: str, call: str) -> None:
     """Each worker waits for the one listener with a non-exclusive wait entry (epoll without EPOLLEXCLUSIVE,
     or poll): each connection wakes every idle worker, which sleeps again whether or not it won. lighttpd's
-    own log names the worker each reply named, in request order (it writes the lines in per-worker chunks).
-    (Each launch here costs a second: lighttpd's master exits without reaping its workers, and this
-    machine's init reaps orphans about once a second; so one launch checks both.)"""
+    own log names the worker each reply named, in request order (it writes the lines in per-worker chunks)."""
     with launched(mode) as server:
         (listener,) = listening_sockets(server.port)
         for pid in server.pids:

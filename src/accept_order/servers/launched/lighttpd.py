@@ -13,8 +13,7 @@ stops), so lines of different workers are not in request order: each carries the
 (`%{usec}t`), and the witness is sorted by it.
 
 Stopping: SIGTERM once every worker is back in its wait; the master signals its process group and exits
-without reaping the workers, so they are left to init (which, on a machine whose init reaps late, keeps
-their group alive for a moment: the stop ladder then waits up to a second).
+without reaping the workers, so their zombies are left to init (reaper.end_group does not wait for those).
 """
 
 from __future__ import annotations
