@@ -51,7 +51,9 @@ def _directories(tool_pid: int) -> list[str]:
     return glob.glob(os.path.join(tempfile.gettempdir(), f"accept-order-*-{tool_pid}-*"))
 
 
-@pytest.mark.parametrize("kind", ["nginx", "gunicorn", "haproxy", "node", "uwsgi", "apache", "lighttpd", "builtin"])
+@pytest.mark.parametrize(
+    "kind", ["nginx", "gunicorn", "haproxy", "node", "uwsgi", "apache", "lighttpd", "h2o", "builtin"]
+)
 def test_sigkill_of_the_tool_leaves_no_server_and_no_directory(kind: str) -> None:
     missing = server_kind(kind).missing()
     if missing:
@@ -60,8 +62,8 @@ def test_sigkill_of_the_tool_leaves_no_server_and_no_directory(kind: str) -> Non
     argv += ["--gap-ms", "10000"]  # the run waits between connections: it is mid-run when killed
     tool = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        # haproxy's workers are threads of one process; the others' are processes (plus a master)
-        wanted = 1 if kind == "haproxy" else WORKERS
+        # haproxy's and h2o's workers are threads of one process; the others' are processes (plus a master)
+        wanted = 1 if kind in ("haproxy", "h2o") else WORKERS
 
         # Not the reaper, nor a fork of the tool that has not exec'd yet (the reaper on its way, with our argv);
         # the built-in workers are such forks, and they are what it starts.

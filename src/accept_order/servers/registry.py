@@ -17,6 +17,7 @@ from .builtin import BuiltinKind
 from .kinds import ModeInfo, ServerKind
 from .launched.apache import ApacheKind
 from .launched.gunicorn import GunicornKind
+from .launched.h2o import H2oKind
 from .launched.haproxy import HaproxyKind
 from .launched.lighttpd import LighttpdKind
 from .launched.nginx import NginxKind
@@ -39,6 +40,7 @@ KINDS: dict[str, ServerKind] = {
         UwsgiKind(),
         ApacheKind(),
         LighttpdKind(),
+        H2oKind(),
         AttachedKind(),
         RemoteKind(),
     )
