@@ -27,9 +27,11 @@ import psutil
 
 from ...errors import PlanError, ServerUnavailable
 from ...probes.proc_waits import EPOLL_WAITS, POLLS, thread_wait
+from ...processes import STOP_TIMEOUT_S
 from ...spec import ServerSpec
 from ...waiting import wait_for
 from ..kinds import ModeInfo, ServerKind
+from ..watched import gone
 from .base import SETTLE_TIMEOUT_S, LaunchedServer
 
 if TYPE_CHECKING:
@@ -193,10 +195,14 @@ class LighttpdServer(LaunchedServer):
         self._shortages = self.shortages()
 
     def close(self) -> None:
-        """SIGTERM once every worker is back in its wait (each request it served is then logged), then the base
-        class's ladder."""
-        if self.master is not None and self.master.poll() is None and self._pids:
+        """SIGTERM once every worker is back in its wait (each request it served is then logged), then wait for
+        the workers to exit: the master signals them and exits at once, and the base class's ladder SIGKILLs a
+        worker it finds alive after its master, which would lose the log lines it holds in its buffer."""
+        master = self.master
+        if master is not None and master.poll() is None and self._pids:
             wait_for(lambda: all(self.waiting(pid) for pid in self._pids), SETTLE_TIMEOUT_S)
+            master.send_signal(self.graceful)
+            wait_for(lambda: master.poll() is not None and all(gone(pid) for pid in self._pids), STOP_TIMEOUT_S)
         super().close()
 
 
