@@ -65,8 +65,8 @@ FIXTURES: dict[str, str] = {
     "repeat-latency": "latency --modes blocking,reuseport -w 2 -n 200 -c 4 --repeat 2",
     # nginx 1.22 from a hand-written config (3 workers, listen 127.0.0.1:8089), started by hand
     "inspect": "inspect --port 8089",
+    "atlas": "atlas --servers nginx,haproxy --load-connections 1000",
 }
-# A repeated result has no CSV table at all (see test_a_repeated_result_exports_as_csv): no golden for it.
 CSV_FIXTURES = list(FIXTURES)
 
 

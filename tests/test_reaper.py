@@ -52,7 +52,8 @@ def _directories(tool_pid: int) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    "kind", ["nginx", "gunicorn", "haproxy", "node", "uwsgi", "apache", "lighttpd", "h2o", "builtin"]
+    "kind",
+    ["nginx", "gunicorn", "haproxy", "node", "uwsgi", "uvicorn", "granian", "apache", "lighttpd", "h2o", "builtin"],
 )
 def test_sigkill_of_the_tool_leaves_no_server_and_no_directory(kind: str) -> None:
     missing = server_kind(kind).missing()
@@ -86,6 +87,26 @@ def test_sigkill_of_the_tool_leaves_no_server_and_no_directory(kind: str) -> Non
         if tool.poll() is None:
             tool.kill()
             tool.wait()
+
+
+def test_a_group_left_with_only_zombies_has_ended() -> None:
+    """end_group does not wait for init to reap an orphan's zombie (uvicorn's resource tracker leaves one): a
+    zombie holds nothing. Our own unreaped child, alone in its group, is such a zombie until we wait for it."""
+    from accept_order import reaper
+    from accept_order.servers.watched import proc_state
+
+    dead = subprocess.Popen(["true"], start_new_session=True)
+    live = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        wait_for(lambda: proc_state(dead.pid), lambda state: state == "Z", 5.0, "the child to be a zombie")
+        assert not reaper._alive_in(dead.pid)
+        assert reaper._alive_in(live.pid)
+        reaper.end_group(live.pid)
+        assert not reaper._alive_in(live.pid)
+    finally:
+        live.kill()
+        live.wait()
+        dead.wait()
 
 
 def test_a_stale_directory_of_a_dead_run_is_removed_and_a_live_ones_kept() -> None:

@@ -24,6 +24,8 @@ _PUBLIC = {
     "reload": "api",
     "repeat": "api",
     "serve": "api",
+    "inspect": "api",
+    "atlas": "api",
     "AcceptOrderError": "errors",
     "ListenError": "errors",
     "ModeUnavailable": "errors",

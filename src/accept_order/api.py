@@ -21,8 +21,11 @@ from .session import Tick, lifecycle, run_each, run_latency, run_sequential
 from .spec import ConcurrentLoad, SequentialLoad, ServerSpec, renamed
 
 if TYPE_CHECKING:  # the experiments load only when their function runs (start-up time)
+    from .experiments.atlas.result import AtlasResult
+    from .experiments.atlas.run import AtlasPlan
     from .experiments.burst.result import BurstRun
     from .experiments.burst.run import BurstPlan
+    from .experiments.inspect.result import InspectResult
     from .experiments.order.result import ServeResult
     from .experiments.ramp.result import RampResult
     from .experiments.ramp.run import RampPlan
@@ -56,10 +59,13 @@ def run(mode: str = "epoll", workers: int = 3, connections: int = 6, **options: 
 
 
 def sequential(
-    server: ServerSpec, load: SequentialLoad, on_record: Callable[[ConnectionRecord], None] | None = None
+    server: ServerSpec,
+    load: SequentialLoad,
+    on_record: Callable[[ConnectionRecord], None] | None = None,
+    on_started: Callable[[Target], None] | None = None,
 ) -> RunResult:
     """One sequential run of a spec (what `run` does after building it from keyword options)."""
-    return run_sequential(server, load, on_record)
+    return run_sequential(server, load, on_record, on_started)
 
 
 def compare(
@@ -193,3 +199,17 @@ def serve(server: ServerSpec, announce: Callable[[Target], None] | None = None) 
 
     _, m = lifecycle(server, wait_for_stop, describe, stamps=True)
     return ServeResult(server, m.environment, m.port, m.counters, tuple(serving[0].sequence()), m.evidence)
+
+
+def inspect(pid: int | None = None, port: int | None = None, samples: int = 5) -> InspectResult:
+    """How the server behind `pid` or `port` accepts, read from /proc (nothing sent, nothing signalled)."""
+    from .experiments.inspect.run import inspect as inspect_server
+
+    return inspect_server(pid=pid, port=port, samples=samples)
+
+
+def atlas(plan: AtlasPlan, on_variant: Callable[[ServerSpec, int, int], None] | None = None) -> AtlasResult:
+    """Every installed server in each of its modes, measured the same way (see experiments/atlas)."""
+    from .experiments.atlas.run import run_atlas
+
+    return run_atlas(plan, on_variant)

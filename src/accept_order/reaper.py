@@ -100,27 +100,25 @@ class Reaper:
 REAPER = Reaper()
 
 
-def _only_zombies(pgid: int) -> bool:
-    """Every process still in the group is a zombie (Linux's /proc; elsewhere: not known, False). A master
-    that exits without reaping its workers (lighttpd's, h2o's crash handler) leaves them to init, and an
-    init that reaps late keeps them in the group, holding nothing, for a second or more."""
-    try:
-        names = [name for name in os.listdir("/proc") if name.isdigit()]
-    except OSError:
-        return False
-    for name in names:
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                fields = f.read().rpartition(b")")[2].split()  # state, ppid, pgrp, ...
-        except OSError:
+def _alive_in(pgid: int) -> bool:
+    """A process of the group is more than a zombie. A zombie holds no file, socket or memory; one whose
+    parent had already exited (uvicorn's multiprocessing resource tracker outlives its supervisor by a moment)
+    is init's to reap, which here took over a second, and keeps the group existing until then."""
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
             continue
-        if len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] != b"Z":
-            return False
-    return True
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                state, _ppid, group = f.read().rpartition(")")[2].split()[:3]
+        except (OSError, ValueError):
+            continue  # gone meanwhile
+        if int(group) == pgid and state != "Z":
+            return True
+    return False
 
 
 def end_group(pgid: int) -> None:
-    """SIGKILL every process of a group, and wait up to a second for them to be gone (or only zombies)."""
+    """SIGKILL every process of a group, and wait up to a second for them to be gone (zombies are)."""
     try:
         os.killpg(pgid, signal.SIGKILL)
     except OSError:
@@ -131,7 +129,7 @@ def end_group(pgid: int) -> None:
             os.killpg(pgid, 0)
         except OSError:
             return  # every process of the group is gone
-        if _only_zombies(pgid):
+        if not _alive_in(pgid):
             return
         time.sleep(0.01)
 

@@ -138,9 +138,13 @@ def lifecycle(
 
 
 def run_sequential(
-    server: ServerSpec, load: SequentialLoad, on_record: Callable[[ConnectionRecord], None] | None = None
+    server: ServerSpec,
+    load: SequentialLoad,
+    on_record: Callable[[ConnectionRecord], None] | None = None,
+    on_started: Callable[[Target], None] | None = None,
 ) -> RunResult:
-    """One sequential run: nc-style connections one after another, who served each, and the verdict."""
+    """One sequential run: nc-style connections one after another, who served each, and the verdict.
+    `on_started(target)` runs once the server listens, before the first connection (atlas inspects it)."""
     load = load.validated()
     finished: list[ConnectionRecord] = []
 
@@ -156,6 +160,8 @@ def run_sequential(
     accept_log: dict[str, Any] = {}  # how connections of a server that closes at once were attributed
 
     def drive(target: Target) -> list[ConnectionRecord]:
+        if on_started:
+            on_started(target)
         if not target.attribution.holds_socket or target.protocol.keeps_open:
             return drive_sequential(target, load, record)
         # Replies may not name the worker, and the server closes each connection as soon as it has

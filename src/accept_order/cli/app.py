@@ -37,6 +37,7 @@ COMMANDS: dict[str, str] = {
     "burst": "burst",
     "ramp": "ramp",
     "inspect": "inspect",
+    "atlas": "atlas",
     "merge": "merge",
     "show": "show",
     "plot": "plot",

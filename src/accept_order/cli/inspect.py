@@ -32,8 +32,8 @@ def inspect(pid: int | None, port: int | None, samples: int, json_path: str | No
     """Show how a running server accepts: its listeners, how each worker waits, the mechanism (in this
     tool's mode names) and why, and the settings that would change it. Nothing is sent to the server and
     nothing signals it: everything is read from /proc. Another user's server needs root."""
+    from ..api import inspect as run_inspect
     from ..experiments.inspect.report import inspect_report
-    from ..experiments.inspect.run import inspect as run_inspect
 
     if (pid is None) == (port is None):
         raise click.UsageError("give a PID or --port PORT (one of them)")

@@ -48,6 +48,7 @@ EXPERIMENTS: dict[str, str] = {
     "burst": "burst.experiment:BURST",
     "ramp": "ramp.experiment:RAMP",
     "repeat": "repeat.experiment:REPEAT",
+    "atlas": "atlas.experiment:ATLAS",
     "inspect": "inspect.experiment:INSPECT",
 }
 KINDS = tuple(EXPERIMENTS)

@@ -61,7 +61,7 @@ def _checked(target: Target) -> Callable[[], None]:
 
 
 class _InFlight:
-    __slots__ = ("seq", "sock", "fd", "started_ns", "data", "unsent")
+    __slots__ = ("seq", "sock", "fd", "started_ns", "data", "unsent", "port")
 
     def __init__(self, seq: int, sock: socket.socket, fd: int, started_ns: int, unsent: bytes = b"") -> None:
         self.seq = seq
@@ -70,6 +70,7 @@ class _InFlight:
         self.started_ns = started_ns
         self.data = b""
         self.unsent = unsent  # the protocol's request, sent once the connect has completed
+        self.port: int | None = None  # the client's local port, bound by connect
 
 
 def _death_watch(fds: list[int]) -> select.epoll | None:
@@ -163,7 +164,7 @@ def run_sequential(
         now = clock()
         started = f.started_ns
         pid = pids[worker] if worker is not None and worker < len(pids) else None
-        rec = ConnectionRecord(f.seq, worker, pid, (started - t0) // 1000, (now - started) // 1000, error)
+        rec = ConnectionRecord(f.seq, worker, pid, (started - t0) // 1000, (now - started) // 1000, error, f.port)
         records[f.seq] = rec
         if on_record:
             on_record(rec)
@@ -181,6 +182,8 @@ def run_sequential(
         fd = sock.fileno()
         f = inflight[seq] = _InFlight(seq, sock, fd, clock(), request)
         code = sock.connect_ex(address)
+        if not code or code == errno.EINPROGRESS:
+            f.port = sock.getsockname()[1]  # bound by connect: how the server's own log names this connection
         # Watch for reading right away: the reply can only come after the connect completes, and a
         # connect that fails wakes the reader too (POLLERR/POLLHUP), with recv() raising its error.
         # A protocol with a request also waits for writability: the connect has completed.

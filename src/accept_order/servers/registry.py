@@ -16,12 +16,14 @@ from .attached import AttachedKind
 from .builtin import BuiltinKind
 from .kinds import ModeInfo, ServerKind
 from .launched.apache import ApacheKind
+from .launched.granian import GranianKind
 from .launched.gunicorn import GunicornKind
 from .launched.h2o import H2oKind
 from .launched.haproxy import HaproxyKind
 from .launched.lighttpd import LighttpdKind
 from .launched.nginx import NginxKind
 from .launched.node import NodeKind
+from .launched.uvicorn import UvicornKind
 from .launched.uwsgi import UwsgiKind
 from .remote import RemoteKind
 
@@ -38,6 +40,8 @@ KINDS: dict[str, ServerKind] = {
         NodeKind(),
         HaproxyKind(),
         UwsgiKind(),
+        UvicornKind(),
+        GranianKind(),
         ApacheKind(),
         LighttpdKind(),
         H2oKind(),

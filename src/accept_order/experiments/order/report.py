@@ -115,11 +115,20 @@ def witness_text(result: RunResult) -> Text | None:
     if not isinstance(witness, dict) or not isinstance(witness.get("requests"), list):
         return None
     logged = [entry[0] for entry in witness["requests"] if isinstance(entry, list) and entry]
-    ours = [r.pid for r in result.records if r.served]
+    served = [r for r in result.records if r.served]
+    ours = [r.pid for r in served]
     source = str(witness.get("source", "the server's log"))
     if logged == ours:
         return Text(
             f"{source}: the same worker for each of the {len(ours)} served connections, in order", style="green"
+        )
+    # A server that logs after it has replied (uWSGI) may log two connections in the other order; the
+    # client's port says which line is which connection.
+    by_port = {e[1]: e[0] for e in witness["requests"] if isinstance(e, list) and len(e) == 2}
+    if len(by_port) == len(logged) == len(ours) and all(by_port.get(r.client_port) == r.pid for r in served):
+        return Text(
+            f"{source}: the same worker for each of the {len(ours)} served connections (matched by client port)",
+            style="green",
         )
     pairs = zip(logged, ours, strict=False)
     first = next((i for i, (a, b) in enumerate(pairs) if a != b), min(len(logged), len(ours)))
