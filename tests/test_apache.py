@@ -75,6 +75,8 @@ def test_access_log_agrees_with_the_records(mode: str) -> None:
     witness = result.evidence["witness"]
     assert witness["source"] == "apache access log"
     assert [pid for pid, _ in witness["requests"]] == [r.pid for r in result.records]
+    # and the same connection: the client's port it logged is the one this run connected from
+    assert witness["requests"] == [[r.pid, r.client_port] for r in result.records]
     assert Counter(pid for pid, _ in witness["requests"]) == Counter(r.pid for r in result.records)
     if mode.startswith("prefork"):  # accept() and the mutex hand connections to the longest idle child
         first = [r.worker for r in result.records[:3]]

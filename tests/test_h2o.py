@@ -53,6 +53,8 @@ def test_access_log_agrees_with_the_records() -> None:
     witness = result.evidence["witness"]
     assert witness["source"] == "h2o access log"
     assert [tid for tid, _ in witness["requests"]] == [r.pid for r in result.records]
+    # and the same connection: the client's port it logged is the one this run connected from
+    assert witness["requests"] == [[r.pid, r.client_port] for r in result.records]
     assert Counter(tid for tid, _ in witness["requests"]) == Counter(r.pid for r in result.records)
     assert {r.pid for r in result.records} <= {c.pid for c in result.counters}
 
