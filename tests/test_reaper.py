@@ -53,7 +53,22 @@ def _directories(tool_pid: int) -> list[str]:
 
 @pytest.mark.parametrize(
     "kind",
-    ["nginx", "gunicorn", "haproxy", "node", "uwsgi", "uvicorn", "granian", "puma", "unicorn", "caddy", "builtin"],
+    [
+        "nginx",
+        "gunicorn",
+        "haproxy",
+        "node",
+        "uwsgi",
+        "uvicorn",
+        "granian",
+        "puma",
+        "unicorn",
+        "caddy",
+        "apache",
+        "lighttpd",
+        "h2o",
+        "builtin",
+    ],  # fmt: skip
 )
 def test_sigkill_of_the_tool_leaves_no_server_and_no_directory(kind: str) -> None:
     missing = server_kind(kind).missing()
@@ -63,9 +78,9 @@ def test_sigkill_of_the_tool_leaves_no_server_and_no_directory(kind: str) -> Non
     argv += ["--gap-ms", "10000"]  # the run waits between connections: it is mid-run when killed
     tool = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        # haproxy's workers are threads of one process, caddy is one process; the others' are processes (plus a
-        # master)
-        wanted = 1 if kind in ("haproxy", "caddy") else WORKERS
+        # haproxy's and h2o's workers are threads of one process, caddy is one process; the others' are
+        # processes (plus a master)
+        wanted = 1 if kind in ("haproxy", "h2o", "caddy") else WORKERS
 
         # Not the reaper, nor a fork of the tool that has not exec'd yet (the reaper on its way, with our argv);
         # the built-in workers are such forks, and they are what it starts.

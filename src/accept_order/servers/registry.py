@@ -15,10 +15,13 @@ from ..errors import NothingToRun, PlanError
 from .attached import AttachedKind
 from .builtin import BuiltinKind
 from .kinds import ModeInfo, ServerKind
+from .launched.apache import ApacheKind
 from .launched.caddy import CaddyKind
 from .launched.granian import GranianKind
 from .launched.gunicorn import GunicornKind
+from .launched.h2o import H2oKind
 from .launched.haproxy import HaproxyKind
+from .launched.lighttpd import LighttpdKind
 from .launched.nginx import NginxKind
 from .launched.node import NodeKind
 from .launched.puma import PumaKind
@@ -45,6 +48,9 @@ KINDS: dict[str, ServerKind] = {
         PumaKind(),
         UnicornKind(),
         CaddyKind(),
+        ApacheKind(),
+        LighttpdKind(),
+        H2oKind(),
         AttachedKind(),
         RemoteKind(),
     )
