@@ -1,0 +1,127 @@
+"""What observe reads from /proc and netlink while the server runs: each worker's CPU and context switches,
+the listen queue's depth, the kernel's listen counters, and (without tracing) which worker holds which
+connection. Every read is of the kernel's tables: nothing here writes to the server or signals it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ...probes.listeners import listening_sockets_of
+from ...probes.netstat import read_netstat
+from ...processes import process_errors, usage
+from .server import Unit, Watched, socket_inodes
+
+COUNTERS = ("TcpExtListenOverflows", "TcpExtListenDrops")
+QUEUE_EVERY_S = 0.1  # the listen queue's depth is sampled this often ...
+QUEUE_BUDGET = 0.01  # ... or less often, so that sampling takes at most this share of one CPU
+_LISTEN = "0A"
+_TIME_WAIT = "06"
+
+
+@dataclass(frozen=True)
+class Usage:
+    voluntary: int
+    involuntary: int
+    cpu_s: float
+
+
+def usage_of(unit: Unit) -> Usage | None:
+    """A worker's context switches and CPU time so far (/proc/TID for a thread); None when gone."""
+    try:
+        return Usage(*usage(unit.id))
+    except process_errors(ValueError):
+        return None
+
+
+class QueueSampler:
+    """The depth of the server's listen queues (Recv-Q, summed over its listeners), sampled at most every
+    QUEUE_EVERY_S, and less often when one sample costs more than QUEUE_BUDGET of the interval (a server in
+    another network namespace is read from its /proc/PID/net/tcp, which lists every socket there)."""
+
+    def __init__(self, watched: Watched) -> None:
+        self.watched = watched
+        self.every_s = QUEUE_EVERY_S
+        self.samples: list[int] = []  # every depth seen since the start
+        self._mark = 0  # the first sample of the current interval
+
+    def sample(self) -> None:
+        began = time.perf_counter()
+        depth = 0
+        for port in self.watched.ports:
+            rows = listening_sockets_of(port, [self.watched.netns_pid])
+            depth += sum(row.queue for row in rows if row.inode in self.watched.inodes)
+        self.samples.append(depth)
+        cost = time.perf_counter() - began
+        self.every_s = max(QUEUE_EVERY_S, cost / QUEUE_BUDGET)
+
+    def interval(self) -> tuple[int | None, float | None]:
+        """(max, mean) of the samples since the last call; (None, None) when there were none."""
+        taken = self.samples[self._mark :]
+        self._mark = len(self.samples)
+        if not taken:
+            return None, None
+        return max(taken), sum(taken) / len(taken)
+
+
+def same_namespace(pid: int) -> bool:
+    """Is `pid` in this tool's network namespace (True when it cannot be told)?"""
+    try:
+        return os.stat(f"/proc/{pid}/ns/net").st_ino == os.stat("/proc/self/ns/net").st_ino
+    except OSError:
+        return True
+
+
+def counters(netns_pid: int) -> dict[str, int]:
+    """The kernel's listen counters in the server's network namespace (/proc/PID/net/netstat)."""
+    try:
+        read = read_netstat(f"/proc/{netns_pid}/net/netstat")
+    except (OSError, ValueError):
+        return {}
+    return {name: read[name] for name in COUNTERS if name in read}
+
+
+def open_connections(netns_pid: int, ports: Sequence[int]) -> set[int]:
+    """Inodes of the server side of the TCP connections on `ports` that are still open (not listening, not
+    TIME_WAIT, accepted or not), from /proc/PID/net/tcp{,6} of the server's namespace."""
+    wanted = {f"{port:04X}" for port in ports}
+    found: set[int] = set()
+    for name in ("tcp", "tcp6"):
+        try:
+            with open(f"/proc/{netns_pid}/net/{name}", encoding="ascii", errors="replace") as f:
+                lines = f.readlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            # fields: sl, local, remote, state, tx:rx, tr:when, retrnsmt, uid, timeout, inode
+            if len(fields) > 9 and fields[3] not in (_LISTEN, _TIME_WAIT) and fields[1][-4:] in wanted:
+                inode = int(fields[9]) if fields[9].isdigit() else 0
+                if inode:
+                    found.add(inode)
+    return found
+
+
+class Holdings:
+    """Without tracing: which worker process holds which open connection, sampled (approximate: a
+    connection that opens and closes between two samples is never seen)."""
+
+    def __init__(self, watched: Watched) -> None:
+        self.watched = watched
+        self.seen: dict[int, int] = {pid: 0 for pid in watched.workers}  # connections seen so far
+        self._last: dict[int, set[int]] = {pid: set() for pid in watched.workers}  # held at the last sample
+
+    def sample(self) -> None:
+        connections = open_connections(self.watched.netns_pid, self.watched.ports)
+        for pid in self.watched.workers:
+            mine = socket_inodes(pid) & connections
+            # A connection held at two samples in a row is one connection; inodes are not reused soon.
+            self.seen[pid] += len(mine - self._last[pid])
+            self._last[pid] = mine
+
+    def held(self, pid: int) -> int:
+        """Connections the worker held at the last sample."""
+        return len(self._last.get(pid, ()))
