@@ -26,7 +26,7 @@ from ...signals import deferred
 from ...spec import MAX_DURATION_S, check_range
 from .mechanism import mechanism_of
 from .result import ObservedWorker, ObserveInterval, ObserveResult
-from .sampling import Holdings, QueueSampler, Usage, counters, same_namespace, usage_of
+from .sampling import SAMPLE_EVERY_S, Holdings, QueueSampler, Usage, counters, paced, same_namespace, usage_of
 from .server import Watched, find_server
 
 Snapshot = Callable[[ObserveResult], None]
@@ -45,6 +45,7 @@ class Observer:
         self.watch = AcceptWatch(watched.workers) if trace else None
         self.why = "" if trace else "--no-trace"
         self.queue = QueueSampler(watched)
+        self.every_s = SAMPLE_EVERY_S
         self.holdings: Holdings | None = None
         self.intervals: list[ObserveInterval] = []
         self.exited: dict[int, float] = {}  # unit index -> seconds into the observation
@@ -76,6 +77,14 @@ class Observer:
         self._counters = counters(self.watched.netns_pid)
         self.started = self._last_tick = time.monotonic()
 
+    def sample(self) -> None:
+        """One sample of the listen queue (and, untraced, of who holds which connection), paced by its cost."""
+        began = time.perf_counter()
+        self.queue.sample()
+        if self.holdings is not None:
+            self.holdings.sample()
+        self.every_s = paced(time.perf_counter() - began)
+
     @property
     def traced(self) -> bool:
         return self.watch is not None
@@ -97,8 +106,6 @@ class Observer:
         span = now - self._last_tick
         if totals is None and self.watch is not None:
             totals = self.watch.totals()
-        if self.holdings is not None:
-            self.holdings.sample()
         counts, empty = self._counts(totals)
         cpu = []
         for index, unit in enumerate(self.watched.units):
@@ -169,7 +176,7 @@ class Observer:
             wall_s=round(self._last_tick - self.started, 3),
             traced=self.traced,
             source=self.watch_source(),
-            queue_every_s=round(self.queue.every_s, 3),
+            queue_every_s=round(self.every_s, 3),
             queue_samples=len(samples),
             queue_max=max(samples) if samples else None,
             queue_mean=round(sum(samples) / len(samples), 3) if samples else None,
@@ -244,8 +251,8 @@ def _loop(observer: Observer, on_snapshot: Snapshot | None, until: threading.Eve
         if now >= end or (until is not None and until.is_set()):
             return
         if now >= next_sample:
-            observer.queue.sample()
-            next_sample = max(next_sample + observer.queue.every_s, now)
+            observer.sample()
+            next_sample = max(next_sample + observer.every_s, now)
         if now >= next_tick:
             observer.tick()
             next_tick += observer.interval_s

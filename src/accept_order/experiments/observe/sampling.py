@@ -6,7 +6,6 @@ connection. Every read is of the kernel's tables: nothing here writes to the ser
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -16,8 +15,8 @@ from ...processes import process_errors, usage
 from .server import Unit, Watched, socket_inodes
 
 COUNTERS = ("TcpExtListenOverflows", "TcpExtListenDrops")
-QUEUE_EVERY_S = 0.1  # the listen queue's depth is sampled this often ...
-QUEUE_BUDGET = 0.01  # ... or less often, so that sampling takes at most this share of one CPU
+SAMPLE_EVERY_S = 0.1  # the listen queue (and, untraced, who holds what) is sampled this often ...
+BUDGET = 0.01  # ... or less often, so that sampling takes at most this share of one CPU (see paced)
 _LISTEN = "0A"
 _TIME_WAIT = "06"
 
@@ -38,25 +37,19 @@ def usage_of(unit: Unit) -> Usage | None:
 
 
 class QueueSampler:
-    """The depth of the server's listen queues (Recv-Q, summed over its listeners), sampled at most every
-    QUEUE_EVERY_S, and less often when one sample costs more than QUEUE_BUDGET of the interval (a server in
-    another network namespace is read from its /proc/PID/net/tcp, which lists every socket there)."""
+    """The depth of the server's listen queues (Recv-Q, summed over its listeners), one sample per call."""
 
     def __init__(self, watched: Watched) -> None:
         self.watched = watched
-        self.every_s = QUEUE_EVERY_S
         self.samples: list[int] = []  # every depth seen since the start
         self._mark = 0  # the first sample of the current interval
 
     def sample(self) -> None:
-        began = time.perf_counter()
         depth = 0
         for port in self.watched.ports:
             rows = listening_sockets_of(port, [self.watched.netns_pid])
             depth += sum(row.queue for row in rows if row.inode in self.watched.inodes)
         self.samples.append(depth)
-        cost = time.perf_counter() - began
-        self.every_s = max(QUEUE_EVERY_S, cost / QUEUE_BUDGET)
 
     def interval(self) -> tuple[int | None, float | None]:
         """(max, mean) of the samples since the last call; (None, None) when there were none."""
@@ -73,6 +66,13 @@ def same_namespace(pid: int) -> bool:
         return os.stat(f"/proc/{pid}/ns/net").st_ino == os.stat("/proc/self/ns/net").st_ino
     except OSError:
         return True
+
+
+def paced(cost_s: float) -> float:
+    """How long to wait before the next sample, after one that took `cost_s`: SAMPLE_EVERY_S, or longer
+    when a sample is slow (a server in another network namespace is read from its /proc/PID/net/tcp, and
+    without tracing every connection is looked for there: both list every socket of the namespace)."""
+    return max(SAMPLE_EVERY_S, cost_s / BUDGET)
 
 
 def counters(netns_pid: int) -> dict[str, int]:

@@ -24,9 +24,11 @@ def headline(result: ObserveResult) -> str:
     n = len(result.workers)
     seconds = f"{result.wall_s:.1f} s"
     if counts is None:  # a threaded server without tracing: its threads share one fd table
-        return _by_cpu(result)
+        return f"connections per thread cannot be told without tracing; by CPU, {_by_cpu(result)}"
     total = sum(counts)
     what = "connections" if result.traced else "connections seen (sampled)"
+    if total == 0 and not result.traced and sum(result.cpu) > 0:
+        return f"no connection was open at any sample (short ones pass unseen); by CPU, {_by_cpu(result)}"
     if total == 0:
         verb = "accepted" if result.traced else "seen held by a worker"
         return f"no connection was {verb} in {seconds}: the server got no new connections while observed"
@@ -54,10 +56,7 @@ def _by_cpu(result: ObserveResult) -> str:
     if used <= 0:
         return f"no worker used any CPU in {result.wall_s:.1f} s"
     top = max(range(len(cpu)), key=lambda i: cpu[i])
-    return (
-        f"worker {top} ({result.workers[top].label}) used {cpu[top] / used:.0%} of the workers' CPU (connections per "
-        "thread cannot be told without tracing)"
-    )
+    return f"worker {top} ({result.workers[top].label}) used {cpu[top] / used:.0%} of the workers' CPU"
 
 
 def fairness(result: ObserveResult) -> str | None:
@@ -84,8 +83,11 @@ def kernel(result: ObserveResult) -> list[str]:
     accepts = sum(w.accepts or 0 for w in result.workers)
     empty = sum(w.empty or 0 for w in result.workers)
     if result.traced and empty:
-        herd = "; more than one per connection: a herd" if empty > accepts else ""
-        lines.append(f"{plural(empty, 'accept')} came back empty (EAGAIN): woken for a connection another took{herd}")
+        per = f", {empty / accepts:.2f} per connection" if accepts else ""
+        lines.append(
+            f"{empty:,} accepts came back empty (EAGAIN{per}): the queue was empty when the worker looked (woken "
+            "for a connection another took, or the end of an accept-until-empty loop such as multi_accept)"
+        )
     samples = f"{result.queue_samples:,} samples in {result.wall_s:.1f} s"
     if result.queue_max is None:
         lines.append("listen queue: not sampled")
