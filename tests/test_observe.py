@@ -93,6 +93,7 @@ def test_nginx_per_worker_accepts_are_its_access_log(nginx: Target) -> None:
     result = observed_while_loaded(nginx, 600)
     logged = served_by_log(nginx)
     assert result.traced and not result.threaded
+    assert result.mechanism is not None and result.mechanism.name == "epoll"  # as inspect reads it
     assert [w.pid for w in result.workers] == list(nginx.pids)
     assert {w.pid: w.accepts for w in result.workers} == {pid: logged[pid] for pid in nginx.pids}
     assert sum(i.total for i in result.intervals) == 600  # the share over time adds up to the totals
@@ -113,6 +114,7 @@ def test_haproxy_threads_are_the_workers() -> None:
         target.close()
     logged = served_by_log(target)
     assert result.threaded and [w.tid for w in result.workers] == list(target.pids)
+    assert result.mechanism is not None and result.mechanism.name == "reuseport"
     assert {w.tid: w.accepts for w in result.workers} == {tid: logged[tid] for tid in target.pids}
 
 
@@ -239,12 +241,12 @@ def test_a_signal_ends_it_with_the_result_saved(nginx: Target, tmp_path: Path, s
     path = tmp_path / "observe.json"
     cmd = [sys.executable, "-m", "accept_order", "observe", "--port", str(nginx.address[1]), "--json", str(path)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    err = OutputReader(proc.stderr)  # type: ignore[arg-type]
+    out, err = OutputReader(proc.stdout), OutputReader(proc.stderr)  # type: ignore[arg-type]
     try:
         err.wait_for(r"observing nginx", TIMEOUT_S)  # the first line comes once the probes are attached
         assert bpftrace_for(list(nginx.pids))
         proc.send_signal(sig)
-        out, _ = proc.communicate(timeout=TIMEOUT_S)
+        proc.wait(TIMEOUT_S)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -253,6 +255,6 @@ def test_a_signal_ends_it_with_the_result_saved(nginx: Target, tmp_path: Path, s
     assert (
         err.finish().splitlines()[-1] == f"accept-order: error: {word}; stopped observing (the server was not touched)"
     )
-    assert "interrupted after" in out and json.loads(path.read_text())["interrupted"] is True
+    assert "interrupted after" in out.finish() and json.loads(path.read_text())["interrupted"] is True
     assert not bpftrace_for(list(nginx.pids))
     nginx.check_alive()  # never signalled: every worker still serves

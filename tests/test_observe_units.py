@@ -99,9 +99,12 @@ def test_a_threaded_server_without_tracing_is_judged_by_cpu() -> None:
 
 
 def test_the_mechanism_is_said_when_known_and_not_guessed_when_not() -> None:
-    assert mechanism(result([1, 1])).startswith("mechanism: not known")
-    known = result([1, 1], mechanism=ObservedMechanism("reuseport", "the kernel hashes the 4-tuple"))
-    assert mechanism(known) == "mechanism: reuseport (inspect): the kernel hashes the 4-tuple"
+    assert mechanism(result([1, 1])) == ["mechanism: not known (inspect could not name it from /proc)"]
+    seen = ObservedMechanism("reuseport", "the kernel hashes the 4-tuple", ("reuseport",), ("a BPF program",))
+    assert mechanism(result([1, 1], mechanism=seen)) == [
+        "mechanism, read by inspect: reuseport (the server's mode reuseport): the kernel hashes the 4-tuple",
+        "not visible in /proc: a BPF program",
+    ]
 
 
 def test_overflows_and_empty_accepts_are_said() -> None:

@@ -55,11 +55,6 @@ class WorkerExited(WorkerError):
         self.results: list[Any] = []
 
 
-class NotServing(AcceptOrderError):
-    """What `inspect` or `observe` was pointed at serves nothing: no such process, no listener, nobody on
-    that port."""
-
-
 class LoadError(AcceptOrderError):
     """The load generator itself failed (a driver process died or never started)."""
 
@@ -82,4 +77,5 @@ class OutputError(AcceptOrderError):
 
 
 class NotServing(AcceptOrderError):
-    """What `inspect` was pointed at serves nothing: no such process, no listener, nobody on that port."""
+    """What `inspect` or `observe` was pointed at serves nothing: no such process, no listener, nobody on
+    that port."""

@@ -17,6 +17,8 @@ class ObservedMechanism:
 
     name: str  # e.g. "epoll", "reuseport", "accept-mutex"
     why: str  # what it predicts and why, in the words the verdicts use
+    modes: tuple[str, ...] = ()  # the server kind's own modes that look like it (nginx's "epoll", ...)
+    unseen: tuple[str, ...] = ()  # what /proc cannot show that could change the answer
     source: str = "inspect"
 
 
@@ -151,7 +153,7 @@ class ObserveResult:
             if len(interval.accepts) != width or len(interval.cpu) != width or len(interval.empty) not in (0, width):
                 raise ValueError("an interval does not have one value per worker")
         if values.get("mechanism") is not None:
-            values["mechanism"] = build(ObservedMechanism, values["mechanism"])
+            values["mechanism"] = build(ObservedMechanism, values["mechanism"])  # its lists become tuples
         if values.get("environment") is not None:
             values["environment"] = build(Environment, values["environment"])
         return build(cls, values)

@@ -20,13 +20,14 @@ from contextlib import ExitStack
 from ... import environment
 from ...errors import PlanError
 from ...probes.accept_watch import SOURCE, AcceptWatch, ThreadCounts
+from ...probes.server_netns import same_namespace
 from ...servers.watched import gone
 from ...session import RunInterrupted
 from ...signals import deferred
 from ...spec import MAX_DURATION_S, check_range
 from .mechanism import mechanism_of
 from .result import ObservedWorker, ObserveInterval, ObserveResult
-from .sampling import SAMPLE_EVERY_S, Holdings, QueueSampler, Usage, counters, paced, same_namespace, usage_of
+from .sampling import SAMPLE_EVERY_S, Holdings, QueueSampler, Usage, counters, paced, usage_of
 from .server import Watched, find_server
 
 Snapshot = Callable[[ObserveResult], None]
@@ -106,6 +107,8 @@ class Observer:
         span = now - self._last_tick
         if totals is None and self.watch is not None:
             totals = self.watch.totals()
+        if self.holdings is not None and not last:
+            self.holdings.sample()  # at least once an interval, however slowly sampling is paced
         counts, empty = self._counts(totals)
         cpu = []
         for index, unit in enumerate(self.watched.units):

@@ -5,16 +5,14 @@ connection. Every read is of the kernel's tables: nothing here writes to the ser
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ...probes.listeners import listening_sockets_of
-from ...probes.netstat import read_netstat
+from ...probes.server_netns import counters_of
 from ...processes import process_errors, usage
-from .server import Unit, Watched, socket_inodes
+from .server import Unit, Watched, held_sockets
 
-COUNTERS = ("TcpExtListenOverflows", "TcpExtListenDrops")
 SAMPLE_EVERY_S = 0.1  # the listen queue (and, untraced, who holds what) is sampled this often ...
 BUDGET = 0.01  # ... or less often, so that sampling takes at most this share of one CPU (see paced)
 _LISTEN = "0A"
@@ -60,14 +58,6 @@ class QueueSampler:
         return max(taken), sum(taken) / len(taken)
 
 
-def same_namespace(pid: int) -> bool:
-    """Is `pid` in this tool's network namespace (True when it cannot be told)?"""
-    try:
-        return os.stat(f"/proc/{pid}/ns/net").st_ino == os.stat("/proc/self/ns/net").st_ino
-    except OSError:
-        return True
-
-
 def paced(cost_s: float) -> float:
     """How long to wait before the next sample, after one that took `cost_s`: SAMPLE_EVERY_S, or longer
     when a sample is slow (a server in another network namespace is read from its /proc/PID/net/tcp, and
@@ -77,11 +67,7 @@ def paced(cost_s: float) -> float:
 
 def counters(netns_pid: int) -> dict[str, int]:
     """The kernel's listen counters in the server's network namespace (/proc/PID/net/netstat)."""
-    try:
-        read = read_netstat(f"/proc/{netns_pid}/net/netstat")
-    except (OSError, ValueError):
-        return {}
-    return {name: read[name] for name in COUNTERS if name in read}
+    return counters_of(netns_pid)
 
 
 def open_connections(netns_pid: int, ports: Sequence[int]) -> set[int]:
@@ -117,7 +103,7 @@ class Holdings:
     def sample(self) -> None:
         connections = open_connections(self.watched.netns_pid, self.watched.ports)
         for pid in self.watched.workers:
-            mine = socket_inodes(pid) & connections
+            mine = held_sockets(pid) & connections
             # A connection held at two samples in a row is one connection; inodes are not reused soon.
             self.seen[pid] += len(mine - self._last[pid])
             self._last[pid] = mine

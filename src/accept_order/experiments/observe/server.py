@@ -7,8 +7,8 @@ workers are the holders none of whose children holds one too (nginx's and gunico
 listener but never accepts). Where one process is the whole server and it has several threads (HAProxy),
 its threads are the workers.
 
-`inspect`'s probes (who serves, how each waits) find more; `find_server` is kept small so that observe's
-result can take inspect's mechanism through experiments/observe/mechanism.py once it is there.
+`inspect`'s probes/serving.py finds more (processes fed over Unix sockets, unreadable masters); observe needs
+only who accepts, and takes the mechanism from inspect itself (mechanism.py).
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ import os
 from dataclasses import dataclass
 
 from ...errors import NotServing, PlanError
-from ...probes.listeners import ListenerRow, listening_sockets, parse_proc_net_tcp
+from ...probes.listeners import ListenerRow, listening_sockets
 from ...probes.owner import socket_holders
+from ...probes.serving import namespace_listeners, process_info, socket_inodes, with_backlogs
 from ...servers.attached import worker_pids
 
 
@@ -56,39 +57,16 @@ class Watched:
 
 
 def comm(pid: int) -> str:
+    info = process_info(pid)
+    return info.name if info is not None else "?"
+
+
+def held_sockets(pid: int) -> set[int]:
+    """Socket inodes in a process's fd table; empty when gone or not this user's to read."""
     try:
-        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as f:
-            return f.read().strip()
-    except OSError:
-        return "?"
-
-
-def _status(pid: int, field: str) -> int | None:
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
-def socket_inodes(pid: int) -> set[int]:
-    """Inodes of the sockets in a process's fd table (empty when gone or not ours to read)."""
-    found: set[int] = set()
-    try:
-        names = os.listdir(f"/proc/{pid}/fd")
-    except OSError:
-        return found
-    for name in names:
-        try:
-            link = os.readlink(f"/proc/{pid}/fd/{name}")
-        except OSError:
-            continue
-        if link.startswith("socket:["):
-            found.add(int(link[8:-1]))
-    return found
+        return socket_inodes(pid)
+    except PermissionError:
+        return set()
 
 
 def threads(pid: int) -> list[int]:
@@ -98,23 +76,12 @@ def threads(pid: int) -> list[int]:
         return []
 
 
-def namespace_listeners(pid: int) -> list[ListenerRow]:
-    """Every listening TCP socket in `pid`'s network namespace, from its /proc/PID/net/tcp{,6}."""
-    rows: list[ListenerRow] = []
-    for name, family in (("tcp", "ipv4"), ("tcp6", "ipv6")):
-        try:
-            with open(f"/proc/{pid}/net/{name}", encoding="ascii") as f:
-                rows += parse_proc_net_tcp(f.read(), family)  # type: ignore[arg-type]
-        except (OSError, ValueError):
-            continue
-    return rows
-
-
 def _from_pid(pid: int) -> tuple[list[ListenerRow], int]:
     """The listeners on the ports that `pid`'s process (or its children) holds, and the process."""
-    tgid = _status(pid, "Tgid")
-    if tgid is None:
+    info = process_info(pid)  # a thread's id gives its process
+    if info is None:
         raise NotServing(f"no process {pid}")
+    tgid = info.pid
     try:
         candidates = [tgid, *worker_pids([tgid])]
     except PlanError:
@@ -123,7 +90,7 @@ def _from_pid(pid: int) -> tuple[list[ListenerRow], int]:
     inodes = {row.inode for row in rows}
     held: set[int] = set()
     for candidate in dict.fromkeys(candidates):
-        held |= socket_inodes(candidate) & inodes
+        held |= held_sockets(candidate) & inodes
     if not held:
         if not os.access(f"/proc/{tgid}/fd", os.R_OK):
             raise NotServing(f"pid {pid} ({comm(tgid)}): its open files are not this user's to read (run as root)")
@@ -148,7 +115,7 @@ def find_server(pid: int | None = None, port: int | None = None) -> Watched:
     if not holders:
         where = ", ".join(map(str, ports))
         raise NotServing(f"a socket listens on port {where}, but no process this user may look into holds it")
-    parents = {p: _status(p, "PPid") for p in holders}
+    parents = {p: info.ppid if (info := process_info(p)) else None for p in holders}
     workers = sorted((p for p in holders if p not in parents.values()), key=_started)
     common = {parents[p] for p in workers}
     master = common.pop() if len(common) == 1 and common <= holders.keys() else None
@@ -156,7 +123,9 @@ def find_server(pid: int | None = None, port: int | None = None) -> Watched:
         units = tuple(Unit(workers[0], tid) for tid in tids)
     else:
         units = tuple(Unit(p) for p in workers)
-    return Watched(target, comm(workers[0]), master, tuple(workers), units, ports, tuple(rows), anchor or workers[0])
+    anchor = anchor or workers[0]
+    listeners = tuple(with_backlogs(anchor, rows))  # /proc's rows (another namespace) lack the backlog
+    return Watched(target, comm(workers[0]), master, tuple(workers), units, ports, listeners, anchor)
 
 
 def _started(pid: int) -> tuple[int, int]:

@@ -70,11 +70,15 @@ def fairness(result: ObserveResult) -> str | None:
     )
 
 
-def mechanism(result: ObserveResult) -> str:
+def mechanism(result: ObserveResult) -> list[str]:
+    """The mechanism as inspect named it, why it gives what it gives, and what /proc could not show."""
     seen = result.mechanism
     if seen is None:
-        return "mechanism: not known (observe does not read it from /proc)"
-    return f"mechanism: {seen.name} ({seen.source}): {seen.why}"
+        return ["mechanism: not known (inspect could not name it from /proc)"]
+    modes = f" (the server's mode {', '.join(seen.modes)})" if seen.modes else ""
+    lines = [f"mechanism, read by {seen.source}: {seen.name}{modes}: {seen.why}"]
+    lines += [f"not visible in /proc: {unseen}" for unseen in seen.unseen]
+    return lines
 
 
 def kernel(result: ObserveResult) -> list[str]:
@@ -110,5 +114,5 @@ def verdict(result: ObserveResult) -> list[str]:
     lines = [headline(result)]
     if (line := fairness(result)) is not None:
         lines.append(line)
-    lines.append(mechanism(result))
+    lines += mechanism(result)
     return lines + kernel(result)
