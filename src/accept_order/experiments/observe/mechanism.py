@@ -1,6 +1,6 @@
 """How the server hands out connections, as `inspect` reads it from /proc (issue 17, section 1): which
 workers hold which listener, what each waits in, with or without EPOLLEXCLUSIVE, one socket or a
-SO_REUSEPORT group. observe asks once, before it starts watching, and never guesses: when inspect cannot
+SO_REUSEPORT group. observe asks once, when it has finished watching, and never guesses: when inspect cannot
 tell, the mechanism is None and the report says it is not known."""
 
 from __future__ import annotations

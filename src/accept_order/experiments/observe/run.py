@@ -26,7 +26,7 @@ from ...session import RunInterrupted
 from ...signals import deferred
 from ...spec import MAX_DURATION_S, check_range
 from .mechanism import mechanism_of
-from .result import ObservedWorker, ObserveInterval, ObserveResult
+from .result import ObservedMechanism, ObservedWorker, ObserveInterval, ObserveResult
 from .sampling import SAMPLE_EVERY_S, Holdings, QueueSampler, Usage, counters, paced, usage_of
 from .server import Watched, find_server
 
@@ -50,7 +50,7 @@ class Observer:
         self.holdings: Holdings | None = None
         self.intervals: list[ObserveInterval] = []
         self.exited: dict[int, float] = {}  # unit index -> seconds into the observation
-        self.mechanism = mechanism_of(watched)
+        self.mechanism: ObservedMechanism | None = None  # asked of inspect at the end (see _finish)
         self.environment = environment.current()
         self._start_usage: list[Usage | None] = []
         self._last_usage: list[Usage | None] = []
@@ -278,6 +278,9 @@ def _finish(observer: Observer, interrupted: bool = False) -> ObserveResult:
             notes.append(f"the kernel's final counts were lost ({counts.why}): the last interval is short of them")
             totals = None
     observer.tick(totals, last=True, at=observer.watch.ended if observer.watch is not None else None)
+    # inspect reads every worker's fd table a few times (a second on a busy machine): asked after watching,
+    # so that watching starts at once
+    observer.mechanism = mechanism_of(observer.watched)
     watched = observer.watched
     if watched.program == "haproxy" and watched.threaded and len(watched.listeners) < len(watched.units):
         notes.append(
