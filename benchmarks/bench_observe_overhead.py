@@ -98,10 +98,28 @@ class Observing:
         self.close()
 
 
+def workers_cpu(pids: list[int]) -> float:
+    """CPU seconds the server's workers have used so far (the eBPF program runs in them, on each accept)."""
+    total = 0.0
+    for pid in pids:
+        times = psutil.Process(pid).cpu_times()
+        total += times.user + times.system
+    return total
+
+
+def timed_round(url: str, pids: list[int], args: argparse.Namespace) -> tuple[float, float]:
+    """(wrk's requests per second, the workers' CPU µs per request) of one measurement."""
+    before = workers_cpu(pids)
+    rate = wrk_round(url, args.concurrency, args.duration)[0]
+    requests = rate * args.duration
+    return rate, (workers_cpu(pids) - before) * 1e6 / requests if requests else 0.0
+
+
 def measure(args: argparse.Namespace) -> list[float]:
     """Start nginx, run the paired rounds, print one line per round; nginx and observe stop on every path."""
     spec = ServerSpec(kind="nginx", mode="epoll", workers=2, accept_batch=1).validated()
     ratios: list[float] = []
+    cpu_ratios: list[float] = []  # the workers' CPU per request, observed over alone
     with NginxServer(spec) as server, tempfile.TemporaryDirectory() as directory:
         host, port = server.address
         url = f"http://{host}:{port}/"
@@ -111,33 +129,38 @@ def measure(args: argparse.Namespace) -> list[float]:
         )
         wrk_round(url, args.concurrency, min(1.0, args.duration))  # warm up (not counted)
         print(
-            f"{'round':>5}  {'first':>7}  {'alone req/s':>11}  {'observed req/s':>14}  ratio  observe counted; "
-            "observe's own CPU (of one CPU, while wrk ran)"
+            f"{'round':>5}  {'first':>7}  {'alone req/s':>11}  {'observed req/s':>14}  ratio  workers' µs/req "
+            "alone, observed; observe counted; its own CPU"
         )
         source = ""
         for number in range(1, args.rounds + 1):
             observed_first = number % 2 == 0
             if not observed_first:
-                alone = wrk_round(url, args.concurrency, args.duration)[0]
+                alone, alone_us = timed_round(url, server.pids, args)
             with Observing(port, directory) as observing:
                 began, cpu_before = time.monotonic(), observing.cpu_s()
-                watched, _, _ = wrk_round(url, args.concurrency, args.duration)
+                watched, watched_us = timed_round(url, server.pids, args)
                 cpu = (observing.cpu_s() - cpu_before) / (time.monotonic() - began)
                 result = observing.stop()
             if observed_first:
-                alone = wrk_round(url, args.concurrency, args.duration)[0]
+                alone, alone_us = timed_round(url, server.pids, args)
             workers = result["workers"]
             assert isinstance(workers, list)
             counted = sum((w.get("accepts") if result["traced"] else w.get("seen")) or 0 for w in workers)
             source = str(result["source"])
             ratio = watched / alone if alone > 0 else 0.0
             ratios.append(ratio)
+            cpu_ratios.append(watched_us / alone_us if alone_us > 0 else 0.0)
             print(
                 f"{number:>5}  {'observe' if observed_first else 'alone':>7}  {alone:>11.0f}  {watched:>14.0f}  "
-                f"{ratio:>5.3f}  {counted:,} in {result['wall_s']} s (wrk ~{watched * args.duration:,.0f}); its CPU "
-                f"{cpu:.1%}"
+                f"{ratio:>5.3f}  {alone_us:6.1f} {watched_us:6.1f}  {counted:,} in {result['wall_s']} s "
+                f"(wrk ~{watched * args.duration:,.0f}); {cpu:.1%}"
             )
         print(f"observe counted: {source}")
+        print(
+            f"the workers' CPU per request, observed / alone: median {statistics.median(cpu_ratios):.3f} (min "
+            f"{min(cpu_ratios):.3f}, max {max(cpu_ratios):.3f}): the eBPF program runs in them, on each accept"
+        )
         server.check_alive()
     return ratios
 
