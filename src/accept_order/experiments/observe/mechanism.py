@@ -6,6 +6,7 @@ tell, the mechanism is None and the report says it is not known."""
 from __future__ import annotations
 
 from ...errors import AcceptOrderError
+from ...servers.watched import gone
 from .result import ObservedMechanism
 from .server import Watched
 
@@ -15,8 +16,11 @@ def mechanism_of(watched: Watched) -> ObservedMechanism | None:
     none or cannot look (a process gone meanwhile, another user's)."""
     from ..inspect.run import inspect
 
+    alive = [pid for pid in (*watched.workers, watched.master) if pid is not None and not gone(pid)]
+    if not alive:
+        return None
     try:
-        seen = inspect(pid=watched.workers[0]).mechanism
+        seen = inspect(pid=alive[0]).mechanism  # a worker that is still there (one may have been replaced)
     except (AcceptOrderError, OSError):
         return None
     if seen.name is None:

@@ -287,6 +287,12 @@ def _finish(observer: Observer, interrupted: bool = False) -> ObserveResult:
             "HAProxy hands each connection it accepts to the least loaded thread's queue (tune.listener.multi-queue): "
             "the thread that accepts is not always the one that serves"
         )
+    for index, after in sorted(observer.exited.items()):
+        unit = watched.units[index]
+        notes.append(
+            f"worker {index} ({unit.id}) exited {after:.1f} s in; workers started after observe began (a reload's, "
+            "a replacement's) are not watched"
+        )
     if observer.everyone_gone():
         notes.append("every worker had exited: the server stopped while it was observed")
     if observer.watched.master is not None and gone(observer.watched.master):
