@@ -15,16 +15,21 @@ from .types import DURATION, IntRange
 
 @click.command(
     epilog=examples(
-        "accept-order observe 1234                # nginx's master (or any worker): its workers",
+        "accept-order observe 1234          # nginx's master pid (or a worker's)",
         "accept-order observe --port 8080 --duration 2m --json observe.json",
-        "accept-order plot observe.json -o shares.png   # each worker's share over time, and the queue",
+        "accept-order plot observe.json -o shares.png   # shares over time, queue",
     )
 )
 @click.argument("pid", type=IntRange(1, None), required=False)
 @click.option("--port", "-p", type=IntRange(1, 65535), default=None, help="Find the server by its listening port.")
 @click.option("--duration", "duration_s", type=DURATION, default="30s", show_default=True, help="How long to watch.")
 @click.option(
-    "--interval", "interval_s", type=DURATION, default="1s", show_default=True, help="One line of the view per this."
+    "--interval",
+    "interval_s",
+    type=DURATION,
+    default="1s",
+    show_default=True,
+    help="How often the view is redrawn (a line off a terminal), and the share over time's step.",
 )
 @click.option(
     "--no-trace",

@@ -1,14 +1,10 @@
 """The server to observe, found from a pid (master, worker or thread) or a listening port, from /proc only.
 
-A listening socket has no owner, only holders (probes/owner.py socket_holders), so the server is found
-through its listeners: those its process (or its children: a master given) holds, every listener on the
-same ports in its network namespace (a SO_REUSEPORT group is several), and every process holding one. The
-workers are the holders none of whose children holds one too (nginx's and gunicorn's master holds the
-listener but never accepts). Where one process is the whole server and it has several threads (HAProxy),
-its threads are the workers.
-
-`inspect`'s probes/serving.py finds more (processes fed over Unix sockets, unreadable masters); observe needs
-only who accepts, and takes the mechanism from inspect itself (mechanism.py).
+inspect's probes/serving.py finds the server through its listeners (a listening socket has no owner, only
+holders): every listener on the ports the given process holds, and every process holding one. Of those,
+observe watches the ones that accept: the holders none of whose children holds one too (nginx's and
+gunicorn's master holds the listener but never accepts). Where one process is the whole server and it has
+several threads (HAProxy), its threads are the workers.
 """
 
 from __future__ import annotations
@@ -16,11 +12,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ...errors import NotServing, PlanError
-from ...probes.listeners import ListenerRow, listening_sockets
-from ...probes.owner import socket_holders
-from ...probes.serving import namespace_listeners, process_info, socket_inodes, with_backlogs
-from ...servers.attached import worker_pids
+from ...probes import serving
+from ...probes.listeners import ListenerRow
+from ...probes.serving import process_info, socket_inodes, with_backlogs
 
 
 @dataclass(frozen=True)
@@ -76,45 +70,11 @@ def threads(pid: int) -> list[int]:
         return []
 
 
-def _from_pid(pid: int) -> tuple[list[ListenerRow], int]:
-    """The listeners on the ports that `pid`'s process (or its children) holds, and the process."""
-    info = process_info(pid)  # a thread's id gives its process
-    if info is None:
-        raise NotServing(f"no process {pid}")
-    tgid = info.pid
-    try:
-        candidates = [tgid, *worker_pids([tgid])]
-    except PlanError:
-        raise NotServing(f"no process {pid}") from None
-    rows = namespace_listeners(tgid)
-    inodes = {row.inode for row in rows}
-    held: set[int] = set()
-    for candidate in dict.fromkeys(candidates):
-        held |= held_sockets(candidate) & inodes
-    if not held:
-        if not os.access(f"/proc/{tgid}/fd", os.R_OK):
-            raise NotServing(f"pid {pid} ({comm(tgid)}): its open files are not this user's to read (run as root)")
-        raise NotServing(f"pid {pid} ({comm(tgid)}) holds no listening TCP socket, nor do its children")
-    ports = {row.port for row in rows if row.inode in held}
-    return [row for row in rows if row.port in ports], tgid
-
-
 def find_server(pid: int | None = None, port: int | None = None) -> Watched:
-    """The server behind `pid` or `port` (in this network namespace). NotServing (one line) when none."""
-    if pid is not None:
-        rows, anchor = _from_pid(pid)
-        target = f"pid {pid}"
-    else:
-        assert port is not None
-        rows = listening_sockets(port)
-        if not rows:
-            raise NotServing(f"nobody listens on port {port} in this network namespace")
-        anchor, target = 0, f"port {port}"
-    ports = tuple(sorted({row.port for row in rows}))
-    holders = socket_holders({row.inode for row in rows})
-    if not holders:
-        where = ", ".join(map(str, ports))
-        raise NotServing(f"a socket listens on port {where}, but no process this user may look into holds it")
+    """The server behind `pid` or `port` (in this network namespace), as inspect finds it (a pid that holds
+    no listener leads to its parent's or a child's). NotServing (one line) when there is none."""
+    server = serving.find_server(pid, port)
+    holders = server.holders
     parents = {p: info.ppid if (info := process_info(p)) else None for p in holders}
     workers = sorted((p for p in holders if p not in parents.values()), key=_started)
     common = {parents[p] for p in workers}
@@ -123,9 +83,11 @@ def find_server(pid: int | None = None, port: int | None = None) -> Watched:
         units = tuple(Unit(workers[0], tid) for tid in tids)
     else:
         units = tuple(Unit(p) for p in workers)
-    anchor = anchor or workers[0]
-    listeners = tuple(with_backlogs(anchor, rows))  # /proc's rows (another namespace) lack the backlog
-    return Watched(target, comm(workers[0]), master, tuple(workers), units, ports, listeners, anchor)
+    rows = server.listeners
+    ports = tuple(sorted({row.port for row in rows}))
+    listeners = tuple(with_backlogs(workers[0], list(rows)))  # /proc's rows (another namespace) lack the backlog
+    target = f"pid {pid}" if pid is not None else f"port {port}"
+    return Watched(target, comm(workers[0]), master, tuple(workers), units, ports, listeners, workers[0])
 
 
 def _started(pid: int) -> tuple[int, int]:

@@ -92,6 +92,13 @@ def kernel(result: ObserveResult) -> list[str]:
             f"{empty:,} accepts came back empty (EAGAIN{per}): the queue was empty when the worker looked (woken "
             "for a connection another took, or the end of an accept-until-empty loop such as multi_accept)"
         )
+    sleeps = [w.voluntary_switches for w in result.workers]
+    counts = result.counts
+    if counts and sum(counts) and all(s is not None for s in sleeps):
+        slept = sum(s or 0 for s in sleeps) / sum(counts)
+        lines.append(
+            f"the workers slept {slept:.2f} times per connection (voluntary context switches: at most the wakeups)"
+        )
     samples = f"{result.queue_samples:,} samples in {result.wall_s:.1f} s"
     if result.queue_max is None:
         lines.append("listen queue: not sampled")
