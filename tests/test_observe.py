@@ -5,6 +5,7 @@ result and leave no bpftrace behind."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -171,6 +172,26 @@ def test_untraced_finds_the_connections_each_worker_holds(nginx: Target) -> None
     assert not result.traced and "--no-trace" in result.source
     assert {w.pid: w.seen for w in result.workers} == {pid: named[pid] for pid in nginx.pids}
     assert all(w.accepts is None and w.empty is None for w in result.workers)
+
+
+def test_without_root_it_says_so_and_samples_proc(nginx: Target, monkeypatch: pytest.MonkeyPatch) -> None:
+    from accept_order.probes import accepts
+
+    monkeypatch.setattr(accepts.os, "geteuid", lambda: 1000)
+    result = observe(port=nginx.address[1], duration_s=0.2)
+    assert not result.traced and result.source.startswith("not traced (not root: loading eBPF programs needs root)")
+    assert all(w.accepts is None and w.seen == 0 for w in result.workers)
+    assert "approximate: not traced (not root" in "\n".join(rendered_lines(result))
+
+
+def rendered_lines(result: ObserveResult) -> list[str]:
+    from rich.console import Console
+
+    from accept_order.experiments.observe.report import observe_report
+
+    console = Console(width=80, record=True, file=io.StringIO())
+    console.print(observe_report(result))
+    return console.export_text().splitlines()
 
 
 def test_cli_idle_server_fits_80_columns_and_shows_again(nginx: Target, tmp_path: Path) -> None:
