@@ -4,7 +4,8 @@ inspect's probes/serving.py finds the server through its listeners (a listening 
 holders): every listener on the ports the given process holds, and every process holding one. Of those,
 observe watches the ones that accept: the holders none of whose children holds one too (nginx's and
 gunicorn's master holds the listener but never accepts). Where one process is the whole server and it has
-several threads (HAProxy), its threads are the workers.
+several threads, its threads are the workers: for HAProxy, and for a server this tool does not know (for the
+kinds it knows, ServerKind.threads_are_workers says).
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ def find_server(pid: int | None = None, port: int | None = None) -> Watched:
     workers = sorted((p for p in holders if p not in parents.values()), key=_started)
     common = {parents[p] for p in workers}
     master = common.pop() if len(common) == 1 and common <= holders.keys() else None
-    if len(workers) == 1 and len(tids := threads(workers[0])) > 1:
+    if len(workers) == 1 and len(tids := threads(workers[0])) > 1 and _threads_are_workers(workers[0]):
         units = tuple(Unit(workers[0], tid) for tid in tids)
     else:
         units = tuple(Unit(p) for p in workers)
@@ -88,6 +89,16 @@ def find_server(pid: int | None = None, port: int | None = None) -> Watched:
     listeners = tuple(with_backlogs(workers[0], list(rows)))  # /proc's rows (another namespace) lack the backlog
     target = f"pid {pid}" if pid is not None else f"port {port}"
     return Watched(target, comm(workers[0]), master, tuple(workers), units, ports, listeners, workers[0])
+
+
+def _threads_are_workers(pid: int) -> bool:
+    """A known server kind says whether its threads are workers (HAProxy's are; Caddy's Go threads, Puma's
+    pool are not); a server this tool does not know is counted per thread, which is what the kernel sees."""
+    from ...servers.registry import recognise
+
+    info = process_info(pid)
+    kind = recognise(info.name, info.argv) if info is not None else None
+    return kind is None or kind.threads_are_workers
 
 
 def _started(pid: int) -> tuple[int, int]:
