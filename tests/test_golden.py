@@ -66,6 +66,8 @@ FIXTURES: dict[str, str] = {
     # nginx 1.22 from a hand-written config (3 workers, listen 127.0.0.1:8089), started by hand
     "inspect": "inspect --port 8089",
     "atlas": "atlas --servers nginx,haproxy --load-connections 1000",
+    # an nginx with 3 workers and multi_accept on (--accept-batch 0), serving `wrk -t1 -c4 -H 'Connection: close'`
+    "observe": "observe NGINX_MASTER_PID --duration 5s",
 }
 CSV_FIXTURES = list(FIXTURES)
 

@@ -26,6 +26,7 @@ _PUBLIC = {
     "serve": "api",
     "inspect": "api",
     "atlas": "api",
+    "observe": "api",
     "AcceptOrderError": "errors",
     "ListenError": "errors",
     "ModeUnavailable": "errors",

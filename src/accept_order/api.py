@@ -21,11 +21,14 @@ from .session import Tick, lifecycle, run_each, run_latency, run_sequential
 from .spec import ConcurrentLoad, SequentialLoad, ServerSpec, renamed
 
 if TYPE_CHECKING:  # the experiments load only when their function runs (start-up time)
+    import threading
+
     from .experiments.atlas.result import AtlasResult
     from .experiments.atlas.run import AtlasPlan
     from .experiments.burst.result import BurstRun
     from .experiments.burst.run import BurstPlan
     from .experiments.inspect.result import InspectResult
+    from .experiments.observe.result import ObserveResult
     from .experiments.order.result import ServeResult
     from .experiments.ramp.result import RampResult
     from .experiments.ramp.run import RampPlan
@@ -213,3 +216,20 @@ def atlas(plan: AtlasPlan, on_variant: Callable[[ServerSpec, int, int], None] | 
     from .experiments.atlas.run import run_atlas
 
     return run_atlas(plan, on_variant)
+
+
+def observe(
+    pid: int | None = None,
+    port: int | None = None,
+    duration_s: float = 30.0,
+    on_snapshot: Callable[[ObserveResult], None] | None = None,
+    trace: bool = True,
+    interval_s: float = 1.0,
+    until: threading.Event | None = None,
+) -> ObserveResult:
+    """Watch a running server's own traffic for `duration_s` (or until `until` is set), nothing driven and
+    nothing signalled: per worker what it accepted, its CPU, the listen queue. `on_snapshot` gets the result
+    so far every `interval_s`. Ctrl-C or SIGTERM: RunInterrupted carrying the result so far."""
+    from .experiments.observe.run import observe as run_observe
+
+    return run_observe(pid, port, duration_s, interval_s, trace, on_snapshot, until)

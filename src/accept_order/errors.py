@@ -77,4 +77,5 @@ class OutputError(AcceptOrderError):
 
 
 class NotServing(AcceptOrderError):
-    """What `inspect` was pointed at serves nothing: no such process, no listener, nobody on that port."""
+    """What `inspect` or `observe` was pointed at serves nothing: no such process, no listener, nobody on
+    that port."""

@@ -38,11 +38,13 @@ COMMANDS: dict[str, str] = {
     "ramp": "ramp",
     "inspect": "inspect",
     "atlas": "atlas",
+    "observe": "observe",
     "merge": "merge",
     "show": "show",
     "plot": "plot",
     "modes": "modes",
 }
+STOPPED_META = "accept_order.stopped"  # ctx.meta: what an interrupted command says it ended (see _what_stopped)
 # The machine ran out of something: errno -> where to look (ENOSPC and ENOMEM name their cause themselves).
 _RESOURCE_ERRNOS = {
     errno.EMFILE: " (check `ulimit -n`)",
@@ -119,7 +121,7 @@ def handle_errors(func: F) -> F:
             fail(str(exc), exc.exit_code)
         except KeyboardInterrupt as exc:
             status = interrupted_status(exc, order.first())
-            fail(f"{interrupted_word(status)}; all workers stopped", status)
+            fail(f"{interrupted_word(status)}; {_what_stopped()}", status)
         except OSError as exc:
             if exc.errno not in _RESOURCE_ERRNOS or _traceback_wanted():
                 raise
@@ -157,6 +159,13 @@ def _click_writing_stdout(exc: BaseException) -> bool:
         return bool(tb.tb_frame.f_locals["file"].fileno() == 1)
     except (KeyError, AttributeError, OSError, ValueError):
         return False
+
+
+def _what_stopped() -> str:
+    """What an interrupted command ended: its workers, or what the command put in its context's meta (a
+    command that starts nothing, such as observe, must not say it stopped a server it only watched)."""
+    ctx = click.get_current_context(silent=True)
+    return str(ctx.meta.get(STOPPED_META, "all workers stopped")) if ctx else "all workers stopped"
 
 
 def _traceback_wanted() -> bool:

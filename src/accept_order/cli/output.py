@@ -24,7 +24,20 @@ from ..errors import OutputError
 PIPED_WIDTH = 120  # rich's 80 columns off a terminal would cut table cells; COLUMNS still wins
 
 # What the reports use beyond ASCII, spelled in ASCII for a stream that cannot encode it; anything else "?".
-_ASCII = {"µ": "u", "×": "x", "–": "-", "—": "-", "…": "...", "≥": ">=", "≤": "<=", "±": "+/-", "·": ".", "→": "->"}
+_ASCII = {
+    "µ": "u",
+    "×": "x",
+    "–": "-",
+    "—": "-",
+    "…": "...",
+    "≥": ">=",
+    "≤": "<=",
+    "±": "+/-",
+    "·": ".",
+    "→": "->",
+    "█": "#",
+    "░": ".",
+}
 SPELL_ASCII = "accept-order-ascii"
 
 
@@ -205,3 +218,30 @@ def progress_bar(
     finally:
         with unless_hung_up():  # erasing the bar must not replace the run's own end (a hang-up's 129)
             bar.stop()
+
+
+@contextmanager
+def live_view(
+    render: Callable[[Any], Any], line: Callable[[Any], str], transient: bool = True
+) -> Iterator[Callable[[Any], None]]:
+    """A view on stderr that `update(value)` redraws in place (rich Live) on a terminal; off a terminal,
+    one plain line per update (`line(value)`), as a log would have it."""
+    console = stderr()
+    if not console.is_terminal:
+        yield lambda value: note(line(value))
+        return
+    from rich.live import Live
+
+    live = Live(console=console, transient=transient, auto_refresh=False)
+    with unless_hung_up():
+        live.start()
+
+    def update(value: Any) -> None:
+        with unless_hung_up():  # a terminal gone mid-run: the observation goes on, its result is saved
+            live.update(render(value), refresh=True)
+
+    try:
+        yield update
+    finally:
+        with unless_hung_up():
+            live.stop()

@@ -50,6 +50,7 @@ EXPERIMENTS: dict[str, str] = {
     "repeat": "repeat.experiment:REPEAT",
     "atlas": "atlas.experiment:ATLAS",
     "inspect": "inspect.experiment:INSPECT",
+    "observe": "observe.experiment:OBSERVE",
 }
 KINDS = tuple(EXPERIMENTS)
 

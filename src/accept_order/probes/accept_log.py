@@ -18,9 +18,7 @@ accepted_by then answers None and stop() says why.
 
 from __future__ import annotations
 
-import os
 import re
-import select
 import time
 
 from .accepts import _HEAD, _TAIL, AcceptCounter, accepted_by
@@ -68,7 +66,7 @@ class AcceptLog(AcceptCounter):
             if pid is not None or not self.attached:
                 return pid
             remaining = deadline - time.monotonic()
-            if remaining <= 0 or not self._read(remaining):
+            if remaining <= 0 or not self.read_more(remaining):
                 return None
 
     def _take(self, port: int, since_ns: int) -> int | None:
@@ -87,16 +85,3 @@ class AcceptLog(AcceptCounter):
         for pid, port, at in _LINE.findall(bytes(self._out[self._parsed : end])):
             self._events.setdefault(int(port), []).append((int(at), int(pid)))
         self._parsed = end
-
-    def _read(self, timeout_s: float) -> bool:
-        """Append what bpftrace has printed (waiting up to timeout_s for something); False when nothing
-        came or it has gone."""
-        proc = self._proc
-        if proc is None or proc.stdout is None:
-            return False
-        fd = proc.stdout.fileno()
-        if not select.select([fd], [], [], timeout_s)[0]:
-            return False
-        chunk = os.read(fd, 1 << 16)
-        self._out += chunk
-        return bool(chunk)

@@ -19,6 +19,7 @@ import functools
 import os
 import re
 import resource
+import select
 import selectors
 import shutil
 import signal
@@ -65,9 +66,10 @@ class AcceptCounts:
     why: str
 
 
-def accepted_by(pids: Sequence[int] | None) -> str:
-    """The bpftrace predicate: an accept that succeeded, in one of `pids` (any pid: None; none: [])."""
-    pred = "args->ret >= 0"
+def accepted_by(pids: Sequence[int] | None, outcome: str = "args->ret >= 0") -> str:
+    """The bpftrace predicate: an accept that succeeded (or another `outcome`), in one of `pids` (any pid:
+    None; none: [])."""
+    pred = outcome
     if pids is not None:
         pred += " && (" + (" || ".join(f"pid == {int(p)}" for p in pids) or "pid < 0") + ")"
     return pred
@@ -282,6 +284,19 @@ class AcceptCounter:
         except subprocess.TimeoutExpired:
             pass
         return False
+
+    def read_more(self, timeout_s: float) -> bool:
+        """Append what bpftrace has printed since (waiting up to timeout_s for something); False when
+        nothing came or it has gone. For subclasses that read its output while it runs."""
+        proc = self._proc
+        if proc is None or proc.stdout is None:
+            return False
+        fd = proc.stdout.fileno()
+        if not select.select([fd], [], [], timeout_s)[0]:
+            return False
+        chunk = os.read(fd, 1 << 16)
+        self._out += chunk
+        return bool(chunk)
 
     def stop(self) -> AcceptCounts:
         """SIGINT bpftrace (its END block prints the counts), read them, reap it. Idempotent."""

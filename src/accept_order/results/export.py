@@ -21,7 +21,14 @@ from typing import Any
 
 from ..histogram import LatencyHistogram
 
-TABLES = ("records", "histogram", "workers", "steps", "rounds")  # the names every experiment's tables come from
+TABLES = (
+    "records",
+    "histogram",
+    "workers",
+    "steps",
+    "rounds",
+    "intervals",
+)  # the names every experiment's tables come from
 # what a result lacking a table says, and which table to try instead
 _MISSING = {
     "records": "has no connection records (try --table histogram or workers)",
@@ -29,6 +36,7 @@ _MISSING = {
     "workers": "keeps no per-worker table (try --table steps)",
     "steps": "has no steps (try --table {default})",
     "rounds": "has no repeated rounds (try --table {default})",
+    "intervals": "has no intervals over time (try --table {default})",
 }
 
 

@@ -71,6 +71,9 @@ class ServerKind:
     #: how `inspect` recognises a running server of this kind: its process name, or a word of its command
     #: line's first arguments (`python -m gunicorn`, `nginx: worker process`)
     process_names: ClassVar[tuple[str, ...]] = ()
+    #: its workers are the threads of one process, each accepting for itself (HAProxy's nbthread), so
+    #: `observe` counts per thread; other kinds' threads (a pool, Go's runtime) are not workers
+    threads_are_workers: ClassVar[bool] = False
 
     def label(self, spec: ServerSpec) -> str:
         """How reports name a server of this kind: `nginx epoll`."""

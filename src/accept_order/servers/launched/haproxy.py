@@ -203,6 +203,7 @@ class HaproxyServer(LaunchedServer):
 class HaproxyKind(ServerKind):
     name = "haproxy"
     process_names = ("haproxy",)
+    threads_are_workers = True
     summary = "Debian's HAProxy with threads as its workers, launched from a generated config"
     witness = HaproxyServer.witness_source
     default_accept_batch = DEFAULT_MAXACCEPT
