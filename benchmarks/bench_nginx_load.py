@@ -2,7 +2,7 @@
 
 One nginx (2 workers, its default epoll mode, no work) is started by the tool and serves every round.
 Rounds alternate between `wrk -t 2 -c C -d D -H 'Connection: close'` (Debian's wrk) and accept-order's
-closed-loop load (`ClosedLoopLoad(duration_s=D, concurrency=C, driver_procs=2)` in the nginx target's
+closed-loop load (`ConcurrentLoad(duration_s=D, concurrency=C, driver_procs=2)` in the nginx target's
 protocol, HTTP/1.0, so nginx closes after each answer as it does for wrk's Connection: close): both use one
 connection per request. The order flips every round so that the machine's drift falls on both. Printed:
 each round's two rates, their ratio and both clients' errors, then the median of the per-round ratios
@@ -32,11 +32,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "experiments")) 
 from _cli import OneLineParser, positive_int  # noqa: E402  (experiments/_cli.py)
 
 from accept_order.errors import ServerUnavailable
-from accept_order.loads.closed_loop import LoadResult, run_load  # noqa: E402
+from accept_order.loads.generator import LoadResult, run_load  # noqa: E402
 from accept_order.servers.launched.nginx import NginxServer  # noqa: E402
 from accept_order.servers.launched.nginx_config import nginx_binary  # noqa: E402
 from accept_order.signals import Terminated  # noqa: E402
-from accept_order.spec import ClosedLoopLoad, ServerSpec  # noqa: E402
+from accept_order.spec import ConcurrentLoad, ServerSpec  # noqa: E402
 
 TARGET = 0.9  # issue 8: the load generator against wrk on the same nginx, median of paired rounds
 PROG = "bench_nginx_load.py"
@@ -85,7 +85,7 @@ def wrk_round(url: str, concurrency: int, duration_s: float) -> tuple[float, int
 
 
 def our_round(server: NginxServer, concurrency: int, duration_s: float) -> LoadResult:
-    load = ClosedLoopLoad(connections=None, duration_s=duration_s, concurrency=concurrency, driver_procs=2)
+    load = ConcurrentLoad(connections=None, duration_s=duration_s, concurrency=concurrency, driver_procs=2)
     result = run_load(server.address, server.attribution, load, protocol=server.protocol)
     if result.interrupted is not None:  # run_load keeps a partial result on Ctrl-C; the benchmark stops
         raise result.interrupted
@@ -94,7 +94,7 @@ def our_round(server: NginxServer, concurrency: int, duration_s: float) -> LoadR
 
 def measure(args: argparse.Namespace) -> list[float]:
     """Start nginx, run the paired rounds, print one line per round; nginx stops on every path."""
-    spec = ServerSpec(server="nginx", mode="epoll", workers=2, accept_batch=1).validated()
+    spec = ServerSpec(kind="nginx", mode="epoll", workers=2, accept_batch=1).validated()
     ratios: list[float] = []
     with NginxServer(spec) as server:
         host, port = server.address

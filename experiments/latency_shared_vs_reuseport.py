@@ -49,7 +49,7 @@ from accept_order.experiments.latency.result import LatencyResult
 from accept_order.results import envelope
 from accept_order.servers.modes import DEFAULT_MODE, MODES
 from accept_order.servers.registry import runnable
-from accept_order.spec import ClosedLoopLoad, pinned
+from accept_order.spec import ConcurrentLoad, pinned
 
 SIMILAR_AVG = 1.25  # averages within 25% of each other are "similar" (the seed's differ by 3%)
 WIDER_DEV = 2.0  # "much wider": at least twice the deviation (the seed's is 16x)
@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
                 accept_batch=args.accept_batch,
                 driver_procs=args.driver_procs,
             ),
-            ClosedLoopLoad,
+            ConcurrentLoad,
         )
         results, skipped = api.compare_latency(pinned(server, not args.no_pin).validated(), load, modes)
     verdict = tail_verdict(results)

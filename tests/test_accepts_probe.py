@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import resource
 import selectors
 import shutil
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from multiprocessing.connection import Connection
@@ -13,7 +16,7 @@ from multiprocessing.connection import Connection
 import pytest
 
 from accept_order.probes import accepts
-from accept_order.probes.accepts import AcceptCounter, first_error_line, parse_counts, program
+from accept_order.probes.accepts import AcceptCounter, first_error_line, memlock_hint, parse_counts, program
 from accept_order.processes import FORK, end_processes
 
 CONNECTIONS = 60
@@ -134,8 +137,11 @@ def test_counts_equal_each_workers_own_count() -> None:
     assert result.available, result.why
     assert result.why.startswith(accepts.SOURCE)
     assert sum(own.values()) == CONNECTIONS
-    assert own == served  # the workers' tally matches who answered each connection
-    assert result.counts == own  # exactly: every successful accept, and no failed (EAGAIN) one
+    accepted = {pid: n for pid, n in own.items() if n}  # a worker may accept none (who wakes is the kernel's)
+    assert accepted == served  # the workers' tally matches who answered each connection
+    # exactly: every successful accept, and no failed (EAGAIN) one; every filtered pid is answered, 0 included
+    assert set(result.counts) == set(pool.pids)
+    assert {pid: n for pid, n in result.counts.items() if n} == accepted
     assert os.getpid() not in result.counts
     print(f"bpftrace attached in {counter.attach_s:.3f} s; counts {result.counts}")
 
@@ -228,3 +234,71 @@ def test_first_error_line_skips_the_memlock_warning() -> None:
     )
     assert first_error_line(err) == "stdin:1:1-30: ERROR: tracepoint not found: syscalls:no_such_event"
     assert first_error_line(b"") == "no message"
+
+
+# In a mount namespace of its own (the host's tracefs is never touched): tracefs unmounted there, then one
+# counted accept; the counter mounts tracefs for the run and must leave it unmounted, as it found it.
+PRIVATE_MOUNTS = """
+import os, socket, subprocess, sys
+from accept_order.probes.accepts import TRACEFS, AcceptCounter
+subprocess.run(["umount", TRACEFS], check=False, capture_output=True)
+assert not os.path.isdir(os.path.join(TRACEFS, "events")), "tracefs is still mounted in the namespace"
+with socket.socket() as listener:
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    with AcceptCounter([os.getpid()]) as counter:
+        counter.start()
+        with socket.create_connection(listener.getsockname()):
+            listener.accept()[0].close()
+        counts = counter.stop()
+print(counts.counts.get(os.getpid()), counts.why)
+print("mounted after:", os.path.isdir(os.path.join(TRACEFS, "events")))
+"""
+
+
+@needs_bpftrace
+@pytest.mark.skipif(shutil.which("unshare") is None, reason="needs unshare (util-linux)")
+def test_tracefs_mounted_for_a_run_is_unmounted_after_it() -> None:
+    done = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", sys.executable, "-c", PRIVATE_MOUNTS],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    counted, why = done.stdout.splitlines()[0].split(" ", 1)
+    assert counted == "1", done.stdout
+    assert f"mounted tracefs at {accepts.TRACEFS} for the run (unmounted after it)" in why
+    assert done.stdout.splitlines()[1] == "mounted after: False"
+
+
+def _locked_memory(pid: int) -> str:
+    """The soft "Max locked memory" of a process, as /proc/PID/limits says it."""
+    with open(f"/proc/{pid}/limits") as f:
+        return next(line.split()[3] for line in f if line.startswith("Max locked memory"))
+
+
+@needs_bpftrace
+def test_bpftrace_gets_all_the_locked_memory_it_may_have() -> None:
+    """Under a low `ulimit -l` (soft), bpftrace runs with the hard limit, or unlimited where we may."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    if hard != resource.RLIM_INFINITY and hard <= 64 * 1024:
+        pytest.skip(f"the hard locked-memory limit is already low ({hard} bytes): nothing to raise to")
+    resource.setrlimit(resource.RLIMIT_MEMLOCK, (64 * 1024, hard))
+    try:
+        with AcceptCounter([os.getpid()]) as counter:
+            counter.start()
+            assert counter.pid is not None and counter.attached
+            got = _locked_memory(counter.pid)
+    finally:
+        resource.setrlimit(resource.RLIMIT_MEMLOCK, (soft, hard))
+    assert got in ("unlimited", str(hard)), got
+
+
+def test_a_memlock_failure_is_named_only_when_it_can_be_the_cause() -> None:
+    warning = b"ERROR: Unknown error -1: couldn't set RLIMIT_MEMLOCK for bpftrace. ...\n"
+    hint = memlock_hint(warning + b"ERROR: failed to create map: Operation not permitted\n")
+    assert "could not raise its locked-memory limit" in hint and "kernels before 5.11" in hint
+    assert memlock_hint(warning) != ""  # nothing else said: the limit is the likely cause
+    assert memlock_hint(warning + b"stdin:1:1-30: ERROR: tracepoint not found: syscalls:x\n") == ""
+    assert memlock_hint(b"ERROR: failed to create map: Operation not permitted\n") == ""

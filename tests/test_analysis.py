@@ -69,6 +69,18 @@ def test_model_fits_on_sequential_rotation() -> None:
     assert fits["lifo"] == (0, 6)
 
 
+def test_a_rotation_that_starts_at_any_worker_is_fifo() -> None:
+    """The order the workers first queued in is not known (uWSGI's thunder lock queues them as they reach
+    it): after each one's first turn, FIFO must keep the rotation; a worker taking all never fits it."""
+    fits = order.model_fits(sequential([1, 2, 0] * 4), 3)
+    assert fits["fifo"] == (12, 12)
+    assert fits["round-robin"][0] < 12
+    v = order.verdict(sequential([1, 2, 0] * 4), 3, "fifo", "why")
+    assert v.pattern.startswith("rotation") and v.expected
+    assert order.model_fits(sequential([1] * 6), 3)["fifo"] == (1, 6)  # only its first turn fits
+    assert order.model_fits(sequential([1, 0, 1, 0, 1, 0]), 3)["fifo"][0] == 2  # worker 2 waited longest
+
+
 def test_model_fits_lifo_and_first_registered() -> None:
     assert order.model_fits(sequential([2] * 6), 3)["lifo"] == (6, 6)
     assert order.model_fits(sequential([0] * 6), 3)["first-registered"] == (6, 6)

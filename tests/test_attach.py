@@ -1,7 +1,8 @@
 """`run --attach` and `latency --attach`: a server the tool did not start (nginx started here by hand,
 whose replies never name the worker; the built-in `serve`) is driven, attributed from outside (socket
 owner, or the reply when it names the worker) and never signalled. The witnesses are the server's own:
-nginx's access log with $pid, serve's tally."""
+nginx's access log with $pid, serve's tally. (test_attach_line.py: pids that hold no listener, a server
+that closes at once, a worker that exits mid-run.)"""
 
 from __future__ import annotations
 

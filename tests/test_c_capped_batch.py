@@ -13,7 +13,7 @@ import pytest
 
 from accept_order import api
 from accept_order.servers.modes import MODES
-from accept_order.spec import ClosedLoopLoad
+from accept_order.spec import ConcurrentLoad
 
 LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs epoll")
 
@@ -27,7 +27,7 @@ def test_a_capped_batch_leaves_no_connection_behind(mode: str) -> None:
     # stops nearly every batch with more still waiting.
     server, load = api.split_options(
         dict(mode=mode, workers=2, connections=200, concurrency=8, work_us=200, accept_batch=1, timeout_s=2.0),
-        ClosedLoopLoad,
+        ConcurrentLoad,
     )
     result = api.latency(server, load)
     assert (result.ok, result.errors) == (200, {})

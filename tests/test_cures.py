@@ -11,7 +11,7 @@ from accept_order import api
 from accept_order.experiments.order.result import RunResult
 from accept_order.servers.pool import WorkerPool
 from accept_order.session import run_sequential
-from accept_order.spec import ClosedLoopLoad, SequentialLoad, ServerSpec
+from accept_order.spec import ConcurrentLoad, SequentialLoad, ServerSpec
 from accept_order.waiting import wait_for
 
 
@@ -33,7 +33,7 @@ def test_fd_pass_round_robin_ignores_who_is_busy() -> None:
     """Under a load, round-robin still hands out turns: the counts differ by at most one per worker."""
     result = api.latency(
         ServerSpec(mode="fd-pass", workers=3, work_us=300),
-        ClosedLoopLoad(connections=600, concurrency=12, driver_procs=1),
+        ConcurrentLoad(connections=600, concurrency=12, driver_procs=1),
     )
     assert result.errors == {} and sum(result.served) == 600
     passed = result.evidence["acceptor"]["passed"]
@@ -44,7 +44,7 @@ def test_fd_pass_round_robin_ignores_who_is_busy() -> None:
 def test_least_busy_serves_everything_it_was_handed() -> None:
     result = api.latency(
         ServerSpec(mode="fd-pass", workers=3, work_us=300, policy="least-busy"),
-        ClosedLoopLoad(connections=600, concurrency=12, driver_procs=1),
+        ConcurrentLoad(connections=600, concurrency=12, driver_procs=1),
     )
     assert result.errors == {} and sum(result.served) == 600
     assert list(result.served) == result.evidence["acceptor"]["passed"]
@@ -62,7 +62,7 @@ def test_accept_mutex_others_take_over_after_the_delay_under_load() -> None:
     """Under a load the holder is busy serving when the others' delay runs out: every worker gets some."""
     result = api.latency(
         ServerSpec(mode="accept-mutex", workers=3, work_us=2000, mutex_delay_ms=5),
-        ClosedLoopLoad(connections=400, concurrency=6, driver_procs=1),
+        ConcurrentLoad(connections=400, concurrency=6, driver_procs=1),
     )
     assert result.errors == {} and sum(result.served) == 400
     assert all(n > 0 for n in result.served), result.served

@@ -18,7 +18,7 @@ from accept_order.probes import evidence, netstat
 from accept_order.probes.evidence import EvidenceCapture
 from accept_order.probes.listeners import ListenerRow
 from accept_order.render import evidence as render_evidence
-from accept_order.spec import ClosedLoopLoad, ServerSpec
+from accept_order.spec import ConcurrentLoad, ServerSpec
 
 LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs Linux procfs/netlink")
 
@@ -276,7 +276,7 @@ def test_affinities_read_while_running_are_kept_after_stop() -> None:
 @LINUX_ONLY
 def test_latency_runs_carry_evidence() -> None:
     server = ServerSpec(mode="reuseport", workers=2)
-    load = ClosedLoopLoad(connections=4, concurrency=2, driver_procs=1)
+    load = ConcurrentLoad(connections=4, concurrency=2, driver_procs=1)
     result = api.latency(server, load)
     assert result.errors == {} and sum(result.served) == 4
     ev = result.evidence

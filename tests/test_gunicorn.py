@@ -15,7 +15,7 @@ from conftest import gone, run_cli
 from accept_order import session
 from accept_order.experiments.order.result import RunResult
 from accept_order.servers.launched.gunicorn import gunicorn_missing
-from accept_order.spec import ClosedLoopLoad, SequentialLoad, ServerSpec
+from accept_order.spec import ConcurrentLoad, SequentialLoad, ServerSpec
 
 if gunicorn_missing():
     pytest.skip(f"gunicorn launched runs: {gunicorn_missing()}", allow_module_level=True)
@@ -24,7 +24,7 @@ CONNECTIONS = 24
 
 
 def gunicorn_run(mode: str, connections: int = CONNECTIONS, **spec: object) -> RunResult:
-    server = ServerSpec(server="gunicorn", mode=mode, workers=3, **spec)  # type: ignore[arg-type]
+    server = ServerSpec(kind="gunicorn", mode=mode, workers=3, **spec)  # type: ignore[arg-type]
     return session.run_sequential(server, SequentialLoad(connections=connections))
 
 
@@ -83,7 +83,7 @@ def test_processes_and_files_are_the_tools(tmp_path: Path) -> None:
 
     home = os.path.expanduser("~/.gunicorn")
     existed = os.path.exists(home)
-    server = ServerSpec(server="gunicorn", mode="select", workers=2, work_us=200)
+    server = ServerSpec(kind="gunicorn", mode="select", workers=2, work_us=200)
     result = session.run_sequential(server, SequentialLoad(connections=5), on_record)
     assert result.served == 5
     assert gone([seen["master"], *seen["workers"]])  # type: ignore[list-item]
@@ -92,8 +92,8 @@ def test_processes_and_files_are_the_tools(tmp_path: Path) -> None:
 
 
 def test_under_load_every_connection_is_counted() -> None:
-    result = session.run_closed_loop(
-        ServerSpec(server="gunicorn", mode="reuseport", workers=2), ClosedLoopLoad(connections=600, concurrency=8)
+    result = session.run_latency(
+        ServerSpec(kind="gunicorn", mode="reuseport", workers=2), ConcurrentLoad(connections=600, concurrency=8)
     )
     assert result.errors == {} and sum(result.served) == 600 and all(n > 0 for n in result.served)
 

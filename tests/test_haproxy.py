@@ -10,7 +10,7 @@ from conftest import gone
 
 from accept_order import session
 from accept_order.servers.launched.haproxy import HAPROXY_MODES, haproxy_missing, render_config
-from accept_order.spec import ClosedLoopLoad, SequentialLoad, ServerSpec
+from accept_order.spec import ConcurrentLoad, SequentialLoad, ServerSpec
 
 if haproxy_missing():
     pytest.skip(f"haproxy launched runs: {haproxy_missing()}", allow_module_level=True)
@@ -27,7 +27,7 @@ def test_its_log_agrees_and_threads_are_the_workers(mode: str, listeners: int) -
             seen.append(proc.pid)
             seen.extend(sorted(t.id for t in proc.threads()))
 
-    server = ServerSpec(server="haproxy", mode=mode, workers=3, accept_batch=64)
+    server = ServerSpec(kind="haproxy", mode=mode, workers=3, accept_batch=64)
     result = session.run_sequential(server, SequentialLoad(connections=18), on_record)
     assert result.failed == 0 and result.served == 18
     witness = result.evidence["witness"]
@@ -41,7 +41,7 @@ def test_its_log_agrees_and_threads_are_the_workers(mode: str, listeners: int) -
 def test_threads_take_turns_at_idle() -> None:
     """One listener: the accepting thread hands each connection to the least loaded thread's queue."""
     result = session.run_sequential(
-        ServerSpec(server="haproxy", mode="threads", workers=3, accept_batch=64), SequentialLoad(connections=9)
+        ServerSpec(kind="haproxy", mode="threads", workers=3, accept_batch=64), SequentialLoad(connections=9)
     )
     assert [r.worker for r in result.records] == [0, 1, 2] * 3
     assert result.verdict.expected
@@ -49,15 +49,15 @@ def test_threads_take_turns_at_idle() -> None:
 
 def test_accept_batch_is_tune_maxaccept() -> None:
     mode = HAPROXY_MODES["threads"]
-    assert "tune.maxaccept 8\n" in render_config(ServerSpec(server="haproxy", accept_batch=8), mode, 80, "/x")
-    assert "tune.maxaccept -1\n" in render_config(ServerSpec(server="haproxy", accept_batch=0), mode, 80, "/x")
-    shards = render_config(ServerSpec(server="haproxy", workers=2), HAPROXY_MODES["shards"], 80, "/x")
+    assert "tune.maxaccept 8\n" in render_config(ServerSpec(kind="haproxy", accept_batch=8), mode, 80, "/x")
+    assert "tune.maxaccept -1\n" in render_config(ServerSpec(kind="haproxy", accept_batch=0), mode, 80, "/x")
+    shards = render_config(ServerSpec(kind="haproxy", workers=2), HAPROXY_MODES["shards"], 80, "/x")
     assert shards.count(" thread ") == 2
 
 
 def test_under_load_with_work_every_connection_is_counted() -> None:
-    result = session.run_closed_loop(
-        ServerSpec(server="haproxy", mode="shards", workers=2, work_us=200, accept_batch=64),
-        ClosedLoopLoad(connections=1000, concurrency=8),
+    result = session.run_latency(
+        ServerSpec(kind="haproxy", mode="shards", workers=2, work_us=200, accept_batch=64),
+        ConcurrentLoad(connections=1000, concurrency=8),
     )
     assert result.errors == {} and sum(result.served) == 1000 and all(n > 0 for n in result.served)

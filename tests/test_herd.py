@@ -260,7 +260,7 @@ def test_by_default_herd_runs_every_mode_this_machine_has(monkeypatch: pytest.Mo
     expected = [m for m in MODES if MODES[m].unavailable() is None]
     assert "epoll-herd" not in expected and {"blocking", "epoll", "poll", "select"} <= set(expected)
     assert [spec.mode for spec, _ in started] == expected
-    assert {(spec.server, spec.workers) for spec, _ in started} == {("builtin", 4)}
+    assert {(spec.kind, spec.workers) for spec, _ in started} == {("builtin", 4)}
     assert {(load.connections, load.settle, load.gap_ms) for _, load in started} == {(20, True, 0.0)}
     (skipped,) = [line.split() for line in result.stdout.splitlines() if line.strip().startswith("epoll-herd ")]
     assert " ".join(skipped[-7:]) == "not available: pretend this kernel lacks it", skipped

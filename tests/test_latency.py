@@ -26,14 +26,14 @@ from accept_order.errors import PlanError, WorkerError
 from accept_order.experiments.latency.report import compare_lines, latency_report, sweep_lines
 from accept_order.experiments.latency.result import LatencyResult
 from accept_order.histogram import LatencyHistogram
-from accept_order.loads.closed_loop import DriverStats
+from accept_order.loads.generator import DriverStats
 from accept_order.measures import Environment, WorkerCounters
 from accept_order.probes.evidence import EvidenceCapture
 from accept_order.render import render_document
 from accept_order.results import envelope
 from accept_order.servers.modes import MODES, parse_modes
 from accept_order.servers.worker import FAULT_ENV
-from accept_order.spec import ClosedLoopLoad, ServerSpec, open_file_limit, pinned
+from accept_order.spec import ConcurrentLoad, ServerSpec, open_file_limit, pinned, sized
 
 LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs epoll and procfs")
 SUMMARY = re.compile(
@@ -49,7 +49,7 @@ def text_of(renderable: object, width: int = 80) -> str:
     return capture.get()
 
 
-Plan = tuple[ServerSpec, ClosedLoopLoad]
+Plan = tuple[ServerSpec, ConcurrentLoad]
 
 
 def small(mode: str = "blocking", pin: bool = False, **overrides: Any) -> Plan:
@@ -62,7 +62,7 @@ def small(mode: str = "blocking", pin: bool = False, **overrides: Any) -> Plan:
         "work_us": 100,
     }
     options.update(overrides)
-    server, load = api.split_options(options, ClosedLoopLoad)
+    server, load = api.split_options(options, ConcurrentLoad)
     return pinned(server, pin).validated(), load
 
 
@@ -88,7 +88,7 @@ def test_parse_duration_refuses(text: str) -> None:
 
 
 def test_plan_defaults() -> None:
-    load = ClosedLoopLoad().validated()
+    load = ConcurrentLoad().validated()
     assert (load.connections, load.duration_s, load.concurrency, load.driver_procs) == (100_000, None, 200, 2)
     # A closed loop never waits for idle workers to settle between connections: that is for the
     # ordering experiments (SequentialLoad), not a load.
@@ -119,7 +119,8 @@ def test_pin_spreads_workers_over_the_allowed_cpus() -> None:
         ({"connections": None, "duration_s": -2.0}, "--duration must be between 0.001"),
         ({"concurrency": 0}, "--concurrency must be between 1"),
         ({"concurrency": -1}, "--concurrency must be between 1"),
-        ({"concurrency": open_file_limit() + 1}, "open-file limit"),
+        ({"concurrency": 2 * (open_file_limit() - 32) + 1}, "open-file limit"),  # 2 drivers, 32 files each
+        ({"concurrency": open_file_limit(), "driver_procs": 1}, "open-file limit"),
         ({"driver_procs": 0}, "--driver-procs must be between 1"),
         ({"workers": 0}, "--workers must be between 1"),
         ({"work_us": -1}, "--work-us must be between 0"),
@@ -129,14 +130,14 @@ def test_pin_spreads_workers_over_the_allowed_cpus() -> None:
 )
 def test_bad_plans_fail_before_anything_starts(options: dict[str, Any], message: str) -> None:
     with pytest.raises(PlanError, match=re.escape(message)):
-        api.split_options(options, ClosedLoopLoad)
+        api.split_options(options, ConcurrentLoad)
 
 
 def test_parse_batches_and_modes(monkeypatch: pytest.MonkeyPatch) -> None:
     def no_run(*args: object, **kwargs: object) -> LatencyResult:
         raise AssertionError("a run started")
 
-    monkeypatch.setattr(api, "run_closed_loop", no_run)
+    monkeypatch.setattr(api, "run_latency", no_run)
     (batches,) = [p for p in sweep_command.params if p.name == "batches"]
     assert batches.type_cast_value(click.Context(sweep_command), "1,4,32,0") == [1, 4, 32, 0]
     for bad in ("", "1,x", "-1", "1,,-2"):
@@ -224,7 +225,7 @@ def test_workers_start_in_the_single_serving_hook(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(session, "EvidenceCapture", Capturing)
     server, load = small(connections=20)
     result = run_latency((server, load))
-    assert started == [server] and len(captured) == 1
+    assert started == [sized(server, load.concurrency)] and len(captured) == 1  # sized: for launched servers
     assert result.evidence["hook"] == {"pids": [c.pid for c in result.counters]}
 
 
@@ -273,7 +274,7 @@ def fake(mode: str, values_us: list[int], errors: dict[str, int] | None = None) 
     for us in values_us:
         hist.add(us)
     server = ServerSpec(mode=mode, workers=2).validated()
-    load = ClosedLoopLoad(connections=max(1, len(values_us)), concurrency=4).validated()
+    load = ConcurrentLoad(connections=max(1, len(values_us)), concurrency=4).validated()
     return LatencyResult(
         server=server,
         load=load,

@@ -19,7 +19,7 @@ import pytest
 from conftest import gone
 
 from accept_order.errors import LoadError, PlanError
-from accept_order.loads.closed_loop import (
+from accept_order.loads.generator import (
     DriverStats,
     LoadGenerator,
     driver_warnings,
@@ -28,18 +28,19 @@ from accept_order.loads.closed_loop import (
     split,
 )
 from accept_order.loads.protocol import BAD_REPLY, NO_REPLY, TIMEOUT, describe_error
+from accept_order.run_warnings import WarningKind
 from accept_order.servers.pool import WorkerPool
 from accept_order.servers.target import ReplyAttribution
-from accept_order.spec import ClosedLoopLoad, ServerSpec, check_concurrency, open_file_limit
+from accept_order.spec import ConcurrentLoad, ServerSpec, check_concurrency, open_file_limit
 
 LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs epoll")
 # The test servers below are not accept-order workers: no reply line names one of their (no) workers.
 NOBODY = ReplyAttribution(())
 
 
-def load(**options: Any) -> ClosedLoopLoad:
+def load(**options: Any) -> ConcurrentLoad:
     """A closed-loop load from the settings given; by default neither a count nor a duration."""
-    return ClosedLoopLoad(**{"connections": None, **options})
+    return ConcurrentLoad(**{"connections": None, **options})
 
 
 # -- pure parts ----------------------------------------------------------------------------------
@@ -113,7 +114,7 @@ def test_merge_is_exact() -> None:
     assert result.errors == Counter({"ECONNREFUSED": 1, "timeout": 2})
     assert result.served == Counter({0: 2, 1: 2})
     assert result.wall_s == 2.0  # first start to last end
-    assert (result.ok, result.failed, result.requests) == (4, 3, 7)
+    assert (result.ok, result.failed, result.driven) == (4, 3, 7)
     assert result.throughput == 2.0
     assert [d.index for d in result.drivers] == [0, 1]
 
@@ -125,9 +126,11 @@ def test_driver_warnings() -> None:
     assert busy.saturated and not starved.saturated
     assert starved.busy_fraction == pytest.approx(0.6)
     notes = driver_warnings([busy, starved, idle], workers=2, cpus=2)
-    assert len(notes) == 2
-    assert notes[0].startswith("driver 0 used 95% of a CPU")
-    assert "share 2 CPUs" in notes[1] and "50%" in notes[1]
+    assert [n.kind for n in notes] == [WarningKind.DRIVER_SATURATED, WarningKind.DRIVERS_STARVED]
+    assert notes[0].figures == {"driver": 0, "percent": pytest.approx(95)}
+    assert notes[1].figures == {"procs": 3, "workers": 2, "cpus": 2, "percent": pytest.approx(50)}
+    assert str(notes[0]).startswith("driver 0 used 95% of a CPU")
+    assert "share 2 CPUs" in str(notes[1]) and "50%" in str(notes[1])
     assert driver_warnings([idle], workers=2, cpus=2) == []
 
 
@@ -169,7 +172,7 @@ def test_every_request_is_served_and_counted(pool: WorkerPool) -> None:
 def test_duration_run_stops_and_accounts_for_everything(pool: WorkerPool) -> None:
     result = run_load(pool.address, pool.attribution, load(duration_s=0.3, concurrency=4, driver_procs=2))
     assert result.ok > 0
-    assert result.requests == sum(d.requests for d in result.drivers)
+    assert result.driven == sum(d.requests for d in result.drivers)
     assert result.wall_s >= 0.3
 
 

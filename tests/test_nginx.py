@@ -4,6 +4,7 @@ records, every process and file it makes is the tool's to remove, and failures a
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -14,7 +15,7 @@ from typing import Any
 
 import psutil
 import pytest
-from conftest import assert_one_error_line, gone, run_cli, wait_for
+from conftest import OutputReader, assert_one_error_line, gone, run_cli, wait_for
 
 from accept_order import session
 from accept_order.cpus import allowed_cpus
@@ -37,7 +38,7 @@ SYSTEM_DIRS = ("/etc/nginx", "/var/log/nginx")
 
 
 def nginx_run(mode: str, accept_batch: int = 1, connections: int = CONNECTIONS, **spec: Any) -> RunResult:
-    server = ServerSpec(server="nginx", mode=mode, workers=3, accept_batch=accept_batch, **spec)
+    server = ServerSpec(kind="nginx", mode=mode, workers=3, accept_batch=accept_batch, **spec)
     return session.run_sequential(server, SequentialLoad(connections=connections))
 
 
@@ -143,7 +144,7 @@ def test_nginx_processes_and_files_are_the_tools(monkeypatch: pytest.MonkeyPatch
         seen["files"] = sorted(os.listdir(seen["directory"]))
 
     result = session.run_sequential(
-        ServerSpec(server="nginx", mode="epoll", workers=3, accept_batch=1), SequentialLoad(connections=10), on_record
+        ServerSpec(kind="nginx", mode="epoll", workers=3, accept_batch=1), SequentialLoad(connections=10), on_record
     )
     assert result.served == 10
     assert seen["workers"] == sorted(c.pid for c in result.counters)
@@ -163,14 +164,19 @@ def test_nginx_processes_and_files_are_the_tools(monkeypatch: pytest.MonkeyPatch
 # -- 4. failing starts are one line ------------------------------------------------------------------
 
 
-def test_port_in_use_is_one_line_naming_nginxs_message() -> None:
+@pytest.mark.parametrize(("mode", "reuseport"), [("epoll", False), ("reuseport", True)], ids=["plain", "reuseport"])
+def test_a_port_with_a_listener_is_refused_naming_who_holds_it(mode: str, reuseport: bool) -> None:
+    """Checked before nginx is launched: with `listen ... reuseport` nginx would otherwise join a foreign
+    SO_REUSEPORT group on that port and silently share its connections (and exit 0)."""
     with socket.socket() as busy:
+        if reuseport:
+            busy.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        result = run_cli(["run", "--server", "nginx", "--port", str(port), "-n", "5"])
-    line = assert_one_error_line(result, 1, "nginx exited with status 1", "[emerg]", "Address already in use")
-    assert str(port) in line
+        result = run_cli(["run", "--server", "nginx", "-m", mode, "--port", str(port), "-n", "5"])
+    line = assert_one_error_line(result, 1, f"port {port} on 127.0.0.1 already has a listener", f"pid {os.getpid()}")
+    assert "nginx would join its SO_REUSEPORT group" in line
     assert not psutil.Process().children(recursive=True)
     assert result.stdout == ""
 
@@ -228,6 +234,57 @@ def test_sigterm_stops_nginx_and_exits_143() -> None:
     lines = stderr.splitlines()
     assert lines == ["accept-order: error: terminated; all workers stopped"], stderr
     wait_for(lambda: gone(pids), bool, 10, f"nginx processes {pids} to end")
+    assert not os.path.exists(directory)
+
+
+def http_worker(port: int) -> int:
+    """One request as the hint's `printf 'GET / HTTP/1.0...' | nc` sends it; the pid nginx's reply names."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(b"GET / HTTP/1.0\r\n\r\n")
+        reply = b""
+        while chunk := sock.recv(4096):
+            reply += chunk
+    body = reply.partition(b"\r\n\r\n")[2].split()
+    assert body[:1] == [b"worker"], reply
+    return int(body[1])
+
+
+def test_serve_keeps_nginx_up_for_requests_by_hand_and_tallies_its_log(tmp_path: Path) -> None:
+    """serve --server nginx: the banner names nginx's address and worker pids; SIGTERM stops it (exit 0)
+    and the tally is nginx's own access log: the workers its replies named, in order."""
+    saved = tmp_path / "serve.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "accept_order", "serve", "--server", "nginx", "-w", "2", "--json", str(saved)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    out, err = OutputReader(proc.stdout), OutputReader(proc.stderr)
+    try:
+        out.wait_for(r"try: .*\n", 20)
+        port = int(out.wait_for(r"nginx, mode epoll, 2 workers listening on 127\.0\.0\.1:(\d+)", 1).group(1))
+        pids = [int(p) for p in re.findall(r"^  worker \d pid (\d+)$", out.text, re.MULTILINE)]
+        assert len(pids) == 2 and "printf 'GET / HTTP/1.0" in out.text, out.text
+        masters = nginx_masters(psutil.Process(proc.pid))
+        directory = prefix_arg(masters[0])
+        replies = [pids.index(http_worker(port)) for _ in range(5)]
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    text = out.finish()
+    assert code == 0, err.finish()
+    assert re.search(r"^Sequence: " + " ".join(map(str, replies)) + "$", text, re.MULTILINE), text
+    assert "from the nginx access log, in its order (5 requests)" in text
+    doc = envelope.load(saved)[1]
+    assert doc["sequence"] == replies
+    assert [c["pid"] for c in doc["counters"]] == pids
+    wait_for(lambda: gone([m.pid for m in masters] + pids), bool, 10, "nginx's processes to end")
     assert not os.path.exists(directory)
 
 

@@ -14,7 +14,7 @@ from accept_order import session
 from accept_order.analysis.order import is_rotation
 from accept_order.cpus import allowed_cpus
 from accept_order.servers.launched.node import node_missing
-from accept_order.spec import ClosedLoopLoad, SequentialLoad, ServerSpec
+from accept_order.spec import ConcurrentLoad, SequentialLoad, ServerSpec
 
 if node_missing():
     pytest.skip(f"node launched runs: {node_missing()}", allow_module_level=True)
@@ -22,7 +22,7 @@ if node_missing():
 
 @pytest.mark.parametrize("mode", ["sched-rr", "sched-none"])
 def test_access_log_agrees_with_the_records(mode: str) -> None:
-    result = session.run_sequential(ServerSpec(server="node", mode=mode, workers=3), SequentialLoad(connections=18))
+    result = session.run_sequential(ServerSpec(kind="node", mode=mode, workers=3), SequentialLoad(connections=18))
     assert result.failed == 0 and result.served == 18
     witness = result.evidence["witness"]
     assert witness["source"] == "node access log"
@@ -31,9 +31,7 @@ def test_access_log_agrees_with_the_records(mode: str) -> None:
 
 def test_sched_rr_idle_workers_take_turns() -> None:
     """The primary gives each connection to the worker free the longest: at idle, a rotation."""
-    result = session.run_sequential(
-        ServerSpec(server="node", mode="sched-rr", workers=3), SequentialLoad(connections=12)
-    )
+    result = session.run_sequential(ServerSpec(kind="node", mode="sched-rr", workers=3), SequentialLoad(connections=12))
     sequence = [r.worker for r in result.records]
     assert is_rotation(sequence, 3), sequence
     # A rotation fits both the idle-longest and the next-in-turn model; which fits one more connection
@@ -44,7 +42,7 @@ def test_sched_rr_idle_workers_take_turns() -> None:
 def test_pinning_is_done_for_node() -> None:
     cpus = allowed_cpus()
     result = session.run_sequential(
-        ServerSpec(server="node", mode="sched-none", workers=2, cpus=tuple(cpus)), SequentialLoad(connections=4)
+        ServerSpec(kind="node", mode="sched-none", workers=2, cpus=tuple(cpus)), SequentialLoad(connections=4)
     )
     assert [tuple(c.affinity or ()) for c in result.counters] == [(cpus[0],), (cpus[1 % len(cpus)],)]
 
@@ -57,8 +55,8 @@ def test_processes_are_the_tools_and_load_is_counted() -> None:
         if not seen:
             seen.extend(p.pid for p in me.children(recursive=True) if "cluster.js" in " ".join(p.cmdline()))
 
-    result = session.run_closed_loop(
-        ServerSpec(server="node", mode="sched-rr", workers=2), ClosedLoopLoad(connections=2000, concurrency=8), tick
+    result = session.run_latency(
+        ServerSpec(kind="node", mode="sched-rr", workers=2), ConcurrentLoad(connections=2000, concurrency=8), tick
     )
     assert result.errors == {} and sum(result.served) == 2000
     assert len(seen) == 3 and gone(seen)

@@ -56,7 +56,7 @@ def test_it_stops_at_the_first_step_that_does_not_hold_and_says_why() -> None:
 @pytest.mark.skipif(bool(haproxy_missing()), reason=str(haproxy_missing()))
 def test_haproxy_maxconn_leaves_the_excess_in_the_listen_queue() -> None:
     plan = RampPlan(concurrencies=(32,), step_s=1.0)
-    result = run_ramp(ServerSpec(server="haproxy", mode="threads", workers=1, maxconn=1, work_us=5000), plan)
+    result = run_ramp(ServerSpec(kind="haproxy", mode="threads", workers=1, maxconn=1, work_us=5000), plan)
     (step,) = result.steps
     assert step.failed == 0 and sum(step.served) > 0
     assert max(step.queues) > 0  # held back by maxconn, waiting where the kernel queues it

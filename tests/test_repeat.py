@@ -23,7 +23,8 @@ from accept_order.histogram import LatencyHistogram
 from accept_order.loads.drive_loop import DriverStats
 from accept_order.measures import ConnectionRecord, Environment, Verdict, WorkerCounters
 from accept_order.render import render_document
-from accept_order.spec import ClosedLoopLoad, SequentialLoad, ServerSpec
+from accept_order.run_warnings import WarningKind
+from accept_order.spec import ConcurrentLoad, SequentialLoad, ServerSpec
 
 ENV = Environment("Linux", "6.0", "x86_64", 2, 4096, "3.11", "host", "2024-01-01T00:00:00+00:00")
 TIGHT = [30_000] * 98 + [29_000, 31_000]  # p99 30 ms, small deviation
@@ -36,7 +37,7 @@ def latency(mode: str, values_us: list[int]) -> LatencyResult:
         hist.add(us)
     return LatencyResult(
         server=ServerSpec(mode=mode, workers=2).validated(),
-        load=ClosedLoopLoad(connections=len(values_us), concurrency=4).validated(),
+        load=ConcurrentLoad(connections=len(values_us), concurrency=4).validated(),
         environment=ENV,
         port=1234,
         histogram=hist,
@@ -173,8 +174,9 @@ def test_machine_warnings_say_when_the_machine_moved() -> None:
     before = {"load_average": [3.0, 0.5, 0.5], "cpu_jiffies": {"total": 1000, "steal": 0}}
     after = {"load_average": [5.0, 1.0, 0.6], "cpu_jiffies": {"total": 2000, "steal": 100}}
     notes = machine_warnings(before, after, 4)
-    assert any("already busy: load average 3.0 on 4 CPUs" in n for n in notes)
-    assert any("10% of the CPUs" in n for n in notes)
+    assert [n.kind for n in notes] == [WarningKind.MACHINE_BUSY, WarningKind.STEAL]
+    assert "already busy: load average 3.0 on 4 CPUs" in str(notes[0])
+    assert "10% of the CPUs" in str(notes[1])
     quiet = {"load_average": [0.2, 0.2, 0.2], "cpu_jiffies": {"total": 1000, "steal": 0}}
     assert machine_warnings(quiet, after | {"cpu_jiffies": {"total": 2000, "steal": 1}}, 4) == []
 

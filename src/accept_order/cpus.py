@@ -21,7 +21,7 @@ def parse_cpu_list(text: str) -> list[int]:
     for item in text.split(","):
         part = item.strip()
         lo_text, dash, hi_text = part.partition("-")
-        if not lo_text.strip().isdigit() or (dash and not hi_text.strip().isdigit()):
+        if not part.isascii() or not lo_text.strip().isdigit() or (dash and not hi_text.strip().isdigit()):
             raise ValueError(
                 f"bad CPU list item {part!r} in {text.strip()!r} (expected N or N-M with N <= M, e.g. '0-3,6')"
             )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .status import ExitStatus
 
 
@@ -25,6 +27,11 @@ class ServerUnavailable(AcceptOrderError):
     """The server this run asks for is not installed here (a runtime problem: exit 1)."""
 
 
+class NothingToRun(AcceptOrderError):
+    """Every variant a several-mode command asked for was left out (a mode the server lacks, or one this
+    machine cannot run): a run that would run nothing fails, before anything starts."""
+
+
 class ListenError(AcceptOrderError):
     """The listening socket could not be set up (port in use, permission, bad address)."""
 
@@ -37,6 +44,17 @@ class WorkerError(AcceptOrderError):
         self.index = index
 
 
+class WorkerExited(WorkerError):
+    """A worker of a server this tool did not start exited during the run: the server's affair, not a
+    failure of the measurement, so what was measured until then is kept. The session puts that partial
+    result in `results` for the command to report and save before it ends with this one line."""
+
+    def __init__(self, message: str, index: int | None = None, after_s: float | None = None) -> None:
+        super().__init__(message, index)
+        self.after_s = after_s  # seconds into the run when the exit was seen
+        self.results: list[Any] = []
+
+
 class LoadError(AcceptOrderError):
     """The load generator itself failed (a driver process died or never started)."""
 
@@ -47,3 +65,17 @@ class ResourceError(AcceptOrderError):
 
 class ResultFileError(AcceptOrderError):
     """A results file could not be read or written, or is not an accept-order result."""
+
+
+class OutputError(AcceptOrderError):
+    """stdout could not take the report: closed, a full disk. `broken_pipe`: its reader went away (EPIPE),
+    which is how `| head` ends a command, not an error: the CLI then exits quietly (status 141)."""
+
+    def __init__(self, message: str, broken_pipe: bool = False) -> None:
+        super().__init__(message)
+        self.broken_pipe = broken_pipe
+
+
+class NotServing(AcceptOrderError):
+    """What `inspect` or `observe` was pointed at serves nothing: no such process, no listener, nobody on
+    that port."""

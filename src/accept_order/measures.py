@@ -18,6 +18,7 @@ class ConnectionRecord:
     start_us: int  # offset from the start of the drive
     latency_us: int  # connect to end of reply (or to the failure)
     error: str | None = None
+    client_port: int | None = None  # the client's local port: how a server's own log names the connection
 
     @property
     def served(self) -> bool:

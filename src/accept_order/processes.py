@@ -92,23 +92,46 @@ def open_pidfd(pid: int) -> int | None:
         return None
 
 
-def die_with_parent() -> None:
-    """In a child: ask the kernel to SIGKILL it if its parent dies without cleaning up (PR_SET_PDEATHSIG)."""
+# The pid of the process that forked this one, set by the parent just before the fork (start_child): a
+# forked child inherits it. A child started otherwise passes its parent's pid to die_with_parent itself.
+_forked_by: int | None = None
+
+
+def die_with_parent(parent: int | None = None) -> None:
+    """In a child: ask the kernel to SIGKILL it if its parent dies without cleaning up (PR_SET_PDEATHSIG).
+
+    The request only covers a death after it is made: a parent SIGKILLed between the fork and this call
+    leaves the child orphaned already (seen: 1 run in 3 when the tool was killed just as it forked). So
+    the child then checks it still has the parent that forked it, and exits at once if not."""
     try:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
     except (OSError, AttributeError):
-        pass
+        return
+    expected = parent if parent is not None else _forked_by
+    if expected is not None and os.getppid() != expected:
+        os._exit(1)
 
 
 def start_child(proc: BaseProcess) -> None:
-    """`proc.start()` with SIGINT and SIGTERM blocked across the fork: until the child has put in its own
+    """`proc.start()` with SIGINT, SIGTERM and SIGHUP blocked across the fork: until the child has put in its own
     handlers (then it calls `unblock_signals`) it would run this process's, and raise a KeyboardInterrupt
     (a traceback on stderr) from multiprocessing's bootstrap. A signal meanwhile waits, it is not lost."""
+    global _forked_by
+    _forked_by = os.getpid()  # the child checks it is still ours once it asked to die with us
     old = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
     try:
         proc.start()
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def ignore_supervisor_signals() -> None:
+    """In a child, first thing: Ctrl-C and a hang-up are the supervisor's to handle. A terminal sends both to
+    its whole foreground process group; the supervisor then stops its children in order, after keeping what
+    was measured (a child killed by the hang-up would pass for one that died). A child still ends with the
+    supervisor: it is stopped by it, or killed by the kernel when it dies (die_with_parent)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
 
 
 def unblock_signals() -> None:

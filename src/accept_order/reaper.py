@@ -76,6 +76,17 @@ class Reaper:
     def watch_group(self, pgid: int) -> None:
         self._send(f"group {pgid}")
 
+    def announce_own_group(self) -> None:
+        """In a server's master between fork and exec (a preexec_fn; it leads a new session, so its pid is
+        its group's id): tell the reaper directly, so that no moment passes, between the fork and the
+        tool's own watch_group, in which a SIGKILL of the tool would leave the group unwatched."""
+        proc = self._proc
+        if proc is not None and proc.stdin is not None:
+            try:
+                os.write(proc.stdin.fileno(), f"group {os.getpid()}\n".encode())
+            except OSError:
+                pass
+
     def watch_directory(self, path: str) -> None:
         self._send(f"dir {path}")
 
@@ -89,8 +100,25 @@ class Reaper:
 REAPER = Reaper()
 
 
+def _alive_in(pgid: int) -> bool:
+    """A process of the group is more than a zombie. A zombie holds no file, socket or memory; one whose
+    parent had already exited (uvicorn's multiprocessing resource tracker outlives its supervisor by a moment)
+    is init's to reap, which here took over a second, and keeps the group existing until then."""
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                state, _ppid, group = f.read().rpartition(")")[2].split()[:3]
+        except (OSError, ValueError):
+            continue  # gone meanwhile
+        if int(group) == pgid and state != "Z":
+            return True
+    return False
+
+
 def end_group(pgid: int) -> None:
-    """SIGKILL every process of a group, and wait up to a second for them to be gone."""
+    """SIGKILL every process of a group, and wait up to a second for them to be gone (zombies are)."""
     try:
         os.killpg(pgid, signal.SIGKILL)
     except OSError:
@@ -101,6 +129,8 @@ def end_group(pgid: int) -> None:
             os.killpg(pgid, 0)
         except OSError:
             return  # every process of the group is gone
+        if not _alive_in(pgid):
+            return
         time.sleep(0.01)
 
 

@@ -2,8 +2,10 @@
 
     evidence before -> start the server -> listeners -> load -> evidence after -> stop -> analyse -> result
 
-`run_sequential` (run, compare, herd, serve-less experiments) and `run_closed_loop` (latency, sweep)
-differ only in the load they drive and the result they build; `lifecycle` owns everything else: the
+`run_sequential` (run, compare, herd, serve-less experiments) and `run_latency` (latency, sweep)
+differ only in the load they drive and the result they build. `drive_load` is the one way any
+experiment drives a load at a started target (latency, burst, ramp, reload): it checks the workers
+while the load runs and returns one `LoadSummary`. `lifecycle` owns everything else: the
 order of start and stop, ending every process on success, error, Ctrl-C and SIGTERM (teardown runs
 with signals deferred), and a worker that dies mid-run (one WorkerError naming it, with the counts of
 what was driven). `run_each` runs variants one after another and keeps what finished when interrupted.
@@ -19,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import environment
 from .analysis.order import verdict
-from .errors import WorkerError
+from .errors import WorkerError, WorkerExited
 from .experiments.order.result import RunResult
 from .loads.sequential import run_sequential as drive_sequential
 from .measures import ConnectionRecord, Environment, WorkerCounters
@@ -27,11 +29,12 @@ from .probes.evidence import EvidenceCapture
 from .servers.registry import checked, expectation, make_target, mode_info
 from .servers.target import Target
 from .signals import deferred
-from .spec import ClosedLoopLoad, SequentialLoad, ServerSpec
+from .spec import ConcurrentLoad, SequentialLoad, ServerSpec, sized
 
 if TYPE_CHECKING:
     from .experiments.latency.result import LatencyResult
-    from .loads.closed_loop import LoadGenerator
+    from .loads.generator import LoadGenerator
+    from .loads.summary import LoadSummary
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -59,14 +62,21 @@ class Measured:
     evidence: dict[str, Any]
     unsettled: int
     wall_s: float
+    exited: WorkerExited | None = None  # a worker of a server this tool did not start exited mid-run
 
 
 def lifecycle(
-    server: ServerSpec, drive: Callable[[Target], T], describe: Callable[[], str], stamps: bool = False
+    server: ServerSpec,
+    drive: Callable[[Target], T],
+    describe: Callable[[], str],
+    stamps: bool = False,
+    partial: Callable[[], T] | None = None,
 ) -> tuple[T, Measured]:
     """Start `server`, run `drive(target)`, stop, and return what drive returned with what was measured.
 
-    `describe()` says how far the load got, for the message when a worker dies mid-run."""
+    `describe()` says how far the load got, for the message when a worker dies mid-run. When a worker of
+    a server this tool did not start exits (WorkerExited), `partial()` is what the load got to: the run
+    then ends like a finished one, with the exit in `Measured.exited` and in the evidence."""
     server = checked(server)
     env = environment.current()
     started = time.perf_counter()
@@ -78,18 +88,38 @@ def lifecycle(
         target.start()
         port = target.address[1]
         capture.listeners(port, "start")
+        exited: WorkerExited | None = None
         try:
             outcome = drive(target)
+        except WorkerExited as exc:
+            if partial is None:
+                raise WorkerError(f"{exc}; {describe()}", exc.index) from None
+            exited = WorkerExited(f"{exc}; {describe()}", exc.index, exc.after_s)
+            outcome = partial()
         except WorkerError as exc:
             raise WorkerError(f"{exc}; {describe()}", exc.index) from None
         # A load stopped by Ctrl-C kept a partial result: a signal must not lose it while the workers are
         # stopped (the first one decides how the command ends; later ones are never raised).
         with deferred():
-            target.check_alive()
+            try:
+                target.check_alive()
+            except WorkerExited as exc:
+                if partial is None:
+                    raise
+                exited = exited or exc  # after the last connection: the load's outcome is whole
             evidence = capture.after(port, list(target.pids))
             evidence["machine"] = {"before": machine_before, "after": environment.machine_state()}
             counters = target.stop()
-        target.check_stopped()  # a worker that died at the very end must not pass for one that idled
+        if exited is None:
+            target.check_stopped()  # a worker that died at the very end must not pass for one that idled
+        else:
+            pid = target.pids[exited.index] if exited.index is not None else None
+            evidence["worker_exit"] = {
+                "worker": exited.index,
+                "pid": pid,
+                "after_s": exited.after_s,
+                "why": str(exited),
+            }
         evidence.update(target.own_evidence())  # fd-pass's acceptor, a launched server's own log
         measured = Measured(
             env,
@@ -99,6 +129,7 @@ def lifecycle(
             evidence,
             target.unsettled,
             round(time.perf_counter() - started, 6),
+            exited,
         )
     finally:
         with deferred():
@@ -107,10 +138,15 @@ def lifecycle(
 
 
 def run_sequential(
-    server: ServerSpec, load: SequentialLoad, on_record: Callable[[ConnectionRecord], None] | None = None
+    server: ServerSpec,
+    load: SequentialLoad,
+    on_record: Callable[[ConnectionRecord], None] | None = None,
+    on_started: Callable[[Target], None] | None = None,
 ) -> RunResult:
-    """One sequential run: nc-style connections one after another, who served each, and the verdict."""
+    """One sequential run: nc-style connections one after another, who served each, and the verdict.
+    `on_started(target)` runs once the server listens, before the first connection (atlas inspects it)."""
     load = load.validated()
+    server = checked(server)  # as the lifecycle runs it (a kind may fix its workers: Caddy's one process)
     finished: list[ConnectionRecord] = []
 
     def record(rec: ConnectionRecord) -> None:
@@ -122,8 +158,27 @@ def run_sequential(
         served = sum(1 for r in finished if r.served)
         return f"the run stopped after {len(finished)} connections ({served} served, {len(finished) - served} failed)"
 
-    records, m = lifecycle(server, lambda target: drive_sequential(target, load, record), describe)
-    mode = mode_info(server.server, server.mode)
+    accept_log: dict[str, Any] = {}  # how connections of a server that closes at once were attributed
+
+    def drive(target: Target) -> list[ConnectionRecord]:
+        if on_started:
+            on_started(target)
+        if not target.attribution.holds_socket or target.protocol.keeps_open:
+            return drive_sequential(target, load, record)
+        # Replies may not name the worker, and the server closes each connection as soon as it has
+        # answered, before the holder of its socket can be looked up: the kernel says who accepted it.
+        from .probes.accept_log import AcceptLog
+
+        with AcceptLog(list(target.pids)) as log:
+            log.start()
+            try:
+                return drive_sequential(target, load, record, log if log.attached else None)
+            finally:
+                counts = log.stop()
+                accept_log.update(available=counts.available, why=counts.why)
+
+    records, m = lifecycle(server, drive, describe, partial=lambda: sorted(finished, key=lambda r: r.seq))
+    mode = mode_info(server.kind, server.mode)
     model, why = expectation(server)
     woken = m.counters if mode.switches_are_wakeups else ()
     if mode.timed_waits:  # a sleep that ended on its own timer woke for no connection
@@ -131,7 +186,7 @@ def run_sequential(
             dataclasses.replace(c, voluntary_switches=max(0, (c.voluntary_switches or 0) - (c.empty or 0)))
             for c in woken
         )
-    return RunResult(
+    result = RunResult(
         server=server,
         load=load,
         environment=m.environment,
@@ -139,86 +194,110 @@ def run_sequential(
         records=tuple(records),
         counters=m.counters,
         verdict=verdict(records, server.workers, model, why, woken),
-        evidence=m.evidence,
+        evidence={**m.evidence, **({"accept_log": accept_log} if accept_log else {})},
         wall_s=m.wall_s,
         unsettled=m.unsettled,
+        interrupted=m.exited is not None,
     )
+    return _kept(result, m)
 
 
-def run_closed_loop(
-    server: ServerSpec, load: ClosedLoopLoad, on_tick: Tick | None = None, title: str | None = None
+def _kept(result: R, m: Measured) -> R:
+    """The result, or, when a worker of an attached server exited mid-run, its WorkerExited carrying the
+    result (marked interrupted) for the command to report and save before it ends with that one line."""
+    if m.exited is not None:
+        m.exited.results = [result]
+        raise m.exited
+    return result
+
+
+class Loading:
+    """The load running against a target, for the message when a worker dies mid-run: how far it got."""
+
+    def __init__(self) -> None:
+        self.generator: LoadGenerator | None = None
+
+    def describe(self) -> str:
+        done, served = self.generator.finished() if self.generator else (0, 0)
+        return f"the run stopped after {done} connections ({served} served, {done - served} failed)"
+
+
+def drive_load(
+    target: Target, load: ConcurrentLoad, workers: int, on_tick: Tick | None = None, loading: Loading | None = None
+) -> LoadSummary:
+    """Drive one load at a started target and summarise it. Every TICK the target is checked (a dead
+    worker ends the run with its name, not a pile of timeouts), then `on_tick(done, elapsed)` runs.
+    Ctrl-C or SIGTERM ends the load early: the summary keeps what it got, with the signal in
+    `interruption` for the caller to raise once its result is built."""
+    # Imported here: a sequential run (the common, start-up-bound case) never loads the load generator.
+    from .loads.generator import LoadGenerator
+
+    def tick(done: int, elapsed: float) -> None:
+        target.check_alive()
+        if on_tick:
+            on_tick(done, elapsed)
+
+    with LoadGenerator(target.address, target.attribution, load, target.protocol.closing()) as generator:
+        if loading is not None:
+            loading.generator = generator
+        outcome = generator.run(tick)
+    return outcome.summary(workers)
+
+
+def run_latency(
+    server: ServerSpec, load: ConcurrentLoad, on_tick: Tick | None = None, title: str | None = None
 ) -> LatencyResult:
     """One latency run: CPU-bound workers under a closed-loop load. Ctrl-C keeps what was measured:
     RunInterrupted carries the partial result, marked interrupted."""
-    # Imported here: a sequential run (the common, start-up-bound case) never loads the load generator.
-    from .experiments.latency.result import LatencyResult
-    from .loads.closed_loop import LoadGenerator
+    from .experiments.latency.result import LatencyResult, default_title
     from .probes.work import estimate_work_us
 
     load = load.validated()
+    server = checked(server)  # as the lifecycle runs it (a kind may fix its workers: Caddy's one process)
     work = estimate_work_us(server)
-    generators: list[LoadGenerator] = []
+    loading = Loading()
     kernel: dict[str, Any] = {}  # per-worker accepts counted by the kernel, for a server that does not say
+    kept: list[LoadSummary] = []  # the load's outcome when an attached worker's exit stopped it
 
-    def drive(target: Target) -> Any:
-        def tick(done: int, elapsed: float) -> None:
-            target.check_alive()  # a dead worker ends the run with its name, not a pile of timeouts
-            if on_tick:
-                on_tick(done, elapsed)
+    def drive(target: Target) -> LoadSummary:
+        summary = _counted(target) if target.attribution.holds_socket else _driven(target)
+        if isinstance(summary.interruption, WorkerExited):  # the drivers' tallies so far: see partial
+            kept.append(summary)
+            raise summary.interruption
+        return summary
 
-        counter = None
-        if target.attribution.holds_socket:  # replies may not name the worker: count accepts in the kernel
-            from .probes.accepts import AcceptCounter
+    def _driven(target: Target) -> LoadSummary:
+        return drive_load(target, load, server.workers, on_tick, loading)
 
-            counter = AcceptCounter(list(target.pids))
-            counter.start()
+    def _counted(target: Target) -> LoadSummary:
+        from .probes.accepts import AcceptCounter  # replies may not name the worker: count accepts in the kernel
+
+        counter = AcceptCounter(list(target.pids))
+        counter.start()
         try:
-            with LoadGenerator(target.address, target.attribution, load, target.protocol.closing()) as generator:
-                generators.append(generator)
-                outcome = generator.run(tick)
-            if counter is not None:
-                counts = counter.stop()
-                kernel.update(available=counts.available, why=counts.why, counts=counts.counts)
-            return outcome
+            summary = _driven(target)
+            counts = counter.stop()
         finally:
-            if counter is not None:
-                counter.close()
+            counter.close()
+        kernel.update(available=counts.available, why=counts.why, counts=counts.counts)
+        return summary.replace_served(tuple(int(counts.counts.get(pid, 0)) for pid in target.pids))
 
-    def describe() -> str:
-        done, served = generators[0].finished() if generators else (0, 0)
-        return f"the run stopped after {done} connections ({served} served, {done - served} failed)"
-
-    outcome, m = lifecycle(server, drive, describe)
-    from .experiments.latency.result import default_title  # the title is stored in the result
-
-    result = LatencyResult(
+    summary, m = lifecycle(sized(server, load.concurrency), drive, loading.describe, partial=lambda: kept[0])
+    result = LatencyResult.of(
+        summary,
         server=server,
         load=load,
         environment=m.environment,
         port=m.port,
-        histogram=outcome.histogram,
-        errors=dict(outcome.errors),
-        served=_served(outcome.served, server.workers, m.pids, kernel),
         counters=m.counters,
-        drivers=tuple(outcome.drivers),
-        wall_s=outcome.wall_s,
         title=title or default_title(server),
         work_estimate_us=work,
         evidence={**m.evidence, **({"accept_counts": kernel} if kernel else {})},
-        interrupted=outcome.interrupted is not None,
+        interrupted=summary.interrupted or m.exited is not None,
     )
-    if outcome.interrupted is not None:
-        raise RunInterrupted([result], outcome.interrupted)
-    return result
-
-
-def _served(by_reply: dict[int, int], workers: int, pids: tuple[int, ...], kernel: dict[str, Any]) -> tuple[int, ...]:
-    """Connections per worker: from the replies, or, for a server whose replies do not name the worker,
-    from the kernel's accept counts (zeros, with the reason in the evidence, when those are unavailable)."""
-    if not kernel:
-        return tuple(by_reply.get(i, 0) for i in range(workers))
-    counts = kernel.get("counts", {})
-    return tuple(int(counts.get(pid, 0)) for pid in pids)
+    if isinstance(summary.interruption, KeyboardInterrupt) and m.exited is None:
+        raise RunInterrupted([result], summary.interruption)
+    return _kept(result, m)
 
 
 def run_each(variants: Sequence[T], run_one: Callable[[T], R]) -> list[R]:
@@ -235,3 +314,6 @@ def run_each(variants: Sequence[T], run_one: Callable[[T], R]) -> list[R]:
                 raise
             raise RunInterrupted(results, cause) from None
     return results
+
+
+run_closed_loop = run_latency  # its name before 0.3, for older callers of the Python API

@@ -1,8 +1,11 @@
-"""Ctrl-C and SIGTERM: how a run is stopped, and how teardown is kept from being stopped halfway.
+"""Ctrl-C, SIGTERM and SIGHUP: how a run is stopped, and how teardown is kept from being stopped halfway.
 
-One latch handles both signals. The first SIGINT or SIGTERM is raised (SIGTERM as `Terminated`, a
-KeyboardInterrupt), so every `with` block and `finally` tears its processes down on the way out; it alone
-decides the exit status. Every later signal is only recorded: nothing after the first can cut a teardown,
+One latch handles the three signals. The first SIGINT, SIGTERM or SIGHUP is raised (SIGTERM as
+`Terminated`, SIGHUP as `HungUp`, both KeyboardInterrupts), so every `with` block and `finally` tears its
+processes down on the way out; it alone decides the exit status. A hang-up (a closed terminal, a dropped ssh
+session) ends a run as SIGTERM does, keeping the partial result: a measurement is not meant to outlive its
+terminal (run it under nohup or setsid for that, which this latch leaves alone: an ignored SIGHUP stays
+ignored). Every later signal is only recorded: nothing after the first can cut a teardown,
 a partial result or the error line short. Inside `deferred()` (teardown) even the first signal is held and
 raised when the block ends. The command line (cli.main) installs the latch before any heavy import and
 holds signals everywhere except inside a command's body (`interruptible()`, in handle_errors).
@@ -18,15 +21,38 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-SIGNALS = (signal.SIGINT, signal.SIGTERM)
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised like Ctrl-C so that every owner of child processes ends them on the way out."""
 
 
+class HungUp(KeyboardInterrupt):
+    """SIGHUP (the terminal went away), raised like SIGTERM; its own type so that the exit status is 129."""
+
+
+def interrupt_for(signum: int | None) -> KeyboardInterrupt:
+    """The exception a latched signal is raised as."""
+    if signum == signal.SIGTERM:
+        return Terminated()
+    if signum == signal.SIGHUP:
+        return HungUp()
+    return KeyboardInterrupt()
+
+
+def signal_of(exc: BaseException) -> int:
+    """The signal an interrupt stands for (an exception that carries another as its `cause` is that one's)."""
+    cause = getattr(exc, "cause", exc)
+    if isinstance(cause, Terminated):
+        return signal.SIGTERM
+    if isinstance(cause, HungUp):
+        return signal.SIGHUP
+    return signal.SIGINT
+
+
 class _Latch:
-    first: int | None = None  # the first SIGINT/SIGTERM received: it decides how the run ends
+    first: int | None = None  # the first SIGINT/SIGTERM/SIGHUP received: it decides how the run ends
     raised = False  # it has been raised as an exception
     held = 0  # > 0: the first signal is recorded, raised only when the hold ends
 
@@ -36,7 +62,7 @@ _latch = _Latch()
 
 def _raise_first() -> None:
     _latch.raised = True
-    raise Terminated if _latch.first == signal.SIGTERM else KeyboardInterrupt
+    raise interrupt_for(_latch.first)
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
@@ -75,11 +101,19 @@ def _installed() -> bool:
     return signal.getsignal(signal.SIGINT) is _on_signal
 
 
+def _latched() -> tuple[int, ...]:
+    """The signals to latch: all three, but not a SIGHUP this process was started ignoring (nohup, or a
+    shell's `trap '' HUP`): whoever started it asked for the run to outlive the terminal."""
+    if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN:
+        return tuple(s for s in SIGNALS if s != signal.SIGHUP)
+    return SIGNALS
+
+
 def install() -> None:
-    """For the process's whole life (cli.main): the latch on SIGINT and SIGTERM, holding signals until a
-    command's body runs."""
+    """For the process's whole life (cli.main): the latch on SIGINT, SIGTERM and SIGHUP, holding signals
+    until a command's body runs."""
     _latch.first, _latch.raised, _latch.held = None, False, 1
-    for sig in SIGNALS:
+    for sig in _latched():
         signal.signal(sig, _on_signal)
     sys.unraisablehook = _unraisable
 
@@ -94,7 +128,7 @@ def ignore() -> None:
 @contextmanager
 def _own_latch(held: int) -> Iterator[None]:
     """Outside the command line (API, in-process tests): the latch for the block only, then as before."""
-    previous = {sig: signal.signal(sig, _on_signal) for sig in SIGNALS}
+    previous = {sig: signal.signal(sig, _on_signal) for sig in _latched()}
     _latch.first, _latch.raised, _latch.held = None, False, held
     try:
         yield
@@ -104,7 +138,7 @@ def _own_latch(held: int) -> Iterator[None]:
         first, raised = _latch.first, _latch.raised
         _latch.first, _latch.raised, _latch.held = None, False, 0
         if first is not None and not raised and sys.exc_info()[0] is None:
-            raise Terminated if first == signal.SIGTERM else KeyboardInterrupt
+            raise interrupt_for(first)
 
 
 @contextmanager
@@ -128,7 +162,7 @@ def interruptible() -> Iterator[None]:
 
 @contextmanager
 def deferred() -> Iterator[None]:
-    """Run a block that must finish (ending children) with SIGINT and SIGTERM held back.
+    """Run a block that must finish (ending children) with SIGINT, SIGTERM and SIGHUP held back.
 
     A first signal that arrives inside is raised when the block ends, unless an exception (usually the
     first Ctrl-C) is already on its way out, in which case that one stands; a signal after the first is
@@ -151,7 +185,7 @@ def deferred() -> Iterator[None]:
 
 
 class ArrivalOrder:
-    """Which of SIGINT and SIGTERM arrived first, as the kernel delivered them.
+    """Which of SIGINT, SIGTERM and SIGHUP arrived first, as the kernel delivered them.
 
     When both are pending by the time the main thread runs (on a loaded machine, 10 ms apart is enough),
     CPython runs their handlers in signal-number order, and the second handler's exception can replace
@@ -172,14 +206,14 @@ class ArrivalOrder:
         return self
 
     def first(self) -> int | None:
-        """SIGINT or SIGTERM, whichever arrived first since __enter__; None if neither was seen."""
+        """SIGINT, SIGTERM or SIGHUP, whichever arrived first since __enter__; None if none was seen."""
         if self._fds is None:
             return None
         try:
             data = os.read(self._fds[0], 4096)
         except OSError:
             return None
-        return next((b for b in data if b in (signal.SIGINT, signal.SIGTERM)), None)
+        return next((b for b in data if b in SIGNALS), None)
 
     def __exit__(self, *exc: object) -> None:
         if self._fds is not None:

@@ -1,4 +1,5 @@
-"""Frozen specs: what serves (ServerSpec) and what drives it (SequentialLoad, ClosedLoopLoad).
+"""Frozen specs: what serves (ServerSpec) and what drives it (SequentialLoad, ConcurrentLoad: a closed or an
+open loop).
 
 This is the one place shared values are checked (a server kind checks its own: servers/kinds.py). The
 CLI's option types reject bad input first, naming the option the user typed; these checks guard the
@@ -17,6 +18,7 @@ from typing import Any, ClassVar
 
 from .cpus import allowed_cpus, format_cpu_list
 from .errors import PlanError
+from .run_warnings import RunWarning, WarningKind, warn
 
 MAX_WORKERS = 512
 MAX_CONNECTIONS = 10_000_000
@@ -38,11 +40,14 @@ def number(value: float) -> str:
     return str(int(value)) if math.isfinite(value) and float(value).is_integer() else f"{value:g}"
 
 
-def check_range(name: str, value: Any, low: float, high: float) -> None:
+def check_range(name: str, value: Any, low: float, high: float, unit: str = "") -> None:
+    """PlanError naming `name` unless low <= value <= high; `unit` ("s", "ms") when the option took a
+    duration the user wrote in any unit (`--step 1000h`)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise PlanError(f"{name} must be a number, got {value!r}")
     if not math.isfinite(value) or not low <= value <= high:
-        raise PlanError(f"{name} must be between {number(low)} and {number(high)}, got {number(value)}")
+        u = f" {unit}" if unit else ""
+        raise PlanError(f"{name} must be between {number(low)}{u} and {number(high)}{u}, got {number(value)}{u}")
 
 
 def ms_to_us(ms: float, option: str = "--work-ms") -> int:
@@ -52,22 +57,45 @@ def ms_to_us(ms: float, option: str = "--work-ms") -> int:
     return int(round(ms * 1000))
 
 
+PORT_RANGE = "/proc/sys/net/ipv4/ip_local_port_range"
+
+
 def open_file_limit() -> int:
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
-def check_concurrency(concurrency: int) -> None:
-    """PlanError unless `concurrency` open connections fit under the open-file limit (ulimit -n)."""
+def local_ports() -> int | None:
+    """How many local ports a client may use to one server address (ip_local_port_range), None if unknown."""
+    try:
+        with open(PORT_RANGE) as f:
+            low, high = (int(v) for v in f.read().split())
+        return high - low + 1
+    except (OSError, ValueError):
+        return None
+
+
+def check_concurrency(concurrency: int, option: str = "--concurrency", driver_procs: int = 1) -> None:
+    """PlanError unless `concurrency` open connections, shared by `driver_procs` processes, fit under the
+    open-file limit (ulimit -n; per driver: each process has a descriptor table of its own) and the local
+    port range (each open connection holds a local port to the one server address). `option`: the option
+    the user gave the number with."""
     limit = open_file_limit()
-    allowed = max(1, limit - FD_MARGIN)
+    allowed = max(1, limit - FD_MARGIN) * driver_procs
     if not 1 <= concurrency <= allowed:
+        per = f", times {driver_procs} driver processes" if driver_procs > 1 else ""
         raise PlanError(
-            f"--concurrency must be between 1 and {allowed} (open-file limit {limit} minus {FD_MARGIN} "
-            f"for the driver's own files; raise it with ulimit -n), got {concurrency}"
+            f"{option} must be between 1 and {allowed} (open-file limit {limit} minus {FD_MARGIN} "
+            f"for a driver's own files{per}; raise it with ulimit -n, or give more --driver-procs), got {concurrency}"
+        )
+    ports = local_ports()
+    if ports is not None and concurrency > ports:
+        raise PlanError(
+            f"{option} {concurrency}: one client address has {ports} local ports to one server address "
+            f"(net.ipv4.ip_local_port_range); use at most {ports}"
         )
 
 
-def resolve_host(text: str) -> tuple[str, str | None]:
+def resolve_host(text: str) -> tuple[str, RunWarning | None]:
     """(address to listen on, warning or None). Names resolve (`localhost`); multicast and broadcast
     addresses are refused; an address others can reach gets a warning, because every reply names a
     worker's pid."""
@@ -85,12 +113,7 @@ def resolve_host(text: str) -> tuple[str, str | None]:
         address = ipaddress.ip_address(infos[0][4][0])
     if address.is_multicast or (address.version == 4 and str(address) == "255.255.255.255"):
         raise PlanError(f"--host {address} is a multicast or broadcast address; a TCP server cannot listen there")
-    warning = None
-    if not address.is_loopback:
-        warning = (
-            f"listening on {address}: anyone who can reach this address can connect and learn the "
-            "workers' pids; use 127.0.0.1 unless that is what you want"
-        )
+    warning = None if address.is_loopback else warn(WarningKind.REACHABLE_HOST, address=str(address))
     return str(address), warning
 
 
@@ -117,17 +140,21 @@ class ServerSpec:
     backlog: int = 511
     accept_batch: int = 0  # most connections accepted per wakeup; 0: until EAGAIN
     cpus: tuple[int, ...] = ()  # pin worker i to cpus[i % len(cpus)]; empty: no pinning
-    server: str = "builtin"  # builtin (this tool's workers), nginx (launched), attached (already running)
+    kind: str = "builtin"  # which server: builtin (this tool's workers), nginx, ... (launched), attached, remote
     attach: tuple[int, ...] = ()  # attached: the master's pid, or the workers' pids
     protocol: str = "line"  # attached: what the server speaks (line: it writes and closes; http)
     policy: str = "round-robin"  # fd-pass: which worker the acceptor hands a connection to
     mutex_delay_ms: float = 500.0  # accept-mutex: how long a worker without the lock waits to retry
     maxconn: int = 0  # haproxy: connections it holds at once (maxconn); 0: its default
+    # Connections the load holds open at once (set by the experiment from its load): what a launched
+    # server's connection table is sized for (nginx's worker_connections); 0: one at a time.
+    in_flight: int = 0
 
     def validated(self) -> ServerSpec:
         """What every kind shares; a kind's own checks are its `check` (servers/registry.py `checked`)."""
-        check_range("--mutex-delay", self.mutex_delay_ms, 1, MAX_GAP_MS)
+        check_range("--mutex-delay", self.mutex_delay_ms, 1, MAX_GAP_MS, "ms")
         check_range("--maxconn", self.maxconn, 0, 10_000_000)
+        check_range("connections in flight", self.in_flight, 0, MAX_CONNECTIONS)
         check_range("--workers", self.workers, 1, MAX_WORKERS)
         check_range("--port", self.port, 0, 65535)
         check_range("--work-us", self.work_us, 0, MAX_WORK_US)
@@ -143,29 +170,38 @@ class ServerSpec:
             raise PlanError(f"--host must be an address (resolve names with resolve_host), got {self.host!r}") from None
         return self
 
+    # Renamed fields: a saved file or an older caller may still use the old name.
+    RENAMED: ClassVar[dict[str, str]] = {"server": "kind"}
+
+    @property
+    def server(self) -> str:
+        """The old name of `kind`, for older callers; result files keep storing the kind as "server"."""
+        return self.kind
+
     @property
     def label(self) -> str:
-        """The mode, with the server's name when it is not the built-in workers: `epoll`, `nginx epoll`."""
-        if self.server == "attached":
-            return f"attached pid {','.join(map(str, self.attach))}"
-        if self.server == "remote":
-            return f"target {self.host}:{self.port}"
-        return self.mode if self.server == "builtin" else f"{self.server} {self.mode}"
+        """How reports name this server: `epoll`, `nginx epoll`, `attached pid 12`, `target host:port`
+        (the kind says it: servers/kinds.py `ServerKind.label`)."""
+        from .servers.registry import KINDS  # spec is imported by every server module
+
+        kind = KINDS.get(self.kind)  # a file from a newer version may name a kind this one does not know
+        return kind.label(self) if kind else f"{self.kind} {self.mode}"
 
     def replace(self, **changes: Any) -> ServerSpec:
-        return dataclasses.replace(self, **changes).validated()
+        return dataclasses.replace(self, **renamed(type(self), changes)).validated()
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ServerSpec:
         known = {f.name for f in dataclasses.fields(cls)}
-        values = {k: v for k, v in data.items() if k in known}
+        values = {k: v for k, v in renamed(cls, data).items() if k in known}
         for name in ("cpus", "attach"):
             if name in values:
                 values[name] = tuple(values[name])
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        # Schema version 2 stores the kind under its old name, "server": files stay readable by 0.2.
+        return {"server" if k == "kind" else k: v for k, v in dataclasses.asdict(self).items()}
 
 
 @dataclass(frozen=True)
@@ -181,7 +217,7 @@ class SequentialLoad:
     def validated(self) -> SequentialLoad:
         check_range("--connections", self.connections, 1, MAX_CONNECTIONS)
         check_range("--gap-ms", self.gap_ms, 0, MAX_GAP_MS)
-        check_range("--timeout", self.timeout_s, 0.001, MAX_TIMEOUT_S)
+        check_range("--timeout", self.timeout_s, 0.001, MAX_TIMEOUT_S, "s")
         return self
 
     @classmethod
@@ -199,10 +235,11 @@ DEFAULT_DRIVER_PROCS = 2
 
 
 @dataclass(frozen=True)
-class ClosedLoopLoad:
-    """A closed loop: `concurrency` slots, each starting its next connection as soon as one ends."""
+class ConcurrentLoad:
+    """Many connections at once. A closed loop: `concurrency` slots, each starting its next connection as
+    soon as one ends. With a `rate`, an open loop: connections start on a fixed schedule, whatever is in
+    flight (up to `concurrency`)."""
 
-    kind: ClassVar[str] = "closed-loop"
     connections: int | None = DEFAULT_REQUESTS  # None: run for duration_s instead
     duration_s: float | None = None
     concurrency: int = DEFAULT_CONCURRENCY
@@ -212,7 +249,11 @@ class ClosedLoopLoad:
     # (up to `concurrency`), and time each from when it was due (wrk2's correction for coordinated omission).
     rate: float | None = None
 
-    def validated(self) -> ClosedLoopLoad:
+    @property
+    def kind(self) -> str:
+        return "closed-loop" if self.rate is None else "open-loop"
+
+    def validated(self) -> ConcurrentLoad:
         if self.connections is not None and self.duration_s is not None:
             raise PlanError("give --connections or --duration, not both")
         if self.connections is None and self.duration_s is None:
@@ -220,18 +261,18 @@ class ClosedLoopLoad:
         if self.connections is not None:
             check_range("--connections", self.connections, 1, MAX_CONNECTIONS)
         if self.duration_s is not None:
-            check_range("--duration", self.duration_s, 0.001, MAX_DURATION_S)
+            check_range("--duration", self.duration_s, 0.001, MAX_DURATION_S, "s")
         check_range("--driver-procs", self.driver_procs, 1, MAX_DRIVER_PROCS)
-        check_range("--timeout", self.timeout_s, 0.001, MAX_TIMEOUT_S)
-        check_concurrency(self.concurrency)
+        check_range("--timeout", self.timeout_s, 0.001, MAX_TIMEOUT_S, "s")
         if self.rate is not None:
             check_range("--rate", self.rate, 0.001, 10_000_000)
         # As many drivers as will run: none without a slot and a connection to make.
-        procs = min(self.driver_procs, self.concurrency, self.connections or self.driver_procs)
+        procs = min(self.driver_procs, max(1, self.concurrency), self.connections or self.driver_procs)
+        check_concurrency(self.concurrency, driver_procs=procs)
         return self if procs == self.driver_procs else dataclasses.replace(self, driver_procs=procs)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ClosedLoopLoad:
+    def from_dict(cls, data: dict[str, Any]) -> ConcurrentLoad:
         known = {f.name for f in dataclasses.fields(cls)}
         values = {k: v for k, v in data.items() if k in known}
         if "requests" in data and "connections" not in data:  # v1 name
@@ -241,9 +282,49 @@ class ClosedLoopLoad:
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         rate = data.pop("rate")
-        if rate is None:
-            return {"kind": self.kind, **data}
-        return {"kind": "open-loop", **data, "rate": rate}
+        return {"kind": self.kind, **data} | ({} if rate is None else {"rate": rate})
+
+
+ClosedLoopLoad = ConcurrentLoad  # its name before 0.3, for older callers of the Python API
+
+
+def renamed(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    """`data` with the old names of `cls`'s renamed fields replaced by the new ones (the new name wins)."""
+    renames: dict[str, str] = getattr(cls, "RENAMED", {})
+    if not any(old in data for old in renames):
+        return data
+    out = {k: v for k, v in data.items() if k not in renames}
+    for old, new in renames.items():
+        if old in data and new not in out:
+            out[new] = data[old]
+    return out
+
+
+def _renamed_arguments(cls: type, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Keyword arguments with old names replaced; both names at once is a mistake, not a choice."""
+    for old, new in getattr(cls, "RENAMED", {}).items():
+        if old in kwargs and new in kwargs:
+            raise TypeError(f"{cls.__name__}() got both {old}= and {new}= (its old and its new name)")
+    return renamed(cls, kwargs)
+
+
+def _accept_old_names(cls: Any) -> None:
+    """Let `cls(old_name=...)` keep working for the Python API after a field was renamed."""
+    init = cls.__init__
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **_renamed_arguments(cls, kwargs))
+
+    __init__.__doc__ = init.__doc__
+    cls.__init__ = __init__
+
+
+_accept_old_names(ServerSpec)
+
+
+def sized(spec: ServerSpec, in_flight: int) -> ServerSpec:
+    """The spec to launch for a load holding `in_flight` connections open at once (ServerSpec.in_flight)."""
+    return dataclasses.replace(spec, in_flight=max(spec.in_flight, in_flight))
 
 
 def pinned(spec: ServerSpec, pin: bool) -> ServerSpec:

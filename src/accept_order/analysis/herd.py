@@ -116,7 +116,7 @@ def acceptor_of(evidence: Any) -> Mapping[str, Any] | None:
 def herd_row(result: Any) -> HerdRow:
     """A RunResult's line of the herd table."""
     counters = result.counters
-    mode = known_mode(result.server.server, result.server.mode)
+    mode = known_mode(result.server.kind, result.server.mode)
     cpu = _sum_opt(c.cpu_s for c in counters)
     served = result.served
     acceptor = acceptor_of(result.evidence)

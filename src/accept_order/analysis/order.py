@@ -115,6 +115,7 @@ def model_fits(records: Sequence[ConnectionRecord], workers: int) -> dict[str, t
     idle_since: dict[int, float] = {w: w - workers for w in range(workers)}  # before any connection
     busy_until: dict[int, int] = {}
     last: int | None = None  # the worker that served the previous connection
+    seen: set[int] = set()  # workers that have served
     fits = {m: [0, 0] for m in MODEL_ORDER}
     for rec in served:
         t = rec.start_us
@@ -128,9 +129,13 @@ def model_fits(records: Sequence[ConnectionRecord], workers: int) -> dict[str, t
                 fits[model][1] += 1
                 # Nobody can say which worker takes the lock first; after that, the holder keeps it.
                 first_holder = model == "lock-holder" and last is None and rec.worker in idle
-                if first_holder or _predict(model, idle, idle_since, last, workers) == rec.worker:
+                # Nor, for FIFO, in which order the workers first queued (a server's own lock queue, e.g.
+                # uWSGI's thunder lock, is in the order they reached it): a worker's first turn fits.
+                first_turn = model == "fifo" and rec.worker not in seen
+                if first_holder or first_turn or _predict(model, idle, idle_since, last, workers) == rec.worker:
                     fits[model][0] += 1
         assert rec.worker is not None
+        seen.add(rec.worker)
         last = rec.worker
         busy_until[rec.worker] = max(busy_until.get(rec.worker, 0), rec.start_us + rec.latency_us)
     return {m: (f[0], f[1]) for m, f in fits.items()}

@@ -1,11 +1,12 @@
 """The command line. `main` is the console script's entry point.
 
 Kept tiny on purpose: the signal latch goes in before click, rich and the harness are imported, so a
-Ctrl-C or SIGTERM during start-up is one line and exit 130/143, not a traceback from an import.
+Ctrl-C, SIGTERM or SIGHUP during start-up is one line and exit 130/143/129, not a traceback from an import.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 
@@ -13,6 +14,7 @@ from .. import signals
 
 
 def main(prog_name: str | None = None) -> None:
+    _fill_closed_std_fds()
     signals.install()  # from here on a signal is recorded, and raised only inside a command's body
     started = False
     signum: int | None = None
@@ -20,7 +22,7 @@ def main(prog_name: str | None = None) -> None:
         try:
             from .app import main as group  # click and rich: a signal meanwhile is recorded, acted on below
         except KeyboardInterrupt as exc:  # not the latch's (it only records here)
-            signum = signal.SIGTERM if isinstance(exc, signals.Terminated) else signal.SIGINT
+            signum = signals.signal_of(exc)
         else:
             if signals.pending() is None:
                 started = True
@@ -31,9 +33,28 @@ def main(prog_name: str | None = None) -> None:
         signum = signum or signals.pending()
         signals.ignore()  # the status is decided and no child is left: a late signal changes nothing
     if signum is not None:  # arrived while held (start-up, option parsing, after the command), not raised
-        word = "terminated" if signum == signal.SIGTERM else "interrupted"
-        sys.stderr.write(f"accept-order: error: {word}{'' if started else ' while starting'}\n")
+        words: dict[int, str] = {signal.SIGTERM: "terminated", signal.SIGHUP: "hung up"}
+        word = words.get(signum, "interrupted")
+        try:
+            sys.stderr.flush()
+            os.write(2, f"accept-order: error: {word}{'' if started else ' while starting'}\n".encode())
+        except OSError:
+            pass  # stderr is gone (a terminal that hung up): the status alone says how it ended
         sys.exit(128 + signum)
+
+
+def _fill_closed_std_fds() -> None:
+    """A standard descriptor the caller closed (`>&-`) is opened on /dev/null: otherwise the first socket or
+    pipe the tool opens would take its number, and whatever a child writes to its stdout would go into it.
+    sys.stdout stays None (Python saw it closed): a report is then refused as written to a closed stdout."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            opened = os.open(os.devnull, os.O_RDWR)  # the lowest free number: this one
+            if opened != fd:
+                os.dup2(opened, fd)
+                os.close(opened)
 
 
 def _end_children() -> None:

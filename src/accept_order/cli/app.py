@@ -1,24 +1,26 @@
 """The command group: commands load lazily, errors become one line, signals become exit statuses.
 
 This is the only place that maps exceptions to exit statuses (status.ExitStatus): usage errors exit 2,
-runtime failures 1, Ctrl-C 130 and SIGTERM 143, each with one line on stderr and never a traceback
-(unless --traceback asks for it).
+runtime failures 1, Ctrl-C 130, SIGTERM 143 and SIGHUP 129, each with one line on stderr and never a
+traceback (unless --traceback asks for it). A stdout whose reader went away (`| head`) ends a command with
+141 (128 + SIGPIPE, what a shell shows for a C tool killed by it) and nothing on stderr.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import importlib
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NoReturn, TypeVar
 
 import click
 
-from ..errors import AcceptOrderError
-from ..signals import ArrivalOrder, Terminated, interruptible
+from ..errors import AcceptOrderError, OutputError
+from ..signals import ArrivalOrder, interruptible, signal_of
 from ..status import ExitStatus
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -34,28 +36,69 @@ COMMANDS: dict[str, str] = {
     "reload": "reload",
     "burst": "burst",
     "ramp": "ramp",
+    "inspect": "inspect",
+    "atlas": "atlas",
+    "observe": "observe",
     "merge": "merge",
     "show": "show",
     "plot": "plot",
     "modes": "modes",
 }
-_RESOURCE_ERRNOS = {errno.EMFILE, errno.ENFILE, errno.EAGAIN, errno.ENOMEM, errno.ENOSPC}
+STOPPED_META = "accept_order.stopped"  # ctx.meta: what an interrupted command says it ended (see _what_stopped)
+# The machine ran out of something: errno -> where to look (ENOSPC and ENOMEM name their cause themselves).
+_RESOURCE_ERRNOS = {
+    errno.EMFILE: " (check `ulimit -n`)",
+    errno.ENFILE: " (the system's open-file limit, fs.file-max)",
+    errno.EAGAIN: " (check `ulimit -u`)",
+    errno.ENOMEM: "",
+    errno.ENOSPC: "",
+}
 
 
 def fail(message: str, status: int) -> NoReturn:
     from ..render.text import escape_controls
+    from .output import discard_stdout, flush_stdout, tolerant, unless_hung_up
 
-    sys.stdout.flush()
-    click.echo(f"accept-order: error: {escape_controls(message)}", err=True)
+    try:
+        flush_stdout()
+    except OutputError:
+        discard_stdout()  # the error line is what matters now
+    if sys.stderr is not None:
+        tolerant(sys.stderr)
+        # stderr gone too (a terminal that hung up: then both go to /dev/null, so that Python's own flush at
+        # exit cannot fail and turn the status into 120): the status is all that is left to say it
+        with contextlib.suppress(OSError), unless_hung_up():
+            click.echo(f"accept-order: error: {escape_controls(message)}", err=True)
     sys.exit(status)
 
 
+def output_failed(exc: OutputError) -> NoReturn:
+    """stdout could not take the report: its reader gone (`| head`) ends the command as it ends a C tool,
+    quietly; a closed or full stdout is one line."""
+    from .output import discard_stdout
+
+    discard_stdout()
+    if exc.broken_pipe:
+        sys.exit(ExitStatus.BROKEN_PIPE)
+    fail(str(exc), exc.exit_code)
+
+
+_BY_SIGNAL: dict[int, tuple[ExitStatus, str]] = {
+    signal.SIGINT: (ExitStatus.INTERRUPTED, "interrupted"),
+    signal.SIGTERM: (ExitStatus.TERMINATED, "terminated"),
+    signal.SIGHUP: (ExitStatus.HUNG_UP, "hung up"),
+}
+
+
 def interrupted_status(exc: KeyboardInterrupt, first: int | None = None) -> ExitStatus:
-    """130 for Ctrl-C, 143 for SIGTERM: the signal that arrived first (`first`, when known) decides."""
-    if first is not None:
-        return ExitStatus.TERMINATED if first == signal.SIGTERM else ExitStatus.INTERRUPTED
-    cause = getattr(exc, "cause", exc)
-    return ExitStatus.TERMINATED if isinstance(cause, Terminated) else ExitStatus.INTERRUPTED
+    """130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP: the signal that arrived first (`first`, when
+    known) decides."""
+    return _BY_SIGNAL[first if first in _BY_SIGNAL else signal_of(exc)][0]
+
+
+def interrupted_word(status: int) -> str:
+    """How the one line names an interrupted command's end: "interrupted", "terminated", "hung up"."""
+    return next((word for code, word in _BY_SIGNAL.values() if code == status), "interrupted")
 
 
 def handle_errors(func: F) -> F:
@@ -68,24 +111,61 @@ def handle_errors(func: F) -> F:
         try:
             with interruptible():  # the command's body: the first signal is raised where it lands
                 return func(*args, **kwargs)
+        except OutputError as exc:
+            if _traceback_wanted():
+                raise
+            output_failed(exc)
         except AcceptOrderError as exc:
             if _traceback_wanted():
                 raise
             fail(str(exc), exc.exit_code)
         except KeyboardInterrupt as exc:
             status = interrupted_status(exc, order.first())
-            word = "terminated" if status == ExitStatus.TERMINATED else "interrupted"
-            fail(f"{word}; all workers stopped", status)
+            fail(f"{interrupted_word(status)}; {_what_stopped()}", status)
         except OSError as exc:
             if exc.errno not in _RESOURCE_ERRNOS or _traceback_wanted():
                 raise
-            fail(f"{exc.strerror} (check `ulimit -n` and `ulimit -u`)", ExitStatus.ERROR)
+            fail(f"{exc.strerror}{_RESOURCE_ERRNOS[exc.errno]}", ExitStatus.ERROR)
         except MemoryError:
             fail("out of memory", ExitStatus.ERROR)
         finally:
             order.__exit__()
 
     return wrapper  # type: ignore[return-value]
+
+
+@contextlib.contextmanager
+def _stdout_blamed() -> Iterator[None]:
+    """An OSError raised where click writes to stdout (its --help, --version) becomes OutputError; any
+    other OSError is left as it is."""
+    try:
+        yield
+    except OSError as exc:
+        if not _click_writing_stdout(exc):
+            raise
+        broken = exc.errno == errno.EPIPE
+        reason = "its reader has gone" if broken else exc.strerror or str(exc)
+        raise OutputError(f"cannot write to stdout: {reason}", broken_pipe=broken) from None
+
+
+def _click_writing_stdout(exc: BaseException) -> bool:
+    """The innermost frame of `exc` is click's, writing to a `file` on descriptor 1 (click.echo)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None or not str(tb.tb_frame.f_globals.get("__name__")).startswith("click."):
+        return False
+    try:
+        return bool(tb.tb_frame.f_locals["file"].fileno() == 1)
+    except (KeyError, AttributeError, OSError, ValueError):
+        return False
+
+
+def _what_stopped() -> str:
+    """What an interrupted command ended: its workers, or what the command put in its context's meta (a
+    command that starts nothing, such as observe, must not say it stopped a server it only watched)."""
+    ctx = click.get_current_context(silent=True)
+    return str(ctx.meta.get(STOPPED_META, "all workers stopped")) if ctx else "all workers stopped"
 
 
 def _traceback_wanted() -> bool:
@@ -108,6 +188,16 @@ class LazyGroup(click.Group):
         assert isinstance(command, click.Command)
         return command
 
+    # click prints --help and --version itself, while parsing: a stdout that cannot take them is the same
+    # OutputError as a report's (click alone would end a closed pipe with 1, a full disk with a traceback).
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        with _stdout_blamed():
+            return super().make_context(*args, **kwargs)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with _stdout_blamed():
+            return super().invoke(ctx)
+
     def main(
         self,
         args: Sequence[str] | None = None,
@@ -123,9 +213,11 @@ class LazyGroup(click.Group):
             fail(exc.format_message() + hint, ExitStatus.USAGE)
         except click.ClickException as exc:
             fail(exc.format_message(), exc.exit_code)
+        except OutputError as exc:  # a command without handle_errors (modes)
+            output_failed(exc)
         except (click.Abort, KeyboardInterrupt) as exc:
             status = interrupted_status(exc) if isinstance(exc, KeyboardInterrupt) else ExitStatus.INTERRUPTED
-            fail("terminated" if status == ExitStatus.TERMINATED else "interrupted", status)
+            fail(interrupted_word(status), status)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -12,9 +12,9 @@ from ..spec import DEFAULT_DRIVER_PROCS, MAX_DRIVER_PROCS
 from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
 from .options import examples, json_option, modes_option, server_options, timeout_option
-from .output import note, progress_bar
+from .output import progress_bar
 from .specs import first_available, server_spec
-from .types import IntList
+from .types import IntList, IntRange
 
 
 @click.command(
@@ -24,7 +24,10 @@ from .types import IntList
         "accept-order burst --clients 1000,10000,25000 --json burst.json",
     )
 )
-@modes_option(default="epoll", help="Comma-separated modes (each a column), or all.")
+@modes_option(
+    default="default",
+    help="Comma-separated modes (each a column), all, or default: each server's own (epoll where it has one).",
+)
 @server_options(workers=4, several=True)
 @click.option(
     "--clients",
@@ -35,7 +38,7 @@ from .types import IntList
 )
 @click.option(
     "--driver-procs",
-    type=click.IntRange(1, MAX_DRIVER_PROCS),
+    type=IntRange(1, MAX_DRIVER_PROCS),
     default=DEFAULT_DRIVER_PROCS,
     show_default=True,
     help="Load generator processes the connections of a burst are split over.",
@@ -47,9 +50,10 @@ def burst(
     modes: list[str], clients: list[int], driver_procs: int, timeout_s: float, json_path: str | None, **options: Any
 ) -> None:
     """Seed 004's table: N clients connect at once; the time until all were served, per server and mode."""
+    from ..api import burst as run_bursts
     from ..experiments.burst.report import burst_report
     from ..experiments.burst.result import BurstResult
-    from ..experiments.burst.run import BurstPlan, burst_table, make_room
+    from ..experiments.burst.run import BurstPlan, make_room
     from ..servers.registry import variants
 
     servers: list[str] = options["server"]
@@ -57,13 +61,12 @@ def burst(
     base = server_spec(options, mode=first_available(modes, servers))
     plan = BurstPlan(tuple(clients), driver_procs, timeout_s).validated()
     specs, skipped = variants(base, modes, servers, batch_given)
-    notes = [n for n in [make_room(max(clients))] if n]  # before any process starts: they inherit the limit
+    notes = [n for n in [make_room(max(clients), driver_procs)] if n]  # before any process starts: they inherit it
     host_warnings()
 
     def save(runs: Sequence[Any], interrupted: bool = False) -> None:
-        result = BurstResult(tuple(runs), skipped, tuple(notes))
-        doc = result.to_dict() | ({"interrupted": True} if interrupted else {})
-        report_and_save(burst_report(result), json_path, "burst", doc)
+        result = BurstResult(tuple(runs), skipped, tuple(notes), interrupted)
+        report_and_save(burst_report(result), json_path, "burst", result.to_dict())
 
     with ExitStack() as bars:
 
@@ -72,7 +75,5 @@ def burst(
             return bars.enter_context(progress_bar(f"{spec.label}: {n} clients", n))
 
         with keep_partial(lambda runs: save(runs, interrupted=True)):
-            runs = burst_table(specs, plan, on_burst)
-    if not runs:
-        note("accept-order: nothing ran")
+            runs = run_bursts(specs, plan, on_burst)
     save(runs)

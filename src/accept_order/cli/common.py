@@ -1,4 +1,4 @@
-"""What every command does the same way: print the report, then write the JSON, then say where."""
+"""What every command does the same way: write the JSON, then print the report, then say where."""
 
 from __future__ import annotations
 
@@ -19,19 +19,38 @@ def host_warnings() -> None:
 
 
 def report_and_save(renderable: Any, json_path: str | None, kind: str, payload: dict[str, Any]) -> None:
-    """The report first, so a write that fails (disk full) loses nothing on screen; then the file."""
-    print_report(renderable)
+    """The file first, so a report that cannot be printed (its reader gone, a full disk) loses no result;
+    then the report, printed even when the file could not be written (that error follows it)."""
+    from ..errors import OutputError, ResultFileError
+
+    unsaved: ResultFileError | None = None
     if json_path:
         from ..results.envelope import save
 
-        save(json_path, kind, payload)
+        try:
+            save(json_path, kind, payload)
+        except ResultFileError as exc:
+            unsaved = exc
+    try:
+        print_report(renderable)
+    except OutputError as exc:
+        if unsaved is not None:
+            raise unsaved from None
+        if json_path and not exc.broken_pipe:
+            raise OutputError(f"{exc} (the result is saved in {json_path})") from None
+        raise
+    if unsaved is not None:
+        raise unsaved
+    if json_path:
         note(f"wrote {json_path}")
 
 
 @contextmanager
 def keep_partial(on_partial: Callable[[Sequence[Any]], None]) -> Iterator[None]:
     """Ctrl-C / SIGTERM during a run that keeps partial results: report and save what was measured,
-    marked interrupted, then let the signal end the command (exit 130 / 143)."""
+    marked interrupted, then let the signal end the command (exit 130 / 143). The same when a worker of
+    a server this tool did not start exits mid-run: then its one line ends the command (exit 1)."""
+    from ..errors import WorkerExited
     from ..session import RunInterrupted
     from ..signals import deferred
 
@@ -42,3 +61,8 @@ def keep_partial(on_partial: Callable[[Sequence[Any]], None]) -> Iterator[None]:
             with deferred():  # a second Ctrl-C must not cut the saving of the first one's result short
                 on_partial(stop.results)
         raise stop.cause from None
+    except WorkerExited as exited:
+        if exited.results:
+            with deferred():
+                on_partial(exited.results)
+        raise

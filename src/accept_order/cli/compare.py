@@ -41,9 +41,7 @@ def compare(modes: list[str], repeat: int, json_path: str | None, **options: Any
     host_warnings()
     specs, skipped = variants(server, modes, servers, batch_given)  # every mode checked before any runs
     if repeat > 1:
-        from ..session import run_sequential
-
-        run_repeated("compare", specs, repeat, lambda spec: run_sequential(spec, load), skipped, json_path)
+        run_repeated("compare", specs, repeat, lambda spec: api.sequential(spec, load), skipped, json_path)
         return
 
     def save(results: Sequence[Any], interrupted: bool = False) -> None:

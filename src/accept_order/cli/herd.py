@@ -32,21 +32,20 @@ def herd(modes: list[str], repeat: int, json_path: str | None, per_worker: bool,
     """Count wakeups per connection in every mode: who wakes one worker, who wakes them all."""
     from .. import api
     from ..experiments.herd.report import herd_report
-    from ..servers.registry import runnable
+    from ..servers.registry import variants
 
-    server, load = server_spec(options, mode=first_available(modes)), sequential_load(options)
+    server, load = server_spec(options, mode=first_available(modes, options["server"])), sequential_load(options)
+    specs, skipped = variants(server, modes)  # every mode checked before any runs
     host_warnings()
     if repeat > 1:
         import dataclasses
 
-        from ..servers.registry import variants
-        from ..session import run_sequential
+        from ..api import sequential as run_sequential
 
-        specs, skipped = variants(server, modes)
         herd_load = dataclasses.replace(load, settle=True, gap_ms=0.0)  # as api.herd runs it
         run_repeated("herd", specs, repeat, lambda spec: run_sequential(spec, herd_load), skipped, json_path)
         return
-    total = len(runnable(server.server, modes)[0]) * load.connections
+    total = len(specs) * load.connections
     with progress_bar("herd: connections", total, threshold=200) as update:
         done = [0]
 

@@ -8,20 +8,20 @@ from typing import Any
 
 import click
 
-from ..spec import ClosedLoopLoad, ServerSpec
+from ..spec import ConcurrentLoad, ServerSpec
 from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
-from .options import DEFAULT_MODE_HELP, attach_options, closed_loop_options, examples, json_option, server_options
+from .options import DEFAULT_MODE_HELP, attach_options, examples, json_option, load_options, server_options
 from .output import progress_bar
 from .repeat_common import repeat_option, run_repeated
-from .specs import closed_loop_load, first_available, server_spec
+from .specs import concurrent_load, first_available, server_spec
 from .types import MODE_LIST
 
 Tick = Callable[[int, float], None]
 
 
 @contextmanager
-def bars(load: ClosedLoopLoad, label: Callable[[ServerSpec], str]) -> Iterator[Callable[[ServerSpec], Tick]]:
+def bars(load: ConcurrentLoad, label: Callable[[ServerSpec], str]) -> Iterator[Callable[[ServerSpec], Tick]]:
     """A fresh progress bar for each run of a comparison or sweep (a no-op off a terminal)."""
     with ExitStack() as stack:
 
@@ -48,7 +48,7 @@ def bars(load: ClosedLoopLoad, label: Callable[[ServerSpec], str]) -> Iterator[C
 @click.option("--compare", "modes_alias", type=MODE_LIST, default=None, hidden=True)  # v0.1's name for --modes
 @server_options(workers=None, several=True)
 @attach_options()
-@closed_loop_options()
+@load_options()
 @click.option("--title", default=None, help="Histogram title (default: 'Duration in ms (MODE)').")
 @repeat_option()
 @json_option()
@@ -79,12 +79,12 @@ def latency(
     servers: list[str] = options["server"]
     batch_given = options.get("accept_batch") is not None
     if len(servers) > 1 and modes is None:
-        modes = [mode or "epoll"]  # several servers: the one mode (or --modes) on each of them
+        modes = [mode or "default"]  # several servers: --mode (or each one's own default) on each of them
     server = server_spec(options, mode=mode or (first_available(modes, servers) if modes else None))
-    load = closed_loop_load(options)
+    load = concurrent_load(options)
     host_warnings()
     if repeat > 1:
-        if options.get("attach") or server.server in ("attached", "remote"):
+        if options.get("attach") or server.kind in ("attached", "remote"):
             raise click.UsageError("--repeat starts the server for every run: not with --attach or --target")
         specs, skipped = variants(server, modes, servers, batch_given) if modes is not None else ([server], {})
         with bars(load, lambda s: f"{s.label}: connections") as on_run:

@@ -30,7 +30,7 @@ from ..spec import (
     MAX_WORK_US,
     MAX_WORKERS,
 )
-from .types import CPUS, DURATION, HOST, MODE_LIST, SERVER_LIST
+from .types import CPUS, DURATION, HOST, MODE_LIST, SERVER_LIST, FloatRange, IntRange, parse_int
 
 F = TypeVar("F", bound=Callable[..., Any])
 DEFAULT_MODE_HELP = "How workers wait for connections (see 'accept-order modes')."
@@ -87,7 +87,7 @@ def server_options(workers: int | None = 3, accept_batch: bool = True, several: 
         click.option(
             "--workers",
             "-w",
-            type=click.IntRange(1, MAX_WORKERS),
+            type=IntRange(1, MAX_WORKERS),
             default=workers,
             show_default=workers is not None,
             help=workers_help,
@@ -96,29 +96,29 @@ def server_options(workers: int | None = 3, accept_batch: bool = True, several: 
             "--host", type=HOST, default=DEFAULT_HOST, show_default=True, help="Address or name to listen on."
         ),
         click.option(
-            "--port", "-p", type=click.IntRange(0, 65535), default=0, show_default=True, help="Port (0: ephemeral)."
+            "--port", "-p", type=IntRange(0, 65535), default=0, show_default=True, help="Port (0: ephemeral)."
         ),
         click.option(
             "--work-ms",
-            type=click.FloatRange(0, MAX_WORK_US / 1000),
+            type=FloatRange(0, MAX_WORK_US / 1000),
             default=None,
             help="CPU a worker burns per connection before it answers, in ms (a busy loop, not a sleep).",
         ),
         click.option(
             "--work-us",
-            type=click.IntRange(0, MAX_WORK_US),
+            type=IntRange(0, MAX_WORK_US),
             default=None,
             help="The same in microseconds (give one of --work-ms and --work-us).",
         ),
         click.option(
             "--work-iters",
-            type=click.IntRange(0, MAX_WORK_ITERS),
+            type=IntRange(0, MAX_WORK_ITERS),
             default=0,
             show_default=True,
             help="Loop iterations a worker counts per connection, like the seed's Lua loop (adds to the work).",
         ),
         click.option(
-            "--backlog", type=click.IntRange(1, MAX_BACKLOG), default=511, show_default=True, help="listen() backlog."
+            "--backlog", type=IntRange(1, MAX_BACKLOG), default=511, show_default=True, help="listen() backlog."
         ),
         click.option("--cpus", type=CPUS, default=None, help="Pin worker i to the i-th CPU of this list, e.g. 0-1."),
         click.option("--pin", is_flag=True, help="Pin worker i to the i-th CPU this process may use (or of --cpus)."),
@@ -139,7 +139,7 @@ def server_options(workers: int | None = 3, accept_batch: bool = True, several: 
         ),
         click.option(
             "--maxconn",
-            type=click.IntRange(0, 10_000_000),
+            type=IntRange(0, 10_000_000),
             default=0,
             help="haproxy: connections it holds at once; the excess waits in the listen queue (0: its default).",
         ),
@@ -148,7 +148,7 @@ def server_options(workers: int | None = 3, accept_batch: bool = True, several: 
         options.append(
             click.option(
                 "--accept-batch",
-                type=click.IntRange(0, MAX_ACCEPT_BATCH),
+                type=IntRange(0, MAX_ACCEPT_BATCH),
                 default=None,
                 help="Most connections accepted per wakeup (0: until EAGAIN) [default: the server's own: 0 for "
                 "builtin, 1 for nginx, whose multi_accept is off unless this is 0].",
@@ -164,7 +164,7 @@ def attach_options() -> Callable[[F], F]:
         if value is None:
             return ()
         try:
-            found = tuple(int(p) for p in value.split(",") if p.strip())
+            found = tuple(parse_int(p) for p in value.split(",") if p.strip())
         except ValueError:
             raise click.BadParameter(f"{value!r} is not a pid or a comma-separated list of pids") from None
         if not found or any(p <= 0 for p in found):
@@ -204,7 +204,7 @@ def timeout_option(default: float, what: str) -> Callable[[F], F]:
     return click.option(
         "--timeout",
         "timeout_s",
-        type=click.FloatRange(0.001, MAX_TIMEOUT_S),
+        type=FloatRange(0.001, MAX_TIMEOUT_S),
         default=default,
         show_default=True,
         help=f"Seconds a {what} may take before it counts as failed.",
@@ -217,14 +217,14 @@ def sequential_options(connections: int = 6, pacing: bool = True) -> Callable[[F
         click.option(
             "--connections",
             "-n",
-            type=click.IntRange(1, MAX_CONNECTIONS),
+            type=IntRange(1, MAX_CONNECTIONS),
             default=connections,
             show_default=True,
             help="Connections to drive, one after the other.",
         ),
         click.option(
             "--gap-ms",
-            type=click.FloatRange(0, MAX_GAP_MS),
+            type=FloatRange(0, MAX_GAP_MS),
             default=0.0,
             show_default=True,
             help="Start connection k at k*gap (0: each when the previous one has finished).",
@@ -237,7 +237,7 @@ def sequential_options(connections: int = 6, pacing: bool = True) -> Callable[[F
     return apply(options if pacing else [options[0], options[2]])
 
 
-def closed_loop_options() -> Callable[[F], F]:
+def load_options() -> Callable[[F], F]:
     from ..spec import DEFAULT_REQUESTS
 
     return apply(
@@ -246,14 +246,12 @@ def closed_loop_options() -> Callable[[F], F]:
                 "--connections",
                 "-n",
                 "connections",
-                type=click.IntRange(1, MAX_CONNECTIONS),
+                type=IntRange(1, MAX_CONNECTIONS),
                 default=None,
                 help=f"Connections to finish, each one request (default {DEFAULT_REQUESTS}; not with --duration).",
             ),
             # v0.1 called them requests; kept so old command lines still work.
-            click.option(
-                "--requests", "requests_alias", type=click.IntRange(1, MAX_CONNECTIONS), default=None, hidden=True
-            ),
+            click.option("--requests", "requests_alias", type=IntRange(1, MAX_CONNECTIONS), default=None, hidden=True),
             click.option(
                 "--duration",
                 "duration_s",
@@ -264,14 +262,14 @@ def closed_loop_options() -> Callable[[F], F]:
             click.option(
                 "--concurrency",
                 "-c",
-                type=click.IntRange(1, None),
+                type=IntRange(1, None),
                 default=DEFAULT_CONCURRENCY,
                 show_default=True,
                 help="Connections in flight: each ends (connect, read reply, close) and the next starts at once.",
             ),
             click.option(
                 "--driver-procs",
-                type=click.IntRange(1, MAX_DRIVER_PROCS),
+                type=IntRange(1, MAX_DRIVER_PROCS),
                 default=DEFAULT_DRIVER_PROCS,
                 show_default=True,
                 help="Load generator processes sharing the concurrency.",

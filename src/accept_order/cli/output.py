@@ -1,19 +1,114 @@
-"""Where the CLI prints: stdout for reports, stderr for notes, progress bars and errors."""
+"""Where the CLI prints: stdout for reports, stderr for notes, progress bars and errors.
+
+A write to stdout that fails becomes one OutputError naming stdout (closed, a full disk), or, when its
+reader went away (`| head`: EPIPE), a quiet end (cli/app.py decides the status). A character the
+stream's encoding lacks (PYTHONIOENCODING=ascii, "µs") is spelled in ASCII ("us") instead of ending the
+command with a UnicodeEncodeError. A terminal that hung up (every write EIO) is no error of the command:
+stdout and stderr go to /dev/null from then on, and the hang-up decides how it ends (129).
+"""
 
 from __future__ import annotations
 
+import codecs
+import errno
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import IO, Any
 
 from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
 
+from ..errors import OutputError
 from ..render.text import CONTROLS, escape_controls
 
 PIPED_WIDTH = 120  # rich's 80 columns off a terminal would cut table cells; COLUMNS still wins
+
+# What the reports use beyond ASCII, spelled in ASCII for a stream that cannot encode it; anything else "?".
+_ASCII = {
+    "µ": "u",
+    "×": "x",
+    "–": "-",
+    "—": "-",
+    "…": "...",
+    "≥": ">=",
+    "≤": "<=",
+    "±": "+/-",
+    "·": ".",
+    "→": "->",
+    "█": "#",
+    "░": ".",
+}
+SPELL_ASCII = "accept-order-ascii"
+
+
+def _spell(exc: UnicodeError) -> tuple[str, int]:
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    return "".join(_ASCII.get(c, "?") for c in exc.object[exc.start : exc.end]), exc.end
+
+
+codecs.register_error(SPELL_ASCII, _spell)
+
+
+def tolerant(stream: Any) -> Any:
+    """`stream`, set (once) to spell what its encoding lacks instead of raising; a UTF stream is left as it is."""
+    try:
+        utf = codecs.lookup(getattr(stream, "encoding", None) or "utf-8").name.startswith("utf")
+    except LookupError:
+        utf = False
+    if not utf and getattr(stream, "errors", SPELL_ASCII) != SPELL_ASCII and hasattr(stream, "reconfigure"):
+        with _naming("stdout" if stream is sys.stdout else "stderr"):
+            stream.reconfigure(errors=SPELL_ASCII)
+    return stream
+
+
+@contextmanager
+def _naming(name: str) -> Iterator[None]:
+    try:
+        yield
+    except BrokenPipeError:
+        raise OutputError(f"cannot write to {name}: its reader has gone", broken_pipe=True) from None
+    except OSError as exc:
+        if exc.errno == errno.EIO:  # a terminal that hung up: not an error of this command (see below)
+            _to_devnull()
+            return
+        raise OutputError(f"cannot write to {name}: {exc.strerror or exc}") from None
+
+
+class _Closed:
+    """stdout when the caller closed it (`>&-`): Python leaves sys.stdout None; a write is EBADF, as for a C tool."""
+
+    encoding = "utf-8"
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "it is closed")
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
+class _Guarded:
+    """A text stream whose write errors become OutputError naming it (rich writes through this)."""
+
+    def __init__(self, stream: IO[str] | _Closed, name: str) -> None:
+        self._stream = stream
+        self._name = name
+
+    def write(self, text: str) -> int:
+        with _naming(self._name):
+            return self._stream.write(text)
+
+    def flush(self) -> None:
+        with _naming(self._name):
+            self._stream.flush()
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._stream, attr)
 
 
 class _Console(Console):
@@ -36,25 +131,77 @@ class _Console(Console):
 
 
 def stdout() -> Console:
-    piped = not sys.stdout.isatty() and "COLUMNS" not in os.environ
-    return _Console(width=PIPED_WIDTH if piped else None)
+    stream = _Guarded(_Closed() if sys.stdout is None else tolerant(sys.stdout), "stdout")
+    piped = not stream.isatty() and "COLUMNS" not in os.environ
+    return _Console(file=stream, width=PIPED_WIDTH if piped else None)  # a text stream in all but name
 
 
 def stderr() -> Console:
+    if sys.stderr is not None:
+        tolerant(sys.stderr)
     return _Console(stderr=True)
+
+
+def _to_devnull() -> None:
+    null = os.open(os.devnull, os.O_WRONLY)
+    for fd in (1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+
+
+@contextmanager
+def unless_hung_up() -> Iterator[None]:
+    """Output that may meet a terminal that hung up (SIGHUP: every write to it now fails with EIO). From
+    then on stdout and stderr go to /dev/null, so that what is left to do still happens: the result is
+    saved, every process ended, and the exit status says how the run ended (the hang-up's 129)."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno != errno.EIO:
+            raise
+        _to_devnull()
+
+
+def flush_stdout() -> None:
+    """Flush what the report left buffered (OutputError if stdout cannot take it)."""
+    if sys.stdout is not None:
+        with _naming("stdout"):
+            sys.stdout.flush()
+
+
+def discard_stdout() -> None:
+    """After stdout failed: what is still buffered for it goes nowhere (stdout now writes to /dev/null), so
+    Python's own flush at exit cannot fail again with an "Exception ignored" message."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # None, or not a real file (click's CliRunner)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
 
 
 def note(text: str) -> None:
     """One line on stderr (after flushing stdout, so the report comes first on a shared terminal); a line
     break in it (from a file name) is escaped too, so it stays one line."""
-    sys.stdout.flush()
-    stderr().print(escape_controls(text), soft_wrap=True)
+    flush_stdout()
+    with unless_hung_up():
+        stderr().print(escape_controls(text), soft_wrap=True)
+
+
+def write_text(text: str) -> None:
+    """Text as it is (CSV, JSON, a captured report) to stdout, flushed (OutputError if it cannot take it)."""
+    stream = _Guarded(_Closed() if sys.stdout is None else tolerant(sys.stdout), "stdout")
+    stream.write(text)
+    stream.flush()
 
 
 def print_report(renderable: Any) -> None:
     # crop=False: verbatim lines (mmhistogram output) are wider than 80 columns and must print whole.
     stdout().print(renderable, crop=False)
-    sys.stdout.flush()
+    flush_stdout()
 
 
 @contextmanager
@@ -73,10 +220,43 @@ def progress_bar(
     columns = [TextColumn(label), BarColumn()]
     columns.append(MofNCompleteColumn() if by_count else TextColumn("{task.fields[done]} connections"))
     columns.append(TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True) as bar:
+    bar = Progress(*columns, console=console, transient=True)
+    with unless_hung_up():
+        bar.start()
+    try:
         task = bar.add_task(label, total=total, done=0)
 
         def update(done: int, elapsed: float = 0.0) -> None:
             bar.update(task, completed=done if by_count else min(elapsed, total or 0.0), done=done)
 
         yield update
+    finally:
+        with unless_hung_up():  # erasing the bar must not replace the run's own end (a hang-up's 129)
+            bar.stop()
+
+
+@contextmanager
+def live_view(
+    render: Callable[[Any], Any], line: Callable[[Any], str], transient: bool = True
+) -> Iterator[Callable[[Any], None]]:
+    """A view on stderr that `update(value)` redraws in place (rich Live) on a terminal; off a terminal,
+    one plain line per update (`line(value)`), as a log would have it."""
+    console = stderr()
+    if not console.is_terminal:
+        yield lambda value: note(line(value))
+        return
+    from rich.live import Live
+
+    live = Live(console=console, transient=transient, auto_refresh=False)
+    with unless_hung_up():
+        live.start()
+
+    def update(value: Any) -> None:
+        with unless_hung_up():  # a terminal gone mid-run: the observation goes on, its result is saved
+            live.update(render(value), refresh=True)
+
+    try:
+        yield update
+    finally:
+        with unless_hung_up():
+            live.stop()

@@ -13,7 +13,7 @@ from .common import host_warnings, keep_partial, report_and_save
 from .options import examples, json_option, mode_option, server_options, timeout_option
 from .output import progress_bar
 from .specs import server_spec
-from .types import DURATION, IntList
+from .types import DURATION, IntList, IntRange, parse_float
 
 
 class FloatList(click.ParamType):
@@ -25,7 +25,7 @@ class FloatList(click.ParamType):
         if isinstance(value, list):
             return value
         try:
-            values = [float(v) for v in str(value).split(",") if v.strip()]
+            values = [parse_float(v) for v in str(value).split(",") if v.strip()]
         except ValueError:
             self.fail(f"{value!r} is not a list of numbers such as 250,500,1000", param, ctx)
         if not values or any(not v > 0 for v in values):
@@ -61,12 +61,10 @@ def _ms(value: Any) -> float | None:
 @click.option("--step", "step_s", type=DURATION, default="2s", show_default=True, help="How long each step runs.")
 @click.option("--p99", type=DURATION, default=None, help="A step whose p99 passes this does not hold, e.g. 20ms.")
 @click.option("--p999", type=DURATION, default=None, help="The same for p99.9.")
-@click.option(
-    "--max-errors", type=click.IntRange(0, None), default=0, show_default=True, help="Failures a step may have."
-)
+@click.option("--max-errors", type=IntRange(0, None), default=0, show_default=True, help="Failures a step may have.")
 @click.option(
     "--in-flight",
-    type=click.IntRange(1, None),
+    type=IntRange(1, None),
     default=1000,
     show_default=True,
     help="Open loop: most connections the load generator keeps in flight.",
@@ -74,7 +72,7 @@ def _ms(value: Any) -> float | None:
 @click.option("--keep-going", is_flag=True, help="Run every step, past the first that did not hold.")
 @click.option(
     "--driver-procs",
-    type=click.IntRange(1, MAX_DRIVER_PROCS),
+    type=IntRange(1, MAX_DRIVER_PROCS),
     default=DEFAULT_DRIVER_PROCS,
     show_default=True,
     help="Load generator processes.",
@@ -97,8 +95,9 @@ def ramp(
     **options: Any,
 ) -> None:
     """Find the breaking point: step the load up until errors appear or the tail passes a bound, and say why."""
+    from ..api import ramp as run_ramp
     from ..experiments.ramp.report import ramp_report
-    from ..experiments.ramp.run import RampPlan, run_ramp
+    from ..experiments.ramp.run import RampPlan
 
     if rates is not None and concurrency_steps is not None:
         raise click.UsageError("give --rates (open loop) or --concurrency-steps (closed loop), not both")

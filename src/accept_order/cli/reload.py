@@ -11,10 +11,10 @@ import click
 
 from .app import handle_errors
 from .common import keep_partial, report_and_save
-from .options import closed_loop_options, examples, json_option, modes_option, server_options
-from .output import note, progress_bar
-from .specs import closed_loop_load, first_available, server_spec
-from .types import IntList
+from .options import examples, json_option, load_options, modes_option, server_options
+from .output import progress_bar
+from .specs import concurrent_load, first_available, server_spec
+from .types import FloatRange, IntList, IntRange
 
 DEFAULT_MODES = "blocking,epoll,accept-mutex,fd-pass,io-uring,reuseport"
 
@@ -28,7 +28,7 @@ DEFAULT_MODES = "blocking,epoll,accept-mutex,fd-pass,io-uring,reuseport"
 )
 @modes_option(default=DEFAULT_MODES, help="Comma-separated modes, or all.")
 @server_options(workers=3)
-@closed_loop_options()
+@load_options()
 @click.option(
     "--how",
     "hows",
@@ -44,10 +44,10 @@ DEFAULT_MODES = "blocking,epoll,accept-mutex,fd-pass,io-uring,reuseport"
     show_default=True,
     help="net.ipv4.tcp_migrate_req settings to run reuseport modes with (set in a private namespace only).",
 )
-@click.option("--worker", type=click.IntRange(0, None), default=0, show_default=True, help="Which worker goes.")
+@click.option("--worker", type=IntRange(0, None), default=0, show_default=True, help="Which worker goes.")
 @click.option(
     "--at",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    type=FloatRange(0, 1, min_open=True, max_open=True),
     default=0.5,
     show_default=True,
     help="When it goes, as a share of --duration.",
@@ -62,9 +62,10 @@ def reload(
     Runs in a private network namespace it creates (needs root), where it sets net.ipv4.tcp_migrate_req
     for each run; the host's setting is never changed."""
     from .. import netns
+    from ..api import reload as reload_runs
     from ..experiments.reload.report import reload_report
     from ..experiments.reload.result import ReloadResult
-    from ..experiments.reload.run import ReloadPlan, available, plans, reload_runs
+    from ..experiments.reload.run import ReloadPlan, available, plans
     from ..probes.evidence import PRIVATE_ENV
 
     if options.get("connections") is not None or options.get("requests_alias") is not None:
@@ -81,8 +82,12 @@ def reload(
             "reload runs in a private network namespace that has only loopback: use --host 127.0.0.1 or ::1"
         )
     names, skipped = available(None if modes == ["all"] else modes)
+    if not names:
+        from ..errors import NothingToRun
+
+        raise NothingToRun(f"nothing to run: {'; '.join(f'{mode} ({why})' for mode, why in skipped.items())}")
     server = server_spec(options, mode=first_available(modes))
-    load = closed_loop_load(options)
+    load = concurrent_load(options)
     host_setting = netns.read_sysctl(netns.MIGRATE_REQ)
     settings = sorted(set(migrate))
     if host_setting is None and 1 in settings:
@@ -96,9 +101,8 @@ def reload(
     os.environ[PRIVATE_ENV] = "1"  # the evidence says so (PID 1's namespace cannot always be compared)
 
     def save(runs: Sequence[Any], interrupted: bool = False) -> None:
-        result = ReloadResult(tuple(runs), skipped, host_setting)
-        doc = result.to_dict() | ({"interrupted": True} if interrupted else {})
-        report_and_save(reload_report(result), json_path, "reload", doc)
+        result = ReloadResult(tuple(runs), skipped, host_setting, interrupted)
+        report_and_save(reload_report(result), json_path, "reload", result.to_dict())
 
     with ExitStack() as bars:
 
@@ -109,8 +113,6 @@ def reload(
 
         with keep_partial(lambda runs: save(runs, interrupted=True)):
             runs = reload_runs(variants, load, on_run)
-    if not runs:
-        note("accept-order: nothing ran")
     save(runs)
 
 

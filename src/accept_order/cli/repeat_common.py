@@ -10,12 +10,13 @@ from typing import Any
 import click
 
 from .common import keep_partial, report_and_save
+from .types import IntRange
 
 
 def repeat_option() -> Callable[[Any], Any]:
     return click.option(
         "--repeat",
-        type=click.IntRange(1, 1000),
+        type=IntRange(1, 1000),
         default=1,
         show_default=True,
         help="Run the comparison this many times, interleaved (A B A B), and report medians, ranges and how "
@@ -31,9 +32,10 @@ def run_repeated(
     skipped: dict[str, str],
     json_path: str | None,
 ) -> None:
+    from ..api import repeat as interleaved
     from ..experiments.repeat.experiment import report
     from ..experiments.repeat.result import repeated
-    from ..experiments.repeat.run import interleaved, snapshot
+    from ..experiments.repeat.run import snapshot
 
     before = snapshot()
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

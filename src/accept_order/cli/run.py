@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from .app import handle_errors
-from .common import host_warnings, report_and_save
+from .common import host_warnings, keep_partial, report_and_save
 from .options import attach_options, examples, json_option, mode_option, sequential_options, server_options
 from .output import progress_bar
 from .repeat_common import repeat_option, run_repeated
@@ -33,16 +33,22 @@ from .specs import sequential_load, server_spec
 @handle_errors
 def run(repeat: int, json_path: str | None, **options: Any) -> None:
     """Start workers, drive connections at them one by one, show who served each."""
+    from ..api import sequential as run_sequential
     from ..experiments.order.report import run_report
-    from ..session import run_sequential
+    from ..experiments.order.result import RunResult
 
     server, load = server_spec(options), sequential_load(options)
     host_warnings()
     if repeat > 1:
-        if server.server in ("attached", "remote"):
+        if server.kind in ("attached", "remote"):
             raise click.UsageError("--repeat compares runs of a server it starts: not with --attach or --target")
         run_repeated("run", [server], repeat, lambda spec: run_sequential(spec, load), {}, json_path)
         return
-    with progress_bar(f"{server.mode}: connections", load.connections, threshold=200) as update:
-        result = run_sequential(server, load, on_record=lambda rec: update(rec.seq + 1))
-    report_and_save(run_report(result), json_path, "run", result.to_dict())
+
+    def save(result: RunResult) -> None:
+        report_and_save(run_report(result), json_path, "run", result.to_dict())
+
+    with keep_partial(lambda results: save(results[0])):  # an attached server's worker exited mid-run
+        with progress_bar(f"{server.mode}: connections", load.connections, threshold=200) as update:
+            result = run_sequential(server, load, on_record=lambda rec: update(rec.seq + 1))
+    save(result)

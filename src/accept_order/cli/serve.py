@@ -1,12 +1,18 @@
-"""`accept-order serve`: keep workers up for connections made by hand (nc), then print the tally."""
+"""`accept-order serve`: keep a server up for connections made by hand (nc), then print the tally.
+
+The built-in workers count what they accept and stamp when; a launched server (nginx, HAProxy, ...) is
+tallied from its own log, the witness every other command checks a run against.
+"""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import click
 
 from ..render.text import plural
+from ..servers.target import Target
 from .app import handle_errors
 from .common import host_warnings, report_and_save
 from .options import examples, json_option, mode_option, server_options
@@ -16,6 +22,8 @@ from .specs import server_spec
 # Debian/Ubuntu's netcat-openbsd waits for the end of its standard input after the reply, so with a
 # terminal on stdin `nc HOST PORT` hangs after the first answer: -d tells it not to read stdin.
 NC_HINT = "for i in $(seq 6); do nc -d {host} {port}; done"
+# An HTTP server answers a request: nc sends it from the pipe, and the server closes after an HTTP/1.0 answer.
+NC_HTTP_HINT = r"for i in $(seq 6); do printf 'GET / HTTP/1.0\r\n\r\n' | nc {host} {port}; done"
 
 
 @click.command(
@@ -23,6 +31,7 @@ NC_HINT = "for i in $(seq 6); do nc -d {host} {port}; done"
         "accept-order serve --mode blocking --port 1024 &",
         "for i in $(seq 6); do nc -d 127.0.0.1 1024; done   # -d: nc must not wait for stdin",
         "kill %1                                              # SIGTERM: stop, print the tally",
+        "accept-order serve --server nginx --port 8080       # nginx: send it a request, e.g. with curl",
     )
 )
 @mode_option()
@@ -31,40 +40,23 @@ NC_HINT = "for i in $(seq 6); do nc -d {host} {port}; done"
 @handle_errors
 def serve(json_path: str | None, **options: Any) -> None:
     """Keep workers up for connections by hand (e.g. nc); Ctrl-C or SIGTERM stops them and prints the tally."""
+    from ..api import serve as serve_until_stopped
     from ..experiments.order.report import serve_report
-    from ..experiments.order.result import ServeResult
-    from ..servers.pool import WorkerPool
-    from ..session import lifecycle
 
     server = server_spec(options)
     host_warnings()
     out = stdout()
-    pools: list[WorkerPool] = []
 
-    def wait_for_stop(target: Any) -> None:
-        assert isinstance(target, WorkerPool)
-        pools.append(target)
-        # The banner is inside the try: a Ctrl-C that follows it at once (before the wait begins) must
-        # still stop the server the normal way, with the tally.
-        try:
-            host, port = target.address
-            workers = plural(server.workers, "worker")
-            out.print(f"accept-order serve: mode {server.mode}, {workers} listening on {host}:{port}")
-            for index, pid in enumerate(target.pids):
-                out.print(f"  worker {index} pid {pid}")
-            hint = NC_HINT.format(host=host, port=port)
-            out.print(f"try: {hint}    (Ctrl-C or kill -TERM {__import__('os').getpid()} to stop)", soft_wrap=True)
-            out.file.flush()
-            target.wait_for_death()  # returns only by raising: a worker died, or Ctrl-C / SIGTERM
-        except KeyboardInterrupt:
-            return  # Ctrl-C and SIGTERM are how a server is stopped: the tally follows, exit 0
+    def announce(target: Target) -> None:
+        host, port = target.address
+        workers = plural(server.workers, "worker")
+        what = f"mode {server.mode}" if server.kind == "builtin" else f"{server.kind}, mode {server.mode}"
+        out.print(f"accept-order serve: {what}, {workers} listening on {host}:{port}")
+        for index, pid in enumerate(target.pids):
+            out.print(f"  worker {index} pid {pid}")
+        hint = (NC_HTTP_HINT if target.protocol.request else NC_HINT).format(host=host, port=port)
+        out.print(f"try: {hint}    (Ctrl-C or kill -TERM {os.getpid()} to stop)", soft_wrap=True)
+        out.file.flush()
 
-    def describe() -> str:
-        accepted = pools[0].accepted_so_far() if pools else 0
-        return f"serve stopped after the workers had accepted {accepted} connections (nc clients are not ours to count)"
-
-    _, measured = lifecycle(server, wait_for_stop, describe, stamps=True)
-    result = ServeResult(
-        server, measured.environment, measured.port, measured.counters, tuple(pools[0].sequence()), measured.evidence
-    )
+    result = serve_until_stopped(server, announce)
     report_and_save(serve_report(result), json_path, "serve", result.to_dict())

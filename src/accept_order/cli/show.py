@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import click
@@ -79,13 +78,13 @@ def show(path: str, fmt: str, table: str | None) -> None:
     from ..errors import ResultFileError
     from ..render import render_document
     from ..results.envelope import load
-    from .output import stdout
+    from .output import stdout, write_text
 
     if table is not None and fmt != "csv":
         raise click.UsageError("--table goes with --format csv")
     kind, document = load(path)
     if fmt != "text":
-        sys.stdout.write(_export(kind, document, fmt, table))
+        write_text(_export(kind, document, fmt, table))
         return
     out = stdout()
     # Rich renders lazily, so a hand-edited field can still fail while printing: render it all first,
@@ -96,7 +95,7 @@ def show(path: str, fmt: str, table: str | None) -> None:
             out.print(render_document(kind, document), crop=False)
     except (NotRenderableError, KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
         raise ResultFileError(f"malformed {kind!r} result ({type(exc).__name__})") from None
-    sys.stdout.write(captured.get())
+    write_text(captured.get())
 
 
 def _export(kind: str, document: dict[str, Any], fmt: str, table: str | None) -> str:

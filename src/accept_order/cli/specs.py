@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from ..spec import ClosedLoopLoad, SequentialLoad, ServerSpec, ms_to_us, pinned
+from ..spec import ConcurrentLoad, SequentialLoad, ServerSpec, ms_to_us, pinned
 
 
 def work_us(options: dict[str, Any]) -> int:
@@ -23,8 +23,10 @@ def first_available(modes: list[str], server: str | list[str] = "builtin") -> st
     from ..servers.registry import runnable, server_kind
 
     server = server[0] if isinstance(server, list) else server
-    wanted = [m for m in modes if m in server_kind(server).modes()] if modes != ["all"] else None
-    available = runnable(server, wanted)[0]
+    if modes in (["all"], ["default"]):
+        available = runnable(server, None if modes == ["all"] else modes)[0]
+    else:
+        available = runnable(server, [m for m in modes if m in server_kind(server).modes()])[0]
     return available[0] if available else None
 
 
@@ -74,7 +76,7 @@ def attached_spec(options: dict[str, Any]) -> ServerSpec | None:
 
     return checked(
         ServerSpec(
-            server="attached",
+            kind="attached",
             mode="attached",
             workers=len(workers),
             host=options.pop("host"),
@@ -97,11 +99,12 @@ def server_spec(options: dict[str, Any], mode: str | None = None) -> ServerSpec:
 
     workers = options.pop("workers", None)
     server = options.pop("server", "builtin")
+    several = isinstance(server, list) and len(server) > 1  # the settings they share: each kind fits them
     server = server[0] if isinstance(server, list) else server
     kind = server_kind(server)
     batch = options.pop("accept_batch", None)
     spec = ServerSpec(
-        server=server,
+        kind=server,
         mode=mode or options.pop("mode", None) or kind.default_mode(),
         workers=workers if workers is not None else len(allowed_cpus()),
         host=options.pop("host", ServerSpec.host),
@@ -115,7 +118,7 @@ def server_spec(options: dict[str, Any], mode: str | None = None) -> ServerSpec:
         mutex_delay_ms=round(1000 * options.pop("mutex_delay", ServerSpec.mutex_delay_ms / 1000), 3),
         maxconn=options.pop("maxconn", 0),
     )
-    return checked(pinned(spec, options.pop("pin", False)))
+    return checked(pinned(spec, options.pop("pin", False)), fit=not several)
 
 
 def sequential_load(options: dict[str, Any]) -> SequentialLoad:
@@ -127,7 +130,7 @@ def sequential_load(options: dict[str, Any]) -> SequentialLoad:
     ).validated()
 
 
-def closed_loop_load(options: dict[str, Any]) -> ClosedLoopLoad:
+def concurrent_load(options: dict[str, Any]) -> ConcurrentLoad:
     from ..spec import DEFAULT_REQUESTS
 
     connections, alias = options.pop("connections", None), options.pop("requests_alias", None)
@@ -139,7 +142,7 @@ def closed_loop_load(options: dict[str, Any]) -> ClosedLoopLoad:
         raise click.UsageError("give --connections (-n) or --duration, not both")
     if connections is None and duration is None:
         connections = DEFAULT_REQUESTS
-    return ClosedLoopLoad(
+    return ConcurrentLoad(
         connections=connections,
         duration_s=duration,
         concurrency=options.pop("concurrency"),
@@ -159,7 +162,7 @@ def _remote_spec(options: dict[str, Any], target: str, protocol: str, attach: tu
         raise click.UsageError("give --attach (a server on this host) or --target (elsewhere), not both")
     host, sep, port_text = target.rpartition(":")
     host = host.strip("[]")
-    if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+    if not sep or not host or not (port_text.isascii() and port_text.isdigit()) or not 0 < int(port_text) < 65536:
         raise click.UsageError(f"--target {target!r} is not HOST:PORT")
     refused = [n for n in NOT_WITH_ATTACH if n != "workers"] + ["port", "host"]
     given = [
@@ -177,6 +180,6 @@ def _remote_spec(options: dict[str, Any], target: str, protocol: str, attach: tu
     from ..servers.registry import checked
 
     spec = ServerSpec(
-        server="remote", mode="remote", workers=workers, host=address, port=int(port_text), protocol=protocol
+        kind="remote", mode="remote", workers=workers, host=address, port=int(port_text), protocol=protocol
     )
     return checked(spec)

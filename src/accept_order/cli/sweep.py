@@ -11,9 +11,9 @@ from ..spec import MAX_ACCEPT_BATCH
 from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
 from .latency import bars
-from .options import closed_loop_options, examples, json_option, mode_option, server_options
+from .options import examples, json_option, load_options, mode_option, server_options
 from .repeat_common import repeat_option, run_repeated
-from .specs import closed_loop_load, server_spec
+from .specs import concurrent_load, server_spec
 from .types import IntList
 
 
@@ -34,7 +34,7 @@ from .types import IntList
     show_default=True,
     help="Caps on connections accepted per wakeup to try, one run each (0: until EAGAIN).",
 )
-@closed_loop_options()
+@load_options()
 @repeat_option()
 @json_option()
 @handle_errors
@@ -44,11 +44,11 @@ def sweep(json_path: str | None, batches: list[int], repeat: int, **options: Any
     from ..experiments.latency.experiment import sweep_result_report
     from ..experiments.latency.result import SweepResult
 
-    server, load = server_spec(options), closed_loop_load(options)
+    server, load = server_spec(options), concurrent_load(options)
     host_warnings()
     if repeat > 1:
+        from ..api import latency as run_latency
         from ..experiments.latency.result import default_title
-        from ..session import run_closed_loop
 
         specs = [server.replace(accept_batch=value) for value in batches]
         with bars(load, lambda s: f"accept-batch {s.accept_batch or 'none'}") as on_run:
@@ -56,7 +56,7 @@ def sweep(json_path: str | None, batches: list[int], repeat: int, **options: Any
                 "sweep",
                 specs,
                 repeat,
-                lambda spec: run_closed_loop(spec, load, on_run(spec), default_title(spec, sweep=True)),
+                lambda spec: run_latency(spec, load, on_run(spec), default_title(spec, sweep=True)),
                 {},
                 json_path,
             )

@@ -1,10 +1,13 @@
-"""click parameter types for the values accept-order takes: CPU lists, durations, mode lists, hosts.
+"""click parameter types for the values accept-order takes: numbers, CPU lists, durations, mode lists, hosts.
 
-Each converts once and reports a bad value as a usage error naming the option the user typed.
+Each converts once and reports a bad value as a usage error naming the option the user typed. A number
+is written in ASCII digits only: Python's int() and float() also take other scripts' digits (`-p ٣` would
+bind port 3), which nobody types on purpose.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -14,7 +17,25 @@ from ..cpus import parse_cpu_list
 from ..errors import PlanError
 from ..servers.registry import launched_kinds
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(us|µs|ms|s|m|h)?\s*$")
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(us|µs|ms|s|m|h)?\s*$", re.ASCII)
+_INT = re.compile(r"^\s*[+-]?[0-9]+\s*$")
+_FLOAT = re.compile(r"^\s*[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\s*$")
+
+
+def parse_int(text: str) -> int:
+    """A whole number in ASCII digits (`-3`, `42`); ValueError for anything else (`٣`, `1_000`, `1e3`)."""
+    if not _INT.match(text):
+        raise ValueError(f"{text!r} is not a valid integer")
+    return int(text)
+
+
+def parse_float(text: str) -> float:
+    """A finite number in ASCII digits (`2`, `0.5`, `1e3`); ValueError for anything else (`٣`, `nan`, `inf`)."""
+    if not _FLOAT.match(text) or not math.isfinite(float(text)):
+        raise ValueError(f"{text!r} is not a valid number")
+    return float(text)
+
+
 _UNIT_S = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
 
@@ -27,6 +48,30 @@ def parse_duration(text: str) -> float:
     if not seconds > 0:
         raise ValueError(f"{text!r} is not a positive duration")
     return seconds
+
+
+class IntRange(click.IntRange):
+    """click's IntRange, for whole numbers in ASCII digits only."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str):
+            try:
+                value = parse_int(value)
+            except ValueError as exc:
+                self.fail(str(exc), param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class FloatRange(click.FloatRange):
+    """click's FloatRange, for finite numbers in ASCII digits only (click's lets `nan` through any range)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str):
+            try:
+                value = parse_float(value)
+            except ValueError as exc:
+                self.fail(str(exc), param, ctx)
+        return super().convert(value, param, ctx)
 
 
 class CpuList(click.ParamType):
@@ -65,8 +110,8 @@ class ModeList(click.ParamType):
         from ..servers.registry import all_mode_names
 
         text = str(value).strip()
-        if text == "all":
-            return ["all"]  # every mode of the server(s) the command runs, resolved per server
+        if text in ("all", "default"):
+            return [text]  # every mode / the default mode of each server the command runs, resolved per server
         try:
             return parse_modes(text, known=all_mode_names())
         except PlanError as exc:
@@ -103,7 +148,7 @@ class IntList(click.ParamType):
         if isinstance(value, list):
             return value
         try:
-            values = [int(v) for v in str(value).split(",") if v.strip()]
+            values = [parse_int(v) for v in str(value).split(",") if v.strip()]
         except ValueError:
             self.fail(f"{value!r} is not a list of whole numbers such as 1,4,32,0", param, ctx)
         if not values or any(not self.low <= v <= self.high for v in values):

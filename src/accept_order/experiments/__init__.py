@@ -50,6 +50,9 @@ EXPERIMENTS: dict[str, str] = {
     "burst": "burst.experiment:BURST",
     "ramp": "ramp.experiment:RAMP",
     "repeat": "repeat.experiment:REPEAT",
+    "atlas": "atlas.experiment:ATLAS",
+    "inspect": "inspect.experiment:INSPECT",
+    "observe": "observe.experiment:OBSERVE",
 }
 KINDS = tuple(EXPERIMENTS)
 

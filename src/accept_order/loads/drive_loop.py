@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-from ..processes import MAX_REPLY, READY_TIMEOUT_S, die_with_parent, unblock_signals
+from ..processes import MAX_REPLY, READY_TIMEOUT_S, die_with_parent, ignore_supervisor_signals, unblock_signals
 from ..servers.target import Attribution
 from .protocol import ABORTED, BAD_REPLY, NO_REPLY, TIMEOUT, ClientProtocol, errno_name
 
@@ -276,7 +276,7 @@ STOP, ABORT = 1, 2  # values of the shared stop flag: report what you have / the
 
 
 def driver_main(cfg: DriverConfig, pipe: Connection, go: Any, progress: Any, stop: Any) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    ignore_supervisor_signals()
     driving = [False]
 
     def on_sigterm(signum: int, frame: Any) -> None:

@@ -57,6 +57,10 @@ class ClientProtocol:
     the body after the headers is the line (nginx's `ngx.say("worker ", ngx.worker.pid())`).
     """
 
+    # The server keeps the connection open after its answer (until the client closes it), so that who holds
+    # it can still be looked up; otherwise it closes as soon as it has answered.
+    keeps_open = False
+
     def __init__(self, name: str, request: bytes) -> None:
         self.name = name
         self.request = request
@@ -91,6 +95,8 @@ PROTOCOLS = {"line": LINE, "http": HTTP}
 class KeepAliveHttp(HttpProtocol):
     """HTTP/1.1 with keep-alive: the server holds the connection open after answering, so the client can
     find which worker holds it before closing (attribution without the server's cooperation)."""
+
+    keeps_open = True
 
     def __init__(self, host: str = "accept-order") -> None:
         super().__init__(host)

@@ -24,12 +24,16 @@ import select
 import socket
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..measures import ConnectionRecord
 from ..processes import MAX_REPLY
 from ..servers.target import Target
 from ..spec import SequentialLoad
 from .protocol import ABORTED, error_key
+
+if TYPE_CHECKING:
+    from ..probes.accept_log import AcceptLog
 
 # A nonblocking socket in one system call where the platform has SOCK_NONBLOCK (Linux).
 NONBLOCK_FLAG: int = getattr(socket, "SOCK_NONBLOCK", 0)
@@ -57,7 +61,7 @@ def _checked(target: Target) -> Callable[[], None]:
 
 
 class _InFlight:
-    __slots__ = ("seq", "sock", "fd", "started_ns", "data", "unsent")
+    __slots__ = ("seq", "sock", "fd", "started_ns", "data", "unsent", "port")
 
     def __init__(self, seq: int, sock: socket.socket, fd: int, started_ns: int, unsent: bytes = b"") -> None:
         self.seq = seq
@@ -66,6 +70,7 @@ class _InFlight:
         self.started_ns = started_ns
         self.data = b""
         self.unsent = unsent  # the protocol's request, sent once the connect has completed
+        self.port: int | None = None  # the client's local port, bound by connect
 
 
 def _death_watch(fds: list[int]) -> select.epoll | None:
@@ -88,11 +93,14 @@ def run_sequential(
     target: Target,
     load: SequentialLoad,
     on_record: Callable[[ConnectionRecord], None] | None = None,
+    accepts: AcceptLog | None = None,
 ) -> list[ConnectionRecord]:
     """Drive `load.connections` connections at `target`; one record per connection, in start order.
 
     A worker's death raises WorkerError (from target.check_alive) as soon as its pidfd wakes the loop;
     the connections in flight then end as aborted records, passed to `on_record` like the others.
+    With `accepts`, a reply that names no worker is attributed to the worker the kernel saw accept the
+    connection (instead of to the holder of its socket, which a server that has closed no longer is).
     """
     address, count, gap_s, timeout_s = target.address, load.connections, load.gap_ms / 1000, load.timeout_s
     attribution = target.attribution
@@ -139,6 +147,12 @@ def run_sequential(
                 worker = from_reply(data)
                 if worker is not None:
                     replies[data] = worker
+                elif accepts is not None:
+                    try:
+                        accepted = accepts.accepted_by(sock.getsockname()[1], f.started_ns)
+                    except OSError:
+                        accepted = None
+                    worker = pids.index(accepted) if accepted in pids else None
                 elif holds_socket:
                     try:
                         worker = attribution.from_socket(sock.getsockname(), sock.getpeername())
@@ -150,7 +164,7 @@ def run_sequential(
         now = clock()
         started = f.started_ns
         pid = pids[worker] if worker is not None and worker < len(pids) else None
-        rec = ConnectionRecord(f.seq, worker, pid, (started - t0) // 1000, (now - started) // 1000, error)
+        rec = ConnectionRecord(f.seq, worker, pid, (started - t0) // 1000, (now - started) // 1000, error, f.port)
         records[f.seq] = rec
         if on_record:
             on_record(rec)
@@ -168,6 +182,8 @@ def run_sequential(
         fd = sock.fileno()
         f = inflight[seq] = _InFlight(seq, sock, fd, clock(), request)
         code = sock.connect_ex(address)
+        if not code or code == errno.EINPROGRESS:
+            f.port = sock.getsockname()[1]  # bound by connect: how the server's own log names this connection
         # Watch for reading right away: the reply can only come after the connect completes, and a
         # connect that fails wakes the reader too (POLLERR/POLLHUP), with recv() raising its error.
         # A protocol with a request also waits for writability: the connect has completed.
@@ -236,6 +252,7 @@ def run_sequential(
             if inflight:
                 oldest = next(iter(inflight.values())).started_ns
                 wait_s = min(wait_s, max(0.0, (oldest + timeout_ns - now) / 1e9))
+            died = False
             for fd, events in poll(math.ceil(wait_s * 1000)):
                 f = watched.get(fd)
                 if f is not None:
@@ -244,7 +261,9 @@ def run_sequential(
                     else:
                         read(f, events)
                 elif fd in death_fds:
-                    target.check_alive()  # a worker exited: raises WorkerError naming it
+                    died = True
+            if died:  # after the replies of this wakeup: a worker that answered, then exited, has served
+                target.check_alive()  # a worker exited: raises WorkerError naming it
             if inflight:
                 now = clock()
                 while inflight:

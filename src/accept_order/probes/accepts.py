@@ -15,8 +15,11 @@ stop() then answers available=False and says why, so a latency run still complet
 
 from __future__ import annotations
 
+import functools
 import os
 import re
+import resource
+import select
 import selectors
 import shutil
 import signal
@@ -24,8 +27,10 @@ import subprocess
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Self
 
 from ..processes import die_with_parent
+from ..signals import deferred
 
 __all__ = ["AcceptCounts", "AcceptCounter", "SOURCE", "program"]
 
@@ -33,6 +38,7 @@ SOURCE = "bpftrace on tracepoint syscalls:sys_exit_accept4"  # `why` when counti
 TRACEFS = "/sys/kernel/tracing"
 DEBUGFS_TRACING = "/sys/kernel/debug/tracing"  # bpftrace 0.17 prefers this one when it exists
 STOP_TIMEOUT_S = 5.0  # SIGINT to bpftrace's last line; its END block and exit take milliseconds
+MOUNTED = f"mounted tracefs at {TRACEFS} for the run"
 KICK_S = 0.25  # after this long without bpftrace exiting, interrupt its poll loop again (see stop())
 
 # bpftrace prints this (stderr in 0.17, stdout in newer versions) once every probe is attached. Neither
@@ -60,14 +66,21 @@ class AcceptCounts:
     why: str
 
 
+def accepted_by(pids: Sequence[int] | None, outcome: str = "args->ret >= 0") -> str:
+    """The bpftrace predicate: an accept that succeeded (or another `outcome`), in one of `pids` (any pid:
+    None; none: [])."""
+    pred = outcome
+    if pids is not None:
+        pred += " && (" + (" || ".join(f"pid == {int(p)}" for p in pids) or "pid < 0") + ")"
+    return pred
+
+
 def program(pids: Sequence[int] | None) -> str:
     """The bpftrace script: count successful accepts per tgid (bpftrace's `pid`), print them at END.
 
     The pid filter is in the predicate so that other processes never reach the map: a busy machine
     otherwise fills it (4096 keys by default) with short-lived processes nobody asked about."""
-    pred = "args->ret >= 0"
-    if pids is not None:
-        pred += " && (" + (" || ".join(f"pid == {int(p)}" for p in pids) or "pid < 0") + ")"
+    pred = accepted_by(pids)
     # clear(@) after print: bpftrace prints every non-empty map again on exit.
     return (
         "tracepoint:syscalls:sys_exit_accept4, tracepoint:syscalls:sys_exit_accept\n"
@@ -96,9 +109,26 @@ def first_error_line(stderr: bytes) -> str:
     return "no message"
 
 
+def memlock_hint(stderr: bytes) -> str:
+    """Why a program may not have loaded, when bpftrace warned that it could not raise RLIMIT_MEMLOCK and
+    its error is one a low locked-memory limit causes (kernels before 5.11 charge eBPF maps against it;
+    later ones charge the cgroup, and the warning is harmless): "" otherwise."""
+    if b"RLIMIT_MEMLOCK" not in stderr:
+        return ""
+    line = first_error_line(stderr).lower()
+    if line != "no message" and not any(word in line for word in ("map", "permitted", "memory")):
+        return ""
+    soft = resource.getrlimit(resource.RLIMIT_MEMLOCK)[0]
+    limit = "unlimited" if soft == resource.RLIM_INFINITY else f"{soft // 1024} KB"
+    return (
+        f" (bpftrace could not raise its locked-memory limit, `ulimit -l` {limit}: kernels before 5.11 charge "
+        "eBPF maps against it; run as root, or raise `ulimit -l`)"
+    )
+
+
 def ensure_tracefs() -> tuple[bool, str]:
-    """(usable, note): tracefs is where bpftrace reads tracepoint formats. Mount it when missing, and
-    say so, since that changes the machine for everyone."""
+    """(usable, note): tracefs is where bpftrace reads tracepoint formats. Mount it when missing (the
+    note says so; `unmount_tracefs` takes it away again after the run)."""
     if os.path.isdir(os.path.join(TRACEFS, "events")) or os.path.isdir(os.path.join(DEBUGFS_TRACING, "events")):
         return True, ""
     try:
@@ -110,14 +140,41 @@ def ensure_tracefs() -> tuple[bool, str]:
     if done.returncode != 0 or not os.path.isdir(os.path.join(TRACEFS, "events")):
         msg = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[0]
         return False, f"tracefs missing at {TRACEFS} and mounting it failed: {msg}"
-    return True, f"mounted tracefs at {TRACEFS}"
+    return True, MOUNTED
 
 
-def _child_setup() -> None:
-    """In the bpftrace child before exec: die with us, and take SIGINT even if our thread blocked it
-    (a blocked mask is inherited across exec and would make stop() wait for nothing)."""
-    die_with_parent()
+def unmount_tracefs() -> str:
+    """Unmount the tracefs `ensure_tracefs` mounted (the machine is left as it was); "" when that worked,
+    else why it is still mounted (busy: another tracer opened it meanwhile)."""
+    try:
+        done = subprocess.run(["umount", TRACEFS], capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"it is still mounted: umount failed: {exc}"
+    if done.returncode != 0:
+        return f"it is still mounted: {(done.stderr.strip().splitlines() or [f'umount exit {done.returncode}'])[0]}"
+    return ""
+
+
+def _raise_memlock() -> None:
+    """Locked memory unlimited for bpftrace (root with CAP_SYS_RESOURCE may), else at least up to the hard
+    limit: kernels before 5.11 charge eBPF maps against RLIMIT_MEMLOCK, and bpftrace's own attempt to raise
+    it fails under a low `ulimit -l` (it then warns "couldn't set RLIMIT_MEMLOCK")."""
+    hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)[1]
+    for limits in ((resource.RLIM_INFINITY, resource.RLIM_INFINITY), (hard, hard)):
+        try:
+            resource.setrlimit(resource.RLIMIT_MEMLOCK, limits)
+            return
+        except (OSError, ValueError):
+            continue
+
+
+def _child_setup(parent: int) -> None:
+    """In the bpftrace child before exec: die with us (`parent`), take SIGINT even if our thread blocked it
+    (a blocked mask is inherited across exec and would make stop() wait for nothing), and as much locked
+    memory as we may give it."""
+    die_with_parent(parent)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+    _raise_memlock()
 
 
 class AcceptCounter:
@@ -132,12 +189,17 @@ class AcceptCounter:
         self._why = "not started"  # the reason for available=False until start() attaches
         self._notes: list[str] = []
         self._result: AcceptCounts | None = None
+        self._mounted = False  # tracefs was mounted by start(): close() unmounts it
 
-    def __enter__(self) -> AcceptCounter:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def program(self) -> str:
+        """The bpftrace script this counter runs (a subclass may print more, see accept_log.py)."""
+        return program(self.pids)
 
     @property
     def pid(self) -> int | None:
@@ -166,18 +228,19 @@ class AcceptCounter:
             return
         if note:
             self._notes.append(note)
+            self._mounted = True
         began = time.monotonic()
         try:
             # process_group=0: a terminal's Ctrl-C goes to our group only, so bpftrace ends (and prints)
             # when stop() asks, not before. stdin closed: bpftrace never reads it.
             self._proc = subprocess.Popen(
-                [exe, "-B", "line", "-e", program(self.pids)],
+                [exe, "-B", "line", "-e", self.program()],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 bufsize=0,  # raw pipes: what _wait_attached reads with os.read is not also in a buffer
                 env={**os.environ, ATTACHED_ENV: "1"},
-                preexec_fn=_child_setup,
+                preexec_fn=functools.partial(_child_setup, os.getpid()),
                 process_group=0,
             )
         except OSError as exc:
@@ -187,10 +250,11 @@ class AcceptCounter:
             self.attach_s = time.monotonic() - began
             return
         code = self._proc.poll()
+        err = bytes(self._err)
         if code is None:
-            self._why = f"bpftrace did not attach within {timeout_s:g} s: {first_error_line(bytes(self._err))}"
+            self._why = f"bpftrace did not attach within {timeout_s:g} s: {first_error_line(err)}{memlock_hint(err)}"
         else:
-            self._why = f"program failed to load (bpftrace exit {code}): {first_error_line(bytes(self._err))}"
+            self._why = f"program failed to load (bpftrace exit {code}): {first_error_line(err)}{memlock_hint(err)}"
         self.close()
 
     def _wait_attached(self, timeout_s: float) -> bool:
@@ -220,6 +284,19 @@ class AcceptCounter:
         except subprocess.TimeoutExpired:
             pass
         return False
+
+    def read_more(self, timeout_s: float) -> bool:
+        """Append what bpftrace has printed since (waiting up to timeout_s for something); False when
+        nothing came or it has gone. For subclasses that read its output while it runs."""
+        proc = self._proc
+        if proc is None or proc.stdout is None:
+            return False
+        fd = proc.stdout.fileno()
+        if not select.select([fd], [], [], timeout_s)[0]:
+            return False
+        chunk = os.read(fd, 1 << 16)
+        self._out += chunk
+        return bool(chunk)
 
     def stop(self) -> AcceptCounts:
         """SIGINT bpftrace (its END block prints the counts), read them, reap it. Idempotent."""
@@ -252,7 +329,8 @@ class AcceptCounter:
         self._err += err or b""
         counts = parse_counts(bytes(self._out))
         if counts is None:
-            why = f"bpftrace exited ({proc.returncode}) without its counts: {first_error_line(bytes(self._err))}"
+            err = bytes(self._err)
+            why = f"bpftrace exited ({proc.returncode}) without its counts: {first_error_line(err)}{memlock_hint(err)}"
             self._result = self._unavailable(why)
         else:
             if self.pids is not None:  # every pid asked about is answered, 0 when it accepted nothing
@@ -262,11 +340,24 @@ class AcceptCounter:
         return self._result
 
     def _unavailable(self, why: str) -> AcceptCounts:
-        # A tracefs we mounted stays mounted whatever happened next: say so on every path.
+        # The note that tracefs was mounted for the run goes with the result on every path.
         return AcceptCounts({}, False, "; ".join([why, *self._notes]))
 
     def close(self) -> None:
-        """Kill and reap bpftrace if it still runs (any path: error, interrupt, stop() never called)."""
+        """Kill and reap bpftrace if it still runs (any path: error, interrupt, stop() never called), then
+        unmount the tracefs start() mounted."""
+        try:
+            self._end_bpftrace()
+        finally:
+            if self._mounted:
+                self._mounted = False
+                with deferred():  # a Ctrl-C now must not leave it mounted
+                    why = unmount_tracefs()
+                if self._result is not None:
+                    after = f"; {why}" if why else " (unmounted after it)"
+                    self._result = AcceptCounts(self._result.counts, self._result.available, self._result.why + after)
+
+    def _end_bpftrace(self) -> None:
         proc, self._proc = self._proc, None
         if proc is None:
             return

@@ -2,7 +2,8 @@
 
 `listening_sockets` asks the kernel over NETLINK_SOCK_DIAG (``source="netlink"``; ``backlog`` is the
 listen() backlog as the kernel stored it) and falls back to ``/proc/net/tcp{,6}`` (``source="proc"``;
-``backlog`` is None because those files do not show it).
+``backlog`` is None because those files do not show it). `listening_sockets_of` looks in the network
+namespaces of given processes instead of ours.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 import socket
 import struct
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -211,3 +213,31 @@ def listening_sockets(port: int) -> list[ListenerRow]:
         return netlink_listeners(port)
     except OSError:
         return proc_listeners(port)
+
+
+def _netns(pid: int | str) -> int | None:
+    try:
+        return os.stat(f"/proc/{pid}/ns/net").st_ino
+    except OSError:
+        return None
+
+
+def listening_sockets_of(port: int, pids: Iterable[int]) -> list[ListenerRow]:
+    """Listening TCP sockets on ``port`` in the network namespaces ``pids`` live in: ours through
+    `listening_sockets`, another one (a server attached from outside its namespace) through that
+    process's own ``/proc/PID/net/tcp{,6}``. A pid whose namespace cannot be read counts as in ours."""
+    ours = _netns("self")
+    namespaces: dict[int | None, int] = {}
+    for pid in pids:
+        namespaces.setdefault(_netns(pid), pid)
+    rows: list[ListenerRow] = []
+    for ns, pid in namespaces.items():
+        if ns is None or ns == ours:
+            continue
+        try:
+            rows.extend(proc_listeners(port, f"/proc/{pid}/net"))
+        except (OSError, ValueError):
+            continue  # gone meanwhile, or not ours to read
+    if ours in namespaces or None in namespaces or not namespaces:
+        rows.extend(listening_sockets(port))
+    return rows

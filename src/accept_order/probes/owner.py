@@ -13,6 +13,9 @@ socket, or None. Two steps:
 
 None means: no such connection, the server side is closed (an orphan or TIME_WAIT has no inode), it is
 still in the accept queue (no struct socket, so no inode, until accept()), or no candidate holds it.
+
+`socket_holders(inodes)` answers the other way round, for sockets every process may hold (a listener):
+which processes' fd tables hold them.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import os
 import socket
 import struct
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Sequence
 from types import TracebackType
 
 from .listeners import (
@@ -267,3 +270,35 @@ class SocketOwners:
         (IPv6 4-tuples are fine: only host and port are used)."""
         inode = self.server_inode(client_local, client_peer)
         return None if inode is None else self.holder(inode)
+
+
+def socket_holders(inodes: Collection[int], pids: Iterable[int] | None = None) -> dict[int, set[int]]:
+    """pid -> which of ``inodes`` (sockets) its fd table holds, for every process in /proc (or ``pids``).
+
+    Who holds a listener, as `ss -ltnp` finds it: a listening socket has no owner in the kernel's tables,
+    only holders. Processes that vanish while being read, or that this user may not look into, are left
+    out (as root, none is)."""
+    wanted = {f"socket:[{inode}]": inode for inode in inodes}
+    holders: dict[int, set[int]] = {}
+    if not wanted:
+        return holders
+    candidates = pids if pids is not None else (int(name) for name in os.listdir("/proc") if name.isdigit())
+    for pid in candidates:
+        try:
+            dir_fd = os.open(f"/proc/{pid}/fd", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            names = os.listdir(dir_fd)
+            for name in names:
+                try:
+                    inode = wanted.get(os.readlink(name, dir_fd=dir_fd))
+                except OSError:
+                    continue  # closed between listdir and readlink
+                if inode is not None:
+                    holders.setdefault(pid, set()).add(inode)
+        except OSError:
+            continue
+        finally:
+            os.close(dir_fd)
+    return holders

@@ -109,6 +109,26 @@ def acceptor_text(acceptor: Mapping[str, Any]) -> Text:
     return text
 
 
+def shortage_lines(shortages: Any) -> list[Text]:
+    """What a launched server logged running out of (evidence["shortages"]), one warning line each: the
+    connections it dropped only show as failures (EPIPE, a reset) on the client side otherwise."""
+    lines = []
+    for entry in shortages if isinstance(shortages, list) else []:
+        if not isinstance(entry, Mapping):
+            continue
+        server, log, mark = (str(entry.get(k, "?")) for k in ("server", "log", "mark"))
+        count = entry.get("lines")
+        times = f"{count} times" if isinstance(count, int) and count != 1 else "once"
+        lines.append(
+            Text(
+                f'  {server} ran out: its {log} says "{mark}" {times}; connections it could not take waited '
+                f"or failed (first: {str(entry.get('first', ''))[:160]})",
+                style="yellow",
+            )
+        )
+    return lines
+
+
 def evidence_report(evidence: Mapping[str, Any], detail: bool = False) -> RenderableType:
     """Compact view of the evidence: one line per listener snapshot, the counters, the affinities.
     ``detail`` adds ss-like tables of every listener snapshot."""
@@ -129,4 +149,5 @@ def evidence_report(evidence: Mapping[str, Any], detail: bool = False) -> Render
         parts.append(acceptor_text(acceptor))
     for error in evidence.get("errors", []):
         parts.append(Text(f"  could not read {error}", style="yellow"))
+    parts += shortage_lines(evidence.get("shortages"))
     return Group(*parts)

@@ -22,13 +22,22 @@ from typing import Any
 
 from ..histogram import LatencyHistogram
 
-TABLES = ("records", "histogram", "workers", "steps")  # the names every experiment's tables come from
+TABLES = (
+    "records",
+    "histogram",
+    "workers",
+    "steps",
+    "rounds",
+    "intervals",
+)  # the names every experiment's tables come from
 # what a result lacking a table says, and which table to try instead
 _MISSING = {
     "records": "has no connection records (try --table histogram or workers)",
     "histogram": "has no latency histogram (try --table records or workers)",
     "workers": "keeps no per-worker table (try --table steps)",
     "steps": "has no steps (try --table {default})",
+    "rounds": "has no repeated rounds (try --table {default})",
+    "intervals": "has no intervals over time (try --table {default})",
 }
 
 
@@ -99,18 +108,40 @@ def histogram(runs: list[dict[str, Any]]) -> str:
     return csv_text(("run", "latency_us", "count"), rows)
 
 
-def workers(runs: list[dict[str, Any]]) -> str:
-    """One row per worker: what it counted and what the kernel counted for it, and what it served."""
-    fields = ("index", "pid", "wakeups", "accepts", "empty", "max_batch", "voluntary_switches",
-              "involuntary_switches", "cpu_s")  # fmt: skip
+WORKER_FIELDS = ("index", "pid", "wakeups", "accepts", "empty", "max_batch", "voluntary_switches",
+                 "involuntary_switches", "cpu_s")  # fmt: skip
+
+
+def served_per_worker(run: dict[str, Any]) -> list[int] | None:
+    """What each worker served: a load's own count ("served"), else counted from the connection records
+    (run, compare, herd) or the accept sequence (serve); None when the run keeps none of them."""
+    served = run.get("served")
+    if isinstance(served, list):
+        return served
+    workers = run.get("server", {}).get("workers", 0)
+    if "records" in run:
+        by = [r.get("worker") for r in run["records"] if r.get("error") is None]
+    elif "sequence" in run:
+        by = list(run["sequence"])
+    else:
+        return None
+    return [by.count(i) for i in range(workers)]
+
+
+def worker_rows(runs: list[dict[str, Any]]) -> list[list[Any]]:
     rows = []
     for run in runs:
-        served = run.get("served")
+        served = served_per_worker(run)
         for c in run.get("counters", []):
             index = c.get("index")
-            per = served[index] if isinstance(served, list) and isinstance(index, int) and index < len(served) else ""
-            rows.append([label(run), *(c.get(f) for f in fields), per])
-    return csv_text(("run", *fields, "served"), rows)
+            per = served[index] if served is not None and isinstance(index, int) and index < len(served) else ""
+            rows.append([label(run), *(c.get(f) for f in WORKER_FIELDS), per])
+    return rows
+
+
+def workers(runs: list[dict[str, Any]]) -> str:
+    """One row per worker: what it counted and what the kernel counted for it, and what it served."""
+    return csv_text(("run", *WORKER_FIELDS, "served"), worker_rows(runs))
 
 
 def flat(value: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import ResultFileError
-from ..histogram import LatencyHistogram
+from ..loads.summary import LoadSummary
 
 MERGEABLE = ("latency", "latency-compare", "sweep")
 _SERVER_IGNORED = ("port",)
@@ -121,11 +121,6 @@ def _check_counted_once(documents: Sequence[tuple[str, str, dict[str, Any]]]) ->
             raise ResultFileError(f"{what} (started {when}): merging would count it twice")
 
 
-def _add_counts(a: list[int], b: list[int]) -> list[int]:
-    width = max(len(a), len(b))
-    return [(a[i] if i < len(a) else 0) + (b[i] if i < len(b) else 0) for i in range(width)]
-
-
 def _add_counters(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The workers' counters, worker by worker (index); numbers add, the first file's pid stays."""
     merged = {c["index"]: dict(c) for c in a}
@@ -144,19 +139,11 @@ def _add_counters(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[dict
 
 
 def _add_run(into: dict[str, Any], run: dict[str, Any], concurrent: bool) -> None:
-    hist = LatencyHistogram.from_dict(into["histogram"])
-    hist.merge(LatencyHistogram.from_dict(run["histogram"]))
-    into["histogram"] = hist.to_dict()
+    """Add `run` to `into`: the load's summary (locust-style extend), the workers' counters, the amount."""
+    added = LoadSummary.from_dict(into).extend(LoadSummary.from_dict(run), concurrent)
+    into.update(added.to_dict())
     into.pop("summary", None)  # derived; rebuilt when the result is built again
-    errors = dict(into.get("errors", {}))
-    for key, n in run.get("errors", {}).items():
-        errors[key] = errors.get(key, 0) + n
-    into["errors"] = errors
-    into["served"] = _add_counts(list(into.get("served", [])), list(run.get("served", [])))
     into["counters"] = _add_counters(list(into.get("counters", [])), list(run.get("counters", [])))
-    into["drivers"] = list(into.get("drivers", [])) + list(run.get("drivers", []))
-    walls = (into.get("wall_s", 0.0), run.get("wall_s", 0.0))
-    into["wall_s"] = round(max(walls) if concurrent else sum(walls), 6)
     load = into["load"]
     for key in ("connections", "duration_s"):
         if isinstance(load.get(key), int | float) and isinstance(run["load"].get(key), int | float):

@@ -12,7 +12,7 @@ from ..histogram import LatencyHistogram
 from ..loads.drive_loop import DriverStats
 from ..measures import ConnectionRecord, Environment, Verdict, WorkerCounters
 from ..probes.listeners import ListenerRow
-from ..spec import MAX_WORKERS, ClosedLoopLoad, SequentialLoad, ServerSpec
+from ..spec import MAX_WORKERS, ConcurrentLoad, SequentialLoad, ServerSpec
 from .schema import (
     MAX_COUNT,
     Anything,
@@ -46,12 +46,14 @@ NOTES = ListOf(Text())
 
 
 def _known_server(server: Mapping[str, Any], at: str) -> None:
-    """A server kind and mode this version knows (a file naming another is wrong, not the command line)."""
+    """A server kind and mode this version knows (a file naming another is wrong, not the command line).
+    Files store the kind as "server" (its name in version 2); "kind", its name now, wins (spec.renamed)."""
     from ..servers.registry import KINDS, known_mode
 
-    kind = server.get("server", ServerSpec.server)
+    name = "kind" if "kind" in server else "server"
+    kind = server.get(name, "builtin")
     if kind not in KINDS:
-        raise SchemaError(child(at, "server"), f"names server {kind!r}, which this version does not know")
+        raise SchemaError(child(at, name), f"names server {kind!r}, which this version does not know")
     mode = server.get("mode", ServerSpec.mode)
     if known_mode(kind, mode) is None:
         raise SchemaError(child(at, "mode"), f"names mode {mode!r}, which {kind} does not have in this version")
@@ -119,6 +121,7 @@ SERVER = known(
     derive(
         ServerSpec,
         workers=WORKERS,
+        server=Text(),  # the kind, as files store it
         port=PORT,
         cpus=ListOf(CPU),
         mutex_delay_ms=Number(0, 1e9),
@@ -126,9 +129,9 @@ SERVER = known(
     ),
 )
 SEQUENTIAL_LOAD = known(SequentialLoad, derive(SequentialLoad, kind=OneOf(("sequential",))))
-CLOSED_LOOP_LOAD = known(
-    ClosedLoopLoad,
-    derive(ClosedLoopLoad, kind=OneOf(("closed-loop", "open-loop")), rules=(_one_amount,)),
+CONCURRENT_LOAD = known(
+    ConcurrentLoad,
+    derive(ConcurrentLoad, kind=OneOf(("closed-loop", "open-loop")), rules=(_one_amount,)),
 )
 ENVIRONMENT = known(Environment, derive(Environment))
 WORKER_COUNTERS = known(WorkerCounters, derive(WorkerCounters, affinity=ListOf(CPU)))
@@ -154,6 +157,8 @@ _MACHINE_STATE = Record(
     }
 )
 MACHINE = Record({"before": _MACHINE_STATE, "after": _MACHINE_STATE})
+# what a launched server logged running out of (servers/launched/base.py `shortages`)
+SHORTAGES = ListOf(Record({"server": Text(), "log": Text(), "mark": Text(), "lines": Integer(), "first": Text()}))
 EVIDENCE = Record(
     {
         "listeners": MapOf(ListOf(_LISTENER.but(optional=_LISTENER.fields))),
@@ -180,6 +185,11 @@ EVIDENCE = Record(
         ),
         "witness": Record({"source": Text(), "requests": ListOf(ListOf(Anything()))}),
         "accept_counts": Record({"available": Flag(), "why": Text(), "counts": MapOf(Integer())}),
+        "accept_log": Record({"available": Flag(), "why": Text()}),
+        "worker_exit": Record(
+            {"worker": Maybe(Integer()), "pid": Maybe(Integer()), "after_s": Maybe(Number()), "why": Text()}
+        ),
+        "shortages": SHORTAGES,
         "merged_from": Record(
             {"files": ListOf(Record({"file": Text(), "started_at": Maybe(Text())})), "concurrent": Flag()}
         ),

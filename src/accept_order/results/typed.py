@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any, TypeVar, get_origin, get_type_hints
 
 from ..errors import ResultFileError
+from ..spec import renamed
 from .schema import KNOWN, SchemaError, Shape, derive
 
 T = TypeVar("T")
@@ -36,6 +37,8 @@ def _shape(cls: type) -> Shape:
 
 def build(cls: type[T], data: Any) -> T:
     """`cls(**data)` for the fields `cls` knows, after checking `data` against its shape."""
+    if isinstance(data, dict):
+        data = renamed(cls, data)  # fields saved under an older name (ServerSpec's "server" is its kind)
     try:
         _shape(cls).check(data, cls.__name__)
     except SchemaError as exc:

@@ -8,17 +8,20 @@ reply that names a worker ("worker PID") is used when there is one.
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import psutil
 
-from ..errors import PlanError, WorkerError
+from ..errors import PlanError, WorkerExited
 from ..loads.protocol import HTTP_KEEPALIVE, LINE, ClientProtocol
 from ..measures import WorkerCounters
-from ..probes.owner import SocketOwners
+from ..probes.listeners import listening_sockets_of
+from ..probes.owner import SocketOwners, socket_holders
 from ..processes import open_pidfd
 from ..spec import ServerSpec
 from ..waiting import wait_for
@@ -51,6 +54,92 @@ def worker_pids(attach: Sequence[int]) -> list[int]:
         raise PlanError(f"--attach: no process {exc.pid}") from None
     except psutil.AccessDenied as exc:
         raise PlanError(f"--attach: not allowed to look at process {exc.pid}") from None
+
+
+def _name(pid: int) -> str:
+    """`pid 7 (nginx)`: the command name from /proc, as ps shows it."""
+    try:
+        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as f:
+            return f"pid {pid} ({f.read().strip()})"
+    except OSError:
+        return f"pid {pid}"
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        return psutil.Process(pid).ppid()
+    except psutil.Error:
+        return None
+
+
+def _readable(pid: int) -> bool:
+    try:
+        os.listdir(f"/proc/{pid}/fd")
+    except PermissionError:
+        return False
+    except OSError:
+        pass  # gone: nothing hidden
+    return True
+
+
+def _names(pids: Sequence[int], shown: int = 3) -> str:
+    named = [_name(pid) for pid in pids[:shown]]
+    more = f" and {len(pids) - shown} more" if len(pids) > shown else ""
+    return ", ".join(named) + more
+
+
+def _serves(address: str, host: str) -> bool:
+    """Does a listener bound to `address` take connections made to `host`? Its own address, the
+    wildcard, or (a dual-stack socket) the IPv4 address mapped into IPv6."""
+    bound, wanted = ipaddress.ip_address(address), ipaddress.ip_address(host)
+    if bound == wanted or bound.is_unspecified:
+        return True
+    return isinstance(bound, ipaddress.IPv6Address) and bound.ipv4_mapped == wanted
+
+
+def _held_by(holders: dict[int, set[int]]) -> str:
+    """Who holds the listener, top of each process tree first: `pid 7 (nginx) and 3 of its children`."""
+    roots = [pid for pid in sorted(holders) if _parent(pid) not in holders]
+    if len(roots) == 1:
+        children = len(holders) - 1
+        return f"{_name(roots[0])}" + (f" and {children} of its children" if children else "")
+    return _names(roots) + f" ({len(holders)} processes in all)"
+
+
+def check_listening(host: str, port: int, attach: Sequence[int], workers: Sequence[int]) -> None:
+    """PlanError unless the attached processes hold a listener that takes connections to host:port, and
+    no process outside them (their parent, a master that only listens, aside) holds one too: otherwise
+    the connections would go to someone else and every count and verdict would be invented."""
+    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    rows = [row for row in listening_sockets_of(port, [*attach, *workers]) if _serves(row.address, host)]
+    holders = socket_holders({row.inode for row in rows})
+    attached = set(attach) | set(workers)
+    if len(attach) == 1 and list(workers) != [attach[0]]:
+        children = "child" if len(workers) == 1 else "children"
+        who, plural = f"{_name(attach[0])} and its {len(workers)} {children}", True
+    else:
+        who, plural = _names(attach), len(attach) > 1
+    if not attached & holders.keys():
+        hidden = sorted(pid for pid in attached if not _readable(pid))
+        if rows and hidden:
+            raise PlanError(
+                f"--attach: cannot tell whether {_names(hidden)} {'holds' if len(hidden) == 1 else 'hold'} the "
+                f"listener on {where}: {'its' if len(hidden) == 1 else 'their'} open files are not this user's "
+                "to read (run as root or as the server's user)"
+            )
+        if not rows:
+            owner = f"nobody listens on {where}"
+        elif not holders:
+            owner = f"a socket listens on {where}, but no process this user may look into holds it"
+        else:
+            owner = f"it is held by {_held_by(holders)}"
+        raise PlanError(f"--attach: {who} {'hold' if plural else 'holds'} no listener on {where}; {owner}")
+    masters = {_parent(pid) for pid in workers}
+    if holders.keys() - attached - masters:
+        raise PlanError(
+            f"--attach: the listener on {where} is held by {_held_by(holders)}, not only by {who}: some "
+            "connections would go to processes that are not attached (attach the master's pid or every worker's)"
+        )
 
 
 @dataclass
@@ -86,6 +175,7 @@ class AttachedServer:
         self._usage: UsageDeltas | None = None
         self._unsettled = 0
         self._attribution: OwnerAttribution | None = None
+        self._started = 0.0
 
     @property
     def address(self) -> tuple[str, int]:
@@ -117,16 +207,26 @@ class AttachedServer:
         self._pids = worker_pids(self.spec.attach)
         if len(self._pids) != self.spec.workers:
             raise PlanError(f"--attach: expected {self.spec.workers} workers, found {len(self._pids)}")
+        check_listening(self.spec.host, self.spec.port, self.spec.attach, self._pids)
         self._pidfds = [fd for fd in map(open_pidfd, self._pids) if fd is not None]
         self._usage = UsageDeltas(self._pids)
+        self._started = time.monotonic()
 
     def check_alive(self) -> None:
         for index, pid in enumerate(self._pids):
             if gone(pid):
-                raise WorkerError(f"attached worker {index} (pid {pid}) exited", index)
+                after = round(time.monotonic() - self._started, 3)
+                message = f"attached worker {index} (pid {pid}) exited {after:.2f} s into the run"
+                raise WorkerExited(message, index, after)
 
     def settle(self) -> None:
-        if not wait_for(lambda: all(proc_state(pid) == "S" for pid in self._pids), SETTLE_TIMEOUT_S):
+        def asleep_or_gone() -> bool:
+            # A worker that exited is never asleep again: say so now, not after the settle timeout.
+            return all(proc_state(pid) in ("S", "X", "Z") for pid in self._pids)
+
+        settled = wait_for(asleep_or_gone, SETTLE_TIMEOUT_S)
+        self.check_alive()
+        if not settled:
             self._unsettled += 1
 
     def stop(self) -> list[WorkerCounters]:
@@ -160,6 +260,9 @@ class AttachedKind(ServerKind):
     name = "attached"
     summary = "a running server this tool did not start, attached by pid"
     launched = False
+
+    def label(self, spec: ServerSpec) -> str:
+        return f"attached pid {','.join(map(str, spec.attach))}"
 
     def modes(self) -> dict[str, ModeInfo]:
         return {"attached": ModeInfo("attached", self.summary, WHY, None, "unknown")}

@@ -16,8 +16,12 @@ if TYPE_CHECKING:
 
 class BuiltinKind(ServerKind):
     name = "builtin"
+    process_names = ("accept-order",)
     summary = "this tool's own Python workers, in any of its accept modes (the default)"
     witness = None  # each worker counts what it accepted itself: there is nothing else to check against
+
+    def label(self, spec: ServerSpec) -> str:
+        return spec.mode  # the tool's own workers: the mode says it all
 
     def modes(self) -> dict[str, ModeInfo]:
         return {name: mode.info() for name, mode in MODES.items()}

@@ -40,6 +40,14 @@ class ModeInfo:
     timed_waits: bool = False
     # The server's own settings that select this mode, as written in its config or command line.
     settings: tuple[str, ...] = ()
+    # The built-in mode `inspect` sees when a running server uses this one (what /proc shows: a wait call, an
+    # epoll's flags, one socket or several); None: this mode's own name (the built-in modes).
+    seen_as: str | None = None
+
+    @property
+    def mechanism(self) -> str:
+        """This mode in the tool's own vocabulary, as `inspect` names it from /proc."""
+        return self.seen_as or self.name
 
 
 class ServerKind:
@@ -57,6 +65,19 @@ class ServerKind:
     takes_maxconn: ClassVar[bool] = False
     #: the default mode when --mode is not given: epoll where it has one, else its first
     preferred_mode: ClassVar[str] = DEFAULT_MODE
+    #: a server whose number of workers is its own, not a setting (Caddy: one process, whose Go threads take
+    #: turns running its one accept loop): --workers does not apply, and every spec of it has this many
+    fixed_workers: ClassVar[int | None] = None
+    #: how `inspect` recognises a running server of this kind: its process name, or a word of its command
+    #: line's first arguments (`python -m gunicorn`, `nginx: worker process`)
+    process_names: ClassVar[tuple[str, ...]] = ()
+    #: its workers are the threads of one process, each accepting for itself (HAProxy's nbthread), so
+    #: `observe` counts per thread; other kinds' threads (a pool, Go's runtime) are not workers
+    threads_are_workers: ClassVar[bool] = False
+
+    def label(self, spec: ServerSpec) -> str:
+        """How reports name a server of this kind: `nginx epoll`."""
+        return f"{self.name} {spec.mode}"
 
     def modes(self) -> Mapping[str, ModeInfo]:
         """Every mode, as data: never probes the machine."""

@@ -11,14 +11,22 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..errors import PlanError
+from ..errors import NothingToRun, PlanError
 from .attached import AttachedKind
 from .builtin import BuiltinKind
 from .kinds import ModeInfo, ServerKind
+from .launched.apache import ApacheKind
+from .launched.caddy import CaddyKind
+from .launched.granian import GranianKind
 from .launched.gunicorn import GunicornKind
+from .launched.h2o import H2oKind
 from .launched.haproxy import HaproxyKind
+from .launched.lighttpd import LighttpdKind
 from .launched.nginx import NginxKind
 from .launched.node import NodeKind
+from .launched.puma import PumaKind
+from .launched.unicorn import UnicornKind
+from .launched.uvicorn import UvicornKind
 from .launched.uwsgi import UwsgiKind
 from .remote import RemoteKind
 
@@ -35,11 +43,21 @@ KINDS: dict[str, ServerKind] = {
         NodeKind(),
         HaproxyKind(),
         UwsgiKind(),
+        UvicornKind(),
+        GranianKind(),
+        PumaKind(),
+        UnicornKind(),
+        CaddyKind(),
+        ApacheKind(),
+        LighttpdKind(),
+        H2oKind(),
         AttachedKind(),
         RemoteKind(),
     )
 }
 DEFAULT_KIND = "builtin"
+ALL = "all"  # --modes all: every mode of each server
+OWN_DEFAULT = "default"  # --modes default: each server's own default mode (epoll where it has one)
 
 
 def server_kind(name: str) -> ServerKind:
@@ -79,10 +97,13 @@ def all_mode_names() -> list[str]:
 
 
 def runnable(kind: str, names: Sequence[str] | None = None) -> tuple[list[str], dict[str, str]]:
-    """(modes of `kind` this machine can run, {mode: why not}); None or ["all"]: every mode of the kind.
+    """(modes of `kind` this machine can run, {mode: why not}); None or ["all"]: every mode of the kind,
+    ["default"]: its default mode.
     A name the kind does not have is a usage error. The one answer to "which modes can run here"."""
     server = server_kind(kind)
-    wanted = list(server.modes()) if names is None or list(names) == ["all"] else list(names)
+    if names is not None and list(names) == [OWN_DEFAULT]:
+        names = [server.default_mode()]
+    wanted = list(server.modes()) if names is None or list(names) == [ALL] else list(names)
     available: list[str] = []
     skipped: dict[str, str] = {}
     for name in wanted:
@@ -95,21 +116,26 @@ def runnable(kind: str, names: Sequence[str] | None = None) -> tuple[list[str], 
     return available, skipped
 
 
-def checked(spec: ServerSpec) -> ServerSpec:
-    """The spec validated: what every kind shares (ServerSpec.validated), then the kind's own checks."""
+def checked(spec: ServerSpec, fit: bool = True) -> ServerSpec:
+    """The spec validated: what every kind shares (ServerSpec.validated), then the kind's own checks. `fit`:
+    with the kind's own number of workers where it has one (Caddy: one process, whatever -w says); False
+    for the shared settings of several servers (`variants` fits each)."""
+    kind = server_kind(spec.kind)
+    if fit and kind.fixed_workers is not None and spec.workers != kind.fixed_workers:
+        spec = dataclasses.replace(spec, workers=kind.fixed_workers)
     spec = spec.validated()
-    server_kind(spec.server).check(spec)
+    kind.check(spec)
     return spec
 
 
 def make_target(spec: ServerSpec, stamps: bool = False) -> Target:
     """The server a spec from `checked` names, not yet started (start() it, and close() it on every path)."""
-    return server_kind(spec.server).make(spec, stamps=stamps)
+    return server_kind(spec.kind).make(spec, stamps=stamps)
 
 
 def expectation(spec: ServerSpec) -> tuple[str | None, str]:
     """(predicted order model, mechanism) for this run's settings."""
-    return server_kind(spec.server).expectation(spec)
+    return server_kind(spec.kind).expectation(spec)
 
 
 def variants(
@@ -117,30 +143,50 @@ def variants(
 ) -> tuple[list[ServerSpec], dict[str, str]]:
     """The specs of a several-mode command: every server x every mode it has and this machine can run.
     `skipped` says why the others are left out (keyed "mode", or "server mode" with several servers)."""
-    servers = list(servers or [base.server])
+    servers = list(servers or [base.kind])
     known_anywhere = all_mode_names()
-    unknown = [m for m in modes or () if m != "all" and m not in known_anywhere]
+    unknown = [m for m in modes or () if m not in (ALL, OWN_DEFAULT) and m not in known_anywhere]
     if unknown:
         raise PlanError(f"unknown mode(s): {', '.join(unknown)}; choose from {', '.join(known_anywhere)}")
     base.validated()  # the shared settings, checked even when no mode is left to run
     specs: list[ServerSpec] = []
     skipped: dict[str, str] = {}
-    everything = modes is None or list(modes) == ["all"]
+    everything = modes is None or list(modes) == [ALL]
 
     def key(server: str, mode: str) -> str:
         return f"{server} {mode}" if len(servers) > 1 else mode
 
+    own_default = list(modes or ()) == [OWN_DEFAULT]
     for server in servers:
         kind = server_kind(server)
         known = kind.modes()
-        wanted = list(known) if everything else [m for m in modes or () if m in known]
-        for m in [] if everything else [m for m in modes or () if m not in known]:
-            skipped[key(server, m)] = f"{server} has no mode {m!r}"
+        if everything or own_default:
+            wanted = list(known) if everything else [kind.default_mode()]
+        else:
+            wanted = [m for m in modes or () if m in known]
+            for m in [m for m in modes or () if m not in known]:
+                skipped[key(server, m)] = f"{server} has no mode {m!r}"
         available, unavailable = runnable(server, wanted)
         for m, why in unavailable.items():
             skipped[key(server, m)] = why
         batch = base.accept_batch if batch_given else kind.default_accept_batch
-        specs += [checked(dataclasses.replace(base, server=server, mode=m, accept_batch=batch)) for m in available]
+        specs += [checked(dataclasses.replace(base, kind=server, mode=m, accept_batch=batch)) for m in available]
     if not specs and not skipped:
         raise PlanError("no modes given")
+    if not specs:
+        raise NothingToRun(f"nothing to run: {'; '.join(f'{name} ({why})' for name, why in skipped.items())}")
     return specs, skipped
+
+
+def recognise(name: str, argv: Sequence[str]) -> ServerKind | None:
+    """The launched kind a running process is, by its name or a word of its command line's first three
+    arguments (`nginx: worker process`, `python -m gunicorn`, `/usr/bin/node app.js`); None: none known."""
+    import os
+    import re
+
+    # Base names only: a directory that happens to be called "node" (/home/node/app.py) names no server.
+    words = {name, *(re.sub(r"[^\w.-]", "", os.path.basename(word)) for word in " ".join(argv[:3]).split())}
+    for kind in KINDS.values():
+        if words & set(kind.process_names):
+            return kind
+    return None

@@ -122,6 +122,9 @@ class RemoteKind(ServerKind):
     summary = "a server on another host, known only by its address"
     launched = False
 
+    def label(self, spec: ServerSpec) -> str:
+        return f"target {spec.host}:{spec.port}"
+
     def modes(self) -> dict[str, ModeInfo]:
         return {"remote": ModeInfo("remote", self.summary, WHY, None, "unknown")}
 

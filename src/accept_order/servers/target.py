@@ -107,3 +107,15 @@ class Target(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class Serving(Target, Protocol):
+    """What `serve` needs beyond a Target (the built-in pool and every launched server have it)."""
+
+    def wait_for_death(self) -> None:
+        """Block until a worker (or a launched server's master) dies, then raise WorkerError naming it."""
+        ...
+
+    def sequence(self) -> list[int]:
+        """After stop: the worker of each connection, by accept time (built-in) or in the server's log."""
+        ...

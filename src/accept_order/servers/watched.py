@@ -34,18 +34,18 @@ class UsageDeltas:
         self._before = {pid: self._usage(pid) for pid in self.pids}
 
     @staticmethod
-    def _usage(pid: int) -> tuple[int, int, float]:
+    def _usage(pid: int) -> tuple[int, int, float] | None:
         try:
             return usage(pid)
         except process_errors(ValueError):
-            return (0, 0, 0.0)
+            return None  # gone (an attached worker that exited mid-run), or not ours to read
 
     def counters(self) -> list[WorkerCounters]:
         """One WorkerCounters per worker; what only the worker itself could count (wakeups, accepts,
         empty wakeups, batch) is None: not known."""
         counters = []
         for index, pid in enumerate(self.pids):
-            b, a = self._before.get(pid, (0, 0, 0.0)), self._usage(pid)
+            b, a = self._before.get(pid), self._usage(pid)
             try:
                 cpus: tuple[int, ...] = tuple(sorted(os.sched_getaffinity(pid)))
             except OSError:
@@ -58,10 +58,46 @@ class UsageDeltas:
                     accepts=None,
                     empty=None,
                     max_batch=None,
-                    voluntary_switches=a[0] - b[0],
-                    involuntary_switches=a[1] - b[1],
-                    cpu_s=round(a[2] - b[2], 6),
+                    voluntary_switches=None if a is None or b is None else a[0] - b[0],
+                    involuntary_switches=None if a is None or b is None else a[1] - b[1],
+                    cpu_s=None if a is None or b is None else round(a[2] - b[2], 6),
                     affinity=cpus,
                 )
             )
         return counters
+
+
+def thread_ids(pid: int) -> list[int]:
+    """The threads of process `pid` ([] once it is gone)."""
+    try:
+        return sorted(int(tid) for tid in os.listdir(f"/proc/{pid}/task"))
+    except OSError:
+        return []
+
+
+class ThreadedUsage(UsageDeltas):
+    """For workers that are processes of several threads (Puma's, Caddy's): the context switches of the one
+    thread that waits for connections where `threads` names it (its wakeups), else of every thread; the CPU
+    of every thread (the scheduler's nanoseconds, summed). /proc/PID/status and schedstat are the main
+    thread's alone, which in these servers sleeps throughout."""
+
+    def __init__(self, pids: Sequence[int], threads: dict[int, int] | None = None) -> None:
+        self.threads = dict(threads or {})
+        super().__init__(pids)
+
+    def _usage(self, pid: int) -> tuple[int, int, float] | None:  # type: ignore[override]
+        tids = thread_ids(pid)
+        if not tids:
+            return None
+        waiter = self.threads.get(pid)
+        voluntary = involuntary = 0
+        cpu_s = 0.0
+        for tid in tids:
+            try:
+                v, i, cpu = usage(tid)  # /proc/TID/... is the thread's own
+            except process_errors(ValueError):
+                continue  # a thread that just ended
+            cpu_s += cpu
+            if waiter is None or tid == waiter:
+                voluntary, involuntary = voluntary + v, involuntary + i
+        return voluntary, involuntary, cpu_s

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..cpus import affinity, pin_self
 from ..errors import PlanError
-from ..processes import die_with_parent, unblock_signals
+from ..processes import die_with_parent, ignore_supervisor_signals, unblock_signals
 from .modes import Listeners, Mode
 from .modes.base import Helper
 
@@ -122,7 +122,7 @@ def _serve(cfg: WorkerConfig, batch: list[socket.socket], state: Any, index: int
 
 
 def worker_main(cfg: WorkerConfig, pipe: Connection, state: Any) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the supervisor's to handle
+    ignore_supervisor_signals()
     signal.signal(signal.SIGTERM, _stop_when_asked(state))
     index, pid = cfg.index, os.getpid()
     reply = f"worker {index} pid {pid}\n".encode()
@@ -194,7 +194,7 @@ def worker_main(cfg: WorkerConfig, pipe: Connection, state: Any) -> None:
 
 def helper_main(factory: Callable[[], Helper], pipe: Connection, state: Any) -> None:
     """A mode's own process (fd-pass's acceptor): runs until the supervisor stops it, then reports."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    ignore_supervisor_signals()
     signal.signal(signal.SIGTERM, _stop_when_asked(state))
     helper: Helper | None = None
     try:

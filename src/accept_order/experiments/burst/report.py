@@ -8,7 +8,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ...render.evidence import short_counter
+from ...render.evidence import short_counter, shortage_lines
 from ...render.text import plural
 from .result import BurstCell, BurstResult, BurstRun
 
@@ -51,7 +51,7 @@ def _details(run: BurstRun) -> list[Text]:
         if cell.open_s is not None:
             parts.append(f"connects started within {cell.open_s * 1000:.0f} ms")
         lines.append(Text("; ".join(parts)))
-    return lines
+    return lines + shortage_lines(list(run.shortages))
 
 
 def burst_report(result: BurstResult) -> RenderableType:

@@ -7,16 +7,17 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ...loads.drive_loop import DriverStats
+from ...loads.summary import CountedTotals, LoadSummary
 from ...measures import Environment
 from ...results.schema import ListOf, MapOf, SchemaError, child, derive
-from ...results.shapes import NOTES, SIGNED, SKIPPED, workers_of
+from ...results.shapes import NOTES, SHORTAGES, SIGNED, SKIPPED, workers_of
 from ...spec import ServerSpec
 
 CLIENT_BOUND = 0.5  # share of a burst the client may spend opening its connections before it sets the pace
 
 
 @dataclass(frozen=True)
-class BurstCell:
+class BurstCell(CountedTotals):
     """N clients at once against one server and mode."""
 
     clients: int
@@ -29,13 +30,19 @@ class BurstCell:
     max_us: int | None = None
     interrupted: bool = False
 
-    @property
-    def failed(self) -> int:
-        return sum(self.errors.values())
-
-    @property
-    def finished(self) -> int:
-        return sum(self.served) + self.failed
+    @classmethod
+    def of(cls, load: LoadSummary, clients: int, counters: dict[str, int]) -> BurstCell:
+        return cls(
+            clients=clients,
+            wall_s=load.wall_s,
+            served=load.served,
+            errors=dict(load.errors),
+            counters=counters,
+            drivers=load.drivers,
+            p50_us=load.percentile_us(50),
+            max_us=load.max_us,
+            interrupted=load.interrupted,
+        )
 
     @property
     def open_s(self) -> float | None:
@@ -86,6 +93,7 @@ class BurstRun:
     cells: tuple[BurstCell, ...]
     environment: Environment | None
     interrupted: bool = False
+    shortages: tuple[dict[str, Any], ...] = ()  # what a launched server logged running out of (evidence)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -93,6 +101,7 @@ class BurstRun:
             "cells": [c.to_dict() for c in self.cells],
             "environment": asdict(self.environment) if self.environment else None,
             "interrupted": self.interrupted,
+            **({"shortages": [dict(s) for s in self.shortages]} if self.shortages else {}),
         }
 
     @classmethod
@@ -105,6 +114,7 @@ class BurstRun:
             cells=tuple(BurstCell.from_dict(c) for c in data["cells"]),
             environment=build(Environment, env) if env else None,
             interrupted=bool(data.get("interrupted", False)),
+            shortages=tuple(dict(s) for s in data.get("shortages", []) if isinstance(s, Mapping)),
         )
 
 
@@ -113,9 +123,11 @@ class BurstResult:
     runs: tuple[BurstRun, ...]
     skipped: dict[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    interrupted: bool = False  # Ctrl-C or SIGTERM ended it: the runs are those that got that far
 
     def to_dict(self) -> dict[str, Any]:
-        return {"runs": [r.to_dict() for r in self.runs], "skipped": dict(self.skipped), "notes": list(self.notes)}
+        doc = {"runs": [r.to_dict() for r in self.runs], "skipped": dict(self.skipped), "notes": list(self.notes)}
+        return doc | ({"interrupted": True} if self.interrupted else {})
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> BurstResult:
@@ -126,6 +138,7 @@ class BurstResult:
             tuple(BurstRun.from_dict(r) for r in runs),
             dict(data.get("skipped", {})),
             tuple(str(n) for n in data.get("notes", [])),
+            bool(data.get("interrupted", False)),
         )
 
 
@@ -140,7 +153,7 @@ def _cells_fit_workers(run: Mapping[str, Any], at: str) -> None:
 _CELL = derive(BurstCell, counters=MapOf(SIGNED), optional=("counters", "drivers"))
 BURST_SHAPE = derive(
     BurstResult,
-    runs=ListOf(derive(BurstRun, cells=ListOf(_CELL), rules=(_cells_fit_workers,))),
+    runs=ListOf(derive(BurstRun, cells=ListOf(_CELL), shortages=SHORTAGES, rules=(_cells_fit_workers,))),
     skipped=SKIPPED,
     notes=NOTES,
 )

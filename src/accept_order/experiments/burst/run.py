@@ -7,11 +7,14 @@ reply, the failures by errno, the spread over workers, and the kernel's overflow
 
 The client side must not be the bottleneck: the drivers' own CPU and run-queue wait are kept, and a burst
 whose drivers were CPU-bound or starved says so. Limits are checked before anything starts: open files
-(the soft limit is raised to what the largest burst needs, up to the hard limit) and local ports.
+and local ports. Each process has its own descriptor table, so a driver needs only its share of a burst's
+connections: the soft limit is raised to what the largest burst needs (the hard limit too, as root, up to
+fs.nr_open), and a burst whose share per driver does not fit under it is spread over more drivers.
 """
 
 from __future__ import annotations
 
+import math
 import resource
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -19,12 +22,12 @@ from typing import Any
 
 from ...errors import PlanError
 from ...probes import netstat
-from ...session import RunInterrupted, lifecycle, run_each
-from ...spec import FD_MARGIN, MAX_DRIVER_PROCS, ClosedLoopLoad, ServerSpec, check_range
+from ...session import RunInterrupted, drive_load, lifecycle, run_each
+from ...spec import FD_MARGIN, MAX_DRIVER_PROCS, ConcurrentLoad, ServerSpec, check_range, local_ports, sized
 from .result import BurstCell, BurstRun
 
 MAX_CLIENTS = 1_000_000
-PORT_RANGE = "/proc/sys/net/ipv4/ip_local_port_range"
+NR_OPEN = "/proc/sys/fs/nr_open"  # the most a hard RLIMIT_NOFILE can be raised to, even by root
 
 
 @dataclass(frozen=True)
@@ -39,29 +42,49 @@ class BurstPlan:
         for n in self.clients:
             check_range("--clients", n, 1, MAX_CLIENTS)
         check_range("--driver-procs", self.driver_procs, 1, MAX_DRIVER_PROCS)
-        check_range("--timeout", self.timeout_s, 0.001, 3600)
+        check_range("--timeout", self.timeout_s, 0.001, 3600, "s")
         return self
 
-    def load(self, clients: int) -> ClosedLoopLoad:
-        """A burst as a closed loop: as many slots as connections, so each slot connects once, at once."""
-        procs = min(self.driver_procs, clients)
-        return ClosedLoopLoad(connections=clients, concurrency=clients, driver_procs=procs, timeout_s=self.timeout_s)
+    def load(self, clients: int) -> ConcurrentLoad:
+        """A burst as a closed loop: as many slots as connections, so each slot connects once, at once;
+        over more drivers than asked when one driver's share would not fit under the open-file limit."""
+        procs = min(drivers_for(clients, self.driver_procs), clients)
+        return ConcurrentLoad(connections=clients, concurrency=clients, driver_procs=procs, timeout_s=self.timeout_s)
 
 
-def local_ports() -> int | None:
-    """How many local ports a client may use to one server address (ip_local_port_range), None if unknown."""
+def drivers_for(clients: int, asked: int, limit: int | None = None) -> int:
+    """Driver processes for a burst of `clients`: `asked`, or as many more as it takes for each one's share
+    of the connections (and FD_MARGIN of its own files) to fit under the open-file soft limit."""
+    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0] if limit is None else limit
+    if limit == resource.RLIM_INFINITY:
+        return asked
+    return max(asked, math.ceil(clients / max(1, limit - FD_MARGIN)))
+
+
+def _raise_hard_limit(need: int, soft: int, hard: int) -> int:
+    """As root (CAP_SYS_RESOURCE), raise the open-file hard limit to `need`, at most fs.nr_open; the hard
+    limit it is now (unchanged when not allowed)."""
     try:
-        with open(PORT_RANGE) as f:
-            low, high = (int(v) for v in f.read().split())
-        return high - low + 1
+        with open(NR_OPEN) as f:
+            need = min(need, int(f.read()))
     except (OSError, ValueError):
-        return None
+        pass
+    if need <= hard:
+        return hard
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, need))
+    except (OSError, ValueError):  # not root: the burst is spread over more drivers instead
+        return hard
+    return need
 
 
-def make_room(clients: int) -> str | None:
-    """Raise the open-file soft limit to what `clients` connections need (the workers and drivers inherit
-    it); PlanError when the hard limit or the local port range cannot hold them. Returns a note when the
-    soft limit was raised."""
+def make_room(clients: int, driver_procs: int = 1) -> str | None:
+    """Make room for a burst of `clients` before any process starts (the workers and drivers inherit the
+    limits): the open-file soft limit raised to what the whole burst needs (a worker that accepts until
+    EAGAIN can hold all of it), the hard limit first when it is lower and we may (root). Whatever the hard
+    limit stays, the drivers' share must fit: the burst then goes over more driver processes
+    (BurstPlan.load), PlanError when even MAX_DRIVER_PROCS cannot hold it or the local port range is too
+    small. Returns a note saying what was raised or spread."""
     need = clients + FD_MARGIN
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     ports = local_ports()
@@ -72,60 +95,60 @@ def make_room(clients: int) -> str | None:
         )
     if need <= soft:
         return None
+    notes = []
     if hard != resource.RLIM_INFINITY and need > hard:
+        raised = _raise_hard_limit(need, soft, hard)
+        if raised > hard:
+            notes.append(f"raised the open-file hard limit from {hard} to {raised}")
+        hard = raised
+    new_soft = need if hard == resource.RLIM_INFINITY else min(need, hard)
+    drivers = drivers_for(clients, driver_procs, new_soft)
+    if drivers > MAX_DRIVER_PROCS:
         raise PlanError(
-            f"--clients {clients} needs {need} open files; the hard limit is {hard} (raise it with ulimit -Hn, "
-            "as root, or in limits.conf)"
+            f"--clients {clients} needs {need} open files; the hard limit is {hard}, and even "
+            f"{MAX_DRIVER_PROCS} driver processes cannot share the connections under it (raise it with "
+            "ulimit -Hn, as root, or in limits.conf)"
         )
-    resource.setrlimit(resource.RLIMIT_NOFILE, (need, hard))
-    return f"raised the open-file limit from {soft} to {need} for the burst"
+    if new_soft > soft:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (new_soft, hard))
+        notes.append(f"raised the open-file limit from {soft} to {new_soft}")
+    if drivers > driver_procs:
+        notes.append(
+            f"the burst of {clients} goes over {drivers} driver processes, not {driver_procs}: each holds at most "
+            f"{new_soft - FD_MARGIN} connections under the open-file limit of {new_soft}"
+        )
+    return "; ".join(notes) + " for the burst" if notes else None
 
 
 def run_bursts(
     server: ServerSpec, plan: BurstPlan, on_burst: Callable[[ServerSpec, int], Any] | None = None
 ) -> BurstRun:
     """Every burst of `plan` against one server: start it, burst, stop it."""
-    from ...loads.closed_loop import LoadGenerator
-
     plan = plan.validated()
     cells: list[BurstCell] = []
 
     def drive(target: Any) -> None:
         for clients in sorted(plan.clients):
             tick = on_burst(server, clients) if on_burst else None
-            load = plan.load(clients)
             target.settle()  # every worker back asleep: the burst meets an idle server
             before = netstat.read_counters()
-            with LoadGenerator(target.address, target.attribution, load, target.protocol.closing()) as generator:
-                outcome = generator.run(tick)
+            load = drive_load(target, plan.load(clients), server.workers, tick)
             after = netstat.read_counters()
             moved = netstat.counter_deltas(before, after, netstat.WATCHED_COUNTERS) if before and after else {}
-            cells.append(
-                BurstCell(
-                    clients=clients,
-                    wall_s=outcome.wall_s,
-                    served=tuple(outcome.served.get(i, 0) for i in range(server.workers)),
-                    errors=dict(outcome.errors),
-                    counters={k: v for k, v in moved.items() if v},
-                    drivers=tuple(outcome.drivers),
-                    p50_us=outcome.histogram.percentile(50) if outcome.histogram.count else None,
-                    max_us=outcome.histogram.max_us,
-                    interrupted=outcome.interrupted is not None,
-                )
-            )
-            if outcome.interrupted is not None:
-                raise outcome.interrupted
+            cells.append(BurstCell.of(load, clients, {k: v for k, v in moved.items() if v}))
+            if load.interruption is not None:
+                raise load.interruption
 
     def describe() -> str:
         return f"after {len(cells)} of {len(plan.clients)} bursts"
 
     try:
-        _, m = lifecycle(server, drive, describe)
+        _, m = lifecycle(sized(server, max(plan.clients)), drive, describe)
     except KeyboardInterrupt as stop:
         if cells:
             raise RunInterrupted([BurstRun(server, tuple(cells), None, interrupted=True)], stop) from None
         raise
-    return BurstRun(server, tuple(cells), m.environment)
+    return BurstRun(server, tuple(cells), m.environment, shortages=tuple(m.evidence.get("shortages", ())))
 
 
 def burst_table(

@@ -12,15 +12,16 @@ from rich.text import Text
 from ...analysis.tails import TailVerdict, tail_verdict
 from ...cpus import format_cpu_list
 from ...histogram import histogram_lines, summary_line
-from ...loads.closed_loop import STARVED, driver_warnings
 from ...loads.drive_loop import DriverStats
+from ...loads.generator import STARVED, driver_warnings
 from ...loads.protocol import describe_error
 from ...measures import Environment, WorkerCounters
 from ...render.evidence import evidence_report
 from ...render.text import Verbatim, plural
 from ...render.workers import worker_table
+from ...run_warnings import unique
 from ...servers.registry import known_mode
-from ...spec import ClosedLoopLoad, ServerSpec
+from ...spec import ConcurrentLoad, ServerSpec
 from .result import PERCENTILES, LatencyResult, default_title
 
 
@@ -33,8 +34,7 @@ def load_notes(results: Sequence[LatencyResult]) -> list[Text]:
     first = results[0]
     procs, workers, cpus = first.load.driver_procs, first.server.workers, first.environment.cpu_count
     drivers = [d for r in results for d in r.drivers]
-    warnings = list(dict.fromkeys(driver_warnings(drivers, workers, cpus, procs=procs)))
-    notes = [Text(f"Note: {w}", style="yellow") for w in warnings]
+    notes = [Text(f"Warning: {w}", style="yellow") for w in unique(driver_warnings(drivers, workers, cpus, procs))]
     waits = [(d.runqueue_s or 0) / d.wall_s for d in drivers if d.wall_s and d.runqueue_s is not None]
     if procs + workers > cpus and not any(w > STARVED for w in waits):  # else a warning said it
         wait = f"; they waited for a CPU at most {100 * max(waits):.0f}% of their time" if waits else ""
@@ -67,7 +67,7 @@ def _work_text(plan: ServerSpec, estimate_us: float | None) -> str:
     return "work " + (" + ".join(parts) + " busy loop" if parts else "none")
 
 
-def _load_text(load: ClosedLoopLoad) -> str:
+def _load_text(load: ConcurrentLoad) -> str:
     amount = f"{load.connections} connections" if load.connections is not None else f"{load.duration_s:g} s"
     return f"{amount}, {load.concurrency} concurrent, {load.driver_procs} driver processes"
 
@@ -145,10 +145,14 @@ def interrupted_note(results: Sequence[LatencyResult]) -> list[Text]:
     if not stopped:
         return []
     r = stopped[-1]
+    exit_ = r.evidence.get("worker_exit")
+    if isinstance(exit_, dict):  # not a signal: a worker of the attached server exited
+        why = f"Stopped early: {exit_.get('why', 'a worker exited')}"
+    else:
+        why = f"Interrupted: the {r.server.label} run was stopped after {r.wall_s:.2f} s"
     return [
         Text(
-            f"Interrupted: the {r.server.label} run was stopped after {r.wall_s:.2f} s; its figures are what was "
-            "measured until then (connections in flight counted as aborted).",
+            f"{why}; its figures are what was measured until then (connections in flight counted as aborted).",
             style="bold yellow",
         )
     ]
@@ -181,7 +185,7 @@ def latency_report(result: LatencyResult) -> RenderableType:
     ]
     if result.evidence:
         parts.append(evidence_report(result.evidence))
-    errors = errors_block(result.errors, result.requests)
+    errors = errors_block(result.errors, result.driven)
     if errors:
         parts.append(errors)
     parts.extend(load_notes([result]))
@@ -223,7 +227,7 @@ def compare_report(
         parts.append(_group_headline("accept-order latency --modes", first, ""))
     for r in results:
         parts.append(Verbatim(mmhistogram_lines(r)))
-        errors = errors_block(r.errors, r.requests)
+        errors = errors_block(r.errors, r.driven)
         if errors:
             parts.append(errors)
     parts.append(Text("latency by mode (ms)", style="bold"))
@@ -279,13 +283,13 @@ def sweep_report(results: Sequence[LatencyResult]) -> RenderableType:
             style="dim",
         )
     )
-    mode = known_mode(server.server, server.mode)
+    mode = known_mode(server.kind, server.mode)
     if mode is not None and not mode.batches:
         parts.append(
             Text(f"Note: mode {server.mode} accepts one connection per wakeup whatever the cap.", style="yellow")
         )
     for r in results:
-        errors = errors_block(r.errors, r.requests)
+        errors = errors_block(r.errors, r.driven)
         if errors:
             parts.append(Text(f"accept-batch {r.server.accept_batch}: ", style="bold"))
             parts.append(errors)

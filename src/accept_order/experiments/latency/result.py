@@ -8,13 +8,13 @@ from typing import Any
 
 from ...errors import ResultFileError
 from ...histogram import LatencyHistogram
-from ...loads.closed_loop import RequestTotals
 from ...loads.drive_loop import DriverStats
+from ...loads.summary import LoadSummary, TimedTotals
 from ...measures import Environment, WorkerCounters
 from ...results.schema import Anything, Integer, ListOf, Number, Record, SchemaError, child, derive
 from ...results.shapes import ERRORS, EVIDENCE, PORT, SKIPPED, at_most_workers, histogram_total
 from ...results.typed import build, runs_list, skipped_map
-from ...spec import ClosedLoopLoad, ServerSpec
+from ...spec import ConcurrentLoad, ServerSpec
 
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)
 
@@ -28,11 +28,11 @@ def default_title(server: ServerSpec, sweep: bool = False) -> str:
 
 
 @dataclass(frozen=True)
-class LatencyResult(RequestTotals):
+class LatencyResult(TimedTotals):
     """One latency run: plan, where, the exact duration histogram, failures, per-worker and per-driver."""
 
     server: ServerSpec
-    load: ClosedLoopLoad
+    load: ConcurrentLoad
     environment: Environment
     port: int
     histogram: LatencyHistogram  # served requests' durations, integer microseconds
@@ -45,6 +45,19 @@ class LatencyResult(RequestTotals):
     work_estimate_us: float | None = None  # the handler's busy loop, timed in this process before the run
     evidence: dict[str, Any] = field(default_factory=dict)  # kernel evidence, from the session
     interrupted: bool = False  # Ctrl-C or SIGTERM ended the load early: the figures are what it got to
+
+    @classmethod
+    def of(cls, load_summary: LoadSummary, **rest: Any) -> LatencyResult:
+        """A latency result from its load's summary and the rest (server, load, environment, ...)."""
+        rest.setdefault("interrupted", load_summary.interrupted)
+        return cls(
+            histogram=load_summary.histogram,
+            errors=dict(load_summary.errors),
+            served=load_summary.served,
+            drivers=load_summary.drivers,
+            wall_s=load_summary.wall_s,
+            **rest,
+        )
 
     def percentile_ms(self, q: float) -> float | None:
         return self.histogram.percentile(q) / 1000 if self.ok else None
@@ -96,7 +109,7 @@ class LatencyResult(RequestTotals):
             raise ResultFileError("malformed result: 'served' is not a count per worker")
         return cls(
             server=server,
-            load=build(ClosedLoopLoad, data["load"]),
+            load=build(ConcurrentLoad, data["load"]),
             environment=build(Environment, data["environment"]),
             port=data["port"],
             histogram=LatencyHistogram.from_dict(data["histogram"]),

@@ -66,6 +66,9 @@ def run_report(result: RunResult) -> RenderableType:
     errors = errors_text(result)
     if errors:
         parts.append(errors)
+    stopped = stopped_text(result)
+    if stopped is not None:
+        parts.append(stopped)
     v = result.verdict
     parts.append(Text.assemble(("Verdict: ", "bold green" if v.expected else "bold yellow"), v.line()))
     parts.append(Text.assemble(("Why: ", "bold"), v.why))
@@ -74,9 +77,36 @@ def run_report(result: RunResult) -> RenderableType:
     agreement = witness_text(result)
     if agreement is not None:
         parts.append(agreement)
+    attributed = accept_log_text(result)
+    if attributed is not None:
+        parts.append(attributed)
     if result.evidence:
         parts.append(evidence_report(result.evidence))
     return Group(*parts)
+
+
+def stopped_text(result: RunResult) -> Text | None:
+    """Said when the run ended early: the records are what it got to."""
+    if not result.interrupted:
+        return None
+    exit_ = result.evidence.get("worker_exit")
+    why = str(exit_.get("why", "a worker exited")) if isinstance(exit_, dict) else "interrupted"
+    return Text(f"Stopped early: {why}; these are the connections until then.", style="bold yellow")
+
+
+def accept_log_text(result: RunResult) -> Text | None:
+    """For a server that closes at once and may not name its workers: where the attribution came from."""
+    log = result.evidence.get("accept_log")
+    if not isinstance(log, dict):
+        return None
+    why = str(log.get("why", "?"))
+    if log.get("available"):
+        return Text(f"Replies that name no worker: attributed to the worker the kernel saw accept ({why})", style="dim")
+    return Text(
+        f"Replies that name no worker: the kernel's accepts could not be read ({why}), and the server closes "
+        "each connection before the holder of its socket can be looked up, so those count as failed",
+        style="yellow",
+    )
 
 
 def witness_text(result: RunResult) -> Text | None:
@@ -85,11 +115,20 @@ def witness_text(result: RunResult) -> Text | None:
     if not isinstance(witness, dict) or not isinstance(witness.get("requests"), list):
         return None
     logged = [entry[0] for entry in witness["requests"] if isinstance(entry, list) and entry]
-    ours = [r.pid for r in result.records if r.served]
+    served = [r for r in result.records if r.served]
+    ours = [r.pid for r in served]
     source = str(witness.get("source", "the server's log"))
     if logged == ours:
         return Text(
             f"{source}: the same worker for each of the {len(ours)} served connections, in order", style="green"
+        )
+    # A server that logs after it has replied (uWSGI) may log two connections in the other order; the
+    # client's port says which line is which connection.
+    by_port = {e[1]: e[0] for e in witness["requests"] if isinstance(e, list) and len(e) == 2}
+    if len(by_port) == len(logged) == len(ours) and all(by_port.get(r.client_port) == r.pid for r in served):
+        return Text(
+            f"{source}: the same worker for each of the {len(ours)} served connections (matched by client port)",
+            style="green",
         )
     pairs = zip(logged, ours, strict=False)
     first = next((i for i, (a, b) in enumerate(pairs) if a != b), min(len(logged), len(ours)))
@@ -103,7 +142,7 @@ def witness_text(result: RunResult) -> Text | None:
 def compare_table(results: Sequence[RunResult], skipped: dict[str, str]) -> RenderableType:
     table = Table(title="accept-order compare", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     # A server column only when a real server is in the table: built-in-only tables stay as they were.
-    servers = any(r.server.server != "builtin" for r in results) or any(" " in k for k in skipped)
+    servers = any(r.server.kind != "builtin" for r in results) or any(" " in k for k in skipped)
     columns = (("server",) if servers else ()) + ("mode", "sequence", "served", "verdict", "Jain", "woken")
     for name in columns:
         table.add_column(name, no_wrap=name != "verdict", min_width=24 if name == "verdict" else None)
@@ -111,7 +150,7 @@ def compare_table(results: Sequence[RunResult], skipped: dict[str, str]) -> Rend
         v = r.verdict
         woken = "-" if v.woken_per_connection is None else f"{v.woken_per_connection:.1f}"
         cells = [r.server.mode, sequence_text(r, 20), " ".join(map(str, r.counts)), v.pattern, f"{v.jain:.2f}", woken]
-        table.add_row(*([r.server.server] if servers else []), *cells)
+        table.add_row(*([r.server.kind] if servers else []), *cells)
     for key, reason in skipped.items():
         server, _, mode = key.rpartition(" ")
         cells2: list[str | Text] = [mode, "-", "-", Text(f"not available: {reason}", style="dim"), "-", "-"]
@@ -120,8 +159,12 @@ def compare_table(results: Sequence[RunResult], skipped: dict[str, str]) -> Rend
         return table
     first = results[0]
     env = first.environment
+    # the most common count (of a tie, the larger); a server with its own (Caddy: one process) is named after it
+    counts = [r.server.workers for r in results]
+    workers = max(set(counts), key=lambda n: (counts.count(n), n))
+    own = ", ".join(sorted({f"{r.server.kind} {r.server.workers}" for r in results if r.server.workers != workers}))
     note = Text(
-        f"{first.server.workers} workers, {first.load.connections} connections each, work "
+        f"{workers} workers{f' ({own})' if own else ''}, {first.load.connections} connections each, work "
         f"{first.server.work_us / 1000:g} ms, gap {first.load.gap_ms:g} ms; {env.system} {env.kernel}, "
         f"{env.cpu_count} CPUs",
         style="dim",
@@ -135,11 +178,19 @@ def _marks(sequence: Sequence[int], limit: int = SEQUENCE_SHOWN) -> str:
 
 
 def serve_report(result: ServeResult) -> RenderableType:
-    """serve's tally: the sequence by accept time, and what each worker counted."""
-    accepted = [c.accepts or 0 for c in result.counters]
+    """serve's tally: the sequence by accept time and what each worker counted (built-in workers), or, for
+    a launched server, the sequence and the counts its own log (the witness) gives."""
+    witness = result.evidence.get("witness")
+    served = [result.sequence.count(c.index) for c in result.counters]
+    accepted = [served[i] if c.accepts is None else c.accepts for i, c in enumerate(result.counters)]
     parts: list[RenderableType] = [
         Text.assemble(("Sequence: ", "bold"), _marks(result.sequence) or "(no connections)"),
         worker_table(result.counters, accepted, title="tally"),
         Text(TABLE_LEGEND, style="dim"),
     ]
+    if isinstance(witness, dict):
+        source = str(witness.get("source", "the server's log"))
+        parts.append(
+            Text(f"Sequence and served: from the {source}, in its order ({plural(len(result.sequence), 'request')})")
+        )
     return Group(*parts)

@@ -7,7 +7,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ...render.evidence import short_counter
+from ...render.evidence import short_counter, shortage_lines
 from ...render.text import plural
 from .result import RampResult, RampStep
 
@@ -94,4 +94,5 @@ def ramp_report(result: RampResult) -> RenderableType:
     parts.append(Text("Per step: socket summary (ss -s), counter deltas (nstat)", style="bold"))
     for step in result.steps:
         parts += _step_lines(step)
+    parts += shortage_lines(list(result.shortages))
     return Group(*parts)

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ...loads.summary import CountedTotals
 from ...measures import Environment
 from ...results.schema import (
     Flag,
@@ -22,12 +23,12 @@ from ...results.schema import (
     derive,
     known,
 )
-from ...results.shapes import NOTES, SIGNED, workers_of
+from ...results.shapes import NOTES, SHORTAGES, SIGNED, workers_of
 from ...spec import ServerSpec
 
 
 @dataclass(frozen=True)
-class RampStep:
+class RampStep(CountedTotals):
     kind: str  # "rate" (open loop, connections per second) or "concurrency" (closed loop, in flight)
     offered: float
     wall_s: float
@@ -48,20 +49,8 @@ class RampStep:
     interrupted: bool = False
 
     @property
-    def failed(self) -> int:
-        return sum(self.errors.values())
-
-    @property
-    def finished(self) -> int:
-        return sum(self.served) + self.failed
-
-    @property
     def held(self) -> bool:
         return not self.reasons and not self.interrupted
-
-    @property
-    def throughput(self) -> float:
-        return sum(self.served) / self.wall_s if self.wall_s > 0 else 0.0
 
     def judged(self, reasons: list[str], seen: list[str]) -> RampStep:
         return dataclasses.replace(self, reasons=tuple(reasons), seen=tuple(seen))
@@ -90,6 +79,7 @@ class RampResult:
     environment: Environment | None
     interrupted: bool = False
     notes: tuple[str, ...] = field(default_factory=tuple)
+    shortages: tuple[dict[str, Any], ...] = ()  # what a launched server logged running out of (evidence)
 
     @property
     def knee(self) -> tuple[RampStep | None, RampStep | None]:
@@ -108,6 +98,7 @@ class RampResult:
             "steps": [s.to_dict() for s in self.steps],
             "environment": asdict(self.environment) if self.environment else None,
             "interrupted": self.interrupted,
+            **({"shortages": [dict(s) for s in self.shortages]} if self.shortages else {}),
         }
 
     @classmethod
@@ -124,6 +115,7 @@ class RampResult:
             steps=tuple(RampStep.from_dict(s) for s in steps),
             environment=build(Environment, env) if env else None,
             interrupted=bool(data.get("interrupted", False)),
+            shortages=tuple(dict(s) for s in data.get("shortages", []) if isinstance(s, Mapping)),
         )
 
 
@@ -164,6 +156,7 @@ RAMP_SHAPE = derive(
     RampResult,
     plan=_PLAN,
     steps=ListOf(_STEP),
+    shortages=SHORTAGES,
     notes=NOTES,
     optional=("plan", "environment"),
     rules=(_steps_fit_workers,),

@@ -18,8 +18,8 @@ from typing import Any
 from ...errors import PlanError
 from ...probes import netstat
 from ...probes.sockets import socket_summary
-from ...session import RunInterrupted, Tick, lifecycle
-from ...spec import MAX_DRIVER_PROCS, ClosedLoopLoad, ServerSpec, check_range
+from ...session import RunInterrupted, Tick, drive_load, lifecycle
+from ...spec import MAX_DRIVER_PROCS, ConcurrentLoad, ServerSpec, check_concurrency, check_range, sized
 from .result import RampResult, RampStep
 
 SATURATED = 0.9  # a worker (or the workers together) on a CPU this share of the step is CPU-bound
@@ -44,23 +44,26 @@ class RampPlan:
             raise PlanError("give --rates (open loop) or --concurrency-steps (closed loop), one of them")
         for rate in self.rates:
             check_range("--rates", rate, 0.1, 10_000_000)
-        for c in self.concurrencies:
+        for c in self.concurrencies:  # checked here, before the server starts; per driver, as the load will
             check_range("--concurrency-steps", c, 1, 1_000_000)
-        check_range("--step", self.step_s, 0.1, 3600)
+            check_concurrency(c, "--concurrency-steps", max(1, min(self.driver_procs, c)))
+        if self.rates:
+            check_concurrency(self.in_flight, "--in-flight", max(1, min(self.driver_procs, self.in_flight)))
+        check_range("--step", self.step_s, 0.1, 3600, "s")
         check_range("--driver-procs", self.driver_procs, 1, MAX_DRIVER_PROCS)
         check_range("--max-errors", self.max_errors, 0, 10**12)
         for name, bound in (("--p99", self.p99_ms), ("--p999", self.p999_ms)):
             if bound is not None:
-                check_range(name, bound, 0.001, 3_600_000)
+                check_range(name, bound, 0.001, 3_600_000, "ms")
         return self
 
     @property
     def offered(self) -> list[float]:
         return list(self.rates) if self.rates else [float(c) for c in self.concurrencies]
 
-    def load(self, offered: float) -> ClosedLoopLoad:
+    def load(self, offered: float) -> ConcurrentLoad:
         if self.rates:
-            return ClosedLoopLoad(
+            return ConcurrentLoad(
                 connections=None,
                 duration_s=self.step_s,
                 concurrency=self.in_flight,
@@ -68,7 +71,7 @@ class RampPlan:
                 timeout_s=self.timeout_s,
                 rate=offered,
             ).validated()
-        return ClosedLoopLoad(
+        return ConcurrentLoad(
             connections=None,
             duration_s=self.step_s,
             concurrency=int(offered),
@@ -140,8 +143,8 @@ def judge(step: RampStep, plan: RampPlan, workers: int) -> list[str]:
         reasons.append(f"p99 {step.p99_us / 1000:.1f} ms > {plan.p99_ms:g} ms")
     if plan.p999_ms is not None and step.p999_us is not None and step.p999_us > plan.p999_ms * 1000:
         reasons.append(f"p99.9 {step.p999_us / 1000:.1f} ms > {plan.p999_ms:g} ms")
-    if step.kind == "rate" and step.finished < KEPT_RATE * step.offered * step.wall_s:
-        reasons.append(f"finished {step.finished / max(step.wall_s, 1e-9):.0f}/s of {step.offered:g}/s offered")
+    if step.kind == "rate" and step.driven < KEPT_RATE * step.offered * step.wall_s:
+        reasons.append(f"finished {step.driven / max(step.wall_s, 1e-9):.0f}/s of {step.offered:g}/s offered")
     return reasons
 
 
@@ -168,8 +171,6 @@ def signals(step: RampStep, workers: int, cpus: int) -> list[str]:
 
 
 def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick | None] | None = None) -> RampResult:
-    from ...loads.closed_loop import LoadGenerator
-
     plan = plan.validated()
     server = server.validated()
     steps: list[RampStep] = []
@@ -183,49 +184,47 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
             counters_before = netstat.read_counters()
             cpu_before = _cpu(list(target.pids))
             machine_before = machine_cpu()
-            with LoadGenerator(target.address, target.attribution, load, target.protocol.closing()) as generator:
-                outcome = generator.run(tick)
-            queues = peaks
+            outcome = drive_load(target, load, server.workers, tick)
             sockets = socket_summary()
             cpu_after = _cpu(list(target.pids))
             machine_after = machine_cpu()
             counters_after = netstat.read_counters()
             moved = netstat.counter_deltas(counters_before, counters_after, sorted(counters_after))
             wall = max(outcome.wall_s, 1e-9)
-            h = outcome.histogram
-            drivers = outcome.drivers
             step = RampStep(
                 kind="rate" if plan.rates else "concurrency",
                 offered=offered,
                 wall_s=outcome.wall_s,
-                served=tuple(outcome.served.get(i, 0) for i in range(server.workers)),
+                served=outcome.served,
                 errors=dict(outcome.errors),
-                p50_us=h.percentile(50) if h.count else None,
-                p99_us=h.percentile(99) if h.count else None,
-                p999_us=h.percentile(99.9) if h.count else None,
-                max_us=h.max_us,
+                p50_us=outcome.percentile_us(50),
+                p99_us=outcome.percentile_us(99),
+                p999_us=outcome.percentile_us(99.9),
+                max_us=outcome.max_us,
                 counters={k: v for k, v in moved.items() if v},
                 sockets=sockets,
-                queues=tuple(queues),
+                queues=tuple(peaks),
                 worker_cpu=tuple(round((a - b) / wall, 4) for a, b in zip(cpu_after, cpu_before, strict=False)),
-                driver_cpu=round(max((d.cpu_fraction for d in drivers), default=0.0), 4),
+                driver_cpu=round(max((d.cpu_fraction for d in outcome.drivers), default=0.0), 4),
                 machine_cpu=_share(machine_before, machine_after),
-                interrupted=outcome.interrupted is not None,
+                interrupted=outcome.interrupted,
             )
             step = step.judged(judge(step, plan, server.workers), signals(step, server.workers, cpus))
             steps.append(step)
-            if outcome.interrupted is not None:
-                raise outcome.interrupted
+            if outcome.interruption is not None:
+                raise outcome.interruption
             if step.reasons and not plan.keep_going:
                 return
 
     try:
-        _, m = lifecycle(server, drive, lambda: f"after {len(steps)} of {len(plan.offered)} steps")
+        in_flight = plan.in_flight if plan.rates else max(plan.concurrencies)
+        _, m = lifecycle(sized(server, in_flight), drive, lambda: f"after {len(steps)} of {len(plan.offered)} steps")
     except KeyboardInterrupt as stop:
         if steps:
             raise RunInterrupted([RampResult(server, plan_dict(plan), tuple(steps), None, True)], stop) from None
         raise
-    return RampResult(server, plan_dict(plan), tuple(steps), m.environment)
+    shortages = tuple(m.evidence.get("shortages", ()))
+    return RampResult(server, plan_dict(plan), tuple(steps), m.environment, shortages=shortages)
 
 
 def plan_dict(plan: RampPlan) -> dict[str, Any]:

@@ -18,10 +18,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ...loads.protocol import NO_REPLY
+from ...loads.summary import CountedTotals
 from ...measures import Environment, WorkerCounters
 from ...results.schema import Integer, ListOf, MapOf, OneOf, SchemaError, child, derive
 from ...results.shapes import EVIDENCE, SIGNED, SKIPPED, at_most_workers, workers_of
-from ...spec import ClosedLoopLoad, ServerSpec
+from ...spec import ConcurrentLoad, ServerSpec
 
 HOWS = ("leave", "kill")
 MIGRATE = "TcpExtTCPMigrateReqSuccess"
@@ -58,11 +59,11 @@ def expectation(queue: str, passes: bool, how: str, migrate: int) -> Expectation
 
 
 @dataclass(frozen=True)
-class ReloadRun:
+class ReloadRun(CountedTotals):
     """One mode under a steady load while worker `worker` went (`how`) `at_s` seconds in."""
 
     server: ServerSpec
-    load: ClosedLoopLoad
+    load: ConcurrentLoad
     how: str  # "leave" (graceful: closes its listener, serves what it holds, exits) or "kill" (SIGKILL)
     migrate: int  # net.ipv4.tcp_migrate_req in the run's namespace
     queue: str  # the mode's: "shared" or "per-worker"
@@ -81,14 +82,6 @@ class ReloadRun:
     evidence: dict[str, Any] = field(default_factory=dict)
     interrupted: bool = False
     held_exact: bool = False  # the acceptor's count (fd-pass); else a lower bound, from the worker's own count
-
-    @property
-    def failed(self) -> int:
-        return sum(self.errors.values())
-
-    @property
-    def driven(self) -> int:
-        return sum(self.served) + self.failed
 
     @property
     def expected(self) -> Expectation:
@@ -139,7 +132,7 @@ class ReloadRun:
             raise ValueError(f"'how' is {data['how']!r}, not one of {', '.join(HOWS)}")
         return cls(
             server=server,
-            load=ClosedLoopLoad.from_dict(data["load"]),
+            load=ConcurrentLoad.from_dict(data["load"]),
             how=data["how"],
             migrate=int(data["migrate"]),
             queue=str(data["queue"]),
@@ -166,13 +159,15 @@ class ReloadResult:
     runs: tuple[ReloadRun, ...]
     skipped: dict[str, str] = field(default_factory=dict)
     host_migrate_req: str | None = None  # the host's setting, read before and left as it was
+    interrupted: bool = False  # Ctrl-C or SIGTERM ended it: the runs are those that got that far
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        doc = {
             "runs": [r.to_dict() for r in self.runs],
             "skipped": dict(self.skipped),
             "host_migrate_req": self.host_migrate_req,
         }
+        return doc | ({"interrupted": True} if self.interrupted else {})
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ReloadResult:
@@ -183,6 +178,7 @@ class ReloadResult:
             tuple(ReloadRun.from_dict(r) for r in runs),
             dict(data.get("skipped", {})),
             data.get("host_migrate_req"),
+            bool(data.get("interrupted", False)),
         )
 
 

@@ -10,14 +10,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ... import netns
 from ...errors import PlanError
 from ...servers.registry import mode_info, runnable
-from ...session import RunInterrupted, Tick, lifecycle, run_each
-from ...spec import ClosedLoopLoad, ServerSpec
+from ...session import Loading, RunInterrupted, Tick, drive_load, lifecycle, run_each
+from ...spec import ConcurrentLoad, ServerSpec
 from .result import HOWS, ReloadRun
+
+if TYPE_CHECKING:
+    from ...loads.summary import LoadSummary
 
 GONE_TIMEOUT_S = 3.0  # how long a leaving worker has to notice (it does between connections)
 
@@ -31,7 +34,7 @@ class ReloadPlan:
     worker: int = 0
     at: float = 0.5
 
-    def validated(self, server: ServerSpec, load: ClosedLoopLoad) -> ReloadPlan:
+    def validated(self, server: ServerSpec, load: ConcurrentLoad) -> ReloadPlan:
         if self.how not in HOWS:
             raise PlanError(f"--how is one of {', '.join(HOWS)}, got {self.how!r}")
         if self.migrate not in (0, 1):
@@ -44,7 +47,7 @@ class ReloadPlan:
             raise PlanError(f"--at must be between 0 and 1 (a share of the duration), got {self.at}")
         if load.duration_s is None:
             raise PlanError("reload runs for a --duration (the worker goes part-way through it)")
-        if server.server != "builtin":
+        if server.kind != "builtin":
             raise PlanError("reload makes the built-in workers go; --server nginx is not supported by it yet")
         return self
 
@@ -66,9 +69,8 @@ def available(modes: Sequence[str] | None) -> tuple[list[str], dict[str, str]]:
     return runnable("builtin", modes)
 
 
-def run_reload(server: ServerSpec, load: ClosedLoopLoad, plan: ReloadPlan, on_tick: Tick | None = None) -> ReloadRun:
+def run_reload(server: ServerSpec, load: ConcurrentLoad, plan: ReloadPlan, on_tick: Tick | None = None) -> ReloadRun:
     """One mode's run: set tcp_migrate_req (in this namespace), load, make the worker go, count."""
-    from ...loads.closed_loop import LoadGenerator
     from ...servers.pool import WorkerPool
 
     server = server.validated()
@@ -77,9 +79,9 @@ def run_reload(server: ServerSpec, load: ClosedLoopLoad, plan: ReloadPlan, on_ti
     netns.write_sysctl(netns.MIGRATE_REQ, str(plan.migrate))
     assert load.duration_s is not None
     went: dict[str, Any] = {}
-    generators: list[LoadGenerator] = []
+    loading = Loading()
 
-    def drive(target: Any) -> Any:
+    def drive(target: Any) -> LoadSummary:
         assert isinstance(target, WorkerPool)
 
         def tick(done: int, elapsed: float) -> None:
@@ -88,20 +90,13 @@ def run_reload(server: ServerSpec, load: ClosedLoopLoad, plan: ReloadPlan, on_ti
                 gone = target.retire(plan.worker, plan.how, GONE_TIMEOUT_S)
                 went.update(at_s=round(elapsed, 3), gone_s=round(time.monotonic() - started, 3) if gone else None)
                 went["accepted"] = target.accepted_by(plan.worker)
-            target.check_alive()
             if on_tick:
                 on_tick(done, elapsed)
 
-        with LoadGenerator(target.address, target.attribution, load, target.protocol.closing()) as generator:
-            generators.append(generator)
-            return generator.run(tick)
+        return drive_load(target, load, server.workers, tick, loading)
 
-    def describe() -> str:
-        done, served = generators[0].finished() if generators else (0, 0)
-        return f"the run stopped after {done} connections ({served} served, {done - served} failed)"
-
-    outcome, m = lifecycle(server, drive, describe)
-    served = tuple(outcome.served.get(i, 0) for i in range(server.workers))
+    outcome, m = lifecycle(server, drive, loading.describe)
+    served = outcome.served
     meta = mode_info("builtin", server.mode)
     passes = "acceptor" in m.evidence
     result = ReloadRun(
@@ -116,18 +111,18 @@ def run_reload(server: ServerSpec, load: ClosedLoopLoad, plan: ReloadPlan, on_ti
         gone_s=went.get("gone_s"),
         held=_held(plan, went, served, m.evidence) if went else None,
         served=served,
-        finished=sum(d.requests for d in outcome.drivers),
+        finished=sum(d.requests for d in outcome.drivers),  # the drivers' own count, checked against driven
         errors=dict(outcome.errors),
         counters=dict(m.evidence.get("counters", {})),
         worker_counters=m.counters,
         environment=m.environment,
         wall_s=outcome.wall_s,
         evidence=m.evidence,
-        interrupted=outcome.interrupted is not None,
+        interrupted=outcome.interrupted,
         held_exact=passes,
     )
-    if outcome.interrupted is not None:
-        raise RunInterrupted([result], outcome.interrupted)
+    if isinstance(outcome.interruption, KeyboardInterrupt):
+        raise RunInterrupted([result], outcome.interruption)
     return result
 
 
@@ -147,7 +142,7 @@ def _held(plan: ReloadPlan, went: dict[str, Any], served: tuple[int, ...], evide
 
 def reload_runs(
     variants: Sequence[tuple[ServerSpec, ReloadPlan]],
-    load: ClosedLoopLoad,
+    load: ConcurrentLoad,
     on_run: Callable[[ServerSpec, ReloadPlan], Tick | None] | None = None,
 ) -> list[ReloadRun]:
     return run_each(variants, lambda v: run_reload(v[0], load, v[1], on_run(*v) if on_run else None))

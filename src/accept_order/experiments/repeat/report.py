@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ...analysis.stability import Spread, latency_stability, names_of, order_stability
+from ...run_warnings import unique
 from .result import LATENCY_KINDS, latency_warnings, machine_warnings
 
 
@@ -92,7 +93,7 @@ def repeat_report(
             style="dim",
         )
     )
-    for note in warnings:
+    for note in unique(warnings):
         parts.append(Text(f"Warning: {note}", style="yellow"))
     for name, reason in skipped.items():
         parts.append(Text(f"  {name}: not available: {reason}", style="dim"))

@@ -9,6 +9,7 @@ from typing import Any
 
 from ...results.schema import Anything, ListOf, OneOf, SchemaError, child, derive
 from ...results.shapes import MACHINE, SKIPPED
+from ...run_warnings import RunWarning, WarningKind, warn
 
 LATENCY_KINDS = ("latency", "latency-compare", "sweep")
 ORDER_KINDS = ("run", "compare", "herd")
@@ -66,36 +67,33 @@ def repeated(
     return RepeatResult(of, tuple(tuple(row) for row in rounds), skipped, machine, cpus, interrupted)
 
 
-def machine_warnings(before: dict[str, Any], after: dict[str, Any], cpus: int) -> list[str]:
+def machine_warnings(before: dict[str, Any], after: dict[str, Any], cpus: int) -> list[RunWarning]:
     """pyperf-style warnings about the machine itself: busy, or moving, or stolen from."""
     notes = []
     # The runs' own workers and load generator raise the load average while they run: only what it was
     # before they started says whether other work was competing.
     la0 = before.get("load_average")
     if la0 and la0[0] >= BUSY * cpus:
-        notes.append(f"the machine was already busy: load average {la0[0]:.1f} on {cpus} CPUs before the runs")
+        notes.append(warn(WarningKind.MACHINE_BUSY, load=la0[0], cpus=cpus))
     j0, j1 = before.get("cpu_jiffies"), after.get("cpu_jiffies")
     if j0 and j1 and j1["total"] > j0["total"]:
         steal = (j1["steal"] - j0["steal"]) / (j1["total"] - j0["total"])
         if steal >= STEAL:
-            notes.append(f"the hypervisor took {100 * steal:.0f}% of the CPUs (steal time) during the runs")
+            notes.append(warn(WarningKind.STEAL, percent=100 * steal))
     return notes
 
 
-def latency_warnings(rounds: Sequence[Sequence[Any]]) -> list[str]:
+def latency_warnings(rounds: Sequence[Sequence[Any]]) -> list[RunWarning]:
     """Too few samples for the percentile shown; a load generator that waited for a CPU."""
     notes = []
     smallest = min((r.histogram.count for row in rounds for r in row), default=0)
     if smallest and smallest < 1000:
-        notes.append(f"a run had {smallest} samples: its p99.9 is one of its slowest few; use -n 10000 or more")
+        notes.append(warn(WarningKind.FEW_SAMPLES, samples=smallest))
     waited = [
         (d.runqueue_s or 0) / d.wall_s for row in rounds for r in row for d in r.drivers if d.wall_s and d.runqueue_s
     ]
     if waited and max(waited) > 0.25:
-        notes.append(
-            f"the load generator waited for a CPU up to {100 * max(waited):.0f}% of the time: client-side delay "
-            "is in these latencies"
-        )
+        notes.append(warn(WarningKind.CLIENT_WAITED, percent=100 * max(waited)))
     return notes
 
 

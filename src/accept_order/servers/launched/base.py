@@ -11,7 +11,10 @@ independent witness a run is checked against).
 
 from __future__ import annotations
 
+import functools
 import os
+import secrets
+import select
 import shutil
 import signal
 import socket
@@ -52,12 +55,35 @@ def remove_stale_directories() -> None:
             shutil.rmtree(os.path.join(base, name), ignore_errors=True)
 
 
+def private_directory(prefix: str) -> str:
+    """A new directory only we can enter (as mkdtemp makes), named with our pid so that a later run can
+    tell one whose owner is gone (see above). The reaper is told of it before it exists: killed between
+    the two, we would leave it behind (seen: 1 run in 8 when killed just as the server was launched)."""
+    base = tempfile.gettempdir()
+    for _ in range(100):
+        path = os.path.join(base, f"{prefix}{secrets.token_hex(4)}")
+        REAPER.watch_directory(path)
+        try:
+            os.mkdir(path, 0o700)
+            return path
+        except FileExistsError:
+            REAPER.done_directory(path)  # someone else's: never ours to remove
+    raise FileExistsError(f"no free name for a private directory {prefix}* in {base}")
+
+
 def free_port(host: str) -> int:
     """A port the kernel just picked for us (these servers cannot be told to pick one and say which)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
+
+
+def _master_setup(parent: int) -> None:
+    """In the master between fork and exec: die with us (`parent`), and have the reaper watch its group
+    already."""
+    die_with_parent(parent)
+    REAPER.announce_own_group()
 
 
 class LaunchedServer:
@@ -68,6 +94,9 @@ class LaunchedServer:
     #: files of the private directory, in order, whose first line with one of `error_marks` says why it failed
     error_logs: ClassVar[tuple[str, ...]] = ("stderr.log",)
     error_marks: ClassVar[tuple[str, ...]] = ("Error",)
+    #: what the server writes in its `error_logs` when it runs out of something (connections, descriptors):
+    #: a run that met it says so, since the connections it dropped only show as failures on the client side
+    shortage_marks: ClassVar[tuple[str, ...]] = ("Too many open files",)
     #: the server's own log of who served what (the witness), a file of the private directory, and its name
     request_log: ClassVar[str] = "access.log"
     witness_source: ClassVar[str]
@@ -82,6 +111,7 @@ class LaunchedServer:
         self._usage: UsageDeltas | None = None
         self._unsettled = 0
         self._log: list[tuple[int, int]] = []  # (worker, client port) per request, from the server's own log
+        self._shortages: list[dict[str, Any]] = []  # what it logged running out of, read with the log
 
     # -- what a subclass says --------------------------------------------------------------------
     def command(self) -> list[str]:
@@ -130,19 +160,45 @@ class LaunchedServer:
         return (int(pid), int(port)) if pid.isdigit() and port.isdigit() else None
 
     def read_logs(self) -> None:
-        """After stop, before the directory is removed: read what the server logged it served."""
+        """After stop, before the directory is removed: read what the server logged it served, and what it
+        logged running out of."""
         try:
             with open(os.path.join(self.directory, self.request_log)) as f:
                 self._log = [row for row in (self.parse_request(line.split()) for line in f) if row is not None]
         except OSError:
             self._log = []
+        self._shortages = self.shortages()
+
+    def shortages(self) -> list[dict[str, Any]]:
+        """Per `shortage_marks` entry found in the error logs: how many lines say it, and the first one."""
+        found: dict[str, dict[str, Any]] = {}
+        for name in self.error_logs:
+            try:
+                with open(os.path.join(self.directory, name), errors="replace") as f:
+                    for line in f:
+                        mark = next((m for m in self.shortage_marks if m in line), None)
+                        if mark is None:
+                            continue
+                        entry = found.setdefault(
+                            mark,
+                            {"server": self.name, "log": name, "mark": mark, "lines": 0, "first": line.strip()[:300]},
+                        )
+                        entry["lines"] += 1
+            except OSError:
+                continue
+        return list(found.values())
 
     def access_log(self) -> list[tuple[int, int]]:
         """(worker, client port) per request, in the server's own order: the witness a run is checked against."""
         return list(self._log)
 
+    def sequence(self) -> list[int]:
+        """After stop: which worker served each request, in the server's own log order (serve's sequence)."""
+        index = {pid: i for i, pid in enumerate(self._pids)}
+        return [index[row[0]] for row in self.witness()["requests"] if row[0] in index]
+
     def own_evidence(self) -> dict[str, Any]:
-        return {"witness": self.witness()}
+        return {"witness": self.witness(), **({"shortages": list(self._shortages)} if self._shortages else {})}
 
     def witness(self) -> dict[str, Any]:
         """What the server itself says it served (after stop)."""
@@ -187,10 +243,16 @@ class LaunchedServer:
 
     # -- start ----------------------------------------------------------------------------------
     def start(self) -> None:
+        if self.spec.port:  # checked before anything is launched (see refuse_foreign_group)
+            from ..modes.reuseport import refuse_foreign_group
+
+            refuse_foreign_group(
+                self.spec.host,
+                self.spec.port,
+                f"{self.name} would join its SO_REUSEPORT group and share its connections, or fail to listen",
+            )
         remove_stale_directories()
-        # Named with our pid: a later run can tell a directory whose owner is gone (see above).
-        self.directory = tempfile.mkdtemp(prefix=f"{DIRECTORY_PREFIX}{self.name}-{os.getpid()}-")
-        REAPER.watch_directory(self.directory)
+        self.directory = private_directory(f"{DIRECTORY_PREFIX}{self.name}-{os.getpid()}-")
         self.port = self.spec.port or free_port(self.spec.host)
         argv = self.command()
         with open(os.path.join(self.directory, "stderr.log"), "wb") as stderr:
@@ -202,7 +264,7 @@ class LaunchedServer:
                 cwd=self.directory,
                 env={**os.environ, **self.environment()},
                 start_new_session=True,  # the terminal's Ctrl-C is ours: we stop the server in order
-                preexec_fn=die_with_parent,
+                preexec_fn=functools.partial(_master_setup, os.getpid()),
             )
         REAPER.watch_group(self.master.pid)  # its session's leader: the group's id is its pid
         master = psutil.Process(self.master.pid)
@@ -238,6 +300,13 @@ class LaunchedServer:
         for index, pid in enumerate(self._pids):
             if gone(pid):
                 raise WorkerError(f"{self.name} worker {index} (pid {pid}) died", index)
+
+    def wait_for_death(self) -> None:
+        """Block until the master or a worker dies, then raise WorkerError naming it (Ctrl-C interrupts
+        the wait). The workers' pidfds wake it at once; the master is checked every second."""
+        while True:
+            select.select(self._pidfds, [], [], 1.0)
+            self.check_alive()
 
     def settle(self) -> None:
         """Before a sequential connection: every worker asleep in its wait."""

@@ -138,6 +138,7 @@ class GunicornServer(LaunchedServer):
 
 class GunicornKind(ServerKind):
     name = "gunicorn"
+    process_names = ("gunicorn",)
     summary = "PyPI's gunicorn (23 or newer) with sync workers, launched from a generated config"
     witness = GunicornServer.witness_source
 

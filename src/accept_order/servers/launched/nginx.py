@@ -25,6 +25,7 @@ class NginxServer(LaunchedServer):
     graceful = signal.SIGQUIT  # nginx's graceful shutdown: finish what is in hand, then exit
     error_logs = ("error.log", "stderr.log")
     error_marks = ("[emerg]", "[alert]")
+    shortage_marks = ("worker_connections are not enough", "Too many open files")
     witness_source = "nginx access log"  # `$pid $remote_port $msec`
 
     def __init__(self, spec: ServerSpec) -> None:
@@ -49,6 +50,7 @@ class NginxServer(LaunchedServer):
                     work_us=spec.work_us,
                     work_iters=spec.work_iters,
                     mutex_delay_ms=spec.mutex_delay_ms,
+                    in_flight=spec.in_flight,
                 )
             )
         return [binary, "-e", os.path.join(self.directory, "error.log"), "-p", self.directory, "-c", conf]
@@ -59,6 +61,7 @@ class NginxServer(LaunchedServer):
 
 class NginxKind(ServerKind):
     name = "nginx"
+    process_names = ("nginx",)
     summary = "Debian's nginx with its Lua module, launched from a generated config"
     witness = NginxServer.witness_source
     default_accept_batch = 1  # multi_accept off, nginx's default

@@ -7,6 +7,7 @@ the system's nginx config, pid file and logs are never read or written.
 from __future__ import annotations
 
 import os
+import resource
 import shutil
 
 from ...errors import ServerUnavailable
@@ -83,6 +84,30 @@ def nginx_binary() -> str:
     return path
 
 
+MIN_WORKER_CONNECTIONS = 1024  # nginx's default is 512: room for a few by hand (serve) and health checks
+CONNECTION_MARGIN = 64  # a worker's connection slots besides the load's: its listeners (one per worker
+# with reuseport), and what nginx keeps for itself
+FILE_MARGIN = 64  # a worker's descriptors besides its connections: logs, the config's files, epoll
+
+
+def worker_connections(in_flight: int, workers: int) -> int:
+    """worker_connections for a load holding `in_flight` connections open at once. Per worker, and any
+    one worker may hold them all (accept_mutex hands a whole burst to the lock holder); a worker out of them
+    logs "worker_connections are not enough" and drops connections (the report says so)."""
+    return max(MIN_WORKER_CONNECTIONS, in_flight + workers + CONNECTION_MARGIN)
+
+
+def worker_rlimit(connections: int) -> str:
+    """worker_rlimit_nofile when the workers' inherited open-file limit would not hold `connections`:
+    raised up to the hard limit (beyond it only with CAP_SYS_RESOURCE, which the master may lack; a worker
+    then meets EMFILE, logs "Too many open files", and the report says so)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    need = connections + FILE_MARGIN
+    if soft == resource.RLIM_INFINITY or need <= soft:
+        return ""
+    return f"worker_rlimit_nofile {need if hard == resource.RLIM_INFINITY else min(need, hard)};\n"
+
+
 def cpu_masks(cpus: tuple[int, ...], workers: int) -> str:
     """worker_cpu_affinity's bitmasks: worker i on cpus[i % len(cpus)], like the built-in workers' pinning."""
     width = max(cpus) + 1
@@ -114,6 +139,7 @@ def render_config(
     work_us: int,
     work_iters: int,
     mutex_delay_ms: float = 500.0,
+    in_flight: int = 0,
 ) -> str:
     """nginx.conf for one run; every path in `directory`."""
     address = f"[{host}]" if ":" in host else host
@@ -121,14 +147,15 @@ def render_config(
     affinity = f"worker_cpu_affinity {cpu_masks(cpus, workers)};\n" if cpus else ""
     modules = "".join(f"load_module {os.path.join(MODULE_DIR, m)};\n" for m in MODULES)
     events = " ".join(s for s in mode.settings if s.startswith("accept_mutex "))
+    connections = worker_connections(in_flight, workers)
     return f"""# written by accept-order for one run; removed when it ends
 {modules}daemon off;
 master_process on;
 worker_processes {workers};
-{affinity}pid {directory}/nginx.pid;
+{affinity}{worker_rlimit(connections)}pid {directory}/nginx.pid;
 error_log {directory}/error.log notice;
 events {{
-    worker_connections 8192;
+    worker_connections {connections};
     use epoll;
     multi_accept {"on" if multi_accept else "off"};
     accept_mutex_delay {max(1, round(mutex_delay_ms))}ms;

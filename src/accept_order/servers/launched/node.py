@@ -39,6 +39,7 @@ NODE_MODES: dict[str, ModeInfo] = {
             "shared",
             batches=False,
             settings=("cluster.schedulingPolicy = cluster.SCHED_RR",),
+            seen_as="fd-pass",  # the primary alone waits on the listener; workers wait on their IPC socket
         ),
         ModeInfo(
             "sched-none",
@@ -50,6 +51,7 @@ NODE_MODES: dict[str, ModeInfo] = {
             herds=True,
             batches=False,
             settings=("cluster.schedulingPolicy = cluster.SCHED_NONE",),
+            seen_as="epoll-herd",
         ),
     )
 }
@@ -148,6 +150,7 @@ class NodeServer(LaunchedServer):
 
 class NodeKind(ServerKind):
     name = "node"
+    process_names = ("node", "nodejs")
     summary = "Node.js's cluster module, launched from a generated script"
     witness = NodeServer.witness_source
 

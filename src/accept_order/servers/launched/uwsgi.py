@@ -61,6 +61,7 @@ UWSGI_MODES: dict[str, ModeInfo] = {
             herds=True,
             batches=False,
             settings=("thunder-lock = false", "reuse-port = false"),
+            seen_as="epoll-herd",
         ),
         ModeInfo(
             "thunder-lock",
@@ -72,6 +73,7 @@ UWSGI_MODES: dict[str, ModeInfo] = {
             "shared",
             batches=False,
             settings=("thunder-lock = true",),
+            seen_as="accept-mutex",  # one worker in epoll_wait, the others in FUTEX_LOCK_PI: a lock decides
         ),
         ModeInfo(
             "reuse-port",
@@ -84,6 +86,7 @@ UWSGI_MODES: dict[str, ModeInfo] = {
             herds=True,
             batches=False,
             settings=("reuse-port = true",),
+            seen_as="epoll-herd",  # SO_REUSEPORT on the one shared socket: /proc sees the default
         ),
     )
 }
@@ -205,6 +208,7 @@ class UwsgiServer(LaunchedServer):
 
 class UwsgiKind(ServerKind):
     name = "uwsgi"
+    process_names = ("uwsgi", "pyuwsgi")
     summary = "PyPI's uWSGI (pyuwsgi) with prefork workers serving HTTP themselves, launched from a generated ini"
     witness = UwsgiServer.witness_source
     preferred_mode = "default"

@@ -175,6 +175,8 @@ class Mode:
     nonblocking: ClassVar[bool] = True
     #: its empty wakeups include its own timer's (accept-mutex's retry delay): those are not a herd
     timed_waits: ClassVar[bool] = False
+    #: the mode `inspect` names from /proc when it cannot tell this one apart (ModeInfo.seen_as)
+    seen_as: ClassVar[str | None] = None
 
     @classmethod
     def info(cls) -> ModeInfo:
@@ -191,6 +193,7 @@ class Mode:
             switches_are_wakeups=True,
             timed_waits=cls.timed_waits,
             settings=(f"--mode {cls.name}",),
+            seen_as=cls.seen_as,
         )
 
     def unavailable(self) -> str | None:

@@ -10,11 +10,14 @@ from typing import ClassVar
 from ...errors import ListenError
 from .base import DEFAULT_OPTIONS, Listeners, Mode, ModeOptions, Waiter, epoll_waiter, listen_socket, listener_owner
 
+REUSEPORT_WOULD = "reuseport listeners would join its group and share its connections"
 
-def refuse_foreign_group(host: str, port: int) -> None:
+
+def refuse_foreign_group(host: str, port: int, would: str = REUSEPORT_WOULD) -> None:
     """A fixed port where another process already listens with SO_REUSEPORT would let our listeners join
     its group silently, and its queues would take a share of our connections (and we of its). A plain
-    bind with SO_REUSEADDR only (no SO_REUSEPORT) fails on any listener there and passes TIME_WAIT."""
+    bind with SO_REUSEADDR only (no SO_REUSEPORT) fails on any listener there and passes TIME_WAIT.
+    `would`: what the error says would happen otherwise."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -23,8 +26,7 @@ def refuse_foreign_group(host: str, port: int) -> None:
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
                 raise ListenError(
-                    f"port {port} on {host} already has a listener ({listener_owner(host, port)}); "
-                    "reuseport listeners would join its group and share its connections"
+                    f"port {port} on {host} already has a listener ({listener_owner(host, port)}); {would}"
                 ) from None
 
 
@@ -74,6 +76,8 @@ class SteeredReuseportMode(ReuseportMode):
 
     #: what the kernel must accept, named in the "not available" reason
     needs: ClassVar[str]
+    #: /proc shows the sockets of a reuseport group, not what steers it (a BPF program, SO_INCOMING_CPU)
+    seen_as = "reuseport"
 
     def steer(self, index: int, sock: socket.socket) -> None:
         raise NotImplementedError

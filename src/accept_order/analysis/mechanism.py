@@ -1,0 +1,202 @@
+"""Which accept mechanism a running server uses, from what its threads wait on (pure: no /proc here).
+
+The input is one sample: every thread of the server with what it sleeps in, resolved to the listeners it
+waits on (`Seen`); the answer is a name from this tool's own mode vocabulary (the built-in modes:
+blocking, epoll, epoll-herd, epoll-shared, poll, select, reuseport, fd-pass, io-uring, accept-mutex)
+with the sentences that justify it. What decides, in order:
+
+- fd-pass: one process waits on the listeners while others, holding none, wait on Unix sockets whose
+  other end that process holds (it accepts and hands each connection over);
+- reuseport: several listeners on one address and port, and the workers wait on different ones;
+- accept-mutex: one worker waits on the listener while its siblings hold it but wait without it (in an
+  epoll that lacks it, or for a lock): a lock decides who listens (nginx's accept_mutex, uWSGI's
+  thunder lock);
+- otherwise the call the workers sleep in: accept (blocking), epoll (one instance shared by all:
+  epoll-shared; EPOLLEXCLUSIVE in every worker's own: epoll; else epoll-herd), poll, select, io_uring.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+WAITS_ON_LISTENER = ("accept", "epoll", "poll", "select", "io_uring")
+CALL_MODE = {"accept": "blocking", "poll": "poll", "select": "select", "io_uring": "io-uring"}
+
+
+@dataclass(frozen=True)
+class Seen:
+    """One thread at one sample. `via`: accept, epoll, poll, select, io_uring (waits on `listeners`),
+    passed (waits on a Unix socket: `unix_ends` are the inodes at the other end), lock (a futex lock),
+    idle (an epoll without a listener, in a process that holds one), running, other."""
+
+    pid: int
+    tid: int
+    call: str
+    via: str
+    listeners: frozenset[int] = frozenset()
+    exclusive: bool | None = None
+    epoll_id: str | None = None  # the epoll instance it waits in: equal ids are one instance
+    holds: frozenset[int] = frozenset()
+    unix_ends: frozenset[int] = frozenset()
+    wchan: str = ""
+
+    @property
+    def unit(self) -> tuple[int, int]:
+        return (self.pid, self.tid)
+
+
+@dataclass(frozen=True)
+class Listener:
+    inode: int
+    address: str
+    port: int
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One sample's answer: the mechanism (None: no thread waited on a listener), who waits on the
+    listeners, who is fed by an acceptor, who waits without the listener while holding it (lock losers),
+    and why."""
+
+    mechanism: str | None
+    waiters: tuple[tuple[int, int], ...]
+    fed: tuple[tuple[int, int], ...] = ()
+    losers: tuple[tuple[int, int], ...] = ()
+    evidence: tuple[str, ...] = ()
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _where(listener: Listener) -> str:
+    return f"[{listener.address}]:{listener.port}" if ":" in listener.address else f"{listener.address}:{listener.port}"
+
+
+def classify(
+    seen: Sequence[Seen],
+    listeners: Sequence[Listener],
+    parent: Mapping[int, int],
+    sockets: Mapping[int, frozenset[int]],
+) -> Verdict:
+    """The mechanism one sample shows. `parent`: pid -> its parent's pid; `sockets`: pid -> the socket
+    inodes in its fd table (to tell whose end of a Unix socketpair a fed worker waits on)."""
+    by_inode = {lst.inode: lst for lst in listeners}
+    waiting = [s for s in seen if s.via in WAITS_ON_LISTENER and s.listeners]
+    # A master sleeping in poll/select/io_uring while its children wait on the same listeners is watching
+    # something else (gunicorn's arbiter selects on its own pipe); the set it watches cannot be seen, so it
+    # is left out. An accept or an epoll shows what it waits on: those always count.
+    parents = {parent.get(s.pid) for s in waiting}
+    waiting = [s for s in waiting if s.via in ("accept", "epoll") or s.pid not in parents]
+    if not waiting:
+        return Verdict(None, (), evidence=("no thread waits on a listener at this moment (all busy?)",))
+    units = tuple(s.unit for s in waiting)
+    accepting = {s.pid for s in waiting}
+    if len(accepting) == 1:
+        acceptor = next(iter(accepting))
+        mine = sockets.get(acceptor, frozenset())
+        fed = [s for s in seen if s.via == "passed" and not s.holds and s.unix_ends & mine]
+        if fed:
+            return Verdict(
+                "fd-pass",
+                units,
+                fed=tuple(s.unit for s in fed),
+                evidence=(
+                    f"only pid {acceptor} waits on the listener; {_plural(len({s.pid for s in fed}), 'process')} "
+                    f"that hold none wait on Unix sockets whose other end pid {acceptor} holds: it accepts and "
+                    "passes each connection on",
+                ),
+            )
+
+    waited = {s.listeners for s in waiting}
+    groups = Counter((by_inode[i].address, by_inode[i].port) for i in by_inode)
+    shared_port = [key for key, n in groups.items() if n > 1]
+    if len(waited) > 1 and shared_port:
+        address, port = shared_port[0]
+        return Verdict(
+            "reuseport",
+            units,
+            evidence=(
+                f"{groups[(address, port)]} listening sockets on "
+                f"{_where(Listener(0, address, port))} (a SO_REUSEPORT group), and each worker waits on "
+                "its own: the kernel picks the socket, and with it the worker, for each connection",
+            ),
+        )
+
+    held = set().union(*(s.listeners for s in waiting))
+    siblings = {parent.get(s.pid) for s in waiting}
+    losers = [
+        s
+        for s in seen
+        if s.via in ("idle", "lock") and s.holds & held and s.unit not in units and parent.get(s.pid) in siblings
+    ]
+    if len(waiting) == 1 and losers:
+        how = sorted({"wait for a lock" if s.via == "lock" else "wait in an epoll without it" for s in losers})
+        return Verdict(
+            "accept-mutex",
+            units,
+            losers=tuple(s.unit for s in losers),
+            evidence=(
+                f"only 1 of {1 + len(losers)} workers has the listener in what it waits on; the others hold "
+                f"it but {' or '.join(how)}: a lock decides who listens",
+            ),
+        )
+
+    via = Counter(s.via for s in waiting).most_common(1)[0][0]
+    calls = ", ".join(sorted({s.call + "()" for s in waiting if s.via == via}))
+    who = _plural(len(waiting), "worker")
+    if via == "epoll":
+        epolls = {s.epoll_id for s in waiting if s.via == "epoll"}
+        if len(waiting) > 1 and len(epolls) == 1 and None not in epolls:
+            return Verdict(
+                "epoll-shared",
+                units,
+                evidence=(f"{who} wait in {calls} on one epoll instance they share (one open file, by kcmp)",),
+            )
+        flags = {s.exclusive for s in waiting if s.via == "epoll"}
+        if flags == {True}:
+            return Verdict(
+                "epoll",
+                units,
+                evidence=(
+                    f"{who} wait in {calls}, each on its own epoll that watches the listener with EPOLLEXCLUSIVE",
+                ),
+            )
+        if len(waiting) == 1:
+            return Verdict(
+                "epoll",
+                units,
+                evidence=(
+                    f"1 worker waits in {calls} on an epoll that watches the listener without "
+                    "EPOLLEXCLUSIVE (with one waiter there is no one else to wake)",
+                ),
+            )
+        return Verdict(
+            "epoll-herd",
+            units,
+            evidence=(
+                f"{who} wait in {calls}, each on its own epoll that watches the listener without "
+                "EPOLLEXCLUSIVE: a connection wakes them all",
+            ),
+        )
+    sentence = {
+        "accept": f"{who} sleep in {calls} on the listener itself",
+        "poll": f"{who} sleep in {calls} holding the listener",
+        "select": f"{who} sleep in {calls} holding the listener",
+        "io_uring": f"{who} wait in {calls} on rings with an accept armed",
+    }[via]
+    return Verdict(CALL_MODE[via], units, evidence=(sentence,))
+
+
+def overall(verdicts: Sequence[Verdict]) -> tuple[Verdict, dict[str, int]]:
+    """The samples' answer: the mechanism most samples showed (accept-mutex wins when any sample saw the
+    lock: an idle holder can keep it, so a sample that saw every worker listening is rarer), and how many
+    samples showed each."""
+    tally = Counter(v.mechanism for v in verdicts if v.mechanism is not None)
+    if not tally:
+        return verdicts[0], {}
+    name = "accept-mutex" if "accept-mutex" in tally else tally.most_common(1)[0][0]
+    chosen = next(v for v in verdicts if v.mechanism == name)
+    return chosen, {str(k): n for k, n in tally.items()}

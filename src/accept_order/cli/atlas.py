@@ -1,0 +1,67 @@
+"""`accept-order atlas`: every installed server in each of its modes, measured the same way, in one table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from .app import handle_errors
+from .common import keep_partial, report_and_save
+from .options import examples, json_option
+from .output import note
+from .types import IntRange
+
+
+def _names(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...]:
+    return tuple(n.strip() for n in value.split(",") if n.strip()) if value else ()
+
+
+@click.command(
+    epilog=examples(
+        "accept-order atlas",
+        "accept-order atlas --servers nginx,haproxy --repeat 3 --json atlas.json",
+        "accept-order show atlas.json --format csv",
+    )
+)
+@click.option("--servers", callback=_names, help="Comma-separated server kinds (default: every one installed).")
+@click.option("-w", "--workers", type=IntRange(2, 64), default=3, show_default=True, help="Workers of every server.")
+@click.option(
+    "-n", "--connections", type=IntRange(2, 10_000), default=12, show_default=True,
+    help="Sequential connections at an idle server: the order it hands them out in.",
+)  # fmt: skip
+@click.option(
+    "--load-connections", type=IntRange(1, 10_000_000), default=3000, show_default=True,
+    help="Connections of the closed-loop load: the share each worker gets, and the tail.",
+)  # fmt: skip
+@click.option("-c", "--concurrency", type=IntRange(1, 100_000), default=20, show_default=True, help="In flight.")
+@click.option("--repeat", type=IntRange(1, 100), default=1, show_default=True, help="Rounds; the table shows medians.")
+@json_option()
+@handle_errors
+def atlas(json_path: str | None, **options: Any) -> None:
+    """Every installed server (nginx, HAProxy, gunicorn, Node, uWSGI, ...) in each of its modes, with the
+    same workers and loads: the mechanism /proc shows, the order at idle, the share under load, the herd,
+    the tail, and the setting that selects each mode."""
+    from ..api import atlas as run_atlas
+    from ..experiments.atlas.report import atlas_report
+    from ..experiments.atlas.result import AtlasResult
+    from ..experiments.atlas.run import AtlasPlan
+
+    plan = AtlasPlan(
+        servers=options["servers"],
+        workers=options["workers"],
+        connections=options["connections"],
+        load_connections=options["load_connections"],
+        concurrency=options["concurrency"],
+        repeat=options["repeat"],
+    )
+
+    def progress(spec: Any, k: int, total: int) -> None:
+        note(f"accept-order atlas: server {k} of {total}: {spec.label}")
+
+    def save(result: AtlasResult) -> None:
+        report_and_save(atlas_report(result), json_path, "atlas", result.to_dict())
+
+    with keep_partial(lambda results: save(results[0])):
+        result = run_atlas(plan, progress)
+    save(result)

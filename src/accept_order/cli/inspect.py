@@ -1,0 +1,41 @@
+"""`accept-order inspect PID | --port PORT`: how a running server accepts, read from /proc (read only)."""
+
+from __future__ import annotations
+
+import click
+
+from .app import handle_errors
+from .common import report_and_save
+from .options import examples, json_option
+from .types import IntRange
+
+
+@click.command(
+    epilog=examples(
+        "accept-order inspect $(pgrep -o nginx)          # the master's pid, or any worker's",
+        "accept-order inspect --port 8080",
+        "accept-order inspect --port 8080 --json inspect.json && accept-order show inspect.json",
+    )
+)
+@click.argument("pid", type=IntRange(min=1), required=False)
+@click.option("--port", type=IntRange(1, 65535), help="Inspect whoever listens on this TCP port instead.")
+@click.option(
+    "--samples",
+    type=IntRange(1, 100),
+    default=5,
+    show_default=True,
+    help="Looks, 20 ms apart (a lock that moves between workers shows in some of them).",
+)
+@json_option()
+@handle_errors
+def inspect(pid: int | None, port: int | None, samples: int, json_path: str | None) -> None:
+    """Show how a running server accepts: its listeners, how each worker waits, the mechanism (in this
+    tool's mode names) and why, and the settings that would change it. Nothing is sent to the server and
+    nothing signals it: everything is read from /proc. Another user's server needs root."""
+    from ..api import inspect as run_inspect
+    from ..experiments.inspect.report import inspect_report
+
+    if (pid is None) == (port is None):
+        raise click.UsageError("give a PID or --port PORT (one of them)")
+    result = run_inspect(pid=pid, port=port, samples=samples)
+    report_and_save(inspect_report(result), json_path, "inspect", result.to_dict())

@@ -1,0 +1,128 @@
+"""The atlas table: one line per server and mode (the median over rounds when repeated), then what selects
+each mode, and what did not run."""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from ...render.text import plural
+from .result import AtlasResult, AtlasRow
+
+# A short name per order pattern, for an 80-column table (the full pattern is in the JSON and the CSV)
+SHORT = {
+    "rotation": "rotation",
+    "one worker takes all": "one takes all",
+    "round-robin": "round-robin",
+    "runs of": "runs",
+    "most recent": "LIFO",
+    "the lock holder keeps them": "lock holder keeps",
+    "no clear order": "no clear order",
+    "lowest idle index": "lowest index",
+}
+
+
+def _short(pattern: str | None) -> str:
+    if pattern is None:
+        return "-"
+    for prefix, short in SHORT.items():
+        if pattern.startswith(prefix):
+            return short
+    return pattern.split(" (")[0]
+
+
+def _median(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _order(rows: Sequence[AtlasRow]) -> Text:
+    patterns = Counter(_short(r.order) for r in rows)
+    (common, count), *_ = patterns.most_common(1) or [("-", 0)]
+    text = Text(common if len(rows) == 1 else f"{common} {count}/{len(rows)}")
+    if any(r.expected is False for r in rows):
+        text.append(" !", style="yellow")  # not what the mode's mechanism predicts
+    return text
+
+
+def _groups(result: AtlasResult) -> list[list[AtlasRow]]:
+    groups: dict[tuple[str, str], list[AtlasRow]] = {}
+    for row in result.rows:
+        groups.setdefault((row.server, row.mode), []).append(row)
+    return list(groups.values())
+
+
+def atlas_table(result: AtlasResult) -> Table:
+    table = Table(title="accept-order atlas", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    groups = _groups(result)
+    woken = any(r.woken is not None for r in result.rows)  # no server here counts its wakeups: no column
+    # Names are never cut (a cut mode name is no name); the order's words wrap instead.
+    table.add_column("server", no_wrap=True)
+    table.add_column("mode", no_wrap=True)
+    table.add_column("seen as", no_wrap=True)
+    table.add_column("idle order", min_width=13, overflow="fold")
+    for name in ("jain", "top", *(["woken"] if woken else []), "p99 ms"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for rows in groups:
+        first = rows[0]
+        p99 = _median([r.p99_us / 1000 if r.p99_us is not None else None for r in rows])
+        cells: list[str | Text] = [
+            first.server,
+            first.mode,
+            Counter(r.seen_as or "-" for r in rows).most_common(1)[0][0],
+            _order(rows),
+            _fmt(_median([r.jain for r in rows]), ".2f"),
+            _fmt(_median([r.busiest for r in rows]), ".0%"),
+        ]
+        if woken:
+            cells.append(_fmt(_median([r.woken for r in rows]), ".1f"))
+        table.add_row(*cells, _fmt(p99, ".2f"))
+    return table
+
+
+def atlas_report(result: AtlasResult) -> RenderableType:
+    settings = result.settings
+    load = settings.get("load", {})
+    parts: list[RenderableType] = [atlas_table(result)]
+    parts.append(
+        Text(
+            f"{plural(int(settings.get('workers', 0)), 'worker')} each; idle order: "
+            f"{settings.get('connections')} sequential connections; under load: {load.get('connections')} "
+            f"connections, {load.get('concurrency')} in flight"
+            + (f"; median of {settings.get('repeat')} rounds" if settings.get("repeat", 1) > 1 else ""),
+            style="dim",
+        )
+    )
+    parts.append(
+        Text(
+            "seen as: the mechanism /proc showed while it ran (inspect); jain: Jain's index of the workers' "
+            "shares under load (1: even); top: the busiest worker's share; woken: workers woken per "
+            "connection, where countable; !: not the order the mode's mechanism predicts",
+            style="dim",
+        )
+    )
+    if result.environment:
+        env = result.environment
+        parts.append(Text(f"{env.system} {env.kernel}, {plural(env.cpu_count, 'CPU')}", style="dim"))
+    settings_lines = Text("What selects each mode:\n", style="bold")
+    for rows in _groups(result):
+        settings_lines.append(f"  {rows[0].server} {rows[0].mode}: {rows[0].setting or '-'}\n")
+    parts.append(settings_lines)
+    for row in result.rows:
+        if row.error:
+            parts.append(Text(f"  {row.server} {row.mode}: stopped: {row.error}", style="yellow"))
+    for name, why in result.skipped.items():
+        parts.append(Text(f"  {name}: {why}", style="dim"))
+    if result.interrupted:
+        parts.append(Text("Interrupted: the rows are those that finished.", style="yellow"))
+    return Group(*parts)

@@ -1,0 +1,144 @@
+"""Running the atlas: each installed server in each of its modes, with the same workers and the same loads.
+
+Per server and mode, two runs on the one lifecycle: sequential connections at an idle server (the order
+it hands them out in, from the records: never from the mode's name), during which `inspect` reads the
+mechanism from /proc; then a closed-loop load (the share each worker got, and the tail). A row that fails
+keeps what was measured before, with the reason; Ctrl-C keeps every row so far (RunInterrupted).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ... import environment
+from ...errors import AcceptOrderError, PlanError
+from ...servers.registry import launched_kinds, runnable, server_kind
+from ...servers.target import Target
+from ...session import RunInterrupted
+from ...spec import ConcurrentLoad, SequentialLoad, ServerSpec, check_range
+from .result import AtlasResult, AtlasRow
+
+# Servers people ask about that are not packaged here: their row says so, and what would change it.
+NOT_PACKAGED = {
+    "envoy": "not installed (not packaged in Debian 12); its listener setting connection_balance_config: "
+    "exact_balance hands each accepted connection to the worker thread with the fewest",
+}
+
+
+@dataclass(frozen=True)
+class AtlasPlan:
+    servers: tuple[str, ...] = ()  # server kinds; empty: every one this version can launch
+    workers: int = 3
+    connections: int = 12  # sequential connections at idle, per server and mode
+    load_connections: int = 3000  # the closed-loop load's connections
+    concurrency: int = 20
+    driver_procs: int = 2
+    repeat: int = 1
+
+    def validated(self) -> AtlasPlan:
+        known = launched_kinds()
+        for name in self.servers:
+            if name not in known:
+                raise PlanError(f"--servers: {name!r} is not a server this version launches ({', '.join(known)})")
+        check_range("--workers", self.workers, 2, 64)
+        check_range("--connections", self.connections, 2, 10_000)
+        check_range("--load-connections", self.load_connections, 1, 10_000_000)
+        check_range("--repeat", self.repeat, 1, 100)
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "workers": self.workers,
+            "connections": self.connections,
+            "load": ConcurrentLoad(self.load_connections, None, self.concurrency, self.driver_procs).to_dict(),
+            "repeat": self.repeat,
+        }
+
+
+def variants(plan: AtlasPlan) -> tuple[list[ServerSpec], dict[str, str]]:
+    """Every (server, mode) that can run here, and why the others cannot."""
+    specs: list[ServerSpec] = []
+    skipped: dict[str, str] = {}
+    for name in plan.servers or launched_kinds():
+        kind = server_kind(name)
+        missing = kind.missing()
+        if missing:
+            skipped[name] = f"not installed: {missing}"
+            continue
+        modes, unavailable = runnable(name, None)
+        skipped.update({f"{name} {mode}": why for mode, why in unavailable.items()})
+        batch = kind.default_accept_batch
+        specs += [ServerSpec(kind=name, mode=mode, workers=plan.workers, accept_batch=batch) for mode in modes]
+    if not plan.servers:
+        skipped.update(NOT_PACKAGED)
+    return specs, skipped
+
+
+def _seen_as(target: Target) -> str | None:
+    """The mechanism /proc shows for the running server, in this tool's mode names (None: not seen)."""
+    from ...experiments.inspect.run import inspect
+
+    try:
+        return inspect(pid=target.pids[0], samples=3).mechanism.name
+    except (AcceptOrderError, OSError, IndexError):
+        return None
+
+
+def measure(spec: ServerSpec, plan: AtlasPlan, round_: int) -> AtlasRow:
+    from ...session import run_latency, run_sequential
+
+    kind = server_kind(spec.kind)
+    row = AtlasRow(spec.kind, spec.mode, "; ".join(s.rstrip(";") for s in kind.mode(spec.mode).settings), round_)
+    seen: list[str | None] = []
+    try:
+        order = run_sequential(
+            spec, SequentialLoad(connections=plan.connections), None, lambda t: seen.append(_seen_as(t))
+        )
+        v = order.verdict
+        row = _replace(
+            row,
+            seen_as=seen[0] if seen else None,
+            order=v.pattern,
+            order_fit=f"{v.fit}/{v.informative}",
+            expected=v.expected,
+            woken=v.woken_per_connection,
+        )
+        load = ConcurrentLoad(plan.load_connections, None, plan.concurrency, plan.driver_procs)
+        loaded = run_latency(spec, load)
+        return _replace(
+            row,
+            served=loaded.served,
+            failed=loaded.failed,
+            p99_us=loaded.histogram.percentile(99) if loaded.ok else None,
+        )
+    except AcceptOrderError as exc:
+        return _replace(row, error=str(exc))
+
+
+def _replace(row: AtlasRow, **changes: Any) -> AtlasRow:
+    import dataclasses
+
+    return dataclasses.replace(row, **changes)
+
+
+def run_atlas(plan: AtlasPlan, on_variant: Callable[[ServerSpec, int, int], None] | None = None) -> AtlasResult:
+    """Every variant, `plan.repeat` rounds, the rounds interleaved (each runs every variant once)."""
+    plan = plan.validated()
+    specs, skipped = variants(plan)
+    if not specs:
+        raise PlanError("nothing to run: " + "; ".join(f"{k} ({why})" for k, why in skipped.items()))
+    env = environment.current()
+    rows: list[AtlasRow] = []
+    total = len(specs) * plan.repeat
+    try:
+        for round_ in range(1, plan.repeat + 1):
+            for spec in specs:
+                if on_variant:
+                    on_variant(spec, len(rows) + 1, total)
+                rows.append(measure(spec, plan, round_))
+    except KeyboardInterrupt as stop:
+        partial = AtlasResult(tuple(rows), plan.to_dict(), env, skipped, interrupted=True)
+        raise RunInterrupted([partial], stop) from None
+    return AtlasResult(tuple(rows), plan.to_dict(), env, skipped)

@@ -1,0 +1,152 @@
+"""`inspect`: read a running server's accept mechanism from /proc, a few samples apart. Nothing is driven
+at the server and nothing signals it: every read is of /proc (and netlink's socket tables)."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+from ...analysis.mechanism import Listener, Verdict, classify, overall
+from ...environment import current
+from ...probes.server_netns import counters_of, namespace_of, same_namespace, sysctls_of
+from ...probes.serving import Server, find_server, with_backlogs
+from ...servers.kinds import ModeInfo, ServerKind
+from ...servers.registry import recognise, server_kind
+from .result import ChangeView, InspectResult, MechanismView
+from .sample import Sample, take
+from .views import epoll_views, listener_views, process_rows, unit_views, unix_links
+
+SAMPLES = 5
+INTERVAL_S = 0.02  # nginx's accept mutex is retried every accept_mutex_delay (500 ms): a lock that moves
+# under load shows in some samples; an idle holder keeps it, and every sample shows the same one
+
+ALONE = "only one worker waits for connections: it takes every one, whatever it waits in"
+UNSEEN = {
+    "reuseport": "a BPF program on the group (SO_ATTACH_REUSEPORT_CBPF/EBPF) or SO_INCOMING_CPU marks would "
+    "steer it instead of the hash: neither is visible in /proc",
+    "poll": "the descriptors a poll() call watches are in the process's memory, which this user may not read: "
+    "taken to be the listeners it holds",
+    "select": "the descriptors a select() call watches are in the process's memory, which this user may not read: "
+    "taken to be the listeners it holds",
+    "io-uring": "which socket an armed io_uring accept waits on is not shown: taken to be the listener it holds",
+    "epoll": "a setting that changes who keeps the connections (nginx's multi_accept) is in the server's config, "
+    "not in /proc",
+}
+
+
+def inspect(pid: int | None = None, port: int | None = None, samples: int = SAMPLES) -> InspectResult:
+    """The server behind `pid` or `port`, as /proc shows it now. NotServing when there is none."""
+    server = find_server(pid, port)
+    taken = [take(server)]
+    for _ in range(samples - 1):
+        time.sleep(INTERVAL_S)  # sampling real time on purpose: the lock of accept-mutex may move
+        taken.append(take(server))
+    anchor = server.pids[0]
+    rows = with_backlogs(anchor, list(server.listeners))
+    listeners = [Listener(r.inode, r.address, r.port) for r in rows]
+    parent = {p.pid: p.ppid for p in server.processes}
+    verdicts = [classify(s.seen, listeners, parent, s.sockets) for s in taken]
+    verdict, tally = overall(verdicts)
+    sample = taken[verdicts.index(verdict)]
+    top = server.processes[0]
+    kind = recognise(top.name, top.argv)
+    units = unit_views(server, sample, verdict)
+    mechanism = _mechanism(verdict, tally, kind, server, taken)
+    changes, measure_all = _changes(kind, mechanism)
+    own = same_namespace(anchor)
+    sysctls = sysctls_of(anchor)
+    return InspectResult(
+        target=f"pid {pid}" if pid is not None else f"port {port}",
+        recognised=kind.name if kind is not None else None,
+        program=top.name,
+        processes=process_rows(server, sample, verdict),
+        listeners=listener_views(rows, server, sample, units),
+        units=units,
+        epolls=epoll_views(server, sample, verdict),
+        io_urings=sum(1 for table in sample.files.values() for f in table.values() if f.accept_armed),
+        unix_links=unix_links(server, sample),
+        mechanism=mechanism,
+        changes=changes,
+        measure_all=measure_all,
+        namespace="this tool's" if own else f"its own (net:[{namespace_of(anchor)}])",
+        sysctls=sysctls,
+        counters=counters_of(anchor),
+        environment=current(),
+        notes=_notes(server, taken, tally, own, sysctls_known=any(v is not None for v in sysctls.values())),
+    )
+
+
+def _info(kind: ServerKind | None, name: str) -> tuple[tuple[str, ...], ModeInfo]:
+    """The kind's modes that /proc shows as mechanism `name`, and the one to explain it with (the built-in
+    mode's, for a server this tool does not know)."""
+    builtin = server_kind("builtin").mode(name)
+    if kind is None:
+        return (), builtin
+    modes = tuple(m.name for m in kind.modes().values() if m.mechanism == name)
+    return modes, (kind.mode(modes[0]) if modes else builtin)
+
+
+def _mechanism(
+    verdict: Verdict, tally: dict[str, int], kind: ServerKind | None, server: Server, taken: list[Sample]
+) -> MechanismView:
+    name = verdict.mechanism
+    if name is None:
+        return MechanismView(None, (), None, False, "unknown", "", verdict.evidence, tally, ())
+    modes, info = _info(kind, name)
+    alone = len(verdict.waiters) == 1 and name not in ("fd-pass", "accept-mutex")
+    seen_herd = server_kind("builtin").mode(name).herds and not alone
+    unseen = [UNSEEN[name]] if name in UNSEEN and (name != "epoll" or (kind and kind.name == "nginx")) else []
+    if name in ("poll", "select") and _sets_read(verdict, taken):
+        unseen = []
+    if name in ("epoll", "epoll-herd", "epoll-shared") and not all(s.kcmp for s in taken):
+        unseen.append("kcmp(2) did not answer: one epoll instance shared by several processes looks like one each")
+    return MechanismView(
+        name=name,
+        modes=modes,
+        model=None if alone else info.model,
+        herds=seen_herd,
+        queue=info.queue,
+        why=ALONE if alone else info.why,
+        evidence=verdict.evidence,
+        samples=tally,
+        unseen=tuple(unseen),
+    )
+
+
+def _sets_read(verdict: Verdict, taken: list[Sample]) -> bool:
+    """Every waiter's poll or select set was read from memory (in the sample the verdict came from)."""
+    for sample in taken:
+        waits = {(pid, w.tid): w for pid, ws in sample.waits.items() for w in ws}
+        if all(unit in waits for unit in verdict.waiters):
+            return all(waits[unit].fds is not None for unit in verdict.waiters)
+    return False
+
+
+def _changes(kind: ServerKind | None, mechanism: MechanismView) -> tuple[tuple[ChangeView, ...], str]:
+    if kind is None or not kind.launched:
+        return (), "accept-order compare --modes all"
+    server = "" if kind.name == "builtin" else f" --server {kind.name}"
+    changes = tuple(
+        ChangeView(m.name, m.mechanism, m.summary, m.settings, f"accept-order run{server} -m {m.name}")
+        for m in kind.modes().values()
+        if m.name not in mechanism.modes
+    )
+    return changes, f"accept-order compare{server} --modes all"
+
+
+def _notes(
+    server: Server, taken: list[Sample], tally: dict[str, int], own: bool, sysctls_known: bool
+) -> tuple[str, ...]:
+    notes: list[str] = []
+    if server.hidden:
+        pids = ", ".join(map(str, server.hidden))
+        notes.append(f"pid {pids}: open files not readable by this user (another user's process: run as root)")
+    unknown = Counter(w.call for s in taken for waits in s.waits.values() for w in waits)["unknown"]
+    if unknown:
+        notes.append(f"{unknown} thread samples: what they wait in is not readable by this user (run as root)")
+    if len(tally) > 1:
+        said = ", ".join(f"{name} in {n}" for name, n in sorted(tally.items(), key=lambda kv: -kv[1]))
+        notes.append(f"the {len(taken)} samples disagreed: {said}")
+    if not own and not sysctls_known:
+        notes.append("the server's network namespace is not this tool's and may not be entered (CAP_SYS_ADMIN)")
+    return tuple(notes)

@@ -1,0 +1,129 @@
+"""One look at a server's threads: what each sleeps in, resolved through its process's fd table to the
+listeners it waits on (the `Seen` records analysis/mechanism.py classifies)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ...analysis.mechanism import Seen
+from ...probes.fd_table import OpenFile, open_files, same_file
+from ...probes.proc_waits import (
+    ACCEPTS,
+    EPOLL_WAITS,
+    POLLS,
+    RECEIVES,
+    SELECTS,
+    ThreadWait,
+    thread_ids,
+    thread_wait,
+)
+from ...probes.serving import Server
+
+
+@dataclass(frozen=True)
+class Sample:
+    """Every thread of every process at one moment, with the open files it was resolved against."""
+
+    seen: tuple[Seen, ...]
+    waits: dict[int, tuple[ThreadWait, ...]]  # pid -> its threads' waits
+    files: dict[int, dict[int, OpenFile]]  # pid -> fd -> file
+    sockets: dict[int, frozenset[int]]  # pid -> every socket inode it holds
+    kcmp: bool  # kcmp(2) answered: shared epolls were told apart
+    same_epoll: dict[str, str]  # "pid:fd" of an epoll a thread waits in -> the first "pid:fd" of that open file
+
+
+def _listeners_watched(file: OpenFile, listeners: frozenset[int]) -> frozenset[int]:
+    return frozenset(w.inode for w in file.watches if w.inode in listeners)
+
+
+def resolve(
+    pid: int,
+    wait: ThreadWait,
+    files: dict[int, OpenFile],
+    listeners: frozenset[int],
+    peers: dict[int, int],
+    threads: int,
+) -> Seen:
+    """What one thread waits on, from its call and its process's open files."""
+    holds = frozenset(f.inode for f in files.values() if f.kind == "socket" and f.inode in listeners)
+
+    def make(via: str, **extra: Any) -> Seen:
+        return Seen(pid, wait.tid, wait.call, via, holds=holds, wchan=wait.wchan, **extra)
+
+    file = files.get(wait.fd) if wait.fd is not None else None
+    if wait.call in ACCEPTS and file is not None and file.inode in listeners:
+        return make("accept", listeners=frozenset({file.inode or 0}))
+    if wait.call == "running" and threads == 1:
+        # Busy now; it will wait again in the one epoll that watches its listeners, if it has one.
+        epolls = [f for f in files.values() if f.kind == "eventpoll" and _listeners_watched(f, listeners)]
+        file = epolls[0] if len(epolls) == 1 else None
+    if (wait.call in EPOLL_WAITS or wait.call == "running") and file is not None and file.kind == "eventpoll":
+        watched = _listeners_watched(file, listeners)
+        if watched:
+            exclusive = all(w.exclusive for w in file.watches if w.inode in listeners)
+            return make("epoll", listeners=watched, exclusive=exclusive, epoll_id=f"{pid}:{file.fd}")
+        if holds and wait.call != "running":
+            return make("idle")
+        ends = frozenset(peers[w.inode] for w in file.watches if w.inode in peers)
+        if ends:
+            return make("passed", unix_ends=ends)
+    if wait.call in POLLS | SELECTS and holds:
+        via = "poll" if wait.call in POLLS else "select"
+        if wait.fds is None:  # the set is not readable: taken to be the listeners it holds
+            return make(via, listeners=holds)
+        watched = frozenset(files[fd].inode or 0 for fd in wait.fds if fd in files and files[fd].inode in listeners)
+        if watched:
+            return make(via, listeners=watched)
+    if wait.call == "io_uring_enter" and file is not None and file.kind == "io_uring" and holds:
+        return make("io_uring", listeners=holds)
+    if wait.call in RECEIVES and file is not None and file.inode in peers and not holds:
+        return make("passed", unix_ends=frozenset({peers[file.inode or 0]}))
+    if wait.lock and holds:
+        return make("lock")
+    return make("running" if wait.call == "running" else "other")
+
+
+def _shared_epolls(seen: list[Seen]) -> tuple[list[Seen], bool, dict[str, str]]:
+    """Epoll ids made equal where two processes' descriptors are one open file (kcmp); False when kcmp
+    could not answer (then every epoll counts as its own)."""
+    ids: dict[str, str] = {}
+    answered = True
+    keys = sorted({s.epoll_id for s in seen if s.epoll_id is not None})
+    for i, key in enumerate(keys):
+        if key in ids:
+            continue
+        ids[key] = key
+        pid, fd = map(int, key.split(":"))
+        for other in keys[i + 1 :]:
+            if other in ids:
+                continue
+            opid, ofd = map(int, other.split(":"))
+            same = same_file(pid, fd, opid, ofd) if opid != pid else False
+            if same is None:
+                answered = False
+            elif same:
+                ids[other] = key
+    from dataclasses import replace
+
+    return [replace(s, epoll_id=ids[s.epoll_id]) if s.epoll_id in ids else s for s in seen], answered, ids
+
+
+def take(server: Server) -> Sample:
+    listeners = frozenset(row.inode for row in server.listeners)
+    seen: list[Seen] = []
+    waits: dict[int, tuple[ThreadWait, ...]] = {}
+    files: dict[int, dict[int, OpenFile]] = {}
+    sockets: dict[int, frozenset[int]] = {}
+    for pid in server.pids:
+        try:
+            table = open_files(pid)
+        except PermissionError:
+            table = {}
+        files[pid] = table
+        sockets[pid] = frozenset(f.inode for f in table.values() if f.kind == "socket" and f.inode is not None)
+        tids = thread_ids(pid)
+        waits[pid] = tuple(thread_wait(pid, tid) for tid in tids)
+        seen += [resolve(pid, w, table, listeners, server.peers, len(tids)) for w in waits[pid]]
+    seen, answered, same = _shared_epolls(seen)
+    return Sample(tuple(seen), waits, files, sockets, answered, same)

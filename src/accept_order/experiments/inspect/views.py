@@ -1,0 +1,138 @@
+"""From one sample and its verdict to the rows `inspect` saves and prints: processes, workers, listeners,
+epoll instances, Unix links."""
+
+from __future__ import annotations
+
+from ...analysis.mechanism import Seen, Verdict
+from ...probes.listeners import ListenerRow
+from ...probes.proc_waits import ThreadWait
+from ...probes.serving import Server
+from .result import EpollView, ListenerView, ProcessRow, UnitView, WatchView
+from .sample import Sample
+
+
+def _one(inodes: frozenset[int], server: Server) -> str:
+    if len(server.listeners) == 1:
+        return "the listener"
+    return f"listener {next(iter(inodes))}" if len(inodes) == 1 else f"{len(inodes)} listeners"
+
+
+def _on(s: Seen, wait: ThreadWait, sample: Sample, server: Server) -> str:
+    """What the thread waits on, in a few words."""
+    fd = wait.fd
+    if s.via == "accept":
+        return _one(s.listeners, server)
+    if s.via == "epoll":
+        flag = "EPOLLEXCLUSIVE" if s.exclusive else "no EPOLLEXCLUSIVE"
+        own = f"{s.pid}:{fd}"
+        shared = sum(1 for key, first in sample.same_epoll.items() if first == sample.same_epoll.get(own, own))
+        where = f"epoll fd {fd}" if fd is not None else "its epoll"
+        return f"{where}{' (shared)' if shared > 1 else ''}: {_one(s.listeners, server)}, {flag}"
+    if s.via in ("poll", "select"):
+        if wait.fds is None:
+            return f"a set not visible; holds {_one(s.holds, server)}"
+        return f"its {s.via} set ({len(wait.fds)} fds): {_one(s.listeners, server)}"
+    if s.via == "io_uring":
+        return f"io_uring fd {fd}; holds {_one(s.holds, server)}"
+    if s.via == "passed":
+        senders = sorted(p for p, inodes in sample.sockets.items() if inodes & s.unix_ends and p != s.pid)
+        return f"Unix socket from pid {senders[0]}" if senders else "a Unix socket"
+    if s.via == "lock":
+        return f"a lock (FUTEX_LOCK_PI); holds {_one(s.holds, server)}"
+    if s.via == "idle":
+        return f"epoll fd {fd} without the listener"
+    return s.via
+
+
+def unit_views(server: Server, sample: Sample, verdict: Verdict) -> tuple[UnitView, ...]:
+    """The threads that take connections or wait for them: the verdict's waiters, fed workers, lock losers."""
+    roles: dict[tuple[int, int], str] = {}
+    for unit in verdict.waiters:
+        roles[unit] = "acceptor" if verdict.mechanism == "fd-pass" else "worker"
+    roles.update({unit: "fed" for unit in verdict.fed})
+    roles.update({unit: "lock" for unit in verdict.losers})
+    waits = {(pid, w.tid): w for pid, ws in sample.waits.items() for w in ws}
+    views: list[UnitView] = []
+    index = 0
+    for s in sorted((s for s in sample.seen if s.unit in roles), key=lambda s: s.unit):
+        role = roles[s.unit]
+        wait = waits[s.unit]
+        label = "acc" if role == "acceptor" else f"w{index}"
+        index += role != "acceptor"
+        views.append(UnitView(label, s.pid, s.tid, role, wait.call, wait.fd, wait.wchan, _on(s, wait, sample, server)))
+    return tuple(views)
+
+
+def process_rows(server: Server, sample: Sample, verdict: Verdict) -> tuple[ProcessRow, ...]:
+    units = {*verdict.waiters, *verdict.fed, *verdict.losers}
+    working = {pid for pid, _ in units}
+    parents = {p.ppid for p in server.processes if p.pid in working}
+    rows = []
+    for p in server.processes:
+        if verdict.mechanism == "fd-pass" and any(pid == p.pid for pid, _ in verdict.waiters):
+            role = "acceptor"
+        elif p.pid in working:
+            role = "worker"
+        elif p.pid in parents:
+            role = "master"
+        else:
+            role = "process"
+        waits = sample.waits.get(p.pid, ())
+        holds = tuple(sorted(server.holders.get(p.pid, frozenset())))
+        rows.append(ProcessRow(p.pid, p.ppid, p.name, role, len(waits), holds, waits[0].call if waits else "gone"))
+    return tuple(rows)
+
+
+def listener_views(
+    rows: list[ListenerRow], server: Server, sample: Sample, units: tuple[UnitView, ...]
+) -> tuple[ListenerView, ...]:
+    """Each listener with the processes that hold it and the workers that wait on it."""
+    labels = {(u.pid, u.tid): u.label for u in units if u.role in ("worker", "acceptor")}
+    waiting = [(labels[s.unit], s.listeners) for s in sample.seen if s.unit in labels]
+    return tuple(
+        ListenerView(
+            r.family,
+            r.address,
+            r.port,
+            r.backlog,
+            r.queue,
+            r.inode,
+            tuple(sorted(pid for pid, inodes in server.holders.items() if r.inode in inodes)),
+            tuple(label for label, inodes in waiting if r.inode in inodes),
+        )
+        for r in rows
+    )
+
+
+def epoll_views(server: Server, sample: Sample, verdict: Verdict) -> tuple[EpollView, ...]:
+    """Every epoll instance that watches a listener or that a worker waits in, with its watches; one
+    shared instance is listed once, naming the other descriptors that are the same open file."""
+    listeners = {r.inode for r in server.listeners}
+    units = {*verdict.waiters, *verdict.fed, *verdict.losers}
+    waited = {(pid, w.fd) for pid, ws in sample.waits.items() for w in ws if (pid, w.tid) in units}
+    views: list[EpollView] = []
+    listed: set[str] = set()
+    for pid, table in sample.files.items():
+        for fd, f in sorted(table.items()):
+            if f.kind != "eventpoll" or not ((pid, fd) in waited or any(w.inode in listeners for w in f.watches)):
+                continue
+            key = f"{pid}:{fd}"
+            first = sample.same_epoll.get(key, key)
+            if first in listed:
+                continue
+            listed.add(first)
+            others = tuple(
+                (int(k.split(":")[0]), int(k.split(":")[1]))
+                for k, v in sample.same_epoll.items()
+                if v == first and k != key
+            )
+            watches = tuple(WatchView(w.fd, w.events, w.inode, w.inode in listeners) for w in f.watches)
+            views.append(EpollView(pid, fd, watches, others))
+    return tuple(views)
+
+
+def unix_links(server: Server, sample: Sample) -> int:
+    """Unix socketpairs with one end in one of the server's processes and the other in another."""
+    owner = {inode: pid for pid, inodes in sample.sockets.items() for inode in inodes}
+    pairs = {frozenset((a, b)) for a, b in server.peers.items() if a in owner and b in owner and owner[a] != owner[b]}
+    return len(pairs)

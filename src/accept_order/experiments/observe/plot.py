@@ -1,0 +1,46 @@
+"""The observe picture: each worker's share of the connections over time, and the listen queue's depth."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ...render.plots import PlotOptions, color, environment_text, new_figure, nothing, text, titled
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from .result import ObserveResult
+
+
+def observe_figure(result: ObserveResult, options: PlotOptions) -> Figure:
+    fig = new_figure(height=6.0)
+    share_ax, queue_ax = fig.subplots(2, 1, sharex=True, height_ratios=(3, 1))
+    how = "accepts, counted by the kernel" if result.traced else "connections seen, sampled (approximate)"
+    settings = f"{text(result.target)}, {how}"
+    if result.environment is not None:
+        settings += f"; {environment_text(result.environment)}"
+    titled(fig, f"Who took the connections: {result.program}, observed {result.wall_s:.0f} s", options, settings)
+    intervals = [i for i in result.intervals if i.span_s > 0]
+    if not intervals or not any(i.total for i in intervals):
+        nothing(share_ax, "no connections while observed")
+    else:
+        ends = [i.end_s for i in intervals]
+        for index, worker in enumerate(result.workers):
+            shares = [100 * i.accepts[index] / i.total if i.total else float("nan") for i in intervals]
+            share_ax.plot(ends, shares, "-", color=color(index), linewidth=1.5, label=text(f"{index} ({worker.label})"))
+        share_ax.axhline(100 / len(result.workers), color="0.6", linestyle="--", linewidth=1, label="an even share")
+        share_ax.set_ylim(0, 100)
+        share_ax.set_ylabel("share of the interval's connections, %")
+        share_ax.legend(fontsize=8, loc="upper right", ncol=2)
+    share_ax.grid(alpha=0.3)
+    sampled = [i for i in intervals if i.queue_max is not None]
+    if sampled:
+        ends = [i.end_s for i in sampled]
+        queue_ax.plot(ends, [i.queue_max for i in sampled], "-", color="C3", label="most waiting")
+        queue_ax.plot(ends, [i.queue_mean for i in sampled], "--", color="C0", label="mean")
+        queue_ax.legend(fontsize=8, loc="upper right")
+    queue_ax.set_ylim(bottom=0)
+    queue_ax.set_ylabel("listen queue")
+    queue_ax.set_xlabel("seconds observed")
+    queue_ax.grid(alpha=0.3)
+    return fig

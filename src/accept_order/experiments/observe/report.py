@@ -1,0 +1,139 @@
+"""`observe`'s report (the whole observation), its live view (the result so far, every interval) and the
+plain line per interval printed where there is no terminal. Everything fits 80 columns."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from ...render.text import plural
+from .result import ObservedWorker, ObserveResult
+from .verdict import verdict
+
+BAR = 16  # characters of the share bar
+PLAIN_WIDTH = 80
+
+
+def bar(share: float, width: int = BAR) -> str:
+    filled = round(max(0.0, min(1.0, share)) * width)
+    return "█" * filled + "░" * (width - filled)
+
+
+def _who(result: ObserveResult) -> str:
+    """`nginx, master 6877, port 8080, 3 workers`, and the pid asked about when it is none of those."""
+    ports = ", ".join(map(str, result.ports))
+    master = f", master {result.master}" if result.master is not None else ""
+    units = plural(len(result.workers), "thread" if result.threaded else "worker")
+    asked = result.target.removeprefix("pid ")
+    known = {str(result.master), *(str(w.pid) for w in result.workers), *(str(w.tid) for w in result.workers)}
+    found = f" (found from pid {asked})" if result.target.startswith("pid ") and asked not in known else ""
+    return f"{result.program}{master}, port {ports}, {units}{found}"
+
+
+def _counted(result: ObserveResult) -> list[int]:
+    counts = result.counts
+    return list(counts) if counts is not None else [0] * len(result.workers)
+
+
+def _worker_cell(result: ObserveResult, worker: ObservedWorker) -> str:
+    gone = " gone" if worker.exited_s is not None else ""
+    return f"{worker.index}{gone}"
+
+
+def _table(result: ObserveResult, live: bool) -> Table:
+    """One row per worker: its share (bar and percent), connections (total, or per second when live),
+    empty accepts, CPU."""
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, show_footer=not live)
+    counts = _counted(result)
+    total = sum(counts)
+    last = result.intervals[-1] if result.intervals else None
+    span = result.wall_s or 0.0
+    what = "accepts" if result.traced else "seen~"
+    headers = ["worker", "tid" if result.threaded else "pid", what, "share", "", "/s", "empty", "CPU"]
+    per_s_total = (last.rate() if live and last else (total / span if span else 0.0)) if counts else 0.0
+    footers = ["total", "", f"{total:,}", "", "", f"{per_s_total:,.0f}", _opt_sum(result), f"{sum(result.cpu):.1f}s"]
+    for header, footer in zip(headers, footers, strict=True):
+        table.add_column(header, footer=footer, justify="left" if header in ("worker", "") else "right", no_wrap=True)
+    for index, worker in enumerate(result.workers):
+        share = counts[index] / total if total else 0.0
+        if live and last is not None:
+            per_s = last.accepts[index] / last.span_s if last.span_s else 0.0
+            cpu = f"{last.cpu[index]:.0%}"
+        else:
+            per_s = counts[index] / span if span else 0.0
+            cpu = "-" if worker.cpu_s is None else f"{worker.cpu_s:.1f}s"
+        table.add_row(
+            _worker_cell(result, worker),
+            str(worker.tid if worker.tid is not None else worker.pid),
+            f"{counts[index]:,}" if result.counts is not None else "-",
+            f"{share:.1%}" if total else "-",
+            bar(share),
+            f"{per_s:,.0f}" if result.counts is not None else "-",
+            "-" if worker.empty is None else f"{worker.empty:,}",
+            cpu,
+        )
+    return table
+
+
+def _opt_sum(result: ObserveResult) -> str:
+    empty = [w.empty for w in result.workers]
+    return "-" if any(e is None for e in empty) else f"{sum(e or 0 for e in empty):,}"
+
+
+def observe_report(result: ObserveResult) -> RenderableType:
+    parts: list[RenderableType] = [Text(f"accept-order observe: {_who(result)}", style="bold")]
+    how_long = (
+        f"interrupted after {result.wall_s:.1f} s of {result.duration_s:g} s"
+        if result.interrupted
+        else (f"observed {result.wall_s:.1f} s")
+    )
+    parts.append(Text(f"{how_long}; nothing was driven at it and nothing signalled it"))
+    parts.append(_table(result, live=False))
+    lines = verdict(result)
+    parts.append(Text(lines[0] + ".", style="bold"))
+    parts += [Text(line) for line in lines[1:]]
+    parts.append(Text(f"{'exact' if result.traced else 'approximate'}: {result.source}", style="dim"))
+    env = result.environment
+    if env is not None:
+        parts.append(Text(f"{env.system} {env.kernel}, {plural(env.cpu_count, 'CPU')}, {env.hostname}", style="dim"))
+    parts += [Text(f"note: {note}", style="yellow") for note in result.notes]
+    return Group(*parts)
+
+
+def live_view(result: ObserveResult) -> RenderableType:
+    """The result so far: two heading lines and one line per worker with its share and last interval's rate."""
+    last = result.intervals[-1] if result.intervals else None
+    rate = f"{last.rate():,.0f} connections/s" if last is not None and result.counts is not None else "starting"
+    queue = "-" if result.queue_max is None else f"{result.queue_max:,}"
+    overflows = result.counters.get("TcpExtListenOverflows", 0)
+    approx = ", sampled (approximate)" if not result.traced else ""
+    return Group(
+        Text(f"observing {_who(result)} (Ctrl-C ends)"),
+        Text(
+            f"{result.wall_s:.0f} s of {result.duration_s:g} s: {rate}{approx}; max queue {queue}; "
+            f"overflows {overflows:,}"
+        ),
+        _table(result, live=True),
+    )
+
+
+def interval_line(result: ObserveResult, width: int = PLAIN_WIDTH) -> str:
+    """One plain line for the last interval (no terminal): time, connections per second, queue, shares."""
+    last = result.intervals[-1] if result.intervals else None
+    if last is None:
+        approx = " (approximate: not traced)" if not result.traced else ""
+        return f"observing {_who(result)}{approx}"[:width]
+    counts = last.accepts
+    total = sum(counts)
+    queue = "-" if last.queue_max is None else str(last.queue_max)
+    line = f"{last.end_s:6.1f}s {last.rate():8,.0f}/s  queue<={queue:<4}"
+    shares = [f"{100 * c / total:.0f}%" if total else "-" for c in counts]
+    for index, share in enumerate(shares):
+        more = f" +{len(shares) - index} more"
+        word = f" {index}:{share}"
+        if len(line) + len(word) + (len(more) if index < len(shares) - 1 else 0) > width:
+            return line + more
+        line += word
+    return line

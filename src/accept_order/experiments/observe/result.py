@@ -1,0 +1,172 @@
+"""`observe`'s result: per worker what it accepted of a running server's own traffic, the share over time,
+the listen queue's depth, and the mechanism when it is known. The same type is what the live view gets
+every interval (a result so far) and what the command saves."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ...measures import Environment
+from ...results.schema import ListOf, MapOf, SchemaError, child, derive, known
+from ...results.shapes import PORT, SIGNED
+
+
+@dataclass(frozen=True)
+class ObservedMechanism:
+    """How the server hands out connections, in the tool's mode vocabulary, as `inspect` names it."""
+
+    name: str  # e.g. "epoll", "reuseport", "accept-mutex"
+    why: str  # what it predicts and why, in the words the verdicts use
+    modes: tuple[str, ...] = ()  # the server kind's own modes that look like it (nginx's "epoll", ...)
+    unseen: tuple[str, ...] = ()  # what /proc cannot show that could change the answer
+    source: str = "inspect"
+
+
+@dataclass(frozen=True)
+class ObservedWorker:
+    """One worker (a process, or a thread of a threaded server) over the whole observation."""
+
+    index: int
+    pid: int
+    tid: int | None  # a thread of a threaded server; None: the whole process
+    accepts: int | None  # accepts that returned a connection (the kernel's count); None: not traced
+    empty: int | None  # accepts that came back empty (EAGAIN); None: not traced
+    seen: int | None  # not traced: connections seen held by it, sampled (approximate); None otherwise
+    cpu_s: float | None  # CPU time used while observed; None: gone before the first reading
+    voluntary_switches: int | None
+    involuntary_switches: int | None
+    exited_s: float | None = None  # seconds into the observation when it was found gone
+
+    @property
+    def count(self) -> int | None:
+        """Connections it took: accepted (exact) or seen (approximate)."""
+        return self.accepts if self.accepts is not None else self.seen
+
+    @property
+    def label(self) -> str:
+        return f"thread {self.tid}" if self.tid is not None else f"pid {self.pid}"
+
+
+@dataclass(frozen=True)
+class ObserveInterval:
+    """One interval of the observation (about a second): what each worker took and used in it."""
+
+    end_s: float  # seconds since the start
+    span_s: float
+    accepts: tuple[int, ...]  # per worker: accepted (or seen, approximate)
+    empty: tuple[int, ...]  # per worker: accepts that came back empty; () when not traced
+    cpu: tuple[float, ...]  # per worker: CPU used as a share of one CPU over the interval
+    queue_max: int | None  # the listen queues' summed depth: most seen in the interval
+    queue_mean: float | None
+    overflows: int = 0  # ListenOverflows in the server's namespace during the interval
+
+    @property
+    def total(self) -> int:
+        return sum(self.accepts)
+
+    def rate(self) -> float:
+        return self.total / self.span_s if self.span_s > 0 else 0.0
+
+    def joined(self, then: ObserveInterval) -> ObserveInterval:
+        """This interval and the one right after it, as one."""
+        span = self.span_s + then.span_s
+
+        def weighted(x: float, y: float) -> float:
+            return (x * self.span_s + y * then.span_s) / span if span > 0 else (x + y) / 2
+
+        maxes = [m for m in (self.queue_max, then.queue_max) if m is not None]
+        means = [m for m in (self.queue_mean, then.queue_mean) if m is not None]
+        return ObserveInterval(
+            end_s=then.end_s,
+            span_s=round(span, 3),
+            accepts=tuple(x + y for x, y in zip(self.accepts, then.accepts, strict=True)),
+            empty=tuple(x + y for x, y in zip(self.empty, then.empty, strict=True)),
+            cpu=tuple(round(weighted(x, y), 4) for x, y in zip(self.cpu, then.cpu, strict=True)),
+            queue_max=max(maxes) if maxes else None,
+            queue_mean=round(weighted(*means), 3) if len(means) == 2 else (means[0] if means else None),
+            overflows=self.overflows + then.overflows,
+        )
+
+
+_TUPLES = ("accepts", "empty", "cpu")
+
+
+@dataclass(frozen=True)
+class ObserveResult:
+    target: str  # what was asked for: "pid 123", "port 8080"
+    program: str  # the workers' command name
+    master: int | None
+    ports: tuple[int, ...]
+    listeners: int
+    backlog: int | None  # the largest listen() backlog (None: read from /proc, which does not show it)
+    workers: tuple[ObservedWorker, ...]
+    intervals: tuple[ObserveInterval, ...]
+    duration_s: float  # what was asked
+    wall_s: float  # how long it observed
+    traced: bool  # counts are the kernel's (bpftrace), exact; False: sampled from /proc, approximate
+    source: str  # how accepts were counted, or why they could not be
+    queue_every_s: float
+    queue_samples: int
+    queue_max: int | None
+    queue_mean: float | None
+    counters: dict[str, int]  # listen counters' deltas in the server's network namespace
+    namespace: str
+    mechanism: ObservedMechanism | None = None
+    environment: Environment | None = None
+    interrupted: bool = False
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def threaded(self) -> bool:
+        return any(w.tid is not None for w in self.workers)
+
+    @property
+    def counts(self) -> tuple[int, ...] | None:
+        """Connections per worker (exact or approximate); None when neither was counted."""
+        counts = [w.count for w in self.workers]
+        return None if any(c is None for c in counts) else tuple(c or 0 for c in counts)
+
+    @property
+    def cpu(self) -> tuple[float, ...]:
+        return tuple(w.cpu_s or 0.0 for w in self.workers)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["ports"] = list(self.ports)
+        data["workers"] = [asdict(w) for w in self.workers]
+        data["intervals"] = [{**asdict(i), **{k: list(getattr(i, k)) for k in _TUPLES}} for i in self.intervals]
+        data["notes"] = list(self.notes)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ObserveResult:
+        from ...results.typed import build
+
+        result = build(cls, dict(data))  # the whole document checked against its shape (OBSERVE_SHAPE)
+        mechanism, environment = data.get("mechanism"), data.get("environment")
+        return dataclasses.replace(
+            result,
+            workers=tuple(build(ObservedWorker, w) for w in data["workers"]),
+            intervals=tuple(build(ObserveInterval, i) for i in data["intervals"]),
+            mechanism=None if mechanism is None else build(ObservedMechanism, mechanism),  # its lists become tuples
+            environment=None if environment is None else build(Environment, environment),
+        )
+
+
+def _one_value_per_worker(doc: Mapping[str, Any], at: str) -> None:
+    """Each interval has one figure per worker (empty: none at all when accepts were not traced)."""
+    width = len(doc["workers"])
+    for index, interval in enumerate(doc["intervals"]):
+        for name in ("accepts", "cpu", "empty"):
+            if len(interval[name]) != width and not (name == "empty" and not interval[name]):
+                where = child(child(child(at, "intervals"), index), name)
+                raise SchemaError(where, f"has {len(interval[name])} values, one per worker, but there are {width}")
+
+
+OBSERVE_SHAPE = known(
+    ObserveResult,
+    derive(ObserveResult, ports=ListOf(PORT), counters=MapOf(SIGNED), rules=(_one_value_per_worker,)),
+)

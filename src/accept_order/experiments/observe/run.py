@@ -1,0 +1,300 @@
+"""`observe`: a running server's own traffic, passively, for a while: who accepts what, per worker.
+
+Nothing is driven at the server and nothing signals it. The kernel counts each worker's accepts on
+tracepoints (probes/accept_watch.py; per thread for a threaded server); /proc gives each worker's CPU and
+context switches; netlink (or /proc/PID/net) the listen queue's depth, sampled every 100 ms; the server's
+namespace's netstat its listen overflows. Without root or bpftrace, the connections each worker holds are
+sampled from its fd table instead, and the result says it is approximate.
+
+Every interval (a second) the result so far goes to `on_snapshot` (the command's live view). Ctrl-C or
+SIGTERM ends the observation early: RunInterrupted carries the result, marked interrupted.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from contextlib import ExitStack
+
+from ... import environment
+from ...errors import PlanError
+from ...probes.accept_watch import SOURCE, AcceptWatch, ThreadCounts
+from ...probes.server_netns import same_namespace
+from ...servers.watched import gone
+from ...session import RunInterrupted
+from ...signals import deferred
+from ...spec import MAX_DURATION_S, check_range
+from .mechanism import mechanism_of
+from .result import ObservedMechanism, ObservedWorker, ObserveInterval, ObserveResult
+from .sampling import SAMPLE_EVERY_S, Holdings, QueueSampler, Usage, counters, paced, usage_of
+from .server import Watched, find_server
+
+Snapshot = Callable[[ObserveResult], None]
+INTERVAL_S = 1.0
+NOT_TRACED = "not traced ({why}): each worker's connections sampled from its fd table every interval; "
+NOT_TRACED += "short ones are missed"
+
+
+class Observer:
+    """The state of one observation: the probes, the readings at the start, and the intervals so far."""
+
+    def __init__(self, watched: Watched, trace: bool, duration_s: float, interval_s: float) -> None:
+        self.watched = watched
+        self.duration_s = duration_s
+        self.interval_s = interval_s
+        self.watch = AcceptWatch(watched.workers) if trace else None
+        self.why = "" if trace else "--no-trace"
+        self.queue = QueueSampler(watched)
+        self.every_s = SAMPLE_EVERY_S
+        self.holdings: Holdings | None = None
+        self.intervals: list[ObserveInterval] = []
+        self.exited: dict[int, float] = {}  # unit index -> seconds into the observation
+        self.mechanism: ObservedMechanism | None = None  # asked of inspect at the end (see _finish)
+        self.environment = environment.current()
+        self._start_usage: list[Usage | None] = []
+        self._last_usage: list[Usage | None] = []
+        self._last_counts: list[int] = []
+        self._last_empty: list[int] = []
+        self._counters: dict[str, int] = {}
+        self._last_overflows = 0
+        self.started = 0.0
+        self._last_tick = 0.0
+
+    # -- start and the readings ------------------------------------------------------------------
+    def start(self) -> None:
+        if self.watch is not None:
+            self.watch.start()
+            if not self.watch.attached:
+                self.why = self.watch.stop().why
+                self.watch = None
+        if self.watch is None:
+            self.holdings = Holdings(self.watched)
+        units = self.watched.units
+        self._start_usage = [usage_of(u) for u in units]
+        self._last_usage = list(self._start_usage)
+        self._last_counts = [0] * len(units)
+        self._last_empty = [0] * len(units)
+        self._counters = counters(self.watched.netns_pid)
+        self.started = self._last_tick = time.monotonic()
+
+    def sample(self) -> None:
+        """One sample of the listen queue (and, untraced, of who holds which connection), paced by its cost."""
+        began = time.perf_counter()
+        self.queue.sample()
+        if self.holdings is not None:
+            self.holdings.sample()
+        self.every_s = paced(time.perf_counter() - began)
+
+    @property
+    def traced(self) -> bool:
+        return self.watch is not None
+
+    def _counts(self, totals: ThreadCounts | None) -> tuple[list[int], list[int]]:
+        """Per unit: (connections so far, empty accepts so far)."""
+        if totals is None:
+            assert self.holdings is not None
+            seen = [self.holdings.seen[u.pid] if u.tid is None else 0 for u in self.watched.units]
+            return seen, [0] * len(seen)
+        pairs = [totals.of(u.pid, u.tid) for u in self.watched.units]
+        return [a for a, _ in pairs], [e for _, e in pairs]
+
+    def tick(self, totals: ThreadCounts | None = None, last: bool = False, at: float | None = None) -> None:
+        """Close the current interval: read every counter and append what moved since the last one. The
+        `last` one, when much shorter than an interval, is added to the one before (a rate over a few
+        milliseconds would say nothing). `at`: when the totals were counted up to, if not now."""
+        now = time.monotonic() if at is None else min(at, time.monotonic())
+        span = now - self._last_tick
+        if totals is None and self.watch is not None:
+            totals = self.watch.totals()
+        if self.holdings is not None and not last:
+            self.holdings.sample()  # at least once an interval, however slowly sampling is paced
+        counts, empty = self._counts(totals)
+        cpu = []
+        for index, unit in enumerate(self.watched.units):
+            used = usage_of(unit)
+            before = self._last_usage[index]
+            cpu.append(round((used.cpu_s - before.cpu_s) / span, 4) if used and before and span > 0 else 0.0)
+            if used is not None:
+                self._last_usage[index] = used
+            elif index not in self.exited and gone(unit.id):
+                self.exited[index] = round(now - self.started, 3)
+        overflows = counters(self.watched.netns_pid).get("TcpExtListenOverflows", 0)
+        overflowed = overflows - self._counters.get("TcpExtListenOverflows", overflows) - self._last_overflows
+        self._last_overflows += overflowed
+        queue_max, queue_mean = self.queue.interval()
+        closed = ObserveInterval(
+            end_s=round(now - self.started, 3),
+            span_s=round(span, 3),
+            accepts=tuple(c - last for c, last in zip(counts, self._last_counts, strict=True)),
+            empty=tuple(e - last for e, last in zip(empty, self._last_empty, strict=True)) if self.traced else (),
+            cpu=tuple(cpu),
+            queue_max=queue_max,
+            queue_mean=None if queue_mean is None else round(queue_mean, 3),
+            overflows=max(0, overflowed),
+        )
+        if last and self.intervals and span < self.interval_s / 4:
+            closed = self.intervals.pop().joined(closed)
+        self.intervals.append(closed)
+        self._last_counts, self._last_empty, self._last_tick = counts, empty, now
+
+    def everyone_gone(self) -> bool:
+        return len(self.exited) == len(self.watched.units)
+
+    # -- the result ------------------------------------------------------------------------------
+    def result(self, interrupted: bool = False, notes: tuple[str, ...] = ()) -> ObserveResult:
+        """The observation so far (every interval closed up to now)."""
+        units = self.watched.units
+        workers = []
+        for index, unit in enumerate(units):
+            first, last = self._start_usage[index], self._last_usage[index]
+            taken = sum(i.accepts[index] for i in self.intervals)
+            workers.append(
+                ObservedWorker(
+                    index=index,
+                    pid=unit.pid,
+                    tid=unit.tid,
+                    accepts=taken if self.traced else None,
+                    empty=sum(i.empty[index] for i in self.intervals) if self.traced else None,
+                    seen=taken if not self.traced and unit.tid is None else None,
+                    cpu_s=round(last.cpu_s - first.cpu_s, 6) if first and last else None,
+                    voluntary_switches=last.voluntary - first.voluntary if first and last else None,
+                    involuntary_switches=last.involuntary - first.involuntary if first and last else None,
+                    exited_s=self.exited.get(index),
+                )
+            )
+        samples = self.queue.samples
+        now = counters(self.watched.netns_pid)
+        own = same_namespace(self.watched.netns_pid)
+        return ObserveResult(
+            target=self.watched.target,
+            program=self.watched.program,
+            master=self.watched.master,
+            ports=self.watched.ports,
+            listeners=len(self.watched.listeners),
+            backlog=max((r.backlog for r in self.watched.listeners if r.backlog is not None), default=None),
+            workers=tuple(workers),
+            intervals=tuple(self.intervals),
+            duration_s=self.duration_s,
+            wall_s=round(self._last_tick - self.started, 3),
+            traced=self.traced,
+            source=self.watch_source(),
+            queue_every_s=round(self.every_s, 3),
+            queue_samples=len(samples),
+            queue_max=max(samples) if samples else None,
+            queue_mean=round(sum(samples) / len(samples), 3) if samples else None,
+            counters={k: now[k] - self._counters[k] for k in now if k in self._counters},
+            namespace="this tool's" if own else "the server's own",
+            mechanism=self.mechanism,
+            environment=self.environment,
+            interrupted=interrupted,
+            notes=notes,
+        )
+
+    def watch_source(self) -> str:
+        if self.watch is not None:
+            return SOURCE
+        return NOT_TRACED.format(why=self.why)
+
+    def close(self) -> None:
+        if self.watch is not None:
+            self.watch.close()
+
+
+def observe(
+    pid: int | None = None,
+    port: int | None = None,
+    duration_s: float = 30.0,
+    interval_s: float = INTERVAL_S,
+    trace: bool = True,
+    on_snapshot: Snapshot | None = None,
+    until: threading.Event | None = None,
+) -> ObserveResult:
+    """Observe the server behind `pid` or `port` for `duration_s` (or until `until` is set). Ctrl-C or
+    SIGTERM: RunInterrupted with the result so far. NotServing when nothing serves there."""
+    check(pid, port, duration_s, interval_s)
+    watched = find_server(pid, port)
+    with ExitStack() as stack:
+        observer = Observer(watched, trace, duration_s, interval_s)
+        stack.callback(observer.close)
+        try:
+            observer.start()
+            if on_snapshot:
+                on_snapshot(observer.result())
+            _loop(observer, on_snapshot, until)
+        except KeyboardInterrupt as cause:
+            if not observer.started:  # stopped before anything was measured: nothing to keep
+                raise
+            with deferred():
+                result = _finish(observer, interrupted=True)
+            raise RunInterrupted([result], cause) from None
+        with deferred():
+            return _finish(observer)
+    raise AssertionError("unreachable")
+
+
+def check(pid: int | None, port: int | None, duration_s: float, interval_s: float) -> None:
+    """PlanError for what cannot be observed: neither or both of pid and port, a duration out of range."""
+    if (pid is None) == (port is None):
+        raise PlanError("give the server's pid or its --port (one of them)")
+    if pid is not None:
+        check_range("PID", pid, 1, 1 << 22)
+    if port is not None:
+        check_range("--port", port, 1, 65535)
+    check_range("--duration", duration_s, 0.001, MAX_DURATION_S, "s")
+    check_range("--interval", interval_s, 0.1, 3600, "s")
+
+
+def _loop(observer: Observer, on_snapshot: Snapshot | None, until: threading.Event | None) -> None:
+    end = observer.started + observer.duration_s
+    next_tick = observer.started + observer.interval_s
+    next_sample = observer.started
+    while not observer.everyone_gone():
+        now = time.monotonic()
+        if now >= end or (until is not None and until.is_set()):
+            return
+        if now >= next_sample:
+            observer.sample()
+            next_sample = max(next_sample + observer.every_s, now)
+        if now >= next_tick:
+            observer.tick()
+            next_tick += observer.interval_s
+            if on_snapshot:
+                on_snapshot(observer.result())
+        wait = max(0.0, min(next_sample, next_tick, end) - time.monotonic())
+        if until is not None:
+            until.wait(wait)
+        else:
+            time.sleep(wait)
+
+
+def _finish(observer: Observer, interrupted: bool = False) -> ObserveResult:
+    """The last interval, with the exact totals bpftrace prints as it stops."""
+    notes: list[str] = []
+    totals = None
+    if observer.watch is not None:
+        totals, counts = observer.watch.finish()
+        if not counts.available:
+            notes.append(f"the kernel's final counts were lost ({counts.why}): the last interval is short of them")
+            totals = None
+    observer.tick(totals, last=True, at=observer.watch.ended if observer.watch is not None else None)
+    # inspect reads every worker's fd table a few times (a second on a busy machine): asked after watching,
+    # so that watching starts at once
+    observer.mechanism = mechanism_of(observer.watched)
+    watched = observer.watched
+    if watched.program == "haproxy" and watched.threaded and len(watched.listeners) < len(watched.units):
+        notes.append(
+            "HAProxy hands each connection it accepts to the least loaded thread's queue (tune.listener.multi-queue): "
+            "the thread that accepts is not always the one that serves"
+        )
+    for index, after in sorted(observer.exited.items()):
+        unit = watched.units[index]
+        notes.append(
+            f"worker {index} ({unit.id}) exited {after:.1f} s in; workers started after observe began (a reload's, "
+            "a replacement's) are not watched"
+        )
+    if observer.everyone_gone():
+        notes.append("every worker had exited: the server stopped while it was observed")
+    if observer.watched.master is not None and gone(observer.watched.master):
+        notes.append(f"the master (pid {observer.watched.master}) exited while it was observed")
+    return observer.result(interrupted, tuple(notes))

@@ -1,0 +1,113 @@
+"""What observe reads from /proc and netlink while the server runs: each worker's CPU and context switches,
+the listen queue's depth, the kernel's listen counters, and (without tracing) which worker holds which
+connection. Every read is of the kernel's tables: nothing here writes to the server or signals it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ...probes.listeners import listening_sockets_of
+from ...probes.server_netns import counters_of
+from ...processes import process_errors, usage
+from .server import Unit, Watched, held_sockets
+
+SAMPLE_EVERY_S = 0.1  # the listen queue (and, untraced, who holds what) is sampled this often ...
+BUDGET = 0.01  # ... or less often, so that sampling takes at most this share of one CPU (see paced)
+_LISTEN = "0A"
+_TIME_WAIT = "06"
+
+
+@dataclass(frozen=True)
+class Usage:
+    voluntary: int
+    involuntary: int
+    cpu_s: float
+
+
+def usage_of(unit: Unit) -> Usage | None:
+    """A worker's context switches and CPU time so far (/proc/TID for a thread); None when gone."""
+    try:
+        return Usage(*usage(unit.id))
+    except process_errors(ValueError):
+        return None
+
+
+class QueueSampler:
+    """The depth of the server's listen queues (Recv-Q, summed over its listeners), one sample per call."""
+
+    def __init__(self, watched: Watched) -> None:
+        self.watched = watched
+        self.samples: list[int] = []  # every depth seen since the start
+        self._mark = 0  # the first sample of the current interval
+
+    def sample(self) -> None:
+        depth = 0
+        for port in self.watched.ports:
+            rows = listening_sockets_of(port, [self.watched.netns_pid])
+            depth += sum(row.queue for row in rows if row.inode in self.watched.inodes)
+        self.samples.append(depth)
+
+    def interval(self) -> tuple[int | None, float | None]:
+        """(max, mean) of the samples since the last call; (None, None) when there were none."""
+        taken = self.samples[self._mark :]
+        self._mark = len(self.samples)
+        if not taken:
+            return None, None
+        return max(taken), sum(taken) / len(taken)
+
+
+def paced(cost_s: float) -> float:
+    """How long to wait before the next sample, after one that took `cost_s`: SAMPLE_EVERY_S, or longer
+    when a sample is slow (a server in another network namespace is read from its /proc/PID/net/tcp, and
+    without tracing every connection is looked for there: both list every socket of the namespace)."""
+    return max(SAMPLE_EVERY_S, cost_s / BUDGET)
+
+
+def counters(netns_pid: int) -> dict[str, int]:
+    """The kernel's listen counters in the server's network namespace (/proc/PID/net/netstat)."""
+    return counters_of(netns_pid)
+
+
+def open_connections(netns_pid: int, ports: Sequence[int]) -> set[int]:
+    """Inodes of the server side of the TCP connections on `ports` that are still open (not listening, not
+    TIME_WAIT, accepted or not), from /proc/PID/net/tcp{,6} of the server's namespace."""
+    wanted = {f"{port:04X}" for port in ports}
+    found: set[int] = set()
+    for name in ("tcp", "tcp6"):
+        try:
+            with open(f"/proc/{netns_pid}/net/{name}", encoding="ascii", errors="replace") as f:
+                lines = f.readlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            # fields: sl, local, remote, state, tx:rx, tr:when, retrnsmt, uid, timeout, inode
+            if len(fields) > 9 and fields[3] not in (_LISTEN, _TIME_WAIT) and fields[1][-4:] in wanted:
+                inode = int(fields[9]) if fields[9].isdigit() else 0
+                if inode:
+                    found.add(inode)
+    return found
+
+
+class Holdings:
+    """Without tracing: which worker process holds which open connection, sampled (approximate: a
+    connection that opens and closes between two samples is never seen)."""
+
+    def __init__(self, watched: Watched) -> None:
+        self.watched = watched
+        self.seen: dict[int, int] = {pid: 0 for pid in watched.workers}  # connections seen so far
+        self._last: dict[int, set[int]] = {pid: set() for pid in watched.workers}  # held at the last sample
+
+    def sample(self) -> None:
+        connections = open_connections(self.watched.netns_pid, self.watched.ports)
+        for pid in self.watched.workers:
+            mine = held_sockets(pid) & connections
+            # A connection held at two samples in a row is one connection; inodes are not reused soon.
+            self.seen[pid] += len(mine - self._last[pid])
+            self._last[pid] = mine
+
+    def held(self, pid: int) -> int:
+        """Connections the worker held at the last sample."""
+        return len(self._last.get(pid, ()))

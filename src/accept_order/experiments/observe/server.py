@@ -1,0 +1,110 @@
+"""The server to observe, found from a pid (master, worker or thread) or a listening port, from /proc only.
+
+inspect's probes/serving.py finds the server through its listeners (a listening socket has no owner, only
+holders): every listener on the ports the given process holds, and every process holding one. Of those,
+observe watches the ones that accept: the holders none of whose children holds one too (nginx's and
+gunicorn's master holds the listener but never accepts). Where one process is the whole server and it has
+several threads, its threads are the workers: for HAProxy, and for a server this tool does not know (for the
+kinds it knows, ServerKind.threads_are_workers says).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from ...probes import serving
+from ...probes.listeners import ListenerRow
+from ...probes.serving import process_info, socket_inodes, with_backlogs
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A worker: a process, or one thread of a threaded server (`tid` set)."""
+
+    pid: int
+    tid: int | None = None
+
+    @property
+    def id(self) -> int:
+        """What /proc and the kernel call it: the thread's id, or the process's."""
+        return self.tid if self.tid is not None else self.pid
+
+
+@dataclass(frozen=True)
+class Watched:
+    target: str  # what was asked for: "pid 123" or "port 8080"
+    program: str  # the workers' command name (comm)
+    master: int | None  # the workers' parent when it holds the listener too
+    workers: tuple[int, ...]  # the processes that accept, oldest first
+    units: tuple[Unit, ...]  # the workers as the report counts them: processes, or the threads of one
+    ports: tuple[int, ...]
+    listeners: tuple[ListenerRow, ...]
+    netns_pid: int  # a process in the server's network namespace: its /proc/PID/net is the server's
+
+    @property
+    def threaded(self) -> bool:
+        return any(u.tid is not None for u in self.units)
+
+    @property
+    def inodes(self) -> frozenset[int]:
+        return frozenset(row.inode for row in self.listeners)
+
+
+def comm(pid: int) -> str:
+    info = process_info(pid)
+    return info.name if info is not None else "?"
+
+
+def held_sockets(pid: int) -> set[int]:
+    """Socket inodes in a process's fd table; empty when gone or not this user's to read."""
+    try:
+        return socket_inodes(pid)
+    except PermissionError:
+        return set()
+
+
+def threads(pid: int) -> list[int]:
+    try:
+        return sorted(int(t) for t in os.listdir(f"/proc/{pid}/task") if t.isdigit())
+    except OSError:
+        return []
+
+
+def find_server(pid: int | None = None, port: int | None = None) -> Watched:
+    """The server behind `pid` or `port` (in this network namespace), as inspect finds it (a pid that holds
+    no listener leads to its parent's or a child's). NotServing (one line) when there is none."""
+    server = serving.find_server(pid, port)
+    holders = server.holders
+    parents = {p: info.ppid if (info := process_info(p)) else None for p in holders}
+    workers = sorted((p for p in holders if p not in parents.values()), key=_started)
+    common = {parents[p] for p in workers}
+    master = common.pop() if len(common) == 1 and common <= holders.keys() else None
+    if len(workers) == 1 and len(tids := threads(workers[0])) > 1 and _threads_are_workers(workers[0]):
+        units = tuple(Unit(workers[0], tid) for tid in tids)
+    else:
+        units = tuple(Unit(p) for p in workers)
+    rows = server.listeners
+    ports = tuple(sorted({row.port for row in rows}))
+    listeners = tuple(with_backlogs(workers[0], list(rows)))  # /proc's rows (another namespace) lack the backlog
+    target = f"pid {pid}" if pid is not None else f"port {port}"
+    return Watched(target, comm(workers[0]), master, tuple(workers), units, ports, listeners, workers[0])
+
+
+def _threads_are_workers(pid: int) -> bool:
+    """A known server kind says whether its threads are workers (HAProxy's are; Caddy's Go threads, Puma's
+    pool are not); a server this tool does not know is counted per thread, which is what the kernel sees."""
+    from ...servers.registry import recognise
+
+    info = process_info(pid)
+    kind = recognise(info.name, info.argv) if info is not None else None
+    return kind is None or kind.threads_are_workers
+
+
+def _started(pid: int) -> tuple[int, int]:
+    """Sort key: start time (clock ticks since boot, /proc/PID/stat field 22), then pid."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rpartition(b")")[2].split()[19]), pid
+    except (OSError, ValueError, IndexError):
+        return 1 << 62, pid

@@ -1,0 +1,125 @@
+"""What an observation says, in the user's terms: who took what share of the connections, how even that
+is, and what the kernel saw around it (empty accepts, the listen queue, overflows). Pure: a result in,
+sentences out."""
+
+from __future__ import annotations
+
+from ...analysis.fairness import jain_index, max_min_share
+from ...render.text import plural
+from .result import ObserveResult
+
+UNEVEN = 1.5  # a worker with this many times an even share "took" the connections; below, they "shared"
+
+
+def _names(indices: list[int]) -> str:
+    shown = [str(i) for i in indices]
+    if len(shown) == 1:
+        return f"worker {shown[0]}"
+    return f"workers {', '.join(shown[:-1])} and {shown[-1]}"
+
+
+def headline(result: ObserveResult) -> str:
+    """One sentence: `worker 3 (pid 1234) took 71% of 48,210 connections; an even share is 33%`."""
+    counts = result.counts
+    n = len(result.workers)
+    seconds = f"{result.wall_s:.1f} s"
+    if counts is None:  # a threaded server without tracing: its threads share one fd table
+        return f"connections per thread cannot be told without tracing; by CPU, {_by_cpu(result)}"
+    total = sum(counts)
+    what = "connections" if result.traced else "connections seen (sampled)"
+    if total == 0 and not result.traced and sum(result.cpu) > 0:
+        return f"no connection was open at any sample (short ones pass unseen); by CPU, {_by_cpu(result)}"
+    if total == 0:
+        verb = "accepted" if result.traced else "seen held by a worker"
+        return f"no connection was {verb} in {seconds}: the server got no new connections while observed"
+    about = "" if result.traced else "about "
+    if n == 1:
+        return f"its one worker ({result.workers[0].label}) took all {total:,} {what}"
+    top = max(range(n), key=lambda i: counts[i])
+    share = counts[top] / total
+    none = [i for i, c in enumerate(counts) if c == 0]
+    if share >= UNEVEN / n or none:
+        worker = result.workers[top]
+        line = (
+            f"worker {top} ({worker.label}) took {about}{share:.0%} of {total:,} {what}; an even share is {1 / n:.0%}"
+        )
+        if none:
+            line += f"; {_names(none)} took none"
+        return line
+    low, high = min(counts) / total, max(counts) / total
+    return f"the {n} workers shared {total:,} {what} evenly: {about}{low:.0%} to {high:.0%} each"
+
+
+def _by_cpu(result: ObserveResult) -> str:
+    cpu = result.cpu
+    used = sum(cpu)
+    if used <= 0:
+        return f"no worker used any CPU in {result.wall_s:.1f} s"
+    top = max(range(len(cpu)), key=lambda i: cpu[i])
+    return f"worker {top} ({result.workers[top].label}) used {cpu[top] / used:.0%} of the workers' CPU"
+
+
+def fairness(result: ObserveResult) -> str | None:
+    counts = result.counts
+    if counts is None or len(counts) < 2 or not sum(counts):
+        return None
+    ratio = max_min_share(counts)
+    return (
+        f"fairness: Jain's index {jain_index(counts):.3f} (1: even; {1 / len(counts):.2f}: one took all), "
+        f"max/min {'inf' if ratio is None else f'{ratio:.2f}'}"
+    )
+
+
+def mechanism(result: ObserveResult) -> list[str]:
+    """The mechanism as inspect named it, why it gives what it gives, and what /proc could not show."""
+    seen = result.mechanism
+    if seen is None:
+        return ["mechanism: not known (inspect could not name it from /proc)"]
+    modes = f" (the server's mode {', '.join(seen.modes)})" if seen.modes else ""
+    lines = [f"mechanism, read by {seen.source}: {seen.name}{modes}: {seen.why}"]
+    lines += [f"not visible in /proc: {unseen}" for unseen in seen.unseen]
+    return lines
+
+
+def kernel(result: ObserveResult) -> list[str]:
+    """What the kernel saw around the accepts: empty accepts, the listen queue, overflows."""
+    lines = []
+    accepts = sum(w.accepts or 0 for w in result.workers)
+    empty = sum(w.empty or 0 for w in result.workers)
+    if result.traced and empty:
+        per = f", {empty / accepts:.2f} per connection" if accepts else ""
+        lines.append(
+            f"{empty:,} accepts came back empty (EAGAIN{per}): the queue was empty when the worker looked (woken "
+            "for a connection another took, or the end of an accept-until-empty loop such as multi_accept)"
+        )
+    sleeps = [w.voluntary_switches for w in result.workers]
+    counts = result.counts
+    if counts and sum(counts) and all(s is not None for s in sleeps):
+        slept = sum(s or 0 for s in sleeps) / sum(counts)
+        lines.append(
+            f"the workers slept {slept:.2f} times per connection (voluntary context switches: at most the wakeups)"
+        )
+    samples = f"{result.queue_samples:,} samples in {result.wall_s:.1f} s"
+    if result.queue_max is None:
+        lines.append("listen queue: not sampled")
+    elif result.queue_max == 0:
+        lines.append(f"listen queue: empty at every one of {samples}: the workers kept up")
+    else:
+        lines.append(
+            f"listen queue: at most {result.queue_max:,} waiting, {result.queue_mean or 0:.1f} on average ({samples})"
+        )
+    overflows = result.counters.get("TcpExtListenOverflows", 0)
+    if overflows:
+        lines.append(
+            f"{plural(overflows, 'connection attempt')} found a listen queue full (ListenOverflows, counted for "
+            f"{result.namespace} network namespace: every listener in it)"
+        )
+    return lines
+
+
+def verdict(result: ObserveResult) -> list[str]:
+    lines = [headline(result)]
+    if (line := fairness(result)) is not None:
+        lines.append(line)
+    lines += mechanism(result)
+    return lines + kernel(result)

@@ -1,0 +1,269 @@
+"""Load generator (closed loop, or open loop with a rate), the parent side: it owns a few driver processes
+(loads/drive_loop.py).
+
+Why processes and a raw epoll loop: one CPython process cannot open and close connections as fast as the
+kernel can; a raw `select.epoll` loop does the fewest syscalls and allocations per connection, and the
+work is split over processes so no single one is the bottleneck.
+
+`LoadGenerator` owns its driver processes: leaving its `with` block ends them on every path (normal
+end, exception, Ctrl-C, SIGTERM raised as an exception); drivers also die with their parent
+(PR_SET_PDEATHSIG) in case the parent is killed outright. Interrupted, it asks the drivers to stop and
+report what they measured, so a long run keeps its partial result.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from multiprocessing.connection import Connection, wait
+from types import TracebackType
+from typing import Any
+
+from ..errors import LoadError, WorkerExited
+from ..histogram import LatencyHistogram
+from ..processes import FORK, READY_TIMEOUT_S, STOP_TIMEOUT_S, end_processes, out_of_resources, start_child
+from ..run_warnings import RunWarning, WarningKind, warn
+from ..servers.target import Attribution
+from ..signals import deferred
+from ..spec import ConcurrentLoad
+from .drive_loop import ABORT, SATURATED, STOP, TICK_S, DriverConfig, DriverStats, driver_main
+from .protocol import LINE, ClientProtocol
+from .summary import LoadSummary, TimedTotals
+
+__all__ = [
+    "SATURATED",
+    "DriverStats",
+    "LoadGenerator",
+    "LoadResult",
+    "driver_warnings",
+    "run_load",
+]
+
+STARVED = 0.25  # a driver runnable but waiting for a CPU this share of its time competes with the workers
+REPORT_TIMEOUT_S = 5.0  # after a stop request, how long drivers have to send what they measured
+
+
+@dataclass
+class LoadResult(TimedTotals):
+    """Everything the drivers measured, merged, as they report it (workers by the index in the reply)."""
+
+    histogram: LatencyHistogram  # durations of served requests, microseconds
+    errors: Counter[str]  # failed requests by errno name (or timeout / no reply / bad reply)
+    served: Counter[int]  # worker index -> requests it answered
+    wall_s: float  # first driver's start to last driver's end
+    drivers: list[DriverStats] = field(default_factory=list)
+    interrupted: BaseException | None = None  # the Ctrl-C / SIGTERM (or WorkerExited) that stopped the run early
+
+    def summary(self, workers: int) -> LoadSummary:
+        """As one load's summary, with a count for each of `workers` workers."""
+        return LoadSummary(
+            histogram=self.histogram,
+            errors=dict(self.errors),
+            served=tuple(self.served.get(i, 0) for i in range(workers)),
+            wall_s=self.wall_s,
+            drivers=tuple(self.drivers),
+            interruption=self.interrupted,
+        )
+
+
+def driver_warnings(drivers: list[DriverStats], workers: int, cpus: int, procs: int | None = None) -> list[RunWarning]:
+    """What to say about the load generator itself: CPU-bound (locust warns above 90% CPU), or starved
+    of CPU by the workers it shares the machine with (its own delays are then in the latencies)."""
+    notes = [
+        warn(WarningKind.DRIVER_SATURATED, driver=d.index, percent=100 * d.cpu_fraction) for d in drivers if d.saturated
+    ]
+    waited = [d for d in drivers if d.wall_s and (d.runqueue_s or 0) / d.wall_s > STARVED]
+    if waited:
+        share = max((d.runqueue_s or 0) / d.wall_s for d in waited)
+        notes.append(
+            warn(
+                WarningKind.DRIVERS_STARVED,
+                procs=procs or len(drivers),
+                workers=workers,
+                cpus=cpus,
+                percent=100 * share,
+            )
+        )
+    return notes
+
+
+def split(total: int, parts: int) -> list[int]:
+    """`total` as `parts` near-equal shares, larger ones first: split(10, 3) == [4, 3, 3]."""
+    base, extra = divmod(total, parts)
+    return [base + (1 if i < extra else 0) for i in range(parts)]
+
+
+class LoadGenerator:
+    """Owner of the driver processes of one run (closed loop, or open loop with a rate). Use as a context manager."""
+
+    def __init__(
+        self, address: tuple[str, int], attribution: Attribution, load: ConcurrentLoad, protocol: ClientProtocol = LINE
+    ) -> None:
+        load = load.validated()
+        procs = load.driver_procs
+        slots = split(load.concurrency, procs)
+        count = load.connections
+        shares: list[int | None] = list(split(count, procs)) if count is not None else [None] * procs
+        self.configs = [
+            DriverConfig(
+                i,
+                address,
+                attribution,
+                protocol,
+                shares[i],
+                load.duration_s,
+                slots[i],
+                load.timeout_s,
+                None if load.rate is None else load.rate * slots[i] / load.concurrency,
+            )
+            for i in range(procs)
+        ]
+        self.procs: list[Any] = []
+        self.pipes: list[Connection] = []
+        self._go = FORK.Event()
+        self._stop: Any = FORK.RawValue("b", 0)
+        self._progress: Any = FORK.RawArray("q", 2 * procs)  # per driver: finished, served
+
+    @property
+    def total(self) -> int | None:
+        """Connections the run will finish (None for a duration run)."""
+        shares = [c.requests for c in self.configs]
+        return None if None in shares else sum(s or 0 for s in shares)
+
+    def finished(self) -> tuple[int, int]:
+        """(connections finished, of which served) so far, as the drivers last published them."""
+        return sum(self._progress[0::2]), sum(self._progress[1::2])
+
+    def __enter__(self) -> LoadGenerator:
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def start(self) -> None:
+        for cfg in self.configs:
+            receiver, sender = out_of_resources(f"driver {cfg.index}", lambda: FORK.Pipe(duplex=False))
+            proc = FORK.Process(
+                target=driver_main,
+                args=(cfg, sender, self._go, self._progress, self._stop),
+                name=f"driver-{cfg.index}",
+            )
+            self.procs.append(proc)  # before start(): an interrupt right after it must not orphan the child
+            self.pipes.append(receiver)
+            out_of_resources(f"driver {cfg.index}", partial(start_child, proc))
+            sender.close()
+        for cfg, proc, pipe in zip(self.configs, self.procs, self.pipes, strict=True):
+            ready = wait([pipe, proc.sentinel], timeout=2 * READY_TIMEOUT_S)
+            if pipe in ready:
+                try:
+                    if pipe.recv()[0] == "ready":
+                        continue
+                except EOFError:
+                    pass
+            raise LoadError(f"driver {cfg.index} did not start (exit code {proc.exitcode})")
+
+    def run(self, on_tick: Callable[[int, float], None] | None = None) -> LoadResult:
+        """Say go, wait for every driver's tallies, merge them. `on_tick(done, elapsed_s)` runs every
+        TICK_S in this process; an exception it raises (e.g. a worker died) aborts the run.
+
+        Ctrl-C or SIGTERM (a KeyboardInterrupt) does not lose the run: the drivers are told to stop, their
+        partial tallies are merged, and the result comes back with `interrupted` set to the exception,
+        for the caller to re-raise once the result is saved. So does a WorkerExited from `on_tick` (a
+        worker of a server this tool did not start exited: what was measured until then stands)."""
+        started = time.monotonic()
+        self._go.set()
+        reports: dict[int, dict[str, Any]] = {}
+        try:
+            self._collect(reports, started, on_tick, deadline=None)
+        except (KeyboardInterrupt, WorkerExited) as exc:  # a signal, or a worker of an attached server left
+            self._stop.value = STOP
+            # A second Ctrl-C or SIGTERM while the drivers report must not cut this short; the first
+            # signal decides how the command ends (deferred() drops the second inside this handler).
+            with deferred():
+                self._collect(reports, started, None, deadline=time.monotonic() + REPORT_TIMEOUT_S)
+            result = merge([reports[i] for i in sorted(reports)])
+            result.interrupted = exc
+            return result
+        return merge([reports[i] for i in sorted(reports)])
+
+    def _collect(
+        self,
+        reports: dict[int, dict[str, Any]],
+        started: float,
+        on_tick: Callable[[int, float], None] | None,
+        deadline: float | None,
+    ) -> None:
+        pending = {i: p for i, p in enumerate(self.pipes) if i not in reports}
+        while pending:
+            if deadline is not None and time.monotonic() > deadline:
+                return  # drivers that did not report in time: their connections are missing, said below
+            sentinels = {self.procs[i].sentinel: i for i in pending}
+            for ready in wait([*pending.values(), *sentinels], timeout=TICK_S):
+                index = sentinels.get(ready) if isinstance(ready, int) else None
+                if index is None:
+                    index = next(i for i, p in pending.items() if p is ready)
+                if index not in pending:
+                    continue
+                pipe = pending[index]
+                if pipe.poll():
+                    try:
+                        kind, payload = pipe.recv()
+                    except EOFError:
+                        kind, payload = "eof", None
+                    if kind == "result":
+                        reports[index] = payload
+                        del pending[index]
+                        continue
+                    if kind == "error":
+                        raise LoadError(f"driver {index} failed: {payload}")
+                self.procs[index].join(0.5)
+                raise LoadError(
+                    f"driver {index} (pid {self.procs[index].pid}) died with exit code "
+                    f"{self.procs[index].exitcode} before reporting"
+                )
+            if on_tick:
+                on_tick(self.finished()[0], time.monotonic() - started)
+
+    def close(self) -> None:
+        """End every driver still alive (SIGTERM, then SIGKILL) and reap it."""
+        self._stop.value = ABORT  # a driver's SIGTERM handler then exits at once instead of reporting
+        end_processes(self.procs, STOP_TIMEOUT_S)
+        for pipe in self.pipes:
+            pipe.close()
+        self.pipes = []
+
+
+def merge(reports: list[dict[str, Any]]) -> LoadResult:
+    histogram = LatencyHistogram()
+    errors: Counter[str] = Counter()
+    served: Counter[int] = Counter()
+    for r in reports:
+        for us, n in r["counts"]:
+            histogram.add(us, n)
+        errors.update(r["errors"])
+        served.update(r["served"])
+    wall = max(r["end"] for r in reports) - min(r["start"] for r in reports) if reports else 0.0
+    drivers = [DriverStats.from_dict(r["stats"]) for r in reports]
+    return LoadResult(histogram, errors, served, round(wall, 6), drivers)
+
+
+def run_load(
+    address: tuple[str, int],
+    attribution: Attribution,
+    load: ConcurrentLoad,
+    on_tick: Callable[[int, float], None] | None = None,
+    protocol: ClientProtocol = LINE,
+) -> LoadResult:
+    """Drive a load at `address` until its connections have finished or its duration passed."""
+    with LoadGenerator(address, attribution, load, protocol) as gen:
+        return gen.run(on_tick)

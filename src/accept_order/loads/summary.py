@@ -1,0 +1,143 @@
+"""What one load got, as one type: served per worker, failed by errno, durations, the drivers.
+
+`LoadSummary` is what `session.drive_load` returns for every experiment that drives a load (latency,
+sweep, burst, ramp, reload), and what `merge` adds (`extend`, as locust's StatsEntry does): histograms,
+failures, per-worker counts add; the drivers are all kept; wall time adds for loads run one after
+another and takes the longest for loads run at the same moment. `LoadTotals` (timed or counted) holds the
+totals every result of a load derives the same way, so no result counts "failed" or "driven" on its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..histogram import LatencyHistogram
+from .drive_loop import DriverStats
+
+
+class LoadTotals:
+    """Totals of a load's result, from how many were served (`ok`) and its `errors` by errno name."""
+
+    errors: Mapping[str, int]
+    wall_s: float
+
+    @property
+    def ok(self) -> int:
+        """Connections served."""
+        raise NotImplementedError
+
+    @property
+    def failed(self) -> int:
+        return sum(self.errors.values())
+
+    @property
+    def driven(self) -> int:
+        """Every connection driven: served or failed, none uncounted."""
+        return self.ok + self.failed
+
+    @property
+    def requests(self) -> int:
+        """`driven`'s name before 0.3 (a latency result's), for older callers of the Python API."""
+        return self.driven
+
+    @property
+    def throughput(self) -> float:
+        """Served connections per second of load."""
+        return self.ok / self.wall_s if self.wall_s > 0 else 0.0
+
+
+class TimedTotals(LoadTotals):
+    """A load that kept every served connection's duration: served is the histogram's count."""
+
+    histogram: LatencyHistogram
+
+    @property
+    def ok(self) -> int:
+        return self.histogram.count
+
+
+class CountedTotals(LoadTotals):
+    """A load that kept per-worker counts (and percentiles only): served is their sum."""
+
+    served: tuple[int, ...]
+
+    @property
+    def ok(self) -> int:
+        return sum(self.served)
+
+
+def add_counts(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    """Per-worker counts added worker by worker (the shorter list counts 0 for the workers it lacks)."""
+    width = max(len(a), len(b))
+    return tuple((a[i] if i < len(a) else 0) + (b[i] if i < len(b) else 0) for i in range(width))
+
+
+@dataclass(frozen=True)
+class LoadSummary(TimedTotals):
+    """One load's outcome. `served` is per worker from the replies (or, for a server whose replies do not
+    name the worker, the kernel's accept counts); `histogram` holds every served connection's duration."""
+
+    histogram: LatencyHistogram
+    errors: Mapping[str, int]
+    served: tuple[int, ...]
+    wall_s: float  # first driver's start to last driver's end
+    drivers: tuple[DriverStats, ...] = ()
+    # The Ctrl-C or SIGTERM that stopped the load early (or a WorkerExited: a worker of an attached server
+    # left): the caller keeps the partial result, then raises it.
+    interruption: BaseException | None = field(default=None, compare=False)
+
+    @property
+    def interrupted(self) -> bool:
+        return self.interruption is not None
+
+    def percentile_us(self, q: float) -> int | None:
+        """The q-th percentile of the served connections' durations, None when none was served."""
+        return self.histogram.percentile(q) if self.histogram.count else None
+
+    @property
+    def max_us(self) -> int | None:
+        return self.histogram.max_us
+
+    def extend(self, other: LoadSummary, concurrent: bool = False) -> LoadSummary:
+        """This load and `other` as one: run one after the other, or at the same moment (`concurrent`)."""
+        histogram = LatencyHistogram()
+        histogram.merge(self.histogram)
+        histogram.merge(other.histogram)
+        errors = dict(self.errors)
+        for name, n in other.errors.items():
+            errors[name] = errors.get(name, 0) + n
+        walls = (self.wall_s, other.wall_s)
+        return LoadSummary(
+            histogram=histogram,
+            errors=errors,
+            served=add_counts(self.served, other.served),
+            wall_s=round(max(walls) if concurrent else sum(walls), 6),
+            drivers=self.drivers + other.drivers,
+            interruption=self.interruption or other.interruption,
+        )
+
+    def replace_served(self, served: tuple[int, ...]) -> LoadSummary:
+        return LoadSummary(self.histogram, self.errors, served, self.wall_s, self.drivers, self.interruption)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a latency run stores them."""
+        return {
+            "wall_s": self.wall_s,
+            "histogram": self.histogram.to_dict(),
+            "errors": dict(self.errors),
+            "served": list(self.served),
+            "drivers": [d.to_dict() for d in self.drivers],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> LoadSummary:
+        """From a latency run's document (checked on load: results/typed.py)."""
+        return cls(
+            histogram=LatencyHistogram.from_dict(data["histogram"]),
+            errors={str(k): int(v) for k, v in data.get("errors", {}).items()},
+            served=tuple(int(n) for n in data.get("served", ())),
+            wall_s=float(data.get("wall_s", 0.0)),
+            drivers=tuple(DriverStats.from_dict(d) for d in data.get("drivers", ())),
+        )

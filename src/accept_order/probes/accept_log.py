@@ -1,0 +1,87 @@
+"""Who accepted each connection, from the kernel: for a server that names no worker in its reply and
+closes the connection as soon as it has answered (a line server), so that its owner cannot be looked up
+in /proc (probes/owner.py) while the connection is still open.
+
+bpftrace, on the same tracepoints as accepts.py, prints one line per accept by the attached workers: the
+worker's pid, the port of the client at the other end (read from the accepted socket through the fd that
+accept returned) and the time (CLOCK_MONOTONIC, the clock of time.perf_counter_ns). The client looks its
+own local port up, so each connection finds its own accept whether or not connections overlap:
+
+    with AcceptLog(pids) as log:
+        log.start()                                         # returns once the tracepoints are attached
+        pid = log.accepted_by(client_port, started_ns)      # after the reply: the accept came before it
+        counts = log.stop()                                 # available, why (and the counts per pid)
+
+Nothing raises when tracing is impossible (not root, no bpftrace, no BTF to read the socket with):
+accepted_by then answers None and stop() says why.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+from .accepts import _HEAD, _TAIL, AcceptCounter, accepted_by
+
+LOOKUP_TIMEOUT_S = 1.0  # bpftrace prints an accept within milliseconds; the reply came after the accept
+_LINE = re.compile(rb"^accept-order accepted (\d+) (\d+) (\d+)$", re.MULTILINE)
+
+
+def log_program(pids: tuple[int, ...] | None) -> str:
+    """Count accepts per pid as accepts.program does, and print each one with its client's port.
+
+    The accepted socket is the file at index `ret` in the caller's fd table; its struct sock has the peer's
+    port (network byte order) in skc_dport. Reading kernel structures needs BTF (/sys/kernel/btf/vmlinux)."""
+    pred = accepted_by(pids)
+    return (
+        "tracepoint:syscalls:sys_exit_accept4, tracepoint:syscalls:sys_exit_accept\n"
+        f"/{pred}/\n"
+        "{\n"
+        "  @[pid] = count();\n"
+        "  $file = *(curtask->files->fdt->fd + args->ret);\n"
+        "  $sk = ((struct socket *)$file->private_data)->sk;\n"
+        '  printf("accept-order accepted %d %d %llu\\n", pid, bswap($sk->__sk_common.skc_dport), nsecs);\n'
+        "}\n"
+        f'END {{ printf("{_HEAD}\\n"); print(@); clear(@); printf("{_TAIL}\\n"); }}\n'
+    )
+
+
+class AcceptLog(AcceptCounter):
+    """bpftrace as a child, printing each accept by `pids` with its client's port (see the module doc)."""
+
+    def __init__(self, pids: tuple[int, ...] | list[int]) -> None:
+        super().__init__(pids)
+        self._events: dict[int, list[tuple[int, int]]] = {}  # client port -> [(accepted at ns, pid)]
+        self._parsed = 0  # how much of the output has been read into _events
+
+    def program(self) -> str:
+        return log_program(self.pids)
+
+    def accepted_by(self, client_port: int, since_ns: int, timeout_s: float = LOOKUP_TIMEOUT_S) -> int | None:
+        """The pid that accepted the connection from `client_port` at or after `since_ns` (when the client
+        started it), waiting up to `timeout_s` for bpftrace to print it; None when it never does."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            pid = self._take(client_port, since_ns)
+            if pid is not None or not self.attached:
+                return pid
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not self.read_more(remaining):
+                return None
+
+    def _take(self, port: int, since_ns: int) -> int | None:
+        self._parse()
+        events = self._events.get(port)
+        while events:
+            at, pid = events.pop(0)  # an earlier connection from the same port is not this one
+            if at >= since_ns:
+                return pid
+        return None
+
+    def _parse(self) -> None:
+        end = self._out.rfind(b"\n", self._parsed) + 1
+        if end <= self._parsed:
+            return
+        for pid, port, at in _LINE.findall(bytes(self._out[self._parsed : end])):
+            self._events.setdefault(int(port), []).append((int(at), int(pid)))
+        self._parsed = end

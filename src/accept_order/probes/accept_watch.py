@@ -1,0 +1,113 @@
+"""Accepts per thread while a server runs: accepts.py's bpftrace, keyed by (pid, tid), printing its running
+totals every PRINT_MS so that they can be read while it runs (observe's live view), and once more at the end.
+
+It counts, for the processes given, the accept()/accept4() calls that returned a socket and those that came
+back empty (EAGAIN: the caller woke, or polled, for a connection another worker had already taken). The
+key is the thread: HAProxy's threads share one process, and each is a worker of its own.
+
+    with AcceptWatch(pids) as watch:
+        watch.start()               # returns once the tracepoints are attached (see AcceptCounter)
+        totals = watch.totals()     # the running totals, as last printed (never waits)
+        totals, counts = watch.finish()  # exact totals at the end; counts.available / counts.why
+
+Every print is a snapshot of counters that only grow, so the latest value of a key is its largest: no
+framing of the periodic prints is needed, and a print that interleaves with the END block is harmless.
+Nothing raises when tracing is impossible: finish() then answers available=False and says why.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from .accepts import _HEAD, _TAIL, AcceptCounter, AcceptCounts, accepted_by
+from .accepts import SOURCE as COUNTER_SOURCE
+
+EAGAIN = 11
+PRINT_MS = 200  # how stale a running total may be; a print of a few keys costs bpftrace microseconds
+SOURCE = "counted by the kernel (bpftrace on the accept tracepoints, per thread)"
+_ENDED = "accept-order ended at"  # END's time: the counts are as of then (bpftrace takes ~0.3 s more to exit)
+_ENDED_LINE = re.compile(rb"^accept-order ended at (\d+)$", re.MULTILINE)
+_ENTRY = re.compile(rb"^@(ok|empty)\[(\d+), (\d+)\]: (\d+)$", re.MULTILINE)
+
+Key = tuple[int, int]  # (pid, tid)
+
+
+@dataclass(frozen=True)
+class ThreadCounts:
+    """Running totals since the probes attached: accepts that returned a socket, and accepts that came
+    back empty (EAGAIN), per (pid, tid)."""
+
+    accepted: dict[Key, int] = field(default_factory=dict)
+    empty: dict[Key, int] = field(default_factory=dict)
+
+    def of(self, pid: int, tid: int | None = None) -> tuple[int, int]:
+        """(accepted, empty) of one thread, or of every thread of `pid` when tid is None."""
+        if tid is not None:
+            return self.accepted.get((pid, tid), 0), self.empty.get((pid, tid), 0)
+        return (
+            sum(n for (p, _), n in self.accepted.items() if p == pid),
+            sum(n for (p, _), n in self.empty.items() if p == pid),
+        )
+
+
+def watch_program(pids: Sequence[int]) -> str:
+    """Count per (pid, tid) what accept returned, print the totals every PRINT_MS and at END.
+
+    The pid filter (the thread-group id: every thread of a worker passes) is in the predicate, as in
+    accepts.program, so that no other process reaches the maps."""
+    pred = accepted_by(pids, f"(args->ret >= 0 || args->ret == -{EAGAIN})")
+    dump = "print(@ok); print(@empty);"
+    return (
+        "tracepoint:syscalls:sys_exit_accept4, tracepoint:syscalls:sys_exit_accept\n"
+        f"/{pred}/\n"
+        "{ if (args->ret >= 0) { @ok[pid, tid] = count(); } else { @empty[pid, tid] = count(); } }\n"
+        f"interval:ms:{PRINT_MS} {{ {dump} }}\n"
+        # clear() after the last print: bpftrace prints every non-empty map again on exit
+        f'END {{ printf("{_HEAD}\\n{_ENDED} %llu\\n", nsecs); {dump}\n'
+        f'      clear(@ok); clear(@empty); printf("{_TAIL}\\n"); }}\n'
+    )
+
+
+class AcceptWatch(AcceptCounter):
+    """bpftrace as a child, counting the accepts of `pids` per thread (see the module doc)."""
+
+    def __init__(self, pids: Sequence[int]) -> None:
+        super().__init__(pids)
+        self._accepted: dict[Key, int] = {}
+        self._empty: dict[Key, int] = {}
+        self.ended: float | None = None  # see finish()
+
+    def program(self) -> str:
+        return watch_program(self.pids or ())
+
+    def totals(self) -> ThreadCounts:
+        """The running totals as bpftrace last printed them (at most PRINT_MS old); never waits."""
+        while self.attached and self.read_more(0):
+            pass
+        return self._parse()
+
+    def finish(self) -> tuple[ThreadCounts, AcceptCounts]:
+        """Stop bpftrace (its END block prints the final totals) and return them, with whether counting
+        worked and why not. `ended` is then when END ran (time.monotonic()'s clock): what the totals count
+        up to."""
+        counts = self.stop()
+        if ended := _ENDED_LINE.search(bytes(self._out)):
+            self.ended = int(ended.group(1)) / 1e9
+        totals = self._parse()
+        if counts.available:
+            counts = AcceptCounts(counts.counts, True, counts.why.replace(COUNTER_SOURCE, SOURCE, 1))
+        return totals, counts
+
+    def _parse(self) -> ThreadCounts:
+        end = self._out.rfind(b"\n") + 1  # whole lines only: a line being printed waits for the next read
+        if end:
+            for which, pid, tid, n in _ENTRY.findall(bytes(self._out[:end])):
+                totals = self._accepted if which == b"ok" else self._empty
+                key = (int(pid), int(tid))
+                totals[key] = max(totals.get(key, 0), int(n))
+            # What has been read is dropped: an hour's prints would otherwise be kept to the end. stop()
+            # finds the END block's framing in what it reads after this.
+            del self._out[:end]
+        return ThreadCounts(dict(self._accepted), dict(self._empty))

@@ -1,0 +1,102 @@
+"""Looking at a process's network namespace from outside it: the settings and counters that bear on its
+listeners, and running a question (a netlink dump) inside that namespace.
+
+/proc/PID/net/* already shows the process's own namespace (its tcp tables, its netstat counters). The
+sysctls under /proc/sys/net and a netlink socket belong to the namespace of the thread that opens them,
+so for a server in another namespace they are read by a short-lived thread that setns(2) into it (the
+rest of this process stays where it is). setns needs CAP_SYS_ADMIN: without it they stay unknown.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import threading
+from collections.abc import Callable
+from typing import TypeVar
+
+from .netstat import parse_netstat
+
+T = TypeVar("T")
+CLONE_NEWNET = 0x40000000
+SYSCTLS: tuple[str, ...] = (
+    "net/core/somaxconn",
+    "net/ipv4/tcp_max_syn_backlog",
+    "net/ipv4/tcp_syncookies",
+    "net/ipv4/tcp_migrate_req",
+)
+COUNTERS: tuple[str, ...] = ("TcpExtListenOverflows", "TcpExtListenDrops", "TcpExtTCPReqQFullDrop")
+
+
+def namespace_of(pid: int | str) -> int | None:
+    """The inode of the process's network namespace (None: gone, or not ours to look at)."""
+    try:
+        return os.stat(f"/proc/{pid}/ns/net").st_ino
+    except OSError:
+        return None
+
+
+def same_namespace(pid: int) -> bool:
+    theirs = namespace_of(pid)
+    return theirs is None or theirs == namespace_of("self")
+
+
+def in_namespace_of(pid: int, question: Callable[[], T]) -> T:
+    """`question()` asked from inside `pid`'s network namespace: here when it is ours, else in a thread
+    that enters it first. PermissionError when this process may not enter it."""
+    if same_namespace(pid):
+        return question()
+    outcome: list[T] = []
+    failure: list[BaseException] = []
+
+    def enter_and_ask() -> None:
+        try:
+            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+            fd = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                if libc.setns(fd, CLONE_NEWNET) != 0:
+                    code = ctypes.get_errno()
+                    raise PermissionError(code, f"setns into pid {pid}'s network namespace: {os.strerror(code)}")
+            finally:
+                os.close(fd)
+            outcome.append(question())
+        except BaseException as exc:  # carried to the caller's thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=enter_and_ask, name="accept-order-netns", daemon=True)
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
+    return outcome[0]
+
+
+def _sysctls() -> dict[str, int | None]:
+    values: dict[str, int | None] = {}
+    for name in SYSCTLS:
+        try:
+            with open(f"/proc/sys/{name}", encoding="ascii") as f:
+                values[name.rpartition("/")[2]] = int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            values[name.rpartition("/")[2]] = None  # an older kernel without it (tcp_migrate_req: 5.14)
+    return values
+
+
+def sysctls_of(pid: int) -> dict[str, int | None]:
+    """somaxconn, tcp_max_syn_backlog, tcp_syncookies, tcp_migrate_req as the server's namespace has
+    them; every value None when that namespace may not be entered."""
+    try:
+        return in_namespace_of(pid, _sysctls)
+    except OSError:
+        return {name.rpartition("/")[2]: None for name in SYSCTLS}
+
+
+def counters_of(pid: int) -> dict[str, int]:
+    """The listen-queue counters of the server's namespace since it was made ({} when unreadable)."""
+    try:
+        with open(f"/proc/{pid}/net/netstat", encoding="ascii") as f:
+            counters = parse_netstat(f.read())
+    except (OSError, ValueError):
+        return {}
+    return {name: counters[name] for name in COUNTERS if name in counters}

@@ -1,0 +1,268 @@
+"""Who serves: from a pid (master, worker or thread) or a listening port to the server's processes and
+listening sockets, read from /proc without touching the server.
+
+A listening socket has no owner in the kernel's tables, only holders (every process whose fd table has
+`socket:[INODE]`), so the server is found through its listeners: the listeners the given process holds
+(or its parent, a child, or a process at the other end of one of its Unix sockets: a worker fed by an
+acceptor holds none), every listener on the same ports in its network namespace (a SO_REUSEPORT group is
+several sockets on one port), the processes holding any of them (`socket_holders`), and the processes fed
+by those over Unix socketpairs (an acceptor's workers, Node's cluster workers under SCHED_RR).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..errors import NotServing
+from .listeners import ListenerRow, listening_sockets, parse_proc_net_tcp
+from .owner import socket_holders
+from .server_netns import in_namespace_of
+from .unix_peers import unix_peers
+
+
+@dataclass(frozen=True)
+class ProcessInfo:
+    pid: int
+    ppid: int
+    name: str  # comm
+    argv: tuple[str, ...]
+    uid: int | None
+
+
+@dataclass(frozen=True)
+class Server:
+    """The processes that serve (parents before children) and every listener they hold or that shares a
+    port with one of them. `holders`: pid -> listener inodes in its fd table; `fed`: processes holding none
+    that talk to a holder over a Unix socketpair; `peers`: Unix socket inode -> its peer's (may be {})."""
+
+    processes: tuple[ProcessInfo, ...]
+    listeners: tuple[ListenerRow, ...]
+    holders: dict[int, frozenset[int]]
+    fed: frozenset[int]
+    peers: dict[int, int]
+    hidden: tuple[int, ...]  # processes whose open files this user may not read
+
+    @property
+    def pids(self) -> list[int]:
+        return [p.pid for p in self.processes]
+
+    def process(self, pid: int) -> ProcessInfo | None:
+        return next((p for p in self.processes if p.pid == pid), None)
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def process_info(pid: int) -> ProcessInfo | None:
+    """The process (or the process of thread `pid`), or None when there is none."""
+    status = _read(f"/proc/{pid}/status")
+    if status is None:
+        return None
+    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    tgid = int(fields.get("Tgid", str(pid)).strip())
+    if tgid != pid:
+        return process_info(tgid)
+    argv = tuple(a for a in (_read(f"/proc/{pid}/cmdline") or "").split("\0") if a)
+    uid = fields.get("Uid", "").split()
+    return ProcessInfo(
+        pid, int(fields.get("PPid", "0").strip()), fields.get("Name", "?").strip(), argv, int(uid[0]) if uid else None
+    )
+
+
+def children_of(pids: Iterable[int]) -> set[int]:
+    wanted = set(pids)
+    found: set[int] = set()
+    for pid in wanted:
+        for tid in _listdir(f"/proc/{pid}/task"):
+            text = _read(f"/proc/{pid}/task/{tid}/children") or ""
+            found.update(int(c) for c in text.split())
+    return found
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
+
+
+def socket_inodes(pid: int) -> set[int]:
+    """Every socket inode in `pid`'s fd table. PermissionError: not this user's to read."""
+    inodes: set[int] = set()
+    directory = f"/proc/{pid}/fd"
+    try:
+        names = os.listdir(directory)
+    except (FileNotFoundError, ProcessLookupError):
+        return inodes
+    for name in names:
+        try:
+            link = os.readlink(f"{directory}/{name}")
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            inodes.add(int(link[8:-1]))
+    return inodes
+
+
+def namespace_listeners(pid: int) -> list[ListenerRow]:
+    """Every listening TCP socket in `pid`'s network namespace (/proc/PID/net/tcp{,6}: no backlog)."""
+    rows: list[ListenerRow] = []
+    for name, family in (("tcp", "ipv4"), ("tcp6", "ipv6")):
+        text = _read(f"/proc/{pid}/net/{name}")
+        if text is not None:
+            rows += parse_proc_net_tcp(text, family)  # type: ignore[arg-type]
+    return rows
+
+
+def with_backlogs(pid: int, rows: list[ListenerRow]) -> list[ListenerRow]:
+    """The rows with the listen() backlog from inet_diag, asked inside the server's namespace (the /proc
+    rows lack it); unchanged where netlink cannot be asked there."""
+    ports = sorted({row.port for row in rows})
+    try:
+        diag = in_namespace_of(pid, lambda: [r for port in ports for r in listening_sockets(port)])
+    except OSError:
+        return rows
+    by_inode = {r.inode: r for r in diag if r.source == "netlink"}
+    return [by_inode.get(row.inode, row) for row in rows]
+
+
+def _peers(pid: int) -> dict[int, int]:
+    try:
+        return in_namespace_of(pid, unix_peers)
+    except OSError:
+        return {}
+
+
+def find_server(pid: int | None = None, port: int | None = None) -> Server:
+    """The server behind a pid or a port. NotServing (one line) when there is none."""
+    if pid is not None:
+        start = process_info(pid)
+        if start is None:
+            raise NotServing(f"no process {pid}")
+        anchor = start.pid
+        group = namespace_listeners(anchor)
+        inodes = {row.inode for row in group}
+        try:
+            held = socket_inodes(anchor) & inodes
+        except PermissionError:
+            raise NotServing(
+                f"pid {pid} ({start.name}): its open files are not this user's to read (run as root or as its user)"
+            ) from None
+        if not held:
+            held = _held_by_relatives(start, inodes)
+        if not held:
+            raise NotServing(
+                f"pid {pid} ({start.name}) holds no listening TCP socket, nor does its parent, a child or a "
+                "process at the other end of one of its Unix sockets"
+            )
+    else:
+        assert port is not None
+        group = listening_sockets(port)
+        if not group:
+            raise NotServing(f"nobody listens on port {port} in this network namespace")
+        held = {row.inode for row in group}
+        anchor = os.getpid()
+    ports = {row.port for row in group if row.inode in held}
+    rows = [row for row in group if row.port in ports]
+    holders = {p: frozenset(i) for p, i in socket_holders({row.inode for row in rows}).items()}
+    if not holders:
+        raise NotServing(
+            f"a socket listens on port {', '.join(map(str, sorted(ports)))}, but no process this user may look "
+            "into holds it (run as root)"
+        )
+    anchor = next(iter(holders)) if pid is None else anchor
+    peers = _peers(anchor)
+    infos = {p: info for p in holders if (info := process_info(p)) is not None}
+    fed = _fed(infos, peers)
+    infos.update({p: info for p in fed if (info := process_info(p)) is not None})
+    infos.update(_unreadable_parents(infos))
+    hidden = tuple(sorted(p for p in _hidden(infos)))
+    return Server(_tree_order(infos), tuple(rows), holders, frozenset(fed), peers, hidden)
+
+
+def _held_by_relatives(start: ProcessInfo, listeners: set[int]) -> set[int]:
+    """Listeners held by the parent or a child of `start` (a Node worker's primary; a master given a
+    worker's pid), else by a sibling, parent or child at the other end of one of its Unix sockets."""
+    relatives = {start.ppid, *children_of([start.pid])} - {0, 1}
+    for relative in sorted(relatives):
+        try:
+            held = socket_inodes(relative) & listeners
+        except PermissionError:
+            continue
+        if held:
+            return held
+    peers = _peers(start.pid)
+    try:
+        ends = {peers[i] for i in socket_inodes(start.pid) if i in peers}
+    except PermissionError:
+        return set()
+    nearby = relatives | children_of([start.ppid])
+    for holder in socket_holders(ends, sorted(nearby - {start.pid})):
+        try:
+            held = socket_inodes(holder) & listeners
+        except PermissionError:
+            continue
+        if held:
+            return held
+    return set()
+
+
+def _fed(holders: dict[int, ProcessInfo], peers: dict[int, int]) -> set[int]:
+    """Children and siblings of the holders that hold no listener but share a Unix socketpair with a holder."""
+    if not peers:
+        return set()
+    ends: set[int] = set()
+    for pid in holders:
+        try:
+            ends |= {peers[i] for i in socket_inodes(pid) if i in peers}
+        except PermissionError:
+            continue
+    nearby = children_of(holders) | children_of({info.ppid for info in holders.values()})
+    return set(socket_holders(ends, sorted(nearby - set(holders))))
+
+
+def _unreadable_parents(infos: dict[int, ProcessInfo]) -> dict[int, ProcessInfo]:
+    """The workers' parent when this user may not read its open files (a master running as root over
+    workers running as nobody): it may hold the listeners too, and the report must say it could not look."""
+    found: dict[int, ProcessInfo] = {}
+    for ppid in {info.ppid for info in infos.values()} - set(infos) - {0, 1}:
+        try:
+            os.listdir(f"/proc/{ppid}/fd")
+        except PermissionError:
+            info = process_info(ppid)
+            if info is not None:
+                found[ppid] = info
+        except OSError:
+            continue
+    return found
+
+
+def _hidden(infos: dict[int, ProcessInfo]) -> list[int]:
+    hidden = []
+    for pid in infos:
+        try:
+            os.listdir(f"/proc/{pid}/fd")
+        except PermissionError:
+            hidden.append(pid)
+        except OSError:
+            pass
+    return hidden
+
+
+def _tree_order(infos: dict[int, ProcessInfo]) -> tuple[ProcessInfo, ...]:
+    """Parents before their children, each level by pid (the order workers were forked in)."""
+
+    def depth(info: ProcessInfo) -> int:
+        d, parent = 0, info.ppid
+        while parent in infos and d < len(infos):
+            d, parent = d + 1, infos[parent].ppid
+        return d
+
+    return tuple(sorted(infos.values(), key=lambda i: (depth(i), i.pid)))

@@ -1,0 +1,63 @@
+"""Everything that may make a measurement misleading, as one typed set (hyperfine's `Warnings` enum).
+
+Each kind is one member with the sentence it prints; a warning is a kind and the figures that raised it,
+so reports, files and tests can ask "was the load generator CPU-bound?" without matching text, and the
+same thing is said in the same words wherever it is found.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class WarningKind(enum.Enum):
+    """What was seen, and the sentence that says it (its fields come from the warning's figures)."""
+
+    DRIVER_SATURATED = (
+        "driver {driver} used {percent:.0f}% of a CPU: the load generator may be the bottleneck and may blur "
+        "the latencies; give it more --driver-procs"
+    )
+    DRIVERS_STARVED = (
+        "the {procs} driver processes and {workers} workers share {cpus} CPUs: drivers waited for a CPU up to "
+        "{percent:.0f}% of the time, so client-side delay is part of these latencies"
+    )
+    CLIENT_WAITED = (
+        "the load generator waited for a CPU up to {percent:.0f}% of the time: client-side delay is in these latencies"
+    )
+    FEW_SAMPLES = "a run had {samples} samples: its p99.9 is one of its slowest few; use -n 10000 or more"
+    MACHINE_BUSY = "the machine was already busy: load average {load:.1f} on {cpus} CPUs before the runs"
+    STEAL = "the hypervisor took {percent:.0f}% of the CPUs (steal time) during the runs"
+    REACHABLE_HOST = (
+        "listening on {address}: anyone who can reach this address can connect and learn the workers' pids; "
+        "use 127.0.0.1 unless that is what you want"
+    )
+
+    @property
+    def slug(self) -> str:
+        return self.name.lower().replace("_", "-")
+
+
+@dataclass(frozen=True)
+class RunWarning:
+    kind: WarningKind
+    figures: dict[str, Any] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return str(self.kind.value).format(**self.figures)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind.slug, **self.figures}
+
+
+def warn(kind: WarningKind, **figures: Any) -> RunWarning:
+    return RunWarning(kind, figures)
+
+
+def unique(warnings: list[RunWarning]) -> list[RunWarning]:
+    """Each warning once, in the order first seen (several runs often raise the same one)."""
+    seen: dict[str, RunWarning] = {}
+    for w in warnings:
+        seen.setdefault(str(w), w)
+    return list(seen.values())

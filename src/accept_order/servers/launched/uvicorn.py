@@ -1,0 +1,129 @@
+"""uvicorn (PyPI), launched by the tool with `--workers N`: a supervisor and N spawned worker processes.
+
+The supervisor binds the one listening socket and hands it to each worker it starts with multiprocessing's
+spawn (a fresh interpreter each, so a resource tracker process is its child too: not a worker). Each worker
+runs an event loop whose epoll, the worker's own, watches that socket without EPOLLEXCLUSIVE (read from
+/proc on Linux 6.18): one connection wakes every idle worker, and on its wakeup a worker accepts until
+EAGAIN. The modes are the two loops: asyncio's (uvicorn's own default without extras) and uvloop (libuv,
+what `uvicorn[standard]` runs); `--loop` is always given so that what runs does not depend on whether
+uvloop happens to be installed, and `--http h11` so that the loop is the only difference. The supervisor
+pings each worker over a pipe every half second (a thread of the worker answers) and restarts one that
+does not answer.
+
+The app (asgi.py) answers `worker PID` and logs `PID CLIENT_PORT` per request: the witness. SIGTERM is
+uvicorn's graceful stop (the supervisor passes it on and waits for its workers).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+from ...errors import PlanError, ServerUnavailable
+from ...processes import STOP_TIMEOUT_S
+from ...spec import ServerSpec
+from ..kinds import ModeInfo, ServerKind
+from .asgi import AsgiServer
+
+if TYPE_CHECKING:
+    from ..target import Target
+
+PACKAGE = "pip install 'accept-order[servers]' (uvicorn)"
+UVLOOP = "pip install 'accept-order[servers]' (uvloop)"
+
+# asyncio accepts until EAGAIN on each wakeup (up to the backlog), then reads the request, which sleeps: no
+# batch of ours applies, and its context switches are not wakeups.
+UVICORN_MODES: dict[str, ModeInfo] = {
+    m.name: m
+    for m in (
+        ModeInfo(
+            "asyncio",
+            "--workers N --loop asyncio: the supervisor's one socket; each worker's asyncio loop waits in an epoll",
+            "every uvicorn worker is handed the supervisor's listening socket and waits for it in an asyncio loop "
+            "whose epoll watches it without EPOLLEXCLUSIVE: one connection wakes every idle worker (a thundering "
+            "herd), and whoever accepts first serves it, accepting until EAGAIN",
+            None,
+            "shared",
+            herds=True,
+            batches=False,
+            settings=("--workers N", "--loop asyncio"),
+            seen_as="epoll-herd",
+        ),
+        ModeInfo(
+            "uvloop",
+            "--workers N --loop uvloop (uvicorn[standard]'s loop): the same one socket; libuv's epoll in each worker",
+            "every uvicorn worker is handed the supervisor's listening socket and waits for it in uvloop (libuv), "
+            "whose epoll watches it without EPOLLEXCLUSIVE: one connection wakes every idle worker (a thundering "
+            "herd), and whoever accepts first serves it, accepting until EAGAIN",
+            None,
+            "shared",
+            herds=True,
+            batches=False,
+            settings=("--workers N", "--loop uvloop"),
+            seen_as="epoll-herd",
+        ),
+    )
+}
+
+
+def uvicorn_missing() -> str | None:
+    """Why uvicorn cannot be launched here, or None."""
+    from importlib.util import find_spec
+
+    return None if find_spec("uvicorn") is not None else f"uvicorn is not installed: {PACKAGE}"
+
+
+def uvloop_missing() -> str | None:
+    """Why the uvloop mode cannot run here, or None."""
+    from importlib.util import find_spec
+
+    return None if find_spec("uvloop") is not None else f"uvloop is not installed: {UVLOOP}"
+
+
+class UvicornServer(AsgiServer):
+    name = "uvicorn"
+    error_marks = ("ERROR", "Error")
+    witness_source = "uvicorn app's request log"  # `PID CLIENT_PORT`, written by the app (asgi.py)
+
+    def command(self) -> list[str]:
+        missing = uvicorn_missing()
+        if missing:
+            raise ServerUnavailable(missing)
+        target = self.app()
+        return [
+            sys.executable, "-m", "uvicorn", target,
+            "--app-dir", self.directory,
+            "--host", self.spec.host,
+            "--port", str(self.port),
+            "--workers", str(self.spec.workers),
+            "--backlog", str(self.spec.backlog),
+            "--loop", self.spec.mode,
+            "--http", "h11",
+            "--no-access-log",
+            "--timeout-graceful-shutdown", str(int(STOP_TIMEOUT_S)),
+        ]  # fmt: skip
+
+
+class UvicornKind(ServerKind):
+    name = "uvicorn"
+    process_names = ("uvicorn",)
+    summary = "PyPI's uvicorn with --workers N (asyncio or uvloop, h11), serving an ASGI app written for the run"
+    witness = UvicornServer.witness_source
+    preferred_mode = "asyncio"
+
+    def modes(self) -> dict[str, ModeInfo]:
+        return UVICORN_MODES
+
+    def missing(self) -> str | None:
+        return uvicorn_missing()
+
+    def unavailable(self, mode: str) -> str | None:
+        return self.missing() or (uvloop_missing() if mode == "uvloop" else None)
+
+    def check(self, spec: ServerSpec) -> None:
+        super().check(spec)
+        if spec.accept_batch not in (0, 1):
+            raise PlanError("--accept-batch does not apply to uvicorn: asyncio accepts until EAGAIN")
+
+    def make(self, spec: ServerSpec, stamps: bool = False) -> Target:
+        return UvicornServer(spec)

@@ -1,0 +1,52 @@
+"""`accept-order atlas`: each installed server in each of its modes, measured the same way.
+
+Checked against what does not depend on the machine's timing: every mode the server has runs, /proc shows
+the mechanism the mode sets up (inspect, while it ran), every connection of the load is served or failed,
+and the saved result shows and exports again.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from accept_order.analysis.fairness import jain_index
+from accept_order.servers.registry import runnable, server_kind
+
+pytestmark = pytest.mark.skipif(server_kind("nginx").missing() is not None, reason="needs nginx")
+LOAD = 300
+
+
+def test_atlas_of_nginx_measures_every_mode_and_names_its_mechanism(tmp_path: Path) -> None:
+    out = tmp_path / "atlas.json"
+    result = run_cli(["atlas", "--servers", "nginx", "--load-connections", str(LOAD), "-c", "8", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(out.read_text())
+    modes, _ = runnable("nginx", None)
+    assert [row["mode"] for row in doc["rows"]] == modes
+    kind = server_kind("nginx")
+    for row in doc["rows"]:
+        assert row["error"] is None, row
+        assert row["seen_as"] == kind.mode(row["mode"]).mechanism, row  # what /proc showed while it ran
+        assert sum(row["served"]) + row["failed"] == LOAD  # every connection of the load counted
+        assert row["order"] and row["order_fit"], row
+    assert "envoy" not in doc["skipped"]  # only asked for nginx
+    # the progress says which server of how many
+    assert [line for line in result.stderr.splitlines() if "server 1 of" in line]
+    # saved, it shows the same table and exports one CSV row per measured row
+    shown = run_cli(["show", str(out)])
+    assert shown.exit_code == 0 and "accept-order atlas" in shown.stdout
+    rows = list(csv.DictReader(io.StringIO(run_cli(["show", str(out), "--format", "csv"]).stdout)))
+    assert [(r["server"], r["mode"]) for r in rows] == [("nginx", m) for m in modes]
+    for r, row in zip(rows, doc["rows"], strict=True):
+        assert float(r["jain"]) == pytest.approx(jain_index(row["served"]))
+
+
+def test_atlas_names_what_it_cannot_run() -> None:
+    result = run_cli(["atlas", "--servers", "nosuch"])
+    assert result.exit_code == 2 and "is not a server this version launches" in result.stderr

@@ -1,0 +1,130 @@
+"""h2o (Debian's 2.2) as a server the tool launches: its threads are the workers, its access log agrees with
+the tool, every idle thread is woken for every connection (each thread's own epoll watches the one listener
+without EPOLLEXCLUSIVE), its process and files are the tool's to remove, and a missing h2o is one line."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+
+import psutil
+import pytest
+from conftest import assert_one_error_line, gone, run_cli
+
+from accept_order import session
+from accept_order.loads.protocol import parse_reply
+from accept_order.probes.fd_table import open_files
+from accept_order.probes.listeners import listening_sockets
+from accept_order.probes.proc_waits import thread_wait
+from accept_order.processes import usage
+from accept_order.servers.launched import h2o
+from accept_order.servers.launched.h2o import H2oServer, h2o_missing
+from accept_order.servers.registry import checked
+from accept_order.spec import SequentialLoad, ServerSpec
+
+if h2o_missing():
+    pytest.skip(f"h2o launched runs: {h2o_missing()}", allow_module_level=True)
+
+CONNECTIONS = 12
+
+
+def launched(workers: int = 3) -> H2oServer:
+    return H2oServer(checked(ServerSpec(kind="h2o", mode="threads", workers=workers)))
+
+
+def fetch(address: tuple[str, int]) -> tuple[int, int]:
+    """(the thread id the reply names, our client port) for one request."""
+    with socket.create_connection(address, timeout=10) as sock:
+        sock.sendall(b"GET / HTTP/1.0\r\nHost: x\r\n\r\n")
+        reply = b""
+        while chunk := sock.recv(4096):
+            reply += chunk
+        parsed = parse_reply(reply.partition(b"\r\n\r\n")[2])
+        assert parsed is not None and parsed[1] is not None, reply
+        return parsed[1], sock.getsockname()[1]
+
+
+def test_access_log_agrees_with_the_records() -> None:
+    server = ServerSpec(kind="h2o", mode="threads", workers=3, work_us=100)
+    result = session.run_sequential(server, SequentialLoad(connections=CONNECTIONS))
+    assert result.failed == 0 and result.served == CONNECTIONS, result.records
+    witness = result.evidence["witness"]
+    assert witness["source"] == "h2o access log"
+    assert [tid for tid, _ in witness["requests"]] == [r.pid for r in result.records]
+    # and the same connection: the client's port it logged is the one this run connected from
+    assert witness["requests"] == [[r.pid, r.client_port] for r in result.records]
+    assert Counter(tid for tid, _ in witness["requests"]) == Counter(r.pid for r in result.records)
+    assert {r.pid for r in result.records} <= {c.pid for c in result.counters}
+
+
+def test_every_idle_thread_is_woken_for_each_connection() -> None:
+    """The workers are threads of one process, each in epoll_wait on an epoll of its own that watches the
+    one listener without EPOLLEXCLUSIVE: each connection wakes every idle thread, winner or not."""
+    with launched() as server:
+        assert server.master is not None
+        (listener,) = listening_sockets(server.port)
+        # no worker processes (h2o's one child is its crash handler, a perl script waiting on a pipe)
+        assert all(p.name() == "perl" for p in psutil.Process(server.master.pid).children())
+        epolls = {fd: f for fd, f in open_files(server.master.pid).items() if f.kind == "eventpoll"}
+        used = [thread_wait(server.master.pid, tid).fd for tid in server.pids]
+        assert len(set(used)) == len(server.pids)  # an epoll each
+        for fd in used:
+            assert [w.exclusive for w in epolls[fd].watches if w.inode == listener.inode] == [False]
+        before = {tid: usage(tid)[0] for tid in server.pids}
+        seen = []
+        for _ in range(CONNECTIONS):
+            server.settle()
+            seen.append(fetch(server.address))
+        server.settle()
+        woken = {tid: usage(tid)[0] - before[tid] for tid in server.pids}
+    assert all(n >= CONNECTIONS for n in woken.values()), woken
+    assert server.witness() == {"source": "h2o access log", "requests": [list(row) for row in seen]}
+
+
+def test_one_thread() -> None:
+    result = session.run_sequential(ServerSpec(kind="h2o", mode="threads", workers=1), SequentialLoad(connections=3))
+    assert result.served == 3 and {r.worker for r in result.records} == {0}
+
+
+def test_requests_in_hand_at_stop_are_logged_and_nothing_is_left() -> None:
+    server = launched(workers=2)
+    with server:
+        assert server.master is not None
+        master, directory = server.master.pid, server.directory
+        helpers = [p.pid for p in psutil.Process(master).children()]  # its crash handler
+        with ThreadPoolExecutor(8) as pool:
+            seen = list(pool.map(lambda _: fetch(server.address), range(40)))
+    assert sorted(map(tuple, server.witness()["requests"])) == sorted(seen)
+    assert gone([master, *helpers]) and not os.path.exists(directory)
+
+
+def test_cli_run() -> None:
+    run = run_cli(["run", "--server", "h2o", "-n", "6"])
+    assert run.exit_code == 0, run.output
+    assert "mode h2o threads" in run.stdout
+    assert "h2o access log: the same worker for each of the 6 served connections, in order" in run.stdout
+
+
+def test_accept_batch_is_refused() -> None:
+    result = run_cli(["run", "--server", "h2o", "--accept-batch", "4", "-n", "3"])
+    assert_one_error_line(result, 2, "--accept-batch does not apply to h2o")
+
+
+def test_a_missing_h2o_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(h2o.shutil, "which", lambda name: None)
+    assert h2o_missing() == "h2o is not installed here: apt-get install h2o"
+
+
+def test_port_in_use_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    import accept_order.servers.modes.reuseport as reuseport
+
+    monkeypatch.setattr(reuseport, "refuse_foreign_group", lambda *args: None)
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = run_cli(["run", "--server", "h2o", "--port", str(port), "-n", "3"])
+    assert_one_error_line(result, 1, "h2o exited with status")
+    assert not psutil.Process().children(recursive=True)

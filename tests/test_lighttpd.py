@@ -1,0 +1,126 @@
+"""lighttpd (Debian's, with mod_magnet) as a server the tool launches: its access log agrees with the tool in
+both modes (in request order, although lighttpd writes it in per-worker chunks), every idle worker is woken
+for every connection (the herd both event handlers set up), its processes and files are the tool's to
+remove, and a missing lighttpd is one line."""
+
+from __future__ import annotations
+
+import os
+import socket
+from concurrent.futures import ThreadPoolExecutor
+
+import psutil
+import pytest
+from conftest import assert_one_error_line, gone, run_cli
+
+from accept_order import session
+from accept_order.loads.protocol import parse_reply
+from accept_order.probes.fd_table import open_files
+from accept_order.probes.listeners import listening_sockets
+from accept_order.probes.proc_waits import thread_wait
+from accept_order.processes import usage
+from accept_order.servers.launched import lighttpd
+from accept_order.servers.launched.lighttpd import LighttpdServer, lighttpd_missing
+from accept_order.servers.registry import checked
+from accept_order.spec import SequentialLoad, ServerSpec
+
+if lighttpd_missing():
+    pytest.skip(f"lighttpd launched runs: {lighttpd_missing()}", allow_module_level=True)
+
+CONNECTIONS = 12
+
+
+def launched(mode: str, workers: int = 3) -> LighttpdServer:
+    return LighttpdServer(checked(ServerSpec(kind="lighttpd", mode=mode, workers=workers)))
+
+
+def fetch(address: tuple[str, int]) -> tuple[int, int]:
+    """(the pid the reply names, our client port) for one request."""
+    with socket.create_connection(address, timeout=10) as sock:
+        sock.sendall(b"GET / HTTP/1.0\r\nHost: x\r\n\r\n")
+        reply = b""
+        while chunk := sock.recv(4096):
+            reply += chunk
+        parsed = parse_reply(reply.partition(b"\r\n\r\n")[2])
+        assert parsed is not None and parsed[1] is not None, reply
+        return parsed[1], sock.getsockname()[1]
+
+
+@pytest.mark.parametrize(("mode", "call"), [("max-worker", "epoll_wait"), ("poll", "poll")])
+def test_every_idle_worker_is_woken_and_the_log_agrees(mode: str, call: str) -> None:
+    """Each worker waits for the one listener with a non-exclusive wait entry (epoll without EPOLLEXCLUSIVE,
+    or poll): each connection wakes every idle worker, which sleeps again whether or not it won. lighttpd's
+    own log names the worker each reply named, in request order (it writes the lines in per-worker chunks)."""
+    with launched(mode) as server:
+        (listener,) = listening_sockets(server.port)
+        for pid in server.pids:
+            assert thread_wait(pid, pid).call == call
+            if call == "epoll_wait":
+                (epoll,) = [f for f in open_files(pid).values() if f.kind == "eventpoll"]
+                assert [w.exclusive for w in epoll.watches if w.inode == listener.inode] == [False]
+        before = {pid: usage(pid)[0] for pid in server.pids}
+        seen = []
+        for _ in range(CONNECTIONS):
+            server.settle()
+            seen.append(fetch(server.address))
+        server.settle()
+        woken = {pid: usage(pid)[0] - before[pid] for pid in server.pids}
+    assert all(n >= CONNECTIONS for n in woken.values()), woken
+    assert server.witness() == {"source": "lighttpd access log", "requests": [list(row) for row in seen]}
+
+
+def test_one_worker_is_the_master() -> None:
+    """max-worker 1 forks nothing: the master serves."""
+    result = session.run_sequential(
+        ServerSpec(kind="lighttpd", mode="max-worker", workers=1), SequentialLoad(connections=3)
+    )
+    assert result.served == 3 and {r.worker for r in result.records} == {0}
+
+
+def test_requests_in_hand_at_stop_are_logged_and_nothing_is_left() -> None:
+    """Concurrent requests, then an immediate stop: the log holds each (worker pid, client port) we saw;
+    every process has ended and the private directory is gone."""
+    server = launched("max-worker", workers=2)
+    with server:
+        assert server.master is not None
+        processes = [server.master.pid, *server.pids]
+        directory = server.directory
+        with ThreadPoolExecutor(8) as pool:
+            seen = list(pool.map(lambda _: fetch(server.address), range(40)))
+    assert sorted(map(tuple, server.witness()["requests"])) == sorted(seen)
+    assert gone(processes) and not os.path.exists(directory)
+
+
+def test_cli_run() -> None:
+    run = run_cli(["run", "--server", "lighttpd", "-m", "poll", "-n", "6", "--work-us", "200"])
+    assert run.exit_code == 0, run.output
+    assert "mode lighttpd poll" in run.stdout
+    assert "lighttpd access log: the same worker for each of the 6 served connections, in order" in run.stdout
+    modes = run_cli(["modes"]).stdout
+    assert "--server lighttpd" in modes and "max-worker" in modes
+
+
+def test_accept_batch_is_refused() -> None:
+    result = run_cli(["run", "--server", "lighttpd", "--accept-batch", "4", "-n", "3"])
+    assert_one_error_line(result, 2, "--accept-batch does not apply to lighttpd")
+
+
+def test_a_missing_lighttpd_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lighttpd.os.path, "exists", lambda path: False)
+    assert lighttpd_missing() == (
+        "lighttpd's modules are missing (mod_magnet.so, mod_accesslog.so): "
+        "apt-get install lighttpd lighttpd-modules-lua"
+    )
+
+
+def test_port_in_use_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    import accept_order.servers.modes.reuseport as reuseport
+
+    monkeypatch.setattr(reuseport, "refuse_foreign_group", lambda *args: None)
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = run_cli(["run", "--server", "lighttpd", "--port", str(port), "-n", "3"])
+    assert_one_error_line(result, 1, "lighttpd exited with status")
+    assert not psutil.Process().children(recursive=True)

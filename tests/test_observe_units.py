@@ -1,0 +1,146 @@
+"""observe's parts that need no server: the bpftrace program and how its output is read, the verdict in
+the user's terms, the live view and the plain line within 80 columns, intervals joined, files checked."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+
+import pytest
+from rich.console import Console
+
+from accept_order.errors import ResultFileError
+from accept_order.experiments.observe.report import interval_line, live_view, observe_report
+from accept_order.experiments.observe.result import (
+    ObservedMechanism,
+    ObservedWorker,
+    ObserveInterval,
+    ObserveResult,
+)
+from accept_order.experiments.observe.verdict import headline, mechanism, verdict
+from accept_order.probes.accept_watch import AcceptWatch, watch_program
+from accept_order.render import render_document
+
+
+def worker(index: int, accepts: int | None, seen: int | None = None, tid: int | None = None) -> ObservedWorker:
+    return ObservedWorker(index, 100 + index, tid, accepts, 0 if accepts is not None else None, seen, 0.5, 10, 1)
+
+
+def result(counts: list[int], traced: bool = True, tid: bool = False, **changes: object) -> ObserveResult:
+    workers = tuple(
+        worker(i, c if traced else None, None if traced or tid else c, 200 + i if tid else None)
+        for i, c in enumerate(counts)
+    )
+    interval = ObserveInterval(
+        1.0, 1.0, tuple(counts), tuple(0 for _ in counts) if traced else (), (0.1,) * len(counts), 3, 0.5
+    )
+    base = ObserveResult(
+        target="port 8080",
+        program="nginx",
+        master=99,
+        ports=(8080,),
+        listeners=1,
+        backlog=511,
+        workers=workers,
+        intervals=(interval,),
+        duration_s=30.0,
+        wall_s=30.0,
+        traced=traced,
+        source="counted by the kernel",
+        queue_every_s=0.1,
+        queue_samples=300,
+        queue_max=3,
+        queue_mean=0.5,
+        counters={"TcpExtListenOverflows": 0},
+        namespace="this tool's",
+    )
+    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+
+
+def test_the_program_counts_per_thread_what_accept_returned() -> None:
+    program = watch_program([7, 8])
+    assert "(args->ret >= 0 || args->ret == -11) && (pid == 7 || pid == 8)" in program
+    assert "@ok[pid, tid] = count()" in program and "@empty[pid, tid] = count()" in program
+    assert "interval:ms:" in program and "END {" in program
+
+
+def test_running_totals_are_the_latest_print_of_each_thread() -> None:
+    watch = AcceptWatch([7])
+    watch._out += b"@ok[7, 7]: 3\n@ok[7, 9]: 1\n@empty[7, 9]: 2\n\n@ok[7, 7]: 5\n@ok[7, 9]: 1\n@ok[7, 7]: 6"
+    totals = watch._parse()  # the line still being printed ("@ok[7, 7]: 6") waits for its newline
+    assert totals.accepted == {(7, 7): 5, (7, 9): 1} and totals.empty == {(7, 9): 2}
+    assert totals.of(7) == (6, 2) and totals.of(7, 9) == (1, 2) and totals.of(8) == (0, 0)
+    watch._out += b"\n"
+    assert watch._parse().of(7, 7) == (6, 0)
+
+
+@pytest.mark.parametrize(
+    ("counts", "traced", "expected"),
+    [
+        ([71, 20, 9], True, "worker 0 (pid 100) took 71% of 100 connections; an even share is 33%"),
+        ([40, 60, 0], True, "worker 1 (pid 101) took 60% of 100 connections; an even share is 33%; worker 2 took none"),
+        ([34, 33, 33], True, "the 3 workers shared 100 connections evenly: 33% to 34% each"),
+        ([0, 0], True, "no connection was accepted in 30.0 s"),
+        ([5], True, "its one worker (pid 100) took all 5 connections"),
+        ([8, 2], False, "worker 0 (pid 100) took about 80% of 10 connections seen (sampled)"),
+    ],
+)
+def test_headline_in_the_users_terms(counts: list[int], traced: bool, expected: str) -> None:
+    assert headline(result(counts, traced)).startswith(expected)
+
+
+def test_a_threaded_server_without_tracing_is_judged_by_cpu() -> None:
+    threads = result([0, 0], traced=False, tid=True)
+    threads = dataclasses.replace(
+        threads, workers=(dataclasses.replace(threads.workers[0], cpu_s=3.0), threads.workers[1])
+    )
+    assert threads.counts is None
+    assert "by CPU, worker 0 (thread 200) used 86% of the workers' CPU" in headline(threads)
+
+
+def test_the_mechanism_is_said_when_known_and_not_guessed_when_not() -> None:
+    assert mechanism(result([1, 1])) == ["mechanism: not known (inspect could not name it from /proc)"]
+    seen = ObservedMechanism("reuseport", "the kernel hashes the 4-tuple", ("reuseport",), ("a BPF program",))
+    assert mechanism(result([1, 1], mechanism=seen)) == [
+        "mechanism, read by inspect: reuseport (the server's mode reuseport): the kernel hashes the 4-tuple",
+        "not visible in /proc: a BPF program",
+    ]
+
+
+def test_overflows_and_empty_accepts_are_said() -> None:
+    herd = result([10, 10], counters={"TcpExtListenOverflows": 4})
+    herd = dataclasses.replace(herd, workers=tuple(dataclasses.replace(w, empty=15) for w in herd.workers))
+    lines = "\n".join(verdict(herd))
+    assert "30 accepts came back empty (EAGAIN, 1.50 per connection)" in lines
+    assert "4 connection attempts found a listen queue full" in lines
+
+
+def rendered(renderable: object, width: int = 80) -> list[str]:
+    console = Console(width=width, file=io.StringIO(), record=True)
+    console.print(renderable)
+    return console.export_text().splitlines()
+
+
+@pytest.mark.parametrize("workers", [1, 3, 8, 40])
+def test_the_views_fit_80_columns(workers: int) -> None:
+    busy = result([1000 * (i + 1) for i in range(workers)], tid=workers == 40)
+    for lines in (rendered(live_view(busy)), rendered(observe_report(busy)), [interval_line(busy)]):
+        assert max(len(line) for line in lines) <= 80, lines
+    if workers == 40:
+        assert interval_line(busy).endswith("more")
+
+
+def test_a_short_last_interval_joins_the_one_before() -> None:
+    a = ObserveInterval(1.0, 1.0, (10, 0), (1, 0), (0.5, 0.0), 4, 1.0)
+    b = ObserveInterval(1.1, 0.1, (1, 1), (0, 0), (1.0, 1.0), None, None, overflows=2)
+    both = a.joined(b)
+    assert both.accepts == (11, 1) and both.empty == (1, 0) and both.span_s == 1.1 and both.end_s == 1.1
+    assert both.cpu == (round(0.6 / 1.1, 4), round(0.1 / 1.1, 4)) and both.queue_max == 4 and both.overflows == 2
+
+
+def test_a_file_round_trips_and_a_bad_one_is_one_error() -> None:
+    saved = result([3, 4]).to_dict()
+    assert ObserveResult.from_dict(saved) == result([3, 4])
+    saved["intervals"][0]["accepts"] = [1]
+    with pytest.raises(ResultFileError, match="one value per worker"):
+        render_document("observe", saved)

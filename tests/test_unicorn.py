@@ -1,0 +1,148 @@
+"""Unicorn (Debian's unicorn 6.0) as a server the tool launches: its request log (Rack::CommonLogger, its
+default middleware) agrees with the tool, each single-threaded worker waits for the master's one socket in
+select (a herd), its processes and files are the tool's to remove, and a missing unicorn or a busy port is
+one line."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+
+import psutil
+import pytest
+from conftest import assert_one_error_line, gone, run_cli
+
+from accept_order import session
+from accept_order.analysis.herd import HERD_THRESHOLD
+from accept_order.experiments.order.result import RunResult
+from accept_order.loads.protocol import parse_reply
+from accept_order.probes.listeners import listening_sockets
+from accept_order.probes.proc_waits import thread_wait
+from accept_order.servers.launched.unicorn import UnicornServer, unicorn_missing
+from accept_order.servers.registry import checked
+from accept_order.spec import SequentialLoad, ServerSpec
+
+if unicorn_missing():
+    pytest.skip(f"Unicorn launched runs: {unicorn_missing()}", allow_module_level=True)
+
+CONNECTIONS = 15
+
+
+def unicorn_run(connections: int = CONNECTIONS) -> RunResult:
+    server = ServerSpec(kind="unicorn", mode="prefork", workers=3)
+    return session.run_sequential(server, SequentialLoad(connections=connections))
+
+
+def launched(workers: int = 2) -> UnicornServer:
+    return UnicornServer(checked(ServerSpec(kind="unicorn", mode="prefork", workers=workers)))
+
+
+def inodes_of(pid: int, fds: tuple[int, ...]) -> set[int]:
+    links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in fds]
+    return {int(link[len("socket:[") : -1]) for link in links if link.startswith("socket:[")}
+
+
+def socket_inodes(pid: int) -> set[int]:
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            inodes.add(int(link[len("socket:[") : -1]))
+    return inodes
+
+
+def test_request_log_agrees_with_the_records_and_one_connection_wakes_every_worker() -> None:
+    """Unicorn's request log names the same worker, in the same order, for every connection (and the client
+    port each came from); select() wakes every idle worker for each connection."""
+    result = unicorn_run()
+    assert result.failed == 0 and result.served == CONNECTIONS, result.records
+    witness = result.evidence["witness"]
+    assert witness["source"] == "unicorn request log"
+    assert [pid for pid, _ in witness["requests"]] == [r.pid for r in result.records]
+    assert Counter(pid for pid, _ in witness["requests"]) == Counter(r.pid for r in result.records)
+    woken = result.verdict.woken_per_connection
+    assert woken is not None and woken >= HERD_THRESHOLD, woken
+
+
+def test_each_worker_waits_in_select_on_the_masters_socket() -> None:
+    """One listener, held by the master and every worker; each worker (one thread) sleeps in select with it
+    in its set, the master in select without it (its own pipe), as read from memory as root."""
+    with launched() as server:
+        assert server.master is not None
+        (listener,) = listening_sockets(server.port)
+        for pid in [server.master.pid, *server.pids]:
+            assert listener.inode in socket_inodes(pid)
+        for pid in server.pids:
+            assert os.listdir(f"/proc/{pid}/task") == [str(pid)]
+            wait = thread_wait(pid, pid)
+            assert wait.call in ("select", "pselect6"), wait
+            if os.geteuid() == 0:
+                assert wait.fds is not None and listener.inode in inodes_of(pid, wait.fds)
+        master = thread_wait(server.master.pid, server.master.pid)
+        if os.geteuid() == 0 and master.fds is not None:
+            assert listener.inode not in inodes_of(server.master.pid, master.fds)
+
+
+def test_every_request_answered_is_logged_and_nothing_is_left() -> None:
+    """Concurrent requests, then the stop: the log holds each (worker pid, client port) we saw; no process
+    and no file of the run remain."""
+    with launched() as server:
+        assert server.master is not None
+        pids = [server.master.pid, *server.pids]
+        directory = server.directory
+
+        def fetch(_: int) -> tuple[int, int]:
+            with socket.create_connection(server.address, timeout=10) as sock:
+                sock.sendall(b"GET / HTTP/1.0\r\nHost: x\r\n\r\n")
+                reply = b""
+                while chunk := sock.recv(4096):
+                    reply += chunk
+                parsed = parse_reply(reply.partition(b"\r\n\r\n")[2])
+                assert parsed is not None, reply
+                return parsed[1], sock.getsockname()[1]
+
+        with ThreadPoolExecutor(8) as pool:
+            seen = list(pool.map(fetch, range(40)))
+    assert sorted(map(tuple, server.witness()["requests"])) == sorted(seen)
+    assert gone(pids) and not os.path.exists(directory)
+
+
+def test_cli_run_and_modes() -> None:
+    run = run_cli(["run", "--server", "unicorn", "-w", "2", "-n", "4"])
+    assert run.exit_code == 0, run.output
+    assert "mode unicorn prefork" in run.stdout and "unicorn request log" in run.stdout
+    modes = run_cli(["modes"])
+    assert "--server unicorn" in modes.stdout and "prefork" in modes.stdout
+
+
+def test_accept_batch_is_refused() -> None:
+    result = run_cli(["run", "--server", "unicorn", "--accept-batch", "4", "-n", "3"])
+    assert_one_error_line(result, 2, "--accept-batch does not apply to unicorn")
+
+
+def test_a_missing_unicorn_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None)
+    result = run_cli(["run", "--server", "unicorn", "-n", "3"])
+    assert_one_error_line(result, 1, "unicorn is not installed: apt-get install unicorn")
+
+
+def test_port_in_use_is_one_line_naming_unicorns_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ruby's exception without its source location. (The tool refuses a port with a listener before
+    launching; this is a listener that came after that check.)"""
+    import accept_order.servers.modes.reuseport as reuseport
+
+    monkeypatch.setattr(reuseport, "refuse_foreign_group", lambda *args: None)
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = run_cli(["run", "--server", "unicorn", "--port", str(port), "-n", "5"])
+    assert_one_error_line(result, 1, "unicorn exited with status 1: adding listener failed", "(in use)")
+    assert not psutil.Process().children(recursive=True)

@@ -1,0 +1,112 @@
+"""uvicorn --workers N as a server the tool launches: its app's request log agrees with the tool in both loops,
+every worker's own epoll watches the supervisor's one listener without EPOLLEXCLUSIVE (the herd the modes
+claim), the resource tracker is not taken for a worker, its processes and files are the tool's to remove,
+and a missing package is one line. No idle order is asserted: a herd's winner is the scheduler's choice."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import psutil
+import pytest
+from conftest import assert_one_error_line, gone, run_cli
+
+from accept_order import session
+from accept_order.loads.protocol import parse_reply
+from accept_order.measures import ConnectionRecord
+from accept_order.probes.fd_table import open_files
+from accept_order.probes.listeners import listening_sockets
+from accept_order.servers.launched.uvicorn import UvicornKind, UvicornServer, uvicorn_missing
+from accept_order.servers.registry import checked, runnable
+from accept_order.spec import SequentialLoad, ServerSpec
+
+if uvicorn_missing():
+    pytest.skip(f"uvicorn launched runs: {uvicorn_missing()}", allow_module_level=True)
+
+CONNECTIONS = 12
+MODES = list(UvicornKind().modes())
+
+
+def listener_watches(pid: int, inode: int) -> list[int]:
+    """The events mask of every epoll of `pid` that watches `inode`."""
+    return [w.events for f in open_files(pid).values() for w in f.watches if w.inode == inode]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_request_log_agrees_with_the_records_and_nothing_is_left(mode: str) -> None:
+    """The app's log names the same worker, in the same order, for every connection; while it runs each worker
+    holds the one listener in an epoll of its own without EPOLLEXCLUSIVE; after, no process and no file."""
+    if runnable("uvicorn", [mode])[1]:
+        pytest.skip(runnable("uvicorn", [mode])[1][mode])
+    seen: dict[str, Any] = {}
+    me = psutil.Process()
+
+    def on_record(_: ConnectionRecord) -> None:
+        if seen:
+            return
+        (master,) = [p for p in me.children() if "uvicorn" in p.cmdline()]
+        seen["master"], seen["children"] = master.pid, [c.pid for c in master.children()]
+        seen["directory"] = master.cmdline()[master.cmdline().index("--app-dir") + 1]
+        (listener,) = listening_sockets(int(master.cmdline()[master.cmdline().index("--port") + 1]))
+        seen["watches"] = {pid: listener_watches(pid, listener.inode) for pid in seen["children"]}
+
+    spec = ServerSpec(kind="uvicorn", mode=mode, workers=3)
+    result = session.run_sequential(spec, SequentialLoad(connections=CONNECTIONS), on_record)
+    assert result.failed == 0 and result.served == CONNECTIONS, result.records
+    witness = result.evidence["witness"]
+    assert witness["source"] == "uvicorn app's request log"
+    logged = [pid for pid, _ in witness["requests"]]
+    assert logged == [r.pid for r in result.records]
+    assert Counter(logged) == Counter(r.pid for r in result.records)
+    workers = [c.pid for c in result.counters]
+    assert set(logged) <= set(workers)
+    # the supervisor's children: the 3 workers and multiprocessing's resource tracker, which holds no listener
+    assert len(seen["children"]) == 4 and set(workers) < set(seen["children"])
+    assert all(seen["watches"][pid] for pid in workers)
+    assert all(events & (1 << 28) == 0 for pid in workers for events in seen["watches"][pid])  # no EPOLLEXCLUSIVE
+    (tracker,) = set(seen["children"]) - set(workers)
+    assert seen["watches"][tracker] == []
+    assert gone([seen["master"], *seen["children"]])
+    assert not os.path.exists(seen["directory"])
+
+
+def test_every_reply_is_in_the_log_with_its_client_port() -> None:
+    """Concurrent requests, then an immediate stop: the log holds each (worker pid, client port) a client saw."""
+    with UvicornServer(checked(ServerSpec(kind="uvicorn", mode="asyncio", workers=2))) as server:
+
+        def fetch(_: int) -> tuple[int, int]:
+            with socket.create_connection(server.address, timeout=10) as sock:
+                sock.sendall(b"GET / HTTP/1.0\r\nHost: x\r\n\r\n")
+                reply = b""
+                while chunk := sock.recv(4096):
+                    reply += chunk
+                parsed = parse_reply(reply.partition(b"\r\n\r\n")[2])
+                assert parsed is not None, reply
+                return parsed[1], sock.getsockname()[1]
+
+        with ThreadPoolExecutor(8) as pool:
+            seen = list(pool.map(fetch, range(40)))
+    assert sorted(map(tuple, server.witness()["requests"])) == sorted(seen)
+
+
+def test_accept_batch_is_refused() -> None:
+    result = run_cli(["run", "--server", "uvicorn", "--accept-batch", "4", "-n", "3"])
+    assert_one_error_line(result, 2, "--accept-batch does not apply to uvicorn")
+
+
+def test_a_missing_package_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    missing = {"uvloop"}
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in missing else real(name, *a))
+    assert runnable("uvicorn", ["asyncio", "uvloop"]) == (
+        ["asyncio"],
+        {"uvloop": "uvloop is not installed: pip install 'accept-order[servers]' (uvloop)"},
+    )
+    missing.add("uvicorn")
+    assert UvicornKind().missing() == "uvicorn is not installed: pip install 'accept-order[servers]' (uvicorn)"
