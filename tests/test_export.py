@@ -222,3 +222,19 @@ def test_merge_refuses_counts_that_add_up_past_what_a_file_may_hold(latency_file
     assert_one_error_line(
         result, 1, "the merged result: histogram.counts: the counts add up to", f"more than {MAX_COUNT}"
     )
+
+
+def test_merge_takes_a_driver_without_its_optional_figures(latency_files: list[Path], tmp_path: Path) -> None:
+    """Found by the fuzz test: a driver without runqueue_s (optional: None when /proc has no schedstat)
+    fits the file's shape, and merge ended in KeyError on it."""
+
+    def older(doc: dict[str, Any]) -> None:
+        for driver in doc["drivers"]:
+            driver.pop("runqueue_s")
+            driver.pop("open_s", None)
+
+    lean = _edited(latency_files[1], tmp_path / "lean.json", older)
+    out = tmp_path / "merged.json"
+    result = cli("merge", str(latency_files[0]), str(lean), "--json", str(out))
+    assert result.exit_code == 0, result.output
+    assert [d["runqueue_s"] is None for d in json.loads(out.read_text())["drivers"]].count(True) == 2

@@ -64,7 +64,8 @@ class DriverStats:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DriverStats:
         return cls(
-            **{k: data[k] for k in ("index", "slots", "requests", "wall_s", "cpu_s", "runqueue_s")},
+            **{k: data[k] for k in ("index", "slots", "requests", "wall_s", "cpu_s")},
+            runqueue_s=data.get("runqueue_s"),  # a saved file may lack it, as its default says (None)
             open_s=data.get("open_s"),
         )
 
