@@ -163,7 +163,7 @@ def _one_value_per_worker(doc: Mapping[str, Any], at: str) -> None:
         for name in ("accepts", "cpu", "empty"):
             if len(interval[name]) != width and not (name == "empty" and not interval[name]):
                 where = child(child(child(at, "intervals"), index), name)
-                raise SchemaError(where, f"has {len(interval[name])} values, one per worker, but there are {width}")
+                raise SchemaError(where, f"has {len(interval[name])} values, not one value per worker ({width})")
 
 
 OBSERVE_SHAPE = known(
