@@ -50,3 +50,30 @@ def test_atlas_of_nginx_measures_every_mode_and_names_its_mechanism(tmp_path: Pa
 def test_atlas_names_what_it_cannot_run() -> None:
     result = run_cli(["atlas", "--servers", "nosuch"])
     assert result.exit_code == 2 and "is not a server this version launches" in result.stderr
+
+
+def test_an_atlas_interrupted_before_its_first_row_saves_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C before any row finished: a plain interrupt (an earlier file of that name must not become empty)."""
+    from accept_order.experiments.atlas import run as atlas_run
+    from accept_order.session import RunInterrupted
+
+    def interrupted(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(atlas_run, "measure", interrupted)
+    with pytest.raises(KeyboardInterrupt) as stop:
+        atlas_run.run_atlas(atlas_run.AtlasPlan(servers=("builtin",)))
+    assert not isinstance(stop.value, RunInterrupted)
+
+
+def test_a_load_over_the_open_file_limit_is_refused_before_anything_starts() -> None:
+    result = run_cli(["atlas", "--servers", "builtin", "-c", "100000"])
+    assert result.exit_code == 2 and "--concurrency" in result.stderr
+    assert "server 1 of" not in result.stderr  # nothing ran
+
+
+@pytest.mark.parametrize("saved", ["tests/data/golden/atlas.json", "docs/atlas.json"])
+def test_the_atlas_fits_80_columns(saved: str) -> None:
+    shown = run_cli(["show", str(Path(__file__).parent.parent / saved)], columns=80)
+    assert shown.exit_code == 0
+    assert max(len(line) for line in shown.stdout.splitlines()) <= 80

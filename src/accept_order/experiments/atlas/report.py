@@ -21,7 +21,7 @@ SHORT = {
     "one worker takes all": "one takes all",
     "round-robin": "round-robin",
     "runs of": "runs",
-    "most recent": "LIFO",
+    "most-recent-waiter": "LIFO",
     "the lock holder keeps them": "lock holder keeps",
     "no clear order": "no clear order",
     "lowest idle index": "lowest index",
@@ -55,6 +55,10 @@ def _order(rows: Sequence[AtlasRow]) -> Text:
     return text
 
 
+def _seen(mechanism: str, mode: str) -> str:
+    return "=" if mechanism == mode else mechanism  # the built-in modes are named for their mechanism
+
+
 def _groups(result: AtlasResult) -> list[list[AtlasRow]]:
     groups: dict[tuple[str, str], list[AtlasRow]] = {}
     for row in result.rows:
@@ -63,15 +67,17 @@ def _groups(result: AtlasResult) -> list[list[AtlasRow]]:
 
 
 def atlas_table(result: AtlasResult) -> Table:
-    table = Table(title="accept-order atlas", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table = Table(
+        title="accept-order atlas", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True
+    )
     groups = _groups(result)
     woken = any(r.woken is not None for r in result.rows)  # no server here counts its wakeups: no column
     # Names are never cut (a cut mode name is no name); the order's words wrap instead.
     table.add_column("server", no_wrap=True)
     table.add_column("mode", no_wrap=True)
-    table.add_column("seen as", no_wrap=True)
-    table.add_column("idle order", min_width=13, overflow="fold")
-    for name in ("jain", "top", *(["woken"] if woken else []), "p99 ms"):
+    table.add_column("seen as", overflow="fold")
+    table.add_column("idle order", min_width=12, overflow="fold")
+    for name in ("jain", "top", *(["woken"] if woken else []), "p99"):
         table.add_column(name, justify="right", no_wrap=True)
     for rows in groups:
         first = rows[0]
@@ -79,10 +85,10 @@ def atlas_table(result: AtlasResult) -> Table:
         cells: list[str | Text] = [
             first.server,
             first.mode,
-            Counter(r.seen_as or "-" for r in rows).most_common(1)[0][0],
+            _seen(Counter(r.seen_as or "-" for r in rows).most_common(1)[0][0], first.mode),
             _order(rows),
             _fmt(_median([r.jain for r in rows]), ".2f"),
-            _fmt(_median([r.busiest for r in rows]), ".0%"),
+            _fmt(_median([r.busiest for r in rows]), ".0%") + ("*" if any(r.failed for r in rows) else ""),
         ]
         if woken:
             cells.append(_fmt(_median([r.woken for r in rows]), ".1f"))
@@ -97,17 +103,18 @@ def atlas_report(result: AtlasResult) -> RenderableType:
     parts.append(
         Text(
             f"{plural(int(settings.get('workers', 0)), 'worker')} each; idle order: "
-            f"{settings.get('connections')} sequential connections; under load: {load.get('connections')} "
-            f"connections, {load.get('concurrency')} in flight"
+            f"{settings.get('connections', '?')} sequential connections; under load: "
+            f"{load.get('connections', '?')} connections, {load.get('concurrency', '?')} in flight"
             + (f"; median of {settings.get('repeat')} rounds" if settings.get("repeat", 1) > 1 else ""),
             style="dim",
         )
     )
     parts.append(
         Text(
-            "seen as: the mechanism /proc showed while it ran (inspect); jain: Jain's index of the workers' "
-            "shares under load (1: even); top: the busiest worker's share; woken: workers woken per "
-            "connection, where countable; !: not the order the mode's mechanism predicts",
+            "seen as: the mechanism /proc showed while it ran (inspect; =: the mode's name); jain: Jain's index "
+            "of the workers' shares under load (1: even); top: the busiest worker's share; woken: workers woken "
+            "per connection, where countable; p99: ms under load; !: not the order the mode's mechanism "
+            "predicts; *: some of the load failed",
             style="dim",
         )
     )
@@ -118,9 +125,13 @@ def atlas_report(result: AtlasResult) -> RenderableType:
     for rows in _groups(result):
         settings_lines.append(f"  {rows[0].server} {rows[0].mode}: {rows[0].setting or '-'}\n")
     parts.append(settings_lines)
+    rounds = int(settings.get("repeat", 1) or 1)
     for row in result.rows:
+        where = f"{row.server} {row.mode}" + (f" (round {row.round})" if rounds > 1 else "")
         if row.error:
-            parts.append(Text(f"  {row.server} {row.mode}: stopped: {row.error}", style="yellow"))
+            parts.append(Text(f"  {where}: stopped: {row.error}", style="yellow"))
+        elif row.failed:
+            parts.append(Text(f"  {where}: {row.failed} connections of the load failed (*)", style="yellow"))
     for name, why in result.skipped.items():
         parts.append(Text(f"  {name}: {why}", style="dim"))
     if result.interrupted:

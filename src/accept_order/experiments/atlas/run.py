@@ -46,7 +46,11 @@ class AtlasPlan:
         check_range("--connections", self.connections, 2, 10_000)
         check_range("--load-connections", self.load_connections, 1, 10_000_000)
         check_range("--repeat", self.repeat, 1, 100)
+        self.load().validated()  # the open-file limit and the rest, before any server starts
         return self
+
+    def load(self) -> ConcurrentLoad:
+        return ConcurrentLoad(self.load_connections, None, self.concurrency, self.driver_procs)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -99,22 +103,21 @@ def measure(spec: ServerSpec, plan: AtlasPlan, round_: int) -> AtlasRow:
         v = order.verdict
         row = _replace(
             row,
-            seen_as=seen[0] if seen else None,
             order=v.pattern,
             order_fit=f"{v.fit}/{v.informative}",
             expected=v.expected,
             woken=v.woken_per_connection,
         )
-        load = ConcurrentLoad(plan.load_connections, None, plan.concurrency, plan.driver_procs)
-        loaded = run_latency(spec, load)
+        loaded = run_latency(spec, plan.load())
         return _replace(
             row,
+            seen_as=seen[0] if seen else None,
             served=loaded.served,
             failed=loaded.failed,
             p99_us=loaded.histogram.percentile(99) if loaded.ok else None,
         )
-    except AcceptOrderError as exc:
-        return _replace(row, error=str(exc))
+    except (AcceptOrderError, OSError) as exc:  # this row stops; the others still run
+        return _replace(row, seen_as=seen[0] if seen else None, error=str(exc) or type(exc).__name__)
 
 
 def _replace(row: AtlasRow, **changes: Any) -> AtlasRow:
@@ -139,6 +142,8 @@ def run_atlas(plan: AtlasPlan, on_variant: Callable[[ServerSpec, int, int], None
                     on_variant(spec, len(rows) + 1, total)
                 rows.append(measure(spec, plan, round_))
     except KeyboardInterrupt as stop:
+        if not rows:
+            raise  # nothing measured: nothing to save (an earlier file of that name stays as it was)
         partial = AtlasResult(tuple(rows), plan.to_dict(), env, skipped, interrupted=True)
         raise RunInterrupted([partial], stop) from None
     return AtlasResult(tuple(rows), plan.to_dict(), env, skipped)
