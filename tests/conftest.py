@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, TypeVar
 
@@ -22,6 +23,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from accept_order.cli.app import main
+from accept_order.loads.protocol import parse_reply
 
 CHILD_GRACE_S = 3.0
 
@@ -210,3 +212,25 @@ def gone(pids: Iterable[int]) -> bool:
         except psutil.NoSuchProcess:
             pass
     return True
+
+
+HTTP_REQUEST = b"GET / HTTP/1.0\r\nHost: x\r\n\r\n"
+
+
+def http_fetch(address: tuple[str, int]) -> tuple[int, int]:
+    """One HTTP/1.0 request to a launched server: (the worker the reply names, our client port), the pair
+    its own request log must hold."""
+    with socket.create_connection(address, timeout=10) as sock:
+        sock.sendall(HTTP_REQUEST)
+        reply = b""
+        while chunk := sock.recv(4096):
+            reply += chunk
+        parsed = parse_reply(reply.partition(b"\r\n\r\n")[2])
+        assert parsed is not None and parsed[1] is not None, reply
+        return parsed[1], sock.getsockname()[1]
+
+
+def http_fetch_many(address: tuple[str, int], requests: int = 40, threads: int = 8) -> list[tuple[int, int]]:
+    """`requests` of http_fetch, `threads` at a time."""
+    with ThreadPoolExecutor(threads) as pool:
+        return list(pool.map(lambda _: http_fetch(address), range(requests)))

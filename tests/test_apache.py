@@ -9,15 +9,13 @@ import os
 import socket
 import stat
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 
 import psutil
 import pytest
-from conftest import assert_one_error_line, gone, run_cli
+from conftest import assert_one_error_line, gone, http_fetch, http_fetch_many, run_cli
 
 from accept_order import session
 from accept_order.experiments.order.result import RunResult
-from accept_order.loads.protocol import parse_reply
 from accept_order.probes.fd_table import open_files
 from accept_order.probes.listeners import listening_sockets
 from accept_order.probes.proc_waits import thread_ids, thread_wait
@@ -32,7 +30,6 @@ if apache_missing():
 
 CONNECTIONS = 12
 MODES = ["prefork", "prefork-mutex", "event", "buckets"]
-REQUEST = b"GET / HTTP/1.0\r\nHost: x\r\n\r\n"
 
 
 def apache_run(mode: str, connections: int = CONNECTIONS, **spec: object) -> RunResult:
@@ -42,18 +39,6 @@ def apache_run(mode: str, connections: int = CONNECTIONS, **spec: object) -> Run
 
 def launched(mode: str, workers: int = 3) -> ApacheServer:
     return ApacheServer(checked(ServerSpec(kind="apache", mode=mode, workers=workers)))
-
-
-def fetch(address: tuple[str, int]) -> tuple[int, int]:
-    """(the pid the reply names, our client port) for one request."""
-    with socket.create_connection(address, timeout=10) as sock:
-        sock.sendall(REQUEST)
-        reply = b""
-        while chunk := sock.recv(4096):
-            reply += chunk
-        parsed = parse_reply(reply.partition(b"\r\n\r\n")[2])
-        assert parsed is not None and parsed[1] is not None, reply
-        return parsed[1], sock.getsockname()[1]
 
 
 def voluntary_switches(pid: int, tid: int) -> int:
@@ -103,7 +88,7 @@ def test_event_wakes_every_childs_listener_for_each_connection() -> None:
         before = {pid: voluntary_switches(pid, tid) for pid, tid in listeners.items()}
         for _ in range(CONNECTIONS):
             server.settle()
-            fetch(server.address)
+            http_fetch(server.address)
         server.settle()
         woken = {pid: voluntary_switches(pid, tid) - before[pid] for pid, tid in listeners.items()}
     assert all(n >= CONNECTIONS for n in woken.values()), woken
@@ -128,8 +113,7 @@ def test_buckets_are_reuseport_listeners_child_i_on_bucket_i_mod_b() -> None:
 def test_every_request_in_hand_at_stop_is_logged() -> None:
     """Concurrent requests, then an immediate stop: the log holds each (worker pid, client port) we saw."""
     with launched("event", workers=2) as server:
-        with ThreadPoolExecutor(8) as pool:
-            seen = list(pool.map(lambda _: fetch(server.address), range(40)))
+        seen = http_fetch_many(server.address)
     assert sorted(map(tuple, server.witness()["requests"])) == sorted(seen)
 
 

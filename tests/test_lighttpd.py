@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import os
 import socket
-from concurrent.futures import ThreadPoolExecutor
 
 import psutil
 import pytest
-from conftest import assert_one_error_line, gone, run_cli
+from conftest import assert_one_error_line, gone, http_fetch, http_fetch_many, run_cli
 
 from accept_order import session
-from accept_order.loads.protocol import parse_reply
 from accept_order.probes.fd_table import open_files
 from accept_order.probes.listeners import listening_sockets
 from accept_order.probes.proc_waits import thread_wait
@@ -34,18 +32,6 @@ def launched(mode: str, workers: int = 3) -> LighttpdServer:
     return LighttpdServer(checked(ServerSpec(kind="lighttpd", mode=mode, workers=workers)))
 
 
-def fetch(address: tuple[str, int]) -> tuple[int, int]:
-    """(the pid the reply names, our client port) for one request."""
-    with socket.create_connection(address, timeout=10) as sock:
-        sock.sendall(b"GET / HTTP/1.0\r\nHost: x\r\n\r\n")
-        reply = b""
-        while chunk := sock.recv(4096):
-            reply += chunk
-        parsed = parse_reply(reply.partition(b"\r\n\r\n")[2])
-        assert parsed is not None and parsed[1] is not None, reply
-        return parsed[1], sock.getsockname()[1]
-
-
 @pytest.mark.parametrize(("mode", "call"), [("max-worker", "epoll_wait"), ("poll", "poll")])
 def test_every_idle_worker_is_woken_and_the_log_agrees(mode: str, call: str) -> None:
     """Each worker waits for the one listener with a non-exclusive wait entry (epoll without EPOLLEXCLUSIVE,
@@ -62,7 +48,7 @@ def test_every_idle_worker_is_woken_and_the_log_agrees(mode: str, call: str) -> 
         seen = []
         for _ in range(CONNECTIONS):
             server.settle()
-            seen.append(fetch(server.address))
+            seen.append(http_fetch(server.address))
         server.settle()
         woken = {pid: usage(pid)[0] - before[pid] for pid in server.pids}
     assert all(n >= CONNECTIONS for n in woken.values()), woken
@@ -85,8 +71,7 @@ def test_requests_in_hand_at_stop_are_logged_and_nothing_is_left() -> None:
         assert server.master is not None
         processes = [server.master.pid, *server.pids]
         directory = server.directory
-        with ThreadPoolExecutor(8) as pool:
-            seen = list(pool.map(lambda _: fetch(server.address), range(40)))
+        seen = http_fetch_many(server.address)
     assert sorted(map(tuple, server.witness()["requests"])) == sorted(seen)
     assert gone(processes) and not os.path.exists(directory)
 

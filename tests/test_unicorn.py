@@ -8,16 +8,14 @@ from __future__ import annotations
 import os
 import socket
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 
 import psutil
 import pytest
-from conftest import assert_one_error_line, gone, run_cli
+from conftest import assert_one_error_line, gone, http_fetch_many, run_cli
 
 from accept_order import session
 from accept_order.analysis.herd import HERD_THRESHOLD
 from accept_order.experiments.order.result import RunResult
-from accept_order.loads.protocol import parse_reply
 from accept_order.probes.listeners import listening_sockets
 from accept_order.probes.proc_waits import thread_wait
 from accept_order.servers.launched.unicorn import UnicornServer, unicorn_missing
@@ -96,18 +94,7 @@ def test_every_request_answered_is_logged_and_nothing_is_left() -> None:
         pids = [server.master.pid, *server.pids]
         directory = server.directory
 
-        def fetch(_: int) -> tuple[int, int]:
-            with socket.create_connection(server.address, timeout=10) as sock:
-                sock.sendall(b"GET / HTTP/1.0\r\nHost: x\r\n\r\n")
-                reply = b""
-                while chunk := sock.recv(4096):
-                    reply += chunk
-                parsed = parse_reply(reply.partition(b"\r\n\r\n")[2])
-                assert parsed is not None, reply
-                return parsed[1], sock.getsockname()[1]
-
-        with ThreadPoolExecutor(8) as pool:
-            seen = list(pool.map(fetch, range(40)))
+        seen = http_fetch_many(server.address)
     assert sorted(map(tuple, server.witness()["requests"])) == sorted(seen)
     assert gone(pids) and not os.path.exists(directory)
 

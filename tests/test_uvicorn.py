@@ -6,17 +6,14 @@ and a missing package is one line. No idle order is asserted: a herd's winner is
 from __future__ import annotations
 
 import os
-import socket
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import psutil
 import pytest
-from conftest import assert_one_error_line, gone, run_cli
+from conftest import assert_one_error_line, gone, http_fetch_many, run_cli
 
 from accept_order import session
-from accept_order.loads.protocol import parse_reply
 from accept_order.measures import ConnectionRecord
 from accept_order.probes.fd_table import open_files
 from accept_order.probes.listeners import listening_sockets
@@ -77,19 +74,7 @@ def test_request_log_agrees_with_the_records_and_nothing_is_left(mode: str) -> N
 def test_every_reply_is_in_the_log_with_its_client_port() -> None:
     """Concurrent requests, then an immediate stop: the log holds each (worker pid, client port) a client saw."""
     with UvicornServer(checked(ServerSpec(kind="uvicorn", mode="asyncio", workers=2))) as server:
-
-        def fetch(_: int) -> tuple[int, int]:
-            with socket.create_connection(server.address, timeout=10) as sock:
-                sock.sendall(b"GET / HTTP/1.0\r\nHost: x\r\n\r\n")
-                reply = b""
-                while chunk := sock.recv(4096):
-                    reply += chunk
-                parsed = parse_reply(reply.partition(b"\r\n\r\n")[2])
-                assert parsed is not None, reply
-                return parsed[1], sock.getsockname()[1]
-
-        with ThreadPoolExecutor(8) as pool:
-            seen = list(pool.map(fetch, range(40)))
+        seen = http_fetch_many(server.address)
     assert sorted(map(tuple, server.witness()["requests"])) == sorted(seen)
 
 

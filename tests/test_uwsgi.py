@@ -10,16 +10,14 @@ import re
 import signal
 import socket
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import psutil
 import pytest
-from conftest import assert_one_error_line, gone, run_cli, wait_for
+from conftest import assert_one_error_line, gone, http_fetch_many, run_cli, wait_for
 
 from accept_order import session
 from accept_order.experiments.order.result import RunResult
-from accept_order.loads.protocol import parse_reply
 from accept_order.probes.listeners import listening_sockets
 from accept_order.servers.launched.uwsgi import UwsgiServer, uwsgi_missing
 from accept_order.servers.registry import checked
@@ -145,19 +143,7 @@ def test_reuse_port_sets_the_flag_on_the_masters_one_socket(mode: str, reuseport
 def test_every_request_in_hand_at_stop_is_logged() -> None:
     """Concurrent requests, then an immediate stop: the log holds each (worker pid, client port) we saw."""
     with launched("default", workers=2) as server:
-
-        def fetch(_: int) -> tuple[int, int]:
-            with socket.create_connection(server.address, timeout=10) as sock:
-                sock.sendall(b"GET / HTTP/1.0\r\nHost: x\r\n\r\n")
-                reply = b""
-                while chunk := sock.recv(4096):
-                    reply += chunk
-                parsed = parse_reply(reply.partition(b"\r\n\r\n")[2])
-                assert parsed is not None and parsed[1] is not None, reply
-                return parsed[1], sock.getsockname()[1]
-
-        with ThreadPoolExecutor(8) as pool:
-            seen = list(pool.map(fetch, range(40)))
+        seen = http_fetch_many(server.address)
     assert sorted(map(tuple, server.witness()["requests"])) == sorted(seen)
 
 
