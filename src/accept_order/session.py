@@ -280,7 +280,7 @@ def run_latency(
         finally:
             counter.close()
         kernel.update(available=counts.available, why=counts.why, counts=counts.counts)
-        return summary.replace_served(tuple(int(counts.counts.get(pid, 0)) for pid in target.pids))
+        return dataclasses.replace(summary, served=tuple(int(counts.counts.get(pid, 0)) for pid in target.pids))
 
     summary, m = lifecycle(sized(server, load.concurrency), drive, loading.describe, partial=lambda: kept[0])
     result = LatencyResult.of(

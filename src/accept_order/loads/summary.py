@@ -118,9 +118,6 @@ class LoadSummary(TimedTotals):
             interruption=self.interruption or other.interruption,
         )
 
-    def replace_served(self, served: tuple[int, ...]) -> LoadSummary:
-        return LoadSummary(self.histogram, self.errors, served, self.wall_s, self.drivers, self.interruption)
-
     def to_dict(self) -> dict[str, Any]:
         """The fields as a latency run stores them."""
         return {

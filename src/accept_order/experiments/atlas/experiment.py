@@ -7,7 +7,7 @@ from typing import Any
 from ...results import export
 from .. import Experiment, lazy
 from .report import atlas_report
-from .result import ATLAS_SHAPE, AtlasResult
+from .result import ATLAS_SHAPE, AtlasResult, AtlasRow
 
 COLUMNS = ("round", "server", "mode", "setting", "seen_as", "order", "order_fit", "expected", "woken", "served",
            "jain", "busiest", "failed", "p99_us", "error")  # fmt: skip
@@ -18,7 +18,7 @@ def rows(documents: list[dict[str, Any]]) -> str:
     out = []
     for doc in documents:
         for row in doc["rows"]:
-            typed = AtlasResult.from_dict({"rows": [row]}).rows[0]
+            typed = AtlasRow.from_dict(row)
             values = {**row, "served": " ".join(str(n) for n in typed.served), "jain": typed.jain,
                       "busiest": typed.busiest}  # fmt: skip
             out.append([values.get(c) for c in COLUMNS])

@@ -8,6 +8,7 @@ keeps what was measured before, with the reason; Ctrl-C keeps every row so far (
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -56,7 +57,7 @@ class AtlasPlan:
         return {
             "workers": self.workers,
             "connections": self.connections,
-            "load": ConcurrentLoad(self.load_connections, None, self.concurrency, self.driver_procs).to_dict(),
+            "load": self.load().to_dict(),
             "repeat": self.repeat,
         }
 
@@ -82,7 +83,7 @@ def variants(plan: AtlasPlan) -> tuple[list[ServerSpec], dict[str, str]]:
 
 def _seen_as(target: Target) -> str | None:
     """The mechanism /proc shows for the running server, in this tool's mode names (None: not seen)."""
-    from ...experiments.inspect.run import inspect
+    from ..inspect.run import inspect
 
     try:
         return inspect(pid=target.pids[0], samples=3).mechanism.name
@@ -101,7 +102,7 @@ def measure(spec: ServerSpec, plan: AtlasPlan, round_: int) -> AtlasRow:
             spec, SequentialLoad(connections=plan.connections), None, lambda t: seen.append(_seen_as(t))
         )
         v = order.verdict
-        row = _replace(
+        row = dataclasses.replace(
             row,
             order=v.pattern,
             order_fit=f"{v.fit}/{v.informative}",
@@ -109,7 +110,7 @@ def measure(spec: ServerSpec, plan: AtlasPlan, round_: int) -> AtlasRow:
             woken=v.woken_per_connection,
         )
         loaded = run_latency(spec, plan.load())
-        return _replace(
+        return dataclasses.replace(
             row,
             seen_as=seen[0] if seen else None,
             served=loaded.served,
@@ -117,13 +118,7 @@ def measure(spec: ServerSpec, plan: AtlasPlan, round_: int) -> AtlasRow:
             p99_us=loaded.histogram.percentile(99) if loaded.ok else None,
         )
     except (AcceptOrderError, OSError) as exc:  # this row stops; the others still run
-        return _replace(row, seen_as=seen[0] if seen else None, error=str(exc) or type(exc).__name__)
-
-
-def _replace(row: AtlasRow, **changes: Any) -> AtlasRow:
-    import dataclasses
-
-    return dataclasses.replace(row, **changes)
+        return dataclasses.replace(row, seen_as=seen[0] if seen else None, error=str(exc) or type(exc).__name__)
 
 
 def run_atlas(plan: AtlasPlan, on_variant: Callable[[ServerSpec, int, int], None] | None = None) -> AtlasResult:
