@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_nginx_load's w
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "experiments"))  # the one-line parser
 
 from _cli import OneLineParser, positive_int  # noqa: E402  (experiments/_cli.py)
-from bench_nginx_load import seconds, wrk_round  # noqa: E402
+from bench_nginx_load import seconds, terminated, wrk_round  # noqa: E402
 
 from accept_order.errors import ServerUnavailable  # noqa: E402
 from accept_order.servers.launched.nginx import NginxServer  # noqa: E402
@@ -163,10 +163,6 @@ def measure(args: argparse.Namespace) -> list[float]:
         )
         server.check_alive()
     return ratios
-
-
-def terminated(signum: int, frame: object) -> None:
-    raise Terminated
 
 
 def main() -> int:
