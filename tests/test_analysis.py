@@ -173,8 +173,21 @@ def test_verdict_edge_cases() -> None:
     assert order.verdict(sequential([0, 0, 0]), 1, "fifo", "why").pattern == "single worker"
 
 
-def test_verdict_hash_names_a_chance_fit_without_claiming_it() -> None:
-    # Sequential connections all hashed to worker 2 also "fit" LIFO; the reuseport hash ignores idleness.
+def test_verdict_hash_judges_the_spread_against_uniform_hashing_not_an_idle_order() -> None:
+    # Six sequential connections all hashed to worker 2 also "fit" LIFO; the reuseport hash ignores
+    # idleness, so the verdict tests the spread instead: all six on one of three workers comes 3 times in
+    # 3^6 from a uniform hash.
     v = order.verdict(sequential([2, 2, 2, 2, 2, 2]), 3, "hash", "why")
-    assert v.pattern.startswith("hash-spread (the order happens to fit lifo")
+    assert v.pattern == "hash-spread, more uneven than a uniform hash"
+    assert v.model is None and v.informative == 0
+    assert v.chance == pytest.approx(3 / 3**6, rel=2e-3)
+    assert "2 idle workers, 0.3 expected" in v.line()
     assert v.expected
+
+
+def test_verdict_hash_of_two_connections_on_one_of_three_workers_is_chance() -> None:
+    # envoy#33707: 3 workers, 2 connections, both on one worker: a uniform hash does that 1 time in 3.
+    v = order.verdict(sequential([1, 1]), 3, "hash", "why")
+    assert v.pattern == "hash-spread"
+    assert v.chance == pytest.approx(1 / 3, rel=1e-3)
+    assert "1 time in 3" in v.seen and "2 idle workers, 1.3 expected" in v.seen

@@ -106,7 +106,8 @@ def test_verdict_runs_expected_but_one_worker_takes_all() -> None:
 
 def test_verdict_runs_expected_but_rotation() -> None:
     v = order.verdict(sequential(list(ROTATION)), 3, "runs-of-16", "why")
-    assert v.pattern == "rotation (FIFO among idle workers)"
+    # Seen, not named as the mechanism: nginx's mechanism cannot rotate
+    assert v.pattern == "an order like FIFO (the mechanism predicts runs of 16)"
     assert v.model == "fifo"
     assert not v.expected
 

@@ -19,6 +19,9 @@ class ConnectionRecord:
     latency_us: int  # connect to end of reply (or to the failure)
     error: str | None = None
     client_port: int | None = None  # the client's local port: how a server's own log names the connection
+    # The CPU the client ran on when it connected (sequential loads): over loopback the CPU a CPU-steered
+    # listener group (reuseport-cpu, incoming-cpu) picks its listener by.
+    client_cpu: int | None = None
 
     @property
     def served(self) -> bool:
@@ -74,6 +77,10 @@ class Verdict:
     max_min: float | None  # max share / min share; None when some worker served none
     expected: bool  # the pattern is the one the mode's mechanism predicts
     woken_per_connection: float | None = None  # workers' sleeps (voluntary switches) per served connection
+    # How likely the pattern is by chance: for an order, that a worker picked at random among the idle
+    # ones fits as well; for a hash spread, that a uniform hash spreads them at least this unevenly.
+    chance: float | None = None
+    seen: str = ""  # the figures behind the pattern, in words (client CPUs, idle workers expected, chance)
 
     def line(self) -> str:
         ratio = "inf" if self.max_min is None else f"{self.max_min:.2f}"
@@ -84,4 +91,5 @@ class Verdict:
         else:
             fit = f", best idle-order model fits only {self.fit}/{self.informative}"
         woken = "" if self.woken_per_connection is None else f"; woken per connection {self.woken_per_connection:.1f}"
-        return f"{self.pattern}{fit}; fairness: Jain {self.jain:.3f}, max/min share {ratio}{woken}"
+        seen = f" ({self.seen})" if self.seen else ""
+        return f"{self.pattern}{fit}{seen}; fairness: Jain {self.jain:.3f}, max/min share {ratio}{woken}"

@@ -21,8 +21,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..measures import ConnectionRecord, Verdict, WorkerCounters
+from .chance import chance_of_fit, how_often
 from .fairness import jain_index, max_min_share, tally
 from .herd import HERD_THRESHOLD, woken_per_connection
+from .seen import client_cpus_text, cpu_pattern, hash_pattern, unpredicted_pattern
 
 FIT_THRESHOLD = 0.8
 
@@ -105,8 +107,9 @@ def _predict(model: str, idle: list[int], idle_since: dict[int, float], last: in
     return min(idle)
 
 
-def model_fits(records: Sequence[ConnectionRecord], workers: int) -> dict[str, tuple[int, int]]:
-    """For each model: (connections it predicted, informative connections).
+def _walk(records: Sequence[ConnectionRecord], workers: int) -> dict[str, tuple[int, list[float]]]:
+    """For each model: (connections it predicted, for each informative connection the chance that a worker
+    picked at random among the idle ones is the one the model names).
 
     Workers are taken to have started waiting in index order (the supervisor starts them so) and to be
     busy from the start of a connection they serve until its reply ends, as the client saw it.
@@ -116,7 +119,8 @@ def model_fits(records: Sequence[ConnectionRecord], workers: int) -> dict[str, t
     busy_until: dict[int, int] = {}
     last: int | None = None  # the worker that served the previous connection
     seen: set[int] = set()  # workers that have served
-    fits = {m: [0, 0] for m in MODEL_ORDER}
+    fits: dict[str, int] = {m: 0 for m in MODEL_ORDER}
+    odds: dict[str, list[float]] = {m: [] for m in MODEL_ORDER}
     for rec in served:
         t = rec.start_us
         for w, end in list(busy_until.items()):
@@ -126,19 +130,28 @@ def model_fits(records: Sequence[ConnectionRecord], workers: int) -> dict[str, t
         idle = [w for w in range(workers) if w not in busy_until]
         if len(idle) >= 2:
             for model in MODEL_ORDER:
-                fits[model][1] += 1
                 # Nobody can say which worker takes the lock first; after that, the holder keeps it.
                 first_holder = model == "lock-holder" and last is None and rec.worker in idle
                 # Nor, for FIFO, in which order the workers first queued (a server's own lock queue, e.g.
                 # uWSGI's thunder lock, is in the order they reached it): a worker's first turn fits.
                 first_turn = model == "fifo" and rec.worker not in seen
-                if first_holder or first_turn or _predict(model, idle, idle_since, last, workers) == rec.worker:
-                    fits[model][0] += 1
+                if first_holder or first_turn:
+                    fits[model] += 1
+                    odds[model].append(1.0)  # it fits whoever serves: no evidence either way
+                    continue
+                predicted = _predict(model, idle, idle_since, last, workers)
+                fits[model] += predicted == rec.worker
+                odds[model].append(1 / len(idle) if predicted in idle else 0.0)
         assert rec.worker is not None
         seen.add(rec.worker)
         last = rec.worker
         busy_until[rec.worker] = max(busy_until.get(rec.worker, 0), rec.start_us + rec.latency_us)
-    return {m: (f[0], f[1]) for m, f in fits.items()}
+    return {m: (fits[m], odds[m]) for m in MODEL_ORDER}
+
+
+def model_fits(records: Sequence[ConnectionRecord], workers: int) -> dict[str, tuple[int, int]]:
+    """For each model: (connections it predicted, informative connections)."""
+    return {m: (fit, len(odds)) for m, (fit, odds) in _walk(records, workers).items()}
 
 
 def verdict(
@@ -148,16 +161,20 @@ def verdict(
     why: str,
     counters: Sequence[WorkerCounters] = (),
 ) -> Verdict:
-    """The pattern the records show, judged by which idle-order model predicts them best, and the
-    mechanism behind it. `expected_model` (from the mode's metadata) only breaks ties and sets
-    `expected`: it never decides the pattern."""
+    """The pattern the records show, judged by which idle-order model predicts them best, and how likely
+    that is by chance. `expected_model` (from the mode's metadata) only breaks ties, sets `expected`, and
+    decides whether the pattern may be named as the mechanism: a model the mode's mechanism cannot produce
+    is said as what was seen ("an order like FIFO"), never as the reason."""
     sequence = [r.worker for r in records if r.served and r.worker is not None]
     counts = tally(sequence, workers)
     jain, ratio = jain_index(counts), max_min_share(counts)
     single = len(set(sequence)) == 1 and workers > 1 and len(sequence) > 1
-    fits = model_fits(records, workers)
+    walked = _walk(records, workers)
+    fits = {m: (fit, len(odds)) for m, (fit, odds) in walked.items()}
     informative = max((n for _, n in fits.values()), default=0)
     best: str | None = None
+    chance: float | None = None
+    seen = ""
     runs = fixed_runs(_runs_sequence(records), workers) if workers > 1 else None
     if runs is not None:
         # Fixed-length runs: a count, not an idle order. They say more than lifo (which a run also fits).
@@ -170,19 +187,28 @@ def verdict(
         ranked = sorted(MODEL_ORDER, key=lambda m: (-fits[m][0], m != expected_model, MODEL_ORDER.index(m)))
         if fits[ranked[0]][0] >= FIT_THRESHOLD * informative:
             best = ranked[0]
+            # The mode's own model is one hypothesis; any other is the best of MODEL_ORDER tried (Bonferroni).
+            tried = 1 if best == expected_model else len(MODEL_ORDER)
+            chance = min(1.0, tried * chance_of_fit(walked[best][1], fits[best][0]))
     if workers == 1:
         pattern = "single worker"
     elif not sequence:
         pattern = "nothing served"
     elif expected_model == "hash":
-        # The reuseport hash never looks at which workers are idle: an idle-order model that fits a
-        # short run fits by chance (consecutive source ports often hash alike), and is said as such.
-        pattern = "hash-spread"
+        pattern, chance, seen = hash_pattern(counts)
+        # The hash never looks at which workers are idle: an idle order that fits, fits by chance, and is
+        # not worth a figure; the spread's test is the figure.
+        best, informative, fits = None, 0, {}
+    elif expected_model == "cpu":
+        pattern, best, fit_cpu, known = cpu_pattern(records, workers, single)
         if best is not None:
-            fit_text = f"{fits[best][0]}/{informative}"
-            pattern += f" (the order happens to fit {best} {fit_text}; the hash ignores idleness)"
+            fits[best] = (fit_cpu, known)
+            informative, chance = known, None
+        seen = client_cpus_text(records)
     elif runs is not None:
         pattern = f"runs of {runs[0]} per worker"
+    elif best is not None and best != expected_model:
+        pattern, seen = unpredicted_pattern(best, expected_model, single, chance)
     elif best == "first-registered" and single:
         pattern = "one worker takes all (first-registered wins)"
     elif best is not None:
@@ -193,6 +219,8 @@ def verdict(
         pattern = "one worker takes all"
     else:
         pattern = "no clear order (no idle-order model fits)"
+    if best is not None and chance is not None and not seen:
+        seen = f"a random idle worker would fit as well {how_often(chance)}"
     woken = woken_per_connection(counters, len(sequence)) if counters else None
     if woken is not None and woken >= HERD_THRESHOLD:
         pattern = f"thundering herd ({woken:.1f} workers woken per connection); order: {pattern}"
@@ -209,4 +237,6 @@ def verdict(
         None if ratio is None else round(ratio, 4),
         expected,
         None if woken is None else round(woken, 3),
+        None if chance is None else float(f"{chance:.3g}"),
+        seen,
     )

@@ -29,7 +29,8 @@ def modes() -> None:
         for meta in kind.modes().values():
             unavailable = kind.unavailable(meta.name)
             status = "available" if unavailable is None else f"not available: {unavailable}"
-            traits = [f"{meta.queue} queue", f"predicts {meta.model or 'no order'}"]
+            predicts = {None: "no order", "cpu": "the client's CPU"}.get(meta.model, meta.model)
+            traits = [f"{meta.queue} queue", f"predicts {predicts}"]
             if meta.herds:
                 traits.append("thundering herd")
             out.print(Text.assemble((f"  {meta.name:13}", "bold"), f" {meta.summary} ({'; '.join(traits)}; {status})"))

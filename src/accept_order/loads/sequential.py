@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ..cpus import current_cpu
 from ..measures import ConnectionRecord
 from ..processes import MAX_REPLY
 from ..servers.target import Target
@@ -61,7 +62,7 @@ def _checked(target: Target) -> Callable[[], None]:
 
 
 class _InFlight:
-    __slots__ = ("seq", "sock", "fd", "started_ns", "data", "unsent", "port")
+    __slots__ = ("seq", "sock", "fd", "started_ns", "data", "unsent", "port", "cpu")
 
     def __init__(self, seq: int, sock: socket.socket, fd: int, started_ns: int, unsent: bytes = b"") -> None:
         self.seq = seq
@@ -71,6 +72,7 @@ class _InFlight:
         self.data = b""
         self.unsent = unsent  # the protocol's request, sent once the connect has completed
         self.port: int | None = None  # the client's local port, bound by connect
+        self.cpu: int | None = None  # the CPU the connect ran on
 
 
 def _death_watch(fds: list[int]) -> select.epoll | None:
@@ -129,6 +131,7 @@ def run_sequential(
     # Insertion order is start order, and start times only grow: the first entry is the oldest.
     inflight: dict[int, _InFlight] = {}
     clock = time.perf_counter_ns
+    getcpu = current_cpu
     timeout_ns = timeout_s * 1e9
     t0 = clock()
     next_seq = 0
@@ -164,7 +167,9 @@ def run_sequential(
         now = clock()
         started = f.started_ns
         pid = pids[worker] if worker is not None and worker < len(pids) else None
-        rec = ConnectionRecord(f.seq, worker, pid, (started - t0) // 1000, (now - started) // 1000, error, f.port)
+        rec = ConnectionRecord(
+            f.seq, worker, pid, (started - t0) // 1000, (now - started) // 1000, error, f.port, f.cpu
+        )
         records[f.seq] = rec
         if on_record:
             on_record(rec)
@@ -182,6 +187,8 @@ def run_sequential(
         fd = sock.fileno()
         f = inflight[seq] = _InFlight(seq, sock, fd, clock(), request)
         code = sock.connect_ex(address)
+        if getcpu is not None:
+            f.cpu = getcpu()
         if not code or code == errno.EINPROGRESS:
             f.port = sock.getsockname()[1]  # bound by connect: how the server's own log names this connection
         # Watch for reading right away: the reply can only come after the connect completes, and a

@@ -25,6 +25,10 @@ SHORT = {
     "the lock holder keeps them": "lock holder keeps",
     "no clear order": "no clear order",
     "lowest idle index": "lowest index",
+    "hash-spread, more uneven": "uneven hash",
+    "the client's CPU picks": "client's CPU",
+    "no order beyond chance": "no order",
+    "an order like": "like",
 }
 
 

@@ -157,6 +157,13 @@ def compare_table(results: Sequence[RunResult], skipped: dict[str, str]) -> Rend
         table.add_row(*([server or "builtin"] if servers else []), *cells2)
     if not results:
         return table
+    # What each verdict rests on (the client's CPU, the hash's odds, the chance of a fit): one line per row
+    # that has figures, so the table's pattern stays short and the same across repeated runs.
+    notes = [
+        Text(f"{r.server.label if servers else r.server.mode}: {r.verdict.seen}", style="dim")
+        for r in results
+        if r.verdict.seen
+    ]
     first = results[0]
     env = first.environment
     # the most common count (of a tie, the larger); a server with its own (Caddy: one process) is named after it
@@ -169,7 +176,7 @@ def compare_table(results: Sequence[RunResult], skipped: dict[str, str]) -> Rend
         f"{env.cpu_count} CPUs",
         style="dim",
     )
-    return Group(table, note)
+    return Group(table, *notes, note)
 
 
 def _marks(sequence: Sequence[int], limit: int = SEQUENCE_SHOWN) -> str:

@@ -22,7 +22,7 @@ class IncomingCpuMode(SteeredReuseportMode):
         "matches the CPU the connection arrived on: over loopback, the client's CPU decides, whether or not "
         "that worker is busy"
     )
-    model = None  # the records do not say which CPU each connection came in on: no idle order to predict
+    model = "cpu"  # the listener of the CPU the client connected from (records keep the client's CPU)
     needs = "SO_INCOMING_CPU"
 
     def steer(self, index: int, sock: socket.socket) -> None:

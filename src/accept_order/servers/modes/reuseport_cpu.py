@@ -46,7 +46,7 @@ class ReuseportCpuMode(SteeredReuseportMode):
         "connection arrived on, and the kernel gives it to that listener: over loopback, the client's CPU "
         "decides, whether or not that worker is busy"
     )
-    model = None  # the records do not say which CPU each connection came in on: no idle order to predict
+    model = "cpu"  # the listener of the CPU the client connected from (records keep the client's CPU)
     needs = "SO_ATTACH_REUSEPORT_CBPF"
 
     def steer(self, index: int, sock: socket.socket) -> None:

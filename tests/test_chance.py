@@ -1,0 +1,105 @@
+"""How sure a verdict is: the chance figures against values worked out by hand, and verdicts that do not
+name a mechanism the mode lacks."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from accept_order.analysis import order
+from accept_order.analysis.chance import (
+    chance_of_fit,
+    chi2_sf,
+    expected_idle,
+    how_often,
+    uniform_spread_p,
+)
+from accept_order.measures import ConnectionRecord
+
+
+def records(workers: list[int], cpus: list[int] | None = None) -> list[ConnectionRecord]:
+    """Sequential connections, each finished before the next starts (every worker idle each time)."""
+    cpus = cpus or [None] * len(workers)  # type: ignore[list-item]
+    return [
+        ConnectionRecord(i, w, 100 + w, i * 1000, 100, None, 40000 + i, cpu)
+        for i, (w, cpu) in enumerate(zip(workers, cpus, strict=True))
+    ]
+
+
+@pytest.mark.parametrize(
+    ("x", "df", "p"),
+    [(3.841, 1, 0.05), (5.991, 2, 0.05), (7.815, 3, 0.05), (9.488, 4, 0.05), (11.070, 5, 0.05), (6.635, 1, 0.01)],
+)
+def test_chi2_tail_matches_the_tables(x: float, df: int, p: float) -> None:
+    assert chi2_sf(x, df) == pytest.approx(p, abs=2e-4)
+
+
+def test_chance_of_fit_is_the_binomial_tail_when_every_chance_is_equal() -> None:
+    # 20 fair coins, at least 15 heads: sum C(20,k) for k >= 15 over 2^20.
+    exact = sum(math.comb(20, k) for k in range(15, 21)) / 2**20
+    assert chance_of_fit([0.5] * 20, 15) == pytest.approx(exact)
+    assert chance_of_fit([1.0, 0.5], 2) == pytest.approx(0.5)  # a certain fit adds no evidence
+    assert chance_of_fit([0.5] * 3, 0) == 1.0 and chance_of_fit([0.5] * 3, 4) == 0.0
+    # Past the exact limit, the normal approximation stays close to the binomial tail.
+    big = sum(math.comb(1000, k) for k in range(530, 1001)) / 2**1000
+    assert chance_of_fit([0.5] * 1000, 530) == pytest.approx(big, rel=0.05)
+
+
+def test_uniform_spread_exact_and_chi_square() -> None:
+    assert uniform_spread_p([2, 0, 0]) == pytest.approx((1 / 3, "exact multinomial"))
+    assert uniform_spread_p([1, 1, 0])[0] == pytest.approx(1.0)
+    # 4 workers, 100 connections, 40/20/20/20: the exact test lists every spread no more likely.
+    p, test = uniform_spread_p([40, 20, 20, 20])
+    assert test == "exact multinomial" and 0.005 < p < 0.03
+    p, test = uniform_spread_p([37, 30, 0, 6, 27] * 3)  # too many spreads to list
+    assert test == "chi-square" and p < 1e-6
+
+
+def test_expected_idle_workers() -> None:
+    assert expected_idle(3, 2) == pytest.approx(3 * (2 / 3) ** 2)
+    assert expected_idle(4, 0) == 4.0
+
+
+def test_how_often() -> None:
+    assert how_often(1 / 3) == "1 time in 3"
+    assert how_often(1 / 2437) == "1 time in 2,400"
+    assert how_often(0.7) == "more often than not"
+    assert how_often(1e-9) == "less than once in a million times"
+
+
+def test_a_herd_mode_that_happens_to_fit_fifo_is_not_called_fifo() -> None:
+    # 3 workers, a herd (no order predicted), a short rotation: FIFO fits, but the mechanism is not FIFO.
+    v = order.verdict(records([0, 1, 2] * 4), 3, None, "a herd")
+    assert v.model == "fifo"
+    assert "FIFO" in v.pattern and "predicts none" in v.pattern and "rotation" not in v.pattern
+    assert v.chance is not None and v.chance < 0.01
+    # Few connections: the same fit is what a random idle pick gives often; said as chance.
+    v = order.verdict(records([0, 1, 2, 0, 1]), 3, None, "a herd")
+    assert v.pattern == "no order beyond chance"
+    assert v.chance is not None and v.chance >= 0.01 and "FIFO fits" in v.seen
+
+
+def test_the_modes_own_model_is_named_with_its_chance() -> None:
+    v = order.verdict(records([0, 1, 2] * 7), 3, "fifo", "blocking accept")
+    assert v.pattern.startswith("rotation") and v.expected
+    # 18 informative connections after each worker's first turn, each 1 in 3 by chance (no correction:
+    # the mode's own model is one hypothesis)
+    assert v.chance == pytest.approx(3.0**-18, rel=1e-2)
+
+
+def test_cpu_steered_modes_say_the_clients_cpu_picks_never_a_lock() -> None:
+    v = order.verdict(records([1] * 10, [1] * 10), 3, "cpu", "reuseport-cpu")
+    assert v.pattern == "the client's CPU picks the worker, one worker takes all"
+    assert v.model == "cpu" and v.expected and (v.fit, v.informative) == (10, 10)
+    assert "CPU 1 for 10 of 10" in v.seen
+    assert "lock" not in v.pattern and "first-registered" not in v.pattern
+    # The client moved from CPU 0 to 1 and its connections followed it.
+    v = order.verdict(records([0] * 5 + [1] * 5, [0] * 5 + [1] * 5), 2, "cpu", "reuseport-cpu")
+    assert v.model == "cpu" and v.pattern == "the client's CPU picks the worker"
+    # The worker is not the client's CPU's: said as seen, without a model.
+    v = order.verdict(records([2] * 10, [1] * 10), 3, "cpu", "reuseport-cpu")
+    assert (v.pattern, v.model, v.expected) == ("one worker takes all", None, False)
+    # Unknown client CPUs: nothing to fit, and the verdict says so.
+    v = order.verdict(records([1] * 10), 3, "cpu", "incoming-cpu")
+    assert v.model is None and "not known" in v.seen
