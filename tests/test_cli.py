@@ -160,6 +160,10 @@ def invalid(option: str, detail: str) -> tuple[str, str]:
         (["serve", "--workers", "0"], invalid("--workers", "is not in the range")),
         (["serve", "--mode", "nope"], "'nope' is not one of"),
         (["no-such-command"], "No such command"),
+        (["runn"], "no command 'runn'; did you mean 'run'?"),
+        (["comapre"], "did you mean 'compare'?"),
+        (["run", "-m", "sched-rr"], "builtin has no mode 'sched-rr'; node has it: add --server node"),
+        (["run", "-m", "reuseport", "--server", "node"], ("node has no mode 'reuseport'", "nginx", "add --server")),
         (["show"], "Missing argument"),
         (["run", "--work-ms", "nan"], invalid("--work-ms", "'nan' is not a valid number")),
         (["herd", "--work-ms", "inf"], invalid("--work-ms", "'inf' is not a valid number")),
@@ -173,6 +177,13 @@ def invalid(option: str, detail: str) -> tuple[str, str]:
 def test_usage_errors_exit_2_with_one_line(args: list[str], fragment: str | tuple[str, ...]) -> None:
     fragments = (fragment,) if isinstance(fragment, str) else fragment
     assert_one_error_line(run_cli(args), 2, *fragments)
+
+
+def test_bare_command_prints_the_help_and_exits_0() -> None:
+    result = run_cli([])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("Usage: ") and "Commands:" in result.output and "compare" in result.output
+    assert "\\n" not in result.output  # not one error line with literal newlines, as 0.2 printed it
 
 
 def test_mode_the_platform_lacks_exits_2(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,6 +9,7 @@ traceback (unless --traceback asks for it). A stdout whose reader went away (`| 
 from __future__ import annotations
 
 import contextlib
+import difflib
 import errno
 import functools
 import importlib
@@ -188,6 +189,17 @@ class LazyGroup(click.Group):
         assert isinstance(command, click.Command)
         return command
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """An unknown command suggests the nearest ones (`runn`: did you mean run?), as git does."""
+        name = click.utils.make_str(args[0])
+        if name not in COMMANDS and not name.startswith("-"):
+            near = difflib.get_close_matches(name, list(COMMANDS), n=2, cutoff=0.6)
+            if near:
+                ctx.fail(f"no command {name!r}; did you mean {' or '.join(repr(n) for n in near)}?")
+        return super().resolve_command(ctx, args)
+
     # click prints --help and --version itself, while parsing: a stdout that cannot take them is the same
     # OutputError as a report's (click alone would end a closed pipe with 1, a full disk with a traceback).
     def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
@@ -206,6 +218,9 @@ class LazyGroup(click.Group):
         standalone_mode: bool = True,
         **extra: Any,
     ) -> Any:
+        if not (sys.argv[1:] if args is None else list(args)):
+            # Bare `accept-order`: the help, as `accept-order --help` prints it (click would make it an error).
+            args = ["--help"]
         try:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.UsageError as exc:

@@ -124,6 +124,14 @@ def checked(spec: ServerSpec, fit: bool = True) -> ServerSpec:
     if fit and kind.fixed_workers is not None and spec.workers != kind.fixed_workers:
         spec = dataclasses.replace(spec, workers=kind.fixed_workers)
     spec = spec.validated()
+    if spec.mode not in kind.modes():
+        owners = [k.name for k in KINDS.values() if spec.mode in k.modes()]
+        if owners:  # `run -m sched-rr`: a mode of another server, named with the option that selects it
+            whose = owners[0] if len(owners) == 1 else ", ".join(owners[:-1]) + " and " + owners[-1]
+            add = f"add --server {owners[0]}" if len(owners) == 1 else "add --server with one of them"
+            raise PlanError(
+                f"{kind.name} has no mode {spec.mode!r}; {whose} {'has' if len(owners) == 1 else 'have'} it: {add}"
+            )
     kind.check(spec)
     return spec
 
