@@ -1,12 +1,21 @@
 """The tails verdict of `latency --modes`, on synthetic histograms that decide each branch: one tail clearly
 tighter, no clear difference, and mixed (each run lower on different figures), including issue 19's case
-(p99 within 10% while the deviation was 0.66x and p99.9 differed by 17%, once called "all within 10%")."""
+(p99 within 10% while the deviation was 0.66x and p99.9 differed by 17%, once called "all within 10%").
+Then sweep's verdict: a cap that lost connections (failures, or the kernel's listen-queue drops) ranks after
+every cap that served all, however low its latency, and the counters say why."""
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
+from rich.console import Console
 from test_latency import TIGHT, WIDE, fake
 
+from accept_order.analysis.sweep import sweep_verdict
 from accept_order.analysis.tails import tail_verdict
+from accept_order.experiments.latency.report import sweep_report
+from accept_order.experiments.latency.result import LatencyResult
 
 # 1000 samples each, so p99.9 is one rank (999) and can be set exactly.
 NARROW = [2000] * 900 + [3000] * 50 + [4000] * 48 + [7000, 8000]  # p99 4.0, p99.9 7.0 ms, dev 0.53
@@ -59,3 +68,58 @@ def test_three_runs_name_a_tightest_only_when_it_beats_each_other() -> None:
 def test_names_label_the_runs() -> None:
     verdict = tail_verdict([fake("epoll", WIDE), fake("epoll", TIGHT)], names=["no limit", "accept-batch 1"])
     assert verdict.tightest == "accept-batch 1" and "lower than no limit's" in verdict.text
+
+
+# -- sweep ----------------------------------------------------------------------------------------------
+
+
+def capped(batch: int, values_us: list[int], failed: int = 0, overflows: int = 0, shared: bool = True) -> LatencyResult:
+    counters = {"TcpExtListenOverflows": overflows, "TcpExtListenDrops": overflows} if overflows else {}
+    evidence: dict[str, Any] = {"counters": counters, "counters_available": True, "shared_namespace": shared}
+    run = fake("epoll", values_us, errors={"timeout": failed} if failed else None)
+    return dataclasses.replace(run, server=run.server.replace(accept_batch=batch), evidence=evidence)
+
+
+def test_a_cap_that_lost_connections_ranks_after_those_that_served_all() -> None:
+    """Issue 19: the capped runs lost connections to listen-queue overflows; their served requests' tails
+    must not crown them (nor crown anything over them without saying they lost connections)."""
+    runs = [capped(1, TIGHT, failed=488, overflows=1974), capped(4, TIGHT, overflows=1512), capped(0, WIDE)]
+    verdict = sweep_verdict(runs)
+    assert verdict.ranking == ("no limit", "4 limit", "1 limit")  # 4 limit lost none outright: fewer lost first
+    assert verdict.lost == ("4 limit", "1 limit")
+    assert verdict.text == (
+        "no limit is the only cap that served every connection (p99 60.00 ms). Ranked after it, as they lost "
+        "connections (their latencies cover only what they served): 4 limit (ListenOverflows +1512, ListenDrops "
+        "+1512), 1 limit (488 of 588 failed: 488 timeout; ListenOverflows +1974, ListenDrops +1974). "
+        "ListenOverflows: a handshake completed while the accept queue (backlog 511) was full; these counters are "
+        "host-wide (shared network namespace) and may include other traffic"
+    )
+
+
+def test_the_caps_that_served_all_are_judged_on_their_tails() -> None:
+    verdict = sweep_verdict([capped(0, WIDE), capped(4, TIGHT, shared=False), capped(1, TIGHT, failed=3)])
+    assert verdict.ranking == ("4 limit", "no limit", "1 limit") and verdict.lost == ("1 limit",)
+    assert verdict.text.startswith("of the caps that served every connection, 4 limit has the tightest tail: ")
+    assert verdict.text.endswith("1 limit (3 of 103 failed: 3 timeout)")  # no counter moved: nothing about them
+    everyone = sweep_verdict([capped(0, WIDE), capped(4, TIGHT)])
+    assert everyone.lost == () and everyone.text.startswith("4 limit has the tightest tail: ")
+
+
+def test_when_every_cap_lost_connections_none_wins() -> None:
+    verdict = sweep_verdict([capped(1, TIGHT, overflows=5, shared=False), capped(0, WIDE, failed=1)])
+    assert verdict.lost == ("1 limit", "no limit")
+    assert verdict.text.startswith("every cap lost connections: no cap wins on latency")
+    assert "host-wide" not in verdict.text  # a private namespace's counters are the run's own
+
+
+def test_the_sweep_report_shows_the_kernel_counters_and_the_verdict() -> None:
+    runs = [capped(1, TIGHT, failed=488, overflows=1974), capped(0, WIDE)]
+    console = Console(width=300, record=True, color_system=None)
+    with console.capture() as capture:
+        console.print(sweep_report(runs))
+    lines = capture.get().splitlines()
+    shared = "(shared network namespace: may include other TCP traffic on this host)"
+    assert f"  1 limit: kernel counters: ListenOverflows +1974, ListenDrops +1974 {shared}" in lines
+    assert f"  no limit: kernel counters: none of 0 drop/overflow counters moved {shared}" in lines
+    verdict = " ".join(capture.get().split("Verdict: ", 1)[1].split())  # wrapped at 300 columns
+    assert verdict == sweep_verdict(runs).text
