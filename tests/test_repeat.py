@@ -138,12 +138,11 @@ def test_the_worst_in_every_run_is_named_while_the_best_varies() -> None:
     verdict = latency_stability(rounds)
     assert verdict.winner is None and verdict.conclusive is True
     assert verdict.text == (
-        "epoll accept-batch none has the highest p99 in 3/3 runs, significantly higher than each other (t-test at 95%)"
+        "no limit has the highest p99 in 3/3 runs, significantly higher than each other (t-test at 95%)"
     )
     assert verdict.pairs[0] == (
-        "epoll accept-batch 1 vs epoll accept-batch 4: lower p99 in 2/3 runs (epoll accept-batch 4 in 1), lower whole "
-        "tail in 2/3 (epoll accept-batch 4 in 1); mean p99 11.00 vs 11.00 ms, not significant (t=0.00, |t| ≥ 2.78 "
-        "at 95%)"
+        "1 limit vs 4 limit: lower p99 in 2/3 runs (4 limit in 1), lower whole tail in 2/3 (4 limit in 1); mean p99 "
+        "11.00 vs 11.00 ms, not significant (t=0.00, |t| ≥ 2.78 at 95%)"
     )
     assert len(verdict.pairs) == 3 and all(", significant (" in p for p in verdict.pairs[1:])
 
@@ -276,6 +275,6 @@ def test_sweep_repeats_each_accept_batch_as_its_own_variant(tmp_path: Path) -> N
     args = ["sweep", "--accept-batch", "1,0", "-n", "300", "-c", "4", "-w", "2", "--repeat", "2", "--json", str(out)]
     result = run_cli(args)
     assert result.exit_code == 0, result.output
-    assert "accept-batch 1" in result.stdout and "accept-batch none" in result.stdout
+    assert " 1 limit " in result.stdout and " no limit " in result.stdout
     doc = json.loads(out.read_text())
     assert [[r["server"]["accept_batch"] for r in row] for row in doc["rounds"]] == [[1, 0], [1, 0]]

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .significance import TTest, t_test
-from .sweep import lost_connections
+from .sweep import lost_connections, sweep_name
 
 AGREE = 0.8  # share of rounds that must agree for a verdict
 
@@ -53,10 +53,13 @@ class Stability:
 
 def names_of(row: Sequence[Any]) -> list[str]:
     """The variants' names in a round (the same in every round: variant i is the i-th run of each). A
-    sweep's runs share a label and differ by accept batch: that names them then."""
+    sweep's runs share a label and differ by accept batch: seed 001's row names ('4 limit', 'no limit') name
+    them then."""
     labels = [r.server.label for r in row]
     if len(set(labels)) == len(labels):
         return labels
+    if len(set(labels)) == 1:
+        return [sweep_name(r) for r in row]
     return [f"{r.server.label} accept-batch {r.server.accept_batch or 'none'}" for r in row]
 
 
