@@ -110,6 +110,11 @@ def test_when_every_cap_lost_connections_none_wins() -> None:
     assert verdict.lost == ("1 limit", "no limit")
     assert verdict.text.startswith("every cap lost connections: no cap wins on latency")
     assert "host-wide" not in verdict.text  # a private namespace's counters are the run's own
+    assert sweep_verdict([capped(4, TIGHT)]).text == "one cap only (4 limit): nothing to compare it with"
+    alone = sweep_verdict([capped(4, TIGHT, failed=2)]).text
+    assert alone == (
+        "one cap only (4 limit): nothing to compare it with; it lost connections (2 of 102 failed: 2 timeout)"
+    )
 
 
 def test_the_sweep_report_shows_the_kernel_counters_and_the_verdict() -> None:

@@ -86,16 +86,23 @@ def sweep_verdict(results: Sequence[LatencyResult]) -> SweepVerdict:
         if tails.tightest is not None:  # the tightest first, the others as they were (by p99)
             whole.sort(key=lambda nr: nr[0] != tails.tightest)
         head = tails.text if not lost else f"of the caps that served every connection, {tails.text}"
+    elif len(results) == 1:
+        head = f"one cap only ({names[0]}): nothing to compare it with"
     elif len(whole) == 1:
         h = whole[0][1].histogram
         head = f"{whole[0][0]} is the only cap that served every connection (p99 {h.percentile(99) / 1000:.2f} ms)"
     else:
         head = "every cap lost connections: no cap wins on latency (each histogram holds only what it served)"
     text = head
-    if lost:
+    if lost and len(results) == 1:
+        text += f"; it lost connections ({why_lost(lost[0][1])})" + _counter_note([lost[0][1]])
+    elif lost:
         if whole:
             them = "it" if len(whole) == 1 else "them"
-            text += f". Ranked after {them}, as they lost connections (their latencies cover only what they served): "
+            they, their = ("they", "their") if len(lost) > 1 else ("it", "its")
+            text += (
+                f". Ranked after {them}, as {they} lost connections ({their} latencies cover only what {they} served): "
+            )
         else:
             text += ": "
         text += ", ".join(f"{n} ({why_lost(r)})" for n, r in lost) + _counter_note([r for _, r in lost])
