@@ -30,7 +30,7 @@ def _latency_table(of: str, rounds: Sequence[Sequence[Any]]) -> Table:
     names = ("mode", "avg ms" if seed else "p50 ms", "p99 ms", "p99.9 ms", "dev ms", "req/s",
              *(("max/wakeup",) if seed else ()), "errors")  # fmt: skip
     for name in names:
-        table.add_column(name, justify="left" if name == "mode" else "right")
+        table.add_column(name, justify="left" if name == "mode" else "right", overflow="fold")  # never cut a figure
     for label, runs in _by_variant(rounds).items():
         ok = [r for r in runs if r.ok]
         if not ok:
