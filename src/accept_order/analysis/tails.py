@@ -119,7 +119,9 @@ def pair_text(pair: Pair) -> str:
     clauses = []
     for side, name, mine, theirs in (("a", pair.a, pair.fa, pair.fb), ("b", pair.b, pair.fb, pair.fa)):
         keys = pair.lower(side)
-        if keys:
+        if set(TAIL) <= set(keys):  # said as such: one side's whole tail, the other's middle, is not a muddle
+            clauses.append(f"{name}'s whole tail is lower: {_values(keys, mine, theirs)}")
+        elif keys:
             clauses.append(f"{name}'s {_values(keys, mine, theirs)} {_is_are(keys)} lower")
     within = pair.within()
     if within:
