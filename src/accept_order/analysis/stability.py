@@ -153,8 +153,7 @@ def latency_stability(rounds: Sequence[Sequence[Any]]) -> LatencyStability:
     rows = [{name: x for name, x in zip(names_of(r), r, strict=True) if x.ok} for r in rounds]
     names = names_of(rounds[0]) if rounds else []
     pairs = [pair_count(a, b, rows) for i, a in enumerate(names) for b in names[i + 1 :]]
-    lost = {name: sum(lost_connections(x) for r in rounds for nm, x in zip(names_of(r), r, strict=True) if nm == name)
-            for name in names}  # fmt: skip
+    lost = Counter(name for r in rounds for name, x in zip(names_of(r), r, strict=True) if lost_connections(x))
     low, high = _extreme(rows, lowest=True), _extreme(rows, lowest=False)
     claims: list[str] = []
     conclusive = False
@@ -175,8 +174,8 @@ def latency_stability(rounds: Sequence[Sequence[Any]]) -> LatencyStability:
             f"inconclusive at this size: no variant had the lowest or the highest p99 in {AGREE:.0%} of the {n} runs "
             f"(lowest: {seen}); try more connections (-n), --pin, or more --repeat"
         )
-    losers = [f"{name} lost connections in {c}/{n} runs (its latencies cover only what it served)"
-              for name, c in lost.items() if c]  # fmt: skip
+    losers = [f"{name} lost connections in {lost[name]}/{n} runs (its latencies cover only what it served)"
+              for name in names if lost[name]]  # fmt: skip
     text = "; ".join(claims + losers)
     return LatencyStability(text, conclusive, agree if winner else 0, n, winner, tuple(p.text() for p in pairs))
 
