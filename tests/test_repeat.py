@@ -151,6 +151,12 @@ def test_a_variant_that_lost_connections_is_never_a_runs_lowest() -> None:
     rounds = [[at("blocking", 20, failed=5), at("reuseport", 30), at("epoll", 40)] for _ in range(3)]
     verdict = latency_stability(rounds)
     assert verdict.winner == "reuseport"  # blocking's p99 was lower, but it lost connections every time
+    assert verdict.text.startswith("reuseport has the lowest p99 of the variants that served every connection in 3/3")
+    # With two variants, the one that served all ranks first in a run where the other lost connections.
+    two = latency_stability(
+        [[at("blocking", 20, failed=5), at("reuseport", 30)]] * 2 + [[at("blocking", 35), at("reuseport", 30)]]
+    )
+    assert two.winner == "reuseport" and two.agree == 3
     assert verdict.text.endswith("; blocking lost connections in 3/3 runs (its latencies cover only what it served)")
 
 

@@ -116,11 +116,11 @@ class LatencyStability(Stability):
 
 def _extreme(rows: Sequence[dict[str, Any]], lowest: bool) -> Counter[str]:
     """Per run, the one variant with the lowest (or highest) p99; a tie names none. The lowest is chosen
-    only among variants that served every connection of that run."""
+    only among variants that served every connection of that run (the others rank after them)."""
     out: Counter[str] = Counter()
     for row in rows:
         p99 = {n: _tail(r)[0] for n, r in row.items() if not (lowest and lost_connections(r))}
-        if len(p99) < 2:
+        if len(row) < 2 or not p99:
             continue
         edge = (min if lowest else max)(p99.values())
         named = [n for n, v in p99.items() if v == edge]
@@ -160,7 +160,8 @@ def latency_stability(rounds: Sequence[Sequence[Any]]) -> LatencyStability:
     winner, agree = low.most_common(1)[0] if low else (None, 0)
     if winner is not None and agree >= AGREE * n:
         against, conclusive = _against(winner, pairs, lower=True)
-        claims.append(f"{winner} has the lowest p99 in {agree}/{n} runs{against}")
+        among = " of the variants that served every connection" if any(lost.values()) else ""
+        claims.append(f"{winner} has the lowest p99{among} in {agree}/{n} runs{against}")
     else:
         winner = None
     worst, k = high.most_common(1)[0] if high else (None, 0)
