@@ -297,17 +297,23 @@ WIDE = [2_000] * 25 + [30_000] * 50 + [60_000] * 24 + [140_000]  # reuseport: sa
 def test_tail_verdict_names_the_tighter_tail_with_ratios() -> None:
     tight, wide = fake("blocking", TIGHT), fake("reuseport", WIDE)
     verdict = tail_verdict([wide, tight])
-    assert verdict.tightest == "blocking"
+    assert (verdict.tightest, verdict.kind) == ("blocking", "clear")
     r = verdict.ratios["reuseport"]
-    assert r["p99"] == 60_000 / 30_000
+    assert r["p99"] == 60_000 / 30_000 and r["p99.9"] == 140_000 / 31_000
     assert r["dev"] == pytest.approx(wide.histogram.stdev_us / tight.histogram.stdev_us)
     assert r["avg"] == pytest.approx(wide.histogram.mean_us / tight.histogram.mean_us)
-    assert verdict.text.startswith("blocking has the tightest tail: reuseport's p99 is 2.00×")
+    # p50 (30 vs 30 ms) and average (30.0 vs 31.3 ms) are within 10%: said so, not counted as lower.
+    assert verdict.text == (
+        "blocking has the tightest tail: its p99 (30.00 vs 60.00 ms, 0.50×), p99.9 (31.00 vs 140.00 ms, 0.22×) and "
+        "deviation (0.14 vs 23.05 ms, 0.01×) are lower than reuseport's, p50 and average within 10% (blocking "
+        "30.00, 30.00 ms; reuseport 30.00, 31.30 ms)"
+    )
 
 
 def test_tail_verdict_without_a_clear_difference() -> None:
     verdict = tail_verdict([fake("blocking", TIGHT), fake("epoll", TIGHT)])
-    assert verdict.tightest is None and verdict.text.startswith("no clear difference")
+    assert (verdict.tightest, verdict.kind) == (None, "tight")
+    assert verdict.text.startswith("no clear difference in the tails (all within 10%)")
     assert tail_verdict([fake("blocking", TIGHT)]).tightest is None
     assert tail_verdict([fake("blocking", TIGHT), fake("epoll", [])]).tightest is None
 

@@ -7,6 +7,7 @@ of the rounds they saved."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 from conftest import run_cli
 from rich.console import Console
 
+from accept_order.analysis.significance import t95, t_test
 from accept_order.analysis.stability import Spread, latency_stability, order_stability
 from accept_order.experiments.latency.result import LatencyResult
 from accept_order.experiments.order.result import RunResult
@@ -84,45 +86,106 @@ def test_spread_is_median_and_range() -> None:
 # -- the verdict over the runs, from inputs that decide it ----------------------------------------------
 
 
-def test_a_tail_tightest_in_every_round_is_the_verdict() -> None:
-    verdict = latency_stability([BLOCKING_WINS] * 3)
+def at(mode: str, p99_ms: float, batch: int | None = None, failed: int = 0) -> LatencyResult:
+    """A run whose p99 is p99_ms (and whose p99.9 and deviation scale with it: a lower p99 is a lower tail)."""
+    us = int(p99_ms * 1000)
+    run = latency(mode, [us // 2] * 50 + [us] * 49 + [us * 6 // 5])
+    if batch is not None:
+        run = dataclasses.replace(run, server=run.server.replace(accept_batch=batch))
+    return dataclasses.replace(run, errors={"timeout": failed}) if failed else run
+
+
+def test_significance_is_pyperfs_two_sample_t_test() -> None:
+    # means 2 and 5, pooled variance 1, n 3: t = -3 / sqrt(2/3) = -3.67; 4 degrees of freedom: 2.776
+    test = t_test([1, 2, 3], [4, 5, 6])
+    assert test.significant and test.t == pytest.approx(-3.674, abs=1e-3) and test.critical == 2.776
+    near = t_test([1, 2, 3], [2, 3, 4])  # t = -1.22
+    assert not near.significant and near.t == pytest.approx(-1.2247, abs=1e-4)
+    assert [t95(df) for df in (1, 4, 30, 31, 45, 250)] == [12.706, 2.776, 2.042, 2.042, 2.021, 1.960]
+    assert t_test([5], [7]).critical is None and not t_test([5], [7]).significant  # one run each: untestable
+    assert t_test([5, 5], [7, 7]).significant and not t_test([5, 5], [5, 5]).significant  # no spread at all
+
+
+def test_a_lower_p99_in_every_run_with_a_clear_gap_is_significant() -> None:
+    rounds = [[at("blocking", 30 + k), at("reuseport", 60 - k)] for k in range(3)]
+    verdict = latency_stability(rounds)
     assert (verdict.winner, verdict.agree, verdict.rounds, verdict.conclusive) == ("blocking", 3, 3, True)
-    assert verdict.text == "blocking has the tightest tail in 3/3 runs; the next p99 was 2.00 (2.00-2.00)× its p99"
-
-
-def test_four_rounds_of_five_are_enough() -> None:
-    verdict = latency_stability([BLOCKING_WINS] * 4 + [REUSEPORT_WINS])
-    assert (verdict.winner, verdict.agree, verdict.conclusive) == ("blocking", 4, True)
-    # The ratios are the others' p99 over the winner's, every round: 2.0 four times, 0.5 once.
-    assert verdict.text == "blocking has the tightest tail in 4/5 runs; the next p99 was 2.00 (0.50-2.00)× its p99"
-
-
-def test_three_rounds_of_five_are_inconclusive_and_name_the_rival() -> None:
-    verdict = latency_stability([REUSEPORT_WINS, BLOCKING_WINS, REUSEPORT_WINS, BLOCKING_WINS, BLOCKING_WINS])
-    assert (verdict.winner, verdict.agree, verdict.conclusive) == ("blocking", 3, False)
-    assert verdict.text == (
-        "inconclusive at this size: blocking had the tightest tail in 3/5 runs, reuseport in 2; the next p99 was "
-        "2.00 (0.50-2.00)× its p99; try more connections (-n), --pin, or more --repeat"
+    assert verdict.text == "blocking has the lowest p99 in 3/3 runs, significantly lower than reuseport (t-test at 95%)"
+    assert verdict.pairs == (
+        "blocking vs reuseport: lower p99 in 3/3 runs (reuseport in 0), lower whole tail in 3/3 (reuseport in 0); "
+        # t = (31 - 59) / sqrt(2 * 1 / 3): pooled variance 1
+        "mean p99 31.00 vs 59.00 ms, significant (t=-34.29, |t| ≥ 2.78 at 95%)",
     )
 
 
-def test_equal_tails_in_every_round_are_no_clear_difference() -> None:
+def test_four_wins_of_five_with_one_large_loss_are_not_significant() -> None:
+    """Counting alone would crown blocking (4/5); the t-test says the p99s do not differ significantly."""
+    rounds = [[at("blocking", 30), at("reuseport", 31)]] * 4 + [[at("blocking", 30), at("reuseport", 1)]]
+    verdict = latency_stability(rounds)
+    assert (verdict.winner, verdict.agree, verdict.conclusive) == ("blocking", 4, False)
+    assert verdict.text == (
+        "blocking has the lowest p99 in 4/5 runs, not significantly lower than the other (t-test at 95%)"
+    )
+    assert verdict.pairs[0].startswith("blocking vs reuseport: lower p99 in 4/5 runs (reuseport in 1)")
+    assert "not significant (t=0.83, |t| ≥ 2.31 at 95%)" in verdict.pairs[0]  # 8 degrees of freedom
+
+
+def test_the_worst_in_every_run_is_named_while_the_best_varies() -> None:
+    """Issue 19: `sweep --accept-batch 1,4,32,0 --repeat` said "inconclusive" although no limit was the
+    worst in every run. The best varies (1 limit in 2 runs, 4 limit in 1): no best is named."""
+    p99s = [(10, 11, 30), (12, 10, 32), (11, 12, 31)]
+    rounds = [[at("epoll", a, 1), at("epoll", b, 4), at("epoll", c, 0)] for a, b, c in p99s]
+    verdict = latency_stability(rounds)
+    assert verdict.winner is None and verdict.conclusive is True
+    assert verdict.text == (
+        "no limit has the highest p99 in 3/3 runs, significantly higher than each other (t-test at 95%)"
+    )
+    assert verdict.pairs[0] == (
+        "1 limit vs 4 limit: lower p99 in 2/3 runs (4 limit in 1), lower whole tail in 2/3 (4 limit in 1); mean p99 "
+        "11.00 vs 11.00 ms, not significant (t=0.00, |t| ≥ 2.78 at 95%)"
+    )
+    assert len(verdict.pairs) == 3 and all(", significant (" in p for p in verdict.pairs[1:])
+
+
+def test_a_variant_that_lost_connections_is_never_a_runs_lowest() -> None:
+    rounds = [[at("blocking", 20, failed=5), at("reuseport", 30), at("epoll", 40)] for _ in range(3)]
+    verdict = latency_stability(rounds)
+    assert verdict.winner == "reuseport"  # blocking's p99 was lower, but it lost connections every time
+    assert verdict.text.startswith("reuseport has the lowest p99 of the variants that served every connection in 3/3")
+    # With two variants, the one that served all ranks first in a run where the other lost connections.
+    two = latency_stability(
+        [[at("blocking", 20, failed=5), at("reuseport", 30)]] * 2 + [[at("blocking", 35), at("reuseport", 30)]]
+    )
+    assert two.winner == "reuseport" and two.agree == 3
+    assert verdict.text.endswith("; blocking lost connections in 3/3 runs (its latencies cover only what it served)")
+
+
+def test_equal_tails_in_every_round_are_inconclusive() -> None:
     verdict = latency_stability([NEITHER] * 2)
     assert (verdict.winner, verdict.agree, verdict.conclusive) == (None, 0, False)
     assert verdict.text == (
-        "no variant had the tightest p99, p99.9 and deviation together in any of 2 runs: no clear difference at "
-        "this size"
+        "inconclusive at this size: no variant had the lowest or the highest p99 in 80% of the 2 runs (lowest: "
+        "none); try more connections (-n), --pin, or more --repeat"
     )
+    assert verdict.pairs[0].endswith("mean p99 30.00 vs 30.00 ms, not significant (identical)")
 
 
 def test_the_saved_repeat_prints_the_verdict_of_its_rounds() -> None:
     rounds = [BLOCKING_WINS, BLOCKING_WINS, REUSEPORT_WINS]
     doc = {"of": "latency-compare", "rounds": [[r.to_dict() for r in row] for row in rounds], "machine": {}}
-    verdicts = [line for line in text_of(render_document("repeat", doc)).splitlines() if line.startswith("Verdict:")]
-    assert verdicts == [
-        "Verdict: inconclusive at this size: blocking had the tightest tail in 2/3 runs, reuseport in 1; the next "
-        "p99 was 2.00 (0.50-2.00)× its p99; try more connections (-n), --pin, or more --repeat"
-    ]
+    lines = text_of(render_document("repeat", doc)).splitlines()
+    verdict = latency_stability(rounds)
+    assert [line for line in lines if line.startswith("Verdict:")] == [f"Verdict: {verdict.text}"]
+    assert verdict.text.startswith("inconclusive at this size: ")  # blocking lowest in 2/3 only
+    assert f"  {verdict.pairs[0]}" in lines
+
+
+def test_a_repeated_sweep_keeps_seed_001s_columns() -> None:
+    rounds = [[at("epoll", 10, 1), at("epoll", 30, 0)]] * 2
+    doc = {"of": "sweep", "rounds": [[r.to_dict() for r in row] for row in rounds], "machine": {}}
+    header = next(line for line in text_of(render_document("repeat", doc)).splitlines() if "p99 ms" in line)
+    assert header.split() == ["mode", "avg", "ms", "p99", "ms", "p99.9", "ms", "dev", "ms", "req/s", "max/wakeup",
+                              "errors"]  # fmt: skip
 
 
 def test_order_verdicts_count_the_runs_that_agree() -> None:
@@ -218,6 +281,6 @@ def test_sweep_repeats_each_accept_batch_as_its_own_variant(tmp_path: Path) -> N
     args = ["sweep", "--accept-batch", "1,0", "-n", "300", "-c", "4", "-w", "2", "--repeat", "2", "--json", str(out)]
     result = run_cli(args)
     assert result.exit_code == 0, result.output
-    assert "accept-batch 1" in result.stdout and "accept-batch none" in result.stdout
+    assert " 1 limit " in result.stdout and " no limit " in result.stdout
     doc = json.loads(out.read_text())
     assert [[r["server"]["accept_batch"] for r in row] for row in doc["rounds"]] == [[1, 0], [1, 0]]

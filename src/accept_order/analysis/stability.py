@@ -1,9 +1,12 @@
 """Verdicts that know their own noise (pyperf is the model): the same comparison repeated, interleaved
 (A B A B, not A A B B), each figure as its median and range, and a verdict that says how many rounds agree.
 
-A latency comparison is judged on the whole tail, never one number: a variant has the tightest tail in a
-round only when its p99, its p99.9 and its deviation are all the lowest (or within CLEAR of the lowest).
-Unless one variant wins AGREE of the rounds, the verdict is "inconclusive", with what to change.
+A repeated latency comparison is reported pair by pair: who had the lower p99, and the lower whole tail
+(p99, p99.9 and deviation together), in how many runs, and whether the p99s differ significantly (a
+two-sample t-test at 95%, pyperf's is_significant: analysis/significance.py). The overall line names a
+variant lowest (or highest) only when it was so in AGREE of the runs, and says against which others that is
+significant; a variant that lost connections in a run is never that run's lowest (its latencies cover only
+what it served: analysis/sweep.py).
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .tails import CLEAR
+from .significance import TTest, t_test
+from .sweep import lost_connections, sweep_name
 
 AGREE = 0.8  # share of rounds that must agree for a verdict
 
@@ -49,10 +53,13 @@ class Stability:
 
 def names_of(row: Sequence[Any]) -> list[str]:
     """The variants' names in a round (the same in every round: variant i is the i-th run of each). A
-    sweep's runs share a label and differ by accept batch: that names them then."""
+    sweep's runs share a label and differ by accept batch: seed 001's row names ('4 limit', 'no limit') name
+    them then."""
     labels = [r.server.label for r in row]
     if len(set(labels)) == len(labels):
         return labels
+    if len(set(labels)) == 1:
+        return [sweep_name(r) for r in row]
     return [f"{r.server.label} accept-batch {r.server.accept_batch or 'none'}" for r in row]
 
 
@@ -61,51 +68,117 @@ def _tail(result: Any) -> tuple[float, float, float]:
     return float(h.percentile(99)), float(h.percentile(99.9)), float(h.stdev_us)
 
 
-def tightest(round_results: Sequence[Any]) -> str | None:
-    """The variant whose p99, p99.9 and deviation are all within CLEAR of the lowest of each; None if none
-    or several are (no one tail is tighter in this round)."""
-    names = names_of(round_results)
-    runs = [(name, r) for name, r in zip(names, round_results, strict=True) if r.ok]
-    if len(runs) < 2:
-        return None
-    tails = {name: _tail(r) for name, r in runs}
-    lows = [min(t[i] for t in tails.values()) for i in range(3)]
-    best = [label for label, t in tails.items() if all(t[i] <= lows[i] * CLEAR for i in range(3))]
-    return best[0] if len(best) == 1 else None
+@dataclass(frozen=True)
+class PairCount:
+    """Two variants over the runs where both served: a's p99 wins first (`a` is the one that won more)."""
 
+    a: str
+    b: str
+    runs: int
+    p99: tuple[int, int]  # runs where a's p99 was lower, where b's was
+    tail: tuple[int, int]  # runs where a's p99, p99.9 and deviation were all lower, where b's were
+    means: tuple[float, float]  # mean p99 over those runs, µs
+    test: TTest
 
-def latency_stability(rounds: Sequence[Sequence[Any]]) -> Stability:
-    """How many rounds name the same tightest tail, with the p99 ratios of the others to it."""
-    n = len(rounds)
-    winners = Counter(w for w in (tightest(r) for r in rounds) if w is not None)
-    if not winners:
-        return Stability(
-            f"no variant had the tightest p99, p99.9 and deviation together in any of {n} runs: no clear "
-            "difference at this size",
-            False,
-            0,
-            n,
-            None,
+    def text(self) -> str:
+        if not self.runs:
+            return f"{self.a} vs {self.b}: no run where both served"
+        return (
+            f"{self.a} vs {self.b}: lower p99 in {self.p99[0]}/{self.runs} runs ({self.b} in {self.p99[1]}), lower "
+            f"whole tail in {self.tail[0]}/{self.runs} ({self.b} in {self.tail[1]}); mean p99 "
+            f"{self.means[0] / 1000:.2f} vs {self.means[1] / 1000:.2f} ms, {self.test.text()}"
         )
-    label, agree = winners.most_common(1)[0]
-    ratios = []
-    for r in rounds:
-        by = {name: x for name, x in zip(names_of(r), r, strict=True) if x.ok}
-        if label in by:
-            mine = by[label].histogram.percentile(99)
-            others = [x.histogram.percentile(99) for lab, x in by.items() if lab != label]
-            if others and mine > 0:
-                ratios.append(min(others) / mine)
-    ratio = f"; the next p99 was {Spread.of(ratios).text(fmt='{:.2f}')}× its p99" if ratios else ""
-    if agree >= AGREE * n:
-        return Stability(f"{label} has the tightest tail in {agree}/{n} runs{ratio}", True, agree, n, label)
-    rivals = ", ".join(f"{w} in {k}" for w, k in winners.most_common() if w != label)
-    text = (
-        f"inconclusive at this size: {label} had the tightest tail in {agree}/{n} runs"
-        + (f", {rivals}" if rivals else "")
-        + f"{ratio}; try more connections (-n), --pin, or more --repeat"
+
+
+def pair_count(a: str, b: str, rounds: Sequence[dict[str, Any]]) -> PairCount:
+    """Count the runs each of a and b won, on p99 and on the whole tail; t-test their p99s."""
+    both = [(r[a], r[b]) for r in rounds if a in r and b in r]
+    tails = [(_tail(x), _tail(y)) for x, y in both]
+    p99 = (sum(x[0] < y[0] for x, y in tails), sum(y[0] < x[0] for x, y in tails))
+    tail = (
+        sum(all(u < v for u, v in zip(x, y, strict=True)) for x, y in tails),
+        sum(all(v < u for u, v in zip(x, y, strict=True)) for x, y in tails),
     )
-    return Stability(text, False, agree, n, label)
+    pa, pb = [x[0] for x, _ in tails], [y[0] for _, y in tails]
+    means = (statistics.fmean(pa), statistics.fmean(pb)) if both else (0.0, 0.0)
+    test = t_test(pa, pb)
+    if (p99[1], means[0]) > (p99[0], means[1]):  # b won more runs (or as many, with a lower mean): b first
+        return PairCount(b, a, len(both), p99[::-1], tail[::-1], means[::-1], t_test(pb, pa))
+    return PairCount(a, b, len(both), p99, tail, means, test)
+
+
+@dataclass(frozen=True)
+class LatencyStability(Stability):
+    """The overall line (Stability's text) and one line per pair of variants."""
+
+    pairs: tuple[str, ...] = ()
+
+
+def _extreme(rows: Sequence[dict[str, Any]], lowest: bool) -> Counter[str]:
+    """Per run, the one variant with the lowest (or highest) p99; a tie names none. The lowest is chosen
+    only among variants that served every connection of that run (the others rank after them)."""
+    out: Counter[str] = Counter()
+    for row in rows:
+        p99 = {n: _tail(r)[0] for n, r in row.items() if not (lowest and lost_connections(r))}
+        if len(row) < 2 or not p99:
+            continue
+        edge = (min if lowest else max)(p99.values())
+        named = [n for n, v in p99.items() if v == edge]
+        if len(named) == 1:
+            out[named[0]] += 1
+    return out
+
+
+def _against(name: str, pairs: Sequence[PairCount], lower: bool) -> tuple[str, bool]:
+    """Against which others `name`'s p99 is significantly lower (higher), and whether against all."""
+    mine = [p for p in pairs if name in (p.a, p.b)]
+    word = "lower" if lower else "higher"
+    sig = []
+    for p in mine:
+        other = p.b if p.a == name else p.a
+        mean, theirs = (p.means[0], p.means[1]) if p.a == name else (p.means[1], p.means[0])
+        if p.test.significant and (mean < theirs) == lower:
+            sig.append(other)
+    if sig and len(sig) == len(mine):
+        return f", significantly {word} than {'each other' if len(mine) > 1 else sig[0]} (t-test at 95%)", True
+    if sig:
+        return f", significantly {word} than {', '.join(sig)} only (t-test at 95%)", False
+    return f", not significantly {word} than {'any other' if len(mine) > 1 else 'the other'} (t-test at 95%)", False
+
+
+def latency_stability(rounds: Sequence[Sequence[Any]]) -> LatencyStability:
+    """Who beat whom in how many runs, pair by pair, and whether it is significant; the overall line names
+    the lowest and the highest p99 when one was so in AGREE of the runs."""
+    n = len(rounds)
+    rows = [{name: x for name, x in zip(names_of(r), r, strict=True) if x.ok} for r in rounds]
+    names = names_of(rounds[0]) if rounds else []
+    pairs = [pair_count(a, b, rows) for i, a in enumerate(names) for b in names[i + 1 :]]
+    lost = Counter(name for r in rounds for name, x in zip(names_of(r), r, strict=True) if lost_connections(x))
+    low, high = _extreme(rows, lowest=True), _extreme(rows, lowest=False)
+    claims: list[str] = []
+    conclusive = False
+    winner, agree = low.most_common(1)[0] if low else (None, 0)
+    if winner is not None and agree >= AGREE * n:
+        against, conclusive = _against(winner, pairs, lower=True)
+        among = " of the variants that served every connection" if any(lost.values()) else ""
+        claims.append(f"{winner} has the lowest p99{among} in {agree}/{n} runs{against}")
+    else:
+        winner = None
+    worst, k = high.most_common(1)[0] if high else (None, 0)
+    if worst is not None and k >= AGREE * n and (len(names) > 2 or winner is None):
+        against, significant = _against(worst, pairs, lower=False)
+        claims.append(f"{worst} has the highest p99 in {k}/{n} runs{against}")
+        conclusive = conclusive or significant
+    if not claims:
+        seen = ", ".join(f"{w} in {c}" for w, c in low.most_common()) or "none"
+        claims.append(
+            f"inconclusive at this size: no variant had the lowest or the highest p99 in {AGREE:.0%} of the {n} runs "
+            f"(lowest: {seen}); try more connections (-n), --pin, or more --repeat"
+        )
+    losers = [f"{name} lost connections in {lost[name]}/{n} runs (its latencies cover only what it served)"
+              for name in names if lost[name]]  # fmt: skip
+    text = "; ".join(claims + losers)
+    return LatencyStability(text, conclusive, agree if winner else 0, n, winner, tuple(p.text() for p in pairs))
 
 
 def _pattern(text: str) -> str:

@@ -58,13 +58,13 @@ SHARED_SHORT = "shared network namespace: may include other TCP traffic on this 
 PRIVATE_SHORT = "private network namespace: this run's traffic only"
 
 
-def counters_text(evidence: Mapping[str, Any]) -> Text:
+def counters_text(evidence: Mapping[str, Any], label: str = "kernel counters") -> Text:
     """Non-zero counter deltas and whose they are (private or shared namespace)."""
     if not evidence.get("counters_available", False):
-        return Text("  kernel counters: not available (no /proc/net/netstat)", style="dim")
+        return Text(f"  {label}: not available (no /proc/net/netstat)", style="dim")
     counters: Mapping[str, int] = evidence.get("counters", {})
     shared = evidence.get("shared_namespace", True)
-    text = Text("  kernel counters: ")
+    text = Text(f"  {label}: ")
     if counters:
         text.append(", ".join(f"{short_counter(n)} {v:+d}" for n, v in counters.items()), style="bold yellow")
     else:

@@ -9,6 +9,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ...analysis.sweep import sweep_name, sweep_verdict
 from ...analysis.tails import TailVerdict, tail_verdict
 from ...cpus import format_cpu_list
 from ...histogram import histogram_lines, summary_line
@@ -16,7 +17,7 @@ from ...loads.drive_loop import DriverStats
 from ...loads.generator import STARVED, driver_warnings
 from ...loads.protocol import describe_error
 from ...measures import Environment, WorkerCounters
-from ...render.evidence import evidence_report
+from ...render.evidence import counters_text, evidence_report
 from ...render.text import Verbatim, plural
 from ...render.workers import worker_table
 from ...run_warnings import unique
@@ -293,5 +294,9 @@ def sweep_report(results: Sequence[LatencyResult]) -> RenderableType:
         if errors:
             parts.append(Text(f"accept-batch {r.server.accept_batch}: ", style="bold"))
             parts.append(errors)
+    if any(r.evidence for r in results):  # the counters latency shows, one line per cap
+        parts.append(Text("Kernel evidence", style="bold"))
+        parts.extend(counters_text(r.evidence, f"{sweep_name(r)}: kernel counters") for r in results if r.evidence)
     parts.extend(load_notes(results))
+    parts.append(Text.assemble(("Verdict: ", "bold"), sweep_verdict(results).text))
     return Group(*parts)

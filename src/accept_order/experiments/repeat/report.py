@@ -26,24 +26,29 @@ def _by_variant(rounds: Sequence[Sequence[Any]]) -> dict[str, list[Any]]:
 def _latency_table(of: str, rounds: Sequence[Sequence[Any]]) -> Table:
     command = "sweep" if of == "sweep" else "latency"
     table = Table(title=f"accept-order {command} --repeat", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    for name in ("mode", "p50 ms", "p99 ms", "p99.9 ms", "dev ms", "req/s", "errors"):
-        table.add_column(name, justify="left" if name == "mode" else "right")
+    seed = of == "sweep"  # seed 001's columns: average latency (not p50), most accepts per wakeup
+    names = ("mode", "avg ms" if seed else "p50 ms", "p99 ms", "p99.9 ms", "dev ms", "req/s",
+             *(("max/wakeup",) if seed else ()), "errors")  # fmt: skip
+    for name in names:
+        table.add_column(name, justify="left" if name == "mode" else "right", overflow="fold")  # never cut a figure
     for label, runs in _by_variant(rounds).items():
         ok = [r for r in runs if r.ok]
         if not ok:
-            table.add_row(label, *["-"] * 5, str(sum(r.failed for r in runs)))
+            table.add_row(label, *["-"] * (len(names) - 2), str(sum(r.failed for r in runs)))
             continue
 
         def spread(values: list[float], scale: float = 1000.0, fmt: str = "{:.2f}") -> str:
             return Spread.of(values).text(scale, fmt)
 
+        most = [float(max((c.max_batch or 0 for c in r.counters), default=0)) for r in ok]
         table.add_row(
             label,
-            spread([r.histogram.percentile(50) for r in ok]),
+            spread([r.histogram.mean_us if seed else r.histogram.percentile(50) for r in ok]),
             spread([r.histogram.percentile(99) for r in ok]),
             spread([r.histogram.percentile(99.9) for r in ok]),
             spread([r.histogram.stdev_us for r in ok]),
             spread([r.throughput for r in ok], 1.0, "{:.0f}"),
+            *([spread(most, 1.0, "{:.0f}")] if seed else []),
             str(sum(r.failed for r in runs)),
         )
     return table
@@ -78,6 +83,14 @@ def repeat_report(
         if len(rounds[0]) > 1:
             stability = latency_stability(rounds)
             parts.append(Text(f"Verdict: {stability.text}", style="green" if stability.conclusive else "yellow"))
+            if stability.pairs:
+                parts.append(
+                    Text(
+                        "Pair by pair over the runs (whole tail: p99, p99.9 and deviation all lower; "
+                        "significance: a t-test of the p99s):"
+                    )
+                )
+                parts.extend(Text(f"  {line}", style="dim") for line in stability.pairs)
         warnings = latency_warnings(rounds)
     else:
         parts.append(_order_table(of, rounds))
