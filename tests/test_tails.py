@@ -139,3 +139,14 @@ def test_the_sweep_report_shows_the_kernel_counters_and_the_verdict() -> None:
     assert f"  no limit: kernel counters: none of 0 drop/overflow counters moved {shared}" in lines
     verdict = " ".join(capture.get().split("Verdict: ", 1)[1].split())  # wrapped at 300 columns
     assert verdict == sweep_verdict(runs).text
+
+
+def test_a_run_that_lost_connections_cannot_have_the_tightest_tail() -> None:
+    """latency --modes: the run with the tightest served tail lost 40 connections (its slowest requests are
+    not in its histogram): the two that served all are compared, and the loss is said."""
+    lossy = fake("reuseport", TIGHT, errors={"timeout": 40})
+    verdict = tail_verdict([lossy, fake("blocking", TIGHT), fake("epoll", WIDE)])
+    assert (verdict.kind, verdict.tightest) == ("clear", "blocking")
+    assert "reuseport lost 40 connections" in verdict.text
+    only = tail_verdict([lossy, fake("epoll", WIDE)])
+    assert only.tightest == "epoll" and "the only one that served every connection" in only.text

@@ -139,6 +139,21 @@ def tail_verdict(results: Sequence[LatencyResult], names: Sequence[str] | None =
     label by default)."""
     labels = list(names) if names is not None else [r.server.label for r in results]
     runs = [(label, r) for label, r in zip(labels, results, strict=True) if r.ok]
+    # A run that lost connections left its slowest requests out of its histogram: it cannot win on latency.
+    # Compare those that served every connection when two or more did, and say who was left out and why.
+    lost = [(label, r) for label, r in runs if sum(r.errors.values())]
+    whole = [(label, r) for label, r in runs if not sum(r.errors.values())]
+    if lost and len(whole) >= 2:
+        verdict = tail_verdict([r for _, r in whole], [label for label, _ in whole])
+        left = "; ".join(f"{label} lost {sum(r.errors.values())} connections" for label, r in lost)
+        note = f" ({left}: its latency leaves them out, so it is not compared)"
+        return TailVerdict(verdict.tightest, verdict.ratios, verdict.text + note, verdict.kind)
+    if lost and len(whole) == 1:
+        label = whole[0][0]
+        left = ", ".join(f"{name} lost {sum(r.errors.values())}" for name, r in lost)
+        return TailVerdict(
+            label, {}, f"{label} is the only one that served every connection ({left}): no tail to compare", "clear"
+        )
     if len(runs) < 2:
         return TailVerdict(None, {}, "need at least two runs that served requests to compare tails")
     figs = {label: figures(r) for label, r in runs}
