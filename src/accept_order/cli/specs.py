@@ -148,6 +148,7 @@ def concurrent_load(options: dict[str, Any]) -> ConcurrentLoad:
         concurrency=options.pop("concurrency"),
         driver_procs=options.pop("driver_procs"),
         timeout_s=options.pop("timeout_s"),
+        rate=options.pop("rate", None),
     ).validated()
 
 

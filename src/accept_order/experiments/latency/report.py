@@ -48,8 +48,29 @@ def load_notes(results: Sequence[LatencyResult]) -> list[Text]:
     return notes
 
 
+def open_loop_note(result: LatencyResult, named: bool = False) -> Text | None:
+    """An open loop whose -c ran out: how many connections started late for want of a free slot (timed from
+    when they were due, so the latencies hold that wait), and, in a timed run, how many due never started."""
+    load = result.load
+    if load.rate is None:
+        return None
+    late = sum(d.late or 0 for d in result.drivers)
+    due = round(load.rate * load.duration_s) if load.duration_s is not None else None
+    unstarted = due - result.driven if due is not None and not result.interrupted else 0
+    if not late and unstarted <= len(result.drivers):  # a driver may stop one short at the deadline
+        return None
+    who = f"{result.server.label}: " if named else ""
+    text = (
+        f"{who}open loop at {load.rate:g}/s: {late} of {result.driven} connections were due while all "
+        f"{load.concurrency} in flight were busy and started late; their latencies count from when they were due"
+    )
+    if unstarted > len(result.drivers):
+        text += f"; {unstarted} of the {due} due in {load.duration_s:g} s never started (not in the figures)"
+    return Text(text + ".", style="yellow")
+
+
 def mmhistogram_lines(result: LatencyResult) -> list[str]:
-    title = result.title or default_title(result.server)
+    title = result.title or default_title(result.server, load=result.load)
     return [summary_line(title, result.histogram), *histogram_lines(title, result.histogram)]
 
 
@@ -69,6 +90,9 @@ def _work_text(plan: ServerSpec, estimate_us: float | None) -> str:
 
 def _load_text(load: ConcurrentLoad) -> str:
     amount = f"{load.connections} connections" if load.connections is not None else f"{load.duration_s:g} s"
+    if load.rate is not None:
+        procs = f"{load.driver_procs} driver processes"
+        return f"open loop at {load.rate:g}/s, {amount}, at most {load.concurrency} in flight, {procs}"
     return f"{amount}, {load.concurrency} concurrent, {load.driver_procs} driver processes"
 
 
@@ -178,6 +202,7 @@ def latency_report(result: LatencyResult) -> RenderableType:
         headline(result),
         Verbatim(mmhistogram_lines(result)),
         percentile_table(result),
+        *([note] if (note := open_loop_note(result)) is not None else []),
         worker_table(result.counters, result.served, title="served per worker", detail=False),
         *([note] if (note := kernel_counts_text(result)) is not None else []),
         Verbatim(affinity_lines(result.counters)),
@@ -232,6 +257,7 @@ def compare_report(
             parts.append(errors)
     parts.append(Text("latency by mode (ms)", style="bold"))
     parts.append(Verbatim(compare_lines(results)))
+    parts.extend(note for r in results if (note := open_loop_note(r, named=True)) is not None)
     for mode, reason in skipped.items():
         parts.append(Text(f"{mode}: not available: {reason}", style="dim"))
     parts.extend(load_notes(results))

@@ -19,12 +19,13 @@ from ...spec import ConcurrentLoad, ServerSpec
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)
 
 
-def default_title(server: ServerSpec, sweep: bool = False) -> str:
-    """The histogram's title when --title gives none (stored in the result)."""
+def default_title(server: ServerSpec, sweep: bool = False, load: ConcurrentLoad | None = None) -> str:
+    """The histogram's title when --title gives none (stored in the result); an open loop says its rate."""
+    rate = f", open loop at {load.rate:g}/s" if load is not None and load.rate is not None else ""
     if sweep:
         batch = server.accept_batch
-        return f"Duration in ms ({server.label}, accept-batch {batch if batch else 'no limit'})"
-    return f"Duration in ms ({server.label})"
+        return f"Duration in ms ({server.label}, accept-batch {batch if batch else 'no limit'}{rate})"
+    return f"Duration in ms ({server.label}{rate})"
 
 
 @dataclass(frozen=True)

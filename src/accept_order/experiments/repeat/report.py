@@ -25,7 +25,9 @@ def _by_variant(rounds: Sequence[Sequence[Any]]) -> dict[str, list[Any]]:
 
 def _latency_table(of: str, rounds: Sequence[Sequence[Any]]) -> Table:
     command = "sweep" if of == "sweep" else "latency"
-    table = Table(title=f"accept-order {command} --repeat", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    rate = next((r.load.rate for row in rounds for r in row if r.load.rate is not None), None)
+    title = f"accept-order {command} --repeat" + (f", open loop at {rate:g}/s" if rate is not None else "")
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for name in ("mode", "p50 ms", "p99 ms", "p99.9 ms", "dev ms", "req/s", "errors"):
         table.add_column(name, justify="left" if name == "mode" else "right")
     for label, runs in _by_variant(rounds).items():
