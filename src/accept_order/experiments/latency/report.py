@@ -13,13 +13,14 @@ from ...analysis.tails import TailVerdict, tail_verdict
 from ...cpus import format_cpu_list
 from ...histogram import histogram_lines, summary_line
 from ...loads.drive_loop import DriverStats
-from ...loads.generator import STARVED, driver_warnings
+from ...loads.generator import STARVED, client_bound, driver_warnings
 from ...loads.protocol import describe_error
+from ...loads.summary import cpu_us_per_connection
 from ...measures import Environment, WorkerCounters
 from ...render.evidence import evidence_report
 from ...render.text import Verbatim, plural
 from ...render.workers import worker_table
-from ...run_warnings import unique
+from ...run_warnings import WarningKind, unique
 from ...servers.registry import known_mode
 from ...spec import ConcurrentLoad, ServerSpec
 from .result import PERCENTILES, LatencyResult, default_title
@@ -34,7 +35,11 @@ def load_notes(results: Sequence[LatencyResult]) -> list[Text]:
     first = results[0]
     procs, workers, cpus = first.load.driver_procs, first.server.workers, first.environment.cpu_count
     drivers = [d for r in results for d in r.drivers]
-    notes = [Text(f"Warning: {w}", style="yellow") for w in unique(driver_warnings(drivers, workers, cpus, procs))]
+    bound = [w for r in results if (w := client_bound(list(r.drivers), r.worker_cpu_s, r.wall_s, r.worker_cpus))]
+    warnings = driver_warnings(drivers, workers, cpus, procs)
+    if bound:  # says more than "a driver was CPU-bound": the workers idled meanwhile
+        warnings = [w for w in warnings if w.kind is not WarningKind.DRIVER_SATURATED]
+    notes = [Text(f"Warning: {w}", style="yellow") for w in unique([*bound, *warnings])]
     waits = [(d.runqueue_s or 0) / d.wall_s for d in drivers if d.wall_s and d.runqueue_s is not None]
     if procs + workers > cpus and not any(w > STARVED for w in waits):  # else a warning said it
         wait = f"; they waited for a CPU at most {100 * max(waits):.0f}% of their time" if waits else ""
@@ -154,13 +159,23 @@ def affinity_lines(counters: Sequence[WorkerCounters]) -> list[str]:
 
 
 def drivers_text(drivers: Sequence[DriverStats]) -> Text:
+    cpu = cpu_us_per_connection(drivers)
+    total = f" ({cpu:.0f} CPU-µs per connection)" if cpu is not None else ""
     parts = [
         f"{d.index}: {d.requests} req, {100 * d.cpu_fraction:.0f}% CPU"
         + (f", {100 * (d.runqueue_s or 0) / d.wall_s:.0f}% waiting for one" if d.runqueue_s is not None else "")
         for d in drivers
         if d.wall_s
     ]
-    return Text("drivers: " + "; ".join(parts), style="dim")
+    return Text(f"drivers{total}: " + "; ".join(parts), style="dim")
+
+
+def client_cpu_line(results: Sequence[LatencyResult]) -> list[Text]:
+    """The load generator's own CPU per connection in each run of a table (what driving costs here)."""
+    cells = [f"{r.server.label} {cpu:.0f}" for r in results if (cpu := r.client_cpu_us) is not None]
+    if not cells:
+        return []
+    return [Text(f"load generator CPU per connection (µs): {', '.join(cells)}", style="dim")]
 
 
 def interrupted_note(results: Sequence[LatencyResult]) -> list[Text]:
@@ -257,6 +272,7 @@ def compare_report(
             parts.append(errors)
     parts.append(Text("latency by mode (ms)", style="bold"))
     parts.append(Verbatim(compare_lines(results)))
+    parts.extend(client_cpu_line(results))
     parts.extend(note for r in results if (note := open_loop_note(r, named=True)) is not None)
     for mode, reason in skipped.items():
         parts.append(Text(f"{mode}: not available: {reason}", style="dim"))
@@ -302,6 +318,7 @@ def sweep_report(results: Sequence[LatencyResult]) -> RenderableType:
     for r in results:
         parts.append(Verbatim(mmhistogram_lines(r)))
     parts.append(Verbatim(sweep_lines(results)))
+    parts.extend(client_cpu_line(results))
     parts.append(
         Text(
             "tps: served requests per second; max/wakeup: most connections one worker accepted in one "

@@ -43,7 +43,8 @@ class RampStep(CountedTotals):
     queues: tuple[int, ...]  # the listeners' longest accept queues (Recv-Q) seen during the step
     worker_cpu: tuple[float, ...]  # each worker's CPU, as a share of the step
     driver_cpu: float  # the busiest load generator process's CPU share
-    machine_cpu: float | None = None  # all CPUs' busy share over the step (/proc/stat)
+    machine_cpu: float | None = None  # all CPUs' busy share over the step (/proc/stat): host-wide
+    client_cpu_us: float | None = None  # the load generator's own CPU per connection (0.4's files lack it)
     reasons: tuple[str, ...] = ()  # why it did not hold; empty: it held
     seen: tuple[str, ...] = ()  # what the kernel and the CPU counters saw
     interrupted: bool = False

@@ -85,6 +85,9 @@ def reload_report(result: ReloadResult) -> RenderableType:
                 f"{env.system} {env.kernel}, {plural(env.cpu_count, 'CPU')}; counters from a {PRIVATE_SHORT}"
             )
         )
+    cpu = [f"{r.server.mode} {r.how} {r.client_cpu_us:.0f}" for r in result.runs if r.client_cpu_us is not None]
+    if cpu:
+        parts.append(Text(f"load generator CPU per connection (µs): {', '.join(cpu)}", style="dim"))
     why: dict[str, str] = {}
     for run in result.runs:
         key = f"{run.how}, {'shared queue' if run.queue == 'shared' else f'tcp_migrate_req={run.migrate}'}"
