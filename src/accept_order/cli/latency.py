@@ -84,7 +84,7 @@ def latency(
     if len(servers) > 1 and modes is None:
         modes = [mode or "default"]  # several servers: --mode (or each one's own default) on each of them
     server = server_spec(options, mode=mode or (first_available(modes, servers) if modes else None))
-    load = concurrent_load(options)
+    load = concurrent_load(options, server)
     host_warnings()
     if repeat > 1:
         if options.get("attach") or server.kind in ("attached", "remote"):

@@ -237,6 +237,18 @@ def sequential_options(connections: int = 6, pacing: bool = True) -> Callable[[F
     return apply(options if pacing else [options[0], options[2]])
 
 
+def load_cpus_option() -> Callable[[F], F]:
+    """Every command that drives a load with the load generator's processes (latency, sweep, burst, ramp,
+    reload)."""
+    return click.option(
+        "--load-cpus",
+        type=CPUS,
+        default=None,
+        help="Pin the load generator's processes to these CPUs, e.g. 1 (off the workers' --cpus; refused if "
+        "they overlap).",
+    )
+
+
 def load_options(rate: bool = False) -> Callable[[F], F]:
     """`rate`: the command also runs an open loop (--rate), where -c is the most connections in flight."""
     from ..spec import DEFAULT_REQUESTS
@@ -291,6 +303,7 @@ def load_options(rate: bool = False) -> Callable[[F], F]:
                 help="Load generator processes sharing the concurrency.",
             ),
             timeout_option(10.0, "connection"),
+            load_cpus_option(),
             *(open_loop if rate else []),
         ]
     )

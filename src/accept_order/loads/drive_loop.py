@@ -87,6 +87,7 @@ class DriverConfig:
     slots: int
     timeout_s: float
     rate: float | None = None  # open loop: this driver's connections per second; None: closed loop
+    cpus: tuple[int, ...] = ()  # pinned to these CPUs (--load-cpus); empty: wherever the scheduler puts it
 
 
 def _schedstat() -> tuple[int, int] | None:
@@ -311,6 +312,12 @@ def driver_main(cfg: DriverConfig, pipe: Connection, go: Any, progress: Any, sto
     unblock_signals()  # blocked by the parent across the fork (processes.start_child)
     die_with_parent()
     try:
+        if cfg.cpus:  # before "ready": a driver that cannot be pinned must not drive unpinned
+            try:
+                os.sched_setaffinity(0, cfg.cpus)
+            except OSError as exc:
+                pipe.send(("error", f"cannot pin it to CPUs {','.join(map(str, cfg.cpus))}: {exc}"))
+                return
         pipe.send(("ready", os.getpid()))
         if not go.wait(READY_TIMEOUT_S * 6):
             return  # the parent never said go: it is gone or gave up

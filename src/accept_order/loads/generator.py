@@ -132,6 +132,7 @@ class LoadGenerator:
                 slots[i],
                 load.timeout_s,
                 None if load.rate is None else load.rate * slots[i] / load.concurrency,
+                load.cpus,
             )
             for i in range(procs)
         ]
@@ -180,8 +181,11 @@ class LoadGenerator:
             ready = wait([pipe, proc.sentinel], timeout=2 * READY_TIMEOUT_S)
             if pipe in ready:
                 try:
-                    if pipe.recv()[0] == "ready":
+                    kind, payload = pipe.recv()
+                    if kind == "ready":
                         continue
+                    if kind == "error":
+                        raise LoadError(f"driver {cfg.index} did not start: {payload}")
                 except EOFError:
                     pass
             raise LoadError(f"driver {cfg.index} did not start (exit code {proc.exitcode})")

@@ -131,7 +131,7 @@ SERVER = known(
 SEQUENTIAL_LOAD = known(SequentialLoad, derive(SequentialLoad, kind=OneOf(("sequential",))))
 CONCURRENT_LOAD = known(
     ConcurrentLoad,
-    derive(ConcurrentLoad, kind=OneOf(("closed-loop", "open-loop")), rules=(_one_amount,)),
+    derive(ConcurrentLoad, kind=OneOf(("closed-loop", "open-loop")), cpus=ListOf(CPU), rules=(_one_amount,)),
 )
 ENVIRONMENT = known(Environment, derive(Environment))
 WORKER_COUNTERS = known(WorkerCounters, derive(WorkerCounters, affinity=ListOf(CPU)))

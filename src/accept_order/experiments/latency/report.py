@@ -95,10 +95,10 @@ def _work_text(plan: ServerSpec, estimate_us: float | None) -> str:
 
 def _load_text(load: ConcurrentLoad) -> str:
     amount = f"{load.connections} connections" if load.connections is not None else f"{load.duration_s:g} s"
+    procs = f"{load.driver_procs} driver processes" + (f" on CPUs {format_cpu_list(load.cpus)}" if load.cpus else "")
     if load.rate is not None:
-        procs = f"{load.driver_procs} driver processes"
         return f"open loop at {load.rate:g}/s, {amount}, at most {load.concurrency} in flight, {procs}"
-    return f"{amount}, {load.concurrency} concurrent, {load.driver_procs} driver processes"
+    return f"{amount}, {load.concurrency} concurrent, {procs}"
 
 
 def _env_text(env: Environment) -> str:

@@ -7,6 +7,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ...cpus import format_cpu_list
 from ...render.evidence import short_counter, shortage_lines
 from ...render.text import plural
 from .result import RampResult, RampStep
@@ -87,6 +88,8 @@ def ramp_report(result: RampResult) -> RenderableType:
     where = f"; {env.system} {env.kernel}, {plural(env.cpu_count, 'CPU')}" if env else ""
     plan = result.plan
     loop = "open loop (each connection timed from when it was due)" if plan.get("rates") else "closed loop"
+    if plan.get("load_cpus"):
+        loop += f", load generator on CPUs {format_cpu_list(plan['load_cpus'])}"
     parts.append(
         Text(
             f"{server.label}, {plural(server.workers, 'worker')}, work {server.work_us} µs, backlog {server.backlog}; "

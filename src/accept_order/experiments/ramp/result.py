@@ -142,6 +142,7 @@ _PLAN = Record(
         "driver_procs": Integer(),
         "timeout_s": Number(),
         "keep_going": Flag(),
+        "load_cpus": ListOf(Integer(0, 1 << 20)),  # 0.4's files lack it
     }
 )
 _STEP = known(  # registered: RampStep.from_dict builds with it too

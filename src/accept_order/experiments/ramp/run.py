@@ -39,6 +39,7 @@ class RampPlan:
     driver_procs: int = 2
     timeout_s: float = 5.0
     keep_going: bool = False  # run every step, past the first that did not hold
+    load_cpus: tuple[int, ...] = ()  # the load generator's processes pinned to these CPUs (--load-cpus)
 
     def validated(self) -> RampPlan:
         if bool(self.rates) == bool(self.concurrencies):
@@ -71,6 +72,7 @@ class RampPlan:
                 driver_procs=self.driver_procs,
                 timeout_s=self.timeout_s,
                 rate=offered,
+                cpus=self.load_cpus,
             ).validated()
         return ConcurrentLoad(
             connections=None,
@@ -78,6 +80,7 @@ class RampPlan:
             concurrency=int(offered),
             driver_procs=self.driver_procs,
             timeout_s=self.timeout_s,
+            cpus=self.load_cpus,
         ).validated()
 
 

@@ -7,6 +7,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ...cpus import format_cpu_list
 from ...render.evidence import PRIVATE_SHORT
 from ...render.text import plural
 from .result import MIGRATE, MIGRATE_FAILED, ReloadResult, ReloadRun
@@ -78,10 +79,12 @@ def reload_report(result: ReloadResult) -> RenderableType:
         times = [r.at_s for r in result.runs if r.at_s is not None]
         went = f"after {min(times):.1f} s" if times else "never"
         env = first.environment
+        pinned = f" (load generator on CPUs {format_cpu_list(load.cpus)})" if load.cpus else ""
         parts.append(
             Text(
                 f"{plural(first.server.workers, 'worker')}, worker {first.worker} goes {went}; closed-loop "
-                f"load of {load.concurrency} for {load.duration_s:g} s per run, work {first.server.work_us} µs; "
+                f"load of {load.concurrency} for {load.duration_s:g} s per run{pinned}, "
+                f"work {first.server.work_us} µs; "
                 f"{env.system} {env.kernel}, {plural(env.cpu_count, 'CPU')}; counters from a {PRIVATE_SHORT}"
             )
         )
