@@ -13,6 +13,7 @@ import pytest
 from conftest import run_cli
 from rich.console import Console, RenderableType
 
+from accept_order.environment import host_busy
 from accept_order.experiments.latency.report import latency_report
 from accept_order.experiments.latency.result import LatencyResult
 from accept_order.experiments.ramp.result import RampStep
@@ -152,3 +153,36 @@ def test_old_counters_without_cpu_leave_the_workers_cpu_unknown() -> None:
     assert result.worker_cpu_s is not None
     without = dataclasses.replace(result, counters=(WorkerCounters(index=0, pid=1),))
     assert without.worker_cpu_s is None
+
+
+def _machine(busy_ticks: int, total_ticks: int, with_busy: bool = True) -> dict[str, object]:
+    def state(busy: int, total: int) -> dict[str, object]:
+        jiffies = {"total": total, "steal": 0} | ({"busy": busy} if with_busy else {})
+        return {"load_average": [0.1, 0.1, 0.1], "cpu_jiffies": jiffies}
+
+    return {"before": state(1000, 10_000), "after": state(1000 + busy_ticks, 10_000 + total_ticks)}
+
+
+def test_host_busy_is_the_share_of_ticks_between_before_and_after() -> None:
+    assert host_busy(_machine(300, 400)) == (0.75, 4.0)
+    assert host_busy(_machine(300, 400, with_busy=False)) is None  # a file saved before it was kept
+    assert host_busy(_machine(10, 20)) is None  # 0.2 CPU-seconds: whole ticks say too little
+    assert host_busy(None) is None
+
+
+def test_latency_report_names_what_other_processes_used_of_the_host() -> None:
+    result = _golden_latency()  # 2 CPUs; workers and drivers used well under 1 CPU-second between them
+    own_s = (result.worker_cpu_s or 0) + sum(d.cpu_s for d in result.drivers)
+    assert own_s < 0.5
+    busy = dataclasses.replace(result, evidence={**result.evidence, "machine": _machine(390, 400)})
+    text = render_text(latency_report(busy))
+    assert "all CPUs 98% busy host-wide: other processes (or interrupts) used" in text
+    assert "so waits for a CPU are partly theirs" in text
+    # The run's own processes explain the busy ticks: nothing is said about others.
+    quiet = dataclasses.replace(result, evidence={**result.evidence, "machine": _machine(int(100 * own_s), 400)})
+    assert "other processes" not in render_text(latency_report(quiet))
+
+
+def test_counters_from_the_shared_namespace_are_labelled_host_wide() -> None:
+    text = render_text(latency_report(_golden_latency()))
+    assert "(host-wide: shared network namespace, may include other TCP traffic on this host)" in text

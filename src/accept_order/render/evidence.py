@@ -69,7 +69,7 @@ def machine_busy(busy: float, own_cpus: float, cpus: int) -> str:
     return f"{text}, nearly all of it this run's workers and load generator ({100 * own:.0f}%)"
 
 
-SHARED_SHORT = "shared network namespace: may include other TCP traffic on this host"
+SHARED_SHORT = "host-wide: shared network namespace, may include other TCP traffic on this host"
 PRIVATE_SHORT = "private network namespace: this run's traffic only"
 
 

@@ -153,7 +153,10 @@ _LISTENER = derive(ListenerRow, port=PORT)
 _MACHINE_STATE = Record(
     {
         "load_average": ListOf(Number()),
-        "cpu_jiffies": Record({"total": Integer(), "steal": Integer()}, frozenset({"total", "steal"})),
+        # busy: 0.4 on (host-wide, for what other processes used beside the run's own)
+        "cpu_jiffies": Record(
+            {"total": Integer(), "steal": Integer(), "busy": Integer()}, frozenset({"total", "steal"})
+        ),
     }
 )
 MACHINE = Record({"before": _MACHINE_STATE, "after": _MACHINE_STATE})

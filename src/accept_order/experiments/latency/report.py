@@ -11,13 +11,14 @@ from rich.text import Text
 
 from ...analysis.tails import TailVerdict, tail_verdict
 from ...cpus import format_cpu_list
+from ...environment import host_busy
 from ...histogram import histogram_lines, summary_line
 from ...loads.drive_loop import DriverStats
 from ...loads.generator import STARVED, client_bound, driver_warnings
 from ...loads.protocol import describe_error
 from ...loads.summary import cpu_us_per_connection
 from ...measures import Environment, WorkerCounters
-from ...render.evidence import evidence_report
+from ...render.evidence import OTHERS_SHOWN, evidence_report, machine_busy
 from ...render.text import Verbatim, plural
 from ...render.workers import worker_table
 from ...run_warnings import WarningKind, unique
@@ -41,6 +42,7 @@ def load_notes(results: Sequence[LatencyResult]) -> list[Text]:
         warnings = [w for w in warnings if w.kind is not WarningKind.DRIVER_SATURATED]
     notes = [Text(f"Warning: {w}", style="yellow") for w in unique([*bound, *warnings])]
     waits = [(d.runqueue_s or 0) / d.wall_s for d in drivers if d.wall_s and d.runqueue_s is not None]
+    notes += host_notes(results)
     if procs + workers > cpus and not any(w > STARVED for w in waits):  # else a warning said it
         wait = f"; they waited for a CPU at most {100 * max(waits):.0f}% of their time" if waits else ""
         notes.append(
@@ -72,6 +74,25 @@ def open_loop_note(result: LatencyResult, named: bool = False) -> Text | None:
     if unstarted > len(result.drivers):
         text += f"; {unstarted} of the {due} due in {load.duration_s:g} s never started (not in the figures)"
     return Text(text + ".", style="yellow")
+
+
+def host_notes(results: Sequence[LatencyResult]) -> list[Text]:
+    """The host's CPUs over each run beside the run's own processes' CPU (workers and load generator), said
+    when others used a share worth naming: a wait for a CPU is then not only the run's own doing."""
+    notes = []
+    for r in results:
+        host = host_busy(r.evidence.get("machine"))
+        own_s = (r.worker_cpu_s or 0.0) + sum(d.cpu_s for d in r.drivers)
+        if host is None or host[1] <= 0:
+            continue
+        busy, cpu_seconds = host
+        cpus = r.environment.cpu_count
+        if busy - own_s / cpu_seconds < OTHERS_SHOWN:
+            continue
+        who = f"{r.server.label}: " if len(results) > 1 else ""
+        text = machine_busy(busy, own_s / (cpu_seconds / cpus), cpus)
+        notes.append(Text(f"{who}{text} during the run, so waits for a CPU are partly theirs", style="yellow"))
+    return notes
 
 
 def mmhistogram_lines(result: LatencyResult) -> list[str]:

@@ -90,7 +90,7 @@ def repeat_report(
     parts.append(
         Text(
             f"{len(rounds)} rounds, the variants interleaved (each round runs every one once); "
-            f"{env.system} {env.kernel}, {env.cpu_count} CPUs; load average "
+            f"{env.system} {env.kernel}, {env.cpu_count} CPUs; host-wide load average "
             f"{_load(machine.get('before'))} before, {_load(machine.get('after'))} after",
             style="dim",
         )
