@@ -162,7 +162,7 @@ def invalid(option: str, detail: str) -> tuple[str, str]:
         (["no-such-command"], "No such command"),
         (["runn"], "no command 'runn'; did you mean 'run'?"),
         (["comapre"], "did you mean 'compare'?"),
-        (["run", "-m", "sched-rr"], "builtin has no mode 'sched-rr'; node has it: add --server node"),
+        (["run", "-m", "sched-rr"], ("builtin has no mode 'sched-rr'", "node has it: add --server node")),
         (["run", "-m", "reuseport", "--server", "node"], ("node has no mode 'reuseport'", "nginx", "add --server")),
         (["show"], "Missing argument"),
         (["run", "--work-ms", "nan"], invalid("--work-ms", "'nan' is not a valid number")),

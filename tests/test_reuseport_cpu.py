@@ -48,4 +48,4 @@ def test_a_client_pinned_to_cpu_i_reaches_worker_i(tmp_path: Path, position: int
 @pytest.mark.parametrize("name", STEERED)
 def test_the_mode_says_what_it_steers_by(name: str) -> None:
     mode = MODES[name]
-    assert mode.queue == "per-worker" and mode.model is None and "CPU" in mode.why
+    assert mode.queue == "per-worker" and mode.model == "cpu" and "CPU" in mode.why

@@ -134,7 +134,7 @@ def test_the_sweep_report_shows_the_kernel_counters_and_the_verdict() -> None:
     with console.capture() as capture:
         console.print(sweep_report(runs))
     lines = capture.get().splitlines()
-    shared = "(shared network namespace: may include other TCP traffic on this host)"
+    shared = "(host-wide: shared network namespace, may include other TCP traffic on this host)"
     assert f"  1 limit: kernel counters: ListenOverflows +1974, ListenDrops +1974 {shared}" in lines
     assert f"  no limit: kernel counters: none of 0 drop/overflow counters moved {shared}" in lines
     verdict = " ".join(capture.get().split("Verdict: ", 1)[1].split())  # wrapped at 300 columns

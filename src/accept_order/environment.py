@@ -6,6 +6,7 @@ import datetime as _dt
 import os
 import platform
 import socket
+from typing import Any
 
 from .measures import Environment
 
@@ -42,7 +43,31 @@ def machine_state() -> dict[str, object]:
     try:
         with open("/proc/stat") as f:
             fields = [int(v) for v in f.readline().split()[1:]]
-        state["cpu_jiffies"] = {"total": sum(fields), "steal": fields[7] if len(fields) > 7 else 0}
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+        state["cpu_jiffies"] = {
+            "total": sum(fields),
+            "steal": fields[7] if len(fields) > 7 else 0,
+            "busy": sum(fields) - idle,  # host-wide: every process's, and interrupts'
+        }
     except (OSError, ValueError):
         pass
     return state
+
+
+USER_HZ = 100  # /proc/stat's unit (ticks per second): 100 on every Linux architecture since 2.6
+# Below this many CPU-seconds (all CPUs together) the busy share is too coarse to name: /proc/stat counts
+# whole ticks, each CPU's off by up to one at each end (2 CPUs over 2 CPU-seconds: 4 of 200 ticks, ±2%).
+MIN_HOST_CPU_S = 2.0
+
+
+def host_busy(machine: Any) -> tuple[float, float] | None:
+    """(share of all CPUs busy, CPU-seconds that passed on all CPUs together) between the `before` and
+    `after` states of evidence["machine"]; None when a state lacks the busy count (files before 0.4) or
+    the span is too short for ticks to say it (MIN_HOST_CPU_S)."""
+    if not isinstance(machine, dict):
+        return None
+    j0, j1 = (machine.get(k, {}).get("cpu_jiffies") or {} for k in ("before", "after"))
+    if "busy" not in j0 or "busy" not in j1 or j1["total"] - j0["total"] < MIN_HOST_CPU_S * USER_HZ:
+        return None
+    total = j1["total"] - j0["total"]
+    return (j1["busy"] - j0["busy"]) / total, total / USER_HZ

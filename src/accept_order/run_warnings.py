@@ -23,11 +23,16 @@ class WarningKind(enum.Enum):
         "the {procs} driver processes and {workers} workers share {cpus} CPUs: drivers waited for a CPU up to "
         "{percent:.0f}% of the time, so client-side delay is part of these latencies"
     )
+    CLIENT_BOUND = (
+        "the load generator was on a CPU {client:.0f}% of the time while the workers used {workers:.0f}% of the "
+        "{cpus} CPUs they may run on: the server waited for its client, so these figures are partly the client's "
+        "(give it more --driver-procs, or CPUs of its own with --load-cpus)"
+    )
     CLIENT_WAITED = (
         "the load generator waited for a CPU up to {percent:.0f}% of the time: client-side delay is in these latencies"
     )
     FEW_SAMPLES = "a run had {samples} samples: its p99.9 is one of its slowest few; use -n 10000 or more"
-    MACHINE_BUSY = "the machine was already busy: load average {load:.1f} on {cpus} CPUs before the runs"
+    MACHINE_BUSY = "the machine was already busy: load average {load:.1f} on {cpus} CPUs (host-wide) before the runs"
     STEAL = "the hypervisor took {percent:.0f}% of the CPUs (steal time) during the runs"
     REACHABLE_HOST = (
         "listening on {address}: anyone who can reach this address can connect and learn the workers' pids; "

@@ -247,8 +247,8 @@ def drive_load(
 def run_latency(
     server: ServerSpec, load: ConcurrentLoad, on_tick: Tick | None = None, title: str | None = None
 ) -> LatencyResult:
-    """One latency run: CPU-bound workers under a closed-loop load. Ctrl-C keeps what was measured:
-    RunInterrupted carries the partial result, marked interrupted."""
+    """One latency run: CPU-bound workers under a closed-loop load (or an open one: `load.rate`). Ctrl-C keeps
+    what was measured: RunInterrupted carries the partial result, marked interrupted."""
     from .experiments.latency.result import LatencyResult, default_title
     from .probes.work import estimate_work_us
 
@@ -290,7 +290,7 @@ def run_latency(
         environment=m.environment,
         port=m.port,
         counters=m.counters,
-        title=title or default_title(server),
+        title=title or default_title(server, load=load),
         work_estimate_us=work,
         evidence={**m.evidence, **({"accept_counts": kernel} if kernel else {})},
         interrupted=summary.interrupted or m.exited is not None,

@@ -117,13 +117,13 @@ def resolve_host(text: str) -> tuple[str, RunWarning | None]:
     return str(address), warning
 
 
-def check_cpus(cpus: tuple[int, ...]) -> None:
-    """Refuse CPUs this process may not run on here, before a worker fails to pin itself to one."""
+def check_cpus(cpus: tuple[int, ...], option: str = "--cpus") -> None:
+    """Refuse CPUs this process may not run on here, before a worker (or driver) fails to pin itself to one."""
     allowed = allowed_cpus()
     foreign = sorted(set(cpus) - set(allowed))
     if foreign and allowed:
         raise PlanError(
-            f"--cpus: CPU {format_cpu_list(foreign)} not available here (allowed: {format_cpu_list(allowed)})"
+            f"{option}: CPU {format_cpu_list(foreign)} not available here (allowed: {format_cpu_list(allowed)})"
         )
 
 
@@ -248,6 +248,7 @@ class ConcurrentLoad:
     # Open loop instead: start this many connections per second on a fixed schedule, whatever is in flight
     # (up to `concurrency`), and time each from when it was due (wrk2's correction for coordinated omission).
     rate: float | None = None
+    cpus: tuple[int, ...] = ()  # the CPUs every driver process is pinned to (--load-cpus); empty: not pinned
 
     @property
     def kind(self) -> str:
@@ -266,6 +267,9 @@ class ConcurrentLoad:
         check_range("--timeout", self.timeout_s, 0.001, MAX_TIMEOUT_S, "s")
         if self.rate is not None:
             check_range("--rate", self.rate, 0.001, 10_000_000)
+        for cpu in self.cpus:
+            check_range("--load-cpus", cpu, 0, 1 << 20)
+        check_cpus(self.cpus, "--load-cpus")
         # As many drivers as will run: none without a slot and a connection to make.
         procs = min(self.driver_procs, max(1, self.concurrency), self.connections or self.driver_procs)
         check_concurrency(self.concurrency, driver_procs=procs)
@@ -277,12 +281,15 @@ class ConcurrentLoad:
         values = {k: v for k, v in data.items() if k in known}
         if "requests" in data and "connections" not in data:  # v1 name
             values["connections"] = data["requests"]
+        if "cpus" in values:
+            values["cpus"] = tuple(values["cpus"])
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
+        # A closed loop's and an unpinned load's files stay as 0.3 wrote them (no rate, no cpus).
         data = dataclasses.asdict(self)
-        rate = data.pop("rate")
-        return {"kind": self.kind, **data} | ({} if rate is None else {"rate": rate})
+        rate, cpus = data.pop("rate"), list(data.pop("cpus"))
+        return {"kind": self.kind, **data} | ({} if rate is None else {"rate": rate}) | ({"cpus": cpus} if cpus else {})
 
 
 ClosedLoopLoad = ConcurrentLoad  # its name before 0.3, for older callers of the Python API

@@ -8,12 +8,13 @@ from typing import Any
 
 import click
 
+from ..cpus import format_cpu_list
 from ..spec import DEFAULT_DRIVER_PROCS, MAX_DRIVER_PROCS
 from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
-from .options import examples, json_option, modes_option, server_options, timeout_option
+from .options import examples, json_option, load_cpus_option, modes_option, server_options, timeout_option
 from .output import progress_bar
-from .specs import first_available, server_spec
+from .specs import first_available, load_cpus, server_spec
 from .types import IntList, IntRange
 
 
@@ -44,6 +45,7 @@ from .types import IntList, IntRange
     help="Load generator processes the connections of a burst are split over.",
 )
 @timeout_option(10.0, "connection")
+@load_cpus_option()
 @json_option()
 @handle_errors
 def burst(
@@ -59,9 +61,11 @@ def burst(
     servers: list[str] = options["server"]
     batch_given = options.get("accept_batch") is not None
     base = server_spec(options, mode=first_available(modes, servers))
-    plan = BurstPlan(tuple(clients), driver_procs, timeout_s).validated()
+    plan = BurstPlan(tuple(clients), driver_procs, timeout_s, load_cpus(options, base)).validated()
     specs, skipped = variants(base, modes, servers, batch_given)
     notes = [n for n in [make_room(max(clients), driver_procs)] if n]  # before any process starts: they inherit it
+    if plan.load_cpus:  # the file keeps no load of its own: said where it is kept
+        notes.append(f"the load generator's processes were pinned to CPUs {format_cpu_list(plan.load_cpus)}")
     host_warnings()
 
     def save(runs: Sequence[Any], interrupted: bool = False) -> None:

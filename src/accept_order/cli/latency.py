@@ -1,4 +1,5 @@
-"""`accept-order latency`: CPU-bound workers under a closed-loop load, mmhistogram-style histograms."""
+"""`accept-order latency`: CPU-bound workers under a closed-loop load (or an open loop: --rate),
+mmhistogram-style histograms."""
 
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ def bars(load: ConcurrentLoad, label: Callable[[ServerSpec], str]) -> Iterator[C
         "accept-order latency -n 20000 -c 32 --work-us 1000 --pin",
         "accept-order latency --modes epoll,reuseport --work-iters 1000000 --pin   # seed 000",
         "accept-order latency --duration 10s --json latency.json",
+        "accept-order latency --modes epoll,reuseport --rate 400 --duration 10s -c 200 --work-us 2000 --pin  # open",
         "accept-order latency --modes blocking,reuseport -n 20000 -c 32 --work-us 1000 --pin --repeat 5",
         "accept-order latency --attach $(cat /run/nginx.pid) --port 80 --protocol http -n 20000 -c 50",
     )
@@ -48,7 +50,7 @@ def bars(load: ConcurrentLoad, label: Callable[[ServerSpec], str]) -> Iterator[C
 @click.option("--compare", "modes_alias", type=MODE_LIST, default=None, hidden=True)  # v0.1's name for --modes
 @server_options(workers=None, several=True)
 @attach_options()
-@load_options()
+@load_options(rate=True)
 @click.option("--title", default=None, help="Histogram title (default: 'Duration in ms (MODE)').")
 @repeat_option()
 @json_option()
@@ -62,7 +64,8 @@ def latency(
     json_path: str | None,
     **options: Any,
 ) -> None:
-    """Latency under load: CPU-bound workers, a closed-loop load, mmhistogram-style histogram."""
+    """Latency under load: CPU-bound workers, a closed-loop load (or an open loop with --rate),
+    mmhistogram-style histogram."""
     from .. import api
     from ..experiments.latency.experiment import latency_compare_report
     from ..experiments.latency.report import latency_report
@@ -81,7 +84,7 @@ def latency(
     if len(servers) > 1 and modes is None:
         modes = [mode or "default"]  # several servers: --mode (or each one's own default) on each of them
     server = server_spec(options, mode=mode or (first_available(modes, servers) if modes else None))
-    load = concurrent_load(options)
+    load = concurrent_load(options, server)
     host_warnings()
     if repeat > 1:
         if options.get("attach") or server.kind in ("attached", "remote"):

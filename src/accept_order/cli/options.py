@@ -237,9 +237,37 @@ def sequential_options(connections: int = 6, pacing: bool = True) -> Callable[[F
     return apply(options if pacing else [options[0], options[2]])
 
 
-def load_options() -> Callable[[F], F]:
+def load_cpus_option() -> Callable[[F], F]:
+    """Every command that drives a load with the load generator's processes (latency, sweep, burst, ramp,
+    reload)."""
+    return click.option(
+        "--load-cpus",
+        type=CPUS,
+        default=None,
+        help="Pin the load generator's processes to these CPUs, e.g. 1 (off the workers' --cpus; refused if "
+        "they overlap).",
+    )
+
+
+def load_options(rate: bool = False) -> Callable[[F], F]:
+    """`rate`: the command also runs an open loop (--rate), where -c is the most connections in flight."""
     from ..spec import DEFAULT_REQUESTS
 
+    concurrency_help = "Connections in flight: each ends (connect, read reply, close) and the next starts at once."
+    if rate:
+        concurrency_help += (
+            " With --rate: the most in flight; a connection due while all are busy starts when one ends, "
+            "and its latency still counts from when it was due."
+        )
+    open_loop = [
+        click.option(
+            "--rate",
+            type=FloatRange(0.001, 10_000_000),
+            default=None,
+            help="Open loop: start this many connections per second on a fixed schedule, whatever is in flight, "
+            "each timed from when it was due (as wrk2 does) [default: closed loop].",
+        )
+    ]
     return apply(
         [
             click.option(
@@ -265,7 +293,7 @@ def load_options() -> Callable[[F], F]:
                 type=IntRange(1, None),
                 default=DEFAULT_CONCURRENCY,
                 show_default=True,
-                help="Connections in flight: each ends (connect, read reply, close) and the next starts at once.",
+                help=concurrency_help,
             ),
             click.option(
                 "--driver-procs",
@@ -275,6 +303,8 @@ def load_options() -> Callable[[F], F]:
                 help="Load generator processes sharing the concurrency.",
             ),
             timeout_option(10.0, "connection"),
+            load_cpus_option(),
+            *(open_loop if rate else []),
         ]
     )
 

@@ -10,9 +10,9 @@ import click
 from ..spec import DEFAULT_DRIVER_PROCS, MAX_DRIVER_PROCS
 from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
-from .options import examples, json_option, mode_option, server_options, timeout_option
+from .options import examples, json_option, load_cpus_option, mode_option, server_options, timeout_option
 from .output import progress_bar
-from .specs import server_spec
+from .specs import load_cpus, server_spec
 from .types import DURATION, IntList, IntRange, parse_float
 
 
@@ -78,6 +78,7 @@ def _ms(value: Any) -> float | None:
     help="Load generator processes.",
 )
 @timeout_option(5.0, "connection")
+@load_cpus_option()
 @json_option()
 @handle_errors
 def ramp(
@@ -115,6 +116,7 @@ def ramp(
         driver_procs=driver_procs,
         timeout_s=timeout_s,
         keep_going=keep_going,
+        load_cpus=load_cpus(options, server),
     ).validated()
     host_warnings()
 

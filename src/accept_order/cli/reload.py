@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from .app import handle_errors
-from .common import keep_partial, report_and_save
+from .common import host_warnings, keep_partial, report_and_save
 from .options import examples, json_option, load_options, modes_option, server_options
 from .output import progress_bar
 from .specs import concurrent_load, first_available, server_spec
@@ -87,7 +87,8 @@ def reload(
 
         raise NothingToRun(f"nothing to run: {'; '.join(f'{mode} ({why})' for mode, why in skipped.items())}")
     server = server_spec(options, mode=first_available(modes))
-    load = concurrent_load(options)
+    load = concurrent_load(options, server)
+    host_warnings()
     host_setting = netns.read_sysctl(netns.MIGRATE_REQ)
     settings = sorted(set(migrate))
     if host_setting is None and 1 in settings:

@@ -130,7 +130,36 @@ def sequential_load(options: dict[str, Any]) -> SequentialLoad:
     ).validated()
 
 
-def concurrent_load(options: dict[str, Any]) -> ConcurrentLoad:
+def load_cpus(options: dict[str, Any], server: ServerSpec) -> tuple[int, ...]:
+    """Pops --load-cpus: the CPUs the load generator's processes are pinned to, kept off the workers'.
+
+    Overlapping the workers' own CPUs (--cpus, or --pin's) is refused, not warned about: the user pinned
+    both sides, so sharing a CPU is a contradiction the run would silently measure (the point of
+    --load-cpus is that the client's CPU time does not come out of the workers'). On a 2-CPU machine that
+    means `--cpus 0 --load-cpus 1`, not --pin. Unpinned workers may still be scheduled onto the load
+    generator's CPUs: that is warned about, since it is what most runs will do and still half a cure."""
+    from ..cpus import format_cpu_list
+
+    cpus = tuple(options.pop("load_cpus", None) or ())
+    if not cpus or server.kind in ("attached", "remote"):
+        return cpus
+    shared = sorted(set(cpus) & set(server.cpus))
+    if shared:
+        raise click.UsageError(
+            f"--load-cpus {format_cpu_list(cpus)} overlaps the workers' CPUs {format_cpu_list(server.cpus)} "
+            f"(--cpus or --pin) on CPU {format_cpu_list(shared)}: give each side its own, e.g. --cpus 0 --load-cpus 1"
+        )
+    if not server.cpus:
+        ctx = click.get_current_context(silent=True)
+        if ctx is not None:
+            ctx.meta.setdefault("accept_order.warnings", []).append(
+                f"the workers are not pinned (no --cpus or --pin): they may still run on CPU "
+                f"{format_cpu_list(cpus)} beside the load generator"
+            )
+    return cpus
+
+
+def concurrent_load(options: dict[str, Any], server: ServerSpec | None = None) -> ConcurrentLoad:
     from ..spec import DEFAULT_REQUESTS
 
     connections, alias = options.pop("connections", None), options.pop("requests_alias", None)
@@ -148,6 +177,8 @@ def concurrent_load(options: dict[str, Any]) -> ConcurrentLoad:
         concurrency=options.pop("concurrency"),
         driver_procs=options.pop("driver_procs"),
         timeout_s=options.pop("timeout_s"),
+        rate=options.pop("rate", None),
+        cpus=load_cpus(options, server) if server is not None else tuple(options.pop("load_cpus", None) or ()),
     ).validated()
 
 

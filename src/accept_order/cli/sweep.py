@@ -44,7 +44,8 @@ def sweep(json_path: str | None, batches: list[int], repeat: int, **options: Any
     from ..experiments.latency.experiment import sweep_result_report
     from ..experiments.latency.result import SweepResult
 
-    server, load = server_spec(options), concurrent_load(options)
+    server = server_spec(options)
+    load = concurrent_load(options, server)
     host_warnings()
     if repeat > 1:
         from ..api import latency as run_latency

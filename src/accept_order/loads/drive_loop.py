@@ -41,6 +41,8 @@ class DriverStats:
     cpu_s: float
     runqueue_s: float | None = None  # runnable but waiting for a CPU (None: no /proc/self/schedstat)
     open_s: float | None = None  # when it had started every connection it was to start (a burst's open phase)
+    # Open loop: connections that were due while every slot was busy, so started late (timed from when due).
+    late: int | None = None
 
     @property
     def cpu_fraction(self) -> float:
@@ -59,7 +61,10 @@ class DriverStats:
         return self.cpu_fraction > SATURATED
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if data["late"] is None:  # a closed loop: nothing is due, so nothing is late (and 0.3's files lack it)
+            del data["late"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DriverStats:
@@ -67,6 +72,7 @@ class DriverStats:
             **{k: data[k] for k in ("index", "slots", "requests", "wall_s", "cpu_s")},
             runqueue_s=data.get("runqueue_s"),  # a saved file may lack it, as its default says (None)
             open_s=data.get("open_s"),
+            late=data.get("late"),
         )
 
 
@@ -81,6 +87,7 @@ class DriverConfig:
     slots: int
     timeout_s: float
     rate: float | None = None  # open loop: this driver's connections per second; None: closed loop
+    cpus: tuple[int, ...] = ()  # pinned to these CPUs (--load-cpus); empty: wherever the scheduler puts it
 
 
 def _schedstat() -> tuple[int, int] | None:
@@ -144,6 +151,10 @@ def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
     # its time is counted from when it was due.
     interval_ns = int(1e9 / cfg.rate) if cfg.rate else 0
     due_ns = t0
+    late = 0  # open loop: connections started late because every slot was busy when they were due
+    # When a connection last ended with every slot busy. Connections start in due order, so one due before
+    # then found every slot busy when it was due (in flight only fell from then until that end).
+    freed_ns = t0 - 1
     try:
         while True:
             if starting and (left == 0 or (deadline is not None and perf_ns() >= deadline)):
@@ -153,6 +164,7 @@ def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
                 if interval_ns:
                     if due_ns > perf_ns():
                         break
+                    late += due_ns <= freed_ns
                     due_ns += interval_ns
                 left -= 1
                 try:
@@ -177,7 +189,10 @@ def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
             if starting and deadline is not None:
                 wait_s = min(wait_s, max(0.0, (deadline - perf_ns()) / 1e9))
             if starting and interval_ns:
-                wait_s = min(wait_s, max(0.0, (due_ns - perf_ns()) / 1e9))
+                # Every slot busy: the next starts when one ends (waiting for its due time instead would spin
+                # at 0 s once it is past, taking a CPU from the workers the load is waiting for).
+                if len(inflight) < slots:
+                    wait_s = min(wait_s, max(0.0, (due_ns - perf_ns()) / 1e9))
             for fd, ev in ep.poll(wait_s):
                 entry = inflight.get(fd)
                 if entry is None:
@@ -213,6 +228,8 @@ def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
                                 else:
                                     continue  # the rest of the reply, or its EOF, is still to come
                 end = perf_ns()
+                if len(inflight) >= slots:
+                    freed_ns = end
                 del inflight[fd]
                 s.close()  # also takes it out of the epoll set
                 done += 1
@@ -243,6 +260,8 @@ def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
                     done += len(inflight)
                     break
                 for fd, entry in [(fd, e) for fd, e in inflight.items() if now - e[1] > timeout_ns]:
+                    if len(inflight) >= slots:
+                        freed_ns = now
                     del inflight[fd]
                     entry[0].close()
                     errors[TIMEOUT] += 1
@@ -269,6 +288,7 @@ def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
             round(cpu, 6),
             runqueue,
             None if opened_ns is None else round((opened_ns - t0) / 1e9, 6),
+            late if interval_ns else None,
         ).to_dict(),
     }
 
@@ -292,6 +312,12 @@ def driver_main(cfg: DriverConfig, pipe: Connection, go: Any, progress: Any, sto
     unblock_signals()  # blocked by the parent across the fork (processes.start_child)
     die_with_parent()
     try:
+        if cfg.cpus:  # before "ready": a driver that cannot be pinned must not drive unpinned
+            try:
+                os.sched_setaffinity(0, cfg.cpus)
+            except OSError as exc:
+                pipe.send(("error", f"cannot pin it to CPUs {','.join(map(str, cfg.cpus))}: {exc}"))
+                return
         pipe.send(("ready", os.getpid()))
         if not go.wait(READY_TIMEOUT_S * 6):
             return  # the parent never said go: it is gone or gave up

@@ -36,6 +36,7 @@ from .summary import LoadSummary, TimedTotals
 __all__ = [
     "SATURATED",
     "DriverStats",
+    "client_bound",
     "LoadGenerator",
     "LoadResult",
     "driver_warnings",
@@ -90,6 +91,19 @@ def driver_warnings(drivers: list[DriverStats], workers: int, cpus: int, procs: 
     return notes
 
 
+def client_bound(drivers: list[DriverStats], worker_cpu_s: float | None, wall_s: float, cpus: int) -> RunWarning | None:
+    """A warning when the client, not the server, set the pace: a driver on a CPU nearly all the time while
+    the workers together used less than SATURATED of the `cpus` CPUs they may run on (they idled, waiting
+    for connections). None when it was not so, or the workers' CPU is not known (`worker_cpu_s` None)."""
+    if worker_cpu_s is None or wall_s <= 0 or cpus < 1 or not drivers:
+        return None
+    client = max(d.cpu_fraction for d in drivers)
+    workers = worker_cpu_s / wall_s / cpus
+    if client <= SATURATED or workers >= SATURATED:
+        return None
+    return warn(WarningKind.CLIENT_BOUND, client=100 * client, workers=100 * min(workers, 1.0), cpus=cpus)
+
+
 def split(total: int, parts: int) -> list[int]:
     """`total` as `parts` near-equal shares, larger ones first: split(10, 3) == [4, 3, 3]."""
     base, extra = divmod(total, parts)
@@ -118,6 +132,7 @@ class LoadGenerator:
                 slots[i],
                 load.timeout_s,
                 None if load.rate is None else load.rate * slots[i] / load.concurrency,
+                load.cpus,
             )
             for i in range(procs)
         ]
@@ -166,8 +181,11 @@ class LoadGenerator:
             ready = wait([pipe, proc.sentinel], timeout=2 * READY_TIMEOUT_S)
             if pipe in ready:
                 try:
-                    if pipe.recv()[0] == "ready":
+                    kind, payload = pipe.recv()
+                    if kind == "ready":
                         continue
+                    if kind == "error":
+                        raise LoadError(f"driver {cfg.index} did not start: {payload}")
                 except EOFError:
                     pass
             raise LoadError(f"driver {cfg.index} did not start (exit code {proc.exitcode})")

@@ -9,12 +9,20 @@ totals every result of a load derives the same way, so no result counts "failed"
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..histogram import LatencyHistogram
 from .drive_loop import DriverStats
+
+
+def cpu_us_per_connection(drivers: Iterable[DriverStats]) -> float | None:
+    """The load generator's own CPU per connection it finished (served or failed), in µs: what driving one
+    costs the client on this machine, beside what serving it costs (None: no driver finished one)."""
+    drivers = list(drivers)
+    finished = sum(d.requests for d in drivers)
+    return round(1e6 * sum(d.cpu_s for d in drivers) / finished, 1) if finished else None
 
 
 class LoadTotals:
@@ -99,6 +107,11 @@ class LoadSummary(TimedTotals):
     @property
     def max_us(self) -> int | None:
         return self.histogram.max_us
+
+    @property
+    def client_cpu_us(self) -> float | None:
+        """The load generator's CPU per connection, in µs (cpu_us_per_connection)."""
+        return cpu_us_per_connection(self.drivers)
 
     def extend(self, other: LoadSummary, concurrent: bool = False) -> LoadSummary:
         """This load and `other` as one: run one after the other, or at the same moment (`concurrent`)."""

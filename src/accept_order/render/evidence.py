@@ -54,7 +54,22 @@ def _listeners_line(label: str, rows: Sequence[Mapping[str, Any]]) -> Text:
     return Text(f"{where}; Recv-Q {queues}, Send-Q {limit} (from {source})")
 
 
-SHARED_SHORT = "shared network namespace: may include other TCP traffic on this host"
+OTHERS_SHOWN = 0.1  # others' share of the CPUs worth naming (below it, the run's own processes explain it)
+
+
+def machine_busy(busy: float, own_cpus: float, cpus: int) -> str:
+    """All CPUs' busy share (host-wide, from /proc/stat) beside what the run's own processes (workers, load
+    generator) used of them, in CPUs: "busy" is blamed on them only as far as their own CPU time goes. The
+    rest is other processes' (or interrupt work no process was charged for)."""
+    own = min(max(own_cpus / cpus, 0.0), busy) if cpus > 0 else 0.0
+    text = f"all CPUs {100 * busy:.0f}% busy host-wide"
+    if busy - own >= OTHERS_SHOWN:
+        others = f"other processes (or interrupts) used {100 * (busy - own):.0f}% of the CPUs"
+        return f"{text}: {others}, this run's own {100 * own:.0f}%"
+    return f"{text}, nearly all of it this run's workers and load generator ({100 * own:.0f}%)"
+
+
+SHARED_SHORT = "host-wide: shared network namespace, may include other TCP traffic on this host"
 PRIVATE_SHORT = "private network namespace: this run's traffic only"
 
 

@@ -131,7 +131,7 @@ SERVER = known(
 SEQUENTIAL_LOAD = known(SequentialLoad, derive(SequentialLoad, kind=OneOf(("sequential",))))
 CONCURRENT_LOAD = known(
     ConcurrentLoad,
-    derive(ConcurrentLoad, kind=OneOf(("closed-loop", "open-loop")), rules=(_one_amount,)),
+    derive(ConcurrentLoad, kind=OneOf(("closed-loop", "open-loop")), cpus=ListOf(CPU), rules=(_one_amount,)),
 )
 ENVIRONMENT = known(Environment, derive(Environment))
 WORKER_COUNTERS = known(WorkerCounters, derive(WorkerCounters, affinity=ListOf(CPU)))
@@ -153,7 +153,10 @@ _LISTENER = derive(ListenerRow, port=PORT)
 _MACHINE_STATE = Record(
     {
         "load_average": ListOf(Number()),
-        "cpu_jiffies": Record({"total": Integer(), "steal": Integer()}, frozenset({"total", "steal"})),
+        # busy: 0.4 on (host-wide, for what other processes used beside the run's own)
+        "cpu_jiffies": Record(
+            {"total": Integer(), "steal": Integer(), "busy": Integer()}, frozenset({"total", "steal"})
+        ),
     }
 )
 MACHINE = Record({"before": _MACHINE_STATE, "after": _MACHINE_STATE})

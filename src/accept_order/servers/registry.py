@@ -130,7 +130,8 @@ def checked(spec: ServerSpec, fit: bool = True) -> ServerSpec:
             whose = owners[0] if len(owners) == 1 else ", ".join(owners[:-1]) + " and " + owners[-1]
             add = f"add --server {owners[0]}" if len(owners) == 1 else "add --server with one of them"
             raise PlanError(
-                f"{kind.name} has no mode {spec.mode!r}; {whose} {'has' if len(owners) == 1 else 'have'} it: {add}"
+                f"{kind.name} has no mode {spec.mode!r} (its modes: {', '.join(kind.modes())}); {whose} "
+                f"{'has' if len(owners) == 1 else 'have'} it: {add}"
             )
     kind.check(spec)
     return spec

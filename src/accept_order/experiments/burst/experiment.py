@@ -7,15 +7,19 @@ from typing import Any
 from ...results import export
 from .. import Experiment, lazy
 from .report import burst_report
-from .result import BURST_SHAPE, BurstResult
+from .result import BURST_SHAPE, BurstCell, BurstResult
 
 
 def steps(runs: list[dict[str, Any]]) -> str:
-    """One row per cell (a run's burst of N clients), flattened; the drivers' own figures left out."""
+    """One row per cell (a run's burst of N clients), flattened; of the drivers' own figures, only their CPU
+    per connection (rebuilt from them: a file saved before it was written has it too)."""
     rows: list[dict[str, Any]] = []
     for run in runs:
         label = export.label(run)
-        rows += [{"run": label, **export.flat({k: v for k, v in c.items() if k != "drivers"})} for c in run["cells"]]
+        for c in run["cells"]:
+            row = {"run": label, **export.flat({k: v for k, v in c.items() if k != "drivers"})}
+            row["client_cpu_us"] = BurstCell.from_dict(c).client_cpu_us
+            rows.append(row)
     return export.flat_table(rows)
 
 

@@ -50,6 +50,8 @@ def _details(run: BurstRun) -> list[Text]:
             parts.append(f"slowest {cell.max_us / 1000:.1f} ms")
         if cell.open_s is not None:
             parts.append(f"connects started within {cell.open_s * 1000:.0f} ms")
+        if cell.client_cpu_us is not None:
+            parts.append(f"load generator {cell.client_cpu_us:.0f} CPU-µs per connection")
         lines.append(Text("; ".join(parts)))
     return lines + shortage_lines(list(run.shortages))
 

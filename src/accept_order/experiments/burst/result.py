@@ -7,9 +7,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ...loads.drive_loop import DriverStats
-from ...loads.summary import CountedTotals, LoadSummary
+from ...loads.summary import CountedTotals, LoadSummary, cpu_us_per_connection
 from ...measures import Environment
-from ...results.schema import ListOf, MapOf, SchemaError, child, derive
+from ...results.schema import ListOf, MapOf, Number, SchemaError, child, derive
 from ...results.shapes import NOTES, SHORTAGES, SIGNED, SKIPPED, workers_of
 from ...spec import ServerSpec
 
@@ -55,7 +55,13 @@ class BurstCell(CountedTotals):
         """The load generator, not the server, set the pace: starting the connections took half the burst."""
         return self.open_s is not None and self.wall_s > 0 and self.open_s > CLIENT_BOUND * self.wall_s
 
+    @property
+    def client_cpu_us(self) -> float | None:
+        """The load generator's own CPU per connection of the burst, in µs (None: no driver figures)."""
+        return cpu_us_per_connection(self.drivers)
+
     def to_dict(self) -> dict[str, Any]:
+        cpu = self.client_cpu_us
         return {
             "clients": self.clients,
             "wall_s": self.wall_s,
@@ -66,6 +72,7 @@ class BurstCell(CountedTotals):
             "p50_us": self.p50_us,
             "max_us": self.max_us,
             "interrupted": self.interrupted,
+            **({} if cpu is None else {"client_cpu_us": cpu}),  # derived from the drivers, for other tools
         }
 
     @classmethod
@@ -150,7 +157,7 @@ def _cells_fit_workers(run: Mapping[str, Any], at: str) -> None:
             raise SchemaError(where, f"has {len(cell['served'])} entries, one per worker, but the server had {workers}")
 
 
-_CELL = derive(BurstCell, counters=MapOf(SIGNED), optional=("counters", "drivers"))
+_CELL = derive(BurstCell, counters=MapOf(SIGNED), client_cpu_us=Number(), optional=("counters", "drivers"))
 BURST_SHAPE = derive(
     BurstResult,
     runs=ListOf(derive(BurstRun, cells=ListOf(_CELL), shortages=SHORTAGES, rules=(_cells_fit_workers,))),

@@ -35,6 +35,7 @@ class BurstPlan:
     clients: tuple[int, ...] = (1000, 3000, 5000)
     driver_procs: int = 2
     timeout_s: float = 10.0
+    load_cpus: tuple[int, ...] = ()  # the load generator's processes pinned to these CPUs (--load-cpus)
 
     def validated(self) -> BurstPlan:
         if not self.clients:
@@ -49,7 +50,9 @@ class BurstPlan:
         """A burst as a closed loop: as many slots as connections, so each slot connects once, at once;
         over more drivers than asked when one driver's share would not fit under the open-file limit."""
         procs = min(drivers_for(clients, self.driver_procs), clients)
-        return ConcurrentLoad(connections=clients, concurrency=clients, driver_procs=procs, timeout_s=self.timeout_s)
+        return ConcurrentLoad(
+            connections=clients, concurrency=clients, driver_procs=procs, timeout_s=self.timeout_s, cpus=self.load_cpus
+        )
 
 
 def drivers_for(clients: int, asked: int, limit: int | None = None) -> int:

@@ -3,6 +3,8 @@ and `sweep` (one per cap on the connections accepted per wakeup)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import RenderableType
 
 from ...results import export
@@ -11,7 +13,16 @@ from .report import compare_report, latency_report, sweep_report
 from .result import LATENCY_COMPARE_SHAPE, LATENCY_SHAPE, SWEEP_SHAPE, LatencyCompareResult, LatencyResult, SweepResult
 
 _PLOT = "accept_order.experiments.latency.plot"
-_TABLES = {"histogram": export.histogram, "workers": export.workers}
+
+
+def summaries(runs: list[dict[str, Any]]) -> str:
+    """One row per run: its percentiles, throughput and the load generator's CPU per connection (rebuilt
+    from the histogram and the drivers, so a file saved before a figure was added has it too)."""
+    rows = [{"run": export.label(run), **LatencyResult.from_dict(run).summary()} for run in runs]
+    return export.flat_table(rows)
+
+
+_TABLES = {"histogram": export.histogram, "workers": export.workers, "summary": summaries}
 
 
 def latency_compare_report(result: LatencyCompareResult) -> RenderableType:

@@ -131,7 +131,7 @@ def _latency_figure(results: Sequence[LatencyResult], title: str, options: PlotO
 
 
 def latency_figure(result: LatencyResult, options: PlotOptions) -> Figure:
-    return _latency_figure([result], result.title or default_title(result.server), options)
+    return _latency_figure([result], result.title or default_title(result.server, load=result.load), options)
 
 
 def latency_compare_figure(compared: LatencyCompareResult, options: PlotOptions) -> Figure:

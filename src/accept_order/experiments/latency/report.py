@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from rich import box
 from rich.console import Group, RenderableType
@@ -12,15 +12,17 @@ from rich.text import Text
 from ...analysis.sweep import sweep_name, sweep_verdict
 from ...analysis.tails import TailVerdict, tail_verdict
 from ...cpus import format_cpu_list
+from ...environment import host_busy
 from ...histogram import histogram_lines, summary_line
 from ...loads.drive_loop import DriverStats
-from ...loads.generator import STARVED, driver_warnings
+from ...loads.generator import STARVED, client_bound, driver_warnings
 from ...loads.protocol import describe_error
+from ...loads.summary import cpu_us_per_connection
 from ...measures import Environment, WorkerCounters
-from ...render.evidence import counters_text, evidence_report
+from ...render.evidence import OTHERS_SHOWN, counters_text, evidence_report, machine_busy
 from ...render.text import Verbatim, plural
 from ...render.workers import worker_table
-from ...run_warnings import unique
+from ...run_warnings import WarningKind, unique
 from ...servers.registry import known_mode
 from ...spec import ConcurrentLoad, ServerSpec
 from .result import PERCENTILES, LatencyResult, default_title
@@ -35,8 +37,13 @@ def load_notes(results: Sequence[LatencyResult]) -> list[Text]:
     first = results[0]
     procs, workers, cpus = first.load.driver_procs, first.server.workers, first.environment.cpu_count
     drivers = [d for r in results for d in r.drivers]
-    notes = [Text(f"Warning: {w}", style="yellow") for w in unique(driver_warnings(drivers, workers, cpus, procs))]
+    bound = [w for r in results if (w := client_bound(list(r.drivers), r.worker_cpu_s, r.wall_s, r.worker_cpus))]
+    warnings = driver_warnings(drivers, workers, cpus, procs)
+    if bound:  # says more than "a driver was CPU-bound": the workers idled meanwhile
+        warnings = [w for w in warnings if w.kind is not WarningKind.DRIVER_SATURATED]
+    notes = [Text(f"Warning: {w}", style="yellow") for w in unique([*bound, *warnings])]
     waits = [(d.runqueue_s or 0) / d.wall_s for d in drivers if d.wall_s and d.runqueue_s is not None]
+    notes += host_notes(results)
     if procs + workers > cpus and not any(w > STARVED for w in waits):  # else a warning said it
         wait = f"; they waited for a CPU at most {100 * max(waits):.0f}% of their time" if waits else ""
         notes.append(
@@ -49,8 +56,48 @@ def load_notes(results: Sequence[LatencyResult]) -> list[Text]:
     return notes
 
 
+def open_loop_note(result: LatencyResult, named: bool = False) -> Text | None:
+    """An open loop whose -c ran out: how many connections started late for want of a free slot (timed from
+    when they were due, so the latencies hold that wait), and, in a timed run, how many due never started."""
+    load = result.load
+    if load.rate is None:
+        return None
+    late = sum(d.late or 0 for d in result.drivers)
+    due = round(load.rate * load.duration_s) if load.duration_s is not None else None
+    unstarted = due - result.driven if due is not None and not result.interrupted else 0
+    if not late and unstarted <= len(result.drivers):  # a driver may stop one short at the deadline
+        return None
+    who = f"{result.server.label}: " if named else ""
+    text = (
+        f"{who}open loop at {load.rate:g}/s: {late} of {result.driven} connections were due while all "
+        f"{load.concurrency} in flight were busy and started late; their latencies count from when they were due"
+    )
+    if unstarted > len(result.drivers):
+        text += f"; {unstarted} of the {due} due in {load.duration_s:g} s never started (not in the figures)"
+    return Text(text + ".", style="yellow")
+
+
+def host_notes(results: Sequence[LatencyResult]) -> list[Text]:
+    """The host's CPUs over each run beside the run's own processes' CPU (workers and load generator), said
+    when others used a share worth naming: a wait for a CPU is then not only the run's own doing."""
+    notes = []
+    for r in results:
+        host = host_busy(r.evidence.get("machine"))
+        own_s = (r.worker_cpu_s or 0.0) + sum(d.cpu_s for d in r.drivers)
+        if host is None or host[1] <= 0:
+            continue
+        busy, cpu_seconds = host
+        cpus = r.environment.cpu_count
+        if busy - own_s / cpu_seconds < OTHERS_SHOWN:
+            continue
+        who = f"{r.server.label}: " if len(results) > 1 else ""
+        text = machine_busy(busy, own_s / (cpu_seconds / cpus), cpus)
+        notes.append(Text(f"{who}{text} during the run, so waits for a CPU are partly theirs", style="yellow"))
+    return notes
+
+
 def mmhistogram_lines(result: LatencyResult) -> list[str]:
-    title = result.title or default_title(result.server)
+    title = result.title or default_title(result.server, load=result.load)
     return [summary_line(title, result.histogram), *histogram_lines(title, result.histogram)]
 
 
@@ -70,7 +117,10 @@ def _work_text(plan: ServerSpec, estimate_us: float | None) -> str:
 
 def _load_text(load: ConcurrentLoad) -> str:
     amount = f"{load.connections} connections" if load.connections is not None else f"{load.duration_s:g} s"
-    return f"{amount}, {load.concurrency} concurrent, {load.driver_procs} driver processes"
+    procs = f"{load.driver_procs} driver processes" + (f" on CPUs {format_cpu_list(load.cpus)}" if load.cpus else "")
+    if load.rate is not None:
+        return f"open loop at {load.rate:g}/s, {amount}, at most {load.concurrency} in flight, {procs}"
+    return f"{amount}, {load.concurrency} concurrent, {procs}"
 
 
 def _env_text(env: Environment) -> str:
@@ -131,13 +181,25 @@ def affinity_lines(counters: Sequence[WorkerCounters]) -> list[str]:
 
 
 def drivers_text(drivers: Sequence[DriverStats]) -> Text:
+    cpu = cpu_us_per_connection(drivers)
+    total = f" ({cpu:.0f} CPU-µs per connection)" if cpu is not None else ""
     parts = [
         f"{d.index}: {d.requests} req, {100 * d.cpu_fraction:.0f}% CPU"
         + (f", {100 * (d.runqueue_s or 0) / d.wall_s:.0f}% waiting for one" if d.runqueue_s is not None else "")
         for d in drivers
         if d.wall_s
     ]
-    return Text("drivers: " + "; ".join(parts), style="dim")
+    return Text(f"drivers{total}: " + "; ".join(parts), style="dim")
+
+
+def client_cpu_line(
+    results: Sequence[LatencyResult], name: Callable[[LatencyResult], str] = lambda r: r.server.label
+) -> list[Text]:
+    """The load generator's own CPU per connection in each run of a table (what driving costs here)."""
+    cells = [f"{name(r)} {cpu:.0f}" for r in results if (cpu := r.client_cpu_us) is not None]
+    if not cells:
+        return []
+    return [Text(f"load generator CPU per connection (µs): {', '.join(cells)}", style="dim")]
 
 
 def interrupted_note(results: Sequence[LatencyResult]) -> list[Text]:
@@ -179,6 +241,7 @@ def latency_report(result: LatencyResult) -> RenderableType:
         headline(result),
         Verbatim(mmhistogram_lines(result)),
         percentile_table(result),
+        *([note] if (note := open_loop_note(result)) is not None else []),
         worker_table(result.counters, result.served, title="served per worker", detail=False),
         *([note] if (note := kernel_counts_text(result)) is not None else []),
         Verbatim(affinity_lines(result.counters)),
@@ -233,6 +296,8 @@ def compare_report(
             parts.append(errors)
     parts.append(Text("latency by mode (ms)", style="bold"))
     parts.append(Verbatim(compare_lines(results)))
+    parts.extend(client_cpu_line(results))
+    parts.extend(note for r in results if (note := open_loop_note(r, named=True)) is not None)
     for mode, reason in skipped.items():
         parts.append(Text(f"{mode}: not available: {reason}", style="dim"))
     parts.extend(load_notes(results))
@@ -277,6 +342,7 @@ def sweep_report(results: Sequence[LatencyResult]) -> RenderableType:
     for r in results:
         parts.append(Verbatim(mmhistogram_lines(r)))
     parts.append(Verbatim(sweep_lines(results)))
+    parts.extend(client_cpu_line(results, sweep_name))
     parts.append(
         Text(
             "tps: served requests per second; max/wakeup: most connections one worker accepted in one "

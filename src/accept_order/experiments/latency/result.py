@@ -9,7 +9,7 @@ from typing import Any
 from ...errors import ResultFileError
 from ...histogram import LatencyHistogram
 from ...loads.drive_loop import DriverStats
-from ...loads.summary import LoadSummary, TimedTotals
+from ...loads.summary import LoadSummary, TimedTotals, cpu_us_per_connection
 from ...measures import Environment, WorkerCounters
 from ...results.schema import Anything, Integer, ListOf, Number, Record, SchemaError, child, derive
 from ...results.shapes import ERRORS, EVIDENCE, PORT, SKIPPED, at_most_workers, histogram_total
@@ -19,12 +19,13 @@ from ...spec import ConcurrentLoad, ServerSpec
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)
 
 
-def default_title(server: ServerSpec, sweep: bool = False) -> str:
-    """The histogram's title when --title gives none (stored in the result)."""
+def default_title(server: ServerSpec, sweep: bool = False, load: ConcurrentLoad | None = None) -> str:
+    """The histogram's title when --title gives none (stored in the result); an open loop says its rate."""
+    rate = f", open loop at {load.rate:g}/s" if load is not None and load.rate is not None else ""
     if sweep:
         batch = server.accept_batch
-        return f"Duration in ms ({server.label}, accept-batch {batch if batch else 'no limit'})"
-    return f"Duration in ms ({server.label})"
+        return f"Duration in ms ({server.label}, accept-batch {batch if batch else 'no limit'}{rate})"
+    return f"Duration in ms ({server.label}{rate})"
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,22 @@ class LatencyResult(TimedTotals):
             **rest,
         )
 
+    @property
+    def client_cpu_us(self) -> float | None:
+        """The load generator's own CPU per connection, in µs (None: no driver figures)."""
+        return cpu_us_per_connection(self.drivers)
+
+    @property
+    def worker_cpu_s(self) -> float | None:
+        """The workers' CPU over the run, all together (None: a worker's is not known)."""
+        times = [c.cpu_s for c in self.counters]
+        return sum(t for t in times if t is not None) if times and None not in times else None
+
+    @property
+    def worker_cpus(self) -> int:
+        """How many CPUs the workers could use at once: their number, capped by their pinning or the machine."""
+        return min(self.server.workers, len(set(self.server.cpus)) or self.environment.cpu_count)
+
     def percentile_ms(self, q: float) -> float | None:
         return self.histogram.percentile(q) / 1000 if self.ok else None
 
@@ -76,6 +93,7 @@ class LatencyResult(TimedTotals):
             "max_ms": (h.max_us or 0) / 1000,
             "dev_ms": h.stdev_us / 1000,
             "throughput": self.throughput,
+            **({} if (cpu := self.client_cpu_us) is None else {"client_cpu_us": cpu}),
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -172,6 +190,7 @@ _SUMMARY = Record(
     {
         "count": Integer(),
         **{name: Number() for name in ("min_ms", "avg_ms", "med_ms", "max_ms", "dev_ms", "throughput")},
+        "client_cpu_us": Number(),  # the load generator's CPU per connection (0.4 files lack it)
         **{f"p{q:g}_ms": Number() for q in PERCENTILES},
     }
 )

@@ -160,7 +160,7 @@ def compare_table(results: Sequence[RunResult], skipped: dict[str, str]) -> Rend
     # What each verdict rests on (the client's CPU, the hash's odds, the chance of a fit): one line per row
     # that has figures, so the table's pattern stays short and the same across repeated runs.
     notes = [
-        Text(f"{r.server.label if servers else r.server.mode}: {r.verdict.seen}", style="dim")
+        Text(f"- {r.server.label if servers else r.server.mode}: {r.verdict.seen}", style="dim")
         for r in results
         if r.verdict.seen
     ]

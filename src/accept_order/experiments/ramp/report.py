@@ -7,6 +7,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ...cpus import format_cpu_list
 from ...render.evidence import short_counter, shortage_lines
 from ...render.text import plural
 from .result import RampResult, RampStep
@@ -33,7 +34,7 @@ def _offered(step: RampStep) -> str:
 
 def ramp_table(result: RampResult) -> Table:
     table = Table(title="accept-order ramp", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    right = ("got/s", "p50 ms", "p99 ms", "p99.9 ms", "failed", "overflows", "max Recv-Q", "workers CPU", "all CPUs")
+    right = ("got/s", "p50 ms", "p99 ms", "p99.9 ms", "failed", "overflows", "max Recv-Q", "workers CPU", "host CPUs")
     for name in ("offered", *right, "step"):
         table.add_column(name, justify="right" if name in right or name == "offered" else "left")
     for step in result.steps:
@@ -61,6 +62,9 @@ def _step_lines(step: RampStep) -> list[Text]:
     moved = ", ".join(f"{short_counter(n)} {step.counters[n]:+d}" for n in SHOWN_COUNTERS if step.counters.get(n))
     lines = [Text(f"  {_offered(step)}: sockets at the end: {sockets or 'unknown'}")]
     lines.append(Text(f"    counters: {moved or 'no drops, resets or retransmissions'}"))
+    if step.client_cpu_us is not None:
+        busiest = f", busiest process {100 * step.driver_cpu:.0f}% of a CPU"
+        lines.append(Text(f"    load generator: {step.client_cpu_us:.0f} CPU-µs per connection{busiest}"))
     if step.seen:
         lines.append(Text(f"    seen: {'; '.join(step.seen)}"))
     return lines
@@ -84,6 +88,8 @@ def ramp_report(result: RampResult) -> RenderableType:
     where = f"; {env.system} {env.kernel}, {plural(env.cpu_count, 'CPU')}" if env else ""
     plan = result.plan
     loop = "open loop (each connection timed from when it was due)" if plan.get("rates") else "closed loop"
+    if plan.get("load_cpus"):
+        loop += f", load generator on CPUs {format_cpu_list(plan['load_cpus'])}"
     parts.append(
         Text(
             f"{server.label}, {plural(server.workers, 'worker')}, work {server.work_us} µs, backlog {server.backlog}; "
@@ -91,7 +97,7 @@ def ramp_report(result: RampResult) -> RenderableType:
             style="dim",
         )
     )
-    parts.append(Text("Per step: socket summary (ss -s), counter deltas (nstat)", style="bold"))
+    parts.append(Text("Per step: socket summary (ss -s) and counter deltas (nstat), both host-wide", style="bold"))
     for step in result.steps:
         parts += _step_lines(step)
     parts += shortage_lines(list(result.shortages))

@@ -43,7 +43,8 @@ class RampStep(CountedTotals):
     queues: tuple[int, ...]  # the listeners' longest accept queues (Recv-Q) seen during the step
     worker_cpu: tuple[float, ...]  # each worker's CPU, as a share of the step
     driver_cpu: float  # the busiest load generator process's CPU share
-    machine_cpu: float | None = None  # all CPUs' busy share over the step (/proc/stat)
+    machine_cpu: float | None = None  # all CPUs' busy share over the step (/proc/stat): host-wide
+    client_cpu_us: float | None = None  # the load generator's own CPU per connection (0.4's files lack it)
     reasons: tuple[str, ...] = ()  # why it did not hold; empty: it held
     seen: tuple[str, ...] = ()  # what the kernel and the CPU counters saw
     interrupted: bool = False
@@ -141,6 +142,7 @@ _PLAN = Record(
         "driver_procs": Integer(),
         "timeout_s": Number(),
         "keep_going": Flag(),
+        "load_cpus": ListOf(Integer(0, 1 << 20)),  # 0.4's files lack it
     }
 )
 _STEP = known(  # registered: RampStep.from_dict builds with it too

@@ -18,6 +18,7 @@ from typing import Any
 from ...errors import PlanError
 from ...probes import netstat
 from ...probes.sockets import socket_summary
+from ...render.evidence import machine_busy
 from ...session import RunInterrupted, Tick, drive_load, lifecycle
 from ...spec import MAX_DRIVER_PROCS, ConcurrentLoad, ServerSpec, check_concurrency, check_range, sized
 from .result import RampResult, RampStep
@@ -38,6 +39,7 @@ class RampPlan:
     driver_procs: int = 2
     timeout_s: float = 5.0
     keep_going: bool = False  # run every step, past the first that did not hold
+    load_cpus: tuple[int, ...] = ()  # the load generator's processes pinned to these CPUs (--load-cpus)
 
     def validated(self) -> RampPlan:
         if bool(self.rates) == bool(self.concurrencies):
@@ -70,6 +72,7 @@ class RampPlan:
                 driver_procs=self.driver_procs,
                 timeout_s=self.timeout_s,
                 rate=offered,
+                cpus=self.load_cpus,
             ).validated()
         return ConcurrentLoad(
             connections=None,
@@ -77,6 +80,7 @@ class RampPlan:
             concurrency=int(offered),
             driver_procs=self.driver_procs,
             timeout_s=self.timeout_s,
+            cpus=self.load_cpus,
         ).validated()
 
 
@@ -158,16 +162,27 @@ def signals(step: RampStep, workers: int, cpus: int) -> list[str]:
     if resets:
         seen.append(f"{resets} connections reset")
     busy = sum(step.worker_cpu)
-    if step.worker_cpu and (busy >= SATURATED * min(workers, cpus) or max(step.worker_cpu) >= SATURATED):
+    workers_bound = bool(step.worker_cpu) and (
+        busy >= SATURATED * min(workers, cpus) or max(step.worker_cpu) >= SATURATED
+    )
+    if workers_bound:
         seen.append(f"workers on a CPU {100 * busy / min(workers, cpus):.0f}% of the time")
     if step.machine_cpu is not None and step.machine_cpu >= SATURATED:
-        seen.append(f"the machine's CPUs {100 * step.machine_cpu:.0f}% busy (load generator and workers share them)")
+        seen.append(machine_busy(step.machine_cpu, busy + _client_cpus(step), cpus))
     if step.driver_cpu >= SATURATED:
-        seen.append(f"load generator CPU-bound ({100 * step.driver_cpu:.0f}% of a CPU per process)")
+        text = f"load generator CPU-bound ({100 * step.driver_cpu:.0f}% of a CPU per process)"
+        if step.worker_cpu and not workers_bound:  # the server waited for its client
+            text += " while the workers idled: this step's figures are partly the client's"
+        seen.append(text)
     peak: int = max(step.queues, default=0)
     if peak:
         seen.append(f"up to {peak} connections waited in an accept queue")
     return seen
+
+
+def _client_cpus(step: RampStep) -> float:
+    """The load generator's CPU over the step, in CPUs (its CPU per connection times connections finished)."""
+    return (step.client_cpu_us or 0.0) * step.driven / 1e6 / max(step.wall_s, 1e-9)
 
 
 def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick | None] | None = None) -> RampResult:
@@ -207,6 +222,7 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
                 worker_cpu=tuple(round((a - b) / wall, 4) for a, b in zip(cpu_after, cpu_before, strict=False)),
                 driver_cpu=round(max((d.cpu_fraction for d in outcome.drivers), default=0.0), 4),
                 machine_cpu=_share(machine_before, machine_after),
+                client_cpu_us=outcome.client_cpu_us,
                 interrupted=outcome.interrupted,
             )
             step = step.judged(judge(step, plan, server.workers), signals(step, server.workers, cpus))

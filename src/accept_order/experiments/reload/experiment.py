@@ -9,7 +9,19 @@ from .. import Experiment, lazy
 from .report import reload_report
 from .result import RELOAD_SHAPE, ReloadResult
 
-_KEEP = ("how", "migrate", "worker", "at_s", "gone_s", "held", "served", "finished", "errors", "counters")
+_KEEP = (
+    "how",
+    "migrate",
+    "worker",
+    "at_s",
+    "gone_s",
+    "held",
+    "served",
+    "finished",
+    "errors",
+    "counters",
+    "client_cpu_us",
+)
 
 
 def steps(runs: list[dict[str, Any]]) -> str:

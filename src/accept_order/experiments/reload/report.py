@@ -7,6 +7,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ...cpus import format_cpu_list
 from ...render.evidence import PRIVATE_SHORT
 from ...render.text import plural
 from .result import MIGRATE, MIGRATE_FAILED, ReloadResult, ReloadRun
@@ -78,13 +79,18 @@ def reload_report(result: ReloadResult) -> RenderableType:
         times = [r.at_s for r in result.runs if r.at_s is not None]
         went = f"after {min(times):.1f} s" if times else "never"
         env = first.environment
+        pinned = f" (load generator on CPUs {format_cpu_list(load.cpus)})" if load.cpus else ""
         parts.append(
             Text(
                 f"{plural(first.server.workers, 'worker')}, worker {first.worker} goes {went}; closed-loop "
-                f"load of {load.concurrency} for {load.duration_s:g} s per run, work {first.server.work_us} µs; "
+                f"load of {load.concurrency} for {load.duration_s:g} s per run{pinned}, "
+                f"work {first.server.work_us} µs; "
                 f"{env.system} {env.kernel}, {plural(env.cpu_count, 'CPU')}; counters from a {PRIVATE_SHORT}"
             )
         )
+    cpu = [f"{r.server.mode} {r.how} {r.client_cpu_us:.0f}" for r in result.runs if r.client_cpu_us is not None]
+    if cpu:
+        parts.append(Text(f"load generator CPU per connection (µs): {', '.join(cpu)}", style="dim"))
     why: dict[str, str] = {}
     for run in result.runs:
         key = f"{run.how}, {'shared queue' if run.queue == 'shared' else f'tcp_migrate_req={run.migrate}'}"

@@ -82,6 +82,7 @@ class ReloadRun(CountedTotals):
     evidence: dict[str, Any] = field(default_factory=dict)
     interrupted: bool = False
     held_exact: bool = False  # the acceptor's count (fd-pass); else a lower bound, from the worker's own count
+    client_cpu_us: float | None = None  # the load generator's own CPU per connection (0.4's files lack it)
 
     @property
     def expected(self) -> Expectation:
@@ -121,6 +122,7 @@ class ReloadRun(CountedTotals):
             "wall_s": self.wall_s,
             "evidence": self.evidence,
             "interrupted": self.interrupted,
+            "client_cpu_us": self.client_cpu_us,
         }
 
     @classmethod
@@ -151,6 +153,7 @@ class ReloadRun(CountedTotals):
             wall_s=float(data["wall_s"]),
             evidence=dict(data.get("evidence", {})),
             interrupted=bool(data.get("interrupted", False)),
+            client_cpu_us=data.get("client_cpu_us"),
         )
 
 
@@ -195,7 +198,7 @@ _RUN = derive(
     migrate=Integer(0, 2),
     counters=MapOf(SIGNED),
     evidence=EVIDENCE,
-    optional=("at_s", "gone_s", "held", "worker_counters"),
+    optional=("at_s", "gone_s", "held", "worker_counters", "client_cpu_us"),
     rules=(at_most_workers("served"), _worker_of_server),
 )
 RELOAD_SHAPE = derive(ReloadResult, runs=ListOf(_RUN), skipped=SKIPPED)

@@ -120,6 +120,7 @@ def run_reload(server: ServerSpec, load: ConcurrentLoad, plan: ReloadPlan, on_ti
         evidence=m.evidence,
         interrupted=outcome.interrupted,
         held_exact=passes,
+        client_cpu_us=outcome.client_cpu_us,
     )
     if isinstance(outcome.interruption, KeyboardInterrupt):
         raise RunInterrupted([result], outcome.interruption)

@@ -25,7 +25,9 @@ def _by_variant(rounds: Sequence[Sequence[Any]]) -> dict[str, list[Any]]:
 
 def _latency_table(of: str, rounds: Sequence[Sequence[Any]]) -> Table:
     command = "sweep" if of == "sweep" else "latency"
-    table = Table(title=f"accept-order {command} --repeat", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    rate = next((r.load.rate for row in rounds for r in row if r.load.rate is not None), None)
+    title = f"accept-order {command} --repeat" + (f", open loop at {rate:g}/s" if rate is not None else "")
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     seed = of == "sweep"  # seed 001's columns: average latency (not p50), most accepts per wakeup
     names = ("mode", "avg ms" if seed else "p50 ms", "p99 ms", "p99.9 ms", "dev ms", "req/s",
              *(("max/wakeup",) if seed else ()), "errors")  # fmt: skip
@@ -101,7 +103,7 @@ def repeat_report(
     parts.append(
         Text(
             f"{len(rounds)} rounds, the variants interleaved (each round runs every one once); "
-            f"{env.system} {env.kernel}, {env.cpu_count} CPUs; load average "
+            f"{env.system} {env.kernel}, {env.cpu_count} CPUs; host-wide load average "
             f"{_load(machine.get('before'))} before, {_load(machine.get('after'))} after",
             style="dim",
         )
