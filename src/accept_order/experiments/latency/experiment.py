@@ -7,11 +7,12 @@ from rich.console import RenderableType
 
 from ...results import export
 from .. import Experiment, lazy
+from .model_report import model_csv
 from .report import compare_report, latency_report, sweep_report
 from .result import LATENCY_COMPARE_SHAPE, LATENCY_SHAPE, SWEEP_SHAPE, LatencyCompareResult, LatencyResult, SweepResult
 
 _PLOT = "accept_order.experiments.latency.plot"
-_TABLES = {"histogram": export.histogram, "workers": export.workers}
+_TABLES = {"histogram": export.histogram, "workers": export.workers, "model": model_csv}
 
 
 def latency_compare_report(result: LatencyCompareResult) -> RenderableType:

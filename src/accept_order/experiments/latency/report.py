@@ -22,6 +22,7 @@ from ...render.workers import worker_table
 from ...run_warnings import unique
 from ...servers.registry import known_mode
 from ...spec import ConcurrentLoad, ServerSpec
+from .model_report import model_report
 from .result import PERCENTILES, LatencyResult, default_title
 
 
@@ -178,6 +179,7 @@ def latency_report(result: LatencyResult) -> RenderableType:
         headline(result),
         Verbatim(mmhistogram_lines(result)),
         percentile_table(result),
+        *model_report([result]),
         worker_table(result.counters, result.served, title="served per worker", detail=False),
         *([note] if (note := kernel_counts_text(result)) is not None else []),
         Verbatim(affinity_lines(result.counters)),
@@ -232,6 +234,7 @@ def compare_report(
             parts.append(errors)
     parts.append(Text("latency by mode (ms)", style="bold"))
     parts.append(Verbatim(compare_lines(results)))
+    parts.extend(model_report(results))
     for mode, reason in skipped.items():
         parts.append(Text(f"{mode}: not available: {reason}", style="dim"))
     parts.extend(load_notes(results))
@@ -276,6 +279,7 @@ def sweep_report(results: Sequence[LatencyResult]) -> RenderableType:
     for r in results:
         parts.append(Verbatim(mmhistogram_lines(r)))
     parts.append(Verbatim(sweep_lines(results)))
+    parts.extend(model_report(results, lambda r: f"batch {r.server.accept_batch or 'all'}"))
     parts.append(
         Text(
             "tps: served requests per second; max/wakeup: most connections one worker accepted in one "
