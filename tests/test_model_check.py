@@ -103,7 +103,10 @@ def test_a_modes_discipline_comes_from_its_metadata(kind: str, mode: str, change
 def test_service_time_sources_in_order() -> None:
     timed = run_of("blocking", [2000] * 100, service=[(1000, 40)])
     service, source, count = service_of(timed)  # type: ignore[misc]
-    assert (source, count) == ("server", 40) and 1000 <= service.mean < 1008
+    assert (source, count) == ("server", 40) and all(1000 <= s.mean < 1008 for s in service)  # one per worker
+    one_timed = (timed.counters[0], dataclasses.replace(timed.counters[1], service_us=(), service_sum_us=None))
+    service, source, count = service_of(dataclasses.replace(timed, counters=one_timed))  # type: ignore[misc]
+    assert (source, count) == ("server", 20) and 1000 <= service.mean < 1008  # pooled: too few of its own
     counters = tuple(dataclasses.replace(c, service_us=(), service_sum_us=None, cpu_s=0.05) for c in timed.counters)
     cpu = dataclasses.replace(timed, counters=counters)
     service, source, count = service_of(cpu)  # type: ignore[misc]
@@ -160,7 +163,9 @@ def test_several_modes_ratio_within_the_model() -> None:
 def test_several_modes_beyond_the_model_name_only_what_the_run_saw() -> None:
     service = [(1000, 1000)]
     one = with_model(run_of("blocking", [2000] * 100, service=service))
-    herd = with_model(run_of("epoll-herd", [9000] * 100, service=service, switches=150))  # 2 workers × 150 sleeps, 100 served: 3 each
+    herd = with_model(
+        run_of("epoll-herd", [9000] * 100, service=service, switches=150)
+    )  # 2 workers × 150 sleeps, 100 served: 3 each
     line = model_line([one, herd]) or ""
     assert "beyond the model's ±25%, something else is at work: epoll-herd woke 3.0 workers per connection" in line
     assert "behind a lock" not in line and "load generator" not in line

@@ -88,6 +88,15 @@ def test_round_robin_and_favoured_are_what_they_say() -> None:
     assert turns.percentile(99) > 1.5 * favoured.percentile(99)
 
 
+def test_workers_may_each_have_their_own_service_time() -> None:
+    """One worker twice as slow (it gets half a CPU): from one shared queue it takes half as many."""
+    both = [Service.deterministic(1), Service.deterministic(2)]
+    result = simulate(2, "shared", Arrivals.closed(8), both, 9_000)
+    assert result.served[0] == pytest.approx(2 * result.served[1], rel=0.01)
+    with pytest.raises(ValueError):
+        simulate(3, "shared", Arrivals.closed(8), both, 100)
+
+
 def test_deterministic_and_seeded() -> None:
     args = (3, "hash", Arrivals.poisson(2.0), Service.empirical([0.5, 1.0, 1.5]), 5_000)
     assert simulate(*args, seed=5) == simulate(*args, seed=5)

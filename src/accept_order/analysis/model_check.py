@@ -94,13 +94,17 @@ def discipline_of(info: ModeInfo | None, server: ServerSpec) -> tuple[Discipline
     return chosen, batch
 
 
-def service_of(result: LatencyResult) -> tuple[Service, ServiceSource, int] | None:
-    """The run's service time: timed by the workers, else their CPU per connection, else configured."""
-    pairs = service_time.merged(c.service_us for c in result.counters)
+def service_of(result: LatencyResult) -> tuple[Service | list[Service], ServiceSource, int] | None:
+    """The run's service time: timed by the workers (each its own when each timed enough: workers that do
+    not get the same CPU take different times), else their CPU per connection, else the configured one."""
+    histograms = [c.service_us for c in result.counters]
+    pairs = service_time.merged(histograms)
     timed = sum(n for _, n in pairs)
     if timed >= MIN_TIMED:
-        sample = service_time.quantile_sample(pairs, SAMPLE)
-        return Service.empirical(sample), "server", timed
+        each = [list(h) for h in histograms]
+        if len(each) == result.server.workers and all(sum(n for _, n in h) >= MIN_TIMED for h in each):
+            return [Service.empirical(service_time.quantile_sample(h, SAMPLE)) for h in each], "server", timed
+        return Service.empirical(service_time.quantile_sample(pairs, SAMPLE)), "server", timed
     cpu = [c.cpu_s for c in result.counters]
     if result.ok and cpu and all(s is not None for s in cpu) and sum(s or 0 for s in cpu) > 0:
         # a CPU-bound handler: its CPU per connection, the same for each (what the run cannot tell apart)
@@ -109,6 +113,15 @@ def service_of(result: LatencyResult) -> tuple[Service, ServiceSource, int] | No
     if configured > 0:
         return Service.deterministic(configured), "configured", 0
     return None
+
+
+def _mean(service: Service | list[Service], result: LatencyResult) -> float:
+    """The mean service time (µs) over every connection, from the exact sums when the workers kept them."""
+    total: int = sum(sum(n for _, n in c.service_us) for c in result.counters)
+    sums = [c.service_sum_us for c in result.counters]
+    if total and all(s is not None for s in sums):
+        return sum(s or 0 for s in sums) / total
+    return service.mean if isinstance(service, Service) else sum(s.mean for s in service) / len(service)
 
 
 def predict(result: LatencyResult, seed: int = SEED) -> ModelCheck | None:
@@ -134,7 +147,7 @@ def predict(result: LatencyResult, seed: int = SEED) -> ModelCheck | None:
         workers=server.workers,
         service_source=source,
         service_count=count,
-        service_mean_ms=sampler.mean * ms,
+        service_mean_ms=_mean(sampler, result) * ms,
         simulated=requests,
         p50_ms=sim.percentile(50) * ms,
         p99_ms=sim.percentile(99) * ms,

@@ -120,18 +120,22 @@ def simulate(
     workers: int,
     discipline: Discipline,
     arrivals: Arrivals,
-    service: Service,
+    service: Service | Sequence[Service],
     requests: int,
     batch: int = 1,
     seed: int = 1,
 ) -> SimResult:
-    """Run `requests` requests through `workers` workers; the first WARMUP of them are not measured."""
+    """Run `requests` requests through `workers` workers; the first WARMUP of them are not measured.
+    `service`: one for every worker, or one each (workers that do not get the same CPU are not identical)."""
     if workers < 1 or requests < 2 or batch < 0 or discipline not in DISCIPLINES:
         raise ValueError("need workers >= 1, requests >= 2, batch >= 0 and a known discipline")
     if arrivals.loop == "closed" and arrivals.concurrency < 1 or arrivals.loop != "closed" and arrivals.rate <= 0:
         raise ValueError("a closed loop needs concurrency >= 1, an open loop a rate > 0")
     rng = random.Random(seed)
-    draw = service.sampler(rng)
+    services = [service] * workers if isinstance(service, Service) else list(service)
+    if len(services) != workers:
+        raise ValueError("need one service time, or one per worker")
+    draws = [s.sampler(rng) for s in services]
     uniform = rng.random
     n = workers
     # A request is its arrival time; a warm-up one's is stored as -1 - time (times are never negative).
@@ -151,7 +155,7 @@ def simulate(
     def start(w: int, req: float, now: float) -> None:
         busy[w] = True
         served[w] += 1
-        heapq.heappush(done, (now + draw(), w, req))
+        heapq.heappush(done, (now + draws[w](), w, req))
 
     def arrive(at: float) -> None:
         nonlocal issued

@@ -61,7 +61,9 @@ def _service_text(r: LatencyResult) -> str:
     m = r.model
     assert m is not None
     count = f", {m.service_count} connections" if m.service_count else ""
-    return f"{r.server.label}: {SOURCES[m.service_source]} (mean {m.service_mean_ms:.3f} ms{count})"
+    each = [c.service_sum_us / n for c in r.counters if c.service_sum_us and (n := sum(k for _, k in c.service_us))]
+    spread = f", {min(each) / 1000:.3f} to {max(each) / 1000:.3f} by worker" if len(each) > 1 else ""
+    return f"{r.server.label}: {SOURCES[m.service_source]} (mean {m.service_mean_ms:.3f} ms{spread}{count})"
 
 
 def _load_text(r: LatencyResult) -> str:
