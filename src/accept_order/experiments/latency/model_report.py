@@ -101,7 +101,8 @@ MODEL_FIELDS = ("discipline", "batch", "loop", "concurrency", "rate", "workers",
 
 
 def model_csv(runs: list[dict[str, Any]]) -> str:
-    """`show --format csv --table model`: each run's model inputs, then predicted and measured figures."""
+    """`show --format csv --table model`: each run's model inputs, then predicted and measured figures (a run
+    without a model: its name only)."""
     figures = [(name, key) for name, key, _ in COLUMNS]
     header = (
         "run",
@@ -109,12 +110,13 @@ def model_csv(runs: list[dict[str, Any]]) -> str:
         *(f"predicted_{n}_ms" for n, _ in figures),
         *(f"measured_{n}_ms" for n, _ in figures),
     )
-    rows = []
+    rows: list[list[Any]] = []
     for run in runs:
         model = run.get("model")
-        if not isinstance(model, dict):
-            continue
         h = LatencyHistogram.from_dict(run["histogram"])
+        if not isinstance(model, dict) or not h.count:  # saved before the model, or nothing served: a row all the same
+            rows.append([export.label(run)])
+            continue
         measured = [h.percentile(q) / 1000 if q is not None else h.stdev_us / 1000 for _, _, q in COLUMNS]
         rows.append(
             [export.label(run), *(model.get(f) for f in MODEL_FIELDS), *(model[k] for _, k in figures), *measured]
