@@ -48,6 +48,14 @@ class WorkerCounters:
     involuntary_switches: int | None = None
     cpu_s: float | None = None
     affinity: tuple[int, ...] = ()
+    # The built-in workers' own service times (service_time.py): [bucket's lower µs, connections] pairs,
+    # and their exact sum; () and None for a server that does not time them (older files, launched ones).
+    service_us: tuple[tuple[int, int], ...] = ()
+    service_sum_us: int | None = None
+
+    def __post_init__(self) -> None:
+        # pairs read from JSON are lists: as tuples, a counter read back equals the one written
+        object.__setattr__(self, "service_us", tuple((int(v), int(n)) for v, n in self.service_us))
 
 
 @dataclass(frozen=True)

@@ -249,6 +249,7 @@ def run_latency(
 ) -> LatencyResult:
     """One latency run: CPU-bound workers under a closed-loop load (or an open one: `load.rate`). Ctrl-C keeps
     what was measured: RunInterrupted carries the partial result, marked interrupted."""
+    from .analysis.model_check import predict
     from .experiments.latency.result import LatencyResult, default_title
     from .probes.work import estimate_work_us
 
@@ -295,6 +296,7 @@ def run_latency(
         evidence={**m.evidence, **({"accept_counts": kernel} if kernel else {})},
         interrupted=summary.interrupted or m.exited is not None,
     )
+    result = dataclasses.replace(result, model=predict(result))  # what queueing alone makes of the same figures
     if isinstance(summary.interruption, KeyboardInterrupt) and m.exited is None:
         raise RunInterrupted([result], summary.interruption)
     return _kept(result, m)

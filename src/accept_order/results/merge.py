@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from .. import service_time
 from ..errors import ResultFileError
 from ..loads.summary import LoadSummary
 
@@ -133,6 +134,8 @@ def _add_counters(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[dict
                 continue
             if key == "max_batch" and isinstance(value, int):
                 mine[key] = max(mine.get(key) or 0, value)
+            elif key == "service_us" and isinstance(value, list):
+                mine[key] = [list(p) for p in service_time.merged((mine.get(key) or [], value))]
             elif isinstance(value, int | float) and isinstance(mine.get(key), int | float):
                 mine[key] = mine[key] + value
     return [merged[i] for i in sorted(merged)]
@@ -143,6 +146,7 @@ def _add_run(into: dict[str, Any], run: dict[str, Any], concurrent: bool) -> Non
     added = LoadSummary.from_dict(into).extend(LoadSummary.from_dict(run), concurrent)
     into.update(added.to_dict())
     into.pop("summary", None)  # derived; rebuilt when the result is built again
+    into.pop("model", None)  # predicted from one run's figures: not the sum's
     into["counters"] = _add_counters(list(into.get("counters", [])), list(run.get("counters", [])))
     load = into["load"]
     for key in ("connections", "duration_s"):

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .. import service_time
 from ..histogram import LatencyHistogram
 from ..loads.drive_loop import DriverStats
 from ..measures import ConnectionRecord, Environment, Verdict, WorkerCounters
@@ -134,7 +135,29 @@ CONCURRENT_LOAD = known(
     derive(ConcurrentLoad, kind=OneOf(("closed-loop", "open-loop")), cpus=ListOf(CPU), rules=(_one_amount,)),
 )
 ENVIRONMENT = known(Environment, derive(Environment))
-WORKER_COUNTERS = known(WorkerCounters, derive(WorkerCounters, affinity=ListOf(CPU)))
+
+
+def _service_times_add_up(counters: Mapping[str, Any], at: str) -> None:
+    """Each service-time bucket is one the workers make, each once, and the exact sum lies within them."""
+    pairs = counters.get("service_us", [])
+    for index, (lower, _) in enumerate(pairs):
+        if service_time.bucket(lower) != lower or (index and lower <= pairs[index - 1][0]):
+            raise SchemaError(child(child(at, "service_us"), index), f"{lower} is not the next bucket's lower bound")
+    total = counters.get("service_sum_us")
+    low = sum(lower * n for lower, n in pairs)
+    if total is not None and not low <= total <= low + sum(service_time.width(lower) * n for lower, n in pairs):
+        raise SchemaError(child(at, "service_sum_us"), f"is {total}, outside the buckets' range")
+
+
+WORKER_COUNTERS = known(
+    WorkerCounters,
+    derive(
+        WorkerCounters,
+        affinity=ListOf(CPU),
+        service_us=ListOf(Items((Integer(), Integer(1)))),
+        rules=(_service_times_add_up,),
+    ),
+)
 DRIVER_STATS = known(DriverStats, derive(DriverStats))
 CONNECTION_RECORD = known(ConnectionRecord, derive(ConnectionRecord))
 VERDICT = known(Verdict, derive(Verdict))

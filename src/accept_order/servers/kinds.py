@@ -43,6 +43,9 @@ class ModeInfo:
     # The built-in mode `inspect` sees when a running server uses this one (what /proc shows: a wait call, an
     # epoll's flags, one socket or several); None: this mode's own name (the built-in modes).
     seen_as: str | None = None
+    # The dispatch discipline analysis/model_check.py simulates, when `queue` and `model` cannot say it
+    # (analysis/queueing.py's names); None: read from them.
+    discipline: str | None = None
 
     @property
     def mechanism(self) -> str:

@@ -1,7 +1,9 @@
 """The worker process: wait the mode's way, answer each connection with one line naming itself.
 
 A worker keeps its counters in memory and sends them once, over its pipe, when it is told to stop
-(SIGTERM). Per-connection reporting would cost a fifth of the connection rate and move the result.
+(SIGTERM). Per-connection reporting would cost a fifth of the connection rate and move the result. The
+service time of each connection goes into a small histogram in memory (service_time.py: a few integer
+operations per connection), reported with the counters.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 from ..cpus import affinity, pin_self
 from ..errors import PlanError
 from ..processes import die_with_parent, ignore_supervisor_signals, unblock_signals
+from ..service_time import ServiceTimes
 from .modes import Listeners, Mode
 from .modes.base import Helper
 
@@ -107,8 +110,14 @@ def _fault(index: int) -> str | None:
     return fault[0] if fault and fault[1] == index else None
 
 
-def _serve(cfg: WorkerConfig, batch: list[socket.socket], state: Any, index: int, reply: bytes) -> None:
+def _serve(
+    cfg: WorkerConfig, batch: list[socket.socket], state: Any, index: int, reply: bytes, times: ServiceTimes
+) -> None:
+    # Each connection's service is timed from the start of its own turn to its close: one accepted in a
+    # batch waits for those before it, and that wait is queueing (the model's), not service.
+    clock = time.perf_counter_ns
     for conn in batch:
+        began = clock()
         try:
             spin(cfg.work_us, cfg.work_iters)
             conn.sendall(reply)
@@ -119,6 +128,7 @@ def _serve(cfg: WorkerConfig, batch: list[socket.socket], state: Any, index: int
             # find this worker still marked busy (the supervisor's settle would not wait for it).
             state[index] = RETURNING
             conn.close()
+            times.add((clock() - began) // 1000)
 
 
 def worker_main(cfg: WorkerConfig, pipe: Connection, state: Any) -> None:
@@ -130,6 +140,7 @@ def worker_main(cfg: WorkerConfig, pipe: Connection, state: Any) -> None:
     accepted_slot = accepts_slot(state, index)
     leaving = leave_slot(state, index)
     stamps: list[int] | None = [] if cfg.stamps else None
+    times = ServiceTimes()
     try:  # from the unblocking on, a SIGTERM raises _Stop: every statement after it is inside a try
         unblock_signals()  # blocked by the supervisor across the fork (processes.start_child)
         die_with_parent()
@@ -154,7 +165,7 @@ def worker_main(cfg: WorkerConfig, pipe: Connection, state: Any) -> None:
             if state[leaving]:  # a graceful restart: close the listener, serve what was handed over, go
                 held = waiter.leave()
                 accepts += len(held)
-                _serve(cfg, held, state, index, reply)
+                _serve(cfg, held, state, index, reply, times)
                 break
             state[index] = WAITING
             batch = waiter.wait()
@@ -170,7 +181,7 @@ def worker_main(cfg: WorkerConfig, pipe: Connection, state: Any) -> None:
             max_batch = max(max_batch, len(batch))
             if fault == "die-on-accept":
                 os._exit(3)
-            _serve(cfg, batch, state, index, reply)
+            _serve(cfg, batch, state, index, reply, times)
     except _Stop:
         pass
     try:
@@ -184,6 +195,8 @@ def worker_main(cfg: WorkerConfig, pipe: Connection, state: Any) -> None:
                     "accepts": accepts,
                     "empty": empty,
                     "max_batch": max_batch,
+                    "service_us": times.pairs(),
+                    "service_sum_us": times.sum_us,
                     **({"stamps": stamps} if stamps is not None else {}),
                 },
             )

@@ -9,6 +9,7 @@ from rich.console import RenderableType
 
 from ...results import export
 from .. import Experiment, lazy
+from .model_report import model_csv
 from .report import compare_report, latency_report, sweep_report
 from .result import LATENCY_COMPARE_SHAPE, LATENCY_SHAPE, SWEEP_SHAPE, LatencyCompareResult, LatencyResult, SweepResult
 
@@ -22,7 +23,7 @@ def summaries(runs: list[dict[str, Any]]) -> str:
     return export.flat_table(rows)
 
 
-_TABLES = {"histogram": export.histogram, "workers": export.workers, "summary": summaries}
+_TABLES = {"histogram": export.histogram, "workers": export.workers, "summary": summaries, "model": model_csv}
 
 
 def latency_compare_report(result: LatencyCompareResult) -> RenderableType:

@@ -25,6 +25,7 @@ from ...render.workers import worker_table
 from ...run_warnings import WarningKind, unique
 from ...servers.registry import known_mode
 from ...spec import ConcurrentLoad, ServerSpec
+from .model_report import model_report
 from .result import PERCENTILES, LatencyResult, default_title
 
 
@@ -242,6 +243,7 @@ def latency_report(result: LatencyResult) -> RenderableType:
         Verbatim(mmhistogram_lines(result)),
         percentile_table(result),
         *([note] if (note := open_loop_note(result)) is not None else []),
+        *model_report([result]),
         worker_table(result.counters, result.served, title="served per worker", detail=False),
         *([note] if (note := kernel_counts_text(result)) is not None else []),
         Verbatim(affinity_lines(result.counters)),
@@ -298,6 +300,7 @@ def compare_report(
     parts.append(Verbatim(compare_lines(results)))
     parts.extend(client_cpu_line(results))
     parts.extend(note for r in results if (note := open_loop_note(r, named=True)) is not None)
+    parts.extend(model_report(results))
     for mode, reason in skipped.items():
         parts.append(Text(f"{mode}: not available: {reason}", style="dim"))
     parts.extend(load_notes(results))
@@ -343,6 +346,7 @@ def sweep_report(results: Sequence[LatencyResult]) -> RenderableType:
         parts.append(Verbatim(mmhistogram_lines(r)))
     parts.append(Verbatim(sweep_lines(results)))
     parts.extend(client_cpu_line(results, sweep_name))
+    parts.extend(model_report(results, sweep_name))
     parts.append(
         Text(
             "tps: served requests per second; max/wakeup: most connections one worker accepted in one "

@@ -6,12 +6,13 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ...analysis.model_check import ModelCheck
 from ...errors import ResultFileError
 from ...histogram import LatencyHistogram
 from ...loads.drive_loop import DriverStats
 from ...loads.summary import LoadSummary, TimedTotals, cpu_us_per_connection
 from ...measures import Environment, WorkerCounters
-from ...results.schema import Anything, Integer, ListOf, Number, Record, SchemaError, child, derive
+from ...results.schema import Anything, Integer, ListOf, Number, Record, SchemaError, Text, child, derive
 from ...results.shapes import ERRORS, EVIDENCE, PORT, SKIPPED, at_most_workers, histogram_total
 from ...results.typed import build, runs_list, skipped_map
 from ...spec import ConcurrentLoad, ServerSpec
@@ -46,6 +47,7 @@ class LatencyResult(TimedTotals):
     work_estimate_us: float | None = None  # the handler's busy loop, timed in this process before the run
     evidence: dict[str, Any] = field(default_factory=dict)  # kernel evidence, from the session
     interrupted: bool = False  # Ctrl-C or SIGTERM ended the load early: the figures are what it got to
+    model: ModelCheck | None = None  # what queueing alone predicts for this run (None: files before 0.3)
 
     @classmethod
     def of(cls, load_summary: LoadSummary, **rest: Any) -> LatencyResult:
@@ -113,7 +115,7 @@ class LatencyResult(TimedTotals):
             "work_estimate_us": self.work_estimate_us,
             "evidence": self.evidence,
             "interrupted": self.interrupted,
-        }
+        } | ({"model": asdict(self.model)} if self.model is not None else {})
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LatencyResult:
@@ -140,6 +142,7 @@ class LatencyResult(TimedTotals):
             work_estimate_us=data.get("work_estimate_us"),
             evidence=data.get("evidence", {}),
             interrupted=bool(data.get("interrupted", False)),
+            model=build(ModelCheck, data["model"]) if data.get("model") is not None else None,
         )
 
     @property
@@ -156,10 +159,13 @@ class LatencyCompareResult:
     interrupted: bool = False
 
     def to_dict(self) -> dict[str, Any]:
+        from ...analysis.model_check import model_line
         from ...analysis.tails import tail_verdict
 
         verdict = tail_verdict(self.runs).to_dict()
         doc: dict[str, Any] = {"runs": [r.to_dict() for r in self.runs], "skipped": self.skipped, "verdict": verdict}
+        if (model := model_line(self.runs)) is not None:  # derived, like the verdict: ignored when read back
+            doc["model_verdict"] = model
         return doc | ({"interrupted": True} if self.interrupted else {})
 
     @classmethod
@@ -214,5 +220,7 @@ LATENCY_SHAPE = derive(
     optional=("errors", "served", "counters", "drivers", "wall_s"),
     rules=(at_most_workers("served"), _summary_adds_up),
 )
-LATENCY_COMPARE_SHAPE = derive(LatencyCompareResult, runs=ListOf(LATENCY_SHAPE), skipped=SKIPPED, verdict=Anything())
+LATENCY_COMPARE_SHAPE = derive(
+    LatencyCompareResult, runs=ListOf(LATENCY_SHAPE), skipped=SKIPPED, verdict=Anything(), model_verdict=Text()
+)
 SWEEP_SHAPE = derive(SweepResult, runs=ListOf(LATENCY_SHAPE))

@@ -40,6 +40,9 @@ NODE_MODES: dict[str, ModeInfo] = {
             batches=False,
             settings=("cluster.schedulingPolicy = cluster.SCHED_RR",),
             seen_as="fd-pass",  # the primary alone waits on the listener; workers wait on their IPC socket
+            # a worker acknowledges a connection when it receives it, not when it has served it, so under load
+            # the primary deals them out in turn whatever each worker holds: round-robin, not one queue
+            discipline="round-robin",
         ),
         ModeInfo(
             "sched-none",

@@ -1,0 +1,124 @@
+"""The Model table printed after a latency table: each run's predicted and measured p50, p99, p99.9 and
+deviation (analysis/model_check.py), its service time's source, and one line saying whether queueing
+alone explains what was measured."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rich.console import RenderableType
+from rich.text import Text
+
+from ...analysis.model_check import SOURCES, model_line
+from ...histogram import LatencyHistogram
+from ...render.text import Verbatim
+from ...results import export
+from .result import LatencyResult
+
+# (column, the model's figure, the measured percentile or None for the deviation)
+COLUMNS: tuple[tuple[str, str, float | None], ...] = (
+    ("p50", "p50_ms", 50.0),
+    ("p99", "p99_ms", 99.0),
+    ("p99.9", "p999_ms", 99.9),
+    ("dev", "dev_ms", None),
+)
+CELL = 11  # "12.34/56.78": three significant figures keep four cells and a label within 80 columns
+NOTE = (
+    "queue: shared = one queue, idle workers in turn; favoured = one queue, the lowest idle worker first; "
+    "hash = a queue per worker, chosen at random; round-robin = connection k to worker k mod N; (n): "
+    "connections a worker takes from the shared queue at once (all: until none is left)"
+)
+
+
+def _ms(value: float) -> str:
+    return f"{value:.2f}" if value < 10 else f"{value:.1f}" if value < 100 else f"{value:.0f}"
+
+
+def _cell(predicted: float, measured: float) -> str:
+    return f"{_ms(predicted)}/{_ms(measured)}"
+
+
+def model_table_lines(results: Sequence[LatencyResult], label: Callable[[LatencyResult], str]) -> list[str]:
+    """Fixed-width rows, one per run with a model: `predicted/measured` in ms."""
+    runs = [r for r in results if r.model is not None and r.ok]
+    width = max([len("run"), *(len(label(r)) for r in runs)])
+    queue = max([len("queue"), *(len(r.model.queue) for r in runs if r.model is not None)])
+    head = f"{'run':<{width}} {'queue':<{queue}}" + "".join(f"{name:>{CELL + 1}}" for name, _, _ in COLUMNS)
+    lines = [head, "-" * len(head)]
+    for r in runs:
+        m = r.model
+        assert m is not None
+        cells = []
+        for _, key, q in COLUMNS:
+            measured = r.histogram.percentile(q) / 1000 if q is not None else r.histogram.stdev_us / 1000
+            cells.append(f" {_cell(getattr(m, key), measured):>{CELL}}")
+        lines.append(f"{label(r):<{width}} {m.queue:<{queue}}" + "".join(cells))
+    return lines
+
+
+def _service_text(r: LatencyResult) -> str:
+    m = r.model
+    assert m is not None
+    count = f", {m.service_count} connections" if m.service_count else ""
+    each = [c.service_sum_us / n for c in r.counters if c.service_sum_us and (n := sum(k for _, k in c.service_us))]
+    spread = f", {min(each) / 1000:.3f} to {max(each) / 1000:.3f} by worker" if len(each) > 1 else ""
+    return f"{r.server.label}: {SOURCES[m.service_source]} (mean {m.service_mean_ms:.3f} ms{spread}{count})"
+
+
+def _load_text(r: LatencyResult) -> str:
+    m = r.model
+    assert m is not None
+    if m.loop == "closed-loop":
+        return f"{m.concurrency} clients (closed loop)"
+    return f"{m.rate:g}/s (open loop)"
+
+
+def model_report(
+    results: Sequence[LatencyResult], label: Callable[[LatencyResult], str] = lambda r: r.server.label
+) -> list[RenderableType]:
+    """The Model section; nothing for runs without a model (files saved before it, unknown service)."""
+    runs = [r for r in results if r.model is not None and r.ok]
+    if not runs:
+        return []
+    first = runs[0]
+    assert first.model is not None
+    line = model_line(runs)
+    return [
+        Text(
+            f"Model: queueing alone, {first.model.workers} workers, {_load_text(first)}: predicted/measured ms",
+            style="bold",
+        ),
+        Verbatim(model_table_lines(runs, label)),
+        Text("service time: " + "; ".join(_service_text(r) for r in runs), style="dim"),
+        Text(NOTE, style="dim"),
+        *([Text.assemble(("Model: ", "bold"), line)] if line else []),
+    ]
+
+
+MODEL_FIELDS = ("discipline", "batch", "loop", "concurrency", "rate", "workers", "service_source",
+                "service_count", "service_mean_ms", "simulated")  # fmt: skip
+
+
+def model_csv(runs: list[dict[str, Any]]) -> str:
+    """`show --format csv --table model`: each run's model inputs, then predicted and measured figures (a run
+    without a model: its name only)."""
+    figures = [(name, key) for name, key, _ in COLUMNS]
+    header = (
+        "run",
+        *MODEL_FIELDS,
+        *(f"predicted_{n}_ms" for n, _ in figures),
+        *(f"measured_{n}_ms" for n, _ in figures),
+    )
+    rows: list[list[Any]] = []
+    for run in runs:
+        model = run.get("model")
+        h = LatencyHistogram.from_dict(run["histogram"])
+        if not isinstance(model, dict) or not h.count:  # saved before the model, or nothing served: a row all the same
+            rows.append([export.label(run)])
+            continue
+        measured = [h.percentile(q) / 1000 if q is not None else h.stdev_us / 1000 for _, _, q in COLUMNS]
+        rows.append(
+            [export.label(run), *(model.get(f) for f in MODEL_FIELDS), *(model[k] for _, k in figures), *measured]
+        )
+    return export.csv_text(header, rows)

@@ -1,0 +1,228 @@
+"""A model beside every latency measurement: each mode's discipline, the prediction from a run's own
+figures, the sentence, and the Model table in `latency` and `show`."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from accept_order.analysis.model_check import (
+    TOLERANCE,
+    ModelCheck,
+    discipline_of,
+    model_line,
+    predict,
+    seen_besides_queueing,
+    service_of,
+)
+from accept_order.analysis.queueing import DISCIPLINES
+from accept_order.errors import ResultFileError
+from accept_order.experiments.latency.model_report import model_table_lines
+from accept_order.experiments.latency.result import LatencyResult
+from accept_order.histogram import LatencyHistogram
+from accept_order.loads.drive_loop import DriverStats
+from accept_order.measures import Environment, WorkerCounters
+from accept_order.servers.registry import KINDS, known_mode
+from accept_order.spec import ConcurrentLoad, ServerSpec
+
+ENV = Environment("Linux", "6.0", "x86_64", 2, 4096, "3.11", "host", "2024-01-01T00:00:00+00:00")
+GOLDEN = Path(__file__).parent / "data" / "golden"
+
+
+def run_of(
+    mode: str,
+    measured_us: list[int],
+    service: list[tuple[int, int]] = ((1000, 100),),  # type: ignore[assignment]
+    switches: int | None = None,
+    driver_cpu: float = 0.2,
+    **server: object,
+) -> LatencyResult:
+    """A latency run of 2 workers, 4 clients, whose workers timed `service` and whose client saw `measured`."""
+    hist = LatencyHistogram()
+    for us in measured_us:
+        hist.add(us)
+    total = sum(n for _, n in service)
+    counters = tuple(
+        WorkerCounters(
+            i,
+            100 + i,
+            voluntary_switches=switches,
+            service_us=tuple((v, n // 2) for v, n in service),
+            service_sum_us=sum(v * (n // 2) for v, n in service),
+        )
+        for i in range(2)
+    )
+    return LatencyResult(
+        server=ServerSpec(mode=mode, workers=2, **server).validated(),  # type: ignore[arg-type]
+        load=ConcurrentLoad(connections=max(1, total), concurrency=4).validated(),
+        environment=ENV,
+        port=1234,
+        histogram=hist,
+        errors={},
+        served=(len(measured_us) // 2, len(measured_us) - len(measured_us) // 2),
+        counters=counters,
+        drivers=(DriverStats(0, 4, len(measured_us), 1.0, driver_cpu, 0.0),),
+        wall_s=1.0,
+    )
+
+
+def with_model(run: LatencyResult) -> LatencyResult:
+    return dataclasses.replace(run, model=predict(run))
+
+
+def test_every_mode_of_every_kind_has_a_discipline() -> None:
+    for kind in KINDS.values():
+        for info in kind.modes().values():
+            how = discipline_of(info, ServerSpec(kind=kind.name, mode=info.name))
+            assert how is not None and how[0] in DISCIPLINES, (kind.name, info.name)
+
+
+@pytest.mark.parametrize(
+    ("kind", "mode", "changes", "expected"),
+    [
+        ("builtin", "reuseport", {}, ("hash", 0)),
+        ("builtin", "blocking", {}, ("shared", 1)),  # a blocking accept takes one per call
+        ("builtin", "epoll", {"accept_batch": 4}, ("favoured", 4)),
+        ("builtin", "accept-mutex", {}, ("favoured", 0)),
+        ("builtin", "fd-pass", {}, ("round-robin", 1)),
+        ("builtin", "fd-pass", {"policy": "least-busy"}, ("shared", 1)),
+        ("node", "sched-rr", {}, ("round-robin", 1)),
+        ("nginx", "reuseport", {}, ("hash", 0)),
+        ("haproxy", "threads", {}, ("shared", 0)),
+    ],
+)
+def test_a_modes_discipline_comes_from_its_metadata(kind: str, mode: str, changes: dict, expected: tuple) -> None:
+    spec = ServerSpec(kind=kind, mode=mode, **changes)
+    assert discipline_of(known_mode(kind, mode), spec) == expected
+
+
+def test_service_time_sources_in_order() -> None:
+    timed = run_of("blocking", [2000] * 100, service=[(1000, 40)])
+    service, source, count = service_of(timed)  # type: ignore[misc]
+    assert (source, count) == ("server", 40) and all(1000 <= s.mean < 1008 for s in service)  # one per worker
+    one_timed = (timed.counters[0], dataclasses.replace(timed.counters[1], service_us=(), service_sum_us=None))
+    service, source, count = service_of(dataclasses.replace(timed, counters=one_timed))  # type: ignore[misc]
+    assert (source, count) == ("server", 20) and 1000 <= service.mean < 1008  # pooled: too few of its own
+    counters = tuple(dataclasses.replace(c, service_us=(), service_sum_us=None, cpu_s=0.05) for c in timed.counters)
+    cpu = dataclasses.replace(timed, counters=counters)
+    service, source, count = service_of(cpu)  # type: ignore[misc]
+    assert source == "cpu" and service.mean == pytest.approx(1e6 * 0.1 / 100)
+    none = tuple(dataclasses.replace(c, cpu_s=None) for c in counters)
+    configured = dataclasses.replace(cpu, counters=none, server=cpu.server.replace(work_us=700))
+    service, source, count = service_of(configured)  # type: ignore[misc]
+    assert (source, service.mean, count) == ("configured", 700, 0)
+    assert service_of(dataclasses.replace(configured, server=cpu.server)) is None  # nothing to go on
+    assert predict(dataclasses.replace(configured, server=cpu.server)) is None
+
+
+def test_prediction_follows_the_runs_own_figures() -> None:
+    """A closed loop of 4 clients on 2 workers, each request 1 ms: every request waits for one other
+    (c·S/N = 2 ms), and a one-at-a-time shared queue makes that exact."""
+    model = predict(run_of("blocking", [2000] * 100, service=[(1000, 1000)]))
+    assert model is not None
+    assert (model.discipline, model.batch, model.loop, model.concurrency) == ("shared", 1, "closed-loop", 4)
+    assert model.service_source == "server"
+    assert model.mean_ms == pytest.approx(2.0, rel=0.02)
+    assert model.p99_ms < 2.1 and model.dev_ms < 0.05
+    hashed = predict(run_of("reuseport", [2000] * 100, service=[(1000, 1000)]))
+    assert hashed is not None and hashed.discipline == "hash" and hashed.p99_ms > 1.4 * model.p99_ms
+    open_loop = run_of("blocking", [1000] * 100, service=[(1000, 1000)])
+    open_loop = dataclasses.replace(open_loop, load=dataclasses.replace(open_loop.load, rate=500.0))
+    light = predict(open_loop)
+    assert light is not None and light.loop == "open-loop" and light.rate == 500.0
+    assert light.p50_ms == pytest.approx(1.0, rel=0.02)  # a request every 2 ms, 2 workers: nobody waits
+
+
+def test_one_run_within_or_beyond_the_tolerance() -> None:
+    service = [(1000, 1000)]
+    fits = with_model(run_of("blocking", [2000] * 100, service=service))
+    assert "within what queueing alone explains (±25%)" in (model_line([fits]) or "")
+    slow = with_model(run_of("blocking", [2000 * TOLERANCE * 1.1] * 100, service=service))  # type: ignore[list-item]
+    line = model_line([slow]) or ""
+    assert "something else is at work" in line and "no herd, lock or saturated client" in line
+    assert model_line([run_of("blocking", [2000] * 100)]) is None  # no model: nothing said
+
+
+def test_several_modes_ratio_within_the_model() -> None:
+    service = [(1000, 1000)]
+    one = with_model(run_of("blocking", [2000] * 100, service=service))
+    each = with_model(run_of("reuseport", [2000] * 100, service=service))
+    assert each.model is not None and one.model is not None
+    # measured exactly as predicted: the ratio of p99s agrees
+    hist = LatencyHistogram()
+    hist.add(round(each.model.p99_ms * 1000), 100)
+    each = dataclasses.replace(each, histogram=hist)
+    line = model_line([one, each]) or ""
+    assert line.startswith("reuseport's p99 is") and "within what queueing alone explains" in line
+
+
+def test_several_modes_beyond_the_model_name_only_what_the_run_saw() -> None:
+    service = [(1000, 1000)]
+    one = with_model(run_of("blocking", [2000] * 100, service=service))
+    herd = with_model(
+        run_of("epoll-herd", [9000] * 100, service=service, switches=150)
+    )  # 2 workers × 150 sleeps, 100 served: 3 each
+    line = model_line([one, herd]) or ""
+    assert "beyond the model's ±25%, something else is at work: epoll-herd woke 3.0 workers per connection" in line
+    assert "behind a lock" not in line and "load generator" not in line
+    lock = with_model(run_of("accept-mutex", [9000] * 100, service=service, driver_cpu=0.99))
+    seen = seen_besides_queueing(lock)
+    assert seen == [
+        "accept-mutex takes connections behind a lock",
+        "the load generator was short of CPU during accept-mutex",
+    ]
+    # a herd is only named when the wakeups are a herd's: one wakeup per connection is not
+    assert seen_besides_queueing(run_of("epoll-herd", [9000] * 100, service=service, switches=50)) == []
+
+
+def test_model_table_fits_80_columns() -> None:
+    service = [(1000, 1000)]
+    runs = [with_model(run_of(m, [123_456] * 100, service=service)) for m in ("epoll-shared", "reuseport-cpu")]
+    lines = model_table_lines(runs, lambda r: r.server.label)
+    assert len(lines) == 4 and all(len(line) <= 80 for line in lines)
+    assert "favoured (all)" in lines[2] and "/123" in lines[2]
+
+
+def test_model_is_saved_checked_and_optional_on_load() -> None:
+    run = with_model(run_of("reuseport", [2000] * 100))
+    doc = json.loads(json.dumps(run.to_dict()))
+    assert LatencyResult.from_dict(doc) == run
+    doc["model"]["discipline"] = "lifo"
+    with pytest.raises(ResultFileError, match="discipline: expected one of"):
+        LatencyResult.from_dict(doc)
+    del doc["model"]
+    assert LatencyResult.from_dict(doc).model is None  # files from 0.2 have none
+
+
+def test_latency_prints_and_saves_the_model_and_show_prints_it(tmp_path: Path) -> None:
+    out = tmp_path / "l.json"
+    args = ["--modes", "blocking,reuseport", "-w", "2", "-n", "200", "-c", "8", "--work-us", "300"]
+    result = run_cli(["latency", *args, "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "Model: queueing alone, 2 workers, 8 clients (closed loop): predicted/measured ms" in result.stdout
+    doc = json.loads(out.read_text())
+    assert [r["model"]["discipline"] for r in doc["runs"]] == ["shared", "hash"]
+    assert all(r["model"]["service_source"] == "server" for r in doc["runs"])
+    assert doc["model_verdict"].startswith(("blocking's p99", "reuseport's p99"))
+    shown = run_cli(["show", str(out)])
+    assert shown.exit_code == 0 and "Model: queueing alone" in shown.stdout
+    assert doc["model_verdict"].split(":")[0] in shown.stdout.replace("\n", " ")
+    csv = run_cli(["show", str(out), "--format", "csv", "--table", "model"])
+    assert csv.exit_code == 0, csv.output
+    header, *rows = csv.stdout.splitlines()
+    assert header.startswith("run,discipline,batch") and len(rows) == 2
+    doc["runs"][1]["model"]["p99_ms"] = -1.0
+    out.write_text(json.dumps(doc))
+    bad = run_cli(["show", str(out)])
+    assert bad.exit_code == 1 and "runs[1].model.p99_ms" in bad.stderr and len(bad.stderr.splitlines()) == 1
+    old = run_cli(["show", str(GOLDEN / "latency-compare.json")])  # saved before the model: none printed
+    assert old.exit_code == 0 and "Model:" not in old.stdout
+
+
+def test_a_model_check_has_a_shape_for_every_field() -> None:
+    fields = {f.name for f in dataclasses.fields(ModelCheck)}
+    assert fields <= set(with_model(run_of("blocking", [2000] * 100)).to_dict()["model"])
