@@ -1,0 +1,150 @@
+"""`ramp --repeat N`: per mode, the knee (the last step that held before the first that did not) as
+median and range over the runs, and whether the runs put it at the same step; with several modes, which
+held a higher load than the others (its first step that did not hold came later, or never) in how many runs."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from rich import box
+from rich.console import RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from ...analysis.stability import Spread, Stability, agreement
+from ..repeat.kinds import Document, Repeated, Rounds, by_variant
+from .result import RAMP_SHAPE, RampResult
+
+LEGEND = (
+    "knee: the last step that held before the first that did not; broke at: that first step; median "
+    "(min-max) over the runs that had one"
+)
+
+
+def _name(run: RampResult) -> str:
+    return run.server.label
+
+
+def offered_text(kind: str, offered: float) -> str:
+    return f"{offered:g}/s" if kind == "rate" else f"{offered:g} in flight"
+
+
+def _kind(run: RampResult) -> str:
+    return run.steps[0].kind if run.steps else ("rate" if run.plan.get("rates") else "concurrency")
+
+
+def knee(run: RampResult) -> float | None:
+    """The last offered load that held before the first that did not (None: no step held)."""
+    held = run.knee[0]
+    return None if held is None else held.offered
+
+
+def broke_at(run: RampResult) -> float | None:
+    """The first offered load that did not hold (None: every step held)."""
+    broke = run.knee[1]
+    return None if broke is None else broke.offered
+
+
+def knee_outcome(run: RampResult) -> str:
+    """What one run says of the knee, in words the runs can agree on."""
+    held, broke = run.knee
+    if held is None:
+        return "no step held"
+    where = offered_text(_kind(run), held.offered)
+    return f"every step held (to {where})" if broke is None else f"last held {where}"
+
+
+def held_higher(row: Sequence[RampResult]) -> str | None:
+    """The mode of this round whose first step that did not hold came later than every other's (one that
+    held every step counts as later than any that broke); None when two tie."""
+    reach = sorted(((b if (b := broke_at(r)) is not None else math.inf), _name(r)) for r in row if r.steps)
+    if len(reach) < 2 or reach[-1][0] == reach[-2][0]:
+        return None
+    return reach[-1][1]
+
+
+def higher_stability(rounds: Rounds) -> Stability:
+    return agreement(
+        [held_higher(row) for row in rounds],
+        "held a higher load than the others",
+        "no mode held a higher load than all the others",
+    )
+
+
+def _spread(values: list[float | None], kind: str, missing: str) -> str:
+    known = [v for v in values if v is not None]
+    text = Spread.of(known).text(fmt="{:g}") if known else "-"
+    if known:
+        text += "/s" if kind == "rate" else " in flight"
+    gone = len(values) - len(known)
+    return text + (f"; {missing} in {gone}" if gone else "")
+
+
+def report(rounds: Rounds) -> list[RenderableType]:
+    variants = by_variant(RAMP_REPEATED, rounds)
+    table = Table(title="accept-order ramp --repeat", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for name in ("mode", "knee", "broke at", "the knee over the runs"):
+        table.add_column(name, justify="left" if name in ("mode", "the knee over the runs") else "right")
+    for label, runs in variants.items():
+        kind = _kind(runs[0])
+        stability = agreement([knee_outcome(r) for r in runs], "", "no knee")
+        table.add_row(
+            label,
+            _spread([knee(r) for r in runs], kind, "none held"),
+            _spread([broke_at(r) for r in runs], kind, "all held"),
+            Text(stability.text, style="green" if stability.conclusive else "yellow"),
+        )
+    parts: list[RenderableType] = [table, Text(LEGEND, style="dim")]
+    first = rounds[0][0]
+    plan = first.plan
+    loop = "open loop" if plan.get("rates") else "closed loop"
+    parts.append(
+        Text(
+            f"work {first.server.work_us} µs, backlog {first.server.backlog}; {loop}, {plan.get('step_s', '?')} s "
+            "per step",
+            style="dim",
+        )
+    )
+    if len(variants) > 1:
+        stability = higher_stability(rounds)
+        parts.append(Text(f"Verdict: {stability.text}", style="green" if stability.conclusive else "yellow"))
+    return parts
+
+
+def _rows(doc: Document) -> list[list[Any]]:
+    run = RampResult.from_dict(doc)
+    return [
+        [_name(run), s.kind, s.offered, round(s.throughput, 1), s.failed, s.p50_us, s.p99_us, s.p999_us, s.held]
+        for s in run.steps
+    ]
+
+
+def _worker_rows(doc: Document) -> list[list[Any]]:
+    run = RampResult.from_dict(doc)
+    rows = []
+    for s in run.steps:
+        for i, served in enumerate(s.served):
+            rows.append([_name(run), s.offered, i, served, s.worker_cpu[i] if i < len(s.worker_cpu) else ""])
+    return rows
+
+
+def _knee_value(run: RampResult) -> float:
+    value = knee(run)
+    return math.nan if value is None else value
+
+
+RAMP_REPEATED = Repeated(
+    of="ramp",
+    load=RampResult.from_dict,
+    shape=RAMP_SHAPE,
+    name=_name,
+    report=report,
+    columns=("run", "loop", "offered", "got_per_s", "failed", "p50_us", "p99_us", "p999_us", "held"),
+    rows=_rows,
+    worker_columns=("run", "offered", "worker", "served", "cpu"),
+    worker_rows=_worker_rows,
+    value=_knee_value,
+    what="knee: the last step that held",
+)
