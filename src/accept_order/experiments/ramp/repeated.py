@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ...analysis.stability import Spread, Stability, agreement
+from ...render.text import plural
 from ..repeat.kinds import Document, Repeated, Rounds, by_variant
 from .result import RAMP_SHAPE, RampResult
 
@@ -74,11 +75,13 @@ def higher_stability(rounds: Rounds) -> Stability:
 
 
 def _spread(values: list[float | None], kind: str, missing: str) -> str:
+    """Median (range) of the runs that had one, and in how many runs there was none."""
     known = [v for v in values if v is not None]
-    text = Spread.of(known).text(fmt="{:g}") if known else "-"
-    if known:
-        text += "/s" if kind == "rate" else " in flight"
     gone = len(values) - len(known)
+    if not known:
+        return f"{missing} in {gone}/{len(values)}"
+    spread = Spread.of(known)
+    text = f"{offered_text(kind, spread.median)} ({spread.low:g}-{spread.high:g})"
     return text + (f"; {missing} in {gone}" if gone else "")
 
 
@@ -92,8 +95,8 @@ def report(rounds: Rounds) -> list[RenderableType]:
         stability = agreement([knee_outcome(r) for r in runs], "", "no knee")
         table.add_row(
             label,
-            _spread([knee(r) for r in runs], kind, "none held"),
-            _spread([broke_at(r) for r in runs], kind, "all held"),
+            _spread([knee(r) for r in runs], kind, "no step held"),
+            _spread([broke_at(r) for r in runs], kind, "every step held"),
             Text(stability.text, style="green" if stability.conclusive else "yellow"),
         )
     parts: list[RenderableType] = [table, Text(LEGEND, style="dim")]
@@ -102,14 +105,17 @@ def report(rounds: Rounds) -> list[RenderableType]:
     loop = "open loop" if plan.get("rates") else "closed loop"
     parts.append(
         Text(
-            f"work {first.server.work_us} µs, backlog {first.server.backlog}; {loop}, {plan.get('step_s', '?')} s "
-            "per step",
+            f"{plural(first.server.workers, 'worker')}, work {first.server.work_us} µs, backlog "
+            f"{first.server.backlog}; {loop}, {plan.get('step_s', '?')} s per step",
             style="dim",
         )
     )
     if len(variants) > 1:
         stability = higher_stability(rounds)
-        parts.append(Text(f"Verdict: {stability.text}", style="green" if stability.conclusive else "yellow"))
+        text = f"Verdict: {stability.text}"
+        if all(broke_at(r) is None for row in rounds for r in row):
+            text += ": every step held in every run, the breaking points are further out (higher --rates)"
+        parts.append(Text(text, style="green" if stability.conclusive else "yellow"))
     return parts
 
 
