@@ -1,5 +1,6 @@
 """The picture of a repeated comparison: each variant's figure in every round, so the spread and the
-rounds that disagree are seen (p99 for latency kinds, Jain's fairness for sequential ones)."""
+rounds that disagree are seen (p99 for latency kinds, Jain's fairness for sequential ones, and what burst,
+ramp and reload name: the time to serve the largest burst, the knee, the connections lost)."""
 
 from __future__ import annotations
 
