@@ -147,6 +147,7 @@ def test_the_knee_over_the_runs_says_where_the_runs_put_it() -> None:
     shown = text_of(render_document("repeat", doc))
     assert "500/s (500-1000)" in shown and "1000/s (1000-2000)" in shown
     assert "inconclusive: last held 500/s in 2/3 runs, last held 1000/s in 1; try more --repeat" in shown
+    assert "epoll, did not hold: p99 N ms > 20 ms in 3/3" in shown  # 30.0 ms each time: one reason, counted
     assert "Verdict" not in shown  # one mode: nobody to have held more than
 
 

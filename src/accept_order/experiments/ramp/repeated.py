@@ -5,6 +5,8 @@ held a higher load than the others (its first step that did not hold came later,
 from __future__ import annotations
 
 import math
+import re
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -74,6 +76,28 @@ def higher_stability(rounds: Rounds) -> Stability:
     )
 
 
+def pattern(said: str) -> str:
+    """A reason or an observation without its figures, so the runs can be counted together ("p99 184.6 ms >
+    20 ms" and "p99 328.4 ms > 20 ms" are one reason: "p99 N ms > 20 ms")."""
+    head, bound = said.split(" > ", 1) if " > " in said else (said, None)
+    head = re.sub(r"(?<![\w.])\d+(\.\d+)?", "N", head)  # p99 and p99.9 keep their names
+    return f"{head} > {bound}" if bound is not None else head
+
+
+def broke_lines(label: str, runs: list[RampResult]) -> list[Text]:
+    """Why the first step that did not hold did not, and what was seen there, counted over the runs."""
+    broke = [step for r in runs if (step := r.knee[1]) is not None]
+    if not broke:
+        return []
+    n = len(runs)
+    lines = []
+    for what, said in (("did not hold", [s.reasons for s in broke]), ("there", [s.seen for s in broke])):
+        counts = Counter(p for items in said for p in dict.fromkeys(pattern(x) for x in items))
+        if counts:
+            lines.append(Text(f"  {label}, {what}: " + "; ".join(f"{p} in {k}/{n}" for p, k in counts.most_common())))
+    return lines
+
+
 def _spread(values: list[float | None], kind: str, missing: str) -> str:
     """Median (range) of the runs that had one, and in how many runs there was none."""
     known = [v for v in values if v is not None]
@@ -100,6 +124,8 @@ def report(rounds: Rounds) -> list[RenderableType]:
             Text(stability.text, style="green" if stability.conclusive else "yellow"),
         )
     parts: list[RenderableType] = [table, Text(LEGEND, style="dim")]
+    for label, runs in variants.items():
+        parts += broke_lines(label, runs)
     first = rounds[0][0]
     plan = first.plan
     loop = "open loop" if plan.get("rates") else "closed loop"
