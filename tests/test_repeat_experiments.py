@@ -99,6 +99,18 @@ def test_agreement_is_conclusive_at_four_runs_of_five_and_names_the_rivals_below
     assert (none.conclusive, none.winner, none.text) == (False, None, "nobody won in any of 2 runs")
 
 
+def test_progress_says_which_run_of_n() -> None:
+    from accept_order.cli.repeat_common import RoundProgress
+    from accept_order.experiments.repeat.run import interleaved
+
+    progress = RoundProgress(3)
+    labels: list[str] = []
+    interleaved(["A", "B"], 3, lambda v: labels.append(progress.label(v)), progress.start)
+    assert labels == ["run 1 of 3: A", "run 1 of 3: B", "run 2 of 3: A", "run 2 of 3: B", "run 3 of 3: A",
+                      "run 3 of 3: B"]  # fmt: skip
+    assert RoundProgress(1).label("A") == "A"
+
+
 # -- burst -----------------------------------------------------------------------------------------------
 
 

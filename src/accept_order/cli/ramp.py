@@ -132,13 +132,16 @@ def ramp(
         timeout_s=timeout_s,
         keep_going=keep_going,
     ).validated()
+    from ..servers.registry import variants
+
+    specs, skipped = variants(server, modes, [kind], batch_given) if modes else ([server], {})  # checked first
     host_warnings()
     rounds = RoundProgress(repeat)
 
     def save(result: Any) -> None:
         report_and_save(ramp_report(result), json_path, "ramp", result.to_dict())
 
-    ramped = [server]  # the spec being ramped, for the progress bars
+    ramped = [specs[0]]  # the spec being ramped, for the progress bars
 
     with ExitStack() as bars:
 
@@ -147,10 +150,7 @@ def ramp(
             label = f"{offered:g}/s" if plan.rates else f"{offered:g} in flight"
             return bars.enter_context(progress_bar(rounds.label(f"{ramped[0].label}: {label}"), step_s, by_count=False))
 
-        if repeat > 1 or modes is not None:
-            from ..servers.registry import variants
-
-            specs, skipped = variants(server, modes, [kind], batch_given) if modes else ([server], {})
+        if repeat > 1 or len(specs) > 1:  # several modes: a table of their knees, even once
 
             def one(spec: Any) -> Any:
                 ramped[0] = spec
@@ -159,5 +159,5 @@ def ramp(
             run_repeated("ramp", specs, repeat, one, skipped, json_path, rounds)
             return
         with keep_partial(lambda results: save(results[0])):
-            result = run_ramp(server, plan, on_step)
+            result = run_ramp(specs[0], plan, on_step)
     save(result)
