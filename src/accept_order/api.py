@@ -163,11 +163,14 @@ def reload(
     return reload_runs(variants, load, on_run)
 
 
-def repeat(variants: Sequence[V], rounds: int, run_one: Callable[[V], R]) -> list[list[R]]:
-    """`rounds` rounds, each running every variant once, interleaved (pyperf's way of sharing out drift)."""
+def repeat(
+    variants: Sequence[V], rounds: int, run_one: Callable[[V], R], on_round: Callable[[int], None] | None = None
+) -> list[list[R]]:
+    """`rounds` rounds, each running every variant once, interleaved (pyperf's way of sharing out drift);
+    `on_round(k)` before round k starts."""
     from .experiments.repeat.run import interleaved
 
-    return interleaved(variants, rounds, run_one)
+    return interleaved(variants, rounds, run_one, on_round)
 
 
 def serve(server: ServerSpec, announce: Callable[[Target], None] | None = None) -> ServeResult:

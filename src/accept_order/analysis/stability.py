@@ -200,3 +200,23 @@ def order_stability(rounds: Sequence[Sequence[Any]]) -> dict[str, Stability]:
         text = f"{pattern} in {agree}/{n} runs" + ("" if conclusive else ": the runs disagree")
         out[label] = Stability(text, conclusive, agree, n, pattern)
     return out
+
+
+def agreement(outcomes: Sequence[str | None], claim: str, none: str, advice: str = "try more --repeat") -> Stability:
+    """How many runs had the same outcome (None: a run that named none, e.g. two modes tied): conclusive
+    when one outcome holds in AGREE of the runs. The text is "OUTCOME CLAIM in k/n runs", as the latency
+    and order verdicts say it; when no outcome holds in AGREE, "inconclusive: ..." with the others' counts;
+    when no run named one, "NONE in any of n runs"."""
+    n = len(outcomes)
+    counts = Counter(o for o in outcomes if o is not None)
+    said = f" {claim}" if claim else ""
+    if not counts:
+        return Stability(f"{none} in any of {n} runs", False, 0, n, None)
+    top, agree = counts.most_common(1)[0]
+    if agree >= AGREE * n:
+        return Stability(f"{top}{said} in {agree}/{n} runs", True, agree, n, top)
+    others = [f"{o} in {k}" for o, k in counts.most_common() if o != top]
+    undecided = n - sum(counts.values())
+    others += [f"none in {undecided}"] if undecided else []
+    text = f"inconclusive: {top}{said} in {agree}/{n} runs" + "".join(f", {o}" for o in others)
+    return Stability(text + (f"; {advice}" if advice else ""), False, agree, n, top)

@@ -14,6 +14,7 @@ from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
 from .options import examples, json_option, load_cpus_option, modes_option, server_options, timeout_option
 from .output import progress_bar
+from .repeat_common import RoundProgress, repeat_option, run_repeated
 from .specs import first_available, load_cpus, server_spec
 from .types import IntList, IntRange
 
@@ -23,6 +24,7 @@ from .types import IntList, IntRange
         "accept-order burst                                   # 1000, 3000, 5000 clients at the epoll workers",
         "accept-order burst --server builtin,nginx --modes epoll-herd,accept-mutex,epoll,reuseport -w 4",
         "accept-order burst --clients 1000,10000,25000 --json burst.json",
+        "accept-order burst --modes epoll,reuseport --repeat 5                # which is fastest in how many runs?",
     )
 )
 @modes_option(
@@ -46,10 +48,17 @@ from .types import IntList, IntRange
 )
 @timeout_option(10.0, "connection")
 @load_cpus_option()
+@repeat_option()
 @json_option()
 @handle_errors
 def burst(
-    modes: list[str], clients: list[int], driver_procs: int, timeout_s: float, json_path: str | None, **options: Any
+    modes: list[str],
+    clients: list[int],
+    driver_procs: int,
+    timeout_s: float,
+    repeat: int,
+    json_path: str | None,
+    **options: Any,
 ) -> None:
     """Seed 004's table: N clients connect at once; the time until all were served, per server and mode."""
     from ..api import burst as run_bursts
@@ -67,6 +76,7 @@ def burst(
     if plan.load_cpus:  # the file keeps no load of its own: said where it is kept
         notes.append(f"the load generator's processes were pinned to CPUs {format_cpu_list(plan.load_cpus)}")
     host_warnings()
+    rounds = RoundProgress(repeat)
 
     def save(runs: Sequence[Any], interrupted: bool = False) -> None:
         result = BurstResult(tuple(runs), skipped, tuple(notes), interrupted)
@@ -76,8 +86,15 @@ def burst(
 
         def on_burst(spec: Any, n: int) -> Any:
             bars.close()
-            return bars.enter_context(progress_bar(f"{spec.label}: {n} clients", n))
+            return bars.enter_context(progress_bar(rounds.label(f"{spec.label}: {n} clients"), n))
 
+        if repeat > 1:
+
+            def one(spec: Any) -> Any:
+                return run_bursts([spec], plan, on_burst)[0]
+
+            run_repeated("burst", specs, repeat, one, skipped, json_path, rounds, notes)
+            return
         with keep_partial(lambda runs: save(runs, interrupted=True)):
             runs = run_bursts(specs, plan, on_burst)
     save(runs)

@@ -12,8 +12,9 @@ from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
 from .options import examples, json_option, load_cpus_option, mode_option, server_options, timeout_option
 from .output import progress_bar
-from .specs import load_cpus, server_spec
-from .types import DURATION, IntList, IntRange, parse_float
+from .repeat_common import RoundProgress, repeat_option, run_repeated
+from .specs import first_available, load_cpus, server_spec
+from .types import DURATION, MODE_LIST, IntList, IntRange, parse_float
 
 
 class FloatList(click.ParamType):
@@ -42,9 +43,17 @@ def _ms(value: Any) -> float | None:
         "accept-order ramp --rates 500,1000,2000,4000,8000 --p99 20ms   # open loop, until p99 passes 20 ms",
         "accept-order ramp --concurrency-steps 8,32,128,512 --mode reuseport",
         "accept-order ramp --server haproxy --maxconn 64 --rates 1000,4000,16000 --json ramp.json",
+        "accept-order ramp --modes epoll,reuseport --rates 500,1000,2000,4000 --p99 20ms --repeat 3",
     )
 )
 @mode_option()
+@click.option(
+    "--modes",
+    type=MODE_LIST,
+    default=None,
+    help="Several modes, one ramp each with the same steps: whose knee is further out (in how many runs, with "
+    "--repeat).",
+)
 @server_options(workers=None)
 @click.option(
     "--rates",
@@ -79,9 +88,12 @@ def _ms(value: Any) -> float | None:
 )
 @timeout_option(5.0, "connection")
 @load_cpus_option()
+@repeat_option()
 @json_option()
 @handle_errors
 def ramp(
+    modes: list[str] | None,
+    repeat: int,
     rates: list[float] | None,
     concurrency_steps: list[int] | None,
     step_s: float,
@@ -104,7 +116,11 @@ def ramp(
         raise click.UsageError("give --rates (open loop) or --concurrency-steps (closed loop), not both")
     if rates is None and concurrency_steps is None:
         rates = [500, 1000, 2000, 4000, 8000, 16000]
-    server = server_spec(options)
+    if modes is not None and options.get("mode") is not None:
+        raise click.UsageError("give --mode for one ramp or --modes for several, not both")
+    kind: str = options["server"]
+    batch_given = options.get("accept_batch") is not None
+    server = server_spec(options, mode=first_available(modes, kind) if modes else None)
     plan = RampPlan(
         rates=tuple(rates or ()),
         concurrencies=tuple(concurrency_steps or ()),
@@ -118,18 +134,32 @@ def ramp(
         keep_going=keep_going,
         load_cpus=load_cpus(options, server),
     ).validated()
+    from ..servers.registry import variants
+
+    specs, skipped = variants(server, modes, [kind], batch_given) if modes else ([server], {})  # checked first
     host_warnings()
+    rounds = RoundProgress(repeat)
 
     def save(result: Any) -> None:
         report_and_save(ramp_report(result), json_path, "ramp", result.to_dict())
+
+    ramped = [specs[0]]  # the spec being ramped, for the progress bars
 
     with ExitStack() as bars:
 
         def on_step(offered: float) -> Any:
             bars.close()
             label = f"{offered:g}/s" if plan.rates else f"{offered:g} in flight"
-            return bars.enter_context(progress_bar(f"{server.label}: {label}", step_s, by_count=False))
+            return bars.enter_context(progress_bar(rounds.label(f"{ramped[0].label}: {label}"), step_s, by_count=False))
 
+        if repeat > 1 or len(specs) > 1:  # several modes: a table of their knees, even once
+
+            def one(spec: Any) -> Any:
+                ramped[0] = spec
+                return run_ramp(spec, plan, on_step)
+
+            run_repeated("ramp", specs, repeat, one, skipped, json_path, rounds)
+            return
         with keep_partial(lambda results: save(results[0])):
-            result = run_ramp(server, plan, on_step)
+            result = run_ramp(specs[0], plan, on_step)
     save(result)

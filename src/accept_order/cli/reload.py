@@ -13,6 +13,7 @@ from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
 from .options import examples, json_option, load_options, modes_option, server_options
 from .output import progress_bar
+from .repeat_common import RoundProgress, repeat_option, run_repeated
 from .specs import concurrent_load, first_available, server_spec
 from .types import FloatRange, IntList, IntRange
 
@@ -24,6 +25,7 @@ DEFAULT_MODES = "blocking,epoll,accept-mutex,fd-pass,io-uring,reuseport"
         "sudo accept-order reload                      # the cures; leave and kill; tcp_migrate_req 0 and 1",
         "sudo accept-order reload --modes reuseport --how leave -c 64 --work-ms 1",
         "sudo accept-order reload --duration 5s --worker 1 --at 0.3 --json reload.json",
+        "sudo accept-order reload --modes epoll,reuseport --how leave --repeat 5    # the same losses every run?",
     )
 )
 @modes_option(default=DEFAULT_MODES, help="Comma-separated modes, or all.")
@@ -52,10 +54,18 @@ DEFAULT_MODES = "blocking,epoll,accept-mutex,fd-pass,io-uring,reuseport"
     show_default=True,
     help="When it goes, as a share of --duration.",
 )
+@repeat_option()
 @json_option()
 @handle_errors
 def reload(
-    modes: list[str], hows: str, migrate: list[int], worker: int, at: float, json_path: str | None, **options: Any
+    modes: list[str],
+    hows: str,
+    migrate: list[int],
+    worker: int,
+    at: float,
+    repeat: int,
+    json_path: str | None,
+    **options: Any,
 ) -> None:
     """One worker goes mid-load: what each mode loses (served, reset, refused, timed out) and why.
 
@@ -100,6 +110,7 @@ def reload(
     per_worker = {spec.mode for spec, plan in variants if plan.migrate}
     netns.enter_private()  # from here on this process (and all it starts) is in a namespace of its own
     os.environ[PRIVATE_ENV] = "1"  # the evidence says so (PID 1's namespace cannot always be compared)
+    rounds = RoundProgress(repeat)
 
     def save(runs: Sequence[Any], interrupted: bool = False) -> None:
         result = ReloadResult(tuple(runs), skipped, host_setting, interrupted)
@@ -110,8 +121,16 @@ def reload(
         def on_run(spec: Any, plan: ReloadPlan) -> Any:
             bars.close()  # one bar per run
             label = f"{spec.mode} {plan.how}" + (f" migrate={plan.migrate}" if spec.mode in per_worker else "")
-            return bars.enter_context(progress_bar(label, load.duration_s, by_count=False))
+            return bars.enter_context(progress_bar(rounds.label(label), load.duration_s, by_count=False))
 
+        if repeat > 1:
+            kept = [f"The host's net.ipv4.tcp_migrate_req ({host_setting}) was not changed."] if host_setting else []
+
+            def one(variant: tuple[Any, ReloadPlan]) -> Any:
+                return reload_runs([variant], load, on_run)[0]
+
+            run_repeated("reload", variants, repeat, one, skipped, json_path, rounds, kept)
+            return
         with keep_partial(lambda runs: save(runs, interrupted=True)):
             runs = reload_runs(variants, load, on_run)
     save(runs)

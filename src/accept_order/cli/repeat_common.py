@@ -24,6 +24,20 @@ def repeat_option() -> Callable[[Any], Any]:
     )
 
 
+class RoundProgress:
+    """Which of the N runs is under way, for the progress bars' labels ("run 2 of 5: epoll: 1000 clients")."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.current = 0
+
+    def start(self, number: int) -> None:
+        self.current = number
+
+    def label(self, text: str) -> str:
+        return f"run {self.current} of {self.total}: {text}" if self.total > 1 else text
+
+
 def run_repeated(
     of: str,
     variants: Sequence[Any],
@@ -31,6 +45,8 @@ def run_repeated(
     run_one: Callable[[Any], Any],
     skipped: dict[str, str],
     json_path: str | None,
+    progress: RoundProgress | None = None,
+    notes: Sequence[str] = (),
 ) -> None:
     from ..api import repeat as interleaved
     from ..experiments.repeat.experiment import report
@@ -41,9 +57,9 @@ def run_repeated(
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
     def save(done: Sequence[Sequence[Any]], interrupted: bool = False) -> None:
-        result = repeated(of, done, skipped, {"before": before, "after": snapshot()}, cpus, interrupted)
+        result = repeated(of, done, skipped, {"before": before, "after": snapshot()}, cpus, interrupted, notes)
         report_and_save(report(result), json_path, "repeat", result.to_dict())
 
     with keep_partial(lambda done: save(done, interrupted=True)):
-        done = interleaved(variants, rounds, run_one)
+        done = interleaved(variants, rounds, run_one, progress.start if progress else None)
     save(done)

@@ -158,9 +158,5 @@ def _cells_fit_workers(run: Mapping[str, Any], at: str) -> None:
 
 
 _CELL = derive(BurstCell, counters=MapOf(SIGNED), client_cpu_us=Number(), optional=("counters", "drivers"))
-BURST_SHAPE = derive(
-    BurstResult,
-    runs=ListOf(derive(BurstRun, cells=ListOf(_CELL), shortages=SHORTAGES, rules=(_cells_fit_workers,))),
-    skipped=SKIPPED,
-    notes=NOTES,
-)
+BURST_RUN = derive(BurstRun, cells=ListOf(_CELL), shortages=SHORTAGES, rules=(_cells_fit_workers,))
+BURST_SHAPE = derive(BurstResult, runs=ListOf(BURST_RUN), skipped=SKIPPED, notes=NOTES)

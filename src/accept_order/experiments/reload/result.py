@@ -191,7 +191,7 @@ def _worker_of_server(run: Mapping[str, Any], at: str) -> None:
         raise SchemaError(child(at, "worker"), f"names worker {run['worker']}, but the server had {workers}")
 
 
-_RUN = derive(
+RELOAD_RUN = derive(
     ReloadRun,
     how=OneOf(HOWS),
     queue=OneOf(("shared", "per-worker")),
@@ -201,4 +201,4 @@ _RUN = derive(
     optional=("at_s", "gone_s", "held", "worker_counters", "client_cpu_us"),
     rules=(at_most_workers("served"), _worker_of_server),
 )
-RELOAD_SHAPE = derive(ReloadResult, runs=ListOf(_RUN), skipped=SKIPPED)
+RELOAD_SHAPE = derive(ReloadResult, runs=ListOf(RELOAD_RUN), skipped=SKIPPED)

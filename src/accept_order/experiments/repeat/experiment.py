@@ -1,8 +1,9 @@
-"""`--repeat N` of run, compare, herd, latency and sweep: the variants in interleaved rounds, medians and
-ranges, how many rounds agree, and what the machine did meanwhile."""
+"""`--repeat N` of run, compare, herd, latency, sweep, burst, ramp and reload: the variants in interleaved
+rounds, medians and ranges, how many rounds agree, and what the machine did meanwhile."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import RenderableType
@@ -10,6 +11,7 @@ from rich.console import RenderableType
 from ...histogram import LatencyHistogram
 from ...results import export
 from .. import Document, Experiment, lazy
+from .kinds import find_repeated
 from .report import repeat_report
 from .result import LATENCY_KINDS, REPEAT_SHAPE, RepeatResult
 
@@ -29,8 +31,21 @@ def _order_cells(run: Document) -> list[Any]:
     return [len(records), served, len(records) - served, run.get("verdict", {}).get("pattern")]
 
 
+def _numbered(docs: list[Document], rows_of: Callable[[Document], list[list[Any]]]) -> list[list[Any]]:
+    """A repeated burst's, ramp's or reload's own rows of each run, each after its round's number."""
+    out = []
+    for doc in docs:
+        for number, row in enumerate(doc["rounds"], 1):
+            out += [[number, *cells] for run in row for cells in rows_of(run)]
+    return out
+
+
 def rounds(docs: list[Document]) -> str:
-    """One row per run of each round: the round, the run, and its figures (latency or order)."""
+    """One row per run of each round: the round, the run, and its figures (latency or order; a burst's,
+    ramp's or reload's own rows, several per run)."""
+    kind = find_repeated(docs[0].get("of", "")) if docs else None
+    if kind is not None:
+        return export.csv_text(("round", *kind.columns), _numbered(docs, kind.rows))
     latency = bool(docs) and docs[0].get("of") in LATENCY_KINDS
     rows = []
     for doc in docs:
@@ -42,6 +57,9 @@ def rounds(docs: list[Document]) -> str:
 
 def workers(docs: list[Document]) -> str:
     """One row per worker of each run of each round."""
+    kind = find_repeated(docs[0].get("of", "")) if docs else None
+    if kind is not None:
+        return export.csv_text(("round", *kind.worker_columns), _numbered(docs, kind.worker_rows))
     rows = []
     for doc in docs:
         for number, row in enumerate(doc["rounds"], 1):
@@ -50,7 +68,7 @@ def workers(docs: list[Document]) -> str:
 
 
 def report(result: RepeatResult) -> RenderableType:
-    return repeat_report(result.of, result.rounds, result.skipped, result.machine, result.cpus)
+    return repeat_report(result.of, result.rounds, result.skipped, result.machine, result.cpus, result.notes)
 
 
 REPEAT: Experiment[RepeatResult] = Experiment(

@@ -1,5 +1,6 @@
 """The picture of a repeated comparison: each variant's figure in every round, so the spread and the
-rounds that disagree are seen (p99 for latency kinds, Jain's fairness for sequential ones)."""
+rounds that disagree are seen (p99 for latency kinds, Jain's fairness for sequential ones, and what burst,
+ramp and reload name: the time to serve the largest burst, the knee, the connections lost)."""
 
 from __future__ import annotations
 
@@ -15,25 +16,29 @@ if TYPE_CHECKING:
 
 def repeat_figure(repeated: RepeatResult, options: PlotOptions) -> Figure:
     from ...analysis.stability import names_of
+    from .kinds import find_repeated, first_environment
 
     latency = repeated.latency
+    kind = find_repeated(repeated.of)  # burst, ramp, reload: the experiment says what to draw
     rounds: list[list[Any]] = [list(row) for row in repeated.rounds]
     fig = new_figure()
     ax = fig.add_subplot()
-    env = rounds[0][0].environment if rounds and rounds[0] else None
-    what = "p99 (ms)" if latency else "Jain's fairness index"
+    env = (first_environment(kind, rounds) if kind else rounds[0][0].environment) if rounds and rounds[0] else None
+    what = kind.what if kind else "p99 (ms)" if latency else "Jain's fairness index"
     title = f"{what} in each of {len(rounds)} interleaved runs (accept-order {repeated.of} --repeat)"
     titled(fig, title, options, environment_text(env))
     if not rounds:
         nothing(ax, "no round finished")
         return fig
-    labels = names_of(rounds[0])
+    labels = [kind.name(r) for r in rounds[0]] if kind else names_of(rounds[0])
     for i, label in enumerate(labels):
         values = []
         for row in rounds:
             result = row[i] if i < len(row) else None
             if result is None:
                 values.append(float("nan"))
+            elif kind:
+                values.append(kind.value(result))
             elif latency:
                 values.append(result.histogram.percentile(99) / 1000 if result.ok else float("nan"))
             else:

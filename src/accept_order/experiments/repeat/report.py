@@ -11,7 +11,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ...analysis.stability import Spread, latency_stability, names_of, order_stability
-from ...run_warnings import unique
+from ...run_warnings import RunWarning, unique
+from .kinds import find_repeated, first_environment
 from .result import LATENCY_KINDS, latency_warnings, machine_warnings
 
 
@@ -74,12 +75,21 @@ def _order_table(of: str, rounds: Sequence[Sequence[Any]]) -> Table:
 
 
 def repeat_report(
-    of: str, rounds: Sequence[Sequence[Any]], skipped: dict[str, str], machine: dict[str, Any], cpus: int
+    of: str,
+    rounds: Sequence[Sequence[Any]],
+    skipped: dict[str, str],
+    machine: dict[str, Any],
+    cpus: int,
+    notes: Sequence[str] = (),
 ) -> RenderableType:
     parts: list[RenderableType] = []
     if not rounds:
         return Text("no round finished")
-    if of in LATENCY_KINDS:
+    kind = find_repeated(of)
+    if kind is not None:  # an experiment that says itself what its rounds show (burst, ramp, reload)
+        parts += kind.report(rounds)
+        warnings: list[RunWarning] = []
+    elif of in LATENCY_KINDS:
         parts.append(_latency_table(of, rounds))
         parts.append(Text("median (min-max) over the runs", style="dim"))
         if len(rounds[0]) > 1:
@@ -98,12 +108,12 @@ def repeat_report(
         parts.append(_order_table(of, rounds))
         warnings = []
     warnings += machine_warnings(machine.get("before", {}), machine.get("after", {}), cpus)
-    first = rounds[0][0]
-    env = first.environment
+    env = first_environment(kind, rounds) if kind else rounds[0][0].environment
+    where = f"{env.system} {env.kernel}, {env.cpu_count} CPUs; " if env else ""
     parts.append(
         Text(
             f"{len(rounds)} rounds, the variants interleaved (each round runs every one once); "
-            f"{env.system} {env.kernel}, {env.cpu_count} CPUs; host-wide load average "
+            f"{where}host-wide load average "
             f"{_load(machine.get('before'))} before, {_load(machine.get('after'))} after",
             style="dim",
         )
@@ -112,6 +122,7 @@ def repeat_report(
         parts.append(Text(f"Warning: {note}", style="yellow"))
     for name, reason in skipped.items():
         parts.append(Text(f"  {name}: not available: {reason}", style="dim"))
+    parts += [Text(note, style="dim") for note in notes]
     return Group(*parts)
 
 

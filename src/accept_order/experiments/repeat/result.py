@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...results.schema import Anything, ListOf, OneOf, SchemaError, child, derive
-from ...results.shapes import MACHINE, SKIPPED
+from ...results.shapes import MACHINE, NOTES, SKIPPED
 from ...run_warnings import RunWarning, WarningKind, warn
+from .kinds import REPEATED, find_repeated
 
 LATENCY_KINDS = ("latency", "latency-compare", "sweep")
 ORDER_KINDS = ("run", "compare", "herd")
@@ -20,7 +21,8 @@ BUSY = 0.5  # a 1-minute load average of half the CPUs before the runs: other wo
 @dataclass(frozen=True)
 class RepeatResult:
     """`--repeat N`: `of` names the experiment repeated; `rounds[i][j]` is round i's run of variant j.
-    `cpus` (not saved) is what the machine warnings compare the load average with."""
+    `cpus` (not saved) is what the machine warnings compare the load average with; `notes`, what the
+    command did to make room for the runs (burst: the open-file limit)."""
 
     of: str
     rounds: tuple[tuple[Any, ...], ...]
@@ -28,6 +30,7 @@ class RepeatResult:
     machine: dict[str, Any] = field(default_factory=dict)
     cpus: int = 1
     interrupted: bool = False
+    notes: tuple[str, ...] = ()
 
     @property
     def latency(self) -> bool:
@@ -40,6 +43,7 @@ class RepeatResult:
             "skipped": self.skipped,
             "machine": self.machine,
         }
+        doc |= {"notes": list(self.notes)} if self.notes else {}
         return doc | ({"interrupted": True} if self.interrupted else {})
 
     @classmethod
@@ -49,10 +53,14 @@ class RepeatResult:
         from ..order.result import RunResult
 
         of = data["of"]
-        build: Any = LatencyResult.from_dict if of in LATENCY_KINDS else RunResult.from_dict
+        kind = find_repeated(of)
+        build: Any = kind.load if kind else LatencyResult.from_dict if of in LATENCY_KINDS else RunResult.from_dict
         rounds = tuple(tuple(build(r) for r in row) for row in data["rounds"])
-        cpus = rounds[0][0].environment.cpu_count if rounds and rounds[0] else 1
-        return cls(of, rounds, skipped_map(data), data.get("machine", {}), cpus, bool(data.get("interrupted", False)))
+        env = next((e for row in rounds for r in row if (e := r.environment) is not None), None)
+        cpus = env.cpu_count if env is not None else 1
+        notes = tuple(str(n) for n in data.get("notes", []))
+        interrupted = bool(data.get("interrupted", False))
+        return cls(of, rounds, skipped_map(data), data.get("machine", {}), cpus, interrupted, notes)
 
 
 def repeated(
@@ -62,9 +70,10 @@ def repeated(
     machine: dict[str, Any],
     cpus: int,
     interrupted: bool = False,
+    notes: Sequence[str] = (),
 ) -> RepeatResult:
     """The result a `--repeat` run saves, from the rounds that finished."""
-    return RepeatResult(of, tuple(tuple(row) for row in rounds), skipped, machine, cpus, interrupted)
+    return RepeatResult(of, tuple(tuple(row) for row in rounds), skipped, machine, cpus, interrupted, tuple(notes))
 
 
 def machine_warnings(before: dict[str, Any], after: dict[str, Any], cpus: int) -> list[RunWarning]:
@@ -102,7 +111,8 @@ def _rounds_of_their_kind(doc: Mapping[str, Any], at: str) -> None:
     from ..latency.result import LATENCY_SHAPE
     from ..order.result import RUN_SHAPE
 
-    shape = LATENCY_SHAPE if doc["of"] in LATENCY_KINDS else RUN_SHAPE
+    kind = find_repeated(doc["of"])
+    shape = kind.shape if kind else LATENCY_SHAPE if doc["of"] in LATENCY_KINDS else RUN_SHAPE
     rounds = doc["rounds"]
     for i, row in enumerate(rounds):
         if len(row) != len(rounds[0]):
@@ -113,10 +123,11 @@ def _rounds_of_their_kind(doc: Mapping[str, Any], at: str) -> None:
 
 REPEAT_SHAPE = derive(
     RepeatResult,
-    of=OneOf(LATENCY_KINDS + ORDER_KINDS),
+    of=OneOf(LATENCY_KINDS + ORDER_KINDS + tuple(REPEATED)),
     rounds=ListOf(ListOf(Anything(), fewest=1)),
     skipped=SKIPPED,
     machine=MACHINE,
+    notes=NOTES,
     omit=("cpus",),
     rules=(_rounds_of_their_kind,),
 )

@@ -14,10 +14,15 @@ V = TypeVar("V")
 R = TypeVar("R")
 
 
-def interleaved(variants: Sequence[V], rounds: int, run_one: Callable[[V], R]) -> list[list[R]]:
+def interleaved(
+    variants: Sequence[V], rounds: int, run_one: Callable[[V], R], on_round: Callable[[int], None] | None = None
+) -> list[list[R]]:
+    """`on_round(k)` is told each round's number (1 to `rounds`) before it starts: progress says "run k of N"."""
     done: list[list[R]] = []
     try:
-        for _ in range(rounds):
+        for number in range(1, rounds + 1):
+            if on_round:
+                on_round(number)
             done.append([run_one(v) for v in variants])
     except RunInterrupted as stop:
         raise RunInterrupted(done, stop.cause) from None

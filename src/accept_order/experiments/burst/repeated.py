@@ -1,0 +1,157 @@
+"""`burst --repeat N`: per cell (server and mode x clients) the time until every client was served and the
+failures, as median and range over the runs; per client count, which mode was fastest in how many runs.
+
+A round's fastest mode for N clients served every one of them (a mode that lost clients never served them
+all) and did so more than CLEAR sooner than the next: within that margin, or with nobody serving all of
+them, the round names none."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from rich import box
+from rich.console import RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from ...analysis.stability import Spread, Stability, agreement
+from ...analysis.tails import CLEAR
+from ...render.text import plural
+from ..repeat.kinds import Document, Repeated, Rounds, by_variant
+from .result import BURST_RUN, BurstCell, BurstRun
+
+LEGEND = (
+    "median (min-max) over the runs of the time from the first connect to the last reply, and the failures "
+    "where any failed; * in some run the load generator took more than half of it to start the connections. "
+    f"Fastest: served every client, more than {100 * (CLEAR - 1):.0f}% sooner than the next mode"
+)
+
+
+def _name(run: BurstRun) -> str:
+    return run.server.label
+
+
+def _cell(run: BurstRun, clients: int) -> BurstCell | None:
+    return next((c for c in run.cells if c.clients == clients), None)
+
+
+def _served_all(cell: BurstCell | None) -> bool:
+    return cell is not None and not cell.failed and not cell.interrupted and cell.wall_s > 0
+
+
+def fastest(row: Sequence[BurstRun], clients: int) -> str | None:
+    """The mode of this round that served all `clients` more than CLEAR sooner than any other; None when
+    two were within CLEAR of each other, or none served them all."""
+    times = sorted(
+        (cell.wall_s, _name(run)) for run in row if _served_all(cell := _cell(run, clients)) and cell is not None
+    )
+    if not times or (len(times) > 1 and times[1][0] <= times[0][0] * CLEAR):
+        return None
+    return times[0][1]
+
+
+def _next_ratio(rounds: Rounds, label: str, clients: int) -> Spread | None:
+    """Over the rounds: the next mode's time to serve all `clients` over `label`'s."""
+    ratios = []
+    for row in rounds:
+        times = {_name(r): c.wall_s for r in row if _served_all(c := _cell(r, clients)) and c is not None}
+        mine = times.pop(label, None)
+        if mine and times:
+            ratios.append(min(times.values()) / mine)
+    return Spread.of(ratios) if ratios else None
+
+
+def fastest_stability(rounds: Rounds, clients: int, advice: str = "try more --repeat") -> Stability:
+    """How many runs name the same mode fastest to serve all `clients`."""
+    return agreement(
+        [fastest(row, clients) for row in rounds],
+        f"was fastest to serve all {clients} clients",
+        f"no mode served all {clients} clients more than {100 * (CLEAR - 1):.0f}% sooner than the others",
+        advice,
+    )
+
+
+def _seconds(values: list[float]) -> str:
+    """Median (range) in seconds, or in milliseconds when every value is under a second."""
+    spread = Spread.of(values)
+    return f"{spread.text()} s" if spread.high >= 1 else f"{spread.text(0.001)} ms"
+
+
+def _cell_text(cells: list[BurstCell | None]) -> Text:
+    done = [c for c in cells if c is not None]
+    if not done:
+        return Text("-")
+    text = Text(_seconds([c.wall_s for c in done]))
+    failed = [c.failed for c in done]
+    if any(failed):
+        text.append(f" failed {Spread.of(failed).text(fmt='{:.0f}')}", style="yellow")
+    if any(c.client_bound for c in done):
+        text.append(" *", style="yellow")
+    return text
+
+
+def report(rounds: Rounds) -> list[RenderableType]:
+    variants = by_variant(BURST_REPEATED, rounds)
+    table = Table(title="accept-order burst --repeat", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("clients", justify="right")
+    for label in variants:
+        table.add_column(label, justify="right")
+    counts = sorted({c.clients for runs in variants.values() for r in runs for c in r.cells})
+    for n in counts:
+        table.add_row(str(n), *[_cell_text([_cell(r, n) for r in runs]) for runs in variants.values()])
+    parts: list[RenderableType] = [table, Text(LEGEND, style="dim")]
+    server = rounds[0][0].server
+    settings = f"{plural(server.workers, 'worker')}, work {server.work_us} µs, backlog {server.backlog}"
+    parts.append(Text(settings, style="dim"))
+    if len(variants) > 1:
+        for n in counts:
+            stability = fastest_stability(rounds, n, advice="")
+            ratio = _next_ratio(rounds, stability.winner, n) if stability.winner else None
+            said = f"; the next took {ratio.text()}× as long" if ratio else ""
+            said += "" if stability.conclusive or not stability.agree else "; try more --repeat"
+            style = "green" if stability.conclusive else "yellow"
+            parts.append(Text(f"Verdict, {n} clients: {stability.text}{said}", style=style))
+    for label, runs in variants.items():
+        for n in counts:
+            errors: dict[str, int] = {}
+            for cell in (_cell(r, n) for r in runs):
+                for name, k in (cell.errors if cell else {}).items():
+                    errors[name] = errors.get(name, 0) + k
+            if errors:
+                lost = sum(1 for r in runs if (c := _cell(r, n)) is not None and c.failed)
+                by = ", ".join(f"{k} {v}" for k, v in sorted(errors.items(), key=lambda kv: -kv[1]))
+                parts.append(Text(f"  {label}, {n}: failed in {lost}/{len(runs)} runs ({by} in all)"))
+    return parts
+
+
+def _rows(doc: Document) -> list[list[Any]]:
+    run = BurstRun.from_dict(doc)
+    return [[_name(run), c.clients, c.wall_s, sum(c.served), c.failed, c.p50_us, c.max_us] for c in run.cells]
+
+
+def _worker_rows(doc: Document) -> list[list[Any]]:
+    run = BurstRun.from_dict(doc)
+    return [[_name(run), c.clients, i, n] for c in run.cells for i, n in enumerate(c.served)]
+
+
+def _largest(run: BurstRun) -> float:
+    """The time to serve the largest burst (NaN where it did not run)."""
+    cells = sorted(run.cells, key=lambda c: c.clients)
+    return cells[-1].wall_s if cells else math.nan
+
+
+BURST_REPEATED = Repeated(
+    of="burst",
+    load=BurstRun.from_dict,
+    shape=BURST_RUN,
+    name=_name,
+    report=report,
+    columns=("run", "clients", "wall_s", "served", "failed", "p50_us", "max_us"),
+    rows=_rows,
+    worker_columns=("run", "clients", "worker", "served"),
+    worker_rows=_worker_rows,
+    value=_largest,
+    what="seconds to serve the largest burst",
+)

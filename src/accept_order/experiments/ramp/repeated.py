@@ -1,0 +1,182 @@
+"""`ramp --repeat N`: per mode, the knee (the last step that held before the first that did not) as
+median and range over the runs, and whether the runs put it at the same step; with several modes, which
+held a higher load than the others (its first step that did not hold came later, or never) in how many runs."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from rich import box
+from rich.console import RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from ...analysis.stability import Spread, Stability, agreement
+from ...render.text import plural
+from ..repeat.kinds import Document, Repeated, Rounds, by_variant
+from .result import RAMP_SHAPE, RampResult
+
+LEGEND = (
+    "knee: the last step that held before the first that did not; broke at: that first step; median "
+    "(min-max) over the runs that had one"
+)
+
+
+def _name(run: RampResult) -> str:
+    return run.server.label
+
+
+def offered_text(kind: str, offered: float) -> str:
+    return f"{offered:g}/s" if kind == "rate" else f"{offered:g} in flight"
+
+
+def _kind(run: RampResult) -> str:
+    return run.steps[0].kind if run.steps else ("rate" if run.plan.get("rates") else "concurrency")
+
+
+def knee(run: RampResult) -> float | None:
+    """The last offered load that held before the first that did not (None: no step held)."""
+    held = run.knee[0]
+    return None if held is None else held.offered
+
+
+def broke_at(run: RampResult) -> float | None:
+    """The first offered load that did not hold (None: every step held)."""
+    broke = run.knee[1]
+    return None if broke is None else broke.offered
+
+
+def knee_outcome(run: RampResult) -> str:
+    """What one run says of the knee, in words the runs can agree on."""
+    held, broke = run.knee
+    if held is None:
+        return "no step held"
+    where = offered_text(_kind(run), held.offered)
+    return f"every step held (to {where})" if broke is None else f"last held {where}"
+
+
+def held_higher(row: Sequence[RampResult]) -> str | None:
+    """The mode of this round whose first step that did not hold came later than every other's (one that
+    held every step counts as later than any that broke); None when two tie."""
+    reach = sorted(((b if (b := broke_at(r)) is not None else math.inf), _name(r)) for r in row if r.steps)
+    if len(reach) < 2 or reach[-1][0] == reach[-2][0]:
+        return None
+    return reach[-1][1]
+
+
+def higher_stability(rounds: Rounds) -> Stability:
+    return agreement(
+        [held_higher(row) for row in rounds],
+        "held a higher load than the others",
+        "no mode held a higher load than all the others",
+    )
+
+
+def pattern(said: str) -> str:
+    """A reason or an observation without its figures, so the runs can be counted together ("p99 184.6 ms >
+    20 ms" and "p99 328.4 ms > 20 ms" are one reason: "p99 N ms > 20 ms")."""
+    head, bound = said.split(" > ", 1) if " > " in said else (said, None)
+    head = re.sub(r"(?<![\w.])\d+(\.\d+)?", "N", head)  # p99 and p99.9 keep their names
+    return f"{head} > {bound}" if bound is not None else head
+
+
+def broke_lines(label: str, runs: list[RampResult]) -> list[Text]:
+    """Why the first step that did not hold did not, and what was seen there, counted over the runs."""
+    broke = [step for r in runs if (step := r.knee[1]) is not None]
+    if not broke:
+        return []
+    n = len(runs)
+    lines = []
+    for what, said in (("did not hold", [s.reasons for s in broke]), ("there", [s.seen for s in broke])):
+        counts = Counter(p for items in said for p in dict.fromkeys(pattern(x) for x in items))
+        if counts:
+            lines.append(Text(f"  {label}, {what}: " + "; ".join(f"{p} in {k}/{n}" for p, k in counts.most_common())))
+    return lines
+
+
+def _spread(values: list[float | None], kind: str, missing: str) -> str:
+    """Median (range) of the runs that had one, and in how many runs there was none."""
+    known = [v for v in values if v is not None]
+    gone = len(values) - len(known)
+    if not known:
+        return f"{missing} in {gone}/{len(values)}"
+    spread = Spread.of(known)
+    text = f"{offered_text(kind, spread.median)} ({spread.low:g}-{spread.high:g})"
+    return text + (f"; {missing} in {gone}" if gone else "")
+
+
+def report(rounds: Rounds) -> list[RenderableType]:
+    variants = by_variant(RAMP_REPEATED, rounds)
+    table = Table(title="accept-order ramp --repeat", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for name in ("mode", "knee", "broke at", "the knee over the runs"):
+        table.add_column(name, justify="left" if name in ("mode", "the knee over the runs") else "right")
+    for label, runs in variants.items():
+        kind = _kind(runs[0])
+        stability = agreement([knee_outcome(r) for r in runs], "", "no knee")
+        table.add_row(
+            label,
+            _spread([knee(r) for r in runs], kind, "no step held"),
+            _spread([broke_at(r) for r in runs], kind, "every step held"),
+            Text(stability.text, style="green" if stability.conclusive else "yellow"),
+        )
+    parts: list[RenderableType] = [table, Text(LEGEND, style="dim")]
+    for label, runs in variants.items():
+        parts += broke_lines(label, runs)
+    first = rounds[0][0]
+    plan = first.plan
+    loop = "open loop" if plan.get("rates") else "closed loop"
+    parts.append(
+        Text(
+            f"{plural(first.server.workers, 'worker')}, work {first.server.work_us} µs, backlog "
+            f"{first.server.backlog}; {loop}, {plan.get('step_s', '?')} s per step",
+            style="dim",
+        )
+    )
+    if len(variants) > 1:
+        stability = higher_stability(rounds)
+        text = f"Verdict: {stability.text}"
+        if all(broke_at(r) is None for row in rounds for r in row):
+            text += ": every step held in every run, the breaking points are further out (higher --rates)"
+        parts.append(Text(text, style="green" if stability.conclusive else "yellow"))
+    return parts
+
+
+def _rows(doc: Document) -> list[list[Any]]:
+    run = RampResult.from_dict(doc)
+    return [
+        [_name(run), s.kind, s.offered, round(s.throughput, 1), s.failed, s.p50_us, s.p99_us, s.p999_us, s.held]
+        for s in run.steps
+    ]
+
+
+def _worker_rows(doc: Document) -> list[list[Any]]:
+    run = RampResult.from_dict(doc)
+    rows = []
+    for s in run.steps:
+        for i, served in enumerate(s.served):
+            rows.append([_name(run), s.offered, i, served, s.worker_cpu[i] if i < len(s.worker_cpu) else ""])
+    return rows
+
+
+def _knee_value(run: RampResult) -> float:
+    value = knee(run)
+    return math.nan if value is None else value
+
+
+RAMP_REPEATED = Repeated(
+    of="ramp",
+    load=RampResult.from_dict,
+    shape=RAMP_SHAPE,
+    name=_name,
+    report=report,
+    columns=("run", "loop", "offered", "got_per_s", "failed", "p50_us", "p99_us", "p999_us", "held"),
+    rows=_rows,
+    worker_columns=("run", "offered", "worker", "served", "cpu"),
+    worker_rows=_worker_rows,
+    value=_knee_value,
+    what="knee: the last step that held",
+)

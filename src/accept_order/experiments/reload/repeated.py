@@ -1,0 +1,127 @@
+"""`reload --repeat N`: per mode (and way of going, and tcp_migrate_req) what was served, lost and reset as
+median and range over the runs, how often it lost nothing and kept the kernel's promise, and whether the
+verdict (which of them lost nothing) was the same in k of n runs.
+
+A run lost nothing only when its worker did go (in time) and no connection failed: a run whose load ended
+before the worker went had nothing to lose."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+from rich import box
+from rich.console import RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from ...analysis.stability import Spread, Stability, agreement
+from ...results.export import WORKER_FIELDS
+from ..repeat.kinds import Document, Repeated, Rounds, by_variant
+from .result import RELOAD_RUN, ReloadRun
+
+RESET = "ECONNRESET"
+LEGEND = (
+    "leave: the worker closes its listener, serves what it holds and exits; kill: SIGKILL; migrate: "
+    "net.ipv4.tcp_migrate_req in the run's private namespace; kernel's promise: the runs whose loss was within "
+    "what the kernel promises for the mode (- : it promises nothing there)"
+)
+
+
+def _name(run: ReloadRun) -> str:
+    migrate = f" migrate={run.migrate}" if run.queue == "per-worker" else ""
+    return f"{run.server.label} {run.how}{migrate}"
+
+
+def lost_nothing(run: ReloadRun) -> bool:
+    return run.at_s is not None and run.gone_s is not None and not run.interrupted and run.failed == 0
+
+
+def who_lost_nothing(row: Sequence[ReloadRun]) -> str:
+    """One round's verdict in words the rounds can agree on: which runs lost nothing."""
+    kept = [_name(r) for r in row if lost_nothing(r)]
+    if len(kept) == len(row):
+        return "every one lost nothing" if len(row) > 1 else f"{kept[0]} lost nothing"
+    if not kept:
+        return "every one lost connections" if len(row) > 1 else f"{_name(row[0])} lost connections"
+    return f"only {', '.join(kept)} lost nothing"
+
+
+def verdict_stability(rounds: Rounds) -> Stability:
+    return agreement([who_lost_nothing(row) for row in rounds], "", "no verdict")
+
+
+def _spread(values: list[int]) -> str:
+    return Spread.of(values).text(fmt="{:.0f}")
+
+
+def _promise(runs: list[ReloadRun]) -> Text:
+    judged = [r.as_expected for r in runs if r.as_expected is not None and r.gone_s is not None]
+    if not judged:
+        return Text("-")
+    kept = sum(judged)
+    return Text(f"kept in {kept}/{len(judged)}", style="green" if kept == len(judged) else "yellow")
+
+
+def report(rounds: Rounds) -> list[RenderableType]:
+    variants = by_variant(RELOAD_REPEATED, rounds)
+    table = Table(title="accept-order reload --repeat", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    right = ("served", "lost", "reset", "lost nothing")
+    for name in ("run", *right, "kernel's promise"):
+        table.add_column(name, justify="right" if name in right else "left", no_wrap=name == "run")
+    for label, runs in variants.items():
+        table.add_row(
+            label,
+            _spread([sum(r.served) for r in runs]),
+            _spread([r.failed for r in runs]),
+            _spread([r.errors.get(RESET, 0) for r in runs]),
+            f"{sum(lost_nothing(r) for r in runs)}/{len(runs)}",
+            _promise(runs),
+        )
+    first: ReloadRun = rounds[0][0]
+    load = first.load
+    parts: list[RenderableType] = [
+        table,
+        Text("median (min-max) over the runs; lost: connections that failed; reset: by ECONNRESET", style="dim"),
+        Text(LEGEND, style="dim"),
+        Text(
+            f"worker {first.worker} goes; closed-loop load of {load.concurrency} for {load.duration_s:g} s per run, "
+            f"work {first.server.work_us} µs",
+            style="dim",
+        ),
+    ]
+    stability = verdict_stability(rounds)
+    parts.append(Text(f"Verdict: {stability.text}", style="green" if stability.conclusive else "yellow"))
+    return parts
+
+
+def _rows(doc: Document) -> list[list[Any]]:
+    r = ReloadRun.from_dict(doc)
+    return [[_name(r), r.how, r.migrate, r.driven, sum(r.served), r.failed, r.errors.get(RESET, 0), r.held, r.at_s,
+             r.gone_s]]  # fmt: skip
+
+
+def _worker_rows(doc: Document) -> list[list[Any]]:
+    r = ReloadRun.from_dict(doc)
+    rows = []
+    for c in r.worker_counters:
+        counted = asdict(c)
+        served = r.served[c.index] if 0 <= c.index < len(r.served) else ""
+        rows.append([_name(r), *(counted.get(f) for f in WORKER_FIELDS), served])
+    return rows
+
+
+RELOAD_REPEATED = Repeated(
+    of="reload",
+    load=ReloadRun.from_dict,
+    shape=RELOAD_RUN,
+    name=_name,
+    report=report,
+    columns=("run", "how", "migrate", "driven", "served", "lost", "reset", "held", "at_s", "gone_s"),
+    rows=_rows,
+    worker_columns=("run", *WORKER_FIELDS, "served"),
+    worker_rows=_worker_rows,
+    value=lambda run: float(run.failed),
+    what="connections lost",
+)

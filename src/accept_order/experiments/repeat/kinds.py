@@ -1,0 +1,77 @@
+"""What `--repeat` needs from an experiment it repeats, said by that experiment (burst, ramp, reload): how
+one run is read back and checked, how it is named in a round, its report over the rounds (figures as
+median and range, and what the rounds agree on), its rows of the `rounds` and `workers` tables, and the one
+figure per run its picture draws. `rounds[i][j]` is round i's run of variant j, of the experiment's own type.
+
+The latency and order kinds (latency, latency-compare, sweep, run, compare, herd) predate this and are
+still handled in place by result.py, report.py and experiment.py here.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+
+    from ...measures import Environment
+    from ...results.schema import Shape
+
+Document = dict[str, Any]
+Rounds = Sequence[Sequence[Any]]
+
+# `of` -> "module:name" under accept_order.experiments, imported on first use (as EXPERIMENTS is)
+REPEATED: dict[str, str] = {
+    "burst": "burst.repeated:BURST_REPEATED",
+    "ramp": "ramp.repeated:RAMP_REPEATED",
+    "reload": "reload.repeated:RELOAD_REPEATED",
+}
+
+
+@dataclass(frozen=True)
+class Repeated:
+    """One repeatable experiment. `load`/`shape`: one run's saved dict; `name`: a run's name in its round
+    (unique among the variants); `report(rounds)`: its table(s) and verdict lines; `rows`/`worker_rows`:
+    the `rounds` and `workers` CSV rows of one saved run (without the round number) under `columns` and
+    `worker_columns`; `value(run)`: the figure the picture draws per run, named by `what`."""
+
+    of: str
+    load: Callable[[Document], Any]
+    shape: Shape
+    name: Callable[[Any], str]
+    report: Callable[[Rounds], list[RenderableType]]
+    columns: tuple[str, ...]
+    rows: Callable[[Document], list[list[Any]]]
+    worker_columns: tuple[str, ...]
+    worker_rows: Callable[[Document], list[list[Any]]]
+    value: Callable[[Any], float]
+    what: str
+    environment: Callable[[Any], Environment | None] = lambda run: run.environment
+
+
+def find_repeated(of: str) -> Repeated | None:
+    """The repeatable experiment `of` names (imported now), or None for the latency and order kinds."""
+    where = REPEATED.get(of)
+    if where is None:
+        return None
+    module, name = where.split(":")
+    found = getattr(importlib.import_module(f"accept_order.experiments.{module}"), name)
+    assert isinstance(found, Repeated) and found.of == of, where
+    return found
+
+
+def by_variant(repeated: Repeated, rounds: Rounds) -> dict[str, list[Any]]:
+    """Each variant's runs, in round order, under its name."""
+    out: dict[str, list[Any]] = {}
+    for row in rounds:
+        for run in row:
+            out.setdefault(repeated.name(run), []).append(run)
+    return out
+
+
+def first_environment(repeated: Repeated, rounds: Rounds) -> Environment | None:
+    """Where the runs were measured (a run cut short may have kept none)."""
+    return next((e for row in rounds for r in row if (e := repeated.environment(r)) is not None), None)
