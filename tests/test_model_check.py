@@ -226,3 +226,18 @@ def test_latency_prints_and_saves_the_model_and_show_prints_it(tmp_path: Path) -
 def test_a_model_check_has_a_shape_for_every_field() -> None:
     fields = {f.name for f in dataclasses.fields(ModelCheck)}
     assert fields <= set(with_model(run_of("blocking", [2000] * 100)).to_dict()["model"])
+
+
+def test_a_client_on_the_workers_cpus_is_named_unless_it_has_its_own() -> None:
+    """The model gives the client no share of the workers' CPUs: a driver that waited for a CPU 10% of its
+    time on them is named; the same wait with --load-cpus (its own CPUs) is not the workers' doing."""
+    service = [(1000, 1000)]
+    run = run_of("blocking", [9000] * 100, service=service)
+    waited = dataclasses.replace(run, drivers=(DriverStats(0, 4, 100, 1.0, 0.2, 0.10),))
+    assert seen_besides_queueing(waited) == [
+        "the load generator shared the workers' CPUs during blocking (it waited for one 10% of its time; "
+        "--load-cpus gives it its own)"
+    ]
+    own = dataclasses.replace(waited, load=dataclasses.replace(waited.load, cpus=(1,)))
+    assert seen_besides_queueing(own) == []
+    assert seen_besides_queueing(run) == []  # a driver that never waited

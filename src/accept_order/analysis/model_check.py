@@ -166,6 +166,9 @@ def agrees(measured: float, predicted: float) -> bool:
     return abs(math.log(measured / predicted)) <= math.log(TOLERANCE)
 
 
+CLIENT_WAIT = 0.02  # a client that waited for a CPU longer than this share of its time delayed replies
+
+
 def seen_besides_queueing(result: LatencyResult) -> list[str]:
     """What the run itself saw that queueing does not model: a herd, a lock, a saturated client."""
     seen = []
@@ -180,6 +183,15 @@ def seen_besides_queueing(result: LatencyResult) -> list[str]:
     warnings = driver_warnings(list(result.drivers), result.server.workers, result.environment.cpu_count)
     if any(w.kind in client for w in warnings):
         seen.append(f"the load generator was short of CPU during {label}")
+    else:
+        # The model gives each worker a CPU of its own and the client none of theirs. A client on the workers'
+        # CPUs (no --load-cpus) reads a reply only when a busy-looping worker lets it run: that wait is timed.
+        waited = max(((d.runqueue_s or 0) / d.wall_s for d in result.drivers if d.wall_s), default=0.0)
+        if not result.load.cpus and waited > CLIENT_WAIT:
+            seen.append(
+                f"the load generator shared the workers' CPUs during {label} (it waited for one {100 * waited:.0f}% "
+                "of its time; --load-cpus gives it its own)"
+            )
     return seen
 
 
@@ -187,7 +199,7 @@ def _else(runs: Sequence[LatencyResult]) -> str:
     seen = [s for r in runs for s in seen_besides_queueing(r)]
     if seen:
         return "something else is at work: " + "; ".join(seen)
-    return "something else is at work (the run saw no herd, lock or saturated client to name), or noise"
+    return "something else is at work (the run saw no herd, lock or client delay to name), or noise"
 
 
 def model_line(runs: Sequence[LatencyResult]) -> str | None:
