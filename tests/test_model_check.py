@@ -143,7 +143,7 @@ def test_one_run_within_or_beyond_the_tolerance() -> None:
     assert "within what queueing alone explains (±25%)" in (model_line([fits]) or "")
     slow = with_model(run_of("blocking", [2000 * TOLERANCE * 1.1] * 100, service=service))  # type: ignore[list-item]
     line = model_line([slow]) or ""
-    assert "something else is at work" in line and "no herd, lock or saturated client" in line
+    assert "something else is at work" in line and "no herd, lock or client delay" in line
     assert model_line([run_of("blocking", [2000] * 100)]) is None  # no model: nothing said
 
 
