@@ -186,3 +186,17 @@ def test_latency_report_names_what_other_processes_used_of_the_host() -> None:
 def test_counters_from_the_shared_namespace_are_labelled_host_wide() -> None:
     text = render_text(latency_report(_golden_latency()))
     assert "(host-wide: shared network namespace, may include other TCP traffic on this host)" in text
+
+
+def test_the_model_names_other_processes_when_they_took_the_cpus() -> None:
+    from accept_order.analysis.model_check import seen_besides_queueing
+
+    result = _golden_latency()
+    busy = dataclasses.replace(result, evidence={**result.evidence, "machine": _machine(390, 400)})
+    shares = busy.others_cpu_share
+    assert shares is not None and shares[0] == pytest.approx(0.975) and shares[1] > 0.8
+    assert any(s.startswith("other processes used 8") or s.startswith("other processes used 9")
+               for s in seen_besides_queueing(busy))  # fmt: skip
+    own_s = (result.worker_cpu_s or 0) + sum(d.cpu_s for d in result.drivers)
+    quiet = dataclasses.replace(result, evidence={**result.evidence, "machine": _machine(int(100 * own_s), 400)})
+    assert not any("other processes" in s for s in seen_besides_queueing(quiet))

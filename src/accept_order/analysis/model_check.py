@@ -166,6 +166,7 @@ def agrees(measured: float, predicted: float) -> bool:
     return abs(math.log(measured / predicted)) <= math.log(TOLERANCE)
 
 
+OTHERS_SEEN = 0.10  # other processes' share of all CPUs worth naming (render/evidence.OTHERS_SHOWN's)
 CLIENT_WAIT = 0.02  # a client that waited for a CPU longer than this share of its time delayed replies
 
 
@@ -192,6 +193,9 @@ def seen_besides_queueing(result: LatencyResult) -> list[str]:
                 f"the load generator shared the workers' CPUs during {label} (it waited for one {100 * waited:.0f}% "
                 "of its time; --load-cpus gives it its own)"
             )
+    shares = result.others_cpu_share
+    if shares is not None and shares[1] >= OTHERS_SEEN:
+        seen.append(f"other processes used {100 * shares[1]:.0f}% of the CPUs during {label}")
     return seen
 
 

@@ -12,7 +12,6 @@ from rich.text import Text
 from ...analysis.sweep import sweep_name, sweep_verdict
 from ...analysis.tails import TailVerdict, tail_verdict
 from ...cpus import format_cpu_list
-from ...environment import host_busy
 from ...histogram import histogram_lines, summary_line
 from ...loads.drive_loop import DriverStats
 from ...loads.generator import STARVED, client_bound, driver_warnings
@@ -83,16 +82,13 @@ def host_notes(results: Sequence[LatencyResult]) -> list[Text]:
     when others used a share worth naming: a wait for a CPU is then not only the run's own doing."""
     notes = []
     for r in results:
-        host = host_busy(r.evidence.get("machine"))
-        own_s = (r.worker_cpu_s or 0.0) + sum(d.cpu_s for d in r.drivers)
-        if host is None or host[1] <= 0:
+        shares = r.others_cpu_share
+        if shares is None or shares[1] < OTHERS_SHOWN:
             continue
-        busy, cpu_seconds = host
+        busy, others = shares
         cpus = r.environment.cpu_count
-        if busy - own_s / cpu_seconds < OTHERS_SHOWN:
-            continue
         who = f"{r.server.label}: " if len(results) > 1 else ""
-        text = machine_busy(busy, own_s / (cpu_seconds / cpus), cpus)
+        text = machine_busy(busy, (busy - others) * cpus, cpus)
         notes.append(Text(f"{who}{text} during the run, so waits for a CPU are partly theirs", style="yellow"))
     return notes
 

@@ -74,6 +74,20 @@ class LatencyResult(TimedTotals):
         return sum(t for t in times if t is not None) if times and None not in times else None
 
     @property
+    def others_cpu_share(self) -> tuple[float, float] | None:
+        """(share of all CPUs busy host-wide, share other processes used) over the run: the host's busy
+        ticks less the run's own workers' and load generator's CPU. None when the host's ticks are not
+        known or too few to say (environment.host_busy)."""
+        from ...environment import host_busy
+
+        host = host_busy(self.evidence.get("machine"))
+        if host is None or host[1] <= 0:
+            return None
+        busy, cpu_seconds = host
+        own_s = (self.worker_cpu_s or 0.0) + sum(d.cpu_s for d in self.drivers)
+        return busy, max(0.0, busy - own_s / cpu_seconds)
+
+    @property
     def worker_cpus(self) -> int:
         """How many CPUs the workers could use at once: their number, capped by their pinning or the machine."""
         return min(self.server.workers, len(set(self.server.cpus)) or self.environment.cpu_count)
