@@ -241,3 +241,19 @@ def test_a_client_on_the_workers_cpus_is_named_unless_it_has_its_own() -> None:
     own = dataclasses.replace(waited, load=dataclasses.replace(waited.load, cpus=(1,)))
     assert seen_besides_queueing(own) == []
     assert seen_besides_queueing(run) == []  # a driver that never waited
+
+
+def test_an_open_loop_says_its_utilisation_and_when_it_is_overloaded() -> None:
+    from accept_order.experiments.latency.model_report import model_report, overload_text
+
+    service = [(1000, 1000)]  # 1 ms each, 2 workers: capacity 2000/s
+    base = run_of("reuseport", [2000] * 100, service=service)
+    calm = with_model(dataclasses.replace(base, load=dataclasses.replace(base.load, rate=1500.0)))
+    assert calm.model is not None and calm.model.utilisation == pytest.approx(0.75, rel=0.02)
+    assert overload_text([calm]) is None
+    over = with_model(dataclasses.replace(base, load=dataclasses.replace(base.load, rate=2500.0)))
+    assert over.model is not None and over.model.utilisation == pytest.approx(1.25, rel=0.02)
+    text = overload_text([calm, over])
+    assert text is not None and "reuseport (ρ 1.25)" in text.plain and "grows for as long as the run lasts" in text.plain
+    assert with_model(base).model is not None and with_model(base).model.utilisation is None  # type: ignore[union-attr]
+    assert any("ρ 0.75" in getattr(part, "plain", "") for part in model_report([calm]))

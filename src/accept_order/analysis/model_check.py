@@ -71,6 +71,14 @@ class ModelCheck:
     mean_ms: float
 
     @property
+    def utilisation(self) -> float | None:
+        """Open loop: the offered load as a share of the workers' capacity (ρ = rate × service / workers);
+        at 1 or more the queue grows for as long as the run lasts. None for a closed loop (it cannot exceed)."""
+        if self.loop != "open-loop" or self.rate is None or not self.workers:
+            return None
+        return self.rate * self.service_mean_ms / 1000 / self.workers
+
+    @property
     def queue(self) -> str:
         """The discipline as the Model table names it: `hash`, `favoured (all)`, `shared (4)`."""
         if self.discipline in ("hash", "round-robin") or self.batch == 1:

@@ -29,6 +29,7 @@ NOTE = (
     "hash = a queue per worker, chosen at random; round-robin = connection k to worker k mod N; (n): "
     "connections a worker takes from the shared queue at once (all: until none is left)"
 )
+RHO_NOTE = "; ρ: the open loop's rate × mean service time / workers (1 or more: more than the workers can serve)"
 
 
 def _ms(value: float) -> str:
@@ -63,7 +64,23 @@ def _service_text(r: LatencyResult) -> str:
     count = f", {m.service_count} connections" if m.service_count else ""
     each = [c.service_sum_us / n for c in r.counters if c.service_sum_us and (n := sum(k for _, k in c.service_us))]
     spread = f", {min(each) / 1000:.3f} to {max(each) / 1000:.3f} by worker" if len(each) > 1 else ""
-    return f"{r.server.label}: {SOURCES[m.service_source]} (mean {m.service_mean_ms:.3f} ms{spread}{count})"
+    rho = "" if m.utilisation is None else f"; ρ {m.utilisation:.2f}"
+    return f"{r.server.label}: {SOURCES[m.service_source]} (mean {m.service_mean_ms:.3f} ms{spread}{count}){rho}"
+
+
+def overload_text(runs: Sequence[LatencyResult]) -> Text | None:
+    """Said when a run's offered load reached its workers' capacity: the model's queue then never drains."""
+    over = [
+        (r.server.label, u) for r in runs if r.model is not None and (u := r.model.utilisation) is not None and u >= 1
+    ]
+    if not over:
+        return None
+    who = ", ".join(f"{label} (ρ {u:.2f})" for label, u in over)
+    return Text(
+        f"Overloaded: {who}: the offered load is at or above what the workers' measured service time allows, so "
+        "queueing alone predicts a queue that grows for as long as the run lasts (the figures depend on its length)",
+        style="yellow",
+    )
 
 
 def _load_text(r: LatencyResult) -> str:
@@ -91,7 +108,8 @@ def model_report(
         ),
         Verbatim(model_table_lines(runs, label)),
         Text("service time: " + "; ".join(_service_text(r) for r in runs), style="dim"),
-        Text(NOTE, style="dim"),
+        Text(NOTE + (RHO_NOTE if any(r.model.utilisation is not None for r in runs if r.model) else ""), style="dim"),
+        *([over] if (over := overload_text(runs)) is not None else []),
         *([Text.assemble(("Model: ", "bold"), line)] if line else []),
     ]
 
