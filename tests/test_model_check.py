@@ -254,6 +254,7 @@ def test_an_open_loop_says_its_utilisation_and_when_it_is_overloaded() -> None:
     over = with_model(dataclasses.replace(base, load=dataclasses.replace(base.load, rate=2500.0)))
     assert over.model is not None and over.model.utilisation == pytest.approx(1.25, rel=0.02)
     text = overload_text([calm, over])
-    assert text is not None and "reuseport (ρ 1.25)" in text.plain and "grows for as long as the run lasts" in text.plain
+    assert text is not None and "reuseport (ρ 1.25)" in text.plain
+    assert "grows for as long as the run lasts" in text.plain
     assert with_model(base).model is not None and with_model(base).model.utilisation is None  # type: ignore[union-attr]
     assert any("ρ 0.75" in getattr(part, "plain", "") for part in model_report([calm]))
