@@ -258,3 +258,28 @@ def test_an_open_loop_says_its_utilisation_and_when_it_is_overloaded() -> None:
     assert "grows for as long as the run lasts" in text.plain
     assert with_model(base).model is not None and with_model(base).model.utilisation is None  # type: ignore[union-attr]
     assert any("ρ 0.75" in getattr(part, "plain", "") for part in model_report([calm]))
+
+
+def test_repeated_rounds_count_how_often_queueing_alone_explains_them() -> None:
+    from accept_order.analysis.model_check import model_agreement, queueing_explains
+
+    service = [(1000, 1000)]
+    fits = [with_model(run_of("blocking", [2000] * 100, service=service)),
+            with_model(run_of("reuseport", [2000] * 100, service=service))]  # fmt: skip
+    assert fits[0].model is not None and fits[1].model is not None
+    # Measured p99 ratio set to what the model predicts (within) and to 4× that (beyond).
+    predicted = fits[1].model.p99_ms / fits[0].model.p99_ms
+    within = [fits[0], dataclasses.replace(fits[1], histogram=_hist(int(2000 * predicted)))]
+    beyond = [fits[0], dataclasses.replace(fits[1], histogram=_hist(int(8000 * predicted)))]
+    assert queueing_explains(within) is True and queueing_explains(beyond) is False
+    assert queueing_explains(within[:1]) is None
+    line = model_agreement([within, beyond, within])
+    assert line is not None and line.endswith("in 2/3 runs")
+    assert model_agreement([within[:1]]) is None
+
+
+def _hist(us: int) -> LatencyHistogram:
+    h = LatencyHistogram()
+    for _ in range(100):
+        h.add(us)
+    return h

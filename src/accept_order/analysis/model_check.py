@@ -229,20 +229,49 @@ def model_line(runs: Sequence[LatencyResult]) -> str | None:
         if agrees(measured, predicted):
             return f"{ratio}: within what queueing alone explains ({band})"
         return f"{ratio}: {_else(modelled)}{NOISE}"
+    best, compared = _compared(modelled)
+    clauses = [
+        f"{r.server.label}'s p99 is {measured:.2f}× {best.server.label}'s measured, {predicted:.2f}× predicted"
+        for r, measured, predicted in compared
+    ]
+    odd = [r for r, measured, predicted in compared if not agrees(measured, predicted)]
+    if not odd:
+        return "; ".join(clauses) + f": within what queueing alone explains ({band})"
+    return "; ".join(clauses) + f": beyond the model's {band}, " + _else([best, *odd]) + NOISE
+
+
+def _compared(modelled: Sequence[LatencyResult]) -> tuple[LatencyResult, list[tuple[LatencyResult, float, float]]]:
+    """The run with the lowest p99, and for each other run its p99 relative to that one's: (run, measured
+    ratio, predicted ratio)."""
     best = min(modelled, key=lambda r: r.histogram.percentile(99))
     assert best.model is not None
-    clauses, odd = [], []
+    compared = []
     for r in modelled:
         if r is best:
             continue
         assert r.model is not None
         measured = r.histogram.percentile(99) / max(best.histogram.percentile(99), 1)
         predicted = r.model.p99_ms / best.model.p99_ms if best.model.p99_ms > 0 else math.inf
-        clauses.append(
-            f"{r.server.label}'s p99 is {measured:.2f}× {best.server.label}'s measured, {predicted:.2f}× predicted"
-        )
-        if not agrees(measured, predicted):
-            odd.append(r)
-    if not odd:
-        return "; ".join(clauses) + f": within what queueing alone explains ({band})"
-    return "; ".join(clauses) + f": beyond the model's {band}, " + _else([best, *odd]) + NOISE
+        compared.append((r, measured, predicted))
+    return best, compared
+
+
+def queueing_explains(runs: Sequence[LatencyResult]) -> bool | None:
+    """Whether every mode's p99 relative to the tightest's is within the model's tolerance (one round of a
+    comparison); None when fewer than two runs have a model."""
+    modelled = [r for r in runs if r.model is not None and r.ok]
+    if len(modelled) < 2:
+        return None
+    return all(agrees(measured, predicted) for _, measured, predicted in _compared(modelled)[1])
+
+
+def model_agreement(rounds: Sequence[Sequence[LatencyResult]]) -> str | None:
+    """Over repeated rounds: in how many queueing alone explained the measured differences (noise said)."""
+    said = [e for e in (queueing_explains(r) for r in rounds) if e is not None]
+    if not said:
+        return None
+    within = sum(said)
+    return (
+        f"queueing alone explains the measured differences (p99 ratios within ±{100 * (TOLERANCE - 1):.0f}% of "
+        f"the model's) in {within}/{len(said)} runs"
+    )

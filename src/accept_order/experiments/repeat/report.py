@@ -10,6 +10,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ...analysis.model_check import model_agreement
 from ...analysis.stability import Spread, latency_stability, names_of, order_stability
 from ...run_warnings import RunWarning, unique
 from .kinds import find_repeated, first_environment
@@ -103,6 +104,9 @@ def repeat_report(
                     )
                 )
                 parts.extend(Text(f"  {line}", style="dim") for line in stability.pairs)
+            agreement = model_agreement(rounds)
+            if agreement is not None:
+                parts.append(Text.assemble(("Model: ", "bold"), agreement))
         warnings = latency_warnings(rounds)
     else:
         parts.append(_order_table(of, rounds))
