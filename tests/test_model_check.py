@@ -241,3 +241,12 @@ def test_a_client_on_the_workers_cpus_is_named_unless_it_has_its_own() -> None:
     own = dataclasses.replace(waited, load=dataclasses.replace(waited.load, cpus=(1,)))
     assert seen_besides_queueing(own) == []
     assert seen_besides_queueing(run) == []  # a driver that never waited
+
+
+def test_a_saved_model_that_predicts_zero_is_said_not_a_traceback() -> None:
+    """A file's model is checked for non-negative figures only: a p99 of 0 must not divide by zero."""
+    run = with_model(run_of("blocking", [2000] * 100, service=[(1000, 1000)]))
+    assert run.model is not None
+    zero = dataclasses.replace(run, model=dataclasses.replace(run.model, p99_ms=0.0))
+    line = model_line([zero]) or ""
+    assert "is above the predicted 0.00 ms" in line and "something else is at work" in line

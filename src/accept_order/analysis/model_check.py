@@ -213,7 +213,9 @@ def model_line(runs: Sequence[LatencyResult]) -> str | None:
         r = modelled[0]
         assert r.model is not None
         measured, predicted = r.histogram.percentile(99) / 1000, r.model.p99_ms
-        ratio = f"measured p99 {measured:.2f} ms is {measured / predicted:.2f}× the predicted {predicted:.2f} ms"
+        # a saved model's p99 may be 0 (a file is checked for non-negative figures only): no ratio then
+        times = f"{measured / predicted:.2f}×" if predicted > 0 else "above"
+        ratio = f"measured p99 {measured:.2f} ms is {times} the predicted {predicted:.2f} ms"
         if agrees(measured, predicted):
             return f"{ratio}: within what queueing alone explains ({band})"
         return f"{ratio}: {_else(modelled)}{NOISE}"
