@@ -250,3 +250,13 @@ def test_a_saved_model_that_predicts_zero_is_said_not_a_traceback() -> None:
     zero = dataclasses.replace(run, model=dataclasses.replace(run.model, p99_ms=0.0))
     line = model_line([zero]) or ""
     assert "is above the predicted 0.00 ms" in line and "something else is at work" in line
+
+
+def test_an_overloaded_open_loop_is_simulated_at_the_runs_own_length() -> None:
+    """Past the workers' capacity the queue grows with every arrival: 100 connections due at once on 2
+    workers of 1 ms end by 50 ms, whatever ten times as many would have done."""
+    run = run_of("blocking", [25_000] * 100, service=[(1000, 1000)])
+    run = dataclasses.replace(run, load=dataclasses.replace(run.load, connections=100, rate=1e6))
+    model = predict(run)
+    assert model is not None and model.simulated == 100
+    assert model.p99_ms == pytest.approx(50.0, rel=0.05) and model.p50_ms == pytest.approx(25.0, rel=0.1)

@@ -23,7 +23,7 @@ from ..servers.kinds import ModeInfo
 from ..servers.registry import known_mode
 from ..spec import ServerSpec
 from .herd import HERD_THRESHOLD, woken_per_connection
-from .queueing import DISCIPLINES, Arrivals, Discipline, Service, simulate
+from .queueing import DISCIPLINES, WARMUP, Arrivals, Discipline, Service, simulate
 
 if TYPE_CHECKING:
     from ..experiments.latency.result import LatencyResult
@@ -63,7 +63,7 @@ class ModelCheck:
     service_source: ServiceSource
     service_count: int  # connections behind the service time (0: the configured one)
     service_mean_ms: float
-    simulated: int  # requests simulated (the first tenth not measured)
+    simulated: int  # requests simulated (the first tenth not measured, unless the open loop was overloaded)
     p50_ms: float
     p99_ms: float
     p999_ms: float
@@ -138,8 +138,12 @@ def predict(result: LatencyResult, seed: int = SEED) -> ModelCheck | None:
     sampler, source, count = service
     clients = min(load.concurrency, load.connections or load.concurrency)
     arrivals = Arrivals.closed(clients) if load.rate is None else Arrivals.fixed(load.rate / 1e6)  # per µs
-    requests = max(FEWEST, min(MOST, 10 * result.ok))
-    sim = simulate(server.workers, discipline, arrivals, sampler, requests, batch=batch, seed=seed)
+    requests, warmup = max(FEWEST, min(MOST, 10 * result.ok)), WARMUP
+    if load.rate is not None and load.rate / 1e6 * _mean(sampler, result) >= server.workers:
+        # An open loop past what the workers can serve: the queue grows with every arrival, so the latencies
+        # depend on how many there were. Simulate the run's own, from empty queues as it started, all measured.
+        requests, warmup = max(2, result.driven), 0.0
+    sim = simulate(server.workers, discipline, arrivals, sampler, requests, batch=batch, seed=seed, warmup=warmup)
     ms = 1 / 1000
     return ModelCheck(
         discipline=discipline,
