@@ -260,3 +260,13 @@ def test_an_overloaded_open_loop_is_simulated_at_the_runs_own_length() -> None:
     model = predict(run)
     assert model is not None and model.simulated == 100
     assert model.p99_ms == pytest.approx(50.0, rel=0.05) and model.p50_ms == pytest.approx(25.0, rel=0.1)
+
+
+def test_a_run_faster_than_the_model_names_no_mechanism_that_adds_latency() -> None:
+    """A herd, a lock or a client short of CPU make latencies longer: a measured p99 well below the
+    prediction is not theirs to explain."""
+    fast = with_model(run_of("accept-mutex", [500] * 100, service=[(1000, 1000)], driver_cpu=0.99))
+    assert seen_besides_queueing(fast)  # the lock and the client are there to be named, and are not
+    line = model_line([fast]) or ""
+    assert "below what queueing predicts" in line
+    assert "something else" not in line and "behind a lock" not in line and "load generator" not in line

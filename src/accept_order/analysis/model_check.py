@@ -222,6 +222,11 @@ def model_line(runs: Sequence[LatencyResult]) -> str | None:
         ratio = f"measured p99 {measured:.2f} ms is {times} the predicted {predicted:.2f} ms"
         if agrees(measured, predicted):
             return f"{ratio}: within what queueing alone explains ({band})"
+        if measured < predicted:  # a herd, a lock or a slow client adds latency: none of them can be named
+            return (
+                f"{ratio}: below what queueing predicts; a herd, a lock or the client would lengthen latencies, "
+                f"so the model's inputs (service time, discipline) do not fit this run{NOISE}"
+            )
         return f"{ratio}: {_else(modelled)}{NOISE}"
     best = min(modelled, key=lambda r: r.histogram.percentile(99))
     assert best.model is not None
