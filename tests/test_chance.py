@@ -103,3 +103,12 @@ def test_cpu_steered_modes_say_the_clients_cpu_picks_never_a_lock() -> None:
     # Unknown client CPUs: nothing to fit, and the verdict says so.
     v = order.verdict(records([1] * 10), 3, "cpu", "incoming-cpu")
     assert v.model is None and "not known" in v.seen
+
+
+def test_the_records_table_has_the_clients_cpu() -> None:
+    """The CPU a connection's client ran on is saved with its record, so the records CSV carries it."""
+    from accept_order.results import export
+
+    run = {"records": [{"seq": 0, "worker": 1, "pid": 9, "start_us": 0, "latency_us": 5, "client_cpu": 1}]}
+    header, row = export.records([run]).splitlines()
+    assert header.split(",")[-1] == "client_cpu" and row.split(",")[-1] == "1"

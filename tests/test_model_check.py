@@ -283,3 +283,32 @@ def _hist(us: int) -> LatencyHistogram:
     for _ in range(100):
         h.add(us)
     return h
+
+
+def test_a_saved_model_that_predicts_zero_is_said_not_a_traceback() -> None:
+    """A file's model is checked for non-negative figures only: a p99 of 0 must not divide by zero."""
+    run = with_model(run_of("blocking", [2000] * 100, service=[(1000, 1000)]))
+    assert run.model is not None
+    zero = dataclasses.replace(run, model=dataclasses.replace(run.model, p99_ms=0.0))
+    line = model_line([zero]) or ""
+    assert "is above the predicted 0.00 ms" in line and "something else is at work" in line
+
+
+def test_an_overloaded_open_loop_is_simulated_at_the_runs_own_length() -> None:
+    """Past the workers' capacity the queue grows with every arrival: 100 connections due at once on 2
+    workers of 1 ms end by 50 ms, whatever ten times as many would have done."""
+    run = run_of("blocking", [25_000] * 100, service=[(1000, 1000)])
+    run = dataclasses.replace(run, load=dataclasses.replace(run.load, connections=100, rate=1e6))
+    model = predict(run)
+    assert model is not None and model.simulated == 100
+    assert model.p99_ms == pytest.approx(50.0, rel=0.05) and model.p50_ms == pytest.approx(25.0, rel=0.1)
+
+
+def test_a_run_faster_than_the_model_names_no_mechanism_that_adds_latency() -> None:
+    """A herd, a lock or a client short of CPU make latencies longer: a measured p99 well below the
+    prediction is not theirs to explain."""
+    fast = with_model(run_of("accept-mutex", [500] * 100, service=[(1000, 1000)], driver_cpu=0.99))
+    assert seen_besides_queueing(fast)  # the lock and the client are there to be named, and are not
+    line = model_line([fast]) or ""
+    assert "below what queueing predicts" in line
+    assert "something else" not in line and "behind a lock" not in line and "load generator" not in line

@@ -138,7 +138,7 @@ def test_the_worst_in_every_run_is_named_while_the_best_varies() -> None:
     verdict = latency_stability(rounds)
     assert verdict.winner is None and verdict.conclusive is True
     assert verdict.text == (
-        "no limit has the highest p99 in 3/3 runs, significantly higher than each other (t-test at 95%)"
+        "no limit has the highest p99 in 3/3 runs, significantly higher than every other (t-test at 95%)"
     )
     assert verdict.pairs[0] == (
         "1 limit vs 4 limit: lower p99 in 2/3 runs (4 limit in 1), lower whole tail in 2/3 (4 limit in 1); mean p99 "

@@ -259,6 +259,10 @@ def test_an_interrupted_burst_repeat_keeps_the_rounds_that_finished(
     assert result.exit_code == 130, result.output
     doc = json.loads(out.read_text())
     assert doc["interrupted"] is True and len(doc["rounds"]) == 1 and calls == ["epoll", "reuseport", "epoll"]
+    # the report, then and again by show, says the rounds are those that finished before the interruption
+    assert "1 rounds (interrupted: the rounds that finished)" in result.output
+    shown = run_cli(["show", str(out)])
+    assert shown.exit_code == 0 and "(interrupted: the rounds that finished)" in shown.output
 
 
 def test_a_repeated_result_is_not_merged(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from ..servers.kinds import ModeInfo
 from ..servers.registry import known_mode
 from ..spec import ServerSpec
 from .herd import HERD_THRESHOLD, woken_per_connection
-from .queueing import DISCIPLINES, Arrivals, Discipline, Service, simulate
+from .queueing import DISCIPLINES, WARMUP, Arrivals, Discipline, Service, simulate
 
 if TYPE_CHECKING:
     from ..experiments.latency.result import LatencyResult
@@ -63,7 +63,7 @@ class ModelCheck:
     service_source: ServiceSource
     service_count: int  # connections behind the service time (0: the configured one)
     service_mean_ms: float
-    simulated: int  # requests simulated (the first tenth not measured)
+    simulated: int  # requests simulated (the first tenth not measured, unless the open loop was overloaded)
     p50_ms: float
     p99_ms: float
     p999_ms: float
@@ -146,8 +146,12 @@ def predict(result: LatencyResult, seed: int = SEED) -> ModelCheck | None:
     sampler, source, count = service
     clients = min(load.concurrency, load.connections or load.concurrency)
     arrivals = Arrivals.closed(clients) if load.rate is None else Arrivals.fixed(load.rate / 1e6)  # per µs
-    requests = max(FEWEST, min(MOST, 10 * result.ok))
-    sim = simulate(server.workers, discipline, arrivals, sampler, requests, batch=batch, seed=seed)
+    requests, warmup = max(FEWEST, min(MOST, 10 * result.ok)), WARMUP
+    if load.rate is not None and load.rate / 1e6 * _mean(sampler, result) >= server.workers:
+        # An open loop past what the workers can serve: the queue grows with every arrival, so the latencies
+        # depend on how many there were. Simulate the run's own, from empty queues as it started, all measured.
+        requests, warmup = max(2, result.driven), 0.0
+    sim = simulate(server.workers, discipline, arrivals, sampler, requests, batch=batch, seed=seed, warmup=warmup)
     ms = 1 / 1000
     return ModelCheck(
         discipline=discipline,
@@ -225,9 +229,16 @@ def model_line(runs: Sequence[LatencyResult]) -> str | None:
         r = modelled[0]
         assert r.model is not None
         measured, predicted = r.histogram.percentile(99) / 1000, r.model.p99_ms
-        ratio = f"measured p99 {measured:.2f} ms is {measured / predicted:.2f}× the predicted {predicted:.2f} ms"
+        # a saved model's p99 may be 0 (a file is checked for non-negative figures only): no ratio then
+        times = f"{measured / predicted:.2f}×" if predicted > 0 else "above"
+        ratio = f"measured p99 {measured:.2f} ms is {times} the predicted {predicted:.2f} ms"
         if agrees(measured, predicted):
             return f"{ratio}: within what queueing alone explains ({band})"
+        if measured < predicted:  # a herd, a lock or a slow client adds latency: none of them can be named
+            return (
+                f"{ratio}: below what queueing predicts; a herd, a lock or the client would lengthen latencies, "
+                f"so the model's inputs (service time, discipline) do not fit this run{NOISE}"
+            )
         return f"{ratio}: {_else(modelled)}{NOISE}"
     best, compared = _compared(modelled)
     clauses = [

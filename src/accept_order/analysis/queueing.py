@@ -124,9 +124,11 @@ def simulate(
     requests: int,
     batch: int = 1,
     seed: int = 1,
+    warmup: float = WARMUP,
 ) -> SimResult:
-    """Run `requests` requests through `workers` workers; the first WARMUP of them are not measured.
-    `service`: one for every worker, or one each (workers that do not get the same CPU are not identical)."""
+    """Run `requests` requests through `workers` workers; the first `warmup` share of them are not measured
+    (0: every one, from empty queues). `service`: one for every worker, or one each (workers that do not get
+    the same CPU are not identical)."""
     if workers < 1 or requests < 2 or batch < 0 or discipline not in DISCIPLINES:
         raise ValueError("need workers >= 1, requests >= 2, batch >= 0 and a known discipline")
     if arrivals.loop == "closed" and arrivals.concurrency < 1 or arrivals.loop != "closed" and arrivals.rate <= 0:
@@ -149,7 +151,7 @@ def simulate(
     take = batch if batch > 0 else math.inf
     done: list[tuple[float, int, float]] = []  # (end time, worker, arrival time): the completions to come
     out: list[float] = []
-    warm_at = max(1, int(requests * WARMUP))
+    warm_at = max(1, int(requests * warmup)) if warmup > 0 else 0
     issued = 0
 
     def start(w: int, req: float, now: float) -> None:

@@ -140,7 +140,7 @@ def _against(name: str, pairs: Sequence[PairCount], lower: bool) -> tuple[str, b
         if p.test.significant and (mean < theirs) == lower:
             sig.append(other)
     if sig and len(sig) == len(mine):
-        return f", significantly {word} than {'each other' if len(mine) > 1 else sig[0]} (t-test at 95%)", True
+        return f", significantly {word} than {'every other' if len(mine) > 1 else sig[0]} (t-test at 95%)", True
     if sig:
         return f", significantly {word} than {', '.join(sig)} only (t-test at 95%)", False
     return f", not significantly {word} than {'any other' if len(mine) > 1 else 'the other'} (t-test at 95%)", False

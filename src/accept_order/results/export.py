@@ -91,11 +91,13 @@ def records(runs: list[dict[str, Any]]) -> str:
     for run in runs:
         name = label(run)
         for r in run["records"]:
-            rows.append([name, r["seq"], r.get("worker"), r.get("pid"), r["start_us"], r["latency_us"], r.get("error")])
+            row = [name, r["seq"], r.get("worker"), r.get("pid"), r["start_us"], r["latency_us"], r.get("error")]
+            rows.append([*row, r.get("client_cpu")])
     return csv_text(RECORD_COLUMNS, rows)
 
 
-RECORD_COLUMNS = ("run", "seq", "worker", "pid", "start_us", "latency_us", "error")
+# client_cpu: the CPU the client connected from (what a CPU-steered mode picks by; empty in files before 0.4)
+RECORD_COLUMNS = ("run", "seq", "worker", "pid", "start_us", "latency_us", "error", "client_cpu")
 
 
 def histogram(runs: list[dict[str, Any]]) -> str:

@@ -24,7 +24,7 @@ def serve_records(runs: list[dict[str, Any]]) -> str:
     rows = []
     for run in runs:
         label = export.label(run)
-        rows += [[label, seq, worker, "", "", "", ""] for seq, worker in enumerate(run.get("sequence", []))]
+        rows += [[label, seq, worker, "", "", "", "", ""] for seq, worker in enumerate(run.get("sequence", []))]
     return export.csv_text(export.RECORD_COLUMNS, rows)
 
 

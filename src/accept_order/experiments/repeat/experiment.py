@@ -68,7 +68,9 @@ def workers(docs: list[Document]) -> str:
 
 
 def report(result: RepeatResult) -> RenderableType:
-    return repeat_report(result.of, result.rounds, result.skipped, result.machine, result.cpus, result.notes)
+    return repeat_report(
+        result.of, result.rounds, result.skipped, result.machine, result.cpus, result.notes, result.interrupted
+    )
 
 
 REPEAT: Experiment[RepeatResult] = Experiment(

@@ -82,6 +82,7 @@ def repeat_report(
     machine: dict[str, Any],
     cpus: int,
     notes: Sequence[str] = (),
+    interrupted: bool = False,
 ) -> RenderableType:
     parts: list[RenderableType] = []
     if not rounds:
@@ -116,7 +117,8 @@ def repeat_report(
     where = f"{env.system} {env.kernel}, {env.cpu_count} CPUs; " if env else ""
     parts.append(
         Text(
-            f"{len(rounds)} rounds, the variants interleaved (each round runs every one once); "
+            f"{len(rounds)} rounds{' (interrupted: the rounds that finished)' if interrupted else ''}, the "
+            "variants interleaved (each round runs every one once); "
             f"{where}host-wide load average "
             f"{_load(machine.get('before'))} before, {_load(machine.get('after'))} after",
             style="dim",
