@@ -113,13 +113,16 @@ def _fault(index: int) -> str | None:
 def _serve(
     cfg: WorkerConfig, batch: list[socket.socket], state: Any, index: int, reply: bytes, times: ServiceTimes
 ) -> None:
-    # Each connection's service is timed from the start of its own turn to its close: one accepted in a
-    # batch waits for those before it, and that wait is queueing (the model's), not service.
+    # Each connection's service is timed from the start of its own turn to the moment its reply is ready:
+    # one accepted in a batch waits for those before it, and that wait is queueing (the model's), not
+    # service. The clock stops before the send: sending wakes the client, which may take this CPU at once,
+    # and that wait (up to a scheduler tick) is the machine's, not the work's.
     clock = time.perf_counter_ns
     for conn in batch:
-        began = clock()
+        began = ready = clock()
         try:
             spin(cfg.work_us, cfg.work_iters)
+            ready = clock()
             conn.sendall(reply)
         except OSError:
             pass  # the client gave up; it counts the failure on its side
@@ -128,7 +131,7 @@ def _serve(
             # find this worker still marked busy (the supervisor's settle would not wait for it).
             state[index] = RETURNING
             conn.close()
-            times.add((clock() - began) // 1000)
+            times.add((ready - began) // 1000)
 
 
 def worker_main(cfg: WorkerConfig, pipe: Connection, state: Any) -> None:
