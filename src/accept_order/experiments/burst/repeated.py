@@ -53,7 +53,8 @@ def fastest(row: Sequence[BurstRun], clients: int) -> str | None:
 
 
 def _next_ratio(rounds: Rounds, label: str, clients: int) -> Spread | None:
-    """Over the rounds: the next mode's time to serve all `clients` over `label`'s."""
+    """Over the rounds: the quickest other mode's time to serve all `clients` over `label`'s (in a round
+    `label` did not win, below 1)."""
     ratios = []
     for row in rounds:
         times = {_name(r): c.wall_s for r in row if _served_all(c := _cell(r, clients)) and c is not None}
@@ -109,7 +110,7 @@ def report(rounds: Rounds) -> list[RenderableType]:
         for n in counts:
             stability = fastest_stability(rounds, n, advice="")
             ratio = _next_ratio(rounds, stability.winner, n) if stability.winner else None
-            said = f"; the next took {ratio.text()}× as long" if ratio else ""
+            said = f"; the quickest other took {ratio.text()}× its time (below 1: sooner)" if ratio else ""
             said += "" if stability.conclusive or not stability.agree else "; try more --repeat"
             style = "green" if stability.conclusive else "yellow"
             parts.append(Text(f"Verdict, {n} clients: {stability.text}{said}", style=style))
