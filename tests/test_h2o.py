@@ -10,7 +10,7 @@ from collections import Counter
 
 import psutil
 import pytest
-from conftest import assert_one_error_line, gone, http_fetch, http_fetch_many, run_cli
+from conftest import assert_one_error_line, gone, http_fetch, http_fetch_many, run_cli, wait_for
 
 from accept_order import session
 from accept_order.probes.fd_table import open_files
@@ -20,6 +20,7 @@ from accept_order.processes import usage
 from accept_order.servers.launched import h2o
 from accept_order.servers.launched.h2o import H2oServer, h2o_missing
 from accept_order.servers.registry import checked
+from accept_order.servers.watched import proc_state
 from accept_order.spec import SequentialLoad, ServerSpec
 
 if h2o_missing():
@@ -60,10 +61,18 @@ def test_every_idle_thread_is_woken_for_each_connection() -> None:
             assert [w.exclusive for w in epolls[fd].watches if w.inode == listener.inode] == [False]
         before = {tid: usage(tid)[0] for tid in server.pids}
         seen = []
+        pid = server.master.pid
+
+        def all_in_their_epolls() -> bool:
+            # Asleep (S) is not enough on a loaded machine: a thread asleep elsewhere (a lock, its log
+            # writer) when the connection comes is woken later, by the epoll's ready list, not by the herd.
+            return all(proc_state(t) == "S" and thread_wait(pid, t).call == "epoll_wait" for t in server.pids)
+
+        settled = (all_in_their_epolls, bool, 5.0, "every thread asleep in its epoll_wait")
         for _ in range(CONNECTIONS):
-            server.settle()
+            wait_for(*settled)
             seen.append(http_fetch(server.address))
-        server.settle()
+        wait_for(*settled)
         woken = {tid: usage(tid)[0] - before[tid] for tid in server.pids}
     assert all(n >= CONNECTIONS for n in woken.values()), woken
     assert server.witness() == {"source": "h2o access log", "requests": [list(row) for row in seen]}
