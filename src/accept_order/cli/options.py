@@ -212,6 +212,7 @@ def server_options(
                 "--maxconn",
                 type=IntRange(0, 10_000_000),
                 default=0,
+                show_default=True,
                 help="haproxy: connections it holds at once; the excess waits in the listen queue (0: its default).",
             )
         )
