@@ -271,3 +271,19 @@ def test_accept_batch_takes_a_list_only_in_sweep(calls: list[tuple[str, list[Any
     assert run_cli(["sweep", "--accept-batch", "1,4"]).exit_code == REACHED
     assert run_cli(["run", "--accept-batch", "4"]).exit_code == REACHED
     assert [a.accept_batch for a in calls[1][1] if hasattr(a, "accept_batch")] == [4]
+
+
+# -- install hints --------------------------------------------------------------------------------------
+
+
+def test_every_install_hint_says_what_works_from_a_clone_too() -> None:
+    """A hint naming only `pip install 'accept-order[X]'` fails for whoever cloned the repository (the
+    README's way in): each says the clone's `pip install '.[X]'` as well."""
+    source = Path(__file__).parent.parent / "src" / "accept_order"
+    for path in source.rglob("*.py"):
+        for line in path.read_text().splitlines():
+            for extra in re.findall(r"pip install 'accept-order\[(\w+)\]'", line):
+                assert f"pip install '.[{extra}]'" in line, f"{path.name}: {line.strip()}"
+    from accept_order.hints import pip_install
+
+    assert pip_install("plot") == "pip install 'accept-order[plot]', or from a clone: pip install '.[plot]'"
