@@ -9,6 +9,7 @@ stops. An option given at its shown default must change nothing the command woul
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -287,3 +288,40 @@ def test_every_install_hint_says_what_works_from_a_clone_too() -> None:
     from accept_order.hints import pip_install
 
     assert pip_install("plot") == "pip install 'accept-order[plot]', or from a clone: pip install '.[plot]'"
+
+
+# -- unknown counts and legends -------------------------------------------------------------------------
+
+
+def worker_rows(text: str) -> list[list[str]]:
+    """The rows of the per-worker table: lines that start with a worker index and its pid."""
+    return [line.split() for line in text.splitlines() if re.match(r"^\s*\d+\s+\d+\s", line)]
+
+
+def test_a_served_count_nobody_could_count_shows_a_dash_not_zero(tmp_path: Path) -> None:
+    """Replies that name no worker and no kernel counts (no bpftrace here): the file holds zeros, the table
+    says it does not know."""
+    doc = json.loads((GOLDEN / "latency.json").read_text())
+    doc["served"] = [0] * len(doc["served"])
+    doc["evidence"]["accept_counts"] = {"available": False, "why": "bpftrace not found", "counts": {}}
+    path = tmp_path / "uncounted.json"
+    path.write_text(json.dumps(doc))
+    shown = run_cli(["show", str(path)])
+    assert shown.exit_code == 0, shown.stderr
+    rows = worker_rows(shown.stdout)
+    assert rows and all(row[2:4] == ["-", "-"] for row in rows), shown.stdout  # served, share
+    assert "served per worker: not known" in shown.stdout
+    counted = run_cli(["show", str(GOLDEN / "latency.json")])  # the same table where the counts are known
+    assert [row[2] for row in worker_rows(counted.stdout)] == [
+        str(n) for n in json.loads((GOLDEN / "latency.json").read_text())["served"]
+    ]
+
+
+@pytest.mark.parametrize("cpus", [False, True], ids=["no-preempt-column", "preempt-column"])
+def test_the_legend_explains_only_the_columns_shown(cpus: bool) -> None:
+    result = run_cli(["run", "-w", "2", "-n", "4", *(["--cpus", "0-1"] if cpus else [])])
+    assert result.exit_code == 0, result.stderr
+    header = next(line for line in result.stdout.splitlines() if re.match(r"^\s*worker\s+pid\s+served", line))
+    assert ("preempt" in header.split()) == cpus
+    assert ("preempt:" in result.stdout) == cpus, result.stdout
+    assert "wakeups: times the wait call returned" in result.stdout
