@@ -49,7 +49,7 @@ def test_atlas_of_nginx_measures_every_mode_and_names_its_mechanism(tmp_path: Pa
 
 def test_atlas_names_what_it_cannot_run() -> None:
     result = run_cli(["atlas", "--servers", "nosuch"])
-    assert result.exit_code == 2 and "is not a server this version launches" in result.stderr
+    assert result.exit_code == 2 and "'nosuch': give one or more of builtin, nginx" in result.stderr
 
 
 def test_an_atlas_interrupted_before_its_first_row_saves_nothing(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -130,7 +130,7 @@ def test_sweep_prints_the_seed_001_table(tmp_path: Path) -> None:
         (["latency", "-n", "5", "--duration", "1s"], ["--connections (-n) or --duration, not both"]),
         (["latency", "--driver-procs", "0"], ["Invalid value for '--driver-procs'", "0 is not in the range 1<="]),
         (["latency", "--workers", "-1"], ["Invalid value for '--workers'", "-1 is not in the range 1<="]),
-        (["latency", "--work-us", "5", "--work-ms", "1"], ["--work-ms or --work-us, not both"]),
+        (["latency", "--work-us", "5", "--work-ms", "1"], ["give --work once", "its old spellings"]),
         (["latency", "--modes", "blocking,nope"], ["unknown mode(s): nope"]),
         (["latency", "--compare", "blocking,nope"], ["unknown mode(s): nope"]),
         (["latency", "--cpus", "4096"], ["--cpus: CPU 4096 not available here"]),

@@ -155,4 +155,7 @@ def test_io_uring_without_its_binding_says_how_to_get_it(monkeypatch: pytest.Mon
         raise ImportError("No module named 'uring_api'")
 
     monkeypatch.setattr(io_uring, "_binding", missing)
-    assert MODES["io-uring"].unavailable() == "needs the optional io_uring binding: pip install 'accept-order[uring]'"
+    assert MODES["io-uring"].unavailable() == (
+        "needs the optional io_uring binding: pip install 'accept-order[uring]'"
+        ", or from a clone: pip install '.[uring]'"
+    )

@@ -92,9 +92,12 @@ def test_a_missing_or_old_granian_is_one_line(monkeypatch: pytest.MonkeyPatch) -
         raise importlib.metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(importlib.metadata, "version", version)
-    assert granian_missing() == "granian is not installed: pip install 'accept-order[servers]' (granian>=2.8)"
+    assert granian_missing() == (
+        "granian is not installed: pip install 'accept-order[servers]' (granian>=2.8)"
+        ", or from a clone: pip install '.[servers]'"
+    )
     monkeypatch.setattr(importlib.metadata, "version", lambda name: "2.7.9")
     assert granian_missing() == (
         "granian 2.7.9 is too old (before 2.8 its workers share one socket on Linux): "
-        "pip install 'accept-order[servers]' (granian>=2.8)"
+        "pip install 'accept-order[servers]' (granian>=2.8), or from a clone: pip install '.[servers]'"
     )

@@ -249,7 +249,9 @@ def test_without_matplotlib_one_line_and_exit_1(saved: dict[str, Path], tmp_path
     )
     assert done.returncode == 1, done.stderr
     assert done.stderr == f"accept-order: error: {NEEDS_MATPLOTLIB}\n"
-    assert NEEDS_MATPLOTLIB == "plotting needs matplotlib: pip install 'accept-order[plot]'"
+    assert NEEDS_MATPLOTLIB == (
+        "plotting needs matplotlib: pip install 'accept-order[plot]', or from a clone: pip install '.[plot]'"
+    )
     assert not out.exists()
 
 

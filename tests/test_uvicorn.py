@@ -91,7 +91,15 @@ def test_a_missing_package_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in missing else real(name, *a))
     assert runnable("uvicorn", ["asyncio", "uvloop"]) == (
         ["asyncio"],
-        {"uvloop": "uvloop is not installed: pip install 'accept-order[servers]' (uvloop)"},
+        {
+            "uvloop": (
+                "uvloop is not installed: pip install 'accept-order[servers]' (uvloop)"
+                ", or from a clone: pip install '.[servers]'"
+            )
+        },
     )
     missing.add("uvicorn")
-    assert UvicornKind().missing() == "uvicorn is not installed: pip install 'accept-order[servers]' (uvicorn)"
+    assert UvicornKind().missing() == (
+        "uvicorn is not installed: pip install 'accept-order[servers]' (uvicorn)"
+        ", or from a clone: pip install '.[servers]'"
+    )

@@ -197,7 +197,10 @@ def test_a_missing_pyuwsgi_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pyuwsgi" else real(name, *a))
-    assert uwsgi_missing() == "pyuwsgi is not installed: pip install 'accept-order[servers]' (pyuwsgi)"
+    assert uwsgi_missing() == (
+        "pyuwsgi is not installed: pip install 'accept-order[servers]' (pyuwsgi)"
+        ", or from a clone: pip install '.[servers]'"
+    )
 
 
 def test_port_in_use_is_one_line_naming_uwsgis_message(monkeypatch: pytest.MonkeyPatch) -> None:

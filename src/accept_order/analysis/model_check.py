@@ -43,7 +43,7 @@ FEWEST, MOST = 5_000, 100_000
 # Predicted and measured agree when within this factor of each other (and so do two modes' p99 ratios). A
 # band, not a confidence interval: the model's own seeded noise on a p99 is a few percent at these lengths,
 # and it leaves out the connection's set-up and the client's delays (tens of µs). One run's own noise is
-# larger and unknown from that run: the same `latency --modes epoll,reuseport -n 20000 -c 32 --work-us 1000
+# larger and unknown from that run: the same `latency --modes epoll,reuseport -n 20000 -c 32 --work 1ms
 # --pin`, twice on this 2-vCPU KVM guest (shared), gave p99 121 and 93 ms (epoll), 321 and 105 ms
 # (reuseport). So "within" says queueing suffices; "beyond" from one run says so only with --repeat.
 TOLERANCE = 1.25

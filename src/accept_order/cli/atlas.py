@@ -8,23 +8,19 @@ import click
 
 from .app import handle_errors
 from .common import keep_partial, report_and_save
-from .options import examples, json_option
+from .options import examples, json_option, server_option
 from .output import note
 from .types import IntRange
-
-
-def _names(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...]:
-    return tuple(n.strip() for n in value.split(",") if n.strip()) if value else ()
 
 
 @click.command(
     epilog=examples(
         "accept-order atlas",
-        "accept-order atlas --servers nginx,haproxy --repeat 3 --json atlas.json",
+        "accept-order atlas --server nginx,haproxy --repeat 3 --json atlas.json",
         "accept-order show atlas.json --format csv",
     )
 )
-@click.option("--servers", callback=_names, help="Comma-separated server kinds (default: every one installed).")
+@server_option(several=True, default=None, every="every one installed")
 @click.option("-w", "--workers", type=IntRange(2, 64), default=3, show_default=True, help="Workers of every server.")
 @click.option(
     "-n", "--connections", type=IntRange(2, 10_000), default=12, show_default=True,
@@ -48,7 +44,7 @@ def atlas(json_path: str | None, **options: Any) -> None:
     from ..experiments.atlas.run import AtlasPlan
 
     plan = AtlasPlan(
-        servers=options["servers"],
+        servers=tuple(options["server"] or ()),
         workers=options["workers"],
         connections=options["connections"],
         load_connections=options["load_connections"],

@@ -46,7 +46,7 @@ from .types import IntList, IntRange
     show_default=True,
     help="Load generator processes the connections of a burst are split over.",
 )
-@timeout_option(10.0, "connection")
+@timeout_option("10s", "connection")
 @load_cpus_option()
 @repeat_option()
 @json_option()

@@ -12,7 +12,7 @@ import click
 from ..spec import ConcurrentLoad, ServerSpec
 from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
-from .options import DEFAULT_MODE_HELP, attach_options, examples, json_option, load_options, server_options
+from .options import attach_options, examples, json_option, load_options, mode_option, server_options
 from .output import progress_bar
 from .repeat_common import repeat_option, run_repeated
 from .specs import concurrent_load, first_available, server_spec
@@ -37,15 +37,15 @@ def bars(load: ConcurrentLoad, label: Callable[[ServerSpec], str]) -> Iterator[C
 
 @click.command(
     epilog=examples(
-        "accept-order latency -n 20000 -c 32 --work-us 1000 --pin",
+        "accept-order latency -n 20000 -c 32 --work 1ms --pin",
         "accept-order latency --modes epoll,reuseport --work-iters 1000000 --pin   # seed 000",
         "accept-order latency --duration 10s --json latency.json",
-        "accept-order latency --modes epoll,reuseport --rate 400 --duration 10s -c 200 --work-us 2000 --pin  # open",
-        "accept-order latency --modes blocking,reuseport -n 20000 -c 32 --work-us 1000 --pin --repeat 5",
+        "accept-order latency --modes epoll,reuseport --rate 400 --duration 10s -c 200 --work 2ms --pin  # open",
+        "accept-order latency --modes blocking,reuseport -n 20000 -c 32 --work 1ms --pin --repeat 5",
         "accept-order latency --attach $(cat /run/nginx.pid) --port 80 --protocol http -n 20000 -c 50",
     )
 )
-@click.option("--mode", "-m", default=None, help=f"{DEFAULT_MODE_HELP} [default: epoll]")
+@mode_option()
 @click.option("--modes", "modes", type=MODE_LIST, default=None, help="Several modes, one run each, same settings.")
 @click.option("--compare", "modes_alias", type=MODE_LIST, default=None, hidden=True)  # v0.1's name for --modes
 @server_options(workers=None, several=True)

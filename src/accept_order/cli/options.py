@@ -1,10 +1,15 @@
 """One shared option set: the same option means the same thing, with the same name, in every command.
 
-- What serves (every command that starts workers): --mode/--modes, --workers, --host, --port,
-  --work-ms/--work-us/--work-iters, --backlog, --accept-batch, --cpus, --pin.
+- What serves (every command that starts workers): --mode/--modes, --server, --workers, --host, --port,
+  --work/--work-iters, --backlog, --accept-batch, --cpus, --pin.
 - What drives: --connections/-n (how many connections, in every command), --timeout; sequential runs add
-  --gap-ms and --no-settle; closed-loop runs add --duration, --concurrency, --driver-procs.
+  --gap and --no-settle; closed-loop runs add --duration, --concurrency, --driver-procs.
 - --json FILE: write the result (refused before the run if the path may not be written).
+
+Each command declares only the options it accepts (reload has no -n, only run has --target): its --help
+shows what it takes, with the defaults it uses. Durations take a unit everywhere (2s, 500ms, 2m); a bare
+number keeps the option's unit from before units (seconds, but ms for --work and --gap). Old spellings
+(--work-ms, --work-us, --gap-ms, --servers) are accepted, not shown.
 """
 
 from __future__ import annotations
@@ -30,7 +35,19 @@ from ..spec import (
     MAX_WORK_US,
     MAX_WORKERS,
 )
-from .types import CPUS, DURATION, HOST, MODE_LIST, SERVER_LIST, FloatRange, IntRange, parse_int
+from .types import (
+    CPUS,
+    DURATION,
+    HOST,
+    MODE_LIST,
+    AliasOption,
+    Duration,
+    FloatRange,
+    IntList,
+    IntRange,
+    ServerList,
+    parse_int,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 DEFAULT_MODE_HELP = "How workers wait for connections (see 'accept-order modes')."
@@ -63,27 +80,89 @@ def modes_option(
     return click.option("--modes", "modes", type=MODE_LIST, default=default, show_default=True, help=help)
 
 
-def server_options(workers: int | None = 3, accept_batch: bool = True, several: bool = False) -> Callable[[F], F]:
-    """The options of every command that starts workers. `workers=None`: one per CPU by default.
-    `several`: --server takes a list (compare, latency: one table across servers)."""
-    workers_help = "Worker processes." if workers is not None else "Worker processes [default: one per CPU]."
+def server_option(
+    several: bool = False, kinds: tuple[str, ...] | None = None, default: str | None = DEFAULT_KIND, every: str = ""
+) -> Callable[[F], F]:
+    """--server, the same in every command: one kind, or a comma-separated list where `several` (one table
+    across servers); --servers is the same option, accepted and not shown. `kinds`: those the command runs.
+    `every`: what no --server means, where that is not one kind (atlas: every one installed)."""
     # The kinds are the registry's: a kind added there is named here without an edit.
-    others = [name for name in launched_kinds() if name != DEFAULT_KIND]
+    others = [name for name in kinds or launched_kinds() if name != DEFAULT_KIND]
     server_help = (
-        f"What serves: {DEFAULT_KIND} (this tool's Python workers), or a real server launched from a generated "
-        f"config: {', '.join(others)} (see 'accept-order modes')"
+        f"What serves: {DEFAULT_KIND} (this tool's Python workers)"
+        + (
+            f", or a real server launched from a generated config: {', '.join(others)} (see 'accept-order modes')"
+            if others
+            else " only"
+        )
         + ("; several, comma-separated, share one table." if several else ".")
+        + (f" [default: {every}]" if every else "")
     )
-    # Where several servers share a table, --servers is the same option (seed 004's table says it so).
-    names = ("--server", "--servers", "server") if several else ("--server",)
-    options: list[Callable[[F], F]] = [
-        click.option(
-            *names,
-            type=SERVER_LIST if several else click.Choice(launched_kinds()),
-            default="builtin",
+    return click.option(
+        "--server",
+        "--servers",
+        "server",
+        cls=AliasOption,
+        hidden_names=("--servers",),
+        type=ServerList(several, kinds),
+        default=default,
+        show_default=default is not None,
+        help=server_help,
+    )
+
+
+def accept_batch_option(several: bool = False) -> Callable[[F], F]:
+    """--accept-batch: one value, or (sweep) a list of them, one run each; the same parser and errors."""
+    if several:
+        return click.option(
+            "--accept-batch",
+            "batches",
+            type=IntList(0, MAX_ACCEPT_BATCH),
+            default="1,4,32,0",
             show_default=True,
-            help=server_help,
-        ),
+            help="Caps on connections accepted per wakeup to try, one run each (0: until EAGAIN).",
+        )
+    return click.option(
+        "--accept-batch",
+        type=IntList(0, MAX_ACCEPT_BATCH, several=False),
+        default=None,
+        help="Most connections accepted per wakeup (0: until EAGAIN) [default: the server's own: 0 for "
+        "builtin, 1 for nginx, whose multi_accept is off unless this is 0].",
+    )
+
+
+def work_options() -> Callable[[F], F]:
+    """--work 1ms; --work-ms and --work-us, its old spellings, still parse (a bare number in their unit)."""
+    most = MAX_WORK_US / 1e6
+    return apply(
+        [
+            click.option(
+                "--work",
+                "work_s",
+                type=Duration(bare="ms", zero=True, high=most),
+                default="0ms",
+                show_default=True,
+                help="CPU a worker burns per connection before it answers, e.g. 1ms or 200us (a busy loop, not a "
+                "sleep; a bare number is in ms).",
+            ),
+            click.option("--work-ms", "work_ms", type=Duration(bare="ms", zero=True, high=most), hidden=True),
+            click.option("--work-us", "work_us", type=Duration(bare="us", zero=True, high=most), hidden=True),
+        ]
+    )
+
+
+def server_options(
+    workers: int | None = 3,
+    accept_batch: bool = True,
+    several: bool = False,
+    kinds: tuple[str, ...] | None = None,
+) -> Callable[[F], F]:
+    """The options of every command that starts workers. `workers=None`: one per CPU by default.
+    `several`: --server takes a list (compare, latency: one table across servers). `kinds`: the server
+    kinds the command runs (reload: builtin); an option only other kinds read is then left out."""
+    workers_help = "Worker processes." if workers is not None else "Worker processes [default: one per CPU]."
+    options: list[Callable[[F], F]] = [
+        server_option(several, kinds),
         click.option(
             "--workers",
             "-w",
@@ -98,18 +177,7 @@ def server_options(workers: int | None = 3, accept_batch: bool = True, several: 
         click.option(
             "--port", "-p", type=IntRange(0, 65535), default=0, show_default=True, help="Port (0: ephemeral)."
         ),
-        click.option(
-            "--work-ms",
-            type=FloatRange(0, MAX_WORK_US / 1000),
-            default=None,
-            help="CPU a worker burns per connection before it answers, in ms (a busy loop, not a sleep).",
-        ),
-        click.option(
-            "--work-us",
-            type=IntRange(0, MAX_WORK_US),
-            default=None,
-            help="The same in microseconds (give one of --work-ms and --work-us).",
-        ),
+        work_options(),
         click.option(
             "--work-iters",
             type=IntRange(0, MAX_WORK_ITERS),
@@ -137,28 +205,25 @@ def server_options(workers: int | None = 3, accept_batch: bool = True, several: 
             help="accept-mutex: how long a worker without the lock waits before trying again "
             "(nginx's accept_mutex_delay).",
         ),
-        click.option(
-            "--maxconn",
-            type=IntRange(0, 10_000_000),
-            default=0,
-            help="haproxy: connections it holds at once; the excess waits in the listen queue (0: its default).",
-        ),
     ]
-    if accept_batch:
+    if kinds is None or "haproxy" in kinds:
         options.append(
             click.option(
-                "--accept-batch",
-                type=IntRange(0, MAX_ACCEPT_BATCH),
-                default=None,
-                help="Most connections accepted per wakeup (0: until EAGAIN) [default: the server's own: 0 for "
-                "builtin, 1 for nginx, whose multi_accept is off unless this is 0].",
+                "--maxconn",
+                type=IntRange(0, 10_000_000),
+                default=0,
+                show_default=True,
+                help="haproxy: connections it holds at once; the excess waits in the listen queue (0: its default).",
             )
         )
+    if accept_batch:
+        options.append(accept_batch_option())
     return apply(options)
 
 
-def attach_options() -> Callable[[F], F]:
-    """Drive a server that is already running instead of starting one."""
+def attach_options(target: bool = False) -> Callable[[F], F]:
+    """Drive a server that is already running instead of starting one. `target`: also one elsewhere, known
+    by its address only (run: a load's client processes cannot share what they learn from the replies)."""
 
     def pids(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[int, ...]:
         if value is None:
@@ -171,6 +236,14 @@ def attach_options() -> Callable[[F], F]:
             raise click.BadParameter(f"{value!r} is not a pid or a comma-separated list of pids")
         return found
 
+    elsewhere = [
+        click.option(
+            "--target",
+            metavar="HOST:PORT",
+            default=None,
+            help="Drive a server on another host (or network namespace), attributed by its replies only.",
+        )
+    ]
     return apply(
         [
             click.option(
@@ -181,13 +254,7 @@ def attach_options() -> Callable[[F], F]:
                 help="Drive a server that is already running: its master's pid (workers: its children) or its "
                 "workers' pids. Needs --port; nothing is started or stopped.",
             ),
-            click.option(
-                "--target",
-                metavar="HOST:PORT",
-                default=None,
-                help="Drive a server on another host (or network namespace), attributed by its replies only "
-                "(run only).",
-            ),
+            *(elsewhere if target else []),
             click.option(
                 "--protocol",
                 type=click.Choice(["line", "http"]),
@@ -200,19 +267,19 @@ def attach_options() -> Callable[[F], F]:
     )
 
 
-def timeout_option(default: float, what: str) -> Callable[[F], F]:
+def timeout_option(default: str, what: str) -> Callable[[F], F]:
     return click.option(
         "--timeout",
         "timeout_s",
-        type=FloatRange(0.001, MAX_TIMEOUT_S),
+        type=Duration(low=0.001, high=MAX_TIMEOUT_S),
         default=default,
         show_default=True,
-        help=f"Seconds a {what} may take before it counts as failed.",
+        help=f"How long a {what} may take before it counts as failed, e.g. 5s or 500ms (a bare number is in s).",
     )
 
 
 def sequential_options(connections: int = 6, pacing: bool = True) -> Callable[[F], F]:
-    """`pacing=False` (herd) leaves out --gap-ms and --no-settle: that command needs both off."""
+    """`pacing=False` (herd) leaves out --gap and --no-settle: that command needs both off."""
     options: list[Callable[[F], F]] = [
         click.option(
             "--connections",
@@ -223,16 +290,20 @@ def sequential_options(connections: int = 6, pacing: bool = True) -> Callable[[F
             help="Connections to drive, one after the other.",
         ),
         click.option(
-            "--gap-ms",
-            type=FloatRange(0, MAX_GAP_MS),
-            default=0.0,
+            "--gap",
+            "gap_s",
+            type=Duration(bare="ms", zero=True, high=MAX_GAP_MS / 1000),
+            default="0ms",
             show_default=True,
-            help="Start connection k at k*gap (0: each when the previous one has finished).",
+            help="Start connection k at k*gap, e.g. 50ms (0: each when the previous one has finished; a bare "
+            "number is in ms).",
         ),
-        timeout_option(5.0, "connection"),
+        timeout_option("5s", "connection"),
         click.option(
             "--no-settle", is_flag=True, help="Do not wait for idle workers to be asleep before each connection."
         ),
+        # --gap's old spelling: a number of ms
+        click.option("--gap-ms", "gap_ms", type=Duration(bare="ms", zero=True, high=MAX_GAP_MS / 1000), hidden=True),
     ]
     return apply(options if pacing else [options[0], options[2]])
 
@@ -249,8 +320,10 @@ def load_cpus_option() -> Callable[[F], F]:
     )
 
 
-def load_options(rate: bool = False) -> Callable[[F], F]:
-    """`rate`: the command also runs an open loop (--rate), where -c is the most connections in flight."""
+def load_options(rate: bool = False, count: bool = True, duration: str | None = None) -> Callable[[F], F]:
+    """`rate`: the command also runs an open loop (--rate), where -c is the most connections in flight.
+    `count=False`: the load runs for a --duration only (reload: its worker goes part-way through), whose
+    default is then `duration`."""
     from ..spec import DEFAULT_REQUESTS
 
     concurrency_help = "Connections in flight: each ends (connect, read reply, close) and the next starts at once."
@@ -268,24 +341,30 @@ def load_options(rate: bool = False) -> Callable[[F], F]:
             "each timed from when it was due (as wrk2 does) [default: closed loop].",
         )
     ]
+    by_count = [
+        click.option(
+            "--connections",
+            "-n",
+            "connections",
+            type=IntRange(1, MAX_CONNECTIONS),
+            default=None,
+            help=f"Connections to finish, each one request (default {DEFAULT_REQUESTS}; not with --duration).",
+        ),
+        # v0.1 called them requests; kept so old command lines still work.
+        click.option("--requests", "requests_alias", type=IntRange(1, MAX_CONNECTIONS), default=None, hidden=True),
+    ]
     return apply(
         [
-            click.option(
-                "--connections",
-                "-n",
-                "connections",
-                type=IntRange(1, MAX_CONNECTIONS),
-                default=None,
-                help=f"Connections to finish, each one request (default {DEFAULT_REQUESTS}; not with --duration).",
-            ),
-            # v0.1 called them requests; kept so old command lines still work.
-            click.option("--requests", "requests_alias", type=IntRange(1, MAX_CONNECTIONS), default=None, hidden=True),
+            *(by_count if count else []),
             click.option(
                 "--duration",
                 "duration_s",
                 type=DURATION,
-                default=None,
-                help="Run for this long instead: 10s, 500ms, 2m.",
+                default=duration,
+                show_default=duration is not None,
+                help="Run for this long instead: 10s, 500ms, 2m (a bare number is in s)."
+                if count
+                else "How long the load runs: 10s, 500ms, 2m (a bare number is in s).",
             ),
             click.option(
                 "--concurrency",
@@ -302,7 +381,7 @@ def load_options(rate: bool = False) -> Callable[[F], F]:
                 show_default=True,
                 help="Load generator processes sharing the concurrency.",
             ),
-            timeout_option(10.0, "connection"),
+            timeout_option("10s", "connection"),
             load_cpus_option(),
             *(open_loop if rate else []),
         ]

@@ -38,7 +38,7 @@ def _output(ctx: click.Context, param: click.Parameter, value: str) -> str:
 @handle_errors
 def plot(path: str, output: str, cdf: bool, title: str | None) -> None:
     """Draw a saved result (--json) as a picture: latency histograms or CDFs, serving order, herds, bursts,
-    ramps and reloads. Needs matplotlib: pip install 'accept-order[plot]'."""
+    ramps and reloads. Needs matplotlib: pip install 'accept-order[plot]' (from a clone: pip install '.[plot]')."""
     from ..render.plots import PlotOptions, figure_bytes, image_format, plot_document, require_matplotlib, write_image
     from ..render.text import escape_controls
     from ..results.envelope import load

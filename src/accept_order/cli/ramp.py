@@ -86,7 +86,7 @@ def _ms(value: Any) -> float | None:
     show_default=True,
     help="Load generator processes.",
 )
-@timeout_option(5.0, "connection")
+@timeout_option("5s", "connection")
 @load_cpus_option()
 @repeat_option()
 @json_option()

@@ -23,14 +23,14 @@ DEFAULT_MODES = "blocking,epoll,accept-mutex,fd-pass,io-uring,reuseport"
 @click.command(
     epilog=examples(
         "sudo accept-order reload                      # the cures; leave and kill; tcp_migrate_req 0 and 1",
-        "sudo accept-order reload --modes reuseport --how leave -c 64 --work-ms 1",
+        "sudo accept-order reload --modes reuseport --how leave -c 64 --work 1ms",
         "sudo accept-order reload --duration 5s --worker 1 --at 0.3 --json reload.json",
         "sudo accept-order reload --modes epoll,reuseport --how leave --repeat 5    # the same losses every run?",
     )
 )
 @modes_option(default=DEFAULT_MODES, help="Comma-separated modes, or all.")
-@server_options(workers=3)
-@load_options()
+@server_options(workers=3, kinds=("builtin",))  # reload makes the built-in workers go
+@load_options(count=False, duration="2s")  # the worker goes part-way through a duration
 @click.option(
     "--how",
     "hows",
@@ -71,20 +71,14 @@ def reload(
 
     Runs in a private network namespace it creates (needs root), where it sets net.ipv4.tcp_migrate_req
     for each run; the host's setting is never changed."""
+    import ipaddress
+
     from .. import netns
     from ..api import reload as reload_runs
     from ..experiments.reload.report import reload_report
     from ..experiments.reload.result import ReloadResult
     from ..experiments.reload.run import ReloadPlan, available, plans
     from ..probes.evidence import PRIVATE_ENV
-
-    if options.get("connections") is not None or options.get("requests_alias") is not None:
-        raise click.UsageError("reload runs for a --duration (the worker goes part-way through it), not -n")
-    options["duration_s"] = options.get("duration_s") or 2.0
-    if options.get("server") != "builtin":
-        raise click.UsageError("reload makes the built-in workers go; --server nginx is not supported by it yet")
-    import ipaddress
-
     from ..spec import resolve_host
 
     if not ipaddress.ip_address(resolve_host(options.get("host") or "127.0.0.1")[0]).is_loopback:

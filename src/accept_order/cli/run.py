@@ -19,14 +19,14 @@ from .specs import sequential_load, server_spec
         "accept-order run                         # epoll (nginx's default): one worker takes all",
         "accept-order run --mode blocking         # accept() rotates among idle workers",
         "accept-order run -m reuseport -n 30 --json run.json",
-        "accept-order run --work-ms 200 --gap-ms 50   # busy workers: who gets the next one?",
+        "accept-order run --work 200ms --gap 50ms     # busy workers: who gets the next one?",
         "accept-order run --server nginx -n 40         # Debian's nginx, from a generated config",
         "accept-order run --attach $(cat /run/nginx.pid) --port 80 --protocol http -n 40",
     )
 )
 @mode_option()
 @server_options()
-@attach_options()
+@attach_options(target=True)
 @sequential_options()
 @repeat_option()
 @json_option()

@@ -6,16 +6,44 @@ from typing import Any
 
 import click
 
-from ..spec import ConcurrentLoad, SequentialLoad, ServerSpec, ms_to_us, pinned
+from ..spec import ConcurrentLoad, SequentialLoad, ServerSpec, pinned
+
+
+def typed(name: str) -> bool:
+    """Whether the option of this parameter name was given on the command line (not its default)."""
+    ctx = click.get_current_context(silent=True)
+    return bool(
+        ctx is not None
+        and name in ctx.params
+        and ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+    )
+
+
+def option_name(name: str) -> str:
+    """The option a parameter name is given with, as its --help shows it (`work_s` -> `--work`)."""
+    ctx = click.get_current_context(silent=True)
+    for param in ctx.command.params if ctx is not None else ():
+        if param.name == name and isinstance(param, click.Option):
+            return max(param.opts, key=lambda opt: opt.startswith("--"))
+    return f"--{name.replace('_', '-')}"
+
+
+def one_of(options: dict[str, Any], new: str, old: tuple[str, ...]) -> float | None:
+    """Pops an option given in its new spelling or one of its old ones (hidden aliases): the one given, in
+    seconds (each parsed in its own unit); a usage error for two of them."""
+    values = {name: options.pop(name, None) for name in (new, *old)}
+    given = [name for name in old if values[name] is not None] + ([new] if typed(new) else [])
+    if len(given) > 1:
+        raise click.UsageError(
+            f"give {option_name(new)} once ({', '.join(option_name(n) for n in old)}: its old spellings)"
+        )
+    return values[given[0]] if given else values[new]
 
 
 def work_us(options: dict[str, Any]) -> int:
-    work_ms, us = options.pop("work_ms", None), options.pop("work_us", None)
-    if work_ms is not None and us is not None:
-        raise click.UsageError("give --work-ms or --work-us, not both")
-    if us is not None:
-        return int(us)
-    return ms_to_us(work_ms) if work_ms is not None else 0
+    """--work (or its old spellings --work-ms, --work-us) as whole microseconds."""
+    seconds = one_of(options, "work_s", ("work_ms", "work_us"))
+    return round((seconds or 0.0) * 1e6)
 
 
 def first_available(modes: list[str], server: str | list[str] = "builtin") -> str | None:
@@ -34,6 +62,7 @@ NOT_WITH_ATTACH = (
     "server",
     "mode",
     "workers",
+    "work_s",
     "work_ms",
     "work_us",
     "work_iters",
@@ -56,12 +85,7 @@ def attached_spec(options: dict[str, Any]) -> ServerSpec | None:
         return _remote_spec(options, target, protocol, attach)
     if not attach:
         return None
-    ctx = click.get_current_context()
-    given = [
-        f"--{name.replace('_', '-')}"
-        for name in NOT_WITH_ATTACH
-        if name in ctx.params and ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
-    ]
+    given = [option_name(name) for name in NOT_WITH_ATTACH if typed(name)]
     if given:
         verb = "describes" if len(given) == 1 else "describe"
         raise click.UsageError(f"{', '.join(given)} {verb} a server this tool starts; not with --attach")
@@ -124,7 +148,7 @@ def server_spec(options: dict[str, Any], mode: str | None = None) -> ServerSpec:
 def sequential_load(options: dict[str, Any]) -> SequentialLoad:
     return SequentialLoad(
         connections=options.pop("connections"),
-        gap_ms=options.pop("gap_ms", 0.0),
+        gap_ms=round(1000 * (one_of(options, "gap_s", ("gap_ms",)) or 0.0), 6),
         timeout_s=options.pop("timeout_s"),
         settle=not options.pop("no_settle", False),
     ).validated()
@@ -186,9 +210,6 @@ def _remote_spec(options: dict[str, Any], target: str, protocol: str, attach: tu
     """--target HOST:PORT: a server elsewhere, known only by its address; -w says how many workers it has."""
     from ..spec import resolve_host
 
-    ctx = click.get_current_context()
-    if ctx.info_name != "run":
-        raise click.UsageError("--target works with run (a load's client processes cannot share what they learn)")
     if attach:
         raise click.UsageError("give --attach (a server on this host) or --target (elsewhere), not both")
     host, sep, port_text = target.rpartition(":")
@@ -196,11 +217,7 @@ def _remote_spec(options: dict[str, Any], target: str, protocol: str, attach: tu
     if not sep or not host or not (port_text.isascii() and port_text.isdigit()) or not 0 < int(port_text) < 65536:
         raise click.UsageError(f"--target {target!r} is not HOST:PORT")
     refused = [n for n in NOT_WITH_ATTACH if n != "workers"] + ["port", "host"]
-    given = [
-        f"--{name.replace('_', '-')}"
-        for name in refused
-        if name in ctx.params and ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
-    ]
+    given = [option_name(name) for name in refused if typed(name)]
     if given:
         verb = "describes" if len(given) == 1 else "describe"
         raise click.UsageError(f"{', '.join(given)} {verb} a server this tool starts; not with --target")

@@ -7,33 +7,24 @@ from typing import Any
 
 import click
 
-from ..spec import MAX_ACCEPT_BATCH
 from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
 from .latency import bars
-from .options import examples, json_option, load_options, mode_option, server_options
+from .options import accept_batch_option, examples, json_option, load_options, mode_option, server_options
 from .repeat_common import repeat_option, run_repeated
 from .specs import concurrent_load, server_spec
-from .types import IntList
 
 
 @click.command(
     epilog=examples(
         "accept-order sweep                                # caps 1,4,32 and none, epoll",
-        "accept-order sweep --accept-batch 1,0 -n 20000 -c 64 --work-us 200",
+        "accept-order sweep --accept-batch 1,0 -n 20000 -c 64 --work 200us",
         "accept-order sweep --mode poll --duration 5s --json sweep.json",
     )
 )
 @mode_option()
 @server_options(workers=None, accept_batch=False)
-@click.option(
-    "--accept-batch",
-    "batches",
-    type=IntList(0, MAX_ACCEPT_BATCH),
-    default="1,4,32,0",
-    show_default=True,
-    help="Caps on connections accepted per wakeup to try, one run each (0: until EAGAIN).",
-)
+@accept_batch_option(several=True)
 @load_options()
 @repeat_option()
 @json_option()

@@ -2,7 +2,7 @@
 
 With gap 0 each connection starts when the previous one has finished, like `for i in $(seq 6); do nc
 ...; done`. With a gap, connection k starts k*gap after the first whether or not the earlier ones have
-finished, so that a slow worker (`--work-ms` > gap) is still busy when the next connection arrives.
+finished, so that a slow worker (`--work` > `--gap`) is still busy when the next connection arrives.
 Every connection ends as a record: served (by the worker its target attributes it to) or failed.
 
 This loop is the harness's hot path (benchmarks/bench_run.py holds it to a C client doing the same): each

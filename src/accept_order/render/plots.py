@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AcceptOrderError, ResultFileError
+from ..hints import pip_install
 from .text import escape_controls
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-NEEDS_MATPLOTLIB = "plotting needs matplotlib: pip install 'accept-order[plot]'"
+NEEDS_MATPLOTLIB = f"plotting needs matplotlib: {pip_install('plot')}"
 # -o's suffix (lower-cased) -> the format matplotlib writes
 FORMATS: dict[str, str] = {".png": "png", ".svg": "svg"}
 DPI = 100

@@ -19,11 +19,27 @@ def _opt(value: int | float | None, fmt: str = "{}") -> str:
     return "-" if value is None else fmt.format(value)
 
 
+# What each column that needs it means; a legend names only the columns its table shows.
+_MEANINGS = (
+    ("wakeups", "times the wait call returned"),
+    ("empty", "woken but got EAGAIN"),
+    ("max", "most accepts in one wakeup"),
+    ("sleeps", "voluntary context switches (kernel wakeups)"),
+    ("preempt", "involuntary ones"),
+)
+
+
+def worker_legend(detail: bool = False) -> str:
+    """The legend of a worker_table with the same `detail`."""
+    return "; ".join(f"{name}: {meaning}" for name, meaning in _MEANINGS if detail or name != "preempt")
+
+
 def worker_table(
-    counters: Sequence[WorkerCounters], served: Sequence[int], title: str | None = None, detail: bool = False
+    counters: Sequence[WorkerCounters], served: Sequence[int] | None, title: str | None = None, detail: bool = False
 ) -> Table:
-    """One row per worker. `detail` adds involuntary switches and CPU affinity (for herd and latency)."""
-    total = sum(served)
+    """One row per worker. `detail` adds involuntary switches and CPU affinity (for herd and latency).
+    `served` None (or too short for a worker): not known, shown as `-` rather than a count of 0."""
+    total = sum(served or ())
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     columns = ["worker", "pid", "served", "share", "wakeups", "accepted", "empty", "max", "sleeps", "cpu ms"]
     if detail:
@@ -31,12 +47,12 @@ def worker_table(
     for name in columns:
         table.add_column(name, justify="left" if name == "cpus" else "right")
     for c in counters:
-        count = served[c.index] if c.index < len(served) else 0
+        count = served[c.index] if served is not None and c.index < len(served) else None
         row = [
             str(c.index),
             str(c.pid),
-            str(count),
-            _share(count, total),
+            _opt(count),
+            "-" if count is None else _share(count, total),
             _opt(c.wakeups),
             _opt(c.accepts),
             _opt(c.empty),

@@ -42,7 +42,7 @@ class AtlasPlan:
         known = launched_kinds()
         for name in self.servers:
             if name not in known:
-                raise PlanError(f"--servers: {name!r} is not a server this version launches ({', '.join(known)})")
+                raise PlanError(f"--server: {name!r} is not a server this version launches ({', '.join(known)})")
         check_range("--workers", self.workers, 2, 64)
         check_range("--connections", self.connections, 2, 10_000)
         check_range("--load-connections", self.load_connections, 1, 10_000_000)

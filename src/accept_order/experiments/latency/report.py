@@ -232,6 +232,12 @@ def kernel_counts_text(result: LatencyResult) -> Text | None:
     )
 
 
+def served_known(result: LatencyResult) -> tuple[int, ...] | None:
+    """The served count per worker, or None where nobody could count it (the file holds zeros then)."""
+    kernel = result.evidence.get("accept_counts")
+    return None if isinstance(kernel, dict) and not kernel.get("available") else result.served
+
+
 def latency_report(result: LatencyResult) -> RenderableType:
     parts: list[RenderableType] = [
         *interrupted_note([result]),
@@ -240,7 +246,7 @@ def latency_report(result: LatencyResult) -> RenderableType:
         percentile_table(result),
         *([note] if (note := open_loop_note(result)) is not None else []),
         *model_report([result]),
-        worker_table(result.counters, result.served, title="served per worker", detail=False),
+        worker_table(result.counters, served_known(result), title="served per worker", detail=False),
         *([note] if (note := kernel_counts_text(result)) is not None else []),
         Verbatim(affinity_lines(result.counters)),
         drivers_text(result.drivers),

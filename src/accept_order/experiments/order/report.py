@@ -12,14 +12,10 @@ from rich.text import Text
 
 from ...render.evidence import evidence_report
 from ...render.text import plural
-from ...render.workers import worker_table
+from ...render.workers import worker_legend, worker_table
 from .result import RunResult, ServeResult
 
 SEQUENCE_SHOWN = 60
-TABLE_LEGEND = (
-    "wakeups: times the wait call returned; empty: woken but got EAGAIN; max: most accepts in one wakeup; "
-    "sleeps: voluntary context switches (kernel wakeups); preempt: involuntary ones"
-)
 
 
 def sequence_text(result: RunResult, limit: int = SEQUENCE_SHOWN) -> str:
@@ -52,7 +48,7 @@ def run_report(result: RunResult) -> RenderableType:
         head,
         Text.assemble(("Sequence: ", "bold"), sequence_text(result)),
         worker_table(result.counters, result.counts, detail=bool(server.cpus)),
-        Text(TABLE_LEGEND, style="dim"),
+        Text(worker_legend(detail=bool(server.cpus)), style="dim"),
         Text(f"served {result.served}, failed {result.failed}, driven {len(result.records)}"),
     ]
     if result.unsettled:
@@ -190,10 +186,12 @@ def serve_report(result: ServeResult) -> RenderableType:
     witness = result.evidence.get("witness")
     served = [result.sequence.count(c.index) for c in result.counters]
     accepted = [served[i] if c.accepts is None else c.accepts for i, c in enumerate(result.counters)]
+    # A launched server counts nothing itself: without its log, who served what is not known (not 0 each).
+    known = isinstance(witness, dict) or all(c.accepts is not None for c in result.counters)
     parts: list[RenderableType] = [
         Text.assemble(("Sequence: ", "bold"), _marks(result.sequence) or "(no connections)"),
-        worker_table(result.counters, accepted, title="tally"),
-        Text(TABLE_LEGEND, style="dim"),
+        worker_table(result.counters, accepted if known else None, title="tally"),
+        Text(worker_legend(), style="dim"),
     ]
     if isinstance(witness, dict):
         source = str(witness.get("source", "the server's log"))

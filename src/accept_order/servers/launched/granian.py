@@ -22,6 +22,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ...errors import PlanError, ServerUnavailable
+from ...hints import pip_install
 from ...spec import ServerSpec
 from ..kinds import ModeInfo, ServerKind
 from .asgi import AsgiServer
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 
 MIN_VERSION = (2, 8)
 MIN_BACKLOG = 128  # granian refuses a smaller --backlog
-PACKAGE = "pip install 'accept-order[servers]' (granian>=2.8)"
+PACKAGE = pip_install("servers", "granian>=2.8")
 
 # tokio accepts in a loop of its own and then reads the request: no batch of ours applies, and its context
 # switches are not wakeups.

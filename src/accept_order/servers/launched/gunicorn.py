@@ -15,6 +15,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ...errors import PlanError, ServerUnavailable
+from ...hints import pip_install
 from ...spec import ServerSpec
 from ..kinds import ModeInfo, ServerKind
 from .base import LaunchedServer
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from ..target import Target
 
 MIN_VERSION = (23, 0)
-PACKAGE = "pip install 'accept-order[servers]' (gunicorn>=23)"
+PACKAGE = pip_install("servers", "gunicorn>=23")
 
 
 # A sync worker accepts one connection per loop (no batch) and then reads the request, which sleeps:

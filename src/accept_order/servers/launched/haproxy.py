@@ -8,7 +8,7 @@ switches and CPU. Each answer is `http-request return`ed with `worker THREAD pid
 Modes: `threads` (one listener for all threads; since 2.3 the accepting thread hands each connection to
 the least loaded thread's queue, tune.listener.multi-queue) and `shards` (one `bind` per thread, each its
 own SO_REUSEPORT socket read by that thread only: what 2.7 calls `shards by-thread`). --accept-batch is
-tune.maxaccept. With --work-us/--work-iters a per-thread Lua action burns the work before the answer.
+tune.maxaccept. With --work/--work-iters a per-thread Lua action burns the work before the answer.
 """
 
 from __future__ import annotations

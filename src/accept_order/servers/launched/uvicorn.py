@@ -20,6 +20,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ...errors import PlanError, ServerUnavailable
+from ...hints import pip_install
 from ...processes import STOP_TIMEOUT_S
 from ...spec import ServerSpec
 from ..kinds import ModeInfo, ServerKind
@@ -28,8 +29,8 @@ from .asgi import AsgiServer
 if TYPE_CHECKING:
     from ..target import Target
 
-PACKAGE = "pip install 'accept-order[servers]' (uvicorn)"
-UVLOOP = "pip install 'accept-order[servers]' (uvloop)"
+PACKAGE = pip_install("servers", "uvicorn")
+UVLOOP = pip_install("servers", "uvloop")
 
 # asyncio accepts until EAGAIN on each wakeup (up to the backlog), then reads the request, which sleeps: no
 # batch of ours applies, and its context switches are not wakeups.

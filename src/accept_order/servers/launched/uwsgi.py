@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 import psutil
 
 from ...errors import PlanError, ServerUnavailable
+from ...hints import pip_install
 from ...processes import STOP_TIMEOUT_S
 from ...spec import ServerSpec
 from ...waiting import wait_for
@@ -40,7 +41,7 @@ from .base import SETTLE_TIMEOUT_S, LaunchedServer
 if TYPE_CHECKING:
     from ..target import Target
 
-PACKAGE = "pip install 'accept-order[servers]' (pyuwsgi)"
+PACKAGE = pip_install("servers", "pyuwsgi")
 # x86_64 syscall numbers a worker waits in: epoll_wait, epoll_pwait, futex (the thunder lock)
 EPOLL_WAIT, EPOLL_PWAIT, FUTEX = 232, 281, 202
 WAITS = (EPOLL_WAIT, EPOLL_PWAIT, FUTEX)

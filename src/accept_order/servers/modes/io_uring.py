@@ -20,9 +20,10 @@ import os
 import socket
 from typing import Any
 
+from ...hints import pip_install
 from .base import Listeners, Mode, Waiter
 
-EXTRA = "pip install 'accept-order[uring]'"
+EXTRA = pip_install("uring")
 ENTRIES = 64
 RECOVERABLE = (errno.ECONNABORTED, errno.EPROTO, errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
 
