@@ -199,8 +199,10 @@ def write_text(text: str) -> None:
 
 
 def print_report(renderable: Any) -> None:
+    from ..render.fit import fitted
+
     # crop=False: verbatim lines (mmhistogram output) are wider than 80 columns and must print whole.
-    stdout().print(renderable, crop=False)
+    stdout().print(fitted(renderable), crop=False)
     flush_stdout()
 
 
