@@ -36,8 +36,8 @@ def test_atlas_of_nginx_measures_every_mode_and_names_its_mechanism(tmp_path: Pa
         assert sum(row["served"]) + row["failed"] == LOAD  # every connection of the load counted
         assert row["order"] and row["order_fit"], row
     assert "envoy" not in doc["skipped"]  # only asked for nginx
-    # the progress says which server of how many
-    assert [line for line in result.stderr.splitlines() if "server 1 of" in line]
+    # the progress says which run of how many
+    assert [line for line in result.stderr.splitlines() if "run 1 of" in line]
     # saved, it shows the same table and exports one CSV row per measured row
     shown = run_cli(["show", str(out)])
     assert shown.exit_code == 0 and "accept-order atlas" in shown.stdout
@@ -69,7 +69,7 @@ def test_an_atlas_interrupted_before_its_first_row_saves_nothing(monkeypatch: py
 def test_a_load_over_the_open_file_limit_is_refused_before_anything_starts() -> None:
     result = run_cli(["atlas", "--servers", "builtin", "-c", "100000"])
     assert result.exit_code == 2 and "--concurrency" in result.stderr
-    assert "server 1 of" not in result.stderr  # nothing ran
+    assert "run 1 of" not in result.stderr  # nothing ran
 
 
 @pytest.mark.parametrize("saved", ["tests/data/golden/atlas.json", "docs/atlas.json"])

@@ -17,7 +17,8 @@ LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ne
 
 
 def run_script(*args: str) -> subprocess.CompletedProcess[str]:
-    return run_experiment("latency_shared_vs_reuseport.py", *args, columns=80)
+    # 120 columns, as piped: the mmhistogram summary lines whole (a narrower terminal folds a long one)
+    return run_experiment("latency_shared_vs_reuseport.py", *args, columns=120)
 
 
 @LINUX_ONLY

@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from conftest import assert_one_error_line, run_cli
@@ -99,16 +100,21 @@ def test_agreement_is_conclusive_at_four_runs_of_five_and_names_the_rivals_below
     assert (none.conclusive, none.winner, none.text) == (False, None, "nobody won in any of 2 runs")
 
 
-def test_progress_says_which_run_of_n() -> None:
-    from accept_order.cli.repeat_common import RoundProgress
-    from accept_order.experiments.repeat.run import interleaved
+def test_progress_says_which_run_of_n(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--repeat 3 of two variants is 6 runs: each bar's label counts every run of every round."""
+    from accept_order.cli import repeat_common
+    from accept_order.cli.progress import RunProgress
 
-    progress = RoundProgress(3)
+    monkeypatch.setattr(repeat_common, "report_and_save", lambda *a: None)
+    monkeypatch.setattr("accept_order.experiments.repeat.result.repeated", lambda *a: SimpleNamespace(to_dict=dict))
+    monkeypatch.setattr("accept_order.experiments.repeat.experiment.report", lambda *a: None)
+    clock = iter(range(0, 1000, 10))
+    progress = RunProgress(3, clock=lambda: float(next(clock)), write=lambda line: None)
     labels: list[str] = []
-    interleaved(["A", "B"], 3, lambda v: labels.append(progress.label(v)), progress.start)
-    assert labels == ["run 1 of 3: A", "run 1 of 3: B", "run 2 of 3: A", "run 2 of 3: B", "run 3 of 3: A",
-                      "run 3 of 3: B"]  # fmt: skip
-    assert RoundProgress(1).label("A") == "A"
+    repeat_common.run_repeated("compare", ["A", "B"], 3, lambda v: labels.append(progress.label(v)), {}, None, progress)
+    assert [label.split(",")[0].split(":")[0] for label in labels] == [f"run {k} of 6" for k in range(1, 7)]
+    assert labels[0] == "run 1 of 6: A" and labels[-1].endswith(" left: B")
+    assert RunProgress(1).label("A") == "A"
 
 
 # -- burst -----------------------------------------------------------------------------------------------

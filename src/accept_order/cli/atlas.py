@@ -10,6 +10,7 @@ from .app import handle_errors
 from .common import keep_partial, report_and_save
 from .options import examples, json_option, server_option
 from .output import note
+from .progress import RunProgress
 from .types import IntRange
 
 
@@ -52,12 +53,18 @@ def atlas(json_path: str | None, **options: Any) -> None:
         repeat=options["repeat"],
     )
 
+    runs = RunProgress(0)
+
     def progress(spec: Any, k: int, total: int) -> None:
-        note(f"accept-order atlas: server {k} of {total}: {spec.label}")
+        runs.total = total
+        runs.start(k)
+        note(f"accept-order atlas: {runs.status()}: {spec.label}")
+        runs.last_beat = runs.clock()  # that line was this beat
 
     def save(result: AtlasResult) -> None:
         report_and_save(atlas_report(result), json_path, "atlas", result.to_dict())
 
     with keep_partial(lambda results: save(results[0])):
-        result = run_atlas(plan, progress)
+        with runs.heartbeat():
+            result = run_atlas(plan, progress)
     save(result)

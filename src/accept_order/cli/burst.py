@@ -14,7 +14,8 @@ from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
 from .options import examples, json_option, load_cpus_option, modes_option, server_options, timeout_option
 from .output import progress_bar
-from .repeat_common import RoundProgress, repeat_option, run_repeated
+from .progress import RunProgress
+from .repeat_common import repeat_option, run_repeated
 from .specs import first_available, load_cpus, server_spec
 from .types import IntList, IntRange
 
@@ -76,7 +77,7 @@ def burst(
     if plan.load_cpus:  # the file keeps no load of its own: said where it is kept
         notes.append(f"the load generator's processes were pinned to CPUs {format_cpu_list(plan.load_cpus)}")
     host_warnings()
-    rounds = RoundProgress(repeat)
+    rounds = RunProgress(repeat)  # run_repeated counts every run of every round
 
     def save(runs: Sequence[Any], interrupted: bool = False) -> None:
         result = BurstResult(tuple(runs), skipped, tuple(notes), interrupted)

@@ -4,7 +4,7 @@ mmhistogram-style histograms."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, nullcontext
 from typing import Any
 
 import click
@@ -14,6 +14,7 @@ from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
 from .options import attach_options, examples, json_option, load_options, mode_option, server_options
 from .output import progress_bar
+from .progress import RunProgress
 from .repeat_common import repeat_option, run_repeated
 from .specs import concurrent_load, first_available, server_spec
 from .types import MODE_LIST
@@ -22,15 +23,21 @@ Tick = Callable[[int, float], None]
 
 
 @contextmanager
-def bars(load: ConcurrentLoad, label: Callable[[ServerSpec], str]) -> Iterator[Callable[[ServerSpec], Tick]]:
-    """A fresh progress bar for each run of a comparison or sweep (a no-op off a terminal)."""
-    with ExitStack() as stack:
+def bars(
+    load: ConcurrentLoad, label: Callable[[ServerSpec], str], runs: RunProgress | None = None, count: bool = False
+) -> Iterator[Callable[[ServerSpec], Tick]]:
+    """A fresh progress bar for each run of a comparison or sweep (a no-op off a terminal), labelled with
+    which run of `runs` it is; `count`: each run is one more of them (a --repeat counts its own)."""
+    runs = runs or RunProgress(1)
+    with ExitStack() as stack, runs.heartbeat() if count else nullcontext():
 
         def on_run(spec: ServerSpec) -> Tick:
             stack.close()
+            if count:
+                runs.next()
             by_count = load.connections is not None
             total = load.connections if by_count else load.duration_s
-            return stack.enter_context(progress_bar(label(spec), total, by_count=by_count))
+            return stack.enter_context(progress_bar(runs.label(label(spec)), total, by_count=by_count))
 
         yield on_run
 
@@ -90,7 +97,8 @@ def latency(
         if options.get("attach") or server.kind in ("attached", "remote"):
             raise click.UsageError("--repeat starts the server for every run: not with --attach or --target")
         specs, skipped = variants(server, modes, servers, batch_given) if modes is not None else ([server], {})
-        with bars(load, lambda s: f"{s.label}: connections") as on_run:
+        runs = RunProgress(repeat)
+        with bars(load, lambda s: f"{s.label}: connections", runs) as on_run:
             run_repeated(
                 "latency-compare" if modes is not None else "latency",
                 specs,
@@ -98,6 +106,7 @@ def latency(
                 lambda spec: api.latency(spec, load, on_run(spec), title),
                 skipped,
                 json_path,
+                runs,
             )
         return
     if modes is None:
@@ -108,13 +117,13 @@ def latency(
                 result = api.latency(server, load, on_run(server), title)
         report_and_save(latency_report(result), json_path, "latency", result.to_dict())
         return
-    skipped = variants(server, modes, servers, batch_given)[1]  # every variant checked before any runs
+    specs, skipped = variants(server, modes, servers, batch_given)  # every variant checked before any runs
 
     def save(results: Sequence[Any], interrupted: bool = False) -> None:
         result = LatencyCompareResult(tuple(results), skipped, interrupted)
         report_and_save(latency_compare_report(result), json_path, "latency-compare", result.to_dict())
 
     with keep_partial(lambda results: save(results, interrupted=True)):
-        with bars(load, lambda s: f"{s.mode}: connections") as on_run:
+        with bars(load, lambda s: f"{s.mode}: connections", RunProgress(len(specs)), count=True) as on_run:
             results, skipped = api.compare_latency(server, load, modes, on_run, servers, batch_given)
     save(results)

@@ -199,9 +199,24 @@ def write_text(text: str) -> None:
 
 
 def print_report(renderable: Any) -> None:
+    from ..render.fit import fitted
+
+    clear_progress()  # a bar still on the terminal would have the report's first line glued to its frame
+
     # crop=False: verbatim lines (mmhistogram output) are wider than 80 columns and must print whole.
-    stdout().print(renderable, crop=False)
+    stdout().print(fitted(renderable), crop=False)
     flush_stdout()
+
+
+_BARS: list[Any] = []  # the progress bars on the terminal now (rich Progress)
+
+
+def clear_progress() -> None:
+    """Erase every progress bar still shown (they are transient): what follows starts on a clean line."""
+    while _BARS:
+        bar = _BARS.pop()
+        with unless_hung_up():
+            bar.stop()
 
 
 @contextmanager
@@ -223,6 +238,7 @@ def progress_bar(
     bar = Progress(*columns, console=console, transient=True)
     with unless_hung_up():
         bar.start()
+    _BARS.append(bar)
     try:
         task = bar.add_task(label, total=total, done=0)
 
@@ -231,6 +247,8 @@ def progress_bar(
 
         yield update
     finally:
+        if bar in _BARS:
+            _BARS.remove(bar)
         with unless_hung_up():  # erasing the bar must not replace the run's own end (a hang-up's 129)
             bar.stop()
 

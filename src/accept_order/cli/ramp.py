@@ -12,7 +12,8 @@ from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
 from .options import examples, json_option, load_cpus_option, mode_option, server_options, timeout_option
 from .output import progress_bar
-from .repeat_common import RoundProgress, repeat_option, run_repeated
+from .progress import RunProgress
+from .repeat_common import repeat_option, run_repeated
 from .specs import first_available, load_cpus, server_spec
 from .types import DURATION, MODE_LIST, IntList, IntRange, parse_float
 
@@ -138,7 +139,7 @@ def ramp(
 
     specs, skipped = variants(server, modes, [kind], batch_given) if modes else ([server], {})  # checked first
     host_warnings()
-    rounds = RoundProgress(repeat)
+    rounds = RunProgress(repeat)  # run_repeated counts every run of every round
 
     def save(result: Any) -> None:
         report_and_save(ramp_report(result), json_path, "ramp", result.to_dict())

@@ -13,7 +13,8 @@ from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
 from .options import examples, json_option, load_options, modes_option, server_options
 from .output import progress_bar
-from .repeat_common import RoundProgress, repeat_option, run_repeated
+from .progress import RunProgress
+from .repeat_common import repeat_option, run_repeated
 from .specs import concurrent_load, first_available, server_spec
 from .types import FloatRange, IntList, IntRange
 
@@ -104,7 +105,7 @@ def reload(
     per_worker = {spec.mode for spec, plan in variants if plan.migrate}
     netns.enter_private()  # from here on this process (and all it starts) is in a namespace of its own
     os.environ[PRIVATE_ENV] = "1"  # the evidence says so (PID 1's namespace cannot always be compared)
-    rounds = RoundProgress(repeat)
+    rounds = RunProgress(repeat)  # run_repeated counts every run of every round
 
     def save(runs: Sequence[Any], interrupted: bool = False) -> None:
         result = ReloadResult(tuple(runs), skipped, host_setting, interrupted)

@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from .common import keep_partial, report_and_save
+from .progress import RunProgress
 from .types import IntRange
 
 
@@ -24,20 +25,6 @@ def repeat_option() -> Callable[[Any], Any]:
     )
 
 
-class RoundProgress:
-    """Which of the N runs is under way, for the progress bars' labels ("run 2 of 5: epoll: 1000 clients")."""
-
-    def __init__(self, total: int) -> None:
-        self.total = total
-        self.current = 0
-
-    def start(self, number: int) -> None:
-        self.current = number
-
-    def label(self, text: str) -> str:
-        return f"run {self.current} of {self.total}: {text}" if self.total > 1 else text
-
-
 def run_repeated(
     of: str,
     variants: Sequence[Any],
@@ -45,7 +32,7 @@ def run_repeated(
     run_one: Callable[[Any], Any],
     skipped: dict[str, str],
     json_path: str | None,
-    progress: RoundProgress | None = None,
+    progress: RunProgress | None = None,
     notes: Sequence[str] = (),
 ) -> None:
     from ..api import repeat as interleaved
@@ -60,6 +47,14 @@ def run_repeated(
         result = repeated(of, done, skipped, {"before": before, "after": snapshot()}, cpus, interrupted, notes)
         report_and_save(report(result), json_path, "repeat", result.to_dict())
 
-    with keep_partial(lambda done: save(done, interrupted=True)):
-        done = interleaved(variants, rounds, run_one, progress.start if progress else None)
+    # "run k of N" counts every run of every round; the bars' labels read it (their own `progress`)
+    progress = progress or RunProgress(0)
+    progress.total = rounds * len(variants)
+
+    def counted(variant: Any) -> Any:
+        progress.next()
+        return run_one(variant)
+
+    with keep_partial(lambda done: save(done, interrupted=True)), progress.heartbeat():
+        done = interleaved(variants, rounds, counted)
     save(done)

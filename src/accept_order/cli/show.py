@@ -77,6 +77,7 @@ def show(path: str, fmt: str, table: str | None) -> None:
 
     from ..errors import ResultFileError
     from ..render import render_document
+    from ..render.fit import fitted
     from ..results.envelope import load
     from .output import stdout, write_text
 
@@ -92,7 +93,7 @@ def show(path: str, fmt: str, table: str | None) -> None:
     try:
         with out.capture() as captured:
             # crop=False: verbatim lines (mmhistogram output) may be wider than 80 columns when piped.
-            out.print(render_document(kind, document), crop=False)
+            out.print(fitted(render_document(kind, document)), crop=False)
     except (NotRenderableError, KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
         raise ResultFileError(f"malformed {kind!r} result ({type(exc).__name__})") from None
     write_text(captured.get())

@@ -11,6 +11,7 @@ from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
 from .latency import bars
 from .options import accept_batch_option, examples, json_option, load_options, mode_option, server_options
+from .progress import RunProgress
 from .repeat_common import repeat_option, run_repeated
 from .specs import concurrent_load, server_spec
 
@@ -43,7 +44,8 @@ def sweep(json_path: str | None, batches: list[int], repeat: int, **options: Any
         from ..experiments.latency.result import default_title
 
         specs = [server.replace(accept_batch=value) for value in batches]
-        with bars(load, lambda s: f"accept-batch {s.accept_batch or 'none'}") as on_run:
+        runs = RunProgress(repeat)
+        with bars(load, lambda s: f"accept-batch {s.accept_batch or 'none'}", runs) as on_run:
             run_repeated(
                 "sweep",
                 specs,
@@ -51,6 +53,7 @@ def sweep(json_path: str | None, batches: list[int], repeat: int, **options: Any
                 lambda spec: run_latency(spec, load, on_run(spec), default_title(spec, sweep=True)),
                 {},
                 json_path,
+                runs,
             )
         return
 
@@ -59,6 +62,7 @@ def sweep(json_path: str | None, batches: list[int], repeat: int, **options: Any
         report_and_save(sweep_result_report(result), json_path, "sweep", result.to_dict())
 
     with keep_partial(lambda results: save(results, interrupted=True)):
-        with bars(load, lambda s: f"accept-batch {s.accept_batch or 'none'}") as on_run:
+        cap = RunProgress(len(batches))
+        with bars(load, lambda s: f"accept-batch {s.accept_batch or 'none'}", cap, count=True) as on_run:
             results = api.sweep_accept_batch(server, load, batches, on_run)
     save(results)

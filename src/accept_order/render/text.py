@@ -51,16 +51,31 @@ def escape_controls_everywhere(value: Any) -> Any:
 
 
 class Verbatim:
-    """Lines printed exactly as given: never wrapped or re-flowed (mmhistogram output must stay
-    byte-comparable with the seed's). Printed with crop=False they are not cut at the console width."""
+    """Lines printed exactly as given: never re-flowed (mmhistogram output must stay byte-comparable with
+    the seed's). Printed with crop=False they are not cut at the console width; a line wider than the
+    terminal is broken at its last space that fits, and goes on indented, rather than spilling over."""
 
     def __init__(self, lines: Sequence[str]) -> None:
         self.lines = list(lines)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         for line in self.lines:
-            yield Segment(line)
-            yield Segment.line()
+            for piece in fold(line, options.max_width):
+                yield Segment(piece)
+                yield Segment.line()
+
+
+def fold(line: str, width: int, indent: str = "  ") -> list[str]:
+    """`line` as it is when it fits `width`, else broken at spaces into pieces that do (a word longer
+    than the width stays whole: cutting a figure would be worse than a long line)."""
+    pieces: list[str] = []
+    while len(line) > width:
+        cut = line.rfind(" ", len(indent) + 1 if pieces else 1, width + 1)
+        if cut <= 0:
+            break
+        pieces.append(line[:cut].rstrip())
+        line = indent + line[cut:].lstrip()
+    return [*pieces, line]
 
 
 def plural(n: int, word: str) -> str:

@@ -18,6 +18,7 @@ from ...loads.generator import STARVED, client_bound, driver_warnings
 from ...loads.protocol import describe_error
 from ...loads.summary import cpu_us_per_connection
 from ...measures import Environment, WorkerCounters
+from ...render.columns import TextColumn, TextTable
 from ...render.evidence import OTHERS_SHOWN, counters_text, evidence_report, machine_busy
 from ...render.text import Verbatim, plural
 from ...render.workers import worker_table
@@ -260,6 +261,8 @@ def latency_report(result: LatencyResult) -> RenderableType:
     return Group(*parts)
 
 
+WIDE = 1000  # as many columns as a line needs: the layout unstacked
+
 COMPARE_COLUMNS = (
     ("min", "min_ms"),
     ("avg", "avg_ms"),
@@ -272,17 +275,21 @@ COMPARE_COLUMNS = (
 )
 
 
-def compare_lines(results: Sequence[LatencyResult]) -> list[str]:
-    """The side-by-side table, as fixed-width text: it is wider than 80 columns and must not be cut."""
+def compare_table(results: Sequence[LatencyResult]) -> TextTable:
+    """The side-by-side table, as fixed-width text: stacked in parts when it is wider than the terminal."""
     width = max([len("mode"), *(len(r.server.label) for r in results)])
-    head = f"{'mode':<{width}}" + "".join(f"{name:>9}" for name, _ in COMPARE_COLUMNS)
-    lines = [head + f"{'req/s':>9}{'errors':>8}  served per worker", "-" * (len(head) + 36)]
-    for r in results:
-        s = r.summary()
-        cells = "".join(f"{_ms(s.get(key)):>9}" for _, key in COMPARE_COLUMNS)
-        served = " ".join(map(str, r.served))
-        lines.append(f"{r.server.label:<{width}}{cells}{r.throughput:>9.0f}{r.failed:>8}  {served}")
-    return lines
+    summaries = [r.summary() for r in results]
+    columns = [
+        TextColumn(f"{name:>9}", tuple(f"{_ms(s.get(key)):>9}" for s in summaries)) for name, key in COMPARE_COLUMNS
+    ]
+    columns.append(TextColumn(f"{'req/s':>9}", tuple(f"{r.throughput:>9.0f}" for r in results)))
+    columns.append(TextColumn(f"{'errors':>8}", tuple(f"{r.failed:>8}" for r in results)))
+    columns.append(TextColumn("  served per worker", tuple("  " + " ".join(map(str, r.served)) for r in results)))
+    return TextTable(TextColumn(f"{'mode':<{width}}", tuple(f"{r.server.label:<{width}}" for r in results)), columns)
+
+
+def compare_lines(results: Sequence[LatencyResult], width: int = WIDE) -> list[str]:
+    return compare_table(results).lines(width)
 
 
 def compare_report(
@@ -299,7 +306,7 @@ def compare_report(
         if errors:
             parts.append(errors)
     parts.append(Text("latency by mode (ms)", style="bold"))
-    parts.append(Verbatim(compare_lines(results)))
+    parts.append(compare_table(results))
     parts.extend(client_cpu_line(results))
     parts.extend(note for r in results if (note := open_loop_note(r, named=True)) is not None)
     parts.extend(model_report(results))
@@ -310,29 +317,38 @@ def compare_report(
     return Group(*parts)
 
 
-def sweep_lines(results: Sequence[LatencyResult]) -> list[str]:
+def _sweep_rule(header: str) -> str:
+    return "+".join("-" * len(col) for col in header.split("|"))
+
+
+def sweep_table(results: Sequence[LatencyResult]) -> TextTable:
     """Seed 001's table: cap, throughput, average, deviation and p99 latency, plus the largest batch a
     worker actually accepted in one wakeup and the mean accepts per wakeup (from the workers' counters)."""
-    header = (
-        f"{'':>9}|{'performance':>14} |{'lat-avg':>9} |{'lat-stdev':>10} |{'lat-99%':>9} |"
-        f"{'max/wakeup':>11} |{'avg/wakeup':>11}"
-    )
-    rule = "+".join("-" * len(col) for col in header.split("|"))
-    lines = [header, rule]
+    labels, tps, lat, most, mean = [], [], [], [], []
     for r in results:
         batch = r.server.accept_batch
-        label = f"{batch} limit" if batch else "no limit"
+        labels.append(f"{f'{batch} limit' if batch else 'no limit':<9}")
         wakeups = sum((c.wakeups or 0) - (c.empty or 0) for c in r.counters)
         accepts = sum(c.accepts or 0 for c in r.counters)
         s = r.summary()
-        lat = [f"{s[k]:.2f}ms" if s.get(k) is not None else "-" for k in ("avg_ms", "dev_ms", "p99_ms")]
-        lines.append(
-            f"{label:<9}|{r.throughput:>11.2f}tps |{lat[0]:>9} |{lat[1]:>10} |{lat[2]:>9} |"
-            f"{max((c.max_batch or 0 for c in r.counters), default=0):>11} |"
-            f"{(accepts / wakeups if wakeups else 0):>11.2f}"
-        )
-        lines.append(rule)
-    return lines
+        lat.append([f"{s[k]:.2f}ms" if s.get(k) is not None else "-" for k in ("avg_ms", "dev_ms", "p99_ms")])
+        tps.append(f"|{r.throughput:>11.2f}tps ")
+        most.append(f"|{max((c.max_batch or 0 for c in r.counters), default=0):>11} ")
+        mean.append(f"|{(accepts / wakeups if wakeups else 0):>11.2f}")
+    columns = [
+        TextColumn(f"|{'performance':>14} ", tuple(tps)),
+        *(
+            TextColumn(f"|{name:>{w}} ", tuple(f"|{row[i]:>{w}} " for row in lat))
+            for i, (name, w) in enumerate((("lat-avg", 9), ("lat-stdev", 10), ("lat-99%", 9)))
+        ),
+        TextColumn(f"|{'max/wakeup':>11} ", tuple(most)),
+        TextColumn(f"|{'avg/wakeup':>11}", tuple(mean)),
+    ]
+    return TextTable(TextColumn(f"{'':>9}", tuple(labels)), columns, _sweep_rule, rule_each_row=True)
+
+
+def sweep_lines(results: Sequence[LatencyResult], width: int = WIDE) -> list[str]:
+    return sweep_table(results).lines(width)
 
 
 def sweep_report(results: Sequence[LatencyResult]) -> RenderableType:
@@ -346,7 +362,7 @@ def sweep_report(results: Sequence[LatencyResult]) -> RenderableType:
     ]
     for r in results:
         parts.append(Verbatim(mmhistogram_lines(r)))
-    parts.append(Verbatim(sweep_lines(results)))
+    parts.append(sweep_table(results))
     parts.extend(client_cpu_line(results, sweep_name))
     parts.extend(model_report(results, sweep_name))
     parts.append(

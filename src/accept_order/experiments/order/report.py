@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ...render.evidence import evidence_report
+from ...render.fit import key_columns
 from ...render.text import plural
 from ...render.workers import worker_legend, worker_table
 from .result import RunResult, ServeResult
@@ -140,6 +141,7 @@ def compare_table(results: Sequence[RunResult], skipped: dict[str, str]) -> Rend
     # A server column only when a real server is in the table: built-in-only tables stay as they were.
     servers = any(r.server.kind != "builtin" for r in results) or any(" " in k for k in skipped)
     columns = (("server",) if servers else ()) + ("mode", "sequence", "served", "verdict", "Jain", "woken")
+    key_columns(table, 2 if servers else 1)  # a stacked part repeats what names the row
     for name in columns:
         table.add_column(name, no_wrap=name != "verdict", min_width=24 if name == "verdict" else None)
     for r in results:

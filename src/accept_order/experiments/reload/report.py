@@ -9,6 +9,7 @@ from rich.text import Text
 
 from ...cpus import format_cpu_list
 from ...render.evidence import PRIVATE_SHORT
+from ...render.fit import key_columns
 from ...render.text import plural
 from .result import MIGRATE, MIGRATE_FAILED, ReloadResult, ReloadRun
 
@@ -47,6 +48,7 @@ def verdict_text(run: ReloadRun) -> Text:
 
 def reload_table(result: ReloadResult) -> Table:
     table = Table(title="accept-order reload", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    key_columns(table, 3)  # mode, how and migrate together name a run: a stacked part repeats all three
     right = ("migrate", "driven", "served", "held", "moved/not", "drops", "abort")
     columns = ("mode", "how", "migrate", "driven", "served", "failed", "held", "moved/not", "drops", "abort", "verdict")
     for name in columns:

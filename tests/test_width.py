@@ -1,0 +1,68 @@
+"""Every report fits an 80-column terminal without losing anything: no line is longer than 80, nothing is
+cut with "…", and every word the report prints at 120 columns (the golden text: its verdict, its key
+column, every figure) is still printed at 80, where tables are stacked and long lines folded instead."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from test_golden import FIXTURES, GOLDEN, GOLDEN_ENV, read_exactly
+
+from accept_order.cli.app import main
+
+NARROW = 80
+RULE = re.compile(r"^[─━\-+|]+$")  # table rules: their length follows the table's width
+
+
+def words(text: str) -> set[str]:
+    return {w for w in text.split() if not RULE.match(w)}
+
+
+def at(width: int, *args: str) -> Result:
+    env = {**GOLDEN_ENV, "COLUMNS": str(width)}
+    return CliRunner().invoke(main, list(args), env=env, prog_name="accept-order")
+
+
+def assert_fits(text: str, width: int = NARROW) -> None:
+    long = [line for line in text.splitlines() if len(line) > width]
+    assert not long, f"{len(long)} lines longer than {width}:\n" + "\n".join(long)
+    assert "…" not in text, text
+
+
+@pytest.mark.parametrize("name", list(FIXTURES))
+def test_every_report_fits_80_columns_and_keeps_every_word(name: str) -> None:
+    result = at(NARROW, "show", str(GOLDEN / f"{name}.json"))
+    assert result.exit_code == 0 and result.stderr == "", result.output
+    assert_fits(result.stdout)
+    wide = read_exactly(GOLDEN / f"{name}.txt")
+    assert words(wide) <= words(result.stdout), sorted(words(wide) - words(result.stdout))
+    # The verdict (a line or a column) is there, and the key column's every value is on some line's start.
+    for verdict in ("Verdict", "verdict"):
+        assert (verdict in wide) <= (verdict in result.stdout)
+
+
+def test_a_stacked_table_repeats_its_key_columns_in_every_part(tmp_path: Path) -> None:
+    """compare with a real server: server and mode name each row, in both parts of the stacked table."""
+    doc = json.loads((GOLDEN / "compare.json").read_text())
+    doc["runs"][1]["server"]["server"] = "nginx"
+    path = tmp_path / "compare.json"
+    path.write_text(json.dumps(doc))
+    result = at(NARROW, "show", str(path))
+    assert result.exit_code == 0, result.output
+    assert_fits(result.stdout)
+    headers = [line.split() for line in result.stdout.splitlines() if line.split()[:2] == ["server", "mode"]]
+    assert len(headers) == 2, result.stdout  # stacked in two parts
+    assert "verdict" in headers[0] and "Jain" in [w for h in headers for w in h]
+    assert len(re.findall(r"^ ?nginx +epoll ", result.stdout, re.M)) == 2
+    wide = at(120, "show", str(path))
+    assert words(wide.stdout) <= words(result.stdout)
+
+
+def test_modes_fits_80_columns() -> None:
+    result = at(NARROW, "modes")
+    assert result.exit_code == 0, result.output
+    assert_fits(result.stdout)
