@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AcceptOrderError, ResultFileError
-from .text import escape_controls
+from .text import duration_us, escape_controls
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -79,11 +79,30 @@ def titled(fig: Figure, title: str, options: PlotOptions, settings: str | None =
         fig.supxlabel(text(settings), fontsize=8, color="0.35")
 
 
+def legend_outside(ax: Any, handles: Any = None, right: bool = False, ncol: int = 3) -> Any:
+    """A legend outside the axes (above them, right-aligned; or beside them on the right), so that it never
+    covers a bar, a line or a point; constrained layout makes room for it."""
+    where = (
+        {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "ncol": 1}
+        if right
+        else {"loc": "lower right", "bbox_to_anchor": (1.0, 1.0), "ncol": ncol}
+    )
+    extra = {} if handles is None else {"handles": handles}
+    return ax.legend(**extra, **where, fontsize=8, frameon=False, borderaxespad=0.2)
+
+
 def nothing(ax: Any, message: str) -> None:
     """An empty panel saying why (nothing ran, nothing served)."""
     ax.text(0.5, 0.5, text(message), ha="center", va="center", transform=ax.transAxes, color="0.4")
     ax.set_xticks([])
     ax.set_yticks([])
+
+
+def work_text(work_us: int, work_iters: int = 0) -> str:
+    """The footer's work per connection, in the unit it fills (`work 200 ms`, as the CLI's durations read)."""
+    parts = [duration_us(work_us)] if work_us else []
+    parts += [f"{work_iters} iterations"] if work_iters else []
+    return f"work {' + '.join(parts)}" if parts else "no work"
 
 
 def environment_text(env: Any) -> str:

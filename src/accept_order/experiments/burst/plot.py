@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from ...render.plots import PlotOptions, color, environment_text, new_figure, nothing, text, titled
+from ...render.plots import PlotOptions, color, environment_text, new_figure, nothing, text, titled, work_text
 from ...render.text import plural
 
 if TYPE_CHECKING:
@@ -24,7 +24,7 @@ def burst_figure(result: BurstResult, options: PlotOptions) -> Figure:
     settings = ""
     if result.runs:
         first = result.runs[0]
-        settings = f"{plural(first.server.workers, 'worker')}, work {first.server.work_us} µs, backlog "
+        settings = f"{plural(first.server.workers, 'worker')}, {work_text(first.server.work_us)}, backlog "
         settings += f"{first.server.backlog}; {environment_text(first.environment)}".rstrip("; ")
     titled(fig, "Time until every client was served (accept-order burst)", options, settings)
     if not any(run.cells for run in result.runs):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...render.plots import PlotOptions, environment_text, new_figure, nothing, text, titled
+from ...render.plots import PlotOptions, environment_text, new_figure, nothing, text, titled, work_text
 from ...render.text import plural
 
 if TYPE_CHECKING:
@@ -18,7 +18,7 @@ def herd_figure(herd: HerdResult, options: PlotOptions) -> Figure:
     rows = herd.rows
     fig = new_figure()
     ax = fig.add_subplot()
-    settings = f"{plural(herd.workers, 'worker')}, {plural(herd.connections, 'connection')}, work {herd.work_us} µs"
+    settings = f"{plural(herd.workers, 'worker')}, {plural(herd.connections, 'connection')}, {work_text(herd.work_us)}"
     if herd.runs:
         settings += f"; {environment_text(herd.runs[0].environment)}"
     titled(fig, "Workers woken per connection (the thundering herd)", options, settings)

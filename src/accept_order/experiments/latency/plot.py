@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...histogram import log2_buckets
-from ...render.plots import PlotOptions, color, environment_text, new_figure, nothing, text, titled
+from ...render.plots import PlotOptions, color, environment_text, new_figure, nothing, text, titled, work_text
 from ...render.text import plural
 from .result import LatencyCompareResult, LatencyResult, SweepResult, default_title
 
@@ -26,13 +26,11 @@ def settings_text(results: Sequence[LatencyResult]) -> str:
         return ""
     first = results[0]
     server, load = first.server, first.load
-    work = [f"{server.work_us} µs"] if server.work_us else []
-    work += [f"{server.work_iters} iterations"] if server.work_iters else []
-    amount = plural(load.connections, "request") if load.connections is not None else f"{load.duration_s:g} s"
+    amount = plural(load.connections, "connection") if load.connections is not None else f"{load.duration_s:g} s"
     rate = f" at {load.rate:g}/s" if load.rate else ""
     parts = [
         plural(server.workers, "worker") + (" (pinned)" if server.cpus else ""),
-        f"work {' + '.join(work) or 'none'}",
+        work_text(server.work_us, server.work_iters),
         f"{amount}{rate}, {load.concurrency} in flight",
         environment_text(first.environment),
     ]
@@ -86,7 +84,7 @@ def _histogram(ax: Any, results: Sequence[LatencyResult]) -> None:
     ax.xaxis.set_major_locator(FixedLocator(edges))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
     ax.set_xlabel("duration, ms (mmhistogram's log2 buckets: 0–1, 1–2, 2–4, 4–8, ...)")
-    ax.set_ylabel("requests")
+    ax.set_ylabel("connections")
     ax.set_ylim(bottom=0)
 
 
@@ -106,7 +104,7 @@ def _cdf(ax: Any, results: Sequence[LatencyResult]) -> None:
     ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("duration, ms (log scale)")
-    ax.set_ylabel("share of requests this fast or faster")
+    ax.set_ylabel("share of connections this fast or faster")
 
 
 def _latency_figure(results: Sequence[LatencyResult], title: str, options: PlotOptions) -> Figure:
@@ -169,7 +167,7 @@ def sweep_figure(sweep: SweepResult, options: PlotOptions) -> Figure:
     ax.set_xlabel("accept batch: most connections one wakeup accepts")
     other = ax.twinx()
     (line_tps,) = other.plot(x, [r.throughput for r in results], "s-", color="C0", linewidth=2, label="throughput")
-    other.set_ylabel("throughput, requests/s", color="C0")
+    other.set_ylabel("throughput, connections/s", color="C0")
     other.set_ylim(bottom=0)
     ax.legend(handles=[line99, line50, line_tps], fontsize=8, loc="best")
     ax.grid(alpha=0.3)

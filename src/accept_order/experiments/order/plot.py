@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ...render.plots import PlotOptions, environment_text, new_figure, nothing, text, titled
+from ...render.plots import PlotOptions, environment_text, new_figure, nothing, text, titled, work_text
 from ...render.text import plural
 from .result import CompareResult, RunResult, ServeResult
 
@@ -106,12 +106,11 @@ def _run_settings(results: Sequence[RunResult]) -> str:
         return ""
     first = results[0]
     server = first.server
-    work = f"work {server.work_us} µs" if server.work_us else "no work"
     return "; ".join(
         p
         for p in (
             plural(server.workers, "worker"),
-            work,
+            work_text(server.work_us),
             f"{plural(len(first.records), 'connection')} one after another",
             environment_text(first.environment),
         )
