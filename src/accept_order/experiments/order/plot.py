@@ -7,7 +7,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ...render.plots import PlotOptions, environment_text, new_figure, nothing, text, titled, work_text
+from ...render.plots import (
+    PlotOptions,
+    environment_text,
+    legend_outside,
+    new_figure,
+    nothing,
+    text,
+    titled,
+    work_text,
+)
 from ...render.text import plural
 from .result import CompareResult, RunResult, ServeResult
 
@@ -39,6 +48,8 @@ def worker_colors(workers: int) -> list[Any]:
 
 
 def _strip(ax: Any, strip: Strip, colors: Sequence[Any]) -> None:
+    from matplotlib.ticker import MaxNLocator
+
     n = len(strip.sequence)
     ax.set_title(text(strip.label), loc="left", fontsize=9)
     ax.set_ylim(-0.6, strip.workers - 0.4)
@@ -55,10 +66,11 @@ def _strip(ax: Any, strip: Strip, colors: Sequence[Any]) -> None:
     dots = 2 if many else max(6.0, min(40.0, 4000 / n))
     ax.scatter(x, strip.sequence, c=[colors[w] for w in strip.sequence], s=dots, zorder=2, rasterized=many)
     ax.set_xlim(0.5, n + 0.5)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # connection 1, 2, 3: never 1.5
     ax.grid(axis="x", alpha=0.3)
 
 
-def _shares(ax: Any, strip: Strip, colors: Sequence[Any]) -> None:
+def _shares(ax: Any, strip: Strip, colors: Sequence[Any], key: bool) -> None:
     counts = [0] * strip.workers
     for worker in strip.sequence:
         counts[worker] += 1
@@ -70,7 +82,8 @@ def _shares(ax: Any, strip: Strip, colors: Sequence[Any]) -> None:
     ax.set_xlabel("worker", fontsize=8)
     ax.set_ylim(0, 100)
     ax.set_ylabel("% served")
-    ax.legend(fontsize=7, loc="upper right")
+    if key:  # above the top panel, once: inside, it covered the bar of a worker that took everything
+        legend_outside(ax)
 
 
 def _strips_figure(strips: Sequence[Strip], title: str, settings: str, options: PlotOptions, order: str) -> Figure:
@@ -87,7 +100,7 @@ def _strips_figure(strips: Sequence[Strip], title: str, settings: str, options: 
         first = first or ax
         colors = worker_colors(strip.workers)
         _strip(ax, strip, colors)
-        _shares(fig.add_subplot(grid[i, 1]), strip, colors)
+        _shares(fig.add_subplot(grid[i, 1]), strip, colors, key=i == 0)
         if i == len(strips) - 1:
             ax.set_xlabel(f"connection, {order}")
     return fig
