@@ -8,7 +8,17 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...histogram import log2_buckets
-from ...render.plots import PlotOptions, color, environment_text, new_figure, nothing, text, titled, work_text
+from ...render.plots import (
+    PlotOptions,
+    color,
+    environment_text,
+    legend_outside,
+    new_figure,
+    nothing,
+    text,
+    titled,
+    work_text,
+)
 from ...render.text import plural
 from .result import LatencyCompareResult, LatencyResult, SweepResult, default_title
 
@@ -169,6 +179,6 @@ def sweep_figure(sweep: SweepResult, options: PlotOptions) -> Figure:
     (line_tps,) = other.plot(x, [r.throughput for r in results], "s-", color="C0", linewidth=2, label="throughput")
     other.set_ylabel("throughput, connections/s", color="C0")
     other.set_ylim(bottom=0)
-    ax.legend(handles=[line99, line50, line_tps], fontsize=8, loc="best")
+    legend_outside(ax, [line99, line50, line_tps])  # "best" knows only one of the two axes' lines
     ax.grid(alpha=0.3)
     return fig

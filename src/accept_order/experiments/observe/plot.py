@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...render.plots import PlotOptions, color, environment_text, new_figure, nothing, text, titled
+from ...render.plots import PlotOptions, color, environment_text, legend_outside, new_figure, nothing, text, titled
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -31,14 +31,14 @@ def observe_figure(result: ObserveResult, options: PlotOptions) -> Figure:
         share_ax.axhline(100 / len(result.workers), color="0.6", linestyle="--", linewidth=1, label="an even share")
         share_ax.set_ylim(0, 100)
         share_ax.set_ylabel("share of the interval's connections, %")
-        share_ax.legend(fontsize=8, loc="upper right", ncol=2)
+        legend_outside(share_ax, right=True)  # beside the lines: a worker's share can reach any height
     share_ax.grid(alpha=0.3)
     sampled = [i for i in intervals if i.queue_max is not None]
     if sampled:
         ends = [i.end_s for i in sampled]
         queue_ax.plot(ends, [i.queue_max for i in sampled], "-", color="C3", label="most waiting")
         queue_ax.plot(ends, [i.queue_mean for i in sampled], "--", color="C0", label="mean")
-        queue_ax.legend(fontsize=8, loc="upper right")
+        legend_outside(queue_ax, right=True)
     queue_ax.set_ylim(bottom=0)
     queue_ax.set_ylabel("listen queue")
     queue_ax.set_xlabel("seconds observed")
