@@ -11,6 +11,7 @@ import contextlib
 import io
 import os
 import tempfile
+import textwrap
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ NEEDS_MATPLOTLIB = "plotting needs matplotlib: pip install 'accept-order[plot]'"
 FORMATS: dict[str, str] = {".png": "png", ".svg": "svg"}
 DPI = 100
 WIDTH, HEIGHT = 9.0, 5.0  # inches: 900 x 500 pixels at DPI
+TITLE_CHARS, FOOTER_CHARS = 110, 160  # what fits on one line of the title, of the settings' footer
 
 
 class PlotUnavailable(AcceptOrderError):
@@ -74,9 +76,11 @@ def color(index: int) -> str:
 def titled(fig: Figure, title: str, options: PlotOptions, settings: str | None = None) -> None:
     """The figure's title (--title replaces it; both drawn with control characters escaped) and a footer line with
     the settings the result was measured with."""
-    fig.suptitle(text(options.title) if options.title is not None else text(title), fontsize=12)
+    shown = text(options.title) if options.title is not None else text(title)
+    # wrapped to the figure's width (about 7 px a character at 12 pt, 5 at 8 pt), never cut at its edge
+    fig.suptitle(textwrap.fill(shown, TITLE_CHARS, break_on_hyphens=False), fontsize=12)
     if settings:
-        fig.supxlabel(text(settings), fontsize=8, color="0.35")
+        fig.supxlabel(textwrap.fill(text(settings), FOOTER_CHARS, break_on_hyphens=False), fontsize=8, color="0.35")
 
 
 def legend_outside(ax: Any, handles: Any = None, right: bool = False, ncol: int = 3) -> Any:

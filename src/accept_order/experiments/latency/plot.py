@@ -120,7 +120,7 @@ def _cdf(ax: Any, results: Sequence[LatencyResult]) -> None:
 def _latency_figure(results: Sequence[LatencyResult], title: str, options: PlotOptions) -> Figure:
     from matplotlib.lines import Line2D
 
-    fig = new_figure()
+    fig = new_figure(height=5.0 + 0.2 * max(0, len(results) - len(MARKS)))  # the legend's rows above the axes
     ax = fig.add_subplot()
     titled(fig, title, options, settings_text(results))
     if not any(r.histogram.count for r in results):
@@ -132,8 +132,12 @@ def _latency_figure(results: Sequence[LatencyResult], title: str, options: PlotO
         for _, ms, style in _marks(result):
             ax.axvline(ms, color=color(i), linestyle=style, linewidth=1.1)
         handles.append(Line2D([], [], color=color(i), linewidth=1.8, label=_legend_label(result)))
-    handles += [Line2D([], [], color="0.3", linestyle=style, linewidth=1.1, label=name) for name, _, style in MARKS]
-    ax.legend(handles=handles, fontsize=8, loc="best")
+    marks = [Line2D([], [], color="0.3", linestyle=style, linewidth=1.1, label=name) for name, _, style in MARKS]
+    # above the axes, the runs in the first column and the marks' styles in the second: inside, "best" still
+    # covered a percentile's mark or the top of a bucket
+    rows = max(len(handles), len(marks))
+    blank = Line2D([], [], linestyle="none", label=" ")
+    legend_outside(ax, [*handles, *[blank] * (rows - len(handles)), *marks, *[blank] * (rows - len(marks))], ncol=2)
     ax.grid(axis="y", alpha=0.3)
     return fig
 
