@@ -74,6 +74,17 @@ def compare_last_takes_all() -> dict[str, Any]:
     return document
 
 
+def observe_many_workers(count: int = 24) -> dict[str, Any]:
+    """A server with `count` workers observed: a long legend of workers."""
+    document = golden("observe")
+    first = document["workers"][0]
+    document["workers"] = [{**first, "index": i, "pid": first["pid"] + i} for i in range(count)]
+    for interval in document["intervals"]:
+        for key in ("accepts", "empty", "cpu"):
+            interval[key] = [interval[key][i % len(interval[key])] for i in range(count)]
+    return document
+
+
 def reload_beyond() -> dict[str, Any]:
     """A shared-queue run that lost connections (beyond what the kernel promises: red) among the others."""
     document = golden("reload")
@@ -94,6 +105,7 @@ VARIANTS: dict[str, Callable[[], dict[str, Any]]] = {
     "compare-9": lambda: many_modes("compare", 9),
     "compare-last-takes-all": compare_last_takes_all,
     "latency-compare-12": lambda: many_modes("latency-compare", 12),
+    "observe-24": observe_many_workers,
     "reload-beyond": reload_beyond,
     "run-200ms": work_200ms,
 }
@@ -305,3 +317,17 @@ def test_order_strip_numbers_connections_whole() -> None:
 )  # fmt: skip
 def test_duration_in_the_unit_it_fills(us: int, shown: str) -> None:
     assert duration_us(us) == shown
+
+
+def test_observe_gives_every_worker_its_own_colour() -> None:
+    """24 workers: the palette of 10 would give workers 0, 10 and 20 one colour."""
+    ax = figure("observe-24").axes[0]
+    workers = [line for line in ax.get_lines() if line.get_label()[:1].isdigit()]
+    assert len(workers) == 24
+    assert len({tuple(to_rgba(line.get_color())) for line in workers}) == 24
+
+
+def to_rgba(colour: Any) -> Any:
+    from matplotlib.colors import to_rgba as rgba
+
+    return rgba(colour)

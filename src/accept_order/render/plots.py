@@ -73,6 +73,18 @@ def color(index: int) -> str:
     return f"C{index % 10}"
 
 
+def worker_colors(workers: int) -> list[Any]:
+    """One colour per worker index: matplotlib's qualitative palettes, a gradient beyond 20 workers."""
+    from matplotlib import colormaps
+
+    if workers <= 10:
+        return [f"C{w}" for w in range(workers)]
+    if workers <= 20:
+        return list(colormaps["tab20"].colors[:workers])  # type: ignore[attr-defined]
+    cmap = colormaps["viridis"]
+    return [cmap(w / (workers - 1)) for w in range(workers)]
+
+
 def titled(fig: Figure, title: str, options: PlotOptions, settings: str | None = None) -> None:
     """The figure's title (--title replaces it; both drawn with control characters escaped) and a footer line with
     the settings the result was measured with."""
@@ -83,13 +95,13 @@ def titled(fig: Figure, title: str, options: PlotOptions, settings: str | None =
         fig.supxlabel(textwrap.fill(text(settings), FOOTER_CHARS, break_on_hyphens=False), fontsize=8, color="0.35")
 
 
-def legend_outside(ax: Any, handles: Any = None, right: bool = False, ncol: int = 3) -> Any:
+def legend_outside(ax: Any, handles: Any = None, right: bool = False, ncol: int | None = None) -> Any:
     """A legend outside the axes (above them, right-aligned; or beside them on the right), so that it never
     covers a bar, a line or a point; constrained layout makes room for it."""
     where = (
-        {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "ncol": 1}
+        {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "ncol": ncol or 1}
         if right
-        else {"loc": "lower right", "bbox_to_anchor": (1.0, 1.0), "ncol": ncol}
+        else {"loc": "lower right", "bbox_to_anchor": (1.0, 1.0), "ncol": ncol or 3}
     )
     extra = {} if handles is None else {"handles": handles}
     return ax.legend(**extra, **where, fontsize=8, frameon=False, borderaxespad=0.2)

@@ -16,6 +16,7 @@ from ...render.plots import (
     text,
     titled,
     work_text,
+    worker_colors,
 )
 from ...render.text import plural
 from .result import CompareResult, RunResult, ServeResult
@@ -33,18 +34,6 @@ class Strip:
     label: str
     sequence: Sequence[int]  # serving worker of each served connection, in order
     workers: int
-
-
-def worker_colors(workers: int) -> list[Any]:
-    """One colour per worker index: matplotlib's qualitative palettes, a gradient beyond 20 workers."""
-    from matplotlib import colormaps
-
-    if workers <= 10:
-        return [f"C{w}" for w in range(workers)]
-    if workers <= 20:
-        return list(colormaps["tab20"].colors[:workers])  # type: ignore[attr-defined]
-    cmap = colormaps["viridis"]
-    return [cmap(w / (workers - 1)) for w in range(workers)]
 
 
 def _strip(ax: Any, strip: Strip, colors: Sequence[Any]) -> None:
