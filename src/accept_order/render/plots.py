@@ -11,6 +11,7 @@ import contextlib
 import io
 import os
 import tempfile
+import textwrap
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import AcceptOrderError, ResultFileError
 from ..hints import pip_install
-from .text import escape_controls
+from .text import duration_us, escape_controls
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -28,6 +29,7 @@ NEEDS_MATPLOTLIB = f"plotting needs matplotlib: {pip_install('plot')}"
 FORMATS: dict[str, str] = {".png": "png", ".svg": "svg"}
 DPI = 100
 WIDTH, HEIGHT = 9.0, 5.0  # inches: 900 x 500 pixels at DPI
+TITLE_CHARS, FOOTER_CHARS = 110, 160  # what fits on one line of the title, of the settings' footer
 
 
 class PlotUnavailable(AcceptOrderError):
@@ -72,12 +74,38 @@ def color(index: int) -> str:
     return f"C{index % 10}"
 
 
+def worker_colors(workers: int) -> list[Any]:
+    """One colour per worker index: matplotlib's qualitative palettes, a gradient beyond 20 workers."""
+    from matplotlib import colormaps
+
+    if workers <= 10:
+        return [f"C{w}" for w in range(workers)]
+    if workers <= 20:
+        return list(colormaps["tab20"].colors[:workers])  # type: ignore[attr-defined]
+    cmap = colormaps["viridis"]
+    return [cmap(w / (workers - 1)) for w in range(workers)]
+
+
 def titled(fig: Figure, title: str, options: PlotOptions, settings: str | None = None) -> None:
     """The figure's title (--title replaces it; both drawn with control characters escaped) and a footer line with
     the settings the result was measured with."""
-    fig.suptitle(text(options.title) if options.title is not None else text(title), fontsize=12)
+    shown = text(options.title) if options.title is not None else text(title)
+    # wrapped to the figure's width (about 7 px a character at 12 pt, 5 at 8 pt), never cut at its edge
+    fig.suptitle(textwrap.fill(shown, TITLE_CHARS, break_on_hyphens=False), fontsize=12)
     if settings:
-        fig.supxlabel(text(settings), fontsize=8, color="0.35")
+        fig.supxlabel(textwrap.fill(text(settings), FOOTER_CHARS, break_on_hyphens=False), fontsize=8, color="0.35")
+
+
+def legend_outside(ax: Any, handles: Any = None, right: bool = False, ncol: int | None = None) -> Any:
+    """A legend outside the axes (above them, right-aligned; or beside them on the right), so that it never
+    covers a bar, a line or a point; constrained layout makes room for it."""
+    where = (
+        {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "ncol": ncol or 1}
+        if right
+        else {"loc": "lower right", "bbox_to_anchor": (1.0, 1.0), "ncol": ncol or 3}
+    )
+    extra = {} if handles is None else {"handles": handles}
+    return ax.legend(**extra, **where, fontsize=8, frameon=False, borderaxespad=0.2)
 
 
 def nothing(ax: Any, message: str) -> None:
@@ -85,6 +113,13 @@ def nothing(ax: Any, message: str) -> None:
     ax.text(0.5, 0.5, text(message), ha="center", va="center", transform=ax.transAxes, color="0.4")
     ax.set_xticks([])
     ax.set_yticks([])
+
+
+def work_text(work_us: int, work_iters: int = 0) -> str:
+    """The footer's work per connection, in the unit it fills (`work 200 ms`, as the CLI's durations read)."""
+    parts = [duration_us(work_us)] if work_us else []
+    parts += [f"{work_iters} iterations"] if work_iters else []
+    return f"work {' + '.join(parts)}" if parts else "no work"
 
 
 def environment_text(env: Any) -> str:

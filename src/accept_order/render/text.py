@@ -81,3 +81,10 @@ def fold(line: str, width: int, indent: str = "  ") -> list[str]:
 def plural(n: int, word: str) -> str:
     """`1 worker`, `3 workers`."""
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def duration_us(us: float) -> str:
+    """A duration given in microseconds in the largest unit it fills: `200 ms` for 200000, `1.5 s`, `250 µs`
+    (the units `parse_duration` reads), exact to the microsecond; `0 µs` for none."""
+    scale, unit = next(((s, u) for s, u in ((1_000_000, "s"), (1000, "ms")) if abs(us) >= s), (1, "µs"))
+    return f"{us / scale:.6f}".rstrip("0").rstrip(".") + f" {unit}"

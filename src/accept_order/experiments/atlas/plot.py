@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from ...render.plots import PlotOptions, color, environment_text, new_figure, nothing, text, titled
+from ...render.plots import PlotOptions, color, environment_text, legend_outside, new_figure, nothing, text, titled
 from .report import _groups, _median
 
 if TYPE_CHECKING:
@@ -14,6 +14,8 @@ if TYPE_CHECKING:
 
 
 def atlas_figure(result: AtlasResult, options: PlotOptions) -> Figure:
+    from matplotlib.patches import Patch
+
     fig = new_figure()
     ax = fig.add_subplot()
     env = environment_text(result.environment) if result.environment else ""
@@ -32,7 +34,10 @@ def atlas_figure(result: AtlasResult, options: PlotOptions) -> Figure:
     workers = int(result.settings.get("workers", 0))
     if workers:
         ax.axvline(1 / workers, color="grey", linestyle="--", linewidth=1, label=f"even share (1/{workers})")
-        ax.legend(loc="lower right")
+    # one colour per server, named: the bars of one server's modes go together
+    handles: list[Any] = [Patch(color=color(i), label=text(server)) for i, server in enumerate(servers)]
+    handles += ax.get_legend_handles_labels()[0]
+    legend_outside(ax, handles, ncol=len(handles))
     ax.set_xlim(0, 1)
     ax.set_xlabel("busiest worker's share of the connections served")
     return fig

@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from ...render.plots import PlotOptions, color, environment_text, new_figure, nothing, text, titled
+from ...render.plots import (
+    PlotOptions,
+    color,
+    environment_text,
+    legend_outside,
+    new_figure,
+    nothing,
+    text,
+    titled,
+    work_text,
+)
 from ...render.text import plural
 
 if TYPE_CHECKING:
@@ -14,42 +24,75 @@ if TYPE_CHECKING:
     from .result import BurstResult
 
 
-def _ms(us: int | None) -> float:
-    return math.nan if us is None else us / 1000
+def _ms(seconds: float) -> float:
+    """Milliseconds on a log axis: a time of 0 (nothing measured) has no place on it."""
+    return seconds * 1000 if seconds > 0 else math.nan
 
 
 def burst_figure(result: BurstResult, options: PlotOptions) -> Figure:
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import LogFormatter, NullFormatter
+
     fig = new_figure()
     ax = fig.add_subplot()
     settings = ""
     if result.runs:
         first = result.runs[0]
-        settings = f"{plural(first.server.workers, 'worker')}, work {first.server.work_us} µs, backlog "
+        settings = f"{plural(first.server.workers, 'worker')}, {work_text(first.server.work_us)}, backlog "
         settings += f"{first.server.backlog}; {environment_text(first.environment)}".rstrip("; ")
     titled(fig, "Time until every client was served (accept-order burst)", options, settings)
     if not any(run.cells for run in result.runs):
         nothing(ax, "no bursts")
         return fig
+    largest = max(c.clients for run in result.runs for c in run.cells)
+    handles: list[Any] = []
+    # Each mode's line a little thinner and its markers a little smaller than the one before, so that a mode
+    # drawn over another with the same times leaves the one beneath visible around it.
     for i, run in enumerate(result.runs):
         cells = sorted(run.cells, key=lambda c: c.clients)
-        ax.plot(
-            [c.clients for c in cells], [c.wall_s for c in cells], "o-", color=color(i), label=text(run.server.label)
+        handles += ax.plot(
+            [c.clients for c in cells],
+            [_ms(c.wall_s) for c in cells],
+            "o-",
+            color=color(i),
+            linewidth=max(1.0, 2.5 - 0.5 * i),
+            markersize=max(3.0, 8.0 - 1.5 * i),
+            label=text(run.server.label),
         )
         for cell in cells:
-            if cell.failed:
-                ax.plot(cell.clients, cell.wall_s, "x", color="C3", markersize=10, markeredgewidth=2)
+            if cell.failed and cell.wall_s > 0:
+                ax.plot(cell.clients, _ms(cell.wall_s), "x", color="C3", markersize=10, markeredgewidth=2)
+                # towards the middle, inside the axes whatever the point's place, and off its own line (which
+                # rises with the clients): above-left of a point on the right, below-right of one on the left
+                right = cell.clients > largest / 2
                 ax.annotate(
                     f"{cell.failed} failed",
-                    (cell.clients, cell.wall_s),
+                    (cell.clients, _ms(cell.wall_s)),
                     textcoords="offset points",
-                    xytext=(6, 6),
+                    xytext=(-8, 4) if right else (8, -4),
+                    ha="right" if right else "left",
+                    va="bottom" if right else "top",
                     fontsize=8,
                     color="C3",
                 )
+    if any(c.failed for run in result.runs for c in run.cells):
+        handles.append(Line2D([], [], color="C3", marker="x", linestyle="none", markersize=8, label="some failed"))
     ax.set_xlabel("clients connecting at once")
-    ax.set_xlim(left=0)
-    ax.set_ylabel("seconds from the first connect to the last reply")
-    ax.set_ylim(bottom=0)
-    ax.legend(fontsize=8, loc="upper left")
-    ax.grid(alpha=0.3)
+    sizes = sorted({c.clients for run in result.runs for c in run.cells if c.clients > 0})
+    if sizes and largest >= 10 * sizes[0]:  # e.g. 1000, 10000, 25000: a log axis keeps the smallest apart
+        ax.set_xscale("log")
+        ax.set_xticks(sizes, [str(n) for n in sizes])
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlabel("clients connecting at once (log scale)")
+    else:
+        ax.set_xlim(0, largest * 1.05)
+    # a log axis: the modes' times differ by factors, and a linear one squeezes the faster under the slower
+    ax.set_yscale("log")
+    # plain numbers (3, 10, 30), not 3×10⁰; the in-between ones labelled only where the axis spans little
+    ax.yaxis.set_major_formatter(LogFormatter())
+    ax.yaxis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.5)))
+    ax.margins(y=0.15)  # room for a note above the highest point or under the lowest
+    ax.set_ylabel("ms from the first connect to the last reply (log scale)")
+    legend_outside(ax, handles)
+    ax.grid(alpha=0.3, which="both")
     return fig

@@ -2,10 +2,27 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from ...render.plots import PlotOptions, environment_text, new_figure, nothing, text, titled
+from ...analysis.herd import HERD_THRESHOLD
+from ...render.plots import (
+    PlotOptions,
+    environment_text,
+    legend_outside,
+    new_figure,
+    nothing,
+    text,
+    titled,
+    work_text,
+)
 from ...render.text import plural
+
+# a row's herd flag -> (colour, what it means)
+KEY: dict[bool | None, tuple[str, str]] = {
+    True: ("C3", f"a herd (at least {HERD_THRESHOLD:g} woken)"),
+    False: ("C2", "no herd"),
+    None: ("0.7", "not measured"),
+}
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -14,11 +31,12 @@ if TYPE_CHECKING:
 
 
 def herd_figure(herd: HerdResult, options: PlotOptions) -> Figure:
+    from matplotlib.patches import Patch
 
     rows = herd.rows
     fig = new_figure()
     ax = fig.add_subplot()
-    settings = f"{plural(herd.workers, 'worker')}, {plural(herd.connections, 'connection')}, work {herd.work_us} µs"
+    settings = f"{plural(herd.workers, 'worker')}, {plural(herd.connections, 'connection')}, {work_text(herd.work_us)}"
     if herd.runs:
         settings += f"; {environment_text(herd.runs[0].environment)}"
     titled(fig, "Workers woken per connection (the thundering herd)", options, settings)
@@ -27,8 +45,7 @@ def herd_figure(herd: HerdResult, options: PlotOptions) -> Figure:
         return fig
     x = list(range(len(rows)))
     heights = [r.woken_per_connection or 0.0 for r in rows]
-    # red: a herd (at least HERD_THRESHOLD woken per connection); green: none; grey: not measured
-    colors = ["0.7" if r.herd is None else "C3" if r.herd else "C2" for r in rows]
+    colors = [KEY[r.herd][0] for r in rows]
     bars = ax.bar(x, heights, color=colors, width=0.7)
     ax.bar_label(bars, [f"{h:.1f}" if r.herd is not None else "n/a" for h, r in zip(heights, rows, strict=True)])
     ax.axhline(1, color="0.2", linestyle="--", linewidth=1, label="1: only the worker that accepts")
@@ -37,6 +54,10 @@ def herd_figure(herd: HerdResult, options: PlotOptions) -> Figure:
     ax.set_xticks(x, [text(r.mode) for r in rows], rotation=30 if crowded else 0, ha="right" if crowded else "center")
     ax.set_ylabel("workers woken per served connection")
     ax.set_ylim(0, max([*heights, float(herd.workers)]) * 1.15 + 0.1)
-    ax.legend(fontsize=8, loc="upper right")
+    # the colours explained, those drawn only
+    shown = [key for key in KEY if any(r.herd is key for r in rows)]
+    handles: list[Any] = [Patch(color=KEY[key][0], label=KEY[key][1]) for key in shown]
+    handles += ax.get_legend_handles_labels()[0]
+    legend_outside(ax, handles, ncol=len(handles))
     ax.grid(axis="y", alpha=0.3)
     return fig

@@ -8,7 +8,17 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...histogram import log2_buckets
-from ...render.plots import PlotOptions, color, environment_text, new_figure, nothing, text, titled
+from ...render.plots import (
+    PlotOptions,
+    color,
+    environment_text,
+    legend_outside,
+    new_figure,
+    nothing,
+    text,
+    titled,
+    work_text,
+)
 from ...render.text import plural
 from .result import LatencyCompareResult, LatencyResult, SweepResult, default_title
 
@@ -26,13 +36,11 @@ def settings_text(results: Sequence[LatencyResult]) -> str:
         return ""
     first = results[0]
     server, load = first.server, first.load
-    work = [f"{server.work_us} µs"] if server.work_us else []
-    work += [f"{server.work_iters} iterations"] if server.work_iters else []
-    amount = plural(load.connections, "request") if load.connections is not None else f"{load.duration_s:g} s"
+    amount = plural(load.connections, "connection") if load.connections is not None else f"{load.duration_s:g} s"
     rate = f" at {load.rate:g}/s" if load.rate else ""
     parts = [
         plural(server.workers, "worker") + (" (pinned)" if server.cpus else ""),
-        f"work {' + '.join(work) or 'none'}",
+        work_text(server.work_us, server.work_iters),
         f"{amount}{rate}, {load.concurrency} in flight",
         environment_text(first.environment),
     ]
@@ -86,7 +94,7 @@ def _histogram(ax: Any, results: Sequence[LatencyResult]) -> None:
     ax.xaxis.set_major_locator(FixedLocator(edges))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
     ax.set_xlabel("duration, ms (mmhistogram's log2 buckets: 0–1, 1–2, 2–4, 4–8, ...)")
-    ax.set_ylabel("requests")
+    ax.set_ylabel("connections")
     ax.set_ylim(bottom=0)
 
 
@@ -106,13 +114,13 @@ def _cdf(ax: Any, results: Sequence[LatencyResult]) -> None:
     ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("duration, ms (log scale)")
-    ax.set_ylabel("share of requests this fast or faster")
+    ax.set_ylabel("share of connections this fast or faster")
 
 
 def _latency_figure(results: Sequence[LatencyResult], title: str, options: PlotOptions) -> Figure:
     from matplotlib.lines import Line2D
 
-    fig = new_figure()
+    fig = new_figure(height=5.0 + 0.2 * max(0, len(results) - len(MARKS)))  # the legend's rows above the axes
     ax = fig.add_subplot()
     titled(fig, title, options, settings_text(results))
     if not any(r.histogram.count for r in results):
@@ -124,8 +132,12 @@ def _latency_figure(results: Sequence[LatencyResult], title: str, options: PlotO
         for _, ms, style in _marks(result):
             ax.axvline(ms, color=color(i), linestyle=style, linewidth=1.1)
         handles.append(Line2D([], [], color=color(i), linewidth=1.8, label=_legend_label(result)))
-    handles += [Line2D([], [], color="0.3", linestyle=style, linewidth=1.1, label=name) for name, _, style in MARKS]
-    ax.legend(handles=handles, fontsize=8, loc="best")
+    marks = [Line2D([], [], color="0.3", linestyle=style, linewidth=1.1, label=name) for name, _, style in MARKS]
+    # above the axes, the runs in the first column and the marks' styles in the second: inside, "best" still
+    # covered a percentile's mark or the top of a bucket
+    rows = max(len(handles), len(marks))
+    blank = Line2D([], [], linestyle="none", label=" ")
+    legend_outside(ax, [*handles, *[blank] * (rows - len(handles)), *marks, *[blank] * (rows - len(marks))], ncol=2)
     ax.grid(axis="y", alpha=0.3)
     return fig
 
@@ -169,8 +181,8 @@ def sweep_figure(sweep: SweepResult, options: PlotOptions) -> Figure:
     ax.set_xlabel("accept batch: most connections one wakeup accepts")
     other = ax.twinx()
     (line_tps,) = other.plot(x, [r.throughput for r in results], "s-", color="C0", linewidth=2, label="throughput")
-    other.set_ylabel("throughput, requests/s", color="C0")
+    other.set_ylabel("throughput, connections/s", color="C0")
     other.set_ylim(bottom=0)
-    ax.legend(handles=[line99, line50, line_tps], fontsize=8, loc="best")
+    legend_outside(ax, [line99, line50, line_tps])  # "best" knows only one of the two axes' lines
     ax.grid(alpha=0.3)
     return fig

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...render.plots import PlotOptions, color, environment_text, new_figure, nothing, text, titled
+from ...render.plots import (
+    PlotOptions,
+    environment_text,
+    legend_outside,
+    new_figure,
+    nothing,
+    text,
+    titled,
+    worker_colors,
+)
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -25,20 +34,23 @@ def observe_figure(result: ObserveResult, options: PlotOptions) -> Figure:
         nothing(share_ax, "no connections while observed")
     else:
         ends = [i.end_s for i in intervals]
+        colors = worker_colors(len(result.workers))  # as the order pictures colour workers: none shares one
         for index, worker in enumerate(result.workers):
             shares = [100 * i.accepts[index] / i.total if i.total else float("nan") for i in intervals]
-            share_ax.plot(ends, shares, "-", color=color(index), linewidth=1.5, label=text(f"{index} ({worker.label})"))
+            label = text(f"{index} ({worker.label})")
+            share_ax.plot(ends, shares, "-", color=colors[index], linewidth=1.5, label=label)
         share_ax.axhline(100 / len(result.workers), color="0.6", linestyle="--", linewidth=1, label="an even share")
         share_ax.set_ylim(0, 100)
         share_ax.set_ylabel("share of the interval's connections, %")
-        share_ax.legend(fontsize=8, loc="upper right", ncol=2)
+        # beside the lines (a worker's share can reach any height), a column per 16 workers
+        legend_outside(share_ax, right=True, ncol=1 + (len(result.workers) - 1) // 16)
     share_ax.grid(alpha=0.3)
     sampled = [i for i in intervals if i.queue_max is not None]
     if sampled:
         ends = [i.end_s for i in sampled]
         queue_ax.plot(ends, [i.queue_max for i in sampled], "-", color="C3", label="most waiting")
         queue_ax.plot(ends, [i.queue_mean for i in sampled], "--", color="C0", label="mean")
-        queue_ax.legend(fontsize=8, loc="upper right")
+        legend_outside(queue_ax, right=True)
     queue_ax.set_ylim(bottom=0)
     queue_ax.set_ylabel("listen queue")
     queue_ax.set_xlabel("seconds observed")

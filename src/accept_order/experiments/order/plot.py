@@ -7,7 +7,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ...render.plots import PlotOptions, environment_text, new_figure, nothing, text, titled
+from ...render.plots import (
+    PlotOptions,
+    environment_text,
+    legend_outside,
+    new_figure,
+    nothing,
+    text,
+    titled,
+    work_text,
+    worker_colors,
+)
 from ...render.text import plural
 from .result import CompareResult, RunResult, ServeResult
 
@@ -26,19 +36,9 @@ class Strip:
     workers: int
 
 
-def worker_colors(workers: int) -> list[Any]:
-    """One colour per worker index: matplotlib's qualitative palettes, a gradient beyond 20 workers."""
-    from matplotlib import colormaps
-
-    if workers <= 10:
-        return [f"C{w}" for w in range(workers)]
-    if workers <= 20:
-        return list(colormaps["tab20"].colors[:workers])  # type: ignore[attr-defined]
-    cmap = colormaps["viridis"]
-    return [cmap(w / (workers - 1)) for w in range(workers)]
-
-
 def _strip(ax: Any, strip: Strip, colors: Sequence[Any]) -> None:
+    from matplotlib.ticker import MaxNLocator
+
     n = len(strip.sequence)
     ax.set_title(text(strip.label), loc="left", fontsize=9)
     ax.set_ylim(-0.6, strip.workers - 0.4)
@@ -55,10 +55,11 @@ def _strip(ax: Any, strip: Strip, colors: Sequence[Any]) -> None:
     dots = 2 if many else max(6.0, min(40.0, 4000 / n))
     ax.scatter(x, strip.sequence, c=[colors[w] for w in strip.sequence], s=dots, zorder=2, rasterized=many)
     ax.set_xlim(0.5, n + 0.5)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # connection 1, 2, 3: never 1.5
     ax.grid(axis="x", alpha=0.3)
 
 
-def _shares(ax: Any, strip: Strip, colors: Sequence[Any]) -> None:
+def _shares(ax: Any, strip: Strip, colors: Sequence[Any], key: bool) -> None:
     counts = [0] * strip.workers
     for worker in strip.sequence:
         counts[worker] += 1
@@ -70,7 +71,8 @@ def _shares(ax: Any, strip: Strip, colors: Sequence[Any]) -> None:
     ax.set_xlabel("worker", fontsize=8)
     ax.set_ylim(0, 100)
     ax.set_ylabel("% served")
-    ax.legend(fontsize=7, loc="upper right")
+    if key:  # above the top panel, once: inside, it covered the bar of a worker that took everything
+        legend_outside(ax)
 
 
 def _strips_figure(strips: Sequence[Strip], title: str, settings: str, options: PlotOptions, order: str) -> Figure:
@@ -87,7 +89,7 @@ def _strips_figure(strips: Sequence[Strip], title: str, settings: str, options: 
         first = first or ax
         colors = worker_colors(strip.workers)
         _strip(ax, strip, colors)
-        _shares(fig.add_subplot(grid[i, 1]), strip, colors)
+        _shares(fig.add_subplot(grid[i, 1]), strip, colors, key=i == 0)
         if i == len(strips) - 1:
             ax.set_xlabel(f"connection, {order}")
     return fig
@@ -106,12 +108,11 @@ def _run_settings(results: Sequence[RunResult]) -> str:
         return ""
     first = results[0]
     server = first.server
-    work = f"work {server.work_us} µs" if server.work_us else "no work"
     return "; ".join(
         p
         for p in (
             plural(server.workers, "worker"),
-            work,
+            work_text(server.work_us),
             f"{plural(len(first.records), 'connection')} one after another",
             environment_text(first.environment),
         )

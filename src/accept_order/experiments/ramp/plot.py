@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from ...render.plots import PlotOptions, environment_text, new_figure, nothing, titled
+from ...render.plots import PlotOptions, environment_text, legend_outside, new_figure, nothing, titled, work_text
 from ...render.text import plural
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ def _ms(us: int | None) -> float:
 def ramp_figure(result: RampResult, options: PlotOptions) -> Figure:
     fig = new_figure()
     ax = fig.add_subplot()
-    settings = f"{plural(result.server.workers, 'worker')}, work {result.server.work_us} µs"
+    settings = f"{plural(result.server.workers, 'worker')}, {work_text(result.server.work_us)}"
     if result.environment is not None:
         settings += f"; {environment_text(result.environment)}"
     titled(fig, f"Throughput and p99 as the offered load grows ({result.server.label})", options, settings)
@@ -54,6 +54,6 @@ def ramp_figure(result: RampResult, options: PlotOptions) -> Figure:
     handles += other.plot(x, [_ms(s.p99_us) for s in steps], "s--", color="C1", label="p99 latency")
     other.set_ylabel("p99 latency, ms", color="C1")
     other.set_ylim(bottom=0)
-    ax.legend(handles=handles, fontsize=8, loc="upper left")
+    legend_outside(ax, handles, ncol=len(handles))  # inside, it can cover either axis' line
     ax.grid(alpha=0.3)
     return fig

@@ -6,7 +6,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...render.plots import PlotOptions, color, environment_text, new_figure, nothing, text, titled
+from ...render.plots import PlotOptions, color, environment_text, legend_outside, new_figure, nothing, text, titled
+
+# the command that saved a kind, as its report's title names it (a comparison of latencies is `latency --modes`)
+COMMANDS = {"latency-compare": "latency --modes"}
+MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -25,7 +29,8 @@ def repeat_figure(repeated: RepeatResult, options: PlotOptions) -> Figure:
     ax = fig.add_subplot()
     env = (first_environment(kind, rounds) if kind else rounds[0][0].environment) if rounds and rounds[0] else None
     what = kind.what if kind else "p99 (ms)" if latency else "Jain's fairness index"
-    title = f"{what} in each of {len(rounds)} interleaved runs (accept-order {repeated.of} --repeat)"
+    command = COMMANDS.get(repeated.of, repeated.of)
+    title = f"{what} in each of {len(rounds)} interleaved runs (accept-order {command} --repeat)"
     titled(fig, title, options, environment_text(env))
     if not rounds:
         nothing(ax, "no round finished")
@@ -43,11 +48,23 @@ def repeat_figure(repeated: RepeatResult, options: PlotOptions) -> Figure:
                 values.append(result.histogram.percentile(99) / 1000 if result.ok else float("nan"))
             else:
                 values.append(result.verdict.jain)
-        ax.plot(range(1, len(values) + 1), values, "o-", color=color(i), label=text(label))
+        # each variant thinner and with a smaller, other marker than the one before: variants with the same
+        # figure (two that lost nothing) stay visible one over the other
+        ax.plot(
+            range(1, len(values) + 1),
+            values,
+            "-",
+            marker=MARKERS[i % len(MARKERS)],
+            markersize=max(3.0, 9.0 - 1.5 * i),
+            linewidth=max(1.0, 2.5 - 0.5 * i),
+            color=color(i),
+            label=text(label),
+            clip_on=False,  # a marker at 0 (nothing lost) drawn whole, not halved by the axis
+        )
     ax.set_xlabel("run")
     ax.set_xticks(range(1, len(rounds) + 1))
     ax.set_ylabel(what)
     ax.set_ylim(bottom=0)
-    ax.legend(fontsize=8)
+    legend_outside(ax, ncol=min(len(labels), 4))
     ax.grid(alpha=0.3)
     return fig
