@@ -38,7 +38,7 @@ def bars(load: ConcurrentLoad, label: Callable[[ServerSpec], str]) -> Iterator[C
 @click.command(
     epilog=examples(
         "accept-order latency -n 20000 -c 32 --work-us 1000 --pin",
-        "accept-order latency --modes epoll,reuseport --work-iters 1000000 --pin   # seed 000",
+        "accept-order latency --modes epoll,reuseport --work-iters 1000000 --pin   # Cloudflare's test",
         "accept-order latency --duration 10s --json latency.json",
         "accept-order latency --modes epoll,reuseport --rate 400 --duration 10s -c 200 --work-us 2000 --pin  # open",
         "accept-order latency --modes blocking,reuseport -n 20000 -c 32 --work-us 1000 --pin --repeat 5",
