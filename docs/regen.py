@@ -205,7 +205,10 @@ def _nginx(directory: Path, port: int, workers: int, events: str = "") -> Iterat
             time.sleep(0.05)
 
 
-def _nginx_setup(path: str, port: int, workers: int, events: str = "") -> Callable[[Path], contextlib.AbstractContextManager[None]]:
+Setup = Callable[[Path], contextlib.AbstractContextManager[None]]
+
+
+def _nginx_setup(path: str, port: int, workers: int, events: str = "") -> Setup:
     return lambda workdir: _nginx(Path(path), port, workers, events)
 
 
@@ -218,7 +221,7 @@ def _hello_conf(workdir: Path) -> Iterator[None]:
     yield
 
 
-SETUPS: dict[str, Callable[[Path], contextlib.AbstractContextManager[None]]] = {
+SETUPS: dict[str, Setup] = {
     # docs/howto/your-server.md: a Debian nginx started by hand, as an operator's would be
     "nginx-web": _nginx_setup("/tmp/web", 8080, 2),
     "nginx-web-mutex": _nginx_setup("/tmp/web-mutex", 8080, 2, "accept_mutex on;"),

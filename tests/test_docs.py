@@ -183,10 +183,13 @@ def test_regen_blocks_name_known_setups() -> None:
             assert block.commands(), f"{block.where}: a regen block without a command"
 
 
-@pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None, reason="mkdocs is not installed (pip install '.[docs]')")
+NO_MKDOCS = importlib.util.find_spec("mkdocs") is None
+
+
+@pytest.mark.skipif(NO_MKDOCS, reason="mkdocs is not installed (pip install '.[docs]')")
 def test_site_builds_strict(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-f", str(ROOT / "mkdocs.yml"), "-d", str(tmp_path)],
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-f", str(ROOT / "mkdocs.yml"), "-d", tmp_path],
         capture_output=True,
         text=True,
         cwd=ROOT,
