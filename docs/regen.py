@@ -19,7 +19,8 @@ its printed value replaces the old one.
 
 The commands run with COLUMNS=100 (the width every output in the docs is drawn at), the tool's venv first on
 PATH, and in one scratch directory per page, so that a block can use a file an earlier block on the
-same page wrote (`--json latency.json`, then `show latency.json`). `setup=NAME` first prepares what a
+same page wrote (`--json latency.json`, then `show latency.json`; `cwd=repo` runs a block in the
+repository instead). `setup=NAME` first prepares what a
 block needs and cannot show (a server started by hand), and stops it after the block; see SETUPS.
 Outputs differ from run to run (pids, ports, timings): the diff is reviewed, not avoided.
 """
@@ -221,6 +222,32 @@ def _hello_conf(workdir: Path) -> Iterator[None]:
     yield
 
 
+HELLO_PY = """\
+# three forked workers that block in accept() and answer hello, naming no worker
+import os
+import socket
+
+listener = socket.socket()
+listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+listener.bind(("127.0.0.1", 8081))
+listener.listen(511)
+for _ in range(3):
+    if os.fork() == 0:
+        while True:
+            connection, _ = listener.accept()
+            connection.sendall(b"hello\\n")
+            connection.close()
+os.wait()
+"""
+
+
+@contextlib.contextmanager
+def _hello_py(workdir: Path) -> Iterator[None]:
+    """hello.py written into the page's scratch directory: the block starts and stops it itself."""
+    (workdir / "hello.py").write_text(HELLO_PY)
+    yield
+
+
 SETUPS: dict[str, Setup] = {
     # docs/howto/your-server.md: a Debian nginx started by hand, as an operator's would be
     "nginx-web": _nginx_setup("/tmp/web", 8080, 2),
@@ -228,6 +255,7 @@ SETUPS: dict[str, Setup] = {
     "nginx-web-3": _nginx_setup("/tmp/web", 8080, 3),
     "nginx-web-multi": _nginx_setup("/tmp/web-multi", 8081, 3, "multi_accept on;"),
     "hello-conf": _hello_conf,
+    "hello-py": _hello_py,
 }
 
 
@@ -251,7 +279,9 @@ def regenerate(page: Path, dry_run: bool = False, log: Callable[[str], None] = p
                         raise SystemExit(f"{block.where}: no setup {name!r} (known: {', '.join(SETUPS)})")
                     stack.enter_context(SETUPS[name](Path(scratch)))
                 runner = run_console if block.lang == "console" else run_pycon
-                output, status = runner(block, Path(scratch), timeout_s)
+                # cwd=repo: a block that reads the repository's own files (tests/data/v1/...)
+                workdir = ROOT if block.options.get("cwd") == "repo" else Path(scratch)
+                output, status = runner(block, workdir, timeout_s)
             outputs[block.start] = output
             note = "" if status == 0 else f"  (exit status {status})"
             failed += status != 0
