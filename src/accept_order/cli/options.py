@@ -74,7 +74,7 @@ def server_options(workers: int | None = 3, accept_batch: bool = True, several: 
         f"config: {', '.join(others)} (see 'accept-order modes')"
         + ("; several, comma-separated, share one table." if several else ".")
     )
-    # Where several servers share a table, --servers is the same option (seed 004's table says it so).
+    # Where several servers share a table, --servers is the same option (wenfh2020's burst table says it so).
     names = ("--server", "--servers", "server") if several else ("--server",)
     options: list[Callable[[F], F]] = [
         click.option(
@@ -115,7 +115,7 @@ def server_options(workers: int | None = 3, accept_batch: bool = True, several: 
             type=IntRange(0, MAX_WORK_ITERS),
             default=0,
             show_default=True,
-            help="Loop iterations a worker counts per connection, like the seed's Lua loop (adds to the work).",
+            help="Loop iterations a worker counts per connection, like Cloudflare's Lua loop (adds to the work).",
         ),
         click.option(
             "--backlog", type=IntRange(1, MAX_BACKLOG), default=511, show_default=True, help="listen() backlog."
