@@ -59,8 +59,10 @@ def _command_lines(page: Path) -> list[tuple[int, str, bool]]:
 
 
 def invocations(command: str) -> list[list[str]]:
-    """The argument lists of every accept-order in a shell command line (`$(...)` stands for a number)."""
-    command = re.sub(r"\$\([^)]*\)", "12345", command)
+    """The argument lists of every accept-order in a shell command line (`$(...)` and `$var` stand for a
+    number; redirections are left out)."""
+    command = re.sub(r"\$\([^)]*\)|\$\{?[A-Za-z_]\w*\}?", "12345", command)
+    command = re.sub(r"(?<!\S)\d?(?:>>?|<)&?\s*[^\s;|&]+", " ", command)
     lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     try:
@@ -73,8 +75,9 @@ def invocations(command: str) -> list[list[str]]:
             found += invocations(token)
         elif token == "accept-order" or token.endswith("/accept-order"):
             args: list[str] = []
-            for arg in tokens[i + 1 :]:
-                if arg in SHELL_OPERATORS or arg.startswith((">", "2>", "#")):
+            rest = tokens[i + 1 :]
+            for arg in rest:
+                if arg in SHELL_OPERATORS or arg.startswith((">", "<", "#")):
                     break
                 args.append(arg)
             found.append(args)
@@ -156,6 +159,9 @@ def test_invocations_find_accept_order_in_shell_lines() -> None:
         ["inspect", "12345", "--json", "i.json"]
     ]
     assert invocations("unshare -n sh -c 'ip link set lo up && accept-order run -w 1'") == [["run", "-w", "1"]]
+    assert invocations("accept-order latency --repeat 5 2>/dev/null | tail -2") == [["latency", "--repeat", "5"]]
+    assert invocations("accept-order serve --port 1024 > serve.out &") == [["serve", "--port", "1024"]]
+    assert invocations("accept-order run --attach $server -n 3 2>&1") == [["run", "--attach", "12345", "-n", "3"]]
 
 
 def test_regen_rewrites_a_block_in_place(tmp_path: Path) -> None:
