@@ -37,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -155,12 +156,23 @@ def _run(argv: list[str], workdir: Path, timeout_s: float, stdin: str | None = N
         text=True,
         start_new_session=True,
     )
+    # Read on a thread: a background process the block left behind would otherwise hold the pipe open.
+    chunks: list[str] = []
+    reader = threading.Thread(target=lambda: chunks.append(process.stdout.read() if process.stdout else ""))
+    reader.start()
+    if process.stdin is not None:
+        process.stdin.write(stdin or "")
+        process.stdin.close()
+    note = ""
     try:
-        out, _ = process.communicate(stdin, timeout=timeout_s)
+        process.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        out, _ = process.communicate()
-        out += f"\n(regen: timed out after {timeout_s:.0f} s)\n"
+        note = f"\n(regen: timed out after {timeout_s:.0f} s)\n"
+    with contextlib.suppress(ProcessLookupError):  # whatever the block started and did not stop
+        os.killpg(process.pid, signal.SIGKILL if note else signal.SIGTERM)
+    process.wait()
+    reader.join()
+    out = "".join(chunks) + note
     return [line.rstrip() for line in out.rstrip("\n").splitlines()], process.returncode
 
 
