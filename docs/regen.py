@@ -249,7 +249,11 @@ for _ in range(3):
             connection, _ = listener.accept()
             connection.sendall(b"hello\\n")
             connection.close()
-os.wait()
+while True:  # the master stays while any worker lives
+    try:
+        os.wait()
+    except ChildProcessError:
+        break
 """
 
 
