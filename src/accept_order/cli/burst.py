@@ -61,7 +61,7 @@ def burst(
     json_path: str | None,
     **options: Any,
 ) -> None:
-    """Seed 004's table: N clients connect at once; the time until all were served, per server and mode."""
+    """wenfh2020's burst table: N clients connect at once; the time until all were served, per server and mode."""
     from ..api import burst as run_bursts
     from ..experiments.burst.report import burst_report
     from ..experiments.burst.result import BurstResult

@@ -183,7 +183,7 @@ def server_options(
             type=IntRange(0, MAX_WORK_ITERS),
             default=0,
             show_default=True,
-            help="Loop iterations a worker counts per connection, like the seed's Lua loop (adds to the work).",
+            help="Loop iterations a worker counts per connection, like Cloudflare's Lua loop (adds to the work).",
         ),
         click.option(
             "--backlog", type=IntRange(1, MAX_BACKLOG), default=511, show_default=True, help="listen() backlog."
