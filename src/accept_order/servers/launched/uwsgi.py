@@ -32,11 +32,10 @@ import psutil
 
 from ...errors import PlanError, ServerUnavailable
 from ...hints import pip_install
-from ...processes import STOP_TIMEOUT_S
 from ...spec import ServerSpec
 from ...waiting import wait_for
 from ..kinds import ModeInfo, ServerKind
-from .base import SETTLE_TIMEOUT_S, LaunchedServer
+from .base import LaunchedServer
 
 if TYPE_CHECKING:
     from ..target import Target
@@ -100,6 +99,9 @@ def uwsgi_missing() -> str | None:
     return None if find_spec("pyuwsgi") is not None else f"pyuwsgi is not installed: {PACKAGE}"
 
 
+GRACE_S = 10  # the most a graceful stop may take (a busy machine); an idle one takes milliseconds
+
+
 def render_config(spec: ServerSpec, mode: ModeInfo, port: int, directory: str) -> str:
     """uwsgi.ini for one run; every path in `directory`."""
     address = f"[{spec.host}]" if ":" in spec.host else spec.host
@@ -119,8 +121,8 @@ die-on-term = true
 no-orphans = true
 ; `q` here is the graceful shutdown
 master-fifo = {os.path.join(directory, "master.fifo")}
-reload-mercy = {int(STOP_TIMEOUT_S)}
-worker-reload-mercy = {int(STOP_TIMEOUT_S)}
+reload-mercy = {GRACE_S}
+worker-reload-mercy = {GRACE_S}
 pidfile = {os.path.join(directory, "uwsgi.pid")}
 req-logger = file:{os.path.join(directory, "access.log")}
 logformat = %(pid) %(client_port)
@@ -189,7 +191,9 @@ class UwsgiServer(LaunchedServer):
         request served is logged; then the base class's ladder for whatever is left."""
         master = self.master
         if master is not None and master.poll() is None and self.directory:
-            wait_for(lambda: self.waiting(self._pids), SETTLE_TIMEOUT_S)
+            # On a loaded machine a worker may need seconds to write its last log lines and get back to its
+            # wait; the ladder's SIGTERM (die-on-term) would kill it before it logs: give both time.
+            wait_for(lambda: self.waiting(self._pids), GRACE_S)
             try:
                 fd = os.open(os.path.join(self.directory, "master.fifo"), os.O_WRONLY | os.O_NONBLOCK)
             except OSError as exc:  # ENXIO: no master reads it (yet); the ladder follows
@@ -201,7 +205,7 @@ class UwsgiServer(LaunchedServer):
                 finally:
                     os.close(fd)
                 try:
-                    master.wait(STOP_TIMEOUT_S)
+                    master.wait(GRACE_S)
                 except subprocess.TimeoutExpired:
                     pass
         super().close()
