@@ -275,3 +275,31 @@ def test_the_load_generator_cpu_line_names_each_run_once(tmp_path: Path) -> None
     assert result.exit_code == 0, result.output
     line = " ".join(result.stdout.split("load generator CPU per connection (µs): ")[1].split("\n\n")[0].split())
     assert line.startswith("epoll leave 10, reuseport leave migrate=0 11, reuseport leave migrate=1 12"), line
+
+
+def test_one_round_of_runs_says_which_run_it_is(tmp_path: Path) -> None:
+    """Without --repeat, reload still runs one run per mode, way and migrate setting (14 by default, half a
+    minute): its bars say "run k of N" (stderr a terminal here; off one, the same count is the heartbeat's)."""
+    import pty
+
+    master, slave = pty.openpty()
+    args = [*COMMAND, *LOAD, "--modes", "blocking", "--how", "leave,kill", "--duration", "0.3s"]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=slave, env={**os.environ, "COLUMNS": "100"})
+    os.close(slave)
+    said = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal's last copy
+            break
+        if not chunk:
+            break
+        said += chunk
+    os.close(master)
+    out, _ = proc.communicate(timeout=60)
+    text = said.decode(errors="replace")
+    if proc.returncode != 0 and "cannot make a private network namespace" in text:
+        pytest.skip(text.strip())
+    assert proc.returncode == 0, text
+    assert "run 1 of 2" in text and "run 2 of 2" in text, text[-2000:]
+    assert b"run 1 of" not in out  # progress goes to stderr only
