@@ -325,3 +325,14 @@ def test_the_legend_explains_only_the_columns_shown(cpus: bool) -> None:
     assert ("preempt" in header.split()) == cpus
     assert ("preempt:" in result.stdout) == cpus, result.stdout
     assert "wakeups: times the wait call returned" in result.stdout
+
+
+@pytest.mark.parametrize("name", ["run", "serve", "latency", "sweep", "ramp"])
+def test_the_mode_option_fits_80_columns_in_help(name: str) -> None:
+    """--mode's choices are every server's modes (29): listed in its help line, that line ran to 289 columns."""
+    result = run_cli([name, "--help"], columns=80)
+    assert result.exit_code == 0, result.output
+    line = next(line for line in result.stdout.splitlines() if "--mode " in line)
+    assert len(line) <= 80 and "--mode MODE" in line, line
+    bad = run_cli([name, "--mode", "nope"])
+    assert bad.exit_code == 2 and "blocking" in bad.stderr  # a wrong name still lists the choices

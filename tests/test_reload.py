@@ -262,3 +262,44 @@ def test_io_uring_worker_that_leaves_cancels_its_accept_and_loses_nothing(tmp_pa
         # in the shared queue and nobody accepts them (worker 1 served none for the rest of the run).
         pytest.xfail(f"io-uring: a killed worker's ring stalled the shared queue: {killed}")
     assert set(killed) == {"no reply"}, killed  # what its ring held
+
+
+def test_the_load_generator_cpu_line_names_each_run_once(tmp_path: Path) -> None:
+    """reuseport runs once per tcp_migrate_req: the line must tell them apart (it said 'reuseport leave' twice)."""
+    doc = json.loads((Path(__file__).parent / "data" / "golden" / "reload.json").read_text())
+    for i, run in enumerate(doc["runs"]):
+        run["client_cpu_us"] = 10.0 + i
+    path = tmp_path / "cpu.json"
+    path.write_text(json.dumps(doc))
+    result = run_cli(["show", str(path)])
+    assert result.exit_code == 0, result.output
+    line = " ".join(result.stdout.split("load generator CPU per connection (µs): ")[1].split("\n\n")[0].split())
+    assert line.startswith("epoll leave 10, reuseport leave migrate=0 11, reuseport leave migrate=1 12"), line
+
+
+def test_one_round_of_runs_says_which_run_it_is(tmp_path: Path) -> None:
+    """Without --repeat, reload still runs one run per mode, way and migrate setting (14 by default, half a
+    minute): its bars say "run k of N" (stderr a terminal here; off one, the same count is the heartbeat's)."""
+    import pty
+
+    master, slave = pty.openpty()
+    args = [*COMMAND, *LOAD, "--modes", "blocking", "--how", "leave,kill", "--duration", "0.3s"]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=slave, env={**os.environ, "COLUMNS": "100"})
+    os.close(slave)
+    said = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal's last copy
+            break
+        if not chunk:
+            break
+        said += chunk
+    os.close(master)
+    out, _ = proc.communicate(timeout=60)
+    text = said.decode(errors="replace")
+    if proc.returncode != 0 and "cannot make a private network namespace" in text:
+        pytest.skip(text.strip())
+    assert proc.returncode == 0, text
+    assert "run 1 of 2" in text and "run 2 of 2" in text, text[-2000:]
+    assert b"run 1 of" not in out  # progress goes to stderr only

@@ -69,6 +69,7 @@ def mode_option() -> Callable[[F], F]:
         "--mode",
         "-m",
         type=click.Choice(all_mode_names()),
+        metavar="MODE",  # the choices of every server, 29 of them, made one 289-column help line
         default=None,
         help=f"{DEFAULT_MODE_HELP} [default: epoll, or the server's first mode where it has no epoll]",
     )

@@ -105,7 +105,8 @@ def reload(
     per_worker = {spec.mode for spec, plan in variants if plan.migrate}
     netns.enter_private()  # from here on this process (and all it starts) is in a namespace of its own
     os.environ[PRIVATE_ENV] = "1"  # the evidence says so (PID 1's namespace cannot always be compared)
-    rounds = RunProgress(repeat)  # run_repeated counts every run of every round
+    # run_repeated counts every run of every round; one round counts its runs here (on_run)
+    rounds = RunProgress(repeat if repeat > 1 else len(variants))
 
     def save(runs: Sequence[Any], interrupted: bool = False) -> None:
         result = ReloadResult(tuple(runs), skipped, host_setting, interrupted)
@@ -115,6 +116,8 @@ def reload(
 
         def on_run(spec: Any, plan: ReloadPlan) -> Any:
             bars.close()  # one bar per run
+            if repeat == 1:
+                rounds.next()
             label = f"{spec.mode} {plan.how}" + (f" migrate={plan.migrate}" if spec.mode in per_worker else "")
             return bars.enter_context(progress_bar(rounds.label(label), load.duration_s, by_count=False))
 
@@ -126,7 +129,7 @@ def reload(
 
             run_repeated("reload", variants, repeat, one, skipped, json_path, rounds, kept)
             return
-        with keep_partial(lambda runs: save(runs, interrupted=True)):
+        with keep_partial(lambda runs: save(runs, interrupted=True)), rounds.heartbeat():
             runs = reload_runs(variants, load, on_run)
     save(runs)
 

@@ -46,6 +46,11 @@ def verdict_text(run: ReloadRun) -> Text:
     return text
 
 
+def run_name(run: ReloadRun) -> str:
+    """Mode and how, and the migrate setting where a run has one (two reuseport runs differ only by it)."""
+    return f"{run.server.mode} {run.how}" + (f" migrate={run.migrate}" if run.queue == "per-worker" else "")
+
+
 def reload_table(result: ReloadResult) -> Table:
     table = Table(title="accept-order reload", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     key_columns(table, 3)  # mode, how and migrate together name a run: a stacked part repeats all three
@@ -90,7 +95,7 @@ def reload_report(result: ReloadResult) -> RenderableType:
                 f"{env.system} {env.kernel}, {plural(env.cpu_count, 'CPU')}; counters from a {PRIVATE_SHORT}"
             )
         )
-    cpu = [f"{r.server.mode} {r.how} {r.client_cpu_us:.0f}" for r in result.runs if r.client_cpu_us is not None]
+    cpu = [f"{run_name(r)} {r.client_cpu_us:.0f}" for r in result.runs if r.client_cpu_us is not None]
     if cpu:
         parts.append(Text(f"load generator CPU per connection (µs): {', '.join(cpu)}", style="dim"))
     why: dict[str, str] = {}
