@@ -336,3 +336,24 @@ def test_the_mode_option_fits_80_columns_in_help(name: str) -> None:
     assert len(line) <= 80 and "--mode MODE" in line, line
     bad = run_cli([name, "--mode", "nope"])
     assert bad.exit_code == 2 and "blocking" in bad.stderr  # a wrong name still lists the choices
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_every_commands_help_fits_80_columns(name: str) -> None:
+    """Options, help texts and examples alike: a long example continues on the next line with `\\`."""
+    result = run_cli([name, "--help"], columns=80)
+    assert result.exit_code == 0, result.output
+    wide = [line for line in result.stdout.splitlines() if len(line) > 80]
+    assert not wide, wide
+
+
+def test_a_long_example_is_continued_shell_style_and_keeps_its_comment() -> None:
+    from accept_order.cli.options import examples
+
+    text = examples("accept-order latency --modes a,b --rate 400 --duration 10s -c 200 --work 2ms --pin  # open loop")
+    lines = text.splitlines()[2:]
+    assert lines[0] == "  # open loop"
+    assert all(len(line) <= 78 for line in lines) and lines[1].endswith(" \\")
+    assert " ".join(part.strip().rstrip("\\").strip() for part in lines[1:]) == (
+        "accept-order latency --modes a,b --rate 400 --duration 10s -c 200 --work 2ms --pin"
+    )

@@ -112,7 +112,8 @@ def documented() -> list[tuple[str, list[str], bool]]:
     for name in COMMANDS:
         command = main.get_command(root, name)
         assert command is not None
-        for example in (command.epilog or "").splitlines():
+        # a long example is continued shell-style (`\\` at the end of a line): one command again
+        for example in (command.epilog or "").replace("\\\n", " ").splitlines():
             for args in invocations(example.strip()):
                 found.append((f"accept-order {name} --help", args, False))
     return found

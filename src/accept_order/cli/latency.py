@@ -47,7 +47,7 @@ def bars(
         "accept-order latency -n 20000 -c 32 --work 1ms --pin",
         "accept-order latency --modes epoll,reuseport --work-iters 1000000 --pin   # Cloudflare's test",
         "accept-order latency --duration 10s --json latency.json",
-        "accept-order latency --modes epoll,reuseport --rate 400 --duration 10s -c 200 --work 2ms --pin  # open",
+        "accept-order latency --modes epoll,reuseport --rate 400 --duration 10s -c 200 --work 2ms --pin  # open loop",
         "accept-order latency --modes blocking,reuseport -n 20000 -c 32 --work 1ms --pin --repeat 5",
         "accept-order latency --attach $(cat /run/nginx.pid) --port 80 --protocol http -n 20000 -c 50",
     )

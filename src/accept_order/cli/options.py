@@ -14,7 +14,7 @@ number keeps the option's unit from before units (seconds, but ms for --work and
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
@@ -22,19 +22,18 @@ import click
 from ..servers.modes.base import POLICIES
 from ..servers.registry import DEFAULT_KIND, launched_kinds
 from ..spec import (
-    DEFAULT_CONCURRENCY,
-    DEFAULT_DRIVER_PROCS,
     DEFAULT_HOST,
     MAX_ACCEPT_BATCH,
     MAX_BACKLOG,
-    MAX_CONNECTIONS,
-    MAX_DRIVER_PROCS,
-    MAX_GAP_MS,
-    MAX_TIMEOUT_S,
     MAX_WORK_ITERS,
     MAX_WORK_US,
     MAX_WORKERS,
 )
+from .load_options import apply as apply
+from .load_options import load_cpus_option as load_cpus_option
+from .load_options import load_options as load_options
+from .load_options import sequential_options as sequential_options
+from .load_options import timeout_option as timeout_option
 from .types import (
     CPUS,
     DURATION,
@@ -42,7 +41,6 @@ from .types import (
     MODE_LIST,
     AliasOption,
     Duration,
-    FloatRange,
     IntList,
     IntRange,
     ServerList,
@@ -51,15 +49,6 @@ from .types import (
 
 F = TypeVar("F", bound=Callable[..., Any])
 DEFAULT_MODE_HELP = "How workers wait for connections (see 'accept-order modes')."
-
-
-def apply(options: Sequence[Callable[[F], F]]) -> Callable[[F], F]:
-    def decorate(func: F) -> F:
-        for option in reversed(options):
-            func = option(func)
-        return func
-
-    return decorate
 
 
 def mode_option() -> Callable[[F], F]:
@@ -268,127 +257,6 @@ def attach_options(target: bool = False) -> Callable[[F], F]:
     )
 
 
-def timeout_option(default: str, what: str) -> Callable[[F], F]:
-    return click.option(
-        "--timeout",
-        "timeout_s",
-        type=Duration(low=0.001, high=MAX_TIMEOUT_S),
-        default=default,
-        show_default=True,
-        help=f"How long a {what} may take before it counts as failed, e.g. 5s or 500ms (a bare number is in s).",
-    )
-
-
-def sequential_options(connections: int = 6, pacing: bool = True) -> Callable[[F], F]:
-    """`pacing=False` (herd) leaves out --gap and --no-settle: that command needs both off."""
-    options: list[Callable[[F], F]] = [
-        click.option(
-            "--connections",
-            "-n",
-            type=IntRange(1, MAX_CONNECTIONS),
-            default=connections,
-            show_default=True,
-            help="Connections to drive, one after the other.",
-        ),
-        click.option(
-            "--gap",
-            "gap_s",
-            type=Duration(bare="ms", zero=True, high=MAX_GAP_MS / 1000),
-            default="0ms",
-            show_default=True,
-            help="Start connection k at k*gap, e.g. 50ms (0: each when the previous one has finished; a bare "
-            "number is in ms).",
-        ),
-        timeout_option("5s", "connection"),
-        click.option(
-            "--no-settle", is_flag=True, help="Do not wait for idle workers to be asleep before each connection."
-        ),
-        # --gap's old spelling: a number of ms
-        click.option("--gap-ms", "gap_ms", type=Duration(bare="ms", zero=True, high=MAX_GAP_MS / 1000), hidden=True),
-    ]
-    return apply(options if pacing else [options[0], options[2]])
-
-
-def load_cpus_option() -> Callable[[F], F]:
-    """Every command that drives a load with the load generator's processes (latency, sweep, burst, ramp,
-    reload)."""
-    return click.option(
-        "--load-cpus",
-        type=CPUS,
-        default=None,
-        help="Pin the load generator's processes to these CPUs, e.g. 1 (off the workers' --cpus; refused if "
-        "they overlap).",
-    )
-
-
-def load_options(rate: bool = False, count: bool = True, duration: str | None = None) -> Callable[[F], F]:
-    """`rate`: the command also runs an open loop (--rate), where -c is the most connections in flight.
-    `count=False`: the load runs for a --duration only (reload: its worker goes part-way through), whose
-    default is then `duration`."""
-    from ..spec import DEFAULT_REQUESTS
-
-    concurrency_help = "Connections in flight: each ends (connect, read reply, close) and the next starts at once."
-    if rate:
-        concurrency_help += (
-            " With --rate: the most in flight; a connection due while all are busy starts when one ends, "
-            "and its latency still counts from when it was due."
-        )
-    open_loop = [
-        click.option(
-            "--rate",
-            type=FloatRange(0.001, 10_000_000),
-            default=None,
-            help="Open loop: start this many connections per second on a fixed schedule, whatever is in flight, "
-            "each timed from when it was due (as wrk2 does) [default: closed loop].",
-        )
-    ]
-    by_count = [
-        click.option(
-            "--connections",
-            "-n",
-            "connections",
-            type=IntRange(1, MAX_CONNECTIONS),
-            default=None,
-            help=f"Connections to finish, each one request (default {DEFAULT_REQUESTS}; not with --duration).",
-        ),
-        # v0.1 called them requests; kept so old command lines still work.
-        click.option("--requests", "requests_alias", type=IntRange(1, MAX_CONNECTIONS), default=None, hidden=True),
-    ]
-    return apply(
-        [
-            *(by_count if count else []),
-            click.option(
-                "--duration",
-                "duration_s",
-                type=DURATION,
-                default=duration,
-                show_default=duration is not None,
-                help="Run for this long instead: 10s, 500ms, 2m (a bare number is in s)."
-                if count
-                else "How long the load runs: 10s, 500ms, 2m (a bare number is in s).",
-            ),
-            click.option(
-                "--concurrency",
-                "-c",
-                type=IntRange(1, None),
-                default=DEFAULT_CONCURRENCY,
-                show_default=True,
-                help=concurrency_help,
-            ),
-            click.option(
-                "--driver-procs",
-                type=IntRange(1, MAX_DRIVER_PROCS),
-                default=DEFAULT_DRIVER_PROCS,
-                show_default=True,
-                help="Load generator processes sharing the concurrency.",
-            ),
-            timeout_option("10s", "connection"),
-            load_cpus_option(),
-            *(open_loop if rate else []),
-        ]
-    )
-
-
 def json_option(
     help: str = "Write the result as JSON to this file (a regular file; never a device or symlink).",
 ) -> Callable[[F], F]:
@@ -407,6 +275,25 @@ def json_option(
     return click.option("--json", "json_path", metavar="FILE", callback=check, help=help)
 
 
+EXAMPLE_WIDTH = 78  # an example longer than this is continued on the next line, shell-style
+
+
+def _wrapped(line: str) -> list[str]:
+    """One example as lines of at most EXAMPLE_WIDTH: its comment on a line of its own above it, the command
+    continued with a backslash (still one command when copied into a shell)."""
+    command, _, comment = line.partition("  # ")
+    out = [f"  # {comment.strip()}"] if comment else []
+    words, current = command.split(), "  "
+    for word in words:
+        if current.strip() and len(current) + 1 + len(word) > EXAMPLE_WIDTH - 2:
+            out.append(current + " \\")
+            current = "      " + word
+        else:
+            current = (current + " " + word) if current.strip() else current + word
+    out.append(current)
+    return out
+
+
 def examples(*lines: str) -> str:
     """An Examples section for a command's --help (\\b keeps click from re-wrapping it)."""
-    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
+    return "\b\nExamples:\n" + "\n".join(w for line in lines for w in _wrapped(line.rstrip()))

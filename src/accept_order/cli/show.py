@@ -47,7 +47,7 @@ class _TableOption(click.Option):
 
     def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
         defaults = "; ".join(f"{name} for {_kinds(kinds)}" for name, kinds in _tables().items() if kinds)
-        self.help = f"With --format csv: which table [default: {defaults}]."
+        self.help = f"With --format csv: which table, one of {', '.join(_tables())} [default: {defaults}]."
         return super().get_help_record(ctx)
 
 
@@ -69,7 +69,7 @@ class _TableOption(click.Option):
     help="text: as the command printed it; json: the document (a version 1 file upgraded); csv: one table; "
     "hdr: latency percentiles in HdrHistogram's text form.",
 )
-@click.option("--table", cls=_TableOption, type=_TableName(), default=None)
+@click.option("--table", cls=_TableOption, type=_TableName(), default=None, metavar="TABLE")
 @handle_errors
 def show(path: str, fmt: str, table: str | None) -> None:
     """Print a saved result again (any version this accept-order reads), or export it as data."""

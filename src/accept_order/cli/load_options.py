@@ -1,0 +1,154 @@
+"""The options of the load a command drives: sequential connections (run, compare, herd, serve's tests),
+or the load generator's (latency, sweep, burst, ramp, reload): how many, how long, how many in flight,
+its timeout, its CPUs, an open loop's rate. Declared per command like the rest (cli/options.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import click
+
+from ..spec import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_DRIVER_PROCS,
+    MAX_CONNECTIONS,
+    MAX_DRIVER_PROCS,
+    MAX_GAP_MS,
+    MAX_TIMEOUT_S,
+)
+from .types import CPUS, DURATION, Duration, FloatRange, IntRange
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def apply(options: Sequence[Callable[[F], F]]) -> Callable[[F], F]:
+    """Several click options as one decorator, in the order given (the order --help lists them)."""
+
+    def decorate(func: F) -> F:
+        for option in reversed(options):
+            func = option(func)
+        return func
+
+    return decorate
+
+
+def timeout_option(default: str, what: str) -> Callable[[F], F]:
+    return click.option(
+        "--timeout",
+        "timeout_s",
+        type=Duration(low=0.001, high=MAX_TIMEOUT_S),
+        default=default,
+        show_default=True,
+        help=f"How long a {what} may take before it counts as failed, e.g. 5s or 500ms (a bare number is in s).",
+    )
+
+
+def sequential_options(connections: int = 6, pacing: bool = True) -> Callable[[F], F]:
+    """`pacing=False` (herd) leaves out --gap and --no-settle: that command needs both off."""
+    options: list[Callable[[F], F]] = [
+        click.option(
+            "--connections",
+            "-n",
+            type=IntRange(1, MAX_CONNECTIONS),
+            default=connections,
+            show_default=True,
+            help="Connections to drive, one after the other.",
+        ),
+        click.option(
+            "--gap",
+            "gap_s",
+            type=Duration(bare="ms", zero=True, high=MAX_GAP_MS / 1000),
+            default="0ms",
+            show_default=True,
+            help="Start connection k at k*gap, e.g. 50ms (0: each when the previous one has finished; a bare "
+            "number is in ms).",
+        ),
+        timeout_option("5s", "connection"),
+        click.option(
+            "--no-settle", is_flag=True, help="Do not wait for idle workers to be asleep before each connection."
+        ),
+        # --gap's old spelling: a number of ms
+        click.option("--gap-ms", "gap_ms", type=Duration(bare="ms", zero=True, high=MAX_GAP_MS / 1000), hidden=True),
+    ]
+    return apply(options if pacing else [options[0], options[2]])
+
+
+def load_cpus_option() -> Callable[[F], F]:
+    """Every command that drives a load with the load generator's processes (latency, sweep, burst, ramp,
+    reload)."""
+    return click.option(
+        "--load-cpus",
+        type=CPUS,
+        default=None,
+        help="Pin the load generator's processes to these CPUs, e.g. 1 (off the workers' --cpus; refused if "
+        "they overlap).",
+    )
+
+
+def load_options(rate: bool = False, count: bool = True, duration: str | None = None) -> Callable[[F], F]:
+    """`rate`: the command also runs an open loop (--rate), where -c is the most connections in flight.
+    `count=False`: the load runs for a --duration only (reload: its worker goes part-way through), whose
+    default is then `duration`."""
+    from ..spec import DEFAULT_REQUESTS
+
+    concurrency_help = "Connections in flight: each ends (connect, read reply, close) and the next starts at once."
+    if rate:
+        concurrency_help += (
+            " With --rate: the most in flight; a connection due while all are busy starts when one ends, "
+            "and its latency still counts from when it was due."
+        )
+    open_loop = [
+        click.option(
+            "--rate",
+            type=FloatRange(0.001, 10_000_000),
+            default=None,
+            help="Open loop: start this many connections per second on a fixed schedule, whatever is in flight, "
+            "each timed from when it was due (as wrk2 does) [default: closed loop].",
+        )
+    ]
+    by_count = [
+        click.option(
+            "--connections",
+            "-n",
+            "connections",
+            type=IntRange(1, MAX_CONNECTIONS),
+            default=None,
+            help=f"Connections to finish, each one request (default {DEFAULT_REQUESTS}; not with --duration).",
+        ),
+        # v0.1 called them requests; kept so old command lines still work.
+        click.option("--requests", "requests_alias", type=IntRange(1, MAX_CONNECTIONS), default=None, hidden=True),
+    ]
+    return apply(
+        [
+            *(by_count if count else []),
+            click.option(
+                "--duration",
+                "duration_s",
+                type=DURATION,
+                default=duration,
+                show_default=duration is not None,
+                help="Run for this long instead: 10s, 500ms, 2m (a bare number is in s)."
+                if count
+                else "How long the load runs: 10s, 500ms, 2m (a bare number is in s).",
+            ),
+            click.option(
+                "--concurrency",
+                "-c",
+                type=IntRange(1, None),
+                default=DEFAULT_CONCURRENCY,
+                show_default=True,
+                help=concurrency_help,
+            ),
+            click.option(
+                "--driver-procs",
+                type=IntRange(1, MAX_DRIVER_PROCS),
+                default=DEFAULT_DRIVER_PROCS,
+                show_default=True,
+                help="Load generator processes sharing the concurrency.",
+            ),
+            timeout_option("10s", "connection"),
+            load_cpus_option(),
+            *(open_loop if rate else []),
+        ]
+    )
