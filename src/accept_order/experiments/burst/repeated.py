@@ -18,7 +18,7 @@ from rich.text import Text
 
 from ...analysis.stability import Spread, Stability, agreement
 from ...analysis.tails import CLEAR
-from ...render.text import plural
+from ...render.text import duration_us, plural
 from ..repeat.kinds import Document, Repeated, Rounds, by_variant
 from .result import BURST_RUN, BurstCell, BurstRun
 
@@ -104,7 +104,7 @@ def report(rounds: Rounds) -> list[RenderableType]:
         table.add_row(str(n), *[_cell_text([_cell(r, n) for r in runs]) for runs in variants.values()])
     parts: list[RenderableType] = [table, Text(LEGEND, style="dim")]
     server = rounds[0][0].server
-    settings = f"{plural(server.workers, 'worker')}, work {server.work_us} µs, backlog {server.backlog}"
+    settings = f"{plural(server.workers, 'worker')}, work {duration_us(server.work_us)}, backlog {server.backlog}"
     parts.append(Text(settings, style="dim"))
     if len(variants) > 1:
         for n in counts:

@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ...render.evidence import short_counter, shortage_lines
-from ...render.text import plural
+from ...render.text import duration_us, plural
 from .result import BurstCell, BurstResult, BurstRun
 
 
@@ -69,7 +69,7 @@ def burst_report(result: BurstResult) -> RenderableType:
         where = f"; {env.system} {env.kernel}, {plural(env.cpu_count, 'CPU')}" if env else ""
         parts.append(
             Text(
-                f"{plural(first.server.workers, 'worker')}, work {first.server.work_us} µs, backlog "
+                f"{plural(first.server.workers, 'worker')}, work {duration_us(first.server.work_us)}, backlog "
                 f"{first.server.backlog}{where}"
             )
         )

@@ -9,6 +9,7 @@ from rich.text import Text
 
 from ...analysis.herd import HerdRow, acceptor_of
 from ...render.evidence import PRIVATE_SHORT, SHARED_SHORT, acceptor_text, short_counter
+from ...render.text import duration_us
 from ...render.workers import worker_table
 from .result import HerdResult
 
@@ -102,7 +103,7 @@ def herd_report(result: HerdResult, per_worker: bool = False) -> RenderableType:
         parts.append(
             Text(
                 f"{result.workers} workers, {result.connections} sequential connections per mode, work "
-                f"{result.work_us / 1000:g} ms, backlog {result.backlog}; served {served} of {driven}; "
+                f"{duration_us(result.work_us)}, backlog {result.backlog}; served {served} of {driven}; "
                 f"{env.system} {env.kernel}, {env.cpu_count} CPUs",
                 style="dim",
             )

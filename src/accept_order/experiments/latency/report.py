@@ -20,7 +20,7 @@ from ...loads.summary import cpu_us_per_connection
 from ...measures import Environment, WorkerCounters
 from ...render.columns import TextColumn, TextTable
 from ...render.evidence import OTHERS_SHOWN, counters_text, evidence_report, machine_busy
-from ...render.text import Verbatim, plural
+from ...render.text import Verbatim, duration_us, plural
 from ...render.workers import worker_table
 from ...run_warnings import WarningKind, unique
 from ...servers.registry import known_mode
@@ -106,7 +106,7 @@ def _ms(value: float | None) -> str:
 def _work_text(plan: ServerSpec, estimate_us: float | None) -> str:
     parts = []
     if plan.work_us:
-        parts.append(f"{plan.work_us} µs")
+        parts.append(duration_us(plan.work_us))
     if plan.work_iters:
         cost = f" ≈ {estimate_us / 1000:.2f} ms here" if estimate_us else ""
         parts.append(f"{plan.work_iters} loop iterations{cost}")

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from ...render.evidence import evidence_report
 from ...render.fit import key_columns
-from ...render.text import plural
+from ...render.text import duration_us, plural
 from ...render.workers import worker_legend, worker_table
 from .result import RunResult, ServeResult
 
@@ -170,7 +170,7 @@ def compare_table(results: Sequence[RunResult], skipped: dict[str, str]) -> Rend
     own = ", ".join(sorted({f"{r.server.kind} {r.server.workers}" for r in results if r.server.workers != workers}))
     note = Text(
         f"{workers} workers{f' ({own})' if own else ''}, {first.load.connections} connections each, work "
-        f"{first.server.work_us / 1000:g} ms, gap {first.load.gap_ms:g} ms; {env.system} {env.kernel}, "
+        f"{duration_us(first.server.work_us)}, gap {first.load.gap_ms:g} ms; {env.system} {env.kernel}, "
         f"{env.cpu_count} CPUs",
         style="dim",
     )

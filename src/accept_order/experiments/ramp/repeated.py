@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ...analysis.stability import Spread, Stability, agreement
-from ...render.text import plural
+from ...render.text import duration_us, plural
 from ..repeat.kinds import Document, Repeated, Rounds, by_variant
 from .result import RAMP_SHAPE, RampResult
 
@@ -131,7 +131,7 @@ def report(rounds: Rounds) -> list[RenderableType]:
     loop = "open loop" if plan.get("rates") else "closed loop"
     parts.append(
         Text(
-            f"{plural(first.server.workers, 'worker')}, work {first.server.work_us} µs, backlog "
+            f"{plural(first.server.workers, 'worker')}, work {duration_us(first.server.work_us)}, backlog "
             f"{first.server.backlog}; {loop}, {plan.get('step_s', '?')} s per step",
             style="dim",
         )

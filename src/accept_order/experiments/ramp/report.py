@@ -9,7 +9,7 @@ from rich.text import Text
 
 from ...cpus import format_cpu_list
 from ...render.evidence import short_counter, shortage_lines
-from ...render.text import plural
+from ...render.text import duration_us, plural
 from .result import RampResult, RampStep
 
 SHOWN_COUNTERS = (
@@ -92,7 +92,8 @@ def ramp_report(result: RampResult) -> RenderableType:
         loop += f", load generator on CPUs {format_cpu_list(plan['load_cpus'])}"
     parts.append(
         Text(
-            f"{server.label}, {plural(server.workers, 'worker')}, work {server.work_us} µs, backlog {server.backlog}; "
+            f"{server.label}, {plural(server.workers, 'worker')}, work {duration_us(server.work_us)}, "
+            f"backlog {server.backlog}; "
             f"{loop}, {plan.get('step_s', '?')} s per step{where}",
             style="dim",
         )

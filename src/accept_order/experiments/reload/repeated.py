@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ...analysis.stability import Spread, Stability, agreement
+from ...render.text import duration_us
 from ...results.export import WORKER_FIELDS
 from ..repeat.kinds import Document, Repeated, Rounds, by_variant
 from .result import RELOAD_RUN, ReloadRun
@@ -87,7 +88,7 @@ def report(rounds: Rounds) -> list[RenderableType]:
         Text(LEGEND, style="dim"),
         Text(
             f"worker {first.worker} goes; closed-loop load of {load.concurrency} for {load.duration_s:g} s per run, "
-            f"work {first.server.work_us} µs",
+            f"work {duration_us(first.server.work_us)}",
             style="dim",
         ),
     ]

@@ -10,7 +10,7 @@ from rich.text import Text
 from ...cpus import format_cpu_list
 from ...render.evidence import PRIVATE_SHORT
 from ...render.fit import key_columns
-from ...render.text import plural
+from ...render.text import duration_us, plural
 from .result import MIGRATE, MIGRATE_FAILED, ReloadResult, ReloadRun
 
 RELOAD_LEGEND = (
@@ -91,7 +91,7 @@ def reload_report(result: ReloadResult) -> RenderableType:
             Text(
                 f"{plural(first.server.workers, 'worker')}, worker {first.worker} goes {went}; closed-loop "
                 f"load of {load.concurrency} for {load.duration_s:g} s per run{pinned}, "
-                f"work {first.server.work_us} µs; "
+                f"work {duration_us(first.server.work_us)}; "
                 f"{env.system} {env.kernel}, {plural(env.cpu_count, 'CPU')}; counters from a {PRIVATE_SHORT}"
             )
         )
