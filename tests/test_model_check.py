@@ -312,3 +312,16 @@ def test_a_run_faster_than_the_model_names_no_mechanism_that_adds_latency() -> N
     line = model_line([fast]) or ""
     assert "below what queueing predicts" in line
     assert "something else" not in line and "behind a lock" not in line and "load generator" not in line
+
+
+def test_no_work_is_said_to_be_outside_what_queueing_at_the_workers_explains() -> None:
+    """2 µs of service under a 2 ms median: the ratio of two near-zero predictions must not be judged."""
+    tiny = [(2, 1000)]
+    runs = [with_model(run_of("blocking", [2000] * 100, service=tiny)),
+            with_model(run_of("reuseport", [2100] * 100, service=tiny))]  # fmt: skip
+    line = model_line(runs) or ""
+    assert "queueing at the workers cannot explain these latencies" in line
+    assert "within" not in line and "beyond" not in line
+    # with service near the median, the ratio is judged as before
+    real = [with_model(run_of("blocking", [2000] * 100, service=[(1000, 1000)]))]
+    assert "cannot explain" not in (model_line(real) or "")

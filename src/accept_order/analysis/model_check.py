@@ -218,12 +218,28 @@ def _else(runs: Sequence[LatencyResult]) -> str:
     return "something else is at work (the run saw no herd, lock or client delay to name), or noise"
 
 
+def _outside_the_model(run: LatencyResult) -> bool:
+    """The run's service time is under a tenth of its measured median: what was measured is not queueing."""
+    assert run.model is not None
+    return run.model.service_mean_ms < 0.1 * run.histogram.percentile(50) / 1000
+
+
 def model_line(runs: Sequence[LatencyResult]) -> str | None:
     """One sentence: whether each measured p99 (one run), or each mode's p99 relative to the tightest's
     (several), is within what queueing alone predicts. None when no run has a model."""
     modelled = [r for r in runs if r.model is not None and r.ok]
     if not modelled:
         return None
+    small = [r for r in modelled if _outside_the_model(r)]
+    if small:
+        # Service too short to queue behind: the latency is the kernel's and the client's, not the workers'
+        # queues'; a ratio of two such predictions would say nothing.
+        names = ", ".join(r.server.label for r in small)
+        return (
+            f"the workers' service time ({names}) is under a tenth of the measured median: queueing at the "
+            "workers cannot explain these latencies (they are the kernel's and the client's); give the "
+            "workers --work to compare queues"
+        )
     band = f"±{100 * (TOLERANCE - 1):.0f}%"
     if len(modelled) == 1:
         r = modelled[0]

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from ...analysis.model_check import SOURCES, model_line
 from ...histogram import LatencyHistogram
-from ...render.text import Verbatim
+from ...render.text import Verbatim, duration_us
 from ...results import export
 from .result import LatencyResult
 
@@ -33,6 +33,8 @@ RHO_NOTE = "; ρ: the open loop's rate × mean service time / workers (1 or more
 
 
 def _ms(value: float) -> str:
+    if value < 0.1:  # tens of µs: two decimals would read 0.00
+        return f"{value:.3f}"
     return f"{value:.2f}" if value < 10 else f"{value:.1f}" if value < 100 else f"{value:.0f}"
 
 
@@ -63,9 +65,10 @@ def _service_text(r: LatencyResult) -> str:
     assert m is not None
     count = f", {m.service_count} connections" if m.service_count else ""
     each = [c.service_sum_us / n for c in r.counters if c.service_sum_us and (n := sum(k for _, k in c.service_us))]
-    spread = f", {min(each) / 1000:.3f} to {max(each) / 1000:.3f} by worker" if len(each) > 1 else ""
+    spread = f", {duration_us(round(min(each)))} to {duration_us(round(max(each)))} by worker" if len(each) > 1 else ""
     rho = "" if m.utilisation is None else f"; ρ {m.utilisation:.2f}"
-    return f"{r.server.label}: {SOURCES[m.service_source]} (mean {m.service_mean_ms:.3f} ms{spread}{count}){rho}"
+    mean = duration_us(round(m.service_mean_ms * 1000))
+    return f"{r.server.label}: {SOURCES[m.service_source]} (mean {mean}{spread}{count}){rho}"
 
 
 def overload_text(runs: Sequence[LatencyResult]) -> Text | None:
