@@ -180,3 +180,16 @@ def test_servers_is_the_same_option_as_server() -> None:
     assert result.exit_code == 0, result.output
     header = next(line for line in result.stdout.splitlines() if line.strip().startswith("clients"))
     assert header.split() == ["clients", "epoll", "reuseport"]
+
+
+def test_one_round_of_bursts_says_which_burst_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --repeat, every mode × client count is one burst: 2 × 2 here, each labelled "run k of 4" (the
+    bars' label on a terminal; off one, the heartbeat counts the same runs)."""
+    from accept_order.cli import progress
+
+    labels: list[str] = []
+    real = progress.RunProgress.label
+    monkeypatch.setattr(progress.RunProgress, "label", lambda self, text: labels.append(real(self, text)) or labels[-1])
+    result = run_cli(["burst", "--modes", "blocking,epoll", "--clients", "5,10", "-w", "2"])
+    assert result.exit_code == 0, result.output
+    assert [label.split(",")[0].split(":")[0] for label in labels] == [f"run {k} of 4" for k in range(1, 5)], labels

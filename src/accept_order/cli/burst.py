@@ -77,7 +77,8 @@ def burst(
     if plan.load_cpus:  # the file keeps no load of its own: said where it is kept
         notes.append(f"the load generator's processes were pinned to CPUs {format_cpu_list(plan.load_cpus)}")
     host_warnings()
-    rounds = RunProgress(repeat)  # run_repeated counts every run of every round
+    # run_repeated counts every run of every round; one round counts its bursts here (on_burst)
+    rounds = RunProgress(repeat if repeat > 1 else len(specs) * len(plan.clients))
 
     def save(runs: Sequence[Any], interrupted: bool = False) -> None:
         result = BurstResult(tuple(runs), skipped, tuple(notes), interrupted)
@@ -87,6 +88,8 @@ def burst(
 
         def on_burst(spec: Any, n: int) -> Any:
             bars.close()
+            if repeat == 1:
+                rounds.next()
             return bars.enter_context(progress_bar(rounds.label(f"{spec.label}: {n} clients"), n))
 
         if repeat > 1:
@@ -96,6 +99,6 @@ def burst(
 
             run_repeated("burst", specs, repeat, one, skipped, json_path, rounds, notes)
             return
-        with keep_partial(lambda runs: save(runs, interrupted=True)):
+        with keep_partial(lambda runs: save(runs, interrupted=True)), rounds.heartbeat():
             runs = run_bursts(specs, plan, on_burst)
     save(runs)
