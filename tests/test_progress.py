@@ -75,3 +75,17 @@ def test_progress_is_not_in_a_piped_report() -> None:
     result = CliRunner().invoke(main, ["compare", "--modes", "blocking,epoll", "-n", "3", "--repeat", "2"])
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("accept-order compare --repeat")
+
+
+def test_a_ramp_counts_its_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One ramp, one mode: its progress counts steps ("step k of N"), the unit a ramp is made of."""
+    from conftest import run_cli
+
+    from accept_order.cli import progress
+
+    labels: list[str] = []
+    real = progress.RunProgress.label
+    monkeypatch.setattr(progress.RunProgress, "label", lambda self, text: labels.append(real(self, text)) or labels[-1])
+    result = run_cli(["ramp", "-w", "2", "--rates", "50,100", "--step", "0.2s", "--p99", "5s"])
+    assert result.exit_code == 0, result.output
+    assert [label.split(",")[0].split(":")[0] for label in labels] == ["step 1 of 2", "step 2 of 2"], labels

@@ -34,8 +34,10 @@ class RunProgress:
         clock: Callable[[], float] = time.monotonic,
         write: Callable[[str], None] | None = None,
         every: float = HEARTBEAT_S,
+        noun: str = "run",
     ) -> None:
         self.total = total
+        self.noun = noun  # what is counted: runs, or a ramp's steps
         self.current = 0
         self.clock = clock
         self.write = write
@@ -61,7 +63,8 @@ class RunProgress:
 
     def status(self) -> str:
         """`run 3 of 10, 42 s elapsed, about 1 min left`."""
-        text = f"run {max(self.current, 1)} of {self.total}, {duration_text(self.clock() - self.started)} elapsed"
+        elapsed = duration_text(self.clock() - self.started)
+        text = f"{self.noun} {max(self.current, 1)} of {self.total}, {elapsed} elapsed"
         left = self.left()
         return text if left is None else f"{text}, about {duration_text(left)} left"
 
@@ -71,7 +74,7 @@ class RunProgress:
             return text
         left = self.left()
         eta = "" if left is None else f", about {duration_text(left)} left"
-        return f"run {max(self.current, 1)} of {self.total}{eta}: {text}"
+        return f"{self.noun} {max(self.current, 1)} of {self.total}{eta}: {text}"
 
     def beat(self) -> bool:
         """Write the status line when `every` seconds have passed since the last one; True if it did."""

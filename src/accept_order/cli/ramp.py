@@ -139,7 +139,9 @@ def ramp(
 
     specs, skipped = variants(server, modes, [kind], batch_given) if modes else ([server], {})  # checked first
     host_warnings()
-    rounds = RunProgress(repeat)  # run_repeated counts every run of every round
+    # run_repeated counts every run of every round; one ramp counts its steps (it may stop before the last)
+    single = repeat == 1 and len(specs) == 1
+    rounds = RunProgress(len(plan.rates or plan.concurrencies), noun="step") if single else RunProgress(repeat)
 
     def save(result: Any) -> None:
         report_and_save(ramp_report(result), json_path, "ramp", result.to_dict())
@@ -150,6 +152,8 @@ def ramp(
 
         def on_step(offered: float) -> Any:
             bars.close()
+            if single:
+                rounds.next()
             label = f"{offered:g}/s" if plan.rates else f"{offered:g} in flight"
             return bars.enter_context(progress_bar(rounds.label(f"{ramped[0].label}: {label}"), step_s, by_count=False))
 
@@ -161,6 +165,6 @@ def ramp(
 
             run_repeated("ramp", specs, repeat, one, skipped, json_path, rounds)
             return
-        with keep_partial(lambda results: save(results[0])):
+        with keep_partial(lambda results: save(results[0])), rounds.heartbeat():
             result = run_ramp(specs[0], plan, on_step)
     save(result)
