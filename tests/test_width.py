@@ -40,7 +40,7 @@ def test_every_report_fits_80_columns_and_keeps_every_word(name: str) -> None:
     assert_fits(result.stdout)
     wide = read_exactly(GOLDEN / f"{name}.txt")
     assert words(wide) <= words(result.stdout), sorted(words(wide) - words(result.stdout))
-    # The verdict (a line or a column) is there, and the key column's every value is on some line's start.
+    # The verdict (a line or a column) is there (stacked parts keep the key columns: the test below).
     for verdict in ("Verdict", "verdict"):
         assert (verdict in wide) <= (verdict in result.stdout)
 
@@ -66,3 +66,31 @@ def test_modes_fits_80_columns() -> None:
     result = at(NARROW, "modes")
     assert result.exit_code == 0, result.output
     assert_fits(result.stdout)
+
+
+def test_every_stacked_part_repeats_the_key_columns_with_every_rows_key() -> None:
+    """render/fit.py on its own: a table far wider than 60 columns, two key columns; each part begins with
+    both keys and every row's key values, and every other column is in exactly one part."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from accept_order.render.fit import key_columns, stack
+
+    table = key_columns(Table("server", "mode", *(f"figure{i}" for i in range(10))), 2)
+    rows = [("nginx", "epoll"), ("haproxy", "shards"), ("builtin", "reuseport")]
+    for key in rows:
+        table.add_row(*key, *(f"{100 + i}.25" for i in range(10)))
+    console = Console(width=60, record=True, color_system=None)
+    parts = stack(table, console, console.options)
+    assert len(parts) >= 2
+    seen: list[str] = []
+    for part in parts:
+        headers = [str(c.header) for c in part.columns]
+        assert headers[:2] == ["server", "mode"], headers
+        assert [tuple(str(c) for c in col._cells) for col in part.columns[:2]] == [tuple(r[0] for r in rows),
+                                                                                   tuple(r[1] for r in rows)]  # fmt: skip
+        seen += headers[2:]
+        with console.capture() as capture:
+            console.print(part)
+        assert all(len(line) <= 60 for line in capture.get().splitlines())
+    assert seen == [f"figure{i}" for i in range(10)]
