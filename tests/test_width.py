@@ -87,8 +87,8 @@ def test_every_stacked_part_repeats_the_key_columns_with_every_rows_key() -> Non
     for part in parts:
         headers = [str(c.header) for c in part.columns]
         assert headers[:2] == ["server", "mode"], headers
-        assert [tuple(str(c) for c in col._cells) for col in part.columns[:2]] == [tuple(r[0] for r in rows),
-                                                                                   tuple(r[1] for r in rows)]  # fmt: skip
+        keys = [tuple(str(c) for c in col._cells) for col in part.columns[:2]]
+        assert keys == [tuple(r[0] for r in rows), tuple(r[1] for r in rows)]
         seen += headers[2:]
         with console.capture() as capture:
             console.print(part)
