@@ -22,7 +22,9 @@ PATH, and in one scratch directory per page, so that a block can use a file an e
 same page wrote (`--json latency.json`, then `show latency.json`; `cwd=repo` runs a block in the
 repository instead). `setup=NAME` first prepares what a
 block needs and cannot show (a server started by hand), and stops it after the block; see SETUPS.
-Outputs differ from run to run (pids, ports, timings): the diff is reviewed, not avoided.
+Outputs differ from run to run (pids, ports, timings): the diff is reviewed, not avoided. The progress
+heartbeat a long command prints off a terminal ("accept-order: run 3 of 10, 42 s elapsed") is left out:
+on a terminal it is a bar, erased before the report.
 """
 
 from __future__ import annotations
