@@ -22,7 +22,9 @@ PATH, and in one scratch directory per page, so that a block can use a file an e
 same page wrote (`--json latency.json`, then `show latency.json`; `cwd=repo` runs a block in the
 repository instead). `setup=NAME` first prepares what a
 block needs and cannot show (a server started by hand), and stops it after the block; see SETUPS.
-Outputs differ from run to run (pids, ports, timings): the diff is reviewed, not avoided.
+Outputs differ from run to run (pids, ports, timings): the diff is reviewed, not avoided. The progress
+heartbeat a long command prints off a terminal ("accept-order: run 3 of 10, 42 s elapsed") is left out:
+on a terminal it is a bar, erased before the report.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ COLUMNS = 100
 MARKER = re.compile(r"^<!--\s*regen\b(?P<options>[^>]*?)\s*-->\s*$")
 FENCE = re.compile(r"^(?P<fence>```+)\s*(?P<lang>\w*)\s*$")
 DEFAULT_TIMEOUT_S = 900.0
+HEARTBEAT = re.compile(r"^accept-order: run \d+ of \d+, .* elapsed(, about .* left)?$")
 
 
 @dataclass
@@ -173,7 +176,10 @@ def _run(argv: list[str], workdir: Path, timeout_s: float, stdin: str | None = N
     process.wait()
     reader.join()
     out = "".join(chunks) + note
-    return [line.rstrip() for line in out.rstrip("\n").splitlines()], process.returncode
+    lines = [line.rstrip() for line in out.rstrip("\n").splitlines()]
+    # Off a terminal a long command prints a progress heartbeat every 10 s; on the reader's terminal that
+    # is a bar erased before the report, so the page shows what the reader keeps.
+    return [line for line in lines if not HEARTBEAT.match(line)], process.returncode
 
 
 # --- setups: what a block needs that it does not show ------------------------------------------------
