@@ -88,13 +88,19 @@ def test_verdict_nginx_runs_of_16() -> None:
 
 def test_verdict_runs_are_not_taken_from_the_mode() -> None:
     # The mode expects another model: the records still say runs, and the verdict flags it unexpected.
+    # Seen, not named as the mechanism: the pattern says what the mechanism predicts instead.
     v = order.verdict(sequential(list(NGINX_40)), 3, "first-registered", "why")
-    assert (v.pattern, v.model, v.expected) == ("runs of 16 per worker", "runs-of-16", False)
+    expected = "an order like runs of 16 per worker (the mechanism predicts lowest-index-first)"
+    assert (v.pattern, v.model, v.expected) == (expected, "runs-of-16", False)
     # The mode expects runs of 16 and gets runs of 4: not expected.
     v = order.verdict(sequential(list(RUNS_OF_4)), 3, "runs-of-16", "why")
-    assert (v.pattern, v.model, v.expected) == ("runs of 4 per worker", "runs-of-4", False)
+    expected = "an order like runs of 4 per worker (the mechanism predicts runs of 16)"
+    assert (v.pattern, v.model, v.expected) == (expected, "runs-of-4", False)
+    # A herd predicts no order: runs are what was seen, with the caveat.
     v = order.verdict(sequential(list(RUNS_OF_4)), 3, None, "why")
-    assert v.model == "runs-of-4" and v.expected
+    assert v.model == "runs-of-4" and v.expected and v.pattern.endswith("(the mechanism predicts none)")
+    # nginx's own runs of 16 are its mechanism's: named plainly.
+    assert order.verdict(sequential(list(NGINX_40)), 3, "runs-of-16", "why").pattern == "runs of 16 per worker"
 
 
 def test_verdict_runs_expected_but_one_worker_takes_all() -> None:

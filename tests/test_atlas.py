@@ -77,3 +77,14 @@ def test_the_atlas_fits_80_columns(saved: str) -> None:
     shown = run_cli(["show", str(Path(__file__).parent.parent / saved)], columns=80)
     assert shown.exit_code == 0
     assert max(len(line) for line in shown.stdout.splitlines()) <= 80
+
+
+def test_the_short_order_names_keep_what_was_seen_apart_from_the_mechanism() -> None:
+    from accept_order.experiments.atlas.report import _short
+
+    assert _short("an order like FIFO (the mechanism predicts none)") == "like FIFO"
+    assert _short("an order like runs of 2 per worker (the mechanism predicts none)") == "like runs"
+    assert _short("runs of 16 per worker") == "runs"
+    assert _short("hash-spread, more uneven than a uniform hash") == "uneven hash"
+    assert _short("the client's CPU picks the worker, one worker takes all") == "client's CPU"
+    assert _short(None) == "-"

@@ -325,3 +325,12 @@ def test_no_work_is_said_to_be_outside_what_queueing_at_the_workers_explains() -
     # with service near the median, the ratio is judged as before
     real = [with_model(run_of("blocking", [2000] * 100, service=[(1000, 1000)]))]
     assert "cannot explain" not in (model_line(real) or "")
+
+
+def test_the_model_line_names_runs_as_their_table_does() -> None:
+    """A sweep names its rows by cap: its model line must too, not 'epoll ... epoll's'."""
+    service = [(1000, 1000)]
+    runs = [with_model(run_of("epoll", [2000] * 100, service=service, accept_batch=1)),
+            with_model(run_of("epoll", [6000] * 100, service=service, accept_batch=0))]  # fmt: skip
+    line = model_line(runs, lambda r: f"{r.server.accept_batch or 'no'} limit") or ""
+    assert line.startswith("no limit's p99 is") and "1 limit's measured" in line, line

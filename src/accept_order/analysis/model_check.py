@@ -12,7 +12,7 @@ difference bigger than the tolerance below means something besides queueing shap
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, cast
 
@@ -182,12 +182,16 @@ OTHERS_SEEN = 0.10  # other processes' share of all CPUs worth naming (render/ev
 CLIENT_WAIT = 0.02  # a client that waited for a CPU longer than this share of its time delayed replies
 
 
-def seen_besides_queueing(result: LatencyResult) -> list[str]:
+def _label(result: LatencyResult) -> str:
+    return result.server.label
+
+
+def seen_besides_queueing(result: LatencyResult, name: Callable[[LatencyResult], str] = _label) -> list[str]:
     """What the run itself saw that queueing does not model: a herd, a lock, a saturated client."""
     seen = []
     info = known_mode(result.server.kind, result.server.mode)
     woken = woken_per_connection(result.counters, result.ok)
-    label = result.server.label
+    label = name(result)
     if info is not None and info.switches_are_wakeups and woken is not None and woken >= HERD_THRESHOLD:
         seen.append(f"{label} woke {woken:.1f} workers per connection (a herd)")
     if info is not None and info.model == "lock-holder":
@@ -211,8 +215,8 @@ def seen_besides_queueing(result: LatencyResult) -> list[str]:
     return seen
 
 
-def _else(runs: Sequence[LatencyResult]) -> str:
-    seen = [s for r in runs for s in seen_besides_queueing(r)]
+def _else(runs: Sequence[LatencyResult], name: Callable[[LatencyResult], str] = _label) -> str:
+    seen = [s for r in runs for s in seen_besides_queueing(r, name)]
     if seen:
         return "something else is at work: " + "; ".join(seen)
     return "something else is at work (the run saw no herd, lock or client delay to name), or noise"
@@ -224,7 +228,7 @@ def _outside_the_model(run: LatencyResult) -> bool:
     return run.model.service_mean_ms < 0.1 * run.histogram.percentile(50) / 1000
 
 
-def model_line(runs: Sequence[LatencyResult]) -> str | None:
+def model_line(runs: Sequence[LatencyResult], name: Callable[[LatencyResult], str] = _label) -> str | None:
     """One sentence: whether each measured p99 (one run), or each mode's p99 relative to the tightest's
     (several), is within what queueing alone predicts. None when no run has a model."""
     modelled = [r for r in runs if r.model is not None and r.ok]
@@ -234,7 +238,7 @@ def model_line(runs: Sequence[LatencyResult]) -> str | None:
     if small:
         # Service too short to queue behind: the latency is the kernel's and the client's, not the workers'
         # queues'; a ratio of two such predictions would say nothing.
-        names = ", ".join(r.server.label for r in small)
+        names = ", ".join(name(r) for r in small)
         return (
             f"the workers' service time ({names}) is under a tenth of the measured median: queueing at the "
             "workers cannot explain these latencies (they are the kernel's and the client's); give the "
@@ -255,16 +259,16 @@ def model_line(runs: Sequence[LatencyResult]) -> str | None:
                 f"{ratio}: below what queueing predicts; a herd, a lock or the client would lengthen latencies, "
                 f"so the model's inputs (service time, discipline) do not fit this run{NOISE}"
             )
-        return f"{ratio}: {_else(modelled)}{NOISE}"
+        return f"{ratio}: {_else(modelled, name)}{NOISE}"
     best, compared = _compared(modelled)
     clauses = [
-        f"{r.server.label}'s p99 is {measured:.2f}× {best.server.label}'s measured, {predicted:.2f}× predicted"
+        f"{name(r)}'s p99 is {measured:.2f}× {name(best)}'s measured, {predicted:.2f}× predicted"
         for r, measured, predicted in compared
     ]
     odd = [r for r, measured, predicted in compared if not agrees(measured, predicted)]
     if not odd:
         return "; ".join(clauses) + f": within what queueing alone explains ({band})"
-    return "; ".join(clauses) + f": beyond the model's {band}, " + _else([best, *odd]) + NOISE
+    return "; ".join(clauses) + f": beyond the model's {band}, " + _else([best, *odd], name) + NOISE
 
 
 def _compared(modelled: Sequence[LatencyResult]) -> tuple[LatencyResult, list[tuple[LatencyResult, float, float]]]:

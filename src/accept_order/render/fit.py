@@ -17,7 +17,6 @@ from weakref import WeakKeyDictionary
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.measure import Measurement
 from rich.table import Column, Table
-from rich.text import Text
 
 # A wrapped cell narrower than this reads one word per line; a column that may wrap is given up to this
 # much (never more than its widest cell) before the table is stacked.
@@ -77,11 +76,9 @@ class Fitted:
         self.table = table
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        parts = stack(self.table, console, options)
-        for i, part in enumerate(parts):
-            if i:
-                yield Text("")
-            yield part
+        # Parts follow one another as they are: a box's blank edges already part them (a spacer made three
+        # blank lines between parts).
+        yield from stack(self.table, console, options)
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         return Measurement.get(console, options, self.table)

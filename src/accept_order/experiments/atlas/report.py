@@ -28,13 +28,15 @@ SHORT = {
     "hash-spread, more uneven": "uneven hash",
     "the client's CPU picks": "client's CPU",
     "no order beyond chance": "no order",
-    "an order like": "like",
 }
 
 
 def _short(pattern: str | None) -> str:
     if pattern is None:
         return "-"
+    if pattern.startswith("an order like "):  # seen, not the mechanism's: "like FIFO", "like runs"
+        seen = pattern.removeprefix("an order like ").split(" (")[0]
+        return "like " + ("runs" if seen.startswith("runs of") else seen)
     for prefix, short in SHORT.items():
         if pattern.startswith(prefix):
             return short

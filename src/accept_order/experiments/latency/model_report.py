@@ -60,7 +60,7 @@ def model_table_lines(results: Sequence[LatencyResult], label: Callable[[Latency
     return lines
 
 
-def _service_text(r: LatencyResult) -> str:
+def _service_text(r: LatencyResult, label: Callable[[LatencyResult], str]) -> str:
     m = r.model
     assert m is not None
     count = f", {m.service_count} connections" if m.service_count else ""
@@ -68,14 +68,14 @@ def _service_text(r: LatencyResult) -> str:
     spread = f", {duration_us(round(min(each)))} to {duration_us(round(max(each)))} by worker" if len(each) > 1 else ""
     rho = "" if m.utilisation is None else f"; ρ {m.utilisation:.2f}"
     mean = duration_us(round(m.service_mean_ms * 1000))
-    return f"{r.server.label}: {SOURCES[m.service_source]} (mean {mean}{spread}{count}){rho}"
+    return f"{label(r)}: {SOURCES[m.service_source]} (mean {mean}{spread}{count}){rho}"
 
 
-def overload_text(runs: Sequence[LatencyResult]) -> Text | None:
+def overload_text(
+    runs: Sequence[LatencyResult], label: Callable[[LatencyResult], str] = lambda r: r.server.label
+) -> Text | None:
     """Said when a run's offered load reached its workers' capacity: the model's queue then never drains."""
-    over = [
-        (r.server.label, u) for r in runs if r.model is not None and (u := r.model.utilisation) is not None and u >= 1
-    ]
+    over = [(label(r), u) for r in runs if r.model is not None and (u := r.model.utilisation) is not None and u >= 1]
     if not over:
         return None
     who = ", ".join(f"{label} (ρ {u:.2f})" for label, u in over)
@@ -103,16 +103,16 @@ def model_report(
         return []
     first = runs[0]
     assert first.model is not None
-    line = model_line(runs)
+    line = model_line(runs, label)
     return [
         Text(
             f"Model: queueing alone, {first.model.workers} workers, {_load_text(first)}: predicted/measured ms",
             style="bold",
         ),
         Verbatim(model_table_lines(runs, label)),
-        Text("service time: " + "; ".join(_service_text(r) for r in runs), style="dim"),
+        Text("service time: " + "; ".join(_service_text(r, label) for r in runs), style="dim"),
         Text(NOTE + (RHO_NOTE if any(r.model.utilisation is not None for r in runs if r.model) else ""), style="dim"),
-        *([over] if (over := overload_text(runs)) is not None else []),
+        *([over] if (over := overload_text(runs, label)) is not None else []),
         *([Text.assemble(("Model: ", "bold"), line)] if line else []),
     ]
 
