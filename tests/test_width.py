@@ -94,3 +94,13 @@ def test_every_stacked_part_repeats_the_key_columns_with_every_rows_key() -> Non
             console.print(part)
         assert all(len(line) <= 60 for line in capture.get().splitlines())
     assert seen == [f"figure{i}" for i in range(10)]
+
+
+def test_modes_wraps_a_description_in_its_own_column() -> None:
+    """At 80 columns a long description continues under itself, not back at column 0."""
+    result = at(NARROW, "modes")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    i = next(k for k, line in enumerate(lines) if line.lstrip().startswith("epoll-herd"))
+    start = lines[i].index("shared socket")
+    assert lines[i + 1][:start].strip() == "" and lines[i + 1][start:].strip(), lines[i : i + 2]

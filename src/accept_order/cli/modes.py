@@ -15,6 +15,7 @@ from .options import examples
 )
 def modes() -> None:
     """List each server's accept modes: how workers wait, what order is predicted, availability here."""
+    from rich.table import Table
     from rich.text import Text
 
     from ..servers.registry import launched_kinds, server_kind
@@ -26,6 +27,10 @@ def modes() -> None:
         out.print(
             Text(f"--server {server}" + (" (the default)" if server == "builtin" else ""), style="bold underline")
         )
+        # A grid: a description that wraps stays in its own column instead of running back to column 0.
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(no_wrap=True, style="bold")
+        grid.add_column()
         for meta in kind.modes().values():
             unavailable = kind.unavailable(meta.name)
             status = "available" if unavailable is None else f"not available: {unavailable}"
@@ -33,4 +38,5 @@ def modes() -> None:
             traits = [f"{meta.queue} queue", f"predicts {predicts}"]
             if meta.herds:
                 traits.append("thundering herd")
-            out.print(Text.assemble((f"  {meta.name:13}", "bold"), f" {meta.summary} ({'; '.join(traits)}; {status})"))
+            grid.add_row(f"  {meta.name:13}", f"{meta.summary} ({'; '.join(traits)}; {status})")
+        out.print(grid)
