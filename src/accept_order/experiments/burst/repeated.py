@@ -19,7 +19,7 @@ from rich.text import Text
 from ...analysis.stability import Spread, Stability, agreement
 from ...analysis.tails import CLEAR
 from ...render.text import duration_us, plural
-from ..repeat.kinds import Document, Repeated, Rounds, by_variant
+from ..repeat.kinds import Document, Repeated, Rounds, by_variant, each
 from .result import BURST_RUN, BurstCell, BurstRun
 
 LEGEND = (
@@ -147,7 +147,7 @@ BURST_REPEATED = Repeated(
     of="burst",
     load=BurstRun.from_dict,
     shape=BURST_RUN,
-    name=_name,
+    names=each(_name),
     report=report,
     columns=("run", "clients", "wall_s", "served", "failed", "p50_us", "max_us"),
     rows=_rows,

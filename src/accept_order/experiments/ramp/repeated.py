@@ -17,7 +17,7 @@ from rich.text import Text
 
 from ...analysis.stability import Spread, Stability, agreement
 from ...render.text import duration_us, plural
-from ..repeat.kinds import Document, Repeated, Rounds, by_variant
+from ..repeat.kinds import Document, Repeated, Rounds, by_variant, each
 from .result import RAMP_SHAPE, RampResult
 
 LEGEND = (
@@ -171,7 +171,7 @@ RAMP_REPEATED = Repeated(
     of="ramp",
     load=RampResult.from_dict,
     shape=RAMP_SHAPE,
-    name=_name,
+    names=each(_name),
     report=report,
     columns=("run", "loop", "offered", "got_per_s", "failed", "p50_us", "p99_us", "p999_us", "held"),
     rows=_rows,

@@ -19,7 +19,7 @@ from rich.text import Text
 from ...analysis.stability import Spread, Stability, agreement
 from ...render.text import duration_us
 from ...results.export import WORKER_FIELDS
-from ..repeat.kinds import Document, Repeated, Rounds, by_variant
+from ..repeat.kinds import Document, Repeated, Rounds, by_variant, each
 from .result import RELOAD_RUN, ReloadRun
 
 RESET = "ECONNRESET"
@@ -117,7 +117,7 @@ RELOAD_REPEATED = Repeated(
     of="reload",
     load=ReloadRun.from_dict,
     shape=RELOAD_RUN,
-    name=_name,
+    names=each(_name),
     report=report,
     columns=("run", "how", "migrate", "driven", "served", "lost", "reset", "held", "at_s", "gone_s"),
     rows=_rows,

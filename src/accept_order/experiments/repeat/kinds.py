@@ -1,7 +1,8 @@
-"""What `--repeat` needs from an experiment it repeats, said by that experiment (burst, ramp, reload): how
-one run is read back and checked, how it is named in a round, its report over the rounds (figures as
-median and range, and what the rounds agree on), its rows of the `rounds` and `workers` tables, and the one
-figure per run its picture draws. `rounds[i][j]` is round i's run of variant j, of the experiment's own type.
+"""What `--repeat` needs from an experiment it repeats, said by that experiment in its own repeated.py: how
+one run is read back and checked, how the runs of a round are named, its report over the rounds (figures
+as median and range, and what the rounds agree on) and the warnings its runs earn, its rows of the `rounds`
+and `workers` tables, and the one figure per run its picture draws. `rounds[i][j]` is round i's run of
+variant j, of the experiment's own type.
 
 The latency and order kinds (latency, latency-compare, sweep, run, compare, herd) predate this and are
 still handled in place by result.py, report.py and experiment.py here.
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 
     from ...measures import Environment
     from ...results.schema import Shape
+    from ...run_warnings import RunWarning
 
 Document = dict[str, Any]
 Rounds = Sequence[Sequence[Any]]
@@ -33,15 +35,17 @@ REPEATED: dict[str, str] = {
 
 @dataclass(frozen=True)
 class Repeated:
-    """One repeatable experiment. `load`/`shape`: one run's saved dict; `name`: a run's name in its round
-    (unique among the variants); `report(rounds)`: its table(s) and verdict lines; `rows`/`worker_rows`:
-    the `rounds` and `workers` CSV rows of one saved run (without the round number) under `columns` and
-    `worker_columns`; `value(run)`: the figure the picture draws per run, named by `what`."""
+    """One repeatable experiment. `load`/`shape`: one run's saved dict; `names(row)`: the names of a
+    round's runs (unique among the variants; `each` makes it from one run's name); `report(rounds)`: its
+    table(s) and verdict lines; `warnings(rounds)`: what its runs warn of (the machine's own warnings are
+    added); `rows`/`worker_rows`: the `rounds` and `workers` CSV rows of one saved run (without the round
+    number) under `columns` and `worker_columns`; `value(run)`: the figure the picture draws per run, named
+    by `what`; `command`: the command that saves it, as the picture's title names it (`of` when empty)."""
 
     of: str
     load: Callable[[Document], Any]
     shape: Shape
-    name: Callable[[Any], str]
+    names: Callable[[Sequence[Any]], list[str]]
     report: Callable[[Rounds], list[RenderableType]]
     columns: tuple[str, ...]
     rows: Callable[[Document], list[list[Any]]]
@@ -50,10 +54,17 @@ class Repeated:
     value: Callable[[Any], float]
     what: str
     environment: Callable[[Any], Environment | None] = lambda run: run.environment
+    warnings: Callable[[Rounds], list[RunWarning]] = lambda rounds: []
+    command: str = ""
+
+
+def each(name: Callable[[Any], str]) -> Callable[[Sequence[Any]], list[str]]:
+    """`names` of a round from one run's name (when a run's name does not depend on the others')."""
+    return lambda row: [name(run) for run in row]
 
 
 def find_repeated(of: str) -> Repeated | None:
-    """The repeatable experiment `of` names (imported now), or None for the latency and order kinds."""
+    """The repeatable experiment `of` names (imported now), or None when none is registered under it."""
     where = REPEATED.get(of)
     if where is None:
         return None
@@ -67,11 +78,18 @@ def by_variant(repeated: Repeated, rounds: Rounds) -> dict[str, list[Any]]:
     """Each variant's runs, in round order, under its name."""
     out: dict[str, list[Any]] = {}
     for row in rounds:
-        for run in row:
-            out.setdefault(repeated.name(run), []).append(run)
+        for name, run in zip(repeated.names(row), row, strict=True):
+            out.setdefault(name, []).append(run)
     return out
 
 
 def first_environment(repeated: Repeated, rounds: Rounds) -> Environment | None:
     """Where the runs were measured (a run cut short may have kept none)."""
     return next((e for row in rounds for r in row if (e := repeated.environment(r)) is not None), None)
+
+
+def repeated_of(of: str) -> Repeated:
+    """The repeatable experiment of a checked result (its `of` is one of REPEATED: REPEAT_SHAPE says so)."""
+    found = find_repeated(of)
+    assert found is not None, of
+    return found

@@ -35,7 +35,7 @@ def repeat_figure(repeated: RepeatResult, options: PlotOptions) -> Figure:
     if not rounds:
         nothing(ax, "no round finished")
         return fig
-    labels = [kind.name(r) for r in rounds[0]] if kind else names_of(rounds[0])
+    labels = kind.names(rounds[0]) if kind else names_of(rounds[0])
     for i, label in enumerate(labels):
         values = []
         for row in rounds:
