@@ -293,3 +293,20 @@ def test_reload_repeat_a_worker_leaving_a_shared_queue_loses_nothing_in_every_ru
     doc = json.loads(out.read_text())
     assert doc["of"] == "reload" and len(doc["rounds"]) == 2
     assert "Verdict: epoll leave lost nothing in 2/2 runs" in proc.stdout
+
+
+def test_every_repeatable_kind_is_found_through_the_registry_and_repeat_names_none() -> None:
+    """Each `of` a repeat file may name has its Repeated (the file's shape allows exactly those), and
+    experiments/repeat/ reaches an experiment only through that registry, never by importing it."""
+    from accept_order.experiments.repeat import kinds
+    from accept_order.experiments.repeat.result import REPEAT_SHAPE
+
+    assert REPEAT_SHAPE.fields["of"].values == tuple(kinds.REPEATED)
+    for of in kinds.REPEATED:
+        found = kinds.find_repeated(of)
+        assert found is not None and found.of == of
+    package = Path(kinds.__file__).parent
+    siblings = {p.name for p in package.parent.iterdir() if p.is_dir() and p.name != package.name}
+    for module in package.glob("*.py"):
+        imports = re.findall(r"^\s*from \.\.(\w+)", module.read_text(), re.MULTILINE)
+        assert not set(imports) & siblings, f"{module.name} imports {set(imports) & siblings}"

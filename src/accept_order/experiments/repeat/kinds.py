@@ -2,10 +2,7 @@
 one run is read back and checked, how the runs of a round are named, its report over the rounds (figures
 as median and range, and what the rounds agree on) and the warnings its runs earn, its rows of the `rounds`
 and `workers` tables, and the one figure per run its picture draws. `rounds[i][j]` is round i's run of
-variant j, of the experiment's own type.
-
-The latency and order kinds (latency, latency-compare, sweep, run, compare, herd) predate this and are
-still handled in place by result.py, report.py and experiment.py here.
+variant j, of the experiment's own type. This package knows no experiment by name: REPEATED finds them.
 """
 
 from __future__ import annotations
@@ -25,8 +22,15 @@ if TYPE_CHECKING:
 Document = dict[str, Any]
 Rounds = Sequence[Sequence[Any]]
 
-# `of` -> "module:name" under accept_order.experiments, imported on first use (as EXPERIMENTS is)
+# `of` -> "module:name" under accept_order.experiments, imported on first use (as EXPERIMENTS is); the
+# order is the one a file's wrong `of` is told its choices in
 REPEATED: dict[str, str] = {
+    "latency": "latency.repeated:LATENCY_REPEATED",
+    "latency-compare": "latency.repeated:LATENCY_COMPARE_REPEATED",
+    "sweep": "latency.repeated:SWEEP_REPEATED",
+    "run": "order.repeated:RUN_REPEATED",
+    "compare": "order.repeated:COMPARE_REPEATED",
+    "herd": "herd.repeated:HERD_REPEATED",
     "burst": "burst.repeated:BURST_REPEATED",
     "ramp": "ramp.repeated:RAMP_REPEATED",
     "reload": "reload.repeated:RELOAD_REPEATED",

@@ -1,6 +1,5 @@
 """The picture of a repeated comparison: each variant's figure in every round, so the spread and the
-rounds that disagree are seen (p99 for latency kinds, Jain's fairness for sequential ones, and what burst,
-ramp and reload name: the time to serve the largest burst, the knee, the connections lost)."""
+rounds that disagree are seen (the figure the repeated experiment names: Repeated.value and .what)."""
 
 from __future__ import annotations
 
@@ -8,8 +7,6 @@ from typing import TYPE_CHECKING, Any
 
 from ...render.plots import PlotOptions, color, environment_text, legend_outside, new_figure, nothing, text, titled
 
-# the command that saved a kind, as its report's title names it (a comparison of latencies is `latency --modes`)
-COMMANDS = {"latency-compare": "latency --modes"}
 MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 
 if TYPE_CHECKING:
@@ -19,35 +16,26 @@ if TYPE_CHECKING:
 
 
 def repeat_figure(repeated: RepeatResult, options: PlotOptions) -> Figure:
-    from ...analysis.stability import names_of
-    from .kinds import find_repeated, first_environment
+    from .kinds import first_environment, repeated_of
 
-    latency = repeated.latency
-    kind = find_repeated(repeated.of)  # burst, ramp, reload: the experiment says what to draw
+    kind = repeated_of(repeated.of)  # the experiment says what to draw
     rounds: list[list[Any]] = [list(row) for row in repeated.rounds]
     fig = new_figure()
     ax = fig.add_subplot()
-    env = (first_environment(kind, rounds) if kind else rounds[0][0].environment) if rounds and rounds[0] else None
-    what = kind.what if kind else "p99 (ms)" if latency else "Jain's fairness index"
-    command = COMMANDS.get(repeated.of, repeated.of)
+    env = first_environment(kind, rounds) if rounds and rounds[0] else None
+    what = kind.what
+    command = kind.command or kind.of
     title = f"{what} in each of {len(rounds)} interleaved runs (accept-order {command} --repeat)"
     titled(fig, title, options, environment_text(env))
     if not rounds:
         nothing(ax, "no round finished")
         return fig
-    labels = kind.names(rounds[0]) if kind else names_of(rounds[0])
+    labels = kind.names(rounds[0])
     for i, label in enumerate(labels):
         values = []
         for row in rounds:
             result = row[i] if i < len(row) else None
-            if result is None:
-                values.append(float("nan"))
-            elif kind:
-                values.append(kind.value(result))
-            elif latency:
-                values.append(result.histogram.percentile(99) / 1000 if result.ok else float("nan"))
-            else:
-                values.append(result.verdict.jain)
+            values.append(float("nan") if result is None else kind.value(result))
         # each variant thinner and with a smaller, other marker than the one before: variants with the same
         # figure (two that lost nothing) stay visible one over the other
         ax.plot(

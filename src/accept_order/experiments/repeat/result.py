@@ -10,10 +10,8 @@ from typing import Any
 from ...results.schema import Anything, ListOf, OneOf, SchemaError, child, derive
 from ...results.shapes import MACHINE, NOTES, SKIPPED
 from ...run_warnings import RunWarning, WarningKind, warn
-from .kinds import REPEATED, find_repeated
+from .kinds import REPEATED, repeated_of
 
-LATENCY_KINDS = ("latency", "latency-compare", "sweep")
-ORDER_KINDS = ("run", "compare", "herd")
 STEAL = 0.05  # the hypervisor took this share of the CPUs during the runs: figures from a stolen machine
 BUSY = 0.5  # a 1-minute load average of half the CPUs before the runs: other work is competing
 
@@ -32,10 +30,6 @@ class RepeatResult:
     interrupted: bool = False
     notes: tuple[str, ...] = ()
 
-    @property
-    def latency(self) -> bool:
-        return self.of in LATENCY_KINDS
-
     def to_dict(self) -> dict[str, Any]:
         doc: dict[str, Any] = {
             "of": self.of,
@@ -49,12 +43,9 @@ class RepeatResult:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RepeatResult:
         from ...results.typed import skipped_map
-        from ..latency.result import LatencyResult
-        from ..order.result import RunResult
 
         of = data["of"]
-        kind = find_repeated(of)
-        build: Any = kind.load if kind else LatencyResult.from_dict if of in LATENCY_KINDS else RunResult.from_dict
+        build = repeated_of(of).load
         rounds = tuple(tuple(build(r) for r in row) for row in data["rounds"])
         env = next((e for row in rounds for r in row if (e := r.environment) is not None), None)
         cpus = env.cpu_count if env is not None else 1
@@ -92,27 +83,9 @@ def machine_warnings(before: dict[str, Any], after: dict[str, Any], cpus: int) -
     return notes
 
 
-def latency_warnings(rounds: Sequence[Sequence[Any]]) -> list[RunWarning]:
-    """Too few samples for the percentile shown; a load generator that waited for a CPU."""
-    notes = []
-    smallest = min((r.histogram.count for row in rounds for r in row), default=0)
-    if smallest and smallest < 1000:
-        notes.append(warn(WarningKind.FEW_SAMPLES, samples=smallest))
-    waited = [
-        (d.runqueue_s or 0) / d.wall_s for row in rounds for r in row for d in r.drivers if d.wall_s and d.runqueue_s
-    ]
-    if waited and max(waited) > 0.25:
-        notes.append(warn(WarningKind.CLIENT_WAITED, percent=100 * max(waited)))
-    return notes
-
-
 def _rounds_of_their_kind(doc: Mapping[str, Any], at: str) -> None:
     """Every round holds the same number of runs (one per variant), each a run of the kind repeated."""
-    from ..latency.result import LATENCY_SHAPE
-    from ..order.result import RUN_SHAPE
-
-    kind = find_repeated(doc["of"])
-    shape = kind.shape if kind else LATENCY_SHAPE if doc["of"] in LATENCY_KINDS else RUN_SHAPE
+    shape = repeated_of(doc["of"]).shape
     rounds = doc["rounds"]
     for i, row in enumerate(rounds):
         if len(row) != len(rounds[0]):
@@ -123,7 +96,7 @@ def _rounds_of_their_kind(doc: Mapping[str, Any], at: str) -> None:
 
 REPEAT_SHAPE = derive(
     RepeatResult,
-    of=OneOf(LATENCY_KINDS + ORDER_KINDS + tuple(REPEATED)),
+    of=OneOf(tuple(REPEATED)),
     rounds=ListOf(ListOf(Anything(), fewest=1)),
     skipped=SKIPPED,
     machine=MACHINE,

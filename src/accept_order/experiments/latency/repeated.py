@@ -1,0 +1,132 @@
+"""`latency --repeat N` (one mode or `--modes`) and `sweep --repeat N`: per variant the latency figures as
+median and range over the runs, which variant had the lower tail in how many runs and how significantly,
+and whether queueing alone explains the difference (analysis/model_check.py)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from rich import box
+from rich.console import RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from ...analysis.model_check import model_agreement
+from ...analysis.stability import Spread, latency_stability, names_of
+from ...histogram import LatencyHistogram
+from ...results import export
+from ...run_warnings import RunWarning, WarningKind, warn
+from ..repeat.kinds import Document, Repeated, Rounds, by_variant
+from .result import LATENCY_SHAPE, LatencyResult
+
+COLUMNS = ("run", "count", "failed", "p50_us", "p99_us", "p999_us", "max_us", "wall_s")
+
+
+def _table(repeated: Repeated, rounds: Rounds) -> Table:
+    of = repeated.of
+    command = "sweep" if of == "sweep" else "latency"
+    rate = next((r.load.rate for row in rounds for r in row if r.load.rate is not None), None)
+    title = f"accept-order {command} --repeat" + (f", open loop at {rate:g}/s" if rate is not None else "")
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    seed = of == "sweep"  # seed 001's columns: average latency (not p50), most accepts per wakeup
+    names = ("mode", "avg ms" if seed else "p50 ms", "p99 ms", "p99.9 ms", "dev ms", "req/s",
+             *(("max/wakeup",) if seed else ()), "errors")  # fmt: skip
+    for name in names:
+        table.add_column(name, justify="left" if name == "mode" else "right", overflow="fold")  # never cut a figure
+    for label, runs in by_variant(repeated, rounds).items():
+        ok = [r for r in runs if r.ok]
+        if not ok:
+            table.add_row(label, *["-"] * (len(names) - 2), str(sum(r.failed for r in runs)))
+            continue
+
+        def spread(values: list[float], scale: float = 1000.0, fmt: str = "{:.2f}") -> str:
+            return Spread.of(values).text(scale, fmt)
+
+        most = [float(max((c.max_batch or 0 for c in r.counters), default=0)) for r in ok]
+        table.add_row(
+            label,
+            spread([r.histogram.mean_us if seed else r.histogram.percentile(50) for r in ok]),
+            spread([r.histogram.percentile(99) for r in ok]),
+            spread([r.histogram.percentile(99.9) for r in ok]),
+            spread([r.histogram.stdev_us for r in ok]),
+            spread([r.throughput for r in ok], 1.0, "{:.0f}"),
+            *([spread(most, 1.0, "{:.0f}")] if seed else []),
+            str(sum(r.failed for r in runs)),
+        )
+    return table
+
+
+def _report(repeated: Repeated, rounds: Rounds) -> list[RenderableType]:
+    parts: list[RenderableType] = [_table(repeated, rounds), Text("median (min-max) over the runs", style="dim")]
+    if len(rounds[0]) > 1:
+        stability = latency_stability(rounds)
+        parts.append(Text(f"Verdict: {stability.text}", style="green" if stability.conclusive else "yellow"))
+        if stability.pairs:
+            parts.append(
+                Text(
+                    "Pair by pair over the runs (whole tail: p99, p99.9 and deviation all lower; "
+                    "significance: a t-test of the p99s):"
+                )
+            )
+            parts.extend(Text(f"  {line}", style="dim") for line in stability.pairs)
+        agreement = model_agreement(rounds)
+        if agreement is not None:
+            parts.append(Text.assemble(("Model: ", "bold"), agreement))
+    return parts
+
+
+def latency_warnings(rounds: Rounds) -> list[RunWarning]:
+    """Too few samples for the percentile shown; a load generator that waited for a CPU."""
+    notes = []
+    smallest = min((r.histogram.count for row in rounds for r in row), default=0)
+    if smallest and smallest < 1000:
+        notes.append(warn(WarningKind.FEW_SAMPLES, samples=smallest))
+    waited = [
+        (d.runqueue_s or 0) / d.wall_s for row in rounds for r in row for d in r.drivers if d.wall_s and d.runqueue_s
+    ]
+    if waited and max(waited) > 0.25:
+        notes.append(warn(WarningKind.CLIENT_WAITED, percent=100 * max(waited)))
+    return notes
+
+
+def _rows(run: Document) -> list[list[Any]]:
+    h = LatencyHistogram.from_dict(run["histogram"])
+    tail = [h.percentile(q) if h.count else None for q in (50, 99, 99.9)]
+    return [[export.label(run), h.count, sum(run.get("errors", {}).values()), *tail, h.max_us, run.get("wall_s")]]
+
+
+def _worker_rows(run: Document) -> list[list[Any]]:
+    return export.worker_rows([run])
+
+
+def _p99_ms(run: LatencyResult) -> float:
+    return run.histogram.percentile(99) / 1000 if run.ok else math.nan
+
+
+def _repeated(of: str, command: str = "") -> Repeated:
+    def report(rounds: Rounds) -> list[RenderableType]:
+        return _report(repeated, rounds)
+
+    repeated = Repeated(
+        of=of,
+        load=LatencyResult.from_dict,
+        shape=LATENCY_SHAPE,
+        names=names_of,
+        report=report,
+        columns=COLUMNS,
+        rows=_rows,
+        worker_columns=("run", *export.WORKER_FIELDS, "served"),
+        worker_rows=_worker_rows,
+        value=_p99_ms,
+        what="p99 (ms)",
+        warnings=latency_warnings,
+        command=command,
+    )
+    return repeated
+
+
+LATENCY_REPEATED = _repeated("latency")
+# a comparison of latencies is saved by `latency --modes`, and its picture's title says so
+LATENCY_COMPARE_REPEATED = _repeated("latency-compare", "latency --modes")
+SWEEP_REPEATED = _repeated("sweep")
