@@ -78,10 +78,10 @@ class Block:
                 found[-1] += "\n" + line
                 continued = line.endswith("\\")
             elif line.startswith(prompt):
-                found.append(line[len(prompt):])
+                found.append(line[len(prompt) :])
                 continued = self.lang == "console" and line.endswith("\\")
             elif more and line.startswith(more) and found:
-                found[-1] += "\n" + line[len(more):]
+                found[-1] += "\n" + line[len(more) :]
         return found
 
 
@@ -327,8 +327,9 @@ def main(argv: list[str] | None = None) -> int:
     for page in [p.resolve() for p in args.pages] or pages():
         failed += regenerate(page, dry_run=args.list)
     if failed:
-        print(f"{failed} block(s) ended with a non-zero status: check that their output is the one meant",
-              file=sys.stderr)
+        print(
+            f"{failed} block(s) ended with a non-zero status: check that their output is the one meant", file=sys.stderr
+        )
     return 0
 
 
