@@ -13,6 +13,7 @@ No scipy: each is a few lines of arithmetic, checked in tests against values com
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterator, Sequence
 
@@ -97,16 +98,6 @@ def _arrangements(partition: tuple[int, ...], workers: int) -> int:
     return ways
 
 
-def _count_partitions_at_most(total: int, parts: int, limit: int) -> bool:
-    """True when `total` has at most `limit` partitions into at most `parts` parts."""
-    seen = 0
-    for _ in _partitions(total, parts, total):
-        seen += 1
-        if seen > limit:
-            return False
-    return True
-
-
 def uniform_spread_p(counts: Sequence[int]) -> tuple[float, str]:
     """(p, test): how likely a spread at least as uneven as `counts` is under a uniform hash over
     len(counts) workers. Exact (the multinomial test: the total probability of every spread no more likely
@@ -114,10 +105,12 @@ def uniform_spread_p(counts: Sequence[int]) -> tuple[float, str]:
     workers, k = len(counts), sum(counts)
     if workers < 2 or k == 0:
         return 1.0, "none"
-    if _count_partitions_at_most(k, workers, EXACT_SPREAD_MAX):
+    # Listed once, up to one past the limit: few enough, they are the exact test's; too many, chi-square's.
+    partitions = list(itertools.islice(_partitions(k, workers, k), EXACT_SPREAD_MAX + 1))
+    if len(partitions) <= EXACT_SPREAD_MAX:
         observed = _log_probability(counts, workers)
         p = 0.0
-        for partition in _partitions(k, workers, k):
+        for partition in partitions:
             full = list(partition) + [0] * (workers - len(partition))
             logp = _log_probability(full, workers)
             if logp <= observed + 1e-9:

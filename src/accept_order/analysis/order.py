@@ -24,7 +24,7 @@ from ..measures import ConnectionRecord, Verdict, WorkerCounters
 from .chance import chance_of_fit, how_often
 from .fairness import jain_index, max_min_share, tally
 from .herd import HERD_THRESHOLD, woken_per_connection
-from .seen import client_cpus_text, cpu_pattern, hash_pattern, order_name, unpredicted_pattern
+from .seen import client_cpus_text, cpu_pattern, hash_pattern, like, unpredicted_pattern
 
 FIT_THRESHOLD = 0.8
 
@@ -208,8 +208,7 @@ def verdict(
     elif runs is not None and best != expected_model:
         # Runs the mechanism does not predict (a herd's, two wakeups in a row won by the same worker):
         # seen, not the mechanism.
-        predicts = "none" if expected_model is None else order_name(expected_model)
-        pattern = f"an order like runs of {runs[0]} per worker (the mechanism predicts {predicts})"
+        pattern = like(f"runs of {runs[0]} per worker", expected_model)
     elif runs is not None:
         pattern = f"runs of {runs[0]} per worker"
     elif best is not None and best != expected_model:

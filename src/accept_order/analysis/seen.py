@@ -84,6 +84,11 @@ def unpredicted_pattern(best: str, expected: str | None, single: bool, chance: f
         return "one worker takes all", f"a random idle worker would fit as well {often}" if often else ""
     if chance is not None and chance >= SURE:
         return "no order beyond chance", f"{order_name(best)} fits, but a random idle worker would fit as well {often}"
-    predicts = "none" if expected is None else order_name(expected)
     figures = f"a random idle worker would fit as well {often}" if often else ""
-    return f"an order like {order_name(best)} (the mechanism predicts {predicts})", figures
+    return like(order_name(best), expected), figures
+
+
+def like(seen: str, expected: str | None) -> str:
+    """What was seen, said beside what the mode's mechanism predicts, never as its cause."""
+    predicts = "none" if expected is None else order_name(expected)
+    return f"an order like {seen} (the mechanism predicts {predicts})"
