@@ -131,26 +131,39 @@ def terminated(signum: int, frame: object) -> None:
     raise Terminated
 
 
+def nginx_and_wrk_missing() -> str | None:
+    """Why a benchmark of nginx under wrk cannot run here (this one and bench_observe_overhead), or None."""
+    if shutil.which("wrk") is None:
+        return "wrk is not installed (apt-get install wrk)"
+    try:
+        nginx_binary()
+    except ServerUnavailable as exc:
+        return str(exc)
+    return None
+
+
+def print_machine() -> float:
+    """Say the machine and its load average before the rounds; the load average, for the closing line."""
+    load_before = os.getloadavg()[0]
+    print(
+        f"machine: Linux {platform.release()} {platform.machine()}, {os.cpu_count()} CPUs, "
+        f"Python {platform.python_version()}, load average {load_before:.2f}"
+    )
+    return load_before
+
+
 def main() -> int:
     parser = OneLineParser(prog=PROG, description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--rounds", type=positive_int, default=5)
     parser.add_argument("--duration", type=seconds, default=3.0, help="seconds per measurement (default 3)")
     parser.add_argument("--concurrency", type=positive_int, default=50, help="connections in flight (default 50)")
     args = parser.parse_args()
-    if shutil.which("wrk") is None:
-        print("wrk is not installed (apt-get install wrk): ours / wrk: median n/a")
-        return 0
-    try:
-        nginx_binary()
-    except ServerUnavailable as exc:
-        print(f"{exc}: ours / wrk: median n/a")
+    missing = nginx_and_wrk_missing()
+    if missing:
+        print(f"{missing}: ours / wrk: median n/a")
         return 0
     signal.signal(signal.SIGTERM, terminated)  # like Ctrl-C: every `with` and `finally` ends its processes
-    load_before = os.getloadavg()[0]
-    print(
-        f"machine: Linux {platform.release()} {platform.machine()}, {os.cpu_count()} CPUs, "
-        f"Python {platform.python_version()}, load average {load_before:.2f}"
-    )
+    load_before = print_machine()
     try:
         ratios = measure(args)
     except ServerUnavailable as exc:  # installed, but it would not start here

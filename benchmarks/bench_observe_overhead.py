@@ -18,9 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import select
-import shutil
 import signal
 import statistics
 import subprocess
@@ -35,11 +33,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_nginx_load's w
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "experiments"))  # the one-line parser
 
 from _cli import OneLineParser, positive_int  # noqa: E402  (experiments/_cli.py)
-from bench_nginx_load import seconds, terminated, wrk_round  # noqa: E402
+from bench_nginx_load import nginx_and_wrk_missing, print_machine, seconds, terminated, wrk_round  # noqa: E402
 
 from accept_order.errors import ServerUnavailable  # noqa: E402
 from accept_order.servers.launched.nginx import NginxServer  # noqa: E402
-from accept_order.servers.launched.nginx_config import nginx_binary  # noqa: E402
 from accept_order.signals import Terminated  # noqa: E402
 from accept_order.spec import ServerSpec  # noqa: E402
 
@@ -171,20 +168,12 @@ def main() -> int:
     parser.add_argument("--duration", type=seconds, default=5.0, help="seconds per measurement (default 5)")
     parser.add_argument("--concurrency", type=positive_int, default=50, help="connections in flight (default 50)")
     args = parser.parse_args()
-    if shutil.which("wrk") is None:
-        print("wrk is not installed (apt-get install wrk): observed / alone: median n/a")
-        return 0
-    try:
-        nginx_binary()
-    except ServerUnavailable as exc:
-        print(f"{exc}: observed / alone: median n/a")
+    missing = nginx_and_wrk_missing()
+    if missing:
+        print(f"{missing}: observed / alone: median n/a")
         return 0
     signal.signal(signal.SIGTERM, terminated)  # like Ctrl-C: every `with` and `finally` ends its processes
-    load_before = os.getloadavg()[0]
-    print(
-        f"machine: Linux {platform.release()} {platform.machine()}, {os.cpu_count()} CPUs, "
-        f"Python {platform.python_version()}, load average {load_before:.2f}"
-    )
+    load_before = print_machine()
     try:
         ratios = measure(args)
     except ServerUnavailable as exc:
