@@ -27,11 +27,11 @@ sys.path.insert(0, str(HERE.parent / "experiments"))  # the one-line parser the 
 from _cli import OneLineParser, positive_int  # noqa: E402  (experiments/_cli.py)
 from cbuild import NoCompiler, build  # noqa: E402
 
+from accept_order.core.spec import ConcurrentLoad, ServerSpec  # noqa: E402
+from accept_order.core.target import Attribution  # noqa: E402
 from accept_order.loads.generator import LoadResult, run_load, split  # noqa: E402
 from accept_order.servers.modes import MODES  # noqa: E402
 from accept_order.servers.pool import WorkerPool  # noqa: E402
-from accept_order.servers.target import Attribution  # noqa: E402
-from accept_order.spec import ConcurrentLoad, ServerSpec  # noqa: E402
 
 TARGET = 0.9  # issue 7: the load generator against the C epoll client, median of paired rounds
 C_SOURCE = HERE / "c" / "epoll_client.c"

@@ -31,12 +31,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "experiments")) 
 
 from _cli import OneLineParser, positive_int  # noqa: E402  (experiments/_cli.py)
 
-from accept_order.errors import ServerUnavailable
+from accept_order.core.errors import ServerUnavailable
+from accept_order.core.signals import Terminated  # noqa: E402
+from accept_order.core.spec import ConcurrentLoad, ServerSpec  # noqa: E402
 from accept_order.loads.generator import LoadResult, run_load  # noqa: E402
 from accept_order.servers.launched.nginx import NginxServer  # noqa: E402
 from accept_order.servers.launched.nginx_config import nginx_binary  # noqa: E402
-from accept_order.signals import Terminated  # noqa: E402
-from accept_order.spec import ConcurrentLoad, ServerSpec  # noqa: E402
 
 TARGET = 0.9  # issue 8: the load generator against wrk on the same nginx, median of paired rounds
 PROG = "bench_nginx_load.py"

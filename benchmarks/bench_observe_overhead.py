@@ -35,10 +35,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "experiments")) 
 from _cli import OneLineParser, positive_int  # noqa: E402  (experiments/_cli.py)
 from bench_nginx_load import nginx_and_wrk_missing, print_machine, seconds, terminated, wrk_round  # noqa: E402
 
-from accept_order.errors import ServerUnavailable  # noqa: E402
+from accept_order.core.errors import ServerUnavailable  # noqa: E402
+from accept_order.core.signals import Terminated  # noqa: E402
+from accept_order.core.spec import ServerSpec  # noqa: E402
 from accept_order.servers.launched.nginx import NginxServer  # noqa: E402
-from accept_order.signals import Terminated  # noqa: E402
-from accept_order.spec import ServerSpec  # noqa: E402
 
 TARGET = 0.98  # issue 17: observe must not disturb production
 PROG = "bench_observe_overhead.py"

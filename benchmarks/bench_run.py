@@ -41,9 +41,9 @@ import psutil  # noqa: E402
 from _cli import OneLineParser, positive_int  # noqa: E402  (experiments/_cli.py)
 from cbuild import NoCompiler, build  # noqa: E402
 
+from accept_order.core.spec import SequentialLoad, ServerSpec  # noqa: E402
 from accept_order.loads.sequential import run_sequential  # noqa: E402
 from accept_order.servers.pool import WorkerPool  # noqa: E402
-from accept_order.spec import SequentialLoad, ServerSpec  # noqa: E402
 
 RUN_TARGET_S = 0.2  # issue 7: `run --mode epoll` end to end, median
 RATIO_TARGET = 0.8  # issue 7: the sequential client against the C one, median of paired rounds

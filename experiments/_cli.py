@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import NoReturn
 
-from accept_order.errors import AcceptOrderError, PlanError
+from accept_order.core.errors import AcceptOrderError, PlanError
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -42,10 +42,10 @@ from rich.table import Table
 from rich.text import Text
 
 from accept_order import api
+from accept_order.core.spec import SequentialLoad, ServerSpec
 from accept_order.experiments.herd.report import herd_report
 from accept_order.experiments.order.result import RunResult
 from accept_order.servers.modes import MODES
-from accept_order.spec import SequentialLoad, ServerSpec
 
 BURST_GAP_MS = 0.001  # start the next connection as soon as the client loop comes round
 

@@ -42,14 +42,14 @@ from rich.text import Text
 
 from accept_order import api
 from accept_order.analysis.tails import tail_verdict
-from accept_order.cpus import allowed_cpus
-from accept_order.errors import PlanError
+from accept_order.core.cpus import allowed_cpus
+from accept_order.core.errors import PlanError
+from accept_order.core.spec import ConcurrentLoad, pinned
 from accept_order.experiments.latency.report import compare_report
 from accept_order.experiments.latency.result import LatencyResult
 from accept_order.results import envelope
 from accept_order.servers.modes import DEFAULT_MODE, MODES
 from accept_order.servers.registry import runnable
-from accept_order.spec import ConcurrentLoad, pinned
 
 SIMILAR_AVG = 1.25  # averages within 25% of each other are "similar" (the seed's differ by 3%)
 WIDER_DEV = 2.0  # "much wider": at least twice the deviation (the seed's is 16x)

@@ -29,7 +29,7 @@ from _cli import OneLineParser, one_line_errors, positive_int  # experiments/_cl
 
 from accept_order import RunResult, api
 from accept_order.analysis.order import is_rotation
-from accept_order.errors import PlanError
+from accept_order.core.errors import PlanError
 from accept_order.servers.modes import MODES
 
 

@@ -23,7 +23,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from accept_order.cli.app import main
-from accept_order.loads.protocol import parse_reply
+from accept_order.core.protocol import parse_reply
 
 CHILD_GRACE_S = 3.0
 

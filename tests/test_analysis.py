@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from accept_order.analysis import fairness, herd, order
-from accept_order.measures import ConnectionRecord, WorkerCounters
+from accept_order.core.measures import ConnectionRecord, WorkerCounters
 
 
 def sequential(workers: list[int | None], latency_us: int = 100, gap_us: int = 1000) -> list[ConnectionRecord]:

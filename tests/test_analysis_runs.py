@@ -7,7 +7,7 @@ import random
 import pytest
 
 from accept_order.analysis import order
-from accept_order.measures import ConnectionRecord
+from accept_order.core.measures import ConnectionRecord
 
 NGINX_40 = [0, 1, 2] + [0] * 16 + [1] * 16 + [2] * 5  # what nginx 1.22 (EPOLLEXCLUSIVE) serves 40 requests with
 RUNS_OF_4 = [1] * 4 + [2] * 4 + [0] * 4 + [1] * 4 + [2] * 4 + [0] * 2

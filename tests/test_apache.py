@@ -14,7 +14,8 @@ import psutil
 import pytest
 from conftest import assert_one_error_line, gone, http_fetch, http_fetch_many, run_cli
 
-from accept_order import session
+from accept_order.core.spec import SequentialLoad, ServerSpec
+from accept_order.experiments import session
 from accept_order.experiments.order.result import RunResult
 from accept_order.probes.fd_table import open_files
 from accept_order.probes.listeners import listening_sockets
@@ -23,7 +24,6 @@ from accept_order.servers.launched import apache_config
 from accept_order.servers.launched.apache import ApacheServer
 from accept_order.servers.launched.apache_config import apache_missing, bucket_ratio, buckets
 from accept_order.servers.registry import checked
-from accept_order.spec import SequentialLoad, ServerSpec
 
 if apache_missing():
     pytest.skip(f"Apache launched runs: {apache_missing()}", allow_module_level=True)

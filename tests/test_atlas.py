@@ -55,7 +55,7 @@ def test_atlas_names_what_it_cannot_run() -> None:
 def test_an_atlas_interrupted_before_its_first_row_saves_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     """Ctrl-C before any row finished: a plain interrupt (an earlier file of that name must not become empty)."""
     from accept_order.experiments.atlas import run as atlas_run
-    from accept_order.session import RunInterrupted
+    from accept_order.experiments.session import RunInterrupted
 
     def interrupted(*args: object) -> None:
         raise KeyboardInterrupt

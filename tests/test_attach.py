@@ -23,7 +23,7 @@ import psutil
 import pytest
 from conftest import OutputReader, assert_one_error_line, gone, run_cli, wait_for
 
-from accept_order.errors import ServerUnavailable
+from accept_order.core.errors import ServerUnavailable
 from accept_order.servers.launched.nginx_config import MODULE_DIR, MODULES, nginx_binary
 
 RUN_TIMEOUT_S = 60

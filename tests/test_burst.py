@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from conftest import run_cli
 
-from accept_order.errors import PlanError
+from accept_order.core.errors import PlanError
+from accept_order.core.spec import ServerSpec
 from accept_order.experiments.burst import run as burst
 from accept_order.experiments.burst.run import BurstPlan, run_bursts
-from accept_order.spec import ServerSpec
 
 COMMAND = [sys.executable, "-m", "accept_order", "burst"]
 PR_CAPBSET_DROP, CAP_SYS_RESOURCE = 24, 24  # <linux/prctl.h>, <linux/capability.h>

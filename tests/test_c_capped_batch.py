@@ -12,8 +12,8 @@ import sys
 import pytest
 
 from accept_order import api
+from accept_order.core.spec import ConcurrentLoad
 from accept_order.servers.modes import MODES
-from accept_order.spec import ConcurrentLoad
 
 LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs epoll")
 

@@ -15,7 +15,7 @@ from accept_order.analysis.chance import (
     how_often,
     uniform_spread_p,
 )
-from accept_order.measures import ConnectionRecord
+from accept_order.core.measures import ConnectionRecord
 
 
 def records(workers: list[int], cpus: list[int] | None = None) -> list[ConnectionRecord]:

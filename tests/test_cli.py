@@ -12,8 +12,9 @@ import pytest
 from conftest import assert_one_error_line, needs_ipv6, run_cli
 
 from accept_order.analysis.order import is_rotation
+from accept_order.experiments.documents import load
 from accept_order.experiments.order.result import RunResult
-from accept_order.results.envelope import SCHEMA_VERSION, load, tool_version
+from accept_order.results.envelope import SCHEMA_VERSION, tool_version
 from accept_order.servers.modes import MODES
 from accept_order.servers.registry import available_modes
 

@@ -15,7 +15,7 @@ from click.testing import Result
 from conftest import assert_one_error_line, gone, run_cli, wait_for
 
 from accept_order.analysis.tails import tail_verdict
-from accept_order.cpus import allowed_cpus
+from accept_order.core.cpus import allowed_cpus
 from accept_order.experiments.latency.result import LatencyResult
 
 LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs epoll and procfs")

@@ -22,9 +22,11 @@ import click
 import pytest
 from conftest import assert_one_error_line, run_cli
 
-from accept_order import api, netns
+from accept_order import api
 from accept_order.cli.app import COMMANDS, main
-from accept_order.errors import AcceptOrderError
+from accept_order.core import netns
+from accept_order.core.errors import AcceptOrderError
+from accept_order.experiments import documents
 from accept_order.render import plots
 
 GOLDEN = Path(__file__).parent / "data" / "golden"
@@ -133,7 +135,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[Any]]]:
         monkeypatch.setattr(api, entry, stopper(entry))
     monkeypatch.setattr(netns, "enter_private", stopper("enter_private"))  # reload: before its namespace
     monkeypatch.setattr(plots, "require_matplotlib", lambda: None)
-    monkeypatch.setattr(plots, "plot_document", stopper("plot_document"))
+    monkeypatch.setattr(documents, "plot_document", stopper("plot_document"))
     return seen
 
 
@@ -285,7 +287,7 @@ def test_every_install_hint_says_what_works_from_a_clone_too() -> None:
         for line in path.read_text().splitlines():
             for extra in re.findall(r"pip install 'accept-order\[(\w+)\]'", line):
                 assert f"pip install '.[{extra}]'" in line, f"{path.name}: {line.strip()}"
-    from accept_order.hints import pip_install
+    from accept_order.core.hints import pip_install
 
     assert pip_install("plot") == "pip install 'accept-order[plot]', or from a clone: pip install '.[plot]'"
 

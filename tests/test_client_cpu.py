@@ -13,17 +13,16 @@ import pytest
 from conftest import run_cli
 from rich.console import Console, RenderableType
 
-from accept_order.environment import host_busy
+from accept_order.core.environment import host_busy
+from accept_order.core.load_summary import cpu_us_per_connection
+from accept_order.core.measures import DriverStats, WorkerCounters
+from accept_order.core.run_warnings import WarningKind
 from accept_order.experiments.latency.report import latency_report
 from accept_order.experiments.latency.result import LatencyResult
 from accept_order.experiments.ramp.result import RampStep
 from accept_order.experiments.ramp.run import signals
-from accept_order.loads.drive_loop import DriverStats
 from accept_order.loads.generator import client_bound
-from accept_order.loads.summary import cpu_us_per_connection
-from accept_order.measures import WorkerCounters
 from accept_order.render.evidence import machine_busy
-from accept_order.run_warnings import WarningKind
 
 GOLDEN = Path(__file__).parent / "data" / "golden"
 LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs epoll and procfs")
@@ -189,7 +188,7 @@ def test_counters_from_the_shared_namespace_are_labelled_host_wide() -> None:
 
 
 def test_the_model_names_other_processes_when_they_took_the_cpus() -> None:
-    from accept_order.analysis.model_check import seen_besides_queueing
+    from accept_order.experiments.latency.model_check import seen_besides_queueing
 
     result = _golden_latency()
     busy = dataclasses.replace(result, evidence={**result.evidence, "machine": _machine(390, 400)})

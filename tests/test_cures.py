@@ -8,11 +8,11 @@ from __future__ import annotations
 import pytest
 
 from accept_order import api
+from accept_order.core.spec import ConcurrentLoad, SequentialLoad, ServerSpec
+from accept_order.core.waiting import wait_for
 from accept_order.experiments.order.result import RunResult
+from accept_order.experiments.session import run_sequential
 from accept_order.servers.pool import WorkerPool
-from accept_order.session import run_sequential
-from accept_order.spec import ConcurrentLoad, SequentialLoad, ServerSpec
-from accept_order.waiting import wait_for
 
 
 def _sequence(result: RunResult) -> list[int | None]:
@@ -119,7 +119,7 @@ def test_fd_pass_worker_that_leaves_loses_nothing() -> None:
 def test_lock_holder_names_whichever_worker_took_the_lock_first() -> None:
     """nginx's accept_mutex: one worker keeps every sequential connection, but which one varies by run."""
     from accept_order.analysis.order import verdict
-    from accept_order.measures import ConnectionRecord
+    from accept_order.core.measures import ConnectionRecord
 
     for holder in range(3):
         records = [ConnectionRecord(i, holder, 100 + holder, 1000 * i, 100) for i in range(12)]

@@ -12,13 +12,13 @@ import pytest
 from rich.console import Console
 
 from accept_order import api
+from accept_order.core.measures import ListenerRow
+from accept_order.core.spec import ConcurrentLoad, ServerSpec
 from accept_order.experiments.order.report import run_report
 from accept_order.experiments.order.result import RunResult
 from accept_order.probes import evidence, netstat
 from accept_order.probes.evidence import EvidenceCapture
-from accept_order.probes.listeners import ListenerRow
 from accept_order.render import evidence as render_evidence
-from accept_order.spec import ConcurrentLoad, ServerSpec
 
 LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs Linux procfs/netlink")
 

@@ -13,10 +13,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from accept_order.experiments import EXPERIMENTS, find
-from accept_order.render import render_document
+from accept_order.experiments import EXPERIMENTS, documents, find
+from accept_order.experiments.documents import load, render_document
 from accept_order.results import export
-from accept_order.results.envelope import load
 
 V2 = Path(__file__).parent / "data" / "v2"
 # one per kind, named by it; more of a kind are named KIND-WHAT (repeat-burst: a repeated burst)
@@ -40,26 +39,27 @@ def test_kind_loads_reports_and_exports(name: str) -> None:
     console.print(render_document(kind, document))
     assert console.export_text().strip()
     for name in experiment.tables:
-        table = list(csv.reader(io.StringIO(export.table(kind, document, name))))
+        table = list(csv.reader(io.StringIO(documents.table(kind, document, name))))
         # each row names its run (a repeated result: its round, then its run; the atlas: server and mode)
         assert table[0][:2] in (["run"] + table[0][1:2], ["round", "run"], ["round", "server"]), (kind, name)
         assert len(table) > 1, (kind, name)
     if experiment.tables:
-        assert export.table(kind, document) == export.table(kind, document, experiment.default_table)
+        assert documents.table(kind, document) == documents.table(kind, document, experiment.default_table)
     else:
         with pytest.raises(export.ExportError):
-            export.table(kind, document)
+            documents.table(kind, document)
     if experiment.latency_runs is not None:
-        assert all(hist.count for _, hist in export.latency_runs(kind, document))
+        assert all(hist.count for _, hist in documents.latency_runs(kind, document))
     else:
         with pytest.raises(export.ExportError, match="no latency histogram"):
-            export.latency_runs(kind, document)
+            documents.latency_runs(kind, document)
 
 
 @pytest.mark.parametrize("name", FIXTURES)
 def test_kind_draws(name: str) -> None:
     pytest.importorskip("matplotlib")
-    from accept_order.render.plots import figure_bytes, plot_document
+    from accept_order.experiments.documents import plot_document
+    from accept_order.render.plots import figure_bytes
 
     kind, document = load(V2 / f"{name}.json")
     assert figure_bytes(plot_document(kind, document), "png")[:8] == b"\x89PNG\r\n\x1a\n"
@@ -75,7 +75,10 @@ def test_show_imports_only_its_own_experiment() -> None:
         "from accept_order.cli import main\n"
         f"sys.argv = ['accept-order', 'show', {str(V2 / 'burst.json')!r}]\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "loaded = sorted({m.split('.')[2] for m in sys.modules if m.startswith('accept_order.experiments.')})\n"
+        "from accept_order.experiments import EXPERIMENTS\n"
+        "folders = {where.split('.')[0] for where in EXPERIMENTS.values()}\n"
+        "names = {m.split('.')[2] for m in sys.modules if m.startswith('accept_order.experiments.')}\n"
+        "loaded = sorted(names & folders)\n"
         "print('MODULES', loaded, 'matplotlib' in sys.modules)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

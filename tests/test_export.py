@@ -199,7 +199,7 @@ def test_a_formula_in_a_column_name_stays_text(kind: str, tmp_path: Path) -> Non
 def test_hdr_with_as_many_samples_as_a_file_may_hold_divides_exactly() -> None:
     """1/(1-share) divided by zero once the share rounded to 1.0 (a count of 1e30 did it); the column is now
     total/(total-at), exact for any count a file may hold (results/schema.py: up to 2**53 in all)."""
-    from accept_order.histogram import LatencyHistogram
+    from accept_order.core.histogram import LatencyHistogram
     from accept_order.results.export import hdr_percentiles
     from accept_order.results.schema import MAX_COUNT
 

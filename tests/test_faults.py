@@ -19,14 +19,14 @@ from conftest import assert_one_error_line, run_cli
 from rich.console import Console
 
 from accept_order import ListenError, PlanError, RunResult, WorkerError, WorkerPool, run
+from accept_order.core.measures import ConnectionRecord
+from accept_order.core.protocol import ClientProtocol
+from accept_order.core.spec import SequentialLoad, ServerSpec
+from accept_order.core.target import ReplyAttribution
 from accept_order.experiments.order.report import run_report
-from accept_order.loads.protocol import ClientProtocol
 from accept_order.loads.sequential import run_sequential
-from accept_order.measures import ConnectionRecord
 from accept_order.servers import pool as pool_module
-from accept_order.servers.target import ReplyAttribution
 from accept_order.servers.worker import FAULT_ENV
-from accept_order.spec import SequentialLoad, ServerSpec
 
 READY_TIMEOUT_S = 1.0  # shorter than the default 5 s, to keep the suite fast
 

@@ -30,10 +30,10 @@ import pytest
 from click.testing import CliRunner, Result
 
 from accept_order.cli.app import main
+from accept_order.core.histogram import LatencyHistogram
+from accept_order.core.spec import ServerSpec
 from accept_order.experiments import EXPERIMENTS as KINDS
 from accept_order.experiments import every
-from accept_order.histogram import LatencyHistogram
-from accept_order.spec import ServerSpec
 
 GOLDEN = Path(__file__).parent / "data" / "golden"
 WIDTH = 120

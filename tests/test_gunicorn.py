@@ -12,10 +12,10 @@ import psutil
 import pytest
 from conftest import gone, run_cli
 
-from accept_order import session
+from accept_order.core.spec import ConcurrentLoad, SequentialLoad, ServerSpec
+from accept_order.experiments import session
 from accept_order.experiments.order.result import RunResult
 from accept_order.servers.launched.gunicorn import gunicorn_missing
-from accept_order.spec import ConcurrentLoad, SequentialLoad, ServerSpec
 
 if gunicorn_missing():
     pytest.skip(f"gunicorn launched runs: {gunicorn_missing()}", allow_module_level=True)

@@ -12,16 +12,16 @@ import psutil
 import pytest
 from conftest import assert_one_error_line, gone, http_fetch, http_fetch_many, run_cli, wait_for
 
-from accept_order import session
+from accept_order.core.processes import usage
+from accept_order.core.spec import SequentialLoad, ServerSpec
+from accept_order.experiments import session
 from accept_order.probes.fd_table import open_files
 from accept_order.probes.listeners import listening_sockets
 from accept_order.probes.proc_waits import thread_wait
-from accept_order.processes import usage
 from accept_order.servers.launched import h2o
 from accept_order.servers.launched.h2o import H2oServer, h2o_missing
 from accept_order.servers.registry import checked
 from accept_order.servers.watched import proc_state
-from accept_order.spec import SequentialLoad, ServerSpec
 
 if h2o_missing():
     pytest.skip(f"h2o launched runs: {h2o_missing()}", allow_module_level=True)

@@ -74,7 +74,9 @@ def _mid_run(proc: subprocess.Popen[bytes], processes: int) -> list[int]:
 
     def descendants() -> list[int]:
         try:
-            return [p.pid for p in me.children(recursive=True) if "accept_order.reaper" not in " ".join(p.cmdline())]
+            return [
+                p.pid for p in me.children(recursive=True) if "accept_order.core.reaper" not in " ".join(p.cmdline())
+            ]
         except psutil.Error:
             return []
 

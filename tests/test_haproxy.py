@@ -8,9 +8,9 @@ import psutil
 import pytest
 from conftest import gone
 
-from accept_order import session
+from accept_order.core.spec import ConcurrentLoad, SequentialLoad, ServerSpec
+from accept_order.experiments import session
 from accept_order.servers.launched.haproxy import HAPROXY_MODES, haproxy_missing, render_config
-from accept_order.spec import ConcurrentLoad, SequentialLoad, ServerSpec
 
 if haproxy_missing():
     pytest.skip(f"haproxy launched runs: {haproxy_missing()}", allow_module_level=True)

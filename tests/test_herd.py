@@ -13,19 +13,26 @@ from conftest import assert_one_error_line, run_cli
 from rich.console import Console
 
 from accept_order import api
-from accept_order.analysis.herd import HERD_THRESHOLD, herd_row, nearest_rank
-from accept_order.errors import PlanError
+from accept_order.analysis.herd import HERD_THRESHOLD, HerdRow, herd_row, nearest_rank
+from accept_order.core.errors import PlanError
+from accept_order.core.measures import ConnectionRecord, Environment, Verdict, WorkerCounters
+from accept_order.core.spec import SequentialLoad, ServerSpec
+from accept_order.experiments import documents
+from accept_order.experiments.documents import render_document
 from accept_order.experiments.herd.report import herd_report, herd_table
 from accept_order.experiments.herd.result import HerdResult
 from accept_order.experiments.order.result import RunResult
-from accept_order.measures import ConnectionRecord, Environment, Verdict, WorkerCounters
-from accept_order.render import render_document
+from accept_order.experiments.session import run_sequential
 from accept_order.results import envelope
 from accept_order.servers.modes import MODES
-from accept_order.session import run_sequential
-from accept_order.spec import SequentialLoad, ServerSpec
+from accept_order.servers.registry import known_mode
 
 LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs epoll and procfs")
+
+
+def _row(run: RunResult) -> HerdRow:
+    """The herd table's row of a run, its mode's prediction looked up as the herd experiment does."""
+    return herd_row(run, known_mode(run.server.kind, run.server.mode))
 
 
 def text_of(renderable: object) -> str:
@@ -94,7 +101,7 @@ def test_every_run_carries_kernel_evidence(live: HerdResult) -> None:
 def test_live_round_trip_through_a_file(live: HerdResult, tmp_path: Path) -> None:
     path = tmp_path / "herd.json"
     envelope.save(path, "herd", live.to_dict())
-    kind, doc = envelope.load(path)
+    kind, doc = documents.load(path)
     assert kind == "herd"
     again = HerdResult.from_dict(doc)
     assert again == live
@@ -133,7 +140,7 @@ def fake_run(mode: str, switches: list[int | None], wakeups: int = 4, empty: int
 
 
 def test_herd_row_sums_workers() -> None:
-    row = herd_row(fake_run("poll", [8, 8, 8, 8], wakeups=3, empty=1))
+    row = _row(fake_run("poll", [8, 8, 8, 8], wakeups=3, empty=1))
     assert (row.wakeups, row.accepts, row.empty, row.max_batch) == (12, 8, 4, 2)
     assert row.voluntary == 32 and row.involuntary == 4
     assert row.cpu_s == pytest.approx(0.02)
@@ -145,14 +152,14 @@ def test_herd_row_sums_workers() -> None:
 
 
 def test_unexpected_result_is_flagged() -> None:
-    row = herd_row(fake_run("epoll", [8, 8, 8, 8]))  # EPOLLEXCLUSIVE that woke everybody
+    row = _row(fake_run("epoll", [8, 8, 8, 8]))  # EPOLLEXCLUSIVE that woke everybody
     assert row.herd is True and row.as_expected is False
     shown = text_of(herd_table(HerdResult(4, 16, 0, 511, (fake_run("epoll", [8, 8, 8, 8]),))))
     assert "(expected 1)" in shown
 
 
 def test_unmeasured_switches() -> None:
-    row = herd_row(fake_run("blocking", [None, 1]))
+    row = _row(fake_run("blocking", [None, 1]))
     assert row.voluntary is None and row.herd is None and row.as_expected is None
     assert row.verdict().startswith("not measured")
 
@@ -169,7 +176,7 @@ def test_table_lists_skipped_modes_and_settings() -> None:
 
 def test_row_without_acceptor_counts_workers_cpu_and_latency() -> None:
     run = fake_run("blocking", [2, 2])  # 8 connections, 5 µs each; workers' CPU 2 + 4 ms
-    row = herd_row(run)
+    row = _row(run)
     assert row.acceptor_cpu_s is None and row.acceptor_woken_per_connection is None
     assert row.cpu_us_per_connection == pytest.approx(0.006 * 1e6 / 8)
     assert row.latency_p50_us == row.latency_p99_us == 5
@@ -187,7 +194,7 @@ def test_nearest_rank_latency_and_unknowns() -> None:
     # A worker's CPU unknown: no CPU per connection; failed connections are not latencies.
     run = fake_run("blocking", [2, None])
     recs = (*run.records, ConnectionRecord(9, None, None, 90, 999_999, "refused"))
-    row = herd_row(
+    row = _row(
         dataclasses.replace(
             run, counters=(run.counters[0], dataclasses.replace(run.counters[1], cpu_s=None)), records=recs
         )
@@ -200,13 +207,13 @@ def test_acceptor_cpu_is_added_and_marked() -> None:
     run = fake_run("fd-pass", [4, 4])
     acceptor = {"pid": 9, "policy": "round-robin", "passed": [4, 4], "lost": 0, "voluntary_switches": 12,
                 "involuntary_switches": 0, "cpu_s": 0.002}  # fmt: skip
-    row = herd_row(dataclasses.replace(run, evidence={"acceptor": acceptor}))
+    row = _row(dataclasses.replace(run, evidence={"acceptor": acceptor}))
     assert row.acceptor_cpu_s == 0.002
     assert row.cpu_us_per_connection == pytest.approx((0.002 + 0.004 + 0.002) * 1e6 / 8)
     assert row.acceptor_woken_per_connection == pytest.approx(12 / 8)
     assert row.woken_per_connection == 1.0  # the workers' measure, the acceptor's sleeps not in it
     # An acceptor whose CPU is unknown: the mode's CPU per connection is unknown too.
-    unknown = herd_row(dataclasses.replace(run, evidence={"acceptor": {**acceptor, "cpu_s": None}}))
+    unknown = _row(dataclasses.replace(run, evidence={"acceptor": {**acceptor, "cpu_s": None}}))
     assert unknown.acceptor_cpu_s is None and unknown.cpu_us_per_connection is None
 
 
@@ -215,7 +222,7 @@ def test_fd_pass_row_includes_the_acceptor() -> None:
     fd_pass = run_sequential(ServerSpec(mode="fd-pass", workers=3), SequentialLoad(connections=9))
     plain = run_sequential(ServerSpec(mode="epoll", workers=3), SequentialLoad(connections=9))
     acceptor = fd_pass.evidence["acceptor"]
-    row = herd_row(fd_pass)
+    row = _row(fd_pass)
     assert row.served == 9
     assert row.acceptor_cpu_s == acceptor["cpu_s"]
     workers_cpu = sum(c.cpu_s for c in fd_pass.counters)
@@ -224,7 +231,7 @@ def test_fd_pass_row_includes_the_acceptor() -> None:
     assert row.latency_p50_us is not None and row.latency_p99_us is not None
     assert 0 < row.latency_p50_us <= row.latency_p99_us
     assert row.latency_p99_us == max(r.latency_us for r in fd_pass.records)  # nearest rank of 9
-    assert herd_row(plain).acceptor_cpu_s is None
+    assert _row(plain).acceptor_cpu_s is None
     shown = text_of(herd_report(HerdResult(3, 9, 0, 511, (plain, fd_pass))))
     (line,) = [ln for ln in shown.splitlines() if ln.strip().startswith("fd-pass ")]
     assert f"{row.cpu_us_per_connection:.0f}*" in line
@@ -235,7 +242,7 @@ def test_fd_pass_row_includes_the_acceptor() -> None:
 
 
 def test_v1_herd_file_renders_without_acceptor() -> None:
-    kind, doc = envelope.load(Path(__file__).parent / "data" / "v1" / "herd.json")
+    kind, doc = documents.load(Path(__file__).parent / "data" / "v1" / "herd.json")
     result = HerdResult.from_dict(doc)
     for row in result.rows:
         assert row.acceptor_cpu_s is None
@@ -307,7 +314,7 @@ def test_cli_herd_writes_json_and_show_prints_it(tmp_path: Path) -> None:
     result = run_cli(["herd", "--modes", "blocking,epoll-herd", "-w", "2", "-n", "4", "--json", str(path)])
     assert result.exit_code == 0, result.output
     assert "accept-order herd" in result.stdout and "epoll-herd" in result.stdout
-    kind, doc = envelope.load(path)
+    kind, doc = documents.load(path)
     assert kind == "herd"
     herd = HerdResult.from_dict(doc)
     assert [r.mode for r in herd.runs] == ["blocking", "epoll-herd"]

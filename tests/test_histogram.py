@@ -1,4 +1,4 @@
-"""Tests for accept_order.histogram (exact stats + mmhistogram-compatible output)."""
+"""Tests for accept_order.core.histogram (exact stats + mmhistogram-compatible output)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import statistics
 
 import pytest
 
-from accept_order.histogram import LatencyHistogram, histogram_lines, log2_buckets, summary_line
+from accept_order.core.histogram import LatencyHistogram, histogram_lines, log2_buckets, summary_line
 
 
 def hist_of(values_us: list[int]) -> LatencyHistogram:

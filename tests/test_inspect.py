@@ -28,11 +28,11 @@ from pathlib import Path
 import pytest
 from conftest import OutputReader, assert_one_error_line, run_cli, wait_for
 
+from accept_order.core.spec import ServerSpec
 from accept_order.experiments.inspect.run import inspect
 from accept_order.probes.fd_table import IORING_OP_ACCEPT, parse_epoll_fdinfo, parse_uring_fdinfo
 from accept_order.probes.proc_waits import GENERIC, X86_64, parse_fd_set, parse_pollfds, parse_syscall
 from accept_order.servers.registry import KINDS, checked, launched_kinds, make_target, runnable
-from accept_order.spec import ServerSpec
 
 WORKERS = 2
 EVERY_MODE = [(kind, mode) for kind in launched_kinds() for mode in KINDS[kind].modes()]

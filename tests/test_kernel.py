@@ -22,10 +22,10 @@ from typing import TypeVar
 import pytest
 
 try:
-    from accept_order import cpus as cpu_lists
+    from accept_order.core import cpus as cpu_lists
 except ImportError:  # running from a source checkout without an install
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-    from accept_order import cpus as cpu_lists
+    from accept_order.core import cpus as cpu_lists
 from accept_order.probes import listeners, netstat
 
 DATA = Path(__file__).parent / "data"

@@ -15,25 +15,25 @@ import pytest
 from conftest import assert_one_error_line, run_cli
 from rich.console import Console
 
-from accept_order import api, session
+from accept_order import api
 from accept_order.analysis.tails import tail_verdict
 from accept_order.cli.latency import latency as latency_command
 from accept_order.cli.specs import server_spec
 from accept_order.cli.sweep import sweep as sweep_command
 from accept_order.cli.types import parse_duration
-from accept_order.cpus import allowed_cpus
-from accept_order.errors import PlanError, WorkerError
+from accept_order.core.cpus import allowed_cpus
+from accept_order.core.errors import PlanError, WorkerError
+from accept_order.core.histogram import LatencyHistogram
+from accept_order.core.measures import DriverStats, Environment, WorkerCounters
+from accept_order.core.spec import ConcurrentLoad, ServerSpec, open_file_limit, pinned, sized
+from accept_order.experiments import documents, session
+from accept_order.experiments.documents import render_document
 from accept_order.experiments.latency.report import compare_lines, latency_report, sweep_lines
 from accept_order.experiments.latency.result import LatencyResult
-from accept_order.histogram import LatencyHistogram
-from accept_order.loads.generator import DriverStats
-from accept_order.measures import Environment, WorkerCounters
 from accept_order.probes.evidence import EvidenceCapture
-from accept_order.render import render_document
 from accept_order.results import envelope
 from accept_order.servers.modes import MODES, parse_modes
 from accept_order.servers.worker import FAULT_ENV
-from accept_order.spec import ConcurrentLoad, ServerSpec, open_file_limit, pinned, sized
 
 LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs epoll and procfs")
 SUMMARY = re.compile(
@@ -323,7 +323,7 @@ def test_result_json_round_trip(tmp_path: Path) -> None:
     result = dataclasses.replace(result, evidence={"netstat": {"TcpExtListenOverflows": 0}})
     path = tmp_path / "latency.json"
     envelope.save(path, "latency", result.to_dict())
-    kind, doc = envelope.load(path)
+    kind, doc = documents.load(path)
     assert kind == "latency"
     back = LatencyResult.from_dict(doc)
     assert back == result

@@ -12,7 +12,8 @@ import psutil
 import pytest
 from rich.console import Console
 
-from accept_order.errors import ServerUnavailable
+from accept_order.core.errors import ServerUnavailable
+from accept_order.core.spec import ServerSpec
 from accept_order.experiments.burst.report import burst_report
 from accept_order.experiments.burst.result import BurstResult, BurstRun
 from accept_order.experiments.burst.run import BurstPlan, run_bursts
@@ -22,7 +23,6 @@ from accept_order.render.evidence import evidence_report
 from accept_order.servers.launched import nginx_config
 from accept_order.servers.launched.nginx import NginxServer
 from accept_order.servers.launched.nginx_config import NGINX_MODES, nginx_binary, render_config
-from accept_order.spec import ServerSpec
 
 
 def _nginx_missing() -> str | None:

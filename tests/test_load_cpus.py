@@ -11,11 +11,11 @@ import psutil
 import pytest
 from conftest import run_cli
 
-from accept_order.cpus import allowed_cpus
-from accept_order.errors import PlanError
+from accept_order.core.cpus import allowed_cpus
+from accept_order.core.errors import PlanError
+from accept_order.core.spec import ConcurrentLoad
+from accept_order.core.target import ReplyAttribution
 from accept_order.loads.generator import LoadGenerator
-from accept_order.servers.target import ReplyAttribution
-from accept_order.spec import ConcurrentLoad
 
 LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs sched_setaffinity")
 TWO_CPUS = pytest.mark.skipif(len(allowed_cpus()) < 2, reason="needs two CPUs: one for the workers, one for the load")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from accept_order.histogram import LatencyHistogram
-from accept_order.loads.drive_loop import DriverStats
-from accept_order.loads.summary import LoadSummary
+from accept_order.core.histogram import LatencyHistogram
+from accept_order.core.load_summary import LoadSummary
+from accept_order.core.measures import DriverStats
 
 
 def summary(durations: list[int], errors: dict[str, int], served: tuple[int, ...], wall_s: float) -> LoadSummary:

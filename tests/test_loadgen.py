@@ -18,7 +18,11 @@ from typing import Any
 import pytest
 from conftest import gone
 
-from accept_order.errors import LoadError, PlanError
+from accept_order.core.errors import LoadError, PlanError
+from accept_order.core.protocol import BAD_REPLY, NO_REPLY, TIMEOUT, describe_error
+from accept_order.core.run_warnings import WarningKind
+from accept_order.core.spec import ConcurrentLoad, ServerSpec, check_concurrency, open_file_limit
+from accept_order.core.target import ReplyAttribution
 from accept_order.loads.generator import (
     DriverStats,
     LoadGenerator,
@@ -27,11 +31,7 @@ from accept_order.loads.generator import (
     run_load,
     split,
 )
-from accept_order.loads.protocol import BAD_REPLY, NO_REPLY, TIMEOUT, describe_error
-from accept_order.run_warnings import WarningKind
 from accept_order.servers.pool import WorkerPool
-from accept_order.servers.target import ReplyAttribution
-from accept_order.spec import ConcurrentLoad, ServerSpec, check_concurrency, open_file_limit
 
 LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs epoll")
 # The test servers below are not accept-order workers: no reply line names one of their (no) workers.

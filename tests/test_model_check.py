@@ -10,24 +10,16 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 
-from accept_order.analysis.model_check import (
-    TOLERANCE,
-    ModelCheck,
-    discipline_of,
-    model_line,
-    predict,
-    seen_besides_queueing,
-    service_of,
-)
+from accept_order.analysis.model_check import TOLERANCE, ModelCheck, discipline_of
 from accept_order.analysis.queueing import DISCIPLINES
-from accept_order.errors import ResultFileError
+from accept_order.core.errors import ResultFileError
+from accept_order.core.histogram import LatencyHistogram
+from accept_order.core.measures import DriverStats, Environment, WorkerCounters
+from accept_order.core.spec import ConcurrentLoad, ServerSpec
+from accept_order.experiments.latency.model_check import model_line, predict, seen_besides_queueing, service_of
 from accept_order.experiments.latency.model_report import model_table_lines
 from accept_order.experiments.latency.result import LatencyResult
-from accept_order.histogram import LatencyHistogram
-from accept_order.loads.drive_loop import DriverStats
-from accept_order.measures import Environment, WorkerCounters
 from accept_order.servers.registry import KINDS, known_mode
-from accept_order.spec import ConcurrentLoad, ServerSpec
 
 ENV = Environment("Linux", "6.0", "x86_64", 2, 4096, "3.11", "host", "2024-01-01T00:00:00+00:00")
 GOLDEN = Path(__file__).parent / "data" / "golden"
@@ -261,7 +253,7 @@ def test_an_open_loop_says_its_utilisation_and_when_it_is_overloaded() -> None:
 
 
 def test_repeated_rounds_count_how_often_queueing_alone_explains_them() -> None:
-    from accept_order.analysis.model_check import model_agreement, queueing_explains
+    from accept_order.experiments.latency.model_check import model_agreement, queueing_explains
 
     service = [(1000, 1000)]
     fits = [with_model(run_of("blocking", [2000] * 100, service=service)),

@@ -20,7 +20,7 @@ from conftest import needs_ipv6
 
 from accept_order import RunResult, run
 from accept_order.analysis.order import is_rotation
-from accept_order.measures import WorkerCounters
+from accept_order.core.measures import WorkerCounters
 
 WORKERS = 3
 

@@ -17,14 +17,13 @@ import psutil
 import pytest
 from conftest import OutputReader, assert_one_error_line, gone, run_cli, wait_for
 
-from accept_order import session
-from accept_order.cpus import allowed_cpus
-from accept_order.errors import ServerUnavailable
+from accept_order.core.cpus import allowed_cpus
+from accept_order.core.errors import ServerUnavailable
+from accept_order.core.measures import ConnectionRecord
+from accept_order.core.spec import SequentialLoad, ServerSpec
+from accept_order.experiments import documents, session
 from accept_order.experiments.order.result import RunResult
-from accept_order.measures import ConnectionRecord
-from accept_order.results import envelope
 from accept_order.servers.launched.nginx_config import NGINX_MODES, nginx_binary, render_config
-from accept_order.spec import SequentialLoad, ServerSpec
 
 try:
     nginx_binary()
@@ -281,7 +280,7 @@ def test_serve_keeps_nginx_up_for_requests_by_hand_and_tallies_its_log(tmp_path:
     assert code == 0, err.finish()
     assert re.search(r"^Sequence: " + " ".join(map(str, replies)) + "$", text, re.MULTILINE), text
     assert "from the nginx access log, in its order (5 requests)" in text
-    doc = envelope.load(saved)[1]
+    doc = documents.load(saved)[1]
     assert doc["sequence"] == replies
     assert [c["pid"] for c in doc["counters"]] == pids
     wait_for(lambda: gone([m.pid for m in masters] + pids), bool, 10, "nginx's processes to end")
@@ -295,7 +294,7 @@ def test_pin_sets_each_workers_affinity(tmp_path: Path) -> None:
     out = tmp_path / "run.json"
     result = run_cli(["run", "--server", "nginx", "--pin", "-w", "2", "-n", "10", "--json", str(out)])
     assert result.exit_code == 0, result.output
-    kind, doc = envelope.load(out)
+    kind, doc = documents.load(out)
     assert kind == "run"
     cpus = allowed_cpus()
     affinities = [tuple(c["affinity"]) for c in sorted(doc["counters"], key=lambda c: c["index"])]

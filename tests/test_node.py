@@ -10,11 +10,11 @@ import psutil
 import pytest
 from conftest import gone
 
-from accept_order import session
 from accept_order.analysis.order import is_rotation
-from accept_order.cpus import allowed_cpus
+from accept_order.core.cpus import allowed_cpus
+from accept_order.core.spec import ConcurrentLoad, SequentialLoad, ServerSpec
+from accept_order.experiments import session
 from accept_order.servers.launched.node import node_missing
-from accept_order.spec import ConcurrentLoad, SequentialLoad, ServerSpec
 
 if node_missing():
     pytest.skip(f"node launched runs: {node_missing()}", allow_module_level=True)

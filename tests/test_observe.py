@@ -23,15 +23,15 @@ import pytest
 from conftest import OutputReader, assert_one_error_line, run_cli
 
 from accept_order.api import observe
-from accept_order.errors import ServerUnavailable
+from accept_order.core.errors import ServerUnavailable
+from accept_order.core.spec import ConcurrentLoad, ServerSpec
+from accept_order.core.target import Target
 from accept_order.experiments.observe.result import ObserveResult
+from accept_order.experiments.session import RunInterrupted
 from accept_order.loads.generator import run_load
 from accept_order.servers.launched.haproxy import haproxy_missing
 from accept_order.servers.launched.nginx_config import nginx_binary
 from accept_order.servers.registry import checked, make_target
-from accept_order.servers.target import Target
-from accept_order.session import RunInterrupted
-from accept_order.spec import ConcurrentLoad, ServerSpec
 
 try:
     nginx_binary()

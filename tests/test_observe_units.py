@@ -9,7 +9,8 @@ import io
 import pytest
 from rich.console import Console
 
-from accept_order.errors import ResultFileError
+from accept_order.core.errors import ResultFileError
+from accept_order.experiments.documents import render_document
 from accept_order.experiments.observe.report import interval_line, live_view, observe_report
 from accept_order.experiments.observe.result import (
     ObservedMechanism,
@@ -19,7 +20,6 @@ from accept_order.experiments.observe.result import (
 )
 from accept_order.experiments.observe.verdict import headline, mechanism, verdict
 from accept_order.probes.accept_watch import AcceptWatch, watch_program
-from accept_order.render import render_document
 
 
 def worker(index: int, accepts: int | None, seen: int | None = None, tid: int | None = None) -> ObservedWorker:

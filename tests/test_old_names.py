@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 import accept_order
-from accept_order.spec import ConcurrentLoad, ServerSpec
+from accept_order.core.spec import ConcurrentLoad, ServerSpec
 
 
 def test_server_is_kind_s_old_name_everywhere_a_spec_is_made_or_changed() -> None:
@@ -33,9 +33,9 @@ def test_run_takes_server_as_before() -> None:
 
 
 def test_the_load_s_old_names() -> None:
+    from accept_order.experiments.session import run_closed_loop, run_latency
     from accept_order.loads.closed_loop import LoadGenerator, RequestTotals, run_load
     from accept_order.loads.generator import LoadGenerator as New
-    from accept_order.session import run_closed_loop, run_latency
 
     assert accept_order.ClosedLoopLoad is ConcurrentLoad
     assert LoadGenerator is New and callable(run_load) and RequestTotals is not None

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import assert_one_error_line, run_cli
 
-from accept_order.errors import ResultFileError
+from accept_order.core.errors import ResultFileError
 from accept_order.servers.worker import FAULT_ENV
 
 V1 = Path(__file__).parent / "data" / "v1"

@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 from conftest import assert_one_error_line, run_cli
 
-from accept_order.errors import ResultFileError
-from accept_order.render.plots import NEEDS_MATPLOTLIB, PlotOptions, plot_document
-from accept_order.results.envelope import envelope, load
+from accept_order.core.errors import ResultFileError
+from accept_order.experiments.documents import load, plot_document
+from accept_order.render.plots import NEEDS_MATPLOTLIB, PlotOptions
+from accept_order.results.envelope import envelope
 
 V1 = Path(__file__).parent / "data" / "v1"
 TINY = ["-w", "2"]

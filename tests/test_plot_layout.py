@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from accept_order.render.plots import PlotOptions, plot_document
+from accept_order.experiments.documents import load, plot_document
+from accept_order.render.plots import PlotOptions
 from accept_order.render.text import duration_us
-from accept_order.results.envelope import load
 
 GOLDEN = Path(__file__).parent / "data" / "golden"
 MODES = ["blocking", "reuseport", "epoll", "epoll-shared", "poll", "select", "epoll-herd", "reuseport-cpu"]

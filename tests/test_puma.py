@@ -13,15 +13,15 @@ import psutil
 import pytest
 from conftest import assert_one_error_line, gone, http_fetch_many, run_cli
 
-from accept_order import session
 from accept_order.analysis.herd import HERD_THRESHOLD
+from accept_order.core.spec import SequentialLoad, ServerSpec
+from accept_order.experiments import session
 from accept_order.experiments.order.result import RunResult
 from accept_order.probes.fd_table import open_files
 from accept_order.probes.listeners import listening_sockets
 from accept_order.probes.proc_waits import thread_wait
 from accept_order.servers.launched.puma import PUMA_MODES, PumaServer, puma_missing, render_config
 from accept_order.servers.registry import checked
-from accept_order.spec import SequentialLoad, ServerSpec
 
 if puma_missing():
     pytest.skip(f"Puma launched runs: {puma_missing()}", allow_module_level=True)

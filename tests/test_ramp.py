@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from conftest import assert_one_error_line, run_cli
 
+from accept_order.core.spec import ServerSpec
 from accept_order.experiments.ramp.run import RampPlan, run_ramp
 from accept_order.servers.launched.haproxy import haproxy_missing
-from accept_order.spec import ServerSpec
 
 
 def test_every_step_is_counted_and_saved(tmp_path: Path) -> None:

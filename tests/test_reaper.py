@@ -25,7 +25,7 @@ import psutil
 import pytest
 from conftest import gone, wait_for
 
-from accept_order.reaper import REAPER, Reaper
+from accept_order.core.reaper import REAPER, Reaper
 from accept_order.servers.launched import base
 from accept_order.servers.launched.base import remove_stale_directories
 from accept_order.servers.registry import server_kind
@@ -108,7 +108,7 @@ def test_sigkill_of_the_tool_leaves_no_server_and_no_directory(kind: str) -> Non
 def test_a_group_left_with_only_zombies_has_ended() -> None:
     """end_group does not wait for init to reap an orphan's zombie (uvicorn's resource tracker leaves one): a
     zombie holds nothing. Our own unreaped child, alone in its group, is such a zombie until we wait for it."""
-    from accept_order import reaper
+    from accept_order.core import reaper
     from accept_order.servers.watched import proc_state
 
     dead = subprocess.Popen(["true"], start_new_session=True)

@@ -11,12 +11,13 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from accept_order.errors import ResultFileError
+from accept_order.core.errors import ResultFileError
+from accept_order.core.measures import ConnectionRecord, Environment, Verdict, WorkerCounters
+from accept_order.core.spec import SequentialLoad, ServerSpec
+from accept_order.experiments import documents
+from accept_order.experiments.documents import render_document
 from accept_order.experiments.order.result import RunResult
-from accept_order.measures import ConnectionRecord, Environment, Verdict, WorkerCounters
-from accept_order.render import render_document
 from accept_order.results import envelope
-from accept_order.spec import SequentialLoad, ServerSpec
 
 V1_DATA = Path(__file__).resolve().parent / "data" / "v1"
 V1_FILES = sorted(V1_DATA.glob("*.json"))
@@ -64,7 +65,7 @@ def test_run_result_round_trip(tmp_path: Path) -> None:
     result = sample_result()
     path = tmp_path / "run.json"
     envelope.save(path, "run", result.to_dict())
-    kind, doc = envelope.load(path)
+    kind, doc = documents.load(path)
     assert kind == "run"
     assert doc["schema"] == envelope.SCHEMA
     assert doc["version"] == envelope.SCHEMA_VERSION == 2
@@ -136,13 +137,13 @@ def _write(path: Path, text: str) -> Path:
 def test_load_refuses(tmp_path: Path, text: str, message: str) -> None:
     path = _write(tmp_path / "bad.json", text)
     with pytest.raises(ResultFileError, match=message) as info:
-        envelope.load(path)
+        documents.load(path)
     assert info.value.exit_code == 1
 
 
 def test_load_missing_file(tmp_path: Path) -> None:
     with pytest.raises(ResultFileError, match="cannot read"):
-        envelope.load(tmp_path / "absent.json")
+        documents.load(tmp_path / "absent.json")
 
 
 def test_save_into_missing_directory(tmp_path: Path) -> None:
@@ -153,7 +154,7 @@ def test_save_into_missing_directory(tmp_path: Path) -> None:
 def test_newer_version_message_says_what_this_version_reads(tmp_path: Path) -> None:
     path = _write(tmp_path / "new.json", json.dumps({"schema": "accept-order", "version": 99}))
     with pytest.raises(ResultFileError) as info:
-        envelope.load(path)
+        documents.load(path)
     assert f"reads up to {envelope.SCHEMA_VERSION}" in str(info.value)
 
 
@@ -248,7 +249,7 @@ def test_malformed_values_are_refused(tmp_path: Path, change: Any, message: str,
     path = tmp_path / "bad.json"
     envelope.save(path, "run", doc)
     with pytest.raises(ResultFileError) as loading:  # what show, merge and plot do: one line naming the field
-        envelope.load(path)
+        documents.load(path)
     assert str(loading.value).startswith(f"{path}: {in_file}")
     assert loading.value.exit_code == 1
     with pytest.raises(ResultFileError, match=message) as info:  # the Python API checks what it builds too
@@ -264,7 +265,7 @@ def test_malformed_run_inside_a_compare_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "compare.json"
     envelope.save(path, "compare", {"runs": [sample_result().to_dict(), bad], "skipped": {}})
     with pytest.raises(ResultFileError, match=r"runs\[1\]\.records\[0\]\.worker: names worker 7"):
-        envelope.load(path)
+        documents.load(path)
     with pytest.raises(ResultFileError, match="names worker 7"):
         render_document("compare", {"runs": [sample_result().to_dict(), bad], "skipped": {}})
 
@@ -281,7 +282,7 @@ def test_v1_data_covers_every_kind_0_1_wrote() -> None:
 @pytest.mark.parametrize("path", V1_FILES, ids=lambda p: p.name)
 def test_v1_file_loads_and_renders(path: Path) -> None:
     raw = json.loads(path.read_text())
-    kind, doc = envelope.load(path)
+    kind, doc = documents.load(path)
     assert kind == raw["kind"]
     assert doc["version"] == envelope.SCHEMA_VERSION
     assert doc["upgraded_from"] == 1
@@ -305,7 +306,7 @@ def test_v1_file_loads_and_renders(path: Path) -> None:
 @pytest.mark.parametrize("path", [p for p in V1_FILES if p.name.startswith("run-")], ids=lambda p: p.name)
 def test_v1_run_becomes_a_run_result_with_its_records(path: Path) -> None:
     raw = json.loads(path.read_text())
-    _, doc = envelope.load(path)
+    _, doc = documents.load(path)
     result = RunResult.from_dict(doc)
     plan = raw["plan"]
     assert result.server.mode == plan["mode"]
@@ -319,11 +320,11 @@ def test_v1_run_becomes_a_run_result_with_its_records(path: Path) -> None:
 
 
 def test_v1_run_round_trips_as_v2(tmp_path: Path) -> None:
-    _, doc = envelope.load(V1_DATA / "run-epoll-pinned.json")
+    _, doc = documents.load(V1_DATA / "run-epoll-pinned.json")
     result = RunResult.from_dict(doc)
     path = tmp_path / "again.json"
     envelope.save(path, "run", result.to_dict())
-    kind, again = envelope.load(path)
+    kind, again = documents.load(path)
     assert (kind, again["version"], "upgraded_from" in again) == ("run", 2, False)
     assert RunResult.from_dict(again) == result
 
@@ -333,11 +334,11 @@ def test_malformed_v1_file_is_refused(tmp_path: Path) -> None:
     del raw["plan"]
     path = _write(tmp_path / "broken-v1.json", json.dumps(raw))
     with pytest.raises(ResultFileError, match=f"^{path}: plan: missing$"):
-        envelope.load(path)
+        documents.load(path)
     raw = json.loads((V1_DATA / "run-blocking.json").read_text())
     raw["records"][0]["worker"] = raw["plan"]["workers"]
     path = _write(tmp_path / "bad-worker-v1.json", json.dumps(raw))
     with pytest.raises(
         ResultFileError, match=r"records\[0\]\.worker: names worker 3.*\(a version 1 file, read as version 2\)$"
     ):
-        envelope.load(path)
+        documents.load(path)

@@ -27,12 +27,12 @@ from typing import Any
 import pytest
 from conftest import assert_one_error_line, run_cli
 
-from accept_order import netns
+from accept_order.core import netns
+from accept_order.core.netns import MIGRATE_REQ, read_sysctl
+from accept_order.core.spec import ServerSpec
+from accept_order.core.waiting import wait_for
 from accept_order.experiments.reload.result import MIGRATE, ReloadResult, expectation
-from accept_order.netns import MIGRATE_REQ, read_sysctl
 from accept_order.servers.pool import WorkerPool
-from accept_order.spec import ServerSpec
-from accept_order.waiting import wait_for
 
 COMMAND = [sys.executable, "-m", "accept_order", "reload"]
 LOAD = ["-w", "3", "-c", "32", "--work-ms", "5", "--duration", "1s"]

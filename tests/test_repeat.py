@@ -17,16 +17,15 @@ from rich.console import Console
 
 from accept_order.analysis.significance import t95, t_test
 from accept_order.analysis.stability import Spread, latency_stability, order_stability
+from accept_order.core.histogram import LatencyHistogram
+from accept_order.core.measures import ConnectionRecord, DriverStats, Environment, Verdict, WorkerCounters
+from accept_order.core.run_warnings import WarningKind
+from accept_order.core.spec import ConcurrentLoad, SequentialLoad, ServerSpec
+from accept_order.experiments.documents import render_document
 from accept_order.experiments.latency.result import LatencyResult
 from accept_order.experiments.order.result import RunResult
 from accept_order.experiments.repeat.result import machine_warnings
 from accept_order.experiments.repeat.run import interleaved
-from accept_order.histogram import LatencyHistogram
-from accept_order.loads.drive_loop import DriverStats
-from accept_order.measures import ConnectionRecord, Environment, Verdict, WorkerCounters
-from accept_order.render import render_document
-from accept_order.run_warnings import WarningKind
-from accept_order.spec import ConcurrentLoad, SequentialLoad, ServerSpec
 
 ENV = Environment("Linux", "6.0", "x86_64", 2, 4096, "3.11", "host", "2024-01-01T00:00:00+00:00")
 TIGHT = [30_000] * 98 + [29_000, 31_000]  # p99 30 ms, small deviation

@@ -20,16 +20,16 @@ from conftest import assert_one_error_line, run_cli
 from test_repeat import text_of
 
 from accept_order.analysis.stability import agreement
+from accept_order.core.measures import Environment
+from accept_order.core.spec import ConcurrentLoad, ServerSpec
 from accept_order.experiments.burst.repeated import fastest, fastest_stability
 from accept_order.experiments.burst.result import BurstCell, BurstRun
+from accept_order.experiments.documents import render_document
 from accept_order.experiments.ramp.repeated import held_higher, higher_stability, knee_outcome
 from accept_order.experiments.ramp.result import RampResult, RampStep
 from accept_order.experiments.reload.repeated import verdict_stability, who_lost_nothing
 from accept_order.experiments.reload.result import ReloadRun
 from accept_order.experiments.repeat.result import RepeatResult
-from accept_order.measures import Environment
-from accept_order.render import render_document
-from accept_order.spec import ConcurrentLoad, ServerSpec
 
 ENV = Environment("Linux", "6.0", "x86_64", 2, 4096, "3.11", "host", "2024-01-01T00:00:00+00:00")
 

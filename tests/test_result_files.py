@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 from rich.text import Text
 
-from accept_order.errors import AcceptOrderError, PlanError, ResultFileError
-from accept_order.render.text import escape_controls
+from accept_order.core.errors import AcceptOrderError, PlanError, ResultFileError
+from accept_order.core.text import escape_controls
 from accept_order.results.files import (
     MAX_DEPTH,
     MAX_RESULT_BYTES,
@@ -228,7 +228,7 @@ def test_write_real_kernel_failure_file_size_limit(tmp_path: Path) -> None:
     script = textwrap.dedent(f"""
         import resource, signal, sys
         sys.path[:0] = {sys.path!r}
-        from accept_order.errors import ResultFileError
+        from accept_order.core.errors import ResultFileError
         from accept_order.results.files import write_document
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))
@@ -661,7 +661,7 @@ def _setter(*at: Any, value: Any) -> Any:
 
 @pytest.mark.parametrize("path", sorted(DATA_ROOT.glob("*/*.json")), ids=lambda p: f"{p.parent.name}-{p.stem}")
 def test_every_saved_fixture_fits_its_shape(path: Path) -> None:
-    from accept_order.results.envelope import load
+    from accept_order.experiments.documents import load
 
     kind, document = load(path)  # raises if the document does not fit
     assert document["kind"] == kind
@@ -721,7 +721,7 @@ def test_an_absurd_histogram_count_is_one_line(tmp_path: Path, value: Any) -> No
     ],
 )
 def test_a_field_that_does_not_fit_is_named_with_its_path(tmp_path: Path, change: Any, message: str) -> None:
-    from accept_order.results.envelope import load
+    from accept_order.experiments.documents import load
 
     path = _saved(tmp_path, V2_LATENCY, change)
     with pytest.raises(ResultFileError) as exc:
@@ -730,7 +730,7 @@ def test_a_field_that_does_not_fit_is_named_with_its_path(tmp_path: Path, change
 
 
 def test_a_run_inside_a_document_is_named_by_its_index(tmp_path: Path) -> None:
-    from accept_order.results.envelope import load
+    from accept_order.experiments.documents import load
 
     for source, change, message in (
         (
@@ -753,7 +753,7 @@ def test_a_run_inside_a_document_is_named_by_its_index(tmp_path: Path) -> None:
 
 def test_keys_a_shape_does_not_name_are_left_alone(tmp_path: Path) -> None:
     """A newer version may add fields: they load, and `show --format json` keeps them."""
-    from accept_order.results.envelope import load
+    from accept_order.experiments.documents import load
 
     def extra(doc: dict[str, Any]) -> None:
         doc["from_the_future"] = {"a": [1, None, "b"]}
@@ -765,7 +765,7 @@ def test_keys_a_shape_does_not_name_are_left_alone(tmp_path: Path) -> None:
 
 
 def test_a_version_1_file_is_checked_in_its_version_2_form(tmp_path: Path) -> None:
-    from accept_order.results.envelope import load
+    from accept_order.experiments.documents import load
 
     path = _saved(tmp_path, DATA_ROOT / "v1" / "latency.json", _setter("plan", "workers", value=0))
     with pytest.raises(ResultFileError) as exc:
@@ -818,7 +818,7 @@ def test_derive_reads_a_dataclass() -> None:
 
 def test_more_workers_than_a_run_may_have_is_refused_before_anything_draws_them(tmp_path: Path) -> None:
     """2**20 workers in a hand-edited file took minutes and gigabytes to plot: a run has at most 512."""
-    from accept_order.results.envelope import load
+    from accept_order.experiments.documents import load
 
     path = _saved(tmp_path, DATA_ROOT / "v2" / "run.json", _setter("server", "workers", value=1 << 20))
     with pytest.raises(ResultFileError) as exc:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from accept_order.cpus import allowed_cpus
+from accept_order.core.cpus import allowed_cpus
 from accept_order.servers.modes import MODES
 
 CPUS = allowed_cpus()

@@ -8,12 +8,12 @@ import json
 import pytest
 
 from accept_order import api
-from accept_order.errors import ResultFileError
-from accept_order.measures import WorkerCounters
+from accept_order.core.errors import ResultFileError
+from accept_order.core.measures import WorkerCounters
+from accept_order.core.service_time import ServiceTimes, bucket, merged, quantile_sample, width
+from accept_order.core.spec import ConcurrentLoad, ServerSpec
 from accept_order.results.merge import _add_counters
 from accept_order.results.typed import build
-from accept_order.service_time import ServiceTimes, bucket, merged, quantile_sample, width
-from accept_order.spec import ConcurrentLoad, ServerSpec
 
 
 def test_buckets_are_exact_below_128_and_under_1_6_percent_wide_above() -> None:

@@ -22,7 +22,7 @@ import psutil
 import pytest
 from conftest import OutputReader, assert_one_error_line, run_cli, wait_for
 
-from accept_order.loads.protocol import parse_reply
+from accept_order.core.protocol import parse_reply
 from accept_order.servers.worker import FAULT_ENV
 
 START_TIMEOUT_S = 15.0  # interpreter start and imports on a loaded machine

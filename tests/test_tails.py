@@ -12,10 +12,10 @@ from typing import Any
 from rich.console import Console
 from test_latency import TIGHT, WIDE, fake
 
-from accept_order.analysis.sweep import sweep_verdict
 from accept_order.analysis.tails import tail_verdict
 from accept_order.experiments.latency.report import sweep_report
 from accept_order.experiments.latency.result import LatencyResult
+from accept_order.experiments.latency.sweep_verdict import sweep_verdict
 
 # 1000 samples each, so p99.9 is one rank (999) and can be set exactly.
 NARROW = [2000] * 900 + [3000] * 50 + [4000] * 48 + [7000, 8000]  # p99 4.0, p99.9 7.0 ms, dev 0.53

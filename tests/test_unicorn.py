@@ -13,14 +13,14 @@ import psutil
 import pytest
 from conftest import assert_one_error_line, gone, http_fetch_many, run_cli
 
-from accept_order import session
 from accept_order.analysis.herd import HERD_THRESHOLD
+from accept_order.core.spec import SequentialLoad, ServerSpec
+from accept_order.experiments import session
 from accept_order.experiments.order.result import RunResult
 from accept_order.probes.listeners import listening_sockets
 from accept_order.probes.proc_waits import thread_wait
 from accept_order.servers.launched.unicorn import UnicornServer, unicorn_missing
 from accept_order.servers.registry import checked
-from accept_order.spec import SequentialLoad, ServerSpec
 
 if unicorn_missing():
     pytest.skip(f"Unicorn launched runs: {unicorn_missing()}", allow_module_level=True)

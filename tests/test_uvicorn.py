@@ -13,13 +13,13 @@ import psutil
 import pytest
 from conftest import assert_one_error_line, gone, http_fetch_many, run_cli
 
-from accept_order import session
-from accept_order.measures import ConnectionRecord
+from accept_order.core.measures import ConnectionRecord
+from accept_order.core.spec import SequentialLoad, ServerSpec
+from accept_order.experiments import session
 from accept_order.probes.fd_table import open_files
 from accept_order.probes.listeners import listening_sockets
 from accept_order.servers.launched.uvicorn import UvicornKind, UvicornServer, uvicorn_missing
 from accept_order.servers.registry import checked, runnable
-from accept_order.spec import SequentialLoad, ServerSpec
 
 if uvicorn_missing():
     pytest.skip(f"uvicorn launched runs: {uvicorn_missing()}", allow_module_level=True)

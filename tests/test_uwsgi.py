@@ -16,12 +16,12 @@ import psutil
 import pytest
 from conftest import assert_one_error_line, gone, http_fetch_many, run_cli, wait_for
 
-from accept_order import session
+from accept_order.core.spec import SequentialLoad, ServerSpec
+from accept_order.experiments import session
 from accept_order.experiments.order.result import RunResult
 from accept_order.probes.listeners import listening_sockets
 from accept_order.servers.launched.uwsgi import UwsgiServer, uwsgi_missing
 from accept_order.servers.registry import checked
-from accept_order.spec import SequentialLoad, ServerSpec
 
 if uwsgi_missing():
     pytest.skip(f"uWSGI launched runs: {uwsgi_missing()}", allow_module_level=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.2.0"
+from .core.version import VERSION as __version__  # noqa: F401  (the package's version, as tools read it)
 
 _PUBLIC = {
     "run": "api",
@@ -27,22 +27,22 @@ _PUBLIC = {
     "inspect": "api",
     "atlas": "api",
     "observe": "api",
-    "AcceptOrderError": "errors",
-    "ListenError": "errors",
-    "ModeUnavailable": "errors",
-    "PlanError": "errors",
-    "WorkerError": "errors",
-    "WorkerExited": "errors",
-    "ConnectionRecord": "measures",
+    "AcceptOrderError": "core.errors",
+    "ListenError": "core.errors",
+    "ModeUnavailable": "core.errors",
+    "PlanError": "core.errors",
+    "WorkerError": "core.errors",
+    "WorkerExited": "core.errors",
+    "ConnectionRecord": "core.measures",
     "RunResult": "experiments.order.result",
-    "WorkerCounters": "measures",
+    "WorkerCounters": "core.measures",
     "MODES": "servers.modes",
     "available_modes": "servers.registry",
     "WorkerPool": "servers.pool",
-    "ConcurrentLoad": "spec",
-    "ClosedLoopLoad": "spec",  # ConcurrentLoad's name before 0.3
-    "SequentialLoad": "spec",
-    "ServerSpec": "spec",
+    "ConcurrentLoad": "core.spec",
+    "ClosedLoopLoad": "core.spec",  # ConcurrentLoad's name before 0.3
+    "SequentialLoad": "core.spec",
+    "ServerSpec": "core.spec",
 }
 __all__ = sorted(_PUBLIC)
 

@@ -11,18 +11,19 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .errors import PlanError
+from .core.errors import PlanError
+from .core.measures import ConnectionRecord
+from .core.spec import ConcurrentLoad, SequentialLoad, ServerSpec, renamed
 from .experiments.herd.result import HerdResult
 from .experiments.latency.result import LatencyResult
 from .experiments.order.result import RunResult
-from .measures import ConnectionRecord
+from .experiments.session import Tick, lifecycle, run_each, run_latency, run_sequential
 from .servers.registry import checked, variants
-from .session import Tick, lifecycle, run_each, run_latency, run_sequential
-from .spec import ConcurrentLoad, SequentialLoad, ServerSpec, renamed
 
 if TYPE_CHECKING:  # the experiments load only when their function runs (start-up time)
     import threading
 
+    from .core.target import Target
     from .experiments.atlas.result import AtlasResult
     from .experiments.atlas.run import AtlasPlan
     from .experiments.burst.result import BurstRun
@@ -34,7 +35,6 @@ if TYPE_CHECKING:  # the experiments load only when their function runs (start-u
     from .experiments.ramp.run import RampPlan
     from .experiments.reload.result import ReloadRun
     from .experiments.reload.run import ReloadPlan
-    from .servers.target import Target
 
 V = TypeVar("V")
 R = TypeVar("R")
@@ -178,8 +178,8 @@ def serve(server: ServerSpec, announce: Callable[[Target], None] | None = None) 
     the result follows), or a worker dies (WorkerError). `announce(target)` runs once it listens."""
     from typing import cast
 
+    from .core.target import Serving
     from .experiments.order.result import ServeResult
-    from .servers.target import Serving
 
     serving: list[Serving] = []
 

@@ -17,8 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..measures import WorkerCounters
-from ..servers.registry import known_mode
+from ..core.kinds import ModeInfo
+from ..core.measures import WorkerCounters
 
 #: Woken per connection at or above this counts as a herd. One wakeup per connection is the floor
 #: (the winner sleeps again after answering); a herd of W idle workers gives about W.
@@ -113,10 +113,10 @@ def acceptor_of(evidence: Any) -> Mapping[str, Any] | None:
     return acceptor if isinstance(acceptor, Mapping) else None
 
 
-def herd_row(result: Any) -> HerdRow:
-    """A RunResult's line of the herd table."""
+def herd_row(result: Any, mode: ModeInfo | None) -> HerdRow:
+    """A RunResult's line of the herd table; `mode`: what its mode predicts (None: a mode this version does
+    not know, from a file)."""
     counters = result.counters
-    mode = known_mode(result.server.kind, result.server.mode)
     cpu = _sum_opt(c.cpu_s for c in counters)
     served = result.served
     acceptor = acceptor_of(result.evidence)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..measures import ConnectionRecord, Verdict, WorkerCounters
+from ..core.measures import ConnectionRecord, Verdict, WorkerCounters
 from .chance import chance_of_fit, how_often
 from .fairness import jain_index, max_min_share, tally
 from .herd import HERD_THRESHOLD, woken_per_connection

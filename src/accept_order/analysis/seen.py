@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from ..measures import ConnectionRecord
+from ..core.measures import ConnectionRecord
 from .chance import expected_idle, how_often, uniform_spread_p
 
 #: A fit or spread less likely than this by chance is called a pattern; otherwise it is chance.

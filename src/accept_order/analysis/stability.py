@@ -6,7 +6,7 @@ A repeated latency comparison is reported pair by pair: who had the lower p99, a
 two-sample t-test at 95%, pyperf's is_significant: analysis/significance.py). The overall line names a
 variant lowest (or highest) only when it was so in AGREE of the runs, and says against which others that is
 significant; a variant that lost connections in a run is never that run's lowest (its latencies cover only
-what it served: analysis/sweep.py).
+what it served: experiments/latency/sweep_verdict.py).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from .losses import lost_connections, sweep_name
 from .significance import TTest, t_test
-from .sweep import lost_connections, sweep_name
 
 AGREE = 0.8  # share of rounds that must agree for a verdict
 

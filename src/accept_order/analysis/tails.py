@@ -11,12 +11,30 @@ different one).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from itertools import combinations
-from typing import Any
+from typing import Any, Protocol
 
-from ..experiments.latency.result import LatencyResult
+from ..core.histogram import LatencyHistogram
+from ..core.spec import ServerSpec
+
+
+class LatencyRun(Protocol):
+    """What the verdict reads of a latency run (experiments/latency/result.py's LatencyResult has it)."""
+
+    @property
+    def server(self) -> ServerSpec: ...
+
+    @property
+    def histogram(self) -> LatencyHistogram: ...
+
+    @property
+    def ok(self) -> int: ...
+
+    @property
+    def errors(self) -> Mapping[str, int]: ...
+
 
 CLEAR = 1.1  # figures within 10% of each other are no clear difference on a noisy machine
 
@@ -46,7 +64,7 @@ def _ratio(a: float, b: float) -> float:
     return 1.0 if a == 0 else math.inf
 
 
-def figures(result: LatencyResult) -> dict[str, float]:
+def figures(result: LatencyRun) -> dict[str, float]:
     """The figures compared, in µs."""
     h = result.histogram
     return {
@@ -133,7 +151,7 @@ def _reference_ratios(ref: str, figs: dict[str, dict[str, float]]) -> dict[str, 
     return {name: {k: _ratio(f[k], figs[ref][k]) for k, _ in FIGURES} for name, f in figs.items() if name != ref}
 
 
-def tail_verdict(results: Sequence[LatencyResult], names: Sequence[str] | None = None) -> TailVerdict:
+def tail_verdict(results: Sequence[LatencyRun], names: Sequence[str] | None = None) -> TailVerdict:
     """Compare the runs that served requests pair by pair on p50, p99, p99.9, deviation and average; name
     the tightest tail only when it is so against every other run. `names` label the runs (the server's
     label by default)."""

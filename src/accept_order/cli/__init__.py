@@ -10,7 +10,7 @@ import os
 import signal
 import sys
 
-from .. import signals
+from ..core import signals
 
 
 def main(prog_name: str | None = None) -> None:
@@ -62,7 +62,7 @@ def _end_children() -> None:
     would keep multiprocessing's exit handler waiting for it forever."""
     mp = sys.modules.get("multiprocessing")
     if mp is not None and mp.active_children():
-        from ..processes import end_processes
+        from ..core.processes import end_processes
 
         end_processes(mp.active_children())
 

@@ -20,9 +20,9 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from ..errors import AcceptOrderError, OutputError
-from ..signals import ArrivalOrder, interruptible, signal_of
-from ..status import ExitStatus
+from ..core.errors import AcceptOrderError, OutputError
+from ..core.signals import ArrivalOrder, interruptible, signal_of
+from ..core.status import ExitStatus
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -57,7 +57,7 @@ _RESOURCE_ERRNOS = {
 
 
 def fail(message: str, status: int) -> NoReturn:
-    from ..render.text import escape_controls
+    from ..core.text import escape_controls
     from .output import discard_stdout, flush_stdout, tolerant, unless_hung_up
 
     try:

@@ -8,8 +8,8 @@ from typing import Any
 
 import click
 
-from ..cpus import format_cpu_list
-from ..spec import DEFAULT_DRIVER_PROCS, MAX_DRIVER_PROCS
+from ..core.cpus import format_cpu_list
+from ..core.spec import DEFAULT_DRIVER_PROCS, MAX_DRIVER_PROCS
 from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
 from .options import examples, json_option, load_cpus_option, modes_option, server_options, timeout_option
@@ -82,7 +82,7 @@ def burst(
 
     def save(runs: Sequence[Any], interrupted: bool = False) -> None:
         result = BurstResult(tuple(runs), skipped, tuple(notes), interrupted)
-        report_and_save(burst_report(result), json_path, "burst", result.to_dict())
+        report_and_save(burst_report(result), json_path, "burst", result)
 
     with ExitStack() as bars:
 

@@ -18,17 +18,17 @@ def host_warnings() -> None:
         note(f"accept-order: warning: {warning}")
 
 
-def report_and_save(renderable: Any, json_path: str | None, kind: str, payload: dict[str, Any]) -> None:
+def report_and_save(renderable: Any, json_path: str | None, kind: str, result: Any) -> None:
     """The file first, so a report that cannot be printed (its reader gone, a full disk) loses no result;
     then the report, printed even when the file could not be written (that error follows it)."""
-    from ..errors import OutputError, ResultFileError
+    from ..core.errors import OutputError, ResultFileError
 
     unsaved: ResultFileError | None = None
     if json_path:
-        from ..results.envelope import save
+        from ..experiments.documents import save
 
         try:
-            save(json_path, kind, payload)
+            save(json_path, kind, result)
         except ResultFileError as exc:
             unsaved = exc
     try:
@@ -50,9 +50,9 @@ def keep_partial(on_partial: Callable[[Sequence[Any]], None]) -> Iterator[None]:
     """Ctrl-C / SIGTERM during a run that keeps partial results: report and save what was measured,
     marked interrupted, then let the signal end the command (exit 130 / 143). The same when a worker of
     a server this tool did not start exits mid-run: then its one line ends the command (exit 1)."""
-    from ..errors import WorkerExited
-    from ..session import RunInterrupted
-    from ..signals import deferred
+    from ..core.errors import WorkerExited
+    from ..core.signals import deferred
+    from ..experiments.session import RunInterrupted
 
     try:
         yield

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from ..spec import ConcurrentLoad, ServerSpec
+from ..core.spec import ConcurrentLoad, ServerSpec
 from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
 from .options import attach_options, examples, json_option, load_options, mode_option, server_options
@@ -111,17 +111,17 @@ def latency(
         return
     if modes is None:
         with keep_partial(
-            lambda results: report_and_save(latency_report(results[0]), json_path, "latency", results[0].to_dict())
+            lambda results: report_and_save(latency_report(results[0]), json_path, "latency", results[0])
         ):
             with bars(load, lambda s: f"{s.mode}: connections") as on_run:
                 result = api.latency(server, load, on_run(server), title)
-        report_and_save(latency_report(result), json_path, "latency", result.to_dict())
+        report_and_save(latency_report(result), json_path, "latency", result)
         return
     specs, skipped = variants(server, modes, servers, batch_given)  # every variant checked before any runs
 
     def save(results: Sequence[Any], interrupted: bool = False) -> None:
         result = LatencyCompareResult(tuple(results), skipped, interrupted)
-        report_and_save(latency_compare_report(result), json_path, "latency-compare", result.to_dict())
+        report_and_save(latency_compare_report(result), json_path, "latency-compare", result)
 
     with keep_partial(lambda results: save(results, interrupted=True)):
         with bars(load, lambda s: f"{s.mode}: connections", RunProgress(len(specs)), count=True) as on_run:

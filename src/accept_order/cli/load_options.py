@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import click
 
-from ..spec import (
+from ..core.spec import (
     DEFAULT_CONCURRENCY,
     DEFAULT_DRIVER_PROCS,
     MAX_CONNECTIONS,
@@ -90,7 +90,7 @@ def load_options(rate: bool = False, count: bool = True, duration: str | None = 
     """`rate`: the command also runs an open loop (--rate), where -c is the most connections in flight.
     `count=False`: the load runs for a --duration only (reload: its worker goes part-way through), whose
     default is then `duration`."""
-    from ..spec import DEFAULT_REQUESTS
+    from ..core.spec import DEFAULT_REQUESTS
 
     concurrency_help = "Connections in flight: each ends (connect, read reply, close) and the next starts at once."
     if rate:

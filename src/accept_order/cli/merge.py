@@ -26,10 +26,10 @@ from .options import examples, json_option
 @handle_errors
 def merge(paths: tuple[str, ...], concurrent: bool, json_path: str | None) -> None:
     """Add latency results of the same experiment exactly: histograms, failures and counts add."""
+    from ..core.text import escape_controls
     from ..experiments import find
-    from ..render import render_document
-    from ..render.text import escape_controls
-    from ..results.envelope import check, load
+    from ..experiments.documents import load, render_document
+    from ..results.envelope import check
     from ..results.merge import check_distinct_files
     from ..results.merge import merge as merge_documents
 
@@ -48,4 +48,4 @@ def merge(paths: tuple[str, ...], concurrent: bool, json_path: str | None) -> No
     check(experiment.shape, merged, "the merged result")  # counts that add up past what a file may hold
     result = experiment.load(merged)
     # Reported as `show` reports a file: every string from the files with its control characters escaped.
-    report_and_save(render_document(kind, merged), json_path, kind, result.to_dict())
+    report_and_save(render_document(kind, merged), json_path, kind, result)

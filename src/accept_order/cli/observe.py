@@ -53,7 +53,7 @@ def observe(
     and /proc gives the rest. Ctrl-C ends it early and keeps what was observed.
     """
     from ..api import observe as observe_server
-    from ..errors import PlanError
+    from ..core.errors import PlanError
     from ..experiments.observe.report import interval_line, observe_report
     from ..experiments.observe.report import live_view as view
     from ..experiments.observe.run import check
@@ -69,7 +69,7 @@ def observe(
     click.get_current_context().meta[STOPPED_META] = "stopped observing (the server was not touched)"
 
     def save(result: Any) -> None:
-        report_and_save(observe_report(result), json_path, "observe", result.to_dict())
+        report_and_save(observe_report(result), json_path, "observe", result)
 
     with keep_partial(lambda results: save(results[0])):
         with live_view(view, interval_line) as update:

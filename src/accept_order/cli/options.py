@@ -19,9 +19,7 @@ from typing import Any, TypeVar
 
 import click
 
-from ..servers.modes.base import POLICIES
-from ..servers.registry import DEFAULT_KIND, launched_kinds
-from ..spec import (
+from ..core.spec import (
     DEFAULT_HOST,
     MAX_ACCEPT_BATCH,
     MAX_BACKLOG,
@@ -29,6 +27,8 @@ from ..spec import (
     MAX_WORK_US,
     MAX_WORKERS,
 )
+from ..servers.modes.base import POLICIES
+from ..servers.registry import DEFAULT_KIND, launched_kinds
 from .load_options import apply as apply
 from .load_options import load_cpus_option as load_cpus_option
 from .load_options import load_options as load_options
@@ -263,7 +263,7 @@ def json_option(
     def check(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
         if value is None:
             return None
-        from ..errors import PlanError
+        from ..core.errors import PlanError
         from ..results.files import check_output_path
 
         try:

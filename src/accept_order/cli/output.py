@@ -20,8 +20,8 @@ from typing import IO, Any
 from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
 
-from ..errors import OutputError
-from ..render.text import CONTROLS, escape_controls
+from ..core.errors import OutputError
+from ..core.text import CONTROLS, escape_controls
 
 PIPED_WIDTH = 120  # rich's 80 columns off a terminal would cut table cells; COLUMNS still wins
 

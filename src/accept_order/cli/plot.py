@@ -10,9 +10,9 @@ from .options import examples
 
 def _output(ctx: click.Context, param: click.Parameter, value: str) -> str:
     """The picture's path: .png or .svg, and a path a file may be written to (as --json checks it)."""
-    from ..errors import PlanError
+    from ..core.errors import PlanError
+    from ..core.text import escape_controls
     from ..render.plots import FORMATS, image_format
-    from ..render.text import escape_controls
     from ..results.files import check_output_path
 
     if image_format(value) is None:
@@ -39,9 +39,9 @@ def _output(ctx: click.Context, param: click.Parameter, value: str) -> str:
 def plot(path: str, output: str, cdf: bool, title: str | None) -> None:
     """Draw a saved result (--json) as a picture: latency histograms or CDFs, serving order, herds, bursts,
     ramps and reloads. Needs matplotlib: pip install 'accept-order[plot]' (from a clone: pip install '.[plot]')."""
-    from ..render.plots import PlotOptions, figure_bytes, image_format, plot_document, require_matplotlib, write_image
-    from ..render.text import escape_controls
-    from ..results.envelope import load
+    from ..core.text import escape_controls
+    from ..experiments.documents import load, plot_document
+    from ..render.plots import PlotOptions, figure_bytes, image_format, require_matplotlib, write_image
     from .output import note
 
     require_matplotlib()  # before reading: a missing extra is the first thing to say

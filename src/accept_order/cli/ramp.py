@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from ..spec import DEFAULT_DRIVER_PROCS, MAX_DRIVER_PROCS
+from ..core.spec import DEFAULT_DRIVER_PROCS, MAX_DRIVER_PROCS
 from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
 from .options import examples, json_option, load_cpus_option, mode_option, server_options, timeout_option
@@ -144,7 +144,7 @@ def ramp(
     rounds = RunProgress(len(plan.rates or plan.concurrencies), noun="step") if single else RunProgress(repeat)
 
     def save(result: Any) -> None:
-        report_and_save(ramp_report(result), json_path, "ramp", result.to_dict())
+        report_and_save(ramp_report(result), json_path, "ramp", result)
 
     ramped = [specs[0]]  # the spec being ramped, for the progress bars
 

@@ -74,13 +74,13 @@ def reload(
     for each run; the host's setting is never changed."""
     import ipaddress
 
-    from .. import netns
     from ..api import reload as reload_runs
+    from ..core import netns
+    from ..core.spec import resolve_host
     from ..experiments.reload.report import reload_report
     from ..experiments.reload.result import ReloadResult
     from ..experiments.reload.run import ReloadPlan, available, plans
     from ..probes.evidence import PRIVATE_ENV
-    from ..spec import resolve_host
 
     if not ipaddress.ip_address(resolve_host(options.get("host") or "127.0.0.1")[0]).is_loopback:
         raise click.UsageError(
@@ -88,7 +88,7 @@ def reload(
         )
     names, skipped = available(None if modes == ["all"] else modes)
     if not names:
-        from ..errors import NothingToRun
+        from ..core.errors import NothingToRun
 
         raise NothingToRun(f"nothing to run: {'; '.join(f'{mode} ({why})' for mode, why in skipped.items())}")
     server = server_spec(options, mode=first_available(modes))
@@ -110,7 +110,7 @@ def reload(
 
     def save(runs: Sequence[Any], interrupted: bool = False) -> None:
         result = ReloadResult(tuple(runs), skipped, host_setting, interrupted)
-        report_and_save(reload_report(result), json_path, "reload", result.to_dict())
+        report_and_save(reload_report(result), json_path, "reload", result)
 
     with ExitStack() as bars:
 

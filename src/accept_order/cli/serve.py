@@ -11,8 +11,8 @@ from typing import Any
 
 import click
 
+from ..core.target import Target
 from ..render.text import plural
-from ..servers.target import Target
 from .app import handle_errors
 from .common import host_warnings, report_and_save
 from .options import examples, json_option, mode_option, server_options
@@ -59,4 +59,4 @@ def serve(json_path: str | None, **options: Any) -> None:
         out.file.flush()
 
     result = serve_until_stopped(server, announce)
-    report_and_save(serve_report(result), json_path, "serve", result.to_dict())
+    report_and_save(serve_report(result), json_path, "serve", result)

@@ -75,10 +75,9 @@ def show(path: str, fmt: str, table: str | None) -> None:
     """Print a saved result again (any version this accept-order reads), or export it as data."""
     from rich.errors import NotRenderableError
 
-    from ..errors import ResultFileError
-    from ..render import render_document
+    from ..core.errors import ResultFileError
+    from ..experiments.documents import load, render_document
     from ..render.fit import fitted
-    from ..results.envelope import load
     from .output import stdout, write_text
 
     if table is not None and fmt != "csv":
@@ -102,17 +101,18 @@ def show(path: str, fmt: str, table: str | None) -> None:
 def _export(kind: str, document: dict[str, Any], fmt: str, table: str | None) -> str:
     """The document as data. JSON keeps every character (its encoder escapes controls); CSV and the
     histogram labels have their control characters escaped, since they are plain text on a terminal."""
-    from ..errors import ResultFileError
-    from ..render.text import escape_controls, escape_controls_everywhere
+    from ..core.errors import ResultFileError
+    from ..core.text import escape_controls, escape_controls_everywhere
+    from ..experiments import documents
     from ..results import export
 
     try:
         if fmt == "json":
             return export.as_json_text(document)
         if fmt == "csv":
-            return export.table(kind, escape_controls_everywhere(document), table)
+            return documents.table(kind, escape_controls_everywhere(document), table)
         parts = []
-        for label, hist in export.latency_runs(kind, document):
+        for label, hist in documents.latency_runs(kind, document):
             parts.append(f"# {escape_controls(label)}\n{export.hdr_percentiles(hist)}")
         return "\n".join(parts)
     except export.ExportError as exc:

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from ..spec import ConcurrentLoad, SequentialLoad, ServerSpec, pinned
+from ..core.spec import ConcurrentLoad, SequentialLoad, ServerSpec, pinned
 
 
 def typed(name: str) -> bool:
@@ -118,7 +118,7 @@ def server_spec(options: dict[str, Any], mode: str | None = None) -> ServerSpec:
     attached = attached_spec(options)
     if attached is not None:
         return attached
-    from ..cpus import allowed_cpus
+    from ..core.cpus import allowed_cpus
     from ..servers.registry import checked, server_kind
 
     workers = options.pop("workers", None)
@@ -162,7 +162,7 @@ def load_cpus(options: dict[str, Any], server: ServerSpec) -> tuple[int, ...]:
     --load-cpus is that the client's CPU time does not come out of the workers'). On a 2-CPU machine that
     means `--cpus 0 --load-cpus 1`, not --pin. Unpinned workers may still be scheduled onto the load
     generator's CPUs: that is warned about, since it is what most runs will do and still half a cure."""
-    from ..cpus import format_cpu_list
+    from ..core.cpus import format_cpu_list
 
     cpus = tuple(options.pop("load_cpus", None) or ())
     if not cpus or server.kind in ("attached", "remote"):
@@ -184,7 +184,7 @@ def load_cpus(options: dict[str, Any], server: ServerSpec) -> tuple[int, ...]:
 
 
 def concurrent_load(options: dict[str, Any], server: ServerSpec | None = None) -> ConcurrentLoad:
-    from ..spec import DEFAULT_REQUESTS
+    from ..core.spec import DEFAULT_REQUESTS
 
     connections, alias = options.pop("connections", None), options.pop("requests_alias", None)
     if connections is not None and alias is not None:
@@ -208,7 +208,7 @@ def concurrent_load(options: dict[str, Any], server: ServerSpec | None = None) -
 
 def _remote_spec(options: dict[str, Any], target: str, protocol: str, attach: tuple[int, ...]) -> ServerSpec:
     """--target HOST:PORT: a server elsewhere, known only by its address; -w says how many workers it has."""
-    from ..spec import resolve_host
+    from ..core.spec import resolve_host
 
     if attach:
         raise click.UsageError("give --attach (a server on this host) or --target (elsewhere), not both")

@@ -13,8 +13,8 @@ from typing import Any
 
 import click
 
-from ..cpus import parse_cpu_list
-from ..errors import PlanError
+from ..core.cpus import parse_cpu_list
+from ..core.errors import PlanError
 from ..servers.registry import launched_kinds
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(us|µs|ms|s|m|h)?\s*$", re.ASCII)
@@ -147,7 +147,7 @@ class Host(click.ParamType):
     name = "HOST"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
-        from ..spec import resolve_host
+        from ..core.spec import resolve_host
 
         try:
             address, warning = resolve_host(str(value))

@@ -26,10 +26,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from ..results.shapes import check_servers_with
+
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
-    from ..histogram import LatencyHistogram
+    from ..core.histogram import LatencyHistogram
     from ..results.schema import Shape
 
 R = TypeVar("R")
@@ -73,6 +75,14 @@ class Experiment(Generic[R]):
     tables: Mapping[str, Table] = field(default_factory=dict)
     latency_runs: Callable[[list[Document]], list[tuple[str, LatencyHistogram]]] | None = None
     several: bool = False
+    # What a saved file adds to `to_dict()`'s measurements, derived from them (a verdict, for other tools to
+    # read; ignored when the file is read back): computed when the result is saved, never stored in it.
+    derived: Callable[[R], Document] | None = None
+
+    def document(self, result: R) -> Document:
+        """The payload a command saves: the result's measurements, then what is derived from them."""
+        payload: Document = result.to_dict()  # type: ignore[attr-defined]
+        return payload | self.derived(result) if self.derived else payload
 
     @property
     def default_table(self) -> str | None:
@@ -86,6 +96,20 @@ class Experiment(Generic[R]):
         if not isinstance(runs, list):
             raise TypeError("'runs' is not a list")
         return list(runs)
+
+
+def _unknown_server(kind: str, mode: str) -> tuple[str, str] | None:
+    """Whether a result's server is one this version knows (the registry answers; results/shapes.py asks)."""
+    from ..servers.registry import KINDS, known_mode
+
+    if kind not in KINDS:
+        return "kind", f"names server {kind!r}, which this version does not know"
+    if known_mode(kind, mode) is None:
+        return "mode", f"names mode {mode!r}, which {kind} does not have in this version"
+    return None
+
+
+check_servers_with(_unknown_server)
 
 
 def find(kind: str) -> Experiment[Any] | None:

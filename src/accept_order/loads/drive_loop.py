@@ -18,62 +18,16 @@ import signal
 import socket
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-from ..processes import MAX_REPLY, READY_TIMEOUT_S, die_with_parent, ignore_supervisor_signals, unblock_signals
-from ..servers.target import Attribution
-from .protocol import ABORTED, BAD_REPLY, NO_REPLY, TIMEOUT, ClientProtocol, errno_name
+from ..core.measures import DriverStats
+from ..core.processes import MAX_REPLY, READY_TIMEOUT_S, die_with_parent, ignore_supervisor_signals, unblock_signals
+from ..core.protocol import ABORTED, BAD_REPLY, NO_REPLY, TIMEOUT, ClientProtocol, errno_name
+from ..core.target import Attribution
 
-SATURATED = 0.9  # a driver on a CPU more than this share of its wall time is CPU-bound (locust's threshold)
 TICK_S = 0.1  # how often a driver publishes progress and checks its timeouts and the stop flag
-
-
-@dataclass(frozen=True)
-class DriverStats:
-    """What one driver process did and how busy it was. Times in seconds."""
-
-    index: int
-    slots: int
-    requests: int  # finished: served + failed
-    wall_s: float
-    cpu_s: float
-    runqueue_s: float | None = None  # runnable but waiting for a CPU (None: no /proc/self/schedstat)
-    open_s: float | None = None  # when it had started every connection it was to start (a burst's open phase)
-    # Open loop: connections that were due while every slot was busy, so started late (timed from when due).
-    late: int | None = None
-
-    @property
-    def cpu_fraction(self) -> float:
-        return self.cpu_s / self.wall_s if self.wall_s > 0 else 0.0
-
-    @property
-    def busy_fraction(self) -> float:
-        """Share of wall time it was running or runnable, i.e. not waiting for the server."""
-        if self.wall_s <= 0:
-            return 0.0
-        return (self.cpu_s + (self.runqueue_s or 0.0)) / self.wall_s
-
-    @property
-    def saturated(self) -> bool:
-        """CPU-bound: it had work every time it got the CPU, so it set the pace, not the server."""
-        return self.cpu_fraction > SATURATED
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        if data["late"] is None:  # a closed loop: nothing is due, so nothing is late (and 0.3's files lack it)
-            del data["late"]
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> DriverStats:
-        return cls(
-            **{k: data[k] for k in ("index", "slots", "requests", "wall_s", "cpu_s")},
-            runqueue_s=data.get("runqueue_s"),  # a saved file may lack it, as its default says (None)
-            open_s=data.get("open_s"),
-            late=data.get("late"),
-        )
 
 
 @dataclass(frozen=True)

@@ -22,16 +22,17 @@ from multiprocessing.connection import Connection, wait
 from types import TracebackType
 from typing import Any
 
-from ..errors import LoadError, WorkerExited
-from ..histogram import LatencyHistogram
-from ..processes import FORK, READY_TIMEOUT_S, STOP_TIMEOUT_S, end_processes, out_of_resources, start_child
-from ..run_warnings import RunWarning, WarningKind, warn
-from ..servers.target import Attribution
-from ..signals import deferred
-from ..spec import ConcurrentLoad
-from .drive_loop import ABORT, SATURATED, STOP, TICK_S, DriverConfig, DriverStats, driver_main
-from .protocol import LINE, ClientProtocol
-from .summary import LoadSummary, TimedTotals
+from ..core.errors import LoadError, WorkerExited
+from ..core.histogram import LatencyHistogram
+from ..core.load_summary import LoadSummary, TimedTotals
+from ..core.measures import SATURATED, DriverStats
+from ..core.processes import FORK, READY_TIMEOUT_S, STOP_TIMEOUT_S, end_processes, out_of_resources, start_child
+from ..core.protocol import LINE, ClientProtocol
+from ..core.run_warnings import RunWarning, WarningKind, warn
+from ..core.signals import deferred
+from ..core.spec import ConcurrentLoad
+from ..core.target import Attribution
+from .drive_loop import ABORT, STOP, TICK_S, DriverConfig, driver_main
 
 __all__ = [
     "SATURATED",

@@ -26,12 +26,12 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..cpus import current_cpu
-from ..measures import ConnectionRecord
-from ..processes import MAX_REPLY
-from ..servers.target import Target
-from ..spec import SequentialLoad
-from .protocol import ABORTED, error_key
+from ..core.cpus import current_cpu
+from ..core.measures import ConnectionRecord
+from ..core.processes import MAX_REPLY
+from ..core.protocol import ABORTED, error_key
+from ..core.spec import SequentialLoad
+from ..core.target import Target
 
 if TYPE_CHECKING:
     from ..probes.accept_log import AcceptLog

@@ -29,8 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Self
 
-from ..processes import die_with_parent
-from ..signals import deferred
+from ..core.processes import die_with_parent
+from ..core.signals import deferred
 
 __all__ = ["AcceptCounts", "AcceptCounter", "SOURCE", "program"]
 

@@ -24,10 +24,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from ..cpus import affinity
-from ..processes import process_errors
+from ..core.cpus import affinity
+from ..core.measures import ListenerRow
+from ..core.processes import process_errors
 from . import netstat
-from .listeners import ListenerRow, listening_sockets
+from .listeners import listening_sockets
 
 __all__ = ["EvidenceCapture", "PRIVATE_ENV", "PRIVATE_NAMESPACE_NOTE", "netns_privacy"]
 

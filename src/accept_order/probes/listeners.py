@@ -14,32 +14,8 @@ import socket
 import struct
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Literal
 
-Family = Literal["ipv4", "ipv6"]
-Source = Literal["netlink", "proc"]
-
-
-@dataclass(frozen=True)
-class ListenerRow:
-    """One listening TCP socket.
-
-    ``queue`` is the current accept-queue length (ss Recv-Q): established connections nobody
-    has accept()ed yet. ``backlog`` is the accept-queue limit (ss Send-Q), i.e. the listen()
-    backlog after the kernel capped it at net.core.somaxconn; None when read from /proc.
-    ``inode`` equals ``os.fstat(sock.fileno()).st_ino`` of the owning socket. ``source`` says
-    which interface produced the row.
-    """
-
-    family: Family
-    address: str
-    port: int
-    queue: int
-    backlog: int | None
-    inode: int
-    source: Source = "netlink"
-
+from ..core.measures import Family, ListenerRow
 
 # linux/netlink.h, linux/sock_diag.h, linux/inet_diag.h
 NETLINK_SOCK_DIAG = 4

@@ -15,8 +15,9 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..errors import NotServing
-from .listeners import ListenerRow, listening_sockets, parse_proc_net_tcp
+from ..core.errors import NotServing
+from ..core.measures import ListenerRow
+from .listeners import listening_sockets, parse_proc_net_tcp
 from .owner import socket_holders
 from .server_netns import in_namespace_of
 from .unix_peers import unix_peers

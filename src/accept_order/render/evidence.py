@@ -10,7 +10,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ..cpus import format_cpu_list
+from ..core.cpus import format_cpu_list
 
 
 def short_counter(name: str) -> str:

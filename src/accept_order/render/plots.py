@@ -7,19 +7,19 @@ renderer, so nothing opens a window.
 
 from __future__ import annotations
 
-import contextlib
 import io
 import os
-import tempfile
 import textwrap
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import AcceptOrderError, ResultFileError
-from ..hints import pip_install
-from .text import duration_us, escape_controls
+from ..core.errors import AcceptOrderError, ResultFileError
+from ..core.hints import pip_install
+from ..core.text import escape_controls
+from ..results.files import write_bytes
+from .text import duration_us
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -126,24 +126,6 @@ def environment_text(env: Any) -> str:
     return f"{env.system} {env.kernel}, {env.cpu_count} CPUs" if env is not None else ""
 
 
-def plot_document(kind: str, document: dict[str, Any], options: PlotOptions | None = None) -> Figure:
-    """A saved result file (version 2 shape) as a figure; ResultFileError (one line) for a kind without
-    a picture or a malformed document."""
-    from ..experiments import find
-
-    experiment = find(kind)
-    if experiment is None or experiment.figure is None:
-        raise ResultFileError(f"cannot plot a result of kind {escape_controls(kind)!r}")
-    require_matplotlib()
-    try:
-        figure: Figure = experiment.figure(experiment.load(document), options or PlotOptions())
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
-        # A truncated or hand-edited file: one line naming what is wrong, not a traceback.
-        detail = f"missing {escape_controls(exc)}" if isinstance(exc, KeyError) else escape_controls(exc)
-        raise ResultFileError(f"malformed {kind!r} result ({detail})") from None
-    return figure
-
-
 def figure_bytes(figure: Figure, fmt: str) -> bytes:
     """The figure as PNG or SVG. No date in an SVG, so the same result draws the same file."""
     buf = io.BytesIO()
@@ -158,29 +140,6 @@ def figure_bytes(figure: Figure, fmt: str) -> bytes:
 
 
 def write_image(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write `data` atomically, as results/files.py writes a result: a temporary file in the same
-    directory, then os.replace; only ever replacing a regular file (never a symlink or a device).
-    ResultFileError (one line) on any failure; the temporary file is always removed."""
-    from ..results.files import _creation_mode, _refuse_unless_replaceable, _write_all
-
-    target = Path(path)
-    shown = escape_controls(os.fspath(path))
-    _refuse_unless_replaceable(target, shown)
-    tmp: str | None = None
-    try:
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name[:64]}.", suffix=".tmp")
-        try:
-            with contextlib.suppress(OSError):
-                os.fchmod(fd, _creation_mode())
-            _write_all(fd, data)
-        finally:
-            os.close(fd)
-        _refuse_unless_replaceable(target, shown)  # it may have become a symlink or FIFO meanwhile
-        os.replace(tmp, target)
-        tmp = None
-    except OSError as exc:
-        raise ResultFileError(f"cannot write {shown}: {escape_controls(exc.strerror or exc)}") from None
-    finally:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+    """Write `data` atomically, as a result file is written (results/files.py); ResultFileError (one line)
+    on any failure."""
+    write_bytes(path, data)

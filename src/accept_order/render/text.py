@@ -3,51 +3,10 @@ fixed-width lines that rich must not touch."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from typing import Any
 
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.segment import Segment
-
-# C0 controls, DEL, C1 controls (ESC and CSI start terminal escape sequences, BEL ends OSC ones), the
-# bidirectional controls that reorder what is displayed ("Trojan source"), the Unicode line separators
-# (our output is line-oriented) and lone surrogates (which JSON "\udXXX" escapes and undecodable bytes in
-# arguments produce, and which cannot be encoded for the terminal: printing one would raise).
-CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
-_NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
-
-
-def _escape_char(match: re.Match[str]) -> str:
-    char = match.group()
-    code = ord(char)
-    return _NAMED.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
-
-
-def escape_controls(text: object) -> str:
-    """`text` as a string that is safe to print on a terminal: every control character (newline and tab
-    included), bidi control and lone surrogate becomes a visible escape such as `\\x1b` or `\\n`, so
-    nothing read from a file or given as an argument can move the cursor, retitle the window or split a
-    line. Rich markup needs no escaping: every console of this tool prints with markup off."""
-    if isinstance(text, str):
-        raw = text
-    else:
-        try:
-            raw = str(text)
-        except Exception:  # e.g. an int over the str-conversion digit limit: describe, do not crash
-            raw = f"<unprintable {type(text).__name__}>"
-    return CONTROLS.sub(_escape_char, raw)
-
-
-def escape_controls_everywhere(value: Any) -> Any:
-    """A JSON value with `escape_controls` applied to every string in it (keys too)."""
-    if isinstance(value, str):
-        return escape_controls(value)
-    if isinstance(value, dict):
-        return {escape_controls_everywhere(k): escape_controls_everywhere(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [escape_controls_everywhere(v) for v in value]
-    return value
 
 
 class Verbatim:

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from rich import box
 from rich.table import Table
 
-from ..cpus import format_cpu_list
-from ..measures import WorkerCounters
+from ..core.cpus import format_cpu_list
+from ..core.measures import WorkerCounters
 
 
 def _share(count: int, total: int) -> str:

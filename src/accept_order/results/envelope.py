@@ -15,9 +15,8 @@ from collections.abc import Callable
 from importlib import metadata
 from typing import Any
 
-from ..errors import ResultFileError
-from ..experiments import EXPERIMENTS, find
-from ..render.text import escape_controls
+from ..core.errors import ResultFileError
+from ..core.text import escape_controls
 from .files import check_schema, read_document, write_document
 from .schema import Anything, ListOf, MapOf, Record, SchemaError, Shape
 
@@ -29,9 +28,9 @@ def tool_version() -> str:
     try:
         return metadata.version("accept-order")
     except metadata.PackageNotFoundError:  # run from a source tree that was never installed
-        from .. import __version__
+        from ..core.version import VERSION
 
-        return __version__
+        return VERSION
 
 
 def envelope(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
@@ -49,14 +48,15 @@ def save(path: str | os.PathLike[str], kind: str, payload: dict[str, Any]) -> No
     write_document(path, envelope(kind, payload))
 
 
-def load(path: str | os.PathLike[str]) -> tuple[str, dict[str, Any]]:
+def load(path: str | os.PathLike[str], shape_of: Callable[[str], Shape | None]) -> tuple[str, dict[str, Any]]:
     """Read a result file of any supported version; returns (kind, document in version 2's shape), the
-    document checked whole against its kind's shape. ResultFileError (one line) otherwise."""
+    document checked whole against its kind's shape, which `shape_of(kind)` gives (None: a kind this version
+    does not know; experiments/documents.py passes the registry's). ResultFileError (one line) otherwise."""
     document = read_document(path)
     shown = escape_controls(os.fspath(path))
     kind, version = check_schema(document, shown, schema=SCHEMA, newest=SCHEMA_VERSION)
-    experiment = find(kind) if kind in EXPERIMENTS else None
-    if experiment is None:
+    shape = shape_of(kind)
+    if shape is None:
         shown_kind = escape_controls(repr(kind))
         raise ResultFileError(f"{shown} holds a result of kind {shown_kind}, which this version cannot show")
     if version == 1:
@@ -64,7 +64,7 @@ def load(path: str | os.PathLike[str]) -> tuple[str, dict[str, Any]]:
             raise ResultFileError(f"{shown} says it is a version 1 {kind} result; version 1 had no such kind")
         check(_V1_SHAPES[kind], document, shown)
         document = upgrade_v1(kind, document)
-    check(experiment.shape, document, shown, upgraded=version == 1)
+    check(shape, document, shown, upgraded=version == 1)
     return kind, document
 
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from ..histogram import LatencyHistogram
+from ..core.histogram import LatencyHistogram
 
 TABLES = (
     "records",
@@ -46,7 +46,7 @@ class ExportError(ValueError):
 
 
 def label(run: dict[str, Any]) -> str:
-    from ..spec import ServerSpec
+    from ..core.spec import ServerSpec
 
     return ServerSpec.from_dict(run["server"]).label if "server" in run else ""
 
@@ -66,14 +66,12 @@ def csv_text(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     return out.getvalue()
 
 
-def table(kind: str, doc: dict[str, Any], name: str | None = None) -> str:
-    """One table of a saved result (version 2 document) as CSV: the experiment of its kind says which
-    tables it has (experiments.EXPERIMENTS), the first one by default."""
-    from ..experiments import find
-
-    experiment = find(kind)
-    tables = experiment.tables if experiment else {}
-    default = (experiment.default_table if experiment else None) or "records"
+def table(
+    kind: str, tables: Mapping[str, Callable[[list[dict[str, Any]]], str]], name: str | None
+) -> Callable[[list[dict[str, Any]]], str]:
+    """The table `name` among a result kind's `tables` (its experiment's; the first by default), or
+    ExportError saying which table to try instead."""
+    default = next(iter(tables), None) or "records"
     name = name or default
     build = tables.get(name)
     if build is None:
@@ -81,8 +79,7 @@ def table(kind: str, doc: dict[str, Any], name: str | None = None) -> str:
         if missing is None:
             raise ExportError(f"no table {name!r}; choose one of {', '.join(TABLES)}")
         raise ExportError(f"a {kind} result {missing.format(default=default)}")
-    assert experiment is not None
-    return build(experiment.runs(doc))
+    return build
 
 
 def records(runs: list[dict[str, Any]]) -> str:
@@ -174,16 +171,6 @@ def histograms(runs: list[dict[str, Any]]) -> list[tuple[str, LatencyHistogram]]
     return [(label(run), LatencyHistogram.from_dict(run["histogram"])) for run in runs]
 
 
-def latency_runs(kind: str, doc: dict[str, Any]) -> list[tuple[str, LatencyHistogram]]:
-    """(label, histogram) of each run of a kind that keeps histograms; ExportError for any other kind."""
-    from ..experiments import find
-
-    experiment = find(kind)
-    if experiment is None or experiment.latency_runs is None:
-        raise ExportError(f"a {kind} result has no latency histogram for --format hdr")
-    return experiment.latency_runs(experiment.runs(doc))
-
-
 def percentile_levels(ticks: int = 5) -> list[float]:
     """HdrHistogram's reporting percentiles: `ticks` steps per halving of the distance to 100%."""
     levels: list[float] = []
@@ -228,4 +215,4 @@ def as_json_text(doc: dict[str, Any]) -> str:
     return json.dumps(doc, indent=2, sort_keys=False) + "\n"
 
 
-__all__ = ["ExportError", "TABLES", "as_json_text", "hdr_percentiles", "latency_runs", "table"]
+__all__ = ["ExportError", "TABLES", "as_json_text", "hdr_percentiles", "table"]

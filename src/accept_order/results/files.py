@@ -17,8 +17,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from accept_order.errors import PlanError, ResultFileError
-from accept_order.render.text import escape_controls
+from accept_order.core.errors import PlanError, ResultFileError
+from accept_order.core.text import escape_controls
 from accept_order.results.schema import brief
 
 SCHEMA = "accept-order"
@@ -145,23 +145,13 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def write_document(path: str | os.PathLike[str], document: dict[str, Any]) -> None:
-    """Write `document` as JSON (indent=1, trailing newline), atomically: into a uniquely named temporary
-    file in the same directory, then os.replace, so an interrupted or failed write never leaves half a
-    file and keeps any previous file intact. No fsync: the rename protects against a crashed or killed
-    process, which is what matters for a measurement; surviving power loss is not worth the latency.
-    ResultFileError (one line) on any failure; the temporary file is always removed."""
+def write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write `data` atomically, only ever replacing a regular file (never a symlink or a device), so an
+    interrupted or failed write never leaves half a file and keeps any previous file intact; the result
+    files and the pictures are written this way. ResultFileError (one line) on any failure; the
+    temporary file is always removed."""
     name = os.fspath(path)
-    if not name:
-        raise ResultFileError("cannot write results: no file name")
     shown = escape_controls(name)
-    if "\0" in name:
-        raise ResultFileError(f"cannot write {shown}: the name contains a NUL byte")
-    try:
-        # allow_nan=False: read_document refuses NaN/Infinity, so never write a file we cannot read back.
-        data = (json.dumps(document, indent=1, allow_nan=False) + "\n").encode("utf-8")
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise ResultFileError(f"cannot write {shown}: the result is not valid JSON ({escape_controls(exc)})") from None
     target = Path(name)
     # Checked before creating anything too, so e.g. /dev/full is refused without a temporary file in /dev.
     _refuse_unless_replaceable(target, shown)
@@ -186,6 +176,26 @@ def write_document(path: str | os.PathLike[str], document: dict[str, Any]) -> No
         if tmp is not None:  # also on KeyboardInterrupt: never leave a temporary file behind
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+
+
+def write_document(path: str | os.PathLike[str], document: dict[str, Any]) -> None:
+    """Write `document` as JSON (indent=1, trailing newline), atomically: into a uniquely named temporary
+    file in the same directory, then os.replace, so an interrupted or failed write never leaves half a
+    file and keeps any previous file intact. No fsync: the rename protects against a crashed or killed
+    process, which is what matters for a measurement; surviving power loss is not worth the latency.
+    ResultFileError (one line) on any failure; the temporary file is always removed."""
+    name = os.fspath(path)
+    if not name:
+        raise ResultFileError("cannot write results: no file name")
+    shown = escape_controls(name)
+    if "\0" in name:
+        raise ResultFileError(f"cannot write {shown}: the name contains a NUL byte")
+    try:
+        # allow_nan=False: read_document refuses NaN/Infinity, so never write a file we cannot read back.
+        data = (json.dumps(document, indent=1, allow_nan=False) + "\n").encode("utf-8")
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ResultFileError(f"cannot write {shown}: the result is not valid JSON ({escape_controls(exc)})") from None
+    write_bytes(name, data)
 
 
 # -- reading -------------------------------------------------------------------------------------------

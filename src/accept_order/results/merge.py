@@ -18,9 +18,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from .. import service_time
-from ..errors import ResultFileError
-from ..loads.summary import LoadSummary
+from ..core import service_time
+from ..core.errors import ResultFileError
+from ..core.load_summary import LoadSummary
 
 MERGEABLE = ("latency", "latency-compare", "sweep")
 _SERVER_IGNORED = ("port",)
@@ -70,7 +70,7 @@ def check_distinct_files(paths: Sequence[str]) -> None:
             continue
         first = seen.get((st.st_dev, st.st_ino))
         if first is not None:
-            from ..render.text import escape_controls
+            from ..core.text import escape_controls
 
             raise ResultFileError(
                 f"{escape_controls(first)} and {escape_controls(path)} are the same file: merging a file with "

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, get_args, get_origin, get_type_hints
 
-from ..render.text import escape_controls
+from ..core.text import escape_controls
 
 # Counts, microseconds, seconds: 2**53 is where a float stops holding every integer, and ~285 years in
 # microseconds; anything larger is not from a real run (and 1e30 breaks arithmetic that assumes less).

@@ -11,8 +11,8 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any, TypeVar, get_origin, get_type_hints
 
-from ..errors import ResultFileError
-from ..spec import renamed
+from ..core.errors import ResultFileError
+from ..core.spec import renamed
 from .schema import KNOWN, SchemaError, Shape, derive
 
 T = TypeVar("T")

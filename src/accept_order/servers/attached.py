@@ -17,20 +17,20 @@ from typing import TYPE_CHECKING, Any
 
 import psutil
 
-from ..errors import PlanError, WorkerExited
-from ..loads.protocol import HTTP_KEEPALIVE, LINE, ClientProtocol
-from ..measures import WorkerCounters
+from ..core.errors import PlanError, WorkerExited
+from ..core.kinds import ModeInfo, ServerKind
+from ..core.measures import WorkerCounters
+from ..core.processes import open_pidfd
+from ..core.protocol import HTTP_KEEPALIVE, LINE, ClientProtocol
+from ..core.spec import ServerSpec
+from ..core.target import ReplyAttribution
+from ..core.waiting import wait_for
 from ..probes.listeners import listening_sockets_of
 from ..probes.owner import SocketOwners, socket_holders
-from ..processes import open_pidfd
-from ..spec import ServerSpec
-from ..waiting import wait_for
-from .kinds import ModeInfo, ServerKind
-from .target import ReplyAttribution
 from .watched import UsageDeltas, gone, proc_state
 
 if TYPE_CHECKING:
-    from .target import Target
+    from ..core.target import Target
 
 SETTLE_TIMEOUT_S = 2.0
 WHY = (

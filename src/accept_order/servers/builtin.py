@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..errors import PlanError
-from .kinds import ModeInfo, ServerKind
+from ..core.errors import PlanError
+from ..core.kinds import ModeInfo, ServerKind
 from .modes import MODES, require_mode
 from .modes.base import POLICIES
 
 if TYPE_CHECKING:
-    from ..spec import ServerSpec
-    from .target import Target
+    from ..core.spec import ServerSpec
+    from ..core.target import Target
 
 
 class BuiltinKind(ServerKind):
@@ -19,6 +19,8 @@ class BuiltinKind(ServerKind):
     process_names = ("accept-order",)
     summary = "this tool's own Python workers, in any of its accept modes (the default)"
     witness = None  # each worker counts what it accepted itself: there is nothing else to check against
+
+    spins_here = True
 
     def label(self, spec: ServerSpec) -> str:
         return spec.mode  # the tool's own workers: the mode says it all

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from ..errors import WorkerError
-from ..processes import (
+from ..core.errors import WorkerError
+from ..core.processes import (
     FORK,
     STOP_TIMEOUT_S,
     end_processes,

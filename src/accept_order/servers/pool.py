@@ -14,10 +14,9 @@ from multiprocessing.connection import Connection, wait
 from types import TracebackType
 from typing import Any
 
-from ..errors import WorkerError
-from ..loads.protocol import LINE, ClientProtocol
-from ..measures import WorkerCounters
-from ..processes import (
+from ..core.errors import WorkerError
+from ..core.measures import WorkerCounters
+from ..core.processes import (
     FORK,
     READY_TIMEOUT_S,
     STOP_TIMEOUT_S,
@@ -28,12 +27,13 @@ from ..processes import (
     process_errors,
     start_child,
 )
-from ..spec import ServerSpec
-from ..waiting import wait_for
+from ..core.protocol import LINE, ClientProtocol
+from ..core.spec import ServerSpec
+from ..core.target import ReplyAttribution
+from ..core.waiting import wait_for
 from .helper_process import HelperProcess, usage_of
 from .modes import Listeners, Mode, require_mode
 from .modes.base import ModeOptions
-from .target import ReplyAttribution
 from .worker import (
     BUSY,
     WAITING,

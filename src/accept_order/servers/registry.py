@@ -11,10 +11,11 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..errors import NothingToRun, PlanError
+from ..core.errors import NothingToRun, PlanError
+from ..core.kinds import ModeInfo, ServerKind
+from ..core.spec import LABELS
 from .attached import AttachedKind
 from .builtin import BuiltinKind
-from .kinds import ModeInfo, ServerKind
 from .launched.apache import ApacheKind
 from .launched.caddy import CaddyKind
 from .launched.granian import GranianKind
@@ -31,8 +32,8 @@ from .launched.uwsgi import UwsgiKind
 from .remote import RemoteKind
 
 if TYPE_CHECKING:
-    from ..spec import ServerSpec
-    from .target import Target
+    from ..core.spec import ServerSpec
+    from ..core.target import Target
 
 KINDS: dict[str, ServerKind] = {
     kind.name: kind
@@ -55,6 +56,7 @@ KINDS: dict[str, ServerKind] = {
         RemoteKind(),
     )
 }
+LABELS.update({name: kind.label for name, kind in KINDS.items()})  # ServerSpec.label asks the kind, from below
 DEFAULT_KIND = "builtin"
 ALL = "all"  # --modes all: every mode of each server
 OWN_DEFAULT = "default"  # --modes default: each server's own default mode (epoll where it has one)

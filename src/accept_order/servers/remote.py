@@ -12,14 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import PlanError
-from ..loads.protocol import HTTP, LINE, ClientProtocol, parse_reply
-from ..measures import WorkerCounters
-from ..spec import ServerSpec
-from .kinds import ModeInfo, ServerKind
+from ..core.errors import PlanError
+from ..core.kinds import ModeInfo, ServerKind
+from ..core.measures import WorkerCounters
+from ..core.protocol import HTTP, LINE, ClientProtocol, parse_reply
+from ..core.spec import ServerSpec
 
 if TYPE_CHECKING:
-    from .target import Target
+    from ..core.target import Target
 
 WHY = (
     "a server on another host, known only by its address: the pattern is read from the replies, which "

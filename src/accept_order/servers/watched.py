@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from ..measures import WorkerCounters
-from ..processes import process_errors, usage
+from ..core.measures import WorkerCounters
+from ..core.processes import process_errors, usage
 
 
 def proc_state(pid: int) -> str:

@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-from ..cpus import affinity, pin_self
-from ..errors import PlanError
-from ..processes import die_with_parent, ignore_supervisor_signals, unblock_signals
-from ..service_time import ServiceTimes
+from ..core.cpus import affinity, pin_self
+from ..core.errors import PlanError
+from ..core.processes import die_with_parent, ignore_supervisor_signals, unblock_signals
+from ..core.service_time import ServiceTimes
+from ..probes.work import spin
 from .modes import Listeners, Mode
 from .modes.base import Helper
 
@@ -63,18 +64,6 @@ def _stop_when_asked(state: Any) -> Any:
         raise _Stop
 
     return on_sigterm
-
-
-def spin(work_us: int, work_iters: int) -> int:
-    """Burn CPU like the seed's Lua loop: `work_iters` additions, then until `work_us` has passed."""
-    i = 0
-    for _ in range(work_iters):
-        i += 1
-    if work_us:
-        end = time.perf_counter_ns() + work_us * 1000
-        while time.perf_counter_ns() < end:
-            i += 1
-    return i
 
 
 @dataclass

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ...measures import Environment
+from ...core.measures import Environment
 from ...results.schema import Integer, ListOf, Record, SchemaError, child, derive
 from ...results.shapes import CONCURRENT_LOAD, SKIPPED, WORKERS
 

@@ -13,12 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ... import environment
-from ...errors import AcceptOrderError, PlanError
+from ...core import environment
+from ...core.errors import AcceptOrderError, PlanError
+from ...core.spec import ConcurrentLoad, SequentialLoad, ServerSpec, check_range
+from ...core.target import Target
 from ...servers.registry import launched_kinds, runnable, server_kind
-from ...servers.target import Target
-from ...session import RunInterrupted
-from ...spec import ConcurrentLoad, SequentialLoad, ServerSpec, check_range
+from ..session import RunInterrupted
 from .result import AtlasResult, AtlasRow
 
 # Servers people ask about that are not packaged here: their row says so, and what would change it.
@@ -92,7 +92,7 @@ def _seen_as(target: Target) -> str | None:
 
 
 def measure(spec: ServerSpec, plan: AtlasPlan, round_: int) -> AtlasRow:
-    from ...session import run_latency, run_sequential
+    from ..session import run_latency, run_sequential
 
     kind = server_kind(spec.kind)
     row = AtlasRow(spec.kind, spec.mode, "; ".join(s.rstrip(";") for s in kind.mode(spec.mode).settings), round_)

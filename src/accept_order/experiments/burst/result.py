@@ -6,12 +6,11 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ...loads.drive_loop import DriverStats
-from ...loads.summary import CountedTotals, LoadSummary, cpu_us_per_connection
-from ...measures import Environment
+from ...core.load_summary import CountedTotals, LoadSummary, cpu_us_per_connection
+from ...core.measures import DriverStats, Environment
+from ...core.spec import ServerSpec
 from ...results.schema import ListOf, MapOf, Number, SchemaError, child, derive
 from ...results.shapes import NOTES, SHORTAGES, SIGNED, SKIPPED, workers_of
-from ...spec import ServerSpec
 
 CLIENT_BOUND = 0.5  # share of a burst the client may spend opening its connections before it sets the pace
 

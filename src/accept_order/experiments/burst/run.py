@@ -20,10 +20,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...errors import PlanError
+from ...core.errors import PlanError
+from ...core.spec import FD_MARGIN, MAX_DRIVER_PROCS, ConcurrentLoad, ServerSpec, check_range, local_ports, sized
 from ...probes import netstat
-from ...session import RunInterrupted, drive_load, lifecycle, run_each
-from ...spec import FD_MARGIN, MAX_DRIVER_PROCS, ConcurrentLoad, ServerSpec, check_range, local_ports, sized
+from ..session import RunInterrupted, drive_load, lifecycle, run_each
 from .result import BurstCell, BurstRun
 
 MAX_CLIENTS = 1_000_000

@@ -6,9 +6,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...analysis.herd import HerdRow, herd_row
+from ...core.spec import ServerSpec
 from ...results.schema import ListOf, derive
 from ...results.shapes import SKIPPED, WORKERS
-from ...spec import ServerSpec
+from ...servers.registry import known_mode
 from ..order.result import RUN_SHAPE, RunResult
 
 
@@ -25,13 +26,13 @@ class HerdResult:
 
     @property
     def rows(self) -> list[HerdRow]:
-        return [herd_row(r) for r in self.runs]
+        return [herd_row(r, known_mode(r.server.kind, r.server.mode)) for r in self.runs]
 
     def row(self, mode: str) -> HerdRow:
         """The herd table's line for `mode` (KeyError if it did not run)."""
         for r in self.runs:
             if r.server.mode == mode:
-                return herd_row(r)
+                return herd_row(r, known_mode(r.server.kind, r.server.mode))
         raise KeyError(mode)
 
     def to_dict(self) -> dict[str, Any]:

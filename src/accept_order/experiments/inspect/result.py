@@ -8,7 +8,7 @@ import dataclasses
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ...measures import Environment
+from ...core.measures import Environment
 from ...results.schema import Integer, Items, ListOf, MapOf, Maybe, derive, known
 from ...results.shapes import PORT, SIGNED
 from ...results.typed import build

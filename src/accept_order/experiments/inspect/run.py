@@ -7,10 +7,10 @@ import time
 from collections import Counter
 
 from ...analysis.mechanism import Listener, Verdict, classify, overall
-from ...environment import current
+from ...core.environment import current
+from ...core.kinds import ModeInfo, ServerKind
 from ...probes.server_netns import counters_of, namespace_of, same_namespace, sysctls_of
 from ...probes.serving import Server, find_server, with_backlogs
-from ...servers.kinds import ModeInfo, ServerKind
 from ...servers.registry import recognise, server_kind
 from .result import ChangeView, InspectResult, MechanismView
 from .sample import Sample, take

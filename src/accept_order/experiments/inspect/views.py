@@ -4,7 +4,7 @@ epoll instances, Unix links."""
 from __future__ import annotations
 
 from ...analysis.mechanism import Seen, Verdict
-from ...probes.listeners import ListenerRow
+from ...core.measures import ListenerRow
 from ...probes.proc_waits import ThreadWait
 from ...probes.serving import Server
 from .result import EpollView, ListenerView, ProcessRow, UnitView, WatchView

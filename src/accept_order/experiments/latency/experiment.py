@@ -7,8 +7,10 @@ from typing import Any
 
 from rich.console import RenderableType
 
+from ...analysis.tails import tail_verdict
 from ...results import export
 from .. import Experiment, lazy
+from .model_check import model_line
 from .model_report import model_csv
 from .report import compare_report, latency_report, sweep_report
 from .result import LATENCY_COMPARE_SHAPE, LATENCY_SHAPE, SWEEP_SHAPE, LatencyCompareResult, LatencyResult, SweepResult
@@ -28,6 +30,14 @@ _TABLES = {"histogram": export.histogram, "workers": export.workers, "summary": 
 
 def latency_compare_report(result: LatencyCompareResult) -> RenderableType:
     return compare_report(result.runs, result.skipped)
+
+
+def compare_verdicts(result: LatencyCompareResult) -> dict[str, Any]:
+    """What a saved comparison adds for other tools: the tails' verdict and the model's sentence."""
+    derived: dict[str, Any] = {"verdict": tail_verdict(result.runs).to_dict()}
+    if (model := model_line(result.runs)) is not None:
+        derived["model_verdict"] = model
+    return derived
 
 
 def sweep_result_report(result: SweepResult) -> RenderableType:
@@ -52,6 +62,7 @@ LATENCY_COMPARE: Experiment[LatencyCompareResult] = Experiment(
     tables=_TABLES,
     latency_runs=export.histograms,
     several=True,
+    derived=compare_verdicts,
 )
 SWEEP: Experiment[SweepResult] = Experiment(
     kind="sweep",

@@ -10,10 +10,11 @@ from typing import Any
 from rich.console import RenderableType
 from rich.text import Text
 
-from ...analysis.model_check import SOURCES, model_line
-from ...histogram import LatencyHistogram
+from ...analysis.model_check import SOURCES
+from ...core.histogram import LatencyHistogram
 from ...render.text import Verbatim, duration_us
 from ...results import export
+from .model_check import model_line
 from .result import LatencyResult
 
 # (column, the model's figure, the measured percentile or None for the deviation)

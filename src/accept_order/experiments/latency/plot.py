@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...histogram import log2_buckets
+from ...core.histogram import log2_buckets
 from ...render.plots import (
     PlotOptions,
     color,

@@ -12,12 +12,12 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ...analysis.model_check import model_agreement
 from ...analysis.stability import Spread, latency_stability, names_of
-from ...histogram import LatencyHistogram
+from ...core.histogram import LatencyHistogram
+from ...core.run_warnings import RunWarning, WarningKind, warn
 from ...results import export
-from ...run_warnings import RunWarning, WarningKind, warn
 from ..repeat.kinds import Document, Repeated, Rounds, by_variant
+from .model_check import model_agreement
 from .result import LATENCY_SHAPE, LatencyResult
 
 COLUMNS = ("run", "count", "failed", "p50_us", "p99_us", "p999_us", "max_us", "wall_s")

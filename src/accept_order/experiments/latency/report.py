@@ -9,24 +9,24 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ...analysis.sweep import sweep_name, sweep_verdict
+from ...analysis.losses import sweep_name
 from ...analysis.tails import TailVerdict, tail_verdict
-from ...cpus import format_cpu_list
-from ...histogram import histogram_lines, summary_line
-from ...loads.drive_loop import DriverStats
+from ...core.cpus import format_cpu_list
+from ...core.histogram import histogram_lines, summary_line
+from ...core.load_summary import cpu_us_per_connection
+from ...core.measures import DriverStats, Environment, WorkerCounters
+from ...core.protocol import describe_error
+from ...core.run_warnings import WarningKind, unique
+from ...core.spec import ConcurrentLoad, ServerSpec
 from ...loads.generator import STARVED, client_bound, driver_warnings
-from ...loads.protocol import describe_error
-from ...loads.summary import cpu_us_per_connection
-from ...measures import Environment, WorkerCounters
 from ...render.columns import TextColumn, TextTable
 from ...render.evidence import OTHERS_SHOWN, counters_text, evidence_report, machine_busy
 from ...render.text import Verbatim, duration_us, plural
 from ...render.workers import worker_table
-from ...run_warnings import WarningKind, unique
 from ...servers.registry import known_mode
-from ...spec import ConcurrentLoad, ServerSpec
 from .model_report import model_report
 from .result import PERCENTILES, LatencyResult, default_title
+from .sweep_verdict import sweep_verdict
 
 
 def load_notes(results: Sequence[LatencyResult]) -> list[Text]:

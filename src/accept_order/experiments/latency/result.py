@@ -7,15 +7,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ...analysis.model_check import ModelCheck
-from ...errors import ResultFileError
-from ...histogram import LatencyHistogram
-from ...loads.drive_loop import DriverStats
-from ...loads.summary import LoadSummary, TimedTotals, cpu_us_per_connection
-from ...measures import Environment, WorkerCounters
+from ...core.errors import ResultFileError
+from ...core.histogram import LatencyHistogram
+from ...core.load_summary import LoadSummary, TimedTotals, cpu_us_per_connection
+from ...core.measures import DriverStats, Environment, WorkerCounters
+from ...core.spec import ConcurrentLoad, ServerSpec
 from ...results.schema import Anything, Integer, ListOf, Number, Record, SchemaError, Text, child, derive
 from ...results.shapes import ERRORS, EVIDENCE, PORT, SKIPPED, at_most_workers, histogram_total
 from ...results.typed import build, runs_list, skipped_map
-from ...spec import ConcurrentLoad, ServerSpec
 
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)
 
@@ -78,7 +77,7 @@ class LatencyResult(TimedTotals):
         """(share of all CPUs busy host-wide, share other processes used) over the run: the host's busy
         ticks less the run's own workers' and load generator's CPU. None when the host's ticks are not
         known or too few to say (environment.host_busy)."""
-        from ...environment import host_busy
+        from ...core.environment import host_busy
 
         host = host_busy(self.evidence.get("machine"))
         if host is None or host[1] <= 0:
@@ -173,13 +172,9 @@ class LatencyCompareResult:
     interrupted: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        from ...analysis.model_check import model_line
-        from ...analysis.tails import tail_verdict
-
-        verdict = tail_verdict(self.runs).to_dict()
-        doc: dict[str, Any] = {"runs": [r.to_dict() for r in self.runs], "skipped": self.skipped, "verdict": verdict}
-        if (model := model_line(self.runs)) is not None:  # derived, like the verdict: ignored when read back
-            doc["model_verdict"] = model
+        """What was measured; the verdicts derived from it are added when it is saved (its experiment's
+        `derived`, experiments/latency/experiment.py)."""
+        doc: dict[str, Any] = {"runs": [r.to_dict() for r in self.runs], "skipped": self.skipped}
         return doc | ({"interrupted": True} if self.interrupted else {})
 
     @classmethod

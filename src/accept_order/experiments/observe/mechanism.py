@@ -5,7 +5,7 @@ tell, the mechanism is None and the report says it is not known."""
 
 from __future__ import annotations
 
-from ...errors import AcceptOrderError
+from ...core.errors import AcceptOrderError
 from ...servers.watched import gone
 from .result import ObservedMechanism
 from .server import Watched

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ...measures import Environment
+from ...core.measures import Environment
 from ...results.schema import ListOf, MapOf, SchemaError, child, derive, known
 from ...results.shapes import PORT, SIGNED
 

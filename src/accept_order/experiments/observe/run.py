@@ -17,14 +17,14 @@ import time
 from collections.abc import Callable
 from contextlib import ExitStack
 
-from ... import environment
-from ...errors import PlanError
+from ...core import environment
+from ...core.errors import PlanError
+from ...core.signals import deferred
+from ...core.spec import MAX_DURATION_S, check_range
 from ...probes.accept_watch import SOURCE, AcceptWatch, ThreadCounts
 from ...probes.server_netns import same_namespace
 from ...servers.watched import gone
-from ...session import RunInterrupted
-from ...signals import deferred
-from ...spec import MAX_DURATION_S, check_range
+from ..session import RunInterrupted
 from .mechanism import mechanism_of
 from .result import ObservedMechanism, ObservedWorker, ObserveInterval, ObserveResult
 from .sampling import SAMPLE_EVERY_S, Holdings, QueueSampler, Usage, counters, paced, usage_of

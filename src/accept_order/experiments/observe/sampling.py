@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ...core.processes import process_errors, usage
 from ...probes.listeners import listening_sockets_of
 from ...probes.server_netns import counters_of
-from ...processes import process_errors, usage
 from .server import Unit, Watched, held_sockets
 
 SAMPLE_EVERY_S = 0.1  # the listen queue (and, untraced, who holds what) is sampled this often ...

@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from ...core.measures import ListenerRow
 from ...probes import serving
-from ...probes.listeners import ListenerRow
 from ...probes.serving import process_info, socket_inodes, with_backlogs
 
 

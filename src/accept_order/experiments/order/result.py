@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ...measures import ConnectionRecord, Environment, Verdict, WorkerCounters
+from ...core.measures import ConnectionRecord, Environment, Verdict, WorkerCounters
+from ...core.spec import SequentialLoad, ServerSpec
 from ...results.schema import ListOf, derive
 from ...results.shapes import EVIDENCE, PORT, SKIPPED, names_workers
-from ...spec import SequentialLoad, ServerSpec
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ class ServeResult:
         if not isinstance(sequence, list) or not all(
             isinstance(w, int) and not isinstance(w, bool) and 0 <= w < server.workers for w in sequence
         ):
-            from ...errors import ResultFileError
+            from ...core.errors import ResultFileError
 
             raise ResultFileError("malformed result: 'sequence' names workers this server did not have")
         return cls(

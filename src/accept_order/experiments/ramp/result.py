@@ -7,8 +7,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ...loads.summary import CountedTotals
-from ...measures import Environment
+from ...core.load_summary import CountedTotals
+from ...core.measures import Environment
+from ...core.spec import ServerSpec
 from ...results.schema import (
     Flag,
     Integer,
@@ -24,7 +25,6 @@ from ...results.schema import (
     known,
 )
 from ...results.shapes import NOTES, SHORTAGES, SIGNED, workers_of
-from ...spec import ServerSpec
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...errors import PlanError
+from ...core.errors import PlanError
+from ...core.spec import MAX_DRIVER_PROCS, ConcurrentLoad, ServerSpec, check_concurrency, check_range, sized
 from ...probes import netstat
 from ...probes.sockets import socket_summary
 from ...render.evidence import machine_busy
-from ...session import RunInterrupted, Tick, drive_load, lifecycle
-from ...spec import MAX_DRIVER_PROCS, ConcurrentLoad, ServerSpec, check_concurrency, check_range, sized
+from ..session import RunInterrupted, Tick, drive_load, lifecycle
 from .result import RampResult, RampStep
 
 SATURATED = 0.9  # a worker (or the workers together) on a CPU this share of the step is CPU-bound
@@ -85,7 +85,7 @@ class RampPlan:
 
 
 def _cpu(pids: Sequence[int]) -> list[float]:
-    from ...processes import process_errors, usage
+    from ...core.processes import process_errors, usage
 
     seconds = []
     for pid in pids:

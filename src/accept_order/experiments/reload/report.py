@@ -7,7 +7,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ...cpus import format_cpu_list
+from ...core.cpus import format_cpu_list
 from ...render.evidence import PRIVATE_SHORT
 from ...render.fit import key_columns
 from ...render.text import duration_us, plural

@@ -17,12 +17,12 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ...loads.protocol import NO_REPLY
-from ...loads.summary import CountedTotals
-from ...measures import Environment, WorkerCounters
+from ...core.load_summary import CountedTotals
+from ...core.measures import Environment, WorkerCounters
+from ...core.protocol import NO_REPLY
+from ...core.spec import ConcurrentLoad, ServerSpec
 from ...results.schema import Integer, ListOf, MapOf, OneOf, SchemaError, child, derive
 from ...results.shapes import EVIDENCE, SIGNED, SKIPPED, at_most_workers, workers_of
-from ...spec import ConcurrentLoad, ServerSpec
 
 HOWS = ("leave", "kill")
 MIGRATE = "TcpExtTCPMigrateReqSuccess"

@@ -12,15 +12,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ... import netns
-from ...errors import PlanError
+from ...core import netns
+from ...core.errors import PlanError
+from ...core.spec import ConcurrentLoad, ServerSpec
 from ...servers.registry import mode_info, runnable
-from ...session import Loading, RunInterrupted, Tick, drive_load, lifecycle, run_each
-from ...spec import ConcurrentLoad, ServerSpec
+from ..session import Loading, RunInterrupted, Tick, drive_load, lifecycle, run_each
 from .result import HOWS, ReloadRun
 
 if TYPE_CHECKING:
-    from ...loads.summary import LoadSummary
+    from ...core.load_summary import LoadSummary
 
 GONE_TIMEOUT_S = 3.0  # how long a leaving worker has to notice (it does between connections)
 

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
-    from ...measures import Environment
+    from ...core.measures import Environment
+    from ...core.run_warnings import RunWarning
     from ...results.schema import Shape
-    from ...run_warnings import RunWarning
 
 Document = dict[str, Any]
 Rounds = Sequence[Sequence[Any]]

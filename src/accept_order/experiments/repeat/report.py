@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from ...run_warnings import unique
+from ...core.run_warnings import unique
 from .kinds import first_environment, repeated_of
 from .result import machine_warnings
 

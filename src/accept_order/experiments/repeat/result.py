@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...core.run_warnings import RunWarning, WarningKind, warn
 from ...results.schema import Anything, ListOf, OneOf, SchemaError, child, derive
 from ...results.shapes import MACHINE, NOTES, SKIPPED
-from ...run_warnings import RunWarning, WarningKind, warn
 from .kinds import REPEATED, repeated_of
 
 STEAL = 0.05  # the hypervisor took this share of the CPUs during the runs: figures from a stolen machine

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from ... import environment
-from ...session import RunInterrupted
+from ...core import environment
+from ..session import RunInterrupted
 
 V = TypeVar("V")
 R = TypeVar("R")

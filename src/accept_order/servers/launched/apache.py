@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING
 
 import psutil
 
-from ...errors import PlanError, ServerUnavailable
+from ...core.errors import PlanError, ServerUnavailable
+from ...core.kinds import ModeInfo, ServerKind
+from ...core.spec import ServerSpec
+from ...core.waiting import wait_for
 from ...probes.proc_waits import ACCEPTS, EPOLL_WAITS, thread_ids, thread_wait
-from ...spec import ServerSpec
-from ...waiting import wait_for
-from ..kinds import ModeInfo, ServerKind
 from ..watched import UsageDeltas, proc_state
 from .apache_config import (
     APACHE_MODES,
@@ -41,7 +41,7 @@ from .apache_config import (
 from .base import SETTLE_TIMEOUT_S, LaunchedServer, free_port
 
 if TYPE_CHECKING:
-    from ..target import Target
+    from ...core.target import Target
 
 
 def thread_group_usage(pid: int) -> tuple[int, int, float]:

@@ -25,9 +25,9 @@ import os
 import pwd
 import shutil
 
-from ...errors import ServerUnavailable
-from ...spec import ServerSpec
-from ..kinds import ModeInfo
+from ...core.errors import ServerUnavailable
+from ...core.kinds import ModeInfo
+from ...core.spec import ServerSpec
 
 PACKAGE = "apt-get install apache2"
 MODULE_DIR = "/usr/lib/apache2/modules"

@@ -20,9 +20,9 @@ import os
 
 import psutil
 
+from ...core.spec import ServerSpec
 from ...probes.fd_table import open_files
 from ...probes.listeners import listening_sockets
-from ...spec import ServerSpec
 from .base import LaunchedServer
 
 APP_MODULE = "accept_order_asgi_app"  # the file the app is written to, without .py; `MODULE:app` names it
@@ -33,7 +33,7 @@ request log (`PID CLIENT_PORT`, before the reply), then `worker PID`."""
 
 import os
 
-from accept_order.servers.worker import spin
+from accept_order.probes.work import spin
 
 WORK_US = {work_us}
 WORK_ITERS = {work_iters}

@@ -25,14 +25,14 @@ from typing import Any, ClassVar
 
 import psutil
 
-from ...errors import ServerUnavailable, WorkerError
-from ...loads.protocol import HTTP, ClientProtocol
-from ...measures import WorkerCounters
-from ...processes import READY_TIMEOUT_S, STOP_TIMEOUT_S, die_with_parent, open_pidfd
-from ...reaper import REAPER, end_group
-from ...spec import ServerSpec
-from ...waiting import wait_for
-from ..target import ReplyAttribution
+from ...core.errors import ServerUnavailable, WorkerError
+from ...core.measures import WorkerCounters
+from ...core.processes import READY_TIMEOUT_S, STOP_TIMEOUT_S, die_with_parent, open_pidfd
+from ...core.protocol import HTTP, ClientProtocol
+from ...core.reaper import REAPER, end_group
+from ...core.spec import ServerSpec
+from ...core.target import ReplyAttribution
+from ...core.waiting import wait_for
 from ..watched import UsageDeltas, gone, proc_state
 
 SETTLE_TIMEOUT_S = 2.0

@@ -23,16 +23,16 @@ import os
 import shutil
 from typing import TYPE_CHECKING
 
-from ...errors import PlanError, ServerUnavailable
-from ...spec import ServerSpec
-from ..kinds import ModeInfo, ServerKind
+from ...core.errors import PlanError, ServerUnavailable
+from ...core.kinds import ModeInfo, ServerKind
+from ...core.spec import ServerSpec
 from ..watched import ThreadedUsage, thread_ids
 from .base import LaunchedServer
 
 if TYPE_CHECKING:
     import psutil
 
-    from ..target import Target
+    from ...core.target import Target
 
 PACKAGE = "apt-get install caddy"
 EPOLL_PWAIT = "281"  # x86_64: where Go's netpoller blocks

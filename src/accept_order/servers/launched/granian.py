@@ -21,14 +21,14 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from ...errors import PlanError, ServerUnavailable
-from ...hints import pip_install
-from ...spec import ServerSpec
-from ..kinds import ModeInfo, ServerKind
+from ...core.errors import PlanError, ServerUnavailable
+from ...core.hints import pip_install
+from ...core.kinds import ModeInfo, ServerKind
+from ...core.spec import ServerSpec
 from .asgi import AsgiServer
 
 if TYPE_CHECKING:
-    from ..target import Target
+    from ...core.target import Target
 
 MIN_VERSION = (2, 8)
 MIN_BACKLOG = 128  # granian refuses a smaller --backlog

@@ -14,14 +14,14 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from ...errors import PlanError, ServerUnavailable
-from ...hints import pip_install
-from ...spec import ServerSpec
-from ..kinds import ModeInfo, ServerKind
+from ...core.errors import PlanError, ServerUnavailable
+from ...core.hints import pip_install
+from ...core.kinds import ModeInfo, ServerKind
+from ...core.spec import ServerSpec
 from .base import LaunchedServer
 
 if TYPE_CHECKING:
-    from ..target import Target
+    from ...core.target import Target
 
 MIN_VERSION = (23, 0)
 PACKAGE = pip_install("servers", "gunicorn>=23")

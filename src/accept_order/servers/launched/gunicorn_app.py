@@ -10,7 +10,7 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..worker import spin
+from ...probes.work import spin
 
 WORK_US = int(os.environ.get("ACCEPT_ORDER_WORK_US", "0") or 0)
 WORK_ITERS = int(os.environ.get("ACCEPT_ORDER_WORK_ITERS", "0") or 0)

@@ -22,18 +22,18 @@ from typing import TYPE_CHECKING
 
 import psutil
 
-from ...errors import PlanError, ServerUnavailable
+from ...core.errors import PlanError, ServerUnavailable
+from ...core.kinds import ModeInfo, ServerKind
+from ...core.spec import ServerSpec
+from ...core.waiting import wait_for
 from ...probes.fd_table import open_files
 from ...probes.listeners import listening_sockets
 from ...probes.proc_waits import EPOLL_WAITS, thread_wait
-from ...spec import ServerSpec
-from ...waiting import wait_for
-from ..kinds import ModeInfo, ServerKind
 from ..watched import proc_state
 from .base import SETTLE_TIMEOUT_S, LaunchedServer
 
 if TYPE_CHECKING:
-    from ..target import Target
+    from ...core.target import Target
 
 PACKAGE = "apt-get install h2o"
 WORKER_HEADER = "x-accept-order-worker"

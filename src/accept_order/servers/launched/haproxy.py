@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING
 
 import psutil
 
-from ...errors import ServerUnavailable
-from ...loads.protocol import parse_reply
-from ...spec import ServerSpec
-from ..kinds import ModeInfo, ServerKind
+from ...core.errors import ServerUnavailable
+from ...core.kinds import ModeInfo, ServerKind
+from ...core.protocol import parse_reply
+from ...core.spec import ServerSpec
 from .base import LaunchedServer
 
 if TYPE_CHECKING:
-    from ..target import Target
+    from ...core.target import Target
 
 PACKAGE = "the haproxy package (2.4 or newer)"
 DEFAULT_MAXACCEPT = 64  # HAProxy's own default for tune.maxaccept with threads

@@ -25,17 +25,17 @@ from typing import TYPE_CHECKING
 
 import psutil
 
-from ...errors import PlanError, ServerUnavailable
+from ...core.errors import PlanError, ServerUnavailable
+from ...core.kinds import ModeInfo, ServerKind
+from ...core.processes import STOP_TIMEOUT_S
+from ...core.spec import ServerSpec
+from ...core.waiting import wait_for
 from ...probes.proc_waits import EPOLL_WAITS, POLLS, thread_wait
-from ...processes import STOP_TIMEOUT_S
-from ...spec import ServerSpec
-from ...waiting import wait_for
-from ..kinds import ModeInfo, ServerKind
 from ..watched import gone
 from .base import SETTLE_TIMEOUT_S, LaunchedServer
 
 if TYPE_CHECKING:
-    from ..target import Target
+    from ...core.target import Target
 
 PACKAGES = "apt-get install lighttpd lighttpd-modules-lua"
 MODULE_DIR = "/usr/lib/lighttpd"

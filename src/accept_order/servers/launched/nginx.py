@@ -10,14 +10,14 @@ import os
 import signal
 from typing import TYPE_CHECKING
 
-from ...errors import PlanError, ServerUnavailable
-from ...spec import ServerSpec
-from ..kinds import ModeInfo, ServerKind
+from ...core.errors import PlanError, ServerUnavailable
+from ...core.kinds import ModeInfo, ServerKind
+from ...core.spec import ServerSpec
 from .base import LaunchedServer
 from .nginx_config import NGINX_MODES, expectation, nginx_binary, render_config
 
 if TYPE_CHECKING:
-    from ..target import Target
+    from ...core.target import Target
 
 
 class NginxServer(LaunchedServer):

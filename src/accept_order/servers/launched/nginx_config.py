@@ -10,8 +10,8 @@ import os
 import resource
 import shutil
 
-from ...errors import ServerUnavailable
-from ..kinds import ModeInfo
+from ...core.errors import ServerUnavailable
+from ...core.kinds import ModeInfo
 
 MODULE_DIR = "/usr/lib/nginx/modules"
 MODULES = ("ndk_http_module.so", "ngx_http_lua_module.so")

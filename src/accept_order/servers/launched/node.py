@@ -15,13 +15,13 @@ import os
 import shutil
 from typing import TYPE_CHECKING
 
-from ...errors import PlanError, ServerUnavailable
-from ...spec import ServerSpec
-from ..kinds import ModeInfo, ServerKind
+from ...core.errors import PlanError, ServerUnavailable
+from ...core.kinds import ModeInfo, ServerKind
+from ...core.spec import ServerSpec
 from .base import LaunchedServer
 
 if TYPE_CHECKING:
-    from ..target import Target
+    from ...core.target import Target
 
 PACKAGE = "the nodejs package (Node 16 or newer)"
 

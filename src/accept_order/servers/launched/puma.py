@@ -28,16 +28,16 @@ from typing import TYPE_CHECKING
 
 import psutil
 
-from ...errors import PlanError, ServerUnavailable
-from ...spec import ServerSpec
-from ...waiting import wait_for
-from ..kinds import ModeInfo, ServerKind
+from ...core.errors import PlanError, ServerUnavailable
+from ...core.kinds import ModeInfo, ServerKind
+from ...core.spec import ServerSpec
+from ...core.waiting import wait_for
 from ..watched import ThreadedUsage, thread_ids
 from .base import SETTLE_TIMEOUT_S, LaunchedServer
 from .rack_app import parse_common_log, ruby_error, write_app
 
 if TYPE_CHECKING:
-    from ..target import Target
+    from ...core.target import Target
 
 PACKAGE = "apt-get install puma"
 THREADS = (0, 5)  # Puma 5.6's own default on MRI (min 0, max 5)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 
-from ...spec import ServerSpec
+from ...core.spec import ServerSpec
 
 CONFIG_RU = """# written by accept-order for one run; removed when it ends
 require "socket"

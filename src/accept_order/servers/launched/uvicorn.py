@@ -19,15 +19,15 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from ...errors import PlanError, ServerUnavailable
-from ...hints import pip_install
-from ...processes import STOP_TIMEOUT_S
-from ...spec import ServerSpec
-from ..kinds import ModeInfo, ServerKind
+from ...core.errors import PlanError, ServerUnavailable
+from ...core.hints import pip_install
+from ...core.kinds import ModeInfo, ServerKind
+from ...core.processes import STOP_TIMEOUT_S
+from ...core.spec import ServerSpec
 from .asgi import AsgiServer
 
 if TYPE_CHECKING:
-    from ..target import Target
+    from ...core.target import Target
 
 PACKAGE = pip_install("servers", "uvicorn")
 UVLOOP = pip_install("servers", "uvloop")

@@ -30,15 +30,15 @@ from typing import TYPE_CHECKING
 
 import psutil
 
-from ...errors import PlanError, ServerUnavailable
-from ...hints import pip_install
-from ...spec import ServerSpec
-from ...waiting import wait_for
-from ..kinds import ModeInfo, ServerKind
+from ...core.errors import PlanError, ServerUnavailable
+from ...core.hints import pip_install
+from ...core.kinds import ModeInfo, ServerKind
+from ...core.spec import ServerSpec
+from ...core.waiting import wait_for
 from .base import LaunchedServer
 
 if TYPE_CHECKING:
-    from ..target import Target
+    from ...core.target import Target
 
 PACKAGE = pip_install("servers", "pyuwsgi")
 # x86_64 syscall numbers a worker waits in: epoll_wait, epoll_pwait, futex (the thunder lock)

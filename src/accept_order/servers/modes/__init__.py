@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...errors import ModeUnavailable, PlanError
-from ..kinds import DEFAULT_MODE
+from ...core.errors import ModeUnavailable, PlanError
+from ...core.kinds import DEFAULT_MODE
 from .accept_mutex import AcceptMutexMode
 from .base import Listeners, Mode, Waiter
 from .blocking import BlockingMode

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Protocol
 
-from ...errors import ListenError
-from ..kinds import ModeInfo
+from ...core.errors import ListenError
+from ...core.kinds import ModeInfo
 
 Queue = Literal["shared", "per-worker"]
 POLICIES = ("round-robin", "least-busy")

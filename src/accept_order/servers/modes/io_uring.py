@@ -20,7 +20,7 @@ import os
 import socket
 from typing import Any
 
-from ...hints import pip_install
+from ...core.hints import pip_install
 from .base import Listeners, Mode, Waiter
 
 EXTRA = pip_install("uring")

@@ -7,7 +7,7 @@ import select
 import socket
 from typing import ClassVar
 
-from ...errors import ListenError
+from ...core.errors import ListenError
 from .base import DEFAULT_OPTIONS, Listeners, Mode, ModeOptions, Waiter, epoll_waiter, listen_socket, listener_owner
 
 REUSEPORT_WOULD = "reuseport listeners would join its group and share its connections"

@@ -8,34 +8,13 @@ Among the caps that served all, the tails verdict decides (analysis/tails.py).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from ..experiments.latency.result import LatencyResult
-from ..render.evidence import short_counter
-from .tails import tail_verdict
-
-# Counters that mean the kernel dropped a connection attempt before any worker could accept it.
-LOSS_COUNTERS = ("TcpExtListenOverflows", "TcpExtListenDrops", "TcpExtTCPReqQFullDrop")
-
-
-def sweep_name(result: LatencyResult) -> str:
-    """The row's name in seed 001's table: '4 limit', 'no limit'."""
-    batch = result.server.accept_batch
-    return f"{batch} limit" if batch else "no limit"
-
-
-def losses(evidence: Mapping[str, Any]) -> dict[str, int]:
-    """The loss counters that moved during the run (deltas from its evidence)."""
-    counters = evidence.get("counters", {})
-    if not isinstance(counters, Mapping):
-        return {}
-    return {name: n for name in LOSS_COUNTERS if isinstance(n := counters.get(name), int) and n > 0}
-
-
-def lost_connections(result: LatencyResult) -> bool:
-    return result.failed > 0 or not result.ok or bool(losses(result.evidence))
+from ...analysis.losses import losses, lost_connections, sweep_name
+from ...analysis.tails import tail_verdict
+from ...render.evidence import short_counter
+from .result import LatencyResult
 
 
 def why_lost(result: LatencyResult) -> str:

@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..histogram import LatencyHistogram
-from .drive_loop import DriverStats
+from ..core.histogram import LatencyHistogram
+from ..core.measures import DriverStats
 
 
 def cpu_us_per_connection(drivers: Iterable[DriverStats]) -> float | None:

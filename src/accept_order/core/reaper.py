@@ -9,7 +9,7 @@ own, and its workers stay in its group) and `dir PATH` (the server's private dir
 we ended that ourselves. When the pipe closes with entries still open (we died, however), it
 SIGKILLs each group and removes each directory. It is started when a server is launched, and told to
 exit (its pipe closed with nothing open) when we have ended the last one it watches ourselves. Run as
-`python -m accept_order.reaper`; it imports nothing else of the package.
+`python -m accept_order.core.reaper`; it imports nothing else of the package.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class Reaper:
                 self._open.add(line)
             if self._proc is None or self._proc.poll() is not None:
                 self._proc = subprocess.Popen(
-                    [sys.executable, "-m", "accept_order.reaper"],
+                    [sys.executable, "-m", "accept_order.core.reaper"],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,

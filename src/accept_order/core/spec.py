@@ -13,6 +13,7 @@ import ipaddress
 import math
 import resource
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -127,6 +128,11 @@ def check_cpus(cpus: tuple[int, ...], option: str = "--cpus") -> None:
         )
 
 
+# How each kind names its servers (`ServerKind.label`), by kind name. The kinds are a floor above this one:
+# servers/registry.py fills this as it lists them, so that a spec can say its label without importing them.
+LABELS: dict[str, Callable[[ServerSpec], str]] = {}
+
+
 @dataclass(frozen=True)
 class ServerSpec:
     """What serves: which server, how its workers accept, how much work each request costs."""
@@ -181,11 +187,9 @@ class ServerSpec:
     @property
     def label(self) -> str:
         """How reports name this server: `epoll`, `nginx epoll`, `attached pid 12`, `target host:port`
-        (the kind says it: servers/kinds.py `ServerKind.label`)."""
-        from .servers.registry import KINDS  # spec is imported by every server module
-
-        kind = KINDS.get(self.kind)  # a file from a newer version may name a kind this one does not know
-        return kind.label(self) if kind else f"{self.kind} {self.mode}"
+        (the kind says it: core/kinds.py `ServerKind.label`, told to LABELS by servers/registry.py)."""
+        labeller = LABELS.get(self.kind)  # a file from a newer version may name a kind this one does not know
+        return labeller(self) if labeller else f"{self.kind} {self.mode}"
 
     def replace(self, **changes: Any) -> ServerSpec:
         return dataclasses.replace(self, **renamed(type(self), changes)).validated()

@@ -5,7 +5,8 @@ renderers) without an import circle. Loading these from a file goes through resu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
 
 
 @dataclass(frozen=True)
@@ -101,3 +102,76 @@ class Verdict:
         woken = "" if self.woken_per_connection is None else f"; woken per connection {self.woken_per_connection:.1f}"
         seen = f" ({self.seen})" if self.seen else ""
         return f"{self.pattern}{fit}{seen}; fairness: Jain {self.jain:.3f}, max/min share {ratio}{woken}"
+
+
+SATURATED = 0.9  # a driver on a CPU more than this share of its wall time is CPU-bound (locust's threshold)
+
+
+@dataclass(frozen=True)
+class DriverStats:
+    """What one driver process did and how busy it was. Times in seconds."""
+
+    index: int
+    slots: int
+    requests: int  # finished: served + failed
+    wall_s: float
+    cpu_s: float
+    runqueue_s: float | None = None  # runnable but waiting for a CPU (None: no /proc/self/schedstat)
+    open_s: float | None = None  # when it had started every connection it was to start (a burst's open phase)
+    # Open loop: connections that were due while every slot was busy, so started late (timed from when due).
+    late: int | None = None
+
+    @property
+    def cpu_fraction(self) -> float:
+        return self.cpu_s / self.wall_s if self.wall_s > 0 else 0.0
+
+    @property
+    def busy_fraction(self) -> float:
+        """Share of wall time it was running or runnable, i.e. not waiting for the server."""
+        if self.wall_s <= 0:
+            return 0.0
+        return (self.cpu_s + (self.runqueue_s or 0.0)) / self.wall_s
+
+    @property
+    def saturated(self) -> bool:
+        """CPU-bound: it had work every time it got the CPU, so it set the pace, not the server."""
+        return self.cpu_fraction > SATURATED
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        if data["late"] is None:  # a closed loop: nothing is due, so nothing is late (and 0.3's files lack it)
+            del data["late"]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DriverStats:
+        return cls(
+            **{k: data[k] for k in ("index", "slots", "requests", "wall_s", "cpu_s")},
+            runqueue_s=data.get("runqueue_s"),  # a saved file may lack it, as its default says (None)
+            open_s=data.get("open_s"),
+            late=data.get("late"),
+        )
+
+
+Family = Literal["ipv4", "ipv6"]
+Source = Literal["netlink", "proc"]
+
+
+@dataclass(frozen=True)
+class ListenerRow:
+    """One listening TCP socket.
+
+    ``queue`` is the current accept-queue length (ss Recv-Q): established connections nobody
+    has accept()ed yet. ``backlog`` is the accept-queue limit (ss Send-Q), i.e. the listen()
+    backlog after the kernel capped it at net.core.somaxconn; None when read from /proc.
+    ``inode`` equals ``os.fstat(sock.fileno()).st_ino`` of the owning socket. ``source`` says
+    which interface produced the row.
+    """
+
+    family: Family
+    address: str
+    port: int
+    queue: int
+    backlog: int | None
+    inode: int
+    source: Source = "netlink"

@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..loads.protocol import ClientProtocol, parse_reply
+from .protocol import ClientProtocol, parse_reply
 
 if TYPE_CHECKING:
-    from ..measures import WorkerCounters
+    from .measures import WorkerCounters
 
 
 class Attribution(Protocol):

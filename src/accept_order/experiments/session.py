@@ -19,22 +19,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import environment
-from .analysis.order import verdict
-from .errors import WorkerError, WorkerExited
-from .experiments.order.result import RunResult
-from .loads.sequential import run_sequential as drive_sequential
-from .measures import ConnectionRecord, Environment, WorkerCounters
-from .probes.evidence import EvidenceCapture
-from .servers.registry import checked, expectation, make_target, mode_info
-from .servers.target import Target
-from .signals import deferred
-from .spec import ConcurrentLoad, SequentialLoad, ServerSpec, sized
+from ..analysis.order import verdict
+from ..core import environment
+from ..core.errors import WorkerError, WorkerExited
+from ..core.measures import ConnectionRecord, Environment, WorkerCounters
+from ..core.signals import deferred
+from ..core.spec import ConcurrentLoad, SequentialLoad, ServerSpec, sized
+from ..core.target import Target
+from ..loads.sequential import run_sequential as drive_sequential
+from ..probes.evidence import EvidenceCapture
+from ..servers.registry import checked, expectation, make_target, mode_info, server_kind
+from .order.result import RunResult
 
 if TYPE_CHECKING:
-    from .experiments.latency.result import LatencyResult
-    from .loads.generator import LoadGenerator
-    from .loads.summary import LoadSummary
+    from ..core.load_summary import LoadSummary
+    from ..loads.generator import LoadGenerator
+    from .latency.result import LatencyResult
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -167,7 +167,7 @@ def run_sequential(
             return drive_sequential(target, load, record)
         # Replies may not name the worker, and the server closes each connection as soon as it has
         # answered, before the holder of its socket can be looked up: the kernel says who accepted it.
-        from .probes.accept_log import AcceptLog
+        from ..probes.accept_log import AcceptLog
 
         with AcceptLog(list(target.pids)) as log:
             log.start()
@@ -230,7 +230,7 @@ def drive_load(
     Ctrl-C or SIGTERM ends the load early: the summary keeps what it got, with the signal in
     `interruption` for the caller to raise once its result is built."""
     # Imported here: a sequential run (the common, start-up-bound case) never loads the load generator.
-    from .loads.generator import LoadGenerator
+    from ..loads.generator import LoadGenerator
 
     def tick(done: int, elapsed: float) -> None:
         target.check_alive()
@@ -249,13 +249,13 @@ def run_latency(
 ) -> LatencyResult:
     """One latency run: CPU-bound workers under a closed-loop load (or an open one: `load.rate`). Ctrl-C keeps
     what was measured: RunInterrupted carries the partial result, marked interrupted."""
-    from .analysis.model_check import predict
-    from .experiments.latency.result import LatencyResult, default_title
-    from .probes.work import estimate_work_us
+    from ..probes.work import estimate_work_us
+    from .latency.model_check import predict
+    from .latency.result import LatencyResult, default_title
 
     load = load.validated()
     server = checked(server)  # as the lifecycle runs it (a kind may fix its workers: Caddy's one process)
-    work = estimate_work_us(server)
+    work = estimate_work_us(server, server_kind(server.kind).spins_here)
     loading = Loading()
     kernel: dict[str, Any] = {}  # per-worker accepts counted by the kernel, for a server that does not say
     kept: list[LoadSummary] = []  # the load's outcome when an attached worker's exit stopped it
@@ -271,7 +271,7 @@ def run_latency(
         return drive_load(target, load, server.workers, on_tick, loading)
 
     def _counted(target: Target) -> LoadSummary:
-        from .probes.accepts import AcceptCounter  # replies may not name the worker: count accepts in the kernel
+        from ..probes.accepts import AcceptCounter  # replies may not name the worker: count accepts in the kernel
 
         counter = AcceptCounter(list(target.pids))
         counter.start()

@@ -13,11 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from ..errors import PlanError
-from ..spec import DEFAULT_MODE
+from .errors import PlanError
+from .spec import DEFAULT_MODE
 
 if TYPE_CHECKING:
-    from ..spec import ServerSpec
+    from .spec import ServerSpec
     from .target import Target
 
 
@@ -77,6 +77,9 @@ class ServerKind:
     #: its workers are the threads of one process, each accepting for itself (HAProxy's nbthread), so
     #: `observe` counts per thread; other kinds' threads (a pool, Go's runtime) are not workers
     threads_are_workers: ClassVar[bool] = False
+    #: its busy loop (--work-iters) is probes/work.py's `spin` run by this interpreter, so its cost can be
+    #: timed here before a run; other servers' loops (nginx's LuaJIT) are their own
+    spins_here: ClassVar[bool] = False
 
     def label(self, spec: ServerSpec) -> str:
         """How reports name a server of this kind: `nginx epoll`."""

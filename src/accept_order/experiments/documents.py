@@ -1,0 +1,89 @@
+"""Saved results by kind: a file is read, checked against its kind's shape, shown, drawn and exported by the
+experiment that kind names (EXPERIMENTS). results/ holds the file format and knows no kind; render/ holds the
+widgets and the picture frame and knows no kind; this is where the two meet the registry."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from ..core.errors import ResultFileError
+from ..core.text import escape_controls, escape_controls_everywhere
+from ..results import envelope, export
+from . import EXPERIMENTS, find
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+    from rich.console import RenderableType
+
+    from ..core.histogram import LatencyHistogram
+    from ..render.plots import PlotOptions
+    from ..results.schema import Shape
+
+
+def shape_of(kind: str) -> Shape | None:
+    """The shape a document of `kind` must have, or None for a kind this version does not know."""
+    experiment = find(kind) if kind in EXPERIMENTS else None
+    return experiment.shape if experiment else None
+
+
+def load(path: str | os.PathLike[str]) -> tuple[str, dict[str, Any]]:
+    """A result file of any supported version: (kind, document in version 2's shape), checked whole against
+    its kind's shape; ResultFileError (one line) otherwise."""
+    return envelope.load(path, shape_of)
+
+
+def save(path: str | os.PathLike[str], kind: str, result: Any) -> None:
+    """Save a result of `kind`: its measurements and what its experiment derives from them."""
+    experiment = find(kind)
+    assert experiment is not None, kind  # a command saves only its own kind
+    envelope.save(path, kind, experiment.document(result))
+
+
+def render_document(kind: str, document: dict[str, Any]) -> RenderableType:
+    """A saved result file (version 2 shape), rendered as the command that wrote it printed it, every
+    string from the file with its control characters escaped (a title's "\x1b[2J" prints as text)."""
+    experiment = find(kind)
+    if experiment is None:
+        raise ResultFileError(f"cannot show a result of kind {escape_controls(repr(kind))}")
+    try:
+        return experiment.report(experiment.load(escape_controls_everywhere(document)))
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        # A truncated or hand-edited file: one line naming what is wrong, not a traceback.
+        detail = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise ResultFileError(f"malformed {kind!r} result ({detail})") from None
+
+
+def plot_document(kind: str, document: dict[str, Any], options: PlotOptions | None = None) -> Figure:
+    """A saved result file (version 2 shape) as a figure; ResultFileError (one line) for a kind without
+    a picture or a malformed document."""
+    from ..render.plots import PlotOptions, require_matplotlib
+
+    experiment = find(kind)
+    if experiment is None or experiment.figure is None:
+        raise ResultFileError(f"cannot plot a result of kind {escape_controls(kind)!r}")
+    require_matplotlib()
+    try:
+        figure: Figure = experiment.figure(experiment.load(document), options or PlotOptions())
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
+        # A truncated or hand-edited file: one line naming what is wrong, not a traceback.
+        detail = f"missing {escape_controls(exc)}" if isinstance(exc, KeyError) else escape_controls(exc)
+        raise ResultFileError(f"malformed {kind!r} result ({detail})") from None
+    return figure
+
+
+def table(kind: str, document: dict[str, Any], name: str | None = None) -> str:
+    """One table of a saved result (version 2 document) as CSV: its experiment says which tables it has,
+    the first one by default; ExportError for a table it lacks."""
+    experiment = find(kind)
+    build = export.table(kind, experiment.tables if experiment else {}, name)
+    assert experiment is not None  # a kind without an experiment has no tables: export.table refused it
+    return build(experiment.runs(document))
+
+
+def latency_runs(kind: str, document: dict[str, Any]) -> list[tuple[str, LatencyHistogram]]:
+    """(label, histogram) of each run of a kind that keeps histograms; ExportError for any other kind."""
+    experiment = find(kind)
+    if experiment is None or experiment.latency_runs is None:
+        raise export.ExportError(f"a {kind} result has no latency histogram for --format hdr")
+    return experiment.latency_runs(experiment.runs(document))
