@@ -76,7 +76,7 @@ def test_show_imports_only_its_own_experiment() -> None:
         f"sys.argv = ['accept-order', 'show', {str(V2 / 'burst.json')!r}]\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         "from accept_order.experiments import EXPERIMENTS\n"
-        "folders = {where.split('.')[0] for where in EXPERIMENTS.values()}\n"
+        "folders = {entry.folder for entry in EXPERIMENTS.values()}\n"
         "names = {m.split('.')[2] for m in sys.modules if m.startswith('accept_order.experiments.')}\n"
         "loaded = sorted(names & folders)\n"
         "print('MODULES', loaded, 'matplotlib' in sys.modules)\n"

@@ -21,6 +21,7 @@ from accept_order.experiments import documents
 from accept_order.experiments.documents import render_document
 from accept_order.experiments.herd.report import herd_report, herd_table
 from accept_order.experiments.herd.result import HerdResult
+from accept_order.experiments.order import api as order_api
 from accept_order.experiments.order.result import RunResult
 from accept_order.experiments.session import run_sequential
 from accept_order.results import envelope
@@ -260,7 +261,7 @@ def test_by_default_herd_runs_every_mode_this_machine_has(monkeypatch: pytest.Mo
         started.append((spec, load))
         return fake_run(spec.mode, [4] * spec.workers)
 
-    monkeypatch.setattr(api, "run_sequential", record)
+    monkeypatch.setattr(order_api, "run_sequential", record)
     monkeypatch.setattr(MODES["epoll-herd"], "unavailable", lambda: "pretend this kernel lacks it")
     result = run_cli(["herd"])
     assert result.exit_code == 0, result.output
@@ -277,7 +278,7 @@ def test_bad_options_fail_before_any_worker_starts(monkeypatch: pytest.MonkeyPat
     def no_run(*args: object, **kwargs: object) -> RunResult:
         raise AssertionError("a run started")
 
-    monkeypatch.setattr(api, "run_sequential", no_run)
+    monkeypatch.setattr(order_api, "run_sequential", no_run)
     load = SequentialLoad(connections=2)
     with pytest.raises(PlanError):
         api.herd(ServerSpec(workers=2), load, ["blocking", "nonsense"])

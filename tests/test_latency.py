@@ -28,6 +28,7 @@ from accept_order.core.measures import DriverStats, Environment, WorkerCounters
 from accept_order.core.spec import ConcurrentLoad, ServerSpec, open_file_limit, pinned, sized
 from accept_order.experiments import documents, session
 from accept_order.experiments.documents import render_document
+from accept_order.experiments.latency import api as latency_api
 from accept_order.experiments.latency.report import compare_lines, latency_report, sweep_lines
 from accept_order.experiments.latency.result import LatencyResult
 from accept_order.probes.evidence import EvidenceCapture
@@ -137,7 +138,7 @@ def test_parse_batches_and_modes(monkeypatch: pytest.MonkeyPatch) -> None:
     def no_run(*args: object, **kwargs: object) -> LatencyResult:
         raise AssertionError("a run started")
 
-    monkeypatch.setattr(api, "run_latency", no_run)
+    monkeypatch.setattr(latency_api, "run_latency", no_run)
     (batches,) = [p for p in sweep_command.params if p.name == "batches"]
     assert batches.type_cast_value(click.Context(sweep_command), "1,4,32,0") == [1, 4, 32, 0]
     for bad in ("", "1,x", "-1", "1,,-2"):

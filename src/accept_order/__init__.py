@@ -11,22 +11,9 @@ from typing import Any
 
 from .core.version import VERSION as __version__  # noqa: F401  (the package's version, as tools read it)
 
+# name -> module under accept_order; the experiments' functions (run, latency, observe, ...) are added from
+# their registry on first use (api.py)
 _PUBLIC = {
-    "run": "api",
-    "compare": "api",
-    "compare_latency": "api",
-    "herd": "api",
-    "latency": "api",
-    "sweep_accept_batch": "api",
-    "sequential": "api",
-    "burst": "api",
-    "ramp": "api",
-    "reload": "api",
-    "repeat": "api",
-    "serve": "api",
-    "inspect": "api",
-    "atlas": "api",
-    "observe": "api",
     "AcceptOrderError": "core.errors",
     "ListenError": "core.errors",
     "ModeUnavailable": "core.errors",
@@ -44,11 +31,18 @@ _PUBLIC = {
     "SequentialLoad": "core.spec",
     "ServerSpec": "core.spec",
 }
-__all__ = sorted(_PUBLIC)
+
+
+def _public() -> dict[str, str]:
+    from .experiments import PUBLIC
+
+    return {**_PUBLIC, **dict.fromkeys(PUBLIC, "api")}
 
 
 def __getattr__(name: str) -> Any:
-    module = _PUBLIC.get(name)
+    if name == "__all__":
+        return sorted(_public())
+    module = _public().get(name)
     if module is None:
         raise AttributeError(f"module 'accept_order' has no attribute {name!r}")
     return getattr(importlib.import_module(f".{module}", __name__), name)

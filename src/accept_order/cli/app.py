@@ -23,23 +23,14 @@ import click
 from ..core.errors import AcceptOrderError, OutputError
 from ..core.signals import ArrivalOrder, interruptible, signal_of
 from ..core.status import ExitStatus
+from ..experiments import commands
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-# name -> module under accept_order.cli holding a click command of that name (loaded only when used)
+# name -> module under accept_order.cli holding a click command of that name (loaded only when used): the
+# commands that make results, as the experiments' registry lists them, then those that read result files
 COMMANDS: dict[str, str] = {
-    "run": "run",
-    "compare": "compare",
-    "serve": "serve",
-    "latency": "latency",
-    "sweep": "sweep",
-    "herd": "herd",
-    "reload": "reload",
-    "burst": "burst",
-    "ramp": "ramp",
-    "inspect": "inspect",
-    "atlas": "atlas",
-    "observe": "observe",
+    **{name: name for name in commands()},
     "merge": "merge",
     "show": "show",
     "plot": "plot",

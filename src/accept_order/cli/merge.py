@@ -28,7 +28,7 @@ def merge(paths: tuple[str, ...], concurrent: bool, json_path: str | None) -> No
     """Add latency results of the same experiment exactly: histograms, failures and counts add."""
     from ..core.text import escape_controls
     from ..experiments import find
-    from ..experiments.documents import load, render_document
+    from ..experiments.documents import file_kinds, load, render_document
     from ..results.envelope import check
     from ..results.merge import check_distinct_files
     from ..results.merge import merge as merge_documents
@@ -40,7 +40,7 @@ def merge(paths: tuple[str, ...], concurrent: bool, json_path: str | None) -> No
     for path in paths:
         file_kind, document = load(path)
         documents.append((escape_controls(path), file_kind, document))
-    kind, merged = merge_documents(documents, concurrent)
+    kind, merged = merge_documents(documents, file_kinds(), concurrent)
     experiment = find(kind)
     assert experiment is not None  # merge_documents accepts only the latency kinds
     if experiment.several:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.errors import ResultFileError
 from ..core.text import escape_controls, escape_controls_everywhere
 from ..results import envelope, export
+from ..results.envelope import FileKind
 from . import EXPERIMENTS, find
 
 if TYPE_CHECKING:
@@ -18,19 +19,23 @@ if TYPE_CHECKING:
 
     from ..core.histogram import LatencyHistogram
     from ..render.plots import PlotOptions
-    from ..results.schema import Shape
 
 
-def shape_of(kind: str) -> Shape | None:
-    """The shape a document of `kind` must have, or None for a kind this version does not know."""
+def file_kind(kind: str) -> FileKind | None:
+    """What the file format needs to know of `kind`, or None for a kind this version does not know."""
     experiment = find(kind) if kind in EXPERIMENTS else None
-    return experiment.shape if experiment else None
+    return experiment.file_kind if experiment else None
+
+
+def file_kinds() -> dict[str, FileKind]:
+    """Every kind's (imports every experiment: for merge, which must name the kinds it adds)."""
+    return {kind: known for kind in EXPERIMENTS if (known := file_kind(kind)) is not None}
 
 
 def load(path: str | os.PathLike[str]) -> tuple[str, dict[str, Any]]:
     """A result file of any supported version: (kind, document in version 2's shape), checked whole against
     its kind's shape; ResultFileError (one line) otherwise."""
-    return envelope.load(path, shape_of)
+    return envelope.load(path, file_kind)
 
 
 def save(path: str | os.PathLike[str], kind: str, result: Any) -> None:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from importlib import metadata
-from typing import Any
+from typing import Any, Literal
 
 from ..core.errors import ResultFileError
 from ..core.text import escape_controls
@@ -22,6 +23,22 @@ from .schema import Anything, ListOf, MapOf, Record, SchemaError, Shape
 
 SCHEMA = "accept-order"
 SCHEMA_VERSION = 2
+V1Form = Literal["sequential", "concurrent"]
+
+
+@dataclass(frozen=True)
+class FileKind:
+    """What the file format needs to know of a result kind (its experiment says it: experiments/): the shape
+    a document of it must have; `several`: it keeps its runs in a list under "runs"; `v1`: the form its runs
+    had in version 1 (None: the kind is newer); `mergeable`: `merge` adds its histograms and counts."""
+
+    shape: Shape
+    several: bool = False
+    v1: V1Form | None = None
+    mergeable: bool = False
+
+
+KindOf = Callable[[str], "FileKind | None"]  # kind -> what the format knows of it (None: unknown here)
 
 
 def tool_version() -> str:
@@ -48,23 +65,23 @@ def save(path: str | os.PathLike[str], kind: str, payload: dict[str, Any]) -> No
     write_document(path, envelope(kind, payload))
 
 
-def load(path: str | os.PathLike[str], shape_of: Callable[[str], Shape | None]) -> tuple[str, dict[str, Any]]:
+def load(path: str | os.PathLike[str], kind_of: KindOf) -> tuple[str, dict[str, Any]]:
     """Read a result file of any supported version; returns (kind, document in version 2's shape), the
-    document checked whole against its kind's shape, which `shape_of(kind)` gives (None: a kind this version
+    document checked whole against its kind's shape, which `kind_of(kind)` gives (None: a kind this version
     does not know; experiments/documents.py passes the registry's). ResultFileError (one line) otherwise."""
     document = read_document(path)
     shown = escape_controls(os.fspath(path))
     kind, version = check_schema(document, shown, schema=SCHEMA, newest=SCHEMA_VERSION)
-    shape = shape_of(kind)
-    if shape is None:
+    known = kind_of(kind)
+    if known is None:
         shown_kind = escape_controls(repr(kind))
         raise ResultFileError(f"{shown} holds a result of kind {shown_kind}, which this version cannot show")
     if version == 1:
-        if kind not in _V1_SHAPES:
+        if known.v1 is None:
             raise ResultFileError(f"{shown} says it is a version 1 {kind} result; version 1 had no such kind")
-        check(_V1_SHAPES[kind], document, shown)
-        document = upgrade_v1(kind, document)
-    check(shape, document, shown, upgraded=version == 1)
+        check(_v1_shape(known.v1, known.several), document, shown)
+        document = upgrade_v1(known.v1, known.several, document)
+    check(known.shape, document, shown, upgraded=version == 1)
     return kind, document
 
 
@@ -78,7 +95,8 @@ def check(shape: Shape, document: dict[str, Any], shown: str, upgraded: bool = F
 
 
 # -- version 1 -> 2 -------------------------------------------------------------------------------
-# Version 1 had six kinds and will never have more: its upgrades are kept here, once, as history.
+# Version 1 had six kinds, of two forms of run, and will never have more: the upgrades of the two forms are
+# kept here, once, as history; each kind's experiment says which form its runs had (FileKind.v1).
 
 _SERVER_KEYS = ("mode", "workers", "host", "port", "work_us", "work_iters", "backlog", "accept_batch", "cpus")
 
@@ -123,30 +141,20 @@ _V1_RUN = Record({"plan": MapOf(Anything()), "counters": ListOf(MapOf(Anything()
 _V1_LATENCY = Record(
     {"plan": MapOf(Anything()), "load": MapOf(Anything()), "counters": ListOf(MapOf(Anything()))}, frozenset({"plan"})
 )
-_V1_SHAPES: dict[str, Shape] = {
-    "run": _V1_RUN,
-    "compare": Record({"runs": ListOf(_V1_RUN)}, frozenset({"runs"})),
-    "herd": Record({"runs": ListOf(_V1_RUN)}, frozenset({"runs"})),
-    "latency": _V1_LATENCY,
-    "latency-compare": Record({"runs": ListOf(_V1_LATENCY)}, frozenset({"runs"})),
-    "sweep": Record({"runs": ListOf(_V1_LATENCY)}, frozenset({"runs"})),
-}
-_RUN_UPGRADES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
-    "run": _run_v1,
-    "compare": _run_v1,
-    "herd": _run_v1,
-    "latency": _latency_v1,
-    "latency-compare": _latency_v1,
-    "sweep": _latency_v1,
+_V1_RUNS: dict[V1Form, tuple[Shape, Callable[[dict[str, Any]], dict[str, Any]]]] = {
+    "sequential": (_V1_RUN, _run_v1),
+    "concurrent": (_V1_LATENCY, _latency_v1),
 }
 
 
-def upgrade_v1(kind: str, doc: dict[str, Any]) -> dict[str, Any]:
-    one = _RUN_UPGRADES[kind]
-    if kind in ("run", "latency"):
-        upgraded = one(doc)
-    else:  # a document holding several runs
-        upgraded = {**doc, "runs": [one(run) for run in doc["runs"]]}
+def _v1_shape(form: V1Form, several: bool) -> Shape:
+    run = _V1_RUNS[form][0]
+    return Record({"runs": ListOf(run)}, frozenset({"runs"})) if several else run
+
+
+def upgrade_v1(form: V1Form, several: bool, doc: dict[str, Any]) -> dict[str, Any]:
+    one = _V1_RUNS[form][1]
+    upgraded = {**doc, "runs": [one(run) for run in doc["runs"]]} if several else one(doc)
     upgraded["version"] = SCHEMA_VERSION
     upgraded["upgraded_from"] = 1
     return upgraded

@@ -15,20 +15,20 @@ from __future__ import annotations
 import copy
 import os
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core import service_time
 from ..core.errors import ResultFileError
 from ..core.load_summary import LoadSummary
+from .envelope import FileKind
 
-MERGEABLE = ("latency", "latency-compare", "sweep")
 _SERVER_IGNORED = ("port",)
 _LOAD_IGNORED = ("connections", "duration_s", "driver_procs")
 
 
-def _runs(kind: str, doc: dict[str, Any]) -> list[dict[str, Any]]:
-    return list(doc["runs"]) if kind != "latency" else [doc]
+def _runs(several: bool, doc: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(doc["runs"]) if several else [doc]
 
 
 def _differs(a: dict[str, Any], b: dict[str, Any], ignored: Sequence[str]) -> str | None:
@@ -89,11 +89,11 @@ def _starts(run: dict[str, Any]) -> set[Any]:
     return {run["environment"].get("started_at")} | {source.get("started_at") for source in merged}
 
 
-def _holds(a: dict[str, Any], b: dict[str, Any], kind: str) -> bool:
+def _holds(a: dict[str, Any], b: dict[str, Any], several: bool) -> bool:
     """Whether document `a` already holds `b`'s measurement: each run of `b` started when one that went
     into `a` did, and every sample and failure of `b` is in `a` (`a` is `b`, a copy of it, or a merge
     that `b` went into). Two measurements do not share both by chance."""
-    runs_a, runs_b = _runs(kind, a), _runs(kind, b)
+    runs_a, runs_b = _runs(several, a), _runs(several, b)
     if len(runs_a) != len(runs_b) or not runs_a:
         return False
     for run_a, run_b in zip(runs_a, runs_b, strict=True):
@@ -105,13 +105,13 @@ def _holds(a: dict[str, Any], b: dict[str, Any], kind: str) -> bool:
     return True
 
 
-def _check_counted_once(documents: Sequence[tuple[str, str, dict[str, Any]]]) -> None:
+def _check_counted_once(documents: Sequence[tuple[str, str, dict[str, Any]]], several: bool) -> None:
     """ResultFileError when a measurement would be counted twice: one file is another, or is in it."""
     for i, (name, kind, doc) in enumerate(documents):
         for other, other_kind, earlier in documents[:i]:
             if other_kind != kind:
                 continue  # refused as another experiment
-            holds, held = _holds(earlier, doc, kind), _holds(doc, earlier, kind)
+            holds, held = _holds(earlier, doc, several), _holds(doc, earlier, several)
             if holds and held:
                 what = f"{other} and {name} hold the same measurement"
             elif holds or held:
@@ -155,22 +155,27 @@ def _add_run(into: dict[str, Any], run: dict[str, Any], concurrent: bool) -> Non
     into["interrupted"] = bool(into.get("interrupted")) or bool(run.get("interrupted"))
 
 
-def merge(documents: Sequence[tuple[str, str, dict[str, Any]]], concurrent: bool = False) -> tuple[str, dict[str, Any]]:
-    """(name, kind, version-2 document) of each file -> (kind, merged document). ResultFileError when they
-    are not latency results of the same experiment."""
+def merge(
+    documents: Sequence[tuple[str, str, dict[str, Any]]], kinds: Mapping[str, FileKind], concurrent: bool = False
+) -> tuple[str, dict[str, Any]]:
+    """(name, kind, version-2 document) of each file -> (kind, merged document). `kinds`: what the format
+    knows of each kind (the mergeable ones add up). ResultFileError when they are not latency results of
+    the same experiment."""
     if len(documents) < 2:
         raise ResultFileError("merge needs two result files or more")
     name0, kind, first = documents[0]
-    if kind not in MERGEABLE:
-        raise ResultFileError(f"{name0} holds a {kind} result; merge adds latency results ({', '.join(MERGEABLE)})")
-    _check_counted_once(documents)
+    mergeable = [name for name, known in kinds.items() if known.mergeable]
+    if kind not in mergeable:
+        raise ResultFileError(f"{name0} holds a {kind} result; merge adds latency results ({', '.join(mergeable)})")
+    several = kinds[kind].several
+    _check_counted_once(documents, several)
     merged = copy.deepcopy(first)
-    runs = _runs(kind, merged)
+    runs = _runs(several, merged)
     sources = [{"file": name0, "started_at": _started(first)}]
     for name, other_kind, doc in documents[1:]:
         if other_kind != kind:
             raise ResultFileError(f"{name} holds a {other_kind} result, {name0} a {kind} one: not the same experiment")
-        others = _runs(other_kind, doc)
+        others = _runs(several, doc)
         if len(others) != len(runs):
             raise ResultFileError(f"{name} has {len(others)} runs, {name0} {len(runs)}: not the same experiment")
         for index, (into, run) in enumerate(zip(runs, others, strict=True)):

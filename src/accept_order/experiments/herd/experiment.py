@@ -9,6 +9,7 @@ from .result import HERD_SHAPE, HerdResult
 
 HERD: Experiment[HerdResult] = Experiment(
     kind="herd",
+    v1="sequential",
     load=HerdResult.from_dict,
     shape=HERD_SHAPE,
     report=herd_report,

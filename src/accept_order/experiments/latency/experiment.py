@@ -46,6 +46,8 @@ def sweep_result_report(result: SweepResult) -> RenderableType:
 
 LATENCY: Experiment[LatencyResult] = Experiment(
     kind="latency",
+    v1="concurrent",
+    mergeable=True,
     load=LatencyResult.from_dict,
     shape=LATENCY_SHAPE,
     report=latency_report,
@@ -55,6 +57,8 @@ LATENCY: Experiment[LatencyResult] = Experiment(
 )
 LATENCY_COMPARE: Experiment[LatencyCompareResult] = Experiment(
     kind="latency-compare",
+    v1="concurrent",
+    mergeable=True,
     load=LatencyCompareResult.from_dict,
     shape=LATENCY_COMPARE_SHAPE,
     report=latency_compare_report,
@@ -66,6 +70,8 @@ LATENCY_COMPARE: Experiment[LatencyCompareResult] = Experiment(
 )
 SWEEP: Experiment[SweepResult] = Experiment(
     kind="sweep",
+    v1="concurrent",
+    mergeable=True,
     load=SweepResult.from_dict,
     shape=SWEEP_SHAPE,
     report=sweep_result_report,

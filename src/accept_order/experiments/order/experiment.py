@@ -30,6 +30,7 @@ def serve_records(runs: list[dict[str, Any]]) -> str:
 
 RUN: Experiment[RunResult] = Experiment(
     kind="run",
+    v1="sequential",
     load=RunResult.from_dict,
     shape=RUN_SHAPE,
     report=run_report,
@@ -38,6 +39,7 @@ RUN: Experiment[RunResult] = Experiment(
 )
 COMPARE: Experiment[CompareResult] = Experiment(
     kind="compare",
+    v1="sequential",
     load=CompareResult.from_dict,
     shape=COMPARE_SHAPE,
     report=compare_report,

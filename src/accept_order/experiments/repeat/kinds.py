@@ -7,10 +7,11 @@ variant j, of the experiment's own type. This package knows no experiment by nam
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from .. import EXPERIMENTS, imported
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -22,19 +23,9 @@ if TYPE_CHECKING:
 Document = dict[str, Any]
 Rounds = Sequence[Sequence[Any]]
 
-# `of` -> "module:name" under accept_order.experiments, imported on first use (as EXPERIMENTS is); the
-# order is the one a file's wrong `of` is told its choices in
-REPEATED: dict[str, str] = {
-    "latency": "latency.repeated:LATENCY_REPEATED",
-    "latency-compare": "latency.repeated:LATENCY_COMPARE_REPEATED",
-    "sweep": "latency.repeated:SWEEP_REPEATED",
-    "run": "order.repeated:RUN_REPEATED",
-    "compare": "order.repeated:COMPARE_REPEATED",
-    "herd": "herd.repeated:HERD_REPEATED",
-    "burst": "burst.repeated:BURST_REPEATED",
-    "ramp": "ramp.repeated:RAMP_REPEATED",
-    "reload": "reload.repeated:RELOAD_REPEATED",
-}
+# `of` -> "module:name" under accept_order.experiments, imported on first use: every kind whose registry
+# entry has --repeat support (EXPERIMENTS), in its order, the one a file's wrong `of` is told its choices in
+REPEATED: dict[str, str] = {kind: entry.repeated for kind, entry in EXPERIMENTS.items() if entry.repeated}
 
 
 @dataclass(frozen=True)
@@ -72,8 +63,7 @@ def find_repeated(of: str) -> Repeated | None:
     where = REPEATED.get(of)
     if where is None:
         return None
-    module, name = where.split(":")
-    found = getattr(importlib.import_module(f"accept_order.experiments.{module}"), name)
+    found = imported(where)
     assert isinstance(found, Repeated) and found.of == of, where
     return found
 

@@ -1,0 +1,15 @@
+"""The breaking point's Python API."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ...core.spec import ServerSpec
+from ..session import Tick
+from .result import RampResult
+from .run import RampPlan, run_ramp
+
+
+def ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick | None] | None = None) -> RampResult:
+    """The breaking point: the offered load stepped up until a step does not hold."""
+    return run_ramp(server, plan, on_step)
