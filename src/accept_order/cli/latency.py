@@ -77,7 +77,7 @@ def latency(
     from ..experiments.latency.experiment import latency_compare_report
     from ..experiments.latency.report import latency_report
     from ..experiments.latency.result import LatencyCompareResult
-    from ..servers.registry import variants
+    from ..servers.registry import server_kind, variants
 
     if modes is not None and modes_alias is not None:
         raise click.UsageError("give --modes only (--compare is its old name)")
@@ -94,7 +94,7 @@ def latency(
     load = concurrent_load(options, server)
     host_warnings()
     if repeat > 1:
-        if options.get("attach") or server.kind in ("attached", "remote"):
+        if options.get("attach") or not server_kind(server.kind).launched:
             raise click.UsageError("--repeat starts the server for every run: not with --attach or --target")
         specs, skipped = variants(server, modes, servers, batch_given) if modes is not None else ([server], {})
         runs = RunProgress(repeat)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..core.spec import DEFAULT_KIND
 from .options import examples
 
 
@@ -25,7 +26,7 @@ def modes() -> None:
     for server in launched_kinds():
         kind = server_kind(server)
         out.print(
-            Text(f"--server {server}" + (" (the default)" if server == "builtin" else ""), style="bold underline")
+            Text(f"--server {server}" + (" (the default)" if server == DEFAULT_KIND else ""), style="bold underline")
         )
         # A grid: a description that wraps stays in its own column instead of running back to column 0.
         grid = Table.grid(padding=(0, 1))

@@ -14,7 +14,7 @@ number keeps the option's unit from before units (seconds, but ms for --work and
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import click
@@ -141,6 +141,14 @@ def work_options() -> Callable[[F], F]:
     )
 
 
+def _take_maxconn(kinds: Sequence[str]) -> bool:
+    """Whether one of a command's kinds enforces --maxconn itself (HAProxy); the registry is read only for a
+    command that names its kinds."""
+    from ..servers.registry import server_kind
+
+    return any(server_kind(kind).takes_maxconn for kind in kinds)
+
+
 def server_options(
     workers: int | None = 3,
     accept_batch: bool = True,
@@ -196,7 +204,7 @@ def server_options(
             "(nginx's accept_mutex_delay).",
         ),
     ]
-    if kinds is None or "haproxy" in kinds:
+    if kinds is None or _take_maxconn(kinds):
         options.append(
             click.option(
                 "--maxconn",

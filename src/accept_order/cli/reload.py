@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from ..core.spec import DEFAULT_KIND
 from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
 from .options import examples, json_option, load_options, modes_option, server_options
@@ -30,7 +31,7 @@ DEFAULT_MODES = "blocking,epoll,accept-mutex,fd-pass,io-uring,reuseport"
     )
 )
 @modes_option(default=DEFAULT_MODES, help="Comma-separated modes, or all.")
-@server_options(workers=3, kinds=("builtin",))  # reload makes the built-in workers go
+@server_options(workers=3, kinds=(DEFAULT_KIND,))  # reload makes the built-in workers go
 @load_options(count=False, duration="2s")  # the worker goes part-way through a duration
 @click.option(
     "--how",

@@ -36,11 +36,12 @@ def run(repeat: int, json_path: str | None, **options: Any) -> None:
     from ..api import sequential as run_sequential
     from ..experiments.order.report import run_report
     from ..experiments.order.result import RunResult
+    from ..servers.registry import server_kind
 
     server, load = server_spec(options), sequential_load(options)
     host_warnings()
     if repeat > 1:
-        if server.kind in ("attached", "remote"):
+        if not server_kind(server.kind).launched:
             raise click.UsageError("--repeat compares runs of a server it starts: not with --attach or --target")
         run_repeated("run", [server], repeat, lambda spec: run_sequential(spec, load), {}, json_path)
         return

@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from ..core.spec import DEFAULT_KIND
 from ..core.target import Target
 from ..render.text import plural
 from .app import handle_errors
@@ -50,7 +51,7 @@ def serve(json_path: str | None, **options: Any) -> None:
     def announce(target: Target) -> None:
         host, port = target.address
         workers = plural(server.workers, "worker")
-        what = f"mode {server.mode}" if server.kind == "builtin" else f"{server.kind}, mode {server.mode}"
+        what = f"mode {server.mode}" if server.kind == DEFAULT_KIND else f"{server.kind}, mode {server.mode}"
         out.print(f"accept-order serve: {what}, {workers} listening on {host}:{port}")
         for index, pid in enumerate(target.pids):
             out.print(f"  worker {index} pid {pid}")

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from ..core.spec import ConcurrentLoad, SequentialLoad, ServerSpec, pinned
+from ..core.spec import DEFAULT_KIND, ConcurrentLoad, SequentialLoad, ServerSpec, pinned
 
 
 def typed(name: str) -> bool:
@@ -46,7 +46,7 @@ def work_us(options: dict[str, Any]) -> int:
     return round((seconds or 0.0) * 1e6)
 
 
-def first_available(modes: list[str], server: str | list[str] = "builtin") -> str | None:
+def first_available(modes: list[str], server: str | list[str] = DEFAULT_KIND) -> str | None:
     """The mode a several-mode command's shared settings are checked with (the first it can run)."""
     from ..servers.registry import runnable, server_kind
 
@@ -91,7 +91,7 @@ def attached_spec(options: dict[str, Any]) -> ServerSpec | None:
         raise click.UsageError(f"{', '.join(given)} {verb} a server this tool starts; not with --attach")
     if not options.get("port"):
         raise click.UsageError("--attach needs the server's --port")
-    from ..servers.attached import worker_pids
+    from ..servers.attached import AttachedKind, worker_pids
 
     workers = worker_pids(attach)
     for name in NOT_WITH_ATTACH:
@@ -100,8 +100,8 @@ def attached_spec(options: dict[str, Any]) -> ServerSpec | None:
 
     return checked(
         ServerSpec(
-            kind="attached",
-            mode="attached",
+            kind=AttachedKind.name,
+            mode=AttachedKind.mode_name,
             workers=len(workers),
             host=options.pop("host"),
             port=options.pop("port"),
@@ -122,7 +122,7 @@ def server_spec(options: dict[str, Any], mode: str | None = None) -> ServerSpec:
     from ..servers.registry import checked, server_kind
 
     workers = options.pop("workers", None)
-    server = options.pop("server", "builtin")
+    server = options.pop("server", DEFAULT_KIND)
     several = isinstance(server, list) and len(server) > 1  # the settings they share: each kind fits them
     server = server[0] if isinstance(server, list) else server
     kind = server_kind(server)
@@ -163,9 +163,10 @@ def load_cpus(options: dict[str, Any], server: ServerSpec) -> tuple[int, ...]:
     means `--cpus 0 --load-cpus 1`, not --pin. Unpinned workers may still be scheduled onto the load
     generator's CPUs: that is warned about, since it is what most runs will do and still half a cure."""
     from ..core.cpus import format_cpu_list
+    from ..servers.registry import server_kind
 
     cpus = tuple(options.pop("load_cpus", None) or ())
-    if not cpus or server.kind in ("attached", "remote"):
+    if not cpus or not server_kind(server.kind).launched:  # an attached or remote server: not ours to pin
         return cpus
     shared = sorted(set(cpus) & set(server.cpus))
     if shared:
@@ -226,8 +227,14 @@ def _remote_spec(options: dict[str, Any], target: str, protocol: str, attach: tu
     for name in (*NOT_WITH_ATTACH, "host", "port", "backlog"):
         options.pop(name, None)
     from ..servers.registry import checked
+    from ..servers.remote import RemoteKind
 
     spec = ServerSpec(
-        kind="remote", mode="remote", workers=workers, host=address, port=int(port_text), protocol=protocol
+        kind=RemoteKind.name,
+        mode=RemoteKind.mode_name,
+        workers=workers,
+        host=address,
+        port=int(port_text),
+        protocol=protocol,
     )
     return checked(spec)

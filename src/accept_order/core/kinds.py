@@ -80,6 +80,12 @@ class ServerKind:
     #: its busy loop (--work-iters) is probes/work.py's `spin` run by this interpreter, so its cost can be
     #: timed here before a run; other servers' loops (nginx's LuaJIT) are their own
     spins_here: ClassVar[bool] = False
+    #: what `inspect` cannot see in /proc of this kind's settings, by the mechanism it names (nginx's
+    #: multi_accept under epoll); said with the mechanism
+    unseen: ClassVar[Mapping[str, str]] = {}
+    #: a threaded server that hands each accepted connection to another thread's queue (HAProxy's
+    #: multi-queue): what `observe` says when it counts threads that accept
+    handoff: ClassVar[str | None] = None
 
     def label(self, spec: ServerSpec) -> str:
         """How reports name a server of this kind: `nginx epoll`."""

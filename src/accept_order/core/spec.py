@@ -128,6 +128,9 @@ def check_cpus(cpus: tuple[int, ...], option: str = "--cpus") -> None:
         )
 
 
+# The kind a spec names when it names none: this tool's own workers (servers/builtin.py takes its name from
+# here, the one place it is spelled, since every spec's default is it).
+DEFAULT_KIND = "builtin"
 # How each kind names its servers (`ServerKind.label`), by kind name. The kinds are a floor above this one:
 # servers/registry.py fills this as it lists them, so that a spec can say its label without importing them.
 LABELS: dict[str, Callable[[ServerSpec], str]] = {}
@@ -146,7 +149,7 @@ class ServerSpec:
     backlog: int = 511
     accept_batch: int = 0  # most connections accepted per wakeup; 0: until EAGAIN
     cpus: tuple[int, ...] = ()  # pin worker i to cpus[i % len(cpus)]; empty: no pinning
-    kind: str = "builtin"  # which server: builtin (this tool's workers), nginx, ... (launched), attached, remote
+    kind: str = DEFAULT_KIND  # which server: builtin (this tool's workers), nginx, ... (launched), attached, remote
     attach: tuple[int, ...] = ()  # attached: the master's pid, or the workers' pids
     protocol: str = "line"  # attached: what the server speaks (line: it writes and closes; http)
     policy: str = "round-robin"  # fd-pass: which worker the acceptor hands a connection to

@@ -19,7 +19,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from multiprocessing.connection import Connection, wait
-from types import TracebackType
 from typing import Any
 
 from ..core.errors import LoadError, WorkerExited
@@ -31,6 +30,7 @@ from ..core.protocol import LINE, ClientProtocol
 from ..core.run_warnings import RunWarning, WarningKind, warn
 from ..core.signals import deferred
 from ..core.spec import ConcurrentLoad
+from ..core.started import Started
 from ..core.target import Attribution
 from .drive_loop import ABORT, STOP, TICK_S, DriverConfig, driver_main
 
@@ -111,7 +111,7 @@ def split(total: int, parts: int) -> list[int]:
     return [base + (1 if i < extra else 0) for i in range(parts)]
 
 
-class LoadGenerator:
+class LoadGenerator(Started):
     """Owner of the driver processes of one run (closed loop, or open loop with a rate). Use as a context manager."""
 
     def __init__(
@@ -152,19 +152,6 @@ class LoadGenerator:
     def finished(self) -> tuple[int, int]:
         """(connections finished, of which served) so far, as the drivers last published them."""
         return sum(self._progress[0::2]), sum(self._progress[1::2])
-
-    def __enter__(self) -> LoadGenerator:
-        try:
-            self.start()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     def start(self) -> None:
         for cfg in self.configs:

@@ -27,10 +27,10 @@ import subprocess
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Self
 
 from ..core.processes import die_with_parent
 from ..core.signals import deferred
+from ..core.started import Closing
 
 __all__ = ["AcceptCounts", "AcceptCounter", "SOURCE", "program"]
 
@@ -177,7 +177,7 @@ def _child_setup(parent: int) -> None:
     _raise_memlock()
 
 
-class AcceptCounter:
+class AcceptCounter(Closing):
     """bpftrace as a child, counting successful accepts of `pids` (None: of every process)."""
 
     def __init__(self, pids: Sequence[int] | None = None) -> None:
@@ -190,12 +190,6 @@ class AcceptCounter:
         self._notes: list[str] = []
         self._result: AcceptCounts | None = None
         self._mounted = False  # tracefs was mounted by start(): close() unmounts it
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def program(self) -> str:
         """The bpftrace script this counter runs (a subclass may print more, see accept_log.py)."""

@@ -26,8 +26,8 @@ import socket
 import struct
 import sys
 from collections.abc import Collection, Iterable, Sequence
-from types import TracebackType
 
+from ..core.started import Closing
 from .listeners import (
     _MSG_HEAD,
     _MSG_SIZE,
@@ -121,7 +121,7 @@ def proc_server_inode(
     return None
 
 
-class SocketOwners:
+class SocketOwners(Closing):
     """Attribute connections to candidate worker processes; one netlink socket and one /proc/PID/fd
     directory fd per worker stay open for the object's life (``close()`` or ``with``)."""
 
@@ -155,14 +155,6 @@ class SocketOwners:
             if fd is not None:
                 os.close(fd)
                 self._dirs[i] = None
-
-    def __enter__(self) -> SocketOwners:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     # -- step 1: the server side's inode -------------------------------------------------------------
     def server_inode(self, client_local: Address, client_peer: Address) -> int | None:

@@ -23,6 +23,7 @@ from ..core.measures import WorkerCounters
 from ..core.processes import open_pidfd
 from ..core.protocol import HTTP_KEEPALIVE, LINE, ClientProtocol
 from ..core.spec import ServerSpec
+from ..core.started import Started
 from ..core.target import ReplyAttribution
 from ..core.waiting import wait_for
 from ..probes.listeners import listening_sockets_of
@@ -167,7 +168,7 @@ class OwnerAttribution:
             self._owners = None
 
 
-class AttachedServer:
+class AttachedServer(Started):
     def __init__(self, spec: ServerSpec) -> None:
         self.spec = spec
         self._pids: list[int] = []
@@ -248,16 +249,10 @@ class AttachedServer:
         if self._attribution is not None:
             self._attribution.close()
 
-    def __enter__(self) -> AttachedServer:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
 
 class AttachedKind(ServerKind):
     name = "attached"
+    mode_name = "attached"  # its one mode
     summary = "a running server this tool did not start, attached by pid"
     launched = False
 
@@ -265,7 +260,7 @@ class AttachedKind(ServerKind):
         return f"attached pid {','.join(map(str, spec.attach))}"
 
     def modes(self) -> dict[str, ModeInfo]:
-        return {"attached": ModeInfo("attached", self.summary, WHY, None, "unknown")}
+        return {self.mode_name: ModeInfo(self.mode_name, self.summary, WHY, None, "unknown")}
 
     def check(self, spec: ServerSpec) -> None:
         super().check(spec)

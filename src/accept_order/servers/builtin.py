@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from ..core.errors import PlanError
 from ..core.kinds import ModeInfo, ServerKind
+from ..core.spec import DEFAULT_KIND
 from .modes import MODES, require_mode
 from .modes.base import POLICIES
 
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
 
 
 class BuiltinKind(ServerKind):
-    name = "builtin"
+    name = DEFAULT_KIND
     process_names = ("accept-order",)
     summary = "this tool's own Python workers, in any of its accept modes (the default)"
     witness = None  # each worker counts what it accepted itself: there is nothing else to check against

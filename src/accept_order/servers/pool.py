@@ -29,6 +29,7 @@ from ..core.processes import (
 )
 from ..core.protocol import LINE, ClientProtocol
 from ..core.spec import ServerSpec
+from ..core.started import Started
 from ..core.target import ReplyAttribution
 from ..core.waiting import wait_for
 from .helper_process import HelperProcess, usage_of
@@ -49,7 +50,7 @@ SETTLE_TIMEOUT_S = 2.0
 RESEND_S = 0.25  # how long a worker has to report before it is told again
 
 
-class WorkerPool:
+class WorkerPool(Started):
     def __init__(self, spec: ServerSpec, ready_timeout_s: float = READY_TIMEOUT_S, stamps: bool = False) -> None:
         self.spec = spec
         self.keep_stamps = stamps
@@ -98,14 +99,6 @@ class WorkerPool:
         return fds + ([self.helper.pidfd] if self.helper.pidfd is not None else [])
 
     # -- start ---------------------------------------------------------------------------------
-    def __enter__(self) -> WorkerPool:
-        try:
-            self.start()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:

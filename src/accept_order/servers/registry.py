@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from ..core.errors import NothingToRun, PlanError
 from ..core.kinds import ModeInfo, ServerKind
-from ..core.spec import LABELS
+from ..core.spec import DEFAULT_KIND, LABELS
 from .attached import AttachedKind
 from .builtin import BuiltinKind
 from .launched.apache import ApacheKind
@@ -57,7 +57,6 @@ KINDS: dict[str, ServerKind] = {
     )
 }
 LABELS.update({name: kind.label for name, kind in KINDS.items()})  # ServerSpec.label asks the kind, from below
-DEFAULT_KIND = "builtin"
 ALL = "all"  # --modes all: every mode of each server
 OWN_DEFAULT = "default"  # --modes default: each server's own default mode (epoll where it has one)
 

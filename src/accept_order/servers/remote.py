@@ -17,6 +17,7 @@ from ..core.kinds import ModeInfo, ServerKind
 from ..core.measures import WorkerCounters
 from ..core.protocol import HTTP, LINE, ClientProtocol, parse_reply
 from ..core.spec import ServerSpec
+from ..core.started import Closing
 
 if TYPE_CHECKING:
     from ..core.target import Target
@@ -59,7 +60,7 @@ class LearnedAttribution:
         return None
 
 
-class RemoteServer:
+class RemoteServer(Closing):
     def __init__(self, spec: ServerSpec) -> None:
         if spec.port == 0:
             raise PlanError("--target needs HOST:PORT")
@@ -110,15 +111,10 @@ class RemoteServer:
     def close(self) -> None:
         pass
 
-    def __enter__(self) -> RemoteServer:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
 
 class RemoteKind(ServerKind):
     name = "remote"
+    mode_name = "remote"  # its one mode
     summary = "a server on another host, known only by its address"
     launched = False
 
@@ -126,7 +122,7 @@ class RemoteKind(ServerKind):
         return f"target {spec.host}:{spec.port}"
 
     def modes(self) -> dict[str, ModeInfo]:
-        return {"remote": ModeInfo("remote", self.summary, WHY, None, "unknown")}
+        return {self.mode_name: ModeInfo(self.mode_name, self.summary, WHY, None, "unknown")}
 
     def check(self, spec: ServerSpec) -> None:
         super().check(spec)

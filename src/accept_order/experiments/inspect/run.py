@@ -11,7 +11,7 @@ from ...core.environment import current
 from ...core.kinds import ModeInfo, ServerKind
 from ...probes.server_netns import counters_of, namespace_of, same_namespace, sysctls_of
 from ...probes.serving import Server, find_server, with_backlogs
-from ...servers.registry import recognise, server_kind
+from ...servers.registry import DEFAULT_KIND, recognise, server_kind
 from .result import ChangeView, InspectResult, MechanismView
 from .sample import Sample, take
 from .views import epoll_views, listener_views, process_rows, unit_views, unix_links
@@ -29,8 +29,6 @@ UNSEEN = {
     "select": "the descriptors a select() call watches are in the process's memory, which this user may not read: "
     "taken to be the listeners it holds",
     "io-uring": "which socket an armed io_uring accept waits on is not shown: taken to be the listener it holds",
-    "epoll": "a setting that changes who keeps the connections (nginx's multi_accept) is in the server's config, "
-    "not in /proc",
 }
 
 
@@ -79,7 +77,7 @@ def inspect(pid: int | None = None, port: int | None = None, samples: int = SAMP
 def _info(kind: ServerKind | None, name: str) -> tuple[tuple[str, ...], ModeInfo]:
     """The kind's modes that /proc shows as mechanism `name`, and the one to explain it with (the built-in
     mode's, for a server this tool does not know)."""
-    builtin = server_kind("builtin").mode(name)
+    builtin = server_kind(DEFAULT_KIND).mode(name)
     if kind is None:
         return (), builtin
     modes = tuple(m.name for m in kind.modes().values() if m.mechanism == name)
@@ -94,8 +92,9 @@ def _mechanism(
         return MechanismView(None, (), None, False, "unknown", "", verdict.evidence, tally, ())
     modes, info = _info(kind, name)
     alone = len(verdict.waiters) == 1 and name not in ("fd-pass", "accept-mutex")
-    seen_herd = server_kind("builtin").mode(name).herds and not alone
-    unseen = [UNSEEN[name]] if name in UNSEEN and (name != "epoll" or (kind and kind.name == "nginx")) else []
+    seen_herd = server_kind(DEFAULT_KIND).mode(name).herds and not alone
+    unseen = [UNSEEN[name]] if name in UNSEEN else []
+    unseen += [kind.unseen[name]] if kind is not None and name in kind.unseen else []
     if name in ("poll", "select") and _sets_read(verdict, taken):
         unseen = []
     if name in ("epoll", "epoll-herd", "epoll-shared") and not all(s.kcmp for s in taken):
@@ -125,7 +124,7 @@ def _sets_read(verdict: Verdict, taken: list[Sample]) -> bool:
 def _changes(kind: ServerKind | None, mechanism: MechanismView) -> tuple[tuple[ChangeView, ...], str]:
     if kind is None or not kind.launched:
         return (), "accept-order compare --modes all"
-    server = "" if kind.name == "builtin" else f" --server {kind.name}"
+    server = "" if kind.name == DEFAULT_KIND else f" --server {kind.name}"
     changes = tuple(
         ChangeView(m.name, m.mechanism, m.summary, m.settings, f"accept-order run{server} -m {m.name}")
         for m in kind.modes().values()

@@ -23,6 +23,7 @@ from ...core.signals import deferred
 from ...core.spec import MAX_DURATION_S, check_range
 from ...probes.accept_watch import SOURCE, AcceptWatch, ThreadCounts
 from ...probes.server_netns import same_namespace
+from ...servers.registry import recognise
 from ...servers.watched import gone
 from ..session import RunInterrupted
 from .mechanism import mechanism_of
@@ -282,11 +283,9 @@ def _finish(observer: Observer, interrupted: bool = False) -> ObserveResult:
     # so that watching starts at once
     observer.mechanism = mechanism_of(observer.watched)
     watched = observer.watched
-    if watched.program == "haproxy" and watched.threaded and len(watched.listeners) < len(watched.units):
-        notes.append(
-            "HAProxy hands each connection it accepts to the least loaded thread's queue (tune.listener.multi-queue): "
-            "the thread that accepts is not always the one that serves"
-        )
+    kind = recognise(watched.program, ())
+    if kind is not None and kind.handoff and watched.threaded and len(watched.listeners) < len(watched.units):
+        notes.append(kind.handoff)
     for index, after in sorted(observer.exited.items()):
         unit = watched.units[index]
         notes.append(

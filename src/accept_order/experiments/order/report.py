@@ -10,6 +10,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ...core.spec import DEFAULT_KIND
 from ...render.evidence import evidence_report
 from ...render.fit import key_columns
 from ...render.text import duration_us, plural
@@ -139,7 +140,7 @@ def witness_text(result: RunResult) -> Text | None:
 def compare_table(results: Sequence[RunResult], skipped: dict[str, str]) -> RenderableType:
     table = Table(title="accept-order compare", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     # A server column only when a real server is in the table: built-in-only tables stay as they were.
-    servers = any(r.server.kind != "builtin" for r in results) or any(" " in k for k in skipped)
+    servers = any(r.server.kind != DEFAULT_KIND for r in results) or any(" " in k for k in skipped)
     columns = (("server",) if servers else ()) + ("mode", "sequence", "served", "verdict", "Jain", "woken")
     key_columns(table, 2 if servers else 1)  # a stacked part repeats what names the row
     for name in columns:
@@ -152,7 +153,7 @@ def compare_table(results: Sequence[RunResult], skipped: dict[str, str]) -> Rend
     for key, reason in skipped.items():
         server, _, mode = key.rpartition(" ")
         cells2: list[str | Text] = [mode, "-", "-", Text(f"not available: {reason}", style="dim"), "-", "-"]
-        table.add_row(*([server or "builtin"] if servers else []), *cells2)
+        table.add_row(*([server or DEFAULT_KIND] if servers else []), *cells2)
     if not results:
         return table
     # What each verdict rests on (the client's CPU, the hash's odds, the chance of a fit): one line per row

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...core import netns
 from ...core.errors import PlanError
-from ...core.spec import ConcurrentLoad, ServerSpec
+from ...core.spec import DEFAULT_KIND, ConcurrentLoad, ServerSpec
 from ...servers.registry import mode_info, runnable
 from ..session import Loading, RunInterrupted, Tick, drive_load, lifecycle, run_each
 from .result import HOWS, ReloadRun
@@ -47,7 +47,7 @@ class ReloadPlan:
             raise PlanError(f"--at must be between 0 and 1 (a share of the duration), got {self.at}")
         if load.duration_s is None:
             raise PlanError("reload runs for a --duration (the worker goes part-way through it)")
-        if server.kind != "builtin":
+        if server.kind != DEFAULT_KIND:
             raise PlanError("reload makes the built-in workers go; --server nginx is not supported by it yet")
         return self
 
@@ -57,7 +57,7 @@ def plans(server: ServerSpec, modes: Sequence[str], hows: Sequence[str], migrate
     for a queue per worker, so a shared-queue mode runs once, with the kernel's default (0)."""
     out = []
     for mode in modes:
-        meta = mode_info("builtin", mode)
+        meta = mode_info(DEFAULT_KIND, mode)
         settings = list(migrate) if meta.queue == "per-worker" else [0]
         for how in hows:
             for value in settings:
@@ -66,7 +66,7 @@ def plans(server: ServerSpec, modes: Sequence[str], hows: Sequence[str], migrate
 
 
 def available(modes: Sequence[str] | None) -> tuple[list[str], dict[str, str]]:
-    return runnable("builtin", modes)
+    return runnable(DEFAULT_KIND, modes)
 
 
 def run_reload(server: ServerSpec, load: ConcurrentLoad, plan: ReloadPlan, on_tick: Tick | None = None) -> ReloadRun:
@@ -97,7 +97,7 @@ def run_reload(server: ServerSpec, load: ConcurrentLoad, plan: ReloadPlan, on_ti
 
     outcome, m = lifecycle(server, drive, loading.describe)
     served = outcome.served
-    meta = mode_info("builtin", server.mode)
+    meta = mode_info(DEFAULT_KIND, server.mode)
     passes = "acceptor" in m.evidence
     result = ReloadRun(
         server=server,

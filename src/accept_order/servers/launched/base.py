@@ -20,7 +20,6 @@ import signal
 import socket
 import subprocess
 import tempfile
-from types import TracebackType
 from typing import Any, ClassVar
 
 import psutil
@@ -31,6 +30,7 @@ from ...core.processes import READY_TIMEOUT_S, STOP_TIMEOUT_S, die_with_parent, 
 from ...core.protocol import HTTP, ClientProtocol
 from ...core.reaper import REAPER, end_group
 from ...core.spec import ServerSpec
+from ...core.started import Started
 from ...core.target import ReplyAttribution
 from ...core.waiting import wait_for
 from ..watched import UsageDeltas, gone, proc_state
@@ -86,7 +86,7 @@ def _master_setup(parent: int) -> None:
     REAPER.announce_own_group()
 
 
-class LaunchedServer:
+class LaunchedServer(Started):
     #: the server's name in messages
     name: ClassVar[str]
     #: the signal that stops it gracefully (nginx: SIGQUIT; gunicorn: SIGTERM)
@@ -156,7 +156,7 @@ class LaunchedServer:
         """(worker pid, client port) from one line of the request log, split; None for any other line."""
         if len(fields) < 2:
             return None
-        pid, port = fields[0].strip("<>"), fields[1]  # gunicorn writes %(p)s as <PID>
+        pid, port = fields[0], fields[1]
         return (int(pid), int(port)) if pid.isdigit() and port.isdigit() else None
 
     def read_logs(self) -> None:
@@ -227,19 +227,6 @@ class LaunchedServer:
 
     def death_fds(self) -> list[int]:
         return list(self._pidfds)
-
-    def __enter__(self) -> LaunchedServer:
-        try:
-            self.start()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     # -- start ----------------------------------------------------------------------------------
     def start(self) -> None:

@@ -130,6 +130,10 @@ class GunicornServer(LaunchedServer):
             "ACCEPT_ORDER_WORK_ITERS": str(self.spec.work_iters),
         }
 
+    def parse_request(self, fields: list[str]) -> tuple[int, int] | None:
+        """gunicorn writes %(p)s as <PID>."""
+        return super().parse_request([fields[0].strip("<>"), *fields[1:]] if fields else fields)
+
     def ready(self) -> bool:
         if not os.path.exists(os.path.join(self.directory, "gunicorn.pid")):
             return False

@@ -204,6 +204,10 @@ class HaproxyKind(ServerKind):
     name = "haproxy"
     process_names = ("haproxy",)
     threads_are_workers = True
+    handoff = (
+        "HAProxy hands each connection it accepts to the least loaded thread's queue (tune.listener.multi-queue): "
+        "the thread that accepts is not always the one that serves"
+    )
     summary = "Debian's HAProxy with threads as its workers, launched from a generated config"
     witness = HaproxyServer.witness_source
     default_accept_batch = DEFAULT_MAXACCEPT

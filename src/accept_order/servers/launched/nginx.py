@@ -62,6 +62,10 @@ class NginxServer(LaunchedServer):
 class NginxKind(ServerKind):
     name = "nginx"
     process_names = ("nginx",)
+    unseen = {
+        "epoll": "a setting that changes who keeps the connections (nginx's multi_accept) is in the server's "
+        "config, not in /proc"
+    }
     summary = "Debian's nginx with its Lua module, launched from a generated config"
     witness = NginxServer.witness_source
     default_accept_batch = 1  # multi_accept off, nginx's default
