@@ -56,6 +56,30 @@ def test_uniform_spread_exact_and_chi_square() -> None:
     assert test == "chi-square" and p < 1e-6
 
 
+def chi2_sf_by_integration(x: float, df: int, steps: int = 20_000) -> float:
+    """The chi-square tail by Simpson's rule over its density: a witness independent of the closed form."""
+    k = df / 2
+    norm = 1 / (2**k * math.gamma(k))
+
+    def density(u: float) -> float:
+        return norm * u ** (k - 1) * math.exp(-u / 2) if u > 0 else (norm if k == 1 else 0.0)
+
+    upper = x + 200.0  # the density beyond is below 1e-40
+    h = (upper - x) / steps
+    total = density(x) + density(upper) + sum((4 if i % 2 else 2) * density(x + i * h) for i in range(1, steps))
+    return total * h / 3
+
+
+def test_the_chi_square_branch_uses_workers_minus_one_degrees_of_freedom() -> None:
+    """10 workers, 100 connections: too many spreads to list. Pearson's statistic is 10.0; its tail with 9
+    degrees of freedom is 0.35, with 8 or 10 it is 0.27 or 0.44, so a wrong count of them fails here."""
+    counts = [16, 12, 8, 11, 9, 10, 13, 7, 4, 10]
+    p, test = uniform_spread_p(counts)
+    assert test == "chi-square"
+    assert p == pytest.approx(chi2_sf_by_integration(10.0, 9), abs=1e-4)
+    assert abs(chi2_sf_by_integration(10.0, 8) - p) > 0.05 and abs(chi2_sf_by_integration(10.0, 10) - p) > 0.05
+
+
 def test_expected_idle_workers() -> None:
     assert expected_idle(3, 2) == pytest.approx(3 * (2 / 3) ** 2)
     assert expected_idle(4, 0) == 4.0

@@ -115,7 +115,11 @@ def _check_counted_once(documents: Sequence[tuple[str, str, dict[str, Any]]], se
             if holds and held:
                 what = f"{other} and {name} hold the same measurement"
             elif holds or held:
-                what = f"{other} already holds {name}'s measurement" if holds else f"{name} already holds {other}'s"
+                what = (
+                    f"{other} already holds {name}'s measurement"
+                    if holds
+                    else f"{name} already holds {other}'s measurement"
+                )
             else:
                 continue
             when = _started(doc) or "at an unknown time"

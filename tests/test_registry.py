@@ -1,0 +1,100 @@
+"""One place per experiment and per server kind: the registries are where the rest is read from, and a kind's
+or an experiment's name is spelled only where it is defined (issue: 'a new experiment is its folder and one
+line'; 'nothing else dispatches on a kind's name')."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from pathlib import Path
+
+import pytest
+
+import accept_order
+from accept_order import api
+from accept_order.cli.app import COMMANDS, main
+from accept_order.experiments import EXPERIMENTS, PUBLIC, find
+from accept_order.experiments.repeat.kinds import REPEATED, find_repeated
+from accept_order.servers.registry import KINDS
+
+PACKAGE = Path(accept_order.__file__).parent
+FILE_COMMANDS = ("merge", "show", "plot", "modes")  # commands that read result files: no experiment's
+
+
+def string_constants(path: Path) -> set[str]:
+    return {n.value for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Constant)} - {None}
+
+
+def files_spelling(word: str, outside: Path, allowed: tuple[Path, ...] = ()) -> list[str]:
+    """The package's modules outside `outside` (and `allowed`) that hold the string constant `word`."""
+    return sorted(
+        str(path.relative_to(PACKAGE))
+        for path in PACKAGE.rglob("*.py")
+        if not path.is_relative_to(outside) and path not in allowed and word in string_constants(path)
+    )
+
+
+def test_the_commands_are_the_registrys_then_the_file_commands() -> None:
+    made = [e.command for e in EXPERIMENTS.values() if e.command]
+    assert list(COMMANDS) == [*made, *FILE_COMMANDS]
+    for name in COMMANDS:  # each is a click command of that name in cli/NAME.py
+        assert main.get_command(None, name).name == name  # type: ignore[arg-type, union-attr]
+
+
+@pytest.mark.parametrize("kind", EXPERIMENTS)
+def test_each_entry_finds_its_experiment_its_functions_and_its_repeat(kind: str) -> None:
+    entry = EXPERIMENTS[kind]
+    experiment = find(kind)
+    assert experiment is not None and experiment.kind == kind
+    for name in entry.api:  # defined in the experiment's own api.py, reached as accept_order.NAME and api.NAME
+        function = getattr(accept_order, name)
+        assert function is getattr(api, name)
+        assert inspect.getmodule(function).__name__ == f"accept_order.experiments.{entry.folder}.api"  # type: ignore[union-attr]
+    repeated = find_repeated(kind)
+    assert (repeated is not None) == (entry.repeated is not None) == (kind in REPEATED)
+    if repeated is not None:
+        assert repeated.of == kind
+
+
+def test_the_public_names_are_the_registrys_functions_and_the_types() -> None:
+    assert set(PUBLIC) <= set(accept_order.__all__)
+    assert {"run", "latency", "observe", "ServerSpec", "RunResult"} <= set(accept_order.__all__)
+    with pytest.raises(AttributeError):
+        accept_order.nonsense  # noqa: B018
+
+
+# Kinds whose name is also a plain word the code uses otherwise: "run" (a CSV column, caddy's subcommand),
+# "repeat" (the atlas's --repeat setting), "inspect" (where observe's units came from).
+PLAIN_WORDS = {"run", "repeat", "inspect"}
+
+
+@pytest.mark.parametrize("kind", sorted(set(EXPERIMENTS) - PLAIN_WORDS))
+def test_an_experiments_kind_is_spelled_in_at_most_two_files_outside_its_folder(kind: str) -> None:
+    """The registry's line and its command (cli/NAME.py saves it under its kind)."""
+    spelled = files_spelling(kind, PACKAGE / "experiments" / EXPERIMENTS[kind].folder)
+    assert len(spelled) <= 2, spelled
+
+
+def kind_module(name: str) -> Path:
+    module = inspect.getmodule(type(KINDS[name]))
+    assert module is not None and module.__file__ is not None
+    return Path(module.__file__)
+
+
+@pytest.mark.parametrize("name", KINDS)
+def test_a_server_kinds_name_is_spelled_only_in_its_module_and_the_registry(name: str) -> None:
+    own = kind_module(name)
+    # A launched kind's files are its folder's modules named after it (nginx.py, nginx_config.py).
+    outside = [p for p in files_spelling(name, PACKAGE / "no such folder") if not Path(p).stem.startswith(own.stem)]
+    # The default kind is spelled where every spec's default is (core/spec.py), its module takes it from there.
+    allowed = {"servers/registry.py", *(["core/spec.py"] if name == "builtin" else [])}
+    assert set(outside) <= allowed, outside
+
+
+def test_the_spelling_checks_see_a_name_that_is_spelled_elsewhere() -> None:
+    """The checks above would pass by reading nothing: a known spelling outside the folder is found."""
+    assert files_spelling("latency", PACKAGE / "experiments" / "latency") == [
+        "cli/latency.py",
+        "experiments/__init__.py",
+    ]
+    assert "core/spec.py" in files_spelling("builtin", PACKAGE / "servers")
