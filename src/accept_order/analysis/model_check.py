@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, cast
 
 from ..core.kinds import ModeInfo
+from ..core.models import FAVOURING, Model
 from ..core.spec import ServerSpec
 from .queueing import DISCIPLINES, Discipline
 
@@ -88,11 +89,11 @@ def discipline_of(info: ModeInfo | None, server: ServerSpec) -> tuple[Discipline
     chosen: Discipline
     if info.discipline in DISCIPLINES:
         chosen = cast(Discipline, info.discipline)
-    elif info.model == "round-robin" and server.policy == "round-robin":
+    elif info.model == Model.ROUND_ROBIN and server.policy == "round-robin":
         chosen = "round-robin"
     elif info.queue == "per-worker":
         chosen = "hash"  # reuseport; steered by CPU (no order model) it is not a hash, but nearest one
-    elif info.model in ("first-registered", "lifo", "lock-holder", "runs-of-16"):
+    elif info.model in FAVOURING:
         chosen = "favoured"
     else:
         chosen = "shared"  # fifo, no order, and fd-pass's least-busy (the shortest queue: as one queue)

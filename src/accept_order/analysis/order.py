@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..core.measures import ConnectionRecord, Verdict, WorkerCounters
+from ..core.models import IDLE_ORDERS, Model
 from .chance import chance_of_fit, how_often
 from .fairness import jain_index, max_min_share, tally
 from .herd import HERD_THRESHOLD, woken_per_connection
@@ -28,14 +29,14 @@ from .seen import client_cpus_text, cpu_pattern, hash_pattern, like, unpredicted
 
 FIT_THRESHOLD = 0.8
 
-MODEL_PATTERNS = {
-    "fifo": "rotation (FIFO among idle workers)",
-    "lifo": "most-recent-waiter (LIFO)",
-    "first-registered": "lowest idle index first (first-registered wins)",
-    "round-robin": "round-robin (worker k mod W, chosen by the acceptor)",
-    "lock-holder": "the lock holder keeps them",
+MODEL_PATTERNS: dict[str, str] = {
+    Model.FIFO: "rotation (FIFO among idle workers)",
+    Model.LIFO: "most-recent-waiter (LIFO)",
+    Model.FIRST_REGISTERED: "lowest idle index first (first-registered wins)",
+    Model.ROUND_ROBIN: "round-robin (worker k mod W, chosen by the acceptor)",
+    Model.LOCK_HOLDER: "the lock holder keeps them",
 }
-MODEL_ORDER = ("fifo", "first-registered", "lifo", "round-robin", "lock-holder")
+MODEL_ORDER = IDLE_ORDERS
 
 
 def is_rotation(sequence: Sequence[int], workers: int) -> bool:
@@ -96,13 +97,13 @@ def _runs_sequence(records: Sequence[ConnectionRecord]) -> list[int]:
 
 
 def _predict(model: str, idle: list[int], idle_since: dict[int, float], last: int | None, workers: int) -> int:
-    if model == "round-robin":
+    if model == Model.ROUND_ROBIN:
         return 0 if last is None else (last + 1) % workers
-    if model == "lock-holder":
+    if model == Model.LOCK_HOLDER:
         return last if last in idle else min(idle)
-    if model == "fifo":
+    if model == Model.FIFO:
         return min(idle, key=lambda w: (idle_since[w], w))
-    if model == "lifo":
+    if model == Model.LIFO:
         return max(idle, key=lambda w: (idle_since[w], w))
     return min(idle)
 
@@ -131,10 +132,10 @@ def _walk(records: Sequence[ConnectionRecord], workers: int) -> dict[str, tuple[
         if len(idle) >= 2:
             for model in MODEL_ORDER:
                 # Nobody can say which worker takes the lock first; after that, the holder keeps it.
-                first_holder = model == "lock-holder" and last is None and rec.worker in idle
+                first_holder = model == Model.LOCK_HOLDER and last is None and rec.worker in idle
                 # Nor, for FIFO, in which order the workers first queued (a server's own lock queue, e.g.
                 # uWSGI's thunder lock, is in the order they reached it): a worker's first turn fits.
-                first_turn = model == "fifo" and rec.worker not in seen
+                first_turn = model == Model.FIFO and rec.worker not in seen
                 if first_holder or first_turn:
                     fits[model] += 1
                     odds[model].append(1.0)  # it fits whoever serves: no evidence either way
@@ -194,12 +195,12 @@ def verdict(
         pattern = "single worker"
     elif not sequence:
         pattern = "nothing served"
-    elif expected_model == "hash":
+    elif expected_model == Model.HASH:
         pattern, chance, seen = hash_pattern(counts)
         # The hash never looks at which workers are idle: an idle order that fits, fits by chance, and is
         # not worth a figure; the spread's test is the figure.
         best, informative, fits = None, 0, {}
-    elif expected_model == "cpu":
+    elif expected_model == Model.CLIENT_CPU:
         pattern, best, fit_cpu, known = cpu_pattern(records, workers, single)
         if best is not None:
             fits[best] = (fit_cpu, known)
@@ -213,7 +214,7 @@ def verdict(
         pattern = f"runs of {runs[0]} per worker"
     elif best is not None and best != expected_model:
         pattern, seen = unpredicted_pattern(best, expected_model, single, chance)
-    elif best == "first-registered" and single:
+    elif best == Model.FIRST_REGISTERED and single:
         pattern = "one worker takes all (first-registered wins)"
     elif best is not None:
         pattern = MODEL_PATTERNS[best]
@@ -230,7 +231,7 @@ def verdict(
         pattern = f"thundering herd ({woken:.1f} workers woken per connection); order: {pattern}"
     fit = fits[best][0] if best else max((f for f, _ in fits.values()), default=0)
     # A herd mode predicts no order, only that everyone wakes; a hash predicts none either.
-    expected = best == expected_model or expected_model in (None, "hash")
+    expected = best == expected_model or expected_model in (None, Model.HASH)
     return Verdict(
         pattern,
         best,

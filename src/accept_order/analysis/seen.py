@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from ..core.measures import ConnectionRecord
+from ..core.models import Model
 from .chance import expected_idle, how_often, uniform_spread_p
 
 #: A fit or spread less likely than this by chance is called a pattern; otherwise it is chance.
@@ -19,14 +20,14 @@ SURE = 0.01
 #: At least this share of connections must go to the listener of the client's CPU for "the CPU picks".
 CPU_FIT = 0.8
 
-ORDER_NAMES = {
-    "fifo": "FIFO",
-    "lifo": "LIFO",
-    "first-registered": "lowest-index-first",
-    "round-robin": "round-robin",
-    "lock-holder": "the-previous-worker-again",
-    "cpu": "the client's CPU",
-    "hash": "a hash",
+ORDER_NAMES: dict[str, str] = {  # a model by its Model name (a file may hold any string)
+    Model.FIFO: "FIFO",
+    Model.LIFO: "LIFO",
+    Model.FIRST_REGISTERED: "lowest-index-first",
+    Model.ROUND_ROBIN: "round-robin",
+    Model.LOCK_HOLDER: "the-previous-worker-again",
+    Model.CLIENT_CPU: "the client's CPU",
+    Model.HASH: "a hash",
 }
 
 

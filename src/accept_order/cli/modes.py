@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..core.models import Model
 from ..core.spec import DEFAULT_KIND
 from .options import examples
 
@@ -35,7 +36,8 @@ def modes() -> None:
         for meta in kind.modes().values():
             unavailable = kind.unavailable(meta.name)
             status = "available" if unavailable is None else f"not available: {unavailable}"
-            predicts = {None: "no order", "cpu": "the client's CPU"}.get(meta.model, meta.model)
+            words: dict[str | None, str] = {None: "no order", Model.CLIENT_CPU: "the client's CPU"}
+            predicts = words.get(meta.model, meta.model)
             traits = [f"{meta.queue} queue", f"predicts {predicts}"]
             if meta.herds:
                 traits.append("thundering herd")

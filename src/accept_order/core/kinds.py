@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from .errors import PlanError
+from .models import Model
 from .spec import DEFAULT_MODE
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ class ModeInfo:
     name: str
     summary: str  # one line for `modes`
     why: str  # the kernel mechanism, in a sentence a verdict can quote
-    model: str | None  # the idle order it predicts (analysis/order.py's model names); None: no order
+    model: Model | None  # the order it predicts (core/models.py); None: no order
     queue: str  # "shared", "per-worker" or "unknown"
     herds: bool = False  # one connection wakes every idle worker
     batches: bool = True  # --accept-batch applies

@@ -23,6 +23,7 @@ from ...analysis.model_check import (
 )
 from ...analysis.queueing import WARMUP, Arrivals, Service, simulate
 from ...core import service_time
+from ...core.models import Model
 from ...core.run_warnings import WarningKind
 from ...loads.generator import driver_warnings
 from ...servers.registry import known_mode
@@ -112,7 +113,7 @@ def seen_besides_queueing(result: LatencyResult, name: Callable[[LatencyResult],
     label = name(result)
     if info is not None and info.switches_are_wakeups and woken is not None and woken >= HERD_THRESHOLD:
         seen.append(f"{label} woke {woken:.1f} workers per connection (a herd)")
-    if info is not None and info.model == "lock-holder":
+    if info is not None and info.model == Model.LOCK_HOLDER:
         seen.append(f"{label} takes connections behind a lock")
     client = {WarningKind.DRIVER_SATURATED, WarningKind.DRIVERS_STARVED}
     warnings = driver_warnings(list(result.drivers), result.server.workers, result.environment.cpu_count)

@@ -27,6 +27,7 @@ import shutil
 
 from ...core.errors import ServerUnavailable
 from ...core.kinds import ModeInfo
+from ...core.models import Model
 from ...core.spec import ServerSpec
 
 PACKAGE = "apt-get install apache2"
@@ -52,7 +53,7 @@ APACHE_MODES: dict[str, ModeInfo] = {
             "with a single listener Debian's Apache (SINGLE_LISTEN_UNSERIALIZED_ACCEPT) takes no accept mutex: "
             "every prefork child blocks in accept() on the one socket, the kernel queues them FIFO "
             "(prepare_to_wait_exclusive) and wakes the head, so idle children take turns",
-            "fifo",
+            Model.FIFO,
             "shared",
             batches=False,
             settings=("LoadModule mpm_prefork_module", "Listen ADDRESS:PORT (one)"),
@@ -65,7 +66,7 @@ APACHE_MODES: dict[str, ModeInfo] = {
             "process-shared priority-inheriting pthread mutex) before waiting: the holder alone waits in "
             "epoll_wait on every listener, the other idle children in FUTEX_LOCK_PI, and each unlock hands "
             "the mutex to the longest waiter, so idle children take turns (no herd)",
-            "fifo",
+            Model.FIFO,
             "shared",
             batches=False,
             settings=(
@@ -95,7 +96,7 @@ APACHE_MODES: dict[str, ModeInfo] = {
             "ListenCoresBucketsRatio R opens online-CPUs / R listening sockets with SO_REUSEPORT and child slot "
             "i waits on socket i mod buckets only, so the kernel picks the bucket by a hash of the connection's "
             "4-tuple, whether or not its children are busy (children sharing a bucket herd on it)",
-            "hash",
+            Model.HASH,
             "per-worker",
             batches=False,
             settings=("LoadModule mpm_event_module", "ListenCoresBucketsRatio R"),

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from ...core.errors import PlanError, ServerUnavailable
 from ...core.hints import pip_install
 from ...core.kinds import ModeInfo, ServerKind
+from ...core.models import Model
 from ...core.spec import ServerSpec
 from .asgi import AsgiServer
 
@@ -44,7 +45,7 @@ GRANIAN_MODES: dict[str, ModeInfo] = {
             "--workers N (granian 2.8+ on Linux): each worker binds its own SO_REUSEPORT socket",
             "each granian worker binds and listens on a SO_REUSEPORT socket of its own, so the kernel picks a "
             "worker's accept queue by a hash of the connection's 4-tuple, whether or not that worker is busy",
-            "hash",
+            Model.HASH,
             "per-worker",
             batches=False,
             settings=("--workers N",),

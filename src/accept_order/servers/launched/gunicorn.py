@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from ...core.errors import PlanError, ServerUnavailable
 from ...core.hints import pip_install
 from ...core.kinds import ModeInfo, ServerKind
+from ...core.models import Model
 from ...core.spec import ServerSpec
 from .base import LaunchedServer
 
@@ -49,7 +50,7 @@ GUNICORN_MODES: dict[str, ModeInfo] = {
             "reuse_port = True: each worker opens its own SO_REUSEPORT socket after the fork (gunicorn 23+)",
             "with reuse_port each gunicorn worker binds its own SO_REUSEPORT socket, so the kernel picks a "
             "worker's accept queue by a hash of the connection's 4-tuple, whether or not that worker is busy",
-            "hash",
+            Model.HASH,
             "per-worker",
             batches=False,
             settings=("reuse_port = True",),

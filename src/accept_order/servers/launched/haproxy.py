@@ -23,6 +23,7 @@ import psutil
 
 from ...core.errors import ServerUnavailable
 from ...core.kinds import ModeInfo, ServerKind
+from ...core.models import Model
 from ...core.protocol import parse_reply
 from ...core.spec import ServerSpec
 from .base import LaunchedServer
@@ -44,7 +45,7 @@ HAPROXY_MODES: dict[str, ModeInfo] = {
             "one listening socket for all threads, in every thread's epoll without EPOLLEXCLUSIVE, so each "
             "connection wakes every idle thread (a herd); whichever thread accepts passes the connection to the "
             "least loaded thread's accept queue (tune.listener.multi-queue, since 2.3), so idle threads take turns",
-            "fifo",
+            Model.FIFO,
             "shared",
             herds=True,  # herd -w 3 -n 30 here: 3.9 sleeps per connection, against 1.9 for shards
             settings=("bind ADDRESS:PORT", "nbthread N"),
@@ -55,7 +56,7 @@ HAPROXY_MODES: dict[str, ModeInfo] = {
             "one bind per thread (2.7's shards by-thread): each thread its own SO_REUSEPORT socket",
             "each thread listens on its own SO_REUSEPORT socket and serves what it accepts there, so the kernel "
             "picks the thread by a hash of the connection's 4-tuple, whether or not it is busy",
-            "hash",
+            Model.HASH,
             "per-worker",
             settings=("bind ADDRESS:PORT thread T (one per thread)", "nbthread N"),
             seen_as="reuseport",

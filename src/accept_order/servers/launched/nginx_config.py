@@ -12,13 +12,14 @@ import shutil
 
 from ...core.errors import ServerUnavailable
 from ...core.kinds import ModeInfo
+from ...core.models import Model
 
 MODULE_DIR = "/usr/lib/nginx/modules"
 MODULES = ("ndk_http_module.so", "ngx_http_lua_module.so")
 PACKAGES = "nginx-light libnginx-mod-http-lua"
 
 
-def _mode(name: str, summary: str, why: str, model: str, events: str, queue: str = "shared") -> ModeInfo:
+def _mode(name: str, summary: str, why: str, model: Model, events: str, queue: str = "shared") -> ModeInfo:
     listen = ("listen ... reuseport;",) if name == "reuseport" else ()
     # nginx also sleeps waiting for the request: its context switches are not wakeups
     return ModeInfo(name, summary, why, model, queue, settings=(events, *listen))
@@ -33,7 +34,7 @@ NGINX_MODES: dict[str, ModeInfo] = {
             "each worker adds the shared listener to its own epoll with EPOLLEXCLUSIVE and the kernel wakes the "
             "first idle one in the socket's wait queue; since nginx 1.21.6 a worker re-adds its listener every "
             "16 accepts (ngx_reorder_accept_events), which moves it to the back of the queue: runs of 16",
-            "runs-of-16",
+            Model.RUNS_OF_16,
             "accept_mutex off;",
         ),
         _mode(
@@ -42,7 +43,7 @@ NGINX_MODES: dict[str, ModeInfo] = {
             "with accept_mutex on only the worker that holds the lock in shared memory listens; the others try "
             "again after accept_mutex_delay (500 ms), and an idle holder takes the lock back first, so "
             "sequential connections keep going to one worker",
-            "lock-holder",
+            Model.LOCK_HOLDER,
             "accept_mutex on;",
         ),
         _mode(
@@ -50,7 +51,7 @@ NGINX_MODES: dict[str, ModeInfo] = {
             "listen ... reuseport: one SO_REUSEPORT listener per worker",
             "with reuseport each nginx worker has its own listening socket and accept queue, and the kernel picks "
             "the queue by a hash of the connection's 4-tuple, whether or not that worker is busy",
-            "hash",
+            Model.HASH,
             "accept_mutex off;",
             queue="per-worker",
         ),

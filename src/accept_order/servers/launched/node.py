@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from ...core.errors import PlanError, ServerUnavailable
 from ...core.kinds import ModeInfo, ServerKind
+from ...core.models import Model
 from ...core.spec import ServerSpec
 from .base import LaunchedServer
 
@@ -35,7 +36,7 @@ NODE_MODES: dict[str, ModeInfo] = {
             "with SCHED_RR only the primary accepts; it hands each connection over IPC to a free worker (one that "
             "acknowledged its last), in the order they became free (a FIFO of free workers), so an idle server's "
             "workers take turns",
-            "fifo",
+            Model.FIFO,
             "shared",
             batches=False,
             settings=("cluster.schedulingPolicy = cluster.SCHED_RR",),

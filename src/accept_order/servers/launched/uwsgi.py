@@ -33,6 +33,7 @@ import psutil
 from ...core.errors import PlanError, ServerUnavailable
 from ...core.hints import pip_install
 from ...core.kinds import ModeInfo, ServerKind
+from ...core.models import Model
 from ...core.spec import ServerSpec
 from ...core.waiting import wait_for
 from .base import LaunchedServer
@@ -69,7 +70,7 @@ UWSGI_MODES: dict[str, ModeInfo] = {
             "with --thunder-lock a worker must hold a process-shared priority-inheriting mutex to wait for the "
             "shared socket: the holder alone sleeps in epoll_wait, the other idle workers in FUTEX_LOCK_PI, and "
             "each unlock hands the lock to the longest waiter, so idle workers take turns (no herd)",
-            "fifo",
+            Model.FIFO,
             "shared",
             batches=False,
             settings=("thunder-lock = true",),

@@ -22,6 +22,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any
 
+from ...core.models import Model
 from .base import DEFAULT_OPTIONS, Listeners, Mode, ModeOptions, ReadinessWaiter, Waiter, epoll_missing
 
 
@@ -86,7 +87,7 @@ class AcceptMutexMode(Mode):
         "after accepting and takes it back when it returns, while the others retry only every --mutex-delay "
         "(nginx's accept_mutex_delay, 500 ms): an idle holder keeps taking every connection"
     )
-    model = "lock-holder"
+    model = Model.LOCK_HOLDER
     timed_waits = True  # a worker without the lock wakes when its delay is up: not a connection's wakeup
 
     def unavailable(self) -> str | None:

@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Literal, Protocol
 
 from ...core.errors import ListenError
 from ...core.kinds import ModeInfo
+from ...core.models import Model
 
 Queue = Literal["shared", "per-worker"]
 POLICIES = ("round-robin", "least-busy")
@@ -167,8 +168,8 @@ class Mode:
     name: ClassVar[str]
     summary: ClassVar[str]
     why: ClassVar[str]
-    #: The idle-order model (analysis.order.MODELS) the kernel mechanism predicts; None: no order.
-    model: ClassVar[str | None]
+    #: The order the kernel mechanism predicts (core/models.py); None: no order.
+    model: ClassVar[Model | None]
     queue: ClassVar[Queue] = "shared"  # one accept queue for all workers, or one per worker
     herds: ClassVar[bool] = False  # one connection wakes every idle worker (a thundering herd)
     batches: ClassVar[bool] = True  # --accept-batch applies (a blocking accept() takes one per call)

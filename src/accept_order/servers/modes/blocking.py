@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 
+from ...core.models import Model
 from .base import Listeners, Mode, Waiter
 
 
@@ -23,7 +24,7 @@ class BlockingMode(Mode):
         "accept() queues blocked workers FIFO: prepare_to_wait_exclusive adds each at the tail of the "
         "socket's wait queue and a connection wakes the head, so idle workers take turns"
     )
-    model = "fifo"
+    model = Model.FIFO
     batches = False
     nonblocking = False
 

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...core.models import Model
 from .base import DEFAULT_OPTIONS, Listeners, Mode, ModeOptions, Waiter, epoll_missing, listen_socket
 
 CONN = b"c"  # acceptor -> worker: a connection (its descriptor rides along)
@@ -253,7 +254,7 @@ class FdPassMode(Mode):
         "its --policy: round-robin hands connection k to worker k mod W, whatever the kernel's queue order; "
         "every connection pays for a second process on its path"
     )
-    model = "round-robin"
+    model = Model.ROUND_ROBIN
     batches = False  # the acceptor takes everything queued; the workers get one at a time
 
     def unavailable(self) -> str | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import socket
 
+from ...core.models import Model
 from .reuseport import SteeredReuseportMode
 
 SO_INCOMING_CPU = getattr(socket, "SO_INCOMING_CPU", 49)  # asm-generic/socket.h
@@ -22,7 +23,7 @@ class IncomingCpuMode(SteeredReuseportMode):
         "matches the CPU the connection arrived on: over loopback, the client's CPU decides, whether or not "
         "that worker is busy"
     )
-    model = "cpu"  # the listener of the CPU the client connected from (records keep the client's CPU)
+    model = Model.CLIENT_CPU  # the listener of the CPU the client connected from (records keep the client's CPU)
     needs = "SO_INCOMING_CPU"
 
     def steer(self, index: int, sock: socket.socket) -> None:

@@ -21,6 +21,7 @@ import socket
 from typing import Any
 
 from ...core.hints import pip_install
+from ...core.models import Model
 from .base import Listeners, Mode, Waiter
 
 EXTRA = pip_install("uring")
@@ -91,7 +92,7 @@ class IoUringMode(Mode):
         "never leaves its place in the wait queue: the first worker to arm keeps taking every connection "
         "(the kernel accepts for it even while it is busy and queues the completions)"
     )
-    model = "first-registered"
+    model = Model.FIRST_REGISTERED
     batches = False  # a wakeup brings every completion queued; no cap applies
 
     def unavailable(self) -> str | None:

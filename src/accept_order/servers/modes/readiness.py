@@ -6,6 +6,7 @@ from __future__ import annotations
 import select
 import socket
 
+from ...core.models import Model
 from .base import Listeners, Mode, ReadinessWaiter, Waiter, epoll_missing, epoll_waiter
 
 
@@ -36,7 +37,7 @@ class EpollExclusiveMode(Mode):
         "moves; a wakeup walks the queue from the head and stops at the first epoll with a waiter, so the "
         "first-registered idle worker wins"
     )
-    model = "first-registered"
+    model = Model.FIRST_REGISTERED
 
     def unavailable(self) -> str | None:
         return _epollexclusive_missing()

@@ -8,6 +8,7 @@ import socket
 from typing import ClassVar
 
 from ...core.errors import ListenError
+from ...core.models import Model
 from .base import DEFAULT_OPTIONS, Listeners, Mode, ModeOptions, Waiter, epoll_waiter, listen_socket, listener_owner
 
 REUSEPORT_WOULD = "reuseport listeners would join its group and share its connections"
@@ -37,7 +38,7 @@ class ReuseportMode(Mode):
         "with SO_REUSEPORT each worker has its own accept queue and the kernel picks the queue by a hash "
         "of the connection's 4-tuple, whether or not that worker is busy"
     )
-    model: ClassVar[str | None] = "hash"
+    model: ClassVar[Model | None] = Model.HASH
     queue = "per-worker"
 
     def unavailable(self) -> str | None:

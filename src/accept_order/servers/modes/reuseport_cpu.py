@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import socket
 
+from ...core.models import Model
 from .reuseport import SteeredReuseportMode
 
 SO_ATTACH_REUSEPORT_CBPF = 51  # asm-generic/socket.h
@@ -46,7 +47,7 @@ class ReuseportCpuMode(SteeredReuseportMode):
         "connection arrived on, and the kernel gives it to that listener: over loopback, the client's CPU "
         "decides, whether or not that worker is busy"
     )
-    model = "cpu"  # the listener of the CPU the client connected from (records keep the client's CPU)
+    model = Model.CLIENT_CPU  # the listener of the CPU the client connected from (records keep the client's CPU)
     needs = "SO_ATTACH_REUSEPORT_CBPF"
 
     def steer(self, index: int, sock: socket.socket) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import select
 import socket
 
+from ...core.models import Model
 from .base import DEFAULT_OPTIONS, Listeners, Mode, ModeOptions, ReadinessWaiter, Waiter, epoll_missing
 
 
@@ -15,7 +16,7 @@ class EpollSharedMode(Mode):
         "all workers sleep on the one epoll's wait queue, where epoll_wait adds each waiter at the head "
         "(__add_wait_queue_exclusive), so the most recent waiter is woken: LIFO"
     )
-    model = "lifo"
+    model = Model.LIFO
 
     def unavailable(self) -> str | None:
         return epoll_missing()

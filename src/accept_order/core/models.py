@@ -1,0 +1,26 @@
+"""The orders a mechanism can predict for who takes the next connection, each with one name: the modes'
+metadata (ModeInfo.model), the order verdict (analysis/order.py), the words for an order seen
+(analysis/seen.py), the queueing model's disciplines (analysis/model_check.py) and `modes` all use these.
+A StrEnum, so a name read from a result file compares equal to its member."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Model(StrEnum):
+    FIFO = "fifo"  # rotation among the idle workers: the one idle the longest
+    FIRST_REGISTERED = "first-registered"  # the lowest idle index (the first to start waiting)
+    LIFO = "lifo"  # the most recent waiter
+    ROUND_ROBIN = "round-robin"  # worker k mod W, chosen by an acceptor
+    LOCK_HOLDER = "lock-holder"  # the worker that holds the accept lock keeps them
+    RUNS_OF_16 = "runs-of-16"  # nginx's multi_accept: each wakeup takes what is queued, up to its batch
+    HASH = "hash"  # a hash of the connection's 4-tuple over the listeners (SO_REUSEPORT): a spread
+    CLIENT_CPU = "cpu"  # the listener of the CPU the client connected from
+
+
+# The idle orders a sequential run is fitted against, in the order a tie is broken (analysis/order.py).
+# The others are not orders among idle workers: runs are seen as runs, a hash as a spread, a CPU as a CPU.
+IDLE_ORDERS = (Model.FIFO, Model.FIRST_REGISTERED, Model.LIFO, Model.ROUND_ROBIN, Model.LOCK_HOLDER)
+# Who keeps taking connections while others are idle: a queue that favours one worker.
+FAVOURING = (Model.FIRST_REGISTERED, Model.LIFO, Model.LOCK_HOLDER, Model.RUNS_OF_16)
