@@ -98,3 +98,22 @@ def test_the_spelling_checks_see_a_name_that_is_spelled_elsewhere() -> None:
         "experiments/__init__.py",
     ]
     assert "core/spec.py" in files_spelling("builtin", PACKAGE / "servers")
+
+
+def test_a_specs_label_is_its_kinds_from_a_fresh_interpreter() -> None:
+    """The kinds name their servers from a floor above the spec's: the public API and a bare spec import
+    must still say `epoll`, `attached pid 123`, `target 10.0.0.1:80` (not `builtin epoll`)."""
+    import subprocess
+    import sys
+
+    code = (
+        "from accept_order import ServerSpec\n"
+        "print(ServerSpec().label)\n"
+        "print(ServerSpec(kind='attached', mode='attached', attach=(123,), port=80).label)\n"
+        "print(ServerSpec(kind='remote', mode='remote', host='10.0.0.1', port=80).label)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.splitlines() == ["epoll", "attached pid 123", "target 10.0.0.1:80"]
+    bare = "from accept_order.core.spec import ServerSpec\nprint(ServerSpec(mode='poll').label)\n"
+    done = subprocess.run([sys.executable, "-c", bare], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "poll"

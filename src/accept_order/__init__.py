@@ -45,4 +45,6 @@ def __getattr__(name: str) -> Any:
     module = _public().get(name)
     if module is None:
         raise AttributeError(f"module 'accept_order' has no attribute {name!r}")
+    # The server kinds, for whoever uses the API: a spec's label and a file's server check ask them.
+    importlib.import_module(".servers.registry", __name__)
     return getattr(importlib.import_module(f".{module}", __name__), name)

@@ -1,5 +1,6 @@
-"""Does queueing alone explain a latency run? Predict its latency distribution from its own figures and say
-whether what was measured is within what the model predicts.
+"""The queueing model's figures for a latency run (ModelCheck), the dispatch discipline a mode's metadata
+implies, and when a prediction and a measurement agree. experiments/latency/model_check.py predicts a run
+from its own figures with these and says whether what was measured is within what the model predicts.
 
 The prediction simulates (analysis/queueing.py) the run's workers under its mode's dispatch discipline,
 with the run's own load (closed loop of --concurrency clients, or an open loop at --rate) and the service

@@ -1,7 +1,7 @@
 """Frozen specs: what serves (ServerSpec) and what drives it (SequentialLoad, ConcurrentLoad: a closed or an
 open loop).
 
-This is the one place shared values are checked (a server kind checks its own: servers/kinds.py). The
+This is the one place shared values are checked (a server kind checks its own: core/kinds.py `ServerKind.check`). The
 CLI's option types reject bad input first, naming the option the user typed; these checks guard the
 Python API and saved files with the canonical names.
 """
@@ -192,7 +192,10 @@ class ServerSpec:
         """How reports name this server: `epoll`, `nginx epoll`, `attached pid 12`, `target host:port`
         (the kind says it: core/kinds.py `ServerKind.label`, told to LABELS by servers/registry.py)."""
         labeller = LABELS.get(self.kind)  # a file from a newer version may name a kind this one does not know
-        return labeller(self) if labeller else f"{self.kind} {self.mode}"
+        if labeller is not None:
+            return labeller(self)
+        # The registry not imported yet (this floor cannot import it): the default kind is named by its mode.
+        return self.mode if self.kind == DEFAULT_KIND else f"{self.kind} {self.mode}"
 
     def replace(self, **changes: Any) -> ServerSpec:
         return dataclasses.replace(self, **renamed(type(self), changes)).validated()

@@ -1,7 +1,7 @@
 """The server interface: what the harness needs from anything it drives connections at.
 
 The built-in worker pool implements it (servers/pool.py); an external server — launched from a generated
-config or attached by pid — implements the same. The session lifecycle (session.py) only talks to this.
+config or attached by pid — implements the same. The session lifecycle (experiments/session.py) only talks to this.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ class Target(Protocol):
 
     @property
     def protocol(self) -> ClientProtocol:
-        """What a client sends and how the reply names the worker (loads/protocol.py)."""
+        """What a client sends and how the reply names the worker (core/protocol.py)."""
         ...
 
     @property

@@ -115,6 +115,7 @@ class Experiment(Generic[R]):
         """What the file format needs to know of this kind (results/envelope.py)."""
         from ..results.envelope import FileKind
 
+        _know_servers()
         return FileKind(self.shape, self.several, self.v1, self.mergeable)
 
     @property
@@ -129,6 +130,16 @@ class Experiment(Generic[R]):
         if not isinstance(runs, list):
             raise TypeError("'runs' is not a list")
         return list(runs)
+
+
+def _know_servers() -> None:
+    """Tell the floors below which server kinds this version has: a spec's label (core/spec.py LABELS, filled
+    as the registry is imported) and a result file's server check (results/shapes.py). Every way to an
+    experiment's parts (imported, Experiment.file_kind) comes through here; the start-up of the CLI does not."""
+    from ..results.shapes import check_servers_with
+    from ..servers import registry  # noqa: F401  (its import fills LABELS)
+
+    check_servers_with(_unknown_server)
 
 
 def _unknown_server(kind: str, mode: str) -> tuple[str, str] | None:
@@ -146,9 +157,7 @@ def imported(where: str) -> Any:
     """The object "module:NAME" names under this package, its module imported now. Every experiment is
     reached this way: results/shapes.py is told here which servers this version knows (not at start-up,
     which needs only the registry's names)."""
-    from ..results.shapes import check_servers_with
-
-    check_servers_with(_unknown_server)
+    _know_servers()
     module, name = where.split(":")
     return getattr(importlib.import_module(f".{module}", __name__), name)
 

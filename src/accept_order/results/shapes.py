@@ -34,7 +34,7 @@ from .schema import (
 
 SIGNED = Integer(-MAX_COUNT, MAX_COUNT)  # kernel counter deltas: a gauge can go down
 PORT = Integer(0, 65535)
-# As many as a run may have (spec.py): reports and pictures draw one bar or row per worker, so 2**20 of
+# As many as a run may have (core/spec.py): reports and pictures draw one bar or row per worker, so 2**20 of
 # them in a hand-edited file took minutes and gigabytes to plot.
 WORKERS = Integer(1, MAX_WORKERS)
 CPU = Integer(0, 1 << 20)

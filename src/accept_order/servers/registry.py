@@ -1,6 +1,6 @@
 """The server kinds this version knows, each registered once, and what commands ask of them together.
 
-Adding a server kind: one module with a `ServerKind` subclass (servers/kinds.py says what it declares),
+Adding a server kind: one module with a `ServerKind` subclass (core/kinds.py says what it declares),
 and one line in `KINDS` below. Everything else (--server's choices, `modes`, validation, which modes run
 here, several-mode commands, the predicted order) reads the kind, never its name.
 """

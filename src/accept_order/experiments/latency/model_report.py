@@ -1,5 +1,5 @@
 """The Model table printed after a latency table: each run's predicted and measured p50, p99, p99.9 and
-deviation (analysis/model_check.py), its service time's source, and one line saying whether queueing
+deviation (experiments/latency/model_check.py), its service time's source, and one line saying whether queueing
 alone explains what was measured."""
 
 from __future__ import annotations

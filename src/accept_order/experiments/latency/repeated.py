@@ -1,6 +1,6 @@
 """`latency --repeat N` (one mode or `--modes`) and `sweep --repeat N`: per variant the latency figures as
 median and range over the runs, which variant had the lower tail in how many runs and how significantly,
-and whether queueing alone explains the difference (analysis/model_check.py)."""
+and whether queueing alone explains the difference (experiments/latency/model_check.py)."""
 
 from __future__ import annotations
 
