@@ -14,7 +14,7 @@ Adding an experiment:
      the measurements the command saves, its shape (results/schema.py, mostly `derive`d from the
      dataclasses) what a file of it must hold), report.py (rich), plot.py (matplotlib), api.py (its public
      functions), repeated.py (its --repeat support, if any) and experiment.py, which puts them together as
-     `NAME = Experiment(...)` with its export tables;
+     `NAME = Experiment(...)` (parts.py) with its export tables;
   2. one line in EXPERIMENTS below;
   3. its thin click command, cli/NAME.py (the CLI is the floor above; it finds the command by its name).
 
@@ -25,25 +25,14 @@ experiment), and pictures only when drawn: matplotlib stays an optional extra.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
-    from rich.console import RenderableType
-
-    from ..core.histogram import LatencyHistogram
-    from ..results.envelope import FileKind, V1Form
-    from ..results.schema import Shape
-
-R = TypeVar("R")
-Document = dict[str, Any]
-# A CSV table from the runs a document holds (see Experiment.runs)
-Table = Callable[[list[Document]], str]
+    from .parts import Experiment
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(NamedTuple):
     """One line of the registry: where a result kind's `Experiment` is ("module:NAME" under this package,
     imported on first use), the command that makes it (a click command of that name in cli/NAME.py), the
     public functions that run it (each defined in the experiment's own api.py, found as accept_order.NAME),
@@ -83,81 +72,13 @@ EXPERIMENTS: dict[str, Entry] = {
 KINDS = tuple(EXPERIMENTS)
 
 
-@dataclass(frozen=True)
-class Experiment(Generic[R]):
-    """One result kind's parts. `load` reads a version-2 document into the typed result, `shape` is what
-    such a document must hold (checked whole when a file is loaded, before `load` sees it), `report` is what
-    the command printed, `figure(result, PlotOptions)` its picture (import matplotlib inside; see `lazy`),
-    `tables` its CSV tables by name (the first is the default), `latency_runs` its (label, histogram)
-    pairs for `show --format hdr`; `several`: the document keeps its runs in a list under "runs"."""
-
-    kind: str
-    load: Callable[[Document], R]
-    shape: Shape
-    report: Callable[[R], RenderableType]
-    figure: Callable[..., Any] | None = None
-    tables: Mapping[str, Table] = field(default_factory=dict)
-    latency_runs: Callable[[list[Document]], list[tuple[str, LatencyHistogram]]] | None = None
-    several: bool = False
-    v1: V1Form | None = None  # the form its runs had in version 1's files (None: a kind newer than 0.1)
-    mergeable: bool = False  # `merge` adds its histograms and counts (results/merge.py)
-    # What a saved file adds to `to_dict()`'s measurements, derived from them (a verdict, for other tools to
-    # read; ignored when the file is read back): computed when the result is saved, never stored in it.
-    derived: Callable[[R], Document] | None = None
-
-    def document(self, result: R) -> Document:
-        """The payload a command saves: the result's measurements, then what is derived from them."""
-        payload: Document = result.to_dict()  # type: ignore[attr-defined]
-        return payload | self.derived(result) if self.derived else payload
-
-    @property
-    def file_kind(self) -> FileKind:
-        """What the file format needs to know of this kind (results/envelope.py)."""
-        from ..results.envelope import FileKind
-
-        _know_servers()
-        return FileKind(self.shape, self.several, self.v1, self.mergeable)
-
-    @property
-    def default_table(self) -> str | None:
-        return next(iter(self.tables), None)
-
-    def runs(self, document: Document) -> list[Document]:
-        """The runs a document holds: its "runs" list, or the document itself when it is one run."""
-        if not self.several:
-            return [document]
-        runs = document["runs"]
-        if not isinstance(runs, list):
-            raise TypeError("'runs' is not a list")
-        return list(runs)
-
-
-def _know_servers() -> None:
-    """Tell the floors below which server kinds this version has: a spec's label (core/spec.py LABELS, filled
-    as the registry is imported) and a result file's server check (results/shapes.py). Every way to an
-    experiment's parts (imported, Experiment.file_kind) comes through here; the start-up of the CLI does not."""
-    from ..results.shapes import check_servers_with
-    from ..servers import registry  # noqa: F401  (its import fills LABELS)
-
-    check_servers_with(_unknown_server)
-
-
-def _unknown_server(kind: str, mode: str) -> tuple[str, str] | None:
-    """Whether a result's server is one this version knows (the registry answers; results/shapes.py asks)."""
-    from ..servers.registry import KINDS, known_mode
-
-    if kind not in KINDS:
-        return "kind", f"names server {kind!r}, which this version does not know"
-    if known_mode(kind, mode) is None:
-        return "mode", f"names mode {mode!r}, which {kind} does not have in this version"
-    return None
-
-
 def imported(where: str) -> Any:
     """The object "module:NAME" names under this package, its module imported now. Every experiment is
     reached this way: results/shapes.py is told here which servers this version knows (not at start-up,
     which needs only the registry's names)."""
-    _know_servers()
+    from .parts import know_servers
+
+    know_servers()
     module, name = where.split(":")
     return getattr(importlib.import_module(f".{module}", __name__), name)
 
@@ -167,6 +88,8 @@ def find(kind: str) -> Experiment[Any] | None:
     entry = EXPERIMENTS.get(kind)
     if entry is None:
         return None
+    from .parts import Experiment
+
     found = imported(entry.experiment)
     assert isinstance(found, Experiment) and found.kind == kind, entry
     return found
@@ -190,13 +113,3 @@ def public_function(name: str) -> Callable[..., Any] | None:
 def every() -> list[Experiment[Any]]:
     """Every registered experiment (imports them all: for help texts and tests, not for start-up)."""
     return [e for e in (find(kind) for kind in EXPERIMENTS) if e is not None]
-
-
-def lazy(module: str, name: str) -> Callable[..., Any]:
-    """`module.name`, imported on its first call: a picture's code (and matplotlib) loads only to draw."""
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        return getattr(importlib.import_module(module), name)(*args, **kwargs)
-
-    call.__qualname__ = call.__name__ = name
-    return call

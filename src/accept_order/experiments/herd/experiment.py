@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...results import export
-from .. import Experiment, lazy
+from ..parts import Experiment, lazy
 from .report import herd_report
 from .result import HERD_SHAPE, HerdResult
 

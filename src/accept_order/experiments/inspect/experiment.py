@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...results import export
-from .. import Experiment, lazy
+from ..parts import Experiment, lazy
 from .report import inspect_report
 from .result import INSPECT_SHAPE, InspectResult
 

@@ -9,7 +9,7 @@ from rich.console import RenderableType
 
 from ...analysis.tails import tail_verdict
 from ...results import export
-from .. import Experiment, lazy
+from ..parts import Experiment, lazy
 from .model_check import model_line
 from .model_report import model_csv
 from .report import compare_report, latency_report, sweep_report

@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import RenderableType
 
 from ...results import export
-from .. import Experiment, lazy
+from ..parts import Experiment, lazy
 from .report import compare_table, run_report, serve_report
 from .result import COMPARE_SHAPE, RUN_SHAPE, SERVE_SHAPE, CompareResult, RunResult, ServeResult
 

@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import RenderableType
 
 from ...results import export
-from .. import Document, Experiment, lazy
+from ..parts import Document, Experiment, lazy
 from .kinds import find_repeated
 from .report import repeat_report
 from .result import REPEAT_SHAPE, RepeatResult

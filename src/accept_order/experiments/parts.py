@@ -1,0 +1,102 @@
+"""The parts of one experiment, put together in its experiment.py as one `Experiment` (and listed in the
+registry, experiments/__init__.py): how its saved document is read, checked, shown, drawn and exported, and
+what a saved file derives from its measurements."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+
+    from ..core.histogram import LatencyHistogram
+    from ..results.envelope import FileKind, V1Form
+    from ..results.schema import Shape
+
+R = TypeVar("R")
+Document = dict[str, Any]
+# A CSV table from the runs a document holds (see Experiment.runs)
+Table = Callable[[list[Document]], str]
+
+
+def know_servers() -> None:
+    """Tell the floors below which server kinds this version has: a spec's label (core/spec.py LABELS, filled
+    as the registry is imported) and a result file's server check (results/shapes.py). Every way to an
+    experiment's parts (imported, Experiment.file_kind) comes through here; the start-up of the CLI does not."""
+    from ..results.shapes import check_servers_with
+    from ..servers import registry  # noqa: F401  (its import fills LABELS)
+
+    check_servers_with(_unknown_server)
+
+
+def _unknown_server(kind: str, mode: str) -> tuple[str, str] | None:
+    """Whether a result's server is one this version knows (the registry answers; results/shapes.py asks)."""
+    from ..servers.registry import KINDS, known_mode
+
+    if kind not in KINDS:
+        return "kind", f"names server {kind!r}, which this version does not know"
+    if known_mode(kind, mode) is None:
+        return "mode", f"names mode {mode!r}, which {kind} does not have in this version"
+    return None
+
+
+@dataclass(frozen=True)
+class Experiment(Generic[R]):
+    """One result kind's parts. `load` reads a version-2 document into the typed result, `shape` is what
+    such a document must hold (checked whole when a file is loaded, before `load` sees it), `report` is what
+    the command printed, `figure(result, PlotOptions)` its picture (import matplotlib inside; see `lazy`),
+    `tables` its CSV tables by name (the first is the default), `latency_runs` its (label, histogram)
+    pairs for `show --format hdr`; `several`: the document keeps its runs in a list under "runs"."""
+
+    kind: str
+    load: Callable[[Document], R]
+    shape: Shape
+    report: Callable[[R], RenderableType]
+    figure: Callable[..., Any] | None = None
+    tables: Mapping[str, Table] = field(default_factory=dict)
+    latency_runs: Callable[[list[Document]], list[tuple[str, LatencyHistogram]]] | None = None
+    several: bool = False
+    v1: V1Form | None = None  # the form its runs had in version 1's files (None: a kind newer than 0.1)
+    mergeable: bool = False  # `merge` adds its histograms and counts (results/merge.py)
+    # What a saved file adds to `to_dict()`'s measurements, derived from them (a verdict, for other tools to
+    # read; ignored when the file is read back): computed when the result is saved, never stored in it.
+    derived: Callable[[R], Document] | None = None
+
+    def document(self, result: R) -> Document:
+        """The payload a command saves: the result's measurements, then what is derived from them."""
+        payload: Document = result.to_dict()  # type: ignore[attr-defined]
+        return payload | self.derived(result) if self.derived else payload
+
+    @property
+    def file_kind(self) -> FileKind:
+        """What the file format needs to know of this kind (results/envelope.py)."""
+        from ..results.envelope import FileKind
+
+        know_servers()
+        return FileKind(self.shape, self.several, self.v1, self.mergeable)
+
+    @property
+    def default_table(self) -> str | None:
+        return next(iter(self.tables), None)
+
+    def runs(self, document: Document) -> list[Document]:
+        """The runs a document holds: its "runs" list, or the document itself when it is one run."""
+        if not self.several:
+            return [document]
+        runs = document["runs"]
+        if not isinstance(runs, list):
+            raise TypeError("'runs' is not a list")
+        return list(runs)
+
+
+def lazy(module: str, name: str) -> Callable[..., Any]:
+    """`module.name`, imported on its first call: a picture's code (and matplotlib) loads only to draw."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    call.__qualname__ = call.__name__ = name
+    return call
