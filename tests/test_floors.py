@@ -159,3 +159,8 @@ def test_the_scan_sees_imports_inside_functions() -> None:
     assert ("accept_order.experiments.session", "accept_order.experiments.latency.model_check") in {
         (s, t) for s, t, _ in imports()
     }
+
+
+def test_no_module_is_over_400_lines() -> None:
+    lines = {str(p.relative_to(PACKAGE)): len(p.read_text().splitlines()) for p in PACKAGE.rglob("*.py")}
+    assert lines and not {name: n for name, n in lines.items() if n > 400}
