@@ -24,11 +24,11 @@ from ..core import environment
 from ..core.errors import WorkerError, WorkerExited
 from ..core.measures import ConnectionRecord, Environment, WorkerCounters
 from ..core.signals import deferred
-from ..core.spec import ConcurrentLoad, SequentialLoad, ServerSpec, sized
+from ..core.spec import ConcurrentLoad, SequentialLoad, ServerSpec
 from ..core.target import Target
 from ..loads.sequential import run_sequential as drive_sequential
 from ..probes.evidence import EvidenceCapture
-from ..servers.registry import checked, expectation, make_target, mode_info, server_kind
+from ..servers.registry import Plan, make_target, plan
 from .order.result import RunResult
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ class Measured:
 
 
 def lifecycle(
-    server: ServerSpec,
+    server: ServerSpec | Plan,
     drive: Callable[[Target], T],
     describe: Callable[[], str],
     stamps: bool = False,
@@ -76,8 +76,10 @@ def lifecycle(
 
     `describe()` says how far the load got, for the message when a worker dies mid-run. When a worker of
     a server this tool did not start exits (WorkerExited), `partial()` is what the load got to: the run
-    then ends like a finished one, with the exit in `Measured.exited` and in the evidence."""
-    server = checked(server)
+    then ends like a finished one, with the exit in `Measured.exited` and in the evidence. A spec is resolved
+    here; a plan (servers/registry.py `plan`) was resolved by the run that hands it."""
+    resolved = plan(server)
+    server = resolved.spec
     env = environment.current()
     started = time.perf_counter()
     capture = EvidenceCapture(host=server.host)
@@ -146,7 +148,8 @@ def run_sequential(
     """One sequential run: nc-style connections one after another, who served each, and the verdict.
     `on_started(target)` runs once the server listens, before the first connection (atlas inspects it)."""
     load = load.validated()
-    server = checked(server)  # as the lifecycle runs it (a kind may fix its workers: Caddy's one process)
+    resolved = plan(server)  # once: as the lifecycle runs it (a kind may fix its workers: Caddy's one process)
+    server = resolved.spec
     finished: list[ConnectionRecord] = []
 
     def record(rec: ConnectionRecord) -> None:
@@ -177,9 +180,9 @@ def run_sequential(
                 counts = log.stop()
                 accept_log.update(available=counts.available, why=counts.why)
 
-    records, m = lifecycle(server, drive, describe, partial=lambda: sorted(finished, key=lambda r: r.seq))
-    mode = mode_info(server.kind, server.mode)
-    model, why = expectation(server)
+    records, m = lifecycle(resolved, drive, describe, partial=lambda: sorted(finished, key=lambda r: r.seq))
+    mode = resolved.mode
+    model, why = resolved.expectation()
     woken = m.counters if mode.switches_are_wakeups else ()
     if mode.timed_waits:  # a sleep that ended on its own timer woke for no connection
         woken = tuple(
@@ -254,8 +257,9 @@ def run_latency(
     from .latency.result import LatencyResult, default_title
 
     load = load.validated()
-    server = checked(server)  # as the lifecycle runs it (a kind may fix its workers: Caddy's one process)
-    work = estimate_work_us(server, server_kind(server.kind).spins_here)
+    resolved = plan(server)  # once: as the lifecycle runs it (a kind may fix its workers: Caddy's one process)
+    server = resolved.spec
+    work = estimate_work_us(server, resolved.kind.spins_here)
     loading = Loading()
     kernel: dict[str, Any] = {}  # per-worker accepts counted by the kernel, for a server that does not say
     kept: list[LoadSummary] = []  # the load's outcome when an attached worker's exit stopped it
@@ -283,7 +287,7 @@ def run_latency(
         kernel.update(available=counts.available, why=counts.why, counts=counts.counts)
         return dataclasses.replace(summary, served=tuple(int(counts.counts.get(pid, 0)) for pid in target.pids))
 
-    summary, m = lifecycle(sized(server, load.concurrency), drive, loading.describe, partial=lambda: kept[0])
+    summary, m = lifecycle(resolved.sized(load.concurrency), drive, loading.describe, partial=lambda: kept[0])
     result = LatencyResult.of(
         summary,
         server=server,

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..core.errors import NothingToRun, PlanError
 from ..core.kinds import ModeInfo, ServerKind
-from ..core.spec import DEFAULT_KIND, LABELS
+from ..core.spec import DEFAULT_KIND, LABELS, sized
 from .attached import AttachedKind
 from .builtin import BuiltinKind
 from .launched.apache import ApacheKind
@@ -117,6 +118,34 @@ def runnable(kind: str, names: Sequence[str] | None = None) -> tuple[list[str], 
     return available, skipped
 
 
+@dataclass(frozen=True)
+class Plan:
+    """A server spec resolved once: checked (what every kind shares, then its kind's own checks, its workers
+    fitted), with its kind and its mode's metadata. A run resolves its spec once and hands the plan to the
+    lifecycle and to whatever reads the mode (experiments/session.py)."""
+
+    spec: ServerSpec
+    kind: ServerKind
+    mode: ModeInfo
+
+    def expectation(self) -> tuple[str | None, str]:
+        """(predicted order model, mechanism) for this run's settings."""
+        return self.kind.expectation(self.spec)
+
+    def sized(self, in_flight: int) -> Plan:
+        """The same plan for a load holding `in_flight` connections open at once (core/spec.py `sized`)."""
+        return dataclasses.replace(self, spec=sized(self.spec, in_flight))
+
+
+def plan(spec: ServerSpec | Plan, fit: bool = True) -> Plan:
+    """`spec` resolved (a plan as it is): see `checked`."""
+    if isinstance(spec, Plan):
+        return spec
+    checked_spec = checked(spec, fit)
+    kind = server_kind(checked_spec.kind)
+    return Plan(checked_spec, kind, kind.mode(checked_spec.mode))
+
+
 def checked(spec: ServerSpec, fit: bool = True) -> ServerSpec:
     """The spec validated: what every kind shares (ServerSpec.validated), then the kind's own checks. `fit`:
     with the kind's own number of workers where it has one (Caddy: one process, whatever -w says); False
@@ -141,11 +170,6 @@ def checked(spec: ServerSpec, fit: bool = True) -> ServerSpec:
 def make_target(spec: ServerSpec, stamps: bool = False) -> Target:
     """The server a spec from `checked` names, not yet started (start() it, and close() it on every path)."""
     return server_kind(spec.kind).make(spec, stamps=stamps)
-
-
-def expectation(spec: ServerSpec) -> tuple[str | None, str]:
-    """(predicted order model, mechanism) for this run's settings."""
-    return server_kind(spec.kind).expectation(spec)
 
 
 def variants(
