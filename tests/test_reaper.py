@@ -1,8 +1,8 @@
 """Nothing is left when the tool is SIGKILLed mid-run (issue 16): no server process, no private directory.
 
-The tool runs in a process of its own; once every worker of the launched server exists (found as the
-tool's descendants, which is how the kernel links them), the tool is SIGKILLed, so none of its handlers
-runs. The reaper must then end the server's whole process group and remove its directory; a directory
+That a SIGKILL of the tool mid-run leaves no process and no directory of any launched kind is the contract
+every kind keeps, tested for each kind of the registry in test_kind_contract.py. Here: how the reaper does
+it (a group announced from the child, a group of zombies, a directory known before it exists); a directory
 of an earlier run whose tool is gone is removed by the next launch. The tool's own children (the built-in
 workers, fd-pass's acceptor, the load generator's drivers, bpftrace) die with it by the kernel's
 parent-death signal, including one forked just before the kill (killed right after its fork, 1 run in 3
@@ -11,7 +11,6 @@ left the newest child running before die_with_parent checked its parent).
 
 from __future__ import annotations
 
-import glob
 import os
 import shutil
 import signal
@@ -28,7 +27,6 @@ from conftest import gone, wait_for
 from accept_order.core.reaper import REAPER, Reaper
 from accept_order.servers.launched import base
 from accept_order.servers.launched.base import remove_stale_directories
-from accept_order.servers.registry import server_kind
 
 WORKERS = 2
 
@@ -38,71 +36,6 @@ def _descendants(pid: int) -> list[psutil.Process]:
         return psutil.Process(pid).children(recursive=True)
     except psutil.NoSuchProcess:
         return []
-
-
-def _cmdline(proc: psutil.Process) -> list[str]:
-    try:
-        return proc.cmdline()
-    except psutil.Error:  # gone meanwhile
-        return []
-
-
-def _directories(tool_pid: int) -> list[str]:
-    return glob.glob(os.path.join(tempfile.gettempdir(), f"accept-order-*-{tool_pid}-*"))
-
-
-@pytest.mark.parametrize(
-    "kind",
-    [
-        "nginx",
-        "gunicorn",
-        "haproxy",
-        "node",
-        "uwsgi",
-        "uvicorn",
-        "granian",
-        "puma",
-        "unicorn",
-        "caddy",
-        "apache",
-        "lighttpd",
-        "h2o",
-        "builtin",
-    ],  # fmt: skip
-)
-def test_sigkill_of_the_tool_leaves_no_server_and_no_directory(kind: str) -> None:
-    missing = server_kind(kind).missing()
-    if missing:
-        pytest.skip(missing)
-    argv = [sys.executable, "-m", "accept_order", "run", "--server", kind, "-w", str(WORKERS), "-n", "3"]
-    argv += ["--gap-ms", "10000"]  # the run waits between connections: it is mid-run when killed
-    tool = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        # haproxy's and h2o's workers are threads of one process, caddy is one process; the others' are
-        # processes (plus a master)
-        wanted = 1 if kind in ("haproxy", "h2o", "caddy") else WORKERS
-
-        # Not the reaper, nor a fork of the tool that has not exec'd yet (the reaper on its way, with our argv);
-        # the built-in workers are such forks, and they are what it starts.
-        def started() -> list[psutil.Process]:
-            return [
-                p
-                for p in _descendants(tool.pid)
-                if "reaper" not in " ".join(_cmdline(p)) and (kind == "builtin" or _cmdline(p)[1:] != argv[1:])
-            ]
-
-        server = wait_for(started, lambda procs: len(procs) >= wanted, 20.0, f"{kind}'s processes")
-        if kind != "builtin":
-            assert _directories(tool.pid), "a launched server has a private directory while it runs"
-        pids = [p.pid for p in server] + [p.pid for p in _descendants(tool.pid)]
-        tool.send_signal(signal.SIGKILL)
-        tool.wait()
-        wait_for(lambda: gone(pids), bool, 5.0, f"every process {kind} started to end")
-        wait_for(lambda: _directories(tool.pid), lambda left: not left, 5.0, "the private directory to go")
-    finally:
-        if tool.poll() is None:
-            tool.kill()
-            tool.wait()
 
 
 def test_a_group_left_with_only_zombies_has_ended() -> None:
