@@ -117,3 +117,43 @@ def test_a_specs_label_is_its_kinds_from_a_fresh_interpreter() -> None:
     bare = "from accept_order.core.spec import ServerSpec\nprint(ServerSpec(mode='poll').label)\n"
     done = subprocess.run([sys.executable, "-c", bare], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "poll"
+
+
+def test_a_kinds_own_option_is_made_and_checked_from_its_declaration(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new kind's setting is its declaration: the command line gets the flag, the registry checks it for
+    the kind that reads it and refuses it where it says so, and no other file changes."""
+    import dataclasses
+
+    import click
+
+    from accept_order.cli.options import kind_options
+    from accept_order.core.errors import PlanError
+    from accept_order.core.kinds import KindOption
+    from accept_order.core.spec import ServerSpec
+    from accept_order.servers import registry
+
+    reader = KindOption("maxconn", "--maxconn", "made up", low=0, high=9, elsewhere="--maxconn is the made-up kind's")
+    builtin = type(KINDS["builtin"])
+    monkeypatch.setattr(registry, "KINDS", {"builtin": builtin(), "made-up": type("MadeUp", (builtin,), {})()})
+    monkeypatch.setattr(registry.KINDS["made-up"], "options", (reader,))
+    monkeypatch.setattr(registry.KINDS["made-up"], "name", "made-up")
+    made = click.command()(lambda **kw: None)
+    for option in kind_options(None):
+        made = option(made)
+    assert "--maxconn" in {flag for p in made.params for flag in p.opts}
+    spec = ServerSpec(kind="made-up", mode="blocking", maxconn=5)
+    assert registry.checked(spec).maxconn == 5
+    with pytest.raises(PlanError, match="--maxconn must be between 0 and 9, got 10"):
+        registry.checked(dataclasses.replace(spec, maxconn=10))
+    with pytest.raises(PlanError, match="--maxconn is the made-up kind's"):
+        registry.checked(dataclasses.replace(spec, kind="builtin"))
+
+
+def test_a_command_for_some_kinds_has_only_their_options() -> None:
+    from accept_order.cli.options import option_param
+    from accept_order.servers.registry import declared_options
+
+    assert [option_param(o) for o in declared_options(["builtin"])] == ["policy", "mutex_delay"]
+    assert "maxconn" in [option_param(o) for o in declared_options()]
+    reload_flags = {flag for p in main.get_command(None, "reload").params for flag in p.opts}  # type: ignore[arg-type, union-attr]
+    assert {"--policy", "--mutex-delay"} <= reload_flags and "--maxconn" not in reload_flags

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import click
 
+from ..core.kinds import KindOption
 from ..core.spec import (
     DEFAULT_HOST,
     MAX_ACCEPT_BATCH,
@@ -26,9 +27,9 @@ from ..core.spec import (
     MAX_WORK_ITERS,
     MAX_WORK_US,
     MAX_WORKERS,
+    ServerSpec,
 )
-from ..servers.modes.base import POLICIES
-from ..servers.registry import DEFAULT_KIND, launched_kinds
+from ..servers.registry import DEFAULT_KIND, declared_options, launched_kinds
 from .load_options import apply as apply
 from .load_options import load_cpus_option as load_cpus_option
 from .load_options import load_options as load_options
@@ -141,12 +142,26 @@ def work_options() -> Callable[[F], F]:
     )
 
 
-def _take_maxconn(kinds: Sequence[str]) -> bool:
-    """Whether one of a command's kinds enforces --maxconn itself (HAProxy); the registry is read only for a
-    command that names its kinds."""
-    from ..servers.registry import server_kind
+def option_param(option: KindOption) -> str:
+    """The click parameter a kind's option is read into (`--mutex-delay`: mutex_delay)."""
+    return option.flag.lstrip("-").replace("-", "_")
 
-    return any(server_kind(kind).takes_maxconn for kind in kinds)
+
+def kind_options(kinds: Sequence[str] | None) -> list[Callable[[F], F]]:
+    """The options only some kinds read, as those kinds declare them (servers/registry.py declared_options):
+    of the command's `kinds`, or of every kind."""
+    made: list[Callable[[F], F]] = []
+    for option in declared_options(kinds):
+        default = getattr(ServerSpec, option.field)
+        kind_of: Any
+        if option.choices:
+            kind_of = click.Choice(option.choices)
+        elif option.duration:
+            kind_of, default = DURATION, f"{default:g}ms"
+        else:
+            kind_of = IntRange(int(option.low), int(option.high))
+        made.append(click.option(option.flag, type=kind_of, default=default, show_default=True, help=option.help))
+    return made
 
 
 def server_options(
@@ -188,32 +203,8 @@ def server_options(
         ),
         click.option("--cpus", type=CPUS, default=None, help="Pin worker i to the i-th CPU of this list, e.g. 0-1."),
         click.option("--pin", is_flag=True, help="Pin worker i to the i-th CPU this process may use (or of --cpus)."),
-        click.option(
-            "--policy",
-            type=click.Choice(POLICIES),
-            default=POLICIES[0],
-            show_default=True,
-            help="fd-pass: which worker the acceptor hands each connection to.",
-        ),
-        click.option(
-            "--mutex-delay",
-            type=DURATION,
-            default="500ms",
-            show_default=True,
-            help="accept-mutex: how long a worker without the lock waits before trying again "
-            "(nginx's accept_mutex_delay).",
-        ),
+        *kind_options(kinds),
     ]
-    if kinds is None or _take_maxconn(kinds):
-        options.append(
-            click.option(
-                "--maxconn",
-                type=IntRange(0, 10_000_000),
-                default=0,
-                show_default=True,
-                help="haproxy: connections it holds at once; the excess waits in the listen queue (0: its default).",
-            )
-        )
     if accept_batch:
         options.append(accept_batch_option())
     return apply(options)

@@ -69,10 +69,15 @@ NOT_WITH_ATTACH = (
     "cpus",
     "pin",
     "accept_batch",
-    "policy",
-    "mutex_delay",
-    "maxconn",
-)
+)  # and the settings only some kinds read (kind_params)
+
+
+def kind_params() -> tuple[str, ...]:
+    """The option names of the settings only some kinds read (their declarations, servers/registry.py)."""
+    from ..servers.registry import declared_options
+    from .options import option_param
+
+    return tuple(option_param(option) for option in declared_options())
 
 
 def attached_spec(options: dict[str, Any]) -> ServerSpec | None:
@@ -85,7 +90,7 @@ def attached_spec(options: dict[str, Any]) -> ServerSpec | None:
         return _remote_spec(options, target, protocol, attach)
     if not attach:
         return None
-    given = [option_name(name) for name in NOT_WITH_ATTACH if typed(name)]
+    given = [option_name(name) for name in (*NOT_WITH_ATTACH, *kind_params()) if typed(name)]
     if given:
         verb = "describes" if len(given) == 1 else "describe"
         raise click.UsageError(f"{', '.join(given)} {verb} a server this tool starts; not with --attach")
@@ -94,7 +99,7 @@ def attached_spec(options: dict[str, Any]) -> ServerSpec | None:
     from ..servers.attached import AttachedKind, worker_pids
 
     workers = worker_pids(attach)
-    for name in NOT_WITH_ATTACH:
+    for name in (*NOT_WITH_ATTACH, *kind_params()):
         options.pop(name, None)
     from ..servers.registry import checked
 
@@ -138,11 +143,23 @@ def server_spec(options: dict[str, Any], mode: str | None = None) -> ServerSpec:
         backlog=options.pop("backlog", ServerSpec.backlog),
         accept_batch=kind.default_accept_batch if batch is None else batch,
         cpus=tuple(options.pop("cpus", None) or ()),
-        policy=options.pop("policy", ServerSpec.policy),
-        mutex_delay_ms=round(1000 * options.pop("mutex_delay", ServerSpec.mutex_delay_ms / 1000), 3),
-        maxconn=options.pop("maxconn", 0),
+        **kind_settings(options),
     )
     return checked(pinned(spec, options.pop("pin", False)), fit=not several)
+
+
+def kind_settings(options: dict[str, Any]) -> dict[str, Any]:
+    """The settings only some kinds read, from their options (a duration given in seconds is held in ms)."""
+    from ..servers.registry import declared_options
+    from .options import option_param
+
+    settings = {}
+    for option in declared_options():
+        name = option_param(option)
+        if name in options:
+            value = options.pop(name)
+            settings[option.field] = round(1000 * value, 3) if option.duration else value
+    return settings
 
 
 def sequential_load(options: dict[str, Any]) -> SequentialLoad:
@@ -217,14 +234,14 @@ def _remote_spec(options: dict[str, Any], target: str, protocol: str, attach: tu
     host = host.strip("[]")
     if not sep or not host or not (port_text.isascii() and port_text.isdigit()) or not 0 < int(port_text) < 65536:
         raise click.UsageError(f"--target {target!r} is not HOST:PORT")
-    refused = [n for n in NOT_WITH_ATTACH if n != "workers"] + ["port", "host"]
+    refused = [n for n in (*NOT_WITH_ATTACH, *kind_params()) if n != "workers"] + ["port", "host"]
     given = [option_name(name) for name in refused if typed(name)]
     if given:
         verb = "describes" if len(given) == 1 else "describe"
         raise click.UsageError(f"{', '.join(given)} {verb} a server this tool starts; not with --target")
     address, _ = resolve_host(host)
     workers = options.pop("workers", None) or 3
-    for name in (*NOT_WITH_ATTACH, "host", "port", "backlog"):
+    for name in (*NOT_WITH_ATTACH, *kind_params(), "host", "port", "backlog"):
         options.pop(name, None)
     from ..servers.registry import checked
     from ..servers.remote import RemoteKind

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from .errors import PlanError
 from .models import Model
-from .spec import DEFAULT_MODE
+from .spec import DEFAULT_MODE, check_range
 
 if TYPE_CHECKING:
     from .spec import ServerSpec
@@ -54,6 +54,33 @@ class ModeInfo:
         return self.seen_as or self.name
 
 
+@dataclass(frozen=True)
+class KindOption:
+    """A setting only some kinds read, declared by each kind that reads it (ServerKind.options): the
+    ServerSpec field it sets (a result file stores it by that name), its command-line flag and help, and
+    what it may be. `duration`: the flag takes a duration (500ms) and the field holds milliseconds.
+    `elsewhere`: what a kind that does not read it says when it is set anyway (None: it is ignored). The
+    command line's options and the checks are built from the kinds' declarations (servers/registry.py)."""
+
+    field: str
+    flag: str
+    help: str
+    low: float = 0
+    high: float = 0
+    choices: tuple[str, ...] = ()
+    duration: bool = False
+    elsewhere: str | None = None
+
+    def check(self, value: object) -> None:
+        """PlanError unless `value` is one this option may have."""
+        if self.choices:
+            if value not in self.choices:
+                raise PlanError(f"{self.flag} is one of {', '.join(self.choices)}, got {value!r}")
+            return
+        unit = "ms" if self.duration else ""
+        check_range(self.flag, value, self.low, self.high, unit)
+
+
 class ServerKind:
     """What serves. Subclasses set the class attributes and override what differs."""
 
@@ -65,8 +92,8 @@ class ServerKind:
     witness: ClassVar[str | None] = None
     #: its own default for --accept-batch (0: accept until EAGAIN)
     default_accept_batch: ClassVar[int] = 0
-    #: --maxconn applies (a limit the server itself enforces)
-    takes_maxconn: ClassVar[bool] = False
+    #: the settings only some kinds read that this one does (KindOption), in the order --help lists them
+    options: ClassVar[tuple[KindOption, ...]] = ()
     #: the default mode when --mode is not given: epoll where it has one, else its first
     preferred_mode: ClassVar[str] = DEFAULT_MODE
     #: a server whose number of workers is its own, not a setting (Caddy: one process, whose Go threads take
@@ -124,11 +151,8 @@ class ServerKind:
     def check(self, spec: ServerSpec) -> None:
         """This kind's own validation of a spec (ServerSpec.validated checks what every kind shares)."""
         self.mode(spec.mode)
-        if spec.maxconn and not self.takes_maxconn:
-            raise PlanError(
-                "--maxconn is HAProxy's; the built-in workers hold at most --accept-batch connections each "
-                "(--accept-batch 1: as many as there are workers)"
-            )
+        for option in self.options:
+            option.check(getattr(spec, option.field))
 
     def expectation(self, spec: ServerSpec) -> tuple[str | None, str]:
         """(predicted order model, mechanism) for this run's settings: the mode's own, unless a setting

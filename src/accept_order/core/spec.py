@@ -152,6 +152,7 @@ class ServerSpec:
     kind: str = DEFAULT_KIND  # which server: builtin (this tool's workers), nginx, ... (launched), attached, remote
     attach: tuple[int, ...] = ()  # attached: the master's pid, or the workers' pids
     protocol: str = "line"  # attached: what the server speaks (line: it writes and closes; http)
+    # Settings only some kinds read (each declares them: ServerKind.options, which checks them).
     policy: str = "round-robin"  # fd-pass: which worker the acceptor hands a connection to
     mutex_delay_ms: float = 500.0  # accept-mutex: how long a worker without the lock waits to retry
     maxconn: int = 0  # haproxy: connections it holds at once (maxconn); 0: its default
@@ -161,8 +162,7 @@ class ServerSpec:
 
     def validated(self) -> ServerSpec:
         """What every kind shares; a kind's own checks are its `check` (servers/registry.py `checked`)."""
-        check_range("--mutex-delay", self.mutex_delay_ms, 1, MAX_GAP_MS, "ms")
-        check_range("--maxconn", self.maxconn, 0, 10_000_000)
+        # policy, mutex_delay_ms and maxconn: checked by the kinds that read them (core/kinds.py KindOption)
         check_range("connections in flight", self.in_flight, 0, MAX_CONNECTIONS)
         check_range("--workers", self.workers, 1, MAX_WORKERS)
         check_range("--port", self.port, 0, 65535)

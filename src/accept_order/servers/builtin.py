@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..core.errors import PlanError
 from ..core.kinds import ModeInfo, ServerKind
 from ..core.spec import DEFAULT_KIND
 from .modes import MODES, require_mode
-from .modes.base import POLICIES
+from .modes.accept_mutex import MUTEX_DELAY
+from .modes.fd_pass import POLICY
 
 if TYPE_CHECKING:
     from ..core.spec import ServerSpec
@@ -22,6 +22,7 @@ class BuiltinKind(ServerKind):
     witness = None  # each worker counts what it accepted itself: there is nothing else to check against
 
     spins_here = True
+    options = (POLICY, MUTEX_DELAY)
 
     def label(self, spec: ServerSpec) -> str:
         return spec.mode  # the tool's own workers: the mode says it all
@@ -35,8 +36,6 @@ class BuiltinKind(ServerKind):
     def check(self, spec: ServerSpec) -> None:
         require_mode(spec.mode)  # ModeUnavailable says what this platform lacks
         super().check(spec)
-        if spec.policy not in POLICIES:
-            raise PlanError(f"--policy is one of {', '.join(POLICIES)}, got {spec.policy!r}")
 
     def make(self, spec: ServerSpec, stamps: bool = False) -> Target:
         from .pool import WorkerPool  # multiprocessing and the workers' code, only when a run starts

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..core.errors import NothingToRun, PlanError
-from ..core.kinds import ModeInfo, ServerKind
-from ..core.spec import DEFAULT_KIND, LABELS, sized
+from ..core.kinds import KindOption, ModeInfo, ServerKind
+from ..core.spec import DEFAULT_KIND, LABELS, ServerSpec, sized
 from .attached import AttachedKind
 from .builtin import BuiltinKind
 from .launched.apache import ApacheKind
@@ -33,7 +33,6 @@ from .launched.uwsgi import UwsgiKind
 from .remote import RemoteKind
 
 if TYPE_CHECKING:
-    from ..core.spec import ServerSpec
     from ..core.target import Target
 
 KINDS: dict[str, ServerKind] = {
@@ -163,8 +162,27 @@ def checked(spec: ServerSpec, fit: bool = True) -> ServerSpec:
                 f"{kind.name} has no mode {spec.mode!r} (its modes: {', '.join(kind.modes())}); {whose} "
                 f"{'has' if len(owners) == 1 else 'have'} it: {add}"
             )
-    kind.check(spec)
+    kind.check(spec)  # its own settings among them (ServerKind.options)
+    own = {option.field for option in kind.options}
+    for option in declared_options():
+        if option.elsewhere and option.field not in own and getattr(spec, option.field) != _default(option):
+            raise PlanError(option.elsewhere)
     return spec
+
+
+def declared_options(kinds: Sequence[str] | None = None) -> list[KindOption]:
+    """The settings only some kinds read (ServerKind.options), each once, in the registry's order: of the
+    kinds named, or of every kind. The command line's options are made from them (cli/options.py)."""
+    found: dict[str, KindOption] = {}
+    for name, kind in KINDS.items():
+        if kinds is None or name in kinds:
+            for option in kind.options:
+                found.setdefault(option.field, option)
+    return list(found.values())
+
+
+def _default(option: KindOption) -> object:
+    return next(f.default for f in dataclasses.fields(ServerSpec) if f.name == option.field)
 
 
 def make_target(spec: ServerSpec, stamps: bool = False) -> Target:

@@ -22,11 +22,21 @@ from typing import TYPE_CHECKING
 import psutil
 
 from ...core.errors import ServerUnavailable
-from ...core.kinds import ModeInfo, ServerKind
+from ...core.kinds import KindOption, ModeInfo, ServerKind
 from ...core.models import Model
 from ...core.protocol import parse_reply
 from ...core.spec import ServerSpec
 from .base import LaunchedServer
+
+MAXCONN = KindOption(
+    "maxconn",
+    "--maxconn",
+    "haproxy: connections it holds at once; the excess waits in the listen queue (0: its default).",
+    low=0,
+    high=10_000_000,
+    elsewhere="--maxconn is HAProxy's; the built-in workers hold at most --accept-batch connections each "
+    "(--accept-batch 1: as many as there are workers)",
+)
 
 if TYPE_CHECKING:
     from ...core.target import Target
@@ -212,7 +222,7 @@ class HaproxyKind(ServerKind):
     summary = "Debian's HAProxy with threads as its workers, launched from a generated config"
     witness = HaproxyServer.witness_source
     default_accept_batch = DEFAULT_MAXACCEPT
-    takes_maxconn = True
+    options = (MAXCONN,)
 
     def modes(self) -> dict[str, ModeInfo]:
         return HAPROXY_MODES

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from ...core.errors import PlanError, ServerUnavailable
 from ...core.kinds import ModeInfo, ServerKind
 from ...core.spec import ServerSpec
+from ..modes.accept_mutex import MUTEX_DELAY
 from .base import LaunchedServer
 from .nginx_config import NGINX_MODES, expectation, nginx_binary, render_config
 
@@ -69,6 +70,7 @@ class NginxKind(ServerKind):
     summary = "Debian's nginx with its Lua module, launched from a generated config"
     witness = NginxServer.witness_source
     default_accept_batch = 1  # multi_accept off, nginx's default
+    options = (MUTEX_DELAY,)  # its accept_mutex mode's accept_mutex_delay
 
     def modes(self) -> dict[str, ModeInfo]:
         return NGINX_MODES

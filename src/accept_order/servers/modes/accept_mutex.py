@@ -22,8 +22,20 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any
 
+from ...core.kinds import KindOption
 from ...core.models import Model
+from ...core.spec import MAX_GAP_MS
 from .base import DEFAULT_OPTIONS, Listeners, Mode, ModeOptions, ReadinessWaiter, Waiter, epoll_missing
+
+# nginx's accept_mutex_delay, read by the built-in accept-mutex and by nginx's own (servers/launched/nginx.py)
+MUTEX_DELAY = KindOption(
+    "mutex_delay_ms",
+    "--mutex-delay",
+    "accept-mutex: how long a worker without the lock waits before trying again (nginx's accept_mutex_delay).",
+    low=1,
+    high=MAX_GAP_MS,
+    duration=True,
+)
 
 
 @dataclass

@@ -22,8 +22,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...core.kinds import KindOption
 from ...core.models import Model
-from .base import DEFAULT_OPTIONS, Listeners, Mode, ModeOptions, Waiter, epoll_missing, listen_socket
+from .base import DEFAULT_OPTIONS, POLICIES, Listeners, Mode, ModeOptions, Waiter, epoll_missing, listen_socket
+
+POLICY = KindOption(
+    "policy", "--policy", "fd-pass: which worker the acceptor hands each connection to.", choices=POLICIES
+)
 
 CONN = b"c"  # acceptor -> worker: a connection (its descriptor rides along)
 BACK = b"a"  # worker -> acceptor: back for more, done with one
