@@ -12,7 +12,7 @@ from collections import Counter
 
 import psutil
 import pytest
-from conftest import assert_one_error_line, gone, http_fetch, http_fetch_many, run_cli
+from conftest import assert_one_error_line, gone, http_fetch, run_cli
 
 from accept_order.core.spec import SequentialLoad, ServerSpec
 from accept_order.experiments import session
@@ -108,13 +108,6 @@ def test_buckets_are_reuseport_listeners_child_i_on_bucket_i_mod_b() -> None:
             watched.append(mine.pop())
         assert watched == [watched[i % len(inodes)] for i in range(len(watched))]
         assert len(set(watched)) == len(inodes)
-
-
-def test_every_request_in_hand_at_stop_is_logged() -> None:
-    """Concurrent requests, then an immediate stop: the log holds each (worker pid, client port) we saw."""
-    with launched("event", workers=2) as server:
-        seen = http_fetch_many(server.address)
-    assert sorted(map(tuple, server.witness()["requests"])) == sorted(seen)
 
 
 def test_processes_and_files_are_the_tools() -> None:

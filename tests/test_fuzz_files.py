@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import random
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +30,8 @@ DATA = Path(__file__).parent / "data"
 FIXTURES = sorted((DATA / "v1").glob("*.json")) + sorted((DATA / "v2").glob("*.json"))
 WRONG: tuple[Any, ...] = (None, "", "x", True, -1, 0.5, 1e30, 10**30, float("nan"), [], {})
 LONG = 5000  # items in a "very long" list
+# of records (runs, rounds, counters): past MAX_WORKERS (512) still, without a 5000-run document to show
+LONG_OF_RECORDS = 600
 SAMPLE = 45  # mutations per fixture in the normal suite (~9 s in all)
 PLOT_EVERY = 6  # of those, every PLOT_EVERYth is also drawn (a picture costs ~50 ms)
 
@@ -55,7 +60,8 @@ def mutations(document: dict[str, Any]) -> Iterator[tuple[str, Path_, Any]]:
             yield "emptied", at, {}
         elif isinstance(value, list):
             yield "empty", at, []
-            yield "very long", at, [value[0] if value else 1] * LONG
+            item = value[0] if value else 1
+            yield "very long", at, [item] * (LONG_OF_RECORDS if isinstance(item, dict | list) else LONG)
         for wrong in WRONG:
             if type(wrong) is not type(value) or wrong != value:
                 yield f"= {wrong!r}"[:30], at, wrong
@@ -115,16 +121,22 @@ def check(args: list[str], what: str) -> int:
     return result.exit_code
 
 
+def field_of(at: Path_) -> tuple[str, ...]:
+    """The field a mutation is in, as its first two keys (`runs`/`histogram`, `server`/`mode`): list indices
+    left out, so each run of a multi-run file counts as the same field."""
+    return tuple(key for key in at if isinstance(key, str))[:2]
+
+
 def stratified(every: list[tuple[str, Path_, Any]], sample: int, seed: str) -> list[tuple[str, Path_, Any]]:
-    """One mutation of each kind (`what`) and one under each top-level field, then others at random up to
-    `sample` (or more, when the strata alone need more); deterministic for a seed."""
+    """One mutation of each kind (`what`) and one in each field (two keys deep), then others at random up to
+    `sample` (or more, when the strata alone need more); the same for a seed in any interpreter."""
     rng = random.Random(seed)
     chosen: dict[int, None] = {}
-    for stratum in (lambda m: m[0], lambda m: m[1][0]):
+    for stratum in (lambda m: m[0], lambda m: field_of(m[1])):
         groups: dict[Any, list[int]] = {}
         for index, mutation in enumerate(every):
             groups.setdefault(stratum(mutation), []).append(index)
-        for indices in groups.values():
+        for indices in groups.values():  # in the order first met: the document's, never a hash's
             if not any(i in chosen for i in indices):
                 chosen[rng.choice(indices)] = None
     rest = [i for i in range(len(every)) if i not in chosen]
@@ -155,13 +167,37 @@ def test_a_sample_of_mutations_never_ends_in_a_traceback(fixture: Path, tmp_path
     assert codes[1], "no mutation was refused: the sample tests nothing"
 
 
-def test_the_sample_tries_every_kind_of_mutation_and_every_top_level_field() -> None:
+def test_the_sample_tries_every_kind_of_mutation_in_every_field() -> None:
     for fixture in FIXTURES:
         every = list(mutations(json.loads(fixture.read_text())))
         chosen = stratified(every, SAMPLE, fixture.name)
         assert {m[0] for m in chosen} == {m[0] for m in every}, fixture.name
-        assert {m[1][0] for m in chosen} == {m[1][0] for m in every}, fixture.name
-        assert chosen == stratified(every, SAMPLE, fixture.name)  # the same sample every run
+        assert {field_of(m[1]) for m in chosen} == {field_of(m[1]) for m in every}, fixture.name
+
+
+def test_the_sample_is_the_same_in_any_interpreter() -> None:
+    """Two interpreters with different string hashes pick the same mutations (a failure can be rerun)."""
+    code = (
+        "import hashlib, json, sys\n"
+        "sys.path.insert(0, 'tests')\n"
+        "from test_fuzz_files import FIXTURES, SAMPLE, mutations, stratified\n"
+        "picked = [repr(stratified(list(mutations(json.loads(f.read_text()))), SAMPLE, f.name)) for f in FIXTURES]\n"
+        "print(hashlib.sha256(''.join(picked).encode()).hexdigest())\n"
+    )
+    root = Path(__file__).parent.parent
+    digests = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=root,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        ).stdout.strip()
+        for seed in ("1", "2")
+    }
+    assert len(digests) == 1, digests
 
 
 def test_every_kind_has_fixtures_to_mutate() -> None:

@@ -12,6 +12,9 @@ in `KINDS` is tested here with no edit. Each kind, in its default mode, skipped 
   kernel's parent-death signal and the reaper must end every process of the server (its whole session:
   one forked after we looked too) and remove its private directory.
 
+Under concurrent load too (HAProxy aside: its log and the reply may name different threads), every request
+answered before the stop is in the kind's own log.
+
 What is particular to one kind (its wait, its herd, its settings, its messages) is in its own test file.
 The tool to be SIGKILLed starts first and boots its server while the CLI run goes on here: the two take
 turns on the CPUs instead of one after the other.
@@ -32,7 +35,7 @@ from typing import Any
 
 import psutil
 import pytest
-from conftest import gone, run_cli, wait_for
+from conftest import gone, http_fetch_many, run_cli, wait_for
 
 import accept_order.api
 from accept_order.core.kinds import ServerKind
@@ -188,6 +191,12 @@ def kill_mid_run(name: str, mode: str, port: int, tool: subprocess.Popen[bytes],
             except OSError:
                 pass
         sessions.discard(os.getsid(0))  # ours: the tool's own children (built-in workers) are in `pids`
+        # Something to watch, or every check below passes on nothing: a launched server leads a session of
+        # its own; the built-in workers are the tool's children.
+        if keeps_a_directory(name, mode):
+            assert sessions, f"no session of {name}'s among the tool's processes {pids}"
+        else:
+            assert len(pids) >= WORKERS, pids
         private = directories(tool.pid)
         assert len(private) == keeps_a_directory(name, mode)
         tool.send_signal(signal.SIGKILL)
@@ -221,3 +230,23 @@ def test_the_kind_keeps_the_contract(name: str, tmp_path: Path) -> None:
         if tool.poll() is None:  # it never drove its server
             tool.kill()
             tool.wait()
+
+
+# Kinds whose log names the worker that served each request even under concurrent load: not one that hands an
+# accepted connection to another thread's queue (HAProxy: its log and the reply may name different threads).
+LOGGED_UNDER_LOAD = [k for k in launched_kinds() if KINDS[k].witness is not None and KINDS[k].handoff is None]
+
+
+@pytest.mark.parametrize("name", LOGGED_UNDER_LOAD)
+def test_every_request_in_hand_at_the_stop_is_in_its_log(name: str) -> None:
+    """Concurrent requests, then the stop at once: the server's log holds each (worker pid, client port) the
+    replies named, none lost to the stop, and nothing of it is left."""
+    kind, mode = runnable_default(name)
+    target = kind.make(checked(ServerSpec(kind=name, mode=mode, workers=WORKERS)))
+    assert isinstance(target, LaunchedServer)
+    with target as server:
+        pids = [*(p.pid for p in [server.master] if p is not None), *server.pids]
+        directory = server.directory
+        seen = http_fetch_many(server.address)
+    assert sorted(map(tuple, server.witness()["requests"])) == sorted(seen)
+    assert gone(pids) and not os.path.exists(directory)

@@ -199,10 +199,14 @@ def test_latency_prints_and_saves_the_model_and_show_prints_it(tmp_path: Path) -
     doc = json.loads(out.read_text())
     assert [r["model"]["discipline"] for r in doc["runs"]] == ["shared", "hash"]
     assert all(r["model"]["service_source"] == "server" for r in doc["runs"])
-    # What the file says is what the model makes of the file's own measurements (which sentence depends on
-    # how loaded the machine was: the service time against the measured median).
+    # Which sentence the file holds follows from its own figures (a loaded machine stretches the median): a
+    # service time under a tenth of a run's measured median says queueing cannot explain it; else the p99s.
     runs = LatencyCompareResult.from_dict(doc).runs
-    assert doc["model_verdict"] == model_line(runs)
+    short = [r for r in runs if r.model and r.model.service_mean_ms < 0.1 * r.histogram.percentile(50) / 1000]
+    if short:
+        assert doc["model_verdict"].startswith("the workers' service time (")
+    else:
+        assert doc["model_verdict"].startswith(("blocking's p99", "reuseport's p99"))
     shown = run_cli(["show", str(out)])
     assert shown.exit_code == 0 and "Model: queueing alone" in shown.stdout
     assert doc["model_verdict"].split(":")[0] in shown.stdout.replace("\n", " ")

@@ -20,6 +20,7 @@ import signal
 import socket
 import subprocess
 import sys
+import warnings
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -263,6 +264,8 @@ def test_io_uring_worker_that_leaves_cancels_its_accept_and_loses_nothing(tmp_pa
     # kernel tears the ring down (a SIGKILL leaves the worker no way to cancel it). Those are timeouts, never
     # resets, and the run counts every one of them.
     assert set(killed) <= {"no reply", "timeout"} and "no reply" in killed, killed
+    if "timeout" in killed:  # seen, not failed: said in the run's summary (-ra)
+        warnings.warn(f"io-uring: a killed worker's ring stalled the shared queue: {killed}", stacklevel=1)
 
 
 def test_the_load_generator_cpu_line_names_each_run_once(tmp_path: Path) -> None:

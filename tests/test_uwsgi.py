@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import assert_one_error_line, gone, http_fetch_many, run_cli, wait_for
+from conftest import assert_one_error_line, gone, run_cli, wait_for
 
 from accept_order.core.spec import SequentialLoad, ServerSpec
 from accept_order.experiments import session
@@ -138,13 +138,6 @@ def test_reuse_port_sets_the_flag_on_the_masters_one_socket(mode: str, reuseport
         }
         assert all(len(found) == 1 for found in fds.values()), fds
         assert {reuseport_of(pid, found[0]) for pid, found in fds.items()} == {reuseport}
-
-
-def test_every_request_in_hand_at_stop_is_logged() -> None:
-    """Concurrent requests, then an immediate stop: the log holds each (worker pid, client port) we saw."""
-    with launched("default", workers=2) as server:
-        seen = http_fetch_many(server.address)
-    assert sorted(map(tuple, server.witness()["requests"])) == sorted(seen)
 
 
 def test_processes_and_files_are_the_tools() -> None:

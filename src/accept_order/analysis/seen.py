@@ -34,7 +34,7 @@ ORDER_NAMES: dict[str, str] = {  # a model by its Model name (a file may hold an
 def order_name(model: str | None) -> str:
     if model is None:
         return "none"
-    if model.startswith("runs-of-"):
+    if model.startswith("runs-of-"):  # runs of a length the run showed (analysis/order.py): a count
         return f"runs of {model.removeprefix('runs-of-')}"
     return ORDER_NAMES.get(model, model)
 
@@ -58,7 +58,7 @@ def cpu_pattern(records: Sequence[ConnectionRecord], workers: int, single: bool)
     fit = sum(1 for r in known if r.worker == r.client_cpu)
     if known and fit >= CPU_FIT * len(known):
         pattern = "the client's CPU picks the worker" + (", one worker takes all" if single else "")
-        return pattern, "cpu", fit, len(known)
+        return pattern, Model.CLIENT_CPU, fit, len(known)
     if single:
         return "one worker takes all", None, fit, len(known)
     return "no clear order", None, fit, len(known)

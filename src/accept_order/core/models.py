@@ -14,7 +14,10 @@ class Model(StrEnum):
     LIFO = "lifo"  # the most recent waiter
     ROUND_ROBIN = "round-robin"  # worker k mod W, chosen by an acceptor
     LOCK_HOLDER = "lock-holder"  # the worker that holds the accept lock keeps them
-    RUNS_OF_16 = "runs-of-16"  # nginx's multi_accept: each wakeup takes what is queued, up to its batch
+    # nginx with multi_accept off (1.21.6+): a worker re-adds its listener every 16 accepts
+    # (ngx_reorder_accept_events), which moves it to the back of the wait queue: runs of 16. A run's fit names
+    # the length it saw ("runs-of-K", analysis/order.py): a count, so spelled from it, not a member here.
+    RUNS_OF_16 = "runs-of-16"
     HASH = "hash"  # a hash of the connection's 4-tuple over the listeners (SO_REUSEPORT): a spread
     CLIENT_CPU = "cpu"  # the listener of the CPU the client connected from
 
