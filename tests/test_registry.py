@@ -157,3 +157,20 @@ def test_a_command_for_some_kinds_has_only_their_options() -> None:
     assert "maxconn" in [option_param(o) for o in declared_options()]
     reload_flags = {flag for p in main.get_command(None, "reload").params for flag in p.opts}  # type: ignore[arg-type, union-attr]
     assert {"--policy", "--mutex-delay"} <= reload_flags and "--maxconn" not in reload_flags
+
+
+def test_a_spec_is_checked_once_and_a_run_resolves_it_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command line checks a spec; the run it hands that spec to does not check it again. An equal spec
+    made anew is checked anew (what the machine has may have changed)."""
+    from accept_order.core.spec import ServerSpec
+    from accept_order.servers import registry
+
+    checks: list[ServerSpec] = []
+    builtin = type(KINDS["builtin"])
+    real = builtin.check
+    monkeypatch.setattr(builtin, "check", lambda self, spec: (checks.append(spec), real(self, spec))[1])
+    spec = registry.checked(ServerSpec(mode="blocking", workers=2))
+    assert registry.checked(spec) is spec and registry.plan(spec).spec is spec
+    assert len(checks) == 1
+    registry.checked(ServerSpec(mode="blocking", workers=2))
+    assert len(checks) == 2

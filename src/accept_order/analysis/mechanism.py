@@ -21,8 +21,15 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from ..core.models import Mechanism
+
 WAITS_ON_LISTENER = ("accept", "epoll", "poll", "select", "io_uring")
-CALL_MODE = {"accept": "blocking", "poll": "poll", "select": "select", "io_uring": "io-uring"}
+CALL_MODE = {
+    "accept": Mechanism.BLOCKING,
+    "poll": Mechanism.POLL,
+    "select": Mechanism.SELECT,
+    "io_uring": Mechanism.IO_URING,
+}
 
 
 @dataclass(frozen=True)
@@ -100,7 +107,7 @@ def classify(
         fed = [s for s in seen if s.via == "passed" and not s.holds and s.unix_ends & mine]
         if fed:
             return Verdict(
-                "fd-pass",
+                Mechanism.FD_PASS,
                 units,
                 fed=tuple(s.unit for s in fed),
                 evidence=(
@@ -116,7 +123,7 @@ def classify(
     if len(waited) > 1 and shared_port:
         address, port = shared_port[0]
         return Verdict(
-            "reuseport",
+            Mechanism.REUSEPORT,
             units,
             evidence=(
                 f"{groups[(address, port)]} listening sockets on "
@@ -135,7 +142,7 @@ def classify(
     if len(waiting) == 1 and losers:
         how = sorted({"wait for a lock" if s.via == "lock" else "wait in an epoll without it" for s in losers})
         return Verdict(
-            "accept-mutex",
+            Mechanism.ACCEPT_MUTEX,
             units,
             losers=tuple(s.unit for s in losers),
             evidence=(
@@ -151,14 +158,14 @@ def classify(
         epolls = {s.epoll_id for s in waiting if s.via == "epoll"}
         if len(waiting) > 1 and len(epolls) == 1 and None not in epolls:
             return Verdict(
-                "epoll-shared",
+                Mechanism.EPOLL_SHARED,
                 units,
                 evidence=(f"{who} wait in {calls} on one epoll instance they share (one open file, by kcmp)",),
             )
         flags = {s.exclusive for s in waiting if s.via == "epoll"}
         if flags == {True}:
             return Verdict(
-                "epoll",
+                Mechanism.EPOLL,
                 units,
                 evidence=(
                     f"{who} wait in {calls}, each on its own epoll that watches the listener with EPOLLEXCLUSIVE",
@@ -166,7 +173,7 @@ def classify(
             )
         if len(waiting) == 1:
             return Verdict(
-                "epoll",
+                Mechanism.EPOLL,
                 units,
                 evidence=(
                     f"1 worker waits in {calls} on an epoll that watches the listener without "
@@ -174,7 +181,7 @@ def classify(
                 ),
             )
         return Verdict(
-            "epoll-herd",
+            Mechanism.EPOLL_HERD,
             units,
             evidence=(
                 f"{who} wait in {calls}, each on its own epoll that watches the listener without "
@@ -197,6 +204,6 @@ def overall(verdicts: Sequence[Verdict]) -> tuple[Verdict, dict[str, int]]:
     tally = Counter(v.mechanism for v in verdicts if v.mechanism is not None)
     if not tally:
         return verdicts[0], {}
-    name = "accept-mutex" if "accept-mutex" in tally else tally.most_common(1)[0][0]
+    name = Mechanism.ACCEPT_MUTEX if Mechanism.ACCEPT_MUTEX in tally else tally.most_common(1)[0][0]
     chosen = next(v for v in verdicts if v.mechanism == name)
     return chosen, {str(k): n for k, n in tally.items()}

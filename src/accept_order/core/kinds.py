@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from .errors import PlanError
-from .models import Model
+from .models import Mechanism, Model
 from .spec import DEFAULT_MODE, check_range
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ class ModeInfo:
     settings: tuple[str, ...] = ()
     # The built-in mode `inspect` sees when a running server uses this one (what /proc shows: a wait call, an
     # epoll's flags, one socket or several); None: this mode's own name (the built-in modes).
-    seen_as: str | None = None
+    seen_as: Mechanism | None = None
     # The dispatch discipline analysis/model_check.py simulates, when `queue` and `model` cannot say it
     # (analysis/queueing.py's names); None: read from them.
     discipline: str | None = None

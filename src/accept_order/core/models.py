@@ -1,11 +1,26 @@
-"""The orders a mechanism can predict for who takes the next connection, each with one name: the modes'
-metadata (ModeInfo.model), the order verdict (analysis/order.py), the words for an order seen
-(analysis/seen.py), the queueing model's disciplines (analysis/model_check.py) and `modes` all use these.
-A StrEnum, so a name read from a result file compares equal to its member."""
+"""The accept mechanisms, and the orders a mechanism can predict for who takes the next connection, each with
+one name. Mechanisms: what `inspect` reads from /proc (analysis/mechanism.py), what a mode of any kind is
+seen as (ModeInfo.mechanism; the built-in modes are named for theirs), what inspect and observe explain.
+Orders: the modes' metadata (ModeInfo.model), the order verdict (analysis/order.py), the words for an order
+seen (analysis/seen.py), the queueing model's disciplines (analysis/model_check.py) and `modes`. StrEnums,
+so a name read from a result file compares equal to its member."""
 
 from __future__ import annotations
 
 from enum import StrEnum
+
+
+class Mechanism(StrEnum):
+    BLOCKING = "blocking"  # workers asleep in accept() on one socket
+    EPOLL = "epoll"  # each worker's own epoll, EPOLLEXCLUSIVE on the listener
+    EPOLL_HERD = "epoll-herd"  # each worker's own epoll, without EPOLLEXCLUSIVE: every one wakes
+    EPOLL_SHARED = "epoll-shared"  # one epoll instance shared by the workers
+    POLL = "poll"
+    SELECT = "select"
+    REUSEPORT = "reuseport"  # a listener per worker, SO_REUSEPORT
+    ACCEPT_MUTEX = "accept-mutex"  # a lock decides which worker listens
+    FD_PASS = "fd-pass"  # one acceptor hands connections to the workers
+    IO_URING = "io-uring"  # a multishot accept armed in each worker's ring
 
 
 class Model(StrEnum):

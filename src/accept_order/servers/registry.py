@@ -8,6 +8,7 @@ here, several-mode commands, the predicted order) reads the kind, never its name
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -145,10 +146,25 @@ def plan(spec: ServerSpec | Plan, fit: bool = True) -> Plan:
     return Plan(checked_spec, kind, kind.mode(checked_spec.mode))
 
 
+# The specs already checked (and fitted), by identity: a spec is immutable, so the command line's check of
+# one is not repeated by the run it hands that spec to. An entry goes when its spec does.
+_CHECKED: set[int] = set()
+
+
+def _remember(spec: ServerSpec) -> ServerSpec:
+    if id(spec) not in _CHECKED:
+        _CHECKED.add(id(spec))
+        weakref.finalize(spec, _CHECKED.discard, id(spec))
+    return spec
+
+
 def checked(spec: ServerSpec, fit: bool = True) -> ServerSpec:
     """The spec validated: what every kind shares (ServerSpec.validated), then the kind's own checks. `fit`:
     with the kind's own number of workers where it has one (Caddy: one process, whatever -w says); False
-    for the shared settings of several servers (`variants` fits each)."""
+    for the shared settings of several servers (`variants` fits each). Once per spec: a spec this returned
+    is returned as it is."""
+    if id(spec) in _CHECKED:
+        return spec
     kind = server_kind(spec.kind)
     if fit and kind.fixed_workers is not None and spec.workers != kind.fixed_workers:
         spec = dataclasses.replace(spec, workers=kind.fixed_workers)
@@ -167,7 +183,7 @@ def checked(spec: ServerSpec, fit: bool = True) -> ServerSpec:
     for option in declared_options():
         if option.elsewhere and option.field not in own and getattr(spec, option.field) != _default(option):
             raise PlanError(option.elsewhere)
-    return spec
+    return _remember(spec) if fit else spec
 
 
 def declared_options(kinds: Sequence[str] | None = None) -> list[KindOption]:

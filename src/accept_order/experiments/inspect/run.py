@@ -9,6 +9,7 @@ from collections import Counter
 from ...analysis.mechanism import Listener, Verdict, classify, overall
 from ...core.environment import current
 from ...core.kinds import ModeInfo, ServerKind
+from ...core.models import Mechanism
 from ...probes.server_netns import counters_of, namespace_of, same_namespace, sysctls_of
 from ...probes.serving import Server, find_server, with_backlogs
 from ...servers.registry import DEFAULT_KIND, recognise, server_kind
@@ -21,14 +22,15 @@ INTERVAL_S = 0.02  # nginx's accept mutex is retried every accept_mutex_delay (5
 # under load shows in some samples; an idle holder keeps it, and every sample shows the same one
 
 ALONE = "only one worker waits for connections: it takes every one, whatever it waits in"
-UNSEEN = {
-    "reuseport": "a BPF program on the group (SO_ATTACH_REUSEPORT_CBPF/EBPF) or SO_INCOMING_CPU marks would "
-    "steer it instead of the hash: neither is visible in /proc",
-    "poll": "the descriptors a poll() call watches are in the process's memory, which this user may not read: "
-    "taken to be the listeners it holds",
-    "select": "the descriptors a select() call watches are in the process's memory, which this user may not read: "
-    "taken to be the listeners it holds",
-    "io-uring": "which socket an armed io_uring accept waits on is not shown: taken to be the listener it holds",
+# What /proc cannot show of a mechanism, said with it (a kind adds its own: ServerKind.unseen)
+_NOT_READ = "are in the process's memory, which this user may not read: taken to be the listeners it holds"
+UNSEEN: dict[str, str] = {
+    Mechanism.REUSEPORT: "a BPF program on the group (SO_ATTACH_REUSEPORT_CBPF/EBPF) or SO_INCOMING_CPU marks "
+    "would steer it instead of the hash: neither is visible in /proc",
+    Mechanism.POLL: f"the descriptors a poll() call watches {_NOT_READ}",
+    Mechanism.SELECT: f"the descriptors a select() call watches {_NOT_READ}",
+    Mechanism.IO_URING: "which socket an armed io_uring accept waits on is not shown: taken to be the listener "
+    "it holds",
 }
 
 
@@ -91,13 +93,13 @@ def _mechanism(
     if name is None:
         return MechanismView(None, (), None, False, "unknown", "", verdict.evidence, tally, ())
     modes, info = _info(kind, name)
-    alone = len(verdict.waiters) == 1 and name not in ("fd-pass", "accept-mutex")
+    alone = len(verdict.waiters) == 1 and name not in (Mechanism.FD_PASS, Mechanism.ACCEPT_MUTEX)
     seen_herd = server_kind(DEFAULT_KIND).mode(name).herds and not alone
     unseen = [UNSEEN[name]] if name in UNSEEN else []
     unseen += [kind.unseen[name]] if kind is not None and name in kind.unseen else []
-    if name in ("poll", "select") and _sets_read(verdict, taken):
+    if name in (Mechanism.POLL, Mechanism.SELECT) and _sets_read(verdict, taken):
         unseen = []
-    if name in ("epoll", "epoll-herd", "epoll-shared") and not all(s.kcmp for s in taken):
+    if name in (Mechanism.EPOLL, Mechanism.EPOLL_HERD, Mechanism.EPOLL_SHARED) and not all(s.kcmp for s in taken):
         unseen.append("kcmp(2) did not answer: one epoll instance shared by several processes looks like one each")
     return MechanismView(
         name=name,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ...analysis.mechanism import Seen, Verdict
 from ...core.measures import ListenerRow
+from ...core.models import Mechanism
 from ...probes.proc_waits import ThreadWait
 from ...probes.serving import Server
 from .result import EpollView, ListenerView, ProcessRow, UnitView, WatchView
@@ -48,7 +49,7 @@ def unit_views(server: Server, sample: Sample, verdict: Verdict) -> tuple[UnitVi
     """The threads that take connections or wait for them: the verdict's waiters, fed workers, lock losers."""
     roles: dict[tuple[int, int], str] = {}
     for unit in verdict.waiters:
-        roles[unit] = "acceptor" if verdict.mechanism == "fd-pass" else "worker"
+        roles[unit] = "acceptor" if verdict.mechanism == Mechanism.FD_PASS else "worker"
     roles.update({unit: "fed" for unit in verdict.fed})
     roles.update({unit: "lock" for unit in verdict.losers})
     waits = {(pid, w.tid): w for pid, ws in sample.waits.items() for w in ws}
@@ -69,7 +70,7 @@ def process_rows(server: Server, sample: Sample, verdict: Verdict) -> tuple[Proc
     parents = {p.ppid for p in server.processes if p.pid in working}
     rows = []
     for p in server.processes:
-        if verdict.mechanism == "fd-pass" and any(pid == p.pid for pid, _ in verdict.waiters):
+        if verdict.mechanism == Mechanism.FD_PASS and any(pid == p.pid for pid, _ in verdict.waiters):
             role = "acceptor"
         elif p.pid in working:
             role = "worker"

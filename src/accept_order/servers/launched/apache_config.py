@@ -27,7 +27,7 @@ import shutil
 
 from ...core.errors import ServerUnavailable
 from ...core.kinds import ModeInfo
-from ...core.models import Model
+from ...core.models import Mechanism, Model
 from ...core.spec import ServerSpec
 
 PACKAGE = "apt-get install apache2"
@@ -57,7 +57,7 @@ APACHE_MODES: dict[str, ModeInfo] = {
             "shared",
             batches=False,
             settings=("LoadModule mpm_prefork_module", "Listen ADDRESS:PORT (one)"),
-            seen_as="blocking",
+            seen_as=Mechanism.BLOCKING,
         ),
         ModeInfo(
             "prefork-mutex",
@@ -75,7 +75,7 @@ APACHE_MODES: dict[str, ModeInfo] = {
                 "Listen ADDRESS:OTHER_PORT",
                 "Mutex pthread",
             ),
-            seen_as="accept-mutex",
+            seen_as=Mechanism.ACCEPT_MUTEX,
         ),
         ModeInfo(
             "event",
@@ -88,7 +88,7 @@ APACHE_MODES: dict[str, ModeInfo] = {
             herds=True,
             batches=False,
             settings=("LoadModule mpm_event_module", f"ThreadsPerChild {THREADS_PER_CHILD}"),
-            seen_as="epoll-herd",
+            seen_as=Mechanism.EPOLL_HERD,
         ),
         ModeInfo(
             "buckets",
@@ -100,7 +100,7 @@ APACHE_MODES: dict[str, ModeInfo] = {
             "per-worker",
             batches=False,
             settings=("LoadModule mpm_event_module", "ListenCoresBucketsRatio R"),
-            seen_as="reuseport",
+            seen_as=Mechanism.REUSEPORT,
         ),
     )
 }

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from ...core.errors import PlanError, ServerUnavailable
 from ...core.kinds import ModeInfo, ServerKind
+from ...core.models import Mechanism
 from ...core.spec import ServerSpec
 from ..watched import ThreadedUsage, thread_ids
 from .base import LaunchedServer
@@ -52,7 +53,7 @@ CADDY_MODES: dict[str, ModeInfo] = {
             "shared",
             batches=False,
             settings=("GOMAXPROCS: Go's default (one per CPU)",),
-            seen_as="epoll",  # one thread waits, in epoll_pwait on the epoll that watches the listener
+            seen_as=Mechanism.EPOLL,  # one thread waits, in epoll_pwait on the epoll that watches the listener
         ),
     )
 }

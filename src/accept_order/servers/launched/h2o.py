@@ -24,6 +24,7 @@ import psutil
 
 from ...core.errors import PlanError, ServerUnavailable
 from ...core.kinds import ModeInfo, ServerKind
+from ...core.models import Mechanism
 from ...core.spec import ServerSpec
 from ...core.waiting import wait_for
 from ...probes.fd_table import open_files
@@ -54,7 +55,7 @@ H2O_MODES: dict[str, ModeInfo] = {
             herds=True,
             batches=False,
             settings=("num-threads: N",),
-            seen_as="epoll-herd",
+            seen_as=Mechanism.EPOLL_HERD,
         ),
     )
 }

@@ -23,7 +23,7 @@ import psutil
 
 from ...core.errors import ServerUnavailable
 from ...core.kinds import KindOption, ModeInfo, ServerKind
-from ...core.models import Model
+from ...core.models import Mechanism, Model
 from ...core.protocol import parse_reply
 from ...core.spec import ServerSpec
 from .base import LaunchedServer
@@ -59,7 +59,7 @@ HAPROXY_MODES: dict[str, ModeInfo] = {
             "shared",
             herds=True,  # herd -w 3 -n 30 here: 3.9 sleeps per connection, against 1.9 for shards
             settings=("bind ADDRESS:PORT", "nbthread N"),
-            seen_as="epoll-herd",  # every thread's epoll watches the one listener without EPOLLEXCLUSIVE
+            seen_as=Mechanism.EPOLL_HERD,  # every thread's epoll watches the one listener without EPOLLEXCLUSIVE
         ),
         ModeInfo(
             "shards",
@@ -69,7 +69,7 @@ HAPROXY_MODES: dict[str, ModeInfo] = {
             Model.HASH,
             "per-worker",
             settings=("bind ADDRESS:PORT thread T (one per thread)", "nbthread N"),
-            seen_as="reuseport",
+            seen_as=Mechanism.REUSEPORT,
         ),
     )
 }

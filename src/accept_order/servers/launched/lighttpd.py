@@ -27,6 +27,7 @@ import psutil
 
 from ...core.errors import PlanError, ServerUnavailable
 from ...core.kinds import ModeInfo, ServerKind
+from ...core.models import Mechanism
 from ...core.processes import STOP_TIMEOUT_S
 from ...core.spec import ServerSpec
 from ...core.waiting import wait_for
@@ -57,7 +58,7 @@ LIGHTTPD_MODES: dict[str, ModeInfo] = {
             herds=True,
             batches=False,
             settings=("server.max-worker = N", 'server.event-handler = "linux-sysepoll"'),
-            seen_as="epoll-herd",
+            seen_as=Mechanism.EPOLL_HERD,
         ),
         ModeInfo(
             "poll",
@@ -69,7 +70,7 @@ LIGHTTPD_MODES: dict[str, ModeInfo] = {
             herds=True,
             batches=False,
             settings=("server.max-worker = N", 'server.event-handler = "poll"'),
-            seen_as="poll",
+            seen_as=Mechanism.POLL,
         ),
     )
 }

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from ...core.errors import PlanError, ServerUnavailable
 from ...core.kinds import ModeInfo, ServerKind
+from ...core.models import Mechanism
 from ...core.spec import ServerSpec
 from ..modes.accept_mutex import MUTEX_DELAY
 from .base import LaunchedServer
@@ -64,7 +65,7 @@ class NginxKind(ServerKind):
     name = "nginx"
     process_names = ("nginx",)
     unseen = {
-        "epoll": "a setting that changes who keeps the connections (nginx's multi_accept) is in the server's "
+        Mechanism.EPOLL: "a setting that changes who keeps the connections (nginx's multi_accept) is in the server's "
         "config, not in /proc"
     }
     summary = "Debian's nginx with its Lua module, launched from a generated config"

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from ...core.errors import PlanError, ServerUnavailable
 from ...core.kinds import ModeInfo, ServerKind
-from ...core.models import Model
+from ...core.models import Mechanism, Model
 from ...core.spec import ServerSpec
 from .base import LaunchedServer
 
@@ -40,7 +40,7 @@ NODE_MODES: dict[str, ModeInfo] = {
             "shared",
             batches=False,
             settings=("cluster.schedulingPolicy = cluster.SCHED_RR",),
-            seen_as="fd-pass",  # the primary alone waits on the listener; workers wait on their IPC socket
+            seen_as=Mechanism.FD_PASS,  # the primary alone waits on the listener; workers wait on their IPC socket
             # a worker acknowledges a connection when it receives it, not when it has served it, so under load
             # the primary deals them out in turn whatever each worker holds: round-robin, not one queue
             discipline="round-robin",
@@ -55,7 +55,7 @@ NODE_MODES: dict[str, ModeInfo] = {
             herds=True,
             batches=False,
             settings=("cluster.schedulingPolicy = cluster.SCHED_NONE",),
-            seen_as="epoll-herd",
+            seen_as=Mechanism.EPOLL_HERD,
         ),
     )
 }

@@ -30,6 +30,7 @@ import psutil
 
 from ...core.errors import PlanError, ServerUnavailable
 from ...core.kinds import ModeInfo, ServerKind
+from ...core.models import Mechanism
 from ...core.spec import ServerSpec
 from ...core.waiting import wait_for
 from ..watched import ThreadedUsage, thread_ids
@@ -62,7 +63,7 @@ PUMA_MODES: dict[str, ModeInfo] = {
             batches=False,
             switches_are_wakeups=True,
             settings=("wait_for_less_busy_worker: not set (Puma 5.6's default: off)",),
-            seen_as="select",
+            seen_as=Mechanism.SELECT,
         ),
         ModeInfo(
             "less-busy",
@@ -76,7 +77,7 @@ PUMA_MODES: dict[str, ModeInfo] = {
             batches=False,
             switches_are_wakeups=True,
             settings=(f"wait_for_less_busy_worker {LESS_BUSY_S}",),
-            seen_as="select",  # the delay is in Ruby, between select and accept: /proc sees the same wait
+            seen_as=Mechanism.SELECT,  # the delay is in Ruby, between select and accept: /proc sees the same wait
         ),
     )
 }

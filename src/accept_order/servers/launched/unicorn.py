@@ -26,6 +26,7 @@ import psutil
 
 from ...core.errors import PlanError, ServerUnavailable
 from ...core.kinds import ModeInfo, ServerKind
+from ...core.models import Mechanism
 from ...core.spec import ServerSpec
 from ...core.waiting import wait_for
 from .base import SETTLE_TIMEOUT_S, LaunchedServer
@@ -57,7 +58,7 @@ UNICORN_MODES: dict[str, ModeInfo] = {
             batches=False,
             switches_are_wakeups=True,
             settings=("worker_processes N", 'listen "HOST:PORT"'),
-            seen_as="select",
+            seen_as=Mechanism.SELECT,
         ),
     )
 }

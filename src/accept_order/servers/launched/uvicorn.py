@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from ...core.errors import PlanError, ServerUnavailable
 from ...core.hints import pip_install
 from ...core.kinds import ModeInfo, ServerKind
+from ...core.models import Mechanism
 from ...core.processes import STOP_TIMEOUT_S
 from ...core.spec import ServerSpec
 from .asgi import AsgiServer
@@ -48,7 +49,7 @@ UVICORN_MODES: dict[str, ModeInfo] = {
             herds=True,
             batches=False,
             settings=("--workers N", "--loop asyncio"),
-            seen_as="epoll-herd",
+            seen_as=Mechanism.EPOLL_HERD,
         ),
         ModeInfo(
             "uvloop",
@@ -61,7 +62,7 @@ UVICORN_MODES: dict[str, ModeInfo] = {
             herds=True,
             batches=False,
             settings=("--workers N", "--loop uvloop"),
-            seen_as="epoll-herd",
+            seen_as=Mechanism.EPOLL_HERD,
         ),
     )
 }

@@ -33,7 +33,7 @@ import psutil
 from ...core.errors import PlanError, ServerUnavailable
 from ...core.hints import pip_install
 from ...core.kinds import ModeInfo, ServerKind
-from ...core.models import Model
+from ...core.models import Mechanism, Model
 from ...core.spec import ServerSpec
 from ...core.waiting import wait_for
 from .base import LaunchedServer
@@ -62,7 +62,7 @@ UWSGI_MODES: dict[str, ModeInfo] = {
             herds=True,
             batches=False,
             settings=("thunder-lock = false", "reuse-port = false"),
-            seen_as="epoll-herd",
+            seen_as=Mechanism.EPOLL_HERD,
         ),
         ModeInfo(
             "thunder-lock",
@@ -74,7 +74,7 @@ UWSGI_MODES: dict[str, ModeInfo] = {
             "shared",
             batches=False,
             settings=("thunder-lock = true",),
-            seen_as="accept-mutex",  # one worker in epoll_wait, the others in FUTEX_LOCK_PI: a lock decides
+            seen_as=Mechanism.ACCEPT_MUTEX,  # one worker in epoll_wait, the others in FUTEX_LOCK_PI: a lock decides
         ),
         ModeInfo(
             "reuse-port",
@@ -87,7 +87,7 @@ UWSGI_MODES: dict[str, ModeInfo] = {
             herds=True,
             batches=False,
             settings=("reuse-port = true",),
-            seen_as="epoll-herd",  # SO_REUSEPORT on the one shared socket: /proc sees the default
+            seen_as=Mechanism.EPOLL_HERD,  # SO_REUSEPORT on the one shared socket: /proc sees the default
         ),
     )
 }

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal, Protocol
 
 from ...core.errors import ListenError
 from ...core.kinds import ModeInfo
-from ...core.models import Model
+from ...core.models import Mechanism, Model
 
 Queue = Literal["shared", "per-worker"]
 POLICIES = ("round-robin", "least-busy")
@@ -177,7 +177,7 @@ class Mode:
     #: its empty wakeups include its own timer's (accept-mutex's retry delay): those are not a herd
     timed_waits: ClassVar[bool] = False
     #: the mode `inspect` names from /proc when it cannot tell this one apart (ModeInfo.seen_as)
-    seen_as: ClassVar[str | None] = None
+    seen_as: ClassVar[Mechanism | None] = None
 
     @classmethod
     def info(cls) -> ModeInfo:

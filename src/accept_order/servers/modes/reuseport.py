@@ -8,7 +8,7 @@ import socket
 from typing import ClassVar
 
 from ...core.errors import ListenError
-from ...core.models import Model
+from ...core.models import Mechanism, Model
 from .base import DEFAULT_OPTIONS, Listeners, Mode, ModeOptions, Waiter, epoll_waiter, listen_socket, listener_owner
 
 REUSEPORT_WOULD = "reuseport listeners would join its group and share its connections"
@@ -78,7 +78,7 @@ class SteeredReuseportMode(ReuseportMode):
     #: what the kernel must accept, named in the "not available" reason
     needs: ClassVar[str]
     #: /proc shows the sockets of a reuseport group, not what steers it (a BPF program, SO_INCOMING_CPU)
-    seen_as = "reuseport"
+    seen_as = Mechanism.REUSEPORT
 
     def steer(self, index: int, sock: socket.socket) -> None:
         raise NotImplementedError
