@@ -41,11 +41,12 @@ def plot(path: str, output: str, cdf: bool, title: str | None) -> None:
     ramps and reloads. Needs matplotlib: pip install 'accept-order[plot]' (from a clone: pip install '.[plot]')."""
     from ..core.text import escape_controls
     from ..experiments.documents import load, plot_document
-    from ..render.plots import PlotOptions, figure_bytes, image_format, require_matplotlib, write_image
+    from ..render.plots import PlotOptions, figure_bytes, image_format, require_matplotlib
+    from ..results.files import write_bytes
     from .output import note
 
     require_matplotlib()  # before reading: a missing extra is the first thing to say
     kind, document = load(path)
     figure = plot_document(kind, document, PlotOptions(cdf=cdf, title=title))
-    write_image(output, figure_bytes(figure, image_format(output) or "png"))
+    write_bytes(output, figure_bytes(figure, image_format(output) or "png"))  # atomically, as a result file
     note(f"wrote {escape_controls(output)}")

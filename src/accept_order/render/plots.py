@@ -8,7 +8,6 @@ renderer, so nothing opens a window.
 from __future__ import annotations
 
 import io
-import os
 import textwrap
 import warnings
 from dataclasses import dataclass
@@ -18,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 from ..core.errors import AcceptOrderError, ResultFileError
 from ..core.hints import pip_install
 from ..core.text import escape_controls
-from ..results.files import write_bytes
 from .text import duration_us
 
 if TYPE_CHECKING:
@@ -137,9 +135,3 @@ def figure_bytes(figure: Figure, fmt: str) -> bytes:
     except (ValueError, OverflowError, RuntimeError) as exc:  # values too large or odd to lay out
         raise ResultFileError(f"cannot draw this result ({type(exc).__name__}: {escape_controls(exc)})") from None
     return buf.getvalue()
-
-
-def write_image(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write `data` atomically, as a result file is written (results/files.py); ResultFileError (one line)
-    on any failure."""
-    write_bytes(path, data)

@@ -181,7 +181,11 @@ def checked(spec: ServerSpec, fit: bool = True) -> ServerSpec:
     kind.check(spec)  # its own settings among them (ServerKind.options)
     own = {option.field for option in kind.options}
     for option in declared_options():
-        if option.elsewhere and option.field not in own and getattr(spec, option.field) != _default(option):
+        if (
+            option.elsewhere
+            and option.field not in own
+            and getattr(spec, option.field) != getattr(ServerSpec, option.field)
+        ):
             raise PlanError(option.elsewhere)
     return _remember(spec) if fit else spec
 
@@ -195,10 +199,6 @@ def declared_options(kinds: Sequence[str] | None = None) -> list[KindOption]:
             for option in kind.options:
                 found.setdefault(option.field, option)
     return list(found.values())
-
-
-def _default(option: KindOption) -> object:
-    return next(f.default for f in dataclasses.fields(ServerSpec) if f.name == option.field)
 
 
 def make_target(spec: ServerSpec, stamps: bool = False) -> Target:
