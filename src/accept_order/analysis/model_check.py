@@ -65,6 +65,9 @@ class ModelCheck:
     p999_ms: float
     dev_ms: float
     mean_ms: float
+    # The fastest request the model predicts: the measured minimum beyond it is the path every connection
+    # takes that queueing leaves out (set-up, the kernel, the client). None: files saved before 0.4.
+    min_ms: float | None = None
 
     @property
     def utilisation(self) -> float | None:

@@ -4,7 +4,6 @@ besides queueing (a herd, a lock, a saturated client)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 
 from ...analysis.herd import HERD_THRESHOLD, woken_per_connection
@@ -94,6 +93,7 @@ def predict(result: LatencyResult, seed: int = SEED) -> ModelCheck | None:
         p999_ms=sim.percentile(99.9) * ms,
         dev_ms=sim.stdev * ms,
         mean_ms=sim.mean * ms,
+        min_ms=sim.sojourn[0] * ms,
     )
 
 
@@ -141,87 +141,129 @@ def _else(runs: Sequence[LatencyResult], name: Callable[[LatencyResult], str] = 
     return "something else is at work (the run saw no herd, lock or client delay to name), or noise"
 
 
-def _outside_the_model(run: LatencyResult) -> bool:
-    """The run's service time is under a tenth of its measured median: what was measured is not queueing."""
-    assert run.model is not None
-    return run.model.service_mean_ms < 0.1 * run.histogram.percentile(50) / 1000
+LATE_SHARE = 0.01  # an open loop that started more than this share of its connections late could not keep up
+
+
+def overload(result: LatencyResult, name: Callable[[LatencyResult], str] = _label) -> str | None:
+    """An open loop that offered more than its workers served: ρ ≥ 1 by the measured service time, or so
+    many connections started late (every slot in flight busy) or never that the queue outgrew -c."""
+    load, model = result.load, result.model
+    if load.rate is None:
+        return None
+    said = []
+    if model is not None and (rho := model.utilisation) is not None and rho >= 1:
+        said.append(f"ρ {rho:.2f}")
+    if result.late > LATE_SHARE * result.driven:
+        said.append(f"{result.late:,} of {result.driven:,} started late, all {load.concurrency} in flight busy")
+    if result.unstarted:
+        said.append(f"{result.unstarted:,} due never started")
+    if not said:
+        return None
+    return (
+        f"{name(result)} was offered more than its workers served ({load.rate:,.0f}/s offered, "
+        f"{result.throughput:,.0f}/s served; {', '.join(said)}): its latencies hold a queue that grew through "
+        "the run, in the server"
+        + (" and, past the connections in flight, in the load generator waiting for a free slot" if result.late else "")
+    )
+
+
+def fixed_path_ms(runs: Sequence[LatencyResult]) -> float:
+    """The time every connection took that queueing leaves out (set-up, the kernel, the client), in ms: the
+    fastest measured connection beyond the fastest the model predicts. The same kernel and client serve every
+    mode of one comparison, so the smallest of the runs' (0 when a model predates its minimum)."""
+    each = [
+        max(0.0, (r.histogram.min_us or 0) / 1000 - r.model.min_ms)
+        for r in runs
+        if r.model is not None and r.model.min_ms is not None and r.histogram.count
+    ]
+    return min(each) if each and len(each) == len(runs) else 0.0
+
+
+def judged(runs: Sequence[LatencyResult]) -> list[tuple[LatencyResult, float, float]]:
+    """Each run with a model: (run, measured p99 ms, predicted p99 ms with the fixed path added)."""
+    modelled = [r for r in runs if r.model is not None and r.ok]
+    fixed = fixed_path_ms(modelled)
+    return [(r, r.histogram.percentile(99) / 1000, r.model.p99_ms + fixed) for r in modelled if r.model is not None]
+
+
+def _times(measured: float, predicted: float) -> str:
+    return f"{measured / predicted:.2f}×" if predicted > 0 else "above"  # a saved model's p99 may be 0
+
+
+def _fixed_clause(runs: Sequence[LatencyResult], fixed: float) -> str:
+    if fixed <= 0:
+        return ""
+    median = min(r.histogram.percentile(50) / 1000 for r in runs)
+    most = "; that is most of the median latency, not the workers' queues" if fixed >= median / 2 else ""
+    return (
+        f" (predictions include {fixed:.2f} ms that every connection took besides queueing, the fastest connection's "
+        f"time over the model's fastest: set-up, the kernel, the client{most})"
+    )
 
 
 def model_line(runs: Sequence[LatencyResult], name: Callable[[LatencyResult], str] = _label) -> str | None:
-    """One sentence: whether each measured p99 (one run), or each mode's p99 relative to the tightest's
-    (several), is within what queueing alone predicts. None when no run has a model."""
-    modelled = [r for r in runs if r.model is not None and r.ok]
-    if not modelled:
+    """One sentence: an open loop that was overloaded, then whether each run's measured p99 is within what
+    queueing alone predicts for it (its own discipline, service time and load, plus the fixed path every
+    connection takes), and what the run saw besides queueing where it is not. None when no run has a model."""
+    compared = judged(runs)
+    if not compared:
         return None
-    small = [r for r in modelled if _outside_the_model(r)]
-    if small:
-        # Service too short to queue behind: the latency is the kernel's and the client's, not the workers'
-        # queues'; a ratio of two such predictions would say nothing.
-        names = ", ".join(name(r) for r in small)
-        return (
-            f"the workers' service time ({names}) is under a tenth of the measured median: queueing at the "
-            "workers cannot explain these latencies (they are the kernel's and the client's); give the "
-            "workers --work to compare queues"
-        )
+    modelled = [r for r, _, _ in compared]
+    fixed = fixed_path_ms(modelled)
+    over = [o for r in modelled if (o := overload(r, name)) is not None]
+    lead = "; ".join(over) + ". " if over else ""
     band = f"±{100 * (TOLERANCE - 1):.0f}%"
-    if len(modelled) == 1:
-        r = modelled[0]
-        assert r.model is not None
-        measured, predicted = r.histogram.percentile(99) / 1000, r.model.p99_ms
-        # a saved model's p99 may be 0 (a file is checked for non-negative figures only): no ratio then
-        times = f"{measured / predicted:.2f}×" if predicted > 0 else "above"
-        ratio = f"measured p99 {measured:.2f} ms is {times} the predicted {predicted:.2f} ms"
-        if agrees(measured, predicted):
-            return f"{ratio}: within what queueing alone explains ({band})"
-        if measured < predicted:  # a herd, a lock or a slow client adds latency: none of them can be named
-            return (
-                f"{ratio}: below what queueing predicts; a herd, a lock or the client would lengthen latencies, "
-                f"so the model's inputs (service time, discipline) do not fit this run{NOISE}"
-            )
-        return f"{ratio}: {_else(modelled, name)}{NOISE}"
-    best, compared = _compared(modelled)
-    clauses = [
-        f"{name(r)}'s p99 is {measured:.2f}× {name(best)}'s measured, {predicted:.2f}× predicted"
-        for r, measured, predicted in compared
-    ]
-    odd = [r for r, measured, predicted in compared if not agrees(measured, predicted)]
-    if not odd:
-        return "; ".join(clauses) + f": within what queueing alone explains ({band})"
-    return "; ".join(clauses) + f": beyond the model's {band}, " + _else([best, *odd], name) + NOISE
-
-
-def _compared(modelled: Sequence[LatencyResult]) -> tuple[LatencyResult, list[tuple[LatencyResult, float, float]]]:
-    """The run with the lowest p99, and for each other run its p99 relative to that one's: (run, measured
-    ratio, predicted ratio)."""
-    best = min(modelled, key=lambda r: r.histogram.percentile(99))
-    assert best.model is not None
-    compared = []
-    for r in modelled:
-        if r is best:
-            continue
-        assert r.model is not None
-        measured = r.histogram.percentile(99) / max(best.histogram.percentile(99), 1)
-        predicted = r.model.p99_ms / best.model.p99_ms if best.model.p99_ms > 0 else math.inf
-        compared.append((r, measured, predicted))
-    return best, compared
+    within = [r for r, m, p in compared if agrees(m, p)]
+    below = [r for r, m, p in compared if not agrees(m, p) and m < p]
+    beyond = [r for r, m, p in compared if not agrees(m, p) and m >= p]
+    if len(compared) == 1:
+        r, measured, predicted = compared[0]
+        figures = f"measured p99 {measured:.2f} ms is {_times(measured, predicted)} the predicted {predicted:.2f} ms"
+    else:
+        figures = "p99 measured/predicted: " + ", ".join(
+            f"{name(r)} {measured:.2f}/{predicted:.2f} ms ({_times(measured, predicted)})"
+            for r, measured, predicted in compared
+        )
+    figures += _fixed_clause(modelled, fixed)
+    several = len(compared) > 1
+    clauses = []
+    if within:
+        who = ("each" if len(within) == len(compared) else ", ".join(name(r) for r in within)) if several else ""
+        explains = (
+            "so their queues account for the differences between them" if len(within) == len(compared) > 1 else ""
+        )
+        clauses.append(
+            f"{who} within what queueing alone explains ({band})".strip() + (f", {explains}" if explains else "")
+        )
+    if below:
+        # a herd, a lock or a slow client adds latency: none of them can explain a run faster than predicted
+        who = ", ".join(name(r) for r in below) + " " if several else ""
+        clauses.append(
+            f"{who}below what queueing predicts: a herd, a lock or the client would lengthen latencies, so the "
+            f"model's inputs (service time, discipline) do not fit {'that run' if several else 'this run'}{NOISE}"
+        )
+    if beyond:
+        who = ", ".join(name(r) for r in beyond) + " " if several else ""
+        clauses.append(f"{who}beyond the model's {band}: {_else(beyond, name)}{NOISE}")
+    return lead + figures + ": " + "; ".join(clauses)
 
 
 def queueing_explains(runs: Sequence[LatencyResult]) -> bool | None:
-    """Whether every mode's p99 relative to the tightest's is within the model's tolerance (one round of a
-    comparison); None when fewer than two runs have a model."""
-    modelled = [r for r in runs if r.model is not None and r.ok]
-    if len(modelled) < 2:
+    """Whether every mode's measured p99 is within the model's tolerance of its own prediction (one round of
+    a comparison); None when fewer than two runs have a model."""
+    compared = judged(runs)
+    if len(compared) < 2:
         return None
-    return all(agrees(measured, predicted) for _, measured, predicted in _compared(modelled)[1])
+    return all(agrees(measured, predicted) for _, measured, predicted in compared)
 
 
 def model_agreement(rounds: Sequence[Sequence[LatencyResult]]) -> str | None:
-    """Over repeated rounds: in how many queueing alone explained the measured differences (noise said)."""
+    """Over repeated rounds: in how many queueing alone explained every mode's p99 (noise said)."""
     said = [e for e in (queueing_explains(r) for r in rounds) if e is not None]
     if not said:
         return None
     within = sum(said)
     return (
-        f"queueing alone explains the measured differences (p99 ratios within ±{100 * (TOLERANCE - 1):.0f}% of "
-        f"the model's) in {within}/{len(said)} runs"
+        f"queueing alone explains every mode's p99 (within ±{100 * (TOLERANCE - 1):.0f}% of its prediction) in "
+        f"{within}/{len(said)} runs"
     )

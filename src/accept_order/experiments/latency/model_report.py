@@ -72,21 +72,6 @@ def _service_text(r: LatencyResult, label: Callable[[LatencyResult], str]) -> st
     return f"{label(r)}: {SOURCES[m.service_source]} (mean {mean}{spread}{count}){rho}"
 
 
-def overload_text(
-    runs: Sequence[LatencyResult], label: Callable[[LatencyResult], str] = lambda r: r.server.label
-) -> Text | None:
-    """Said when a run's offered load reached its workers' capacity: the model's queue then never drains."""
-    over = [(label(r), u) for r in runs if r.model is not None and (u := r.model.utilisation) is not None and u >= 1]
-    if not over:
-        return None
-    who = ", ".join(f"{label} (ρ {u:.2f})" for label, u in over)
-    return Text(
-        f"Overloaded: {who}: the offered load is at or above what the workers' measured service time allows, so "
-        "queueing alone predicts a queue that grows for as long as the run lasts (the figures depend on its length)",
-        style="yellow",
-    )
-
-
 def _load_text(r: LatencyResult) -> str:
     m = r.model
     assert m is not None
@@ -113,7 +98,6 @@ def model_report(
         Verbatim(model_table_lines(runs, label)),
         Text("service time: " + "; ".join(_service_text(r, label) for r in runs), style="dim"),
         Text(NOTE + (RHO_NOTE if any(r.model.utilisation is not None for r in runs if r.model) else ""), style="dim"),
-        *([over] if (over := overload_text(runs, label)) is not None else []),
         *([Text.assemble(("Model: ", "bold"), line)] if line else []),
     ]
 

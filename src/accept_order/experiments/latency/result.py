@@ -91,6 +91,21 @@ class LatencyResult(TimedTotals):
         """How many CPUs the workers could use at once: their number, capped by their pinning or the machine."""
         return min(self.server.workers, len(set(self.server.cpus)) or self.environment.cpu_count)
 
+    @property
+    def late(self) -> int:
+        """Open loop: connections due while all -c in flight were busy, so started late (0: a closed loop)."""
+        return sum(d.late or 0 for d in self.drivers)
+
+    @property
+    def unstarted(self) -> int:
+        """An open loop with --duration: connections due within it that never started (a driver may stop one
+        short at the deadline, so up to one per driver is not counted). 0 otherwise, or when interrupted."""
+        load = self.load
+        if load.rate is None or load.duration_s is None or self.interrupted:
+            return 0
+        missing = round(load.rate * load.duration_s) - self.driven
+        return missing if missing > len(self.drivers) else 0
+
     def percentile_ms(self, q: float) -> float | None:
         return self.histogram.percentile(q) / 1000 if self.ok else None
 
