@@ -7,6 +7,7 @@ import random
 import pytest
 
 from accept_order.analysis import order
+from accept_order.analysis.reorder import reorder_fit
 from accept_order.core.measures import ConnectionRecord
 
 NGINX_40 = [0, 1, 2] + [0] * 16 + [1] * 16 + [2] * 5  # what nginx 1.22 (EPOLLEXCLUSIVE) serves 40 requests with
@@ -78,12 +79,13 @@ def test_fixed_runs_not_on_random_sequences() -> None:
 
 
 def test_verdict_nginx_runs_of_16() -> None:
+    # nginx's prediction covers the start-up too: all 40 connections are predicted, not only the 32 in runs.
     v = order.verdict(sequential(list(NGINX_40)), 3, "runs-of-16", "why")
-    assert v.pattern == "runs of 16 per worker"
+    assert v.pattern == "one per worker at start, then runs of 16 per worker"
     assert v.model == "runs-of-16"
-    assert (v.fit, v.informative) == (32, 32)
+    assert (v.fit, v.informative) == (40, 40)
     assert v.expected
-    assert "32/32" in v.line()
+    assert "40/40" in v.line()
 
 
 def test_verdict_runs_are_not_taken_from_the_mode() -> None:
@@ -99,8 +101,13 @@ def test_verdict_runs_are_not_taken_from_the_mode() -> None:
     # A herd predicts no order: runs are what was seen, with the caveat.
     v = order.verdict(sequential(list(RUNS_OF_4)), 3, None, "why")
     assert v.model == "runs-of-4" and v.expected and v.pattern.endswith("(the mechanism predicts none)")
-    # nginx's own runs of 16 are its mechanism's: named plainly.
-    assert order.verdict(sequential(list(NGINX_40)), 3, "runs-of-16", "why").pattern == "runs of 16 per worker"
+    # nginx's own runs of 16 are its mechanism's: named plainly, with the start-up before them.
+    v = order.verdict(sequential(list(NGINX_40)), 3, "runs-of-16", "why")
+    assert v.pattern == "one per worker at start, then runs of 16 per worker"
+    # Runs of 16 without nginx's start-up (a server that had served before the run): still runs of 16.
+    v = order.verdict(sequential([0] * 5 + [1] * 16 + [2] * 16 + [0] * 3), 3, "runs-of-16", "why")
+    assert (v.pattern, v.model, v.expected) == ("runs of 16 per worker", "runs-of-16", True)
+    assert (v.fit, v.informative) == (32, 34)
 
 
 def test_verdict_runs_expected_but_one_worker_takes_all() -> None:
@@ -132,11 +139,67 @@ def test_verdict_failed_connection_inside_a_run_counts_for_that_run() -> None:
     workers: list[int | None] = list(NGINX_40)
     workers[10] = None  # inside worker 0's run of 16
     v = order.verdict(sequential(workers), 3, "runs-of-16", "why")
-    assert (v.pattern, v.model, v.expected) == ("runs of 16 per worker", "runs-of-16", True)
-    assert (v.fit, v.informative) == (32, 32)
+    assert (v.pattern, v.model, v.expected) == (
+        "one per worker at start, then runs of 16 per worker",
+        "runs-of-16",
+        True,
+    )
+    assert (v.fit, v.informative) == (40, 40)
 
 
 def test_verdict_failed_connection_between_runs_is_left_out() -> None:
     workers: list[int | None] = [*NGINX_40[:19], None, *NGINX_40[19:39]]
     v = order.verdict(sequential(workers), 3, "runs-of-16", "why")
     assert v.model == "runs-of-16"
+
+
+# -- nginx's own order, start-up included (analysis/reorder.py) ---------------------------------------------
+
+NGINX_12 = [0, 1, 3, 2] + [0] * 8  # `run --server nginx -m epoll -w 4 -n 12` on nginx 1.22
+NGINX_40_4 = [0, 1, 3, 2] + [0] * 16 + [1] * 16 + [3] * 4  # the same with -n 40: runs in the start-up's order
+
+
+def test_reorder_fit_plays_nginx_queue_forward() -> None:
+    # While some worker has not accepted, any of them fits (a random idle worker is one of them with chance
+    # fresh/workers); after that only the head of the queue does (1/workers).
+    assert reorder_fit(NGINX_12, 4) == (12, [1.0, 0.75, 0.5, 0.25] + [0.25] * 8)
+    assert reorder_fit(NGINX_40_4, 4)[0] == 40
+    # The 17th of a run is the next worker's: the 16th accept after the first re-adds the listener.
+    assert reorder_fit([0, 1, 2] + [0] * 17, 3)[0] == 19
+    assert reorder_fit([0, 1, 2] + [0] * 16 + [1], 3)[0] == 20
+    # A worker that takes a second connection before every worker took one is not the mechanism's.
+    assert reorder_fit([0, 0, 1, 2], 3)[0] == 3
+    # One surprise costs one connection: the queue moves by who really served.
+    assert reorder_fit([0, 1, 2] + [0] * 5 + [2] + [0] * 11 + [1] * 16, 3)[0] == 35
+
+
+@pytest.mark.parametrize(
+    ("sequence", "workers", "pattern", "fit"),
+    [
+        (NGINX_12, 4, "one per worker at start, then a run of 8 (of 16: the load ended first)", 12),
+        (NGINX_40_4, 4, "one per worker at start, then runs of 16 per worker", 40),
+        ([2, 0, 1], 3, "one per worker at start", 3),
+        ([2, 0], 3, "each to a different worker", 2),
+    ],
+)
+def test_verdict_nginx_start_up_then_runs(sequence: list[int], workers: int, pattern: str, fit: int) -> None:
+    v = order.verdict(sequential(sequence), workers, "runs-of-16", "why")
+    assert (v.pattern, v.model, v.expected) == (pattern, "runs-of-16", True)
+    assert (v.fit, v.informative) == (fit, len(sequence))
+
+
+@pytest.mark.parametrize(
+    "sequence",
+    [
+        [0, 1, 2, 3] * 3,  # strict round robin
+        [0, 1, 2, 3] * 10,
+        [0] * 12,  # all to one worker
+        [0] * 40,
+        [0, 1, 3, 2] + [0] * 36,  # the start-up, then one worker keeps them all
+        [0, 1, 3, 2] + [0] * 4 + [1] * 4 + [3] * 4 + [2] * 4 + [0] * 4,  # runs of another length
+    ],
+)
+def test_verdict_other_orders_are_not_nginx(sequence: list[int]) -> None:
+    v = order.verdict(sequential(sequence), 4, "runs-of-16", "why")
+    assert not v.expected, v.pattern
+    assert not v.pattern.startswith("one per worker at start"), v.pattern

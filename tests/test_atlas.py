@@ -35,6 +35,8 @@ def test_atlas_of_nginx_measures_every_mode_and_names_its_mechanism(tmp_path: Pa
         assert row["seen_as"] == kind.mode(row["mode"]).mechanism, row  # what /proc showed while it ran
         assert sum(row["served"]) + row["failed"] == LOAD  # every connection of the load counted
         assert row["order"] and row["order_fit"], row
+        # each mode's idle order is its mechanism's: epoll's one connection per worker at start, then its run
+        assert row["expected"], row
     assert "envoy" not in doc["skipped"]  # only asked for nginx
     # the progress says which run of how many
     assert [line for line in result.stderr.splitlines() if "run 1 of" in line]
@@ -83,8 +85,30 @@ def test_the_short_order_names_keep_what_was_seen_apart_from_the_mechanism() -> 
     from accept_order.experiments.atlas.report import _short
 
     assert _short("an order like FIFO (the mechanism predicts none)") == "like FIFO"
-    assert _short("an order like runs of 2 per worker (the mechanism predicts none)") == "like runs"
-    assert _short("runs of 16 per worker") == "runs"
+    assert _short("an order like runs of 2 per worker (the mechanism predicts none)") == "like runs of 2 per worker"
+    assert _short("runs of 16 per worker") == "runs of 16 per worker"
+    # nginx's start-up, then its runs (analysis/reorder.py), as far as the connections showed them
+    assert _short("one per worker at start, then runs of 16 per worker") == "1 each, then runs of 16"
+    assert _short("one per worker at start, then a run of 9 (of 16: the load ended first)") == "1 each, then a run of 9"
+    assert _short("one per worker at start") == _short("each to a different worker") == "1 each"
     assert _short("hash-spread, more uneven than a uniform hash") == "uneven hash"
     assert _short("the client's CPU picks the worker, one worker takes all") == "client's CPU"
     assert _short(None) == "-"
+
+
+def test_the_legend_explains_only_what_the_table_shows() -> None:
+    from accept_order.experiments.atlas.report import legend
+    from accept_order.experiments.atlas.result import AtlasResult, AtlasRow
+
+    start = "one per worker at start, then a run of 9 (of 16: the load ended first)"
+    nginx = AtlasRow("nginx", "epoll", "", order=start, expected=True, served=(5, 5, 5))
+    plain = legend(AtlasResult((nginx,), {}, None))
+    assert "woken" not in plain and "like ...:" not in plain and "!:" not in plain and "*:" not in plain
+    assert "1 each, then ...: one connection to each worker at start, then each worker in turn takes 16" in plain
+    seen = "an order like runs of 2 per worker (the mechanism predicts none)"
+    herd = AtlasRow("h2o", "threads", "", order=seen, expected=True, woken=2.5, served=(5, 5, 5), failed=1)
+    odd = AtlasRow("builtin", "epoll", "", order="rotation (FIFO among idle workers)", expected=False, served=(5, 5))
+    full = legend(AtlasResult((herd, odd), {}, None))
+    assert "1 each" not in full
+    for word in ("woken: workers woken per connection", "like ...: the order seen", "!: not the order", "*: some"):
+        assert word in full

@@ -101,8 +101,9 @@ def test_verdicts_nginx_shows_here(mode: str, accept_batch: int) -> None:
     pattern = result.verdict.pattern
     assert result.failed == 0
     if mode == "epoll" and accept_batch == 1:
-        # EPOLLEXCLUSIVE plus ngx_reorder_accept_events: a worker keeps the listener for 16 accepts
-        assert pattern == "runs of 16 per worker", result.sequence
+        # EPOLLEXCLUSIVE plus ngx_reorder_accept_events: a worker re-adds the listener at its first accept,
+        # then keeps it for 16 more
+        assert pattern == "one per worker at start, then runs of 16 per worker", result.sequence
         assert result.verdict.model == "runs-of-16" and result.verdict.expected
         assert sorted(result.counts)[-2:] == [17, 17], result.sequence  # 16 plus its warm-up connection each
     elif mode == "reuseport":
@@ -113,6 +114,20 @@ def test_verdicts_nginx_shows_here(mode: str, accept_batch: int) -> None:
         # also fits varies: LIFO or first-registered, so only the shared part is asserted)
         assert "one worker takes all" in pattern, (pattern, result.sequence)
         assert sorted(result.counts) == [0, 0, CONNECTIONS], result.sequence
+
+
+def test_nginx_epoll_first_connections_are_its_mechanisms() -> None:
+    # `run --server nginx -m epoll -w 4 -n 12`: one connection to each worker (each re-adds its listener at
+    # its first accept), then the first of them again, for the rest: its run of 16 outlasts the load.
+    server = ServerSpec(kind="nginx", mode="epoll", workers=4, accept_batch=1)
+    result = session.run_sequential(server, SequentialLoad(connections=12))
+    sequence = result.sequence
+    assert result.failed == 0
+    assert sorted(sequence[:4]) == [0, 1, 2, 3] and sequence[4:] == [sequence[0]] * 8, sequence
+    v = result.verdict
+    assert (v.pattern, v.model, v.expected) == (
+        "one per worker at start, then a run of 8 (of 16: the load ended first)", "runs-of-16", True)  # fmt: skip
+    assert (v.fit, v.informative) == (12, 12)
 
 
 # -- 3. process and file ownership -------------------------------------------------------------------

@@ -12,8 +12,10 @@ Only connections that found two or more workers idle can tell the models apart (
 
 One pattern is not an idle order but a count: nginx (1.21.6+, EPOLLEXCLUSIVE) re-adds its listener to its epoll
 every 16 accepts (ngx_reorder_accept_events), which moves the worker to the back of the socket's exclusive wait
-queue, so a sequential load shows runs of 16 per worker. `fixed_runs` finds runs of one fixed length; when they
-fit, they are the verdict (a run also fits lifo, which says less).
+queue, so a sequential load shows runs of 16 per worker, after one connection per worker at start (each
+worker's first accept re-adds it too). When the mode predicts that, analysis/reorder.py checks the prediction
+connection by connection, start-up included. `fixed_runs` finds runs of one fixed length in any other case;
+when they fit, they are the verdict (a run also fits lifo, which says less).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from ..core.models import IDLE_ORDERS, Model
 from .chance import chance_of_fit, how_often
 from .fairness import jain_index, max_min_share, tally
 from .herd import HERD_THRESHOLD, woken_per_connection
+from .reorder import reorder_fit, reorder_pattern
 from .seen import client_cpus_text, cpu_pattern, hash_pattern, like, unpredicted_pattern
 
 FIT_THRESHOLD = 0.8
@@ -94,6 +97,14 @@ def _runs_sequence(records: Sequence[ConnectionRecord]) -> list[int]:
         sequence.append(rec.worker)
         pending = 0
     return sequence
+
+
+def _nginx_fit(sequence: Sequence[int], workers: int, expected_model: str | None) -> tuple[int, list[float]] | None:
+    """(fit, odds) of nginx's own order (analysis/reorder.py) when the mode predicts it and it fits, else None."""
+    if expected_model != Model.RUNS_OF_16 or workers < 2 or not sequence:
+        return None
+    fit, odds = reorder_fit(sequence, workers)
+    return (fit, odds) if fit >= FIT_THRESHOLD * len(odds) else None
 
 
 def _predict(model: str, idle: list[int], idle_since: dict[int, float], last: int | None, workers: int) -> int:
@@ -176,8 +187,15 @@ def verdict(
     best: str | None = None
     chance: float | None = None
     seen = ""
-    runs = fixed_runs(_runs_sequence(records), workers) if workers > 1 else None
-    if runs is not None:
+    runs_sequence = _runs_sequence(records)
+    nginx = _nginx_fit(runs_sequence, workers, expected_model)
+    runs = fixed_runs(runs_sequence, workers) if workers > 1 and nginx is None else None
+    if nginx is not None:
+        # nginx's own order, start-up included: the mode's one hypothesis, checked connection by connection.
+        best, informative = Model.RUNS_OF_16, len(nginx[1])
+        fits[best] = (nginx[0], informative)
+        chance = chance_of_fit(nginx[1], nginx[0])
+    elif runs is not None:
         # Fixed-length runs: a count, not an idle order. They say more than lifo (which a run also fits).
         k, run_fit, considered = runs
         best = f"runs-of-{k}"
@@ -206,6 +224,8 @@ def verdict(
             fits[best] = (fit_cpu, known)
             informative, chance = known, None
         seen = client_cpus_text(records)
+    elif nginx is not None:
+        pattern = reorder_pattern(runs_sequence, workers)
     elif runs is not None and best != expected_model:
         # Runs the mechanism does not predict (a herd's, two wakeups in a row won by the same worker):
         # seen, not the mechanism.

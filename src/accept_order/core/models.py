@@ -29,9 +29,10 @@ class Model(StrEnum):
     LIFO = "lifo"  # the most recent waiter
     ROUND_ROBIN = "round-robin"  # worker k mod W, chosen by an acceptor
     LOCK_HOLDER = "lock-holder"  # the worker that holds the accept lock keeps them
-    # nginx with multi_accept off (1.21.6+): a worker re-adds its listener every 16 accepts
-    # (ngx_reorder_accept_events), which moves it to the back of the wait queue: runs of 16. A run's fit names
-    # the length it saw ("runs-of-K", analysis/order.py): a count, so spelled from it, not a member here.
+    # nginx with multi_accept off (1.21.6+): a worker re-adds its listener at its first accept and every 16
+    # after (ngx_reorder_accept_events), which moves it to the back of the wait queue: one connection per
+    # worker at start, then runs of 16 (analysis/reorder.py). Runs another mode shows name the length seen
+    # ("runs-of-K", analysis/order.py): a count, so spelled from it, not a member here.
     RUNS_OF_16 = "runs-of-16"
     HASH = "hash"  # a hash of the connection's 4-tuple over the listeners (SO_REUSEPORT): a spread
     CLIENT_CPU = "cpu"  # the listener of the CPU the client connected from

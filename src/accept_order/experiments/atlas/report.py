@@ -20,7 +20,6 @@ SHORT = {
     "rotation": "rotation",
     "one worker takes all": "one takes all",
     "round-robin": "round-robin",
-    "runs of": "runs",
     "most-recent-waiter": "LIFO",
     "the lock holder keeps them": "lock holder keeps",
     "no clear order": "no clear order",
@@ -34,9 +33,13 @@ SHORT = {
 def _short(pattern: str | None) -> str:
     if pattern is None:
         return "-"
-    if pattern.startswith("an order like "):  # seen, not the mechanism's: "like FIFO", "like runs"
-        seen = pattern.removeprefix("an order like ").split(" (")[0]
-        return "like " + ("runs" if seen.startswith("runs of") else seen)
+    if pattern.startswith("an order like "):  # seen, not the mechanism's: "like FIFO", "like runs of 2"
+        return "like " + _short(pattern.removeprefix("an order like ").split(" (")[0])
+    if pattern.startswith("runs of"):  # "runs of 16 per worker": the length is what a reader needs
+        return pattern.split(" (")[0]
+    if pattern.startswith(("one per worker at start", "each to a different worker")):  # nginx's start-up
+        _, then, rest = pattern.split(" (")[0].partition(",")
+        return "1 each" + then + rest.removesuffix(" per worker")
     for prefix, short in SHORT.items():
         if pattern.startswith(prefix):
             return short
@@ -102,6 +105,28 @@ def atlas_table(result: AtlasResult) -> Table:
     return table
 
 
+def legend(result: AtlasResult) -> str:
+    """What the table's words and columns mean: only those it shows."""
+    orders = {_short(r.order) for r in result.rows}
+    words = ["seen as: the mechanism /proc showed while it ran (inspect; =: the mode's name)"]
+    if any(o.startswith("1 each") for o in orders):
+        words.append(
+            "1 each, then ...: one connection to each worker at start, then each worker in turn takes 16 in a "
+            "row (nginx re-adds its listener at a worker's first accept and every 16 after)"
+        )
+    if any(o.startswith("like ") for o in orders):
+        words.append("like ...: the order seen, which the mode's mechanism does not produce")
+    words.append("jain: Jain's index of the workers' shares under load (1: even); top: the busiest worker's share")
+    if any(r.woken is not None for r in result.rows):
+        words.append("woken: workers woken per connection, where countable")
+    words.append("p99: ms under load")
+    if any(r.expected is False for r in result.rows):
+        words.append("!: not the order the mode's mechanism predicts")
+    if any(r.failed for r in result.rows):
+        words.append("*: some of the load failed")
+    return "; ".join(words)
+
+
 def atlas_report(result: AtlasResult) -> RenderableType:
     settings = result.settings
     load = settings.get("load", {})
@@ -115,15 +140,7 @@ def atlas_report(result: AtlasResult) -> RenderableType:
             style="dim",
         )
     )
-    parts.append(
-        Text(
-            "seen as: the mechanism /proc showed while it ran (inspect; =: the mode's name); jain: Jain's index "
-            "of the workers' shares under load (1: even); top: the busiest worker's share; woken: workers woken "
-            "per connection, where countable; p99: ms under load; !: not the order the mode's mechanism "
-            "predicts; *: some of the load failed",
-            style="dim",
-        )
-    )
+    parts.append(Text(legend(result), style="dim"))
     if result.environment:
         env = result.environment
         parts.append(Text(f"{env.system} {env.kernel}, {plural(env.cpu_count, 'CPU')}", style="dim"))

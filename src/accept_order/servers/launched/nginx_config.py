@@ -32,8 +32,9 @@ NGINX_MODES: dict[str, ModeInfo] = {
             "epoll",
             "nginx's default on Linux: each worker's epoll holds the shared listener with EPOLLEXCLUSIVE",
             "each worker adds the shared listener to its own epoll with EPOLLEXCLUSIVE and the kernel wakes the "
-            "first idle one in the socket's wait queue; since nginx 1.21.6 a worker re-adds its listener every "
-            "16 accepts (ngx_reorder_accept_events), which moves it to the back of the queue: runs of 16",
+            "first idle one in the socket's wait queue; since nginx 1.21.6 a worker re-adds its listener at its "
+            "first accept and every 16 after (ngx_reorder_accept_events), which moves it to the back of the "
+            "queue: one connection per worker at start, then runs of 16",
             Model.RUNS_OF_16,
             "accept_mutex off;",
         ),
