@@ -159,6 +159,33 @@ def test_a_variant_that_lost_connections_is_never_a_runs_lowest() -> None:
     assert verdict.text.endswith("; blocking lost connections in 3/3 runs (its latencies cover only what it served)")
 
 
+def overflowed(run: LatencyResult, shared: bool) -> LatencyResult:
+    """The run with ListenOverflows +7 in its evidence, in a shared (host-wide) or a private network namespace."""
+    evidence = {"counters": {"TcpExtListenOverflows": 7}, "counters_available": True, "shared_namespace": shared}
+    return dataclasses.replace(run, evidence=evidence)
+
+
+def test_host_wide_overflows_are_no_variants_loss() -> None:
+    """Issue 26: a listener elsewhere that never accepts moved the host-wide ListenOverflows during every run of
+    a comparison that served every connection; that once read "blocking lost connections in 2/2 runs"."""
+    rounds = [[overflowed(at("blocking", 20), shared=True), overflowed(at("reuseport", 30), shared=True)]] * 2
+    verdict = latency_stability(rounds)
+    assert verdict.winner == "blocking" and "lost connections" not in verdict.text
+    assert verdict.text.startswith("blocking has the lowest p99 in 2/2 runs")
+    doc = {"of": "latency-compare", "rounds": [[r.to_dict() for r in row] for row in rounds], "machine": {}}
+    lines = text_of(render_document("repeat", doc)).splitlines()
+    said = "Host-wide ListenOverflows +7 during 4 of 4 runs: not counted as a loss (other traffic moves them too)"
+    assert said in lines
+    # The same counter in a network namespace of the run's own is that run's loss.
+    own = [[overflowed(at("blocking", 20), shared=False), at("reuseport", 30)]] * 2
+    assert latency_stability(own).text.endswith(
+        "; blocking lost connections in 2/2 runs (its latencies cover only what it served)"
+    )
+    assert "Host-wide" not in text_of(
+        render_document("repeat", {**doc, "rounds": [[r.to_dict() for r in row] for row in own]})
+    )
+
+
 def test_equal_tails_in_every_round_are_inconclusive() -> None:
     verdict = latency_stability([NEITHER] * 2)
     assert (verdict.winner, verdict.agree, verdict.conclusive) == (None, 0, False)

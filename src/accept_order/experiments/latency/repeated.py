@@ -12,6 +12,7 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ...analysis.losses import host_wide_losses, host_wide_note
 from ...analysis.stability import Spread, latency_stability, names_of
 from ...core.histogram import LatencyHistogram
 from ...core.run_warnings import RunWarning, WarningKind, warn
@@ -57,11 +58,21 @@ def _table(repeated: Repeated, rounds: Rounds) -> Table:
     return table
 
 
+def host_wide_text(rounds: Rounds) -> Text | None:
+    """The loss counters that moved host-wide, said as such: they are no variant's loss (analysis/losses.py)."""
+    runs = [r for row in rounds for r in row]
+    moved = sum(bool(host_wide_losses(r.evidence)) for r in runs)
+    note = host_wide_note([r.evidence for r in runs], f"{moved} of {len(runs)} runs")
+    return None if note is None else Text(note[:1].upper() + note[1:], style="dim")
+
+
 def _report(repeated: Repeated, rounds: Rounds) -> list[RenderableType]:
     parts: list[RenderableType] = [_table(repeated, rounds), Text("median (min-max) over the runs", style="dim")]
+    host = host_wide_text(rounds)
     if len(rounds[0]) > 1:
         stability = latency_stability(rounds)
         parts.append(Text(f"Verdict: {stability.text}", style="green" if stability.conclusive else "yellow"))
+        parts.extend([host] if host else [])
         if stability.pairs:
             parts.append(
                 Text(
@@ -73,6 +84,8 @@ def _report(repeated: Repeated, rounds: Rounds) -> list[RenderableType]:
         agreement = model_agreement(rounds)
         if agreement is not None:
             parts.append(Text.assemble(("Model: ", "bold"), agreement))
+    elif host:
+        parts.append(host)
     return parts
 
 

@@ -29,10 +29,15 @@ from .result import PERCENTILES, LatencyResult, default_title
 from .sweep_verdict import sweep_verdict
 
 
-def load_notes(results: Sequence[LatencyResult]) -> list[Text]:
+def _label(result: LatencyResult) -> str:
+    return result.server.label
+
+
+def load_notes(results: Sequence[LatencyResult], name: Callable[[LatencyResult], str] = _label) -> list[Text]:
     """What to say about the load generator over runs with the same settings, each thing once: that it
     was CPU-bound or starved (yellow), else, when it shares the CPUs with the workers, that it does and
-    how long it waited for a CPU (its wait is part of every latency; the seed's client had its own box)."""
+    how long it waited for a CPU (its wait is part of every latency; the seed's client had its own box).
+    `name` names a run where the host's CPUs are said per run (sweep: its row's name, '4 limit')."""
     if not results:
         return []
     first = results[0]
@@ -44,7 +49,7 @@ def load_notes(results: Sequence[LatencyResult]) -> list[Text]:
         warnings = [w for w in warnings if w.kind is not WarningKind.DRIVER_SATURATED]
     notes = [Text(f"Warning: {w}", style="yellow") for w in unique([*bound, *warnings])]
     waits = [(d.runqueue_s or 0) / d.wall_s for d in drivers if d.wall_s and d.runqueue_s is not None]
-    notes += host_notes(results)
+    notes += host_notes(results, name)
     if procs + workers > cpus and not any(w > STARVED for w in waits):  # else a warning said it
         wait = f"; they waited for a CPU at most {100 * max(waits):.0f}% of their time" if waits else ""
         notes.append(
@@ -88,7 +93,7 @@ def host_notes(results: Sequence[LatencyResult]) -> list[Text]:
             continue
         busy, others = shares
         cpus = r.environment.cpu_count
-        who = f"{r.server.label}: " if len(results) > 1 else ""
+        who = f"{name(r)}: " if len(results) > 1 else ""
         text = machine_busy(busy, (busy - others) * cpus, cpus)
         notes.append(Text(f"{who}{text} during the run, so waits for a CPU are partly theirs", style="yellow"))
     return notes
@@ -380,11 +385,11 @@ def sweep_report(results: Sequence[LatencyResult]) -> RenderableType:
     for r in results:
         errors = errors_block(r.errors, r.driven)
         if errors:
-            parts.append(Text(f"accept-batch {r.server.accept_batch}: ", style="bold"))
+            parts.append(Text(f"{sweep_name(r)}: ", style="bold"))
             parts.append(errors)
     if any(r.evidence for r in results):  # the counters latency shows, one line per cap
         parts.append(Text("Kernel evidence", style="bold"))
         parts.extend(counters_text(r.evidence, f"{sweep_name(r)}: kernel counters") for r in results if r.evidence)
-    parts.extend(load_notes(results))
+    parts.extend(load_notes(results, sweep_name))
     parts.append(Text.assemble(("Verdict: ", "bold"), sweep_verdict(results).text))
     return Group(*parts)

@@ -1,9 +1,12 @@
-"""Which accepts-per-wakeup cap of a sweep did best, and which lost connections.
+"""Which accepts-per-wakeup cap of a sweep to pick, and why, in a few lines.
 
-A cap that lost connections cannot win on latency: its histogram holds only the requests it served (and,
-for a SYN the full listen queue dropped, the retransmission's second), so it is ranked after every cap that
-served all, and the kernel's counters say why (the accept queue overflowed: ListenOverflows/ListenDrops).
-Among the caps that served all, the tails verdict decides (analysis/tails.py).
+A cap that lost connections (it failed some, or its own network namespace's counters say the kernel dropped
+attempts: analysis/losses.py) cannot win on latency: its histogram holds only the requests it served, so it
+ranks after every cap that served all. Counters of a shared namespace are host-wide: said as such, never as
+a cap's loss. Among the caps that served all, the pick is the cap whose tail is tighter than each other's
+(lower by over 10% on p99, p99.9 or deviation, higher on no figure: analysis/tails.py's test), or the caps
+whose tails are within 10% of each other and tighter than the rest's; otherwise no cap is clearly better,
+and the verdict shows the two caps whose figures disagree.
 """
 
 from __future__ import annotations
@@ -11,78 +14,156 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ...analysis.losses import losses, lost_connections, sweep_name
-from ...analysis.tails import tail_verdict
+from ...analysis.losses import host_wide_losses, host_wide_note, lost_connections, own_losses, sweep_name
+from ...analysis.tails import Pair, figures, pair_text
 from ...render.evidence import short_counter
 from .result import LatencyResult
 
+Named = tuple[str, LatencyResult]
+
 
 def why_lost(result: LatencyResult) -> str:
-    """'384 of 8000 failed: 384 timeout; ListenOverflows +1834, ListenDrops +1834'."""
+    """'384 of 8000 failed: 384 timeout; ListenOverflows +1834 in its own network namespace'."""
     parts = []
     if result.failed:
         kinds = ", ".join(f"{n} {name}" for name, n in sorted(result.errors.items(), key=lambda kv: -kv[1]))
         parts.append(f"{result.failed} of {result.driven} failed: {kinds}")
     elif not result.ok:
         parts.append("served nothing")
-    moved = losses(result.evidence)
+    moved = own_losses(result.evidence)
     if moved:
-        parts.append(", ".join(f"{short_counter(name)} {n:+d}" for name, n in moved.items()))
+        counts = ", ".join(f"{short_counter(name)} {n:+d}" for name, n in moved.items())
+        parts.append(f"{counts} in its own network namespace")
     return "; ".join(parts)
 
 
-def _counter_note(lost: Sequence[LatencyResult]) -> str:
-    """What the counters mean, said once: a full accept queue; host-wide when the namespace was shared."""
-    moved = [r for r in lost if losses(r.evidence)]
-    notes = []
-    overflowed = [r for r in moved if "TcpExtListenOverflows" in losses(r.evidence)]
+def _and(words: Sequence[str]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def _lost_text(lost: Sequence[Named], everyone: bool) -> str:
+    """Who lost connections and how; what an overflow of its own listen queue means, said once."""
+    each = [f"{n} ({why_lost(r)})" for n, r in lost]
+    overflowed = sorted({r.server.backlog for _, r in lost if "TcpExtListenOverflows" in own_losses(r.evidence)})
+    queue = ""
     if overflowed:
-        backlogs = "/".join(sorted({str(r.server.backlog) for r in overflowed}))
-        notes.append(f"ListenOverflows: a handshake completed while the accept queue (backlog {backlogs}) was full")
-    if any(r.evidence.get("shared_namespace", True) for r in moved):
-        notes.append("these counters are host-wide (shared network namespace) and may include other traffic")
-    return ". " + "; ".join(notes) if notes else ""
+        backlogs = "/".join(map(str, overflowed))
+        queue = f"; ListenOverflows: a handshake completed while the accept queue (backlog {backlogs}) was full"
+    if everyone:
+        return f"every cap lost connections: {', '.join(each)}{queue}"
+    one = len(lost) == 1
+    their, rank = ("its", "it ranks") if one else ("their", "they rank")
+    return (f"{_and(each)} lost connections{queue}: {their} latencies cover only what {'it' if one else 'they'} "
+            f"served, so {rank} after the others")  # fmt: skip
+
+
+def possessive(name: str) -> str:
+    return f"{name}'s"
+
+
+def _during(named: Sequence[Named]) -> str:
+    """In which runs host-wide loss counters moved: "every cap's run", "1 limit's and 4 limit's runs"."""
+    moved = [n for n, r in named if host_wide_losses(r.evidence)]
+    if len(moved) == len(named) > 1:
+        return "every cap's run"
+    return _and([possessive(n) for n in moved] or ["no"]) + (" runs" if len(moved) > 1 else " run")
+
+
+def _ms(values_us: Sequence[float]) -> str:
+    return ", ".join(f"{v / 1000:.2f}" for v in values_us) + " ms"
+
+
+def _span(values_us: Sequence[float]) -> str:
+    low, high = min(values_us), max(values_us)
+    return f"{low / 1000:.2f} ms" if low == high else f"{low / 1000:.2f} to {high / 1000:.2f} ms"
+
+
+def _pick(whole: Sequence[Named]) -> tuple[tuple[str, ...], str]:
+    """The cap (or caps) to pick among those that served every connection (sorted by p99, then deviation),
+    and the sentence that says why; no cap when none is clearly better."""
+    if len(whole) == 1:
+        name, only = whole[0]
+        return (name,), f"pick {name}: the only cap that served every connection (p99 {_ms([_p99(only)])})"
+    figs = {name: figures(r) for name, r in whole}
+
+    def pair(a: str, b: str) -> Pair:
+        return Pair(a, b, figs[a], figs[b])
+
+    tied: list[str] = []  # the lowest p99's, and each cap whose tail is within 10% of every one of them
+    for name, _ in whole:
+        if all(not pair(t, name).tails_differ() for t in tied):
+            tied.append(name)
+    rest = [name for name, _ in whole if name not in tied]
+    p99 = [figs[t]["p99"] for t in tied]
+    if not rest:
+        return (), (
+            "no cap is clearly better: their p99, p99.9 and deviation are within 10% of each other (p99 "
+            f"{_span(p99)}): the cap did not change the tail here"
+        )
+    looser = [(t, r) for t in tied for r in rest if pair(t, r).tighter() != t]
+    if looser:
+        t, other = looser[0]
+        return (), f"no cap is clearly better: {t} vs {other}: {pair_text(pair(t, other))}"
+    others = [figs[r]["p99"] for r in rest]
+    if len(tied) == 1:
+        t = tied[0]
+        devs = [figs[r]["dev"] for r in rest]
+        return (t,), (
+            f"pick {t}: its tail is tighter than every other cap's, by over 10% and higher on no figure (p99 "
+            f"{_ms(p99)} vs {_span(others)}, deviation {_ms([figs[t]['dev']])} vs {_span(devs)})"
+        )
+    return tuple(tied), (
+        f"pick {' or '.join(tied)}: their tails are within 10% of each other (p99 {_ms(p99)}) and tighter than "
+        f"{_and([possessive(r) for r in rest])} (p99 {_ms(others)})"
+    )
 
 
 @dataclass(frozen=True)
 class SweepVerdict:
-    """The caps in rank order (those that served all first), the ones that lost connections, and the text."""
+    """The caps in rank order (the pick first, those that lost connections last), the ones that lost
+    connections, the cap or caps to pick (none when no cap is clearly better), and the text."""
 
     ranking: tuple[str, ...]
     lost: tuple[str, ...]
+    pick: tuple[str, ...]
     text: str
 
 
+def _p99(result: LatencyResult) -> float:
+    return float(result.histogram.percentile(99))
+
+
+def _tail(result: LatencyResult) -> tuple[float, float]:
+    return _p99(result), result.histogram.stdev_us
+
+
+def _lost(result: LatencyResult) -> tuple[int, int]:
+    """Fewest lost first: failures (none served: last of all), then the drops of the cap's own namespace."""
+    return result.failed + (0 if result.ok else 1 << 62), sum(own_losses(result.evidence).values())
+
+
+def _sentences(parts: Sequence[str]) -> str:
+    return ". ".join(p[:1].upper() + p[1:] for p in parts)
+
+
 def sweep_verdict(results: Sequence[LatencyResult]) -> SweepVerdict:
-    names = [sweep_name(r) for r in results]
-    whole = [(n, r) for n, r in zip(names, results, strict=True) if not lost_connections(r)]
-    lost = [(n, r) for n, r in zip(names, results, strict=True) if lost_connections(r)]
-    whole.sort(key=lambda nr: (nr[1].histogram.percentile(99), nr[1].histogram.stdev_us))
-    # Fewest lost first: failures, then the kernel's drops.
-    lost.sort(key=lambda nr: (nr[1].failed + (0 if nr[1].ok else 1 << 62), sum(losses(nr[1].evidence).values())))
-    if len(whole) >= 2:
-        tails = tail_verdict([r for _, r in whole], [n for n, _ in whole])
-        if tails.tightest is not None:  # the tightest first, the others as they were (by p99)
-            whole.sort(key=lambda nr: nr[0] != tails.tightest)
-        head = tails.text if not lost else f"of the caps that served every connection, {tails.text}"
-    elif len(results) == 1:
-        head = f"one cap only ({names[0]}): nothing to compare it with"
-    elif len(whole) == 1:
-        h = whole[0][1].histogram
-        head = f"{whole[0][0]} is the only cap that served every connection (p99 {h.percentile(99) / 1000:.2f} ms)"
+    named = [(sweep_name(r), r) for r in results]
+    whole = sorted((nr for nr in named if not lost_connections(nr[1])), key=lambda nr: _tail(nr[1]))
+    lost = sorted((nr for nr in named if lost_connections(nr[1])), key=lambda nr: _lost(nr[1]))
+    host = host_wide_note([r.evidence for r in results], _during(named))
+    if len(results) == 1:
+        text = f"one cap only ({named[0][0]}): nothing to compare it with"
+        if lost:
+            text += f"; it lost connections ({why_lost(lost[0][1])})"
+        return SweepVerdict(
+            (named[0][0],), tuple(n for n, _ in lost), (), _sentences([text, *([host] if host else [])])
+        )
+    parts = [_lost_text(lost, everyone=not whole)] if lost else []
+    parts += [host] if host else []
+    if whole:
+        pick, sentence = _pick(whole)
     else:
-        head = "every cap lost connections: no cap wins on latency (each histogram holds only what it served)"
-    text = head
-    if lost and len(results) == 1:
-        text += f"; it lost connections ({why_lost(lost[0][1])})" + _counter_note([lost[0][1]])
-    elif lost:
-        if whole:
-            them = "it" if len(whole) == 1 else "them"
-            they, their = ("they", "their") if len(lost) > 1 else ("it", "its")
-            text += (
-                f". Ranked after {them}, as {they} lost connections ({their} latencies cover only what {they} served): "
-            )
-        else:
-            text += ": "
-        text += ", ".join(f"{n} ({why_lost(r)})" for n, r in lost) + _counter_note([r for _, r in lost])
-    return SweepVerdict(tuple(n for n, _ in whole + lost), tuple(n for n, _ in lost), text)
+        pick, sentence = (), "no cap to pick: each histogram holds only what its cap served"
+    whole = sorted(whole, key=lambda nr: nr[0] not in pick)  # the pick first, the others as they were (by p99)
+    parts.append(sentence)
+    return SweepVerdict(tuple(n for n, _ in whole + lost), tuple(n for n, _ in lost), pick, _sentences(parts))
