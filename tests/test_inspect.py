@@ -172,24 +172,26 @@ master_process on;
 worker_processes 2;
 pid {d}/nginx.pid;
 error_log {d}/error.log;
-events {{ worker_connections 64; }}
+events {{ worker_connections 64; {events} }}
 http {{
     access_log off;
     client_body_temp_path {d}; proxy_temp_path {d}; fastcgi_temp_path {d};
     uwsgi_temp_path {d}; scgi_temp_path {d};
-    server {{ listen 127.0.0.1:{port}; location / {{ return 200 "hello\\n"; }} }}
+    server {{ listen 127.0.0.1:{port}{listen}; location / {{ return 200 "hello\\n"; }} }}
 }}
 """
 
 
 @pytest.fixture
-def hand_nginx(free_port: int) -> Iterator[int]:
+def hand_nginx(free_port: int, request: pytest.FixtureRequest) -> Iterator[int]:
+    """nginx from NGINX_CONF; parametrized indirectly with (events, listen's flags) to add to it."""
+    events, listen = getattr(request, "param", ("", ""))
     nginx = shutil.which("nginx") or "/usr/sbin/nginx"
     if not os.access(nginx, os.X_OK):
         pytest.skip("nginx is not installed")
     with tempfile.TemporaryDirectory(prefix="accept-order-test-nginx-") as d:
         conf = Path(d, "nginx.conf")
-        conf.write_text(NGINX_CONF.format(d=d, port=free_port))
+        conf.write_text(NGINX_CONF.format(d=d, port=free_port, events=events, listen=listen))
         proc = subprocess.Popen(
             [nginx, "-p", d, "-c", str(conf), "-e", f"{d}/error.log"],
             stderr=subprocess.DEVNULL,
@@ -223,6 +225,18 @@ def test_a_hand_configured_nginx_through_the_cli(hand_nginx: int, tmp_path: Path
     assert [u["wchan"] for u in document["units"]] == ["do_epoll_wait", "do_epoll_wait"]
     shown = run_cli(["show", str(saved)], columns=80)
     assert shown.exit_code == 0 and shown.stdout == result.stdout
+
+
+@pytest.mark.parametrize("hand_nginx", [("accept_mutex on;", " reuseport")], indirect=True)
+def test_nginx_with_reuseport_and_the_mutex_on_is_offered_what_it_lacks(hand_nginx: int) -> None:
+    """Issue 26's case: reuseport, and the mutex on, which then changes nothing. Inspect starts from there:
+    the listen without reuseport is what the other modes need, and the mutex may be set already."""
+    result = inspect(port=hand_nginx, samples=1)
+    assert result.mechanism.name == "reuseport" and result.mechanism.modes == ("reuseport",)
+    rows = {c.mode: c.settings for c in result.changes}
+    assert rows["accept-mutex"][0] == "listen ADDRESS:PORT; (no reuseport)"
+    assert rows["accept-mutex"][1] == "accept_mutex on; (no effect with nginx's reuseport: may be set already)"
+    assert "accept_mutex off;" not in rows["epoll"] and "accept_mutex on;" not in rows["accept-mutex"]
 
 
 def test_what_serves_nothing_is_one_line_and_exit_1(free_port: int) -> None:

@@ -9,6 +9,7 @@ model, the queue, a herd), whether --accept-batch applies, and the server's own 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
@@ -39,7 +40,11 @@ class ModeInfo:
     switches_are_wakeups: bool = False
     # Its empty wakeups are its own timer's (accept-mutex's retry delay), not a connection's.
     timed_waits: bool = False
-    # The server's own settings that select this mode, as written in its config or command line.
+    # The server's own settings that select this mode, as written in its config or command line: each
+    # `KNOB VALUE`, `KNOB = VALUE` or `KNOB: VALUE` (`knob` reads the KNOB). Two modes' settings of one knob
+    # are alternatives; a mode names every knob its mechanism depends on, and one it does not name has no
+    # effect on it (nginx's reuseport names its listen, not accept_mutex). `inspect` offers the knobs that
+    # differ from the mode it sees.
     settings: tuple[str, ...] = ()
     # The built-in mode `inspect` sees when a running server uses this one (what /proc shows: a wait call, an
     # epoll's flags, one socket or several); None: this mode's own name (the built-in modes).
@@ -52,6 +57,19 @@ class ModeInfo:
     def mechanism(self) -> str:
         """This mode in the tool's own vocabulary, as `inspect` names it from /proc."""
         return self.seen_as or self.name
+
+    def knobs(self) -> dict[str, tuple[str, ...]]:
+        """Its settings by knob, in their order: {"accept_mutex": ("accept_mutex on;",)}."""
+        knobs: dict[str, tuple[str, ...]] = {}
+        for setting in self.settings:
+            knobs[knob(setting)] = (*knobs.get(knob(setting), ()), setting)
+        return knobs
+
+
+def knob(setting: str) -> str:
+    """What a setting sets: its first word, up to a space, `=` or `:` (`accept_mutex on;`: accept_mutex,
+    `thunder-lock = true`: thunder-lock, `num-threads: N`: num-threads, `--mode epoll`: --mode)."""
+    return re.split(r"[\s=:]", setting.strip(), maxsplit=1)[0]
 
 
 @dataclass(frozen=True)

@@ -120,25 +120,45 @@ def _mechanism(result: InspectResult) -> list[RenderableType]:
     return lines
 
 
-def _changes(result: InspectResult) -> list[RenderableType]:
-    if not result.changes:
-        lines: list[RenderableType] = [Text("What changes it", style="bold")]
-        if result.recognised is None:
-            lines.append(
-                _para(
-                    f"{result.program} is not a server this tool knows: the setting that selects each mechanism "
-                    "is its own. This tool's own workers in every mode, measured here:"
-                )
+def _no_changes(result: InspectResult) -> list[RenderableType]:
+    """No row: every mode of the server looks the same in /proc, or the server is not one this tool knows."""
+    lines: list[RenderableType] = [Text("What changes it", style="bold")]
+    if result.recognised is not None and result.mechanism.modes:
+        seen = " or ".join(result.mechanism.modes)
+        lines.append(_para(f"every mode of {result.recognised} looks like this in /proc ({seen}); measured here:"))
+    elif result.recognised is None:
+        lines.append(
+            _para(
+                f"{result.program} is not a server this tool knows: the setting that selects each mechanism "
+                "is its own. This tool's own workers in every mode, measured here:"
             )
-        lines.append(_para(result.measure_all))
-        return lines
-    table = _table(
-        f"What changes it ({result.recognised})", "mode", "seen as", "settings, and the command that measures it"
-    )
+        )
+    lines.append(_para(result.measure_all))
+    return lines
+
+
+def _changes(result: InspectResult) -> list[RenderableType]:
+    """Each other mode with what it changes from the mode seen, and which of them /proc would confirm."""
+    if not result.changes:
+        return _no_changes(result)
+    recorded = all(c.alike is not None for c in result.changes)  # a file from before: rows as they were
+    seen = " or ".join(result.mechanism.modes) if recorded else ""
+    alike = recorded and any(c.alike for c in result.changes)
+    columns = ["mode", "seen as", *(["/proc confirms"] if alike else []), "settings, and the command that measures it"]
+    table = _table(f"What changes it ({result.recognised}{f', from {seen}' if seen else ''})", *columns)
     table.columns[-1].no_wrap = False
     for c in result.changes:
-        table.add_row(c.mode, c.mechanism, "\n".join([*c.settings, c.command]))
-    return [table, Text(f"Every mode, measured here: {result.measure_all}")]
+        confirms = [f"no: as {' or '.join(c.alike)}" if c.alike else "yes"] if alike else []
+        table.add_row(c.mode, c.mechanism, *confirms, "\n".join([*c.settings, c.command]))
+    lines: list[RenderableType] = [table]
+    if recorded:
+        said = f"A row's settings are what it changes from {seen}; " if seen else ""
+        if alike:
+            said += "/proc confirms: inspect would name the row's mode once set (no: another mode looks the same)."
+        else:
+            said += "inspect would confirm each row once set (no other mode looks like it in /proc)."
+        lines.append(_para(said[0].upper() + said[1:], indent=0))
+    return [*lines, Text(f"Every mode, measured here: {result.measure_all}")]
 
 
 def _kernel(result: InspectResult) -> list[RenderableType]:

@@ -100,13 +100,17 @@ class MechanismView:
 
 @dataclass(frozen=True)
 class ChangeView:
-    """Another mode of the recognised server: the settings that select it, the command that measures it."""
+    """Another mode of the recognised server: the settings that take the server there from the mode seen
+    (changes.py), the command that measures it. `alike`: the kind's other modes /proc shows as `mechanism`
+    too, so that inspect could not confirm this one once set (empty: it could; None: a file from before
+    this was recorded)."""
 
     mode: str
     mechanism: str
     summary: str
     settings: tuple[str, ...]
     command: str
+    alike: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)

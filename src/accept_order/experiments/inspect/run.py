@@ -13,6 +13,7 @@ from ...core.models import Mechanism
 from ...probes.server_netns import counters_of, namespace_of, same_namespace, sysctls_of
 from ...probes.serving import Server, find_server, with_backlogs
 from ...servers.registry import DEFAULT_KIND, recognise, server_kind
+from .changes import change_views
 from .result import ChangeView, InspectResult, MechanismView
 from .sample import Sample, take
 from .views import epoll_views, listener_views, process_rows, unit_views, unix_links
@@ -127,12 +128,7 @@ def _changes(kind: ServerKind | None, mechanism: MechanismView) -> tuple[tuple[C
     if kind is None or not kind.launched:
         return (), "accept-order compare --modes all"
     server = "" if kind.name == DEFAULT_KIND else f" --server {kind.name}"
-    changes = tuple(
-        ChangeView(m.name, m.mechanism, m.summary, m.settings, f"accept-order run{server} -m {m.name}")
-        for m in kind.modes().values()
-        if m.name not in mechanism.modes
-    )
-    return changes, f"accept-order compare{server} --modes all"
+    return change_views(kind, mechanism.modes), f"accept-order compare{server} --modes all"
 
 
 def _notes(

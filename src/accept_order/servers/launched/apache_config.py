@@ -41,6 +41,8 @@ MODULES = {
 THREADS_PER_CHILD = 25  # Apache's own default for event: each child's worker threads
 #: who the children run as when the tool is root (Apache refuses to serve as root)
 USERS = ("www-data", "nobody")
+#: every MPM reads ListenCoresBucketsRatio (listen.c): without it one listener, with it the buckets mode
+NO_BUCKETS = "ListenCoresBucketsRatio 0 (the default)"
 
 # A child (prefork) or its listener thread (event) accepts one connection per wakeup, and then reads the
 # request, which sleeps: no batches, and context switches are not wakeups.
@@ -56,7 +58,7 @@ APACHE_MODES: dict[str, ModeInfo] = {
             Model.FIFO,
             "shared",
             batches=False,
-            settings=("LoadModule mpm_prefork_module", "Listen ADDRESS:PORT (one)"),
+            settings=("LoadModule mpm_prefork_module", "Listen ADDRESS:PORT (one)", NO_BUCKETS),
             seen_as=Mechanism.BLOCKING,
         ),
         ModeInfo(
@@ -74,6 +76,7 @@ APACHE_MODES: dict[str, ModeInfo] = {
                 "Listen ADDRESS:PORT",
                 "Listen ADDRESS:OTHER_PORT",
                 "Mutex pthread",
+                NO_BUCKETS,
             ),
             seen_as=Mechanism.ACCEPT_MUTEX,
         ),
@@ -87,7 +90,11 @@ APACHE_MODES: dict[str, ModeInfo] = {
             "shared",
             herds=True,
             batches=False,
-            settings=("LoadModule mpm_event_module", f"ThreadsPerChild {THREADS_PER_CHILD}"),
+            settings=(
+                "LoadModule mpm_event_module",
+                f"ThreadsPerChild {THREADS_PER_CHILD}",
+                NO_BUCKETS,
+            ),
             seen_as=Mechanism.EPOLL_HERD,
         ),
         ModeInfo(
@@ -99,7 +106,11 @@ APACHE_MODES: dict[str, ModeInfo] = {
             Model.HASH,
             "per-worker",
             batches=False,
-            settings=("LoadModule mpm_event_module", "ListenCoresBucketsRatio R"),
+            settings=(
+                "LoadModule mpm_event_module",
+                f"ThreadsPerChild {THREADS_PER_CHILD}",
+                "ListenCoresBucketsRatio R",
+            ),
             seen_as=Mechanism.REUSEPORT,
         ),
     )

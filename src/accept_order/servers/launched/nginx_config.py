@@ -19,10 +19,13 @@ MODULES = ("ndk_http_module.so", "ngx_http_lua_module.so")
 PACKAGES = "nginx-light libnginx-mod-http-lua"
 
 
-def _mode(name: str, summary: str, why: str, model: Model, events: str, queue: str = "shared") -> ModeInfo:
-    listen = ("listen ... reuseport;",) if name == "reuseport" else ()
+def _mode(name: str, summary: str, why: str, model: Model, events: str = "", queue: str = "shared") -> ModeInfo:
+    # What each mode depends on (ModeInfo.settings): reuseport its listen alone, since nginx adds a reuseport
+    # listener to every worker's epoll whatever accept_mutex says (ngx_event_process_init); the others a
+    # listen without reuseport, and accept_mutex.
+    listen = "listen ADDRESS:PORT reuseport;" if queue == "per-worker" else "listen ADDRESS:PORT; (no reuseport)"
     # nginx also sleeps waiting for the request: its context switches are not wakeups
-    return ModeInfo(name, summary, why, model, queue, settings=(events, *listen))
+    return ModeInfo(name, summary, why, model, queue, settings=(*([events] if events else []), listen))
 
 
 NGINX_MODES: dict[str, ModeInfo] = {
@@ -53,7 +56,6 @@ NGINX_MODES: dict[str, ModeInfo] = {
             "with reuseport each nginx worker has its own listening socket and accept queue, and the kernel picks "
             "the queue by a hash of the connection's 4-tuple, whether or not that worker is busy",
             Model.HASH,
-            "accept_mutex off;",
             queue="per-worker",
         ),
     )

@@ -86,7 +86,7 @@ UWSGI_MODES: dict[str, ModeInfo] = {
             "shared",
             herds=True,
             batches=False,
-            settings=("reuse-port = true",),
+            settings=("thunder-lock = false", "reuse-port = true"),  # with thunder-lock, the lock decides
             seen_as=Mechanism.EPOLL_HERD,  # SO_REUSEPORT on the one shared socket: /proc sees the default
         ),
     )
