@@ -83,7 +83,7 @@ def open_loop_note(result: LatencyResult, named: bool = False) -> Text | None:
     return Text(text + ".", style="yellow")
 
 
-def host_notes(results: Sequence[LatencyResult]) -> list[Text]:
+def host_notes(results: Sequence[LatencyResult], name: Callable[[LatencyResult], str] = _label) -> list[Text]:
     """The host's CPUs over each run beside the run's own processes' CPU (workers and load generator), said
     when others used a share worth naming: a wait for a CPU is then not only the run's own doing."""
     notes = []
