@@ -158,7 +158,7 @@ def test_verdict_herd_mode_expects_any_order_and_counts_wakeups() -> None:
     v = order.verdict(sequential([1, 0, 2, 2, 0, 1]), 3, None, "why", counters)
     assert v.expected
     assert v.woken_per_connection == pytest.approx(3.0)
-    assert "woken per connection 3.0" in v.line()
+    assert "sleeps (voluntary context switches) per connection 3.0" in v.line()
 
 
 def test_woken_per_connection_needs_every_counter() -> None:

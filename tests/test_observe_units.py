@@ -89,6 +89,25 @@ def test_headline_in_the_users_terms(counts: list[int], traced: bool, expected: 
     assert headline(result(counts, traced)).startswith(expected)
 
 
+def test_a_split_is_called_even_only_when_an_even_split_gives_it() -> None:
+    """The issue's 4 workers, 24,706 connections, 10% to 36% each (max/min 3.63): no busiest worker took 1.5
+    times an even share, but an even split spreads them so unevenly less than once in a million times."""
+    uneven = headline(result([2470, 8966, 6635, 6635]))
+    assert uneven == (
+        "the 4 workers shared 24,706 connections unevenly: 10% to 36% each (chi-square test: an even split "
+        "spreads them at least this unevenly less than once in a million times)"
+    )
+    assert headline(result([34, 33, 33])) == (
+        "the 3 workers shared 100 connections evenly: 33% to 34% each (exact multinomial test: an even split "
+        "spreads them at least this unevenly more often than not)"
+    )
+    # A busiest worker on few connections: said, with how often an even split does as much.
+    assert headline(result([8, 2], traced=False)).endswith(
+        "(as uneven as chance: exact multinomial test: an even split spreads them at least this unevenly 1 time in 9)"
+    )
+    assert "chance" not in headline(result([71, 20, 9]))
+
+
 def test_a_threaded_server_without_tracing_is_judged_by_cpu() -> None:
     threads = result([0, 0], traced=False, tid=True)
     threads = dataclasses.replace(

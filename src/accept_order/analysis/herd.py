@@ -3,8 +3,10 @@
 Each worker counts its own wait returns and empty (EAGAIN) returns, and the kernel's per-process
 context-switch counters count the wakeups that never reach user space: without EPOLLEXCLUSIVE, poll and
 select, every idle worker is woken, the kernel rechecks readiness and puts most of them straight back to
-sleep. Each of those sleeps is one voluntary context switch, so voluntary switches per served connection
-is the number of workers one connection woke.
+sleep. Each of those sleeps is one voluntary context switch, so where a worker blocks only to wait for a
+connection (ModeInfo.switches_are_wakeups) its voluntary switches per served connection count the workers one
+connection woke: "woken" in the herd table and a herd's verdict. They are sleeps, not wakeups: a worker that finds
+the next connection already queued takes it without sleeping, so a busy run counts fewer than one.
 
 The table also puts each cure's price next to it: CPU per served connection (all workers', plus the
 acceptor process's for a mode that has one, fd-pass) and the latency of the sequential connections.
@@ -20,13 +22,14 @@ from typing import Any
 from ..core.kinds import ModeInfo
 from ..core.measures import WorkerCounters
 
-#: Woken per connection at or above this counts as a herd. One wakeup per connection is the floor
+#: Sleeps (woken) per connection at or above this count as a herd. One per connection is the idle floor
 #: (the winner sleeps again after answering); a herd of W idle workers gives about W.
 HERD_THRESHOLD = 1.5
 
 
 def woken_per_connection(counters: Sequence[WorkerCounters], served: int) -> float | None:
-    """How many workers one connection woke: every wakeup ends in a voluntary switch back to sleep."""
+    """The workers' voluntary context switches (sleeps) per served connection; None when a worker's are not
+    known. Where a worker sleeps only after a wakeup, the workers one connection woke (see the module)."""
     switches = [c.voluntary_switches for c in counters]
     if not served or any(s is None for s in switches):
         return None

@@ -85,7 +85,10 @@ class Verdict:
     jain: float
     max_min: float | None  # max share / min share; None when some worker served none
     expected: bool  # the pattern is the one the mode's mechanism predicts
-    woken_per_connection: float | None = None  # workers' sleeps (voluntary switches) per served connection
+    # The workers' sleeps (voluntary context switches) per served connection, where a worker sleeps only
+    # after a wakeup (ModeInfo.switches_are_wakeups); None elsewhere. Not wakeups: a worker that finds the
+    # next connection already queued takes it without sleeping (below 1). The key keeps its old name.
+    woken_per_connection: float | None = None
     # How likely the pattern is by chance: for an order, that a worker picked at random among the idle
     # ones fits as well; for a hash spread, that a uniform hash spreads them at least this unevenly.
     chance: float | None = None
@@ -99,9 +102,10 @@ class Verdict:
             fit = f", {self.fit}/{self.informative} informative connections fit"
         else:
             fit = f", best idle-order model fits only {self.fit}/{self.informative}"
-        woken = "" if self.woken_per_connection is None else f"; woken per connection {self.woken_per_connection:.1f}"
+        sleeps = self.woken_per_connection
+        slept = "" if sleeps is None else f"; sleeps (voluntary context switches) per connection {sleeps:.1f}"
         seen = f" ({self.seen})" if self.seen else ""
-        return f"{self.pattern}{fit}{seen}; fairness: Jain {self.jain:.3f}, max/min share {ratio}{woken}"
+        return f"{self.pattern}{fit}{seen}; fairness: Jain {self.jain:.3f}, max/min share {ratio}{slept}"
 
 
 SATURATED = 0.9  # a driver on a CPU more than this share of its wall time is CPU-bound (locust's threshold)

@@ -24,7 +24,7 @@ _MEANINGS = (
     ("wakeups", "times the wait call returned"),
     ("empty", "woken but got EAGAIN"),
     ("max", "most accepts in one wakeup"),
-    ("sleeps", "voluntary context switches (kernel wakeups)"),
+    ("sleeps", "voluntary context switches (times the worker blocked)"),
     ("preempt", "involuntary ones"),
 )
 

@@ -16,7 +16,8 @@ from .result import HerdResult
 HERD_LEGEND = (
     "wakeups: wait calls that returned; acc: accepts; empty: woken but got EAGAIN; acc/wakeup: accepts per "
     "wakeup, mean / max; sleeps: voluntary context switches, all workers; "
-    "woken: sleeps per served connection = workers one connection woke (the kernel puts most herd "
+    "woken: sleeps per served connection, where a worker blocks only to wait for one (else -): the workers one "
+    "connection woke (the kernel puts most herd "
     "wakers back to sleep before they return, so sleeps count more than empty returns); "
     "cpu µs/conn: all workers' CPU per served connection, *: plus the acceptor process's (its sleeps are "
     "not in woken; see its evidence line); p50/p99 ms: connect to end of reply"

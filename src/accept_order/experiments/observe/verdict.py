@@ -4,11 +4,22 @@ sentences out."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from ...analysis.chance import how_often, uniform_spread_p
 from ...analysis.fairness import jain_index, max_min_share
+from ...analysis.seen import SURE
 from ...render.text import plural
 from .result import ObserveResult
 
 UNEVEN = 1.5  # a worker with this many times an even share "took" the connections; below, they "shared"
+
+
+def even_split(counts: Sequence[int]) -> tuple[bool, str]:
+    """(even, figures): whether an even split (each connection to any worker alike) spreads the connections
+    this unevenly often enough (`run`'s test for a hash spread: analysis/seen.py's SURE), and how often."""
+    p, test = uniform_spread_p(counts)
+    return p >= SURE, f"{test} test: an even split spreads them at least this unevenly {how_often(p)}"
 
 
 def _names(indices: list[int]) -> str:
@@ -45,9 +56,12 @@ def headline(result: ObserveResult) -> str:
         )
         if none:
             line += f"; {_names(none)} took none"
-        return line
+        even, figures = even_split(counts)
+        return line + (f" (as uneven as chance: {figures})" if even else "")
     low, high = min(counts) / total, max(counts) / total
-    return f"the {n} workers shared {total:,} {what} evenly: {about}{low:.0%} to {high:.0%} each"
+    even, figures = even_split(counts)
+    how = "evenly" if even else "unevenly"
+    return f"the {n} workers shared {total:,} {what} {how}: {about}{low:.0%} to {high:.0%} each ({figures})"
 
 
 def _by_cpu(result: ObserveResult) -> str:

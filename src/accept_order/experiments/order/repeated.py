@@ -1,6 +1,6 @@
 """`compare --repeat N` (and `herd --repeat N`, whose runs are of the same kind): per mode the order the
-runs showed and how many of them agree, and Jain's fairness and the workers woken per connection as median
-and range over the runs."""
+runs showed and how many of them agree, and Jain's fairness and the workers' sleeps (voluntary context
+switches) per connection as median and range over the runs."""
 
 from __future__ import annotations
 
@@ -20,17 +20,17 @@ from .result import RUN_SHAPE, RunResult
 def _table(repeated: Repeated, rounds: Rounds) -> Table:
     of = repeated.of
     table = Table(title=f"accept-order {of} --repeat", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    for name in ("mode", "verdict over the runs", "Jain", "woken"):
-        table.add_column(name, justify="right" if name in ("Jain", "woken") else "left")
+    for name in ("mode", "verdict over the runs", "Jain", "sleeps/conn"):
+        table.add_column(name, justify="right" if name in ("Jain", "sleeps/conn") else "left")
     stability = order_stability(rounds)
     for label, runs in by_variant(repeated, rounds).items():
-        woken = [r.verdict.woken_per_connection for r in runs if r.verdict.woken_per_connection is not None]
+        sleeps = [r.verdict.woken_per_connection for r in runs if r.verdict.woken_per_connection is not None]
         verdict = Text(stability[label].text, style="green" if stability[label].conclusive else "yellow")
         table.add_row(
             label,
             verdict,
             Spread.of([r.verdict.jain for r in runs]).text(),
-            Spread.of(woken).text(fmt="{:.1f}") if woken else "-",
+            Spread.of(sleeps).text(fmt="{:.1f}") if sleeps else "-",
         )
     return table
 

@@ -141,14 +141,15 @@ def compare_table(results: Sequence[RunResult], skipped: dict[str, str]) -> Rend
     table = Table(title="accept-order compare", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     # A server column only when a real server is in the table: built-in-only tables stay as they were.
     servers = any(r.server.kind != DEFAULT_KIND for r in results) or any(" " in k for k in skipped)
-    columns = (("server",) if servers else ()) + ("mode", "sequence", "served", "verdict", "Jain", "woken")
+    # sleeps/conn: voluntary context switches per served connection (Verdict.woken_per_connection), not wakeups
+    columns = (("server",) if servers else ()) + ("mode", "sequence", "served", "verdict", "Jain", "sleeps/conn")
     key_columns(table, 2 if servers else 1)  # a stacked part repeats what names the row
     for name in columns:
         table.add_column(name, no_wrap=name != "verdict", min_width=24 if name == "verdict" else None)
     for r in results:
         v = r.verdict
-        woken = "-" if v.woken_per_connection is None else f"{v.woken_per_connection:.1f}"
-        cells = [r.server.mode, sequence_text(r, 20), " ".join(map(str, r.counts)), v.pattern, f"{v.jain:.2f}", woken]
+        sleeps = "-" if v.woken_per_connection is None else f"{v.woken_per_connection:.1f}"
+        cells = [r.server.mode, sequence_text(r, 20), " ".join(map(str, r.counts)), v.pattern, f"{v.jain:.2f}", sleeps]
         table.add_row(*([r.server.kind] if servers else []), *cells)
     for key, reason in skipped.items():
         server, _, mode = key.rpartition(" ")
@@ -163,6 +164,8 @@ def compare_table(results: Sequence[RunResult], skipped: dict[str, str]) -> Rend
         for r in results
         if r.verdict.seen
     ]
+    if any(r.verdict.woken_per_connection is not None for r in results):
+        notes.append(Text("sleeps/conn: the workers' voluntary context switches per served connection", style="dim"))
     first = results[0]
     env = first.environment
     # the most common count (of a tie, the larger); a server with its own (Caddy: one process) is named after it
