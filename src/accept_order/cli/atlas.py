@@ -62,7 +62,7 @@ def atlas(json_path: str | None, **options: Any) -> None:
         runs.last_beat = runs.clock()  # that line was this beat
 
     def save(result: AtlasResult) -> None:
-        report_and_save(atlas_report(result), json_path, "atlas", result)
+        report_and_save(lambda: atlas_report(result), json_path, "atlas", result)
 
     with keep_partial(lambda results: save(results[0])):
         with runs.heartbeat():

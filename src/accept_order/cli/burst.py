@@ -82,7 +82,7 @@ def burst(
 
     def save(runs: Sequence[Any], interrupted: bool = False) -> None:
         result = BurstResult(tuple(runs), skipped, tuple(notes), interrupted)
-        report_and_save(burst_report(result), json_path, "burst", result)
+        report_and_save(lambda: burst_report(result), json_path, "burst", result)
 
     with ExitStack() as bars:
 

@@ -18,21 +18,35 @@ def host_warnings() -> None:
         note(f"accept-order: warning: {warning}")
 
 
-def report_and_save(renderable: Any, json_path: str | None, kind: str, result: Any) -> None:
-    """The file first, so a report that cannot be printed (its reader gone, a full disk) loses no result;
-    then the report, printed even when the file could not be written (that error follows it)."""
+def report_and_save(report: Callable[[], Any], json_path: str | None, kind: str, result: Any) -> None:
+    """The file first, so that nothing after it (building the report, printing it to a reader that went
+    away or a full disk) can lose the result; then the report, printed even when the file could not be
+    written (that error follows it). The file is written with signals held, so a Ctrl-C cannot cut it short;
+    one that arrived meanwhile ends the command as soon as it is written ("wrote FILE", no report): a first
+    signal with its own status, a later one (while an interrupted run's result was being kept) as "stop now"."""
     from ..core.errors import OutputError, ResultFileError
+    from ..core.signals import holding, received
 
     unsaved: ResultFileError | None = None
     if json_path:
         from ..experiments.documents import save
 
-        try:
-            save(json_path, kind, result)
-        except ResultFileError as exc:
-            unsaved = exc
+        signals = received()
+        with holding() as hold:
+            try:
+                save(json_path, kind, result)
+            except ResultFileError as exc:
+                unsaved = exc
+        cause = hold.taken()
+        if cause is not None or received() > signals:
+            if unsaved is not None:
+                raise unsaved
+            note(f"wrote {json_path}")
+            if cause is not None:
+                raise cause
+            return
     try:
-        print_report(renderable)
+        print_report(report())
     except OutputError as exc:
         if unsaved is not None:
             raise unsaved from None

@@ -46,7 +46,7 @@ def compare(modes: list[str], repeat: int, json_path: str | None, **options: Any
 
     def save(results: Sequence[Any], interrupted: bool = False) -> None:
         result = CompareResult(tuple(results), skipped, interrupted)
-        report_and_save(compare_report(result), json_path, "compare", result)
+        report_and_save(lambda: compare_report(result), json_path, "compare", result)
 
     with keep_partial(lambda results: save(results, interrupted=True)):
         results, skipped = api.compare(server, load, modes, servers=servers, batch_given=batch_given)

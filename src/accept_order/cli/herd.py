@@ -54,4 +54,4 @@ def herd(modes: list[str], repeat: int, json_path: str | None, per_worker: bool,
             update(done[0])
 
         result = api.herd(server, load, modes, on_record=advance)
-    report_and_save(herd_report(result, per_worker=per_worker), json_path, "herd", result)
+    report_and_save(lambda: herd_report(result, per_worker=per_worker), json_path, "herd", result)

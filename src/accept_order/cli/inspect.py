@@ -38,4 +38,4 @@ def inspect(pid: int | None, port: int | None, samples: int, json_path: str | No
     if (pid is None) == (port is None):
         raise click.UsageError("give a PID or --port PORT (one of them)")
     result = run_inspect(pid=pid, port=port, samples=samples)
-    report_and_save(inspect_report(result), json_path, "inspect", result)
+    report_and_save(lambda: inspect_report(result), json_path, "inspect", result)

@@ -111,17 +111,17 @@ def latency(
         return
     if modes is None:
         with keep_partial(
-            lambda results: report_and_save(latency_report(results[0]), json_path, "latency", results[0])
+            lambda results: report_and_save(lambda: latency_report(results[0]), json_path, "latency", results[0])
         ):
             with bars(load, lambda s: f"{s.mode}: connections") as on_run:
                 result = api.latency(server, load, on_run(server), title)
-        report_and_save(latency_report(result), json_path, "latency", result)
+        report_and_save(lambda: latency_report(result), json_path, "latency", result)
         return
     specs, skipped = variants(server, modes, servers, batch_given)  # every variant checked before any runs
 
     def save(results: Sequence[Any], interrupted: bool = False) -> None:
         result = LatencyCompareResult(tuple(results), skipped, interrupted)
-        report_and_save(latency_compare_report(result), json_path, "latency-compare", result)
+        report_and_save(lambda: latency_compare_report(result), json_path, "latency-compare", result)
 
     with keep_partial(lambda results: save(results, interrupted=True)):
         with bars(load, lambda s: f"{s.mode}: connections", RunProgress(len(specs)), count=True) as on_run:

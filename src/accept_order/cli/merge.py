@@ -48,4 +48,4 @@ def merge(paths: tuple[str, ...], concurrent: bool, json_path: str | None) -> No
     check(experiment.shape, merged, "the merged result")  # counts that add up past what a file may hold
     result = experiment.load(merged)
     # Reported as `show` reports a file: every string from the files with its control characters escaped.
-    report_and_save(render_document(kind, merged), json_path, kind, result)
+    report_and_save(lambda: render_document(kind, merged), json_path, kind, result)

@@ -69,7 +69,7 @@ def observe(
     click.get_current_context().meta[STOPPED_META] = "stopped observing (the server was not touched)"
 
     def save(result: Any) -> None:
-        report_and_save(observe_report(result), json_path, "observe", result)
+        report_and_save(lambda: observe_report(result), json_path, "observe", result)
 
     with keep_partial(lambda results: save(results[0])):
         with live_view(view, interval_line) as update:

@@ -144,7 +144,7 @@ def ramp(
     rounds = RunProgress(len(plan.rates or plan.concurrencies), noun="step") if single else RunProgress(repeat)
 
     def save(result: Any) -> None:
-        report_and_save(ramp_report(result), json_path, "ramp", result)
+        report_and_save(lambda: ramp_report(result), json_path, "ramp", result)
 
     ramped = [specs[0]]  # the spec being ramped, for the progress bars
 

@@ -111,7 +111,7 @@ def reload(
 
     def save(runs: Sequence[Any], interrupted: bool = False) -> None:
         result = ReloadResult(tuple(runs), skipped, host_setting, interrupted)
-        report_and_save(reload_report(result), json_path, "reload", result)
+        report_and_save(lambda: reload_report(result), json_path, "reload", result)
 
     with ExitStack() as bars:
 

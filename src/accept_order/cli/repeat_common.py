@@ -45,7 +45,7 @@ def run_repeated(
 
     def save(done: Sequence[Sequence[Any]], interrupted: bool = False) -> None:
         result = repeated(of, done, skipped, {"before": before, "after": snapshot()}, cpus, interrupted, notes)
-        report_and_save(report(result), json_path, "repeat", result)
+        report_and_save(lambda: report(result), json_path, "repeat", result)
 
     # "run k of N" counts every run of every round; the bars' labels read it (their own `progress`)
     progress = progress or RunProgress(0)

@@ -47,7 +47,7 @@ def run(repeat: int, json_path: str | None, **options: Any) -> None:
         return
 
     def save(result: RunResult) -> None:
-        report_and_save(run_report(result), json_path, "run", result)
+        report_and_save(lambda: run_report(result), json_path, "run", result)
 
     with keep_partial(lambda results: save(results[0])):  # an attached server's worker exited mid-run
         with progress_bar(f"{server.mode}: connections", load.connections, threshold=200) as update:

@@ -60,4 +60,4 @@ def serve(json_path: str | None, **options: Any) -> None:
         out.file.flush()
 
     result = serve_until_stopped(server, announce)
-    report_and_save(serve_report(result), json_path, "serve", result)
+    report_and_save(lambda: serve_report(result), json_path, "serve", result)

@@ -59,7 +59,7 @@ def sweep(json_path: str | None, batches: list[int], repeat: int, **options: Any
 
     def save(results: Sequence[Any], interrupted: bool = False) -> None:
         result = SweepResult(tuple(results), interrupted)
-        report_and_save(sweep_result_report(result), json_path, "sweep", result)
+        report_and_save(lambda: sweep_result_report(result), json_path, "sweep", result)
 
     with keep_partial(lambda results: save(results, interrupted=True)):
         cap = RunProgress(len(batches))

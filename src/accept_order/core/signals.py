@@ -55,6 +55,7 @@ class _Latch:
     first: int | None = None  # the first SIGINT/SIGTERM/SIGHUP received: it decides how the run ends
     raised = False  # it has been raised as an exception
     held = 0  # > 0: the first signal is recorded, raised only when the hold ends
+    received = 0  # every signal the latch saw, first and later ones: a later one says "stop now"
 
 
 _latch = _Latch()
@@ -66,6 +67,7 @@ def _raise_first() -> None:
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
+    _latch.received += 1
     if _latch.first is None:
         _latch.first = signum
     elif _latch.raised:
@@ -91,6 +93,11 @@ _previous_unraisable = sys.unraisablehook
 def pending() -> int | None:
     """The signal that arrived while held and has not been raised yet, if any."""
     return _latch.first if _latch.first is not None and not _latch.raised else None
+
+
+def received() -> int:
+    """How many signals the latch has seen (a count that went up during a block: one arrived in it)."""
+    return _latch.received
 
 
 def _main_thread() -> bool:
@@ -182,6 +189,47 @@ def deferred() -> Iterator[None]:
         _latch.held -= 1
         if not _latch.held and pending() is not None and sys.exc_info()[0] is None:
             _raise_first()
+
+
+class Holding:
+    """`holding()`'s handle: the signal that arrived inside the block, taken as the exception it stands for."""
+
+    def __init__(self) -> None:
+        self._taken: KeyboardInterrupt | None = None
+
+    def taken(self) -> KeyboardInterrupt | None:
+        return self._taken
+
+
+@contextmanager
+def holding() -> Iterator[Holding]:
+    """Run a block whose work must not be lost (a finished measurement being stopped and built into a
+    result) with SIGINT, SIGTERM and SIGHUP held back, and, unlike `deferred()`, not raised when it ends:
+    a first signal that arrived inside is taken (`Holding.taken()`, as the exception it stands for, marked
+    raised so that later ones are only recorded) for the caller to end the command with once what was
+    measured is safe. An exception on its way out of the block leaves the signal pending, as `deferred()`."""
+    hold = Holding()
+    if not _main_thread():
+        yield hold
+        return
+    if not _installed():
+        with _own_latch(held=1):
+            yield hold
+            hold._taken = _take()
+        return
+    _latch.held += 1
+    try:
+        yield hold
+    finally:
+        _latch.held -= 1
+    hold._taken = _take()
+
+
+def _take() -> KeyboardInterrupt | None:
+    if pending() is None:
+        return None
+    _latch.raised = True
+    return interrupt_for(_latch.first)
 
 
 class ArrivalOrder:

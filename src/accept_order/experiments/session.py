@@ -23,7 +23,7 @@ from ..analysis.order import verdict
 from ..core import environment
 from ..core.errors import WorkerError, WorkerExited
 from ..core.measures import ConnectionRecord, Environment, WorkerCounters
-from ..core.signals import deferred
+from ..core.signals import deferred, holding
 from ..core.spec import ConcurrentLoad, SequentialLoad, ServerSpec
 from ..core.target import Target
 from ..loads.sequential import run_sequential as drive_sequential
@@ -69,11 +69,15 @@ def lifecycle(
     server: ServerSpec | Plan,
     drive: Callable[[Target], T],
     describe: Callable[[], str],
+    build: Callable[[T, Measured], R],
     stamps: bool = False,
     partial: Callable[[], T] | None = None,
-) -> tuple[T, Measured]:
-    """Start `server`, run `drive(target)`, stop, and return what drive returned with what was measured.
+) -> R:
+    """Start `server`, run `drive(target)`, stop, and return `build(what drive returned, what was measured)`.
 
+    From the moment the load has finished until its result is built, signals are held (core/signals.py
+    `holding`): a Ctrl-C, SIGTERM or SIGHUP then ends the run with RunInterrupted carrying the finished
+    result, for the command to save and report before it exits 130/143/129, instead of losing it.
     `describe()` says how far the load got, for the message when a worker dies mid-run. When a worker of
     a server this tool did not start exits (WorkerExited), `partial()` is what the load got to: the run
     then ends like a finished one, with the exit in `Measured.exited` and in the evidence. A spec is resolved
@@ -100,9 +104,9 @@ def lifecycle(
             outcome = partial()
         except WorkerError as exc:
             raise WorkerError(f"{exc}; {describe()}", exc.index) from None
-        # A load stopped by Ctrl-C kept a partial result: a signal must not lose it while the workers are
-        # stopped (the first one decides how the command ends; later ones are never raised).
-        with deferred():
+        # What the load measured must not be lost while the workers are stopped and the result is built:
+        # the first signal in that time is taken and travels with the result (later ones are never raised).
+        with holding() as hold:
             try:
                 target.check_alive()
             except WorkerExited as exc:
@@ -112,31 +116,34 @@ def lifecycle(
             evidence = capture.after(port, list(target.pids))
             evidence["machine"] = {"before": machine_before, "after": environment.machine_state()}
             counters = target.stop()
-        if exited is None:
-            target.check_stopped()  # a worker that died at the very end must not pass for one that idled
-        else:
-            pid = target.pids[exited.index] if exited.index is not None else None
-            evidence["worker_exit"] = {
-                "worker": exited.index,
-                "pid": pid,
-                "after_s": exited.after_s,
-                "why": str(exited),
-            }
-        evidence.update(target.own_evidence())  # fd-pass's acceptor, a launched server's own log
-        measured = Measured(
-            env,
-            port,
-            tuple(target.pids),
-            tuple(counters),
-            evidence,
-            target.unsettled,
-            round(time.perf_counter() - started, 6),
-            exited,
-        )
+            if exited is None:
+                target.check_stopped()  # a worker that died at the very end must not pass for one that idled
+            else:
+                pid = target.pids[exited.index] if exited.index is not None else None
+                evidence["worker_exit"] = {
+                    "worker": exited.index,
+                    "pid": pid,
+                    "after_s": exited.after_s,
+                    "why": str(exited),
+                }
+            evidence.update(target.own_evidence())  # fd-pass's acceptor, a launched server's own log
+            measured = Measured(
+                env,
+                port,
+                tuple(target.pids),
+                tuple(counters),
+                evidence,
+                target.unsettled,
+                round(time.perf_counter() - started, 6),
+                exited,
+            )
+            result = build(outcome, measured)
+        if (cause := hold.taken()) is not None:
+            raise RunInterrupted([result], cause)
     finally:
         with deferred():
             target.close()
-    return outcome, measured
+    return result
 
 
 def run_sequential(
@@ -180,29 +187,31 @@ def run_sequential(
                 counts = log.stop()
                 accept_log.update(available=counts.available, why=counts.why)
 
-    records, m = lifecycle(resolved, drive, describe, partial=lambda: sorted(finished, key=lambda r: r.seq))
-    mode = resolved.mode
-    model, why = resolved.expectation()
-    woken = m.counters if mode.switches_are_wakeups else ()
-    if mode.timed_waits:  # a sleep that ended on its own timer woke for no connection
-        woken = tuple(
-            dataclasses.replace(c, voluntary_switches=max(0, (c.voluntary_switches or 0) - (c.empty or 0)))
-            for c in woken
+    def build(records: list[ConnectionRecord], m: Measured) -> RunResult:
+        mode = resolved.mode
+        model, why = resolved.expectation()
+        woken = m.counters if mode.switches_are_wakeups else ()
+        if mode.timed_waits:  # a sleep that ended on its own timer woke for no connection
+            woken = tuple(
+                dataclasses.replace(c, voluntary_switches=max(0, (c.voluntary_switches or 0) - (c.empty or 0)))
+                for c in woken
+            )
+        result = RunResult(
+            server=server,
+            load=load,
+            environment=m.environment,
+            port=m.port,
+            records=tuple(records),
+            counters=m.counters,
+            verdict=verdict(records, server.workers, model, why, woken),
+            evidence={**m.evidence, **({"accept_log": accept_log} if accept_log else {})},
+            wall_s=m.wall_s,
+            unsettled=m.unsettled,
+            interrupted=m.exited is not None,
         )
-    result = RunResult(
-        server=server,
-        load=load,
-        environment=m.environment,
-        port=m.port,
-        records=tuple(records),
-        counters=m.counters,
-        verdict=verdict(records, server.workers, model, why, woken),
-        evidence={**m.evidence, **({"accept_log": accept_log} if accept_log else {})},
-        wall_s=m.wall_s,
-        unsettled=m.unsettled,
-        interrupted=m.exited is not None,
-    )
-    return _kept(result, m)
+        return _kept(result, m)
+
+    return lifecycle(resolved, drive, describe, build, partial=lambda: sorted(finished, key=lambda r: r.seq))
 
 
 def _kept(result: R, m: Measured) -> R:
@@ -287,23 +296,25 @@ def run_latency(
         kernel.update(available=counts.available, why=counts.why, counts=counts.counts)
         return dataclasses.replace(summary, served=tuple(int(counts.counts.get(pid, 0)) for pid in target.pids))
 
-    summary, m = lifecycle(resolved.sized(load.concurrency), drive, loading.describe, partial=lambda: kept[0])
-    result = LatencyResult.of(
-        summary,
-        server=server,
-        load=load,
-        environment=m.environment,
-        port=m.port,
-        counters=m.counters,
-        title=title or default_title(server, load=load),
-        work_estimate_us=work,
-        evidence={**m.evidence, **({"accept_counts": kernel} if kernel else {})},
-        interrupted=summary.interrupted or m.exited is not None,
-    )
-    result = dataclasses.replace(result, model=predict(result))  # what queueing alone makes of the same figures
-    if isinstance(summary.interruption, KeyboardInterrupt) and m.exited is None:
-        raise RunInterrupted([result], summary.interruption)
-    return _kept(result, m)
+    def build(summary: LoadSummary, m: Measured) -> LatencyResult:
+        result = LatencyResult.of(
+            summary,
+            server=server,
+            load=load,
+            environment=m.environment,
+            port=m.port,
+            counters=m.counters,
+            title=title or default_title(server, load=load),
+            work_estimate_us=work,
+            evidence={**m.evidence, **({"accept_counts": kernel} if kernel else {})},
+            interrupted=summary.interrupted or m.exited is not None,
+        )
+        result = dataclasses.replace(result, model=predict(result))  # what queueing alone makes of the same figures
+        if isinstance(summary.interruption, KeyboardInterrupt) and m.exited is None:
+            raise RunInterrupted([result], summary.interruption)
+        return _kept(result, m)
+
+    return lifecycle(resolved.sized(load.concurrency), drive, loading.describe, build, partial=lambda: kept[0])
 
 
 def run_each(variants: Sequence[T], run_one: Callable[[T], R]) -> list[R]:

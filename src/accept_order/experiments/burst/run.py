@@ -23,7 +23,7 @@ from typing import Any
 from ...core.errors import PlanError
 from ...core.spec import FD_MARGIN, MAX_DRIVER_PROCS, ConcurrentLoad, ServerSpec, check_range, local_ports, sized
 from ...probes import netstat
-from ..session import RunInterrupted, drive_load, lifecycle, run_each
+from ..session import Measured, RunInterrupted, drive_load, lifecycle, run_each
 from .result import BurstCell, BurstRun
 
 MAX_CLIENTS = 1_000_000
@@ -145,13 +145,17 @@ def run_bursts(
     def describe() -> str:
         return f"after {len(cells)} of {len(plan.clients)} bursts"
 
+    def build(_: None, m: Measured) -> BurstRun:
+        return BurstRun(server, tuple(cells), m.environment, shortages=tuple(m.evidence.get("shortages", ())))
+
     try:
-        _, m = lifecycle(sized(server, max(plan.clients)), drive, describe)
+        return lifecycle(sized(server, max(plan.clients)), drive, describe, build)
+    except RunInterrupted:
+        raise  # after the last burst: the whole result travels with it
     except KeyboardInterrupt as stop:
         if cells:
             raise RunInterrupted([BurstRun(server, tuple(cells), None, interrupted=True)], stop) from None
         raise
-    return BurstRun(server, tuple(cells), m.environment, shortages=tuple(m.evidence.get("shortages", ())))
 
 
 def burst_table(

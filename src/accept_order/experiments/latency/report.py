@@ -66,19 +66,16 @@ def open_loop_note(result: LatencyResult, named: bool = False) -> Text | None:
     """An open loop whose -c ran out: how many connections started late for want of a free slot (timed from
     when they were due, so the latencies hold that wait), and, in a timed run, how many due never started."""
     load = result.load
-    if load.rate is None:
-        return None
-    late = sum(d.late or 0 for d in result.drivers)
-    due = round(load.rate * load.duration_s) if load.duration_s is not None else None
-    unstarted = due - result.driven if due is not None and not result.interrupted else 0
-    if not late and unstarted <= len(result.drivers):  # a driver may stop one short at the deadline
+    late, unstarted = result.late, result.unstarted
+    if load.rate is None or not late and not unstarted:
         return None
     who = f"{result.server.label}: " if named else ""
     text = (
         f"{who}open loop at {load.rate:g}/s: {late} of {result.driven} connections were due while all "
         f"{load.concurrency} in flight were busy and started late; their latencies count from when they were due"
     )
-    if unstarted > len(result.drivers):
+    if unstarted:
+        due = round(load.rate * (load.duration_s or 0))
         text += f"; {unstarted} of the {due} due in {load.duration_s:g} s never started (not in the figures)"
     return Text(text + ".", style="yellow")
 

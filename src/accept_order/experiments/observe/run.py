@@ -19,7 +19,7 @@ from contextlib import ExitStack
 
 from ...core import environment
 from ...core.errors import PlanError
-from ...core.signals import deferred
+from ...core.signals import deferred, holding
 from ...core.spec import MAX_DURATION_S, check_range
 from ...probes.accept_watch import SOURCE, AcceptWatch, ThreadCounts
 from ...probes.server_netns import same_namespace
@@ -229,8 +229,11 @@ def observe(
             with deferred():
                 result = _finish(observer, interrupted=True)
             raise RunInterrupted([result], cause) from None
-        with deferred():
-            return _finish(observer)
+        with holding() as hold:  # the window is over: a signal now must not lose what was observed
+            result = _finish(observer)
+        if (late := hold.taken()) is not None:
+            raise RunInterrupted([result], late)
+        return result
     raise AssertionError("unreachable")
 
 

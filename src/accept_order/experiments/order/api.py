@@ -12,7 +12,7 @@ from ...core.errors import PlanError
 from ...core.measures import ConnectionRecord
 from ...core.spec import SequentialLoad, ServerSpec, renamed
 from ...servers.registry import checked, variants
-from ..session import lifecycle, run_each, run_sequential
+from ..session import Measured, lifecycle, run_each, run_sequential
 from .result import RunResult, ServeResult
 
 if TYPE_CHECKING:
@@ -92,5 +92,7 @@ def serve(server: ServerSpec, announce: Callable[[Target], None] | None = None) 
             f"serve stopped after the workers had accepted {counted()} connections (nc clients are not ours to count)"
         )
 
-    _, m = lifecycle(server, wait_for_stop, describe, stamps=True)
-    return ServeResult(server, m.environment, m.port, m.counters, tuple(serving[0].sequence()), m.evidence)
+    def build(_: None, m: Measured) -> ServeResult:
+        return ServeResult(server, m.environment, m.port, m.counters, tuple(serving[0].sequence()), m.evidence)
+
+    return lifecycle(server, wait_for_stop, describe, build, stamps=True)

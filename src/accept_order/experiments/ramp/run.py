@@ -20,7 +20,7 @@ from ...core.spec import MAX_DRIVER_PROCS, ConcurrentLoad, ServerSpec, check_con
 from ...probes import netstat
 from ...probes.sockets import socket_summary
 from ...render.evidence import machine_busy
-from ..session import RunInterrupted, Tick, drive_load, lifecycle
+from ..session import Measured, RunInterrupted, Tick, drive_load, lifecycle
 from .result import RampResult, RampStep
 
 SATURATED = 0.9  # a worker (or the workers together) on a CPU this share of the step is CPU-bound
@@ -232,15 +232,20 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
             if step.reasons and not plan.keep_going:
                 return
 
+    def build(_: None, m: Measured) -> RampResult:
+        shortages = tuple(m.evidence.get("shortages", ()))
+        return RampResult(server, plan_dict(plan), tuple(steps), m.environment, shortages=shortages)
+
     try:
         in_flight = plan.in_flight if plan.rates else max(plan.concurrencies)
-        _, m = lifecycle(sized(server, in_flight), drive, lambda: f"after {len(steps)} of {len(plan.offered)} steps")
+        described = lambda: f"after {len(steps)} of {len(plan.offered)} steps"  # noqa: E731
+        return lifecycle(sized(server, in_flight), drive, described, build)
+    except RunInterrupted:
+        raise  # after the last step: the whole result travels with it
     except KeyboardInterrupt as stop:
         if steps:
             raise RunInterrupted([RampResult(server, plan_dict(plan), tuple(steps), None, True)], stop) from None
         raise
-    shortages = tuple(m.evidence.get("shortages", ()))
-    return RampResult(server, plan_dict(plan), tuple(steps), m.environment, shortages=shortages)
 
 
 def plan_dict(plan: RampPlan) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from ...core import netns
 from ...core.errors import PlanError
 from ...core.spec import DEFAULT_KIND, ConcurrentLoad, ServerSpec
 from ...servers.registry import mode_info, runnable
-from ..session import Loading, RunInterrupted, Tick, drive_load, lifecycle, run_each
+from ..session import Loading, Measured, RunInterrupted, Tick, drive_load, lifecycle, run_each
 from .result import HOWS, ReloadRun
 
 if TYPE_CHECKING:
@@ -95,7 +95,12 @@ def run_reload(server: ServerSpec, load: ConcurrentLoad, plan: ReloadPlan, on_ti
 
         return drive_load(target, load, server.workers, tick, loading)
 
-    outcome, m = lifecycle(server, drive, loading.describe)
+    return lifecycle(server, drive, loading.describe, lambda outcome, m: _result(plan, server, load, outcome, m, went))
+
+
+def _result(
+    plan: ReloadPlan, server: ServerSpec, load: ConcurrentLoad, outcome: LoadSummary, m: Measured, went: dict[str, Any]
+) -> ReloadRun:
     served = outcome.served
     meta = mode_info(DEFAULT_KIND, server.mode)
     passes = "acceptor" in m.evidence
