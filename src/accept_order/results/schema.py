@@ -126,7 +126,9 @@ class Number(Shape):
         return f"a number from {self.low:g} to {self.high:g}"
 
     def check(self, value: Any, at: str) -> None:
-        if not _real(value) or not math.isfinite(value) or not self.low <= value <= self.high:
+        # The bounds first: an integer past a float's range (10**400) compares exactly, but isfinite would
+        # convert it and raise OverflowError.
+        if not _real(value) or not self.low <= value <= self.high or not math.isfinite(value):
             raise wrong(at, _bounded(self.expected, value), value)
 
 
