@@ -12,6 +12,7 @@ from __future__ import annotations
 import codecs
 import errno
 import os
+import select
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -101,7 +102,7 @@ class _Guarded:
 
     def write(self, text: str) -> int:
         with _naming(self._name):
-            return self._stream.write(text)
+            return _write_whole(self._stream, text)
 
     def flush(self) -> None:
         with _naming(self._name):
@@ -109,6 +110,34 @@ class _Guarded:
 
     def __getattr__(self, attr: str) -> Any:
         return getattr(self._stream, attr)
+
+
+def _write_whole(stream: Any, text: str) -> int:
+    """All of `text` to `stream`, through its descriptor when it has one. A descriptor left non-blocking by
+    whoever made it (a pipe from an event loop) takes only what fits (64 KiB), and Python's text stream
+    drops the rest without a word; here a full pipe is waited for (poll) until it has taken everything,
+    and a reader that went away is EPIPE as ever (a quiet 141)."""
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):  # none: click's CliRunner, a closed stdout (_Closed)
+        return int(stream.write(text))
+    data = memoryview(text.encode(stream.encoding or "utf-8", stream.errors or "strict"))
+    if os.get_blocking(fd):
+        stream.flush()  # what was written through the stream before goes first
+    else:  # the stream would drop what does not fit: flush what it holds in blocking mode, briefly
+        os.set_blocking(fd, True)
+        try:
+            stream.flush()
+        finally:
+            os.set_blocking(fd, False)
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    while data:
+        try:
+            data = data[os.write(fd, data) :]
+        except BlockingIOError:
+            poller.poll()  # writable again, or the reader gone (POLLERR): the next write says which
+    return len(text)
 
 
 class _Console(Console):
