@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import assert_one_error_line, gone, run_cli, wait_for
+from conftest import assert_one_error_line, gone, http_fetch_many, run_cli, wait_for
 
 from accept_order.core.spec import SequentialLoad, ServerSpec
 from accept_order.experiments import session
@@ -92,6 +92,25 @@ def test_request_log_agrees_with_the_records(mode: str) -> None:
     assert {r.client_port: r.pid for r in result.records} == logged
     assert Counter(logged.values()) == Counter(r.pid for r in result.records)
     assert set(logged.values()) <= {c.pid for c in result.counters}
+
+
+def test_each_worker_logs_its_requests_before_it_waits_again() -> None:
+    """No request line waits for the master: held stopped here (a master the scheduler runs late), it writes
+    none, and every request answered is in the log once the workers wait again. (With a req-logger the
+    master wrote them, one per turn of its loop, and exited at `q` without the rest: 34 of 40 lost.)"""
+    with launched("default", workers=2) as server:
+        assert server.master is not None
+        master = server.master.pid
+        os.kill(master, signal.SIGSTOP)
+        try:
+            seen = http_fetch_many(server.address)
+            wait_for(lambda: server.waiting(server.pids), bool, 30.0, "every worker back in its wait")
+            lines = Path(server.directory, server.request_log).read_text().splitlines()
+        finally:
+            os.kill(master, signal.SIGCONT)
+    logged = [row for row in (server.parse_request(line.split()) for line in lines) if row is not None]
+    assert sorted(logged) == sorted(seen)
+    assert sorted(map(tuple, server.witness()["requests"])) == sorted(seen)  # and the stop kept them
 
 
 def test_thunder_lock_takes_turns() -> None:

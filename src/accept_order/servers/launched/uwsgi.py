@@ -13,11 +13,15 @@ is how the workers wait for it (read from /proc on Linux 6.18):
   (one listener, one queue; uWSGI's own help says the option is for BSD), so it is the default's herd.
 
 The app (uwsgi_app.py) answers `worker PID` and hands uWSGI's request log the client port; the log,
-`%(pid) %(client_port)` per request in the private directory, is the witness. Stopping: the master FIFO's
-`q` is uWSGI's graceful shutdown (SIGTERM with die-on-term and SIGINT kill the workers at once; SIGTERM
-without die-on-term would reload them: new workers), after the workers are back in their wait, because a
-request in hand when `q` arrives is answered but not logged. uWSGI's --cpu-affinity takes a core count,
-not a list, so --cpus is applied from here once the workers exist.
+`accept-order-request %(pid) %(client_port)` per request, is the witness. Each worker writes its own line
+(one writev to the stderr it inherited, stderr.log) after the reply and before it waits again. Not a
+`req-logger`: that sends each line to the master over a socketpair, the master reads one per turn of its
+loop, and after `q` it exits once the workers are reaped without reading what is still queued (uWSGI 2.0's
+master.c: uwsgi_master_check_death comes before the event wait): a master the scheduler ran late lost 34
+of 40 lines. Stopping: the master FIFO's `q` is uWSGI's graceful shutdown (SIGTERM with die-on-term and
+SIGINT kill the workers at once; SIGTERM without die-on-term would reload them: new workers), after the
+workers are back in their wait, so every request answered is logged by then. uWSGI's --cpu-affinity takes
+a core count, not a list, so --cpus is applied from here once the workers exist.
 """
 
 from __future__ import annotations
@@ -100,6 +104,7 @@ def uwsgi_missing() -> str | None:
     return None if find_spec("pyuwsgi") is not None else f"pyuwsgi is not installed: {PACKAGE}"
 
 
+REQUEST_MARK = "accept-order-request"  # starts each request line among uWSGI's own messages in stderr.log
 GRACE_S = 10  # the most a graceful stop may take (a busy machine); an idle one takes milliseconds
 
 
@@ -125,8 +130,8 @@ master-fifo = {os.path.join(directory, "master.fifo")}
 reload-mercy = {GRACE_S}
 worker-reload-mercy = {GRACE_S}
 pidfile = {os.path.join(directory, "uwsgi.pid")}
-req-logger = file:{os.path.join(directory, "access.log")}
-logformat = %(pid) %(client_port)
+; no req-logger: each worker writes its request line to its stderr itself, none waits in the master
+logformat = {REQUEST_MARK} %(pid) %(client_port)
 """
 
 
@@ -145,7 +150,8 @@ class UwsgiServer(LaunchedServer):
     # the line that names the cause (a bind failure, an unknown option, the app's import error), not the
     # root warning every start prints
     error_marks = ("bind(", "unrecognized option", "unknown config directive", "Error", "error", "GAME OVER")
-    witness_source = "uwsgi request log"  # `%(pid) %(client_port)`
+    witness_source = "uwsgi request log"  # `accept-order-request %(pid) %(client_port)`
+    request_log = "stderr.log"  # the workers write it themselves (see the module's docstring)
 
     def __init__(self, spec: ServerSpec) -> None:
         super().__init__(spec)
@@ -166,6 +172,10 @@ class UwsgiServer(LaunchedServer):
             "ACCEPT_ORDER_WORK_US": str(self.spec.work_us),
             "ACCEPT_ORDER_WORK_ITERS": str(self.spec.work_iters),
         }
+
+    def parse_request(self, fields: list[str]) -> tuple[int, int] | None:
+        """A request line of stderr.log (uWSGI's own messages share it)."""
+        return super().parse_request(fields[1:]) if fields[:1] == [REQUEST_MARK] else None
 
     def waiting(self, pids: list[int]) -> bool:
         """Every worker blocked in its wait for a connection: epoll_wait, or the thunder lock's futex."""

@@ -3,7 +3,8 @@ port handed to uWSGI's request log.
 
 uWSGI's own HTTP parser (--http-socket) puts no REMOTE_PORT in the environ, so the app asks the kernel for
 the peer of the connection uWSGI accepted (uwsgi.connection_fd()) and gives it to the log as the request
-variable `client_port`; the log line (`%(pid) %(client_port)`) is written by uWSGI after the request.
+variable `client_port`; the worker writes the log line (`accept-order-request %(pid) %(client_port)`)
+after the reply.
 """
 
 from __future__ import annotations
