@@ -296,8 +296,8 @@ def test_bad_options_fail_before_any_worker_starts(monkeypatch: pytest.MonkeyPat
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--modes", "blocking,nope"], "unknown mode(s): nope"),
-        (["--modes", ","], "unknown mode(s): (none given)"),
+        (["--modes", "blocking,nope"], "'nope' is not a mode of builtin"),
+        (["--modes", ","], "',' names no mode"),
         (["--workers", "0"], "Invalid value for '--workers'"),
         (["--backlog", "0"], "Invalid value for '--backlog'"),
         (["--connections", "x"], "'x' is not a valid integer"),

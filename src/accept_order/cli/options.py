@@ -39,12 +39,14 @@ from .types import (
     CPUS,
     DURATION,
     HOST,
+    MODE,
     MODE_LIST,
     AliasOption,
     Duration,
     IntList,
     IntRange,
     ServerList,
+    judge_pending_modes,
     parse_int,
 )
 
@@ -53,13 +55,10 @@ DEFAULT_MODE_HELP = "How workers wait for connections (see 'accept-order modes')
 
 
 def mode_option() -> Callable[[F], F]:
-    from ..servers.registry import all_mode_names
-
     return click.option(
         "--mode",
         "-m",
-        type=click.Choice(all_mode_names()),
-        metavar="MODE",  # the choices of every server, 29 of them, made one 289-column help line
+        type=MODE,  # not a Choice: the modes of every server, 29 of them, made a 289-column help line
         default=None,
         help=f"{DEFAULT_MODE_HELP} [default: epoll, or the server's first mode where it has no epoll]",
     )
@@ -98,6 +97,7 @@ def server_option(
         type=ServerList(several, kinds),
         default=default,
         show_default=default is not None,
+        callback=judge_pending_modes,  # a bad --mode typed before --server is judged with its kinds
         help=server_help,
     )
 

@@ -7,6 +7,7 @@ bind port 3), which nobody types on purpose.
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from typing import Any
@@ -120,24 +121,134 @@ class Duration(click.ParamType):
         return seconds
 
 
+PENDING_MODES = "accept_order.pending_modes"  # ctx.meta: modes judged once --server is read (judge_pending_modes)
+
+
+def _folded(name: str) -> str:
+    return name.strip().casefold().replace("_", "-")
+
+
+def canonical_mode(name: str) -> str:
+    """A mode in its own spelling whatever the case, `_` for `-` (`EPOLL`: epoll, `io_uring`: io-uring); a
+    name no server has, as given."""
+    from ..servers.registry import all_mode_names
+
+    return {_folded(known): known for known in all_mode_names()}.get(_folded(name), name.strip())
+
+
+def chosen_kinds(ctx: click.Context | None) -> list[str] | None:
+    """The server kinds the command line names (the default one where it names none); None while --server
+    is still to be read (click reads options in the order they were typed)."""
+    from ..servers.registry import DEFAULT_KIND
+
+    if ctx is None or not any(p.name == "server" for p in ctx.command.params):
+        return [DEFAULT_KIND]
+    if "server" not in ctx.params:
+        return None
+    return kinds_of(ctx.params["server"])
+
+
+def kinds_of(server: Any) -> list[str]:
+    """--server's value as kinds: one, several, or (none given where no default: atlas) every kind."""
+    if server is None:
+        return launched_kinds()
+    return [server] if isinstance(server, str) else list(server)
+
+
+def _or(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def unknown_modes(unknown: list[str], kinds: list[str], several: bool) -> str:
+    """Names no server has: what the chosen kinds have, and the nearest (a typo, another server's mode)."""
+    from ..servers.registry import KINDS
+
+    own = list(dict.fromkeys(mode for kind in kinds for mode in KINDS[kind].modes()))
+    others = {mode: kind for kind in launched_kinds() for mode in KINDS[kind].modes() if mode not in own}
+    guesses = []
+    for name in unknown:
+        near = difflib.get_close_matches(_folded(name), own, n=1, cutoff=0.6)
+        elsewhere = difflib.get_close_matches(_folded(name), list(others), n=1, cutoff=0.6)
+        if near:
+            guesses.append(repr(near[0]))
+        elif elsewhere:
+            guesses.append(f"{elsewhere[0]!r} (--server {others[elsewhere[0]]})")
+        else:
+            continue
+        if len(unknown) > 1:
+            guesses[-1] += f" for {name!r}"
+    names = ", ".join(repr(name) for name in unknown)
+    verb = "is not a mode" if len(unknown) == 1 else "are not modes"
+    whose = "Its" if len(kinds) == 1 else "Their"
+    listed = ", ".join(own) + (", or all" if several else "")
+    said = f"{names} {verb} of {_or(kinds)}" + (f"; did you mean {', '.join(guesses)}?" if guesses else ".")
+    return f"{said} {whose} modes: {listed}"
+
+
+def _judged(names: list[str], several: bool, param: click.Parameter | None, ctx: click.Context | None) -> list[str]:
+    """`names` in their own spelling; one no server has is refused, naming the modes of the chosen server
+    (now, or once --server is read: judge_pending_modes)."""
+    from ..servers.registry import all_mode_names
+
+    names = [canonical_mode(name) for name in names]
+    unknown = [name for name in names if name not in all_mode_names()]
+    if unknown:
+        kinds = chosen_kinds(ctx)
+        if kinds is None:
+            assert ctx is not None
+            ctx.meta.setdefault(PENDING_MODES, []).append((param, unknown, several))
+        else:
+            raise click.BadParameter(unknown_modes(unknown, kinds, several), ctx, param)
+    return names
+
+
+def judge_pending_modes(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """--server's callback: a mode typed before it, that no server has, is refused now that the kinds are
+    known."""
+    pending = ctx.meta.pop(PENDING_MODES, [])
+    if pending and not ctx.resilient_parsing:
+        mode_param, unknown, several = pending[0]
+        raise click.BadParameter(unknown_modes(unknown, kinds_of(value), several), ctx, mode_param)
+    return value
+
+
+class ModeName(click.ParamType):
+    """One mode of the server --server names (checked against that server's own modes when the run is
+    planned); case and `_` for `-` do not matter. One no server has is refused with the chosen server's
+    modes and the nearest (`epol`: did you mean 'epoll'?)."""
+
+    name = "MODE"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        return _judged([str(value)], False, param, ctx)[0]
+
+    def shell_complete(self, ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+        from click.shell_completion import CompletionItem
+
+        from ..servers.registry import all_mode_names
+
+        return [CompletionItem(name) for name in all_mode_names() if name.startswith(incomplete)]
+
+
 class ModeList(click.ParamType):
-    """Comma-separated modes (`all` for every one); unknown or repeated names are refused."""
+    """Comma-separated modes (`all` for every one); unknown or repeated names are refused (see ModeName)."""
 
     name = "MODES"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> list[str]:
         if isinstance(value, list):
             return value
-        from ..servers.modes import parse_modes
-        from ..servers.registry import all_mode_names
-
         text = str(value).strip()
         if text in ("all", "default"):
             return [text]  # every mode / the default mode of each server the command runs, resolved per server
-        try:
-            return parse_modes(text, known=all_mode_names())
-        except PlanError as exc:
-            self.fail(str(exc), param, ctx)
+        names = [m.strip() for m in text.split(",") if m.strip()]
+        if not names:
+            self.fail(f"{value!r} names no mode: give one or more, comma-separated, or all", param, ctx)
+        names = _judged(names, True, param, ctx)
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            self.fail(f"mode(s) given more than once: {', '.join(repeated)}", param, ctx)
+        return names
 
 
 class Host(click.ParamType):
@@ -240,6 +351,7 @@ class AliasOption(click.Option):
 
 CPUS = CpuList()
 DURATION = Duration()
+MODE = ModeName()
 MODE_LIST = ModeList()
 HOST = Host()
 SERVER_LIST = ServerList()
