@@ -128,6 +128,12 @@ def seen_besides_queueing(result: LatencyResult, name: Callable[[LatencyResult],
                 f"the load generator shared the workers' CPUs during {label} (it waited for one {100 * waited:.0f}% "
                 "of its time; --load-cpus gives it its own)"
             )
+    late = result.late  # an open loop's connections that waited for one of the generator's -c slots
+    if late and overload(result, name) is None:  # an overloaded run says so in its own lead
+        seen.append(
+            f"{late:,} of {label}'s connections waited in the load generator for one of its "
+            f"{result.load.concurrency} slots (a larger -c lets them start on time)"
+        )
     shares = result.others_cpu_share
     if shares is not None and shares[1] >= OTHERS_SEEN:
         seen.append(f"other processes used {100 * shares[1]:.0f}% of the CPUs during {label}")
@@ -141,24 +147,24 @@ def _else(runs: Sequence[LatencyResult], name: Callable[[LatencyResult], str] = 
     return "something else is at work (the run saw no herd, lock or client delay to name), or noise"
 
 
-LATE_SHARE = 0.01  # an open loop that started more than this share of its connections late could not keep up
+SHORT_SERVED = 0.97  # an open loop that served less than this share of its rate did not keep up with it
 
 
 def overload(result: LatencyResult, name: Callable[[LatencyResult], str] = _label) -> str | None:
-    """An open loop that offered more than its workers served: ρ ≥ 1 by the measured service time, or so
-    many connections started late (every slot in flight busy) or never that the queue outgrew -c."""
+    """An open loop that offered more than its workers served: ρ ≥ 1 by the measured service time, or a
+    rate it did not serve (under SHORT_SERVED of it) while its slots ran out (started late, or never)."""
     load, model = result.load, result.model
     if load.rate is None:
         return None
-    said = []
-    if model is not None and (rho := model.utilisation) is not None and rho >= 1:
-        said.append(f"ρ {rho:.2f}")
-    if result.late > LATE_SHARE * result.driven:
+    rho = model.utilisation if model is not None else None
+    short = result.throughput < SHORT_SERVED * load.rate and (result.late or result.unstarted)
+    if not (rho is not None and rho >= 1) and not short:
+        return None
+    said = [f"ρ {rho:.2f}"] if rho is not None else []
+    if result.late:
         said.append(f"{result.late:,} of {result.driven:,} started late, all {load.concurrency} in flight busy")
     if result.unstarted:
         said.append(f"{result.unstarted:,} due never started")
-    if not said:
-        return None
     return (
         f"{name(result)} was offered more than its workers served ({load.rate:,.0f}/s offered, "
         f"{result.throughput:,.0f}/s served; {', '.join(said)}): its latencies hold a queue that grew through "
@@ -193,8 +199,8 @@ def _times(measured: float, predicted: float) -> str:
 def _fixed_clause(runs: Sequence[LatencyResult], fixed: float) -> str:
     if fixed <= 0:
         return ""
-    median = min(r.histogram.percentile(50) / 1000 for r in runs)
-    most = "; that is most of the median latency, not the workers' queues" if fixed >= median / 2 else ""
+    median = max(r.histogram.percentile(50) / 1000 for r in runs)  # most of every run's median, or not said
+    most = "; that is most of each run's median latency, not the workers' queues" if fixed > median / 2 else ""
     return (
         f" (predictions include {fixed:.2f} ms that every connection took besides queueing, the fastest connection's "
         f"time over the model's fastest: set-up, the kernel, the client{most})"
@@ -212,7 +218,7 @@ def model_line(runs: Sequence[LatencyResult], name: Callable[[LatencyResult], st
     fixed = fixed_path_ms(modelled)
     over = [o for r in modelled if (o := overload(r, name)) is not None]
     lead = "; ".join(over) + ". " if over else ""
-    band = f"±{100 * (TOLERANCE - 1):.0f}%"
+    band = f"a factor of {TOLERANCE:g}"
     within = [r for r, m, p in compared if agrees(m, p)]
     below = [r for r, m, p in compared if not agrees(m, p) and m < p]
     beyond = [r for r, m, p in compared if not agrees(m, p) and m >= p]
@@ -233,18 +239,19 @@ def model_line(runs: Sequence[LatencyResult], name: Callable[[LatencyResult], st
             "so their queues account for the differences between them" if len(within) == len(compared) > 1 else ""
         )
         clauses.append(
-            f"{who} within what queueing alone explains ({band})".strip() + (f", {explains}" if explains else "")
+            f"{who} within {band} of what queueing alone predicts".strip() + (f", {explains}" if explains else "")
         )
     if below:
         # a herd, a lock or a slow client adds latency: none of them can explain a run faster than predicted
         who = ", ".join(name(r) for r in below) + " " if several else ""
         clauses.append(
-            f"{who}below what queueing predicts: a herd, a lock or the client would lengthen latencies, so the "
+            f"{who}below what queueing predicts by more than {band}: a herd, a lock or the client would lengthen "
+            "latencies, so the "
             f"model's inputs (service time, discipline) do not fit {'that run' if several else 'this run'}{NOISE}"
         )
     if beyond:
         who = ", ".join(name(r) for r in beyond) + " " if several else ""
-        clauses.append(f"{who}beyond the model's {band}: {_else(beyond, name)}{NOISE}")
+        clauses.append(f"{who}above what queueing predicts by more than {band}: {_else(beyond, name)}{NOISE}")
     return lead + figures + ": " + "; ".join(clauses)
 
 
@@ -264,6 +271,6 @@ def model_agreement(rounds: Sequence[Sequence[LatencyResult]]) -> str | None:
         return None
     within = sum(said)
     return (
-        f"queueing alone explains every mode's p99 (within ±{100 * (TOLERANCE - 1):.0f}% of its prediction) in "
+        f"queueing alone explains every mode's p99 (within a factor of {TOLERANCE:g} of its prediction) in "
         f"{within}/{len(said)} runs"
     )
