@@ -14,19 +14,21 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
-from conftest import OutputReader, assert_one_error_line, run_cli
+from conftest import OutputReader, assert_one_error_line, gone, run_cli
 
 from accept_order.api import observe
 from accept_order.core.errors import ServerUnavailable
 from accept_order.core.spec import ConcurrentLoad, ServerSpec
 from accept_order.core.target import Target
 from accept_order.experiments.observe.result import ObserveResult
+from accept_order.experiments.observe.sampling import BUDGET, Holdings, QueueSampler
 from accept_order.experiments.session import RunInterrupted
 from accept_order.loads.generator import run_load
 from accept_order.servers.launched.haproxy import haproxy_missing
@@ -238,6 +240,45 @@ def test_interrupted_in_process_keeps_the_result(nginx: Target) -> None:
         observe(port=nginx.address[1], duration_s=TIMEOUT_S, on_snapshot=stop)
     result = caught.value.results[0]
     assert result.interrupted and [w.pid for w in result.workers] == list(nginx.pids)
+
+
+def test_a_ctrl_c_that_stops_the_server_too_keeps_the_mechanism(nginx: Target) -> None:
+    """Ctrl-C in the terminal the server runs in stops the server as well: the mechanism inspect read while
+    it ran is kept (asked again at the end, it would find nothing to read)."""
+    stopped: list[bool] = []
+
+    def snapshot(result: ObserveResult) -> None:
+        if result.mechanism is not None and not stopped:  # inspect has read it: now the server stops
+            stopped.append(True)
+            nginx.stop()
+            raise KeyboardInterrupt
+
+    with pytest.raises(RunInterrupted) as caught:
+        observe(port=nginx.address[1], duration_s=TIMEOUT_S, interval_s=0.1, trace=False, on_snapshot=snapshot)
+    result = caught.value.results[0]
+    assert result.interrupted and gone(nginx.pids)
+    assert result.mechanism is not None and result.mechanism.name == "epoll"
+
+
+@pytest.mark.parametrize("slow", [Holdings, QueueSampler])
+def test_untraced_the_queue_is_sampled_at_its_own_pace(
+    nginx: Target, monkeypatch: pytest.MonkeyPatch, slow: type[Holdings | QueueSampler]
+) -> None:
+    """Without tracing, who holds what is looked for in every socket of the namespace (slow where there are
+    many: made slow here); the listen queue keeps its own pace all the same. Where the queue itself is
+    slow to read (another namespace's /proc/PID/net/tcp), every interval still has a reading of it."""
+    slow_s = 0.05  # paced to one look every 5 s: longer than the observation
+    real = slow.sample
+
+    def slowed(self: Holdings | QueueSampler) -> None:
+        real(self)
+        time.sleep(slow_s)  # the cost of a namespace with many sockets (nothing is waited for)
+
+    monkeypatch.setattr(slow, "sample", slowed)
+    result = observe(port=nginx.address[1], duration_s=1.0, interval_s=0.25, trace=False)
+    assert result.intervals and all(i.queue_max is not None for i in result.intervals)
+    if slow is Holdings:
+        assert result.queue_every_s < slow_s / BUDGET  # paced by its own cost, not the holdings'
 
 
 def bpftrace_for(pids: list[int]) -> list[int]:

@@ -18,7 +18,7 @@ from accept_order.experiments.observe.result import (
     ObserveInterval,
     ObserveResult,
 )
-from accept_order.experiments.observe.verdict import headline, mechanism, verdict
+from accept_order.experiments.observe.verdict import headline, mechanism, queue, verdict
 from accept_order.probes.accept_watch import AcceptWatch, watch_program
 
 
@@ -132,6 +132,26 @@ def test_overflows_and_empty_accepts_are_said() -> None:
     lines = "\n".join(verdict(herd))
     assert "30 accepts came back empty (EAGAIN, 1.50 per connection)" in lines
     assert "4 connection attempts found a listen queue full" in lines
+
+
+def test_the_workers_kept_up_is_said_only_from_enough_samples_of_an_empty_queue() -> None:
+    def empty(counts: list[int], samples: int) -> ObserveResult:
+        return result(counts, queue_samples=samples, queue_max=0, queue_mean=0.0, wall_s=6.0)
+
+    assert queue(empty([5, 5], 1)) == (
+        "listen queue: empty at the one sample taken in 6.0 s: too few to tell whether the workers kept up"
+    )
+    many = "listen queue: empty at each of 60 samples, one every 0.1 s over 6.0 s"
+    assert queue(empty([5, 5], 60)) == f"{many}: the workers kept up"
+    assert queue(empty([0, 0], 60)) == many  # nothing accepted: nothing to keep up with
+    assert (
+        queue(result([5, 5], queue_samples=1)) == "listen queue: at most 3 waiting, 0.5 on average (1 sample in 30.0 s)"
+    )
+
+
+def test_an_interval_line_says_what_its_queue_figure_is() -> None:
+    line = interval_line(result([3, 1]))
+    assert "max queue 3" in line and "<=" not in line
 
 
 def rendered(renderable: object, width: int = 80) -> list[str]:

@@ -18,7 +18,7 @@ from .types import IntRange
     )
 )
 @click.argument("pid", type=IntRange(min=1), required=False)
-@click.option("--port", type=IntRange(1, 65535), help="Inspect whoever listens on this TCP port instead.")
+@click.option("--port", "-p", type=IntRange(1, 65535), help="Inspect whoever listens on this TCP port instead.")
 @click.option(
     "--samples",
     type=IntRange(1, 100),
@@ -33,9 +33,16 @@ def inspect(pid: int | None, port: int | None, samples: int, json_path: str | No
     tool's mode names) and why, and the settings that would change it. Nothing is sent to the server and
     nothing signals it: everything is read from /proc. Another user's server needs root."""
     from ..api import inspect as run_inspect
+    from ..core.errors import PlanError
     from ..experiments.inspect.report import inspect_report
+    from ..probes.serving import check_pid
 
     if (pid is None) == (port is None):
         raise click.UsageError("give a PID or --port PORT (one of them)")
+    try:
+        if pid is not None:
+            check_pid(pid)  # a number no process can have: a usage error, as observe's
+    except PlanError as exc:
+        raise click.UsageError(str(exc)) from None
     result = run_inspect(pid=pid, port=port, samples=samples)
     report_and_save(lambda: inspect_report(result), json_path, "inspect", result)

@@ -6,7 +6,9 @@ A listening socket has no owner in the kernel's tables, only holders (every proc
 (or its parent, a child, or a process at the other end of one of its Unix sockets: a worker fed by an
 acceptor holds none), every listener on the same ports in its network namespace (a SO_REUSEPORT group is
 several sockets on one port), the processes holding any of them (`socket_holders`), and the processes fed
-by those over Unix socketpairs (an acceptor's workers, Node's cluster workers under SCHED_RR).
+by those over Unix socketpairs (an acceptor's workers, Node's cluster workers under SCHED_RR). A child is
+not taken for the server of a process that holds no listener when that process is init (pid 1 adopts every
+orphan) or when its children serve different ports (a supervisor's, a shell's): the error names them.
 """
 
 from __future__ import annotations
@@ -15,12 +17,23 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..core.errors import NotServing
+from ..core.errors import NotServing, PlanError
 from ..core.measures import ListenerRow
 from .listeners import listening_sockets, parse_proc_net_tcp
 from .owner import socket_holders
 from .server_netns import in_namespace_of
 from .unix_peers import unix_peers
+
+PID_LIMIT = 1 << 22  # the most kernel.pid_max may be set to (PID_MAX_LIMIT, 64-bit): no process id is larger
+INIT = 1  # this PID namespace's init: every orphan's parent, so its children are no server of its own
+SHOWN = 3  # listening children named in a refusal
+
+
+def check_pid(pid: int) -> None:
+    """PlanError (a usage error) for a number no process can have; one that merely does not exist now is
+    NotServing, from find_server (an answer about the machine)."""
+    if not 1 <= pid <= PID_LIMIT:
+        raise PlanError(f"PID must be between 1 and {PID_LIMIT} (no process id is larger), got {pid}")
 
 
 @dataclass(frozen=True)
@@ -156,8 +169,10 @@ def find_server(pid: int | None = None, port: int | None = None) -> Server:
             raise NotServing(
                 f"pid {pid} ({start.name}): its open files are not this user's to read (run as root or as its user)"
             ) from None
+        if not held and start.pid == INIT:
+            raise NotServing(_init_refusal(start, group))
         if not held:
-            held = _held_by_relatives(start, inodes)
+            held = _held_by_relatives(start, group)
         if not held:
             raise NotServing(
                 f"pid {pid} ({start.name}) holds no listening TCP socket, nor does its parent, a child or a "
@@ -174,10 +189,7 @@ def find_server(pid: int | None = None, port: int | None = None) -> Server:
     rows = [row for row in group if row.port in ports]
     holders = {p: frozenset(i) for p, i in socket_holders({row.inode for row in rows}).items()}
     if not holders:
-        raise NotServing(
-            f"a socket listens on port {', '.join(map(str, sorted(ports)))}, but no process this user may look "
-            "into holds it (run as root)"
-        )
+        raise NotServing(_unheld(rows, anchor))
     anchor = next(iter(holders)) if pid is None else anchor
     peers = _peers(anchor)
     infos = {p: info for p in holders if (info := process_info(p)) is not None}
@@ -188,17 +200,27 @@ def find_server(pid: int | None = None, port: int | None = None) -> Server:
     return Server(_tree_order(infos), tuple(rows), holders, frozenset(fed), peers, hidden)
 
 
-def _held_by_relatives(start: ProcessInfo, listeners: set[int]) -> set[int]:
+def _held_by_relatives(start: ProcessInfo, group: list[ListenerRow]) -> set[int]:
     """Listeners held by the parent or a child of `start` (a Node worker's primary; a master given a
-    worker's pid), else by a sibling, parent or child at the other end of one of its Unix sockets."""
-    relatives = {start.ppid, *children_of([start.pid])} - {0, 1}
-    for relative in sorted(relatives):
+    worker's pid), else by a sibling, parent or child at the other end of one of its Unix sockets.
+    NotServing when its children serve different ports (a supervisor's, a shell's): none is its server."""
+    listeners = {row.inode for row in group}
+    for relative in sorted({start.ppid} - {0, INIT}):
         try:
             held = socket_inodes(relative) & listeners
         except PermissionError:
             continue
         if held:
             return held
+    children = _listening_children(start.pid, group)
+    if len({ports for _, ports in children.values()}) > 1:
+        raise NotServing(
+            f"pid {start.pid} ({start.name}) holds no listening TCP socket; its children serve different "
+            f"ports: {_named(children)}: give the pid of the one to look at, or --port"
+        )
+    if children:
+        return set().union(*(held for held, _ in children.values()))
+    relatives = {start.ppid, *children_of([start.pid])} - {0, INIT}
     peers = _peers(start.pid)
     try:
         ends = {peers[i] for i in socket_inodes(start.pid) if i in peers}
@@ -213,6 +235,67 @@ def _held_by_relatives(start: ProcessInfo, listeners: set[int]) -> set[int]:
         if held:
             return held
     return set()
+
+
+def _listening_children(pid: int, group: list[ListenerRow]) -> dict[int, tuple[set[int], tuple[int, ...]]]:
+    """pid's children that hold one of the listeners in `group`: child -> (those listeners, their ports)."""
+    port_of = {row.inode: row.port for row in group}
+    found: dict[int, tuple[set[int], tuple[int, ...]]] = {}
+    for child in sorted(children_of([pid])):
+        try:
+            held = socket_inodes(child) & port_of.keys()
+        except PermissionError:
+            continue
+        if held:
+            found[child] = (held, tuple(sorted({port_of[i] for i in held})))
+    return found
+
+
+def _named(children: dict[int, tuple[set[int], tuple[int, ...]]]) -> str:
+    """`nginx (pid 4573) on port 8080, sshd (pid 201) on port 22 and 2 more`: one process per port set."""
+    seen: dict[tuple[int, ...], str] = {}
+    for child, (_, ports) in children.items():
+        if ports not in seen:
+            info = process_info(child)
+            name = info.name if info is not None else "?"
+            seen[ports] = f"{name} (pid {child}) on port {', '.join(map(str, ports))}"
+    shown = list(seen.values())
+    more = f" and {len(shown) - SHOWN} more" if len(shown) > SHOWN else ""
+    return ", ".join(shown[:SHOWN]) + more
+
+
+def _init_refusal(start: ProcessInfo, group: list[ListenerRow]) -> str:
+    """pid 1 holds no listener: what it is, and its children that do (orphans it adopted, unrelated)."""
+    said = f"pid {INIT} ({start.name}) is init, every orphaned process's parent, and holds no listening TCP socket"
+    children = _listening_children(start.pid, group)
+    if not children:
+        return f"{said}; nor does any of its children"
+    return f"{said}; of its children, {_named(children)}: give the pid of the one to look at, or --port"
+
+
+def _unheld(rows: list[ListenerRow], anchor: int) -> str:
+    """Why listeners were seen and no holder found, from what is seen: gone at a second look (closing),
+    in no fd table root can read (in flight, the kernel's, another PID namespace's), or unreadable."""
+    where = ", ".join(f"{_at(row)} (inode {row.inode})" for row in rows[:SHOWN])
+    where += f" and {len(rows) - SHOWN} more" if len(rows) > SHOWN else ""
+    one = len(rows) == 1
+    now = {row.inode for row in namespace_listeners(anchor)}  # a second look, in the same namespace
+    if not {row.inode for row in rows} & now:
+        what = "a socket" if one else f"{len(rows)} sockets"
+        return f"{what} listened on {where} and had closed at a second look: the server stopped listening there"
+    seen = f"{'a socket listens' if one else f'{len(rows)} sockets listen'} on {where}"
+    if any(row.inode == 0 for row in rows):
+        return f"{seen} with no file left (inode 0): closing"
+    if os.geteuid() == 0:
+        return (
+            f"{seen}, but no process's open files hold {'it' if one else 'them'}: closing, in flight over a Unix "
+            "socket, the kernel's own, or held in another PID namespace"
+        )
+    return f"{seen}, but no process this user may look into holds {'it' if one else 'them'} (run as root)"
+
+
+def _at(row: ListenerRow) -> str:
+    return f"[{row.address}]:{row.port}" if ":" in row.address else f"{row.address}:{row.port}"
 
 
 def _fed(holders: dict[int, ProcessInfo], peers: dict[int, int]) -> set[int]:

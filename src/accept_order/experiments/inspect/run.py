@@ -11,7 +11,7 @@ from ...core.environment import current
 from ...core.kinds import ModeInfo, ServerKind
 from ...core.models import Mechanism
 from ...probes.server_netns import counters_of, namespace_of, same_namespace, sysctls_of
-from ...probes.serving import Server, find_server, with_backlogs
+from ...probes.serving import Server, check_pid, find_server, with_backlogs
 from ...servers.registry import DEFAULT_KIND, recognise, server_kind
 from .changes import change_views
 from .result import ChangeView, InspectResult, MechanismView
@@ -36,7 +36,10 @@ UNSEEN: dict[str, str] = {
 
 
 def inspect(pid: int | None = None, port: int | None = None, samples: int = SAMPLES) -> InspectResult:
-    """The server behind `pid` or `port`, as /proc shows it now. NotServing when there is none."""
+    """The server behind `pid` or `port`, as /proc shows it now. NotServing when there is none; PlanError
+    for a pid no process can have."""
+    if pid is not None:
+        check_pid(pid)
     server = find_server(pid, port)
     taken = [take(server)]
     for _ in range(samples - 1):

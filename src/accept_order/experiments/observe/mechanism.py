@@ -1,9 +1,13 @@
 """How the server hands out connections, as `inspect` reads it from /proc (issue 17, section 1): which
 workers hold which listener, what each waits in, with or without EPOLLEXCLUSIVE, one socket or a
-SO_REUSEPORT group. observe asks once, when it has finished watching, and never guesses: when inspect cannot
-tell, the mechanism is None and the report says it is not known."""
+SO_REUSEPORT group. observe asks as it starts watching, in a thread beside it, and keeps the answer however
+the observation ends (Ctrl-C in the terminal a server runs in stops the server too); it asks again at the
+end only when that found none, and never guesses: when inspect cannot tell, the mechanism is None and the
+report says it is not known."""
 
 from __future__ import annotations
+
+import threading
 
 from ...core.errors import AcceptOrderError
 from ...servers.watched import gone
@@ -26,3 +30,35 @@ def mechanism_of(watched: Watched) -> ObservedMechanism | None:
     if seen.name is None:
         return None
     return ObservedMechanism(seen.name, seen.why, modes=seen.modes, unseen=seen.unseen)
+
+
+class Reading:
+    """mechanism_of(watched), asked in a thread from the start (nothing in it handles signals: Ctrl-C is
+    the main thread's); `answer()` waits for it, and asks again when it named none."""
+
+    WAIT_S = 60.0  # reading /proc cannot hang for long; a process stuck in the kernel could
+
+    def __init__(self, watched: Watched) -> None:
+        self._watched = watched
+        self._found: ObservedMechanism | None = None
+        self._failed: BaseException | None = None
+        self._thread = threading.Thread(target=self._read, name="observe-inspect", daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        try:
+            self._found = mechanism_of(self._watched)
+        except BaseException as exc:  # noqa: BLE001 - raised again in the main thread, by answer()
+            self._failed = exc
+
+    def ready(self) -> ObservedMechanism | None:
+        """The answer if it has come (a result so far says it as soon as it is known), without waiting."""
+        return None if self._thread.is_alive() else self._found
+
+    def answer(self) -> ObservedMechanism | None:
+        self._thread.join(self.WAIT_S)
+        if self._failed is not None:
+            raise self._failed
+        if self._found is None and not self._thread.is_alive():
+            self._found = mechanism_of(self._watched)  # the server may have settled since (or be gone)
+        return self._found

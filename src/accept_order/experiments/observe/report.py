@@ -123,12 +123,15 @@ def interval_line(result: ObserveResult, width: int = PLAIN_WIDTH) -> str:
     """One plain line for the last interval (no terminal): time, connections per second, queue, shares."""
     last = result.intervals[-1] if result.intervals else None
     if last is None:
-        approx = " (approximate: not traced)" if not result.traced else ""
-        return f"observing {_who(result)}{approx}"[:width]
+        said = f"observing {_who(result)}"
+        if not result.traced:  # the longest that fits, never cut mid-word
+            fits = [a for a in (" (approximate: not traced)", " (not traced)") if len(said) + len(a) <= width]
+            said += fits[0] if fits else ""
+        return said[:width]
     counts = last.accepts
     total = sum(counts)
-    queue = "-" if last.queue_max is None else str(last.queue_max)
-    line = f"{last.end_s:6.1f}s {last.rate():8,.0f}/s  queue<={queue:<4}"
+    queue = "-" if last.queue_max is None else str(last.queue_max)  # (every interval samples it: never -)
+    line = f"{last.end_s:6.1f}s {last.rate():8,.0f}/s  max queue {queue:<4}"
     shares = [f"{100 * c / total:.0f}%" if total else "-" for c in counts]
     for index, share in enumerate(shares):
         more = f" +{len(shares) - index} more"

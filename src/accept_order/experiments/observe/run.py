@@ -23,10 +23,11 @@ from ...core.signals import deferred, holding
 from ...core.spec import MAX_DURATION_S, check_range
 from ...probes.accept_watch import SOURCE, AcceptWatch, ThreadCounts
 from ...probes.server_netns import same_namespace
+from ...probes.serving import check_pid
 from ...servers.registry import recognise
 from ...servers.watched import gone
 from ..session import RunInterrupted
-from .mechanism import mechanism_of
+from .mechanism import Reading
 from .result import ObservedMechanism, ObservedWorker, ObserveInterval, ObserveResult
 from .sampling import SAMPLE_EVERY_S, Holdings, QueueSampler, Usage, counters, paced, usage_of
 from .server import Watched, find_server
@@ -47,11 +48,14 @@ class Observer:
         self.watch = AcceptWatch(watched.workers) if trace else None
         self.why = "" if trace else "--no-trace"
         self.queue = QueueSampler(watched)
-        self.every_s = SAMPLE_EVERY_S
+        self.every_s = SAMPLE_EVERY_S  # the listen queue's pace
+        self.hold_every_s = SAMPLE_EVERY_S  # untraced: the pace of looking for who holds what
+        self.hold_cost_s = 0.0  # what the last such look took
         self.holdings: Holdings | None = None
         self.intervals: list[ObserveInterval] = []
         self.exited: dict[int, float] = {}  # unit index -> seconds into the observation
-        self.mechanism: ObservedMechanism | None = None  # asked of inspect at the end (see _finish)
+        self.mechanism: ObservedMechanism | None = None  # inspect's answer, kept from `reading` (see _finish)
+        self.reading: Reading | None = None
         self.environment = environment.current()
         self._start_usage: list[Usage | None] = []
         self._last_usage: list[Usage | None] = []
@@ -78,14 +82,24 @@ class Observer:
         self._last_empty = [0] * len(units)
         self._counters = counters(self.watched.netns_pid)
         self.started = self._last_tick = time.monotonic()
+        # inspect reads every worker's fd table a few times (a second on a busy machine): asked beside the
+        # watching, so that watching starts at once and the answer is kept however the observation ends
+        self.reading = Reading(self.watched)
 
     def sample(self) -> None:
-        """One sample of the listen queue (and, untraced, of who holds which connection), paced by its cost."""
+        """One sample of the listen queue, paced by its own cost (cheap over netlink: every 100 ms)."""
         began = time.perf_counter()
         self.queue.sample()
-        if self.holdings is not None:
-            self.holdings.sample()
         self.every_s = paced(time.perf_counter() - began)
+
+    def sample_holdings(self) -> None:
+        """Untraced: one look at who holds which connection, paced by its own cost (every socket of the
+        namespace is listed: slow where there are many, and then no more often than once an interval)."""
+        assert self.holdings is not None
+        began = time.perf_counter()
+        self.holdings.sample()
+        self.hold_cost_s = time.perf_counter() - began
+        self.hold_every_s = paced(self.hold_cost_s)
 
     @property
     def traced(self) -> bool:
@@ -109,7 +123,9 @@ class Observer:
         if totals is None and self.watch is not None:
             totals = self.watch.totals()
         if self.holdings is not None and not last:
-            self.holdings.sample()  # at least once an interval, however slowly sampling is paced
+            self.sample_holdings()  # at least once an interval, however slowly sampling is paced
+        if not self.queue.pending:
+            self.sample()  # and the queue: every interval says how deep it was
         counts, empty = self._counts(totals)
         cpu = []
         for index, unit in enumerate(self.watched.units):
@@ -186,7 +202,7 @@ class Observer:
             queue_mean=round(sum(samples) / len(samples), 3) if samples else None,
             counters={k: now[k] - self._counters[k] for k in now if k in self._counters},
             namespace="this tool's" if own else "the server's own",
-            mechanism=self.mechanism,
+            mechanism=self.mechanism if self.mechanism or not self.reading else self.reading.ready(),
             environment=self.environment,
             interrupted=interrupted,
             notes=notes,
@@ -242,7 +258,7 @@ def check(pid: int | None, port: int | None, duration_s: float, interval_s: floa
     if (pid is None) == (port is None):
         raise PlanError("give the server's pid or its --port (one of them)")
     if pid is not None:
-        check_range("PID", pid, 1, 1 << 22)
+        check_pid(pid)
     if port is not None:
         check_range("--port", port, 1, 65535)
     check_range("--duration", duration_s, 0.001, MAX_DURATION_S, "s")
@@ -250,22 +266,32 @@ def check(pid: int | None, port: int | None, duration_s: float, interval_s: floa
 
 
 def _loop(observer: Observer, on_snapshot: Snapshot | None, until: threading.Event | None) -> None:
+    """Sample the queue (and, untraced, the holdings) at their paces and close an interval on time: a slow
+    look at the holdings is not started when it would delay the next interval (which takes one itself)."""
     end = observer.started + observer.duration_s
     next_tick = observer.started + observer.interval_s
-    next_sample = observer.started
+    next_sample = next_hold = observer.started
     while not observer.everyone_gone():
         now = time.monotonic()
         if now >= end or (until is not None and until.is_set()):
             return
-        if now >= next_sample:
-            observer.sample()
-            next_sample = max(next_sample + observer.every_s, now)
         if now >= next_tick:
             observer.tick()
             next_tick += observer.interval_s
+            next_hold = time.monotonic() + observer.hold_every_s
             if on_snapshot:
                 on_snapshot(observer.result())
-        wait = max(0.0, min(next_sample, next_tick, end) - time.monotonic())
+        if now >= next_sample:
+            observer.sample()
+            next_sample = max(next_sample + observer.every_s, now)
+        if observer.holdings is not None and now >= next_hold:
+            if now + observer.hold_cost_s < next_tick:
+                observer.sample_holdings()
+                next_hold = max(next_hold + observer.hold_every_s, now)
+            else:
+                next_hold = next_tick  # the interval's own look comes first
+        due = min(next_sample, next_tick, end, next_hold if observer.holdings is not None else end)
+        wait = max(0.0, due - time.monotonic())
         if until is not None:
             until.wait(wait)
         else:
@@ -282,9 +308,8 @@ def _finish(observer: Observer, interrupted: bool = False) -> ObserveResult:
             notes.append(f"the kernel's final counts were lost ({counts.why}): the last interval is short of them")
             totals = None
     observer.tick(totals, last=True, at=observer.watch.ended if observer.watch is not None else None)
-    # inspect reads every worker's fd table a few times (a second on a busy machine): asked after watching,
-    # so that watching starts at once
-    observer.mechanism = mechanism_of(observer.watched)
+    if observer.reading is not None:
+        observer.mechanism = observer.reading.answer()
     watched = observer.watched
     kind = recognise(watched.program, ())
     if kind is not None and kind.handoff and watched.threaded and len(watched.listeners) < len(watched.units):

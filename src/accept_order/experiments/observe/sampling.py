@@ -49,6 +49,11 @@ class QueueSampler:
             depth += sum(row.queue for row in rows if row.inode in self.watched.inodes)
         self.samples.append(depth)
 
+    @property
+    def pending(self) -> int:
+        """Samples taken in the current interval."""
+        return len(self.samples) - self._mark
+
     def interval(self) -> tuple[int | None, float | None]:
         """(max, mean) of the samples since the last call; (None, None) when there were none."""
         taken = self.samples[self._mark :]

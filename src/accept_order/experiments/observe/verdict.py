@@ -13,6 +13,7 @@ from ...render.text import plural
 from .result import ObserveResult
 
 UNEVEN = 1.5  # a worker with this many times an even share "took" the connections; below, they "shared"
+ENOUGH_SAMPLES = 10  # of the listen queue, all empty, to say the workers kept up (a second's, at 100 ms)
 
 
 def even_split(counts: Sequence[int]) -> tuple[bool, str]:
@@ -113,15 +114,7 @@ def kernel(result: ObserveResult) -> list[str]:
         lines.append(
             f"the workers slept {slept:.2f} times per connection (voluntary context switches: at most the wakeups)"
         )
-    samples = f"{result.queue_samples:,} samples in {result.wall_s:.1f} s"
-    if result.queue_max is None:
-        lines.append("listen queue: not sampled")
-    elif result.queue_max == 0:
-        lines.append(f"listen queue: empty at every one of {samples}: the workers kept up")
-    else:
-        lines.append(
-            f"listen queue: at most {result.queue_max:,} waiting, {result.queue_mean or 0:.1f} on average ({samples})"
-        )
+    lines.append(queue(result))
     overflows = result.counters.get("TcpExtListenOverflows", 0)
     if overflows:
         lines.append(
@@ -129,6 +122,25 @@ def kernel(result: ObserveResult) -> list[str]:
             f"{result.namespace} network namespace: every listener in it)"
         )
     return lines
+
+
+def queue(result: ObserveResult) -> str:
+    """The listen queue at the samples; that the workers kept up only from enough of them (an empty queue
+    at one look says nothing of the others), and not when nothing was accepted to keep up with."""
+    n, wall = result.queue_samples, result.wall_s
+    samples = f"{plural(n, 'sample')} in {wall:.1f} s"
+    if result.queue_max is None:
+        return "listen queue: not sampled"
+    if result.queue_max:
+        return (
+            f"listen queue: at most {result.queue_max:,} waiting, {result.queue_mean or 0:.1f} on average ({samples})"
+        )
+    at = "the one sample" if n == 1 else f"each of {n:,} samples"
+    if n < ENOUGH_SAMPLES:
+        return f"listen queue: empty at {at} taken in {wall:.1f} s: too few to tell whether the workers kept up"
+    said = f"listen queue: empty at {at}, one every {wall / n:.2g} s over {wall:.1f} s"
+    idle = result.traced and result.counts is not None and not sum(result.counts)
+    return said if idle else f"{said}: the workers kept up"
 
 
 def verdict(result: ObserveResult) -> list[str]:
