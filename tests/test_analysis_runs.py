@@ -179,7 +179,30 @@ def test_reorder_fit_plays_nginx_queue_forward() -> None:
         (NGINX_12, 4, "one per worker at start, then a run of 8 (of 16: the load ended first)", 12),
         (NGINX_40_4, 4, "one per worker at start, then runs of 16 per worker", 40),
         ([2, 0, 1], 3, "one per worker at start", 3),
-        ([2, 0], 3, "each to a different worker", 2),
+        ([2, 0], 3, "one each to 2 of the 3 workers", 2),  # fewer connections than workers: not 1 each
+        # Issue 26's review: the runs as long as they were, not the mechanism's 16. 20/24 fit (over 0.8).
+        ([0, 1, 3, 2] + [0] * 20, 4, "one per worker at start, then a run of 20", 20),
+        ([0, 1, 3, 2] + [0] * 16, 4, "one per worker at start, then a run of 16", 20),
+        (
+            [0, 1, 2] + [0] * 5 + [2] + [0] * 11 + [1] * 16,
+            3,
+            "one per worker at start, then runs of 5, 1, 11 and 16",
+            35,
+        ),
+        (
+            [0, 1, 2] + [0] * 16 + [1] * 20 + [2] * 16 + [0] * 3,
+            3,
+            "one per worker at start, then runs of 16, 20, 16 and 3",
+            54,
+        ),
+        (
+            [0, 1, 2] + [0] * 16 + [1] * 16 + [2] * 16 + [0] * 16 + [1] * 3 + [2] * 13,
+            3,
+            "one per worker at start, then runs of 3 to 16 (4 of the 6 16 long)",
+            70,
+        ),
+        # A worker's second connection before every worker had its first: the start-up as it was.
+        ([0, 1, 1, 2, 3] + [0] * 16, 4, "every worker's first accept within the first 5, then a run of 16", 20),
     ],
 )
 def test_verdict_nginx_start_up_then_runs(sequence: list[int], workers: int, pattern: str, fit: int) -> None:

@@ -90,7 +90,13 @@ def test_the_short_order_names_keep_what_was_seen_apart_from_the_mechanism() -> 
     # nginx's start-up, then its runs (analysis/reorder.py), as far as the connections showed them
     assert _short("one per worker at start, then runs of 16 per worker") == "1 each, then runs of 16"
     assert _short("one per worker at start, then a run of 9 (of 16: the load ended first)") == "1 each, then a run of 9"
-    assert _short("one per worker at start") == _short("each to a different worker") == "1 each"
+    assert _short("one per worker at start") == "1 each"
+    assert _short("one per worker at start, then a run of 20") == "1 each, then a run of 20"  # not nginx's 16
+    assert (
+        _short("one per worker at start, then runs of 3 to 16 (4 of the 6 16 long)") == "1 each, then runs of 3 to 16"
+    )
+    # Fewer connections than workers: one each, to some of the workers, never "1 each" (every worker one).
+    assert _short("one each to 2 of the 3 workers") == "1 each to 2 of 3"
     assert _short("hash-spread, more uneven than a uniform hash") == "uneven hash"
     assert _short("the client's CPU picks the worker, one worker takes all") == "client's CPU"
     assert _short(None) == "-"
@@ -104,11 +110,16 @@ def test_the_legend_explains_only_what_the_table_shows() -> None:
     nginx = AtlasRow("nginx", "epoll", "", order=start, expected=True, served=(5, 5, 5))
     plain = legend(AtlasResult((nginx,), {}, None))
     assert "woken" not in plain and "like ...:" not in plain and "!:" not in plain and "*:" not in plain
-    assert "1 each, then ...: one connection to each worker at start, then each worker in turn takes 16" in plain
+    assert "1 each, then ...: one connection to each worker at start, then the runs seen" in plain
+    assert "1 each to n of m" not in plain
     seen = "an order like runs of 2 per worker (the mechanism predicts none)"
     herd = AtlasRow("h2o", "threads", "", order=seen, expected=True, woken=2.5, served=(5, 5, 5), failed=1)
     odd = AtlasRow("builtin", "epoll", "", order="rotation (FIFO among idle workers)", expected=False, served=(5, 5))
     full = legend(AtlasResult((herd, odd), {}, None))
     assert "1 each" not in full
+    few = AtlasRow("nginx", "epoll", "", order="one each to 2 of the 3 workers", expected=True, served=(5, 5, 5))
+    some = legend(AtlasResult((few,), {}, None))
+    assert "1 each to n of m: each connection to a different worker, fewer connections than workers" in some
+    assert "1 each, then" not in some
     for word in ("woken: workers woken per connection", "like ...: the order seen", "!: not the order", "*: some"):
         assert word in full

@@ -161,7 +161,8 @@ def test_when_every_cap_lost_connections_none_is_picked() -> None:
 
 def test_the_sweep_picks_a_cap_or_says_why_none() -> None:
     """Tails within 10% of each other: no cap is better. Each side lower on a different figure: none either,
-    and the two caps' figures say why. The caps that served all, with only one left: that one."""
+    and the two caps' figures say why. The caps that served all, with only one left: that one. A cap tighter
+    than or within 10% of every other is picked whatever its p99."""
     tied = sweep_verdict([capped(1, TIGHT), capped(4, TIGHT), capped(0, TIGHT)])
     assert tied.pick == () and tied.text == (
         "No cap is clearly better: their p99, p99.9 and deviation are within 10% of each other (p99 30.00 ms): the "
@@ -176,6 +177,27 @@ def test_the_sweep_picks_a_cap_or_says_why_none() -> None:
     last = sweep_verdict([capped(4, TIGHT, failed=3), capped(0, WIDE)])
     assert last.pick == ("no limit",) and last.text.endswith(
         "Pick no limit: the only cap that served every connection (p99 60.00 ms)"
+    )
+    # Issue 26's review: the tighter tail need not have the lowest p99. No limit's p99 is 3% higher (within
+    # 10%), its p99.9 and deviation clearly lower: it is picked, as tail_verdict names it the tightest.
+    one, none = capped(1, [2000] * 90 + [10000] * 9 + [20000]), capped(0, [2000] * 90 + [10300] * 9 + [12000])
+    assert tail_verdict([one, none], ["1 limit", "no limit"]).tightest == "no limit"
+    higher = sweep_verdict([one, none])
+    assert (higher.pick, higher.ranking) == (("no limit",), ("no limit", "1 limit"))
+    assert higher.text == (
+        "Pick no limit: its tail is tighter than every other cap's, by over 10% and higher on no figure; no limit "
+        "vs 1 limit: no limit's p99.9 (12.00 vs 20.00 ms, 0.60×) and deviation (2.55 vs 2.86 ms, 0.89×) are lower; "
+        "p50, p99 and average within 10% (no limit 2.00, 10.30, 2.85 ms; 1 limit 2.00, 10.00, 2.90 ms)"
+    )
+    # Caps within 10% of each other are picked together when no cap is tighter than either, though one of
+    # them is only within 10% of a cap the other is tighter than (which is why that cap is not picked).
+    tails = [capped(n, [2000] * 90 + [10000] * 9 + [x]) for n, x in ((1, 15000), (4, 16400), (0, 14500))]
+    within = sweep_verdict(tails)
+    assert (within.pick, within.ranking) == (("no limit", "1 limit"), ("no limit", "1 limit", "4 limit"))
+    assert within.text.startswith(
+        "Pick no limit or 1 limit: their tails are within 10% of each other (p99 10.00, 10.00 ms) and each is "
+        "tighter than 4 limit's, or within 10% of it; no limit vs 4 limit: no limit's p99.9 (14.50 vs 16.40 ms, "
+        "0.88×) is lower"
     )
 
 

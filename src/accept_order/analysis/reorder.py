@@ -46,13 +46,39 @@ def reorder_fit(sequence: Sequence[int], workers: int, every: int = EVERY) -> tu
     return fit, odds
 
 
+def _start_up(sequence: Sequence[int], workers: int) -> tuple[int, str]:
+    """(connections up to the one at which every worker had accepted, or all of them; those in words)."""
+    seen: set[int] = set()
+    end = len(sequence)
+    for i, w in enumerate(sequence):
+        seen.add(w)
+        if len(seen) == workers:
+            end = i + 1
+            break
+    if end == len(seen):  # each to a worker that had not accepted yet
+        return end, "one per worker at start" if end == workers else f"one each to {end} of the {workers} workers"
+    if len(seen) == workers:
+        return end, f"every worker's first accept within the first {end}"
+    return end, f"the first {end} to {len(seen)} of the {workers} workers"
+
+
+def _runs(lengths: Sequence[int], every: int) -> str:
+    """The runs after the start-up, as long as they were: nginx's runs of `every` only when they were."""
+    if len(lengths) == 1:
+        if lengths[0] < every:
+            return f"a run of {lengths[0]} (of {every}: the load ended first)"
+        return f"a run of {lengths[0]}"
+    if all(n == every for n in lengths[:-1]) and lengths[-1] <= every:  # the last one cut short by the load's end
+        return f"runs of {every} per worker"
+    if len(lengths) <= 4:
+        return f"runs of {', '.join(map(str, lengths[:-1]))} and {lengths[-1]}"
+    full = sum(n == every for n in lengths)
+    return f"runs of {min(lengths)} to {max(lengths)} ({full} of the {len(lengths)} {every} long)"
+
+
 def reorder_pattern(sequence: Sequence[int], workers: int, every: int = EVERY) -> str:
-    """The order, in words, as far as the sequence showed it."""
-    start = min(workers, len(sequence))  # the start-up: each worker's first accept
-    head = "one per worker at start" if start == workers else "each to a different worker"
+    """The order, in words, as the sequence showed it: the start-up (each worker's first accept), then the
+    lengths of the runs seen, which are the mechanism's runs of `every` only when they were `every` long."""
+    start, head = _start_up(sequence, workers)
     lengths = [len(list(run)) for _, run in groupby(sequence[start:])]
-    if not lengths:
-        return head
-    if len(lengths) == 1 and lengths[0] < every:
-        return f"{head}, then a run of {lengths[0]} (of {every}: the load ended first)"
-    return f"{head}, then runs of {every} per worker"
+    return f"{head}, then {_runs(lengths, every)}" if lengths else head

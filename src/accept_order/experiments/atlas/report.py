@@ -37,9 +37,12 @@ def _short(pattern: str | None) -> str:
         return "like " + _short(pattern.removeprefix("an order like ").split(" (")[0])
     if pattern.startswith("runs of"):  # "runs of 16 per worker": the length is what a reader needs
         return pattern.split(" (")[0]
-    if pattern.startswith(("one per worker at start", "each to a different worker")):  # nginx's start-up
+    if pattern.startswith("one per worker at start"):  # nginx's start-up, then the runs seen
         _, then, rest = pattern.split(" (")[0].partition(",")
         return "1 each" + then + rest.removesuffix(" per worker")
+    if pattern.startswith("one each to "):  # "one each to 2 of the 3 workers": fewer connections than workers
+        some, _, workers = pattern.removeprefix("one each to ").partition(" of the ")
+        return f"1 each to {some} of {workers.split()[0]}"
     for prefix, short in SHORT.items():
         if pattern.startswith(prefix):
             return short
@@ -109,11 +112,14 @@ def legend(result: AtlasResult) -> str:
     """What the table's words and columns mean: only those it shows."""
     orders = {_short(r.order) for r in result.rows}
     words = ["seen as: the mechanism /proc showed while it ran (inspect; =: the mode's name)"]
-    if any(o.startswith("1 each") for o in orders):
+    if any(o == "1 each" or o.startswith("1 each,") for o in orders):
         words.append(
-            "1 each, then ...: one connection to each worker at start, then each worker in turn takes 16 in a "
-            "row (nginx re-adds its listener at a worker's first accept and every 16 after)"
+            "1 each, then ...: one connection to each worker at start, then the runs seen, each one worker's "
+            "connections in a row (nginx re-adds its listener at a worker's first accept and every 16 after: "
+            "runs of 16)"
         )
+    if any(o.startswith("1 each to ") for o in orders):
+        words.append("1 each to n of m: each connection to a different worker, fewer connections than workers")
     if any(o.startswith("like ") for o in orders):
         words.append("like ...: the order seen, which the mode's mechanism does not produce")
     words.append("jain: Jain's index of the workers' shares under load (1: even); top: the busiest worker's share")

@@ -4,9 +4,10 @@ A cap that lost connections (it failed some, or its own network namespace's coun
 attempts: analysis/losses.py) cannot win on latency: its histogram holds only the requests it served, so it
 ranks after every cap that served all. Counters of a shared namespace are host-wide: said as such, never as
 a cap's loss. Among the caps that served all, the pick is the cap whose tail is tighter than each other's
-(lower by over 10% on p99, p99.9 or deviation, higher on no figure: analysis/tails.py's test), or the caps
-whose tails are within 10% of each other and tighter than the rest's; otherwise no cap is clearly better,
-and the verdict shows the two caps whose figures disagree.
+(lower by over 10% on p99, p99.9 or deviation, higher on no figure: analysis/tails.py's test), or every cap
+whose tail is tighter than or within 10% of each other cap's (such caps are within 10% of each other),
+whichever has the lowest p99; otherwise no cap is clearly better, and the verdict shows two caps whose
+figures disagree.
 """
 
 from __future__ import annotations
@@ -84,38 +85,68 @@ def _pick(whole: Sequence[Named]) -> tuple[tuple[str, ...], str]:
     if len(whole) == 1:
         name, only = whole[0]
         return (name,), f"pick {name}: the only cap that served every connection (p99 {_ms([_p99(only)])})"
+    names = [name for name, _ in whole]
     figs = {name: figures(r) for name, r in whole}
 
     def pair(a: str, b: str) -> Pair:
         return Pair(a, b, figs[a], figs[b])
 
-    tied: list[str] = []  # the lowest p99's, and each cap whose tail is within 10% of every one of them
-    for name, _ in whole:
-        if all(not pair(t, name).tails_differ() for t in tied):
-            tied.append(name)
-    rest = [name for name, _ in whole if name not in tied]
-    p99 = [figs[t]["p99"] for t in tied]
+    def no_looser(a: str, b: str) -> bool:
+        """a's tail is tighter than b's, or within 10% of it (p99, p99.9 and deviation)."""
+        return not pair(a, b).tails_differ() or pair(a, b).tighter() == a
+
+    # The pick: every cap no looser than any other. Two such caps are within 10% of each other (neither can
+    # be tighter than the other), whichever of them has the lowest p99.
+    picked = [c for c in names if all(no_looser(c, o) for o in names if o != c)]
+    rest = [name for name in names if name not in picked]
     if not rest:
         return (), (
             "no cap is clearly better: their p99, p99.9 and deviation are within 10% of each other (p99 "
-            f"{_span(p99)}): the cap did not change the tail here"
+            f"{_span([figs[c]['p99'] for c in picked])}): the cap did not change the tail here"
         )
-    looser = [(t, r) for t in tied for r in rest if pair(t, r).tighter() != t]
-    if looser:
-        t, other = looser[0]
-        return (), f"no cap is clearly better: {t} vs {other}: {pair_text(pair(t, other))}"
+    if not picked:  # show two caps whose figures disagree (each lower on some figure), else one cap looser
+        looser = [(a, b) for a in names for b in names if a != b and not no_looser(a, b)]
+        a, b = next(((a, b) for a, b in looser if (b, a) in looser), looser[0])
+        return (), f"no cap is clearly better: {a} vs {b}: {pair_text(pair(a, b))}"
+    p99 = [figs[c]["p99"] for c in picked]
     others = [figs[r]["p99"] for r in rest]
-    if len(tied) == 1:
-        t = tied[0]
-        devs = [figs[r]["dev"] for r in rest]
-        return (t,), (
-            f"pick {t}: its tail is tighter than every other cap's, by over 10% and higher on no figure (p99 "
-            f"{_ms(p99)} vs {_span(others)}, deviation {_ms([figs[t]['dev']])} vs {_span(devs)})"
+    tighter = all(pair(c, r).tighter() == c for c in picked for r in rest)
+    if tighter and all("p99" in pair(c, r).lower("a") for c in picked for r in rest):  # lower on p99 as well
+        if len(picked) == 1:
+            c = picked[0]
+            devs = [figs[r]["dev"] for r in rest]
+            return (c,), (
+                f"pick {c}: its tail is tighter than every other cap's, by over 10% and higher on no figure (p99 "
+                f"{_ms(p99)} vs {_span(others)}, deviation {_ms([figs[c]['dev']])} vs {_span(devs)})"
+            )
+        return tuple(picked), (
+            f"pick {' or '.join(picked)}: their tails are within 10% of each other (p99 {_ms(p99)}) and tighter "
+            f"than {_and([possessive(r) for r in rest])} (p99 {_ms(others)})"
         )
-    return tuple(tied), (
-        f"pick {' or '.join(tied)}: their tails are within 10% of each other (p99 {_ms(p99)}) and tighter than "
-        f"{_and([possessive(r) for r in rest])} (p99 {_ms(others)})"
-    )
+    # Not lower on p99, or only within 10% of some cap: why each other cap is not picked, by a cap whose tail
+    # is tighter than its (one picked when one is).
+    than = "by over 10% and higher on no figure" if tighter else "or within 10% of it"
+    head = f"its tail is tighter than every other cap's, {than}"
+    if len(picked) > 1:
+        than = (
+            "by over 10% and higher on no figure"
+            if tighter
+            else f"or within 10% of {'it' if len(rest) == 1 else 'them'}"
+        )
+        head = (
+            f"their tails are within 10% of each other (p99 {_ms(p99)}) and each is tighter than "
+            f"{_and([possessive(r) for r in rest])}, {than}"
+        )
+    why = []
+    for r in rest:
+        c = next(c for c in [*picked, *rest] if c != r and not no_looser(r, c))
+        both = pair(c, r)
+        if c in picked and "p99" in both.lower("a"):  # lower on p99 and higher on nothing: the tail says it
+            ms = [f"{k} {figs[c][k] / 1000:.2f} vs {figs[r][k] / 1000:.2f} ms" for k in ("p99", "dev")]
+            why.append(f"{c} vs {r}: {', '.join(ms).replace('dev ', 'deviation ')}")
+        else:
+            why.append(f"{c} vs {r}: {pair_text(both)}")
+    return tuple(picked), f"pick {' or '.join(picked)}: {head}; " + "; ".join(why)
 
 
 @dataclass(frozen=True)
