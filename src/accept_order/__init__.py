@@ -6,6 +6,10 @@ command line installs its signal handlers before anything heavy is imported.
 
 from __future__ import annotations
 
+# isort: off
+from .core import startup as _startup  # noqa: F401  first: a Ctrl-C while the command starts is held
+# isort: on
+
 import importlib
 from typing import Any
 

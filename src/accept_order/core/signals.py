@@ -21,6 +21,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
+from . import startup
+
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
@@ -118,8 +120,10 @@ def _latched() -> tuple[int, ...]:
 
 def install() -> None:
     """For the process's whole life (cli.main): the latch on SIGINT, SIGTERM and SIGHUP, holding signals
-    until a command's body runs."""
-    _latch.first, _latch.raised, _latch.held = None, False, 1
+    until a command's body runs. A SIGINT that came while the package was imported (core/startup.py) is
+    taken over as if it came now."""
+    _latch.first, _latch.raised, _latch.held = startup.taken(), False, 1
+    _latch.received = int(_latch.first is not None)
     for sig in _latched():
         signal.signal(sig, _on_signal)
     sys.unraisablehook = _unraisable

@@ -1,0 +1,45 @@
+"""A Ctrl-C while the command starts: held from the package's first statement, never a traceback.
+
+`import accept_order` runs this first. When the process is the accept-order command (its console script,
+or `python -m accept_order`), SIGINT is only recorded from here on, until cli.main installs the latch
+(core/signals.py), which takes it over: the command then ends with "interrupted while starting" and 130.
+Before this line Python's own handler is in place (from interpreter start-up, through site and the
+console script's `import re`): a signal there is out of the package's reach. Imported as a library, the
+package leaves every handler alone. Only modules the interpreter has loaded already are used, so that this
+runs at once.
+"""
+
+from __future__ import annotations
+
+import _signal  # the C module under `signal`, loaded with the interpreter: no import of enum or typing
+import sys
+
+_first: list[int] = []  # the signal recorded before the latch took over
+
+
+def _hold(signum: int, frame: object) -> None:
+    if not _first:
+        _first.append(signum)
+
+
+def _is_command() -> bool:
+    """The process is accept-order's console script, or `python -m accept_order`."""
+    if sys.argv and sys.argv[0].rpartition("/")[2] == "accept-order":
+        return True
+    argv = list(getattr(sys, "orig_argv", ()))
+    return "-m" in argv and argv[argv.index("-m") + 1 :][:1] == ["accept_order"]
+
+
+def hold() -> None:
+    """SIGINT recorded, not raised, if the process is the command and SIGINT has Python's own handler (a
+    SIGINT ignored from the start, as for a background job of a script, stays ignored)."""
+    if _is_command() and _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
+        _signal.signal(_signal.SIGINT, _hold)
+
+
+def taken() -> int | None:
+    """The signal that arrived while held, if any (for the latch to take over)."""
+    return _first[0] if _first else None
+
+
+hold()
