@@ -79,7 +79,7 @@ def test_pin_puts_each_worker_on_its_own_cpu() -> None:
 def test_duration_instead_of_a_count() -> None:
     result = cli("latency", "-w", "2", "-c", "4", "--duration", "300ms")
     assert result.exit_code == 0, result.output
-    assert "0.3 s, 4 concurrent" in result.stdout
+    assert "300 ms, 4 concurrent" in result.stdout
 
 
 @LINUX_ONLY

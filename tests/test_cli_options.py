@@ -195,15 +195,14 @@ def test_the_walk_sees_what_issue_20_found() -> None:
     "args, field, value",
     [
         (["run", "--timeout", "2s"], "timeout_s", 2.0),
-        (["run", "--timeout", "2"], "timeout_s", 2.0),  # a bare number: seconds, as before
         (["run", "--timeout", "500ms"], "timeout_s", 0.5),
         (["run", "--gap", "50ms"], "gap_ms", 50.0),
-        (["run", "--gap", "50"], "gap_ms", 50.0),  # a bare number: ms, as --gap-ms took it
-        (["run", "--gap-ms", "50"], "gap_ms", 50.0),  # the old spelling, hidden
+        (["run", "--gap", "0"], "gap_ms", 0.0),  # 0 needs no unit
+        (["run", "--gap-ms", "50"], "gap_ms", 50.0),  # the old spelling, hidden: it names its unit
         (["run", "--gap", "1s"], "gap_ms", 1000.0),
         (["run", "--work", "1ms"], "work_us", 1000),
         (["run", "--work", "200us"], "work_us", 200),
-        (["run", "--work", "2"], "work_us", 2000),  # a bare number: ms, as --work-ms took it
+        (["run", "--work", "0"], "work_us", 0),
         (["run", "--work-ms", "2"], "work_us", 2000),
         (["run", "--work-us", "200"], "work_us", 200),
         (["latency", "--timeout", "2s"], "timeout_s", 2.0),
@@ -211,7 +210,7 @@ def test_the_walk_sees_what_issue_20_found() -> None:
         (["ramp", "--timeout", "3s"], "timeout_s", 3.0),
     ],
 )
-def test_durations_take_a_unit_and_a_bare_number_keeps_its_old_one(
+def test_durations_take_a_unit_and_an_old_spelling_its_own(
     args: list[str], field: str, value: float, calls: list[tuple[str, list[Any]]]
 ) -> None:
     result = run_cli(args)
@@ -229,6 +228,17 @@ def test_durations_take_a_unit_and_a_bare_number_keeps_its_old_one(
         (["run", "--timeout", "2h"], ["Invalid value for '--timeout'", "out of range: give 1ms to 1h"]),
         (["run", "--gap", "2m"], ["Invalid value for '--gap'", "out of range: give 0 to 1m"]),
         (["run", "--work", "-1ms"], ["Invalid value for '--work'", "not a duration"]),
+        (["run", "--timeout", "0"], ["Invalid value for '--timeout'", "'0' is not a positive duration"]),
+        # one rule, no guessing (a bare number was ms for --work and --gap, s elsewhere): the unit to add
+        (
+            ["run", "--work", "2"],
+            ["Invalid value for '--work'", "'2' needs a unit: write 2ms for what it used to mean"],
+        ),
+        (["run", "--gap", "50"], ["Invalid value for '--gap'", "'50' needs a unit: write 50ms"]),
+        (["run", "--timeout", "1.5"], ["Invalid value for '--timeout'", "'1.5' needs a unit: write 1.5s"]),
+        (["latency", "--duration", "10"], ["Invalid value for '--duration'", "'10' needs a unit: write 10s"]),
+        (["ramp", "--p99", "20"], ["Invalid value for '--p99'", "'20' needs a unit"]),
+        (["observe", "--interval", "2"], ["Invalid value for '--interval'", "'2' needs a unit"]),
     ],
 )
 def test_bad_durations_are_one_line(args: list[str], fragments: list[str]) -> None:

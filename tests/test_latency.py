@@ -76,16 +76,23 @@ def run_latency(plan: Plan) -> LatencyResult:
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("10s", 10.0), ("500ms", 0.5), ("2m", 120.0), ("1.5h", 5400.0), ("30", 30.0), (" 250 us", 0.00025)],
+    [("10s", 10.0), ("500ms", 0.5), ("2m", 120.0), ("1.5h", 5400.0), (" 250 us", 0.00025)],
 )
 def test_parse_duration(text: str, seconds: float) -> None:
     assert parse_duration(text) == pytest.approx(seconds)
 
 
-@pytest.mark.parametrize("text", ["", "s", "10x", "-1s", "0s", "1e3s", "ten seconds", "1.2.3s"])
+@pytest.mark.parametrize("text", ["", "s", "10x", "-1s", "0s", "0", "1e3s", "ten seconds", "1.2.3s"])
 def test_parse_duration_refuses(text: str) -> None:
     with pytest.raises(ValueError, match="duration"):
         parse_duration(text)
+
+
+def test_a_bare_number_is_refused_naming_the_unit_to_add() -> None:
+    with pytest.raises(ValueError, match="'30' needs a unit: write 30s for what it used to mean"):
+        parse_duration("30")
+    assert parse_duration("30", bare="ms") == pytest.approx(0.03)  # an old spelling that names its unit (--gap-ms)
+    assert parse_duration("0", zero=True) == 0.0
 
 
 def test_plan_defaults() -> None:

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..core.models import Mechanism
+from ..core.text import plural
 
 WAITS_ON_LISTENER = ("accept", "epoll", "poll", "select", "io_uring")
 CALL_MODE = {
@@ -74,10 +75,6 @@ class Verdict:
     evidence: tuple[str, ...] = ()
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
 def _where(listener: Listener) -> str:
     return f"[{listener.address}]:{listener.port}" if ":" in listener.address else f"{listener.address}:{listener.port}"
 
@@ -111,7 +108,7 @@ def classify(
                 units,
                 fed=tuple(s.unit for s in fed),
                 evidence=(
-                    f"only pid {acceptor} waits on the listener; {_plural(len({s.pid for s in fed}), 'process')} "
+                    f"only pid {acceptor} waits on the listener; {plural(len({s.pid for s in fed}), 'process')} "
                     f"that hold none wait on Unix sockets whose other end pid {acceptor} holds: it accepts and "
                     "passes each connection on",
                 ),
@@ -153,7 +150,7 @@ def classify(
 
     via = Counter(s.via for s in waiting).most_common(1)[0][0]
     calls = ", ".join(sorted({s.call + "()" for s in waiting if s.via == via}))
-    who = _plural(len(waiting), "worker")
+    who = plural(len(waiting), "worker")
     if via == "epoll":
         epolls = {s.epoll_id for s in waiting if s.via == "epoll"}
         if len(waiting) > 1 and len(epolls) == 1 and None not in epolls:

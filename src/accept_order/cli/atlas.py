@@ -36,9 +36,9 @@ from .types import IntRange
 @json_option()
 @handle_errors
 def atlas(json_path: str | None, **options: Any) -> None:
-    """Every installed server (nginx, HAProxy, gunicorn, Node, uWSGI, ...) in each of its modes, with the
-    same workers and loads: the mechanism /proc shows, the order at idle, the share under load, the herd,
-    the tail, and the setting that selects each mode."""
+    """Run every installed server in each of its modes, side by side. Each of nginx, HAProxy, gunicorn,
+    Node, uWSGI, ... runs with the same workers and loads: the mechanism /proc shows, the order at idle, the
+    share under load, the herd, the tail, and the setting that selects each mode."""
     from ..api import atlas as run_atlas
     from ..experiments.atlas.report import atlas_report
     from ..experiments.atlas.result import AtlasResult

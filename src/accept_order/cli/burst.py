@@ -49,7 +49,7 @@ from .types import IntList, IntRange
 )
 @timeout_option("10s", "connection")
 @load_cpus_option()
-@repeat_option()
+@repeat_option(variants="modes and servers")
 @json_option()
 @handle_errors
 def burst(
@@ -61,7 +61,8 @@ def burst(
     json_path: str | None,
     **options: Any,
 ) -> None:
-    """wenfh2020's burst table: N clients connect at once; the time until all were served, per server and mode."""
+    """Connect N clients at once: how long until all are served. This is wenfh2020's burst table, per
+    server and mode."""
     from ..api import burst as run_bursts
     from ..experiments.burst.report import burst_report
     from ..experiments.burst.result import BurstResult

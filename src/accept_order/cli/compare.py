@@ -25,11 +25,12 @@ from .specs import first_available, sequential_load, server_spec
 @modes_option()
 @server_options(several=True)
 @sequential_options()
-@repeat_option()
+@repeat_option(variants="modes and servers")
 @json_option()
 @handle_errors
 def compare(modes: list[str], repeat: int, json_path: str | None, **options: Any) -> None:
-    """Run every mode this machine supports (or --modes) with the same settings; one table."""
+    """Compare the modes side by side, in one table. Every mode this machine supports (or --modes) runs
+    with the same settings."""
     from .. import api
     from ..experiments.order.experiment import compare_report
     from ..experiments.order.result import CompareResult

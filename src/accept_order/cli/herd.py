@@ -29,7 +29,8 @@ from .specs import first_available, sequential_load, server_spec
 @json_option()
 @handle_errors
 def herd(modes: list[str], repeat: int, json_path: str | None, per_worker: bool, **options: Any) -> None:
-    """Count wakeups per connection in every mode: who wakes one worker, who wakes them all."""
+    """Count the workers each connection wakes, in every mode. Some modes wake one worker, some wake them
+    all."""
     from .. import api
     from ..experiments.herd.report import herd_report
     from ..servers.registry import variants

@@ -29,9 +29,10 @@ from .types import IntRange
 @json_option()
 @handle_errors
 def inspect(pid: int | None, port: int | None, samples: int, json_path: str | None) -> None:
-    """Show how a running server accepts: its listeners, how each worker waits, the mechanism (in this
-    tool's mode names) and why, and the settings that would change it. Nothing is sent to the server and
-    nothing signals it: everything is read from /proc. Another user's server needs root."""
+    """Show how a running server accepts, without disturbing it. Its listeners, how each worker waits,
+    the mechanism (in this tool's mode names) and why, and the settings that would change it. Nothing is
+    sent to the server and nothing signals it: everything is read from /proc. Another user's server needs
+    root."""
     from ..api import inspect as run_inspect
     from ..core.errors import PlanError
     from ..experiments.inspect.report import inspect_report

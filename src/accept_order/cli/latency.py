@@ -59,7 +59,7 @@ def bars(
 @attach_options()
 @load_options(rate=True)
 @click.option("--title", default=None, help="Histogram title (default: 'Duration in ms (MODE)').")
-@repeat_option()
+@repeat_option(variants="modes and servers", given_by="--modes or several --server")
 @json_option()
 @handle_errors
 def latency(
@@ -71,8 +71,8 @@ def latency(
     json_path: str | None,
     **options: Any,
 ) -> None:
-    """Latency under load: CPU-bound workers, a closed-loop load (or an open loop with --rate),
-    mmhistogram-style histogram."""
+    """Measure latency under load, as an mmhistogram-style histogram. The workers are CPU-bound, the load
+    a closed loop (or an open loop with --rate)."""
     from .. import api
     from ..experiments.latency.experiment import latency_compare_report
     from ..experiments.latency.report import latency_report

@@ -40,7 +40,7 @@ def timeout_option(default: str, what: str) -> Callable[[F], F]:
         type=Duration(low=0.001, high=MAX_TIMEOUT_S),
         default=default,
         show_default=True,
-        help=f"How long a {what} may take before it counts as failed, e.g. 5s or 500ms (a bare number is in s).",
+        help=f"How long a {what} may take before it counts as failed, e.g. 5s or 500ms.",
     )
 
 
@@ -58,17 +58,16 @@ def sequential_options(connections: int = 6, pacing: bool = True) -> Callable[[F
         click.option(
             "--gap",
             "gap_s",
-            type=Duration(bare="ms", zero=True, high=MAX_GAP_MS / 1000),
+            type=Duration(zero=True, high=MAX_GAP_MS / 1000, was="ms"),
             default="0ms",
             show_default=True,
-            help="Start connection k at k*gap, e.g. 50ms (0: each when the previous one has finished; a bare "
-            "number is in ms).",
+            help="Start connection k at k*gap, e.g. 50ms (0: each when the previous one has finished).",
         ),
         timeout_option("5s", "connection"),
         click.option(
             "--no-settle", is_flag=True, help="Do not wait for idle workers to be asleep before each connection."
         ),
-        # --gap's old spelling: a number of ms
+        # --gap's old spelling, which names its unit: a bare number of ms
         click.option("--gap-ms", "gap_ms", type=Duration(bare="ms", zero=True, high=MAX_GAP_MS / 1000), hidden=True),
     ]
     return apply(options if pacing else [options[0], options[2]])
@@ -128,9 +127,9 @@ def load_options(rate: bool = False, count: bool = True, duration: str | None = 
                 type=DURATION,
                 default=duration,
                 show_default=duration is not None,
-                help="Run for this long instead: 10s, 500ms, 2m (a bare number is in s)."
+                help="Run for this long instead: 10s, 500ms, 2m."
                 if count
-                else "How long the load runs: 10s, 500ms, 2m (a bare number is in s).",
+                else "How long the load runs: 10s, 500ms, 2m.",
             ),
             click.option(
                 "--concurrency",

@@ -25,7 +25,7 @@ from .options import examples, json_option
 @json_option()
 @handle_errors
 def merge(paths: tuple[str, ...], concurrent: bool, json_path: str | None) -> None:
-    """Add latency results of the same experiment exactly: histograms, failures and counts add."""
+    """Add up latency results of the same experiment, exactly. Histograms, failures and counts add."""
     from ..core.text import escape_controls
     from ..experiments import find
     from ..experiments.documents import file_kinds, load, render_document

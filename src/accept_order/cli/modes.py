@@ -16,7 +16,7 @@ from .options import examples
     ),
 )
 def modes() -> None:
-    """List each server's accept modes: how workers wait, what order is predicted, availability here."""
+    """List each server's accept modes. How workers wait, what order is predicted, availability here."""
     from rich.table import Table
     from rich.text import Text
 

@@ -46,7 +46,8 @@ def observe(
     no_trace: bool,
     json_path: str | None,
 ) -> None:
-    """Watch a running server's own traffic: per worker what it accepts, its CPU, the listen queue.
+    """Watch which worker of a running server takes its traffic. Per worker what it accepts, its CPU, and
+    the listen queue.
 
     Nothing is driven at the server and nothing signals it: the kernel counts each worker's accepts
     (bpftrace on the accept tracepoints, as root; per thread for a threaded server such as HAProxy),

@@ -8,8 +8,9 @@
 
 Each command declares only the options it accepts (reload has no -n, only run has --target): its --help
 shows what it takes, with the defaults it uses. Durations take a unit everywhere (2s, 500ms, 2m); a bare
-number keeps the option's unit from before units (seconds, but ms for --work and --gap). Old spellings
-(--work-ms, --work-us, --gap-ms, --servers) are accepted, not shown.
+number other than 0 is refused, naming the unit to add (before units it was seconds, but ms for --work and
+--gap). Old spellings (--work-ms, --work-us, --gap-ms: they name their unit; --servers) are accepted, not
+shown.
 """
 
 from __future__ import annotations
@@ -123,18 +124,19 @@ def accept_batch_option(several: bool = False) -> Callable[[F], F]:
 
 
 def work_options() -> Callable[[F], F]:
-    """--work 1ms; --work-ms and --work-us, its old spellings, still parse (a bare number in their unit)."""
+    """--work 1ms; --work-ms and --work-us, its old spellings, still parse (they name their unit: a bare
+    number is in it)."""
     most = MAX_WORK_US / 1e6
     return apply(
         [
             click.option(
                 "--work",
                 "work_s",
-                type=Duration(bare="ms", zero=True, high=most),
+                type=Duration(zero=True, high=most, was="ms"),
                 default="0ms",
                 show_default=True,
                 help="CPU a worker burns per connection before it answers, e.g. 1ms or 200us (a busy loop, not a "
-                "sleep; a bare number is in ms).",
+                "sleep).",
             ),
             click.option("--work-ms", "work_ms", type=Duration(bare="ms", zero=True, high=most), hidden=True),
             click.option("--work-us", "work_us", type=Duration(bare="us", zero=True, high=most), hidden=True),

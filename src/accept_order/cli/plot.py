@@ -37,7 +37,7 @@ def _output(ctx: click.Context, param: click.Parameter, value: str) -> str:
 @click.option("--title", default=None, help="The picture's title [default: from the result].")
 @handle_errors
 def plot(path: str, output: str, cdf: bool, title: str | None) -> None:
-    """Draw a saved result (--json) as a picture: latency histograms or CDFs, serving order, herds, bursts,
+    """Draw a saved result (--json) as a picture. Latency histograms or CDFs, serving order, herds, bursts,
     ramps and reloads. Needs matplotlib: pip install 'accept-order[plot]' (from a clone: pip install '.[plot]')."""
     from ..core.text import escape_controls
     from ..experiments.documents import load, plot_document

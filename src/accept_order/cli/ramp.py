@@ -89,7 +89,7 @@ def _ms(value: Any) -> float | None:
 )
 @timeout_option("5s", "connection")
 @load_cpus_option()
-@repeat_option()
+@repeat_option(given_by="--modes")
 @json_option()
 @handle_errors
 def ramp(
@@ -108,7 +108,8 @@ def ramp(
     json_path: str | None,
     **options: Any,
 ) -> None:
-    """Find the breaking point: step the load up until errors appear or the tail passes a bound, and say why."""
+    """Step the load up to find the breaking point, and say why. Each step is a heavier load, until errors
+    appear or the tail passes a bound."""
     from ..api import ramp as run_ramp
     from ..experiments.ramp.report import ramp_report
     from ..experiments.ramp.run import RampPlan

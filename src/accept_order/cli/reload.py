@@ -69,7 +69,8 @@ def reload(
     json_path: str | None,
     **options: Any,
 ) -> None:
-    """One worker goes mid-load: what each mode loses (served, reset, refused, timed out) and why.
+    """Take one worker away mid-load: what each mode loses. Connections served, reset, refused and timed
+    out, and why.
 
     Runs in a private network namespace it creates (needs root), where it sets net.ipv4.tcp_migrate_req
     for each run; the host's setting is never changed."""

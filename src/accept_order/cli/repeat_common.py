@@ -14,15 +14,17 @@ from .progress import RunProgress
 from .types import IntRange
 
 
-def repeat_option() -> Callable[[Any], Any]:
-    return click.option(
-        "--repeat",
-        type=IntRange(1, 1000),
-        default=1,
-        show_default=True,
-        help="Run the comparison this many times, interleaved (A B A B), and report medians, ranges and how "
-        "many runs agree.",
-    )
+def repeat_option(variants: str | None = "modes", given_by: str = "") -> Callable[[Any], Any]:
+    """--repeat, said for what the command runs: `variants` it compares (modes, caps), interleaved; None: one
+    run of one thing (run); `given_by`: the option that makes it a comparison (latency's --modes)."""
+    if variants is None:
+        help = "Run it this many times and report the median, the range and how many runs agree."
+    else:
+        interleaved = f"the {variants} interleaved (A B A B)"
+        if given_by:
+            interleaved = f"with {given_by}, {interleaved}"
+        help = f"Run it this many times, {interleaved}, and report medians, ranges and how many runs agree."
+    return click.option("--repeat", type=IntRange(1, 1000), default=1, show_default=True, help=help)
 
 
 def run_repeated(

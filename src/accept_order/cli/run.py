@@ -28,11 +28,12 @@ from .specs import sequential_load, server_spec
 @server_options()
 @attach_options(target=True)
 @sequential_options()
-@repeat_option()
+@repeat_option(variants=None)
 @json_option()
 @handle_errors
 def run(repeat: int, json_path: str | None, **options: Any) -> None:
-    """Start workers, drive connections at them one by one, show who served each."""
+    """Show which worker serves each connection, one at a time. It starts the workers (or a server) and
+    drives the connections itself."""
     from ..api import sequential as run_sequential
     from ..experiments.order.report import run_report
     from ..experiments.order.result import RunResult

@@ -40,7 +40,8 @@ NC_HTTP_HINT = r"for i in $(seq 6); do printf 'GET / HTTP/1.0\r\n\r\n' | nc {hos
 @json_option("Write the tally as JSON when the server stops.")
 @handle_errors
 def serve(json_path: str | None, **options: Any) -> None:
-    """Keep workers up for connections by hand (e.g. nc); Ctrl-C or SIGTERM stops them and prints the tally."""
+    """Keep workers up for connections made by hand (e.g. nc). Ctrl-C or SIGTERM stops them and prints the
+    tally."""
     from ..api import serve as serve_until_stopped
     from ..experiments.order.report import serve_report
 

@@ -72,7 +72,7 @@ class _TableOption(click.Option):
 @click.option("--table", cls=_TableOption, type=_TableName(), default=None, metavar="TABLE")
 @handle_errors
 def show(path: str, fmt: str, table: str | None) -> None:
-    """Print a saved result again (any version this accept-order reads), or export it as data."""
+    """Print a saved result again, or export it as data. Any version this accept-order reads."""
     from rich.errors import NotRenderableError
 
     from ..core.errors import ResultFileError

@@ -27,11 +27,12 @@ from .specs import concurrent_load, server_spec
 @server_options(workers=None, accept_batch=False)
 @accept_batch_option(several=True)
 @load_options()
-@repeat_option()
+@repeat_option(variants="caps")
 @json_option()
 @handle_errors
 def sweep(json_path: str | None, batches: list[int], repeat: int, **options: Any) -> None:
-    """One latency run per accepts-per-wakeup cap (nginx multi_accept, DragonFly soavailconn)."""
+    """One latency run per cap on accepts per wakeup. Such caps are nginx's multi_accept and DragonFly's
+    soavailconn."""
     from .. import api
     from ..experiments.latency.experiment import sweep_result_report
     from ..experiments.latency.result import SweepResult

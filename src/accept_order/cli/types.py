@@ -40,13 +40,18 @@ def parse_float(text: str) -> float:
 _UNIT_S = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
-def parse_duration(text: str, bare: str = "s", zero: bool = False) -> float:
-    """`"10s"`, `"500ms"`, `"2m"`, `"1.5h"` -> seconds; a bare number (`"30"`) is in `bare`, the unit the
-    option had before it took units (--timeout: s, --gap: ms). ValueError otherwise; 0 only with `zero`."""
+def parse_duration(text: str, bare: str | None = None, zero: bool = False, was: str = "s") -> float:
+    """`"10s"`, `"500ms"`, `"2m"`, `"1.5h"` -> seconds. A number needs its unit (one rule for every
+    duration: a bare `50` was ms for --gap and --work but s for --timeout and --duration), except 0 where 0
+    is allowed; the refusal names the unit to add (`was`: what a bare number meant there before). `bare`: the
+    unit an old spelling names (--gap-ms, --work-us), which takes a bare number in it. ValueError otherwise."""
     match = _DURATION.match(text)
     if not match:
         raise ValueError(f"{text!r} is not a duration such as 10s, 500ms or 2m")
-    seconds = float(match.group(1)) * _UNIT_S[match.group(2) or bare]
+    number, unit = match.group(1), match.group(2) or bare
+    if unit is None and float(number) != 0:
+        raise ValueError(f"{text!r} needs a unit: write {number}{was} for what it used to mean")
+    seconds = float(number) * _UNIT_S[unit or "s"]
     if not (seconds >= 0 if zero else seconds > 0):
         raise ValueError(f"{text!r} is not a positive duration")
     return seconds
@@ -98,20 +103,22 @@ class CpuList(click.ParamType):
 
 
 class Duration(click.ParamType):
-    """A duration with its unit (`2s`, `500ms`, `2m`, `200us`), in seconds. A bare number is in `bare`, the
-    option's unit before it took units, so old command lines mean what they meant. `zero`: 0 is allowed
-    (no work, no gap); `high`: the most, in seconds."""
+    """A duration with its unit (`2s`, `500ms`, `2m`, `200us`), in seconds; a bare number is refused naming
+    the unit to add (`was`: what it meant before units), or, for an old spelling that names its unit
+    (--gap-ms), read in `bare`. `zero`: 0 is allowed (no work, no gap); `high`: the most, in seconds."""
 
     name = "DURATION"
 
-    def __init__(self, bare: str = "s", zero: bool = False, low: float = 0.0, high: float | None = None) -> None:
-        self.bare, self.zero, self.low, self.high = bare, zero, low, high
+    def __init__(
+        self, bare: str | None = None, zero: bool = False, low: float = 0.0, high: float | None = None, was: str = "s"
+    ) -> None:
+        self.bare, self.zero, self.low, self.high, self.was = bare, zero, low, high, was
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
         if isinstance(value, float):
             return value
         try:
-            seconds = parse_duration(str(value), self.bare, self.zero)
+            seconds = parse_duration(str(value), self.bare, self.zero, self.was)
         except ValueError as exc:
             self.fail(str(exc), param, ctx)
         if seconds < self.low or (self.high is not None and seconds > self.high):

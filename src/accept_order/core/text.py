@@ -44,3 +44,12 @@ def escape_controls_everywhere(value: Any) -> Any:
     if isinstance(value, list):
         return [escape_controls_everywhere(v) for v in value]
     return value
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """`1 worker`, `3 workers`, `4 processes` (`many`: a word's own plural, where adding -s or -es is wrong)."""
+    if n == 1:
+        return f"{n} {word}"
+    if many is None:
+        many = word + ("es" if word.endswith(("s", "x", "z", "ch", "sh")) else "s")
+    return f"{n} {many}"

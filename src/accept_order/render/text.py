@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.segment import Segment
 
+from ..core.text import plural as plural  # `1 worker`, `4 processes`: here for the reports
+
 
 class Verbatim:
     """Lines printed exactly as given: never re-flowed (mmhistogram output must stay byte-comparable with
@@ -37,13 +39,21 @@ def fold(line: str, width: int, indent: str = "  ") -> list[str]:
     return [*pieces, line]
 
 
-def plural(n: int, word: str) -> str:
-    """`1 worker`, `3 workers`."""
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+def durations_us(*values_us: float) -> list[str]:
+    """Durations (µs) that share a line, all in one unit: s if each is at least a second, µs if each is under
+    a millisecond, else ms (`0.2 ms` beside `50 ms`, not `200 µs` beside `50 ms`; all 0: `0 ms`). Exact to
+    the microsecond."""
+    nonzero = [abs(v) for v in values_us if v]
+    if nonzero and min(nonzero) >= 1_000_000:
+        scale, unit = 1_000_000, "s"
+    elif nonzero and max(nonzero) < 1000:
+        scale, unit = 1, "µs"
+    else:
+        scale, unit = 1000, "ms"
+    return [f"{v / scale:.6f}".rstrip("0").rstrip(".") + f" {unit}" for v in values_us]
 
 
 def duration_us(us: float) -> str:
     """A duration given in microseconds in the largest unit it fills: `200 ms` for 200000, `1.5 s`, `250 µs`
-    (the units `parse_duration` reads), exact to the microsecond; `0 µs` for none."""
-    scale, unit = next(((s, u) for s, u in ((1_000_000, "s"), (1000, "ms")) if abs(us) >= s), (1, "µs"))
-    return f"{us / scale:.6f}".rstrip("0").rstrip(".") + f" {unit}"
+    (the units `parse_duration` reads), exact to the microsecond; `0 ms` for none (as `durations_us`)."""
+    return durations_us(us)[0]

@@ -9,7 +9,7 @@ from rich.text import Text
 
 from ...analysis.herd import HerdRow, acceptor_of
 from ...render.evidence import PRIVATE_SHORT, SHARED_SHORT, acceptor_text, short_counter
-from ...render.text import duration_us
+from ...render.text import duration_us, plural
 from ...render.workers import worker_table
 from .result import HerdResult
 
@@ -103,7 +103,8 @@ def herd_report(result: HerdResult, per_worker: bool = False) -> RenderableType:
         unsettled = sum(r.unsettled for r in result.runs)
         parts.append(
             Text(
-                f"{result.workers} workers, {result.connections} sequential connections per mode, work "
+                f"{plural(result.workers, 'worker')}, {plural(result.connections, 'sequential connection')} "
+                "per mode, work "
                 f"{duration_us(result.work_us)}, backlog {result.backlog}; served {served} of {driven}; "
                 f"{env.system} {env.kernel}, {env.cpu_count} CPUs",
                 style="dim",

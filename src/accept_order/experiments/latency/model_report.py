@@ -12,7 +12,7 @@ from rich.text import Text
 
 from ...analysis.model_check import SOURCES
 from ...core.histogram import LatencyHistogram
-from ...render.text import Verbatim, duration_us
+from ...render.text import Verbatim, durations_us, plural
 from ...results import export
 from .model_check import model_line
 from .result import LatencyResult
@@ -64,11 +64,12 @@ def model_table_lines(results: Sequence[LatencyResult], label: Callable[[Latency
 def _service_text(r: LatencyResult, label: Callable[[LatencyResult], str]) -> str:
     m = r.model
     assert m is not None
-    count = f", {m.service_count} connections" if m.service_count else ""
+    count = f", {plural(m.service_count, 'connection')}" if m.service_count else ""
     each = [c.service_sum_us / n for c in r.counters if c.service_sum_us and (n := sum(k for _, k in c.service_us))]
-    spread = f", {duration_us(round(min(each)))} to {duration_us(round(max(each)))} by worker" if len(each) > 1 else ""
+    extremes = [round(min(each)), round(max(each))] if len(each) > 1 else []
+    mean, *spread_by_worker = durations_us(round(m.service_mean_ms * 1000), *extremes)  # one unit
+    spread = f", {spread_by_worker[0]} to {spread_by_worker[1]} by worker" if extremes else ""
     rho = "" if m.utilisation is None else f"; ρ {m.utilisation:.2f}"
-    mean = duration_us(round(m.service_mean_ms * 1000))
     return f"{label(r)}: {SOURCES[m.service_source]} (mean {mean}{spread}{count}){rho}"
 
 
@@ -76,7 +77,7 @@ def _load_text(r: LatencyResult) -> str:
     m = r.model
     assert m is not None
     if m.loop == "closed-loop":
-        return f"{m.concurrency} clients (closed loop)"
+        return f"{plural(m.concurrency, 'client')} (closed loop)"
     return f"{m.rate:g}/s (open loop)"
 
 
@@ -92,7 +93,8 @@ def model_report(
     line = model_line(runs, label)
     return [
         Text(
-            f"Model: queueing alone, {first.model.workers} workers, {_load_text(first)}: predicted/measured ms",
+            f"Model: queueing alone, {plural(first.model.workers, 'worker')}, {_load_text(first)}: "
+            "predicted/measured ms",
             style="bold",
         ),
         Verbatim(model_table_lines(runs, label)),

@@ -19,7 +19,7 @@ from ...render.plots import (
     titled,
     work_text,
 )
-from ...render.text import plural
+from ...render.text import duration_us, durations_us, plural
 from .result import LatencyCompareResult, LatencyResult, SweepResult, default_title
 
 if TYPE_CHECKING:
@@ -36,11 +36,18 @@ def settings_text(results: Sequence[LatencyResult]) -> str:
         return ""
     first = results[0]
     server, load = first.server, first.load
-    amount = plural(load.connections, "connection") if load.connections is not None else f"{load.duration_s:g} s"
+    work = work_text(server.work_us, server.work_iters)
+    if load.connections is not None:
+        amount = plural(load.connections, "connection")
+    elif server.work_us:  # the work and how long the load ran, in one unit
+        work_us, amount = durations_us(server.work_us, (load.duration_s or 0) * 1e6)
+        work = work.replace(duration_us(server.work_us), work_us, 1)
+    else:
+        amount = durations_us((load.duration_s or 0) * 1e6)[0]
     rate = f" at {load.rate:g}/s" if load.rate else ""
     parts = [
         plural(server.workers, "worker") + (" (pinned)" if server.cpus else ""),
-        work_text(server.work_us, server.work_iters),
+        work,
         f"{amount}{rate}, {load.concurrency} in flight",
         environment_text(first.environment),
     ]

@@ -21,7 +21,7 @@ from ...core.spec import ConcurrentLoad, ServerSpec
 from ...loads.generator import STARVED, client_bound, driver_warnings
 from ...render.columns import TextColumn, TextTable
 from ...render.evidence import OTHERS_SHOWN, counters_text, evidence_report, machine_busy
-from ...render.text import Verbatim, duration_us, plural
+from ...render.text import Verbatim, durations_us, plural
 from ...render.workers import worker_table
 from ...servers.registry import known_mode
 from .model_report import model_report
@@ -105,22 +105,26 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
-def _work_text(plan: ServerSpec, estimate_us: float | None) -> str:
-    parts = []
-    if plan.work_us:
-        parts.append(duration_us(plan.work_us))
+def _work_and_load(plan: ServerSpec, estimate_us: float | None, load: ConcurrentLoad) -> tuple[str, str]:
+    """The work per connection and the load, for one line: its durations (the work, its cost here, how long
+    the load ran) in one unit."""
+    values = {
+        "work": plan.work_us or None,
+        "cost": round(estimate_us) if plan.work_iters and estimate_us else None,
+        "ran": (load.duration_s or 0) * 1e6 if load.connections is None else None,
+    }
+    given = {name: value for name, value in values.items() if value is not None}
+    shown = dict(zip(given, durations_us(*given.values()), strict=True))
+    parts = [shown["work"]] if "work" in shown else []
     if plan.work_iters:
-        cost = f" ≈ {estimate_us / 1000:.2f} ms here" if estimate_us else ""
+        cost = f" ≈ {shown['cost']} here" if "cost" in shown else ""
         parts.append(f"{plan.work_iters} loop iterations{cost}")
-    return "work " + (" + ".join(parts) + " busy loop" if parts else "none")
-
-
-def _load_text(load: ConcurrentLoad) -> str:
-    amount = f"{load.connections} connections" if load.connections is not None else f"{load.duration_s:g} s"
+    work = "work " + (" + ".join(parts) + " busy loop" if parts else "none")
+    amount = plural(load.connections, "connection") if load.connections is not None else shown["ran"]
     procs = f"{load.driver_procs} driver processes" + (f" on CPUs {format_cpu_list(load.cpus)}" if load.cpus else "")
     if load.rate is not None:
-        return f"open loop at {load.rate:g}/s, {amount}, at most {load.concurrency} in flight, {procs}"
-    return f"{amount}, {load.concurrency} concurrent, {procs}"
+        return work, f"open loop at {load.rate:g}/s, {amount}, at most {load.concurrency} in flight, {procs}"
+    return work, f"{amount}, {load.concurrency} concurrent, {procs}"
 
 
 def _env_text(env: Environment) -> str:
@@ -130,10 +134,10 @@ def _env_text(env: Environment) -> str:
 def _group_headline(command: str, first: LatencyResult, mode: str) -> Text:
     """The first line of a report over several runs that share everything but what they vary."""
     server = first.server
+    work, load = _work_and_load(server, first.work_estimate_us, first.load)
     return Text.assemble(
         (command, "bold"),
-        f": {mode}{plural(server.workers, 'worker')}, {_work_text(server, first.work_estimate_us)}; "
-        f"{_load_text(first.load)} ({_env_text(first.environment)})",
+        f": {mode}{plural(server.workers, 'worker')}, {work}; {load} ({_env_text(first.environment)})",
     )
 
 
@@ -141,10 +145,11 @@ def headline(result: LatencyResult) -> Text:
     server, env = result.server, result.environment
     batch = f", accept-batch {server.accept_batch}" if server.accept_batch else ""
     pinned = f", pinned to CPUs {format_cpu_list(server.cpus)}" if server.cpus else ""
+    work, load = _work_and_load(server, result.work_estimate_us, result.load)
     return Text.assemble(
         ("accept-order latency", "bold"),
         f": mode {server.label}, {plural(server.workers, 'worker')}{pinned}, "
-        f"{_work_text(server, result.work_estimate_us)}{batch}; {_load_text(result.load)}; "
+        f"{work}{batch}; {load}; "
         f"{server.host}:{result.port} ({_env_text(env)})",
     )
 

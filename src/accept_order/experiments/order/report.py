@@ -13,7 +13,7 @@ from rich.text import Text
 from ...core.spec import DEFAULT_KIND
 from ...render.evidence import evidence_report
 from ...render.fit import key_columns
-from ...render.text import duration_us, plural
+from ...render.text import durations_us, plural
 from ...render.workers import worker_legend, worker_table
 from .result import RunResult, ServeResult
 
@@ -172,10 +172,10 @@ def compare_table(results: Sequence[RunResult], skipped: dict[str, str]) -> Rend
     counts = [r.server.workers for r in results]
     workers = max(set(counts), key=lambda n: (counts.count(n), n))
     own = ", ".join(sorted({f"{r.server.kind} {r.server.workers}" for r in results if r.server.workers != workers}))
+    work, gap = durations_us(first.server.work_us, first.load.gap_ms * 1000)  # one unit on the line
     note = Text(
-        f"{workers} workers{f' ({own})' if own else ''}, {first.load.connections} connections each, work "
-        f"{duration_us(first.server.work_us)}, gap {first.load.gap_ms:g} ms; {env.system} {env.kernel}, "
-        f"{env.cpu_count} CPUs",
+        f"{plural(workers, 'worker')}{f' ({own})' if own else ''}, {plural(first.load.connections, 'connection')} "
+        f"each, work {work}, gap {gap}; {env.system} {env.kernel}, {env.cpu_count} CPUs",
         style="dim",
     )
     return Group(table, *notes, note)

@@ -16,8 +16,9 @@ from rich.table import Table
 from rich.text import Text
 
 from ...analysis.stability import Spread, Stability, agreement
-from ...render.text import duration_us, plural
+from ...render.text import plural
 from ..repeat.kinds import Document, Repeated, Rounds, by_variant, each
+from .report import work_and_step
 from .result import RAMP_SHAPE, RampResult
 
 LEGEND = (
@@ -129,10 +130,11 @@ def report(rounds: Rounds) -> list[RenderableType]:
     first = rounds[0][0]
     plan = first.plan
     loop = "open loop" if plan.get("rates") else "closed loop"
+    work, step = work_and_step(first.server.work_us, plan.get("step_s"))
     parts.append(
         Text(
-            f"{plural(first.server.workers, 'worker')}, work {duration_us(first.server.work_us)}, backlog "
-            f"{first.server.backlog}; {loop}, {plan.get('step_s', '?')} s per step",
+            f"{plural(first.server.workers, 'worker')}, work {work}, backlog {first.server.backlog}; {loop}, "
+            f"{step} per step",
             style="dim",
         )
     )

@@ -9,7 +9,7 @@ from rich.text import Text
 
 from ...core.cpus import format_cpu_list
 from ...render.evidence import short_counter, shortage_lines
-from ...render.text import duration_us, plural
+from ...render.text import durations_us, plural
 from .result import RampResult, RampStep
 
 SHOWN_COUNTERS = (
@@ -24,6 +24,14 @@ SHOWN_COUNTERS = (
 )
 
 
+def work_and_step(work_us: float, step_s: object) -> tuple[str, str]:
+    """The work per connection and the step's length, in one unit (`? s` for a file without the step)."""
+    if not isinstance(step_s, int | float):
+        return durations_us(work_us)[0], "? s"
+    work, step = durations_us(work_us, step_s * 1e6)
+    return work, step
+
+
 def _ms(us: int | None) -> str:
     return "-" if us is None else f"{us / 1000:.2f}"
 
@@ -32,8 +40,20 @@ def _offered(step: RampStep) -> str:
     return f"{step.offered:g}/s" if step.kind == "rate" else f"{step.offered:g} in flight"
 
 
+def usable_cpus(result: RampResult) -> int:
+    """The CPUs the workers could use at once: one each, at most the machine's."""
+    workers = max(result.server.workers, 1)
+    return min(workers, result.environment.cpu_count) if result.environment else workers
+
+
+def workers_cpu(step: RampStep, usable: int) -> str:
+    """The workers' CPU over the step as a share of the CPUs they could use (the 'seen' line's figure)."""
+    return f"{100 * sum(step.worker_cpu) / usable:.0f}%" if step.worker_cpu else "-"
+
+
 def ramp_table(result: RampResult) -> Table:
     table = Table(title="accept-order ramp", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    usable = usable_cpus(result)
     right = ("got/s", "p50 ms", "p99 ms", "p99.9 ms", "failed", "overflows", "max Recv-Q", "workers CPU", "host CPUs")
     for name in ("offered", *right, "step"):
         table.add_column(name, justify="right" if name in right or name == "offered" else "left")
@@ -50,7 +70,7 @@ def ramp_table(result: RampResult) -> Table:
             str(step.failed),
             str(step.counters.get("TcpExtListenOverflows", 0)),
             str(max(step.queues)) if step.queues else "-",
-            " ".join(f"{100 * c:.0f}%" for c in step.worker_cpu),
+            workers_cpu(step, usable),
             "-" if step.machine_cpu is None else f"{100 * step.machine_cpu:.0f}%",
             verdict,
         )
@@ -62,6 +82,9 @@ def _step_lines(step: RampStep) -> list[Text]:
     moved = ", ".join(f"{short_counter(n)} {step.counters[n]:+d}" for n in SHOWN_COUNTERS if step.counters.get(n))
     lines = [Text(f"  {_offered(step)}: sockets at the end: {sockets or 'unknown'}")]
     lines.append(Text(f"    counters: {moved or 'no drops, resets or retransmissions'}"))
+    if step.worker_cpu:
+        each = ", ".join(f"worker {i} {100 * c:.0f}%" for i, c in enumerate(step.worker_cpu))
+        lines.append(Text(f"    CPU per worker (of one CPU): {each}"))
     if step.client_cpu_us is not None:
         busiest = f", busiest process {100 * step.driver_cpu:.0f}% of a CPU"
         lines.append(Text(f"    load generator: {step.client_cpu_us:.0f} CPU-µs per connection{busiest}"))
@@ -90,11 +113,18 @@ def ramp_report(result: RampResult) -> RenderableType:
     loop = "open loop (each connection timed from when it was due)" if plan.get("rates") else "closed loop"
     if plan.get("load_cpus"):
         loop += f", load generator on CPUs {format_cpu_list(plan['load_cpus'])}"
+    work, step_length = work_and_step(server.work_us, plan.get("step_s"))
     parts.append(
         Text(
-            f"{server.label}, {plural(server.workers, 'worker')}, work {duration_us(server.work_us)}, "
-            f"backlog {server.backlog}; "
-            f"{loop}, {plan.get('step_s', '?')} s per step{where}",
+            f"{server.label}, {plural(server.workers, 'worker')}, work {work}, backlog {server.backlog}; "
+            f"{loop}, {step_length} per step{where}",
+            style="dim",
+        )
+    )
+    parts.append(
+        Text(
+            f"workers CPU: the workers' CPU time over the step, as a share of the {plural(usable_cpus(result), 'CPU')} "
+            "they could use (one each); per worker below",
             style="dim",
         )
     )

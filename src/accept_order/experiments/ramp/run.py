@@ -20,6 +20,7 @@ from ...core.spec import MAX_DRIVER_PROCS, ConcurrentLoad, ServerSpec, check_con
 from ...probes import netstat
 from ...probes.sockets import socket_summary
 from ...render.evidence import machine_busy
+from ...render.text import plural
 from ..session import Measured, RunInterrupted, Tick, drive_load, lifecycle
 from .result import RampResult, RampStep
 
@@ -157,10 +158,10 @@ def signals(step: RampStep, workers: int, cpus: int) -> list[str]:
     seen = []
     overflows = step.counters.get("TcpExtListenOverflows", 0)
     if overflows:
-        seen.append(f"the accept queue overflowed {overflows} times")
+        seen.append(f"the accept queue overflowed {'once' if overflows == 1 else f'{overflows} times'}")
     resets = step.counters.get("TcpEstabResets", 0) + step.counters.get("TcpExtTCPAbortOnData", 0)
     if resets:
-        seen.append(f"{resets} connections reset")
+        seen.append(f"{plural(resets, 'connection')} reset")
     busy = sum(step.worker_cpu)
     workers_bound = bool(step.worker_cpu) and (
         busy >= SATURATED * min(workers, cpus) or max(step.worker_cpu) >= SATURATED
@@ -176,7 +177,7 @@ def signals(step: RampStep, workers: int, cpus: int) -> list[str]:
         seen.append(text)
     peak: int = max(step.queues, default=0)
     if peak:
-        seen.append(f"up to {peak} connections waited in an accept queue")
+        seen.append(f"up to {plural(peak, 'connection')} waited in an accept queue")
     return seen
 
 

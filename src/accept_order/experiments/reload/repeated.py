@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ...analysis.stability import Spread, Stability, agreement
-from ...render.text import duration_us
+from ...render.text import durations_us
 from ...results.export import WORKER_FIELDS
 from ..repeat.kinds import Document, Repeated, Rounds, by_variant, each
 from .result import RELOAD_RUN, ReloadRun
@@ -82,13 +82,13 @@ def report(rounds: Rounds) -> list[RenderableType]:
         )
     first: ReloadRun = rounds[0][0]
     load = first.load
+    ran, work = durations_us((load.duration_s or 0) * 1e6, first.server.work_us)  # one unit on the line
     parts: list[RenderableType] = [
         table,
         Text("median (min-max) over the runs; lost: connections that failed; reset: by ECONNRESET", style="dim"),
         Text(LEGEND, style="dim"),
         Text(
-            f"worker {first.worker} goes; closed-loop load of {load.concurrency} for {load.duration_s:g} s per run, "
-            f"work {duration_us(first.server.work_us)}",
+            f"worker {first.worker} goes; closed-loop load of {load.concurrency} for {ran} per run, work {work}",
             style="dim",
         ),
     ]

@@ -10,7 +10,7 @@ from rich.text import Text
 from ...core.cpus import format_cpu_list
 from ...render.evidence import PRIVATE_SHORT
 from ...render.fit import key_columns
-from ...render.text import duration_us, plural
+from ...render.text import durations_us, plural
 from .result import MIGRATE, MIGRATE_FAILED, ReloadResult, ReloadRun
 
 RELOAD_LEGEND = (
@@ -84,14 +84,17 @@ def reload_report(result: ReloadResult) -> RenderableType:
         first = result.runs[0]
         load = first.load
         times = [r.at_s for r in result.runs if r.at_s is not None]
-        went = f"after {min(times):.1f} s" if times else "never"
+        # one unit on the line: when the worker went, how long the load ran, the work per connection
+        at, ran, work = durations_us(
+            round(min(times or [0]), 1) * 1e6, (load.duration_s or 0) * 1e6, first.server.work_us
+        )
+        went = f"after {at}" if times else "never"
         env = first.environment
         pinned = f" (load generator on CPUs {format_cpu_list(load.cpus)})" if load.cpus else ""
         parts.append(
             Text(
                 f"{plural(first.server.workers, 'worker')}, worker {first.worker} goes {went}; closed-loop "
-                f"load of {load.concurrency} for {load.duration_s:g} s per run{pinned}, "
-                f"work {duration_us(first.server.work_us)}; "
+                f"load of {load.concurrency} for {ran} per run{pinned}, work {work}; "
                 f"{env.system} {env.kernel}, {plural(env.cpu_count, 'CPU')}; counters from a {PRIVATE_SHORT}"
             )
         )
