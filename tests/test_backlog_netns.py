@@ -65,7 +65,7 @@ def netns_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, objec
     args = [
         "run", "--mode", "blocking", "--workers", "1", "--connections", str(DRIVEN),
         "--gap-ms", "1", "--work-ms", str(WORK_MS), "--backlog", "1",
-        "--timeout", str(TIMEOUT_S), "--no-settle", "--json", str(path),
+        "--timeout", f"{TIMEOUT_S}s", "--no-settle", "--json", str(path),
     ]  # fmt: skip
     proc = subprocess.run(
         ["unshare", "-n", sys.executable, "-c", CHILD, str(host_netns), evidence.PRIVATE_ENV, *args],
