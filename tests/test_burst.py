@@ -188,8 +188,10 @@ def test_one_round_of_bursts_says_which_burst_it_is(monkeypatch: pytest.MonkeyPa
     from accept_order.cli import progress
 
     labels: list[str] = []
-    real = progress.RunProgress.label
-    monkeypatch.setattr(progress.RunProgress, "label", lambda self, text: labels.append(real(self, text)) or labels[-1])
+    real = progress.RunProgress.live
+    monkeypatch.setattr(
+        progress.RunProgress, "live", lambda self, text: labels.append(real(self, text)()) or real(self, text)
+    )
     result = run_cli(["burst", "--modes", "blocking,epoll", "--clients", "5,10", "-w", "2"])
     assert result.exit_code == 0, result.output
     assert [label.split(",")[0].split(":")[0] for label in labels] == [f"run {k} of 4" for k in range(1, 5)], labels

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from accept_order.cli import output
 from accept_order.cli.app import main
+from accept_order.cli.bars import STALL_S, BarState
 from accept_order.cli.progress import RunProgress, duration_text
 
 LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs epoll and procfs")
@@ -84,8 +85,96 @@ def test_a_ramp_counts_its_steps(monkeypatch: pytest.MonkeyPatch) -> None:
     from accept_order.cli import progress
 
     labels: list[str] = []
-    real = progress.RunProgress.label
-    monkeypatch.setattr(progress.RunProgress, "label", lambda self, text: labels.append(real(self, text)) or labels[-1])
+    real = progress.RunProgress.live
+    monkeypatch.setattr(
+        progress.RunProgress, "live", lambda self, text: labels.append(real(self, text)()) or real(self, text)
+    )
     result = run_cli(["ramp", "-w", "2", "--rates", "50,100", "--step", "0.2s", "--p99", "5s"])
     assert result.exit_code == 0, result.output
     assert [label.split(",")[0].split(":")[0] for label in labels] == ["step 1 of 2", "step 2 of 2"], labels
+
+
+def test_bursts_are_estimated_by_their_size_not_as_the_mean_of_the_first() -> None:
+    """Bursts of 1000, 3000 and 9000 clients: the first two took 1 s and 2 s. The mean of runs (1.5 s) would
+    promise the 9000 in 1.5 s; a fixed part and a part per client through both says 0.5 + 0.0005 x 9000 = 5 s."""
+    clock = FakeClock()
+    runs = RunProgress(3, clock=clock, sizes=[1000, 3000, 9000])
+    runs.next()
+    assert runs.label("epoll: 1000 clients") == "run 1 of 3: epoll: 1000 clients"  # nothing to go on yet
+    clock.now += 1
+    runs.next()
+    clock.now += 2
+    runs.next()
+    assert runs.left() == pytest.approx(5.0)
+    assert runs.label("epoll: 9000 clients") == "run 3 of 3, about 5 s left: epoll: 9000 clients"
+    clock.now += 3
+    assert runs.estimate() == "about 2 s left"  # it counts down as the bar is redrawn (live)
+    said = runs.live("epoll: 9000 clients")
+    clock.now += 1
+    assert said() == "run 3 of 3, about 1 s left: epoll: 9000 clients"
+
+
+def test_an_estimate_outlasted_is_a_lower_bound_never_zero_left() -> None:
+    clock = FakeClock()
+    runs = RunProgress(3, clock=clock)
+    runs.next()
+    clock.now += 10
+    runs.next()  # run 1 took 10 s: run 2 and run 3 about 10 s each
+    assert runs.estimate() == "about 20 s left"
+    clock.now += 25  # run 2 has taken 25 s, not 10: run 3 is still to come, this one's end is not known
+    assert runs.left() is None
+    assert runs.estimate() == "more than 10 s left"
+    runs.next()
+    clock.now += 30  # the last run, late: no figure at all (not "0 s left")
+    assert runs.estimate() is None
+    assert runs.label("epoll") == "run 3 of 3: epoll"
+
+
+def test_a_ramp_that_may_stop_at_its_knee_says_up_to() -> None:
+    clock = FakeClock()
+    steps = RunProgress(4, clock=clock, noun="step", may_end_early=True)
+    steps.next()
+    clock.now += 3
+    steps.next()
+    assert steps.label("epoll: 400/s") == "step 2 of 4, up to about 9 s left: epoll: 400/s"
+    clock.now += 5  # this step is late, and the ones after it may not run: nothing honest to say
+    assert steps.estimate() is None
+
+
+def test_a_full_bar_says_what_is_still_going_on() -> None:
+    """A ramp step of 2 s (duration bar, the load's ticks): nothing while it runs; its time up, the
+    connections in flight are waited for (at most the timeout); the ticks stopped, the load is done."""
+    clock = FakeClock()
+    step = BarState(2.0, by_count=False, timeout_s=5.0, ticks=True, clock=clock)
+    step.update(100, 1.9)
+    assert step.text() == ""
+    clock.now += 0.2  # past 2 s of load, between two ticks
+    assert step.text() == "time up, finishing those in flight (timeout 5 s)"
+    step.update(400, 2.3)
+    clock.now += STALL_S  # no tick since: drive_load has returned
+    assert step.text() == "load done, stopping"
+
+
+def test_a_burst_bar_says_when_it_waits_for_its_last_clients() -> None:
+    clock = FakeClock()
+    burst = BarState(1000, timeout_s=10.0, ticks=True, clock=clock)
+    burst.update(990, 0.5)
+    clock.now += 0.1
+    burst.update(998, 0.6)
+    assert burst.text() == ""
+    clock.now += STALL_S
+    burst.update(998, 0.6 + STALL_S)  # ticks go on, the count does not move
+    assert burst.text() == "waiting for the last 2 (timeout 10 s)"
+    burst.update(1000, 2.0)
+    assert burst.text() == "load done, stopping"
+
+
+def test_a_bar_fed_by_each_connection_never_guesses_from_silence() -> None:
+    """`run`'s bar moves once per connection (no ticks): a slow connection is not the end of the load."""
+    clock = FakeClock()
+    run = BarState(300, clock=clock)
+    run.update(10)
+    clock.now += 30
+    assert run.text() == ""
+    run.update(300)
+    assert run.text() == "load done, stopping"

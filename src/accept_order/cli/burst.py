@@ -79,7 +79,9 @@ def burst(
         notes.append(f"the load generator's processes were pinned to CPUs {format_cpu_list(plan.load_cpus)}")
     host_warnings()
     # run_repeated counts every run of every round; one round counts its bursts here (on_burst)
-    rounds = RunProgress(repeat if repeat > 1 else len(specs) * len(plan.clients))
+    # a burst takes longer the more clients it has: the estimate weighs each by its size (smallest first)
+    bursts = len(specs) * len(plan.clients)
+    rounds = RunProgress(bursts, sizes=sorted(plan.clients)) if repeat == 1 else RunProgress(repeat)
 
     def save(runs: Sequence[Any], interrupted: bool = False) -> None:
         result = BurstResult(tuple(runs), skipped, tuple(notes), interrupted)
@@ -91,7 +93,8 @@ def burst(
             bars.close()
             if repeat == 1:
                 rounds.next()
-            return bars.enter_context(progress_bar(rounds.label(f"{spec.label}: {n} clients"), n))
+            said = rounds.live(f"{spec.label}: {n} clients")
+            return bars.enter_context(progress_bar(said, n, timeout_s=plan.timeout_s, ticks=True))
 
         if repeat > 1:
 

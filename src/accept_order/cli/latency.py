@@ -37,7 +37,8 @@ def bars(
                 runs.next()
             by_count = load.connections is not None
             total = load.connections if by_count else load.duration_s
-            return stack.enter_context(progress_bar(runs.label(label(spec)), total, by_count=by_count))
+            bar = progress_bar(runs.live(label(spec)), total, by_count, timeout_s=load.timeout_s, ticks=True)
+            return stack.enter_context(bar)
 
         yield on_run
 

@@ -238,48 +238,85 @@ def print_report(renderable: Any) -> None:
 
 
 _BARS: list[Any] = []  # the progress bars on the terminal now (rich Progress)
+# Columns a bar leaves free at the right edge: a Ctrl-C typed while it is shown is echoed by the terminal
+# ("^C") after it, and a bar that filled the line would push that echo onto the next line, leaving rich to
+# erase the wrong line at the end (the bar then stays above the report, frozen). Room for two.
+ECHO_ROOM = 4
+
+
+def _stop(bar: Any) -> None:
+    """Erase a bar (or a live view) with signals held: a Ctrl-C landing halfway through rich's stop would leave
+    it marked stopped with its line still drawn; the signal is raised once the line is gone."""
+    from ..core.signals import deferred
+
+    with deferred(), unless_hung_up():  # erasing must not replace the run's own end (a hang-up's 129)
+        bar.stop()
+
+
+def _start(bar: Any) -> None:
+    from ..core.signals import deferred
+
+    with deferred(), unless_hung_up():
+        bar.start()
+
+
+def _bar_console() -> Console | None:
+    """stderr's console for a bar or a live view, ECHO_ROOM narrower than the terminal; None off a terminal."""
+    console = stderr()
+    if not console.is_terminal:
+        return None
+    console.width = max(console.width - ECHO_ROOM, 20)
+    return console
 
 
 def clear_progress() -> None:
     """Erase every progress bar still shown (they are transient): what follows starts on a clean line."""
     while _BARS:
-        bar = _BARS.pop()
-        with unless_hung_up():
-            bar.stop()
+        _stop(_BARS.pop())
 
 
 @contextmanager
 def progress_bar(
-    label: str, total: float | None, by_count: bool = True, threshold: float = 0
+    label: str | Callable[[], str],
+    total: float | None,
+    by_count: bool = True,
+    threshold: float = 0,
+    timeout_s: float | None = None,
+    ticks: bool = False,
 ) -> Iterator[Callable[..., None]]:
     """A transient progress bar on stderr for long runs on a terminal; a no-op callback otherwise.
 
-    The callback takes (done, elapsed_s): completed connections, and seconds for a duration run."""
-    console = stderr()
-    if not console.is_terminal or (total is not None and total < threshold):
+    The callback takes (done, elapsed_s): completed connections, and seconds for a duration run. `label` may
+    be a function, read at each redraw (a run's estimate of the time left). After the figures, what a full
+    or stalled bar is still waiting for (progress.BarState: `timeout_s`, the load's; `ticks`, the callback
+    comes every tick of the load)."""
+    console = _bar_console()
+    if console is None or (total is not None and total < threshold):
         yield lambda *_: None
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    columns = [TextColumn(label), BarColumn()]
-    columns.append(MofNCompleteColumn() if by_count else TextColumn("{task.fields[done]} connections"))
-    columns.append(TimeElapsedColumn())
-    bar = Progress(*columns, console=console, transient=True)
-    with unless_hung_up():
-        bar.start()
+    from .bars import BarState, bar_or_state, figures, said_by
+
+    state = BarState(total, by_count, timeout_s, ticks)
+    count = MofNCompleteColumn() if by_count else TextColumn("{task.fields[done]} connections")
+    columns = [said_by(label if callable(label) else lambda: label), bar_or_state(state)]
+    columns += figures(count, TimeElapsedColumn())
+    bar = Progress(*columns, console=console, transient=True, expand=True)  # the bar takes what the rest leaves
     _BARS.append(bar)
     try:
-        task = bar.add_task(label, total=total, done=0)
+        _start(bar)
+        task = bar.add_task("", total=total, done=0)
 
         def update(done: int, elapsed: float = 0.0) -> None:
+            state.update(done, elapsed)
             bar.update(task, completed=done if by_count else min(elapsed, total or 0.0), done=done)
 
         yield update
     finally:
         if bar in _BARS:
             _BARS.remove(bar)
-        with unless_hung_up():  # erasing the bar must not replace the run's own end (a hang-up's 129)
-            bar.stop()
+        _stop(bar)
 
 
 @contextmanager
@@ -288,22 +325,20 @@ def live_view(
 ) -> Iterator[Callable[[Any], None]]:
     """A view on stderr that `update(value)` redraws in place (rich Live) on a terminal; off a terminal,
     one plain line per update (`line(value)`), as a log would have it."""
-    console = stderr()
-    if not console.is_terminal:
+    console = _bar_console()
+    if console is None:
         yield lambda value: note(line(value))
         return
     from rich.live import Live
 
     live = Live(console=console, transient=transient, auto_refresh=False)
-    with unless_hung_up():
-        live.start()
 
     def update(value: Any) -> None:
         with unless_hung_up():  # a terminal gone mid-run: the observation goes on, its result is saved
             live.update(render(value), refresh=True)
 
     try:
+        _start(live)
         yield update
     finally:
-        with unless_hung_up():
-            live.stop()
+        _stop(live)

@@ -1,32 +1,49 @@
 """Which of a command's N runs is under way, and about how long the rest will take, on stderr only.
 
-On a terminal this is the progress bars' label ("run 3 of 10, about 1 min left: epoll: connections").
-Off a terminal (piped, in CI, under nohup) nothing redraws, so a heartbeat line is written every
-HEARTBEAT_S seconds instead ("accept-order: run 3 of 10, 42 s elapsed, about 1 min left"): a long
-`--repeat` is never silent for minutes. The time left is the mean of the runs finished so far times the
-runs still to do (less what the current one has already taken): an estimate, said as "about"."""
+On a terminal this is the progress bars' label ("run 3 of 10, about 1 min left: epoll: connections"),
+recomputed as the bar is redrawn. Off a terminal (piped, in CI, under nohup) nothing redraws, so a heartbeat
+line is written every HEARTBEAT_S seconds instead ("accept-order: run 3 of 10, 42 s elapsed, about 1 min
+left"): a long `--repeat` is never silent for minutes.
+
+The time left is what each run still to do will take, judged from the runs finished so far: their mean, or,
+where the runs differ in size (a burst's clients), a line through their times by size (a fixed part, start-up
+and settling, and a part per client), so that three bursts of 1000 do not promise a burst of 25000 in the same
+time. Nothing is said before a run has finished (there is nothing to go on), "up to" where the work may end
+sooner (a ramp stops at its knee), and a run that has outlasted its estimate makes it a lower bound ("more
+than ... left") instead of counting down to "0 s left" while the work goes on. What a bar that is full is
+still waiting for is cli/bars.py's."""
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+
+from .bars import duration_text
 
 HEARTBEAT_S = 10.0
 
 
-def duration_text(seconds: float) -> str:
-    """`42 s`, `3 min`, `1 h 5 min`: as precise as a rough estimate deserves."""
-    if seconds < 90:
-        return f"{max(seconds, 0):.0f} s"
-    if seconds < 90 * 60:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds // 3600:.0f} h {seconds % 3600 / 60:.0f} min"
+def _fit(sizes: Sequence[float], seconds: Sequence[float]) -> Callable[[float], float]:
+    """Seconds a run of `size` takes, from finished runs: a + b * size through them when their sizes differ
+    (least squares, neither part below 0), else in proportion to size."""
+    n = len(sizes)
+    mean_s, mean_t = sum(sizes) / n, sum(seconds) / n
+    spread = sum((s - mean_s) ** 2 for s in sizes)
+    if spread > 0:
+        slope = sum((s - mean_s) * (t - mean_t) for s, t in zip(sizes, seconds, strict=True)) / spread
+        fixed = mean_t - slope * mean_s
+        if slope >= 0 and fixed >= 0:
+            return lambda size: fixed + slope * size
+    per_unit = sum(seconds) / max(sum(sizes), 1e-9)
+    return lambda size: per_unit * size
 
 
 class RunProgress:
-    """Run k of N: `next()` as each run starts. `clock` and `write` are the test's to replace."""
+    """Run k of N: `next()` as each run starts. `clock` and `write` are the test's to replace. `sizes`: how big
+    each run is, in order (a burst's clients; None: all alike); `may_end_early`: the work can stop before the
+    last run (a ramp at its knee), so the estimate is an upper bound."""
 
     def __init__(
         self,
@@ -35,6 +52,8 @@ class RunProgress:
         write: Callable[[str], None] | None = None,
         every: float = HEARTBEAT_S,
         noun: str = "run",
+        sizes: Sequence[float] | None = None,
+        may_end_early: bool = False,
     ) -> None:
         self.total = total
         self.noun = noun  # what is counted: runs, or a ramp's steps
@@ -42,6 +61,9 @@ class RunProgress:
         self.clock = clock
         self.write = write
         self.every = every
+        self.sizes = list(sizes) if sizes else None
+        self.may_end_early = may_end_early
+        self.took: list[tuple[float, float]] = []  # finished runs: (size, seconds)
         self.started = clock()
         self.run_started = self.started
         self.last_beat = self.started
@@ -50,31 +72,66 @@ class RunProgress:
         self.start(self.current + 1)
 
     def start(self, number: int) -> None:
+        now = self.clock()
+        if 1 <= self.current < number:  # the run under way has finished
+            self.took.append((self.size(self.current), now - self.run_started))
         self.current = number
-        self.run_started = self.clock()
+        self.run_started = now
+
+    def size(self, number: int) -> float:
+        if self.sizes is None or not self.sizes:
+            return 1.0
+        return float(self.sizes[(number - 1) % len(self.sizes)])  # a --repeat goes round them again
+
+    def _left(self) -> tuple[float, bool] | None:
+        """(seconds, exact): still to go, and whether that counts the current run too (False: it has outlasted
+        its estimate, and only the runs after it are counted); None before a run has finished."""
+        if not self.took or self.total < 1:
+            return None
+        took = _fit([s for s, _ in self.took], [t for _, t in self.took])
+        later = sum(took(self.size(k)) for k in range(max(self.current, 1) + 1, self.total + 1))
+        this = took(self.size(max(self.current, 1))) - (self.clock() - self.run_started)
+        return (later + this, True) if this >= 0 else (later, False)
 
     def left(self) -> float | None:
-        """Seconds still to go, once a run has finished (before that there is nothing to go on)."""
-        finished = self.current - 1
-        if finished < 1 or self.total < 1:
+        """Seconds still to go as estimated; None when there is nothing to go on, or the run under way has
+        outlasted its estimate (then only a lower bound is known: see `estimate`)."""
+        left = self._left()
+        return left[0] if left is not None and left[1] else None
+
+    def estimate(self) -> str | None:
+        """`about 3 min left`, `up to about 40 s left` (it may end sooner), `more than 20 s left` (the run
+        under way took longer than the others said); None when nothing honest can be said."""
+        left = self._left()
+        if left is None:
             return None
-        per_run = (self.run_started - self.started) / finished
-        return max(per_run * (self.total - finished) - (self.clock() - self.run_started), 0.0)
+        seconds, exact = left
+        if exact and seconds < 1:
+            return None  # nearly done: the bar says with what
+        if exact:
+            return f"{'up to ' if self.may_end_early else ''}about {duration_text(seconds)} left"
+        if seconds < 1 or self.may_end_early:
+            return None  # the last run is late, or what follows may not run at all: no figure
+        return f"more than {duration_text(seconds)} left"
 
     def status(self) -> str:
         """`run 3 of 10, 42 s elapsed, about 1 min left`."""
         elapsed = duration_text(self.clock() - self.started)
         text = f"{self.noun} {max(self.current, 1)} of {self.total}, {elapsed} elapsed"
-        left = self.left()
-        return text if left is None else f"{text}, about {duration_text(left)} left"
+        left = self.estimate()
+        return text if left is None else f"{text}, {left}"
 
     def label(self, text: str) -> str:
         """A progress bar's label: `run 2 of 5, about 1 min left: epoll: 1000 clients` (just `text` for one run)."""
         if self.total <= 1:
             return text
-        left = self.left()
-        eta = "" if left is None else f", about {duration_text(left)} left"
+        left = self.estimate()
+        eta = "" if left is None else f", {left}"
         return f"{self.noun} {max(self.current, 1)} of {self.total}{eta}: {text}"
+
+    def live(self, text: str) -> Callable[[], str]:
+        """The label as a bar redraws it: its estimate counts down with the run."""
+        return lambda: self.label(text)
 
     def beat(self) -> bool:
         """Write the status line when `every` seconds have passed since the last one; True if it did."""

@@ -142,7 +142,9 @@ def ramp(
     host_warnings()
     # run_repeated counts every run of every round; one ramp counts its steps (it may stop before the last)
     single = repeat == 1 and len(specs) == 1
-    rounds = RunProgress(len(plan.rates or plan.concurrencies), noun="step") if single else RunProgress(repeat)
+    # one ramp stops at its knee (unless --keep-going): its estimate is of every step, an upper bound
+    steps = len(plan.rates or plan.concurrencies)
+    rounds = RunProgress(steps, noun="step", may_end_early=not keep_going) if single else RunProgress(repeat)
 
     def save(result: Any) -> None:
         report_and_save(lambda: ramp_report(result), json_path, "ramp", result)
@@ -156,7 +158,8 @@ def ramp(
             if single:
                 rounds.next()
             label = f"{offered:g}/s" if plan.rates else f"{offered:g} in flight"
-            return bars.enter_context(progress_bar(rounds.label(f"{ramped[0].label}: {label}"), step_s, by_count=False))
+            said = rounds.live(f"{ramped[0].label}: {label}")
+            return bars.enter_context(progress_bar(said, step_s, by_count=False, timeout_s=timeout_s, ticks=True))
 
         if repeat > 1 or len(specs) > 1:  # several modes: a table of their knees, even once
 

@@ -121,7 +121,8 @@ def reload(
             if repeat == 1:
                 rounds.next()
             label = f"{spec.mode} {plan.how}" + (f" migrate={plan.migrate}" if spec.mode in per_worker else "")
-            return bars.enter_context(progress_bar(rounds.label(label), load.duration_s, by_count=False))
+            bar = progress_bar(rounds.live(label), load.duration_s, False, timeout_s=load.timeout_s, ticks=True)
+            return bars.enter_context(bar)
 
         if repeat > 1:
             kept = [f"The host's net.ipv4.tcp_migrate_req ({host_setting}) was not changed."] if host_setting else []
