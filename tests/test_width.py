@@ -31,6 +31,8 @@ def assert_fits(text: str, width: int = NARROW) -> None:
     long = [line for line in text.splitlines() if len(line) > width]
     assert not long, f"{len(long)} lines longer than {width}:\n" + "\n".join(long)
     assert "…" not in text, text
+    padded = [line for line in text.splitlines() if line.endswith(" ")]
+    assert not padded, f"{len(padded)} lines end in spaces:\n" + "\n".join(repr(line) for line in padded)
 
 
 @pytest.mark.parametrize("name", list(FIXTURES))
@@ -104,3 +106,14 @@ def test_modes_wraps_a_description_in_its_own_column() -> None:
     i = next(k for k, line in enumerate(lines) if line.lstrip().startswith("epoll-herd"))
     start = lines[i].index("shared socket")
     assert lines[i + 1][:start].strip() == "" and lines[i + 1][start:].strip(), lines[i : i + 2]
+
+
+def test_a_wrapped_line_of_an_indented_block_keeps_the_indent() -> None:
+    """The kernel evidence is indented two columns: at 80 columns its listeners line wraps, and goes on under
+    its own first word ("  511 (from netlink)"), not at column 0."""
+    lines = at(NARROW, "show", str(GOLDEN / "latency.json")).stdout.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("  listeners (")]
+    assert len(starts) == 2
+    for i in starts:
+        assert not lines[i].rstrip().endswith("(from netlink)"), lines[i]  # it does wrap at 80
+        assert lines[i + 1].startswith("  ") and lines[i + 1].endswith("(from netlink)"), lines[i : i + 2]

@@ -24,7 +24,7 @@ from rich.segment import Segment
 from ..core.errors import OutputError
 from ..core.text import CONTROLS, escape_controls
 
-PIPED_WIDTH = 120  # rich's 80 columns off a terminal would cut table cells; COLUMNS still wins
+PIPED_WIDTH = 120  # tables off a terminal (rich's 80 columns would cut cells); prose is not wrapped; COLUMNS wins
 
 # What the reports use beyond ASCII, spelled in ASCII for a stream that cannot encode it; anything else "?".
 _ASCII = {
@@ -159,10 +159,33 @@ class _Console(Console):
                 yield Segment(text, segment.style)
 
 
+class _Report(_Console):
+    """stdout's console, for reports. An indented paragraph keeps its indent on the lines it wraps onto
+    (render/text.py hanging), and no line ends in spaces (rich pads wrapped lines and a table's last column).
+    `piped` (not a terminal, no COLUMNS: a file, a pipe): prose is not wrapped at all, one line per
+    paragraph as a file or a grep wants it; tables keep PIPED_WIDTH, and wrap their cells within it."""
+
+    def __init__(self, piped: bool, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.piped = piped
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        from ..render.text import hanging
+
+        if self.piped:
+            kwargs.setdefault("soft_wrap", True)
+        super().print(*(hanging(item) for item in objects), **kwargs)
+
+    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
+        from ..render.text import trimmed
+
+        return trimmed(super().render(renderable, options))
+
+
 def stdout() -> Console:
     stream = _Guarded(_Closed() if sys.stdout is None else tolerant(sys.stdout), "stdout")
     piped = not stream.isatty() and "COLUMNS" not in os.environ
-    return _Console(file=stream, width=PIPED_WIDTH if piped else None)  # a text stream in all but name
+    return _Report(piped, file=stream, width=PIPED_WIDTH if piped else None)  # a text stream in all but name
 
 
 def stderr() -> Console:
