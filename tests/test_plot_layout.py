@@ -44,6 +44,22 @@ def burst_failed() -> dict[str, Any]:
     return document
 
 
+def burst_crowded() -> dict[str, Any]:
+    """Both modes lost clients in their largest burst, in nearly the same time (508 and 464 failed), and the
+    load generator set the pace of epoll's smallest burst (it took more than half of it to start them)."""
+    document = golden("burst")
+    for run, failed in zip(document["runs"], (508, 464), strict=True):
+        top = run["cells"][1]
+        top["wall_s"], top["served"], top["errors"] = 0.0125 + failed * 1e-7, [5, 7], {"timeout": failed}
+        for cell in run["cells"]:
+            for driver in cell["drivers"]:
+                driver["open_s"] = 0.1 * cell["wall_s"]
+    low = document["runs"][0]["cells"][0]
+    for driver in low["drivers"]:
+        driver["open_s"] = 0.9 * low["wall_s"]
+    return document
+
+
 def burst_wide() -> dict[str, Any]:
     """Burst sizes 25 times apart (1000 and 25000 clients)."""
     document = burst_failed()
@@ -102,6 +118,7 @@ def work_200ms() -> dict[str, Any]:
 VARIANTS: dict[str, Callable[[], dict[str, Any]]] = {
     "burst-failed": burst_failed,
     "burst-wide": burst_wide,
+    "burst-crowded": burst_crowded,
     "compare-9": lambda: many_modes("compare", 9),
     "compare-last-takes-all": compare_last_takes_all,
     "latency-compare-12": lambda: many_modes("latency-compare", 12),
@@ -232,7 +249,7 @@ def test_burst_draws_time_on_a_log_axis_and_its_notes_inside(name: str) -> None:
     assert ax.get_yscale() == "log"
     assert "ms" in ax.get_ylabel()
     assert ax.get_xscale() == ("log" if name == "burst-wide" else "linear")
-    notes = [t for t in ax.texts if t.get_text().endswith(" failed")]
+    notes = [t for t in ax.texts if " failed" in t.get_text()]
     assert len(notes) == (2 if name != "burst" else 0)
     renderer = fig.canvas.get_renderer()
     for note in notes:
@@ -240,8 +257,29 @@ def test_burst_draws_time_on_a_log_axis_and_its_notes_inside(name: str) -> None:
         assert _inside(box, ax.bbox), note.get_text()
         assert not _covered(box, fig), (note.get_text(), _covered(box, fig))  # nor written over a line
     if notes:
-        assert sorted(t.get_text() for t in notes) == ["18 failed", "38 failed"]
+        # * the client set the pace; at 20 clients reuseport has a * too, so each note there names its mode
+        assert sorted(t.get_text() for t in notes) == ["38 failed *", "epoll: 18 failed *"]
         assert "some failed" in _legend_labels(fig)
+
+
+def test_burst_notes_at_one_size_are_stacked_each_naming_its_mode() -> None:
+    """Two modes failing at one burst size with nearly the same time: two notes, neither drawn over the other,
+    each saying whose it is; a burst the load generator paced is marked * and the footer says what * means."""
+    fig = figure("burst-crowded")
+    ax = fig.axes[0]
+    renderer = fig.canvas.get_renderer()
+    notes = {t.get_text(): t.get_window_extent(renderer) for t in ax.texts}
+    assert sorted(notes) == ["*", "epoll: 508 failed", "reuseport: 464 failed"]
+    first, second = notes["epoll: 508 failed"], notes["reuseport: 464 failed"]
+    assert not first.overlaps(second), (first.extents, second.extents)
+    assert all(_inside(box, ax.bbox) for box in notes.values())
+    assert "* the load generator took more than half of the burst" in fig.get_supxlabel()
+    unpaced = burst_crowded()
+    for driver in unpaced["runs"][0]["cells"][0]["drivers"]:
+        driver["open_s"] = 0.0
+    fig = plot_document("burst", load_document(unpaced))
+    assert "*" not in fig.get_supxlabel()  # no mark, no caveat
+    assert sorted(t.get_text() for t in fig.axes[0].texts) == ["epoll: 508 failed", "reuseport: 464 failed"]
 
 
 def test_burst_keeps_a_line_drawn_over_another_visible() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import textwrap
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -84,14 +85,17 @@ def worker_colors(workers: int) -> list[Any]:
     return [cmap(w / (workers - 1)) for w in range(workers)]
 
 
-def titled(fig: Figure, title: str, options: PlotOptions, settings: str | None = None) -> None:
+def titled(
+    fig: Figure, title: str, options: PlotOptions, settings: str | None = None, caveats: Sequence[str] = ()
+) -> None:
     """The figure's title (--title replaces it; both drawn with control characters escaped) and a footer line with
-    the settings the result was measured with."""
+    the settings the result was measured with, then a line for each caveat (what a mark on the picture means)."""
     shown = text(options.title) if options.title is not None else text(title)
     # wrapped to the figure's width (about 7 px a character at 12 pt, 5 at 8 pt), never cut at its edge
     fig.suptitle(textwrap.fill(shown, TITLE_CHARS, break_on_hyphens=False), fontsize=12)
-    if settings:
-        fig.supxlabel(textwrap.fill(text(settings), FOOTER_CHARS, break_on_hyphens=False), fontsize=8, color="0.35")
+    footer = [textwrap.fill(text(line), FOOTER_CHARS, break_on_hyphens=False) for line in [settings, *caveats] if line]
+    if footer:
+        fig.supxlabel("\n".join(footer), fontsize=8, color="0.35")
 
 
 def legend_outside(ax: Any, handles: Any = None, right: bool = False, ncol: int | None = None) -> Any:

@@ -29,6 +29,30 @@ def _ms(seconds: float) -> float:
     return seconds * 1000 if seconds > 0 else math.nan
 
 
+PACED = "* the load generator took more than half of the burst to start the connections, so it set the pace"
+NOTE_PT = 11  # points from one note's baseline to the next one's in a stack (8-point text)
+
+
+def _note(ax: Any, clients: int, group: list[tuple[float, str, str]], right: bool) -> None:
+    """What the points of one burst size failed or were paced by, beside them: towards the middle, inside the
+    axes whatever the points' place, and off their own line (which rises with the clients): above-left of
+    the points on the right, below-right of those on the left. Several at one size are stacked from one
+    anchor, each naming its mode, so that no note is drawn over another ("508 failed" over "464 failed")."""
+    group = sorted(group, reverse=not right)  # right: the lowest point's note nearest the anchor, going up
+    anchor = max(ms for ms, _, _ in group) if right else min(ms for ms, _, _ in group)
+    for k, (_, mode, said) in enumerate(group):
+        ax.annotate(
+            f"{mode}: {said}" if len(group) > 1 else said,
+            (clients, anchor),
+            textcoords="offset points",
+            xytext=(-8, 4 + NOTE_PT * k) if right else (8, -4 - NOTE_PT * k),
+            ha="right" if right else "left",
+            va="bottom" if right else "top",
+            fontsize=8,
+            color="C3" if "failed" in said else "0.35",
+        )
+
+
 def burst_figure(result: BurstResult, options: PlotOptions) -> Figure:
     from matplotlib.lines import Line2D
     from matplotlib.ticker import LogFormatter, NullFormatter
@@ -40,12 +64,14 @@ def burst_figure(result: BurstResult, options: PlotOptions) -> Figure:
         first = result.runs[0]
         settings = f"{plural(first.server.workers, 'worker')}, {work_text(first.server.work_us)}, backlog "
         settings += f"{first.server.backlog}; {environment_text(first.environment)}".rstrip("; ")
-    titled(fig, "Time until every client was served (accept-order burst)", options, settings)
+    caveat = [PACED] if any(c.client_bound for run in result.runs for c in run.cells) else []
+    titled(fig, "Time until every client was served (accept-order burst)", options, settings, caveat)
     if not any(run.cells for run in result.runs):
         nothing(ax, "no bursts")
         return fig
     largest = max(c.clients for run in result.runs for c in run.cells)
     handles: list[Any] = []
+    notes: dict[int, list[tuple[float, str, str]]] = {}  # burst size -> (ms, mode, what) of each point said
     # Each mode's line a little thinner and its markers a little smaller than the one before, so that a mode
     # drawn over another with the same times leaves the one beneath visible around it.
     for i, run in enumerate(result.runs):
@@ -60,21 +86,15 @@ def burst_figure(result: BurstResult, options: PlotOptions) -> Figure:
             label=text(run.server.label),
         )
         for cell in cells:
-            if cell.failed and cell.wall_s > 0:
+            if cell.wall_s <= 0 or not (cell.failed or cell.client_bound):
+                continue
+            if cell.failed:
                 ax.plot(cell.clients, _ms(cell.wall_s), "x", color="C3", markersize=10, markeredgewidth=2)
-                # towards the middle, inside the axes whatever the point's place, and off its own line (which
-                # rises with the clients): above-left of a point on the right, below-right of one on the left
-                right = cell.clients > largest / 2
-                ax.annotate(
-                    f"{cell.failed} failed",
-                    (cell.clients, _ms(cell.wall_s)),
-                    textcoords="offset points",
-                    xytext=(-8, 4) if right else (8, -4),
-                    ha="right" if right else "left",
-                    va="bottom" if right else "top",
-                    fontsize=8,
-                    color="C3",
-                )
+            said = " ".join(([f"{cell.failed} failed"] if cell.failed else []) + (["*"] if cell.client_bound else []))
+            notes.setdefault(cell.clients, []).append((_ms(cell.wall_s), text(run.server.label), said))
+    stacked = max((len(group) for group in notes.values()), default=1)
+    for clients, group in notes.items():
+        _note(ax, clients, group, right=clients > largest / 2)
     if any(c.failed for run in result.runs for c in run.cells):
         handles.append(Line2D([], [], color="C3", marker="x", linestyle="none", markersize=8, label="some failed"))
     ax.set_xlabel("clients connecting at once")
@@ -91,7 +111,7 @@ def burst_figure(result: BurstResult, options: PlotOptions) -> Figure:
     # plain numbers (3, 10, 30), not 3×10⁰; the in-between ones labelled only where the axis spans little
     ax.yaxis.set_major_formatter(LogFormatter())
     ax.yaxis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.5)))
-    ax.margins(y=0.15)  # room for a note above the highest point or under the lowest
+    ax.margins(y=0.15 + 0.05 * (stacked - 1))  # room for the notes above the highest point or under the lowest
     ax.set_ylabel("ms from the first connect to the last reply (log scale)")
     legend_outside(ax, handles)
     ax.grid(alpha=0.3, which="both")
