@@ -5,9 +5,11 @@ window (a patched step), so the test needs no timing."""
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import signal
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,7 @@ from conftest import run_cli
 
 from accept_order.experiments.latency import model_check
 from accept_order.probes.evidence import EvidenceCapture
+from accept_order.servers.registry import KINDS, launched_kinds
 
 STATUS = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
 
@@ -85,3 +88,23 @@ def test_a_second_signal_while_an_interrupted_runs_result_is_kept_skips_the_repo
     assert result.exit_code == 130, result.output
     assert sum(json.loads(out.read_text())["served"]) == 100 and f"wrote {out}" in result.stderr
     assert "Duration in ms" not in result.stdout
+
+
+@pytest.mark.parametrize("name", sorted(launched_kinds()))
+def test_every_kind_keeps_its_finished_run_when_signalled_at_its_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """The probe's matrix at the end of the load: each kind the tool launches, a SIGTERM as its workers are
+    being stopped; the run is saved whole and the server leaves nothing (its private directory)."""
+    kind = KINDS[name]
+    mode = kind.default_mode()
+    why = kind.missing() or kind.unavailable(mode)
+    if why:
+        pytest.skip(why)
+    monkeypatch.setattr(EvidenceCapture, "after", _signalling(EvidenceCapture.after, signal.SIGTERM))
+    out = tmp_path / "r.json"
+    result = run_cli(["run", "--server", name, "-w", "2", "-n", "6", "--json", str(out)])
+    assert result.exit_code == 143, result.output
+    doc = json.loads(out.read_text())
+    assert len(doc["records"]) == 6 and all(r["worker"] is not None for r in doc["records"]), doc["records"]
+    assert not glob.glob(os.path.join(tempfile.gettempdir(), f"accept-order-*-{os.getpid()}-*"))
