@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import re
 
 import pytest
 from rich.console import Console
@@ -167,6 +168,22 @@ def test_the_views_fit_80_columns(workers: int) -> None:
         assert max(len(line) for line in lines) <= 80, lines
     if workers == 40:
         assert interval_line(busy).endswith("more")
+
+
+def test_cpu_is_one_unit_live_and_in_the_report() -> None:
+    """Each worker used 0.5 s of CPU in 30 s (2% of a CPU), and 10% of a CPU in the last interval: the live
+    view and the report both say %CPU, in percent (the report's seconds beside the live view's percent were
+    two units under one heading)."""
+    two = result([3, 1])
+
+    def cpu_column(lines: list[str]) -> list[str]:
+        header = next(line for line in lines if "%CPU" in line)
+        at = header.index("%CPU")
+        return [line[at - 2 : at + 4].strip() for line in lines[lines.index(header) + 2 :] if line.strip()]
+
+    assert cpu_column(rendered(live_view(two)))[:2] == ["10%", "10%"]
+    assert cpu_column(rendered(observe_report(two)))[:3] == ["2%", "2%", "3%"]  # 2 workers, and the total
+    assert not [line for line in rendered(observe_report(two)) if re.search(r"\d\.\ds\b", line)]
 
 
 def test_a_short_last_interval_joins_the_one_before() -> None:

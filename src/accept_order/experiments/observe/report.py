@@ -42,18 +42,27 @@ def _worker_cell(result: ObserveResult, worker: ObservedWorker) -> str:
     return f"{worker.index}{gone}"
 
 
+def _cpu_share(result: ObserveResult, worker: ObservedWorker) -> float | None:
+    """The CPU it used while observed, as a share of one CPU (its CPU time over the time it was observed)."""
+    span = worker.exited_s if worker.exited_s is not None else result.wall_s
+    return None if worker.cpu_s is None or not span else worker.cpu_s / span
+
+
 def _table(result: ObserveResult, live: bool) -> Table:
     """One row per worker: its share (bar and percent), connections (total, or per second when live),
-    empty accepts, CPU."""
+    empty accepts, and %CPU: the CPU it used as a share of one CPU, as ps and top say it (over the last
+    interval when live, over the whole observation in the report; the total can pass 100%)."""
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, show_footer=not live)
     counts = _counted(result)
     total = sum(counts)
     last = result.intervals[-1] if result.intervals else None
     span = result.wall_s or 0.0
     what = "accepts" if result.traced else "seen~"
-    headers = ["worker", "tid" if result.threaded else "pid", what, "share", "", "/s", "empty", "CPU"]
+    headers = ["worker", "tid" if result.threaded else "pid", what, "share", "", "/s", "empty", "%CPU"]
     per_s_total = (last.rate() if live and last else (total / span if span else 0.0)) if counts else 0.0
-    footers = ["total", "", f"{total:,}", "", "", f"{per_s_total:,.0f}", _opt_sum(result), f"{sum(result.cpu):.1f}s"]
+    used = [_cpu_share(result, worker) for worker in result.workers]
+    cpu_total = f"{sum(u or 0.0 for u in used):.0%}" if any(u is not None for u in used) else "-"
+    footers = ["total", "", f"{total:,}", "", "", f"{per_s_total:,.0f}", _opt_sum(result), cpu_total]
     for header, footer in zip(headers, footers, strict=True):
         table.add_column(header, footer=footer, justify="left" if header in ("worker", "") else "right", no_wrap=True)
     for index, worker in enumerate(result.workers):
@@ -63,7 +72,7 @@ def _table(result: ObserveResult, live: bool) -> Table:
             cpu = f"{last.cpu[index]:.0%}"
         else:
             per_s = counts[index] / span if span else 0.0
-            cpu = "-" if worker.cpu_s is None else f"{worker.cpu_s:.1f}s"
+            cpu = "-" if used[index] is None else f"{used[index]:.0%}"
         table.add_row(
             _worker_cell(result, worker),
             str(worker.tid if worker.tid is not None else worker.pid),
