@@ -50,7 +50,7 @@ COLUMNS = 100
 MARKER = re.compile(r"^<!--\s*regen\b(?P<options>[^>]*?)\s*-->\s*$")
 FENCE = re.compile(r"^(?P<fence>```+)\s*(?P<lang>\w*)\s*$")
 DEFAULT_TIMEOUT_S = 900.0
-HEARTBEAT = re.compile(r"^accept-order: run \d+ of \d+, .* elapsed(, about .* left)?$")
+HEARTBEAT = re.compile(r"^accept-order: (run|step) \d+ of \d+, .* elapsed(, .* left)?$")
 
 
 @dataclass

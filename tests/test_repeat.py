@@ -77,6 +77,30 @@ def test_rounds_interleave_the_variants() -> None:
     assert order == ["A", "B", "A", "B", "A", "B"] and rounds == [["A", "B"]] * 3
 
 
+def test_a_signal_after_a_rounds_last_load_keeps_the_round() -> None:
+    """The last variant of round 2 finished its load, then a signal came (RunInterrupted with its whole
+    result): round 2 is complete and kept; a signal that cut a load short leaves its round out."""
+    from types import SimpleNamespace
+
+    from accept_order.experiments.session import RunInterrupted
+
+    def run(signal_at: int, whole: bool) -> list[list[object]]:
+        calls = iter(range(10))
+
+        def one(v: str) -> object:
+            if next(calls) == signal_at:
+                raise RunInterrupted([SimpleNamespace(name=v, interrupted=not whole)], KeyboardInterrupt())
+            return SimpleNamespace(name=v, interrupted=False)
+
+        with pytest.raises(RunInterrupted) as stop:
+            interleaved(["A", "B"], 3, one)
+        return [[r.name for r in row] for row in stop.value.results]  # type: ignore[attr-defined]
+
+    assert run(3, whole=True) == [["A", "B"], ["A", "B"]]
+    assert run(3, whole=False) == [["A", "B"]]
+    assert run(2, whole=True) == [["A", "B"]]  # round 2's first variant: the round is not complete
+
+
 def test_spread_is_median_and_range() -> None:
     s = Spread.of([3.0, 1.0, 2.0, 10.0])
     assert (s.median, s.low, s.high) == (2.5, 1.0, 10.0)

@@ -19,12 +19,20 @@ def interleaved(
 ) -> list[list[R]]:
     """`on_round(k)` is told each round's number (1 to `rounds`) before it starts: progress says "run k of N"."""
     done: list[list[R]] = []
+    row: list[R] = []
     try:
         for number in range(1, rounds + 1):
             if on_round:
                 on_round(number)
-            done.append([run_one(v) for v in variants])
+            row = []
+            for variant in variants:
+                row.append(run_one(variant))
+            done.append(row)
     except RunInterrupted as stop:
+        # A signal after the round's last load carries that variant's whole result: the round is complete.
+        whole = [r for r in stop.results if not getattr(r, "interrupted", True)]
+        if len(row) < len(variants) and len(row) + len(whole) == len(variants):
+            done.append([*row, *whole])
         raise RunInterrupted(done, stop.cause) from None
     except KeyboardInterrupt as cause:
         if not done:
