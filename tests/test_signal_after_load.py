@@ -108,3 +108,47 @@ def test_every_kind_keeps_its_finished_run_when_signalled_at_its_end(
     doc = json.loads(out.read_text())
     assert len(doc["records"]) == 6 and all(r["worker"] is not None for r in doc["records"]), doc["records"]
     assert not glob.glob(os.path.join(tempfile.gettempdir(), f"accept-order-*-{os.getpid()}-*"))
+
+
+def _then_signal(original: Callable[..., Any], signum: int, calls: int = 1) -> Callable[..., Any]:
+    """`original`, and a signal to this process right after its `calls`-th call returned."""
+    count = [0]
+
+    def step(*args: Any, **kwargs: Any) -> Any:
+        value = original(*args, **kwargs)
+        count[0] += 1
+        if count[0] == calls:
+            os.kill(os.getpid(), signum)
+        return value
+
+    return step
+
+
+def test_a_signal_after_the_run_returned_and_before_its_save_keeps_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between the lifecycle's end and the file (the progress bars' teardown, the command's own steps) the
+    result is kept: saved whole, reported, then the signal's status."""
+    from accept_order.experiments.latency import api as latency_api
+
+    monkeypatch.setattr(latency_api, "run_latency", _then_signal(latency_api.run_latency, signal.SIGINT))
+    out = tmp_path / "l.json"
+    result = run_cli(["latency", "-w", "2", "-n", "100", "-c", "4", "--json", str(out)])
+    assert result.exit_code == 130, result.output
+    assert sum(json.loads(out.read_text())["served"]) == 100 and "Duration in ms" in result.stdout
+
+
+def test_a_signal_between_two_modes_keeps_the_first_and_stops_the_second(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from accept_order.experiments.latency import api as latency_api
+
+    monkeypatch.setattr(latency_api, "run_latency", _then_signal(latency_api.run_latency, signal.SIGTERM))
+    out = tmp_path / "l.json"
+    result = run_cli(
+        ["latency", "--modes", "blocking,reuseport", "-w", "2", "-n", "100", "-c", "4", "--json", str(out)]
+    )
+    assert result.exit_code == 143, result.output
+    doc = json.loads(out.read_text())
+    assert [r["server"]["mode"] for r in doc["runs"]] == ["blocking"] and doc["interrupted"] is True
+    assert sum(doc["runs"][0]["served"]) == 100

@@ -21,30 +21,33 @@ def host_warnings() -> None:
 def report_and_save(report: Callable[[], Any], json_path: str | None, kind: str, result: Any) -> None:
     """The file first, so that nothing after it (building the report, printing it to a reader that went
     away or a full disk) can lose the result; then the report, printed even when the file could not be
-    written (that error follows it). The file is written with signals held, so a Ctrl-C cannot cut it short;
-    one that arrived meanwhile ends the command as soon as it is written ("wrote FILE", no report): a first
-    signal with its own status, a later one (while an interrupted run's result was being kept) as "stop now"."""
+    written (that error follows it). From the end of the run until the file is written, signals are held
+    (core/signals.py keep, holding): a Ctrl-C can neither lose the result nor cut the file short. A first
+    signal that came meanwhile ends the command after the file and the report, with its own status; a
+    second one (or one while an interrupted run is kept) means stop now: the file is kept, the report
+    left out."""
     from ..core.errors import OutputError, ResultFileError
-    from ..core.signals import holding, received
+    from ..core.signals import holding, received, release
 
     unsaved: ResultFileError | None = None
-    if json_path:
-        from ..experiments.documents import save
+    with holding() as hold:
+        release()  # the hold the run kept since its end: this one goes on until the file is whole
+        if json_path:
+            from ..experiments.documents import save
 
-        signals = received()
-        with holding() as hold:
             try:
                 save(json_path, kind, result)
             except ResultFileError as exc:
                 unsaved = exc
-        cause = hold.taken()
-        if cause is not None or received() > signals:
-            if unsaved is not None:
-                raise unsaved
+    cause = hold.taken()
+    if received() > 1:  # a second signal: stop now
+        if unsaved is not None:
+            raise unsaved
+        if json_path:
             note(f"wrote {json_path}")
-            if cause is not None:
-                raise cause
-            return
+        if cause is not None:
+            raise cause
+        return
     try:
         print_report(report())
     except OutputError as exc:
@@ -57,6 +60,8 @@ def report_and_save(report: Callable[[], Any], json_path: str | None, kind: str,
         raise unsaved
     if json_path:
         note(f"wrote {json_path}")
+    if cause is not None:
+        raise cause
 
 
 @contextmanager

@@ -58,6 +58,7 @@ class _Latch:
     raised = False  # it has been raised as an exception
     held = 0  # > 0: the first signal is recorded, raised only when the hold ends
     received = 0  # every signal the latch saw, first and later ones: a later one says "stop now"
+    kept = 0  # holds `keep()` took for a finished result on its way to its file (part of `held`)
 
 
 _latch = _Latch()
@@ -122,7 +123,8 @@ def install() -> None:
     """For the process's whole life (cli.main): the latch on SIGINT, SIGTERM and SIGHUP, holding signals
     until a command's body runs. A SIGINT that came while the package was imported (core/startup.py) is
     taken over as if it came now."""
-    _latch.first, _latch.raised, _latch.held = startup.taken(), False, 1
+    _latch.first, _latch.raised, _latch.held, _latch.kept = startup.taken(), False, 1, 0
+    _latch.received = int(_latch.first is not None)
     _latch.received = int(_latch.first is not None)
     for sig in _latched():
         signal.signal(sig, _on_signal)
@@ -140,14 +142,14 @@ def ignore() -> None:
 def _own_latch(held: int) -> Iterator[None]:
     """Outside the command line (API, in-process tests): the latch for the block only, then as before."""
     previous = {sig: signal.signal(sig, _on_signal) for sig in _latched()}
-    _latch.first, _latch.raised, _latch.held = None, False, held
+    _latch.first, _latch.raised, _latch.held, _latch.received, _latch.kept = None, False, held, 0, 0
     try:
         yield
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         first, raised = _latch.first, _latch.raised
-        _latch.first, _latch.raised, _latch.held = None, False, 0
+        _latch.first, _latch.raised, _latch.held, _latch.kept = None, False, 0, 0
         if first is not None and not raised and sys.exc_info()[0] is None:
             raise interrupt_for(first)
 
@@ -167,8 +169,32 @@ def interruptible() -> Iterator[None]:
         if pending() is not None and not _latch.held:
             _raise_first()
         yield
+        release()  # a result kept past its block and never saved: its signal still ends the command
     finally:
+        _latch.held += 1 - _latch.kept  # an exception on its way out stands; a pending signal stays unraised
+        _latch.kept = 0
+
+
+def keep() -> None:
+    """From now until `release()`, hold SIGINT, SIGTERM and SIGHUP: a finished result is on its way to its
+    file (from the end of its lifecycle, through the progress bars' teardown and the other variants' lists,
+    to the command's save). The next load releases it (a signal then stops that load, and the results so far
+    are kept), as do the save and the end of the command's body. Outside the command line it does nothing:
+    an API caller gets the result, or RunInterrupted with it, from the lifecycle itself."""
+    if _main_thread() and _installed():
         _latch.held += 1
+        _latch.kept += 1
+
+
+def release() -> None:
+    """End what `keep()` held; a signal that arrived meanwhile is raised now, unless an exception is already
+    on its way out or another hold is still on."""
+    if not _latch.kept:
+        return
+    _latch.held -= _latch.kept
+    _latch.kept = 0
+    if not _latch.held and pending() is not None and sys.exc_info()[0] is None:
+        _raise_first()
 
 
 @contextmanager

@@ -23,7 +23,7 @@ from ..analysis.order import verdict
 from ..core import environment
 from ..core.errors import WorkerError, WorkerExited
 from ..core.measures import ConnectionRecord, Environment, WorkerCounters
-from ..core.signals import deferred, holding
+from ..core.signals import deferred, holding, keep, release
 from ..core.spec import ConcurrentLoad, SequentialLoad, ServerSpec
 from ..core.target import Target
 from ..loads.sequential import run_sequential as drive_sequential
@@ -82,6 +82,7 @@ def lifecycle(
     a server this tool did not start exits (WorkerExited), `partial()` is what the load got to: the run
     then ends like a finished one, with the exit in `Measured.exited` and in the evidence. A spec is resolved
     here; a plan (servers/registry.py `plan`) was resolved by the run that hands it."""
+    release()  # a previous variant's result, kept since its end: a signal that came meanwhile stops here
     resolved = plan(server)
     server = resolved.spec
     env = environment.current()
@@ -140,6 +141,7 @@ def lifecycle(
             result = build(outcome, measured)
         if (cause := hold.taken()) is not None:
             raise RunInterrupted([result], cause)
+        keep()  # on to its file: a signal from here on is held until it is saved (or the next load starts)
     finally:
         with deferred():
             target.close()

@@ -19,7 +19,7 @@ from contextlib import ExitStack
 
 from ...core import environment
 from ...core.errors import PlanError
-from ...core.signals import deferred, holding
+from ...core.signals import deferred, holding, keep
 from ...core.spec import MAX_DURATION_S, check_range
 from ...probes.accept_watch import SOURCE, AcceptWatch, ThreadCounts
 from ...probes.server_netns import same_namespace
@@ -249,6 +249,7 @@ def observe(
             result = _finish(observer)
         if (late := hold.taken()) is not None:
             raise RunInterrupted([result], late)
+        keep()  # on to its file: held until it is saved
         return result
     raise AssertionError("unreachable")
 
