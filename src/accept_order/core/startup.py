@@ -31,9 +31,11 @@ def _is_command() -> bool:
 
 
 def hold() -> None:
-    """SIGINT recorded, not raised, if the process is the command and SIGINT has Python's own handler (a
-    SIGINT ignored from the start, as for a background job of a script, stays ignored)."""
-    if _is_command() and _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
+    """SIGINT recorded, not raised, if the process is the command. A SIGINT ignored from the start (a
+    background job of a script) is held too: the latch that takes over handles SIGINT whatever the process
+    inherited (only an ignored SIGHUP, nohup's, is left alone), so a `kill -INT` ends the command the same
+    way at any moment of its life."""
+    if _is_command() and _signal.getsignal(_signal.SIGINT) in (_signal.default_int_handler, _signal.SIG_IGN):
         _signal.signal(_signal.SIGINT, _hold)
 
 
