@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import click
 
 from .app import handle_errors
-from .common import host_warnings, report_and_save
+from .common import host_warnings, keep_partial, report_and_save
 from .options import examples, json_option, modes_option, sequential_options, server_options
 from .output import progress_bar
 from .repeat_common import repeat_option, run_repeated
@@ -33,6 +34,7 @@ def herd(modes: list[str], repeat: int, json_path: str | None, per_worker: bool,
     all."""
     from .. import api
     from ..experiments.herd.report import herd_report
+    from ..experiments.herd.result import HerdResult
     from ..servers.registry import variants
 
     server, load = server_spec(options, mode=first_available(modes, options["server"])), sequential_load(options)
@@ -46,13 +48,21 @@ def herd(modes: list[str], repeat: int, json_path: str | None, per_worker: bool,
         herd_load = dataclasses.replace(load, settle=True, gap_ms=0.0)  # as api.herd runs it
         run_repeated("herd", specs, repeat, lambda spec: run_sequential(spec, herd_load), skipped, json_path)
         return
+
+    def save(result: HerdResult) -> None:
+        report_and_save(lambda: herd_report(result, per_worker=per_worker), json_path, "herd", result)
+
+    def save_partial(runs: Sequence[Any]) -> None:  # the modes that finished, as api.herd would have them
+        save(HerdResult(server.workers, load.connections, server.work_us, server.backlog, tuple(runs), skipped, True))
+
     total = len(specs) * load.connections
-    with progress_bar("herd: connections", total, threshold=200) as update:
-        done = [0]
+    with keep_partial(save_partial):
+        with progress_bar("herd: connections", total, threshold=200) as update:
+            done = [0]
 
-        def advance(_record: Any) -> None:
-            done[0] += 1
-            update(done[0])
+            def advance(_record: Any) -> None:
+                done[0] += 1
+                update(done[0])
 
-        result = api.herd(server, load, modes, on_record=advance)
-    report_and_save(lambda: herd_report(result, per_worker=per_worker), json_path, "herd", result)
+            result = api.herd(server, load, modes, on_record=advance)
+    save(result)

@@ -222,13 +222,18 @@ class LoadGenerator(Started):
                     continue
                 pipe = pending[index]
                 if pipe.poll():
-                    try:
-                        kind, payload = pipe.recv()
-                    except EOFError:
-                        kind, payload = "eof", None
+                    # A report read off the pipe is gone from it: a signal between the read and the store
+                    # would lose what the driver sent (and the stop's collect would take the driver, which
+                    # exited, for dead). Signals are held across both; one that came is raised once it is stored.
+                    with deferred():
+                        try:
+                            kind, payload = pipe.recv()
+                        except EOFError:
+                            kind, payload = "eof", None
+                        if kind == "result":
+                            reports[index] = payload
+                            del pending[index]
                     if kind == "result":
-                        reports[index] = payload
-                        del pending[index]
                         continue
                     if kind == "error":
                         raise LoadError(f"driver {index} failed: {payload}")

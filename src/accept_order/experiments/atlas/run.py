@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...core import environment
 from ...core.errors import AcceptOrderError, PlanError
@@ -20,6 +20,9 @@ from ...core.target import Target
 from ...servers.registry import launched_kinds, runnable, server_kind
 from ..session import RunInterrupted
 from .result import AtlasResult, AtlasRow
+
+if TYPE_CHECKING:
+    from ..latency.result import LatencyResult
 
 # Servers people ask about that are not packaged here: their row says so, and what would change it.
 NOT_PACKAGED = {
@@ -109,14 +112,25 @@ def measure(spec: ServerSpec, plan: AtlasPlan, round_: int) -> AtlasRow:
             expected=v.expected,
             woken=v.woken_per_connection,
         )
-        loaded = run_latency(spec, plan.load())
-        return dataclasses.replace(
-            row,
-            seen_as=seen[0] if seen else None,
-            served=loaded.served,
-            failed=loaded.failed,
-            p99_us=loaded.histogram.percentile(99) if loaded.ok else None,
-        )
+
+        def under_load(loaded: LatencyResult) -> AtlasRow:
+            return dataclasses.replace(
+                row,
+                seen_as=seen[0] if seen else None,
+                served=loaded.served,
+                failed=loaded.failed,
+                p99_us=loaded.histogram.percentile(99) if loaded.ok else None,
+            )
+
+        try:
+            return under_load(run_latency(spec, plan.load()))
+        except RunInterrupted as stop:
+            # A signal after the load had finished: the lifecycle kept the whole run, and so is its row (a
+            # load cut short is not: its figures would pass for the mode's).
+            whole = [r for r in stop.results if not r.interrupted]
+            if not whole:
+                raise
+            raise RunInterrupted([under_load(whole[0])], stop.cause) from None
     except (AcceptOrderError, OSError) as exc:  # this row stops; the others still run
         return dataclasses.replace(row, seen_as=seen[0] if seen else None, error=str(exc) or type(exc).__name__)
 
@@ -135,7 +149,11 @@ def run_atlas(plan: AtlasPlan, on_variant: Callable[[ServerSpec, int, int], None
             for spec in specs:
                 if on_variant:
                     on_variant(spec, len(rows) + 1, total)
-                rows.append(measure(spec, plan, round_))
+                try:
+                    rows.append(measure(spec, plan, round_))
+                except RunInterrupted as last:  # a row measured whole before the signal came travels with it
+                    rows.extend(r for r in last.results if isinstance(r, AtlasRow))
+                    raise last.cause from None
     except KeyboardInterrupt as stop:
         if not rows:
             raise  # nothing measured: nothing to save (an earlier file of that name stays as it was)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core.errors import PlanError
+from ...core.signals import deferred
 from ...core.spec import FD_MARGIN, MAX_DRIVER_PROCS, ConcurrentLoad, ServerSpec, check_range, local_ports, sized
 from ...probes import netstat
 from ..session import Measured, RunInterrupted, drive_load, lifecycle, run_each
@@ -136,9 +137,12 @@ def run_bursts(
             target.settle()  # every worker back asleep: the burst meets an idle server
             before = netstat.read_counters()
             load = drive_load(target, plan.load(clients), server.workers, tick)
-            after = netstat.read_counters()
-            moved = netstat.counter_deltas(before, after, netstat.WATCHED_COUNTERS) if before and after else {}
-            cells.append(BurstCell.of(load, clients, {k: v for k, v in moved.items() if v}))
+            # The burst has finished: a signal while its counters are read must not lose it. It is raised
+            # once the cell is kept (the run then ends with the bursts so far).
+            with deferred():
+                after = netstat.read_counters()
+                moved = netstat.counter_deltas(before, after, netstat.WATCHED_COUNTERS) if before and after else {}
+                cells.append(BurstCell.of(load, clients, {k: v for k, v in moved.items() if v}))
             if load.interruption is not None:
                 raise load.interruption
 

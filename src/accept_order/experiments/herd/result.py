@@ -23,6 +23,7 @@ class HerdResult:
     backlog: int
     runs: tuple[RunResult, ...]
     skipped: dict[str, str] = field(default_factory=dict)
+    interrupted: bool = False  # Ctrl-C or SIGTERM ended it early: `runs` are the modes that finished
 
     @property
     def rows(self) -> list[HerdRow]:
@@ -36,7 +37,7 @@ class HerdResult:
         raise KeyError(mode)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        doc: dict[str, Any] = {
             "workers": self.workers,
             "connections": self.connections,
             "work_us": self.work_us,
@@ -44,6 +45,7 @@ class HerdResult:
             "runs": [r.to_dict() for r in self.runs],
             "skipped": dict(self.skipped),
         }
+        return doc | ({"interrupted": True} if self.interrupted else {})
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> HerdResult:
@@ -54,6 +56,7 @@ class HerdResult:
             backlog=data.get("backlog", ServerSpec.backlog),
             runs=tuple(RunResult.from_dict(r) for r in data["runs"]),
             skipped=dict(data.get("skipped", {})),
+            interrupted=bool(data.get("interrupted", False)),
         )
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core.errors import PlanError
+from ...core.signals import deferred
 from ...core.spec import MAX_DRIVER_PROCS, ConcurrentLoad, ServerSpec, check_concurrency, check_range, sized
 from ...probes import netstat
 from ...probes.sockets import socket_summary
@@ -201,33 +202,36 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
             cpu_before = _cpu(list(target.pids))
             machine_before = machine_cpu()
             outcome = drive_load(target, load, server.workers, tick)
-            sockets = socket_summary()
-            cpu_after = _cpu(list(target.pids))
-            machine_after = machine_cpu()
-            counters_after = netstat.read_counters()
-            moved = netstat.counter_deltas(counters_before, counters_after, sorted(counters_after))
-            wall = max(outcome.wall_s, 1e-9)
-            step = RampStep(
-                kind="rate" if plan.rates else "concurrency",
-                offered=offered,
-                wall_s=outcome.wall_s,
-                served=outcome.served,
-                errors=dict(outcome.errors),
-                p50_us=outcome.percentile_us(50),
-                p99_us=outcome.percentile_us(99),
-                p999_us=outcome.percentile_us(99.9),
-                max_us=outcome.max_us,
-                counters={k: v for k, v in moved.items() if v},
-                sockets=sockets,
-                queues=tuple(peaks),
-                worker_cpu=tuple(round((a - b) / wall, 4) for a, b in zip(cpu_after, cpu_before, strict=False)),
-                driver_cpu=round(max((d.cpu_fraction for d in outcome.drivers), default=0.0), 4),
-                machine_cpu=_share(machine_before, machine_after),
-                client_cpu_us=outcome.client_cpu_us,
-                interrupted=outcome.interrupted,
-            )
-            step = step.judged(judge(step, plan, server.workers), signals(step, server.workers, cpus))
-            steps.append(step)
+            # The step's load has finished: a signal while its counters, sockets and CPU are read must not
+            # lose it. It is raised once the step is kept (the run then ends with the steps so far).
+            with deferred():
+                sockets = socket_summary()
+                cpu_after = _cpu(list(target.pids))
+                machine_after = machine_cpu()
+                counters_after = netstat.read_counters()
+                moved = netstat.counter_deltas(counters_before, counters_after, sorted(counters_after))
+                wall = max(outcome.wall_s, 1e-9)
+                step = RampStep(
+                    kind="rate" if plan.rates else "concurrency",
+                    offered=offered,
+                    wall_s=outcome.wall_s,
+                    served=outcome.served,
+                    errors=dict(outcome.errors),
+                    p50_us=outcome.percentile_us(50),
+                    p99_us=outcome.percentile_us(99),
+                    p999_us=outcome.percentile_us(99.9),
+                    max_us=outcome.max_us,
+                    counters={k: v for k, v in moved.items() if v},
+                    sockets=sockets,
+                    queues=tuple(peaks),
+                    worker_cpu=tuple(round((a - b) / wall, 4) for a, b in zip(cpu_after, cpu_before, strict=False)),
+                    driver_cpu=round(max((d.cpu_fraction for d in outcome.drivers), default=0.0), 4),
+                    machine_cpu=_share(machine_before, machine_after),
+                    client_cpu_us=outcome.client_cpu_us,
+                    interrupted=outcome.interrupted,
+                )
+                step = step.judged(judge(step, plan, server.workers), signals(step, server.workers, cpus))
+                steps.append(step)
             if outcome.interruption is not None:
                 raise outcome.interruption
             if step.reasons and not plan.keep_going:
