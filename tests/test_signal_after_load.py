@@ -152,3 +152,23 @@ def test_a_signal_between_two_modes_keeps_the_first_and_stops_the_second(
     doc = json.loads(out.read_text())
     assert [r["server"]["mode"] for r in doc["runs"]] == ["blocking"] and doc["interrupted"] is True
     assert sum(doc["runs"][0]["served"]) == 100
+
+
+def test_a_signal_while_the_load_generator_stops_keeps_the_whole_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After the last connection, before the lifecycle's own hold: the drivers being ended."""
+    from accept_order.loads import generator
+
+    original = generator.end_processes
+
+    def ending(*args: Any, **kwargs: Any) -> Any:
+        signal.raise_signal(signal.SIGINT)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(generator, "end_processes", ending)
+    out = tmp_path / "l.json"
+    result = run_cli(["latency", "-w", "2", "-n", "100", "-c", "4", "--json", str(out)])
+    assert result.exit_code == 130, result.output
+    doc = json.loads(out.read_text())
+    assert sum(doc["served"]) == 100 and not doc.get("interrupted")

@@ -251,10 +251,12 @@ def drive_load(
         if on_tick:
             on_tick(done, elapsed)
 
+    release()  # an earlier step's outcome, kept since its end: a signal that came meanwhile stops here
     with LoadGenerator(target.address, target.attribution, load, target.protocol.closing()) as generator:
         if loading is not None:
             loading.generator = generator
         outcome = generator.run(tick)
+        keep()  # the load is over: a signal while its drivers stop must not lose it (the lifecycle takes it)
     return outcome.summary(workers)
 
 
