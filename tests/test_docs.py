@@ -60,8 +60,10 @@ def _command_lines(page: Path) -> list[tuple[int, str, bool]]:
 
 def invocations(command: str) -> list[list[str]]:
     """The argument lists of every accept-order in a shell command line (`$(...)` and `$var` stand for a
-    number; redirections are left out)."""
-    command = re.sub(r"\$\([^)]*\)|\$\{?[A-Za-z_]\w*\}?", "12345", command)
+    number, nested ones too; redirections are left out)."""
+    while re.search(r"\$\([^()]*\)", command):  # the innermost first: `$([ "$(id -u)" = 0 ] || echo sudo)`
+        command = re.sub(r"\$\([^()]*\)", "12345", command)
+    command = re.sub(r"\$\{?[A-Za-z_]\w*\}?", "12345", command)
     command = re.sub(r"(?<!\S)\d?(?:>>?|<)&?\s*[^\s;|&]+", " ", command)
     lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True

@@ -1,6 +1,7 @@
 """A stdout left non-blocking by whoever made it (a pipe from an event loop) gets the whole output, and a
 reader that goes away ends the command with 141 (issue 27 §1). Python's text stream writes what the pipe
-takes at once and drops the rest without an error; cli/output.py waits for the pipe instead.
+takes at once and drops the rest without an error; cli/whole.py waits for the pipe instead, for stdout and
+stderr alike: reports, notes, error lines and click's own output (--help, --version, usage errors).
 
 The pipe is made small (one page) so that every output here is larger than it.
 """
@@ -117,3 +118,196 @@ def test_a_reader_gone_while_the_pipe_is_full_ends_with_141(tmp_path: Path) -> N
         process.wait(TIMEOUT_S)
     assert process.stderr is not None
     assert process.stderr.read() == b""
+
+
+# stderr and click's own output (issue 27 §1, the review of e698dd5): a note, an error line, a usage error,
+# --help and --version, each to a pipe that is already full when the command starts. The test drains it only
+# once the command has met the full pipe: it has ended (the line lost: the old behaviour) or it sleeps in
+# poll (cli/whole.py, waiting for room). A reader that goes away meanwhile: 141 on stdout; on stderr the
+# line cannot be said, and the command's status stands.
+
+
+def full_pipe() -> tuple[int, int, bytes]:
+    """A one-page pipe, its write end O_NONBLOCK, filled until it takes no more: (read end, write end, fill)."""
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, F_SETPIPE_SZ, os.sysconf("SC_PAGE_SIZE"))
+    os.set_blocking(write_end, False)
+    filled = 0
+    try:
+        while True:
+            filled += os.write(write_end, b"#" * 512)
+    except BlockingIOError:
+        pass
+    return read_end, write_end, b"#" * filled
+
+
+def start_on_full(args: list[str], fd: int) -> tuple[subprocess.Popen[bytes], int, bytes]:
+    """The command with its descriptor `fd` (1 or 2) on a full pipe, the other one on a plain pipe."""
+    read_end, write_end, filled = full_pipe()
+    streams = (
+        {"stdout": write_end, "stderr": subprocess.PIPE}
+        if fd == 1
+        else {"stdout": subprocess.PIPE, "stderr": write_end}
+    )
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "accept_order", *args],
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, "COLUMNS": "120"},
+            **streams,  # type: ignore[call-overload]
+        )
+    finally:
+        os.close(write_end)
+    return process, read_end, filled
+
+
+def sleeps_in_poll(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        wchan = Path(f"/proc/{pid}/wchan").read_text()
+    except (OSError, IndexError):
+        return False
+    return state == "S" and "poll" in wchan
+
+
+@pytest.fixture(scope="module")
+def wchan_names_poll() -> None:
+    """This kernel says where a sleeping process waits (/proc/PID/wchan), as the tests below need."""
+    process = subprocess.Popen([sys.executable, "-c", "import select; select.poll().poll()"])
+    try:
+        deadline = time.monotonic() + TIMEOUT_S
+        while not sleeps_in_poll(process.pid):
+            if time.monotonic() > deadline:
+                pytest.skip("/proc/PID/wchan does not name poll here: cannot tell when the command waits")
+            select.select([], [], [], 0.01)
+    finally:
+        process.kill()
+        process.wait(TIMEOUT_S)
+
+
+def wait_met_full(process: subprocess.Popen[bytes], ready: Any = lambda: True) -> None:
+    """Until the command has ended or sleeps in poll (and `ready()`: past any other wait of its own)."""
+    deadline = time.monotonic() + TIMEOUT_S
+    while process.poll() is None and not (sleeps_in_poll(process.pid) and ready()):
+        if time.monotonic() > deadline:
+            raise AssertionError("the command neither ended nor waited for the pipe")
+        select.select([], [], [], 0.01)  # a look at its state; the event is the command meeting the full pipe
+
+
+def plain(args: list[str]) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "accept_order", *args],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        env={**os.environ, "COLUMNS": "120"},
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+
+
+CLICK_AND_ERRORS = [
+    pytest.param(["--help"], 1, 0, id="help"),
+    pytest.param(["run", "--help"], 1, 0, id="run-help"),
+    pytest.param(["--version"], 1, 0, id="version"),
+    pytest.param(["show", "/nonexistent.json"], 2, 1, id="error"),
+    pytest.param(["run", "--mode", "epol"], 2, 2, id="usage-error"),
+]
+
+
+@pytest.mark.usefixtures("wchan_names_poll")
+@pytest.mark.parametrize(("args", "fd", "status"), CLICK_AND_ERRORS)
+def test_a_full_non_blocking_pipe_gets_clicks_output_and_the_error_line(args: list[str], fd: int, status: int) -> None:
+    expected = plain(args)
+    assert expected.returncode == status
+    said = expected.stdout if fd == 1 else expected.stderr
+    assert said and not (expected.stderr if fd == 1 else expected.stdout)
+    process, read_end, filled = start_on_full(args, fd)
+    try:
+        wait_met_full(process)
+        got = read_all(read_end)
+        out, err = process.communicate(timeout=TIMEOUT_S)
+        other = err if fd == 1 else out
+    finally:
+        os.close(read_end)
+        process.kill()
+        process.wait(TIMEOUT_S)
+    assert (process.returncode, other) == (status, b"")
+    assert got == filled + said
+
+
+@pytest.mark.usefixtures("wchan_names_poll")
+def test_a_full_non_blocking_stderr_gets_the_note_after_the_run(tmp_path: Path) -> None:
+    saved = tmp_path / "run.json"
+    process, read_end, filled = start_on_full(["run", "-w", "2", "-n", "3", "--json", str(saved)], 2)
+    try:
+        wait_met_full(process, saved.exists)  # the run (its own waits) is over once the file is there
+        got = read_all(read_end)
+        report, _ = process.communicate(timeout=TIMEOUT_S)
+    finally:
+        os.close(read_end)
+        process.kill()
+        process.wait(TIMEOUT_S)
+    assert process.returncode == 0
+    assert got == filled + f"wrote {saved}\n".encode()
+    assert b"affinity:" in report and json.loads(saved.read_text())["kind"] == "run"
+
+
+@pytest.mark.usefixtures("wchan_names_poll")
+def test_help_whose_reader_goes_away_while_the_pipe_is_full_ends_with_141() -> None:
+    process, read_end, _ = start_on_full(["run", "--help"], 1)
+    try:
+        wait_met_full(process)
+        os.close(read_end)
+        read_end = -1
+        _, err = process.communicate(timeout=TIMEOUT_S)
+    finally:
+        if read_end >= 0:
+            os.close(read_end)
+        process.kill()
+        process.wait(TIMEOUT_S)
+    assert (process.returncode, err) == (141, b"")
+
+
+@pytest.mark.usefixtures("wchan_names_poll")
+@pytest.mark.parametrize("saving", [False, True], ids=["error", "note"])
+def test_a_stderr_whose_reader_goes_away_leaves_the_status_as_it_was(saving: bool, tmp_path: Path) -> None:
+    """The error line (show's, exit 1) or the note (run's "wrote", exit 0) cannot be said: the status is the
+    command's, with no traceback and no 120 from Python's flush at exit."""
+    saved = tmp_path / "run.json"
+    args = ["run", "-w", "2", "-n", "3", "--json", str(saved)] if saving else ["show", "/nonexistent.json"]
+    process, read_end, _ = start_on_full(args, 2)
+    try:
+        wait_met_full(process, saved.exists if saving else lambda: True)
+        os.close(read_end)
+        read_end = -1
+        out, _ = process.communicate(timeout=TIMEOUT_S)
+    finally:
+        if read_end >= 0:
+            os.close(read_end)
+        process.kill()
+        process.wait(TIMEOUT_S)
+    assert process.returncode == (0 if saving else 1)
+    assert (b"affinity:" in out) if saving else out == b""
+
+
+@pytest.mark.parametrize("saving", [False, True], ids=["error", "note"])
+def test_a_stderr_without_a_reader_leaves_the_status_as_it_was(saving: bool, tmp_path: Path) -> None:
+    """The same with no reader from the start (rich alone ends a broken pipe with 1, Python's flush at exit
+    with 120)."""
+    saved = tmp_path / "run.json"
+    args = ["run", "-w", "2", "-n", "3", "--json", str(saved)] if saving else ["show", "/nonexistent.json"]
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "accept_order", *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=write_end,
+            timeout=TIMEOUT_S,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert done.returncode == (0 if saving else 1)
+    assert (b"affinity:" in done.stdout and saved.exists()) if saving else done.stdout == b""

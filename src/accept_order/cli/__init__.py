@@ -11,10 +11,12 @@ import signal
 import sys
 
 from ..core import signals
+from .whole import whole_std_streams, write_all
 
 
 def main(prog_name: str | None = None) -> None:
     _fill_closed_std_fds()
+    whole_std_streams()  # a full non-blocking stdout or stderr is waited for, never cut short
     signals.install()  # from here on a signal is recorded, and raised only inside a command's body
     started = False
     signum: int | None = None
@@ -37,7 +39,7 @@ def main(prog_name: str | None = None) -> None:
         word = words.get(signum, "interrupted")
         try:
             sys.stderr.flush()
-            os.write(2, f"accept-order: error: {word}{'' if started else ' while starting'}\n".encode())
+            write_all(2, f"accept-order: error: {word}{'' if started else ' while starting'}\n".encode())
         except OSError:
             pass  # stderr is gone (a terminal that hung up): the status alone says how it ended
         sys.exit(128 + signum)

@@ -49,7 +49,7 @@ _RESOURCE_ERRNOS = {
 
 def fail(message: str, status: int) -> NoReturn:
     from ..core.text import escape_controls
-    from .output import discard_stdout, flush_stdout, tolerant, unless_hung_up
+    from .output import discard_stdout, flush_stdout, tolerant, unless_stderr_gone
 
     try:
         flush_stdout()
@@ -57,9 +57,9 @@ def fail(message: str, status: int) -> NoReturn:
         discard_stdout()  # the error line is what matters now
     if sys.stderr is not None:
         tolerant(sys.stderr)
-        # stderr gone too (a terminal that hung up: then both go to /dev/null, so that Python's own flush at
-        # exit cannot fail and turn the status into 120): the status is all that is left to say it
-        with contextlib.suppress(OSError), unless_hung_up():
+        # stderr gone too (its reader, a full disk, a terminal that hung up): it goes to /dev/null, so that
+        # Python's own flush at exit cannot fail and turn the status into 120; the status is all that is left
+        with unless_stderr_gone():
             click.echo(f"accept-order: error: {escape_controls(message)}", err=True)
     sys.exit(status)
 
@@ -141,14 +141,19 @@ def _stdout_blamed() -> Iterator[None]:
 
 
 def _click_writing_stdout(exc: BaseException) -> bool:
-    """The innermost frame of `exc` is click's, writing to a `file` on descriptor 1 (click.echo)."""
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None:
+    """The innermost frame of click's in `exc` writes to a `file` on descriptor 1 (click.echo; the frames
+    below it, if any, are sys.stdout's whole writes, cli/whole.py)."""
+    tb, clicks = exc.__traceback__, None
+    while tb is not None:
+        if str(tb.tb_frame.f_globals.get("__name__")).startswith("click."):
+            clicks = tb.tb_frame
+        elif tb.tb_frame.f_globals.get("__name__") != f"{__package__}.whole":
+            clicks = None  # something click called (a command's body): not click's own write, unless deeper
         tb = tb.tb_next
-    if tb is None or not str(tb.tb_frame.f_globals.get("__name__")).startswith("click."):
+    if clicks is None:
         return False
     try:
-        return bool(tb.tb_frame.f_locals["file"].fileno() == 1)
+        return bool(clicks.f_locals["file"].fileno() == 1)
     except (KeyError, AttributeError, OSError, ValueError):
         return False
 

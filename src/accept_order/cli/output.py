@@ -1,7 +1,9 @@
 """Where the CLI prints: stdout for reports, stderr for notes, progress bars and errors.
 
-A write to stdout that fails becomes one OutputError naming stdout (closed, a full disk), or, when its
-reader went away (`| head`: EPIPE), a quiet end (cli/app.py decides the status). A character the
+Every write goes whole: a full non-blocking pipe is waited for (cli/whole.py). A write to stdout that
+fails becomes one OutputError naming stdout (closed, a full disk), or, when its reader went away (`| head`:
+EPIPE), a quiet end (cli/app.py decides the status); a line stderr cannot take is dropped, and the
+command's status stands (there is nowhere left to say it). A character the
 stream's encoding lacks (PYTHONIOENCODING=ascii, "µs") is spelled in ASCII ("us") instead of ending the
 command with a UnicodeEncodeError. A terminal that hung up (every write EIO) is no error of the command:
 stdout and stderr go to /dev/null from then on, and the hang-up decides how it ends (129).
@@ -12,7 +14,6 @@ from __future__ import annotations
 import codecs
 import errno
 import os
-import select
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -23,6 +24,7 @@ from rich.segment import Segment
 
 from ..core.errors import OutputError
 from ..core.text import CONTROLS, escape_controls
+from .whole import WholeFile, write_all
 
 PIPED_WIDTH = 120  # tables off a terminal (rich's 80 columns would cut cells); prose is not wrapped; COLUMNS wins
 
@@ -115,28 +117,22 @@ class _Guarded:
 def _write_whole(stream: Any, text: str) -> int:
     """All of `text` to `stream`, through its descriptor when it has one. A descriptor left non-blocking by
     whoever made it (a pipe from an event loop) takes only what fits (64 KiB), and Python's text stream
-    drops the rest without a word; here a full pipe is waited for (poll) until it has taken everything,
-    and a reader that went away is EPIPE as ever (a quiet 141)."""
+    drops the rest without a word; here a full pipe is waited for (cli/whole.py) until it has taken
+    everything, and a reader that went away is EPIPE as ever (a quiet 141)."""
     try:
         fd = stream.fileno()
     except (AttributeError, OSError, ValueError):  # none: click's CliRunner, a closed stdout (_Closed)
         return int(stream.write(text))
-    data = memoryview(text.encode(stream.encoding or "utf-8", stream.errors or "strict"))
-    if os.get_blocking(fd):
-        stream.flush()  # what was written through the stream before goes first
-    else:  # the stream would drop what does not fit: flush what it holds in blocking mode, briefly
+    data = text.encode(stream.encoding or "utf-8", stream.errors or "strict")
+    if os.get_blocking(fd) or isinstance(getattr(getattr(stream, "buffer", None), "raw", None), WholeFile):
+        stream.flush()  # what was written through the stream before goes first (whole, if it is a WholeFile)
+    else:  # a stream that would drop what does not fit: flush what it holds in blocking mode, briefly
         os.set_blocking(fd, True)
         try:
             stream.flush()
         finally:
             os.set_blocking(fd, False)
-    poller = select.poll()
-    poller.register(fd, select.POLLOUT)
-    while data:
-        try:
-            data = data[os.write(fd, data) :]
-        except BlockingIOError:
-            poller.poll()  # writable again, or the reader gone (POLLERR): the next write says which
+    write_all(fd, data)
     return len(text)
 
 
@@ -149,6 +145,11 @@ class _Console(Console):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(highlight=False, markup=False, emoji=False, **kwargs)
+
+    def on_broken_pipe(self) -> None:
+        """rich's own (stdout to /dev/null, then exit 1) would decide the command's status: the error goes on
+        to whoever writes (stderr: unless_stderr_gone; stdout's is an OutputError before rich sees it)."""
+        raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
 
     def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
         for segment in super().render(renderable, options):
@@ -194,9 +195,9 @@ def stderr() -> Console:
     return _Console(stderr=True)
 
 
-def _to_devnull() -> None:
+def _to_devnull(fds: tuple[int, ...] = (1, 2)) -> None:
     null = os.open(os.devnull, os.O_WRONLY)
-    for fd in (1, 2):
+    for fd in fds:
         os.dup2(null, fd)
     os.close(null)
 
@@ -212,6 +213,18 @@ def unless_hung_up() -> Iterator[None]:
         if exc.errno != errno.EIO:
             raise
         _to_devnull()
+
+
+@contextmanager
+def unless_stderr_gone() -> Iterator[None]:
+    """A line for stderr that stderr cannot take (its reader gone, a full disk): there is nothing left to say
+    so on, and it is no error of the command, whose exit status stands. stderr goes to /dev/null from then
+    on, so that Python's own flush at exit cannot fail again (an "Exception ignored" and status 120); a
+    terminal that hung up (EIO) takes stdout with it, as in unless_hung_up."""
+    try:
+        yield
+    except OSError as exc:
+        _to_devnull((1, 2) if exc.errno == errno.EIO else (2,))
 
 
 def flush_stdout() -> None:
@@ -237,9 +250,10 @@ def discard_stdout() -> None:
 
 def note(text: str) -> None:
     """One line on stderr (after flushing stdout, so the report comes first on a shared terminal); a line
-    break in it (from a file name) is escaped too, so it stays one line."""
+    break in it (from a file name) is escaped too, so it stays one line. A stderr that cannot take it ends
+    nothing (unless_stderr_gone)."""
     flush_stdout()
-    with unless_hung_up():
+    with unless_stderr_gone():
         stderr().print(escape_controls(text), soft_wrap=True)
 
 
