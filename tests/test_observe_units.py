@@ -115,7 +115,8 @@ def test_a_threaded_server_without_tracing_is_judged_by_cpu() -> None:
         threads, workers=(dataclasses.replace(threads.workers[0], cpu_s=3.0), threads.workers[1])
     )
     assert threads.counts is None
-    assert "by CPU, worker 0 (thread 200) used 86% of the workers' CPU" in headline(threads)
+    line = headline(threads)
+    assert "by CPU, worker 0 (thread 200) used 86% of the CPU time the workers used (3.00 of 3.50 s in" in line
 
 
 def test_the_mechanism_is_said_when_known_and_not_guessed_when_not() -> None:
@@ -145,6 +146,8 @@ def test_the_workers_kept_up_is_said_only_from_enough_samples_of_an_empty_queue(
     many = "listen queue: empty at each of 60 samples, one every 0.1 s over 6.0 s"
     assert queue(empty([5, 5], 60)) == f"{many}: the workers kept up"
     assert queue(empty([0, 0], 60)) == many  # nothing accepted: nothing to keep up with
+    untraced = dataclasses.replace(empty([0, 0], 60), traced=False)
+    assert queue(untraced) == many  # nor when the connections were seen without tracing
     assert (
         queue(result([5, 5], queue_samples=1)) == "listen queue: at most 3 waiting, 0.5 on average (1 sample in 30.0 s)"
     )

@@ -71,7 +71,12 @@ def _by_cpu(result: ObserveResult) -> str:
     if used <= 0:
         return f"no worker used any CPU in {result.wall_s:.1f} s"
     top = max(range(len(cpu)), key=lambda i: cpu[i])
-    return f"worker {top} ({result.workers[top].label}) used {cpu[top] / used:.0%} of the workers' CPU"
+    # said with its seconds: a share of the workers' own CPU, not of a CPU (the table's %CPU), may be 100% of
+    # almost nothing
+    return (
+        f"worker {top} ({result.workers[top].label}) used {cpu[top] / used:.0%} of the CPU time the workers used "
+        f"({cpu[top]:.2f} of {used:.2f} s in {result.wall_s:.1f} s)"
+    )
 
 
 def fairness(result: ObserveResult) -> str | None:
@@ -139,7 +144,7 @@ def queue(result: ObserveResult) -> str:
     if n < ENOUGH_SAMPLES:
         return f"listen queue: empty at {at} taken in {wall:.1f} s: too few to tell whether the workers kept up"
     said = f"listen queue: empty at {at}, one every {wall / n:.2g} s over {wall:.1f} s"
-    idle = result.traced and result.counts is not None and not sum(result.counts)
+    idle = result.counts is not None and not sum(result.counts)  # nothing seen accepted: nothing to keep up with
     return said if idle else f"{said}: the workers kept up"
 
 
