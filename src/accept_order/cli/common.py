@@ -40,22 +40,15 @@ def report_and_save(report: Callable[[], Any], json_path: str | None, kind: str,
             except ResultFileError as exc:
                 unsaved = exc
     cause = hold.taken()
-    if received() > 1:  # a second signal: stop now
-        if unsaved is not None:
-            raise unsaved
-        if json_path:
-            note(f"wrote {json_path}")
-        if cause is not None:
-            raise cause
-        return
-    try:
-        print_report(report())
-    except OutputError as exc:
-        if unsaved is not None:
-            raise unsaved from None
-        if json_path and not exc.broken_pipe:
-            raise OutputError(f"{exc} (the result is saved in {json_path})") from None
-        raise
+    if received() <= 1:  # a second signal means stop now: the file is kept, the report left out
+        try:
+            print_report(report())
+        except OutputError as exc:
+            if unsaved is not None:
+                raise unsaved from None
+            if json_path and not exc.broken_pipe:
+                raise OutputError(f"{exc} (the result is saved in {json_path})") from None
+            raise
     if unsaved is not None:
         raise unsaved
     if json_path:
