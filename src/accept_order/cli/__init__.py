@@ -1,4 +1,4 @@
-"""The command line. `main` is the console script's entry point.
+"""The command line. `main` is the entry point of the command's script (scripts/accept-order) and of `python -m`.
 
 Kept tiny on purpose: the signal latch goes in before click, rich and the harness are imported, so a
 Ctrl-C, SIGTERM or SIGHUP during start-up is one line and exit 130/143/129, not a traceback from an import.

@@ -3,10 +3,10 @@
 `import accept_order` runs this first. When the process is the accept-order command (its console script,
 or `python -m accept_order`), SIGINT is only recorded from here on, until cli.main installs the latch
 (core/signals.py), which takes it over: the command then ends with "interrupted while starting" and 130.
-Before this line Python's own handler is in place (from interpreter start-up, through site and the
-console script's `import re`): a signal there is out of the package's reach. Imported as a library, the
-package leaves every handler alone. Only modules the interpreter has loaded already are used, so that this
-runs at once.
+The command's script (scripts/accept-order, installed as `accept-order`) holds SIGINT from its own first
+statement and hands what it saw to `adopt`; before that, Python's own start-up (site) is out of reach.
+Imported as a library, the package leaves every handler alone. Only modules the interpreter has loaded
+already are used, so that this runs at once.
 """
 
 from __future__ import annotations
@@ -37,6 +37,14 @@ def hold() -> None:
     way at any moment of its life."""
     if _is_command() and _signal.getsignal(_signal.SIGINT) in (_signal.default_int_handler, _signal.SIG_IGN):
         _signal.signal(_signal.SIGINT, _hold)
+
+
+def adopt(first: list[int]) -> None:
+    """The command's own script held SIGINT from its first statement (scripts/accept-order), before the
+    package could be found: this module's handler holds from here on, and what the script recorded is kept."""
+    _signal.signal(_signal.SIGINT, _hold)
+    if first and not _first:
+        _first.append(first[0])
 
 
 def taken() -> int | None:
