@@ -185,11 +185,13 @@ def fixed_path_ms(runs: Sequence[LatencyResult]) -> float:
     return min(each) if each and len(each) == len(runs) else 0.0
 
 
-def judged(runs: Sequence[LatencyResult]) -> list[tuple[LatencyResult, float, float]]:
-    """Each run with a model: (run, measured p99 ms, predicted p99 ms with the fixed path added)."""
+def judged(runs: Sequence[LatencyResult]) -> tuple[list[tuple[LatencyResult, float, float]], float]:
+    """Each run with a model: (run, measured p99 ms, predicted p99 ms with the fixed path added); and that
+    fixed path (ms)."""
     modelled = [r for r in runs if r.model is not None and r.ok]
     fixed = fixed_path_ms(modelled)
-    return [(r, r.histogram.percentile(99) / 1000, r.model.p99_ms + fixed) for r in modelled if r.model is not None]
+    compared = [(r, r.histogram.percentile(99) / 1000, r.model.p99_ms + fixed) for r in modelled if r.model]
+    return compared, fixed
 
 
 def _times(measured: float, predicted: float) -> str:
@@ -211,11 +213,10 @@ def model_line(runs: Sequence[LatencyResult], name: Callable[[LatencyResult], st
     """One sentence: an open loop that was overloaded, then whether each run's measured p99 is within what
     queueing alone predicts for it (its own discipline, service time and load, plus the fixed path every
     connection takes), and what the run saw besides queueing where it is not. None when no run has a model."""
-    compared = judged(runs)
+    compared, fixed = judged(runs)
     if not compared:
         return None
     modelled = [r for r, _, _ in compared]
-    fixed = fixed_path_ms(modelled)
     over = [o for r in modelled if (o := overload(r, name)) is not None]
     lead = "; ".join(over) + ". " if over else ""
     band = f"a factor of {TOLERANCE:g}"
@@ -258,7 +259,7 @@ def model_line(runs: Sequence[LatencyResult], name: Callable[[LatencyResult], st
 def queueing_explains(runs: Sequence[LatencyResult]) -> bool | None:
     """Whether every mode's measured p99 is within the model's tolerance of its own prediction (one round of
     a comparison); None when fewer than two runs have a model."""
-    compared = judged(runs)
+    compared, _ = judged(runs)
     if len(compared) < 2:
         return None
     return all(agrees(measured, predicted) for _, measured, predicted in compared)
