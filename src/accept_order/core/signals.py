@@ -125,7 +125,6 @@ def install() -> None:
     taken over as if it came now."""
     _latch.first, _latch.raised, _latch.held, _latch.kept = startup.taken(), False, 1, 0
     _latch.received = int(_latch.first is not None)
-    _latch.received = int(_latch.first is not None)
     for sig in _latched():
         signal.signal(sig, _on_signal)
     sys.unraisablehook = _unraisable
