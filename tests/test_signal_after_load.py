@@ -27,7 +27,7 @@ STATUS = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
 def _signalling(original: Callable[..., Any], signum: int, times: int = 1) -> Callable[..., Any]:
     def step(*args: Any, **kwargs: Any) -> Any:
         for _ in range(times):
-            os.kill(os.getpid(), signum)
+            signal.raise_signal(signum)  # to this thread, at once: the handler runs before the next line
         return original(*args, **kwargs)
 
     return step
@@ -118,7 +118,7 @@ def _then_signal(original: Callable[..., Any], signum: int, calls: int = 1) -> C
         value = original(*args, **kwargs)
         count[0] += 1
         if count[0] == calls:
-            os.kill(os.getpid(), signum)
+            signal.raise_signal(signum)  # to this thread, at once: the handler runs before the next line
         return value
 
     return step
@@ -160,13 +160,7 @@ def test_a_signal_while_the_load_generator_stops_keeps_the_whole_run(
     """After the last connection, before the lifecycle's own hold: the drivers being ended."""
     from accept_order.loads import generator
 
-    original = generator.end_processes
-
-    def ending(*args: Any, **kwargs: Any) -> Any:
-        signal.raise_signal(signal.SIGINT)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(generator, "end_processes", ending)
+    monkeypatch.setattr(generator, "end_processes", _signalling(generator.end_processes, signal.SIGINT))
     out = tmp_path / "l.json"
     result = run_cli(["latency", "-w", "2", "-n", "100", "-c", "4", "--json", str(out)])
     assert result.exit_code == 130, result.output
