@@ -3,7 +3,9 @@ implies, and when a prediction and a measurement agree. experiments/latency/mode
 from its own figures with these and says whether what was measured is within what the model predicts.
 
 The prediction simulates (analysis/queueing.py) the run's workers under its mode's dispatch discipline,
-with the run's own load (closed loop of --concurrency clients, or an open loop at --rate) and the service
+or, when its connections carry several requests each, under `pinned` (analysis/pinned.py: each request queued
+at the worker that holds its connection, the load per worker fixed by how many connections it holds), with the
+run's own load (closed loop of --concurrency clients, or an open loop at --rate) and the service
 time each request took as the built-in workers measured it (else a launched server's CPU per connection,
 else the configured busy loop). Everything the model leaves out (connection set-up, the client's own
 delays, workers sharing CPUs with each other and with the load generator) is in the measurement only: a
@@ -23,6 +25,9 @@ from .queueing import DISCIPLINES, Discipline
 
 if TYPE_CHECKING:
     pass
+
+# The disciplines a saved model may name: the accept modes' own, and `pinned` for long-lived connections.
+ModelDiscipline = Literal["shared", "favoured", "hash", "round-robin", "pinned"]
 
 ServiceSource = Literal["server", "cpu", "configured"]
 SOURCES: dict[str, str] = {
@@ -50,7 +55,7 @@ NOISE = " (one run's p99 moves by more than that here: --repeat tells)"
 class ModelCheck:
     """What queueing alone predicts for one latency run: the model's inputs and its figures (ms)."""
 
-    discipline: Discipline
+    discipline: ModelDiscipline
     batch: int  # connections a worker takes from the shared queue at once; 0: all of them
     loop: Literal["closed-loop", "open-loop"]
     concurrency: int  # closed loop: clients
@@ -59,7 +64,8 @@ class ModelCheck:
     service_source: ServiceSource
     service_count: int  # connections behind the service time (0: the configured one)
     service_mean_ms: float
-    simulated: int  # requests simulated (the first tenth not measured, unless the open loop was overloaded)
+    # requests simulated (the first tenth not measured, unless the open loop was overloaded); 0: closed forms
+    simulated: int
     p50_ms: float
     p99_ms: float
     p999_ms: float
@@ -68,19 +74,28 @@ class ModelCheck:
     # The fastest request the model predicts: the measured minimum beyond it is the path every connection
     # takes that queueing leaves out (set-up, the kernel, the client). None: files saved before 0.4.
     min_ms: float | None = None
+    # pinned only (() otherwise, and in files before 0.5): the connections each worker held, the share of the
+    # requests the model predicts it serves, and its own predicted p50 and p99 (None: it held no connection)
+    connections: tuple[int, ...] = ()
+    shares: tuple[float, ...] = ()
+    worker_p50_ms: tuple[float | None, ...] = ()
+    worker_p99_ms: tuple[float | None, ...] = ()
 
     @property
     def utilisation(self) -> float | None:
         """Open loop: the offered load as a share of the workers' capacity (ρ = rate × service / workers);
-        at 1 or more the queue grows for as long as the run lasts. None for a closed loop (it cannot exceed)."""
+        at 1 or more the queue grows for as long as the run lasts. None for a closed loop (it cannot exceed).
+        Pinned: the busiest worker's, fed its connections' share of the rate (ρ × max n_w / C)."""
         if self.loop != "open-loop" or self.rate is None or not self.workers:
             return None
+        if self.discipline == "pinned" and sum(self.connections) > 0:
+            return self.rate * self.service_mean_ms / 1000 * max(self.connections) / sum(self.connections)
         return self.rate * self.service_mean_ms / 1000 / self.workers
 
     @property
     def queue(self) -> str:
         """The discipline as the Model table names it: `hash`, `favoured (all)`, `shared (4)`."""
-        if self.discipline in ("hash", "round-robin") or self.batch == 1:
+        if self.discipline in ("hash", "round-robin", "pinned") or self.batch == 1:
             return self.discipline
         return f"{self.discipline} ({self.batch or 'all'})"
 

@@ -5,6 +5,7 @@ besides queueing (a herd, a lock, a saturated client)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from ...analysis.herd import HERD_THRESHOLD, woken_per_connection
 from ...analysis.model_check import (
@@ -20,6 +21,7 @@ from ...analysis.model_check import (
     agrees,
     discipline_of,
 )
+from ...analysis.pinned import pinned
 from ...analysis.queueing import WARMUP, Arrivals, Service, simulate
 from ...core import service_time
 from ...core.models import Model
@@ -59,11 +61,83 @@ def _mean(service: Service | list[Service], result: LatencyResult) -> float:
     return service.mean if isinstance(service, Service) else sum(s.mean for s in service) / len(service)
 
 
-def predict(result: LatencyResult, seed: int = SEED) -> ModelCheck | None:
-    """The run's latency as queueing alone would make it; None when its mode or service time is unknown."""
+@dataclass(frozen=True)
+class Held:
+    """What the pinned model reads of a run whose connections carry several requests each."""
+
+    requests_per_connection: int  # 0: each connection lived for the whole run
+    per_worker: tuple[int, ...]  # connections each worker held
+
+
+def held_connections(result: LatencyResult) -> Held | None:
+    """ADAPTER to issue 28 §1's fields, the one place that reads them: the load's `requests_per_connection`
+    (absent before it lands: 1) and the connections each worker accepted (WorkerCounters.accepts). None: one
+    request per connection (the mode's own discipline applies), or a worker's count is not known.
+
+    K = 0: every connection lived for the whole run, so each worker held what it accepted. K > 1: connections
+    come and go; the held counts are taken as the -c connections split in proportion to each worker's accepts
+    (largest remainders). That is an assumption, not a measurement: a closed loop that keeps every worker busy
+    has each accept at the same rate whatever it holds, so accepts do not show an uneven hold."""
+    k = getattr(result.load, "requests_per_connection", 1)
+    accepts = [c.accepts for c in result.counters]
+    if k == 1 or len(accepts) != result.server.workers or any(a is None for a in accepts):
+        return None
+    counts = [a or 0 for a in accepts]
+    if k == 0 or not sum(counts):
+        return Held(k, tuple(counts)) if sum(counts) else None
+    clients = result.load.concurrency
+    exact = [clients * a / sum(counts) for a in counts]
+    held = [int(x) for x in exact]
+    for w in sorted(range(len(exact)), key=lambda w: held[w] - exact[w])[: clients - sum(held)]:
+        held[w] += 1
+    return Held(k, tuple(held))
+
+
+def _predict_pinned(
+    result: LatencyResult, held: Held, service: tuple[Service | list[Service], ServiceSource, int], seed: int
+) -> ModelCheck | None:
+    """Each request queued at the worker that holds its connection (analysis/pinned.py)."""
+    load, sampler = result.load, service[0]
+    clients = sum(held.per_worker)
+    if not clients:
+        return None
+    arrivals = Arrivals.closed(clients) if load.rate is None else Arrivals.fixed(load.rate / 1e6)  # per µs
+    requests = max(FEWEST, min(MOST, 10 * result.ok))
+    got = pinned(held.per_worker, sampler, arrivals, requests, seed=seed, length=max(2, result.driven))
+    ms = 1 / 1000
+    return ModelCheck(
+        discipline="pinned",
+        batch=1,
+        loop="closed-loop" if load.rate is None else "open-loop",
+        concurrency=clients,
+        rate=load.rate,
+        workers=result.server.workers,
+        service_source=service[1],
+        service_count=service[2],
+        service_mean_ms=_mean(sampler, result) * ms,
+        simulated=got.simulated,
+        p50_ms=got.p50 * ms,
+        p99_ms=got.p99 * ms,
+        p999_ms=got.p999 * ms,
+        dev_ms=got.stdev * ms,
+        mean_ms=got.mean * ms,
+        min_ms=got.min * ms,
+        connections=held.per_worker,
+        shares=got.shares,
+        worker_p50_ms=tuple(None if w.p50 is None else w.p50 * ms for w in got.workers),
+        worker_p99_ms=tuple(None if w.p99 is None else w.p99 * ms for w in got.workers),
+    )
+
+
+def predict(result: LatencyResult, seed: int = SEED, held: Held | None = None) -> ModelCheck | None:
+    """The run's latency as queueing alone would make it; None when its mode or service time is unknown.
+    Connections that carry several requests (`held`, else the run's own: held_connections) are pinned."""
     server, load = result.server, result.load
     how = discipline_of(known_mode(server.kind, server.mode), server)
     service = service_of(result)
+    held = held or held_connections(result)
+    if service is not None and result.ok and held is not None:
+        return _predict_pinned(result, held, service, seed)
     if how is None or service is None or not result.ok:
         return None
     discipline, batch = how
