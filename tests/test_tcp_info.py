@@ -201,18 +201,17 @@ def test_the_port_filter_is_the_kernels(pairs: tuple[list[socket.socket], list[P
     by_port = {port: {s.inode for s in server_sockets([port])} for port in ports}
     assert set().union(*by_port.values()) == {p.inode for p in made}
     assert not set.intersection(*by_port.values())
-    decoded: list[int] = []
-    real = tcp_info.decode
+    decoded: list[TcpSocket] = []
 
-    def counting(data: bytes, end: int, seq: int, wanted: frozenset[int], out: list[TcpSocket]) -> bool:
-        done = real(data, end, seq, frozenset(range(1, 65536)), out)  # no filter on our side
-        decoded.extend(s.port for s in out)
-        return done
+    class Unfiltered(tcp_info.Decoder):
+        def __init__(self, seq: int, wanted: frozenset[int], out: list[TcpSocket]) -> None:
+            super().__init__(seq, frozenset(range(1, 65536)), decoded)  # no filter on our side
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(tcp_info, "decode", counting)
+        patch.setattr(tcp_info, "Decoder", Unfiltered)
         server_sockets([ports[0]])
-    assert set(decoded) == {ports[0]}  # the kernel sent no other port's socket (the clients' ends included)
+    decoded_ports = {s.port for s in decoded}
+    assert decoded_ports == {ports[0]}  # the kernel sent no other port's socket (the clients' ends included)
 
 
 def test_bad_ports_are_refused() -> None:

@@ -122,48 +122,87 @@ def _info(data: bytes | bytearray | memoryview, at: int, size: int) -> tuple[int
 
 
 _NO_INFO: tuple[int | None, ...] = (None,) * 5
+# the fast path: a message's header and inet_diag_msg in one unpack, and the INFO attribute's header with
+# its fields in one more, where the previous message had it (every message of a dump lays its attributes
+# out alike; where this one does not, its attributes are walked and the place kept for the next)
+_HEAD = struct.Struct(_NLMSGHDR.format + _MSG.format[1:])
+_ATTR_INFO = struct.Struct(_NLATTR.format + _INFO.format[1:])
 
 
-def decode(
-    data: bytes | bytearray | memoryview, end: int, seq: int, ports: frozenset[int], out: list[TcpSocket]
-) -> bool:
-    """Append the sockets of one read (`data[:end]`) to `out`; True once the dump's end (NLMSG_DONE) is in
-    it. OSError for an error reply or a message that does not fit."""
-    offset = 0
-    hdr, msg, nlattr = _NLMSGHDR.unpack_from, _MSG.unpack_from, _NLATTR.unpack_from
-    while offset + 16 <= end:
-        length, mtype, _flags, mseq, _pid = hdr(data, offset)
-        if length < 16 or offset + length > end:
-            raise OSError(errno.EPROTO, f"bad netlink message length {length}")
-        start, offset = offset, offset + ((length + 3) & ~3)
-        if mseq != seq:
-            continue  # a reply to an earlier request
+class Decoder:
+    """Decodes the reads of one dump request (`seq`) into `out`, keeping the sockets on `ports`."""
+
+    def __init__(self, seq: int, ports: frozenset[int], out: list[TcpSocket]) -> None:
+        self.seq = seq
+        self.ports = {socket.htons(port): port for port in ports}  # by the raw (network order) value
+        self.out = out
+        self.info_at = 0  # where the INFO attribute was in the last message, from its start
+
+    def read(self, data: bytes | bytearray | memoryview, end: int) -> bool:
+        """Append the sockets of one read (`data[:end]`); True once the dump's end (NLMSG_DONE) is in it.
+        OSError for an error reply or a message that does not fit."""
+        offset, seq, ports, out = 0, self.seq, self.ports, self.out
+        head, hdr, attr_info = _HEAD.unpack_from, _NLMSGHDR.unpack_from, _ATTR_INFO.unpack_from
+        while offset + 16 <= end:
+            if offset + _HEAD.size <= end:
+                length, mtype, _flags, mseq, _pid, _family, state, sport, low, high, inode = head(data, offset)
+            else:  # a short message at the end of the read (NLMSG_DONE): its header only
+                length, mtype, _flags, mseq, _pid = hdr(data, offset)
+                sport = -1
+            if length < 16 or offset + length > end:
+                raise OSError(errno.EPROTO, f"bad netlink message length {length}")
+            start, offset = offset, offset + ((length + 3) & ~3)
+            if mseq != seq:
+                continue  # a reply to an earlier request
+            if mtype != SOCK_DIAG_BY_FAMILY:
+                if self._control(data, start, mtype):
+                    return True
+                continue
+            if length < _HEAD.size or sport not in ports:
+                continue  # the bytecode kept only these: a kernel that ignored it is filtered here
+            stop, at = start + length, start + self.info_at
+            if self.info_at and at + _ATTR_INFO.size <= stop:
+                alen, atype, recv_ms, acked, received, segs_in, segs_out = attr_info(data, at)
+                if atype & 0x3FFF == INET_DIAG_INFO and alen >= _ATTR_INFO.size:
+                    cookie = low | high << 32
+                    out.append(
+                        TcpSocket(cookie, inode, state, ports[sport], received, acked, segs_in, segs_out, recv_ms)
+                    )
+                    continue
+            recv_ms, acked, received, segs_in, segs_out = self._walk(data, start, stop)
+            cookie = low | high << 32
+            out.append(TcpSocket(cookie, inode, state, ports[sport], received, acked, segs_in, segs_out, recv_ms))
+        return False
+
+    def _control(self, data: bytes | bytearray | memoryview, start: int, mtype: int) -> bool:
+        """NLMSG_DONE: True; an error reply: OSError; anything else is not for us."""
         if mtype == NLMSG_DONE:
             return True
         if mtype == NLMSG_ERROR:
             (err,) = struct.unpack_from("=i", data, start + 16)
             if err:
                 raise OSError(-err, f"inet_diag dump failed: {os.strerror(-err)}")
-            continue
-        if mtype != SOCK_DIAG_BY_FAMILY or length < 16 + _MSG.size:
-            continue
-        _family, state, sport, low, high, inode = msg(data, start + 16)
-        port = socket.ntohs(sport)
-        if port not in ports:
-            continue  # the bytecode kept only these: a kernel that ignored it is filtered here
-        fields = _NO_INFO
-        at, stop = start + 16 + _MSG.size, start + length
+        return False
+
+    def _walk(self, data: bytes | bytearray | memoryview, start: int, stop: int) -> tuple[int | None, ...]:
+        """The INFO attribute's fields, found by walking the message's attributes (kept: where it was)."""
+        at = start + _HEAD.size
         while at + 4 <= stop:
-            alen, atype = nlattr(data, at)
+            alen, atype = _NLATTR.unpack_from(data, at)
             if alen < 4:
                 break
             if atype & 0x3FFF == INET_DIAG_INFO:
-                fields = _info(data, at + 4, min(alen, stop - at) - 4)
-                break
+                self.info_at = at - start
+                return _info(data, at + 4, min(alen, stop - at) - 4)
             at += (alen + 3) & ~3
-        recv_ms, acked, received, segs_in, segs_out = fields
-        out.append(TcpSocket(low | high << 32, inode, state, port, received, acked, segs_in, segs_out, recv_ms))
-    return False
+        return _NO_INFO
+
+
+def decode(
+    data: bytes | bytearray | memoryview, end: int, seq: int, ports: frozenset[int], out: list[TcpSocket]
+) -> bool:
+    """One read on its own (a Decoder for it alone): True once the dump's end is in it."""
+    return Decoder(seq, ports, out).read(data, end)
 
 
 def _dump(ports: Sequence[int]) -> list[TcpSocket]:
@@ -180,11 +219,12 @@ def _dump(ports: Sequence[int]) -> list[TcpSocket]:
         sock.bind((0, 0))
         for seq, family in enumerate((socket.AF_INET, socket.AF_INET6), start=1):
             sock.send(_request(family, filter_code, seq))
+            reader = Decoder(seq, wanted, found)
             while True:
                 got = sock.recv_into(buffer)
                 if not got:
                     raise OSError(errno.EPROTO, "netlink socket closed during dump")
-                if decode(buffer, got, seq, wanted, found):
+                if reader.read(buffer, got):
                     break
     return found
 
