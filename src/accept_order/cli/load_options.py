@@ -85,6 +85,33 @@ def load_cpus_option() -> Callable[[F], F]:
     )
 
 
+def kept_options(pool: bool = True) -> Callable[[F], F]:
+    """How many requests each connection carries, and (`pool`) the pool shape: every command that drives
+    the load generator (latency, sweep, reload, ramp, burst; burst's connections all open at once, so no pool)."""
+    options: list[Callable[[F], F]] = [
+        click.option(
+            "--requests-per-connection",
+            "requests_per_connection",
+            type=IntRange(0, MAX_CONNECTIONS),
+            default=1,
+            show_default=True,
+            help="Requests over each connection before the client closes it: 1 (connect, reply, close), K > 1, "
+            "or 0: the connection lives for the whole run. Not 1: --connections counts requests, and each "
+            "request's time (sent to reply) is one sample.",
+        )
+    ]
+    if pool:
+        options.append(
+            click.option(
+                "--pool",
+                is_flag=True,
+                help="Open the -c connections one after another at idle first (each once its first reply names "
+                "its worker, as a proxy fills its pool), then run the requests over them.",
+            )
+        )
+    return apply(options)
+
+
 def load_options(rate: bool = False, count: bool = True, duration: str | None = None) -> Callable[[F], F]:
     """`rate`: the command also runs an open loop (--rate), where -c is the most connections in flight.
     `count=False`: the load runs for a --duration only (reload: its worker goes part-way through), whose
@@ -149,5 +176,6 @@ def load_options(rate: bool = False, count: bool = True, duration: str | None = 
             timeout_option("10s", "connection"),
             load_cpus_option(),
             *(open_loop if rate else []),
+            kept_options(),
         ]
     )

@@ -221,6 +221,8 @@ def concurrent_load(options: dict[str, Any], server: ServerSpec | None = None) -
         timeout_s=options.pop("timeout_s"),
         rate=options.pop("rate", None),
         cpus=load_cpus(options, server) if server is not None else tuple(options.pop("load_cpus", None) or ()),
+        requests_per_connection=options.pop("requests_per_connection", 1),
+        pool=options.pop("pool", False),
     ).validated()
 
 

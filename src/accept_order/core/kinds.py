@@ -52,6 +52,10 @@ class ModeInfo:
     # The dispatch discipline analysis/model_check.py simulates, when `queue` and `model` cannot say it
     # (analysis/queueing.py's names); None: read from them.
     discipline: str | None = None
+    # Kept connections (several requests each) wait in the worker's own wait beside the listener (True), or
+    # each is served to its end before the worker accepts again (False: a blocking accept, Apache prefork):
+    # then connections beyond the workers wait, unserved, until one of the held ones closes.
+    multiplexes: bool = True
 
     @property
     def mechanism(self) -> str:

@@ -95,6 +95,13 @@ class LoadSummary(TimedTotals):
     # The Ctrl-C or SIGTERM that stopped the load early (or a WorkerExited: a worker of an attached server
     # left): the caller keeps the partial result, then raises it.
     interruption: BaseException | None = field(default=None, compare=False)
+    # Kept connections (several requests each, or a pool; empty otherwise, where each connection is one of
+    # `served`): per worker, the connections whose first reply named it (it accepted them), and those it
+    # still held when the load ended. `served` then counts requests. A pool's (opened, planned) connections.
+    connections: tuple[int, ...] = ()
+    held: tuple[int, ...] = ()
+    pool: tuple[int, int] | None = None
+    by_worker: tuple[LatencyHistogram, ...] = ()  # kept connections: each worker's requests' durations
 
     @property
     def interrupted(self) -> bool:
@@ -129,6 +136,12 @@ class LoadSummary(TimedTotals):
             wall_s=round(max(walls) if concurrent else sum(walls), 6),
             drivers=self.drivers + other.drivers,
             interruption=self.interruption or other.interruption,
+            connections=add_counts(self.connections, other.connections),
+            held=add_counts(self.held, other.held),
+            by_worker=add_histograms(self.by_worker, other.by_worker),
+            pool=None
+            if self.pool is None and other.pool is None
+            else tuple(a + b for a, b in zip(self.pool or (0, 0), other.pool or (0, 0), strict=True)),  # type: ignore[arg-type]
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -139,7 +152,11 @@ class LoadSummary(TimedTotals):
             "errors": dict(self.errors),
             "served": list(self.served),
             "drivers": [d.to_dict() for d in self.drivers],
-        }
+        } | self.kept_dict()
+
+    def kept_dict(self) -> dict[str, Any]:
+        """The kept connections' figures as a run stores them ({} for one request per connection)."""
+        return kept_fields(self.connections, self.held, self.pool, self.by_worker)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LoadSummary:
@@ -150,4 +167,46 @@ class LoadSummary(TimedTotals):
             served=tuple(int(n) for n in data.get("served", ())),
             wall_s=float(data.get("wall_s", 0.0)),
             drivers=tuple(DriverStats.from_dict(d) for d in data.get("drivers", ())),
+            connections=tuple(int(n) for n in data.get("connections", ())),
+            held=tuple(int(n) for n in data.get("held_at_end", ())),
+            pool=pool_of(data),
+            by_worker=tuple(LatencyHistogram.from_dict(h) for h in data.get("worker_histograms", ())),
         )
+
+
+def add_histograms(a: tuple[LatencyHistogram, ...], b: tuple[LatencyHistogram, ...]) -> tuple[LatencyHistogram, ...]:
+    """Per-worker histograms added worker by worker (the shorter list adds nothing for the workers it lacks)."""
+    out = []
+    for i in range(max(len(a), len(b))):
+        h = LatencyHistogram()
+        for side in (a, b):
+            if i < len(side):
+                h.merge(side[i])
+        out.append(h)
+    return tuple(out)
+
+
+def kept_fields(
+    connections: tuple[int, ...],
+    held: tuple[int, ...],
+    pool: tuple[int, int] | None,
+    by_worker: tuple[LatencyHistogram, ...] = (),
+) -> dict[str, Any]:
+    """How a run's file names the kept connections' figures: `connections` (accepted per worker, as the
+    replies say), `held_at_end` (per worker, open when the load ended), `worker_histograms` (each worker's
+    requests' durations), `pool` (opened and planned). Nothing for a load of one request per connection,
+    whose files stay as they were."""
+    data: dict[str, Any] = {}
+    if connections:
+        data["connections"] = list(connections)
+        data["held_at_end"] = list(held)
+        data["worker_histograms"] = [h.to_dict() for h in by_worker]
+    if pool is not None:
+        data["pool"] = {"opened": pool[0], "planned": pool[1]}
+    return data
+
+
+def pool_of(data: Mapping[str, Any]) -> tuple[int, int] | None:
+    """A run's pool as (opened, planned), None when it had none."""
+    pool = data.get("pool")
+    return None if not isinstance(pool, Mapping) else (int(pool["opened"]), int(pool["planned"]))

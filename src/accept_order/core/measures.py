@@ -53,10 +53,23 @@ class WorkerCounters:
     # and their exact sum; () and None for a server that does not time them (older files, launched ones).
     service_us: tuple[tuple[int, int], ...] = ()
     service_sum_us: int | None = None
+    # Kept connections (several requests each; None otherwise, where each accept is one request): the
+    # requests the worker answered, and the most connections it held at once.
+    requests: int | None = None
+    held_peak: int | None = None
 
     def __post_init__(self) -> None:
         # pairs read from JSON are lists: as tuples, a counter read back equals the one written
         object.__setattr__(self, "service_us", tuple((int(v), int(n)) for v, n in self.service_us))
+
+    def to_dict(self) -> dict[str, Any]:
+        """As a result file holds it: a worker of one-request connections stores no `requests` nor
+        `held_peak` (its files stay as they were)."""
+        data = asdict(self)
+        for name in ("requests", "held_peak"):
+            if data[name] is None:
+                del data[name]
+        return data
 
 
 @dataclass(frozen=True)

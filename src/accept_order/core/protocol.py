@@ -1,6 +1,8 @@
 """What a client sends and reads, and how a failure is named: shared by both client loops.
 
-A built-in worker answers each connection with one line, `worker I pid P`, and closes. A real server's
+A built-in worker answers each connection with one line, `worker I pid P`, and closes; a load of several
+requests per connection sends a line (`next`) per request instead, and the worker answers each line with its
+own and keeps the connection until the client closes it (`KEEP_LINE`). A real server's
 answer can name only its pid (`worker P`, e.g. nginx's `$pid`). Either way the reply is *one* way to
 attribute a connection; servers.target.Attribution is where a server says how its connections are
 attributed.
@@ -72,11 +74,24 @@ class ClientProtocol:
         """The variant in which the server closes after answering: what a load uses, since it reads to EOF."""
         return self
 
+    def persistent(self) -> ClientProtocol | None:
+        """The variant that carries several requests over one connection (each `request`, each reply framed
+        by `reply_end` instead of the connection's end); None: this protocol has none."""
+        return None
+
+    def reply_end(self, data: bytes) -> int:
+        """Over a kept connection: the length of the first whole reply at the start of `data`, 0 while it is
+        still incomplete. A reply read to EOF needs no framing (this protocol's replies end the connection)."""
+        return 0
+
     def __repr__(self) -> str:
         return f"ClientProtocol({self.name!r})"
 
 
 class HttpProtocol(ClientProtocol):
+    def persistent(self) -> ClientProtocol:
+        return HTTP_KEEPALIVE
+
     def __init__(self, host: str = "accept-order") -> None:
         super().__init__("http", f"GET / HTTP/1.0\r\nHost: {host}\r\nUser-Agent: accept-order\r\n\r\n".encode())
 
@@ -87,7 +102,32 @@ class HttpProtocol(ClientProtocol):
         return body
 
 
-LINE = ClientProtocol("line", b"")
+class KeptLine(ClientProtocol):
+    """The built-in workers' line protocol over a kept connection: the client sends `next` per request and
+    each answer is one line (its newline ends it)."""
+
+    keeps_open = True
+
+    def __init__(self) -> None:
+        super().__init__("line-keepalive", REQUEST_LINE)
+
+    def persistent(self) -> ClientProtocol:
+        return self
+
+    def reply_end(self, data: bytes) -> int:
+        return data.find(b"\n") + 1
+
+
+REQUEST_LINE = b"next\n"  # one request over a kept connection (servers/keepalive.py counts its newlines)
+
+
+class LineProtocol(ClientProtocol):
+    def persistent(self) -> ClientProtocol:
+        return KEEP_LINE
+
+
+LINE = LineProtocol("line", b"")
+KEEP_LINE = KeptLine()
 HTTP = HttpProtocol()
 PROTOCOLS = {"line": LINE, "http": HTTP}
 
@@ -113,6 +153,31 @@ class KeepAliveHttp(HttpProtocol):
 
     def closing(self) -> ClientProtocol:
         return HTTP
+
+    def persistent(self) -> ClientProtocol:
+        return self
+
+    def reply_end(self, data: bytes) -> int:
+        """The head's end, then Content-Length bytes of body (a chunked body: up to its last, empty chunk)."""
+        head_end = data.find(b"\r\n\r\n")
+        if head_end < 0:
+            return 0
+        body_at = head_end + 4
+        length: int | None = None
+        chunked = False
+        for line in data[:head_end].split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            name = name.strip().lower()
+            if name == b"content-length" and value.strip().isdigit():
+                length = int(value.strip())
+            elif name == b"transfer-encoding" and b"chunked" in value.lower():
+                chunked = True
+        if length is not None and not chunked:
+            return body_at + length if len(data) >= body_at + length else 0
+        if chunked:
+            last = data.find(b"\r\n0\r\n\r\n", body_at - 2)
+            return last + 7 if last >= 0 else 0
+        return 0  # no length: the reply ends with the connection (not a keep-alive answer)
 
 
 HTTP_KEEPALIVE = KeepAliveHttp()

@@ -159,6 +159,10 @@ class ServerSpec:
     # Connections the load holds open at once (set by the experiment from its load): what a launched
     # server's connection table is sized for (nginx's worker_connections); 0: one at a time.
     in_flight: int = 0
+    # The load keeps each connection for several requests (ConcurrentLoad.requests_per_connection != 1, set
+    # by the experiment from its load): the client sends a request per request and the server answers each
+    # and keeps the connection until the client closes it. False: one answer per connection, then close.
+    keepalive: bool = False
 
     def validated(self) -> ServerSpec:
         """What every kind shares; a kind's own checks are its `check` (servers/registry.py `checked`)."""
@@ -210,8 +214,12 @@ class ServerSpec:
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
-        # Schema version 2 stores the kind under its old name, "server": files stay readable by 0.2.
-        return {"server" if k == "kind" else k: v for k, v in dataclasses.asdict(self).items()}
+        # Schema version 2 stores the kind under its old name, "server": files stay readable by 0.2. A spec
+        # that keeps no connection open stores no "keepalive": files of one-request connections stay as they were.
+        data = {"server" if k == "kind" else k: v for k, v in dataclasses.asdict(self).items()}
+        if not data["keepalive"]:
+            del data["keepalive"]
+        return data
 
 
 @dataclass(frozen=True)
@@ -259,6 +267,19 @@ class ConcurrentLoad:
     # (up to `concurrency`), and time each from when it was due (wrk2's correction for coordinated omission).
     rate: float | None = None
     cpus: tuple[int, ...] = ()  # the CPUs every driver process is pinned to (--load-cpus); empty: not pinned
+    # Requests over each connection before the client closes it: 1, one (connect, reply, close: the default);
+    # K > 1, K requests one after another; 0, the connection lives for the whole run. With K != 1,
+    # `connections` counts requests (a connection that lives for the whole run never finishes).
+    requests_per_connection: int = 1
+    # The pool shape: the `concurrency` connections are opened one after another at idle (each once its first
+    # reply names its worker), as a proxy's pool fills, and only then do the requests run over them.
+    pool: bool = False
+
+    @property
+    def keeps_connections(self) -> bool:
+        """Whether the server must keep connections open for the client's requests (several per connection,
+        or a pool, whose connections are opened before the requests run over them)."""
+        return self.requests_per_connection != 1 or self.pool
 
     @property
     def kind(self) -> str:
@@ -277,6 +298,9 @@ class ConcurrentLoad:
         check_range("--timeout", self.timeout_s, 0.001, MAX_TIMEOUT_S, "s")
         if self.rate is not None:
             check_range("--rate", self.rate, 0.001, 10_000_000)
+        check_range("--requests-per-connection", self.requests_per_connection, 0, MAX_CONNECTIONS)
+        if not isinstance(self.pool, bool):
+            raise PlanError(f"pool must be true or false, got {self.pool!r}")
         for cpu in self.cpus:
             check_range("--load-cpus", cpu, 0, 1 << 20)
         check_cpus(self.cpus, "--load-cpus")
@@ -296,10 +320,18 @@ class ConcurrentLoad:
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
-        # A closed loop's and an unpinned load's files stay as 0.3 wrote them (no rate, no cpus).
+        # A closed loop's and an unpinned load's files stay as 0.3 wrote them (no rate, no cpus), and a load
+        # of one request per connection without a pool as before them (no requests_per_connection, no pool).
         data = dataclasses.asdict(self)
         rate, cpus = data.pop("rate"), list(data.pop("cpus"))
-        return {"kind": self.kind, **data} | ({} if rate is None else {"rate": rate}) | ({"cpus": cpus} if cpus else {})
+        per, pool = data.pop("requests_per_connection"), data.pop("pool")
+        return (
+            {"kind": self.kind, **data}
+            | ({} if rate is None else {"rate": rate})
+            | ({"cpus": cpus} if cpus else {})
+            | ({} if per == 1 else {"requests_per_connection": per})
+            | ({"pool": True} if pool else {})
+        )
 
 
 ClosedLoopLoad = ConcurrentLoad  # its name before 0.3, for older callers of the Python API
@@ -339,9 +371,10 @@ def _accept_old_names(cls: Any) -> None:
 _accept_old_names(ServerSpec)
 
 
-def sized(spec: ServerSpec, in_flight: int) -> ServerSpec:
-    """The spec to launch for a load holding `in_flight` connections open at once (ServerSpec.in_flight)."""
-    return dataclasses.replace(spec, in_flight=max(spec.in_flight, in_flight))
+def sized(spec: ServerSpec, in_flight: int, keepalive: bool = False) -> ServerSpec:
+    """The spec to launch for a load holding `in_flight` connections open at once (ServerSpec.in_flight),
+    each for several requests when `keepalive` (ServerSpec.keepalive)."""
+    return dataclasses.replace(spec, in_flight=max(spec.in_flight, in_flight), keepalive=spec.keepalive or keepalive)
 
 
 def pinned(spec: ServerSpec, pin: bool) -> ServerSpec:

@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..analysis.order import verdict
 from ..core import environment
-from ..core.errors import WorkerError, WorkerExited
+from ..core.errors import PlanError, WorkerError, WorkerExited
 from ..core.measures import ConnectionRecord, Environment, WorkerCounters
+from ..core.protocol import ClientProtocol
 from ..core.signals import deferred, holding, keep, release
 from ..core.spec import ConcurrentLoad, SequentialLoad, ServerSpec
 from ..core.target import Target
@@ -252,12 +253,26 @@ def drive_load(
             on_tick(done, elapsed)
 
     release()  # an earlier step's outcome, kept since its end: a signal that came meanwhile stops here
-    with LoadGenerator(target.address, target.attribution, load, target.protocol.closing()) as generator:
+    with LoadGenerator(target.address, target.attribution, load, load_protocol(target, load)) as generator:
         if loading is not None:
             loading.generator = generator
         outcome = generator.run(tick)
         keep()  # the load is over: a signal while its drivers stop must not lose it (the lifecycle takes it)
     return outcome.summary(workers)
+
+
+def load_protocol(target: Target, load: ConcurrentLoad) -> ClientProtocol:
+    """What the load speaks: a request per connection read to EOF, or several over a kept connection, each
+    reply framed by the protocol (PlanError when the server's protocol has no such variant)."""
+    if not load.keeps_connections:
+        return target.protocol.closing()
+    kept = target.protocol.persistent()
+    if kept is None:
+        raise PlanError(
+            f"--requests-per-connection and --pool need a server that keeps connections; its protocol "
+            f"({target.protocol.name}) answers one request per connection"
+        )
+    return kept
 
 
 def run_latency(
@@ -318,7 +333,8 @@ def run_latency(
             raise RunInterrupted([result], summary.interruption)
         return _kept(result, m)
 
-    return lifecycle(resolved.sized(load.concurrency), drive, loading.describe, build, partial=lambda: kept[0])
+    sized = resolved.sized(load.concurrency, load.keeps_connections)
+    return lifecycle(sized, drive, loading.describe, build, partial=lambda: kept[0])
 
 
 def run_each(variants: Sequence[T], run_one: Callable[[T], R]) -> list[R]:

@@ -42,6 +42,14 @@ class DriverConfig:
     timeout_s: float
     rate: float | None = None  # open loop: this driver's connections per second; None: closed loop
     cpus: tuple[int, ...] = ()  # pinned to these CPUs (--load-cpus); empty: wherever the scheduler puts it
+    per_connection: int = 1  # requests over each connection (0: for the whole run); not 1: loads/kept.py's loop
+    pool: bool = False  # open the connections one after another first (loads/kept.py)
+    procs: int = 1  # drivers of the load (the pool's fill takes turns over them)
+
+    @property
+    def kept(self) -> bool:
+        """Whether connections stay open for several requests (loads/kept.py), not one each (this loop)."""
+        return self.per_connection != 1 or self.pool  # as ConcurrentLoad.keeps_connections
 
 
 def _schedstat() -> tuple[int, int] | None:
@@ -250,7 +258,7 @@ def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
 STOP, ABORT = 1, 2  # values of the shared stop flag: report what you have / the parent wants you gone
 
 
-def driver_main(cfg: DriverConfig, pipe: Connection, go: Any, progress: Any, stop: Any) -> None:
+def driver_main(cfg: DriverConfig, pipe: Connection, go: Any, progress: Any, stop: Any, turn: Any = None) -> None:
     ignore_supervisor_signals()
     driving = [False]
 
@@ -277,7 +285,12 @@ def driver_main(cfg: DriverConfig, pipe: Connection, go: Any, progress: Any, sto
             return  # the parent never said go: it is gone or gave up
         driving[0] = True
         try:
-            pipe.send(("result", _drive(cfg, progress, stop)))
+            if cfg.kept:
+                from .kept import drive_kept
+
+                pipe.send(("result", drive_kept(cfg, progress, stop, turn, _schedstat, TICK_S)))
+            else:
+                pipe.send(("result", _drive(cfg, progress, stop)))
         except OSError as exc:  # e.g. the epoll could not be made; the parent names the driver
             pipe.send(("error", f"{type(exc).__name__}: {exc}"))
     except OSError:

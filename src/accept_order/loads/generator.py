@@ -58,9 +58,20 @@ class LoadResult(TimedTotals):
     wall_s: float  # first driver's start to last driver's end
     drivers: list[DriverStats] = field(default_factory=list)
     interrupted: BaseException | None = None  # the Ctrl-C / SIGTERM (or WorkerExited) that stopped the run early
+    # Kept connections (loads/kept.py; None for one request per connection): worker index -> connections
+    # its first reply named it on, and -> connections still open when the load ended; a pool's (opened,
+    # planned) connections.
+    connections: Counter[int] | None = None
+    held: Counter[int] | None = None
+    pool: tuple[int, int] | None = None
+    by_worker: dict[int, LatencyHistogram] | None = None  # worker index -> its requests' durations
 
     def summary(self, workers: int) -> LoadSummary:
         """As one load's summary, with a count for each of `workers` workers."""
+
+        def per_worker(counts: Counter[int] | None) -> tuple[int, ...]:
+            return () if counts is None else tuple(counts.get(i, 0) for i in range(workers))
+
         return LoadSummary(
             histogram=self.histogram,
             errors=dict(self.errors),
@@ -68,6 +79,12 @@ class LoadResult(TimedTotals):
             wall_s=self.wall_s,
             drivers=tuple(self.drivers),
             interruption=self.interrupted,
+            connections=per_worker(self.connections),
+            held=per_worker(self.held),
+            pool=self.pool,
+            by_worker=()
+            if self.by_worker is None
+            else tuple(self.by_worker.get(i, LatencyHistogram()) for i in range(workers)),
         )
 
 
@@ -134,6 +151,9 @@ class LoadGenerator(Started):
                 load.timeout_s,
                 None if load.rate is None else load.rate * slots[i] / load.concurrency,
                 load.cpus,
+                load.requests_per_connection,
+                load.pool,
+                procs,
             )
             for i in range(procs)
         ]
@@ -142,6 +162,7 @@ class LoadGenerator(Started):
         self._go = FORK.Event()
         self._stop: Any = FORK.RawValue("b", 0)
         self._progress: Any = FORK.RawArray("q", 2 * procs)  # per driver: finished, served
+        self._turn: Any = FORK.RawValue("i", 0)  # a pool's fill: the driver whose turn it is to open its share
 
     @property
     def total(self) -> int | None:
@@ -158,7 +179,7 @@ class LoadGenerator(Started):
             receiver, sender = out_of_resources(f"driver {cfg.index}", lambda: FORK.Pipe(duplex=False))
             proc = FORK.Process(
                 target=driver_main,
-                args=(cfg, sender, self._go, self._progress, self._stop),
+                args=(cfg, sender, self._go, self._progress, self._stop, self._turn),
                 name=f"driver-{cfg.index}",
             )
             self.procs.append(proc)  # before start(): an interrupt right after it must not orphan the child
@@ -265,7 +286,20 @@ def merge(reports: list[dict[str, Any]]) -> LoadResult:
         served.update(r["served"])
     wall = max(r["end"] for r in reports) - min(r["start"] for r in reports) if reports else 0.0
     drivers = [DriverStats.from_dict(r["stats"]) for r in reports]
-    return LoadResult(histogram, errors, served, round(wall, 6), drivers)
+    result = LoadResult(histogram, errors, served, round(wall, 6), drivers)
+    kept = [r for r in reports if "connections" in r]
+    if kept:  # loads/kept.py's reports: connections per worker, held at the end, a pool's size
+        result.connections, result.held, result.by_worker = Counter(), Counter(), {}
+        for r in kept:
+            result.connections.update(r["connections"])
+            result.held.update(r["held"])
+            for who, counts in r["worker_counts"].items():
+                for us, n in counts:
+                    result.by_worker.setdefault(who, LatencyHistogram()).add(us, n)
+        pools = [r["pool"] for r in kept if "pool" in r]
+        if pools:
+            result.pool = (sum(p["opened"] for p in pools), sum(p["planned"] for p in pools))
+    return result
 
 
 def run_load(

@@ -27,7 +27,7 @@ from ..core.processes import (
     process_errors,
     start_child,
 )
-from ..core.protocol import LINE, ClientProtocol
+from ..core.protocol import KEEP_LINE, LINE, ClientProtocol
 from ..core.spec import ServerSpec
 from ..core.started import Started
 from ..core.target import ReplyAttribution
@@ -88,7 +88,9 @@ class WorkerPool(Started):
 
     @property
     def protocol(self) -> ClientProtocol:
-        return LINE  # a built-in worker writes its line and closes, like the seed's servers
+        # A built-in worker writes its line and closes, like the seed's servers; kept, it answers a line per
+        # request line (servers/keepalive.py).
+        return KEEP_LINE if self.spec.keepalive else LINE
 
     @property
     def unsettled(self) -> int:
@@ -132,7 +134,15 @@ class WorkerPool(Started):
         spec = self.spec
         receiver, sender = out_of_resources(f"worker {index}", lambda: FORK.Pipe(duplex=False))
         cfg = WorkerConfig(
-            index, self.mode, listeners, spec.accept_batch, spec.work_us, spec.work_iters, spec.cpus, self.keep_stamps
+            index,
+            self.mode,
+            listeners,
+            spec.accept_batch,
+            spec.work_us,
+            spec.work_iters,
+            spec.cpus,
+            self.keep_stamps,
+            spec.keepalive,
         )
         proc = FORK.Process(target=worker_main, args=(cfg, sender, self._state), name=f"worker-{index}")
         self.procs.append(proc)  # before start(): an interrupt right after it must not orphan the child

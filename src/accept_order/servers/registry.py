@@ -132,9 +132,10 @@ class Plan:
         """(predicted order model, mechanism) for this run's settings."""
         return self.kind.expectation(self.spec)
 
-    def sized(self, in_flight: int) -> Plan:
-        """The same plan for a load holding `in_flight` connections open at once (core/spec.py `sized`)."""
-        return dataclasses.replace(self, spec=sized(self.spec, in_flight))
+    def sized(self, in_flight: int, keepalive: bool = False) -> Plan:
+        """The same plan for a load holding `in_flight` connections open at once, each for several requests
+        when `keepalive` (core/spec.py `sized`)."""
+        return dataclasses.replace(self, spec=sized(self.spec, in_flight, keepalive))
 
 
 def plan(spec: ServerSpec | Plan, fit: bool = True) -> Plan:

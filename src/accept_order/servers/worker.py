@@ -22,6 +22,7 @@ from ..core.errors import PlanError
 from ..core.processes import die_with_parent, ignore_supervisor_signals, unblock_signals
 from ..core.service_time import ServiceTimes
 from ..probes.work import spin
+from .keepalive import KeptLoop
 from .modes import Listeners, Mode
 from .modes.base import Helper
 
@@ -76,6 +77,7 @@ class WorkerConfig:
     work_iters: int
     cpus: tuple[int, ...]
     stamps: bool = False  # keep each accept's time (for serve's sequence; costs a list append)
+    keepalive: bool = False  # each connection carries request lines until the client closes it (keepalive.py)
 
 
 MAX_STAMPS = 1_000_000  # accept times a worker keeps for serve's sequence
@@ -140,7 +142,10 @@ def worker_main(cfg: WorkerConfig, pipe: Connection, state: Any) -> None:
         if cfg.cpus:  # like nginx's worker_cpu_affinity
             pin_self(cfg.cpus[index % len(cfg.cpus)])
         cfg.listeners.keep_only(index)
-        waiter = cfg.mode.waiter(index, cfg.listeners, cfg.batch)
+        # A worker that serves each kept connection to its end accepts one at a time, as Apache prefork
+        # does: a batch would take connections it cannot serve until the one before has closed.
+        kept_one_by_one = cfg.keepalive and not cfg.mode.multiplexes
+        waiter = cfg.mode.waiter(index, cfg.listeners, 1 if kept_one_by_one else cfg.batch)
     except _Stop:
         return
     except Exception as exc:
@@ -149,11 +154,15 @@ def worker_main(cfg: WorkerConfig, pipe: Connection, state: Any) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         pipe.send(("failed", f"{type(exc).__name__}: {exc}"))
         return
+    kept: KeptLoop | None = None
     try:
         if fault == "never-ready":
             signal.pause()
         pipe.send(("ready", {"pid": pid, "affinity": affinity(pid)}))
-        while True:
+        if cfg.keepalive:
+            kept = KeptLoop(waiter, cfg.mode.multiplexes, reply, (cfg.work_us, cfg.work_iters), times, state, index)
+            kept.run(lambda: bool(state[leaving]), lambda n: state.__setitem__(accepted_slot, n))
+        while kept is None:
             if state[leaving]:  # a graceful restart: close the listener, serve what was handed over, go
                 held = waiter.leave()
                 accepts += len(held)
@@ -176,6 +185,9 @@ def worker_main(cfg: WorkerConfig, pipe: Connection, state: Any) -> None:
             _serve(cfg, batch, state, index, reply, times)
     except _Stop:
         pass
+    counted = {"wakeups": wakeups, "accepts": accepts, "empty": empty, "max_batch": max_batch}
+    if kept is not None:  # with its requests and the most connections it held at once
+        counted = kept.counters()
     try:
         pipe.send(
             (
@@ -183,10 +195,7 @@ def worker_main(cfg: WorkerConfig, pipe: Connection, state: Any) -> None:
                 {
                     "index": index,
                     "pid": pid,
-                    "wakeups": wakeups,
-                    "accepts": accepts,
-                    "empty": empty,
-                    "max_batch": max_batch,
+                    **counted,
                     "service_us": times.pairs(),
                     "service_sum_us": times.sum_us,
                     **({"stamps": stamps} if stamps is not None else {}),

@@ -9,7 +9,7 @@ from typing import Any
 from ...analysis.model_check import ModelCheck
 from ...core.errors import ResultFileError
 from ...core.histogram import LatencyHistogram
-from ...core.load_summary import LoadSummary, TimedTotals, cpu_us_per_connection
+from ...core.load_summary import LoadSummary, TimedTotals, cpu_us_per_connection, kept_fields, pool_of
 from ...core.measures import DriverStats, Environment, WorkerCounters
 from ...core.spec import ConcurrentLoad, ServerSpec
 from ...results.schema import Anything, Integer, ListOf, Number, Record, SchemaError, Text, child, derive
@@ -47,6 +47,14 @@ class LatencyResult(TimedTotals):
     evidence: dict[str, Any] = field(default_factory=dict)  # kernel evidence, from the session
     interrupted: bool = False  # Ctrl-C or SIGTERM ended the load early: the figures are what it got to
     model: ModelCheck | None = None  # what queueing alone predicts for this run (None: files before 0.3)
+    # Kept connections (load.requests_per_connection != 1 or a pool; empty otherwise, and in older files):
+    # per worker, the connections it accepted (as their first replies say), those it held when the load
+    # ended, and its requests' durations; `served` then counts requests. A pool's (opened, planned) size.
+    # The most each worker held at once is its own count (counters' held_peak).
+    connections: tuple[int, ...] = ()
+    held_at_end: tuple[int, ...] = ()
+    worker_histograms: tuple[LatencyHistogram, ...] = ()
+    pool: tuple[int, int] | None = None
 
     @classmethod
     def of(cls, load_summary: LoadSummary, **rest: Any) -> LatencyResult:
@@ -58,6 +66,10 @@ class LatencyResult(TimedTotals):
             served=load_summary.served,
             drivers=load_summary.drivers,
             wall_s=load_summary.wall_s,
+            connections=load_summary.connections,
+            held_at_end=load_summary.held,
+            worker_histograms=load_summary.by_worker,
+            pool=load_summary.pool,
             **rest,
         )
 
@@ -127,23 +139,36 @@ class LatencyResult(TimedTotals):
         }
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "server": self.server.to_dict(),
-            "load": self.load.to_dict(),
-            "environment": asdict(self.environment),
-            "port": self.port,
-            "wall_s": self.wall_s,
-            "title": self.title,
-            "summary": self.summary(),  # derived, for other tools; ignored when read back
-            "histogram": self.histogram.to_dict(),
-            "errors": dict(self.errors),
-            "served": list(self.served),
-            "counters": [asdict(c) for c in self.counters],
-            "drivers": [d.to_dict() for d in self.drivers],
-            "work_estimate_us": self.work_estimate_us,
-            "evidence": self.evidence,
-            "interrupted": self.interrupted,
-        } | ({"model": asdict(self.model)} if self.model is not None else {})
+        return (
+            {
+                "server": self.server.to_dict(),
+                "load": self.load.to_dict(),
+                "environment": asdict(self.environment),
+                "port": self.port,
+                "wall_s": self.wall_s,
+                "title": self.title,
+                "summary": self.summary(),  # derived, for other tools; ignored when read back
+                "histogram": self.histogram.to_dict(),
+                "errors": dict(self.errors),
+                "served": list(self.served),
+                "counters": [c.to_dict() for c in self.counters],
+                "drivers": [d.to_dict() for d in self.drivers],
+                "work_estimate_us": self.work_estimate_us,
+                "evidence": self.evidence,
+                "interrupted": self.interrupted,
+            }
+            | ({"model": asdict(self.model)} if self.model is not None else {})
+            | self.kept_dict()
+        )
+
+    def kept_dict(self) -> dict[str, Any]:
+        """The kept connections' figures ({} for one request per connection: those files stay as they were)."""
+        return kept_fields(self.connections, self.held_at_end, self.pool, self.worker_histograms)
+
+    @property
+    def held_peak(self) -> tuple[int | None, ...]:
+        """The most connections each worker held at once, as it counted them (None: it did not say)."""
+        return tuple(c.held_peak for c in self.counters)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LatencyResult:
@@ -171,6 +196,10 @@ class LatencyResult(TimedTotals):
             evidence=data.get("evidence", {}),
             interrupted=bool(data.get("interrupted", False)),
             model=build(ModelCheck, data["model"]) if data.get("model") is not None else None,
+            connections=tuple(data.get("connections", ())),
+            held_at_end=tuple(data.get("held_at_end", ())),
+            worker_histograms=tuple(LatencyHistogram.from_dict(h) for h in data.get("worker_histograms", ())),
+            pool=pool_of(data),
         )
 
     @property
@@ -241,8 +270,15 @@ LATENCY_SHAPE = derive(
     errors=ERRORS,
     evidence=EVIDENCE,
     summary=_SUMMARY,
+    pool=Record({"opened": Integer(), "planned": Integer()}, frozenset({"opened", "planned"})),
     optional=("errors", "served", "counters", "drivers", "wall_s"),
-    rules=(at_most_workers("served"), _summary_adds_up),
+    rules=(
+        at_most_workers("served"),
+        at_most_workers("connections"),
+        at_most_workers("held_at_end"),
+        at_most_workers("worker_histograms"),
+        _summary_adds_up,
+    ),
 )
 LATENCY_COMPARE_SHAPE = derive(
     LatencyCompareResult, runs=ListOf(LATENCY_SHAPE), skipped=SKIPPED, verdict=Anything(), model_verdict=Text()

@@ -63,7 +63,7 @@ class RunResult:
             "port": self.port,
             "wall_s": self.wall_s,
             "records": [asdict(r) for r in self.records],
-            "counters": [asdict(c) for c in self.counters],
+            "counters": [c.to_dict() for c in self.counters],
             "verdict": asdict(self.verdict),
             "evidence": self.evidence,
             "unsettled": self.unsettled,
@@ -109,7 +109,7 @@ class ServeResult:
             "server": self.server.to_dict(),
             "environment": asdict(self.environment),
             "port": self.port,
-            "counters": [asdict(c) for c in self.counters],
+            "counters": [c.to_dict() for c in self.counters],
             "sequence": list(self.sequence),
             "evidence": self.evidence,
         }

@@ -117,7 +117,7 @@ class ReloadRun(CountedTotals):
             "finished": self.finished,
             "errors": dict(self.errors),
             "counters": dict(self.counters),
-            "worker_counters": [asdict(c) for c in self.worker_counters],
+            "worker_counters": [c.to_dict() for c in self.worker_counters],
             "environment": asdict(self.environment),
             "wall_s": self.wall_s,
             "evidence": self.evidence,

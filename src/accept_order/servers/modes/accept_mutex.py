@@ -25,7 +25,16 @@ from typing import Any
 from ...core.kinds import KindOption
 from ...core.models import Model
 from ...core.spec import MAX_GAP_MS
-from .base import DEFAULT_OPTIONS, Listeners, Mode, ModeOptions, ReadinessWaiter, Waiter, epoll_missing
+from .base import (
+    DEFAULT_OPTIONS,
+    MAX_EVENTS,
+    Listeners,
+    Mode,
+    ModeOptions,
+    ReadinessWaiter,
+    Waiter,
+    epoll_missing,
+)
 
 # nginx's accept_mutex_delay, read by the built-in accept-mutex and by nginx's own (servers/launched/nginx.py)
 MUTEX_DELAY = KindOption(
@@ -85,6 +94,32 @@ class MutexWaiter(Waiter):
             self.listening = False
         self.ep.poll(self.listeners.delay_s)  # nothing registered: sleep the delay, then try again
         return []  # an empty wakeup: every non-holder has one per delay
+
+    def watch(self, conn: socket.socket) -> None:
+        self.ep.register(conn.fileno(), select.EPOLLIN)
+
+    def unwatch(self, conn: socket.socket) -> None:
+        self.ep.unregister(conn.fileno())
+
+    def wait_kept(self) -> tuple[list[socket.socket], list[int]]:
+        """nginx's loop with kept connections: the holder waits on the listener and its connections for as
+        long as it takes and releases the lock once it has accepted; the others wait on their connections
+        alone, at most the delay, and try the lock again."""
+        listener = self.sock.fileno()
+        if self.listeners.try_lock():
+            if not self.listening:
+                self.ep.register(listener, select.EPOLLIN)
+                self.listening = True
+            try:
+                ready = [fd for fd, _ in self.ep.poll(-1, MAX_EVENTS)]
+                accepted = self.accept.accept_ready() if listener in ready else []
+            finally:
+                self.listeners.unlock()
+            return accepted, [fd for fd in ready if fd != listener]
+        if self.listening:
+            self.ep.unregister(listener)
+            self.listening = False
+        return [], [fd for fd, _ in self.ep.poll(self.listeners.delay_s, MAX_EVENTS)]
 
     def leave(self) -> list[socket.socket]:
         self.listeners.unlock()

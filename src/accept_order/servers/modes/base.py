@@ -73,15 +73,35 @@ class Listeners:
             self.shared_epoll.close()
 
 
+MAX_EVENTS = 64  # events one wait returns while it watches kept connections beside the listener
+
+
 class Waiter:
     """A worker's view of its accept mode: `wait()` blocks until a wakeup and returns what it accepted.
 
     An empty list is an empty wakeup: woken, but another worker took the connection (EAGAIN).
+
+    Kept connections (ServerSpec.keepalive: several requests each): a mode whose `Mode.multiplexes` waits on
+    them in the same wait as on its listener, as nginx does: `watch` adds one, `wait_kept` returns what it
+    accepted and the descriptors of the kept connections that have something to read, `rearm` after one was
+    read (a one-shot watch is armed again), `unwatch` before it is closed.
     """
 
     sock: socket.socket
 
     def wait(self) -> list[socket.socket]:
+        raise NotImplementedError
+
+    def watch(self, conn: socket.socket) -> None:
+        raise NotImplementedError
+
+    def unwatch(self, conn: socket.socket) -> None:
+        raise NotImplementedError
+
+    def rearm(self, conn: socket.socket) -> None:
+        """After `conn` was read: its watch is level-triggered and stays (epoll, poll, select)."""
+
+    def wait_kept(self) -> tuple[list[socket.socket], list[int]]:
         raise NotImplementedError
 
     def leave(self) -> list[socket.socket]:
@@ -101,6 +121,10 @@ class ReadinessWaiter(Waiter):
 
     def wait(self) -> list[socket.socket]:
         self.block()
+        return self.accept_ready()
+
+    def accept_ready(self) -> list[socket.socket]:
+        """Accept what the listener holds, up to the batch cap (it was found ready)."""
         accepted: list[socket.socket] = []
         while not self.batch or len(accepted) < self.batch:
             try:
@@ -171,6 +195,10 @@ class Mode:
     #: The order the kernel mechanism predicts (core/models.py); None: no order.
     model: ClassVar[Model | None]
     queue: ClassVar[Queue] = "shared"  # one accept queue for all workers, or one per worker
+    #: Kept connections (several requests each) wait in the worker's own wait beside the listener (True: an
+    #: event-driven worker, as nginx's), or each is served to its end before the next accept (False: a worker
+    #: whose wait is the accept itself, as Apache prefork's; the mode says why in a comment).
+    multiplexes: ClassVar[bool] = True
     herds: ClassVar[bool] = False  # one connection wakes every idle worker (a thundering herd)
     batches: ClassVar[bool] = True  # --accept-batch applies (a blocking accept() takes one per call)
     nonblocking: ClassVar[bool] = True
@@ -194,6 +222,7 @@ class Mode:
             switches_are_wakeups=True,
             timed_waits=cls.timed_waits,
             settings=(f"--mode {cls.name}",),
+            multiplexes=cls.multiplexes,
             seen_as=cls.seen_as,
         )
 
@@ -212,10 +241,30 @@ class Mode:
         raise NotImplementedError
 
 
-def epoll_waiter(sock: socket.socket, flags: int, batch: int) -> ReadinessWaiter:
+class EpollWaiter(ReadinessWaiter):
+    """The worker's own epoll: the listener (with the mode's flags), and its kept connections beside it."""
+
+    def __init__(self, sock: socket.socket, ep: select.epoll, batch: int) -> None:
+        super().__init__(sock, lambda: ep.poll(-1, 1), batch)
+        self.ep = ep
+
+    def watch(self, conn: socket.socket) -> None:
+        self.ep.register(conn.fileno(), select.EPOLLIN)
+
+    def unwatch(self, conn: socket.socket) -> None:
+        self.ep.unregister(conn.fileno())
+
+    def wait_kept(self) -> tuple[list[socket.socket], list[int]]:
+        listener = self.sock.fileno()
+        ready = [fd for fd, _ in self.ep.poll(-1, MAX_EVENTS)]
+        accepted = self.accept_ready() if listener in ready else []
+        return accepted, [fd for fd in ready if fd != listener]
+
+
+def epoll_waiter(sock: socket.socket, flags: int, batch: int) -> EpollWaiter:
     ep = select.epoll()
     ep.register(sock.fileno(), flags)
-    return ReadinessWaiter(sock, lambda: ep.poll(-1, 1), batch)
+    return EpollWaiter(sock, ep, batch)
 
 
 def epoll_missing() -> str | None:

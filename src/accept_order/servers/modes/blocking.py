@@ -27,6 +27,10 @@ class BlockingMode(Mode):
     model = Model.FIFO
     batches = False
     nonblocking = False
+    # The wait IS accept(): a worker blocked in it cannot also wait for a kept connection's next request
+    # without another wait call (which would change what is measured). So, as Apache prefork, a worker
+    # serves its connection to its end and only then accepts again.
+    multiplexes = False
 
     def waiter(self, index: int, listeners: Listeners, batch: int) -> Waiter:
         return BlockingWaiter(listeners.for_worker(index))

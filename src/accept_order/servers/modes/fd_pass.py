@@ -67,6 +67,48 @@ class PassedWaiter(Waiter):
     def __init__(self, channel: socket.socket) -> None:
         self.sock = channel
         self.holding = False
+        self.ep: select.epoll | None = None  # kept connections: the channel and they, in one epoll
+
+    def watch(self, conn: socket.socket) -> None:
+        if self.ep is None:
+            self.ep = select.epoll()
+            self.ep.register(self.sock.fileno(), select.EPOLLIN)
+        self.ep.register(conn.fileno(), select.EPOLLIN)
+
+    def unwatch(self, conn: socket.socket) -> None:
+        """Done with a kept connection: say so, so that `least-busy` counts the connections each holds."""
+        assert self.ep is not None
+        self.ep.unregister(conn.fileno())
+        try:
+            self.sock.send(BACK)
+        except OSError:
+            pass  # the acceptor is gone: the supervisor sees it
+
+    def wait_kept(self) -> tuple[list[socket.socket], list[int]]:
+        """The channel and the kept connections in one epoll (an event-driven worker, as Node's cluster
+        workers are). A connection is acknowledged when it closes (`unwatch`), not when it was answered."""
+        if self.ep is None:
+            self.ep = select.epoll()
+            self.ep.register(self.sock.fileno(), select.EPOLLIN)
+        channel = self.sock.fileno()
+        ready = [fd for fd, _ in self.ep.poll(-1, 64)]
+        accepted: list[socket.socket] = []
+        if channel in ready:
+            try:
+                msg, fds, _, _ = socket.recv_fds(self.sock, 16, 1)
+            except (BrokenPipeError, ConnectionResetError):
+                msg, fds = b"", []
+            if msg == CONN and fds:
+                accepted.append(socket.socket(fileno=fds[0]))
+            else:
+                for fd in fds:
+                    socket.close(fd)
+                if msg == CONN:  # the descriptor did not fit (out of files): say done with it
+                    self.sock.send(BACK)
+                elif not msg:  # the acceptor is gone: the supervisor sees that and stops everyone
+                    while True:
+                        signal.pause()
+        return accepted, [fd for fd in ready if fd != channel]
 
     def wait(self) -> list[socket.socket]:
         try:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import errno
 import os
+import select
 import socket
 from typing import Any
 
@@ -47,12 +48,18 @@ class UringWaiter(Waiter):
         self.request = self.ring.prepare_accept_multishot(self.sock.fileno(), 0, "accept")
         self.ring.submit()
 
-    def _reap(self, completions: list[Any], accepted: list[socket.socket], rearm: bool) -> bool:
-        """Sockets from `completions` into `accepted`; True when the accept request has ended."""
+    def _reap(
+        self, completions: list[Any], accepted: list[socket.socket], rearm: bool, ready: list[int] | None = None
+    ) -> bool:
+        """Sockets from `completions` into `accepted` (and the kept connections a poll found readable into
+        `ready`); True when the accept request has ended."""
         ended = False
         for completion in completions:
             res, flags = completion.res, completion.flags
-            completion.take_user_data()
+            data = completion.take_user_data()
+            if completion.kind == self.uring.COMPLETION_KIND_POLL and ready is not None:
+                ready.append(data)  # the poll's user data is the kept connection's descriptor
+                continue
             if completion.kind != self.uring.COMPLETION_KIND_ACCEPT:
                 continue  # the cancel's own completion (each accept's completion is a new object)
             if res >= 0:
@@ -69,6 +76,24 @@ class UringWaiter(Waiter):
         accepted: list[socket.socket] = []
         self._reap(self.ring.wait() or [], accepted, rearm=True)
         return accepted  # an error completion alone is an empty wakeup
+
+    # Kept connections wait in the same ring as the accept: a one-shot poll each, armed again after each read
+    # (a one-shot poll is spent by the read it announced, so a closed connection leaves nothing armed).
+    def watch(self, conn: socket.socket) -> None:
+        self.rearm(conn)
+
+    def rearm(self, conn: socket.socket) -> None:
+        self.ring.prepare_poll(conn.fileno(), select.POLLIN, conn.fileno())
+        self.ring.submit()
+
+    def unwatch(self, conn: socket.socket) -> None:
+        """Its poll was spent by the read that found it closed: nothing is left armed."""
+
+    def wait_kept(self) -> tuple[list[socket.socket], list[int]]:
+        accepted: list[socket.socket] = []
+        ready: list[int] = []
+        self._reap(self.ring.wait() or [], accepted, rearm=True, ready=ready)
+        return accepted, ready
 
     def leave(self) -> list[socket.socket]:
         """Cancel the armed accept (its request holds the listener open), take what it had already

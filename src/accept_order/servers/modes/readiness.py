@@ -10,6 +10,45 @@ from ...core.models import Model
 from .base import Listeners, Mode, ReadinessWaiter, Waiter, epoll_missing, epoll_waiter
 
 
+class PollWaiter(ReadinessWaiter):
+    """poll() over the listener, and the kept connections beside it."""
+
+    def __init__(self, sock: socket.socket, batch: int) -> None:
+        self.poller = select.poll()
+        self.poller.register(sock.fileno(), select.POLLIN)
+        super().__init__(sock, self.poller.poll, batch)
+
+    def watch(self, conn: socket.socket) -> None:
+        self.poller.register(conn.fileno(), select.POLLIN)
+
+    def unwatch(self, conn: socket.socket) -> None:
+        self.poller.unregister(conn.fileno())
+
+    def wait_kept(self) -> tuple[list[socket.socket], list[int]]:
+        listener = self.sock.fileno()
+        ready = [fd for fd, _ in self.poller.poll()]
+        return (self.accept_ready() if listener in ready else []), [fd for fd in ready if fd != listener]
+
+
+class SelectWaiter(ReadinessWaiter):
+    """select() over the listener, and the kept connections beside it."""
+
+    def __init__(self, sock: socket.socket, batch: int) -> None:
+        self.fds = [sock.fileno()]
+        super().__init__(sock, lambda: select.select(self.fds, [], []), batch)
+
+    def watch(self, conn: socket.socket) -> None:
+        self.fds.append(conn.fileno())
+
+    def unwatch(self, conn: socket.socket) -> None:
+        self.fds.remove(conn.fileno())
+
+    def wait_kept(self) -> tuple[list[socket.socket], list[int]]:
+        listener = self.sock.fileno()
+        ready, _, _ = select.select(self.fds, [], [])
+        return (self.accept_ready() if listener in ready else []), [fd for fd in ready if fd != listener]
+
+
 def _epollexclusive_missing() -> str | None:
     if not hasattr(select, "epoll"):
         return "epoll is Linux-only"
@@ -77,10 +116,7 @@ class PollMode(Mode):
         return None if hasattr(select, "poll") else "this platform has no poll()"
 
     def waiter(self, index: int, listeners: Listeners, batch: int) -> Waiter:
-        sock = listeners.for_worker(index)
-        poller = select.poll()
-        poller.register(sock.fileno(), select.POLLIN)
-        return ReadinessWaiter(sock, poller.poll, batch)
+        return PollWaiter(listeners.for_worker(index), batch)
 
 
 class SelectMode(Mode):
@@ -94,6 +130,4 @@ class SelectMode(Mode):
     herds = True
 
     def waiter(self, index: int, listeners: Listeners, batch: int) -> Waiter:
-        sock = listeners.for_worker(index)
-        fds = [sock.fileno()]
-        return ReadinessWaiter(sock, lambda: select.select(fds, [], []), batch)
+        return SelectWaiter(listeners.for_worker(index), batch)

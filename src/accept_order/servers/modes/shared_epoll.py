@@ -17,6 +17,11 @@ class EpollSharedMode(Mode):
         "(__add_wait_queue_exclusive), so the most recent waiter is woken: LIFO"
     )
     model = Model.LIFO
+    # Kept connections cannot join the one epoll: it is every worker's, so a connection's next request
+    # would wake any worker, which does not have its descriptor. A per-worker epoll around the shared one
+    # would hang a non-exclusive wait entry per worker on it, a herd instead of LIFO. So a worker serves
+    # its connection to its end before it waits on the shared epoll again (Apache prefork's way).
+    multiplexes = False
 
     def unavailable(self) -> str | None:
         return epoll_missing()

@@ -1,0 +1,325 @@
+"""One driver's loop when a connection carries several requests (requests_per_connection != 1) or the load
+is a pool: the connections stay open, and requests go over them one at a time.
+
+A connection sends a request, waits for the whole reply (framed by the protocol, `reply_end`: a line, or an
+HTTP head and its Content-Length), and is then free for the next request: at once in a closed loop, when the
+next one is due in an open loop. After K requests (K > 0) the client closes it and the slot opens a new one;
+with K = 0 it lives until the load ends. Each *request's* time goes into the histogram (and into its worker's
+own), from when it was sent (or due, in an open loop) to its reply's end; a connection's first request also
+waits for the connect.
+
+Who served a request is read from its own reply; a connection is counted for the worker its first reply
+names (the worker that accepted it). At the load's end the loop counts, per worker, the connections it still
+holds, before closing them.
+
+The pool shape: the driver's connections are opened one after another at idle, each once its first reply
+has named its worker, as a proxy fills its pool; the drivers take turns (a shared counter), so the whole pool
+fills in one order; requests then run over it once every driver has filled its share. A first reply that
+does not come within the timeout (a worker that serves each connection to its end, all of them busy) stops
+the driver's filling: what it opened is its pool, the rest are never opened (the report says
+how many the pool holds of those it was to open).
+
+Kept apart from drive_loop.py's one-request loop, which is tuned to keep up with a C client: this loop's
+bookkeeping per request would slow it down.
+"""
+
+from __future__ import annotations
+
+import _socket
+import errno
+import select
+import socket
+import time
+from collections import Counter, deque
+from typing import Any
+
+from ..core.measures import DriverStats
+from ..core.processes import MAX_REPLY
+from ..core.protocol import ABORTED, BAD_REPLY, NO_REPLY, TIMEOUT, errno_name
+
+TURN_POLL_S = 0.001  # how often a driver waiting for its turn to fill the pool looks again
+
+# A connection's fields (a list: fewer allocations than an object per connection)
+SOCK, WORKER, DONE, STARTED, BUF, CONNECTING = range(6)
+
+
+def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, tick_s: float) -> dict[str, Any]:
+    """The loop for kept connections; `cfg` a DriverConfig, `turn` the pool's shared counter (the index of
+    the driver whose turn it is to fill), `schedstat` drive_loop's reader of this process's run-queue time."""
+    host, port = cfg.address
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock_type = socket.SOCK_STREAM | socket.SOCK_NONBLOCK
+    addr = (host, port)
+    ep = select.epoll()
+    flags = select.EPOLLIN | select.EPOLLRDHUP
+    protocol = cfg.protocol
+    request, body, reply_end = protocol.request, protocol.body, protocol.reply_end
+    per = cfg.per_connection  # 0: no limit
+    conns: dict[int, list[Any]] = {}
+    idle: deque[int] = deque()  # open connections with no request outstanding, oldest first
+    by_worker: dict[int, dict[int, int]] = {}  # worker -> {duration us -> requests}: a histogram each
+    errors: Counter[str] = Counter()
+    served: dict[int, int] = {}
+    accepted: dict[int, int] = {}  # worker -> connections whose first reply named it
+    replies: dict[bytes, int] = {}
+    attribute = cfg.attribution.from_reply
+    unnamed = -1 if cfg.attribution.holds_socket else None
+    perf_ns = time.perf_counter_ns
+    timeout_ns = int(cfg.timeout_s * 1e9)
+    tick_ns = int(tick_s * 1e9)
+    slots = cfg.slots
+    left = cfg.requests if cfg.requests is not None else -1
+    state = {"done": 0, "ok": 0}
+    held_end: dict[int, int] = {}
+    opened = 0  # pool: connections opened and answered while filling
+
+    def publish() -> None:
+        progress[2 * cfg.index] = state["done"]
+        progress[2 * cfg.index + 1] = state["ok"]
+
+    def open_one(start: int) -> int | None:
+        """A new connection with its first request on its way once connected; its fd, or None (counted)."""
+        try:
+            s = _socket.socket(family, sock_type)
+        except OSError as exc:
+            errors[errno_name(exc.errno or 0)] += 1
+            state["done"] += 1
+            return None
+        code = s.connect_ex(addr)
+        if code not in (0, errno.EINPROGRESS):
+            s.close()
+            errors[errno_name(code)] += 1
+            state["done"] += 1
+            return None
+        fd = s.fileno()
+        ep.register(fd, flags | select.EPOLLOUT)
+        conns[fd] = [s, None, 0, start, b"", True]
+        return fd
+
+    def send(fd: int, start: int) -> bool:
+        c = conns[fd]
+        c[STARTED] = start
+        try:
+            c[SOCK].send(request)
+        except OSError as exc:
+            fail(fd, errno_name(exc.errno or 0))
+            return False
+        return True
+
+    def close(fd: int) -> None:
+        c = conns.pop(fd)
+        c[SOCK].close()  # also takes it out of the epoll set
+
+    def fail(fd: int, error: str) -> None:
+        if conns[fd][STARTED]:
+            errors[error] += 1
+            state["done"] += 1
+        close(fd)
+
+    def answered(fd: int, end: int) -> bool:
+        """Read what came in on `fd`; True when a whole reply was read (the connection is then idle)."""
+        c = conns[fd]
+        try:
+            chunk = c[SOCK].recv(MAX_REPLY)
+        except BlockingIOError:
+            return False
+        except OSError as exc:
+            fail(fd, errno_name(exc.errno or 0))
+            return False
+        if not chunk:  # the server closed it: a failure if a request was waiting for its answer
+            fail(fd, NO_REPLY)
+            return False
+        c[BUF] += chunk
+        n = reply_end(c[BUF])
+        if not n:
+            if len(c[BUF]) > MAX_REPLY:
+                fail(fd, BAD_REPLY)
+            return False
+        reply, c[BUF] = c[BUF][:n], c[BUF][n:]
+        buf = body(reply)
+        who = replies.get(buf)
+        if who is None:
+            who = attribute(buf)
+            if who is None:
+                who = unnamed if buf else None
+            if who is None:
+                fail(fd, BAD_REPLY)
+                return False
+            replies[buf] = who
+        served[who] = served.get(who, 0) + 1
+        if c[WORKER] is None:
+            c[WORKER] = who
+            accepted[who] = accepted.get(who, 0) + 1
+        us = (end - c[STARTED]) // 1000
+        counts = by_worker.get(who)
+        if counts is None:
+            counts = by_worker[who] = {}
+        counts[us] = counts.get(us, 0) + 1
+        c[STARTED] = 0
+        c[DONE] += 1
+        state["done"] += 1
+        state["ok"] += 1
+        if per and c[DONE] >= per:
+            close(fd)
+            return False
+        return True
+
+    def handle(fd: int, ev: int, end: int) -> bool:
+        """One event on `fd`; True when the connection became idle."""
+        c = conns.get(fd)
+        if c is None:
+            return False
+        if ev & select.EPOLLERR:
+            code = c[SOCK].getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+            fail(fd, errno_name(code) if code else "EPOLLERR")
+            return False
+        if c[CONNECTING]:
+            if not ev & select.EPOLLOUT:
+                return False
+            c[CONNECTING] = False
+            ep.modify(fd, flags)
+            try:
+                c[SOCK].send(request)
+            except OSError as exc:
+                fail(fd, errno_name(exc.errno or 0))
+            return False
+        return answered(fd, end)
+
+    def expire(now: int) -> None:
+        for fd in [fd for fd, c in conns.items() if c[STARTED] and now - c[STARTED] > timeout_ns]:
+            fail(fd, TIMEOUT)
+
+    sched0 = schedstat()
+    wall0 = time.monotonic()
+    cpu0 = time.process_time()
+    t0 = perf_ns()
+    stopped = False
+    try:
+        if cfg.pool:
+            stopped = _wait_turn(turn, cfg.index, stop)
+            for _ in range(0 if stopped else slots):
+                if left == 0:
+                    break
+                fd = open_one(perf_ns())
+                left -= 1 if left > 0 else 0
+                while fd is not None and fd in conns and conns[fd][STARTED] and not stop.value:
+                    for efd, ev in ep.poll(tick_s):
+                        if handle(efd, ev, perf_ns()):
+                            idle.append(efd)
+                    expire(perf_ns())
+                    publish()
+                if fd is None or fd not in conns or conns[fd][WORKER] is None:
+                    break  # no first answer: the rest of this driver's share is never opened
+                opened += 1
+            turn.value += 1
+            slots = opened  # the pool is what it holds: a connection is opened again only in place of a closed one
+            while turn.value < cfg.procs and not stop.value:  # every driver's share open: then the load
+                time.sleep(TURN_POLL_S)
+            stopped = stopped or bool(stop.value)
+        begin = perf_ns()
+        deadline = begin + int(cfg.duration_s * 1e9) if cfg.duration_s is not None else None
+        interval_ns = int(1e9 / cfg.rate) if cfg.rate else 0
+        due_ns = begin
+        late = 0
+        freed_ns = begin - 1
+        next_check = begin + tick_ns
+        starting = not stopped and not (cfg.pool and not opened)  # a pool that opened nothing carries nothing
+        opened_ns: int | None = None
+        while True:
+            now = perf_ns()
+            if starting and (left == 0 or (deadline is not None and now >= deadline)):
+                starting = False
+                opened_ns = now
+                held_end = dict(Counter(c[WORKER] for c in conns.values() if c[WORKER] is not None))
+                for fd in idle:  # nothing more to send on them
+                    if fd in conns:
+                        close(fd)
+                idle.clear()
+            while starting and left != 0:
+                if interval_ns:
+                    if due_ns > perf_ns():
+                        break
+                while idle and idle[0] not in conns:
+                    idle.popleft()
+                if not idle and len(conns) >= slots:
+                    break  # every connection busy (or the pool has none): the next waits for one
+                if interval_ns:
+                    late += due_ns <= freed_ns
+                start = due_ns if interval_ns else perf_ns()
+                if interval_ns:
+                    due_ns += interval_ns
+                left -= 1 if left > 0 else 0
+                if idle:
+                    send(idle.popleft(), start)
+                else:
+                    open_one(start)
+            if not starting and not any(c[STARTED] for c in conns.values()):
+                break
+            wait_s = tick_s
+            if starting and deadline is not None:
+                wait_s = min(wait_s, max(0.0, (deadline - perf_ns()) / 1e9))
+            if starting and interval_ns and idle:
+                wait_s = min(wait_s, max(0.0, (due_ns - perf_ns()) / 1e9))
+            for fd, ev in ep.poll(wait_s):
+                end = perf_ns()
+                busy = not idle and len(conns) >= slots
+                if handle(fd, ev, end):
+                    idle.append(fd)
+                    if busy:
+                        freed_ns = end
+            publish()
+            now = perf_ns()
+            if now >= next_check:
+                next_check = now + tick_ns
+                if stop.value:
+                    waiting = sum(1 for c in conns.values() if c[STARTED])
+                    errors[ABORTED] += waiting
+                    state["done"] += waiting
+                    if starting:
+                        held_end = dict(Counter(c[WORKER] for c in conns.values() if c[WORKER] is not None))
+                    break
+                expire(now)
+    finally:
+        for c in conns.values():
+            c[SOCK].close()
+        ep.close()
+    publish()
+    cpu = time.process_time() - cpu0
+    wall = time.monotonic() - wall0
+    sched1 = schedstat()
+    runqueue = (sched1[1] - sched0[1]) / 1e9 if sched0 and sched1 else None
+    total: Counter[int] = Counter()
+    for counts in by_worker.values():
+        total.update(counts)
+    report: dict[str, Any] = {
+        "counts": list(total.items()),
+        "worker_counts": {who: list(counts.items()) for who, counts in by_worker.items()},
+        "errors": dict(errors),
+        "served": dict(served),
+        "connections": dict(accepted),
+        "held": held_end,
+        "start": wall0,
+        "end": wall0 + wall,
+        "stats": DriverStats(
+            cfg.index,
+            cfg.slots,
+            state["done"],
+            round(wall, 6),
+            round(cpu, 6),
+            runqueue,
+            None if opened_ns is None else round((opened_ns - t0) / 1e9, 6),
+            late if cfg.rate else None,
+        ).to_dict(),
+    }
+    if cfg.pool:
+        report["pool"] = {"planned": slots, "opened": opened}
+    return report
+
+
+def _wait_turn(turn: Any, index: int, stop: Any) -> bool:
+    """Until it is driver `index`'s turn to fill its share of the pool; True when the run was stopped first."""
+    while turn.value < index:
+        if stop.value:
+            return True
+        time.sleep(TURN_POLL_S)
+    return bool(stop.value)
