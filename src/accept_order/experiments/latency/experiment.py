@@ -10,6 +10,7 @@ from rich.console import RenderableType
 from ...analysis.tails import tail_verdict
 from ...results import export
 from ..parts import Experiment, lazy
+from .kept_report import kept_csv
 from .model_check import model_line
 from .model_report import model_csv
 from .report import compare_report, latency_report, sweep_report
@@ -25,7 +26,13 @@ def summaries(runs: list[dict[str, Any]]) -> str:
     return export.flat_table(rows)
 
 
-_TABLES = {"histogram": export.histogram, "workers": export.workers, "summary": summaries, "model": model_csv}
+_TABLES = {
+    "histogram": export.histogram,
+    "workers": export.workers,
+    "summary": summaries,
+    "model": model_csv,
+    "connections": kept_csv,  # kept connections per worker (empty for one request per connection)
+}
 
 
 def latency_compare_report(result: LatencyCompareResult) -> RenderableType:

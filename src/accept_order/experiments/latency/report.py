@@ -24,6 +24,7 @@ from ...render.evidence import OTHERS_SHOWN, counters_text, evidence_report, mac
 from ...render.text import Verbatim, durations_us, plural
 from ...render.workers import worker_table
 from ...servers.registry import known_mode
+from .kept_report import kept_amount, kept_compare_parts, kept_parts, kept_words
 from .model_report import model_report
 from .result import PERCENTILES, LatencyResult, default_title
 from .sweep_verdict import sweep_verdict
@@ -120,11 +121,11 @@ def _work_and_load(plan: ServerSpec, estimate_us: float | None, load: Concurrent
         cost = f" ≈ {shown['cost']} here" if "cost" in shown else ""
         parts.append(f"{plan.work_iters} loop iterations{cost}")
     work = "work " + (" + ".join(parts) + " busy loop" if parts else "none")
-    amount = plural(load.connections, "connection") if load.connections is not None else shown["ran"]
+    amount = kept_amount(load) if load.connections is not None else shown["ran"]
     procs = f"{load.driver_procs} driver processes" + (f" on CPUs {format_cpu_list(load.cpus)}" if load.cpus else "")
     if load.rate is not None:
         return work, f"open loop at {load.rate:g}/s, {amount}, at most {load.concurrency} in flight, {procs}"
-    return work, f"{amount}, {load.concurrency} concurrent, {procs}"
+    return work, f"{amount}, {load.concurrency} concurrent{kept_words(load)}, {procs}"
 
 
 def _env_text(env: Environment) -> str:
@@ -255,6 +256,7 @@ def latency_report(result: LatencyResult) -> RenderableType:
         *([note] if (note := open_loop_note(result)) is not None else []),
         *model_report([result]),
         worker_table(result.counters, served_known(result), title="served per worker", detail=False),
+        *kept_parts(result),
         *([note] if (note := kernel_counts_text(result)) is not None else []),
         Verbatim(affinity_lines(result.counters)),
         drivers_text(result.drivers),
@@ -314,6 +316,7 @@ def compare_report(
             parts.append(errors)
     parts.append(Text("latency by mode (ms)", style="bold"))
     parts.append(compare_table(results))
+    parts.extend(kept_compare_parts(results))
     parts.extend(client_cpu_line(results))
     parts.extend(note for r in results if (note := open_loop_note(r, named=True)) is not None)
     parts.extend(model_report(results))

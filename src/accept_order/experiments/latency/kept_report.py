@@ -1,0 +1,199 @@
+"""What a latency run over kept connections (several requests each, or a pool) shows beside the rest: per
+worker the connections it accepted and held and the requests it served, with their p50 and p99; Jain's index
+over the requests; how much of a pool opened, and why the rest did not."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from typing import Any
+
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from ...analysis.fairness import jain_index
+from ...core.spec import ConcurrentLoad
+from ...core.text import plural
+from .result import LatencyResult
+
+
+def kept_words(load: ConcurrentLoad) -> str:
+    """How the load's connections are kept, for its headline ('' for one request each)."""
+    if not load.keeps_connections:
+        return ""
+    per = load.requests_per_connection
+    each = "each connection kept for the whole run" if per == 0 else f"{per} requests per connection"
+    return f", {each}" + (", opened as a pool first" if load.pool else "")
+
+
+def kept_amount(load: ConcurrentLoad) -> str:
+    """The load's count: connections, or requests when a connection carries several (an open loop's says
+    how they are kept here too, as its line has no other place for it)."""
+    count = load.connections or 0
+    if not load.keeps_connections:
+        return plural(count, "connection")
+    return plural(count, "request") + (kept_words(load) if load.rate is not None else "")
+
+
+def _ms(us: int | None) -> str:
+    return "-" if us is None else f"{us / 1000:.2f}"
+
+
+def _p(result: LatencyResult, index: int, q: float) -> int | None:
+    histograms = result.worker_histograms
+    return histograms[index].percentile(q) if index < len(histograms) and histograms[index].count else None
+
+
+def requests_jain(result: LatencyResult) -> float:
+    """Jain's index over the requests each worker served (1: even; 1/N: one worker served them all)."""
+    return jain_index(result.served)
+
+
+def kept_table(result: LatencyResult) -> Table | None:
+    """One row per worker: connections accepted, held at the end, most held at once (its own count),
+    requests served (the replies' count and its own), share, p50 and p99. None for one request each."""
+    if not result.connections:
+        return None
+    table = Table(
+        title="kept connections per worker",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    for name in ("worker", "accepted", "held at end", "held peak", "requests", "its count", "share", "p50 ms"):
+        table.add_column(name, justify="right")
+    table.add_column("p99 ms", justify="right")
+    total = sum(result.served)
+    own = {c.index: c for c in result.counters}
+    for i, requests in enumerate(result.served):
+        counted = own.get(i)
+        table.add_row(
+            str(i),
+            str(result.connections[i]) if i < len(result.connections) else "-",
+            str(result.held_at_end[i]) if i < len(result.held_at_end) else "-",
+            "-" if counted is None or counted.held_peak is None else str(counted.held_peak),
+            str(requests),
+            "-" if counted is None or counted.requests is None else str(counted.requests),
+            f"{100 * requests / total:.1f}%" if total else "-",
+            _ms(_p(result, i, 50.0)),
+            _ms(_p(result, i, 99.0)),
+        )
+    return table
+
+
+def kept_lines(result: LatencyResult) -> list[Text]:
+    """Jain's index over the requests and the overall p99; a pool's size; what a mode that serves each
+    connection to its end did to the connections beyond its workers."""
+    if not result.connections:
+        return []
+    overall = result.histogram.percentile(99.0) if result.histogram.count else None
+    lines = [
+        Text(
+            f"requests: Jain {requests_jain(result):.3f} over {plural(len(result.served), 'worker')}; "
+            f"p99 {_ms(overall)} ms overall. accepted: the connections whose first reply named the worker; "
+            "held at end: open when the load ended; held peak: the most the worker held at once (its own "
+            "count); its count: the requests the worker says it answered"
+        )
+    ]
+    pool = result.pool
+    if pool is not None:
+        opened, planned = pool
+        lines.append(Text(f"pool: {opened} of {planned} connections opened and answered before the load ran"))
+    to_end = _serves_to_end(result)
+    if to_end and (result.load.requests_per_connection == 0 or (pool is not None and pool[0] < pool[1])):
+        workers = result.server.workers
+        lines.append(
+            Text(
+                f"mode {result.server.label} serves each connection to its end before it accepts another (its wait "
+                f"is the accept): with {plural(result.load.concurrency, 'connection')} kept for the whole run over "
+                f"{plural(workers, 'worker')}, connections beyond the {workers} held ones were never answered"
+                + (f" ({result.errors.get('timeout', 0)} timed out)" if result.errors.get("timeout") else ""),
+                style="yellow",
+            )
+        )
+    return lines
+
+
+def _serves_to_end(result: LatencyResult) -> bool:
+    from ...servers.registry import server_kind
+
+    try:
+        info = server_kind(result.server.kind).modes().get(result.server.mode)
+    except Exception:  # a kind this version does not know (a newer file): nothing to say
+        return False
+    return info is not None and not info.multiplexes
+
+
+def kept_csv(runs: Sequence[dict[str, Any]]) -> str:
+    """One row per worker of each kept run: accepted, held at end, held peak, requests (replies' and its
+    own), p50 and p99 in ms."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(
+        ["run", "worker", "accepted", "held_at_end", "held_peak", "requests", "worker_requests", "p50_ms", "p99_ms"]
+    )
+    from ...results import export
+
+    for run in runs:
+        result = LatencyResult.from_dict(run)
+        own = {c.index: c for c in result.counters}
+        for i, requests in enumerate(result.served if result.connections else ()):
+            counted = own.get(i)
+            writer.writerow(
+                [
+                    export.label(run),
+                    i,
+                    result.connections[i] if i < len(result.connections) else "",
+                    result.held_at_end[i] if i < len(result.held_at_end) else "",
+                    "" if counted is None or counted.held_peak is None else counted.held_peak,
+                    requests,
+                    "" if counted is None or counted.requests is None else counted.requests,
+                    "" if (p50 := _p(result, i, 50.0)) is None else p50 / 1000,
+                    "" if (p99 := _p(result, i, 99.0)) is None else p99 / 1000,
+                ]
+            )
+    return out.getvalue()
+
+
+def kept_parts(result: LatencyResult) -> list[Any]:
+    """The kept connections' table and lines of one run (none for one request per connection)."""
+    table = kept_table(result)
+    return ([table] if table is not None else []) + kept_lines(result)
+
+
+def kept_compare_table(results: Sequence[LatencyResult]) -> Table | None:
+    """Several runs over kept connections side by side: per worker connections, requests and p99; Jain over
+    the requests; the overall p99. None when no run kept its connections."""
+    kept = [r for r in results if r.connections]
+    if not kept:
+        return None
+    table = Table(
+        title="kept connections by mode",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    for name in ("mode", "accepted per worker", "requests per worker", "Jain", "p99 ms per worker", "p99 ms"):
+        table.add_column(name, justify="left" if "worker" in name or name == "mode" else "right")
+    for r in kept:
+        overall = r.histogram.percentile(99.0) if r.histogram.count else None
+        table.add_row(
+            r.server.label,
+            " ".join(map(str, r.connections)),
+            " ".join(map(str, r.served)),
+            f"{requests_jain(r):.3f}",
+            " ".join(_ms(_p(r, i, 99.0)) for i in range(len(r.served))),
+            _ms(overall),
+        )
+    return table
+
+
+def kept_compare_parts(results: Sequence[LatencyResult]) -> list[Any]:
+    """The side-by-side table, then each run's pool and what a mode that serves to the end did."""
+    table = kept_compare_table(results)
+    notes = [Text.assemble((f"{r.server.label}: ", "bold"), line) for r in results for line in kept_lines(r)[1:]]
+    return ([table] if table is not None else []) + notes
