@@ -225,4 +225,4 @@ def test_bad_arguments(bad: dict[str, object]) -> None:
         connections=(1, 1), service=Service.deterministic(1.0), arrivals=Arrivals.closed(2), requests=10
     )
     with pytest.raises(ValueError):
-        pinned(**(args | bad))  # type: ignore[arg-type]
+        pinned(**(args | bad))
