@@ -214,6 +214,24 @@ def test_the_port_filter_is_the_kernels(pairs: tuple[list[socket.socket], list[P
     assert decoded_ports == {ports[0]}  # the kernel sent no other port's socket (the clients' ends included)
 
 
+def test_a_kernel_that_refuses_the_request_for_both_families_is_asked_for_each(
+    pairs: tuple[list[socket.socket], list[Pair]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    listeners, made = pairs
+    ports = _ports(listeners)
+    both = sorted(s._replace(last_data_recv_ms=None) for s in server_sockets(ports))  # (the clock moves)
+    real = tcp_info._request_both
+
+    def refused(filter_code: bytes, seq: int) -> bytes:
+        request = bytearray(real(filter_code, seq))
+        request[4:6] = (99).to_bytes(2, sys.byteorder)  # no such request type: the kernel answers EINVAL
+        return bytes(request)
+
+    monkeypatch.setattr(tcp_info, "_request_both", refused)
+    each = sorted(s._replace(last_data_recv_ms=None) for s in server_sockets(ports))
+    assert each == both and len(both) == len(made)
+
+
 def test_bad_ports_are_refused() -> None:
     assert server_sockets([]) == []
     with pytest.raises(ValueError):

@@ -49,6 +49,9 @@ INET_DIAG_BC_S_LE = 3
 
 _NLMSGHDR = struct.Struct("=IHHII")  # len, type, flags, seq, pid
 _REQ_V2 = struct.Struct("=BBBBI")  # family, protocol, ext, pad, states; then an inet_diag_sockid (48 bytes)
+_REQ_V1 = struct.Struct("=BBBB")  # family, src_len, dst_len, ext; then the sockid, then states, dbs
+_REQ_V1_TAIL = struct.Struct("=II")
+TCPDIAG_GETSOCK = 18  # linux/inet_diag.h: the older request's type, and its replies'
 _SOCKID_ANY = struct.pack("=48x")
 _NLATTR = struct.Struct("=HH")  # len, type
 _BC_OP = struct.Struct("=BBH")  # code, yes, no
@@ -104,10 +107,21 @@ def bytecode(ports: Sequence[int]) -> bytes:
 
 
 def _request(family: int, filter_code: bytes, seq: int) -> bytes:
+    """SOCK_DIAG_BY_FAMILY: one family's sockets."""
     ext = 1 << (INET_DIAG_INFO - 1)
     body = _REQ_V2.pack(family, socket.IPPROTO_TCP, ext, 0, STATES) + _SOCKID_ANY
     body += _NLATTR.pack(_NLATTR.size + len(filter_code), INET_DIAG_REQ_BYTECODE) + filter_code
     return _NLMSGHDR.pack(_NLMSGHDR.size + len(body), SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST | NLM_F_DUMP, seq, 0) + body
+
+
+def _request_both(filter_code: bytes, seq: int) -> bytes:
+    """TCPDIAG_GETSOCK, the older request (struct inet_diag_req): the kernel dumps it as family AF_UNSPEC,
+    IPv4 and IPv6 in one walk of its connection table. That walk visits every bucket of the table, used or
+    not (262,144 here: 3.3 ms each, whatever the sockets), so one walk instead of two halves an idle dump."""
+    ext = 1 << (INET_DIAG_INFO - 1)
+    body = _REQ_V1.pack(socket.AF_UNSPEC, 0, 0, ext) + _SOCKID_ANY + _REQ_V1_TAIL.pack(STATES, 0)
+    body += _NLATTR.pack(_NLATTR.size + len(filter_code), INET_DIAG_REQ_BYTECODE) + filter_code
+    return _NLMSGHDR.pack(_NLMSGHDR.size + len(body), TCPDIAG_GETSOCK, NLM_F_REQUEST | NLM_F_DUMP, seq, 0) + body
 
 
 def _info(data: bytes | bytearray | memoryview, at: int, size: int) -> tuple[int | None, ...]:
@@ -154,7 +168,7 @@ class Decoder:
             start, offset = offset, offset + ((length + 3) & ~3)
             if mseq != seq:
                 continue  # a reply to an earlier request
-            if mtype != SOCK_DIAG_BY_FAMILY:
+            if mtype != SOCK_DIAG_BY_FAMILY and mtype != TCPDIAG_GETSOCK:
                 if self._control(data, start, mtype):
                     return True
                 continue
@@ -205,28 +219,43 @@ def decode(
     return Decoder(seq, ports, out).read(data, end)
 
 
+def _ask(sock: socket.socket, request: bytes, seq: int, wanted: frozenset[int], found: list[TcpSocket]) -> None:
+    sock.send(request)
+    reader = Decoder(seq, wanted, found)
+    buffer = bytearray(_RECV_BUFSIZE)
+    while True:
+        got = sock.recv_into(buffer)
+        if not got:
+            raise OSError(errno.EPROTO, "netlink socket closed during dump")
+        if reader.read(buffer, got):
+            return
+
+
 def _dump(ports: Sequence[int]) -> list[TcpSocket]:
-    """The dump, asked from this thread's network namespace."""
+    """The dump, asked from this thread's network namespace: both families at once, or (a kernel that
+    refuses the older request) one after the other."""
     af_netlink = getattr(socket, "AF_NETLINK", None)
     if af_netlink is None:
         raise OSError(errno.EAFNOSUPPORT, "AF_NETLINK is not available on this platform")
     wanted = frozenset(ports)
     filter_code = bytecode(sorted(wanted))
     found: list[TcpSocket] = []
-    buffer = bytearray(_RECV_BUFSIZE)
     with socket.socket(af_netlink, socket.SOCK_DGRAM, NETLINK_SOCK_DIAG) as sock:
         sock.settimeout(_TIMEOUT_S)
         sock.bind((0, 0))
-        for seq, family in enumerate((socket.AF_INET, socket.AF_INET6), start=1):
-            sock.send(_request(family, filter_code, seq))
-            reader = Decoder(seq, wanted, found)
-            while True:
-                got = sock.recv_into(buffer)
-                if not got:
-                    raise OSError(errno.EPROTO, "netlink socket closed during dump")
-                if reader.read(buffer, got):
-                    break
+        try:
+            _ask(sock, _request_both(filter_code, 1), 1, wanted, found)
+            return found
+        except OSError as exc:
+            if exc.errno not in _REFUSED:
+                raise
+        found.clear()
+        for seq, family in enumerate((socket.AF_INET, socket.AF_INET6), start=2):
+            _ask(sock, _request(family, filter_code, seq), seq, wanted, found)
     return found
+
+
+_REFUSED = (errno.EINVAL, errno.ENOENT, errno.EOPNOTSUPP, errno.ENOSYS)  # no TCPDIAG_GETSOCK here
 
 
 def server_sockets(ports: Sequence[int], netns_pid: int | None = None) -> list[TcpSocket]:
