@@ -4,9 +4,8 @@ made by hand, shaped as a pool run saves them: what each "measured" is the pinne
 seed) plus a fixed path every connection takes, so queueing explains it and the sentence must say so; with a
 stall the model cannot make, it must say that instead (as test_model_at_scale.py does for the accept modes).
 
-Until issue 28 §1 adds `requests_per_connection` to the load, the run's held connections reach the model
-through one adapter (experiments/latency/model_check.py `held_connections`): these tests hand it `Held`, or
-a load that carries the field."""
+The run's held connections reach the model through `held_connections` (what the load's client saw: the
+connections each worker held when the last request was issued, or those it accepted)."""
 
 from __future__ import annotations
 
@@ -35,13 +34,6 @@ from accept_order.experiments.latency.result import LatencyResult
 ENV = Environment("Linux", "6.18", "x86_64", 16, 65536, "3.11", "host", "2026-11-20T00:00:00+00:00")
 
 
-@dataclasses.dataclass(frozen=True)
-class KeptLoad(ConcurrentLoad):
-    """A load as issue 28 §1 will save it: connections that carry several requests (0: the whole run)."""
-
-    requests_per_connection: int = 0
-
-
 def _service_pairs(mean_us: int, requests: int, seed: int) -> tuple[tuple[int, int], ...]:
     """A worker's service-time histogram: the handler's loop, ±15% (bucketed as the workers bucket it)."""
     rng = random.Random(seed)
@@ -53,8 +45,9 @@ def _service_pairs(mean_us: int, requests: int, seed: int) -> tuple[tuple[int, i
 
 
 def pool_run(held: tuple[int, ...], requests: int = 20_000, mean_us: int = 1000, mode: str = "epoll") -> LatencyResult:
-    """A closed loop over a pool of sum(held) connections that lived for the whole run, worker w holding
-    held[w] of them (its accepts), each worker timing its requests; the histogram a placeholder."""
+    """A closed loop over a pool of sum(held) connections that lived for the whole run (--pool
+    --requests-per-connection 0), worker w holding held[w] of them, each worker timing its requests; the
+    histogram a placeholder."""
     workers = len(held)
     counters = tuple(
         WorkerCounters(i, 1000 + i, accepts=n, service_us=(pairs := _service_pairs(mean_us, requests // workers, i)),
@@ -65,7 +58,7 @@ def pool_run(held: tuple[int, ...], requests: int = 20_000, mean_us: int = 1000,
     hist.add(1000, requests)
     return LatencyResult(
         server=ServerSpec(mode=mode, workers=workers).validated(),
-        load=ConcurrentLoad(connections=requests, concurrency=sum(held)).validated(),
+        load=ConcurrentLoad(connections=requests, concurrency=sum(held), requests_per_connection=0, pool=True),
         environment=ENV,
         port=8080,
         histogram=hist,
@@ -74,6 +67,9 @@ def pool_run(held: tuple[int, ...], requests: int = 20_000, mean_us: int = 1000,
         counters=counters,
         drivers=(DriverStats(0, sum(held), requests, 10.0, 2.0, 0.0),),
         wall_s=10.0,
+        connections=held,
+        held_at_end=held,
+        pool=(sum(held), sum(held)),
     )
 
 
@@ -81,8 +77,8 @@ def measured(run: LatencyResult, held: tuple[int, ...], fixed_us: int, stall_us:
     """The run with what it "measured": each worker's own closed queue of its connections, simulated with
     another seed than the model's, its requests in the model's shares, plus the fixed path (and a 20 ms stall
     on 2% of the requests), read back from the JSON it saves."""
-    model = predict(run, held=Held(0, held))
-    assert model is not None and model.discipline == "pinned"
+    model = predict(run)
+    assert model is not None and model.discipline == "pinned" and model.connections == held
     sampler, _, _ = service_of(run)  # type: ignore[misc]
     assert isinstance(sampler, list)
     hist, served, rng = LatencyHistogram(), [], random.Random(5)
@@ -95,7 +91,7 @@ def measured(run: LatencyResult, held: tuple[int, ...], fixed_us: int, stall_us:
         for us in sim.sojourn:
             hist.add(round(us) + fixed_us + (stall_us if rng.random() < 0.02 else 0))
     run = dataclasses.replace(run, histogram=hist, served=tuple(served))
-    saved = dataclasses.replace(run, model=predict(run, held=Held(0, held))).to_dict()
+    saved = dataclasses.replace(run, model=predict(run)).to_dict()
     return LatencyResult.from_dict(json.loads(json.dumps(saved)))
 
 
@@ -124,7 +120,8 @@ def test_all_on_one_worker_is_four_times_the_wait_and_only_pinned_explains_it() 
     assert run.model.p50_ms == pytest.approx(32.0, rel=0.05)
     assert run.model.worker_p99_ms[1:] == (None, None, None)
     assert "within a factor of 1.25" in (model_line([run]) or "")
-    as_shared = dataclasses.replace(run, model=predict(run))  # no held connections: the accept discipline
+    one_each = dataclasses.replace(run, load=dataclasses.replace(run.load, requests_per_connection=1, pool=False))
+    as_shared = dataclasses.replace(run, model=predict(one_each))  # one request per connection: the accept mode's
     assert as_shared.model is not None and as_shared.model.discipline == "favoured"
     assert as_shared.model.mean_ms == pytest.approx(8.0, rel=0.05)  # C·S/N (Little)
     assert "above what queueing predicts" in (model_line([as_shared]) or "")
@@ -146,17 +143,21 @@ def test_envoy_two_connections_on_three_workers() -> None:
 
 def test_the_adapter_reads_the_runs_own_held_connections() -> None:
     run = pool_run((9, 8, 8, 7))
-    assert held_connections(run) is None  # one request per connection: the accept disciplines apply
-    whole = dataclasses.replace(run, load=KeptLoad(connections=20_000, concurrency=32))
-    assert held_connections(whole) == Held(0, (9, 8, 8, 7))
-    model = predict(whole)
-    assert model is not None and model.discipline == "pinned" and model.connections == (9, 8, 8, 7)
-    # K > 1: connections come and go; the 32 split as each worker's accepts, by largest remainders
-    churn = dataclasses.replace(run, load=KeptLoad(connections=20_000, concurrency=32, requests_per_connection=4))
-    uneven = tuple(dataclasses.replace(c, accepts=a) for c, a in zip(run.counters, (500, 310, 140, 50), strict=True))
-    assert held_connections(dataclasses.replace(churn, counters=uneven)) == Held(4, (16, 10, 4, 2))
-    unknown = tuple(dataclasses.replace(c, accepts=None) if c.index == 2 else c for c in run.counters)
-    assert held_connections(dataclasses.replace(whole, counters=unknown)) is None
+    assert held_connections(run) == Held(0, (9, 8, 8, 7))
+    one_each = dataclasses.replace(run.load, requests_per_connection=1, pool=False)
+    assert held_connections(dataclasses.replace(run, load=one_each)) is None  # the accept disciplines apply
+    # K = 0: what was held is what loads the workers, not the -c planned (one connection failed early)
+    assert held_connections(dataclasses.replace(run, held_at_end=(9, 8, 8, 6))) == Held(0, (9, 8, 8, 6))
+    # K > 1: connections come and go; the hold at the end stands for it, split over the 32 clients by largest
+    # remainders (a connection between one close and the next open was held by nobody at that moment)
+    churn = dataclasses.replace(run, load=dataclasses.replace(run.load, requests_per_connection=4, pool=False),
+                                held_at_end=(15, 9, 4, 2), connections=(400, 400, 400, 400))  # fmt: skip
+    assert held_connections(churn) == Held(4, (16, 10, 4, 2))
+    # nothing held at the end: the accepts instead; nothing known: no pinned model
+    assert held_connections(dataclasses.replace(churn, held_at_end=(0, 0, 0, 0))) == Held(4, (8, 8, 8, 8))
+    assert held_connections(dataclasses.replace(run, held_at_end=(), connections=())) is None
+    model = predict(dataclasses.replace(churn, held_at_end=(32, 0, 0, 0)))
+    assert model is not None and model.discipline == "pinned" and model.p50_ms == pytest.approx(32.0, rel=0.05)
 
 
 def test_a_pinned_model_is_saved_and_older_models_still_load() -> None:

@@ -70,27 +70,31 @@ class Held:
 
 
 def held_connections(result: LatencyResult) -> Held | None:
-    """ADAPTER to issue 28 §1's fields, the one place that reads them: the load's `requests_per_connection`
-    (absent before it lands: 1) and the connections each worker accepted (WorkerCounters.accepts). None: one
-    request per connection (the mode's own discipline applies), or a worker's count is not known.
+    """The connections each worker held, for the pinned model. None: one request per connection (the mode's own
+    discipline applies), or the run did not say which worker held them (a launched server that does not name
+    itself in its replies).
 
-    K = 0: every connection lived for the whole run, so each worker held what it accepted. K > 1: connections
-    come and go; the held counts are taken as the -c connections split in proportion to each worker's accepts
-    (largest remainders). That is an assumption, not a measurement: a closed loop that keeps every worker busy
-    has each accept at the same rate whatever it holds, so accepts do not show an uneven hold."""
-    k = getattr(result.load, "requests_per_connection", 1)
-    accepts = [c.accepts for c in result.counters]
-    if k == 1 or len(accepts) != result.server.workers or any(a is None for a in accepts):
+    The load's client saw them (LatencyResult.connections: the connections whose first reply named each worker;
+    held_at_end: those each held when the last request was issued). K = 0: every connection lived for the
+    whole run, so the held set is the one at the end. K > 1: connections come and go and the hold changes
+    through the run; the one at the end, split over the -c clients, stands for it (a snapshot, not an average:
+    a closed loop that keeps every worker busy has each accept at the same rate whatever it holds, so the
+    accepts do not show an uneven hold, and are used only when nothing was held at the end)."""
+    k = result.load.requests_per_connection
+    workers = result.server.workers
+    held = list(result.held_at_end) if len(result.held_at_end) == workers else []
+    if not sum(held) and len(result.connections) == workers:
+        held = list(result.connections)
+    if k == 1 or not sum(held):
         return None
-    counts = [a or 0 for a in accepts]
-    if k == 0 or not sum(counts):
-        return Held(k, tuple(counts)) if sum(counts) else None
+    if k == 0:
+        return Held(k, tuple(held))
     clients = result.load.concurrency
-    exact = [clients * a / sum(counts) for a in counts]
-    held = [int(x) for x in exact]
-    for w in sorted(range(len(exact)), key=lambda w: held[w] - exact[w])[: clients - sum(held)]:
-        held[w] += 1
-    return Held(k, tuple(held))
+    exact = [clients * n / sum(held) for n in held]
+    split = [int(x) for x in exact]
+    for w in sorted(range(workers), key=lambda w: split[w] - exact[w])[: clients - sum(split)]:
+        split[w] += 1  # largest remainders
+    return Held(k, tuple(split))
 
 
 def _predict_pinned(
