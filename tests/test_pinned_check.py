@@ -29,6 +29,7 @@ from accept_order.experiments.latency.model_check import (
     queueing_explains,
     service_of,
 )
+from accept_order.experiments.latency.model_report import model_report
 from accept_order.experiments.latency.result import LatencyResult
 
 ENV = Environment("Linux", "6.18", "x86_64", 16, 65536, "3.11", "host", "2026-11-20T00:00:00+00:00")
@@ -109,6 +110,12 @@ def test_a_pool_of_32_over_4_is_judged_within_and_a_stall_above() -> None:
     line = model_line([stalled]) or ""
     assert "above what queueing predicts by more than a factor of 1.25: something else is at work" in line, line
     assert queueing_explains([fits, stalled]) is False
+    notes = [getattr(part, "plain", "") for part in model_report([fits])]
+    assert any(n.endswith("pinned = each request queued at the worker that holds its connection (connections "
+                          "held per worker: 9/8/8/7)") for n in notes), notes  # fmt: skip
+    one_each = dataclasses.replace(fits.load, requests_per_connection=1, pool=False)
+    plain = dataclasses.replace(fits, model=predict(dataclasses.replace(fits, load=one_each)))
+    assert not any("pinned" in getattr(part, "plain", "") for part in model_report([plain]))
 
 
 def test_all_on_one_worker_is_four_times_the_wait_and_only_pinned_explains_it() -> None:

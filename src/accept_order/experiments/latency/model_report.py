@@ -31,6 +31,16 @@ NOTE = (
     "connections a worker takes from the shared queue at once (all: until none is left)"
 )
 RHO_NOTE = "; ρ: the open loop's rate × mean service time / workers (1 or more: more than the workers can serve)"
+PINNED_NOTE = "; pinned = each request queued at the worker that holds its connection (connections held per worker: "
+
+
+def _pinned_note(runs: Sequence[LatencyResult], label: Callable[[LatencyResult], str]) -> str:
+    """Said only beside a pinned model (runs of one request per connection keep their note as it was)."""
+    held = [(label(r), r.model.connections) for r in runs if r.model is not None and r.model.discipline == "pinned"]
+    if not held:
+        return ""
+    each = "; ".join(("" if len(held) == 1 else f"{name} ") + "/".join(map(str, counts)) for name, counts in held)
+    return PINNED_NOTE + each + ")"
 
 
 def _ms(value: float) -> str:
@@ -99,7 +109,12 @@ def model_report(
         ),
         Verbatim(model_table_lines(runs, label)),
         Text("service time: " + "; ".join(_service_text(r, label) for r in runs), style="dim"),
-        Text(NOTE + (RHO_NOTE if any(r.model.utilisation is not None for r in runs if r.model) else ""), style="dim"),
+        Text(
+            NOTE
+            + (RHO_NOTE if any(r.model.utilisation is not None for r in runs if r.model) else "")
+            + _pinned_note(runs, label),
+            style="dim",
+        ),
         *([Text.assemble(("Model: ", "bold"), line)] if line else []),
     ]
 
