@@ -264,6 +264,9 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
                 end = perf_ns()
                 busy = not idle and len(conns) >= slots
                 if handle(fd, ev, end):
+                    if not starting:  # nothing more to send on it: closed now, so that a worker that serves
+                        close(fd)  # each connection to its end can take one that waits in the queue
+                        continue
                     idle.append(fd)
                     if busy:
                         freed_ns = end
