@@ -31,6 +31,9 @@ def intervals(runs: list[dict[str, Any]]) -> str:
                         "queue_max": interval["queue_max"],
                         "queue_mean": interval["queue_mean"],
                         "overflows": interval["overflows"],
+                        # the load, where it was read (a file from before has neither)
+                        **({"held": interval["held"][index]} if interval.get("held") else {}),
+                        **({"bytes_in": interval["bytes_in"][index]} if interval.get("bytes_in") else {}),
                     }
                 )
     return export.flat_table(rows)

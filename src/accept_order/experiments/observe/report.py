@@ -51,18 +51,24 @@ def _cpu_share(result: ObserveResult, worker: ObservedWorker) -> float | None:
 def _table(result: ObserveResult, live: bool) -> Table:
     """One row per worker: its share (bar and percent), connections (total, or per second when live),
     empty accepts, and %CPU: the CPU it used as a share of one CPU, as ps and top say it (over the last
-    interval when live, over the whole observation in the report; the total can pass 100%)."""
+    interval when live, over the whole observation in the report; the total can pass 100%). Live, with
+    the load read: the connections each holds and its share of the last interval's bytes in, beside a
+    shorter bar (80 columns)."""
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, show_footer=not live)
+    loaded = live and result.loaded
     counts = _counted(result)
     total = sum(counts)
     last = result.intervals[-1] if result.intervals else None
     span = result.wall_s or 0.0
     what = "accepts" if result.traced else "seen~"
     headers = ["worker", "tid" if result.threaded else "pid", what, "share", "", "/s", "empty", "%CPU"]
+    headers += ["held", "in"] if loaded else []
     per_s_total = (last.rate() if live and last else (total / span if span else 0.0)) if counts else 0.0
     used = [_cpu_share(result, worker) for worker in result.workers]
     cpu_total = f"{sum(u or 0.0 for u in used):.0%}" if any(u is not None for u in used) else "-"
     footers = ["total", "", f"{total:,}", "", "", f"{per_s_total:,.0f}", _opt_sum(result), cpu_total]
+    footers += ["", ""] if loaded else []
+    held, moved = _live_load(result) if loaded else ([], [])
     for header, footer in zip(headers, footers, strict=True):
         table.add_column(header, footer=footer, justify="left" if header in ("worker", "") else "right", no_wrap=True)
     for index, worker in enumerate(result.workers):
@@ -78,10 +84,81 @@ def _table(result: ObserveResult, live: bool) -> Table:
             str(worker.tid if worker.tid is not None else worker.pid),
             f"{counts[index]:,}" if result.counts is not None else "-",
             f"{share:.1%}" if total else "-",
-            bar(share),
+            bar(share, BAR // 2 if loaded else BAR),
             f"{per_s:,.0f}" if result.counts is not None else "-",
             "-" if worker.empty is None else f"{worker.empty:,}",
             cpu,
+            *([held[index], moved[index]] if loaded else []),
+        )
+    return table
+
+
+def _live_load(result: ObserveResult) -> tuple[list[str], list[str]]:
+    """Per worker: connections held and share of the bytes in, at the last interval that sampled them
+    (the whole observation's until one has)."""
+    last = next((i for i in reversed(result.intervals) if i.held), None)
+    if last is None:
+        held = [w.connections_held or 0 for w in result.workers]
+        moved = [w.bytes_in or 0 for w in result.workers]
+    else:
+        held, moved = list(last.held), list(last.bytes_in)
+    total = sum(moved)
+    return [f"{h:,}" for h in held], [f"{m / total:.0%}" if total else "-" for m in moved]
+
+
+def _size(count: int) -> str:
+    """Bytes in a few characters: 812 B, 40.1 kB, 3.2 MB (decimal units, as ss and nginx's logs count)."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{count} B"
+
+
+def load_table(result: ObserveResult) -> Table:
+    """One row per worker: the connections it holds (at the end, at most, seen in all) and what they
+    carried while observed, each with its share."""
+    table = Table(
+        title="Load: the connections each worker holds and what they carried",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+        show_footer=True,
+    )
+    workers = result.workers
+    held = [w.connections_held or 0 for w in workers]
+    seen = [w.connections_observed or 0 for w in workers]
+    received = [w.bytes_in or 0 for w in workers]
+    sent = [w.bytes_out or 0 for w in workers]
+    segments = [w.segments_in or 0 for w in workers]
+
+    def share(values: list[int], index: int) -> str:
+        return f"{values[index] / sum(values):.0%}" if sum(values) else "-"
+
+    columns = [
+        ("worker", "total"),
+        ("held", f"{sum(held):,}"),
+        ("peak", ""),
+        ("seen", f"{sum(seen):,}"),
+        ("bytes in", _size(sum(received))),
+        ("share", ""),
+        ("bytes out", _size(sum(sent))),
+        ("share ", ""),
+        ("segs in", f"{sum(segments):,}"),
+    ]
+    for header, footer in columns:
+        table.add_column(header, footer=footer, justify="left" if header == "worker" else "right", no_wrap=True)
+    for index, worker in enumerate(workers):
+        table.add_row(
+            _worker_cell(result, worker),
+            f"{held[index]:,}",
+            f"{worker.connections_held_peak or 0:,}",
+            f"{seen[index]:,}",
+            _size(received[index]),
+            share(received, index),
+            _size(sent[index]),
+            share(sent, index),
+            f"{segments[index]:,}",
         )
     return table
 
@@ -100,6 +177,8 @@ def observe_report(result: ObserveResult) -> RenderableType:
     )
     parts.append(Text(f"{how_long}; nothing was driven at it and nothing signalled it"))
     parts.append(_table(result, live=False))
+    if result.loaded:
+        parts.append(load_table(result))
     lines = verdict(result)
     parts.append(Text(lines[0] + ".", style="bold"))
     parts += [Text(line) for line in lines[1:]]

@@ -39,6 +39,15 @@ class ObservedWorker:
     voluntary_switches: int | None
     involuntary_switches: int | None
     exited_s: float | None = None  # seconds into the observation when it was found gone
+    # The load it carries (experiments/observe/load.py): None when not read (a file from before, a threaded
+    # server's threads, which share one fd table, or what the kernel refused: the result's notes say which)
+    connections_held: int | None = None  # open connections in its fd table at the last sample
+    connections_held_peak: int | None = None  # most at any sample
+    connections_observed: int | None = None  # distinct connections seen held by it at one sample or more
+    bytes_in: int | None = None  # what its connections received while observed (tcpi_bytes_received)
+    bytes_out: int | None = None  # what they sent and had acknowledged (tcpi_bytes_acked)
+    segments_in: int | None = None  # data segments received (tcpi_data_segs_in)
+    segments_out: int | None = None  # data segments sent (tcpi_data_segs_out)
 
     @property
     def count(self) -> int | None:
@@ -62,6 +71,8 @@ class ObserveInterval:
     queue_max: int | None  # the listen queues' summed depth: most seen in the interval
     queue_mean: float | None
     overflows: int = 0  # ListenOverflows in the server's namespace during the interval
+    held: tuple[int, ...] = ()  # per worker: connections held at the interval's last load sample; () none
+    bytes_in: tuple[int, ...] = ()  # per worker: bytes its connections received in the interval; () none
 
     @property
     def total(self) -> int:
@@ -88,10 +99,19 @@ class ObserveInterval:
             queue_max=max(maxes) if maxes else None,
             queue_mean=round(weighted(*means), 3) if len(means) == 2 else (means[0] if means else None),
             overflows=self.overflows + then.overflows,
+            held=then.held or self.held,
+            bytes_in=_added(self.bytes_in, then.bytes_in),
         )
 
 
-_TUPLES = ("accepts", "empty", "cpu")
+def _added(one: tuple[int, ...], other: tuple[int, ...]) -> tuple[int, ...]:
+    """Two intervals' per-worker figures added; one's alone where the other has none."""
+    if one and other:
+        return tuple(x + y for x, y in zip(one, other, strict=True))
+    return one or other
+
+
+_TUPLES = ("accepts", "empty", "cpu", "held", "bytes_in")
 
 
 @dataclass(frozen=True)
@@ -118,6 +138,14 @@ class ObserveResult:
     environment: Environment | None = None
     interrupted: bool = False
     notes: tuple[str, ...] = field(default_factory=tuple)
+    load_samples: int = 0  # looks at who holds what and what it carried (0: not read, or a file from before)
+    load_every_s: float | None = None  # the time between two of them, on average: the pace actually used
+    accepted_seen: int | None = None  # connections accepted while observed that a load sample saw held
+
+    @property
+    def loaded(self) -> bool:
+        """The load each worker carries was read (bytes and connections held per worker)."""
+        return bool(self.workers) and all(w.bytes_in is not None for w in self.workers)
 
     @property
     def threaded(self) -> bool:
@@ -157,11 +185,13 @@ class ObserveResult:
 
 
 def _one_value_per_worker(doc: Mapping[str, Any], at: str) -> None:
-    """Each interval has one figure per worker (empty: none at all when accepts were not traced)."""
+    """Each interval has one figure per worker (empty accepts, held, bytes in: or none at all, when not read)."""
     width = len(doc["workers"])
     for index, interval in enumerate(doc["intervals"]):
-        for name in ("accepts", "cpu", "empty"):
-            if len(interval[name]) != width and not (name == "empty" and not interval[name]):
+        for name in ("accepts", "cpu", "empty", "held", "bytes_in"):
+            if name not in interval:
+                continue  # held and bytes_in: a file from before the load was read
+            if len(interval[name]) != width and not (name != "accepts" and name != "cpu" and not interval[name]):
                 where = child(child(child(at, "intervals"), index), name)
                 raise SchemaError(where, f"has {len(interval[name])} values, not one value per worker ({width})")
 

@@ -4,7 +4,9 @@ Nothing is driven at the server and nothing signals it. The kernel counts each w
 tracepoints (probes/accept_watch.py; per thread for a threaded server); /proc gives each worker's CPU and
 context switches; netlink (or /proc/PID/net) the listen queue's depth, sampled every 100 ms; the server's
 namespace's netstat its listen overflows. Without root or bpftrace, the connections each worker holds are
-sampled from its fd table instead, and the result says it is approximate.
+sampled from its fd table instead, and the result says it is approximate. Whether traced or not, the load
+each worker carries is sampled too (load.py): the connections it holds, and the bytes and data segments
+they move, from inet_diag's tcp_info and the workers' fd tables, at a pace set by what a sample costs.
 
 Every interval (a second) the result so far goes to `on_snapshot` (the command's live view). Ctrl-C or
 SIGTERM ends the observation early: RunInterrupted carries the result, marked interrupted.
@@ -27,6 +29,7 @@ from ...probes.serving import check_pid
 from ...servers.registry import recognise
 from ...servers.watched import gone
 from ..session import RunInterrupted
+from .load import LoadSampler
 from .mechanism import Reading
 from .result import ObservedMechanism, ObservedWorker, ObserveInterval, ObserveResult
 from .sampling import SAMPLE_EVERY_S, Holdings, QueueSampler, Usage, counters, paced, usage_of
@@ -52,6 +55,7 @@ class Observer:
         self.hold_every_s = SAMPLE_EVERY_S  # untraced: the pace of looking for who holds what
         self.hold_cost_s = 0.0  # what the last such look took
         self.holdings: Holdings | None = None
+        self.load = LoadSampler(watched)
         self.intervals: list[ObserveInterval] = []
         self.exited: dict[int, float] = {}  # unit index -> seconds into the observation
         self.mechanism: ObservedMechanism | None = None  # inspect's answer, kept from `reading` (see _finish)
@@ -81,6 +85,7 @@ class Observer:
         self._last_counts = [0] * len(units)
         self._last_empty = [0] * len(units)
         self._counters = counters(self.watched.netns_pid)
+        self.load.sample()  # where each open connection's counts start
         self.started = self._last_tick = time.monotonic()
         # inspect reads every worker's fd table a few times (a second on a busy machine): asked beside the
         # watching, so that watching starts at once and the answer is kept however the observation ends
@@ -100,6 +105,12 @@ class Observer:
         self.holdings.sample()
         self.hold_cost_s = time.perf_counter() - began
         self.hold_every_s = paced(self.hold_cost_s)
+
+    def sample_load(self) -> None:
+        """Who holds which connection and what each carried since the last look, paced by its own cost (a
+        dump of every connection of the server's ports and the workers' fd tables: slow where there are
+        many)."""
+        self.load.sample()
 
     @property
     def traced(self) -> bool:
@@ -140,6 +151,7 @@ class Observer:
         overflowed = overflows - self._counters.get("TcpExtListenOverflows", overflows) - self._last_overflows
         self._last_overflows += overflowed
         queue_max, queue_mean = self.queue.interval()
+        held, moved = self._load_interval()
         closed = ObserveInterval(
             end_s=round(now - self.started, 3),
             span_s=round(span, 3),
@@ -149,11 +161,22 @@ class Observer:
             queue_max=queue_max,
             queue_mean=None if queue_mean is None else round(queue_mean, 3),
             overflows=max(0, overflowed),
+            held=held,
+            bytes_in=moved,
         )
         if last and self.intervals and span < self.interval_s / 4:
             closed = self.intervals.pop().joined(closed)
         self.intervals.append(closed)
         self._last_counts, self._last_empty, self._last_tick = counts, empty, now
+
+    def _load_interval(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """Per worker: connections held at the interval's last load sample, bytes in over the interval; none
+        when no sample was taken in it, or the workers are threads (they share one fd table)."""
+        loaded = self.load.interval()
+        if loaded is None or self.watched.threaded:
+            return (), ()
+        held, moved = loaded
+        return tuple(held[u.pid] for u in self.watched.units), tuple(moved[u.pid] for u in self.watched.units)
 
     def everyone_gone(self) -> bool:
         return len(self.exited) == len(self.watched.units)
@@ -178,11 +201,13 @@ class Observer:
                     voluntary_switches=last.voluntary - first.voluntary if first and last else None,
                     involuntary_switches=last.involuntary - first.involuntary if first and last else None,
                     exited_s=self.exited.get(index),
+                    **self.load.of(unit.pid, per_process=self.watched.threaded),
                 )
             )
         samples = self.queue.samples
         now = counters(self.watched.netns_pid)
         own = same_namespace(self.watched.netns_pid)
+        load_samples, load_every_s, accepted_seen = self.load.summary()
         return ObserveResult(
             target=self.watched.target,
             program=self.watched.program,
@@ -206,6 +231,9 @@ class Observer:
             environment=self.environment,
             interrupted=interrupted,
             notes=notes,
+            load_samples=load_samples,
+            load_every_s=load_every_s,
+            accepted_seen=accepted_seen,
         )
 
     def watch_source(self) -> str:
@@ -272,6 +300,7 @@ def _loop(observer: Observer, on_snapshot: Snapshot | None, until: threading.Eve
     end = observer.started + observer.duration_s
     next_tick = observer.started + observer.interval_s
     next_sample = next_hold = observer.started
+    next_load = observer.started + observer.load.every_s
     while not observer.everyone_gone():
         now = time.monotonic()
         if now >= end or (until is not None and until.is_set()):
@@ -291,7 +320,14 @@ def _loop(observer: Observer, on_snapshot: Snapshot | None, until: threading.Eve
                 next_hold = max(next_hold + observer.hold_every_s, now)
             else:
                 next_hold = next_tick  # the interval's own look comes first
+        if observer.load.readable and now >= next_load:
+            if now + observer.load.cost_s < next_tick:
+                observer.sample_load()
+                next_load = time.monotonic() + observer.load.every_s
+            else:
+                next_load = next_tick  # after the interval closes: a slow look must not delay it
         due = min(next_sample, next_tick, end, next_hold if observer.holdings is not None else end)
+        due = min(due, next_load) if observer.load.readable else due
         wait = max(0.0, due - time.monotonic())
         if until is not None:
             until.wait(wait)
@@ -308,6 +344,7 @@ def _finish(observer: Observer, interrupted: bool = False) -> ObserveResult:
         if not counts.available:
             notes.append(f"the kernel's final counts were lost ({counts.why}): the last interval is short of them")
             totals = None
+    observer.sample_load()  # what the connections carried up to the end
     observer.tick(totals, last=True, at=observer.watch.ended if observer.watch is not None else None)
     if observer.reading is not None:
         observer.mechanism = observer.reading.answer()
@@ -321,6 +358,7 @@ def _finish(observer: Observer, interrupted: bool = False) -> ObserveResult:
             f"worker {index} ({unit.id}) exited {after:.1f} s in; workers started after observe began (a reload's, "
             "a replacement's) are not watched"
         )
+    notes += observer.load.notes(watched.threaded, watched.program)
     if observer.everyone_gone():
         notes.append("every worker had exited: the server stopped while it was observed")
     if observer.watched.master is not None and gone(observer.watched.master):

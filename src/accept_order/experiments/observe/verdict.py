@@ -1,6 +1,7 @@
 """What an observation says, in the user's terms: who took what share of the connections, how even that
-is, and what the kernel saw around it (empty accepts, the listen queue, overflows). Pure: a result in,
-sentences out."""
+is, what share of the load each worker carries next to that (connections held, bytes received: on
+long-lived connections these differ from the accepts), and what the kernel saw around it (empty accepts,
+the listen queue, overflows). Pure: a result in, sentences out."""
 
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ from .result import ObserveResult
 
 UNEVEN = 1.5  # a worker with this many times an even share "took" the connections; below, they "shared"
 ENOUGH_SAMPLES = 10  # of the listen queue, all empty, to say the workers kept up (a second's, at 100 ms)
+APART = 0.10  # a worker's share of the bytes this far (10 points) from its share of the accepts is said
+FEW = 10  # connections: shares of the load resting on fewer are not a finding
+MANY = 4.0  # data segments received per connection above which a connection is not the unit of work
 
 
 def even_split(counts: Sequence[int]) -> tuple[bool, str]:
@@ -112,13 +116,8 @@ def kernel(result: ObserveResult) -> list[str]:
             f"{empty:,} accepts came back empty (EAGAIN{per}): the queue was empty when the worker looked (woken "
             "for a connection another took, or the end of an accept-until-empty loop such as multi_accept)"
         )
-    sleeps = [w.voluntary_switches for w in result.workers]
-    counts = result.counts
-    if counts and sum(counts) and all(s is not None for s in sleeps):
-        slept = sum(s or 0 for s in sleeps) / sum(counts)
-        lines.append(
-            f"the workers slept {slept:.2f} times per connection (voluntary context switches: at most the wakeups)"
-        )
+    if (line := sleeps(result)) is not None:
+        lines.append(line)
     lines.append(queue(result))
     overflows = result.counters.get("TcpExtListenOverflows", 0)
     if overflows:
@@ -127,6 +126,109 @@ def kernel(result: ObserveResult) -> list[str]:
             f"{result.namespace} network namespace: every listener in it)"
         )
     return lines
+
+
+def sleeps(result: ObserveResult) -> str | None:
+    """How often the workers slept, per connection; per data segment received where a connection carries
+    many (keep-alive, HTTP/2: each request wakes its worker, so 'per connection' would count a whole
+    connection's requests as one herd's wakeups)."""
+    slept = [w.voluntary_switches for w in result.workers]
+    counts = result.counts
+    if not counts or not sum(counts) or any(s is None for s in slept):
+        return None
+    total = sum(s or 0 for s in slept)
+    what = "(voluntary context switches: at most the wakeups)"
+    if result.loaded:
+        segments = sum(w.segments_in or 0 for w in result.workers)
+        connections = sum(w.connections_observed or 0 for w in result.workers)
+        if connections and segments / connections > MANY:
+            return (
+                f"the workers slept {total / segments:.2f} times per data segment received {what}; a connection "
+                f"carried {segments / connections:,.0f} of them, so a figure per connection would say little"
+            )
+    return f"the workers slept {total / sum(counts):.2f} times per connection {what}"
+
+
+def load(result: ObserveResult) -> list[str]:
+    """The accept share beside the load share (connections held, bytes received), how many connections the
+    shares rest on, and what the samples missed."""
+    if not result.loaded:
+        return []
+    workers = result.workers
+    held = [w.connections_held or 0 for w in workers]
+    received = [w.bytes_in or 0 for w in workers]
+    seen = [w.connections_observed or 0 for w in workers]
+    if not sum(received) and not sum(held):
+        return ["load: no connection was open at a sample and none carried data while observed"]
+    lines = [_shares(result, held, received), _resting(result, seen)]
+    counts = result.counts
+    if result.traced and counts is not None and result.accepted_seen is not None:
+        unseen = max(0, sum(counts) - result.accepted_seen)
+        if unseen:
+            lines.append(
+                f"{unseen:,} of {sum(counts):,} connections opened and closed between two samples: their bytes "
+                "are not in the shares"
+            )
+    return lines
+
+
+def _pct(part: int, whole: int) -> str:
+    return f"{part / whole:.0%}" if whole else "-"
+
+
+def _shares(result: ObserveResult, held: list[int], received: list[int]) -> str:
+    """One sentence: where the load share parts from the accept share, or that they split alike."""
+    n = len(result.workers)
+    counts = list(result.counts or [0] * n)
+    accepted, open_, moved = sum(counts), sum(held), sum(received)
+    if n == 1:
+        return f"load: its one worker holds {open_:,} connections, which received {moved:,} bytes"
+    if not accepted:
+        top = max(range(n), key=lambda i: (received[i], held[i]))
+        return (
+            f"worker {top} holds {_pct(held[top], open_)} of the {open_:,} open connections and received "
+            f"{_pct(received[top], moved)} of the bytes (an even share is {1 / n:.0%}); none was accepted while "
+            "observed: how they were handed out was not seen"
+        )
+    gap = [(received[i] / moved if moved else 0.0) - counts[i] / accepted for i in range(n)]
+    top = max(range(n), key=lambda i: gap[i])
+    took = "accepted" if result.traced else "took about"  # untraced: the connections seen held, sampled
+    said = (
+        f"worker {top} {took} {_pct(counts[top], accepted)} of the connections but holds "
+        f"{_pct(held[top], open_)} of the open ones and received {_pct(received[top], moved)} of the bytes"
+    )
+    if moved and gap[top] >= APART:
+        return (
+            f"{said}: the connections it holds live longer (or carry more requests); the imbalance was made when "
+            "they were accepted"
+        )
+    if not moved:
+        return (
+            f"no connection carried data while observed; worker {top} holds {_pct(held[top], open_)} of the open ones"
+        )
+    shares = [r / moved for r in received]
+    if max(shares) >= UNEVEN / n:
+        big = max(range(n), key=lambda i: shares[i])
+        return (
+            f"bytes split as the accepts did: worker {big} {took} {_pct(counts[big], accepted)} of the "
+            f"connections and received {_pct(received[big], moved)} of the bytes"
+        )
+    low, high = min(shares), max(shares)
+    return f"accepts and bytes split alike: {low:.0%} to {high:.0%} of the bytes each"
+
+
+def _resting(result: ObserveResult, seen: list[int]) -> str:
+    """How sure: the connections the load shares rest on, whether they themselves split as an even split
+    would, and how often the load was looked at."""
+    total = sum(seen)
+    pace = f"{plural(result.load_samples, 'look')}, one every {result.load_every_s or 0:.2g} s"
+    said = f"the load shares rest on {plural(total, 'connection')} seen held ({pace})"
+    if total < FEW:
+        return f"{said}: a share of so few connections is not a finding"
+    if len(seen) > 1:
+        even, figures = even_split(seen)
+        said += f"; the connections themselves split {'as' if even else 'less evenly than'} chance would ({figures})"
+    return said
 
 
 def queue(result: ObserveResult) -> str:
@@ -152,5 +254,6 @@ def verdict(result: ObserveResult) -> list[str]:
     lines = [headline(result)]
     if (line := fairness(result)) is not None:
         lines.append(line)
+    lines += load(result)
     lines += mechanism(result)
     return lines + kernel(result)

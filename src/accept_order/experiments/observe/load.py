@@ -1,0 +1,189 @@
+"""The load each worker carries, not only what it accepts: which worker holds each open connection of the
+server, and the bytes and data segments each connection moved while observed, added to its holder.
+
+A sample is one inet_diag dump of the server's sockets with their tcp_info (probes/tcp_info.py) and the
+workers' fd tables (`/proc/PID/fd -> socket:[INODE]`: the inode says who holds it). Each socket's counters
+are differenced against its previous sample, keyed by its cookie (unique while the machine runs), and the
+difference goes to the worker holding it now. A socket with no holder yet (still in a listen queue: inode
+0) keeps its last attributed counters, so what it carried goes to the worker that takes it.
+
+Where each socket's count starts (the rule chosen): a socket in the first sample counts from its counters
+then (what it carried before the window is not the window's); a socket first seen later was not there at
+the start, so it was accepted during the window and everything it carried was: it counts from 0. This needs
+no tracing, and it is exact for bytes moved within the window, up to each connection's last sample: what a
+connection carries between its last sample and its close is not counted, and a connection that opens and
+closes between two samples is not seen at all (the result counts those against the traced accepts).
+
+Threads share their process's fd table: for a threaded server the load is per process, not per thread.
+Nothing here writes to the server: the dump and /proc are the kernel's tables. Root is needed only where
+the kernel asks for it: another user's fd tables, and entering another network namespace.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from ...probes.serving import socket_inodes
+from ...probes.tcp_info import TcpSocket, server_sockets
+from .sampling import paced
+from .server import Watched
+
+_ZERO = (0, 0, 0, 0)  # bytes in, bytes out, data segments in, data segments out
+
+
+@dataclass
+class Carried:
+    """One worker process's load so far: connections held at the last sample and at most, and what its
+    connections moved while observed."""
+
+    held: int = 0
+    peak: int = 0
+    bytes_in: int = 0
+    bytes_out: int = 0
+    segments_in: int = 0
+    segments_out: int = 0
+    connections: set[int] = field(default_factory=set)  # cookies of the connections seen held by it
+    interval_bytes_in: int = 0  # since the last interval closed
+
+
+def _counters(sock: TcpSocket) -> tuple[int, int, int, int]:
+    return (sock.bytes_received or 0, sock.bytes_acked or 0, sock.data_segs_in or 0, sock.data_segs_out or 0)
+
+
+class LoadSampler:
+    """Per worker process: connections held now and at most, and what its connections carried."""
+
+    def __init__(self, watched: Watched) -> None:
+        self.watched = watched
+        self.carried = {pid: Carried() for pid in watched.workers}
+        self.missing: str | None = None  # why the load could not be read (then nothing is)
+        self.samples = 0
+        self.every_s = 0.0  # the pace the last sample's cost allows (see sampling.paced)
+        self.longest_s = 0.0  # the longest wait between two samples so far: the pace actually used
+        self.cost_s = 0.0  # what the last sample took
+        self.sampled = False  # a sample was taken since the last interval closed
+        self.started: set[int] = set()  # cookies in the first sample: open before the window
+        self.new_seen: set[int] = set()  # cookies of connections accepted in the window seen held by a worker
+        self._last: dict[int, tuple[int, int, int, int]] = {}  # cookie -> its counters already attributed
+        self._first_at = self._last_at = 0.0
+
+    @property
+    def readable(self) -> bool:
+        return self.missing is None
+
+    def sample(self) -> None:
+        """One dump and the workers' fd tables; every socket's counters since its last sample added to its
+        holder. The first sample only sets where each socket starts."""
+        if self.missing is not None:
+            return
+        began = time.perf_counter()
+        try:
+            sockets = server_sockets(self.watched.ports, self.watched.netns_pid)
+            held = {pid: socket_inodes(pid) for pid in self.watched.workers}
+        except PermissionError as exc:
+            self.missing = _why(exc)
+            return
+        except OSError as exc:
+            self.missing = f"the kernel's socket tables could not be read over netlink ({exc.strerror or exc})"
+            return
+        owner = {inode: pid for pid, inodes in held.items() for inode in inodes}
+        first = self.samples == 0
+        last: dict[int, tuple[int, int, int, int]] = {}
+        counts = dict.fromkeys(self.carried, 0)
+        for sock in sockets:
+            now = _counters(sock)
+            pid = owner.get(sock.inode) if sock.inode else None
+            if first:
+                self.started.add(sock.cookie)
+            if pid is None:
+                last[sock.cookie] = now if first else self._last.get(sock.cookie, _ZERO)
+                continue
+            counts[pid] += 1
+            before = now if first else self._last.get(sock.cookie, _ZERO)
+            last[sock.cookie] = now
+            carried = self.carried[pid]
+            carried.connections.add(sock.cookie)
+            if sock.cookie not in self.started:
+                self.new_seen.add(sock.cookie)
+            carried.bytes_in += now[0] - before[0]
+            carried.bytes_out += now[1] - before[1]
+            carried.segments_in += now[2] - before[2]
+            carried.segments_out += now[3] - before[3]
+            carried.interval_bytes_in += now[0] - before[0]
+        self._last = last  # closed sockets drop out here
+        for pid, carried in self.carried.items():
+            carried.held = counts[pid]
+            carried.peak = max(carried.peak, counts[pid])
+        stamp = time.monotonic()
+        if self.samples:
+            self.longest_s = max(self.longest_s, stamp - self._last_at)
+        else:
+            self._first_at = stamp
+        self._last_at = stamp
+        self.samples += 1
+        self.sampled = True
+        self.cost_s = time.perf_counter() - began
+        self.every_s = paced(self.cost_s)
+
+    def interval(self) -> tuple[dict[int, int], dict[int, int]] | None:
+        """(held now, bytes in since the last call) per worker process; None when no sample was taken since
+        the last call (a slow sample is paced to fewer than one an interval)."""
+        if not self.sampled or self.missing is not None:
+            return None
+        self.sampled = False
+        held = {pid: c.held for pid, c in self.carried.items()}
+        moved = {pid: c.interval_bytes_in for pid, c in self.carried.items()}
+        for carried in self.carried.values():
+            carried.interval_bytes_in = 0
+        return held, moved
+
+    def of(self, pid: int, per_process: bool) -> dict[str, int | None]:
+        """The result's load fields of one worker (ObservedWorker's); none (None) when not read, or when the
+        workers are threads of one process (their fd table is one: the load is the process's, in a note)."""
+        if self.missing is not None or not self.samples or per_process or pid not in self.carried:
+            return {}
+        c = self.carried[pid]
+        return {
+            "connections_held": c.held,
+            "connections_held_peak": c.peak,
+            "connections_observed": len(c.connections),
+            "bytes_in": c.bytes_in,
+            "bytes_out": c.bytes_out,
+            "segments_in": c.segments_in,
+            "segments_out": c.segments_out,
+        }
+
+    def summary(self) -> tuple[int, float | None, int | None]:
+        """The result's fields about the sampling: how many looks, their pace (the average time between two),
+        and how many of the connections accepted while observed one of them saw held."""
+        if self.missing is not None or not self.samples:
+            return 0, None, None
+        gaps = self.samples - 1
+        pace = (self._last_at - self._first_at) / gaps if gaps else self.every_s
+        return self.samples, round(pace, 3), len(self.new_seen)
+
+    def notes(self, threaded: bool, program: str) -> list[str]:
+        """What the result must say about the load: why it is missing, or that it is per process."""
+        if self.missing is not None:
+            return [f"the load each worker carries was not read: {self.missing}"]
+        if not threaded or not self.samples:
+            return []
+        said = []
+        for pid, c in self.carried.items():
+            said.append(
+                f"pid {pid} holds {c.held:,} connections ({c.peak:,} at most), which received {c.bytes_in:,} bytes "
+                f"and sent {c.bytes_out:,}"
+            )
+        return [
+            f"{program}'s threads share one fd table, so the load is per process, not per thread: {'; '.join(said)}"
+        ]
+
+
+def _why(exc: PermissionError) -> str:
+    if "setns" in str(exc):
+        return (
+            "the server's network namespace may not be entered (setns needs CAP_SYS_ADMIN: run as root), so its "
+            "sockets' counters could not be read"
+        )
+    return "the workers' open files are not this user's to read (run as root or as the server's user)"

@@ -1,0 +1,362 @@
+"""observe's load per worker (issue 28 §1): on keep-alive connections the load is not the accepts.
+
+The acceptance check: a hand-started Debian nginx (4 workers, keep-alive for 100,000 requests, a log of
+`$pid $connection $connection_requests`), and a client of the test's own holding six keep-alive
+connections, each doing a different number of requests (one idle), while observe runs. Witnesses: nginx's
+own log (requests per worker: every request is the same bytes, so the byte shares are the request shares)
+and /proc (the established sockets on the port in each worker's fd table, counted by the test). Then the
+verdict's sentences on results made by hand, and older files without the load."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from conftest import run_cli, wait_for
+
+from accept_order.api import observe
+from accept_order.experiments.observe.result import ObservedWorker, ObserveResult
+from accept_order.experiments.observe.verdict import verdict
+
+TIMEOUT_S = 30.0
+WORKERS = 4
+REQUESTS = (0, 1, 7, 30, 90, 240)  # per connection: one idle, the rest each a different number
+REQUEST = b"GET /load HTTP/1.1\r\nHost: observe-load\r\nUser-Agent: accept-order-test\r\n\r\n"
+
+NGINX_CONF = """daemon off;
+master_process on;
+worker_processes {workers};
+pid {d}/nginx.pid;
+error_log {d}/error.log;
+events {{ worker_connections 256; }}
+http {{
+    log_format load '$pid $connection $connection_requests';
+    access_log {d}/access.log load;
+    keepalive_requests 100000;
+    keepalive_timeout 120s;
+    client_header_timeout 120s;
+    client_body_temp_path {d}; proxy_temp_path {d}; fastcgi_temp_path {d};
+    uwsgi_temp_path {d}; scgi_temp_path {d};
+    server {{ listen 127.0.0.1:{port}; location / {{ return 200 "$pid\\n"; }} }}
+}}
+"""
+
+
+def _syscall(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/syscall").read_text().split()[0]
+    except OSError:
+        return "gone"
+
+
+@pytest.fixture
+def keepalive_nginx(free_port: int) -> Iterator[tuple[int, list[int], Path]]:
+    """(port, worker pids, access log) of nginx started by hand from NGINX_CONF, in its own session."""
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    if not os.access(nginx, os.X_OK):
+        pytest.skip("nginx is not installed")
+    with tempfile.TemporaryDirectory(prefix="accept-order-test-load-") as d:
+        conf = Path(d, "nginx.conf")
+        conf.write_text(NGINX_CONF.format(d=d, port=free_port, workers=WORKERS))
+        proc = subprocess.Popen(
+            [nginx, "-p", d, "-c", str(conf), "-e", f"{d}/error.log"],
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            workers = wait_for(
+                lambda: [int(p) for p in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()],
+                lambda pids: len(pids) == WORKERS and all(_syscall(p) == "232" for p in pids),
+                TIMEOUT_S,
+                "nginx's workers in epoll_wait",
+            )
+            yield free_port, sorted(workers), Path(d, "access.log")
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(TIMEOUT_S)
+
+
+def ask(conn: socket.socket) -> int:
+    """One request on a kept connection, its whole answer read: the pid that answered."""
+    conn.sendall(REQUEST)
+    reply = b""
+    while b"\r\n\r\n" not in reply:
+        chunk = conn.recv(4096)
+        assert chunk, "nginx closed a keep-alive connection"
+        reply += chunk
+    head, _, body = reply.partition(b"\r\n\r\n")
+    length = int(next(line for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")).split()[1])
+    while len(body) < length:
+        body += conn.recv(4096)
+    return int(body)
+
+
+def established_held(port: int, pids: list[int]) -> dict[int, int]:
+    """The test's own count from /proc: per pid, the sockets in its fd table that are established
+    connections on `port` (/proc/PID/net/tcp: local port, state 01)."""
+    established: set[int] = set()
+    for line in Path(f"/proc/{pids[0]}/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[3] == "01" and int(fields[1].split(":")[1], 16) == port:
+            established.add(int(fields[9]))
+    held = {}
+    for pid in pids:
+        links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+        held[pid] = sum(1 for link in links if link.startswith("socket:[") and int(link[8:-1]) in established)
+    return held
+
+
+def logged(log: Path) -> Counter[int]:
+    """Requests per worker pid in nginx's own log."""
+    return Counter(int(line.split()[0]) for line in log.read_text().splitlines() if line.strip())
+
+
+ROUNDS = 3  # each connection's requests in this many rounds, a load sample between two (differenced)
+BEFORE = 5  # requests on a connection opened before observe starts: not the window's
+DURING = 4  # its requests per round, while observed
+
+
+class Looks:
+    """The load samples each snapshot reported, so that the client can wait for one taken after a round."""
+
+    def __init__(self) -> None:
+        self.counts: list[int] = []
+        self.changed = threading.Condition()
+
+    def snapshot(self, result: ObserveResult) -> None:
+        with self.changed:
+            self.counts.append(result.load_samples)
+            self.changed.notify_all()
+
+    def one_after_now(self) -> None:
+        """Wait for a load sample surely taken after this call: one after the second snapshot from now (the
+        first may have been closed before it)."""
+        with self.changed:
+            mark = len(self.counts)
+            done = self.changed.wait_for(
+                lambda: len(self.counts) >= mark + 3 and self.counts[-1] > self.counts[mark + 1], TIMEOUT_S
+            )
+        assert done, f"no load sample in {TIMEOUT_S:g} s: {self.counts}"
+
+
+@pytest.mark.parametrize("trace", [True, False], ids=["traced", "untraced"])
+def test_byte_shares_are_nginxs_request_shares_and_held_is_procs(
+    keepalive_nginx: tuple[int, list[int], Path], trace: bool
+) -> None:
+    if trace and (os.geteuid() != 0 or shutil.which("bpftrace") is None):
+        pytest.skip("counting accepts needs root and bpftrace")
+    port, pids, log = keepalive_nginx
+    until, looks = threading.Event(), Looks()
+    early = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT_S)  # open before the window
+    conns: list[socket.socket] = [early]
+    early_pid = [ask(early) for _ in range(BEFORE)][0]
+    counted: dict[int, int] = {}
+    errors: list[BaseException] = []
+
+    def client() -> None:
+        try:
+            kept = [socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT_S) for _ in REQUESTS]
+            conns.extend(kept)
+            for round_ in range(ROUNDS):
+                for conn, requests in zip(kept, REQUESTS, strict=True):
+                    for _ in range(requests * (round_ + 1) // ROUNDS - requests * round_ // ROUNDS):
+                        ask(conn)
+                for _ in range(DURING):
+                    ask(early)
+                looks.one_after_now()  # what each connection carried so far is in a sample: later ones difference
+            # every request answered, every connection still open: the idle one too (accepted, waiting)
+            counted.update(
+                wait_for(
+                    lambda: established_held(port, pids),
+                    lambda held: sum(held.values()) == len(REQUESTS) + 1,
+                    TIMEOUT_S,
+                    "every connection accepted",
+                )
+            )
+        except BaseException as exc:  # noqa: BLE001 - reported by the test below
+            errors.append(exc)
+        finally:
+            until.set()
+
+    driver = threading.Thread(target=client)
+
+    def snapshot(result: ObserveResult) -> None:
+        looks.snapshot(result)
+        if not driver.is_alive() and not until.is_set():
+            driver.start()
+
+    try:
+        result = observe(
+            port=port, duration_s=TIMEOUT_S, interval_s=0.3, trace=trace, on_snapshot=snapshot, until=until
+        )
+    finally:
+        driver.join(TIMEOUT_S)
+        for conn in conns:
+            conn.close()
+    assert not errors, errors
+    assert result.loaded and result.load_samples >= 2 * ROUNDS and result.load_every_s is not None
+    requests = logged(log)
+    requests[early_pid] -= BEFORE  # before the window: not in it
+    window = sum(REQUESTS) + ROUNDS * DURING
+    assert sum(requests.values()) == window
+    by_pid = {w.pid: w for w in result.workers}
+    assert sorted(by_pid) == pids
+    # the acceptance check: byte shares are the log's request shares (within 2 points) ...
+    total_in = sum(w.bytes_in or 0 for w in result.workers)
+    for pid in pids:
+        assert abs((by_pid[pid].bytes_in or 0) / total_in - requests[pid] / window) <= 0.02, pid
+    # ... and exactly so: every connection stayed open to the last sample, so every byte it received in the
+    # window is in, and none from before (the early connection counts from its first sample)
+    assert {pid: by_pid[pid].bytes_in for pid in pids} == {pid: requests[pid] * len(REQUEST) for pid in pids}
+    assert {pid: by_pid[pid].connections_held for pid in pids} == counted
+    assert all((w.connections_held_peak or 0) >= (w.connections_held or 0) for w in result.workers)
+    assert sum(w.connections_observed or 0 for w in result.workers) == len(REQUESTS) + 1
+    assert all((w.bytes_out or 0) > 0 for w in result.workers if requests[w.pid])
+    assert result.accepted_seen == len(REQUESTS)  # accepted in the window (not the early one), each seen held
+    if trace:
+        assert sum(w.accepts or 0 for w in result.workers) == len(REQUESTS)
+    assert any(i.held for i in result.intervals) and all(len(i.held) in (0, WORKERS) for i in result.intervals)
+    assert sum(sum(i.bytes_in) for i in result.intervals) == total_in  # the intervals add up to the totals
+    said = "\n".join(verdict(result))
+    assert "the load shares rest on 7 connections" in said and "not a finding" in said
+
+
+def result_with(
+    accepts: list[int], held: list[int], bytes_in: list[int], seen: list[int] | None = None, **extra: object
+) -> ObserveResult:
+    """An observation made by hand: the golden file's, with these per-worker figures."""
+    golden = Path(__file__).parent / "data" / "golden" / "observe.json"
+    base = ObserveResult.from_dict(json.loads(golden.read_text()))
+    seen = seen if seen is not None else held
+    workers = tuple(
+        replace(
+            ObservedWorker(i, 100 + i, None, accepts[i], 0, None, 1.0, 10 * accepts[i] + 1, 0),
+            connections_held=held[i],
+            connections_held_peak=held[i],
+            connections_observed=seen[i],
+            bytes_in=bytes_in[i],
+            bytes_out=bytes_in[i] * 10,
+            segments_in=bytes_in[i] // 100,
+            segments_out=bytes_in[i] // 100,
+        )
+        for i in range(len(accepts))
+    )
+    fields: dict[str, object] = {"load_samples": 40, "load_every_s": 0.1, "accepted_seen": sum(accepts)}
+    fields.update(extra)
+    return replace(base, workers=workers, intervals=(), **fields)  # type: ignore[arg-type]
+
+
+def test_a_worker_whose_load_parts_from_its_accepts_is_named() -> None:
+    result = result_with([25, 25, 25, 25], [5, 5, 5, 25], [100_000, 100_000, 100_000, 700_000])
+    said = verdict(result)
+    assert (
+        "worker 3 accepted 25% of the connections but holds 62% of the open ones and received 70% of the bytes: "
+        "the connections it holds live longer (or carry more requests); the imbalance was made when they were "
+        "accepted" in said
+    )
+
+
+def test_accepts_and_bytes_alike_is_said_so() -> None:
+    said = verdict(result_with([30, 20, 25, 25], [3, 2, 3, 2], [30_000, 20_000, 25_000, 25_000]))
+    assert "accepts and bytes split alike: 20% to 30% of the bytes each" in said
+    uneven = verdict(result_with([70, 10, 10, 10], [7, 1, 1, 1], [70_000, 10_000, 10_000, 10_000]))
+    assert "bytes split as the accepts did: worker 0 accepted 70% of the connections and received 70% of the bytes" in (
+        uneven
+    )
+
+
+def test_few_connections_are_not_a_finding_and_unseen_ones_are_counted() -> None:
+    said = verdict(result_with([1, 1, 1, 0], [1, 1, 1, 0], [10, 10, 900, 0], accepted_seen=2))
+    assert any(line.startswith("the load shares rest on 3 connections") and "not a finding" in line for line in said)
+    assert "1 of 3 connections opened and closed between two samples: their bytes are not in the shares" in said
+
+
+def test_the_sleeps_are_per_segment_where_connections_carry_many() -> None:
+    many = verdict(result_with([2, 2, 2, 2], [2, 2, 2, 2], [100_000] * 4))  # 1,000 segments on 2 connections each
+    assert not any("per connection (voluntary" in line for line in many)
+    assert any(line.startswith("the workers slept") and "per data segment received" in line for line in many)
+    one_each = verdict(result_with([50] * 4, [0] * 4, [100] * 4, seen=[50] * 4))  # one segment per connection
+    assert any("times per connection (voluntary" in line for line in one_each)
+
+
+def test_an_older_file_without_the_load_loads_and_says_nothing_of_it() -> None:
+    golden = Path(__file__).parent / "data" / "golden" / "observe.json"
+    result = ObserveResult.from_dict(json.loads(golden.read_text()))
+    assert not result.loaded and result.load_samples == 0 and result.accepted_seen is None
+    assert all(i.held == () and i.bytes_in == () for i in result.intervals)
+    assert not any("load" in line for line in verdict(result))
+
+
+def test_the_load_is_saved_shown_and_exported(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from accept_order.experiments.observe.report import observe_report
+
+    result = result_with([25, 25, 25, 25], [5, 5, 5, 25], [100_000, 100_000, 100_000, 700_000])
+    again = ObserveResult.from_dict(json.loads(json.dumps(result.to_dict())))
+    assert again == result
+    console = Console(width=80, record=True, file=io.StringIO())
+    console.print(observe_report(result))
+    text = console.export_text()
+    assert "Load: the connections each worker holds and what they carried" in text
+    assert max(len(line) for line in text.splitlines()) <= 80
+    path = tmp_path / "observe.json"
+    document = json.loads((Path(__file__).parent / "data" / "golden" / "observe.json").read_text())
+    document.update(result.to_dict())  # the golden file's envelope, this result's measurements
+    path.write_text(json.dumps(document))
+    shown = run_cli(["show", str(path)], columns=80)
+    assert shown.exit_code == 0 and "Load: the connections each worker holds" in shown.stdout, shown.output
+    exported = run_cli(["show", str(path), "--format", "csv", "--table", "workers"])
+    assert exported.exit_code == 0, exported.output
+    header = exported.stdout.splitlines()[0].split(",")
+    assert {"connections_held", "connections_held_peak", "bytes_in", "bytes_out", "segments_in"} <= set(header)
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "fragment"),
+    [
+        (("workers", 0, "bytes_in"), -1, "workers[0].bytes_in"),
+        (("workers", 1, "connections_held"), "6", "workers[1].connections_held"),
+        (("intervals", 0, "held"), [1, 2], "intervals[0].held"),
+        (("intervals", 0, "bytes_in"), [1, 2, 3, -4], "intervals[0].bytes_in"),
+        (("load_every_s",), -0.5, "load_every_s"),
+    ],
+)
+def test_a_malformed_load_is_one_error_naming_where(where: tuple[str | int, ...], value: object, fragment: str) -> None:
+    from accept_order.core.errors import ResultFileError
+
+    document = result_with([1, 2, 3, 4], [1, 2, 3, 4], [10, 20, 30, 40]).to_dict()
+    document["intervals"] = [dict(INTERVAL)]
+    target: object = document
+    for key in where[:-1]:
+        target = target[key]  # type: ignore[index]
+    target[where[-1]] = value  # type: ignore[index]
+    with pytest.raises(ResultFileError) as caught:
+        ObserveResult.from_dict(document)
+    assert fragment in str(caught.value)
+
+
+INTERVAL = {
+    "end_s": 1.0,
+    "span_s": 1.0,
+    "accepts": [1, 2, 3, 4],
+    "empty": [],
+    "cpu": [0.1, 0.1, 0.1, 0.1],
+    "queue_max": 0,
+    "queue_mean": 0.0,
+    "overflows": 0,
+    "held": [1, 2, 3, 4],
+    "bytes_in": [10, 20, 30, 40],
+}
