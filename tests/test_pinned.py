@@ -168,6 +168,14 @@ def test_an_empirical_service_is_simulated_and_meets_the_witness() -> None:
     assert got == pinned((9, 8, 8, 7), Service.empirical(sample), Arrivals.closed(32), requests=100_000, seed=3)
 
 
+def test_a_simulated_worker_is_measured_past_its_first_cycle() -> None:
+    """3,000 connections on one worker, few requests asked: the first 3,000 all arrive at once and take 1 to
+    3,000 services; from then on each waits for the 2,999 before it. Only that steady state is measured."""
+    got = pinned((3000, 0), Service.empirical([0.5, 1.0, 1.5]), Arrivals.closed(3000), requests=5_000)
+    assert got.mean == pytest.approx(3000, rel=0.01) and got.min > 0.95 * 3000
+    assert got.simulated >= 20 * 3000
+
+
 def test_an_open_loop_feeds_each_worker_its_connections_share() -> None:
     """Poisson at 2 per service over 32 connections: worker w is an M/M/1 queue at 2·n_w/32 (exact), and
     serves n_w/32 of the requests."""
