@@ -27,7 +27,7 @@ import pytest
 from conftest import run_cli, wait_for
 
 from accept_order.api import observe
-from accept_order.experiments.observe.result import ObservedWorker, ObserveResult
+from accept_order.experiments.observe.result import ObservedWorker, ObserveInterval, ObserveResult
 from accept_order.experiments.observe.verdict import verdict
 
 TIMEOUT_S = 30.0
@@ -302,7 +302,7 @@ def test_an_older_file_without_the_load_loads_and_says_nothing_of_it() -> None:
 def test_the_load_is_saved_shown_and_exported(tmp_path: Path) -> None:
     from rich.console import Console
 
-    from accept_order.experiments.observe.report import observe_report
+    from accept_order.experiments.observe.report import interval_line, live_view, observe_report
 
     result = result_with([25, 25, 25, 25], [5, 5, 5, 25], [100_000, 100_000, 100_000, 700_000])
     again = ObserveResult.from_dict(json.loads(json.dumps(result.to_dict())))
@@ -312,6 +312,14 @@ def test_the_load_is_saved_shown_and_exported(tmp_path: Path) -> None:
     text = console.export_text()
     assert "Load: the connections each worker holds and what they carried" in text
     assert max(len(line) for line in text.splitlines()) <= 80
+    interval = ObserveInterval(1.0, 1.0, (1, 1, 1, 1), (), (0.1,) * 4, 0, 0.0, 0, (5, 5, 5, 25), (1, 1, 1, 7))
+    live = replace(result, intervals=(interval,))
+    console = Console(width=80, record=True, file=io.StringIO())
+    console.print(live_view(live))
+    shown_live = console.export_text().splitlines()
+    assert max(len(line) for line in shown_live) <= 80
+    assert any(line.split()[-2:] == ["25", "70%"] for line in shown_live), shown_live  # held, share of bytes in
+    assert interval_line(live).endswith("held 5/5/5/25")
     path = tmp_path / "observe.json"
     document = json.loads((Path(__file__).parent / "data" / "golden" / "observe.json").read_text())
     document.update(result.to_dict())  # the golden file's envelope, this result's measurements

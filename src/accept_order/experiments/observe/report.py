@@ -227,4 +227,5 @@ def interval_line(result: ObserveResult, width: int = PLAIN_WIDTH) -> str:
         if len(line) + len(word) + (len(more) if index < len(shares) - 1 else 0) > width:
             return line + more
         line += word
-    return line
+    held = f"  held {'/'.join(map(str, last.held))}" if last.held else ""  # open connections per worker
+    return line + held if len(line) + len(held) <= width else line

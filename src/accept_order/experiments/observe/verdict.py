@@ -160,7 +160,7 @@ def load(result: ObserveResult) -> list[str]:
     seen = [w.connections_observed or 0 for w in workers]
     if not sum(received) and not sum(held):
         return ["load: no connection was open at a sample and none carried data while observed"]
-    lines = [_shares(result, held, received), _resting(result, seen)]
+    lines = [_shares(result, held, received, seen), _resting(result, seen)]
     counts = result.counts
     if result.traced and counts is not None and result.accepted_seen is not None:
         unseen = max(0, sum(counts) - result.accepted_seen)
@@ -176,17 +176,23 @@ def _pct(part: int, whole: int) -> str:
     return f"{part / whole:.0%}" if whole else "-"
 
 
-def _shares(result: ObserveResult, held: list[int], received: list[int]) -> str:
+def _shares(result: ObserveResult, held: list[int], received: list[int], seen: list[int]) -> str:
     """One sentence: where the load share parts from the accept share, or that they split alike."""
     n = len(result.workers)
     counts = list(result.counts or [0] * n)
     accepted, open_, moved = sum(counts), sum(held), sum(received)
+
+    def holds(i: int, whole: str = "the open ones") -> str:
+        if open_:
+            return f"holds {_pct(held[i], open_)} of {whole}"
+        return f"held {seen[i]:,} of the {sum(seen):,} connections seen (none is open now)"
+
     if n == 1:
         return f"load: its one worker holds {open_:,} connections, which received {moved:,} bytes"
     if not accepted:
-        top = max(range(n), key=lambda i: (received[i], held[i]))
+        top = max(range(n), key=lambda i: (received[i], held[i], seen[i]))
         return (
-            f"worker {top} holds {_pct(held[top], open_)} of the {open_:,} open connections and received "
+            f"worker {top} {holds(top, f'the {open_:,} open connections')} and received "
             f"{_pct(received[top], moved)} of the bytes (an even share is {1 / n:.0%}); none was accepted while "
             "observed: how they were handed out was not seen"
         )
@@ -194,8 +200,8 @@ def _shares(result: ObserveResult, held: list[int], received: list[int]) -> str:
     top = max(range(n), key=lambda i: gap[i])
     took = "accepted" if result.traced else "took about"  # untraced: the connections seen held, sampled
     said = (
-        f"worker {top} {took} {_pct(counts[top], accepted)} of the connections but holds "
-        f"{_pct(held[top], open_)} of the open ones and received {_pct(received[top], moved)} of the bytes"
+        f"worker {top} {took} {_pct(counts[top], accepted)} of the connections but {holds(top)} and received "
+        f"{_pct(received[top], moved)} of the bytes"
     )
     if moved and gap[top] >= APART:
         return (
@@ -203,9 +209,7 @@ def _shares(result: ObserveResult, held: list[int], received: list[int]) -> str:
             "they were accepted"
         )
     if not moved:
-        return (
-            f"no connection carried data while observed; worker {top} holds {_pct(held[top], open_)} of the open ones"
-        )
+        return f"no connection carried data while observed; worker {top} {holds(top)}"
     shares = [r / moved for r in received]
     if max(shares) >= UNEVEN / n:
         big = max(range(n), key=lambda i: shares[i])
