@@ -72,6 +72,7 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
     state = {"done": 0, "ok": 0}
     held_end: dict[int, int] = {}
     opened = 0  # pool: connections opened and answered while filling
+    planned = slots  # pool: connections it was to open
 
     def publish() -> None:
         progress[2 * cfg.index] = state["done"]
@@ -212,7 +213,7 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
                     break  # no first answer: the rest of this driver's share is never opened
                 opened += 1
             turn.value += 1
-            slots = opened  # the pool is what it holds: a connection is opened again only in place of a closed one
+            planned, slots = slots, opened  # the pool is what it holds: a connection is opened again only in place of a closed one
             while turn.value < cfg.procs and not stop.value:  # every driver's share open: then the load
                 time.sleep(TURN_POLL_S)
             stopped = stopped or bool(stop.value)
@@ -315,7 +316,7 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
         ).to_dict(),
     }
     if cfg.pool:
-        report["pool"] = {"planned": slots, "opened": opened}
+        report["pool"] = {"planned": planned, "opened": opened}
     return report
 
 
