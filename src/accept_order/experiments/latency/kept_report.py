@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ...analysis.fairness import jain_index
+from ...analysis.witness import agreement
 from ...core.spec import ConcurrentLoad
 from ...core.text import plural
 from .result import LatencyResult
@@ -114,7 +115,22 @@ def kept_lines(result: LatencyResult) -> list[Text]:
                 style="yellow",
             )
         )
+    witnessed = witness_line(result)
+    if witnessed is not None:
+        lines.append(witnessed)
     return lines
+
+
+def witness_line(result: LatencyResult) -> Text | None:
+    """A launched server's own log against the replies: requests and connections per worker (analysis/witness.py)."""
+    witness = result.evidence.get("witness")
+    if not isinstance(witness, dict):
+        return None
+    pids = [c.pid for c in sorted(result.counters, key=lambda c: c.index)]
+    found = agreement(witness, pids, result.served, result.connections, result.failed)
+    if found is None:
+        return None
+    return Text(found.line(), style="green" if found.agrees else "bold yellow")
 
 
 def _serves_to_end(result: LatencyResult) -> bool:
@@ -197,3 +213,46 @@ def kept_compare_parts(results: Sequence[LatencyResult]) -> list[Any]:
     table = kept_compare_table(results)
     notes = [Text.assemble((f"{r.server.label}: ", "bold"), line) for r in results for line in kept_lines(r)[1:]]
     return ([table] if table is not None else []) + notes
+
+
+def kept_repeat_table(variants: dict[str, list[LatencyResult]]) -> Table | None:
+    """`--repeat` over kept connections: per variant, how the connections fell over the workers in how many
+    runs (the counts per worker, largest first), in how many runs one worker held them all, and the median
+    Jain's index over the requests and p99. None when no run kept its connections."""
+    kept = {label: [r for r in runs if r.connections] for label, runs in variants.items()}
+    if not any(kept.values()):
+        return None
+    table = Table(title="kept connections over the runs", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    pools = any(r.pool for runs in kept.values() for r in runs)
+    names = ("mode", "connections per worker (largest first): runs", "one worker held all", "Jain", "p99 ms")
+    for name in (*names, *(("pool opened",) if pools else ())):
+        table.add_column(name, justify="left" if name in ("mode",) or "runs" in name else "right")
+    for label, runs in kept.items():
+        if not runs:
+            continue
+        splits: dict[tuple[int, ...], int] = {}
+        for r in runs:
+            split = tuple(sorted(r.connections, reverse=True))
+            splits[split] = splits.get(split, 0) + 1
+        all_one = sum(1 for r in runs if sum(r.connections) and max(r.connections) == sum(r.connections))
+        jains = sorted(requests_jain(r) for r in runs)
+        p99s = sorted(r.histogram.percentile(99.0) for r in runs if r.histogram.count)
+        table.add_row(
+            label,
+            "; ".join(f"{' '.join(map(str, s))}: {n}" for s, n in sorted(splits.items(), key=lambda kv: -kv[1])),
+            f"{all_one} of {len(runs)}",
+            f"{jains[len(jains) // 2]:.3f}",
+            _ms(p99s[len(p99s) // 2] if p99s else None),
+            *((_pool_text(runs),) if pools else ()),
+        )
+    return table
+
+
+def _pool_text(runs: list[LatencyResult]) -> str:
+    """How much of the pool opened over the runs: `32 of 32`, or `4 of 32 (5 runs)` when some stayed short
+    (a mode that serves each connection to its end, its workers all holding one)."""
+    sizes: dict[tuple[int, int], int] = {}
+    for r in runs:
+        if r.pool is not None:
+            sizes[r.pool] = sizes.get(r.pool, 0) + 1
+    return "; ".join(f"{o} of {p}" + (f" ({n} runs)" if len(sizes) > 1 else "") for (o, p), n in sizes.items())

@@ -18,6 +18,7 @@ from ...core.histogram import LatencyHistogram
 from ...core.run_warnings import RunWarning, WarningKind, warn
 from ...results import export
 from ..repeat.kinds import Document, Repeated, Rounds, by_variant
+from .kept_report import kept_repeat_table
 from .model_check import model_agreement
 from .result import LATENCY_SHAPE, LatencyResult
 
@@ -68,6 +69,8 @@ def host_wide_text(rounds: Rounds) -> Text | None:
 
 def _report(repeated: Repeated, rounds: Rounds) -> list[RenderableType]:
     parts: list[RenderableType] = [_table(repeated, rounds), Text("median (min-max) over the runs", style="dim")]
+    kept = kept_repeat_table(by_variant(repeated, rounds))  # several requests per connection, or a pool
+    parts.extend([kept, Text("Jain: over the requests each worker served; medians", style="dim")] if kept else [])
     host = host_wide_text(rounds)
     if len(rounds[0]) > 1:
         stability = latency_stability(rounds)

@@ -1,0 +1,116 @@
+"""The pool shape (--pool): -c connections opened one after another at idle, then the requests over them.
+
+Witnesses: the workers' own counts (connections accepted, the most held at once, requests answered) against
+the client's; a pool of connections kept for the whole run is exactly C connections, held to the end.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import run_cli
+
+from accept_order.core.spec import ConcurrentLoad, ServerSpec
+from accept_order.experiments.session import run_latency
+from accept_order.loads.generator import LoadGenerator
+
+
+@pytest.mark.parametrize("mode", ["epoll", "reuseport", "fd-pass"])
+def test_a_pool_kept_for_the_whole_run_holds_exactly_its_connections(mode: str) -> None:
+    load = ConcurrentLoad(connections=1200, concurrency=8, driver_procs=2, requests_per_connection=0, pool=True)
+    result = run_latency(ServerSpec(mode=mode, workers=4), load)
+    assert not result.errors and sum(result.served) == 1200
+    assert result.pool == (8, 8)
+    assert sum(result.connections) == 8 and result.held_at_end == result.connections
+    # each worker held, at its peak, exactly the connections it accepted (none closed before the end)
+    assert [c.held_peak for c in result.counters] == list(result.connections)
+    assert [c.accepts for c in result.counters] == list(result.connections)
+    assert [c.requests for c in result.counters] == list(result.served)
+
+
+def test_a_pool_fills_in_one_order_on_an_idle_server() -> None:
+    """accept-mutex at idle: the lock's holder takes every connection of the pool, one after another."""
+    load = ConcurrentLoad(connections=400, concurrency=6, driver_procs=2, requests_per_connection=0, pool=True)
+    result = run_latency(ServerSpec(mode="accept-mutex", workers=3), load)
+    assert sorted(result.connections, reverse=True) == [6, 0, 0]
+
+
+def test_a_blocking_pool_beyond_its_workers_says_so(tmp_path: Path) -> None:
+    """blocking serves each connection to its end: with 4 connections kept for the whole run over 3 workers,
+    the 4th is never answered. The run ends (its timeout) and says so, instead of hanging."""
+    out = tmp_path / "b.json"
+    result = run_cli(
+        [
+            "latency",
+            "-m",
+            "blocking",
+            "-w",
+            "3",
+            "--pool",
+            "-c",
+            "4",
+            "--requests-per-connection",
+            "0",
+            "-n",
+            "300",
+            "--driver-procs",
+            "1",
+            "--timeout",
+            "500ms",
+            "--json",
+            str(out),
+        ]  # fmt: skip
+    )
+    assert result.exit_code == 0, result.output
+    doc = json.loads(out.read_text())
+    assert doc["pool"] == {"opened": 3, "planned": 4} and doc["errors"] == {"timeout": 1}
+    assert sorted(doc["connections"]) == [1, 1, 1] and sum(doc["served"]) == 300 - 1
+    assert "pool: 3 of 4 connections opened" in result.stdout
+    assert "never answered" in result.stdout and "serves each connection to its end" in result.stdout
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=lambda s: signal.Signals(s).name)
+def test_a_signal_mid_run_keeps_the_pool_measured_so_far(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, signum: int
+) -> None:
+    """A pool of connections kept for a 60 s run, stopped by a signal once requests were served: the file
+    keeps what was measured, marked interrupted, with the connections held when it stopped."""
+    finished = LoadGenerator.finished
+    sent = []
+
+    def signalling(self: Any) -> tuple[int, int]:
+        done = finished(self)
+        if done[1] >= 50 and not sent:  # from the parent's tick, once the requests run over the pool
+            sent.append(signum)
+            signal.raise_signal(signum)
+        return done
+
+    monkeypatch.setattr(LoadGenerator, "finished", signalling)
+    out = tmp_path / "s.json"
+    result = run_cli(
+        [
+            "latency",
+            "-m",
+            "epoll",
+            "-w",
+            "2",
+            "--pool",
+            "-c",
+            "4",
+            "--requests-per-connection",
+            "0",
+            "--duration",
+            "60s",
+            "--json",
+            str(out),
+        ]  # fmt: skip
+    )
+    assert sent and result.exit_code == {signal.SIGINT: 130, signal.SIGTERM: 143}[signum], result.output
+    assert "Traceback" not in result.output
+    doc = json.loads(out.read_text())
+    assert doc["interrupted"] is True and sum(doc["served"]) >= 50
+    assert doc["pool"] == {"opened": 4, "planned": 4} and sum(doc["held_at_end"]) == 4
