@@ -78,7 +78,7 @@ def latency(
     from ..experiments.latency.experiment import latency_compare_report
     from ..experiments.latency.report import latency_report
     from ..experiments.latency.result import LatencyCompareResult
-    from ..servers.registry import server_kind, variants
+    from ..servers.registry import refuse_closing, server_kind, variants
 
     if modes is not None and modes_alias is not None:
         raise click.UsageError("give --modes only (--compare is its old name)")
@@ -93,6 +93,7 @@ def latency(
         modes = [mode or "default"]  # several servers: --mode (or each one's own default) on each of them
     server = server_spec(options, mode=mode or (first_available(modes, servers) if modes else None))
     load = concurrent_load(options, server)
+    refuse_closing([server.kind, *servers], load)  # every server named, before any run starts
     host_warnings()
     if repeat > 1:
         if options.get("attach") or not server_kind(server.kind).launched:
@@ -117,6 +118,7 @@ def latency(
             with bars(load, lambda s: f"{s.mode}: connections") as on_run:
                 result = api.latency(server, load, on_run(server), title)
         report_and_save(lambda: latency_report(result), json_path, "latency", result)
+        served_something([result])
         return
     specs, skipped = variants(server, modes, servers, batch_given)  # every variant checked before any runs
 
@@ -128,3 +130,23 @@ def latency(
         with bars(load, lambda s: f"{s.mode}: connections", RunProgress(len(specs)), count=True) as on_run:
             results, skipped = api.compare_latency(server, load, modes, on_run, servers, batch_given)
     save(results)
+    served_something(results)
+
+
+def served_something(results: Sequence[Any]) -> None:
+    """After the report and the file: NothingServed (exit 1) naming each run that served no request and
+    why its requests failed (the report lists them all), so that a script does not take it for a result."""
+    from ..core.errors import NothingServed
+    from ..core.protocol import describe_error
+
+    empty = [r for r in results if not r.ok]
+    if not empty:
+        return
+    said = []
+    for r in empty:
+        reasons = ", ".join(
+            f"{n} × {describe_error(name)}" for name, n in sorted(r.errors.items(), key=lambda kv: -kv[1])
+        )
+        who = f"{r.server.label} " if len(results) > 1 else ""
+        said.append(f"{who}served nothing: " + (reasons or "no request was sent"))
+    raise NothingServed("; ".join(said))

@@ -59,6 +59,11 @@ class LoadError(AcceptOrderError):
     """The load generator itself failed (a driver process died or never started)."""
 
 
+class NothingServed(AcceptOrderError):
+    """A run served no request at all: its report and file say why each failed, and the command fails
+    (exit 1) rather than pass an empty histogram off as a measurement."""
+
+
 class ResourceError(AcceptOrderError):
     """The machine ran out of something the run needs: file descriptors, processes, memory."""
 

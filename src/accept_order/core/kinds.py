@@ -136,6 +136,10 @@ class ServerKind:
     #: a threaded server that hands each accepted connection to another thread's queue (HAProxy's
     #: multi-queue): what `observe` says when it counts threads that accept
     handoff: ClassVar[str | None] = None
+    #: why this kind cannot keep a connection open for a load's several requests (its workers answer one
+    #: and close it), said when a load asks it to (--requests-per-connection other than 1, --pool); None:
+    #: it keeps them (a launched kind's config then lets the client decide when each one closes)
+    closes_connections: ClassVar[str | None] = None
 
     def label(self, spec: ServerSpec) -> str:
         """How reports name a server of this kind: `nginx epoll`."""

@@ -84,6 +84,11 @@ class ClientProtocol:
         still incomplete. A reply read to EOF needs no framing (this protocol's replies end the connection)."""
         return 0
 
+    def complaint(self, reply: bytes) -> str:
+        """Why `reply` names no worker, as the failure it is counted under (a few fixed keys per protocol,
+        never the reply's own text: one key per distinct reply would flood the report)."""
+        return BAD_REPLY
+
     def __repr__(self) -> str:
         return f"ClientProtocol({self.name!r})"
 
@@ -100,6 +105,16 @@ class HttpProtocol(ClientProtocol):
         if not sep or not head.startswith(b"HTTP/1.") or b" 200 " not in head.split(b"\r\n", 1)[0] + b" ":
             return b""  # no complete head, or not a 200: no worker named
         return body
+
+    def complaint(self, reply: bytes) -> str:
+        """`bad reply (HTTP 503)` for an answer that is not a 200, else what is wrong with it."""
+        status = reply.split(b"\r\n", 1)[0].split()
+        if not reply.startswith(b"HTTP/1.") or len(status) < 2:
+            return f"{BAD_REPLY} (not an HTTP answer)"
+        code = status[1].decode("ascii", "replace")[:3]
+        if code != "200":
+            return f"{BAD_REPLY} (HTTP {code if code.isdigit() else '?'})"
+        return f"{BAD_REPLY} (a 200 whose body names no worker of this server)"
 
 
 class KeptLine(ClientProtocol):
@@ -133,8 +148,10 @@ PROTOCOLS = {"line": LINE, "http": HTTP}
 
 
 class KeepAliveHttp(HttpProtocol):
-    """HTTP/1.1 with keep-alive: the server holds the connection open after answering, so the client can
-    find which worker holds it before closing (attribution without the server's cooperation)."""
+    """HTTP/1.1 with keep-alive (a Host header, no `Connection: close`): the server holds the connection open
+    after answering, for the next request or so that the client can find which worker holds it before
+    closing (attribution without the server's cooperation). Each reply ends where its head says: after
+    Content-Length bytes of body, or after the last (empty) chunk of a chunked one (nginx's Lua `ngx.say`)."""
 
     keeps_open = True
 
@@ -145,11 +162,10 @@ class KeepAliveHttp(HttpProtocol):
 
     def body(self, reply: bytes) -> bytes:
         body = super().body(reply)
-        # A chunked body starts with its size line: skip it, so "worker PID" is still found.
-        size, sep, rest = body.partition(b"\r\n")
-        if sep and size and all(c in b"0123456789abcdefABCDEF" for c in size.strip()):
-            return rest
-        return body
+        if not body or not _chunked(reply.partition(b"\r\n\r\n")[0]):
+            return body
+        # A reply read to EOF may be cut short: what was whole of it, so that "worker PID" is still found.
+        return _dechunk(body, whole=False) or b""
 
     def closing(self) -> ClientProtocol:
         return HTTP
@@ -158,26 +174,86 @@ class KeepAliveHttp(HttpProtocol):
         return self
 
     def reply_end(self, data: bytes) -> int:
-        """The head's end, then Content-Length bytes of body (a chunked body: up to its last, empty chunk)."""
+        """The head's end, then Content-Length bytes of body, or a chunked body up to its last, empty chunk
+        and the blank line after it; 0 while incomplete. A head with neither says its body ends with the
+        connection (not a keep-alive answer): 0, and the client's timeout or the server's close ends it."""
         head_end = data.find(b"\r\n\r\n")
         if head_end < 0:
             return 0
         body_at = head_end + 4
-        length: int | None = None
-        chunked = False
-        for line in data[:head_end].split(b"\r\n")[1:]:
-            name, _, value = line.partition(b":")
-            name = name.strip().lower()
-            if name == b"content-length" and value.strip().isdigit():
-                length = int(value.strip())
-            elif name == b"transfer-encoding" and b"chunked" in value.lower():
-                chunked = True
-        if length is not None and not chunked:
-            return body_at + length if len(data) >= body_at + length else 0
-        if chunked:
-            last = data.find(b"\r\n0\r\n\r\n", body_at - 2)
-            return last + 7 if last >= 0 else 0
-        return 0  # no length: the reply ends with the connection (not a keep-alive answer)
+        head = data[:head_end]
+        if _chunked(head):
+            size = _chunked_size(data, body_at)
+            return body_at + size if size is not None else 0
+        length = _content_length(head)
+        if length is None:
+            return 0
+        return body_at + length if len(data) >= body_at + length else 0
+
+
+def _headers(head: bytes) -> list[tuple[bytes, bytes]]:
+    """(lower-case name, value) of each header line after the status line."""
+    fields = []
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        fields.append((name.strip().lower(), value.strip()))
+    return fields
+
+
+def _chunked(head: bytes) -> bool:
+    return any(name == b"transfer-encoding" and b"chunked" in value.lower() for name, value in _headers(head))
+
+
+def _content_length(head: bytes) -> int | None:
+    for name, value in _headers(head):
+        if name == b"content-length" and value.isdigit():
+            return int(value)
+    return None
+
+
+def _chunk_sizes(data: bytes, at: int) -> tuple[list[tuple[int, int]], int | None]:
+    """The chunks of a chunked body from `at`: [(start, size)] of each whole one, and the length of the
+    whole body (through the last chunk's trailer and blank line), None while it is incomplete. A size line
+    that is not hex (a framing error) ends it as incomplete: the client's timeout names it."""
+    chunks: list[tuple[int, int]] = []
+    while True:
+        line_end = data.find(b"\r\n", at)
+        if line_end < 0:
+            return chunks, None
+        size_text = data[at:line_end].split(b";", 1)[0].strip()  # a chunk extension follows ';'
+        try:
+            size = int(size_text, 16)
+        except ValueError:
+            return chunks, None
+        if size == 0:
+            # the trailer: header lines, each ending in CRLF, then an empty line
+            at = line_end + 2
+            while True:
+                end = data.find(b"\r\n", at)
+                if end < 0:
+                    return chunks, None
+                if end == at:
+                    return chunks, end + 2
+                at = end + 2
+        start = line_end + 2
+        if len(data) < start + size + 2:
+            return chunks, None
+        chunks.append((start, size))
+        at = start + size + 2
+
+
+def _chunked_size(data: bytes, body_at: int) -> int | None:
+    """The length of the chunked body at `body_at`, None while incomplete."""
+    end = _chunk_sizes(data, body_at)[1]
+    return None if end is None else end - body_at
+
+
+def _dechunk(body: bytes, whole: bool = True) -> bytes | None:
+    """A chunked body's content; None when it is incomplete (`whole`), else what its whole chunks hold."""
+    chunks, end = _chunk_sizes(body, 0)
+    if end is None and whole:
+        return None
+    return b"".join(body[start : start + size] for start, size in chunks)
 
 
 HTTP_KEEPALIVE = KeepAliveHttp()

@@ -53,7 +53,7 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
     ep = select.epoll()
     flags = select.EPOLLIN | select.EPOLLRDHUP
     protocol = cfg.protocol
-    request, body, reply_end = protocol.request, protocol.body, protocol.reply_end
+    request, body, reply_end, complaint = protocol.request, protocol.body, protocol.reply_end, protocol.complaint
     per = cfg.per_connection  # 0: no limit
     conns: dict[int, list[Any]] = {}
     idle: deque[int] = deque()  # open connections with no request outstanding, oldest first
@@ -134,7 +134,7 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
         n = reply_end(c[BUF])
         if not n:
             if len(c[BUF]) > MAX_REPLY:
-                fail(fd, BAD_REPLY)
+                fail(fd, f"{BAD_REPLY} (no end found in {MAX_REPLY} bytes)")
             return False
         reply, c[BUF] = c[BUF][:n], c[BUF][n:]
         buf = body(reply)
@@ -144,7 +144,7 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
             if who is None:
                 who = unnamed if buf else None
             if who is None:
-                fail(fd, BAD_REPLY)
+                fail(fd, complaint(reply))
                 return False
             replies[buf] = who
         served[who] = served.get(who, 0) + 1

@@ -218,7 +218,8 @@ EVIDENCE = Record(
                 "cpu_s": Number(-MAX_COUNT, MAX_COUNT),
             }
         ),
-        "witness": Record({"source": Text(), "requests": ListOf(ListOf(Anything()))}),
+        # numbered_by: the server's field whose number, each row's third, places a request on its connection
+        "witness": Record({"source": Text(), "requests": ListOf(ListOf(Anything())), "numbered_by": Text()}),
         "accept_counts": Record({"available": Flag(), "why": Text(), "counts": MapOf(Integer())}),
         "accept_log": Record({"available": Flag(), "why": Text()}),
         "worker_exit": Record(

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..core.errors import NothingToRun, PlanError
 from ..core.kinds import KindOption, ModeInfo, ServerKind
-from ..core.spec import DEFAULT_KIND, LABELS, ServerSpec, sized
+from ..core.spec import DEFAULT_KIND, LABELS, ConcurrentLoad, ServerSpec, sized
 from .attached import AttachedKind
 from .builtin import BuiltinKind
 from .launched.apache import ApacheKind
@@ -134,8 +134,25 @@ class Plan:
 
     def sized(self, in_flight: int, keepalive: bool = False) -> Plan:
         """The same plan for a load holding `in_flight` connections open at once, each for several requests
-        when `keepalive` (core/spec.py `sized`)."""
+        when `keepalive` (core/spec.py `sized`); PlanError for a kind that cannot keep them."""
+        if keepalive and self.kind.closes_connections:
+            raise PlanError(
+                f"{self.kind.name} cannot keep a connection for several requests: {self.kind.closes_connections}"
+            )
         return dataclasses.replace(self, spec=sized(self.spec, in_flight, keepalive))
+
+
+def refuse_closing(kinds: Iterable[str], load: ConcurrentLoad) -> None:
+    """Before anything runs: PlanError naming the first of `kinds` that cannot keep a connection open for
+    the load's several requests (ServerKind.closes_connections), when the load keeps them."""
+    if not load.keeps_connections:
+        return
+    asked = [f"--requests-per-connection {load.requests_per_connection}"] * (load.requests_per_connection != 1)
+    asked += ["--pool"] * load.pool
+    for name in kinds:
+        why = server_kind(name).closes_connections
+        if why:
+            raise PlanError(f"{' and '.join(asked)}: {name} cannot keep a connection for several requests: {why}")
 
 
 def plan(spec: ServerSpec | Plan, fit: bool = True) -> Plan:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ...core.spec import ConcurrentLoad, ServerSpec
-from ...servers.registry import variants
+from ...servers.registry import refuse_closing, variants
 from ..session import Tick, run_each, run_latency
 from .result import LatencyResult, default_title
 
@@ -26,6 +26,7 @@ def compare_latency(
 ) -> tuple[list[LatencyResult], dict[str, str]]:
     """One latency run per mode of each server, same settings; (results, {mode: why it was left out})."""
     specs, skipped = variants(server, modes, servers, batch_given)
+    refuse_closing([spec.kind for spec in specs], load)  # every one before the first runs
     return run_each(specs, lambda spec: run_latency(spec, load, on_run(spec) if on_run else None)), skipped
 
 

@@ -84,7 +84,8 @@ class ApacheServer(LaunchedServer):
     # the line that names the cause: a bind failure, a syntax error, a module that would not load
     error_marks = ("could not", "Syntax error", "Cannot load", ":emerg]", ":alert]", ":crit]", "Unable")
     shortage_marks = ("server reached MaxRequestWorkers", "Too many open files")
-    witness_source = "apache access log"  # `%P %{remote}p %m`
+    witness_source = "apache access log"  # `%P %{remote}p %m %k`
+    numbered_by = "%k"  # keep-alive requests before this one on its connection (the witness adds 1)
 
     def __init__(self, spec: ServerSpec) -> None:
         super().__init__(spec)
@@ -142,10 +143,13 @@ class ApacheServer(LaunchedServer):
         if not wait_for(lambda: all(self.waiting(pid) for pid in self._pids), SETTLE_TIMEOUT_S):
             self._unsettled += 1
 
-    def parse_request(self, fields: list[str]) -> tuple[int, int] | None:
-        """`PID PORT METHOD`; Apache's own dummy requests (OPTIONS *, to wake a child) are not ours."""
-        if len(fields) != 3 or fields[2] == "OPTIONS" or not (fields[0].isdigit() and fields[1].isdigit()):
+    def parse_request(self, fields: list[str]) -> tuple[int, ...] | None:
+        """`PID PORT METHOD KEEPALIVES` -> (pid, port, the request's number on its connection: %k + 1);
+        Apache's own dummy requests (OPTIONS *, to wake a child) are not ours."""
+        if len(fields) not in (3, 4) or fields[2] == "OPTIONS" or not (fields[0].isdigit() and fields[1].isdigit()):
             return None
+        if len(fields) == 4 and fields[3].isdigit():
+            return int(fields[0]), int(fields[1]), int(fields[3]) + 1
         return int(fields[0]), int(fields[1])
 
     def close(self) -> None:

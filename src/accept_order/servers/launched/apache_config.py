@@ -38,6 +38,9 @@ MODULES = {
     "lua": "mod_lua.so",
     "authz_core": "mod_authz_core.so",  # without an authorization provider every request is a 500
 }
+# Kept connections (ServerSpec.keepalive): as many requests on one as the client sends (0: no limit), and
+# idle between them (an open loop's) for as long as any run lasts; the client closes them.
+KEEPALIVE = "KeepAlive On\nMaxKeepAliveRequests 0\nKeepAliveTimeout 86400"
 THREADS_PER_CHILD = 25  # Apache's own default for event: each child's worker threads
 #: who the children run as when the tool is root (Apache refuses to serve as root)
 USERS = ("www-data", "nobody")
@@ -58,6 +61,7 @@ APACHE_MODES: dict[str, ModeInfo] = {
             Model.FIFO,
             "shared",
             batches=False,
+            multiplexes=False,  # a prefork child serves a kept connection to its end before it accepts again
             settings=("LoadModule mpm_prefork_module", "Listen ADDRESS:PORT (one)", NO_BUCKETS),
             seen_as=Mechanism.BLOCKING,
         ),
@@ -71,6 +75,7 @@ APACHE_MODES: dict[str, ModeInfo] = {
             Model.FIFO,
             "shared",
             batches=False,
+            multiplexes=False,  # as prefork: one connection per child, served to its end
             settings=(
                 "LoadModule mpm_prefork_module",
                 "Listen ADDRESS:PORT",
@@ -240,9 +245,10 @@ LoadModule authz_core_module {MODULE_DIR}/{MODULES["authz_core"]}
 {identity}ServerName accept-order
 {listen}ListenBacklog {spec.backlog}
 {sizing}MaxConnectionsPerChild 0
-KeepAlive Off
-# the witness: the child's pid and the client's port; the method tells a request of ours from Apache's own
-LogFormat "%P %{{remote}}p %m" accept_order
+{KEEPALIVE if spec.keepalive else "KeepAlive Off"}
+# the witness: the child's pid, the client's port, the method (a request of ours or Apache's own) and the
+# requests served on the connection before this one (%k: 0 for its first)
+LogFormat "%P %{{remote}}p %m %k" accept_order
 CustomLog {directory}/access.log accept_order
 LuaScope thread
 LuaMapHandler ^/ {directory}/handler.lua handle

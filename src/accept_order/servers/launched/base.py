@@ -7,6 +7,11 @@ pids in fork order as worker indices, the kernel's usage deltas, settling, and t
 server's graceful signal, then SIGTERM, then SIGKILL, then any worker a killed master left behind). A
 subclass says how to write its config, how to start it, and what its own log says it served (the
 independent witness a run is checked against).
+
+The witness is one row per request the server logged: [worker pid, client port], and when the load kept
+its connections (ServerSpec.keepalive) a third number where the server logs one, the request's place on its
+connection (1 for its first: nginx's `$connection_requests`), which tells its connections apart exactly
+(`numbered_by` names that field); a kind that logs none has its connections told apart by client port.
 """
 
 from __future__ import annotations
@@ -100,6 +105,10 @@ class LaunchedServer(Started):
     #: the server's own log of who served what (the witness), a file of the private directory, and its name
     request_log: ClassVar[str] = "access.log"
     witness_source: ClassVar[str]
+    #: the field of that log that numbers each request on its connection (1: its first), which a keep-alive
+    #: run's witness carries as each row's third number; None: the kind logs none (its parse_request gives
+    #: two numbers), and its connections are told apart by their client ports
+    numbered_by: ClassVar[str | None] = None
 
     def __init__(self, spec: ServerSpec) -> None:
         self.spec = spec
@@ -110,7 +119,8 @@ class LaunchedServer(Started):
         self._pidfds: list[int] = []
         self._usage: UsageDeltas | None = None
         self._unsettled = 0
-        self._log: list[tuple[int, int]] = []  # (worker, client port) per request, from the server's own log
+        # (worker, client port[, the request's number on its connection]) per request, from the server's own log
+        self._log: list[tuple[int, ...]] = []
         self._shortages: list[dict[str, Any]] = []  # what it logged running out of, read with the log
 
     # -- what a subclass says --------------------------------------------------------------------
@@ -152,8 +162,9 @@ class LaunchedServer(Started):
         """The worker pids, in index order: the master's children in fork order (HAProxy: its threads)."""
         return [p.pid for p in sorted(master.children(), key=lambda p: (p.create_time(), p.pid))]
 
-    def parse_request(self, fields: list[str]) -> tuple[int, int] | None:
-        """(worker pid, client port) from one line of the request log, split; None for any other line."""
+    def parse_request(self, fields: list[str]) -> tuple[int, ...] | None:
+        """(worker pid, client port) from one line of the request log, split, and the request's number on
+        its connection where the kind logs one (`numbered_by`); None for any other line."""
         if len(fields) < 2:
             return None
         pid, port = fields[0], fields[1]
@@ -188,8 +199,9 @@ class LaunchedServer(Started):
                 continue
         return list(found.values())
 
-    def access_log(self) -> list[tuple[int, int]]:
-        """(worker, client port) per request, in the server's own order: the witness a run is checked against."""
+    def access_log(self) -> list[tuple[int, ...]]:
+        """(worker, client port[, number on its connection]) per request, in the server's own order: the
+        witness a run is checked against."""
         return list(self._log)
 
     def sequence(self) -> list[int]:
@@ -202,7 +214,19 @@ class LaunchedServer(Started):
 
     def witness(self) -> dict[str, Any]:
         """What the server itself says it served (after stop)."""
-        return {"source": self.witness_source, "requests": [[pid, port] for pid, port in self._log]}
+        return self.witness_of([row[0] for row in self._log])
+
+    def witness_of(self, workers: list[int]) -> dict[str, Any]:
+        """The witness with `workers` as each logged request's worker pid (HAProxy logs thread numbers): rows
+        of [pid, port], with the request's number on its connection when the load kept its connections
+        and the kind logs one (a one-request run's rows stay two numbers, as files before it)."""
+        numbered = self.spec.keepalive and self.numbered_by is not None
+        rows = [[pid, row[1], *(row[2:3] if numbered else ())] for pid, row in zip(workers, self._log, strict=True)]
+        return {
+            "source": self.witness_source,
+            "requests": rows,
+            **({"numbered_by": self.numbered_by} if numbered else {}),
+        }
 
     # -- the Target interface -------------------------------------------------------------------
     @property

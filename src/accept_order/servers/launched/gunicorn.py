@@ -131,7 +131,7 @@ class GunicornServer(LaunchedServer):
             "ACCEPT_ORDER_WORK_ITERS": str(self.spec.work_iters),
         }
 
-    def parse_request(self, fields: list[str]) -> tuple[int, int] | None:
+    def parse_request(self, fields: list[str]) -> tuple[int, ...] | None:
         """gunicorn writes %(p)s as <PID>."""
         return super().parse_request([fields[0].strip("<>"), *fields[1:]] if fields else fields)
 
@@ -144,6 +144,9 @@ class GunicornServer(LaunchedServer):
 
 class GunicornKind(ServerKind):
     name = "gunicorn"
+    # gunicorn/workers/sync.py force_close()s every response; its gthread workers keep connections, but
+    # wait in a selector of their own instead of the sync worker's select(): another accept mechanism
+    closes_connections = "its sync workers close every connection after its answer (gunicorn's sync.py)"
     process_names = ("gunicorn",)
     summary = "PyPI's gunicorn (23 or newer) with sync workers, launched from a generated config"
     witness = GunicornServer.witness_source

@@ -3,7 +3,9 @@
 A worker is a thread here: its index is HAProxy's thread number (`%[thread]`, 0-based), its "pid" the
 kernel's thread id (threads in creation order), whose /proc entry has the thread's own state, context
 switches and CPU. Each answer is `http-request return`ed with `worker THREAD pid PID`, and the log line
-(`%[thread] %cp` to stdout, captured in the private directory) is the witness.
+(the thread that ran the request's rules, the client port and the request's number on its connection, to
+stdout, captured in the private directory) is the witness. With kept connections (ServerSpec.keepalive) the
+answers keep the connection (no `Connection: close`) and idle ones are kept for the run.
 
 Modes: `threads` (one listener for all threads; since 2.3 the accepting thread hands each connection to
 the least loaded thread's queue, tune.listener.multi-queue) and `shards` (one `bind` per thread, each its
@@ -17,7 +19,7 @@ import os
 import shutil
 import signal
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import psutil
 
@@ -44,6 +46,10 @@ if TYPE_CHECKING:
 PACKAGE = "the haproxy package (2.4 or newer)"
 DEFAULT_MAXACCEPT = 64  # HAProxy's own default for tune.maxaccept with threads
 REPLY = 'lf-string "worker %[thread] pid %pid\\n"'  # the answer names the thread and the process
+CLOSE = " hdr Connection close"  # one request per connection: HAProxy closes after its answer
+# A kept connection waits, idle, between a load's requests (an open loop's may wait long) and for the whole
+# run in a pool: HAProxy must not close it first. The client closes it; the run's own --timeout bounds a request.
+IDLE = "24h"
 
 
 HAPROXY_MODES: dict[str, ModeInfo] = {
@@ -132,13 +138,16 @@ defaults
     mode http
     log global
     timeout connect 10s
-    timeout client 30s
+    timeout client {IDLE if spec.keepalive else "30s"}
     timeout server 30s
+    timeout http-keep-alive {IDLE if spec.keepalive else "30s"}
     maxconn 100000
 
 frontend accept_order
-{maxconn}{binds}    log-format "%[thread] %cp"
-{action}    http-request return status 200 content-type text/plain {REPLY} hdr Connection close
+{maxconn}{binds}    log-format "%[var(txn.thread)] %cp %[var(sess.requests)]"
+    http-request set-var(txn.thread) thread
+    http-request set-var(sess.requests) var(sess.requests,0),add(1)
+{action}    http-request return status 200 content-type text/plain {REPLY}{"" if spec.keepalive else CLOSE}
 """
 
 
@@ -169,6 +178,7 @@ class HaproxyServer(LaunchedServer):
     error_marks = ("[ALERT]",)
     request_log = "stderr.log"  # `log stdout`: the master's output, captured in the private directory
     witness_source = "haproxy log"
+    numbered_by = "sess.requests"
 
     def __init__(self, spec: ServerSpec) -> None:
         super().__init__(spec)
@@ -198,17 +208,19 @@ class HaproxyServer(LaunchedServer):
         with shards)."""
         return self.listening(self.spec.workers if self.mode.queue == "per-worker" else 1)
 
-    def parse_request(self, fields: list[str]) -> tuple[int, int] | None:
-        """`%[thread] %cp`: exactly two numbers (HAProxy's own notices share the file)."""
-        if len(fields) != 2 or not (fields[0].isdigit() and fields[1].isdigit()):
+    def parse_request(self, fields: list[str]) -> tuple[int, ...] | None:
+        """`THREAD PORT N`: exactly three numbers (HAProxy's own notices share the file). THREAD is the
+        thread that ran the request's rules, kept in a variable when they run (the thread that writes the
+        log line at the stream's end may be another), N the request's number on its connection (a session
+        variable counts them)."""
+        if len(fields) != 3 or not all(f.isdigit() for f in fields):
             return None
-        return int(fields[0]), int(fields[1])
+        return int(fields[0]), int(fields[1]), int(fields[2])
 
-    def witness(self) -> dict[str, object]:
-        """HAProxy's own log, `%[thread] %cp` per request; the thread numbers become the workers' ids."""
+    def witness(self) -> dict[str, Any]:
+        """HAProxy's own log per request; the thread numbers become the workers' ids."""
         pids = self._pids
-        rows = [[pids[t] if 0 <= t < len(pids) else -1, port] for t, port in self._log]
-        return {"source": self.witness_source, "requests": rows}
+        return self.witness_of([pids[row[0]] if 0 <= row[0] < len(pids) else -1 for row in self._log])
 
 
 class HaproxyKind(ServerKind):

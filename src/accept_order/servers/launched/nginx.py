@@ -28,7 +28,8 @@ class NginxServer(LaunchedServer):
     error_logs = ("error.log", "stderr.log")
     error_marks = ("[emerg]", "[alert]")
     shortage_marks = ("worker_connections are not enough", "Too many open files")
-    witness_source = "nginx access log"  # `$pid $remote_port $msec`
+    witness_source = "nginx access log"  # `$pid $remote_port $msec $connection_requests`
+    numbered_by = "$connection_requests"
 
     def __init__(self, spec: ServerSpec) -> None:
         super().__init__(spec)
@@ -53,12 +54,21 @@ class NginxServer(LaunchedServer):
                     work_iters=spec.work_iters,
                     mutex_delay_ms=spec.mutex_delay_ms,
                     in_flight=spec.in_flight,
+                    keepalive=spec.keepalive,
                 )
             )
         return [binary, "-e", os.path.join(self.directory, "error.log"), "-p", self.directory, "-c", conf]
 
     def ready(self) -> bool:
         return os.path.exists(os.path.join(self.directory, "nginx.pid"))
+
+    def parse_request(self, fields: list[str]) -> tuple[int, ...] | None:
+        """`$pid $remote_port $msec $connection_requests`: (pid, port, the request's number on its
+        connection); a line of an older format without the last: (pid, port)."""
+        row = super().parse_request(fields)
+        if row is None or len(fields) < 4 or not fields[3].isdigit():
+            return row
+        return (*row, int(fields[3]))
 
 
 class NginxKind(ServerKind):

@@ -88,6 +88,11 @@ def nginx_binary() -> str:
     return path
 
 
+# A kept connection's life is the client's to end (after its K requests, or at the run's end): nginx's own
+# limits on it (1000 requests, an hour, 75 s idle by default) are lifted past any run's. keepalive_requests
+# is an ngx_uint_t; an open loop's connection may idle long between its requests.
+KEEPALIVE = "keepalive_requests 1000000000; keepalive_time 24h; keepalive_timeout 24h;"
+
 MIN_WORKER_CONNECTIONS = 1024  # nginx's default is 512: room for a few by hand (serve) and health checks
 CONNECTION_MARGIN = 64  # a worker's connection slots besides the load's: its listeners (one per worker
 # with reuseport), and what nginx keeps for itself
@@ -144,8 +149,10 @@ def render_config(
     work_iters: int,
     mutex_delay_ms: float = 500.0,
     in_flight: int = 0,
+    keepalive: bool = False,
 ) -> str:
-    """nginx.conf for one run; every path in `directory`."""
+    """nginx.conf for one run; every path in `directory`. `keepalive`: the load keeps its connections for
+    several requests (or the whole run), and nginx must not close them first (KEEPALIVE)."""
     address = f"[{host}]" if ":" in host else host
     listen = f"{address}:{port}{' reuseport' if mode.queue == 'per-worker' else ''} backlog={backlog}"
     affinity = f"worker_cpu_affinity {cpu_masks(cpus, workers)};\n" if cpus else ""
@@ -166,7 +173,7 @@ events {{
     {events}
 }}
 http {{
-    log_format accept_order '$pid $remote_port $msec';
+    log_format accept_order '$pid $remote_port $msec $connection_requests';
     access_log {directory}/access.log accept_order;
     # Every temp path too: left to its compiled-in default, nginx creates /var/lib/nginx/... when missing.
     client_body_temp_path {directory}/body;
@@ -174,7 +181,7 @@ http {{
     fastcgi_temp_path {directory}/fastcgi;
     uwsgi_temp_path {directory}/uwsgi;
     scgi_temp_path {directory}/scgi;
-    keepalive_timeout 30s;
+    {KEEPALIVE if keepalive else "keepalive_timeout 30s;"}
     server {{
         listen {listen};
         location / {{

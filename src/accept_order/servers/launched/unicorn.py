@@ -144,6 +144,7 @@ class UnicornServer(LaunchedServer):
 
 class UnicornKind(ServerKind):
     name = "unicorn"
+    closes_connections = "it answers every request with Connection: close (unicorn/http_response.rb)"
     process_names = ("unicorn",)
     summary = "Debian's Unicorn (6.0) with preforked workers and a Rack app, launched from a generated config"
     witness = UnicornServer.witness_source

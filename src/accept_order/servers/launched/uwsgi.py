@@ -173,7 +173,7 @@ class UwsgiServer(LaunchedServer):
             "ACCEPT_ORDER_WORK_ITERS": str(self.spec.work_iters),
         }
 
-    def parse_request(self, fields: list[str]) -> tuple[int, int] | None:
+    def parse_request(self, fields: list[str]) -> tuple[int, ...] | None:
         """A request line of stderr.log (uWSGI's own messages share it)."""
         return super().parse_request(fields[1:]) if fields[:1] == [REQUEST_MARK] else None
 
@@ -224,6 +224,10 @@ class UwsgiServer(LaunchedServer):
 
 class UwsgiKind(ServerKind):
     name = "uwsgi"
+    # http11-socket would keep them, one connection per worker for as long as it stays open (cures.py)
+    closes_connections = (
+        "its http-socket closes each connection after its answer (a second request on it found it closed)"
+    )
     process_names = ("uwsgi", "pyuwsgi")
     summary = "PyPI's uWSGI (pyuwsgi) with prefork workers serving HTTP themselves, launched from a generated ini"
     witness = UwsgiServer.witness_source
