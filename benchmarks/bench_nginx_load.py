@@ -55,10 +55,13 @@ def seconds(text: str) -> float:
     return value
 
 
-def wrk_round(url: str, concurrency: int, duration_s: float) -> tuple[float, int, str]:
-    """wrk's own Requests/sec, its error count (socket errors plus non-2xx answers) and their wording."""
+def wrk_round(url: str, concurrency: int, duration_s: float, close: bool = True) -> tuple[float, int, str]:
+    """wrk's own Requests/sec, its error count (socket errors plus non-2xx answers) and their wording.
+    `close`: one request per connection (`Connection: close`); else wrk's own keep-alive, every request on
+    the `concurrency` connections it opened at the start."""
     whole = max(1, math.ceil(duration_s))
-    cmd = ["wrk", "-t", "2", "-c", str(concurrency), "-d", f"{whole}s", "-H", "Connection: close", url]
+    header = ["-H", "Connection: close"] if close else []
+    cmd = ["wrk", "-t", "2", "-c", str(concurrency), "-d", f"{whole}s", *header, url]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         if whole != duration_s:
