@@ -64,6 +64,12 @@ def caddy_missing() -> str | None:
     return None if shutil.which("caddy") else f"caddy is not installed: {PACKAGE}"
 
 
+# Kept connections (ServerSpec.keepalive): Caddy has no limit on requests per connection; its idle timeout
+# (5 min by default) is lifted past any run's, the client closes them. Its log numbers neither connections nor
+# requests on one: the witness tells connections apart by client port.
+KEEPALIVE = "\n\t\ttimeouts {\n\t\t\tidle 24h\n\t\t}"
+
+
 def render_config(spec: ServerSpec, port: int, directory: str) -> str:
     """The Caddyfile for one run; every path in `directory`, no admin endpoint, no automatic HTTPS."""
     return f"""# written by accept-order for one run; removed when it ends
@@ -72,7 +78,7 @@ def render_config(spec: ServerSpec, port: int, directory: str) -> str:
 	auto_https off
 	storage file_system {os.path.join(directory, "data")}
 	servers {{
-		protocols h1
+		protocols h1{KEEPALIVE if spec.keepalive else ""}
 	}}
 }}
 http://:{port} {{
@@ -156,7 +162,7 @@ class CaddyServer(LaunchedServer):
                     except OSError:
                         continue
 
-    def parse_request(self, fields: list[str]) -> tuple[int, int] | None:
+    def parse_request(self, fields: list[str]) -> tuple[int, ...] | None:
         """(the one process, request.remote_port) from a JSON line of the access log (split on white space,
         which only the request's own strings held)."""
         try:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+from collections import Counter
 from typing import TYPE_CHECKING
 
 import psutil
@@ -94,11 +95,16 @@ def handler_ruby(work_us: int, work_iters: int) -> str:
     return "".join(f"          {line}\n" for line in lines)
 
 
+# Kept connections (ServerSpec.keepalive): h2o 2.2 has no limit on requests per connection, and its wait for
+# the next request (http1-request-timeout, seconds) also closes an idle kept connection: lifted past any run.
+KEEPALIVE = "http1-request-timeout: 86400\n"
+
+
 def render_config(spec: ServerSpec, port: int, directory: str) -> str:
     """h2o.conf (YAML) for one run; every path in `directory`."""
     return f"""# written by accept-order for one run; removed when it ends
 num-threads: {spec.workers}
-error-log: {directory}/error.log
+{KEEPALIVE if spec.keepalive else ""}error-log: {directory}/error.log
 listen:
   host: {spec.host}
   port: {port}
@@ -109,7 +115,7 @@ hosts:
         mruby.handler: |
 {handler_ruby(spec.work_us, spec.work_iters)}    access-log:
       path: {directory}/access.log
-      format: "%{{{WORKER_HEADER}}}o %{{remote}}p %m"
+      format: "%{{{WORKER_HEADER}}}o %{{remote}}p %m %{{connection-id}}x"
 """
 
 
@@ -118,7 +124,9 @@ class H2oServer(LaunchedServer):
     graceful = signal.SIGTERM  # sent once every thread is back in its wait (close())
     error_logs = ("stderr.log", "error.log")
     error_marks = ("failed", "error", "Error", "unknown", "cannot")
-    witness_source = "h2o access log"  # `%{x-accept-order-worker}o %{remote}p %m`
+    witness_source = "h2o access log"  # `%{x-accept-order-worker}o %{remote}p %m %{connection-id}x`
+    # h2o numbers its connections, not the requests on one: the witness counts each connection's lines in order
+    numbered_by = "%{connection-id}x"
 
     def __init__(self, spec: ServerSpec) -> None:
         super().__init__(spec)
@@ -161,10 +169,26 @@ class H2oServer(LaunchedServer):
         if not wait_for(lambda: all(self.waiting(tid) for tid in self._pids), SETTLE_TIMEOUT_S):
             self._unsettled += 1
 
-    def parse_request(self, fields: list[str]) -> tuple[int, int] | None:
-        if len(fields) != 3 or not (fields[0].isdigit() and fields[1].isdigit()):
+    def parse_request(self, fields: list[str]) -> tuple[int, ...] | None:
+        """(thread id, client port, connection id)."""
+        if len(fields) not in (3, 4) or not (fields[0].isdigit() and fields[1].isdigit()):
             return None  # a request our handler did not answer has no worker header: `-`
+        if len(fields) == 4 and fields[3].isdigit():
+            return int(fields[0]), int(fields[1]), int(fields[3])
         return int(fields[0]), int(fields[1])
+
+    def read_logs(self) -> None:
+        """The log's rows, each connection id turned into the request's number on that connection (its
+        lines are in the order its requests were answered: one at a time on an HTTP/1 connection)."""
+        super().read_logs()
+        seen: Counter[int] = Counter()
+        rows: list[tuple[int, ...]] = []
+        for row in self._log:
+            if len(row) > 2:
+                seen[row[2]] += 1
+                row = (row[0], row[1], seen[row[2]])
+            rows.append(row)
+        self._log = rows
 
     def close(self) -> None:
         """SIGTERM once every thread is back in its wait (each request it served is then logged), then the

@@ -117,6 +117,12 @@ return 200
 """
 
 
+# Kept connections (ServerSpec.keepalive): lighttpd's limits on a connection's life lifted as far as they go;
+# the client closes them. Its request limit is 16 bits (65536 wrapped to 0 here, which turns keep-alive off):
+# a connection kept past 65535 requests is closed by lighttpd. The idle limit is in seconds.
+KEEPALIVE = "server.max-keep-alive-requests = 65535\nserver.max-keep-alive-idle = 86400\n"
+
+
 def render_config(spec: ServerSpec, mode: ModeInfo, port: int, directory: str) -> str:
     """lighttpd.conf for one run; every path in `directory` (lighttpd's strings are double-quoted)."""
     return f"""# written by accept-order for one run; removed when it ends
@@ -131,8 +137,8 @@ server.errorlog = "{directory}/error.log"
 server.modules = ("mod_magnet", "mod_accesslog")
 magnet.attract-raw-url-to = ("{directory}/handler.lua")
 accesslog.filename = "{directory}/access.log"
-accesslog.format = "%{{AO_PID}}e %{{AO_PORT}}e %{{usec}}t %m"
-"""
+accesslog.format = "%{{AO_PID}}e %{{AO_PORT}}e %{{usec}}t %m %k"
+{KEEPALIVE if spec.keepalive else ""}"""
 
 
 class LighttpdServer(LaunchedServer):
@@ -141,7 +147,8 @@ class LighttpdServer(LaunchedServer):
     error_logs = ("stderr.log", "error.log")
     error_marks = ("can't", "failed", "error", "Error", "unknown")
     shortage_marks = ("Too many open files", "connection limit")
-    witness_source = "lighttpd access log"  # `%{AO_PID}e %{AO_PORT}e %{usec}t %m`, sorted by the time
+    witness_source = "lighttpd access log"  # `%{AO_PID}e %{AO_PORT}e %{usec}t %m %k`, sorted by the time
+    numbered_by = "%k"  # keep-alive requests before this one on its connection (the witness adds 1)
 
     def __init__(self, spec: ServerSpec) -> None:
         super().__init__(spec)
@@ -183,16 +190,18 @@ class LighttpdServer(LaunchedServer):
 
     def read_logs(self) -> None:
         """The access log in request order: by the time each request began (the lines are not)."""
-        rows: list[tuple[int, int, int]] = []
+        rows: list[tuple[int, ...]] = []
         try:
             with open(os.path.join(self.directory, self.request_log)) as f:
                 for line in f:
                     fields = line.split()
-                    if len(fields) == 4 and all(x.isdigit() for x in fields[:3]):
-                        rows.append((int(fields[2]), int(fields[0]), int(fields[1])))
+                    if len(fields) in (4, 5) and all(x.isdigit() for x in fields[:3]):
+                        # %k: the requests before this one on its connection (0 for its first)
+                        number = (int(fields[4]) + 1,) if len(fields) == 5 and fields[4].isdigit() else ()
+                        rows.append((int(fields[2]), int(fields[0]), int(fields[1]), *number))
         except OSError:
             rows = []
-        self._log = [(pid, port) for _, pid, port in sorted(rows)]
+        self._log = [row[1:] for row in sorted(rows)]
         self._shortages = self.shortages()
 
     def close(self) -> None:

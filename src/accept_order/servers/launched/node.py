@@ -88,12 +88,21 @@ if (cluster.isPrimary) {
     }
     return i;
   };
-  http.createServer((req, res) => {
+  // The socket counts its own requests: the log's third field, 1 for a connection's first
+  const requests = Symbol('accept-order requests');
+  const server = http.createServer((req, res) => {
     work();
-    fs.writeSync(log, `${process.pid} ${req.socket.remotePort}\n`);
-    res.writeHead(200, {'Content-Type': 'text/plain', 'Connection': 'close'});
+    const n = (req.socket[requests] || 0) + 1;
+    req.socket[requests] = n;
+    fs.writeSync(log, `${process.pid} ${req.socket.remotePort} ${n}\n`);
+    const headers = {'Content-Type': 'text/plain'};
+    if (!cfg.keepalive) headers['Connection'] = 'close';
+    res.writeHead(200, headers);
     res.end(`worker ${process.pid}\n`);
-  }).listen({port: cfg.port, host: cfg.host, backlog: cfg.backlog});
+  });
+  // Kept connections: no limit on requests per socket (Node's default), no idle timeout (5 s by default)
+  if (cfg.keepalive) { server.keepAliveTimeout = 0; server.maxRequestsPerSocket = 0; }
+  server.listen({port: cfg.port, host: cfg.host, backlog: cfg.backlog});
 }
 """
 
@@ -115,7 +124,8 @@ def node_missing() -> str | None:
 
 class NodeServer(LaunchedServer):
     name = "node"
-    witness_source = "node access log"  # each worker's `pid client-port`
+    witness_source = "node access log"  # each worker's `pid client-port N`
+    numbered_by = "socket's own count"  # N: the request's number on its socket, counted by the script
 
     def __init__(self, spec: ServerSpec) -> None:
         super().__init__(spec)
@@ -139,11 +149,19 @@ class NodeServer(LaunchedServer):
             "work_iters": spec.work_iters,
             "pidfile": os.path.join(self.directory, "node.pid"),
             "accesslog": os.path.join(self.directory, "access.log"),
+            "keepalive": spec.keepalive,
         }
         return {"ACCEPT_ORDER_NODE": json.dumps(config)}
 
     def ready(self) -> bool:
         return os.path.exists(os.path.join(self.directory, "node.pid"))
+
+    def parse_request(self, fields: list[str]) -> tuple[int, ...] | None:
+        """`PID PORT N`: (pid, port, the request's number on its socket)."""
+        row = super().parse_request(fields)
+        if row is None or len(fields) < 3 or not fields[2].isdigit():
+            return row
+        return (*row, int(fields[2]))
 
     def start(self) -> None:
         super().start()

@@ -88,16 +88,23 @@ def puma_missing() -> str | None:
     return None if shutil.which("puma") else f"puma is not installed: {PACKAGE}"
 
 
+# Kept connections (ServerSpec.keepalive): Puma answers with Connection: close after max_fast_inline (10)
+# requests on a connection when its threads are busy and another connection waits (puma/request.rb), and
+# closes one idle for persistent_timeout (20 s): both lifted past any run's, the client closes them.
+KEEPALIVE = "max_fast_inline 1_000_000_000\npersistent_timeout 86_400\n"
+
+
 def render_config(spec: ServerSpec, mode: ModeInfo, port: int, directory: str) -> str:
     """puma.rb for one run (Ruby: Puma evaluates it); every path in `directory`."""
     host = f"[{spec.host}]" if ":" in spec.host else spec.host
     less_busy = f"wait_for_less_busy_worker {LESS_BUSY_S}\n" if mode.name == "less-busy" else ""
+    kept = KEEPALIVE if spec.keepalive else ""
     cpus = list(spec.cpus)
     return f"""# written by accept-order for one run; removed when it ends
 bind "tcp://{host}:{port}?backlog={spec.backlog}"
 workers {spec.workers}
 threads {THREADS[0]}, {THREADS[1]}
-{less_busy}environment "production"
+{less_busy}{kept}environment "production"
 log_requests true
 stdout_redirect "{os.path.join(directory, "puma.log")}", "{os.path.join(directory, "puma.err")}", true
 pidfile "{os.path.join(directory, "puma.pid")}"
@@ -132,6 +139,7 @@ class PumaServer(LaunchedServer):
     error_marks = ("Errno::", "ERROR", "Error", "error")
     request_log = "puma.log"
     witness_source = "puma request log"  # log_requests, `[PID]` per line in cluster mode
+    numbered_by = "socket's own count"  # the app's count of the requests on its connection's socket
 
     def __init__(self, spec: ServerSpec) -> None:
         super().__init__(spec)
@@ -172,14 +180,14 @@ class PumaServer(LaunchedServer):
         if not wait_for(lambda: all(in_select(pid, tid) for pid, tid in self._threads.items()), SETTLE_TIMEOUT_S):
             self._unsettled += 1
 
-    def parse_request(self, fields: list[str]) -> tuple[int, int] | None:
-        """`[PID] ADDR - PID:PORT [date] "GET / HTTP/1.0" 200 13 0.0001`: the pid Puma prefixed, the port the
-        app handed it."""
+    def parse_request(self, fields: list[str]) -> tuple[int, ...] | None:
+        """`[PID] ADDR - PID:PORT:N [date] "GET / HTTP/1.0" 200 13 0.0001`: the pid Puma prefixed, the port
+        and the request's number on its connection the app handed it."""
         row = parse_common_log(fields)
         prefix = fields[0].strip("[]") if fields else ""
         if row is None or not prefix.isdigit():
             return None
-        return int(prefix), row[1]
+        return (int(prefix), *row[1:])
 
 
 class PumaKind(ServerKind):

@@ -2,9 +2,10 @@
 
 Like gunicorn_app: it burns the run's work (additions, then a timed busy loop), then answers `worker PID`.
 It also hands the server's request log the client's port: Rack's common log format (which both Puma's
-`log_requests` and Rack::CommonLogger, Unicorn's, write) has no port, so the app puts `PID:PORT` in
-REMOTE_USER, a field of that format nothing else here sets. The peer is asked of the connection the server
-accepted (`puma.socket`, `unicorn.socket`), whose port the kernel knows.
+`log_requests` and Rack::CommonLogger, Unicorn's, write) has no port, so the app puts `PID:PORT:N` in
+REMOTE_USER, a field of that format nothing else here sets (N: the request's number on its connection, which
+the socket object counts). The peer is asked of the connection the server accepted (`puma.socket`,
+`unicorn.socket`), whose port the kernel knows.
 """
 
 from __future__ import annotations
@@ -29,7 +30,10 @@ app = lambda do |env|
   end
   sock = env["puma.socket"] || env["unicorn.socket"]
   port = sock ? Socket.unpack_sockaddr_in(sock.getpeername)[0] : "-"
-  env["REMOTE_USER"] = "#{{Process.pid}}:#{{port}}"
+  # the connection's own count of its requests (the socket object lives as long as it does)
+  n = sock ? (sock.instance_variable_get(:@accept_order_requests) || 0) + 1 : 1
+  sock.instance_variable_set(:@accept_order_requests, n) if sock
+  env["REMOTE_USER"] = "#{{Process.pid}}:#{{port}}:#{{n}}"
   body = "worker #{{Process.pid}}\\n"
   [200, {{"Content-Type" => "text/plain", "Content-Length" => body.bytesize.to_s}}, [body]]
 end
@@ -45,14 +49,15 @@ def write_app(spec: ServerSpec, directory: str) -> str:
     return path
 
 
-def parse_common_log(fields: list[str]) -> tuple[int, int] | None:
-    """(worker pid, client port) from a common-log line the app's REMOTE_USER marks (`ADDR - PID:PORT [...`),
-    split on white space, with anything the server prefixes before it; None for any other line."""
+def parse_common_log(fields: list[str]) -> tuple[int, ...] | None:
+    """(worker pid, client port, the request's number on its connection) from a common-log line the app's
+    REMOTE_USER marks (`ADDR - PID:PORT:N [...`; an older app's `PID:PORT` gives the first two), split on
+    white space, with anything the server prefixes before it; None for any other line."""
     for i in range(len(fields) - 3):
         if fields[i + 1] == "-" and fields[i + 3].startswith("["):
-            pid, _, port = fields[i + 2].partition(":")
-            if pid.isdigit() and port.isdigit():
-                return int(pid), int(port)
+            marks = fields[i + 2].split(":")
+            if len(marks) in (2, 3) and all(m.isdigit() for m in marks):
+                return tuple(map(int, marks))
     return None
 
 

@@ -138,7 +138,7 @@ class UnicornServer(LaunchedServer):
         if not wait_for(lambda: all(in_select(pid) for pid in self._pids), SETTLE_TIMEOUT_S):
             self._unsettled += 1
 
-    def parse_request(self, fields: list[str]) -> tuple[int, int] | None:
+    def parse_request(self, fields: list[str]) -> tuple[int, ...] | None:
         return parse_common_log(fields)
 
 

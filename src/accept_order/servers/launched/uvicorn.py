@@ -103,6 +103,8 @@ class UvicornServer(AsgiServer):
             "--http", "h11",
             "--no-access-log",
             "--timeout-graceful-shutdown", str(int(STOP_TIMEOUT_S)),
+            # kept connections: no limit on their requests; idle ones closed after 5 s unless lifted past any run
+            *(("--timeout-keep-alive", "86400") if self.spec.keepalive else ()),
         ]  # fmt: skip
 
 
