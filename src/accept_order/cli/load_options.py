@@ -112,10 +112,13 @@ def kept_options(pool: bool = True) -> Callable[[F], F]:
     return apply(options)
 
 
-def load_options(rate: bool = False, count: bool = True, duration: str | None = None) -> Callable[[F], F]:
+def load_options(
+    rate: bool = False, count: bool = True, duration: str | None = None, kept: bool = True
+) -> Callable[[F], F]:
     """`rate`: the command also runs an open loop (--rate), where -c is the most connections in flight.
     `count=False`: the load runs for a --duration only (reload: its worker goes part-way through), whose
-    default is then `duration`."""
+    default is then `duration`. `kept=False`: no --requests-per-connection nor --pool (reload: what a leaving
+    worker does with the connections it keeps is a question of its own, not answered yet)."""
     from ..core.spec import DEFAULT_REQUESTS
 
     concurrency_help = "Connections in flight: each ends (connect, read reply, close) and the next starts at once."
@@ -176,6 +179,6 @@ def load_options(rate: bool = False, count: bool = True, duration: str | None = 
             timeout_option("10s", "connection"),
             load_cpus_option(),
             *(open_loop if rate else []),
-            kept_options(),
+            *([kept_options()] if kept else []),
         ]
     )
