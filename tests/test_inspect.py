@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -284,3 +285,63 @@ def test_poll_and_select_sets_are_parsed() -> None:
     words = (1 << 3 | 1 << 63).to_bytes(8, "little") + (1 << 1).to_bytes(8, "little")
     assert parse_fd_set(words, 66) == (3, 63, 65)
     assert parse_fd_set(words, 64) == (3, 63)  # bits at or above nfds are not watched
+
+
+def _established_held(port: int, pids: list[int]) -> dict[int, int]:
+    """The test's own count from /proc: per pid, the sockets in its fd table that are established
+    connections on `port` (/proc/PID/net/tcp: local port, state 01)."""
+    established = set()
+    for line in Path(f"/proc/{pids[0]}/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[3] == "01" and int(fields[1].split(":")[1], 16) == port:
+            established.add(int(fields[9]))
+    held = {}
+    for pid in pids:
+        links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+        held[pid] = sum(1 for link in links if link.startswith("socket:[") and int(link[8:-1]) in established)
+    return held
+
+
+def test_the_connections_each_process_holds_are_procs_count(hand_nginx: int, tmp_path: Path) -> None:
+    """Keep-alive connections, each answered (so accepted) and left open: inspect counts them per process
+    as /proc does, says so, and offers what changes how their load splits; with none held, it offers none."""
+    idle = inspect(port=hand_nginx, samples=1)
+    assert all(p.connections_held == 0 for p in idle.processes)
+    conns = []
+    try:
+        for _ in range(5):
+            conn = socket.create_connection(("127.0.0.1", hand_nginx), timeout=10)
+            conns.append(conn)
+            conn.sendall(b"GET / HTTP/1.1\r\nHost: inspect\r\n\r\n")
+            reply = b""
+            while not reply.endswith(b"hello\n"):
+                chunk = conn.recv(4096)
+                assert chunk, reply
+                reply += chunk
+        saved = tmp_path / "inspect.json"
+        done = run_cli(["inspect", "--port", str(hand_nginx), "--json", str(saved)], columns=80)
+        pids = [p["pid"] for p in json.loads(saved.read_text())["processes"]]
+        counted = _established_held(hand_nginx, pids)
+    finally:
+        for conn in conns:
+            conn.close()
+    assert done.exit_code == 0, done.output
+    document = json.loads(saved.read_text())
+    assert {p["pid"]: p["connections_held"] for p in document["processes"]} == counted
+    assert sum(counted.values()) == 5
+    assert {u["pid"]: u["connections_held"] for u in document["units"]} == {
+        u["pid"]: counted[u["pid"]] for u in document["units"]
+    }
+    assert "(5 in all)" in done.stdout and "What changes how the load of long-lived connections" in done.stdout
+    assert "keepalive_requests" in done.stdout
+    assert max(len(line) for line in done.stdout.splitlines()) <= 80
+    shown = run_cli(["show", str(saved)], columns=80)
+    assert shown.exit_code == 0 and shown.stdout == done.stdout
+    wait_for(  # nginx closes its ends once it reads the clients' FIN
+        lambda: inspect(port=hand_nginx, samples=1).processes,
+        lambda rows: all(p.connections_held == 0 for p in rows),
+        10,
+        "nginx to close the connections",
+    )
+    quiet = run_cli(["inspect", "--port", str(hand_nginx)], columns=80)
+    assert "What changes how the load" not in quiet.stdout

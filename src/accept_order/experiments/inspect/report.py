@@ -9,6 +9,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from .cure_rows import cure_table, kind_named
 from .result import EpollView, InspectResult
 
 ROLE = {"worker": "listens", "fed": "fed", "acceptor": "acceptor", "lock": "no lock"}
@@ -67,11 +68,32 @@ def _listeners(result: InspectResult) -> Table:
 
 
 def _processes(result: InspectResult) -> Table:
-    table = _table("Who serves", "pid", "name", "role", "threads", "main thread in", "holds")
+    held = any(p.connections_held is not None for p in result.processes)  # a file from before: no column
+    columns = ["pid", "name", "role", "threads", "main thread in", "holds", *(["conns"] if held else [])]
+    table = _table("Who serves", *columns)
+    table.columns[-1].justify = "right" if held else table.columns[-1].justify
     for p in result.processes:
         holds = f"{len(p.holds)} listener{'s' if len(p.holds) != 1 else ''}" if p.holds else "-"
-        table.add_row(str(p.pid), Text(p.name), p.role, str(p.threads), p.call, holds)
+        conns = ["-" if p.connections_held is None else f"{p.connections_held:,}"] if held else []
+        table.add_row(str(p.pid), Text(p.name), p.role, str(p.threads), p.call, holds, *conns)
     return table
+
+
+def _held(result: InspectResult) -> list[RenderableType]:
+    """Connections held now, and where the server holds any, what changes how their load splits."""
+    counts = [p.connections_held for p in result.processes if p.connections_held is not None]
+    if not counts or not sum(counts):
+        return []
+    lines: list[RenderableType] = [
+        _para(
+            f"conns: the open connections on its ports each process holds now ({sum(counts):,} in all); which "
+            "worker holds a long-lived one decides its load for its whole life",
+            indent=0,
+        )
+    ]
+    what = result.recognised or result.program
+    heading = f"What changes how the load of long-lived connections splits ({what})"
+    return lines + cure_table(kind_named(result.recognised), result.mechanism.modes, heading)
 
 
 def _units(result: InspectResult) -> Table:
@@ -186,6 +208,7 @@ def inspect_report(result: InspectResult) -> RenderableType:
     parts += [_para(e) for e in extra]
     parts += _mechanism(result)
     parts += _changes(result)
+    parts += _held(result)
     parts += _kernel(result)
     parts += [_para(f"Note: {n}", style="yellow", indent=0) for n in result.notes]
     return Group(*parts)

@@ -26,6 +26,7 @@ class ProcessRow:
     threads: int
     holds: tuple[int, ...]
     call: str  # what its main thread sleeps in (a master's rt_sigsuspend, ...)
+    connections_held: int | None = None  # open connections on the server's ports in its fd table; None: not read
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,9 @@ class UnitView:
     fd: int | None
     wchan: str
     on: str
+    # its process's open connections on the server's ports, where it is its process's one worker (threads
+    # share their process's fd table: None for them, and where it was not read)
+    connections_held: int | None = None
 
 
 @dataclass(frozen=True)

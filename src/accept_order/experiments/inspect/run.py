@@ -14,6 +14,7 @@ from ...probes.server_netns import counters_of, namespace_of, same_namespace, sy
 from ...probes.serving import Server, check_pid, find_server, with_backlogs
 from ...servers.registry import DEFAULT_KIND, recognise, server_kind
 from .changes import change_views
+from .held import connections_held, with_held
 from .result import ChangeView, InspectResult, MechanismView
 from .sample import Sample, take
 from .views import epoll_views, listener_views, process_rows, unit_views, unix_links
@@ -55,6 +56,8 @@ def inspect(pid: int | None = None, port: int | None = None, samples: int = SAMP
     top = server.processes[0]
     kind = recognise(top.name, top.argv)
     units = unit_views(server, sample, verdict)
+    held, unread = connections_held(server, sample)
+    processes, units = with_held(process_rows(server, sample, verdict), units, held)
     mechanism = _mechanism(verdict, tally, kind, server, taken)
     changes, measure_all = _changes(kind, mechanism)
     own = same_namespace(anchor)
@@ -63,7 +66,7 @@ def inspect(pid: int | None = None, port: int | None = None, samples: int = SAMP
         target=f"pid {pid}" if pid is not None else f"port {port}",
         recognised=kind.name if kind is not None else None,
         program=top.name,
-        processes=process_rows(server, sample, verdict),
+        processes=processes,
         listeners=listener_views(rows, server, sample, units),
         units=units,
         epolls=epoll_views(server, sample, verdict),
@@ -76,7 +79,8 @@ def inspect(pid: int | None = None, port: int | None = None, samples: int = SAMP
         sysctls=sysctls,
         counters=counters_of(anchor),
         environment=current(),
-        notes=_notes(server, taken, tally, own, sysctls_known=any(v is not None for v in sysctls.values())),
+        notes=_notes(server, taken, tally, own, sysctls_known=any(v is not None for v in sysctls.values()))
+        + ((unread,) if unread else ()),
     )
 
 
