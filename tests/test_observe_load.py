@@ -206,7 +206,7 @@ def test_byte_shares_are_nginxs_request_shares_and_held_is_procs(
         for conn in conns:
             conn.close()
     assert not errors, errors
-    assert result.loaded and result.load_samples >= 2 * ROUNDS and result.load_every_s is not None
+    assert result.loaded and result.load_samples >= ROUNDS + 2 and result.load_every_s is not None  # start, end
     requests = logged(log)
     requests[early_pid] -= BEFORE  # before the window: not in it
     window = sum(REQUESTS) + ROUNDS * DURING
@@ -220,7 +220,7 @@ def test_byte_shares_are_nginxs_request_shares_and_held_is_procs(
     # ... and exactly so: every connection stayed open to the last sample, so every byte it received in the
     # window is in, and none from before (the early connection counts from its first sample)
     assert {pid: by_pid[pid].bytes_in for pid in pids} == {pid: requests[pid] * len(REQUEST) for pid in pids}
-    assert {pid: by_pid[pid].connections_held for pid in pids} == counted
+    assert {pid: by_pid[pid].connections_held for pid in pids} == counted, (result.wall_s, result.workers)
     assert all((w.connections_held_peak or 0) >= (w.connections_held or 0) for w in result.workers)
     assert sum(w.connections_observed or 0 for w in result.workers) == len(REQUESTS) + 1
     assert all((w.bytes_out or 0) > 0 for w in result.workers if requests[w.pid])
@@ -368,3 +368,22 @@ INTERVAL = {
     "held": [1, 2, 3, 4],
     "bytes_in": [10, 20, 30, 40],
 }
+
+
+def test_what_changes_the_split_is_offered_only_where_the_load_parts_from_the_accepts() -> None:
+    from rich.console import Console
+
+    from accept_order.experiments.observe.report import observe_report
+
+    def text(result: ObserveResult) -> str:
+        console = Console(width=80, record=True, file=io.StringIO())
+        console.print(observe_report(result))
+        return console.export_text()
+
+    heading = "What changes how the load of long-lived connections splits (nginx)"
+    apart = text(result_with([25, 25, 25, 25], [5, 5, 5, 25], [100_000, 100_000, 100_000, 700_000]))
+    assert heading in apart and "keepalive_requests" in apart  # the golden file's server is nginx
+    alike = text(result_with([30, 20, 25, 25], [3, 2, 3, 2], [30_000, 20_000, 25_000, 25_000]))
+    assert heading not in alike
+    golden = Path(__file__).parent / "data" / "golden" / "observe.json"
+    assert heading not in text(ObserveResult.from_dict(json.loads(golden.read_text())))  # no load read

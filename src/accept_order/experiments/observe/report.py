@@ -9,8 +9,9 @@ from rich.table import Table
 from rich.text import Text
 
 from ...render.text import plural
+from ..inspect.cure_rows import cure_table, kind_of
 from .result import ObservedWorker, ObserveResult
-from .verdict import verdict
+from .verdict import load_uneven, verdict
 
 BAR = 16  # characters of the share bar
 PLAIN_WIDTH = 80
@@ -182,6 +183,10 @@ def observe_report(result: ObserveResult) -> RenderableType:
     lines = verdict(result)
     parts.append(Text(lines[0] + ".", style="bold"))
     parts += [Text(line) for line in lines[1:]]
+    if load_uneven(result):
+        seen = result.mechanism.modes if result.mechanism is not None else ()
+        heading = f"What changes how the load of long-lived connections splits ({result.program})"
+        parts += cure_table(kind_of(result.program), seen, heading)
     parts.append(Text(f"{'exact' if result.traced else 'approximate'}: {result.source}", style="dim"))
     env = result.environment
     if env is not None:

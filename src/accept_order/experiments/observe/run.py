@@ -301,6 +301,7 @@ def _loop(observer: Observer, on_snapshot: Snapshot | None, until: threading.Eve
     next_tick = observer.started + observer.interval_s
     next_sample = next_hold = observer.started
     next_load = observer.started + observer.load.every_s
+    load_waited = False  # a look at the load put off until the interval closed: taken right after it
     while not observer.everyone_gone():
         now = time.monotonic()
         if now >= end or (until is not None and until.is_set()):
@@ -321,11 +322,11 @@ def _loop(observer: Observer, on_snapshot: Snapshot | None, until: threading.Eve
             else:
                 next_hold = next_tick  # the interval's own look comes first
         if observer.load.readable and now >= next_load:
-            if now + observer.load.cost_s < next_tick:
+            if now + observer.load.cost_s < next_tick or load_waited:
                 observer.sample_load()
-                next_load = time.monotonic() + observer.load.every_s
-            else:
-                next_load = next_tick  # after the interval closes: a slow look must not delay it
+                next_load, load_waited = time.monotonic() + observer.load.every_s, False
+            else:  # after the interval closes: a slow look must not delay it (nor be put off for ever)
+                next_load, load_waited = next_tick, True
         due = min(next_sample, next_tick, end, next_hold if observer.holdings is not None else end)
         due = min(due, next_load) if observer.load.readable else due
         wait = max(0.0, due - time.monotonic())

@@ -172,6 +172,22 @@ def load(result: ObserveResult) -> list[str]:
     return lines
 
 
+def load_uneven(result: ObserveResult) -> bool:
+    """The byte shares part from the accept shares (a worker APART or more from its share of the accepts),
+    or are uneven (a worker with UNEVEN times an even share): then what changes the split is worth saying."""
+    if not result.loaded or len(result.workers) < 2:
+        return False
+    received = [w.bytes_in or 0 for w in result.workers]
+    moved = sum(received)
+    if not moved:
+        return False
+    shares = [r / moved for r in received]
+    counts = result.counts
+    accepted = sum(counts) if counts else 0
+    apart = bool(accepted) and any(s - c / accepted >= APART for s, c in zip(shares, counts or (), strict=True))
+    return apart or max(shares) >= UNEVEN / len(shares)
+
+
 def _pct(part: int, whole: int) -> str:
     return f"{part / whole:.0%}" if whole else "-"
 
