@@ -387,3 +387,41 @@ def test_what_changes_the_split_is_offered_only_where_the_load_parts_from_the_ac
     assert heading not in alike
     golden = Path(__file__).parent / "data" / "golden" / "observe.json"
     assert heading not in text(ObserveResult.from_dict(json.loads(golden.read_text())))  # no load read
+
+
+def test_where_each_sockets_count_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """load.py's rule, on the kernel's answers made by hand: a socket in the first sample counts from its
+    counters then; one first seen later from 0; one waiting in a listen queue (inode 0) keeps what it carried
+    for the worker that takes it; a closed one leaves the held count."""
+    from accept_order.experiments.observe import load as load_module
+    from accept_order.experiments.observe.server import Unit, Watched
+    from accept_order.probes.tcp_info import TcpSocket
+
+    def sock(cookie: int, inode: int, received: int) -> TcpSocket:
+        return TcpSocket(cookie, inode, 1, 8080, received, received // 2, received // 100, 1, 0)
+
+    answers = [
+        ([sock(1, 11, 1000)], {100: {11}, 200: set()}),  # the start: one connection, open before
+        ([sock(1, 11, 1300), sock(2, 0, 100)], {100: {11}, 200: set()}),  # a new one, not accepted yet
+        ([sock(1, 11, 1300), sock(2, 22, 150)], {100: {11}, 200: {22}}),  # taken by pid 200
+        ([sock(2, 22, 400)], {100: set(), 200: {22}}),  # the first one closed
+    ]
+    step = iter(answers)
+    current: list[tuple[list[TcpSocket], dict[int, set[int]]]] = []
+
+    def dump(ports: object, netns_pid: object = None) -> list[TcpSocket]:
+        current[:] = [next(step)]
+        return current[0][0]
+
+    monkeypatch.setattr(load_module, "server_sockets", dump)
+    monkeypatch.setattr(load_module, "socket_inodes", lambda pid: current[0][1][pid])
+    watched = Watched("port 8080", "x", None, (100, 200), (Unit(100), Unit(200)), (8080,), (), 100)
+    sampler = load_module.LoadSampler(watched)
+    for _ in answers:
+        sampler.sample()
+    first, second = sampler.carried[100], sampler.carried[200]
+    assert (first.bytes_in, first.held, first.peak) == (300, 0, 1)  # from 1000 at the start, not from 0
+    assert (second.bytes_in, second.held, second.peak) == (400, 1, 1)  # from 0, its queued 100 included
+    assert sampler.new_seen == {2} and sampler.started == {1}
+    assert sampler.of(200, per_process=False)["connections_observed"] == 1
+    assert sampler.of(200, per_process=True) == {}  # threads of one process: per process, in a note
