@@ -81,16 +81,11 @@ class _Row:
 
 
 def pool(kind: ServerKind, modes: str, requests: int = 0, extra: str = "") -> str:
-    """The command that measures `modes` (a --modes list) of `kind` on the pool load; for a kind that closes
-    every connection after its answer (ServerKind.closes_connections: it refuses a pool), the same load of
-    one request per connection, all it serves."""
+    """The command that measures `modes` (a --modes list) of `kind` on the pool load (one request per
+    connection for a kind that closes each after its answer: it refuses a pool, closes_connections)."""
     server = "" if kind.name == DEFAULT_KIND else f" --server {kind.name}"
-    if kind.closes_connections:
-        return f"accept-order latency{server} --modes {modes}{extra} -c {CONCURRENCY} --work 1ms --duration 10s"
-    return (
-        f"accept-order latency{server} --modes {modes}{extra} --pool -c {CONCURRENCY} "
-        f"--requests-per-connection {requests} --work 1ms --duration 10s"
-    )
+    kept, per = ("", "") if kind.closes_connections else (" --pool", f" --requests-per-connection {requests}")
+    return f"accept-order latency{server} --modes {modes}{extra}{kept} -c {CONCURRENCY}{per} --work 1ms --duration 10s"
 
 
 def modes(*names: str, extra: str = "") -> Measure:
