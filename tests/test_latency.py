@@ -29,8 +29,9 @@ from accept_order.core.spec import ConcurrentLoad, ServerSpec, open_file_limit, 
 from accept_order.experiments import documents, session
 from accept_order.experiments.documents import render_document
 from accept_order.experiments.latency import api as latency_api
-from accept_order.experiments.latency.report import compare_lines, latency_report, sweep_lines
+from accept_order.experiments.latency.report import compare_lines, latency_report
 from accept_order.experiments.latency.result import LatencyResult
+from accept_order.experiments.latency.sweep_report import sweep_lines
 from accept_order.probes.evidence import EvidenceCapture
 from accept_order.results import envelope
 from accept_order.servers.modes import MODES, parse_modes

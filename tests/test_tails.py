@@ -14,8 +14,8 @@ from rich.console import Console
 from test_latency import TIGHT, WIDE, fake
 
 from accept_order.analysis.tails import tail_verdict
-from accept_order.experiments.latency.report import sweep_report
 from accept_order.experiments.latency.result import LatencyResult
+from accept_order.experiments.latency.sweep_report import sweep_report
 from accept_order.experiments.latency.sweep_verdict import sweep_verdict
 
 # 1000 samples each, so p99.9 is one rank (999) and can be set exactly.

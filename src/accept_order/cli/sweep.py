@@ -21,6 +21,7 @@ from .specs import concurrent_load, server_spec
         "accept-order sweep                                # caps 1,4,32 and none, epoll",
         "accept-order sweep --accept-batch 1,0 -n 20000 -c 64 --work 200us",
         "accept-order sweep --mode poll --duration 5s --json sweep.json",
+        "accept-order sweep -c 64 --requests-per-connection 0 --pool   # a pool kept for the run: requests per worker",
     )
 )
 @mode_option()
@@ -36,9 +37,11 @@ def sweep(json_path: str | None, batches: list[int], repeat: int, **options: Any
     from .. import api
     from ..experiments.latency.experiment import sweep_result_report
     from ..experiments.latency.result import SweepResult
+    from ..servers.registry import refuse_closing
 
     server = server_spec(options)
     load = concurrent_load(options, server)
+    refuse_closing([server.kind], load)  # before the first cap's run starts
     host_warnings()
     if repeat > 1:
         from ..api import latency as run_latency

@@ -38,6 +38,7 @@ def sweep_accept_batch(
 ) -> list[LatencyResult]:
     """One latency run per accepts-per-wakeup cap: the seed-001 experiment."""
     specs = [server.replace(accept_batch=value) for value in values]  # every value before the first run
+    refuse_closing([server.kind], load)
     return run_each(
         specs,
         lambda spec: run_latency(spec, load, on_run(spec) if on_run else None, default_title(spec, sweep=True)),

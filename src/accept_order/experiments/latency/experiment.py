@@ -13,8 +13,9 @@ from ..parts import Experiment, lazy
 from .kept_report import kept_csv
 from .model_check import model_line
 from .model_report import model_csv
-from .report import compare_report, latency_report, sweep_report
+from .report import compare_report, latency_report
 from .result import LATENCY_COMPARE_SHAPE, LATENCY_SHAPE, SWEEP_SHAPE, LatencyCompareResult, LatencyResult, SweepResult
+from .sweep_report import sweep_report
 
 _PLOT = "accept_order.experiments.latency.plot"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rich import box
@@ -27,6 +27,12 @@ def kept_words(load: ConcurrentLoad) -> str:
     per = load.requests_per_connection
     each = "each connection kept for the whole run" if per == 0 else f"{per} requests per connection"
     return f", {each}" + (", opened as a pool first" if load.pool else "")
+
+
+def finished_unit(load: ConcurrentLoad) -> str:
+    """What the load generator counts as finished, and so divides its CPU by (loads/kept.py counts each
+    request over a kept connection): 'request' when connections are kept, else 'connection'."""
+    return "request" if load.keeps_connections else "connection"
 
 
 def kept_amount(load: ConcurrentLoad) -> str:
@@ -180,25 +186,32 @@ def kept_parts(result: LatencyResult) -> list[Any]:
     return ([table] if table is not None else []) + kept_lines(result)
 
 
-def kept_compare_table(results: Sequence[LatencyResult]) -> Table | None:
+def _label(result: LatencyResult) -> str:
+    return result.server.label
+
+
+def kept_compare_table(
+    results: Sequence[LatencyResult], name: Callable[[LatencyResult], str] = _label, column: str = "mode"
+) -> Table | None:
     """Several runs over kept connections side by side: per worker connections, requests and p99; Jain over
-    the requests; the overall p99. None when no run kept its connections."""
+    the requests; the overall p99. None when no run kept its connections. `name` names each run's row under
+    `column` (sweep: its cap, '4 limit')."""
     kept = [r for r in results if r.connections]
     if not kept:
         return None
     table = Table(
-        title="kept connections by mode",
+        title=f"kept connections by {column}",
         title_justify="left",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
         collapse_padding=True,
     )
-    for name in ("mode", "accepted per worker", "requests per worker", "Jain", "p99 ms per worker", "p99 ms"):
-        table.add_column(name, justify="left" if "worker" in name or name == "mode" else "right")
+    for head in (column, "accepted per worker", "requests per worker", "Jain", "p99 ms per worker", "p99 ms"):
+        table.add_column(head, justify="left" if "worker" in head or head == column else "right")
     for r in kept:
         overall = r.histogram.percentile(99.0) if r.histogram.count else None
         table.add_row(
-            r.server.label,
+            name(r),
             " ".join(map(str, r.connections)),
             " ".join(map(str, r.served)),
             f"{requests_jain(r):.3f}",
@@ -208,10 +221,12 @@ def kept_compare_table(results: Sequence[LatencyResult]) -> Table | None:
     return table
 
 
-def kept_compare_parts(results: Sequence[LatencyResult]) -> list[Any]:
+def kept_compare_parts(
+    results: Sequence[LatencyResult], name: Callable[[LatencyResult], str] = _label, column: str = "mode"
+) -> list[Any]:
     """The side-by-side table, then each run's pool and what a mode that serves to the end did."""
-    table = kept_compare_table(results)
-    notes = [Text.assemble((f"{r.server.label}: ", "bold"), line) for r in results for line in kept_lines(r)[1:]]
+    table = kept_compare_table(results, name, column)
+    notes = [Text.assemble((f"{name(r)}: ", "bold"), line) for r in results for line in kept_lines(r)[1:]]
     return ([table] if table is not None else []) + notes
 
 

@@ -18,11 +18,17 @@ from ...core.histogram import LatencyHistogram
 from ...core.run_warnings import RunWarning, WarningKind, warn
 from ...results import export
 from ..repeat.kinds import Document, Repeated, Rounds, by_variant
-from .kept_report import kept_repeat_table
+from .kept_report import kept_repeat_table, requests_jain
 from .model_check import model_agreement
 from .result import LATENCY_SHAPE, LatencyResult
 
 COLUMNS = ("run", "count", "failed", "p50_us", "p99_us", "p999_us", "max_us", "wall_s")
+# Kept connections (empty for one request per connection): the run's requests per connection, the connections
+# its workers accepted, Jain's index over their requests, a pool's opened and planned size; per worker the
+# connections it accepted and held at the end (the replies'), the most it held at once and the requests it
+# answered (its own count: `served` beside it is the replies')
+KEPT_COLUMNS = ("requests_per_connection", "connections", "jain_requests", "pool_opened", "pool_planned")
+KEPT_WORKER_COLUMNS = ("accepted", "held_at_end", "held_peak", "worker_requests")
 
 
 def _table(repeated: Repeated, rounds: Rounds) -> Table:
@@ -109,11 +115,39 @@ def latency_warnings(rounds: Rounds) -> list[RunWarning]:
 def _rows(run: Document) -> list[list[Any]]:
     h = LatencyHistogram.from_dict(run["histogram"])
     tail = [h.percentile(q) if h.count else None for q in (50, 99, 99.9)]
-    return [[export.label(run), h.count, sum(run.get("errors", {}).values()), *tail, h.max_us, run.get("wall_s")]]
+    row = [export.label(run), h.count, sum(run.get("errors", {}).values()), *tail, h.max_us, run.get("wall_s")]
+    return [row + _kept_cells(LatencyResult.from_dict(run))]
+
+
+def _kept_cells(result: LatencyResult) -> list[Any]:
+    if not result.connections:
+        return [""] * len(KEPT_COLUMNS)
+    opened, planned = result.pool if result.pool is not None else ("", "")
+    jain = round(requests_jain(result), 4)
+    return [result.load.requests_per_connection, sum(result.connections), jain, opened, planned]
 
 
 def _worker_rows(run: Document) -> list[list[Any]]:
-    return export.worker_rows([run])
+    rows = export.worker_rows([run])
+    result = LatencyResult.from_dict(run)
+    if not result.connections:
+        return [row + [""] * len(KEPT_WORKER_COLUMNS) for row in rows]
+    index = export.WORKER_FIELDS.index("index") + 1  # after the run's name
+
+    def at(values: tuple[Any, ...], i: Any) -> Any:
+        return values[i] if isinstance(i, int) and 0 <= i < len(values) else ""
+
+    own = {c.index: c for c in result.counters}
+    return [
+        row
+        + [
+            at(result.connections, row[index]),
+            at(result.held_at_end, row[index]),
+            "" if (c := own.get(row[index])) is None or c.held_peak is None else c.held_peak,
+            "" if c is None or c.requests is None else c.requests,
+        ]
+        for row in rows
+    ]
 
 
 def _p99_ms(run: LatencyResult) -> float:
@@ -138,6 +172,8 @@ def _repeated(of: str, command: str = "") -> Repeated:
         what="p99 (ms)",
         warnings=latency_warnings,
         command=command,
+        kept_columns=KEPT_COLUMNS,
+        kept_worker_columns=KEPT_WORKER_COLUMNS,
     )
     return repeated
 

@@ -9,7 +9,6 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ...analysis.losses import sweep_name
 from ...analysis.tails import TailVerdict, tail_verdict
 from ...core.cpus import format_cpu_list
 from ...core.histogram import histogram_lines, summary_line
@@ -20,14 +19,12 @@ from ...core.run_warnings import WarningKind, unique
 from ...core.spec import ConcurrentLoad, ServerSpec
 from ...loads.generator import STARVED, client_bound, driver_warnings
 from ...render.columns import TextColumn, TextTable
-from ...render.evidence import OTHERS_SHOWN, counters_text, evidence_report, machine_busy
+from ...render.evidence import OTHERS_SHOWN, evidence_report, machine_busy
 from ...render.text import Verbatim, durations_us, plural
 from ...render.workers import worker_table
-from ...servers.registry import known_mode
-from .kept_report import kept_amount, kept_compare_parts, kept_parts, kept_words
+from .kept_report import finished_unit, kept_amount, kept_compare_parts, kept_parts, kept_words
 from .model_report import model_report
 from .result import PERCENTILES, LatencyResult, default_title
-from .sweep_verdict import sweep_verdict
 
 
 def _label(result: LatencyResult) -> str:
@@ -132,7 +129,7 @@ def _env_text(env: Environment) -> str:
     return f"{env.system} {env.kernel}, {env.cpu_count} CPUs"
 
 
-def _group_headline(command: str, first: LatencyResult, mode: str) -> Text:
+def group_headline(command: str, first: LatencyResult, mode: str) -> Text:
     """The first line of a report over several runs that share everything but what they vary."""
     server = first.server
     work, load = _work_and_load(server, first.work_estimate_us, first.load)
@@ -186,9 +183,11 @@ def affinity_lines(counters: Sequence[WorkerCounters]) -> list[str]:
     return [f"pid {c.pid}'s current affinity list: {format_cpu_list(c.affinity) or '?'}" for c in counters]
 
 
-def drivers_text(drivers: Sequence[DriverStats]) -> Text:
+def drivers_text(drivers: Sequence[DriverStats], unit: str = "connection") -> Text:
+    """The drivers' own figures; `unit` is what each counted as finished (finished_unit: a request over
+    kept connections), which their CPU is divided by."""
     cpu = cpu_us_per_connection(drivers)
-    total = f" ({cpu:.0f} CPU-µs per connection)" if cpu is not None else ""
+    total = f" ({cpu:.0f} CPU-µs per {unit})" if cpu is not None else ""
     parts = [
         f"{d.index}: {d.requests} req, {100 * d.cpu_fraction:.0f}% CPU"
         + (f", {100 * (d.runqueue_s or 0) / d.wall_s:.0f}% waiting for one" if d.runqueue_s is not None else "")
@@ -201,11 +200,13 @@ def drivers_text(drivers: Sequence[DriverStats]) -> Text:
 def client_cpu_line(
     results: Sequence[LatencyResult], name: Callable[[LatencyResult], str] = lambda r: r.server.label
 ) -> list[Text]:
-    """The load generator's own CPU per connection in each run of a table (what driving costs here)."""
+    """The load generator's own CPU per connection in each run of a table (what driving costs here); per
+    request when the runs keep their connections: the drivers count each request then (loads/kept.py)."""
     cells = [f"{name(r)} {cpu:.0f}" for r in results if (cpu := r.client_cpu_us) is not None]
     if not cells:
         return []
-    return [Text(f"load generator CPU per connection (µs): {', '.join(cells)}", style="dim")]
+    unit = finished_unit(results[0].load)
+    return [Text(f"load generator CPU per {unit} (µs): {', '.join(cells)}", style="dim")]
 
 
 def interrupted_note(results: Sequence[LatencyResult]) -> list[Text]:
@@ -259,7 +260,7 @@ def latency_report(result: LatencyResult) -> RenderableType:
         *kept_parts(result),
         *([note] if (note := kernel_counts_text(result)) is not None else []),
         Verbatim(affinity_lines(result.counters)),
-        drivers_text(result.drivers),
+        drivers_text(result.drivers, finished_unit(result.load)),
     ]
     if result.evidence:
         parts.append(evidence_report(result.evidence))
@@ -308,7 +309,7 @@ def compare_report(
     parts: list[RenderableType] = [*interrupted_note(results)]
     if results:
         first = results[0]
-        parts.append(_group_headline("accept-order latency --modes", first, ""))
+        parts.append(group_headline("accept-order latency --modes", first, ""))
     for r in results:
         parts.append(Verbatim(mmhistogram_lines(r)))
         errors = errors_block(r.errors, r.driven)
@@ -324,77 +325,4 @@ def compare_report(
         parts.append(Text(f"{mode}: not available: {reason}", style="dim"))
     parts.extend(load_notes(results))
     parts.append(Text.assemble(("Verdict: ", "bold"), verdict.text))
-    return Group(*parts)
-
-
-def _sweep_rule(header: str) -> str:
-    return "+".join("-" * len(col) for col in header.split("|"))
-
-
-def sweep_table(results: Sequence[LatencyResult]) -> TextTable:
-    """Seed 001's table: cap, throughput, average, deviation and p99 latency, plus the largest batch a
-    worker actually accepted in one wakeup and the mean accepts per wakeup (from the workers' counters)."""
-    labels, tps, lat, most, mean = [], [], [], [], []
-    for r in results:
-        batch = r.server.accept_batch
-        labels.append(f"{f'{batch} limit' if batch else 'no limit':<9}")
-        wakeups = sum((c.wakeups or 0) - (c.empty or 0) for c in r.counters)
-        accepts = sum(c.accepts or 0 for c in r.counters)
-        s = r.summary()
-        lat.append([f"{s[k]:.2f}ms" if s.get(k) is not None else "-" for k in ("avg_ms", "dev_ms", "p99_ms")])
-        tps.append(f"|{r.throughput:>11.2f}tps ")
-        most.append(f"|{max((c.max_batch or 0 for c in r.counters), default=0):>11} ")
-        mean.append(f"|{(accepts / wakeups if wakeups else 0):>11.2f}")
-    columns = [
-        TextColumn(f"|{'performance':>14} ", tuple(tps)),
-        *(
-            TextColumn(f"|{name:>{w}} ", tuple(f"|{row[i]:>{w}} " for row in lat))
-            for i, (name, w) in enumerate((("lat-avg", 9), ("lat-stdev", 10), ("lat-99%", 9)))
-        ),
-        TextColumn(f"|{'max/wakeup':>11} ", tuple(most)),
-        TextColumn(f"|{'avg/wakeup':>11}", tuple(mean)),
-    ]
-    return TextTable(TextColumn(f"{'':>9}", tuple(labels)), columns, _sweep_rule, rule_each_row=True)
-
-
-def sweep_lines(results: Sequence[LatencyResult], width: int = WIDE) -> list[str]:
-    return sweep_table(results).lines(width)
-
-
-def sweep_report(results: Sequence[LatencyResult]) -> RenderableType:
-    if not results:
-        return Text("no sweep runs")
-    first = results[0]
-    server = first.server
-    parts: list[RenderableType] = [
-        *interrupted_note(results),
-        _group_headline("accept-order sweep --accept-batch", first, f"mode {server.mode}, "),
-    ]
-    for r in results:
-        parts.append(Verbatim(mmhistogram_lines(r)))
-    parts.append(sweep_table(results))
-    parts.extend(client_cpu_line(results, sweep_name))
-    parts.extend(model_report(results, sweep_name))
-    parts.append(
-        Text(
-            "tps: served requests per second; max/wakeup: most connections one worker accepted in one "
-            "wakeup (never above the cap); avg/wakeup: accepts per non-empty wakeup",
-            style="dim",
-        )
-    )
-    mode = known_mode(server.kind, server.mode)
-    if mode is not None and not mode.batches:
-        parts.append(
-            Text(f"Note: mode {server.mode} accepts one connection per wakeup whatever the cap.", style="yellow")
-        )
-    for r in results:
-        errors = errors_block(r.errors, r.driven)
-        if errors:
-            parts.append(Text(f"{sweep_name(r)}: ", style="bold"))
-            parts.append(errors)
-    if any(r.evidence for r in results):  # the counters latency shows, one line per cap
-        parts.append(Text("Kernel evidence", style="bold"))
-        parts.extend(counters_text(r.evidence, f"{sweep_name(r)}: kernel counters") for r in results if r.evidence)
-    parts.extend(load_notes(results, sweep_name))
-    parts.append(Text.assemble(("Verdict: ", "bold"), sweep_verdict(results).text))
     return Group(*parts)

@@ -24,13 +24,22 @@ def _numbered(docs: list[Document], rows_of: Callable[[Document], list[list[Any]
     return out
 
 
+def _table(columns: tuple[str, ...], kept: tuple[str, ...], rows: list[list[Any]]) -> str:
+    """The rows under `columns`, and under `kept` too when some row fills one of them (rows carry their
+    cells either way: a table of one-request runs keeps the columns it had)."""
+    width = 1 + len(columns)  # the round's number first
+    if kept and any(cell not in ("", None) for row in rows for cell in row[width:]):
+        return export.csv_text(("round", *columns, *kept), rows)
+    return export.csv_text(("round", *columns), [row[:width] for row in rows])
+
+
 def rounds(docs: list[Document]) -> str:
     """One row per run of each round, or several (a burst's per client count): the round, the run, and the
     figures its experiment names."""
     kind = find_repeated(docs[0].get("of", "")) if docs else None
     if kind is None:  # nothing to read (a checked file always names a repeatable experiment)
         return export.csv_text(("round",), [])
-    return export.csv_text(("round", *kind.columns), _numbered(docs, kind.rows))
+    return _table(kind.columns, kind.kept_columns, _numbered(docs, kind.rows))
 
 
 def workers(docs: list[Document]) -> str:
@@ -38,7 +47,7 @@ def workers(docs: list[Document]) -> str:
     kind = find_repeated(docs[0].get("of", "")) if docs else None
     if kind is None:
         return export.csv_text(("round",), [])
-    return export.csv_text(("round", *kind.worker_columns), _numbered(docs, kind.worker_rows))
+    return _table(kind.worker_columns, kind.kept_worker_columns, _numbered(docs, kind.worker_rows))
 
 
 def report(result: RepeatResult) -> RenderableType:

@@ -34,8 +34,10 @@ class Repeated:
     round's runs (unique among the variants; `each` makes it from one run's name); `report(rounds)`: its
     table(s) and verdict lines; `warnings(rounds)`: what its runs warn of (the machine's own warnings are
     added); `rows`/`worker_rows`: the `rounds` and `workers` CSV rows of one saved run (without the round
-    number) under `columns` and `worker_columns`; `value(run)`: the figure the picture draws per run, named
-    by `what`; `command`: the command that saves it, as the picture's title names it (`of` when empty)."""
+    number) under `columns` and `worker_columns`, then `kept_columns` and `kept_worker_columns` (cells a run
+    of one request per connection leaves empty: the tables have them only when some run fills one, so that
+    files without kept connections export as before); `value(run)`: the figure the picture draws per run,
+    named by `what`; `command`: the command that saves it, as the picture's title names it (`of` when empty)."""
 
     of: str
     load: Callable[[Document], Any]
@@ -51,6 +53,8 @@ class Repeated:
     environment: Callable[[Any], Environment | None] = lambda run: run.environment
     warnings: Callable[[Rounds], list[RunWarning]] = lambda rounds: []
     command: str = ""
+    kept_columns: tuple[str, ...] = ()
+    kept_worker_columns: tuple[str, ...] = ()
 
 
 def each(name: Callable[[Any], str]) -> Callable[[Sequence[Any]], list[str]]:

@@ -1,0 +1,104 @@
+"""`sweep`'s report (seed 001's table): one row per cap on accepts per wakeup, its histograms, the kept
+connections by cap when the load keeps them, the model, the kernel's counters and which cap to pick."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+
+from ...analysis.losses import sweep_name
+from ...render.columns import TextColumn, TextTable
+from ...render.evidence import counters_text
+from ...render.text import Verbatim
+from ...servers.registry import known_mode
+from .kept_report import kept_compare_parts
+from .model_report import model_report
+from .report import (
+    WIDE,
+    client_cpu_line,
+    errors_block,
+    group_headline,
+    interrupted_note,
+    load_notes,
+    mmhistogram_lines,
+)
+from .result import LatencyResult
+from .sweep_verdict import sweep_verdict
+
+
+def _sweep_rule(header: str) -> str:
+    return "+".join("-" * len(col) for col in header.split("|"))
+
+
+def sweep_table(results: Sequence[LatencyResult]) -> TextTable:
+    """Seed 001's table: cap, throughput, average, deviation and p99 latency, plus the largest batch a
+    worker actually accepted in one wakeup and the mean accepts per wakeup (from the workers' counters)."""
+    labels, tps, lat, most, mean = [], [], [], [], []
+    for r in results:
+        batch = r.server.accept_batch
+        labels.append(f"{f'{batch} limit' if batch else 'no limit':<9}")
+        wakeups = sum((c.wakeups or 0) - (c.empty or 0) for c in r.counters)
+        accepts = sum(c.accepts or 0 for c in r.counters)
+        s = r.summary()
+        lat.append([f"{s[k]:.2f}ms" if s.get(k) is not None else "-" for k in ("avg_ms", "dev_ms", "p99_ms")])
+        tps.append(f"|{r.throughput:>11.2f}tps ")
+        most.append(f"|{max((c.max_batch or 0 for c in r.counters), default=0):>11} ")
+        mean.append(f"|{(accepts / wakeups if wakeups else 0):>11.2f}")
+    columns = [
+        TextColumn(f"|{'performance':>14} ", tuple(tps)),
+        *(
+            TextColumn(f"|{name:>{w}} ", tuple(f"|{row[i]:>{w}} " for row in lat))
+            for i, (name, w) in enumerate((("lat-avg", 9), ("lat-stdev", 10), ("lat-99%", 9)))
+        ),
+        TextColumn(f"|{'max/wakeup':>11} ", tuple(most)),
+        TextColumn(f"|{'avg/wakeup':>11}", tuple(mean)),
+    ]
+    return TextTable(TextColumn(f"{'':>9}", tuple(labels)), columns, _sweep_rule, rule_each_row=True)
+
+
+def sweep_lines(results: Sequence[LatencyResult], width: int = WIDE) -> list[str]:
+    return sweep_table(results).lines(width)
+
+
+def sweep_report(results: Sequence[LatencyResult]) -> RenderableType:
+    if not results:
+        return Text("no sweep runs")
+    first = results[0]
+    server = first.server
+    parts: list[RenderableType] = [
+        *interrupted_note(results),
+        group_headline("accept-order sweep --accept-batch", first, f"mode {server.mode}, "),
+    ]
+    for r in results:
+        parts.append(Verbatim(mmhistogram_lines(r)))
+    parts.append(sweep_table(results))
+    # Kept connections: the cap changes which worker takes each connection, and a connection's requests stay
+    # with that worker, so the requests per worker (and Jain's index over them) are what the cap did to load.
+    parts.extend(kept_compare_parts(results, sweep_name, "cap"))
+    parts.extend(client_cpu_line(results, sweep_name))
+    parts.extend(model_report(results, sweep_name))
+    legend = (
+        "tps: served requests per second; max/wakeup: most connections one worker accepted in one "
+        "wakeup (never above the cap); avg/wakeup: accepts per non-empty wakeup"
+    )
+    if first.load.keeps_connections:  # an event-driven worker waits on its kept connections in the same wait
+        legend += " (a wakeup that only read requests on kept connections counts too, so it may be below 1)"
+    parts.append(Text(legend, style="dim"))
+    mode = known_mode(server.kind, server.mode)
+    if mode is not None and not mode.batches:
+        parts.append(
+            Text(f"Note: mode {server.mode} accepts one connection per wakeup whatever the cap.", style="yellow")
+        )
+    for r in results:
+        errors = errors_block(r.errors, r.driven)
+        if errors:
+            parts.append(Text(f"{sweep_name(r)}: ", style="bold"))
+            parts.append(errors)
+    if any(r.evidence for r in results):  # the counters latency shows, one line per cap
+        parts.append(Text("Kernel evidence", style="bold"))
+        parts.extend(counters_text(r.evidence, f"{sweep_name(r)}: kernel counters") for r in results if r.evidence)
+    parts.extend(load_notes(results, sweep_name))
+    parts.append(Text.assemble(("Verdict: ", "bold"), sweep_verdict(results).text))
+    return Group(*parts)
