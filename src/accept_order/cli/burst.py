@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from ..core.cpus import format_cpu_list
-from ..core.spec import DEFAULT_DRIVER_PROCS, MAX_DRIVER_PROCS
+from ..core.spec import DEFAULT_DRIVER_PROCS, MAX_CONNECTIONS, MAX_DRIVER_PROCS
 from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
 from .options import examples, json_option, load_cpus_option, modes_option, server_options, timeout_option
@@ -26,6 +26,7 @@ from .types import IntList, IntRange
         "accept-order burst --server builtin,nginx --modes epoll-herd,accept-mutex,epoll,reuseport -w 4",
         "accept-order burst --clients 1000,10000,25000 --json burst.json",
         "accept-order burst --modes epoll,reuseport --repeat 5                # which is fastest in how many runs?",
+        "accept-order burst --clients 200,1000 --requests-per-connection 20   # each client's 20 requests",
     )
 )
 @modes_option(
@@ -49,6 +50,21 @@ from .types import IntList, IntRange
 )
 @timeout_option("10s", "connection")
 @load_cpus_option()
+# A burst of K-request connections means something (each client's connection, opened with all the others at
+# once, carries K requests to the worker that accepted it: how long until the busiest worker has answered
+# all it holds); a connection kept for the whole run (0) and a pool (connections opened one after another at
+# idle) do not: a burst ends when every client has its answers, and opens its connections all at once.
+@click.option(
+    "--requests-per-connection",
+    "requests_per_connection",
+    type=IntRange(0, MAX_CONNECTIONS),
+    default=1,
+    show_default=True,
+    help="Requests each client sends over its connection, one after another, before it closes it (1: connect, "
+    "reply, close). Not 0: a burst ends when every client has its answers, and a connection kept for the whole "
+    "run has no end of its own.",
+)
+@click.option("--pool", is_flag=True, hidden=True)  # refused with why (a pool opens one at a time, a burst at once)
 @repeat_option(variants="modes and servers")
 @json_option()
 @handle_errors
@@ -57,6 +73,8 @@ def burst(
     clients: list[int],
     driver_procs: int,
     timeout_s: float,
+    requests_per_connection: int,
+    pool: bool,
     repeat: int,
     json_path: str | None,
     **options: Any,
@@ -64,15 +82,24 @@ def burst(
     """Connect N clients at once: how long until all are served. This is wenfh2020's burst table, per
     server and mode."""
     from ..api import burst as run_bursts
+    from ..core.spec import ConcurrentLoad
     from ..experiments.burst.report import burst_report
     from ..experiments.burst.result import BurstResult
     from ..experiments.burst.run import BurstPlan, make_room
-    from ..servers.registry import variants
+    from ..servers.registry import refuse_closing, variants
 
+    if pool:
+        raise click.UsageError(
+            "burst takes no --pool: a pool opens its connections one after another at idle, a burst opens them "
+            "all at once (ramp --pool and latency --pool run requests over a pool)"
+        )
     servers: list[str] = options["server"]
     batch_given = options.get("accept_batch") is not None
     base = server_spec(options, mode=first_available(modes, servers))
-    plan = BurstPlan(tuple(clients), driver_procs, timeout_s, load_cpus(options, base)).validated()
+    plan = BurstPlan(
+        tuple(clients), driver_procs, timeout_s, load_cpus(options, base), requests_per_connection
+    ).validated()
+    refuse_closing(servers, ConcurrentLoad(requests_per_connection=requests_per_connection))  # before any starts
     specs, skipped = variants(base, modes, servers, batch_given)
     notes = [n for n in [make_room(max(clients), driver_procs)] if n]  # before any process starts: they inherit it
     if plan.load_cpus:  # the file keeps no load of its own: said where it is kept

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from ..core.spec import DEFAULT_DRIVER_PROCS, MAX_DRIVER_PROCS
+from ..core.spec import DEFAULT_DRIVER_PROCS, MAX_CONNECTIONS, MAX_DRIVER_PROCS
 from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
 from .options import examples, json_option, load_cpus_option, mode_option, server_options, timeout_option
@@ -45,6 +45,7 @@ def _ms(value: Any) -> float | None:
         "accept-order ramp --concurrency-steps 8,32,128,512 --mode reuseport",
         "accept-order ramp --server haproxy --maxconn 64 --rates 1000,4000,16000 --json ramp.json",
         "accept-order ramp --modes epoll,reuseport --rates 500,1000,2000,4000 --p99 20ms --repeat 3",
+        "accept-order ramp --rates 2000,8000,32000 --in-flight 64 --pool --requests-per-connection 0  # over a pool",
     )
 )
 @mode_option()
@@ -89,6 +90,25 @@ def _ms(value: Any) -> float | None:
 )
 @timeout_option("5s", "connection")
 @load_cpus_option()
+# Both mean something on a ramp: a step's load is a load like latency's, and kept connections are how a
+# proxy's traffic reaches its backends (a ramp of rates over a pool: where the worker that holds the most
+# of the pool saturates). Each step opens its own connections (and fills its own pool) at its start.
+@click.option(
+    "--requests-per-connection",
+    "requests_per_connection",
+    type=IntRange(0, MAX_CONNECTIONS),
+    default=1,
+    show_default=True,
+    help="Requests over each connection before the client closes it: 1 (connect, reply, close), K > 1, or 0: "
+    "each connection lives for the whole step. Not 1: --rates count requests per second, and each request's "
+    "time is one sample.",
+)
+@click.option(
+    "--pool",
+    is_flag=True,
+    help="At each step's start, open its connections (--in-flight, or the step's concurrency) one after another "
+    "at idle, as a proxy fills its pool, then run the step's requests over them.",
+)
 @repeat_option(given_by="--modes")
 @json_option()
 @handle_errors
@@ -105,6 +125,8 @@ def ramp(
     keep_going: bool,
     driver_procs: int,
     timeout_s: float,
+    requests_per_connection: int,
+    pool: bool,
     json_path: str | None,
     **options: Any,
 ) -> None:
@@ -135,8 +157,12 @@ def ramp(
         timeout_s=timeout_s,
         keep_going=keep_going,
         load_cpus=load_cpus(options, server),
+        requests_per_connection=requests_per_connection,
+        pool=pool,
     ).validated()
-    from ..servers.registry import variants
+    from ..servers.registry import refuse_closing, variants
+
+    refuse_closing([kind], plan.load(plan.offered[0]))  # before the server starts
 
     specs, skipped = variants(server, modes, [kind], batch_given) if modes else ([server], {})  # checked first
     host_warnings()

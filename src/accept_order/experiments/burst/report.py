@@ -8,6 +8,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ...analysis.fairness import jain_index
 from ...render.evidence import short_counter, shortage_lines
 from ...render.text import duration_us, plural
 from .result import BurstCell, BurstResult, BurstRun
@@ -42,18 +43,60 @@ def _details(run: BurstRun) -> list[Text]:
     for cell in run.cells:
         spread = " ".join(map(str, cell.served))
         parts = [f"  {run.server.label}, {cell.clients}: served {sum(cell.served)} ({spread})"]
+        kept = cell.requests_per_connection != 1
+        if kept:  # `served` counts requests then; the connections each worker accepted carry them
+            accepted = " ".join(map(str, cell.connections))
+            parts[0] = (
+                f"  {run.server.label}, {cell.clients} × {cell.requests_per_connection} requests: served "
+                f"{sum(cell.served)} requests ({spread}; Jain {jain_index(cell.served):.3f}) over "
+                f"{plural(sum(cell.connections), 'connection')} ({accepted})"
+            )
         if cell.errors:
             parts.append("failed " + ", ".join(f"{k} {v}" for k, v in sorted(cell.errors.items())))
         if cell.counters:
             parts.append(", ".join(f"{short_counter(k)} {v:+d}" for k, v in cell.counters.items()))
         if cell.max_us is not None:
             parts.append(f"slowest {cell.max_us / 1000:.1f} ms")
-        if cell.open_s is not None:
-            parts.append(f"connects started within {cell.open_s * 1000:.0f} ms")
-        if cell.client_cpu_us is not None:
-            parts.append(f"load generator {cell.client_cpu_us:.0f} CPU-µs per connection")
+        if cell.open_s is not None:  # over kept connections the drivers time their last request's start
+            parts.append(f"{'last request sent' if kept else 'connects started'} within {cell.open_s * 1000:.0f} ms")
+        if cell.client_cpu_us is not None:  # the drivers count each request over a kept connection
+            parts.append(f"load generator {cell.client_cpu_us:.0f} CPU-µs per {'request' if kept else 'connection'}")
         lines.append(Text("; ".join(parts)))
-    return lines + shortage_lines(list(run.shortages))
+    if any(sum(c.connections) > c.clients for c in run.cells):
+        lines.append(
+            Text(
+                "  more connections than clients: a client whose K requests were answered while others' were still "
+                "waiting opened a new connection for requests still to go (the load shares the requests over its "
+                "slots), so the later connections carried fewer than K",
+                style="dim",
+            )
+        )
+    witness = _own_count(run)
+    return lines + ([witness] if witness is not None else []) + shortage_lines(list(run.shortages))
+
+
+def _own_count(run: BurstRun) -> Text | None:
+    """Over kept connections: the requests each worker says it answered over all its bursts, beside what
+    the replies said (a request counted for the worker that holds its connection)."""
+    if not run.worker_requests:
+        return None
+    replies = [sum(c.served[i] for c in run.cells if i < len(c.served)) for i in range(len(run.worker_requests))]
+    own = " ".join(map(str, run.worker_requests))
+    if list(run.worker_requests) == replies:
+        return Text(f"  {run.server.label}: requests per worker over the bursts, the workers' own count: {own}, as "
+                    "the replies say", style="green")  # fmt: skip
+    return Text(
+        f"  {run.server.label}: requests per worker over the bursts, the workers' own count: {own}; the replies "
+        f"say {' '.join(map(str, replies))} (a request whose reply was lost counts on the worker's side only)",
+        style="yellow",
+    )
+
+
+def _per_connection(result: BurstResult) -> str:
+    per = {c.requests_per_connection for r in result.runs for c in r.cells}
+    if per == {1} or not per:
+        return ""
+    return f"; {' or '.join(map(str, sorted(per)))} requests per connection, one after another"
 
 
 def burst_report(result: BurstResult) -> RenderableType:
@@ -70,7 +113,7 @@ def burst_report(result: BurstResult) -> RenderableType:
         parts.append(
             Text(
                 f"{plural(first.server.workers, 'worker')}, work {duration_us(first.server.work_us)}, backlog "
-                f"{first.server.backlog}{where}"
+                f"{first.server.backlog}{_per_connection(result)}{where}"
             )
         )
         parts.append(Text("Per burst: served per worker, failures, kernel counters", style="bold"))

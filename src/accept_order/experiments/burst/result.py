@@ -28,10 +28,17 @@ class BurstCell(CountedTotals):
     p50_us: int | None = None
     max_us: int | None = None
     interrupted: bool = False
+    # Each client's requests over its connection (1: one, and `served` counts connections; K > 1: `served`
+    # counts requests, each worker's by their replies) and, then, the connections each worker accepted (as
+    # their first replies say). Files of one-request bursts hold neither.
+    requests_per_connection: int = 1
+    connections: tuple[int, ...] = ()
 
     @classmethod
-    def of(cls, load: LoadSummary, clients: int, counters: dict[str, int]) -> BurstCell:
+    def of(cls, load: LoadSummary, clients: int, counters: dict[str, int], per: int = 1) -> BurstCell:
         return cls(
+            requests_per_connection=per,
+            connections=load.connections,
             clients=clients,
             wall_s=load.wall_s,
             served=load.served,
@@ -51,7 +58,11 @@ class BurstCell(CountedTotals):
 
     @property
     def client_bound(self) -> bool:
-        """The load generator, not the server, set the pace: starting the connections took half the burst."""
+        """The load generator, not the server, set the pace: starting the connections took half the burst.
+        Not said over kept connections: a driver's open_s is then when it sent its last request (loads/kept.py),
+        near the burst's end whoever set the pace."""
+        if self.requests_per_connection != 1:
+            return False
         return self.open_s is not None and self.wall_s > 0 and self.open_s > CLIENT_BOUND * self.wall_s
 
     @property
@@ -72,6 +83,11 @@ class BurstCell(CountedTotals):
             "max_us": self.max_us,
             "interrupted": self.interrupted,
             **({} if cpu is None else {"client_cpu_us": cpu}),  # derived from the drivers, for other tools
+            **(
+                {}
+                if self.requests_per_connection == 1
+                else {"requests_per_connection": self.requests_per_connection, "connections": list(self.connections)}
+            ),
         }
 
     @classmethod
@@ -88,6 +104,8 @@ class BurstCell(CountedTotals):
             p50_us=data.get("p50_us"),
             max_us=data.get("max_us"),
             interrupted=bool(data.get("interrupted", False)),
+            requests_per_connection=int(data.get("requests_per_connection", 1)),
+            connections=tuple(int(n) for n in data.get("connections", ())),
         )
 
 
@@ -100,6 +118,9 @@ class BurstRun:
     environment: Environment | None
     interrupted: bool = False
     shortages: tuple[dict[str, Any], ...] = ()  # what a launched server logged running out of (evidence)
+    # Over kept connections: the requests each worker says it answered over all the bursts (its own count,
+    # beside the replies'); empty otherwise, or when a worker does not count them
+    worker_requests: tuple[int, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -108,6 +129,7 @@ class BurstRun:
             "environment": asdict(self.environment) if self.environment else None,
             "interrupted": self.interrupted,
             **({"shortages": [dict(s) for s in self.shortages]} if self.shortages else {}),
+            **({"worker_requests": list(self.worker_requests)} if self.worker_requests else {}),
         }
 
     @classmethod
@@ -121,6 +143,7 @@ class BurstRun:
             environment=build(Environment, env) if env else None,
             interrupted=bool(data.get("interrupted", False)),
             shortages=tuple(dict(s) for s in data.get("shortages", []) if isinstance(s, Mapping)),
+            worker_requests=tuple(int(n) for n in data.get("worker_requests", ())),
         )
 
 
@@ -150,10 +173,13 @@ class BurstResult:
 
 def _cells_fit_workers(run: Mapping[str, Any], at: str) -> None:
     workers = workers_of(run)
+    if len(run.get("worker_requests", [])) > workers:
+        raise SchemaError(child(at, "worker_requests"), f"has more entries than the server's {workers} workers")
     for index, cell in enumerate(run["cells"]):
-        if len(cell.get("served", [])) > workers:
-            where = child(child(child(at, "cells"), index), "served")
-            raise SchemaError(where, f"has {len(cell['served'])} entries, one per worker, but the server had {workers}")
+        for name in ("served", "connections"):
+            if len(cell.get(name, [])) > workers:
+                where = child(child(child(at, "cells"), index), name)
+                raise SchemaError(where, f"has {len(cell[name])} entries, one per worker, but the server had {workers}")
 
 
 _CELL = derive(BurstCell, counters=MapOf(SIGNED), client_cpu_us=Number(), optional=("counters", "drivers"))

@@ -22,7 +22,16 @@ from typing import Any
 
 from ...core.errors import PlanError
 from ...core.signals import deferred
-from ...core.spec import FD_MARGIN, MAX_DRIVER_PROCS, ConcurrentLoad, ServerSpec, check_range, local_ports, sized
+from ...core.spec import (
+    FD_MARGIN,
+    MAX_CONNECTIONS,
+    MAX_DRIVER_PROCS,
+    ConcurrentLoad,
+    ServerSpec,
+    check_range,
+    local_ports,
+    sized,
+)
 from ...probes import netstat
 from ..session import Measured, RunInterrupted, drive_load, lifecycle, run_each
 from .result import BurstCell, BurstRun
@@ -37,10 +46,22 @@ class BurstPlan:
     driver_procs: int = 2
     timeout_s: float = 10.0
     load_cpus: tuple[int, ...] = ()  # the load generator's processes pinned to these CPUs (--load-cpus)
+    # Requests each client sends over its connection before it closes it (1: connect, reply, close). A burst
+    # of K-request connections still opens them all at once; the workers that accepted them then answer
+    # their K requests each, so the burst ends when the busiest worker has answered what it holds. Not 0
+    # (a connection kept for the whole run has no end of its own, and a burst ends when every client is
+    # served) and no pool (a pool opens its connections one after another at idle, a burst all at once).
+    requests_per_connection: int = 1
 
     def validated(self) -> BurstPlan:
         if not self.clients:
             raise PlanError("--clients needs at least one count")
+        if self.requests_per_connection == 0:
+            raise PlanError(
+                "burst takes no --requests-per-connection 0: a burst ends when every client has its answers, "
+                "and a connection kept for the whole run has no end of its own (give K > 0)"
+            )
+        check_range("--requests-per-connection", self.requests_per_connection, 1, MAX_CONNECTIONS)
         for n in self.clients:
             check_range("--clients", n, 1, MAX_CLIENTS)
         check_range("--driver-procs", self.driver_procs, 1, MAX_DRIVER_PROCS)
@@ -49,11 +70,22 @@ class BurstPlan:
 
     def load(self, clients: int) -> ConcurrentLoad:
         """A burst as a closed loop: as many slots as connections, so each slot connects once, at once;
-        over more drivers than asked when one driver's share would not fit under the open-file limit."""
+        over more drivers than asked when one driver's share would not fit under the open-file limit. With K
+        requests per connection the load counts the clients' K requests each (loads/kept.py)."""
         procs = min(drivers_for(clients, self.driver_procs), clients)
+        per = self.requests_per_connection
         return ConcurrentLoad(
-            connections=clients, concurrency=clients, driver_procs=procs, timeout_s=self.timeout_s, cpus=self.load_cpus
+            connections=clients * per,
+            concurrency=clients,
+            driver_procs=procs,
+            timeout_s=self.timeout_s,
+            cpus=self.load_cpus,
+            requests_per_connection=per,
         )
+
+    @property
+    def keeps_connections(self) -> bool:
+        return self.requests_per_connection != 1
 
 
 def drivers_for(clients: int, asked: int, limit: int | None = None) -> int:
@@ -130,6 +162,7 @@ def run_bursts(
     """Every burst of `plan` against one server: start it, burst, stop it."""
     plan = plan.validated()
     cells: list[BurstCell] = []
+    per = plan.requests_per_connection
 
     def drive(target: Any) -> None:
         for clients in sorted(plan.clients):
@@ -142,7 +175,7 @@ def run_bursts(
             with deferred():
                 after = netstat.read_counters()
                 moved = netstat.counter_deltas(before, after, netstat.WATCHED_COUNTERS) if before and after else {}
-                cells.append(BurstCell.of(load, clients, {k: v for k, v in moved.items() if v}))
+                cells.append(BurstCell.of(load, clients, {k: v for k, v in moved.items() if v}, per))
             if load.interruption is not None:
                 raise load.interruption
 
@@ -150,10 +183,20 @@ def run_bursts(
         return f"after {len(cells)} of {len(plan.clients)} bursts"
 
     def build(_: None, m: Measured) -> BurstRun:
-        return BurstRun(server, tuple(cells), m.environment, shortages=tuple(m.evidence.get("shortages", ())))
+        # Over kept connections, the requests each worker says it answered over all its bursts: the witness
+        # of the replies' count (None where a worker does not count them: a launched server's)
+        own = tuple(c.requests for c in sorted(m.counters, key=lambda c: c.index) if c.requests is not None)
+        own = own if plan.keeps_connections and len(own) == len(m.counters) else ()
+        return BurstRun(
+            server,
+            tuple(cells),
+            m.environment,
+            shortages=tuple(m.evidence.get("shortages", ())),
+            worker_requests=own,
+        )
 
     try:
-        return lifecycle(sized(server, max(plan.clients)), drive, describe, build)
+        return lifecycle(sized(server, max(plan.clients), plan.keeps_connections), drive, describe, build)
     except RunInterrupted:
         raise  # after the last burst: the whole result travels with it
     except KeyboardInterrupt as stop:

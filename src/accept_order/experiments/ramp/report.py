@@ -7,6 +7,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ...analysis.fairness import jain_index
 from ...core.cpus import format_cpu_list
 from ...render.evidence import short_counter, shortage_lines
 from ...render.text import durations_us, plural
@@ -77,6 +78,48 @@ def ramp_table(result: RampResult) -> Table:
     return table
 
 
+def _kept_line(step: RampStep) -> Text | None:
+    """Over kept connections: the requests each worker answered (the replies' count), Jain's index over them,
+    the connections each accepted, and how much of a pool opened."""
+    if not step.connections:
+        return None
+    requests = " ".join(map(str, step.served))
+    text = (
+        f"    requests per worker: {requests} (Jain {jain_index(step.served):.3f}) over connections accepted "
+        f"{' '.join(map(str, step.connections))}"
+    )
+    if step.pool is not None:
+        text += f"; pool: {step.pool[0]} of {step.pool[1]} opened and answered before the step's requests"
+    return Text(text)
+
+
+def _own_count(result: RampResult) -> Text | None:
+    """The requests each worker says it answered over all the steps, beside the replies' count."""
+    if not result.worker_requests:
+        return None
+    workers = range(len(result.worker_requests))
+    replies = [sum(s.served[i] for s in result.steps if i < len(s.served)) for i in workers]
+    own = " ".join(map(str, result.worker_requests))
+    if list(result.worker_requests) == replies:
+        return Text(f"requests per worker over the steps, the workers' own count: {own}, as the replies say",
+                    style="green")  # fmt: skip
+    return Text(
+        f"requests per worker over the steps, the workers' own count: {own}; the replies say "
+        f"{' '.join(map(str, replies))} (a request whose reply was lost counts on the worker's side only)",
+        style="yellow",
+    )
+
+
+def kept_words(plan: dict[str, object]) -> str:
+    """How a ramp's connections were kept, for its description line ('' for one request each)."""
+    per, pool = plan.get("requests_per_connection", 1), bool(plan.get("pool"))
+    if per == 1 and not pool:
+        return ""
+    each = "each connection kept for the whole step" if per == 0 else f"{per} requests per connection"
+    rates = "; rates in requests per second" if plan.get("rates") else ""
+    return f", {each}" + (", opened as a pool at each step's start" if pool else "") + rates
+
+
 def _step_lines(step: RampStep) -> list[Text]:
     sockets = ", ".join(f"{k} {v}" for k, v in step.sockets.items() if k != "total")
     moved = ", ".join(f"{short_counter(n)} {step.counters[n]:+d}" for n in SHOWN_COUNTERS if step.counters.get(n))
@@ -85,9 +128,13 @@ def _step_lines(step: RampStep) -> list[Text]:
     if step.worker_cpu:
         each = ", ".join(f"worker {i} {100 * c:.0f}%" for i, c in enumerate(step.worker_cpu))
         lines.append(Text(f"    CPU per worker (of one CPU): {each}"))
-    if step.client_cpu_us is not None:
+    kept = _kept_line(step)
+    if kept is not None:
+        lines.append(kept)
+    if step.client_cpu_us is not None:  # the drivers count each request over kept connections
         busiest = f", busiest process {100 * step.driver_cpu:.0f}% of a CPU"
-        lines.append(Text(f"    load generator: {step.client_cpu_us:.0f} CPU-µs per connection{busiest}"))
+        unit = "request" if step.connections else "connection"
+        lines.append(Text(f"    load generator: {step.client_cpu_us:.0f} CPU-µs per {unit}{busiest}"))
     if step.seen:
         lines.append(Text(f"    seen: {'; '.join(step.seen)}"))
     return lines
@@ -110,7 +157,9 @@ def ramp_report(result: RampResult) -> RenderableType:
     env = result.environment
     where = f"; {env.system} {env.kernel}, {plural(env.cpu_count, 'CPU')}" if env else ""
     plan = result.plan
-    loop = "open loop (each connection timed from when it was due)" if plan.get("rates") else "closed loop"
+    timed = "request" if kept_words(plan) else "connection"
+    loop = f"open loop (each {timed} timed from when it was due)" if plan.get("rates") else "closed loop"
+    loop += kept_words(plan)
     if plan.get("load_cpus"):
         loop += f", load generator on CPUs {format_cpu_list(plan['load_cpus'])}"
     work, step_length = work_and_step(server.work_us, plan.get("step_s"))
@@ -131,5 +180,6 @@ def ramp_report(result: RampResult) -> RenderableType:
     parts.append(Text("Per step: socket summary (ss -s) and counter deltas (nstat), both host-wide", style="bold"))
     for step in result.steps:
         parts += _step_lines(step)
+    parts += [own] if (own := _own_count(result)) is not None else []
     parts += shortage_lines(list(result.shortages))
     return Group(*parts)

@@ -48,6 +48,11 @@ class RampStep(CountedTotals):
     reasons: tuple[str, ...] = ()  # why it did not hold; empty: it held
     seen: tuple[str, ...] = ()  # what the kernel and the CPU counters saw
     interrupted: bool = False
+    # Kept connections (the plan's requests_per_connection != 1 or a pool; `served` then counts requests):
+    # the connections each worker accepted (as their first replies say) and a pool's (opened, planned) size;
+    # empty, and not in the file, otherwise
+    connections: tuple[int, ...] = ()
+    pool: tuple[int, int] | None = None
 
     @property
     def held(self) -> bool:
@@ -58,8 +63,13 @@ class RampStep(CountedTotals):
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        for name in ("served", "queues", "worker_cpu", "reasons", "seen"):
+        for name in ("served", "queues", "worker_cpu", "reasons", "seen", "connections"):
             data[name] = list(data[name])
+        if not self.connections:  # one request per connection: the step as before
+            del data["connections"]
+        del data["pool"]
+        if self.pool is not None:  # as a latency run's file holds it
+            data["pool"] = {"opened": self.pool[0], "planned": self.pool[1]}
         return data
 
     @classmethod
@@ -67,9 +77,11 @@ class RampStep(CountedTotals):
         from ...results.typed import build
 
         values = dict(data)
-        for name in ("served", "queues", "worker_cpu", "reasons", "seen"):
+        for name in ("served", "queues", "worker_cpu", "reasons", "seen", "connections"):
             values[name] = tuple(values.get(name, ()))
-        return build(cls, values)
+        pool = values.pop("pool", None)
+        step: RampStep = build(cls, values)
+        return dataclasses.replace(step, pool=(int(pool["opened"]), int(pool["planned"]))) if pool else step
 
 
 @dataclass(frozen=True)
@@ -81,6 +93,9 @@ class RampResult:
     interrupted: bool = False
     notes: tuple[str, ...] = field(default_factory=tuple)
     shortages: tuple[dict[str, Any], ...] = ()  # what a launched server logged running out of (evidence)
+    # Over kept connections: the requests each worker says it answered over all the steps (its own count,
+    # beside the replies'); empty otherwise, or when a worker does not count them
+    worker_requests: tuple[int, ...] = ()
 
     @property
     def knee(self) -> tuple[RampStep | None, RampStep | None]:
@@ -100,6 +115,7 @@ class RampResult:
             "environment": asdict(self.environment) if self.environment else None,
             "interrupted": self.interrupted,
             **({"shortages": [dict(s) for s in self.shortages]} if self.shortages else {}),
+            **({"worker_requests": list(self.worker_requests)} if self.worker_requests else {}),
         }
 
     @classmethod
@@ -117,13 +133,16 @@ class RampResult:
             environment=build(Environment, env) if env else None,
             interrupted=bool(data.get("interrupted", False)),
             shortages=tuple(dict(s) for s in data.get("shortages", []) if isinstance(s, Mapping)),
+            worker_requests=tuple(int(n) for n in data.get("worker_requests", ())),
         )
 
 
 def _steps_fit_workers(ramp: Mapping[str, Any], at: str) -> None:
     workers = workers_of(ramp)
+    if len(ramp.get("worker_requests", [])) > workers:
+        raise SchemaError(child(at, "worker_requests"), f"has more entries than the server's {workers} workers")
     for index, step in enumerate(ramp["steps"]):
-        for name in ("served", "worker_cpu"):
+        for name in ("served", "worker_cpu", "connections"):
             if len(step.get(name, [])) > workers:
                 where = child(child(child(at, "steps"), index), name)
                 raise SchemaError(where, f"has {len(step[name])} entries, one per worker, but the server had {workers}")
@@ -143,6 +162,8 @@ _PLAN = Record(
         "timeout_s": Number(),
         "keep_going": Flag(),
         "load_cpus": ListOf(Integer(0, 1 << 20)),  # 0.4's files lack it
+        "requests_per_connection": Integer(),  # a ramp over kept connections only
+        "pool": Flag(),
     }
 )
 _STEP = known(  # registered: RampStep.from_dict builds with it too
@@ -151,6 +172,7 @@ _STEP = known(  # registered: RampStep.from_dict builds with it too
         RampStep,
         kind=OneOf(("rate", "concurrency")),
         counters=MapOf(SIGNED),
+        pool=Record({"opened": Integer(), "planned": Integer()}, frozenset({"opened", "planned"})),
         optional=("served", "queues", "worker_cpu", "reasons", "seen"),
     ),
 )

@@ -17,7 +17,15 @@ from typing import Any
 
 from ...core.errors import PlanError
 from ...core.signals import deferred
-from ...core.spec import MAX_DRIVER_PROCS, ConcurrentLoad, ServerSpec, check_concurrency, check_range, sized
+from ...core.spec import (
+    MAX_CONNECTIONS,
+    MAX_DRIVER_PROCS,
+    ConcurrentLoad,
+    ServerSpec,
+    check_concurrency,
+    check_range,
+    sized,
+)
 from ...probes import netstat
 from ...probes.sockets import socket_summary
 from ...render.evidence import machine_busy
@@ -42,6 +50,16 @@ class RampPlan:
     timeout_s: float = 5.0
     keep_going: bool = False  # run every step, past the first that did not hold
     load_cpus: tuple[int, ...] = ()  # the load generator's processes pinned to these CPUs (--load-cpus)
+    # Kept connections (ConcurrentLoad's fields): each step's load carries K requests per connection (0: each
+    # kept for the whole step; the rates then count requests), and a pool opens the step's connections (its
+    # --in-flight, or its concurrency) one after another at idle before the requests run over them. Every step
+    # is a load of its own: its connections, a pool too, are opened at its start and closed at its end.
+    requests_per_connection: int = 1
+    pool: bool = False
+
+    @property
+    def keeps_connections(self) -> bool:
+        return self.requests_per_connection != 1 or self.pool
 
     def validated(self) -> RampPlan:
         if bool(self.rates) == bool(self.concurrencies):
@@ -53,6 +71,7 @@ class RampPlan:
             check_concurrency(c, "--concurrency-steps", max(1, min(self.driver_procs, c)))
         if self.rates:
             check_concurrency(self.in_flight, "--in-flight", max(1, min(self.driver_procs, self.in_flight)))
+        check_range("--requests-per-connection", self.requests_per_connection, 0, MAX_CONNECTIONS)
         check_range("--step", self.step_s, 0.1, 3600, "s")
         check_range("--driver-procs", self.driver_procs, 1, MAX_DRIVER_PROCS)
         check_range("--max-errors", self.max_errors, 0, 10**12)
@@ -75,6 +94,8 @@ class RampPlan:
                 timeout_s=self.timeout_s,
                 rate=offered,
                 cpus=self.load_cpus,
+                requests_per_connection=self.requests_per_connection,
+                pool=self.pool,
             ).validated()
         return ConcurrentLoad(
             connections=None,
@@ -83,6 +104,8 @@ class RampPlan:
             driver_procs=self.driver_procs,
             timeout_s=self.timeout_s,
             cpus=self.load_cpus,
+            requests_per_connection=self.requests_per_connection,
+            pool=self.pool,
         ).validated()
 
 
@@ -229,6 +252,8 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
                     machine_cpu=_share(machine_before, machine_after),
                     client_cpu_us=outcome.client_cpu_us,
                     interrupted=outcome.interrupted,
+                    connections=outcome.connections,
+                    pool=outcome.pool,
                 )
                 step = step.judged(judge(step, plan, server.workers), signals(step, server.workers, cpus))
                 steps.append(step)
@@ -239,12 +264,23 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
 
     def build(_: None, m: Measured) -> RampResult:
         shortages = tuple(m.evidence.get("shortages", ()))
-        return RampResult(server, plan_dict(plan), tuple(steps), m.environment, shortages=shortages)
+        # Over kept connections, the requests each worker says it answered over all the steps: the witness of
+        # the replies' count (left out where a worker does not count them: a launched server's)
+        own = tuple(c.requests for c in sorted(m.counters, key=lambda c: c.index) if c.requests is not None)
+        own = own if plan.keeps_connections and len(own) == len(m.counters) else ()
+        return RampResult(
+            server,
+            plan_dict(plan),
+            tuple(steps),
+            m.environment,
+            shortages=shortages,
+            worker_requests=own,
+        )
 
     try:
         in_flight = plan.in_flight if plan.rates else max(plan.concurrencies)
         described = lambda: f"after {len(steps)} of {len(plan.offered)} steps"  # noqa: E731
-        return lifecycle(sized(server, in_flight), drive, described, build)
+        return lifecycle(sized(server, in_flight, plan.keeps_connections), drive, described, build)
     except RunInterrupted:
         raise  # after the last step: the whole result travels with it
     except KeyboardInterrupt as stop:
@@ -256,4 +292,9 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
 def plan_dict(plan: RampPlan) -> dict[str, Any]:
     from dataclasses import asdict
 
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(plan).items()}
+    data = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(plan).items()}
+    if data["requests_per_connection"] == 1:  # a ramp of one request per connection: its file as before
+        del data["requests_per_connection"]
+    if not data["pool"]:
+        del data["pool"]
+    return data
