@@ -12,15 +12,17 @@ number; a connection is a row numbered 1, or, where the server numbers none, a d
 from __future__ import annotations
 
 import json
+import socket
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import assert_one_error_line, run_cli
+from conftest import assert_one_error_line, run_cli, wait_for
 
 from accept_order.analysis.witness import agreement
 from accept_order.core.protocol import HTTP_KEEPALIVE, parse_reply
+from accept_order.servers.launched.log_receiver import LogReceiver
 from accept_order.servers.registry import KINDS
 
 WORKERS = 2
@@ -167,3 +169,24 @@ def test_the_agreement_names_what_differs() -> None:
     assert late is not None and "within the 1 the load counted as failed" in late.line()
     by_port = agreement({"source": "s", "requests": [[10, 1], [10, 1], [10, 2]]}, [10], [3], [2])
     assert by_port is not None and by_port.agrees and "by client port" in by_port.line()
+
+
+def test_the_log_receiver_counts_what_the_kernel_dropped() -> None:
+    """HAProxy's log comes over UDP: every line sent is read, or counted by the kernel as dropped."""
+    receiver = LogReceiver()
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sender:
+            sender.sendto(b"0 40000 1", receiver.address)
+            wait_for(lambda: list(receiver.lines), bool, 5.0, "the first line")
+            receiver._stop.set()  # nothing reads now: a small buffer fills and the kernel drops the rest
+            receiver._thread.join()
+            receiver.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            for i in range(200):
+                sender.sendto(f"1 {40001 + i} 1".encode(), receiver.address)
+    finally:
+        lines, dropped = receiver.close()
+    assert lines[0] == "0 40000 1" and dropped > 0 and len(lines) - 1 + dropped == 200
+    assert receiver.close() == (lines, dropped)  # twice is harmless
+    witness = {"source": "haproxy log", "requests": [[10, 1, 1]], "numbered_by": "n", "dropped": dropped}
+    said = agreement(witness, [10], [1 + dropped], [1])
+    assert said is not None and f"{dropped} of its lines were lost on their way to the tool" in said.line()

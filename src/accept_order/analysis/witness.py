@@ -29,6 +29,7 @@ class Logged:
     connections: tuple[int, ...] | None
     numbered_by: str | None  # the field that numbered each request on its connection; None: by client port
     elsewhere: int  # rows naming a pid that is none of the workers'
+    dropped: int = 0  # lines lost on their way to the tool, as the kernel counted them: the log lacks them
 
 
 def logged(witness: Mapping[str, Any], pids: Sequence[int]) -> Logged | None:
@@ -70,6 +71,7 @@ def logged(witness: Mapping[str, Any], pids: Sequence[int]) -> Logged | None:
         connections,
         numbered_by if numbered else None,
         elsewhere,
+        dropped if isinstance(dropped := witness.get("dropped", 0), int) else 0,
     )
 
 
@@ -125,6 +127,10 @@ class Agreement:
         if 0 < more <= self.failed and all(a >= b for a, b in zip(self.logged.requests, self.served, strict=True)):
             # a request the client gave up on (its timeout) can still be answered, and logged, after it
             differences.append(f"its {more} more are within the {self.failed} the load counted as failed")
+        if self.logged.dropped:
+            differences.append(
+                f"{self.logged.dropped} of its lines were lost on their way to the tool (the kernel's count)"
+            )
         return f"{source} disagrees: " + "; ".join(differences)
 
 

@@ -218,8 +218,11 @@ EVIDENCE = Record(
                 "cpu_s": Number(-MAX_COUNT, MAX_COUNT),
             }
         ),
-        # numbered_by: the server's field whose number, each row's third, places a request on its connection
-        "witness": Record({"source": Text(), "requests": ListOf(ListOf(Anything())), "numbered_by": Text()}),
+        # numbered_by: the server's field whose number, each row's third, places a request on its connection;
+        # dropped: lines of the log lost on their way to the tool (counted by the kernel)
+        "witness": Record(
+            {"source": Text(), "requests": ListOf(ListOf(Anything())), "numbered_by": Text(), "dropped": Integer()}
+        ),
         "accept_counts": Record({"available": Flag(), "why": Text(), "counts": MapOf(Integer())}),
         "accept_log": Record({"available": Flag(), "why": Text()}),
         "worker_exit": Record(

@@ -121,6 +121,7 @@ class LaunchedServer(Started):
         self._unsettled = 0
         # (worker, client port[, the request's number on its connection]) per request, from the server's own log
         self._log: list[tuple[int, ...]] = []
+        self._dropped = 0  # lines of that log lost on their way to us, as the kernel counted them (HAProxy's)
         self._shortages: list[dict[str, Any]] = []  # what it logged running out of, read with the log
 
     # -- what a subclass says --------------------------------------------------------------------
@@ -226,6 +227,7 @@ class LaunchedServer(Started):
             "source": self.witness_source,
             "requests": rows,
             **({"numbered_by": self.numbered_by} if numbered else {}),
+            **({"dropped": self._dropped} if self._dropped else {}),
         }
 
     # -- the Target interface -------------------------------------------------------------------

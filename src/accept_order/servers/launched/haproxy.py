@@ -3,9 +3,10 @@
 A worker is a thread here: its index is HAProxy's thread number (`%[thread]`, 0-based), its "pid" the
 kernel's thread id (threads in creation order), whose /proc entry has the thread's own state, context
 switches and CPU. Each answer is `http-request return`ed with `worker THREAD pid PID`, and the log line
-(the thread that ran the request's rules, the client port and the request's number on its connection, to
-stdout, captured in the private directory) is the witness. With kept connections (ServerSpec.keepalive) the
-answers keep the connection (no `Connection: close`) and idle ones are kept for the run.
+(the thread that ran the request's rules, the client port and the request's number on its connection, sent
+to a UDP socket of the tool's: log_receiver.py says why not stdout) is the witness. With kept connections
+(ServerSpec.keepalive) the answers keep the connection (no `Connection: close`) and idle ones are kept for
+the run.
 
 Modes: `threads` (one listener for all threads; since 2.3 the accepting thread hands each connection to
 the least loaded thread's queue, tune.listener.multi-queue) and `shards` (one `bind` per thread, each its
@@ -29,6 +30,7 @@ from ...core.models import Mechanism, Model
 from ...core.protocol import parse_reply
 from ...core.spec import ServerSpec
 from .base import LaunchedServer
+from .log_receiver import LogReceiver
 
 MAXCONN = KindOption(
     "maxconn",
@@ -112,7 +114,8 @@ def haproxy_missing() -> str | None:
     return None
 
 
-def render_config(spec: ServerSpec, mode: ModeInfo, port: int, directory: str) -> str:
+def render_config(spec: ServerSpec, mode: ModeInfo, port: int, directory: str, log: str = "stdout") -> str:
+    """haproxy.cfg for one run; `log`: where its request log goes (the tool's receiver, `127.0.0.1:PORT`)."""
     address = f"[{spec.host}]" if ":" in spec.host else spec.host
     threads = spec.workers
     maxaccept = -1 if spec.accept_batch == 0 else spec.accept_batch
@@ -132,7 +135,7 @@ def render_config(spec: ServerSpec, mode: ModeInfo, port: int, directory: str) -
 global
     nbthread {threads}
 {maxconn}    tune.maxaccept {maxaccept}
-    log stdout format raw local0
+    log {log} format raw local0
 {cpu_map}{lua}
 defaults
     mode http
@@ -176,13 +179,16 @@ class HaproxyServer(LaunchedServer):
     # could lose the log line of a request whose answer already went out
     graceful = signal.SIGUSR1
     error_marks = ("[ALERT]",)
-    request_log = "stderr.log"  # `log stdout`: the master's output, captured in the private directory
+    # its log lines come to a UDP socket of ours (log_receiver.py: `log stdout` drops lines under load), and
+    # are read from it, not from a file
+    request_log = ""
     witness_source = "haproxy log"
     numbered_by = "sess.requests"
 
     def __init__(self, spec: ServerSpec) -> None:
         super().__init__(spec)
         self.mode = HAPROXY_MODES[spec.mode]
+        self._receiver: LogReceiver | None = None
 
     @property
     def attribution(self) -> ThreadAttribution:  # type: ignore[override]
@@ -191,8 +197,10 @@ class HaproxyServer(LaunchedServer):
     def command(self) -> list[str]:
         binary = haproxy_binary()
         conf = os.path.join(self.directory, "haproxy.cfg")
+        self._receiver = LogReceiver()
+        host, port = self._receiver.address
         with open(conf, "w") as f:
-            f.write(render_config(self.spec, self.mode, self.port, self.directory))
+            f.write(render_config(self.spec, self.mode, self.port, self.directory, log=f"{host}:{port}"))
         with open(os.path.join(self.directory, "work.lua"), "w") as f:
             f.write(WORK_LUA)
         return [binary, "-db", "-f", conf]  # -db: in the foreground, as our child
@@ -208,8 +216,22 @@ class HaproxyServer(LaunchedServer):
         with shards)."""
         return self.listening(self.spec.workers if self.mode.queue == "per-worker" else 1)
 
+    def read_logs(self) -> None:
+        """Once HAProxy has stopped (it sent every line): the lines its log sent us, and how many of them
+        the kernel dropped (the witness then says it lacks them)."""
+        lines, self._dropped = self._receiver.close() if self._receiver is not None else ([], 0)
+        self._log = [row for row in (self.parse_request(line.split()) for line in lines) if row is not None]
+        self._shortages = self.shortages()
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            if self._receiver is not None:  # a start that failed before its directory was read
+                self._receiver.close()
+
     def parse_request(self, fields: list[str]) -> tuple[int, ...] | None:
-        """`THREAD PORT N`: exactly three numbers (HAProxy's own notices share the file). THREAD is the
+        """`THREAD PORT N`: exactly three numbers. THREAD is the
         thread that ran the request's rules, kept in a variable when they run (the thread that writes the
         log line at the stream's end may be another), N the request's number on its connection (a session
         variable counts them)."""
