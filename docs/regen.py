@@ -203,11 +203,41 @@ http {{
 """
 
 
+# docs/howto/behind-a-proxy.md: keep-alive connections kept as long as the client keeps them (by default nginx
+# closes one after 1000 requests, over HTTP/2 too: h2load -c 1 -n 3000 got 1000 answers and 2000 failures here,
+# it opens no new connection), each request logged with the worker that served it and the connection it came
+# on: the witness printed beside observe
+NGINX_KEPT = """\
+worker_processes {workers};
+pid nginx.pid;
+events {{ {events} }}
+http {{
+    log_format kept '$pid $connection $connection_requests';
+    access_log access.log kept;
+    keepalive_requests 1000000;
+    keepalive_timeout 120s;
+    client_body_temp_path body;
+    proxy_temp_path proxy;
+    fastcgi_temp_path fastcgi;
+    uwsgi_temp_path uwsgi;
+    scgi_temp_path scgi;
+    server {{
+        listen 127.0.0.1:{port}{listen};
+        location / {{ return 200 "hello, world\\n"; }}
+    }}
+}}
+"""
+
+
 @contextlib.contextmanager
-def _nginx(directory: Path, port: int, workers: int, events: str = "") -> Iterator[None]:
-    """A stock nginx started by hand in `directory` (its pid in directory/nginx.pid), stopped after."""
+def _nginx(
+    directory: Path, port: int, workers: int, events: str = "", template: str = NGINX_WEB, listen: str = ""
+) -> Iterator[None]:
+    """A stock nginx started by hand in `directory` (its pid in directory/nginx.pid), stopped after; its config
+    from `template` (`listen`: what follows the address, e.g. ` http2`), its access log (if any) new."""
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / "nginx.conf").write_text(NGINX_WEB.format(workers=workers, events=events, port=port))
+    (directory / "nginx.conf").write_text(template.format(workers=workers, events=events, port=port, listen=listen))
+    (directory / "access.log").unlink(missing_ok=True)
     base = ["nginx", "-e", str(directory / "error.log"), "-p", str(directory), "-c", str(directory / "nginx.conf")]
     subprocess.run(base, check=True)
     try:
@@ -227,8 +257,10 @@ def _nginx(directory: Path, port: int, workers: int, events: str = "") -> Iterat
 Setup = Callable[[Path], contextlib.AbstractContextManager[None]]
 
 
-def _nginx_setup(path: str, port: int, workers: int, events: str = "") -> Setup:
-    return lambda workdir: _nginx(Path(path), port, workers, events)
+def _nginx_setup(
+    path: str, port: int, workers: int, events: str = "", template: str = NGINX_WEB, listen: str = ""
+) -> Setup:
+    return lambda workdir: _nginx(Path(path), port, workers, events, template, listen)
 
 
 @contextlib.contextmanager
@@ -276,6 +308,10 @@ SETUPS: dict[str, Setup] = {
     "nginx-web-mutex": _nginx_setup("/tmp/web-mutex", 8080, 2, "accept_mutex on;"),
     "nginx-web-3": _nginx_setup("/tmp/web", 8080, 3),
     "nginx-web-multi": _nginx_setup("/tmp/web-multi", 8081, 3, "multi_accept on;"),
+    # docs/howto/behind-a-proxy.md: 4 workers keeping their keep-alive connections, over HTTP/1.1 and HTTP/2
+    # (cleartext, prior knowledge: what h2load speaks to an http:// URL)
+    "nginx-kept": _nginx_setup("/tmp/kept", 8090, 4, template=NGINX_KEPT),
+    "nginx-kept-h2": _nginx_setup("/tmp/kept-h2", 8091, 4, template=NGINX_KEPT, listen=" http2"),
     "hello-conf": _hello_conf,
     "hello-py": _hello_py,
 }
