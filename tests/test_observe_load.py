@@ -425,3 +425,31 @@ def test_where_each_sockets_count_starts(monkeypatch: pytest.MonkeyPatch) -> Non
     assert sampler.new_seen == {2} and sampler.started == {1}
     assert sampler.of(200, per_process=False)["connections_observed"] == 1
     assert sampler.of(200, per_process=True) == {}  # threads of one process: per process, in a note
+
+
+def test_connections_seen_but_no_bytes_counted_are_not_said_to_be_none() -> None:
+    """Connections open at the first look that closed before the next one: seen held (the table's peak and
+    seen), no byte counted. The verdict must not say no connection was open at a sample."""
+    closed = result_with([0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], seen=[0, 5, 0, 1], accepted_seen=0)
+    closed = replace(
+        closed, workers=tuple(replace(w, connections_held_peak=w.connections_observed) for w in closed.workers)
+    )
+    said = verdict(closed)
+    assert not any("no connection was open" in line for line in said), said
+    assert (
+        "load: 6 connections seen held (none open now; worker 1 held 5 of them), and no byte counted: none carried "
+        "data between two looks at it (what a connection carries after its last look is not counted)" in said
+    )
+    idle = verdict(result_with([0, 0, 0, 0], [2, 0, 1, 0], [0, 0, 0, 0], accepted_seen=0))
+    assert any(line.startswith("load: 3 connections seen held (worker 0 holds 2 of the 3 open now)") for line in idle)
+    assert not any(" - of the bytes" in line for line in idle), idle
+    # untraced, the headline's fd-table looks saw none, the load's did: said apart, not "none was open"
+    untraced = replace(
+        closed,
+        traced=False,
+        workers=tuple(replace(w, accepts=None, empty=None, seen=0) for w in closed.workers),
+    )
+    headline = verdict(untraced)[0]
+    assert "though the load's looks saw 6 held" in headline and "no connection was open at any sample" not in headline
+    nothing = verdict(result_with([0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], accepted_seen=0))
+    assert "load: no connection was open at a sample and none carried data while observed" in nothing

@@ -44,6 +44,10 @@ def headline(result: ObserveResult) -> str:
     total = sum(counts)
     what = "connections" if result.traced else "connections seen (sampled)"
     if total == 0 and not result.traced and sum(result.cpu) > 0:
+        looked = sum(w.connections_observed or 0 for w in result.workers)  # the load's own looks, apart
+        if looked:
+            said = f"no connection was open at a look at the fd tables, though the load's looks saw {looked:,} held"
+            return f"{said} (short ones pass unseen); by CPU, {_by_cpu(result)}"
         return f"no connection was open at any sample (short ones pass unseen); by CPU, {_by_cpu(result)}"
     if total == 0:
         verb = "accepted" if result.traced else "seen held by a worker"
@@ -158,9 +162,10 @@ def load(result: ObserveResult) -> list[str]:
     held = [w.connections_held or 0 for w in workers]
     received = [w.bytes_in or 0 for w in workers]
     seen = [w.connections_observed or 0 for w in workers]
-    if not sum(received) and not sum(held):
+    if not sum(received) and not sum(seen):
         return ["load: no connection was open at a sample and none carried data while observed"]
-    lines = [_shares(result, held, received, seen), _resting(result, seen)]
+    first = _shares(result, held, received, seen) if sum(received) else _no_bytes(result, held, seen)
+    lines = [first, _resting(result, seen)]
     counts = result.counts
     if result.traced and counts is not None and result.accepted_seen is not None:
         unseen = max(0, sum(counts) - result.accepted_seen)
@@ -193,7 +198,8 @@ def _pct(part: int, whole: int) -> str:
 
 
 def _shares(result: ObserveResult, held: list[int], received: list[int], seen: list[int]) -> str:
-    """One sentence: where the load share parts from the accept share, or that they split alike."""
+    """One sentence: where the load share parts from the accept share, or that they split alike (some bytes
+    were counted: see _no_bytes)."""
     n = len(result.workers)
     counts = list(result.counts or [0] * n)
     accepted, open_, moved = sum(counts), sum(held), sum(received)
@@ -224,8 +230,6 @@ def _shares(result: ObserveResult, held: list[int], received: list[int], seen: l
             f"{said}: the connections it holds live longer (or carry more requests); the imbalance was made when "
             "they were accepted"
         )
-    if not moved:
-        return f"no connection carried data while observed; worker {top} {holds(top)}"
     shares = [r / moved for r in received]
     if max(shares) >= UNEVEN / n:
         big = max(range(n), key=lambda i: shares[i])
@@ -235,6 +239,22 @@ def _shares(result: ObserveResult, held: list[int], received: list[int], seen: l
         )
     low, high = min(shares), max(shares)
     return f"accepts and bytes split alike: {low:.0%} to {high:.0%} of the bytes each"
+
+
+def _no_bytes(result: ObserveResult, held: list[int], seen: list[int]) -> str:
+    """Connections were seen held but no byte was counted: who held them, and why nothing is counted (a
+    connection counts what it carried between two looks at it: one seen once, or idle, counts nothing)."""
+    n, open_ = len(result.workers), sum(held)
+    if open_:
+        top = max(range(n), key=lambda i: held[i])
+        who = f"worker {top} holds {held[top]:,} of the {open_:,} open now" if n > 1 else f"{open_:,} open now"
+    else:
+        top = max(range(n), key=lambda i: seen[i])
+        who = f"none open now; worker {top} held {seen[top]:,} of them" if n > 1 else "none open now"
+    return (
+        f"load: {plural(sum(seen), 'connection')} seen held ({who}), and no byte counted: none carried data "
+        "between two looks at it (what a connection carries after its last look is not counted)"
+    )
 
 
 def _resting(result: ObserveResult, seen: list[int]) -> str:
