@@ -12,7 +12,10 @@ then (what it carried before the window is not the window's); a socket first see
 the start, so it was accepted during the window and everything it carried was: it counts from 0. This needs
 no tracing, and it is exact for bytes moved within the window, up to each connection's last sample: what a
 connection carries between its last sample and its close is not counted, and a connection that opens and
-closes between two samples is not seen at all (the result counts those against the traced accepts).
+closes between two samples is not seen at all (the result counts those against the traced accepts). How much
+the first could be is counted: the connections that closed between two samples while busy (data came in
+since the sample before their last, or within a second of their only one), the bytes counted on them, and
+the longest time between two samples (each one's uncounted tail is shorter).
 
 Threads share their process's fd table: for a threaded server the load is per process, not per thread.
 Nothing here writes to the server: the dump and /proc are the kernel's tables. Root is needed only where
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from ...probes.serving import socket_inodes
 from ...probes.tcp_info import TcpSocket, server_sockets
@@ -30,6 +34,7 @@ from .sampling import paced
 from .server import Watched
 
 _ZERO = (0, 0, 0, 0)  # bytes in, bytes out, data segments in, data segments out
+RECENT_S = 1.0  # at a socket's first sample: data in within this long says it is busy (no sample before)
 
 
 @dataclass
@@ -45,6 +50,17 @@ class Carried:
     segments_out: int = 0
     connections: set[int] = field(default_factory=set)  # cookies of the connections seen held by it
     interval_bytes_in: int = 0  # since the last interval closed
+
+
+class LoadSummary(TypedDict, total=False):
+    """The result's fields about the load sampling (ObserveResult's, by name)."""
+
+    load_samples: int
+    load_every_s: float
+    load_longest_s: float | None
+    accepted_seen: int
+    closed_busy: int
+    closed_busy_bytes_in: int
 
 
 def _counters(sock: TcpSocket) -> tuple[int, int, int, int]:
@@ -66,6 +82,11 @@ class LoadSampler:
         self.started: set[int] = set()  # cookies in the first sample: open before the window
         self.new_seen: set[int] = set()  # cookies of connections accepted in the window seen held by a worker
         self._last: dict[int, tuple[int, int, int, int]] = {}  # cookie -> its counters already attributed
+        # cookie -> (bytes in counted on it, busy at its last sample), for the sockets a worker held: the ones
+        # whose uncounted tail matters when they close
+        self._tail: dict[int, tuple[int, bool]] = {}
+        self.closed_busy = 0  # connections that closed between two samples while busy
+        self.closed_busy_bytes_in = 0  # the bytes in counted on them (their tails are not)
         self._first_at = self._last_at = 0.0
 
     @property
@@ -89,7 +110,11 @@ class LoadSampler:
             return
         owner = {inode: pid for pid, inodes in held.items() for inode in inodes}
         first = self.samples == 0
+        # busy: counters moved since the sample before, or data came in since it (within RECENT_S at a first)
+        recent_ms = 1000 * max(RECENT_S, time.monotonic() - self._last_at if self.samples else 0.0)
         last: dict[int, tuple[int, int, int, int]] = {}
+        tail: dict[int, tuple[int, bool]] = {}
+        old_tail = self._tail
         counts = dict.fromkeys(self.carried, 0)
         for sock in sockets:
             now = _counters(sock)
@@ -98,6 +123,8 @@ class LoadSampler:
                 self.started.add(sock.cookie)
             if pid is None:
                 last[sock.cookie] = now if first else self._last.get(sock.cookie, _ZERO)
+                if sock.cookie in old_tail:  # left its worker's fd table, not yet the kernel's: closing
+                    tail[sock.cookie] = old_tail[sock.cookie]
                 continue
             counts[pid] += 1
             before = now if first else self._last.get(sock.cookie, _ZERO)
@@ -111,7 +138,14 @@ class LoadSampler:
             carried.segments_in += now[2] - before[2]
             carried.segments_out += now[3] - before[3]
             carried.interval_bytes_in += now[0] - before[0]
-        self._last = last  # closed sockets drop out here
+            recv_ms = sock.last_data_recv_ms
+            busy = now != before or (recv_ms is not None and recv_ms < recent_ms)
+            tail[sock.cookie] = (old_tail.get(sock.cookie, (0, False))[0] + now[0] - before[0], busy)
+        for cookie, (counted, busy) in old_tail.items():
+            if busy and cookie not in last:  # closed since the last sample, which saw it busy
+                self.closed_busy += 1
+                self.closed_busy_bytes_in += counted
+        self._last, self._tail = last, tail  # closed sockets drop out here
         for pid, carried in self.carried.items():
             carried.held = counts[pid]
             carried.peak = max(carried.peak, counts[pid])
@@ -158,14 +192,23 @@ class LoadSampler:
             "segments_out": c.segments_out,
         }
 
-    def summary(self) -> tuple[int, float | None, int | None]:
-        """The result's fields about the sampling: how many looks, their pace (the average time between two),
-        and how many of the connections accepted while observed one of them saw held."""
+    def summary(self) -> LoadSummary:
+        """The result's fields about the sampling: how many looks, their pace (the average time between two)
+        and the longest time between two, how many of the connections accepted while observed one of them saw
+        held, and the connections that closed between two while busy (what they carried after their last look
+        is not counted) with the bytes in counted on them."""
         if self.missing is not None or not self.samples:
-            return 0, None, None
+            return {"load_samples": 0}
         gaps = self.samples - 1
         pace = (self._last_at - self._first_at) / gaps if gaps else self.every_s
-        return self.samples, round(pace, 3), len(self.new_seen)
+        return {
+            "load_samples": self.samples,
+            "load_every_s": round(pace, 3),
+            "load_longest_s": round(self.longest_s, 3) if gaps else None,
+            "accepted_seen": len(self.new_seen),
+            "closed_busy": self.closed_busy,
+            "closed_busy_bytes_in": self.closed_busy_bytes_in,
+        }
 
     def notes(self, threaded: bool, program: str) -> list[str]:
         """What the result must say about the load: why it is missing, or that it is per process."""

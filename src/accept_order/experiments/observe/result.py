@@ -141,6 +141,11 @@ class ObserveResult:
     load_samples: int = 0  # looks at who holds what and what it carried (0: not read, or a file from before)
     load_every_s: float | None = None  # the time between two of them, on average: the pace actually used
     accepted_seen: int | None = None  # connections accepted while observed that a load sample saw held
+    load_longest_s: float | None = None  # the longest time between two load samples (None: fewer than two)
+    # connections that closed between two load samples while busy (data came in since the sample before their
+    # last): what each carried after its last sample, up to load_longest_s of it, is not counted
+    closed_busy: int | None = None
+    closed_busy_bytes_in: int | None = None  # the bytes in counted on those connections
 
     @property
     def loaded(self) -> bool:

@@ -207,7 +207,6 @@ class Observer:
         samples = self.queue.samples
         now = counters(self.watched.netns_pid)
         own = same_namespace(self.watched.netns_pid)
-        load_samples, load_every_s, accepted_seen = self.load.summary()
         return ObserveResult(
             target=self.watched.target,
             program=self.watched.program,
@@ -231,9 +230,7 @@ class Observer:
             environment=self.environment,
             interrupted=interrupted,
             notes=notes,
-            load_samples=load_samples,
-            load_every_s=load_every_s,
-            accepted_seen=accepted_seen,
+            **self.load.summary(),
         )
 
     def watch_source(self) -> str:

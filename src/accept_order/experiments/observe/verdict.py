@@ -174,7 +174,22 @@ def load(result: ObserveResult) -> list[str]:
                 f"{unseen:,} of {sum(counts):,} connections opened and closed between two samples: their bytes "
                 "are not in the shares"
             )
+    if result.closed_busy:
+        lines.append(_tails(result, received, seen))
     return lines
+
+
+def _tails(result: ObserveResult, received: list[int], seen: list[int]) -> str:
+    """What the bytes lack: the connections that closed between two looks while busy, what they carried
+    of the bytes counted, and how long each one's uncounted tail can be (the longest time between two looks)."""
+    moved, closed = sum(received), result.closed_busy or 0
+    carried = f" (they carried {_pct(result.closed_busy_bytes_in or 0, moved)} of the bytes counted)" if moved else ""
+    longest = result.load_longest_s
+    upto = f", up to {longest:.2g} s of it (the longest time between two looks)," if longest else ""
+    return (
+        f"{closed:,} of the {sum(seen):,} connections seen closed between two looks while busy{carried}: what each "
+        f"carried after its last look{upto} is not counted, so the bytes are short of it and their shares approximate"
+    )
 
 
 def load_uneven(result: ObserveResult) -> bool:
