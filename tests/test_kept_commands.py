@@ -202,3 +202,18 @@ def test_latency_repeat_csv_has_the_kept_columns(tmp_path: Path) -> None:
     assert shown == "round,run,count,failed,p50_us,p99_us,p999_us,max_us,wall_s"
     shown = run_cli(["show", str(plain), "--format", "csv", "--table", "workers"]).stdout.splitlines()[0]
     assert shown.endswith(",cpu_s,served")
+
+
+def test_sweep_repeat_csv_names_each_cap(tmp_path: Path) -> None:
+    """sweep --repeat's CSV rows are named by their cap, as its report names them (the caps share one mode),
+    and carry the kept columns of a pool kept for the run."""
+    out = tmp_path / "sweep.json"
+    args = ["sweep", "-m", "epoll", "-w", "2", "--accept-batch", "1,0", "-n", "200", "-c", "2", "--repeat", "2"]
+    result = run_cli([*args, "--pool", "--requests-per-connection", "0", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    rounds = run_cli(["show", str(out), "--format", "csv", "--table", "rounds"]).stdout.splitlines()
+    assert [row.split(",")[:2] for row in rounds[1:]] == [["1", "1 limit"], ["1", "no limit"], ["2", "1 limit"],
+                                                         ["2", "no limit"]]  # fmt: skip
+    assert all(row.split(",")[-2:] == ["2", "2"] for row in rounds[1:])  # the pool: 2 of 2 opened
+    workers = run_cli(["show", str(out), "--format", "csv", "--table", "workers"]).stdout.splitlines()
+    assert {row.split(",")[1] for row in workers[1:]} == {"1 limit", "no limit"}

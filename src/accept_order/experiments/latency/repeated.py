@@ -5,6 +5,7 @@ and whether queueing alone explains the difference (experiments/latency/model_ch
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from rich import box
@@ -12,7 +13,7 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ...analysis.losses import host_wide_losses, host_wide_note
+from ...analysis.losses import host_wide_losses, host_wide_note, sweep_name
 from ...analysis.stability import Spread, latency_stability, names_of
 from ...core.histogram import LatencyHistogram
 from ...core.run_warnings import RunWarning, WarningKind, warn
@@ -154,6 +155,16 @@ def _p99_ms(run: LatencyResult) -> float:
     return run.histogram.percentile(99) / 1000 if run.ok else math.nan
 
 
+def _by_cap(rows_of: Callable[[Document], list[list[Any]]]) -> Callable[[Document], list[list[Any]]]:
+    """A sweep's rows named by their cap ('4 limit', as its report names them), not by the mode they share."""
+
+    def rows(run: Document) -> list[list[Any]]:
+        name = sweep_name(LatencyResult.from_dict(run))
+        return [[name, *row[1:]] for row in rows_of(run)]
+
+    return rows
+
+
 def _repeated(of: str, command: str = "") -> Repeated:
     def report(rounds: Rounds) -> list[RenderableType]:
         return _report(repeated, rounds)
@@ -165,9 +176,9 @@ def _repeated(of: str, command: str = "") -> Repeated:
         names=names_of,
         report=report,
         columns=COLUMNS,
-        rows=_rows,
+        rows=_by_cap(_rows) if of == "sweep" else _rows,
         worker_columns=("run", *export.WORKER_FIELDS, "served"),
-        worker_rows=_worker_rows,
+        worker_rows=_by_cap(_worker_rows) if of == "sweep" else _worker_rows,
         value=_p99_ms,
         what="p99 (ms)",
         warnings=latency_warnings,
