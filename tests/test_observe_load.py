@@ -220,7 +220,13 @@ def test_byte_shares_are_nginxs_request_shares_and_held_is_procs(
     # ... and exactly so: every connection stayed open to the last sample, so every byte it received in the
     # window is in, and none from before (the early connection counts from its first sample)
     assert {pid: by_pid[pid].bytes_in for pid in pids} == {pid: requests[pid] * len(REQUEST) for pid in pids}
-    assert {pid: by_pid[pid].connections_held for pid in pids} == counted, (result.wall_s, result.workers)
+    held_at_end = {pid: by_pid[pid].connections_held for pid in pids}
+    assert held_at_end == counted, (
+        result.wall_s,
+        result.load_samples,
+        [i.held for i in result.intervals],
+        result.workers,
+    )
     assert all((w.connections_held_peak or 0) >= (w.connections_held or 0) for w in result.workers)
     assert sum(w.connections_observed or 0 for w in result.workers) == len(REQUESTS) + 1
     assert all((w.bytes_out or 0) > 0 for w in result.workers if requests[w.pid])
@@ -567,3 +573,11 @@ def test_busy_connections_closed_between_looks_are_counted_against_nginxs_log(
     assert 0 < counted <= logged_bytes and counted % len(REQUEST) == 0
     assert result.load_longest_s is not None and result.load_longest_s > 0
     assert any(line.startswith(f"{BUSY} of the {BUSY} connections seen closed") for line in verdict(result))
+
+
+def test_the_help_says_the_load_is_read_and_what_it_misses() -> None:
+    shown = run_cli(["observe", "--help"], columns=200)
+    assert shown.exit_code == 0, shown.output
+    text = " ".join(shown.stdout.split())
+    assert "the connections it holds and the bytes they carry" in text
+    assert "what a connection carries after the last look before it closes is not counted" in text

@@ -46,12 +46,14 @@ def observe(
     no_trace: bool,
     json_path: str | None,
 ) -> None:
-    """Watch which worker of a running server takes its traffic. Per worker what it accepts, its CPU, and
-    the listen queue.
+    """Watch which worker of a running server takes its traffic. Per worker what it accepts, the
+    connections it holds and the bytes they carry, its CPU, and the listen queue.
 
     Nothing is driven at the server and nothing signals it: the kernel counts each worker's accepts
     (bpftrace on the accept tracepoints, as root; per thread for a threaded server such as HAProxy),
-    and /proc gives the rest. Ctrl-C ends it early and keeps what was observed.
+    inet_diag's tcp_info gives each open connection's bytes (sampled: what a connection carries after
+    the last look before it closes is not counted, and the report says how much that could be), and
+    /proc gives the rest. Ctrl-C ends it early and keeps what was observed.
     """
     from ..api import observe as observe_server
     from ..core.errors import PlanError
