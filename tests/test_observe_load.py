@@ -197,15 +197,18 @@ def test_byte_shares_are_nginxs_request_shares_and_held_is_procs(
         if not driver.is_alive() and not until.is_set():
             driver.start()
 
+    after: dict[int, int] = {}
     try:
         result = observe(
             port=port, duration_s=TIMEOUT_S, interval_s=0.3, trace=trace, on_snapshot=snapshot, until=until
         )
+        after.update(established_held(port, pids))  # /proc again, past observe's last look, before any closes
     finally:
         driver.join(TIMEOUT_S)
         for conn in conns:
             conn.close()
     assert not errors, errors
+    assert after == counted, "a connection closed around observe's last look, not by this test"
     assert result.loaded and result.load_samples >= ROUNDS + 2 and result.load_every_s is not None  # start, end
     requests = logged(log)
     requests[early_pid] -= BEFORE  # before the window: not in it
