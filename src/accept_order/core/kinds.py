@@ -1,5 +1,6 @@
 """A server kind as a type: its name, its accept modes, what it needs installed, its own checks, how to
-make one, and the witness it keeps. Every kind is one module that defines a `ServerKind` subclass, listed
+make one, the witness it keeps, and what changes how the load of its long-lived connections splits
+(`LongLivedCure`). Every kind is one module that defines a `ServerKind` subclass, listed
 once in servers/registry.py; nothing else dispatches on a kind's name.
 
 A mode of any kind is described by one type, `ModeInfo`: what the mechanism predicts (the idle order
@@ -103,6 +104,75 @@ class KindOption:
         check_range(self.flag, value, self.low, self.high, unit)
 
 
+# The words several kinds' cures share: how a listener per worker splits a pool, what an idle timeout does
+# to it, and a server that keeps no connection past its answer.
+BY_HASH = (
+    "the kernel picks the worker by a hash of the connection's addresses and ports, busy or not: a pool "
+    "opened at idle is spread about evenly, with chance's spread, and nothing moves a connection afterwards"
+)
+IDLE_CLOSE = (
+    "closes a connection idle this long after an answer; a pool busy enough never reaches it, and one that "
+    "does is reopened, and placed again by the accept mode"
+)
+CLOSES_EACH = "no connection outlives its request, and every request is placed again by the accept mode"
+
+
+def redraws(what: str) -> str:
+    """What a server's limit on a connection's life does to the split: `what` the limit is, then why."""
+    return (
+        f"{what}; the client opens a new connection, which the accept mode places again: the split is "
+        "redrawn that often instead of fixed for the connection's life"
+    )
+
+
+@dataclass(frozen=True)
+class SideBySide:
+    """A cure measured as the kind's `modes` side by side on the pool load, the command taking `extra` too
+    (`--policy least-busy`); `said`: a sentence said before the command (a colon between them)."""
+
+    modes: tuple[str, ...]
+    extra: str = ""
+    said: str = ""
+
+
+@dataclass(frozen=True)
+class ClientLimit:
+    """A server's limit on a connection's life (`setting`, by the name it is set by) that the tool does not
+    set on the server it launches: a client closing each connection after `requests` requests (None: the
+    usual stand-in for a limit) redraws the split as the limit would."""
+
+    setting: str
+    requests: int | None = None
+
+
+@dataclass(frozen=True)
+class IdleLimit:
+    """A server's idle timeout (`setting`, by its name): not measured, as no load leaves a connection idle."""
+
+    setting: str
+
+
+#: how a cure is measured: a spec experiments/inspect/cures.py turns into the command, or a sentence said as
+#: it is ("not measured: ...")
+Measured = SideBySide | ClientLimit | IdleLimit | str
+
+
+@dataclass(frozen=True)
+class LongLivedCure:
+    """One thing that changes how the load of a kind's long-lived connections (keep-alive pools, HTTP/2,
+    WebSockets) splits over its workers, as the kind declares it (ServerKind.cures).
+    `setting`: the exact configuration line or command-line flag (None: the kind has no setting of its own,
+    and `what` says why); `what`: what it does to that split; `measure`: how it is measured on a pool load;
+    `mode`: the kind's mode it is (None: a setting /proc cannot see); `visible`: /proc shows it whole in
+    that mode (not fd-pass's policy), so that it is left out when it is all /proc shows: set already."""
+
+    setting: str | None
+    what: str
+    measure: Measured
+    mode: str | None = None
+    visible: bool = True
+
+
 class ServerKind:
     """What serves. Subclasses set the class attributes and override what differs."""
 
@@ -140,6 +210,9 @@ class ServerKind:
     #: and close it), said when a load asks it to (--requests-per-connection other than 1, --pool); None:
     #: it keeps them (a launched kind's config then lets the client decide when each one closes)
     closes_connections: ClassVar[str | None] = None
+    #: what changes how the load of its long-lived connections splits over its workers, in the order a
+    #: report lists them (experiments/inspect/cures.py assembles them); (): none declared
+    cures: ClassVar[tuple[LongLivedCure, ...]] = ()
 
     def label(self, spec: ServerSpec) -> str:
         """How reports name a server of this kind: `nginx epoll`."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import PlanError
-from ..core.kinds import ModeInfo, ServerKind
+from ..core.kinds import LongLivedCure, ModeInfo, ServerKind
 from ..core.measures import WorkerCounters
 from ..core.protocol import HTTP, LINE, ClientProtocol, parse_reply
 from ..core.spec import ServerSpec
@@ -117,6 +117,14 @@ class RemoteKind(ServerKind):
     mode_name = "remote"  # its one mode
     summary = "a server on another host, known only by its address"
     launched = False
+    cures = (
+        LongLivedCure(
+            None,
+            "a server on another host, known by its address only: the rows of the kind it is apply (inspect it "
+            "on its host)",
+            "not measured: only `run --target` drives a server known by its address, and not with a pool",
+        ),
+    )
 
     def label(self, spec: ServerSpec) -> str:
         return f"target {spec.host}:{spec.port}"

@@ -22,7 +22,18 @@ from typing import TYPE_CHECKING
 import psutil
 
 from ...core.errors import PlanError, ServerUnavailable
-from ...core.kinds import ModeInfo, ServerKind
+from ...core.kinds import (
+    BY_HASH,
+    CLOSES_EACH,
+    IDLE_CLOSE,
+    ClientLimit,
+    IdleLimit,
+    LongLivedCure,
+    ModeInfo,
+    ServerKind,
+    SideBySide,
+    redraws,
+)
 from ...core.spec import ServerSpec
 from ...core.waiting import wait_for
 from ...probes.proc_waits import ACCEPTS, EPOLL_WAITS, thread_ids, thread_wait
@@ -166,6 +177,28 @@ class ApacheKind(ServerKind):
     summary = "Debian's Apache httpd (prefork or event MPM) with a mod_lua handler, launched from a generated config"
     witness = ApacheServer.witness_source
     preferred_mode = "event"  # Debian's default MPM
+    cures = (
+        LongLivedCure(
+            "MaxKeepAliveRequests 100",
+            redraws(
+                "with KeepAlive On, Apache closes a connection after this many requests on it (100 by "
+                "default, 0: no limit)"
+            ),
+            ClientLimit("MaxKeepAliveRequests"),
+        ),
+        LongLivedCure("KeepAliveTimeout 5", IDLE_CLOSE, IdleLimit("KeepAliveTimeout")),
+        LongLivedCure(
+            "KeepAlive Off",
+            f"Apache closes every connection after its answer: {CLOSES_EACH}",
+            ClientLimit("KeepAlive Off", requests=1),
+        ),
+        LongLivedCure(
+            "ListenCoresBucketsRatio R",
+            f"a SO_REUSEPORT listener per bucket of children: {BY_HASH}",
+            SideBySide(("event", "buckets")),
+            "buckets",
+        ),
+    )
 
     def modes(self) -> dict[str, ModeInfo]:
         return APACHE_MODES

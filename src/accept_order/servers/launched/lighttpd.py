@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import psutil
 
 from ...core.errors import PlanError, ServerUnavailable
-from ...core.kinds import ModeInfo, ServerKind
+from ...core.kinds import IDLE_CLOSE, ClientLimit, IdleLimit, LongLivedCure, ModeInfo, ServerKind, redraws
 from ...core.models import Mechanism
 from ...core.processes import STOP_TIMEOUT_S
 from ...core.spec import ServerSpec
@@ -222,6 +222,14 @@ class LighttpdKind(ServerKind):
     summary = "Debian's lighttpd with server.max-worker forked workers and a mod_magnet handler"
     witness = LighttpdServer.witness_source
     preferred_mode = "max-worker"
+    cures = (
+        LongLivedCure(
+            "server.max-keep-alive-requests = 100",
+            redraws("lighttpd closes a connection after this many requests on it"),
+            ClientLimit("server.max-keep-alive-requests"),
+        ),
+        LongLivedCure("server.max-keep-alive-idle = 5", IDLE_CLOSE, IdleLimit("server.max-keep-alive-idle")),
+    )
 
     def modes(self) -> dict[str, ModeInfo]:
         return LIGHTTPD_MODES

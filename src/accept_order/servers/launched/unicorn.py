@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import psutil
 
 from ...core.errors import PlanError, ServerUnavailable
-from ...core.kinds import ModeInfo, ServerKind
+from ...core.kinds import CLOSES_EACH, LongLivedCure, ModeInfo, ServerKind, SideBySide
 from ...core.models import Mechanism
 from ...core.spec import ServerSpec
 from ...core.waiting import wait_for
@@ -149,6 +149,14 @@ class UnicornKind(ServerKind):
     summary = "Debian's Unicorn (6.0) with preforked workers and a Rack app, launched from a generated config"
     witness = UnicornServer.witness_source
     preferred_mode = "prefork"
+    cures = (
+        LongLivedCure(
+            None,
+            f"Unicorn answers every request with Connection: close (unicorn/http_response.rb): {CLOSES_EACH} (its "
+            "listen :reuseport is for Unicorns started apart, not for its workers)",
+            SideBySide(("prefork",)),
+        ),
+    )
 
     def modes(self) -> dict[str, ModeInfo]:
         return UNICORN_MODES

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from ...core.errors import PlanError, ServerUnavailable
 from ...core.hints import pip_install
-from ...core.kinds import ModeInfo, ServerKind
+from ...core.kinds import IDLE_CLOSE, IdleLimit, LongLivedCure, ModeInfo, ServerKind
 from ...core.models import Mechanism
 from ...core.processes import STOP_TIMEOUT_S
 from ...core.spec import ServerSpec
@@ -114,6 +114,13 @@ class UvicornKind(ServerKind):
     summary = "PyPI's uvicorn with --workers N (asyncio or uvloop, h11), serving an ASGI app written for the run"
     witness = UvicornServer.witness_source
     preferred_mode = "asyncio"
+    cures = (
+        LongLivedCure(
+            "--timeout-keep-alive 5",
+            f"{IDLE_CLOSE} (5 s by default; uvicorn has no limit on requests per connection, no socket per worker)",
+            IdleLimit("--timeout-keep-alive"),
+        ),
+    )
 
     def modes(self) -> dict[str, ModeInfo]:
         return UVICORN_MODES
