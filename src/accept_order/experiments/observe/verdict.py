@@ -240,6 +240,11 @@ def _shares(result: ObserveResult, held: list[int], received: list[int], seen: l
         f"worker {top} {took} {_pct(counts[top], accepted)} of the connections but {holds(top)} and received "
         f"{_pct(received[top], moved)} of the bytes"
     )
+    if moved and gap[top] >= APART and result.closed_busy:  # what the tails lack can make the gap (measured)
+        return (
+            f"{said}, though the bytes lack what {plural(result.closed_busy, 'connection')} closing busy carried "
+            "after their last look (below): the gap may be theirs"
+        )
     if moved and gap[top] >= APART:
         return (
             f"{said}: the connections it holds live longer (or carry more requests); the imbalance was made when "
