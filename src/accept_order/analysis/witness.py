@@ -9,6 +9,11 @@ ports (a port the kernel gave a new connection while an old one's was still in t
 
 The client's side is the load's: requests per worker as its replies named them, and connections per worker as
 their first replies named them (the worker that accepted them). They agree when every count is the same.
+
+A request the load sent again after the server closed its kept connection before any byte of the reply
+(loads/kept.py) is one request on each side: the server answered it once, on the new connection, and logged
+nothing for the first attempt (it closed before reading it, or without answering); the connection it closed
+had at least one answered request, so both sides count it.
 """
 
 from __future__ import annotations
@@ -84,6 +89,7 @@ class Agreement:
     served: tuple[int, ...]
     connections: tuple[int, ...]
     failed: int = 0  # requests the load counted as failed (timed out, reset): the server may have logged them
+    resent: int = 0  # requests sent again after the server closed their kept connection (once each in a log)
 
     @property
     def requests_agree(self) -> bool:
@@ -110,7 +116,12 @@ class Agreement:
             parts = [f"the same requests per worker ({_counts(self.served)})"]
             if self.connections_agree:
                 parts.append(f"the same connections per worker ({_counts(self.connections)}; {how})")
-            return f"{source}: " + " and ".join(parts) + " as the replies"
+            again = (
+                f" (the {self.resent} sent again after the server closed their connection: once each)"
+                if self.resent
+                else ""
+            )
+            return f"{source}: " + " and ".join(parts) + " as the replies" + again
         differences = []
         if not self.requests_agree:
             differences.append(
@@ -127,6 +138,9 @@ class Agreement:
         if 0 < more <= self.failed and all(a >= b for a, b in zip(self.logged.requests, self.served, strict=True)):
             # a request the client gave up on (its timeout) can still be answered, and logged, after it
             differences.append(f"its {more} more are within the {self.failed} the load counted as failed")
+        elif 0 < more <= self.resent:
+            # a server that logged a request and then closed the connection without answering it
+            differences.append(f"its {more} more are within the {self.resent} the load sent again")
         if self.logged.dropped:
             differences.append(
                 f"{self.logged.dropped} of its lines were lost on their way to the tool (the kernel's count)"
@@ -140,12 +154,13 @@ def agreement(
     served: Sequence[int],
     connections: Sequence[int] = (),
     failed: int = 0,
+    resent: int = 0,
 ) -> Agreement | None:
     """The load's requests (and kept connections) per worker against the log's; None without a witness."""
     found = logged(witness, pids)
     if found is None:
         return None
-    return Agreement(found, tuple(served), tuple(connections), failed)
+    return Agreement(found, tuple(served), tuple(connections), failed, resent)
 
 
 def _counts(values: Sequence[int]) -> str:

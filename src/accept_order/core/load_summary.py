@@ -83,6 +83,42 @@ def add_counts(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
 
 
 @dataclass(frozen=True)
+class ServerCloses:
+    """How a server ended kept connections before the client did (loads/kept.py), per worker index: `closed`,
+    the connections it closed between two replies (EOF or a reset, no byte of a reply under way: idle, or
+    with the next request just sent), counted for the worker that held them; `told`, the replies that said
+    `Connection: close` before the connection's last request (served; the client then opened another).
+    `resent`: requests sent again on a new connection because the server closed theirs before answering
+    (once each, as an HTTP client retries an idempotent request; a second failure is a failure)."""
+
+    closed: tuple[int, ...] = ()
+    told: tuple[int, ...] = ()
+    resent: int = 0
+
+    def __bool__(self) -> bool:
+        return any(self.closed) or any(self.told) or self.resent > 0
+
+    def extend(self, other: ServerCloses) -> ServerCloses:
+        return ServerCloses(
+            add_counts(self.closed, other.closed), add_counts(self.told, other.told), self.resent + other.resent
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"closed": list(self.closed), "told": list(self.told), "resent": self.resent}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> ServerCloses:
+        """From a file's `server_closes` (absent in older files and where the server closed none: none)."""
+        if not isinstance(data, Mapping):
+            return cls()
+        return cls(
+            tuple(int(n) for n in data.get("closed", ())),
+            tuple(int(n) for n in data.get("told", ())),
+            int(data.get("resent", 0)),
+        )
+
+
+@dataclass(frozen=True)
 class LoadSummary(TimedTotals):
     """One load's outcome. `served` is per worker from the replies (or, for a server whose replies do not
     name the worker, the kernel's accept counts); `histogram` holds every served connection's duration."""
@@ -102,6 +138,7 @@ class LoadSummary(TimedTotals):
     held: tuple[int, ...] = ()
     pool: tuple[int, int] | None = None
     by_worker: tuple[LatencyHistogram, ...] = ()  # kept connections: each worker's requests' durations
+    closes: ServerCloses = ServerCloses()  # kept connections the server ended before the client did
 
     @property
     def interrupted(self) -> bool:
@@ -142,6 +179,7 @@ class LoadSummary(TimedTotals):
             pool=None
             if self.pool is None and other.pool is None
             else tuple(a + b for a, b in zip(self.pool or (0, 0), other.pool or (0, 0), strict=True)),  # type: ignore[arg-type]
+            closes=self.closes.extend(other.closes),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -156,7 +194,7 @@ class LoadSummary(TimedTotals):
 
     def kept_dict(self) -> dict[str, Any]:
         """The kept connections' figures as a run stores them ({} for one request per connection)."""
-        return kept_fields(self.connections, self.held, self.pool, self.by_worker)
+        return kept_fields(self.connections, self.held, self.pool, self.by_worker, self.closes)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LoadSummary:
@@ -171,6 +209,7 @@ class LoadSummary(TimedTotals):
             held=tuple(int(n) for n in data.get("held_at_end", ())),
             pool=pool_of(data),
             by_worker=tuple(LatencyHistogram.from_dict(h) for h in data.get("worker_histograms", ())),
+            closes=ServerCloses.from_dict(data.get("server_closes")),
         )
 
 
@@ -191,11 +230,12 @@ def kept_fields(
     held: tuple[int, ...],
     pool: tuple[int, int] | None,
     by_worker: tuple[LatencyHistogram, ...] = (),
+    closes: ServerCloses | None = None,
 ) -> dict[str, Any]:
     """How a run's file names the kept connections' figures: `connections` (accepted per worker, as the
     replies say), `held_at_end` (per worker, open when the load ended), `worker_histograms` (each worker's
-    requests' durations), `pool` (opened and planned). Nothing for a load of one request per connection,
-    whose files stay as they were."""
+    requests' durations), `pool` (opened and planned), `server_closes` (ServerCloses; only where the server
+    ended some). Nothing for a load of one request per connection, whose files stay as they were."""
     data: dict[str, Any] = {}
     if connections:
         data["connections"] = list(connections)
@@ -203,6 +243,8 @@ def kept_fields(
         data["worker_histograms"] = [h.to_dict() for h in by_worker]
     if pool is not None:
         data["pool"] = {"opened": pool[0], "planned": pool[1]}
+    if closes:
+        data["server_closes"] = closes.to_dict()
     return data
 
 

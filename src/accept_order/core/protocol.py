@@ -89,6 +89,11 @@ class ClientProtocol:
         never the reply's own text: one key per distinct reply would flood the report)."""
         return BAD_REPLY
 
+    def closes(self, reply: bytes) -> bool:
+        """Over a kept connection: whether the server said, in this whole reply, that it closes the connection
+        after it (the client then opens another for the next request). A line says nothing of the kind."""
+        return False
+
     def __repr__(self) -> str:
         return f"ClientProtocol({self.name!r})"
 
@@ -189,6 +194,21 @@ class KeepAliveHttp(HttpProtocol):
         if length is None:
             return 0
         return body_at + length if len(data) >= body_at + length else 0
+
+    def closes(self, reply: bytes) -> bool:
+        """`Connection: close` in the reply's head, or an HTTP/1.0 answer without `Connection: keep-alive`
+        (RFC 9112 §9.3: the server will close after it)."""
+        head = reply.partition(b"\r\n\r\n")[0]
+        old = head.startswith(b"HTTP/1.0")
+        if b"connection" not in head.lower():  # the common case, one scan: nothing said, 1.1 keeps
+            return old
+        tokens = {
+            token.strip().lower()
+            for name, value in _headers(head)
+            if name == b"connection"
+            for token in value.split(b",")
+        }
+        return b"close" in tokens or (old and b"keep-alive" not in tokens)
 
 
 def _headers(head: bytes) -> list[tuple[bytes, bytes]]:

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..core.errors import LoadError, WorkerExited
 from ..core.histogram import LatencyHistogram
-from ..core.load_summary import LoadSummary, TimedTotals
+from ..core.load_summary import LoadSummary, ServerCloses, TimedTotals
 from ..core.measures import SATURATED, DriverStats
 from ..core.processes import FORK, READY_TIMEOUT_S, STOP_TIMEOUT_S, end_processes, out_of_resources, start_child
 from ..core.protocol import LINE, ClientProtocol
@@ -65,6 +65,11 @@ class LoadResult(TimedTotals):
     held: Counter[int] | None = None
     pool: tuple[int, int] | None = None
     by_worker: dict[int, LatencyHistogram] | None = None  # worker index -> its requests' durations
+    # Kept connections the server ended first (ServerCloses): worker index -> connections it closed between
+    # replies, -> replies that said Connection: close; requests sent again on a new connection.
+    server_closed: Counter[int] = field(default_factory=Counter)
+    told_close: Counter[int] = field(default_factory=Counter)
+    resent: int = 0
 
     def summary(self, workers: int) -> LoadSummary:
         """As one load's summary, with a count for each of `workers` workers."""
@@ -85,6 +90,9 @@ class LoadResult(TimedTotals):
             by_worker=()
             if self.by_worker is None
             else tuple(self.by_worker.get(i, LatencyHistogram()) for i in range(workers)),
+            closes=ServerCloses(per_worker(self.server_closed), per_worker(self.told_close), self.resent)
+            if self.server_closed or self.told_close or self.resent
+            else ServerCloses(),
         )
 
 
@@ -293,6 +301,9 @@ def merge(reports: list[dict[str, Any]]) -> LoadResult:
         for r in kept:
             result.connections.update(r["connections"])
             result.held.update(r["held"])
+            result.server_closed.update(r.get("server_closed", {}))
+            result.told_close.update(r.get("told_close", {}))
+            result.resent += r.get("resent", 0)
             for who, counts in r["worker_counts"].items():
                 for us, n in counts:
                     result.by_worker.setdefault(who, LatencyHistogram()).add(us, n)

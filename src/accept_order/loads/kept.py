@@ -12,6 +12,16 @@ Who served a request is read from its own reply; a connection is counted for the
 names (the worker that accepted it). At the load's end the loop counts, per worker, the connections it still
 holds, before closing them.
 
+A server may end a kept connection first, as a real HTTP client expects it to: a reply that says
+`Connection: close` is served, and the client closes that connection; a kept connection the server closes
+(EOF or a reset) between two replies, idle or with the next request just sent and no byte of its reply come,
+is counted for the worker that held it, and a request under way on it is sent again on a new connection,
+once (as HTTP clients retry an idempotent request on a connection the server closed while idle; Apache's
+event MPM closes idle ones when a child runs short of connection slots, lighttpd after 65,535 requests, granian
+after 60 s idle). Either way the connection's remaining requests go over a new one (a pool keeps its size),
+accepted by whichever worker the kernel picks. A close in the middle of a reply, or before a connection's
+first reply, is a failure.
+
 The pool shape: the driver's connections are opened one after another at idle, each once its first reply
 has named its worker, as a proxy fills its pool; the drivers take turns (a shared counter), so the whole pool
 fills in one order; requests then run over it once every driver has filled its share. A first reply that
@@ -39,8 +49,11 @@ from ..core.protocol import ABORTED, BAD_REPLY, NO_REPLY, TIMEOUT, errno_name
 
 TURN_POLL_S = 0.001  # how often a driver waiting for its turn to fill the pool looks again
 
-# A connection's fields (a list: fewer allocations than an object per connection)
-SOCK, WORKER, DONE, STARTED, BUF, CONNECTING = range(6)
+# A connection's fields (a list: fewer allocations than an object per connection). DONE: requests counted
+# against K (carried over to the connection that replaces one the server ended); REPLIES: replies on this socket.
+SOCK, WORKER, DONE, STARTED, BUF, CONNECTING, REPLIES = range(7)
+# How a server's close of a kept connection shows: EOF on a read, a reset on a read, a send after its reset.
+CLOSED = frozenset({NO_REPLY, "ECONNRESET", "EPIPE"})
 
 
 def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, tick_s: float) -> dict[str, Any]:
@@ -54,6 +67,7 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
     flags = select.EPOLLIN | select.EPOLLRDHUP
     protocol = cfg.protocol
     request, body, reply_end, complaint = protocol.request, protocol.body, protocol.reply_end, protocol.complaint
+    closes = protocol.closes
     per = cfg.per_connection  # 0: no limit
     conns: dict[int, list[Any]] = {}
     idle: deque[int] = deque()  # open connections with no request outstanding, oldest first
@@ -62,6 +76,10 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
     served: dict[int, int] = {}
     accepted: dict[int, int] = {}  # worker -> connections whose first reply named it
     replies: dict[bytes, int] = {}
+    closed_by: dict[int, int] = {}  # worker -> kept connections the server closed between replies
+    told: dict[int, int] = {}  # worker -> replies that said Connection: close before the connection's last
+    carried: deque[int] = deque()  # DONE of connections the server ended: the next new ones carry it on
+    resent = 0  # requests sent again on a new connection after the server closed theirs
     attribute = cfg.attribution.from_reply
     unnamed = -1 if cfg.attribution.holds_socket else None
     perf_ns = time.perf_counter_ns
@@ -78,8 +96,11 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
         progress[2 * cfg.index] = state["done"]
         progress[2 * cfg.index + 1] = state["ok"]
 
-    def open_one(start: int) -> int | None:
-        """A new connection with its first request on its way once connected; its fd, or None (counted)."""
+    def open_one(start: int, done: int | None = None) -> int | None:
+        """A new connection with its first request on its way once connected; its fd, or None (counted).
+        `done`: requests counted against K already (a re-sent request's connection's); else a carried count."""
+        if done is None:
+            done = carried.popleft() if carried else 0
         try:
             s = _socket.socket(family, sock_type)
         except OSError as exc:
@@ -94,7 +115,7 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
             return None
         fd = s.fileno()
         ep.register(fd, flags | select.EPOLLOUT)
-        conns[fd] = [s, None, 0, start, b"", True]
+        conns[fd] = [s, None, done, start, b"", True, 0]
         return fd
 
     def send(fd: int, start: int) -> bool:
@@ -112,10 +133,34 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
         c[SOCK].close()  # also takes it out of the epoll set
 
     def fail(fd: int, error: str) -> None:
-        if conns[fd][STARTED]:
+        c = conns[fd]
+        if error in CLOSED and c[REPLIES] and not c[BUF]:
+            ended(fd)  # the server closed a kept connection between two replies: no failure
+            return
+        if c[STARTED]:
             errors[error] += 1
             state["done"] += 1
         close(fd)
+
+    def ended(fd: int) -> None:
+        """The server closed `fd` after a reply, before any byte of the next: counted for the worker that held
+        it; a request under way goes again over a new connection (whose close before its first reply is a
+        failure: sent once more only), keeping its start; idle, its remaining requests wait for a new one."""
+        nonlocal resent
+        c = conns[fd]
+        closed_by[c[WORKER]] = closed_by.get(c[WORKER], 0) + 1
+        start, done = c[STARTED], c[DONE]
+        close(fd)
+        if not start:
+            try:
+                idle.remove(fd)  # rare (a close), so a scan: a later connection may get the same fd number
+            except ValueError:
+                pass
+            if per:
+                carried.append(done)
+            return
+        resent += 1
+        open_one(start, done)
 
     def answered(fd: int, end: int) -> bool:
         """Read what came in on `fd`; True when a whole reply was read (the connection is then idle)."""
@@ -148,6 +193,7 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
                 return False
             replies[buf] = who
         served[who] = served.get(who, 0) + 1
+        c[REPLIES] += 1
         if c[WORKER] is None:
             c[WORKER] = who
             accepted[who] = accepted.get(who, 0) + 1
@@ -161,6 +207,12 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
         state["done"] += 1
         state["ok"] += 1
         if per and c[DONE] >= per:
+            close(fd)
+            return False
+        if closes(reply):  # served; the rest of the connection's requests go over a new one
+            told[who] = told.get(who, 0) + 1
+            if per:
+                carried.append(c[DONE])
             close(fd)
             return False
         return True
@@ -201,6 +253,7 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
             for _ in range(0 if stopped else slots):
                 if left == 0:
                     break
+                ok = state["ok"]
                 fd = open_one(perf_ns())
                 left -= 1 if left > 0 else 0
                 while fd is not None and fd in conns and conns[fd][STARTED] and not stop.value:
@@ -209,11 +262,12 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
                             idle.append(efd)
                     expire(perf_ns())
                     publish()
-                if fd is None or fd not in conns or conns[fd][WORKER] is None:
+                if state["ok"] == ok:  # (answered with Connection: close, it was opened and closed: it counts)
                     break  # no first answer: the rest of this driver's share is never opened
                 opened += 1
             turn.value += 1
-            planned, slots = slots, opened  # the pool is what it holds: a connection is opened again only in place of a closed one
+            # the pool is what it holds: a connection is opened again only in place of a closed one
+            planned, slots = slots, opened
             while turn.value < cfg.procs and not stop.value:  # every driver's share open: then the load
                 time.sleep(TURN_POLL_S)
             stopped = stopped or bool(stop.value)
@@ -302,6 +356,9 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
         "served": dict(served),
         "connections": dict(accepted),
         "held": held_end,
+        "server_closed": closed_by,
+        "told_close": told,
+        "resent": resent,
         "start": wall0,
         "end": wall0 + wall,
         "stats": DriverStats(

@@ -109,6 +109,7 @@ def kept_lines(result: LatencyResult) -> list[Text]:
     if pool is not None:
         opened, planned = pool
         lines.append(Text(f"pool: {opened} of {planned} connections opened and answered before the load ran"))
+    lines.extend(Text(line) for line in closes_lines(result))
     to_end = _serves_to_end(result)
     if to_end and (result.load.requests_per_connection == 0 or (pool is not None and pool[0] < pool[1])):
         workers = result.server.workers
@@ -133,10 +134,38 @@ def witness_line(result: LatencyResult) -> Text | None:
     if not isinstance(witness, dict):
         return None
     pids = [c.pid for c in sorted(result.counters, key=lambda c: c.index)]
-    found = agreement(witness, pids, result.served, result.connections, result.failed)
+    found = agreement(witness, pids, result.served, result.connections, result.failed, result.server_closes.resent)
     if found is None:
         return None
     return Text(found.line(), style="green" if found.agrees else "bold yellow")
+
+
+def _by_worker(counts: Sequence[int]) -> str:
+    return ", ".join(f"worker {i}: {n}" for i, n in enumerate(counts) if n)
+
+
+def closes_lines(result: LatencyResult) -> list[str]:
+    """What the server did to kept connections before the client closed them (loads/kept.py): those it
+    closed between replies and the requests sent again, the replies that said Connection: close."""
+    closes = result.server_closes
+    lines = []
+    closed = sum(closes.closed)
+    if closed:
+        resent = closes.resent
+        again = (
+            f"{plural(resent, 'request')} under way on them {'was' if resent == 1 else 'were'} sent again on "
+            f"new ones, once each" + (f"; the other {closed - resent} were idle" if resent < closed else "")
+            if resent
+            else "all were idle"
+        )
+        lines.append(f"the server closed {plural(closed, 'kept connection')} ({_by_worker(closes.closed)}); {again}")
+    told = sum(closes.told)
+    if told:
+        lines.append(
+            f"{plural(told, 'reply', 'replies')} said Connection: close ({_by_worker(closes.told)}): each was "
+            "served, and the client opened a new connection for the rest of its requests"
+        )
+    return lines
 
 
 def _serves_to_end(result: LatencyResult) -> bool:

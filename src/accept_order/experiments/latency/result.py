@@ -9,7 +9,14 @@ from typing import Any
 from ...analysis.model_check import ModelCheck
 from ...core.errors import ResultFileError
 from ...core.histogram import LatencyHistogram
-from ...core.load_summary import LoadSummary, TimedTotals, cpu_us_per_connection, kept_fields, pool_of
+from ...core.load_summary import (
+    LoadSummary,
+    ServerCloses,
+    TimedTotals,
+    cpu_us_per_connection,
+    kept_fields,
+    pool_of,
+)
 from ...core.measures import DriverStats, Environment, WorkerCounters
 from ...core.spec import ConcurrentLoad, ServerSpec
 from ...results.schema import Anything, Integer, ListOf, Number, Record, SchemaError, Text, child, derive
@@ -55,6 +62,9 @@ class LatencyResult(TimedTotals):
     held_at_end: tuple[int, ...] = ()
     worker_histograms: tuple[LatencyHistogram, ...] = ()
     pool: tuple[int, int] | None = None
+    # Kept connections the server ended before the client did, per worker (saved only where it ended some;
+    # files before it and runs where it ended none: none).
+    server_closes: ServerCloses = ServerCloses()
 
     @classmethod
     def of(cls, load_summary: LoadSummary, **rest: Any) -> LatencyResult:
@@ -70,6 +80,7 @@ class LatencyResult(TimedTotals):
             held_at_end=load_summary.held,
             worker_histograms=load_summary.by_worker,
             pool=load_summary.pool,
+            server_closes=load_summary.closes,
             **rest,
         )
 
@@ -163,7 +174,7 @@ class LatencyResult(TimedTotals):
 
     def kept_dict(self) -> dict[str, Any]:
         """The kept connections' figures ({} for one request per connection: those files stay as they were)."""
-        return kept_fields(self.connections, self.held_at_end, self.pool, self.worker_histograms)
+        return kept_fields(self.connections, self.held_at_end, self.pool, self.worker_histograms, self.server_closes)
 
     @property
     def held_peak(self) -> tuple[int | None, ...]:
@@ -200,6 +211,7 @@ class LatencyResult(TimedTotals):
             held_at_end=tuple(data.get("held_at_end", ())),
             worker_histograms=tuple(LatencyHistogram.from_dict(h) for h in data.get("worker_histograms", ())),
             pool=pool_of(data),
+            server_closes=ServerCloses.from_dict(data.get("server_closes")),
         )
 
     @property

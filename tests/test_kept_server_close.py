@@ -1,0 +1,276 @@
+"""A server that ends kept connections before the client does (loads/kept.py).
+
+The server is the test's own: worker processes on one port (an SO_REUSEPORT group, so the kernel picks the
+worker of each new connection), answering HTTP/1.1 `worker PID` with a Content-Length, and ending each
+connection after `after` answers in one of four ways:
+- `header`: the `after`-th answer says `Connection: close`, and the worker closes after it;
+- `eof`: the next request is read, then the connection is closed without an answer (a FIN);
+- `reset`: the next request is not read and the connection is reset (SO_LINGER 0: an RST);
+- `idle`: the worker closes right after the `after`-th answer (a FIN, nothing said), while the connection
+  is idle or the client's next request is on its way.
+Each worker counts what it did (its log): connections accepted, requests answered, connections it ended and
+how many requests each connection carried. The client's account is checked against it: every request
+served, once; the connections each worker accepted; the connections each worker ended.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import socket
+import struct
+from collections import Counter
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+import pytest
+
+from accept_order.core.load_summary import LoadSummary, ServerCloses
+from accept_order.core.processes import FORK, end_processes
+from accept_order.core.protocol import HTTP_KEEPALIVE, KEEP_LINE
+from accept_order.core.spec import ConcurrentLoad
+from accept_order.core.target import ReplyAttribution
+from accept_order.loads.generator import LoadResult, run_load
+
+WORKERS = 3
+REPORT_TIMEOUT_S = 10.0
+
+
+def _answer(pid: int, close: bool) -> bytes:
+    body = f"worker {pid}\n".encode()
+    said = b"Connection: close\r\n" if close else b""
+    return b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n%s\r\n%s" % (len(body), said, body)
+
+
+@dataclass
+class Log:
+    """One worker's own account."""
+
+    accepted: int = 0
+    answered: int = 0
+    ended: int = 0  # connections it closed first (told, closed or reset)
+    told: int = 0  # answers that said Connection: close
+    peak: int = 0  # the most connections it held at once
+    carried: list[int] = field(default_factory=list)  # requests answered on each connection, once it is gone
+
+
+def _serve(listener: socket.socket, stop_fd: int, how: str, after: int, out: Connection) -> None:
+    """A worker: its own listener of the group, its connections, until `stop_fd` is readable."""
+    pid = os.getpid()
+    keep, last = _answer(pid, False), _answer(pid, how == "header")
+    log = Log()
+    sel = selectors.DefaultSelector()
+    listener.setblocking(False)
+    sel.register(listener, selectors.EVENT_READ, "listener")
+    sel.register(stop_fd, selectors.EVENT_READ, "stop")
+    conns: dict[socket.socket, list[Any]] = {}  # socket -> [bytes read, answers on it]
+
+    def end(sock: socket.socket, first: bool) -> None:
+        log.carried.append(conns.pop(sock)[1])
+        log.ended += first
+        sel.unregister(sock)
+        sock.close()
+
+    while True:
+        for key, _ in sel.select():
+            if key.data == "stop":
+                for sock in list(conns):
+                    end(sock, False)
+                out.send(log)
+                return
+            if key.data == "listener":
+                try:
+                    sock, _ = listener.accept()
+                except BlockingIOError:
+                    continue
+                sock.setblocking(False)
+                sel.register(sock, selectors.EVENT_READ, "conn")
+                conns[sock] = [b"", 0]
+                log.accepted += 1
+                log.peak = max(log.peak, len(conns))
+                continue
+            sock = key.fileobj  # type: ignore[assignment]
+            state = conns[sock]
+            if (
+                how == "reset" and state[1] >= after and sock.recv(1, socket.MSG_PEEK)
+            ):  # a request, not the client's close
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                end(sock, True)
+                continue
+            data = sock.recv(65536)
+            if not data:
+                end(sock, False)  # the client closed it
+                continue
+            state[0] += data
+            while b"\r\n\r\n" in state[0]:
+                state[0] = state[0].partition(b"\r\n\r\n")[2]
+                if how == "eof" and state[1] >= after:
+                    end(sock, True)
+                    break
+                ending = state[1] + 1 == after and how in ("header", "idle")
+                sock.sendall(last if ending else keep)
+                state[1] += 1
+                log.answered += 1
+                if ending:
+                    log.told += how == "header"
+                    end(sock, True)
+                    break
+
+
+class ClosingServer:
+    """WORKERS worker processes (_serve) on one port; `logs()` stops them and returns each one's account."""
+
+    def __init__(self, how: str, after: int) -> None:
+        self.listeners = []
+        port = 0
+        for _ in range(WORKERS):
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            s.bind(("127.0.0.1", port))
+            s.listen(256)
+            port = s.getsockname()[1]
+            self.listeners.append(s)
+        self.address = ("127.0.0.1", port)
+        self.stop_r, self.stop_w = os.pipe()
+        self.pipes: list[Connection] = []
+        self.procs: list[Any] = []
+        for listener in self.listeners:
+            receiver, sender = FORK.Pipe(duplex=False)
+            proc = FORK.Process(target=_serve, args=(listener, self.stop_r, how, after, sender))
+            self.procs.append(proc)
+            self.pipes.append(receiver)
+            proc.start()
+            sender.close()
+        for s in self.listeners:
+            s.close()  # the workers hold theirs
+        self.pids = tuple(p.pid for p in self.procs)
+
+    def logs(self) -> list[Log]:
+        os.write(self.stop_w, b"x")
+        logs = []
+        for pipe in self.pipes:
+            assert wait([pipe], timeout=REPORT_TIMEOUT_S), "a worker of the test's server did not report"
+            logs.append(pipe.recv())
+        return logs
+
+    def close(self) -> None:
+        end_processes(self.procs)
+        for pipe in self.pipes:
+            pipe.close()
+        os.close(self.stop_r)
+        os.close(self.stop_w)
+
+
+def drive(how: str, after: int, load: ConcurrentLoad) -> tuple[LoadResult, list[Log]]:
+    server = ClosingServer(how, after)
+    try:
+        result = run_load(server.address, ReplyAttribution(server.pids), load.validated(), protocol=HTTP_KEEPALIVE)
+        return result, server.logs()
+    finally:
+        server.close()
+
+
+def per_worker(counts: Counter[int] | None) -> list[int]:
+    return [(counts or Counter()).get(i, 0) for i in range(WORKERS)]
+
+
+def assert_the_same_account(result: LoadResult, logs: list[Log], requests: int) -> None:
+    """Every request served once, by the worker that answered it; each connection for the worker that accepted it."""
+    assert not result.errors, result.errors
+    assert sum(result.served.values()) == requests
+    assert per_worker(result.served) == [log.answered for log in logs]
+    assert per_worker(result.connections) == [log.accepted for log in logs]
+
+
+@pytest.mark.parametrize("how", ["eof", "reset"])
+def test_a_request_on_a_connection_the_server_closed_is_sent_again_once(how: str) -> None:
+    """K = 0 over 6 connections, each closed by its worker when the request after its 4th arrives: that
+    request goes again on a new connection and is served; the client counts each close for the worker that
+    held the connection, and the requests it sent again, as the workers counted them."""
+    result, logs = drive(
+        how, 4, ConcurrentLoad(connections=300, concurrency=6, driver_procs=1, requests_per_connection=0)
+    )
+    assert_the_same_account(result, logs, 300)
+    assert per_worker(result.server_closed) == [log.ended for log in logs]
+    assert sum(log.ended for log in logs) >= 300 // 5 - 6  # the workers closed one connection in five requests
+    assert result.resent == sum(log.ended for log in logs)  # each close had a request under way
+    assert not any(result.told_close.values())
+
+
+def test_connection_close_is_served_and_a_pool_keeps_its_size() -> None:
+    """A pool of 8 over 2 drivers, each connection's 3rd answer saying Connection: close: every answer is
+    served, the client counts them by worker, opens another connection in place of each, and no worker ever
+    held more than the pool (each closed its connection before the client opened the next)."""
+    load = ConcurrentLoad(connections=400, concurrency=8, driver_procs=2, requests_per_connection=0, pool=True)
+    result, logs = drive("header", 3, load)
+    assert_the_same_account(result, logs, 400)
+    assert result.pool == (8, 8)
+    assert per_worker(result.told_close) == [log.told for log in logs] and sum(log.told for log in logs) >= 400 // 3 - 8
+    assert not any(result.server_closed.values()) and result.resent == 0
+    assert sum(log.peak for log in logs) <= 8 * WORKERS and max(log.peak for log in logs) <= 8
+    assert all(n <= 3 for log in logs for n in log.carried)
+
+
+@pytest.mark.parametrize("how", ["header", "eof"])
+def test_the_new_connection_carries_the_rest_of_the_k_requests(how: str) -> None:
+    """K = 5 with the server ending a connection after 3 answers: the client's next connection carries the
+    other 2 and then closes itself, so the workers end about one connection in two (without the carry,
+    every connection would carry 3 and be ended by its worker)."""
+    load = ConcurrentLoad(connections=500, concurrency=4, driver_procs=1, requests_per_connection=5)
+    result, logs = drive(how, 3, load)
+    assert_the_same_account(result, logs, 500)
+    carried = Counter(n for log in logs for n in log.carried)
+    ended = sum(log.ended for log in logs)
+    assert set(carried) <= {1, 2, 3}, carried
+    # every connection the workers ended carried 3 (and so may one the load's end cut short before its 4th)
+    assert ended <= carried[3] <= ended + 4
+    assert carried[2] >= ended - 4  # and the next, the rest of its 5 (but for those cut at the load's end)
+    counted = result.told_close if how == "header" else result.server_closed
+    assert per_worker(counted) == [log.ended for log in logs]
+
+
+def test_a_connection_closed_while_idle_is_replaced() -> None:
+    """The worker closes after each connection's 2nd answer, saying nothing: the client finds it closed
+    while idle, or when its next request meets the close (then sends that request again). Every request is
+    served once; each close the client saw is one the workers made (it closes the ones it did not see yet
+    at the load's end, at most one per connection open then)."""
+    load = ConcurrentLoad(connections=300, concurrency=6, driver_procs=1, requests_per_connection=0)
+    result, logs = drive("idle", 2, load)
+    assert_the_same_account(result, logs, 300)
+    ended = [log.ended for log in logs]
+    seen = per_worker(result.server_closed)
+    assert all(s <= e for s, e in zip(seen, ended, strict=True)) and sum(seen) >= sum(ended) - 6
+    assert result.resent <= sum(seen)
+
+
+def test_the_close_count_in_a_summary_and_a_file() -> None:
+    """The counts go per worker into the load's summary and its file's `server_closes`, add over loads, and
+    a file without the key (older, or a server that closed none) loads with none."""
+    result, logs = drive(
+        "eof", 2, ConcurrentLoad(connections=60, concurrency=2, driver_procs=1, requests_per_connection=0)
+    )
+    summary = result.summary(WORKERS)
+    assert summary.closes.closed == tuple(log.ended for log in logs) and summary.closes.resent == sum(
+        summary.closes.closed
+    )
+    doc = summary.to_dict()
+    assert doc["server_closes"]["closed"] == [log.ended for log in logs]
+    back = LoadSummary.from_dict(doc)
+    assert back.closes == summary.closes
+    twice = back.extend(back)
+    assert twice.closes.resent == 2 * summary.closes.resent
+    del doc["server_closes"]
+    assert not LoadSummary.from_dict(doc).closes and "server_closes" not in LoadSummary.from_dict(doc).to_dict()
+    assert ServerCloses.from_dict(None) == ServerCloses()
+
+
+def test_connection_close_in_a_reply_head() -> None:
+    head = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+    assert not HTTP_KEEPALIVE.closes(head + b"\r\nok")
+    assert HTTP_KEEPALIVE.closes(head + b"Connection: close\r\n\r\nok")
+    assert HTTP_KEEPALIVE.closes(head + b"connection: Upgrade, CLOSE\r\n\r\nok")
+    assert not HTTP_KEEPALIVE.closes(head + b"Connection: keep-alive\r\n\r\nConnection: close")  # the body's
+    assert HTTP_KEEPALIVE.closes(b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok")  # 1.0 closes by default
+    assert not HTTP_KEEPALIVE.closes(b"HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\n\r\nok")
+    assert not KEEP_LINE.closes(b"worker 1 pid 2\n")
