@@ -5,10 +5,12 @@ stops the command), so that it names options, modes and servers the CLI really t
 
 from __future__ import annotations
 
+import ast
 import os
 import shlex
 import socket
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import click
@@ -18,7 +20,7 @@ from conftest import run_cli
 from accept_order import api
 from accept_order.cli.app import main
 from accept_order.core.errors import AcceptOrderError
-from accept_order.core.kinds import ServerKind
+from accept_order.core.kinds import ServerKind, SideBySide
 from accept_order.experiments.inspect import cures
 from accept_order.experiments.inspect.cures import COMMAND, NONE_KNOWN, NONE_OF_ITS_OWN, Cure, long_lived_cures
 from accept_order.servers.registry import KINDS
@@ -169,3 +171,43 @@ def test_envoys_row_is_available_only_where_envoy_is(monkeypatch: pytest.MonkeyP
     row = next(c for c in long_lived_cures(None, ()) if "exact_balance" in c.setting)
     assert row.available == installed
     assert row.reason == ("" if installed else "Envoy is not installed here")
+
+
+@pytest.mark.parametrize("kind", KINDS.values(), ids=KINDS)
+def test_a_kinds_declared_rows_name_modes_it_has(kind: ServerKind) -> None:
+    """A row's mode, and the modes it is measured by, are the kind's own: a misspelt one would never be left
+    out as set already, and would not be looked up for availability."""
+    for row in kind.cures:
+        assert row.mode is None or row.mode in kind.modes(), row
+        if isinstance(row.measure, SideBySide):
+            assert set(row.measure.modes) <= set(kind.modes()), row
+
+
+def test_a_launched_kind_that_declares_none_has_one_row_saying_so() -> None:
+    nginx = type(KINDS["nginx"])
+    bare = type("Bare", (nginx,), {"cures": ()})()
+    (row,) = long_lived_cures(bare, ())
+    assert row.setting == NONE_OF_ITS_OWN
+    assert row.command is not None and f"--modes {bare.default_mode()} " in row.command
+
+
+def test_a_remote_server_has_its_own_row_then_envoys() -> None:
+    settings = [cure.setting for cure in long_lived_cures(KINDS["remote"], ())]
+    assert settings[0] == NONE_OF_ITS_OWN and "exact_balance" in settings[-1]
+    attached = [cure.setting for cure in long_lived_cures(KINDS["attached"], ())]
+    assert attached[0] == NONE_KNOWN and "exact_balance" in attached[-1]
+
+
+def test_no_experiment_imports_a_kinds_module() -> None:
+    """Each kind's rows are found through the registry: experiments/ imports servers/registry.py, never the
+    module of a kind (servers/launched/, builtin, remote, attached)."""
+    folder = Path(cures.__file__).parents[1]
+    kinds = {"builtin", "remote", "attached"}
+    found = []
+    for path in folder.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module is not None:
+                parts = [*node.module.split("."), *(alias.name for alias in node.names)]
+                if "servers" in parts and ("launched" in parts or kinds & set(parts[parts.index("servers") :])):
+                    found.append(f"{path.relative_to(folder)}: {node.module}")
+    assert found == []

@@ -224,7 +224,7 @@ class UwsgiServer(LaunchedServer):
 
 class UwsgiKind(ServerKind):
     name = "uwsgi"
-    # http11-socket would keep them, one connection per worker for as long as it stays open (cures.py)
+    # http11-socket would keep them, one connection per worker for as long as it stays open (its cures)
     closes_connections = (
         "its http-socket closes each connection after its answer (a second request on it found it closed)"
     )
