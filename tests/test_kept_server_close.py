@@ -8,6 +8,11 @@ connection after `after` answers in one of four ways:
 - `reset`: the next request is not read and the connection is reset (SO_LINGER 0: an RST);
 - `idle`: the worker closes right after the `after`-th answer (a FIN, nothing said), while the connection
   is idle or the client's next request is on its way.
+And `full`, as Apache's event MPM when a child is short of connection slots: a worker that holds `after`
+connections closes the oldest it has answered and read no request on since (in keep-alive) when it accepts
+another. And two that answer `after`
+requests in all, then fail every one: `refuse` closes each connection when a request
+arrives (a FIN, no answer: a re-sent request meets it too), `cut` sends half an answer, then closes.
 Each worker counts what it did (its log): connections accepted, requests answered, connections it ended and
 how many requests each connection carried. The client's account is checked against it: every request
 served, once; the connections each worker accepted; the connections each worker ended.
@@ -86,11 +91,16 @@ def _serve(listener: socket.socket, stop_fd: int, how: str, after: int, out: Con
                     continue
                 sock.setblocking(False)
                 sel.register(sock, selectors.EVENT_READ, "conn")
+                kept = [c for c, state in conns.items() if state[1] and not state[0]]  # answered, no request read
+                if how == "full" and len(conns) >= after and kept:
+                    end(kept[0], True)
                 conns[sock] = [b"", 0]
                 log.accepted += 1
                 log.peak = max(log.peak, len(conns))
                 continue
             sock = key.fileobj  # type: ignore[assignment]
+            if sock not in conns:
+                continue  # closed by a `full` accept earlier in this batch
             state = conns[sock]
             if (
                 how == "reset" and state[1] >= after and sock.recv(1, socket.MSG_PEEK)
@@ -105,6 +115,11 @@ def _serve(listener: socket.socket, stop_fd: int, how: str, after: int, out: Con
             state[0] += data
             while b"\r\n\r\n" in state[0]:
                 state[0] = state[0].partition(b"\r\n\r\n")[2]
+                if how in ("refuse", "cut") and log.answered >= after:
+                    if how == "cut":
+                        sock.sendall(keep[: len(keep) // 2])
+                    end(sock, True)
+                    break
                 if how == "eof" and state[1] >= after:
                     end(sock, True)
                     break
@@ -121,10 +136,10 @@ def _serve(listener: socket.socket, stop_fd: int, how: str, after: int, out: Con
 class ClosingServer:
     """WORKERS worker processes (_serve) on one port; `logs()` stops them and returns each one's account."""
 
-    def __init__(self, how: str, after: int) -> None:
+    def __init__(self, how: str, after: int, workers: int = WORKERS) -> None:
         self.listeners = []
         port = 0
-        for _ in range(WORKERS):
+        for _ in range(workers):
             s = socket.socket()
             s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
             s.bind(("127.0.0.1", port))
@@ -162,8 +177,8 @@ class ClosingServer:
         os.close(self.stop_w)
 
 
-def drive(how: str, after: int, load: ConcurrentLoad) -> tuple[LoadResult, list[Log]]:
-    server = ClosingServer(how, after)
+def drive(how: str, after: int, load: ConcurrentLoad, workers: int = WORKERS) -> tuple[LoadResult, list[Log]]:
+    server = ClosingServer(how, after, workers)
     try:
         result = run_load(server.address, ReplyAttribution(server.pids), load.validated(), protocol=HTTP_KEEPALIVE)
         return result, server.logs()
@@ -198,18 +213,21 @@ def test_a_request_on_a_connection_the_server_closed_is_sent_again_once(how: str
     assert not any(result.told_close.values())
 
 
-def test_connection_close_is_served_and_a_pool_keeps_its_size() -> None:
-    """A pool of 8 over 2 drivers, each connection's 3rd answer saying Connection: close: every answer is
-    served, the client counts them by worker, opens another connection in place of each, and no worker ever
-    held more than the pool (each closed its connection before the client opened the next)."""
+@pytest.mark.parametrize("after", [3, 1])
+def test_connection_close_is_served_and_a_pool_keeps_its_size(after: int) -> None:
+    """A pool of 8 over 2 drivers, each connection's 3rd (or 1st: every) answer saying Connection: close:
+    every answer is served, the client counts them by worker, the pool opens all 8 (a first answer that
+    closes opened one), another connection goes in place of each, and no worker ever held more than the
+    pool (each closed its connection before the client opened the next)."""
     load = ConcurrentLoad(connections=400, concurrency=8, driver_procs=2, requests_per_connection=0, pool=True)
-    result, logs = drive("header", 3, load)
+    result, logs = drive("header", after, load)
     assert_the_same_account(result, logs, 400)
     assert result.pool == (8, 8)
-    assert per_worker(result.told_close) == [log.told for log in logs] and sum(log.told for log in logs) >= 400 // 3 - 8
+    told = sum(log.told for log in logs)
+    assert per_worker(result.told_close) == [log.told for log in logs] and told >= 400 // after - 8
     assert not any(result.server_closed.values()) and result.resent == 0
-    assert sum(log.peak for log in logs) <= 8 * WORKERS and max(log.peak for log in logs) <= 8
-    assert all(n <= 3 for log in logs for n in log.carried)
+    assert max(log.peak for log in logs) <= 8
+    assert all(n <= after for log in logs for n in log.carried)
 
 
 @pytest.mark.parametrize("how", ["header", "eof"])
@@ -242,6 +260,37 @@ def test_a_connection_closed_while_idle_is_replaced() -> None:
     seen = per_worker(result.server_closed)
     assert all(s <= e for s, e in zip(seen, ended, strict=True)) and sum(seen) >= sum(ended) - 6
     assert result.resent <= sum(seen)
+
+
+def test_a_pool_whose_server_closes_idle_connections_to_accept_more() -> None:
+    """A pool of 4 over one worker that holds at most 2: from the pool's fill on, each connection it accepts
+    beyond 2 closes its oldest (idle, or with the client's next request on its way). Every request is served
+    once, each connection counted once, each close the client saw is one the worker made (it closes those it
+    has not seen yet at the load's end itself), and the pool opened all 4 (each answered before the next)."""
+    load = ConcurrentLoad(connections=200, concurrency=4, driver_procs=1, requests_per_connection=0, pool=True)
+    result, logs = drive("full", 2, load, workers=1)
+    assert not result.errors, result.errors
+    assert sum(result.served.values()) == logs[0].answered == 200
+    assert result.connections == Counter({0: logs[0].accepted}) and result.pool == (4, 4)
+    seen, ended = result.server_closed.get(0, 0), logs[0].ended
+    assert ended - 4 <= seen <= ended and seen >= 2  # 2 during the fill already
+    assert logs[0].peak <= 4  # the pool's size: the client opens one only in place of one the worker closed
+
+
+def test_a_second_close_is_a_failure_and_a_cut_reply_is_one() -> None:
+    """One worker that answers 2 requests, then closes each connection as its request arrives: the 3rd
+    request, under way on the kept connection, is sent again once, and fails on the new one (closed before
+    its first answer); the 4th fails on a connection of its own. A worker that cuts its 3rd answer short:
+    a failure, nothing sent again."""
+    load = ConcurrentLoad(connections=4, concurrency=1, driver_procs=1, requests_per_connection=0, timeout_s=10.0)
+    result, logs = drive("refuse", 2, load, workers=1)
+    assert sum(result.served.values()) == logs[0].answered == 2
+    assert dict(result.errors) == {"no reply": 2}
+    assert result.resent == 1 and dict(result.server_closed) == {0: 1}  # the one with answers on it
+    assert logs[0].accepted == logs[0].ended == 3  # the kept one, the re-sent one's, the 4th's
+    result, logs = drive("cut", 2, load, workers=1)
+    assert sum(result.served.values()) == 2 and dict(result.errors) == {"no reply": 2}
+    assert result.resent == 0 and not result.server_closed and logs[0].accepted == 2
 
 
 def test_the_close_count_in_a_summary_and_a_file() -> None:
