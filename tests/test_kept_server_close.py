@@ -20,6 +20,7 @@ served, once; the connections each worker accepted; the connections each worker 
 
 from __future__ import annotations
 
+import json
 import os
 import selectors
 import socket
@@ -27,16 +28,24 @@ import struct
 from collections import Counter
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
+from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import run_cli
 
+from accept_order.core.histogram import LatencyHistogram
 from accept_order.core.load_summary import LoadSummary, ServerCloses
+from accept_order.core.measures import DriverStats, Environment, WorkerCounters
 from accept_order.core.processes import FORK, end_processes
 from accept_order.core.protocol import HTTP_KEEPALIVE, KEEP_LINE
-from accept_order.core.spec import ConcurrentLoad
+from accept_order.core.spec import ConcurrentLoad, ServerSpec
 from accept_order.core.target import ReplyAttribution
+from accept_order.experiments.latency.kept_report import kept_lines
+from accept_order.experiments.latency.result import LATENCY_SHAPE, LatencyResult
 from accept_order.loads.generator import LoadResult, run_load
+from accept_order.results.schema import SchemaError
+from accept_order.servers.registry import KINDS
 
 WORKERS = 3
 REPORT_TIMEOUT_S = 10.0
@@ -323,3 +332,77 @@ def test_connection_close_in_a_reply_head() -> None:
     assert HTTP_KEEPALIVE.closes(b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok")  # 1.0 closes by default
     assert not HTTP_KEEPALIVE.closes(b"HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\n\r\nok")
     assert not KEEP_LINE.closes(b"worker 1 pid 2\n")
+
+
+def test_apache_event_closing_kept_connections_agrees_with_its_log(tmp_path: Path) -> None:
+    """Apache's event MPM, one child of 25 threads, each request 1 ms of work, a pool of 32 kept for the run:
+    the child, short of connection slots, closes kept connections mid-run (measured here: 523 in a 3 s run,
+    each with the client's next request on its way). Every request is served, none failed; its access log
+    (read here row by row) holds each request once, where the replies put it (so nothing for a first attempt
+    the client sent again), and each connection with the worker its first reply named (%k numbers 1)."""
+    kind = KINDS["apache"]
+    why = kind.missing() or kind.unavailable("event")
+    if why:
+        pytest.skip(f"apache: {why}")
+    out = tmp_path / "apache.json"
+    args = ["latency", "--server", "apache", "-m", "event", "-w", "1", "--work", "1ms", "--pool", "-c", "32"]
+    result = run_cli([*args, "--requests-per-connection", "0", "-n", "1500", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(out.read_text())
+    assert doc["errors"] == {} and doc["served"] == [1500]
+    closes = doc["server_closes"]
+    assert closes["closed"][0] > 0 and 0 <= closes["resent"] <= closes["closed"][0]
+    rows = doc["evidence"]["witness"]["requests"]
+    pid = doc["counters"][0]["pid"]
+    assert len(rows) == 1500 and all(row[0] == pid for row in rows)
+    assert [sum(1 for row in rows if row[2] == 1)] == doc["connections"]
+    # the pool's 32, then one in place of each closed (but for those the load's end left closed)
+    assert closes["closed"][0] - 32 <= sum(doc["connections"]) - 32 <= closes["closed"][0]
+    assert f"the server closed {closes['closed'][0]} kept connection" in result.stdout
+    assert "apache access log: the same requests per worker (1500)" in result.stdout
+
+
+def kept_run(closes: ServerCloses) -> LatencyResult:
+    """A latency run of 2 workers over a pool of 4 kept for the run, with the server's closes given."""
+    histogram = LatencyHistogram()
+    histogram.add(1000, 100)
+    return LatencyResult(
+        server=ServerSpec(mode="epoll", workers=2).validated(),
+        load=ConcurrentLoad(connections=100, concurrency=4, requests_per_connection=0, pool=True),
+        environment=Environment("Linux", "6.18", "x86_64", 2, 65536, "3.11", "host", "2026-11-20T00:00:00+00:00"),
+        port=8080,
+        histogram=histogram,
+        errors={},
+        served=(40, 60),
+        counters=(WorkerCounters(0, 1000), WorkerCounters(1, 1001)),
+        drivers=(DriverStats(0, 4, 100, 1.0, 0.1, 0.0),),
+        wall_s=1.0,
+        connections=(3, 10),
+        held_at_end=(1, 3),
+        pool=(4, 4),
+        server_closes=closes,
+    )
+
+
+def test_the_report_and_the_file_say_what_the_server_closed() -> None:
+    """The kept lines say the closes per worker and the requests sent again; the file keeps them in its shape
+    and reads them back; a file without them (older, or a server that closed none) loads with none."""
+    run = kept_run(ServerCloses(closed=(0, 9), told=(2, 0), resent=7))
+    said = [str(line) for line in kept_lines(run)]
+    assert (
+        "the server closed 9 kept connections (worker 1: 9); 7 requests under way on them were sent again on new "
+        "ones, once each; the other 2 were idle"
+    ) in said
+    assert any(line.startswith("2 replies said Connection: close (worker 0: 2): each was served") for line in said)
+    doc = run.to_dict()
+    LATENCY_SHAPE.check(doc, "run")
+    assert doc["server_closes"] == {"closed": [0, 9], "told": [2, 0], "resent": 7}
+    assert LatencyResult.from_dict(doc).server_closes == run.server_closes
+    bad = {**doc, "server_closes": {"closed": [-1]}}
+    with pytest.raises(SchemaError):
+        LATENCY_SHAPE.check(bad, "run")
+    del doc["server_closes"]
+    LATENCY_SHAPE.check(doc, "run")
+    older = LatencyResult.from_dict(doc)
+    assert not older.server_closes and "server_closes" not in older.to_dict()
+    assert not any("server closed" in str(line) or "Connection: close" in str(line) for line in kept_lines(older))
