@@ -34,6 +34,7 @@ from typing import Any
 import pytest
 from conftest import run_cli
 
+from accept_order.analysis.witness import agreement
 from accept_order.core.histogram import LatencyHistogram
 from accept_order.core.load_summary import LoadSummary, ServerCloses
 from accept_order.core.measures import DriverStats, Environment, WorkerCounters
@@ -406,3 +407,16 @@ def test_the_report_and_the_file_say_what_the_server_closed() -> None:
     older = LatencyResult.from_dict(doc)
     assert not older.server_closes and "server_closes" not in older.to_dict()
     assert not any("server closed" in str(line) or "Connection: close" in str(line) for line in kept_lines(older))
+
+
+def test_the_agreement_says_the_requests_sent_again() -> None:
+    """A re-sent request is one row in the log: the agreement says so when the counts agree, and where the
+    log holds more, no more than were sent again, it says they may be those (a server that logged one and
+    closed without answering)."""
+    witness = {"source": "log", "numbered_by": "%k", "requests": [[10, 1, 1], [10, 1, 2], [10, 2, 1]]}
+    same = agreement(witness, [10], [3], [2], resent=1)
+    assert same is not None and same.agrees
+    assert same.line().endswith("(the 1 sent again after the server closed their connection: once each)")
+    more = agreement(witness, [10], [2], [2], resent=1)
+    assert more is not None and not more.agrees and "its 1 more are within the 1 the load sent again" in more.line()
+    assert "sent again" not in (agreement(witness, [10], [3], [2]) or more).line()
