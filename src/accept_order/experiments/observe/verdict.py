@@ -15,7 +15,7 @@ from .result import ObserveResult
 
 UNEVEN = 1.5  # a worker with this many times an even share "took" the connections; below, they "shared"
 ENOUGH_SAMPLES = 10  # of the listen queue, all empty, to say the workers kept up (a second's, at 100 ms)
-APART = 0.10  # a worker's share of the bytes this far (10 points) from its share of the accepts is said
+APART = 10  # points: a worker's share of the bytes this far from its share of the connections is said (either way)
 FEW = 10  # connections: shares of the load resting on fewer are not a finding
 MANY = 4.0  # data segments received per connection above which a connection is not the unit of work
 
@@ -154,8 +154,9 @@ def sleeps(result: ObserveResult) -> str | None:
 
 
 def load(result: ObserveResult) -> list[str]:
-    """The accept share beside the load share (connections held, bytes received), how many connections the
-    shares rest on, and what the samples missed."""
+    """The load share beside the share of the connections it was counted on (those seen held at a look),
+    how many connections the shares rest on, the accept share where it differs from theirs, and what the
+    samples missed."""
     if not result.loaded:
         return []
     workers = result.workers
@@ -165,15 +166,7 @@ def load(result: ObserveResult) -> list[str]:
     if not sum(received) and not sum(seen):
         return ["load: no connection was open at a sample and none carried data while observed"]
     first = _shares(result, held, received, seen) if sum(received) else _no_bytes(result, held, seen)
-    lines = [first, _resting(result, seen)]
-    counts = result.counts
-    if result.traced and counts is not None and result.accepted_seen is not None:
-        unseen = max(0, sum(counts) - result.accepted_seen)
-        if unseen:
-            lines.append(
-                f"{unseen:,} of {sum(counts):,} connections opened and closed between two samples: their bytes "
-                "are not in the shares"
-            )
+    lines = [first, _resting(result, seen), *_accepts(result, seen)]
     if result.closed_busy:
         lines.append(_tails(result, received, seen))
     return lines
@@ -192,20 +185,33 @@ def _tails(result: ObserveResult, received: list[int], seen: list[int]) -> str:
     )
 
 
+def _points(part: int, whole: int) -> int:
+    """A share in whole percentage points, rounded as the report shows it (`:.0%`): a gap is judged on the
+    figures a reader sees, so a sentence never says '10 points apart' of two shares shown 9 apart."""
+    return int(f"{part / whole:.0%}"[:-1]) if whole else 0
+
+
+def _apart(one: list[int], other: list[int]) -> tuple[int, int]:
+    """(worker, gap in points) of the largest gap either way between two splits' shares (the first worker of
+    the largest): the first split's share less the second's."""
+    gaps = [_points(a, sum(one)) - _points(b, sum(other)) for a, b in zip(one, other, strict=True)]
+    top = max(range(len(gaps)), key=lambda i: abs(gaps[i]))
+    return top, gaps[top]
+
+
 def load_uneven(result: ObserveResult) -> bool:
-    """The byte shares part from the accept shares (a worker APART or more from its share of the accepts),
-    or are uneven (a worker with UNEVEN times an even share): then what changes the split is worth saying."""
+    """The byte shares part from the shares of the connections they were counted on (a worker APART or more
+    either way), or are uneven (a worker with UNEVEN times an even share): then what changes the split is
+    worth saying."""
     if not result.loaded or len(result.workers) < 2:
         return False
     received = [w.bytes_in or 0 for w in result.workers]
+    seen = [w.connections_observed or 0 for w in result.workers]
     moved = sum(received)
     if not moved:
         return False
-    shares = [r / moved for r in received]
-    counts = result.counts
-    accepted = sum(counts) if counts else 0
-    apart = bool(accepted) and any(s - c / accepted >= APART for s, c in zip(shares, counts or (), strict=True))
-    return apart or max(shares) >= UNEVEN / len(shares)
+    apart = bool(sum(seen)) and abs(_apart(received, seen)[1]) >= APART
+    return apart or max(received) / moved >= UNEVEN / len(received)
 
 
 def _pct(part: int, whole: int) -> str:
@@ -213,52 +219,78 @@ def _pct(part: int, whole: int) -> str:
 
 
 def _shares(result: ObserveResult, held: list[int], received: list[int], seen: list[int]) -> str:
-    """One sentence: where the load share parts from the accept share, or that they split alike (some bytes
-    were counted: see _no_bytes)."""
-    n = len(result.workers)
-    counts = list(result.counts or [0] * n)
-    accepted, open_, moved = sum(counts), sum(held), sum(received)
-
-    def holds(i: int, whole: str = "the open ones") -> str:
-        if open_:
-            return f"holds {_pct(held[i], open_)} of {whole}"
-        return f"held {seen[i]:,} of the {sum(seen):,} connections seen (none is open now)"
-
+    """One sentence: the bytes beside the connections they were counted on (each worker's connections seen
+    held at a look: a connection that closed before one carried nothing counted, so it is left out of both).
+    The worker whose byte share is furthest from its share of them is named, either way, and what that
+    means; or they split alike (some bytes were counted: see _no_bytes)."""
+    n, open_, moved, total = len(result.workers), sum(held), sum(received), sum(seen)
     if n == 1:
         return f"load: its one worker holds {open_:,} connections, which received {moved:,} bytes"
-    if not accepted:
-        top = max(range(n), key=lambda i: (received[i], held[i], seen[i]))
+    if not total:  # bytes are counted only on connections seen held: not from the load sampler
+        top = max(range(n), key=lambda i: received[i])
+        return f"worker {top} received {_pct(received[top], moved)} of the bytes; no connection was seen held"
+    top, gap = _apart(received, seen)
+    if abs(gap) < APART:
         return (
-            f"worker {top} {holds(top, f'the {open_:,} open connections')} and received "
-            f"{_pct(received[top], moved)} of the bytes (an even share is {1 / n:.0%}); none was accepted while "
-            "observed: how they were handed out was not seen"
+            f"the bytes split as the {total:,} connections seen held did: no worker's share of the bytes "
+            f"({_pct(min(received), moved)} to {_pct(max(received), moved)}) is {APART} points or more from its "
+            f"share of the connections ({_pct(min(seen), total)} to {_pct(max(seen), total)})"
         )
-    gap = [(received[i] / moved if moved else 0.0) - counts[i] / accepted for i in range(n)]
-    top = max(range(n), key=lambda i: gap[i])
-    took = "accepted" if result.traced else "took about"  # untraced: the connections seen held, sampled
     said = (
-        f"worker {top} {took} {_pct(counts[top], accepted)} of the connections but {holds(top)} and received "
-        f"{_pct(received[top], moved)} of the bytes"
+        f"worker {top} held {seen[top]:,} of the {total:,} connections seen ({_pct(seen[top], total)}; an even "
+        f"share is {1 / n:.0%}) but received {_pct(received[top], moved)} of the bytes"
     )
-    if moved and gap[top] >= APART and result.closed_busy:  # what the tails lack can make the gap (measured)
+    if result.closed_busy:  # what the tails lack can make the gap (measured)
         return (
             f"{said}, though the bytes lack what {plural(result.closed_busy, 'connection')} closing busy carried "
             "after their last look (below): the gap may be theirs"
         )
-    if moved and gap[top] >= APART:
+    if not received[top]:
         return (
-            f"{said}: the connections it holds live longer (or carry more requests); the imbalance was made when "
-            "they were accepted"
+            f"{said}: its connections carried nothing between two looks at them (idle ones, or seen once before "
+            "they closed)"
         )
-    shares = [r / moved for r in received]
-    if max(shares) >= UNEVEN / n:
-        big = max(range(n), key=lambda i: shares[i])
-        return (
-            f"bytes split as the accepts did: worker {big} {took} {_pct(counts[big], accepted)} of the "
-            f"connections and received {_pct(received[big], moved)} of the bytes"
-        )
-    low, high = min(shares), max(shares)
-    return f"accepts and bytes split alike: {low:.0%} to {high:.0%} of the bytes each"
+    if gap < 0:
+        return f"{said}: on average each of its connections carried less than the others' (idler, or slower clients)"
+    return f"{said}: on average each of its connections carried more than the others' (busier, or faster clients)"
+
+
+def _accepts(result: ObserveResult, seen: list[int]) -> list[str]:
+    """The accept share where it parts from the share of the connections seen (traced: the kernel's accepts),
+    with why: connections accepted that closed before a look (counted by the accepts, carrying nothing
+    counted: wrk's extra connection is one), or ones open before observing began (counted by the load only).
+    A split made of those is not the load's, so it is said apart and given no cause of load."""
+    counts, found = result.counts, result.accepted_seen
+    if not result.traced or counts is None or found is None:
+        return []
+    accepted, total = sum(counts), sum(seen)
+    unseen, before = max(0, accepted - found), max(0, total - found)
+    if not accepted:
+        if not total:
+            return []
+        return [
+            f"none of the {total:,} connections seen was accepted while observed (they were open before): how "
+            "they were handed out was not seen"
+        ]
+    closed = f"{unseen:,} of {accepted:,} connections opened and closed between two samples"
+    top, gap = _apart(list(counts), seen) if total else (0, 0)
+    if abs(gap) < APART or len(seen) < 2:
+        return [f"{closed}: their bytes are not in the shares"] if unseen else []
+    why = []
+    if unseen:
+        lived = "a larger share of its connections" if gap < 0 else "a smaller share of its connections"
+        cause = "longer-lived ones" if gap < 0 else "shorter-lived ones, or ones that carried nothing"
+        why.append(f"{closed} (counted in the accepts, not in the load)")
+        if not before:  # every connection seen was accepted while observed: the gap is who lived to a look
+            why.append(f"{lived} lived until a look ({cause})")
+    if before:
+        why.append(f"{before:,} of the {total:,} seen were open before observing began (the load counts them only)")
+    if not why:  # as many accepted as seen, all seen accepted, yet split apart: counted to other workers
+        why.append("the accepts and the looks counted them to different workers (handed on after the accept?)")
+    return [
+        f"the accepts split otherwise: worker {top} accepted {_pct(counts[top], accepted)} of the {accepted:,} "
+        f"connections and held {_pct(seen[top], total)} of the {total:,} seen: {'; '.join(why)}"
+    ]
 
 
 def _no_bytes(result: ObserveResult, held: list[int], seen: list[int]) -> str:
@@ -279,7 +311,8 @@ def _no_bytes(result: ObserveResult, held: list[int], seen: list[int]) -> str:
 
 def _resting(result: ObserveResult, seen: list[int]) -> str:
     """How sure: the connections the load shares rest on, whether they themselves split as an even split
-    would, and how often the load was looked at."""
+    would, and how often the load was looked at; where they split less evenly, who holds the most and
+    whether the accepts placed them there."""
     total = sum(seen)
     pace = f"{plural(result.load_samples, 'look')}, one every {result.load_every_s or 0:.2g} s"
     said = f"the load shares rest on {plural(total, 'connection')} seen held ({pace})"
@@ -288,7 +321,25 @@ def _resting(result: ObserveResult, seen: list[int]) -> str:
     if len(seen) > 1:
         even, figures = even_split(seen)
         said += f"; the connections themselves split {'as' if even else 'less evenly than'} chance would ({figures})"
+        if not even:
+            said += _placed(result, seen)
     return said
+
+
+def _placed(result: ObserveResult, seen: list[int]) -> str:
+    """Who holds the most of connections split less evenly than chance, and why: the accept order placed
+    them, where the kernel's accepts split as they do (a split apart from them is said by _accepts);
+    untraced, or with no accept seen, it may as well be that the others' connections closed sooner."""
+    n, total = len(seen), sum(seen)
+    top = max(range(n), key=lambda i: seen[i])
+    said = f": worker {top} held {_pct(seen[top], total)} of them (an even share is {1 / n:.0%})"
+    counts = list(result.counts or ())
+    accepted = sum(counts)
+    if result.traced and accepted:
+        if abs(_apart(counts, seen)[1]) >= APART:
+            return said  # the accepts split otherwise: said apart, with why
+        return f"{said} and accepted {_pct(counts[top], accepted)} of the connections: the accept order placed them"
+    return f"{said}: placed there when they were accepted, or the others' connections closed sooner"
 
 
 def queue(result: ObserveResult) -> str:
