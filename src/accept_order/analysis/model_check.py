@@ -15,8 +15,8 @@ difference bigger than the tolerance below means something besides queueing shap
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, cast
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ..core.kinds import ModeInfo
 from ..core.models import FAVOURING, Model
@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 # The disciplines a saved model may name: the accept modes' own, and `pinned` for long-lived connections.
 ModelDiscipline = Literal["shared", "favoured", "hash", "round-robin", "pinned"]
+# ModelCheck's fields that only a pinned model fills (empty otherwise): a file leaves them out then.
+PINNED_ONLY = ("connections", "shares", "worker_p50_ms", "worker_p99_ms")
 
 ServiceSource = Literal["server", "cpu", "configured"]
 SOURCES: dict[str, str] = {
@@ -80,6 +82,15 @@ class ModelCheck:
     shares: tuple[float, ...] = ()
     worker_p50_ms: tuple[float | None, ...] = ()
     worker_p99_ms: tuple[float | None, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """What a result file stores. The pinned-only fields are left out where they are empty: a model of one
+        request per connection is saved as before them (byte for byte)."""
+        data = asdict(self)
+        for name in PINNED_ONLY:
+            if not data[name]:
+                del data[name]
+        return data
 
     @property
     def utilisation(self) -> float | None:

@@ -168,7 +168,7 @@ class LatencyResult(TimedTotals):
                 "evidence": self.evidence,
                 "interrupted": self.interrupted,
             }
-            | ({"model": asdict(self.model)} if self.model is not None else {})
+            | ({"model": self.model.to_dict()} if self.model is not None else {})
             | self.kept_dict()
         )
 

@@ -1,0 +1,86 @@
+"""Review of issue 28 §2 (long-lived load in the lab): what a run over kept connections says, and that a run
+of one request per connection says and saves exactly what it did before kept connections existed.
+
+Results are made by hand, shaped as the load saves them (a pool of connections kept for the whole run, or one
+request per connection), so each assertion is about what the report or the file makes of known figures."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from accept_order.core.histogram import LatencyHistogram
+from accept_order.core.measures import DriverStats, Environment, WorkerCounters
+from accept_order.core.spec import ConcurrentLoad, ServerSpec
+from accept_order.experiments.latency.model_check import predict
+from accept_order.experiments.latency.result import LatencyResult
+
+ENV = Environment("Linux", "6.18", "x86_64", 16, 65536, "3.11", "host", "2026-11-20T00:00:00+00:00")
+
+# The fields a saved model held before kept connections (0.4): a one-request run's file must hold these only.
+MODEL_BEFORE = {
+    "discipline", "batch", "loop", "concurrency", "rate", "workers", "service_source", "service_count",
+    "service_mean_ms", "simulated", "p50_ms", "p99_ms", "p999_ms", "dev_ms", "mean_ms", "min_ms",
+}  # fmt: skip
+
+
+def run(
+    held: tuple[int, ...] = (),
+    per: int = 1,
+    pool: bool = False,
+    requests: int = 2000,
+    concurrency: int = 8,
+    mode: str = "epoll",
+    errors: dict[str, int] | None = None,
+    rate: float | None = None,
+) -> LatencyResult:
+    """A run of `requests` over 2 workers (or len(held)), each timing 1 ms per request; `held`: the
+    connections each worker accepted and held to the end (a kept run), else one request per connection."""
+    workers = len(held) or 2
+    counters = tuple(
+        WorkerCounters(i, 1000 + i, accepts=held[i] if held else requests // workers,
+                       service_us=((1000, requests // workers),), service_sum_us=1000 * (requests // workers))
+        for i in range(workers)
+    )  # fmt: skip
+    hist = LatencyHistogram()
+    hist.add(1500, requests // 2)
+    hist.add(4000, requests - requests // 2)
+    failed = sum((errors or {}).values())
+    return LatencyResult(
+        server=ServerSpec(mode=mode, workers=workers).validated(),
+        load=ConcurrentLoad(
+            connections=requests + failed,
+            concurrency=concurrency,
+            requests_per_connection=per,
+            pool=pool,
+            rate=rate,
+        ).validated(),
+        environment=ENV,
+        port=8080,
+        histogram=hist,
+        errors=dict(errors or {}),
+        served=tuple(requests // workers for _ in range(workers)),
+        counters=counters,
+        drivers=(DriverStats(0, concurrency, requests + failed, 2.0, 0.5, 0.0),),
+        wall_s=2.0,
+        connections=held,
+        held_at_end=held,
+        pool=(sum(held), sum(held)) if pool else None,
+    )
+
+
+def saved(result: LatencyResult) -> dict:
+    """The run with its model, as its file holds it."""
+    return json.loads(json.dumps(dataclasses.replace(result, model=predict(result)).to_dict()))
+
+
+def test_a_one_request_runs_model_is_saved_as_before_kept_connections() -> None:
+    """The pinned model's fields (connections, shares, each worker's p50 and p99) are not written for a
+    model of one request per connection: its file is what it was before them (they were saved as [])."""
+    one = saved(run())
+    assert one["model"]["discipline"] != "pinned"
+    assert set(one["model"]) == MODEL_BEFORE
+    pinned = saved(run(held=(6, 2), per=0, pool=True))
+    assert pinned["model"]["discipline"] == "pinned" and pinned["model"]["connections"] == [6, 2]
+    assert LatencyResult.from_dict(pinned).model == predict(run(held=(6, 2), per=0, pool=True))
+    assert LatencyResult.from_dict(one).model == predict(run())
