@@ -12,6 +12,7 @@ import json
 from accept_order.core.histogram import LatencyHistogram
 from accept_order.core.measures import DriverStats, Environment, WorkerCounters
 from accept_order.core.spec import ConcurrentLoad, ServerSpec
+from accept_order.experiments.latency.kept_report import kept_lines
 from accept_order.experiments.latency.model_check import predict
 from accept_order.experiments.latency.result import LatencyResult
 
@@ -84,3 +85,19 @@ def test_a_one_request_runs_model_is_saved_as_before_kept_connections() -> None:
     assert pinned["model"]["discipline"] == "pinned" and pinned["model"]["connections"] == [6, 2]
     assert LatencyResult.from_dict(pinned).model == predict(run(held=(6, 2), per=0, pool=True))
     assert LatencyResult.from_dict(one).model == predict(run())
+
+
+def _lines(result: LatencyResult) -> str:
+    return "\n".join(str(t) for t in kept_lines(result))
+
+
+def test_a_mode_that_serves_to_the_end_says_never_answered_only_beyond_its_workers() -> None:
+    """blocking serves each connection to its end: envoy#33707's 2 connections over 3 workers were all
+    answered, so nothing is said of connections 'beyond the 3 held ones' (it was, untrue); 4 over 3 were not."""
+    two = run(held=(1, 1, 0), per=0, pool=True, concurrency=2, mode="blocking")
+    assert "never answered" not in _lines(two)
+    four = dataclasses.replace(run(held=(1, 1, 1), per=0, pool=True, concurrency=4, mode="blocking"), pool=(3, 4))
+    said = "with 4 connections kept for the whole run over 3 workers, connections beyond the 3 held ones were never"
+    assert said in _lines(four)
+    unpooled = run(held=(1, 1, 1), per=0, concurrency=4, mode="blocking")
+    assert "never answered" in _lines(unpooled)

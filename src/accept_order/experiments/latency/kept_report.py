@@ -110,9 +110,10 @@ def kept_lines(result: LatencyResult) -> list[Text]:
         opened, planned = pool
         lines.append(Text(f"pool: {opened} of {planned} connections opened and answered before the load ran"))
     lines.extend(Text(line) for line in closes_lines(result))
-    to_end = _serves_to_end(result)
-    if to_end and (result.load.requests_per_connection == 0 or (pool is not None and pool[0] < pool[1])):
-        workers = result.server.workers
+    workers = result.server.workers
+    # only connections beyond the workers wait for ever: each worker serves the one it holds to its end
+    beyond = result.load.requests_per_connection == 0 and result.load.concurrency > workers
+    if _serves_to_end(result) and (beyond or (pool is not None and pool[0] < pool[1])):
         lines.append(
             Text(
                 f"mode {result.server.label} serves each connection to its end before it accepts another (its wait "
