@@ -9,6 +9,7 @@ verdict's sentences on results made by hand, and older files without the load.""
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import os
@@ -533,13 +534,23 @@ def test_what_the_bytes_lack_is_said() -> None:
 BUSY = 3  # connections kept busy until a look saw them so, then closed at once
 
 
+@pytest.mark.parametrize("announced", [True, False], ids=["announced", "unannounced"])
 def test_busy_connections_closed_between_looks_are_counted_against_nginxs_log(
-    keepalive_nginx: tuple[int, list[int], Path],
+    keepalive_nginx: tuple[int, list[int], Path], announced: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Three connections ask request after request until two looks were taken while they did (so the last
-    look before their close saw their counters move), then close at once. The result counts the three as
-    closed busy, every byte counted was on them, and the count is short of nginx's log by the tail: what
-    each carried after its last look."""
+    look before their close saw their counters move), then close at once. With the kernel's announcements
+    of closes, each one's tail is counted: the bytes are nginx's log's (and the client's FIN, one byte each,
+    where it came before the socket was freed), none closed busy. Without them (refused here), the result
+    counts the three as closed busy, every byte counted was on them, and the count is short of nginx's log by
+    the tail: what each carried after its last look."""
+    from accept_order.experiments.observe import load as load_module
+
+    def refused(ports: object, netns_pid: object = None) -> None:
+        raise PermissionError(errno.EPERM, "Operation not permitted")
+
+    if not announced:
+        monkeypatch.setattr(load_module, "DestroyWatch", refused)
     port, pids, log = keepalive_nginx
     until, looks = threading.Event(), Looks()
     errors: list[BaseException] = []
@@ -575,6 +586,14 @@ def test_busy_connections_closed_between_looks_are_counted_against_nginxs_log(
     assert not errors, errors
     counted = sum(w.bytes_in or 0 for w in result.workers)
     logged_bytes = sum(logged(log).values()) * len(REQUEST)
+    if announced:
+        assert result.closes_counted == BUSY and result.closed_busy == 0, result
+        assert logged_bytes <= counted <= logged_bytes + BUSY
+        assert not any("closed between two looks while busy" in line for line in verdict(result))
+        return
+    assert result.closes_counted is None and any(
+        "could not be joined (Operation not permitted)" in n for n in result.notes
+    )
     assert result.closed_busy == BUSY and result.closed_busy_bytes_in == counted, result
     assert 0 < counted <= logged_bytes and counted % len(REQUEST) == 0
     assert result.load_longest_s is not None and result.load_longest_s > 0

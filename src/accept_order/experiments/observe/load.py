@@ -17,6 +17,18 @@ the first could be is counted: the connections that closed between two samples w
 since the sample before their last, or within a second of their only one), the bytes counted on them, and
 the longest time between two samples (each one's uncounted tail is shorter).
 
+Closes, to the byte (probes/tcp_destroy.py): the kernel announces each of the server's sockets as it frees it,
+with its final counters. A socket a look knew (by cookie) is differenced at its announcement against its
+last look and added to the worker that held it then: its tail is counted, and it is not closed busy. One
+missing from a look but not yet announced (the kernel announces from a workqueue, after the socket left its
+tables) waits for its announcement; at the end the wait is SETTLE_S at most, and one still not announced
+(lost when the buffer overflowed, or still in a process's fd table) is counted as before. A socket no look
+saw (opened and closed between two) goes to its worker where that is known (the server has one worker
+process); else it is counted as closed before any look, with its bytes. An abortive close (SO_LINGER 0:
+tcp_disconnect) zeroes a socket's counters: its tail is unknown, and it counts as closed busy if it was.
+The kernel counts a FIN received as one byte in (it moves rcv_nxt): a connection closed with one counts one
+byte more than its data. Announcements read before the first look are of closes before the window: dropped.
+
 Threads share their process's fd table: for a threaded server the load is per process, not per thread.
 Nothing here writes to the server: the dump and /proc are the kernel's tables. Root is needed only where
 the kernel asks for it: another user's fd tables, and entering another network namespace.
@@ -28,13 +40,16 @@ import time
 from dataclasses import dataclass, field
 from typing import TypedDict
 
+from ...core.waiting import wait_for
 from ...probes.serving import socket_inodes
+from ...probes.tcp_destroy import DestroyWatch
 from ...probes.tcp_info import TcpSocket, server_sockets
 from .sampling import paced
 from .server import Watched
 
 _ZERO = (0, 0, 0, 0)  # bytes in, bytes out, data segments in, data segments out
 RECENT_S = 1.0  # at a socket's first sample: data in within this long says it is busy (no sample before)
+SETTLE_S = 0.5  # at the end: the longest wait for the announcements of sockets gone from the last look
 
 
 @dataclass
@@ -61,6 +76,10 @@ class LoadSummary(TypedDict, total=False):
     accepted_seen: int
     closed_busy: int
     closed_busy_bytes_in: int
+    closes_counted: int
+    closes_lost: int
+    closed_unlooked: int
+    closed_unlooked_bytes_in: int
 
 
 def _counters(sock: TcpSocket) -> tuple[int, int, int, int]:
@@ -88,6 +107,26 @@ class LoadSampler:
         self.closed_busy = 0  # connections that closed between two samples while busy
         self.closed_busy_bytes_in = 0  # the bytes in counted on them (their tails are not)
         self._first_at = self._last_at = 0.0
+        # the kernel's announcements of closes (see the module doc): None until open_closes() joined them
+        self.closes: DestroyWatch | None = None
+        self.closes_missing: str | None = None  # why they are not read
+        self.closes_counted = 0  # connections closed while observed, counted to their close
+        self.closes_lost = 0  # announcements the kernel dropped (its buffer full), read at the end
+        self.closed_unlooked = 0  # announced, seen by no look, holder not known: in no worker's share
+        self.closed_unlooked_bytes_in = 0
+        self._holder: dict[int, int] = {}  # cookie -> the worker that held it at its last look with a holder
+        self._gone: set[int] = set()  # cookies gone from a look, not yet announced
+        self._only = watched.workers[0] if len(watched.workers) == 1 else None  # the one worker: any holder
+
+    def open_closes(self) -> None:
+        """Join the kernel's announcements of closes, before the first look; where that cannot be done the
+        tails stay uncounted, and closes_missing says why."""
+        try:
+            self.closes = DestroyWatch(self.watched.ports, self.watched.netns_pid)
+        except OSError as exc:  # PermissionError included: setns, or a kernel that keeps the groups to root
+            self.closes_missing = f"{exc.strerror or exc}"
+            return
+        self.closes.start()
 
     @property
     def readable(self) -> bool:
@@ -99,6 +138,9 @@ class LoadSampler:
         if self.missing is not None:
             return
         began, cpu_began = time.perf_counter(), time.thread_time()
+        closed = self.closes.take() if self.closes is not None else []
+        if self.samples:  # before the dump: each one's last look is one before this (none: before the window)
+            self._closed(closed)
         try:
             sockets = server_sockets(self.watched.ports, self.watched.netns_pid)
             held = {pid: socket_inodes(pid) for pid in self.watched.workers}
@@ -114,7 +156,8 @@ class LoadSampler:
         recent_ms = 1000 * max(RECENT_S, time.monotonic() - self._last_at if self.samples else 0.0)
         last: dict[int, tuple[int, int, int, int]] = {}
         tail: dict[int, tuple[int, bool]] = {}
-        old_tail = self._tail
+        holder: dict[int, int] = {}
+        old_tail, old_holder = self._tail, self._holder
         counts = dict.fromkeys(self.carried, 0)
         for sock in sockets:
             now = _counters(sock)
@@ -125,27 +168,35 @@ class LoadSampler:
                 last[sock.cookie] = now if first else self._last.get(sock.cookie, _ZERO)
                 if sock.cookie in old_tail:  # left its worker's fd table, not yet the kernel's: closing
                     tail[sock.cookie] = old_tail[sock.cookie]
+                if sock.cookie in old_holder:
+                    holder[sock.cookie] = old_holder[sock.cookie]
                 continue
             counts[pid] += 1
             before = now if first else self._last.get(sock.cookie, _ZERO)
             last[sock.cookie] = now
-            carried = self.carried[pid]
-            carried.connections.add(sock.cookie)
+            holder[sock.cookie] = pid
+            self.carried[pid].connections.add(sock.cookie)
             if sock.cookie not in self.started:
                 self.new_seen.add(sock.cookie)
-            carried.bytes_in += now[0] - before[0]
-            carried.bytes_out += now[1] - before[1]
-            carried.segments_in += now[2] - before[2]
-            carried.segments_out += now[3] - before[3]
-            carried.interval_bytes_in += now[0] - before[0]
+            self._add(pid, now, before)
             recv_ms = sock.last_data_recv_ms
             busy = now != before or (recv_ms is not None and recv_ms < recent_ms)
             tail[sock.cookie] = (old_tail.get(sock.cookie, (0, False))[0] + now[0] - before[0], busy)
-        for cookie, (counted, busy) in old_tail.items():
-            if busy and cookie not in last:  # closed since the last sample, which saw it busy
-                self.closed_busy += 1
-                self.closed_busy_bytes_in += counted
-        self._last, self._tail = last, tail  # closed sockets drop out here
+        if self.closes is not None:  # gone from the tables: kept for its announcement, which comes after
+            gone = self._last.keys() - last.keys()
+            self._gone = (self._gone | gone) - last.keys()
+            for cookie in gone:
+                last[cookie] = self._last[cookie]
+                if cookie in old_tail:
+                    tail[cookie] = old_tail[cookie]
+                if cookie in old_holder:
+                    holder[cookie] = old_holder[cookie]
+        else:
+            for cookie, (counted, busy) in old_tail.items():
+                if busy and cookie not in last:  # closed since the last sample, which saw it busy
+                    self.closed_busy += 1
+                    self.closed_busy_bytes_in += counted
+        self._last, self._tail, self._holder = last, tail, holder  # closed sockets drop out here
         for pid, carried in self.carried.items():
             carried.held = counts[pid]
             carried.peak = max(carried.peak, counts[pid])
@@ -163,6 +214,67 @@ class LoadSampler:
         # runs (at 10,000 connections here 0.43 s wall for 0.19 s CPU), the wait costs the server nothing,
         # and BUDGET is a share of one CPU.
         self.every_s = paced(time.thread_time() - cpu_began)
+
+    def _add(self, pid: int, now: tuple[int, int, int, int], before: tuple[int, int, int, int]) -> None:
+        carried = self.carried[pid]
+        carried.bytes_in += now[0] - before[0]
+        carried.bytes_out += now[1] - before[1]
+        carried.segments_in += now[2] - before[2]
+        carried.segments_out += now[3] - before[3]
+        carried.interval_bytes_in += now[0] - before[0]
+
+    def _closed(self, closed: list[TcpSocket]) -> None:
+        """The announced closes: each one's final counters since its last look, to the worker that held it
+        then (see the module doc)."""
+        for sock in closed:
+            final, cookie = _counters(sock), sock.cookie
+            if cookie not in self._last:  # opened and closed between two looks
+                if self._only is not None:
+                    self._add(self._only, final, _ZERO)
+                    self.closes_counted += 1
+                else:
+                    self.closed_unlooked += 1
+                    self.closed_unlooked_bytes_in += final[0]
+                continue
+            before = self._last.pop(cookie)
+            pid = self._holder.pop(cookie, self._only)
+            counted, busy = self._tail.pop(cookie, (0, False))
+            self._gone.discard(cookie)
+            if any(f < b for f, b in zip(final, before, strict=True)):  # zeroed by an abortive close
+                if busy:
+                    self.closed_busy += 1
+                    self.closed_busy_bytes_in += counted
+            elif pid is None:  # seen only waiting in a listen queue: no worker held it at a look
+                self.closed_unlooked += 1
+                self.closed_unlooked_bytes_in += final[0] - before[0]
+            else:
+                self._add(pid, final, before)
+                self.closes_counted += 1
+
+    def settle(self) -> None:
+        """At the end, after the last look: the announcements of the sockets gone from it (SETTLE_S at most);
+        one never announced is counted as closed busy if it was; then the announcements are left."""
+        if self.closes is None or self.missing is not None:
+            return
+
+        def announced() -> bool:
+            assert self.closes is not None
+            self._closed(self.closes.take())
+            return not self._gone
+
+        wait_for(announced, SETTLE_S, interval_s=0.005)
+        self.closes.close()
+        self.closes_lost = self.closes.dropped
+        for cookie in self._gone:
+            counted, busy = self._tail.get(cookie, (0, False))
+            if busy:
+                self.closed_busy += 1
+                self.closed_busy_bytes_in += counted
+        self._gone = set()
+
+    def close(self) -> None:
+        if self.closes is not None:
+            self.closes.close()
 
     def interval(self) -> tuple[dict[int, int], dict[int, int]] | None:
         """(held now, bytes in since the last call) per worker process; None when no sample was taken since
@@ -208,23 +320,44 @@ class LoadSampler:
             "accepted_seen": len(self.new_seen),
             "closed_busy": self.closed_busy,
             "closed_busy_bytes_in": self.closed_busy_bytes_in,
+            **self._closes(),
+        }
+
+    def _closes(self) -> LoadSummary:
+        if self.closes is None:
+            return {}
+        return {
+            "closes_counted": self.closes_counted,
+            "closes_lost": self.closes_lost,
+            "closed_unlooked": self.closed_unlooked,
+            "closed_unlooked_bytes_in": self.closed_unlooked_bytes_in,
         }
 
     def notes(self, threaded: bool, program: str) -> list[str]:
         """What the result must say about the load: why it is missing, or that it is per process."""
         if self.missing is not None:
             return [f"the load each worker carries was not read: {self.missing}"]
-        if not threaded or not self.samples:
+        if not self.samples:
             return []
-        said = []
+        said: list[str] = []
+        notes = [] if self.closes_missing is None else [self._unannounced()]
+        if not threaded:
+            return notes
         for pid, c in self.carried.items():
             said.append(
                 f"pid {pid} holds {c.held:,} connections ({c.peak:,} at most), which received {c.bytes_in:,} bytes "
                 f"and sent {c.bytes_out:,}"
             )
-        return [
+        return notes + [
             f"{program}'s threads share one fd table, so the load is per process, not per thread: {'; '.join(said)}"
         ]
+
+    def _unannounced(self) -> str:
+        return (
+            "what a connection carried after its last look before it closed is not counted: the kernel's "
+            "announcements of closed sockets (sock_diag's TCP destroy groups) could not be joined "
+            f"({self.closes_missing})"
+        )
 
 
 def _why(exc: PermissionError) -> str:

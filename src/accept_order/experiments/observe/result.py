@@ -146,6 +146,14 @@ class ObserveResult:
     # last): what each carried after its last sample, up to load_longest_s of it, is not counted
     closed_busy: int | None = None
     closed_busy_bytes_in: int | None = None  # the bytes in counted on those connections
+    # The kernel's announcements of closes (load.py; None: not read, or a file from before): connections closed
+    # while observed whose bytes were counted to their close, announcements it dropped (its buffer full: those
+    # connections' tails are not counted), and connections no look saw whose worker is not known (their bytes
+    # in, counted, are in no worker's share)
+    closes_counted: int | None = None
+    closes_lost: int | None = None
+    closed_unlooked: int | None = None
+    closed_unlooked_bytes_in: int | None = None
 
     @property
     def loaded(self) -> bool:

@@ -85,6 +85,7 @@ class Observer:
         self._last_counts = [0] * len(units)
         self._last_empty = [0] * len(units)
         self._counters = counters(self.watched.netns_pid)
+        self.load.open_closes()  # before the first look: every close after it is announced
         self.load.sample()  # where each open connection's counts start
         self.started = self._last_tick = time.monotonic()
         # inspect reads every worker's fd table a few times (a second on a busy machine): asked beside the
@@ -239,6 +240,7 @@ class Observer:
         return NOT_TRACED.format(why=self.why)
 
     def close(self) -> None:
+        self.load.close()
         if self.watch is not None:
             self.watch.close()
 
@@ -343,6 +345,7 @@ def _finish(observer: Observer, interrupted: bool = False) -> ObserveResult:
             notes.append(f"the kernel's final counts were lost ({counts.why}): the last interval is short of them")
             totals = None
     observer.sample_load()  # what the connections carried up to the end
+    observer.load.settle()  # and to the close, of those gone from that last look
     observer.tick(totals, last=True, at=observer.watch.ended if observer.watch is not None else None)
     if observer.reading is not None:
         observer.mechanism = observer.reading.answer()
