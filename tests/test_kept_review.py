@@ -9,6 +9,8 @@ from __future__ import annotations
 import dataclasses
 import json
 
+from conftest import assert_one_error_line, run_cli
+
 from accept_order.core.histogram import LatencyHistogram
 from accept_order.core.measures import DriverStats, Environment, WorkerCounters
 from accept_order.core.spec import ConcurrentLoad, ServerSpec
@@ -101,3 +103,19 @@ def test_a_mode_that_serves_to_the_end_says_never_answered_only_beyond_its_worke
     assert said in _lines(four)
     unpooled = run(held=(1, 1, 1), per=0, concurrency=4, mode="blocking")
     assert "never answered" in _lines(unpooled)
+
+
+def test_a_pool_of_one_request_connections_is_refused_in_one_line() -> None:
+    """--pool with one request per connection (the default) closed each pooled connection after the reply
+    that filled the pool, then ran a one-request load ('1 requests per connection, opened as a pool first',
+    held at end 0): refused up front, by every command that takes --pool, before a server starts."""
+    small = ["-c", "2", "-w", "1"]  # a run that is short should the check be missing
+    for command in (
+        ["latency", "-n", "20"],
+        ["sweep", "-n", "20"],
+        ["ramp", "--concurrency-steps", "2", "--step", "0.1s"],
+    ):
+        result = run_cli([*command, *small, "--pool"])
+        assert_one_error_line(result, 2, "--pool keeps its connections", "--requests-per-connection 0")
+    result = run_cli(["latency", "--server", "nginx", "--pool", "--requests-per-connection", "1"])
+    assert_one_error_line(result, 2, "--pool keeps its connections")

@@ -301,6 +301,13 @@ class ConcurrentLoad:
         check_range("--requests-per-connection", self.requests_per_connection, 0, MAX_CONNECTIONS)
         if not isinstance(self.pool, bool):
             raise PlanError(f"pool must be true or false, got {self.pool!r}")
+        if self.pool and self.requests_per_connection == 1:
+            # each pooled connection would close after its first reply, the one that filled the pool: the
+            # run's requests would then come over new connections, and no pool would carry them
+            raise PlanError(
+                "--pool keeps its connections for the requests: with --requests-per-connection 1 each would close "
+                "after its first reply; give --requests-per-connection 0 (kept for the whole run) or K > 1"
+            )
         for cpu in self.cpus:
             check_range("--load-cpus", cpu, 0, 1 << 20)
         check_cpus(self.cpus, "--load-cpus")

@@ -52,9 +52,11 @@ class Cure:
 
 def pool(kind: ServerKind, modes: str, requests: int = 0, extra: str = "") -> str:
     """The command that measures `modes` (a --modes list) of `kind` on the pool load (one request per
-    connection for a kind that closes each after its answer: it refuses a pool, closes_connections)."""
+    connection for a kind that closes each after its answer: it refuses a pool, closes_connections; and for a
+    client that stands for a limit of one request: a pool keeps its connections, so it refuses that too)."""
     server = "" if kind.name == DEFAULT_KIND else f" --server {kind.name}"
-    kept, per = ("", "") if kind.closes_connections else (" --pool", f" --requests-per-connection {requests}")
+    one = kind.closes_connections or requests == 1
+    kept, per = ("", "") if one else (" --pool", f" --requests-per-connection {requests}")
     return f"accept-order latency{server} --modes {modes}{extra}{kept} -c {CONCURRENCY}{per} --work 1ms --duration 10s"
 
 
