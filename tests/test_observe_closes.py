@@ -12,6 +12,7 @@ ENOBUFS counted, never fatal; any user may join), and the sampler's rules on ann
 from __future__ import annotations
 
 import errno
+import json
 import os
 import shutil
 import signal
@@ -23,6 +24,7 @@ import tempfile
 import threading
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -32,6 +34,7 @@ from accept_order.api import observe
 from accept_order.experiments.observe import load as load_module
 from accept_order.experiments.observe.result import ObserveResult
 from accept_order.experiments.observe.server import Unit, Watched
+from accept_order.experiments.observe.verdict import verdict
 from accept_order.probes import tcp_destroy
 from accept_order.probes.tcp_destroy import DestroyWatch
 from accept_order.probes.tcp_info import TcpSocket
@@ -142,6 +145,42 @@ def test_wrk_bytes_are_counted_to_each_close_against_nginxs_log(sized_nginx: tup
     for pid in pids:
         assert abs(counted[pid] / total - by_pid[pid] / logged) <= 0.02, (counted, by_pid)
     assert sum(sum(i.bytes_in) for i in result.intervals) == total  # the last interval has the tails
+    said = verdict(result)
+    assert not any("closed between two looks while busy" in line or "may be theirs" in line for line in said), said
+    assert f"{connections} connections closed while observed: each one's bytes are counted to its close" in (
+        "\n".join(said)
+    )
+
+
+def test_the_verdict_says_what_the_announcements_gave() -> None:
+    from test_observe_load import result_with
+
+    result = result_with(
+        [25, 25, 25, 25],
+        [1, 1, 1, 1],
+        [100, 100, 100, 700],
+        closes_counted=30,
+        closes_lost=4,
+        closed_unlooked=20,
+        closed_unlooked_bytes_in=1000,
+    )
+    said = verdict(result)
+    assert (
+        "30 connections closed while observed: each one's bytes are counted to its close (the kernel announces "
+        "each socket it frees with its final counters)" in said
+    )
+    assert (
+        "20 connections opened and closed between two looks: the 1,000 bytes they received (50% of all) are "
+        "counted but in no worker's share (an announcement does not say which process held the socket)" in said
+    )
+    assert (
+        "the kernel dropped 4 announcements of a close (the buffer was full): those connections' bytes after "
+        "their last look are not counted" in said
+    )
+    before = verdict(replace(result, closes_counted=None, closes_lost=None, closed_unlooked=None))
+    assert not any("announce" in line for line in before)  # a file from before them: as it was
+    again = ObserveResult.from_dict(json.loads(json.dumps(result.to_dict())))
+    assert again == result  # saved and read back
 
 
 # -- the probe, on messages made by hand -------------------------------------------------------------------

@@ -11,6 +11,7 @@ from ...analysis.chance import how_often, uniform_spread_p
 from ...analysis.fairness import jain_index, max_min_share
 from ...analysis.seen import SURE
 from ...render.text import plural
+from .closes import closes, unseen_bytes
 from .result import ObserveResult
 
 UNEVEN = 1.5  # a worker with this many times an even share "took" the connections; below, they "shared"
@@ -169,7 +170,7 @@ def load(result: ObserveResult) -> list[str]:
     lines = [first, _resting(result, seen), *_accepts(result, seen)]
     if result.closed_busy:
         lines.append(_tails(result, received, seen))
-    return lines
+    return lines + closes(result, received)
 
 
 def _tails(result: ObserveResult, received: list[int], seen: list[int]) -> str:
@@ -275,7 +276,7 @@ def _accepts(result: ObserveResult, seen: list[int]) -> list[str]:
     closed = f"{unseen:,} of {accepted:,} connections opened and closed between two samples"
     top, gap = _apart(list(counts), seen) if total else (0, 0)
     if abs(gap) < APART or len(seen) < 2:
-        return [f"{closed}: their bytes are not in the shares"] if unseen else []
+        return [f"{closed}: {unseen_bytes(result)}"] if unseen else []
     why = []
     if unseen:
         lived = "a larger share of its connections" if gap < 0 else "a smaller share of its connections"
@@ -303,9 +304,13 @@ def _no_bytes(result: ObserveResult, held: list[int], seen: list[int]) -> str:
     else:
         top = max(range(n), key=lambda i: seen[i])
         who = f"none open now; worker {top} held {seen[top]:,} of them" if n > 1 else "none open now"
+    counted = (
+        "from its first look to its close or the end"
+        if result.closes_counted is not None
+        else "between two looks at it (what a connection carries after its last look is not counted)"
+    )
     return (
-        f"load: {plural(sum(seen), 'connection')} seen held ({who}), and no byte counted: none carried data "
-        "between two looks at it (what a connection carries after its last look is not counted)"
+        f"load: {plural(sum(seen), 'connection')} seen held ({who}), and no byte counted: none carried data {counted}"
     )
 
 

@@ -1,0 +1,48 @@
+"""What the kernel's announcements of closes gave observe's load (load.py, probes/tcp_destroy.py), in the
+verdict's words. Pure: a result in, sentences out. A result from before them, or where they were not read
+(a note says why), gets none of these sentences."""
+
+from __future__ import annotations
+
+from ...render.text import plural
+from .result import ObserveResult
+
+
+def _pct(part: int, whole: int) -> str:
+    return f"{part / whole:.0%}" if whole else "-"
+
+
+def closes(result: ObserveResult, received: list[int]) -> list[str]:
+    """The closes counted to the byte, the connections closed before any look (counted, in no worker's
+    share), and the announcements the kernel dropped."""
+    if result.closes_counted is None:
+        return []
+    lines = []
+    if result.closes_counted:
+        lines.append(
+            f"{plural(result.closes_counted, 'connection')} closed while observed: each one's bytes are counted to "
+            "its close (the kernel announces each socket it frees with its final counters)"
+        )
+    if result.closed_unlooked:
+        apart = result.closed_unlooked_bytes_in or 0
+        lines.append(
+            f"{plural(result.closed_unlooked, 'connection')} opened and closed between two looks: the {apart:,} "
+            f"bytes they received ({_pct(apart, sum(received) + apart)} of all) are counted but in no worker's "
+            "share (an announcement does not say which process held the socket)"
+        )
+    if result.closes_lost:
+        lines.append(
+            f"the kernel dropped {plural(result.closes_lost, 'announcement')} of a close (the buffer was full): "
+            "those connections' bytes after their last look are not counted"
+        )
+    return lines
+
+
+def unseen_bytes(result: ObserveResult) -> str:
+    """Where the bytes of the connections no look saw are: nowhere, or (announced) in the one worker's share,
+    or apart, in no worker's."""
+    if result.closes_counted is None:
+        return "their bytes are not in the shares"
+    if len(result.workers) == 1:
+        return "their bytes are in its share, from the kernel's announcements of their closes"
+    return "their bytes are counted apart (below), in no worker's share"
