@@ -51,7 +51,8 @@ def observe(
 
     Nothing is driven at the server and nothing signals it: the kernel counts each worker's accepts
     (bpftrace on the accept tracepoints, as root; per thread for a threaded server such as HAProxy),
-    inet_diag's tcp_info gives each open connection's bytes (sampled: what a connection carries after
+    inet_diag's tcp_info gives each open connection's bytes (sampled, and at each close the kernel's
+    announcement of it adds what it carried since; where that cannot be joined, what a connection carries after
     the last look before it closes is not counted, and the report says how much that could be), and
     /proc gives the rest. Ctrl-C ends it early and keeps what was observed.
     """
