@@ -7,15 +7,18 @@ request per connection), so each assertion is about what the report or the file 
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 
 from conftest import assert_one_error_line, run_cli
+from rich.console import Console, RenderableType
 
 from accept_order.core.histogram import LatencyHistogram
 from accept_order.core.measures import DriverStats, Environment, WorkerCounters
 from accept_order.core.spec import ConcurrentLoad, ServerSpec
 from accept_order.experiments.latency.kept_report import kept_lines
 from accept_order.experiments.latency.model_check import predict
+from accept_order.experiments.latency.report import latency_report
 from accept_order.experiments.latency.result import LatencyResult
 
 ENV = Environment("Linux", "6.18", "x86_64", 16, 65536, "3.11", "host", "2026-11-20T00:00:00+00:00")
@@ -36,6 +39,7 @@ def run(
     mode: str = "epoll",
     errors: dict[str, int] | None = None,
     rate: float | None = None,
+    fast_us: int = 1500,
 ) -> LatencyResult:
     """A run of `requests` over 2 workers (or len(held)), each timing 1 ms per request; `held`: the
     connections each worker accepted and held to the end (a kept run), else one request per connection."""
@@ -46,8 +50,8 @@ def run(
         for i in range(workers)
     )  # fmt: skip
     hist = LatencyHistogram()
-    hist.add(1500, requests // 2)
-    hist.add(4000, requests - requests // 2)
+    hist.add(fast_us, requests // 2)
+    hist.add(fast_us + 2500, requests - requests // 2)
     failed = sum((errors or {}).values())
     return LatencyResult(
         server=ServerSpec(mode=mode, workers=workers).validated(),
@@ -109,13 +113,72 @@ def test_a_pool_of_one_request_connections_is_refused_in_one_line() -> None:
     """--pool with one request per connection (the default) closed each pooled connection after the reply
     that filled the pool, then ran a one-request load ('1 requests per connection, opened as a pool first',
     held at end 0): refused up front, by every command that takes --pool, before a server starts."""
-    small = ["-c", "2", "-w", "1"]  # a run that is short should the check be missing
-    for command in (
-        ["latency", "-n", "20"],
-        ["sweep", "-n", "20"],
+    for command in (  # each run short, should the check be missing
+        ["latency", "-n", "20", "-c", "2"],
+        ["sweep", "-n", "20", "-c", "2"],
         ["ramp", "--concurrency-steps", "2", "--step", "0.1s"],
     ):
-        result = run_cli([*command, *small, "--pool"])
+        result = run_cli([*command, "-w", "1", "--pool"])
         assert_one_error_line(result, 2, "--pool keeps its connections", "--requests-per-connection 0")
     result = run_cli(["latency", "--server", "nginx", "--pool", "--requests-per-connection", "1"])
     assert_one_error_line(result, 2, "--pool keeps its connections")
+
+
+def text(renderable: RenderableType) -> str:
+    console = Console(width=1000, record=True, file=io.StringIO(), color_system=None)
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_a_kept_runs_report_counts_requests_where_it_counted_connections() -> None:
+    """Over kept connections each sample, failure and timed service is a request: the model's service time
+    ('the workers' CPU per connection (mean 37 µs, 3000 connections)' for 3,000 requests over 600 connections
+    to nginx), its fixed path ('every connection took ... set-up': a kept request sets nothing up), the
+    failures, the interrupted note and an open loop's late starts said connections. A run of one request per
+    connection still says connections, as before."""
+    # the fastest request 2.5 ms, the model's 2 ms (a worker of 2 connections: one waits for the other)
+    kept = run(held=(6, 2), per=0, pool=True, errors={"timeout": 1}, fast_us=2500)
+    kept = dataclasses.replace(kept, model=predict(kept), interrupted=True)
+    said = text(latency_report(kept))
+    assert "timed by the workers (mean 1 ms, 1 ms to 1 ms by worker, 2000 requests)" in said
+    assert "that every request took besides queueing, the fastest request's time over the model's fastest: the " \
+        "kernel, the client" in said  # fmt: skip
+    assert "1 of 2001 requests failed" in said and "(requests in flight counted as aborted)" in said
+    assert " connections)" not in said.split("service time:")[1].splitlines()[0]
+    cpu = dataclasses.replace(
+        kept, counters=tuple(dataclasses.replace(c, service_us=(), cpu_s=1.0) for c in kept.counters)
+    )
+    assert "the workers' CPU per request (mean 1 ms, 2000 requests)" in text(
+        latency_report(dataclasses.replace(cpu, model=predict(cpu)))
+    )
+    one = run(errors={"timeout": 1}, fast_us=2500)
+    one = dataclasses.replace(one, model=predict(one), interrupted=True)
+    said = text(latency_report(one))
+    assert "timed by the workers (mean 1 ms, 1 ms to 1 ms by worker, 2000 connections)" in said
+    assert "that every connection took besides queueing, the fastest connection's time over the model's fastest: " \
+        "set-up, the kernel, the client" in said  # fmt: skip
+    assert "1 of 2001 connections failed" in said and "(connections in flight counted as aborted)" in said
+
+
+def test_an_open_loop_over_kept_connections_says_they_are_kept_and_counts_requests() -> None:
+    """latency --rate 2000 --duration 2s --pool --requests-per-connection 0: the headline said 'open loop at
+    2000/s, 2 s, at most 4 in flight' (nothing of the pool), and its late starts '164 of 4004 connections'."""
+    kept = run(held=(4, 0), per=0, pool=True, concurrency=4, rate=2000.0)
+    kept = dataclasses.replace(
+        kept,
+        load=dataclasses.replace(kept.load, connections=None, duration_s=2.0),
+        drivers=(DriverStats(0, 4, 2000, 2.0, 0.5, 0.0, None, 164),),
+    )
+    said = text(latency_report(dataclasses.replace(kept, model=predict(kept))))
+    assert "open loop at 2000/s, 2 s, each connection kept for the whole run, opened as a pool first, at most 4" in said
+    assert "164 of 2000 requests were due while all 4 in flight were busy" in said
+    assert "its ρ the busiest worker's" in said
+    one = run(concurrency=4, rate=2000.0)
+    one = dataclasses.replace(
+        one,
+        load=dataclasses.replace(one.load, connections=None, duration_s=2.0),
+        drivers=(DriverStats(0, 4, 2000, 2.0, 0.5, 0.0, None, 164),),
+    )
+    said = text(latency_report(dataclasses.replace(one, model=predict(one))))
+    assert "open loop at 2000/s, 2 s, at most 4 in flight" in said and "its ρ" not in said
+    assert "164 of 2000 connections were due" in said

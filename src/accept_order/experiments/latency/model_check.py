@@ -28,6 +28,7 @@ from ...core.models import Model
 from ...core.run_warnings import WarningKind
 from ...loads.generator import driver_warnings
 from ...servers.registry import known_mode
+from .kept_report import finished_unit
 from .result import LatencyResult
 
 
@@ -209,7 +210,7 @@ def seen_besides_queueing(result: LatencyResult, name: Callable[[LatencyResult],
     late = result.late  # an open loop's connections that waited for one of the generator's -c slots
     if late and overload(result, name) is None:  # an overloaded run says so in its own lead
         seen.append(
-            f"{late:,} of {label}'s connections waited in the load generator for one of its "
+            f"{late:,} of {label}'s {finished_unit(result.load)}s waited in the load generator for one of its "
             f"{result.load.concurrency} slots (a larger -c lets them start on time)"
         )
     shares = result.others_cpu_share
@@ -281,9 +282,12 @@ def _fixed_clause(runs: Sequence[LatencyResult], fixed: float) -> str:
         return ""
     median = max(r.histogram.percentile(50) / 1000 for r in runs)  # most of every run's median, or not said
     most = "; that is most of each run's median latency, not the workers' queues" if fixed > median / 2 else ""
+    # over kept connections each sample is a request, and the fastest one had no connection to set up
+    unit = finished_unit(runs[0].load) if runs else "connection"
+    path = "set-up, the kernel, the client" if unit == "connection" else "the kernel, the client"
     return (
-        f" (predictions include {fixed:.2f} ms that every connection took besides queueing, the fastest connection's "
-        f"time over the model's fastest: set-up, the kernel, the client{most})"
+        f" (predictions include {fixed:.2f} ms that every {unit} took besides queueing, the fastest {unit}'s "
+        f"time over the model's fastest: {path}{most})"
     )
 
 

@@ -14,6 +14,7 @@ from ...analysis.model_check import SOURCES
 from ...core.histogram import LatencyHistogram
 from ...render.text import Verbatim, durations_us, plural
 from ...results import export
+from .kept_report import finished_unit
 from .model_check import model_line
 from .result import LatencyResult
 
@@ -31,6 +32,8 @@ NOTE = (
     "connections a worker takes from the shared queue at once (all: until none is left)"
 )
 RHO_NOTE = "; ρ: the open loop's rate × mean service time / workers (1 or more: more than the workers can serve)"
+# a pinned model's ρ is not over all the workers (ModelCheck.utilisation)
+PINNED_RHO = "; its ρ the busiest worker's, fed its connections' share of the rate"
 PINNED_NOTE = "; pinned = each request queued at the worker that holds its connection (connections held per worker: "
 
 
@@ -40,7 +43,8 @@ def _pinned_note(runs: Sequence[LatencyResult], label: Callable[[LatencyResult],
     if not held:
         return ""
     each = "; ".join(("" if len(held) == 1 else f"{name} ") + "/".join(map(str, counts)) for name, counts in held)
-    return PINNED_NOTE + each + ")"
+    open_loop = any(r.model.utilisation is not None for r in runs if r.model and r.model.discipline == "pinned")
+    return PINNED_NOTE + each + ")" + (PINNED_RHO if open_loop else "")
 
 
 def _ms(value: float) -> str:
@@ -74,13 +78,15 @@ def model_table_lines(results: Sequence[LatencyResult], label: Callable[[Latency
 def _service_text(r: LatencyResult, label: Callable[[LatencyResult], str]) -> str:
     m = r.model
     assert m is not None
-    count = f", {plural(m.service_count, 'connection')}" if m.service_count else ""
+    unit = finished_unit(r.load)  # a request over kept connections: the workers timed (or used CPU on) each
+    count = f", {plural(m.service_count, unit)}" if m.service_count else ""
     each = [c.service_sum_us / n for c in r.counters if c.service_sum_us and (n := sum(k for _, k in c.service_us))]
     extremes = [round(min(each)), round(max(each))] if len(each) > 1 else []
     mean, *spread_by_worker = durations_us(round(m.service_mean_ms * 1000), *extremes)  # one unit
     spread = f", {spread_by_worker[0]} to {spread_by_worker[1]} by worker" if extremes else ""
     rho = "" if m.utilisation is None else f"; ρ {m.utilisation:.2f}"
-    return f"{label(r)}: {SOURCES[m.service_source]} (mean {mean}{spread}{count}){rho}"
+    source = SOURCES[m.service_source].replace("per connection", f"per {unit}")
+    return f"{label(r)}: {source} (mean {mean}{spread}{count}){rho}"
 
 
 def _load_text(r: LatencyResult) -> str:

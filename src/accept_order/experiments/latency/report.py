@@ -69,7 +69,7 @@ def open_loop_note(result: LatencyResult, named: bool = False) -> Text | None:
         return None
     who = f"{result.server.label}: " if named else ""
     text = (
-        f"{who}open loop at {load.rate:g}/s: {late} of {result.driven} connections were due while all "
+        f"{who}open loop at {load.rate:g}/s: {late} of {result.driven} {finished_unit(load)}s were due while all "
         f"{load.concurrency} in flight were busy and started late; their latencies count from when they were due"
     )
     if unstarted:
@@ -121,7 +121,8 @@ def _work_and_load(plan: ServerSpec, estimate_us: float | None, load: Concurrent
     amount = kept_amount(load) if load.connections is not None else shown["ran"]
     procs = f"{load.driver_procs} driver processes" + (f" on CPUs {format_cpu_list(load.cpus)}" if load.cpus else "")
     if load.rate is not None:
-        return work, f"open loop at {load.rate:g}/s, {amount}, at most {load.concurrency} in flight, {procs}"
+        kept = kept_words(load) if load.connections is None else ""  # with a count, kept_amount says it
+        return work, f"open loop at {load.rate:g}/s, {amount}{kept}, at most {load.concurrency} in flight, {procs}"
     return work, f"{amount}, {load.concurrency} concurrent{kept_words(load)}, {procs}"
 
 
@@ -168,11 +169,12 @@ def percentile_table(result: LatencyResult) -> Table:
     return table
 
 
-def errors_block(errors: dict[str, int], total: int) -> Text | None:
+def errors_block(errors: dict[str, int], total: int, unit: str = "connection") -> Text | None:
+    """The failures by cause; `unit`: what failed (finished_unit: a request over kept connections)."""
     if not errors:
         return None
     failed = sum(errors.values())
-    text = Text(f"{failed} of {total} connections failed:\n", style="bold red")
+    text = Text(f"{failed} of {total} {unit}s failed:\n", style="bold red")
     for name, n in sorted(errors.items(), key=lambda kv: -kv[1]):
         text.append(f"  {n} × {describe_error(name)}\n")
     return text
@@ -222,7 +224,8 @@ def interrupted_note(results: Sequence[LatencyResult]) -> list[Text]:
         why = f"Interrupted: the {r.server.label} run was stopped after {r.wall_s:.2f} s"
     return [
         Text(
-            f"{why}; its figures are what was measured until then (connections in flight counted as aborted).",
+            f"{why}; its figures are what was measured until then ({finished_unit(r.load)}s in flight counted as "
+            "aborted).",
             style="bold yellow",
         )
     ]
@@ -264,7 +267,7 @@ def latency_report(result: LatencyResult) -> RenderableType:
     ]
     if result.evidence:
         parts.append(evidence_report(result.evidence))
-    errors = errors_block(result.errors, result.driven)
+    errors = errors_block(result.errors, result.driven, finished_unit(result.load))
     if errors:
         parts.append(errors)
     parts.extend(load_notes([result]))
@@ -312,7 +315,7 @@ def compare_report(
         parts.append(group_headline("accept-order latency --modes", first, ""))
     for r in results:
         parts.append(Verbatim(mmhistogram_lines(r)))
-        errors = errors_block(r.errors, r.driven)
+        errors = errors_block(r.errors, r.driven, finished_unit(r.load))
         if errors:
             parts.append(errors)
     parts.append(Text("latency by mode (ms)", style="bold"))

@@ -13,7 +13,7 @@ from ...render.columns import TextColumn, TextTable
 from ...render.evidence import counters_text
 from ...render.text import Verbatim
 from ...servers.registry import known_mode
-from .kept_report import kept_compare_parts
+from .kept_report import finished_unit, kept_compare_parts
 from .model_report import model_report
 from .report import (
     WIDE,
@@ -92,7 +92,7 @@ def sweep_report(results: Sequence[LatencyResult]) -> RenderableType:
             Text(f"Note: mode {server.mode} accepts one connection per wakeup whatever the cap.", style="yellow")
         )
     for r in results:
-        errors = errors_block(r.errors, r.driven)
+        errors = errors_block(r.errors, r.driven, finished_unit(r.load))
         if errors:
             parts.append(Text(f"{sweep_name(r)}: ", style="bold"))
             parts.append(errors)
