@@ -20,6 +20,7 @@ from accept_order.experiments.latency.kept_report import kept_lines
 from accept_order.experiments.latency.model_check import predict
 from accept_order.experiments.latency.report import latency_report
 from accept_order.experiments.latency.result import LatencyResult
+from accept_order.loads.generator import merge
 
 ENV = Environment("Linux", "6.18", "x86_64", 16, 65536, "3.11", "host", "2026-11-20T00:00:00+00:00")
 
@@ -182,3 +183,13 @@ def test_an_open_loop_over_kept_connections_says_they_are_kept_and_counts_reques
     said = text(latency_report(dataclasses.replace(one, model=predict(one))))
     assert "open loop at 2000/s, 2 s, at most 4 in flight" in said and "its ρ" not in said
     assert "164 of 2000 connections were due" in said
+
+
+def test_a_load_stopped_with_nothing_in_flight_lists_no_failure() -> None:
+    """A SIGTERM that stopped a pool's drivers between requests: each reported 0 aborted, and the report
+    printed '0 of 185702 connections failed:' with '0 × aborted' under it (the file: errors {'aborted': 0})."""
+    stats = DriverStats(0, 4, 10, 1.0, 0.1).to_dict()
+    report = {"counts": [(100, 10)], "errors": {"aborted": 0}, "served": {0: 10}, "start": 0.0, "end": 1.0}
+    merged = merge([report | {"stats": stats}, report | {"stats": stats | {"index": 1}, "errors": {"aborted": 2}}])
+    assert dict(merged.errors) == {"aborted": 2} and merged.failed == 2
+    assert dict(merge([report | {"stats": stats}]).errors) == {}

@@ -292,6 +292,8 @@ def merge(reports: list[dict[str, Any]]) -> LoadResult:
             histogram.add(us, n)
         errors.update(r["errors"])
         served.update(r["served"])
+    # a driver stopped with nothing in flight reports its aborted as 0: no failure, and none to list
+    errors = +errors
     wall = max(r["end"] for r in reports) - min(r["start"] for r in reports) if reports else 0.0
     drivers = [DriverStats.from_dict(r["stats"]) for r in reports]
     result = LoadResult(histogram, errors, served, round(wall, 6), drivers)
