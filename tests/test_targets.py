@@ -145,7 +145,7 @@ def test_a_listener_that_closes_while_looked_at_is_said_so(monkeypatch: pytest.M
     listener = socket.create_server(("127.0.0.1", 0))
     port = listener.getsockname()[1]
 
-    def closed_first(inodes: object, pids: object = None) -> dict[int, set[int]]:
+    def closed_first(inodes: object, pids: object = None, tables: object = None) -> dict[int, set[int]]:
         listener.close()  # the server stops between the listing and the look at who holds it
         return {}
 

@@ -8,6 +8,11 @@ which flags), io_uring instances; and whether two descriptors are one open file.
 inet_diag and `socket:[...]` give it in decimal). An io_uring's fdinfo lists the requests armed on a
 file's wait queue under `PollList:` (`op=13` is IORING_OP_ACCEPT).
 
+`FdTables` is one look's fd tables: each process's /proc/PID/fd read once (a listing, then one readlink per
+descriptor through a directory fd), kept for everything the look asks of them. A worker holding 10,000
+connections has 10,000 links to read; inspect read each table about ten times a look before it kept them
+(the holders of a listener, the processes fed over Unix sockets, then each sample's open files).
+
 Every epoll instance has the same inode (the one anonymous inode they all share), so the inode cannot say
 whether two processes share one. kcmp(2) with KCMP_FILE can: it compares the kernel's file objects behind
 two descriptors of two processes (it needs the same access as reading the processes' memory maps: the same
@@ -18,9 +23,12 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import errno
 import os
 import re
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 EPOLLEXCLUSIVE = 1 << 28
 IORING_OP_ACCEPT = 13
@@ -29,6 +37,7 @@ KCMP_SYSCALL = {"x86_64": 312, "aarch64": 272, "riscv64": 272}
 
 _TFD = re.compile(r"tfd:\s*(\d+)\s+events:\s*([0-9a-fA-F]+).*?\bino:\s*([0-9a-fA-F]+)")
 _OP = re.compile(r"\bop=(\d+)")
+_FEW = 8  # listeners looked up line by line in an epoll's fdinfo; more: the whole of it parsed once
 
 
 @dataclass(frozen=True)
@@ -48,13 +57,36 @@ class Watch:
 @dataclass(frozen=True)
 class OpenFile:
     """One descriptor: `kind` is socket, eventpoll, io_uring or other; `inode` for sockets (and the
-    anonymous inode of the others); `watches` for an epoll; `ops` armed on an io_uring (PollList)."""
+    anonymous inode of the others); `watches` for an epoll (its fdinfo, parsed when first asked: a worker's
+    epoll watches each connection it holds, and a look needs only the listeners' lines of most of them);
+    `ops` armed on an io_uring (PollList)."""
 
     fd: int
     kind: str
     inode: int | None = None
-    watches: tuple[Watch, ...] = ()
     ops: tuple[int, ...] = field(default=())
+    fdinfo: str = field(default="", repr=False, compare=False)
+
+    @cached_property
+    def watches(self) -> tuple[Watch, ...]:
+        return parse_epoll_fdinfo(self.fdinfo)
+
+    def watching(self, inodes: Collection[int]) -> tuple[Watch, ...]:
+        """The watches of these inodes (the listeners), in the order the fdinfo lists them: only the lines
+        naming one are parsed."""
+        if "watches" in self.__dict__ or len(inodes) > _FEW:
+            return tuple(w for w in self.watches if w.inode in inodes)
+        found: list[tuple[int, Watch]] = []
+        for inode in inodes:
+            key = f"ino:{inode:x}"
+            at = self.fdinfo.find(key)
+            while at >= 0:
+                start = self.fdinfo.rfind("\n", 0, at) + 1
+                end = self.fdinfo.find("\n", at)
+                line = self.fdinfo[start : end if end >= 0 else len(self.fdinfo)]
+                found += [(start, w) for w in parse_epoll_fdinfo(line) if w.inode == inode]
+                at = self.fdinfo.find(key, at + len(key))
+        return tuple(w for _, w in sorted(found, key=lambda pair: pair[0]))
 
     @property
     def accept_armed(self) -> bool:
@@ -86,28 +118,151 @@ def _fdinfo(pid: int, fd: int) -> str:
         return ""  # closed meanwhile
 
 
+def read_links(pid: int) -> dict[int, str] | None:
+    """fd -> what /proc/PID/fd/FD links to, in the order the kernel lists them ({} once the process is gone;
+    None: another user's process, without root). Read through a directory fd, which is tied to the process:
+    a newcomer that reuses the pid meanwhile is not read in its place."""
+    try:
+        dir_fd = os.open(f"/proc/{pid}/fd", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except PermissionError:
+        return None
+    except OSError:
+        return {}  # gone meanwhile
+    links: dict[int, str] = {}
+    try:
+        for name in os.listdir(dir_fd):
+            try:
+                links[int(name)] = os.readlink(name, dir_fd=dir_fd)
+            except OSError:
+                continue  # closed between listdir and readlink
+    except OSError:
+        return {}  # gone while listed
+    finally:
+        os.close(dir_fd)
+    return links
+
+
+def _link(pid: int, fd: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/fd/{fd}")
+    except OSError:
+        return None
+
+
+def _socket_inode(link: str) -> int | None:
+    return int(link[8:-1]) if link.startswith("socket:[") else None
+
+
+def _polls(link: str) -> str | None:
+    """The kind of a descriptor whose fdinfo says what it waits for (eventpoll, io_uring), else None."""
+    if link == "anon_inode:[eventpoll]":
+        return "eventpoll"
+    if link.startswith("anon_inode:[io_uring]") or link.startswith("anon_inode:io_uring"):
+        return "io_uring"
+    return None
+
+
+def _unread(fd: int, link: str) -> OpenFile | None:
+    """The descriptor as an OpenFile without its fdinfo; None for files that play no part in accepting."""
+    inode = _socket_inode(link)
+    if inode is not None:
+        return OpenFile(fd, "socket", inode)
+    kind = _polls(link)
+    return OpenFile(fd, kind) if kind is not None else None
+
+
+def _open_file(pid: int, fd: int, link: str) -> OpenFile | None:
+    """The descriptor as an OpenFile (an epoll's or io_uring's fdinfo read now); None for other files."""
+    inode = _socket_inode(link)
+    if inode is not None:
+        return OpenFile(fd, "socket", inode)
+    kind = _polls(link)
+    if kind == "eventpoll":
+        return OpenFile(fd, kind, fdinfo=_fdinfo(pid, fd))
+    if kind == "io_uring":
+        return OpenFile(fd, kind, ops=parse_uring_fdinfo(_fdinfo(pid, fd)))
+    return None
+
+
 def open_files(pid: int) -> dict[int, OpenFile]:
     """fd -> OpenFile for every socket, epoll and io_uring of `pid` (other files are left out).
     PermissionError: another user's process, without root."""
-    files: dict[int, OpenFile] = {}
-    directory = f"/proc/{pid}/fd"
-    try:
-        names = os.listdir(directory)
-    except (FileNotFoundError, ProcessLookupError):
-        return files  # gone meanwhile
-    for name in names:
+    return FdTables().files(pid)
+
+
+class FdTables:
+    """One look's fd tables: each process's /proc/PID/fd read once, when first asked, and kept (see the
+    module's docstring). What a link names is taken to keep its meaning while the look lasts (a few hundred
+    ms): a listener's descriptor, a worker's epoll or io_uring, its Unix sockets are made as it starts. Two
+    things are read again at each `files` call, because they move while a server runs: an epoll's or
+    io_uring's fdinfo (nginx's accept mutex adds its listeners to the epoll of the worker that takes the lock
+    and removes them from the one that gives it up; an armed accept comes and goes with each connection),
+    and the descriptors the caller names as `again` (those its threads wait on now: one may have been opened
+    since, or its number closed and given to another file)."""
+
+    def __init__(self) -> None:
+        self._links: dict[int, dict[int, str] | None] = {}
+        self._sockets: dict[int, frozenset[int]] = {}
+        self._files: dict[int, dict[int, OpenFile]] = {}  # the sockets, and the epolls and io_urings unread
+
+    def links(self, pid: int) -> dict[int, str]:
+        """fd -> link of `pid`'s table ({} once gone). PermissionError: another user's process, without root."""
+        if pid not in self._links:
+            self._links[pid] = read_links(pid)
+        links = self._links[pid]
+        if links is None:
+            raise PermissionError(errno.EACCES, f"/proc/{pid}/fd is not this user's to read")
+        return links
+
+    def readable(self, pid: int) -> bool:
+        """False only for another user's process (without root); a process that is gone is readable (empty)."""
         try:
-            link = os.readlink(f"{directory}/{name}")
-        except OSError:
-            continue  # closed between listdir and readlink
-        fd = int(name)
-        if link.startswith("socket:["):
-            files[fd] = OpenFile(fd, "socket", int(link[8:-1]))
-        elif link == "anon_inode:[eventpoll]":
-            files[fd] = OpenFile(fd, "eventpoll", watches=parse_epoll_fdinfo(_fdinfo(pid, fd)))
-        elif link.startswith("anon_inode:[io_uring]") or link.startswith("anon_inode:io_uring"):
-            files[fd] = OpenFile(fd, "io_uring", ops=parse_uring_fdinfo(_fdinfo(pid, fd)))
-    return files
+            self.links(pid)
+        except PermissionError:
+            return False
+        return True
+
+    def sockets(self, pid: int) -> frozenset[int]:
+        """Every socket inode in `pid`'s fd table. PermissionError: not this user's to read."""
+        links = self.links(pid)
+        if pid not in self._sockets:
+            self._sockets[pid] = frozenset(i for link in links.values() if (i := _socket_inode(link)) is not None)
+        return self._sockets[pid]
+
+    def holders(self, inodes: Collection[int], pids: Iterable[int]) -> dict[int, set[int]]:
+        """pid -> which of `inodes` (sockets) its fd table holds, of `pids`; those this user may not read
+        are left out."""
+        found: dict[int, set[int]] = {}
+        wanted = {f"socket:[{inode}]": inode for inode in inodes}  # the links compared as the kernel writes them
+        for pid in pids:
+            try:
+                held = {inode for link in self.links(pid).values() if (inode := wanted.get(link)) is not None}
+            except PermissionError:
+                continue
+            if held:
+                found[pid] = held
+        return found
+
+    def files(self, pid: int, again: Iterable[int] = ()) -> dict[int, OpenFile]:
+        """fd -> OpenFile for every socket, epoll and io_uring of `pid`, in the table's order: the sockets as
+        the table has them, each epoll's and io_uring's fdinfo read now, and the descriptors `again` read
+        now. PermissionError: another user's process, without root."""
+        links = self.links(pid)
+        if pid not in self._files:
+            self._files[pid] = {fd: file for fd, link in links.items() if (file := _unread(fd, link)) is not None}
+        files = dict(self._files[pid])
+        for fd in [fd for fd, file in files.items() if file.kind != "socket"]:
+            files[fd] = _open_file(pid, fd, links[fd]) or files[fd]
+        for fd in again:
+            link = _link(pid, fd)
+            if link is None or link == links.get(fd):
+                continue  # as the table has it (closed since: as a listing before the close had it)
+            now = _open_file(pid, fd, link)
+            if now is not None:
+                files[fd] = now
+            else:
+                files.pop(fd, None)
+        return files
 
 
 _libc: ctypes.CDLL | None = None

@@ -28,6 +28,7 @@ import sys
 from collections.abc import Collection, Iterable, Sequence
 
 from ..core.started import Closing
+from .fd_table import FdTables
 from .listeners import (
     _MSG_HEAD,
     _MSG_SIZE,
@@ -264,33 +265,15 @@ class SocketOwners(Closing):
         return None if inode is None else self.holder(inode)
 
 
-def socket_holders(inodes: Collection[int], pids: Iterable[int] | None = None) -> dict[int, set[int]]:
+def socket_holders(
+    inodes: Collection[int], pids: Iterable[int] | None = None, tables: FdTables | None = None
+) -> dict[int, set[int]]:
     """pid -> which of ``inodes`` (sockets) its fd table holds, for every process in /proc (or ``pids``).
 
     Who holds a listener, as `ss -ltnp` finds it: a listening socket has no owner in the kernel's tables,
     only holders. Processes that vanish while being read, or that this user may not look into, are left
-    out (as root, none is)."""
-    wanted = {f"socket:[{inode}]": inode for inode in inodes}
-    holders: dict[int, set[int]] = {}
-    if not wanted:
-        return holders
+    out (as root, none is). ``tables``: a look's fd tables, read through and kept (each read once a look)."""
+    if not inodes:
+        return {}
     candidates = pids if pids is not None else (int(name) for name in os.listdir("/proc") if name.isdigit())
-    for pid in candidates:
-        try:
-            dir_fd = os.open(f"/proc/{pid}/fd", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        except OSError:
-            continue
-        try:
-            names = os.listdir(dir_fd)
-            for name in names:
-                try:
-                    inode = wanted.get(os.readlink(name, dir_fd=dir_fd))
-                except OSError:
-                    continue  # closed between listdir and readlink
-                if inode is not None:
-                    holders.setdefault(pid, set()).add(inode)
-        except OSError:
-            continue
-        finally:
-            os.close(dir_fd)
-    return holders
+    return (tables if tables is not None else FdTables()).holders(inodes, candidates)

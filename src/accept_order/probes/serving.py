@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from ..core.errors import NotServing, PlanError
 from ..core.measures import ListenerRow
+from .fd_table import FdTables
 from .listeners import listening_sockets, parse_proc_net_tcp
 from .owner import socket_holders
 from .server_netns import in_namespace_of
@@ -107,22 +108,10 @@ def _listdir(path: str) -> list[str]:
         return []
 
 
-def socket_inodes(pid: int) -> set[int]:
-    """Every socket inode in `pid`'s fd table. PermissionError: not this user's to read."""
-    inodes: set[int] = set()
-    directory = f"/proc/{pid}/fd"
-    try:
-        names = os.listdir(directory)
-    except (FileNotFoundError, ProcessLookupError):
-        return inodes
-    for name in names:
-        try:
-            link = os.readlink(f"{directory}/{name}")
-        except OSError:
-            continue
-        if link.startswith("socket:["):
-            inodes.add(int(link[8:-1]))
-    return inodes
+def socket_inodes(pid: int, tables: FdTables | None = None) -> set[int]:
+    """Every socket inode in `pid`'s fd table (read now, or as `tables` has it). PermissionError: not this
+    user's to read."""
+    return set((tables if tables is not None else FdTables()).sockets(pid))
 
 
 def namespace_listeners(pid: int) -> list[ListenerRow]:
@@ -154,8 +143,10 @@ def _peers(pid: int) -> dict[int, int]:
         return {}
 
 
-def find_server(pid: int | None = None, port: int | None = None) -> Server:
-    """The server behind a pid or a port. NotServing (one line) when there is none."""
+def find_server(pid: int | None = None, port: int | None = None, tables: FdTables | None = None) -> Server:
+    """The server behind a pid or a port. NotServing (one line) when there is none. `tables`: the look's fd
+    tables, read through and kept for what it asks next (its samples); a table of its own when not given."""
+    tables = tables if tables is not None else FdTables()
     if pid is not None:
         start = process_info(pid)
         if start is None:
@@ -164,7 +155,7 @@ def find_server(pid: int | None = None, port: int | None = None) -> Server:
         group = namespace_listeners(anchor)
         inodes = {row.inode for row in group}
         try:
-            held = socket_inodes(anchor) & inodes
+            held = socket_inodes(anchor, tables) & inodes
         except PermissionError:
             raise NotServing(
                 f"pid {pid} ({start.name}): its open files are not this user's to read (run as root or as its user)"
@@ -172,7 +163,7 @@ def find_server(pid: int | None = None, port: int | None = None) -> Server:
         if not held and start.pid == INIT:
             raise NotServing(_init_refusal(start, group))
         if not held:
-            held = _held_by_relatives(start, group)
+            held = _held_by_relatives(start, group, tables)
         if not held:
             raise NotServing(
                 f"pid {pid} ({start.name}) holds no listening TCP socket, nor does its parent, a child or a "
@@ -187,32 +178,32 @@ def find_server(pid: int | None = None, port: int | None = None) -> Server:
         anchor = os.getpid()
     ports = {row.port for row in group if row.inode in held}
     rows = [row for row in group if row.port in ports]
-    holders = {p: frozenset(i) for p, i in socket_holders({row.inode for row in rows}).items()}
+    holders = {p: frozenset(i) for p, i in socket_holders({row.inode for row in rows}, tables=tables).items()}
     if not holders:
         raise NotServing(_unheld(rows, anchor))
     anchor = next(iter(holders)) if pid is None else anchor
     peers = _peers(anchor)
     infos = {p: info for p in holders if (info := process_info(p)) is not None}
-    fed = _fed(infos, peers)
+    fed = _fed(infos, peers, tables)
     infos.update({p: info for p in fed if (info := process_info(p)) is not None})
-    infos.update(_unreadable_parents(infos))
-    hidden = tuple(sorted(p for p in _hidden(infos)))
+    infos.update(_unreadable_parents(infos, tables))
+    hidden = tuple(sorted(p for p in infos if not tables.readable(p)))
     return Server(_tree_order(infos), tuple(rows), holders, frozenset(fed), peers, hidden)
 
 
-def _held_by_relatives(start: ProcessInfo, group: list[ListenerRow]) -> set[int]:
+def _held_by_relatives(start: ProcessInfo, group: list[ListenerRow], tables: FdTables) -> set[int]:
     """Listeners held by the parent or a child of `start` (a Node worker's primary; a master given a
     worker's pid), else by a sibling, parent or child at the other end of one of its Unix sockets.
     NotServing when its children serve different ports (a supervisor's, a shell's): none is its server."""
     listeners = {row.inode for row in group}
     for relative in sorted({start.ppid} - {0, INIT}):
         try:
-            held = socket_inodes(relative) & listeners
+            held = socket_inodes(relative, tables) & listeners
         except PermissionError:
             continue
         if held:
             return held
-    children = _listening_children(start.pid, group)
+    children = _listening_children(start.pid, group, tables)
     if len({ports for _, ports in children.values()}) > 1:
         raise NotServing(
             f"pid {start.pid} ({start.name}) holds no listening TCP socket; its children serve different "
@@ -223,13 +214,13 @@ def _held_by_relatives(start: ProcessInfo, group: list[ListenerRow]) -> set[int]
     relatives = {start.ppid, *children_of([start.pid])} - {0, INIT}
     peers = _peers(start.pid)
     try:
-        ends = {peers[i] for i in socket_inodes(start.pid) if i in peers}
+        ends = {peers[i] for i in socket_inodes(start.pid, tables) if i in peers}
     except PermissionError:
         return set()
     nearby = relatives | children_of([start.ppid])
-    for holder in socket_holders(ends, sorted(nearby - {start.pid})):
+    for holder in socket_holders(ends, sorted(nearby - {start.pid}), tables):
         try:
-            held = socket_inodes(holder) & listeners
+            held = socket_inodes(holder, tables) & listeners
         except PermissionError:
             continue
         if held:
@@ -237,13 +228,15 @@ def _held_by_relatives(start: ProcessInfo, group: list[ListenerRow]) -> set[int]
     return set()
 
 
-def _listening_children(pid: int, group: list[ListenerRow]) -> dict[int, tuple[set[int], tuple[int, ...]]]:
+def _listening_children(
+    pid: int, group: list[ListenerRow], tables: FdTables | None = None
+) -> dict[int, tuple[set[int], tuple[int, ...]]]:
     """pid's children that hold one of the listeners in `group`: child -> (those listeners, their ports)."""
     port_of = {row.inode: row.port for row in group}
     found: dict[int, tuple[set[int], tuple[int, ...]]] = {}
     for child in sorted(children_of([pid])):
         try:
-            held = socket_inodes(child) & port_of.keys()
+            held = socket_inodes(child, tables) & port_of.keys()
         except PermissionError:
             continue
         if held:
@@ -298,46 +291,28 @@ def _at(row: ListenerRow) -> str:
     return f"[{row.address}]:{row.port}" if ":" in row.address else f"{row.address}:{row.port}"
 
 
-def _fed(holders: dict[int, ProcessInfo], peers: dict[int, int]) -> set[int]:
+def _fed(holders: dict[int, ProcessInfo], peers: dict[int, int], tables: FdTables) -> set[int]:
     """Children and siblings of the holders that hold no listener but share a Unix socketpair with a holder."""
     if not peers:
         return set()
     ends: set[int] = set()
     for pid in holders:
         try:
-            ends |= {peers[i] for i in socket_inodes(pid) if i in peers}
+            ends |= {peers[i] for i in socket_inodes(pid, tables) if i in peers}
         except PermissionError:
             continue
     nearby = children_of(holders) | children_of({info.ppid for info in holders.values()})
-    return set(socket_holders(ends, sorted(nearby - set(holders))))
+    return set(socket_holders(ends, sorted(nearby - set(holders)), tables))
 
 
-def _unreadable_parents(infos: dict[int, ProcessInfo]) -> dict[int, ProcessInfo]:
+def _unreadable_parents(infos: dict[int, ProcessInfo], tables: FdTables) -> dict[int, ProcessInfo]:
     """The workers' parent when this user may not read its open files (a master running as root over
     workers running as nobody): it may hold the listeners too, and the report must say it could not look."""
     found: dict[int, ProcessInfo] = {}
     for ppid in {info.ppid for info in infos.values()} - set(infos) - {0, 1}:
-        try:
-            os.listdir(f"/proc/{ppid}/fd")
-        except PermissionError:
-            info = process_info(ppid)
-            if info is not None:
-                found[ppid] = info
-        except OSError:
-            continue
+        if not tables.readable(ppid) and (info := process_info(ppid)) is not None:
+            found[ppid] = info
     return found
-
-
-def _hidden(infos: dict[int, ProcessInfo]) -> list[int]:
-    hidden = []
-    for pid in infos:
-        try:
-            os.listdir(f"/proc/{pid}/fd")
-        except PermissionError:
-            hidden.append(pid)
-        except OSError:
-            pass
-    return hidden
 
 
 def _tree_order(infos: dict[int, ProcessInfo]) -> tuple[ProcessInfo, ...]:

@@ -10,6 +10,7 @@ from ...analysis.mechanism import Listener, Verdict, classify, overall
 from ...core.environment import current
 from ...core.kinds import ModeInfo, ServerKind
 from ...core.models import Mechanism
+from ...probes.fd_table import FdTables
 from ...probes.server_netns import counters_of, namespace_of, same_namespace, sysctls_of
 from ...probes.serving import Server, check_pid, find_server, with_backlogs
 from ...servers.registry import DEFAULT_KIND, recognise, server_kind
@@ -41,11 +42,12 @@ def inspect(pid: int | None = None, port: int | None = None, samples: int = SAMP
     for a pid no process can have."""
     if pid is not None:
         check_pid(pid)
-    server = find_server(pid, port)
-    taken = [take(server)]
+    tables = FdTables()  # each process's fd table read once, for the search and every sample (sample.py)
+    server = find_server(pid, port, tables)
+    taken = [take(server, tables)]
     for _ in range(samples - 1):
         time.sleep(INTERVAL_S)  # sampling real time on purpose: the lock of accept-mutex may move
-        taken.append(take(server))
+        taken.append(take(server, tables))
     anchor = server.pids[0]
     rows = with_backlogs(anchor, list(server.listeners))
     listeners = [Listener(r.inode, r.address, r.port) for r in rows]

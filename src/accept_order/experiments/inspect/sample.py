@@ -1,5 +1,11 @@
 """One look at a server's threads: what each sleeps in, resolved through its process's fd table to the
-listeners it waits on (the `Seen` records analysis/mechanism.py classifies)."""
+listeners it waits on (the `Seen` records analysis/mechanism.py classifies).
+
+The fd tables are the look's (probes/fd_table.py `FdTables`), read once for all its samples. Read again at
+each sample is what moves between two: what the threads wait in (their syscall and wchan files), what each
+epoll watches and each io_uring has armed (their fdinfo: an accept mutex moves the listeners from one
+worker's epoll to another's), and the link of the descriptor each thread waits on (it may have been opened
+after the table was read, or its number closed and given to another file)."""
 
 from __future__ import annotations
 
@@ -7,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...analysis.mechanism import Seen
-from ...probes.fd_table import OpenFile, open_files, same_file
+from ...probes.fd_table import FdTables, OpenFile, same_file
 from ...probes.proc_waits import (
     ACCEPTS,
     EPOLL_WAITS,
@@ -34,7 +40,7 @@ class Sample:
 
 
 def _listeners_watched(file: OpenFile, listeners: frozenset[int]) -> frozenset[int]:
-    return frozenset(w.inode for w in file.watches if w.inode in listeners)
+    return frozenset(w.inode for w in file.watching(listeners))
 
 
 def resolve(
@@ -44,9 +50,12 @@ def resolve(
     listeners: frozenset[int],
     peers: dict[int, int],
     threads: int,
+    holds: frozenset[int] | None = None,
 ) -> Seen:
-    """What one thread waits on, from its call and its process's open files."""
-    holds = frozenset(f.inode for f in files.values() if f.kind == "socket" and f.inode in listeners)
+    """What one thread waits on, from its call and its process's open files (`holds`: the listeners among
+    them, when the caller has them already)."""
+    if holds is None:
+        holds = frozenset(f.inode for f in files.values() if f.kind == "socket" and f.inode in listeners)
 
     def make(via: str, **extra: Any) -> Seen:
         return Seen(pid, wait.tid, wait.call, via, holds=holds, wchan=wait.wchan, **extra)
@@ -61,7 +70,7 @@ def resolve(
     if (wait.call in EPOLL_WAITS or wait.call == "running") and file is not None and file.kind == "eventpoll":
         watched = _listeners_watched(file, listeners)
         if watched:
-            exclusive = all(w.exclusive for w in file.watches if w.inode in listeners)
+            exclusive = all(w.exclusive for w in file.watching(listeners))
             return make("epoll", listeners=watched, exclusive=exclusive, epoll_id=f"{pid}:{file.fd}")
         if holds and wait.call != "running":
             return make("idle")
@@ -109,21 +118,25 @@ def _shared_epolls(seen: list[Seen]) -> tuple[list[Seen], bool, dict[str, str]]:
     return [replace(s, epoll_id=ids[s.epoll_id]) if s.epoll_id in ids else s for s in seen], answered, ids
 
 
-def take(server: Server) -> Sample:
+def take(server: Server, tables: FdTables | None = None) -> Sample:
+    """Every thread of the server's processes now; `tables`: the look's fd tables (kept across its samples),
+    read now when not given."""
+    tables = tables if tables is not None else FdTables()
     listeners = frozenset(row.inode for row in server.listeners)
     seen: list[Seen] = []
     waits: dict[int, tuple[ThreadWait, ...]] = {}
     files: dict[int, dict[int, OpenFile]] = {}
     sockets: dict[int, frozenset[int]] = {}
     for pid in server.pids:
+        tids = thread_ids(pid)
+        waits[pid] = tuple(thread_wait(pid, tid) for tid in tids)
         try:
-            table = open_files(pid)
+            table = tables.files(pid, again=sorted({w.fd for w in waits[pid] if w.fd is not None}))
         except PermissionError:
             table = {}
         files[pid] = table
         sockets[pid] = frozenset(f.inode for f in table.values() if f.kind == "socket" and f.inode is not None)
-        tids = thread_ids(pid)
-        waits[pid] = tuple(thread_wait(pid, tid) for tid in tids)
-        seen += [resolve(pid, w, table, listeners, server.peers, len(tids)) for w in waits[pid]]
+        holds = frozenset(f.inode for f in table.values() if f.kind == "socket" and f.inode in listeners)
+        seen += [resolve(pid, w, table, listeners, server.peers, len(tids), holds) for w in waits[pid]]
     seen, answered, same = _shared_epolls(seen)
     return Sample(tuple(seen), waits, files, sockets, answered, same)
