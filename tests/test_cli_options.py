@@ -37,7 +37,8 @@ class Reached(AcceptOrderError):
     exit_code = REACHED
 
 
-# Options whose help shows no default: a value each takes (companions it needs follow it).
+# Options whose help shows no default: a value each takes (companions it needs follow it); a flag that
+# needs a companion.
 SAMPLES: dict[str, list[str]] = {
     "--mode": ["--mode", "epoll"],
     "--modes": ["--modes", "epoll"],
@@ -60,6 +61,7 @@ SAMPLES: dict[str, list[str]] = {
     "--output": ["-o", "{tmp}/out.png"],
     "--attach": ["--attach", "{pid}", "--port", "{port}"],
     "--table": ["--format", "csv", "--table", "histogram"],
+    "--pool": ["--pool", "--requests-per-connection", "0"],  # a pool of one-request connections is refused
 }
 # What a command needs besides the option tried (its arguments); {…} filled per test.
 BASE: dict[str, list[str]] = {
@@ -162,7 +164,7 @@ def test_every_shown_option_is_accepted_at_its_shown_default(
     param = next(p for p in shown_options(name) if long_name(p) == option)
     default = shown_default(name, param)
     if param.is_flag:
-        given = [option]
+        given = SAMPLES.get(option, [option])
     elif default is not None:
         given = [option, default]
     else:
