@@ -193,3 +193,12 @@ def test_a_load_stopped_with_nothing_in_flight_lists_no_failure() -> None:
     merged = merge([report | {"stats": stats}, report | {"stats": stats | {"index": 1}, "errors": {"aborted": 2}}])
     assert dict(merged.errors) == {"aborted": 2} and merged.failed == 2
     assert dict(merge([report | {"stats": stats}]).errors) == {}
+
+
+def test_latency_help_says_rate_counts_requests_over_kept_connections() -> None:
+    """An open loop over kept connections starts requests at --rate (2000/s for 2 s over a pool: 4004
+    requests, here); ramp's help said so of --rates, latency's only of --connections."""
+    said = " ".join(run_cli(["latency", "--help"], columns=2000).stdout.split())
+    assert "Not 1: --connections and --rate count requests" in said
+    said = " ".join(run_cli(["sweep", "--help"], columns=2000).stdout.split())  # sweep has no --rate
+    assert "Not 1: --connections counts requests" in said and "--rate count" not in said

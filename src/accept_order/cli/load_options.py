@@ -85,9 +85,11 @@ def load_cpus_option() -> Callable[[F], F]:
     )
 
 
-def kept_options(pool: bool = True) -> Callable[[F], F]:
+def kept_options(pool: bool = True, rate: bool = False) -> Callable[[F], F]:
     """How many requests each connection carries, and (`pool`) the pool shape: every command that drives
-    the load generator (latency, sweep, reload, ramp, burst; burst's connections all open at once, so no pool)."""
+    the load generator (latency, sweep, reload, ramp, burst; burst's connections all open at once, so no pool).
+    `rate`: the command has --rate, which then counts requests too (as ramp's --rates says)."""
+    counted = "--connections and --rate count requests" if rate else "--connections counts requests"
     options: list[Callable[[F], F]] = [
         click.option(
             "--requests-per-connection",
@@ -96,8 +98,8 @@ def kept_options(pool: bool = True) -> Callable[[F], F]:
             default=1,
             show_default=True,
             help="Requests over each connection before the client closes it: 1 (connect, reply, close), K > 1, "
-            "or 0: the connection lives for the whole run. Not 1: --connections counts requests, and each "
-            "request's time (sent to reply) is one sample.",
+            f"or 0: the connection lives for the whole run. Not 1: {counted}, and each request's time (sent to "
+            "reply) is one sample.",
         )
     ]
     if pool:
@@ -179,6 +181,6 @@ def load_options(
             timeout_option("10s", "connection"),
             load_cpus_option(),
             *(open_loop if rate else []),
-            *([kept_options()] if kept else []),
+            *([kept_options(rate=rate)] if kept else []),
         ]
     )
