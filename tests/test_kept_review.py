@@ -202,3 +202,15 @@ def test_latency_help_says_rate_counts_requests_over_kept_connections() -> None:
     assert "Not 1: --connections and --rate count requests" in said
     said = " ".join(run_cli(["sweep", "--help"], columns=2000).stdout.split())  # sweep has no --rate
     assert "Not 1: --connections counts requests" in said and "--rate count" not in said
+
+
+def test_a_pinned_model_of_k_requests_says_its_counts_are_the_end_scaled() -> None:
+    """nginx, 5 requests per connection over 8 clients: the table said 'held at end 5 1' and the model's note
+    'connections held per worker: 7/1' with nothing to tie them (the model scales the end's snapshot to -c)."""
+    five = run(held=(5, 1), per=5)
+    said = text(latency_report(dataclasses.replace(five, model=predict(five))))
+    assert "(connections held per worker: 7/1; connections of K > 1 requests come and go: those held when the " \
+        "load ended, scaled to its clients)" in said  # fmt: skip
+    kept = run(held=(6, 2), per=0, pool=True)
+    said = text(latency_report(dataclasses.replace(kept, model=predict(kept))))
+    assert "(connections held per worker: 6/2)" in said

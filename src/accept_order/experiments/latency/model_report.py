@@ -35,6 +35,7 @@ RHO_NOTE = "; ρ: the open loop's rate × mean service time / workers (1 or more
 # a pinned model's ρ is not over all the workers (ModelCheck.utilisation)
 PINNED_RHO = "; its ρ the busiest worker's, fed its connections' share of the rate"
 PINNED_NOTE = "; pinned = each request queued at the worker that holds its connection (connections held per worker: "
+CHURN = "; connections of K > 1 requests come and go: those held when the load ended, scaled to its clients"
 
 
 def _pinned_note(runs: Sequence[LatencyResult], label: Callable[[LatencyResult], str]) -> str:
@@ -43,8 +44,11 @@ def _pinned_note(runs: Sequence[LatencyResult], label: Callable[[LatencyResult],
     if not held:
         return ""
     each = "; ".join(("" if len(held) == 1 else f"{name} ") + "/".join(map(str, counts)) for name, counts in held)
-    open_loop = any(r.model.utilisation is not None for r in runs if r.model and r.model.discipline == "pinned")
-    return PINNED_NOTE + each + ")" + (PINNED_RHO if open_loop else "")
+    pinned = [r for r in runs if r.model is not None and r.model.discipline == "pinned"]
+    open_loop = any(r.model.utilisation is not None for r in pinned if r.model)
+    # K > 1: the table's 'held at end' is the snapshot the model scaled (held_connections), not these counts
+    churn = any(r.load.requests_per_connection > 1 for r in pinned)
+    return PINNED_NOTE + each + (CHURN if churn else "") + ")" + (PINNED_RHO if open_loop else "")
 
 
 def _ms(value: float) -> str:
