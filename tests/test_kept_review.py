@@ -16,11 +16,13 @@ from rich.console import Console, RenderableType
 from accept_order.core.histogram import LatencyHistogram
 from accept_order.core.measures import DriverStats, Environment, WorkerCounters
 from accept_order.core.spec import ConcurrentLoad, ServerSpec
+from accept_order.experiments.documents import file_kinds
 from accept_order.experiments.latency.kept_report import kept_lines
 from accept_order.experiments.latency.model_check import predict
 from accept_order.experiments.latency.report import latency_report
 from accept_order.experiments.latency.result import LatencyResult
-from accept_order.loads.generator import merge
+from accept_order.loads.generator import merge as merge_reports
+from accept_order.results.merge import merge
 
 ENV = Environment("Linux", "6.18", "x86_64", 16, 65536, "3.11", "host", "2026-11-20T00:00:00+00:00")
 
@@ -190,9 +192,11 @@ def test_a_load_stopped_with_nothing_in_flight_lists_no_failure() -> None:
     printed '0 of 185702 connections failed:' with '0 × aborted' under it (the file: errors {'aborted': 0})."""
     stats = DriverStats(0, 4, 10, 1.0, 0.1).to_dict()
     report = {"counts": [(100, 10)], "errors": {"aborted": 0}, "served": {0: 10}, "start": 0.0, "end": 1.0}
-    merged = merge([report | {"stats": stats}, report | {"stats": stats | {"index": 1}, "errors": {"aborted": 2}}])
+    merged = merge_reports(
+        [report | {"stats": stats}, report | {"stats": stats | {"index": 1}, "errors": {"aborted": 2}}]
+    )
     assert dict(merged.errors) == {"aborted": 2} and merged.failed == 2
-    assert dict(merge([report | {"stats": stats}]).errors) == {}
+    assert dict(merge_reports([report | {"stats": stats}]).errors) == {}
 
 
 def test_latency_help_says_rate_counts_requests_over_kept_connections() -> None:
@@ -214,3 +218,22 @@ def test_a_pinned_model_of_k_requests_says_its_counts_are_the_end_scaled() -> No
     kept = run(held=(6, 2), per=0, pool=True)
     said = text(latency_report(dataclasses.replace(kept, model=predict(kept))))
     assert "(connections held per worker: 6/2)" in said
+
+
+def test_merged_pools_hold_at_the_end_what_the_last_held_one_after_the_other() -> None:
+    """Two pools of 4 over 2 workers merged: one after the other, the merged run held 6 2 at its end and at
+    its peak with -c 4 (the two runs' added); held at the end is the later run's, the peak each worker's
+    larger. Run at once (--concurrent, two client hosts), both are held: they add."""
+    first, later = (
+        saved(run(held=(2, 2), per=0, pool=True, concurrency=4)),
+        saved(run(held=(4, 0), per=0, pool=True, concurrency=4)),
+    )
+    later["environment"]["started_at"] = "2026-11-20T00:01:00+00:00"  # another measurement
+    for doc in (first, later):
+        for c, n in zip(doc["counters"], doc["held_at_end"], strict=True):
+            c["held_peak"] = n
+    _, one_after = merge([("a", "latency", first), ("b", "latency", later)], file_kinds())
+    assert one_after["held_at_end"] == [4, 0] and [c["held_peak"] for c in one_after["counters"]] == [4, 2]
+    assert one_after["connections"] == [6, 2] and one_after["pool"] == {"opened": 8, "planned": 8}
+    _, at_once = merge([("a", "latency", first), ("b", "latency", later)], file_kinds(), concurrent=True)
+    assert at_once["held_at_end"] == [6, 2] and [c["held_peak"] for c in at_once["counters"]] == [6, 2]

@@ -174,7 +174,8 @@ class LoadSummary(TimedTotals):
             drivers=self.drivers + other.drivers,
             interruption=self.interruption or other.interruption,
             connections=add_counts(self.connections, other.connections),
-            held=add_counts(self.held, other.held),
+            # held when the load ended: at once, both loads' connections; one after the other, the later's
+            held=add_counts(self.held, other.held) if concurrent else other.held or self.held,
             by_worker=add_histograms(self.by_worker, other.by_worker),
             pool=None
             if self.pool is None and other.pool is None

@@ -126,8 +126,10 @@ def _check_counted_once(documents: Sequence[tuple[str, str, dict[str, Any]]], se
             raise ResultFileError(f"{what} (started {when}): merging would count it twice")
 
 
-def _add_counters(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The workers' counters, worker by worker (index); numbers add, the first file's pid stays."""
+def _add_counters(a: list[dict[str, Any]], b: list[dict[str, Any]], concurrent: bool = False) -> list[dict[str, Any]]:
+    """The workers' counters, worker by worker (index); numbers add, the first file's pid stays. The most
+    connections a worker held at once (held_peak) adds only for loads run at once (`concurrent`, at most
+    that then: their peaks may not coincide); one after the other, it is the larger."""
     merged = {c["index"]: dict(c) for c in a}
     for c in b:
         mine = merged.setdefault(c["index"], dict(c))
@@ -136,7 +138,7 @@ def _add_counters(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[dict
         for key, value in c.items():
             if key in ("index", "pid", "affinity"):
                 continue
-            if key == "max_batch" and isinstance(value, int):
+            if (key == "max_batch" or key == "held_peak" and not concurrent) and isinstance(value, int):
                 mine[key] = max(mine.get(key) or 0, value)
             elif key == "service_us" and isinstance(value, list):
                 mine[key] = [list(p) for p in service_time.merged((mine.get(key) or [], value))]
@@ -151,7 +153,7 @@ def _add_run(into: dict[str, Any], run: dict[str, Any], concurrent: bool) -> Non
     into.update(added.to_dict())
     into.pop("summary", None)  # derived; rebuilt when the result is built again
     into.pop("model", None)  # predicted from one run's figures: not the sum's
-    into["counters"] = _add_counters(list(into.get("counters", [])), list(run.get("counters", [])))
+    into["counters"] = _add_counters(list(into.get("counters", [])), list(run.get("counters", [])), concurrent)
     load = into["load"]
     for key in ("connections", "duration_s"):
         if isinstance(load.get(key), int | float) and isinstance(run["load"].get(key), int | float):
