@@ -18,7 +18,7 @@ from accept_order.core.measures import DriverStats, Environment, WorkerCounters
 from accept_order.core.spec import ConcurrentLoad, ServerSpec
 from accept_order.experiments.documents import file_kinds
 from accept_order.experiments.latency.kept_report import kept_lines
-from accept_order.experiments.latency.model_check import predict
+from accept_order.experiments.latency.model_check import predict, seen_besides_queueing
 from accept_order.experiments.latency.report import latency_report
 from accept_order.experiments.latency.result import LatencyResult
 from accept_order.loads.generator import merge as merge_reports
@@ -237,3 +237,16 @@ def test_merged_pools_hold_at_the_end_what_the_last_held_one_after_the_other() -
     assert one_after["connections"] == [6, 2] and one_after["pool"] == {"opened": 8, "planned": 8}
     _, at_once = merge([("a", "latency", first), ("b", "latency", later)], file_kinds(), concurrent=True)
     assert at_once["held_at_end"] == [6, 2] and [c["held_peak"] for c in at_once["counters"]] == [6, 2]
+
+
+def test_sleeps_between_a_kept_connections_requests_are_no_herd() -> None:
+    """A worker holding kept connections sleeps between their requests: blocking over a pool stopped while it
+    filled (4 requests, 6 sleeps) was said to have 'woke 1.5 workers per connection (a herd)'. The same
+    sleeps over one-request connections are a herd."""
+    kept = run(held=(2, 2), per=0, pool=True, concurrency=4, mode="blocking", requests=4)
+    kept = dataclasses.replace(
+        kept, counters=tuple(dataclasses.replace(c, voluntary_switches=3) for c in kept.counters)
+    )
+    assert not [s for s in seen_besides_queueing(kept) if "herd" in s]
+    one = dataclasses.replace(run(mode="blocking", requests=4), counters=kept.counters)
+    assert "blocking woke 1.5 workers per connection (a herd)" in seen_besides_queueing(one)

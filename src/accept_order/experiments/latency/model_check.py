@@ -188,7 +188,9 @@ def seen_besides_queueing(result: LatencyResult, name: Callable[[LatencyResult],
     """What the run itself saw that queueing does not model: a herd, a lock, a saturated client."""
     seen = []
     info = known_mode(result.server.kind, result.server.mode)
-    woken = woken_per_connection(result.counters, result.ok)
+    # over kept connections a worker also sleeps between the requests of those it holds: its sleeps per
+    # request are no count of the workers a connection woke
+    woken = None if result.load.keeps_connections else woken_per_connection(result.counters, result.ok)
     label = name(result)
     if info is not None and info.switches_are_wakeups and woken is not None and woken >= HERD_THRESHOLD:
         seen.append(f"{label} woke {woken:.1f} workers per connection (a herd)")
