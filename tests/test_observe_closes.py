@@ -134,22 +134,21 @@ def test_wrk_bytes_are_counted_to_each_close_against_nginxs_log(sized_nginx: tup
         by_pid[int(fields[0])] += int(fields[2])
     logged, connections = sum(by_pid.values()), len({(fields[0], fields[1]) for fields in lines})
     counted = {w.pid: w.bytes_in or 0 for w in result.workers}
-    total = sum(counted.values())
-    assert result.closes_counted == connections and result.closed_busy == 0, result  # every tail announced
-    # wrk connects once before its run to check the address (wrk.resolve), sends nothing and closes: opened and
-    # closed between two looks, announced with its FIN's byte, its worker not known
-    assert result.closes_lost == 0 and result.closed_unlooked in (0, 1), result
-    assert result.closed_unlooked_bytes_in == result.closed_unlooked
+    total, apart = sum(counted.values()), result.closed_unlooked_bytes_in or 0
+    # wrk connects once before its run to check the address (wrk.resolve), sends nothing and closes: a look may
+    # have seen it (a close counted to its worker) or not (closed before any look, its worker not known): it
+    # carries at most its FIN's byte either way
+    closes = (result.closes_counted or 0) + (result.closed_unlooked or 0)
+    assert closes in (connections, connections + 1) and result.closed_busy == 0, result  # every tail announced
+    assert result.closes_lost == 0 and (result.closed_unlooked or 0) <= 1 and apart <= 1, result
     # the total is what nginx read: its requests, and one byte per FIN received (at most one per connection)
-    assert logged <= total <= logged + connections, (total, logged, connections)
+    assert logged <= total + apart <= logged + closes, (total, apart, logged, connections, result)
     for pid in pids:
-        assert abs(counted[pid] / total - by_pid[pid] / logged) <= 0.02, (counted, by_pid)
+        assert abs(counted[pid] / total - by_pid[pid] / logged) <= 0.02, (counted, by_pid, result)
     assert sum(sum(i.bytes_in) for i in result.intervals) == total  # the last interval has the tails
     said = verdict(result)
     assert not any("closed between two looks while busy" in line or "may be theirs" in line for line in said), said
-    assert f"{connections} connections closed while observed: each one's bytes are counted to its close" in (
-        "\n".join(said)
-    )
+    assert "connections closed while observed: each one's bytes are counted to its close" in "\n".join(said)
 
 
 def test_the_verdict_says_what_the_announcements_gave() -> None:
