@@ -270,3 +270,63 @@ def test_the_listeners_lines_of_an_epoll_are_its_watches_of_them(inodes: set[int
 
 def test_an_epoll_s_watches_are_empty_without_fdinfo() -> None:
     assert OpenFile(5, "eventpoll").watches == () and OpenFile(5, "eventpoll").watching({1}) == ()
+
+
+# A parent with an epoll made before it forks (one open file in every process) and a second number for it
+# (dup), and children that each make an epoll of their own after the fork (the same number in each, a
+# different open file).
+FORKED = """
+import os, select, signal, sys
+shared = select.epoll()
+dup = os.dup(shared.fileno())
+for _ in range(int(sys.argv[1])):
+    if os.fork() == 0:
+        own = select.epoll()
+        os.write(1, f"child {os.getpid()} {own.fileno()}\\n".encode())  # one write: the lines do not mix
+        signal.pause()
+os.write(1, f"parent {os.getpid()} {shared.fileno()} {dup}\\n".encode())
+signal.pause()
+"""
+CHILDREN = 6
+
+
+def test_shared_epolls_are_grouped_by_the_kernel_s_order_of_open_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every descriptor of the shared epoll is named by the first "pid:fd" of it; one process's two
+    numbers for it stay apart (the first and its dup); each child's own epoll is its own; and kcmp is asked
+    fewer times than once a pair."""
+    from accept_order.analysis.mechanism import Seen
+    from accept_order.experiments.inspect import sample as sample_module
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", FORKED, str(CHILDREN)], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        assert proc.stdout is not None
+        out = OutputReader(proc.stdout)
+        found = out.wait_for(r"parent (\d+) (\d+) (\d+)\n", TIMEOUT_S)
+        parent, fd, dup = map(int, found.groups())
+        wait_for(lambda: re.findall(r"child (\d+) (\d+)\n", out.text), lambda c: len(c) == CHILDREN, TIMEOUT_S, "all")
+        children = [(int(pid), int(own)) for pid, own in re.findall(r"child (\d+) (\d+)\n", out.text)]
+        shared = [f"{pid}:{n}" for pid in [parent, *(c for c, _ in children)] for n in (fd, dup)]
+        own = [f"{pid}:{n}" for pid, n in children]
+        asked: list[tuple[int, ...]] = []
+        real = sample_module.file_order
+
+        def counting(*args: int) -> int | None:
+            asked.append(args)
+            return real(*args)
+
+        monkeypatch.setattr(sample_module, "file_order", counting)
+        seen = [Seen(int(k.split(":")[0]), i, "epoll_wait", "epoll", epoll_id=k) for i, k in enumerate(shared + own)]
+        renamed, answered, ids = sample_module._shared_epolls(seen)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    assert answered
+    first = min(shared)
+    first_pid = first.split(":")[0]
+    twin = next(k for k in shared if k.split(":")[0] == first_pid and k != first)
+    assert ids == {**{k: first for k in shared}, twin: twin, **{k: k for k in own}}
+    assert [s.epoll_id for s in renamed] == [ids[k] for k in shared + own]
+    keys = len(shared) + len(own)
+    assert len(asked) < keys * (keys - 1) // 2, len(asked)

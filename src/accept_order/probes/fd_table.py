@@ -16,7 +16,8 @@ connections has 10,000 links to read; inspect read each table about ten times a 
 Every epoll instance has the same inode (the one anonymous inode they all share), so the inode cannot say
 whether two processes share one. kcmp(2) with KCMP_FILE can: it compares the kernel's file objects behind
 two descriptors of two processes (it needs the same access as reading the processes' memory maps: the same
-user, or root). Where kcmp is missing (a kernel without CONFIG_KCMP) `same_file` answers None.
+user, or root), and orders them, so that many descriptors are grouped by sorting them, not by comparing
+each pair. Where kcmp is missing (a kernel without CONFIG_KCMP) `same_file` and `file_order` answer None.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ EPOLLEXCLUSIVE = 1 << 28
 IORING_OP_ACCEPT = 13
 KCMP_FILE = 0
 KCMP_SYSCALL = {"x86_64": 312, "aarch64": 272, "riscv64": 272}
+_MACHINE = os.uname().machine
 
 _TFD = re.compile(r"tfd:\s*(\d+)\s+events:\s*([0-9a-fA-F]+).*?\bino:\s*([0-9a-fA-F]+)")
 _OP = re.compile(r"\bop=(\d+)")
@@ -266,16 +268,30 @@ class FdTables:
 
 
 _libc: ctypes.CDLL | None = None
+_KCMP_ORDER = {0: 0, 1: -1, 2: 1}  # kcmp's answers: equal, first below, first above (3: unequal, unordered)
+
+
+def _kcmp_file(pid_a: int, fd_a: int, pid_b: int, fd_b: int) -> int:
+    """kcmp(2)'s answer (-1: it failed or there is none here)."""
+    global _libc
+    number = KCMP_SYSCALL.get(_MACHINE)
+    if number is None:
+        return -1
+    if _libc is None:
+        _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    return int(_libc.syscall(number, pid_a, pid_b, KCMP_FILE, fd_a, fd_b))
+
+
+def file_order(pid_a: int, fd_a: int, pid_b: int, fd_b: int) -> int | None:
+    """0 when these two descriptors are one open file, else -1 or 1 by the kernel's order of its file objects
+    (kcmp KCMP_FILE: one order for every pair, so that descriptors sorted by it have each open file's
+    together); None when kcmp cannot tell (no such call on this kernel or architecture, not allowed, a
+    process gone) or gives no order."""
+    return _KCMP_ORDER.get(_kcmp_file(pid_a, fd_a, pid_b, fd_b))
 
 
 def same_file(pid_a: int, fd_a: int, pid_b: int, fd_b: int) -> bool | None:
     """Are these two descriptors one open file (kcmp KCMP_FILE)? None: kcmp cannot tell (no such call on
     this kernel or architecture, not allowed, or a process gone)."""
-    global _libc
-    number = KCMP_SYSCALL.get(os.uname().machine)
-    if number is None:
-        return None
-    if _libc is None:
-        _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-    result = _libc.syscall(number, pid_a, pid_b, KCMP_FILE, fd_a, fd_b)
+    result = _kcmp_file(pid_a, fd_a, pid_b, fd_b)
     return None if result < 0 else result == 0

@@ -9,11 +9,12 @@ after the table was read, or its number closed and given to another file)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cmp_to_key
 from typing import Any
 
 from ...analysis.mechanism import Seen
-from ...probes.fd_table import FdTables, OpenFile, same_file
+from ...probes.fd_table import FdTables, OpenFile, file_order
 from ...probes.proc_waits import (
     ACCEPTS,
     EPOLL_WAITS,
@@ -95,27 +96,50 @@ def resolve(
 
 def _shared_epolls(seen: list[Seen]) -> tuple[list[Seen], bool, dict[str, str]]:
     """Epoll ids made equal where two processes' descriptors are one open file (kcmp); False when kcmp
-    could not answer (then every epoll counts as its own)."""
-    ids: dict[str, str] = {}
-    answered = True
+    could not answer (then every epoll counts as its own). The descriptors are sorted by the kernel's order
+    of open files, which puts each open file's together, instead of compared pair by pair (64 workers'
+    epolls were 2,016 kcmp calls a sample, now about 400). Each is named by the first "pid:fd" of its open
+    file in another process; two descriptors of one process stay apart, as their threads wait apart."""
     keys = sorted({s.epoll_id for s in seen if s.epoll_id is not None})
-    for i, key in enumerate(keys):
-        if key in ids:
-            continue
-        ids[key] = key
-        pid, fd = map(int, key.split(":"))
-        for other in keys[i + 1 :]:
-            if other in ids:
-                continue
-            opid, ofd = map(int, other.split(":"))
-            same = same_file(pid, fd, opid, ofd) if opid != pid else False
-            if same is None:
-                answered = False
-            elif same:
-                ids[other] = key
-    from dataclasses import replace
+    answers: dict[tuple[str, str], int | None] = {}
+    answered = True
 
+    def order(a: str, b: str) -> int:
+        nonlocal answered
+        (pid_a, fd_a), (pid_b, fd_b) = _pid_fd(a), _pid_fd(b)
+        answer = answers[a, b] = file_order(pid_a, fd_a, pid_b, fd_b)
+        if answer is None:
+            answered = answered and pid_a == pid_b  # one process's descriptors are never merged: not needed
+            return (a > b) - (a < b)
+        return answer
+
+    def equal(a: str, b: str) -> bool:
+        if (a, b) not in answers and (b, a) not in answers:
+            order(a, b)  # neighbours in a sorted list were compared by the sort: only in case
+        return answers.get((a, b), answers.get((b, a))) == 0
+
+    groups: list[list[str]] = []
+    for key in sorted(keys, key=cmp_to_key(order)):
+        if groups and equal(groups[-1][-1], key):
+            groups[-1].append(key)
+        else:
+            groups.append([key])
+    ids: dict[str, str] = {}
+    for group in groups:
+        members = sorted(group)
+        for i, key in enumerate(members):
+            if key in ids:
+                continue
+            ids[key] = key
+            for other in members[i + 1 :]:
+                if other not in ids and _pid_fd(other)[0] != _pid_fd(key)[0]:
+                    ids[other] = key
     return [replace(s, epoll_id=ids[s.epoll_id]) if s.epoll_id in ids else s for s in seen], answered, ids
+
+
+def _pid_fd(key: str) -> tuple[int, int]:
+    pid, _, fd = key.partition(":")
+    return int(pid), int(fd)
 
 
 def take(server: Server, tables: FdTables | None = None) -> Sample:
