@@ -98,7 +98,7 @@ def _shared_epolls(seen: list[Seen]) -> tuple[list[Seen], bool, dict[str, str]]:
     """Epoll ids made equal where two processes' descriptors are one open file (kcmp); False when kcmp
     could not answer (then every epoll counts as its own). The descriptors are sorted by the kernel's order
     of open files, which puts each open file's together, instead of compared pair by pair (64 workers'
-    epolls were 2,016 kcmp calls a sample, now about 400). Each is named by the first "pid:fd" of its open
+    epolls were 2,016 kcmp calls a sample, now about 300). Each is named by the first "pid:fd" of its open
     file in another process; two descriptors of one process stay apart, as their threads wait apart."""
     keys = sorted({s.epoll_id for s in seen if s.epoll_id is not None})
     answers: dict[tuple[str, str], int | None] = {}
