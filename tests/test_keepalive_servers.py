@@ -96,7 +96,7 @@ def test_a_pool_kept_for_the_whole_run_agrees_with_its_log(tmp_path: Path, name:
     assert KINDS[name].mode(mode).multiplexes, "the default mode must hold the whole pool"
     result = latency(tmp_path, name, "--pool", "-c", str(POOL), "--requests-per-connection", "0", "-n", str(REQUESTS))
     assert result["errors"] == {} and sum(result["served"]) == REQUESTS
-    assert result["pool"] == {"opened": POOL, "planned": POOL}
+    assert (result["pool"]["opened"], result["pool"]["planned"]) == (POOL, POOL)
     requests, connections, _ = logged(result)
     assert requests == result["served"]
     assert connections == result["connections"]

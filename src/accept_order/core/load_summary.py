@@ -133,10 +133,12 @@ class LoadSummary(TimedTotals):
     interruption: BaseException | None = field(default=None, compare=False)
     # Kept connections (several requests each, or a pool; empty otherwise, where each connection is one of
     # `served`): per worker, the connections whose first reply named it (it accepted them), and those it
-    # still held when the load ended. `served` then counts requests. A pool's (opened, planned) connections.
+    # still held when the load ended. `served` then counts requests. A pool's (opened, planned) connections,
+    # and the seconds its fill took before the load's time (`wall_s`) began (None: no pool, or an older file).
     connections: tuple[int, ...] = ()
     held: tuple[int, ...] = ()
     pool: tuple[int, int] | None = None
+    pool_fill_s: float | None = None
     by_worker: tuple[LatencyHistogram, ...] = ()  # kept connections: each worker's requests' durations
     closes: ServerCloses = ServerCloses()  # kept connections the server ended before the client did
 
@@ -180,6 +182,8 @@ class LoadSummary(TimedTotals):
             pool=None
             if self.pool is None and other.pool is None
             else tuple(a + b for a, b in zip(self.pool or (0, 0), other.pool or (0, 0), strict=True)),  # type: ignore[arg-type]
+            # filled at once, the longer fill; one after the other, both (as the wall times)
+            pool_fill_s=_fills(self.pool_fill_s, other.pool_fill_s, concurrent),
             closes=self.closes.extend(other.closes),
         )
 
@@ -195,7 +199,7 @@ class LoadSummary(TimedTotals):
 
     def kept_dict(self) -> dict[str, Any]:
         """The kept connections' figures as a run stores them ({} for one request per connection)."""
-        return kept_fields(self.connections, self.held, self.pool, self.by_worker, self.closes)
+        return kept_fields(self.connections, self.held, self.pool, self.by_worker, self.closes, self.pool_fill_s)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LoadSummary:
@@ -209,9 +213,18 @@ class LoadSummary(TimedTotals):
             connections=tuple(int(n) for n in data.get("connections", ())),
             held=tuple(int(n) for n in data.get("held_at_end", ())),
             pool=pool_of(data),
+            pool_fill_s=pool_fill_of(data),
             by_worker=tuple(LatencyHistogram.from_dict(h) for h in data.get("worker_histograms", ())),
             closes=ServerCloses.from_dict(data.get("server_closes")),
         )
+
+
+def _fills(a: float | None, b: float | None, concurrent: bool) -> float | None:
+    """Two pools' fill times as one: filled at the same moment, the longer; one after the other, both."""
+    if a is None and b is None:
+        return None
+    fills = (a or 0.0, b or 0.0)
+    return round(max(fills) if concurrent else sum(fills), 6)
 
 
 def add_histograms(a: tuple[LatencyHistogram, ...], b: tuple[LatencyHistogram, ...]) -> tuple[LatencyHistogram, ...]:
@@ -232,11 +245,13 @@ def kept_fields(
     pool: tuple[int, int] | None,
     by_worker: tuple[LatencyHistogram, ...] = (),
     closes: ServerCloses | None = None,
+    pool_fill_s: float | None = None,
 ) -> dict[str, Any]:
     """How a run's file names the kept connections' figures: `connections` (accepted per worker, as the
     replies say), `held_at_end` (per worker, open when the load ended), `worker_histograms` (each worker's
-    requests' durations), `pool` (opened and planned), `server_closes` (ServerCloses; only where the server
-    ended some). Nothing for a load of one request per connection, whose files stay as they were."""
+    requests' durations), `pool` (opened and planned, and `fill_s`: the seconds the fill took, where known),
+    `server_closes` (ServerCloses; only where the server ended some). Nothing for a load of one request per
+    connection, whose files stay as they were."""
     data: dict[str, Any] = {}
     if connections:
         data["connections"] = list(connections)
@@ -244,6 +259,8 @@ def kept_fields(
         data["worker_histograms"] = [h.to_dict() for h in by_worker]
     if pool is not None:
         data["pool"] = {"opened": pool[0], "planned": pool[1]}
+        if pool_fill_s is not None:
+            data["pool"]["fill_s"] = pool_fill_s
     if closes:
         data["server_closes"] = closes.to_dict()
     return data
@@ -253,3 +270,11 @@ def pool_of(data: Mapping[str, Any]) -> tuple[int, int] | None:
     """A run's pool as (opened, planned), None when it had none."""
     pool = data.get("pool")
     return None if not isinstance(pool, Mapping) else (int(pool["opened"]), int(pool["planned"]))
+
+
+def pool_fill_of(data: Mapping[str, Any]) -> float | None:
+    """The seconds a run's pool took to fill, before its load's time began; None without a pool, or in a file
+    from before the fill was timed apart (its wall time then holds the fill)."""
+    pool = data.get("pool")
+    fill = pool.get("fill_s") if isinstance(pool, Mapping) else None
+    return None if fill is None else float(fill)

@@ -218,8 +218,9 @@ def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
             if now >= next_check:
                 next_check = now + tick_ns
                 if stop.value:  # interrupted: what is still in flight is accounted for as aborted
-                    errors[ABORTED] += len(inflight)
-                    done += len(inflight)
+                    if inflight:  # none in flight: no failure, and no cause counted 0
+                        errors[ABORTED] += len(inflight)
+                        done += len(inflight)
                     break
                 for fd, entry in [(fd, e) for fd, e in inflight.items() if now - e[1] > timeout_ns]:
                     if len(inflight) >= slots:

@@ -55,7 +55,7 @@ class LoadResult(TimedTotals):
     histogram: LatencyHistogram  # durations of served requests, microseconds
     errors: Counter[str]  # failed requests by errno name (or timeout / no reply / bad reply)
     served: Counter[int]  # worker index -> requests it answered
-    wall_s: float  # first driver's start to last driver's end
+    wall_s: float  # first driver's start to last driver's end (over a pool: from when the pool was filled)
     drivers: list[DriverStats] = field(default_factory=list)
     interrupted: BaseException | None = None  # the Ctrl-C / SIGTERM (or WorkerExited) that stopped the run early
     # Kept connections (loads/kept.py; None for one request per connection): worker index -> connections
@@ -64,6 +64,7 @@ class LoadResult(TimedTotals):
     connections: Counter[int] | None = None
     held: Counter[int] | None = None
     pool: tuple[int, int] | None = None
+    pool_fill_s: float | None = None  # how long the pool took to fill, before the load's time began
     by_worker: dict[int, LatencyHistogram] | None = None  # worker index -> its requests' durations
     # Kept connections the server ended first (ServerCloses): worker index -> connections it closed between
     # replies, -> replies that said Connection: close; requests sent again on a new connection.
@@ -87,6 +88,7 @@ class LoadResult(TimedTotals):
             connections=per_worker(self.connections),
             held=per_worker(self.held),
             pool=self.pool,
+            pool_fill_s=self.pool_fill_s,
             by_worker=()
             if self.by_worker is None
             else tuple(self.by_worker.get(i, LatencyHistogram()) for i in range(workers)),
@@ -294,7 +296,9 @@ def merge(reports: list[dict[str, Any]]) -> LoadResult:
         served.update(r["served"])
     # a driver stopped with nothing in flight reports its aborted as 0: no failure, and none to list
     errors = +errors
-    wall = max(r["end"] for r in reports) - min(r["start"] for r in reports) if reports else 0.0
+    # a driver stopped while its pool filled ran no load: none of its time is the load's
+    ran = [r for r in reports if r.get("ran", True)]
+    wall = max(r["end"] for r in ran) - min(r["start"] for r in ran) if ran else 0.0
     drivers = [DriverStats.from_dict(r["stats"]) for r in reports]
     result = LoadResult(histogram, errors, served, round(wall, 6), drivers)
     kept = [r for r in reports if "connections" in r]
@@ -312,6 +316,8 @@ def merge(reports: list[dict[str, Any]]) -> LoadResult:
         pools = [r["pool"] for r in kept if "pool" in r]
         if pools:
             result.pool = (sum(p["opened"] for p in pools), sum(p["planned"] for p in pools))
+            # the drivers fill the pool in turns from the same go: the last to see it filled ends the fill
+            result.pool_fill_s = max(p["fill_s"] for p in pools)
     return result
 
 

@@ -27,7 +27,8 @@ has named its worker, as a proxy fills its pool; the drivers take turns (a share
 fills in one order; requests then run over it once every driver has filled its share. A first reply that
 does not come within the timeout (a worker that serves each connection to its end, all of them busy) stops
 the driver's filling: what it opened is its pool, the rest are never opened (the report says
-how many the pool holds of those it was to open).
+how many the pool holds of those it was to open). The load's time (wall, CPU, --duration, an open loop's
+schedule) starts once the whole pool is open; the fill's seconds are reported apart.
 
 Kept apart from drive_loop.py's one-request loop, which is tuned to keep up with a C client: this loop's
 bookkeeping per request would slow it down.
@@ -242,10 +243,8 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
         for fd in [fd for fd, c in conns.items() if c[STARTED] and now - c[STARTED] > timeout_ns]:
             fail(fd, TIMEOUT)
 
-    sched0 = schedstat()
-    wall0 = time.monotonic()
-    cpu0 = time.process_time()
-    t0 = perf_ns()
+    # The fill's window too, for a driver that then carries no load (its figures are its whole life's)
+    began = (schedstat(), time.monotonic(), time.process_time())
     stopped = False
     try:
         if cfg.pool:
@@ -271,6 +270,13 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
             while turn.value < cfg.procs and not stop.value:  # every driver's share open: then the load
                 time.sleep(TURN_POLL_S)
             stopped = stopped or bool(stop.value)
+        # The load's time starts once the whole pool is open (every driver's share): its rates, its CPU and
+        # its --duration count from here, and the fill keeps its own time (one that waits out a timeout
+        # took 10 s before a 2 s load here, and counted in its rate). The CPU window sits inside the wall's.
+        sched0 = schedstat()
+        wall0 = time.monotonic()
+        cpu0 = time.process_time()
+        fill_s = wall0 - began[1]
         begin = perf_ns()
         deadline = begin + int(cfg.duration_s * 1e9) if cfg.duration_s is not None else None
         interval_ns = int(1e9 / cfg.rate) if cfg.rate else 0
@@ -279,6 +285,9 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
         freed_ns = begin - 1
         next_check = begin + tick_ns
         starting = not stopped and not (cfg.pool and not opened)  # a pool that opened nothing carries nothing
+        ran = starting
+        if not ran:  # no load to time: timed over its whole life, as a window of none reads any CPU as busy
+            sched0, wall0, cpu0 = began
         opened_ns: int | None = None
         while True:
             now = perf_ns()
@@ -331,8 +340,9 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
                 next_check = now + tick_ns
                 if stop.value:
                     waiting = sum(1 for c in conns.values() if c[STARTED])
-                    errors[ABORTED] += waiting
-                    state["done"] += waiting
+                    if waiting:  # nothing under way: no failure, and no cause counted 0
+                        errors[ABORTED] += waiting
+                        state["done"] += waiting
                     if starting:
                         held_end = dict(Counter(c[WORKER] for c in conns.values() if c[WORKER] is not None))
                     break
@@ -361,6 +371,7 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
         "resent": resent,
         "start": wall0,
         "end": wall0 + wall,
+        "ran": ran,  # a driver that carried no load (stopped while filling, or opened no pool): none of the load's time
         "stats": DriverStats(
             cfg.index,
             cfg.slots,
@@ -368,12 +379,12 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
             round(wall, 6),
             round(cpu, 6),
             runqueue,
-            None if opened_ns is None else round((opened_ns - t0) / 1e9, 6),
+            None if opened_ns is None else round((opened_ns - begin) / 1e9, 6),
             late if cfg.rate else None,
         ).to_dict(),
     }
     if cfg.pool:
-        report["pool"] = {"planned": planned, "opened": opened}
+        report["pool"] = {"planned": planned, "opened": opened, "fill_s": round(fill_s, 6)}
     return report
 
 

@@ -42,6 +42,9 @@ COUNTS = ListOf(Integer())  # per worker (served)
 ERRORS = MapOf(Integer())  # failed connections by errno name
 SKIPPED = MapOf(Text())  # a variant that did not run -> why
 NOTES = ListOf(Text())
+# A kept load's pool (core/load_summary.py kept_fields): connections opened of those planned, and the seconds
+# the fill took before the load's time began (files from before it lack fill_s: their wall time holds it)
+POOL = Record({"opened": Integer(), "planned": Integer(), "fill_s": Number()}, frozenset({"opened", "planned"}))
 
 
 # Which server kinds and modes this version knows: (kind, mode) -> None, or ("kind" or "mode", why not).

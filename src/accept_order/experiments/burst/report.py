@@ -3,12 +3,15 @@ client was served; then what failed, how the work spread, and what the kernel co
 
 from __future__ import annotations
 
+from collections import Counter
+
 from rich import box
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from ...analysis.fairness import jain_index
+from ...analysis.kept_counts import own_count
 from ...render.evidence import short_counter, shortage_lines
 from ...render.text import duration_us, plural
 from .result import BurstCell, BurstResult, BurstRun
@@ -85,10 +88,14 @@ def _own_count(run: BurstRun) -> Text | None:
     if list(run.worker_requests) == replies:
         return Text(f"  {run.server.label}: requests per worker over the bursts, the workers' own count: {own}, as "
                     "the replies say", style="green")  # fmt: skip
+    errors: Counter[str] = Counter()
+    for cell in run.cells:
+        errors.update(cell.errors)
+    counted = own_count(run.worker_requests, replies, errors)
     return Text(
         f"  {run.server.label}: requests per worker over the bursts, the workers' own count: {own}; the replies "
-        f"say {' '.join(map(str, replies))} (a request whose reply was lost counts on the worker's side only)",
-        style="yellow",
+        f"say {' '.join(map(str, replies))} ({counted.why()})",
+        style="" if counted.explained else "yellow",
     )
 
 

@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ...analysis.fairness import jain_index
+from ...analysis.kept_counts import filled_in, own_count
 from ...analysis.witness import agreement
 from ...core.spec import ConcurrentLoad
 from ...core.text import plural
@@ -108,8 +109,16 @@ def kept_lines(result: LatencyResult) -> list[Text]:
     pool = result.pool
     if pool is not None:
         opened, planned = pool
-        lines.append(Text(f"pool: {opened} of {planned} connections opened and answered before the load ran"))
+        lines.append(
+            Text(
+                f"pool: {opened} of {planned} connections opened and answered{filled_in(result.pool_fill_s)} "
+                "before the load ran"
+            )
+        )
     lines.extend(Text(line) for line in closes_lines(result))
+    differs = own_count_line(result)
+    if differs is not None:
+        lines.append(differs)
     workers = result.server.workers
     # only connections beyond the workers wait for ever: each worker serves the one it holds to its end
     beyond = result.load.requests_per_connection == 0 and result.load.concurrency > workers
@@ -127,6 +136,23 @@ def kept_lines(result: LatencyResult) -> list[Text]:
     if witnessed is not None:
         lines.append(witnessed)
     return lines
+
+
+def own_count_line(result: LatencyResult) -> Text | None:
+    """Where a worker's own count of the requests it answered differs from its replies': who counted more,
+    and why where the run tells (the client's requests it gave up on). None where they agree, or a worker
+    does not count its requests (a launched server's)."""
+    counted = sorted(result.counters, key=lambda c: c.index)
+    own = [c.requests for c in counted]
+    if not own or len(own) != len(result.served) or None in own:
+        return None
+    found = own_count([n or 0 for n in own], result.served, result.errors)
+    if found.agrees:
+        return None
+    return Text(
+        f"its count differs from the replies ({found.differences()}): {found.why()}",
+        style="" if found.explained else "yellow",
+    )
 
 
 def witness_line(result: LatencyResult) -> Text | None:

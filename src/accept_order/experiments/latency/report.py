@@ -221,7 +221,9 @@ def interrupted_note(results: Sequence[LatencyResult]) -> list[Text]:
     if isinstance(exit_, dict):  # not a signal: a worker of the attached server exited
         why = f"Stopped early: {exit_.get('why', 'a worker exited')}"
     else:
-        why = f"Interrupted: the {r.server.label} run was stopped after {r.wall_s:.2f} s"
+        why = f"Interrupted: the {r.server.label} run was stopped after {r.wall_s:.2f} s" + (
+            f" of load (its pool took {r.pool_fill_s:.2f} s to fill before)" if r.pool_fill_s else ""
+        )
     return [
         Text(
             f"{why}; its figures are what was measured until then ({finished_unit(r.load)}s in flight counted as "

@@ -15,12 +15,13 @@ from ...core.load_summary import (
     TimedTotals,
     cpu_us_per_connection,
     kept_fields,
+    pool_fill_of,
     pool_of,
 )
 from ...core.measures import DriverStats, Environment, WorkerCounters
 from ...core.spec import ConcurrentLoad, ServerSpec
 from ...results.schema import Anything, Integer, ListOf, Number, Record, SchemaError, Text, child, derive
-from ...results.shapes import ERRORS, EVIDENCE, PORT, SKIPPED, at_most_workers, histogram_total
+from ...results.shapes import ERRORS, EVIDENCE, POOL, PORT, SKIPPED, at_most_workers, histogram_total
 from ...results.typed import build, runs_list, skipped_map
 
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)
@@ -48,7 +49,7 @@ class LatencyResult(TimedTotals):
     served: tuple[int, ...]  # requests answered per worker index
     counters: tuple[WorkerCounters, ...]
     drivers: tuple[DriverStats, ...]
-    wall_s: float  # of the load, first request to last
+    wall_s: float  # of the load, first request to last (over a pool: from when it was filled)
     title: str = ""
     work_estimate_us: float | None = None  # the handler's busy loop, timed in this process before the run
     evidence: dict[str, Any] = field(default_factory=dict)  # kernel evidence, from the session
@@ -62,6 +63,9 @@ class LatencyResult(TimedTotals):
     held_at_end: tuple[int, ...] = ()
     worker_histograms: tuple[LatencyHistogram, ...] = ()
     pool: tuple[int, int] | None = None
+    # The seconds the pool took to fill, before `wall_s` began (saved in `pool`; None: no pool, or a file
+    # from before it was timed apart, whose wall_s holds its fill)
+    pool_fill_s: float | None = None
     # Kept connections the server ended before the client did, per worker (saved only where it ended some;
     # files before it and runs where it ended none: none).
     server_closes: ServerCloses = ServerCloses()
@@ -80,6 +84,7 @@ class LatencyResult(TimedTotals):
             held_at_end=load_summary.held,
             worker_histograms=load_summary.by_worker,
             pool=load_summary.pool,
+            pool_fill_s=load_summary.pool_fill_s,
             server_closes=load_summary.closes,
             **rest,
         )
@@ -174,7 +179,9 @@ class LatencyResult(TimedTotals):
 
     def kept_dict(self) -> dict[str, Any]:
         """The kept connections' figures ({} for one request per connection: those files stay as they were)."""
-        return kept_fields(self.connections, self.held_at_end, self.pool, self.worker_histograms, self.server_closes)
+        return kept_fields(
+            self.connections, self.held_at_end, self.pool, self.worker_histograms, self.server_closes, self.pool_fill_s
+        )
 
     @property
     def held_peak(self) -> tuple[int | None, ...]:
@@ -211,6 +218,7 @@ class LatencyResult(TimedTotals):
             held_at_end=tuple(data.get("held_at_end", ())),
             worker_histograms=tuple(LatencyHistogram.from_dict(h) for h in data.get("worker_histograms", ())),
             pool=pool_of(data),
+            pool_fill_s=pool_fill_of(data),
             server_closes=ServerCloses.from_dict(data.get("server_closes")),
         )
 
@@ -282,7 +290,8 @@ LATENCY_SHAPE = derive(
     errors=ERRORS,
     evidence=EVIDENCE,
     summary=_SUMMARY,
-    pool=Record({"opened": Integer(), "planned": Integer()}, frozenset({"opened", "planned"})),
+    pool=POOL,
+    omit=("pool_fill_s",),  # saved in `pool`
     optional=("errors", "served", "counters", "drivers", "wall_s"),
     rules=(
         at_most_workers("served"),

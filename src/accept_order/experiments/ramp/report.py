@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from rich import box
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from ...analysis.fairness import jain_index
+from ...analysis.kept_counts import filled_in, own_count
 from ...core.cpus import format_cpu_list
 from ...render.evidence import short_counter, shortage_lines
 from ...render.text import durations_us, plural
@@ -89,7 +92,10 @@ def _kept_line(step: RampStep) -> Text | None:
         f"{' '.join(map(str, step.connections))}"
     )
     if step.pool is not None:
-        text += f"; pool: {step.pool[0]} of {step.pool[1]} opened and answered before the step's requests"
+        opened, planned = step.pool
+        text += (
+            f"; pool: {opened} of {planned} opened and answered{filled_in(step.pool_fill_s)} before the step's requests"
+        )
     return Text(text)
 
 
@@ -103,10 +109,14 @@ def _own_count(result: RampResult) -> Text | None:
     if list(result.worker_requests) == replies:
         return Text(f"requests per worker over the steps, the workers' own count: {own}, as the replies say",
                     style="green")  # fmt: skip
+    errors: Counter[str] = Counter()
+    for step in result.steps:
+        errors.update(step.errors)
+    counted = own_count(result.worker_requests, replies, errors)
     return Text(
         f"requests per worker over the steps, the workers' own count: {own}; the replies say "
-        f"{' '.join(map(str, replies))} (a request whose reply was lost counts on the worker's side only)",
-        style="yellow",
+        f"{' '.join(map(str, replies))} ({counted.why()})",
+        style="" if counted.explained else "yellow",
     )
 
 

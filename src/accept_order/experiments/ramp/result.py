@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ...core.load_summary import CountedTotals
+from ...core.load_summary import CountedTotals, pool_fill_of, pool_of
 from ...core.measures import Environment
 from ...core.spec import ServerSpec
 from ...results.schema import (
@@ -24,7 +24,7 @@ from ...results.schema import (
     derive,
     known,
 )
-from ...results.shapes import NOTES, SHORTAGES, SIGNED, workers_of
+from ...results.shapes import NOTES, POOL, SHORTAGES, SIGNED, workers_of
 
 
 @dataclass(frozen=True)
@@ -49,10 +49,12 @@ class RampStep(CountedTotals):
     seen: tuple[str, ...] = ()  # what the kernel and the CPU counters saw
     interrupted: bool = False
     # Kept connections (the plan's requests_per_connection != 1 or a pool; `served` then counts requests):
-    # the connections each worker accepted (as their first replies say) and a pool's (opened, planned) size;
-    # empty, and not in the file, otherwise
+    # the connections each worker accepted (as their first replies say) and a pool's (opened, planned) size
+    # and the seconds it took to fill before the step's time (`wall_s`) began (None in older files, whose
+    # wall_s holds it); empty, and not in the file, otherwise
     connections: tuple[int, ...] = ()
     pool: tuple[int, int] | None = None
+    pool_fill_s: float | None = None
 
     @property
     def held(self) -> bool:
@@ -67,9 +69,11 @@ class RampStep(CountedTotals):
             data[name] = list(data[name])
         if not self.connections:  # one request per connection: the step as before
             del data["connections"]
-        del data["pool"]
+        del data["pool"], data["pool_fill_s"]
         if self.pool is not None:  # as a latency run's file holds it
             data["pool"] = {"opened": self.pool[0], "planned": self.pool[1]}
+            if self.pool_fill_s is not None:
+                data["pool"]["fill_s"] = self.pool_fill_s
         return data
 
     @classmethod
@@ -79,9 +83,9 @@ class RampStep(CountedTotals):
         values = dict(data)
         for name in ("served", "queues", "worker_cpu", "reasons", "seen", "connections"):
             values[name] = tuple(values.get(name, ()))
-        pool = values.pop("pool", None)
+        pool = {"pool": values.pop("pool", None)}
         step: RampStep = build(cls, values)
-        return dataclasses.replace(step, pool=(int(pool["opened"]), int(pool["planned"]))) if pool else step
+        return dataclasses.replace(step, pool=pool_of(pool), pool_fill_s=pool_fill_of(pool)) if pool["pool"] else step
 
 
 @dataclass(frozen=True)
@@ -172,7 +176,8 @@ _STEP = known(  # registered: RampStep.from_dict builds with it too
         RampStep,
         kind=OneOf(("rate", "concurrency")),
         counters=MapOf(SIGNED),
-        pool=Record({"opened": Integer(), "planned": Integer()}, frozenset({"opened", "planned"})),
+        pool=POOL,
+        omit=("pool_fill_s",),  # saved in `pool`
         optional=("served", "queues", "worker_cpu", "reasons", "seen"),
     ),
 )

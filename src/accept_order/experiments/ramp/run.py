@@ -233,7 +233,8 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
                 machine_after = machine_cpu()
                 counters_after = netstat.read_counters()
                 moved = netstat.counter_deltas(counters_before, counters_after, sorted(counters_after))
-                wall = max(outcome.wall_s, 1e-9)
+                # the workers' CPU was read around the pool's fill too, not only the step's time (wall_s)
+                wall = max(outcome.wall_s + (outcome.pool_fill_s or 0.0), 1e-9)
                 step = RampStep(
                     kind="rate" if plan.rates else "concurrency",
                     offered=offered,
@@ -254,6 +255,7 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
                     interrupted=outcome.interrupted,
                     connections=outcome.connections,
                     pool=outcome.pool,
+                    pool_fill_s=outcome.pool_fill_s,
                 )
                 step = step.judged(judge(step, plan, server.workers), signals(step, server.workers, cpus))
                 steps.append(step)
