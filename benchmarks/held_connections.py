@@ -20,7 +20,12 @@ import select
 import socket
 import subprocess
 import sys
+from pathlib import Path
 from types import TracebackType
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "experiments"))  # the one-line parser
+
+from _cli import OneLineParser, positive_int  # noqa: E402  (experiments/_cli.py)
 
 READY_TIMEOUT_S = 300.0  # 10,000 connections open in about 2 s here; a busy machine gets much longer
 STOP_TIMEOUT_S = 30.0
@@ -113,7 +118,12 @@ def hold(host: str, port: int, count: int) -> list[socket.socket]:
 
 
 def main(argv: list[str]) -> int:
-    host, port, count = argv[0], int(argv[1]), int(argv[2])
+    parser = OneLineParser(prog="held_connections.py", description="hold N idle keep-alive connections open")
+    parser.add_argument("host")
+    parser.add_argument("port", type=positive_int)
+    parser.add_argument("count", type=positive_int)
+    args = parser.parse_args(argv)
+    host, port, count = args.host, args.port, args.count
     try:
         held = hold(host, port, count)
     except (OSError, ValueError) as exc:
