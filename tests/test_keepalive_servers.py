@@ -104,7 +104,9 @@ def test_a_pool_kept_for_the_whole_run_agrees_with_its_log(tmp_path: Path, name:
 
 
 @pytest.mark.parametrize("name", CLOSING)
-@pytest.mark.parametrize("load", [["--requests-per-connection", "5"], ["--pool", "-c", "4"]])
+@pytest.mark.parametrize(
+    "load", [["--requests-per-connection", "5"], ["--pool", "-c", "4", "--requests-per-connection", "0"]]
+)
 def test_a_kind_that_closes_every_connection_is_refused(name: str, load: list[str]) -> None:
     result = run_cli(["latency", "--server", name, "-n", "10", *load])
     line = assert_one_error_line(result, 2, name, "cannot keep a connection", load[0])
