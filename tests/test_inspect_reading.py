@@ -118,7 +118,7 @@ def test_a_look_lists_each_fd_table_once(
         where = _dir_of(path)
         if where is not None:
             listed[where] += 1
-        return real_listdir(path)  # type: ignore[arg-type]
+        return real_listdir(path)  # type: ignore[call-overload]
 
     monkeypatch.setattr(os, "listdir", counting)
     result = inspect(pid=master) if by == "pid" else inspect(port=port)
@@ -330,3 +330,39 @@ def test_shared_epolls_are_grouped_by_the_kernel_s_order_of_open_files(monkeypat
     assert [s.epoll_id for s in renamed] == [ids[k] for k in shared + own]
     keys = len(shared) + len(own)
     assert len(asked) < keys * (keys - 1) // 2, len(asked)
+
+
+def test_a_namespace_s_listeners_come_from_one_dump_in_the_order_proc_lists_them() -> None:
+    """A pid's namespace's listeners are the kernel's inet_diag answer (with the backlog each was given),
+    in the order of /proc/PID/net/tcp and tcp6 (the witness, read here): IPv4, IPv6 and dual-stack
+    listeners of the test's own."""
+    from accept_order.probes.listeners import parse_proc_net_tcp
+    from accept_order.probes.serving import namespace_listeners
+
+    given: dict[int, int] = {}  # inode -> the backlog listen() was given
+    mine: list[socket.socket] = []
+
+    def listen(address: tuple[str, int], backlog: int, **how: object) -> None:
+        server = socket.create_server(address, backlog=backlog, **how)  # type: ignore[arg-type]
+        mine.append(server)
+        given[os.fstat(server.fileno()).st_ino] = backlog
+
+    try:
+        for i in range(12):
+            listen(("127.0.0.1", 0), 7 + i)
+        try:
+            for i in range(4):
+                listen(("::1", 0), 30 + i, family=socket.AF_INET6)
+            listen(("", 0), 40, family=socket.AF_INET6, dualstack_ipv6=True)
+        except OSError:
+            pass  # no IPv6 here: the IPv4 ones are the test
+        rows = [r for r in namespace_listeners(os.getpid()) if r.inode in given]
+        proc: list[int] = []
+        for name, family in (("tcp", "ipv4"), ("tcp6", "ipv6")):
+            text = Path(f"/proc/{os.getpid()}/net/{name}").read_text()
+            proc += [r.inode for r in parse_proc_net_tcp(text, family) if r.inode in given]
+    finally:
+        for server in mine:
+            server.close()
+    assert [r.inode for r in rows] == proc and len(proc) == len(mine)
+    assert all(r.source == "netlink" and r.backlog == given[r.inode] for r in rows), rows

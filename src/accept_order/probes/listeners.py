@@ -70,8 +70,9 @@ def _parse_diag_msg(payload: bytes) -> ListenerRow:
     raise OSError(errno.EPROTO, f"unexpected address family {fam} in inet_diag reply")
 
 
-def _dump_listeners(sock: socket.socket, family: int, port: int, seq: int) -> list[ListenerRow]:
-    sock.send(_diag_request(family, port, seq))
+def _dump_listeners(sock: socket.socket, family: int, port: int | None, seq: int) -> list[ListenerRow]:
+    """The listeners of one family on `port` (None: every port), in the kernel's order."""
+    sock.send(_diag_request(family, port or 0, seq))
     rows: list[ListenerRow] = []
     while True:
         data = sock.recv(_RECV_BUFSIZE)
@@ -96,7 +97,7 @@ def _dump_listeners(sock: socket.socket, family: int, port: int, seq: int) -> li
             if mtype != SOCK_DIAG_BY_FAMILY:
                 continue
             row = _parse_diag_msg(payload)
-            if row.port == port:
+            if port is None or row.port == port:
                 rows.append(row)
 
 
@@ -105,6 +106,17 @@ def netlink_listeners(port: int) -> list[ListenerRow]:
 
     Raises OSError if netlink is unavailable (not Linux, sandboxed, old kernel)."""
     _check_port(port)
+    return _netlink_dump(port)
+
+
+def netlink_all_listeners() -> list[ListenerRow]:
+    """Every listening TCP socket of this network namespace, IPv4 then IPv6, in the order /proc/net/tcp and
+    tcp6 list them (both walk the kernel's listening hash): one dump of the listeners alone, where those
+    files list every socket of the namespace (each connection a line). OSError as netlink_listeners."""
+    return _netlink_dump(None)
+
+
+def _netlink_dump(port: int | None) -> list[ListenerRow]:
     af_netlink = getattr(socket, "AF_NETLINK", None)
     if af_netlink is None:
         raise OSError(errno.EAFNOSUPPORT, "AF_NETLINK is not available on this platform")
