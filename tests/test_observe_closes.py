@@ -357,7 +357,8 @@ class Announced:
     """DestroyWatch's place in load.py, scripted: each take() hands the next list."""
 
     script: list[list[TcpSocket]] = []
-    dropped = 0
+    lost = skipped = unseen = unseen_bytes_in = 0  # every announcement decoded and read
+    known: object = None
 
     def __init__(self, ports: object, netns_pid: object = None) -> None:
         self.closed = False

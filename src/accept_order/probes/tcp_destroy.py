@@ -20,6 +20,14 @@ Decoder filters by port again (a kernel without the filter, or more ports than a
 reader thread empties the buffer every PACE_S, so that a burst of closes waits there, not in a wakeup of
 ours per close. When the buffer is full anyway the kernel drops the message, counts it (SO_MEMINFO's
 drops) and says ENOBUFS at the next read: counted (`overflows`, `dropped`), never fatal.
+
+What reading costs is kept to a budget (Budget: SHARE of one CPU, by the reader thread's own CPU time): over
+it, the reader stops reading until it is back under, and the buffer absorbs the closes meanwhile (26,214
+announcements in its 32 MiB here). Where they come faster than the budget reads them for long enough, the
+buffer fills and the kernel drops the rest: those drops, and what is still queued when the watch closes, are
+`skipped` (held back by the budget), apart from `lost` (dropped while the reader kept up). Cheaper still, an
+announcement whose cookie is in no look (`known`, set by the caller; None: decode every one) is not decoded:
+only counted, with its bytes received (`unseen`, `unseen_bytes_in`): it cannot be given to a worker anyway.
 """
 
 from __future__ import annotations
@@ -32,7 +40,7 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Container, Sequence
 
 from .listeners import NETLINK_SOCK_DIAG
 from .server_netns import in_namespace_of
@@ -59,6 +67,20 @@ _PROTOCOL = struct.Struct("=HH4x")
 _ANNOUNCED = struct.Struct(_HEAD.format + _PROTOCOL.format[1:] + _ATTR_INFO.format[1:])
 _BY_FAMILY = 20  # SOCK_DIAG_BY_FAMILY: an announcement's type
 _PROTOCOL_ATTR = 10  # INET_DIAG_PROTOCOL; its value, the protocol, is one byte padded to 4
+# The cheap path, for a cookie no look knows: of the same layout only what says it is one (length, type, port,
+# the two attributes' types and the info's length), its cookie, and tcpi_bytes_received (at 228)
+_KEY = struct.Struct("=IH14xH38xII22xH4xHH128xQ")
+_LEFT = 24  # at the end: enough of a message left queued to say it is one of the server's (type, port)
+# The reader's budget. observe as a whole used 1.6-2.2% of one CPU before it read closes (its looks paced to
+# 1%, sampling.BUDGET; the accepts' totals and the intervals the rest: bench_observe_overhead.py, wrk
+# `Connection: close` at 5,800-7,200 req/s), and reading every close took it to 5.7-6.2% here: 0.5% for the
+# reader keeps the whole near 2% (issues 17 and 28). A close costs 3.2-3.9 us to count undecoded and 4.5-6.7 to
+# decode (10,000 queued, read at once; 5.5-7 us each by the thread while closes come), so that is 700-1,500
+# closes a second: many times what a keep-alive load closes. Above it (one request per connection) most are
+# skipped, and most of what is skipped is of connections no look saw: they live less than a look's interval.
+SHARE = 0.005
+DEPTH_S = 0.01  # CPU in hand for a burst (a full bucket at the start): 1,500-3,000 closes read at once
+_CHECK_EVERY = 32  # messages read between two readings of the thread's CPU (each a system call)
 
 
 def port_filter(ports: Sequence[int]) -> bytes:
@@ -103,12 +125,49 @@ def _subscribe(ports: Sequence[int], rcvbuf: int) -> tuple[socket.socket, bool]:
     return sock, filtered
 
 
+class Budget:
+    """A share of one CPU for the thread that asks, as a bucket of CPU time: it fills at `share` of the wall
+    time passed, up to `depth_s`, and empties by the thread's own CPU time (user and system: the reads'
+    system calls are most of it). Made and asked on that thread (thread_time is the caller's)."""
+
+    def __init__(
+        self,
+        share: float,
+        depth_s: float,
+        cpu: Callable[[], float] = time.thread_time,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.share, self.depth_s = share, depth_s
+        self._cpu, self._clock = cpu, clock
+        self.left_s = depth_s  # CPU still in hand; negative: over the share by that much
+        self._at, self._used = clock(), cpu()
+
+    def over(self) -> bool:
+        """Whether the thread has used more than its share (brought up to now first)."""
+        now, used = self._clock(), self._cpu()
+        self.left_s = min(self.depth_s, self.left_s + self.share * (now - self._at)) - (used - self._used)
+        self._at, self._used = now, used
+        return self.left_s < 0
+
+    def wait_s(self) -> float:
+        """How long until it is back under its share (0: it is)."""
+        return max(0.0, -self.left_s / self.share)
+
+
 class DestroyWatch:
     """The server's TCP sockets as the kernel destroys them (see the module doc): made, it has joined
-    (PermissionError or OSError when it cannot); start() runs the reader thread (or call drain() yourself);
-    take() hands over the sockets announced since the last take; close() leaves."""
+    (PermissionError or OSError when it cannot); start() runs the reader thread, on its budget (or call
+    drain() yourself); take() hands over the sockets announced since the last take; `known` (settable from
+    another thread) holds the cookies worth decoding; close() leaves."""
 
-    def __init__(self, ports: Sequence[int], netns_pid: int | None = None, rcvbuf: int = RCVBUF) -> None:
+    def __init__(
+        self,
+        ports: Sequence[int],
+        netns_pid: int | None = None,
+        rcvbuf: int = RCVBUF,
+        share: float = SHARE,
+        depth_s: float = DEPTH_S,
+    ) -> None:
         if not ports or any(not 0 < port < 65536 for port in ports):
             raise ValueError(f"ports must be in 1..65535, got {list(ports)}")
         self.ports = frozenset(ports)
@@ -118,6 +177,19 @@ class DestroyWatch:
         self.read = 0  # the server's sockets announced and read
         self.overflows = 0  # reads that said ENOBUFS: the buffer had been full, messages were dropped
         self.cpu_s = 0.0  # the reader thread's CPU (user and system) so far
+        self.share, self.depth_s = share, depth_s
+        # The cookies whose announcements are decoded: None, every one; else the others are only counted, with
+        # their bytes in. Read afresh for each message: a caller sets None before it looks at the tables and the
+        # cookies it saw after, so a socket its look saw is never taken for unknown (it is announced after it
+        # left the tables: an announcement read before None was set is of a socket gone before the look).
+        self.known: Container[int] | None = None
+        self.unseen = 0  # the server's sockets announced with a cookie not in `known`: counted, not decoded
+        self.unseen_bytes_in = 0  # their tcpi_bytes_received
+        self.pauses = 0  # times the reader stopped over its budget
+        self.behind = False  # the last drain stopped over the budget, with messages left queued
+        self._behind_from: int | None = None  # the kernel's drops when it fell behind
+        self._skipped_dropped = 0  # the kernel's drops while behind
+        self._skipped_left = 0  # left queued at the end while behind
         self._decoder = Decoder(0, self.ports, [])
         self._buffer = bytearray(_READ)
         self._events: list[TcpSocket] = []
@@ -133,25 +205,39 @@ class DestroyWatch:
 
     def _run(self) -> None:
         began = time.thread_time()
+        budget = Budget(self.share, self.depth_s)  # here: its CPU is this thread's
         try:
             while not self._stop.is_set():
                 select.select([self.sock.fileno(), self._wake_r], [], [])
                 if self._stop.is_set():
                     return
-                self.drain()
-                self._stop.wait(PACE_S)  # closes gather in the buffer meanwhile: read in batches
+                self.drain(budget)
+                if self.behind:  # over the budget: the buffer holds what comes until it is back under
+                    self.pauses += 1
+                self._stop.wait(max(PACE_S, budget.wait_s()))  # closes gather in the buffer: read in batches
         except (OSError, ValueError):
             return  # closed under us
         finally:
             self.cpu_s += time.thread_time() - began
 
-    def drain(self) -> int:
-        """Read every message queued now; returns how many of the server's sockets they announced."""
+    def drain(self, budget: Budget | None = None) -> int:
+        """Read the messages queued now, all of them or (with a budget) until it is spent; returns how many of
+        the server's sockets they announced (decoded; `unseen` counts the others)."""
         found: list[TcpSocket] = []
         self._decoder.out = found
-        buffer, recv_into, unpack = self._buffer, self.sock.recv_into, _ANNOUNCED.unpack_from
+        buffer, recv_into, unpack, key = self._buffer, self.sock.recv_into, _ANNOUNCED.unpack_from, _KEY.unpack_from
         ports, size, append, info_size = self._decoder.ports, _ANNOUNCED.size, found.append, _ATTR_INFO.size
+        unseen = unseen_in = 0
+        until_check = 0
+        stopped = False
         while True:
+            if budget is not None:
+                if not until_check:
+                    if budget.over():
+                        stopped = True
+                        break
+                    until_check = _CHECK_EVERY
+                until_check -= 1
             try:
                 got = recv_into(buffer)
             except BlockingIOError:
@@ -162,29 +248,54 @@ class DestroyWatch:
                 self.overflows += 1  # the kernel dropped some (counted in `dropped`); the rest still come
                 continue
             if got >= size:
+                known = self.known  # afresh for each message (see __init__)
+                if known is not None:  # the cookie first, and no more where it is unknown
+                    length, mtype, sport, low, high, ptype, alen, atype, received = key(buffer)
+                    if length == got and mtype == _BY_FAMILY and ptype == _PROTOCOL_ATTR and atype == INET_DIAG_INFO:
+                        if sport in ports and alen >= info_size and low | high << 32 not in known:
+                            unseen += 1
+                            unseen_in += received
+                            continue
                 (length, mtype, _f, _q, _p, _a, state, sport, low, high, inode, _l, ptype, alen, atype, recv_ms, acked,
                  received, segs_in, segs_out) = unpack(buffer)  # fmt: skip
                 if length == got and mtype == _BY_FAMILY and ptype == _PROTOCOL_ATTR and atype == INET_DIAG_INFO:
                     if sport in ports and alen >= info_size:
+                        cookie = low | high << 32
                         append(
-                            TcpSocket(
-                                low | high << 32,
-                                inode,
-                                state,
-                                ports[sport],
-                                received,
-                                acked,
-                                segs_in,
-                                segs_out,
-                                recv_ms,
-                            )
+                            TcpSocket(cookie, inode, state, ports[sport], received, acked, segs_in, segs_out, recv_ms)
                         )
                     continue
             self._decoder.read(buffer, got)
         with self._lock:
             self._events.extend(found)
             self.read += len(found)
+            self.unseen += unseen
+            self.unseen_bytes_in += unseen_in
+        self._fell(stopped)
         return len(found)
+
+    def _fell(self, behind: bool) -> None:
+        """Whether reading is behind (stopped over the budget, messages left queued): the kernel's drops from
+        when it fell behind to when it caught up (emptied the buffer) are skipped, not lost."""
+        self.behind = behind
+        if behind and self._behind_from is None:
+            self._behind_from = self.dropped
+        elif not behind and self._behind_from is not None:
+            self._skipped_dropped += self.dropped - self._behind_from
+            self._behind_from = None
+
+    @property
+    def skipped(self) -> int:
+        """The server's announcements not read because the budget held reading back: the kernel dropped them
+        while the reader was behind, or they were still queued when the watch closed (counted then)."""
+        behind = 0 if self._behind_from is None else self.dropped - self._behind_from
+        return self._skipped_dropped + behind + self._skipped_left
+
+    @property
+    def lost(self) -> int:
+        """The kernel's drops while the reader kept up (its buffer too small for a burst between two reads)."""
+        behind = 0 if self._behind_from is None else self.dropped - self._behind_from
+        return self.dropped - self._skipped_dropped - behind
 
     def take(self) -> list[TcpSocket]:
         """The sockets announced (and read) since the last call, in the order they came."""
@@ -215,5 +326,25 @@ class DestroyWatch:
             os.close(self._wake_w)
             self._wake_r = self._wake_w = -1
         if self._dropped is None:
+            if self.behind:  # what the budget left queued is counted, not decoded: nothing goes silently
+                self._skipped_left = self._left()
             self._dropped = self.dropped
         self.sock.close()
+
+    def _left(self) -> int:
+        """Count, without decoding, the server's announcements still queued (the first bytes of each: a
+        message longer than the buffer is cut to it)."""
+        head, count, ports = bytearray(_LEFT), 0, self._decoder.ports
+        while True:
+            try:
+                got = self.sock.recv_into(head)
+            except BlockingIOError:
+                return count
+            except OSError as exc:
+                if exc.errno != errno.ENOBUFS:
+                    return count
+                self.overflows += 1
+                continue
+            if got == _LEFT:
+                mtype, sport = struct.unpack_from("=4xH14xH", head)
+                count += mtype == _BY_FAMILY and sport in ports

@@ -4,6 +4,7 @@ verdict's words. Pure: a result in, sentences out. A result from before them, or
 
 from __future__ import annotations
 
+from ...probes.tcp_destroy import SHARE
 from ...render.text import plural
 from .result import ObserveResult
 
@@ -14,7 +15,7 @@ def _pct(part: int, whole: int) -> str:
 
 def closes(result: ObserveResult, received: list[int]) -> list[str]:
     """The closes counted to the byte, the connections closed before any look (counted, in no worker's
-    share), and the announcements the kernel dropped."""
+    share), the announcements the kernel dropped, and those not read for the reader's CPU budget."""
     if result.closes_counted is None:
         return []
     lines = []
@@ -34,6 +35,13 @@ def closes(result: ObserveResult, received: list[int]) -> list[str]:
         lines.append(
             f"the kernel dropped {plural(result.closes_lost, 'announcement')} of a close (the buffer was full): "
             "those connections' bytes after their last look are not counted"
+        )
+    if result.closes_skipped:
+        lines.append(
+            f"{result.closes_skipped:,} announcement{'s' if result.closes_skipped != 1 else ''} of a close not "
+            f"read, to keep reading them within "
+            f"{SHARE:.1%} of one CPU: those connections' bytes are counted only to their last look (not at all "
+            "where no look saw one)"
         )
     return lines
 

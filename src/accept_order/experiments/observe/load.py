@@ -28,6 +28,11 @@ process); else it is counted as closed before any look, with its bytes. An abort
 tcp_disconnect) zeroes a socket's counters: its tail is unknown, and it counts as closed busy if it was.
 The kernel counts a FIN received as one byte in (it moves rcv_nxt): a connection closed with one counts one
 byte more than its data. Announcements read before the first look are of closes before the window: dropped.
+With more than one worker, a socket no look saw cannot be given to one: the watch is told the cookies the looks
+know (DestroyWatch.known, None while a look reads the tables) and only counts the others, with their bytes in,
+undecoded. The watch reads on a budget of CPU (tcp_destroy.SHARE): announcements it skipped for it (the kernel
+dropped them while it held back, or they were left queued at the end) are counted apart from those lost; a
+socket whose announcement was skipped is counted to its last look, like one never announced.
 
 Threads share their process's fd table: for a threaded server the load is per process, not per thread.
 Nothing here writes to the server: the dump and /proc are the kernel's tables. Root is needed only where
@@ -78,6 +83,7 @@ class LoadSummary(TypedDict, total=False):
     closed_busy_bytes_in: int
     closes_counted: int
     closes_lost: int
+    closes_skipped: int
     closed_unlooked: int
     closed_unlooked_bytes_in: int
 
@@ -112,6 +118,7 @@ class LoadSampler:
         self.closes_missing: str | None = None  # why they are not read
         self.closes_counted = 0  # connections closed while observed, counted to their close
         self.closes_lost = 0  # announcements the kernel dropped (its buffer full), read at the end
+        self.closes_skipped = 0  # announcements not read for the watch's budget, read at the end
         self.closed_unlooked = 0  # announced, seen by no look, holder not known: in no worker's share
         self.closed_unlooked_bytes_in = 0
         self._holder: dict[int, int] = {}  # cookie -> the worker that held it at its last look with a holder
@@ -141,6 +148,8 @@ class LoadSampler:
         closed = self.closes.take() if self.closes is not None else []
         if self.samples:  # before the dump: each one's last look is one before this (none: before the window)
             self._closed(closed)
+        if self.closes is not None:  # every announcement decoded until this look's cookies are known
+            self.closes.known = None
         try:
             sockets = server_sockets(self.watched.ports, self.watched.netns_pid)
             held = {pid: socket_inodes(pid) for pid in self.watched.workers}
@@ -197,6 +206,8 @@ class LoadSampler:
                     self.closed_busy += 1
                     self.closed_busy_bytes_in += counted
         self._last, self._tail, self._holder = last, tail, holder  # closed sockets drop out here
+        if self.closes is not None and self._only is None:  # the others cannot be given to a worker: counted
+            self.closes.known = last
         for pid, carried in self.carried.items():
             carried.held = counts[pid]
             carried.peak = max(carried.peak, counts[pid])
@@ -264,7 +275,7 @@ class LoadSampler:
 
         wait_for(announced, SETTLE_S, interval_s=0.005)
         self.closes.close()
-        self.closes_lost = self.closes.dropped
+        self.closes_lost, self.closes_skipped = self.closes.lost, self.closes.skipped
         for cookie in self._gone:
             counted, busy = self._tail.get(cookie, (0, False))
             if busy:
@@ -329,8 +340,9 @@ class LoadSampler:
         return {
             "closes_counted": self.closes_counted,
             "closes_lost": self.closes_lost,
-            "closed_unlooked": self.closed_unlooked,
-            "closed_unlooked_bytes_in": self.closed_unlooked_bytes_in,
+            "closes_skipped": self.closes_skipped,
+            "closed_unlooked": self.closed_unlooked + self.closes.unseen,  # those counted undecoded too
+            "closed_unlooked_bytes_in": self.closed_unlooked_bytes_in + self.closes.unseen_bytes_in,
         }
 
     def notes(self, threaded: bool, program: str) -> list[str]:

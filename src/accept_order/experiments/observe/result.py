@@ -152,6 +152,9 @@ class ObserveResult:
     # in, counted, are in no worker's share)
     closes_counted: int | None = None
     closes_lost: int | None = None
+    # announcements not read to keep the reader within its CPU budget (tcp_destroy.SHARE): those connections
+    # are counted to their last look, and one no look saw not at all (None: a file from before the budget)
+    closes_skipped: int | None = None
     closed_unlooked: int | None = None
     closed_unlooked_bytes_in: int | None = None
 
