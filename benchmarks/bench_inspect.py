@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import signal
 import socket
 import statistics
@@ -269,6 +270,9 @@ def main() -> int:
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, terminated)
     print_machine()
+    if shutil.which("nginx") is None:
+        print("nginx is not installed: nothing measured")
+        return 0
     for workers in (int(w) for w in args.workers.split(",")):
         for count in (int(n) for n in args.open.split(",")):
             measure(workers, count, args)
