@@ -265,7 +265,7 @@ def test_the_verdict_says_how_many_were_skipped_for_the_budget_in_one_line() -> 
     result = result_with([25, 25], [1, 1], [100, 700], closes_counted=30, closes_lost=0, closes_skipped=1234)
     said = [line for line in verdict(result) if "not read" in line]
     assert said == [
-        "1,234 announcements of a close not read, to keep reading them within 0.5% of one CPU: those "
+        "1,234 announcements of a close not read, to keep reading them within 0.25% of one CPU: those "
         "connections' bytes are counted only to their last look (not at all where no look saw one)"
     ]
     again = ObserveResult.from_dict(json.loads(json.dumps(result.to_dict())))

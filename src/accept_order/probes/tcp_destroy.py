@@ -72,13 +72,14 @@ _PROTOCOL_ATTR = 10  # INET_DIAG_PROTOCOL; its value, the protocol, is one byte 
 _KEY = struct.Struct("=IH14xH38xII22xH4xHH128xQ")
 _LEFT = 24  # at the end: enough of a message left queued to say it is one of the server's (type, port)
 # The reader's budget. observe as a whole used 1.6-2.2% of one CPU before it read closes (its looks paced to
-# 1%, sampling.BUDGET; the accepts' totals and the intervals the rest: bench_observe_overhead.py, wrk
-# `Connection: close` at 5,800-7,200 req/s), and reading every close took it to 5.7-6.2% here: 0.5% for the
-# reader keeps the whole near 2% (issues 17 and 28). A close costs 3.2-3.9 us to count undecoded and 4.5-6.7 to
-# decode (10,000 queued, read at once; 5.5-7 us each by the thread while closes come), so that is 700-1,500
-# closes a second: many times what a keep-alive load closes. Above it (one request per connection) most are
-# skipped, and most of what is skipped is of connections no look saw: they live less than a look's interval.
-SHARE = 0.005
+# 1%, sampling.BUDGET; the accepts' totals and the intervals the rest), and 1.7-2.2% here with the reader held
+# to nothing, under wrk `Connection: close` at 5,000-9,400 req/s (bench_observe_overhead.py); reading every
+# close took it to 5.7-6.2%. A quarter of a percent for the reader keeps the whole near 2% (issues 17 and 28:
+# 2.2-2.7% measured, 2.5-2.9% with 0.5%). A close costs 3.2-3.9 us to count undecoded and 4.5-6.7 to decode
+# (10,000 queued, read at once; 5.5-7 us each by the thread while closes come): 400-700 closes a second, many
+# times what a keep-alive load closes. Above it (one request per connection) most are skipped, and most of
+# what is skipped is of connections no look saw: they live less than a look's interval.
+SHARE = 0.0025
 DEPTH_S = 0.01  # CPU in hand for a burst (a full bucket at the start): 1,500-3,000 closes read at once
 _CHECK_EVERY = 32  # messages read between two readings of the thread's CPU (each a system call)
 
@@ -333,7 +334,8 @@ class DestroyWatch:
 
     def _left(self) -> int:
         """Count, without decoding, the server's announcements still queued (the first bytes of each: a
-        message longer than the buffer is cut to it)."""
+        message longer than the buffer is cut to it). Once, at the end: a full buffer took 85 ms of CPU here
+        (26,214 queued, 3.3 us each), the price of saying how many were not read."""
         head, count, ports = bytearray(_LEFT), 0, self._decoder.ports
         while True:
             try:

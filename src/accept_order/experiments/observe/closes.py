@@ -40,7 +40,7 @@ def closes(result: ObserveResult, received: list[int]) -> list[str]:
         lines.append(
             f"{result.closes_skipped:,} announcement{'s' if result.closes_skipped != 1 else ''} of a close not "
             f"read, to keep reading them within "
-            f"{SHARE:.1%} of one CPU: those connections' bytes are counted only to their last look (not at all "
+            f"{SHARE * 100:g}% of one CPU: those connections' bytes are counted only to their last look (not at all "
             "where no look saw one)"
         )
     return lines
