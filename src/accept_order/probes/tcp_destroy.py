@@ -76,12 +76,12 @@ _KEY = struct.Struct("=IH14xH38xII22xH4xHH128xQ")
 _LEFT = 24  # at the end: enough of a message left queued to say it is one of the server's (type, port)
 # The reader's budget. observe as a whole used 1.6-2.2% of one CPU before it read closes (its looks paced to
 # 1%, sampling.BUDGET; the accepts' totals and the intervals the rest), and 1.7-2.2% here with the reader held
-# to nothing, under wrk `Connection: close` at 5,000-9,400 req/s (bench_observe_overhead.py); reading every
-# close took it to 5.7-6.2%. A quarter of a percent for the reader keeps the whole near 2% (issues 17 and 28:
-# 2.2-2.7% measured, 2.5-2.9% with 0.5%). A close costs 3.2-3.9 us to count undecoded and 4.5-6.7 to decode
-# (10,000 queued, read at once; 5.5-7 us each by the thread while closes come): 400-700 closes a second, many
-# times what a keep-alive load closes. Above it (one request per connection) most are skipped, and most of
-# what is skipped is of connections no look saw: they live less than a look's interval.
+# to nothing, under wrk `Connection: close` at 5,000-9,400 req/s (bench_observe_overhead.py, 5 s rounds); reading
+# every close took it to 5.7-6.9%. A quarter of a percent for the reader keeps the whole near 2% (issues 17 and
+# 28): 1.9-2.4% measured with it, 2.5-2.9% with 0.5%. A close costs 3.2-3.9 us to count undecoded and 4.5-6.7
+# to decode (10,000 queued, read at once; 4.7-5.2 us each by the thread, budgeted, while closes come): 500-700
+# closes a second, many times what a keep-alive load closes. Above it (one request per connection) most are
+# skipped, and most of what is skipped is of connections no look saw: they live less than a look's interval.
 SHARE = 0.0025
 DEPTH_S = 0.01  # CPU in hand for a burst (a full bucket at the start): 1,500-3,000 closes read at once
 RESUME_S = 0.002  # over the budget, it reads again once this much is in hand: 300-600 closes a wakeup
