@@ -275,3 +275,20 @@ def test_the_verdict_says_how_many_were_skipped_for_the_budget_in_one_line() -> 
     before = ObserveResult.from_dict(json.loads(json.dumps(older)))
     assert before.closes_skipped is None and not any("not read" in line for line in verdict(before))
     assert not any("not read" in line for line in verdict(replace(result, closes_skipped=0)))
+
+
+def test_where_no_look_saw_a_connection_the_announcements_are_still_said() -> None:
+    """One request per connection beyond the budget (found under wrk Connection: close: no look saw one, 6,693
+    counted undecoded, 92,229 skipped): the verdict said 'none carried data' and nothing of either."""
+    result = result_with(
+        [50, 50], [0, 0], [0, 0], closes_counted=0, closes_lost=0, closes_skipped=92229, closed_unlooked=6693
+    )
+    result = replace(result, closed_unlooked_bytes_in=500_000)
+    said = verdict(result)
+    assert "load: no connection was open at a sample" in said
+    assert any(
+        line.startswith("6,693 connections opened and closed between two looks: the 500,000 bytes") for line in said
+    )
+    assert any(line.startswith("92,229 announcements of a close not read") for line in said)
+    nothing = verdict(replace(result, closes_skipped=0, closed_unlooked=0, closed_unlooked_bytes_in=0))
+    assert "load: no connection was open at a sample and none carried data while observed" in nothing

@@ -5,8 +5,12 @@ verdict's words. Pure: a result in, sentences out. A result from before them, or
 from __future__ import annotations
 
 from ...probes.tcp_destroy import SHARE
-from ...render.text import plural
 from .result import ObserveResult
+
+
+def _many(count: int, word: str) -> str:
+    """`1 connection`, `6,693 connections`."""
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
 
 
 def _pct(part: int, whole: int) -> str:
@@ -21,25 +25,24 @@ def closes(result: ObserveResult, received: list[int]) -> list[str]:
     lines = []
     if result.closes_counted:
         lines.append(
-            f"{plural(result.closes_counted, 'connection')} closed while observed: each one's bytes are counted to "
+            f"{_many(result.closes_counted, 'connection')} closed while observed: each one's bytes are counted to "
             "its close (the kernel announces each socket it frees with its final counters)"
         )
     if result.closed_unlooked:
         apart = result.closed_unlooked_bytes_in or 0
         lines.append(
-            f"{plural(result.closed_unlooked, 'connection')} opened and closed between two looks: the {apart:,} "
+            f"{_many(result.closed_unlooked, 'connection')} opened and closed between two looks: the {apart:,} "
             f"bytes they received ({_pct(apart, sum(received) + apart)} of all) are counted but in no worker's "
             "share (an announcement does not say which process held the socket)"
         )
     if result.closes_lost:
         lines.append(
-            f"the kernel dropped {plural(result.closes_lost, 'announcement')} of a close (the buffer was full): "
+            f"the kernel dropped {_many(result.closes_lost, 'announcement')} of a close (the buffer was full): "
             "those connections' bytes after their last look are not counted"
         )
     if result.closes_skipped:
         lines.append(
-            f"{result.closes_skipped:,} announcement{'s' if result.closes_skipped != 1 else ''} of a close not "
-            f"read, to keep reading them within "
+            f"{_many(result.closes_skipped, 'announcement')} of a close not read, to keep reading them within "
             f"{SHARE * 100:g}% of one CPU: those connections' bytes are counted only to their last look (not at all "
             "where no look saw one)"
         )

@@ -165,7 +165,9 @@ def load(result: ObserveResult) -> list[str]:
     received = [w.bytes_in or 0 for w in workers]
     seen = [w.connections_observed or 0 for w in workers]
     if not sum(received) and not sum(seen):
-        return ["load: no connection was open at a sample and none carried data while observed"]
+        # what the kernel's announcements gave is said still: connections no look saw, their bytes, those skipped
+        carried = "" if result.closed_unlooked_bytes_in else " and none carried data while observed"
+        return [f"load: no connection was open at a sample{carried}", *closes(result, received)]
     first = _shares(result, held, received, seen) if sum(received) else _no_bytes(result, held, seen)
     lines = [first, _resting(result, seen), *_accepts(result, seen)]
     if result.closed_busy:
