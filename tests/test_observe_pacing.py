@@ -61,6 +61,28 @@ def test_a_sample_that_burns_cpu_is_spaced_to_the_budget(sampler: LoadSampler, m
         return real(ports, netns_pid)
 
     monkeypatch.setattr(load, "server_sockets", burning)
+    sampler.sample()  # the first: left out of the pace (it reads everything cold)
+    assert sampler.readable and sampler.every_s == SAMPLE_EVERY_S
     sampler.sample()
-    assert sampler.readable
     assert sampler.every_s >= COST_S / BUDGET > SAMPLE_EVERY_S
+
+
+def test_one_slow_sample_among_cheap_ones_does_not_set_the_pace(
+    sampler: LoadSampler, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A slow first sample (cold) and one slow sample later (preempted in the kernel's dump) must not put the
+    next sample seconds off: the pace is the median of the recent ones."""
+    real = load.server_sockets
+    slow = [True, False, False, False, True]  # the last one slow: the pace must not be its alone
+
+    def sometimes_burning(ports: Sequence[int], netns_pid: int) -> list[TcpSocket]:
+        if slow.pop(0):
+            until = time.thread_time() + COST_S
+            while time.thread_time() < until:
+                pass
+        return real(ports, netns_pid)
+
+    monkeypatch.setattr(load, "server_sockets", sometimes_burning)
+    for _ in range(5):
+        sampler.sample()
+    assert sampler.every_s < COST_S / BUDGET / 2, sampler.every_s

@@ -41,7 +41,9 @@ the kernel asks for it: another user's fd tables, and entering another network n
 
 from __future__ import annotations
 
+import statistics
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import TypedDict
 
@@ -54,6 +56,7 @@ from .server import Watched
 
 _ZERO = (0, 0, 0, 0)  # bytes in, bytes out, data segments in, data segments out
 RECENT_S = 1.0  # at a socket's first sample: data in within this long says it is busy (no sample before)
+COSTS_KEPT = 5  # the pace is the median CPU cost of this many recent samples (see sample)
 SETTLE_S = 0.5  # at the end: the longest wait for the announcements of sockets gone from the last look
 
 
@@ -103,6 +106,7 @@ class LoadSampler:
         self.every_s = 0.0  # the pace the last sample's CPU cost allows (see sampling.paced)
         self.longest_s = 0.0  # the longest wait between two samples so far: the pace actually used
         self.cost_s = 0.0  # what the last sample took
+        self._costs: deque[float] = deque(maxlen=COSTS_KEPT)  # the CPU of the last samples but the first
         self.sampled = False  # a sample was taken since the last interval closed
         self.started: set[int] = set()  # cookies in the first sample: open before the window
         self.new_seen: set[int] = set()  # cookies of connections accepted in the window seen held by a worker
@@ -223,8 +227,13 @@ class LoadSampler:
         # Paced by the CPU the sample used (this thread's, user and system: the kernel's dump and fd tables are
         # read on its time), not by its wall time: on a busy machine a sample waits for a CPU longer than it
         # runs (at 10,000 connections here 0.43 s wall for 0.19 s CPU), the wait costs the server nothing,
-        # and BUDGET is a share of one CPU.
-        self.every_s = paced(time.thread_time() - cpu_began)
+        # and BUDGET is a share of one CPU. The pace is the median of the last few samples' costs, the first
+        # left out: the first reads every fd table and enters the namespace cold (40+ ms of CPU here where the
+        # next ones take 1-2 ms), and one slow sample (preempted inside the kernel's dump) would otherwise put the
+        # next one seconds off, past the life of the connections it was to see.
+        if self.samples > 1:
+            self._costs.append(time.thread_time() - cpu_began)
+        self.every_s = paced(statistics.median(self._costs) if self._costs else 0.0)
 
     def _add(self, pid: int, now: tuple[int, int, int, int], before: tuple[int, int, int, int]) -> None:
         carried = self.carried[pid]
