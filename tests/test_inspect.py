@@ -17,17 +17,16 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import OutputReader, assert_one_error_line, run_cli, wait_for
+from nginx_by_hand import established_held, nginx_by_hand, syscall_number
 
 from accept_order.core.spec import ServerSpec
 from accept_order.experiments.inspect.run import inspect
@@ -37,14 +36,6 @@ from accept_order.servers.registry import KINDS, checked, launched_kinds, make_t
 
 WORKERS = 2
 EVERY_MODE = [(kind, mode) for kind in launched_kinds() for mode in KINDS[kind].modes()]
-
-
-def _syscall(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/syscall") as f:
-            return f.read().split()[0]
-    except OSError:
-        return "gone"
 
 
 @pytest.mark.parametrize(("kind", "mode"), EVERY_MODE, ids=[f"{k}-{m}" for k, m in EVERY_MODE])
@@ -96,7 +87,7 @@ def blocking_server() -> Iterator[tuple[int, int]]:
         port = int(OutputReader(proc.stdout).wait_for(r"(\d+)\n", 10)[1])
         children = wait_for(
             lambda: [int(c) for c in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()],
-            lambda pids: len(pids) == 2 and all(_syscall(p) in ("43", "288") for p in pids),
+            lambda pids: len(pids) == 2 and all(syscall_number(p) in ("43", "288") for p in pids),
             10,
             "two children blocked in accept",
         )
@@ -187,28 +178,8 @@ http {{
 def hand_nginx(free_port: int, request: pytest.FixtureRequest) -> Iterator[int]:
     """nginx from NGINX_CONF; parametrized indirectly with (events, listen's flags) to add to it."""
     events, listen = getattr(request, "param", ("", ""))
-    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
-    if not os.access(nginx, os.X_OK):
-        pytest.skip("nginx is not installed")
-    with tempfile.TemporaryDirectory(prefix="accept-order-test-nginx-") as d:
-        conf = Path(d, "nginx.conf")
-        conf.write_text(NGINX_CONF.format(d=d, port=free_port, events=events, listen=listen))
-        proc = subprocess.Popen(
-            [nginx, "-p", d, "-c", str(conf), "-e", f"{d}/error.log"],
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        try:
-            wait_for(
-                lambda: Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split(),
-                lambda pids: len(pids) == 2 and all(_syscall(int(p)) == "232" for p in pids),
-                10,
-                "nginx's two workers in epoll_wait",
-            )
-            yield free_port
-        finally:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
+    with nginx_by_hand(NGINX_CONF, free_port, 2, 10, events=events, listen=listen) as nginx:
+        yield nginx.port
 
 
 def test_a_hand_configured_nginx_through_the_cli(hand_nginx: int, tmp_path: Path) -> None:
@@ -287,21 +258,6 @@ def test_poll_and_select_sets_are_parsed() -> None:
     assert parse_fd_set(words, 64) == (3, 63)  # bits at or above nfds are not watched
 
 
-def _established_held(port: int, pids: list[int]) -> dict[int, int]:
-    """The test's own count from /proc: per pid, the sockets in its fd table that are established
-    connections on `port` (/proc/PID/net/tcp: local port, state 01)."""
-    established = set()
-    for line in Path(f"/proc/{pids[0]}/net/tcp").read_text().splitlines()[1:]:
-        fields = line.split()
-        if fields[3] == "01" and int(fields[1].split(":")[1], 16) == port:
-            established.add(int(fields[9]))
-    held = {}
-    for pid in pids:
-        links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
-        held[pid] = sum(1 for link in links if link.startswith("socket:[") and int(link[8:-1]) in established)
-    return held
-
-
 def test_the_connections_each_process_holds_are_procs_count(hand_nginx: int, tmp_path: Path) -> None:
     """Keep-alive connections, each answered (so accepted) and left open: inspect counts them per process
     as /proc does, says so, and offers what changes how their load splits; with none held, it offers none."""
@@ -321,7 +277,7 @@ def test_the_connections_each_process_holds_are_procs_count(hand_nginx: int, tmp
         saved = tmp_path / "inspect.json"
         done = run_cli(["inspect", "--port", str(hand_nginx), "--json", str(saved)], columns=80)
         pids = [p["pid"] for p in json.loads(saved.read_text())["processes"]]
-        counted = _established_held(hand_nginx, pids)
+        counted = established_held(hand_nginx, pids)
     finally:
         for conn in conns:
             conn.close()

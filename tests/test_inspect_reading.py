@@ -9,18 +9,17 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import OutputReader, wait_for
+from nginx_by_hand import nginx_by_hand
 
 from accept_order.experiments.inspect.run import inspect
 from accept_order.experiments.inspect.sample import take
@@ -46,38 +45,15 @@ http {{
 FD_DIR = re.compile(r"/proc/(\d+)/fd")
 
 
-def _syscall(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/syscall").read_text().split()[0]
-    except OSError:
-        return "gone"
-
-
 @pytest.fixture
 def nginx_holding(free_port: int) -> Iterator[tuple[int, int]]:
     """(port, master pid) of a hand-started nginx with two workers holding HELD keep-alive connections of
     this test's, each answered once."""
-    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
-    if not os.access(nginx, os.X_OK):
-        pytest.skip("nginx is not installed")
     clients: list[socket.socket] = []
-    with tempfile.TemporaryDirectory(prefix="accept-order-test-nginx-") as d:
-        conf = Path(d, "nginx.conf")
-        conf.write_text(NGINX_CONF.format(d=d, port=free_port))
-        proc = subprocess.Popen(
-            [nginx, "-p", d, "-c", str(conf), "-e", f"{d}/error.log"],
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+    with nginx_by_hand(NGINX_CONF, free_port, 2, TIMEOUT_S) as nginx:
         try:
-            wait_for(
-                lambda: Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split(),
-                lambda pids: len(pids) == 2 and all(_syscall(int(p)) == "232" for p in pids),
-                TIMEOUT_S,
-                "nginx's two workers in epoll_wait",
-            )
             for _ in range(HELD):
-                conn = socket.create_connection(("127.0.0.1", free_port), timeout=TIMEOUT_S)
+                conn = socket.create_connection(("127.0.0.1", nginx.port), timeout=TIMEOUT_S)
                 clients.append(conn)
                 conn.sendall(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
                 answer = b""
@@ -86,12 +62,10 @@ def nginx_holding(free_port: int) -> Iterator[tuple[int, int]]:
                     assert chunk, "nginx closed a kept connection"
                     answer += chunk
                 assert answer.startswith(b"HTTP/1.1 200") and b"Connection: keep-alive" in answer
-            yield free_port, proc.pid
+            yield nginx.port, nginx.master
         finally:
             for conn in clients:
                 conn.close()
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
 
 
 def _dir_of(arg: object) -> str | None:

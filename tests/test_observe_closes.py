@@ -15,12 +15,10 @@ import errno
 import json
 import os
 import shutil
-import signal
 import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -29,6 +27,7 @@ from pathlib import Path
 
 import pytest
 from conftest import wait_for
+from nginx_by_hand import nginx_by_hand
 
 from accept_order.api import observe
 from accept_order.experiments.observe import load as load_module
@@ -62,36 +61,11 @@ http {{
 """
 
 
-def _syscall(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/syscall").read_text().split()[0]
-    except OSError:
-        return "gone"
-
-
 @pytest.fixture
 def sized_nginx(free_port: int) -> Iterator[tuple[int, list[int], Path]]:
     """(port, worker pids, access log) of nginx started by hand, logging each request's length."""
-    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
-    if not os.access(nginx, os.X_OK):
-        pytest.skip("nginx is not installed")
-    with tempfile.TemporaryDirectory(prefix="accept-order-test-closes-") as d:
-        conf = Path(d, "nginx.conf")
-        conf.write_text(NGINX_CONF.format(d=d, port=free_port, workers=WORKERS))
-        proc = subprocess.Popen(
-            [nginx, "-p", d, "-c", str(conf), "-e", f"{d}/error.log"], stderr=subprocess.DEVNULL, start_new_session=True
-        )
-        try:
-            workers = wait_for(
-                lambda: [int(p) for p in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()],
-                lambda pids: len(pids) == WORKERS and all(_syscall(p) == "232" for p in pids),
-                TIMEOUT_S,
-                "nginx's workers in epoll_wait",
-            )
-            yield free_port, sorted(workers), Path(d, "access.log")
-        finally:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(TIMEOUT_S)
+    with nginx_by_hand(NGINX_CONF, free_port, WORKERS, TIMEOUT_S, "accept-order-test-closes-") as nginx:
+        yield nginx.port, nginx.workers, nginx.access_log
 
 
 def test_wrk_bytes_are_counted_to_each_close_against_nginxs_log(sized_nginx: tuple[int, list[int], Path]) -> None:

@@ -20,10 +20,8 @@ import contextlib
 import os
 import selectors
 import shutil
-import signal
 import socket
 import subprocess
-import tempfile
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -32,7 +30,8 @@ from pathlib import Path
 
 import pytest
 from conftest import wait_for
-from test_observe_load import Looks, established_held
+from nginx_by_hand import established_held, nginx_by_hand
+from test_observe_load import Looks
 
 from accept_order.api import observe
 from accept_order.experiments.observe.result import ObserveResult
@@ -60,39 +59,13 @@ http {{
 """
 
 
-def in_epoll_wait(pids: list[int]) -> bool:
-    """Every worker waits in epoll_wait (syscall 232 on x86_64): ready to take connections."""
-    try:
-        return all(Path(f"/proc/{pid}/syscall").read_text().split()[0] == "232" for pid in pids)
-    except OSError:
-        return False
-
-
 @pytest.fixture
 def h2_nginx(free_port: int) -> Iterator[tuple[int, list[int], Path]]:
     """(port, worker pids, access log) of nginx started by hand from H2_CONF, in its own session."""
     if shutil.which("h2load") is None:
         pytest.skip("h2load is not installed (Debian: apt-get install nghttp2-client)")
-    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
-    if not os.access(nginx, os.X_OK):
-        pytest.skip("nginx is not installed")
-    with tempfile.TemporaryDirectory(prefix="accept-order-test-h2-") as d:
-        conf = Path(d, "nginx.conf")
-        conf.write_text(H2_CONF.format(d=d, port=free_port, workers=WORKERS))
-        proc = subprocess.Popen(
-            [nginx, "-p", d, "-c", str(conf), "-e", f"{d}/error.log"], stderr=subprocess.DEVNULL, start_new_session=True
-        )
-        try:
-            workers = wait_for(
-                lambda: [int(p) for p in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()],
-                lambda pids: len(pids) == WORKERS and in_epoll_wait(pids),
-                TIMEOUT_S,
-                "nginx's workers in epoll_wait",
-            )
-            yield free_port, sorted(workers), Path(d, "access.log")
-        finally:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(TIMEOUT_S)
+    with nginx_by_hand(H2_CONF, free_port, WORKERS, TIMEOUT_S, "accept-order-test-h2-") as nginx:
+        yield nginx.port, nginx.workers, nginx.access_log
 
 
 @dataclass

@@ -14,10 +14,7 @@ import io
 import json
 import os
 import shutil
-import signal
 import socket
-import subprocess
-import tempfile
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -26,6 +23,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli, wait_for
+from nginx_by_hand import established_held, nginx_by_hand
 
 from accept_order.api import observe
 from accept_order.experiments.observe.result import ObservedWorker, ObserveInterval, ObserveResult
@@ -55,38 +53,11 @@ http {{
 """
 
 
-def _syscall(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/syscall").read_text().split()[0]
-    except OSError:
-        return "gone"
-
-
 @pytest.fixture
 def keepalive_nginx(free_port: int) -> Iterator[tuple[int, list[int], Path]]:
     """(port, worker pids, access log) of nginx started by hand from NGINX_CONF, in its own session."""
-    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
-    if not os.access(nginx, os.X_OK):
-        pytest.skip("nginx is not installed")
-    with tempfile.TemporaryDirectory(prefix="accept-order-test-load-") as d:
-        conf = Path(d, "nginx.conf")
-        conf.write_text(NGINX_CONF.format(d=d, port=free_port, workers=WORKERS))
-        proc = subprocess.Popen(
-            [nginx, "-p", d, "-c", str(conf), "-e", f"{d}/error.log"],
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        try:
-            workers = wait_for(
-                lambda: [int(p) for p in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()],
-                lambda pids: len(pids) == WORKERS and all(_syscall(p) == "232" for p in pids),
-                TIMEOUT_S,
-                "nginx's workers in epoll_wait",
-            )
-            yield free_port, sorted(workers), Path(d, "access.log")
-        finally:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(TIMEOUT_S)
+    with nginx_by_hand(NGINX_CONF, free_port, WORKERS, TIMEOUT_S, "accept-order-test-load-") as nginx:
+        yield nginx.port, nginx.workers, nginx.access_log
 
 
 def ask(conn: socket.socket) -> int:
@@ -102,21 +73,6 @@ def ask(conn: socket.socket) -> int:
     while len(body) < length:
         body += conn.recv(4096)
     return int(body)
-
-
-def established_held(port: int, pids: list[int]) -> dict[int, int]:
-    """The test's own count from /proc: per pid, the sockets in its fd table that are established
-    connections on `port` (/proc/PID/net/tcp: local port, state 01)."""
-    established: set[int] = set()
-    for line in Path(f"/proc/{pids[0]}/net/tcp").read_text().splitlines()[1:]:
-        fields = line.split()
-        if fields[3] == "01" and int(fields[1].split(":")[1], 16) == port:
-            established.add(int(fields[9]))
-    held = {}
-    for pid in pids:
-        links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
-        held[pid] = sum(1 for link in links if link.startswith("socket:[") and int(link[8:-1]) in established)
-    return held
 
 
 def logged(log: Path) -> Counter[int]:

@@ -1,0 +1,93 @@
+"""Debian's nginx started by hand for the inspect and observe tests, and the test's own count from /proc.
+
+Those tests look at a server accept-order did not start, so they start nginx themselves: a config of the
+test's own (its log format, keep-alive, listen flags) in a private directory, the master in its own session
+(killed as a group at the end), ready once every worker waits in epoll_wait. Imported by name, as conftest's
+helpers are (tests/ is on sys.path; no test_ prefix, so pytest collects nothing here)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import wait_for
+
+EPOLL_WAIT = "232"  # x86_64's syscall number, as /proc/PID/syscall gives it
+
+
+def syscall_number(pid: int) -> str:
+    """The syscall `pid` waits in (its number as text), "running", or "gone" once it has exited."""
+    try:
+        return Path(f"/proc/{pid}/syscall").read_text().split()[0]
+    except OSError:
+        return "gone"
+
+
+def in_epoll_wait(pids: list[int]) -> bool:
+    """Every worker waits in epoll_wait: ready to take connections."""
+    return all(syscall_number(pid) == EPOLL_WAIT for pid in pids)
+
+
+@dataclass(frozen=True)
+class HandNginx:
+    """A running nginx: its port, master pid, worker pids (sorted) and private directory."""
+
+    port: int
+    master: int
+    workers: list[int]
+    directory: Path
+
+    @property
+    def access_log(self) -> Path:
+        return self.directory / "access.log"
+
+
+@contextmanager
+def nginx_by_hand(
+    conf: str, port: int, workers: int, timeout: float, prefix: str = "accept-order-test-nginx-", **fields: str
+) -> Iterator[HandNginx]:
+    """nginx from `conf` (a format string given {d}: its directory, {port}, {workers} and `fields`), with
+    `workers` workers, until the block ends; skips the test where nginx is not installed."""
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    if not os.access(nginx, os.X_OK):
+        pytest.skip("nginx is not installed")
+    with tempfile.TemporaryDirectory(prefix=prefix) as d:
+        path = Path(d, "nginx.conf")
+        path.write_text(conf.format(d=d, port=port, workers=workers, **fields))
+        proc = subprocess.Popen(
+            [nginx, "-p", d, "-c", str(path), "-e", f"{d}/error.log"], stderr=subprocess.DEVNULL, start_new_session=True
+        )
+        try:
+            pids = wait_for(
+                lambda: [int(p) for p in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()],
+                lambda pids: len(pids) == workers and in_epoll_wait(pids),
+                timeout,
+                "nginx's workers in epoll_wait",
+            )
+            yield HandNginx(port, proc.pid, sorted(pids), Path(d))
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout)
+
+
+def established_held(port: int, pids: list[int]) -> dict[int, int]:
+    """The test's own count from /proc: per pid, the sockets in its fd table that are established
+    connections on `port` (/proc/PID/net/tcp: local port, state 01)."""
+    established: set[int] = set()
+    for line in Path(f"/proc/{pids[0]}/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[3] == "01" and int(fields[1].split(":")[1], 16) == port:
+            established.add(int(fields[9]))
+    held = {}
+    for pid in pids:
+        links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+        held[pid] = sum(1 for link in links if link.startswith("socket:[") and int(link[8:-1]) in established)
+    return held
