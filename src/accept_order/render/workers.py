@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 
 from rich import box
 from rich.table import Table
+from rich.text import Text
 
+from ..analysis.kept_counts import own_count
 from ..core.cpus import format_cpu_list
 from ..core.measures import WorkerCounters
 
@@ -64,3 +67,24 @@ def worker_table(
             row += [_opt(c.involuntary_switches), format_cpu_list(c.affinity) or "-"]
         table.add_row(*row)
     return table
+
+
+def own_count_text(
+    own: Sequence[int], parts: Sequence[tuple[Sequence[int], Mapping[str, int]]], over: str, lead: str = ""
+) -> Text:
+    """The requests each worker says it answered over a run's `parts` (burst's cells, ramp's steps: each its
+    replies per worker and the client's errors), beside the replies' count summed over them; `over` names
+    the parts ("the bursts"), `lead` starts the line. Green where they agree, else why they differ."""
+    replies = [sum(served[i] for served, _ in parts if i < len(served)) for i in range(len(own))]
+    said = " ".join(map(str, own))
+    head = f"{lead}requests per worker over {over}, the workers' own count: {said}"
+    if list(own) == replies:
+        return Text(f"{head}, as the replies say", style="green")
+    errors: Counter[str] = Counter()
+    for _, part_errors in parts:
+        errors.update(part_errors)
+    counted = own_count(own, replies, errors)
+    return Text(
+        f"{head}; the replies say {' '.join(map(str, replies))} ({counted.why()})",
+        style="" if counted.explained else "yellow",
+    )

@@ -3,17 +3,15 @@ client was served; then what failed, how the work spread, and what the kernel co
 
 from __future__ import annotations
 
-from collections import Counter
-
 from rich import box
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from ...analysis.fairness import jain_index
-from ...analysis.kept_counts import own_count
 from ...render.evidence import short_counter, shortage_lines
 from ...render.text import duration_us, plural
+from ...render.workers import own_count_text
 from .result import BurstCell, BurstResult, BurstRun
 
 
@@ -83,20 +81,8 @@ def _own_count(run: BurstRun) -> Text | None:
     the replies said (a request counted for the worker that holds its connection)."""
     if not run.worker_requests:
         return None
-    replies = [sum(c.served[i] for c in run.cells if i < len(c.served)) for i in range(len(run.worker_requests))]
-    own = " ".join(map(str, run.worker_requests))
-    if list(run.worker_requests) == replies:
-        return Text(f"  {run.server.label}: requests per worker over the bursts, the workers' own count: {own}, as "
-                    "the replies say", style="green")  # fmt: skip
-    errors: Counter[str] = Counter()
-    for cell in run.cells:
-        errors.update(cell.errors)
-    counted = own_count(run.worker_requests, replies, errors)
-    return Text(
-        f"  {run.server.label}: requests per worker over the bursts, the workers' own count: {own}; the replies "
-        f"say {' '.join(map(str, replies))} ({counted.why()})",
-        style="" if counted.explained else "yellow",
-    )
+    parts = [(c.served, c.errors) for c in run.cells]
+    return own_count_text(run.worker_requests, parts, "the bursts", f"  {run.server.label}: ")
 
 
 def _per_connection(result: BurstResult) -> str:

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from collections import Counter
-
 from rich import box
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from ...analysis.fairness import jain_index
-from ...analysis.kept_counts import filled_in, own_count
+from ...analysis.kept_counts import filled_in
 from ...core.cpus import format_cpu_list
 from ...render.evidence import short_counter, shortage_lines
 from ...render.text import durations_us, plural
+from ...render.workers import own_count_text
 from .result import RampResult, RampStep
 
 SHOWN_COUNTERS = (
@@ -103,21 +102,8 @@ def _own_count(result: RampResult) -> Text | None:
     """The requests each worker says it answered over all the steps, beside the replies' count."""
     if not result.worker_requests:
         return None
-    workers = range(len(result.worker_requests))
-    replies = [sum(s.served[i] for s in result.steps if i < len(s.served)) for i in workers]
-    own = " ".join(map(str, result.worker_requests))
-    if list(result.worker_requests) == replies:
-        return Text(f"requests per worker over the steps, the workers' own count: {own}, as the replies say",
-                    style="green")  # fmt: skip
-    errors: Counter[str] = Counter()
-    for step in result.steps:
-        errors.update(step.errors)
-    counted = own_count(result.worker_requests, replies, errors)
-    return Text(
-        f"requests per worker over the steps, the workers' own count: {own}; the replies say "
-        f"{' '.join(map(str, replies))} ({counted.why()})",
-        style="" if counted.explained else "yellow",
-    )
+    parts = [(s.served, s.errors) for s in result.steps]
+    return own_count_text(result.worker_requests, parts, "the steps")
 
 
 def kept_words(plan: dict[str, object]) -> str:
