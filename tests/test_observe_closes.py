@@ -360,9 +360,10 @@ def sampler_over(
     looks: list[Look],
     announced: list[list[TcpSocket]],
     workers: tuple[int, ...] = (100, 200),
+    watch: object = Announced,
 ) -> load_module.LoadSampler:
     """A LoadSampler whose looks and announcements are these (announced[i]: taken at look i; one more list:
-    taken when it settles)."""
+    taken when it settles), read through `watch` in DestroyWatch's place."""
     step = iter(looks)
     current: list[Look] = []
 
@@ -372,7 +373,7 @@ def sampler_over(
 
     monkeypatch.setattr(load_module, "server_sockets", dump)
     monkeypatch.setattr(load_module, "socket_inodes", lambda pid: current[0][1][pid])
-    monkeypatch.setattr(load_module, "DestroyWatch", Announced)
+    monkeypatch.setattr(load_module, "DestroyWatch", watch)
     monkeypatch.setattr(load_module, "SETTLE_S", 0.05)
     Announced.script = [list(a) for a in announced]
     watched = Watched("port 8080", "x", None, workers, tuple(Unit(p) for p in workers), (8080,), (), 100)
@@ -444,22 +445,7 @@ def test_without_the_announcements_the_tails_are_missing_and_said(monkeypatch: p
         ([sock(1, 11, 300)], {100: {11}, 200: set()}),
         ([], {100: set(), 200: set()}),
     ]
-    step = iter(looks)
-    current: list[Look] = []
-
-    def dump(ports: object, netns_pid: object = None) -> list[TcpSocket]:
-        current[:] = [next(step)]
-        return current[0][0]
-
-    monkeypatch.setattr(load_module, "server_sockets", dump)
-    monkeypatch.setattr(load_module, "socket_inodes", lambda pid: current[0][1][pid])
-    monkeypatch.setattr(load_module, "DestroyWatch", refused)
-    watched = Watched("port 8080", "x", None, (100, 200), (Unit(100), Unit(200)), (8080,), (), 100)
-    sampler = load_module.LoadSampler(watched)
-    sampler.open_closes()
-    for _ in looks:
-        sampler.sample()
-    sampler.settle()
+    sampler = sampler_over(monkeypatch, looks, [], watch=refused)
     assert (sampler.closed_busy, sampler.closed_busy_bytes_in) == (1, 200)
     summary = sampler.summary()
     assert "closes_counted" not in summary and "closed_unlooked" not in summary  # not read: None in the result
