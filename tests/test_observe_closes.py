@@ -15,6 +15,7 @@ import errno
 import json
 import os
 import shutil
+import signal
 import socket
 import struct
 import subprocess
@@ -40,7 +41,6 @@ from accept_order.probes.tcp_info import TcpSocket
 
 TIMEOUT_S = 30.0
 WORKERS = 2
-WRK_S = 4
 WRK_CONNECTIONS = 6
 
 NGINX_CONF = """daemon off;
@@ -69,23 +69,27 @@ def sized_nginx(free_port: int) -> Iterator[tuple[int, list[int], Path]]:
 
 
 def test_wrk_bytes_are_counted_to_each_close_against_nginxs_log(sized_nginx: tuple[int, list[int], Path]) -> None:
-    """wrk -c6 for a few seconds while observe looks about once a second: every connection closes busy after
-    its last look. Each one's tail comes from the kernel's announcement, so the byte shares are the log's
+    """wrk -c6 while observe looks about once a second, stopped once two looks have seen all six connections
+    held: every connection then closes busy after its last look (however far apart the looks are on a busy
+    machine). Each one's tail comes from the kernel's announcement, so the byte shares are the log's
     request-length shares and the total is what nginx read."""
     if shutil.which("wrk") is None:
         pytest.skip("wrk is not installed")
     port, pids, log = sized_nginx
     until = threading.Event()
     errors: list[BaseException] = []
+    started: list[subprocess.Popen[bytes]] = []
+    full_looks = [0]  # intervals whose look saw every one of wrk's connections held
 
     def client() -> None:
         try:
-            subprocess.run(
-                ["wrk", "-t", "1", "-c", str(WRK_CONNECTIONS), "-d", f"{WRK_S}s", f"http://127.0.0.1:{port}/"],
-                check=True,
-                capture_output=True,
-                timeout=TIMEOUT_S,
+            wrk = subprocess.Popen(
+                ["wrk", "-t", "1", "-c", str(WRK_CONNECTIONS), "-d", f"{int(TIMEOUT_S)}s", f"http://127.0.0.1:{port}/"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
             )
+            started.append(wrk)
+            wrk.wait(TIMEOUT_S + 5)
         except BaseException as exc:  # noqa: BLE001 - reported by the test below
             errors.append(exc)
         finally:
@@ -96,11 +100,19 @@ def test_wrk_bytes_are_counted_to_each_close_against_nginxs_log(sized_nginx: tup
     def snapshot(result: ObserveResult) -> None:  # the first one comes after the first look: wrk starts then
         if not driver.is_alive() and not until.is_set():
             driver.start()
+        elif result.intervals and sum(result.intervals[-1].held) >= WRK_CONNECTIONS:
+            full_looks[0] += 1
+            if full_looks[0] == 2 and started:  # bytes carried between two looks: now stop wrk (its SIGINT)
+                started[0].send_signal(signal.SIGINT)
 
     try:
         result = observe(port=port, duration_s=TIMEOUT_S, trace=False, on_snapshot=snapshot, until=until)
     finally:
+        for wrk in started:
+            if wrk.poll() is None:
+                wrk.kill()
         driver.join(TIMEOUT_S)
+    assert full_looks[0] >= 2, f"no two looks saw wrk's {WRK_CONNECTIONS} connections in {TIMEOUT_S:g} s"
     assert not errors, errors
     lines = [line.split() for line in log.read_text().splitlines() if line.strip()]
     by_pid: Counter[int] = Counter()
