@@ -166,7 +166,8 @@ def load(result: ObserveResult) -> list[str]:
     seen = [w.connections_observed or 0 for w in workers]
     if not sum(received) and not sum(seen):
         # what the kernel's announcements gave is said still: connections no look saw, their bytes, those skipped
-        carried = "" if result.closed_unlooked_bytes_in else " and none carried data while observed"
+        unread = result.closed_unlooked_bytes_in or result.closes_skipped or result.closes_lost  # may have carried
+        carried = "" if unread else " and none carried data while observed"
         return [f"load: no connection was open at a sample{carried}", *closes(result, received)]
     first = _shares(result, held, received, seen) if sum(received) else _no_bytes(result, held, seen)
     lines = [first, _resting(result, seen), *_accepts(result, seen)]
@@ -308,12 +309,18 @@ def _no_bytes(result: ObserveResult, held: list[int], seen: list[int]) -> str:
         who = f"none open now; worker {top} held {seen[top]:,} of them" if n > 1 else "none open now"
     counted = (
         "from its first look to its close or the end"
-        if result.closes_counted is not None
+        if result.closes_counted is not None and not _tails_unread(result)
         else "between two looks at it (what a connection carries after its last look is not counted)"
     )
     return (
         f"load: {plural(sum(seen), 'connection')} seen held ({who}), and no byte counted: none carried data {counted}"
     )
+
+
+def _tails_unread(result: ObserveResult) -> bool:
+    """Some connection's close was not read (skipped for the budget, dropped by the kernel) or its tail is not
+    known (closed busy): then no sentence may say a connection's data was counted to its close."""
+    return bool(result.closes_skipped or result.closes_lost or result.closed_busy)
 
 
 def _resting(result: ObserveResult, seen: list[int]) -> str:
