@@ -82,7 +82,15 @@ def test_imported_as_a_library_the_package_leaves_sigint_alone() -> None:
         "import accept_order.cli\n"
         "print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    # The child starts with SIGINT at its default, whatever this test process has (a runner started as a
+    # background job of a script inherits SIGINT ignored, and so would the child: Python then leaves it ignored).
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     assert proc.stdout == "True\n", proc.stderr
 
 
