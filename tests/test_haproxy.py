@@ -4,13 +4,17 @@ and its process is the tool's to end."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import psutil
 import pytest
 from conftest import gone
 
 from accept_order.core.spec import ConcurrentLoad, SequentialLoad, ServerSpec
 from accept_order.experiments import session
-from accept_order.servers.launched.haproxy import HAPROXY_MODES, haproxy_missing, render_config
+from accept_order.servers.launched.base import free_port
+from accept_order.servers.launched.haproxy import HAPROXY_MODES, HaproxyServer, haproxy_missing, render_config
 
 if haproxy_missing():
     pytest.skip(f"haproxy launched runs: {haproxy_missing()}", allow_module_level=True)
@@ -61,3 +65,36 @@ def test_under_load_with_work_every_connection_is_counted() -> None:
         ConcurrentLoad(connections=1000, concurrency=8),
     )
     assert result.errors == {} and sum(result.served) == 1000 and all(n > 0 for n in result.served)
+
+
+_HALF_WATCHED = """
+import select, socket, sys
+port = int(sys.argv[1])
+listeners = []
+for _ in range(2):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    s.bind(("127.0.0.1", port)); s.listen(8); listeners.append(s)
+poller = select.epoll()
+poller.register(listeners[0].fileno(), select.EPOLLIN)  # the second listener: in no poller yet
+print("up", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_ready_waits_for_each_listener_in_a_poller() -> None:
+    """Two listeners on the port, one of them in an epoll: polled(2) is False, polled(1) True (a HAProxy
+    thread still in its start-up barrier has its listener open but in no poller; inspect then finds one
+    waiter, as it once did in CI)."""
+    server = HaproxyServer(ServerSpec(kind="haproxy", mode="shards", workers=2))
+    server.port = free_port("127.0.0.1")
+    stand_in = subprocess.Popen(
+        [sys.executable, "-c", _HALF_WATCHED, str(server.port)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    try:
+        assert stand_in.stdout is not None and stand_in.stdout.readline() == b"up\n"
+        server.master = stand_in
+        assert server.listening(2) and server.polled(1) and not server.polled(2)
+    finally:
+        stand_in.kill()
+        stand_in.wait()

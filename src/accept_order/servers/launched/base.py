@@ -159,6 +159,23 @@ class LaunchedServer(Started):
         except OSError:
             return True  # nothing to ask: the workers asleep is all there is to go by
 
+    def polled(self, wanted: int) -> bool:
+        """At least `wanted` of the port's listeners are watched by an epoll of the master's process. A
+        thread of a threaded server (HAProxy) sleeps in its start-up barrier before it adds its own listener
+        to its poller: until then the listener queues its share unseen, and inspect rightly finds one waiter."""
+        from ...probes.fd_table import FdTables
+        from ...probes.listeners import listening_sockets
+
+        if self.master is None:
+            return False
+        try:
+            inodes = {row.inode for row in listening_sockets(self.port)}
+            files = FdTables().files(self.master.pid)
+        except OSError:
+            return True  # nothing to ask: the workers asleep is all there is to go by
+        watched = {w.inode for f in files.values() if f.kind == "eventpoll" for w in f.watching(inodes)}
+        return len(watched) >= wanted
+
     def workers_of(self, master: psutil.Process) -> list[int]:
         """The worker pids, in index order: the master's children in fork order (HAProxy: its threads)."""
         return [p.pid for p in sorted(master.children(), key=lambda p: (p.create_time(), p.pid))]

@@ -224,8 +224,9 @@ class HaproxyServer(LaunchedServer):
 
     def ready(self) -> bool:
         """In the foreground HAProxy writes no pid file: ready once its listeners are there (one per thread
-        with shards)."""
-        return self.listening(self.spec.workers if self.mode.queue == "per-worker" else 1)
+        with shards), each watched by a thread's poller."""
+        wanted = self.spec.workers if self.mode.queue == "per-worker" else 1
+        return self.listening(wanted) and self.polled(wanted)
 
     def read_logs(self) -> None:
         """Once HAProxy has stopped (it sent every line): the lines its log sent us, and how many of them
