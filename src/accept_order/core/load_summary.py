@@ -9,71 +9,16 @@ totals every result of a load derives the same way, so no result counts "failed"
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.histogram import LatencyHistogram
 from ..core.measures import DriverStats
+from .hosts import HostOutcome, extended
+from .totals import CountedTotals, LoadTotals, TimedTotals, cpu_us_per_connection
 
-
-def cpu_us_per_connection(drivers: Iterable[DriverStats]) -> float | None:
-    """The load generator's own CPU per connection it finished (served or failed), in µs: what driving one
-    costs the client on this machine, beside what serving it costs (None: no driver finished one)."""
-    drivers = list(drivers)
-    finished = sum(d.requests for d in drivers)
-    return round(1e6 * sum(d.cpu_s for d in drivers) / finished, 1) if finished else None
-
-
-class LoadTotals:
-    """Totals of a load's result, from how many were served (`ok`) and its `errors` by errno name."""
-
-    errors: Mapping[str, int]
-    wall_s: float
-
-    @property
-    def ok(self) -> int:
-        """Connections served."""
-        raise NotImplementedError
-
-    @property
-    def failed(self) -> int:
-        return sum(self.errors.values())
-
-    @property
-    def driven(self) -> int:
-        """Every connection driven: served or failed, none uncounted."""
-        return self.ok + self.failed
-
-    @property
-    def requests(self) -> int:
-        """`driven`'s name before 0.3 (a latency result's), for older callers of the Python API."""
-        return self.driven
-
-    @property
-    def throughput(self) -> float:
-        """Served connections per second of load."""
-        return self.ok / self.wall_s if self.wall_s > 0 else 0.0
-
-
-class TimedTotals(LoadTotals):
-    """A load that kept every served connection's duration: served is the histogram's count."""
-
-    histogram: LatencyHistogram
-
-    @property
-    def ok(self) -> int:
-        return self.histogram.count
-
-
-class CountedTotals(LoadTotals):
-    """A load that kept per-worker counts (and percentiles only): served is their sum."""
-
-    served: tuple[int, ...]
-
-    @property
-    def ok(self) -> int:
-        return sum(self.served)
+__all__ = ["CountedTotals", "LoadTotals", "TimedTotals", "cpu_us_per_connection", "LoadSummary", "ServerCloses"]
 
 
 def add_counts(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
@@ -141,6 +86,7 @@ class LoadSummary(TimedTotals):
     pool_fill_s: float | None = None
     by_worker: tuple[LatencyHistogram, ...] = ()  # kept connections: each worker's requests' durations
     closes: ServerCloses = ServerCloses()  # kept connections the server ended before the client did
+    hosts: tuple[HostOutcome, ...] = ()  # --clients: what each client host drove (the fields above: all of them)
 
     @property
     def interrupted(self) -> bool:
@@ -185,17 +131,22 @@ class LoadSummary(TimedTotals):
             # filled at once, the longer fill; one after the other, both (as the wall times)
             pool_fill_s=_fills(self.pool_fill_s, other.pool_fill_s, concurrent),
             closes=self.closes.extend(other.closes),
+            hosts=_hosts_extended(self.hosts, other.hosts, concurrent),
         )
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as a latency run stores them."""
-        return {
-            "wall_s": self.wall_s,
-            "histogram": self.histogram.to_dict(),
-            "errors": dict(self.errors),
-            "served": list(self.served),
-            "drivers": [d.to_dict() for d in self.drivers],
-        } | self.kept_dict()
+        return (
+            {
+                "wall_s": self.wall_s,
+                "histogram": self.histogram.to_dict(),
+                "errors": dict(self.errors),
+                "served": list(self.served),
+                "drivers": [d.to_dict() for d in self.drivers],
+            }
+            | self.kept_dict()
+            | ({"hosts": [h.to_dict() for h in self.hosts]} if self.hosts else {})
+        )
 
     def kept_dict(self) -> dict[str, Any]:
         """The kept connections' figures as a run stores them ({} for one request per connection)."""
@@ -216,7 +167,19 @@ class LoadSummary(TimedTotals):
             pool_fill_s=pool_fill_of(data),
             by_worker=tuple(LatencyHistogram.from_dict(h) for h in data.get("worker_histograms", ())),
             closes=ServerCloses.from_dict(data.get("server_closes")),
+            hosts=_hosts_of(data),
         )
+
+
+def _hosts_of(data: Mapping[str, Any]) -> tuple[HostOutcome, ...]:
+    return tuple(HostOutcome.from_dict(h) for h in data.get("hosts", ()))
+
+
+def _hosts_extended(
+    a: tuple[HostOutcome, ...], b: tuple[HostOutcome, ...], concurrent: bool
+) -> tuple[HostOutcome, ...]:
+    """Two loads' hosts as one load's: a host in both has its figures added (run_load's rule for the rest)."""
+    return extended(a, b, concurrent)
 
 
 def _fills(a: float | None, b: float | None, concurrent: bool) -> float | None:

@@ -19,6 +19,9 @@ from typing import Any, ClassVar
 
 from .cpus import allowed_cpus, format_cpu_list
 from .errors import PlanError
+from .hosts import ClientHosts
+from .old_names import accept_old_names
+from .old_names import renamed as renamed  # where callers found it before core/old_names.py
 from .run_warnings import RunWarning, WarningKind, warn
 
 MAX_WORKERS = 512
@@ -274,6 +277,8 @@ class ConcurrentLoad:
     # The pool shape: the `concurrency` connections are opened one after another at idle (each once its first
     # reply names its worker), as a proxy's pool fills, and only then do the requests run over them.
     pool: bool = False
+    # --clients: the load runs on these client hosts over ssh, split across them (loads/hosts/); None: here
+    clients: ClientHosts | None = None
 
     @property
     def keeps_connections(self) -> bool:
@@ -310,10 +315,16 @@ class ConcurrentLoad:
             )
         for cpu in self.cpus:
             check_range("--load-cpus", cpu, 0, 1 << 20)
-        check_cpus(self.cpus, "--load-cpus")
+        if self.clients is None:
+            check_cpus(self.cpus, "--load-cpus")  # a client host's CPUs are its own: checked there
+        else:
+            self.clients.validated()
         # As many drivers as will run: none without a slot and a connection to make.
         procs = min(self.driver_procs, max(1, self.concurrency), self.connections or self.driver_procs)
-        check_concurrency(self.concurrency, driver_procs=procs)
+        if self.clients is None:  # over client hosts, each host checks its own share against its own limits
+            check_concurrency(self.concurrency, driver_procs=procs)
+        else:
+            check_range("--concurrency", self.concurrency, 1, MAX_CONNECTIONS)
         return self if procs == self.driver_procs else dataclasses.replace(self, driver_procs=procs)
 
     @classmethod
@@ -324,6 +335,8 @@ class ConcurrentLoad:
             values["connections"] = data["requests"]
         if "cpus" in values:
             values["cpus"] = tuple(values["cpus"])
+        if values.get("clients") is not None:
+            values["clients"] = ClientHosts.from_dict(values["clients"])
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
@@ -332,50 +345,21 @@ class ConcurrentLoad:
         data = dataclasses.asdict(self)
         rate, cpus = data.pop("rate"), list(data.pop("cpus"))
         per, pool = data.pop("requests_per_connection"), data.pop("pool")
+        data.pop("clients")  # written below from the spec itself
         return (
             {"kind": self.kind, **data}
             | ({} if rate is None else {"rate": rate})
             | ({"cpus": cpus} if cpus else {})
             | ({} if per == 1 else {"requests_per_connection": per})
             | ({"pool": True} if pool else {})
+            | ({} if self.clients is None else {"clients": self.clients.to_dict()})
         )
 
 
 ClosedLoopLoad = ConcurrentLoad  # its name before 0.3, for older callers of the Python API
 
 
-def renamed(cls: type, data: dict[str, Any]) -> dict[str, Any]:
-    """`data` with the old names of `cls`'s renamed fields replaced by the new ones (the new name wins)."""
-    renames: dict[str, str] = getattr(cls, "RENAMED", {})
-    if not any(old in data for old in renames):
-        return data
-    out = {k: v for k, v in data.items() if k not in renames}
-    for old, new in renames.items():
-        if old in data and new not in out:
-            out[new] = data[old]
-    return out
-
-
-def _renamed_arguments(cls: type, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Keyword arguments with old names replaced; both names at once is a mistake, not a choice."""
-    for old, new in getattr(cls, "RENAMED", {}).items():
-        if old in kwargs and new in kwargs:
-            raise TypeError(f"{cls.__name__}() got both {old}= and {new}= (its old and its new name)")
-    return renamed(cls, kwargs)
-
-
-def _accept_old_names(cls: Any) -> None:
-    """Let `cls(old_name=...)` keep working for the Python API after a field was renamed."""
-    init = cls.__init__
-
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        init(self, *args, **_renamed_arguments(cls, kwargs))
-
-    __init__.__doc__ = init.__doc__
-    cls.__init__ = __init__
-
-
-_accept_old_names(ServerSpec)
+accept_old_names(ServerSpec)
 
 
 def sized(spec: ServerSpec, in_flight: int, keepalive: bool = False) -> ServerSpec:

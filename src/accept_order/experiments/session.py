@@ -35,6 +35,7 @@ from .order.result import RunResult
 if TYPE_CHECKING:
     from ..core.load_summary import LoadSummary
     from ..loads.generator import LoadGenerator
+    from ..loads.hosts.driven import HostsLoad
     from .latency.result import LatencyResult
 
 T = TypeVar("T")
@@ -230,7 +231,7 @@ class Loading:
     """The load running against a target, for the message when a worker dies mid-run: how far it got."""
 
     def __init__(self) -> None:
-        self.generator: LoadGenerator | None = None
+        self.generator: LoadGenerator | HostsLoad | None = None
 
     def describe(self) -> str:
         done, served = self.generator.finished() if self.generator else (0, 0)
@@ -244,8 +245,6 @@ def drive_load(
     worker ends the run with its name, not a pile of timeouts), then `on_tick(done, elapsed)` runs.
     Ctrl-C or SIGTERM ends the load early: the summary keeps what it got, with the signal in
     `interruption` for the caller to raise once its result is built."""
-    # Imported here: a sequential run (the common, start-up-bound case) never loads the load generator.
-    from ..loads.generator import LoadGenerator
 
     def tick(done: int, elapsed: float) -> None:
         target.check_alive()
@@ -253,12 +252,24 @@ def drive_load(
             on_tick(done, elapsed)
 
     release()  # an earlier step's outcome, kept since its end: a signal that came meanwhile stops here
-    with LoadGenerator(target.address, target.attribution, load, load_protocol(target, load)) as generator:
+    with _generator(target, load) as generator:
         if loading is not None:
             loading.generator = generator
         outcome = generator.run(tick)
         keep()  # the load is over: a signal while its drivers stop must not lose it (the lifecycle takes it)
     return outcome.summary(workers)
+
+
+def _generator(target: Target, load: ConcurrentLoad) -> LoadGenerator | HostsLoad:
+    """The load's generator: its driver processes here, or on the client hosts of --clients."""
+    from ..loads.generator import LoadGenerator
+
+    protocol = load_protocol(target, load)
+    if load.clients is None:
+        return LoadGenerator(target.address, target.attribution, load, protocol)
+    from ..loads.hosts.driven import HostsLoad
+
+    return HostsLoad(target.address, target.attribution, load, protocol, load.clients)
 
 
 def load_protocol(target: Target, load: ConcurrentLoad) -> ClientProtocol:

@@ -13,6 +13,7 @@ report what they measured, so a long run keeps its partial result.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from typing import Any
 
 from ..core.errors import LoadError, WorkerExited
 from ..core.histogram import LatencyHistogram
+from ..core.hosts import HostOutcome
 from ..core.load_summary import LoadSummary, ServerCloses, TimedTotals
 from ..core.measures import SATURATED, DriverStats
 from ..core.processes import FORK, READY_TIMEOUT_S, STOP_TIMEOUT_S, end_processes, out_of_resources, start_child
@@ -71,6 +73,7 @@ class LoadResult(TimedTotals):
     server_closed: Counter[int] = field(default_factory=Counter)
     told_close: Counter[int] = field(default_factory=Counter)
     resent: int = 0
+    hosts: list[HostOutcome] = field(default_factory=list)  # --clients: each client host's own (loads/hosts/)
 
     def summary(self, workers: int) -> LoadSummary:
         """As one load's summary, with a count for each of `workers` workers."""
@@ -95,6 +98,10 @@ class LoadResult(TimedTotals):
             closes=ServerCloses(per_worker(self.server_closed), per_worker(self.told_close), self.resent)
             if self.server_closed or self.told_close or self.resent
             else ServerCloses(),
+            hosts=tuple(
+                dataclasses.replace(h, served=tuple(h.served[i] if i < len(h.served) else 0 for i in range(workers)))
+                for h in self.hosts
+            ),
         )
 
 

@@ -1,0 +1,229 @@
+"""A load driven from several client hosts at once: the coordinator's side of remote_side.py.
+
+`HostsLoad` is used as `LoadGenerator` is (session.drive_load takes either): `start()` reaches every host,
+measures its clock, hands it its share and waits until its drivers are up; `run(on_tick)` gives one go at a
+common absolute time, follows the hosts' progress and returns their results as one `LoadResult` whose
+`hosts` keep each host's own. Ctrl-C, SIGTERM or SIGHUP (a KeyboardInterrupt here) asks every host to stop
+and report, and the partial result comes back marked interrupted, as from one host. A host that stops
+answering mid-run is named with what it had done, and the others' results stand. `close()` ends every
+gateway, and with them every remote load.
+"""
+
+from __future__ import annotations
+
+import pickle
+import queue
+import time
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...core.errors import LoadError, PlanError, WorkerExited
+from ...core.histogram import LatencyHistogram
+from ...core.hosts import ClientHosts, HostOutcome
+from ...core.processes import READY_TIMEOUT_S
+from ...core.protocol import ClientProtocol
+from ...core.signals import deferred
+from ...core.spec import ConcurrentLoad
+from ...core.started import Started
+from ...core.target import Attribution
+from ..drive_loop import TICK_S
+from ..generator import REPORT_TIMEOUT_S, LoadResult
+from .gateways import Gateways, Host
+from .remote_side import CLOSED
+from .split import clock_offset, combined, shares, stripe_s
+
+CLOCK_ROUNDS = 8  # round trips per host; the quickest sets the offset
+START_MARGIN_S = 0.1  # beyond the slowest host's round trip: time for the go to reach every host
+STARTED_LATE_S = 0.05  # a host that began this much after its start time is named as late
+
+
+@dataclass
+class _Progress:
+    """One host as the run follows it."""
+
+    host: Host
+    load: ConcurrentLoad
+    offset_s: float = 0.0
+    uncertainty_s: float = 0.0
+    start_at: float = 0.0  # on the coordinator's clock
+    finished: int = 0
+    served: int = 0
+    result: LoadResult | None = None
+    started: float | None = None  # on the coordinator's clock
+    ended: float | None = None
+    lost: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def done(self) -> bool:
+        return self.result is not None or self.lost is not None
+
+
+class HostsLoad(Started):
+    def __init__(
+        self,
+        address: tuple[str, int],
+        attribution: Attribution,
+        load: ConcurrentLoad,
+        protocol: ClientProtocol,
+        hosts: ClientHosts,
+    ) -> None:
+        self.load = load.validated()
+        self.hosts = hosts.validated()
+        self.parts = shares(self.load, len(self.hosts.destinations))
+        try:
+            self._payloads = [pickle.dumps((address, attribution, part, protocol)) for part in self.parts]
+        except (pickle.PicklingError, TypeError, AttributeError) as exc:
+            raise PlanError(
+                f"--clients: this server's way of naming its workers cannot go to another host ({exc})"
+            ) from None
+        self.gateways = Gateways(self.hosts)
+        self.progress: list[_Progress] = []
+        self._inbox: queue.Queue[tuple[int, Any]] = queue.Queue()
+
+    @property
+    def total(self) -> int | None:
+        return self.load.connections
+
+    def finished(self) -> tuple[int, int]:
+        return sum(p.finished for p in self.progress), sum(p.served for p in self.progress)
+
+    def start(self) -> None:
+        connected = self.gateways.connect()
+        self.progress = [_Progress(host, part) for host, part in zip(connected, self.parts, strict=True)]
+        with ThreadPoolExecutor(max_workers=min(32, len(self.progress))) as pool:
+            list(pool.map(self._clock, self.progress))
+        for p, payload in zip(self.progress, self._payloads, strict=True):
+            p.host.channel.send(("load", payload))
+        for p in self.progress:
+            reply = self._receive(p, 4 * READY_TIMEOUT_S, "to start its drivers")
+            if reply[0] != "ready":
+                raise LoadError(f"client host {p.host.destination}: {self._said(reply)}")
+
+    def _clock(self, p: _Progress) -> None:
+        samples = []
+        for _ in range(CLOCK_ROUNDS):
+            sent = time.time()
+            p.host.channel.send(("clock",))
+            reply = self._receive(p, READY_TIMEOUT_S, "to read its clock")
+            samples.append((sent, float(reply[1]), time.time()))
+        p.offset_s, p.uncertainty_s = clock_offset(samples)
+
+    def _receive(self, p: _Progress, timeout: float, what: str) -> Any:
+        channel = p.host.channel
+        try:
+            return channel.receive(timeout=timeout)
+        except channel.TimeoutError:
+            raise LoadError(f"client host {p.host.destination}: no answer in {timeout:g} s {what}") from None
+        except (channel.RemoteError, EOFError, OSError) as exc:
+            raise LoadError(f"client host {p.host.destination}: lost {what} ({_last_line(exc)})") from None
+
+    @staticmethod
+    def _said(reply: Any) -> str:
+        return str(reply[1]) if isinstance(reply, tuple) and reply[0] == "error" else f"unexpected {reply!r:.80}"
+
+    def run(self, on_tick: Callable[[int, float], None] | None = None) -> LoadResult:
+        for index, p in enumerate(self.progress):
+            p.host.channel.setcallback(lambda m, i=index: self._inbox.put((i, m)), endmarker=CLOSED)
+        slowest = max(p.uncertainty_s for p in self.progress)
+        common = time.time() + START_MARGIN_S + 4 * slowest
+        for index, p in enumerate(self.progress):
+            p.start_at = common + stripe_s(self.load, index)
+            p.host.channel.send(("go", p.start_at + p.offset_s))
+        try:
+            self._follow(on_tick, common, deadline=None)
+        except (KeyboardInterrupt, WorkerExited) as exc:
+            self._tell_stop()
+            with deferred():  # a second signal while the hosts report must not cut it short
+                self._follow(None, common, deadline=time.monotonic() + REPORT_TIMEOUT_S + 2 * slowest + 1.0)
+            result = self._result(common)
+            result.interrupted = exc
+            return result
+        return self._result(common)
+
+    def _tell_stop(self) -> None:
+        for p in self.progress:
+            if not p.done:
+                try:
+                    p.host.channel.send(("stop",))
+                except (OSError, EOFError, ValueError):
+                    p.lost = p.lost or "its connection closed as the run was stopped"
+
+    def _follow(self, on_tick: Callable[[int, float], None] | None, common: float, deadline: float | None) -> None:
+        next_tick = time.monotonic() + TICK_S
+        while not all(p.done for p in self.progress):
+            if deadline is not None and time.monotonic() > deadline:
+                for p in self.progress:
+                    if not p.done:
+                        p.lost = f"it did not report within {REPORT_TIMEOUT_S:g} s of the stop"
+                return
+            try:
+                index, message = self._inbox.get(timeout=max(0.0, next_tick - time.monotonic()))
+            except queue.Empty:
+                next_tick = time.monotonic() + TICK_S
+                if on_tick is not None:
+                    on_tick(self.finished()[0], max(0.0, time.time() - common))
+                continue
+            with deferred():  # a result taken off the queue is stored before a signal can interrupt
+                self._heard(self.progress[index], message)
+
+    def _heard(self, p: _Progress, message: Any) -> None:
+        if p.done:
+            return
+        if message == CLOSED:
+            p.lost = f"its connection closed after {p.finished} connections ({p.served} served)"
+        elif message[0] == "tick":
+            p.finished, p.served = int(message[1]), int(message[2])
+        elif message[0] == "result":
+            p.result = pickle.loads(message[1])
+            p.started, p.ended = float(message[2]) - p.offset_s, float(message[3]) - p.offset_s
+            p.finished = p.result.histogram.count + sum(p.result.errors.values())
+        elif message[0] == "error":
+            p.lost = f"it failed: {message[1]}"
+        if all(q.lost is not None for q in self.progress):
+            losses = "; ".join(f"{q.host.destination}: {q.lost}" for q in self.progress)
+            raise LoadError(f"every client host was lost: {losses}")
+
+    def _result(self, common: float) -> LoadResult:
+        reported = [p for p in self.progress if p.result is not None]
+        starts = [p.started for p in reported if p.started is not None]
+        ends = [p.ended for p in reported if p.ended is not None]
+        wall = (max(ends) - min(starts)) if starts and ends else 0.0
+        merged = combined([p.result for p in reported if p.result is not None], wall)
+        merged.hosts = [self._outcome(p, common) for p in self.progress]
+        return merged
+
+    @staticmethod
+    def _outcome(p: _Progress, common: float) -> HostOutcome:
+        r = p.result
+        served = r.served if r is not None else Counter[int]()
+        width = max((i for i in served if i >= 0), default=-1) + 1
+        return HostOutcome(
+            destination=p.host.destination,
+            histogram=r.histogram if r is not None else LatencyHistogram(),
+            errors=dict(r.errors) if r is not None else {},
+            served=tuple(served.get(i, 0) for i in range(width)),
+            wall_s=r.wall_s if r is not None else 0.0,
+            drivers=tuple(r.drivers) if r is not None else (),
+            offset_s=round(p.offset_s, 6),
+            uncertainty_s=round(p.uncertainty_s, 6),
+            started_s=None if p.started is None else round(p.started - common, 6),
+            ended_s=None if p.ended is None else round(p.ended - common, 6),
+            lost=p.lost,
+            python=p.host.python,
+            version=p.host.version,
+        )
+
+    def close(self) -> None:
+        self.gateways.close()
+
+
+def _last_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return (lines[-1] if lines else type(exc).__name__)[:200]
+
+
+__all__ = ["HostsLoad", "STARTED_LATE_S"]
