@@ -31,6 +31,7 @@ from ...core.started import Started
 from ...core.target import Attribution
 from ..drive_loop import TICK_S
 from ..generator import REPORT_TIMEOUT_S, LoadResult
+from . import load_side
 from .gateways import Gateways, Host
 from .remote_side import CLOSED
 from .split import clock_offset, combined, shares, stripe_s
@@ -92,7 +93,7 @@ class HostsLoad(Started):
         return sum(p.finished for p in self.progress), sum(p.served for p in self.progress)
 
     def start(self) -> None:
-        connected = self.gateways.connect()
+        connected = self.gateways.connect(load_side.__name__)
         self.progress = [_Progress(host, part) for host, part in zip(connected, self.parts, strict=True)]
         with ThreadPoolExecutor(max_workers=min(32, len(self.progress))) as pool:
             list(pool.map(self._clock, self.progress))

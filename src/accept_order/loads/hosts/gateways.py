@@ -83,7 +83,7 @@ def _spec(destination: str, hosts: ClientHosts, index: int) -> Any:
     return spec
 
 
-def _connect_one(group: Any, destination: str, hosts: ClientHosts, index: int) -> Host:
+def _connect_one(group: Any, destination: str, hosts: ClientHosts, index: int, part: str) -> Host:
     import execnet
 
     try:
@@ -108,6 +108,7 @@ def _connect_one(group: Any, destination: str, hosts: ClientHosts, index: int) -
             f"client host {inert(destination)} runs accept-order {inert(str(version))}, this one {VERSION}: "
             "install the same version on every client host"
         )
+    channel.send(("serve", part))
     return Host(destination, gateway, channel, str(python), str(version), str(hostname))
 
 
@@ -126,13 +127,14 @@ class Gateways:
         self.hosts: list[Host] = []
         self._group: Any = None
 
-    def connect(self) -> list[Host]:
+    def connect(self, part: str) -> list[Host]:
+        """Reach every host and have it serve `part` (a module of accept-order with `serve(channel)`)."""
         import execnet
 
         self._group = execnet.Group(execmodel=_execmodel())  # the hosts run execnet's own "thread" model
         dests = self.spec.destinations
         with ThreadPoolExecutor(max_workers=min(32, len(dests))) as pool:
-            futures = [pool.submit(_connect_one, self._group, d, self.spec, i) for i, d in enumerate(dests)]
+            futures = [pool.submit(_connect_one, self._group, d, self.spec, i, part) for i, d in enumerate(dests)]
             failures: list[LoadError] = []
             for future in futures:
                 try:

@@ -1,35 +1,25 @@
-"""What runs on a client host: execnet sends this module's source over ssh and runs it there with a
-`channel` back to the coordinator (`__name__ == "__channelexec__"`). It runs as the remote interpreter's
-first task, so in its main thread, where the load generator's signal handling works.
+"""What runs on a client host (or the server's host, for --observe-on): execnet sends this module's source
+over ssh and runs it there with a `channel` back to the coordinator (`__name__ == "__channelexec__"`). It
+runs as the remote interpreter's first task, so in its main thread, where signal handling works.
 
-The conversation (plain data on the channel; the load and its result pickled, both ends running the same
-accept-order, which the hello lets the coordinator check):
+It says hello (accept-order's version there, for the coordinator to check: the rest is pickled between two
+copies of the same code), then serves the part it is asked for: a module of the installed accept-order
+with a `serve(channel)` (loads/hosts/load_side.py drives a load; experiments/observe/remote_side.py
+observes a server), named by the coordinator so that this bootstrap imports nothing of the package.
 
     host -> ("hello", version, python, hostname, pid)      (or ("missing", why, python): no accept-order)
-    coordinator -> ("clock",)  host -> ("clock", time)     a few times: the clocks' offset
-    coordinator -> ("load", pickled (address, attribution, load, protocol))
-    host -> ("ready",)                                     its drivers started, waiting for the go
-    coordinator -> ("go", start time on the host's clock)
-    host -> ("tick", finished, served) ...                 as it drives
-    host -> ("result", pickled LoadResult, started, ended) (started/ended on the host's clock)
-    host -> ("error", one line)                            instead, when it cannot drive
-
-A ("stop",) from the coordinator at any time ends the load early with what it measured (Ctrl-C there), and
-the channel closing (the coordinator gone, even SIGKILLed: ssh then closes its end) ends it at once: the
-drivers are stopped and reaped, and the interpreter exits.
+    coordinator -> ("serve", module name)
 """
 
 from __future__ import annotations
 
+import importlib
 import os
-import pickle
 import socket
 import sys
-import threading
-import time
 from typing import Any
 
-CLOSED = "closed"
+CLOSED = "closed"  # what a channel's callback gets when the channel ends (execnet's endmarker)
 
 
 def _hello(channel: Any) -> bool:
@@ -42,56 +32,11 @@ def _hello(channel: Any) -> bool:
     return True
 
 
-def _serve(channel: Any) -> None:
-    from accept_order.core.signals import deferred
-    from accept_order.loads.generator import LoadGenerator
-
-    message = channel.receive()
-    while message[0] == "clock":
-        channel.send(("clock", time.time()))
-        message = channel.receive()
-    if message[0] != "load":
-        return
-    address, attribution, load, protocol = pickle.loads(message[1])
-    stopping = threading.Event()
-    go: list[float] = []
-    went = threading.Event()
-
-    def heard(message: Any) -> None:  # execnet's receiver thread: a stop, the go, or the channel's end
-        if message == CLOSED or (isinstance(message, tuple) and message[0] == "stop"):
-            stopping.set()
-        elif isinstance(message, tuple) and message[0] == "go":
-            go.append(float(message[1]))
-        went.set()
-
-    channel.setcallback(heard, endmarker=CLOSED)
-    try:
-        with LoadGenerator(address, attribution, load, protocol) as generator:
-            channel.send(("ready",))
-            went.wait()
-            if stopping.is_set():
-                return
-            while (wait := go[0] - time.time()) > 0 and not stopping.wait(min(wait, 0.05)):
-                pass  # the common start, on this host's clock
-            started = time.time()
-
-            def tick(done: int, elapsed: float) -> None:
-                if stopping.is_set():
-                    raise KeyboardInterrupt  # the generator stops its drivers and keeps what they measured
-                channel.send(("tick", *generator.finished()))
-
-            result = generator.run(tick)
-            ended = time.time()
-            with deferred():
-                channel.send(("result", pickle.dumps(result), started, ended))
-    except Exception as exc:  # noqa: BLE001 - said in one line on the coordinator
-        if not stopping.is_set():
-            channel.send(("error", f"{type(exc).__name__}: {exc}"))
-
-
 if __name__ == "__channelexec__":
     if _hello(channel):  # type: ignore[name-defined]  # noqa: F821 - execnet's global
-        try:
-            _serve(channel)  # type: ignore[name-defined]  # noqa: F821
-        except OSError:
-            pass  # the channel went away: the coordinator is gone, nothing to tell
+        message = channel.receive()  # type: ignore[name-defined]  # noqa: F821
+        if message[0] == "serve":
+            try:
+                importlib.import_module(str(message[1])).serve(channel)  # type: ignore[name-defined]  # noqa: F821
+            except OSError:
+                pass  # the channel went away: the coordinator is gone, nothing to tell

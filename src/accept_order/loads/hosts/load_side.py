@@ -1,0 +1,69 @@
+"""The load's part on a client host, served through remote_side.py's bootstrap (`serve(channel)`):
+
+    coordinator -> ("clock",)  host -> ("clock", time)     a few times: the clocks' offset
+    coordinator -> ("load", pickled (address, attribution, load, protocol))
+    host -> ("ready",)                                     its drivers started, waiting for the go
+    coordinator -> ("go", start time on the host's clock)
+    host -> ("tick", finished, served) ...                 as it drives
+    host -> ("result", pickled LoadResult, started, ended) (started/ended on the host's clock)
+    host -> ("error", one line)                            instead, when it cannot drive
+
+A ("stop",) from the coordinator at any time ends the load early with what it measured (Ctrl-C there), and
+the channel closing (the coordinator gone, even SIGKILLed: ssh then closes its end) ends it at once: the
+drivers are stopped and reaped, and the interpreter exits.
+"""
+
+from __future__ import annotations
+
+import pickle
+import threading
+import time
+from typing import Any
+
+from ...core.signals import deferred
+from ..generator import LoadGenerator
+from .remote_side import CLOSED
+
+
+def serve(channel: Any) -> None:
+    message = channel.receive()
+    while message[0] == "clock":
+        channel.send(("clock", time.time()))
+        message = channel.receive()
+    if message[0] != "load":
+        return
+    address, attribution, load, protocol = pickle.loads(message[1])
+    stopping = threading.Event()
+    go: list[float] = []
+    went = threading.Event()
+
+    def heard(message: Any) -> None:  # execnet's receiver thread: a stop, the go, or the channel's end
+        if message == CLOSED or (isinstance(message, tuple) and message[0] == "stop"):
+            stopping.set()
+        elif isinstance(message, tuple) and message[0] == "go":
+            go.append(float(message[1]))
+        went.set()
+
+    channel.setcallback(heard, endmarker=CLOSED)
+    try:
+        with LoadGenerator(address, attribution, load, protocol) as generator:
+            channel.send(("ready",))
+            went.wait()
+            if stopping.is_set():
+                return
+            while (wait := go[0] - time.time()) > 0 and not stopping.wait(min(wait, 0.05)):
+                pass  # the common start, on this host's clock
+            started = time.time()
+
+            def tick(done: int, elapsed: float) -> None:
+                if stopping.is_set():
+                    raise KeyboardInterrupt  # the generator stops its drivers and keeps what they measured
+                channel.send(("tick", *generator.finished()))
+
+            result = generator.run(tick)
+            ended = time.time()
+            with deferred():
+                channel.send(("result", pickle.dumps(result), started, ended))
+    except Exception as exc:  # noqa: BLE001 - said in one line on the coordinator
+        if not stopping.is_set():
+            channel.send(("error", f"{type(exc).__name__}: {exc}"))
