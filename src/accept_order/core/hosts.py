@@ -29,13 +29,16 @@ class ClientHosts:
     destinations: tuple[str, ...]
     ssh_config: str | None = None
     python: str | None = None
+    # --observe-on: the server's host, where `observe` watches the server's port for the load's window (over
+    # the same engine); None: not observed. The only host there may be (no --clients: the load runs here).
+    observe_on: str | None = None
 
     def validated(self) -> ClientHosts:
-        if not self.destinations:
+        if not self.destinations and self.observe_on is None:
             raise PlanError("--clients needs at least one ssh destination")
         if len(self.destinations) > MAX_CLIENT_HOSTS:
             raise PlanError(f"--clients names {len(self.destinations)} hosts; at most {MAX_CLIENT_HOSTS}")
-        for dest in self.destinations:
+        for dest in (*self.destinations, *((self.observe_on,) if self.observe_on is not None else ())):
             # ssh would read a destination that starts with '-' as an option, and a space splits it in two
             if not dest or dest.startswith("-") or any(c.isspace() or not c.isprintable() for c in dest):
                 raise PlanError(f"--clients: {dest!r} is not an ssh destination")
@@ -47,11 +50,20 @@ class ClientHosts:
         return self
 
     def to_dict(self) -> dict[str, Any]:
-        return {"destinations": list(self.destinations), "ssh_config": self.ssh_config, "python": self.python}
+        return {
+            "destinations": list(self.destinations),
+            "ssh_config": self.ssh_config,
+            "python": self.python,
+            **({"observe_on": self.observe_on} if self.observe_on is not None else {}),
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ClientHosts:
-        return cls(tuple(data["destinations"]), data.get("ssh_config"), data.get("python"))
+        return cls(tuple(data["destinations"]), data.get("ssh_config"), data.get("python"), data.get("observe_on"))
+
+    def only(self, destination: str) -> ClientHosts:
+        """The same ssh settings for one host (the server's, for --observe-on)."""
+        return ClientHosts((destination,), self.ssh_config, self.python)
 
 
 @dataclass(frozen=True)

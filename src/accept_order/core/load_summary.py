@@ -87,6 +87,9 @@ class LoadSummary(TimedTotals):
     by_worker: tuple[LatencyHistogram, ...] = ()  # kept connections: each worker's requests' durations
     closes: ServerCloses = ServerCloses()  # kept connections the server ended before the client did
     hosts: tuple[HostOutcome, ...] = ()  # --clients: what each client host drove (the fields above: all of them)
+    # --observe-on: what observe saw on the server's host during the load, per worker beside the load's counts
+    # (plain data: experiments/observe/remote.py `joined`), one per load this summary adds up
+    observed: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def interrupted(self) -> bool:
@@ -132,6 +135,7 @@ class LoadSummary(TimedTotals):
             pool_fill_s=_fills(self.pool_fill_s, other.pool_fill_s, concurrent),
             closes=self.closes.extend(other.closes),
             hosts=_hosts_extended(self.hosts, other.hosts, concurrent),
+            observed=self.observed + other.observed,
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -315,13 +315,12 @@ class ConcurrentLoad:
             )
         for cpu in self.cpus:
             check_range("--load-cpus", cpu, 0, 1 << 20)
-        if self.clients is None:
+        remote = self.clients is not None and bool(self.clients.validated().destinations)
+        if not remote:
             check_cpus(self.cpus, "--load-cpus")  # a client host's CPUs are its own: checked there
-        else:
-            self.clients.validated()
         # As many drivers as will run: none without a slot and a connection to make.
         procs = min(self.driver_procs, max(1, self.concurrency), self.connections or self.driver_procs)
-        if self.clients is None:  # over client hosts, each host checks its own share against its own limits
+        if not remote:  # over client hosts, each host checks its own share against its own limits
             check_concurrency(self.concurrency, driver_procs=procs)
         else:
             check_range("--concurrency", self.concurrency, 1, MAX_CONNECTIONS)

@@ -30,6 +30,7 @@ from ..core.target import Target
 from ..loads.sequential import run_sequential as drive_sequential
 from ..probes.evidence import EvidenceCapture
 from ..servers.registry import Plan, make_target, plan
+from .observed_on import observing
 from .order.result import RunResult
 
 if TYPE_CHECKING:
@@ -252,12 +253,14 @@ def drive_load(
             on_tick(done, elapsed)
 
     release()  # an earlier step's outcome, kept since its end: a signal that came meanwhile stops here
-    with _generator(target, load) as generator:
-        if loading is not None:
-            loading.generator = generator
-        outcome = generator.run(tick)
-        keep()  # the load is over: a signal while its drivers stop must not lose it (the lifecycle takes it)
-    return outcome.summary(workers)
+    with observing(target, load) as watch:
+        with _generator(target, load) as generator:
+            if loading is not None:
+                loading.generator = generator
+            outcome = generator.run(tick)
+            keep()  # the load is over: a signal while its drivers stop must not lose it (the lifecycle takes it)
+        summary = outcome.summary(workers)
+        return summary if watch is None else dataclasses.replace(summary, observed=(watch.joined(target, summary),))
 
 
 def _generator(target: Target, load: ConcurrentLoad) -> LoadGenerator | HostsLoad:
@@ -336,7 +339,11 @@ def run_latency(
             counters=m.counters,
             title=title or default_title(server, load=load),
             work_estimate_us=work,
-            evidence={**m.evidence, **({"accept_counts": kernel} if kernel else {})},
+            evidence={
+                **m.evidence,
+                **({"accept_counts": kernel} if kernel else {}),
+                **({"observed_on": [dict(o) for o in summary.observed]} if summary.observed else {}),
+            },
             interrupted=summary.interrupted or m.exited is not None,
         )
         result = dataclasses.replace(result, model=predict(result))  # what queueing alone makes of the same figures

@@ -1,0 +1,109 @@
+"""--observe-on DEST: observe on the server's host for a load's window, over the engine that reaches the
+client hosts (loads/hosts/), and its per-worker counts set beside the load's.
+
+The observation starts before the load (the load waits until its probes are on) and stops once the load is
+over; its result comes back whole (pickled between two copies of the same accept-order) and is kept, in
+plain data, with the load's: per worker its accepts, CPU and the load it carried, and how its accepts
+compare with the connections the replies attributed to it.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Sequence
+from typing import Any
+
+from ...core.errors import LoadError
+from ...core.hosts import ClientHosts
+from ...core.started import Started
+from ...core.text import escape_controls
+from ...loads.hosts.gateways import Gateways, Host
+from .result import ObserveResult
+
+ATTACH_TIMEOUT_S = 60.0  # bpftrace's start on a cold host takes seconds
+FINISH_TIMEOUT_S = 30.0
+PART = __package__ + ".remote_side"  # what the host serves (named, not imported: it imports the session)
+LONGEST_S = 24 * 3600.0  # the observation ends with the load; this only bounds one that was never stopped
+
+
+class RemoteObservation(Started):
+    """observe on `destination` watching `port`. `start()` returns once its probes are on; `finish()` stops it
+    and returns its result."""
+
+    def __init__(self, hosts: ClientHosts, destination: str, port: int) -> None:
+        self.destination = destination
+        self.port = port
+        self.gateways = Gateways(hosts.only(destination))
+        self.host: Host | None = None
+
+    def start(self) -> None:
+        self.host = self.gateways.connect(PART)[0]
+        self.host.channel.send(("observe", self.port, LONGEST_S))
+        reply = self._receive(ATTACH_TIMEOUT_S, "to attach to the server")
+        if reply[0] != "attached":
+            raise LoadError(f"--observe-on {escape_controls(self.destination)}: {escape_controls(str(reply[1]))}")
+
+    def finish(self) -> ObserveResult:
+        assert self.host is not None
+        self.host.channel.send(("stop",))
+        reply = self._receive(FINISH_TIMEOUT_S, "to finish observing")
+        if reply[0] != "result":
+            raise LoadError(f"--observe-on {escape_controls(self.destination)}: {escape_controls(str(reply[1]))}")
+        result: ObserveResult = pickle.loads(reply[1])
+        return result
+
+    def _receive(self, timeout: float, what: str) -> Any:
+        assert self.host is not None
+        channel = self.host.channel
+        try:
+            return channel.receive(timeout=timeout)
+        except channel.TimeoutError:
+            raise LoadError(
+                f"--observe-on {escape_controls(self.destination)}: no answer in {timeout:g} s {what}"
+            ) from None
+        except (channel.RemoteError, EOFError, OSError) as exc:
+            line = str(exc).strip().splitlines()[-1:] or [type(exc).__name__]
+            raise LoadError(
+                f"--observe-on {escape_controls(self.destination)}: lost {what} ({escape_controls(line[0])[:200]})"
+            ) from None
+
+    def close(self) -> None:
+        self.gateways.close()
+
+
+def joined(destination: str, observed: ObserveResult, pids: Sequence[int], served: Sequence[int]) -> dict[str, Any]:
+    """The observation as plain data, each worker's accepts beside the connections the replies gave it
+    (`pids`, `served`: the load's workers in index order). `agrees`: every worker's count is the same both
+    ways (None: observe could not count accepts exactly, untraced)."""
+    by_pid = {pid: served[i] for i, pid in enumerate(pids) if i < len(served)}
+    workers = []
+    for w in observed.workers:
+        key = w.tid if w.tid is not None else w.pid
+        workers.append(
+            {
+                "pid": w.pid,
+                "tid": w.tid,
+                "accepts": w.accepts,
+                "served_by_replies": by_pid.get(key),
+                "cpu_s": w.cpu_s,
+                "connections_observed": w.connections_observed,
+                "bytes_in": w.bytes_in,
+                "bytes_out": w.bytes_out,
+            }
+        )
+    seen = {w["tid"] if w["tid"] is not None else w["pid"] for w in workers}
+    exact = observed.traced and all(w["accepts"] is not None for w in workers)
+    agrees = (
+        all(w["accepts"] == (w["served_by_replies"] or 0) for w in workers) and set(by_pid) <= seen if exact else None
+    )
+    return {
+        "host": destination,
+        "program": observed.program,
+        "traced": observed.traced,
+        "source": observed.source,
+        "wall_s": observed.wall_s,
+        "mechanism": observed.mechanism.name if observed.mechanism is not None else None,
+        "workers": workers,
+        "agrees": agrees,
+        "notes": list(observed.notes),
+    }

@@ -1,0 +1,41 @@
+"""--observe-on around one load: observe attached on the server's host before the load starts, stopped once
+it is over, its per-worker counts joined with the load's (experiments/observe/remote.py). An observation that
+fails is said in its place; the load's result is never lost to it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from ..core.errors import LoadError
+from ..core.load_summary import LoadSummary
+from ..core.spec import ConcurrentLoad
+from ..core.target import Target
+from .observe.remote import RemoteObservation, joined
+
+
+class Watch:
+    """The observation of one load."""
+
+    def __init__(self, observation: RemoteObservation) -> None:
+        self.observation = observation
+
+    def joined(self, target: Target, summary: LoadSummary) -> dict[str, Any]:
+        """What observe saw, beside the load's counts per worker (`{"host", "error"}` when it failed)."""
+        try:
+            observed = self.observation.finish()
+        except LoadError as exc:
+            return {"host": self.observation.destination, "error": str(exc)}
+        return joined(self.observation.destination, observed, list(target.pids), summary.served)
+
+
+@contextmanager
+def observing(target: Target, load: ConcurrentLoad) -> Iterator[Watch | None]:
+    """A Watch when the load asks for --observe-on (its probes on before this yields), else None."""
+    hosts = load.clients
+    if hosts is None or hosts.observe_on is None:
+        yield None
+        return
+    with RemoteObservation(hosts, hosts.observe_on, target.address[1]) as observation:
+        yield Watch(observation)
