@@ -8,10 +8,11 @@ dict came through `load` or straight from a caller of the Python API.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar, get_origin, get_type_hints
 
 from ..core.errors import ResultFileError
+from ..core.hosts import HostOutcome
 from ..core.spec import renamed
 from .schema import KNOWN, SchemaError, Shape, derive
 
@@ -50,6 +51,19 @@ def build(cls: type[T], data: Any) -> T:
             value = data[f.name]
             values[f.name] = tuple(value) if get_origin(hints[f.name]) is tuple and isinstance(value, list) else value
     return cls(**values)
+
+
+def hosts_of(data: Mapping[str, Any]) -> tuple[HostOutcome, ...]:
+    """The client hosts of a run (or of a burst's cell, a ramp's step) as `data["hosts"]` holds them, checked
+    against their shape first (none: a load driven from this host, or an older file)."""
+    from .shapes import HOSTS
+
+    hosts = data.get("hosts", [])
+    try:
+        HOSTS.check(hosts, "hosts")
+    except SchemaError as exc:
+        raise ResultFileError(f"malformed result: {exc}") from None
+    return tuple(HostOutcome.from_dict(h) for h in hosts)
 
 
 def check_records(records: Sequence[Any], workers: int) -> None:

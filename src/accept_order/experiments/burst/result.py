@@ -6,11 +6,12 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ...core.hosts import HostOutcome
 from ...core.load_summary import CountedTotals, LoadSummary, cpu_us_per_connection
 from ...core.measures import DriverStats, Environment
 from ...core.spec import ServerSpec
 from ...results.schema import ListOf, MapOf, Number, SchemaError, child, derive
-from ...results.shapes import NOTES, SHORTAGES, SIGNED, SKIPPED, workers_of
+from ...results.shapes import NOTES, SHORTAGES, SIGNED, SKIPPED, hosts_fit_workers, workers_of
 
 CLIENT_BOUND = 0.5  # share of a burst the client may spend opening its connections before it sets the pace
 
@@ -33,6 +34,7 @@ class BurstCell(CountedTotals):
     # their first replies say). Files of one-request bursts hold neither.
     requests_per_connection: int = 1
     connections: tuple[int, ...] = ()
+    hosts: tuple[HostOutcome, ...] = ()  # --client-hosts: what each client host drove of this burst
 
     @classmethod
     def of(cls, load: LoadSummary, clients: int, counters: dict[str, int], per: int = 1) -> BurstCell:
@@ -48,6 +50,7 @@ class BurstCell(CountedTotals):
             p50_us=load.percentile_us(50),
             max_us=load.max_us,
             interrupted=load.interrupted,
+            hosts=load.hosts,
         )
 
     @property
@@ -88,11 +91,12 @@ class BurstCell(CountedTotals):
                 if self.requests_per_connection == 1
                 else {"requests_per_connection": self.requests_per_connection, "connections": list(self.connections)}
             ),
+            **({"hosts": [h.to_dict() for h in self.hosts]} if self.hosts else {}),
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> BurstCell:
-        from ...results.typed import build
+        from ...results.typed import build, hosts_of
 
         return cls(
             clients=int(data["clients"]),
@@ -106,6 +110,7 @@ class BurstCell(CountedTotals):
             interrupted=bool(data.get("interrupted", False)),
             requests_per_connection=int(data.get("requests_per_connection", 1)),
             connections=tuple(int(n) for n in data.get("connections", ())),
+            hosts=hosts_of(data),
         )
 
 
@@ -180,6 +185,7 @@ def _cells_fit_workers(run: Mapping[str, Any], at: str) -> None:
             if len(cell.get(name, [])) > workers:
                 where = child(child(child(at, "cells"), index), name)
                 raise SchemaError(where, f"has {len(cell[name])} entries, one per worker, but the server had {workers}")
+        hosts_fit_workers({**cell, "server": run.get("server", {})}, child(child(at, "cells"), index))
 
 
 _CELL = derive(BurstCell, counters=MapOf(SIGNED), client_cpu_us=Number(), optional=("counters", "drivers"))

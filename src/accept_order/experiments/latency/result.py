@@ -9,6 +9,7 @@ from typing import Any
 from ...analysis.model_check import ModelCheck
 from ...core.errors import ResultFileError
 from ...core.histogram import LatencyHistogram
+from ...core.hosts import HostOutcome
 from ...core.load_summary import (
     LoadSummary,
     ServerCloses,
@@ -21,8 +22,18 @@ from ...core.load_summary import (
 from ...core.measures import DriverStats, Environment, WorkerCounters
 from ...core.spec import ConcurrentLoad, ServerSpec
 from ...results.schema import Anything, Integer, ListOf, Number, Record, SchemaError, Text, child, derive
-from ...results.shapes import ERRORS, EVIDENCE, POOL, PORT, SKIPPED, at_most_workers, histogram_total
-from ...results.typed import build, runs_list, skipped_map
+from ...results.shapes import (
+    ERRORS,
+    EVIDENCE,
+    POOL,
+    PORT,
+    SKIPPED,
+    at_most_workers,
+    histogram_total,
+    hosts_add_up,
+    hosts_fit_workers,
+)
+from ...results.typed import build, hosts_of, runs_list, skipped_map
 
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)
 
@@ -69,6 +80,9 @@ class LatencyResult(TimedTotals):
     # Kept connections the server ended before the client did, per worker (saved only where it ended some;
     # files before it and runs where it ended none: none).
     server_closes: ServerCloses = ServerCloses()
+    # --clients: what each client host drove (its share of every figure above, which adds theirs up), its
+    # clock and its timing; empty for a load driven from this host, and in older files.
+    hosts: tuple[HostOutcome, ...] = ()
 
     @classmethod
     def of(cls, load_summary: LoadSummary, **rest: Any) -> LatencyResult:
@@ -86,6 +100,7 @@ class LatencyResult(TimedTotals):
             pool=load_summary.pool,
             pool_fill_s=load_summary.pool_fill_s,
             server_closes=load_summary.closes,
+            hosts=load_summary.hosts,
             **rest,
         )
 
@@ -175,6 +190,7 @@ class LatencyResult(TimedTotals):
             }
             | ({"model": self.model.to_dict()} if self.model is not None else {})
             | self.kept_dict()
+            | ({"hosts": [h.to_dict() for h in self.hosts]} if self.hosts else {})
         )
 
     def kept_dict(self) -> dict[str, Any]:
@@ -220,6 +236,7 @@ class LatencyResult(TimedTotals):
             pool=pool_of(data),
             pool_fill_s=pool_fill_of(data),
             server_closes=ServerCloses.from_dict(data.get("server_closes")),
+            hosts=hosts_of(data),
         )
 
     @property
@@ -299,6 +316,8 @@ LATENCY_SHAPE = derive(
         at_most_workers("held_at_end"),
         at_most_workers("worker_histograms"),
         _summary_adds_up,
+        hosts_fit_workers,
+        hosts_add_up,
     ),
 )
 LATENCY_COMPARE_SHAPE = derive(

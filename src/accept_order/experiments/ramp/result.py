@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ...core.hosts import ClientHosts, HostOutcome
 from ...core.load_summary import CountedTotals, pool_fill_of, pool_of
 from ...core.measures import Environment
 from ...core.spec import ServerSpec
@@ -24,7 +25,7 @@ from ...results.schema import (
     derive,
     known,
 )
-from ...results.shapes import NOTES, POOL, SHORTAGES, SIGNED, workers_of
+from ...results.shapes import NOTES, POOL, SHORTAGES, SIGNED, hosts_fit_workers, workers_of
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,7 @@ class RampStep(CountedTotals):
     connections: tuple[int, ...] = ()
     pool: tuple[int, int] | None = None
     pool_fill_s: float | None = None
+    hosts: tuple[HostOutcome, ...] = ()  # --clients: what each client host drove of this step
 
     @property
     def held(self) -> bool:
@@ -69,7 +71,9 @@ class RampStep(CountedTotals):
             data[name] = list(data[name])
         if not self.connections:  # one request per connection: the step as before
             del data["connections"]
-        del data["pool"], data["pool_fill_s"]
+        del data["pool"], data["pool_fill_s"], data["hosts"]
+        if self.hosts:
+            data["hosts"] = [h.to_dict() for h in self.hosts]
         if self.pool is not None:  # as a latency run's file holds it
             data["pool"] = {"opened": self.pool[0], "planned": self.pool[1]}
             if self.pool_fill_s is not None:
@@ -78,13 +82,15 @@ class RampStep(CountedTotals):
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RampStep:
-        from ...results.typed import build
+        from ...results.typed import build, hosts_of
 
         values = dict(data)
         for name in ("served", "queues", "worker_cpu", "reasons", "seen", "connections"):
             values[name] = tuple(values.get(name, ()))
         pool = {"pool": values.pop("pool", None)}
+        hosts = hosts_of(values)  # checked, then built apart: build() would keep the dicts
         step: RampStep = build(cls, values)
+        step = dataclasses.replace(step, hosts=hosts)
         return dataclasses.replace(step, pool=pool_of(pool), pool_fill_s=pool_fill_of(pool)) if pool["pool"] else step
 
 
@@ -150,6 +156,7 @@ def _steps_fit_workers(ramp: Mapping[str, Any], at: str) -> None:
             if len(step.get(name, [])) > workers:
                 where = child(child(child(at, "steps"), index), name)
                 raise SchemaError(where, f"has {len(step[name])} entries, one per worker, but the server had {workers}")
+        hosts_fit_workers({**step, "server": ramp.get("server", {})}, child(child(at, "steps"), index))
 
 
 # run.RampPlan as plan_dict saves it (every field optional: the report reads what is there)
@@ -168,6 +175,7 @@ _PLAN = Record(
         "load_cpus": ListOf(Integer(0, 1 << 20)),  # 0.4's files lack it
         "requests_per_connection": Integer(),  # a ramp over kept connections only
         "pool": Flag(),
+        "client_hosts": Maybe(derive(ClientHosts)),  # --clients: the hosts every step ran on (run.RampPlan)
     }
 )
 _STEP = known(  # registered: RampStep.from_dict builds with it too

@@ -1,0 +1,184 @@
+"""The table of a load's client hosts (--clients): what each drove, its clock and its timing; below it, one line
+for each host that started late, ended well after the others, had a clock known too loosely, or was lost.
+
+A load's merged figures stay where every report shows them; this says how the hosts shared them. The hosts'
+destinations and the reasons a host was lost come from the user and from other machines: escaped, as Text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rich import box
+from rich.console import RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from ..core.hosts import HostOutcome
+from ..core.text import escape_controls
+from ..loads.hosts.driven import STARTED_LATE_S
+
+# A straggler: a host that ended more than STRAGGLER_SHARE of the run's wall time and more than STRAGGLER_S
+# after the first host to end. Both: on a short run 10% is a few ms, below what ssh's scheduling and the
+# report's own round trip decide; on a long one 50 ms is noise. Past both, the run's last part was driven by
+# fewer hosts than the rest (its tail is partly theirs alone).
+STRAGGLER_SHARE = 0.10
+STRAGGLER_S = 0.05
+# A clock known to ± more than CLOCK_SHARE of the run's wall time or more than CLOCK_S: the hosts' common
+# start, and when each started and ended, are then uncertain by as much (each bound alone is reason enough:
+# 1% of the wall time shifts the hosts' overlap by 1%; 5 ms is more than an open loop's stripes at 200/s).
+CLOCK_SHARE = 0.01
+CLOCK_S = 0.005
+ON_TIME_S = 0.001  # a start within this (or within the clock's uncertainty) of its time is "on time"
+
+
+@dataclass(frozen=True)
+class HostsPart:
+    """The client hosts of one load: `label` names it among several (a burst's clients, a ramp's step, a
+    mode; None: the only one), `wall_s` its wall time, `rate` an open loop's (host i was due i/rate after the
+    common start: loads/hosts/split.py stripe_s)."""
+
+    label: str | None
+    hosts: Sequence[HostOutcome]
+    wall_s: float
+    rate: float | None = None
+
+    def due_s(self, index: int) -> float:
+        return 0.0 if not self.rate else index / self.rate
+
+
+def _name(host: HostOutcome) -> Text:
+    return Text(escape_controls(host.destination))
+
+
+def _failed(host: HostOutcome) -> Text:
+    if not host.failed:
+        return Text("0")
+    by = ", ".join(f"{n} {escape_controls(name)}" for name, n in sorted(host.errors.items(), key=lambda kv: -kv[1]))
+    return Text(f"{host.failed} ({by})", style="red")
+
+
+def _clock(host: HostOutcome) -> str:
+    if host.offset_s is None:
+        return "-"
+    spread = f" ± {1000 * host.uncertainty_s:.2f}" if host.uncertainty_s is not None else ""
+    return f"{1000 * host.offset_s:+.2f}{spread} ms"
+
+
+def late_s(part: HostsPart, index: int) -> float | None:
+    """How long after its start time host `index` of `part` began (None: it did not say)."""
+    host = part.hosts[index]
+    return None if host.started_s is None else host.started_s - part.due_s(index)
+
+
+def _started(part: HostsPart, index: int) -> Text:
+    late = late_s(part, index)
+    if late is None:
+        return Text("-")
+    if late <= max(ON_TIME_S, part.hosts[index].uncertainty_s or 0.0):
+        return Text("on time")
+    return Text(f"{1000 * late:.1f} ms", style="yellow" if late > STARTED_LATE_S else "")
+
+
+def _ended(host: HostOutcome) -> str:
+    return "-" if host.ended_s is None else f"{host.ended_s:.3f}"
+
+
+def host_table(parts: Sequence[HostsPart], part_name: str | None = None, title: str = "per client host") -> Table:
+    """One row per host of each part (`part_name` heads the column naming the part, when there are several)."""
+    lost = any(h.lost is not None for p in parts for h in p.hosts)
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    if part_name is not None:
+        table.add_column(part_name, justify="right")
+    table.add_column("host")
+    for name in ("served", "failed", "req/s", "CPU µs/conn", "clock offset", "started late", "ended s"):
+        table.add_column(name, justify="right")
+    if lost:
+        table.add_column("lost")
+    for part in parts:
+        for index, host in enumerate(part.hosts):
+            cpu = host.client_cpu_us
+            row: list[Text | str] = [Text(escape_controls(part.label or ""))] if part_name is not None else []
+            row += [
+                _name(host),
+                str(host.ok),
+                _failed(host),
+                f"{host.throughput:.0f}",
+                "-" if cpu is None else f"{cpu:.0f}",
+                _clock(host),
+                _started(part, index),
+                _ended(host),
+            ]
+            if lost:
+                row.append(Text("" if host.lost is None else f"lost: {escape_controls(host.lost)}", style="red"))
+            table.add_row(*row)
+    return table
+
+
+def _who(part: HostsPart, host: HostOutcome) -> str:
+    name = escape_controls(host.destination)
+    return name if part.label is None else f"{name} ({escape_controls(part.label)})"
+
+
+def _stragglers(part: HostsPart) -> list[Text]:
+    ended = [h for h in part.hosts if h.lost is None and h.ended_s is not None]
+    if len(ended) < 2:
+        return []
+    first = min(ended, key=lambda h: h.ended_s or 0.0)
+    bound = max(STRAGGLER_SHARE * part.wall_s, STRAGGLER_S)
+    lines = []
+    for host in ended:
+        after = (host.ended_s or 0.0) - (first.ended_s or 0.0)
+        if after > bound:
+            lines.append(
+                Text(
+                    f"Straggler: {_who(part, host)} ended {1000 * after:.0f} ms after the first host to end "
+                    f"({escape_controls(first.destination)}); the load's last {1000 * after:.0f} ms were driven "
+                    "by fewer hosts",
+                    style="yellow",
+                )
+            )
+    return lines
+
+
+def host_notes(part: HostsPart) -> list[Text]:
+    """What to say of one load's hosts beyond the table: each only where it applies."""
+    lines = []
+    for index, host in enumerate(part.hosts):
+        late = late_s(part, index)
+        if late is not None and late > STARTED_LATE_S and host.lost is None:
+            lines.append(
+                Text(f"Warning: {_who(part, host)} started {1000 * late:.0f} ms after its start time", style="yellow")
+            )
+    lines += _stragglers(part)
+    tolerated = min(CLOCK_SHARE * part.wall_s, CLOCK_S) if part.wall_s > 0 else CLOCK_S
+    for host in part.hosts:
+        if host.uncertainty_s is not None and host.uncertainty_s > tolerated:
+            lines.append(
+                Text(
+                    f"Warning: {_who(part, host)}'s clock is known to ± {1000 * host.uncertainty_s:.1f} ms only "
+                    f"(its quickest round trip's half), more than this run tolerates ({1000 * tolerated:.1f} ms): "
+                    "when it started and ended are as uncertain",
+                    style="yellow",
+                )
+            )
+    for host in part.hosts:
+        if host.lost is not None:
+            done = f"; {host.driven} of its connections are in the figures" if host.driven else ""
+            done = done or "; none of its connections are in the figures"
+            lines.append(Text(f"Lost: {_who(part, host)}: {escape_controls(host.lost)}{done}", style="red"))
+    return lines
+
+
+def host_parts(
+    parts: Sequence[HostsPart], part_name: str | None = None, title: str = "per client host"
+) -> list[RenderableType]:
+    """The table and its lines for the loads that ran on client hosts (nothing for those that did not)."""
+    parts = [p for p in parts if p.hosts]
+    if not parts:
+        return []
+    lines: list[RenderableType] = [host_table(parts, part_name, title)]
+    for part in parts:
+        lines += host_notes(part)
+    return lines
