@@ -28,11 +28,18 @@ def test_every_kind_has_a_saved_fixture() -> None:
 
 
 KEPT_ONLY = ("connections",)  # the CSV tables of kept connections (--requests-per-connection other than 1, --pool)
+HOSTS_ONLY = ("hosts",)  # the CSV tables of client hosts (--clients): rows only where a load ran on them
 
 
 def _kept(document: dict) -> bool:
     runs = document.get("runs", [document])
     return any((run.get("load") or {}).get("requests_per_connection", 1) != 1 for run in runs if isinstance(run, dict))
+
+
+def _hosted(document: dict) -> bool:
+    runs = document.get("runs", [document])
+    parts = [p for run in runs for key in ("cells", "steps") for p in run.get(key, [])] + runs
+    return any(p.get("hosts") for p in parts if isinstance(p, dict))
 
 
 @pytest.mark.parametrize("name", FIXTURES)
@@ -52,6 +59,8 @@ def test_kind_loads_reports_and_exports(name: str) -> None:
         assert table[0][:2] in (["run"] + table[0][1:2], ["round", "run"], ["round", "server"]), (kind, name)
         if name in KEPT_ONLY:  # a table of kept connections: rows only where a run kept them (latency-kept)
             assert (len(table) > 1) == _kept(document), (kind, name)
+        elif name in HOSTS_ONLY:  # a table of client hosts: rows only where a load ran on them (latency-hosts)
+            assert (len(table) > 1) == _hosted(document), (kind, name)
         else:
             assert len(table) > 1, (kind, name)
     if experiment.tables:

@@ -15,7 +15,7 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ..core.hosts import HostOutcome
+from ..core.hosts import ClientHosts, HostOutcome
 from ..core.text import escape_controls
 from ..loads.hosts.driven import STARTED_LATE_S
 
@@ -46,6 +46,20 @@ class HostsPart:
 
     def due_s(self, index: int) -> float:
         return 0.0 if not self.rate else index / self.rate
+
+
+NAMED_HOSTS = 4  # hosts a report's headline names; beyond, it counts them
+
+
+def on_hosts(clients: ClientHosts | None) -> str:
+    """What a report's headline adds to the load generator's processes when they ran on client hosts: ' on
+    each of 2 client hosts (c1, c2)'; '' for a load driven from this host."""
+    if clients is None or not clients.destinations:
+        return ""
+    dests = [escape_controls(d) for d in clients.destinations]
+    named = ", ".join(dests[:NAMED_HOSTS]) + (", ..." if len(dests) > NAMED_HOSTS else "")
+    n = len(dests)
+    return f" on each of {n} client hosts ({named})" if n > 1 else f" on client host {named}"
 
 
 def _name(host: HostOutcome) -> Text:

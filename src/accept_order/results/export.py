@@ -29,6 +29,7 @@ TABLES = (
     "steps",
     "rounds",
     "intervals",
+    "hosts",
 )  # the names every experiment's tables come from
 # what a result lacking a table says, and which table to try instead
 _MISSING = {
@@ -38,6 +39,7 @@ _MISSING = {
     "steps": "has no steps (try --table {default})",
     "rounds": "has no repeated rounds (try --table {default})",
     "intervals": "has no intervals over time (try --table {default})",
+    "hosts": "has no client hosts (try --table {default})",
 }
 
 
@@ -141,6 +143,48 @@ def worker_rows(runs: list[dict[str, Any]]) -> list[list[Any]]:
 def workers(runs: list[dict[str, Any]]) -> str:
     """One row per worker: what it counted and what the kernel counted for it, and what it served."""
     return csv_text(("run", *WORKER_FIELDS, "served"), worker_rows(runs))
+
+
+# One row per client host of a load (--clients), as HostOutcome.to_dict saves it: `failed_by` its failures by
+# errno ("ECONNREFUSED 2; timeout 1"), `served_per_worker` its per-worker counts (space-separated)
+HOST_COLUMNS = ("host", "served", "failed", "failed_by", "requests_per_s", "client_cpu_us_per_connection", "wall_s",
+                "clock_offset_s", "clock_uncertainty_s", "started_s", "ended_s", "lost", "served_per_worker", "python",
+                "version")  # fmt: skip
+
+
+def host_row(host: dict[str, Any]) -> list[Any]:
+    """A host's row of HOST_COLUMNS (its served and requests/s from its histogram and wall time: a file's
+    derived figures are not trusted)."""
+    served = LatencyHistogram.from_dict(host["histogram"]).count
+    failed = host.get("failed", {})
+    wall = host.get("wall_s", 0.0)
+    return [
+        host["destination"],
+        served,
+        sum(failed.values()),
+        "; ".join(f"{name} {n}" for name, n in sorted(failed.items(), key=lambda kv: -kv[1])),
+        round(served / wall, 1) if wall > 0 else 0.0,
+        host.get("client_cpu_us_per_connection"),
+        wall,
+        *(host.get(k) for k in ("clock_offset_s", "clock_uncertainty_s", "started_s", "ended_s", "lost")),
+        " ".join(str(n) for n in host.get("served", [])),
+        host.get("python", ""),
+        host.get("version", ""),
+    ]
+
+
+def hosts(runs: list[dict[str, Any]]) -> str:
+    """One row per client host of each run (a header only for loads driven from one host)."""
+    return csv_text(("run", *HOST_COLUMNS), ([label(run), *host_row(h)] for run in runs for h in run.get("hosts", [])))
+
+
+def part_hosts(runs: list[dict[str, Any]], parts: str, part: str, column: str) -> str:
+    """One row per client host of each of a run's loads (`parts`: a burst's cells, a ramp's steps), each named
+    by its `part` (clients, offered) under `column`."""
+    rows = (
+        [label(run), p.get(part), *host_row(h)] for run in runs for p in run.get(parts, []) for h in p.get("hosts", [])
+    )
+    return csv_text(("run", column, *HOST_COLUMNS), rows)
 
 
 def flat(value: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -8,6 +8,12 @@ it ran a number of connections or for a time); the amount (how many connections,
 No measurement is counted twice: not a file given twice (under any name), nor a copy of one, nor a file
 already merged into another one given with it. Time: repeated sessions add their wall times (throughput is
 then served over the total time); clients running at the same moment (`concurrent`) take the longest.
+
+Loads driven from client hosts (--clients) keep their hosts: a host in several files has its figures added
+(LoadSummary.extend), and the load's `clients` names every host. The hosts may differ from file to file (one
+file per group of clients). Where only some files have hosts, the merged runs have none: a per-host table of
+part of the load would misstate how the whole was shared (and the file's check that the hosts add up to the
+run would fail).
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from ..core.load_summary import LoadSummary
 from .envelope import FileKind
 
 _SERVER_IGNORED = ("port",)
-_LOAD_IGNORED = ("connections", "duration_s", "driver_procs")
+_LOAD_IGNORED = ("connections", "duration_s", "driver_procs", "clients")  # clients: merged (_add_clients)
 
 
 def _runs(several: bool, doc: dict[str, Any]) -> list[dict[str, Any]]:
@@ -159,6 +165,20 @@ def _add_run(into: dict[str, Any], run: dict[str, Any], concurrent: bool) -> Non
         if isinstance(load.get(key), int | float) and isinstance(run["load"].get(key), int | float):
             load[key] = load[key] + run["load"][key] if not (concurrent and key == "duration_s") else load[key]
     into["interrupted"] = bool(into.get("interrupted")) or bool(run.get("interrupted"))
+    _add_clients(into, run)
+
+
+def _add_clients(into: dict[str, Any], run: dict[str, Any]) -> None:
+    """The client hosts of two loads as one's: every host named once (the first file's ssh settings where
+    they differ: each file's hosts were reached its own way); none, and no per-host figures, where one of
+    the loads was driven from its own host."""
+    mine, theirs = into["load"].get("clients"), run["load"].get("clients")
+    if not mine or not theirs or not into.get("hosts") or not run.get("hosts"):
+        into["load"].pop("clients", None)
+        into.pop("hosts", None)
+        return
+    names = list(mine["destinations"])
+    mine["destinations"] = names + [d for d in theirs["destinations"] if d not in names]
 
 
 def merge(

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar, get_origin, get_type_hints
+from types import UnionType
+from typing import Any, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from ..core.errors import ResultFileError
 from ..core.hosts import HostOutcome
@@ -50,7 +51,18 @@ def build(cls: type[T], data: Any) -> T:
         if f.name in data:
             value = data[f.name]
             values[f.name] = tuple(value) if get_origin(hints[f.name]) is tuple and isinstance(value, list) else value
+            inner = _dataclass(hints[f.name])
+            if inner is not None and isinstance(value, dict):  # checked whole above: built as its own type
+                values[f.name] = inner.from_dict(value) if hasattr(inner, "from_dict") else build(inner, value)
     return cls(**values)
+
+
+def _dataclass(hint: Any) -> Any:
+    """The dataclass a field holds (`X` or `X | None`), None for any other type."""
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return hint
+    present = [a for a in get_args(hint) if a is not type(None)] if get_origin(hint) in (Union, UnionType) else []
+    return present[0] if len(present) == 1 and dataclasses.is_dataclass(present[0]) else None
 
 
 def hosts_of(data: Mapping[str, Any]) -> tuple[HostOutcome, ...]:

@@ -23,12 +23,17 @@ def steps(runs: list[dict[str, Any]]) -> str:
     return export.flat_table(rows)
 
 
+def hosts(runs: list[dict[str, Any]]) -> str:
+    """--client-hosts: one row per client host of each burst (a header only for bursts driven from one host)."""
+    return export.part_hosts(runs, "cells", "clients", "clients")
+
+
 BURST: Experiment[BurstResult] = Experiment(
     kind="burst",
     load=BurstResult.from_dict,
     shape=BURST_SHAPE,
     report=burst_report,
     figure=lazy("accept_order.experiments.burst.plot", "burst_figure"),
-    tables={"steps": steps},
+    tables={"steps": steps, "hosts": hosts},
     several=True,
 )

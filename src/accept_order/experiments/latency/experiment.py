@@ -33,6 +33,7 @@ _TABLES = {
     "summary": summaries,
     "model": model_csv,
     "connections": kept_csv,  # kept connections per worker (empty for one request per connection)
+    "hosts": export.hosts,  # --clients: each client host's figures (empty for a load driven from one host)
 }
 
 

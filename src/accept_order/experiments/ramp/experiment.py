@@ -15,11 +15,16 @@ def steps(runs: list[dict[str, Any]]) -> str:
     return export.flat_table([{"run": export.label(run), **export.flat(s)} for run in runs for s in run["steps"]])
 
 
+def hosts(runs: list[dict[str, Any]]) -> str:
+    """--clients: one row per client host of each step (a header only for a ramp driven from one host)."""
+    return export.part_hosts(runs, "steps", "offered", "offered")
+
+
 RAMP: Experiment[RampResult] = Experiment(
     kind="ramp",
     load=RampResult.from_dict,
     shape=RAMP_SHAPE,
     report=ramp_report,
     figure=lazy("accept_order.experiments.ramp.plot", "ramp_figure"),
-    tables={"steps": steps},
+    tables={"steps": steps, "hosts": hosts},
 )
