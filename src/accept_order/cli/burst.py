@@ -12,11 +12,19 @@ from ..core.cpus import format_cpu_list
 from ..core.spec import DEFAULT_DRIVER_PROCS, MAX_CONNECTIONS, MAX_DRIVER_PROCS
 from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
-from .options import examples, json_option, load_cpus_option, modes_option, server_options, timeout_option
+from .options import (
+    examples,
+    json_option,
+    load_cpus_option,
+    modes_option,
+    server_options,
+    target_options,
+    timeout_option,
+)
 from .output import progress_bar
 from .progress import RunProgress
 from .repeat_common import repeat_option, run_repeated
-from .specs import first_available, load_cpus, server_spec
+from .specs import first_available, load_cpus, refuse_for_target, server_spec
 from .types import IntList, IntRange
 
 
@@ -27,6 +35,7 @@ from .types import IntList, IntRange
         "accept-order burst --clients 1000,10000,25000 --json burst.json",
         "accept-order burst --modes epoll,reuseport --repeat 5                # which is fastest in how many runs?",
         "accept-order burst --clients 200,1000 --requests-per-connection 20   # each client's 20 requests",
+        "accept-order burst --target 192.0.2.1:8080 -w 4 --clients 1000,5000     # a server elsewhere",
     )
 )
 @modes_option(
@@ -34,6 +43,7 @@ from .types import IntList, IntRange
     help="Comma-separated modes (each a column), all, or default: each server's own (epoll where it has one).",
 )
 @server_options(workers=4, several=True)
+@target_options()
 @click.option(
     "--clients",
     type=IntList(1, 1_000_000),
@@ -93,14 +103,17 @@ def burst(
             "burst takes no --pool: a pool opens its connections one after another at idle, a burst opens them "
             "all at once (ramp --pool and latency --pool run requests over a pool)"
         )
+    refuse_for_target(options, repeat)
+    elsewhere = options.get("target") is not None
     servers: list[str] = options["server"]
     batch_given = options.get("accept_batch") is not None
-    base = server_spec(options, mode=first_available(modes, servers))
+    base = server_spec(options, mode=None if elsewhere else first_available(modes, servers))
+    servers = [base.kind] if elsewhere else servers
     plan = BurstPlan(
         tuple(clients), driver_procs, timeout_s, load_cpus(options, base), requests_per_connection
     ).validated()
     refuse_closing(servers, ConcurrentLoad(requests_per_connection=requests_per_connection))  # before any starts
-    specs, skipped = variants(base, modes, servers, batch_given)
+    specs, skipped = ([base], {}) if elsewhere else variants(base, modes, servers, batch_given)
     notes = [n for n in [make_room(max(clients), driver_procs)] if n]  # before any process starts: they inherit it
     if plan.load_cpus:  # the file keeps no load of its own: said where it is kept
         notes.append(f"the load generator's processes were pinned to CPUs {format_cpu_list(plan.load_cpus)}")

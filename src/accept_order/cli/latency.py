@@ -16,7 +16,7 @@ from .options import attach_options, examples, json_option, load_options, mode_o
 from .output import progress_bar
 from .progress import RunProgress
 from .repeat_common import repeat_option, run_repeated
-from .specs import concurrent_load, first_available, server_spec
+from .specs import concurrent_load, first_available, refuse_for_target, server_spec
 from .types import MODE_LIST
 
 Tick = Callable[[int, float], None]
@@ -51,13 +51,14 @@ def bars(
         "accept-order latency --modes epoll,reuseport --rate 400 --duration 10s -c 200 --work 2ms --pin  # open loop",
         "accept-order latency --modes blocking,reuseport -n 20000 -c 32 --work 1ms --pin --repeat 5",
         "accept-order latency --attach $(cat /run/nginx.pid) --port 80 --protocol http -n 20000 -c 50",
+        "accept-order latency --target 192.0.2.1:8080 --protocol http -w 4 -n 20000 -c 50  # a server elsewhere",
     )
 )
 @mode_option()
 @click.option("--modes", "modes", type=MODE_LIST, default=None, help="Several modes, one run each, same settings.")
 @click.option("--compare", "modes_alias", type=MODE_LIST, default=None, hidden=True)  # v0.1's name for --modes
 @server_options(workers=None, several=True)
-@attach_options()
+@attach_options(target=True)
 @load_options(rate=True)
 @click.option("--title", default=None, help="Histogram title (default: 'Duration in ms (MODE)').")
 @repeat_option(variants="modes and servers", given_by="--modes or several --server")
@@ -87,6 +88,7 @@ def latency(
         raise click.UsageError("give --mode for one run or --modes for several, not both")
     if options.get("attach") and modes is not None:
         raise click.UsageError("--attach drives one running server: not with --modes")
+    refuse_for_target(options, repeat)
     servers: list[str] = options["server"]
     batch_given = options.get("accept_batch") is not None
     if len(servers) > 1 and modes is None:

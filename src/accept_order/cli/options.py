@@ -6,7 +6,7 @@
   --gap and --no-settle; closed-loop runs add --duration, --concurrency, --driver-procs.
 - --json FILE: write the result (refused before the run if the path may not be written).
 
-Each command declares only the options it accepts (reload has no -n, only run has --target): its --help
+Each command declares only the options it accepts (reload has no -n, nor --target): its --help
 shows what it takes, with the defaults it uses. Durations take a unit everywhere (2s, 500ms, 2m); a bare
 number other than 0 is refused, naming the unit to add (before units it was seconds, but ms for --work and
 --gap). Old spellings (--work-ms, --work-us, --gap-ms: they name their unit; --servers) are accepted, not
@@ -212,9 +212,36 @@ def server_options(
     return apply(options)
 
 
+def target_options() -> Callable[[F], F]:
+    """--target HOST:PORT and --protocol, for a command that drives a server elsewhere but attaches to none
+    (sweep, burst, ramp)."""
+    return apply([target_option(), protocol_option()])
+
+
+def target_option() -> Callable[[F], F]:
+    """--target HOST:PORT: a server elsewhere, known by its address only (attributed by its replies)."""
+    return click.option(
+        "--target",
+        metavar="HOST:PORT",
+        default=None,
+        help="Drive a server on another host (or network namespace), attributed by its replies only.",
+    )
+
+
+def protocol_option() -> Callable[[F], F]:
+    return click.option(
+        "--protocol",
+        type=click.Choice(["line", "http"]),
+        default="line",
+        show_default=True,
+        help="With --attach or --target: what the server speaks (line: it writes and closes; http: a keep-alive "
+        "request, the connection held open until the worker holding it is found).",
+    )
+
+
 def attach_options(target: bool = False) -> Callable[[F], F]:
     """Drive a server that is already running instead of starting one. `target`: also one elsewhere, known
-    by its address only (run: a load's client processes cannot share what they learn from the replies)."""
+    by its address only (target_option)."""
 
     def pids(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[int, ...]:
         if value is None:
@@ -227,14 +254,6 @@ def attach_options(target: bool = False) -> Callable[[F], F]:
             raise click.BadParameter(f"{value!r} is not a pid or a comma-separated list of pids")
         return found
 
-    elsewhere = [
-        click.option(
-            "--target",
-            metavar="HOST:PORT",
-            default=None,
-            help="Drive a server on another host (or network namespace), attributed by its replies only.",
-        )
-    ]
     return apply(
         [
             click.option(
@@ -245,15 +264,8 @@ def attach_options(target: bool = False) -> Callable[[F], F]:
                 help="Drive a server that is already running: its master's pid (workers: its children) or its "
                 "workers' pids. Needs --port; nothing is started or stopped.",
             ),
-            *(elsewhere if target else []),
-            click.option(
-                "--protocol",
-                type=click.Choice(["line", "http"]),
-                default="line",
-                show_default=True,
-                help="With --attach: what the server speaks (line: it writes and closes; http: a keep-alive "
-                "request, the connection held open until the worker holding it is found).",
-            ),
+            *([target_option()] if target else []),
+            protocol_option(),
         ]
     )
 

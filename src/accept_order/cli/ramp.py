@@ -10,11 +10,19 @@ import click
 from ..core.spec import DEFAULT_DRIVER_PROCS, MAX_CONNECTIONS, MAX_DRIVER_PROCS
 from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
-from .options import examples, json_option, load_cpus_option, mode_option, server_options, timeout_option
+from .options import (
+    examples,
+    json_option,
+    load_cpus_option,
+    mode_option,
+    server_options,
+    target_options,
+    timeout_option,
+)
 from .output import progress_bar
 from .progress import RunProgress
 from .repeat_common import repeat_option, run_repeated
-from .specs import first_available, load_cpus, server_spec
+from .specs import first_available, load_cpus, refuse_for_target, server_spec
 from .types import DURATION, MODE_LIST, IntList, IntRange, parse_float
 
 
@@ -46,6 +54,7 @@ def _ms(value: Any) -> float | None:
         "accept-order ramp --server haproxy --maxconn 64 --rates 1000,4000,16000 --json ramp.json",
         "accept-order ramp --modes epoll,reuseport --rates 500,1000,2000,4000 --p99 20ms --repeat 3",
         "accept-order ramp --rates 2000,8000,32000 --in-flight 64 --pool --requests-per-connection 0  # over a pool",
+        "accept-order ramp --target 192.0.2.1:8080 -w 4 --rates 1000,4000,16000   # a server elsewhere",
     )
 )
 @mode_option()
@@ -57,6 +66,7 @@ def _ms(value: Any) -> float | None:
     "--repeat).",
 )
 @server_options(workers=None)
+@target_options()
 @click.option(
     "--rates",
     type=FloatList(),
@@ -142,9 +152,10 @@ def ramp(
         rates = [500, 1000, 2000, 4000, 8000, 16000]
     if modes is not None and options.get("mode") is not None:
         raise click.UsageError("give --mode for one ramp or --modes for several, not both")
-    kind: str = options["server"]
+    refuse_for_target(options, repeat)
     batch_given = options.get("accept_batch") is not None
-    server = server_spec(options, mode=first_available(modes, kind) if modes else None)
+    server = server_spec(options, mode=first_available(modes, options["server"]) if modes else None)
+    kind = server.kind
     plan = RampPlan(
         rates=tuple(rates or ()),
         concurrencies=tuple(concurrency_steps or ()),

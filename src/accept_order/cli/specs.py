@@ -226,8 +226,21 @@ def concurrent_load(options: dict[str, Any], server: ServerSpec | None = None) -
     ).validated()
 
 
+def refuse_for_target(options: dict[str, Any], repeat: int = 1) -> None:
+    """--target drives one server that runs elsewhere: what starts servers of its own (--modes, one run per
+    mode; --repeat, a fresh server per run) is refused with one line, before anything runs."""
+    if options.get("target") is None:
+        return
+    given = [option_name(name) for name in ("modes", "modes_alias") if typed(name)]
+    if given:
+        raise click.UsageError(f"{given[0]} runs each mode on a server this tool starts: not with --target")
+    if repeat > 1:
+        raise click.UsageError("--repeat starts the server for every run: not with --attach or --target")
+
+
 def _remote_spec(options: dict[str, Any], target: str, protocol: str, attach: tuple[int, ...]) -> ServerSpec:
     """--target HOST:PORT: a server elsewhere, known only by its address; -w says how many workers it has."""
+    from ..core.errors import PlanError
     from ..core.spec import resolve_host
 
     if attach:
@@ -241,7 +254,10 @@ def _remote_spec(options: dict[str, Any], target: str, protocol: str, attach: tu
     if given:
         verb = "describes" if len(given) == 1 else "describe"
         raise click.UsageError(f"{', '.join(given)} {verb} a server this tool starts; not with --target")
-    address, _ = resolve_host(host)
+    try:
+        address, _ = resolve_host(host)
+    except PlanError as exc:  # it names --host, the option of a server this tool starts
+        raise click.UsageError(str(exc).replace("--host", "--target", 1)) from None
     workers = options.pop("workers", None) or 3
     for name in (*NOT_WITH_ATTACH, *kind_params(), "host", "port", "backlog"):
         options.pop(name, None)

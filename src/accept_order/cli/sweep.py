@@ -10,10 +10,18 @@ import click
 from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
 from .latency import bars
-from .options import accept_batch_option, examples, json_option, load_options, mode_option, server_options
+from .options import (
+    accept_batch_option,
+    examples,
+    json_option,
+    load_options,
+    mode_option,
+    server_options,
+    target_options,
+)
 from .progress import RunProgress
 from .repeat_common import repeat_option, run_repeated
-from .specs import concurrent_load, server_spec
+from .specs import concurrent_load, refuse_for_target, server_spec, typed
 
 
 @click.command(
@@ -22,11 +30,13 @@ from .specs import concurrent_load, server_spec
         "accept-order sweep --accept-batch 1,0 -n 20000 -c 64 --work 200us",
         "accept-order sweep --mode poll --duration 5s --json sweep.json",
         "accept-order sweep -c 64 --requests-per-connection 0 --pool   # a pool kept for the run: requests per worker",
+        "accept-order sweep --target 192.0.2.1:8080 --accept-batch 4 -w 4   # one run: the cap it was started with",
     )
 )
 @mode_option()
 @server_options(workers=None, accept_batch=False)
 @accept_batch_option(several=True)
+@target_options()
 @load_options()
 @repeat_option(variants="caps")
 @json_option()
@@ -39,6 +49,12 @@ def sweep(json_path: str | None, batches: list[int], repeat: int, **options: Any
     from ..experiments.latency.result import SweepResult
     from ..servers.registry import refuse_closing
 
+    refuse_for_target(options, repeat)
+    if options.get("target") is not None and (not typed("batches") or len(batches) != 1):
+        raise click.UsageError(
+            "a server elsewhere (--target) runs with the one cap it was started with: give it as --accept-batch N "
+            "(one value; 0: none), for one run under its name"
+        )
     server = server_spec(options)
     load = concurrent_load(options, server)
     refuse_closing([server.kind], load)  # before the first cap's run starts

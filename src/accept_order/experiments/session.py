@@ -29,7 +29,7 @@ from ..core.spec import ConcurrentLoad, SequentialLoad, ServerSpec
 from ..core.target import Target
 from ..loads.sequential import run_sequential as drive_sequential
 from ..probes.evidence import EvidenceCapture
-from ..servers.registry import Plan, make_target, plan
+from ..servers.registry import Plan, elsewhere, known_by_replies, make_target, plan
 from .observed_on import observing
 from .order.result import RunResult
 
@@ -94,10 +94,12 @@ def lifecycle(
     capture.before()  # counters before any worker exists; listeners and affinities while they run
     machine_before = environment.machine_state()  # load average and steal: was the machine busy, stolen from?
     target = make_target(server, stamps=stamps)
+    here = elsewhere(target) is None  # a server on another host: its listeners and processes are not ours to read
     try:
         target.start()
         port = target.address[1]
-        capture.listeners(port, "start")
+        if here:
+            capture.listeners(port, "start")
         exited: WorkerExited | None = None
         try:
             outcome = drive(target)
@@ -117,7 +119,7 @@ def lifecycle(
                 if partial is None:
                     raise
                 exited = exited or exc  # after the last connection: the load's outcome is whole
-            evidence = capture.after(port, list(target.pids))
+            evidence = capture.after(port if here else 0, list(target.pids) if here else [])
             evidence["machine"] = {"before": machine_before, "after": environment.machine_state()}
             counters = target.stop()
             if exited is None:
@@ -149,6 +151,15 @@ def lifecycle(
         with deferred():
             target.close()
     return result
+
+
+def as_answered(server: ServerSpec, answered: int) -> ServerSpec:
+    """The spec a result is kept under: as many workers as answered (`answered`: the target's pids, or the
+    longest per-worker count), when more did than -w said. Only a server elsewhere can: -w is the user's word
+    for a server this host cannot see, and its replies are the server's own (servers/remote.py)."""
+    if not known_by_replies(server) or answered <= server.workers:
+        return server
+    return server.replace(workers=answered)
 
 
 def run_sequential(
@@ -259,6 +270,9 @@ def drive_load(
                 loading.generator = generator
             outcome = generator.run(tick)
             keep()  # the load is over: a signal while its drivers stop must not lose it (the lifecycle takes it)
+        remote = elsewhere(target)
+        if remote is not None and outcome.interrupted is None:
+            remote.reached(outcome.ok, outcome.errors)  # nobody there: one line, not a report of refusals
         summary = outcome.summary(workers)
         return summary if watch is None else dataclasses.replace(summary, observed=(watch.joined(target, summary),))
 
@@ -268,11 +282,14 @@ def _generator(target: Target, load: ConcurrentLoad) -> LoadGenerator | HostsLoa
     from ..loads.generator import LoadGenerator
 
     protocol = load_protocol(target, load)
+    # a server elsewhere: the drivers count by reply key, placed on worker indices after the load
+    remote = elsewhere(target)
+    attribution = target.attribution if remote is None else remote.by_reply
     if load.clients is None:
-        return LoadGenerator(target.address, target.attribution, load, protocol)
+        return LoadGenerator(target.address, attribution, load, protocol)
     from ..loads.hosts.driven import HostsLoad
 
-    return HostsLoad(target.address, target.attribution, load, protocol, load.clients)
+    return HostsLoad(target.address, attribution, load, protocol, load.clients)
 
 
 def load_protocol(target: Target, load: ConcurrentLoad) -> ClientProtocol:
@@ -332,7 +349,7 @@ def run_latency(
     def build(summary: LoadSummary, m: Measured) -> LatencyResult:
         result = LatencyResult.of(
             summary,
-            server=server,
+            server=as_answered(server, len(m.pids)),
             load=load,
             environment=m.environment,
             port=m.port,

@@ -35,6 +35,7 @@ from ..core.spec import ConcurrentLoad
 from ..core.started import Started
 from ..core.target import Attribution
 from .drive_loop import ABORT, STOP, TICK_S, DriverConfig, driver_main
+from .reply_keys import ReplyWorkers
 
 __all__ = [
     "SATURATED",
@@ -74,9 +75,41 @@ class LoadResult(TimedTotals):
     told_close: Counter[int] = field(default_factory=Counter)
     resent: int = 0
     hosts: list[HostOutcome] = field(default_factory=list)  # --clients: each client host's own (loads/hosts/)
+    # Attributed by reply key (loads/reply_keys.py: a server elsewhere, --target): each key the drivers
+    # counted by -> the worker index every per-worker count above was placed on after the load. None: the
+    # drivers counted by worker index themselves. Inverted, it gives back what the drivers counted (loads
+    # from several hosts are placed together: `placed` with the inverse, add, then place the keys once).
+    reply_keys: dict[int, int] | None = None
+
+    def placed(self, indices: dict[int, int]) -> LoadResult:
+        """This result with its per-worker counts, counted by reply key, moved to the worker index `indices`
+        gives each key, and `reply_keys` set to it."""
+
+        def moved(counts: Counter[int]) -> Counter[int]:
+            return Counter({indices[key]: n for key, n in counts.items()})
+
+        return dataclasses.replace(
+            self,
+            served=moved(self.served),
+            connections=None if self.connections is None else moved(self.connections),
+            held=None if self.held is None else moved(self.held),
+            by_worker=None if self.by_worker is None else {indices[k]: h for k, h in self.by_worker.items()},
+            server_closed=moved(self.server_closed),
+            told_close=moved(self.told_close),
+            reply_keys=dict(indices),
+        )
+
+    def keys(self) -> set[int]:
+        """Every worker (index, or reply key before `placed`) a per-worker count names."""
+        named = set(self.served) | set(self.server_closed) | set(self.told_close)
+        for counts in (self.connections, self.held, self.by_worker):
+            named |= set(counts or ())
+        return named
 
     def summary(self, workers: int) -> LoadSummary:
-        """As one load's summary, with a count for each of `workers` workers."""
+        """As one load's summary, with a count for each of `workers` workers (and for each further one reply
+        keys were placed on: more workers answered than -w said)."""
+        workers = max([workers, *(i + 1 for i in (self.reply_keys or {}).values())])
 
         def per_worker(counts: Counter[int] | None) -> tuple[int, ...]:
             return () if counts is None else tuple(counts.get(i, 0) for i in range(workers))
@@ -156,6 +189,7 @@ class LoadGenerator(Started):
         slots = split(load.concurrency, procs)
         count = load.connections
         shares: list[int | None] = list(split(count, procs)) if count is not None else [None] * procs
+        self.attribution = attribution
         self.configs = [
             DriverConfig(
                 i,
@@ -235,10 +269,16 @@ class LoadGenerator(Started):
             # signal decides how the command ends (deferred() drops the second inside this handler).
             with deferred():
                 self._collect(reports, started, None, deadline=time.monotonic() + REPORT_TIMEOUT_S)
-            result = merge([reports[i] for i in sorted(reports)])
+            result = self._placed(merge([reports[i] for i in sorted(reports)]))
             result.interrupted = exc
             return result
-        return merge([reports[i] for i in sorted(reports)])
+        return self._placed(merge([reports[i] for i in sorted(reports)]))
+
+    def _placed(self, result: LoadResult) -> LoadResult:
+        """Counted by reply key (a server known by its replies only): placed on worker indices, once, here."""
+        if not isinstance(self.attribution, ReplyWorkers):
+            return result
+        return result.placed(self.attribution.place(result.keys()))
 
     def _collect(
         self,

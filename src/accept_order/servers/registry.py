@@ -31,7 +31,8 @@ from .launched.puma import PumaKind
 from .launched.unicorn import UnicornKind
 from .launched.uvicorn import UvicornKind
 from .launched.uwsgi import UwsgiKind
-from .remote import RemoteKind
+from .remote import RemoteKind, RemoteServer
+from .remote import unseen_note as unseen_note
 
 if TYPE_CHECKING:
     from ..core.target import Target
@@ -276,3 +277,14 @@ def recognise(name: str, argv: Sequence[str]) -> ServerKind | None:
         if words & set(kind.process_names):
             return kind
     return None
+
+
+def elsewhere(target: Target) -> RemoteServer | None:
+    """The target as a server known only by its address (--target), whose processes, listeners and counters
+    cannot be read from this host and whose loads count by reply key; None for any other."""
+    return target if isinstance(target, RemoteServer) else None
+
+
+def known_by_replies(spec: ServerSpec) -> bool:
+    """A server elsewhere: its workers are what its replies named, however many -w said (servers/remote.py)."""
+    return spec.kind == RemoteKind.name

@@ -1,26 +1,41 @@
 """A server on another host (or in another network namespace), known only by its address: --target.
 
 Nothing about its processes can be seen from here, so a connection is attributed by the reply alone
-("worker I pid P" from a built-in `serve`, "worker PID" from the tool's nginx handler); worker indices are
-learned from the replies: the index a reply names, or, for a reply that names only a pid, the order in
-which pids first answered. Under a closed-loop load (several client processes) only the former is
-consistent, so there a reply naming just a pid counts as served without a worker.
+("worker I pid P" from a built-in `serve`, "worker PID" from the tool's nginx handler). `run`'s one client
+process learns worker indices as the replies come (LearnedAttribution): the index a reply names, or, for a
+reply that names only a pid, the order in which pids first answered. A load's several driver processes
+count by reply key instead, and the parent places the keys on indices after each load (loads/reply_keys.py):
+the same index for the same worker in every process and over the run's loads.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import PlanError
+from ..core.errors import NotServing, PlanError
 from ..core.kinds import LongLivedCure, ModeInfo, ServerKind
 from ..core.measures import WorkerCounters
-from ..core.protocol import HTTP, LINE, ClientProtocol, parse_reply
+from ..core.protocol import HTTP, LINE, ClientProtocol, describe_error, parse_reply
 from ..core.spec import ServerSpec
 from ..core.started import Closing
+from ..loads.reply_keys import ReplyWorkers
 
 if TYPE_CHECKING:
     from ..core.target import Target
+
+# Said once in every load's report of a server elsewhere: what this host cannot measure of it.
+UNSEEN = (
+    "{label}: a server elsewhere, its workers known by their replies only (each by the pid it named; -w is "
+    "the least there are, and more that answered are added). Missing, as its processes cannot be seen from "
+    "here: the workers' CPU and own counts, the kernel's accepts per worker and the listeners' queues, "
+    "observe's evidence, the model check (it needs their CPU) and whether the client set the pace; the kernel "
+    "counters shown are this host's."
+)
+
+# How a connection fails where nothing listens, or nothing can be reached: no answer ever came from there.
+UNREACHED = frozenset({"ECONNREFUSED", "EHOSTUNREACH", "ENETUNREACH", "EHOSTDOWN"})
 
 WHY = (
     "a server on another host, known only by its address: the pattern is read from the replies, which "
@@ -60,12 +75,19 @@ class LearnedAttribution:
         return None
 
 
+def unseen_note(spec: ServerSpec) -> str | None:
+    """What a report of a load at a server elsewhere says it could not measure; None for any other server."""
+    return UNSEEN.format(label=RemoteKind().label(spec)) if spec.kind == RemoteKind.name else None
+
+
 class RemoteServer(Closing):
     def __init__(self, spec: ServerSpec) -> None:
         if spec.port == 0:
             raise PlanError("--target needs HOST:PORT")
         self.spec = spec
         self._attribution = LearnedAttribution(spec.workers)
+        self._by_reply = ReplyWorkers(spec.workers)
+        self._reached = False  # a load of this run has had an answer
 
     @property
     def address(self) -> tuple[str, int]:
@@ -73,11 +95,19 @@ class RemoteServer(Closing):
 
     @property
     def pids(self) -> list[int]:
-        return self._attribution.pids  # grows as workers answer
+        """As the replies named them (0: an index no reply named): a load's placed ones, else run's learned
+        ones, which grow as workers answer (a command drives one kind of load or the other)."""
+        return self._by_reply.pids if self._by_reply.keys else self._attribution.pids
 
     @property
     def attribution(self) -> LearnedAttribution:
+        """For one client process (run): indices learned as the replies come."""
         return self._attribution
+
+    @property
+    def by_reply(self) -> ReplyWorkers:
+        """For a load's driver processes: reply keys, placed on indices after each load."""
+        return self._by_reply
 
     @property
     def protocol(self) -> ClientProtocol:
@@ -89,6 +119,16 @@ class RemoteServer(Closing):
 
     def death_fds(self) -> list[int]:
         return []
+
+    def reached(self, served: int, errors: Mapping[str, int]) -> None:
+        """After a load: NotServing (one line, exit 1) when no load of the run has had an answer yet and this
+        one's every connection was refused or found no route: nobody serves at that address. A server that
+        answered before and then went (a later step all refused) is a measurement, kept with its failures."""
+        self._reached = self._reached or served > 0
+        if self._reached or not errors or not set(errors) <= UNREACHED:
+            return
+        why = ", ".join(f"{n} × {describe_error(name)}" for name, n in sorted(errors.items(), key=lambda kv: -kv[1]))
+        raise NotServing(f"--target {self.spec.host}:{self.spec.port}: nothing answers there ({why})")
 
     def start(self) -> None:
         """Nothing to start: the server runs elsewhere."""
@@ -122,7 +162,8 @@ class RemoteKind(ServerKind):
             None,
             "a server on another host, known by its address only: the rows of the kind it is apply (inspect it "
             "on its host)",
-            "not measured: only `run --target` drives a server known by its address, and not with a pool",
+            "not measured: the tool cannot start it to set its settings side by side; a pool load at its address "
+            "(latency --target HOST:PORT --pool) shows its split as it stands",
         ),
     )
 

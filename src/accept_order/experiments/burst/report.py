@@ -12,6 +12,7 @@ from ...analysis.fairness import jain_index
 from ...render.evidence import short_counter, shortage_lines
 from ...render.text import duration_us, plural
 from ...render.workers import own_count_text
+from ...servers.registry import unseen_note
 from .result import BurstCell, BurstResult, BurstRun
 
 
@@ -112,6 +113,7 @@ def burst_report(result: BurstResult) -> RenderableType:
         parts.append(Text("Per burst: served per worker, failures, kernel counters", style="bold"))
         for run in result.runs:
             parts += _details(run)
+        parts += [Text(note, style="yellow") for run in result.runs if (note := unseen_note(run.server))]
     for name, reason in result.skipped.items():
         parts.append(Text(f"  {name}: not available: {reason}", style="dim"))
     if any(c.counters.get("TcpExtSyncookiesSent") and c.errors.get("timeout") for r in result.runs for c in r.cells):

@@ -33,7 +33,7 @@ from ...core.spec import (
     sized,
 )
 from ...probes import netstat
-from ..session import Measured, RunInterrupted, drive_load, lifecycle, run_each
+from ..session import Measured, RunInterrupted, as_answered, drive_load, lifecycle, run_each
 from .result import BurstCell, BurstRun
 
 MAX_CLIENTS = 1_000_000
@@ -188,7 +188,7 @@ def run_bursts(
         own = tuple(c.requests for c in sorted(m.counters, key=lambda c: c.index) if c.requests is not None)
         own = own if plan.keeps_connections and len(own) == len(m.counters) else ()
         return BurstRun(
-            server,
+            as_answered(server, len(m.pids)),
             tuple(cells),
             m.environment,
             shortages=tuple(m.evidence.get("shortages", ())),
@@ -201,7 +201,8 @@ def run_bursts(
         raise  # after the last burst: the whole result travels with it
     except KeyboardInterrupt as stop:
         if cells:
-            raise RunInterrupted([BurstRun(server, tuple(cells), None, interrupted=True)], stop) from None
+            answered = as_answered(server, max(len(c.served) for c in cells))
+            raise RunInterrupted([BurstRun(answered, tuple(cells), None, interrupted=True)], stop) from None
         raise
 
 

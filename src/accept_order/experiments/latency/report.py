@@ -15,13 +15,14 @@ from ...core.histogram import histogram_lines, summary_line
 from ...core.load_summary import cpu_us_per_connection
 from ...core.measures import DriverStats, Environment, WorkerCounters
 from ...core.protocol import describe_error
-from ...core.run_warnings import WarningKind, unique
+from ...core.run_warnings import RunWarning, WarningKind, unique, warn
 from ...core.spec import ConcurrentLoad, ServerSpec
 from ...loads.generator import STARVED, client_bound, driver_warnings
 from ...render.columns import TextColumn, TextTable
 from ...render.evidence import OTHERS_SHOWN, evidence_report, machine_busy
 from ...render.text import Verbatim, durations_us, plural
 from ...render.workers import worker_table
+from ...servers.registry import unseen_note
 from .kept_report import finished_unit, kept_amount, kept_compare_parts, kept_parts, kept_words
 from .model_report import model_report
 from .result import PERCENTILES, LatencyResult, default_title
@@ -43,12 +44,15 @@ def load_notes(results: Sequence[LatencyResult], name: Callable[[LatencyResult],
     drivers = [d for r in results for d in r.drivers]
     bound = [w for r in results if (w := client_bound(list(r.drivers), r.worker_cpu_s, r.wall_s, r.worker_cpus))]
     warnings = driver_warnings(drivers, workers, cpus, procs)
+    elsewhere = unseen_note(first.server) is not None
+    if elsewhere:  # the workers run on another host: the drivers waited for this host's CPUs, not for theirs
+        warnings = [elsewhere_wait(w, drivers) for w in warnings]
     if bound:  # says more than "a driver was CPU-bound": the workers idled meanwhile
         warnings = [w for w in warnings if w.kind is not WarningKind.DRIVER_SATURATED]
     notes = [Text(f"Warning: {w}", style="yellow") for w in unique([*bound, *warnings])]
     waits = [(d.runqueue_s or 0) / d.wall_s for d in drivers if d.wall_s and d.runqueue_s is not None]
     notes += host_notes(results, name)
-    if procs + workers > cpus and not any(w > STARVED for w in waits):  # else a warning said it
+    if procs + workers > cpus and not any(w > STARVED for w in waits) and not elsewhere:  # else a warning said it
         wait = f"; they waited for a CPU at most {100 * max(waits):.0f}% of their time" if waits else ""
         notes.append(
             Text(
@@ -58,6 +62,14 @@ def load_notes(results: Sequence[LatencyResult], name: Callable[[LatencyResult],
             )
         )
     return notes
+
+
+def elsewhere_wait(warning: RunWarning, drivers: Sequence[DriverStats]) -> RunWarning:
+    """The drivers' wait for a CPU, said without the workers when they run on another host."""
+    if warning.kind is not WarningKind.DRIVERS_STARVED:
+        return warning
+    share = max((d.runqueue_s or 0) / d.wall_s for d in drivers if d.wall_s)
+    return warn(WarningKind.CLIENT_WAITED, percent=100 * share)
 
 
 def open_loop_note(result: LatencyResult, named: bool = False) -> Text | None:
@@ -233,6 +245,12 @@ def interrupted_note(results: Sequence[LatencyResult]) -> list[Text]:
     ]
 
 
+def unseen_parts(server: ServerSpec) -> list[Text]:
+    """What a report of a server elsewhere (--target) could not measure, once (none for any other server)."""
+    note = unseen_note(server)
+    return [] if note is None else [Text(note, style="yellow")]
+
+
 def kernel_counts_text(result: LatencyResult) -> Text | None:
     """Where the per-worker counts of a server that does not name its workers came from."""
     kernel = result.evidence.get("accept_counts")
@@ -264,7 +282,8 @@ def latency_report(result: LatencyResult) -> RenderableType:
         worker_table(result.counters, served_known(result), title="served per worker", detail=False),
         *kept_parts(result),
         *([note] if (note := kernel_counts_text(result)) is not None else []),
-        Verbatim(affinity_lines(result.counters)),
+        *unseen_parts(result.server),
+        Verbatim(affinity_lines(result.counters) if unseen_note(result.server) is None else []),
         drivers_text(result.drivers, finished_unit(result.load)),
     ]
     if result.evidence:

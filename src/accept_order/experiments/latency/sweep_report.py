@@ -23,6 +23,7 @@ from .report import (
     interrupted_note,
     load_notes,
     mmhistogram_lines,
+    unseen_parts,
 )
 from .result import LatencyResult
 from .sweep_verdict import sweep_verdict
@@ -99,6 +100,7 @@ def sweep_report(results: Sequence[LatencyResult]) -> RenderableType:
     if any(r.evidence for r in results):  # the counters latency shows, one line per cap
         parts.append(Text("Kernel evidence", style="bold"))
         parts.extend(counters_text(r.evidence, f"{sweep_name(r)}: kernel counters") for r in results if r.evidence)
+    parts.extend(unseen_parts(server))
     parts.extend(load_notes(results, sweep_name))
     parts.append(Text.assemble(("Verdict: ", "bold"), sweep_verdict(results).text))
     return Group(*parts)

@@ -13,6 +13,7 @@ from ...core.cpus import format_cpu_list
 from ...render.evidence import short_counter, shortage_lines
 from ...render.text import durations_us, plural
 from ...render.workers import own_count_text
+from ...servers.registry import unseen_note
 from .result import RampResult, RampStep
 
 SHOWN_COUNTERS = (
@@ -173,6 +174,7 @@ def ramp_report(result: RampResult) -> RenderableType:
             style="dim",
         )
     )
+    parts += [Text(note, style="yellow")] if (note := unseen_note(server)) else []
     parts.append(Text("Per step: socket summary (ss -s) and counter deltas (nstat), both host-wide", style="bold"))
     for step in result.steps:
         parts += _step_lines(step)

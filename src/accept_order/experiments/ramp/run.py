@@ -30,7 +30,8 @@ from ...probes import netstat
 from ...probes.sockets import socket_summary
 from ...render.evidence import machine_busy
 from ...render.text import plural
-from ..session import Measured, RunInterrupted, Tick, drive_load, lifecycle
+from ...servers.registry import elsewhere
+from ..session import Measured, RunInterrupted, Tick, as_answered, drive_load, lifecycle
 from .result import RampResult, RampStep
 
 SATURATED = 0.9  # a worker (or the workers together) on a CPU this share of the step is CPU-bound
@@ -151,7 +152,7 @@ def _sampling(port: int, peaks: list[int], progress: Tick | None) -> Tick:
     """A tick that samples the listeners' queues while a step runs (after it, they have drained)."""
 
     def tick(done: int, elapsed: float) -> None:
-        for i, q in enumerate(_queues(port)):
+        for i, q in enumerate(_queues(port) if port else []):
             if i < len(peaks):
                 peaks[i] = max(peaks[i], q)
             else:
@@ -220,16 +221,17 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
         for offered in plan.offered:
             load = plan.load(offered)
             peaks: list[int] = []  # the listeners' accept queues, the longest seen at each one
-            tick = _sampling(target.address[1], peaks, on_step(offered) if on_step else None)
+            here = elsewhere(target) is None  # a server elsewhere: its queues and CPU are not visible from here
+            tick = _sampling(target.address[1] if here else 0, peaks, on_step(offered) if on_step else None)
             counters_before = netstat.read_counters()
-            cpu_before = _cpu(list(target.pids))
+            cpu_before = _cpu(list(target.pids) if here else [])
             machine_before = machine_cpu()
             outcome = drive_load(target, load, server.workers, tick)
             # The step's load has finished: a signal while its counters, sockets and CPU are read must not
             # lose it. It is raised once the step is kept (the run then ends with the steps so far).
             with deferred():
                 sockets = socket_summary()
-                cpu_after = _cpu(list(target.pids))
+                cpu_after = _cpu(list(target.pids) if here else [])
                 machine_after = machine_cpu()
                 counters_after = netstat.read_counters()
                 moved = netstat.counter_deltas(counters_before, counters_after, sorted(counters_after))
@@ -271,7 +273,7 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
         own = tuple(c.requests for c in sorted(m.counters, key=lambda c: c.index) if c.requests is not None)
         own = own if plan.keeps_connections and len(own) == len(m.counters) else ()
         return RampResult(
-            server,
+            as_answered(server, len(m.pids)),
             plan_dict(plan),
             tuple(steps),
             m.environment,
@@ -287,7 +289,8 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
         raise  # after the last step: the whole result travels with it
     except KeyboardInterrupt as stop:
         if steps:
-            raise RunInterrupted([RampResult(server, plan_dict(plan), tuple(steps), None, True)], stop) from None
+            answered = as_answered(server, max(len(s.served) for s in steps))
+            raise RunInterrupted([RampResult(answered, plan_dict(plan), tuple(steps), None, True)], stop) from None
         raise
 
 
