@@ -31,6 +31,7 @@ from ...core.started import Started
 from ...core.target import Attribution
 from ..drive_loop import TICK_S
 from ..generator import REPORT_TIMEOUT_S, LoadResult
+from ..reply_keys import ReplyWorkers
 from . import load_side
 from .gateways import Gateways, Host
 from .remote_side import CLOSED
@@ -81,6 +82,7 @@ class HostsLoad(Started):
             raise PlanError(
                 f"--clients: this server's way of naming its workers cannot go to another host ({exc})"
             ) from None
+        self.attribution = attribution
         self.gateways = Gateways(self.hosts)
         self.progress: list[_Progress] = []
         self._inbox: queue.Queue[tuple[int, Any]] = queue.Queue()
@@ -190,10 +192,17 @@ class HostsLoad(Started):
 
     def _result(self, common: float) -> LoadResult:
         reported = [p for p in self.progress if p.result is not None]
+        for p in reported:
+            p.result = _by_key(p.result) if p.result is not None else None
         starts = [p.started for p in reported if p.started is not None]
         ends = [p.ended for p in reported if p.ended is not None]
         wall = (max(ends) - min(starts)) if starts and ends else 0.0
         merged = combined([p.result for p in reported if p.result is not None], wall)
+        if isinstance(self.attribution, ReplyWorkers):  # placed once, here, for every host alike
+            places = self.attribution.place(merged.keys())
+            merged = merged.placed(places)
+            for p in reported:
+                p.result = p.result.placed({k: places[k] for k in p.result.keys()}) if p.result is not None else None
         merged.hosts = [self._outcome(p, common) for p in self.progress]
         return merged
 
@@ -220,6 +229,15 @@ class HostsLoad(Started):
 
     def close(self) -> None:
         self.gateways.close()
+
+
+def _by_key(result: LoadResult) -> LoadResult:
+    """A host's result as its drivers counted it: each host places reply keys (a server known by its replies
+    only) with its own copy of the places, so the coordinator takes them back and places all hosts' keys at
+    once (a worker must have one index across hosts)."""
+    if result.reply_keys is None:
+        return result
+    return result.placed({index: key for key, index in result.reply_keys.items()})
 
 
 def _last_line(exc: BaseException) -> str:
