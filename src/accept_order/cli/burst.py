@@ -12,6 +12,7 @@ from ..core.cpus import format_cpu_list
 from ..core.spec import DEFAULT_DRIVER_PROCS, MAX_CONNECTIONS, MAX_DRIVER_PROCS
 from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
+from .load_options import ClientCounts, client_hosts, clients_options, driver_procs_help
 from .options import (
     examples,
     json_option,
@@ -25,7 +26,7 @@ from .output import progress_bar
 from .progress import RunProgress
 from .repeat_common import repeat_option, run_repeated
 from .specs import first_available, load_cpus, refuse_for_target, server_spec
-from .types import IntList, IntRange
+from .types import IntRange
 
 
 @click.command(
@@ -46,7 +47,7 @@ from .types import IntList, IntRange
 @target_options()
 @click.option(
     "--clients",
-    type=IntList(1, 1_000_000),
+    type=ClientCounts(1, 1_000_000),
     default="1000,3000,5000",
     show_default=True,
     help="Client counts, each one burst: that many connections opened at once.",
@@ -56,10 +57,11 @@ from .types import IntList, IntRange
     type=IntRange(1, MAX_DRIVER_PROCS),
     default=DEFAULT_DRIVER_PROCS,
     show_default=True,
-    help="Load generator processes the connections of a burst are split over.",
+    help=driver_procs_help("Load generator processes the connections of a burst are split over"),
 )
 @timeout_option("10s", "connection")
 @load_cpus_option()
+@clients_options(counts_taken=True)
 # A burst of K-request connections means something (each client's connection, opened with all the others at
 # once, carries K requests to the worker that accepted it: how long until the busiest worker has answered
 # all it holds); a connection kept for the whole run (0) and a pool (connections opened one after another at
@@ -109,8 +111,9 @@ def burst(
     batch_given = options.get("accept_batch") is not None
     base = server_spec(options, mode=None if elsewhere else first_available(modes, servers))
     servers = [base.kind] if elsewhere else servers
+    hosts = client_hosts(options, base)
     plan = BurstPlan(
-        tuple(clients), driver_procs, timeout_s, load_cpus(options, base), requests_per_connection
+        tuple(clients), driver_procs, timeout_s, load_cpus(options, base, hosts), requests_per_connection, hosts
     ).validated()
     refuse_closing(servers, ConcurrentLoad(requests_per_connection=requests_per_connection))  # before any starts
     specs, skipped = ([base], {}) if elsewhere else variants(base, modes, servers, batch_given)

@@ -1,6 +1,7 @@
 """The options of the load a command drives: sequential connections (run, compare, herd, serve's tests),
 or the load generator's (latency, sweep, burst, ramp, reload): how many, how long, how many in flight,
-its timeout, its CPUs, an open loop's rate. Declared per command like the rest (cli/options.py)."""
+its timeout, its CPUs, an open loop's rate, the client hosts it runs on (--clients). Declared per command
+like the rest (cli/options.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any, TypeVar
 
 import click
 
+from ..core.hosts import ClientHosts
 from ..core.spec import (
     DEFAULT_CONCURRENCY,
     DEFAULT_DRIVER_PROCS,
@@ -16,8 +18,9 @@ from ..core.spec import (
     MAX_DRIVER_PROCS,
     MAX_GAP_MS,
     MAX_TIMEOUT_S,
+    ServerSpec,
 )
-from .types import CPUS, DURATION, Duration, FloatRange, IntRange
+from .types import CPUS, DURATION, Duration, FloatRange, IntList, IntRange
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -85,6 +88,112 @@ def load_cpus_option() -> Callable[[F], F]:
     )
 
 
+class Destinations(click.ParamType):
+    """`c1,user@c2,alias`: ssh destinations, as the user's own ssh takes them (each checked by ClientHosts)."""
+
+    name = "DEST[,DEST...]"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> list[str]:
+        if isinstance(value, list):
+            return value
+        dests = [d.strip() for d in str(value).split(",") if d.strip()]
+        if not dests:
+            self.fail(f"{value!r} names no host: give ssh destinations such as c1,c2 or user@host", param, ctx)
+        return dests
+
+
+class ClientCounts(IntList):
+    """burst's --clients (connections opened at once): its refusal of a word says where client hosts go."""
+
+    def fail(self, message: str, param: click.Parameter | None = None, ctx: click.Context | None = None) -> Any:
+        super().fail(f"{message} (client hosts to drive the bursts from: --client-hosts)", param, ctx)
+
+
+def _existing_file(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """--ssh-config: a file that is there to read (ssh would fail on each host, later and less clearly)."""
+    import os
+
+    if value is not None and not os.path.isfile(value):
+        missing = "is not a file" if os.path.exists(value) else "does not exist"
+        raise click.BadParameter(f"{value!r} {missing}", ctx, param)
+    if value is not None and not os.access(value, os.R_OK):
+        raise click.BadParameter(f"{value!r} cannot be read", ctx, param)
+    return value
+
+
+def clients_options(counts_taken: bool = False) -> Callable[[F], F]:
+    """--clients DEST,... (the load generator runs on those hosts, reached over ssh), --ssh-config and
+    --client-python: latency, sweep, burst, ramp. `counts_taken`: the command's --clients counts
+    connections (burst); the hosts are then --client-hosts only (every command takes that name too)."""
+    names = ("--client-hosts",) if counts_taken else ("--clients", "--client-hosts")
+    return apply(
+        [
+            click.option(
+                *names,
+                "client_hosts",
+                type=Destinations(),
+                default=None,
+                help="Run the load generator on these hosts, reached with your ssh (host, user@host, an alias of "
+                "~/.ssh/config), the load split across them; this host coordinates. Each needs the same "
+                "accept-order; the workers must listen where they can reach them (--host ADDRESS, or --target).",
+            ),
+            click.option(
+                "--ssh-config",
+                metavar="FILE",
+                default=None,
+                callback=_existing_file,
+                help="With --clients: ssh's config file to reach them with (ssh -F).",
+            ),
+            click.option(
+                "--client-python",
+                metavar="PATH",
+                default=None,
+                help="With --clients: the Python with accept-order on the client hosts [default: this one's path "
+                "where it exists there, else python3].",
+            ),
+        ]
+    )
+
+
+def client_hosts(options: dict[str, Any], server: ServerSpec | None) -> ClientHosts | None:
+    """Pops --clients (or --client-hosts), --ssh-config and --client-python: the hosts the load generator runs
+    on, or None (here). The server must be where they can reach it: not on a loopback address (each host
+    would reach its own), nor on every address at once (they need one to connect to)."""
+    import ipaddress
+
+    dests, config, python = (options.pop(name, None) for name in ("client_hosts", "ssh_config", "client_python"))
+    if dests is None:
+        given = [name for name, value in (("--ssh-config", config), ("--client-python", python)) if value is not None]
+        if given:
+            raise click.UsageError(f"{given[0]} goes with --clients (the client hosts to reach)")
+        return None
+    hosts = ClientHosts(tuple(dests), config, python).validated()
+    if server is None:
+        return hosts
+    from ..servers.remote import RemoteKind
+
+    try:
+        address = ipaddress.ip_address(server.host)
+    except ValueError:
+        return hosts  # a name: the client hosts resolve it their own way
+    if server.kind == RemoteKind.name and (address.is_loopback or address.is_unspecified):
+        raise click.UsageError(
+            f"--target {server.host} is this host's own address to each client host: give the server's address "
+            "as the client hosts reach it"
+        )
+    if address.is_loopback or address.is_unspecified:
+        where = "only this host reaches" if address.is_loopback else "is no one address to connect to"
+        raise click.UsageError(
+            f"--clients: the workers listen on {server.host}, which {where}: give --host ADDRESS (an address of "
+            "this host the client hosts can reach)"
+        )
+    return hosts
+
+
+def driver_procs_help(what: str) -> str:
+    return f"{what} (per client host with --clients)."
+
+
 def kept_options(pool: bool = True, rate: bool = False) -> Callable[[F], F]:
     """How many requests each connection carries, and (`pool`) the pool shape: every command that drives
     the load generator (latency, sweep, reload, ramp, burst; burst's connections all open at once, so no pool).
@@ -115,12 +224,13 @@ def kept_options(pool: bool = True, rate: bool = False) -> Callable[[F], F]:
 
 
 def load_options(
-    rate: bool = False, count: bool = True, duration: str | None = None, kept: bool = True
+    rate: bool = False, count: bool = True, duration: str | None = None, kept: bool = True, hosts: bool = True
 ) -> Callable[[F], F]:
     """`rate`: the command also runs an open loop (--rate), where -c is the most connections in flight.
     `count=False`: the load runs for a --duration only (reload: its worker goes part-way through), whose
     default is then `duration`. `kept=False`: no --requests-per-connection nor --pool (reload: what a leaving
-    worker does with the connections it keeps is a question of its own, not answered yet)."""
+    worker does with the connections it keeps is a question of its own, not answered yet). `hosts=False`:
+    no --clients (reload: when its worker leaves is timed on this host)."""
     from ..core.spec import DEFAULT_REQUESTS
 
     concurrency_help = "Connections in flight: each ends (connect, read reply, close) and the next starts at once."
@@ -176,11 +286,12 @@ def load_options(
                 type=IntRange(1, MAX_DRIVER_PROCS),
                 default=DEFAULT_DRIVER_PROCS,
                 show_default=True,
-                help="Load generator processes sharing the concurrency.",
+                help=driver_procs_help("Load generator processes sharing the concurrency"),
             ),
             timeout_option("10s", "connection"),
             load_cpus_option(),
             *(open_loop if rate else []),
             *([kept_options(rate=rate)] if kept else []),
+            *([clients_options()] if hosts else []),
         ]
     )

@@ -10,6 +10,7 @@ import click
 from ..core.spec import DEFAULT_DRIVER_PROCS, MAX_CONNECTIONS, MAX_DRIVER_PROCS
 from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
+from .load_options import client_hosts, clients_options, driver_procs_help
 from .options import (
     examples,
     json_option,
@@ -96,10 +97,11 @@ def _ms(value: Any) -> float | None:
     type=IntRange(1, MAX_DRIVER_PROCS),
     default=DEFAULT_DRIVER_PROCS,
     show_default=True,
-    help="Load generator processes.",
+    help=driver_procs_help("Load generator processes"),
 )
 @timeout_option("5s", "connection")
 @load_cpus_option()
+@clients_options()
 # Both mean something on a ramp: a step's load is a load like latency's, and kept connections are how a
 # proxy's traffic reaches its backends (a ramp of rates over a pool: where the worker that holds the most
 # of the pool saturates). Each step opens its own connections (and fills its own pool) at its start.
@@ -156,6 +158,7 @@ def ramp(
     batch_given = options.get("accept_batch") is not None
     server = server_spec(options, mode=first_available(modes, options["server"]) if modes else None)
     kind = server.kind
+    hosts = client_hosts(options, server)
     plan = RampPlan(
         rates=tuple(rates or ()),
         concurrencies=tuple(concurrency_steps or ()),
@@ -167,9 +170,10 @@ def ramp(
         driver_procs=driver_procs,
         timeout_s=timeout_s,
         keep_going=keep_going,
-        load_cpus=load_cpus(options, server),
+        load_cpus=load_cpus(options, server, hosts),
         requests_per_connection=requests_per_connection,
         pool=pool,
+        client_hosts=hosts,
     ).validated()
     from ..servers.registry import refuse_closing, variants
 

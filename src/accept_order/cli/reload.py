@@ -32,7 +32,7 @@ DEFAULT_MODES = "blocking,epoll,accept-mutex,fd-pass,io-uring,reuseport"
 )
 @modes_option(default=DEFAULT_MODES, help="Comma-separated modes, or all.")
 @server_options(workers=3, kinds=(DEFAULT_KIND,))  # reload makes the built-in workers go
-@load_options(count=False, duration="2s", kept=False)  # the worker goes part-way through a duration
+@load_options(count=False, duration="2s", kept=False, hosts=False)  # the worker goes part-way through a duration
 @click.option(
     "--how",
     "hows",

@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from ..core.hosts import ClientHosts
 from ..core.spec import DEFAULT_KIND, ConcurrentLoad, SequentialLoad, ServerSpec, pinned
 
 
@@ -171,7 +172,7 @@ def sequential_load(options: dict[str, Any]) -> SequentialLoad:
     ).validated()
 
 
-def load_cpus(options: dict[str, Any], server: ServerSpec) -> tuple[int, ...]:
+def load_cpus(options: dict[str, Any], server: ServerSpec, hosts: ClientHosts | None = None) -> tuple[int, ...]:
     """Pops --load-cpus: the CPUs the load generator's processes are pinned to, kept off the workers'.
 
     Overlapping the workers' own CPUs (--cpus, or --pin's) is refused, not warned about: the user pinned
@@ -183,6 +184,8 @@ def load_cpus(options: dict[str, Any], server: ServerSpec) -> tuple[int, ...]:
     from ..servers.registry import server_kind
 
     cpus = tuple(options.pop("load_cpus", None) or ())
+    if hosts is not None:  # the drivers run on client hosts (--clients): their CPUs are not the workers'
+        return cpus
     if not cpus or not server_kind(server.kind).launched:  # an attached or remote server: not ours to pin
         return cpus
     shared = sorted(set(cpus) & set(server.cpus))
@@ -203,6 +206,7 @@ def load_cpus(options: dict[str, Any], server: ServerSpec) -> tuple[int, ...]:
 
 def concurrent_load(options: dict[str, Any], server: ServerSpec | None = None) -> ConcurrentLoad:
     from ..core.spec import DEFAULT_REQUESTS
+    from .load_options import client_hosts
 
     connections, alias = options.pop("connections", None), options.pop("requests_alias", None)
     if connections is not None and alias is not None:
@@ -213,6 +217,7 @@ def concurrent_load(options: dict[str, Any], server: ServerSpec | None = None) -
         raise click.UsageError("give --connections (-n) or --duration, not both")
     if connections is None and duration is None:
         connections = DEFAULT_REQUESTS
+    clients = client_hosts(options, server)
     return ConcurrentLoad(
         connections=connections,
         duration_s=duration,
@@ -220,9 +225,10 @@ def concurrent_load(options: dict[str, Any], server: ServerSpec | None = None) -
         driver_procs=options.pop("driver_procs"),
         timeout_s=options.pop("timeout_s"),
         rate=options.pop("rate", None),
-        cpus=load_cpus(options, server) if server is not None else tuple(options.pop("load_cpus", None) or ()),
+        cpus=load_cpus(options, server, clients) if server else tuple(options.pop("load_cpus", None) or ()),
         requests_per_connection=options.pop("requests_per_connection", 1),
         pool=options.pop("pool", False),
+        clients=clients,
     ).validated()
 
 

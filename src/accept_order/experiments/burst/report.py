@@ -10,6 +10,7 @@ from rich.text import Text
 
 from ...analysis.fairness import jain_index
 from ...render.evidence import short_counter, shortage_lines
+from ...render.hosts import HostsPart, host_parts
 from ...render.text import duration_us, plural
 from ...render.workers import own_count_text
 from ...servers.registry import unseen_note
@@ -114,6 +115,9 @@ def burst_report(result: BurstResult) -> RenderableType:
         for run in result.runs:
             parts += _details(run)
         parts += [Text(note, style="yellow") for run in result.runs if (note := unseen_note(run.server))]
+        for run in result.runs:  # --client-hosts: how each burst's hosts shared it
+            cells = [HostsPart(str(c.clients), c.hosts, c.wall_s) for c in run.cells]
+            parts += host_parts(cells, "clients", f"{run.server.label}: per client host")
     for name, reason in result.skipped.items():
         parts.append(Text(f"  {name}: not available: {reason}", style="dim"))
     if any(c.counters.get("TcpExtSyncookiesSent") and c.errors.get("timeout") for r in result.runs for c in r.cells):

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core.errors import PlanError
+from ...core.hosts import ClientHosts
 from ...core.signals import deferred
 from ...core.spec import (
     FD_MARGIN,
@@ -52,6 +53,7 @@ class BurstPlan:
     # (a connection kept for the whole run has no end of its own, and a burst ends when every client is
     # served) and no pool (a pool opens its connections one after another at idle, a burst all at once).
     requests_per_connection: int = 1
+    client_hosts: ClientHosts | None = None  # --client-hosts: each burst is split across them (loads/hosts/)
 
     def validated(self) -> BurstPlan:
         if not self.clients:
@@ -81,6 +83,7 @@ class BurstPlan:
             timeout_s=self.timeout_s,
             cpus=self.load_cpus,
             requests_per_connection=per,
+            clients=self.client_hosts,
         )
 
     @property

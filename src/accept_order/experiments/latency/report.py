@@ -20,6 +20,7 @@ from ...core.spec import ConcurrentLoad, ServerSpec
 from ...loads.generator import STARVED, client_bound, driver_warnings
 from ...render.columns import TextColumn, TextTable
 from ...render.evidence import OTHERS_SHOWN, evidence_report, machine_busy
+from ...render.hosts import HostsPart, host_parts, on_hosts
 from ...render.text import Verbatim, durations_us, plural
 from ...render.workers import worker_table
 from ...servers.registry import unseen_note
@@ -44,8 +45,9 @@ def load_notes(results: Sequence[LatencyResult], name: Callable[[LatencyResult],
     drivers = [d for r in results for d in r.drivers]
     bound = [w for r in results if (w := client_bound(list(r.drivers), r.worker_cpu_s, r.wall_s, r.worker_cpus))]
     warnings = driver_warnings(drivers, workers, cpus, procs)
-    elsewhere = unseen_note(first.server) is not None
-    if elsewhere:  # the workers run on another host: the drivers waited for this host's CPUs, not for theirs
+    # the workers run on another host (--target), or the drivers do (--clients): neither waited for the other
+    elsewhere = unseen_note(first.server) is not None or bool(first.hosts)
+    if elsewhere:  # the drivers waited for their own host's CPUs, not for the workers'
         warnings = [elsewhere_wait(w, drivers) for w in warnings]
     if bound:  # says more than "a driver was CPU-bound": the workers idled meanwhile
         warnings = [w for w in warnings if w.kind is not WarningKind.DRIVER_SATURATED]
@@ -132,6 +134,7 @@ def _work_and_load(plan: ServerSpec, estimate_us: float | None, load: Concurrent
     work = "work " + (" + ".join(parts) + " busy loop" if parts else "none")
     amount = kept_amount(load) if load.connections is not None else shown["ran"]
     procs = f"{load.driver_procs} driver processes" + (f" on CPUs {format_cpu_list(load.cpus)}" if load.cpus else "")
+    procs += on_hosts(load.clients)
     if load.rate is not None:
         kept = kept_words(load) if load.connections is None else ""  # with a count, kept_amount says it
         return work, f"open loop at {load.rate:g}/s, {amount}{kept}, at most {load.concurrency} in flight, {procs}"
@@ -285,6 +288,7 @@ def latency_report(result: LatencyResult) -> RenderableType:
         *unseen_parts(result.server),
         Verbatim(affinity_lines(result.counters) if unseen_note(result.server) is None else []),
         drivers_text(result.drivers, finished_unit(result.load)),
+        *host_parts([HostsPart(None, result.hosts, result.wall_s, result.load.rate)]),
     ]
     if result.evidence:
         parts.append(evidence_report(result.evidence))
@@ -343,6 +347,7 @@ def compare_report(
     parts.append(compare_table(results))
     parts.extend(kept_compare_parts(results))
     parts.extend(client_cpu_line(results))
+    parts.extend(host_parts([HostsPart(r.server.label, r.hosts, r.wall_s, r.load.rate) for r in results], "mode"))
     parts.extend(note for r in results if (note := open_loop_note(r, named=True)) is not None)
     parts.extend(model_report(results))
     for mode, reason in skipped.items():

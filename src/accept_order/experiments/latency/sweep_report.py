@@ -11,6 +11,7 @@ from rich.text import Text
 from ...analysis.losses import sweep_name
 from ...render.columns import TextColumn, TextTable
 from ...render.evidence import counters_text
+from ...render.hosts import HostsPart, host_parts
 from ...render.text import Verbatim
 from ...servers.registry import known_mode
 from .kept_report import finished_unit, kept_compare_parts
@@ -79,6 +80,7 @@ def sweep_report(results: Sequence[LatencyResult]) -> RenderableType:
     # with that worker, so the requests per worker (and Jain's index over them) are what the cap did to load.
     parts.extend(kept_compare_parts(results, sweep_name, "cap"))
     parts.extend(client_cpu_line(results, sweep_name))
+    parts.extend(host_parts([HostsPart(sweep_name(r), r.hosts, r.wall_s, r.load.rate) for r in results], "cap"))
     parts.extend(model_report(results, sweep_name))
     legend = (
         "tps: served requests per second; max/wakeup: most connections one worker accepted in one "

@@ -10,7 +10,9 @@ from rich.text import Text
 from ...analysis.fairness import jain_index
 from ...analysis.kept_counts import filled_in
 from ...core.cpus import format_cpu_list
+from ...core.hosts import ClientHosts
 from ...render.evidence import short_counter, shortage_lines
+from ...render.hosts import HostsPart, host_parts, on_hosts
 from ...render.text import durations_us, plural
 from ...render.workers import own_count_text
 from ...servers.registry import unseen_note
@@ -159,6 +161,8 @@ def ramp_report(result: RampResult) -> RenderableType:
     loop += kept_words(plan)
     if plan.get("load_cpus"):
         loop += f", load generator on CPUs {format_cpu_list(plan['load_cpus'])}"
+    if isinstance(plan.get("client_hosts"), dict):
+        loop += f", load generator{on_hosts(ClientHosts.from_dict(plan['client_hosts']))}"
     work, step_length = work_and_step(server.work_us, plan.get("step_s"))
     parts.append(
         Text(
@@ -179,5 +183,7 @@ def ramp_report(result: RampResult) -> RenderableType:
     for step in result.steps:
         parts += _step_lines(step)
     parts += [own] if (own := _own_count(result)) is not None else []
+    steps = [HostsPart(_offered(s), s.hosts, s.wall_s, s.offered if s.kind == "rate" else None) for s in result.steps]
+    parts += host_parts(steps, "step")
     parts += shortage_lines(list(result.shortages))
     return Group(*parts)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core.errors import PlanError
+from ...core.hosts import ClientHosts
 from ...core.signals import deferred
 from ...core.spec import (
     MAX_CONNECTIONS,
@@ -57,6 +58,7 @@ class RampPlan:
     # is a load of its own: its connections, a pool too, are opened at its start and closed at its end.
     requests_per_connection: int = 1
     pool: bool = False
+    client_hosts: ClientHosts | None = None  # --clients: each step is split across them (loads/hosts/)
 
     @property
     def keeps_connections(self) -> bool:
@@ -97,6 +99,7 @@ class RampPlan:
                 cpus=self.load_cpus,
                 requests_per_connection=self.requests_per_connection,
                 pool=self.pool,
+                clients=self.client_hosts,
             ).validated()
         return ConcurrentLoad(
             connections=None,
@@ -107,6 +110,7 @@ class RampPlan:
             cpus=self.load_cpus,
             requests_per_connection=self.requests_per_connection,
             pool=self.pool,
+            clients=self.client_hosts,
         ).validated()
 
 
@@ -207,7 +211,10 @@ def signals(step: RampStep, workers: int, cpus: int) -> list[str]:
 
 
 def _client_cpus(step: RampStep) -> float:
-    """The load generator's CPU over the step, in CPUs (its CPU per connection times connections finished)."""
+    """The load generator's CPU over the step, in CPUs (its CPU per connection times connections finished);
+    none of this host's over client hosts (--clients)."""
+    if step.hosts:
+        return 0.0
     return (step.client_cpu_us or 0.0) * step.driven / 1e6 / max(step.wall_s, 1e-9)
 
 
@@ -256,6 +263,7 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
                     client_cpu_us=outcome.client_cpu_us,
                     interrupted=outcome.interrupted,
                     connections=outcome.connections,
+                    hosts=outcome.hosts,
                     pool=outcome.pool,
                     pool_fill_s=outcome.pool_fill_s,
                 )
@@ -302,4 +310,7 @@ def plan_dict(plan: RampPlan) -> dict[str, Any]:
         del data["requests_per_connection"]
     if not data["pool"]:
         del data["pool"]
+    data.pop("client_hosts")  # asdict's copy: saved as the hosts say it, or not at all (a ramp driven from here)
+    if plan.client_hosts is not None:
+        data["client_hosts"] = plan.client_hosts.to_dict()
     return data
