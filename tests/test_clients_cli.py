@@ -21,8 +21,11 @@ from accept_order.loads.hosts import gateways
 
 
 def own_address() -> str | None:
-    """An IPv4 address of this host other than loopback, that the workers can listen on (None: none here)."""
-    for addresses in psutil.net_if_addrs().values():
+    """An IPv4 address of this host other than loopback, that the workers can listen on (None: none here); not
+    on a test cluster's bridge (tests/cluster.py: `aoc...`), which another test may remove meanwhile."""
+    for name, addresses in psutil.net_if_addrs().items():
+        if name.startswith("aoc"):
+            continue
         for a in addresses:
             if a.family == socket.AF_INET and not a.address.startswith("127."):
                 return str(a.address)
