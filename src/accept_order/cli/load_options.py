@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 import click
 
+from ..core.errors import PlanError
 from ..core.hosts import ClientHosts
 from ..core.spec import (
     DEFAULT_CONCURRENCY,
@@ -151,6 +152,13 @@ def clients_options(counts_taken: bool = False) -> Callable[[F], F]:
                 help="With --clients: the Python with accept-order on the client hosts [default: this one's path "
                 "where it exists there, else python3].",
             ),
+            click.option(
+                "--observe-on",
+                metavar="DEST",
+                default=None,
+                help="Run observe on the server's host (an ssh destination, as --clients) for the load's window, "
+                "and set its per-worker accepts, CPU and load beside the load's own counts.",
+            ),
         ]
     )
 
@@ -161,15 +169,20 @@ def client_hosts(options: dict[str, Any], server: ServerSpec | None) -> ClientHo
     would reach its own), nor on every address at once (they need one to connect to)."""
     import ipaddress
 
-    dests, config, python = (options.pop(name, None) for name in ("client_hosts", "ssh_config", "client_python"))
-    if dests is None:
+    dests, config, python, observe_on = (
+        options.pop(name, None) for name in ("client_hosts", "ssh_config", "client_python", "observe_on")
+    )
+    if dests is None and observe_on is None:
         given = [name for name, value in (("--ssh-config", config), ("--client-python", python)) if value is not None]
         if given:
-            raise click.UsageError(f"{given[0]} goes with --clients (the client hosts to reach)")
+            raise click.UsageError(f"{given[0]} goes with --clients or --observe-on (the hosts to reach)")
         return None
-    hosts = ClientHosts(tuple(dests), config, python).validated()
-    if server is None:
-        return hosts
+    try:
+        hosts = ClientHosts(tuple(dests or ()), config, python, observe_on).validated()
+    except PlanError as exc:
+        raise click.UsageError(str(exc)) from None
+    if server is None or dests is None:
+        return hosts  # observed elsewhere, driven from here: wherever the server listens, this host reaches it
     from ..servers.remote import RemoteKind
 
     try:

@@ -38,10 +38,11 @@ class ClientHosts:
             raise PlanError("--clients needs at least one ssh destination")
         if len(self.destinations) > MAX_CLIENT_HOSTS:
             raise PlanError(f"--clients names {len(self.destinations)} hosts; at most {MAX_CLIENT_HOSTS}")
-        for dest in (*self.destinations, *((self.observe_on,) if self.observe_on is not None else ())):
+        named = [("--clients", d) for d in self.destinations]
+        for option, dest in named + ([("--observe-on", self.observe_on)] if self.observe_on is not None else []):
             # ssh would read a destination that starts with '-' as an option, and a space splits it in two
             if not dest or dest.startswith("-") or any(c.isspace() or not c.isprintable() for c in dest):
-                raise PlanError(f"--clients: {dest!r} is not an ssh destination")
+                raise PlanError(f"{option}: {dest!r} is not an ssh destination")
         if len(set(self.destinations)) != len(self.destinations):
             raise PlanError("--clients names a host twice: give each once (its --driver-procs are per host)")
         for name, value in (("--ssh-config", self.ssh_config), ("--client-python", self.python)):

@@ -281,6 +281,11 @@ class ConcurrentLoad:
     clients: ClientHosts | None = None
 
     @property
+    def on_client_hosts(self) -> bool:
+        """Whether the load runs on client hosts (--clients), not on this host (--observe-on alone: here)."""
+        return self.clients is not None and bool(self.clients.destinations)
+
+    @property
     def keeps_connections(self) -> bool:
         """Whether the server must keep connections open for the client's requests (several per connection,
         or a pool, whose connections are opened before the requests run over them)."""
@@ -315,7 +320,9 @@ class ConcurrentLoad:
             )
         for cpu in self.cpus:
             check_range("--load-cpus", cpu, 0, 1 << 20)
-        remote = self.clients is not None and bool(self.clients.validated().destinations)
+        if self.clients is not None:
+            self.clients.validated()
+        remote = self.on_client_hosts
         if not remote:
             check_cpus(self.cpus, "--load-cpus")  # a client host's CPUs are its own: checked there
         # As many drivers as will run: none without a slot and a connection to make.

@@ -285,7 +285,7 @@ def _generator(target: Target, load: ConcurrentLoad) -> LoadGenerator | HostsLoa
     # a server elsewhere: the drivers count by reply key, placed on worker indices after the load
     remote = elsewhere(target)
     attribution = target.attribution if remote is None else remote.by_reply
-    if load.clients is None:
+    if load.clients is None or not load.on_client_hosts:
         return LoadGenerator(target.address, attribution, load, protocol)
     from ..loads.hosts.driven import HostsLoad
 

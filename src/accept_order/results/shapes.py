@@ -281,6 +281,37 @@ _MACHINE_STATE = Record(
 MACHINE = Record({"before": _MACHINE_STATE, "after": _MACHINE_STATE})
 # what a launched server logged running out of (servers/launched/base.py `shortages`)
 SHORTAGES = ListOf(Record({"server": Text(), "log": Text(), "mark": Text(), "lines": Integer(), "first": Text()}))
+# --observe-on: what observe saw on the server's host, per worker beside the replies' counts
+# (experiments/observe/remote.py `joined`), or why it failed
+OBSERVED_ON = Record(
+    {
+        "host": Text(1024),
+        "error": Text(),
+        "program": Text(),
+        "traced": Flag(),
+        "source": Text(),
+        "wall_s": Number(),
+        "mechanism": Maybe(Text()),
+        "workers": ListOf(
+            Record(
+                {
+                    "pid": Integer(),
+                    "tid": Maybe(Integer()),
+                    "accepts": Maybe(Integer()),
+                    "served_by_replies": Maybe(Integer()),
+                    "cpu_s": Maybe(Number()),
+                    "connections_observed": Maybe(Integer()),
+                    "bytes_in": Maybe(Integer()),
+                    "bytes_out": Maybe(Integer()),
+                },
+                frozenset({"pid"}),
+            )
+        ),
+        "agrees": Maybe(Flag()),
+        "notes": ListOf(Text()),
+    },
+    frozenset({"host"}),
+)
 EVIDENCE = Record(
     {
         "listeners": MapOf(ListOf(_LISTENER.but(optional=_LISTENER.fields))),
@@ -319,5 +350,6 @@ EVIDENCE = Record(
         "merged_from": Record(
             {"files": ListOf(Record({"file": Text(), "started_at": Maybe(Text())})), "concurrent": Flag()}
         ),
+        "observed_on": ListOf(OBSERVED_ON),
     }
 )

@@ -21,6 +21,7 @@ from ...loads.generator import STARVED, client_bound, driver_warnings
 from ...render.columns import TextColumn, TextTable
 from ...render.evidence import OTHERS_SHOWN, evidence_report, machine_busy
 from ...render.hosts import HostsPart, host_parts, on_hosts
+from ...render.observed_on import observed_parts
 from ...render.text import Verbatim, durations_us, plural
 from ...render.workers import worker_table
 from ...servers.registry import unseen_note
@@ -289,6 +290,7 @@ def latency_report(result: LatencyResult) -> RenderableType:
         Verbatim(affinity_lines(result.counters) if unseen_note(result.server) is None else []),
         drivers_text(result.drivers, finished_unit(result.load)),
         *host_parts([HostsPart(None, result.hosts, result.wall_s, result.load.rate)]),
+        *observed_parts(result.evidence),
     ]
     if result.evidence:
         parts.append(evidence_report(result.evidence))

@@ -1,0 +1,60 @@
+"""--observe-on in a load's report: what observe saw on the server's host, set beside the load's own counts
+(experiments/observe/remote.py `joined`). Where every worker's accepts equal the connections the replies
+named it for, one line says so; where they differ (or observe could not count exactly) a row per worker shows
+both. A failed observation is said in one line: the load's figures stand without it.
+
+What comes from the server's host (the program's name, the failure's words) is escaped, as Text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rich import box
+from rich.console import RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from ..core.text import escape_controls, plural
+
+
+def observed_parts(evidence: Mapping[str, Any]) -> list[RenderableType]:
+    """The parts for a run's `observed_on` evidence ([] when it has none)."""
+    parts: list[RenderableType] = []
+    for seen in evidence.get("observed_on", ()):
+        parts.extend(_one(seen))
+    return parts
+
+
+def _one(seen: Mapping[str, Any]) -> list[RenderableType]:
+    host = escape_controls(seen.get("host", "?"))
+    if "error" in seen:
+        return [Text(f"observe on {host} failed: {escape_controls(seen['error'])}", style="yellow")]
+    workers: Sequence[Mapping[str, Any]] = seen.get("workers", ())
+    program = escape_controls(seen.get("program", ""))
+    how = "counted by the kernel" if seen.get("traced") else "sampled, approximate"
+    head = f"observe on {host} ({program}, {plural(len(workers), 'worker')}, accepts {how})"
+    if seen.get("agrees"):
+        total = sum(int(w.get("accepts") or 0) for w in workers)
+        return [Text(f"{head}: each worker's accepts equal the connections its replies named ({total:,} in all)")]
+    table = Table(box=box.SIMPLE_HEAD, title=f"{head}: accepts beside the replies' counts", title_justify="left")
+    for name in ("pid", "accepts", "by replies", "cpu ms", "bytes in", "bytes out"):
+        table.add_column(name, justify="right")
+    for w in workers:
+        table.add_row(
+            str(w.get("tid") or w.get("pid")),
+            _n(w.get("accepts")),
+            _n(w.get("served_by_replies")),
+            "-" if w.get("cpu_s") is None else f"{1000 * float(w['cpu_s']):.1f}",
+            _n(w.get("bytes_in")),
+            _n(w.get("bytes_out")),
+        )
+    parts: list[RenderableType] = [table]
+    if seen.get("agrees") is False:
+        parts.append(Text("the counts differ: connections came from elsewhere too, or replies named other workers"))
+    return parts
+
+
+def _n(value: Any) -> str:
+    return "-" if value is None else f"{int(value):,}"
