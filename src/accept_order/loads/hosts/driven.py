@@ -122,7 +122,8 @@ class HostsLoad(Started):
         except channel.TimeoutError:
             raise LoadError(f"client host {p.host.destination}: no answer in {timeout:g} s {what}") from None
         except (channel.RemoteError, EOFError, OSError) as exc:
-            raise LoadError(f"client host {p.host.destination}: lost {what} ({_last_line(exc)})") from None
+            said = p.host.ssh.last_said(settle=True) or _last_line(exc)
+            raise LoadError(f"client host {p.host.destination}: lost {what} ({said})") from None
 
     @staticmethod
     def _said(reply: Any) -> str:
@@ -177,7 +178,7 @@ class HostsLoad(Started):
         if p.done:
             return
         if message == CLOSED:
-            p.lost = f"its connection closed after {p.finished} connections ({p.served} served)"
+            p.lost = f"its connection closed after {p.finished} connections ({p.served} served){p.host.last_said()}"
         elif message[0] == "tick":
             p.finished, p.served = int(message[1]), int(message[2])
         elif message[0] == "result":

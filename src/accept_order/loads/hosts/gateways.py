@@ -8,16 +8,24 @@ process group) must reach the coordinator only, which then asks every host to st
 measured; an ssh that took the Ctrl-C itself would drop its host's partial result. When the coordinator
 dies without a word (SIGKILL), the pipe into each ssh closes, ssh closes the session, and the remote side
 (remote_side.py) ends its load at once.
+
+What ssh (and the remote shell and Python behind it) says on stderr is kept, not passed to the terminal: the
+command's own error line quotes its last line ("No route to host", "python3: not found"), one line per failure
+rather than ssh's lines beside ours.
 """
 
 from __future__ import annotations
 
+import os
 import shlex
+import signal
 import subprocess
 import sys
+import threading
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import IO, Any
 
 from ...core.errors import LoadError
 from ...core.hosts import ClientHosts
@@ -25,29 +33,74 @@ from ...core.text import escape_controls as inert
 from ...core.version import VERSION
 from . import remote_side
 
-CONNECT_TIMEOUT_S = 30.0  # ssh's own ConnectTimeout decides sooner where the user's config sets one
 HELLO_TIMEOUT_S = 60.0  # a slow host importing accept-order for the first time (cold caches)
+CLOSE_TIMEOUT_S = 5.0  # a remote interpreter ends when its channel closes; past this its ssh is killed
+SAID_LINES = 20  # of ssh's stderr, kept for the error line
+SETTLE_S = 2.0  # for a failed ssh to exit and its last words to be read, before the error line quotes them
 
 
-class _OwnSession:
-    """The subprocess module as execnet's Popen2IOMaster uses it, with every child in a session of its own."""
+class Ssh:
+    """The subprocess module as execnet's Popen2IOMaster uses it, for one host: its ssh in a session of its own
+    (see the module's docstring), its stderr read by a thread and the last lines kept. `cancel()` ends the ssh
+    and refuses to start one after it: a Ctrl-C while hosts connect need not wait for a handshake that hangs."""
 
     PIPE = subprocess.PIPE
 
-    @staticmethod
-    def Popen(args: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:  # noqa: N802 - subprocess's name
-        return subprocess.Popen(args, start_new_session=True, **kwargs)
+    def __init__(self) -> None:
+        self.said: deque[str] = deque(maxlen=SAID_LINES)
+        self.process: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+        self._cancelled = False
+        self._drained = threading.Event()
+
+    def Popen(self, args: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:  # noqa: N802 - subprocess's name
+        with self._lock:
+            if self._cancelled:
+                raise OSError("the run was stopped before this host was reached")
+            process = subprocess.Popen(args, start_new_session=True, stderr=subprocess.PIPE, **kwargs)
+            self.process = process
+        assert process.stderr is not None
+        threading.Thread(target=self._drain, args=(process.stderr,), name="ssh-stderr", daemon=True).start()
+        return process
+
+    def _drain(self, stream: IO[bytes]) -> None:
+        try:
+            with stream:
+                for line in iter(stream.readline, b""):
+                    if text := line.decode(errors="replace").strip():
+                        self.said.append(text)
+        finally:
+            self._drained.set()
+
+    def last_said(self, settle: bool = False) -> str | None:
+        """ssh's (or the remote shell's) last line on stderr, made inert, or None. `settle`: ssh failed; give it
+        a moment to exit and its stderr to be read to the end (its last words are the reason)."""
+        if settle and self.process is not None:
+            try:
+                self.process.wait(SETTLE_S)
+                self._drained.wait(SETTLE_S)
+            except subprocess.TimeoutExpired:
+                pass  # still up (a host that does not answer): what it said so far
+        return inert(self.said[-1])[:200] if self.said else None
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._cancelled = True
+            if self.process is not None and self.process.poll() is None:  # not reaped: its group is still its own
+                # the whole group: ssh starts its ProxyCommand (or ProxyJump's ssh) in it, and a SIGTERMed ssh that
+                # has not yet set its handlers dies without ending them
+                os.killpg(self.process.pid, signal.SIGTERM)
 
 
-def _execmodel() -> Any:
+def _execmodel(ssh: Ssh) -> Any:
     import execnet.gateway_base as base
 
-    class OwnSessions(base.ThreadExecModel):
+    class OwnSession(base.ThreadExecModel):
         @property
         def subprocess(self) -> Any:
-            return _OwnSession
+            return ssh
 
-    return OwnSessions()
+    return OwnSession()
 
 
 def remote_python(hosts: ClientHosts) -> str:
@@ -61,7 +114,7 @@ def remote_python(hosts: ClientHosts) -> str:
 
 @dataclass
 class Host:
-    """One connected client host: its destination as given, the gateway, and the channel to remote_side."""
+    """One connected client host: its destination as given, the gateway, the channel to remote_side, its ssh."""
 
     destination: str
     gateway: Any
@@ -69,6 +122,12 @@ class Host:
     python: str = ""
     version: str = ""
     hostname: str = ""
+    ssh: Ssh = field(default_factory=Ssh)
+
+    def last_said(self) -> str:
+        """What ssh last said about this host, as " (...)" to add to a line, or nothing."""
+        said = self.ssh.last_said(settle=True)
+        return f" ({said})" if said else ""
 
 
 def _spec(destination: str, hosts: ClientHosts, index: int) -> Any:
@@ -83,20 +142,38 @@ def _spec(destination: str, hosts: ClientHosts, index: int) -> Any:
     return spec
 
 
-def _connect_one(group: Any, destination: str, hosts: ClientHosts, index: int, part: str) -> Host:
+class _Reaching:
+    """One host being reached: its own execnet group (execnet's execmodel, hence our Ssh, is a group's) and ssh."""
+
+    def __init__(self, destination: str) -> None:
+        import execnet
+
+        self.destination = destination
+        self.ssh = Ssh()
+        self.group = execnet.Group(execmodel=_execmodel(self.ssh))
+
+    def fail(self, what: str, exc: BaseException | None = None) -> LoadError:
+        said = self.ssh.last_said(settle=True) or (_first(exc) if exc is not None else None)
+        return LoadError(f"client host {inert(self.destination)}: {what}" + (f" ({said})" if said else ""))
+
+    def close(self) -> None:
+        self.group.terminate(timeout=CLOSE_TIMEOUT_S)  # each remote interpreter exits when its channel closes
+
+
+def _connect_one(reaching: _Reaching, hosts: ClientHosts, index: int, part: str) -> Host:
     import execnet
 
+    destination = reaching.destination
     try:
-        gateway = group.makegateway(_spec(destination, hosts, index))
-    except execnet.HostNotFound as exc:
-        raise LoadError(f"client host {inert(destination)}: could not be reached over ssh ({_first(exc)})") from None
-    except (OSError, EOFError) as exc:
-        raise LoadError(f"client host {inert(destination)}: ssh failed ({_first(exc)})") from None
-    channel = gateway.remote_exec(remote_side)
-    try:
+        gateway = reaching.group.makegateway(_spec(destination, hosts, index))
+    except (execnet.HostNotFound, OSError, EOFError) as exc:  # ssh's exit 255, or its pipe closed as execnet wrote
+        raise reaching.fail("could not be reached over ssh", exc) from None
+    try:  # ssh connected, but its command may have failed at once (no such Python): execnet sees a closed pipe
+        channel = gateway.remote_exec(remote_side)
         hello = channel.receive(timeout=HELLO_TIMEOUT_S)
-    except (channel.RemoteError, channel.TimeoutError, EOFError, OSError) as exc:
-        raise LoadError(f"client host {inert(destination)}: its Python did not answer ({_first(exc)})") from None
+    except (execnet.RemoteError, execnet.TimeoutError, EOFError, OSError) as exc:
+        python = f"its Python {inert(hosts.python)}" if hosts.python is not None else "its Python"
+        raise reaching.fail(f"{python} did not start or answer", exc) from None
     if hello[0] == "missing":
         raise LoadError(
             f"client host {inert(destination)}: accept-order is not installed for {inert(str(hello[2]))} there "
@@ -109,7 +186,7 @@ def _connect_one(group: Any, destination: str, hosts: ClientHosts, index: int, p
             "install the same version on every client host"
         )
     channel.send(("serve", part))
-    return Host(destination, gateway, channel, str(python), str(version), str(hostname))
+    return Host(destination, gateway, channel, str(python), str(version), str(hostname), reaching.ssh)
 
 
 def _first(exc: BaseException) -> str:
@@ -119,33 +196,39 @@ def _first(exc: BaseException) -> str:
 
 class Gateways:
     """The run's connected hosts. `connect()` reaches them all at once (threads: an ssh handshake each) and
-    raises one LoadError naming the first host that failed, after closing every other; `close()` ends every
-    gateway, and with it every remote interpreter and its load."""
+    raises one LoadError naming the first host that failed; `close()` ends every gateway, and with it every
+    remote interpreter and its load (also after a failed or interrupted connect)."""
 
     def __init__(self, hosts: ClientHosts) -> None:
         self.spec = hosts.validated()
         self.hosts: list[Host] = []
-        self._group: Any = None
+        self._reaching: list[_Reaching] = []
 
     def connect(self, part: str) -> list[Host]:
         """Reach every host and have it serve `part` (a module of accept-order with `serve(channel)`)."""
-        import execnet
-
-        self._group = execnet.Group(execmodel=_execmodel())  # the hosts run execnet's own "thread" model
         dests = self.spec.destinations
+        self._reaching = [_Reaching(d) for d in dests]
         with ThreadPoolExecutor(max_workers=min(32, len(dests))) as pool:
-            futures = [pool.submit(_connect_one, self._group, d, self.spec, i, part) for i, d in enumerate(dests)]
-            failures: list[LoadError] = []
-            for future in futures:
-                try:
-                    self.hosts.append(future.result())
-                except LoadError as exc:
-                    failures.append(exc)
+            futures = [pool.submit(_connect_one, r, self.spec, i, part) for i, r in enumerate(self._reaching)]
+            try:
+                failures: list[LoadError] = []
+                for future in futures:
+                    try:
+                        self.hosts.append(future.result())
+                    except LoadError as exc:
+                        failures.append(exc)
+            except BaseException:  # Ctrl-C: the hosts still shaking hands are dropped, not waited for
+                for reaching in self._reaching:
+                    reaching.ssh.cancel()
+                raise
         if failures:
             raise failures[0]
         return self.hosts
 
     def close(self) -> None:
-        group, self._group = self._group, None
-        if group is not None:
-            group.terminate(timeout=5.0)  # each remote interpreter exits when its channel closes; then kill
+        reaching, self._reaching = self._reaching, []
+        if len(reaching) == 1:
+            reaching[0].close()
+        elif reaching:
+            with ThreadPoolExecutor(max_workers=min(32, len(reaching))) as pool:
+                list(pool.map(_Reaching.close, reaching))  # at once: each may wait CLOSE_TIMEOUT_S for its host

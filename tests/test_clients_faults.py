@@ -1,0 +1,397 @@
+"""--clients when something goes wrong (issue 29 §1 "Faults", §2), through the command line on a real cluster: client
+namespaces c1, c2 and a server namespace srv, each with its own sshd (tests/cluster.py), the coordinator here.
+
+Each fault ends the same way: the command says one line (or keeps the partial result), and nothing it started is left
+running anywhere: no ssh client or worker on this host (found by the test's own directory in their command lines,
+since an ssh in a session of its own outlives its parent as an orphan), no remote Python or driver in any namespace.
+A run is "under way" once each client host's namespace has opened a few TCP connections since the run started (its
+own TcpActiveOpens counter): an event, not a delay. (Not the server's sockets: this host's namespace, shared with every
+other test, can hold so many TIME_WAITs that a load's closed connections are not kept there.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+from cluster import Cluster, cluster_fixture
+from cluster_network import netns_inode, pids_in
+from conftest import OutputReader, wait_for
+
+from accept_order.core.version import VERSION
+
+cluster = cluster_fixture(clients=2)
+
+UNDER_WAY_CONNECTS = 20  # each host's drivers connected this often: more than -c, so some were served
+# Enough for a host's progress (a tick every 0.1 s) to have reached the coordinator: ~0.3 s of this machine's rate
+TICKED_CONNECTS = 1000
+UNDER_WAY_S = 60.0  # for a run to reach both hosts and have both drive (ssh, the bootstrap, drivers) on a busy machine
+GONE_S = 20.0  # "within a few seconds", on a busy machine: far below the runs' 120 s, so a load left running fails
+EXIT_S = 90.0
+LONG = ["--duration", "120s"]  # a load that outlasts every wait here: only the fault under test can end it early
+LISTENING_WARNING = "accept-order: warning: listening on "  # --clients needs --host ADDRESS, which warns
+
+
+# --- what is running where ----------------------------------------------------------------------------------------
+
+
+def remote_processes(c: Cluster, name: str, spared: frozenset[int] = frozenset()) -> list[str]:
+    """The processes in the host's namespace besides its sshd listener (the cluster's own) and `spared`."""
+    listener = int((c.directory / f"sshd-{name}.pid").read_text())
+    inode = netns_inode(c.namespace(name))
+    assert inode is not None, f"{c.namespace(name)} is gone"
+    found = []
+    for pid in pids_in({inode}):
+        if pid != listener and pid not in spared:
+            try:
+                found.append(f"{name}: pid {pid} {Path(f'/proc/{pid}/cmdline').read_bytes()[:120]!r}")
+            except OSError:
+                continue  # it ended meanwhile
+    return found
+
+
+def local_processes(marker: str) -> list[str]:
+    """This host's processes (zombies aside) whose command line holds `marker` (the test's directory): the
+    coordinator, its workers and drivers, and each ssh (`ssh -F <the test's config>`), orphaned or not."""
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline", "status"]):
+        cmdline = " ".join(proc.info["cmdline"] or ())
+        if proc.pid != os.getpid() and marker in cmdline and proc.info["status"] != psutil.STATUS_ZOMBIE:
+            found.append(f"pid {proc.pid} {cmdline[:120]}")
+    return found
+
+
+def leftovers(c: Cluster, marker: str, spared: frozenset[int]) -> list[str]:
+    return [*local_processes(marker), *(p for name in c.names for p in remote_processes(c, name, spared))]
+
+
+def assert_nothing_left(c: Cluster, marker: str, spared: frozenset[int] = frozenset()) -> None:
+    """Nothing of the run on this host (its processes carry `marker`) or in any namespace (`spared` aside)."""
+    wait_for(lambda: leftovers(c, marker, spared), lambda left: left == [], GONE_S, "every process of the run to end")
+
+
+def tree(process: subprocess.Popen[Any]) -> frozenset[int]:
+    """A process of the test's own (a server) and its children."""
+    return frozenset([process.pid, *(p.pid for p in psutil.Process(process.pid).children(recursive=True))])
+
+
+def active_opens(c: Cluster, name: str) -> int:
+    """Connections the host's network namespace has opened (TCP ActiveOpens: its drivers' connects; the ssh
+    sessions into it are passive). A namespace's counter counts that namespace's sockets only."""
+    listener = int((c.directory / f"sshd-{name}.pid").read_text())
+    header, values = [line.split() for line in Path(f"/proc/{listener}/net/snmp").read_text().splitlines()
+                      if line.startswith("Tcp:")]  # fmt: skip
+    return int(values[header.index("ActiveOpens")])
+
+
+# --- the command --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    """The command started in a session of its own, as a terminal starts a job in a process group of its own."""
+
+    proc: subprocess.Popen[str]
+    out: OutputReader
+    err: OutputReader
+    json_path: Path
+
+    def wait(self, timeout: float = EXIT_S) -> int:
+        code = self.proc.wait(timeout)
+        self.out.finish()
+        self.err.finish()
+        return code
+
+    def error_lines(self) -> list[str]:
+        return [line for line in self.err.text.splitlines() if not line.startswith(LISTENING_WARNING)]
+
+    def document(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads(self.json_path.read_text())
+        return data
+
+
+def start(tmp_path: Path, *args: str) -> Run:
+    json_path = tmp_path / "run.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "accept_order", *args, "--json", str(json_path)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    return Run(proc, OutputReader(proc.stdout), OutputReader(proc.stderr), json_path)  # type: ignore[arg-type]
+
+
+def own_config(c: Cluster, tmp_path: Path, extra: str = "") -> str:
+    """The cluster's ssh config as a file of the test's own: its path marks the test's ssh processes."""
+    path = tmp_path / "ssh_config"
+    path.write_text(c.ssh_config.read_text() + extra)
+    return str(path)
+
+
+def bridge(c: Cluster) -> str:
+    """This host's address on the cluster's network: the client hosts reach the workers there."""
+    assert c.subnet is not None
+    return str(next(c.subnet.hosts()))
+
+
+def load_args(c: Cluster, tmp_path: Path, clients: str = "c1,c2", extra_config: str = "") -> list[str]:
+    config = own_config(c, tmp_path, extra_config)
+    return ["latency", "--clients", clients, "--ssh-config", config, "--host", bridge(c), "-w", "2", "-c", "4"]
+
+
+def opened(c: Cluster) -> dict[str, int]:
+    return {name: active_opens(c, name) for name in ("c1", "c2")}
+
+
+def under_way(run: Run, c: Cluster, before: dict[str, int], connects: int = UNDER_WAY_CONNECTS) -> None:
+    """Wait until each client host has opened `connects` connections since `before` (its drivers are driving)."""
+    wait_for(
+        lambda: ({name: count - before[name] for name, count in opened(c).items()}, run.proc.poll()),
+        lambda seen: min(seen[0].values()) >= connects or seen[1] is not None,
+        UNDER_WAY_S,
+        f"both client hosts to open {connects} connections",
+    )
+    assert run.proc.poll() is None, f"the run ended early: {run.err.text}"
+
+
+@pytest.fixture
+def server(
+    cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[subprocess.Popen[str], str, Path]]:
+    """`accept-order serve -w 3` in srv: (its process, its HOST:PORT, the file its tally goes to on SIGINT). Its
+    file is outside the test's directory: it is not the run's, and stays up after it."""
+    tally = tmp_path_factory.mktemp("serve") / "serve.json"
+    argv = [sys.executable, "-m", "accept_order", "serve", "-w", "3", "--host", cluster.address("srv")]
+    proc = cluster.run_in(
+        "srv", [*argv, "--json", str(tally)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    out = OutputReader(proc.stdout)  # type: ignore[arg-type]
+    OutputReader(proc.stderr)  # type: ignore[arg-type]  # drained: its warning must not fill a pipe
+    address = out.wait_for(r"listening on (\S+:\d+)", 60).group(1)
+    try:
+        yield proc, address, tally
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(30)
+
+
+# --- a host that cannot be reached --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("hostname", "why"),
+    [("{subnet}.99", "No route to host|timed out"), ("nowhere.invalid", "Could not resolve hostname")],
+    ids=["nobody-at-the-address", "unresolvable-name"],
+)
+def test_an_unreachable_host_is_one_line_naming_it_and_leaves_nothing(
+    cluster: Cluster, tmp_path: Path, hostname: str, why: str
+) -> None:
+    entry = cluster.ssh_config.read_text().split("\n\n")[0]  # c1's entry, under another name and address
+    address = cluster.address("c1")
+    ghost = entry.replace("Host c1", "Host ghost").replace(
+        f"HostName {address}", f"HostName {hostname.format(subnet=address.rsplit('.', 1)[0])}"
+    )
+    run = start(tmp_path, *load_args(cluster, tmp_path, "c1,ghost", "\n" + ghost), *LONG)
+    assert run.wait() == 1
+    [line] = run.error_lines()
+    assert line.startswith("accept-order: error: client host ghost: could not be reached over ssh"), line
+    assert re.search(why, line), line
+    assert_nothing_left(cluster, str(tmp_path))  # c1 was reached: its Python ends too
+
+
+def test_ctrl_c_while_a_host_hangs_in_its_handshake_ends_at_once(cluster: Cluster, tmp_path: Path) -> None:
+    """A host whose ssh never gets an answer (here a ProxyCommand that never speaks; out there a firewall that drops
+    packets, for ssh's ConnectTimeout or much longer): Ctrl-C ends the command without waiting for it, and the ssh,
+    its ProxyCommand and the host already reached all end."""
+    entry = cluster.ssh_config.read_text().split("\n\n")[0]
+    proxy = f'\n  ProxyCommand {sys.executable} -c "import time; time.sleep(1000)" {tmp_path}\n'  # ssh adds exec
+    stuck = entry.replace("Host c1", "Host stuck").replace("ConnectTimeout 5", "ConnectTimeout 600").rstrip() + proxy
+    run = start(tmp_path, *load_args(cluster, tmp_path, "c1,stuck", "\n" + stuck), *LONG)
+    wait_for(
+        lambda: [p for p in local_processes(str(tmp_path)) if "time.sleep" in p],
+        bool,
+        UNDER_WAY_S,
+        "the stuck host's ProxyCommand",
+    )
+    os.killpg(run.proc.pid, signal.SIGINT)
+    assert run.wait(GONE_S) == 130, run.err.text
+    assert run.error_lines()[-1].startswith("accept-order: error: interrupted"), run.err.text
+    assert_nothing_left(cluster, str(tmp_path))
+
+
+# --- a host that dies mid-run -------------------------------------------------------------------------------------
+
+
+def _remote_python(c: Cluster, name: str) -> psutil.Process:
+    """The interpreter that ssh started in the host (the drivers are its children)."""
+    listener = int((c.directory / f"sshd-{name}.pid").read_text())
+    for session in psutil.Process(listener).children():
+        for child in session.children():
+            if "python" in child.name():
+                return child
+    raise AssertionError(f"no remote Python in {name}: {remote_processes(c, name)}")
+
+
+@pytest.mark.parametrize("victim", ["python", "sshd-session"])
+def test_a_host_that_dies_mid_run_is_named_and_the_other_hosts_result_kept(
+    cluster: Cluster, tmp_path: Path, victim: str
+) -> None:
+    """Exit 0: the run measured what the hosts that stayed drove, as it does when some connections fail; the
+    report and the file name the lost host with what it had done (its histogram went with it)."""
+    before = opened(cluster)
+    run = start(tmp_path, *load_args(cluster, tmp_path), "--duration", "8s")
+    under_way(run, cluster, before, TICKED_CONNECTS)
+    python = _remote_python(cluster, "c2")
+    killed = python if victim == "python" else python.parent()  # the session's sshd: the connection drops
+    assert killed is not None
+    killed.kill()
+    assert run.wait() == 0, run.err.text
+    driven = active_opens(cluster, "c2") - before["c2"]
+    assert run.error_lines() == [f"wrote {run.json_path}"]
+    document = run.document()
+    c1, c2 = document["hosts"]
+    assert (c1["destination"], c2["destination"]) == ("c1", "c2")
+    assert c1["lost"] is None and c1["served_total"] > 0
+    lost = re.fullmatch(r"its connection closed after (\d+) connections \((\d+) served\).*", c2["lost"] or "")
+    assert lost is not None, c2["lost"]
+    assert 0 < int(lost.group(2)) <= int(lost.group(1)) <= driven  # what it had done, as far as it had said
+    assert c2["served_total"] == 0 and c2["failed"] == {}
+    assert document["summary"]["count"] == c1["served_total"] and document["served"] == c1["served"]
+    assert document["interrupted"] is False
+    assert "lost" in run.out.text
+    assert_nothing_left(cluster, str(tmp_path))
+
+
+# --- signals to the coordinator -----------------------------------------------------------------------------------
+
+
+def _signal(run: Run, how: str) -> None:
+    pid = run.proc.pid
+    if how == "SIGINT":
+        os.kill(pid, signal.SIGINT)  # the coordinator alone
+    elif how == "SIGINT to the group":
+        os.killpg(pid, signal.SIGINT)  # a terminal's Ctrl-C: the coordinator and its workers
+    elif how == "SIGINT twice":
+        os.killpg(pid, signal.SIGINT)
+        os.killpg(pid, signal.SIGINT)  # the second while the hosts report: it must not cut the report short
+    else:
+        os.kill(pid, getattr(signal, how))
+
+
+def _check_partial(run: Run) -> dict[str, Any]:
+    document = run.document()
+    assert document["interrupted"] is True
+    hosts = document["hosts"]
+    assert [h["destination"] for h in hosts] == ["c1", "c2"]
+    assert all(h["lost"] is None and h["served_total"] > 0 for h in hosts), hosts  # each host's part
+    assert sum(h["served_total"] for h in hosts) == document["summary"]["count"]
+    assert [sum(h["served"][w] for h in hosts) for w in range(len(document["served"]))] == document["served"]
+    return document
+
+
+@pytest.mark.parametrize(
+    ("how", "code"),
+    [("SIGINT", 130), ("SIGINT to the group", 130), ("SIGINT twice", 130), ("SIGTERM", 143), ("SIGHUP", 129)],
+)
+def test_a_signal_stops_every_host_and_keeps_each_hosts_part(
+    cluster: Cluster, tmp_path: Path, how: str, code: int
+) -> None:
+    before = opened(cluster)
+    run = start(tmp_path, *load_args(cluster, tmp_path), *LONG)
+    under_way(run, cluster, before)
+    _signal(run, how)
+    assert run.wait() == code, run.err.text
+    _check_partial(run)
+    assert_nothing_left(cluster, str(tmp_path))
+
+
+def test_ctrl_c_against_a_server_elsewhere(
+    cluster: Cluster, tmp_path: Path, server: tuple[subprocess.Popen[str], str, Path]
+) -> None:
+    """--target: the workers are serve's in srv, known by their replies; a Ctrl-C there too keeps each host's
+    part. serve's own tally (its accepts, on SIGINT) holds every connection the hosts counted as served, and at most
+    the -c connections in flight when the load stopped besides (accepted, but their replies never counted)."""
+    serve, address, tally = server
+    before = opened(cluster)
+    args = ["latency", "--clients", "c1,c2", "--ssh-config", own_config(cluster, tmp_path), "--target", address]
+    run = start(tmp_path, *args, "-w", "3", "-c", "4", *LONG)
+    under_way(run, cluster, before)
+    os.killpg(run.proc.pid, signal.SIGINT)
+    assert run.wait() == 130, run.err.text
+    document = _check_partial(run)
+    assert_nothing_left(cluster, str(tmp_path), tree(serve))
+    serve.send_signal(signal.SIGINT)
+    assert serve.wait(60) == 0
+    accepts = {w["pid"]: w["accepts"] for w in json.loads(tally.read_text())["counters"]}
+    served = {w["pid"]: document["served"][w["index"]] for w in document["counters"]}
+    assert set(served) <= set(accepts) and all(served[pid] <= accepts[pid] for pid in served), (served, accepts)
+    assert 0 <= sum(accepts.values()) - sum(served.values()) <= 4, (served, accepts)
+
+
+def test_sigkill_of_the_coordinator_ends_every_hosts_load(cluster: Cluster, tmp_path: Path) -> None:
+    """The issue's "the engine's channel closing must end them": nobody is left to ask the hosts to stop; each ssh,
+    in a session of its own, sees its pipe close and ends its session, and the remote side ends its load."""
+    before = opened(cluster)
+    run = start(tmp_path, *load_args(cluster, tmp_path), *LONG)
+    under_way(run, cluster, before)
+    assert remote_processes(cluster, "c1") and remote_processes(cluster, "c2")
+    run.proc.kill()
+    assert run.wait() == -signal.SIGKILL
+    assert_nothing_left(cluster, str(tmp_path))
+
+
+# --- the client host's Python ---------------------------------------------------------------------------------------
+
+
+def _wrapper(tmp_path: Path, name: str, body: str) -> str:
+    path = tmp_path / name
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_another_version_on_a_host_is_one_line_with_both_versions(cluster: Cluster, tmp_path: Path) -> None:
+    fake = tmp_path / "old" / "accept_order"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text('__version__ = "0.0.1"\n')
+    python = _wrapper(tmp_path, "old-python", f'PYTHONPATH={fake.parent} exec {sys.executable} "$@"')
+    run = start(tmp_path, *load_args(cluster, tmp_path), "--client-python", python, *LONG)
+    assert run.wait() == 1
+    [line] = run.error_lines()
+    assert line == (
+        f"accept-order: error: client host c1 runs accept-order 0.0.1, this one {VERSION}: install the same "
+        "version on every client host"
+    )
+    assert_nothing_left(cluster, str(tmp_path))
+
+
+def test_a_python_without_accept_order_is_one_line(cluster: Cluster, tmp_path: Path) -> None:
+    python = _wrapper(tmp_path, "bare-python", f'exec {sys.executable} -S "$@"')  # -S: no site-packages
+    run = start(tmp_path, *load_args(cluster, tmp_path), "--client-python", python, *LONG)
+    assert run.wait() == 1
+    [line] = run.error_lines()
+    assert line.startswith("accept-order: error: client host c1: accept-order is not installed for "), line
+    assert "No module named 'accept_order'" in line and "--client-python" in line
+    assert_nothing_left(cluster, str(tmp_path))
+
+
+def test_a_python_that_is_not_there_is_one_line(cluster: Cluster, tmp_path: Path) -> None:
+    run = start(tmp_path, *load_args(cluster, tmp_path), "--client-python", str(tmp_path / "no-python"), *LONG)
+    assert run.wait() == 1
+    [line] = run.error_lines()
+    assert line.startswith(f"accept-order: error: client host c1: its Python {tmp_path}/no-python did not"), line
+    assert "No such file or directory" in line or "not found" in line, line
+    assert_nothing_left(cluster, str(tmp_path))
