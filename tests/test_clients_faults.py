@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -31,6 +32,7 @@ from conftest import OutputReader, wait_for
 from accept_order.core.version import VERSION
 
 cluster = cluster_fixture(clients=2)
+needs_bpftrace = pytest.mark.skipif(shutil.which("bpftrace") is None, reason="observe's own count needs bpftrace")
 
 UNDER_WAY_CONNECTS = 20  # each host's drivers connected this often: more than -c, so some were served
 # Enough for a host's progress (a tick every 0.1 s) to have reached the coordinator: ~0.3 s of this machine's rate
@@ -130,6 +132,7 @@ def start(tmp_path: Path, *args: str) -> Run:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        env={**os.environ, "COLUMNS": "200"},  # the report's lines unwrapped
     )
     return Run(proc, OutputReader(proc.stdout), OutputReader(proc.stderr), json_path)  # type: ignore[arg-type]
 
@@ -319,47 +322,115 @@ def test_a_signal_stops_every_host_and_keeps_each_hosts_part(
     assert_nothing_left(cluster, str(tmp_path))
 
 
-def test_ctrl_c_against_a_server_elsewhere(
+def target_args(c: Cluster, tmp_path: Path, address: str, *more: str) -> list[str]:
+    """Load from c1 and c2 at serve's workers in srv (known by their replies), observed there."""
+    config = own_config(c, tmp_path)
+    return ["latency", "--clients", "c1,c2", "--ssh-config", config, "--target", address, "-w", "3", *more]
+
+
+def accepts_of(tally: Path) -> dict[int, int]:
+    """serve's own count of its workers' accepts, by pid (its --json, written as it stops)."""
+    return {w["pid"]: w["accepts"] for w in json.loads(tally.read_text())["counters"]}
+
+
+def stop(serve: subprocess.Popen[str]) -> None:
+    serve.send_signal(signal.SIGINT)
+    assert serve.wait(60) == 0
+
+
+@needs_bpftrace
+def test_observe_on_the_server_host_counts_what_the_replies_and_serve_count(
     cluster: Cluster, tmp_path: Path, server: tuple[subprocess.Popen[str], str, Path]
 ) -> None:
-    """--target: the workers are serve's in srv, known by their replies; a Ctrl-C there too keeps each host's
-    part. serve's own tally (its accepts, on SIGINT) holds every connection the hosts counted as served, and at most
-    the -c connections in flight when the load stopped besides (accepted, but their replies never counted)."""
+    """--observe-on srv: observe runs in srv over the same engine for the load's window; its accepts per worker
+    (the kernel's, bpftrace) equal the connections the replies gave each worker, and serve's own tally."""
+    serve, address, tally = server
+    run = start(tmp_path, *target_args(cluster, tmp_path, address, "--observe-on", "srv", "-n", "3000", "-c", "6"))
+    assert run.wait() == 0, run.err.text
+    document = run.document()
+    [seen] = document["evidence"]["observed_on"]
+    assert (seen["host"], seen["traced"], seen["agrees"]) == ("srv", True, True), seen
+    by_replies = {c["pid"]: document["served"][c["index"]] for c in document["counters"]}
+    observed = {w["pid"]: w["accepts"] for w in seen["workers"]}
+    assert {w["pid"]: w["served_by_replies"] for w in seen["workers"]} == by_replies
+    assert observed == by_replies and sum(observed.values()) == 3000 and len(observed) == 3
+    assert [sum(h["served"][w] for h in document["hosts"]) for w in range(3)] == document["served"]
+    assert "each worker's accepts equal the connections its replies named (3,000 in all)" in run.out.text
+    assert_nothing_left(cluster, str(tmp_path), tree(serve))  # observe's Python and its bpftrace too
+    stop(serve)
+    assert accepts_of(tally) == observed
+
+
+def test_an_observe_host_that_cannot_be_reached_is_one_line_and_leaves_nothing(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    entry = cluster.ssh_config.read_text().split("\n\n")[-1]  # srv's, at an address nobody has
+    ghost = entry.replace("Host srv", "Host ghost").replace(cluster.address("srv"), cluster.address("srv") + "9")
+    config = own_config(cluster, tmp_path, "\n" + ghost)
+    args = ["latency", "--clients", "c1,c2", "--ssh-config", config, "--target", f"{cluster.address('srv')}:9"]
+    run = start(tmp_path, *args, "--observe-on", "ghost", *LONG)
+    assert run.wait() == 1
+    [line] = run.error_lines()
+    assert line.startswith("accept-order: error: --observe-on ghost: could not be reached over ssh ("), line
+    assert_nothing_left(cluster, str(tmp_path))
+
+
+@needs_bpftrace
+def test_ctrl_c_against_a_server_elsewhere_observed_there(
+    cluster: Cluster, tmp_path: Path, server: tuple[subprocess.Popen[str], str, Path]
+) -> None:
+    """--target and --observe-on: a Ctrl-C keeps each host's part and what observe saw until then. Observe (attached
+    before the load, stopped after it) counts exactly what serve counts; the replies' counts are at most those, by
+    the -c connections in flight when the load stopped (accepted, their replies never counted)."""
     serve, address, tally = server
     before = opened(cluster)
-    args = ["latency", "--clients", "c1,c2", "--ssh-config", own_config(cluster, tmp_path), "--target", address]
-    run = start(tmp_path, *args, "-w", "3", "-c", "4", *LONG)
+    run = start(tmp_path, *target_args(cluster, tmp_path, address, "--observe-on", "srv", "-c", "4", *LONG))
     under_way(run, cluster, before)
     os.killpg(run.proc.pid, signal.SIGINT)
     assert run.wait() == 130, run.err.text
     document = _check_partial(run)
     assert_nothing_left(cluster, str(tmp_path), tree(serve))
-    serve.send_signal(signal.SIGINT)
-    assert serve.wait(60) == 0
-    accepts = {w["pid"]: w["accepts"] for w in json.loads(tally.read_text())["counters"]}
-    served = {w["pid"]: document["served"][w["index"]] for w in document["counters"]}
-    assert set(served) <= set(accepts) and all(served[pid] <= accepts[pid] for pid in served), (served, accepts)
-    assert 0 <= sum(accepts.values()) - sum(served.values()) <= 4, (served, accepts)
+    stop(serve)
+    [seen] = document["evidence"]["observed_on"]
+    observed = {w["pid"]: w["accepts"] for w in seen["workers"]}
+    assert observed == accepts_of(tally)
+    served = {c["pid"]: document["served"][c["index"]] for c in document["counters"]}
+    assert set(served) <= set(observed) and all(served[pid] <= observed[pid] for pid in served), (served, observed)
+    assert 0 <= sum(observed.values()) - sum(served.values()) <= 4, (served, observed)
 
 
-def test_sigkill_of_the_coordinator_ends_every_hosts_load(cluster: Cluster, tmp_path: Path) -> None:
+@pytest.mark.parametrize("where", ["workers here", "serve in srv, observed there"])
+def test_sigkill_of_the_coordinator_ends_every_hosts_load(
+    cluster: Cluster, tmp_path: Path, request: pytest.FixtureRequest, where: str
+) -> None:
     """The issue's "the engine's channel closing must end them": nobody is left to ask the hosts to stop; each ssh,
-    in a session of its own, sees its pipe close and ends its session, and the remote side ends its load as its
-    channel closes: in well under execnet's own last resort (it sends the host's Python a SIGINT after 5 s of a
-    task that outlives its channel, and exits it 10 s later). Here that takes about 0.4 s."""
+    in a session of its own, sees its pipe close and ends its session, and the remote side ends its load (and
+    observe its bpftrace) as its channel closes: in well under execnet's own last resort (it sends the host's
+    Python a SIGINT after 5 s of a task that outlives its channel, and exits it 10 s later). Here that takes
+    about 0.4 s."""
+    spared: frozenset[int] = frozenset()
+    if where == "workers here":
+        args = load_args(cluster, tmp_path)
+    else:
+        if shutil.which("bpftrace") is None:
+            pytest.skip("observe's own count needs bpftrace")
+        serve, address, _ = request.getfixturevalue("server")
+        spared = tree(serve)
+        args = target_args(cluster, tmp_path, address, "--observe-on", "srv", "-c", "4")
     before = opened(cluster)
-    run = start(tmp_path, *load_args(cluster, tmp_path), *LONG)
+    run = start(tmp_path, *args, *LONG)
     under_way(run, cluster, before)
-    assert remote_processes(cluster, "c1") and remote_processes(cluster, "c2")
+    running = {name: remote_processes(cluster, name, spared) for name in cluster.names}
+    assert running["c1"] and running["c2"] and bool(running["srv"]) == bool(spared), running
     run.proc.kill()
     assert run.wait() == -signal.SIGKILL
     wait_for(
-        lambda: [p for name in cluster.names for p in remote_processes(cluster, name)],
+        lambda: [p for name in cluster.names for p in remote_processes(cluster, name, spared)],
         lambda left: left == [],
         CHANNEL_CLOSED_S,
-        "the client hosts' loads to end as their channels closed",
+        "the hosts' loads (and observe) to end as their channels closed",
     )
-    assert_nothing_left(cluster, str(tmp_path))
+    assert_nothing_left(cluster, str(tmp_path), spared)
 
 
 # --- the client host's Python ---------------------------------------------------------------------------------------
@@ -381,8 +452,8 @@ def test_another_version_on_a_host_is_one_line_with_both_versions(cluster: Clust
     assert run.wait() == 1
     [line] = run.error_lines()
     assert line == (
-        f"accept-order: error: client host c1 runs accept-order 0.0.1, this one {VERSION}: install the same "
-        "version on every client host"
+        f"accept-order: error: client host c1 runs accept-order 0.0.1, this one {VERSION}: install accept-order "
+        f"{VERSION} there"
     )
     assert_nothing_left(cluster, str(tmp_path))
 

@@ -33,7 +33,7 @@ class RemoteObservation(Started):
     def __init__(self, hosts: ClientHosts, destination: str, port: int) -> None:
         self.destination = destination
         self.port = port
-        self.gateways = Gateways(hosts.only(destination))
+        self.gateways = Gateways(hosts.only(destination), role="--observe-on")
         self.host: Host | None = None
 
     def start(self) -> None:

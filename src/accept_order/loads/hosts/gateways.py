@@ -145,16 +145,17 @@ def _spec(destination: str, hosts: ClientHosts, index: int) -> Any:
 class _Reaching:
     """One host being reached: its own execnet group (execnet's execmodel, hence our Ssh, is a group's) and ssh."""
 
-    def __init__(self, destination: str) -> None:
+    def __init__(self, destination: str, role: str) -> None:
         import execnet
 
         self.destination = destination
+        self.name = f"{role} {inert(destination)}"  # how the error line names it: "client host c1"
         self.ssh = Ssh()
         self.group = execnet.Group(execmodel=_execmodel(self.ssh))
 
     def fail(self, what: str, exc: BaseException | None = None) -> LoadError:
         said = self.ssh.last_said(settle=True) or (_first(exc) if exc is not None else None)
-        return LoadError(f"client host {inert(self.destination)}: {what}" + (f" ({said})" if said else ""))
+        return LoadError(f"{self.name}: {what}" + (f" ({said})" if said else ""))
 
     def close(self) -> None:
         self.group.terminate(timeout=CLOSE_TIMEOUT_S)  # each remote interpreter exits when its channel closes
@@ -176,14 +177,14 @@ def _connect_one(reaching: _Reaching, hosts: ClientHosts, index: int, part: str)
         raise reaching.fail(f"{python} did not start or answer", exc) from None
     if hello[0] == "missing":
         raise LoadError(
-            f"client host {inert(destination)}: accept-order is not installed for {inert(str(hello[2]))} there "
+            f"{reaching.name}: accept-order is not installed for {inert(str(hello[2]))} there "
             f"({inert(str(hello[1]))}); install accept-order {VERSION} there, or give --client-python"
         )
     _, version, python, hostname, _pid = hello
     if version != VERSION:
         raise LoadError(
-            f"client host {inert(destination)} runs accept-order {inert(str(version))}, this one {VERSION}: "
-            "install the same version on every client host"
+            f"{reaching.name} runs accept-order {inert(str(version))}, this one {VERSION}: "
+            f"install accept-order {VERSION} there"
         )
     channel.send(("serve", part))
     return Host(destination, gateway, channel, str(python), str(version), str(hostname), reaching.ssh)
@@ -199,15 +200,16 @@ class Gateways:
     raises one LoadError naming the first host that failed; `close()` ends every gateway, and with it every
     remote interpreter and its load (also after a failed or interrupted connect)."""
 
-    def __init__(self, hosts: ClientHosts) -> None:
+    def __init__(self, hosts: ClientHosts, role: str = "client host") -> None:
         self.spec = hosts.validated()
+        self.role = role  # how a line names a host: "client host c1", "--observe-on srv"
         self.hosts: list[Host] = []
         self._reaching: list[_Reaching] = []
 
     def connect(self, part: str) -> list[Host]:
         """Reach every host and have it serve `part` (a module of accept-order with `serve(channel)`)."""
         dests = self.spec.destinations
-        self._reaching = [_Reaching(d) for d in dests]
+        self._reaching = [_Reaching(d, self.role) for d in dests]
         with ThreadPoolExecutor(max_workers=min(32, len(dests))) as pool:
             futures = [pool.submit(_connect_one, r, self.spec, i, part) for i, r in enumerate(self._reaching)]
             try:
