@@ -1,0 +1,68 @@
+"""The client-hosts benchmark runs end to end over a cluster of its own (tests/cluster.py): one round of 0.5 s runs,
+and the figures it prints are there and make sense (no timing asserted beyond the load's window lying inside the
+run: the rates are the benchmark's to report). Skipped where no cluster can be made; the script then says so in one
+line with its ratio as n/a, which is checked first."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cluster import problem
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_clients.py"
+DURATION_S = 0.5
+NUMBER = r"(\d+(?:\.\d+)?)"
+
+
+def test_bench_clients_runs() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--rounds", "1", "--duration", str(DURATION_S), "--concurrency", "4"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    reason = problem()
+    if reason:
+        assert "connections/s, one host / here: median n/a" in out, out
+        pytest.skip(reason)
+    for label in ("one host / here", "two hosts / here with as many drivers", "two hosts / here"):
+        assert re.search(rf"connections/s, {label}: median \d+\.\d{{3}} \(min", out), out
+    # each run: a rate, nothing failed, the load's window found around the run's duration
+    runs = re.findall(r"^\s+1  (\S+)\s+([\d,]+) conn/s \((\d+) failed, window (\d+\.\d\d) s\)", out, re.MULTILINE)
+    assert sorted(variant for variant, *_ in runs) == ["c1", "c1,c2", "here", "here-2x"], out
+    for variant, rate, failed, window in runs:
+        assert int(rate.replace(",", "")) > 0 and failed == "0", (variant, out)
+        assert DURATION_S / 2 <= float(window) <= 3 * DURATION_S, (variant, out)
+    # the generator's CPU per connection on every host of every run, and the engine's parts (a role that was
+    # never counted would read 0.00%)
+    generator = re.search(
+        rf"here: here {NUMBER}; here-2x: here {NUMBER}; c1: c1 {NUMBER}; c1,c2: c1 {NUMBER}, c2 {NUMBER}", out
+    )
+    assert generator is not None and all(float(v) > 0 for v in generator.groups()), out
+    for variant in ("c1", "c1,c2"):
+        engine = re.search(
+            rf"engine's CPU during the load from {variant}, median: coordinator {NUMBER}%, ssh {NUMBER}%, "
+            rf"sshd {NUMBER}%, remote {NUMBER}% of one CPU; all {NUMBER}%, {NUMBER} µs/conn",
+            out,
+        )
+        assert engine is not None, out
+        assert float(engine.group(1)) > 0 and float(engine.group(4)) > 0 and float(engine.group(5)) > 0, out
+    # the start-up's milestones in their order: here, the drivers then the exit; over ssh, the first ssh, the
+    # hosts' Pythons, the drivers, the exit
+    here = re.search(rf"here: last driver {NUMBER}, exit {NUMBER};", out)
+    assert here is not None and 0 < float(here.group(1)) < float(here.group(2)), out
+    for variant in ("c1", "c1,c2"):
+        steps = re.search(
+            rf"{variant}: first ssh {NUMBER}, last remote Python {NUMBER}, last driver {NUMBER}, exit {NUMBER}", out
+        )
+        assert steps is not None, out
+        figures = [float(v) for v in steps.groups()]
+        assert 0 < figures[0] <= figures[1] <= figures[2] < figures[3], (variant, out)
+    assert re.search(rf"alone: c1 {NUMBER} s, c1,c2 {NUMBER} s; ssh c1 true {NUMBER} s", out), out
+    assert "cluster removed: nothing left" in out, out
