@@ -39,8 +39,9 @@ the suite's no-child-left check skips (their children, the ssh sessions, it stil
 
 Teardown kills every process in each namespace (found by the namespace's inode, as `ip netns pids` does), deletes
 the veths, the bridge and the namespaces; `cluster.leftovers()` names whatever survived, for tests to assert it is
-empty. A run killed outright (SIGKILL) loses its sshds with it but leaves the namespaces and the bridge: the next
-Cluster made on the machine finds the lock nobody holds and removes them.
+empty. A run killed outright (SIGKILL, or a SIGTERM or SIGHUP, which pytest does not catch) loses its sshds with it
+but leaves the namespaces and the bridge: the next Cluster made on the machine finds the lock nobody holds and
+removes them.
 """
 
 from __future__ import annotations
@@ -104,6 +105,7 @@ def dies_with(parent: int) -> Callable[[], None]:
     """For preexec_fn: the child gets SIGKILL when the thread that started it ends, even by SIGKILL."""
 
     def arm() -> None:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked in the parent while it starts us
         LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         if os.getppid() != parent:  # the parent died before the line above: nobody would kill us
             os._exit(1)
@@ -288,17 +290,23 @@ class Cluster:
 
     def _start_sshd(self, name: str) -> None:
         config = self.directory / f"sshd-{name}.conf"
-        with open(self.directory / f"sshd-{name}.log", "wb") as log:
-            proc = subprocess.Popen(
-                ["ip", "netns", "exec", self.namespace(name), SSHD, "-f", str(config), "-D", "-e"],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # a Ctrl-C at the terminal reaches pytest, whose teardown ends sshd
-                preexec_fn=dies_with(os.getpid()),
-            )
+        # A Ctrl-C inside Popen (after the fork, before it returns) would lose the pid and leave sshd running: the
+        # KeyboardInterrupt waits until the process is in _procs, where teardown finds it.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            with open(self.directory / f"sshd-{name}.log", "wb") as log:
+                proc = subprocess.Popen(
+                    ["ip", "netns", "exec", self.namespace(name), SSHD, "-f", str(config), "-D", "-e"],
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # a Ctrl-C at the terminal reaches pytest, whose teardown ends sshd
+                    preexec_fn=dies_with(os.getpid()),
+                )
+            self._procs.append(proc)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         self._sshd[name] = proc
-        self._procs.append(proc)
         conftest.KEPT_BY_FIXTURES.add(proc.pid)  # alive between a module fixture's tests on purpose
 
     def _sshd_states(self) -> dict[str, str]:
@@ -327,6 +335,9 @@ class Cluster:
                 raise RuntimeError(f"sshd in {self.namespace(name)} {state}: {log[-500:]}")
 
     def _stop(self) -> None:
+        for proc in self._procs:  # ours by pid first: one still on its way into its namespace is not found there
+            if proc.poll() is None:
+                proc.kill()
         if self.tag:
             remove(self.tag, self._inodes, self.timeout)
         self._survivors = [describe(pid) for pid in pids_in(self._inodes)] if self._held else []
