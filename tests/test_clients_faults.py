@@ -376,6 +376,29 @@ def test_an_observe_host_that_cannot_be_reached_is_one_line_and_leaves_nothing(
 
 
 @needs_bpftrace
+def test_an_observe_host_lost_mid_run_is_said_and_the_load_kept(
+    cluster: Cluster, tmp_path: Path, server: tuple[subprocess.Popen[str], str, Path]
+) -> None:
+    """observe's Python in srv killed while the load runs: the load's result stands (exit 0), what became of the
+    observation is said in its place, and its bpftrace ends with it."""
+    serve, address, _ = server
+    before = opened(cluster)
+    run = start(
+        tmp_path, *target_args(cluster, tmp_path, address, "--observe-on", "srv", "-c", "4", "--duration", "6s")
+    )
+    under_way(run, cluster, before)
+    _remote_python(cluster, "srv").kill()
+    assert run.wait() == 0, run.err.text
+    document = run.document()
+    [seen] = document["evidence"]["observed_on"]
+    assert seen["host"] == "srv" and seen["error"].startswith("--observe-on srv: its connection closed"), seen
+    assert document["interrupted"] is False and all(h["lost"] is None for h in document["hosts"])
+    assert sum(h["served_total"] for h in document["hosts"]) == document["summary"]["count"] > 0
+    assert "observe on srv failed" in run.out.text
+    assert_nothing_left(cluster, str(tmp_path), tree(serve))
+
+
+@needs_bpftrace
 def test_ctrl_c_against_a_server_elsewhere_observed_there(
     cluster: Cluster, tmp_path: Path, server: tuple[subprocess.Popen[str], str, Path]
 ) -> None:

@@ -39,6 +39,7 @@ from .split import clock_offset, combined, shares, stripe_s
 
 CLOCK_ROUNDS = 8  # round trips per host; the quickest sets the offset
 START_MARGIN_S = 0.1  # beyond the slowest host's round trip: time for the go to reach every host
+CLOSED_CHANNEL = (OSError, EOFError, ValueError)  # what execnet's send raises once the host is gone
 STARTED_LATE_S = 0.05  # a host that began this much after its start time is named as late
 
 
@@ -100,9 +101,9 @@ class HostsLoad(Started):
         with ThreadPoolExecutor(max_workers=min(32, len(self.progress))) as pool:
             list(pool.map(self._clock, self.progress))
         for p, payload in zip(self.progress, self._payloads, strict=True):
-            p.host.channel.send(("load", payload))
+            self._send(p, ("load", payload), "as it was given its load")
         for p in self.progress:
-            reply = self._receive(p, 4 * READY_TIMEOUT_S, "to start its drivers")
+            reply = self._receive(p, 4 * READY_TIMEOUT_S, "for its drivers to start")
             if reply[0] != "ready":
                 raise LoadError(f"client host {p.host.destination}: {self._said(reply)}")
 
@@ -110,10 +111,19 @@ class HostsLoad(Started):
         samples = []
         for _ in range(CLOCK_ROUNDS):
             sent = time.time()
-            p.host.channel.send(("clock",))
-            reply = self._receive(p, READY_TIMEOUT_S, "to read its clock")
+            self._send(p, ("clock",), "as its clock was read")
+            reply = self._receive(p, READY_TIMEOUT_S, "for its clock")
             samples.append((sent, float(reply[1]), time.time()))
         p.offset_s, p.uncertainty_s = clock_offset(samples)
+
+    @staticmethod
+    def _send(p: _Progress, message: tuple[Any, ...], what: str) -> None:
+        try:
+            p.host.channel.send(message)
+        except CLOSED_CHANNEL:
+            raise LoadError(
+                f"client host {p.host.destination}: its connection closed {what}{p.host.last_said()}"
+            ) from None
 
     def _receive(self, p: _Progress, timeout: float, what: str) -> Any:
         channel = p.host.channel
@@ -121,9 +131,11 @@ class HostsLoad(Started):
             return channel.receive(timeout=timeout)
         except channel.TimeoutError:
             raise LoadError(f"client host {p.host.destination}: no answer in {timeout:g} s {what}") from None
-        except (channel.RemoteError, EOFError, OSError) as exc:
-            said = p.host.ssh.last_said(settle=True) or _last_line(exc)
-            raise LoadError(f"client host {p.host.destination}: lost {what} ({said})") from None
+        except channel.RemoteError as exc:  # its Python raised: the last line of its traceback
+            raise LoadError(f"client host {p.host.destination}: failed waiting {what} ({_last_line(exc)})") from None
+        except (EOFError, OSError):
+            said = p.host.last_said()
+            raise LoadError(f"client host {p.host.destination}: its connection closed waiting {what}{said}") from None
 
     @staticmethod
     def _said(reply: Any) -> str:
@@ -136,7 +148,10 @@ class HostsLoad(Started):
         common = time.time() + START_MARGIN_S + 4 * slowest
         for index, p in enumerate(self.progress):
             p.start_at = common + stripe_s(self.load, index)
-            p.host.channel.send(("go", p.start_at + p.offset_s))
+            try:
+                p.host.channel.send(("go", p.start_at + p.offset_s))
+            except CLOSED_CHANNEL:  # gone since it said ready: the others go on without it
+                p.lost = f"its connection closed before the go{p.host.last_said()}"
         try:
             self._follow(on_tick, common, deadline=None)
         except (KeyboardInterrupt, WorkerExited) as exc:
@@ -153,8 +168,8 @@ class HostsLoad(Started):
             if not p.done:
                 try:
                     p.host.channel.send(("stop",))
-                except (OSError, EOFError, ValueError):
-                    p.lost = p.lost or "its connection closed as the run was stopped"
+                except CLOSED_CHANNEL:
+                    p.lost = p.lost or f"its connection closed as the run was stopped{p.host.last_said()}"
 
     def _follow(self, on_tick: Callable[[int, float], None] | None, common: float, deadline: float | None) -> None:
         next_tick = time.monotonic() + TICK_S
