@@ -1,9 +1,10 @@
 """A cluster of "hosts" on one machine for the multi-host tests (issue 29 §2): network namespaces on a bridge, each
 running an sshd of its own, reached through an ssh config file of the cluster's own.
 
-Use it as a module-scoped fixture, one cluster per test file. Measured here (Linux 6.18, 2 busy vCPUs): making c1,
-c2 and srv takes ~0.12 s and removing them ~0.12 s; then `ssh c1 true` ~0.17 s and an execnet gateway with one
-round trip ~0.27 s (each pays an ssh connection: keep a gateway rather than reopen it).
+Use it as a module-scoped fixture, one cluster per test file. Measured here (Linux 6.18, 2 vCPUs; medians at load
+~1.5, then at load ~6): making c1, c2 and srv takes 0.12 s (0.35 s) and removing them 0.12 s (0.16 s); then
+`ssh c1 true` 0.17 s (0.27 s) and an execnet gateway with one round trip 0.27 s (0.41 s): each pays an ssh
+connection, so keep a gateway rather than reopen it.
 
     from cluster import Cluster, cluster_fixture
 
