@@ -9,9 +9,11 @@ latency --target SRV:8080 -w W --duration D -c C --driver-procs P --json FILE` (
 from:
 - here, the root namespace on the bridge, without --clients: the reference (its drivers are its children), with
   P drivers, and with 2P (`here-2x`: as many as two hosts run between them, the like-for-like reference for two);
+- inside c1's namespace, without --clients (`in-c1`: `ip netns exec`): c1's network path (two veths and the
+  bridge to srv, where here crosses one veth) with no ssh and no engine, the like-for-like reference for c1;
 - c1 (`--clients c1 --ssh-config CLUSTER/ssh_config`): one client host, P drivers there;
 - c1 and c2 (`--clients c1,c2`): two hosts, the concurrency split between them, P drivers on each.
-The four alternate within a round, the order rotating every round. Printed per run: connections/s (served over
+The five alternate within a round, the order rotating every round. Printed per run: connections/s (served over
 the load's wall time, from the JSON), the generator's CPU per connection (summary.client_cpu_us here,
 hosts[].client_cpu_us_per_connection on each host), the server's workers' CPU per connection, and the engine's
 own CPU over the load's window (from the server's first CPU tick to its last): the coordinator's (the command's
@@ -72,7 +74,9 @@ SAMPLE_S = 0.05  # load runs: the window is found to this
 STARTUP_SAMPLE_S = 0.01  # start-up runs: a driver of a 2-connection load lives a few hundred ms
 RUN_TIMEOUT_S = 300.0
 HERE, HERE_2X = "here", "here-2x"  # from the root namespace: P drivers, and 2P (as many as two hosts run)
-VARIANTS = (HERE, HERE_2X, "c1", "c1,c2")
+IN_C1 = "in-c1"  # the local command run inside c1's namespace: c1's network path, no ssh, no engine
+LOCAL = (HERE, HERE_2X, IN_C1)
+VARIANTS = (HERE, HERE_2X, IN_C1, "c1", "c1,c2")
 STARTUPS = (HERE, "c1", "c1,c2")
 MILESTONES = {"ssh": "first ssh", "remote": "last remote Python", "drivers": "last driver", "exit": "exit"}
 ENGINE = ("coordinator", "ssh", "sshd", "remote")  # the roles that carry the channel (remote: execnet's end)
@@ -142,7 +146,9 @@ class Bench:
     def command(self, variant: str, *load: str) -> list[str]:
         argv = [sys.executable, "-m", "accept_order", "latency", "--target", f"{self.server_address}:{PORT}"]
         argv += ["-w", str(self.args.workers), *load]
-        if variant not in (HERE, HERE_2X):
+        if variant == IN_C1:
+            return ["ip", "netns", "exec", self.cluster.namespace("c1"), *argv]  # exec'd: the pid is the command's
+        if variant not in LOCAL:
             argv += ["--clients", variant, "--ssh-config", str(self.cluster.ssh_config)]
         return argv
 
@@ -173,7 +179,7 @@ class Bench:
         result = json.loads(path.read_text())
         run = Run(variant, float(result["summary"]["throughput"]), int(result["summary"]["count"]))
         run.failed = sum(result["errors"].values())
-        if variant in (HERE, HERE_2X):
+        if variant in LOCAL:
             run.generator_us["here"] = result["summary"].get("client_cpu_us")
         for host in result.get("hosts", []):
             run.generator_us[host["destination"]] = host["client_cpu_us_per_connection"]
@@ -246,7 +252,7 @@ def us(value: float | None) -> str:
 
 
 def engine_roles(variant: str) -> tuple[str, ...]:
-    return ("coordinator",) if variant in (HERE, HERE_2X) else ENGINE
+    return ("coordinator",) if variant in LOCAL else ENGINE
 
 
 def engine_text(run: Run) -> str:
@@ -279,6 +285,7 @@ def summary(
 
     for variant, reference, label in (
         ("c1", HERE, "one host / here"),
+        ("c1", IN_C1, "one host / the same from inside c1 without ssh"),
         ("c1,c2", HERE_2X, "two hosts / here with as many drivers"),
         ("c1,c2", HERE, "two hosts / here"),
     ):
@@ -286,7 +293,7 @@ def summary(
         print(ratio_line(f"connections/s, {label}", ratios) + f" over {len(ratios)} rounds")
     generator = "; ".join(
         f"{variant}: " + ", ".join(f"{h} {us(median([r[variant].generator_us.get(h) for r in rounds]))}" for h in hosts)
-        for variant, hosts in ((HERE, ["here"]), (HERE_2X, ["here"]), ("c1", ["c1"]), ("c1,c2", ["c1", "c2"]))
+        for variant, hosts in (*((v, ["here"]) for v in LOCAL), ("c1", ["c1"]), ("c1,c2", ["c1", "c2"]))
     )
     print(f"generator's CPU per connection, median µs: {generator}")
     for variant in VARIANTS:
@@ -336,7 +343,7 @@ def measure(cluster: Any, args: argparse.Namespace, scratch: Path) -> None:
     ssh_s: list[float] = []
     connects: list[dict[str, float]] = []
     for number in range(1, args.rounds + 1):
-        order = VARIANTS[number % 4 :] + VARIANTS[: number % 4]
+        order = VARIANTS[number % len(VARIANTS) :] + VARIANTS[: number % len(VARIANTS)]
         runs = {variant: bench.load(variant) for variant in order}
         for variant in VARIANTS:
             print_run(number, runs[variant])

@@ -31,18 +31,26 @@ def test_bench_clients_runs() -> None:
     if reason:
         assert "connections/s, one host / here: median n/a" in out, out
         pytest.skip(reason)
-    for label in ("one host / here", "two hosts / here with as many drivers", "two hosts / here"):
+    labels = (
+        "one host / here",
+        "one host / the same from inside c1 without ssh",
+        "two hosts / here with as many drivers",
+        "two hosts / here",
+    )
+    for label in labels:
         assert re.search(rf"connections/s, {label}: median \d+\.\d{{3}} \(min", out), out
     # each run: a rate, nothing failed, the load's window found around the run's duration
     runs = re.findall(r"^\s+1  (\S+)\s+([\d,]+) conn/s \((\d+) failed, window (\d+\.\d\d) s\)", out, re.MULTILINE)
-    assert sorted(variant for variant, *_ in runs) == ["c1", "c1,c2", "here", "here-2x"], out
+    assert sorted(variant for variant, *_ in runs) == ["c1", "c1,c2", "here", "here-2x", "in-c1"], out
     for variant, rate, failed, window in runs:
         assert int(rate.replace(",", "")) > 0 and failed == "0", (variant, out)
         assert DURATION_S / 2 <= float(window) <= 3 * DURATION_S, (variant, out)
     # the generator's CPU per connection on every host of every run, and the engine's parts (a role that was
     # never counted would read 0.00%)
     generator = re.search(
-        rf"here: here {NUMBER}; here-2x: here {NUMBER}; c1: c1 {NUMBER}; c1,c2: c1 {NUMBER}, c2 {NUMBER}", out
+        rf"here: here {NUMBER}; here-2x: here {NUMBER}; in-c1: here {NUMBER}; c1: c1 {NUMBER}; c1,c2: c1 {NUMBER}, "
+        rf"c2 {NUMBER}",
+        out,
     )
     assert generator is not None and all(float(v) > 0 for v in generator.groups()), out
     for variant in ("c1", "c1,c2"):
