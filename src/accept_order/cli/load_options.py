@@ -181,6 +181,8 @@ def client_hosts(options: dict[str, Any], server: ServerSpec | None) -> ClientHo
         hosts = ClientHosts(tuple(dests or ()), config, python, observe_on).validated()
     except PlanError as exc:
         raise click.UsageError(str(exc)) from None
+    if dests is not None:
+        _reachable_on_purpose()
     if server is None or dests is None:
         return hosts  # observed elsewhere, driven from here: wherever the server listens, this host reaches it
     from ..servers.remote import RemoteKind
@@ -201,6 +203,17 @@ def client_hosts(options: dict[str, Any], server: ServerSpec | None) -> ClientHo
             "this host the client hosts can reach)"
         )
     return hosts
+
+
+def _reachable_on_purpose() -> None:
+    """Drop the warning that the workers listen where others can reach them (--host): with --clients, that
+    is what the user asked for (the client hosts must reach them), not an oversight to point out."""
+    from ..core.run_warnings import WarningKind
+
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None and "accept_order.warnings" in ctx.meta:
+        said = ctx.meta["accept_order.warnings"]
+        said[:] = [w for w in said if getattr(w, "kind", None) != WarningKind.REACHABLE_HOST]
 
 
 def driver_procs_help(what: str) -> str:
