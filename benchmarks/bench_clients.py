@@ -22,13 +22,14 @@ interpreters' (execnet's end of the channel on each host, its drivers apart), as
 together, per connection. Each thread's CPU time in ns (/proc/PID/task/TID/schedstat), read every 50 ms by a
 thread here (proc_cpu.py).
 
-Then the start-up: `latency --target SRV:8080 -n 2 -c 2` from here (P drivers), from c1 and from c1,c2, timed
-from the command's start (processes' start times in /proc, 10 ms ticks) to its first ssh (the coordinator's own
-start-up is before it), to the last host's Python (forked by its sshd: the ssh handshake is before it), to its
-last driver (the remote import, hello and version check, clock rounds and the load handed over are before it;
-the go comes START_MARGIN_S = 0.1 s after the drivers are ready) and to its exit; reaching the hosts alone
-(loads/hosts/gateways.Gateways.connect: ssh, the remote Python, accept-order imported there, its version
-checked); and `ssh -F CLUSTER/ssh_config c1 true`, the bare handshake.
+Then the start-up: `latency --target SRV:8080 --duration 0.3s -c 4` (a short load, so that a driver lives long
+enough to be seen: one of `-n 2` could start and end between two samples) from here (P drivers), from c1 and from
+c1,c2, timed from the command's start (processes' start times in /proc, 10 ms ticks) to its first ssh (the
+coordinator's own start-up is before it), to the last host's Python (forked by its sshd: the ssh handshake is
+before it), to its last driver (the remote import, hello and version check, clock rounds and the load handed over
+are before it; the go comes START_MARGIN_S = 0.1 s after the drivers are ready) and to its exit; reaching the
+hosts alone (loads/hosts/gateways.Gateways.connect: ssh, the remote Python, accept-order imported there, its
+version checked); and `ssh -F CLUSTER/ssh_config c1 true`, the bare handshake.
 
 On this machine every namespace shares the same CPUs with the server's workers: a second host cannot raise the
 rate here, its drivers take CPU from the first host's and from the server. What a cluster of namespaces can show
@@ -71,7 +72,8 @@ from accept_order.loads.hosts.gateways import Gateways  # noqa: E402
 PROG = "bench_clients.py"
 PORT = 8080
 SAMPLE_S = 0.05  # load runs: the window is found to this
-STARTUP_SAMPLE_S = 0.01  # start-up runs: a driver of a 2-connection load lives a few hundred ms
+STARTUP_SAMPLE_S = 0.01  # start-up runs: their drivers live STARTUP_LOAD_S and more
+STARTUP_LOAD_S = 0.3
 RUN_TIMEOUT_S = 300.0
 HERE, HERE_2X = "here", "here-2x"  # from the root namespace: P drivers, and 2P (as many as two hosts run)
 IN_C1 = "in-c1"  # the local command run inside c1's namespace: c1's network path, no ssh, no engine
@@ -190,9 +192,11 @@ class Bench:
         return run
 
     def startup(self, variant: str) -> dict[str, float]:
-        """Seconds from a 2-connection run's start to each of its milestones (MILESTONES: the first ssh started,
+        """Seconds from a short run's start to each of its milestones (MILESTONES: the first ssh started,
         the last host's Python forked by its sshd, the last driver started; the exit)."""
-        sampler, wall = self.run(variant, self.command(variant, "-n", "2", "-c", "2"), STARTUP_SAMPLE_S)
+        sampler, wall = self.run(
+            variant, self.command(variant, "--duration", f"{STARTUP_LOAD_S}s", "-c", "4"), STARTUP_SAMPLE_S
+        )
         began = sampler.started["coordinator"][0]
         seen = {"ssh": min, "remote": max, "drivers": max}
         found = {
@@ -316,7 +320,7 @@ def summary(
         )
         for v in STARTUPS
     )
-    print(f"start-up (-n 2), median of {len(startups)}, s from the command's start: {said}")
+    print(f"start-up ({STARTUP_LOAD_S:g} s load), median of {len(startups)}, s from the command's start: {said}")
     reach = ", ".join(f"{v} {statistics.median([c[v] for c in connects]):.2f} s" for v in STARTUPS[1:])
     bare = statistics.median(ssh_s)
     print(f"of which reaching the hosts (ssh, Python, import, hello), alone: {reach}; ssh c1 true {bare:.2f} s")
