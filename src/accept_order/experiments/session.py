@@ -14,6 +14,7 @@ what was driven). `run_each` runs variants one after another and keeps what fini
 from __future__ import annotations
 
 import dataclasses
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -150,6 +151,8 @@ def lifecycle(
     finally:
         with deferred():
             target.close()
+            if (hosts := sys.modules.get("accept_order.loads.hosts.gateways")) is not None:
+                hosts.close_kept()  # the client hosts its loads kept (loaded only where a load had --clients)
     return result
 
 

@@ -76,9 +76,10 @@ class HostsLoad(Started):
     ) -> None:
         self.load = load.validated()
         self.hosts = hosts.validated()
-        self.parts = shares(self.load, len(self.hosts.destinations))
+        self.parts = shares(self.load, len(self.hosts.destinations))  # refused here, before any host is reached
+        self._given = (address, attribution, protocol)
         try:
-            self._payloads = [pickle.dumps((address, attribution, part, protocol)) for part in self.parts]
+            pickle.dumps(self._given)
         except (pickle.PicklingError, TypeError, AttributeError) as exc:
             raise PlanError(
                 f"--clients: this server's way of naming its workers cannot go to another host ({exc})"
@@ -86,6 +87,7 @@ class HostsLoad(Started):
         self.attribution = attribution
         self.gateways = Gateways(self.hosts)
         self.progress: list[_Progress] = []
+        self._whole = False  # every host reported and nothing stopped the load: its hosts are kept for the next
         self._inbox: queue.Queue[tuple[int, Any]] = queue.Queue()
 
     @property
@@ -97,10 +99,14 @@ class HostsLoad(Started):
 
     def start(self) -> None:
         connected = self.gateways.connect(load_side.__name__)
+        if len(connected) < len(self.parts):  # a later load: the hosts still there drive the lost ones' share
+            self.parts = shares(self.load, len(connected))
         self.progress = [_Progress(host, part) for host, part in zip(connected, self.parts, strict=True)]
         with ThreadPoolExecutor(max_workers=min(32, len(self.progress))) as pool:
             list(pool.map(self._clock, self.progress))
-        for p, payload in zip(self.progress, self._payloads, strict=True):
+        address, attribution, protocol = self._given
+        for p in self.progress:
+            payload = pickle.dumps((address, attribution, p.load, protocol))
             self._send(p, ("load", payload), "as it was given its load")
         for p in self.progress:
             reply = self._receive(p, 4 * READY_TIMEOUT_S, "for its drivers to start")
@@ -161,7 +167,9 @@ class HostsLoad(Started):
             result = self._result(common)
             result.interrupted = exc
             return result
-        return self._result(common)
+        result = self._result(common)
+        self._whole = all(p.result is not None for p in self.progress)
+        return result
 
     def _tell_stop(self) -> None:
         for p in self.progress:
@@ -219,7 +227,12 @@ class HostsLoad(Started):
             merged = merged.placed(places)
             for p in reported:
                 p.result = p.result.placed({k: places[k] for k in p.result.keys()}) if p.result is not None else None
-        merged.hosts = [self._outcome(p, common) for p in self.progress]
+        outcomes = {p.host.destination: self._outcome(p, common) for p in self.progress}
+        for destination, why in self.gateways.unreached.items():
+            outcomes[destination] = HostOutcome(
+                destination, LatencyHistogram(), {}, (), 0.0, lost=f"not reached for this load: {why}"
+            )
+        merged.hosts = [outcomes[d] for d in self.hosts.destinations if d in outcomes]
         return merged
 
     @staticmethod
@@ -244,7 +257,11 @@ class HostsLoad(Started):
         )
 
     def close(self) -> None:
-        self.gateways.close()
+        """A load that ended whole keeps its hosts for the run's next load (Gateways.keep); any other ends them."""
+        if self._whole:
+            self.gateways.keep()
+        else:
+            self.gateways.close()
 
 
 def _by_key(result: LoadResult) -> LoadResult:

@@ -149,9 +149,11 @@ class _Reaching:
         import execnet
 
         self.destination = destination
+        self.role = role
         self.name = f"{role} {inert(destination)}"  # how the error line names it: "client host c1"
         self.ssh = Ssh()
         self.group = execnet.Group(execmodel=_execmodel(self.ssh))
+        self.gateway: Any = None  # once reached
 
     def fail(self, what: str, exc: BaseException | None = None) -> LoadError:
         said = self.ssh.last_said(settle=True) or (_first(exc) if exc is not None else None)
@@ -160,15 +162,38 @@ class _Reaching:
     def close(self) -> None:
         self.group.terminate(timeout=CLOSE_TIMEOUT_S)  # each remote interpreter exits when its channel closes
 
+    def restart(self) -> None:
+        """A host kept from the run's last load that did not answer its greeting: ended, to be reached anew."""
+        import execnet
+
+        self.close()
+        self.ssh = Ssh()
+        self.group = execnet.Group(execmodel=_execmodel(self.ssh))
+        self.gateway = None
+
 
 def _connect_one(reaching: _Reaching, hosts: ClientHosts, index: int, part: str) -> Host:
     import execnet
 
     destination = reaching.destination
+    if reaching.gateway is not None:  # kept from the run's last load: greeted again, or reached anew
+        try:
+            return _greet(reaching, reaching.gateway, hosts, part)
+        except LoadError:
+            reaching.restart()
     try:
         gateway = reaching.group.makegateway(_spec(destination, hosts, index))
     except (execnet.HostNotFound, OSError, EOFError) as exc:  # ssh's exit 255, or its pipe closed as execnet wrote
         raise reaching.fail("could not be reached over ssh", exc) from None
+    reaching.gateway = gateway
+    return _greet(reaching, gateway, hosts, part)
+
+
+def _greet(reaching: _Reaching, gateway: Any, hosts: ClientHosts, part: str) -> Host:
+    """Start remote_side on the host, check its accept-order, and have it serve `part`."""
+    import execnet
+
+    destination = reaching.destination
     try:  # ssh connected, but its command may have failed at once (no such Python): execnet sees a closed pipe
         channel = gateway.remote_exec(remote_side)
         hello = channel.receive(timeout=HELLO_TIMEOUT_S)
@@ -205,11 +230,15 @@ class Gateways:
         self.role = role  # how a line names a host: "client host c1", "--observe-on srv"
         self.hosts: list[Host] = []
         self._reaching: list[_Reaching] = []
+        # A later load of the run (its hosts were kept): a host that cannot be reached now is lost to this load,
+        # named with why, and the others drive its share; the run's first load refuses to start without it.
+        self.unreached: dict[str, str] = {}
 
     def connect(self, part: str) -> list[Host]:
         """Reach every host and have it serve `part` (a module of accept-order with `serve(channel)`)."""
         dests = self.spec.destinations
-        self._reaching = [_Reaching(d, self.role) for d in dests]
+        kept = _kept.pop((self.spec, self.role), None)
+        self._reaching = [(kept or {}).get(d) or _Reaching(d, self.role) for d in dests]
         with ThreadPoolExecutor(max_workers=min(32, len(dests))) as pool:
             futures = [pool.submit(_connect_one, r, self.spec, i, part) for i, r in enumerate(self._reaching)]
             try:
@@ -223,9 +252,20 @@ class Gateways:
                 for reaching in self._reaching:
                     reaching.ssh.cancel()
                 raise
-        if failures:
+        if failures and (kept is None or not self.hosts):
             raise failures[0]
+        for reaching, future in zip(self._reaching, futures, strict=True):
+            if (failure := future.exception()) is not None:
+                self.unreached[reaching.destination] = str(failure)
         return self.hosts
+
+    def keep(self) -> None:
+        """Keep the hosts reached for the run's next load (a ramp's step, a burst's size): their gateways stay
+        up, each greeted again then (a few ms) instead of a new ssh handshake. `close_kept()` ends them."""
+        live = {h.destination for h in self.hosts}
+        _kept[(self.spec, self.role)] = {r.destination: r for r in self._reaching if r.destination in live}
+        self._reaching = [r for r in self._reaching if r.destination not in live]
+        self.close()
 
     def close(self) -> None:
         reaching, self._reaching = self._reaching, []
@@ -234,3 +274,17 @@ class Gateways:
         elif reaching:
             with ThreadPoolExecutor(max_workers=min(32, len(reaching))) as pool:
                 list(pool.map(_Reaching.close, reaching))  # at once: each may wait CLOSE_TIMEOUT_S for its host
+
+
+# The hosts a run keeps between its loads (Gateways.keep), by the hosts' spec and role; the session ends them
+# with the run (close_kept), whatever ended it.
+_kept: dict[tuple[ClientHosts, str], dict[str, _Reaching]] = {}
+
+
+def close_kept() -> None:
+    """End every host kept between loads: the run is over."""
+    reachings = [r for kept in _kept.values() for r in kept.values()]
+    _kept.clear()
+    if reachings:
+        with ThreadPoolExecutor(max_workers=min(32, len(reachings))) as pool:
+            list(pool.map(_Reaching.close, reachings))
