@@ -2,7 +2,10 @@
 
 The connections, the concurrency and an open loop's rate are split as evenly as they go (each host runs its
 own --driver-procs). An open loop's schedule is striped: host i starts i/R seconds after host 0 (R the whole
-rate), so that the hosts' arrivals interleave rather than coincide.
+rate), so that the hosts' arrivals interleave rather than coincide. That takes an equal rate on every host
+(R/N each): its connections due every N/R, host i's at i/R + k*N/R. The rate is not split as the concurrency
+is (the most in flight, which -c 3 over two hosts cannot split evenly): a host with more of the rate than of
+the connections would finish early, and the load's last part would run at a fraction of --rate.
 """
 
 from __future__ import annotations
@@ -34,15 +37,19 @@ def shares(load: ConcurrentLoad, hosts: int) -> list[ConcurrentLoad]:
         )
     slots = split(load.concurrency, hosts)
     counts = split(load.connections, hosts) if load.connections is not None else [None] * hosts
-    return [
+    parts = [
         dataclasses.replace(
             load,
             concurrency=slots[i],
             connections=counts[i],
-            rate=None if load.rate is None else load.rate * slots[i] / load.concurrency,
+            rate=None if load.rate is None else load.rate / hosts,
         ).validated()
         for i in range(hosts)
     ]
+    # Without the hosts, a part is a load to drive where it is: the host's LoadGenerator then checks it against
+    # the host's own open-file limit and CPUs (this host's say nothing of theirs; over its limit, the share's
+    # connections would fail with EMFILE, counted as the server's failures)
+    return [dataclasses.replace(part, clients=None) for part in parts]
 
 
 def stripe_s(load: ConcurrentLoad, index: int) -> float:
