@@ -16,11 +16,13 @@ drivers are stopped and reaped, and the interpreter exits.
 from __future__ import annotations
 
 import pickle
+import resource
 import threading
 import time
 from typing import Any
 
 from ...core.signals import deferred
+from ...core.spec import FD_MARGIN, ConcurrentLoad
 from ..generator import LoadGenerator
 from .remote_side import CLOSED
 
@@ -46,6 +48,7 @@ def serve(channel: Any) -> None:
 
     channel.setcallback(heard, endmarker=CLOSED)
     try:
+        make_room(load)
         with LoadGenerator(address, attribution, load, protocol) as generator:
             channel.send(("ready",))
             went.wait()
@@ -67,3 +70,15 @@ def serve(channel: Any) -> None:
     except Exception as exc:  # noqa: BLE001 - said in one line on the coordinator
         if not stopping.is_set():
             channel.send(("error", f"{type(exc).__name__}: {exc}"))
+
+
+def make_room(load: ConcurrentLoad) -> None:
+    """Raise this host's open-file soft limit, up to its hard limit, for the share's connections (the drivers
+    inherit it), as `burst` does on the coordinator (experiments/burst/run.py make_room): an ssh session often
+    starts at a soft 1024 under a hard limit far above, and the coordinator's limits say nothing of this host's.
+    A share beyond the hard limit is then refused by the LoadGenerator, in one line naming the host."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    need = load.concurrency + FD_MARGIN
+    if soft == resource.RLIM_INFINITY or need <= soft:
+        return
+    resource.setrlimit(resource.RLIMIT_NOFILE, (need if hard == resource.RLIM_INFINITY else min(need, hard), hard))
