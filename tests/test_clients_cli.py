@@ -48,6 +48,11 @@ def own_address() -> str | None:
         (["latency", "--clients", "c1,c1", "--host", "192.0.2.1"], ("names a host twice",)),
         (["latency", "--clients", "-oProxyCommand=x", "--host", "192.0.2.1"], ("not an ssh destination",)),
         (["burst", "--clients", "c1,c2"], ("whole numbers", "--client-hosts")),
+        # burst's --clients counts connections: its lines name the hosts' option as it is spelt there
+        (["burst", "--clients", "10", "--ssh-config", "/etc/hostname"], ("--ssh-config goes with --client-hosts",)),
+        (["burst", "--clients", "10", "--client-hosts", "c1,c1", "--host", "192.0.2.1"], ("--client-hosts names",)),
+        (["burst", "--clients", "10", "--client-hosts", "-x", "--host", "192.0.2.1"], ("--client-hosts: '-x'",)),
+        (["burst", "--clients", "10", "--client-hosts", "c1"], ("--client-hosts: the workers listen on 127.0.0.1",)),
         (["reload", "--clients", "c1"], ("No such option",)),
         (["compare", "--clients", "c1"], ("No such option",)),
     ],
@@ -61,6 +66,8 @@ def test_driver_procs_are_said_per_host() -> None:
         said = " ".join(run_cli([command, "--help"]).stdout.split())  # as one line: --help wraps at 80
         assert "(per client host with --clients)" in said, command
         assert "--client-hosts" in said and "--ssh-config" in said and "--client-python" in said, command
+    burst = " ".join(run_cli(["burst", "--help"]).stdout.split())
+    assert "With --clients" not in burst and "as --clients" not in burst  # its --clients are connection counts
 
 
 @pytest.fixture

@@ -111,7 +111,7 @@ def burst(
     batch_given = options.get("accept_batch") is not None
     base = server_spec(options, mode=None if elsewhere else first_available(modes, servers))
     servers = [base.kind] if elsewhere else servers
-    hosts = client_hosts(options, base)
+    hosts = client_hosts(options, base, "--client-hosts")
     plan = BurstPlan(
         tuple(clients), driver_procs, timeout_s, load_cpus(options, base, hosts), requests_per_connection, hosts
     ).validated()

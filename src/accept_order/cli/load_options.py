@@ -127,6 +127,7 @@ def clients_options(counts_taken: bool = False) -> Callable[[F], F]:
     --client-python: latency, sweep, burst, ramp. `counts_taken`: the command's --clients counts
     connections (burst); the hosts are then --client-hosts only (every command takes that name too)."""
     names = ("--client-hosts",) if counts_taken else ("--clients", "--client-hosts")
+    hosts = names[0]  # how the help names the hosts' option: never burst's --clients, which counts connections
     return apply(
         [
             click.option(
@@ -143,30 +144,31 @@ def clients_options(counts_taken: bool = False) -> Callable[[F], F]:
                 metavar="FILE",
                 default=None,
                 callback=_existing_file,
-                help="With --clients: ssh's config file to reach them with (ssh -F).",
+                help=f"With {hosts}: ssh's config file to reach them with (ssh -F).",
             ),
             click.option(
                 "--client-python",
                 metavar="PATH",
                 default=None,
-                help="With --clients: the Python with accept-order on the client hosts [default: this one's path "
+                help=f"With {hosts}: the Python with accept-order on the client hosts [default: this one's path "
                 "where it exists there, else python3].",
             ),
             click.option(
                 "--observe-on",
                 metavar="DEST",
                 default=None,
-                help="Run observe on the server's host (an ssh destination, as --clients) for the load's window, "
+                help=f"Run observe on the server's host (an ssh destination, as {hosts}) for the load's window, "
                 "and set its per-worker accepts, CPU and load beside the load's own counts.",
             ),
         ]
     )
 
 
-def client_hosts(options: dict[str, Any], server: ServerSpec | None) -> ClientHosts | None:
+def client_hosts(options: dict[str, Any], server: ServerSpec | None, option: str = "--clients") -> ClientHosts | None:
     """Pops --clients (or --client-hosts), --ssh-config and --client-python: the hosts the load generator runs
     on, or None (here). The server must be where they can reach it: not on a loopback address (each host
-    would reach its own), nor on every address at once (they need one to connect to)."""
+    would reach its own), nor on every address at once (they need one to connect to). `option`: how the
+    command's lines name the hosts (burst: --client-hosts, its --clients counting connections)."""
     import ipaddress
 
     dests, config, python, observe_on = (
@@ -175,10 +177,10 @@ def client_hosts(options: dict[str, Any], server: ServerSpec | None) -> ClientHo
     if dests is None and observe_on is None:
         given = [name for name, value in (("--ssh-config", config), ("--client-python", python)) if value is not None]
         if given:
-            raise click.UsageError(f"{given[0]} goes with --clients or --observe-on (the hosts to reach)")
+            raise click.UsageError(f"{given[0]} goes with {option} or --observe-on (the hosts to reach)")
         return None
     try:
-        hosts = ClientHosts(tuple(dests or ()), config, python, observe_on).validated()
+        hosts = ClientHosts(tuple(dests or ()), config, python, observe_on).validated(option)
     except PlanError as exc:
         raise click.UsageError(str(exc)) from None
     if dests is not None:
@@ -199,7 +201,7 @@ def client_hosts(options: dict[str, Any], server: ServerSpec | None) -> ClientHo
     if address.is_loopback or address.is_unspecified:
         where = "only this host reaches" if address.is_loopback else "is no one address to connect to"
         raise click.UsageError(
-            f"--clients: the workers listen on {server.host}, which {where}: give --host ADDRESS (an address of "
+            f"{option}: the workers listen on {server.host}, which {where}: give --host ADDRESS (an address of "
             "this host the client hosts can reach)"
         )
     return hosts

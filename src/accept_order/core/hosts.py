@@ -33,18 +33,19 @@ class ClientHosts:
     # the same engine); None: not observed. The only host there may be (no --clients: the load runs here).
     observe_on: str | None = None
 
-    def validated(self) -> ClientHosts:
+    def validated(self, option: str = "--clients") -> ClientHosts:
+        """`option`: what the user named the hosts with (burst's --clients counts connections: --client-hosts)."""
         if not self.destinations and self.observe_on is None:
-            raise PlanError("--clients needs at least one ssh destination")
+            raise PlanError(f"{option} needs at least one ssh destination")
         if len(self.destinations) > MAX_CLIENT_HOSTS:
-            raise PlanError(f"--clients names {len(self.destinations)} hosts; at most {MAX_CLIENT_HOSTS}")
-        named = [("--clients", d) for d in self.destinations]
+            raise PlanError(f"{option} names {len(self.destinations)} hosts; at most {MAX_CLIENT_HOSTS}")
+        named = [(option, d) for d in self.destinations]
         for option, dest in named + ([("--observe-on", self.observe_on)] if self.observe_on is not None else []):
             # ssh would read a destination that starts with '-' as an option, and a space splits it in two
             if not dest or dest.startswith("-") or any(c.isspace() or not c.isprintable() for c in dest):
                 raise PlanError(f"{option}: {dest!r} is not an ssh destination")
         if len(set(self.destinations)) != len(self.destinations):
-            raise PlanError("--clients names a host twice: give each once (its --driver-procs are per host)")
+            raise PlanError(f"{option} names a host twice: give each once (its --driver-procs are per host)")
         for name, value in (("--ssh-config", self.ssh_config), ("--client-python", self.python)):
             if value is not None and (not value or any(c.isspace() or not c.isprintable() for c in value)):
                 raise PlanError(f"{name} {value!r} is not a path")
