@@ -148,6 +148,10 @@ def test_hosts_that_do_not_add_up_to_the_run_are_refused(saved: Path, tmp_path: 
     wide = copy.deepcopy(document)
     wide["hosts"][0]["served"] = [*wide["hosts"][0]["served"], 0]
     _show_refuses(wide, tmp_path, "hosts[0].served")
+    moved = copy.deepcopy(document)  # the same total, on other workers than the run counted
+    moved["hosts"][0]["served"][0] += 1
+    moved["hosts"][0]["served"][1] -= 1
+    _show_refuses(moved, tmp_path, "hosts", "per-worker")
 
 
 WRONG: tuple[Any, ...] = (None, "", "x", True, -1, 0.5, 1e30, 10**30, [], {}, {"a": 1})

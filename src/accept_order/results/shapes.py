@@ -245,8 +245,8 @@ def hosts_fit_workers(run: Mapping[str, Any], at: str) -> None:
 
 
 def hosts_add_up(run: Mapping[str, Any], at: str) -> None:
-    """The run's histogram and failures are its client hosts' added (none counted twice, none left out): a
-    run with `hosts` was driven from them only (a lost host's connections are in neither)."""
+    """The run's histogram, failures and per-worker counts are its client hosts' added (none counted twice,
+    none left out): a run with `hosts` was driven from them only (a lost host's connections are in neither)."""
     hosts = run.get("hosts")
     if not hosts:
         return
@@ -264,6 +264,13 @@ def hosts_add_up(run: Mapping[str, Any], at: str) -> None:
         )
     if +failed != +Counter(run.get("errors", {})):
         raise SchemaError(child(at, "hosts"), "the hosts' failures are not the run's (errors): they add up to them")
+    served: Counter[int] = Counter()  # per worker: a host's count of a worker it did not reach may be left out
+    for host in hosts:
+        served.update(dict(enumerate(host.get("served", []))))
+    if +served != +Counter(dict(enumerate(run.get("served", [])))):
+        raise SchemaError(
+            child(at, "hosts"), "the hosts' per-worker counts (served) are not the run's: they add up to them"
+        )
 
 
 # -- the kernel's evidence (probes/evidence.py, and what the session and servers add to it) ---------------
