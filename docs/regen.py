@@ -302,6 +302,57 @@ def _hello_py(workdir: Path) -> Iterator[None]:
     yield
 
 
+@contextlib.contextmanager
+def _cluster(workdir: Path) -> Iterator[None]:
+    """docs/howto/cluster.md: client hosts c1, c2, c3 and a server host, network namespaces on a bridge with an
+    sshd each (tests/cluster.py, the suite's own); `accept-order serve -w 4` on the server's address, port 8080.
+    The cluster's ssh config is copied to the page's scratch directory as `ssh_config`, its server host named
+    `server` there, and an `ssh` first on the block's PATH adds `-F ssh_config` (the block's command is then a
+    real cluster's, whose hosts are in ~/.ssh/config: `--ssh-config FILE` in a page must name a file that exists
+    when tests/test_docs.py parses it); $SERVER is the server's address, for --target, which this host resolves
+    (`server` is an ssh alias only)."""
+    import shutil
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    import cluster  # imports pytest and the suite's conftest: only when a block asks for a cluster
+
+    reason = cluster.problem()
+    ssh = shutil.which("ssh")
+    if reason or ssh is None:
+        raise RuntimeError(f"setup cluster: {reason or 'ssh is not installed'}")
+    with cluster.Cluster(workdir / "cluster", clients=3, server=True) as made:
+        config = workdir / "ssh_config"
+        config.write_text(made.ssh_config.read_text().replace("Host srv\n", "Host server\n"))
+        wrapper = workdir / "bin" / "ssh"
+        wrapper.parent.mkdir(exist_ok=True)
+        wrapper.write_text(f'#!/bin/sh\nexec {shlex.quote(ssh)} -F {shlex.quote(str(config))} "$@"\n')
+        wrapper.chmod(0o755)
+        address = made.address("srv")
+        serve = [sys.executable, "-m", "accept_order", "serve", "--host", address, "--port", "8080", "-w", "4"]
+        made.run_in("srv", serve, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # ended with the cluster
+        deadline = time.monotonic() + 30
+        while not _answers(address, 8080) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        saved = dict(os.environ)
+        # the block's bash gets environment(), a copy of os.environ
+        os.environ.update(SERVER=address, PATH=f"{wrapper.parent}{os.pathsep}{os.environ.get('PATH', '')}")
+        try:
+            yield
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+
+
+def _answers(address: str, port: int) -> bool:
+    import socket
+
+    try:
+        with socket.create_connection((address, port), timeout=1) as sock:
+            return sock.recv(64).startswith(b"worker")
+    except OSError:
+        return False
+
+
 SETUPS: dict[str, Setup] = {
     # docs/howto/your-server.md: a Debian nginx started by hand, as an operator's would be
     "nginx-web": _nginx_setup("/tmp/web", 8080, 2),
@@ -314,6 +365,8 @@ SETUPS: dict[str, Setup] = {
     "nginx-kept-h2": _nginx_setup("/tmp/kept-h2", 8091, 4, template=NGINX_KEPT, listen=" http2"),
     "hello-conf": _hello_conf,
     "hello-py": _hello_py,
+    # docs/howto/cluster.md: three client hosts and a server host, namespaces with an sshd each
+    "cluster": _cluster,
 }
 
 
