@@ -79,6 +79,9 @@ def test_joined_says_when_the_counts_differ_or_cannot_be_compared() -> None:
     assert unseen["agrees"] is False
     sampled = joined("srv", _Seen([_worker(10, None)], traced=False), [10], [5])  # type: ignore[arg-type]
     assert sampled["agrees"] is None
+    # -w 3 for a server elsewhere with 2 workers: no reply named index 2 (its pid 0), and nothing is missing
+    fewer = joined("srv", _Seen([_worker(10, 5), _worker(11, 7)]), [10, 11, 0], [5, 7, 0])  # type: ignore[arg-type]
+    assert fewer["agrees"] is True
 
 
 @pytest.mark.parametrize(

@@ -91,7 +91,8 @@ def joined(destination: str, observed: ObserveResult, pids: Sequence[int], serve
     """The observation as plain data, each worker's accepts beside the connections the replies gave it
     (`pids`, `served`: the load's workers in index order). `agrees`: every worker's count is the same both
     ways (None: observe could not count accepts exactly, untraced)."""
-    by_pid = {pid: served[i] for i, pid in enumerate(pids) if i < len(served)}
+    # pid 0: an index no reply named (-w said more workers than answered a server elsewhere): nothing to compare
+    by_pid = {pid: served[i] for i, pid in enumerate(pids) if pid and i < len(served)}
     workers = []
     for w in observed.workers:
         key = w.tid if w.tid is not None else w.pid
