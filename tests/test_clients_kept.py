@@ -69,8 +69,35 @@ def test_a_host_lost_between_loads_is_named_and_its_share_driven(spawned: dict[s
     lifecycle(ServerSpec(workers=2), drive, lambda: "", lambda outcome, measured: outcome)
     before, after = results
     assert [h.lost for h in before.hosts] == [None, None]
+    for h in before.hosts:  # a host's window is its drivers', not the time its reports took to collect
+        assert h.started_s is not None and h.ended_s is not None
+        assert abs((h.ended_s - h.started_s) - h.wall_s) < 1e-5, h
     c1, c2 = after.hosts
     assert c1.lost is None and c2.lost is not None and "not reached for this load" in c2.lost
     assert c1.ok + c1.failed == 400 and after.driven == 400  # c1 drove c2's share too
     assert spawned["started"] == {"c1": 1, "c2": 2}  # c1 kept; c2 tried anew
     assert not gateways._kept
+
+
+def test_a_kept_host_is_kept_once_its_last_task_has_ended(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keeping a host waits for its last task to end (a load's, once its drivers are reaped), so that the next
+    load starts on a host done with the last; and the host is greeted again, not reached anew."""
+    tests = Path(__file__).parent
+    started: list[str] = []
+
+    def spec(destination: str, hosts: Any, index: int) -> Any:
+        started.append(destination)
+        return execnet.XSpec(f"popen//id={destination}{index}//python={sys.executable}//chdir={tests}")
+
+    monkeypatch.setattr(gateways, "_spec", spec)
+    hosts = ClientHosts(("c1",))
+    try:
+        for _ in range(2):
+            reached = gateways.Gateways(hosts)
+            [host] = reached.connect("slow_part")
+            assert host.channel.receive(timeout=30) == ("answered",)
+            reached.keep()
+            assert host.channel.isclosed()  # its tail (1 s) is over
+        assert started == ["c1"]
+    finally:
+        gateways.close_kept()

@@ -30,6 +30,9 @@ STRAGGLER_S = 0.05
 # 1% of the wall time shifts the hosts' overlap by 1%; 5 ms is more than an open loop's stripes at 200/s).
 CLOCK_SHARE = 0.01
 CLOCK_S = 0.005
+# ... but never below CLOCK_FLOOR_S: a clock read over a LAN to ± 0.1-0.2 ms is as good as ssh's round trips allow,
+# and a burst of 20 ms (1%: 0.2 ms) would otherwise warn about every host, every time
+CLOCK_FLOOR_S = 0.001
 ON_TIME_S = 0.001  # a start within this (or within the clock's uncertainty) of its time is "on time"
 
 
@@ -166,7 +169,7 @@ def host_notes(part: HostsPart) -> list[Text]:
                 Text(f"Warning: {_who(part, host)} started {1000 * late:.0f} ms after its start time", style="yellow")
             )
     lines += _stragglers(part)
-    tolerated = min(CLOCK_SHARE * part.wall_s, CLOCK_S) if part.wall_s > 0 else CLOCK_S
+    tolerated = max(CLOCK_FLOOR_S, min(CLOCK_SHARE * part.wall_s, CLOCK_S) if part.wall_s > 0 else CLOCK_S)
     for host in part.hosts:
         if host.uncertainty_s is not None and host.uncertainty_s > tolerated:
             lines.append(

@@ -205,7 +205,7 @@ def _greet(reaching: _Reaching, gateway: Any, hosts: ClientHosts, part: str) -> 
             f"{reaching.name}: accept-order is not installed for {inert(str(hello[2]))} there "
             f"({inert(str(hello[1]))}); install accept-order {VERSION} there, or give --client-python"
         )
-    _, version, python, hostname, _pid = hello
+    _, version, python, hostname, _pid = hello[:5]
     if version != VERSION:
         raise LoadError(
             f"{reaching.name} runs accept-order {inert(str(version))}, this one {VERSION}: "
@@ -262,7 +262,15 @@ class Gateways:
     def keep(self) -> None:
         """Keep the hosts reached for the run's next load (a ramp's step, a burst's size): their gateways stay
         up, each greeted again then (a few ms) instead of a new ssh handshake. `close_kept()` ends them."""
-        live = {h.destination for h in self.hosts}
+        import execnet
+
+        live = set()
+        for host in self.hosts:
+            try:  # its task over (its drivers reaped): the next load starts on a host that is done with this one
+                host.channel.waitclose(CLOSE_TIMEOUT_S)
+            except (execnet.RemoteError, execnet.TimeoutError, EOFError, OSError):
+                continue  # still busy or failed: ended below, reached anew if the run goes on
+            live.add(host.destination)
         _kept[(self.spec, self.role)] = {r.destination: r for r in self._reaching if r.destination in live}
         self._reaching = [r for r in self._reaching if r.destination not in live]
         self.close()

@@ -21,6 +21,7 @@ import threading
 import time
 from typing import Any
 
+from ...core.errors import AcceptOrderError
 from ...core.signals import deferred
 from ...core.spec import FD_MARGIN, ConcurrentLoad
 from ..generator import LoadGenerator
@@ -64,12 +65,23 @@ def serve(channel: Any) -> None:
                 channel.send(("tick", *generator.finished()))
 
             result = generator.run(tick)
-            ended = time.time()
+            # the drivers' own window, not the time it took to collect their reports: the load ended then
+            ended = started + result.wall_s
             with deferred():
                 channel.send(("result", pickle.dumps(result), started, ended))
+    except AcceptOrderError as exc:  # the tool's own refusal: its words, about this host's share
+        if not stopping.is_set():
+            channel.send(("error", f"{exc} (its share: {_share(load)})"))
     except Exception as exc:  # noqa: BLE001 - said in one line on the coordinator
         if not stopping.is_set():
             channel.send(("error", f"{type(exc).__name__}: {exc}"))
+
+
+def _share(load: ConcurrentLoad) -> str:
+    """This host's part of the load, in the options' words (a refusal quotes the share's figures, not the run's)."""
+    count = f"{load.connections} connections" if load.connections is not None else f"{load.duration_s:g} s"
+    rate = f", {load.rate:g}/s" if load.rate is not None else ""
+    return f"{count}, {load.concurrency} at a time{rate}, {load.driver_procs} driver processes"
 
 
 def make_room(load: ConcurrentLoad) -> None:

@@ -1,6 +1,8 @@
 """What runs on a client host (or the server's host, for --observe-on): execnet sends this module's source
 over ssh and runs it there with a `channel` back to the coordinator (`__name__ == "__channelexec__"`). It
-runs as the remote interpreter's first task, so in its main thread, where signal handling works.
+runs as the remote interpreter's first task, so in its main thread; a later load on a host kept between
+loads (gateways.Gateways.keep) may run in another of execnet's threads, where the tool's signal holding is
+a no-op (core/signals.py): stops come over the channel, not as signals.
 
 It says hello (accept-order's version there, for the coordinator to check: the rest is pickled between two
 copies of the same code), then serves the part it is asked for: a module of the installed accept-order
