@@ -1,4 +1,4 @@
-"""A part for a client host (loads/hosts/remote_side.py serves a module's `serve(channel)`) whose task goes on for a
+"""A part for a client host (loads/hosts/remote_side.py serves a module's `take_part(channel)`) whose task goes on for a
 moment after it has answered, as a load's does while its drivers are reaped: tests/test_clients_kept.py."""
 
 from __future__ import annotations
@@ -7,6 +7,6 @@ import threading
 from typing import Any
 
 
-def serve(channel: Any) -> None:
+def take_part(channel: Any) -> None:
     channel.send(("answered",))
     threading.Event().wait(1.0)  # the task's tail: the channel closes only after it

@@ -62,9 +62,20 @@ SAMPLES: dict[str, list[str]] = {
     "--attach": ["--attach", "{pid}", "--port", "{port}"],
     "--table": ["--format", "csv", "--table", "histogram"],
     "--pool": ["--pool", "--requests-per-connection", "0"],  # a pool of one-request connections is refused
+    # client hosts: the workers must listen where the hosts reach them (--host), ssh's config must be a file
+    "--clients": ["--clients", "c1", "--host", "192.0.2.1"],
+    "--client-hosts": ["--client-hosts", "c1", "--host", "192.0.2.1"],
+    "--ssh-config": ["--ssh-config", "/etc/passwd", "--clients", "c1", "--host", "192.0.2.1"],
+    "--client-python": ["--client-python", "python3", "--clients", "c1", "--host", "192.0.2.1"],
+    "--observe-on": ["--observe-on", "srv"],
 }
 # Where one command needs a companion the others refuse: sweep --target runs the one cap the server has.
-SAMPLES_OF: dict[tuple[str, str], list[str]] = {("sweep", "--target"): [*SAMPLES["--target"], "--accept-batch", "1"]}
+SAMPLES_OF: dict[tuple[str, str], list[str]] = {
+    ("sweep", "--target"): [*SAMPLES["--target"], "--accept-batch", "1"],
+    # burst's --clients counts connections: its hosts are --client-hosts
+    ("burst", "--ssh-config"): ["--ssh-config", "/etc/passwd", "--client-hosts", "c1", "--host", "192.0.2.1"],
+    ("burst", "--client-python"): ["--client-python", "python3", "--client-hosts", "c1", "--host", "192.0.2.1"],
+}
 # What a command needs besides the option tried (its arguments); {…} filled per test.
 BASE: dict[str, list[str]] = {
     "inspect": ["{pid}"],

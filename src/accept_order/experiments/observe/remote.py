@@ -40,7 +40,7 @@ class RemoteObservation(Started):
         self.host = self.gateways.connect(PART)[0]
         self._send(("observe", self.port, LONGEST_S), "as it was asked to observe")
         reply = self._receive(ATTACH_TIMEOUT_S, "for it to attach to the server")
-        if reply[0] != "attached":
+        if reply[0] != "watching":
             raise LoadError(f"--observe-on {escape_controls(self.destination)}: {escape_controls(str(reply[1]))}")
 
     def finish(self) -> ObserveResult:

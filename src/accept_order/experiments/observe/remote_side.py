@@ -1,8 +1,8 @@
-"""observe's part on the server's host (--observe-on), served through loads/hosts/remote_side.py's
-bootstrap (`serve(channel)`):
+"""observe's part on the server's host (--observe-on), taken through loads/hosts/remote_side.py's
+bootstrap (`take_part(channel)`):
 
     coordinator -> ("observe", port, longest seconds)
-    host -> ("attached",)                       its probes are on: the load may start
+    host -> ("watching",)                       its probes are on: the load may start
     coordinator -> ("stop",)                    the load is over
     host -> ("result", pickled ObserveResult)   or ("error", one line)
 
@@ -23,7 +23,7 @@ from .api import observe
 from .result import ObserveResult
 
 
-def serve(channel: Any) -> None:
+def take_part(channel: Any) -> None:
     message = channel.receive()
     if message[0] != "observe":
         return
@@ -35,7 +35,7 @@ def serve(channel: Any) -> None:
     def first(_result: ObserveResult) -> None:
         if not attached.is_set():
             attached.set()
-            channel.send(("attached",))
+            channel.send(("watching",))
 
     try:
         result = observe(port=port, duration_s=longest_s, on_snapshot=first, until=until)

@@ -190,7 +190,7 @@ def _connect_one(reaching: _Reaching, hosts: ClientHosts, index: int, part: str)
 
 
 def _greet(reaching: _Reaching, gateway: Any, hosts: ClientHosts, part: str) -> Host:
-    """Start remote_side on the host, check its accept-order, and have it serve `part`."""
+    """Start remote_side on the host, check its accept-order, and have it take `part`."""
     import execnet
 
     destination = reaching.destination
@@ -211,7 +211,7 @@ def _greet(reaching: _Reaching, gateway: Any, hosts: ClientHosts, part: str) -> 
             f"{reaching.name} runs accept-order {inert(str(version))}, this one {VERSION}: "
             f"install accept-order {VERSION} there"
         )
-    channel.send(("serve", part))
+    channel.send(("part", part))
     return Host(destination, gateway, channel, str(python), str(version), str(hostname), reaching.ssh)
 
 
@@ -235,7 +235,7 @@ class Gateways:
         self.unreached: dict[str, str] = {}
 
     def connect(self, part: str) -> list[Host]:
-        """Reach every host and have it serve `part` (a module of accept-order with `serve(channel)`)."""
+        """Reach every host and have it take `part` (a module of accept-order with `take_part(channel)`)."""
         dests = self.spec.destinations
         kept = _kept.pop((self.spec, self.role), None)
         self._reaching = [(kept or {}).get(d) or _Reaching(d, self.role) for d in dests]

@@ -1,4 +1,4 @@
-"""The load's part on a client host, served through remote_side.py's bootstrap (`serve(channel)`):
+"""The load's part on a client host, taken through remote_side.py's bootstrap (`take_part(channel)`):
 
     coordinator -> ("clock",)  host -> ("clock", time)     a few times: the clocks' offset
     coordinator -> ("load", pickled (address, attribution, load, protocol))
@@ -28,7 +28,7 @@ from ..generator import LoadGenerator
 from .remote_side import CLOSED
 
 
-def serve(channel: Any) -> None:
+def take_part(channel: Any) -> None:
     message = channel.receive()
     while message[0] == "clock":
         channel.send(("clock", time.time()))

@@ -5,12 +5,12 @@ loads (gateways.Gateways.keep) may run in another of execnet's threads, where th
 a no-op (core/signals.py): stops come over the channel, not as signals.
 
 It says hello (accept-order's version there, for the coordinator to check: the rest is pickled between two
-copies of the same code), then serves the part it is asked for: a module of the installed accept-order
-with a `serve(channel)` (loads/hosts/load_side.py drives a load; experiments/observe/remote_side.py
+copies of the same code), then takes the part it is asked for: a module of the installed accept-order
+with a `take_part(channel)` (loads/hosts/load_side.py drives a load; experiments/observe/remote_side.py
 observes a server), named by the coordinator so that this bootstrap imports nothing of the package.
 
     host -> ("hello", version, python, hostname, pid)      (or ("missing", why, python): no accept-order)
-    coordinator -> ("serve", module name)
+    coordinator -> ("part", module name)
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ def _hello(channel: Any) -> bool:
 if __name__ == "__channelexec__":
     if _hello(channel):  # type: ignore[name-defined]  # noqa: F821 - execnet's global
         message = channel.receive()  # type: ignore[name-defined]  # noqa: F821
-        if message[0] == "serve":
+        if message[0] == "part":
             try:
-                importlib.import_module(str(message[1])).serve(channel)  # type: ignore[name-defined]  # noqa: F821
+                importlib.import_module(str(message[1])).take_part(channel)  # type: ignore[name-defined]  # noqa: F821
             except OSError:
                 pass  # the channel went away: the coordinator is gone, nothing to tell
