@@ -126,8 +126,8 @@ def burst(
     bursts = len(specs) * len(plan.clients)
     rounds = RunProgress(bursts, sizes=sorted(plan.clients)) if repeat == 1 else RunProgress(repeat)
 
-    def save(runs: Sequence[Any], interrupted: bool = False) -> None:
-        result = BurstResult(tuple(runs), skipped, tuple(notes), interrupted)
+    def save(runs: Sequence[Any], interrupted: bool = False, stopped: str | None = None) -> None:
+        result = BurstResult(tuple(runs), skipped, tuple(notes), interrupted, stopped)
         report_and_save(lambda: burst_report(result), json_path, "burst", result)
 
     with ExitStack() as bars:
@@ -146,6 +146,8 @@ def burst(
 
             run_repeated("burst", specs, repeat, one, skipped, json_path, rounds, notes)
             return
-        with keep_partial(lambda runs: save(runs, interrupted=True)), rounds.heartbeat():
+        # an error after a burst (a client host lost, a driver that could not start): the bursts so far, saved
+        stopped = keep_partial(lambda runs: save(runs, interrupted=True), lambda runs, why: save(runs, stopped=why))
+        with stopped, rounds.heartbeat():
             runs = run_bursts(specs, plan, on_burst)
     save(runs)

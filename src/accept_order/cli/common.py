@@ -58,13 +58,18 @@ def report_and_save(report: Callable[[], Any], json_path: str | None, kind: str,
 
 
 @contextmanager
-def keep_partial(on_partial: Callable[[Sequence[Any]], None]) -> Iterator[None]:
+def keep_partial(
+    on_partial: Callable[[Sequence[Any]], None], on_stopped: Callable[[Sequence[Any], str], None] | None = None
+) -> Iterator[None]:
     """Ctrl-C / SIGTERM during a run that keeps partial results: report and save what was measured,
     marked interrupted, then let the signal end the command (exit 130 / 143). The same when a worker of
-    a server this tool did not start exits mid-run: then its one line ends the command (exit 1)."""
+    a server this tool did not start exits mid-run: then its one line ends the command (exit 1). An error
+    after some of a run's loads (RunStopped): `on_stopped(results, why)` reports and saves them, marked
+    stopped with why, then the error's one line ends the command (exit 1); without `on_stopped` (a command
+    whose file cannot say so) the error alone, as before."""
     from ..core.errors import WorkerExited
     from ..core.signals import deferred
-    from ..experiments.session import RunInterrupted
+    from ..experiments.session import RunInterrupted, RunStopped
 
     try:
         yield
@@ -77,4 +82,10 @@ def keep_partial(on_partial: Callable[[Sequence[Any]], None]) -> Iterator[None]:
         if exited.results:
             with deferred():
                 on_partial(exited.results)
+        raise
+    except RunStopped as stopped:
+        if on_stopped is None:
+            raise stopped.cause from None
+        with deferred():
+            on_stopped(stopped.results, str(stopped.cause))
         raise

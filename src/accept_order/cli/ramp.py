@@ -210,6 +210,8 @@ def ramp(
 
             run_repeated("ramp", specs, repeat, one, skipped, json_path, rounds)
             return
-        with keep_partial(lambda results: save(results[0])), rounds.heartbeat():
+        # an error after a step (a client host lost, a driver that could not start): the steps so far, saved
+        kept = keep_partial(lambda results: save(results[0]), lambda results, why: save(results[0]))
+        with kept, rounds.heartbeat():
             result = run_ramp(specs[0], plan, on_step)
     save(result)

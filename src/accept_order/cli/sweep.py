@@ -77,11 +77,12 @@ def sweep(json_path: str | None, batches: list[int], repeat: int, **options: Any
             )
         return
 
-    def save(results: Sequence[Any], interrupted: bool = False) -> None:
-        result = SweepResult(tuple(results), interrupted)
+    def save(results: Sequence[Any], interrupted: bool = False, stopped: str | None = None) -> None:
+        result = SweepResult(tuple(results), interrupted, stopped)
         report_and_save(lambda: sweep_result_report(result), json_path, "sweep", result)
 
-    with keep_partial(lambda results: save(results, interrupted=True)):
+    # an error after a cap's run (a client host lost, a driver that could not start): the caps so far, saved
+    with keep_partial(lambda results: save(results, interrupted=True), lambda results, why: save(results, stopped=why)):
         cap = RunProgress(len(batches))
         with bars(load, lambda s: f"accept-batch {s.accept_batch or 'none'}", cap, count=True) as on_run:
             results = api.sweep_accept_batch(server, load, batches, on_run)

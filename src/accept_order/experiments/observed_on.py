@@ -27,7 +27,9 @@ class Watch:
             observed = self.observation.finish()
         except LoadError as exc:
             return {"host": self.observation.destination, "error": str(exc)}
-        return joined(self.observation.destination, observed, list(target.pids), summary.served)
+        # over kept connections `served` counts requests: the connections each worker accepted are `connections`
+        accepted = summary.connections or summary.served
+        return joined(self.observation.destination, observed, list(target.pids), accepted)
 
 
 @contextmanager

@@ -8,7 +8,8 @@ experiment drives a load at a started target (latency, burst, ramp, reload): it 
 while the load runs and returns one `LoadSummary`. `lifecycle` owns everything else: the
 order of start and stop, ending every process on success, error, Ctrl-C and SIGTERM (teardown runs
 with signals deferred), and a worker that dies mid-run (one WorkerError naming it, with the counts of
-what was driven). `run_each` runs variants one after another and keeps what finished when interrupted.
+what was driven). `run_each` (partial.py) runs variants one after another and keeps what finished when
+interrupted or stopped by an error.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -33,6 +34,9 @@ from ..probes.evidence import EvidenceCapture
 from ..servers.registry import Plan, elsewhere, known_by_replies, make_target, plan
 from .observed_on import observing
 from .order.result import RunResult
+from .partial import RunInterrupted as RunInterrupted  # where the experiments and the CLI import them from
+from .partial import RunStopped as RunStopped
+from .partial import run_each as run_each
 
 if TYPE_CHECKING:
     from ..core.load_summary import LoadSummary
@@ -43,16 +47,6 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 R = TypeVar("R")
 Tick = Callable[[int, float], None]
-
-
-class RunInterrupted(KeyboardInterrupt):
-    """Ctrl-C or SIGTERM stopped a load that keeps partial results: `results` holds every result that
-    was measured (the last one marked interrupted), `cause` the signal's exception."""
-
-    def __init__(self, results: Sequence[Any], cause: KeyboardInterrupt) -> None:
-        super().__init__()
-        self.results = list(results)
-        self.cause = cause
 
 
 @dataclass(frozen=True)
@@ -373,22 +367,6 @@ def run_latency(
 
     sized = resolved.sized(load.concurrency, load.keeps_connections)
     return lifecycle(sized, drive, loading.describe, build, partial=lambda: kept[0])
-
-
-def run_each(variants: Sequence[T], run_one: Callable[[T], R]) -> list[R]:
-    """Run every variant, one after another. Interrupted, the results so far travel with RunInterrupted
-    (a partial last run included when its load kept one)."""
-    results: list[R] = []
-    for variant in variants:
-        try:
-            results.append(run_one(variant))
-        except RunInterrupted as stop:
-            raise RunInterrupted([*results, *stop.results], stop.cause) from None
-        except KeyboardInterrupt as cause:
-            if not results:
-                raise
-            raise RunInterrupted(results, cause) from None
-    return results
 
 
 run_closed_loop = run_latency  # its name before 0.3, for older callers of the Python API

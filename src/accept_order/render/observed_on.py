@@ -1,7 +1,8 @@
 """--observe-on in a load's report: what observe saw on the server's host, set beside the load's own counts
 (experiments/observe/remote.py `joined`). Where every worker's accepts equal the connections the replies
 named it for, one line says so; where they differ (or observe could not count exactly) a row per worker shows
-both. A failed observation is said in one line: the load's figures stand without it.
+both. A failed observation is said in one line: the load's figures stand without it. A run of several loads
+(a burst's sizes, a ramp's steps) has an observation per load: each is labelled with its load.
 
 What comes from the server's host (the program's name, the failure's words) is escaped, as Text.
 """
@@ -21,14 +22,20 @@ from ..core.text import escape_controls, plural
 
 def observed_parts(evidence: Mapping[str, Any]) -> list[RenderableType]:
     """The parts for a run's `observed_on` evidence ([] when it has none)."""
+    return load_parts(evidence.get("observed_on", ()))
+
+
+def load_parts(observed: Sequence[Mapping[str, Any]], label: str = "") -> list[RenderableType]:
+    """The parts for one load's observations (`observed_on` of a burst's cell or a ramp's step), each said as
+    that load's: `label` (`100 clients`, `2000/s`) follows the host."""
     parts: list[RenderableType] = []
-    for seen in evidence.get("observed_on", ()):
-        parts.extend(_one(seen))
+    for seen in observed:
+        parts.extend(_one(seen, label))
     return parts
 
 
-def _one(seen: Mapping[str, Any]) -> list[RenderableType]:
-    host = escape_controls(seen.get("host", "?"))
+def _one(seen: Mapping[str, Any], label: str) -> list[RenderableType]:
+    host = escape_controls(seen.get("host", "?")) + (f", {label}" if label else "")
     if "error" in seen:
         return [Text(f"observe on {host} failed: {escape_controls(seen['error'])}", style="yellow")]
     workers: Sequence[Mapping[str, Any]] = seen.get("workers", ())

@@ -319,6 +319,9 @@ OBSERVED_ON = Record(
     },
     frozenset({"host"}),
 )
+# Why a run of several loads (a burst's sizes, a ramp's steps, a sweep's caps) ended before its last one: the
+# error's line (experiments/partial.py RunStopped). The file then holds the loads measured before it.
+STOPPED = Maybe(Text())
 EVIDENCE = Record(
     {
         "listeners": MapOf(ListOf(_LISTENER.but(optional=_LISTENER.fields))),

@@ -9,8 +9,10 @@ from rich.table import Table
 from rich.text import Text
 
 from ...analysis.fairness import jain_index
+from ...core.text import escape_controls
 from ...render.evidence import short_counter, shortage_lines
 from ...render.hosts import HostsPart, host_parts
+from ...render.observed_on import load_parts
 from ...render.text import duration_us, plural
 from ...render.workers import own_count_text
 from ...servers.registry import unseen_note
@@ -118,6 +120,7 @@ def burst_report(result: BurstResult) -> RenderableType:
         for run in result.runs:  # --client-hosts: how each burst's hosts shared it
             cells = [HostsPart(str(c.clients), c.hosts, c.wall_s) for c in run.cells]
             parts += host_parts(cells, "clients", f"{run.server.label}: per client host")
+        parts += _observed(result)
     for name, reason in result.skipped.items():
         parts.append(Text(f"  {name}: not available: {reason}", style="dim"))
     if any(c.counters.get("TcpExtSyncookiesSent") and c.errors.get("timeout") for r in result.runs for c in r.cells):
@@ -132,4 +135,19 @@ def burst_report(result: BurstResult) -> RenderableType:
         )
     for note in result.notes:
         parts.append(Text(note, style="dim"))
+    if result.stopped:
+        bursts = plural(sum(len(r.cells) for r in result.runs), "burst")
+        kept = f"kept: what was measured before it ({bursts}); the bursts after it were not run"
+        parts.append(Text(f"Stopped early: {escape_controls(result.stopped)}; {kept}.", style="yellow"))
     return Group(*parts)
+
+
+def _observed(result: BurstResult) -> list[RenderableType]:
+    """--observe-on: what observe saw on the server's host during each burst, labelled with its size (and its
+    server and mode when the table has several)."""
+    parts: list[RenderableType] = []
+    for run in result.runs:
+        named = f"{run.server.label}, " if len(result.runs) > 1 else ""
+        for cell in run.cells:
+            parts += load_parts(cell.observed_on, f"{named}burst of {plural(cell.clients, 'client')}")
+    return parts

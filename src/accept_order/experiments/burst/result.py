@@ -11,7 +11,16 @@ from ...core.load_summary import CountedTotals, LoadSummary, cpu_us_per_connecti
 from ...core.measures import DriverStats, Environment
 from ...core.spec import ServerSpec
 from ...results.schema import ListOf, MapOf, Number, SchemaError, child, derive
-from ...results.shapes import NOTES, SHORTAGES, SIGNED, SKIPPED, hosts_fit_workers, workers_of
+from ...results.shapes import (
+    NOTES,
+    OBSERVED_ON,
+    SHORTAGES,
+    SIGNED,
+    SKIPPED,
+    STOPPED,
+    hosts_fit_workers,
+    workers_of,
+)
 
 CLIENT_BOUND = 0.5  # share of a burst the client may spend opening its connections before it sets the pace
 
@@ -35,6 +44,10 @@ class BurstCell(CountedTotals):
     requests_per_connection: int = 1
     connections: tuple[int, ...] = ()
     hosts: tuple[HostOutcome, ...] = ()  # --client-hosts: what each client host drove of this burst
+    # --observe-on: what observe saw on the server's host during this burst, beside its replies' counts (plain
+    # data, as a latency run's evidence holds it: experiments/observe/remote.py `joined`); kept with its burst,
+    # so each observation is labelled by its size and travels with the cell when a run keeps only some
+    observed_on: tuple[dict[str, Any], ...] = ()
 
     @classmethod
     def of(cls, load: LoadSummary, clients: int, counters: dict[str, int], per: int = 1) -> BurstCell:
@@ -51,6 +64,7 @@ class BurstCell(CountedTotals):
             max_us=load.max_us,
             interrupted=load.interrupted,
             hosts=load.hosts,
+            observed_on=tuple(dict(o) for o in load.observed),
         )
 
     @property
@@ -92,6 +106,7 @@ class BurstCell(CountedTotals):
                 else {"requests_per_connection": self.requests_per_connection, "connections": list(self.connections)}
             ),
             **({"hosts": [h.to_dict() for h in self.hosts]} if self.hosts else {}),
+            **({"observed_on": [dict(o) for o in self.observed_on]} if self.observed_on else {}),
         }
 
     @classmethod
@@ -111,6 +126,7 @@ class BurstCell(CountedTotals):
             requests_per_connection=int(data.get("requests_per_connection", 1)),
             connections=tuple(int(n) for n in data.get("connections", ())),
             hosts=hosts_of(data),
+            observed_on=tuple(dict(o) for o in data.get("observed_on", ())),
         )
 
 
@@ -158,10 +174,17 @@ class BurstResult:
     skipped: dict[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     interrupted: bool = False  # Ctrl-C or SIGTERM ended it: the runs are those that got that far
+    # An error ended it after some bursts (a client host lost, a driver that could not start): why. The runs
+    # are those that got that far, the last one's cells the bursts measured before the error.
+    stopped: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         doc = {"runs": [r.to_dict() for r in self.runs], "skipped": dict(self.skipped), "notes": list(self.notes)}
-        return doc | ({"interrupted": True} if self.interrupted else {})
+        return (
+            doc
+            | ({"interrupted": True} if self.interrupted else {})
+            | ({"stopped": self.stopped} if self.stopped else {})
+        )
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> BurstResult:
@@ -173,6 +196,7 @@ class BurstResult:
             dict(data.get("skipped", {})),
             tuple(str(n) for n in data.get("notes", [])),
             bool(data.get("interrupted", False)),
+            data.get("stopped"),
         )
 
 
@@ -188,6 +212,12 @@ def _cells_fit_workers(run: Mapping[str, Any], at: str) -> None:
         hosts_fit_workers({**cell, "server": run.get("server", {})}, child(child(at, "cells"), index))
 
 
-_CELL = derive(BurstCell, counters=MapOf(SIGNED), client_cpu_us=Number(), optional=("counters", "drivers"))
+_CELL = derive(
+    BurstCell,
+    counters=MapOf(SIGNED),
+    client_cpu_us=Number(),
+    observed_on=ListOf(OBSERVED_ON),
+    optional=("counters", "drivers"),
+)
 BURST_RUN = derive(BurstRun, cells=ListOf(_CELL), shortages=SHORTAGES, rules=(_cells_fit_workers,))
-BURST_SHAPE = derive(BurstResult, runs=ListOf(BURST_RUN), skipped=SKIPPED, notes=NOTES)
+BURST_SHAPE = derive(BurstResult, runs=ListOf(BURST_RUN), skipped=SKIPPED, notes=NOTES, stopped=STOPPED)

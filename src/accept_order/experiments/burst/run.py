@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...core.errors import PlanError
+from ...core.errors import AcceptOrderError, PlanError
 from ...core.hosts import ClientHosts
 from ...core.signals import deferred
 from ...core.spec import (
@@ -34,7 +34,7 @@ from ...core.spec import (
     sized,
 )
 from ...probes import netstat
-from ..session import Measured, RunInterrupted, as_answered, drive_load, lifecycle, run_each
+from ..session import Measured, RunInterrupted, RunStopped, as_answered, drive_load, lifecycle, run_each
 from .result import BurstCell, BurstRun
 
 MAX_CLIENTS = 1_000_000
@@ -162,7 +162,9 @@ def make_room(clients: int, driver_procs: int = 1) -> str | None:
 def run_bursts(
     server: ServerSpec, plan: BurstPlan, on_burst: Callable[[ServerSpec, int], Any] | None = None
 ) -> BurstRun:
-    """Every burst of `plan` against one server: start it, burst, stop it."""
+    """Every burst of `plan` against one server: start it, burst, stop it. Ctrl-C or SIGTERM after a burst:
+    RunInterrupted with the bursts so far; an error after one (a client host lost, a driver that could not
+    start, a worker that died): RunStopped with them."""
     plan = plan.validated()
     cells: list[BurstCell] = []
     per = plan.requests_per_connection
@@ -207,9 +209,14 @@ def run_bursts(
             answered = as_answered(server, max(len(c.served) for c in cells))
             raise RunInterrupted([BurstRun(answered, tuple(cells), None, interrupted=True)], stop) from None
         raise
+    except AcceptOrderError as error:
+        if cells:  # the bursts before the one that failed are whole: kept, and the error said after them
+            answered = as_answered(server, max(len(c.served) for c in cells))
+            raise RunStopped([BurstRun(answered, tuple(cells), None)], error) from error
+        raise
 
 
 def burst_table(
     servers: Sequence[ServerSpec], plan: BurstPlan, on_burst: Callable[[ServerSpec, int], Any] | None = None
 ) -> list[BurstRun]:
-    return run_each(servers, lambda spec: run_bursts(spec, plan, on_burst))
+    return run_each(servers, lambda spec: run_bursts(spec, plan, on_burst), keep_on_error=True)

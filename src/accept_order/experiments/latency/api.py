@@ -36,10 +36,12 @@ def sweep_accept_batch(
     values: Sequence[int],
     on_run: Callable[[ServerSpec], Tick | None] | None = None,
 ) -> list[LatencyResult]:
-    """One latency run per accepts-per-wakeup cap: the seed-001 experiment."""
+    """One latency run per accepts-per-wakeup cap: the seed-001 experiment. An error after a cap's run:
+    RunStopped with the caps so far."""
     specs = [server.replace(accept_batch=value) for value in values]  # every value before the first run
     refuse_closing([server.kind], load)
     return run_each(
         specs,
         lambda spec: run_latency(spec, load, on_run(spec) if on_run else None, default_title(spec, sweep=True)),
+        keep_on_error=True,
     )

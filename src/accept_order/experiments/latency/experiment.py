@@ -50,7 +50,7 @@ def compare_verdicts(result: LatencyCompareResult) -> dict[str, Any]:
 
 
 def sweep_result_report(result: SweepResult) -> RenderableType:
-    return sweep_report(result.runs)
+    return sweep_report(result.runs, result.stopped)
 
 
 LATENCY: Experiment[LatencyResult] = Experiment(

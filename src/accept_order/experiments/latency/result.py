@@ -28,6 +28,7 @@ from ...results.shapes import (
     POOL,
     PORT,
     SKIPPED,
+    STOPPED,
     at_most_workers,
     histogram_total,
     hosts_add_up,
@@ -270,15 +271,22 @@ class SweepResult:
 
     runs: tuple[LatencyResult, ...]
     interrupted: bool = False
+    # An error ended the sweep after some caps (a client host lost, a driver that could not start): why. The
+    # runs are the caps measured before it.
+    stopped: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"runs": [r.to_dict() for r in self.runs]}
-        return doc | ({"interrupted": True} if self.interrupted else {})
+        return (
+            doc
+            | ({"interrupted": True} if self.interrupted else {})
+            | ({"stopped": self.stopped} if self.stopped else {})
+        )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SweepResult:
         runs = tuple(LatencyResult.from_dict(r) for r in runs_list(data))
-        return cls(runs, bool(data.get("interrupted", False)))
+        return cls(runs, bool(data.get("interrupted", False)), data.get("stopped"))
 
 
 # `summary` is derived (written for other tools, ignored when read back), but must agree with the histogram.
@@ -323,4 +331,4 @@ LATENCY_SHAPE = derive(
 LATENCY_COMPARE_SHAPE = derive(
     LatencyCompareResult, runs=ListOf(LATENCY_SHAPE), skipped=SKIPPED, verdict=Anything(), model_verdict=Text()
 )
-SWEEP_SHAPE = derive(SweepResult, runs=ListOf(LATENCY_SHAPE))
+SWEEP_SHAPE = derive(SweepResult, runs=ListOf(LATENCY_SHAPE), stopped=STOPPED)

@@ -9,10 +9,12 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from ...analysis.losses import sweep_name
+from ...core.text import escape_controls
 from ...render.columns import TextColumn, TextTable
 from ...render.evidence import counters_text
 from ...render.hosts import HostsPart, host_parts
-from ...render.text import Verbatim
+from ...render.observed_on import load_parts
+from ...render.text import Verbatim, plural
 from ...servers.registry import known_mode
 from .kept_report import finished_unit, kept_compare_parts
 from .model_report import model_report
@@ -64,7 +66,8 @@ def sweep_lines(results: Sequence[LatencyResult], width: int = WIDE) -> list[str
     return sweep_table(results).lines(width)
 
 
-def sweep_report(results: Sequence[LatencyResult]) -> RenderableType:
+def sweep_report(results: Sequence[LatencyResult], stopped: str | None = None) -> RenderableType:
+    """`stopped`: why an error ended the sweep after these caps' runs (SweepResult.stopped)."""
     if not results:
         return Text("no sweep runs")
     first = results[0]
@@ -102,7 +105,12 @@ def sweep_report(results: Sequence[LatencyResult]) -> RenderableType:
     if any(r.evidence for r in results):  # the counters latency shows, one line per cap
         parts.append(Text("Kernel evidence", style="bold"))
         parts.extend(counters_text(r.evidence, f"{sweep_name(r)}: kernel counters") for r in results if r.evidence)
+    for r in results:  # --observe-on: what observe saw on the server's host during each cap's run
+        parts.extend(load_parts(r.evidence.get("observed_on", ()), sweep_name(r)))
     parts.extend(unseen_parts(server))
     parts.extend(load_notes(results, sweep_name))
     parts.append(Text.assemble(("Verdict: ", "bold"), sweep_verdict(results).text))
+    if stopped:
+        kept = f"kept: what was measured before it ({plural(len(results), 'cap')}); the caps after it were not run"
+        parts.append(Text(f"Stopped early: {escape_controls(stopped)}; {kept}.", style="yellow"))
     return Group(*parts)

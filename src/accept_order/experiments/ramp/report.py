@@ -11,8 +11,10 @@ from ...analysis.fairness import jain_index
 from ...analysis.kept_counts import filled_in
 from ...core.cpus import format_cpu_list
 from ...core.hosts import ClientHosts
+from ...core.text import escape_controls
 from ...render.evidence import short_counter, shortage_lines
 from ...render.hosts import HostsPart, host_parts, on_hosts
+from ...render.observed_on import load_parts
 from ...render.text import durations_us, plural
 from ...render.workers import own_count_text
 from ...servers.registry import unseen_note
@@ -142,7 +144,9 @@ def _step_lines(step: RampStep) -> list[Text]:
 def ramp_report(result: RampResult) -> RenderableType:
     parts: list[RenderableType] = [ramp_table(result)]
     held, broke = result.knee
-    if broke is None and held is not None:
+    if broke is None and held is not None and result.stopped:  # the steps it did not run might not have held
+        parts.append(Text(f"Every step run held, up to {_offered(held)}; then an error stopped the ramp (below)."))
+    elif broke is None and held is not None:
         parts.append(
             Text(f"Every step held, up to {_offered(held)}: the breaking point is further out.", style="green")
         )
@@ -185,5 +189,12 @@ def ramp_report(result: RampResult) -> RenderableType:
     parts += [own] if (own := _own_count(result)) is not None else []
     steps = [HostsPart(_offered(s), s.hosts, s.wall_s, s.offered if s.kind == "rate" else None) for s in result.steps]
     parts += host_parts(steps, "step")
+    for step in result.steps:  # --observe-on: what observe saw on the server's host during each step
+        parts += load_parts(step.observed_on, _offered(step))
     parts += shortage_lines(list(result.shortages))
+    if result.stopped:
+        kept = (
+            f"kept: what was measured before it ({plural(len(result.steps), 'step')}); the steps after it were not run"
+        )
+        parts.append(Text(f"Stopped early: {escape_controls(result.stopped)}; {kept}.", style="yellow"))
     return Group(*parts)

@@ -25,7 +25,7 @@ from ...results.schema import (
     derive,
     known,
 )
-from ...results.shapes import NOTES, POOL, SHORTAGES, SIGNED, hosts_fit_workers, workers_of
+from ...results.shapes import NOTES, OBSERVED_ON, POOL, SHORTAGES, SIGNED, STOPPED, hosts_fit_workers, workers_of
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,9 @@ class RampStep(CountedTotals):
     pool: tuple[int, int] | None = None
     pool_fill_s: float | None = None
     hosts: tuple[HostOutcome, ...] = ()  # --clients: what each client host drove of this step
+    # --observe-on: what observe saw on the server's host during this step, beside its replies' counts (plain
+    # data, as a latency run's evidence holds it: experiments/observe/remote.py `joined`)
+    observed_on: tuple[dict[str, Any], ...] = ()
 
     @property
     def held(self) -> bool:
@@ -67,10 +70,11 @@ class RampStep(CountedTotals):
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        for name in ("served", "queues", "worker_cpu", "reasons", "seen", "connections"):
+        for name in ("served", "queues", "worker_cpu", "reasons", "seen", "connections", "observed_on"):
             data[name] = list(data[name])
-        if not self.connections:  # one request per connection: the step as before
-            del data["connections"]
+        for name in ("connections", "observed_on"):  # one request per connection, no --observe-on: as before
+            if not data[name]:
+                del data[name]
         del data["pool"], data["pool_fill_s"], data["hosts"]
         if self.hosts:
             data["hosts"] = [h.to_dict() for h in self.hosts]
@@ -85,7 +89,7 @@ class RampStep(CountedTotals):
         from ...results.typed import build, hosts_of
 
         values = dict(data)
-        for name in ("served", "queues", "worker_cpu", "reasons", "seen", "connections"):
+        for name in ("served", "queues", "worker_cpu", "reasons", "seen", "connections", "observed_on"):
             values[name] = tuple(values.get(name, ()))
         pool = {"pool": values.pop("pool", None)}
         hosts = hosts_of(values)  # checked, then built apart: build() would keep the dicts
@@ -106,6 +110,9 @@ class RampResult:
     # Over kept connections: the requests each worker says it answered over all the steps (its own count,
     # beside the replies'); empty otherwise, or when a worker does not count them
     worker_requests: tuple[int, ...] = ()
+    # An error ended the ramp after some steps (a client host lost, a driver that could not start): why. The
+    # steps are those measured before it; the ones after were not run.
+    stopped: str | None = None
 
     @property
     def knee(self) -> tuple[RampStep | None, RampStep | None]:
@@ -126,6 +133,7 @@ class RampResult:
             "interrupted": self.interrupted,
             **({"shortages": [dict(s) for s in self.shortages]} if self.shortages else {}),
             **({"worker_requests": list(self.worker_requests)} if self.worker_requests else {}),
+            **({"stopped": self.stopped} if self.stopped else {}),
         }
 
     @classmethod
@@ -144,6 +152,7 @@ class RampResult:
             interrupted=bool(data.get("interrupted", False)),
             shortages=tuple(dict(s) for s in data.get("shortages", []) if isinstance(s, Mapping)),
             worker_requests=tuple(int(n) for n in data.get("worker_requests", ())),
+            stopped=data.get("stopped"),
         )
 
 
@@ -185,6 +194,7 @@ _STEP = known(  # registered: RampStep.from_dict builds with it too
         kind=OneOf(("rate", "concurrency")),
         counters=MapOf(SIGNED),
         pool=POOL,
+        observed_on=ListOf(OBSERVED_ON),
         omit=("pool_fill_s",),  # saved in `pool`
         optional=("served", "queues", "worker_cpu", "reasons", "seen"),
     ),
@@ -195,6 +205,7 @@ RAMP_SHAPE = derive(
     steps=ListOf(_STEP),
     shortages=SHORTAGES,
     notes=NOTES,
+    stopped=STOPPED,
     optional=("plan", "environment"),
     rules=(_steps_fit_workers,),
 )

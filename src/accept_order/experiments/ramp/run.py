@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...core.errors import PlanError
+from ...core.errors import AcceptOrderError, PlanError
 from ...core.hosts import ClientHosts
 from ...core.signals import deferred
 from ...core.spec import (
@@ -32,7 +32,7 @@ from ...probes.sockets import socket_summary
 from ...render.evidence import machine_busy
 from ...render.text import plural
 from ...servers.registry import elsewhere
-from ..session import Measured, RunInterrupted, Tick, as_answered, drive_load, lifecycle
+from ..session import Measured, RunInterrupted, RunStopped, Tick, as_answered, drive_load, lifecycle
 from .result import RampResult, RampStep
 
 SATURATED = 0.9  # a worker (or the workers together) on a CPU this share of the step is CPU-bound
@@ -219,6 +219,9 @@ def _client_cpus(step: RampStep) -> float:
 
 
 def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick | None] | None = None) -> RampResult:
+    """Every step of `plan` against one server, up to the first that did not hold (or all: keep_going). Ctrl-C
+    or SIGTERM after a step: RunInterrupted with the steps so far; an error after one (a client host lost, a
+    driver that could not start, a worker that died): RunStopped with them, the result saying why."""
     plan = plan.validated()
     server = server.validated()
     steps: list[RampStep] = []
@@ -266,6 +269,7 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
                     hosts=outcome.hosts,
                     pool=outcome.pool,
                     pool_fill_s=outcome.pool_fill_s,
+                    observed_on=tuple(dict(o) for o in outcome.observed),
                 )
                 step = step.judged(judge(step, plan, server.workers), signals(step, server.workers, cpus))
                 steps.append(step)
@@ -299,6 +303,12 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
         if steps:
             answered = as_answered(server, max(len(s.served) for s in steps))
             raise RunInterrupted([RampResult(answered, plan_dict(plan), tuple(steps), None, True)], stop) from None
+        raise
+    except AcceptOrderError as error:
+        if steps:  # the steps before the one that failed are whole: kept, and the error said after them
+            answered = as_answered(server, max(len(s.served) for s in steps))
+            kept = RampResult(answered, plan_dict(plan), tuple(steps), None, stopped=str(error))
+            raise RunStopped([kept], error) from error
         raise
 
 
