@@ -61,6 +61,16 @@ def test_an_open_loops_host_is_late_against_its_own_stripe() -> None:
     assert line.startswith("Warning: c2 started 99 ms")
 
 
+def test_a_host_is_late_against_the_stripe_it_was_given() -> None:
+    """A host not reached for a later load takes no stripe: c3, listed third, was due 0.1 s after the start at
+    10/s (the second stripe), and starting then is on time."""
+    lost = host("c2", served=0, started_s=None, ended_s=None, lost="not reached for this load: gone")
+    said = notes([host("c1"), lost, host("c3", started_s=0.1003, due_s=0.1)], rate=10.0)
+    assert [line.split(":")[0] for line in said] == ["Lost"]  # and no late start
+    said = notes([host("c1"), lost, host("c3", started_s=0.2003, due_s=0.1)], rate=10.0)
+    assert [line for line in said if line.startswith("Warning: c3 started 100 ms")]
+
+
 def test_a_straggler_is_named_with_how_much_later_it_ended() -> None:
     # the rule: more than 10% of the wall time and more than 50 ms after the first host to end
     (line,) = notes([host("c1", ended_s=1.0), host("c2", ended_s=1.3), host("c3", ended_s=1.05)], wall_s=1.3)

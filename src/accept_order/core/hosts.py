@@ -86,6 +86,7 @@ class HostOutcome(TimedTotals):
     started_s: float | None = None
     ended_s: float | None = None
     lost: str | None = None
+    due_s: float | None = None  # when it was to start, after the common start (an open loop's stripe; None: 0)
     python: str = ""
     version: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)  # e.g. the kept-connections counts of the host
@@ -111,6 +112,7 @@ class HostOutcome(TimedTotals):
             "started_s": self.started_s,
             "ended_s": self.ended_s,
             "lost": self.lost,
+            **({"due_s": self.due_s} if self.due_s else {}),
             "python": self.python,
             "version": self.version,
             **({"extra": dict(self.extra)} if self.extra else {}),
@@ -130,6 +132,7 @@ class HostOutcome(TimedTotals):
             started_s=data.get("started_s"),
             ended_s=data.get("ended_s"),
             lost=data.get("lost"),
+            due_s=data.get("due_s"),
             python=str(data.get("python", "")),
             version=str(data.get("version", "")),
             extra=dict(data.get("extra", {})),

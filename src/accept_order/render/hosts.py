@@ -86,7 +86,8 @@ def _clock(host: HostOutcome) -> str:
 def late_s(part: HostsPart, index: int) -> float | None:
     """How long after its start time host `index` of `part` began (None: it did not say)."""
     host = part.hosts[index]
-    return None if host.started_s is None else host.started_s - part.due_s(index)
+    due = host.due_s if host.due_s is not None else part.due_s(index)  # files before due_s: by its place
+    return None if host.started_s is None else host.started_s - due
 
 
 def _started(part: HostsPart, index: int) -> Text:

@@ -216,6 +216,7 @@ HOST_OUTCOME = known(
             "started_s": Maybe(_SECONDS),
             "ended_s": Maybe(_SECONDS),
             "lost": Maybe(Text()),
+            "due_s": Maybe(_SECONDS),
             "python": Text(),
             "version": Text(),
             "extra": MapOf(Anything()),

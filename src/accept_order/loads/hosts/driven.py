@@ -252,6 +252,7 @@ class HostsLoad(Started):
             started_s=None if p.started is None else round(p.started - common, 6),
             ended_s=None if p.ended is None else round(p.ended - common, 6),
             lost=p.lost,
+            due_s=round(p.start_at - common, 6) or None,  # 0 (a closed loop, an open one's first): unsaid
             python=p.host.python,
             version=p.host.version,
         )
