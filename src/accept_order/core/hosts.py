@@ -86,7 +86,9 @@ class HostOutcome(TimedTotals):
     started_s: float | None = None
     ended_s: float | None = None
     lost: str | None = None
-    due_s: float | None = None  # when it was to start, after the common start (an open loop's stripe; None: 0)
+    # when it was to start, after the common start: an open loop's stripe, 0 for the first (None: a closed loop's
+    # host, due at the common start, or a file from before due_s, whose hosts were due by their places)
+    due_s: float | None = None
     python: str = ""
     version: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)  # e.g. the kept-connections counts of the host
@@ -112,7 +114,7 @@ class HostOutcome(TimedTotals):
             "started_s": self.started_s,
             "ended_s": self.ended_s,
             "lost": self.lost,
-            **({"due_s": self.due_s} if self.due_s else {}),
+            **({"due_s": self.due_s} if self.due_s is not None else {}),
             "python": self.python,
             "version": self.version,
             **({"extra": dict(self.extra)} if self.extra else {}),

@@ -87,7 +87,10 @@ class HostsLoad(Started):
         self.attribution = attribution
         self.gateways = Gateways(self.hosts)
         self.progress: list[_Progress] = []
-        self._whole = False  # every host reported and nothing stopped the load: its hosts are kept for the next
+        # The hosts that reported a load nothing stopped: kept for the run's next load (None: none kept). A host
+        # lost during this load is not among them, and is then lost to the next one only if it cannot be reached
+        # again, as a host lost between loads: the run's first load alone refuses to start without a host.
+        self._reported: list[str] | None = None
         self._inbox: queue.Queue[tuple[int, Any]] = queue.Queue()
 
     @property
@@ -168,7 +171,7 @@ class HostsLoad(Started):
             result.interrupted = exc
             return result
         result = self._result(common)
-        self._whole = all(p.result is not None for p in self.progress)
+        self._reported = [p.host.destination for p in self.progress if p.result is not None]
         return result
 
     def _tell_stop(self) -> None:
@@ -227,7 +230,7 @@ class HostsLoad(Started):
             merged = merged.placed(places)
             for p in reported:
                 p.result = p.result.placed({k: places[k] for k in p.result.keys()}) if p.result is not None else None
-        outcomes = {p.host.destination: self._outcome(p, common) for p in self.progress}
+        outcomes = {p.host.destination: self._outcome(p, common, self.load.rate is not None) for p in self.progress}
         for destination, why in self.gateways.unreached.items():
             outcomes[destination] = HostOutcome(
                 destination, LatencyHistogram(), {}, (), 0.0, lost=f"not reached for this load: {why}"
@@ -236,7 +239,7 @@ class HostsLoad(Started):
         return merged
 
     @staticmethod
-    def _outcome(p: _Progress, common: float) -> HostOutcome:
+    def _outcome(p: _Progress, common: float, open_loop: bool) -> HostOutcome:
         r = p.result
         served = r.served if r is not None else Counter[int]()
         width = max((i for i in served if i >= 0), default=-1) + 1
@@ -252,15 +255,18 @@ class HostsLoad(Started):
             started_s=None if p.started is None else round(p.started - common, 6),
             ended_s=None if p.ended is None else round(p.ended - common, 6),
             lost=p.lost,
-            due_s=round(p.start_at - common, 6) or None,  # 0 (a closed loop, an open one's first): unsaid
+            # an open loop's stripe, 0 included: a host lost before this load moves the next ones to other
+            # stripes than their places in the list say (a closed loop's hosts are all due at the common start)
+            due_s=round(p.start_at - common, 6) if open_loop else None,
             python=p.host.python,
             version=p.host.version,
         )
 
     def close(self) -> None:
-        """A load that ended whole keeps its hosts for the run's next load (Gateways.keep); any other ends them."""
-        if self._whole:
-            self.gateways.keep()
+        """A load that nothing stopped keeps the hosts that reported for the run's next load (Gateways.keep);
+        any other ends them."""
+        if self._reported is not None:
+            self.gateways.keep(self._reported)
         else:
             self.gateways.close()
 

@@ -23,6 +23,7 @@ import subprocess
 import sys
 import threading
 from collections import deque
+from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -259,13 +260,15 @@ class Gateways:
                 self.unreached[reaching.destination] = str(failure)
         return self.hosts
 
-    def keep(self) -> None:
-        """Keep the hosts reached for the run's next load (a ramp's step, a burst's size): their gateways stay
-        up, each greeted again then (a few ms) instead of a new ssh handshake. `close_kept()` ends them."""
+    def keep(self, reported: Collection[str] | None = None) -> None:
+        """Keep the hosts that `reported` this load (None: every host reached) for the run's next one (a ramp's
+        step, a burst's size): their gateways stay up, each greeted again then (a few ms) instead of a new ssh
+        handshake; the others end here. The next load is a later one even when none is kept. `close_kept()` ends
+        them."""
         import execnet
 
         live = set()
-        for host in self.hosts:
+        for host in (h for h in self.hosts if reported is None or h.destination in reported):
             try:  # its task over (its drivers reaped): the next load starts on a host that is done with this one
                 host.channel.waitclose(CLOSE_TIMEOUT_S)
             except (execnet.RemoteError, execnet.TimeoutError, EOFError, OSError):

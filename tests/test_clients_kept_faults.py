@@ -1,0 +1,93 @@
+"""Client hosts kept between a run's loads (a ramp's steps), when something ends the run during a later load: the
+load then runs in another of the host's execnet threads (not its main one), and it must end as the first load
+does: SIGKILL, SIGTERM of the coordinator, or an error after some steps (RunStopped: the steps so far saved, exit 1).
+Nothing is left on this host or in any namespace. A real cluster (tests/cluster.py), as test_clients_faults.py."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pytest
+from cluster import Cluster, cluster_fixture
+from conftest import wait_for
+from test_clients_faults import (
+    CHANNEL_CLOSED_S,
+    UNDER_WAY_S,
+    _remote_python,
+    assert_nothing_left,
+    bridge,
+    opened,
+    own_config,
+    remote_processes,
+    start,
+    under_way,
+)
+
+cluster = cluster_fixture(clients=2)
+STEP_S = 8.0  # long enough for a signal to land well inside the second step
+
+
+def ramp_args(c: Cluster, tmp_path: Path, clients: str = "c1,c2") -> list[str]:
+    """A ramp of closed-loop steps long enough for a signal to land in its second step."""
+    config = own_config(c, tmp_path)
+    steps = ["--concurrency-steps", "2,4,6", "--step", f"{STEP_S:g}s", "--keep-going"]
+    return ["ramp", "--clients", clients, "--ssh-config", config, "--host", bridge(c), "-w", "2", *steps]
+
+
+def second_step(c: Cluster, name: str, first: set[str]) -> None:
+    """Wait until `name` runs drivers the first step did not have (its second step's): new processes there."""
+    wait_for(
+        lambda: {p.split()[2] for p in remote_processes(c, name)} - first,
+        bool,
+        UNDER_WAY_S + STEP_S,
+        f"{name}'s second step",
+    )
+
+
+def first_step(c: Cluster, name: str) -> set[str]:
+    return {p.split()[2] for p in remote_processes(c, name)}
+
+
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM"])
+def test_a_signal_in_a_later_step_ends_every_kept_hosts_load(cluster: Cluster, tmp_path: Path, how: str) -> None:
+    before = opened(cluster)
+    run = start(tmp_path, *ramp_args(cluster, tmp_path))
+    under_way(run, cluster, before)
+    first = {name: first_step(cluster, name) for name in ("c1", "c2")}
+    python = _remote_python(cluster, "c1").pid
+    for name in ("c1", "c2"):
+        second_step(cluster, name, first[name])
+    assert _remote_python(cluster, "c1").pid == python  # kept: the second step runs in the same interpreter
+    if how == "SIGKILL":
+        run.proc.kill()
+        assert run.wait() == -signal.SIGKILL
+        wait_for(
+            lambda: [p for name in cluster.names for p in remote_processes(cluster, name)],
+            lambda left: left == [],
+            CHANNEL_CLOSED_S,
+            "the kept hosts' loads to end as their channels closed",
+        )
+    else:
+        run.proc.send_signal(signal.SIGTERM)
+        assert run.wait() == 143, run.err.text
+        steps = run.document()["steps"]
+        assert len(steps) == 2 and steps[1]["interrupted"] is True, steps
+    assert_nothing_left(cluster, str(tmp_path))
+
+
+def test_an_error_in_a_later_step_keeps_the_steps_before_and_ends_every_host(cluster: Cluster, tmp_path: Path) -> None:
+    """One host, lost during the ramp's second step: 'every client host was lost' ends the ramp (RunStopped):
+    exit 1 with that line, the first step saved and the error said in the file."""
+    before = opened(cluster)
+    run = start(tmp_path, *ramp_args(cluster, tmp_path, "c1"))
+    wait_for(lambda: opened(cluster)["c1"] - before["c1"], lambda n: n >= 20, UNDER_WAY_S, "c1's first step")
+    first = first_step(cluster, "c1")
+    second_step(cluster, "c1", first)
+    _remote_python(cluster, "c1").kill()
+    assert run.wait() == 1, run.err.text
+    errors = [line for line in run.error_lines() if line.startswith("accept-order: error:")]
+    assert len(errors) == 1 and "every client host was lost" in errors[0], run.err.text
+    document = run.document()
+    assert len(document["steps"]) == 1 and "every client host was lost" in document["stopped"], document
+    assert_nothing_left(cluster, str(tmp_path))
