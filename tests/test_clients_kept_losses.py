@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import execnet
+import psutil
+import pytest
 from test_clients_kept import spawned  # noqa: F401 - the fixture
 from test_clients_report import host, notes
 
@@ -76,3 +79,21 @@ def test_a_host_due_at_the_start_is_not_read_as_due_at_its_place() -> None:
     late = HostOutcome.from_dict(host("c2", started_s=0.0903, due_s=0.0).to_dict())  # as read from its file
     said = notes([lost, late], rate=10.0)
     assert [line for line in said if line.startswith("Warning: c2 started 90 ms")], said
+
+
+def test_an_interrupt_while_hosts_are_kept_ends_them(spawned: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """A Ctrl-C while a load's hosts are being kept (waiting for each one's task to end: an API caller's, since the
+    command line holds signals there) keeps none and ends every one: none outlives the run."""
+
+    def interrupted(self: Any, timeout: float | None = None) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(execnet.gateway_base.Channel, "waitclose", interrupted)
+    hosts = ClientHosts(("c1", "c2"))
+    load = ConcurrentLoad(connections=40, concurrency=2, driver_procs=1, clients=hosts)
+    with pytest.raises(KeyboardInterrupt):
+        lifecycle(ServerSpec(workers=2), lambda target: drive_load(target, load, 2), lambda: "", lambda o, m: o)
+    monkeypatch.undo()
+    assert not gateways._kept
+    interpreters = [p for p in psutil.Process().children(recursive=True) if "exec(eval" in " ".join(p.cmdline())]
+    assert interpreters == []

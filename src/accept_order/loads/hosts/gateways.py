@@ -268,12 +268,16 @@ class Gateways:
         import execnet
 
         live = set()
-        for host in (h for h in self.hosts if reported is None or h.destination in reported):
-            try:  # its task over (its drivers reaped): the next load starts on a host that is done with this one
-                host.channel.waitclose(CLOSE_TIMEOUT_S)
-            except (execnet.RemoteError, execnet.TimeoutError, EOFError, OSError):
-                continue  # still busy or failed: ended below, reached anew if the run goes on
-            live.add(host.destination)
+        try:
+            for host in (h for h in self.hosts if reported is None or h.destination in reported):
+                try:  # its task over (its drivers reaped): the next load starts on a host done with this one
+                    host.channel.waitclose(CLOSE_TIMEOUT_S)
+                except (execnet.RemoteError, execnet.TimeoutError, EOFError, OSError):
+                    continue  # still busy or failed: ended below, reached anew if the run goes on
+                live.add(host.destination)
+        except BaseException:  # a Ctrl-C meanwhile (an API caller's; the command line holds signals here): none kept
+            self.close()
+            raise
         _kept[(self.spec, self.role)] = {r.destination: r for r in self._reaching if r.destination in live}
         self._reaching = [r for r in self._reaching if r.destination not in live]
         self.close()
