@@ -59,5 +59,6 @@ def run_each(variants: Sequence[T], run_one: Callable[[T], R], keep_on_error: bo
         except AcceptOrderError as cause:
             if not results or not keep_on_error:
                 raise
-            raise RunStopped(results, cause) from cause
+            # a WorkerExited carries the run it stopped (marked interrupted): kept after the finished ones
+            raise RunStopped([*results, *getattr(cause, "results", ())], cause) from cause
     return results
