@@ -38,50 +38,19 @@ class RemoteObservation(Started):
 
     def start(self) -> None:
         self.host = self.gateways.connect(PART)[0]
-        self._send(("observe", self.port, LONGEST_S), "as it was asked to observe")
-        reply = self._receive(ATTACH_TIMEOUT_S, "for it to attach to the server")
+        self.host.send(("observe", self.port, LONGEST_S), "as it was asked to observe")
+        reply = self.host.receive(ATTACH_TIMEOUT_S, "for it to attach to the server")
         if reply[0] != "watching":
-            raise LoadError(f"--observe-on {escape_controls(self.destination)}: {escape_controls(str(reply[1]))}")
+            raise LoadError(f"{self.host.name}: {escape_controls(str(reply[1]))}")
 
     def finish(self) -> ObserveResult:
         assert self.host is not None
-        self._send(("stop",), "before the load's end")
-        reply = self._receive(FINISH_TIMEOUT_S, "for what it observed")
+        self.host.send(("stop",), "before the load's end")
+        reply = self.host.receive(FINISH_TIMEOUT_S, "for what it observed")
         if reply[0] != "result":
-            raise LoadError(f"--observe-on {escape_controls(self.destination)}: {escape_controls(str(reply[1]))}")
+            raise LoadError(f"{self.host.name}: {escape_controls(str(reply[1]))}")
         result: ObserveResult = pickle.loads(reply[1])
         return result
-
-    def _send(self, message: tuple[Any, ...], what: str) -> None:
-        assert self.host is not None
-        try:
-            self.host.channel.send(message)
-        except (OSError, EOFError, ValueError):  # execnet's send once the host is gone
-            said = self.host.last_said()
-            raise LoadError(
-                f"--observe-on {escape_controls(self.destination)}: its connection closed {what}{said}"
-            ) from None
-
-    def _receive(self, timeout: float, what: str) -> Any:
-        assert self.host is not None
-        channel = self.host.channel
-        try:
-            return channel.receive(timeout=timeout)
-        except channel.TimeoutError:
-            raise LoadError(
-                f"--observe-on {escape_controls(self.destination)}: no answer in {timeout:g} s {what}"
-            ) from None
-        except channel.RemoteError as exc:  # its Python raised: the last line of its traceback
-            line = str(exc).strip().splitlines()[-1:] or [type(exc).__name__]
-            raise LoadError(
-                f"--observe-on {escape_controls(self.destination)}: failed waiting {what} "
-                f"({escape_controls(line[0])[:200]})"
-            ) from None
-        except (EOFError, OSError):
-            said = self.host.last_said()
-            raise LoadError(
-                f"--observe-on {escape_controls(self.destination)}: its connection closed waiting {what}{said}"
-            ) from None
 
     def close(self) -> None:
         self.gateways.close()

@@ -33,13 +33,12 @@ from ..drive_loop import TICK_S
 from ..generator import REPORT_TIMEOUT_S, LoadResult
 from ..reply_keys import ReplyWorkers
 from . import load_side
-from .gateways import Gateways, Host
+from .gateways import CLOSED_CHANNEL, Gateways, Host
 from .remote_side import CLOSED
 from .split import clock_offset, combined, shares, stripe_s
 
 CLOCK_ROUNDS = 8  # round trips per host; the quickest sets the offset
 START_MARGIN_S = 0.1  # beyond the slowest host's round trip: time for the go to reach every host
-CLOSED_CHANNEL = (OSError, EOFError, ValueError)  # what execnet's send raises once the host is gone
 STARTED_LATE_S = 0.05  # a host that began this much after its start time is named as late
 
 
@@ -110,41 +109,20 @@ class HostsLoad(Started):
         address, attribution, protocol = self._given
         for p in self.progress:
             payload = pickle.dumps((address, attribution, p.load, protocol))
-            self._send(p, ("load", payload), "as it was given its load")
+            p.host.send(("load", payload), "as it was given its load")
         for p in self.progress:
-            reply = self._receive(p, 4 * READY_TIMEOUT_S, "for its drivers to start")
+            reply = p.host.receive(4 * READY_TIMEOUT_S, "for its drivers to start")
             if reply[0] != "ready":
-                raise LoadError(f"client host {p.host.destination}: {self._said(reply)}")
+                raise LoadError(f"{p.host.name}: {self._said(reply)}")
 
     def _clock(self, p: _Progress) -> None:
         samples = []
         for _ in range(CLOCK_ROUNDS):
             sent = time.time()
-            self._send(p, ("clock",), "as its clock was read")
-            reply = self._receive(p, READY_TIMEOUT_S, "for its clock")
+            p.host.send(("clock",), "as its clock was read")
+            reply = p.host.receive(READY_TIMEOUT_S, "for its clock")
             samples.append((sent, float(reply[1]), time.time()))
         p.offset_s, p.uncertainty_s = clock_offset(samples)
-
-    @staticmethod
-    def _send(p: _Progress, message: tuple[Any, ...], what: str) -> None:
-        try:
-            p.host.channel.send(message)
-        except CLOSED_CHANNEL:
-            raise LoadError(
-                f"client host {p.host.destination}: its connection closed {what}{p.host.last_said()}"
-            ) from None
-
-    def _receive(self, p: _Progress, timeout: float, what: str) -> Any:
-        channel = p.host.channel
-        try:
-            return channel.receive(timeout=timeout)
-        except channel.TimeoutError:
-            raise LoadError(f"client host {p.host.destination}: no answer in {timeout:g} s {what}") from None
-        except channel.RemoteError as exc:  # its Python raised: the last line of its traceback
-            raise LoadError(f"client host {p.host.destination}: failed waiting {what} ({_last_line(exc)})") from None
-        except (EOFError, OSError):
-            said = p.host.last_said()
-            raise LoadError(f"client host {p.host.destination}: its connection closed waiting {what}{said}") from None
 
     @staticmethod
     def _said(reply: Any) -> str:
@@ -278,11 +256,6 @@ def _by_key(result: LoadResult) -> LoadResult:
     if result.reply_keys is None:
         return result
     return result.placed({index: key for key, index in result.reply_keys.items()})
-
-
-def _last_line(exc: BaseException) -> str:
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return (lines[-1] if lines else type(exc).__name__)[:200]
 
 
 __all__ = ["HostsLoad", "STARTED_LATE_S"]

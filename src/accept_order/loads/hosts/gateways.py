@@ -115,7 +115,8 @@ def remote_python(hosts: ClientHosts) -> str:
 
 @dataclass
 class Host:
-    """One connected client host: its destination as given, the gateway, the channel to remote_side, its ssh."""
+    """One connected host: its destination as given, the gateway, the channel to remote_side, its ssh; `name`,
+    how a line names it ("client host c1", "--observe-on srv")."""
 
     destination: str
     gateway: Any
@@ -124,11 +125,34 @@ class Host:
     version: str = ""
     hostname: str = ""
     ssh: Ssh = field(default_factory=Ssh)
+    name: str = ""
 
     def last_said(self) -> str:
         """What ssh last said about this host, as " (...)" to add to a line, or nothing."""
         said = self.ssh.last_said(settle=True)
         return f" ({said})" if said else ""
+
+    def send(self, message: tuple[Any, ...], what: str) -> None:
+        """Send on the channel; a host gone meanwhile is one LoadError naming it (`what`: when, in words)."""
+        try:
+            self.channel.send(message)
+        except CLOSED_CHANNEL:
+            raise LoadError(f"{self.name}: its connection closed {what}{self.last_said()}") from None
+
+    def receive(self, timeout: float, what: str) -> Any:
+        """The next message; no answer in `timeout`, its Python failing, or the host gone: one LoadError naming it."""
+        channel = self.channel
+        try:
+            return channel.receive(timeout=timeout)
+        except channel.TimeoutError:
+            raise LoadError(f"{self.name}: no answer in {timeout:g} s {what}") from None
+        except channel.RemoteError as exc:  # its Python raised: the last line of its traceback
+            raise LoadError(f"{self.name}: failed waiting {what} ({last_line(exc)})") from None
+        except (EOFError, OSError):
+            raise LoadError(f"{self.name}: its connection closed waiting {what}{self.last_said()}") from None
+
+
+CLOSED_CHANNEL = (OSError, EOFError, ValueError)  # what execnet's send raises once the host is gone
 
 
 def _spec(destination: str, hosts: ClientHosts, index: int) -> Any:
@@ -157,7 +181,7 @@ class _Reaching:
         self.gateway: Any = None  # once reached
 
     def fail(self, what: str, exc: BaseException | None = None) -> LoadError:
-        said = self.ssh.last_said(settle=True) or (_first(exc) if exc is not None else None)
+        said = self.ssh.last_said(settle=True) or (last_line(exc) if exc is not None else None)
         return LoadError(f"{self.name}: {what}" + (f" ({said})" if said else ""))
 
     def close(self) -> None:
@@ -213,10 +237,11 @@ def _greet(reaching: _Reaching, gateway: Any, hosts: ClientHosts, part: str) -> 
             f"install accept-order {VERSION} there"
         )
     channel.send(("part", part))
-    return Host(destination, gateway, channel, str(python), str(version), str(hostname), reaching.ssh)
+    return Host(destination, gateway, channel, str(python), str(version), str(hostname), reaching.ssh, reaching.name)
 
 
-def _first(exc: BaseException) -> str:
+def last_line(exc: BaseException) -> str:
+    """The last line an exception says (a remote traceback's is its error), inert and cut to 200 characters."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     return inert(lines[-1] if lines else type(exc).__name__)[:200]
 
