@@ -15,7 +15,7 @@ from typing import Any
 from .errors import PlanError
 from .histogram import LatencyHistogram
 from .measures import DriverStats
-from .totals import TimedTotals, cpu_us_per_connection
+from .totals import TimedTotals, add_counts, add_errors, add_histograms, add_walls, cpu_us_per_connection
 
 MAX_CLIENT_HOSTS = 256  # ssh fan-out from one coordinator: beyond this, see docs/howto/cluster.md
 
@@ -153,24 +153,13 @@ def extended(a: tuple[HostOutcome, ...], b: tuple[HostOutcome, ...], concurrent:
         if o is None:
             out.append(h)
             continue
-        histogram = LatencyHistogram()
-        histogram.merge(h.histogram)
-        histogram.merge(o.histogram)
-        errors = dict(h.errors)
-        for name, n in o.errors.items():
-            errors[name] = errors.get(name, 0) + n
-        width = max(len(h.served), len(o.served))
-        served = tuple(
-            (h.served[i] if i < len(h.served) else 0) + (o.served[i] if i < len(o.served) else 0) for i in range(width)
-        )
-        walls = (h.wall_s, o.wall_s)
         out.append(
             dataclasses.replace(
                 h,
-                histogram=histogram,
-                errors=errors,
-                served=served,
-                wall_s=round(max(walls) if concurrent else sum(walls), 6),
+                histogram=add_histograms(h.histogram, o.histogram),
+                errors=add_errors(h.errors, o.errors),
+                served=add_counts(h.served, o.served),
+                wall_s=add_walls(h.wall_s, o.wall_s, concurrent),
                 drivers=h.drivers + o.drivers,
                 ended_s=o.ended_s if not concurrent else h.ended_s,
                 lost=h.lost or o.lost,

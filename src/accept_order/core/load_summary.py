@@ -16,15 +16,26 @@ from typing import Any
 from ..core.histogram import LatencyHistogram
 from ..core.measures import DriverStats
 from .hosts import HostOutcome, extended
-from .totals import CountedTotals, LoadTotals, TimedTotals, cpu_us_per_connection
+from .totals import (
+    CountedTotals,
+    LoadTotals,
+    TimedTotals,
+    add_counts,
+    add_errors,
+    add_histograms,
+    add_walls,
+    cpu_us_per_connection,
+)
 
-__all__ = ["CountedTotals", "LoadTotals", "TimedTotals", "cpu_us_per_connection", "LoadSummary", "ServerCloses"]
-
-
-def add_counts(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-    """Per-worker counts added worker by worker (the shorter list counts 0 for the workers it lacks)."""
-    width = max(len(a), len(b))
-    return tuple((a[i] if i < len(a) else 0) + (b[i] if i < len(b) else 0) for i in range(width))
+__all__ = [
+    "CountedTotals",
+    "LoadTotals",
+    "TimedTotals",
+    "add_counts",
+    "cpu_us_per_connection",
+    "LoadSummary",
+    "ServerCloses",
+]
 
 
 @dataclass(frozen=True)
@@ -110,24 +121,17 @@ class LoadSummary(TimedTotals):
 
     def extend(self, other: LoadSummary, concurrent: bool = False) -> LoadSummary:
         """This load and `other` as one: run one after the other, or at the same moment (`concurrent`)."""
-        histogram = LatencyHistogram()
-        histogram.merge(self.histogram)
-        histogram.merge(other.histogram)
-        errors = dict(self.errors)
-        for name, n in other.errors.items():
-            errors[name] = errors.get(name, 0) + n
-        walls = (self.wall_s, other.wall_s)
         return LoadSummary(
-            histogram=histogram,
-            errors=errors,
+            histogram=add_histograms(self.histogram, other.histogram),
+            errors=add_errors(self.errors, other.errors),
             served=add_counts(self.served, other.served),
-            wall_s=round(max(walls) if concurrent else sum(walls), 6),
+            wall_s=add_walls(self.wall_s, other.wall_s, concurrent),
             drivers=self.drivers + other.drivers,
             interruption=self.interruption or other.interruption,
             connections=add_counts(self.connections, other.connections),
             # held when the load ended: at once, both loads' connections; one after the other, the later's
             held=add_counts(self.held, other.held) if concurrent else other.held or self.held,
-            by_worker=add_histograms(self.by_worker, other.by_worker),
+            by_worker=_add_worker_histograms(self.by_worker, other.by_worker),
             pool=None
             if self.pool is None and other.pool is None
             else tuple(a + b for a, b in zip(self.pool or (0, 0), other.pool or (0, 0), strict=True)),  # type: ignore[arg-type]
@@ -190,11 +194,12 @@ def _fills(a: float | None, b: float | None, concurrent: bool) -> float | None:
     """Two pools' fill times as one: filled at the same moment, the longer; one after the other, both."""
     if a is None and b is None:
         return None
-    fills = (a or 0.0, b or 0.0)
-    return round(max(fills) if concurrent else sum(fills), 6)
+    return add_walls(a or 0.0, b or 0.0, concurrent)
 
 
-def add_histograms(a: tuple[LatencyHistogram, ...], b: tuple[LatencyHistogram, ...]) -> tuple[LatencyHistogram, ...]:
+def _add_worker_histograms(
+    a: tuple[LatencyHistogram, ...], b: tuple[LatencyHistogram, ...]
+) -> tuple[LatencyHistogram, ...]:
     """Per-worker histograms added worker by worker (the shorter list adds nothing for the workers it lacks)."""
     out = []
     for i in range(max(len(a), len(b))):

@@ -67,3 +67,33 @@ class CountedTotals(LoadTotals):
     @property
     def ok(self) -> int:
         return sum(self.served)
+
+
+# -- two loads' figures as one load's (LoadSummary.extend, and each client host's: core/hosts.py) ---------------
+
+
+def add_counts(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    """Per-worker counts added worker by worker (the shorter list counts 0 for the workers it lacks)."""
+    width = max(len(a), len(b))
+    return tuple((a[i] if i < len(a) else 0) + (b[i] if i < len(b) else 0) for i in range(width))
+
+
+def add_histograms(a: LatencyHistogram, b: LatencyHistogram) -> LatencyHistogram:
+    """Both loads' durations in one histogram (a new one: neither is changed)."""
+    histogram = LatencyHistogram()
+    histogram.merge(a)
+    histogram.merge(b)
+    return histogram
+
+
+def add_errors(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
+    """Failures by errno name, added."""
+    errors = dict(a)
+    for name, n in b.items():
+        errors[name] = errors.get(name, 0) + n
+    return errors
+
+
+def add_walls(a: float, b: float, concurrent: bool) -> float:
+    """Two loads' wall time as one's: at the same moment, the longer; one after the other, both."""
+    return round(max(a, b) if concurrent else a + b, 6)
