@@ -137,6 +137,7 @@ class DriverStats:
     open_s: float | None = None  # when it had started every connection it was to start (a burst's open phase)
     # Open loop: connections that were due while every slot was busy, so started late (timed from when due).
     late: int | None = None
+    loop: Literal["io_uring", "epoll"] | None = None  # what it drove with (loads/drivers.py); None: before 0.3
 
     @property
     def cpu_fraction(self) -> float:
@@ -158,6 +159,8 @@ class DriverStats:
         data = asdict(self)
         if data["late"] is None:  # a closed loop: nothing is due, so nothing is late (and 0.3's files lack it)
             del data["late"]
+        if data["loop"] is None:
+            del data["loop"]
         return data
 
     @classmethod
@@ -167,6 +170,7 @@ class DriverStats:
             runqueue_s=data.get("runqueue_s"),  # a saved file may lack it, as its default says (None)
             open_s=data.get("open_s"),
             late=data.get("late"),
+            loop=data.get("loop"),
         )
 
 

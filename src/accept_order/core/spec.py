@@ -15,7 +15,7 @@ import resource
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, get_args
 
 from .cpus import allowed_cpus, format_cpu_list
 from .errors import PlanError
@@ -36,6 +36,9 @@ MAX_DRIVER_PROCS = 64
 MAX_DURATION_S = 24 * 3600.0
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_MODE = "epoll"  # nginx's default on Linux: the one users most often meet
+# The loop a load generator runs (loads/drivers.py): "auto" is io_uring where it can run, else epoll.
+Driver = Literal["auto", "io_uring", "epoll"]
+DRIVERS: tuple[Driver, ...] = get_args(Driver)
 FD_MARGIN = 32  # descriptors a driver needs besides its connections (epoll, pipes, stdio, imports)
 
 
@@ -234,11 +237,13 @@ class SequentialLoad:
     gap_ms: float = 0.0  # start connection k at k*gap; 0: each when the previous one has finished
     timeout_s: float = 5.0
     settle: bool = True  # before each connection, wait until idle workers are really asleep
+    driver: Driver = "auto"  # the client's loop (DRIVERS)
 
     def validated(self) -> SequentialLoad:
         check_range("--connections", self.connections, 1, MAX_CONNECTIONS)
         check_range("--gap-ms", self.gap_ms, 0, MAX_GAP_MS)
         check_range("--timeout", self.timeout_s, 0.001, MAX_TIMEOUT_S, "s")
+        check_driver(self.driver)
         return self
 
     @classmethod
@@ -247,7 +252,13 @@ class SequentialLoad:
         return cls(**{k: v for k, v in data.items() if k in known})
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, **dataclasses.asdict(self)}
+        data = dataclasses.asdict(self)
+        return {"kind": self.kind, **{k: v for k, v in data.items() if (k, v) != ("driver", "auto")}}  # as 0.2
+
+
+def check_driver(driver: Any) -> None:
+    if driver not in DRIVERS:
+        raise PlanError(f"--driver must be one of {', '.join(DRIVERS)}, got {driver!r}")
 
 
 DEFAULT_REQUESTS = 100_000
@@ -279,6 +290,7 @@ class ConcurrentLoad:
     pool: bool = False
     # --clients: the load runs on these client hosts over ssh, split across them (loads/hosts/); None: here
     clients: ClientHosts | None = None
+    driver: Driver = "auto"  # the drivers' loop (DRIVERS): each host resolves "auto" for itself
 
     @property
     def on_client_hosts(self) -> bool:
@@ -320,6 +332,9 @@ class ConcurrentLoad:
             )
         for cpu in self.cpus:
             check_range("--load-cpus", cpu, 0, 1 << 20)
+        check_driver(self.driver)
+        if self.driver == "io_uring" and self.keeps_connections:
+            raise PlanError("--driver io_uring drives one request per connection: kept connections run on epoll")
         if self.clients is not None:
             self.clients.validated()
         remote = self.on_client_hosts
@@ -352,6 +367,8 @@ class ConcurrentLoad:
         rate, cpus = data.pop("rate"), list(data.pop("cpus"))
         per, pool = data.pop("requests_per_connection"), data.pop("pool")
         data.pop("clients")  # written below from the spec itself
+        if data["driver"] == "auto":  # as 0.2 wrote them
+            del data["driver"]
         return (
             {"kind": self.kind, **data}
             | ({} if rate is None else {"rate": rate})

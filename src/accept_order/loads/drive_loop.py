@@ -26,6 +26,7 @@ from ..core.measures import DriverStats
 from ..core.processes import MAX_REPLY, READY_TIMEOUT_S, die_with_parent, ignore_supervisor_signals, unblock_signals
 from ..core.protocol import ABORTED, BAD_REPLY, NO_REPLY, TIMEOUT, ClientProtocol, errno_name
 from ..core.target import Attribution
+from .drivers import Loop
 
 TICK_S = 0.1  # how often a driver publishes progress and checks its timeouts and the stop flag
 
@@ -45,6 +46,7 @@ class DriverConfig:
     per_connection: int = 1  # requests over each connection (0: for the whole run); not 1: loads/kept.py's loop
     pool: bool = False  # open the connections one after another first (loads/kept.py)
     procs: int = 1  # drivers of the load (the pool's fill takes turns over them)
+    loop: Loop = "epoll"  # this loop, or loads/uring_loop.py's (loads/drivers.py resolved it)
 
     @property
     def kept(self) -> bool:
@@ -52,7 +54,7 @@ class DriverConfig:
         return self.per_connection != 1 or self.pool  # as ConcurrentLoad.keeps_connections
 
 
-def _schedstat() -> tuple[int, int] | None:
+def schedstat() -> tuple[int, int] | None:
     """(ns on a CPU, ns runnable but waiting for one) of this (single-threaded) process."""
     try:
         with open("/proc/self/schedstat") as f:
@@ -101,7 +103,7 @@ def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
     done = ok = 0  # finished, and of those served: published for the parent's progress and messages
 
     # The CPU window must sit inside the wall window, or a short run reads more than 100% of a CPU.
-    sched0 = _schedstat()
+    sched0 = schedstat()
     wall0 = time.monotonic()
     cpu0 = time.process_time()
     t0 = perf_ns()
@@ -235,7 +237,7 @@ def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
         ep.close()
     cpu = time.process_time() - cpu0
     wall = time.monotonic() - wall0
-    sched1 = _schedstat()
+    sched1 = schedstat()
     runqueue = (sched1[1] - sched0[1]) / 1e9 if sched0 and sched1 else None
     return {
         "counts": list(counts.items()),
@@ -252,6 +254,7 @@ def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
             runqueue,
             None if opened_ns is None else round((opened_ns - t0) / 1e9, 6),
             late if interval_ns else None,
+            "epoll",
         ).to_dict(),
     }
 
@@ -289,7 +292,11 @@ def driver_main(cfg: DriverConfig, pipe: Connection, go: Any, progress: Any, sto
             if cfg.kept:
                 from .kept import drive_kept
 
-                pipe.send(("result", drive_kept(cfg, progress, stop, turn, _schedstat, TICK_S)))
+                pipe.send(("result", drive_kept(cfg, progress, stop, turn, schedstat, TICK_S)))
+            elif cfg.loop == "io_uring":
+                from .uring_loop import drive_uring
+
+                pipe.send(("result", drive_uring(cfg, progress, stop, schedstat, TICK_S)))
             else:
                 pipe.send(("result", _drive(cfg, progress, stop)))
         except OSError as exc:  # e.g. the epoll could not be made; the parent names the driver

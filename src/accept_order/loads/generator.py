@@ -35,6 +35,7 @@ from ..core.spec import ConcurrentLoad
 from ..core.started import Started
 from ..core.target import Attribution
 from .drive_loop import ABORT, STOP, TICK_S, DriverConfig, driver_main
+from .drivers import resolve
 from .reply_keys import ReplyWorkers
 
 __all__ = [
@@ -185,6 +186,7 @@ class LoadGenerator(Started):
         self, address: tuple[str, int], attribution: Attribution, load: ConcurrentLoad, protocol: ClientProtocol = LINE
     ) -> None:
         load = load.validated()
+        loop = resolve(load.driver, load.keeps_connections)  # before any process starts: io_uring refused here
         procs = load.driver_procs
         slots = split(load.concurrency, procs)
         count = load.connections
@@ -205,6 +207,7 @@ class LoadGenerator(Started):
                 load.requests_per_connection,
                 load.pool,
                 procs,
+                loop,
             )
             for i in range(procs)
         ]

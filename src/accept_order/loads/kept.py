@@ -381,6 +381,7 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
             runqueue,
             None if opened_ns is None else round((opened_ns - begin) / 1e9, 6),
             late if cfg.rate else None,
+            "epoll",
         ).to_dict(),
     }
     if cfg.pool:

@@ -1,0 +1,257 @@
+"""drive_loop.py's closed (or open) loop on io_uring: the same connections, records and tallies, with the
+system calls batched.
+
+A connection is a socket made by the kernel ahead of time (IORING_OP_SOCKET: a few spare ones are always on
+order, so a freed slot starts its next connection at once), then its connect, its request (if the protocol
+sends one) and one receive with MSG_WAITALL, submitted together: the kernel runs them in order, and the
+receive completes at the worker's EOF with the whole reply (or when the buffer is full: one more byte is
+asked for to tell a reply of exactly MAX_REPLY from a longer one). The socket is then closed through the
+ring. One `io_uring_enter` submits and reaps for every connection in flight, where the epoll loop pays
+socket, connect, epoll_ctl, recv and close for each.
+
+A connection ends when every request it submitted has completed (the kernel may post a refused connect's
+completion after its receive's); its error is the first that applies of: ours (timeout, aborted), the
+connect's, the request's or the receive's. A connection past the timeout has its requests cancelled.
+Each connection's duration runs from its connect's preparation (or, in an open loop, from when it was
+due) to the receive's completion, as drive_loop.py's runs from connect to EOF.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections import Counter
+from typing import Any
+
+from ..core.measures import DriverStats
+from ..core.processes import MAX_REPLY
+from ..core.protocol import ABORTED, BAD_REPLY, NO_REPLY, TIMEOUT, errno_name
+from .drivers import binding
+
+RING_MAX = 4096  # submission queue entries at most (a batch larger than this is submitted in parts)
+SPARE = 8  # sockets kept on order beyond the free slots, so a freed slot need not wait for one
+
+# An entry (a list, for speed): what one connection holds while it runs.
+START, BUF, PENDING, FORCED, CONNECT_ERR, IO_ERR, END, GOT, FD, OPS = range(10)
+
+
+def ring_size(slots: int) -> int:
+    """Submission entries for `slots` connections (four requests each at most), a power of two."""
+    size = 64
+    while size < min(4 * slots + SPARE, RING_MAX):
+        size *= 2
+    return size
+
+
+def drive_uring(cfg: Any, progress: Any, stop: Any, schedstat: Any, tick_s: float) -> dict[str, Any]:
+    """The loop for drive_loop's DriverConfig `cfg`. Returns this driver's tallies as drive_loop._drive does
+    (the same keys and stats); `schedstat` is drive_loop's reader of this process's run-queue time, `tick_s`
+    how often it publishes progress and checks its timeouts and the stop flag."""
+    uring = binding()
+    host, port = cfg.address
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    addr = (host, port)
+    size = ring_size(cfg.slots)
+    ring = uring.Ring(entries=size, cq_entries=2 * size)
+    kind_socket, kind_connect, kind_recv = (
+        uring.COMPLETION_KIND_SOCKET,
+        uring.COMPLETION_KIND_CONNECT,
+        uring.COMPLETION_KIND_RECV,
+    )
+    prepare_socket, prepare_connect, prepare_recv = ring.prepare_socket, ring.prepare_connect, ring.prepare_recv
+    prepare_send, close_fd, wait = ring.prepare_send, ring.prepare_close_nowait, ring.wait
+    waitall = socket.MSG_WAITALL
+    stream = socket.SOCK_STREAM
+    request, body = cfg.protocol.request, cfg.protocol.body
+    ops_each = 3 if request else 2
+    one_more = bytearray(1)  # the byte past a full buffer: only its count is read
+    counts: dict[int, int] = {}
+    errors: Counter[str] = Counter()
+    served: dict[int, int] = {}
+    replies: dict[bytes, int] = {}
+    attribute = cfg.attribution.from_reply
+    unnamed = -1 if cfg.attribution.holds_socket else None
+    perf_ns = time.perf_counter_ns
+    timeout_ns = int(cfg.timeout_s * 1e9)
+    tick_ns = int(tick_s * 1e9)
+    slots = cfg.slots
+    left = cfg.requests if cfg.requests is not None else -1
+    done = ok = 0
+    inflight: dict[int, list[Any]] = {}  # fd -> entry
+    spare: list[int] = []  # sockets made and not yet connecting
+    ordered = 0  # sockets asked for and not yet made
+    short = False  # the kernel refused a socket (EMFILE, ENOBUFS): ask again once a connection has ended
+
+    sched0 = schedstat()
+    wall0 = time.monotonic()
+    cpu0 = time.process_time()
+    t0 = perf_ns()
+    deadline = t0 + int(cfg.duration_s * 1e9) if cfg.duration_s is not None else None
+    next_check = t0 + tick_ns
+    starting = True
+    opened_ns: int | None = None
+    interval_ns = int(1e9 / cfg.rate) if cfg.rate else 0
+    due_ns = t0
+    late = 0
+    freed_ns = t0 - 1
+    try:
+        while True:
+            if starting and (left == 0 or (deadline is not None and perf_ns() >= deadline)):
+                starting = False
+                opened_ns = perf_ns()
+            while starting and spare and len(inflight) < slots and left != 0:
+                if interval_ns:
+                    if due_ns > perf_ns():
+                        break
+                    late += due_ns <= freed_ns
+                    due_ns += interval_ns
+                left -= 1
+                fd = spare.pop()
+                buf = bytearray(MAX_REPLY)
+                entry: list[Any] = [
+                    due_ns - interval_ns if interval_ns else perf_ns(),
+                    buf,
+                    ops_each,
+                    None,
+                    None,
+                    None,
+                    0,
+                    0,
+                    fd,
+                    None,
+                ]
+                connect = prepare_connect(fd, addr, entry)
+                sent = prepare_send(fd, request, 0, entry) if request else None
+                entry[OPS] = [connect, sent, prepare_recv(fd, buf, waitall, entry)]
+                inflight[fd] = entry
+            if short and not inflight:
+                short = False  # nothing in flight to end and free a descriptor: try again (and count it)
+            if starting and not short:
+                # sockets on order for every slot that will want one, and a few more
+                want = slots - len(inflight) + SPARE
+                if left >= 0:
+                    want = min(want, left)
+                for _ in range(want - len(spare) - ordered):
+                    prepare_socket(family, stream, 0, 0, None)
+                    ordered += 1
+            if not starting and not inflight and not ordered:
+                break
+            wait_s = tick_s
+            if starting and deadline is not None:
+                wait_s = min(wait_s, max(0.0, (deadline - perf_ns()) / 1e9))
+            if starting and interval_ns and spare and len(inflight) < slots:
+                wait_s = min(wait_s, max(0.0, (due_ns - perf_ns()) / 1e9))
+            for completion in wait(wait_s) or ():
+                kind = completion.kind
+                res = completion.res
+                if kind == kind_socket:
+                    ordered -= 1
+                    if res >= 0:
+                        spare.append(res)
+                    else:  # counted as a failed connection, as drive_loop counts a refused socket()
+                        errors[errno_name(-res)] += 1
+                        done += 1
+                        if left > 0:
+                            left -= 1
+                        short = True
+                    continue
+                entry = completion.take_user_data()
+                if entry is None:
+                    continue  # a cancel's own completion
+                if res < 0:
+                    if kind == kind_connect:
+                        entry[CONNECT_ERR] = errno_name(-res)
+                    elif entry[IO_ERR] is None:
+                        entry[IO_ERR] = errno_name(-res)
+                elif kind == kind_recv:
+                    if entry[GOT] == MAX_REPLY:  # the byte past a full buffer: there is more than MAX_REPLY
+                        if res:
+                            entry[IO_ERR] = BAD_REPLY
+                    elif res == MAX_REPLY and entry[FORCED] is None:
+                        # a full buffer: one byte more tells a longer reply from one of exactly MAX_REPLY
+                        entry[GOT] = res
+                        entry[OPS][2] = prepare_recv(entry[FD], one_more, waitall, entry)
+                        continue
+                    else:
+                        entry[GOT] = res
+                    entry[END] = perf_ns()
+                entry[PENDING] -= 1
+                if entry[PENDING]:
+                    continue
+                fd = entry[FD]
+                del inflight[fd]
+                close_fd(fd)
+                short = False
+                if len(inflight) + 1 >= slots:
+                    freed_ns = entry[END] or perf_ns()
+                done += 1
+                error = entry[FORCED] or entry[CONNECT_ERR] or entry[IO_ERR]
+                if error is not None:
+                    errors[error] += 1
+                    continue
+                reply = bytes(memoryview(entry[BUF])[: entry[GOT]])
+                reply = body(reply) if request else reply
+                who = replies.get(reply)
+                if who is None:
+                    who = attribute(reply)
+                    if who is None:
+                        who = unnamed if reply else None
+                    if who is None:
+                        errors[NO_REPLY if not reply else BAD_REPLY] += 1
+                        continue
+                    replies[reply] = who
+                served[who] = served.get(who, 0) + 1
+                ok += 1
+                us = (entry[END] - entry[START]) // 1000
+                counts[us] = counts.get(us, 0) + 1
+            progress[2 * cfg.index] = done
+            progress[2 * cfg.index + 1] = ok
+            now = perf_ns()
+            if now >= next_check:
+                next_check = now + tick_ns
+                if stop.value:  # interrupted: what is still in flight is accounted for as aborted
+                    if inflight:
+                        errors[ABORTED] += len(inflight)
+                        done += len(inflight)
+                    break
+                for entry in inflight.values():
+                    if entry[FORCED] is None and now - entry[START] > timeout_ns:
+                        entry[FORCED] = TIMEOUT  # ends once its requests are cancelled
+                        for op in entry[OPS]:
+                            if op is not None:
+                                ring.prepare_cancel(op)
+    finally:
+        # Closing the ring cancels what is still in flight; the sockets are ours to close.
+        ring.close()
+        for fd in [*inflight, *spare]:
+            _close(fd)
+    cpu = time.process_time() - cpu0
+    wall = time.monotonic() - wall0
+    sched1 = schedstat()
+    runqueue = (sched1[1] - sched0[1]) / 1e9 if sched0 and sched1 else None
+    return {
+        "counts": list(counts.items()),
+        "errors": dict(errors),
+        "served": dict(served),
+        "start": wall0,
+        "end": wall0 + wall,
+        "stats": DriverStats(
+            cfg.index,
+            cfg.slots,
+            done,
+            round(wall, 6),
+            round(cpu, 6),
+            runqueue,
+            None if opened_ns is None else round((opened_ns - t0) / 1e9, 6),
+            late if interval_ns else None,
+            "io_uring",
+        ).to_dict(),
+    }
+
+
+def _close(fd: int) -> None:
+    try:
+        os.close(fd)
+    except OSError:
+        pass
