@@ -6,13 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.errors import LoadError
-from ..core.load_summary import LoadSummary
-from ..core.spec import ConcurrentLoad
-from ..core.target import Target
-from .observe.remote import RemoteObservation, joined
+
+if TYPE_CHECKING:  # what observes is imported only by a load that asks for --observe-on (a run's start-up)
+    from ..core.load_summary import LoadSummary
+    from ..core.spec import ConcurrentLoad
+    from ..core.target import Target
+    from .observe.remote import RemoteObservation
 
 
 class Watch:
@@ -23,6 +25,8 @@ class Watch:
 
     def joined(self, target: Target, summary: LoadSummary) -> dict[str, Any]:
         """What observe saw, beside the load's counts per worker (`{"host", "error"}` when it failed)."""
+        from .observe.remote import joined
+
         try:
             observed = self.observation.finish()
         except LoadError as exc:
@@ -39,5 +43,7 @@ def observing(target: Target, load: ConcurrentLoad) -> Iterator[Watch | None]:
     if hosts is None or hosts.observe_on is None:
         yield None
         return
+    from .observe.remote import RemoteObservation
+
     with RemoteObservation(hosts, hosts.observe_on, target.address[1]) as observation:
         yield Watch(observation)

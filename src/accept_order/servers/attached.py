@@ -15,8 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import psutil
-
 from ..core.errors import PlanError, WorkerExited
 from ..core.kinds import ModeInfo, ServerKind
 from ..core.measures import WorkerCounters
@@ -27,11 +25,11 @@ from ..core.started import Started
 from ..core.target import ReplyAttribution
 from ..core.waiting import wait_for
 from ..probes.listeners import listening_sockets_of
-from ..probes.owner import SocketOwners, socket_holders
 from .watched import UsageDeltas, gone, proc_state
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # psutil and the socket owners are imported where used: the registry lists this kind at start-up
     from ..core.target import Target
+    from ..probes.owner import SocketOwners
 
 SETTLE_TIMEOUT_S = 2.0
 WHY = (
@@ -43,6 +41,8 @@ WHY = (
 def worker_pids(attach: Sequence[int]) -> list[int]:
     """One pid: its children, oldest first (a master and its workers), or itself if it has none; several
     pids: those, as given. PlanError for a pid that does not exist."""
+    import psutil
+
     try:
         if len(attach) == 1:
             master = psutil.Process(attach[0])
@@ -67,6 +67,8 @@ def _name(pid: int) -> str:
 
 
 def _parent(pid: int) -> int | None:
+    import psutil
+
     try:
         return psutil.Process(pid).ppid()
     except psutil.Error:
@@ -111,6 +113,8 @@ def check_listening(host: str, port: int, attach: Sequence[int], workers: Sequen
     """PlanError unless the attached processes hold a listener that takes connections to host:port, and
     no process outside them (their parent, a master that only listens, aside) holds one too: otherwise
     the connections would go to someone else and every count and verdict would be invented."""
+    from ..probes.owner import socket_holders
+
     where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     rows = [row for row in listening_sockets_of(port, [*attach, *workers]) if _serves(row.address, host)]
     holders = socket_holders({row.inode for row in rows})
@@ -159,6 +163,8 @@ class OwnerAttribution:
 
     def from_socket(self, local: tuple[str, int], peer: tuple[str, int]) -> int | None:
         if self._owners is None:
+            from ..probes.owner import SocketOwners
+
             self._owners = SocketOwners(self.pids)
         return self._owners.owner(local, peer)
 

@@ -19,8 +19,6 @@ import pwd
 import signal
 from typing import TYPE_CHECKING
 
-import psutil
-
 from ...core.errors import PlanError, ServerUnavailable
 from ...core.kinds import (
     BY_HASH,
@@ -132,6 +130,8 @@ class ApacheServer(LaunchedServer):
 
     def ready(self) -> bool:
         """The pid file, every listener, and every child in its wait (not only asleep: in the wait)."""
+        import psutil  # here, not at the top: the registry imports every kind at start-up
+
         if self.master is None or not os.path.exists(os.path.join(self.directory, "httpd.pid")):
             return False
         try:

@@ -17,13 +17,16 @@ asleep. Neither takes a list of CPUs: --cpus pins every thread of each worker fr
 from __future__ import annotations
 
 import os
-
-import psutil
+from typing import TYPE_CHECKING
 
 from ...core.spec import ServerSpec
-from ...probes.fd_table import open_files
 from ...probes.listeners import listening_sockets
 from .base import LaunchedServer
+
+# psutil and the fd tables (ctypes) are imported where a running server uses them: the registry imports every
+# kind's module at start-up
+if TYPE_CHECKING:
+    import psutil
 
 APP_MODULE = "accept_order_asgi_app"  # the file the app is written to, without .py; `MODULE:app` names it
 LOG = "access.log"
@@ -72,6 +75,8 @@ def write_app(spec: ServerSpec, directory: str) -> str:
 
 def watching(pids: list[int], port: int) -> bool:
     """Every pid has an epoll that watches a socket listening on `port` (its event loop waits for it)."""
+    from ...probes.fd_table import open_files
+
     try:
         listeners = {row.inode for row in listening_sockets(port)}
     except OSError:
@@ -111,6 +116,8 @@ class AsgiServer(LaunchedServer):
         return write_app(self.spec, self.directory)
 
     def workers_of(self, master: psutil.Process) -> list[int]:
+        import psutil
+
         workers = []
         for child in sorted(master.children(), key=lambda p: (p.create_time(), p.pid)):
             try:
@@ -122,6 +129,8 @@ class AsgiServer(LaunchedServer):
 
     def ready(self) -> bool:
         """Every worker's event loop watches a listener (a worker asleep may still be starting)."""
+        import psutil
+
         if self.master is None:
             return False
         try:

@@ -18,16 +18,13 @@ from __future__ import annotations
 
 import functools
 import os
-import secrets
 import select
 import shutil
 import signal
 import socket
 import subprocess
 import tempfile
-from typing import Any, ClassVar
-
-import psutil
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...core.errors import ServerUnavailable, WorkerError
 from ...core.measures import WorkerCounters
@@ -40,6 +37,10 @@ from ...core.target import ReplyAttribution
 from ...core.waiting import wait_for
 from ..watched import UsageDeltas, gone, proc_state
 
+# psutil is imported where a running server uses it: the registry imports every kind at start-up
+if TYPE_CHECKING:
+    import psutil
+
 SETTLE_TIMEOUT_S = 2.0
 DIRECTORY_PREFIX = "accept-order-"
 
@@ -47,6 +48,8 @@ DIRECTORY_PREFIX = "accept-order-"
 def remove_stale_directories() -> None:
     """Private directories of earlier runs whose tool is gone (killed before it, and its reaper, could
     remove them): `accept-order-NAME-PID-XXXX` in the temp directory, PID no longer running."""
+    import psutil
+
     base = tempfile.gettempdir()
     try:
         names = os.listdir(base)
@@ -64,6 +67,8 @@ def private_directory(prefix: str) -> str:
     """A new directory only we can enter (as mkdtemp makes), named with our pid so that a later run can
     tell one whose owner is gone (see above). The reaper is told of it before it exists: killed between
     the two, we would leave it behind (seen: 1 run in 8 when killed just as the server was launched)."""
+    import secrets  # here: hashlib would load with every kind's module at start-up
+
     base = tempfile.gettempdir()
     for _ in range(100):
         path = os.path.join(base, f"{prefix}{secrets.token_hex(4)}")
@@ -273,6 +278,8 @@ class LaunchedServer(Started):
 
     # -- start ----------------------------------------------------------------------------------
     def start(self) -> None:
+        import psutil
+
         if self.spec.port:  # checked before anything is launched (see refuse_foreign_group)
             from ..modes.reuseport import refuse_foreign_group
 
@@ -311,6 +318,8 @@ class LaunchedServer(Started):
 
     def _ready(self, master: psutil.Process) -> bool:
         """Every worker exists and sleeps (in its wait), and the server says it listens."""
+        import psutil
+
         if self.master is None or self.master.poll() is not None:
             return True  # start() reports the exit
         try:

@@ -18,7 +18,6 @@ The witness is Caddy's access log (JSON, `remote_port` per request; the one proc
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from typing import TYPE_CHECKING
@@ -134,6 +133,8 @@ class CaddyServer(LaunchedServer):
 
     def last_error(self) -> str:
         """Caddy's JSON error line's message and error, or its CLI's `Error: ...` line."""
+        import json  # here, not at the top: the registry imports every kind at start-up
+
         line = super().last_error()
         try:
             entry = json.loads(line)
@@ -165,6 +166,8 @@ class CaddyServer(LaunchedServer):
     def parse_request(self, fields: list[str]) -> tuple[int, ...] | None:
         """(the one process, request.remote_port) from a JSON line of the access log (split on white space,
         which only the request's own strings held)."""
+        import json
+
         try:
             port = json.loads(" ".join(fields))["request"]["remote_port"]
         except (ValueError, KeyError, TypeError):

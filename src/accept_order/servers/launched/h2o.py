@@ -21,20 +21,20 @@ import signal
 from collections import Counter
 from typing import TYPE_CHECKING
 
-import psutil
-
 from ...core.errors import PlanError, ServerUnavailable
 from ...core.kinds import IDLE_CLOSE, IdleLimit, LongLivedCure, ModeInfo, ServerKind
 from ...core.models import Mechanism
 from ...core.spec import ServerSpec
 from ...core.waiting import wait_for
-from ...probes.fd_table import open_files
 from ...probes.listeners import listening_sockets
 from ...probes.proc_waits import EPOLL_WAITS, thread_wait
 from ..watched import proc_state
 from .base import SETTLE_TIMEOUT_S, LaunchedServer
 
+# psutil is imported where a running server uses it: the registry imports every kind at start-up
 if TYPE_CHECKING:
+    import psutil
+
     from ...core.target import Target
 
 PACKAGE = "apt-get install h2o"
@@ -142,6 +142,8 @@ class H2oServer(LaunchedServer):
     def workers_of(self, master: psutil.Process) -> list[int]:
         """The threads asleep in an epoll that watches our listener, by thread id (creation order: the main
         thread first)."""
+        from ...probes.fd_table import open_files  # here, not at the top: the registry imports every kind at start-up
+
         try:
             listeners = {sock.inode for sock in listening_sockets(self.port)}
         except OSError:

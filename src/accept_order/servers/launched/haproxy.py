@@ -22,8 +22,6 @@ import signal
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import psutil
-
 from ...core.errors import ServerUnavailable
 from ...core.kinds import (
     BY_HASH,
@@ -53,7 +51,10 @@ MAXCONN = KindOption(
     "(--accept-batch 1: as many as there are workers)",
 )
 
+# psutil is imported where a running server uses it: the registry imports every kind at start-up
 if TYPE_CHECKING:
+    import psutil
+
     from ...core.target import Target
 
 PACKAGE = "the haproxy package (2.4 or newer)"

@@ -23,8 +23,6 @@ import shutil
 import signal
 from typing import TYPE_CHECKING
 
-import psutil
-
 from ...core.errors import PlanError, ServerUnavailable
 from ...core.kinds import IDLE_CLOSE, ClientLimit, IdleLimit, LongLivedCure, ModeInfo, ServerKind, redraws
 from ...core.models import Mechanism
@@ -35,7 +33,10 @@ from ...probes.proc_waits import EPOLL_WAITS, POLLS, thread_wait
 from ..watched import gone
 from .base import SETTLE_TIMEOUT_S, LaunchedServer
 
+# psutil is imported where a running server uses it: the registry imports every kind at start-up
 if TYPE_CHECKING:
+    import psutil
+
     from ...core.target import Target
 
 PACKAGES = "apt-get install lighttpd lighttpd-modules-lua"
@@ -174,6 +175,8 @@ class LighttpdServer(LaunchedServer):
 
     def ready(self) -> bool:
         """The pid file, the listener, and every worker in its wait (not just asleep: in the wait)."""
+        import psutil
+
         if self.master is None or not os.path.exists(os.path.join(self.directory, "lighttpd.pid")):
             return False
         try:

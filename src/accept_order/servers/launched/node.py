@@ -10,7 +10,6 @@ the tool does that itself once the workers exist.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from typing import TYPE_CHECKING
@@ -138,6 +137,8 @@ class NodeServer(LaunchedServer):
         return [node_binary(), script]
 
     def environment(self) -> dict[str, str]:
+        import json  # here, not at the top: the registry imports every kind at start-up
+
         spec = self.spec
         config = {
             "policy": self.mode.settings[0].rpartition(".")[2],  # SCHED_RR or SCHED_NONE

@@ -26,8 +26,6 @@ import os
 import shutil
 from typing import TYPE_CHECKING
 
-import psutil
-
 from ...core.errors import PlanError, ServerUnavailable
 from ...core.kinds import IDLE_CLOSE, ClientLimit, IdleLimit, LongLivedCure, ModeInfo, ServerKind, SideBySide, redraws
 from ...core.models import Mechanism
@@ -161,6 +159,8 @@ class PumaServer(LaunchedServer):
 
     def ready(self) -> bool:
         """The pid file, the listener, and every worker's server thread in select."""
+        import psutil  # here, not at the top: the registry imports every kind at start-up
+
         if self.master is None or not os.path.exists(os.path.join(self.directory, "puma.pid")):
             return False
         try:

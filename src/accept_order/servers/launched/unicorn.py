@@ -22,8 +22,6 @@ import shutil
 import signal
 from typing import TYPE_CHECKING
 
-import psutil
-
 from ...core.errors import PlanError, ServerUnavailable
 from ...core.kinds import CLOSES_EACH, LongLivedCure, ModeInfo, ServerKind, SideBySide
 from ...core.models import Mechanism
@@ -124,6 +122,8 @@ class UnicornServer(LaunchedServer):
 
     def ready(self) -> bool:
         """The pid file, the listener, and every worker in select."""
+        import psutil  # here, not at the top: the registry imports every kind at start-up
+
         if self.master is None or not os.path.exists(os.path.join(self.directory, "unicorn.pid")):
             return False
         try:

@@ -32,8 +32,6 @@ import subprocess
 import sys
 from typing import TYPE_CHECKING
 
-import psutil
-
 from ...core.errors import PlanError, ServerUnavailable
 from ...core.hints import pip_install
 from ...core.kinds import CLOSES_EACH, LongLivedCure, ModeInfo, ServerKind, SideBySide
@@ -183,6 +181,8 @@ class UwsgiServer(LaunchedServer):
 
     def ready(self) -> bool:
         """The pid file, the listener, and every worker in its wait (not just asleep: in the wait)."""
+        import psutil  # here, not at the top: the registry imports every kind at start-up
+
         if self.master is None or not os.path.exists(os.path.join(self.directory, "uwsgi.pid")):
             return False
         try:
