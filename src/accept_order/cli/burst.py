@@ -9,10 +9,10 @@ from typing import Any
 import click
 
 from ..core.cpus import format_cpu_list
-from ..core.spec import DEFAULT_DRIVER_PROCS, MAX_CONNECTIONS, MAX_DRIVER_PROCS
+from ..core.spec import DEFAULT_DRIVER_PROCS, MAX_CONNECTIONS, MAX_DRIVER_PROCS, Driver
 from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
-from .load_options import ClientCounts, client_hosts, clients_options, driver_procs_help
+from .load_options import ClientCounts, client_hosts, clients_options, driver_option, driver_procs_help
 from .options import (
     examples,
     json_option,
@@ -59,6 +59,7 @@ from .types import IntRange
     show_default=True,
     help=driver_procs_help("Load generator processes the connections of a burst are split over"),
 )
+@driver_option()
 @timeout_option("10s", "connection")
 @load_cpus_option()
 @clients_options(counts_taken=True)
@@ -84,6 +85,7 @@ def burst(
     modes: list[str],
     clients: list[int],
     driver_procs: int,
+    driver: Driver,
     timeout_s: float,
     requests_per_connection: int,
     pool: bool,
@@ -113,7 +115,7 @@ def burst(
     servers = [base.kind] if elsewhere else servers
     hosts = client_hosts(options, base, "--client-hosts")
     plan = BurstPlan(
-        tuple(clients), driver_procs, timeout_s, load_cpus(options, base, hosts), requests_per_connection, hosts
+        tuple(clients), driver_procs, timeout_s, load_cpus(options, base, hosts), requests_per_connection, hosts, driver
     ).validated()
     refuse_closing(servers, ConcurrentLoad(requests_per_connection=requests_per_connection))  # before any starts
     specs, skipped = ([base], {}) if elsewhere else variants(base, modes, servers, batch_given)

@@ -15,6 +15,7 @@ from ..core.hosts import ClientHosts
 from ..core.spec import (
     DEFAULT_CONCURRENCY,
     DEFAULT_DRIVER_PROCS,
+    DRIVERS,
     MAX_CONNECTIONS,
     MAX_DRIVER_PROCS,
     MAX_GAP_MS,
@@ -222,6 +223,19 @@ def driver_procs_help(what: str) -> str:
     return f"{what} (per client host with --clients)."
 
 
+def driver_option() -> Callable[[F], F]:
+    """--driver: the load generator's loop (loads/drivers.py), on every command that drives it."""
+    return click.option(
+        "--driver",
+        type=click.Choice(DRIVERS, case_sensitive=False),
+        default="auto",
+        show_default=True,
+        help="The load generator's loop: io_uring batches many connections' system calls in one (Linux 5.19+, "
+        "PyPI's uring-api), epoll is the fallback; auto takes io_uring where it can run (each client host "
+        "decides for itself). Kept connections run on epoll. The report says which ran.",
+    )
+
+
 def kept_options(pool: bool = True, rate: bool = False) -> Callable[[F], F]:
     """How many requests each connection carries, and (`pool`) the pool shape: every command that drives
     the load generator (latency, sweep, reload, ramp, burst; burst's connections all open at once, so no pool).
@@ -316,6 +330,7 @@ def load_options(
                 show_default=True,
                 help=driver_procs_help("Load generator processes sharing the concurrency"),
             ),
+            driver_option(),
             timeout_option("10s", "connection"),
             load_cpus_option(),
             *(open_loop if rate else []),

@@ -7,10 +7,10 @@ from typing import Any
 
 import click
 
-from ..core.spec import DEFAULT_DRIVER_PROCS, MAX_CONNECTIONS, MAX_DRIVER_PROCS
+from ..core.spec import DEFAULT_DRIVER_PROCS, MAX_CONNECTIONS, MAX_DRIVER_PROCS, Driver
 from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
-from .load_options import client_hosts, clients_options, driver_procs_help
+from .load_options import client_hosts, clients_options, driver_option, driver_procs_help
 from .options import (
     examples,
     json_option,
@@ -99,6 +99,7 @@ def _ms(value: Any) -> float | None:
     show_default=True,
     help=driver_procs_help("Load generator processes"),
 )
+@driver_option()
 @timeout_option("5s", "connection")
 @load_cpus_option()
 @clients_options()
@@ -136,6 +137,7 @@ def ramp(
     in_flight: int,
     keep_going: bool,
     driver_procs: int,
+    driver: Driver,
     timeout_s: float,
     requests_per_connection: int,
     pool: bool,
@@ -174,6 +176,7 @@ def ramp(
         requests_per_connection=requests_per_connection,
         pool=pool,
         client_hosts=hosts,
+        driver=driver,
     ).validated()
     from ..servers.registry import refuse_closing, variants
 

@@ -229,6 +229,7 @@ def concurrent_load(options: dict[str, Any], server: ServerSpec | None = None) -
         requests_per_connection=options.pop("requests_per_connection", 1),
         pool=options.pop("pool", False),
         clients=clients,
+        driver=options.pop("driver", "auto"),
     ).validated()
 
 

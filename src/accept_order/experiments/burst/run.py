@@ -28,7 +28,9 @@ from ...core.spec import (
     MAX_CONNECTIONS,
     MAX_DRIVER_PROCS,
     ConcurrentLoad,
+    Driver,
     ServerSpec,
+    check_driver,
     check_range,
     local_ports,
     sized,
@@ -54,6 +56,7 @@ class BurstPlan:
     # served) and no pool (a pool opens its connections one after another at idle, a burst all at once).
     requests_per_connection: int = 1
     client_hosts: ClientHosts | None = None  # --client-hosts: each burst is split across them (loads/hosts/)
+    driver: Driver = "auto"  # the load generator's loop (loads/drivers.py)
 
     def validated(self) -> BurstPlan:
         if not self.clients:
@@ -68,6 +71,7 @@ class BurstPlan:
             check_range("--clients", n, 1, MAX_CLIENTS)
         check_range("--driver-procs", self.driver_procs, 1, MAX_DRIVER_PROCS)
         check_range("--timeout", self.timeout_s, 0.001, 3600, "s")
+        check_driver(self.driver)
         return self
 
     def load(self, clients: int) -> ConcurrentLoad:
@@ -84,6 +88,7 @@ class BurstPlan:
             cpus=self.load_cpus,
             requests_per_connection=per,
             clients=self.client_hosts,
+            driver=self.driver,
         )
 
     @property

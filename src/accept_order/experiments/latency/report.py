@@ -206,6 +206,8 @@ def drivers_text(drivers: Sequence[DriverStats], unit: str = "connection") -> Te
     kept connections), which their CPU is divided by."""
     cpu = cpu_us_per_connection(drivers)
     total = f" ({cpu:.0f} CPU-µs per {unit})" if cpu is not None else ""
+    loops = sorted({d.loop for d in drivers if d.loop})  # saved since 0.3; several: hosts that decided apart
+    total = (f" on {' and '.join(loops)}" if loops else "") + total
     parts = [
         f"{d.index}: {d.requests} req, {100 * d.cpu_fraction:.0f}% CPU"
         + (f", {100 * (d.runqueue_s or 0) / d.wall_s:.0f}% waiting for one" if d.runqueue_s is not None else "")

@@ -10,7 +10,7 @@ from typing import Any
 from ...core.hosts import ClientHosts, HostOutcome
 from ...core.load_summary import CountedTotals, pool_fill_of, pool_of
 from ...core.measures import Environment
-from ...core.spec import ServerSpec
+from ...core.spec import DRIVERS, ServerSpec
 from ...results.schema import (
     Flag,
     Integer,
@@ -185,6 +185,7 @@ _PLAN = Record(
         "requests_per_connection": Integer(),  # a ramp over kept connections only
         "pool": Flag(),
         "client_hosts": Maybe(derive(ClientHosts)),  # --clients: the hosts every step ran on (run.RampPlan)
+        "driver": OneOf(DRIVERS),  # --driver other than auto
     }
 )
 _STEP = known(  # registered: RampStep.from_dict builds with it too

@@ -22,8 +22,10 @@ from ...core.spec import (
     MAX_CONNECTIONS,
     MAX_DRIVER_PROCS,
     ConcurrentLoad,
+    Driver,
     ServerSpec,
     check_concurrency,
+    check_driver,
     check_range,
     sized,
 )
@@ -59,6 +61,7 @@ class RampPlan:
     requests_per_connection: int = 1
     pool: bool = False
     client_hosts: ClientHosts | None = None  # --clients: each step is split across them (loads/hosts/)
+    driver: Driver = "auto"  # the load generator's loop (loads/drivers.py)
 
     @property
     def keeps_connections(self) -> bool:
@@ -77,6 +80,7 @@ class RampPlan:
         check_range("--requests-per-connection", self.requests_per_connection, 0, MAX_CONNECTIONS)
         check_range("--step", self.step_s, 0.1, 3600, "s")
         check_range("--driver-procs", self.driver_procs, 1, MAX_DRIVER_PROCS)
+        check_driver(self.driver)
         check_range("--max-errors", self.max_errors, 0, 10**12)
         for name, bound in (("--p99", self.p99_ms), ("--p999", self.p999_ms)):
             if bound is not None:
@@ -100,6 +104,7 @@ class RampPlan:
                 requests_per_connection=self.requests_per_connection,
                 pool=self.pool,
                 clients=self.client_hosts,
+                driver=self.driver,
             ).validated()
         return ConcurrentLoad(
             connections=None,
@@ -111,6 +116,7 @@ class RampPlan:
             requests_per_connection=self.requests_per_connection,
             pool=self.pool,
             clients=self.client_hosts,
+            driver=self.driver,
         ).validated()
 
 
@@ -320,6 +326,8 @@ def plan_dict(plan: RampPlan) -> dict[str, Any]:
         del data["requests_per_connection"]
     if not data["pool"]:
         del data["pool"]
+    if data["driver"] == "auto":  # as 0.2 wrote it
+        del data["driver"]
     data.pop("client_hosts")  # asdict's copy: saved as the hosts say it, or not at all (a ramp driven from here)
     if plan.client_hosts is not None:
         data["client_hosts"] = plan.client_hosts.to_dict()
