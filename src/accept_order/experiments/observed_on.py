@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import LoadError
 
-if TYPE_CHECKING:  # what observes is imported only by a load that asks for --observe-on (a run's start-up)
+if TYPE_CHECKING:  # what observes is imported by a load that asks for --observe-on, not at every run's start-up
     from ..core.load_summary import LoadSummary
     from ..core.spec import ConcurrentLoad
     from ..core.target import Target

@@ -26,7 +26,7 @@ def know_servers() -> None:
     """Tell the floors below which server kinds this version has: a spec's label (core/spec.py LABELS, filled
     as the registry is imported) and a result file's server check (results/shapes.py). Every way to an
     experiment's parts (imported, Experiment.file_kind) comes through here; the start-up of the CLI does not."""
-    from ..results.shapes import check_servers_with
+    from ..results import check_servers_with
     from ..servers import registry  # noqa: F401  (its import fills LABELS)
 
     check_servers_with(_unknown_server)

@@ -6,7 +6,7 @@ the same checks. A kind's own shape is declared with its experiment (experiments
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from ..core import service_time
@@ -14,6 +14,9 @@ from ..core.histogram import LatencyHistogram
 from ..core.hosts import HostOutcome
 from ..core.measures import ConnectionRecord, DriverStats, Environment, ListenerRow, Verdict, WorkerCounters
 from ..core.spec import MAX_WORKERS, ConcurrentLoad, SequentialLoad, ServerSpec
+from . import ServerCheck as ServerCheck
+from . import check_servers_with as check_servers_with
+from . import server_checks
 from .schema import (
     MAX_COUNT,
     Anything,
@@ -49,25 +52,13 @@ NOTES = ListOf(Text())
 POOL = Record({"opened": Integer(), "planned": Integer(), "fill_s": Number()}, frozenset({"opened", "planned"}))
 
 
-# Which server kinds and modes this version knows: (kind, mode) -> None, or ("kind" or "mode", why not).
-# The kinds are two floors up (servers/registry.py): experiments/__init__.py hands their answer down here
-# before any result is read, so that this floor imports none of them.
-ServerCheck = Callable[[str, str], "tuple[str, str] | None"]
-_server_checks: list[ServerCheck] = []
-
-
-def check_servers_with(check: ServerCheck) -> None:
-    """Check every server a result names with `check` (the registry's; set once, by experiments/)."""
-    _server_checks[:] = [check]
-
-
 def _known_server(server: Mapping[str, Any], at: str) -> None:
     """A server kind and mode this version knows (a file naming another is wrong, not the command line).
     Files store the kind as "server" (its name in version 2); "kind", its name now, wins (spec.renamed)."""
     name = "kind" if "kind" in server else "server"
     kind = server.get(name, ServerSpec.kind)
     mode = server.get("mode", ServerSpec.mode)
-    for check in _server_checks:
+    for check in server_checks:  # the registry's answer (results/__init__.py)
         wrong = check(kind, mode)
         if wrong is not None:
             field, why = wrong

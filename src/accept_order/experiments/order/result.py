@@ -6,12 +6,13 @@ Every class converts to and from plain JSON-able dicts; results/envelope.py adds
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...core.measures import ConnectionRecord, Environment, Verdict, WorkerCounters
 from ...core.spec import SequentialLoad, ServerSpec
-from ...results.schema import ListOf, derive
-from ...results.shapes import EVIDENCE, PORT, SKIPPED, names_workers
+
+if TYPE_CHECKING:
+    from ...results.schema import Record
 
 
 @dataclass(frozen=True)
@@ -156,9 +157,22 @@ class CompareResult:
         return cls(runs, skipped_map(data), bool(data.get("interrupted", False)))
 
 
-# What each kind's file holds (results/schema.py), checked whole when a file is loaded.
-RUN_SHAPE = derive(RunResult, port=PORT, evidence=EVIDENCE, rules=(names_workers("records", "worker"),))
-SERVE_SHAPE = derive(
-    ServeResult, port=PORT, evidence=EVIDENCE, optional=("sequence",), rules=(names_workers("sequence"),)
-)
-COMPARE_SHAPE = derive(CompareResult, runs=ListOf(RUN_SHAPE), skipped=SKIPPED)
+# What each kind's file holds (results/schema.py), checked whole when a file is loaded: RUN_SHAPE,
+# SERVE_SHAPE and COMPARE_SHAPE, derived on their first use (PEP 562), so that `run`, which saves no file
+# unless asked, does not load the file format's schema (a dozen dataclasses) at start-up.
+_SHAPES = ("RUN_SHAPE", "SERVE_SHAPE", "COMPARE_SHAPE")
+
+
+def __getattr__(name: str) -> Record:
+    if name not in _SHAPES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from ...results.schema import ListOf, derive
+    from ...results.shapes import EVIDENCE, PORT, SKIPPED, names_workers
+
+    run = derive(RunResult, port=PORT, evidence=EVIDENCE, rules=(names_workers("records", "worker"),))
+    serve = derive(
+        ServeResult, port=PORT, evidence=EVIDENCE, optional=("sequence",), rules=(names_workers("sequence"),)
+    )
+    compare = derive(CompareResult, runs=ListOf(run), skipped=SKIPPED)
+    globals().update(RUN_SHAPE=run, SERVE_SHAPE=serve, COMPARE_SHAPE=compare)
+    return globals()[name]
