@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..core.hosts import ClientHosts
 from ..core.spec import DEFAULT_KIND, ConcurrentLoad, SequentialLoad, ServerSpec, pinned
+
+if TYPE_CHECKING:
+    from ..core.hosts import ClientHosts
 
 
 def typed(name: str) -> bool:
