@@ -6,11 +6,12 @@ like the rest (cli/options.py)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import click
 
 from ..core.errors import PlanError
+from ..core.hosts import ClientHosts
 from ..core.spec import (
     DEFAULT_CONCURRENCY,
     DEFAULT_DRIVER_PROCS,
@@ -22,9 +23,6 @@ from ..core.spec import (
     ServerSpec,
 )
 from .types import CPUS, DURATION, Duration, FloatRange, IntList, IntRange
-
-if TYPE_CHECKING:
-    from ..core.hosts import ClientHosts
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -173,8 +171,6 @@ def client_hosts(options: dict[str, Any], server: ServerSpec | None, option: str
     would reach its own), nor on every address at once (they need one to connect to). `option`: how the
     command's lines name the hosts (burst: --client-hosts, its --clients counting connections)."""
     import ipaddress
-
-    from ..core.hosts import ClientHosts  # here: a command without --clients does not import the hosts
 
     dests, config, python, observe_on = (
         options.pop(name, None) for name in ("client_hosts", "ssh_config", "client_python", "observe_on")

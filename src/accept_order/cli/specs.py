@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
+from ..core.hosts import ClientHosts
 from ..core.spec import DEFAULT_KIND, ConcurrentLoad, SequentialLoad, ServerSpec, pinned
-
-if TYPE_CHECKING:
-    from ..core.hosts import ClientHosts
 
 
 def typed(name: str) -> bool:

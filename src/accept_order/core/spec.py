@@ -15,16 +15,14 @@ import resource
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args
+from typing import Any, ClassVar, Literal, get_args
 
 from .cpus import allowed_cpus, format_cpu_list
 from .errors import PlanError
+from .hosts import ClientHosts
 from .old_names import accept_old_names
 from .old_names import renamed as renamed  # where callers found it before core/old_names.py
 from .run_warnings import RunWarning, WarningKind, warn
-
-if TYPE_CHECKING:  # a load over client hosts imports them (with the histogram): a run here does not
-    from .hosts import ClientHosts
 
 MAX_WORKERS = 512
 MAX_CONNECTIONS = 10_000_000
@@ -359,8 +357,6 @@ class ConcurrentLoad:
         if "cpus" in values:
             values["cpus"] = tuple(values["cpus"])
         if values.get("clients") is not None:
-            from .hosts import ClientHosts
-
             values["clients"] = ClientHosts.from_dict(values["clients"])
         return cls(**values)
 
