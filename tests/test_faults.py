@@ -238,7 +238,7 @@ def test_a_connection_the_client_cannot_open_is_a_failed_record(monkeypatch: pyt
         return real_socket(*args, **kwargs)  # type: ignore[arg-type]
 
     with WorkerPool(spec) as pool:
-        monkeypatch.setattr("accept_order.loads.sequential.socket.socket", flaky_socket)
+        monkeypatch.setattr("accept_order.loads.sequential.RawSocket", flaky_socket)
         records = run_sequential(pool, SequentialLoad(connections=3, timeout_s=5).validated())
     assert [r.served for r in records] == [True, False, True]
     assert records[1].error is not None and records[1].error.startswith("EMFILE")

@@ -1,0 +1,176 @@
+"""What the sequential client's loops share: how a connection becomes a record, how its reply is read.
+
+A connection ends in `Books.close`: its reply attributed to a worker (each worker's line parsed once, then
+looked up), its socket closed, its record kept and passed on. `take` reads what a socket has, the same way
+in every loop: with the peer's FIN already in, one recv takes the reply and its end.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import socket
+import time
+from _socket import socket as RawSocket
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ..core.measures import ConnectionRecord
+from ..core.processes import MAX_REPLY
+from ..core.protocol import error_key
+from ..core.target import Target
+
+if TYPE_CHECKING:
+    from ..probes.accept_log import AcceptLog
+
+# A nonblocking socket in one system call where the platform has SOCK_NONBLOCK (Linux).
+NONBLOCK_FLAG: int = getattr(socket, "SOCK_NONBLOCK", 0)
+SOCK_STREAM_NONBLOCK = socket.SOCK_STREAM | NONBLOCK_FLAG
+# POLLRDHUP (Linux): the peer's FIN is in. With it, a reply and its close take one recv, not two.
+POLLRDHUP: int = getattr(select, "POLLRDHUP", 0)
+READABLE = select.POLLIN | POLLRDHUP
+# The FIN and nothing worse: a reset or an error is left for recv to report.
+CLOSED_MASK = POLLRDHUP | select.POLLHUP | select.POLLERR
+# SO_RCVLOWAT (Linux): a socket is not readable, and its reader not woken, before this many bytes or the
+# FIN. A worker's reply and its close are two segments; without it a third of connections woke the
+# client twice (the reply, then the FIN a few microseconds later). Not where the client must attribute
+# the connection while the server still holds it (Attribution.holds_socket).
+SO_RCVLOWAT: int | None = getattr(socket, "SO_RCVLOWAT", None) if POLLRDHUP else None
+
+
+def failure(exc: OSError) -> str:
+    """`ECONNREFUSED: Connection refused`: the errno's name and its text, for a record's error."""
+    if exc.errno is None:
+        return error_key(exc)
+    return f"{error_key(exc)}: {os.strerror(exc.errno)}"
+
+
+def death_watch(fds: list[int]) -> select.epoll | None:
+    """One descriptor that becomes readable when any of `fds` does (an epoll holding them), so that each
+    poll() scans two descriptors however many workers there are; None where there is no epoll."""
+    epoll = getattr(select, "epoll", None)
+    if not fds or epoll is None:
+        return None
+    watch = epoll()
+    try:
+        for fd in fds:
+            watch.register(fd, select.EPOLLIN)
+    except OSError:
+        watch.close()
+        return None
+    return watch
+
+
+def take(sock: RawSocket, data: bytes, events: int, holds_socket: bool) -> tuple[bytes, bool, str | None]:
+    """Read what the socket has now: (the reply so far, finished, error).
+
+    Finished on EOF, an error, or a reply that is too long. With the peer's FIN already in (POLLRDHUP
+    alone), a recv that did not fill the buffer took everything the worker sent: finished without the
+    recv that would only say EOF. Otherwise, after data, the next wakeup brings the rest or the EOF."""
+    fin = events & CLOSED_MASK == POLLRDHUP
+    while True:
+        try:
+            chunk = sock.recv(MAX_REPLY)
+        except BlockingIOError:
+            return data, False, None  # nothing more yet: wait for the next wakeup
+        except OSError as exc:
+            return data, True, failure(exc)
+        if not chunk or len(data) >= MAX_REPLY:
+            return data, True, None  # EOF: the worker answered and closed (or the reply is too long)
+        data += chunk
+        if holds_socket:  # attribute while the server still holds the connection, then close it
+            return data, True, None
+        if len(chunk) < MAX_REPLY:
+            return data, fin, None
+
+
+class Books:
+    """One drive's records by sequence number, and how a reply names its worker.
+
+    With `accepts`, a reply that names no worker is attributed to the worker the kernel saw accept the
+    connection (instead of to the holder of its socket, which a server that has closed no longer is)."""
+
+    def __init__(
+        self,
+        target: Target,
+        on_record: Callable[[ConnectionRecord], None] | None,
+        accepts: AcceptLog | None,
+    ) -> None:
+        self.attribution = target.attribution
+        self.holds_socket = self.attribution.holds_socket
+        self.pids = target.pids  # the live list: a remote target learns its workers' pids from the replies
+        protocol = target.protocol
+        self.body = protocol.body if protocol.request else None
+        self.accepts = accepts
+        self.on_record = on_record
+        self.replies: dict[bytes, int] = {}  # reply -> worker: each worker's line is parsed once
+        self.records: dict[int, ConnectionRecord] = {}
+        self.clock = time.perf_counter_ns
+        self.t0 = self.clock()
+
+    def worker_of(self, data: bytes, sock: RawSocket, started_ns: int) -> tuple[int | None, str | None]:
+        """(worker, None) for a reply that names one of the target's workers, else (None, why not)."""
+        if self.body is not None:
+            data = self.body(data)
+        worker = self.replies.get(data)
+        if worker is not None:
+            return worker, None
+        worker = self.attribution.from_reply(data)
+        if worker is not None:
+            self.replies[data] = worker
+        elif self.accepts is not None:
+            try:
+                accepted = self.accepts.accepted_by(sock.getsockname()[1], started_ns)
+            except OSError:
+                accepted = None
+            worker = self.pids.index(accepted) if accepted in self.pids else None
+        elif self.holds_socket:
+            try:
+                worker = self.attribution.from_socket(sock.getsockname(), sock.getpeername())
+            except OSError:
+                worker = None
+        if worker is not None:
+            return worker, None
+        return None, "closed without a reply" if not data else f"unexpected reply {data[:40]!r}"
+
+    def close(
+        self,
+        seq: int,
+        sock: RawSocket,
+        started_ns: int,
+        data: bytes,
+        error: str | None,
+        port: int | None,
+        cpu: int | None,
+    ) -> None:
+        """The connection's end: attribute its reply (unless it failed), close it, keep its record."""
+        worker: int | None = None
+        if error is None:
+            worker, error = self.worker_of(data, sock, started_ns)
+        sock.close()
+        self.record(seq, worker, started_ns, error, port, cpu)
+
+    def record(
+        self, seq: int, worker: int | None, started_ns: int, error: str | None, port: int | None, cpu: int | None
+    ) -> None:
+        """Keep the record of a connection that has just ended (its socket closed)."""
+        now = self.clock()
+        pids = self.pids
+        pid = pids[worker] if worker is not None and worker < len(pids) else None
+        self.keep(
+            ConnectionRecord(
+                seq, worker, pid, (started_ns - self.t0) // 1000, (now - started_ns) // 1000, error, port, cpu
+            )
+        )
+
+    def unopened(self, seq: int, exc: OSError) -> None:
+        """A connection whose socket could not be made (EMFILE: too many open for the file limit)."""
+        self.keep(ConnectionRecord(seq, None, None, (self.clock() - self.t0) // 1000, 0, failure(exc)))
+
+    def keep(self, record: ConnectionRecord) -> None:
+        self.records[record.seq] = record
+        if self.on_record:
+            self.on_record(record)
+
+    def in_order(self) -> list[ConnectionRecord]:
+        return [self.records[i] for i in sorted(self.records)]
