@@ -1,0 +1,434 @@
+"""The io_uring load generator (loads/uring_loop.py) against the epoll loop on the same events.
+
+Counts are exact and compared; timings are never asserted. Most tests run a loop in this process (the
+driver's own function, with small stand-ins for the shared progress array and stop flag) against a tiny
+server thread, so that what the loop leaves open is this process's own descriptors (/proc/self/fd).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from conftest import assert_one_error_line, run_cli
+
+from accept_order.core.errors import PlanError
+from accept_order.core.processes import MAX_REPLY
+from accept_order.core.protocol import ABORTED, BAD_REPLY, NO_REPLY, TIMEOUT, ClientProtocol, HttpProtocol
+from accept_order.core.spec import ConcurrentLoad, ServerSpec
+from accept_order.loads import drivers
+from accept_order.loads.drive_loop import DriverConfig, _drive, schedstat
+from accept_order.loads.generator import run_load
+from accept_order.loads.uring_loop import drive_uring
+from accept_order.servers.pool import WorkerPool
+
+URING = pytest.mark.skipif(drivers.uring_unavailable() is not None, reason=f"{drivers.uring_unavailable()}")
+LOOPS = ["io_uring", "epoll"]
+LINE = ClientProtocol("line", b"")
+TICK_S = 0.02  # the io_uring loop's tick here: timeouts and the stop flag are seen within it
+
+
+class AnyReply:
+    """Attribution that takes any non-empty reply as worker 0's: the loops' own checks are what is tested."""
+
+    holds_socket = False
+
+    def from_reply(self, reply: bytes) -> int | None:
+        return 0 if reply else None
+
+    def from_socket(self, local: tuple[str, int], peer: tuple[str, int]) -> int | None:
+        return None
+
+
+class Flag:
+    """The shared stop flag's stand-in: `value` reads `raised()` (by default never)."""
+
+    def __init__(self, raised: Callable[[], bool] = lambda: False) -> None:
+        self.raised = raised
+
+    @property
+    def value(self) -> int:
+        return int(self.raised())
+
+
+def drive(loop: str, address: tuple[str, int], stop: Flag | None = None, **options: Any) -> dict[str, Any]:
+    """One driver's run in this process: `loop`'s function on a DriverConfig from `options`."""
+    settings: dict[str, Any] = {"requests": 20, "duration_s": None, "slots": 4, "timeout_s": 5.0, **options}
+    protocol = settings.pop("protocol", LINE)
+    cfg = DriverConfig(0, address, AnyReply(), protocol, loop=loop, **settings)  # type: ignore[arg-type]
+    progress = [0, 0]
+    flag = stop or Flag()
+    result = drive_uring(cfg, progress, flag, schedstat, TICK_S) if loop == "io_uring" else _drive(cfg, progress, flag)
+    stats = result["stats"]
+    assert stats["loop"] == loop
+    # every finished connection is served or failed, and the progress published says no more
+    served = sum(result["served"].values())
+    assert served + sum(result["errors"].values()) == stats["requests"]
+    assert progress[0] <= stats["requests"] and progress[1] == served
+    assert sum(n for _, n in result["counts"]) == served  # one sample per served connection
+    return result
+
+
+def open_fds() -> dict[int, str]:
+    """This process's descriptors and what each is (a socket's inode tells one socket from the next)."""
+    fds: dict[int, str] = {}
+    for name in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):  # the directory's own descriptor, gone by now
+            fds[int(name)] = os.readlink(f"/proc/self/fd/{name}")
+    return fds
+
+
+@contextlib.contextmanager
+def no_descriptor_left() -> Iterator[None]:
+    """The block leaves this process's descriptors as it found them (no socket of the loop's left open)."""
+    before = open_fds()
+    yield
+    after = open_fds()
+    assert {fd: what for fd, what in after.items() if before.get(fd) != what} == {}
+
+
+class Server:
+    """A listener in a thread that runs `handle` on each connection it accepts and then closes it; a handle
+    that returns True keeps the connection open (until the server closes). None: never accept (the
+    kernel still completes the handshake)."""
+
+    def __init__(self, handle: Callable[[socket.socket], bool | None] | None) -> None:
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(256)
+        self.address: tuple[str, int] = self.listener.getsockname()
+        self.handle = handle
+        self.held: list[socket.socket] = []
+        self.accepted = 0
+        self.changed = threading.Condition()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        if handle is not None:
+            self.thread.start()
+
+    def _serve(self) -> None:
+        assert self.handle is not None
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:  # shut down: the test is over
+                return
+            keep = False
+            try:
+                keep = bool(self.handle(conn))
+            except OSError:
+                pass
+            with self.changed:
+                self.accepted += 1
+                if keep:
+                    self.held.append(conn)
+                self.changed.notify_all()
+            if not keep:
+                conn.close()
+
+    def has_accepted(self, count: int) -> bool:
+        with self.changed:
+            return self.accepted >= count
+
+    def wait_accepted(self, count: int, timeout: float = 10.0) -> None:
+        with self.changed:
+            assert self.changed.wait_for(lambda: self.accepted >= count, timeout), f"{self.accepted} < {count}"
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.listener.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept()
+        self.thread.join(5) if self.thread.is_alive() else None
+        self.listener.close()
+        for conn in self.held:
+            conn.close()
+
+    def __enter__(self) -> Server:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def replying(data: bytes) -> Callable[[socket.socket], None]:
+    return lambda conn: conn.sendall(data)
+
+
+def holding(conn: socket.socket) -> bool:
+    return True
+
+
+def reset(conn: socket.socket) -> None:
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close sends RST
+
+
+@contextlib.contextmanager
+def refusing() -> Iterator[tuple[str, int]]:
+    """An address bound but not listening: every connect to it is refused."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    try:
+        yield sock.getsockname()
+    finally:
+        sock.close()
+
+
+# -- the same events, the same counts, under both loops -------------------------------------------------
+
+
+@URING
+@pytest.mark.parametrize("loop", LOOPS)
+@pytest.mark.parametrize("protocol", [LINE, HttpProtocol()], ids=["line", "http"])
+def test_refused_connections_are_all_econnrefused(loop: str, protocol: ClientProtocol) -> None:
+    with no_descriptor_left(), refusing() as address:
+        result = drive(loop, address, protocol=protocol, requests=30, slots=6)
+    assert result["errors"] == {"ECONNREFUSED": 30}
+
+
+@URING
+@pytest.mark.parametrize("loop", LOOPS)
+@pytest.mark.parametrize(
+    ("handle", "served", "errors"),
+    [
+        (replying(b"worker 0 pid 1\n"), 24, {}),
+        (lambda conn: None, 0, {NO_REPLY: 24}),
+        (reset, 0, {"ECONNRESET": 24}),
+        (replying(b"x" * MAX_REPLY), 24, {}),  # exactly the most a reply may be
+        (replying(b"x" * (2 * MAX_REPLY)), 0, {BAD_REPLY: 24}),
+    ],
+    ids=["served", "empty", "reset", "exactly-max", "twice-max"],
+)
+def test_replies_are_served_or_failed_alike(
+    loop: str, handle: Callable[[socket.socket], None], served: int, errors: dict[str, int]
+) -> None:
+    with no_descriptor_left(), Server(handle) as server:
+        result = drive(loop, server.address, requests=24, slots=6)
+    assert (sum(result["served"].values()), result["errors"]) == (served, errors)
+
+
+@URING
+def test_one_byte_over_the_most_a_reply_may_be_is_a_bad_reply() -> None:
+    # The receive fills its MAX_REPLY buffer; one more byte asked for tells this reply from one of exactly
+    # MAX_REPLY. (drive_loop.py serves such a reply when its last byte arrives with the FIN: not tested here.)
+    with no_descriptor_left(), Server(replying(b"x" * (MAX_REPLY + 1))) as server:
+        result = drive("io_uring", server.address, requests=24, slots=6)
+    assert (result["served"], result["errors"]) == ({}, {BAD_REPLY: 24})
+
+
+@URING
+@pytest.mark.parametrize("loop", LOOPS)
+def test_a_server_that_never_answers_times_out_and_the_run_ends(loop: str) -> None:
+    with no_descriptor_left(), Server(holding) as server:
+        result = drive(loop, server.address, requests=6, slots=3, timeout_s=0.1)
+    assert result["errors"] == {TIMEOUT: 6}
+
+
+@URING
+def test_connections_nobody_accepts_time_out_too() -> None:
+    # The kernel completes the handshake and queues them; nobody accepts, so the receive waits for nothing.
+    with no_descriptor_left(), Server(None) as server:
+        result = drive("io_uring", server.address, requests=4, slots=4, timeout_s=0.1)
+    assert result["errors"] == {TIMEOUT: 4}
+
+
+@URING
+@pytest.mark.parametrize("loop", LOOPS)
+def test_the_request_arrives_before_the_reply(loop: str) -> None:
+    http = HttpProtocol()
+    seen: list[bytes] = []
+
+    def answer(conn: socket.socket) -> None:
+        request = b""
+        while not request.endswith(b"\r\n\r\n"):
+            chunk = conn.recv(4096)
+            if not chunk:
+                return  # no request: no answer (counted as no reply)
+            request += chunk
+        seen.append(request)
+        conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nworker 0 pid 1\n")
+
+    with no_descriptor_left(), Server(answer) as server:
+        result = drive(loop, server.address, protocol=http, requests=20, slots=5)
+    assert (result["served"], result["errors"]) == ({0: 20}, {})
+    assert seen == [http.request] * 20
+
+
+# -- the stop flag ---------------------------------------------------------------------------------------
+
+
+@URING
+@pytest.mark.parametrize("loop", LOOPS)
+def test_a_stop_counts_what_was_in_flight_as_aborted_and_closes_it(loop: str) -> None:
+    # The first 5 connections are answered, the next ones held open: the stop comes once 4 are held.
+    def answer_then_hold(conn: socket.socket) -> bool:
+        if server.accepted < 5:
+            conn.sendall(b"worker 0 pid 1\n")
+            return False
+        return True
+
+    with no_descriptor_left(), Server(answer_then_hold) as server:
+        result = drive(loop, server.address, Flag(lambda: server.has_accepted(9)), requests=100, slots=4)
+    assert (result["served"], result["errors"]) == ({0: 5}, {ABORTED: 4})
+
+
+@URING
+def test_a_signal_while_waiting_is_not_an_error() -> None:
+    # driver_main's SIGTERM handler sets the stop flag while the loop waits for completions: the wait is
+    # interrupted (EINTR) and the loop must go on to see the flag, as the epoll loop's poll does (PEP 475).
+    stopped = threading.Event()
+    previous = signal.signal(signal.SIGUSR1, lambda signum, frame: stopped.set())
+    me = threading.get_ident()
+
+    def hold_and_signal(conn: socket.socket) -> bool:
+        if server.accepted == 3:  # the fourth: every slot is in flight, the loop waits for them
+            signal.pthread_kill(me, signal.SIGUSR1)
+        return True
+
+    try:
+        with no_descriptor_left(), Server(hold_and_signal) as server:
+            result = drive("io_uring", server.address, Flag(stopped.is_set), requests=10, slots=4)
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert result["errors"] == {ABORTED: 4}
+
+
+# -- too few descriptors -----------------------------------------------------------------------------------
+
+# The loop in a child with a low open-file limit (the server stays here, under the usual one).
+CHILD = """
+import json, os, resource, sys
+from accept_order.core.protocol import ClientProtocol
+from accept_order.loads.drive_loop import DriverConfig, _drive, schedstat
+from accept_order.loads.uring_loop import drive_uring
+loop, port, requests, slots, spare = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+
+class AnyReply:
+    holds_socket = False
+    def from_reply(self, reply): return 0 if reply else None
+    def from_socket(self, local, peer): return None
+
+class Never:
+    value = 0
+
+# the descriptors open now, the loop's own (a ring or an epoll) and `slots`, plus `spare`
+limit = len(os.listdir("/proc/self/fd")) - 1 + 1 + slots + spare
+resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+cfg = DriverConfig(0, ("127.0.0.1", port), AnyReply(), ClientProtocol("line", b""), requests, None, slots, 5.0, loop=loop)
+drive = drive_uring if loop == "io_uring" else lambda c, p, s, *_: _drive(c, p, s)
+result = drive(cfg, [0, 0], Never(), schedstat, 0.02)
+print(json.dumps({"served": sum(result["served"].values()), "errors": result["errors"], "done": result["stats"]["requests"]}))
+"""
+
+
+def limited(loop: str, address: tuple[str, int], requests: int, slots: int, spare: int) -> dict[str, Any]:
+    """The loop's run in a child whose open-file limit leaves `spare` descriptors beyond its slots'."""
+    argv = [sys.executable, "-c", CHILD, loop, str(address[1]), str(requests), str(slots), str(spare)]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    import json
+
+    outcome: dict[str, Any] = json.loads(proc.stdout)
+    assert outcome["served"] + sum(outcome["errors"].values()) == outcome["done"] == requests
+    return outcome
+
+
+@URING
+@pytest.mark.parametrize("loop", LOOPS)
+def test_too_few_descriptors_are_counted_as_emfile_and_the_run_ends(loop: str) -> None:
+    with Server(replying(b"worker 0 pid 1\n")) as server:
+        outcome = limited(loop, server.address, requests=200, slots=20, spare=-12)
+    assert set(outcome["errors"]) == {"EMFILE"}
+    assert outcome["served"] > 0
+
+
+@URING
+@pytest.mark.parametrize("loop", LOOPS)
+def test_enough_descriptors_for_the_slots_are_enough(loop: str) -> None:
+    # The io_uring loop keeps sockets on order beyond its slots (SPARE): one the kernel refuses for want of a
+    # descriptor is not a failed connection while every slot has its own.
+    with Server(replying(b"worker 0 pid 1\n")) as server:
+        outcome = limited(loop, server.address, requests=300, slots=30, spare=1)
+    assert (outcome["served"], outcome["errors"]) == (300, {})
+
+
+# -- against the built-in workers --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def pool() -> Iterator[WorkerPool]:
+    with WorkerPool(ServerSpec(mode="epoll", workers=2).validated()) as p:
+        yield p
+
+
+@URING
+@pytest.mark.parametrize(
+    "shape",
+    [{"connections": 400}, {"connections": 200, "rate": 4000.0}, {"connections": None, "duration_s": 0.2}],
+    ids=["closed", "open", "duration"],
+)
+def test_served_by_each_worker_is_what_each_worker_counted(pool: WorkerPool, shape: dict[str, Any]) -> None:
+    load = ConcurrentLoad(concurrency=8, driver_procs=2, driver="io_uring", **shape)
+    result = run_load(pool.address, pool.attribution, load)
+    accepted = Counter({c.index: c.accepts for c in pool.stop() if c.accepts})
+    assert [d.loop for d in result.drivers] == ["io_uring", "io_uring"]
+    assert result.failed == 0 and result.served == accepted
+    assert result.histogram.count == result.ok == sum(d.requests for d in result.drivers)
+    if shape.get("connections"):
+        assert result.ok == shape["connections"]
+    assert all((d.late is None) == (load.rate is None) for d in result.drivers)
+
+
+# -- which loop runs ------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def no_uring(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """This process as if the binding were not installed (the probe's cache cleared before and after)."""
+
+    def missing() -> Any:
+        raise ImportError("No module named 'uring_api'")
+
+    drivers.uring_unavailable.cache_clear()
+    monkeypatch.setattr(drivers, "binding", missing)
+    yield
+    drivers.uring_unavailable.cache_clear()
+
+
+def test_without_the_binding_auto_is_epoll_and_io_uring_says_why(no_uring: None) -> None:
+    assert drivers.resolve("auto") == "epoll"
+    assert drivers.resolve("epoll") == "epoll"
+    with pytest.raises(PlanError, match=r"--driver io_uring: needs the io_uring binding: pip install"):
+        drivers.resolve("io_uring")
+
+
+def test_kept_connections_run_on_epoll() -> None:
+    assert drivers.resolve("auto", kept=True) == "epoll"
+    with pytest.raises(PlanError, match="kept connections run on epoll"):
+        drivers.resolve("io_uring", kept=True)
+
+
+SMALL = ["latency", "-w", "1", "-n", "20", "-c", "2", "--driver-procs", "1"]
+
+
+def test_the_report_says_the_drivers_ran_on_epoll(no_uring: None) -> None:
+    result = run_cli(SMALL)
+    assert result.exit_code == 0, result.output
+    assert "drivers on epoll (" in result.stdout
+
+
+def test_io_uring_where_it_cannot_run_is_one_line(no_uring: None) -> None:
+    assert_one_error_line(run_cli([*SMALL, "--driver", "io_uring"]), 2, "--driver io_uring", "binding")
+
+
+def test_io_uring_with_kept_connections_is_one_line() -> None:
+    result = run_cli([*SMALL, "--driver", "io_uring", "--requests-per-connection", "5"])
+    assert_one_error_line(result, 2, "--driver io_uring", "kept connections")
