@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from accept_order.cli import output
 from accept_order.cli.app import main
 from accept_order.cli.bars import STALL_S, BarState
+from accept_order.cli.consoles import SafeConsole
 from accept_order.cli.progress import RunProgress, duration_text
 
 LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs epoll and procfs")
@@ -60,7 +61,7 @@ def test_repeat_counts_every_run_and_its_bar_is_gone_before_the_report(monkeypat
     """On a terminal (stderr forced to be one, sharing the captured output with stdout as a terminal does),
     each bar says "run k of N" counting every run of every round, and the last one is erased before the
     report's title, which starts a clean line."""
-    monkeypatch.setattr(output, "stderr", lambda: output._Console(stderr=True, force_terminal=True, width=100))
+    monkeypatch.setattr(output, "stderr", lambda: SafeConsole(stderr=True, force_terminal=True, width=100))
     args = ["latency", "--modes", "blocking,epoll", "-w", "1", "-n", "100", "-c", "2", "--repeat", "2"]
     result = CliRunner().invoke(main, args, env={"COLUMNS": "100"})
     assert result.exit_code == 0, result.output

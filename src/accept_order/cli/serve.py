@@ -13,7 +13,7 @@ import click
 
 from ..core.spec import DEFAULT_KIND
 from ..core.target import Target
-from ..render.text import plural
+from ..core.text import plural
 from .app import handle_errors
 from .common import host_warnings, report_and_save
 from .options import examples, json_option, mode_option, server_options
