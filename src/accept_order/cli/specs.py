@@ -169,6 +169,7 @@ def sequential_load(options: dict[str, Any]) -> SequentialLoad:
         gap_ms=round(1000 * (one_of(options, "gap_s", ("gap_ms",)) or 0.0), 6),
         timeout_s=options.pop("timeout_s"),
         settle=not options.pop("no_settle", False),
+        driver=options.pop("driver", "auto"),
     ).validated()
 
 
