@@ -8,8 +8,8 @@ server thread, so that what the loop leaves open is this process's own descripto
 from __future__ import annotations
 
 import contextlib
+import json
 import os
-import resource
 import signal
 import socket
 import struct
@@ -37,6 +37,7 @@ URING = pytest.mark.skipif(drivers.uring_unavailable() is not None, reason=f"{dr
 LOOPS = ["io_uring", "epoll"]
 LINE = ClientProtocol("line", b"")
 TICK_S = 0.02  # the io_uring loop's tick here: timeouts and the stop flag are seen within it
+HANG_S = 20.0  # a loop still running after this long hangs
 
 
 class AnyReply:
@@ -62,14 +63,43 @@ class Flag:
         return int(self.raised())
 
 
-def drive(loop: str, address: tuple[str, int], stop: Flag | None = None, **options: Any) -> dict[str, Any]:
+def bounded(run: Callable[[], dict[str, Any]], in_thread: bool) -> dict[str, Any]:
+    """run() in a thread, failing the test if it has not returned in HANG_S (a loop that hangs would hang
+    the suite: there is no pytest timeout); in this thread when `in_thread` is False (signals land here)."""
+    if not in_thread:
+        return run()
+    outcome: list[Any] = []
+
+    def target() -> None:
+        try:
+            outcome.append(run())
+        except BaseException as exc:  # raised again in the test's thread
+            outcome.append(exc)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(HANG_S)
+    if thread.is_alive():
+        pytest.fail(f"the loop had not returned after {HANG_S} s")
+    if isinstance(outcome[0], BaseException):
+        raise outcome[0]
+    result: dict[str, Any] = outcome[0]
+    return result
+
+
+def drive(
+    loop: str, address: tuple[str, int], stop: Flag | None = None, in_thread: bool = True, **options: Any
+) -> dict[str, Any]:
     """One driver's run in this process: `loop`'s function on a DriverConfig from `options`."""
     settings: dict[str, Any] = {"requests": 20, "duration_s": None, "slots": 4, "timeout_s": 5.0, **options}
     protocol = settings.pop("protocol", LINE)
     cfg = DriverConfig(0, address, AnyReply(), protocol, loop=loop, **settings)  # type: ignore[arg-type]
     progress = [0, 0]
     flag = stop or Flag()
-    result = drive_uring(cfg, progress, flag, schedstat, TICK_S) if loop == "io_uring" else _drive(cfg, progress, flag)
+    if loop == "io_uring":
+        result = bounded(lambda: drive_uring(cfg, progress, flag, schedstat, TICK_S), in_thread)
+    else:
+        result = bounded(lambda: _drive(cfg, progress, flag), in_thread)
     stats = result["stats"]
     assert stats["loop"] == loop
     # every finished connection is served or failed, and the progress published says no more
@@ -295,7 +325,7 @@ def test_a_signal_while_waiting_is_not_an_error() -> None:
 
     try:
         with no_descriptor_left(), Server(hold_and_signal) as server:
-            result = drive("io_uring", server.address, Flag(stopped.is_set), requests=10, slots=4)
+            result = drive("io_uring", server.address, Flag(stopped.is_set), False, requests=10, slots=4)
     finally:
         signal.signal(signal.SIGUSR1, previous)
     assert result["errors"] == {ABORTED: 4}
@@ -322,10 +352,14 @@ class Never:
 # the descriptors open now, the loop's own (a ring or an epoll) and `slots`, plus `spare`
 limit = len(os.listdir("/proc/self/fd")) - 1 + 1 + slots + spare
 resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
-cfg = DriverConfig(0, ("127.0.0.1", port), AnyReply(), ClientProtocol("line", b""), requests, None, slots, 5.0, loop=loop)
-drive = drive_uring if loop == "io_uring" else lambda c, p, s, *_: _drive(c, p, s)
-result = drive(cfg, [0, 0], Never(), schedstat, 0.02)
-print(json.dumps({"served": sum(result["served"].values()), "errors": result["errors"], "done": result["stats"]["requests"]}))
+line = ClientProtocol("line", b"")
+cfg = DriverConfig(0, ("127.0.0.1", port), AnyReply(), line, requests, None, slots, 5.0, loop=loop)
+if loop == "io_uring":
+    result = drive_uring(cfg, [0, 0], Never(), schedstat, 0.02)
+else:
+    result = _drive(cfg, [0, 0], Never())
+served = sum(result["served"].values())
+print(json.dumps({"served": served, "errors": result["errors"], "done": result["stats"]["requests"]}))
 """
 
 
@@ -334,8 +368,6 @@ def limited(loop: str, address: tuple[str, int], requests: int, slots: int, spar
     argv = [sys.executable, "-c", CHILD, loop, str(address[1]), str(requests), str(slots), str(spare)]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    import json
-
     outcome: dict[str, Any] = json.loads(proc.stdout)
     assert outcome["served"] + sum(outcome["errors"].values()) == outcome["done"] == requests
     return outcome

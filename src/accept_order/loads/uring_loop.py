@@ -82,6 +82,10 @@ def drive_uring(cfg: Any, progress: Any, stop: Any, schedstat: Any, tick_s: floa
     spare: list[int] = []  # sockets made and not yet connecting
     ordered = 0  # sockets asked for and not yet made
     short = False  # the kernel refused a socket (EMFILE, ENOBUFS): ask again once a connection has ended
+    # Why the kernel refused the last socket asked for, since a connection last ended (which may have freed
+    # the descriptor it lacked). A refused socket fails a connection only when one needs it and none is
+    # spare or on order, as drive_loop's socket() fails one: refused spare sockets are no connections.
+    refused: str | None = None
 
     sched0 = schedstat()
     wall0 = time.monotonic()
@@ -100,13 +104,21 @@ def drive_uring(cfg: Any, progress: Any, stop: Any, schedstat: Any, tick_s: floa
             if starting and (left == 0 or (deadline is not None and perf_ns() >= deadline)):
                 starting = False
                 opened_ns = perf_ns()
-            while starting and spare and len(inflight) < slots and left != 0:
+            while starting and len(inflight) < slots and left != 0:
+                failed = None if spare or ordered else refused  # the kernel refused the socket it needs
+                if not spare and failed is None:
+                    break  # its socket is still on order
                 if interval_ns:
                     if due_ns > perf_ns():
                         break
                     late += due_ns <= freed_ns
                     due_ns += interval_ns
                 left -= 1
+                if failed is not None:  # counted once: the next fails only if the next socket is refused too
+                    errors[failed] += 1
+                    done += 1
+                    refused = None
+                    break
                 fd = spare.pop()
                 buf = bytearray(MAX_REPLY)
                 entry: list[Any] = [
@@ -142,18 +154,20 @@ def drive_uring(cfg: Any, progress: Any, stop: Any, schedstat: Any, tick_s: floa
                 wait_s = min(wait_s, max(0.0, (deadline - perf_ns()) / 1e9))
             if starting and interval_ns and spare and len(inflight) < slots:
                 wait_s = min(wait_s, max(0.0, (due_ns - perf_ns()) / 1e9))
-            for completion in wait(wait_s) or ():
+            try:
+                batch = wait(wait_s)
+            except InterruptedError:  # a signal (driver_main's SIGTERM sets the stop flag): on to the check
+                batch = None
+            for completion in batch or ():
                 kind = completion.kind
                 res = completion.res
                 if kind == kind_socket:
                     ordered -= 1
                     if res >= 0:
                         spare.append(res)
-                    else:  # counted as a failed connection, as drive_loop counts a refused socket()
-                        errors[errno_name(-res)] += 1
-                        done += 1
-                        if left > 0:
-                            left -= 1
+                        refused = None
+                    else:  # a connection that needs it fails (above); ask again once one has ended
+                        refused = errno_name(-res)
                         short = True
                     continue
                 entry = completion.take_user_data()
@@ -183,6 +197,7 @@ def drive_uring(cfg: Any, progress: Any, stop: Any, schedstat: Any, tick_s: floa
                 del inflight[fd]
                 close_fd(fd)
                 short = False
+                refused = None
                 if len(inflight) + 1 >= slots:
                     freed_ns = entry[END] or perf_ns()
                 done += 1
@@ -222,10 +237,7 @@ def drive_uring(cfg: Any, progress: Any, stop: Any, schedstat: Any, tick_s: floa
                             if op is not None:
                                 ring.prepare_cancel(op)
     finally:
-        # Closing the ring cancels what is still in flight; the sockets are ours to close.
-        ring.close()
-        for fd in [*inflight, *spare]:
-            _close(fd)
+        _shut(ring, ordered, [*inflight, *spare])
     cpu = time.process_time() - cpu0
     wall = time.monotonic() - wall0
     sched1 = schedstat()
@@ -248,6 +260,30 @@ def drive_uring(cfg: Any, progress: Any, stop: Any, schedstat: Any, tick_s: floa
             "io_uring",
         ).to_dict(),
     }
+
+
+def _shut(ring: Any, ordered: int, fds: list[int]) -> None:
+    """Close the ring and every socket still ours: `fds`, and those the kernel made for the `ordered` sockets
+    whose completions were not reaped. The closes prepared since the last waitable entry are submitted first:
+    wait() flushes the queue only for an entry that completes, and a closed ring drops what was not."""
+    kind_socket = binding().COMPLETION_KIND_SOCKET
+    try:
+        ring.submit()
+        while ordered > 0:  # a socket is made at once: its completion is there or soon will be
+            batch = ring.wait(1.0)
+            if not batch:
+                break
+            for completion in batch:
+                if completion.kind == kind_socket:
+                    ordered -= 1
+                    if completion.res >= 0:
+                        fds.append(completion.res)
+    except OSError:
+        pass  # the ring is unusable: the process's exit closes what is left
+    finally:
+        ring.close()  # cancels what is still in flight; the sockets are ours to close
+        for fd in fds:
+            _close(fd)
 
 
 def _close(fd: int) -> None:
