@@ -9,7 +9,6 @@ traceback (unless --traceback asks for it). A stdout whose reader went away (`| 
 from __future__ import annotations
 
 import contextlib
-import difflib
 import errno
 import functools
 import importlib
@@ -191,6 +190,8 @@ class LazyGroup(click.Group):
         """An unknown command suggests the nearest ones (`runn`: did you mean run?), as git does."""
         name = click.utils.make_str(args[0])
         if name not in COMMANDS and not name.startswith("-"):
+            import difflib  # only for a name that is not a command
+
             near = difflib.get_close_matches(name, list(COMMANDS), n=2, cutoff=0.6)
             if near:
                 ctx.fail(f"no command {name!r}; did you mean {' or '.join(repr(n) for n in near)}?")

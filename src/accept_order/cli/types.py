@@ -7,7 +7,6 @@ bind port 3), which nobody types on purpose.
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 from typing import Any
@@ -168,6 +167,8 @@ def _or(words: list[str]) -> str:
 
 def unknown_modes(unknown: list[str], kinds: list[str], several: bool) -> str:
     """Names no server has: what the chosen kinds have, and the nearest (a typo, another server's mode)."""
+    import difflib  # here: only a name that is not a mode needs it
+
     from ..servers.registry import KINDS
 
     own = list(dict.fromkeys(mode for kind in kinds for mode in KINDS[kind].modes()))
