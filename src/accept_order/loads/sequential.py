@@ -23,7 +23,7 @@ import os
 import select
 import socket
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..core.cpus import current_cpu
 from ..core.measures import ConnectionRecord
@@ -104,13 +104,18 @@ def _one_at_a_time(
     death_fds: set[int],
     before_each: Callable[[], None] | None,
 ) -> None:
-    """Each connection when the previous one has finished. The workers' death watch (`death_fds`) stays out
-    of the connections' poll set while they all succeed: it is looked at every DEATH_CHECK_MS (waits are
-    cut into slices that long), so a death is noticed within one. After a failed connection, which may be
-    a worker's death not yet visible, it joins the poll set for the rest of the drive: the death then
-    wakes the loop. The connection in flight when the drive stops (a worker died, Ctrl-C) ends as an
-    aborted record."""
-    address, timeout_s = target.address, load.timeout_s
+    """Each connection when the previous one has finished.
+
+    A connection has finished when its reply has ended: the next one connects then, on a socket made
+    while the previous one was in flight, and the previous one is closed and recorded while the worker
+    takes the next (not where the server holds each connection until it is attributed: then in turn).
+
+    The workers' death watch (`death_fds`) stays out of the connections' poll set while they all succeed:
+    it is looked at every DEATH_CHECK_MS (waits are cut into slices that long), so a death is noticed
+    within one. After a failed connection, which may be a worker's death not yet visible, it joins the
+    poll set for the rest of the drive: the death then wakes the loop. The connection in flight when the
+    drive stops (a worker died, Ctrl-C) ends as an aborted record."""
+    address, timeout_s, count = target.address, load.timeout_s, load.connections
     request = target.protocol.request
     holds_socket = books.holds_socket
     family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
@@ -123,7 +128,7 @@ def _one_at_a_time(
     # The C-level socket: the socket module's subclass adds a Python __init__ and close (2 us a connection).
     new_socket = RawSocket
     lowat = SO_RCVLOWAT if not holds_socket else None
-    clock, getcpu, close, record = books.clock, current_cpu, books.close, books.record
+    clock, getcpu = books.clock, current_cpu
     # The usual end, looked up without a call: a reply seen before, from a worker that is not holding it.
     known = books.replies.get if not holds_socket and books.body is None else None
     timeout_ns = int(timeout_s * 1e9)
@@ -131,80 +136,136 @@ def _one_at_a_time(
     timed_out = f"timeout: no answer within {timeout_s:g} s"
     watching = READABLE | select.POLLOUT if request else READABLE
     broken = select.POLLERR | select.POLLHUP
-    next_check = clock() + slice_ns
-    for seq in range(load.connections):
-        if before_each:
-            before_each()
+
+    def opened() -> RawSocket | OSError:
+        """A socket for the next connection, or why there is none (EMFILE: out of descriptors)."""
         try:
             sock = new_socket(family, SOCK_STREAM_NONBLOCK)
-        except OSError as exc:  # e.g. EMFILE: out of descriptors
-            books.unopened(seq, exc)
-            continue
-        if not NONBLOCK_FLAG:
-            sock.setblocking(False)
-        if lowat is not None:
-            sock.setsockopt(socket.SOL_SOCKET, lowat, MAX_REPLY)
-        started = clock()
-        data, unsent, error, port, cpu = b"", request, None, None, None
-        dead = False  # a worker's death woke this wait
+        except OSError as exc:
+            return exc
         try:
-            code = sock.connect_ex(address)
-            if getcpu is not None:
-                cpu = getcpu()  # the CPU the connect ran on
-            if code and code != errno.EINPROGRESS:
-                error = failure(OSError(code, os.strerror(code)))
-            else:
-                port = sock.getsockname()[1]  # bound by connect: how the server's own log names it
-                fd = sock.fileno()
-                register(fd, watching)
-                done = False
-                while not done:
-                    now = clock()
-                    left = started + timeout_ns - now
-                    if left <= 0:
-                        error = timed_out
-                        break
-                    if died is not None and now >= next_check:
-                        next_check = now + slice_ns
-                        if died(0):
-                            target.check_alive()  # raises WorkerError naming the worker that exited
-                    for ready, events in poll(DEATH_CHECK_MS if left > slice_ns else math.ceil(left / 1e6)):
-                        if ready != fd:
-                            dead = True
-                        elif events == READABLE:  # the reply and the FIN, nothing else: one recv takes both
-                            data = sock.recv(MAX_REPLY)
-                            done = len(data) < MAX_REPLY
-                            if not done:  # a reply as long as the buffer: read on, as after data alone
-                                data, done, error = take(sock, data, 0, holds_socket)
-                        elif unsent and events & select.POLLOUT and not events & broken:
-                            try:
-                                unsent = unsent[sock.send(unsent) :]
-                            except OSError as exc:
-                                error, done = failure(exc), True
-                            else:
-                                if not unsent:
-                                    modify(fd, READABLE)
-                        else:
-                            data, done, error = take(sock, data, events, holds_socket)
-                    if dead and not done:
-                        target.check_alive()  # raises WorkerError naming the worker that exited
-                unregister(fd)
-        except BaseException:
-            close(seq, sock, started, data, STOPPED, port, cpu)
-            raise
+            if not NONBLOCK_FLAG:
+                sock.setblocking(False)
+            if lowat is not None:
+                sock.setsockopt(socket.SOL_SOCKET, lowat, MAX_REPLY)
+        except OSError as exc:
+            sock.close()
+            return exc
+        return sock
+
+    def finish(
+        seq: int,
+        sock: RawSocket,
+        started: int,
+        ended: int,
+        data: bytes,
+        error: str | None,
+        port: int | None,
+        cpu: int | None,
+    ) -> None:
+        """Close and record a connection that has ended; after a failure, watch the workers in each poll."""
+        nonlocal died
         worker = known(data) if known is not None and error is None else None
         if worker is not None:
             sock.close()
-            record(seq, worker, started, None, port, cpu)
-        else:
-            close(seq, sock, started, data, error, port, cpu)
-            if books.records[seq].error is not None and died is not None:
-                for death_fd in death_fds:  # from now on a death wakes the wait (see the docstring)
-                    register(death_fd, select.POLLIN)
-                died = None
-        if dead:  # after the record: a worker that answered, then exited, has served
-            target.check_alive()
-        if died is not None and clock() >= next_check:
-            next_check = clock() + slice_ns
-            if died(0):
+            books.record(seq, worker, started, ended, None, port, cpu)
+            return
+        books.close(seq, sock, started, ended, data, error, port, cpu)
+        if died is not None and books.records[seq].error is not None:
+            for death_fd in death_fds:
+                register(death_fd, select.POLLIN)
+            died = None
+
+    ended: tuple[Any, ...] | None = None  # the previous connection, recorded once this one is on its way
+    ahead: RawSocket | OSError | None = opened()
+    next_check = clock() + slice_ns
+    try:
+        for seq in range(count):
+            if before_each:
+                before_each()
+            sock = ahead
+            ahead = None
+            if sock is None or isinstance(sock, OSError):  # the socket could not be made
+                if ended is not None:
+                    finish(*ended)
+                    ended = None
+                books.unopened(seq, sock if sock is not None else OSError("no socket"))
+                ahead = opened() if seq + 1 < count else None
+                continue
+            started = clock()
+            data, unsent, error, port, cpu = b"", request, None, None, None
+            dead = False  # a worker's death woke this wait
+            try:
+                code = sock.connect_ex(address)
+                if getcpu is not None:
+                    cpu = getcpu()  # the CPU the connect ran on
+                if ended is not None:  # the previous connection's end, while a worker takes this one
+                    finish(*ended)
+                    ended = None
+                if seq + 1 < count:
+                    ahead = opened()
+                if code and code != errno.EINPROGRESS:
+                    error = failure(OSError(code, os.strerror(code)))
+                else:
+                    port = sock.getsockname()[1]  # bound by connect: how the server's own log names it
+                    fd = sock.fileno()
+                    register(fd, watching)
+                    done = False
+                    while not done:
+                        now = clock()
+                        left = started + timeout_ns - now
+                        if left <= 0:
+                            error = timed_out
+                            break
+                        if died is not None and now >= next_check:
+                            next_check = now + slice_ns
+                            if died(0):
+                                target.check_alive()  # raises WorkerError naming the worker that exited
+                        for ready, events in poll(DEATH_CHECK_MS if left > slice_ns else math.ceil(left / 1e6)):
+                            if ready != fd:
+                                dead = True
+                            elif events == READABLE:  # the reply and the FIN, nothing else: one recv takes both
+                                data = sock.recv(MAX_REPLY)
+                                done = len(data) < MAX_REPLY
+                                if not done:  # a reply as long as the buffer: read on, as after data alone
+                                    data, done, error = take(sock, data, 0, holds_socket)
+                            elif unsent and events & select.POLLOUT and not events & broken:
+                                try:
+                                    unsent = unsent[sock.send(unsent) :]
+                                except OSError as exc:
+                                    error, done = failure(exc), True
+                                else:
+                                    if not unsent:
+                                        modify(fd, READABLE)
+                            else:
+                                data, done, error = take(sock, data, events, holds_socket)
+                        if dead and not done:
+                            target.check_alive()  # raises WorkerError naming the worker that exited
+                    unregister(fd)
+            except BaseException:
+                if ended is not None:
+                    finish(*ended)
+                    ended = None
+                books.close(seq, sock, started, clock(), data, STOPPED, port, cpu)
+                raise
+            ended = (seq, sock, started, clock(), data, error, port, cpu)
+            if holds_socket or dead or error is not None:
+                # Now, not after the next connect: the server holds it until it is attributed; a worker
+                # that answered, then exited, has served; a failure may be a death to look for at once.
+                finish(*ended)
+                ended = None
+                next_check = 0 if error is not None else next_check
+            if dead:
                 target.check_alive()
+            if died is not None and clock() >= next_check:
+                next_check = clock() + slice_ns
+                if died(0):
+                    if ended is not None:
+                        finish(*ended)
+                        ended = None
+                    target.check_alive()
+        if ended is not None:
+            finish(*ended)
+    finally:
+        if ahead is not None and not isinstance(ahead, OSError):  # made for a connection not reached
+            ahead.close()

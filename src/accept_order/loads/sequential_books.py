@@ -138,28 +138,37 @@ class Books:
         seq: int,
         sock: RawSocket,
         started_ns: int,
+        ended_ns: int,
         data: bytes,
         error: str | None,
         port: int | None,
         cpu: int | None,
     ) -> None:
-        """The connection's end: attribute its reply (unless it failed), close it, keep its record."""
+        """The connection's end (its reply, or its failure, at `ended_ns`): attribute its reply (unless it
+        failed), close it, keep its record."""
         worker: int | None = None
         if error is None:
             worker, error = self.worker_of(data, sock, started_ns)
         sock.close()
-        self.record(seq, worker, started_ns, error, port, cpu)
+        self.record(seq, worker, started_ns, ended_ns, error, port, cpu)
 
     def record(
-        self, seq: int, worker: int | None, started_ns: int, error: str | None, port: int | None, cpu: int | None
+        self,
+        seq: int,
+        worker: int | None,
+        started_ns: int,
+        ended_ns: int,
+        error: str | None,
+        port: int | None,
+        cpu: int | None,
     ) -> None:
-        """Keep the record of a connection that has just ended (its socket closed)."""
-        now = self.clock()
+        """Keep the record of a connection that has ended (its socket closed): its latency runs from the
+        connect to the end of its reply (or its failure), as the load generator's do."""
         pids = self.pids
         pid = pids[worker] if worker is not None and worker < len(pids) else None
         self.keep(
             ConnectionRecord(
-                seq, worker, pid, (started_ns - self.t0) // 1000, (now - started_ns) // 1000, error, port, cpu
+                seq, worker, pid, (started_ns - self.t0) // 1000, (ended_ns - started_ns) // 1000, error, port, cpu
             )
         )
 

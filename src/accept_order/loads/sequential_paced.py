@@ -68,7 +68,7 @@ def drive_paced(
         inflight.pop(f.seq, None)
         if watched.pop(f.fd, None) is not None:
             unregister(f.fd)
-        books.close(f.seq, f.sock, f.started_ns, f.data, error, f.port, f.cpu)
+        books.close(f.seq, f.sock, f.started_ns, clock(), f.data, error, f.port, f.cpu)
 
     def start(seq: int) -> None:
         try:
