@@ -31,6 +31,8 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from .proc_read import read_proc
+
 EPOLLEXCLUSIVE = 1 << 28
 IORING_OP_ACCEPT = 13
 KCMP_FILE = 0
@@ -113,11 +115,8 @@ def parse_uring_fdinfo(text: str) -> tuple[int, ...]:
 
 
 def _fdinfo(pid: int, fd: int) -> str:
-    try:
-        with open(f"/proc/{pid}/fdinfo/{fd}", encoding="ascii", errors="replace") as f:
-            return f.read()
-    except OSError:
-        return ""  # closed meanwhile
+    data = read_proc(f"/proc/{pid}/fdinfo/{fd}")
+    return "" if data is None else data.decode("ascii", "replace")  # "": closed meanwhile
 
 
 def read_links(pid: int) -> dict[int, str] | None:
@@ -206,6 +205,10 @@ class FdTables:
         self._links: dict[int, dict[int, str] | None] = {}
         self._sockets: dict[int, frozenset[int]] = {}
         self._files: dict[int, dict[int, OpenFile]] = {}  # the sockets, and the epolls and io_urings unread
+        self._polls: dict[int, list[int]] = {}  # the epolls' and io_urings' descriptors, read again each time
+        # kcmp's answers (file_order) for the look: like the links, the open files behind the descriptors are
+        # taken to keep their meaning while it lasts (a sample of 64 nginx workers asks about 300)
+        self.file_orders: dict[tuple[int, int, int, int], int | None] = {}
 
     def links(self, pid: int) -> dict[int, str]:
         """fd -> link of `pid`'s table ({} once gone). PermissionError: another user's process, without root."""
@@ -227,8 +230,8 @@ class FdTables:
     def sockets(self, pid: int) -> frozenset[int]:
         """Every socket inode in `pid`'s fd table. PermissionError: not this user's to read."""
         links = self.links(pid)
-        if pid not in self._sockets:
-            self._sockets[pid] = frozenset(i for link in links.values() if (i := _socket_inode(link)) is not None)
+        if pid not in self._sockets:  # a 256-worker nginx has 67,000 links: no call per link
+            self._sockets[pid] = frozenset(int(link[8:-1]) for link in links.values() if link.startswith("socket:["))
         return self._sockets[pid]
 
     def holders(self, inodes: Collection[int], pids: Iterable[int]) -> dict[int, set[int]]:
@@ -238,7 +241,7 @@ class FdTables:
         wanted = {f"socket:[{inode}]": inode for inode in inodes}  # the links compared as the kernel writes them
         for pid in pids:
             try:
-                held = {inode for link in self.links(pid).values() if (inode := wanted.get(link)) is not None}
+                held = {wanted[link] for link in wanted.keys() & self.links(pid).values()}
             except PermissionError:
                 continue
             if held:
@@ -249,22 +252,32 @@ class FdTables:
         """fd -> OpenFile for every socket, epoll and io_uring of `pid`, in the table's order: the sockets as
         the table has them, each epoll's and io_uring's fdinfo read now, and the descriptors `again` read
         now. PermissionError: another user's process, without root."""
+        return self.files_and_sockets(pid, again)[0]
+
+    def files_and_sockets(self, pid: int, again: Iterable[int] = ()) -> tuple[dict[int, OpenFile], frozenset[int]]:
+        """`files(pid, again)`, and every socket inode among them (the table's set, unless a descriptor read
+        again is no longer what the table has)."""
         links = self.links(pid)
         if pid not in self._files:
             self._files[pid] = {fd: file for fd, link in links.items() if (file := _unread(fd, link)) is not None}
+            self._polls[pid] = [fd for fd, file in self._files[pid].items() if file.kind != "socket"]
         files = dict(self._files[pid])
-        for fd in [fd for fd, file in files.items() if file.kind != "socket"]:
+        for fd in self._polls[pid]:
             files[fd] = _open_file(pid, fd, links[fd]) or files[fd]
+        changed = False
         for fd in again:
             link = _link(pid, fd)
             if link is None or link == links.get(fd):
                 continue  # as the table has it (closed since: as a listing before the close had it)
+            changed = True
             now = _open_file(pid, fd, link)
             if now is not None:
                 files[fd] = now
             else:
                 files.pop(fd, None)
-        return files
+        if not changed:
+            return files, self.sockets(pid)
+        return files, frozenset(f.inode for f in files.values() if f.kind == "socket" and f.inode is not None)
 
 
 _libc: ctypes.CDLL | None = None

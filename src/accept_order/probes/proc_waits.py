@@ -18,6 +18,8 @@ import os
 import sys
 from dataclasses import dataclass
 
+from .proc_read import read_proc
+
 # number -> name, for the calls a server's threads sleep in (and a few it is often seen in)
 X86_64: dict[int, str] = {
     0: "read",
@@ -123,11 +125,13 @@ class ThreadWait:
 
 
 def _read(path: str) -> str | None:
-    try:
-        with open(path, encoding="ascii", errors="replace") as f:
-            return f.read().strip()
-    except OSError:
+    data = read_proc(path)
+    if data is None:
         return None
+    text = data.decode("ascii", "replace")
+    if "\r" in text:  # as a text file reads it (a thread may name itself anything): universal newlines
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text.strip()
 
 
 def parse_syscall(text: str, table: dict[int, str]) -> tuple[str, int | None, list[int]]:

@@ -69,9 +69,10 @@ def resolve(
         epolls = [f for f in files.values() if f.kind == "eventpoll" and _listeners_watched(f, listeners)]
         file = epolls[0] if len(epolls) == 1 else None
     if (wait.call in EPOLL_WAITS or wait.call == "running") and file is not None and file.kind == "eventpoll":
-        watched = _listeners_watched(file, listeners)
+        watches = file.watching(listeners)
+        watched = frozenset(w.inode for w in watches)
         if watched:
-            exclusive = all(w.exclusive for w in file.watching(listeners))
+            exclusive = all(w.exclusive for w in watches)
             return make("epoll", listeners=watched, exclusive=exclusive, epoll_id=f"{pid}:{file.fd}")
         if holds and wait.call != "running":
             return make("idle")
@@ -94,20 +95,29 @@ def resolve(
     return make("running" if wait.call == "running" else "other")
 
 
-def _shared_epolls(seen: list[Seen]) -> tuple[list[Seen], bool, dict[str, str]]:
+def _shared_epolls(
+    seen: list[Seen], known: dict[tuple[int, int, int, int], int | None] | None = None
+) -> tuple[list[Seen], bool, dict[str, str]]:
     """Epoll ids made equal where two processes' descriptors are one open file (kcmp); False when kcmp
     could not answer (then every epoll counts as its own). The descriptors are sorted by the kernel's order
     of open files, which puts each open file's together, instead of compared pair by pair (64 workers'
     epolls were 2,016 kcmp calls a sample, now about 300). Each is named by the first "pid:fd" of its open
-    file in another process; two descriptors of one process stay apart, as their threads wait apart."""
+    file in another process; two descriptors of one process stay apart, as their threads wait apart.
+    `known`: kcmp's answers so far in the look (FdTables.file_orders), asked once for all its samples."""
     keys = sorted({s.epoll_id for s in seen if s.epoll_id is not None})
     answers: dict[tuple[str, str], int | None] = {}
+    kept = known if known is not None else {}
     answered = True
+
+    parsed = {key: _pid_fd(key) for key in keys}
 
     def order(a: str, b: str) -> int:
         nonlocal answered
-        (pid_a, fd_a), (pid_b, fd_b) = _pid_fd(a), _pid_fd(b)
-        answer = answers[a, b] = file_order(pid_a, fd_a, pid_b, fd_b)
+        (pid_a, fd_a), (pid_b, fd_b) = parsed[a], parsed[b]
+        asked = (pid_a, fd_a, pid_b, fd_b)
+        if asked not in kept:
+            kept[asked] = file_order(pid_a, fd_a, pid_b, fd_b)
+        answer = answers[a, b] = kept[asked]
         if answer is None:
             answered = answered and pid_a == pid_b  # one process's descriptors are never merged: not needed
             return (a > b) - (a < b)
@@ -132,7 +142,7 @@ def _shared_epolls(seen: list[Seen]) -> tuple[list[Seen], bool, dict[str, str]]:
                 continue
             ids[key] = key
             for other in members[i + 1 :]:
-                if other not in ids and _pid_fd(other)[0] != _pid_fd(key)[0]:
+                if other not in ids and parsed[other][0] != parsed[key][0]:
                     ids[other] = key
     return [replace(s, epoll_id=ids[s.epoll_id]) if s.epoll_id in ids else s for s in seen], answered, ids
 
@@ -155,12 +165,12 @@ def take(server: Server, tables: FdTables | None = None) -> Sample:
         tids = thread_ids(pid)
         waits[pid] = tuple(thread_wait(pid, tid) for tid in tids)
         try:
-            table = tables.files(pid, again=sorted({w.fd for w in waits[pid] if w.fd is not None}))
+            table, held = tables.files_and_sockets(pid, again=sorted({w.fd for w in waits[pid] if w.fd is not None}))
         except PermissionError:
-            table = {}
+            table, held = {}, frozenset()
         files[pid] = table
-        sockets[pid] = frozenset(f.inode for f in table.values() if f.kind == "socket" and f.inode is not None)
-        holds = frozenset(f.inode for f in table.values() if f.kind == "socket" and f.inode in listeners)
+        sockets[pid] = held
+        holds = held & listeners
         seen += [resolve(pid, w, table, listeners, server.peers, len(tids), holds) for w in waits[pid]]
-    seen, answered, same = _shared_epolls(seen)
+    seen, answered, same = _shared_epolls(seen, tables.file_orders)
     return Sample(tuple(seen), waits, files, sockets, answered, same)
