@@ -18,10 +18,11 @@ import sys
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import assert_one_error_line, run_cli
+from conftest import assert_one_error_line, run_cli, wait_for
 
 from accept_order.core.errors import PlanError
 from accept_order.core.processes import MAX_REPLY
@@ -38,6 +39,7 @@ LOOPS = ["io_uring", "epoll"]
 LINE = ClientProtocol("line", b"")
 TICK_S = 0.02  # the io_uring loop's tick here: timeouts and the stop flag are seen within it
 HANG_S = 20.0  # a loop still running after this long hangs
+IO_URING_ENTER = "426"  # the system call's number (/proc/PID/task/TID/syscall), the same on every architecture
 
 
 class AnyReply:
@@ -316,10 +318,11 @@ def test_a_signal_while_waiting_is_not_an_error() -> None:
     # interrupted (EINTR) and the loop must go on to see the flag, as the epoll loop's poll does (PEP 475).
     stopped = threading.Event()
     previous = signal.signal(signal.SIGUSR1, lambda signum, frame: stopped.set())
-    me = threading.get_ident()
+    me, task = threading.get_ident(), f"/proc/self/task/{threading.get_native_id()}/syscall"
 
     def hold_and_signal(conn: socket.socket) -> bool:
-        if server.accepted == 3:  # the fourth: every slot is in flight, the loop waits for them
+        if server.accepted == 3:  # the fourth: every slot is in flight, and the signal lands in the wait
+            wait_for(lambda: Path(task).read_text().split()[0], lambda call: call == IO_URING_ENTER, 5, "the wait")
             signal.pthread_kill(me, signal.SIGUSR1)
         return True
 
