@@ -23,13 +23,14 @@ import os
 import select
 import socket
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..core.cpus import current_cpu
+from ..core.errors import PlanError
 from ..core.measures import ConnectionRecord
 from ..core.processes import MAX_REPLY
 from ..core.protocol import ABORTED
-from ..core.spec import SequentialLoad
+from ..core.spec import Driver, SequentialLoad
 from ..core.target import Target
 from .sequential_books import (
     NONBLOCK_FLAG,
@@ -54,6 +55,19 @@ STOPPED = f"{ABORTED}: the run stopped before this connection finished"
 DEATH_CHECK_MS = 10
 
 
+def loop_for(requested: Driver) -> Literal["epoll"]:
+    """The loop the sequential client runs for --driver `requested`: its readiness loop ("epoll" in --driver's
+    words; poll(2) for one socket) for auto and epoll. io_uring is refused: one connection at a time leaves it
+    nothing to batch, and it measured slower here (benchmarks/README.md: 100-123 CPU-us per connection
+    against 100-107 for this loop on a busy 2-vCPU KVM, in the same rounds), so auto is not io_uring either."""
+    if requested == "io_uring":
+        raise PlanError(
+            "--driver io_uring: the sequential client has no io_uring loop (one connection at a time gives "
+            "it nothing to batch, and it measured slower); use --driver auto or epoll"
+        )
+    return "epoll"
+
+
 def _checked(target: Target) -> Callable[[], None]:
     def check_then_settle() -> None:
         target.check_alive()
@@ -75,6 +89,7 @@ def run_sequential(
     With `accepts`, a reply that names no worker is attributed to the worker the kernel saw accept the
     connection (instead of to the holder of its socket, which a server that has closed no longer is).
     """
+    loop_for(load.driver)  # before any connection: io_uring is refused
     books = Books(target, on_record, accepts)
     death_fds = set(target.death_fds())
     watch = death_watch(sorted(death_fds))
@@ -177,6 +192,14 @@ def _one_at_a_time(
             died = None
 
     ended: tuple[Any, ...] | None = None  # the previous connection, recorded once this one is on its way
+
+    def finish_previous() -> None:
+        """Record the connection left pending, if any, once (even if recording it raises)."""
+        nonlocal ended
+        if ended is not None:
+            previous, ended = ended, None
+            finish(*previous)
+
     ahead: RawSocket | OSError | None = opened()
     next_check = clock() + slice_ns
     try:
@@ -186,9 +209,7 @@ def _one_at_a_time(
             sock = ahead
             ahead = None
             if sock is None or isinstance(sock, OSError):  # the socket could not be made
-                if ended is not None:
-                    finish(*ended)
-                    ended = None
+                finish_previous()
                 books.unopened(seq, sock if sock is not None else OSError("no socket"))
                 ahead = opened() if seq + 1 < count else None
                 continue
@@ -199,9 +220,7 @@ def _one_at_a_time(
                 code = sock.connect_ex(address)
                 if getcpu is not None:
                     cpu = getcpu()  # the CPU the connect ran on
-                if ended is not None:  # the previous connection's end, while a worker takes this one
-                    finish(*ended)
-                    ended = None
+                finish_previous()  # the previous connection's end, while a worker takes this one
                 if seq + 1 < count:
                     ahead = opened()
                 if code and code != errno.EINPROGRESS:
@@ -243,29 +262,27 @@ def _one_at_a_time(
                             target.check_alive()  # raises WorkerError naming the worker that exited
                     unregister(fd)
             except BaseException:
-                if ended is not None:
-                    finish(*ended)
-                    ended = None
-                books.close(seq, sock, started, clock(), data, STOPPED, port, cpu)
+                try:
+                    finish_previous()
+                finally:
+                    books.close(seq, sock, started, clock(), data, STOPPED, port, cpu)
                 raise
             ended = (seq, sock, started, clock(), data, error, port, cpu)
             if holds_socket or dead or error is not None:
                 # Now, not after the next connect: the server holds it until it is attributed; a worker
                 # that answered, then exited, has served; a failure may be a death to look for at once.
-                finish(*ended)
-                ended = None
+                finish_previous()
                 next_check = 0 if error is not None else next_check
             if dead:
                 target.check_alive()
             if died is not None and clock() >= next_check:
                 next_check = clock() + slice_ns
                 if died(0):
-                    if ended is not None:
-                        finish(*ended)
-                        ended = None
+                    finish_previous()
                     target.check_alive()
-        if ended is not None:
-            finish(*ended)
     finally:
-        if ahead is not None and not isinstance(ahead, OSError):  # made for a connection not reached
-            ahead.close()
+        try:
+            finish_previous()  # served before the drive stopped (before_each raised, or the drive ended)
+        finally:
+            if ahead is not None and not isinstance(ahead, OSError):  # made for a connection not reached
+                ahead.close()
