@@ -72,7 +72,7 @@ def inspect(pid: int | None = None, port: int | None = None, samples: int = SAMP
         listeners=listener_views(rows, server, sample, units),
         units=units,
         epolls=epoll_views(server, sample, verdict),
-        io_urings=sum(1 for table in sample.files.values() for f in table.values() if f.accept_armed),
+        io_urings=sum(1 for table in sample.files.values() for f in table.values() if f.ops and f.accept_armed),
         unix_links=unix_links(server, sample),
         mechanism=mechanism,
         changes=changes,

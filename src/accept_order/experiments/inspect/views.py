@@ -3,6 +3,8 @@ epoll instances, Unix links."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 from ...analysis.mechanism import Seen, Verdict
 from ...core.measures import ListenerRow
 from ...core.models import Mechanism
@@ -18,15 +20,16 @@ def _one(inodes: frozenset[int], server: Server) -> str:
     return f"listener {next(iter(inodes))}" if len(inodes) == 1 else f"{len(inodes)} listeners"
 
 
-def _on(s: Seen, wait: ThreadWait, sample: Sample, server: Server) -> str:
-    """What the thread waits on, in a few words."""
+def _on(s: Seen, wait: ThreadWait, sample: Sample, server: Server, members: Counter[str]) -> str:
+    """What the thread waits on, in a few words (`members`: how many descriptors each epoll open file has in
+    the sample, by its first "pid:fd")."""
     fd = wait.fd
     if s.via == "accept":
         return _one(s.listeners, server)
     if s.via == "epoll":
         flag = "EPOLLEXCLUSIVE" if s.exclusive else "no EPOLLEXCLUSIVE"
         own = f"{s.pid}:{fd}"
-        shared = sum(1 for key, first in sample.same_epoll.items() if first == sample.same_epoll.get(own, own))
+        shared = members[sample.same_epoll.get(own, own)]
         where = f"epoll fd {fd}" if fd is not None else "its epoll"
         return f"{where}{' (shared)' if shared > 1 else ''}: {_one(s.listeners, server)}, {flag}"
     if s.via in ("poll", "select"):
@@ -53,6 +56,7 @@ def unit_views(server: Server, sample: Sample, verdict: Verdict) -> tuple[UnitVi
     roles.update({unit: "fed" for unit in verdict.fed})
     roles.update({unit: "lock" for unit in verdict.losers})
     waits = {(pid, w.tid): w for pid, ws in sample.waits.items() for w in ws}
+    members = Counter(sample.same_epoll.values())  # counted once, not once a worker (65,000 steps at 256)
     views: list[UnitView] = []
     index = 0
     for s in sorted((s for s in sample.seen if s.unit in roles), key=lambda s: s.unit):
@@ -60,7 +64,8 @@ def unit_views(server: Server, sample: Sample, verdict: Verdict) -> tuple[UnitVi
         wait = waits[s.unit]
         label = "acc" if role == "acceptor" else f"w{index}"
         index += role != "acceptor"
-        views.append(UnitView(label, s.pid, s.tid, role, wait.call, wait.fd, wait.wchan, _on(s, wait, sample, server)))
+        on = _on(s, wait, sample, server, members)
+        views.append(UnitView(label, s.pid, s.tid, role, wait.call, wait.fd, wait.wchan, on))
     return tuple(views)
 
 
@@ -113,20 +118,20 @@ def epoll_views(server: Server, sample: Sample, verdict: Verdict) -> tuple[Epoll
     waited = {(pid, w.fd) for pid, ws in sample.waits.items() for w in ws if (pid, w.tid) in units}
     views: list[EpollView] = []
     listed: set[str] = set()
+    alike: dict[str, list[tuple[int, int]]] = {}  # first "pid:fd" -> every descriptor of that open file
+    for k, v in sample.same_epoll.items():
+        pid_text, _, fd_text = k.partition(":")
+        alike.setdefault(v, []).append((int(pid_text), int(fd_text)))
     for pid, table in sample.files.items():
-        for fd, f in sorted(table.items()):
-            if f.kind != "eventpoll" or not ((pid, fd) in waited or any(w.inode in listeners for w in f.watches)):
+        for fd, f in sorted((fd, f) for fd, f in table.items() if f.kind == "eventpoll"):  # not every socket
+            if not ((pid, fd) in waited or any(w.inode in listeners for w in f.watches)):
                 continue
             key = f"{pid}:{fd}"
             first = sample.same_epoll.get(key, key)
             if first in listed:
                 continue
             listed.add(first)
-            others = tuple(
-                (int(k.split(":")[0]), int(k.split(":")[1]))
-                for k, v in sample.same_epoll.items()
-                if v == first and k != key
-            )
+            others = tuple(other for other in alike.get(first, ()) if other != (pid, fd))
             watches = tuple(WatchView(w.fd, w.events, w.inode, w.inode in listeners) for w in f.watches)
             views.append(EpollView(pid, fd, watches, others))
     return tuple(views)
