@@ -1,21 +1,32 @@
 """What `accept-order inspect` costs on a hand-started nginx (issue 30: `inspect --port` of a 64-worker nginx
-under 0.5 s, and at most 1.5x the 4-worker time), idle and with N idle keep-alive connections held open.
+under 0.5 s, and at most 1.5x the 4-worker time; the time for 256 workers said).
 
 nginx is started by this script from a config of its own (W workers, the default epoll events, keep-alive
 for 24 h, every worker room for all the held connections), in the foreground (`daemon off`), and stopped by
-its pid at the end. --open N: held_connections.py holds N connections, each answered once, for the whole
-run; ss counts them established before the rounds. Each round runs, in a child process each:
-- the command: `python -m accept_order inspect --port P --json F` (--by pid: the master's pid instead of
-  --port, as observe asks), end to end (interpreter, imports, the reading, the report, the file): its wall
-  time and its CPU (user + system, from RUSAGE_CHILDREN around it);
+its pid at the end.
+
+The targets (always): in each round, an idle nginx of each worker count in turn (the order rotating every
+round), started for the round and stopped after it, so that no other nginx is on the machine while one is
+inspected (inspect reads every process's fd table to find a listener's holders, and a 256-worker nginx has
+about 66,000 descriptors); on each, `python -m accept_order inspect --port P --json F` end to end (the
+interpreter, the imports, the reading, the report, the file): its wall time and its CPU (user + system,
+RUSAGE_CHILDREN), and the reading alone (below). Printed: each worker count's medians (min-max) over the
+rounds, the 64-worker command's wall time against 0.5 s and the median of the rounds' 64/4 ratios (each
+round's two measured a few seconds apart) against 1.5, OK or MISS.
+
+The detail (with --open N,... or --baseline SRC): --open N: held_connections.py holds N connections, each
+answered once, for the whole run; ss counts them established before the rounds. Each round runs, in a child
+process each:
+- the command, as above (--by pid: the master's pid instead of --port, as observe asks);
 - the reading: `inspect(port=P)` (or pid=) alone, timed inside the child (CPU and wall), with the
-  readlink(2) calls and the fdinfo files it made counted (os.readlink and open of /proc/*/fdinfo/* wrapped).
+  readlink(2) calls and the fdinfo files it made counted (os.readlink and the opens of /proc/*/fdinfo/*
+  wrapped).
 --baseline SRC: the same again with PYTHONPATH=SRC (another checkout's src/, say `git archive HEAD src`),
 the two alternating within each round so that the machine's drift falls on both; their reports (stdout)
 and result files (without `environment`, which holds the time) are compared byte for byte, and any
 difference is printed. Printed: each setting's medians (min-max) over the rounds, with the machine.
 
-Run: .venv/bin/python benchmarks/bench_inspect.py [--workers 4,64] [--open 0,10000] [--rounds 5]
+Run: .venv/bin/python benchmarks/bench_inspect.py [--workers 4,64,256] [--rounds 5] [--open 0,10000]
 [--by port|pid] [--baseline /tmp/before/src]
 """
 
@@ -49,6 +60,9 @@ from accept_order.core.waiting import wait_for  # noqa: E402
 PROG = "bench_inspect.py"
 START_TIMEOUT_S = 60.0
 RUN_TIMEOUT_S = 300.0
+TARGET_S = 0.5  # issue 30: inspect --port of a 64-worker nginx, end to end
+IDLE_ROOM = 1000  # a worker's descriptors beyond its connections: 256 workers each hold a channel to every other
+TARGET_RATIO = 1.5  # ... at most this many times the 4-worker time
 CONFIG = """\
 worker_processes {workers};
 worker_rlimit_nofile {files};
@@ -78,11 +92,16 @@ real_readlink, real_open = os.readlink, builtins.open
 def readlink(*a, **k):
     counts["readlink"] += 1
     return real_readlink(*a, **k)
+real_os_open = os.open
 def opened(file, *a, **k):
     if isinstance(file, str) and "/fdinfo/" in file:
         counts["fdinfo"] += 1
     return real_open(file, *a, **k)
-os.readlink, builtins.open = readlink, opened
+def os_opened(file, *a, **k):
+    if isinstance(file, str) and "/fdinfo/" in file:
+        counts["fdinfo"] += 1
+    return real_os_open(file, *a, **k)
+os.readlink, builtins.open, os.open = readlink, opened, os_opened
 from accept_order.experiments.inspect.run import inspect
 cpu, wall = time.process_time(), time.perf_counter()
 result = inspect(port=int(sys.argv[1])) if sys.argv[2] == "port" else inspect(pid=int(sys.argv[1]))
@@ -114,7 +133,8 @@ class Nginx:
 
     def __enter__(self) -> Nginx:
         started = wait_for(lambda: len(_children(self.proc.pid)) == self.workers, START_TIMEOUT_S, 0.01)
-        if not (started and wait_for(lambda: _listening(self.port), START_TIMEOUT_S, 0.01)):
+        listening = started and wait_for(lambda: _listening(self.port), START_TIMEOUT_S, 0.01)
+        if not (listening and wait_for(lambda: _settled(self.proc.pid), START_TIMEOUT_S, 0.01)):
             self.close()
             raise SystemExit(f"{PROG}: error: nginx did not start {self.workers} workers on port {self.port}")
         return self
@@ -132,6 +152,18 @@ class Nginx:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _settled(pid: int) -> bool:
+    """Every worker asleep in epoll_wait: done starting (a 256-worker nginx takes seconds to; a worker that
+    is still setting up is read as running, and costs what a settled one does not)."""
+    for child in _children(pid):
+        try:
+            if Path(f"/proc/{child}/wchan").read_text() not in ("do_epoll_wait", "ep_poll"):
+                return False
+        except OSError:
+            return False
+    return True
 
 
 def _children(pid: int) -> list[int]:
@@ -247,6 +279,59 @@ def measure(workers: int, count: int, args: argparse.Namespace) -> None:
                 held.close()
 
 
+def targets(sizes: list[int], rounds: int) -> None:
+    """Issue 30's figures: an idle nginx of each size in turn each round (see the module's docstring)."""
+    figures: dict[str, dict[int, list[float]]] = {name: {w: [] for w in sizes} for name in FIGURES}
+    for round_ in range(rounds):
+        shift = round_ % len(sizes)
+        for workers in sizes[shift:] + sizes[:shift]:
+            with tempfile.TemporaryDirectory() as directory, Nginx(workers, IDLE_ROOM, directory) as nginx:
+                target = ["--port", str(nginx.port)]
+                wall, cpu, _, _ = command(target, None, directory, "targets")
+                figures["command wall"][workers].append(wall)
+                figures["command CPU"][workers].append(cpu)
+                figures["reading CPU"][workers].append(reading(target, None)["cpu"])
+    print(f"inspect --port of an idle nginx, started for each measurement, {rounds} rounds (sizes in turn):")
+    for line in target_lines(figures):
+        print(line)
+
+
+FIGURES = ("command wall", "command CPU", "reading CPU")
+
+
+def target_lines(figures: dict[str, dict[int, list[float]]]) -> list[str]:
+    """Each size's medians (min-max), then the 64-worker command's wall time against TARGET_S and the median
+    of the rounds' 64/4 ratios against TARGET_RATIO (the CPU's beside it), OK or MISS; n/a where a size
+    was not measured."""
+    walls, cpus = figures["command wall"], figures["command CPU"]
+    lines = [
+        f"  {workers} workers: " + ", ".join(f"{name} {_summary(figures[name][workers])} s" for name in FIGURES)
+        for workers in walls
+    ]
+    if walls.get(64):
+        wall = statistics.median(walls[64])
+        lines.append(
+            f"  64 workers, command wall (median): {wall:.3f} s, target < {TARGET_S} s: {_verdict(wall < TARGET_S)}"
+        )
+    else:
+        lines.append(f"  64 workers, command wall: n/a (not measured), target < {TARGET_S} s")
+    if walls.get(4) and walls.get(64):
+        ratios = [big / small for big, small in zip(walls[64], walls[4], strict=True)]
+        ratio = statistics.median(ratios)
+        cpu = statistics.median(big / small for big, small in zip(cpus[64], cpus[4], strict=True))
+        lines.append(
+            f"  64/4 command wall ratio (median of the rounds'): {ratio:.2f} ({min(ratios):.2f}-{max(ratios):.2f}),"
+            f" target <= {TARGET_RATIO}: {_verdict(ratio <= TARGET_RATIO)} (CPU ratio {cpu:.2f})"
+        )
+    else:
+        lines.append(f"  64/4 command wall ratio: n/a (4 and 64 workers not both measured), target <= {TARGET_RATIO}")
+    return lines
+
+
+def _verdict(met: bool) -> str:
+    return "OK" if met else "MISS"
+
+
 def _say_difference(outputs: dict[str, tuple[str, dict[str, Any]]]) -> None:
     (out_a, doc_a), (out_b, doc_b) = outputs["before"], outputs["after"]
     if out_a != out_b:
@@ -262,8 +347,12 @@ def _say_difference(outputs: dict[str, tuple[str, dict[str, Any]]]) -> None:
 
 def main() -> int:
     parser = OneLineParser(prog=PROG, description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--workers", default="4,64", help="nginx worker counts, comma-separated (default 4,64)")
-    parser.add_argument("--open", default="0,10000", help="held connection counts, comma-separated")
+    parser.add_argument(
+        "--workers", type=_sizes, default="4,64,256", help="nginx worker counts, comma-separated (default 4,64,256)"
+    )
+    parser.add_argument(
+        "--open", type=_counts, help="held connection counts, comma-separated: the detail, for each worker count"
+    )
     parser.add_argument("--rounds", type=positive_int, default=5)
     parser.add_argument("--by", choices=("port", "pid"), default="port", help="inspect --port P, or the master's pid")
     parser.add_argument("--baseline", help="another checkout's src/ to run beside this one, alternating")
@@ -273,10 +362,32 @@ def main() -> int:
     if shutil.which("nginx") is None:
         print("nginx is not installed: nothing measured")
         return 0
-    for workers in (int(w) for w in args.workers.split(",")):
-        for count in (int(n) for n in args.open.split(",")):
+    targets(args.workers, args.rounds)
+    if args.open is None and args.baseline is None:
+        return 0
+    for workers in args.workers:
+        for count in args.open or [0]:
             measure(workers, count, args)
     return 0
+
+
+def _sizes(text: str) -> list[int]:
+    """Worker counts: each at least 1."""
+    sizes = _counts(text)
+    if 0 in sizes:
+        raise argparse.ArgumentTypeError(f"expected worker counts of at least 1, got {text!r}")
+    return sizes
+
+
+def _counts(text: str) -> list[int]:
+    """`4,64,256` as numbers, each at least 1 (0 too for --open: no held connections)."""
+    try:
+        counts = [int(n) for n in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+    if any(n < 0 for n in counts):
+        raise argparse.ArgumentTypeError(f"expected numbers of at least 0, got {text!r}")
+    return counts
 
 
 if __name__ == "__main__":
