@@ -19,13 +19,16 @@ from accept_order.experiments import EXPERIMENTS
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "accept-order"
 # Runs the command's own script (its signal latch first, as installed) and writes the names of the modules
-# the process holds at exit, whatever its status, to the file named by the first argument.
+# the process holds at exit, whatever its status, to the file named by the first argument, then whether the
+# garbage collector runs and how many objects start-up froze (`gc:ENABLED:FROZEN`).
 PROBE = """
-import atexit, runpy, sys
+import atexit, gc, runpy, sys
 out = sys.argv[1]
-atexit.register(lambda: open(out, "w").write("\\n".join(sorted(sys.modules))))
+atexit.register(
+    lambda: open(out, "w").write("\\n".join([*sorted(sys.modules), f"gc:{gc.isenabled()}:{gc.get_freeze_count()}"]))
+)
 sys.argv = ["accept-order", *sys.argv[2:]]
-runpy.run_path({script!r}, run_name="__main__")
+runpy.run_path(SCRIPT, run_name="__main__")
 """
 # Never needed to start 3 built-in workers, drive them, print the report and end, nor to print the help.
 HEAVY = (
@@ -44,9 +47,9 @@ OTHERS = tuple(f"accept_order.experiments.{e.folder}" for e in EXPERIMENTS.value
 
 
 def imported_by(args: list[str], tmp_path: Path) -> set[str]:
-    """The modules `accept-order ARGS` held when it exited (which must be 0)."""
+    """The modules `accept-order ARGS` held when it exited (which must be 0), and its `gc:...` line."""
     out = tmp_path / "modules.txt"
-    code = PROBE.format(script=str(SCRIPT))
+    code = PROBE.replace("SCRIPT", repr(str(SCRIPT)))
     done = subprocess.run(
         [sys.executable, "-c", code, str(out), *args], capture_output=True, text=True, timeout=120, check=False
     )
@@ -65,6 +68,15 @@ def test_a_run_imports_no_other_command_and_nothing_it_does_not_show(tmp_path: P
     assert "accept_order.experiments.order.report" in modules  # it ran and reported: the probe saw the run
     assert loaded(modules, HEAVY) == []
     assert loaded(modules, OTHERS) == []
+
+
+def test_start_up_is_frozen_and_the_command_runs_with_the_collector(tmp_path: Path) -> None:
+    """The collector is held while the command line starts (cli.main) and runs again, start-up's objects
+    frozen, once the command's module is imported: a run's body, its workers and a long load collect as ever."""
+    gc_line = next(m for m in imported_by(["modes"], tmp_path) if m.startswith("gc:"))
+    enabled, frozen = gc_line.split(":")[1:]
+    assert enabled == "True"
+    assert int(frozen) > 10_000  # the modules, classes and options start-up made
 
 
 def test_the_help_imports_no_experiment_and_no_rich(tmp_path: Path) -> None:

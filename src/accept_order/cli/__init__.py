@@ -6,6 +6,7 @@ Ctrl-C, SIGTERM or SIGHUP during start-up is one line and exit 130/143/129, not 
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -15,6 +16,10 @@ from .whole import whole_std_streams, write_all
 
 
 def main(prog_name: str | None = None) -> None:
+    # Start-up makes only what lives as long as the process (modules, classes, options): no cycle to collect,
+    # and the collector's passes over it were a tenth of a run's time. cli/app.py `started` freezes it and
+    # turns the collector back on once the command's module is imported, before anything is measured.
+    gc.disable()
     _fill_closed_std_fds()
     whole_std_streams()  # a full non-blocking stdout or stderr is waited for, never cut short
     signals.install()  # from here on a signal is recorded, and raised only inside a command's body

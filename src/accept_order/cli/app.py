@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
+import gc
 import importlib
 import signal
 import sys
@@ -169,6 +170,16 @@ def _traceback_wanted() -> bool:
     return bool(ctx and ctx.find_root().params.get("traceback"))
 
 
+def started() -> None:
+    """The command line's start-up is over (its command's module imported): what it made is frozen (gc.freeze:
+    never traversed again, nor copied into the workers forked from here by a collection touching it) and
+    the collector, held since cli.main, runs again for the command's body. A no-op where it was never held
+    (click's test runner, an API caller)."""
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
+
+
 class LazyGroup(click.Group):
     """Commands imported on first use (flask's cli and click's `complex` example do the same), and
     click's three-line usage errors folded into the one line this tool promises."""
@@ -182,6 +193,7 @@ class LazyGroup(click.Group):
             return None
         command = getattr(importlib.import_module(f"{__package__}.{module}"), cmd_name.replace("-", "_"))
         assert isinstance(command, click.Command)
+        started()
         return command
 
     def resolve_command(
