@@ -215,15 +215,15 @@ def bench_rate(connections: int, rounds: int, workers: int) -> None:
     py = connections / sum(py_s)
     print(f"driver loop: {loop_for('auto')} (--driver auto; a sequential load refuses io_uring)")
     print(
-        f"driver  : {py:6.0f} conn/s over {connections}, CPU {1e6 * py_cpu / connections:5.1f} us/conn, "
-        f"failed {py_failed}, served per worker {served}"
+        f"driver  : {py:6.0f} conn/s over {connections}, failed {py_failed}, served per worker {served}, "
+        f"CPU {1e6 * py_cpu / connections:.1f} us/conn"
     )
     if not binary:
         print("ratio driver/C: n/a (no C reference)")
         return
     c = connections / sum(c_s)
     print(
-        f"C client: {c:6.0f} conn/s over {connections}, CPU {1e6 * c_cpu / connections:5.1f} us/conn, failed {c_failed}"
+        f"C client: {c:6.0f} conn/s over {connections}, failed {c_failed}, CPU {1e6 * c_cpu / connections:.1f} us/conn"
     )
     # The median of the paired rounds is the figure: a burst of load from elsewhere on the machine
     # spoils a round or two, not the result; the overall ratio is shown beside it.

@@ -31,8 +31,9 @@ def test_run_and_rate_parts_complete_and_print_a_ratio() -> None:
     # Every driven connection is accounted for: 200 served, shared by the 3 workers.
     served = re.search(r"driver  :\s+\d+ conn/s over 200, failed 0, served per worker \[(\d+), (\d+), (\d+)\]", out)
     assert served and sum(int(n) for n in served.groups()) == 200, out
+    assert re.search(r"served per worker \[.*\], CPU \d+\.\d us/conn$", out, re.M), out  # issue 30
     if HAVE_CC:
-        assert re.search(r"C client:\s+\d+ conn/s over 200, failed 0", out), out
+        assert re.search(r"C client:\s+\d+ conn/s over 200, failed 0, CPU \d+\.\d us/conn$", out, re.M), out
         assert re.search(r"ratio driver/C: \d+\.\d+ ", out), out
     else:
         assert "ratio driver/C: n/a" in out, out

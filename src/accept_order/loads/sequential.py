@@ -34,6 +34,7 @@ from ..core.spec import Driver, SequentialLoad
 from ..core.target import Target
 from .sequential_books import (
     NONBLOCK_FLAG,
+    POLLRDHUP,
     READABLE,
     SO_RCVLOWAT,
     SOCK_STREAM_NONBLOCK,
@@ -151,6 +152,7 @@ def _one_at_a_time(
     timed_out = f"timeout: no answer within {timeout_s:g} s"
     watching = READABLE | select.POLLOUT if request else READABLE
     broken = select.POLLERR | select.POLLHUP
+    with_fin = READABLE if POLLRDHUP else -1  # without POLLRDHUP (not Linux) a wakeup never says FIN
 
     def opened() -> RawSocket | OSError:
         """A socket for the next connection, or why there is none (EMFILE: out of descriptors)."""
@@ -243,7 +245,7 @@ def _one_at_a_time(
                         for ready, events in poll(DEATH_CHECK_MS if left > slice_ns else math.ceil(left / 1e6)):
                             if ready != fd:
                                 dead = True
-                            elif events == READABLE:  # the reply and the FIN, nothing else: one recv takes both
+                            elif events == with_fin:  # the reply and the FIN, nothing else: one recv takes both
                                 data = sock.recv(MAX_REPLY)
                                 done = len(data) < MAX_REPLY
                                 if not done:  # a reply as long as the buffer: read on, as after data alone
