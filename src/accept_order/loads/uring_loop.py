@@ -86,6 +86,9 @@ def drive_uring(cfg: Any, progress: Any, stop: Any, schedstat: Any, tick_s: floa
     # the descriptor it lacked). A refused socket fails a connection only when one needs it and none is
     # spare or on order, as drive_loop's socket() fails one: refused spare sockets are no connections.
     refused: str | None = None
+    # Connections ended so far: a socket carries the count it was asked for at, so that a refusal that
+    # came before the close of one ended since (submitted after it) is not taken for a lack of descriptors.
+    ended = 0
 
     sched0 = schedstat()
     wall0 = time.monotonic()
@@ -145,7 +148,7 @@ def drive_uring(cfg: Any, progress: Any, stop: Any, schedstat: Any, tick_s: floa
                 if left >= 0:
                     want = min(want, left)
                 for _ in range(want - len(spare) - ordered):
-                    prepare_socket(family, stream, 0, 0, None)
+                    prepare_socket(family, stream, 0, 0, ended)
                     ordered += 1
             if not starting and not inflight and not ordered:
                 break
@@ -166,8 +169,8 @@ def drive_uring(cfg: Any, progress: Any, stop: Any, schedstat: Any, tick_s: floa
                     if res >= 0:
                         spare.append(res)
                         refused = None
-                    else:  # a connection that needs it fails (above); ask again once one has ended
-                        refused = errno_name(-res)
+                    elif completion.take_user_data() == ended:  # no descriptor freed since: one that
+                        refused = errno_name(-res)  # needs it fails (above); ask again once one has ended
                         short = True
                     continue
                 entry = completion.take_user_data()
@@ -198,6 +201,7 @@ def drive_uring(cfg: Any, progress: Any, stop: Any, schedstat: Any, tick_s: floa
                 close_fd(fd)
                 short = False
                 refused = None
+                ended += 1
                 if len(inflight) + 1 >= slots:
                     freed_ns = entry[END] or perf_ns()
                 done += 1
