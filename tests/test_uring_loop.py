@@ -31,7 +31,7 @@ from accept_order.core.spec import ConcurrentLoad, ServerSpec
 from accept_order.loads import drivers
 from accept_order.loads.drive_loop import DriverConfig, _drive, schedstat
 from accept_order.loads.generator import run_load
-from accept_order.loads.uring_loop import drive_uring
+from accept_order.loads.uring_loop import _shut, drive_uring
 from accept_order.servers.pool import WorkerPool
 
 URING = pytest.mark.skipif(drivers.uring_unavailable() is not None, reason=f"{drivers.uring_unavailable()}")
@@ -385,6 +385,18 @@ def test_a_signal_while_waiting_is_not_an_error() -> None:
     assert result["errors"] == {ABORTED: 4}
 
 
+@URING
+def test_sockets_made_but_not_reaped_are_closed_with_the_ring() -> None:
+    # A stop can come while sockets are on order: the kernel made them at once, their completions unread.
+    uring = drivers.binding()
+    with no_descriptor_left():
+        ring = uring.Ring(entries=8)
+        for _ in range(3):
+            ring.prepare_socket(socket.AF_INET, socket.SOCK_STREAM, 0, 0, None)
+        ring.submit()
+        _shut(ring, 3, [])
+
+
 # -- too few descriptors -----------------------------------------------------------------------------------
 
 # The loop in a child with a low open-file limit (the server stays here, under the usual one).
@@ -392,7 +404,7 @@ CHILD = """
 import json, os, resource, sys
 from accept_order.core.protocol import ClientProtocol
 from accept_order.loads.drive_loop import DriverConfig, _drive, schedstat
-from accept_order.loads.uring_loop import drive_uring
+from accept_order.loads.uring_loop import _shut, drive_uring
 loop, port, requests, slots, spare = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 
 class AnyReply:
