@@ -183,6 +183,7 @@ def _listening(port: int) -> bool:
 
 def _env(src: str | None) -> dict[str, str]:
     env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as an ordinary install runs: compiled once, not at every start
     if src is not None:
         env["PYTHONPATH"] = src
     else:

@@ -204,7 +204,8 @@ def open_files(pid: int) -> dict[int, OpenFile]:
 
 class FdTables:
     """One look's fd tables: each process's /proc/PID/fd read once, when first asked, and kept (see the
-    module's docstring). What a link names is taken to keep its meaning while the look lasts (a few hundred
+    module's docstring); with them what else the look asks once for all its samples (kcmp's answers, the
+    threads' names). What a link names is taken to keep its meaning while the look lasts (a few hundred
     ms): a listener's descriptor, a worker's epoll or io_uring, its Unix sockets are made as it starts. Two
     things are read again at each `files` call, because they move while a server runs: an epoll's or
     io_uring's fdinfo (nginx's accept mutex adds its listeners to the epoll of the worker that takes the lock
@@ -220,6 +221,8 @@ class FdTables:
         # kcmp's answers (file_order) for the look: like the links, the open files behind the descriptors are
         # taken to keep their meaning while it lasts (a sample of 64 nginx workers asks about 300)
         self.file_orders: dict[tuple[int, int, int, int], int | None] = {}
+        # the threads' names (comm), read at a look's first sample: a server names its threads as it starts them
+        self.thread_names: dict[tuple[int, int], str] = {}
 
     def links(self, pid: int) -> dict[int, str]:
         """fd -> link of `pid`'s table ({} once gone). PermissionError: another user's process, without root."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
+from functools import cache
 
 from .proc_read import read_proc
 
@@ -100,7 +101,12 @@ MAX_SET = 65536  # descriptors read from one set at most (a larger nfds is not a
 
 def syscall_names(machine: str | None = None) -> dict[int, str]:
     """The table of this machine's architecture ({} for one this module does not know)."""
-    return TABLES.get(machine or os.uname().machine, {})
+    return TABLES.get(machine or _machine(), {})
+
+
+@cache
+def _machine() -> str:
+    return os.uname().machine  # asked once: a sample of 64 workers asked it once a thread
 
 
 @dataclass(frozen=True)
@@ -146,11 +152,12 @@ def parse_syscall(text: str, table: dict[int, str]) -> tuple[str, int | None, li
     return table.get(number, "?"), number, args
 
 
-def thread_wait(pid: int, tid: int, table: dict[int, str] | None = None) -> ThreadWait:
+def thread_wait(pid: int, tid: int, table: dict[int, str] | None = None, name: str | None = None) -> ThreadWait:
     """What thread `tid` of process `pid` waits in now. Another user's thread: call "unknown" (its
-    syscall file needs ptrace access; its wchan reads as 0)."""
+    syscall file needs ptrace access; its wchan reads as 0). `name`: the thread's, read before (its comm
+    file is read otherwise)."""
     base = f"/proc/{pid}/task/{tid}"
-    name = _read(f"{base}/comm") or "?"
+    name = name if name is not None else _read(f"{base}/comm") or "?"
     text = _read(f"{base}/syscall")
     wchan = _read(f"{base}/wchan") or ""
     wchan = "" if wchan == "0" else wchan

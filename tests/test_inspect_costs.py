@@ -1,0 +1,150 @@
+"""What keeps `inspect` cheap per worker (issue 30 §2) answers as the longer way did: /proc files read whole
+with os.read; a look's socket inodes kept unless a descriptor read again changed; kcmp asked once a look for
+each pair; a thread's name read at the look's first sample; how many descriptors share an epoll counted once a
+sample; a status file's fields as a dict of all its lines had them."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import OutputReader
+
+from accept_order.analysis.mechanism import Seen, Verdict
+from accept_order.core.measures import ListenerRow
+from accept_order.experiments.inspect import sample as sample_module
+from accept_order.experiments.inspect.sample import Sample, _shared_epolls, take
+from accept_order.experiments.inspect.views import epoll_views, unit_views
+from accept_order.probes import proc_read, proc_waits
+from accept_order.probes.fd_table import FdTables, OpenFile
+from accept_order.probes.proc_waits import ThreadWait
+from accept_order.probes.serving import ProcessInfo, Server, _fields, find_server
+
+TIMEOUT_S = 20.0
+CHUNK = proc_read._CHUNK
+
+
+@pytest.mark.parametrize("size", [0, 1, CHUNK - 1, CHUNK, CHUNK + 1, 3 * CHUNK])
+def test_a_file_is_read_whole(tmp_path: Path, size: int) -> None:
+    data = bytes(i % 251 for i in range(size))
+    (tmp_path / "f").write_bytes(data)
+    assert proc_read.read_proc(str(tmp_path / "f")) == data
+    assert proc_read.read_proc(str(tmp_path / "missing")) is None
+
+
+def test_a_proc_file_is_read_as_a_file_object_reads_it() -> None:
+    for name in ("status", "maps", "stat"):
+        assert proc_read.read_proc(f"/proc/self/{name}") is not None
+    assert proc_read.read_proc("/proc/self/comm") == Path("/proc/self/comm").read_bytes()
+
+
+def test_the_sockets_follow_a_descriptor_read_again() -> None:
+    """Unchanged descriptors: the table's own set (not made again); a descriptor opened since and read
+    again: its socket is in the sample's set, and not in the table's."""
+    tables = FdTables()
+    pid = os.getpid()
+    files, sockets = tables.files_and_sockets(pid)
+    assert sockets is tables.sockets(pid)
+    with socket.socket() as newer:
+        inode = os.fstat(newer.fileno()).st_ino
+        assert inode not in tables.sockets(pid)  # the table as it was read
+        files, sockets = tables.files_and_sockets(pid, again=[newer.fileno()])
+        assert inode in sockets and files[newer.fileno()] == OpenFile(newer.fileno(), "socket", inode)
+        assert sockets == tables.sockets(pid) | {inode}
+        assert tables.files_and_sockets(pid)[1] is tables.sockets(pid)
+
+
+def test_kcmp_is_asked_once_a_look_for_each_pair(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The look's answers kept (FdTables.file_orders): a second sample of the same epolls asks nothing and
+    groups them the same; without them, every sample asks again."""
+    asked: list[tuple[int, ...]] = []
+
+    def order(pid_a: int, fd_a: int, pid_b: int, fd_b: int) -> int | None:
+        asked.append((pid_a, fd_a, pid_b, fd_b))
+        a, b = fd_a // 10, fd_b // 10  # one open file per tens: 10 and 11 are one, 20 another
+        return (a > b) - (a < b)
+
+    monkeypatch.setattr(sample_module, "file_order", order)
+    seen = [
+        Seen(100 + i, 100 + i, "epoll_wait", "epoll", epoll_id=f"{100 + i}:{fd}") for i, fd in enumerate((10, 11, 20))
+    ]
+    known: dict[tuple[int, int, int, int], int | None] = {}
+    first = _shared_epolls(seen, known)
+    assert asked and first[2] == {"100:10": "100:10", "101:11": "100:10", "102:20": "102:20"}
+    count = len(asked)
+    assert _shared_epolls(seen, known) == first and len(asked) == count
+    assert _shared_epolls(seen) == first and len(asked) == 2 * count
+
+
+@pytest.fixture
+def listener() -> Iterator[int]:
+    """A process of the test's own asleep in accept() on a listener: its pid."""
+    code = "import socket; s = socket.create_server(('127.0.0.1', 0)); print('up', flush=True); s.accept()"
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        OutputReader(proc.stdout).wait_for(r"up\n", TIMEOUT_S)
+        yield proc.pid
+    finally:
+        proc.kill()
+        proc.wait(TIMEOUT_S)
+
+
+def test_a_thread_s_name_is_read_at_the_look_s_first_sample(listener: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    read: list[str] = []
+    real = proc_waits._read
+
+    def counted(path: str) -> str | None:
+        read.append(path)
+        return real(path)
+
+    monkeypatch.setattr(proc_waits, "_read", counted)
+    tables = FdTables()
+    server = find_server(pid=listener, tables=tables)
+    first = take(server, tables)
+    assert sum(path.endswith("/comm") for path in read) == 1
+    read.clear()
+    second = take(server, tables)
+    assert not any(path.endswith("/comm") for path in read) and any(path.endswith("/syscall") for path in read)
+    assert (
+        second.waits == first.waits and first.waits[listener][0].name == "python3"[: len(first.waits[listener][0].name)]
+    )
+
+
+def _epoll(fd: int) -> OpenFile:
+    return OpenFile(fd, "eventpoll", fdinfo=f"tfd:        3 events: 10000019 data: 3 pos:0 ino:{7:x} sdev:8\n")
+
+
+def test_an_epoll_shared_by_three_is_listed_once_with_the_others(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One open file in pids 10, 11 and 12 (fd 5 each) and pid 13's own: the shared one listed once, naming
+    the other two descriptors in order; each of its workers waits on it '(shared)', pid 13's not."""
+    pids = (10, 11, 12, 13)
+    processes = tuple(ProcessInfo(pid, 1, "srv", ("srv",), 0) for pid in pids)
+    listeners = (ListenerRow("ipv4", "127.0.0.1", 80, 0, 128, 7, "netlink"),)
+    server = Server(processes, listeners, {pid: frozenset({7}) for pid in pids}, frozenset(), {}, ())
+    same = {"10:5": "10:5", "11:5": "10:5", "12:5": "10:5", "13:5": "13:5"}
+    seen = tuple(
+        Seen(pid, pid, "epoll_wait", "epoll", frozenset({7}), True, same[f"{pid}:5"], frozenset({7})) for pid in pids
+    )
+    waits = {pid: (ThreadWait(pid, "srv", "epoll_wait", 232, 5, "do_epoll_wait"),) for pid in pids}
+    files = {pid: {5: _epoll(5), 3: OpenFile(3, "socket", 7)} for pid in pids}
+    sample = Sample(seen, waits, files, {pid: frozenset({7}) for pid in pids}, True, same)
+    verdict = Verdict("epoll-shared", tuple((pid, pid) for pid in pids))
+    views = epoll_views(server, sample, verdict)
+    assert [(v.pid, v.fd, v.shared_with) for v in views] == [(10, 5, ((11, 5), (12, 5))), (13, 5, ())]
+    units = unit_views(server, sample, verdict)
+    assert [u.on for u in units] == ["epoll fd 5 (shared): the listener, EPOLLEXCLUSIVE"] * 3 + [
+        "epoll fd 5: the listener, EPOLLEXCLUSIVE"
+    ]
+
+
+def test_a_status_file_s_fields_are_its_lines() -> None:
+    status = Path("/proc/self/status").read_text() + "Name:\tlater\nNoColon\nUid:\t5\t5\t5\t5\n"
+    every = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    wanted = ("Name", "Tgid", "PPid", "Uid")
+    assert _fields(status, wanted) == {name: every[name] for name in wanted}
