@@ -131,7 +131,9 @@ def test_an_epoll_shared_by_three_is_listed_once_with_the_others(monkeypatch: py
     seen = tuple(
         Seen(pid, pid, "epoll_wait", "epoll", frozenset({7}), True, same[f"{pid}:5"], frozenset({7})) for pid in pids
     )
-    waits = {pid: (ThreadWait(pid, "srv", "epoll_wait", 232, 5, "do_epoll_wait"),) for pid in pids}
+    waits: dict[int, tuple[ThreadWait, ...]] = {
+        pid: (ThreadWait(pid, "srv", "epoll_wait", 232, 5, "do_epoll_wait"),) for pid in pids
+    }
     files = {pid: {5: _epoll(5), 3: OpenFile(3, "socket", 7)} for pid in pids}
     sample = Sample(seen, waits, files, {pid: frozenset({7}) for pid in pids}, True, same)
     verdict = Verdict("epoll-shared", tuple((pid, pid) for pid in pids))
