@@ -7,7 +7,9 @@ way out (a SIGTERMed worker writing its report), then kills and names any stragg
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -49,6 +51,62 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="rewrite tests/data/golden/*.txt and *.csv from the saved results there (see tests/test_golden.py)",
     )
+
+
+# pytest-xdist workers for the whole suite (pyproject's addopts say `-n auto`, which asks the hook below). Many
+# tests wait on servers, signals and timeouts rather than compute, so more workers than the 2 CPUs here pay.
+SUITE_WORKERS = 4
+# Fewer test files than this named on the command line run in one process: starting workers (each imports and
+# collects what it runs) costs more than a file or two gains.
+FILES_FOR_WORKERS = 3
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: SUITE_WORKERS for the suite or a folder, none for a file or two (PYTEST_XDIST_AUTO_NUM_WORKERS,
+    as pytest-xdist reads it, overrides both)."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS", "").isdigit():
+        return int(os.environ["PYTEST_XDIST_AUTO_NUM_WORKERS"])
+    named = [Path(arg.split("::")[0]) for arg in config.args]
+    if not named or any(path.is_dir() for path in named):
+        return SUITE_WORKERS
+    files = {path.resolve() for path in named}
+    return SUITE_WORKERS if len(files) >= FILES_FOR_WORKERS else 0
+
+
+_UNMOUNT_TRACEFS = pytest.StashKey[bool]()  # this session mounted tracefs (pytest_configure)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Workers at once: tracefs stays mounted for the whole session (the machine is left as it was at the end).
+    A run that finds tracefs missing mounts it and unmounts it when it ends, under another worker's run that
+    found it mounted and is about to start bpftrace on it."""
+    if hasattr(config, "workerinput") or not config.getoption("numprocesses", 0) or not shutil.which("bpftrace"):
+        return
+    from accept_order.probes import accepts
+
+    if accepts.ensure_tracefs()[1] == accepts.MOUNTED:
+        config.stash[_UNMOUNT_TRACEFS] = True
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if config.stash.get(_UNMOUNT_TRACEFS, False):
+        from accept_order.probes import accepts
+
+        accepts.unmount_tracefs()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (`--dist loadgroup`, pyproject's addopts), the tests of a file that share a module-scoped
+    fixture (a cluster of namespaces, a server, results made once) run on one worker, so that it is made once, not
+    once per worker; every other test goes wherever a worker is free. Tests that must not overlap with some others
+    (host-wide state) carry their own `xdist_group` mark, which this leaves alone."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        info = getattr(item, "_fixtureinfo", None)
+        definitions = info.name2fixturedefs.values() if info is not None else ()
+        if any(d.scope in ("module", "class") for defs in definitions for d in defs):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
 @pytest.fixture

@@ -21,6 +21,8 @@ from accept_order.render.text import duration_us
 GOLDEN = Path(__file__).parent / "data" / "golden"
 MODES = ["blocking", "reuseport", "epoll", "epoll-shared", "poll", "select", "epoll-herd", "reuseport-cpu"]
 MODES += ["io-uring", "incoming-cpu", "accept-mutex", "fd-pass"]
+# One pytest-xdist worker runs them all: figure() draws each picture once per process, and several tests read it.
+pytestmark = pytest.mark.xdist_group("test_plot_layout")
 
 
 @pytest.fixture(autouse=True)
