@@ -6,6 +6,7 @@ through others (docs/explanation/architecture.md draws the same floors)."""
 from __future__ import annotations
 
 import ast
+import functools
 from collections import defaultdict
 from pathlib import Path
 
@@ -28,6 +29,8 @@ FLOORS = {
 }
 PURE = ("analysis", "results")  # they import only core, and each other
 ABOVE_PURE = ("experiments", "servers", "render", "cli", "loads", "probes", "api")
+# One pytest-xdist worker runs them all: the package's imports are read once per process (imports_of).
+pytestmark = pytest.mark.xdist_group("test_floors")
 
 
 def module_name(path: Path) -> str:
@@ -42,25 +45,30 @@ def is_module(name: str) -> bool:
 
 def imports() -> list[tuple[str, str, int]]:
     """(importing module, imported module, line) for every import of the package by itself."""
+    return [found for path in sorted(PACKAGE.rglob("*.py")) for found in imports_of(path, path.stat().st_mtime_ns)]
+
+
+@functools.cache
+def imports_of(path: Path, _mtime_ns: int) -> tuple[tuple[str, str, int], ...]:
+    """One module's imports of the package, read once per version of the file (five tests read them all)."""
     found = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        name = module_name(path)
-        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                    target = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    target = node.module or ""
-                if target.split(".")[0] != "accept_order":
-                    continue
-                for alias in node.names:  # `from . import netns` imports a module, not a name
-                    sub = f"{target}.{alias.name}"
-                    found.append((name, sub if is_module(sub) else target, node.lineno))
-            elif isinstance(node, ast.Import):
-                found += [(name, a.name, node.lineno) for a in node.names if a.name.split(".")[0] == "accept_order"]
-    return found
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != "accept_order":
+                continue
+            for alias in node.names:  # `from . import netns` imports a module, not a name
+                sub = f"{target}.{alias.name}"
+                found.append((name, sub if is_module(sub) else target, node.lineno))
+        elif isinstance(node, ast.Import):
+            found += [(name, a.name, node.lineno) for a in node.names if a.name.split(".")[0] == "accept_order"]
+    return tuple(found)
 
 
 def room(module: str) -> str:

@@ -5,6 +5,7 @@ line'; 'nothing else dispatches on a kind's name')."""
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 from pathlib import Path
 
@@ -19,10 +20,18 @@ from accept_order.servers.registry import KINDS
 
 PACKAGE = Path(accept_order.__file__).parent
 FILE_COMMANDS = ("merge", "show", "plot", "modes")  # commands that read result files: no experiment's
+# One pytest-xdist worker runs them all: each spelling test reads the whole package, parsed once per process.
+pytestmark = pytest.mark.xdist_group("test_registry")
 
 
-def string_constants(path: Path) -> set[str]:
-    return {n.value for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Constant)} - {None}
+def string_constants(path: Path) -> frozenset[str]:
+    return _string_constants(path, path.stat().st_mtime_ns)
+
+
+@functools.cache
+def _string_constants(path: Path, _mtime_ns: int) -> frozenset[str]:
+    """Parsed once per file and version: every spelling test reads the whole package (~270 modules)."""
+    return frozenset({n.value for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Constant)} - {None})
 
 
 def files_spelling(word: str, outside: Path, allowed: tuple[Path, ...] = ()) -> list[str]:
