@@ -13,6 +13,7 @@ import signal
 from collections import Counter
 from typing import Any
 
+import psutil
 import pytest
 
 from accept_order.core.errors import PlanError, WorkerError
@@ -133,9 +134,9 @@ class _StopAtSettle:
 
 @pytest.mark.parametrize("where", ["record", "settle"])
 def test_a_drive_stopped_early_leaves_no_socket_open_and_no_record_lost(where: str) -> None:
-    # Stopped by on_record (while the previous connection is recorded) or before a connection (when the
-    # socket made ahead for it is open and the previous one not yet recorded): no socket is left open,
-    # and every connection that was driven is a record.
+    # Stopped by on_record (without settling: while the previous connection is recorded, the next one in
+    # flight) or by settle, before a connection (the socket made ahead for it open): no socket is left
+    # open, and every connection that was driven is a record.
     seen: list[ConnectionRecord] = []
 
     def stop_at_5(record: ConnectionRecord) -> None:
@@ -147,7 +148,9 @@ def test_a_drive_stopped_early_leaves_no_socket_open_and_no_record_lost(where: s
         target = _StopAtSettle(pool, at=7 if where == "settle" else 0)
         before = open_sockets()
         try:
-            run_sequential(target, SequentialLoad(connections=100).validated(), on_record=stop_at_5)
+            run_sequential(
+                target, SequentialLoad(connections=100, settle=where == "settle").validated(), on_record=stop_at_5
+            )
         except _Stop:  # looked at here, while the traceback still holds the drive's frames and their locals
             left_open = open_sockets() - before
         else:
@@ -191,3 +194,29 @@ def test_io_uring_is_refused_before_any_connection() -> None:
             run_sequential(pool, load(3, driver="io_uring"))
         counters = pool.stop()
     assert [c.accepts for c in counters] == [0]
+
+
+class _LookingAtSettle:
+    """The pool, whose settle (run before each connection) notes this process's sockets to the pool."""
+
+    def __init__(self, pool: WorkerPool) -> None:
+        self.pool = pool
+        self.open_at_settle: list[int] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.pool, name)
+
+    def settle(self) -> None:
+        self.pool.settle()
+        mine = psutil.Process().net_connections(kind="tcp")
+        self.open_at_settle.append(sum(1 for c in mine if c.raddr and tuple(c.raddr) == self.pool.address))
+
+
+def test_with_settling_the_previous_connection_is_closed_before_the_next() -> None:
+    # A server may still act on the client's close, and settling promises idle, sleeping workers when the
+    # next connection arrives: the previous one is closed before each settle (and so before the connect).
+    with WorkerPool(ServerSpec(mode="blocking", workers=WORKERS).validated()) as pool:
+        target = _LookingAtSettle(pool)
+        records = run_sequential(target, SequentialLoad(connections=20).validated())
+    assert all(r.served for r in records)
+    assert target.open_at_settle == [0] * 20

@@ -9,7 +9,8 @@ The one-at-a-time loop is the harness's hot path (benchmarks/bench_run.py holds 
 the same), so it is straight-line code around one socket: made nonblocking at creation, with SO_RCVLOWAT
 so that the reply alone does not wake it (the FIN does), connected, then watched with poll() for reading
 and the peer's FIN; the wakeup that reports the FIN takes the reply with one recv. The usual connection
-costs socket, setsockopt, connect, getsockname, poll, recv, close, and one wakeup. The workers' pidfds
+costs socket, setsockopt, connect, getsockname, poll, recv, close, and one wakeup; without settling, the
+next connection connects before the previous one is closed and recorded. The workers' pidfds
 (gathered in one epoll descriptor) are looked at every 10 ms, not in each poll: staying alive costs
 nothing per connection; once a connection has failed they join the poll set, so that the death behind
 it wakes the loop.
@@ -122,9 +123,12 @@ def _one_at_a_time(
 ) -> None:
     """Each connection when the previous one has finished.
 
-    A connection has finished when its reply has ended: the next one connects then, on a socket made
-    while the previous one was in flight, and the previous one is closed and recorded while the worker
-    takes the next (not where the server holds each connection until it is attributed: then in turn).
+    The next connection's socket is made while the previous one is in flight. Without settling (no
+    `before_each`), a connection has finished when its reply has ended: the next one connects then, and
+    the previous one is closed and recorded while a worker takes the next. With it, or where the server
+    holds each connection until it is attributed, the previous one is closed first: a server may still
+    act on the client's close (nginx's lingering close reads until it comes), and settling promises that
+    the workers are idle and asleep when the next connection arrives.
 
     The workers' death watch (`death_fds`) stays out of the connections' poll set while they all succeed:
     it is looked at every DEATH_CHECK_MS (waits are cut into slices that long), so a death is noticed
@@ -152,6 +156,7 @@ def _one_at_a_time(
     timed_out = f"timeout: no answer within {timeout_s:g} s"
     watching = READABLE | select.POLLOUT if request else READABLE
     broken = select.POLLERR | select.POLLHUP
+    in_turn = holds_socket or before_each is not None  # each closed before the next connects
     with_fin = READABLE if POLLRDHUP else -1  # without POLLRDHUP (not Linux) a wakeup never says FIN
 
     def opened() -> RawSocket | OSError:
@@ -270,9 +275,9 @@ def _one_at_a_time(
                     books.close(seq, sock, started, clock(), data, STOPPED, port, cpu)
                 raise
             ended = (seq, sock, started, clock(), data, error, port, cpu)
-            if holds_socket or dead or error is not None:
-                # Now, not after the next connect: the server holds it until it is attributed; a worker
-                # that answered, then exited, has served; a failure may be a death to look for at once.
+            if in_turn or dead or error is not None:
+                # Now, not after the next connect (see the docstring); a worker that answered, then exited,
+                # has served; a failure may be a death to look for at once.
                 finish_previous()
                 next_check = 0 if error is not None else next_check
             if dead:
