@@ -95,7 +95,7 @@ def drive(
     """One driver's run in this process: `loop`'s function on a DriverConfig from `options`."""
     settings: dict[str, Any] = {"requests": 20, "duration_s": None, "slots": 4, "timeout_s": 5.0, **options}
     protocol = settings.pop("protocol", LINE)
-    cfg = DriverConfig(0, address, AnyReply(), protocol, loop=loop, **settings)  # type: ignore[arg-type]
+    cfg = DriverConfig(0, address, AnyReply(), protocol, loop=loop, **settings)
     progress = [0, 0]
     flag = stop or Flag()
     if loop == "io_uring":
@@ -143,7 +143,7 @@ class Server:
         self.handle = handle
         self.held: list[socket.socket] = []
         self.accepted = 0
-        self.changed = threading.Condition()
+        self.lock = threading.Lock()
         self.thread = threading.Thread(target=self._serve, daemon=True)
         if handle is not None:
             self.thread.start()
@@ -160,26 +160,22 @@ class Server:
                 keep = bool(self.handle(conn))
             except OSError:
                 pass
-            with self.changed:
+            with self.lock:
                 self.accepted += 1
                 if keep:
                     self.held.append(conn)
-                self.changed.notify_all()
             if not keep:
                 conn.close()
 
     def has_accepted(self, count: int) -> bool:
-        with self.changed:
+        with self.lock:
             return self.accepted >= count
-
-    def wait_accepted(self, count: int, timeout: float = 10.0) -> None:
-        with self.changed:
-            assert self.changed.wait_for(lambda: self.accepted >= count, timeout), f"{self.accepted} < {count}"
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
             self.listener.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept()
-        self.thread.join(5) if self.thread.is_alive() else None
+        if self.thread.is_alive():
+            self.thread.join(5)
         self.listener.close()
         for conn in self.held:
             conn.close()
@@ -404,7 +400,7 @@ CHILD = """
 import json, os, resource, sys
 from accept_order.core.protocol import ClientProtocol
 from accept_order.loads.drive_loop import DriverConfig, _drive, schedstat
-from accept_order.loads.uring_loop import _shut, drive_uring
+from accept_order.loads.uring_loop import drive_uring
 loop, port, requests, slots, spare = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 
 class AnyReply:
