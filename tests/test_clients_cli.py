@@ -15,7 +15,7 @@ from typing import Any
 import execnet
 import psutil
 import pytest
-from conftest import assert_one_error_line, run_cli, wait_for
+from conftest import KEPT_BY_FIXTURES, assert_one_error_line, run_cli, wait_for
 
 from accept_order.loads.hosts import gateways
 
@@ -167,9 +167,11 @@ def test_latency_over_a_cluster_of_namespaces(cluster: Any, tmp_path: Path) -> N
     assert done.returncode == 0, done.stderr
     _check(path, 600)
     assert "per client host" in done.stdout
-    # each host's sshd stays (the cluster's own); its ssh sessions, and the drivers in them, end with the run
+    # each host's sshd stays (the cluster's own, told by its pid: a described command line is cut at 100 characters,
+    # under pytest-xdist before its "[listener]"); its ssh sessions, and the drivers in them, end with the run
+    sshds = tuple(f"process pid {pid} (" for pid in KEPT_BY_FIXTURES)
     wait_for(
-        lambda: [p for p in cluster.leftovers() if p.startswith("process ") and "[listener]" not in p],
+        lambda: [p for p in cluster.leftovers() if p.startswith("process ") and not p.startswith(sshds)],
         lambda left: left == [],
         30,
         "the client hosts' sessions and drivers to end",
