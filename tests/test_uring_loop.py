@@ -253,11 +253,12 @@ def test_ipv6(loop: str) -> None:
 
 
 @URING
-def test_one_byte_over_the_most_a_reply_may_be_is_a_bad_reply() -> None:
-    # The receive fills its MAX_REPLY buffer; one more byte asked for tells this reply from one of exactly
-    # MAX_REPLY. (drive_loop.py serves such a reply when its last byte arrives with the FIN: not tested here.)
+@pytest.mark.parametrize("loop", LOOPS)
+def test_one_byte_over_the_most_a_reply_may_be_is_a_bad_reply(loop: str) -> None:
+    # io_uring: the receives fill the MAX_REPLY buffer; one more byte asked for tells this reply from one of
+    # exactly MAX_REPLY. epoll: served when the last byte came with the FIN (2 of 20 connections), once
     with no_descriptor_left(), Server(replying(b"x" * (MAX_REPLY + 1))) as server:
-        result = drive("io_uring", server.address, requests=24, slots=6)
+        result = drive(loop, server.address, requests=24, slots=6)
     assert (result["served"], result["errors"]) == ({}, {BAD_REPLY: 24})
 
 
@@ -299,16 +300,8 @@ def test_the_request_arrives_before_the_reply(loop: str) -> None:
     assert seen == [http.request] * 20
 
 
-RESET_AFTER_BYTES = pytest.mark.xfail(
-    strict=True,
-    reason="io_uring: the MSG_WAITALL receive returns what came before a reset (the kernel drops the error "
-    "once it has bytes), so it is read as the whole reply: served, or a bad reply; the epoll loop sees the "
-    "reset (ECONNRESET). Telling them apart costs a TCP_INFO read per connection (5 us here): the lead's call",
-)
-
-
 @URING
-@pytest.mark.parametrize("loop", [pytest.param("io_uring", marks=RESET_AFTER_BYTES), "epoll"])
+@pytest.mark.parametrize("loop", LOOPS)
 @pytest.mark.parametrize(
     "handle",
     [
@@ -318,6 +311,8 @@ RESET_AFTER_BYTES = pytest.mark.xfail(
     ids=["whole-reply", "part-of-it"],
 )
 def test_a_reset_after_a_reply_is_econnreset(loop: str, handle: Callable[[socket.socket], None]) -> None:
+    # io_uring: a receive with MSG_WAITALL would hand back the bytes that came before the reset and the kernel
+    # drop the error (served, or a bad reply); receives to the EOF see it, as the epoll loop does
     with no_descriptor_left(), Server(handle) as server:
         result = drive(loop, server.address, requests=24, slots=6)
     assert result["errors"] == {"ECONNRESET": 24}

@@ -185,12 +185,11 @@ def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
                     else:
                         if chunk:
                             entry[2] += chunk
+                            if len(entry[2]) > MAX_REPLY:  # also when its last part came with the FIN
+                                error = BAD_REPLY
                             # With the FIN already in, that recv got everything the worker sent.
-                            if not (ev & peer_closed) or len(chunk) == MAX_REPLY:
-                                if len(entry[2]) > MAX_REPLY:
-                                    error = BAD_REPLY
-                                else:
-                                    continue  # the rest of the reply, or its EOF, is still to come
+                            elif not (ev & peer_closed) or len(chunk) == MAX_REPLY:
+                                continue  # the rest of the reply, or its EOF, is still to come
                 end = perf_ns()
                 if len(inflight) >= slots:
                     freed_ns = end

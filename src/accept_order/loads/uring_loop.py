@@ -3,11 +3,14 @@ system calls batched.
 
 A connection is a socket made by the kernel ahead of time (IORING_OP_SOCKET: a few spare ones are always on
 order, so a freed slot starts its next connection at once), then its connect, its request (if the protocol
-sends one) and one receive with MSG_WAITALL, submitted together: the kernel runs them in order, and the
-receive completes at the worker's EOF with the whole reply (or when the buffer is full: one more byte is
-asked for to tell a reply of exactly MAX_REPLY from a longer one). The socket is then closed through the
-ring. One `io_uring_enter` submits and reaps for every connection in flight, where the epoll loop pays
-socket, connect, epoll_ctl, recv and close for each.
+sends one) and a receive, submitted together: the kernel runs them in order. Receives follow one another
+until one returns the worker's EOF (the usual reply and its FIN come together: two receives, the second
+returned at once); past MAX_REPLY bytes, one byte more tells a reply of exactly MAX_REPLY from a longer one.
+Not MSG_WAITALL, which would take the reply in one receive: a reset after the reply would then be lost (the
+kernel hands back the bytes and drops the error), where the epoll loop counts ECONNRESET. The socket is
+then closed through the ring. One `io_uring_enter` submits and reaps for every connection in flight, where
+the epoll loop pays socket, connect, epoll_ctl, recv and close for each; with IORING_SETUP_COOP_TASKRUN
+the kernel runs a completion's work when the loop next enters, instead of interrupting it to.
 
 A connection ends when every request it submitted has completed (the kernel may post a refused connect's
 completion after its receive's); its error is the first that applies of: ours (timeout, aborted), the
@@ -31,6 +34,7 @@ from .drivers import binding
 
 RING_MAX = 4096  # submission queue entries at most (a batch larger than this is submitted in parts)
 SPARE = 8  # sockets kept on order beyond the free slots, so a freed slot need not wait for one
+AHEAD_NS = 10_000_000  # an open loop keeps sockets for the connections due this far ahead (and SPARE more)
 
 # An entry (a list, for speed): what one connection holds while it runs.
 START, BUF, PENDING, FORCED, CONNECT_ERR, IO_ERR, END, GOT, FD, OPS = range(10)
@@ -53,7 +57,10 @@ def drive_uring(cfg: Any, progress: Any, stop: Any, schedstat: Any, tick_s: floa
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     addr = (host, port)
     size = ring_size(cfg.slots)
-    ring = uring.Ring(entries=size, cq_entries=2 * size)
+    try:
+        ring = uring.Ring(entries=size, cq_entries=2 * size, flags=uring.IORING_SETUP_COOP_TASKRUN)
+    except (OSError, ValueError):  # a kernel without it (before 5.19): completions' work interrupts the loop
+        ring = uring.Ring(entries=size, cq_entries=2 * size)
     kind_socket, kind_connect, kind_recv = (
         uring.COMPLETION_KIND_SOCKET,
         uring.COMPLETION_KIND_CONNECT,
@@ -61,7 +68,6 @@ def drive_uring(cfg: Any, progress: Any, stop: Any, schedstat: Any, tick_s: floa
     )
     prepare_socket, prepare_connect, prepare_recv = ring.prepare_socket, ring.prepare_connect, ring.prepare_recv
     prepare_send, close_fd, wait = ring.prepare_send, ring.prepare_close_nowait, ring.wait
-    waitall = socket.MSG_WAITALL
     stream = socket.SOCK_STREAM
     request, body = cfg.protocol.request, cfg.protocol.body
     ops_each = 3 if request else 2
@@ -138,13 +144,16 @@ def drive_uring(cfg: Any, progress: Any, stop: Any, schedstat: Any, tick_s: floa
                 ]
                 connect = prepare_connect(fd, addr, entry)
                 sent = prepare_send(fd, request, 0, entry) if request else None
-                entry[OPS] = [connect, sent, prepare_recv(fd, buf, waitall, entry)]
+                entry[OPS] = [connect, sent, prepare_recv(fd, buf, 0, entry)]
                 inflight[fd] = entry
             if short and not inflight:
                 short = False  # nothing in flight to end and free a descriptor: try again (and count it)
             if starting and not short:
                 # sockets on order for every slot that will want one, and a few more
-                want = slots - len(inflight) + SPARE
+                want = slots - len(inflight)
+                if interval_ns:  # an open loop: for what is due soon, not one socket per slot it may never fill
+                    want = min(want, AHEAD_NS // interval_ns)
+                want += SPARE
                 if left >= 0:
                     want = min(want, left)
                 for _ in range(want - len(spare) - ordered):
@@ -182,16 +191,15 @@ def drive_uring(cfg: Any, progress: Any, stop: Any, schedstat: Any, tick_s: floa
                     elif entry[IO_ERR] is None:
                         entry[IO_ERR] = errno_name(-res)
                 elif kind == kind_recv:
-                    if entry[GOT] == MAX_REPLY:  # the byte past a full buffer: there is more than MAX_REPLY
-                        if res:
-                            entry[IO_ERR] = BAD_REPLY
-                    elif res == MAX_REPLY and entry[FORCED] is None:
-                        # a full buffer: one byte more tells a longer reply from one of exactly MAX_REPLY
-                        entry[GOT] = res
-                        entry[OPS][2] = prepare_recv(entry[FD], one_more, waitall, entry)
+                    got = entry[GOT]
+                    if res and got == MAX_REPLY:  # the byte past a full buffer: there is more than MAX_REPLY
+                        entry[IO_ERR] = BAD_REPLY
+                    elif res and entry[FORCED] is None:  # more of the reply: the next receive, to the EOF
+                        got += res
+                        entry[GOT] = got
+                        room = memoryview(entry[BUF])[got:] if got < MAX_REPLY else one_more
+                        entry[OPS][2] = prepare_recv(entry[FD], room, 0, entry)
                         continue
-                    else:
-                        entry[GOT] = res
                     entry[END] = perf_ns()
                 entry[PENDING] -= 1
                 if entry[PENDING]:
