@@ -42,7 +42,7 @@ def test_a_ramp_reaches_each_host_once(spawned: dict[str, Any], tmp_path: Path) 
         pytest.skip("no address but loopback here")
     out = tmp_path / "ramp.json"
     args = ["ramp", "--clients", "c1,c2", "--host", address, "--rates", "200,400,600", "--step", "300ms"]
-    result = run_cli([*args, "-w", "2", "--json", str(out)])
+    result = run_cli([*args, "-w", "2", "--keep-going", "--json", str(out)])  # every step, held or not
     assert result.exit_code == 0, result.output
     steps = json.loads(out.read_text())["steps"]
     assert len(steps) == 3 and all(len(s["hosts"]) == 2 for s in steps)
