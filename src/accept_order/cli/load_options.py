@@ -74,7 +74,11 @@ def sequential_options(connections: int = 6, pacing: bool = True) -> Callable[[F
         ),
         # --gap's old spelling, which names its unit: a bare number of ms
         click.option("--gap-ms", "gap_ms", type=Duration(bare="ms", zero=True, high=MAX_GAP_MS / 1000), hidden=True),
-        driver_option("The client's loop"),
+        driver_option(
+            "The client's loop: one connection at a time runs a poll loop (auto and epoll); io_uring, which "
+            "batches many connections' calls, is refused here (it measured slower one at a time)",
+            sequential=True,
+        ),
     ]
     return apply(options if pacing else [options[0], options[2], options[-1]])
 
@@ -224,16 +228,19 @@ def driver_procs_help(what: str) -> str:
     return f"{what} (per client host with --clients)."
 
 
-def driver_option(what: str = "The load generator's loop") -> Callable[[F], F]:
-    """--driver: the client's loop (loads/drivers.py), on every command that connects."""
+def driver_option(what: str = "", sequential: bool = False) -> Callable[[F], F]:
+    """--driver: the client's loop (loads/drivers.py), on every command that connects; `what` (with
+    `sequential`) says it for the one-connection-at-a-time client."""
     return click.option(
         "--driver",
         type=click.Choice(DRIVERS, case_sensitive=False),
         default="auto",
         show_default=True,
-        help=f"{what}: io_uring batches system calls (Linux 5.19+, PyPI's uring-api), epoll is the fallback; "
-        "auto takes io_uring where it can run (each client host decides for itself). Kept connections run on "
-        "epoll. The report says which ran.",
+        help=f"{what}."
+        if sequential
+        else "The load generator's loop: io_uring batches system calls (Linux 5.19+, PyPI's uring-api), epoll is "
+        "the fallback; auto takes io_uring where it can run (each client host decides for itself). Kept "
+        "connections run on epoll. The report says which ran.",
     )
 
 

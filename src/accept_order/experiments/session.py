@@ -29,6 +29,7 @@ from ..core.protocol import ClientProtocol
 from ..core.signals import deferred, holding, keep, release
 from ..core.spec import ConcurrentLoad, SequentialLoad, ServerSpec
 from ..core.target import Target
+from ..loads.sequential import loop_for
 from ..loads.sequential import run_sequential as drive_sequential
 from ..probes.evidence import EvidenceCapture
 from ..servers.registry import Plan, elsewhere, known_by_replies, make_target, plan
@@ -168,6 +169,7 @@ def run_sequential(
     """One sequential run: nc-style connections one after another, who served each, and the verdict.
     `on_started(target)` runs once the server listens, before the first connection (atlas inspects it)."""
     load = load.validated()
+    loop_for(load.driver)  # io_uring refused before any worker starts
     resolved = plan(server)  # once: as the lifecycle runs it (a kind may fix its workers: Caddy's one process)
     server = resolved.spec
     finished: list[ConnectionRecord] = []
