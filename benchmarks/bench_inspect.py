@@ -235,7 +235,7 @@ def _summary(values: list[float]) -> str:
 
 
 def measure(workers: int, count: int, args: argparse.Namespace) -> None:
-    room = count + 100
+    room = count + IDLE_ROOM
     with tempfile.TemporaryDirectory() as directory, Nginx(workers, room, directory) as nginx:
         held = Held("127.0.0.1", nginx.port, count) if count else None
         try:

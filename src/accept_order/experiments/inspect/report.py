@@ -9,6 +9,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from ...render.indented import IndentedLines
 from ...render.line_rows import LineRowsTable
 from .cure_rows import cure_table, kind_named
 from .result import EpollView, InspectResult
@@ -114,7 +115,7 @@ def _units(result: InspectResult) -> Table:
     return table
 
 
-def _epoll_line(epoll: EpollView) -> Padding:
+def _epoll_line(epoll: EpollView) -> str:
     listening = [w for w in epoll.watches if w.listener]
     parts = [
         f"tfd {w.fd} events {w.events:x} ino {w.inode}{' (EPOLLEXCLUSIVE)' if w.exclusive else ''}" for w in listening
@@ -125,7 +126,7 @@ def _epoll_line(epoll: EpollView) -> Padding:
         text += f"; {others} other watch{'es' if others != 1 else ''}"
     if epoll.shared_with:
         text += "; the same instance as " + ", ".join(f"pid {p} fd {f}" for p, f in epoll.shared_with)
-    return _para(text)
+    return text
 
 
 def _mechanism(result: InspectResult) -> list[RenderableType]:
@@ -201,7 +202,7 @@ def inspect_report(result: InspectResult) -> RenderableType:
     parts: list[RenderableType] = [_heading(result), _listeners(result), _processes(result), _units(result)]
     if result.epolls:
         parts.append(Text("Epoll instances (fdinfo: the listeners each watches)", style="bold"))
-        parts += [_epoll_line(e) for e in result.epolls]
+        parts.append(IndentedLines([_epoll_line(e) for e in result.epolls], 2))  # one renderable, not one a line
     extra = []
     if result.io_urings:
         extra.append(f"{result.io_urings} io_uring instance(s) with an accept armed (PollList op=13)")
