@@ -76,7 +76,7 @@ def imported(where: str) -> Any:
     """The object "module:NAME" names under this package, its module imported now. Every experiment is
     reached this way: results/shapes.py is told here which servers this version knows (not at start-up,
     which needs only the registry's names)."""
-    from .parts import know_servers
+    from .known_servers import know_servers
 
     know_servers()
     module, name = where.split(":")

@@ -22,27 +22,6 @@ Document = dict[str, Any]
 Table = Callable[[list[Document]], str]
 
 
-def know_servers() -> None:
-    """Tell the floors below which server kinds this version has: a spec's label (core/spec.py LABELS, filled
-    as the registry is imported) and a result file's server check (results/shapes.py). Every way to an
-    experiment's parts (imported, Experiment.file_kind) comes through here; the start-up of the CLI does not."""
-    from ..results import check_servers_with
-    from ..servers import registry  # noqa: F401  (its import fills LABELS)
-
-    check_servers_with(_unknown_server)
-
-
-def _unknown_server(kind: str, mode: str) -> tuple[str, str] | None:
-    """Whether a result's server is one this version knows (the registry answers; results/shapes.py asks)."""
-    from ..servers.registry import KINDS, known_mode
-
-    if kind not in KINDS:
-        return "kind", f"names server {kind!r}, which this version does not know"
-    if known_mode(kind, mode) is None:
-        return "mode", f"names mode {mode!r}, which {kind} does not have in this version"
-    return None
-
-
 @dataclass(frozen=True)
 class Experiment(Generic[R]):
     """One result kind's parts. `load` reads a version-2 document into the typed result, `shape` is what
@@ -74,6 +53,7 @@ class Experiment(Generic[R]):
     def file_kind(self) -> FileKind:
         """What the file format needs to know of this kind (results/envelope.py)."""
         from ..results.envelope import FileKind
+        from .known_servers import know_servers
 
         know_servers()
         return FileKind(self.shape, self.several, self.v1, self.mergeable)
