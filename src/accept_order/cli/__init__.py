@@ -17,7 +17,7 @@ from .whole import whole_std_streams, write_all
 
 def main(prog_name: str | None = None) -> None:
     # Start-up makes only what lives as long as the process (modules, classes, options): no cycle to collect,
-    # and the collector's passes over it were a tenth of a run's time. cli/app.py `started` freezes it and
+    # and the collector's passes over it were 15-20% of a run's time here. cli/app.py `started` freezes it and
     # turns the collector back on once the command's module is imported, before anything is measured.
     gc.disable()
     _fill_closed_std_fds()
