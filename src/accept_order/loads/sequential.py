@@ -251,7 +251,7 @@ def _one_at_a_time(
                             if ready != fd:
                                 dead = True
                             elif events == with_fin:  # the reply and the FIN, nothing else: one recv takes both
-                                data = sock.recv(MAX_REPLY)
+                                data += sock.recv(MAX_REPLY)  # after what an earlier wakeup took, if any
                                 done = len(data) < MAX_REPLY
                                 if not done:  # a reply as long as the buffer: read on, as after data alone
                                     data, done, error = take(sock, data, 0, holds_socket)
