@@ -70,10 +70,14 @@ def mutations(document: dict[str, Any]) -> Iterator[tuple[str, Path_, Any]]:
 
 
 def mutated(document: dict[str, Any], at: Path_, new: Any) -> dict[str, Any]:
-    copied = copy.deepcopy(document)
+    """The document with one field changed: only the objects and lists on the way to it are copied (the rest is
+    shared with `document`, which is only ever written out), not the whole document for each mutation."""
+    copied = dict(document)
     parent: Any = copied
     for key in at[:-1]:
-        parent = parent[key]
+        child = parent[key]
+        parent[key] = child = dict(child) if isinstance(child, dict) else list(child)
+        parent = child
     if new is ...:
         del parent[at[-1]]
     else:

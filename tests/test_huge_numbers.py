@@ -7,7 +7,6 @@ it and raise; the schema checks bounds before anything converts.
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,10 +27,14 @@ Path_ = tuple[str | int, ...]
 
 
 def with_value(document: dict[str, Any], at: Path_, value: Any) -> dict[str, Any]:
-    copied = copy.deepcopy(document)
+    """The document with one field changed: only the objects and lists on the way to it are copied (the rest is
+    shared with `document`, which is only ever written out)."""
+    copied = dict(document)
     parent: Any = copied
     for key in at[:-1]:
-        parent = parent[key]
+        child = parent[key]
+        parent[key] = child = dict(child) if isinstance(child, dict) else list(child)
+        parent = child
     parent[at[-1]] = value
     return copied
 
