@@ -60,3 +60,27 @@ def test_files_that_each_hold_failures_the_other_lacks_both_count() -> None:
     other["errors"] = {"ECONNRESET": 2}
     _, merged = merge([("three", "latency", three), ("other", "latency", other)], file_kinds())
     assert merged["errors"] == {"ETIMEDOUT": 3, "ECONNRESET": 2}
+
+
+def ran_on(loop: str | None, driver: str | None = None) -> dict[str, Any]:
+    """The golden latency file (0.2's: drivers without a loop) as if its drivers ran `loop`, asked as `driver`."""
+    document = latency()
+    # another measurement each
+    document["environment"]["started_at"] = f"2026-11-23T18:0{len(loop or '')}:0{len(driver or '')}+00:00"
+    for d in document["drivers"]:
+        if loop is not None:
+            d["loop"] = loop
+    if driver is not None:
+        document["load"]["driver"] = driver
+    return document
+
+
+def test_files_whose_load_generator_ran_different_loops_are_not_one_load() -> None:
+    """What ran is compared, not the --driver asked: auto ran io_uring here and epoll where it could not."""
+    with pytest.raises(ResultFileError, match=r"\(run 1: the load generator ran on epoll vs io_uring\)$"):
+        merge([("old", "latency", ran_on(None)), ("new", "latency", ran_on("io_uring"))], file_kinds())
+    with pytest.raises(ResultFileError, match=r"ran on io_uring vs epoll\)$"):
+        merge([("auto", "latency", ran_on("io_uring")), ("fell", "latency", ran_on("epoll"))], file_kinds())
+    # the same loop, asked for in other words (0.2's file, --driver epoll; auto, --driver io_uring): one load
+    merge([("old", "latency", ran_on(None)), ("asked", "latency", ran_on("epoll", "epoll"))], file_kinds())
+    merge([("auto", "latency", ran_on("io_uring")), ("asked", "latency", ran_on("io_uring", "io_uring"))], file_kinds())

@@ -30,7 +30,8 @@ from ..core.load_summary import LoadSummary
 from .envelope import FileKind
 
 _SERVER_IGNORED = ("port",)
-_LOAD_IGNORED = ("connections", "duration_s", "driver_procs", "clients")  # clients: merged (_add_clients)
+# clients: merged (_add_clients); driver: what was asked for (auto), not what ran: the loops are compared instead
+_LOAD_IGNORED = ("connections", "duration_s", "driver_procs", "clients", "driver")
 
 
 def _runs(several: bool, doc: dict[str, Any]) -> list[dict[str, Any]]:
@@ -56,6 +57,12 @@ def _check_same(name: str, first: dict[str, Any], run: dict[str, Any], index: in
         diff = _differs(first[part], run[part], ignored)
         if diff:
             raise ResultFileError(f"{name} is not the same experiment (run {index + 1}: {part} {diff})")
+    # The loop the load generator ran (DriverStats.loop: a file before 0.3 had only epoll's), not the --driver
+    # asked for: auto is io_uring here and epoll where io_uring cannot run, and their latencies differ.
+    loops = [{d.get("loop") or "epoll" for d in r.get("drivers") or ()} for r in (first, run)]
+    if all(loops) and loops[0] != loops[1]:
+        ran = " vs ".join(" and ".join(sorted(s)) for s in loops)
+        raise ResultFileError(f"{name} is not the same experiment (run {index + 1}: the load generator ran on {ran})")
     # How much may differ, but not whether the load was a number of connections or a time.
     if (first["load"].get("connections") is None) != (run["load"].get("connections") is None):
         raise ResultFileError(
