@@ -522,3 +522,23 @@ def test_io_uring_where_it_cannot_run_is_one_line(no_uring: None) -> None:
 def test_io_uring_with_kept_connections_is_one_line() -> None:
     result = run_cli([*SMALL, "--driver", "io_uring", "--requests-per-connection", "5"])
     assert_one_error_line(result, 2, "--driver io_uring", "kept connections")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [SMALL, ["sweep", "-w", "1", "-n", "20", "--accept-batch", "1,4"], ["burst", "-w", "1", "--clients", "5"]]
+    + [["ramp", "-w", "1", "--rates", "50", "--step", "200ms"]],
+    ids=["latency", "sweep", "burst", "ramp"],
+)
+def test_io_uring_where_it_cannot_run_is_refused_before_any_server_starts(
+    no_uring: None, monkeypatch: pytest.MonkeyPatch, args: list[str]
+) -> None:
+    """The load generator would refuse it too, but only once the server is up (an nginx started for nothing)."""
+    from accept_order.servers import registry
+
+    def planned(*a: Any, **k: Any) -> Any:
+        raise AssertionError("a server was planned before --driver io_uring was refused")
+
+    monkeypatch.setattr(registry, "plan", planned)
+    monkeypatch.setattr(registry, "variants", planned)
+    assert_one_error_line(run_cli([*args, "--driver", "io_uring"]), 2, "--driver io_uring", "binding")

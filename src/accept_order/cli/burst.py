@@ -25,7 +25,7 @@ from .options import (
 from .output import progress_bar
 from .progress import RunProgress
 from .repeat_common import repeat_option, run_repeated
-from .specs import first_available, load_cpus, refuse_for_target, server_spec
+from .specs import first_available, load_cpus, loop_here, refuse_for_target, server_spec
 from .types import IntRange
 
 
@@ -118,6 +118,7 @@ def burst(
         tuple(clients), driver_procs, timeout_s, load_cpus(options, base, hosts), requests_per_connection, hosts, driver
     ).validated()
     refuse_closing(servers, ConcurrentLoad(requests_per_connection=requests_per_connection))  # before any starts
+    loop_here(plan.load(min(clients)))
     specs, skipped = ([base], {}) if elsewhere else variants(base, modes, servers, batch_given)
     notes = [n for n in [make_room(max(clients), driver_procs)] if n]  # before any process starts: they inherit it
     if plan.load_cpus:  # the file keeps no load of its own: said where it is kept

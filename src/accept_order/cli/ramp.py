@@ -23,7 +23,7 @@ from .options import (
 from .output import progress_bar
 from .progress import RunProgress
 from .repeat_common import repeat_option, run_repeated
-from .specs import first_available, load_cpus, refuse_for_target, server_spec
+from .specs import first_available, load_cpus, loop_here, refuse_for_target, server_spec
 from .types import DURATION, MODE_LIST, IntList, IntRange, parse_float
 
 
@@ -181,6 +181,7 @@ def ramp(
     from ..servers.registry import refuse_closing, variants
 
     refuse_closing([kind], plan.load(plan.offered[0]))  # before the server starts
+    loop_here(plan.load(plan.offered[0]))
 
     specs, skipped = variants(server, modes, [kind], batch_given) if modes else ([server], {})  # checked first
     host_warnings()

@@ -219,7 +219,7 @@ def concurrent_load(options: dict[str, Any], server: ServerSpec | None = None) -
     if connections is None and duration is None:
         connections = DEFAULT_REQUESTS
     clients = client_hosts(options, server)
-    return ConcurrentLoad(
+    load = ConcurrentLoad(
         connections=connections,
         duration_s=duration,
         concurrency=options.pop("concurrency"),
@@ -232,6 +232,17 @@ def concurrent_load(options: dict[str, Any], server: ServerSpec | None = None) -
         clients=clients,
         driver=options.pop("driver", "auto"),
     ).validated()
+    return loop_here(load)
+
+
+def loop_here(load: ConcurrentLoad) -> ConcurrentLoad:
+    """`load`, once its --driver can run here: io_uring where it cannot is refused before any server starts
+    (the load generator would refuse it once the server is up). Client hosts decide for themselves."""
+    if not load.on_client_hosts:
+        from ..loads.drivers import resolve
+
+        resolve(load.driver, load.keeps_connections)
+    return load
 
 
 def refuse_for_target(options: dict[str, Any], repeat: int = 1) -> None:
