@@ -542,3 +542,20 @@ def test_io_uring_where_it_cannot_run_is_refused_before_any_server_starts(
     monkeypatch.setattr(registry, "plan", planned)
     monkeypatch.setattr(registry, "variants", planned)
     assert_one_error_line(run_cli([*args, "--driver", "io_uring"]), 2, "--driver io_uring", "binding")
+
+
+@URING
+@pytest.mark.parametrize("loop", LOOPS)
+def test_every_report_of_a_load_says_which_loop_ran(loop: str, tmp_path: Path) -> None:
+    """latency's drivers line, a table's CPU line, a burst's cell and a ramp's step (kept in its file too)."""
+    latency = run_cli([*SMALL, "--driver", loop])
+    assert f"drivers on {loop} (" in latency.stdout, latency.output
+    table = run_cli(["latency", "-w", "1", "-n", "20", "-c", "2", "--modes", "epoll,reuseport", "--driver", loop])
+    assert f"load generator CPU per connection (µs, on {loop}): " in table.stdout, table.output
+    burst = run_cli(["burst", "-w", "1", "--clients", "5", "--driver", loop])
+    assert f"load generator on {loop} " in burst.stdout, burst.output
+    out = tmp_path / "ramp.json"
+    steps = ["--concurrency-steps", "2", "--step", "200ms"]
+    ramp = run_cli(["ramp", "-w", "1", *steps, "--driver", loop, "--json", str(out)])
+    assert f"load generator on {loop}: " in ramp.stdout, ramp.output
+    assert [s["loop"] for s in json.loads(out.read_text())["steps"]] == [loop]

@@ -18,6 +18,12 @@ def cpu_us_per_connection(drivers: Iterable[DriverStats]) -> float | None:
     return round(1e6 * sum(d.cpu_s for d in drivers) / finished, 1) if finished else None
 
 
+def loops_ran(drivers: Iterable[DriverStats]) -> str:
+    """The loops the load generator ran ("io_uring"; "epoll and io_uring" where client hosts decided apart);
+    "" when no driver says (files before 0.3, whose drivers ran epoll)."""
+    return " and ".join(sorted({d.loop for d in drivers if d.loop}))
+
+
 class LoadTotals:
     """Totals of a load's result, from how many were served (`ok`) and its `errors` by errno name."""
 

@@ -10,6 +10,7 @@ from rich.text import Text
 
 from ...analysis.fairness import jain_index
 from ...core.text import escape_controls
+from ...core.totals import loops_ran
 from ...render.evidence import short_counter, shortage_lines
 from ...render.hosts import HostsPart, host_parts
 from ...render.observed_on import load_parts
@@ -65,7 +66,9 @@ def _details(run: BurstRun) -> list[Text]:
         if cell.open_s is not None:  # over kept connections the drivers time their last request's start
             parts.append(f"{'last request sent' if kept else 'connects started'} within {cell.open_s * 1000:.0f} ms")
         if cell.client_cpu_us is not None:  # the drivers count each request over a kept connection
-            parts.append(f"load generator {cell.client_cpu_us:.0f} CPU-µs per {'request' if kept else 'connection'}")
+            loops = loops_ran(cell.drivers)
+            unit = "request" if kept else "connection"
+            parts.append(f"load generator{f' on {loops}' if loops else ''} {cell.client_cpu_us:.0f} CPU-µs per {unit}")
         lines.append(Text("; ".join(parts)))
     if any(sum(c.connections) > c.clients for c in run.cells):
         lines.append(

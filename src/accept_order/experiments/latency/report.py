@@ -17,6 +17,7 @@ from ...core.measures import DriverStats, Environment, WorkerCounters
 from ...core.protocol import describe_error
 from ...core.run_warnings import RunWarning, WarningKind, unique, warn
 from ...core.spec import ConcurrentLoad, ServerSpec
+from ...core.totals import loops_ran
 from ...loads.generator import STARVED, client_bound, driver_warnings
 from ...render.columns import TextColumn, TextTable
 from ...render.evidence import OTHERS_SHOWN, evidence_report, machine_busy
@@ -206,8 +207,8 @@ def drivers_text(drivers: Sequence[DriverStats], unit: str = "connection") -> Te
     kept connections), which their CPU is divided by."""
     cpu = cpu_us_per_connection(drivers)
     total = f" ({cpu:.0f} CPU-µs per {unit})" if cpu is not None else ""
-    loops = sorted({d.loop for d in drivers if d.loop})  # saved since 0.3; several: hosts that decided apart
-    total = (f" on {' and '.join(loops)}" if loops else "") + total
+    loops = loops_ran(drivers)
+    total = (f" on {loops}" if loops else "") + total
     parts = [
         f"{d.index}: {d.requests} req, {100 * d.cpu_fraction:.0f}% CPU"
         + (f", {100 * (d.runqueue_s or 0) / d.wall_s:.0f}% waiting for one" if d.runqueue_s is not None else "")
@@ -226,7 +227,9 @@ def client_cpu_line(
     if not cells:
         return []
     unit = finished_unit(results[0].load)
-    return [Text(f"load generator CPU per {unit} (µs): {', '.join(cells)}", style="dim")]
+    loops = loops_ran(d for r in results for d in r.drivers)
+    on = f", on {loops}" if loops else ""
+    return [Text(f"load generator CPU per {unit} (µs{on}): {', '.join(cells)}", style="dim")]
 
 
 def interrupted_note(results: Sequence[LatencyResult]) -> list[Text]:

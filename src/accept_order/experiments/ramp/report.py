@@ -135,7 +135,8 @@ def _step_lines(step: RampStep) -> list[Text]:
     if step.client_cpu_us is not None:  # the drivers count each request over kept connections
         busiest = f", busiest process {100 * step.driver_cpu:.0f}% of a CPU"
         unit = "request" if step.connections else "connection"
-        lines.append(Text(f"    load generator: {step.client_cpu_us:.0f} CPU-µs per {unit}{busiest}"))
+        on = f" on {step.loop}" if step.loop else ""
+        lines.append(Text(f"    load generator{on}: {step.client_cpu_us:.0f} CPU-µs per {unit}{busiest}"))
     if step.seen:
         lines.append(Text(f"    seen: {'; '.join(step.seen)}"))
     return lines

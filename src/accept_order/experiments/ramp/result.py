@@ -46,6 +46,7 @@ class RampStep(CountedTotals):
     driver_cpu: float  # the busiest load generator process's CPU share
     machine_cpu: float | None = None  # all CPUs' busy share over the step (/proc/stat): host-wide
     client_cpu_us: float | None = None  # the load generator's own CPU per connection (0.4's files lack it)
+    loop: str | None = None  # the loops it ran (core/totals.loops_ran: "io_uring"); None: files before 0.3
     reasons: tuple[str, ...] = ()  # why it did not hold; empty: it held
     seen: tuple[str, ...] = ()  # what the kernel and the CPU counters saw
     interrupted: bool = False
@@ -76,6 +77,8 @@ class RampStep(CountedTotals):
             if not data[name]:
                 del data[name]
         del data["pool"], data["pool_fill_s"], data["hosts"]
+        if self.loop is None:
+            del data["loop"]
         if self.hosts:
             data["hosts"] = [h.to_dict() for h in self.hosts]
         if self.pool is not None:  # as a latency run's file holds it
@@ -196,8 +199,9 @@ _STEP = known(  # registered: RampStep.from_dict builds with it too
         counters=MapOf(SIGNED),
         pool=POOL,
         observed_on=ListOf(OBSERVED_ON),
+        loop=Maybe(OneOf(("io_uring", "epoll", "epoll and io_uring"))),
         omit=("pool_fill_s",),  # saved in `pool`
-        optional=("served", "queues", "worker_cpu", "reasons", "seen"),
+        optional=("served", "queues", "worker_cpu", "reasons", "seen", "loop"),
     ),
 )
 RAMP_SHAPE = derive(

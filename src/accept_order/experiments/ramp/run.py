@@ -29,6 +29,7 @@ from ...core.spec import (
     check_range,
     sized,
 )
+from ...core.totals import loops_ran
 from ...probes import netstat
 from ...probes.sockets import socket_summary
 from ...render.evidence import machine_busy
@@ -270,6 +271,7 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
                     driver_cpu=round(max((d.cpu_fraction for d in outcome.drivers), default=0.0), 4),
                     machine_cpu=_share(machine_before, machine_after),
                     client_cpu_us=outcome.client_cpu_us,
+                    loop=loops_ran(outcome.drivers) or None,
                     interrupted=outcome.interrupted,
                     connections=outcome.connections,
                     hosts=outcome.hosts,
