@@ -559,3 +559,16 @@ def test_every_report_of_a_load_says_which_loop_ran(loop: str, tmp_path: Path) -
     ramp = run_cli(["ramp", "-w", "1", *steps, "--driver", loop, "--json", str(out)])
     assert f"load generator on {loop}: " in ramp.stdout, ramp.output
     assert [s["loop"] for s in json.loads(out.read_text())["steps"]] == [loop]
+
+
+def test_a_binding_without_its_compiled_part_is_said_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """uring-api's probe() then returns {}: not io_uring_disabled or seccomp, but the install, is to blame."""
+    import types
+
+    broken = types.SimpleNamespace(_native_import_error=ImportError("libfoo.so: cannot open"), probe=lambda: {})
+    drivers.uring_unavailable.cache_clear()
+    monkeypatch.setattr(drivers, "binding", lambda: broken)
+    try:
+        assert "compiled part did not load (libfoo.so: cannot open)" in (drivers.uring_unavailable() or "")
+    finally:
+        drivers.uring_unavailable.cache_clear()

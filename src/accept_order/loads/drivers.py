@@ -36,6 +36,9 @@ def uring_unavailable() -> str | None:
         uring = binding()
     except ImportError:
         return f"needs the io_uring binding: {pip_install('uring')}"
+    broken = getattr(uring, "_native_import_error", None)  # the package without its compiled part
+    if broken is not None:
+        return f"the io_uring binding's compiled part did not load ({broken}): reinstall uring-api"
     try:
         features = uring.probe()
     except (OSError, RuntimeError) as exc:
