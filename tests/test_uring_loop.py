@@ -559,6 +559,12 @@ def test_every_report_of_a_load_says_which_loop_ran(loop: str, tmp_path: Path) -
     ramp = run_cli(["ramp", "-w", "1", *steps, "--driver", loop, "--json", str(out)])
     assert f"load generator on {loop}: " in ramp.stdout, ramp.output
     assert [s["loop"] for s in json.loads(out.read_text())["steps"]] == [loop]
+    kept = tmp_path / "reload.json"
+    reload = run_cli(
+        ["reload", "-w", "2", "--modes", "epoll", "--duration", "300ms", "--driver", loop, "--json", f"{kept}"]
+    )
+    assert f"load generator CPU per connection (µs, on {loop}): " in reload.stdout, reload.output
+    assert {r["loop"] for r in json.loads(kept.read_text())["runs"]} == {loop}
 
 
 def test_a_binding_without_its_compiled_part_is_said_so(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -100,7 +100,9 @@ def reload_report(result: ReloadResult) -> RenderableType:
         )
     cpu = [f"{run_name(r)} {r.client_cpu_us:.0f}" for r in result.runs if r.client_cpu_us is not None]
     if cpu:
-        parts.append(Text(f"load generator CPU per connection (µs): {', '.join(cpu)}", style="dim"))
+        loops = " and ".join(sorted({r.loop for r in result.runs if r.loop}))
+        on = f", on {loops}" if loops else ""
+        parts.append(Text(f"load generator CPU per connection (µs{on}): {', '.join(cpu)}", style="dim"))
     why: dict[str, str] = {}
     for run in result.runs:
         key = f"{run.how}, {'shared queue' if run.queue == 'shared' else f'tcp_migrate_req={run.migrate}'}"

@@ -21,7 +21,7 @@ from ...core.load_summary import CountedTotals
 from ...core.measures import Environment, WorkerCounters
 from ...core.protocol import NO_REPLY
 from ...core.spec import ConcurrentLoad, ServerSpec
-from ...results.schema import Integer, ListOf, MapOf, OneOf, SchemaError, child, derive
+from ...results.schema import Integer, ListOf, MapOf, Maybe, OneOf, SchemaError, child, derive
 from ...results.shapes import EVIDENCE, SIGNED, SKIPPED, at_most_workers, workers_of
 
 HOWS = ("leave", "kill")
@@ -83,6 +83,7 @@ class ReloadRun(CountedTotals):
     interrupted: bool = False
     held_exact: bool = False  # the acceptor's count (fd-pass); else a lower bound, from the worker's own count
     client_cpu_us: float | None = None  # the load generator's own CPU per connection (0.4's files lack it)
+    loop: str | None = None  # the loops it ran (core/totals.loops_ran: "io_uring"); None: files before 0.3
 
     @property
     def expected(self) -> Expectation:
@@ -123,7 +124,7 @@ class ReloadRun(CountedTotals):
             "evidence": self.evidence,
             "interrupted": self.interrupted,
             "client_cpu_us": self.client_cpu_us,
-        }
+        } | ({} if self.loop is None else {"loop": self.loop})
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ReloadRun:
@@ -154,6 +155,7 @@ class ReloadRun(CountedTotals):
             evidence=dict(data.get("evidence", {})),
             interrupted=bool(data.get("interrupted", False)),
             client_cpu_us=data.get("client_cpu_us"),
+            loop=data.get("loop"),
         )
 
 
@@ -198,7 +200,8 @@ RELOAD_RUN = derive(
     migrate=Integer(0, 2),
     counters=MapOf(SIGNED),
     evidence=EVIDENCE,
-    optional=("at_s", "gone_s", "held", "worker_counters", "client_cpu_us"),
+    loop=Maybe(OneOf(("io_uring", "epoll", "epoll and io_uring"))),
+    optional=("at_s", "gone_s", "held", "worker_counters", "client_cpu_us", "loop"),
     rules=(at_most_workers("served"), _worker_of_server),
 )
 RELOAD_SHAPE = derive(ReloadResult, runs=ListOf(RELOAD_RUN), skipped=SKIPPED)

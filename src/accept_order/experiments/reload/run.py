@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ...core import netns
 from ...core.errors import PlanError
 from ...core.spec import DEFAULT_KIND, ConcurrentLoad, ServerSpec
+from ...core.totals import loops_ran
 from ...servers.registry import mode_info, runnable
 from ..session import Loading, Measured, RunInterrupted, Tick, drive_load, lifecycle, run_each
 from .result import HOWS, ReloadRun
@@ -126,6 +127,7 @@ def _result(
         interrupted=outcome.interrupted,
         held_exact=passes,
         client_cpu_us=outcome.client_cpu_us,
+        loop=loops_ran(outcome.drivers) or None,
     )
     if isinstance(outcome.interruption, KeyboardInterrupt):
         raise RunInterrupted([result], outcome.interruption)
