@@ -29,7 +29,7 @@ from accept_order.core.processes import MAX_REPLY
 from accept_order.core.protocol import ABORTED, BAD_REPLY, NO_REPLY, TIMEOUT, ClientProtocol, HttpProtocol
 from accept_order.core.spec import ConcurrentLoad, ServerSpec
 from accept_order.loads import drivers
-from accept_order.loads.drive_loop import DriverConfig, _drive, schedstat
+from accept_order.loads.drive_loop import DriverConfig, _drive
 from accept_order.loads.generator import run_load
 from accept_order.loads.uring_loop import _shut, drive_uring
 from accept_order.servers.pool import WorkerPool
@@ -99,7 +99,7 @@ def drive(
     progress = [0, 0]
     flag = stop or Flag()
     if loop == "io_uring":
-        result = bounded(lambda: drive_uring(cfg, progress, flag, schedstat, TICK_S), in_thread)
+        result = bounded(lambda: drive_uring(cfg, progress, flag, TICK_S), in_thread)
     else:
         result = bounded(lambda: _drive(cfg, progress, flag), in_thread)
     stats = result["stats"]
@@ -394,7 +394,7 @@ def test_sockets_made_but_not_reaped_are_closed_with_the_ring() -> None:
 CHILD = """
 import json, os, resource, sys
 from accept_order.core.protocol import ClientProtocol
-from accept_order.loads.drive_loop import DriverConfig, _drive, schedstat
+from accept_order.loads.drive_loop import DriverConfig, _drive
 from accept_order.loads.uring_loop import drive_uring
 loop, port, requests, slots, spare = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 
@@ -412,7 +412,7 @@ resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
 line = ClientProtocol("line", b"")
 cfg = DriverConfig(0, ("127.0.0.1", port), AnyReply(), line, requests, None, slots, 5.0, loop=loop)
 if loop == "io_uring":
-    result = drive_uring(cfg, [0, 0], Never(), schedstat, 0.02)
+    result = drive_uring(cfg, [0, 0], Never(), 0.02)
 else:
     result = _drive(cfg, [0, 0], Never())
 served = sum(result["served"].values())

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-from ..core.measures import DriverStats
 from ..core.processes import MAX_REPLY, READY_TIMEOUT_S, die_with_parent, ignore_supervisor_signals, unblock_signals
 from ..core.protocol import ABORTED, BAD_REPLY, NO_REPLY, TIMEOUT, ClientProtocol, errno_name
 from ..core.target import Attribution
+from .driver_clock import DriverClock, schedstat
 from .drivers import Loop
 
 TICK_S = 0.1  # how often a driver publishes progress and checks its timeouts and the stop flag
@@ -52,16 +52,6 @@ class DriverConfig:
     def kept(self) -> bool:
         """Whether connections stay open for several requests (loads/kept.py), not one each (this loop)."""
         return self.per_connection != 1 or self.pool  # as ConcurrentLoad.keeps_connections
-
-
-def schedstat() -> tuple[int, int] | None:
-    """(ns on a CPU, ns runnable but waiting for one) of this (single-threaded) process."""
-    try:
-        with open("/proc/self/schedstat") as f:
-            run, delay, _ = f.read().split()
-        return int(run), int(delay)
-    except (OSError, ValueError):
-        return None
 
 
 def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
@@ -102,11 +92,8 @@ def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
     left = cfg.requests if cfg.requests is not None else -1  # requests still to start; -1: no count
     done = ok = 0  # finished, and of those served: published for the parent's progress and messages
 
-    # The CPU window must sit inside the wall window, or a short run reads more than 100% of a CPU.
-    sched0 = schedstat()
-    wall0 = time.monotonic()
-    cpu0 = time.process_time()
-    t0 = perf_ns()
+    clock = DriverClock()
+    t0 = clock.t0
     deadline = t0 + int(cfg.duration_s * 1e9) if cfg.duration_s is not None else None
     next_check = t0 + tick_ns
     starting = True
@@ -234,28 +221,7 @@ def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
         for entry in inflight.values():
             entry[0].close()
         ep.close()
-    cpu = time.process_time() - cpu0
-    wall = time.monotonic() - wall0
-    sched1 = schedstat()
-    runqueue = (sched1[1] - sched0[1]) / 1e9 if sched0 and sched1 else None
-    return {
-        "counts": list(counts.items()),
-        "errors": dict(errors),
-        "served": dict(served),
-        "start": wall0,
-        "end": wall0 + wall,
-        "stats": DriverStats(
-            cfg.index,
-            cfg.slots,
-            done,
-            round(wall, 6),
-            round(cpu, 6),
-            runqueue,
-            None if opened_ns is None else round((opened_ns - t0) / 1e9, 6),
-            late if interval_ns else None,
-            "epoll",
-        ).to_dict(),
-    }
+    return clock.report(cfg, (counts, errors, served), done, opened_ns, late if interval_ns else None, "epoll")
 
 
 STOP, ABORT = 1, 2  # values of the shared stop flag: report what you have / the parent wants you gone
@@ -295,7 +261,7 @@ def driver_main(cfg: DriverConfig, pipe: Connection, go: Any, progress: Any, sto
             elif cfg.loop == "io_uring":
                 from .uring_loop import drive_uring
 
-                pipe.send(("result", drive_uring(cfg, progress, stop, schedstat, TICK_S)))
+                pipe.send(("result", drive_uring(cfg, progress, stop, TICK_S)))
             else:
                 pipe.send(("result", _drive(cfg, progress, stop)))
         except OSError as exc:  # e.g. the epoll could not be made; the parent names the driver

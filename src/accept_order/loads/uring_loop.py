@@ -27,9 +27,9 @@ import time
 from collections import Counter
 from typing import Any
 
-from ..core.measures import DriverStats
 from ..core.processes import MAX_REPLY
 from ..core.protocol import ABORTED, BAD_REPLY, NO_REPLY, TIMEOUT, errno_name
+from .driver_clock import DriverClock
 from .drivers import binding
 
 RING_MAX = 4096  # submission queue entries at most (a batch larger than this is submitted in parts)
@@ -48,10 +48,10 @@ def ring_size(slots: int) -> int:
     return size
 
 
-def drive_uring(cfg: Any, progress: Any, stop: Any, schedstat: Any, tick_s: float) -> dict[str, Any]:
+def drive_uring(cfg: Any, progress: Any, stop: Any, tick_s: float) -> dict[str, Any]:
     """The loop for drive_loop's DriverConfig `cfg`. Returns this driver's tallies as drive_loop._drive does
-    (the same keys and stats); `schedstat` is drive_loop's reader of this process's run-queue time, `tick_s`
-    how often it publishes progress and checks its timeouts and the stop flag."""
+    (the same keys and stats); `tick_s` is how often it publishes progress and checks its timeouts and the
+    stop flag."""
     uring = binding()
     host, port = cfg.address
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -96,10 +96,8 @@ def drive_uring(cfg: Any, progress: Any, stop: Any, schedstat: Any, tick_s: floa
     # came before the close of one ended since (submitted after it) is not taken for a lack of descriptors.
     ended = 0
 
-    sched0 = schedstat()
-    wall0 = time.monotonic()
-    cpu0 = time.process_time()
-    t0 = perf_ns()
+    clock = DriverClock()
+    t0 = clock.t0
     deadline = t0 + int(cfg.duration_s * 1e9) if cfg.duration_s is not None else None
     next_check = t0 + tick_ns
     starting = True
@@ -250,28 +248,7 @@ def drive_uring(cfg: Any, progress: Any, stop: Any, schedstat: Any, tick_s: floa
                                 ring.prepare_cancel(op)
     finally:
         _shut(ring, ordered, [*inflight, *spare])
-    cpu = time.process_time() - cpu0
-    wall = time.monotonic() - wall0
-    sched1 = schedstat()
-    runqueue = (sched1[1] - sched0[1]) / 1e9 if sched0 and sched1 else None
-    return {
-        "counts": list(counts.items()),
-        "errors": dict(errors),
-        "served": dict(served),
-        "start": wall0,
-        "end": wall0 + wall,
-        "stats": DriverStats(
-            cfg.index,
-            cfg.slots,
-            done,
-            round(wall, 6),
-            round(cpu, 6),
-            runqueue,
-            None if opened_ns is None else round((opened_ns - t0) / 1e9, 6),
-            late if interval_ns else None,
-            "io_uring",
-        ).to_dict(),
-    }
+    return clock.report(cfg, (counts, errors, served), done, opened_ns, late if interval_ns else None, "io_uring")
 
 
 def _shut(ring: Any, ordered: int, fds: list[int]) -> None:

@@ -1,0 +1,67 @@
+"""A driver's own clock: its wall, CPU and run-queue time from its start to its report, and the report both
+one-request-per-connection loops (drive_loop.py on epoll, uring_loop.py on io_uring) send their parent."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from typing import Any
+
+from ..core.measures import DriverStats
+
+
+def schedstat() -> tuple[int, int] | None:
+    """(ns on a CPU, ns runnable but waiting for one) of this (single-threaded) process."""
+    try:
+        with open("/proc/self/schedstat") as f:
+            run, delay, _ = f.read().split()
+        return int(run), int(delay)
+    except (OSError, ValueError):
+        return None
+
+
+class DriverClock:
+    """Started when the loop starts: `t0` (perf_counter_ns) is the loop's time origin. The CPU window sits
+    inside the wall window, or a short run would read more than 100% of a CPU."""
+
+    def __init__(self) -> None:
+        self.sched0 = schedstat()
+        self.wall0 = time.monotonic()
+        self.cpu0 = time.process_time()
+        self.t0 = time.perf_counter_ns()
+
+    def report(
+        self,
+        cfg: Any,
+        tallies: tuple[dict[int, int], Counter[str], dict[int, int]],
+        done: int,
+        opened_ns: int | None,
+        late: int | None,
+        loop: str,
+    ) -> dict[str, Any]:
+        """The driver's tallies (duration µs -> count, failures by name, served per worker) as plain data for
+        the pipe, with its stats: `opened_ns` when it had started every connection, `late` (open loop) the
+        connections started late."""
+        cpu = time.process_time() - self.cpu0
+        wall = time.monotonic() - self.wall0
+        sched1 = schedstat()
+        runqueue = (sched1[1] - self.sched0[1]) / 1e9 if self.sched0 and sched1 else None
+        counts, errors, served = tallies
+        return {
+            "counts": list(counts.items()),
+            "errors": dict(errors),
+            "served": dict(served),
+            "start": self.wall0,
+            "end": self.wall0 + wall,
+            "stats": DriverStats(
+                cfg.index,
+                cfg.slots,
+                done,
+                round(wall, 6),
+                round(cpu, 6),
+                runqueue,
+                None if opened_ns is None else round((opened_ns - self.t0) / 1e9, 6),
+                late,
+                loop,  # type: ignore[arg-type]
+            ).to_dict(),
+        }
