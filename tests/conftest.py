@@ -53,9 +53,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-# pytest-xdist workers for the whole suite (pyproject's addopts say `-n auto`, which asks the hook below). Many
-# tests wait on servers, signals and timeouts rather than compute, so more workers than the 2 CPUs here pay.
-SUITE_WORKERS = 4
+# pytest-xdist workers for the whole suite (pyproject's addopts say `-n auto`, which asks the hook below). The
+# suite is mostly CPU (550-650 CPU-s), with waits on servers, signals and timeouts between: on 2 CPUs (2026-11-27,
+# other sessions' work beside it) 2 workers took 463 s, 3 took 443 s, 4 took 654 s; with two CPU hogs beside it, 3
+# took 489 s and 4 took 811 s. Each worker imports and collects the suite and warms its own caches (~50 CPU-s more
+# for each worker beyond 2), which a third worker's waits still repay and a fourth's do not.
+SUITE_WORKERS = 3
 # Fewer test files than this named on the command line run in one process: starting workers (each imports and
 # collects what it runs) costs more than a file or two gains.
 FILES_FOR_WORKERS = 3
