@@ -54,6 +54,27 @@ class ReplyAttribution:
         return None
 
 
+class KnownReplies(dict[bytes, int]):
+    """Reply line -> worker index, each line attributed once: the load generator's loops look a reply up
+    (`get`, a plain dict's, on their hot path) and `learn` only a line they have not seen. A server that does
+    not name its worker (attached: `holds_socket`) has any answer counted as served, as worker -1; its
+    per-worker counts then come from the kernel (probes/accepts.py), not from the replies."""
+
+    def __init__(self, attribution: Attribution) -> None:
+        super().__init__()
+        self.attribute = attribution.from_reply
+        self.unnamed = -1 if attribution.holds_socket else None
+
+    def learn(self, reply: bytes) -> int | None:
+        """The worker `reply` names (kept for the next time), or None: no reply, or a bad one."""
+        who = self.attribute(reply)
+        if who is None:
+            who = self.unnamed if reply else None
+        if who is not None:
+            self[reply] = who
+        return who
+
+
 class Target(Protocol):
     """A running server, from the harness's side. Start with `start()`; `close()` ends everything it
     started on every path (it is called from `__exit__` whatever happened)."""

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..core.processes import MAX_REPLY, READY_TIMEOUT_S, die_with_parent, ignore_supervisor_signals, unblock_signals
 from ..core.protocol import ABORTED, BAD_REPLY, NO_REPLY, TIMEOUT, ClientProtocol, errno_name
-from ..core.target import Attribution
+from ..core.target import Attribution, KnownReplies
 from .driver_clock import DriverClock, schedstat
 from .drivers import Loop
 
@@ -79,11 +79,7 @@ def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
     counts: dict[int, int] = {}  # duration us -> requests (the histogram, built at the end)
     errors: Counter[str] = Counter()
     served: dict[int, int] = {}
-    replies: dict[bytes, int] = {}  # reply line -> worker index: attribute each worker's line once
-    attribute = cfg.attribution.from_reply
-    # A server that does not name its worker (attached): an answer still counts as served, as worker -1;
-    # per-worker counts then come from the kernel (probes/accepts.py), not from the replies.
-    unnamed = -1 if cfg.attribution.holds_socket else None
+    replies = KnownReplies(cfg.attribution)  # reply line -> worker index: attribute each worker's line once
     perf_ns = time.perf_counter_ns
     einprogress = errno.EINPROGRESS
     timeout_ns = int(cfg.timeout_s * 1e9)
@@ -189,13 +185,10 @@ def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
                 buf = body(entry[2]) if request else entry[2]
                 who = replies.get(buf)
                 if who is None:
-                    who = attribute(buf)
-                    if who is None:
-                        who = unnamed if buf else None
+                    who = replies.learn(buf)
                     if who is None:
                         errors[NO_REPLY if not buf else BAD_REPLY] += 1
                         continue
-                    replies[buf] = who
                 served[who] = served.get(who, 0) + 1
                 ok += 1
                 us = (end - entry[1]) // 1000

@@ -47,6 +47,7 @@ from typing import Any
 from ..core.measures import DriverStats
 from ..core.processes import MAX_REPLY
 from ..core.protocol import ABORTED, BAD_REPLY, NO_REPLY, TIMEOUT, errno_name
+from ..core.target import KnownReplies
 
 TURN_POLL_S = 0.001  # how often a driver waiting for its turn to fill the pool looks again
 
@@ -76,13 +77,11 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
     errors: Counter[str] = Counter()
     served: dict[int, int] = {}
     accepted: dict[int, int] = {}  # worker -> connections whose first reply named it
-    replies: dict[bytes, int] = {}
+    replies = KnownReplies(cfg.attribution)
     closed_by: dict[int, int] = {}  # worker -> kept connections the server closed between replies
     told: dict[int, int] = {}  # worker -> replies that said Connection: close before the connection's last
     carried: deque[int] = deque()  # DONE of connections the server ended: the next new ones carry it on
     resent = 0  # requests sent again on a new connection after the server closed theirs
-    attribute = cfg.attribution.from_reply
-    unnamed = -1 if cfg.attribution.holds_socket else None
     perf_ns = time.perf_counter_ns
     timeout_ns = int(cfg.timeout_s * 1e9)
     tick_ns = int(tick_s * 1e9)
@@ -186,13 +185,10 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
         buf = body(reply)
         who = replies.get(buf)
         if who is None:
-            who = attribute(buf)
-            if who is None:
-                who = unnamed if buf else None
+            who = replies.learn(buf)
             if who is None:
                 fail(fd, complaint(reply))
                 return False
-            replies[buf] = who
         served[who] = served.get(who, 0) + 1
         c[REPLIES] += 1
         if c[WORKER] is None:

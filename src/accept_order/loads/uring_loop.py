@@ -29,6 +29,7 @@ from typing import Any
 
 from ..core.processes import MAX_REPLY
 from ..core.protocol import ABORTED, BAD_REPLY, NO_REPLY, TIMEOUT, errno_name
+from ..core.target import KnownReplies
 from .driver_clock import DriverClock
 from .drivers import binding
 
@@ -75,9 +76,7 @@ def drive_uring(cfg: Any, progress: Any, stop: Any, tick_s: float) -> dict[str, 
     counts: dict[int, int] = {}
     errors: Counter[str] = Counter()
     served: dict[int, int] = {}
-    replies: dict[bytes, int] = {}
-    attribute = cfg.attribution.from_reply
-    unnamed = -1 if cfg.attribution.holds_socket else None
+    replies = KnownReplies(cfg.attribution)
     perf_ns = time.perf_counter_ns
     timeout_ns = int(cfg.timeout_s * 1e9)
     tick_ns = int(tick_s * 1e9)
@@ -219,13 +218,10 @@ def drive_uring(cfg: Any, progress: Any, stop: Any, tick_s: float) -> dict[str, 
                 reply = body(reply) if request else reply
                 who = replies.get(reply)
                 if who is None:
-                    who = attribute(reply)
-                    if who is None:
-                        who = unnamed if reply else None
+                    who = replies.learn(reply)
                     if who is None:
                         errors[NO_REPLY if not reply else BAD_REPLY] += 1
                         continue
-                    replies[reply] = who
                 served[who] = served.get(who, 0) + 1
                 ok += 1
                 us = (entry[END] - entry[START]) // 1000
