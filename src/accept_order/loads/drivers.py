@@ -18,6 +18,7 @@ from typing import Any, Literal
 from ..core.errors import PlanError
 from ..core.hints import pip_install
 from ..core.spec import Driver
+from ..core.uring import lacking
 
 Loop = Literal["io_uring", "epoll"]
 
@@ -36,18 +37,9 @@ def uring_unavailable() -> str | None:
         uring = binding()
     except ImportError:
         return f"needs the io_uring binding: {pip_install('uring')}"
-    broken = getattr(uring, "_native_import_error", None)  # the package without its compiled part
-    if broken is not None:
-        return f"the io_uring binding's compiled part did not load ({broken}): reinstall uring-api"
-    try:
-        features = uring.probe()
-    except (OSError, RuntimeError) as exc:
-        return f"io_uring is not available here ({getattr(exc, 'strerror', None) or exc})"
-    if not features.get("available"):
-        return "io_uring is not available to this process (kernel.io_uring_disabled, or a seccomp filter)"
-    if not features.get("IORING_OP_SOCKET"):
-        return "this kernel cannot make sockets through io_uring (IORING_OP_SOCKET: Linux 5.19+)"
-    return None
+    return lacking(
+        uring, "IORING_OP_SOCKET", "this kernel cannot make sockets through io_uring (IORING_OP_SOCKET: Linux 5.19+)"
+    )
 
 
 def resolve(requested: Driver, kept: bool = False) -> Loop:

@@ -23,6 +23,7 @@ from typing import Any
 
 from ...core.hints import pip_install
 from ...core.models import Model
+from ...core.uring import lacking
 from .base import Listeners, Mode, Waiter
 
 EXTRA = pip_install("uring")
@@ -125,15 +126,7 @@ class IoUringMode(Mode):
             uring = _binding()
         except ImportError:
             return f"needs the optional io_uring binding: {EXTRA}"
-        try:
-            features = uring.probe()
-        except OSError as exc:
-            return f"io_uring is not available here ({exc.strerror or exc})"
-        if not features.get("available"):
-            return "io_uring is not available to this process (kernel or seccomp)"
-        if not features.get("IORING_ACCEPT_MULTISHOT"):
-            return "this kernel has no multishot accept (Linux 5.19+)"
-        return None
+        return lacking(uring, "IORING_ACCEPT_MULTISHOT", "this kernel has no multishot accept (Linux 5.19+)")
 
     def waiter(self, index: int, listeners: Listeners, batch: int) -> Waiter:
         return UringWaiter(listeners.for_worker(index))
