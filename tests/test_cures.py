@@ -72,10 +72,13 @@ def test_accept_mutex_others_take_over_after_the_delay_under_load() -> None:
 
 def lock_holders(pids: list[int]) -> list[int]:
     """Which of `pids` hold a POSIX record lock, from the kernel's /proc/locks (the accept mutex is one).
-    A line reads "1: POSIX  ADVISORY  WRITE 4242 00:2a:1234 0 EOF"; a blocked waiter's has "->" first."""
+    A line reads "1: POSIX  ADVISORY  WRITE 4242 00:2a:1234 0 EOF"; a blocked waiter's has "->" first.
+    The file is a seq_file read in pages: another process's lock added while it is read shifts the list, so
+    one lock can be listed twice (seen in a parallel CI run) -- each holder is named once."""
     with open("/proc/locks") as f:
         rows = [line.split() for line in f]
-    return [int(r[4]) for r in rows if len(r) > 4 and r[1] == "POSIX" and r[4].isdigit() and int(r[4]) in pids]
+    held = {int(r[4]) for r in rows if len(r) > 4 and r[1] == "POSIX" and r[4].isdigit() and int(r[4]) in pids}
+    return sorted(held, key=pids.index)
 
 
 def test_a_killed_lock_holder_does_not_stop_the_server() -> None:
