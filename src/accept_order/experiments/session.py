@@ -184,8 +184,18 @@ def run_sequential(
         return f"the run stopped after {len(finished)} connections ({served} served, {len(finished) - served} failed)"
 
     accept_log: dict[str, Any] = {}  # how connections of a server that closes at once were attributed
+    stopped: list[KeyboardInterrupt] = []  # Ctrl-C, SIGTERM or SIGHUP during the load: the records so far are kept
 
     def drive(target: Target) -> list[ConnectionRecord]:
+        try:
+            return drive_to_end(target)
+        except KeyboardInterrupt as cause:
+            if not finished:
+                raise  # nothing measured yet: nothing to keep
+            stopped.append(cause)
+            return sorted(finished, key=lambda r: r.seq)
+
+    def drive_to_end(target: Target) -> list[ConnectionRecord]:
         if on_started:
             on_started(target)
         if not target.attribution.holds_socket or target.protocol.keeps_open:
@@ -222,8 +232,10 @@ def run_sequential(
             evidence={**m.evidence, **({"accept_log": accept_log} if accept_log else {})},
             wall_s=m.wall_s,
             unsettled=m.unsettled,
-            interrupted=m.exited is not None,
+            interrupted=m.exited is not None or bool(stopped),
         )
+        if stopped and m.exited is None:
+            raise RunInterrupted([result], stopped[0])
         return _kept(result, m)
 
     return lifecycle(resolved, drive, describe, build, partial=lambda: sorted(finished, key=lambda r: r.seq))
