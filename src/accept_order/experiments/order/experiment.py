@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import RenderableType
+from rich.console import Group, RenderableType
+from rich.text import Text
 
 from ...results import export
 from ..parts import Experiment, lazy
@@ -16,7 +17,12 @@ _PLOT = "accept_order.experiments.order.plot"
 
 
 def compare_report(result: CompareResult) -> RenderableType:
-    return compare_table(result.runs, result.skipped)
+    table = compare_table(result.runs, result.skipped)
+    if not result.interrupted:
+        return table
+    cut = [r.server.label for r in result.runs if r.interrupted]
+    what = f"the {cut[-1]} row is the connections until then" if cut else "the rows are the runs that finished"
+    return Group(table, Text(f"Stopped early: interrupted; {what}, and no later variant ran.", style="bold yellow"))
 
 
 def serve_records(runs: list[dict[str, Any]]) -> str:

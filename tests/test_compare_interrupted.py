@@ -1,0 +1,40 @@
+"""A compare stopped by Ctrl-C says so: the row it cut short is the connections until then (since 0.3 an
+interrupted mode's run is kept, not dropped), and the variants it never reached are not in the table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+GOLDEN = Path(__file__).parent / "data" / "golden" / "compare.json"
+
+
+def shown(tmp_path: Path, interrupted: bool, cut: int | None) -> str:
+    doc = json.loads(GOLDEN.read_text())
+    if interrupted:
+        doc["interrupted"] = True
+    if cut is not None:
+        doc["runs"][cut]["interrupted"] = True
+    path = tmp_path / "compare.json"
+    path.write_text(json.dumps(doc))
+    result = run_cli(["show", str(path)])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+@pytest.mark.parametrize(
+    ("cut", "line"),
+    [
+        (2, "Stopped early: interrupted; the reuseport row is the connections until then, and no later variant ran."),
+        (None, "Stopped early: interrupted; the rows are the runs that finished, and no later variant ran."),
+    ],
+)
+def test_an_interrupted_compare_says_which_row_is_partial(tmp_path: Path, cut: int | None, line: str) -> None:
+    assert line in shown(tmp_path, True, cut).splitlines()
+
+
+def test_a_finished_compare_says_nothing_of_it(tmp_path: Path) -> None:
+    assert "Stopped early" not in shown(tmp_path, False, None)
