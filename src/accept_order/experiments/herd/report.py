@@ -9,6 +9,7 @@ from rich.text import Text
 
 from ...analysis.herd import HerdRow, acceptor_of
 from ...render.evidence import PRIVATE_SHORT, SHARED_SHORT, acceptor_text, short_counter
+from ...render.stopped import stopped_early
 from ...render.text import duration_us, plural
 from ...render.workers import worker_table
 from .result import HerdResult
@@ -118,6 +119,8 @@ def herd_report(result: HerdResult, per_worker: bool = False) -> RenderableType:
                     style="yellow",
                 )
             )
+    if result.interrupted:
+        parts.append(stopped_early([r.server.mode for r in result.runs if r.interrupted]))
     parts.extend(_evidence_lines(result))
     if per_worker:
         for run in result.runs:

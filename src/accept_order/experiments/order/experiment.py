@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Group, RenderableType
-from rich.text import Text
 
+from ...render.stopped import stopped_early
 from ...results import export
 from ..parts import Experiment, lazy
 from .report import compare_table, run_report, serve_report
@@ -20,9 +20,7 @@ def compare_report(result: CompareResult) -> RenderableType:
     table = compare_table(result.runs, result.skipped)
     if not result.interrupted:
         return table
-    cut = [r.server.label for r in result.runs if r.interrupted]
-    what = f"the {cut[-1]} row is the connections until then" if cut else "the rows are the runs that finished"
-    return Group(table, Text(f"Stopped early: interrupted; {what}, and no later variant ran.", style="bold yellow"))
+    return Group(table, stopped_early([r.server.label for r in result.runs if r.interrupted]))
 
 
 def serve_records(runs: list[dict[str, Any]]) -> str:
