@@ -145,7 +145,11 @@ def _step_lines(step: RampStep) -> list[Text]:
 def ramp_report(result: RampResult) -> RenderableType:
     parts: list[RenderableType] = [ramp_table(result)]
     held, broke = result.knee
-    if broke is None and held is not None and result.stopped:  # the steps it did not run might not have held
+    cut = next((s for s in result.steps if s.interrupted and not s.reasons), None) if broke is None else None
+    if cut is not None:  # Ctrl-C stopped a step before it could hold or not: no knee either way
+        before = f"every step that finished held, up to {_offered(held)}" if held else "no step finished"
+        parts.append(Text(f"Interrupted at {_offered(cut)} before that step could tell: {before}.", style="bold"))
+    elif broke is None and held is not None and result.stopped:  # the steps it did not run might not have held
         parts.append(Text(f"Every step run held, up to {_offered(held)}; then an error stopped the ramp (below)."))
     elif broke is None and held is not None:
         parts.append(

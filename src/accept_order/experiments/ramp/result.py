@@ -119,11 +119,12 @@ class RampResult:
 
     @property
     def knee(self) -> tuple[RampStep | None, RampStep | None]:
-        """(last step that held before the first that did not, that first one); (last, None) if all held."""
+        """(last step that held before the first that did not, that first one); (last, None) if all held, or
+        if Ctrl-C cut a step short before it showed a reason not to hold: that step says nothing of the knee."""
         last: RampStep | None = None
         for step in self.steps:
             if not step.held:
-                return last, step
+                return (last, None) if step.interrupted and not step.reasons else (last, step)
             last = step
         return last, None
 
