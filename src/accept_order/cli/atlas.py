@@ -8,9 +8,11 @@ import click
 
 from .app import handle_errors
 from .common import keep_partial, report_and_save
+from .load_options import driver_option
 from .options import examples, json_option, server_option
 from .output import note
 from .progress import RunProgress
+from .specs import loop_here
 from .types import IntRange
 
 
@@ -33,6 +35,7 @@ from .types import IntRange
 )  # fmt: skip
 @click.option("-c", "--concurrency", type=IntRange(1, 100_000), default=20, show_default=True, help="In flight.")
 @click.option("--repeat", type=IntRange(1, 100), default=1, show_default=True, help="Rounds; the table shows medians.")
+@driver_option()
 @json_option()
 @handle_errors
 def atlas(json_path: str | None, **options: Any) -> None:
@@ -51,7 +54,9 @@ def atlas(json_path: str | None, **options: Any) -> None:
         load_connections=options["load_connections"],
         concurrency=options["concurrency"],
         repeat=options["repeat"],
+        driver=options["driver"],
     )
+    loop_here(plan.load())  # io_uring where it cannot run: refused before any server starts
 
     runs = RunProgress(0)
 

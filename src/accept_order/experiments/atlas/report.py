@@ -133,6 +133,12 @@ def legend(result: AtlasResult) -> str:
     return "; ".join(words)
 
 
+def _loops(result: AtlasResult) -> str:
+    """Which loop the load generator ran (rows of a file before 0.3 do not say: they ran epoll)."""
+    loops = sorted({row.loop for row in result.rows if row.loop})
+    return f", drivers on {' and '.join(loops)}" if loops else ""
+
+
 def atlas_report(result: AtlasResult) -> RenderableType:
     settings = result.settings
     load = settings.get("load", {})
@@ -141,7 +147,7 @@ def atlas_report(result: AtlasResult) -> RenderableType:
         Text(
             f"{plural(int(settings.get('workers', 0)), 'worker')} each; idle order: "
             f"{settings.get('connections', '?')} sequential connections; under load: "
-            f"{load.get('connections', '?')} connections, {load.get('concurrency', '?')} in flight"
+            f"{load.get('connections', '?')} connections, {load.get('concurrency', '?')} in flight{_loops(result)}"
             + (f"; median of {settings.get('repeat')} rounds" if settings.get("repeat", 1) > 1 else ""),
             style="dim",
         )

@@ -27,6 +27,7 @@ class AtlasRow:
     served: tuple[int, ...] = ()  # per worker, under the load
     failed: int = 0  # connections of the load that failed
     p99_us: int | None = None  # under the load
+    loop: str | None = None  # the load generator's loop under the load (core/totals.loops_ran); None: before 0.3
     error: str | None = None  # why a measurement stopped (the row keeps what was measured before)
 
     @property

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from ...core import environment
 from ...core.errors import AcceptOrderError, PlanError
-from ...core.spec import ConcurrentLoad, SequentialLoad, ServerSpec, check_range
+from ...core.spec import ConcurrentLoad, Driver, SequentialLoad, ServerSpec, check_range
 from ...core.target import Target
+from ...core.totals import loops_ran
 from ...servers.registry import launched_kinds, runnable, server_kind
 from ..session import RunInterrupted
 from .result import AtlasResult, AtlasRow
@@ -40,6 +41,7 @@ class AtlasPlan:
     concurrency: int = 20
     driver_procs: int = 2
     repeat: int = 1
+    driver: Driver = "auto"  # the load generator's loop (--driver), as every command that drives it
 
     def validated(self) -> AtlasPlan:
         known = launched_kinds()
@@ -54,7 +56,7 @@ class AtlasPlan:
         return self
 
     def load(self) -> ConcurrentLoad:
-        return ConcurrentLoad(self.load_connections, None, self.concurrency, self.driver_procs)
+        return ConcurrentLoad(self.load_connections, None, self.concurrency, self.driver_procs, driver=self.driver)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -120,6 +122,7 @@ def measure(spec: ServerSpec, plan: AtlasPlan, round_: int) -> AtlasRow:
                 served=loaded.served,
                 failed=loaded.failed,
                 p99_us=loaded.histogram.percentile(99) if loaded.ok else None,
+                loop=loops_ran(loaded.drivers) or None,
             )
 
         try:
