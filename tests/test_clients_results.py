@@ -268,3 +268,26 @@ def test_a_ramp_over_client_hosts_keeps_each_steps_hosts(popen_hosts: None) -> N
     assert result.plan["client_hosts"]["destinations"] == ["c1", "c2"]
     again = RampResult.from_dict(json.loads(json.dumps(result.to_dict())))
     assert again.steps == result.steps
+
+
+def test_each_host_says_which_loop_its_drivers_ran(saved: Path, tmp_path: Path) -> None:
+    """Each host decides "auto" for itself: the table and the CSV say which loop each ran (the run's line
+    alone said "drivers on epoll and io_uring")."""
+    document = json.loads(saved.read_text())
+    for host, loop in zip(document["hosts"], ["io_uring", "epoll"], strict=True):
+        for driver in host["drivers"]:
+            driver["loop"] = loop
+    for driver, loop in zip(document["drivers"], ["io_uring", "epoll"], strict=True):  # the run's: every host's
+        driver["loop"] = loop
+    path = tmp_path / "apart.json"
+    path.write_text(json.dumps(document))
+    shown = run_cli(["show", str(path)])
+    assert shown.exit_code == 0, shown.output
+    header, *lines = [line for line in shown.stdout.split("per client host", 1)[1].splitlines() if line.strip()]
+    assert "loop" in header.split(), header
+    rows = {line.split()[0]: line.split() for line in lines if line.split()[:1] in (["c1"], ["c2"])}
+    assert "io_uring" in rows["c1"] and "epoll" not in rows["c1"] and "epoll" in rows["c2"], rows
+    table = run_cli(["show", str(path), "--format", "csv", "--table", "hosts"])
+    assert [r["loop"] for r in csv.DictReader(io.StringIO(table.stdout))] == ["io_uring", "epoll"]
+    summary = run_cli(["show", str(path), "--format", "csv", "--table", "summary"])
+    assert [r["loop"] for r in csv.DictReader(io.StringIO(summary.stdout))] == ["epoll and io_uring"]

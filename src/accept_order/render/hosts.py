@@ -17,6 +17,7 @@ from rich.text import Text
 
 from ..core.hosts import ClientHosts, HostOutcome
 from ..core.text import escape_controls
+from ..core.totals import loops_ran
 from ..loads.hosts.driven import STARTED_LATE_S
 
 # A straggler: a host that ended more than STRAGGLER_SHARE of the run's wall time and more than STRAGGLER_S
@@ -110,7 +111,11 @@ def host_table(parts: Sequence[HostsPart], part_name: str | None = None, title: 
     if part_name is not None:
         table.add_column(part_name, justify="right")
     table.add_column("host")
-    for name in ("served", "failed", "req/s", "CPU µs/conn", "clock offset", "started late", "ended s"):
+    # which loop each host's drivers ran: each host decides for itself (files before 0.3 do not say)
+    loops = any(loops_ran(h.drivers) for p in parts for h in p.hosts)
+    for name in ("served", "failed", "req/s", "CPU µs/conn", *(["loop"] if loops else []), "clock offset"):
+        table.add_column(name, justify="left" if name == "loop" else "right")
+    for name in ("started late", "ended s"):
         table.add_column(name, justify="right")
     if lost:
         table.add_column("lost")
@@ -124,6 +129,7 @@ def host_table(parts: Sequence[HostsPart], part_name: str | None = None, title: 
                 _failed(host),
                 f"{host.throughput:.0f}",
                 "-" if cpu is None else f"{cpu:.0f}",
+                *([loops_ran(host.drivers) or "-"] if loops else []),
                 _clock(host),
                 _started(part, index),
                 _ended(host),

@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..core.histogram import LatencyHistogram
+from ..core.measures import DriverStats
+from ..core.totals import loops_ran
 
 TABLES = (
     "records",
@@ -149,7 +151,7 @@ def workers(runs: list[dict[str, Any]]) -> str:
 # errno ("ECONNREFUSED 2; timeout 1"), `served_per_worker` its per-worker counts (space-separated)
 HOST_COLUMNS = ("host", "served", "failed", "failed_by", "requests_per_s", "client_cpu_us_per_connection", "wall_s",
                 "clock_offset_s", "clock_uncertainty_s", "started_s", "ended_s", "lost", "served_per_worker", "python",
-                "version")  # fmt: skip
+                "version", "loop")  # fmt: skip
 
 
 def host_row(host: dict[str, Any]) -> list[Any]:
@@ -170,6 +172,8 @@ def host_row(host: dict[str, Any]) -> list[Any]:
         " ".join(str(n) for n in host.get("served", [])),
         host.get("python", ""),
         host.get("version", ""),
+        # the loop its drivers ran (empty before 0.3, epoll); two where its drivers differed
+        loops_ran(DriverStats.from_dict(d) for d in host.get("drivers", [])),
     ]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...core.totals import loops_ran
 from ...results import export
 from ..parts import Experiment, lazy
 from .report import burst_report
@@ -18,7 +19,9 @@ def steps(runs: list[dict[str, Any]]) -> str:
         label = export.label(run)
         for c in run["cells"]:
             row = {"run": label, **export.flat({k: v for k, v in c.items() if k != "drivers"})}
-            row["client_cpu_us"] = BurstCell.from_dict(c).client_cpu_us
+            cell = BurstCell.from_dict(c)
+            row["client_cpu_us"] = cell.client_cpu_us
+            row["loop"] = loops_ran(cell.drivers) or None  # empty before 0.3 (epoll)
             rows.append(row)
     return export.flat_table(rows)
 

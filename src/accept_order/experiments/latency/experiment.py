@@ -8,6 +8,7 @@ from typing import Any
 from rich.console import RenderableType
 
 from ...analysis.tails import tail_verdict
+from ...core.totals import loops_ran
 from ...results import export
 from ..parts import Experiment, lazy
 from .kept_report import kept_csv
@@ -22,8 +23,12 @@ _PLOT = "accept_order.experiments.latency.plot"
 
 def summaries(runs: list[dict[str, Any]]) -> str:
     """One row per run: its percentiles, throughput and the load generator's CPU per connection (rebuilt
-    from the histogram and the drivers, so a file saved before a figure was added has it too)."""
-    rows = [{"run": export.label(run), **LatencyResult.from_dict(run).summary()} for run in runs]
+    from the histogram and the drivers, so a file saved before a figure was added has it too), and the loop
+    it ran on (empty for files before 0.3, whose drivers ran epoll)."""
+    rows = []
+    for run in runs:
+        result = LatencyResult.from_dict(run)
+        rows.append({"run": export.label(run), **result.summary(), "loop": loops_ran(result.drivers) or None})
     return export.flat_table(rows)
 
 

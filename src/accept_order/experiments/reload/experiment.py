@@ -21,6 +21,7 @@ _KEEP = (
     "errors",
     "counters",
     "client_cpu_us",
+    "loop",
 )
 
 
