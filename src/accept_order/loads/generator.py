@@ -179,6 +179,17 @@ def split(total: int, parts: int) -> list[int]:
     return [base + (1 if i < extra else 0) for i in range(parts)]
 
 
+def in_proportion(total: int, weights: list[int]) -> list[int]:
+    """`total` shared in proportion to `weights`, whole numbers that add up to it (largest remainders first):
+    in_proportion(10, [3, 2]) == [6, 4], in_proportion(7, [2, 1]) == [5, 2]."""
+    whole = sum(weights)
+    exact = [total * w / whole for w in weights]
+    shares = [int(x) for x in exact]
+    for i in sorted(range(len(weights)), key=lambda i: shares[i] - exact[i])[: total - sum(shares)]:
+        shares[i] += 1
+    return shares
+
+
 class LoadGenerator(Started):
     """Owner of the driver processes of one run (closed loop, or open loop with a rate). Use as a context manager."""
 
@@ -190,7 +201,11 @@ class LoadGenerator(Started):
         procs = load.driver_procs
         slots = split(load.concurrency, procs)
         count = load.connections
-        shares: list[int | None] = list(split(count, procs)) if count is not None else [None] * procs
+        shares: list[int | None] = [None] * procs
+        if count is not None:
+            # An open loop's rate is shared by slots: each driver's connections in the same proportion, so
+            # that every driver ends when the others do and the rate offered holds to the end.
+            shares = list(split(count, procs) if load.rate is None else in_proportion(count, slots))
         self.attribution = attribution
         self.configs = [
             DriverConfig(
