@@ -266,7 +266,7 @@ def test_an_interrupted_burst_repeat_keeps_the_rounds_that_finished(
     doc = json.loads(out.read_text())
     assert doc["interrupted"] is True and len(doc["rounds"]) == 1 and calls == ["epoll", "reuseport", "epoll"]
     # the report, then and again by show, says the rounds are those that finished before the interruption
-    assert "1 rounds (interrupted: the rounds that finished)" in result.output
+    assert "1 round (interrupted: the rounds that finished)" in result.output
     shown = run_cli(["show", str(out)])
     assert shown.exit_code == 0 and "(interrupted: the rounds that finished)" in shown.output
 

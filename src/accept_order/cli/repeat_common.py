@@ -45,8 +45,9 @@ def run_repeated(
     before = snapshot()
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
-    def save(done: Sequence[Sequence[Any]], interrupted: bool = False) -> None:
-        result = repeated(of, done, skipped, {"before": before, "after": snapshot()}, cpus, interrupted, notes)
+    def save(done: Sequence[Sequence[Any]], interrupted: bool = False, stopped: str | None = None) -> None:
+        machine = {"before": before, "after": snapshot()}
+        result = repeated(of, done, skipped, machine, cpus, interrupted, notes, stopped)
         report_and_save(lambda: report(result), json_path, "repeat", result)
 
     # "run k of N" counts every run of every round; the bars' labels read it (their own `progress`)
@@ -57,6 +58,7 @@ def run_repeated(
         progress.next()
         return run_one(variant)
 
-    with keep_partial(lambda done: save(done, interrupted=True)), progress.heartbeat():
+    kept = keep_partial(lambda done: save(done, interrupted=True), lambda done, why: save(done, stopped=why))
+    with kept, progress.heartbeat():
         done = interleaved(variants, rounds, counted)
     save(done)

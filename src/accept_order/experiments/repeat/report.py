@@ -9,6 +9,8 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from ...core.run_warnings import unique
+from ...core.text import escape_controls
+from ...render.text import plural
 from .kinds import first_environment, repeated_of
 from .result import machine_warnings
 
@@ -21,6 +23,7 @@ def repeat_report(
     cpus: int,
     notes: Sequence[str] = (),
     interrupted: bool = False,
+    stopped: str | None = None,
 ) -> RenderableType:
     parts: list[RenderableType] = []
     if not rounds:
@@ -33,13 +36,15 @@ def repeat_report(
     where = f"{env.system} {env.kernel}, {env.cpu_count} CPUs; " if env else ""
     parts.append(
         Text(
-            f"{len(rounds)} rounds{' (interrupted: the rounds that finished)' if interrupted else ''}, the "
+            f"{plural(len(rounds), 'round')}{_cut_short(interrupted, stopped)}, the "
             "variants interleaved (each round runs every one once); "
             f"{where}host-wide load average "
             f"{_load(machine.get('before'))} before, {_load(machine.get('after'))} after",
             style="dim",
         )
     )
+    if stopped is not None:
+        parts.append(Text(f"Stopped early: {escape_controls(stopped)}; no later round ran.", style="yellow"))
     for note in unique(warnings):
         parts.append(Text(f"Warning: {note}", style="yellow"))
     for name, reason in skipped.items():
@@ -52,3 +57,9 @@ def _load(state: Any) -> str:
     if isinstance(state, dict) and state.get("load_average"):
         return "/".join(f"{v:.2f}" for v in state["load_average"])
     return "?"
+
+
+def _cut_short(interrupted: bool, stopped: str | None) -> str:
+    if interrupted:
+        return " (interrupted: the rounds that finished)"
+    return " (stopped by an error: the rounds that finished)" if stopped is not None else ""

@@ -29,6 +29,7 @@ class RepeatResult:
     cpus: int = 1
     interrupted: bool = False
     notes: tuple[str, ...] = ()
+    stopped: str | None = None  # an error ended the runs after some rounds: why (the rounds are those before it)
 
     def to_dict(self) -> dict[str, Any]:
         doc: dict[str, Any] = {
@@ -38,6 +39,7 @@ class RepeatResult:
             "machine": self.machine,
         }
         doc |= {"notes": list(self.notes)} if self.notes else {}
+        doc |= {"stopped": self.stopped} if self.stopped is not None else {}
         return doc | ({"interrupted": True} if self.interrupted else {})
 
     @classmethod
@@ -51,7 +53,8 @@ class RepeatResult:
         cpus = env.cpu_count if env is not None else 1
         notes = tuple(str(n) for n in data.get("notes", []))
         interrupted = bool(data.get("interrupted", False))
-        return cls(of, rounds, skipped_map(data), data.get("machine", {}), cpus, interrupted, notes)
+        stopped = data.get("stopped")
+        return cls(of, rounds, skipped_map(data), data.get("machine", {}), cpus, interrupted, notes, stopped)
 
 
 def repeated(
@@ -62,9 +65,11 @@ def repeated(
     cpus: int,
     interrupted: bool = False,
     notes: Sequence[str] = (),
+    stopped: str | None = None,
 ) -> RepeatResult:
-    """The result a `--repeat` run saves, from the rounds that finished."""
-    return RepeatResult(of, tuple(tuple(row) for row in rounds), skipped, machine, cpus, interrupted, tuple(notes))
+    """The result a `--repeat` run saves, from the rounds that finished (`stopped`: the error that ended it)."""
+    rows = tuple(tuple(row) for row in rounds)
+    return RepeatResult(of, rows, skipped, machine, cpus, interrupted, tuple(notes), stopped)
 
 
 def machine_warnings(before: dict[str, Any], after: dict[str, Any], cpus: int) -> list[RunWarning]:

@@ -1,6 +1,6 @@
 """Repeated comparisons, interleaved: round 1 runs every variant once, then round 2, ... (A B A B, not
-A A B B), so a slow drift of the machine lands on every variant alike. Interrupted, the rounds that
-finished are kept (a round cut short is left out: its variants would not be comparable)."""
+A A B B), so a slow drift of the machine lands on every variant alike. Interrupted, or stopped by an error,
+the rounds that finished are kept (a round cut short is left out: its variants would not be comparable)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from ...core import environment
-from ..session import RunInterrupted
+from ...core.errors import AcceptOrderError
+from ..session import RunInterrupted, RunStopped
 
 V = TypeVar("V")
 R = TypeVar("R")
@@ -38,6 +39,12 @@ def interleaved(
         if not done:
             raise
         raise RunInterrupted(done, cause) from None
+    except AcceptOrderError as error:
+        # A round that an error cut short is left out, as an interrupted one is; the rounds before it stand.
+        why = error.cause if isinstance(error, RunStopped) else error
+        if not done:
+            raise why from None
+        raise RunStopped(done, why) from why
     return done
 
 
