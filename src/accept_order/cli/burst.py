@@ -120,7 +120,9 @@ def burst(
     refuse_closing(servers, ConcurrentLoad(requests_per_connection=requests_per_connection))  # before any starts
     loop_here(plan.load(min(clients)))
     specs, skipped = ([base], {}) if elsewhere else variants(base, modes, servers, batch_given)
-    notes = [n for n in [make_room(max(clients), driver_procs)] if n]  # before any process starts: they inherit it
+    # before any process starts (they inherit it); nothing here holds a connection when hosts drive a server elsewhere
+    room = None if elsewhere and hosts is not None else make_room(max(clients), driver_procs, hosts is not None)
+    notes = [room] if room else []
     if plan.load_cpus:  # the file keeps no load of its own: said where it is kept
         notes.append(f"the load generator's processes were pinned to CPUs {format_cpu_list(plan.load_cpus)}")
     host_warnings()

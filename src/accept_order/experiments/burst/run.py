@@ -78,7 +78,8 @@ class BurstPlan:
         """A burst as a closed loop: as many slots as connections, so each slot connects once, at once;
         over more drivers than asked when one driver's share would not fit under the open-file limit. With K
         requests per connection the load counts the clients' K requests each (loads/kept.py)."""
-        procs = min(drivers_for(clients, self.driver_procs), clients)
+        # client hosts: --driver-procs is each host's, under its own limit (loads/hosts/load_side.py)
+        procs = min(self.driver_procs if self.client_hosts else drivers_for(clients, self.driver_procs), clients)
         per = self.requests_per_connection
         return ConcurrentLoad(
             connections=clients * per,
@@ -122,16 +123,18 @@ def _raise_hard_limit(need: int, soft: int, hard: int) -> int:
     return need
 
 
-def make_room(clients: int, driver_procs: int = 1) -> str | None:
+def make_room(clients: int, driver_procs: int = 1, on_hosts: bool = False) -> str | None:
     """Make room for a burst of `clients` before any process starts (the workers and drivers inherit the
     limits): the open-file soft limit raised to what the whole burst needs (a worker that accepts until
     EAGAIN can hold all of it), the hard limit first when it is lower and we may (root). Whatever the hard
     limit stays, the drivers' share must fit: the burst then goes over more driver processes
     (BurstPlan.load), PlanError when even MAX_DRIVER_PROCS cannot hold it or the local port range is too
-    small. Returns a note saying what was raised or spread."""
+    small. Returns a note saying what was raised or spread. `on_hosts`: client hosts drive the burst (each
+    makes room for its share: loads/hosts/load_side.py), so this host's ports and drivers are not the limit;
+    only its workers, which may hold the whole burst, need the open files."""
     need = clients + FD_MARGIN
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    ports = local_ports()
+    ports = None if on_hosts else local_ports()
     if ports is not None and clients > ports:
         raise PlanError(
             f"--clients {clients}: one client address has {ports} local ports to one server address "
@@ -146,7 +149,7 @@ def make_room(clients: int, driver_procs: int = 1) -> str | None:
             notes.append(f"raised the open-file hard limit from {hard} to {raised}")
         hard = raised
     new_soft = need if hard == resource.RLIM_INFINITY else min(need, hard)
-    drivers = drivers_for(clients, driver_procs, new_soft)
+    drivers = driver_procs if on_hosts else drivers_for(clients, driver_procs, new_soft)
     if drivers > MAX_DRIVER_PROCS:
         raise PlanError(
             f"--clients {clients} needs {need} open files; the hard limit is {hard}, and even "
