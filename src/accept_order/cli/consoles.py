@@ -14,7 +14,7 @@ from typing import Any
 from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
 
-from ..core.text import CONTROLS, escape_controls
+from ..core.text import escape_controls, has_controls
 
 
 class SafeConsole(Console):
@@ -34,7 +34,8 @@ class SafeConsole(Console):
 
     def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
         for segment in super().render(renderable, options):
-            if segment.control or not CONTROLS.search(segment.text):
+            # a line break alone is rebuilt as it was (the lines split on it): answered without the pattern
+            if segment.control or not has_controls(segment.text.replace("\n", "")):
                 yield segment
             else:
                 text = "\n".join(escape_controls(line) for line in segment.text.split("\n"))

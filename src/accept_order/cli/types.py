@@ -17,21 +17,23 @@ from ..core.cpus import parse_cpu_list
 from ..core.errors import PlanError
 from ..servers.registry import launched_kinds
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(us|µs|ms|s|m|h)?\s*$", re.ASCII)
-_INT = re.compile(r"^\s*[+-]?[0-9]+\s*$")
-_FLOAT = re.compile(r"^\s*[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\s*$")
+# Patterns, not compiled ones: re compiles (and caches) each where an option first parses a value, so that a
+# command that parses none (--help) does not pay for them at start-up.
+_DURATION = r"(?a)^\s*(\d+(?:\.\d*)?|\.\d+)\s*(us|µs|ms|s|m|h)?\s*$"
+_INT = r"^\s*[+-]?[0-9]+\s*$"
+_FLOAT = r"^\s*[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\s*$"
 
 
 def parse_int(text: str) -> int:
     """A whole number in ASCII digits (`-3`, `42`); ValueError for anything else (`٣`, `1_000`, `1e3`)."""
-    if not _INT.match(text):
+    if not re.match(_INT, text):
         raise ValueError(f"{text!r} is not a valid integer")
     return int(text)
 
 
 def parse_float(text: str) -> float:
     """A finite number in ASCII digits (`2`, `0.5`, `1e3`); ValueError for anything else (`٣`, `nan`, `inf`)."""
-    if not _FLOAT.match(text) or not math.isfinite(float(text)):
+    if not re.match(_FLOAT, text) or not math.isfinite(float(text)):
         raise ValueError(f"{text!r} is not a valid number")
     return float(text)
 
@@ -44,7 +46,7 @@ def parse_duration(text: str, bare: str | None = None, zero: bool = False, was: 
     duration: a bare `50` was ms for --gap and --work but s for --timeout and --duration), except 0 where 0
     is allowed; the refusal names the unit to add (`was`: what a bare number meant there before). `bare`: the
     unit an old spelling names (--gap-ms, --work-us), which takes a bare number in it. ValueError otherwise."""
-    match = _DURATION.match(text)
+    match = re.match(_DURATION, text)
     if not match:
         raise ValueError(f"{text!r} is not a duration such as 10s, 500ms or 2m")
     number, unit = match.group(1), match.group(2) or bare

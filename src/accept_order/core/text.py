@@ -3,15 +3,31 @@ nothing read can move the terminal's cursor or split a line of CSV or of a repor
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
-# C0 controls, DEL, C1 controls (ESC and CSI start terminal escape sequences, BEL ends OSC ones), the
-# bidirectional controls that reorder what is displayed ("Trojan source"), the Unicode line separators
-# (our output is line-oriented) and lone surrogates (which JSON "\udXXX" escapes and undecodable bytes in
-# arguments produce, and which cannot be encoded for the terminal: printing one would raise).
-CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+@functools.cache
+def controls() -> re.Pattern[str]:
+    """C0 controls, DEL, C1 controls (ESC and CSI start terminal escape sequences, BEL ends OSC ones), the
+    bidirectional controls that reorder what is displayed ("Trojan source"), the Unicode line separators
+    (our output is line-oriented) and lone surrogates (which JSON "\\udXXX" escapes and undecodable bytes in
+    arguments produce, and which cannot be encoded for the terminal: printing one would raise). Compiled on
+    first use: its ranges beyond Latin-1 cost ~1.5 ms of every command's start-up, and printable ASCII (most
+    of what is printed) never needs it (`has_controls`)."""
+    return re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def has_controls(text: str) -> bool:
+    """Whether `text` holds a character `controls()` matches. Printable ASCII holds none (in ASCII,
+    str.isprintable is false exactly for the C0 controls and DEL), so most text is answered without the
+    pattern."""
+    if text.isascii() and text.isprintable():
+        return False
+    return controls().search(text) is not None
 
 
 def _escape_char(match: re.Match[str]) -> str:
@@ -32,7 +48,9 @@ def escape_controls(text: object) -> str:
             raw = str(text)
         except Exception:  # e.g. an int over the str-conversion digit limit: describe, do not crash
             raw = f"<unprintable {type(text).__name__}>"
-    return CONTROLS.sub(_escape_char, raw)
+    if not has_controls(raw):
+        return raw
+    return controls().sub(_escape_char, raw)
 
 
 def escape_controls_everywhere(value: Any) -> Any:
