@@ -6,12 +6,11 @@ like the rest (cli/options.py)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from ..core.errors import PlanError
-from ..core.hosts import ClientHosts
 from ..core.spec import (
     DEFAULT_CONCURRENCY,
     DEFAULT_DRIVER_PROCS,
@@ -22,6 +21,10 @@ from ..core.spec import (
     MAX_TIMEOUT_S,
     ServerSpec,
 )
+
+if TYPE_CHECKING:  # imported where --clients is given: not by `run` (issue 30: start-up)
+    from ..core.hosts import ClientHosts
+
 from .types import CPUS, DURATION, Duration, FloatRange, IntList, IntRange
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -176,6 +179,8 @@ def client_hosts(options: dict[str, Any], server: ServerSpec | None, option: str
     would reach its own), nor on every address at once (they need one to connect to). `option`: how the
     command's lines name the hosts (burst: --client-hosts, its --clients counting connections)."""
     import ipaddress
+
+    from ..core.hosts import ClientHosts
 
     dests, config, python, observe_on = (
         options.pop(name, None) for name in ("client_hosts", "ssh_config", "client_python", "observe_on")

@@ -78,7 +78,7 @@ def reload(
 
     from ..api import reload as reload_runs
     from ..core import netns
-    from ..core.spec import resolve_host
+    from ..core.addresses import resolve_host
     from ..experiments.reload.report import reload_report
     from ..experiments.reload.result import ReloadResult
     from ..experiments.reload.run import ReloadPlan, available, plans

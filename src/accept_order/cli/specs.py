@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..core.hosts import ClientHosts
 from ..core.spec import DEFAULT_KIND, ConcurrentLoad, SequentialLoad, ServerSpec, pinned
+
+if TYPE_CHECKING:  # imported where a concurrent load is made: not by `run` (issue 30: start-up)
+    from ..core.hosts import ClientHosts
 
 
 def typed(name: str) -> bool:
@@ -259,8 +261,8 @@ def refuse_for_target(options: dict[str, Any], repeat: int = 1) -> None:
 
 def _remote_spec(options: dict[str, Any], target: str, protocol: str, attach: tuple[int, ...]) -> ServerSpec:
     """--target HOST:PORT: a server elsewhere, known only by its address; -w says how many workers it has."""
+    from ..core.addresses import resolve_host
     from ..core.errors import PlanError
-    from ..core.spec import resolve_host
 
     if attach:
         raise click.UsageError("give --attach (a server on this host) or --target (elsewhere), not both")

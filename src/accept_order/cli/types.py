@@ -268,7 +268,7 @@ class Host(click.ParamType):
     name = "HOST"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
-        from ..core.spec import resolve_host
+        from ..core.addresses import resolve_host
 
         try:
             address, warning = resolve_host(str(value))

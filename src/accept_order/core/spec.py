@@ -12,17 +12,15 @@ import dataclasses
 import ipaddress
 import math
 import resource
-import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, get_args
 
 from .cpus import allowed_cpus, format_cpu_list
 from .errors import PlanError
-from .hosts import ClientHosts
+from .hosts import ClientHosts  # at the top: the result files' schema reads ConcurrentLoad's hints here
 from .old_names import accept_old_names
 from .old_names import renamed as renamed  # where callers found it before core/old_names.py
-from .run_warnings import RunWarning, WarningKind, warn
 
 MAX_WORKERS = 512
 MAX_CONNECTIONS = 10_000_000
@@ -100,28 +98,6 @@ def check_concurrency(concurrency: int, option: str = "--concurrency", driver_pr
             f"{option} {concurrency}: one client address has {ports} local ports to one server address "
             f"(net.ipv4.ip_local_port_range); use at most {ports}"
         )
-
-
-def resolve_host(text: str) -> tuple[str, RunWarning | None]:
-    """(address to listen on, warning or None). Names resolve (`localhost`); multicast and broadcast
-    addresses are refused; an address others can reach gets a warning, because every reply names a
-    worker's pid."""
-    if not text:
-        raise PlanError("--host needs an address or a name, e.g. 127.0.0.1 or localhost")
-    try:
-        address = ipaddress.ip_address(text)
-    except ValueError:
-        try:
-            infos = socket.getaddrinfo(text, None, type=socket.SOCK_STREAM)
-        except (OSError, UnicodeError):
-            raise PlanError(f"--host {text!r} is neither an IP address nor a name this machine resolves") from None
-        # Prefer IPv4 (what `nc localhost` tries first on most systems).
-        infos.sort(key=lambda info: info[0] != socket.AF_INET)
-        address = ipaddress.ip_address(infos[0][4][0])
-    if address.is_multicast or (address.version == 4 and str(address) == "255.255.255.255"):
-        raise PlanError(f"--host {address} is a multicast or broadcast address; a TCP server cannot listen there")
-    warning = None if address.is_loopback else warn(WarningKind.REACHABLE_HOST, address=str(address))
-    return str(address), warning
 
 
 def check_cpus(cpus: tuple[int, ...], option: str = "--cpus") -> None:

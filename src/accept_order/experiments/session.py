@@ -179,6 +179,14 @@ def run_sequential(
         if on_record:
             on_record(rec)
 
+    def in_order() -> list[ConnectionRecord]:
+        """The records so far, one per connection: the first it got (a signal while one was passed on passes
+        it on again as aborted: loads/sequential_books.py `stopped`)."""
+        first: dict[int, ConnectionRecord] = {}
+        for rec in finished:
+            first.setdefault(rec.seq, rec)
+        return [first[seq] for seq in sorted(first)]
+
     def describe() -> str:
         served = sum(1 for r in finished if r.served)
         return f"the run stopped after {len(finished)} connections ({served} served, {len(finished) - served} failed)"
@@ -193,7 +201,7 @@ def run_sequential(
             if not finished:
                 raise  # nothing measured yet: nothing to keep
             stopped.append(cause)
-            return sorted(finished, key=lambda r: r.seq)
+            return in_order()
 
     def drive_to_end(target: Target) -> list[ConnectionRecord]:
         if on_started:
@@ -238,7 +246,7 @@ def run_sequential(
             raise RunInterrupted([result], stopped[0])
         return _kept(result, m)
 
-    return lifecycle(resolved, drive, describe, build, partial=lambda: sorted(finished, key=lambda r: r.seq))
+    return lifecycle(resolved, drive, describe, build, partial=in_order)
 
 
 def _kept(result: R, m: Measured) -> R:
