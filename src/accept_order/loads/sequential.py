@@ -30,7 +30,6 @@ from ..core.cpus import current_cpu
 from ..core.errors import PlanError
 from ..core.measures import ConnectionRecord
 from ..core.processes import MAX_REPLY
-from ..core.protocol import ABORTED
 from ..core.spec import Driver, SequentialLoad
 from ..core.target import Target
 from .sequential_books import (
@@ -39,6 +38,7 @@ from .sequential_books import (
     READABLE,
     SO_RCVLOWAT,
     SOCK_STREAM_NONBLOCK,
+    STOPPED,
     Books,
     RawSocket,
     death_watch,
@@ -50,7 +50,6 @@ from .sequential_paced import drive_paced
 if TYPE_CHECKING:
     from ..probes.accept_log import AcceptLog
 
-STOPPED = f"{ABORTED}: the run stopped before this connection finished"
 # How often the one-at-a-time loop looks for a dead worker (and the longest it sleeps without looking):
 # outside its poll set, staying alive costs nothing per connection (a descriptor more in each poll cost
 # about 5 CPU-us per connection, measured here).
@@ -205,7 +204,13 @@ def _one_at_a_time(
         nonlocal ended
         if ended is not None:
             previous, ended = ended, None
-            finish(*previous)
+            try:
+                finish(*previous)
+            except BaseException:  # a signal while it was recorded: it still ends as a record
+                seq, sock, started, _, _, _, port, cpu = previous
+                sock.close()
+                books.stopped(seq, started, port, cpu)
+                raise
 
     ahead: RawSocket | OSError | None = opened()
     next_check = clock() + slice_ns

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..core.measures import ConnectionRecord
 from ..core.processes import MAX_REPLY
-from ..core.protocol import error_key
+from ..core.protocol import ABORTED, error_key
 from ..core.target import Target
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ CLOSED_MASK = POLLRDHUP | select.POLLHUP | select.POLLERR
 # client twice (the reply, then the FIN a few microseconds later). Not where the client must attribute
 # the connection while the server still holds it (Attribution.holds_socket).
 SO_RCVLOWAT: int | None = getattr(socket, "SO_RCVLOWAT", None) if POLLRDHUP else None
+STOPPED = f"{ABORTED}: the run stopped before this connection finished"
 
 
 def failure(exc: OSError) -> str:
@@ -176,10 +177,19 @@ class Books:
         """A connection whose socket could not be made (EMFILE: too many open for the file limit)."""
         self.keep(ConnectionRecord(seq, None, None, (self.clock() - self.t0) // 1000, 0, failure(exc)))
 
+    def stopped(self, seq: int, started_ns: int, port: int | None, cpu: int | None) -> None:
+        """A connection whose recording a signal (or an error) cut short: aborted, unless its record was kept
+        before it came. The loops call it on their way out, so that the run's records have no gap."""
+        if seq not in self.records:
+            start_us, latency_us = (started_ns - self.t0) // 1000, (self.clock() - started_ns) // 1000
+            self.keep(ConnectionRecord(seq, None, None, start_us, latency_us, STOPPED, port, cpu))
+
     def keep(self, record: ConnectionRecord) -> None:
-        self.records[record.seq] = record
+        # Passed on first, then kept: a signal in between leaves it unkept, and `stopped` passes it on again
+        # as aborted (the caller keeps the first it got). Kept first, the caller could miss it altogether.
         if self.on_record:
             self.on_record(record)
+        self.records[record.seq] = record
 
     def in_order(self) -> list[ConnectionRecord]:
         return [self.records[i] for i in sorted(self.records)]

@@ -17,10 +17,9 @@ import socket
 from collections.abc import Callable
 
 from ..core.cpus import current_cpu
-from ..core.protocol import ABORTED
 from ..core.spec import SequentialLoad
 from ..core.target import Target
-from .sequential_books import NONBLOCK_FLAG, READABLE, SOCK_STREAM_NONBLOCK, Books, failure, take
+from .sequential_books import NONBLOCK_FLAG, READABLE, SOCK_STREAM_NONBLOCK, STOPPED, Books, failure, take
 
 
 class _InFlight:
@@ -68,7 +67,12 @@ def drive_paced(
         inflight.pop(f.seq, None)
         if watched.pop(f.fd, None) is not None:
             unregister(f.fd)
-        books.close(f.seq, f.sock, f.started_ns, clock(), f.data, error, f.port, f.cpu)
+        try:
+            books.close(f.seq, f.sock, f.started_ns, clock(), f.data, error, f.port, f.cpu)
+        except BaseException:  # a signal while it was recorded: out of `inflight`, it still ends as a record
+            f.sock.close()
+            books.stopped(f.seq, f.started_ns, f.port, f.cpu)
+            raise
 
     def start(seq: int) -> None:
         try:
@@ -144,4 +148,4 @@ def drive_paced(
     finally:
         # Stopped early (a worker died, Ctrl-C): what was in flight still ends as a record.
         for f in list(inflight.values()):
-            finish(f, f"{ABORTED}: the run stopped before this connection finished")
+            finish(f, STOPPED)
