@@ -91,6 +91,19 @@ class LineRowsTable(Table):
         yield from one.__rich_console__(console, options) if laid_out is None else laid_out
 
 
+class _Joined(Text):
+    """A column's joined lines, measured once: rich measures each column of a table several times (fit.py's
+    stacking, whether it fits, its widths), and a Text's measure, which does not depend on the options, splits
+    all its words each time."""
+
+    _measured: Measurement | None = None
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        if self._measured is None:
+            self._measured = super().__rich_measure__(console, options)
+        return self._measured
+
+
 def _join(console: Console, cells: list[RenderableType]) -> Text | None:
     lines: list[str] = []
     for cell in cells:
@@ -100,7 +113,7 @@ def _join(console: Console, cells: list[RenderableType]) -> Text | None:
         if text.justify is not None or text.overflow is not None or text.no_wrap is not None or text.end != "\n":
             return None
         lines.append(text.plain)
-    return Text("\n".join(lines))
+    return _Joined("\n".join(lines))
 
 
 def _fits(table: Table, console: Console, options: ConsoleOptions) -> bool:
