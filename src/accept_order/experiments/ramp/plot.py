@@ -34,7 +34,7 @@ def ramp_figure(result: RampResult, options: PlotOptions) -> Figure:
     handles = ax.plot(x, [s.throughput for s in steps], "o-", color="C0", linewidth=2, label="served per second")
     if rate:
         handles += ax.plot(x, x, "--", color="0.6", linewidth=1, label="offered (new connections per second)")
-    failing = [s for s in steps if not s.held]
+    failing = [s for s in steps if not s.held and not s.cut_short]  # a step Ctrl-C cut short did not tell
     if failing:
         handles += ax.plot(
             [s.offered for s in failing],

@@ -145,7 +145,7 @@ def _step_lines(step: RampStep) -> list[Text]:
 def ramp_report(result: RampResult) -> RenderableType:
     parts: list[RenderableType] = [ramp_table(result)]
     held, broke = result.knee
-    cut = next((s for s in result.steps if s.interrupted and not s.reasons), None) if broke is None else None
+    cut = next((s for s in result.steps if s.cut_short), None) if broke is None else None
     if cut is not None:  # Ctrl-C stopped a step before it could hold or not: no knee either way
         before = f"every step that finished held, up to {_offered(held)}" if held else "no step finished"
         parts.append(Text(f"Interrupted at {_offered(cut)} before that step could tell: {before}.", style="bold"))

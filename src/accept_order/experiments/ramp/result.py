@@ -66,6 +66,11 @@ class RampStep(CountedTotals):
     def held(self) -> bool:
         return not self.reasons and not self.interrupted
 
+    @property
+    def cut_short(self) -> bool:
+        """Ctrl-C stopped it before it showed a reason not to hold: it neither held nor broke (not a knee)."""
+        return self.interrupted and not self.reasons
+
     def judged(self, reasons: list[str], seen: list[str]) -> RampStep:
         return dataclasses.replace(self, reasons=tuple(reasons), seen=tuple(seen))
 
@@ -124,7 +129,7 @@ class RampResult:
         last: RampStep | None = None
         for step in self.steps:
             if not step.held:
-                return (last, None) if step.interrupted and not step.reasons else (last, step)
+                return (last, None) if step.cut_short else (last, step)
             last = step
         return last, None
 
