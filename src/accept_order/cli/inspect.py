@@ -24,7 +24,7 @@ from .types import IntRange
     type=IntRange(1, 100),
     default=5,
     show_default=True,
-    help="Looks, 20 ms apart (a lock that moves between workers shows in some of them).",
+    help="Looks, 5 ms apart (a lock that moves between workers shows in some of them).",
 )
 @json_option()
 @handle_errors
