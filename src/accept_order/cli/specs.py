@@ -83,16 +83,27 @@ def kind_params() -> tuple[str, ...]:
     return tuple(option_param(option) for option in declared_options())
 
 
+def _left_running() -> None:
+    """A server attached to, or one elsewhere, is not this tool's to stop: an interrupted run says that it
+    stopped its load, not that it stopped the server's workers (cli/app.py _what_stopped)."""
+    from .app import STOPPED_META
+
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.meta[STOPPED_META] = "the load stopped; the server was not touched"
+
+
 def attached_spec(options: dict[str, Any]) -> ServerSpec | None:
     """With --attach: the spec of the running server (its workers found now); else None. Options that
     describe a server the tool starts make no sense here and are refused, not ignored."""
     attach = options.pop("attach", ())
     protocol = options.pop("protocol", "line")
     target = options.pop("target", None)
+    if target is None and not attach:
+        return None
+    _left_running()
     if target is not None:
         return _remote_spec(options, target, protocol, attach)
-    if not attach:
-        return None
     given = [option_name(name) for name in (*NOT_WITH_ATTACH, *kind_params()) if typed(name)]
     if given:
         verb = "describes" if len(given) == 1 else "describe"
