@@ -53,3 +53,25 @@ def test_each_host_runs_the_driver_processes_asked(limits: FakeLimits) -> None:
     here = burst.BurstPlan((40_000,), 2).load(40_000)
     hosts = burst.BurstPlan((40_000,), 2, client_hosts=ClientHosts(("c1", "c2"))).load(40_000)
     assert here.driver_procs == 41 and hosts.driver_procs == 2
+
+
+@pytest.mark.parametrize(
+    ("soft", "hard", "procs"),
+    [(1024, 100_000, 2), (1024, 8_032, 3), (1024, 1024, 21), (64, 64, 2)],
+    ids=["raised", "spread", "spread-at-soft", "beyond-max: refused by the generator"],
+)
+def test_a_host_spreads_its_share_over_more_drivers_under_its_hard_limit(
+    monkeypatch: pytest.MonkeyPatch, soft: int, hard: int, procs: int
+) -> None:
+    """A host's share of a 40,000-client burst, two hosts: 20,000 connections at once, 2 drivers asked."""
+    from accept_order.core.spec import ConcurrentLoad
+    from accept_order.loads.hosts import load_side
+
+    fake = FakeLimits(soft, hard)
+    monkeypatch.setattr(load_side, "resource", fake)
+    share = ConcurrentLoad(connections=20_000, concurrency=20_000, driver_procs=2)
+    spread = load_side.make_room(share)
+    assert fake.limits == (min(20_032, hard), hard)
+    assert spread.driver_procs == procs and spread.concurrency == 20_000
+    if procs > 2:  # each driver's part now fits under the limit
+        assert -(-20_000 // procs) + 32 <= fake.limits[0]

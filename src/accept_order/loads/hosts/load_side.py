@@ -15,6 +15,8 @@ drivers are stopped and reaped, and the interpreter exits.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import pickle
 import resource
 import threading
@@ -23,7 +25,7 @@ from typing import Any
 
 from ...core.errors import AcceptOrderError
 from ...core.signals import deferred
-from ...core.spec import FD_MARGIN, ConcurrentLoad
+from ...core.spec import FD_MARGIN, MAX_DRIVER_PROCS, ConcurrentLoad
 from ..generator import LoadGenerator
 from .remote_side import CLOSED
 
@@ -49,7 +51,7 @@ def take_part(channel: Any) -> None:
 
     channel.setcallback(heard, endmarker=CLOSED)
     try:
-        make_room(load)
+        load = make_room(load)
         with LoadGenerator(address, attribution, load, protocol) as generator:
             channel.send(("ready",))
             went.wait()
@@ -84,13 +86,20 @@ def _share(load: ConcurrentLoad) -> str:
     return f"{count}, {load.concurrency} at a time{rate}, {load.driver_procs} driver processes"
 
 
-def make_room(load: ConcurrentLoad) -> None:
+def make_room(load: ConcurrentLoad) -> ConcurrentLoad:
     """Raise this host's open-file soft limit, up to its hard limit, for the share's connections (the drivers
     inherit it), as `burst` does on the coordinator (experiments/burst/run.py make_room): an ssh session often
     starts at a soft 1024 under a hard limit far above, and the coordinator's limits say nothing of this host's.
-    A share beyond the hard limit is then refused by the LoadGenerator, in one line naming the host."""
+    Where one driver's part of the share would not fit under the hard limit, the share goes over as many more
+    drivers as it takes (as burst spreads its drivers on the coordinator), up to MAX_DRIVER_PROCS; beyond that
+    the LoadGenerator refuses it, in one line naming the host."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     need = load.concurrency + FD_MARGIN
     if soft == resource.RLIM_INFINITY or need <= soft:
-        return
-    resource.setrlimit(resource.RLIMIT_NOFILE, (need if hard == resource.RLIM_INFINITY else min(need, hard), hard))
+        return load
+    limit = need if hard == resource.RLIM_INFINITY else min(need, hard)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
+    procs = max(load.driver_procs, math.ceil(load.concurrency / max(1, limit - FD_MARGIN)))
+    if procs == load.driver_procs or procs > MAX_DRIVER_PROCS:
+        return load
+    return dataclasses.replace(load, driver_procs=procs)
