@@ -9,14 +9,16 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import OutputReader
+from conftest import OutputReader, wait_for
 
 from accept_order.analysis.mechanism import Seen, Verdict
 from accept_order.core.measures import ListenerRow
+from accept_order.experiments.inspect import held
 from accept_order.experiments.inspect import sample as sample_module
 from accept_order.experiments.inspect.sample import Sample, _shared_epolls, take
 from accept_order.experiments.inspect.views import epoll_views, unit_views
@@ -24,6 +26,7 @@ from accept_order.probes import proc_read, proc_waits
 from accept_order.probes.fd_table import FdTables, OpenFile
 from accept_order.probes.proc_waits import ThreadWait
 from accept_order.probes.serving import ProcessInfo, Server, _fields, find_server
+from accept_order.probes.tcp_info import TcpSocket
 
 TIMEOUT_S = 20.0
 CHUNK = proc_read._CHUNK
@@ -150,3 +153,71 @@ def test_a_status_file_s_fields_are_its_lines() -> None:
     every = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
     wanted = ("Name", "Tgid", "PPid", "Uid")
     assert _fields(status, wanted) == {name: every[name] for name in wanted}
+
+
+def test_a_process_s_threads_are_its_task_directory_s(listener: int) -> None:
+    """A process of one thread (told by its task directory's link count), one of several, a zombie, one that
+    is gone: the threads a listing of /proc/PID/task gives, main thread first."""
+    ready, release = threading.Event(), threading.Event()
+
+    def waiter() -> None:
+        ready.set()
+        release.wait(TIMEOUT_S)
+
+    threads = [threading.Thread(target=waiter) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    assert ready.wait(TIMEOUT_S)
+    try:
+        mine = proc_waits.thread_ids(os.getpid())
+        listed = sorted((int(t) for t in os.listdir("/proc/self/task")), key=lambda t: t != os.getpid())
+        assert mine == listed and mine[0] == os.getpid() and len(mine) >= 4
+    finally:
+        release.set()
+        for thread in threads:
+            thread.join(TIMEOUT_S)
+    assert proc_waits.thread_ids(listener) == [listener]
+    zombie = subprocess.Popen([sys.executable, "-c", "pass"])
+    state = lambda: Path(f"/proc/{zombie.pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]  # noqa: E731
+    wait_for(state, lambda s: s == "Z", TIMEOUT_S, "the child to exit unreaped")
+    assert proc_waits.thread_ids(zombie.pid) == [zombie.pid]
+    zombie.wait(TIMEOUT_S)
+    assert proc_waits.thread_ids(zombie.pid) == []
+
+
+def _look(sockets: dict[int, frozenset[int]], peers: dict[int, int], source: str = "netlink") -> tuple[Server, Sample]:
+    """A server of two processes holding listener 7 (and `sockets`), as a look saw it."""
+    row = ListenerRow("ipv4", "127.0.0.1", 8080, 0, 511, 7, source)  # type: ignore[arg-type]
+    infos = tuple(ProcessInfo(pid, 1, "srv", ("srv",), 0) for pid in sockets)
+    server = Server(infos, (row,), {pid: frozenset({7}) for pid in sockets}, frozenset(), peers, ())
+    return server, Sample((), {}, {}, sockets, True, {})
+
+
+@pytest.mark.parametrize(
+    ("sockets", "peers", "source", "asked"),
+    [
+        ({10: frozenset({7, 20}), 11: frozenset({7, 21})}, {20: 21, 21: 20}, "netlink", False),  # listener, channel
+        ({10: frozenset({7, 20}), 11: frozenset({7, 21, 99})}, {20: 21, 21: 20}, "netlink", True),  # 99: may be one
+        ({10: frozenset({7}), 11: frozenset({7})}, {}, "netlink", True),  # no Unix dump: netlink not known to answer
+        ({10: frozenset({7, 20}), 11: frozenset({7, 21})}, {20: 21, 21: 20}, "proc", True),  # listeners from /proc
+    ],
+)
+def test_the_connections_dump_is_asked_where_a_socket_may_be_one(
+    sockets: dict[int, frozenset[int]],
+    peers: dict[int, int],
+    source: str,
+    asked: bool,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every socket a listener or a connected Unix socket: no connection to count, each process 0, and the
+    dump (which walks every TCP socket of the namespace) is not asked. Anything else: asked, and counted."""
+    calls: list[list[int]] = []
+
+    def dump(ports: list[int], netns_pid: int | None = None) -> list[TcpSocket]:
+        calls.append(ports)
+        return [TcpSocket(1, 99, 1, 8080, 0, 0, 0, 0, 0)]
+
+    monkeypatch.setattr(held, "server_sockets", dump)
+    counts, note = held.connections_held(*_look(sockets, peers, source))
+    assert bool(calls) == asked and note is None
+    assert counts == {pid: int(99 in inodes) for pid, inodes in sockets.items()}

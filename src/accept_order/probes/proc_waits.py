@@ -221,8 +221,12 @@ def read_set(pid: int, call: str, args: list[int], syscall_path: str, syscall_te
 
 
 def thread_ids(pid: int) -> list[int]:
-    """The process's threads, main thread first ([] once it is gone)."""
+    """The process's threads, main thread first ([] once it is gone). A process of one thread is told by its
+    task directory's link count (2 + its threads): one stat where a listing is an open, two getdents and a
+    close (inspect asks for each of a server's processes at every look: 325 times for 64 nginx workers)."""
     try:
+        if os.stat(f"/proc/{pid}/task").st_nlink == 3:
+            return [pid]  # its one thread is its main thread (a thread that execs takes the process's id)
         tids = sorted(int(t) for t in os.listdir(f"/proc/{pid}/task"))
     except OSError:
         return []
