@@ -12,7 +12,6 @@ import ipaddress
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import PlanError, WorkerExited
@@ -22,14 +21,14 @@ from ..core.processes import open_pidfd
 from ..core.protocol import HTTP_KEEPALIVE, LINE, ClientProtocol
 from ..core.spec import ServerSpec
 from ..core.started import Started
-from ..core.target import ReplyAttribution
 from ..core.waiting import wait_for
-from ..probes.listeners import listening_sockets_of
 from .watched import UsageDeltas, gone, proc_state
 
-if TYPE_CHECKING:  # psutil and the socket owners are imported where used: the registry lists this kind at start-up
+# psutil, the socket owners, the listeners' probe and the attribution are imported where used: the registry
+# lists this kind at start-up (issue 30)
+if TYPE_CHECKING:
     from ..core.target import Target
-    from ..probes.owner import SocketOwners
+    from .attached_owners import OwnerAttribution
 
 SETTLE_TIMEOUT_S = 2.0
 WHY = (
@@ -113,6 +112,7 @@ def check_listening(host: str, port: int, attach: Sequence[int], workers: Sequen
     """PlanError unless the attached processes hold a listener that takes connections to host:port, and
     no process outside them (their parent, a master that only listens, aside) holds one too: otherwise
     the connections would go to someone else and every count and verdict would be invented."""
+    from ..probes.listeners import listening_sockets_of
     from ..probes.owner import socket_holders
 
     where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
@@ -147,33 +147,6 @@ def check_listening(host: str, port: int, attach: Sequence[int], workers: Sequen
         )
 
 
-@dataclass
-class OwnerAttribution:
-    """Attribution by the socket's owner; the reply's "worker PID" when the server names itself."""
-
-    pids: tuple[int, ...]
-    holds_socket: bool = True
-    _owners: SocketOwners | None = field(default=None, repr=False)
-    _reply: ReplyAttribution | None = field(default=None, repr=False)
-
-    def from_reply(self, reply: bytes) -> int | None:
-        if self._reply is None:
-            self._reply = ReplyAttribution(self.pids)
-        return self._reply.from_reply(reply)
-
-    def from_socket(self, local: tuple[str, int], peer: tuple[str, int]) -> int | None:
-        if self._owners is None:
-            from ..probes.owner import SocketOwners
-
-            self._owners = SocketOwners(self.pids)
-        return self._owners.owner(local, peer)
-
-    def close(self) -> None:
-        if self._owners is not None:
-            self._owners.close()
-            self._owners = None
-
-
 class AttachedServer(Started):
     def __init__(self, spec: ServerSpec) -> None:
         self.spec = spec
@@ -195,6 +168,8 @@ class AttachedServer(Started):
     @property
     def attribution(self) -> OwnerAttribution:
         if self._attribution is None:
+            from .attached_owners import OwnerAttribution
+
             self._attribution = OwnerAttribution(tuple(self._pids))
         return self._attribution
 

@@ -11,19 +11,19 @@ the same index for the same worker in every process and over the run's loads.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import NotServing, PlanError
 from ..core.kinds import LongLivedCure, ModeInfo, ServerKind
 from ..core.measures import WorkerCounters
-from ..core.protocol import HTTP, LINE, ClientProtocol, describe_error, parse_reply
+from ..core.protocol import HTTP, LINE, ClientProtocol, describe_error
 from ..core.spec import ServerSpec
 from ..core.started import Closing
-from ..loads.reply_keys import ReplyWorkers
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the attributions are imported where a server elsewhere is made: not at start-up (issue 30)
     from ..core.target import Target
+    from ..loads.reply_keys import ReplyWorkers
+    from .remote_learned import LearnedAttribution
 
 # Said once in every load's report of a server elsewhere: what this host cannot measure of it.
 UNSEEN = (
@@ -43,38 +43,6 @@ WHY = (
 )
 
 
-@dataclass
-class LearnedAttribution:
-    """Worker indices from the replies; learned pids are kept in `pids` (index order)."""
-
-    workers: int
-    pids: list[int] = field(default_factory=list)
-    holds_socket: bool = False
-
-    def from_reply(self, reply: bytes) -> int | None:
-        parsed = parse_reply(reply)
-        if parsed is None:
-            return None
-        index, pid = parsed
-        if index is None:  # "worker PID": the order in which pids first answered
-            if pid not in self.pids:
-                if len(self.pids) >= self.workers:
-                    return None  # more workers answered than the run was told: a bad reply
-                self.pids.append(pid)
-            return self.pids.index(pid)
-        if not 0 <= index < self.workers:
-            return None
-        while len(self.pids) <= index:
-            self.pids.append(0)  # not seen yet
-        if self.pids[index] in (0, pid):
-            self.pids[index] = pid
-            return index
-        return None  # the same index answered with another pid: the server restarted a worker
-
-    def from_socket(self, local: tuple[str, int], peer: tuple[str, int]) -> int | None:
-        return None
-
-
 def unseen_note(spec: ServerSpec) -> str | None:
     """What a report of a load at a server elsewhere says it could not measure; None for any other server."""
     return UNSEEN.format(label=RemoteKind().label(spec)) if spec.kind == RemoteKind.name else None
@@ -84,6 +52,9 @@ class RemoteServer(Closing):
     def __init__(self, spec: ServerSpec) -> None:
         if spec.port == 0:
             raise PlanError("--target needs HOST:PORT")
+        from ..loads.reply_keys import ReplyWorkers
+        from .remote_learned import LearnedAttribution
+
         self.spec = spec
         self._attribution = LearnedAttribution(spec.workers)
         self._by_reply = ReplyWorkers(spec.workers)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...core.errors import ServerUnavailable
@@ -36,10 +35,8 @@ from ...core.kinds import (
     SideBySide,
 )
 from ...core.models import Mechanism, Model
-from ...core.protocol import parse_reply
 from ...core.spec import ServerSpec
 from .base import LaunchedServer
-from .log_receiver import LogReceiver
 
 MAXCONN = KindOption(
     "maxconn",
@@ -56,6 +53,8 @@ if TYPE_CHECKING:
     import psutil
 
     from ...core.target import Target
+    from .haproxy_threads import ThreadAttribution
+    from .log_receiver import LogReceiver
 
 PACKAGE = "the haproxy package (2.4 or newer)"
 DEFAULT_MAXACCEPT = 64  # HAProxy's own default for tune.maxaccept with threads
@@ -166,25 +165,6 @@ frontend accept_order
 """
 
 
-@dataclass(frozen=True)
-class ThreadAttribution:
-    """Attribution by the reply `worker THREAD pid PID`: the thread number is the worker's index, and the
-    pid must be this HAProxy's (its threads share it)."""
-
-    pid: int
-    threads: int
-    holds_socket: bool = False
-
-    def from_reply(self, reply: bytes) -> int | None:
-        parsed = parse_reply(reply)
-        if parsed is None or parsed[0] is None or parsed[1] != self.pid:
-            return None
-        return parsed[0] if 0 <= parsed[0] < self.threads else None
-
-    def from_socket(self, local: tuple[str, int], peer: tuple[str, int]) -> int | None:
-        return None
-
-
 class HaproxyServer(LaunchedServer):
     name = "haproxy"
     # soft stop: close the listeners, finish (and log) what is in hand, exit; SIGTERM would stop at once and
@@ -204,11 +184,15 @@ class HaproxyServer(LaunchedServer):
 
     @property
     def attribution(self) -> ThreadAttribution:  # type: ignore[override]
+        from .haproxy_threads import ThreadAttribution
+
         return ThreadAttribution(self.master.pid if self.master is not None else 0, self.spec.workers)
 
     def command(self) -> list[str]:
         binary = haproxy_binary()
         conf = os.path.join(self.directory, "haproxy.cfg")
+        from .log_receiver import LogReceiver
+
         self._receiver = LogReceiver()
         host, port = self._receiver.address
         with open(conf, "w") as f:

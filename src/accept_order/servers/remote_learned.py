@@ -1,0 +1,41 @@
+"""How `run`'s one client process learns a remote server's workers from its replies (servers/remote.py). Apart
+from the kind's declaration, so that the registry, which imports every kind at start-up, does not make this
+dataclass (issue 30)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..core.protocol import parse_reply
+
+
+@dataclass
+class LearnedAttribution:
+    """Worker indices from the replies; learned pids are kept in `pids` (index order)."""
+
+    workers: int
+    pids: list[int] = field(default_factory=list)
+    holds_socket: bool = False
+
+    def from_reply(self, reply: bytes) -> int | None:
+        parsed = parse_reply(reply)
+        if parsed is None:
+            return None
+        index, pid = parsed
+        if index is None:  # "worker PID": the order in which pids first answered
+            if pid not in self.pids:
+                if len(self.pids) >= self.workers:
+                    return None  # more workers answered than the run was told: a bad reply
+                self.pids.append(pid)
+            return self.pids.index(pid)
+        if not 0 <= index < self.workers:
+            return None
+        while len(self.pids) <= index:
+            self.pids.append(0)  # not seen yet
+        if self.pids[index] in (0, pid):
+            self.pids[index] = pid
+            return index
+        return None  # the same index answered with another pid: the server restarted a worker
+
+    def from_socket(self, local: tuple[str, int], peer: tuple[str, int]) -> int | None:
+        return None
