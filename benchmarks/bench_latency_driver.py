@@ -5,10 +5,11 @@ concurrency split over the same number of processes, against the same trivial-wo
 WorkerPool for the whole benchmark), alternating which goes first each round so that the machine's drift
 (±30% over minutes on a shared VM) falls on both. The reference is benchmarks/c/epoll_client.c, built
 here with `cc`. Reported: each round's requests/s for both, their ratio and each client's CPU per
-connection (the driver's from its own accounts, C's from the kernel's rusage of its processes), then the
-median ratio against the target (issue 30: the load generator >= 1.0 x C). The driver runs with `--driver`
-(default auto: io_uring where it can run); unless one was given, each round also runs the epoll loop, so
-the gain of io_uring over it is measured in the same rounds.
+connection (the driver's from its own accounts, C's from the kernel's rusage of its processes) and the
+workers' CPU per connection while each client ran (with few CPUs, client and workers together are what
+sets the rate), then the median ratio against the target (issue 30: the load generator >= 1.0 x C). The
+driver runs with `--driver` (default auto: io_uring where it can run); unless one was given, each round
+also runs the epoll loop, so the gain of io_uring over it is measured in the same rounds.
 
 Run: .venv/bin/python benchmarks/bench_latency_driver.py [--requests 30000] [--concurrency 50]
      [--rounds 5] [--procs 2] [--workers 2] [--mode epoll] [--driver auto|io_uring|epoll]
@@ -73,6 +74,15 @@ def py_run(
     return result
 
 
+def workers_cpu_s(pids: list[int]) -> float:
+    """CPU seconds the workers have run so far (/proc/PID/schedstat: ns on a CPU)."""
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/schedstat") as f:
+            total += int(f.read().split()[0])
+    return total / 1e9
+
+
 def client_cpu(result: LoadResult) -> float:
     """The drivers' CPU-µs per finished connection."""
     done = sum(d.requests for d in result.drivers)
@@ -113,6 +123,7 @@ def main() -> int:
     ratios: list[float] = []
     epoll_ratios: list[float] = []
     cpus: dict[str, list[float]] = {"C": [], "driver": [], "epoll": []}
+    workers: dict[str, list[float]] = {"C": [], "driver": [], "epoll": []}  # the workers' CPU-µs per connection
     loops: set[str] = set()
     with WorkerPool(spec) as pool:
         address, attribution = pool.address, pool.attribution
@@ -133,7 +144,9 @@ def main() -> int:
             order = ["C", "driver", "epoll"] if with_epoll else ["C", "driver"]
             shift = (round_ - 1) % len(order)
             for name in order[shift:] + order[:shift]:
+                before = workers_cpu_s(pool.pids)
                 runs[name] = c() if name == "C" else py(driver if name == "driver" else "epoll")
+                workers[name].append(1e6 * (workers_cpu_s(pool.pids) - before) / args.requests)
             c_req, c_cpu = runs["C"]  # type: ignore[misc]
             mine: LoadResult = runs["driver"]  # type: ignore[assignment]
             loops.update(d.loop or "?" for d in mine.drivers)
@@ -155,6 +168,8 @@ def main() -> int:
     print(f"the driver ran on {', '.join(sorted(loops))}")
     cpu_line = ", ".join(f"{name} {statistics.median(v):.0f}" for name, v in cpus.items() if v)
     print(f"CPU-us per connection, medians: {cpu_line}")
+    workers_line = ", ".join(f"with {name} {statistics.median(v):.0f}" for name, v in workers.items() if v)
+    print(f"the workers' CPU-us per connection, medians: {workers_line}")
     if epoll_ratios:
         print(f"epoll loop / C: median {statistics.median(epoll_ratios):.2f} (the fallback, same rounds)")
     print(
