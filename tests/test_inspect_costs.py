@@ -22,7 +22,8 @@ from accept_order.experiments.inspect import held
 from accept_order.experiments.inspect import sample as sample_module
 from accept_order.experiments.inspect.sample import Sample, _shared_epolls, take
 from accept_order.experiments.inspect.views import epoll_views, unit_views
-from accept_order.probes import proc_read, proc_waits
+from accept_order.probes import fd_table, proc_read, proc_waits
+from accept_order.probes import libc as libc_module
 from accept_order.probes.fd_table import FdTables, OpenFile
 from accept_order.probes.proc_waits import ThreadWait
 from accept_order.probes.serving import ProcessInfo, Server, _fields, find_server
@@ -221,3 +222,27 @@ def test_the_connections_dump_is_asked_where_a_socket_may_be_one(
     counts, note = held.connections_held(*_look(sockets, peers, source))
     assert bool(calls) == asked and note is None
     assert counts == {pid: int(99 in inodes) for pid, inodes in sockets.items()}
+
+
+def test_kcmp_and_setns_come_from_the_process_s_own_libc(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No ldconfig run to find libc (ctypes.util.find_library: a subprocess, 14 ms of every inspect): kcmp
+    still tells a descriptor's duplicate for the same open file, and another socket for a different one."""
+    import ctypes.util
+
+    def refused(name: str) -> str | None:
+        raise AssertionError(f"find_library({name!r}) was asked")
+
+    monkeypatch.setattr(ctypes.util, "find_library", refused)
+    libc_module.libc.cache_clear()
+    try:
+        with socket.socket() as a, socket.socket() as b:
+            twin = os.dup(a.fileno())
+            try:
+                pid = os.getpid()
+                assert fd_table.file_order(pid, a.fileno(), pid, twin) == 0
+                assert fd_table.file_order(pid, a.fileno(), pid, b.fileno()) in (-1, 1)
+                assert hasattr(libc_module.libc(), "setns")
+            finally:
+                os.close(twin)
+    finally:
+        libc_module.libc.cache_clear()

@@ -22,8 +22,6 @@ each pair. Where kcmp is missing (a kernel without CONFIG_KCMP) `same_file` and 
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import errno
 import os
 import re
@@ -31,6 +29,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from .libc import libc
 from .proc_read import read_proc
 
 EPOLLEXCLUSIVE = 1 << 28
@@ -294,19 +293,15 @@ class FdTables:
         return files, frozenset(f.inode for f in files.values() if f.kind == "socket" and f.inode is not None)
 
 
-_libc: ctypes.CDLL | None = None
 _KCMP_ORDER = {0: 0, 1: -1, 2: 1}  # kcmp's answers: equal, first below, first above (3: unequal, unordered)
 
 
 def _kcmp_file(pid_a: int, fd_a: int, pid_b: int, fd_b: int) -> int:
     """kcmp(2)'s answer (-1: it failed or there is none here)."""
-    global _libc
     number = KCMP_SYSCALL.get(_MACHINE)
     if number is None:
         return -1
-    if _libc is None:
-        _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-    return int(_libc.syscall(number, pid_a, pid_b, KCMP_FILE, fd_a, fd_b))
+    return int(libc().syscall(number, pid_a, pid_b, KCMP_FILE, fd_a, fd_b))
 
 
 def file_order(pid_a: int, fd_a: int, pid_b: int, fd_b: int) -> int | None:

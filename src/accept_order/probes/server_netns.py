@@ -10,12 +10,12 @@ rest of this process stays where it is). setns needs CAP_SYS_ADMIN: without it t
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import threading
 from collections.abc import Callable
 from typing import TypeVar
 
+from .libc import libc
 from .netstat import parse_netstat
 
 T = TypeVar("T")
@@ -52,10 +52,9 @@ def in_namespace_of(pid: int, question: Callable[[], T]) -> T:
 
     def enter_and_ask() -> None:
         try:
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
             fd = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
             try:
-                if libc.setns(fd, CLONE_NEWNET) != 0:
+                if libc().setns(fd, CLONE_NEWNET) != 0:
                     code = ctypes.get_errno()
                     raise PermissionError(code, f"setns into pid {pid}'s network namespace: {os.strerror(code)}")
             finally:
