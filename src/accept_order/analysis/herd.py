@@ -20,20 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.kinds import ModeInfo
-from ..core.measures import WorkerCounters
-
-#: Sleeps (woken) per connection at or above this count as a herd. One per connection is the idle floor
-#: (the winner sleeps again after answering); a herd of W idle workers gives about W.
-HERD_THRESHOLD = 1.5
-
-
-def woken_per_connection(counters: Sequence[WorkerCounters], served: int) -> float | None:
-    """The workers' voluntary context switches (sleeps) per served connection; None when a worker's are not
-    known. Where a worker sleeps only after a wakeup, the workers one connection woke (see the module)."""
-    switches = [c.voluntary_switches for c in counters]
-    if not served or any(s is None for s in switches):
-        return None
-    return sum(s for s in switches if s is not None) / served
+from .wakeups import HERD_THRESHOLD as HERD_THRESHOLD  # where the herd commands and tests read it
+from .wakeups import woken_per_connection as woken_per_connection
 
 
 @dataclass(frozen=True)

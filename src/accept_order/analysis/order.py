@@ -26,9 +26,9 @@ from ..core.measures import ConnectionRecord, Verdict, WorkerCounters
 from ..core.models import IDLE_ORDERS, Model
 from .chance import chance_of_fit, how_often
 from .fairness import jain_index, max_min_share, tally
-from .herd import HERD_THRESHOLD, woken_per_connection
 from .reorder import reorder_fit, reorder_pattern
 from .seen import client_cpus_text, cpu_pattern, hash_pattern, like, unpredicted_pattern
+from .wakeups import HERD_THRESHOLD, woken_per_connection
 
 FIT_THRESHOLD = 0.8
 

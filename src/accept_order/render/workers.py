@@ -9,7 +9,6 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis.kept_counts import own_count
 from ..core.cpus import format_cpu_list
 from ..core.measures import WorkerCounters
 
@@ -83,6 +82,8 @@ def own_count_text(
     errors: Counter[str] = Counter()
     for _, part_errors in parts:
         errors.update(part_errors)
+    from ..analysis.kept_counts import own_count  # kept connections only: not at start-up (issue 30)
+
     counted = own_count(own, replies, errors)
     return Text(
         f"{head}; the replies say {' '.join(map(str, replies))} ({counted.why()})",

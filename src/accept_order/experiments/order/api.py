@@ -13,10 +13,11 @@ from ...core.measures import ConnectionRecord
 from ...core.spec import SequentialLoad, ServerSpec, renamed
 from ...servers.registry import checked, variants
 from ..session import Measured, lifecycle, run_each, run_sequential
-from .result import RunResult, ServeResult
+from .result import RunResult
 
 if TYPE_CHECKING:
     from ...core.target import Serving, Target
+    from .serve_result import ServeResult
 
 _SERVER_FIELDS = {f.name for f in dataclasses.fields(ServerSpec)}
 
@@ -70,6 +71,8 @@ def compare(
 def serve(server: ServerSpec, announce: Callable[[Target], None] | None = None) -> ServeResult:
     """Keep the server up for connections made by hand until Ctrl-C or SIGTERM (how a server is stopped:
     the result follows), or a worker dies (WorkerError). `announce(target)` runs once it listens."""
+    from .serve_result import ServeResult
+
     serving: list[Serving] = []
 
     def wait_for_stop(started: Target) -> None:

@@ -10,8 +10,10 @@ from rich.console import Group, RenderableType
 from ...render.stopped import stopped_early
 from ...results import export
 from ..parts import Experiment, lazy
+from .compare_result import COMPARE_SHAPE, CompareResult
 from .report import compare_table, run_report, serve_report
-from .result import COMPARE_SHAPE, RUN_SHAPE, SERVE_SHAPE, CompareResult, RunResult, ServeResult
+from .result import RUN_SHAPE, RunResult
+from .serve_result import SERVE_SHAPE, ServeResult
 
 _PLOT = "accept_order.experiments.order.plot"
 

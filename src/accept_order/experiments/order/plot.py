@@ -19,7 +19,9 @@ from ...render.plots import (
     worker_colors,
 )
 from ...render.text import plural
-from .result import CompareResult, RunResult, ServeResult
+from .compare_result import CompareResult
+from .result import RunResult
+from .serve_result import ServeResult
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich import box
 from rich.console import Group, RenderableType
@@ -15,7 +16,10 @@ from ...render.evidence import evidence_report
 from ...render.fit import key_columns
 from ...render.text import durations_us, plural
 from ...render.workers import worker_legend, worker_table
-from .result import RunResult, ServeResult
+from .result import RunResult
+
+if TYPE_CHECKING:
+    from .serve_result import ServeResult
 
 SEQUENCE_SHOWN = 60
 

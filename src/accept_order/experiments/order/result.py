@@ -1,4 +1,5 @@
-"""Whole sequential runs and serve sessions (their records, counters and verdict are in measures.py).
+"""Whole sequential runs (their records, counters and verdict are in measures.py); a serve session's result is
+in serve_result.py, compare's in compare_result.py, so that `run` makes only its own dataclass (issue 30).
 
 Every class converts to and from plain JSON-able dicts; results/envelope.py adds the versioned envelope.
 """
@@ -93,86 +94,15 @@ class RunResult:
         )
 
 
-@dataclass(frozen=True)
-class ServeResult:
-    """A `serve` session: connections made by hand, counted by the workers (the sequence is by accept
-    time, from the workers' own clocks, since no client of ours saw the connections)."""
-
-    server: ServerSpec
-    environment: Environment
-    port: int
-    counters: tuple[WorkerCounters, ...]
-    sequence: tuple[int, ...]
-    evidence: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "server": self.server.to_dict(),
-            "environment": asdict(self.environment),
-            "port": self.port,
-            "counters": [c.to_dict() for c in self.counters],
-            "sequence": list(self.sequence),
-            "evidence": self.evidence,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ServeResult:
-        from ...results.typed import build
-
-        server = build(ServerSpec, data["server"])
-        sequence = data.get("sequence", [])
-        if not isinstance(sequence, list) or not all(
-            isinstance(w, int) and not isinstance(w, bool) and 0 <= w < server.workers for w in sequence
-        ):
-            from ...core.errors import ResultFileError
-
-            raise ResultFileError("malformed result: 'sequence' names workers this server did not have")
-        return cls(
-            server=server,
-            environment=build(Environment, data["environment"]),
-            port=data["port"],
-            counters=tuple(build(WorkerCounters, c) for c in data["counters"]),
-            sequence=tuple(sequence),
-            evidence=data.get("evidence", {}),
-        )
-
-
-@dataclass(frozen=True)
-class CompareResult:
-    """`compare`: one sequential run per mode (or server), and the variants this machine could not run."""
-
-    runs: tuple[RunResult, ...]
-    skipped: dict[str, str] = field(default_factory=dict)
-    interrupted: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {"runs": [r.to_dict() for r in self.runs], "skipped": self.skipped}
-        return doc | ({"interrupted": True} if self.interrupted else {})
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> CompareResult:
-        from ...results.typed import runs_list, skipped_map
-
-        runs = tuple(RunResult.from_dict(r) for r in runs_list(data))
-        return cls(runs, skipped_map(data), bool(data.get("interrupted", False)))
-
-
-# What each kind's file holds (results/schema.py), checked whole when a file is loaded: RUN_SHAPE,
-# SERVE_SHAPE and COMPARE_SHAPE, derived on their first use (PEP 562), so that `run`, which saves no file
-# unless asked, does not load the file format's schema (a dozen dataclasses) at start-up.
-_SHAPES = ("RUN_SHAPE", "SERVE_SHAPE", "COMPARE_SHAPE")
-
-
+# What a run's file holds (results/schema.py), checked whole when a file is loaded: RUN_SHAPE, derived on its
+# first use (PEP 562), so that `run`, which saves no file unless asked, does not load the file format's schema
+# (a dozen dataclasses) at start-up.
 def __getattr__(name: str) -> Record:
-    if name not in _SHAPES:
+    if name != "RUN_SHAPE":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from ...results.schema import ListOf, derive
-    from ...results.shapes import EVIDENCE, PORT, SKIPPED, names_workers
+    from ...results.schema import derive
+    from ...results.shapes import EVIDENCE, PORT, names_workers
 
     run = derive(RunResult, port=PORT, evidence=EVIDENCE, rules=(names_workers("records", "worker"),))
-    serve = derive(
-        ServeResult, port=PORT, evidence=EVIDENCE, optional=("sequence",), rules=(names_workers("sequence"),)
-    )
-    compare = derive(CompareResult, runs=ListOf(run), skipped=SKIPPED)
-    globals().update(RUN_SHAPE=run, SERVE_SHAPE=serve, COMPARE_SHAPE=compare)
-    return globals()[name]
+    globals().update(RUN_SHAPE=run)
+    return run
