@@ -1,5 +1,5 @@
-"""Load from several client hosts: where it runs (`ClientHosts`, part of a load's spec) and what each host did
-(`HostOutcome`, part of its result).
+"""Load from several client hosts: where it runs (`ClientHosts`, part of a load's spec); what each host did
+(`HostOutcome`, part of its result) is in host_outcome.py, named here on first use (issue 30: start-up).
 
 The hosts are reached over ssh through an existing engine (execnet: loads/hosts/); these types are plain data,
 so that results and reports read them without importing the engine.
@@ -7,15 +7,15 @@ so that results and reports read them without importing the engine.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from .errors import PlanError
-from .histogram import LatencyHistogram
-from .measures import DriverStats
-from .totals import TimedTotals, add_counts, add_errors, add_histograms, add_walls, cpu_us_per_connection
+
+if TYPE_CHECKING:
+    from .host_outcome import HostOutcome as HostOutcome
+    from .host_outcome import extended as extended
 
 MAX_CLIENT_HOSTS = 256  # ssh fan-out from one coordinator: beyond this, see docs/howto/cluster.md
 
@@ -68,101 +68,12 @@ class ClientHosts:
         return ClientHosts((destination,), self.ssh_config, self.python)
 
 
-@dataclass(frozen=True)
-class HostOutcome(TimedTotals):
-    """What one client host drove: its destination as given, what it served per worker and failed by errno,
-    its served durations, its drivers; its clock's offset to the coordinator's (host minus coordinator,
-    seconds) with the uncertainty (half the best round trip); when it started and ended, in seconds after
-    the run's common start on the coordinator's clock; `lost`: why it stopped reporting (None: it reported)."""
+def __getattr__(name: str) -> Any:
+    """HostOutcome and `extended` live in host_outcome.py, imported on first use: every spec imports this
+    module (a load's ClientHosts), and a command that reads no load's result does not make their dataclass
+    nor import the histograms (issue 30: start-up). Callers that import them from here get them from there."""
+    if name in ("HostOutcome", "extended"):
+        from . import host_outcome
 
-    destination: str
-    histogram: LatencyHistogram
-    errors: Mapping[str, int]
-    served: tuple[int, ...]
-    wall_s: float
-    drivers: tuple[DriverStats, ...] = ()
-    offset_s: float | None = None
-    uncertainty_s: float | None = None
-    started_s: float | None = None
-    ended_s: float | None = None
-    lost: str | None = None
-    # when it was to start, after the common start: an open loop's stripe, 0 for the first (None: a closed loop's
-    # host, due at the common start, or a file from before due_s, whose hosts were due by their places)
-    due_s: float | None = None
-    python: str = ""
-    version: str = ""
-    extra: Mapping[str, Any] = field(default_factory=dict)  # e.g. the kept-connections counts of the host
-
-    @property
-    def client_cpu_us(self) -> float | None:
-        """This host's load generator's CPU per connection it finished, in µs."""
-        return cpu_us_per_connection(self.drivers)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "destination": self.destination,
-            "served": list(self.served),
-            "served_total": self.ok,
-            "failed": dict(self.errors),
-            "requests_per_s": round(self.throughput, 1),
-            "client_cpu_us_per_connection": self.client_cpu_us,
-            "wall_s": self.wall_s,
-            "histogram": self.histogram.to_dict(),
-            "drivers": [d.to_dict() for d in self.drivers],
-            "clock_offset_s": self.offset_s,
-            "clock_uncertainty_s": self.uncertainty_s,
-            "started_s": self.started_s,
-            "ended_s": self.ended_s,
-            "lost": self.lost,
-            **({"due_s": self.due_s} if self.due_s is not None else {}),
-            "python": self.python,
-            "version": self.version,
-            **({"extra": dict(self.extra)} if self.extra else {}),
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> HostOutcome:
-        return cls(
-            destination=str(data["destination"]),
-            histogram=LatencyHistogram.from_dict(data["histogram"]),
-            errors={str(k): int(v) for k, v in data.get("failed", {}).items()},
-            served=tuple(int(n) for n in data.get("served", ())),
-            wall_s=float(data.get("wall_s", 0.0)),
-            drivers=tuple(DriverStats.from_dict(d) for d in data.get("drivers", ())),
-            offset_s=data.get("clock_offset_s"),
-            uncertainty_s=data.get("clock_uncertainty_s"),
-            started_s=data.get("started_s"),
-            ended_s=data.get("ended_s"),
-            lost=data.get("lost"),
-            due_s=data.get("due_s"),
-            python=str(data.get("python", "")),
-            version=str(data.get("version", "")),
-            extra=dict(data.get("extra", {})),
-        )
-
-
-def extended(a: tuple[HostOutcome, ...], b: tuple[HostOutcome, ...], concurrent: bool) -> tuple[HostOutcome, ...]:
-    """The hosts of two loads (a burst's cells, a ramp's steps) as one load's: a host in both has its counts
-    and durations added, its wall times added (one load after the other) or the longer kept (at once)."""
-    if not a or not b:
-        return a or b
-    later = {h.destination: h for h in b}
-    out = []
-    for h in a:
-        o = later.pop(h.destination, None)
-        if o is None:
-            out.append(h)
-            continue
-        out.append(
-            dataclasses.replace(
-                h,
-                histogram=add_histograms(h.histogram, o.histogram),
-                errors=add_errors(h.errors, o.errors),
-                served=add_counts(h.served, o.served),
-                wall_s=add_walls(h.wall_s, o.wall_s, concurrent),
-                drivers=h.drivers + o.drivers,
-                ended_s=o.ended_s if not concurrent else h.ended_s,
-                lost=h.lost or o.lost,
-            )
-        )
-    return (*out, *later.values())
+        return getattr(host_outcome, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

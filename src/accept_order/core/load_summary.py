@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.histogram import LatencyHistogram
-from ..core.measures import DriverStats
-from .hosts import HostOutcome, extended
+from .driver_stats import DriverStats
+from .host_outcome import HostOutcome, extended
 from .totals import (
     CountedTotals,
     LoadTotals,

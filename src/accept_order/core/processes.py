@@ -5,22 +5,36 @@ Shared by the worker pool and the load generator, the owners of every child the 
 
 from __future__ import annotations
 
-import ctypes
+import ctypes  # at the top: die_with_parent runs between fork and exec, where importing is unsafe
 import errno
-import multiprocessing as mp
 import os
 import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
-from multiprocessing.process import BaseProcess
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import ResourceError
 from .signals import SIGNALS, deferred
 
-# fork: workers inherit the listening sockets and a shared epoll, as in a real server, and start fast.
-FORK = mp.get_context("fork")
+if TYPE_CHECKING:
+    from multiprocessing.context import ForkContext
+    from multiprocessing.process import BaseProcess
+
+    # fork: workers inherit the listening sockets and a shared epoll, as in a real server, and start fast.
+    FORK: ForkContext
+
+
+def __getattr__(name: str) -> Any:
+    """FORK, multiprocessing's fork context, on first use: a command that starts no child (--help, show)
+    does not import multiprocessing (issue 30: start-up)."""
+    if name == "FORK":
+        import multiprocessing
+
+        return multiprocessing.get_context("fork")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 READY_TIMEOUT_S = 5.0  # a child that has not said it is ready by then is reported by name
 STOP_TIMEOUT_S = 3.0  # SIGTERM, then this long to report and exit, then SIGKILL
 MAX_REPLY = 4096  # bytes of a worker's answer a client reads before calling it malformed

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from ..core.histogram import LatencyHistogram
-from ..core.measures import DriverStats
+from .driver_stats import DriverStats
 
 
 def cpu_us_per_connection(drivers: Iterable[DriverStats]) -> float | None:
