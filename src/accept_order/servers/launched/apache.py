@@ -34,7 +34,6 @@ from ...core.kinds import (
 )
 from ...core.spec import ServerSpec
 from ...core.waiting import wait_for
-from ...probes.proc_waits import ACCEPTS, EPOLL_WAITS, thread_ids, thread_wait
 from ..watched import UsageDeltas, proc_state
 from .apache_config import (
     APACHE_MODES,
@@ -56,6 +55,8 @@ if TYPE_CHECKING:
 def thread_group_usage(pid: int) -> tuple[int, int, float]:
     """(voluntary switches, involuntary ones, CPU seconds) summed over every thread of `pid`: an event
     child's work is done by its listener and worker threads, which /proc/PID/status does not count."""
+    from ...probes.proc_waits import thread_ids  # here, not at the top: the registry imports every kind at start-up
+
     voluntary = involuntary = 0
     cpu_ns = 0
     tids = thread_ids(pid)
@@ -120,6 +121,8 @@ class ApacheServer(LaunchedServer):
     def waiting(self, pid: int) -> bool:
         """The child waits for a connection: prefork's in accept, or (the mutex) in epoll_wait or on the
         lock; an event child has all its threads, its listener thread in epoll_wait, and none running."""
+        from ...probes.proc_waits import ACCEPTS, EPOLL_WAITS, thread_ids, thread_wait
+
         tids = thread_ids(pid)
         if not tids or not all(proc_state(tid) == "S" for tid in tids):  # woken, even if not yet running
             return False
@@ -144,6 +147,8 @@ class ApacheServer(LaunchedServer):
         super().start()
         self._usage = ThreadGroupUsage(self._pids)
         if self.spec.cpus:  # Apache has no affinity setting: pin each child, every thread, in index order
+            from ...probes.proc_waits import thread_ids
+
             for index, pid in enumerate(self._pids):
                 for tid in thread_ids(pid):
                     os.sched_setaffinity(tid, {self.spec.cpus[index % len(self.spec.cpus)]})

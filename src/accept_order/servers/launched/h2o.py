@@ -27,7 +27,6 @@ from ...core.models import Mechanism
 from ...core.spec import ServerSpec
 from ...core.waiting import wait_for
 from ...probes.listeners import listening_sockets
-from ...probes.proc_waits import EPOLL_WAITS, thread_wait
 from ..watched import proc_state
 from .base import SETTLE_TIMEOUT_S, LaunchedServer
 
@@ -143,6 +142,7 @@ class H2oServer(LaunchedServer):
         """The threads asleep in an epoll that watches our listener, by thread id (creation order: the main
         thread first)."""
         from ...probes.fd_table import open_files  # here, not at the top: the registry imports every kind at start-up
+        from ...probes.proc_waits import EPOLL_WAITS, thread_wait
 
         try:
             listeners = {sock.inode for sock in listening_sockets(self.port)}
@@ -158,6 +158,8 @@ class H2oServer(LaunchedServer):
         return sorted(workers)
 
     def waiting(self, tid: int) -> bool:
+        from ...probes.proc_waits import EPOLL_WAITS, thread_wait
+
         pid = self.master.pid if self.master is not None else tid
         return proc_state(tid) == "S" and thread_wait(pid, tid).call in EPOLL_WAITS
 

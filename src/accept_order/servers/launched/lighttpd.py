@@ -29,7 +29,6 @@ from ...core.models import Mechanism
 from ...core.processes import STOP_TIMEOUT_S
 from ...core.spec import ServerSpec
 from ...core.waiting import wait_for
-from ...probes.proc_waits import EPOLL_WAITS, POLLS, thread_wait
 from ..watched import gone
 from .base import SETTLE_TIMEOUT_S, LaunchedServer
 
@@ -170,6 +169,8 @@ class LighttpdServer(LaunchedServer):
         return [master.pid] if self.spec.workers == 1 else super().workers_of(master)
 
     def waiting(self, pid: int) -> bool:
+        from ...probes.proc_waits import EPOLL_WAITS, POLLS, thread_wait  # not at the top: the registry imports it
+
         wait = thread_wait(pid, pid)
         return wait.call in (EPOLL_WAITS | POLLS)
 
