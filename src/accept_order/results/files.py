@@ -19,7 +19,7 @@ from typing import Any
 
 from accept_order.core.errors import PlanError, ResultFileError
 from accept_order.core.text import escape_controls
-from accept_order.results.schema import brief
+from accept_order.results.shape import brief
 
 SCHEMA = "accept-order"
 

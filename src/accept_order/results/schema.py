@@ -18,70 +18,11 @@ import json
 import math
 import types
 import typing
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, get_args, get_origin, get_type_hints
 
-from ..core.text import escape_controls
-
-# Counts, microseconds, seconds: 2**53 is where a float stops holding every integer, and ~285 years in
-# microseconds; anything larger is not from a real run (and 1e30 breaks arithmetic that assumes less).
-MAX_COUNT = 1 << 53
-MAX_TEXT = 1 << 16  # characters in one string: titles, errors, host names are far shorter
-
-
-class SchemaError(Exception):
-    """A value that does not fit its shape: where it is in the document, and what is wrong with it."""
-
-    def __init__(self, at: str, problem: str) -> None:
-        super().__init__(f"{at or 'the document'}: {problem}")
-        self.at = at
-        self.problem = problem
-
-
-def child(at: str, key: str | int) -> str:
-    """The path of `key` inside the value at `at`: `runs[0]`, `runs[0].histogram`."""
-    if isinstance(key, int):
-        return f"{at}[{key}]"
-    return f"{at}.{key}" if at else key
-
-
-def brief(value: object) -> str:
-    """A value from a file, short, JSON-spelled and with controls escaped, for an error message."""
-    if isinstance(value, dict | list):
-        return "an object" if isinstance(value, dict) else "a list"
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
-        return "a very large number"
-    if isinstance(value, str) and len(value) > 40:
-        value = value[:40] + "..."
-    try:
-        return escape_controls(json.dumps(value))
-    except (TypeError, ValueError):
-        return escape_controls(repr(value)[:40])
-
-
-def wrong(at: str, expected: str, value: object) -> SchemaError:
-    return SchemaError(at, f"expected {expected}, got {brief(value)}")
-
-
-def _real(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _bounded(expected: str, value: object) -> str:
-    """`expected`, saying the bound when the value is a number past what any field may hold (1e30)."""
-    if isinstance(value, int | float) and not isinstance(value, bool) and abs(value) > MAX_COUNT:
-        return f"{expected} within 2**53"
-    return expected
-
-
-class Shape:
-    """What a JSON value must be. `check` raises SchemaError (with the value's path) or returns None."""
-
-    expected = "a value"
-
-    def check(self, value: Any, at: str) -> None:
-        raise NotImplementedError
+from .shape import LIST_TYPES, MAX_COUNT, MAX_TEXT, REAL_TYPES, SchemaError, Shape, bounded, child, is_real, wrong
 
 
 @dataclass(frozen=True)
@@ -92,6 +33,9 @@ class Anything(Shape):
 
     def check(self, value: Any, at: str) -> None:
         return None
+
+    def fits(self, value: Any) -> bool:
+        return True
 
 
 @dataclass(frozen=True)
@@ -109,7 +53,14 @@ class Integer(Shape):
 
     def check(self, value: Any, at: str) -> None:
         if isinstance(value, bool) or not isinstance(value, int) or not self.low <= value <= self.high:
-            raise wrong(at, _bounded(self.expected, value), value)
+            raise wrong(at, bounded(self.expected, value), value)
+
+    def fits(self, value: Any) -> bool:
+        # type() is: a bool is not an integer here; an int subclass is left to check
+        return type(value) is int and self.low <= value <= self.high
+
+    def fits_all(self, values: Sequence[Any]) -> bool:
+        return not values or (set(map(type, values)) == {int} and self.low <= min(values) and max(values) <= self.high)
 
 
 @dataclass(frozen=True)
@@ -128,8 +79,21 @@ class Number(Shape):
     def check(self, value: Any, at: str) -> None:
         # The bounds first: an integer past a float's range (10**400) compares exactly, but isfinite would
         # convert it and raise OverflowError.
-        if not _real(value) or not self.low <= value <= self.high or not math.isfinite(value):
-            raise wrong(at, _bounded(self.expected, value), value)
+        if not is_real(value) or not self.low <= value <= self.high or not math.isfinite(value):
+            raise wrong(at, bounded(self.expected, value), value)
+
+    def fits(self, value: Any) -> bool:
+        kind = type(value)
+        return (kind is float or kind is int) and self.low <= value <= self.high and math.isfinite(value)
+
+    def fits_all(self, values: Sequence[Any]) -> bool:
+        if not values:
+            return True
+        if not set(map(type, values)) <= REAL_TYPES:
+            return False
+        # The bounds before isfinite, as check: a NaN first makes min() NaN (refused); a NaN later hides
+        # nothing from min() and max() (it compares false), and isfinite then finds it.
+        return self.low <= min(values) and max(values) <= self.high and all(map(math.isfinite, values))
 
 
 @dataclass(frozen=True)
@@ -139,6 +103,12 @@ class Flag(Shape):
     def check(self, value: Any, at: str) -> None:
         if not isinstance(value, bool):
             raise wrong(at, self.expected, value)
+
+    def fits(self, value: Any) -> bool:
+        return value is True or value is False
+
+    def fits_all(self, values: Sequence[Any]) -> bool:
+        return set(map(type, values)) <= {bool}
 
 
 @dataclass(frozen=True)
@@ -155,6 +125,12 @@ class Text(Shape):
         if not isinstance(value, str) or len(value) > self.longest:
             raise wrong(at, self.expected, value)
 
+    def fits(self, value: Any) -> bool:
+        return type(value) is str and len(value) <= self.longest
+
+    def fits_all(self, values: Sequence[Any]) -> bool:
+        return not values or (set(map(type, values)) == {str} and max(map(len, values)) <= self.longest)
+
 
 @dataclass(frozen=True)
 class OneOf(Shape):
@@ -168,8 +144,11 @@ class OneOf(Shape):
 
     def check(self, value: Any, at: str) -> None:
         # type() as well: 1 == 1.0 == True, and a file's `true` is not the number 1
-        if not any(value == v and type(value) is type(v) for v in self.values):
+        if not self.fits(value):
             raise wrong(at, self.expected, value)
+
+    def fits(self, value: Any) -> bool:
+        return any(value == v and type(value) is type(v) for v in self.values)
 
 
 @dataclass(frozen=True)
@@ -183,7 +162,7 @@ class Maybe(Shape):
         return f"{self.shape.expected} or null"
 
     def check(self, value: Any, at: str) -> None:
-        if value is None:
+        if value is None or self.shape.fits(value):
             return
         try:
             self.shape.check(value, at)
@@ -191,6 +170,9 @@ class Maybe(Shape):
             if exc.at != at:
                 raise  # a part of it is wrong: that part's message says more
             raise wrong(at, self.expected, value) from None
+
+    def fits(self, value: Any) -> bool:
+        return value is None or self.shape.fits(value)
 
 
 @dataclass(frozen=True)
@@ -207,8 +189,13 @@ class ListOf(Shape):
     def check(self, value: Any, at: str) -> None:
         if not isinstance(value, list | tuple) or len(value) < self.fewest:  # tuples: from the Python API
             raise wrong(at, self.expected, value)
+        fits = self.item.fits
         for index, item in enumerate(value):
-            self.item.check(item, child(at, index))
+            if not fits(item):
+                self.item.check(item, child(at, index))
+
+    def fits(self, value: Any) -> bool:
+        return isinstance(value, list | tuple) and len(value) >= self.fewest and self.item.fits_all(value)
 
 
 @dataclass(frozen=True)
@@ -225,7 +212,23 @@ class Items(Shape):
         if not isinstance(value, list | tuple) or len(value) != len(self.shapes):
             raise wrong(at, self.expected, value)
         for index, (item, shape) in enumerate(zip(value, self.shapes, strict=True)):
-            shape.check(item, child(at, index))
+            if not shape.fits(item):
+                shape.check(item, child(at, index))
+
+    def fits(self, value: Any) -> bool:
+        shapes = self.shapes
+        if not isinstance(value, list | tuple) or len(value) != len(shapes):
+            return False
+        return all(shape.fits(item) for shape, item in zip(shapes, value, strict=True))
+
+    def fits_all(self, values: Sequence[Any]) -> bool:
+        """Column by column: a histogram's thousands of [value, count] pairs in a few calls."""
+        if not values:
+            return True
+        if not set(map(type, values)) <= LIST_TYPES or set(map(len, values)) != {len(self.shapes)}:
+            return False
+        columns = zip(*values, strict=True)
+        return all(shape.fits_all(column) for shape, column in zip(self.shapes, columns, strict=True))
 
 
 @dataclass(frozen=True)
@@ -239,8 +242,13 @@ class MapOf(Shape):
     def check(self, value: Any, at: str) -> None:
         if not isinstance(value, dict):
             raise wrong(at, self.expected, value)
+        fits = self.value.fits
         for key, item in value.items():
-            self.value.check(item, child(at, key))
+            if not fits(item):
+                self.value.check(item, child(at, key))
+
+    def fits(self, value: Any) -> bool:
+        return isinstance(value, dict) and self.value.fits_all(tuple(value.values()))
 
 
 # A rule across the fields of an object: given the object (already checked field by field) and its path,
@@ -266,10 +274,24 @@ class Record(Shape):
         if missing:
             raise SchemaError(child(at, missing[0]), "missing")
         for name, shape in self.fields.items():
-            if name in value:
-                shape.check(value[name], child(at, name))
+            if name in value and not shape.fits(item := value[name]):
+                shape.check(item, child(at, name))
         for rule in self.rules:
             rule(value, at)
+
+    def fits(self, value: Any) -> bool:
+        if not isinstance(value, dict) or not self.required <= value.keys():
+            return False
+        for name, shape in self.fields.items():
+            if name in value and not shape.fits(value[name]):
+                return False
+        # A rule says what is wrong only by raising, naming a path: asked here without one (it is pure).
+        try:
+            for rule in self.rules:
+                rule(value, "")
+        except SchemaError:
+            return False
+        return True
 
     def but(self, *, optional: Iterable[str] = (), rules: Iterable[Rule] = (), **fields: Shape) -> Record:
         """This record with some fields' shapes replaced (or added), some made optional, more rules."""
