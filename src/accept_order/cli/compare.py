@@ -32,8 +32,8 @@ def compare(modes: list[str], repeat: int, json_path: str | None, **options: Any
     """Compare the modes side by side, in one table. Every mode this machine supports (or --modes) runs
     with the same settings."""
     from .. import api
+    from ..experiments.order.compare_experiment import compare_report
     from ..experiments.order.compare_result import CompareResult
-    from ..experiments.order.experiment import compare_report
     from ..servers.registry import variants
 
     servers: list[str] = options["server"]

@@ -17,10 +17,13 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import threading
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported where the reaper is started or stopped: not at every command's start-up (issue 30)
+    import subprocess
 
 _GRACE_S = 1.0  # how long the workers of a killed group have to be gone before the directory goes
 
@@ -43,6 +46,8 @@ class Reaper:
             else:
                 self._open.add(line)
             if self._proc is None or self._proc.poll() is not None:
+                import subprocess
+
                 self._proc = subprocess.Popen(
                     [sys.executable, "-m", "accept_order.core.reaper"],
                     stdin=subprocess.PIPE,
@@ -60,6 +65,8 @@ class Reaper:
 
     def _stop(self) -> None:
         """Close its pipe with nothing open: it exits at once, having nothing to end."""
+        import subprocess
+
         proc, self._proc = self._proc, None
         if proc is None or proc.stdin is None:
             return

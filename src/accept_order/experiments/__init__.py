@@ -53,8 +53,8 @@ class Entry(NamedTuple):
 # order (the order `accept-order --help` lists the commands in).
 EXPERIMENTS: dict[str, Entry] = {
     "run": Entry("order.experiment:RUN", "run", ("run", "sequential"), "order.repeated:RUN_REPEATED"),
-    "compare": Entry("order.experiment:COMPARE", "compare", ("compare",), "order.repeated:COMPARE_REPEATED"),
-    "serve": Entry("order.experiment:SERVE", "serve", ("serve",)),
+    "compare": Entry("order.compare_experiment:COMPARE", "compare", ("compare",), "order.repeated:COMPARE_REPEATED"),
+    "serve": Entry("order.serve_experiment:SERVE", "serve", ("serve",)),
     "latency": Entry("latency.experiment:LATENCY", "latency", ("latency",), "latency.repeated:LATENCY_REPEATED"),
     "latency-compare": Entry(
         "latency.experiment:LATENCY_COMPARE", None, ("compare_latency",), "latency.repeated:LATENCY_COMPARE_REPEATED"

@@ -19,11 +19,8 @@ from __future__ import annotations
 import functools
 import os
 import select
-import shutil
 import signal
 import socket
-import subprocess
-import tempfile
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...core.errors import ServerUnavailable, WorkerError
@@ -36,49 +33,17 @@ from ...core.started import Started
 from ...core.target import ReplyAttribution
 from ...core.waiting import wait_for
 from ..watched import UsageDeltas, gone, proc_state
+from .directories import DIRECTORY_PREFIX as DIRECTORY_PREFIX  # where callers found them before directories.py
+from .directories import private_directory as private_directory
+from .directories import remove_stale_directories as remove_stale_directories
 
-# psutil is imported where a running server uses it: the registry imports every kind at start-up
+# psutil and subprocess are imported where a running server uses them: the registry imports every kind at start-up
 if TYPE_CHECKING:
+    import subprocess
+
     import psutil
 
 SETTLE_TIMEOUT_S = 2.0
-DIRECTORY_PREFIX = "accept-order-"
-
-
-def remove_stale_directories() -> None:
-    """Private directories of earlier runs whose tool is gone (killed before it, and its reaper, could
-    remove them): `accept-order-NAME-PID-XXXX` in the temp directory, PID no longer running."""
-    import psutil
-
-    base = tempfile.gettempdir()
-    try:
-        names = os.listdir(base)
-    except OSError:
-        return
-    for name in names:
-        parts = name[len(DIRECTORY_PREFIX) :].split("-") if name.startswith(DIRECTORY_PREFIX) else []
-        if len(parts) != 3 or not parts[1].isdigit() or int(parts[1]) == os.getpid():
-            continue
-        if not psutil.pid_exists(int(parts[1])):
-            shutil.rmtree(os.path.join(base, name), ignore_errors=True)
-
-
-def private_directory(prefix: str) -> str:
-    """A new directory only we can enter (as mkdtemp makes), named with our pid so that a later run can
-    tell one whose owner is gone (see above). The reaper is told of it before it exists: killed between
-    the two, we would leave it behind (seen: 1 run in 8 when killed just as the server was launched)."""
-    import secrets  # here: hashlib would load with every kind's module at start-up
-
-    base = tempfile.gettempdir()
-    for _ in range(100):
-        path = os.path.join(base, f"{prefix}{secrets.token_hex(4)}")
-        REAPER.watch_directory(path)
-        try:
-            os.mkdir(path, 0o700)
-            return path
-        except FileExistsError:
-            REAPER.done_directory(path)  # someone else's: never ours to remove
-    raise FileExistsError(f"no free name for a private directory {prefix}* in {base}")
 
 
 def free_port(host: str) -> int:
@@ -278,6 +243,8 @@ class LaunchedServer(Started):
 
     # -- start ----------------------------------------------------------------------------------
     def start(self) -> None:
+        import subprocess
+
         import psutil
 
         if self.spec.port:  # checked before anything is launched (see refuse_foreign_group)
@@ -364,6 +331,9 @@ class LaunchedServer(Started):
 
     def close(self) -> None:
         """Stop gracefully, then SIGTERM, then SIGKILL master and workers; read the logs; remove the directory."""
+        import shutil
+        import subprocess
+
         master = self.master
         if master is not None and master.poll() is None:
             for sig, wait_s in ((self.graceful, STOP_TIMEOUT_S), (signal.SIGTERM, 1.0), (signal.SIGKILL, 1.0)):

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import errno
 import os
-import subprocess
 import sys
 from typing import TYPE_CHECKING
 
@@ -200,6 +199,8 @@ class UwsgiServer(LaunchedServer):
     def close(self) -> None:
         """The graceful shutdown (`q` on the master FIFO) once every worker is back in its wait, so that each
         request served is logged; then the base class's ladder for whatever is left."""
+        import subprocess  # here, not at the top: the registry imports every kind at start-up
+
         master = self.master
         if master is not None and master.poll() is None and self.directory:
             # On a loaded machine a worker may need seconds to write its last log lines and get back to its
