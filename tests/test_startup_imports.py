@@ -1,14 +1,19 @@
-"""What the command line imports: `run --mode epoll` and `--help` load only what they use (issue 30 §2).
+"""What the command line imports: `run --mode epoll`, `--help`, `show` and `inspect` load only what they use
+(issue 30 §2).
 
 Start-up is most of a short run's time, and every test that starts the CLI as a process pays it, so each
 command imports what it uses when it runs: the experiments of other commands, the file format of a run that
 saves no file, the client hosts' and --observe-on's machinery, psutil where no launched or attached server
-runs, rich where nothing is printed through it. Checked by the modules the process holds at its exit (its
-`sys.modules`), not by timing: a module that comes back fails here on any machine, busy or not.
+runs, rich where nothing is printed through it; the kinds' and modes' machinery (the registry imports every
+kind's declaration, never its server), and the dataclasses a command does not use (Python 3.11 compiles the
+source of each one's methods: ~1.5 ms a class, the largest part of our own modules' start-up). Checked by the
+modules the process holds at its exit (its `sys.modules`), not by timing: a module that comes back fails here
+on any machine, busy or not.
 """
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -44,6 +49,30 @@ HEAVY = (
     "accept_order.probes.fd_table",  # ctypes.util: an attached or launched server's fd tables
 )
 OTHERS = tuple(f"accept_order.experiments.{e.folder}" for e in EXPERIMENTS.values() if e.folder != "order")
+# A kind's or a mode's machinery, imported where a server of theirs is made (the registry imports their
+# declarations at start-up): none of it is the built-in epoll workers'.
+MACHINERY = (
+    "accept_order.servers.attached_owners",
+    "accept_order.servers.remote_learned",
+    "accept_order.servers.launched.haproxy_threads",
+    "accept_order.servers.modes.accept_mutex_lock",
+    "accept_order.servers.modes.fd_pass_acceptor",
+    "accept_order.loads.reply_keys",  # a server elsewhere's replies
+)
+# Dataclasses a run neither makes nor reads: a concurrent load's drivers and client hosts, the herd table,
+# kept connections' counts, serve's and compare's results, a warning no loopback run has.
+NOT_A_RUNS = (
+    "accept_order.core.driver_stats",
+    "accept_order.core.host_outcome",
+    "accept_order.core.run_warnings",
+    "accept_order.analysis.herd",
+    "accept_order.analysis.kept_counts",
+    "accept_order.probes.proc_waits",  # a launched server's threads' waits (and inspect's)
+    "accept_order.experiments.order.serve_result",
+    "accept_order.experiments.order.compare_result",
+)
+STARTS_PROCESSES = ("multiprocessing", "subprocess")  # what only a command that starts a process needs
+GOLDEN_RUN = Path(__file__).resolve().parent / "data" / "golden" / "run.json"
 
 
 def imported_by(args: list[str], tmp_path: Path) -> set[str]:
@@ -68,6 +97,7 @@ def test_a_run_imports_no_other_command_and_nothing_it_does_not_show(tmp_path: P
     assert "accept_order.experiments.order.report" in modules  # it ran and reported: the probe saw the run
     assert loaded(modules, HEAVY) == []
     assert loaded(modules, OTHERS) == []
+    assert loaded(modules, (*MACHINERY, *NOT_A_RUNS)) == []
 
 
 def test_start_up_is_frozen_and_the_command_runs_with_the_collector(tmp_path: Path) -> None:
@@ -84,3 +114,28 @@ def test_the_help_imports_no_experiment_and_no_rich(tmp_path: Path) -> None:
     assert "accept_order.cli.run" in modules  # every command's short help was read
     assert loaded(modules, (*HEAVY, "rich")) == []
     assert loaded(modules, ("accept_order.experiments.order", *OTHERS)) == []
+    assert loaded(modules, (*MACHINERY, *NOT_A_RUNS, *STARTS_PROCESSES, "tempfile")) == []
+
+
+def test_show_of_a_run_file_imports_no_other_result_and_starts_nothing(tmp_path: Path) -> None:
+    modules = imported_by(["show", str(GOLDEN_RUN)], tmp_path)
+    assert "accept_order.experiments.order.result" in modules  # it read the file: the probe saw the command
+    assert loaded(modules, (*MACHINERY, *STARTS_PROCESSES, "execnet", "matplotlib", "psutil")) == []
+    assert loaded(modules, OTHERS) == []
+    others = ("serve_result", "compare_result", "serve_experiment", "compare_experiment", "api")
+    assert loaded(modules, tuple(f"accept_order.experiments.order.{name}" for name in others)) == []
+    assert loaded(modules, ("accept_order.servers.pool", "accept_order.servers.worker")) == []
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="inspect reads Linux's /proc")
+def test_inspect_imports_neither_the_file_format_nor_what_starts_servers(tmp_path: Path) -> None:
+    """inspect of a listener (this test's own socket) saves no file unless asked: the file format's schema
+    (a dozen dataclasses) is not imported, nor the built-in workers' machinery, nor another experiment."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        modules = imported_by(["inspect", "--port", str(listener.getsockname()[1])], tmp_path)
+    assert "accept_order.experiments.inspect.report" in modules  # it looked and reported
+    reads = ("accept_order.probes.fd_table",)  # the processes' fd tables are what inspect reads
+    assert loaded(modules, (*(h for h in HEAVY if h not in reads), *MACHINERY, *STARTS_PROCESSES)) == []
+    assert loaded(modules, ("accept_order.results.schema", "accept_order.results.typed")) == []
+    assert loaded(modules, ("accept_order.servers.pool", "accept_order.experiments.order")) == []
+    assert loaded(modules, tuple(o for o in OTHERS if not o.endswith(".inspect"))) == []

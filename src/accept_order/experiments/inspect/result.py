@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...core.measures import Environment
-from ...results.schema import Integer, Items, ListOf, MapOf, Maybe, derive, known
-from ...results.shapes import PORT, SIGNED
-from ...results.typed import build
+
+if TYPE_CHECKING:
+    from ...results.schema import Shape
 
 
 @dataclass(frozen=True)
@@ -149,6 +149,9 @@ class InspectResult:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> InspectResult:
         """Checked whole against its shape (INSPECT_SHAPE: every nested record's too), then built."""
+        from ...results.typed import build
+
+        _shapes()
         checked = build(cls, data)
         epolls = []
         for raw in data["epolls"]:
@@ -168,10 +171,27 @@ class InspectResult:
         )
 
 
-known(ListenerView, derive(ListenerView, port=PORT))
-known(EpollView, derive(EpollView, shared_with=ListOf(Items((Integer(), Integer())))))
-INSPECT_SHAPE = known(
-    InspectResult,
-    # sysctls as read (a few are -1 by design), counters as the kernel keeps them
-    derive(InspectResult, sysctls=MapOf(Maybe(SIGNED)), counters=MapOf(SIGNED)),
-)
+def _shapes() -> Shape:
+    """What an inspect file holds (results/schema.py), its nested records' shapes told to the schema, made once
+    where a file is read or checked: `inspect` itself saves no file unless asked, and does not load the file
+    format's schema at start-up (issue 30)."""
+    shape = globals().get("INSPECT_SHAPE")
+    if shape is None:
+        from ...results.schema import Integer, Items, ListOf, MapOf, Maybe, derive, known
+        from ...results.shapes import PORT, SIGNED
+
+        known(ListenerView, derive(ListenerView, port=PORT))
+        known(EpollView, derive(EpollView, shared_with=ListOf(Items((Integer(), Integer())))))
+        shape = known(
+            InspectResult,
+            # sysctls as read (a few are -1 by design), counters as the kernel keeps them
+            derive(InspectResult, sysctls=MapOf(Maybe(SIGNED)), counters=MapOf(SIGNED)),
+        )
+        globals()["INSPECT_SHAPE"] = shape
+    return shape
+
+
+def __getattr__(name: str) -> Shape:
+    if name != "INSPECT_SHAPE":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _shapes()
