@@ -23,31 +23,23 @@ Run: .venv/bin/python benchmarks/bench_run.py [--connections 20000] [--rounds 10
 
 from __future__ import annotations
 
-import ctypes
-import multiprocessing as mp
 import os
-import platform
 import resource
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from tempfile import TemporaryDirectory
-from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "experiments"))  # the one-line parser the experiments use
 
-import psutil  # noqa: E402
 from _cli import OneLineParser, positive_int  # noqa: E402  (experiments/_cli.py)
-from cbuild import NoCompiler, build  # noqa: E402
+from _run_common import c_client, chunks, machine_line, run_c, verdict  # noqa: E402
+from _run_instrumentation import bench_instrumentation  # noqa: E402
 
 from accept_order.core.spec import SequentialLoad, ServerSpec  # noqa: E402
 from accept_order.loads.sequential import loop_for, run_sequential  # noqa: E402
@@ -55,29 +47,6 @@ from accept_order.servers.pool import WorkerPool  # noqa: E402
 
 RUN_TARGET_S = 0.15  # issue 30 (0.2 in issue 7): `run --mode epoll` end to end, median
 RATIO_TARGET = 0.9  # issue 30 (0.8 in issue 7): the sequential client against the C one, median of paired rounds
-C_SOURCE = HERE / "c" / "seq_client.c"
-
-
-def verdict(ok: bool) -> str:
-    return "OK" if ok else "MISS"
-
-
-def machine_line() -> str:
-    return (
-        f"machine: Linux {platform.release()} {platform.machine()}, {os.cpu_count()} CPUs, "
-        f"Python {platform.python_version()}, load average {os.getloadavg()[0]:.2f}"
-    )
-
-
-def c_client() -> Path | None:
-    """The compiled reference client, or None (after saying why) if there is no C compiler."""
-    try:
-        return build(C_SOURCE, ("-O2", "-Wall"))
-    except NoCompiler as exc:
-        print(f"C reference: skipped ({exc})")
-    except subprocess.CalledProcessError as exc:
-        print(f"C reference: skipped (cc failed with exit {exc.returncode})")
-    return None
 
 
 # -- 1: `accept-order run` end to end -------------------------------------------------------------
@@ -146,17 +115,6 @@ def own_cpu_s() -> float:
     return time.process_time()
 
 
-def run_c(binary: Path, address: tuple[str, int], count: int) -> tuple[float, int]:
-    """(seconds, failures) of the C client; its one output line is `count N failures F elapsed_s S rate R`."""
-    argv = [str(binary), address[0], str(address[1]), str(count)]
-    # Each connection has a 5 s limit in the client; this only guards against a wedged machine.
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=60 + count * 0.05)
-    fields = out.stdout.split()
-    if out.returncode not in (0, 1) or len(fields) != 8:
-        raise SystemExit(f"bench_run: C client failed (exit {out.returncode}): {out.stderr.strip()}")
-    return float(fields[5]), int(fields[3])
-
-
 def run_driver(pool: WorkerPool, count: int, served: list[int]) -> tuple[float, int, float]:
     """(seconds, failures, CPU seconds) of the real sequential client, driving the pool as a run drives its
     target (gap 0, 5 s timeout, settle off: the pool's pidfds watch the workers); adds to `served`."""
@@ -173,12 +131,6 @@ def run_driver(pool: WorkerPool, count: int, served: list[int]) -> tuple[float, 
             served[r.worker] += 1
             ok += 1
     return elapsed, count - ok, cpu
-
-
-def chunks(total: int, rounds: int) -> list[int]:
-    """`total` split into `rounds` near-equal positive parts."""
-    rounds = min(rounds, total)
-    return [total // rounds + (1 if i < total % rounds else 0) for i in range(rounds)]
 
 
 def bench_rate(connections: int, rounds: int, workers: int) -> None:
@@ -245,154 +197,6 @@ def bench_rate(connections: int, rounds: int, workers: int) -> None:
         f"ratio driver/C: {ratio:.2f} (median of rounds; range {per_round[0]:.2f}-{per_round[-1]:.2f}, "
         f"overall {py / c:.2f}; target >= {RATIO_TARGET:g}: {verdict(ratio >= RATIO_TARGET)})"
     )
-
-
-# -- 3: instrumentation cost -----------------------------------------------------------------------
-def _die_with_parent() -> None:
-    try:
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: no orphan if we are killed
-    except (OSError, AttributeError):
-        pass
-
-
-def _bare_worker(sock: socket.socket, report: Callable[[int], None]) -> None:
-    """The seed's blocking-accept worker, reporting each connection the way `report` does."""
-    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _die_with_parent()
-    reply = f"worker 0 pid {os.getpid()}\n".encode()
-    while True:
-        conn, _ = sock.accept()
-        conn.sendall(reply)
-        conn.close()
-        report(1)
-
-
-def _drain(read_fd: int, write_fd: int) -> None:
-    _die_with_parent()
-    os.close(write_fd)  # so that the read sees EOF once every worker is gone
-    while os.read(read_fd, 65536):
-        pass
-
-
-def _drain_queue(queue: Any) -> None:
-    _die_with_parent()
-    while queue.get() is not None:
-        pass
-
-
-@contextmanager
-def bare_server(kind: str, workers: int) -> Iterator[tuple[tuple[str, int], list[int]]]:
-    """Blocking-accept workers on a fresh socket, reporting per `kind`; yields (address, pids of the
-    workers and of the reader), and ends them all.
-
-    memory: a counter in the worker's memory (what accept_order's workers do, reported once at the end);
-    pipe: one write per connection to a pipe a reader process drains;
-    queue: one multiprocessing.Queue.put per connection, drained by a reader process.
-    """
-    ctx = mp.get_context("fork")
-    sock = socket.create_server(("127.0.0.1", 0), backlog=511)
-    procs: list[Any] = []
-    drain: Any = None
-    queue: Any = None
-    read_fd = write_fd = -1
-    counted = [0]
-
-    def in_memory(n: int) -> None:
-        counted[0] += n
-
-    def to_pipe(n: int) -> None:
-        os.write(write_fd, b"1 0\n")
-
-    def to_queue(n: int) -> None:
-        queue.put((0, n))
-
-    try:
-        report: Callable[[int], None] = in_memory
-        if kind == "pipe":
-            read_fd, write_fd = os.pipe()
-            report = to_pipe
-            drain = ctx.Process(target=_drain, args=(read_fd, write_fd))
-        elif kind == "queue":
-            queue = ctx.Queue()
-            report = to_queue
-            drain = ctx.Process(target=_drain_queue, args=(queue,))
-        if drain is not None:
-            drain.start()
-        for _ in range(workers):
-            p = ctx.Process(target=_bare_worker, args=(sock, report))
-            p.start()
-            procs.append(p)
-        yield sock.getsockname(), [p.pid for p in (*procs, drain) if p is not None]
-    finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            p.join(3)
-            if p.exitcode is None:
-                p.kill()
-                p.join()
-        if queue is not None:
-            queue.put(None)
-            queue.close()
-            queue.join_thread()
-        if write_fd >= 0:
-            os.close(write_fd)  # the reader sees EOF now that the workers are gone
-        if drain is not None:
-            drain.join(3)
-            if drain.exitcode is None:
-                drain.kill()
-                drain.join()
-        if read_fd >= 0:
-            os.close(read_fd)
-        sock.close()
-
-
-def server_cpu_s(pids: list[int]) -> float:
-    """CPU seconds (user + system) the given processes have used so far."""
-    total = 0.0
-    for pid in pids:
-        try:
-            times = psutil.Process(pid).cpu_times()
-        except psutil.Error:
-            continue
-        total += times.user + times.system
-    return total
-
-
-def bench_instrumentation(connections: int, rounds: int, workers: int) -> None:
-    parts = chunks(connections, rounds)
-    kinds = ("memory", "pipe", "queue")
-    print(
-        f"== 3. instrumentation cost: C client, {connections} connections per way of reporting, "
-        f"{workers} bare blocking-accept workers each, {len(parts)} alternating rounds"
-    )
-    binary = c_client()
-    if binary is None:
-        return
-    seconds: dict[str, list[float]] = {kind: [] for kind in kinds}
-    cpu = dict.fromkeys(kinds, 0.0)
-    with ExitStack() as stack:
-        # All three servers stay up (idle workers sleep in accept and cost nothing) and the rounds
-        # rotate among them, so the machine's drifting load falls on each alike.
-        servers = {kind: stack.enter_context(bare_server(kind, workers)) for kind in kinds}
-        for index, count in enumerate(parts):
-            for kind in kinds[index % 3 :] + kinds[: index % 3]:
-                address, pids = servers[kind]
-                before = server_cpu_s(pids)
-                elapsed, failed = run_c(binary, address, count)
-                cpu[kind] += server_cpu_s(pids) - before
-                seconds[kind].append(elapsed)
-                if failed:
-                    print(f"  ({kind}: {failed} failed in round {index + 1})")
-    for kind in kinds:
-        rate = connections / sum(seconds[kind])
-        slower = statistics.median(1 - m / k for m, k in zip(seconds["memory"], seconds[kind], strict=True))
-        cost = "reference" if kind == "memory" else f"{-100 * slower:+5.1f}% vs memory"
-        print(
-            f"{kind:7}: {rate:6.0f} conn/s ({cost}, median of rounds); "
-            f"server CPU {1e6 * cpu[kind] / connections:5.1f} us/conn (workers + reader)"
-        )
 
 
 def main(argv: list[str] | None = None) -> int:
