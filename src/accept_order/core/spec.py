@@ -9,7 +9,6 @@ Python API and saved files with the canonical names.
 from __future__ import annotations
 
 import dataclasses
-import ipaddress
 import math
 import resource
 from collections.abc import Callable
@@ -159,6 +158,8 @@ class ServerSpec:
         for cpu in self.cpus:
             check_range("--cpus", cpu, 0, 1 << 20)
         check_cpus(self.cpus)
+        import ipaddress  # here: a command that checks no spec (--help) does not import it
+
         try:
             ipaddress.ip_address(self.host)
         except ValueError:

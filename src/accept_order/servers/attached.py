@@ -8,7 +8,6 @@ reply that names a worker ("worker PID") is used when there is one.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import time
 from collections.abc import Sequence
@@ -93,6 +92,8 @@ def _names(pids: Sequence[int], shown: int = 3) -> str:
 def _serves(address: str, host: str) -> bool:
     """Does a listener bound to `address` take connections made to `host`? Its own address, the
     wildcard, or (a dual-stack socket) the IPv4 address mapped into IPv6."""
+    import ipaddress
+
     bound, wanted = ipaddress.ip_address(address), ipaddress.ip_address(host)
     if bound == wanted or bound.is_unspecified:
         return True

@@ -8,35 +8,13 @@ worker i every time. A CPU number at or above the number of listeners falls back
 
 from __future__ import annotations
 
-import ctypes
 import socket
 
 from ...core.models import Model
 from .reuseport import SteeredReuseportMode
 
-SO_ATTACH_REUSEPORT_CBPF = 51  # asm-generic/socket.h
-BPF_LD, BPF_W, BPF_ABS, BPF_RET, BPF_A = 0x00, 0x00, 0x20, 0x06, 0x10
-SKF_AD_OFF, SKF_AD_CPU = -0x1000, 36  # the ancillary load of "the current CPU"
-
-
-class _Insn(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
-
-
-class _Prog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_Insn))]
-
-
-def attach_cpu_program(sock: socket.socket) -> None:
-    """`A = cpu; return A` on the reuseport group of `sock` (the kernel copies the program at once)."""
-    insns = (_Insn * 2)(
-        _Insn(BPF_LD | BPF_W | BPF_ABS, 0, 0, (SKF_AD_OFF + SKF_AD_CPU) & 0xFFFFFFFF),
-        _Insn(BPF_RET | BPF_A, 0, 0, 0),
-    )
-    prog = _Prog(len(insns), ctypes.cast(insns, ctypes.POINTER(_Insn)))
-    sock.setsockopt(
-        socket.SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, ctypes.string_at(ctypes.addressof(prog), ctypes.sizeof(prog))
-    )
+# The program (ctypes structures, reuseport_cpu_program.py) is made where a pool of this mode opens: the
+# registry lists every mode at start-up (issue 30).
 
 
 class ReuseportCpuMode(SteeredReuseportMode):
@@ -52,4 +30,6 @@ class ReuseportCpuMode(SteeredReuseportMode):
 
     def steer(self, index: int, sock: socket.socket) -> None:
         if index == 0:  # the program belongs to the group: attaching it to its first socket is enough
+            from .reuseport_cpu_program import attach_cpu_program
+
             attach_cpu_program(sock)
