@@ -7,18 +7,20 @@ tallied from its own log, the witness every other command checks a run against.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..core.spec import DEFAULT_KIND
-from ..core.target import Target
 from ..core.text import plural
 from .app import handle_errors
 from .common import host_warnings, report_and_save
 from .options import examples, json_option, mode_option, server_options
 from .output import stdout
 from .specs import server_spec
+
+if TYPE_CHECKING:
+    from ..core.target import Target
 
 # Debian/Ubuntu's netcat-openbsd waits for the end of its standard input after the reply, so with a
 # terminal on stdin `nc HOST PORT` hangs after the first answer: -d tells it not to read stdin.

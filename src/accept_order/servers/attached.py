@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import PlanError, WorkerExited
 from ..core.kinds import ModeInfo, ServerKind
-from ..core.measures import WorkerCounters
 from ..core.processes import open_pidfd
 from ..core.protocol import HTTP_KEEPALIVE, LINE, ClientProtocol
 from ..core.spec import ServerSpec
@@ -26,6 +25,7 @@ from .watched import UsageDeltas, gone, proc_state
 # psutil, the socket owners, the listeners' probe and the attribution are imported where used: the registry
 # lists this kind at start-up (issue 30)
 if TYPE_CHECKING:
+    from ..core.measures import WorkerCounters
     from ..core.target import Target
     from .attached_owners import OwnerAttribution
 

@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import NotServing, PlanError
 from ..core.kinds import LongLivedCure, ModeInfo, ServerKind
-from ..core.measures import WorkerCounters
 from ..core.protocol import HTTP, LINE, ClientProtocol, describe_error
 from ..core.spec import ServerSpec
 from ..core.started import Closing
 
-if TYPE_CHECKING:  # the attributions are imported where a server elsewhere is made: not at start-up (issue 30)
+# The counters and the attributions are imported where a server elsewhere is made: not at start-up (issue 30).
+if TYPE_CHECKING:
+    from ..core.measures import WorkerCounters
     from ..core.target import Target
     from ..loads.reply_keys import ReplyWorkers
     from .remote_learned import LearnedAttribution
@@ -111,6 +112,8 @@ class RemoteServer(Closing):
         """A remote server's death shows as failed connections."""
 
     def stop(self) -> list[WorkerCounters]:
+        from ..core.measures import WorkerCounters
+
         return [WorkerCounters(i, pid, None, None, None, None, None, None, None, ()) for i, pid in enumerate(self.pids)]
 
     def check_stopped(self) -> None:

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from ..core.measures import WorkerCounters
 from ..core.processes import process_errors, usage
+
+if TYPE_CHECKING:  # imported where counters are made: the registry imports this module at start-up (issue 30)
+    from ..core.measures import WorkerCounters
 
 
 def proc_state(pid: int) -> str:
@@ -43,6 +46,8 @@ class UsageDeltas:
     def counters(self) -> list[WorkerCounters]:
         """One WorkerCounters per worker; what only the worker itself could count (wakeups, accepts,
         empty wakeups, batch) is None: not known."""
+        from ..core.measures import WorkerCounters
+
         counters = []
         for index, pid in enumerate(self.pids):
             b, a = self._before.get(pid), self._usage(pid)

@@ -20,7 +20,6 @@ import os
 from typing import TYPE_CHECKING
 
 from ...core.spec import ServerSpec
-from ...probes.listeners import listening_sockets
 from .base import LaunchedServer
 
 # psutil and the fd tables (ctypes) are imported where a running server uses them: the registry imports every
@@ -76,6 +75,7 @@ def write_app(spec: ServerSpec, directory: str) -> str:
 def watching(pids: list[int], port: int) -> bool:
     """Every pid has an epoll that watches a socket listening on `port` (its event loop waits for it)."""
     from ...probes.fd_table import open_files
+    from ...probes.listeners import listening_sockets
 
     try:
         listeners = {row.inode for row in listening_sockets(port)}

@@ -24,13 +24,11 @@ import socket
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...core.errors import ServerUnavailable, WorkerError
-from ...core.measures import WorkerCounters
 from ...core.processes import READY_TIMEOUT_S, STOP_TIMEOUT_S, die_with_parent, open_pidfd
 from ...core.protocol import HTTP, ClientProtocol
 from ...core.reaper import REAPER, end_group
 from ...core.spec import ServerSpec
 from ...core.started import Started
-from ...core.target import ReplyAttribution
 from ...core.waiting import wait_for
 from ..watched import UsageDeltas, gone, proc_state
 from .directories import DIRECTORY_PREFIX as DIRECTORY_PREFIX  # where callers found them before directories.py
@@ -42,6 +40,9 @@ if TYPE_CHECKING:
     import subprocess
 
     import psutil
+
+    from ...core.measures import WorkerCounters
+    from ...core.target import ReplyAttribution
 
 SETTLE_TIMEOUT_S = 2.0
 
@@ -228,6 +229,8 @@ class LaunchedServer(Started):
 
     @property
     def attribution(self) -> ReplyAttribution:
+        from ...core.target import ReplyAttribution
+
         return ReplyAttribution(tuple(self._pids))  # the server answers "worker PID"
 
     @property

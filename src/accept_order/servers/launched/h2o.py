@@ -26,7 +26,6 @@ from ...core.kinds import IDLE_CLOSE, IdleLimit, LongLivedCure, ModeInfo, Server
 from ...core.models import Mechanism
 from ...core.spec import ServerSpec
 from ...core.waiting import wait_for
-from ...probes.listeners import listening_sockets
 from ..watched import proc_state
 from .base import SETTLE_TIMEOUT_S, LaunchedServer
 
@@ -142,6 +141,7 @@ class H2oServer(LaunchedServer):
         """The threads asleep in an epoll that watches our listener, by thread id (creation order: the main
         thread first)."""
         from ...probes.fd_table import open_files  # here, not at the top: the registry imports every kind at start-up
+        from ...probes.listeners import listening_sockets
         from ...probes.proc_waits import EPOLL_WAITS, thread_wait
 
         try:
