@@ -114,7 +114,9 @@ def test_the_help_imports_no_experiment_and_no_rich(tmp_path: Path) -> None:
     assert "accept_order.cli.run" in modules  # every command's short help was read
     assert loaded(modules, (*HEAVY, "rich")) == []
     assert loaded(modules, ("accept_order.experiments.order", *OTHERS)) == []
-    assert loaded(modules, (*MACHINERY, *NOT_A_RUNS, *STARTS_PROCESSES, "tempfile")) == []
+    assert loaded(modules, (*MACHINERY, *NOT_A_RUNS, *STARTS_PROCESSES, "tempfile", "ipaddress")) == []
+    # what a run measures, and the probes that read it: no worker's counters, no listener, no reply is read here
+    assert loaded(modules, ("accept_order.core.measures", "accept_order.core.target", "accept_order.probes")) == []
 
 
 def test_show_of_a_run_file_imports_no_other_result_and_starts_nothing(tmp_path: Path) -> None:
