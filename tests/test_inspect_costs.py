@@ -17,13 +17,13 @@ import pytest
 from conftest import OutputReader, wait_for
 
 from accept_order.analysis.mechanism import Seen, Verdict
+from accept_order.core import libc as libc_module
 from accept_order.core.measures import ListenerRow
 from accept_order.experiments.inspect import held
 from accept_order.experiments.inspect import sample as sample_module
 from accept_order.experiments.inspect.sample import Sample, _shared_epolls, take
 from accept_order.experiments.inspect.views import epoll_views, unit_views
 from accept_order.probes import fd_table, proc_read, proc_waits
-from accept_order.probes import libc as libc_module
 from accept_order.probes.fd_table import FdTables, OpenFile
 from accept_order.probes.proc_waits import ThreadWait
 from accept_order.probes.serving import ProcessInfo, Server, _fields, find_server

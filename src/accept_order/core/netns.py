@@ -10,7 +10,6 @@ SIOCSIFFLAGS ioctl, the way `ip link set lo up` does it.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import errno
 import fcntl
 import os
@@ -18,6 +17,7 @@ import socket
 import struct
 
 from .errors import AcceptOrderError
+from .libc import libc
 
 CLONE_NEWNET = 0x40000000
 SIOCGIFFLAGS = 0x8913
@@ -41,8 +41,7 @@ def enter_private() -> int:
     """Move this process into a new network namespace with loopback up; returns the host's namespace
     inode (to check it was left). NamespaceError saying why when the kernel refuses."""
     host = namespace_inode()
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-    if libc.unshare(CLONE_NEWNET) != 0:
+    if libc().unshare(CLONE_NEWNET) != 0:
         code = ctypes.get_errno()
         why = os.strerror(code)
         if code == errno.EPERM:

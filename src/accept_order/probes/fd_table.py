@@ -29,7 +29,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from .libc import libc
+from ..core.libc import libc
 from .proc_read import read_proc
 
 EPOLLEXCLUSIVE = 1 << 28

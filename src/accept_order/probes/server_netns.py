@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
-from .libc import libc
+from ..core.libc import libc
 from .netstat import parse_netstat
 
 T = TypeVar("T")

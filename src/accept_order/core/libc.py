@@ -1,4 +1,4 @@
-"""The C library, for the system calls Python's os module lacks (kcmp, setns)."""
+"""The C library, for the system calls Python's os module lacks (kcmp, setns, unshare on 3.11)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ def libc() -> ctypes.CDLL:
     of every inspect here); it is asked only where the process's own symbols lack `syscall` (a static build)."""
     try:
         own = ctypes.CDLL(None, use_errno=True)
-        if hasattr(own, "syscall") and hasattr(own, "setns"):
+        if all(hasattr(own, name) for name in ("syscall", "setns", "unshare")):
             return own
     except OSError:
         pass
