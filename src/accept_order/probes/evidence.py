@@ -18,7 +18,6 @@ Counter deltas are per network namespace: the dict says whether the run had one 
 
 from __future__ import annotations
 
-import ipaddress
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
@@ -28,7 +27,7 @@ from ..core.cpus import affinity
 from ..core.measures import ListenerRow
 from ..core.processes import process_errors
 from . import netstat
-from .listeners import listening_sockets
+from .listeners import listening_sockets, serving_on
 
 __all__ = ["EvidenceCapture", "PRIVATE_ENV", "PRIVATE_NAMESPACE_NOTE", "netns_privacy"]
 
@@ -56,13 +55,6 @@ def netns_inode() -> int | None:
         return None
 
 
-def _normal_address(address: str) -> str:
-    try:
-        return str(ipaddress.ip_address(address))
-    except ValueError:
-        return address
-
-
 def _row_dict(row: ListenerRow) -> dict[str, Any]:
     return asdict(row)
 
@@ -84,7 +76,7 @@ class EvidenceCapture:
         names: Sequence[str] = netstat.WATCHED_COUNTERS,
         host: str | None = None,
     ) -> None:
-        self._host = _normal_address(host) if host else None
+        self._host = host or None
         self._read_counters = read_counters
         self._list_listeners = list_listeners
         self._read_affinity = read_affinity
@@ -107,8 +99,7 @@ class EvidenceCapture:
         except (OSError, ValueError) as exc:
             self._errors.append(f"listeners at {label}: {exc}")
             rows = []
-        if self._host is not None:
-            rows = [r for r in rows if _normal_address(r.address) in (self._host, "0.0.0.0", "::")]
+        rows = serving_on(rows, self._host)
         self._listeners[label] = [_row_dict(r) for r in rows]
         return rows
 

@@ -189,6 +189,25 @@ def proc_listeners(port: int, proc_net: str = "/proc/net") -> list[ListenerRow]:
     return rows
 
 
+def normal_address(address: str) -> str:
+    """An address as one spelling ("::ffff:127.0.0.1" stays itself; "0:0::0" is "::"); a name as given."""
+    import ipaddress
+
+    try:
+        return str(ipaddress.ip_address(address))
+    except ValueError:
+        return address
+
+
+def serving_on(rows: list[ListenerRow], host: str | None) -> list[ListenerRow]:
+    """The listeners among `rows` a server on `host` listens with: that address or a wildcard (another
+    process's socket on the same port but another address is not its queue); all of them without a host."""
+    if not host:
+        return rows
+    wanted = (normal_address(host), "0.0.0.0", "::")
+    return [r for r in rows if normal_address(r.address) in wanted]
+
+
 def listening_sockets(port: int) -> list[ListenerRow]:
     """Listening TCP sockets on ``port`` in this network namespace, like
     ``ss -ltn 'sport = :PORT'``.

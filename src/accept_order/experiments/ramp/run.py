@@ -144,11 +144,13 @@ def machine_cpu() -> tuple[int, int] | None:
     return sum(fields) - idle, sum(fields)
 
 
-def _queues(port: int) -> list[int]:
-    from ...probes.listeners import listening_sockets
+def _queues(port: int, host: str) -> list[int]:
+    """The accept queues of the server's listeners: on its port and its address (or a wildcard), not another
+    process's socket on the same port (the evidence's listeners are chosen the same way)."""
+    from ...probes.listeners import listening_sockets, serving_on
 
     try:
-        return [int(row.queue) for row in listening_sockets(port) if row.queue is not None]
+        return [int(row.queue) for row in serving_on(listening_sockets(port), host) if row.queue is not None]
     except (OSError, ValueError):
         return []
 
@@ -159,11 +161,11 @@ def _share(before: tuple[int, int] | None, after: tuple[int, int] | None) -> flo
     return round((after[0] - before[0]) / (after[1] - before[1]), 4)
 
 
-def _sampling(port: int, peaks: list[int], progress: Tick | None) -> Tick:
+def _sampling(port: int, host: str, peaks: list[int], progress: Tick | None) -> Tick:
     """A tick that samples the listeners' queues while a step runs (after it, they have drained)."""
 
     def tick(done: int, elapsed: float) -> None:
-        for i, q in enumerate(_queues(port) if port else []):
+        for i, q in enumerate(_queues(port, host) if port else []):
             if i < len(peaks):
                 peaks[i] = max(peaks[i], q)
             else:
@@ -239,7 +241,8 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
             load = plan.load(offered)
             peaks: list[int] = []  # the listeners' accept queues, the longest seen at each one
             here = elsewhere(target) is None  # a server elsewhere: its queues and CPU are not visible from here
-            tick = _sampling(target.address[1] if here else 0, peaks, on_step(offered) if on_step else None)
+            port = target.address[1] if here else 0
+            tick = _sampling(port, server.host, peaks, on_step(offered) if on_step else None)
             counters_before = netstat.read_counters()
             cpu_before = _cpu(list(target.pids) if here else [])
             machine_before = machine_cpu()
