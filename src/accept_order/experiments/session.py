@@ -113,13 +113,18 @@ def lifecycle(
                 target.check_alive()
             except WorkerExited as exc:
                 if partial is None:
-                    raise
+                    raise WorkerError(f"{exc}; {describe()}", exc.index) from None
                 exited = exited or exc  # after the last connection: the load's outcome is whole
+            except WorkerError as exc:  # died during the load, seen only now (a busy machine): what it drove
+                raise WorkerError(f"{exc}; {describe()}", exc.index) from None
             evidence = capture.after(port if here else 0, list(target.pids) if here else [])
             evidence["machine"] = {"before": machine_before, "after": environment.machine_state()}
             counters = target.stop()
             if exited is None:
-                target.check_stopped()  # a worker that died at the very end must not pass for one that idled
+                try:
+                    target.check_stopped()  # a worker that died at the very end must not pass for one that idled
+                except WorkerError as exc:
+                    raise WorkerError(f"{exc}; {describe()}", exc.index) from None
             else:
                 pid = target.pids[exited.index] if exited.index is not None else None
                 evidence["worker_exit"] = {
