@@ -4,8 +4,9 @@ The witness (a launched server's evidence, servers/launched/base.py) is one row 
 [worker pid, client port], and in a run that kept its connections, where the server numbers each request on
 its connection (nginx's `$connection_requests`, Apache's `%k`, a session variable of HAProxy's), that number
 as a third (1: the connection's first request). Per worker the log then gives the requests it served and the
-connections it served them on: the rows numbered 1, or, where the server numbers none, its distinct client
-ports (a port the kernel gave a new connection while an old one's was still in the log would count once).
+connections it served them on: the rows numbered 1, or, where the server numbers none, its client ports: one
+connection a port, or, when each connection carried K requests, one for each K rows of a port (loopback gives
+a port in TIME_WAIT to a new connection at once, net.ipv4.tcp_tw_reuse 2: one port can carry two in a run).
 
 The client's side is the load's: requests per worker as its replies named them, and connections per worker as
 their first replies named them (the worker that accepted them). They agree when every count is the same.
@@ -37,9 +38,10 @@ class Logged:
     dropped: int = 0  # lines lost on their way to the tool, as the kernel counted them: the log lacks them
 
 
-def logged(witness: Mapping[str, Any], pids: Sequence[int]) -> Logged | None:
+def logged(witness: Mapping[str, Any], pids: Sequence[int], per_connection: int = 0) -> Logged | None:
     """Per worker of `pids` (index order): the requests and connections its log rows name; None when
-    `witness` is not a witness (an older file's evidence, another kind's)."""
+    `witness` is not a witness (an older file's evidence, another kind's). `per_connection`: the requests
+    each connection carried (0: all of the run's), for a log that numbers none."""
     rows = witness.get("requests")
     if not isinstance(rows, list):
         return None
@@ -48,7 +50,7 @@ def logged(witness: Mapping[str, Any], pids: Sequence[int]) -> Logged | None:
     index = {pid: i for i, pid in enumerate(pids)}
     requests: Counter[int] = Counter()
     firsts: Counter[int] = Counter()
-    ports: set[tuple[int, Any]] = set()
+    ports: Counter[tuple[int, Any]] = Counter()
     elsewhere = 0
     portless = False
     for row in rows:
@@ -60,7 +62,7 @@ def logged(witness: Mapping[str, Any], pids: Sequence[int]) -> Logged | None:
         if numbered:
             firsts[worker] += len(row) > 2 and row[2] == 1
         elif len(row) > 1:
-            ports.add((worker, row[1]))
+            ports[(worker, row[1])] += 1
         else:
             portless = True
     if numbered:
@@ -68,7 +70,9 @@ def logged(witness: Mapping[str, Any], pids: Sequence[int]) -> Logged | None:
     elif portless:
         connections = None
     else:
-        by_port = Counter(worker for worker, _ in ports)
+        by_port: Counter[int] = Counter()
+        for (worker, _), rows_on_port in ports.items():
+            by_port[worker] += -(-rows_on_port // per_connection) if per_connection > 0 else 1
         connections = tuple(by_port[i] for i in range(len(pids)))
     return Logged(
         str(witness.get("source", "the server's log")),
@@ -155,9 +159,11 @@ def agreement(
     connections: Sequence[int] = (),
     failed: int = 0,
     resent: int = 0,
+    per_connection: int = 0,
 ) -> Agreement | None:
-    """The load's requests (and kept connections) per worker against the log's; None without a witness."""
-    found = logged(witness, pids)
+    """The load's requests (and kept connections, of `per_connection` requests each: 0, the whole run's) per
+    worker against the log's; None without a witness."""
+    found = logged(witness, pids, per_connection)
     if found is None:
         return None
     return Agreement(found, tuple(served), tuple(connections), failed, resent)

@@ -161,7 +161,8 @@ def witness_line(result: LatencyResult) -> Text | None:
     if not isinstance(witness, dict):
         return None
     pids = [c.pid for c in sorted(result.counters, key=lambda c: c.index)]
-    found = agreement(witness, pids, result.served, result.connections, result.failed, result.server_closes.resent)
+    per = result.load.requests_per_connection
+    found = agreement(witness, pids, result.served, result.connections, result.failed, result.server_closes.resent, per)
     if found is None:
         return None
     return Text(found.line(), style="green" if found.agrees else "bold yellow")
