@@ -136,6 +136,8 @@ def _laid_out(one: Table, console: Console, options: ConsoleOptions) -> list[Seg
     texts = [column._cells[0] for column in one.columns]
     if not all(isinstance(t, Text) for t in texts) or any(c.justify not in _JUSTIFIED for c in one.columns):
         return None
+    if any(c.overflow == "ignore" for c in one.columns):
+        return None  # rich justifies no line of such a column (Text.wrap keeps it as it is): its own layout
     cells = [t.plain.split("\n") for t in texts if isinstance(t, Text)]
     if not all(_inert(line) for column in cells for line in column):
         return None
