@@ -54,6 +54,9 @@ class LineRowsTable(Table):
         """This table as one row of joined cells, or None when it cannot be (see the module)."""
         if len(self.rows) < 2 or self.show_footer or self.row_styles or self.leading or self.show_lines:
             return None
+        top, _, bottom, _ = self.padding
+        if top or bottom:  # each row's cell is padded above and below: one row of joined lines would be once
+            return None
         if any(row.style is not None or row.end_section for row in self.rows):
             return None
         box = self.box
