@@ -163,7 +163,9 @@ class ServerSpec:
         try:
             ipaddress.ip_address(self.host)
         except ValueError:
-            raise PlanError(f"--host must be an address (resolve names with accept_order.core.addresses.resolve_host), got {self.host!r}") from None
+            raise PlanError(
+                f"--host must be an address (resolve names with core/addresses.resolve_host), got {self.host!r}"
+            ) from None
         return self
 
     # Renamed fields: a saved file or an older caller may still use the old name.
