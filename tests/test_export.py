@@ -238,3 +238,17 @@ def test_merge_takes_a_driver_without_its_optional_figures(latency_files: list[P
     result = cli("merge", str(latency_files[0]), str(lean), "--json", str(out))
     assert result.exit_code == 0, result.output
     assert [d["runqueue_s"] is None for d in json.loads(out.read_text())["drivers"]].count(True) == 2
+
+
+@pytest.mark.parametrize(
+    ("kind", "table", "said"),
+    [
+        ("inspect", "workers", "an inspect result keeps no per-worker table (try --table waits)"),
+        ("atlas", "records", "an atlas result has no connection records (try --table rows)"),
+        ("burst", "records", "a burst result has no connection records (try --table steps or hosts)"),
+    ],
+)
+def test_a_table_a_kind_lacks_names_the_tables_it_has(kind: str, table: str, said: str) -> None:
+    """0.3 suggested --table steps for every kind without workers (inspect has none) and said 'a inspect'."""
+    golden = Path(__file__).parent / "data" / "golden" / f"{kind}.json"
+    assert_one_error_line(run_cli(["show", str(golden), "--format", "csv", "--table", table]), 2, said)

@@ -34,14 +34,15 @@ TABLES = (
     "hosts",
 )  # the names every experiment's tables come from
 # what a result lacking a table says, and which table to try instead
+# What a result lacks when a table is asked that its kind does not have; the error then names the tables it has.
 _MISSING = {
-    "records": "has no connection records (try --table histogram or workers)",
-    "histogram": "has no latency histogram (try --table records or workers)",
-    "workers": "keeps no per-worker table (try --table steps)",
-    "steps": "has no steps (try --table {default})",
-    "rounds": "has no repeated rounds (try --table {default})",
-    "intervals": "has no intervals over time (try --table {default})",
-    "hosts": "has no client hosts (try --table {default})",
+    "records": "has no connection records",
+    "histogram": "has no latency histogram",
+    "workers": "keeps no per-worker table",
+    "steps": "has no steps",
+    "rounds": "has no repeated rounds",
+    "intervals": "has no intervals over time",
+    "hosts": "has no client hosts",
 }
 
 
@@ -82,7 +83,10 @@ def table(
         missing = _MISSING.get(name)
         if missing is None:
             raise ExportError(f"no table {name!r}; choose one of {', '.join(TABLES)}")
-        raise ExportError(f"a {kind} result {missing.format(default=default)}")
+        article = "an" if kind[:1] in "aeiou" else "a"
+        names = list(tables) or [default]
+        choice = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+        raise ExportError(f"{article} {kind} result {missing} (try --table {choice})")
     return build
 
 
