@@ -3,8 +3,11 @@
 Both loops do the same job with the same records (loads/drive_loop.py, loads/uring_loop.py). The io_uring
 loop asks the kernel for a socket, its connect, its request and its reply in batches, so one
 `io_uring_enter` serves many connections where the epoll loop pays socket, connect, epoll_ctl, recv and
-close for each: measured here (Linux 6.18, 2-vCPU KVM) 49-53 CPU-µs per connection against 68-78 for the
-epoll loop and 66 for a C epoll client (benchmarks/bench_latency_driver.py). It needs Linux 5.19+
+close for each. Measured here (Linux 6.18, 2-vCPU KVM, benchmarks/bench_latency_driver.py, rusage): 65-72
+CPU-µs per connection against 70-74 for the epoll loop and 57-62 for a C epoll client, the workers paying
+3-4 µs more per connection beside it; the two loops' rates were within each other's noise (0.88-0.92 and
+0.85-0.91 of C's in the same rounds). The kernel's share is the same as C's (loopback TCP's handshake and
+teardown); the interpreter's per completion is what is left above it. It needs Linux 5.19+
 (IORING_OP_SOCKET), io_uring not disabled (kernel.io_uring_disabled, seccomp: containers often forbid
 it) and PyPI's uring-api; "auto" falls back to epoll when one is missing, and kept connections
 (loads/kept.py) always run on epoll.
