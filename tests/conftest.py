@@ -154,6 +154,21 @@ def no_child_outlives_the_test() -> Iterator[None]:
 
 
 @pytest.fixture
+def no_uring(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """This process as if the io_uring binding were not installed (the probe's cache cleared before and after):
+    the load generator's auto then runs epoll, and io_uring asked for is refused."""
+    from accept_order.loads import drivers
+
+    def missing() -> object:
+        raise ImportError("No module named 'uring_api'")
+
+    drivers.uring_unavailable.cache_clear()
+    monkeypatch.setattr(drivers, "binding", missing)
+    yield
+    drivers.uring_unavailable.cache_clear()
+
+
+@pytest.fixture
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that was free a moment ago (the kernel picked it for a socket we closed)."""
     with socket.socket() as sock:

@@ -5,7 +5,6 @@ is one line before any server starts."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,25 +12,11 @@ import pytest
 from conftest import assert_one_error_line, run_cli
 
 from accept_order.experiments.atlas.run import AtlasPlan
-from accept_order.loads import drivers
-
-
-@pytest.fixture
-def no_uring(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """This process as if the io_uring binding were not installed (the probe's cache cleared around it)."""
-
-    def missing() -> Any:
-        raise ImportError("No module named 'uring_api'")
-
-    drivers.uring_unavailable.cache_clear()
-    monkeypatch.setattr(drivers, "binding", missing)
-    yield
-    drivers.uring_unavailable.cache_clear()
 
 
 @pytest.mark.parametrize("loop", ["auto", "io_uring", "epoll"])
 def test_the_plans_loop_is_the_loads(loop: str) -> None:
-    assert AtlasPlan(driver=loop).load().driver == loop  # type: ignore[arg-type]
+    assert AtlasPlan(driver=loop).load().driver == loop
 
 
 def test_io_uring_where_it_cannot_run_is_refused_before_any_server_starts(

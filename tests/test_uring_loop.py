@@ -480,19 +480,6 @@ def test_served_by_each_worker_is_what_each_worker_counted(pool: WorkerPool, sha
 # -- which loop runs ------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def no_uring(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """This process as if the binding were not installed (the probe's cache cleared before and after)."""
-
-    def missing() -> Any:
-        raise ImportError("No module named 'uring_api'")
-
-    drivers.uring_unavailable.cache_clear()
-    monkeypatch.setattr(drivers, "binding", missing)
-    yield
-    drivers.uring_unavailable.cache_clear()
-
-
 def test_without_the_binding_auto_is_epoll_and_io_uring_says_why(no_uring: None) -> None:
     assert drivers.resolve("auto") == "epoll"
     assert drivers.resolve("epoll") == "epoll"
