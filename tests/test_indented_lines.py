@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from conftest import counted_calls
 from rich.console import Group, RenderableType
 from rich.padding import Padding
 from rich.text import Text
@@ -55,14 +56,6 @@ def test_lines_that_fit_are_not_wrapped_one_by_one(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """At 160 columns no epoll line wraps: no Text is wrapped for them (the rich path wraps one a line)."""
-    calls = 0
-    wrap = Text.wrap
-
-    def counted(self: Text, *args: object, **kwargs: object) -> object:
-        nonlocal calls
-        calls += 1
-        return wrap(self, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(Text, "wrap", counted)
-    _printed(IndentedLines([LINES[0]] * 50, 2), 160, monkeypatch, capsys)
-    assert calls <= 2  # "before" and "after"
+    with counted_calls(Text, "wrap") as calls:
+        _printed(IndentedLines([LINES[0]] * 50, 2), 160, monkeypatch, capsys)
+    assert calls[0] <= 2  # "before" and "after"

@@ -4,11 +4,9 @@ Table prints, on a terminal and off it."""
 
 from __future__ import annotations
 
-import io
-
 import pytest
+from conftest import counted_calls, printed_like_the_report
 from rich import box
-from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
@@ -17,18 +15,7 @@ from accept_order.render.line_rows import LineRowsTable
 
 
 def _printed(table: Table, width: int, color: bool) -> str:
-    out = io.StringIO()
-    console = Console(
-        file=out,
-        width=width,
-        force_terminal=color,
-        color_system="truecolor" if color else None,
-        markup=False,
-        highlight=False,
-        emoji=False,
-    )  # fmt: skip  (as the report's console)
-    console.print(Group(Text("before"), fitted(table), Text("after")), crop=False)
-    return out.getvalue()
+    return printed_like_the_report(fitted(table), width, color)
 
 
 def _workers(cls: type[Table], rows: int, odd: object = None) -> Table:
@@ -46,28 +33,19 @@ def _workers(cls: type[Table], rows: int, odd: object = None) -> Table:
     return table
 
 
-def _lines_laid_out(table: Table, width: int, monkeypatch: pytest.MonkeyPatch) -> int:
+def _lines_laid_out(table: Table, width: int) -> int:
     """How many lines of text rich justified and cut to their width to print `table` at `width` (Text.truncate:
     once for every line of every cell it lays out, as one row of joined cells or not)."""
-    calls = 0
-    truncate = Text.truncate
-
-    def counted(self: Text, *args: object, **kwargs: object) -> None:
-        nonlocal calls
-        calls += 1
-        truncate(self, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(Text, "truncate", counted)
-    _printed(table, width, False)
-    monkeypatch.setattr(Text, "truncate", truncate)
-    return calls
+    with counted_calls(Text, "truncate") as calls:
+        _printed(table, width, False)
+    return calls[0]
 
 
-def test_the_rows_of_a_table_that_fits_are_laid_out_without_rich(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_rows_of_a_table_that_fits_are_laid_out_without_rich() -> None:
     """500 rows at 120 columns: rich lays out the title, the headers, the Group's two lines and the empty cells
     of the probe, none of the 2,500 lines of the rows (as one row of joined cells, it laid out every one), and
     the text is rich's own, with styles and without."""
-    assert _lines_laid_out(_workers(LineRowsTable, 500), 120, monkeypatch) <= 3 * (5 + 3)
+    assert _lines_laid_out(_workers(LineRowsTable, 500), 120) <= 3 * (5 + 3)
     for color in (False, True):
         assert _printed(_workers(LineRowsTable, 500), 120, color) == _printed(_workers(Table, 500), 120, color)
 

@@ -3,12 +3,11 @@ stacked by fit.py or not), and renders one row of joined cells where it may (few
 
 from __future__ import annotations
 
-import io
 import random
 
 import pytest
+from conftest import counted_calls, printed_like_the_report
 from rich import box
-from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
@@ -44,18 +43,7 @@ def _make(cls: type[Table], rng: random.Random, rows: int) -> Table:
 
 
 def _printed(table: Table, width: int, color: bool, fit: bool) -> str:
-    out = io.StringIO()
-    console = Console(
-        file=out,
-        width=width,
-        force_terminal=color,
-        color_system="truecolor" if color else None,
-        markup=False,
-        highlight=False,
-        emoji=False,
-    )  # fmt: skip  (as the report's console)
-    console.print(Group(Text("before"), fitted(table) if fit else table, Text("after")), crop=False)
-    return out.getvalue()
+    return printed_like_the_report(fitted(table) if fit else table, width, color)
 
 
 @pytest.mark.parametrize("seed", range(24))
@@ -82,20 +70,11 @@ def test_cells_that_do_not_join_print_as_rich_prints_them(odd: object) -> None:
             assert _printed(ours, width, True, True) == _printed(theirs, width, True, True), (column, width)
 
 
-def _wraps(table: Table, width: int, monkeypatch: pytest.MonkeyPatch) -> int:
+def _wraps(table: Table, width: int) -> int:
     """How many Texts rich wraps to print `table` at `width` (one per cell rendered)."""
-    calls = 0
-    wrap = Text.wrap
-
-    def counted(self: Text, *args: object, **kwargs: object) -> object:
-        nonlocal calls
-        calls += 1
-        return wrap(self, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(Text, "wrap", counted)
-    _printed(table, width, False, True)
-    monkeypatch.setattr(Text, "wrap", wrap)
-    return calls
+    with counted_calls(Text, "wrap") as calls:
+        _printed(table, width, False, True)
+    return calls[0]
 
 
 def _workers(cls: type[Table], rows: int, odd: object = None, column: int = 0) -> Table:
@@ -111,11 +90,11 @@ def _workers(cls: type[Table], rows: int, odd: object = None, column: int = 0) -
     return table
 
 
-def test_one_row_is_rendered_where_the_table_fits(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_one_row_is_rendered_where_the_table_fits() -> None:
     """At 120 columns nothing wraps: 4 headers and 4 joined columns, not 4 x 200 cells. At 30 the table is
     stacked (fit.py); in the part where the "on" column wraps, each of its cells and the key's are rendered
     as rich renders them (the rows apart)."""
-    assert _wraps(_workers(LineRowsTable, 200), 120, monkeypatch) <= 2 * 8 + 2  # the title and the Group's lines
-    assert _wraps(_workers(LineRowsTable, 200), 30, monkeypatch) >= 2 * 200
+    assert _wraps(_workers(LineRowsTable, 200), 120) <= 2 * 8 + 2  # the title and the Group's lines
+    assert _wraps(_workers(LineRowsTable, 200), 30) >= 2 * 200
     assert _printed(_workers(LineRowsTable, 200), 30, False, True) == _printed(_workers(Table, 200), 30, False, True)
     assert _printed(_workers(LineRowsTable, 200), 120, True, True) == _printed(_workers(Table, 200), 120, True, True)
