@@ -97,26 +97,26 @@ def lifecycle(
         if here:
             capture.listeners(port, "start")
         exited: WorkerExited | None = None
+        # A worker's death ends the run saying what the load drove, wherever it is seen (during the load, after
+        # it: a busy machine delivers an exit late, or as the workers stop); an exit of a server this tool did
+        # not start, where the load can say what it got to (partial), ends it as a run that was cut short.
+        drove = lambda exc: WorkerError(f"{exc}; {describe()}", exc.index)  # noqa: E731
         try:
             outcome = drive(target)
-        except WorkerExited as exc:
-            if partial is None:
-                raise WorkerError(f"{exc}; {describe()}", exc.index) from None
+        except WorkerError as exc:
+            if partial is None or not isinstance(exc, WorkerExited):
+                raise drove(exc) from None
             exited = WorkerExited(f"{exc}; {describe()}", exc.index, exc.after_s)
             outcome = partial()
-        except WorkerError as exc:
-            raise WorkerError(f"{exc}; {describe()}", exc.index) from None
         # What the load measured must not be lost while the workers are stopped and the result is built:
         # the first signal in that time is taken and travels with the result (later ones are never raised).
         with holding() as hold:
             try:
                 target.check_alive()
-            except WorkerExited as exc:
-                if partial is None:
-                    raise WorkerError(f"{exc}; {describe()}", exc.index) from None
+            except WorkerError as exc:
+                if partial is None or not isinstance(exc, WorkerExited):
+                    raise drove(exc) from None
                 exited = exited or exc  # after the last connection: the load's outcome is whole
-            except WorkerError as exc:  # died during the load, seen only now (a busy machine): what it drove
-                raise WorkerError(f"{exc}; {describe()}", exc.index) from None
             evidence = capture.after(port if here else 0, list(target.pids) if here else [])
             evidence["machine"] = {"before": machine_before, "after": environment.machine_state()}
             counters = target.stop()
@@ -124,7 +124,7 @@ def lifecycle(
                 try:
                     target.check_stopped()  # a worker that died at the very end must not pass for one that idled
                 except WorkerError as exc:
-                    raise WorkerError(f"{exc}; {describe()}", exc.index) from None
+                    raise drove(exc) from None
             else:
                 pid = target.pids[exited.index] if exited.index is not None else None
                 evidence["worker_exit"] = {
