@@ -64,6 +64,15 @@ def ms_to_us(ms: float, option: str = "--work-ms") -> int:
 PORT_RANGE = "/proc/sys/net/ipv4/ip_local_port_range"
 
 
+def drivers_under(connections: int, asked: int, limit: int) -> int:
+    """Driver processes to hold `connections` at once: `asked`, or as many more as it takes for each one's
+    share (and FD_MARGIN of its own files) to fit under the open-file soft limit `limit` (a burst here, a
+    client host's share there)."""
+    if limit == resource.RLIM_INFINITY:
+        return asked
+    return max(asked, math.ceil(connections / max(1, limit - FD_MARGIN)))
+
+
 def open_file_limit() -> int:
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 

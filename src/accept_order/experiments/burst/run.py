@@ -14,7 +14,6 @@ fs.nr_open), and a burst whose share per driver does not fit under it is spread 
 
 from __future__ import annotations
 
-import math
 import resource
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from ...core.spec import (
     ServerSpec,
     check_driver,
     check_range,
+    drivers_under,
     local_ports,
     sized,
 )
@@ -100,10 +100,7 @@ class BurstPlan:
 def drivers_for(clients: int, asked: int, limit: int | None = None) -> int:
     """Driver processes for a burst of `clients`: `asked`, or as many more as it takes for each one's share
     of the connections (and FD_MARGIN of its own files) to fit under the open-file soft limit."""
-    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0] if limit is None else limit
-    if limit == resource.RLIM_INFINITY:
-        return asked
-    return max(asked, math.ceil(clients / max(1, limit - FD_MARGIN)))
+    return drivers_under(clients, asked, resource.getrlimit(resource.RLIMIT_NOFILE)[0] if limit is None else limit)
 
 
 def _raise_hard_limit(need: int, soft: int, hard: int) -> int:

@@ -16,7 +16,6 @@ drivers are stopped and reaped, and the interpreter exits.
 from __future__ import annotations
 
 import dataclasses
-import math
 import pickle
 import resource
 import threading
@@ -25,7 +24,7 @@ from typing import Any
 
 from ...core.errors import AcceptOrderError
 from ...core.signals import deferred
-from ...core.spec import FD_MARGIN, MAX_DRIVER_PROCS, ConcurrentLoad
+from ...core.spec import FD_MARGIN, MAX_DRIVER_PROCS, ConcurrentLoad, drivers_under
 from ..generator import LoadGenerator
 from .remote_side import CLOSED
 
@@ -99,7 +98,7 @@ def make_room(load: ConcurrentLoad) -> ConcurrentLoad:
         return load
     limit = need if hard == resource.RLIM_INFINITY else min(need, hard)
     resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
-    procs = max(load.driver_procs, math.ceil(load.concurrency / max(1, limit - FD_MARGIN)))
+    procs = drivers_under(load.concurrency, load.driver_procs, limit)
     if procs == load.driver_procs or procs > MAX_DRIVER_PROCS:
         return load
     return dataclasses.replace(load, driver_procs=procs)
