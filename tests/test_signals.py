@@ -299,11 +299,15 @@ def test_an_interrupted_run_keeps_what_it_drove(command: list[Command], tmp_path
     records = saved["records"]
     assert len(records) > 0 and [r["seq"] for r in records] == list(range(len(records)))
     served = Counter(r["worker"] for r in records if r["error"] is None)
+    aborted = sum(1 for r in records if r["error"] is not None and r["error"].startswith("aborted"))
     accepted = {c["index"]: c["accepts"] for c in saved["counters"]}
-    # a worker accepted every connection it served; one more at most, the connection the signal cut short
+    # A worker accepted every connection it served. A connection accepted but not served was in flight when
+    # the signal came (paced at 5 ms, several can be on a busy machine: the workers reply at once, the client
+    # reads later) and is kept as an aborted record, not lost.
     for worker, n in accepted.items():
-        assert served[worker] <= n <= served[worker] + 1, (served, accepted)
-    assert sum(served.values()) >= 20 - 3  # the wait above saw at least 20 wake-ups of 3 workers
+        assert served[worker] <= n, (served, accepted)
+    assert sum(accepted.values()) <= sum(served.values()) + aborted, (served, accepted, aborted)
+    assert sum(accepted.values()) >= 20 - 3  # the wait above saw at least 20 wake-ups of 3 workers
     assert f"driven {len(records)}" in out and "interrupted" in out
 
 
