@@ -8,6 +8,7 @@ queue loses nothing) and against the verdict of the rounds they saved."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import subprocess
@@ -310,3 +311,24 @@ def test_every_repeatable_kind_is_found_through_the_registry_and_repeat_names_no
     for module in package.glob("*.py"):
         imports = re.findall(r"^\s*from \.\.(\w+)", module.read_text(), re.MULTILINE)
         assert not set(imports) & siblings, f"{module.name} imports {set(imports) & siblings}"
+
+
+def cut(run: RampResult) -> RampResult:
+    """The run with Ctrl-C cutting its last step short (interrupted, no reason yet), as a hand-edited file has it."""
+    last = dataclasses.replace(run.steps[-1], reasons=(), interrupted=True)
+    return dataclasses.replace(run, steps=(*run.steps[:-1], last), interrupted=True)
+
+
+def test_a_ramp_cut_short_is_not_read_as_every_step_held() -> None:
+    """A step Ctrl-C stopped before it held or broke says nothing of where the run would have broken: not
+    'every step held', and no mode held higher on its account."""
+    interrupted = cut(ramp("epoll", [True, True, False]))
+    assert knee_outcome(interrupted) == "held to 1000/s, then interrupted"
+    assert knee_outcome(cut(ramp("epoll", [False]))) == "interrupted before a step held"
+    assert held_higher([interrupted, ramp("reuseport", [True, False])]) is None
+    rounds = [[interrupted, ramp("reuseport", [True, False])], [ramp("epoll", [True] * 3), ramp("reuseport", [True])]]
+    doc = {"of": "ramp", "rounds": [[r.to_dict() for r in row] for row in rounds], "machine": {}}
+    shown = text_of(render_document("repeat", doc))
+    assert "every step held in 1/2; interrupted in 1/2" in shown, shown  # the epoll row's "broke at"
+    assert "1000/s (1000-1000)" in shown and "interrupted" not in shown.split("reuseport")[1], shown
+    assert "every step held in every run" not in shown

@@ -46,24 +46,36 @@ def knee(run: RampResult) -> float | None:
 
 
 def broke_at(run: RampResult) -> float | None:
-    """The first offered load that did not hold (None: every step held)."""
+    """The first offered load that did not hold (None: every step held, or Ctrl-C cut the run short first)."""
     broke = run.knee[1]
     return None if broke is None else broke.offered
+
+
+def cut_short(run: RampResult) -> bool:
+    """Ctrl-C stopped a step before it held or broke: where this run would have broken is not known (a run
+    `--repeat` keeps is whole; a hand-edited or merged file can still hold one)."""
+    return run.knee[1] is None and any(step.cut_short for step in run.steps)
 
 
 def knee_outcome(run: RampResult) -> str:
     """What one run says of the knee, in words the runs can agree on."""
     held, broke = run.knee
     if held is None:
-        return "no step held"
+        return "interrupted before a step held" if cut_short(run) else "no step held"
     where = offered_text(_kind(run), held.offered)
-    return f"every step held (to {where})" if broke is None else f"last held {where}"
+    if broke is None:
+        return f"held to {where}, then interrupted" if cut_short(run) else f"every step held (to {where})"
+    return f"last held {where}"
 
 
 def held_higher(row: Sequence[RampResult]) -> str | None:
     """The mode of this round whose first step that did not hold came later than every other's (one that
-    held every step counts as later than any that broke); None when two tie."""
-    reach = sorted(((b if (b := broke_at(r)) is not None else math.inf), _name(r)) for r in row if r.steps)
+    held every step counts as later than any that broke); None when two tie, or when a run cut short leaves
+    it unknown."""
+    runs = [r for r in row if r.steps]
+    if any(cut_short(r) for r in runs):
+        return None
+    reach = sorted(((b if (b := broke_at(r)) is not None else math.inf), _name(r)) for r in runs)
     if len(reach) < 2 or reach[-1][0] == reach[-2][0]:
         return None
     return reach[-1][1]
@@ -110,6 +122,20 @@ def _spread(values: list[float | None], kind: str, missing: str) -> str:
     return text + (f"; {missing} in {gone}" if gone else "")
 
 
+def _broke_spread(runs: list[RampResult], kind: str) -> str:
+    """Where the runs broke (as _spread says it), and in how many a step cut short left it unknown."""
+    cut = sum(map(cut_short, runs))
+    if not cut:
+        return _spread([broke_at(r) for r in runs], kind, "every step held")
+    known = [b for r in runs if (b := broke_at(r)) is not None]
+    held = len(runs) - cut - len(known)
+    parts = (
+        [f"{offered_text(kind, (spread := Spread.of(known)).median)} ({spread.low:g}-{spread.high:g})"] if known else []
+    )
+    parts += [f"every step held in {held}/{len(runs)}"] if held else []
+    return "; ".join([*parts, f"interrupted in {cut}/{len(runs)}"])
+
+
 def report(rounds: Rounds) -> list[RenderableType]:
     variants = by_variant(RAMP_REPEATED, rounds)
     table = Table(title="accept-order ramp --repeat", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
@@ -121,7 +147,7 @@ def report(rounds: Rounds) -> list[RenderableType]:
         table.add_row(
             label,
             _spread([knee(r) for r in runs], kind, "no step held"),
-            _spread([broke_at(r) for r in runs], kind, "every step held"),
+            _broke_spread(runs, kind),
             Text(stability.text, style="green" if stability.conclusive else "yellow"),
         )
     parts: list[RenderableType] = [table, Text(LEGEND, style="dim")]
@@ -141,7 +167,7 @@ def report(rounds: Rounds) -> list[RenderableType]:
     if len(variants) > 1:
         stability = higher_stability(rounds)
         text = f"Verdict: {stability.text}"
-        if all(broke_at(r) is None for row in rounds for r in row):
+        if all(broke_at(r) is None and not cut_short(r) for row in rounds for r in row):
             text += ": every step held in every run, the breaking points are further out (higher --rates)"
         parts.append(Text(text, style="green" if stability.conclusive else "yellow"))
     return parts
