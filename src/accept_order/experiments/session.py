@@ -193,8 +193,8 @@ def run_sequential(
         return [first[seq] for seq in sorted(first)]
 
     def describe() -> str:
-        served = sum(1 for r in finished if r.served)
-        return f"the run stopped after {len(finished)} connections ({served} served, {len(finished) - served} failed)"
+        n, served = len(kept := in_order()), sum(r.served for r in kept)  # a record passed on twice: once
+        return f"the run stopped after {n} connections ({served} served, {n - served} failed)"
 
     accept_log: dict[str, Any] = {}  # how connections of a server that closes at once were attributed
     stopped: list[KeyboardInterrupt] = []  # Ctrl-C, SIGTERM or SIGHUP during the load: the records so far are kept
