@@ -152,6 +152,24 @@ def test_output_path_refuses_what_cannot_be_written(tmp_path: Path, monkeypatch:
     assert one_line(exc) == f"--json: cannot create files in directory {tmp_path}"
 
 
+def test_output_path_in_a_folder_that_takes_no_files_is_refused_before_the_run(tmp_path: Path) -> None:
+    """/proc passes every permission check as root, yet takes no new file: a run would have measured for
+    nothing and then failed to save. The check makes (and removes) the temporary file the write will make."""
+    with pytest.raises(PlanError) as exc:
+        check_output_path("/proc/accept-order-result.json")
+    assert one_line(exc).startswith("--json: cannot create files in directory /proc"), one_line(exc)
+    assert check_output_path(str(tmp_path / "out.json")) == tmp_path / "out.json"
+    assert list(tmp_path.iterdir()) == []  # the probe file is gone
+
+
+def test_a_run_into_proc_is_refused_before_any_worker_starts() -> None:
+    from conftest import assert_one_error_line, run_cli
+
+    result = run_cli(["run", "--mode", "epoll", "--json", "/proc/accept-order-result.json"])
+    assert_one_error_line(result, 2, "cannot create files in directory /proc")
+    assert "Sequence" not in result.output
+
+
 # -- write_document ------------------------------------------------------------------------------------
 
 

@@ -108,6 +108,16 @@ def check_output_path(path: str, *, option: str = "--json") -> Path:
     # must be writable even when the file already exists.
     if not os.access(folder, os.W_OK | os.X_OK):
         raise PlanError(f"{option}: cannot create files in directory {shown_folder}")
+    # Permissions do not tell everything: root may write anywhere, yet /proc and /sys take no new files, and
+    # some filesystems refuse them (out of inodes). Making (and removing) the temporary file the write will
+    # make is the only sure check before the run.
+    try:
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=f".{Path(path).name[:64]}.", suffix=".tmp")
+    except OSError as exc:
+        raise PlanError(f"{option}: cannot create files in directory {shown_folder}: {_reason(exc)}") from None
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
     return Path(path)
 
 
