@@ -129,6 +129,19 @@ def test_show_of_a_run_file_imports_no_other_result_and_starts_nothing(tmp_path:
     assert loaded(modules, ("accept_order.servers.pool", "accept_order.servers.worker")) == []
 
 
+# What a result file is checked against, and its CSV tables: read where a file is loaded or exported, never where
+# one is saved (a dozen dataclasses: Python 3.11 compiles each one's methods).
+FILE_CHECKS = ("accept_order.results.schema", "accept_order.results.shapes", "accept_order.results.export")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the built-in workers' modes are Linux's")
+def test_a_run_saving_its_file_imports_no_schema_and_no_tables(tmp_path: Path) -> None:
+    saved = tmp_path / "run.json"
+    modules = imported_by(["run", "--mode", "epoll", "-n", "2", "--json", str(saved)], tmp_path)
+    assert saved.exists() and "accept_order.results.envelope" in modules  # it saved through the envelope
+    assert loaded(modules, FILE_CHECKS) == []
+
+
 @pytest.mark.skipif(sys.platform != "linux", reason="inspect reads Linux's /proc")
 def test_inspect_imports_neither_the_file_format_nor_what_starts_servers(tmp_path: Path) -> None:
     """inspect of a listener (this test's own socket) saves no file unless asked: the file format's schema
@@ -141,3 +154,13 @@ def test_inspect_imports_neither_the_file_format_nor_what_starts_servers(tmp_pat
     assert loaded(modules, ("accept_order.results.schema", "accept_order.results.typed")) == []
     assert loaded(modules, ("accept_order.servers.pool", "accept_order.experiments.order")) == []
     assert loaded(modules, tuple(o for o in OTHERS if not o.endswith(".inspect"))) == []
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="inspect reads Linux's /proc")
+def test_inspect_saving_its_file_imports_no_schema_and_no_tables(tmp_path: Path) -> None:
+    saved = tmp_path / "inspect.json"
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = str(listener.getsockname()[1])
+        modules = imported_by(["inspect", "--port", port, "--json", str(saved)], tmp_path)
+    assert saved.exists() and "accept_order.experiments.inspect.experiment" in modules  # saved by its experiment
+    assert loaded(modules, FILE_CHECKS) == []

@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ResultFileError
 from ..core.text import escape_controls, escape_controls_everywhere
-from ..results import envelope, export
-from ..results.envelope import FileKind
+from ..results import envelope
 from . import EXPERIMENTS, find
 
 if TYPE_CHECKING:
@@ -19,6 +18,7 @@ if TYPE_CHECKING:
 
     from ..core.histogram import LatencyHistogram
     from ..render.plots import PlotOptions
+    from ..results.envelope import FileKind
 
 
 def file_kind(kind: str) -> FileKind | None:
@@ -80,6 +80,8 @@ def plot_document(kind: str, document: dict[str, Any], options: PlotOptions | No
 def table(kind: str, document: dict[str, Any], name: str | None = None) -> str:
     """One table of a saved result (version 2 document) as CSV: its experiment says which tables it has,
     the first one by default; ExportError for a table it lacks."""
+    from ..results import export  # csv and the tables' helpers: `show --format csv` alone
+
     experiment = find(kind)
     build = export.table(kind, experiment.tables if experiment else {}, name)
     assert experiment is not None  # a kind without an experiment has no tables: export.table refused it
@@ -88,6 +90,8 @@ def table(kind: str, document: dict[str, Any], name: str | None = None) -> str:
 
 def latency_runs(kind: str, document: dict[str, Any]) -> list[tuple[str, LatencyHistogram]]:
     """(label, histogram) of each run of a kind that keeps histograms; ExportError for any other kind."""
+    from ..results import export
+
     experiment = find(kind)
     if experiment is None or experiment.latency_runs is None:
         raise export.ExportError(f"a {kind} result has no latency histogram for --format hdr")

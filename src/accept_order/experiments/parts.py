@@ -28,11 +28,13 @@ class Experiment(Generic[R]):
     such a document must hold (checked whole when a file is loaded, before `load` sees it), `report` is what
     the command printed, `figure(result, PlotOptions)` its picture (import matplotlib inside; see `lazy`),
     `tables` its CSV tables by name (the first is the default), `latency_runs` its (label, histogram)
-    pairs for `show --format hdr`; `several`: the document keeps its runs in a list under "runs"."""
+    pairs for `show --format hdr`; `several`: the document keeps its runs in a list under "runs". `shape_of`
+    makes the shape (`shape`) when a file is read or checked: saving a result needs none of it, and a result
+    file's schema is a dozen dataclasses (issue 30: inspect and run --json import no schema)."""
 
     kind: str
     load: Callable[[Document], R]
-    shape: Shape
+    shape_of: Callable[[], Shape]
     report: Callable[[R], RenderableType]
     figure: Callable[..., Any] | None = None
     tables: Mapping[str, Table] = field(default_factory=dict)
@@ -43,6 +45,11 @@ class Experiment(Generic[R]):
     # What a saved file adds to `to_dict()`'s measurements, derived from them (a verdict, for other tools to
     # read; ignored when the file is read back): computed when the result is saved, never stored in it.
     derived: Callable[[R], Document] | None = None
+
+    @property
+    def shape(self) -> Shape:
+        """What a document of this kind must hold (checked whole when a file is loaded, before `load` sees it)."""
+        return self.shape_of()
 
     def document(self, result: R) -> Document:
         """The payload a command saves: the result's measurements, then what is derived from them."""
@@ -70,6 +77,16 @@ class Experiment(Generic[R]):
         if not isinstance(runs, list):
             raise TypeError("'runs' is not a list")
         return list(runs)
+
+
+def attribute(module: str, name: str) -> Callable[[], Any]:
+    """`module.name`, looked up when called (a shape made on first use: PEP 562, as RUN_SHAPE is)."""
+
+    def look_up() -> Any:
+        return getattr(importlib.import_module(module), name)
+
+    look_up.__qualname__ = look_up.__name__ = name
+    return look_up
 
 
 def lazy(module: str, name: str) -> Callable[..., Any]:

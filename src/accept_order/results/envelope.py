@@ -13,12 +13,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..core.errors import ResultFileError
 from ..core.text import escape_controls
 from .files import check_schema, read_document, write_document
-from .schema import Anything, ListOf, MapOf, Record, SchemaError, Shape
+
+if TYPE_CHECKING:
+    from .schema import Shape
 
 SCHEMA = "accept-order"
 SCHEMA_VERSION = 2
@@ -85,6 +87,8 @@ def load(path: str | os.PathLike[str], kind_of: KindOf) -> tuple[str, dict[str, 
 
 def check(shape: Shape, document: dict[str, Any], shown: str, upgraded: bool = False) -> None:
     """ResultFileError naming the file and the field when `document` does not fit `shape`."""
+    from .shape import SchemaError
+
     try:
         shape.check(document, "")
     except SchemaError as exc:
@@ -134,24 +138,27 @@ def _latency_v1(doc: dict[str, Any]) -> dict[str, Any]:
     return {**rest, "server": _server(plan), "load": load, "counters": _counters(doc.get("counters", []))}
 
 
-# What the upgrades read of a version 1 file; the rest is checked in version 2's shape.
-_V1_RUN = Record({"plan": MapOf(Anything()), "counters": ListOf(MapOf(Anything()))}, frozenset({"plan", "counters"}))
-_V1_LATENCY = Record(
-    {"plan": MapOf(Anything()), "load": MapOf(Anything()), "counters": ListOf(MapOf(Anything()))}, frozenset({"plan"})
-)
-_V1_RUNS: dict[V1Form, tuple[Shape, Callable[[dict[str, Any]], dict[str, Any]]]] = {
-    "sequential": (_V1_RUN, _run_v1),
-    "concurrent": (_V1_LATENCY, _latency_v1),
+_V1_UPGRADES: dict[V1Form, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "sequential": _run_v1,
+    "concurrent": _latency_v1,
 }
 
 
 def _v1_shape(form: V1Form, several: bool) -> Shape:
-    run = _V1_RUNS[form][0]
+    """What the upgrades read of a version 1 file (the rest is checked in version 2's shape). Made where a
+    file is read: saving a result imports no schema (its dataclasses are most of the file format's start-up)."""
+    from .schema import Anything, ListOf, MapOf, Record
+
+    counters = ListOf(MapOf(Anything()))
+    if form == "sequential":
+        run = Record({"plan": MapOf(Anything()), "counters": counters}, frozenset({"plan", "counters"}))
+    else:
+        run = Record({"plan": MapOf(Anything()), "load": MapOf(Anything()), "counters": counters}, frozenset({"plan"}))
     return Record({"runs": ListOf(run)}, frozenset({"runs"})) if several else run
 
 
 def upgrade_v1(form: V1Form, several: bool, doc: dict[str, Any]) -> dict[str, Any]:
-    one = _V1_RUNS[form][1]
+    one = _V1_UPGRADES[form]
     upgraded = {**doc, "runs": [one(run) for run in doc["runs"]]} if several else one(doc)
     upgraded["version"] = SCHEMA_VERSION
     upgraded["upgraded_from"] = 1

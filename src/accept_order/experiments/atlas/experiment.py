@@ -28,7 +28,7 @@ def rows(documents: list[dict[str, Any]]) -> str:
 ATLAS: Experiment[AtlasResult] = Experiment(
     kind="atlas",
     load=AtlasResult.from_dict,
-    shape=ATLAS_SHAPE,
+    shape_of=lambda: ATLAS_SHAPE,
     report=atlas_report,
     figure=lazy("accept_order.experiments.atlas.plot", "atlas_figure"),
     tables={"rows": rows},

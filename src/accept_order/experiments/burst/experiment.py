@@ -34,7 +34,7 @@ def hosts(runs: list[dict[str, Any]]) -> str:
 BURST: Experiment[BurstResult] = Experiment(
     kind="burst",
     load=BurstResult.from_dict,
-    shape=BURST_SHAPE,
+    shape_of=lambda: BURST_SHAPE,
     report=burst_report,
     figure=lazy("accept_order.experiments.burst.plot", "burst_figure"),
     tables={"steps": steps, "hosts": hosts},

@@ -48,7 +48,7 @@ def workers(runs: list[dict[str, Any]]) -> str:
 OBSERVE: Experiment[ObserveResult] = Experiment(
     kind="observe",
     load=ObserveResult.from_dict,
-    shape=OBSERVE_SHAPE,
+    shape_of=lambda: OBSERVE_SHAPE,
     report=observe_report,
     figure=lazy("accept_order.experiments.observe.plot", "observe_figure"),
     tables={"intervals": intervals, "workers": workers},

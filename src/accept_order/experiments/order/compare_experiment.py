@@ -5,12 +5,12 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 
 from ...render.stopped import stopped_early
-from ...results import export
-from ..parts import Experiment, lazy
-from .compare_result import COMPARE_SHAPE, CompareResult
+from ..parts import Experiment, attribute, lazy
+from .compare_result import CompareResult
 from .report import compare_table
 
 _PLOT = "accept_order.experiments.order.plot"
+_EXPORT = "accept_order.results.export"  # its tables, imported by `show --format csv` alone
 
 
 def compare_report(result: CompareResult) -> RenderableType:
@@ -24,9 +24,9 @@ COMPARE: Experiment[CompareResult] = Experiment(
     kind="compare",
     v1="sequential",
     load=CompareResult.from_dict,
-    shape=COMPARE_SHAPE,
+    shape_of=attribute("accept_order.experiments.order.compare_result", "COMPARE_SHAPE"),
     report=compare_report,
     figure=lazy(_PLOT, "compare_figure"),
-    tables={"records": export.records, "workers": export.workers},
+    tables={"records": lazy(_EXPORT, "records"), "workers": lazy(_EXPORT, "workers")},
     several=True,
 )

@@ -4,19 +4,19 @@ that kind's result and file shape alone (issue 30: start-up)."""
 
 from __future__ import annotations
 
-from ...results import export
-from ..parts import Experiment, lazy
+from ..parts import Experiment, attribute, lazy
 from .report import run_report
-from .result import RUN_SHAPE, RunResult
+from .result import RunResult
 
 _PLOT = "accept_order.experiments.order.plot"
+_EXPORT = "accept_order.results.export"  # its tables, imported by `show --format csv` alone
 
 RUN: Experiment[RunResult] = Experiment(
     kind="run",
     v1="sequential",
     load=RunResult.from_dict,
-    shape=RUN_SHAPE,
+    shape_of=attribute("accept_order.experiments.order.result", "RUN_SHAPE"),
     report=run_report,
     figure=lazy(_PLOT, "run_figure"),
-    tables={"records": export.records, "workers": export.workers},
+    tables={"records": lazy(_EXPORT, "records"), "workers": lazy(_EXPORT, "workers")},
 )

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...results import export
-from ..parts import Experiment, lazy
+from ..parts import Experiment, attribute, lazy
 from .report import serve_report
-from .serve_result import SERVE_SHAPE, ServeResult
+from .serve_result import ServeResult
 
 _PLOT = "accept_order.experiments.order.plot"
 
 
 def serve_records(runs: list[dict[str, Any]]) -> str:
     """Who accepted each connection, in accept order: all serve knows (no client of ours timed them)."""
+    from ...results import export
+
     rows = []
     for run in runs:
         label = export.label(run)
@@ -24,8 +25,8 @@ def serve_records(runs: list[dict[str, Any]]) -> str:
 SERVE: Experiment[ServeResult] = Experiment(
     kind="serve",
     load=ServeResult.from_dict,
-    shape=SERVE_SHAPE,
+    shape_of=attribute("accept_order.experiments.order.serve_result", "SERVE_SHAPE"),
     report=serve_report,
     figure=lazy(_PLOT, "serve_figure"),
-    tables={"workers": export.workers, "records": serve_records},
+    tables={"workers": lazy("accept_order.results.export", "workers"), "records": serve_records},
 )

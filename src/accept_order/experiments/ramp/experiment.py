@@ -23,7 +23,7 @@ def hosts(runs: list[dict[str, Any]]) -> str:
 RAMP: Experiment[RampResult] = Experiment(
     kind="ramp",
     load=RampResult.from_dict,
-    shape=RAMP_SHAPE,
+    shape_of=lambda: RAMP_SHAPE,
     report=ramp_report,
     figure=lazy("accept_order.experiments.ramp.plot", "ramp_figure"),
     tables={"steps": steps, "hosts": hosts},

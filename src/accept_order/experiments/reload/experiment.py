@@ -33,7 +33,7 @@ def steps(runs: list[dict[str, Any]]) -> str:
 RELOAD: Experiment[ReloadResult] = Experiment(
     kind="reload",
     load=ReloadResult.from_dict,
-    shape=RELOAD_SHAPE,
+    shape_of=lambda: RELOAD_SHAPE,
     report=reload_report,
     figure=lazy("accept_order.experiments.reload.plot", "reload_figure"),
     tables={"steps": steps},

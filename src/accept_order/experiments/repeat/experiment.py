@@ -66,7 +66,7 @@ def report(result: RepeatResult) -> RenderableType:
 REPEAT: Experiment[RepeatResult] = Experiment(
     kind="repeat",
     load=RepeatResult.from_dict,
-    shape=REPEAT_SHAPE,
+    shape_of=lambda: REPEAT_SHAPE,
     report=report,
     figure=lazy("accept_order.experiments.repeat.plot", "repeat_figure"),
     tables={"rounds": rounds, "workers": workers},
