@@ -292,3 +292,30 @@ def test_malformed_result_one_line_and_exit_1(saved: dict[str, Path], tmp_path: 
     out = tmp_path / "x.png"
     assert_one_error_line(run_cli(["plot", str(broken), "-o", str(out)]), 1, "broken.json: histogram: missing")
     assert not out.exists()
+
+
+@pytest.mark.parametrize("cdf", [False, True], ids=["histogram", "cdf"])
+def test_a_run_from_several_client_hosts_draws_each_hosts_durations(cdf: bool, matplotlib: Any) -> None:
+    """Beside the whole run, each client host's own durations: a line and a legend entry of its own, with its
+    percentiles (a host far from the server, or a slow one, shows as a line apart)."""
+    from accept_order.core.histogram import LatencyHistogram
+
+    kind, document = load(V1.parent / "v2" / "latency-hosts.json")
+    fig = plot_document(kind, document, PlotOptions(cdf=cdf))
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    for host in document["hosts"]:
+        histogram = LatencyHistogram.from_dict(host["histogram"])
+        p50 = histogram.percentile(50) / 1000
+        assert any(label.startswith(f"from {host['destination']}: p50 {p50:.2f}") for label in labels), labels
+    ax = fig.axes[0]
+    if cdf:  # the run's step line and one per host (the percentiles' marks are vertical lines)
+        assert len([line for line in ax.get_lines() if len(set(line.get_xdata())) > 1]) == 1 + 2
+    else:  # the run's fill and line, and one line per host
+        assert len(ax.patches) == 2 + 2
+
+
+def test_a_run_from_one_host_or_a_comparison_draws_no_host_lines(saved: dict[str, Path], matplotlib: Any) -> None:
+    for name in ("latency", "latency-compare"):
+        kind, document = load(saved[name])
+        labels = [t.get_text() for t in plot_document(kind, document).axes[0].get_legend().get_texts()]
+        assert not any(label.startswith("from ") for label in labels), labels

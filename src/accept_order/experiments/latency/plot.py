@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ...core.histogram import log2_buckets
+from ...core.histogram import LatencyHistogram, log2_buckets
 from ...render.plots import (
     PlotOptions,
     color,
@@ -54,18 +55,43 @@ def settings_text(results: Sequence[LatencyResult]) -> str:
     return "; ".join(p for p in parts if p)
 
 
+_RUN: dict[str, Any] = {"linewidth": 1.8}
+_HOST: dict[str, Any] = {"linewidth": 1.1, "linestyle": (0, (4, 2))}  # thinner and dashed beside the whole run's
+
+
+@dataclass(frozen=True)
+class Series:
+    """One line of a latency picture: a histogram, its colour's index, how it is drawn; `name` a client host's
+    destination (its own durations, beside the whole run's)."""
+
+    histogram: LatencyHistogram
+    colour: int
+    line: dict[str, Any] = field(default_factory=lambda: _RUN)
+    name: str = ""
+
+
+def _host_series(results: Sequence[LatencyResult]) -> list[Series]:
+    """A single run from several client hosts: each host's own durations too (a slow or far host shows as a
+    line of its own). Beside other runs (a comparison) they would crowd the picture: the runs only."""
+    if len(results) != 1 or len(results[0].hosts) < 2:
+        return []
+    return [Series(h.histogram, i + 1, _HOST, h.destination) for i, h in enumerate(results[0].hosts)]
+
+
 def _marks(result: LatencyResult) -> list[tuple[str, float, LineStyleType]]:
     if not result.histogram.count:
         return []
     return [(name, result.histogram.percentile(q) / 1000, style) for name, q, style in MARKS]
 
 
+def _figures(histogram: LatencyHistogram) -> str:
+    if not histogram.count:
+        return ""
+    return ", ".join(f"{name} {histogram.percentile(q) / 1000:.2f}" for name, q, _ in MARKS) + " ms"
+
+
 def _legend_label(result: LatencyResult) -> str:
-    marks = _marks(result)
-    if not marks:
-        return f"{text(result.server.label)}: nothing served"
-    figures = ", ".join(f"{name} {ms:.2f}" for name, ms, _ in marks)
-    return f"{text(result.server.label)}: {figures} ms"
+    return f"{text(result.server.label)}: {_figures(result.histogram) or 'nothing served'}"
 
 
 def _bucket_axis(v: Any) -> Any:
@@ -83,20 +109,21 @@ def _bucket_axis_inverse(x: Any) -> Any:
     return np.where(x <= 1, x, np.exp2(np.clip(x, 1, 1000) - 1))
 
 
-def _histogram(ax: Any, results: Sequence[LatencyResult]) -> None:
+def _histogram(ax: Any, series: Sequence[Series]) -> None:
     from matplotlib.ticker import FixedLocator, FuncFormatter
 
-    per_run = [[count for _, count in log2_buckets(r.histogram)] for r in results]
+    per_run = [[count for _, count in log2_buckets(s.histogram)] for s in series]
     n = max([2, *(len(b) for b in per_run)])  # at least 0..1 and 1..2 ms, so one full bucket has context
     edges = [0, *(1 << i for i in range(n))]  # bucket 0: 0..1 ms; bucket i: 2**(i-1)..2**i ms
     ax.set_xscale("function", functions=(_bucket_axis, _bucket_axis_inverse))
-    for i, counts in enumerate(per_run):
+    runs = sum(1 for one in series if not one.name)
+    for one, counts in zip(series, per_run, strict=True):
         if not counts:
             continue
         counts = counts + [0] * (n - len(counts))
-        if len(results) == 1:  # overlaid fills would muddy each other
-            ax.stairs(counts, edges, color=color(i), fill=True, alpha=0.15)
-        ax.stairs(counts, edges, color=color(i), linewidth=1.8)
+        if runs == 1 and not one.name:  # overlaid fills would muddy each other; a host's line is drawn over it
+            ax.stairs(counts, edges, color=color(one.colour), fill=True, alpha=0.15)
+        ax.stairs(counts, edges, color=color(one.colour), **one.line)
     ax.set_xlim(0, edges[-1])
     ax.xaxis.set_major_locator(FixedLocator(edges))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
@@ -105,18 +132,19 @@ def _histogram(ax: Any, results: Sequence[LatencyResult]) -> None:
     ax.set_ylim(bottom=0)
 
 
-def _cdf(ax: Any, results: Sequence[LatencyResult]) -> None:
+def _cdf(ax: Any, series: Sequence[Series]) -> None:
     import numpy as np
     from matplotlib.ticker import FuncFormatter
 
-    for i, result in enumerate(results):
-        pairs = result.histogram.to_dict()["counts"]
+    for one in series:
+        pairs = one.histogram.to_dict()["counts"]
         if not pairs:
             continue
         # 0 µs has no place on a log axis: draw it at 1 µs
         values = np.array([max(us, 1) / 1000 for us, _ in pairs], dtype=float)
-        shares = np.cumsum([n for _, n in pairs], dtype=float) / result.histogram.count
-        ax.step(np.concatenate(([values[0]], values)), np.concatenate(([0.0], shares)), where="post", color=color(i))
+        shares = np.cumsum([n for _, n in pairs], dtype=float) / one.histogram.count
+        x, y = np.concatenate(([values[0]], values)), np.concatenate(([0.0], shares))
+        ax.step(x, y, where="post", color=color(one.colour), **({} if one.line is _RUN else one.line))
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
     ax.set_ylim(0, 1.02)
@@ -127,18 +155,23 @@ def _cdf(ax: Any, results: Sequence[LatencyResult]) -> None:
 def _latency_figure(results: Sequence[LatencyResult], title: str, options: PlotOptions) -> Figure:
     from matplotlib.lines import Line2D
 
-    fig = new_figure(height=5.0 + 0.2 * max(0, len(results) - len(MARKS)))  # the legend's rows above the axes
+    lines = len(results) + len(_host_series(results))
+    fig = new_figure(height=5.0 + 0.2 * max(0, lines - len(MARKS)))  # the legend's rows above the axes
     ax = fig.add_subplot()
     titled(fig, title, options, settings_text(results))
     if not any(r.histogram.count for r in results):
         nothing(ax, "nothing was served" if results else "no runs")
         return fig
-    (_cdf if options.cdf else _histogram)(ax, results)
+    hosts = _host_series(results)
+    (_cdf if options.cdf else _histogram)(ax, [*(Series(r.histogram, i) for i, r in enumerate(results)), *hosts])
     handles: list[Any] = []
     for i, result in enumerate(results):
         for _, ms, style in _marks(result):
             ax.axvline(ms, color=color(i), linestyle=style, linewidth=1.1)
         handles.append(Line2D([], [], color=color(i), linewidth=1.8, label=_legend_label(result)))
+    for host in hosts:
+        label = f"from {text(host.name)}: {_figures(host.histogram) or 'nothing served'}"
+        handles.append(Line2D([], [], color=color(host.colour), label=label, **host.line))
     marks = [Line2D([], [], color="0.3", linestyle=style, linewidth=1.1, label=name) for name, _, style in MARKS]
     # above the axes, the runs in the first column and the marks' styles in the second: inside, "best" still
     # covered a percentile's mark or the top of a bucket
