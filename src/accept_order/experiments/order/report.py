@@ -68,11 +68,16 @@ def run_report(result: RunResult) -> RenderableType:
     errors = errors_text(result)
     if errors:
         parts.append(errors)
+    hint = protocol_hint(result)
+    if hint is not None:
+        parts.append(hint)
     stopped = stopped_text(result)
     if stopped is not None:
         parts.append(stopped)
     v = result.verdict
-    parts.append(Text.assemble(("Verdict: ", "bold green" if v.expected else "bold yellow"), v.line()))
+    # nothing served is no fairness: Jain's index of all zeros is 1.000, 'perfectly fair'
+    said = v.line() if result.served else v.pattern
+    parts.append(Text.assemble(("Verdict: ", "bold green" if v.expected else "bold yellow"), said))
     parts.append(Text.assemble(("Why: ", "bold"), v.why))
     if not v.expected and v.model is not None:
         parts.append(Text(f"Note: mode {server.mode} was expected to show a different pattern.", style="yellow"))
@@ -85,6 +90,23 @@ def run_report(result: RunResult) -> RenderableType:
     if result.evidence:
         parts.append(evidence_report(result.evidence))
     return Group(*parts)
+
+
+def protocol_hint(result: RunResult) -> Text | None:
+    """Why a server this tool did not start answered nothing: the line client sends nothing and waits for the
+    server to write, and a server that waits for a request first (HTTP: nginx) waits as long. Said where every
+    connection to it timed out (a refusal or a reset is something else)."""
+    server = result.server
+    if server.kind not in ("attached", "remote") or server.protocol != "line" or result.served or not result.records:
+        return None
+    if not all((r.error or "").startswith("timeout") for r in result.records):
+        return None
+    return Text(
+        "No connection got an answer: with --protocol line (the default) the client sends nothing and waits for "
+        "the server to write first; a server that waits for a request (HTTP: nginx, HAProxy, gunicorn, ...) "
+        "needs --protocol http",
+        style="yellow",
+    )
 
 
 def stopped_text(result: RunResult) -> Text | None:
