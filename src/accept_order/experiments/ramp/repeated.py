@@ -52,9 +52,9 @@ def broke_at(run: RampResult) -> float | None:
 
 
 def cut_short(run: RampResult) -> bool:
-    """Ctrl-C stopped a step before it held or broke: where this run would have broken is not known (a run
-    `--repeat` keeps is whole; a hand-edited or merged file can still hold one)."""
-    return run.knee[1] is None and any(step.cut_short for step in run.steps)
+    """Ctrl-C stopped the run mid-step or between two steps, before it broke: where it would have broken is
+    not known (a run `--repeat` keeps is whole; a hand-edited file can still hold one)."""
+    return run.cut_short
 
 
 def knee_outcome(run: RampResult) -> str:

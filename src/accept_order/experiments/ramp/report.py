@@ -149,6 +149,10 @@ def ramp_report(result: RampResult) -> RenderableType:
     if cut is not None:  # Ctrl-C stopped a step before it could hold or not: no knee either way
         before = f"every step that finished held, up to {_offered(held)}" if held else "no step finished"
         parts.append(Text(f"Interrupted at {_offered(cut)} before that step could tell: {before}.", style="bold"))
+    elif result.cut_short and held is not None:  # Ctrl-C between two steps: the ones after it never ran
+        parts.append(
+            Text(f"Interrupted after {_offered(held)}: every step run held; the later ones were not run.", style="bold")
+        )
     elif broke is None and held is not None and result.stopped:  # the steps it did not run might not have held
         parts.append(Text(f"Every step run held, up to {_offered(held)}; then an error stopped the ramp (below)."))
     elif broke is None and held is not None:

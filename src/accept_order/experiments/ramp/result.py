@@ -133,6 +133,16 @@ class RampResult:
             last = step
         return last, None
 
+    @property
+    def cut_short(self) -> bool:
+        """Ctrl-C ended the ramp before it broke and before its last step: where it would have broken is not
+        known. The signal cut a step short, or came between two steps (the run keeps the steps it finished,
+        each held, and the later ones never ran); after the last step, every step ran and the ramp is whole."""
+        if self.knee[1] is not None:
+            return False
+        planned = self.plan.get("rates") or self.plan.get("concurrencies") or ()
+        return any(s.cut_short for s in self.steps) or (self.interrupted and len(self.steps) < len(planned))
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "server": self.server.to_dict(),
