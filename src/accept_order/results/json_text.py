@@ -19,6 +19,7 @@ from typing import Any
 # The types a container of scalars holds; a subclass (an IntEnum, a str subclass) takes the general path,
 # which encodes it as json does.
 _SCALAR_TYPES = frozenset((str, int, float, bool, type(None)))
+_PLAIN = frozenset((dict, list, tuple))
 
 
 @functools.cache
@@ -52,7 +53,9 @@ def _encode(value: Any, depth: int) -> str:
         return "{}" if is_dict else "[]"
     inner = "\n" + " " * (depth + 1)
     items = value.values() if is_dict else value
-    if set(map(type, items)) <= _SCALAR_TYPES:  # in C: the check runs once per record of a big result
+    # Only a plain container is checked by its values(): json encodes a dict by its items(), which a subclass's
+    # values() need not agree with; a subclass takes the general path, which reads items() as json does.
+    if type(value) in _PLAIN and set(map(type, items)) <= _SCALAR_TYPES:  # in C: once per record of a big result
         text = _flat_encoder(depth)(value)[1:-1]
     elif is_dict:
         text = ("," + inner).join([_key(k) + ": " + _encode(v, depth + 1) for k, v in value.items()])
