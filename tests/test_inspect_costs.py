@@ -247,3 +247,28 @@ def test_kcmp_and_setns_come_from_the_process_s_own_libc(monkeypatch: pytest.Mon
                 os.close(twin)
     finally:
         libc_module.libc.cache_clear()
+
+
+def _typed(value: object) -> object:
+    """`value` with every container's type and every dict's key order spelled out: equal only when the two
+    were made alike (a tuple is not a list, (1,) is not [1])."""
+    if isinstance(value, dict):
+        return ("dict", [(_typed(k), _typed(v)) for k, v in value.items()])
+    if isinstance(value, list | tuple):
+        return (type(value).__name__, [_typed(v) for v in value])
+    return (type(value).__name__, value)
+
+
+def test_a_result_s_dict_is_what_asdict_made(listener: int) -> None:
+    """to_dict (a --json save's) makes what dataclasses.asdict made, without its deep copies: the same values
+    of the same types in the same order, nested records (an epoll's watches, the environment) included."""
+    from dataclasses import asdict, replace
+
+    from accept_order.experiments.inspect.result import EpollView, WatchView
+    from accept_order.experiments.inspect.run import inspect
+
+    result = inspect(pid=listener, samples=1)
+    watches = (WatchView(3, 0x10000019, 7, True), WatchView(4, 0x19, 8, False))
+    result = replace(result, epolls=(EpollView(listener, 5, watches, ((listener, 6),)),), notes=("a note",))
+    assert result.units and result.processes and result.sysctls  # what a look holds, besides the epolls
+    assert _typed(result.to_dict()) == _typed(asdict(result))

@@ -4,8 +4,9 @@ few samples): nothing was driven at the server."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ...core.measures import Environment
@@ -144,7 +145,9 @@ class InspectResult:
         return len([u for u in self.units if u.role != "acceptor"])
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """dataclasses.asdict(self), made without deep-copying each leaf: a 64-worker result has about 3,000
+        values, and asdict's recursion through copy.deepcopy was most of its --json save."""
+        return _plain(self)  # type: ignore[no-any-return]
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> InspectResult:
@@ -169,6 +172,30 @@ class InspectResult:
             changes=tuple(build(ChangeView, p) for p in data["changes"]),
             environment=build(Environment, data["environment"]),
         )
+
+
+_ATOMS = frozenset({str, int, float, bool, type(None)})  # what asdict's deepcopy gives back as it is
+_FIELDS: dict[type, tuple[str, ...]] = {}  # a dataclass's field names, in asdict's order
+
+
+def _plain(value: Any) -> Any:
+    """What dataclasses.asdict makes of `value`: a dataclass as a dict of its fields, tuples, lists and dicts
+    of the same type with their items made so, anything else deep-copied (a str or a number is itself)."""
+    kind = type(value)
+    if kind in _ATOMS:
+        return value
+    if kind is tuple:
+        return tuple([_plain(item) for item in value])
+    if kind is list:
+        return [_plain(item) for item in value]
+    if kind is dict:
+        return {_plain(key): _plain(item) for key, item in value.items()}
+    names = _FIELDS.get(kind)
+    if names is None and dataclasses.is_dataclass(value) and not isinstance(value, type):
+        names = _FIELDS[kind] = tuple(f.name for f in dataclasses.fields(value))
+    if names is not None:
+        return {name: _plain(getattr(value, name)) for name in names}
+    return copy.deepcopy(value)
 
 
 def _shapes() -> Shape:
