@@ -147,7 +147,7 @@ class InspectResult:
     def to_dict(self) -> dict[str, Any]:
         """dataclasses.asdict(self), made without deep-copying each leaf: a 64-worker result has about 3,000
         values, and asdict's recursion through copy.deepcopy was most of its --json save."""
-        return _plain(self)  # type: ignore[no-any-return]
+        return _plain(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> InspectResult:
