@@ -94,5 +94,6 @@ def latency_runs(kind: str, document: dict[str, Any]) -> list[tuple[str, Latency
 
     experiment = find(kind)
     if experiment is None or experiment.latency_runs is None:
-        raise export.ExportError(f"a {kind} result has no latency histogram for --format hdr")
+        article = "an" if kind[:1] in "aeiou" else "a"  # an observe result, an inspect result
+        raise export.ExportError(f"{article} {kind} result has no latency histogram for --format hdr")
     return experiment.latency_runs(experiment.runs(document))
