@@ -8,6 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ...core.cpus import format_cpu_list
+from ...core.protocol import ABORTED
 from ...render.evidence import PRIVATE_SHORT
 from ...render.fit import key_columns
 from ...render.text import durations_us, plural
@@ -32,7 +33,10 @@ def verdict_text(run: ReloadRun) -> Text:
     lost = run.failed
     expected = run.as_expected
     if run.interrupted:
-        return Text(f"interrupted; lost {lost} so far", style="yellow")
+        # the connections in flight when the run was stopped count as aborted: the stop's, not the worker's going
+        stopped = run.errors.get(ABORTED, 0)
+        under_way = f" ({stopped} under way when it was stopped)" if stopped else ""
+        return Text(f"interrupted; lost {lost - stopped} so far{under_way}", style="yellow")
     if run.at_s is None:
         return Text("the load ended before the worker went", style="yellow")
     if run.gone_s is None:
