@@ -99,11 +99,14 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         accepts.unmount_tracefs()
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under pytest-xdist (`--dist loadgroup`, pyproject's addopts), the tests of a file that share a module-scoped
     fixture (a cluster of namespaces, a server, results made once) run on one worker, so that it is made once, not
     once per worker; every other test goes wherever a worker is free. Tests that must not overlap with some others
-    (host-wide state) carry their own `xdist_group` mark, which this leaves alone."""
+    (host-wide state) carry their own `xdist_group` mark, which this leaves alone.
+    First of this hook's implementations: pytest-xdist's reads the marks (its worker registers after this file, so
+    without tryfirst it ran first and never saw the marks added here)."""
     for item in items:
         if item.get_closest_marker("xdist_group") is not None:
             continue
@@ -111,6 +114,30 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         definitions = info.name2fixturedefs.values() if info is not None else ()
         if any(d.scope in ("module", "class") for defs in definitions for d in defs):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+def xdist_group_of(item: pytest.Item) -> str | None:
+    """The group pytest-xdist's loadgroup gives an item: its xdist_group marks' names, sorted and joined."""
+    names = {str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")}
+    return "_".join(sorted(names)) if names else None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """A worker of `--dist loadgroup` tells the scheduler an item's group by a suffix of its node id
+    ('...::test@group'), which pytest-xdist (3.8) writes into `item._nodeid`; pytest 9.2 reads node ids from a
+    structured `_id` instead, so the suffix was lost and every group's tests were spread over all workers (each
+    worker made the module fixtures again; pytest-xdist issue #1386). Where the suffix is missing, it is written
+    there, before the worker sends its collection (pytest-xdist's own collection_finish)."""
+    if not getattr(session.config.option, "loadgroup", False):  # set in pytest-xdist's workers only
+        return
+    for item in session.items:
+        group = xdist_group_of(item)
+        if group is None or item.nodeid.endswith(f"@{group}"):
+            continue
+        from _pytest.nodeid import NodeId  # pytest >= 9.2: where the suffix did not take
+
+        item._id = NodeId.parse(f"{item.nodeid}@{group}")
 
 
 @pytest.fixture
