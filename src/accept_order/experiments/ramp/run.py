@@ -17,6 +17,7 @@ from typing import Any
 
 from ...core.errors import AcceptOrderError, PlanError
 from ...core.hosts import ClientHosts
+from ...core.protocol import ABORTED
 from ...core.signals import deferred
 from ...core.spec import (
     MAX_CONNECTIONS,
@@ -179,7 +180,9 @@ def _sampling(port: int, host: str, peaks: list[int], progress: Tick | None) -> 
 def judge(step: RampStep, plan: RampPlan, workers: int) -> list[str]:
     """Why this step did not hold (empty: it held), then what else the kernel and the clocks say."""
     reasons: list[str] = []
-    if step.failed > plan.max_errors:
+    # a step Ctrl-C cut short counts its connections in flight as aborted: the stop's, not the server's failures
+    stopped = step.errors.get(ABORTED, 0) if step.interrupted else 0
+    if step.failed - stopped > plan.max_errors:
         by = ", ".join(f"{k} {v}" for k, v in sorted(step.errors.items(), key=lambda kv: -kv[1]))
         reasons.append(f"{step.failed} failed ({by})")
     if plan.p99_ms is not None and step.p99_us is not None and step.p99_us > plan.p99_ms * 1000:
