@@ -58,3 +58,12 @@ def test_the_hint_is_not_given_where_it_cannot_help() -> None:
     base = RunResult.from_dict(json.loads(GOLDEN.read_text()))
     assert HINT not in printed(base)
     assert "Jain 1.000" in printed(base)
+
+
+def test_a_target_whose_replies_name_no_worker_is_told_what_a_reply_must_say() -> None:
+    """run --target at a stock nginx with --protocol http: every reply was 'hello, world', each connection
+    'unexpected reply', 'Verdict: nothing served', and no word of what --target reads from a reply."""
+    result = attached("http", "unexpected reply b'hello, world\\n'", target=True)
+    text = printed(result)
+    assert "no reply named a worker" in text and "worker PID" in text, text
+    assert "no reply named a worker" not in printed(attached("http", "timeout: no answer within 5 s", target=True))

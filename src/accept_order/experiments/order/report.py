@@ -68,7 +68,7 @@ def run_report(result: RunResult) -> RenderableType:
     errors = errors_text(result)
     if errors:
         parts.append(errors)
-    hint = protocol_hint(result)
+    hint = why_nothing_served(result)
     if hint is not None:
         parts.append(hint)
     stopped = stopped_text(result)
@@ -92,14 +92,22 @@ def run_report(result: RunResult) -> RenderableType:
     return Group(*parts)
 
 
-def protocol_hint(result: RunResult) -> Text | None:
-    """Why a server this tool did not start answered nothing: the line client sends nothing and waits for the
-    server to write, and a server that waits for a request first (HTTP: nginx) waits as long. Said where every
-    connection to it timed out (a refusal or a reset is something else)."""
+def why_nothing_served(result: RunResult) -> Text | None:
+    """Why nothing was served by a server this tool did not start: the line client sends nothing and waits for
+    the server to write, and a server that waits for a request first (HTTP: nginx) waits as long (every
+    connection timed out; a refusal or a reset is something else); or a --target answered, but not naming
+    the worker, which is all --target knows it by."""
     server = result.server
-    if server.kind not in ("attached", "remote") or server.protocol != "line" or result.served or not result.records:
+    if server.kind not in ("attached", "remote") or result.served or not result.records:
         return None
-    if not all((r.error or "").startswith("timeout") for r in result.records):
+    if server.kind == "remote" and all((r.error or "").startswith("unexpected reply") for r in result.records):
+        # --target knows a worker only from its reply (a stock nginx answers its page)
+        return Text(
+            "The server answered, but no reply named a worker: --target attributes each connection by its reply "
+            "alone, which must read 'worker PID' or 'worker N pid PID' (as accept-order serve answers)",
+            style="yellow",
+        )
+    if server.protocol != "line" or not all((r.error or "").startswith("timeout") for r in result.records):
         return None
     return Text(
         "No connection got an answer: with --protocol line (the default) the client sends nothing and waits for "
