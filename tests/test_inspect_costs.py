@@ -272,3 +272,36 @@ def test_a_result_s_dict_is_what_asdict_made(listener: int) -> None:
     result = replace(result, epolls=(EpollView(listener, 5, watches, ((listener, 6),)),), notes=("a note",))
     assert result.units and result.processes and result.sysctls  # what a look holds, besides the epolls
     assert _typed(result.to_dict()) == _typed(asdict(result))
+
+
+def test_an_epoll_unchanged_between_samples_is_parsed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A look's samples share an epoll's OpenFile while its fdinfo reads the same (its watches parsed once a
+    look, not once a sample); one that changed is read and parsed anew."""
+    import select
+
+    parsed: list[str] = []
+    real = fd_table.parse_epoll_fdinfo
+
+    def counted(text: str) -> tuple[fd_table.Watch, ...]:
+        parsed.append(text)
+        return real(text)
+
+    monkeypatch.setattr(fd_table, "parse_epoll_fdinfo", counted)
+    tables = FdTables()
+    pid = os.getpid()
+    with socket.create_server(("127.0.0.1", 0)) as a, socket.create_server(("127.0.0.1", 0)) as b:
+        inodes = frozenset({os.fstat(a.fileno()).st_ino, os.fstat(b.fileno()).st_ino})
+        epoll = select.epoll()
+        try:
+            epoll.register(a.fileno(), select.EPOLLIN)
+            first = tables.files(pid)[epoll.fileno()]
+            assert [w.fd for w in first.watching(inodes)] == [a.fileno()] and len(parsed) == 1
+            again = tables.files(pid)[epoll.fileno()]
+            assert again is first and [w.fd for w in again.watching(inodes)] == [a.fileno()] and len(parsed) == 1
+            epoll.register(b.fileno(), select.EPOLLIN | select.EPOLLEXCLUSIVE)
+            changed = tables.files(pid)[epoll.fileno()]
+            assert changed is not first
+            watches = changed.watching(inodes)
+            assert sorted((w.fd, w.exclusive) for w in watches) == sorted([(a.fileno(), False), (b.fileno(), True)])
+        finally:
+            epoll.close()

@@ -76,7 +76,16 @@ class OpenFile:
 
     def watching(self, inodes: Collection[int]) -> tuple[Watch, ...]:
         """The watches of these inodes (the listeners), in the order the fdinfo lists them: only the lines
-        naming one are parsed."""
+        naming one are parsed, once for each set of inodes asked (a look's samples share an epoll's OpenFile
+        while its fdinfo reads the same: FdTables.files_and_sockets)."""
+        key = inodes if isinstance(inodes, frozenset) else frozenset(inodes)
+        asked: dict[frozenset[int], tuple[Watch, ...]] = self.__dict__.setdefault("asked_watching", {})
+        found = asked.get(key)
+        if found is None:
+            found = asked[key] = self._lines_watching(key)
+        return found
+
+    def _lines_watching(self, inodes: frozenset[int]) -> tuple[Watch, ...]:
         if "watches" in self.__dict__ or len(inodes) > _FEW:
             return tuple(w for w in self.watches if w.inode in inodes)
         found: list[tuple[int, Watch]] = []
@@ -217,6 +226,9 @@ class FdTables:
         self._sockets: dict[int, frozenset[int]] = {}
         self._files: dict[int, dict[int, OpenFile]] = {}  # the sockets, and the epolls and io_urings unread
         self._polls: dict[int, list[int]] = {}  # the epolls' and io_urings' descriptors, read again each time
+        # what each of those read last, and the OpenFile made of it: kept while its fdinfo reads the same (an
+        # idle worker's epoll at every sample), so that its watches are parsed once a look
+        self._last_read: dict[tuple[int, int], tuple[str, OpenFile]] = {}
         # kcmp's answers (file_order) for the look: like the links, the open files behind the descriptors are
         # taken to keep their meaning while it lasts (a sample of 64 nginx workers asks about 300)
         self.file_orders: dict[tuple[int, int, int, int], int | None] = {}
@@ -276,7 +288,7 @@ class FdTables:
             self._polls[pid] = [fd for fd, file in self._files[pid].items() if file.kind != "socket"]
         files = dict(self._files[pid])
         for fd in self._polls[pid]:
-            files[fd] = _open_file(pid, fd, links[fd]) or files[fd]
+            files[fd] = self._read_again(pid, fd, links[fd]) or files[fd]
         changed = False
         for fd in again:
             link = _link(pid, fd)
@@ -291,6 +303,22 @@ class FdTables:
         if not changed:
             return files, self.sockets(pid)
         return files, frozenset(f.inode for f in files.values() if f.kind == "socket" and f.inode is not None)
+
+    def _read_again(self, pid: int, fd: int, link: str) -> OpenFile | None:
+        """An epoll's or io_uring's descriptor as `_open_file` makes it, its fdinfo read now; the OpenFile made
+        at an earlier call when the fdinfo reads the same."""
+        kind = _polls(link)
+        if kind is None:
+            return _open_file(pid, fd, link)
+        text = _fdinfo(pid, fd)
+        last = self._last_read.get((pid, fd))
+        if last is not None and last[0] == text:
+            return last[1]
+        file = (
+            OpenFile(fd, kind, fdinfo=text) if kind == "eventpoll" else OpenFile(fd, kind, ops=parse_uring_fdinfo(text))
+        )
+        self._last_read[pid, fd] = (text, file)
+        return file
 
 
 _KCMP_ORDER = {0: 0, 1: -1, 2: 1}  # kcmp's answers: equal, first below, first above (3: unequal, unordered)
