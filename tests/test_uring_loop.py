@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import assert_one_error_line, needs_ipv6, run_cli, wait_for
+from conftest import assert_one_error_line, needs_ipv6, run_cli
 
 from accept_order.core.errors import PlanError
 from accept_order.core.processes import MAX_REPLY
@@ -354,18 +354,33 @@ def test_a_stop_counts_what_was_in_flight_as_aborted_and_closes_it(loop: str) ->
     assert (result["served"], result["errors"]) == ({0: 5}, {ABORTED: 4})
 
 
+# Signals this process when its thread TID waits in io_uring_enter (another process: the binding may hold the GIL
+# while it waits, so no thread of this one can see the wait).
+SIGNAL_IN_THE_WAIT = """
+import os, signal, sys, time
+pid, tid = int(sys.argv[1]), int(sys.argv[2])
+deadline = time.monotonic() + 10
+while open(f"/proc/{pid}/task/{tid}/syscall").read().split()[0] != sys.argv[3]:
+    if time.monotonic() > deadline:
+        sys.exit("the loop was never seen waiting in io_uring_enter")
+    time.sleep(0.001)
+os.kill(pid, signal.SIGUSR1)  # to the process: its main thread, the one blocked in the wait, takes it
+"""
+
+
 @URING
 def test_a_signal_while_waiting_is_not_an_error() -> None:
     # driver_main's SIGTERM handler sets the stop flag while the loop waits for completions: the wait is
     # interrupted (EINTR) and the loop must go on to see the flag, as the epoll loop's poll does (PEP 475).
+    assert threading.current_thread() is threading.main_thread()  # signal handlers run here
     stopped = threading.Event()
     previous = signal.signal(signal.SIGUSR1, lambda signum, frame: stopped.set())
-    me, task = threading.get_ident(), f"/proc/self/task/{threading.get_native_id()}/syscall"
+    argv = [sys.executable, "-c", SIGNAL_IN_THE_WAIT, str(os.getpid()), str(threading.get_native_id()), IO_URING_ENTER]
+    watchers: list[subprocess.Popen[bytes]] = []
 
     def hold_and_signal(conn: socket.socket) -> bool:
         if server.accepted == 3:  # the fourth: every slot is in flight, and the signal lands in the wait
-            wait_for(lambda: Path(task).read_text().split()[0], lambda call: call == IO_URING_ENTER, 5, "the wait")
-            signal.pthread_kill(me, signal.SIGUSR1)
+            watchers.append(subprocess.Popen(argv))
         return True
 
     try:
@@ -373,6 +388,11 @@ def test_a_signal_while_waiting_is_not_an_error() -> None:
             result = drive("io_uring", server.address, Flag(stopped.is_set), False, requests=10, slots=4)
     finally:
         signal.signal(signal.SIGUSR1, previous)
+        for watcher in watchers:
+            if watcher.poll() is None:
+                watcher.kill()
+            watcher.wait()
+    assert [w.returncode for w in watchers] == [0]
     assert result["errors"] == {ABORTED: 4}
 
 

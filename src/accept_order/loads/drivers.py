@@ -33,6 +33,30 @@ def binding() -> Any:
     return uring_api
 
 
+CHAINS_VERSION = "2024.5.3"  # PyPI liburing's Cython release; its later (Zig) wheels need AVX-512 CPUs
+
+
+def chains_binding() -> Any:
+    """PyPI's liburing (the `uring` extra), for the io_uring loop's linked chains (loads/uring_chains.py)."""
+    import liburing
+
+    return liburing
+
+
+@functools.cache
+def chains_unavailable() -> str | None:
+    """Why the io_uring loop runs on uring-api (loads/uring_loop.py) rather than liburing's linked chains
+    (loads/uring_chains.py) in this process, or None when the chains can run (the kernel is asked when
+    uring_unavailable() is None: the same IORING_OP_SOCKET)."""
+    try:
+        uring = chains_binding()
+    except ImportError:
+        return f"needs liburing {CHAINS_VERSION}: {pip_install('uring')}"
+    if getattr(uring, "__version__", None) != CHAINS_VERSION:
+        return f"liburing {getattr(uring, '__version__', '?')} installed, {CHAINS_VERSION} needed"
+    return None
+
+
 @functools.cache
 def uring_unavailable() -> str | None:
     """Why the io_uring loop cannot run in this process, or None when it can (probed once)."""

@@ -31,7 +31,7 @@ from ..core.processes import MAX_REPLY
 from ..core.protocol import ABORTED, BAD_REPLY, NO_REPLY, TIMEOUT, errno_name
 from ..core.target import KnownReplies
 from .driver_clock import DriverClock
-from .drivers import binding
+from .drivers import binding, chains_unavailable
 
 RING_MAX = 4096  # submission queue entries at most (a batch larger than this is submitted in parts)
 SPARE = 8  # sockets kept on order beyond the free slots, so a freed slot need not wait for one
@@ -52,7 +52,18 @@ def ring_size(slots: int) -> int:
 def drive_uring(cfg: Any, progress: Any, stop: Any, tick_s: float) -> dict[str, Any]:
     """The loop for drive_loop's DriverConfig `cfg`. Returns this driver's tallies as drive_loop._drive does
     (the same keys and stats); `tick_s` is how often it publishes progress and checks its timeouts and the
-    stop flag."""
+    stop flag. On liburing's linked chains (loads/uring_chains.py) where they can run, else on uring-api."""
+    if chains_unavailable() is None:
+        from .uring_chains import drive_chains
+
+        result = drive_chains(cfg, progress, stop, tick_s)
+        if result is not None:
+            return result
+    return drive_uring_api(cfg, progress, stop, tick_s)
+
+
+def drive_uring_api(cfg: Any, progress: Any, stop: Any, tick_s: float) -> dict[str, Any]:
+    """drive_uring's loop on uring-api: a request at a time through the binding's Ring."""
     uring = binding()
     host, port = cfg.address
     family = socket.AF_INET6 if ":" in host else socket.AF_INET

@@ -1,0 +1,292 @@
+"""uring_loop.py's job (drive_loop.py's connections, records and tallies) on PyPI's liburing, one linked chain of
+requests per connection, made once per slot and copied into the ring for each connection.
+
+A slot's chain: SOCKET into the slot's place in a table of registered ("direct") descriptors, CONNECT, SEND
+(if the protocol sends a request), RECV into the slot's reply buffer and a second RECV for the EOF, linked so
+that the kernel runs each when the one before succeeds. Socket, connect and send post nothing when they
+succeed (IOSQE_CQE_SKIP_SUCCESS), so a served connection costs the loop one copy of its chain into the ring
+and two completions; the receives' buffers, the address and the request stay where the chain points at. The
+next connection's socket, made in the same place, closes the last one's (the kernel replaces a registered
+descriptor), so no close is submitted. Direct descriptors are not in the process's table: only the table's
+size counts against the open-file limit (its registration fails with EMFILE beyond it: then uring_loop.py's
+loop runs, and the kernel's refusals are counted per connection there).
+
+When a request fails, what follows it in the chain is cancelled: after a skip-success request's failure the
+kernel posts nothing for the rest, after the first receive's it posts the second's cancellation. So a
+connection ends with a failed socket, connect or send, or with its second receive's completion. When that
+one brings bytes (a reply in several segments), receives follow one by one until EOF; past MAX_REPLY bytes,
+one byte more tells a reply of exactly MAX_REPLY from a longer one. Not MSG_WAITALL: a reset after the reply
+would be lost (uring_loop.py says why). A connection past the timeout has what it has in flight cancelled
+(by its registered descriptor: its slot is not reused before its end, so nothing else is on it).
+
+The ring is set up with IORING_SETUP_DEFER_TASKRUN (6.1+; COOP_TASKRUN before it): the kernel runs the
+completions' work when the loop waits for them, in its own call, instead of interrupting it. A completion's
+time is read once per batch, when the loop sees it, as uring_loop.py's.
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+import time
+from collections import Counter
+from typing import Any
+
+from ..core.processes import MAX_REPLY
+from ..core.protocol import ABORTED, BAD_REPLY, NO_REPLY, TIMEOUT, errno_name
+from ..core.target import KnownReplies
+from .driver_clock import DriverClock
+from .drivers import chains_binding
+
+# The kernel's values (include/uapi/linux/io_uring.h): liburing 2024.5.3 does not export them to Python.
+FIXED_FILE, IO_LINK, CQE_SKIP_SUCCESS = 1 << 0, 1 << 2, 1 << 6
+SETUP_COOP_TASKRUN, SETUP_SINGLE_ISSUER, SETUP_DEFER_TASKRUN = 1 << 8, 1 << 12, 1 << 13
+CANCEL_ALL, CANCEL_FD, CANCEL_FD_FIXED = 1 << 0, 1 << 1, 1 << 3
+NOTHING_YET = (errno.ETIME, errno.EINTR, errno.EAGAIN, errno.EBUSY)  # what a wait may end with, and go on
+RING_MAX = 32768  # the kernel's most submission entries (a fuller queue is submitted before the next chain)
+
+# What a completion is, in its user_data's low bits (the slot above them; never 0, which the binding refuses).
+SOCKET, CONNECT, SEND, RECV, EOF, MORE, CANCEL = range(1, 8)
+
+
+def ring_size(slots: int) -> int:
+    """Submission entries for `slots` chains of five and a cancel each, a power of two."""
+    size = 64
+    while size < min(6 * slots + 8, RING_MAX):
+        size *= 2
+    return size
+
+
+def _ring(uring: Any, size: int, slots: int) -> Any:
+    """A ring with a sparse table of `slots` registered descriptors, or None where this kernel or the open-file
+    limit does not allow one (the caller then runs uring_loop.py's loop)."""
+    for flags in (SETUP_SINGLE_ISSUER | SETUP_DEFER_TASKRUN, SETUP_COOP_TASKRUN, 0):
+        ring = uring.io_uring()  # one per try: the binding takes a ring whose setup failed for a set-up one
+        try:
+            uring.io_uring_queue_init(size, ring, flags)
+            break
+        except OSError:  # EINVAL: a kernel before the flag
+            continue
+    else:
+        return None
+    try:
+        uring.io_uring_register_files_sparse(ring, slots)
+    except OSError:  # EMFILE: more slots than the open-file limit; EINVAL: before 5.19
+        uring.io_uring_queue_exit(ring)
+        return None
+    return ring
+
+
+def _chains(uring: Any, cfg: Any, family: int, address: Any, buffers: list[tuple[bytearray, bytearray]]) -> list[Any]:
+    """Each slot's premade chain (socket, connect, [send], receive, receive to EOF) on its own descriptor."""
+    request = cfg.protocol.request
+    chains = []
+    for slot, (reply, tail) in enumerate(buffers):
+        sqes = uring.io_uring_sqe(5 if request else 4)
+        steps: list[tuple[int, int]] = []  # (what, flags) in chain order
+        uring.io_uring_prep_socket_direct(sqes[0], family, socket.SOCK_STREAM, 0, slot, 0)
+        steps.append((SOCKET, IO_LINK | CQE_SKIP_SUCCESS))
+        uring.io_uring_prep_connect(sqes[1], slot, address)
+        steps.append((CONNECT, FIXED_FILE | IO_LINK | CQE_SKIP_SUCCESS))
+        if request:
+            uring.io_uring_prep_send(sqes[2], slot, request, len(request), 0)
+            steps.append((SEND, FIXED_FILE | IO_LINK | CQE_SKIP_SUCCESS))
+        uring.io_uring_prep_recv(sqes[len(steps)], slot, reply, len(reply), 0)
+        steps.append((RECV, FIXED_FILE | IO_LINK))
+        uring.io_uring_prep_recv(sqes[len(steps)], slot, tail, len(tail), 0)
+        steps.append((EOF, FIXED_FILE))
+        for i, (what, flags) in enumerate(steps):
+            sqes[i].flags = flags
+            sqes[i].user_data = slot << 3 | what
+        chains.append(sqes)
+    return chains
+
+
+def drive_chains(cfg: Any, progress: Any, stop: Any, tick_s: float) -> dict[str, Any] | None:
+    """The loop for drive_loop's DriverConfig `cfg`, returning its tallies as uring_loop.drive_uring does; None
+    (before any connection) where the ring or its descriptor table cannot be set up here."""
+    uring = chains_binding()
+    host, port = cfg.address
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    slots = cfg.slots
+    size = ring_size(slots)
+    ring = _ring(uring, size, slots)
+    if ring is None:
+        return None
+    try:
+        return _loop(uring, ring, size, cfg, family, progress, stop, tick_s)
+    finally:
+        uring.io_uring_queue_exit(ring)  # cancels what is in flight; the table's sockets close with the ring
+
+
+def _loop(
+    uring: Any, ring: Any, size: int, cfg: Any, family: int, progress: Any, stop: Any, tick_s: float
+) -> dict[str, Any]:
+    host, port = cfg.address
+    address = uring.sockaddr(family, host.encode(), port)  # the chains point at it: kept until the loop ends
+    slots = cfg.slots
+    buffers = [(bytearray(MAX_REPLY), bytearray(MAX_REPLY + 1)) for _ in range(slots)]
+    chains = _chains(uring, cfg, family, address, buffers)
+    put, get_sqe, submit = uring.io_uring_put_sqe, uring.io_uring_get_sqe, uring.io_uring_submit
+    prep_recv, prep_cancel_fd = uring.io_uring_prep_recv, uring.io_uring_prep_cancel_fd
+    submit_and_wait, timespec = uring.io_uring_submit_and_wait_timeout, uring.timespec
+    ready_count, peek, advance = uring.io_uring_cq_ready, uring.io_uring_peek_cqe, uring.io_uring_cq_advance
+    cqe = uring.io_uring_cqe()
+    tick_ts = timespec(tick_s)
+    # The completion queue holds twice the submission entries; its head counts from 0 (reaped so far), and a
+    # batch is read from the head up to the queue's end, then from its start.
+    cq_entries = 2 * size
+    head = 0
+    one_more = bytearray(1)  # the byte past a full buffer: only its count is read
+    request, body = cfg.protocol.request, cfg.protocol.body
+    counts: dict[int, int] = {}
+    errors: Counter[str] = Counter()
+    served: dict[int, int] = {}
+    replies = KnownReplies(cfg.attribution)
+    replies_get = replies.get
+    perf_ns = time.perf_counter_ns
+    timeout_ns = int(cfg.timeout_s * 1e9)
+    tick_ns = int(tick_s * 1e9)
+    left = cfg.requests if cfg.requests is not None else -1
+    done = ok = 0
+    # Per slot: when its connection started, its first error, ours (timeout), the reply's bytes so far.
+    start = [0] * slots
+    failed: list[str | None] = [None] * slots
+    forced: list[str | None] = [None] * slots
+    got = [0] * slots
+    free = list(range(slots - 1, -1, -1))
+    active: set[int] = set()
+
+    clock = DriverClock()
+    t0 = clock.t0
+    deadline = t0 + int(cfg.duration_s * 1e9) if cfg.duration_s is not None else None
+    next_check = t0 + tick_ns
+    starting = True
+    opened_ns: int | None = None
+    interval_ns = int(1e9 / cfg.rate) if cfg.rate else 0
+    due_ns = t0
+    late = 0
+    freed_ns = t0 - 1
+
+    def queued(slot: int) -> Any:
+        """A free submission entry, for a connection's next receive or its cancel."""
+        sqe = get_sqe(ring)
+        if not sqe:  # the queue is full: hand it to the kernel first
+            submit(ring)
+            sqe = get_sqe(ring)
+        return sqe
+
+    while True:
+        if starting and (left == 0 or (deadline is not None and perf_ns() >= deadline)):
+            starting = False
+            opened_ns = perf_ns()
+        while starting and free and left != 0:
+            if interval_ns:
+                if due_ns > perf_ns():
+                    break
+                late += due_ns <= freed_ns
+                due_ns += interval_ns
+            left -= 1
+            slot = free.pop()
+            if not put(ring, chains[slot]):
+                submit(ring)
+                put(ring, chains[slot])
+            start[slot] = due_ns - interval_ns if interval_ns else perf_ns()
+            active.add(slot)
+        if not starting and not active:
+            break
+        wait = tick_ts
+        if starting and (deadline is not None or (interval_ns and free)):
+            wait_s = tick_s
+            if deadline is not None:
+                wait_s = min(wait_s, max(0.0, (deadline - perf_ns()) / 1e9))
+            if interval_ns and free:
+                wait_s = min(wait_s, max(0.0, (due_ns - perf_ns()) / 1e9))
+            wait = timespec(wait_s) if wait_s < tick_s else tick_ts
+        try:
+            submit_and_wait(ring, cqe, 1, wait)
+        except OSError as exc:  # nothing to reap yet: ETIME (in time), EINTR or EAGAIN (a signal: see the stop
+            if exc.errno not in NOTHING_YET:  # flag below), EBUSY (completions to reap first)
+                raise
+        now = perf_ns()
+        ready = ready_count(ring)
+        while ready:
+            peek(ring, cqe)  # cqe points at the head
+            batch = min(ready, cq_entries - head % cq_entries)
+            for i in range(batch):
+                entry = cqe[i]
+                data = entry.user_data
+                res = entry.res
+                slot = data >> 3
+                what = data & 7
+                if what == CANCEL:
+                    continue  # a cancel's own completion
+                if res < 0:
+                    if failed[slot] is None:
+                        failed[slot] = errno_name(-res)
+                    if what == RECV:
+                        continue  # the EOF receive's cancellation follows
+                elif what == RECV:
+                    got[slot] = res
+                    continue
+                elif res and forced[slot] is None and failed[slot] is None:  # more of the reply (EOF, MORE)
+                    so_far = got[slot]
+                    total = so_far + res
+                    if total > MAX_REPLY:
+                        failed[slot] = BAD_REPLY
+                    else:
+                        reply = buffers[slot][0]
+                        if what == EOF:
+                            reply[so_far:total] = buffers[slot][1][:res]
+                        got[slot] = total
+                        sqe = queued(slot)
+                        room = memoryview(reply)[total:] if total < MAX_REPLY else one_more
+                        prep_recv(sqe, slot, room, len(room), 0)
+                        sqe.flags = FIXED_FILE
+                        sqe.user_data = slot << 3 | MORE
+                        continue
+                # the connection's end: a failed socket, connect or send, or its last receive
+                active.discard(slot)
+                if len(active) + 1 >= slots:
+                    freed_ns = now
+                free.append(slot)
+                done += 1
+                error = forced[slot] or failed[slot]
+                size_got = got[slot]
+                forced[slot] = failed[slot] = None
+                got[slot] = 0
+                if error is not None:
+                    errors[error] += 1
+                    continue
+                reply_bytes = bytes(buffers[slot][0][:size_got])
+                if request:
+                    reply_bytes = body(reply_bytes)
+                who = replies_get(reply_bytes)
+                if who is None:
+                    who = replies.learn(reply_bytes)
+                    if who is None:
+                        errors[NO_REPLY if not reply_bytes else BAD_REPLY] += 1
+                        continue
+                served[who] = served.get(who, 0) + 1
+                ok += 1
+                us = (now - start[slot]) // 1000
+                counts[us] = counts.get(us, 0) + 1
+            advance(ring, batch)
+            head += batch
+            ready -= batch
+        progress[2 * cfg.index] = done
+        progress[2 * cfg.index + 1] = ok
+        if now >= next_check:
+            next_check = now + tick_ns
+            if stop.value:  # interrupted: what is still in flight is accounted for as aborted
+                if active:
+                    errors[ABORTED] += len(active)
+                    done += len(active)
+                break
+            for slot in active:
+                if forced[slot] is None and now - start[slot] > timeout_ns:
+                    forced[slot] = TIMEOUT  # ends once what it has in flight is cancelled
+                    sqe = queued(slot)
+                    prep_cancel_fd(sqe, slot, CANCEL_ALL | CANCEL_FD | CANCEL_FD_FIXED)
+                    sqe.user_data = slot << 3 | CANCEL
+    return clock.report(cfg, (counts, errors, served), done, opened_ns, late if interval_ns else None, "io_uring")
