@@ -101,9 +101,11 @@ def _per_connection(result: BurstResult) -> str:
 
 def burst_report(result: BurstResult) -> RenderableType:
     parts: list[RenderableType] = [burst_table(result)]
+    # a client that failed ends the burst's time when it gives up (--timeout), not at a reply
+    failed = any(c.failed for r in result.runs for c in r.cells)
     legend = (
-        "time from the first connect to the last reply; * the load generator took more than half of it to start "
-        "the connections, so it set the pace"
+        f"time from the first connect to the last reply{', or to the last failure where some failed' if failed else ''}"
+        "; * the load generator took more than half of it to start the connections, so it set the pace"
     )
     parts.append(Text(legend, style="dim"))
     if result.runs:
