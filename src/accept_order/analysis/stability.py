@@ -143,6 +143,8 @@ def _against(name: str, pairs: Sequence[PairCount], lower: bool) -> tuple[str, b
         return f", significantly {word} than {'every other' if len(mine) > 1 else sig[0]} (t-test at 95%)", True
     if sig:
         return f", significantly {word} than {', '.join(sig)} only (t-test at 95%)", False
+    if all(p.test.critical is None for p in mine):  # one run each (a --repeat Ctrl-C cut to one round): no test
+        return ", its significance untested (one run each: testing needs two or more)", False
     return f", not significantly {word} than {'any other' if len(mine) > 1 else 'the other'} (t-test at 95%)", False
 
 
