@@ -10,7 +10,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -103,9 +103,9 @@ def test_a_thread_s_name_is_read_at_the_look_s_first_sample(listener: int, monke
     read: list[str] = []
     real = proc_waits._read
 
-    def counted(path: str) -> str | None:
+    def counted(path: str, *how: Callable[[str], bytes | None]) -> str | None:
         read.append(path)
-        return real(path)
+        return real(path, *how)
 
     monkeypatch.setattr(proc_waits, "_read", counted)
     tables = FdTables()
@@ -305,3 +305,41 @@ def test_an_epoll_unchanged_between_samples_is_parsed_once(monkeypatch: pytest.M
             assert sorted((w.fd, w.exclusive) for w in watches) == sorted([(a.fileno(), False), (b.fileno(), True)])
         finally:
             epoll.close()
+
+
+def _open_fds() -> set[int]:
+    return {int(fd) for fd in os.listdir("/proc/self/fd")}
+
+
+def test_a_look_reads_its_samples_files_through_descriptors_it_closes(
+    listener: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A look opens a thread's syscall and wchan files once and reads them again at each sample (pread from the
+    start: what a fresh open reads), and closes them at its end; a table without `keep` opens them each time."""
+    from accept_order.experiments.inspect import run as run_module
+
+    opened: list[str] = []
+    real_open = os.open
+
+    def counted(path: str, *args: int, **kwargs: int) -> int:
+        opened.append(str(path))
+        return real_open(path, *args, **kwargs)
+
+    before = _open_fds()
+    monkeypatch.setattr(fd_table.os, "open", counted)
+    monkeypatch.setattr(proc_read.os, "open", counted)
+    result = run_module.inspect(pid=listener, samples=3)
+    assert [u.call for u in result.units] in (["accept"], ["accept4"])  # it looked, three times
+    syscall = f"/proc/{listener}/task/{listener}/syscall"
+    assert opened.count(syscall) == 1 and opened.count(syscall.replace("syscall", "wchan")) == 1
+    assert _open_fds() == before  # none left open
+    opened.clear()
+    tables = FdTables()
+    server = find_server(pid=listener, tables=tables)
+    first, second = take(server, tables), take(server, tables)
+    assert opened.count(syscall) == 2 and first.waits == second.waits
+    kept = FdTables(keep=True)
+    kept_reads = [kept.read(syscall), kept.read(syscall)]
+    assert kept_reads[0] == kept_reads[1] == proc_read.read_proc(syscall) and len(_open_fds()) == len(before) + 1
+    kept.close()
+    assert _open_fds() == before

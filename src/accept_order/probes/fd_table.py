@@ -25,12 +25,12 @@ from __future__ import annotations
 import errno
 import os
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from ..core.libc import libc
-from .proc_read import read_proc
+from .proc_read import read_again, read_proc
 
 EPOLLEXCLUSIVE = 1 << 28
 IORING_OP_ACCEPT = 13
@@ -41,6 +41,10 @@ _MACHINE = os.uname().machine
 _TFD = re.compile(r"tfd:\s*(\d+)\s+events:\s*([0-9a-fA-F]+).*?\bino:\s*([0-9a-fA-F]+)")
 _OP = re.compile(r"\bop=(\d+)")
 _FEW = 8  # listeners looked up line by line in an epoll's fdinfo; more: the whole of it parsed once
+# /proc files a look keeps open across its samples (FdTables(keep=True)): three for each process of one thread
+# (its syscall, its wchan, its epoll's fdinfo), well under the usual limit of 1,024 descriptors; beyond, each
+# file is opened for each read
+MAX_KEPT = 512
 
 
 @dataclass(frozen=True)
@@ -122,8 +126,8 @@ def parse_uring_fdinfo(text: str) -> tuple[int, ...]:
     return tuple(int(m[1]) for m in _OP.finditer("\n".join(lines)))
 
 
-def _fdinfo(pid: int, fd: int) -> str:
-    data = read_proc(f"/proc/{pid}/fdinfo/{fd}")
+def _fdinfo(pid: int, fd: int, read: Callable[[str], bytes | None] = read_proc) -> str:
+    data = read(f"/proc/{pid}/fdinfo/{fd}")
     return "" if data is None else data.decode("ascii", "replace")  # "": closed meanwhile
 
 
@@ -221,7 +225,7 @@ class FdTables:
     and the descriptors the caller names as `again` (those its threads wait on now: one may have been opened
     since, or its number closed and given to another file)."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep: bool = False) -> None:
         self._links: dict[int, dict[int, str] | None] = {}
         self._sockets: dict[int, frozenset[int]] = {}
         self._files: dict[int, dict[int, OpenFile]] = {}  # the sockets, and the epolls and io_urings unread
@@ -234,6 +238,38 @@ class FdTables:
         self.file_orders: dict[tuple[int, int, int, int], int | None] = {}
         # the threads' names (comm), read at a look's first sample: a server names its threads as it starts them
         self.thread_names: dict[tuple[int, int], str] = {}
+        # with `keep`, what `read` opened, kept open until `close` for the look's next samples (a 64-worker
+        # nginx: about 200 files read at each of five samples, an open and a close each saved four times)
+        self._kept: dict[str, int] | None = {} if keep else None
+
+    def read(self, path: str) -> bytes | None:
+        """A /proc file's bytes, as read_proc reads them; with `keep`, read again through the descriptor of its
+        first read (tied to its process: a pid reused meanwhile is not read in its place)."""
+        kept = self._kept
+        if kept is None:
+            return read_proc(path)
+        fd = kept.get(path)
+        if fd is None:
+            if len(kept) >= MAX_KEPT:
+                return read_proc(path)
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                return None
+            kept[path] = fd
+        return read_again(fd)
+
+    def close(self) -> None:
+        """Close what `read` kept open (a look's end)."""
+        kept, self._kept = self._kept, None if self._kept is None else {}
+        for fd in (kept or {}).values():
+            os.close(fd)
+
+    def __enter__(self) -> FdTables:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def links(self, pid: int) -> dict[int, str]:
         """fd -> link of `pid`'s table ({} once gone). PermissionError: another user's process, without root."""
@@ -310,7 +346,7 @@ class FdTables:
         kind = _polls(link)
         if kind is None:
             return _open_file(pid, fd, link)
-        text = _fdinfo(pid, fd)
+        text = _fdinfo(pid, fd, self.read)
         last = self._last_read.get((pid, fd))
         if last is not None and last[0] == text:
             return last[1]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
@@ -130,8 +131,8 @@ class ThreadWait:
         return self.call not in ("running", "unknown")
 
 
-def _read(path: str) -> str | None:
-    data = read_proc(path)
+def _read(path: str, read: Callable[[str], bytes | None] = read_proc) -> str | None:
+    data = read(path)
     if data is None:
         return None
     text = data.decode("ascii", "replace")
@@ -152,14 +153,21 @@ def parse_syscall(text: str, table: dict[int, str]) -> tuple[str, int | None, li
     return table.get(number, "?"), number, args
 
 
-def thread_wait(pid: int, tid: int, table: dict[int, str] | None = None, name: str | None = None) -> ThreadWait:
+def thread_wait(
+    pid: int,
+    tid: int,
+    table: dict[int, str] | None = None,
+    name: str | None = None,
+    read: Callable[[str], bytes | None] = read_proc,
+) -> ThreadWait:
     """What thread `tid` of process `pid` waits in now. Another user's thread: call "unknown" (its
     syscall file needs ptrace access; its wchan reads as 0). `name`: the thread's, read before (its comm
-    file is read otherwise)."""
+    file is read otherwise). `read`: how its syscall and wchan files are read (a look's FdTables.read keeps
+    them open for its next samples)."""
     base = f"/proc/{pid}/task/{tid}"
     name = name if name is not None else _read(f"{base}/comm") or "?"
-    text = _read(f"{base}/syscall")
-    wchan = _read(f"{base}/wchan") or ""
+    text = _read(f"{base}/syscall", read)
+    wchan = _read(f"{base}/wchan", read) or ""
     wchan = "" if wchan == "0" else wchan
     if text is None:
         return ThreadWait(tid, name, "unknown", wchan=wchan)

@@ -46,12 +46,14 @@ def inspect(pid: int | None = None, port: int | None = None, samples: int = SAMP
     for a pid no process can have."""
     if pid is not None:
         check_pid(pid)
-    tables = FdTables()  # each process's fd table read once, for the search and every sample (sample.py)
-    server = find_server(pid, port, tables)
-    taken = [take(server, tables)]
-    for _ in range(samples - 1):
-        time.sleep(INTERVAL_S)  # sampling real time on purpose: the lock of accept-mutex may move
-        taken.append(take(server, tables))
+    # each process's fd table read once, for the search and every sample (sample.py), and the files each sample
+    # reads again kept open until the last
+    with FdTables(keep=True) as tables:
+        server = find_server(pid, port, tables)
+        taken = [take(server, tables)]
+        for _ in range(samples - 1):
+            time.sleep(INTERVAL_S)  # sampling real time on purpose: the lock of accept-mutex may move
+            taken.append(take(server, tables))
     anchor = server.pids[0]
     rows = with_backlogs(anchor, list(server.listeners))
     listeners = [Listener(r.inode, r.address, r.port) for r in rows]

@@ -167,7 +167,8 @@ def take(server: Server, tables: FdTables | None = None) -> Sample:
     sockets: dict[int, frozenset[int]] = {}
     for pid in server.pids:
         tids = thread_ids(pid)
-        waits[pid] = tuple(thread_wait(pid, tid, name=tables.thread_names.get((pid, tid))) for tid in tids)
+        names = tables.thread_names
+        waits[pid] = tuple(thread_wait(pid, tid, name=names.get((pid, tid)), read=tables.read) for tid in tids)
         tables.thread_names.update(((pid, w.tid), w.name) for w in waits[pid])
         try:
             table, held = tables.files_and_sockets(pid, again=sorted({w.fd for w in waits[pid] if w.fd is not None}))
