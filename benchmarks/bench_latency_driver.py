@@ -34,6 +34,7 @@ from cbuild import NoCompiler, build  # noqa: E402
 
 from accept_order.core.spec import DRIVERS, ConcurrentLoad, Driver, ServerSpec  # noqa: E402
 from accept_order.core.target import Attribution  # noqa: E402
+from accept_order.loads.drivers import chains_unavailable  # noqa: E402
 from accept_order.loads.generator import LoadResult, run_load, split  # noqa: E402
 from accept_order.servers.modes import MODES  # noqa: E402
 from accept_order.servers.pool import WorkerPool  # noqa: E402
@@ -72,6 +73,13 @@ def py_run(
     if result.failed:
         print(f"  note: the driver counted {result.failed} failed requests: {dict(result.errors)}")
     return result
+
+
+def uring_binding() -> str:
+    """Which binding the io_uring loop runs on here (loads/uring_loop.py): liburing's linked chains, or uring-api
+    and why (the drivers fall back to it on their own where the chains' descriptor table cannot be set up)."""
+    why = chains_unavailable()
+    return "liburing's linked chains" if why is None else f"uring-api; liburing's chains: {why}"
 
 
 def workers_cpu_s(pids: list[int]) -> float:
@@ -165,7 +173,7 @@ def main() -> int:
         pool.check_alive()
     median = statistics.median(ratios)
     verdict = "OK" if median >= TARGET else "MISS"
-    print(f"the driver ran on {', '.join(sorted(loops))}")
+    print(f"the driver ran on {', '.join(sorted(loops))}" + (f" ({uring_binding()})" if "io_uring" in loops else ""))
     cpu_line = ", ".join(f"{name} {statistics.median(v):.0f}" for name, v in cpus.items() if v)
     print(f"CPU-us per connection, medians: {cpu_line}")
     workers_line = ", ".join(f"with {name} {statistics.median(v):.0f}" for name, v in workers.items() if v)

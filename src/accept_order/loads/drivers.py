@@ -1,16 +1,17 @@
 """Which loop a load generator runs: io_uring where the kernel and the binding allow it, else epoll.
 
 Both loops do the same job with the same records (loads/drive_loop.py, loads/uring_loop.py). The io_uring
-loop asks the kernel for a socket, its connect, its request and its reply in batches, so one
-`io_uring_enter` serves many connections where the epoll loop pays socket, connect, epoll_ctl, recv and
-close for each. Measured here (Linux 6.18, 2-vCPU KVM, benchmarks/bench_latency_driver.py, rusage): 65-72
-CPU-µs per connection against 70-74 for the epoll loop and 57-62 for a C epoll client, the workers paying
-3-4 µs more per connection beside it; the two loops' rates were within each other's noise (0.88-0.92 and
-0.85-0.91 of C's in the same rounds). The kernel's share is the same as C's (loopback TCP's handshake and
-teardown); the interpreter's per completion is what is left above it. It needs Linux 5.19+
-(IORING_OP_SOCKET), io_uring not disabled (kernel.io_uring_disabled, seccomp: containers often forbid
-it) and PyPI's uring-api; "auto" falls back to epoll when one is missing, and kept connections
-(loads/kept.py) always run on epoll.
+loop runs on PyPI's liburing where it is installed (loads/uring_chains.py: one premade linked chain per
+connection, socket to EOF, two completions per served connection), else on uring-api (a request at a time);
+either way one `io_uring_enter` serves many connections where the epoll loop pays socket, connect,
+epoll_ctl, recv and close for each. Measured here (Linux 6.18, 2-vCPU KVM beside other work, load 7-9,
+benchmarks/bench_latency_driver.py, 2 processes x 25 connections): CPU-µs per connection, the whole driver
+processes' rusage, 48-56 on liburing's chains, 55-62 on uring-api, 60-70 for the epoll loop and 49-53 for a
+C epoll client (its system calls' kernel work is the bulk of every client's); the workers pay 2-3 µs more
+per connection beside an io_uring client. It needs Linux 5.19+ (IORING_OP_SOCKET), io_uring not disabled
+(kernel.io_uring_disabled, seccomp: containers often forbid it) and PyPI's uring-api (liburing 2024.5.3
+besides, for the chains: the `uring` extra); "auto" falls back to epoll when one is missing, and kept
+connections (loads/kept.py) always run on epoll.
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ def resolve(requested: Driver, kept: bool = False) -> Loop:
         return "epoll"
     why = uring_unavailable()
     if why is None:
+        chains_unavailable()  # liburing imported here, once, not in each driver the load forks (30-100 ms each)
         return "io_uring"
     if requested == "io_uring":
         raise PlanError(f"--driver io_uring: {why}")

@@ -16,8 +16,9 @@ kernel posts nothing for the rest, after the first receive's it posts the second
 connection ends with a failed socket, connect or send, or with its second receive's completion. When that
 one brings bytes (a reply in several segments), receives follow one by one until EOF; past MAX_REPLY bytes,
 one byte more tells a reply of exactly MAX_REPLY from a longer one. Not MSG_WAITALL: a reset after the reply
-would be lost (uring_loop.py says why). A connection past the timeout has what it has in flight cancelled
-(by its registered descriptor: its slot is not reused before its end, so nothing else is on it).
+would be lost (uring_loop.py says why). A connection past the timeout has what it has in flight cancelled,
+by the user_data of each request it may have in flight (its slot is not reused before its end, so no other
+connection's requests carry them; cancelling by registered descriptor would need Linux 6.0).
 
 The ring is set up with IORING_SETUP_DEFER_TASKRUN (6.1+; COOP_TASKRUN before it): the kernel runs the
 completions' work when the loop waits for them, in its own call, instead of interrupting it. A completion's
@@ -41,7 +42,6 @@ from .drivers import chains_binding
 # The kernel's values (include/uapi/linux/io_uring.h): liburing 2024.5.3 does not export them to Python.
 FIXED_FILE, IO_LINK, CQE_SKIP_SUCCESS = 1 << 0, 1 << 2, 1 << 6
 SETUP_COOP_TASKRUN, SETUP_SINGLE_ISSUER, SETUP_DEFER_TASKRUN = 1 << 8, 1 << 12, 1 << 13
-CANCEL_ALL, CANCEL_FD, CANCEL_FD_FIXED = 1 << 0, 1 << 1, 1 << 3
 NOTHING_YET = (errno.ETIME, errno.EINTR, errno.EAGAIN, errno.EBUSY)  # what a wait may end with, and go on
 RING_MAX = 32768  # the kernel's most submission entries (a fuller queue is submitted before the next chain)
 
@@ -50,7 +50,8 @@ SOCKET, CONNECT, SEND, RECV, EOF, MORE, CANCEL = range(1, 8)
 
 
 def ring_size(slots: int) -> int:
-    """Submission entries for `slots` chains of five and a cancel each, a power of two."""
+    """Submission entries for `slots` chains of five and a request more each (a receive, or one of a timeout's
+    cancels; a fuller queue is handed to the kernel first), a power of two."""
     size = 64
     while size < min(6 * slots + 8, RING_MAX):
         size *= 2
@@ -128,9 +129,10 @@ def _loop(
     buffers = [(bytearray(MAX_REPLY), bytearray(MAX_REPLY + 1)) for _ in range(slots)]
     chains = _chains(uring, cfg, family, address, buffers)
     put, get_sqe, submit = uring.io_uring_put_sqe, uring.io_uring_get_sqe, uring.io_uring_submit
-    prep_recv, prep_cancel_fd = uring.io_uring_prep_recv, uring.io_uring_prep_cancel_fd
+    prep_recv, prep_cancel = uring.io_uring_prep_recv, uring.io_uring_prep_cancel64
     submit_and_wait, timespec = uring.io_uring_submit_and_wait_timeout, uring.timespec
     ready_count, peek, advance = uring.io_uring_cq_ready, uring.io_uring_peek_cqe, uring.io_uring_cq_advance
+    pending = (CONNECT, SEND, RECV, EOF, MORE) if cfg.protocol.request else (CONNECT, RECV, EOF, MORE)
     cqe = uring.io_uring_cqe()
     tick_ts = timespec(tick_s)
     # The completion queue holds twice the submission entries; its head counts from 0 (reaped so far), and a
@@ -168,7 +170,7 @@ def _loop(
     late = 0
     freed_ns = t0 - 1
 
-    def queued(slot: int) -> Any:
+    def queued() -> Any:
         """A free submission entry, for a connection's next receive or its cancel."""
         sqe = get_sqe(ring)
         if not sqe:  # the queue is full: hand it to the kernel first
@@ -239,7 +241,7 @@ def _loop(
                         if what == EOF:
                             reply[so_far:total] = buffers[slot][1][:res]
                         got[slot] = total
-                        sqe = queued(slot)
+                        sqe = queued()
                         room = memoryview(reply)[total:] if total < MAX_REPLY else one_more
                         prep_recv(sqe, slot, room, len(room), 0)
                         sqe.flags = FIXED_FILE
@@ -286,7 +288,8 @@ def _loop(
             for slot in active:
                 if forced[slot] is None and now - start[slot] > timeout_ns:
                     forced[slot] = TIMEOUT  # ends once what it has in flight is cancelled
-                    sqe = queued(slot)
-                    prep_cancel_fd(sqe, slot, CANCEL_ALL | CANCEL_FD | CANCEL_FD_FIXED)
-                    sqe.user_data = slot << 3 | CANCEL
+                    for what in pending:  # the one in flight: what follows it in the chain fails with it
+                        sqe = queued()
+                        prep_cancel(sqe, slot << 3 | what, 0)
+                        sqe.user_data = slot << 3 | CANCEL
     return clock.report(cfg, (counts, errors, served), done, opened_ns, late if interval_ns else None, "io_uring")
