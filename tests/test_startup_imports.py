@@ -98,6 +98,30 @@ def test_a_run_imports_no_other_command_and_nothing_it_does_not_show(tmp_path: P
     assert loaded(modules, HEAVY) == []
     assert loaded(modules, OTHERS) == []
     assert loaded(modules, (*MACHINERY, *NOT_A_RUNS)) == []
+    assert "ipaddress" not in modules  # the default --host and netlink's IPv4 addresses are spelled already
+
+
+def test_an_address_spelled_without_ipaddress_is_spelled_as_ipaddress_spells_it() -> None:
+    """normal_address and resolve_host answer an IPv4 address as ipaddress does (a run of the default --host
+    imports no ipaddress): what is not canonical dotted-quad goes through ipaddress as before."""
+    import ipaddress
+    import random
+
+    from accept_order.core.addresses import LOOPBACK, resolve_host
+    from accept_order.probes.listeners import normal_address
+
+    def spelled(text: str) -> str:
+        try:
+            return str(ipaddress.ip_address(text))
+        except ValueError:
+            return text
+
+    parts = ["0", "1", "01", "00", "9", "255", "256", "1000", "", " 1", "+1", "-1", "\u0661", "a"]
+    rnd = random.Random(30)
+    cases = [".".join(rnd.choice(parts) for _ in range(rnd.choice((3, 4, 5)))) for _ in range(5000)]
+    cases += ["127.0.0.1", "0.0.0.0", "::", "::1", "0:0::0", "::ffff:127.0.0.1", "localhost", "1.2.3.4 "]
+    assert [normal_address(c) for c in cases] == [spelled(c) for c in cases]
+    assert resolve_host(LOOPBACK) == (str(ipaddress.ip_address(LOOPBACK)), None)
 
 
 def test_start_up_is_frozen_and_the_command_runs_with_the_collector(tmp_path: Path) -> None:

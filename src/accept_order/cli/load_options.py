@@ -178,8 +178,6 @@ def client_hosts(options: dict[str, Any], server: ServerSpec | None, option: str
     on, or None (here). The server must be where they can reach it: not on a loopback address (each host
     would reach its own), nor on every address at once (they need one to connect to). `option`: how the
     command's lines name the hosts (burst: --client-hosts, its --clients counting connections)."""
-    import ipaddress
-
     from ..core.hosts import ClientHosts
 
     dests, config, python, observe_on = (
@@ -198,6 +196,8 @@ def client_hosts(options: dict[str, Any], server: ServerSpec | None, option: str
         _reachable_on_purpose()
     if server is None or dests is None:
         return hosts  # observed elsewhere, driven from here: wherever the server listens, this host reaches it
+    import ipaddress
+
     from ..servers.remote import RemoteKind
 
     try:

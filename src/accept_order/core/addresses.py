@@ -4,7 +4,6 @@ start-up), so that its warning's module loads only when an address is not loopba
 
 from __future__ import annotations
 
-import ipaddress
 import socket
 from typing import TYPE_CHECKING
 
@@ -13,6 +12,10 @@ from .errors import PlanError
 if TYPE_CHECKING:
     from .run_warnings import RunWarning
 
+# The default --host, answered without ipaddress (its import is ~2 ms of every run's start-up): loopback, and
+# already as ip_address spells it
+LOOPBACK = "127.0.0.1"
+
 
 def resolve_host(text: str) -> tuple[str, RunWarning | None]:
     """(address to listen on, warning or None). Names resolve (`localhost`); multicast and broadcast
@@ -20,6 +23,10 @@ def resolve_host(text: str) -> tuple[str, RunWarning | None]:
     worker's pid."""
     if not text:
         raise PlanError("--host needs an address or a name, e.g. 127.0.0.1 or localhost")
+    if text == LOOPBACK:
+        return text, None
+    import ipaddress
+
     try:
         address = ipaddress.ip_address(text)
     except ValueError:

@@ -167,14 +167,15 @@ class ServerSpec:
         for cpu in self.cpus:
             check_range("--cpus", cpu, 0, 1 << 20)
         check_cpus(self.cpus)
-        import ipaddress  # here: a command that checks no spec (--help) does not import it
+        if self.host != DEFAULT_HOST:  # an address already (and imported here: --help checks no spec, run none else)
+            import ipaddress
 
-        try:
-            ipaddress.ip_address(self.host)
-        except ValueError:
-            raise PlanError(
-                f"--host must be an address (resolve names with core/addresses.resolve_host), got {self.host!r}"
-            ) from None
+            try:
+                ipaddress.ip_address(self.host)
+            except ValueError:
+                raise PlanError(
+                    f"--host must be an address (resolve names with core/addresses.resolve_host), got {self.host!r}"
+                ) from None
         return self
 
     # Renamed fields: a saved file or an older caller may still use the old name.

@@ -191,6 +191,9 @@ def proc_listeners(port: int, proc_net: str = "/proc/net") -> list[ListenerRow]:
 
 def normal_address(address: str) -> str:
     """An address as one spelling ("::ffff:127.0.0.1" stays itself; "0:0::0" is "::"); a name as given."""
+    parts = address.split(".")
+    if len(parts) == 4 and all(p.isascii() and p.isdigit() and str(int(p)) == p and int(p) < 256 for p in parts):
+        return address  # an IPv4 address as ip_address spells it (netlink's, the default --host): no ipaddress
     import ipaddress
 
     try:
