@@ -151,13 +151,14 @@ def _loop(
     tick_ns = int(tick_s * 1e9)
     left = cfg.requests if cfg.requests is not None else -1
     done = ok = 0
-    # Per slot: when its connection started, its first error, ours (timeout), the reply's bytes so far.
+    # Per slot: when its connection started (0: none in flight), its first error, ours (timeout), the reply's
+    # bytes so far.
     start = [0] * slots
     failed: list[str | None] = [None] * slots
     forced: list[str | None] = [None] * slots
     got = [0] * slots
     free = list(range(slots - 1, -1, -1))
-    active: set[int] = set()
+    inflight = 0
 
     clock = DriverClock()
     t0 = clock.t0
@@ -194,8 +195,8 @@ def _loop(
                 submit(ring)
                 put(ring, chains[slot])
             start[slot] = due_ns - interval_ns if interval_ns else perf_ns()
-            active.add(slot)
-        if not starting and not active:
+            inflight += 1
+        if not starting and not inflight:
             break
         wait = tick_ts
         if starting and (deadline is not None or (interval_ns and free)):
@@ -221,17 +222,15 @@ def _loop(
                 res = entry.res
                 slot = data >> 3
                 what = data & 7
+                if what == RECV:
+                    if res >= 0:
+                        got[slot] = res
+                    elif failed[slot] is None:
+                        failed[slot] = errno_name(-res)
+                    continue  # the EOF receive follows (or its cancellation)
                 if what == CANCEL:
                     continue  # a cancel's own completion
-                if res < 0:
-                    if failed[slot] is None:
-                        failed[slot] = errno_name(-res)
-                    if what == RECV:
-                        continue  # the EOF receive's cancellation follows
-                elif what == RECV:
-                    got[slot] = res
-                    continue
-                elif res and forced[slot] is None and failed[slot] is None:  # more of the reply (EOF, MORE)
+                if res > 0 and forced[slot] is None and failed[slot] is None:  # more of the reply (EOF, MORE)
                     so_far = got[slot]
                     total = so_far + res
                     if total > MAX_REPLY:
@@ -247,20 +246,22 @@ def _loop(
                         sqe.flags = FIXED_FILE
                         sqe.user_data = slot << 3 | MORE
                         continue
+                elif res < 0 and failed[slot] is None:
+                    failed[slot] = errno_name(-res)
                 # the connection's end: a failed socket, connect or send, or its last receive
-                active.discard(slot)
-                if len(active) + 1 >= slots:
+                if inflight >= slots:
                     freed_ns = now
+                inflight -= 1
+                began = start[slot]
+                start[slot] = 0  # idle
                 free.append(slot)
                 done += 1
                 error = forced[slot] or failed[slot]
-                size_got = got[slot]
-                forced[slot] = failed[slot] = None
-                got[slot] = 0
                 if error is not None:
+                    forced[slot] = failed[slot] = None
                     errors[error] += 1
                     continue
-                reply_bytes = bytes(buffers[slot][0][:size_got])
+                reply_bytes = bytes(buffers[slot][0][: got[slot]])
                 if request:
                     reply_bytes = body(reply_bytes)
                 who = replies_get(reply_bytes)
@@ -271,7 +272,7 @@ def _loop(
                         continue
                 served[who] = served.get(who, 0) + 1
                 ok += 1
-                us = (now - start[slot]) // 1000
+                us = (now - began) // 1000
                 counts[us] = counts.get(us, 0) + 1
             advance(ring, batch)
             head += batch
@@ -281,12 +282,12 @@ def _loop(
         if now >= next_check:
             next_check = now + tick_ns
             if stop.value:  # interrupted: what is still in flight is accounted for as aborted
-                if active:
-                    errors[ABORTED] += len(active)
-                    done += len(active)
+                if inflight:
+                    errors[ABORTED] += inflight
+                    done += inflight
                 break
-            for slot in active:
-                if forced[slot] is None and now - start[slot] > timeout_ns:
+            for slot, began in enumerate(start):
+                if began and forced[slot] is None and now - began > timeout_ns:
                     forced[slot] = TIMEOUT  # ends once what it has in flight is cancelled
                     for what in pending:  # the one in flight: what follows it in the chain fails with it
                         sqe = queued()
