@@ -35,6 +35,9 @@ class LatencyRun(Protocol):
     @property
     def errors(self) -> Mapping[str, int]: ...
 
+    @property
+    def interrupted(self) -> bool: ...
+
 
 CLEAR = 1.1  # figures within 10% of each other are no clear difference on a noisy machine
 
@@ -156,6 +159,14 @@ def tail_verdict(results: Sequence[LatencyRun], names: Sequence[str] | None = No
     the tightest tail only when it is so against every other run. `names` label the runs (the server's
     label by default)."""
     labels = list(names) if names is not None else [r.server.label for r in results]
+    # A run Ctrl-C cut short ran for less time than the others, and its connections in flight were counted as
+    # aborted by the stop, not lost by the server: it is not compared, for that reason, not for a loss.
+    cut = [label for label, r in zip(labels, results, strict=True) if r.interrupted]
+    if cut:
+        whole = [(label, r) for label, r in zip(labels, results, strict=True) if not r.interrupted]
+        verdict = tail_verdict([r for _, r in whole], [label for label, _ in whole])
+        note = f" ({', '.join(cut)} {'was' if len(cut) == 1 else 'were'} cut short by the stop: not compared)"
+        return TailVerdict(verdict.tightest, verdict.ratios, verdict.text + note, verdict.kind)
     runs = [(label, r) for label, r in zip(labels, results, strict=True) if r.ok]
     # A run that lost connections left its slowest requests out of its histogram: it cannot win on latency.
     # Compare those that served every connection when two or more did, and say who was left out and why.

@@ -179,17 +179,24 @@ def _sentences(parts: Sequence[str]) -> str:
 
 def sweep_verdict(results: Sequence[LatencyResult]) -> SweepVerdict:
     named = [(sweep_name(r), r) for r in results]
-    whole = sorted((nr for nr in named if not lost_connections(nr[1])), key=lambda nr: _tail(nr[1]))
-    lost = sorted((nr for nr in named if lost_connections(nr[1])), key=lambda nr: _lost(nr[1]))
+    # A cap Ctrl-C cut short ran for less time, and its connections in flight were counted as aborted by the
+    # stop: not lost by the cap, and not compared (said apart, ranked last).
+    cut = [n for n, r in named if r.interrupted]
+    ran = [(n, r) for n, r in named if not r.interrupted]
+    whole = sorted((nr for nr in ran if not lost_connections(nr[1])), key=lambda nr: _tail(nr[1]))
+    lost = sorted((nr for nr in ran if lost_connections(nr[1])), key=lambda nr: _lost(nr[1]))
     host = host_wide_note([r.evidence for r in results], _during(named))
+    stopped = [f"{_and(cut)} {'was' if len(cut) == 1 else 'were'} cut short by the stop: not compared"] if cut else []
     if len(results) == 1:
         text = f"one cap only ({named[0][0]}): nothing to compare it with"
-        if lost:
+        if cut:
+            text += "; it was cut short by the stop"
+        elif lost:
             text += f"; it lost connections ({why_lost(lost[0][1])})"
         return SweepVerdict(
             (named[0][0],), tuple(n for n, _ in lost), (), _sentences([text, *([host] if host else [])])
         )
-    parts = [_lost_text(lost, everyone=not whole)] if lost else []
+    parts = [*stopped, *([_lost_text(lost, everyone=not whole)] if lost else [])]
     parts += [host] if host else []
     if whole:
         pick, sentence = _pick(whole)
@@ -197,4 +204,5 @@ def sweep_verdict(results: Sequence[LatencyResult]) -> SweepVerdict:
         pick, sentence = (), "no cap to pick: each histogram holds only what its cap served"
     whole = sorted(whole, key=lambda nr: nr[0] not in pick)  # the pick first, the others as they were (by p99)
     parts.append(sentence)
-    return SweepVerdict(tuple(n for n, _ in whole + lost), tuple(n for n, _ in lost), pick, _sentences(parts))
+    ranking = (*(n for n, _ in whole + lost), *cut)
+    return SweepVerdict(ranking, tuple(n for n, _ in lost), pick, _sentences(parts))
