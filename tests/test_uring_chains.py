@@ -121,8 +121,10 @@ def test_many_more_connections_than_the_completion_queue_holds(chains_only: None
 
 
 @CHAINS
-def test_more_slots_than_the_open_file_limit_run_on_uring_api(monkeypatch: pytest.MonkeyPatch) -> None:
-    # the table of registered descriptors cannot be larger than RLIMIT_NOFILE: uring-api's loop runs instead
+@pytest.mark.parametrize("why", ["open-file limit", "address"])
+def test_what_the_chains_cannot_drive_runs_on_uring_api(monkeypatch: pytest.MonkeyPatch, why: str) -> None:
+    # The table of registered descriptors cannot be larger than RLIMIT_NOFILE; the binding parses numeric
+    # addresses only (socket's connect also takes a name, or an IPv6 scope): uring-api's loop runs instead.
     ran: list[int] = []
 
     def uring_api(cfg: DriverConfig, *args: Any) -> dict[str, Any]:
@@ -130,9 +132,10 @@ def test_more_slots_than_the_open_file_limit_run_on_uring_api(monkeypatch: pytes
         return {}
 
     monkeypatch.setattr(uring_loop, "drive_uring_api", uring_api)
-    slots = resource.getrlimit(resource.RLIMIT_NOFILE)[0] + 1
+    slots = resource.getrlimit(resource.RLIMIT_NOFILE)[0] + 1 if why == "open-file limit" else 2
     with Server(replying(b"worker 0 pid 1\n")) as server:
-        cfg = DriverConfig(0, server.address, AnyReply(), LINE, 1, None, slots, 5.0, loop="io_uring")
+        host = "localhost" if why == "address" else server.address[0]
+        cfg = DriverConfig(0, (host, server.address[1]), AnyReply(), LINE, 1, None, slots, 5.0, loop="io_uring")
         assert uring_loop.drive_uring(cfg, [0, 0], Flag(), 0.02) == {}
     assert ran == [slots]
 

@@ -109,22 +109,25 @@ def drive_chains(cfg: Any, progress: Any, stop: Any, tick_s: float) -> dict[str,
     uring = chains_binding()
     host, port = cfg.address
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:  # the chains point at it: kept until the loop ends
+        address = uring.sockaddr(family, host.encode(), port)
+    except ValueError:  # not a numeric address the binding can parse (an IPv6 scope, a name): socket's can
+        return None
     slots = cfg.slots
     size = ring_size(slots)
     ring = _ring(uring, size, slots)
     if ring is None:
         return None
     try:
-        return _loop(uring, ring, size, cfg, family, progress, stop, tick_s)
+        return _loop(uring, ring, size, address, cfg, progress, stop, tick_s)
     finally:
         uring.io_uring_queue_exit(ring)  # cancels what is in flight; the table's sockets close with the ring
 
 
 def _loop(
-    uring: Any, ring: Any, size: int, cfg: Any, family: int, progress: Any, stop: Any, tick_s: float
+    uring: Any, ring: Any, size: int, address: Any, cfg: Any, progress: Any, stop: Any, tick_s: float
 ) -> dict[str, Any]:
-    host, port = cfg.address
-    address = uring.sockaddr(family, host.encode(), port)  # the chains point at it: kept until the loop ends
+    family = socket.AF_INET6 if ":" in cfg.address[0] else socket.AF_INET
     slots = cfg.slots
     buffers = [(bytearray(MAX_REPLY), bytearray(MAX_REPLY + 1)) for _ in range(slots)]
     chains = _chains(uring, cfg, family, address, buffers)
