@@ -65,6 +65,7 @@ NOT_A_RUNS = (
     "accept_order.core.driver_stats",
     "accept_order.core.host_outcome",
     "accept_order.core.run_warnings",
+    "accept_order.core.cures",  # what changes a kind's long-lived split: inspect's report reads the kinds' cures
     "accept_order.analysis.herd",
     "accept_order.analysis.kept_counts",
     "accept_order.probes.proc_waits",  # a launched server's threads' waits (and inspect's)

@@ -20,8 +20,23 @@ from .models import Mechanism, Model
 from .spec import DEFAULT_MODE, check_range
 
 if TYPE_CHECKING:
+    from .cures import ClientLimit as ClientLimit
+    from .cures import IdleLimit as IdleLimit
+    from .cures import LongLivedCure as LongLivedCure
+    from .cures import Measured as Measured
+    from .cures import SideBySide as SideBySide
     from .spec import ServerSpec
     from .target import Target
+
+
+def __getattr__(name: str) -> object:
+    """The cures' records (SideBySide, ClientLimit, IdleLimit, LongLivedCure, Measured) are in cures.py,
+    imported on first use; callers that import them from here, as before, get them from there."""
+    if name in ("SideBySide", "ClientLimit", "IdleLimit", "LongLivedCure", "Measured"):
+        from . import cures
+
+        return getattr(cures, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -125,54 +140,6 @@ def redraws(what: str) -> str:
     )
 
 
-@dataclass(frozen=True)
-class SideBySide:
-    """A cure measured as the kind's `modes` side by side on the pool load, the command taking `extra` too
-    (`--policy least-busy`); `said`: a sentence said before the command (a colon between them)."""
-
-    modes: tuple[str, ...]
-    extra: str = ""
-    said: str = ""
-
-
-@dataclass(frozen=True)
-class ClientLimit:
-    """A server's limit on a connection's life (`setting`, by the name it is set by) that the tool does not
-    set on the server it launches: a client closing each connection after `requests` requests (None: the
-    usual stand-in for a limit) redraws the split as the limit would."""
-
-    setting: str
-    requests: int | None = None
-
-
-@dataclass(frozen=True)
-class IdleLimit:
-    """A server's idle timeout (`setting`, by its name): not measured, as no load leaves a connection idle."""
-
-    setting: str
-
-
-#: how a cure is measured: a spec experiments/inspect/cures.py turns into the command, or a sentence said as
-#: it is ("not measured: ...")
-Measured = SideBySide | ClientLimit | IdleLimit | str
-
-
-@dataclass(frozen=True)
-class LongLivedCure:
-    """One thing that changes how the load of a kind's long-lived connections (keep-alive pools, HTTP/2,
-    WebSockets) splits over its workers, as the kind declares it (ServerKind.cures).
-    `setting`: the exact configuration line or command-line flag (None: the kind has no setting of its own,
-    and `what` says why); `what`: what it does to that split; `measure`: how it is measured on a pool load;
-    `mode`: the kind's mode it is (None: a setting /proc cannot see); `visible`: /proc shows it whole in
-    that mode (not fd-pass's policy), so that it is left out when it is all /proc shows: set already."""
-
-    setting: str | None
-    what: str
-    measure: Measured
-    mode: str | None = None
-    visible: bool = True
-
-
 class ServerKind:
     """What serves. Subclasses set the class attributes and override what differs."""
 
@@ -210,9 +177,15 @@ class ServerKind:
     #: and close it), said when a load asks it to (--requests-per-connection other than 1, --pool); None:
     #: it keeps them (a launched kind's config then lets the client decide when each one closes)
     closes_connections: ClassVar[str | None] = None
+
     #: what changes how the load of its long-lived connections splits over its workers, in the order a
     #: report lists them (experiments/inspect/cures.py assembles them); (): none declared
-    cures: ClassVar[tuple[LongLivedCure, ...]] = ()
+    @property
+    def cures(self) -> tuple[LongLivedCure, ...]:
+        """What changes how the load of its long-lived connections splits over its workers, in the order a
+        report lists them (experiments/inspect/cures.py assembles them); (): none declared. A kind declares
+        them in a property of its own, their records (core/cures.py) imported there: made when asked."""
+        return ()
 
     def label(self, spec: ServerSpec) -> str:
         """How reports name a server of this kind: `nginx epoll`."""

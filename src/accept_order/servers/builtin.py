@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..core.kinds import BY_HASH, LongLivedCure, ModeInfo, ServerKind, SideBySide
+from ..core.kinds import BY_HASH, ModeInfo, ServerKind
 from ..core.spec import DEFAULT_KIND
 from .modes import MODES, require_mode
 from .modes.accept_mutex import MUTEX_DELAY
 from .modes.fd_pass import POLICY
 
 if TYPE_CHECKING:
+    from ..core.cures import LongLivedCure
     from ..core.spec import ServerSpec
     from ..core.target import Target
 
@@ -23,23 +24,28 @@ class BuiltinKind(ServerKind):
 
     spins_here = True
     options = (POLICY, MUTEX_DELAY)
-    cures = (
-        LongLivedCure(
-            "--mode fd-pass --policy least-busy",
-            "one acceptor process accepts every connection and hands it to the worker holding the fewest open "
-            "ones it was handed (a kept connection counts until it closes; ties go round): a pool is spread "
-            "over the workers by count, whoever was idle first",
-            SideBySide(("epoll", "fd-pass"), extra="--policy least-busy"),
-            "fd-pass",
-            visible=False,  # /proc shows fd-pass, not its policy
-        ),
-        LongLivedCure(
-            "--mode reuseport",
-            f"a SO_REUSEPORT listener per worker: {BY_HASH}",
-            SideBySide(("epoll", "reuseport")),
-            "reuseport",
-        ),
-    )
+
+    @property
+    def cures(self) -> tuple[LongLivedCure, ...]:
+        from ..core.cures import LongLivedCure, SideBySide
+
+        return (
+            LongLivedCure(
+                "--mode fd-pass --policy least-busy",
+                "one acceptor process accepts every connection and hands it to the worker holding the fewest open "
+                "ones it was handed (a kept connection counts until it closes; ties go round): a pool is spread "
+                "over the workers by count, whoever was idle first",
+                SideBySide(("epoll", "fd-pass"), extra="--policy least-busy"),
+                "fd-pass",
+                visible=False,  # /proc shows fd-pass, not its policy
+            ),
+            LongLivedCure(
+                "--mode reuseport",
+                f"a SO_REUSEPORT listener per worker: {BY_HASH}",
+                SideBySide(("epoll", "reuseport")),
+                "reuseport",
+            ),
+        )
 
     def label(self, spec: ServerSpec) -> str:
         return spec.mode  # the tool's own workers: the mode says it all

@@ -14,13 +14,14 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import NotServing, PlanError
-from ..core.kinds import LongLivedCure, ModeInfo, ServerKind
+from ..core.kinds import ModeInfo, ServerKind
 from ..core.protocol import HTTP, LINE, ClientProtocol, describe_error
 from ..core.spec import ServerSpec
 from ..core.started import Closing
 
 # The counters and the attributions are imported where a server elsewhere is made: not at start-up (issue 30).
 if TYPE_CHECKING:
+    from ..core.cures import LongLivedCure
     from ..core.measures import WorkerCounters
     from ..core.target import Target
     from ..loads.reply_keys import ReplyWorkers
@@ -131,15 +132,20 @@ class RemoteKind(ServerKind):
     mode_name = "remote"  # its one mode
     summary = "a server on another host, known only by its address"
     launched = False
-    cures = (
-        LongLivedCure(
-            None,
-            "a server on another host, known by its address only: the rows of the kind it is apply (inspect it "
-            "on its host)",
-            "not measured: the tool cannot start it to set its settings side by side; a pool load at its address "
-            "(latency --target HOST:PORT --pool) shows its split as it stands",
-        ),
-    )
+
+    @property
+    def cures(self) -> tuple[LongLivedCure, ...]:
+        from ..core.cures import LongLivedCure
+
+        return (
+            LongLivedCure(
+                None,
+                "a server on another host, known by its address only: the rows of the kind it is apply (inspect it "
+                "on its host)",
+                "not measured: the tool cannot start it to set its settings side by side; a pool load at its address "
+                "(latency --target HOST:PORT --pool) shows its split as it stands",
+            ),
+        )
 
     def label(self, spec: ServerSpec) -> str:
         return f"target {spec.host}:{spec.port}"

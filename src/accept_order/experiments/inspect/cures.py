@@ -17,7 +17,8 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass, replace
 
-from ...core.kinds import ClientLimit, IdleLimit, LongLivedCure, Measured, ServerKind, SideBySide
+from ...core.cures import ClientLimit, IdleLimit, LongLivedCure, Measured, SideBySide
+from ...core.kinds import ServerKind
 from ...core.spec import DEFAULT_KIND
 
 COMMAND = "accept-order "  # where a measure's command starts

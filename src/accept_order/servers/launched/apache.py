@@ -24,12 +24,8 @@ from ...core.kinds import (
     BY_HASH,
     CLOSES_EACH,
     IDLE_CLOSE,
-    ClientLimit,
-    IdleLimit,
-    LongLivedCure,
     ModeInfo,
     ServerKind,
-    SideBySide,
     redraws,
 )
 from ...core.spec import ServerSpec
@@ -49,6 +45,7 @@ from .apache_config import (
 from .base import SETTLE_TIMEOUT_S, LaunchedServer, free_port
 
 if TYPE_CHECKING:
+    from ...core.cures import LongLivedCure
     from ...core.target import Target
 
 
@@ -182,28 +179,33 @@ class ApacheKind(ServerKind):
     summary = "Debian's Apache httpd (prefork or event MPM) with a mod_lua handler, launched from a generated config"
     witness = ApacheServer.witness_source
     preferred_mode = "event"  # Debian's default MPM
-    cures = (
-        LongLivedCure(
-            "MaxKeepAliveRequests 100",
-            redraws(
-                "with KeepAlive On, Apache closes a connection after this many requests on it (100 by "
-                "default, 0: no limit)"
+
+    @property
+    def cures(self) -> tuple[LongLivedCure, ...]:
+        from ...core.cures import ClientLimit, IdleLimit, LongLivedCure, SideBySide
+
+        return (
+            LongLivedCure(
+                "MaxKeepAliveRequests 100",
+                redraws(
+                    "with KeepAlive On, Apache closes a connection after this many requests on it (100 by "
+                    "default, 0: no limit)"
+                ),
+                ClientLimit("MaxKeepAliveRequests"),
             ),
-            ClientLimit("MaxKeepAliveRequests"),
-        ),
-        LongLivedCure("KeepAliveTimeout 5", IDLE_CLOSE, IdleLimit("KeepAliveTimeout")),
-        LongLivedCure(
-            "KeepAlive Off",
-            f"Apache closes every connection after its answer: {CLOSES_EACH}",
-            ClientLimit("KeepAlive Off", requests=1),
-        ),
-        LongLivedCure(
-            "ListenCoresBucketsRatio R",
-            f"a SO_REUSEPORT listener per bucket of children: {BY_HASH}",
-            SideBySide(("event", "buckets")),
-            "buckets",
-        ),
-    )
+            LongLivedCure("KeepAliveTimeout 5", IDLE_CLOSE, IdleLimit("KeepAliveTimeout")),
+            LongLivedCure(
+                "KeepAlive Off",
+                f"Apache closes every connection after its answer: {CLOSES_EACH}",
+                ClientLimit("KeepAlive Off", requests=1),
+            ),
+            LongLivedCure(
+                "ListenCoresBucketsRatio R",
+                f"a SO_REUSEPORT listener per bucket of children: {BY_HASH}",
+                SideBySide(("event", "buckets")),
+                "buckets",
+            ),
+        )
 
     def modes(self) -> dict[str, ModeInfo]:
         return APACHE_MODES

@@ -23,7 +23,7 @@ import shutil
 from typing import TYPE_CHECKING
 
 from ...core.errors import PlanError, ServerUnavailable
-from ...core.kinds import LongLivedCure, ModeInfo, ServerKind, SideBySide
+from ...core.kinds import ModeInfo, ServerKind
 from ...core.models import Mechanism
 from ...core.spec import ServerSpec
 from ..watched import ThreadedUsage, thread_ids
@@ -32,6 +32,7 @@ from .base import LaunchedServer
 if TYPE_CHECKING:
     import psutil
 
+    from ...core.cures import LongLivedCure
     from ...core.target import Target
 
 PACKAGE = "apt-get install caddy"
@@ -182,15 +183,20 @@ class CaddyKind(ServerKind):
     witness = CaddyServer.witness_source
     preferred_mode = "netpoller"
     fixed_workers = 1
-    cures = (
-        LongLivedCure(
-            None,
-            "Caddy is one process whose accept loop and connections are goroutines that Go's scheduler runs "
-            "on any of its threads: no worker holds connections of its own, so there is no split to change "
-            "(`servers { timeouts { idle 30s } }` closes idle connections)",
-            SideBySide(("netpoller",)),
-        ),
-    )
+
+    @property
+    def cures(self) -> tuple[LongLivedCure, ...]:
+        from ...core.cures import LongLivedCure, SideBySide
+
+        return (
+            LongLivedCure(
+                None,
+                "Caddy is one process whose accept loop and connections are goroutines that Go's scheduler runs "
+                "on any of its threads: no worker holds connections of its own, so there is no split to change "
+                "(`servers { timeouts { idle 30s } }` closes idle connections)",
+                SideBySide(("netpoller",)),
+            ),
+        )
 
     def modes(self) -> dict[str, ModeInfo]:
         return CADDY_MODES

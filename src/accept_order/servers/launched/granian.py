@@ -23,12 +23,13 @@ from typing import TYPE_CHECKING
 
 from ...core.errors import PlanError, ServerUnavailable
 from ...core.hints import pip_install
-from ...core.kinds import BY_HASH, CLOSES_EACH, ClientLimit, LongLivedCure, ModeInfo, ServerKind, SideBySide
+from ...core.kinds import BY_HASH, CLOSES_EACH, ModeInfo, ServerKind
 from ...core.models import Model
 from ...core.spec import ServerSpec
 from .asgi import AsgiServer
 
 if TYPE_CHECKING:
+    from ...core.cures import LongLivedCure
     from ...core.target import Target
 
 MIN_VERSION = (2, 8)
@@ -110,19 +111,24 @@ class GranianKind(ServerKind):
     summary = "PyPI's granian (2.8 or newer) with --workers N, serving an ASGI app written for the run"
     witness = GranianServer.witness_source
     preferred_mode = "reuseport"
-    cures = (
-        LongLivedCure(
-            "--no-http1-keep-alive",
-            f"granian closes each HTTP/1 connection after its answer: {CLOSES_EACH}",
-            ClientLimit("--no-http1-keep-alive", requests=1),
-        ),
-        LongLivedCure(
-            "--workers N",
-            f"granian 2.8+: a SO_REUSEPORT socket per worker: {BY_HASH}",
-            SideBySide(("reuseport",)),
-            "reuseport",
-        ),
-    )
+
+    @property
+    def cures(self) -> tuple[LongLivedCure, ...]:
+        from ...core.cures import ClientLimit, LongLivedCure, SideBySide
+
+        return (
+            LongLivedCure(
+                "--no-http1-keep-alive",
+                f"granian closes each HTTP/1 connection after its answer: {CLOSES_EACH}",
+                ClientLimit("--no-http1-keep-alive", requests=1),
+            ),
+            LongLivedCure(
+                "--workers N",
+                f"granian 2.8+: a SO_REUSEPORT socket per worker: {BY_HASH}",
+                SideBySide(("reuseport",)),
+                "reuseport",
+            ),
+        )
 
     def modes(self) -> dict[str, ModeInfo]:
         return GRANIAN_MODES

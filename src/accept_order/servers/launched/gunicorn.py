@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING
 
 from ...core.errors import PlanError, ServerUnavailable
 from ...core.hints import pip_install
-from ...core.kinds import BY_HASH, CLOSES_EACH, IDLE_CLOSE, LongLivedCure, ModeInfo, ServerKind, SideBySide
+from ...core.kinds import BY_HASH, CLOSES_EACH, IDLE_CLOSE, ModeInfo, ServerKind
 from ...core.models import Model
 from ...core.spec import ServerSpec
 from .base import LaunchedServer
 
 if TYPE_CHECKING:
+    from ...core.cures import LongLivedCure
     from ...core.target import Target
 
 MIN_VERSION = (23, 0)
@@ -150,24 +151,30 @@ class GunicornKind(ServerKind):
     process_names = ("gunicorn",)
     summary = "PyPI's gunicorn (23 or newer) with sync workers, launched from a generated config"
     witness = GunicornServer.witness_source
-    cures = (
-        LongLivedCure(
-            'worker_class = "sync"',
-            f"gunicorn's default worker closes every connection after its answer (it ignores keepalive): {CLOSES_EACH}",
-            SideBySide(("select", "reuseport")),
-        ),
-        LongLivedCure(
-            "keepalive = 5",
-            f"{IDLE_CLOSE} (gthread and gevent workers only; 2 s by default)",
-            "not measured: the tool runs gunicorn's sync workers, which ignore keepalive",
-        ),
-        LongLivedCure(
-            "reuse_port = True",
-            f"gunicorn 23+: each worker opens its own SO_REUSEPORT socket: {BY_HASH}",
-            SideBySide(("select", "reuseport")),
-            "reuseport",
-        ),
-    )
+
+    @property
+    def cures(self) -> tuple[LongLivedCure, ...]:
+        from ...core.cures import LongLivedCure, SideBySide
+
+        return (
+            LongLivedCure(
+                'worker_class = "sync"',
+                "gunicorn's default worker closes every connection after its answer (it ignores keepalive): "
+                f"{CLOSES_EACH}",
+                SideBySide(("select", "reuseport")),
+            ),
+            LongLivedCure(
+                "keepalive = 5",
+                f"{IDLE_CLOSE} (gthread and gevent workers only; 2 s by default)",
+                "not measured: the tool runs gunicorn's sync workers, which ignore keepalive",
+            ),
+            LongLivedCure(
+                "reuse_port = True",
+                f"gunicorn 23+: each worker opens its own SO_REUSEPORT socket: {BY_HASH}",
+                SideBySide(("select", "reuseport")),
+                "reuseport",
+            ),
+        )
 
     def modes(self) -> dict[str, ModeInfo]:
         return GUNICORN_MODES

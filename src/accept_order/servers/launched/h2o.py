@@ -22,7 +22,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from ...core.errors import PlanError, ServerUnavailable
-from ...core.kinds import IDLE_CLOSE, IdleLimit, LongLivedCure, ModeInfo, ServerKind
+from ...core.kinds import IDLE_CLOSE, ModeInfo, ServerKind
 from ...core.models import Mechanism
 from ...core.spec import ServerSpec
 from ...core.waiting import wait_for
@@ -33,6 +33,7 @@ from .base import SETTLE_TIMEOUT_S, LaunchedServer
 if TYPE_CHECKING:
     import psutil
 
+    from ...core.cures import LongLivedCure
     from ...core.target import Target
 
 PACKAGE = "apt-get install h2o"
@@ -208,17 +209,22 @@ class H2oKind(ServerKind):
     summary = "Debian's h2o with num-threads event-loop threads as its workers and an mruby handler"
     witness = H2oServer.witness_source
     preferred_mode = "threads"
-    cures = (
-        LongLivedCure(
-            "http1-request-timeout: 10",
-            "h2o 2.2's timeout for an HTTP/1 request to come, which also closes a keep-alive connection idle "
-            "that long (set to 1 here: closed 1 s after its answer); a busy pool never reaches it, and a "
-            "reopened connection is placed again (h2o 2.2 has no limit on requests per connection, no "
-            "SO_REUSEPORT)",
-            IdleLimit("http1-request-timeout"),
-        ),
-        LongLivedCure("http2-idle-timeout: 10", f"for HTTP/2: {IDLE_CLOSE}", IdleLimit("http2-idle-timeout")),
-    )
+
+    @property
+    def cures(self) -> tuple[LongLivedCure, ...]:
+        from ...core.cures import IdleLimit, LongLivedCure
+
+        return (
+            LongLivedCure(
+                "http1-request-timeout: 10",
+                "h2o 2.2's timeout for an HTTP/1 request to come, which also closes a keep-alive connection idle "
+                "that long (set to 1 here: closed 1 s after its answer); a busy pool never reaches it, and a "
+                "reopened connection is placed again (h2o 2.2 has no limit on requests per connection, no "
+                "SO_REUSEPORT)",
+                IdleLimit("http1-request-timeout"),
+            ),
+            LongLivedCure("http2-idle-timeout: 10", f"for HTTP/2: {IDLE_CLOSE}", IdleLimit("http2-idle-timeout")),
+        )
 
     def modes(self) -> dict[str, ModeInfo]:
         return H2O_MODES

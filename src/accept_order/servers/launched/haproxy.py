@@ -26,13 +26,9 @@ from ...core.kinds import (
     BY_HASH,
     CLOSES_EACH,
     IDLE_CLOSE,
-    ClientLimit,
-    IdleLimit,
     KindOption,
-    LongLivedCure,
     ModeInfo,
     ServerKind,
-    SideBySide,
 )
 from ...core.models import Mechanism, Model
 from ...core.spec import ServerSpec
@@ -52,6 +48,7 @@ MAXCONN = KindOption(
 if TYPE_CHECKING:
     import psutil
 
+    from ...core.cures import LongLivedCure
     from ...core.target import Target
     from .haproxy_threads import ThreadAttribution
     from .log_receiver import LogReceiver
@@ -254,32 +251,38 @@ class HaproxyKind(ServerKind):
     witness = HaproxyServer.witness_source
     default_accept_batch = DEFAULT_MAXACCEPT
     options = (MAXCONN,)
-    cures = (
-        LongLivedCure(
-            "tune.listener.multi-queue on",
-            "HAProxy's default since 2.3: the thread that accepts hands each connection to whichever of two "
-            "threads holds fewer of the listener's connections (its accept queue counted), so a pool is "
-            "spread over the threads by count, whichever thread was woken",
-            SideBySide(
-                ("threads", "shards"),
-                said="the tool runs HAProxy with it on (threads) and cannot turn it off; against a socket per thread",
+
+    @property
+    def cures(self) -> tuple[LongLivedCure, ...]:
+        from ...core.cures import ClientLimit, IdleLimit, LongLivedCure, SideBySide
+
+        return (
+            LongLivedCure(
+                "tune.listener.multi-queue on",
+                "HAProxy's default since 2.3: the thread that accepts hands each connection to whichever of two "
+                "threads holds fewer of the listener's connections (its accept queue counted), so a pool is "
+                "spread over the threads by count, whichever thread was woken",
+                SideBySide(
+                    ("threads", "shards"),
+                    said="the tool runs HAProxy with it on (threads) and cannot turn it off; against a socket per "
+                    "thread",
+                ),
+                "threads",
             ),
-            "threads",
-        ),
-        LongLivedCure(
-            "bind ADDRESS:PORT thread T (one per thread)",
-            f"a SO_REUSEPORT socket per thread, which only that thread accepts from: {BY_HASH}",
-            SideBySide(("threads", "shards")),
-            "shards",
-        ),
-        LongLivedCure(
-            "option httpclose",
-            f"in the frontend: HAProxy closes each client connection after its answer: {CLOSES_EACH} (HAProxy 2.6 "
-            "has no other limit on requests per client connection)",
-            ClientLimit("option httpclose", requests=1),
-        ),
-        LongLivedCure("timeout http-keep-alive 5s", IDLE_CLOSE, IdleLimit("timeout http-keep-alive")),
-    )
+            LongLivedCure(
+                "bind ADDRESS:PORT thread T (one per thread)",
+                f"a SO_REUSEPORT socket per thread, which only that thread accepts from: {BY_HASH}",
+                SideBySide(("threads", "shards")),
+                "shards",
+            ),
+            LongLivedCure(
+                "option httpclose",
+                f"in the frontend: HAProxy closes each client connection after its answer: {CLOSES_EACH} (HAProxy 2.6 "
+                "has no other limit on requests per client connection)",
+                ClientLimit("option httpclose", requests=1),
+            ),
+            LongLivedCure("timeout http-keep-alive 5s", IDLE_CLOSE, IdleLimit("timeout http-keep-alive")),
+        )
 
     def modes(self) -> dict[str, ModeInfo]:
         return HAPROXY_MODES

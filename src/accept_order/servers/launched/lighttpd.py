@@ -24,7 +24,7 @@ import signal
 from typing import TYPE_CHECKING
 
 from ...core.errors import PlanError, ServerUnavailable
-from ...core.kinds import IDLE_CLOSE, ClientLimit, IdleLimit, LongLivedCure, ModeInfo, ServerKind, redraws
+from ...core.kinds import IDLE_CLOSE, ModeInfo, ServerKind, redraws
 from ...core.models import Mechanism
 from ...core.processes import STOP_TIMEOUT_S
 from ...core.spec import ServerSpec
@@ -36,6 +36,7 @@ from .base import SETTLE_TIMEOUT_S, LaunchedServer
 if TYPE_CHECKING:
     import psutil
 
+    from ...core.cures import LongLivedCure
     from ...core.target import Target
 
 PACKAGES = "apt-get install lighttpd lighttpd-modules-lua"
@@ -226,14 +227,19 @@ class LighttpdKind(ServerKind):
     summary = "Debian's lighttpd with server.max-worker forked workers and a mod_magnet handler"
     witness = LighttpdServer.witness_source
     preferred_mode = "max-worker"
-    cures = (
-        LongLivedCure(
-            "server.max-keep-alive-requests = 100",
-            redraws("lighttpd closes a connection after this many requests on it"),
-            ClientLimit("server.max-keep-alive-requests"),
-        ),
-        LongLivedCure("server.max-keep-alive-idle = 5", IDLE_CLOSE, IdleLimit("server.max-keep-alive-idle")),
-    )
+
+    @property
+    def cures(self) -> tuple[LongLivedCure, ...]:
+        from ...core.cures import ClientLimit, IdleLimit, LongLivedCure
+
+        return (
+            LongLivedCure(
+                "server.max-keep-alive-requests = 100",
+                redraws("lighttpd closes a connection after this many requests on it"),
+                ClientLimit("server.max-keep-alive-requests"),
+            ),
+            LongLivedCure("server.max-keep-alive-idle = 5", IDLE_CLOSE, IdleLimit("server.max-keep-alive-idle")),
+        )
 
     def modes(self) -> dict[str, ModeInfo]:
         return LIGHTTPD_MODES

@@ -14,12 +14,8 @@ from ...core.errors import PlanError, ServerUnavailable
 from ...core.kinds import (
     BY_HASH,
     IDLE_CLOSE,
-    ClientLimit,
-    IdleLimit,
-    LongLivedCure,
     ModeInfo,
     ServerKind,
-    SideBySide,
     redraws,
 )
 from ...core.models import Mechanism
@@ -29,6 +25,7 @@ from .base import LaunchedServer
 from .nginx_config import NGINX_MODES, expectation, nginx_binary, render_config
 
 if TYPE_CHECKING:
+    from ...core.cures import LongLivedCure
     from ...core.target import Target
 
 
@@ -92,28 +89,33 @@ class NginxKind(ServerKind):
     witness = NginxServer.witness_source
     default_accept_batch = 1  # multi_accept off, nginx's default
     options = (MUTEX_DELAY,)  # its accept_mutex mode's accept_mutex_delay
-    cures = (
-        LongLivedCure(
-            "keepalive_requests 100;",
-            redraws("nginx closes a connection after this many requests on it (1000 by default since 1.19.10)"),
-            ClientLimit("keepalive_requests"),
-        ),
-        LongLivedCure(
-            "keepalive_time 1m;",
-            redraws(
-                "nginx 1.19.10+ closes a connection after the request in progress once it has been open "
-                "this long (1h by default)"
+
+    @property
+    def cures(self) -> tuple[LongLivedCure, ...]:
+        from ...core.cures import ClientLimit, IdleLimit, LongLivedCure, SideBySide
+
+        return (
+            LongLivedCure(
+                "keepalive_requests 100;",
+                redraws("nginx closes a connection after this many requests on it (1000 by default since 1.19.10)"),
+                ClientLimit("keepalive_requests"),
             ),
-            ClientLimit("keepalive_time"),
-        ),
-        LongLivedCure("keepalive_timeout 5s;", IDLE_CLOSE, IdleLimit("keepalive_timeout")),
-        LongLivedCure(
-            "listen ADDRESS:PORT reuseport;",
-            f"a SO_REUSEPORT listener per worker: {BY_HASH}",
-            SideBySide(("epoll", "reuseport")),
-            "reuseport",
-        ),
-    )
+            LongLivedCure(
+                "keepalive_time 1m;",
+                redraws(
+                    "nginx 1.19.10+ closes a connection after the request in progress once it has been open "
+                    "this long (1h by default)"
+                ),
+                ClientLimit("keepalive_time"),
+            ),
+            LongLivedCure("keepalive_timeout 5s;", IDLE_CLOSE, IdleLimit("keepalive_timeout")),
+            LongLivedCure(
+                "listen ADDRESS:PORT reuseport;",
+                f"a SO_REUSEPORT listener per worker: {BY_HASH}",
+                SideBySide(("epoll", "reuseport")),
+                "reuseport",
+            ),
+        )
 
     def modes(self) -> dict[str, ModeInfo]:
         return NGINX_MODES

@@ -15,12 +15,13 @@ import shutil
 from typing import TYPE_CHECKING
 
 from ...core.errors import PlanError, ServerUnavailable
-from ...core.kinds import IDLE_CLOSE, ClientLimit, IdleLimit, LongLivedCure, ModeInfo, ServerKind, SideBySide, redraws
+from ...core.kinds import IDLE_CLOSE, ModeInfo, ServerKind, redraws
 from ...core.models import Mechanism, Model
 from ...core.spec import ServerSpec
 from .base import LaunchedServer
 
 if TYPE_CHECKING:
+    from ...core.cures import LongLivedCure
     from ...core.target import Target
 
 PACKAGE = "the nodejs package (Node 16 or newer)"
@@ -176,29 +177,34 @@ class NodeKind(ServerKind):
     process_names = ("node", "nodejs")
     summary = "Node.js's cluster module, launched from a generated script"
     witness = NodeServer.witness_source
-    cures = (
-        LongLivedCure(
-            "server.maxRequestsPerSocket = 100",
-            redraws(
-                "Node 16.10+ (0 by default: no limit) answers the request that reaches it with Connection: "
-                "close, and any later one on that connection with 503, so a client that honours it closes"
+
+    @property
+    def cures(self) -> tuple[LongLivedCure, ...]:
+        from ...core.cures import ClientLimit, IdleLimit, LongLivedCure, SideBySide
+
+        return (
+            LongLivedCure(
+                "server.maxRequestsPerSocket = 100",
+                redraws(
+                    "Node 16.10+ (0 by default: no limit) answers the request that reaches it with Connection: "
+                    "close, and any later one on that connection with 503, so a client that honours it closes"
+                ),
+                ClientLimit("server.maxRequestsPerSocket"),
             ),
-            ClientLimit("server.maxRequestsPerSocket"),
-        ),
-        LongLivedCure(
-            "server.keepAliveTimeout = 5000",
-            f"{IDLE_CLOSE} (ms; 5000 by default)",
-            IdleLimit("server.keepAliveTimeout"),
-        ),
-        LongLivedCure(
-            "cluster.schedulingPolicy = cluster.SCHED_RR",
-            "Node's default: the primary accepts every connection and hands it to the workers in turn (to one "
-            "that has taken its last one), so a pool opened at idle is spread by turns, whatever each worker "
-            "already holds (Node 20 has no reusePort: a second listener got EADDRINUSE here)",
-            SideBySide(("sched-none", "sched-rr")),
-            "sched-rr",
-        ),
-    )
+            LongLivedCure(
+                "server.keepAliveTimeout = 5000",
+                f"{IDLE_CLOSE} (ms; 5000 by default)",
+                IdleLimit("server.keepAliveTimeout"),
+            ),
+            LongLivedCure(
+                "cluster.schedulingPolicy = cluster.SCHED_RR",
+                "Node's default: the primary accepts every connection and hands it to the workers in turn (to one "
+                "that has taken its last one), so a pool opened at idle is spread by turns, whatever each worker "
+                "already holds (Node 20 has no reusePort: a second listener got EADDRINUSE here)",
+                SideBySide(("sched-none", "sched-rr")),
+                "sched-rr",
+            ),
+        )
 
     def modes(self) -> dict[str, ModeInfo]:
         return NODE_MODES

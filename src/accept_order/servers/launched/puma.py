@@ -27,7 +27,7 @@ import shutil
 from typing import TYPE_CHECKING
 
 from ...core.errors import PlanError, ServerUnavailable
-from ...core.kinds import IDLE_CLOSE, ClientLimit, IdleLimit, LongLivedCure, ModeInfo, ServerKind, SideBySide, redraws
+from ...core.kinds import IDLE_CLOSE, ModeInfo, ServerKind, redraws
 from ...core.models import Mechanism
 from ...core.spec import ServerSpec
 from ...core.waiting import wait_for
@@ -36,6 +36,7 @@ from .base import SETTLE_TIMEOUT_S, LaunchedServer
 from .rack_app import parse_common_log, ruby_error, write_app
 
 if TYPE_CHECKING:
+    from ...core.cures import LongLivedCure
     from ...core.target import Target
 
 PACKAGE = "apt-get install puma"
@@ -196,25 +197,30 @@ class PumaKind(ServerKind):
     summary = "Debian's Puma (5.6) in cluster mode with a Rack app, launched from a generated config"
     witness = PumaServer.witness_source
     preferred_mode = "cluster"
-    cures = (
-        LongLivedCure(
-            "max_fast_inline 10",
-            redraws(
-                "after this many requests on a connection (10 by default), a worker whose threads are all "
-                "busy while another connection waits on the listener answers with Connection: close "
-                "(puma/request.rb)"
+
+    @property
+    def cures(self) -> tuple[LongLivedCure, ...]:
+        from ...core.cures import ClientLimit, IdleLimit, LongLivedCure, SideBySide
+
+        return (
+            LongLivedCure(
+                "max_fast_inline 10",
+                redraws(
+                    "after this many requests on a connection (10 by default), a worker whose threads are all "
+                    "busy while another connection waits on the listener answers with Connection: close "
+                    "(puma/request.rb)"
+                ),
+                ClientLimit("max_fast_inline", requests=10),
             ),
-            ClientLimit("max_fast_inline", requests=10),
-        ),
-        LongLivedCure("persistent_timeout 20", f"{IDLE_CLOSE} (20 s by default)", IdleLimit("persistent_timeout")),
-        LongLivedCure(
-            "wait_for_less_busy_worker 0.005",
-            "a worker with a busy thread waits up to 5 ms before it accepts, so an idle worker takes a new "
-            "connection first: it moves reopened connections under load, not a pool opened at idle",
-            SideBySide(("cluster", "less-busy")),
-            "less-busy",
-        ),
-    )
+            LongLivedCure("persistent_timeout 20", f"{IDLE_CLOSE} (20 s by default)", IdleLimit("persistent_timeout")),
+            LongLivedCure(
+                "wait_for_less_busy_worker 0.005",
+                "a worker with a busy thread waits up to 5 ms before it accepts, so an idle worker takes a new "
+                "connection first: it moves reopened connections under load, not a pool opened at idle",
+                SideBySide(("cluster", "less-busy")),
+                "less-busy",
+            ),
+        )
 
     def modes(self) -> dict[str, ModeInfo]:
         return PUMA_MODES

@@ -23,7 +23,7 @@ import signal
 from typing import TYPE_CHECKING
 
 from ...core.errors import PlanError, ServerUnavailable
-from ...core.kinds import CLOSES_EACH, LongLivedCure, ModeInfo, ServerKind, SideBySide
+from ...core.kinds import CLOSES_EACH, ModeInfo, ServerKind
 from ...core.models import Mechanism
 from ...core.spec import ServerSpec
 from ...core.waiting import wait_for
@@ -31,6 +31,7 @@ from .base import SETTLE_TIMEOUT_S, LaunchedServer
 from .rack_app import parse_common_log, ruby_error, write_app
 
 if TYPE_CHECKING:
+    from ...core.cures import LongLivedCure
     from ...core.target import Target
 
 PACKAGE = "apt-get install unicorn"
@@ -149,14 +150,19 @@ class UnicornKind(ServerKind):
     summary = "Debian's Unicorn (6.0) with preforked workers and a Rack app, launched from a generated config"
     witness = UnicornServer.witness_source
     preferred_mode = "prefork"
-    cures = (
-        LongLivedCure(
-            None,
-            f"Unicorn answers every request with Connection: close (unicorn/http_response.rb): {CLOSES_EACH} (its "
-            "listen :reuseport is for Unicorns started apart, not for its workers)",
-            SideBySide(("prefork",)),
-        ),
-    )
+
+    @property
+    def cures(self) -> tuple[LongLivedCure, ...]:
+        from ...core.cures import LongLivedCure, SideBySide
+
+        return (
+            LongLivedCure(
+                None,
+                f"Unicorn answers every request with Connection: close (unicorn/http_response.rb): {CLOSES_EACH} (its "
+                "listen :reuseport is for Unicorns started apart, not for its workers)",
+                SideBySide(("prefork",)),
+            ),
+        )
 
     def modes(self) -> dict[str, ModeInfo]:
         return UNICORN_MODES

@@ -21,13 +21,14 @@ from typing import TYPE_CHECKING
 
 from ...core.errors import PlanError, ServerUnavailable
 from ...core.hints import pip_install
-from ...core.kinds import IDLE_CLOSE, IdleLimit, LongLivedCure, ModeInfo, ServerKind
+from ...core.kinds import IDLE_CLOSE, ModeInfo, ServerKind
 from ...core.models import Mechanism
 from ...core.processes import STOP_TIMEOUT_S
 from ...core.spec import ServerSpec
 from .asgi import AsgiServer
 
 if TYPE_CHECKING:
+    from ...core.cures import LongLivedCure
     from ...core.target import Target
 
 PACKAGE = pip_install("servers", "uvicorn")
@@ -114,13 +115,18 @@ class UvicornKind(ServerKind):
     summary = "PyPI's uvicorn with --workers N (asyncio or uvloop, h11), serving an ASGI app written for the run"
     witness = UvicornServer.witness_source
     preferred_mode = "asyncio"
-    cures = (
-        LongLivedCure(
-            "--timeout-keep-alive 5",
-            f"{IDLE_CLOSE} (5 s by default; uvicorn has no limit on requests per connection, no socket per worker)",
-            IdleLimit("--timeout-keep-alive"),
-        ),
-    )
+
+    @property
+    def cures(self) -> tuple[LongLivedCure, ...]:
+        from ...core.cures import IdleLimit, LongLivedCure
+
+        return (
+            LongLivedCure(
+                "--timeout-keep-alive 5",
+                f"{IDLE_CLOSE} (5 s by default; uvicorn has no limit on requests per connection, no socket per worker)",
+                IdleLimit("--timeout-keep-alive"),
+            ),
+        )
 
     def modes(self) -> dict[str, ModeInfo]:
         return UVICORN_MODES

@@ -33,13 +33,14 @@ from typing import TYPE_CHECKING
 
 from ...core.errors import PlanError, ServerUnavailable
 from ...core.hints import pip_install
-from ...core.kinds import CLOSES_EACH, LongLivedCure, ModeInfo, ServerKind, SideBySide
+from ...core.kinds import CLOSES_EACH, ModeInfo, ServerKind
 from ...core.models import Mechanism, Model
 from ...core.spec import ServerSpec
 from ...core.waiting import wait_for
 from .base import LaunchedServer
 
 if TYPE_CHECKING:
+    from ...core.cures import LongLivedCure
     from ...core.target import Target
 
 PACKAGE = pip_install("servers", "pyuwsgi")
@@ -233,28 +234,33 @@ class UwsgiKind(ServerKind):
     summary = "PyPI's uWSGI (pyuwsgi) with prefork workers serving HTTP themselves, launched from a generated ini"
     witness = UwsgiServer.witness_source
     preferred_mode = "default"
-    cures = (
-        LongLivedCure(
-            "http-socket = ADDRESS:PORT",
-            f"uWSGI closes each connection after its answer (run here: a second request on it found it closed): "
-            f"{CLOSES_EACH}",
-            SideBySide(("default", "thunder-lock")),
-        ),
-        LongLivedCure(
-            "http11-socket = ADDRESS:PORT",
-            "keeps connections alive, and a worker serves one at a time for as long as it stays open (run here: "
-            "with one worker a second connection had no answer in 3 s while the first was open): each "
-            "long-lived connection holds a whole worker, and the rest wait in the listen queue",
-            "not measured: the tool does not pass http11-socket to the uwsgi it launches yet",
-        ),
-        LongLivedCure(
-            "reuse-port = true",
-            "sets SO_REUSEPORT on the master's one socket, which every worker still shares (uWSGI's help: BSD "
-            "only): no listener per worker, no split by hash",
-            SideBySide(("default", "reuse-port")),
-            "reuse-port",
-        ),
-    )
+
+    @property
+    def cures(self) -> tuple[LongLivedCure, ...]:
+        from ...core.cures import LongLivedCure, SideBySide
+
+        return (
+            LongLivedCure(
+                "http-socket = ADDRESS:PORT",
+                f"uWSGI closes each connection after its answer (run here: a second request on it found it closed): "
+                f"{CLOSES_EACH}",
+                SideBySide(("default", "thunder-lock")),
+            ),
+            LongLivedCure(
+                "http11-socket = ADDRESS:PORT",
+                "keeps connections alive, and a worker serves one at a time for as long as it stays open (run here: "
+                "with one worker a second connection had no answer in 3 s while the first was open): each "
+                "long-lived connection holds a whole worker, and the rest wait in the listen queue",
+                "not measured: the tool does not pass http11-socket to the uwsgi it launches yet",
+            ),
+            LongLivedCure(
+                "reuse-port = true",
+                "sets SO_REUSEPORT on the master's one socket, which every worker still shares (uWSGI's help: BSD "
+                "only): no listener per worker, no split by hash",
+                SideBySide(("default", "reuse-port")),
+                "reuse-port",
+            ),
+        )
 
     def modes(self) -> dict[str, ModeInfo]:
         return UWSGI_MODES
