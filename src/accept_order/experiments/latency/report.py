@@ -47,8 +47,10 @@ def load_notes(results: Sequence[LatencyResult], name: Callable[[LatencyResult],
     drivers = [d for r in results for d in r.drivers]
     bound = [w for r in results if (w := client_bound(list(r.drivers), r.worker_cpu_s, r.wall_s, r.worker_cpus))]
     warnings = driver_warnings(drivers, workers, cpus, procs)
-    # the workers run on another host (--target), or the drivers do (--clients): neither waited for the other
-    elsewhere = unseen_note(first.server) is not None or bool(first.hosts)
+    # the workers run on another host (--target), or the drivers do (--clients), or each on CPUs of their own
+    # (--load-cpus apart from --cpus): neither waited for the other
+    apart = bool(first.load.cpus) and bool(first.server.cpus) and not set(first.load.cpus) & set(first.server.cpus)
+    elsewhere = unseen_note(first.server) is not None or bool(first.hosts) or apart
     if elsewhere:  # the drivers waited for their own host's CPUs, not for the workers'
         warnings = [elsewhere_wait(w, drivers) for w in warnings]
     if bound:  # says more than "a driver was CPU-bound": the workers idled meanwhile
