@@ -178,6 +178,11 @@ def main() -> int:
     print(f"CPU-us per connection, medians: {cpu_line}")
     workers_line = ", ".join(f"with {name} {statistics.median(v):.0f}" for name, v in workers.items() if v)
     print(f"the workers' CPU-us per connection, medians: {workers_line}")
+    # Beside other work the rates follow the CPU the scheduler shares out, not the clients' cost: what client and
+    # workers need together per connection is what sets the rate once they have the CPUs to themselves.
+    both = {name: [a + b for a, b in zip(v, workers[name], strict=True)] for name, v in cpus.items() if v}
+    both_line = ", ".join(f"{name} {statistics.median(v):.0f}" for name, v in both.items())
+    print(f"client and workers together, CPU-us per connection, medians: {both_line}")
     if epoll_ratios:
         print(f"epoll loop / C: median {statistics.median(epoll_ratios):.2f} (the fallback, same rounds)")
     print(
