@@ -26,7 +26,7 @@ from accept_order.core.spec import ConcurrentLoad, ServerSpec
 from accept_order.experiments.burst.repeated import fastest, fastest_stability
 from accept_order.experiments.burst.result import BurstCell, BurstRun
 from accept_order.experiments.documents import render_document
-from accept_order.experiments.ramp.repeated import held_higher, higher_stability, knee_outcome
+from accept_order.experiments.ramp.repeated import broke_lines, held_higher, higher_stability, knee_outcome
 from accept_order.experiments.ramp.result import RampResult, RampStep
 from accept_order.experiments.reload.repeated import verdict_stability, who_lost_nothing
 from accept_order.experiments.reload.result import ReloadRun
@@ -166,7 +166,7 @@ def test_the_knee_over_the_runs_says_where_the_runs_put_it() -> None:
     shown = text_of(render_document("repeat", doc))
     assert "500/s (500-1000)" in shown and "1000/s (1000-2000)" in shown
     assert "inconclusive: last held 500/s in 2/3 runs, last held 1000/s in 1; try more --repeat" in shown
-    assert "epoll, did not hold: p99 N ms > 20 ms in 3/3" in shown  # 30.0 ms each time: one reason, counted
+    assert "epoll, did not hold: p99 30 ms > 20 ms in 3/3" in shown  # 30.0 ms each time: one reason, counted
     assert "Verdict" not in shown  # one mode: nobody to have held more than
 
 
@@ -332,3 +332,18 @@ def test_a_ramp_cut_short_is_not_read_as_every_step_held() -> None:
     assert "every step held in 1/2; interrupted in 1/2" in shown, shown  # the epoll row's "broke at"
     assert "1000/s (1000-1000)" in shown and "interrupted" not in shown.split("reuseport")[1], shown
     assert "every step held in every run" not in shown
+
+
+def test_a_reason_over_the_runs_shows_the_range_of_its_figures() -> None:
+    """'p99 N ms > 20 ms' counted the runs together but hid the figures: each N is now the range they spanned."""
+    runs = []
+    for p99, got in ((184.6, 900), (328.4, 950), (250.0, 900)):
+        run = ramp("epoll", [True, False])
+        last = dataclasses.replace(
+            run.steps[-1], reasons=(f"p99 {p99} ms > 20 ms", f"finished {got}/s of 1000/s offered")
+        )
+        runs.append(dataclasses.replace(run, steps=(run.steps[0], last)))
+    lines = [str(line) for line in broke_lines("epoll", runs)]
+    assert lines == [
+        "  epoll, did not hold: p99 184.6-328.4 ms > 20 ms in 3/3; finished 900-950/s of 1000/s offered in 3/3"
+    ], lines

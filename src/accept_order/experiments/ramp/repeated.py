@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -89,25 +88,53 @@ def higher_stability(rounds: Rounds) -> Stability:
     )
 
 
+_FIGURE = re.compile(r"(?<![\w.])\d+(\.\d+)?")  # p99 and p99.9 keep their names
+
+
 def pattern(said: str) -> str:
     """A reason or an observation without its figures, so the runs can be counted together ("p99 184.6 ms >
     20 ms" and "p99 328.4 ms > 20 ms" are one reason: "p99 N ms > 20 ms")."""
     head, bound = said.split(" > ", 1) if " > " in said else (said, None)
-    head = re.sub(r"(?<![\w.])\d+(\.\d+)?", "N", head)  # p99 and p99.9 keep their names
+    head = _FIGURE.sub("N", head)
+    return f"{head} > {bound}" if bound is not None else head
+
+
+def _figures(said: str) -> list[float]:
+    head = said.split(" > ", 1)[0]
+    return [float(m.group()) for m in _FIGURE.finditer(head)]
+
+
+def with_ranges(shape: str, saids: list[str]) -> str:
+    """A pattern with each N the range its runs' figures spanned ("p99 184.6-328.4 ms > 20 ms"; one value where
+    they agree): the reader sees the figures, not a placeholder."""
+    columns = list(zip(*(_figures(x) for x in saids), strict=True))
+    head, bound = shape.split(" > ", 1) if " > " in shape else (shape, None)
+    for values in columns:
+        low, high = min(values), max(values)
+        head = head.replace("N", f"{low:g}" if low == high else f"{low:g}-{high:g}", 1)
     return f"{head} > {bound}" if bound is not None else head
 
 
 def broke_lines(label: str, runs: list[RampResult]) -> list[Text]:
-    """Why the first step that did not hold did not, and what was seen there, counted over the runs."""
+    """Why the first step that did not hold did not, and what was seen there, counted over the runs, each with
+    the range its figures spanned."""
     broke = [step for r in runs if (step := r.knee[1]) is not None]
     if not broke:
         return []
     n = len(runs)
     lines = []
     for what, said in (("did not hold", [s.reasons for s in broke]), ("there", [s.seen for s in broke])):
-        counts = Counter(p for items in said for p in dict.fromkeys(pattern(x) for x in items))
-        if counts:
-            lines.append(Text(f"  {label}, {what}: " + "; ".join(f"{p} in {k}/{n}" for p, k in counts.most_common())))
+        by_pattern: dict[str, list[str]] = {}
+        for items in said:
+            first: dict[str, str] = {}  # a pattern counted once a step, with its first figures
+            for x in items:
+                first.setdefault(pattern(x), x)
+            for shape, x in first.items():
+                by_pattern.setdefault(shape, []).append(x)
+        ranked = sorted(by_pattern.items(), key=lambda item: -len(item[1]))  # stable: first seen first on ties
+        if ranked:
+            parts = [f"{with_ranges(shape, xs)} in {len(xs)}/{n}" for shape, xs in ranked]
+            lines.append(Text(f"  {label}, {what}: " + "; ".join(parts)))
     return lines
 
 
