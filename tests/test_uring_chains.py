@@ -16,10 +16,11 @@ import pytest
 from conftest import wait_for
 from test_uring_loop import LINE, TIMEOUT, AnyReply, Flag, Server, drive, no_descriptor_left, refusing, replying
 
+from accept_order.core.processes import MAX_REPLY
 from accept_order.core.protocol import BAD_REPLY, HttpProtocol
 from accept_order.loads import drivers, uring_loop
 from accept_order.loads.drive_loop import DriverConfig
-from accept_order.loads.uring_chains import ring_size
+from accept_order.loads.uring_chains import TAIL, ring_size
 
 NETLINK_SOCK_DIAG, SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST = 4, 20, 1  # linux/sock_diag.h, linux/netlink.h
 CHAINS = pytest.mark.skipif(
@@ -84,8 +85,10 @@ def test_a_refused_connect_ends_its_chain_as_econnrefused(chains_only: None, pro
         ((b"worker 0 ", b"pid ", b"1\n"), {0: 8}, {}),
         ((b"x" * 1000, b"x" * 1000, b"x" * 1000, b"x" * 1096), {0: 8}, {}),  # exactly MAX_REPLY in four
         ((b"x" * 1000, b"x" * 1000, b"x" * 1000, b"x" * 1097), {}, {BAD_REPLY: 8}),
+        ((b"x" * 100, b"x" * (TAIL + 1000)), {0: 8}, {}),  # more than the EOF receive's buffer holds
+        ((b"x" * 100, b"x" * (MAX_REPLY - 99)), {}, {BAD_REPLY: 8}),  # ... and one byte past MAX_REPLY in all
     ],
-    ids=["line", "max", "max-plus-one"],
+    ids=["line", "max", "max-plus-one", "past-the-eof-buffer", "past-it-and-too-long"],
 )
 def test_a_reply_in_several_receives_is_read_to_its_eof(
     chains_only: None, parts: tuple[bytes, ...], served: dict[int, int], errors: dict[str, int]

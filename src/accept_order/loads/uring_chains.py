@@ -43,6 +43,7 @@ from .drivers import chains_binding
 FIXED_FILE, IO_LINK, CQE_SKIP_SUCCESS = 1 << 0, 1 << 2, 1 << 6
 SETUP_COOP_TASKRUN, SETUP_SINGLE_ISSUER, SETUP_DEFER_TASKRUN = 1 << 8, 1 << 12, 1 << 13
 NOTHING_YET = (errno.ETIME, errno.EINTR, errno.EAGAIN, errno.EBUSY)  # what a wait may end with, and go on
+TAIL = 1024  # the EOF receive's buffer: it mostly gets the EOF alone, and what more comes is received on
 RING_MAX = 32768  # the kernel's most submission entries (a fuller queue is submitted before the next chain)
 
 # What a completion is, in its user_data's low bits (the slot above them; never 0, which the binding refuses).
@@ -129,7 +130,7 @@ def _loop(
 ) -> dict[str, Any]:
     family = socket.AF_INET6 if ":" in cfg.address[0] else socket.AF_INET
     slots = cfg.slots
-    buffers = [(bytearray(MAX_REPLY), bytearray(MAX_REPLY + 1)) for _ in range(slots)]
+    buffers = [(bytearray(MAX_REPLY), bytearray(TAIL)) for _ in range(slots)]
     chains = _chains(uring, cfg, family, address, buffers)
     put, get_sqe, submit = uring.io_uring_put_sqe, uring.io_uring_get_sqe, uring.io_uring_submit
     prep_recv, prep_cancel = uring.io_uring_prep_recv, uring.io_uring_prep_cancel64
