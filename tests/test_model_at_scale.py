@@ -71,7 +71,7 @@ def shaped_file(
         load=dataclasses.replace(load, cpus=(12, 13, 14, 15)),
         environment=ENV,
         port=8080,
-        histogram=_placeholder(served),  # replaced below: the model needs to know how many were served
+        histogram=_placeholder(),  # replaced below: predict() needs one served (see _placeholder)
         errors={},
         served=tuple(served // WORKERS for _ in range(WORKERS)),
         counters=counters,
@@ -94,9 +94,12 @@ def shaped_file(
     return LatencyResult.from_dict(json.loads(json.dumps(dataclasses.replace(run, model=predict(run)).to_dict())))
 
 
-def _placeholder(served: int) -> LatencyHistogram:
+def _placeholder() -> LatencyHistogram:
+    """One connection served: the first predict() reads only the discipline, batch and mean service time, none
+    of which depends on how many were served; its simulation's size does (10 per connection served, 5,000 to
+    100,000), so one keeps that simulation, thrown away, at its smallest."""
     hist = LatencyHistogram()
-    hist.add(1000, served)
+    hist.add(1000)
     return hist
 
 
