@@ -4,9 +4,9 @@ Both loops do the same job with the same records (loads/drive_loop.py, loads/uri
 runs on PyPI's liburing where it is installed (loads/uring_chains.py: one premade linked chain per connection,
 socket to EOF, two completions per served connection), else on uring-api (a request at a time); either way one
 `io_uring_enter` serves many connections where the epoll loop pays socket, connect, epoll_ctl, recv and close
-for each. Measured here (Linux 6.18, 2-vCPU KVM beside other work, load 7-13,
-benchmarks/bench_latency_driver.py, 2 processes x 25 connections): CPU-µs per connection 41-51 on liburing's
-chains against 44-56 for a C epoll client and 54-71 for the epoll loop in the same rounds (uring-api's loop:
+for each. Measured here (Linux 6.18, 2-vCPU KVM beside other work, load 4-13,
+benchmarks/bench_latency_driver.py, 2 processes x 25 connections): CPU-µs per connection 39-51 on liburing's
+chains against 43-56 for a C epoll client and 51-71 for the epoll loop in the same rounds (uring-api's loop:
 55-62 against C's 49-53, whole processes), the workers paying 0-4 µs more beside an io_uring client. The
 kernel's share is about C's (it is the bulk of every client's); the interpreter's is what is left: 12.7k
 instructions per connection on the chains, 17.1k on epoll, 23.9k on uring-api (callgrind). It needs Linux 5.19+
