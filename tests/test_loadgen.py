@@ -297,3 +297,27 @@ def test_a_driver_that_dies_is_named() -> None:
         with pytest.raises(LoadError, match=r"driver 1 \(pid \d+\) died with exit code -9"), gen:
             gen.run(tick)
     assert gone([p.pid for p in gen.procs])
+
+
+def test_an_open_loops_drivers_take_turns_instead_of_starting_together() -> None:
+    """Driver i of an open loop at R/s starts i/R after the start: each driver's own schedule (R/P) then fills
+    the gaps of the others', as one driver at R would. Every driver started at once: the arrivals came in
+    bunches of --driver-procs, and --rate 10 --duration 1s over 4 drivers drove 12 (3 each, due at 0, 0.4, 0.8)."""
+    gen = LoadGenerator(("127.0.0.1", 9), NOBODY, load(rate=10.0, duration_s=1.0, concurrency=8, driver_procs=4))
+    assert [c.offset_s for c in gen.configs] == [0.0, 0.1, 0.2, 0.3]
+    assert [c.rate for c in gen.configs] == [2.5] * 4
+    closed = LoadGenerator(("127.0.0.1", 9), NOBODY, load(duration_s=1.0, concurrency=8, driver_procs=4))
+    assert {c.offset_s for c in closed.configs} == {0.0}  # a closed loop starts every slot at once
+
+
+@LINUX_ONLY
+@pytest.mark.parametrize("driver", ["epoll", "auto"])
+def test_an_open_loop_over_several_drivers_drives_its_rate_times_its_duration(pool: WorkerPool, driver: str) -> None:
+    """Due at 0, 0.1, ..., 0.9 s over four drivers: at most ten connections in one second (a driver running
+    late may miss its last one before the deadline, never start more)."""
+    result = run_load(
+        pool.address,
+        pool.attribution,
+        load(rate=10.0, duration_s=1.0, concurrency=8, driver_procs=4, driver=driver),
+    )
+    assert 1 <= result.driven <= 10, [d.requests for d in result.drivers]

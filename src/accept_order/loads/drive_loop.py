@@ -47,6 +47,9 @@ class DriverConfig:
     pool: bool = False  # open the connections one after another first (loads/kept.py)
     procs: int = 1  # drivers of the load (the pool's fill takes turns over them)
     loop: Loop = "epoll"  # this loop, or loads/uring_loop.py's (loads/drivers.py resolved it)
+    # An open loop: how long after the start this driver's first connection is due (driver i of a load at R/s:
+    # i/R), so that the drivers' arrivals interleave instead of coming in bunches of --driver-procs at once
+    offset_s: float = 0.0
 
     @property
     def kept(self) -> bool:
@@ -97,7 +100,7 @@ def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
     # Open loop: connection k is due at t0 + k*interval; it starts then (or when a slot frees, late) and
     # its time is counted from when it was due.
     interval_ns = int(1e9 / cfg.rate) if cfg.rate else 0
-    due_ns = t0
+    due_ns = t0 + int(cfg.offset_s * 1e9)
     late = 0  # open loop: connections started late because every slot was busy when they were due
     # When a connection last ended with every slot busy. Connections start in due order, so one due before
     # then found every slot busy when it was due (in flight only fell from then until that end).

@@ -223,6 +223,7 @@ class LoadGenerator(Started):
                 load.pool,
                 procs,
                 loop,
+                offset_s=0.0 if load.rate is None else i / load.rate,  # schedules interleave, as hosts' stripes
             )
             for i in range(procs)
         ]

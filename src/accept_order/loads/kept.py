@@ -276,7 +276,7 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
         begin = perf_ns()
         deadline = begin + int(cfg.duration_s * 1e9) if cfg.duration_s is not None else None
         interval_ns = int(1e9 / cfg.rate) if cfg.rate else 0
-        due_ns = begin
+        due_ns = begin + int(cfg.offset_s * 1e9)  # this driver's place among the load's (DriverConfig.offset_s)
         late = 0
         freed_ns = begin - 1
         next_check = begin + tick_ns

@@ -171,7 +171,7 @@ def _loop(
     starting = True
     opened_ns: int | None = None
     interval_ns = int(1e9 / cfg.rate) if cfg.rate else 0
-    due_ns = t0
+    due_ns = t0 + int(cfg.offset_s * 1e9)  # this driver's place among the load's (DriverConfig.offset_s)
     late = 0
     freed_ns = t0 - 1
 
