@@ -139,7 +139,7 @@ def served_something(results: Sequence[Any]) -> None:
     """After the report and the file: NothingServed (exit 1) naming each run that served no request and
     why its requests failed (the report lists them all), so that a script does not take it for a result."""
     from ..core.errors import NothingServed
-    from ..core.protocol import describe_error
+    from ..core.protocol import BAD_REPLY, describe_error
 
     empty = [r for r in results if not r.ok]
     if not empty:
@@ -151,4 +151,9 @@ def served_something(results: Sequence[Any]) -> None:
         )
         who = f"{r.server.label} " if len(results) > 1 else ""
         said.append(f"{who}served nothing: " + (reasons or "no request was sent"))
+        if r.server.kind == "remote" and r.errors and set(r.errors) == {BAD_REPLY}:  # a stock server's page
+            said.append(
+                "the server answered, but no reply named a worker: --target attributes each connection by its "
+                "reply alone, which must read 'worker PID' or 'worker N pid PID' (as accept-order serve answers)"
+            )
     raise NothingServed("; ".join(said))
