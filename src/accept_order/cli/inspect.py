@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .app import handle_errors
+from .app import STOPPED_META, handle_errors
 from .common import report_and_save
 from .options import examples, json_option
 from .types import IntRange
@@ -33,6 +33,8 @@ def inspect(pid: int | None, port: int | None, samples: int, json_path: str | No
     the mechanism (in this tool's mode names) and why, and the settings that would change it. Nothing is
     sent to the server and nothing signals it: everything is read from /proc. Another user's server needs
     root."""
+    # first: a Ctrl-C even during the imports below must not say it stopped the workers it only reads
+    click.get_current_context().meta[STOPPED_META] = "stopped inspecting (the server was not touched)"
     from ..api import inspect as run_inspect
     from ..core.errors import PlanError
     from ..experiments.inspect.report import inspect_report

@@ -57,6 +57,8 @@ def observe(
     /proc gives the rest. Ctrl-C ends it early and keeps what was observed.
     """
     from ..api import observe as observe_server
+    # first: a Ctrl-C even during the imports below must not say it stopped workers it only watches
+    click.get_current_context().meta[STOPPED_META] = "stopped observing (the server was not touched)"
     from ..core.errors import PlanError
     from ..experiments.observe.report import interval_line, observe_report
     from ..experiments.observe.report import live_view as view
@@ -70,7 +72,6 @@ def observe(
         check(pid, port, duration_s, interval_s)
     except PlanError as exc:  # the same line as any bad option
         raise click.UsageError(str(exc)) from None
-    click.get_current_context().meta[STOPPED_META] = "stopped observing (the server was not touched)"
 
     def save(result: Any) -> None:
         report_and_save(lambda: observe_report(result), json_path, "observe", result)
