@@ -107,7 +107,14 @@ def test_a_thread_s_name_is_read_at_the_look_s_first_sample(listener: int, monke
         read.append(path)
         return real(path, *how)
 
+    real_read = fd_table.read_proc
+
+    def read_whole(path: str) -> bytes | None:
+        read.append(path)
+        return real_read(path)
+
     monkeypatch.setattr(proc_waits, "_read", counted)
+    monkeypatch.setattr(fd_table, "read_proc", read_whole)  # what a look's tables read (its syscall files)
     tables = FdTables()
     server = find_server(pid=listener, tables=tables)
     first = take(server, tables)
@@ -343,3 +350,19 @@ def test_a_look_reads_its_samples_files_through_descriptors_it_closes(
     assert kept_reads[0] == kept_reads[1] == proc_read.read_proc(syscall) and len(_open_fds()) == len(before) + 1
     kept.close()
     assert _open_fds() == before
+
+
+def test_a_thread_whose_files_read_the_same_is_seen_as_at_the_last_sample(listener: int) -> None:
+    """A later sample reads each thread's syscall and wchan files again; where they read the same (and the
+    descriptor it waits on is the same file), its wait and what it was seen waiting on are the last sample's,
+    not parsed and resolved again; a thread whose files changed is read anew."""
+    tables = FdTables()
+    server = find_server(pid=listener, tables=tables)
+    first, second = take(server, tables), take(server, tables)
+    assert second.waits[listener][0] is first.waits[listener][0] and second.seen[0] is first.seen[0]
+    kept = sample_module._KEPT[tables]
+    raw, wait, *rest = kept[listener, listener]
+    kept[listener, listener] = ((b"-1 0x0", raw[1]), wait, *rest)  # as if it slept elsewhere last time
+    third = take(server, tables)
+    assert third.waits[listener][0] is not first.waits[listener][0] and third.waits == first.waits
+    assert third.seen == first.seen == take(server).seen

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import cmp_to_key
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from ...analysis.mechanism import Seen
 from ...probes.fd_table import FdTables, OpenFile, file_order
@@ -156,6 +157,57 @@ def _pid_fd(key: str) -> tuple[int, int]:
     return int(pid), int(fd)
 
 
+# What a look's samples keep from one to the next, by the look's tables: each thread's last syscall and wchan
+# files as read and the ThreadWait made of them, and what `resolve` made of that wait. A thread whose files
+# read the same, in a process whose descriptor it waits on is the same file, is seen as it was without its
+# files parsed or its wait resolved again (an idle 64-worker nginx: every thread of the four later samples).
+_KEPT: WeakKeyDictionary[FdTables, dict[tuple[int, int], tuple[Any, ...]]] = WeakKeyDictionary()
+# Calls whose wait is not the files alone: poll's and select's sets are read from memory, and a running
+# thread is resolved against every epoll of its process
+_READ_AGAIN = POLLS | SELECTS | {"running"}
+
+
+def _thread_wait(tables: FdTables, pid: int, tid: int) -> tuple[ThreadWait, tuple[bytes | None, bytes | None]]:
+    """What thread `tid` waits in now, as thread_wait reads it, and its syscall and wchan files as read: the
+    ThreadWait of the look's last sample where they read the same (a ThreadWait is made of them alone)."""
+    base = f"/proc/{pid}/task/{tid}"
+    raw = (tables.read(f"{base}/syscall"), tables.read(f"{base}/wchan"))
+    last = _KEPT.get(tables, {}).get((pid, tid))
+    if last is not None and last[0] == raw and last[1].call not in _READ_AGAIN:
+        return last[1], raw
+    read = {f"{base}/syscall": raw[0], f"{base}/wchan": raw[1]}
+    wait = thread_wait(pid, tid, name=tables.thread_names.get((pid, tid)), read=lambda path: read.get(path))
+    return wait, raw
+
+
+def _resolved(
+    tables: FdTables,
+    pid: int,
+    wait: ThreadWait,
+    raw: tuple[bytes | None, bytes | None],
+    files: dict[int, OpenFile],
+    listeners: frozenset[int],
+    peers: dict[int, int],
+    threads: int,
+    holds: frozenset[int],
+) -> Seen:
+    """resolve(...), or the last sample's answer for the same wait on the same file (see _KEPT)."""
+    kept = _KEPT.setdefault(tables, {})
+    file = files.get(wait.fd) if wait.fd is not None else None
+    last = kept.get((pid, wait.tid))
+    if (
+        last is not None
+        and last[1] is wait
+        and last[2] is file
+        and (last[3], last[4], last[5]) == (listeners, threads, holds)
+        and last[6] is peers
+    ):
+        return last[7]
+    seen = resolve(pid, wait, files, listeners, peers, threads, holds)
+    kept[pid, wait.tid] = (raw, wait, file, listeners, threads, holds, peers, seen)
+    return seen
+
+
 def take(server: Server, tables: FdTables | None = None) -> Sample:
     """Every thread of the server's processes now; `tables`: the look's fd tables (kept across its samples),
     read now when not given."""
@@ -167,8 +219,8 @@ def take(server: Server, tables: FdTables | None = None) -> Sample:
     sockets: dict[int, frozenset[int]] = {}
     for pid in server.pids:
         tids = thread_ids(pid)
-        names = tables.thread_names
-        waits[pid] = tuple(thread_wait(pid, tid, name=names.get((pid, tid)), read=tables.read) for tid in tids)
+        read = [_thread_wait(tables, pid, tid) for tid in tids]
+        waits[pid] = tuple(wait for wait, _ in read)
         tables.thread_names.update(((pid, w.tid), w.name) for w in waits[pid])
         try:
             table, held = tables.files_and_sockets(pid, again=sorted({w.fd for w in waits[pid] if w.fd is not None}))
@@ -177,6 +229,6 @@ def take(server: Server, tables: FdTables | None = None) -> Sample:
         files[pid] = table
         sockets[pid] = held
         holds = held & listeners
-        seen += [resolve(pid, w, table, listeners, server.peers, len(tids), holds) for w in waits[pid]]
+        seen += [_resolved(tables, pid, w, raw, table, listeners, server.peers, len(tids), holds) for w, raw in read]
     seen, answered, same = _shared_epolls(seen, tables.file_orders)
     return Sample(tuple(seen), waits, files, sockets, answered, same)
