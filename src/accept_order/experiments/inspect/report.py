@@ -26,8 +26,11 @@ def _table(title: str, *columns: str, wrap: tuple[str, ...] = ()) -> Table:
     return table
 
 
-def _para(text: str, style: str = "", indent: int = 2) -> Padding:
-    """A paragraph that wraps under its own first word, not at the terminal's left edge."""
+def _para(text: str, style: str = "", indent: int = 2) -> Padding | Text:
+    """A paragraph that wraps under its own first word, not at the terminal's left edge (at the edge itself:
+    the Text alone, which the printer wraps; a Padding of no indent was printed cut at the width instead)."""
+    if not indent:
+        return Text(text, style=style)
     return Padding(Text(text, style=style), (0, 0, 0, indent), expand=False)
 
 
