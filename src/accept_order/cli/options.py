@@ -135,8 +135,9 @@ def work_options() -> Callable[[F], F]:
                 type=Duration(zero=True, high=most, was="ms"),
                 default="0ms",
                 show_default=True,
-                help="CPU a worker burns per connection before it answers, e.g. 1ms or 200us (a busy loop, not a "
-                "sleep).",
+                help="How long a worker spins per connection before it answers, e.g. 1ms or 200us: a busy loop "
+                "(not a sleep) until that much wall-clock time has passed, so a worker that waits for a CPU "
+                "meanwhile burns less (--work-iters counts additions instead).",
             ),
             click.option("--work-ms", "work_ms", type=Duration(bare="ms", zero=True, high=most), hidden=True),
             click.option("--work-us", "work_us", type=Duration(bare="us", zero=True, high=most), hidden=True),
