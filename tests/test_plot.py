@@ -319,3 +319,19 @@ def test_a_run_from_one_host_or_a_comparison_draws_no_host_lines(saved: dict[str
         kind, document = load(saved[name])
         labels = [t.get_text() for t in plot_document(kind, document).axes[0].get_legend().get_texts()]
         assert not any(label.startswith("from ") for label in labels), labels
+
+
+def test_a_run_cut_short_says_so_in_its_picture(matplotlib: Any) -> None:
+    """A latency run Ctrl-C stopped: its legend says after how many connections, and the footer's amount is the
+    plan (it read '5 s' of a 1.53 s run as if it had run its course)."""
+    kind, document = load(V1.parent / "v2" / "latency.json")
+    document = {**document, "interrupted": True}
+    fig = plot_document(kind, document)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    driven = document["summary"]["count"] + sum(document["errors"].values())
+    assert any(label.endswith(f"(interrupted after {driven} connections)") for label in labels), labels
+    footer = " ".join(t.get_text() for t in fig.texts)
+    assert " planned, " in footer, footer
+    kind, whole = load(V1.parent / "v2" / "latency.json")
+    labels = [t.get_text() for t in plot_document(kind, whole).axes[0].get_legend().get_texts()]
+    assert not any("interrupted" in label for label in labels), labels

@@ -46,10 +46,11 @@ def settings_text(results: Sequence[LatencyResult]) -> str:
     else:
         amount = durations_us((load.duration_s or 0) * 1e6)[0]
     rate = f" at {load.rate:g}/s" if load.rate else ""
+    planned = " planned" if any(r.interrupted for r in results) else ""  # the legend says where each stopped
     parts = [
         plural(server.workers, "worker") + (" (pinned)" if server.cpus else ""),
         work,
-        f"{amount}{rate}, {load.concurrency} in flight",
+        f"{amount}{rate}{planned}, {load.concurrency} in flight",
         environment_text(first.environment),
     ]
     return "; ".join(p for p in parts if p)
@@ -91,7 +92,9 @@ def _figures(histogram: LatencyHistogram) -> str:
 
 
 def _legend_label(result: LatencyResult) -> str:
-    return f"{text(result.server.label)}: {_figures(result.histogram) or 'nothing served'}"
+    # a run Ctrl-C cut short holds fewer connections than the footer's plan says: said beside its figures
+    cut = f" (interrupted after {plural(result.driven, 'connection')})" if result.interrupted else ""
+    return f"{text(result.server.label)}: {_figures(result.histogram) or 'nothing served'}{cut}"
 
 
 def _bucket_axis(v: Any) -> Any:
