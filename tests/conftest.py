@@ -60,7 +60,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 # took 489 s and 4 took 811 s. Each worker imports and collects the suite and warms its own caches (~50 CPU-s more
 # for each worker beyond 2), which a third worker's waits still repay and a fourth's do not. Those runs were made
 # while loadgroup did not group (pytest_collection_finish below): every worker also made the module fixtures of
-# the files it ran, which is most of that ~50 CPU-s; collecting the suite is ~4 CPU-s a worker.
+# the files it ran. Grouping again, the suite took 478-485 CPU-s against 537 (busy runs, 3 workers); collecting
+# the suite is ~4 CPU-s a worker.
 SUITE_WORKERS = 3
 # Fewer test files than this named on the command line run in one process: starting workers (each imports and
 # collects what it runs) costs more than a file or two gains.
