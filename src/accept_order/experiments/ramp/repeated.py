@@ -104,14 +104,19 @@ def _figures(said: str) -> list[float]:
     return [float(m.group()) for m in _FIGURE.finditer(head)]
 
 
-def with_ranges(shape: str, saids: list[str]) -> str:
-    """A pattern with each N the range its runs' figures spanned ("p99 184.6-328.4 ms > 20 ms"; one value where
-    they agree): the reader sees the figures, not a placeholder."""
+def _number(value: float) -> str:
+    """A figure as the reasons spell it, without an exponent (2000000, not 2e+06) or a trailing .0 (30, not 30.0)."""
+    return f"{value:.6f}".rstrip("0").rstrip(".")
+
+
+def with_ranges(saids: list[str]) -> str:
+    """Words of one pattern said in several runs, each figure the range the runs' figures spanned ("p99
+    184.6-328.4 ms > 20 ms"; one value where they agree): the reader sees the figures, not a placeholder. Each
+    range goes where its figure stood in the first run's words, not at an N (ECONNREFUSED and SYN have theirs)."""
     columns = list(zip(*(_figures(x) for x in saids), strict=True))
-    head, bound = shape.split(" > ", 1) if " > " in shape else (shape, None)
-    for values in columns:
-        low, high = min(values), max(values)
-        head = head.replace("N", f"{low:g}" if low == high else f"{low:g}-{high:g}", 1)
+    spans = iter(_number(min(v)) if min(v) == max(v) else f"{_number(min(v))}-{_number(max(v))}" for v in columns)
+    head, bound = saids[0].split(" > ", 1) if " > " in saids[0] else (saids[0], None)
+    head = _FIGURE.sub(lambda _: next(spans), head)
     return f"{head} > {bound}" if bound is not None else head
 
 
@@ -133,7 +138,7 @@ def broke_lines(label: str, runs: list[RampResult]) -> list[Text]:
                 by_pattern.setdefault(shape, []).append(x)
         ranked = sorted(by_pattern.items(), key=lambda item: -len(item[1]))  # stable: first seen first on ties
         if ranked:
-            parts = [f"{with_ranges(shape, xs)} in {len(xs)}/{n}" for shape, xs in ranked]
+            parts = [f"{with_ranges(xs)} in {len(xs)}/{n}" for _, xs in ranked]
             lines.append(Text(f"  {label}, {what}: " + "; ".join(parts)))
     return lines
 
