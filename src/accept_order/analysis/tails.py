@@ -17,7 +17,9 @@ from itertools import combinations
 from typing import Any, Protocol
 
 from ..core.histogram import LatencyHistogram
+from ..core.protocol import ABORTED
 from ..core.spec import ServerSpec
+from ..core.text import plural
 
 
 class LatencyRun(Protocol):
@@ -154,18 +156,32 @@ def _reference_ratios(ref: str, figs: dict[str, dict[str, float]]) -> dict[str, 
     return {name: {k: _ratio(f[k], figs[ref][k]) for k, _ in FIGURES} for name, f in figs.items() if name != ref}
 
 
+def failed_before_stop(run: LatencyRun) -> int:
+    """The connections a run failed on its own: not those in flight when a stop ended it (aborted)."""
+    return sum(n for error, n in run.errors.items() if error != ABORTED)
+
+
 def tail_verdict(results: Sequence[LatencyRun], names: Sequence[str] | None = None) -> TailVerdict:
     """Compare the runs that served requests pair by pair on p50, p99, p99.9, deviation and average; name
     the tightest tail only when it is so against every other run. `names` label the runs (the server's
     label by default)."""
     labels = list(names) if names is not None else [r.server.label for r in results]
     # A run Ctrl-C cut short ran for less time than the others, and its connections in flight were counted as
-    # aborted by the stop, not lost by the server: it is not compared, for that reason, not for a loss.
-    cut = [label for label, r in zip(labels, results, strict=True) if r.interrupted]
+    # aborted by the stop, not lost by the server: it is not compared, for that reason, not for a loss. What it
+    # failed before the stop is its own, and said.
+    cut = [(label, r) for label, r in zip(labels, results, strict=True) if r.interrupted]
     if cut:
-        whole = [(label, r) for label, r in zip(labels, results, strict=True) if not r.interrupted]
-        verdict = tail_verdict([r for _, r in whole], [label for label, _ in whole])
-        note = f" ({', '.join(cut)} {'was' if len(cut) == 1 else 'were'} cut short by the stop: not compared)"
+        ran = [(label, r) for label, r in zip(labels, results, strict=True) if not r.interrupted]
+        said = f"{', '.join(label for label, _ in cut)} {'was' if len(cut) == 1 else 'were'} cut short by the stop"
+        before = [
+            f"{label} lost {plural(n, 'connection')} before the stop"
+            for label, r in cut
+            if (n := failed_before_stop(r))
+        ]
+        if sum(1 for _, r in ran if r.ok) < 2:  # not 'need two runs that served': the cut ones served
+            return TailVerdict(None, {}, "; ".join([f"no tail to compare: {said}", *before]))
+        verdict = tail_verdict([r for _, r in ran], [label for label, _ in ran])
+        note = f" ({'; '.join([f'{said}: not compared', *before])})"
         return TailVerdict(verdict.tightest, verdict.ratios, verdict.text + note, verdict.kind)
     runs = [(label, r) for label, r in zip(labels, results, strict=True) if r.ok]
     # A run that lost connections left its slowest requests out of its histogram: it cannot win on latency.

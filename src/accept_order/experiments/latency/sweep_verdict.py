@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ...analysis.losses import host_wide_losses, host_wide_note, lost_connections, own_losses, sweep_name
-from ...analysis.tails import Pair, figures, pair_text
+from ...analysis.tails import Pair, failed_before_stop, figures, pair_text
+from ...core.protocol import ABORTED
 from ...render.evidence import short_counter
 from .result import LatencyResult
 
@@ -173,6 +174,15 @@ def _lost(result: LatencyResult) -> tuple[int, int]:
     return result.failed + (0 if result.ok else 1 << 62), sum(own_losses(result.evidence).values())
 
 
+def _own_failures(result: LatencyResult) -> str:
+    """What a cap cut short failed before the stop ('7 ECONNREFUSED'): its own, unlike the connections in flight
+    at the stop (aborted); '' when none."""
+    if not failed_before_stop(result):
+        return ""
+    own = sorted(((k, n) for k, n in result.errors.items() if k != ABORTED), key=lambda kv: -kv[1])
+    return ", ".join(f"{n} {name}" for name, n in own)
+
+
 def _sentences(parts: Sequence[str]) -> str:
     return ". ".join(p[:1].upper() + p[1:] for p in parts)
 
@@ -187,10 +197,12 @@ def sweep_verdict(results: Sequence[LatencyResult]) -> SweepVerdict:
     lost = sorted((nr for nr in ran if lost_connections(nr[1])), key=lambda nr: _lost(nr[1]))
     host = host_wide_note([r.evidence for r in results], _during(named))
     stopped = [f"{_and(cut)} {'was' if len(cut) == 1 else 'were'} cut short by the stop: not compared"] if cut else []
+    stopped += [f"{n} failed {own} before the stop" for n, r in named if r.interrupted and (own := _own_failures(r))]
     if len(results) == 1:
         text = f"one cap only ({named[0][0]}): nothing to compare it with"
         if cut:
-            text += "; it was cut short by the stop"
+            own = _own_failures(results[0])
+            text += "; it was cut short by the stop" + (f" (it failed {own} before the stop)" if own else "")
         elif lost:
             text += f"; it lost connections ({why_lost(lost[0][1])})"
         return SweepVerdict(
