@@ -16,7 +16,7 @@ from accept_order.experiments.burst.report import burst_report
 from accept_order.experiments.burst.result import BurstResult
 
 GOLDEN = Path(__file__).parent / "data" / "golden" / "burst.json"
-SAID = "or to the last failure where some failed"
+SAID = "to the last reply or failure (some failed)"
 
 
 def printed(result: BurstResult) -> str:

@@ -112,7 +112,7 @@ def burst_figure(result: BurstResult, options: PlotOptions) -> Figure:
     ax.yaxis.set_major_formatter(LogFormatter())
     ax.yaxis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.5)))
     ax.margins(y=0.15 + 0.05 * (stacked - 1))  # room for the notes above the highest point or under the lowest
-    ax.set_ylabel("ms from the first connect to the last reply (log scale)")
+    ax.set_ylabel("ms from the first connect to the last reply or failure (log scale)")
     legend_outside(ax, handles)
     ax.grid(alpha=0.3, which="both")
     return fig

@@ -23,7 +23,7 @@ from ..repeat.kinds import Document, Repeated, Rounds, by_variant, each
 from .result import BURST_RUN, BurstCell, BurstRun
 
 LEGEND = (
-    "median (min-max) over the runs of the time from the first connect to the last reply, and the failures "
+    "median (min-max) over the runs of the time from the first connect to the last reply or failure, and the failures "
     "where any failed; * in some run the load generator took more than half of it to start the connections. "
     f"Fastest: served every client, more than {100 * (CLEAR - 1):.0f}% sooner than the next mode"
 )

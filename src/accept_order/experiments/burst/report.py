@@ -104,7 +104,7 @@ def burst_report(result: BurstResult) -> RenderableType:
     # a client that failed ends the burst's time when it gives up (--timeout), not at a reply
     failed = any(c.failed for r in result.runs for c in r.cells)
     legend = (
-        f"time from the first connect to the last reply{', or to the last failure where some failed' if failed else ''}"
+        f"time from the first connect to the last reply{' or failure (some failed)' if failed else ''}"
         "; * the load generator took more than half of it to start the connections, so it set the pace"
     )
     parts.append(Text(legend, style="dim"))
