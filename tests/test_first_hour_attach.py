@@ -67,3 +67,9 @@ def test_a_target_whose_replies_name_no_worker_is_told_what_a_reply_must_say() -
     text = printed(result)
     assert "no reply named a worker" in text and "worker PID" in text, text
     assert "no reply named a worker" not in printed(attached("http", "timeout: no answer within 5 s", target=True))
+
+
+def test_an_attached_server_whose_replies_name_no_worker_is_not_told_about_target() -> None:
+    """The reply hint is --target's (which knows a worker by its reply alone); --attach knows its workers' pids."""
+    text = printed(attached("http", "unexpected reply b'hello, world\\n'", target=False))
+    assert "no reply named a worker" not in text and "--target" not in text, text

@@ -140,6 +140,7 @@ def served_something(results: Sequence[Any]) -> None:
     why its requests failed (the report lists them all), so that a script does not take it for a result."""
     from ..core.errors import NothingServed
     from ..core.protocol import BAD_REPLY, describe_error
+    from ..servers.registry import known_by_replies
 
     empty = [r for r in results if not r.ok]
     if not empty:
@@ -151,7 +152,7 @@ def served_something(results: Sequence[Any]) -> None:
         )
         who = f"{r.server.label} " if len(results) > 1 else ""
         said.append(f"{who}served nothing: " + (reasons or "no request was sent"))
-        if r.server.kind == "remote" and r.errors and set(r.errors) == {BAD_REPLY}:  # a stock server's page
+        if known_by_replies(r.server) and r.errors and set(r.errors) == {BAD_REPLY}:  # a stock server's page
             said.append(
                 "the server answered, but no reply named a worker: --target attributes each connection by its "
                 "reply alone, which must read 'worker PID' or 'worker N pid PID' (as accept-order serve answers)"

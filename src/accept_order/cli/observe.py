@@ -57,6 +57,7 @@ def observe(
     /proc gives the rest. Ctrl-C ends it early and keeps what was observed.
     """
     from ..api import observe as observe_server
+
     # first: a Ctrl-C even during the imports below must not say it stopped workers it only watches
     click.get_current_context().meta[STOPPED_META] = "stopped observing (the server was not touched)"
     from ..core.errors import PlanError

@@ -97,10 +97,13 @@ def why_nothing_served(result: RunResult) -> Text | None:
     the server to write, and a server that waits for a request first (HTTP: nginx) waits as long (every
     connection timed out; a refusal or a reset is something else); or a --target answered, but not naming
     the worker, which is all --target knows it by."""
+    from ...servers.registry import KINDS, known_by_replies
+
     server = result.server
-    if server.kind not in ("attached", "remote") or result.served or not result.records:
+    kind = KINDS.get(server.kind)
+    if kind is None or kind.launched or result.served or not result.records:  # started by this tool: its own
         return None
-    if server.kind == "remote" and all((r.error or "").startswith("unexpected reply") for r in result.records):
+    if known_by_replies(server) and all((r.error or "").startswith("unexpected reply") for r in result.records):
         # --target knows a worker only from its reply (a stock nginx answers its page)
         return Text(
             "The server answered, but no reply named a worker: --target attributes each connection by its reply "
