@@ -318,7 +318,9 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
             wait_s = tick_s
             if starting and deadline is not None:
                 wait_s = min(wait_s, max(0.0, (deadline - perf_ns()) / 1e9))
-            if starting and interval_ns and idle:
+            # the next request can start when due: on an idle connection, or on a new one in place of one closed
+            # (the load's first, a connection's after K requests); else it waits for a reply, as drive_loop's
+            if starting and interval_ns and (idle or len(conns) < slots):
                 wait_s = min(wait_s, max(0.0, (due_ns - perf_ns()) / 1e9))
             for fd, ev in ep.poll(wait_s):
                 end = perf_ns()
