@@ -9,16 +9,28 @@ from __future__ import annotations
 import resource
 import socket
 import struct
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from conftest import wait_for
-from test_uring_loop import LINE, TIMEOUT, AnyReply, Flag, Server, drive, no_descriptor_left, refusing, replying
+from test_uring_loop import (
+    LINE,
+    TIMEOUT,
+    AnyReply,
+    Flag,
+    Server,
+    drive,
+    holding,
+    no_descriptor_left,
+    refusing,
+    replying,
+)
 
 from accept_order.core.processes import MAX_REPLY
-from accept_order.core.protocol import BAD_REPLY, HttpProtocol
-from accept_order.loads import drivers, uring_loop
+from accept_order.core.protocol import ABORTED, BAD_REPLY, HttpProtocol
+from accept_order.loads import drivers, uring_chains, uring_loop
 from accept_order.loads.drive_loop import DriverConfig
 from accept_order.loads.uring_chains import TAIL, ring_size
 
@@ -141,6 +153,47 @@ def test_what_the_chains_cannot_drive_runs_on_uring_api(monkeypatch: pytest.Monk
         cfg = DriverConfig(0, (host, server.address[1]), AnyReply(), LINE, 1, None, slots, 5.0, loop="io_uring")
         assert uring_loop.drive_uring(cfg, [0, 0], Flag(), 0.02) == {}
     assert ran == [slots]
+
+
+class Tracked(bytearray):
+    """A bytearray a weak reference can follow (bytearray itself takes none)."""
+
+
+class ExitWatched:
+    """liburing, but for io_uring_queue_exit: it first calls `before()`."""
+
+    def __init__(self, before: Callable[[], None]) -> None:
+        self.real = drivers.chains_binding()
+        self.before = before
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+    def io_uring_queue_exit(self, ring: Any) -> Any:
+        self.before()
+        return self.real.io_uring_queue_exit(ring)
+
+
+@CHAINS
+def test_the_buffers_receives_write_into_outlive_the_ring(chains_only: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A stop leaves receives in flight, writing into their buffers until the ring is gone (a kernel before 6.17 ran
+    # a pending receive's copy as io_uring_queue_exit closed the ring; with COOP_TASKRUN, on any system call's
+    # return): freed with the loop's frame before it, a late reply would land in memory reused (the heap's own).
+    made: list[weakref.ref[Tracked]] = []
+
+    def tracked(size: int) -> Tracked:
+        buffer = Tracked(size)
+        made.append(weakref.ref(buffer))
+        return buffer
+
+    freed_at_exit: list[int] = []
+    monkeypatch.setattr(uring_chains, "bytearray", tracked, raising=False)  # the module's name, before builtins'
+    binding = ExitWatched(lambda: freed_at_exit.append(sum(ref() is None for ref in made)))
+    monkeypatch.setattr(uring_chains, "chains_binding", lambda: binding)
+    with Server(holding) as server:
+        result = drive("io_uring", server.address, Flag(lambda: server.has_accepted(4)), requests=100, slots=4)
+    assert result["errors"] == {ABORTED: 4}
+    assert len(made) >= 2 * 4 and freed_at_exit == [0]
 
 
 @pytest.fixture

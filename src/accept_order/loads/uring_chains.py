@@ -45,6 +45,7 @@ SETUP_COOP_TASKRUN, SETUP_SINGLE_ISSUER, SETUP_DEFER_TASKRUN = 1 << 8, 1 << 12, 
 NOTHING_YET = (errno.ETIME, errno.EINTR, errno.EAGAIN, errno.EBUSY)  # what a wait may end with, and go on
 TAIL = 1024  # the EOF receive's buffer: it mostly gets the EOF alone, and what more comes is received on
 RING_MAX = 32768  # the kernel's most submission entries (a fuller queue is submitted before the next chain)
+ONE_MORE = bytearray(1)  # the byte past a full reply buffer: only its count is read (never freed under a receive)
 
 # What a completion is, in its user_data's low bits (the slot above them; never 0, which the binding refuses).
 SOCKET, CONNECT, SEND, RECV, EOF, MORE, CANCEL = range(1, 8)
@@ -119,18 +120,28 @@ def drive_chains(cfg: Any, progress: Any, stop: Any, tick_s: float) -> dict[str,
     ring = _ring(uring, size, slots)
     if ring is None:
         return None
+    # Each slot's reply buffer and the EOF receive's: the kernel writes into them until the ring is gone, so they
+    # outlive it (freed with the loop's frame, a receive still in flight at a stop could write into memory reused)
+    buffers = [(bytearray(MAX_REPLY), bytearray(TAIL)) for _ in range(slots)]
     try:
-        return _loop(uring, ring, size, address, cfg, progress, stop, tick_s)
+        return _loop(uring, ring, size, address, buffers, cfg, progress, stop, tick_s)
     finally:
         uring.io_uring_queue_exit(ring)  # cancels what is in flight; the table's sockets close with the ring
 
 
 def _loop(
-    uring: Any, ring: Any, size: int, address: Any, cfg: Any, progress: Any, stop: Any, tick_s: float
+    uring: Any,
+    ring: Any,
+    size: int,
+    address: Any,
+    buffers: list[tuple[bytearray, bytearray]],
+    cfg: Any,
+    progress: Any,
+    stop: Any,
+    tick_s: float,
 ) -> dict[str, Any]:
     family = socket.AF_INET6 if ":" in cfg.address[0] else socket.AF_INET
     slots = cfg.slots
-    buffers = [(bytearray(MAX_REPLY), bytearray(TAIL)) for _ in range(slots)]
     chains = _chains(uring, cfg, family, address, buffers)
     put, get_sqe, submit = uring.io_uring_put_sqe, uring.io_uring_get_sqe, uring.io_uring_submit
     prep_recv, prep_cancel = uring.io_uring_prep_recv, uring.io_uring_prep_cancel64
@@ -143,7 +154,6 @@ def _loop(
     # batch is read from the head up to the queue's end, then from its start.
     cq_entries = 2 * size
     head = 0
-    one_more = bytearray(1)  # the byte past a full buffer: only its count is read
     request, body = cfg.protocol.request, cfg.protocol.body
     counts: dict[int, int] = {}
     errors: Counter[str] = Counter()
@@ -245,7 +255,7 @@ def _loop(
                             reply[so_far:total] = buffers[slot][1][:res]
                         got[slot] = total
                         sqe = queued()
-                        room = memoryview(reply)[total:] if total < MAX_REPLY else one_more
+                        room = memoryview(reply)[total:] if total < MAX_REPLY else ONE_MORE
                         prep_recv(sqe, slot, room, len(room), 0)
                         sqe.flags = FIXED_FILE
                         sqe.user_data = slot << 3 | MORE
