@@ -18,6 +18,7 @@ one is missing, and kept connections (loads/kept.py) always run on epoll.
 from __future__ import annotations
 
 import functools
+import time
 from typing import Any, Literal
 
 from ..core.errors import PlanError
@@ -39,10 +40,22 @@ CHAINS_VERSION = "2024.5.3"  # PyPI liburing's Cython release; its later (Zig) w
 
 
 def chains_binding() -> Any:
-    """PyPI's liburing (the `uring` extra), for the io_uring loop's linked chains (loads/uring_chains.py)."""
-    import liburing
+    """PyPI's liburing (the `uring` extra), for the io_uring loop's linked chains (loads/uring_chains.py).
 
-    return liburing
+    Its first import in a fresh environment writes a cache of its modules (dynamic_import, in its __pycache__)
+    without locking: two processes importing it at that moment (the client hosts of one machine, parallel
+    tests) can see the other's half-written cache and both remove it, one failing with FileNotFoundError.
+    The cache is whole once either has written it, so the import is tried again."""
+    for attempt in range(5):
+        try:
+            import liburing
+        except OSError as exc:  # the cache race above; an import that cannot succeed raises ImportError
+            if attempt == 4:
+                raise ImportError(f"liburing could not be imported: {exc}") from None
+            time.sleep(0.01 * (attempt + 1))
+        else:
+            return liburing
+    raise AssertionError("unreachable")
 
 
 @functools.cache
