@@ -1,7 +1,9 @@
 """The README's first lines work as typed (issue 27 §4): line 3 installs the servers as root where there is
 no sudo (a container) and through sudo as a user; line 2 is the test command CI's .ci/run takes from it.
 Lines 1 and 2 work on a fresh Debian or Ubuntu, whose python3 cannot make a venv (no ensurepip) until
-python3-venv is installed: they install it first (as root, or through sudo), and only where it is missing.
+python3-venv is installed: they install it first (as root, or through sudo), and only where it is missing; line 2
+also installs python3-dev and build-essential where a C compiler, make or Python's headers are missing (the test
+extra builds liburing's binding from source).
 
 The lines run in bash with apt-get, id, sudo and python3 (and the venv's pip, accept-order and pytest)
 replaced by stubs that record how they were called: nothing is installed."""
@@ -83,10 +85,14 @@ def test_lines_1_and_2_install_python3_venv_where_it_is_missing(
     )
     assert done.returncode == 0 and not done.stderr, done.stderr
     sudo = [] if root else ["sudo apt-get"]
-    apt = [*sudo, "apt-get update", *sudo, "apt-get install -y python3-venv"]
+    # line 2 also checks for what building liburing's binding takes (a C compiler, make, Python's headers)
+    packages = "python3-venv" if number == 1 else "python3-venv python3-dev build-essential"
+    apt = [*sudo, "apt-get update", *sudo, f"apt-get install -y {packages}"]
     last = ["pip install .", "accept-order run --mode epoll"] if number == 1 else ["pip install .[test]", "pytest"]
+    check = re.search(r"python3 -c '([^']*)'", LINES[number - 1])
+    assert check is not None and check.group(1).startswith("import ensurepip"), LINES[number - 1]
     assert [call.rstrip() for call in calls.read_text().splitlines()] == [
-        "python3 -c import ensurepip",
+        f"python3 -c {check.group(1)}",
         *([] if venv else apt),
         "python3 -m venv .venv",
         *last,
