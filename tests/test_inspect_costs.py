@@ -85,6 +85,12 @@ def test_kcmp_is_asked_once_a_look_for_each_pair(monkeypatch: pytest.MonkeyPatch
     assert _shared_epolls(seen) == first and len(asked) == 2 * count
 
 
+def _state(pid: int) -> str:
+    """The process's state letter in /proc/PID/stat (S: asleep in a system call)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[1].split()[0]
+
+
 @pytest.fixture
 def listener() -> Iterator[int]:
     """A process of the test's own asleep in accept() on a listener: its pid."""
@@ -93,6 +99,8 @@ def listener() -> Iterator[int]:
     try:
         assert proc.stdout is not None
         OutputReader(proc.stdout).wait_for(r"up\n", TIMEOUT_S)
+        # "up" is printed before accept(): a sample taken between the two saw it running, waiting on nothing
+        wait_for(lambda: _state(proc.pid), lambda state: state == "S", TIMEOUT_S, "the process to sleep in accept")
         yield proc.pid
     finally:
         proc.kill()
