@@ -117,7 +117,14 @@ def classify(
     waited = {s.listeners for s in waiting}
     groups = Counter((by_inode[i].address, by_inode[i].port) for i in by_inode)
     shared_port = [key for key, n in groups.items() if n > 1]
-    if len(waited) > 1 and shared_port:
+    # Under load the other workers of a group may all be busy at every sample: one waiter on one socket of a
+    # SO_REUSEPORT group still says which mechanism it is (the busy workers' sockets keep their share)
+    one_of_group = (
+        len(waiting) == 1
+        and len(waiting[0].listeners) == 1
+        and all((by_inode[i].address, by_inode[i].port) in shared_port for i in waiting[0].listeners if i in by_inode)
+    )
+    if (len(waited) > 1 or one_of_group) and shared_port:
         address, port = shared_port[0]
         return Verdict(
             Mechanism.REUSEPORT,

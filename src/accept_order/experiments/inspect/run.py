@@ -109,7 +109,8 @@ def _mechanism(
     if name is None:
         return MechanismView(None, (), None, False, "unknown", "", verdict.evidence, tally, ())
     modes, info = _info(kind, name)
-    alone = len(verdict.waiters) == 1 and name not in (Mechanism.FD_PASS, Mechanism.ACCEPT_MUTEX)
+    # one waiter of a SO_REUSEPORT group does not take every connection: each socket keeps its own share
+    alone = len(verdict.waiters) == 1 and name not in (Mechanism.FD_PASS, Mechanism.ACCEPT_MUTEX, Mechanism.REUSEPORT)
     seen_herd = server_kind(DEFAULT_KIND).mode(name).herds and not alone
     unseen = [UNSEEN[name]] if name in UNSEEN else []
     unseen += [kind.unseen[name]] if kind is not None and name in kind.unseen else []
