@@ -92,19 +92,14 @@ def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
     done = ok = 0  # finished, and of those served: published for the parent's progress and messages
 
     clock = DriverClock()
-    t0 = clock.t0
-    deadline = t0 + int(cfg.duration_s * 1e9) if cfg.duration_s is not None else None
-    next_check = t0 + tick_ns
+    # Open loop: connection k is due at its first due time + k*interval; it starts then (or when a slot frees,
+    # late) and its time is counted from when it was due. freed_ns: when a connection last ended with every
+    # slot busy. Connections start in due order, so one due before then found every slot busy when it was due
+    # (in flight only fell from then until that end).
+    deadline, next_check, interval_ns, due_ns, freed_ns = clock.schedule(cfg, tick_ns)
     starting = True
     opened_ns: int | None = None
-    # Open loop: connection k is due at t0 + k*interval; it starts then (or when a slot frees, late) and
-    # its time is counted from when it was due.
-    interval_ns = int(1e9 / cfg.rate) if cfg.rate else 0
-    due_ns = t0 + int(cfg.offset_s * 1e9)
     late = 0  # open loop: connections started late because every slot was busy when they were due
-    # When a connection last ended with every slot busy. Connections start in due order, so one due before
-    # then found every slot busy when it was due (in flight only fell from then until that end).
-    freed_ns = t0 - 1
     try:
         while True:
             if starting and (left == 0 or (deadline is not None and perf_ns() >= deadline)):

@@ -30,6 +30,16 @@ class DriverClock:
         self.cpu0 = time.process_time()
         self.t0 = time.perf_counter_ns()
 
+    def schedule(self, cfg: Any, tick_ns: int) -> tuple[int | None, int, int, int, int]:
+        """What every one-request-per-connection loop starts from: (deadline (None: no --duration), the first
+        tick, an open loop's interval between due connections (0: closed loop), the first due time (this
+        driver's place among the load's: DriverConfig.offset_s), and 'a connection last ended with every slot
+        busy' (before the start: never))."""
+        t0 = self.t0
+        deadline = t0 + int(cfg.duration_s * 1e9) if cfg.duration_s is not None else None
+        interval_ns = int(1e9 / cfg.rate) if cfg.rate else 0
+        return deadline, t0 + tick_ns, interval_ns, t0 + int(cfg.offset_s * 1e9), t0 - 1
+
     def report(
         self,
         cfg: Any,

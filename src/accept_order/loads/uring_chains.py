@@ -175,15 +175,10 @@ def _loop(
     inflight = 0
 
     clock = DriverClock()
-    t0 = clock.t0
-    deadline = t0 + int(cfg.duration_s * 1e9) if cfg.duration_s is not None else None
-    next_check = t0 + tick_ns
+    deadline, next_check, interval_ns, due_ns, freed_ns = clock.schedule(cfg, tick_ns)  # as drive_loop's
     starting = True
     opened_ns: int | None = None
-    interval_ns = int(1e9 / cfg.rate) if cfg.rate else 0
-    due_ns = t0 + int(cfg.offset_s * 1e9)  # this driver's place among the load's (DriverConfig.offset_s)
     late = 0
-    freed_ns = t0 - 1
 
     def queued() -> Any:
         """A free submission entry, for a connection's next receive or its cancel."""

@@ -111,15 +111,10 @@ def drive_uring_api(cfg: Any, progress: Any, stop: Any, tick_s: float) -> dict[s
     ended = 0
 
     clock = DriverClock()
-    t0 = clock.t0
-    deadline = t0 + int(cfg.duration_s * 1e9) if cfg.duration_s is not None else None
-    next_check = t0 + tick_ns
+    deadline, next_check, interval_ns, due_ns, freed_ns = clock.schedule(cfg, tick_ns)  # as drive_loop's
     starting = True
     opened_ns: int | None = None
-    interval_ns = int(1e9 / cfg.rate) if cfg.rate else 0
-    due_ns = t0 + int(cfg.offset_s * 1e9)  # this driver's place among the load's (DriverConfig.offset_s)
     late = 0
-    freed_ns = t0 - 1
     try:
         while True:
             if starting and (left == 0 or (deadline is not None and perf_ns() >= deadline)):
