@@ -37,3 +37,28 @@ def test_an_import_that_keeps_failing_is_an_import_error(monkeypatch: pytest.Mon
     monkeypatch.setattr(builtins, "__import__", failing)
     with pytest.raises(ImportError, match="liburing could not be imported"):
         drivers.chains_binding()
+
+
+def test_a_binding_that_lacks_a_name_the_chains_use_sends_the_loop_to_uring_api(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Seen on client hosts of one machine importing liburing at once: a driver died with "module 'liburing' has
+    no attribute 'sockaddr'". The names are asked for before the drivers fork; one missing is a reason."""
+    import types
+
+    partial = types.SimpleNamespace(__version__=drivers.CHAINS_VERSION, **{n: 1 for n in drivers.CHAINS_NAMES[1:]})
+    monkeypatch.setattr(drivers, "chains_binding", lambda: partial)
+    drivers.chains_unavailable.cache_clear()
+    try:
+        assert "lacks io_uring (its module cache is incomplete)" in (drivers.chains_unavailable() or "")
+    finally:
+        drivers.chains_unavailable.cache_clear()
+
+
+def test_the_names_the_chains_use_are_the_ones_checked() -> None:
+    import re
+    from pathlib import Path
+
+    source = (Path(drivers.__file__).parent / "uring_chains.py").read_text()
+    used = set(re.findall(r"\buring\.([a-z_0-9]+)\b", source)) - {"h"}  # 'uring.h': a comment naming the header
+    assert used == set(drivers.CHAINS_NAMES), used ^ set(drivers.CHAINS_NAMES)

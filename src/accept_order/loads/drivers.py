@@ -36,6 +36,14 @@ def binding() -> Any:
     return uring_api
 
 
+# What loads/uring_chains.py takes from liburing
+CHAINS_NAMES = (
+    "io_uring", "io_uring_cqe", "io_uring_sqe", "sockaddr", "timespec", "io_uring_queue_init", "io_uring_queue_exit",
+    "io_uring_register_files_sparse", "io_uring_get_sqe", "io_uring_put_sqe", "io_uring_submit",
+    "io_uring_submit_and_wait_timeout", "io_uring_peek_cqe", "io_uring_cq_ready", "io_uring_cq_advance",
+    "io_uring_prep_socket_direct", "io_uring_prep_connect", "io_uring_prep_send", "io_uring_prep_recv",
+    "io_uring_prep_cancel64",
+)  # fmt: skip
 CHAINS_VERSION = "2024.5.3"  # PyPI liburing's Cython release; its later (Zig) wheels need AVX-512 CPUs
 
 
@@ -69,6 +77,13 @@ def chains_unavailable() -> str | None:
         return f"needs liburing {CHAINS_VERSION}: {pip_install('uring')}"
     if getattr(uring, "__version__", None) != CHAINS_VERSION:
         return f"liburing {getattr(uring, '__version__', '?')} installed, {CHAINS_VERSION} needed"
+    # liburing finds its names through a cache of its modules (dynamic_import) and loads each on first use.
+    # Asked for here, in the process that forks the drivers, every name the chains use is loaded once, before
+    # the fork; one the cache lacks (seen on client hosts of one machine that imported it at the same moment:
+    # "module 'liburing' has no attribute 'sockaddr'" in a driver) sends the loop to uring-api's instead.
+    missing = [name for name in CHAINS_NAMES if not hasattr(uring, name)]
+    if missing:
+        return f"liburing {CHAINS_VERSION} here lacks {', '.join(missing)} (its module cache is incomplete)"
     return None
 
 
