@@ -62,3 +62,38 @@ def test_the_names_the_chains_use_are_the_ones_checked() -> None:
     source = (Path(drivers.__file__).parent / "uring_chains.py").read_text()
     used = set(re.findall(r"\buring\.([a-z_0-9]+)\b", source)) - {"h"}  # 'uring.h': a comment naming the header
     assert used == set(drivers.CHAINS_NAMES), used ^ set(drivers.CHAINS_NAMES)
+
+
+# A fresh interpreter (liburing may be imported in this one already) whose first import meets the race for real:
+# the cache it finds is unreadable and the other host removes it first (FileNotFoundError inside importer()).
+RACE = """
+import sys
+import dynamic_import
+importer = sys.modules["dynamic_import.importer"]
+real_load, real_remove = importer.load_cache, importer.remove
+lost = [True]
+def load_cache(*args, **kwargs):
+    return None if lost else real_load(*args, **kwargs)
+def remove(path):
+    if lost:
+        lost.pop()
+        raise FileNotFoundError(2, "No such file or directory", path)
+    real_remove(path)
+importer.load_cache, importer.remove = load_cache, remove
+from accept_order.loads import drivers
+why = drivers.chains_unavailable()
+assert not lost, "the race was not met"
+print(why)
+"""
+
+
+def test_the_import_tried_again_has_every_name_the_chains_use() -> None:
+    """dynamic_import records importer()'s call before the failure: tried again without dropping that record, the
+    import gave a bare liburing (no name loaded), and a driver died on 'no attribute sockaddr'."""
+    pytest.importorskip("liburing")
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", RACE], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "None", done.stdout

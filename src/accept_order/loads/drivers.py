@@ -18,6 +18,7 @@ one is missing, and kept connections (loads/kept.py) always run on epoll.
 from __future__ import annotations
 
 import functools
+import sys
 import time
 from typing import Any, Literal
 
@@ -60,10 +61,21 @@ def chains_binding() -> Any:
         except OSError as exc:  # the cache race above; an import that cannot succeed raises ImportError
             if attempt == 4:
                 raise ImportError(f"liburing could not be imported: {exc}") from None
+            _forget_failed_importer()
             time.sleep(0.01 * (attempt + 1))
         else:
             return liburing
     raise AssertionError("unreachable")
+
+
+def _forget_failed_importer() -> None:
+    """dynamic_import records a package's importer() call before it reads the cache, and a failed import leaves
+    the record: the next import then skips importer() and yields a bare liburing without one of its names (a
+    driver died on 'no attribute sockaddr'). The record is dropped, so the next import starts afresh."""
+    called = getattr(sys.modules.get("dynamic_import.check"), "IMPORTER_CALLED", None)
+    if isinstance(called, dict):
+        for path in [p for p in called if isinstance(p, str) and p.rstrip("/").endswith("/liburing")]:
+            del called[path]
 
 
 @functools.cache
@@ -79,8 +91,9 @@ def chains_unavailable() -> str | None:
         return f"liburing {getattr(uring, '__version__', '?')} installed, {CHAINS_VERSION} needed"
     # liburing finds its names through a cache of its modules (dynamic_import) and loads each on first use.
     # Asked for here, in the process that forks the drivers, every name the chains use is loaded once, before
-    # the fork; one the cache lacks (seen on client hosts of one machine that imported it at the same moment:
-    # "module 'liburing' has no attribute 'sockaddr'" in a driver) sends the loop to uring-api's instead.
+    # the fork; one it lacks (seen on client hosts of one machine that imported it at the same moment:
+    # "module 'liburing' has no attribute 'sockaddr'" in a driver, a bare module from the retry before
+    # _forget_failed_importer) sends the loop to uring-api's instead.
     missing = [name for name in CHAINS_NAMES if not hasattr(uring, name)]
     if missing:
         return f"liburing {CHAINS_VERSION} here lacks {', '.join(missing)} (its module cache is incomplete)"
