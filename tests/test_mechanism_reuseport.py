@@ -31,3 +31,12 @@ def test_one_waiter_on_a_lone_socket_or_on_the_whole_group_is_not() -> None:
     both = Seen(pid=100, tid=101, call="epoll_wait", via="epoll", listeners=frozenset({41, 42}), exclusive=False,
                 epoll_id="e", holds=frozenset({41, 42}))  # fmt: skip
     assert classify([both, running(102)], list(GROUP), {100: 1}, {}).mechanism != "reuseport"
+
+
+def test_the_group_named_is_the_one_waited_on_and_an_unknown_socket_proves_none() -> None:
+    other = (Listener(inode=51, address="127.0.0.1", port=8443), Listener(inode=52, address="127.0.0.1", port=8443))
+    verdict = classify([waiting(101, 51), running(102)], [*GROUP, *other], {100: 1}, {})
+    assert verdict.mechanism == "reuseport"
+    assert "127.0.0.1:8443" in verdict.evidence[0], verdict.evidence
+    unknown = Seen(pid=100, tid=101, call="accept", via="accept", listeners=frozenset({99}))
+    assert classify([unknown], list(GROUP), {100: 1}, {}).mechanism != "reuseport"

@@ -119,13 +119,14 @@ def classify(
     shared_port = [key for key, n in groups.items() if n > 1]
     # Under load the other workers of a group may all be busy at every sample: one waiter on one socket of a
     # SO_REUSEPORT group still says which mechanism it is (the busy workers' sockets keep their share)
+    # (a listener this sample does not know is no proof of a group: `all` of nothing would say it is)
+    waited_groups = [(by_inode[i].address, by_inode[i].port) for s in waiting for i in s.listeners if i in by_inode]
     one_of_group = (
-        len(waiting) == 1
-        and len(waiting[0].listeners) == 1
-        and all((by_inode[i].address, by_inode[i].port) in shared_port for i in waiting[0].listeners if i in by_inode)
+        len(waiting) == 1 and len(waiting[0].listeners) == 1 and bool(waited_groups) and waited_groups[0] in shared_port
     )
     if (len(waited) > 1 or one_of_group) and shared_port:
-        address, port = shared_port[0]
+        # the group the workers wait on is the one named (a server may have one on each of two ports)
+        address, port = next((key for key in waited_groups if key in shared_port), shared_port[0])
         return Verdict(
             Mechanism.REUSEPORT,
             units,
