@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...core.histogram import LatencyHistogram, log2_buckets
@@ -62,13 +62,17 @@ _HOST: dict[str, Any] = {"linewidth": 1.1, "linestyle": (0, (4, 2))}  # thinner 
 
 @dataclass(frozen=True)
 class Series:
-    """One line of a latency picture: a histogram, its colour's index, how it is drawn; `name` a client host's
-    destination (its own durations, beside the whole run's)."""
+    """One line of a latency picture: a histogram and its colour's index; `name` a client host's destination
+    (its own durations, beside the whole run's), empty for a run."""
 
     histogram: LatencyHistogram
     colour: int
-    line: dict[str, Any] = field(default_factory=lambda: _RUN)
     name: str = ""
+
+    @property
+    def line(self) -> dict[str, Any]:
+        """How its line is drawn: a host's thinner and dashed beside the run's."""
+        return _HOST if self.name else _RUN
 
 
 def _host_series(results: Sequence[LatencyResult]) -> list[Series]:
@@ -76,7 +80,7 @@ def _host_series(results: Sequence[LatencyResult]) -> list[Series]:
     line of its own). Beside other runs (a comparison) they would crowd the picture: the runs only."""
     if len(results) != 1 or len(results[0].hosts) < 2:
         return []
-    return [Series(h.histogram, i + 1, _HOST, h.destination) for i, h in enumerate(results[0].hosts)]
+    return [Series(h.histogram, i + 1, h.destination) for i, h in enumerate(results[0].hosts)]
 
 
 def _marks(result: LatencyResult) -> list[tuple[str, float, LineStyleType]]:
@@ -147,7 +151,8 @@ def _cdf(ax: Any, series: Sequence[Series]) -> None:
         values = np.array([max(us, 1) / 1000 for us, _ in pairs], dtype=float)
         shares = np.cumsum([n for _, n in pairs], dtype=float) / one.histogram.count
         x, y = np.concatenate(([values[0]], values)), np.concatenate(([0.0], shares))
-        ax.step(x, y, where="post", color=color(one.colour), **({} if one.line is _RUN else one.line))
+        # a run's step line keeps matplotlib's own width, as before hosts were drawn
+        ax.step(x, y, where="post", color=color(one.colour), **(one.line if one.name else {}))
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
     ax.set_ylim(0, 1.02)

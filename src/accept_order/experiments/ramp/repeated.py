@@ -50,20 +50,14 @@ def broke_at(run: RampResult) -> float | None:
     return None if broke is None else broke.offered
 
 
-def cut_short(run: RampResult) -> bool:
-    """Ctrl-C stopped the run mid-step or between two steps, before it broke: where it would have broken is
-    not known (a run `--repeat` keeps is whole; a hand-edited file can still hold one)."""
-    return run.cut_short
-
-
 def knee_outcome(run: RampResult) -> str:
     """What one run says of the knee, in words the runs can agree on."""
     held, broke = run.knee
     if held is None:
-        return "interrupted before a step held" if cut_short(run) else "no step held"
+        return "interrupted before a step held" if run.cut_short else "no step held"
     where = offered_text(_kind(run), held.offered)
     if broke is None:
-        return f"held to {where}, then interrupted" if cut_short(run) else f"every step held (to {where})"
+        return f"held to {where}, then interrupted" if run.cut_short else f"every step held (to {where})"
     return f"last held {where}"
 
 
@@ -72,7 +66,7 @@ def held_higher(row: Sequence[RampResult]) -> str | None:
     held every step counts as later than any that broke); None when two tie, or when a run cut short leaves
     it unknown."""
     runs = [r for r in row if r.steps]
-    if any(cut_short(r) for r in runs):
+    if any(r.cut_short for r in runs):
         return None
     reach = sorted(((b if (b := broke_at(r)) is not None else math.inf), _name(r)) for r in runs)
     if len(reach) < 2 or reach[-1][0] == reach[-2][0]:
@@ -156,7 +150,7 @@ def _spread(values: list[float | None], kind: str, missing: str) -> str:
 
 def _broke_spread(runs: list[RampResult], kind: str) -> str:
     """Where the runs broke (as _spread says it), and in how many a step cut short left it unknown."""
-    cut = sum(map(cut_short, runs))
+    cut = sum(r.cut_short for r in runs)
     if not cut:
         return _spread([broke_at(r) for r in runs], kind, "every step held")
     known = [b for r in runs if (b := broke_at(r)) is not None]
@@ -199,7 +193,7 @@ def report(rounds: Rounds) -> list[RenderableType]:
     if len(variants) > 1:
         stability = higher_stability(rounds)
         text = f"Verdict: {stability.text}"
-        if all(broke_at(r) is None and not cut_short(r) for row in rounds for r in row):
+        if all(broke_at(r) is None and not r.cut_short for row in rounds for r in row):
             text += ": every step held in every run, the breaking points are further out (higher --rates)"
         parts.append(Text(text, style="green" if stability.conclusive else "yellow"))
     return parts
