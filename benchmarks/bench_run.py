@@ -2,9 +2,11 @@
 
 1. `accept-order run --mode epoll` end to end (start, 6 connections, report, teardown), wall time over
    several repetitions, its median against the 0.15 s target (issue 30), with `python -c pass` as the
-   interpreter's floor; beside it the start-up of `--help`, `show FILE` (a run's file) and `inspect --port P`
-   (3 built-in workers), which every test that starts the command line as a process pays. Each repetition
-   times all five in turn, so that the machine's drifting load falls on each alike.
+   interpreter's floor and "libraries alone" as the command's: an interpreter importing every module the
+   command imports except the package's own (click, rich, dataclasses, multiprocessing, ...), listed by
+   running the command once under `-X importtime`; beside it the start-up of `--help`, `show FILE` (a run's
+   file) and `inspect --port P` (3 built-in workers), which every test that starts the command line as a
+   process pays. Each repetition times all six in turn, so that the machine's drifting load falls on each alike.
 2. Connection rate: 20,000 sequential connections at 3 `blocking` workers (one WorkerPool, settle off)
    driven by `accept_order.loads.sequential.run_sequential` (the pool as its Target, as `run` drives it)
    versus a C client doing the same connect / read-to-EOF / close loop (benchmarks/c/seq_client.c)
@@ -60,6 +62,23 @@ def console_command() -> list[str]:
 
 
 RUN = "accept-order run epoll"
+FLOOR = "libraries alone"
+
+
+def libraries_of(argv: list[str]) -> list[str]:
+    """Every module the command imports that is not the package's own, in the order it imports them: read from
+    one run under `python -X importtime` (each line names a module as its import completes)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    done = subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    names = [line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")]
+    return [name for name in names if name != "package" and not name.startswith(("accept_order", "__"))]
+
+
+def floor_command(modules: list[str]) -> list[str]:
+    """An interpreter that imports these modules and nothing else: the start-up no code of ours can go under.
+    A module that will not import on its own (one a package loads only from inside itself) is skipped."""
+    body = f"import importlib\nfor name in {modules!r}:\n try: importlib.import_module(name)\n except Exception: pass"
+    return [sys.executable, "-c", body]
 
 
 def timed(argv: list[str]) -> tuple[float, float]:
@@ -81,8 +100,10 @@ def bench_run_command(repeat: int) -> None:
     with TemporaryDirectory(prefix="bench-run-") as directory, WorkerPool(ServerSpec(mode="epoll")) as pool:
         result = str(Path(directory) / "run.json")
         timed([*command, "run", "--mode", "epoll", "--json", result])  # the file show reads; warms the caches
+        libraries = libraries_of([sys.executable, "-X", "importtime", "-m", "accept_order", "run", "--mode", "epoll"])
         commands = {
             "python -c pass": [sys.executable, "-c", "pass"],
+            FLOOR: floor_command(libraries),
             RUN: [*command, "run", "--mode", "epoll"],
             "accept-order --help": [*command, "--help"],
             "accept-order show FILE": [*command, "show", result],
@@ -100,6 +121,17 @@ def bench_run_command(repeat: int) -> None:
             f"{name} : median {median:.3f} s, min {min(seconds):.3f} s, max {max(seconds):.3f} s, "
             f"CPU median {statistics.median(cpu):.3f} s{target}"
         )
+    floor, run = (statistics.median(wall for wall, _ in times[name]) for name in (FLOOR, RUN))
+    floor_cpu, run_cpu = (statistics.median(cpu for _, cpu in times[name]) for name in (FLOOR, RUN))
+    left = (
+        f"{RUN_TARGET_S - floor:.3f} s of the target left for the package's own code and the run"
+        if floor < RUN_TARGET_S
+        else "more than the whole target before any code of ours runs"
+    )
+    print(
+        f"({FLOOR}: the {len(libraries)} modules `run` imports that are not accept-order's, imported by a bare "
+        f"interpreter: {floor / run:.0%} of the command's wall, {floor_cpu / run_cpu:.0%} of its CPU; {left})"
+    )
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 

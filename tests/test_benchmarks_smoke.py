@@ -28,6 +28,9 @@ def test_run_and_rate_parts_complete_and_print_a_ratio() -> None:
     out = proc.stdout
     assert re.search(r"accept-order run epoll : median \d+\.\d+ s", out), out
     assert re.search(r"python -c pass\s+: median \d+\.\d+ s", out), out
+    # The libraries' floor: the modules `run` imports, none of the package's (click and rich among them)
+    floor = re.search(r"libraries alone: the (\d+) modules `run` imports that are not accept-order's", out)
+    assert floor and int(floor.group(1)) > 20, out
     # Every driven connection is accounted for: 200 served, shared by the 3 workers.
     served = re.search(r"driver  :\s+\d+ conn/s over 200, failed 0, served per worker \[(\d+), (\d+), (\d+)\]", out)
     assert served and sum(int(n) for n in served.groups()) == 200, out
