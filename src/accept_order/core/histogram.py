@@ -31,7 +31,7 @@ from fractions import Fraction
 from itertools import accumulate
 from typing import Any
 
-__all__ = ["LatencyHistogram", "histogram_lines", "log2_buckets", "summary_line"]
+__all__ = ["LatencyHistogram", "bar_columns", "histogram_lines", "log2_buckets", "summary_line"]
 
 # mmhistogram defaults (-c 50): width of the star bar and of the dashed header.
 COLUMNS = 50
@@ -228,17 +228,32 @@ def summary_line(title: str, hist: LatencyHistogram) -> str:
     return f"{title} min:{min_ms:.2f} avg:{avg_ms:.2f} med={med_ms:.2f} max:{max_ms:.2f} dev:{dev_ms:.2f} count:{n}"
 
 
-def histogram_lines(title: str, hist: LatencyHistogram) -> list[str]:
-    """mmhistogram's ``TITLE:`` line, ``value |--- count`` header and bucket rows (ms)."""
+def histogram_lines(title: str, hist: LatencyHistogram, columns: int = COLUMNS) -> list[str]:
+    """mmhistogram's ``TITLE:`` line, ``value |--- count`` header and bucket rows (ms), with a bar of
+    `columns` characters (mmhistogram's ``-c``; its default 50 unless a narrow terminal asks for fewer)."""
     buckets = log2_buckets(hist)
-    last_edge = buckets[-1][0] if buckets else 0
-    width = max(len(str(last_edge)), len("value")) + 1
-    lines = [f"{title}:", f"{'value':>{width}} |{'-' * COLUMNS} count"]
+    width = _value_width(buckets)
+    lines = [f"{title}:", f"{'value':>{width}} |{'-' * columns} count"]
     if not buckets:
         return lines
     maxcount = float(max(c for _, c in buckets))
     for edge, c in buckets:
         # Same float expression as mmhistogram so truncation matches bit for bit.
-        stars = "*" * int(COLUMNS * (c / maxcount))
-        lines.append(f"{edge:>{width}d} |{stars:>{COLUMNS}} {c}")
+        stars = "*" * int(columns * (c / maxcount))
+        lines.append(f"{edge:>{width}d} |{stars:>{columns}} {c}")
     return lines
+
+
+def bar_columns(hist: LatencyHistogram, line_width: int, least: int = 10) -> int:
+    """The widest bar, up to mmhistogram's 50, whose bucket rows fit `line_width` characters with every count
+    whole (a bar of at least `least`: the rows stay readable, and fold, on a terminal narrower than that)."""
+    buckets = log2_buckets(hist)
+    counts = max((len(str(c)) for _, c in buckets), default=1)
+    around = _value_width(buckets) + len(" |") + len(" ") + max(counts, len("count"))
+    return max(least, min(COLUMNS, line_width - around))
+
+
+def _value_width(buckets: list[tuple[int, int]]) -> int:
+    """The value column's width: the last bucket's lower edge or the word 'value', and one space."""
+    last_edge = buckets[-1][0] if buckets else 0
+    return max(len(str(last_edge)), len("value")) + 1

@@ -11,7 +11,6 @@ from rich.text import Text
 
 from ...analysis.tails import TailVerdict, tail_verdict
 from ...core.cpus import format_cpu_list
-from ...core.histogram import histogram_lines, summary_line
 from ...core.load_summary import cpu_us_per_connection
 from ...core.measures import DriverStats, Environment, WorkerCounters
 from ...core.protocol import describe_error
@@ -21,6 +20,7 @@ from ...core.totals import loops_ran
 from ...loads.generator import STARVED, client_bound, driver_warnings
 from ...render.columns import TextColumn, TextTable
 from ...render.evidence import OTHERS_SHOWN, evidence_report, machine_busy
+from ...render.histogram import Mmhistogram
 from ...render.hosts import HostsPart, host_parts, on_hosts
 from ...render.observed_on import observed_parts
 from ...render.text import Verbatim, durations_us, plural
@@ -112,9 +112,8 @@ def host_notes(results: Sequence[LatencyResult], name: Callable[[LatencyResult],
     return notes
 
 
-def mmhistogram_lines(result: LatencyResult) -> list[str]:
-    title = result.title or default_title(result.server, load=result.load)
-    return [summary_line(title, result.histogram), *histogram_lines(title, result.histogram)]
+def mmhistogram(result: LatencyResult) -> Mmhistogram:
+    return Mmhistogram(result.title or default_title(result.server, load=result.load), result.histogram)
 
 
 def _ms(value: float | None) -> str:
@@ -286,7 +285,7 @@ def latency_report(result: LatencyResult) -> RenderableType:
     parts: list[RenderableType] = [
         *interrupted_note([result]),
         headline(result),
-        Verbatim(mmhistogram_lines(result)),
+        mmhistogram(result),
         percentile_table(result),
         *([note] if (note := open_loop_note(result)) is not None else []),
         *model_report([result]),
@@ -348,7 +347,7 @@ def compare_report(
         first = results[0]
         parts.append(group_headline("accept-order latency --modes", first, ""))
     for r in results:
-        parts.append(Verbatim(mmhistogram_lines(r)))
+        parts.append(mmhistogram(r))
         errors = errors_block(r.errors, r.driven, finished_unit(r.load))
         if errors:
             parts.append(errors)

@@ -14,7 +14,7 @@ from ...render.columns import TextColumn, TextTable
 from ...render.evidence import counters_text
 from ...render.hosts import HostsPart, host_parts
 from ...render.observed_on import load_parts
-from ...render.text import Verbatim, plural
+from ...render.text import plural
 from ...servers.registry import known_mode
 from .kept_report import finished_unit, kept_compare_parts
 from .model_report import model_report
@@ -25,7 +25,7 @@ from .report import (
     group_headline,
     interrupted_note,
     load_notes,
-    mmhistogram_lines,
+    mmhistogram,
     unseen_parts,
 )
 from .result import LatencyResult
@@ -77,7 +77,7 @@ def sweep_report(results: Sequence[LatencyResult], stopped: str | None = None) -
         group_headline("accept-order sweep --accept-batch", first, f"mode {server.mode}, "),
     ]
     for r in results:
-        parts.append(Verbatim(mmhistogram_lines(r)))
+        parts.append(mmhistogram(r))
     parts.append(sweep_table(results))
     # Kept connections: the cap changes which worker takes each connection, and a connection's requests stay
     # with that worker, so the requests per worker (and Jain's index over them) are what the cap did to load.
