@@ -26,6 +26,8 @@ CLOSED = "closed"  # what a channel's callback gets when the channel ends (execn
 
 def _hello(channel: Any) -> bool:
     try:
+        # the package's face, not core.version: __version__ there is what every release has, so another
+        # version on the host is named (test_clients_faults' 0.0.1) instead of failing to import
         import accept_order
     except ImportError as exc:
         channel.send(("missing", str(exc), sys.executable))
