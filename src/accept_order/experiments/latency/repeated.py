@@ -17,6 +17,7 @@ from ...analysis.losses import host_wide_losses, host_wide_note, sweep_name
 from ...analysis.stability import Spread, latency_stability, names_of
 from ...core.histogram import LatencyHistogram
 from ...core.run_warnings import RunWarning, WarningKind, warn
+from ...render.spread_table import SpreadTable
 from ...results import export
 from ..repeat.kinds import Document, Repeated, Rounds, by_variant
 from .kept_report import kept_repeat_table, requests_jain
@@ -75,7 +76,8 @@ def host_wide_text(rounds: Rounds) -> Text | None:
 
 
 def _report(repeated: Repeated, rounds: Rounds) -> list[RenderableType]:
-    parts: list[RenderableType] = [_table(repeated, rounds), Text("median (min-max) over the runs", style="dim")]
+    table = SpreadTable(_table(repeated, rounds))  # never a figure folded (render/spread_table.py)
+    parts: list[RenderableType] = [table, Text("median (min-max) over the runs", style="dim")]
     kept = kept_repeat_table(by_variant(repeated, rounds))  # several requests per connection, or a pool
     parts.extend([kept, Text("Jain: over the requests each worker served; medians", style="dim")] if kept else [])
     host = host_wide_text(rounds)
