@@ -54,9 +54,41 @@ def _p(result: LatencyResult, index: int, q: float) -> int | None:
     return histograms[index].percentile(q) if index < len(histograms) and histograms[index].count else None
 
 
+def by_kernel(result: LatencyResult) -> bool:
+    """The per-worker counts are the kernel's accepts: a server attached whose replies do not name a worker
+    (experiments/session.py counts its accepts instead). Over kept connections those are the connections each
+    worker accepted, not the requests over them, which nobody counted per worker."""
+    return isinstance(result.evidence.get("accept_counts"), dict)
+
+
+def accepted(result: LatencyResult) -> tuple[int, ...] | None:
+    """The connections each worker accepted: as their first replies say, or as the kernel counted them (None: not
+    known, the replies do not name a worker and the kernel's counts were not available)."""
+    kernel = result.evidence.get("accept_counts")
+    if isinstance(kernel, dict):
+        return result.served if kernel.get("available") else None
+    return result.connections
+
+
+def requests(result: LatencyResult) -> tuple[int, ...] | None:
+    """The requests each worker served, as its replies say (None: the replies do not name a worker)."""
+    return None if by_kernel(result) else result.served
+
+
 def requests_jain(result: LatencyResult) -> float:
-    """Jain's index over the requests each worker served (1: even; 1/N: one worker served them all)."""
+    """Jain's index over the requests each worker served (1: even; 1/N: one worker served them all); where the
+    replies do not name a worker, over the connections each accepted (the kernel's count: kept_split says so)."""
     return jain_index(result.served)
+
+
+def kept_split(result: LatencyResult) -> str:
+    """What Jain's index of a kept run is over: 'requests', or 'connections accepted' where only the kernel's
+    accepts were counted per worker."""
+    return "connections accepted" if by_kernel(result) else "requests"
+
+
+def _counts(values: tuple[int, ...] | None) -> str:
+    return "-" if values is None else " ".join(map(str, values))
 
 
 def kept_table(result: LatencyResult) -> Table | None:
@@ -74,18 +106,22 @@ def kept_table(result: LatencyResult) -> Table | None:
     for name in ("worker", "accepted", "held at end", "held peak", "requests", "its count", "share", "p50 ms"):
         table.add_column(name, justify="right")
     table.add_column("p99 ms", justify="right")
-    total = sum(result.served)
+    # where only the kernel counted (the replies name no worker) the share is of the connections it accepted,
+    # and what the replies would have said (held at end, requests) is not known
+    took, answered, kernel = accepted(result), requests(result), by_kernel(result)
+    shared = answered if answered is not None else took
+    total = sum(shared) if shared is not None else 0
     own = {c.index: c for c in result.counters}
-    for i, requests in enumerate(result.served):
+    for i in range(len(result.served)):
         counted = own.get(i)
         table.add_row(
             str(i),
-            str(result.connections[i]) if i < len(result.connections) else "-",
-            str(result.held_at_end[i]) if i < len(result.held_at_end) else "-",
+            str(took[i]) if took is not None and i < len(took) else "-",
+            str(result.held_at_end[i]) if not kernel and i < len(result.held_at_end) else "-",
             "-" if counted is None or counted.held_peak is None else str(counted.held_peak),
-            str(requests),
+            str(answered[i]) if answered is not None else "-",
             "-" if counted is None or counted.requests is None else str(counted.requests),
-            f"{100 * requests / total:.1f}%" if total else "-",
+            f"{100 * shared[i] / total:.1f}%" if shared is not None and total else "-",
             _ms(_p(result, i, 50.0)),
             _ms(_p(result, i, 99.0)),
         )
@@ -98,14 +134,24 @@ def kept_lines(result: LatencyResult) -> list[Text]:
     if not result.connections:
         return []
     overall = result.histogram.percentile(99.0) if result.histogram.count else None
-    lines = [
-        Text(
-            f"requests: Jain {requests_jain(result):.3f} over {plural(len(result.served), 'worker')}; "
+    over = plural(len(result.served), "worker")
+    if by_kernel(result):
+        took = accepted(result)
+        jain = f"connections accepted: Jain {requests_jain(result):.3f} over {over}" if took is not None else ""
+        first = (
+            f"{jain + '; ' if jain else ''}p99 {_ms(overall)} ms overall. accepted: "
+            + ("the connections the worker accepted (counted by the kernel); " if took is not None else "")
+            + "the requests over them per worker, and those held at the end, are not known: the replies do not "
+            "name a worker"
+        )
+    else:
+        first = (
+            f"requests: Jain {requests_jain(result):.3f} over {over}; "
             f"p99 {_ms(overall)} ms overall. accepted: the connections whose first reply named the worker; "
             "held at end: open when the load ended; held peak: the most the worker held at once (its own "
             "count); its count: the requests the worker says it answered"
         )
-    ]
+    lines = [Text(first)]
     pool = result.pool
     if pool is not None:
         opened, planned = pool
@@ -144,7 +190,7 @@ def own_count_line(result: LatencyResult) -> Text | None:
     does not count its requests (a launched server's)."""
     counted = sorted(result.counters, key=lambda c: c.index)
     own = [c.requests for c in counted]
-    if not own or len(own) != len(result.served) or None in own:
+    if by_kernel(result) or not own or len(own) != len(result.served) or None in own:
         return None
     found = own_count([n or 0 for n in own], result.served, result.errors)
     if found.agrees:
@@ -219,16 +265,17 @@ def kept_csv(runs: Sequence[dict[str, Any]]) -> str:
     for run in runs:
         result = LatencyResult.from_dict(run)
         own = {c.index: c for c in result.counters}
-        for i, requests in enumerate(result.served if result.connections else ()):
+        took, answered, kernel = accepted(result), requests(result), by_kernel(result)
+        for i in range(len(result.served) if result.connections else 0):
             counted = own.get(i)
             writer.writerow(
                 [
                     export.label(run),
                     i,
-                    result.connections[i] if i < len(result.connections) else "",
-                    result.held_at_end[i] if i < len(result.held_at_end) else "",
+                    took[i] if took is not None and i < len(took) else "",
+                    result.held_at_end[i] if not kernel and i < len(result.held_at_end) else "",
                     "" if counted is None or counted.held_peak is None else counted.held_peak,
-                    requests,
+                    answered[i] if answered is not None else "",
                     "" if counted is None or counted.requests is None else counted.requests,
                     "" if (p50 := _p(result, i, 50.0)) is None else p50 / 1000,
                     "" if (p99 := _p(result, i, 99.0)) is None else p99 / 1000,
@@ -267,11 +314,12 @@ def kept_compare_table(
         table.add_column(head, justify="left" if "worker" in head or head == column else "right")
     for r in kept:
         overall = r.histogram.percentile(99.0) if r.histogram.count else None
+        took = accepted(r)
         table.add_row(
             name(r),
-            " ".join(map(str, r.connections)),
-            " ".join(map(str, r.served)),
-            f"{requests_jain(r):.3f}",
+            _counts(took),
+            _counts(requests(r)),
+            f"{requests_jain(r):.3f}" if took is not None or not by_kernel(r) else "-",
             " ".join(_ms(_p(r, i, 99.0)) for i in range(len(r.served))),
             _ms(overall),
         )
@@ -303,17 +351,19 @@ def kept_repeat_table(variants: dict[str, list[LatencyResult]]) -> Table | None:
         if not runs:
             continue
         splits: dict[tuple[int, ...], int] = {}
-        for r in runs:
-            split = tuple(sorted(r.connections, reverse=True))
+        held = [took for r in runs if (took := accepted(r)) is not None]  # none where nobody counted them
+        for took in held:
+            split = tuple(sorted(took, reverse=True))
             splits[split] = splits.get(split, 0) + 1
-        all_one = sum(1 for r in runs if sum(r.connections) and max(r.connections) == sum(r.connections))
-        jains = sorted(requests_jain(r) for r in runs)
+        all_one = sum(1 for took in held if sum(took) and max(took) == sum(took))
+        jains = sorted(requests_jain(r) for r in runs if not by_kernel(r) or accepted(r) is not None)
         p99s = sorted(r.histogram.percentile(99.0) for r in runs if r.histogram.count)
+        spread = "; ".join(f"{' '.join(map(str, s))}: {n}" for s, n in sorted(splits.items(), key=lambda kv: -kv[1]))
         table.add_row(
             label,
-            "; ".join(f"{' '.join(map(str, s))}: {n}" for s, n in sorted(splits.items(), key=lambda kv: -kv[1])),
-            f"{all_one} of {len(runs)}",
-            f"{jains[len(jains) // 2]:.3f}",
+            spread or "-",
+            f"{all_one} of {len(held)}" if held else "-",
+            f"{jains[len(jains) // 2]:.3f}" if jains else "-",
             _ms(p99s[len(p99s) // 2] if p99s else None),
             *((_pool_text(runs),) if pools else ()),
         )

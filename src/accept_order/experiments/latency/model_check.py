@@ -28,7 +28,7 @@ from ...core.models import Model
 from ...core.run_warnings import WarningKind
 from ...loads.generator import driver_warnings
 from ...servers.registry import known_mode
-from .kept_report import finished_unit
+from .kept_report import accepted, by_kernel, finished_unit
 from .result import LatencyResult
 
 
@@ -86,6 +86,9 @@ def held_connections(result: LatencyResult) -> Held | None:
     held = list(result.held_at_end) if len(result.held_at_end) == workers else []
     if not sum(held) and len(result.connections) == workers:
         held = list(result.connections)
+    took = accepted(result)
+    if by_kernel(result) and k == 0 and took is not None and sum(took) == result.load.concurrency:
+        held = list(took)  # replies that name no worker: the kernel's accepts, each connection accepted once
     if k == 1 or not sum(held):
         return None
     if k == 0:

@@ -267,7 +267,12 @@ def kernel_counts_text(result: LatencyResult) -> Text | None:
     if not isinstance(kernel, dict):
         return None
     if kernel.get("available"):
-        return Text(f"served per worker: accepts counted by the kernel ({kernel.get('why', '?')})", style="dim")
+        kept = (
+            ": the connections each accepted, not the requests over them (the replies do not name a worker)"
+            if result.load.keeps_connections
+            else ""
+        )
+        return Text(f"served per worker: accepts counted by the kernel ({kernel.get('why', '?')}){kept}", style="dim")
     return Text(
         f"served per worker: not known: the replies do not name a worker and the kernel's accept counts are not "
         f"available here ({kernel.get('why', '?')}); the latencies above are complete",
