@@ -254,9 +254,16 @@ def _shares(result: ObserveResult, held: list[int], received: list[int], seen: l
             f"{said}: its connections carried nothing between two looks at them (idle ones, or seen once before "
             "they closed)"
         )
+    # a client that sends its next request once answered (a pool, wrk) gets what its worker answers: a worker that
+    # holds more than an even share splits its time among more of them, which the clients alone do not explain
+    crowded, roomy = seen[top] * n > total, seen[top] * n < total
     if gap < 0:
-        return f"{said}: on average each of its connections carried less than the others' (idler, or slower clients)"
-    return f"{said}: on average each of its connections carried more than the others' (busier, or faster clients)"
+        why = "idler, or slower clients" + (
+            ", or a worker answering each more slowly as it holds more" if crowded else ""
+        )
+        return f"{said}: on average each of its connections carried less than the others' ({why})"
+    why = "busier, or faster clients" + (", or a worker answering each sooner as it holds fewer" if roomy else "")
+    return f"{said}: on average each of its connections carried more than the others' ({why})"
 
 
 def _accepts(result: ObserveResult, seen: list[int]) -> list[str]:
