@@ -3,11 +3,13 @@ and `sweep` (one per cap on the connections accepted per wakeup)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from rich.console import RenderableType
 
-from ...analysis.tails import tail_verdict
+from ...analysis.losses import sweep_name
+from ...analysis.tails import TailVerdict, tail_verdict
 from ...core.totals import loops_ran
 from ...results import export
 from ..parts import Experiment, lazy
@@ -42,20 +44,41 @@ _TABLES = {
 }
 
 
+def stopped_between(result: LatencyCompareResult | SweepResult) -> LatencyResult | None:
+    """The run a stop came after, where it came between two runs (none of them cut short: each run's own
+    note says that): the runs planned after it were not run, which nothing else in the file says."""
+    if not result.interrupted or not result.runs or any(r.interrupted for r in result.runs):
+        return None
+    return result.runs[-1]
+
+
+def compare_verdict(result: LatencyCompareResult) -> TailVerdict:
+    """The tails' verdict, saying where a stop between two modes left the rest unrun ('need at least two runs'
+    of one whole run and nothing more said the second served nothing)."""
+    verdict = tail_verdict(result.runs)
+    after = stopped_between(result)
+    if after is None:
+        return verdict
+    said = f"{verdict.text} (stopped after {after.server.label}: the modes after it were not run)"
+    return replace(verdict, text=said)
+
+
 def latency_compare_report(result: LatencyCompareResult) -> RenderableType:
-    return compare_report(result.runs, result.skipped)
+    return compare_report(result.runs, result.skipped, compare_verdict(result))
 
 
 def compare_verdicts(result: LatencyCompareResult) -> dict[str, Any]:
     """What a saved comparison adds for other tools: the tails' verdict and the model's sentence."""
-    derived: dict[str, Any] = {"verdict": tail_verdict(result.runs).to_dict()}
+    derived: dict[str, Any] = {"verdict": compare_verdict(result).to_dict()}
     if (model := model_line(result.runs)) is not None:
         derived["model_verdict"] = model
     return derived
 
 
 def sweep_result_report(result: SweepResult) -> RenderableType:
-    return sweep_report(result.runs, result.stopped)
+    after = stopped_between(result)
+    between = None if after is None else f"interrupted after the {sweep_name(after)} cap"
+    return sweep_report(result.runs, result.stopped or between)
 
 
 LATENCY: Experiment[LatencyResult] = Experiment(
