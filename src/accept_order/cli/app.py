@@ -102,6 +102,9 @@ def handle_errors(func: F) -> F:
         order = ArrivalOrder().__enter__()  # which signal came first, if two race (see its docstring)
         try:
             with interruptible():  # the command's body: the first signal is raised where it lands
+                from .room import check_room_for
+
+                check_room_for(func.__name__, kwargs)  # a full disk is said before the run, not after it
                 return func(*args, **kwargs)
         except OutputError as exc:
             if _traceback_wanted():

@@ -1,0 +1,99 @@
+"""Before a command runs: is there room on disk for what it will write (--json, plot's --output)? The need is
+estimated from the options the command was given, what it will record (results/room.py checks it)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from ..results.room import KIB, check_room
+
+# Bytes a saved result holds per connection of one run where it keeps something per connection, rounded up
+# from this tool's own files (Linux 6.18, 3,000 connections): 165 for `run`'s records, 185 per mode for
+# `herd`'s with their wakeups, 24-26 for a latency histogram whose values are all distinct.
+PER_CONNECTION = {"run": 200, "compare": 200, "herd": 200, "latency": 32, "sweep": 32}
+# A latency histogram keeps one count per distinct microsecond: its values are bounded, not its connections.
+DISTINCT_LATENCIES = 250_000
+PER_RUN = 24 * KIB  # a run's settings, environment, counters and evidence: 4-24 KiB in the files above
+PICTURE = 128 * KIB  # a drawn PNG or SVG: 37-62 KiB measured
+
+
+def _servers(options: Mapping[str, Any]) -> list[str]:
+    servers = options.get("server")
+    if isinstance(servers, str):
+        return [servers]
+    return list(servers) if isinstance(servers, (list, tuple)) and servers else ["builtin"]
+
+
+def _variants(options: Mapping[str, Any]) -> int:
+    """How many runs a round makes: each server x each mode asked for (all: each one the server has), or each
+    --accept-batch cap of a sweep. An upper bound: modes this machine cannot run are skipped later."""
+    from ..core.errors import PlanError
+    from ..servers.registry import server_kind
+
+    modes = options.get("modes") or options.get("modes_alias")
+    caps = options.get("accept_batch")
+    if isinstance(caps, (list, tuple)):
+        return max(1, len(caps))
+    if not isinstance(modes, (list, tuple)) or not modes:
+        return 1
+    total = 0
+    for name in _servers(options):
+        try:
+            known: Collection[str] = server_kind(name).modes()
+        except PlanError:  # an unknown kind is refused by the command itself, with its own line
+            known = ()
+        if list(modes) == ["all"]:
+            total += max(1, len(known))
+        else:
+            total += 1 if list(modes) == ["default"] else max(1, len([m for m in modes if m in known]))
+    return max(1, total)
+
+
+def _connections(command: str, options: Mapping[str, Any]) -> int | None:
+    """The connections one run makes, where the options say: -n, or an open loop's rate x duration."""
+    from ..core.spec import DEFAULT_REQUESTS
+
+    n = options.get("connections") or options.get("requests_alias")
+    if isinstance(n, int):
+        return n
+    duration, rate = options.get("duration_s"), options.get("rate")
+    if isinstance(duration, (int, float)) and isinstance(rate, (int, float)):
+        return int(duration * rate)
+    if duration is None and command in ("latency", "sweep"):
+        return DEFAULT_REQUESTS
+    return None  # a closed loop for a time: how many it makes is the server's speed
+
+
+def result_need(command: str, options: Mapping[str, Any]) -> int:
+    """About how many bytes `command`'s --json file could take, from its options."""
+    runs = _variants(options) * max(1, int(options.get("repeat") or 1))
+    per_connection = PER_CONNECTION.get(command, 0)
+    n = _connections(command, options) or 0
+    if command in ("latency", "sweep"):
+        n = min(n, DISTINCT_LATENCIES)
+    return runs * (PER_RUN + per_connection * n)
+
+
+def _merged_need(options: Mapping[str, Any]) -> int:
+    import os
+
+    total = 0
+    for path in options.get("paths") or ():
+        try:
+            total += os.stat(path).st_size
+        except (OSError, TypeError, ValueError):
+            pass  # merge says what is wrong with it
+    return total + PER_RUN
+
+
+def check_room_for(command: str, options: Mapping[str, Any]) -> None:
+    """ResultFileError (one line, exit 1) before `command` runs when the filesystem of its --json file (plot:
+    its --output) has less free space than it could need."""
+    json_path = options.get("json_path")
+    if isinstance(json_path, str) and json_path:
+        need = _merged_need(options) if command == "merge" else result_need(command, options)
+        check_room(json_path, need)
+    output = options.get("output")
+    if command == "plot" and isinstance(output, str) and output:
+        check_room(output, PICTURE, option="--output", what="the picture")

@@ -1,0 +1,49 @@
+"""Room for an output: the free space of the filesystem a result file or picture goes to, checked before a
+run against what it could need, so a long run does not end with "No space left on device" after its
+measuring. The output-path check (files.check_output_path) writes an empty file, which still fits on a full
+disk; only the free space itself tells. The write after the run still reports a short write as it always
+did: the free space may go meanwhile, to others or to the run's own servers' logs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from accept_order.core.errors import ResultFileError
+from accept_order.core.text import escape_controls
+
+KIB = 1024
+
+
+def size_text(n: int) -> str:
+    """A byte count as people read it: `512 bytes`, `48 KiB`, `2.1 MiB`, `3.0 GiB` (KiB whole, the others to a
+    tenth)."""
+    if n < KIB:
+        return f"{n} bytes"
+    if n < KIB * KIB:
+        return f"{n // KIB} KiB"
+    if n < KIB**3:
+        return f"{n / KIB**2:.1f} MiB"
+    return f"{n / KIB**3:.1f} GiB"
+
+
+def free_bytes(folder: str | os.PathLike[str]) -> int:
+    """What an unprivileged writer may still put on the filesystem of `folder` (statvfs's f_bavail)."""
+    st = os.statvfs(folder)
+    return st.f_bavail * st.f_frsize
+
+
+def check_room(path: str, need: int, *, option: str = "--json", what: str = "the result") -> None:
+    """ResultFileError (exit 1, one line saying the free space and the need) when the filesystem `path` is
+    written to has less than `need` bytes free. The file is written beside itself and renamed over any old
+    one, so an old file's space is not counted as free. A folder that cannot be asked is left to the write."""
+    folder = Path(path).parent
+    try:
+        free = free_bytes(folder)
+    except OSError:
+        return
+    if free < need:
+        raise ResultFileError(
+            f"{option}: {size_text(free)} free on the filesystem of {escape_controls(folder)}, and {what} could "
+            f"need about {size_text(need)}: free some space there or write elsewhere"
+        )
