@@ -157,7 +157,13 @@ def classify(
         )
 
     via = Counter(s.via for s in waiting).most_common(1)[0][0]
-    calls = ", ".join(sorted({s.call + "()" for s in waiting if s.via == via}))
+    # a worker running at the look waits in no call: its epoll is known, but 'running()' names no system call
+    running = sum(1 for s in waiting if s.via == via and s.call == "running")
+    named = sorted({s.call + "()" for s in waiting if s.via == via and s.call != "running"})
+    if named:
+        calls = ", ".join(named) + (f" ({running} running at the look)" if running else "")
+    else:
+        calls = f"an epoll ({'all ' if len(waiting) > 1 else ''}running at the look)"
     who = plural(len(waiting), "worker")
     if via == "epoll":
         epolls = {s.epoll_id for s in waiting if s.via == "epoll"}
