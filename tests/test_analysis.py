@@ -181,7 +181,7 @@ def test_verdict_hash_judges_the_spread_against_uniform_hashing_not_an_idle_orde
     assert v.pattern == "hash-spread, more uneven than a uniform hash"
     assert v.model is None and v.informative == 0
     assert v.chance == pytest.approx(3 / 3**6, rel=2e-3)
-    assert "2 idle workers, 0.3 expected" in v.line()
+    assert "2 workers served none, 0.3 expected" in v.line()
     assert v.expected
 
 
@@ -190,4 +190,4 @@ def test_verdict_hash_of_two_connections_on_one_of_three_workers_is_chance() -> 
     v = order.verdict(sequential([1, 1]), 3, "hash", "why")
     assert v.pattern == "hash-spread"
     assert v.chance == pytest.approx(1 / 3, rel=1e-3)
-    assert "1 time in 3" in v.seen and "2 idle workers, 1.3 expected" in v.seen
+    assert "1 time in 3" in v.seen and "2 workers served none, 1.3 expected" in v.seen

@@ -11,7 +11,7 @@ from accept_order.analysis import order
 from accept_order.analysis.chance import (
     chance_of_fit,
     chi2_sf,
-    expected_idle,
+    expected_unserved,
     how_often,
     uniform_spread_p,
 )
@@ -80,9 +80,9 @@ def test_the_chi_square_branch_uses_workers_minus_one_degrees_of_freedom() -> No
     assert abs(chi2_sf_by_integration(10.0, 8) - p) > 0.05 and abs(chi2_sf_by_integration(10.0, 10) - p) > 0.05
 
 
-def test_expected_idle_workers() -> None:
-    assert expected_idle(3, 2) == pytest.approx(3 * (2 / 3) ** 2)
-    assert expected_idle(4, 0) == 4.0
+def test_expected_unserved_workers() -> None:
+    assert expected_unserved(3, 2) == pytest.approx(3 * (2 / 3) ** 2)
+    assert expected_unserved(4, 0) == 4.0
 
 
 def test_how_often() -> None:

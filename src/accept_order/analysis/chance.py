@@ -6,7 +6,7 @@
 - `uniform_spread_p`: connections spread over workers; how likely is a spread at least this uneven under a
   uniform hash? The exact multinomial test when the outcomes are few enough to list, else Pearson's
   chi-square (whose tail has a closed form for an integer number of degrees of freedom).
-- `expected_idle`: workers a uniform hash leaves without a connection, N·(1−1/N)^K.
+- `expected_unserved`: workers a uniform hash leaves without a connection, N·(1−1/N)^K.
 
 No scipy: each is a few lines of arithmetic, checked in tests against values computed by hand.
 """
@@ -45,7 +45,7 @@ def chance_of_fit(probabilities: Sequence[float], fit: int) -> float:
     return 0.5 * math.erfc(z / math.sqrt(2))
 
 
-def expected_idle(workers: int, connections: int) -> float:
+def expected_unserved(workers: int, connections: int) -> float:
     """Workers a uniform hash gives no connection, on average: N·(1−1/N)^K."""
     if workers <= 0:
         return 0.0

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from ..core.measures import ConnectionRecord
 from ..core.models import Model
-from .chance import expected_idle, how_often, uniform_spread_p
+from .chance import expected_unserved, how_often, uniform_spread_p
 
 #: A fit or spread less likely than this by chance is called a pattern; otherwise it is chance.
 SURE = 0.01
@@ -42,11 +42,13 @@ def order_name(model: str | None) -> str:
 def hash_pattern(counts: Sequence[int]) -> tuple[str, float, str]:
     """(pattern, p, figures) of a spread a reuseport hash made, judged against uniform hashing."""
     p, test = uniform_spread_p(counts)
-    idle, expected = sum(1 for c in counts if c == 0), expected_idle(len(counts), sum(counts))
+    # 'idle workers' is said of workers waiting for a connection everywhere else: these are workers the hash
+    # gave none, whatever they waited for
+    unserved, expected = sum(1 for c in counts if c == 0), expected_unserved(len(counts), sum(counts))
     pattern = "hash-spread" if p >= SURE else "hash-spread, more uneven than a uniform hash"
     figures = (
         f"{test} test: a uniform hash spreads {sum(counts)} connections at least this unevenly {how_often(p)}; "
-        f"{idle} idle worker{'s' if idle != 1 else ''}, {expected:.1f} expected"
+        f"{unserved} worker{'s' if unserved != 1 else ''} served none, {expected:.1f} expected"
     )
     return pattern, p, figures
 

@@ -121,7 +121,7 @@ class Verdict:
     # How likely the pattern is by chance: for an order, that a worker picked at random among the idle
     # ones fits as well; for a hash spread, that a uniform hash spreads them at least this unevenly.
     chance: float | None = None
-    seen: str = ""  # the figures behind the pattern, in words (client CPUs, idle workers expected, chance)
+    seen: str = ""  # the figures behind the pattern, in words (client CPUs, workers expected to serve none, chance)
 
     def line(self) -> str:
         ratio = "inf" if self.max_min is None else f"{self.max_min:.2f}"
