@@ -181,6 +181,11 @@ def _changes(result: InspectResult) -> list[RenderableType]:
     lines: list[RenderableType] = [table]
     if recorded:
         said = f"A row's settings are what it changes from {seen}; " if seen else ""
+        if not seen and result.mechanism.name is not None:  # gunicorn's gthread workers: epoll-herd, no mode of it
+            said = (
+                f"no mode of {result.recognised} looks like this in /proc ({result.mechanism.name}): a row's "
+                "settings are that mode's as this tool launches it, and this server differs from it in more; "
+            )
         if alike:
             said += "/proc confirms: inspect would name the row's mode once set (no: another mode looks the same)."
         else:
