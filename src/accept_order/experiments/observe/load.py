@@ -27,7 +27,8 @@ saw (opened and closed between two) goes to its worker where that is known (the 
 process); else it is counted as closed before any look, with its bytes. An abortive close (SO_LINGER 0:
 tcp_disconnect) zeroes a socket's counters: its tail is unknown, and it counts as closed busy if it was.
 The kernel counts a FIN received as one byte in (it moves rcv_nxt): a connection closed with one counts one
-byte more than its data. Announcements read before the first look are of closes before the window: dropped.
+byte more than its data. Announcements read before the first look are of closes before the window, and those
+of sockets the last look saw open, read after it, of closes after the window: dropped (settle).
 With more than one worker, a socket no look saw cannot be given to one: the watch is told the cookies the looks
 know (DestroyWatch.known, None while a look reads the tables) and only counts the others, with their bytes in,
 undecoded. The watch reads on a budget of CPU (tcp_destroy.SHARE): announcements it skipped for it (the kernel
@@ -127,6 +128,7 @@ class LoadSampler:
         self.closed_unlooked_bytes_in = 0
         self._holder: dict[int, int] = {}  # cookie -> the worker that held it at its last look with a holder
         self._gone: set[int] = set()  # cookies gone from a look, not yet announced
+        self._unseen: tuple[int, int] | None = None  # announced undecoded in the window (count, bytes in), settled
         self._only = watched.workers[0] if len(watched.workers) == 1 else None  # the one worker: any holder
 
     def open_closes(self) -> None:
@@ -273,17 +275,23 @@ class LoadSampler:
 
     def settle(self) -> None:
         """At the end, after the last look: the announcements of the sockets gone from it (SETTLE_S at most);
-        one never announced is counted as closed busy if it was; then the announcements are left."""
+        one never announced is counted as closed busy if it was; then the announcements are left. The window
+        ends at that look: a close of a socket it saw open is not the window's, nor one no look saw announced
+        while this waits (those the reader had read when this began, ms after the look, are kept)."""
         if self.closes is None or self.missing is not None:
             return
+        closes, unseen = self.closes, (self.closes.unseen, self.closes.unseen_bytes_in)  # by now: the window's
+        first = [True]  # the first take keeps the closes no look saw too; a socket the look saw open, none
 
         def announced() -> bool:
-            assert self.closes is not None
-            self._closed(self.closes.take())
+            unlooked, first[0] = first[0], False
+            taken = closes.take()
+            self._closed([s for s in taken if s.cookie in self._gone or (unlooked and s.cookie not in self._last)])
             return not self._gone
 
         wait_for(announced, SETTLE_S, interval_s=0.005)
-        self.closes.close()
+        closes.close()
+        self._unseen = unseen
         self.closes_lost, self.closes_skipped = self.closes.lost, self.closes.skipped
         for cookie in self._gone:
             counted, busy = self._tail.get(cookie, (0, False))
@@ -346,12 +354,14 @@ class LoadSampler:
     def _closes(self) -> LoadSummary:
         if self.closes is None:
             return {}
+        # settled: those of the window (see settle); before (a snapshot while observing): all so far
+        unseen, unseen_bytes_in = self._unseen or (self.closes.unseen, self.closes.unseen_bytes_in)
         return {
             "closes_counted": self.closes_counted,
             "closes_lost": self.closes_lost,
             "closes_skipped": self.closes_skipped,
-            "closed_unlooked": self.closed_unlooked + self.closes.unseen,  # those counted undecoded too
-            "closed_unlooked_bytes_in": self.closed_unlooked_bytes_in + self.closes.unseen_bytes_in,
+            "closed_unlooked": self.closed_unlooked + unseen,  # those counted undecoded too
+            "closed_unlooked_bytes_in": self.closed_unlooked_bytes_in + unseen_bytes_in,
         }
 
     def notes(self, threaded: bool, program: str) -> list[str]:
