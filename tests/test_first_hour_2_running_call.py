@@ -29,5 +29,5 @@ def test_a_running_worker_is_not_said_to_wait_in_running() -> None:
 
 def test_all_running() -> None:
     said = evidence(["running", "running"])
-    assert said.startswith("2 workers wait in an epoll (all running at the look), each on its own epoll"), said
+    assert said.startswith("2 workers wait in their loops (all running at the look), each on its own epoll"), said
     assert evidence(["epoll_wait", "epoll_wait"]).startswith("2 workers wait in epoll_wait(), each")

@@ -165,7 +165,7 @@ def classify(
     if named:
         calls = ", ".join(named) + (f" ({running} running at the look)" if running else "")
     else:
-        calls = f"an epoll ({'all ' if len(waiting) > 1 else ''}running at the look)"
+        calls = "their loops (all running at the look)" if len(waiting) > 1 else "its loop (running at the look)"
     who = plural(len(waiting), "worker")
     if via == "epoll":
         epolls = {s.epoll_id for s in waiting if s.via == "epoll"}

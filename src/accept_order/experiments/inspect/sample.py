@@ -65,8 +65,9 @@ def resolve(
     file = files.get(wait.fd) if wait.fd is not None else None
     if wait.call in ACCEPTS and file is not None and file.inode in listeners:
         return make("accept", listeners=frozenset({file.inode or 0}))
-    if wait.call == "running" and threads == 1:
-        # Busy now; it will wait again in the one epoll that watches its listeners, if it has one.
+    if wait.call == "running" and (threads == 1 or wait.tid == pid):
+        # Busy now; it will wait again in the one epoll that watches its listeners, if it has one (a process's
+        # main thread runs its loop in a server with a helper thread: uvicorn's workers, busy under a pool).
         epolls = [f for f in files.values() if f.kind == "eventpoll" and _listeners_watched(f, listeners)]
         file = epolls[0] if len(epolls) == 1 else None
     if (wait.call in EPOLL_WAITS or wait.call == "running") and file is not None and file.kind == "eventpoll":
