@@ -32,3 +32,16 @@ def test_an_even_hold_leaves_the_worker_out() -> None:
     said = verdict(observed([10, 10, 10, 10], [10, 10, 10, 10], [100_000, 100_000, 100_000, 700_000], accepted_seen=40))
     line = next(line for line in said if line.startswith("worker 3 held 10 of the 40"))
     assert line.endswith("(busier, or faster clients)"), line
+
+
+def test_one_empty_accept_is_one_accept() -> None:
+    """uvicorn under wrk: '1 accepts came back empty (EAGAIN, 0.14 per connection)'."""
+    from dataclasses import replace
+
+    from accept_order.experiments.observe.verdict import kernel
+
+    result = observed([3, 1, 3], [3, 0, 3], [700_000, 0, 600_000], accepted_seen=6)
+    one = replace(result, workers=tuple(replace(w, empty=1 if w.index == 2 else 0) for w in result.workers))
+    assert any(line.startswith("1 accept came back empty (EAGAIN, 0.14 per connection)") for line in kernel(one))
+    many = replace(result, workers=tuple(replace(w, empty=1500) for w in result.workers))
+    assert any(line.startswith("4,500 accepts came back empty") for line in kernel(many))

@@ -118,8 +118,9 @@ def kernel(result: ObserveResult) -> list[str]:
     if result.traced and empty:
         per = f", {empty / accepts:.2f} per connection" if accepts else ""
         lines.append(
-            f"{empty:,} accepts came back empty (EAGAIN{per}): the queue was empty when the worker looked (woken "
-            "for a connection another took, or the end of an accept-until-empty loop such as multi_accept)"
+            f"{empty:,} accept{'s' if empty > 1 else ''} came back empty (EAGAIN{per}): the queue was empty when "
+            "the worker looked (woken for a connection another took, or the end of an accept-until-empty loop such "
+            "as multi_accept)"
         )
     if (line := sleeps(result)) is not None:
         lines.append(line)
