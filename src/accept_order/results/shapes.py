@@ -353,5 +353,7 @@ EVIDENCE = Record(
             {"files": ListOf(Record({"file": Text(), "started_at": Maybe(Text())})), "concurrent": Flag()}
         ),
         "observed_on": ListOf(OBSERVED_ON),
+        # run --attach of one process of several threads (servers/attached.py): said by registry.threads_note
+        "threads": Record({"pid": Integer(), "program": Text(), "argv": ListOf(Text()), "count": Integer()}),
     }
 )

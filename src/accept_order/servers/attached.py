@@ -148,6 +148,20 @@ def check_listening(host: str, port: int, attach: Sequence[int], workers: Sequen
         )
 
 
+def _threads(pids: Sequence[int]) -> dict[str, Any]:
+    """One worker process of several threads: its pid, name, first arguments and thread count (the registry
+    judges at report time whether they are its workers); else nothing. Threads share their process's fd table,
+    so the attribution (by fd table) is per process."""
+    from ..probes.proc_waits import thread_ids
+    from ..probes.serving import process_info
+
+    if len(pids) != 1 or len(tids := thread_ids(pids[0])) < 2:
+        return {}
+    info = process_info(pids[0])
+    name, argv = (info.name, list(info.argv[:3])) if info is not None else ("", [])
+    return {"pid": pids[0], "program": name, "argv": argv, "count": len(tids)}
+
+
 class AttachedServer(Started):
     def __init__(self, spec: ServerSpec) -> None:
         self.spec = spec
@@ -157,6 +171,7 @@ class AttachedServer(Started):
         self._unsettled = 0
         self._attribution: OwnerAttribution | None = None
         self._started = 0.0
+        self._threads: dict[str, Any] = {}  # one process of several threads: what the report says (threads_note)
 
     @property
     def address(self) -> tuple[str, int]:
@@ -191,6 +206,7 @@ class AttachedServer(Started):
         if len(self._pids) != self.spec.workers:
             raise PlanError(f"--attach: expected {self.spec.workers} workers, found {len(self._pids)}")
         check_listening(self.spec.host, self.spec.port, self.spec.attach, self._pids)
+        self._threads = _threads(self._pids)
         self._pidfds = [fd for fd in map(open_pidfd, self._pids) if fd is not None]
         self._usage = UsageDeltas(self._pids)
         self._started = time.monotonic()
@@ -222,7 +238,8 @@ class AttachedServer(Started):
         """Nothing to check: the attached server goes on running."""
 
     def own_evidence(self) -> dict[str, Any]:
-        return {}  # not ours to read its logs
+        # not ours to read its logs; one process of several threads is said (registry.threads_note)
+        return {"threads": self._threads} if self._threads else {}
 
     def close(self) -> None:
         for fd in self._pidfds:

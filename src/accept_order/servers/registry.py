@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..core.errors import NothingToRun, PlanError
 from ..core.kinds import KindOption, ModeInfo, ServerKind
@@ -277,6 +277,32 @@ def recognise(name: str, argv: Sequence[str]) -> ServerKind | None:
         if words & set(kind.process_names):
             return kind
     return None
+
+
+def threads_are_workers(name: str, argv: Sequence[str]) -> bool:
+    """Whether a process of several threads serves with them: a known kind says (HAProxy's threads are its
+    workers; Caddy's Go threads, Puma's pool are not); a server this tool does not know is taken per thread,
+    which is what the kernel sees. inspect and observe name the threads by it; run --attach says it (below)."""
+    kind = recognise(name, argv)
+    return kind is None or kind.threads_are_workers
+
+
+def threads_note(evidence: Mapping[str, Any]) -> str | None:
+    """For a server attached by pid that is one process serving with its threads (evidence `threads`, read as
+    the run started: servers/attached.py), what its report must say in place of a worker's share and fairness:
+    threads share one fd table, so /proc tells which process holds a connection, never which thread."""
+    threads = evidence.get("threads")
+    if not isinstance(threads, Mapping) or not isinstance(count := threads.get("count"), int) or count < 2:
+        return None
+    program, argv = str(threads.get("program", "")), [str(a) for a in threads.get("argv", [])]
+    if not threads_are_workers(program, argv):
+        return None
+    who = f"pid {threads.get('pid', '?')}" + (f" ({program})" if program else "")
+    return (
+        f"{who} serves with {count} threads, and threads share one fd table: /proc says which process holds a "
+        "connection, never which thread, so the counts are the process's and no thread's share or fairness can "
+        "be read (observe counts each thread's accepts with bpftrace)"
+    )
 
 
 def elsewhere(target: Target) -> RemoteServer | None:

@@ -25,7 +25,7 @@ from ...render.hosts import HostsPart, host_parts, on_hosts
 from ...render.observed_on import observed_parts
 from ...render.text import Verbatim, durations_us, plural
 from ...render.workers import worker_table
-from ...servers.registry import unseen_note
+from ...servers.registry import threads_note, unseen_note
 from .kept_report import finished_unit, kept_amount, kept_compare_parts, kept_parts, kept_words
 from .model_report import model_report
 from .result import PERCENTILES, LatencyResult, default_title
@@ -295,6 +295,7 @@ def latency_report(result: LatencyResult) -> RenderableType:
         *([note] if (note := open_loop_note(result)) is not None else []),
         *model_report([result]),
         worker_table(result.counters, served_known(result), title="served per worker", detail=False),
+        *([Text(threads, style="yellow")] if (threads := threads_note(result.evidence)) else []),  # an attached HAProxy
         *kept_parts(result),
         *([note] if (note := kernel_counts_text(result)) is not None else []),
         *unseen_parts(result.server),

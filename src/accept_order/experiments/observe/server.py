@@ -92,13 +92,11 @@ def find_server(pid: int | None = None, port: int | None = None) -> Watched:
 
 
 def _threads_are_workers(pid: int) -> bool:
-    """A known server kind says whether its threads are workers (HAProxy's are; Caddy's Go threads, Puma's
-    pool are not); a server this tool does not know is counted per thread, which is what the kernel sees."""
-    from ...servers.registry import recognise
+    """Whether the process serves with its threads (servers/registry.py says, for run --attach too)."""
+    from ...servers.registry import threads_are_workers
 
     info = process_info(pid)
-    kind = recognise(info.name, info.argv) if info is not None else None
-    return kind is None or kind.threads_are_workers
+    return threads_are_workers(info.name, info.argv) if info is not None else True
 
 
 def _started(pid: int) -> tuple[int, int]:

@@ -16,6 +16,7 @@ from ...render.evidence import evidence_report
 from ...render.fit import key_columns
 from ...render.text import durations_us, plural
 from ...render.workers import worker_legend, worker_table
+from ...servers.registry import threads_note
 from .result import RunResult
 
 if TYPE_CHECKING:
@@ -75,8 +76,10 @@ def run_report(result: RunResult) -> RenderableType:
     if stopped is not None:
         parts.append(stopped)
     v = result.verdict
-    # nothing served is no fairness: Jain's index of all zeros is 1.000, 'perfectly fair'
-    said = v.line() if result.served else v.pattern
+    # nothing served is no fairness: Jain's index of all zeros is 1.000, 'perfectly fair'; nor is one process
+    # serving with threads (an attached HAProxy): its threads' shares cannot be read
+    threads = threads_note(result.evidence)
+    said = f"not read per thread: {threads}" if threads else v.line() if result.served else v.pattern
     parts.append(Text.assemble(("Verdict: ", "bold green" if v.expected else "bold yellow"), said))
     parts.append(Text.assemble(("Why: ", "bold"), v.why))
     if not v.expected and v.model is not None:
