@@ -8,6 +8,7 @@ what was not (the requests over them, those held at the end)."""
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 
 from rich.console import Console, Group
 
@@ -96,3 +97,13 @@ def test_repeat_counts_the_kernel_accepts() -> None:
     unknown = text(kept_repeat_table({"attached": [attached([5, 0, 0, 11], available=False)]}))
     row = next(line for line in unknown.splitlines() if line.strip().startswith("attached"))
     assert row.split()[1:5] == ["-", "-", "-", "0.27"], row
+
+
+def test_nothing_served_has_no_fairness() -> None:
+    """latency --target at nginx's 'hello, world' (no reply names a worker): 0 served, 'requests: Jain 1.000'."""
+    nothing = replace(attached([0, 0, 0, 0]), evidence={}, histogram=LatencyHistogram())
+    said = text(kept_parts(nothing))
+    assert "Jain" not in said and "requests: none served" in said, said
+    assert "Jain" not in text(kept_parts(attached([0, 0, 0, 0])))
+    repeat = text(kept_repeat_table({"target": [nothing, nothing]}))
+    assert "1.000" not in repeat, repeat

@@ -137,7 +137,8 @@ def kept_lines(result: LatencyResult) -> list[Text]:
     over = plural(len(result.served), "worker")
     if by_kernel(result):
         took = accepted(result)
-        jain = f"connections accepted: Jain {requests_jain(result):.3f} over {over}" if took is not None else ""
+        counted = took is not None and sum(took) > 0
+        jain = f"connections accepted: Jain {requests_jain(result):.3f} over {over}" if counted else ""
         first = (
             f"{jain + '; ' if jain else ''}p99 {_ms(overall)} ms overall. accepted: "
             + ("the connections the worker accepted (counted by the kernel); " if took is not None else "")
@@ -145,8 +146,9 @@ def kept_lines(result: LatencyResult) -> list[Text]:
             "name a worker"
         )
     else:
+        jain = f"Jain {requests_jain(result):.3f} over {over}" if sum(result.served) else "none served"  # no 1.000
         first = (
-            f"requests: Jain {requests_jain(result):.3f} over {over}; "
+            f"requests: {jain}; "
             f"p99 {_ms(overall)} ms overall. accepted: the connections whose first reply named the worker; "
             "held at end: open when the load ended; held peak: the most the worker held at once (its own "
             "count); its count: the requests the worker says it answered"
@@ -319,7 +321,7 @@ def kept_compare_table(
             name(r),
             _counts(took),
             _counts(requests(r)),
-            f"{requests_jain(r):.3f}" if took is not None or not by_kernel(r) else "-",
+            f"{requests_jain(r):.3f}" if sum(r.served) and (took is not None or not by_kernel(r)) else "-",
             " ".join(_ms(_p(r, i, 99.0)) for i in range(len(r.served))),
             _ms(overall),
         )
@@ -356,7 +358,9 @@ def kept_repeat_table(variants: dict[str, list[LatencyResult]]) -> Table | None:
             split = tuple(sorted(took, reverse=True))
             splits[split] = splits.get(split, 0) + 1
         all_one = sum(1 for took in held if sum(took) and max(took) == sum(took))
-        jains = sorted(requests_jain(r) for r in runs if not by_kernel(r) or accepted(r) is not None)
+        jains = sorted(
+            requests_jain(r) for r in runs if sum(r.served) and (not by_kernel(r) or accepted(r) is not None)
+        )
         p99s = sorted(r.histogram.percentile(99.0) for r in runs if r.histogram.count)
         spread = "; ".join(f"{' '.join(map(str, s))}: {n}" for s, n in sorted(splits.items(), key=lambda kv: -kv[1]))
         table.add_row(
