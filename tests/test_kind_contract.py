@@ -36,10 +36,12 @@ from typing import Any
 import psutil
 import pytest
 from conftest import gone, http_fetch_many, run_cli, wait_for
+from tcp_table import connection_on
 
 import accept_order.api
 from accept_order.core.kinds import ServerKind
 from accept_order.core.spec import ServerSpec
+from accept_order.probes.listeners import listening_sockets
 from accept_order.servers.launched.base import LaunchedServer
 from accept_order.servers.registry import KINDS, checked, launched_kinds
 
@@ -90,8 +92,14 @@ def left_in(sessions: set[int]) -> list[int]:
 
 def connected(port: int) -> bool:
     """A connection to `port` exists or existed a moment ago (not its listener): the tool has started driving,
-    which it does only once the server's start has returned, every worker ready. Read from /proc/net (psutil's
-    net_connections would also walk every process's descriptors, competing with the starting server)."""
+    which it does only once the server's start has returned, every worker ready. Asked of the kernel with a port
+    filter (tcp_table.py): /proc/net/tcp, read where netlink cannot be had, lists each of the host's TIME_WAITs
+    (~0.2 CPU-s a read beside the suite's other tests), and psutil's net_connections would also walk every
+    process's descriptors, competing with the starting server."""
+    try:
+        return connection_on(port)
+    except OSError:
+        pass
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
             with open(table) as f:
@@ -181,7 +189,8 @@ def kill_mid_run(name: str, mode: str, port: int, tool: subprocess.Popen[bytes],
         def up() -> bool:
             if tool.poll() is not None:
                 pytest.fail(f"the tool exited with {tool.returncode}: {stderr.read_text()}")
-            return connected(port)
+            # no connection before the server listens: that question first, of the listeners alone (cheap)
+            return bool(listening_sockets(port)) and connected(port)
 
         wait_for(up, bool, 30.0, f"the tool's first connection to {name}")
         pids = sorted(descendants(psutil.Process(tool.pid).children()))
