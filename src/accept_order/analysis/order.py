@@ -172,6 +172,7 @@ def verdict(
     expected_model: str | None,
     why: str,
     counters: Sequence[WorkerCounters] = (),
+    mechanism_known: bool = True,
 ) -> Verdict:
     """The pattern the records show, judged by which idle-order model predicts them best, and how likely
     that is by chance. `expected_model` (from the mode's metadata) only breaks ties, sets `expected`, and
@@ -229,11 +230,11 @@ def verdict(
     elif runs is not None and best != expected_model:
         # Runs the mechanism does not predict (a herd's, two wakeups in a row won by the same worker):
         # seen, not the mechanism.
-        pattern = like(f"runs of {runs[0]} per worker", expected_model)
+        pattern = like(f"runs of {runs[0]} per worker", expected_model, mechanism_known)
     elif runs is not None:
         pattern = f"runs of {runs[0]} per worker"
     elif best is not None and best != expected_model:
-        pattern, seen = unpredicted_pattern(best, expected_model, single, chance)
+        pattern, seen = unpredicted_pattern(best, expected_model, single, chance, mechanism_known)
     elif best == Model.FIRST_REGISTERED and single:
         pattern = "one worker takes all (first-registered wins)"
     elif best is not None:

@@ -79,19 +79,25 @@ def client_cpus_text(records: Sequence[ConnectionRecord]) -> str:
     return f"the client connected from {shown}"
 
 
-def unpredicted_pattern(best: str, expected: str | None, single: bool, chance: float | None) -> tuple[str, str]:
+def unpredicted_pattern(
+    best: str, expected: str | None, single: bool, chance: float | None, known: bool = True
+) -> tuple[str, str]:
     """(pattern, figures) when the best-fitting idle order is not the one the mode's mechanism predicts:
-    what was seen, and how often a random idle worker fits as well; never the model's name as its cause."""
+    what was seen, and how often a random idle worker fits as well; never the model's name as its cause.
+    `known`: False for a server this tool did not start, whose mechanism the run does not know."""
     often = "" if chance is None else how_often(chance)
     if single:
         return "one worker takes all", f"a random idle worker would fit as well {often}" if often else ""
     if chance is not None and chance >= SURE:
         return "no order beyond chance", f"{order_name(best)} fits, but a random idle worker would fit as well {often}"
     figures = f"a random idle worker would fit as well {often}" if often else ""
-    return like(order_name(best), expected), figures
+    return like(order_name(best), expected, known), figures
 
 
-def like(seen: str, expected: str | None) -> str:
-    """What was seen, said beside what the mode's mechanism predicts, never as its cause."""
+def like(seen: str, expected: str | None, known: bool = True) -> str:
+    """What was seen, said beside what the mode's mechanism predicts, never as its cause (`known` False: the
+    run does not know the mechanism, a server it did not start, so it says no prediction of one)."""
+    if not known:
+        return f"an order like {seen} (the server's mechanism is not known to this run)"
     predicts = "none" if expected is None else order_name(expected)
     return f"an order like {seen} (the mechanism predicts {predicts})"

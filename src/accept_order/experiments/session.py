@@ -241,7 +241,7 @@ def run_sequential(
             port=m.port,
             records=tuple(records),
             counters=m.counters,
-            verdict=verdict(records, server.workers, model, why, woken),
+            verdict=verdict(records, server.workers, model, why, woken, mechanism_known=resolved.kind.launched),
             evidence={**m.evidence, **({"accept_log": accept_log} if accept_log else {})},
             wall_s=m.wall_s,
             unsettled=m.unsettled,
