@@ -1,15 +1,18 @@
 """uring_loop.py's job (drive_loop.py's connections, records and tallies) on PyPI's liburing, one linked chain of
 requests per connection, made once per slot and copied into the ring for each connection.
 
-A slot's chain: SOCKET into the slot's place in a table of registered ("direct") descriptors, CONNECT, SEND
-(if the protocol sends a request), RECV into the slot's reply buffer and a second RECV for the EOF, linked so
-that the kernel runs each when the one before succeeds. Socket, connect and send post nothing when they
-succeed (IOSQE_CQE_SKIP_SUCCESS), so a served connection costs the loop one copy of its chain into the ring
-and two completions; the receives' buffers, the address and the request stay where the chain points at. The
-next connection's socket, made in the same place, closes the last one's (the kernel replaces a registered
-descriptor), so no close is submitted. Direct descriptors are not in the process's table: only the table's
-size counts against the open-file limit (its registration fails with EMFILE beyond it: then uring_loop.py's
-loop runs, and the kernel's refusals are counted per connection there).
+A slot's chain: SOCKET into the slot's place in a table of registered ("direct") descriptors, CONNECT, SEND (if the
+protocol sends a request), RECV into the slot's reply buffer and a second RECV for the EOF, linked so that the
+kernel runs each when the one before succeeds. Socket, connect and send post nothing when they succeed
+(IOSQE_CQE_SKIP_SUCCESS), so a served connection costs the loop one copy of its chain into the ring and two
+completions; the receives' buffers, the address and the request stay where the chain points at. The next
+connection's socket, made in the same place, closes the last one's (the kernel replaces a registered descriptor),
+so a served connection submits no close. One that ends in an error is closed at once (a timed-out one may still sit
+in the server's accept queue or a worker, held open for nothing until its slot came round again, which in an open
+loop or at a run's end could be long) and its slot taken again only once the close is done, so that the close can
+never meet the next connection's socket. Direct descriptors are not in the process's table: only the table's size
+counts against the open-file limit (its registration fails with EMFILE beyond it: then uring_loop.py's loop runs,
+and the kernel's refusals are counted per connection there).
 
 When a request fails, what follows it in the chain is cancelled: after a skip-success request's failure the
 kernel posts nothing for the rest, after the first receive's it posts the second's cancellation. So a
@@ -47,8 +50,9 @@ TAIL = 1024  # the EOF receive's buffer: it mostly gets the EOF alone, and what 
 RING_MAX = 32768  # the kernel's most submission entries (a fuller queue is submitted before the next chain)
 ONE_MORE = bytearray(1)  # the byte past a full reply buffer: only its count is read (never freed under a receive)
 
-# What a completion is, in its user_data's low bits (the slot above them; never 0, which the binding refuses).
-SOCKET, CONNECT, SEND, RECV, EOF, MORE, CANCEL = range(1, 8)
+# What a completion is, in its user_data's low TAG bits (the slot above them; never 0, which the binding refuses).
+SOCKET, CONNECT, SEND, RECV, EOF, MORE, CANCEL, CLOSE = range(1, 9)
+TAG, WHAT = 4, 15  # user_data = slot << TAG | what; what = user_data & WHAT
 
 
 def ring_size(slots: int) -> int:
@@ -100,7 +104,7 @@ def _chains(uring: Any, cfg: Any, family: int, address: Any, buffers: list[tuple
         steps.append((EOF, FIXED_FILE))
         for i, (what, flags) in enumerate(steps):
             sqes[i].flags = flags
-            sqes[i].user_data = slot << 3 | what
+            sqes[i].user_data = slot << TAG | what
         chains.append(sqes)
     return chains
 
@@ -144,11 +148,16 @@ def _loop(
     slots = cfg.slots
     chains = _chains(uring, cfg, family, address, buffers)
     put, get_sqe, submit = uring.io_uring_put_sqe, uring.io_uring_get_sqe, uring.io_uring_submit
-    prep_recv, prep_cancel = uring.io_uring_prep_recv, uring.io_uring_prep_cancel64
+    prep_recv, prep_cancel, prep_close = (
+        uring.io_uring_prep_recv,
+        uring.io_uring_prep_cancel64,
+        uring.io_uring_prep_close_direct,
+    )
     submit_and_wait, timespec = uring.io_uring_submit_and_wait_timeout, uring.timespec
     ready_count, peek, advance = uring.io_uring_cq_ready, uring.io_uring_peek_cqe, uring.io_uring_cq_advance
     pending = (CONNECT, SEND, RECV, EOF, MORE) if cfg.protocol.request else (CONNECT, RECV, EOF, MORE)
     cqe = uring.io_uring_cqe()
+    tag, tagged = TAG, WHAT  # read for every completion: locals, as fast as literals
     tick_ts = timespec(tick_s)
     # The completion queue holds twice the submission entries; its head counts from 0 (reaped so far), and a
     # batch is read from the head up to the queue's end, then from its start.
@@ -229,8 +238,8 @@ def _loop(
                 entry = cqe[i]
                 data = entry.user_data
                 res = entry.res
-                slot = data >> 3
-                what = data & 7
+                slot = data >> tag
+                what = data & tagged
                 if what == RECV:
                     if res >= 0:
                         got[slot] = res
@@ -239,6 +248,9 @@ def _loop(
                     continue  # the EOF receive follows (or its cancellation)
                 if what == CANCEL:
                     continue  # a cancel's own completion
+                if what == CLOSE:
+                    free.append(slot)  # a failed connection's socket is closed: the slot takes the next one
+                    continue
                 if res > 0 and forced[slot] is None and failed[slot] is None:  # more of the reply (EOF, MORE)
                     so_far = got[slot]
                     total = so_far + res
@@ -253,7 +265,7 @@ def _loop(
                         room = memoryview(reply)[total:] if total < MAX_REPLY else ONE_MORE
                         prep_recv(sqe, slot, room, len(room), 0)
                         sqe.flags = FIXED_FILE
-                        sqe.user_data = slot << 3 | MORE
+                        sqe.user_data = slot << TAG | MORE
                         continue
                 elif res < 0 and failed[slot] is None:
                     failed[slot] = errno_name(-res)
@@ -263,13 +275,16 @@ def _loop(
                 inflight -= 1
                 began = start[slot]
                 start[slot] = 0  # idle
-                free.append(slot)
                 done += 1
                 error = forced[slot] or failed[slot]
                 if error is not None:
                     forced[slot] = failed[slot] = None
                     errors[error] += 1
+                    sqe = queued()  # closed now, not when the slot comes round again (the module doc says why)
+                    prep_close(sqe, slot)
+                    sqe.user_data = slot << TAG | CLOSE
                     continue
+                free.append(slot)
                 reply_bytes = bytes(buffers[slot][0][: got[slot]])
                 if request:
                     reply_bytes = body(reply_bytes)
@@ -300,6 +315,6 @@ def _loop(
                     forced[slot] = TIMEOUT  # ends once what it has in flight is cancelled
                     for what in pending:  # the one in flight: what follows it in the chain fails with it
                         sqe = queued()
-                        prep_cancel(sqe, slot << 3 | what, 0)
-                        sqe.user_data = slot << 3 | CANCEL
+                        prep_cancel(sqe, slot << TAG | what, 0)
+                        sqe.user_data = slot << TAG | CANCEL
     return clock.report(cfg, (counts, errors, served), done, opened_ns, late if interval_ns else None, "io_uring")
