@@ -21,10 +21,12 @@ class SideBySide:
 class ClientLimit:
     """A server's limit on a connection's life (`setting`, by the name it is set by) that the tool does not
     set on the server it launches: a client closing each connection after `requests` requests (None: the
-    usual stand-in for a limit) redraws the split as the limit would."""
+    usual stand-in for a limit) redraws the split as the limit would; `timed`: the limit is a time (nginx's
+    keepalive_time), which a count of requests stands for only as often, not as the server would."""
 
     setting: str
     requests: int | None = None
+    timed: bool = False
 
 
 @dataclass(frozen=True)

@@ -68,9 +68,11 @@ def measure(kind: ServerKind, how: Measured) -> str:
         return f"{how.said}: {command}" if how.said else command
     if isinstance(how, ClientLimit):  # a client that closes stands for the limit the tool does not set
         requests = RESTARTS if how.requests is None else how.requests
+        # a time limit has no count to stand for it: the client's count redraws the split, not as often
+        how_often = "by a count where the server does by a time" if how.timed else "as the server would"
         return (
             f"the tool does not pass {how.setting} to the {kind.name} it launches yet; a client that closes after "
-            f"{requests} request{'s' if requests > 1 else ''} redraws the split as the server would (compare "
+            f"{requests} request{'s' if requests > 1 else ''} redraws the split {how_often} (compare "
             f"--requests-per-connection 0): {pool(kind, kind.default_mode(), requests)}"
         )
     if isinstance(how, IdleLimit):

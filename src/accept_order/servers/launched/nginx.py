@@ -106,7 +106,7 @@ class NginxKind(ServerKind):
                     "nginx 1.19.10+ closes a connection after the request in progress once it has been open "
                     "this long (1h by default)"
                 ),
-                ClientLimit("keepalive_time"),
+                ClientLimit("keepalive_time", timed=True),
             ),
             LongLivedCure("keepalive_timeout 5s;", IDLE_CLOSE, IdleLimit("keepalive_timeout")),
             LongLivedCure(
