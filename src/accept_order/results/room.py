@@ -28,9 +28,10 @@ def size_text(n: int) -> str:
 
 
 def free_bytes(folder: str | os.PathLike[str]) -> int:
-    """What an unprivileged writer may still put on the filesystem of `folder` (statvfs's f_bavail)."""
+    """What this process may still put on the filesystem of `folder`: statvfs's f_bavail, or f_bfree as root
+    (ext4 keeps 5% for root: a disk full to others is not full to it)."""
     st = os.statvfs(folder)
-    return st.f_bavail * st.f_frsize
+    return (st.f_bfree if os.geteuid() == 0 else st.f_bavail) * st.f_frsize
 
 
 def check_room(path: str, need: int, *, option: str = "--json", what: str = "the result") -> None:
