@@ -107,3 +107,13 @@ def test_nothing_served_has_no_fairness() -> None:
     assert "Jain" not in text(kept_parts(attached([0, 0, 0, 0])))
     repeat = text(kept_repeat_table({"target": [nothing, nothing]}))
     assert "1.000" not in repeat, repeat
+
+
+def test_a_merged_pool_says_it_is_the_files_pools_added() -> None:
+    """merge of two 'latency --pool -c 6' files: 'pool: 12 of 12 connections opened ... before the load ran'
+    under a headline of 6 concurrent."""
+    files = [{"file": "m1.json", "started_at": None}, {"file": "m2.json", "started_at": None}]
+    merged = replace(attached([5, 0, 0, 11]), pool=(12, 12), evidence={"merged_from": {"files": files}})
+    said = text(kept_parts(merged))
+    assert "pool: 12 of 12 connections opened and answered before the load ran (the pools of 2 merged files, " in said
+    assert "(the pools of" not in text(kept_parts(attached([5, 0, 0, 11]))), said

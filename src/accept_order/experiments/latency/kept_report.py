@@ -160,7 +160,7 @@ def kept_lines(result: LatencyResult) -> list[Text]:
         lines.append(
             Text(
                 f"pool: {opened} of {planned} connections opened and answered{filled_in(result.pool_fill_s)} "
-                "before the load ran"
+                f"before the load ran{_merged_pools(result)}"
             )
         )
     lines.extend(Text(line) for line in closes_lines(result))
@@ -184,6 +184,16 @@ def kept_lines(result: LatencyResult) -> list[Text]:
     if witnessed is not None:
         lines.append(witnessed)
     return lines
+
+
+def _merged_pools(result: LatencyResult) -> str:
+    """A merged result's pool is its files' pools added (LoadSummary.extend): said, so that '12 of 12' beside
+    '6 concurrent' reads as two pools of 6 ('' for one run's own)."""
+    merged = result.evidence.get("merged_from")
+    if not isinstance(merged, dict) or not isinstance(files := merged.get("files"), list) or len(files) < 2:
+        return ""
+    when = "at once" if merged.get("concurrent") else "one after the other"
+    return f" (the pools of {len(files)} merged files, {when}, added)"
 
 
 def own_count_line(result: LatencyResult) -> Text | None:
