@@ -31,6 +31,8 @@ def test_the_need_follows_what_the_command_records() -> None:
     open_loop = room.result_need("latency", {"duration_s": 10.0, "rate": 5000})  # rate x duration connections
     assert open_loop > room.result_need("latency", {"duration_s": 1.0, "rate": 50})
     assert room.result_need("inspect", {}) == room.PER_RUN
+    two_servers = room.result_need("latency", {"connections": 1000, "server": ["builtin", "nginx"]})
+    assert two_servers == 2 * room.result_need("latency", {"connections": 1000})
 
 
 def test_sizes_read_as_people_read_them() -> None:

@@ -36,7 +36,7 @@ def _variants(options: Mapping[str, Any]) -> int:
     if isinstance(caps, (list, tuple)):
         return max(1, len(caps))
     if not isinstance(modes, (list, tuple)) or not modes:
-        return 1
+        return len(_servers(options))  # several servers: each one's own (or the given) mode
     total = 0
     for name in _servers(options):
         try:
