@@ -28,3 +28,17 @@ def test_busy_main_threads_of_two_thread_workers_wait_in_their_epolls() -> None:
     assert verdict.mechanism == "epoll-herd" and len(verdict.waiters) == 3, verdict
     helper = resolve(201, ThreadWait(204, "python3", "running"), FILES, frozenset({0x29}), {}, threads=2)
     assert helper.via == "running", helper  # a helper thread running is not the loop
+
+
+def test_a_busy_main_thread_beside_its_loops_waiter_is_not_a_second_waiter() -> None:
+    """A Go server (Caddy) under load: its main thread running, another thread in the netpoller's epoll_pwait
+    on the same epoll. Counting both made two waiters on one epoll: epoll-shared. One loop, one waiter."""
+    from accept_order.experiments.inspect.sample import _one_loop
+
+    main = resolve(301, ThreadWait(301, "caddy", "running"), FILES, frozenset({0x29}), {}, threads=8)
+    poller = resolve(301, ThreadWait(305, "caddy", "epoll_pwait", fd=5), FILES, frozenset({0x29}), {}, threads=8)
+    assert main.via == "epoll" and poller.via == "epoll" and main.epoll_id == poller.epoll_id
+    seen = _one_loop([main, poller])
+    assert [s.via for s in seen] == ["running", "epoll"], seen
+    assert classify(seen, [LISTENER], {301: 1}, {}).mechanism == "epoll", classify(seen, [LISTENER], {301: 1}, {})
+    assert _one_loop([main]) == [main]  # alone, the busy main thread stands for its loop (uvicorn's workers)

@@ -216,6 +216,19 @@ def _resolved(
     return seen
 
 
+def _one_loop(mine: list[Seen]) -> list[Seen]:
+    """One process's threads, a busy main thread taken for its epoll's waiter (resolve) only where no other
+    thread of it waits in that epoll: a Go runtime's (Caddy) running main thread beside the thread in its
+    netpoller is one loop, not two threads sharing an epoll."""
+    waited = {s.epoll_id for s in mine if s.via == "epoll" and s.call != "running"}
+    return [
+        replace(s, via="running", listeners=frozenset(), exclusive=None, epoll_id=None)
+        if s.via == "epoll" and s.call == "running" and s.epoll_id in waited
+        else s
+        for s in mine
+    ]
+
+
 def take(server: Server, tables: FdTables | None = None) -> Sample:
     """Every thread of the server's processes now; `tables`: the look's fd tables (kept across its samples),
     read now when not given."""
@@ -237,6 +250,7 @@ def take(server: Server, tables: FdTables | None = None) -> Sample:
         files[pid] = table
         sockets[pid] = held
         holds = held & listeners
-        seen += [_resolved(tables, pid, w, raw, table, listeners, server.peers, len(tids), holds) for w, raw in read]
+        mine = [_resolved(tables, pid, w, raw, table, listeners, server.peers, len(tids), holds) for w, raw in read]
+        seen += _one_loop(mine)
     seen, answered, same = _shared_epolls(seen, tables.file_orders)
     return Sample(tuple(seen), waits, files, sockets, answered, same)
