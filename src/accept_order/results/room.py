@@ -7,7 +7,6 @@ did: the free space may go meanwhile, to others or to the run's own servers' log
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from accept_order.core.errors import ResultFileError
 from accept_order.core.text import escape_controls
@@ -38,7 +37,7 @@ def check_room(path: str, need: int, *, option: str = "--json", what: str = "the
     """ResultFileError (exit 1, one line saying the free space and the need) when the filesystem `path` is
     written to has less than `need` bytes free. The file is written beside itself and renamed over any old
     one, so an old file's space is not counted as free. A folder that cannot be asked is left to the write."""
-    folder = Path(path).parent
+    folder = os.path.dirname(path) or "."  # not pathlib: it imports urllib, which a run never needs
     try:
         free = free_bytes(folder)
     except OSError:
