@@ -32,7 +32,7 @@ def _variants(options: Mapping[str, Any]) -> int:
     from ..servers.registry import server_kind
 
     modes = options.get("modes") or options.get("modes_alias")
-    caps = options.get("accept_batch")
+    caps = options.get("batches")  # sweep's --accept-batch list (elsewhere the option is one int, accept_batch)
     if isinstance(caps, (list, tuple)):
         return max(1, len(caps))
     if not isinstance(modes, (list, tuple)) or not modes:

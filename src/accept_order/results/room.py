@@ -26,11 +26,28 @@ def size_text(n: int) -> str:
     return f"{n / KIB**3:.1f} GiB"
 
 
+UID_MAP = "/proc/self/uid_map"  # how this process's user namespace maps its uids to the kernel's
+
+
+def _kernels_root() -> bool:
+    """Whether this process is uid 0 as the kernel counts it. ext4 keeps its reserved blocks (5% by default) for
+    the filesystem's resuid, the kernel's uid 0, compared in the initial namespace: root of a user namespace (a
+    rootless container, uid 0 mapped to 100000) is another uid there and may not write into them."""
+    if os.geteuid() != 0:
+        return False
+    try:
+        with open(UID_MAP, encoding="ascii") as lines:
+            ranges = [[int(field) for field in line.split()] for line in lines if line.strip()]
+    except (OSError, ValueError):
+        return True  # no /proc to ask: the initial namespace is the likely one
+    return any(len(r) == 3 and r[0] <= 0 < r[0] + r[2] and r[1] - r[0] == 0 for r in ranges)
+
+
 def free_bytes(folder: str | os.PathLike[str]) -> int:
-    """What this process may still put on the filesystem of `folder`: statvfs's f_bavail, or f_bfree as root
-    (ext4 keeps 5% for root: a disk full to others is not full to it)."""
+    """What this process may still put on the filesystem of `folder`: statvfs's f_bavail, or f_bfree as the
+    kernel's root (ext4 keeps 5% for it: a disk full to others is not full to it)."""
     st = os.statvfs(folder)
-    return (st.f_bfree if os.geteuid() == 0 else st.f_bavail) * st.f_frsize
+    return (st.f_bfree if _kernels_root() else st.f_bavail) * st.f_frsize
 
 
 def check_room(path: str, need: int, *, option: str = "--json", what: str = "the result") -> None:
