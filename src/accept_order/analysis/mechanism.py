@@ -140,11 +140,15 @@ def classify(
     held = set().union(*(s.listeners for s in waiting))
     siblings = {parent.get(s.pid) for s in waiting}
     # a loser is another worker: a thread of the waiter's own process in an epoll without the listener is that
-    # worker's other loop (Node's primary under load: its second thread made SCHED_RR read as an accept mutex)
+    # worker's other loop (Node's primary under load: its second thread made SCHED_RR read as an accept mutex);
+    # one waiting for the lock is a loser wherever it is (uWSGI's threads of one process under --thunder-lock)
     losers = [
         s
         for s in seen
-        if s.via in ("idle", "lock") and s.holds & held and s.pid not in accepting and parent.get(s.pid) in siblings
+        if (s.via == "lock" or (s.via == "idle" and s.pid not in accepting))
+        and s.holds & held
+        and s.unit not in units
+        and parent.get(s.pid) in siblings
     ]
     if len(waiting) == 1 and losers:
         how = sorted({"wait for a lock" if s.via == "lock" else "wait in an epoll without it" for s in losers})
