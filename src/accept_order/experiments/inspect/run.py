@@ -50,17 +50,9 @@ def inspect(pid: int | None = None, port: int | None = None, samples: int = SAMP
     # reads again kept open until the last
     with FdTables(keep=True) as tables:
         server = find_server(pid, port, tables)
-        taken = [take(server, tables)]
-        for _ in range(samples - 1):
-            time.sleep(INTERVAL_S)  # sampling real time on purpose: the lock of accept-mutex may move
-            taken.append(take(server, tables))
+        verdict, tally, taken, sample = looks(server, tables, samples)
     anchor = server.pids[0]
     rows = with_backlogs(anchor, list(server.listeners))
-    listeners = [Listener(r.inode, r.address, r.port) for r in rows]
-    parent = {p.pid: p.ppid for p in server.processes}
-    verdicts = [classify(s.seen, listeners, parent, s.sockets) for s in taken]
-    verdict, tally = overall(verdicts)
-    sample = taken[verdicts.index(verdict)]
     top = server.processes[0]
     kind = recognise(top.name, top.argv)
     units = unit_views(server, sample, verdict)
@@ -90,6 +82,23 @@ def inspect(pid: int | None = None, port: int | None = None, samples: int = SAMP
         notes=_notes(server, taken, tally, own, sysctls_known=any(v is not None for v in sysctls.values()))
         + ((unread,) if unread else ()),
     )
+
+
+def looks(
+    server: Server, tables: FdTables, samples: int = SAMPLES
+) -> tuple[Verdict, dict[str, int], list[Sample], Sample]:
+    """`samples` looks at the server's threads and what they show: the overall verdict, how many samples
+    showed each mechanism, every sample, and the one the verdict came from (observe asks it too, to find an
+    acceptor's workers)."""
+    taken = [take(server, tables)]
+    for _ in range(samples - 1):
+        time.sleep(INTERVAL_S)  # sampling real time on purpose: the lock of accept-mutex may move
+        taken.append(take(server, tables))
+    listeners = [Listener(r.inode, r.address, r.port) for r in server.listeners]
+    parent = {p.pid: p.ppid for p in server.processes}
+    verdicts = [classify(s.seen, listeners, parent, s.sockets) for s in taken]
+    verdict, tally = overall(verdicts)
+    return verdict, tally, taken, taken[verdicts.index(verdict)]
 
 
 def _info(kind: ServerKind | None, name: str) -> tuple[tuple[str, ...], ModeInfo]:

@@ -39,6 +39,7 @@ Snapshot = Callable[[ObserveResult], None]
 INTERVAL_S = 1.0
 NOT_TRACED = "not traced ({why}): each worker's connections sampled from its fd table every interval; "
 NOT_TRACED += "short ones are missed"
+FED = "the workers accept none: pid {acceptor} accepts each connection and passes it to one over a Unix socket"
 
 
 class Observer:
@@ -48,8 +49,11 @@ class Observer:
         self.watched = watched
         self.duration_s = duration_s
         self.interval_s = interval_s
-        self.watch = AcceptWatch(watched.workers) if trace else None
-        self.why = "" if trace else "--no-trace"
+        # fd-pass: the workers never accept (the acceptor does, and passes each connection on): the connections
+        # are counted where they are held, in each worker's fd table
+        passed = watched.acceptor is not None
+        self.watch = AcceptWatch(watched.workers) if trace and not passed else None
+        self.why = "--no-trace" if not trace else FED.format(acceptor=watched.acceptor) if passed else ""
         self.queue = QueueSampler(watched)
         self.every_s = SAMPLE_EVERY_S  # the listen queue's pace
         self.hold_every_s = SAMPLE_EVERY_S  # untraced: the pace of looking for who holds what

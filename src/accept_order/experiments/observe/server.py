@@ -6,6 +6,11 @@ observe watches the ones that accept: the holders none of whose children holds o
 gunicorn's master holds the listener but never accepts). Where one process is the whole server and it has
 several threads, its threads are the workers: for HAProxy, and for a server this tool does not know (for the
 kinds it knows, ServerKind.threads_are_workers says).
+
+Where one process accepts every connection and hands it to others over Unix sockets (fd-pass: Node's cluster
+under its default SCHED_RR, whose primary alone holds the listener), the workers are the processes it feeds,
+which hold the connections, and it is the acceptor: inspect's look decides (inspect/run.py `looks`, the one
+reading of the case), asked only where some process that holds no listener talks to one that does.
 """
 
 from __future__ import annotations
@@ -14,7 +19,9 @@ import os
 from dataclasses import dataclass
 
 from ...core.measures import ListenerRow
+from ...core.models import Mechanism
 from ...probes import serving
+from ...probes.fd_table import FdTables
 from ...probes.serving import process_info, socket_inodes, with_backlogs
 
 
@@ -41,6 +48,7 @@ class Watched:
     ports: tuple[int, ...]
     listeners: tuple[ListenerRow, ...]
     netns_pid: int  # a process in the server's network namespace: its /proc/PID/net is the server's
+    acceptor: int | None = None  # fd-pass: the process that accepts and hands each connection to a worker
 
     @property
     def threaded(self) -> bool:
@@ -74,10 +82,13 @@ def threads(pid: int) -> list[int]:
 def find_server(pid: int | None = None, port: int | None = None) -> Watched:
     """The server behind `pid` or `port` (in this network namespace), as inspect finds it (a pid that holds
     no listener leads to its parent's or a child's). NotServing (one line) when there is none."""
-    server = serving.find_server(pid, port)
+    with FdTables(keep=True) as tables:
+        server = serving.find_server(pid, port, tables)
+        acceptor, fed = _acceptor(server, tables) if server.fed else (None, ())
     holders = server.holders
-    parents = {p: info.ppid if (info := process_info(p)) else None for p in holders}
-    workers = sorted((p for p in holders if p not in parents.values()), key=_started)
+    parents = {p: info.ppid if (info := process_info(p)) else None for p in (*holders, *fed)}
+    # fed workers hold no listener: their parent is the master when it holds one (Node's primary, the acceptor)
+    workers = sorted(fed or (p for p in holders if p not in parents.values()), key=_started)
     common = {parents[p] for p in workers}
     master = common.pop() if len(common) == 1 and common <= holders.keys() else None
     if len(workers) == 1 and len(tids := threads(workers[0])) > 1 and _threads_are_workers(workers[0]):
@@ -88,7 +99,20 @@ def find_server(pid: int | None = None, port: int | None = None) -> Watched:
     ports = tuple(sorted({row.port for row in rows}))
     listeners = tuple(with_backlogs(workers[0], list(rows)))  # /proc's rows (another namespace) lack the backlog
     target = f"pid {pid}" if pid is not None else f"port {port}"
-    return Watched(target, comm(workers[0]), master, tuple(workers), units, ports, listeners, workers[0])
+    return Watched(target, comm(workers[0]), master, tuple(workers), units, ports, listeners, workers[0], acceptor)
+
+
+def _acceptor(server: serving.Server, tables: FdTables) -> tuple[int | None, tuple[int, ...]]:
+    """The acceptor and the processes it feeds, where inspect's look at the threads names fd-pass (one process
+    waits on the listeners, the fed ones on Unix sockets whose other end it holds); (None, ()) otherwise: a
+    process on a Unix socket to a worker is not always fed connections (nginx's cache manager talks to its
+    master), and a look that found everyone busy cannot say."""
+    from ..inspect.run import looks
+
+    verdict, _, _, _ = looks(server, tables)
+    if verdict.mechanism != Mechanism.FD_PASS:
+        return None, ()
+    return verdict.waiters[0][0], tuple(sorted({pid for pid, _ in verdict.fed}))
 
 
 def _threads_are_workers(pid: int) -> bool:
