@@ -28,7 +28,7 @@ process); else it is counted as closed before any look, with its bytes. An abort
 tcp_disconnect) zeroes a socket's counters: its tail is unknown, and it counts as closed busy if it was.
 The kernel counts a FIN received as one byte in (it moves rcv_nxt): a connection closed with one counts one
 byte more than its data. Announcements read before the first look are of closes before the window, and those
-of sockets the last look saw open, read after it, of closes after the window: dropped (settle).
+of sockets the last look saw open (not closed by their server), read after it, of closes after the window: dropped.
 With more than one worker, a socket no look saw cannot be given to one: the watch is told the cookies the looks
 know (DestroyWatch.known, None while a look reads the tables) and only counts the others, with their bytes in,
 undecoded. The watch reads on a budget of CPU (tcp_destroy.SHARE): announcements it skipped for it (the kernel
@@ -59,6 +59,7 @@ _ZERO = (0, 0, 0, 0)  # bytes in, bytes out, data segments in, data segments out
 RECENT_S = 1.0  # at a socket's first sample: data in within this long says it is busy (no sample before)
 COSTS_KEPT = 5  # the pace is the median CPU cost of this many recent samples (see sample)
 SETTLE_S = 0.5  # at the end: the longest wait for the announcements of sockets gone from the last look
+CLOSED_BY_SERVER = frozenset((4, 5, 9, 11))  # FIN_WAIT1, FIN_WAIT2, LAST_ACK, CLOSING, in no fd table (inode 0)
 
 
 @dataclass
@@ -127,7 +128,7 @@ class LoadSampler:
         self.closed_unlooked = 0  # announced, seen by no look, holder not known: in no worker's share
         self.closed_unlooked_bytes_in = 0
         self._holder: dict[int, int] = {}  # cookie -> the worker that held it at its last look with a holder
-        self._gone: set[int] = set()  # cookies gone from a look, not yet announced
+        self._gone, self._shut = set[int](), set[int]()  # gone from a look, unannounced; the last saw shut (settle)
         self._unseen: tuple[int, int] | None = None  # announced undecoded in the window (count, bytes in), settled
         self._only = watched.workers[0] if len(watched.workers) == 1 else None  # the one worker: any holder
 
@@ -212,6 +213,7 @@ class LoadSampler:
                     self.closed_busy += 1
                     self.closed_busy_bytes_in += counted
         self._last, self._tail, self._holder = last, tail, holder  # closed sockets drop out here
+        self._shut = {s.cookie for s in sockets if not s.inode and s.state in CLOSED_BY_SERVER}
         if self.closes is not None and self._only is None:  # the others cannot be given to a worker: counted
             self.closes.known = last
         for pid, carried in self.carried.items():
@@ -276,23 +278,21 @@ class LoadSampler:
     def settle(self) -> None:
         """At the end, after the last look: the announcements of the sockets gone from it (SETTLE_S at most);
         one never announced is counted as closed busy if it was; then the announcements are left. The window
-        ends at that look: a close of a socket it saw open is not the window's, nor one no look saw announced
-        while this waits (those the reader had read when this began, ms after the look, are kept)."""
+        ends at that look: a close of a socket it saw open is not the window's (one it saw closed by its server
+        is), nor one no look saw announced while this waits (those read when this began, ms after it, are)."""
         if self.closes is None or self.missing is not None:
             return
         closes, unseen = self.closes, (self.closes.unseen, self.closes.unseen_bytes_in)  # by now: the window's
         first = [True]  # the first take keeps the closes no look saw too; a socket the look saw open, none
 
         def announced() -> bool:
-            unlooked, first[0] = first[0], False
-            taken = closes.take()
-            self._closed([s for s in taken if s.cookie in self._gone or (unlooked and s.cookie not in self._last)])
+            unlooked, first[0], window = first[0], False, self._gone | self._shut
+            self._closed([s for s in closes.take() if s.cookie in window or (unlooked and s.cookie not in self._last)])
             return not self._gone
 
         wait_for(announced, SETTLE_S, interval_s=0.005)
         closes.close()
-        self._unseen = unseen
-        self.closes_lost, self.closes_skipped = self.closes.lost, self.closes.skipped
+        self.closes_lost, self.closes_skipped, self._unseen = self.closes.lost, self.closes.skipped, unseen
         for cookie in self._gone:
             counted, busy = self._tail.get(cookie, (0, False))
             if busy:
