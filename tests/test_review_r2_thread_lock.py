@@ -21,3 +21,19 @@ def test_threads_of_the_waiters_process_waiting_for_the_lock_are_its_losers() ->
     assert verdict.mechanism == "accept-mutex", verdict
     assert verdict.losers == tuple(s.unit for s in waiting), verdict
     assert verdict.evidence[0].startswith("only 1 of 4 workers has the listener"), verdict
+
+
+def _lone(via: str, call: str, exclusive: bool | None = None) -> str:
+    seen = Seen(pid=WORKER, tid=WORKER, call=call, via=via, listeners=frozenset({41}), exclusive=exclusive,
+                epoll_id="200:8" if via == "epoll" else None, holds=frozenset({41}))  # fmt: skip
+    return classify([seen], [LISTENER], {WORKER: MASTER}, {}).evidence[0]
+
+
+def test_one_waiter_under_load_is_said_in_the_singular() -> None:
+    """gunicorn's sync workers under wrk -c6, two of three busy at the look: '1 worker sleep in poll() holding the
+    listener'; nginx's epoll likewise read '1 worker wait in epoll_wait(), each on its own epoll ...'."""
+    assert _lone("poll", "poll") == "1 worker sleeps in poll() holding the listener"
+    assert _lone("accept", "accept4").startswith("1 worker sleeps in accept4() on the listener")
+    assert _lone("io_uring", "io_uring_enter").startswith("1 worker waits in io_uring_enter()")
+    said = _lone("epoll", "epoll_wait", exclusive=True)
+    assert said.startswith("1 worker waits in epoll_wait(), on its own epoll that watches"), said

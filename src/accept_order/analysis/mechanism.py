@@ -171,6 +171,7 @@ def classify(
     else:
         calls = "their loops (all running at the look)" if len(waiting) > 1 else "its loop (running at the look)"
     who = plural(len(waiting), "worker")
+    one = len(waiting) == 1  # the verb agrees: under load one worker may be the only one waiting
     if via == "epoll":
         epolls = {s.epoll_id for s in waiting if s.via == "epoll"}
         if len(waiting) > 1 and len(epolls) == 1 and None not in epolls:
@@ -185,7 +186,8 @@ def classify(
                 Mechanism.EPOLL,
                 units,
                 evidence=(
-                    f"{who} wait in {calls}, each on its own epoll that watches the listener with EPOLLEXCLUSIVE",
+                    f"{who} {'waits' if one else 'wait'} in {calls}, {'on its' if one else 'each on its'} own epoll "
+                    "that watches the listener with EPOLLEXCLUSIVE",
                 ),
             )
         if len(waiting) == 1:
@@ -206,10 +208,10 @@ def classify(
             ),
         )
     sentence = {
-        "accept": f"{who} sleep in {calls} on the listener itself",
-        "poll": f"{who} sleep in {calls} holding the listener",
-        "select": f"{who} sleep in {calls} holding the listener",
-        "io_uring": f"{who} wait in {calls} on rings with an accept armed",
+        "accept": f"{who} {'sleeps' if one else 'sleep'} in {calls} on the listener itself",
+        "poll": f"{who} {'sleeps' if one else 'sleep'} in {calls} holding the listener",
+        "select": f"{who} {'sleeps' if one else 'sleep'} in {calls} holding the listener",
+        "io_uring": f"{who} {'waits' if one else 'wait'} in {calls} on rings with an accept armed",
     }[via]
     return Verdict(CALL_MODE[via], units, evidence=(sentence,))
 
