@@ -412,6 +412,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("pages", nargs="*", type=Path, help="pages to regenerate (default: all)")
     parser.add_argument("--list", action="store_true", help="list the marked blocks, run nothing")
     args = parser.parse_args(argv)
+    # SIGTERM and SIGHUP unwind like Ctrl-C, so that a setup's server (an nginx started for a block) is stopped
+    # by its finally rather than left running
+    for stop in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(stop, signal.default_int_handler)
     failed = 0
     for page in [p.resolve() for p in args.pages] or pages():
         failed += regenerate(page, dry_run=args.list)
@@ -423,4 +427,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        print("regen: interrupted; the page being regenerated is left as it was", file=sys.stderr)
+        sys.exit(130)
