@@ -40,6 +40,7 @@ from accept_order.probes.work import spin
 WORK_US = {work_us}
 WORK_ITERS = {work_iters}
 LOG = os.open({log!r}, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+{nodelay}
 
 
 async def app(scope, receive, send):
@@ -64,9 +65,54 @@ async def app(scope, receive, send):
 '''
 
 
-def write_app(spec: ServerSpec, directory: str) -> str:
-    """Write the app into `directory`; return its `MODULE:app` target."""
-    source = APP_TEMPLATE.format(work_us=spec.work_us, work_iters=spec.work_iters, log=os.path.join(directory, LOG))
+# Where the server's loop leaves Nagle's algorithm on for the connections it accepts (uvicorn's asyncio: see
+# uvicorn.py), the app turns it off on the port's listening socket as its worker imports it, before the loop
+# listens and accepts: Linux's accepted sockets inherit TCP_NODELAY from their listener, and the listener is
+# the one socket every worker shares, so each connection of the run is accepted with it.
+NODELAY_TEMPLATE = """
+import socket
+import stat
+
+
+def _listener(sock, port):
+    \"\"\"Whether `sock` is a TCP socket bound to `port` and connected to nothing.\"\"\"
+    if sock.family not in (socket.AF_INET, socket.AF_INET6) or sock.type != socket.SOCK_STREAM:
+        return False
+    try:
+        if sock.getsockname()[1] != port:
+            return False
+    except OSError:
+        return False
+    try:
+        sock.getpeername()
+    except OSError:
+        return True  # connected to nothing
+    return False
+
+
+def _nodelay_on_listener(port):
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            if not stat.S_ISSOCK(os.fstat(int(name)).st_mode):
+                continue
+            sock = socket.socket(fileno=os.dup(int(name)))
+        except OSError:
+            continue  # the listing's own descriptor, closed by now
+        with sock:  # a duplicate: the option is the socket's, the descriptor closed here is ours
+            if _listener(sock, port):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
+_nodelay_on_listener({port})
+"""
+
+
+def write_app(spec: ServerSpec, directory: str, nodelay_port: int | None = None) -> str:
+    """Write the app into `directory`; return its `MODULE:app` target. `nodelay_port`: the port whose
+    listening socket the app gives TCP_NODELAY as it is imported (see NODELAY_TEMPLATE)."""
+    nodelay = NODELAY_TEMPLATE.format(port=nodelay_port) if nodelay_port is not None else ""
+    log = os.path.join(directory, LOG)
+    source = APP_TEMPLATE.format(work_us=spec.work_us, work_iters=spec.work_iters, log=log, nodelay=nodelay)
     with open(os.path.join(directory, f"{APP_MODULE}.py"), "w") as f:
         f.write(source)
     return f"{APP_MODULE}:app"
