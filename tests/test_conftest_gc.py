@@ -1,0 +1,32 @@
+"""tests/conftest.py's collector settings: the test process collects less often (TEST_GC_THRESHOLDS), and a process
+forked from a test (a built-in server's workers) has the interpreter's own thresholds back, as under the CLI."""
+
+from __future__ import annotations
+
+import gc
+import os
+import subprocess
+import sys
+
+from conftest import TEST_GC_THRESHOLDS
+
+
+def test_the_test_process_collects_less_often() -> None:
+    assert gc.get_threshold() == TEST_GC_THRESHOLDS
+
+
+def test_a_forked_child_has_the_interpreters_defaults() -> None:
+    defaults = subprocess.run(
+        [sys.executable, "-c", "import gc; print(*gc.get_threshold())"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: say its thresholds and leave at once (no pytest machinery after a fork)
+        os.close(read)
+        os.write(write, " ".join(map(str, gc.get_threshold())).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as said:
+        got = said.read().split()
+    assert os.waitpid(pid, 0)[1] == 0
+    assert got == defaults != [str(t) for t in TEST_GC_THRESHOLDS]
