@@ -104,15 +104,25 @@ def find_server(pid: int | None = None, port: int | None = None) -> Watched:
 
 def _acceptor(server: serving.Server, tables: FdTables) -> tuple[int | None, tuple[int, ...]]:
     """The acceptor and the processes it feeds, where inspect's look at the threads names fd-pass (one process
-    waits on the listeners, the fed ones on Unix sockets whose other end it holds); (None, ()) otherwise: a
-    process on a Unix socket to a worker is not always fed connections (nginx's cache manager talks to its
-    master), and a look that found everyone busy cannot say."""
+    waits on the listeners, the fed ones on Unix sockets whose other end it holds) and the acceptor is the
+    listeners' only holder; (None, ()) otherwise: a process on a Unix socket to a worker is not always fed
+    connections, and a look that found everyone busy cannot say.
+
+    The look alone names fd-pass wherever one process waits on the listener and another, holding none, waits
+    on a Unix socket the waiter holds: nginx with one worker (or accept_mutex on, where only the lock's holder
+    waits on it) and proxy_cache_path, whose cache manager and loader wait on their channels to the master and
+    the workers, was watched as two workers fed by its one real worker, untraced, seeing nothing. An acceptor
+    holds the listeners alone (Node's primary under SCHED_RR, the built-in fd-pass mode's acceptor); nginx's
+    master holds them beside its workers."""
     from ..inspect.run import looks
 
     verdict, _, _, _ = looks(server, tables)
     if verdict.mechanism != Mechanism.FD_PASS:
         return None, ()
-    return verdict.waiters[0][0], tuple(sorted({pid for pid, _ in verdict.fed}))
+    acceptor = verdict.waiters[0][0]
+    if server.holders.keys() != {acceptor}:
+        return None, ()
+    return acceptor, tuple(sorted({pid for pid, _ in verdict.fed}))
 
 
 def _threads_are_workers(pid: int) -> bool:

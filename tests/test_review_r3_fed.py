@@ -1,0 +1,53 @@
+"""observe takes a server for fd-pass (one acceptor feeding workers over Unix sockets, 7dbf8bf) only where the
+acceptor alone holds the listeners. inspect's look names fd-pass wherever one process waits on the listener and
+another that holds none waits on a Unix socket the waiter holds: nginx with proxy_cache_path has a cache manager
+and a cache loader waiting on their channels, whose other ends the master and the workers hold. With one worker
+(or accept_mutex on, where only the lock's holder has the listener in its epoll) observe watched the manager and
+the loader as two 'workers' fed by the real one, untraced, and counted nothing of the traffic. nginx's master
+holds the listeners too: no acceptor of fd-pass shares them (Node's primary under SCHED_RR and the built-in
+mode's acceptor hold them alone; tests/test_node_observe_fed.py keeps those)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from nginx_by_hand import nginx_by_hand
+
+from accept_order.experiments.observe.server import find_server
+
+# nginx_by_hand waits for `processes` children: the workers and the cache manager and loader
+CONF = """
+worker_processes {nginx_workers};
+daemon off;
+pid {d}/nginx.pid;
+events {{ worker_connections 256; {events} }}
+http {{
+    access_log off;
+    proxy_cache_path {d}/cache keys_zone=c:1m;
+    server {{ listen 127.0.0.1:{port}; location / {{ return 200 "worker $pid\\n"; }} }}
+}}
+"""
+
+
+def holds_a_socket_on(pid: int, port: int) -> bool:
+    """Whether `pid` has the port's listener in its fd table (nginx's workers do; its cache processes close it)."""
+    listening = set()
+    for line in Path(f"/proc/{pid}/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[3] == "0A" and int(fields[1].split(":")[1], 16) == port:
+            listening.add(f"socket:[{fields[9]}]")
+    return any(os.readlink(f"/proc/{pid}/fd/{fd}") in listening for fd in os.listdir(f"/proc/{pid}/fd"))
+
+
+@pytest.mark.parametrize(("nginx_workers", "events"), [(1, ""), (3, "accept_mutex on;")])
+def test_nginx_cache_processes_are_not_taken_for_fed_workers(free_port: int, nginx_workers: int, events: str) -> None:
+    processes = nginx_workers + 2  # the cache manager and the cache loader
+    with nginx_by_hand(CONF, free_port, processes, 30, nginx_workers=str(nginx_workers), events=events) as nginx:
+        workers = [pid for pid in nginx.workers if holds_a_socket_on(pid, free_port)]
+        assert len(workers) == nginx_workers  # the others are the cache manager and loader
+        watched = find_server(port=free_port)
+    assert watched.acceptor is None
+    assert sorted(watched.workers) == workers
+    assert watched.master == nginx.master
