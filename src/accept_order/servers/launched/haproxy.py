@@ -9,7 +9,9 @@ to a UDP socket of the tool's: log_receiver.py says why not stdout) is the witne
 the run.
 
 Modes: `threads` (one listener for all threads; since 2.3 the accepting thread hands each connection to
-the least loaded thread's queue, tune.listener.multi-queue) and `shards` (one `bind` per thread, each its
+the less loaded of two threads, tune.listener.multi-queue: listener.c's two indexes walk the threads in
+opposite directions, and of the two it points at the one with fewer of the listener's connections, queued
+and held, gets it) and `shards` (one `bind` per thread, each its
 own SO_REUSEPORT socket read by that thread only: what 2.7 calls `shards by-thread`). --accept-batch is
 tune.maxaccept. With --work/--work-iters a per-thread Lua action burns the work before the answer.
 """
@@ -67,10 +69,11 @@ HAPROXY_MODES: dict[str, ModeInfo] = {
     for m in (
         ModeInfo(
             "threads",
-            "nbthread N on one listener: the accepting thread hands each connection to the least loaded thread",
+            "nbthread N on one listener: the accepting thread hands each connection to the less loaded of two threads",
             "one listening socket for all threads, in every thread's epoll without EPOLLEXCLUSIVE, so each "
             "connection wakes every idle thread (a herd); whichever thread accepts passes the connection to the "
-            "least loaded thread's accept queue (tune.listener.multi-queue, since 2.3), so idle threads take turns",
+            "accept queue of the less loaded of two threads (tune.listener.multi-queue, since 2.3: by the listener's "
+            "connections each holds and has queued), so idle threads take turns",
             Model.FIFO,
             "shared",
             herds=True,  # herd -w 3 -n 30 here: 3.9 sleeps per connection, against 1.9 for shards
@@ -244,7 +247,7 @@ class HaproxyKind(ServerKind):
     process_names = ("haproxy",)
     threads_are_workers = True
     handoff = (
-        "HAProxy hands each connection it accepts to the least loaded thread's queue (tune.listener.multi-queue): "
+        "HAProxy hands each connection it accepts to the less loaded of two threads (tune.listener.multi-queue): "
         "the thread that accepts is not always the one that serves"
     )
     summary = "Debian's HAProxy with threads as its workers, launched from a generated config"
