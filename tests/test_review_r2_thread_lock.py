@@ -37,3 +37,45 @@ def test_one_waiter_under_load_is_said_in_the_singular() -> None:
     assert _lone("io_uring", "io_uring_enter").startswith("1 worker waits in io_uring_enter()")
     said = _lone("epoll", "epoll_wait", exclusive=True)
     assert said.startswith("1 worker waits in epoll_wait(), on its own epoll that watches"), said
+
+
+def _thread(tid: int, call: str, exclusive: bool = False) -> Seen:
+    return Seen(pid=WORKER, tid=tid, call=call, via="epoll", listeners=frozenset({41}), exclusive=exclusive,
+                epoll_id=f"200:{tid}", holds=frozenset({41}))  # fmt: skip
+
+
+def _busy(tid: int) -> Seen:
+    return Seen(pid=WORKER, tid=tid, call="running", via="running", holds=frozenset({41}))
+
+
+def test_lone_waiters_of_a_herd_under_load_are_the_herd() -> None:
+    """h2o's 3 threads (each its own epoll on the listener, no EPOLLEXCLUSIVE) under wrk -c6: 4 samples of 5 saw
+    one thread waiting, the others busy, and read 'epoll: 1 worker ... with one waiter there is no one else to
+    wake', 'Why: only one worker waits for connections: it takes every one'; the fifth saw two: the herd."""
+    from accept_order.analysis.mechanism import overall
+
+    parent = {WORKER: MASTER}
+    lone = [classify([_thread(201, "epoll_wait"), _busy(202), _busy(203)], [LISTENER], parent, {}) for _ in range(4)]
+    two = classify([_thread(201, "epoll_wait"), _thread(202, "epoll_wait"), _busy(203)], [LISTENER], parent, {})
+    verdict, tally = overall([*lone, two])
+    assert verdict.mechanism == "epoll-herd" and len(verdict.waiters) == 2, verdict
+    assert tally == {"epoll": 4, "epoll-herd": 1}, tally  # the samples as they were
+    # EPOLLEXCLUSIVE lone waiters are no herd's: nginx's epoll stays epoll
+    exclusive = [classify([_thread(201, "epoll_wait", True), _busy(202)], [LISTENER], parent, {}) for _ in range(3)]
+    assert overall([*exclusive, two])[0].mechanism == "epoll"
+    # without a sample of the herd, a lone waiter is what was seen (Caddy's one loop)
+    assert overall(lone)[0].mechanism == "epoll"
+
+
+def test_the_sample_shown_is_the_one_that_saw_the_most_waiters() -> None:
+    """gunicorn's sync workers under wrk: one sample saw 1 of 3 in poll() and the look said 'only one worker waits
+    for connections: it takes every one' though another saw 2."""
+    from accept_order.analysis.mechanism import overall
+
+    def polls(*tids: int) -> list[Seen]:
+        return [Seen(pid=p, tid=p, call="poll", via="poll", listeners=frozenset({41}), holds=frozenset({41}))
+                for p in tids]  # fmt: skip
+
+    parent = dict.fromkeys((201, 202, 203), MASTER)
+    one, two = classify(polls(201), [LISTENER], parent, {}), classify(polls(201, 202), [LISTENER], parent, {})
+    assert overall([one, two, one])[0] == two

@@ -73,6 +73,7 @@ class Verdict:
     fed: tuple[tuple[int, int], ...] = ()
     losers: tuple[tuple[int, int], ...] = ()
     evidence: tuple[str, ...] = ()
+    exclusive: bool = True  # False: epoll waiters whose epoll watches the listener without EPOLLEXCLUSIVE
 
 
 def _where(listener: Listener) -> str:
@@ -194,6 +195,7 @@ def classify(
             return Verdict(
                 Mechanism.EPOLL,
                 units,
+                exclusive=False,
                 evidence=(
                     f"1 worker waits in {calls} on an epoll that watches the listener without "
                     "EPOLLEXCLUSIVE (with one waiter there is no one else to wake)",
@@ -218,11 +220,18 @@ def classify(
 
 def overall(verdicts: Sequence[Verdict]) -> tuple[Verdict, dict[str, int]]:
     """The samples' answer: the mechanism most samples showed (accept-mutex wins when any sample saw the
-    lock: an idle holder can keep it, so a sample that saw every worker listening is rarer), and how many
+    lock: an idle holder can keep it, so a sample that saw every worker listening is rarer; a herd wins over
+    lone waiters without EPOLLEXCLUSIVE), from the sample of it that saw the most waiters, and how many
     samples showed each."""
     tally = Counter(v.mechanism for v in verdicts if v.mechanism is not None)
     if not tally:
         return verdicts[0], {}
     name = Mechanism.ACCEPT_MUTEX if Mechanism.ACCEPT_MUTEX in tally else tally.most_common(1)[0][0]
-    chosen = next(v for v in verdicts if v.mechanism == name)
+    # Under load a herd's other workers may be busy at most samples: one waiter in an epoll without EPOLLEXCLUSIVE
+    # reads as epoll, which a sample that saw two or more of them disproves (h2o's threads, HAProxy's under wrk)
+    lone = [v for v in verdicts if v.mechanism == Mechanism.EPOLL and len(v.waiters) == 1 and not v.exclusive]
+    if name == Mechanism.EPOLL and Mechanism.EPOLL_HERD in tally and len(lone) == tally[Mechanism.EPOLL]:
+        name = Mechanism.EPOLL_HERD
+    # the sample that saw the most of its workers waiting: one that saw a single waiter says it takes every one
+    chosen = max((v for v in verdicts if v.mechanism == name), key=lambda v: len(v.waiters))
     return chosen, {str(k): n for k, n in tally.items()}
