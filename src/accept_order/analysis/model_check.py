@@ -40,6 +40,9 @@ SOURCES: dict[str, str] = {
 SEED = 1
 SAMPLE = 4096  # service times drawn from: the bounded sample of the workers' histogram
 MIN_TIMED = 20  # connections the workers must have timed for their times to stand for the service
+# Measurements a run needs before its p99 is compared with the prediction: under 100 the p99 is the slowest one
+# measured, and a slowest one names no cause (5 requests are 'above what queueing predicts' by one stall).
+MIN_JUDGED = 100
 # Requests simulated: ten times the run's (so the model's own noise is well under the measurement's),
 # at least enough for a p99.9 of 5,000 measured, at most what takes well under a second.
 FEWEST, MOST = 5_000, 100_000

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from ...analysis.herd import HERD_THRESHOLD, woken_per_connection
 from ...analysis.model_check import (
     FEWEST,
+    MIN_JUDGED,
     MIN_TIMED,
     MOST,
     NOISE,
@@ -296,6 +297,17 @@ def _fixed_clause(runs: Sequence[LatencyResult], fixed: float) -> str:
     )
 
 
+def _too_small(runs: Sequence[LatencyResult], several: bool, name: Callable[[LatencyResult], str]) -> str:
+    """The runs whose p99 is their slowest measurement or near it: judged neither way, and what would do."""
+    unit = finished_unit(runs[0].load)
+    counted = [f"{name(r)} {r.histogram.count:,}" for r in runs] if several else [f"{runs[0].histogram.count:,}"]
+    more = "-n" if all(r.load.connections is not None for r in runs) else "a --duration long enough for"
+    return (
+        f"too few {unit}s to judge ({', '.join(counted)} measured): a p99 needs {MIN_JUDGED} or more (under that "
+        f"it is the slowest one), so {more} {MIN_JUDGED} or more would tell"
+    )
+
+
 def model_line(runs: Sequence[LatencyResult], name: Callable[[LatencyResult], str] = _label) -> str | None:
     """One sentence: an open loop that was overloaded, then whether each run's measured p99 is within what
     queueing alone predicts for it (its own discipline, service time and load, plus the fixed path every
@@ -307,9 +319,11 @@ def model_line(runs: Sequence[LatencyResult], name: Callable[[LatencyResult], st
     over = [o for r in modelled if (o := overload(r, name)) is not None]
     lead = "; ".join(over) + ". " if over else ""
     band = f"a factor of {TOLERANCE:g}"
-    within = [r for r, m, p in compared if agrees(m, p)]
-    below = [r for r, m, p in compared if not agrees(m, p) and m < p]
-    beyond = [r for r, m, p in compared if not agrees(m, p) and m >= p]
+    small = [r for r, _, _ in compared if r.histogram.count < MIN_JUDGED]
+    enough = [(r, m, p) for r, m, p in compared if r.histogram.count >= MIN_JUDGED]
+    within = [r for r, m, p in enough if agrees(m, p)]
+    below = [r for r, m, p in enough if not agrees(m, p) and m < p]
+    beyond = [r for r, m, p in enough if not agrees(m, p) and m >= p]
     if len(compared) == 1:
         r, measured, predicted = compared[0]
         figures = f"measured p99 {measured:.2f} ms is {_times(measured, predicted)} the predicted {predicted:.2f} ms"
@@ -320,7 +334,7 @@ def model_line(runs: Sequence[LatencyResult], name: Callable[[LatencyResult], st
         )
     figures += _fixed_clause(modelled, fixed)
     several = len(compared) > 1
-    clauses = []
+    clauses = [_too_small(small, several, name)] if small else []
     if within:
         who = ("each" if len(within) == len(compared) else ", ".join(name(r) for r in within)) if several else ""
         explains = (
@@ -347,8 +361,8 @@ def queueing_explains(runs: Sequence[LatencyResult]) -> bool | None:
     """Whether every mode's measured p99 is within the model's tolerance of its own prediction (one round of
     a comparison); None when fewer than two runs have a model."""
     compared, _ = judged(runs)
-    if len(compared) < 2:
-        return None
+    if len(compared) < 2 or any(r.histogram.count < MIN_JUDGED for r, _, _ in compared):
+        return None  # a run too small to judge: the round says nothing either way
     return all(agrees(measured, predicted) for _, measured, predicted in compared)
 
 
