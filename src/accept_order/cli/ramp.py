@@ -122,6 +122,9 @@ def _ms(value: Any) -> float | None:
     help="At each step's start, open its connections (--in-flight, or the step's concurrency) one after another "
     "at idle, as a proxy fills its pool, then run the step's requests over them.",
 )
+# latency's -c is the clients of a closed loop, or with --rate the most in flight: a ramp steps the one
+# (--concurrency-steps) and caps the other (--in-flight), so one -c would mean either; refused with why.
+@click.option("-c", "--concurrency", "concurrency", type=int, default=None, hidden=True)
 @repeat_option(given_by="--modes")
 @json_option()
 @handle_errors
@@ -141,6 +144,7 @@ def ramp(
     timeout_s: float,
     requests_per_connection: int,
     pool: bool,
+    concurrency: int | None,
     json_path: str | None,
     **options: Any,
 ) -> None:
@@ -150,6 +154,12 @@ def ramp(
     from ..experiments.ramp.report import ramp_report
     from ..experiments.ramp.run import RampPlan
 
+    if concurrency is not None:
+        raise click.UsageError(
+            f"ramp takes no -c: its steps set the load, --concurrency-steps {concurrency} (a closed loop of "
+            f"{concurrency} connections in flight, latency's -c) or --rates with --in-flight {concurrency} (the most "
+            "in flight, latency's -c with --rate)"
+        )
     if rates is not None and concurrency_steps is not None:
         raise click.UsageError("give --rates (open loop) or --concurrency-steps (closed loop), not both")
     if rates is None and concurrency_steps is None:
