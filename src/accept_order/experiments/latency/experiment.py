@@ -13,6 +13,7 @@ from ...analysis.tails import TailVerdict, tail_verdict
 from ...core.totals import loops_ran
 from ...results import export
 from ..parts import Experiment, lazy
+from .held_nothing import held_nothing_notes
 from .kept_report import kept_csv
 from .model_check import model_line
 from .model_report import model_csv
@@ -54,8 +55,10 @@ def stopped_between(result: LatencyCompareResult | SweepResult) -> LatencyResult
 
 def compare_verdict(result: LatencyCompareResult) -> TailVerdict:
     """The tails' verdict, saying where a stop between two modes left the rest unrun ('need at least two runs'
-    of one whole run and nothing more said the second served nothing)."""
+    of one whole run and nothing more said the second served nothing), and the workers that held no
+    connection of a run over kept connections where the others carried their share (its tail is theirs)."""
     verdict = tail_verdict(result.runs)
+    verdict = replace(verdict, text=verdict.text + held_nothing_notes(result.runs))
     after = stopped_between(result)
     if after is None:
         return verdict
