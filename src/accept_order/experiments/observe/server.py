@@ -84,7 +84,8 @@ def find_server(pid: int | None = None, port: int | None = None) -> Watched:
     no listener leads to its parent's or a child's). NotServing (one line) when there is none."""
     with FdTables(keep=True) as tables:
         server = serving.find_server(pid, port, tables)
-        acceptor, fed = _acceptor(server, tables) if server.fed else (None, ())
+        # the look (30-60 ms, a second on a busy machine) only where an acceptor can be: one holder, fed ones
+        acceptor, fed = _acceptor(server, tables) if server.fed and len(server.holders) == 1 else (None, ())
     holders = server.holders
     parents = {p: info.ppid if (info := process_info(p)) else None for p in (*holders, *fed)}
     # fed workers hold no listener: their parent is the master when it holds one (Node's primary, the acceptor)
@@ -121,7 +122,7 @@ def _acceptor(server: serving.Server, tables: FdTables) -> tuple[int | None, tup
         return None, ()
     acceptor = verdict.waiters[0][0]
     if server.holders.keys() != {acceptor}:
-        return None, ()
+        return None, ()  # find_server asks only of one holder: this is its own check
     return acceptor, tuple(sorted({pid for pid, _ in verdict.fed}))
 
 
