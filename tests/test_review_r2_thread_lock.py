@@ -79,3 +79,22 @@ def test_the_sample_shown_is_the_one_that_saw_the_most_waiters() -> None:
     parent = dict.fromkeys((201, 202, 203), MASTER)
     one, two = classify(polls(201), [LISTENER], parent, {}), classify(polls(201, 202), [LISTENER], parent, {})
     assert overall([one, two, one])[0] == two
+
+
+def test_a_worker_beside_nginxs_cache_processes_is_no_acceptor() -> None:
+    """nginx with proxy_cache_path (accept_mutex on, 3 workers; or 1 worker), checked by hand: the cache manager
+    and loader hold no listener and wait in epolls on their channels, whose other ends the workers hold too.
+    inspect read 'fd-pass: only pid W waits on the listener; 2 processes that hold none wait on Unix sockets whose
+    other end pid W holds', at 0.2 too (observe's look, 93b8bce, asks the same of the listeners' holders). An
+    acceptor holds the listeners alone; nginx's master holds them beside its workers."""
+    master, worker, manager, loader = 100, 201, 204, 205
+    waiter = Seen(pid=worker, tid=worker, call="epoll_wait", via="epoll", listeners=frozenset({41}),
+                  exclusive=False, epoll_id="201:8", holds=frozenset({41}))  # fmt: skip
+    cache = [Seen(pid=p, tid=p, call="epoll_wait", via="passed", unix_ends=frozenset({71})) for p in (manager, loader)]
+    parent = {worker: master, manager: master, loader: master}
+    sockets = {master: frozenset({41, 70}), worker: frozenset({41, 71}), manager: frozenset({72}), loader: frozenset()}
+    verdict = classify([waiter, *cache], [LISTENER], parent, sockets)
+    assert verdict.mechanism == "epoll" and not verdict.fed, verdict
+    # the same shape where the waiter alone holds the listener: an acceptor feeding them (Node's primary)
+    alone = {**sockets, master: frozenset({70})}
+    assert classify([waiter, *cache], [LISTENER], parent, alone).mechanism == "fd-pass"

@@ -99,7 +99,10 @@ def classify(
         return Verdict(None, (), evidence=("no thread waits on a listener at this moment (all busy?)",))
     units = tuple(s.unit for s in waiting)
     accepting = {s.pid for s in waiting}
-    if len(accepting) == 1:
+    # an acceptor holds the listeners alone (Node's primary, the built-in fd-pass mode's): nginx's cache manager
+    # and loader wait on channels a worker holds too, while the master holds the listeners beside the workers
+    alone = all(not (held & by_inode.keys()) for pid, held in sockets.items() if pid not in accepting)
+    if len(accepting) == 1 and alone:
         acceptor = next(iter(accepting))
         mine = sockets.get(acceptor, frozenset())
         fed = [s for s in seen if s.via == "passed" and not s.holds and s.unix_ends & mine]
