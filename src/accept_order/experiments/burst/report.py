@@ -17,6 +17,7 @@ from ...render.observed_on import load_parts
 from ...render.text import duration_us, plural
 from ...render.workers import own_count_text
 from ...servers.registry import unseen_note
+from ..target_unanswered import target_unanswered_note
 from .result import BurstCell, BurstResult, BurstRun
 
 
@@ -122,6 +123,9 @@ def burst_report(result: BurstResult) -> RenderableType:
         for run in result.runs:
             parts += _details(run)
         parts += [Text(note, style="yellow") for run in result.runs if (note := unseen_note(run.server))]
+        for run in result.runs:
+            unnamed = target_unanswered_note(run.server, ((sum(c.served), c.errors) for c in run.cells))
+            parts += [unnamed] if unnamed is not None else []
         for run in result.runs:  # --client-hosts: how each burst's hosts shared it
             cells = [HostsPart(str(c.clients), c.hosts, c.wall_s) for c in run.cells]
             parts += host_parts(cells, "clients", f"{run.server.label}: per client host")

@@ -18,6 +18,7 @@ from ...render.observed_on import load_parts
 from ...render.text import durations_us, plural
 from ...render.workers import own_count_text
 from ...servers.registry import unseen_note
+from ..target_unanswered import target_unanswered_note
 from .result import RampResult, RampStep
 
 SHOWN_COUNTERS = (
@@ -165,6 +166,8 @@ def ramp_report(result: RampResult) -> RenderableType:
         parts.append(Text(f"Knee: {before}; the first that did not was {_offered(broke)}: {why}.", style="bold"))
         if broke.seen:
             parts.append(Text(f"  There: {'; '.join(broke.seen)}."))
+    unnamed = target_unanswered_note(result.server, ((sum(s.served), s.errors) for s in result.steps))
+    parts += [unnamed] if unnamed is not None else []
     server = result.server
     env = result.environment
     where = f"; {env.system} {env.kernel}, {plural(env.cpu_count, 'CPU')}" if env else ""

@@ -1,0 +1,45 @@
+"""Why a load at a server elsewhere (--target) served nothing: its replies named no worker, or it waited
+for a request the line client never sends.
+
+--target knows a worker only by the pid its reply names, so a stock page ('hello, world', nginx's welcome)
+fails every connection as a bad reply although the server answered each one; and with --protocol line (the
+default) the client sends nothing, so an HTTP server times every connection out. latency says the first when it
+ends (cli/latency.py) and run both under its report (order/report.py); a ramp or a burst said only 'N failed (bad
+reply N)' or '(timeout N)' and exited 0, as if the server had failed them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from rich.text import Text
+
+from ..core.protocol import BAD_REPLY, TIMEOUT
+from ..core.spec import ServerSpec
+from ..servers.registry import known_by_replies
+
+NOTE = (
+    "The server answered, but no reply named a worker: --target attributes each connection by its reply alone, "
+    "which must read 'worker PID' or 'worker N pid PID' (as accept-order serve answers)"
+)
+SILENT = (
+    "No connection got an answer: with --protocol line (the default) the client sends nothing and waits for the "
+    "server to write first; a server that waits for a request (HTTP: nginx, HAProxy, gunicorn, ...) needs "
+    "--protocol http"
+)
+
+
+def target_unanswered_note(server: ServerSpec, loads: Iterable[tuple[int, Mapping[str, int]]]) -> Text | None:
+    """The note for a server elsewhere whose loads (each: what it served, its failures by errno) served
+    nothing and failed only as bad replies, or only by timing out under --protocol line; None otherwise (a
+    refusal or a reset is something else)."""
+    loads = list(loads)
+    if not known_by_replies(server) or not loads:
+        return None
+    if any(served for served, _ in loads):
+        return None
+    failures = {name for _, errors in loads for name, n in errors.items() if n}
+    if failures == {BAD_REPLY}:
+        return Text(NOTE, style="yellow")
+    if failures == {TIMEOUT} and server.protocol == "line":
+        return Text(SILENT, style="yellow")
+    return None
