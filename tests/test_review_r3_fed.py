@@ -10,9 +10,12 @@ mode's acceptor hold them alone; tests/test_node_observe_fed.py keeps those)."""
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import wait_for
 from nginx_by_hand import nginx_by_hand
 
 from accept_order.experiments.observe.server import find_server
@@ -51,3 +54,57 @@ def test_nginx_cache_processes_are_not_taken_for_fed_workers(free_port: int, ngi
     assert watched.acceptor is None
     assert sorted(watched.workers) == workers
     assert watched.master == nginx.master
+
+
+# A Node cluster under SCHED_RR whose last worker's main thread blocks in a futex (Atomics.wait) once it listens
+NODE_SCRIPT = r"""
+'use strict';
+const cluster = require('node:cluster');
+const http = require('node:http');
+const fs = require('node:fs');
+const [port, ready] = process.argv.slice(2);
+cluster.schedulingPolicy = cluster.SCHED_RR;
+if (cluster.isPrimary) {
+  let listening = 0;
+  cluster.on('listening', () => { if (++listening === 3) fs.writeFileSync(ready, String(process.pid)); });
+  for (let i = 0; i < 3; i++) cluster.fork();
+} else {
+  http.createServer((req, res) => res.end(`${process.pid}\n`)).listen(+port, '127.0.0.1', () => {
+    const block = () => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 60000);
+    if (cluster.worker.id === 3) setTimeout(block, 100);
+  });
+}
+"""
+FUTEX = "202"  # x86_64's syscall number, as /proc/PID/syscall gives it
+
+
+def test_a_node_worker_blocked_in_a_futex_is_still_one_of_the_fed_workers(tmp_path: Path, free_port: int) -> None:
+    """The look's sample sees a worker whose main thread waits in a futex (not on its channel) as waiting on
+    nothing: observe watched two of the three workers, and lost the third's connections."""
+    from accept_order.servers.launched.node import node_binary, node_missing
+
+    if node_missing():
+        pytest.skip(f"node: {node_missing()}")
+    script, ready = tmp_path / "cluster.js", tmp_path / "ready"
+    script.write_text(NODE_SCRIPT)
+    proc = subprocess.Popen(
+        [node_binary(), str(script), str(free_port), str(ready)],
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for(lambda: ready.exists() and ready.read_text(), bool, 30, "the cluster's workers to listen")
+        workers = sorted(int(p) for p in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split())
+        wait_for(
+            lambda: [Path(f"/proc/{p}/syscall").read_text().split()[0] for p in workers],
+            lambda calls: FUTEX in calls,
+            30,
+            "the last worker's main thread to block in a futex",
+        )
+        watched = find_server(port=free_port)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # its workers are in its session: none outlives the test
+        proc.wait()
+    assert watched.acceptor == proc.pid
+    assert sorted(watched.workers) == workers

@@ -123,7 +123,9 @@ def _acceptor(server: serving.Server, tables: FdTables) -> tuple[int | None, tup
     acceptor = verdict.waiters[0][0]
     if server.holders.keys() != {acceptor}:
         return None, ()  # find_server asks only of one holder: this is its own check
-    return acceptor, tuple(sorted({pid for pid, _ in verdict.fed}))
+    # every process on a socketpair with it, not only those the sample saw waiting on one: a Node worker whose
+    # main thread sat in a futex (a GC pause, Atomics.wait) was left out, its connections with it
+    return acceptor, tuple(sorted(server.fed))
 
 
 def _threads_are_workers(pid: int) -> bool:
