@@ -65,7 +65,7 @@ def test_ramps_seen_line_counts_one_connection_as_one() -> None:
     one = dataclasses.replace(step, queues=(1,), counters={"TcpEstabResets": 1, "TcpExtListenOverflows": 1})  # type: ignore[type-var]
     seen = signals(one, 2, 2)  # type: ignore[arg-type]
     assert "up to 1 connection waited in an accept queue" in seen
-    assert "1 connection reset" in seen and "the accept queue overflowed once" in seen
+    assert any(said.startswith("1 connection reset") for said in seen) and "the accept queue overflowed once" in seen
 
 
 def test_ramps_workers_cpu_is_one_figure_and_each_worker_is_named() -> None:
