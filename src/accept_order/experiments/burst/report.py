@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ...analysis.fairness import jain_index
+from ...core.protocol import ABORTED
 from ...core.text import escape_controls
 from ...core.totals import loops_ran
 from ...render.evidence import short_counter, shortage_lines
@@ -21,16 +22,23 @@ from ..target_unanswered import target_unanswered_note
 from .result import BurstCell, BurstResult, BurstRun
 
 
+def _stopped(cell: BurstCell) -> int:
+    """The connections Ctrl-C (or SIGTERM) found under way in a burst it cut short: the stop's, not failures
+    of the server (the load counts them as aborted)."""
+    return cell.errors.get(ABORTED, 0) if cell.interrupted else 0
+
+
 def _cell(cell: BurstCell | None) -> Text:
     if cell is None:
         return Text("-")
     text = Text(f"{cell.wall_s:.2f} s")
-    if cell.failed:
-        text.append(f" ({cell.failed} failed)", style="yellow")
+    stopped = _stopped(cell)
+    if cell.failed - stopped:
+        text.append(f" ({cell.failed - stopped} failed)", style="yellow")
     if cell.client_bound:
         text.append(" *", style="yellow")
     if cell.interrupted:
-        text.append(" (interrupted)", style="yellow")
+        text.append(f" (interrupted{f', {stopped} under way' if stopped else ''})", style="yellow")
     return text
 
 
@@ -103,10 +111,16 @@ def _per_connection(result: BurstResult) -> str:
 def burst_report(result: BurstResult) -> RenderableType:
     parts: list[RenderableType] = [burst_table(result)]
     # a client that failed ends the burst's time when it gives up (--timeout), not at a reply
-    failed = any(c.failed for r in result.runs for c in r.cells)
+    failed = any(c.failed - _stopped(c) for r in result.runs for c in r.cells)
+    stopped = any(c.interrupted for r in result.runs for c in r.cells)
     legend = (
         f"time from the first connect to the last reply{' or failure (some failed)' if failed else ''}"
-        "; * the load generator took more than half of it to start the connections, so it set the pace"
+        + (
+            " or the stop (interrupted: the connections under way then were the stop's, not failures)"
+            if stopped
+            else ""
+        )
+        + "; * the load generator took more than half of it to start the connections, so it set the pace"
     )
     parts.append(Text(legend, style="dim"))
     if result.runs:
