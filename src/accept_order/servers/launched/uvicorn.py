@@ -38,6 +38,8 @@ from ...core.spec import ServerSpec
 from .asgi import AsgiServer, write_app
 
 if TYPE_CHECKING:
+    import psutil
+
     from ...core.cures import LongLivedCure
     from ...core.target import Target
 
@@ -117,6 +119,12 @@ class UvicornServer(AsgiServer):
             # kept connections: no limit on their requests; idle ones closed after 5 s unless lifted past any run
             *(("--timeout-keep-alive", "86400") if self.spec.keepalive else ()),
         ]  # fmt: skip
+
+    def workers_of(self, master: psutil.Process) -> list[int]:
+        """The spawned workers; with --workers 1 uvicorn spawns none and serves in its own process (on a
+        socket asyncio made itself, with TCP_NODELAY): that process is the worker. Without it, `serve --server
+        uvicorn -w 1` waited for a child that never came ('not ready within 10 s')."""
+        return [master.pid] if self.spec.workers == 1 else super().workers_of(master)
 
 
 class UvicornKind(ServerKind):
