@@ -22,6 +22,7 @@ def steps(runs: list[dict[str, Any]]) -> str:
             cell = BurstCell.from_dict(c)
             row["client_cpu_us"] = cell.client_cpu_us
             row["loop"] = loops_ran(cell.drivers) or None  # empty before 0.3 (epoll)
+            row["failed"] = cell.failed  # flat() leaves out an empty errors dict: a column whatever failed
             rows.append(row)
     return export.flat_table(rows)
 

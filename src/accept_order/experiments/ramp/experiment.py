@@ -11,8 +11,20 @@ from .result import RAMP_SHAPE, RampResult
 
 
 def steps(runs: list[dict[str, Any]]) -> str:
-    """One row per step of the ramp, flattened."""
-    return export.flat_table([{"run": export.label(run), **export.flat(s)} for run in runs for s in run["steps"]])
+    """One row per step of the ramp, flattened, with what the table says of it: its failures (flat() leaves
+    out an empty errors dict, so a step that failed none had no column saying so), whether it held and why not
+    (lists of words are no flat() column either)."""
+    return export.flat_table(
+        [{"run": export.label(run), **export.flat(s), **_judged(s)} for run in runs for s in run["steps"]]
+    )
+
+
+def _judged(step: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "failed": sum(step.get("errors", {}).values()),
+        "held": not step.get("reasons") and not step.get("interrupted"),
+        "reasons": "; ".join(step.get("reasons", [])),
+    }
 
 
 def hosts(runs: list[dict[str, Any]]) -> str:

@@ -27,7 +27,17 @@ _KEEP = (
 
 def steps(runs: list[dict[str, Any]]) -> str:
     """One row per run (a mode, how the worker went, tcp_migrate_req), flattened."""
-    return export.flat_table([{"run": export.label(r), **export.flat({k: r.get(k) for k in _KEEP})} for r in runs])
+    return export.flat_table(
+        [
+            # failed: flat() leaves out an empty errors dict, so a run that lost none had no column saying so
+            {
+                "run": export.label(r),
+                **export.flat({k: r.get(k) for k in _KEEP}),
+                "failed": sum((r.get("errors") or {}).values()),
+            }
+            for r in runs
+        ]
+    )
 
 
 RELOAD: Experiment[ReloadResult] = Experiment(
