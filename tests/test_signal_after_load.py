@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from conftest import run_cli
 
+from accept_order.core import signals
 from accept_order.experiments.latency import model_check
 from accept_order.probes.evidence import EvidenceCapture
 from accept_order.servers.registry import KINDS, launched_kinds
@@ -67,6 +68,7 @@ def test_a_signal_while_the_file_is_written_ends_after_it_is_whole(
     """ "Stop now, keep the file": the file is written whole, said, and the report left out."""
     from accept_order.experiments import documents
 
+    monkeypatch.setattr(signals, "ECHO_S", 0.0)  # two SIGTERMs at once: two, not one delivered twice
     monkeypatch.setattr(documents, "save", _signalling(documents.save, signal.SIGTERM, times=2))
     out = tmp_path / "r.json"
     result = run_cli(["run", "-w", "2", "-n", "20", "--json", str(out)])
@@ -81,6 +83,7 @@ def test_a_second_signal_while_an_interrupted_runs_result_is_kept_skips_the_repo
     """The first signal during the last run's stop keeps it; a second during its save means stop now."""
     from accept_order.experiments import documents
 
+    monkeypatch.setattr(signals, "ECHO_S", 0.0)  # two Ctrl-Cs, however soon: not one delivered twice
     monkeypatch.setattr(EvidenceCapture, "after", _signalling(EvidenceCapture.after, signal.SIGINT))
     monkeypatch.setattr(documents, "save", _signalling(documents.save, signal.SIGINT))
     out = tmp_path / "l.json"

@@ -17,6 +17,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
@@ -24,6 +25,12 @@ from types import FrameType
 from . import startup
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# A signal of the same kind this soon after the one before is that one delivered again, not a second Ctrl-C:
+# `timeout -s INT` (without --foreground), systemd and `kill -- -PGID` signal the tool and then its whole
+# process group, the tool included, microseconds apart. A person's second Ctrl-C comes 100 ms or more later.
+# Timed when the handler runs, which is soon after delivery: a handler delayed by more than this (a process
+# not scheduled for 50 ms) can still take a quick second Ctrl-C for an echo; it then stops after the report.
+ECHO_S = 0.05
 
 
 class Terminated(KeyboardInterrupt):
@@ -57,7 +64,8 @@ class _Latch:
     first: int | None = None  # the first SIGINT/SIGTERM/SIGHUP received: it decides how the run ends
     raised = False  # it has been raised as an exception
     held = 0  # > 0: the first signal is recorded, raised only when the hold ends
-    received = 0  # every signal the latch saw, first and later ones: a later one says "stop now"
+    received = 0  # every signal the latch saw, first and later ones (echoes not): a later one says "stop now"
+    last: tuple[int, float] | None = None  # the last signal counted, and when its handler ran (monotonic)
     kept = 0  # holds `keep()` took for a finished result on its way to its file (part of `held`)
 
 
@@ -69,8 +77,17 @@ def _raise_first() -> None:
     raise interrupt_for(_latch.first)
 
 
+def _echo(signum: int, now: float) -> bool:
+    """The same signal as the last one, delivered again (ECHO_S): not counted as another."""
+    return _latch.last is not None and _latch.last[0] == signum and now - _latch.last[1] < ECHO_S
+
+
 def _on_signal(signum: int, frame: FrameType | None) -> None:
+    now = time.monotonic()
+    if _echo(signum, now):
+        return  # the first one's own second delivery: it has been handled as that one
     _latch.received += 1
+    _latch.last = (signum, now)
     if _latch.first is None:
         _latch.first = signum
     elif _latch.raised:
@@ -125,6 +142,8 @@ def install() -> None:
     taken over as if it came now."""
     _latch.first, _latch.raised, _latch.held, _latch.kept = startup.taken(), False, 1, 0
     _latch.received = int(_latch.first is not None)
+    # one taken during the imports is taken as if it came now: its echo (group delivery) may follow
+    _latch.last = None if _latch.first is None else (_latch.first, time.monotonic())
     for sig in _latched():
         signal.signal(sig, _on_signal)
     sys.unraisablehook = _unraisable
@@ -142,6 +161,7 @@ def _own_latch(held: int) -> Iterator[None]:
     """Outside the command line (API, in-process tests): the latch for the block only, then as before."""
     previous = {sig: signal.signal(sig, _on_signal) for sig in _latched()}
     _latch.first, _latch.raised, _latch.held, _latch.received, _latch.kept = None, False, held, 0, 0
+    _latch.last = None
     try:
         yield
     finally:
