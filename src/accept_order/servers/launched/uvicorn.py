@@ -21,7 +21,9 @@ the body waited for the client's delayed ACK of the headers: 40 ms a request (`l
 44.0 ms under asyncio, 3.7 ms with TCP_NODELAY; uvloop sets it on every TCP socket itself: 4-7 ms). That
 was the kernel's timer, not the loop, and a `--modes asyncio,uvloop` comparison credited the loop with it;
 a single-process `uvicorn app` (asyncio's own socket) has TCP_NODELAY as well. Neither the mechanism (one
-socket, a herd) nor the loops change: both serve connections without Nagle.
+socket, a herd) nor the loops change: both serve connections without Nagle. A user's own `uvicorn --workers N
+--loop asyncio` (0.54 here) still stalls so: upstream's issue Kludex/uvicorn#3149 (open; fixes proposed in
+#3154/#3155 make the bound socket IPPROTO_TCP), which the reports of a run do not repeat.
 """
 
 from __future__ import annotations
