@@ -28,7 +28,7 @@ def observe_figure(result: ObserveResult, options: PlotOptions) -> Figure:
     settings = f"{text(result.target)}, {how}"
     if result.environment is not None:
         settings += f"; {environment_text(result.environment)}"
-    titled(fig, f"Who took the connections: {result.program}, observed {result.wall_s:.0f} s", options, settings)
+    titled(fig, f"Who took the connections: {result.name}, observed {result.wall_s:.0f} s", options, settings)
     intervals = [i for i in result.intervals if i.span_s > 0]
     if not intervals or not any(i.total for i in intervals):
         nothing(share_ax, "no connections while observed")

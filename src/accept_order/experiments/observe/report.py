@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ...render.text import plural
-from ..inspect.cure_rows import cure_table, kind_of
+from ..inspect.cure_rows import cure_table, kind_named, kind_of
 from .result import ObservedWorker, ObserveResult
 from .verdict import load_uneven, verdict
 
@@ -30,7 +30,7 @@ def _who(result: ObserveResult) -> str:
     asked = result.target.removeprefix("pid ")
     known = {str(result.master), *(str(w.pid) for w in result.workers), *(str(w.tid) for w in result.workers)}
     found = f" (found from pid {asked})" if result.target.startswith("pid ") and asked not in known else ""
-    return f"{result.program}{master}, port {ports}, {units}{found}"
+    return f"{result.name}{master}, port {ports}, {units}{found}"
 
 
 def _counted(result: ObserveResult) -> list[int]:
@@ -185,8 +185,8 @@ def observe_report(result: ObserveResult) -> RenderableType:
     parts += [Text(line) for line in lines[1:]]
     if load_uneven(result):
         seen = result.mechanism.modes if result.mechanism is not None else ()
-        heading = f"What changes how the load of long-lived connections splits ({result.program})"
-        parts += cure_table(kind_of(result.program), seen, heading)
+        heading = f"What changes how the load of long-lived connections splits ({result.name})"
+        parts += cure_table(kind_named(result.recognised) or kind_of(result.program), seen, heading)
     parts.append(Text(f"{'exact' if result.traced else 'approximate'}: {result.source}", style="dim"))
     env = result.environment
     if env is not None:

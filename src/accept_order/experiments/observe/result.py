@@ -157,6 +157,14 @@ class ObserveResult:
     closes_skipped: int | None = None
     closed_unlooked: int | None = None
     closed_unlooked_bytes_in: int | None = None
+    # the server kind it was recognised as, as inspect recognises it (run.py `recognised_kind`): uvicorn, whose
+    # workers' command name is python3; None: one this tool does not know, or a file from before
+    recognised: str | None = None
+
+    @property
+    def name(self) -> str:
+        """What the report calls the server: inspect's name for it (uvicorn), else its workers' command name."""
+        return self.recognised or self.program
 
     @property
     def loaded(self) -> bool:
@@ -183,6 +191,8 @@ class ObserveResult:
         data["workers"] = [asdict(w) for w in self.workers]
         data["intervals"] = [{**asdict(i), **{k: list(getattr(i, k)) for k in _TUPLES}} for i in self.intervals]
         data["notes"] = list(self.notes)
+        if self.recognised is None:
+            del data["recognised"]  # a server not recognised is saved as before the field
         return data
 
     @classmethod

@@ -25,7 +25,7 @@ from ...core.signals import deferred, holding, keep
 from ...core.spec import MAX_DURATION_S, check_range
 from ...probes.accept_watch import SOURCE, AcceptWatch, ThreadCounts
 from ...probes.server_netns import same_namespace
-from ...probes.serving import check_pid
+from ...probes.serving import check_pid, process_info
 from ...servers.registry import recognise
 from ...servers.watched import gone
 from ..session import RunInterrupted
@@ -42,11 +42,21 @@ NOT_TRACED += "short ones are missed"
 FED = "the workers accept none: pid {acceptor} accepts each connection and passes it to one over a Unix socket"
 
 
+def recognised_kind(watched: Watched) -> str | None:
+    """The server kind, recognised as inspect recognises it (servers/registry.py `recognise` on the topmost
+    process's name and command line): the master's where there is one (uvicorn's supervisor runs `.../uvicorn
+    app:app`, its workers `python3 -c from multiprocessing.spawn ...`), else the first worker's."""
+    top = process_info(watched.master if watched.master is not None else watched.workers[0])
+    kind = recognise(top.name, top.argv) if top is not None else None
+    return kind.name if kind is not None else None
+
+
 class Observer:
     """The state of one observation: the probes, the readings at the start, and the intervals so far."""
 
     def __init__(self, watched: Watched, trace: bool, duration_s: float, interval_s: float) -> None:
         self.watched = watched
+        self.recognised = recognised_kind(watched)
         self.duration_s = duration_s
         self.interval_s = interval_s
         # fd-pass: the workers never accept (the acceptor does, and passes each connection on): the connections
@@ -215,6 +225,7 @@ class Observer:
         return ObserveResult(
             target=self.watched.target,
             program=self.watched.program,
+            recognised=self.recognised,
             master=self.watched.master,
             ports=self.watched.ports,
             listeners=len(self.watched.listeners),
