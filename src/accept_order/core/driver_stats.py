@@ -24,6 +24,9 @@ class DriverStats:
     # Open loop: connections that were due while every slot was busy, so started late (timed from when due).
     late: int | None = None
     loop: Literal["io_uring", "epoll"] | None = None  # what it drove with (loads/drivers.py); None: before 0.3
+    # When it started, after the load's first driver (a busy machine runs a driver late: its open_s and wall_s
+    # are its own, the load's wall_s runs from the first start). None: older files.
+    started_s: float | None = None
 
     @property
     def cpu_fraction(self) -> float:
@@ -47,6 +50,8 @@ class DriverStats:
             del data["late"]
         if data["loop"] is None:
             del data["loop"]
+        if data["started_s"] is None:
+            del data["started_s"]
         return data
 
     @classmethod
@@ -57,4 +62,5 @@ class DriverStats:
             open_s=data.get("open_s"),
             late=data.get("late"),
             loop=data.get("loop"),
+            started_s=data.get("started_s"),
         )

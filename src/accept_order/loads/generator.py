@@ -17,7 +17,7 @@ import dataclasses
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from multiprocessing.connection import Connection, wait
 from typing import Any
@@ -364,8 +364,9 @@ def merge(reports: list[dict[str, Any]]) -> LoadResult:
     errors = +errors
     # a driver stopped while its pool filled ran no load: none of its time is the load's
     ran = [r for r in reports if r.get("ran", True)]
-    wall = max(r["end"] for r in ran) - min(r["start"] for r in ran) if ran else 0.0
-    drivers = [DriverStats.from_dict(r["stats"]) for r in reports]
+    first = min((r["start"] for r in ran), default=0.0)  # CLOCK_MONOTONIC: the host's, every driver's alike
+    wall = max(r["end"] for r in ran) - first if ran else 0.0
+    drivers = [replace(DriverStats.from_dict(r["stats"]), started_s=round(r["start"] - first, 6)) for r in reports]
     result = LoadResult(histogram, errors, served, round(wall, 6), drivers)
     kept = [r for r in reports if "connections" in r]
     if kept:  # loads/kept.py's reports: connections per worker, held at the end, a pool's size

@@ -69,8 +69,10 @@ class BurstCell(CountedTotals):
 
     @property
     def open_s(self) -> float | None:
-        """How long the load generator took to start every connection of the burst (its slowest driver)."""
-        times = [d.open_s for d in self.drivers if d.open_s is not None]
+        """How long the load generator took to start every connection of the burst, from the first connect, as
+        the burst's wall_s runs: a driver that a busy machine ran late started its connects that much later
+        (its own open_s counts from its own start; older files know no driver's start)."""
+        times = [(d.started_s or 0.0) + d.open_s for d in self.drivers if d.open_s is not None]
         return max(times) if times else None
 
     @property
