@@ -70,7 +70,10 @@ if (cluster.isPrimary) {
   for (let i = 0; i < 3; i++) cluster.fork();
 } else {
   http.createServer((req, res) => res.end(`${process.pid}\n`)).listen(+port, '127.0.0.1', () => {
-    const block = () => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 60000);
+    const block = () => {
+      fs.writeFileSync(`${ready}.blocked`, String(process.pid));
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 60000);
+    };
     if (cluster.worker.id === 3) setTimeout(block, 100);
   });
 }
@@ -96,9 +99,11 @@ def test_a_node_worker_blocked_in_a_futex_is_still_one_of_the_fed_workers(tmp_pa
     try:
         wait_for(lambda: ready.exists() and ready.read_text(), bool, 30, "the cluster's workers to listen")
         workers = sorted(int(p) for p in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split())
+        blocked = Path(f"{ready}.blocked")
+        pid = int(wait_for(lambda: blocked.exists() and blocked.read_text(), bool, 30, "the last worker to block"))
         wait_for(
-            lambda: [Path(f"/proc/{p}/syscall").read_text().split()[0] for p in workers],
-            lambda calls: FUTEX in calls,
+            lambda: Path(f"/proc/{pid}/syscall").read_text().split()[0],
+            lambda call: call == FUTEX,
             30,
             "the last worker's main thread to block in a futex",
         )
