@@ -229,8 +229,9 @@ def _reachable_on_purpose() -> None:
         said[:] = [w for w in said if getattr(w, "kind", None) != WarningKind.REACHABLE_HOST]
 
 
-def driver_procs_help(what: str) -> str:
-    return f"{what} (per client host with --clients)."
+def driver_procs_help(what: str, hosts: bool = True) -> str:
+    """--driver-procs' help; `hosts`: the command takes --clients (reload does not)."""
+    return f"{what} (per client host with --clients)." if hosts else f"{what}."
 
 
 def driver_option(what: str = "", sequential: bool = False) -> Callable[[F], F]:
@@ -341,7 +342,7 @@ def load_options(
                 type=IntRange(1, MAX_DRIVER_PROCS),
                 default=DEFAULT_DRIVER_PROCS,
                 show_default=True,
-                help=driver_procs_help("Load generator processes sharing the concurrency"),
+                help=driver_procs_help("Load generator processes sharing the concurrency", hosts),
             ),
             driver_option(),
             timeout_option("10s", "connection"),

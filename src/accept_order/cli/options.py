@@ -216,7 +216,7 @@ def server_options(
 def target_options() -> Callable[[F], F]:
     """--target HOST:PORT and --protocol, for a command that drives a server elsewhere but attaches to none
     (sweep, burst, ramp)."""
-    return apply([target_option(), protocol_option()])
+    return apply([target_option(), protocol_option(attach=False)])
 
 
 def target_option() -> Callable[[F], F]:
@@ -229,14 +229,15 @@ def target_option() -> Callable[[F], F]:
     )
 
 
-def protocol_option() -> Callable[[F], F]:
+def protocol_option(attach: bool = True) -> Callable[[F], F]:
+    """--protocol, named after the options it goes with: a command without --attach must not offer it."""
     return click.option(
         "--protocol",
         type=click.Choice(["line", "http"]),
         default="line",
         show_default=True,
-        help="With --attach or --target: what the server speaks (line: it writes and closes; http: a keep-alive "
-        "request, the connection held open until the worker holding it is found).",
+        help=f"With {'--attach or ' if attach else ''}--target: what the server speaks (line: it writes and closes; "
+        "http: a keep-alive request, the connection held open until the worker holding it is found).",
     )
 
 
