@@ -43,7 +43,7 @@ CHAINS_NAMES = (
     "io_uring_register_files_sparse", "io_uring_get_sqe", "io_uring_put_sqe", "io_uring_submit",
     "io_uring_submit_and_wait_timeout", "io_uring_peek_cqe", "io_uring_cq_ready", "io_uring_cq_advance",
     "io_uring_prep_socket_direct", "io_uring_prep_connect", "io_uring_prep_send", "io_uring_prep_recv",
-    "io_uring_prep_cancel64",
+    "io_uring_prep_cancel64", "io_uring_prep_close_direct",
 )  # fmt: skip
 CHAINS_VERSION = "2024.5.3"  # PyPI liburing's Cython release; its later (Zig) wheels need AVX-512 CPUs
 
