@@ -93,7 +93,7 @@ def test_a_result_that_fits_is_written(small_disk: Path) -> None:
 def test_a_short_write_after_the_run_is_still_said(small_disk: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The space goes after the check (here: the estimate let through a result bigger than the room left).
     monkeypatch.setattr(room, "PER_RUN", 0)
-    monkeypatch.setattr(room, "PER_CONNECTION", {})
+    monkeypatch.setattr(room, "result_need", lambda command, options: 0)
     (small_disk / "others").write_bytes(b"x" * 60 * 1024)
     target = small_disk / "run.json"
     result = run_cli(["run", "-n", "100", "--json", str(target)])

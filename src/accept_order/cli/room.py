@@ -6,12 +6,9 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from ..experiments import EXPERIMENTS, Entry
 from ..results.room import KIB, check_room
 
-# Bytes a saved result holds per connection of one run where it keeps something per connection, rounded up
-# from this tool's own files (Linux 6.18, 3,000 connections): 165 for `run`'s records, 185 per mode for
-# `herd`'s with their wakeups, 24-26 for a latency histogram whose values are all distinct.
-PER_CONNECTION = {"run": 200, "compare": 200, "herd": 200, "latency": 32, "sweep": 32}
 # A latency histogram keeps one count per distinct microsecond: its values are bounded, not its connections.
 DISTINCT_LATENCIES = 250_000
 # A closed loop for a time makes as many as the server answers: counted at a rate above what one machine's
@@ -23,10 +20,17 @@ PICTURE = 128 * KIB  # a drawn PNG or SVG: 37-62 KiB measured
 
 
 def _servers(options: Mapping[str, Any]) -> list[str]:
+    from ..core.spec import DEFAULT_KIND
+
     servers = options.get("server")
     if isinstance(servers, str):
         return [servers]
-    return list(servers) if isinstance(servers, (list, tuple)) and servers else ["builtin"]
+    return list(servers) if isinstance(servers, (list, tuple)) and servers else [DEFAULT_KIND]
+
+
+def _entry(command: str) -> Entry | None:
+    """The registry's line of the experiment `command` makes (each experiment says what its file keeps)."""
+    return next((entry for entry in EXPERIMENTS.values() if entry.command == command), None)
 
 
 def _variants(options: Mapping[str, Any]) -> int:
@@ -54,7 +58,7 @@ def _variants(options: Mapping[str, Any]) -> int:
     return max(1, total)
 
 
-def _connections(command: str, options: Mapping[str, Any]) -> int | None:
+def _connections(latencies: bool, options: Mapping[str, Any]) -> int | None:
     """The connections one run makes, where the options say: -n, or an open loop's rate x duration."""
     from ..core.spec import DEFAULT_REQUESTS
 
@@ -64,7 +68,7 @@ def _connections(command: str, options: Mapping[str, Any]) -> int | None:
     duration, rate = options.get("duration_s"), options.get("rate")
     if isinstance(duration, (int, float)) and isinstance(rate, (int, float)):
         return int(duration * rate)
-    if command in ("latency", "sweep"):
+    if latencies:
         return DEFAULT_REQUESTS if duration is None else int(duration * CLOSED_LOOP_RATE)
     return None
 
@@ -72,11 +76,13 @@ def _connections(command: str, options: Mapping[str, Any]) -> int | None:
 def result_need(command: str, options: Mapping[str, Any]) -> int:
     """About how many bytes `command`'s --json file could take, from its options."""
     runs = _variants(options) * max(1, int(options.get("repeat") or 1))
-    per_connection = PER_CONNECTION.get(command, 0)
-    n = _connections(command, options) or 0
-    if command in ("latency", "sweep"):
+    entry = _entry(command)
+    if entry is None or not entry.per_connection:
+        return runs * PER_RUN
+    n = _connections(entry.latencies, options) or 0
+    if entry.latencies:
         n = min(n, DISTINCT_LATENCIES)
-    return runs * (PER_RUN + per_connection * n)
+    return runs * (PER_RUN + entry.per_connection * n)
 
 
 def _merged_need(options: Mapping[str, Any]) -> int:

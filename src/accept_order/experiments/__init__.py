@@ -36,31 +36,55 @@ class Entry(NamedTuple):
     """One line of the registry: where a result kind's `Experiment` is ("module:NAME" under this package,
     imported on first use), the command that makes it (a click command of that name in cli/NAME.py), the
     public functions that run it (each defined in the experiment's own api.py, found as accept_order.NAME),
-    and where its `--repeat` support is (a `Repeated`, experiments/repeat/kinds.py)."""
+    and where its `--repeat` support is (a `Repeated`, experiments/repeat/kinds.py). `per_connection`: about how
+    many bytes its saved result keeps per connection of one run, where it keeps something per connection
+    (cli/room.py's estimate of a file's size before the run); `latencies`: what it keeps is a latency
+    histogram, one count per distinct microsecond, so it is bounded by its distinct values, not its connections."""
 
     experiment: str
     command: str | None = None
     api: tuple[str, ...] = ()
     repeated: str | None = None
+    per_connection: int = 0
+    latencies: bool = False
 
     @property
     def folder(self) -> str:
         return self.experiment.split(".")[0]
 
 
+# Bytes per connection, rounded up from this tool's own files (Linux 6.18, 3,000 connections): 165 for `run`'s
+# records, 185 per mode for `herd`'s with their wakeups, 24-26 for a latency histogram whose values are all distinct.
+_RECORDS, _LATENCIES = 200, 32
 # kind -> its entry. A new experiment is its folder and one line here; the CLI's commands, the public API
 # and --repeat's kinds are read from it (cli/app.py COMMANDS, api.py, repeat/kinds.py REPEATED), in this
 # order (the order `accept-order --help` lists the commands in).
 EXPERIMENTS: dict[str, Entry] = {
-    "run": Entry("order.experiment:RUN", "run", ("run", "sequential"), "order.repeated:RUN_REPEATED"),
-    "compare": Entry("order.compare_experiment:COMPARE", "compare", ("compare",), "order.repeated:COMPARE_REPEATED"),
+    "run": Entry("order.experiment:RUN", "run", ("run", "sequential"), "order.repeated:RUN_REPEATED", _RECORDS),
+    "compare": Entry(
+        "order.compare_experiment:COMPARE", "compare", ("compare",), "order.repeated:COMPARE_REPEATED", _RECORDS
+    ),
     "serve": Entry("order.serve_experiment:SERVE", "serve", ("serve",)),
-    "latency": Entry("latency.experiment:LATENCY", "latency", ("latency",), "latency.repeated:LATENCY_REPEATED"),
+    "latency": Entry(
+        "latency.experiment:LATENCY",
+        "latency",
+        ("latency",),
+        "latency.repeated:LATENCY_REPEATED",
+        _LATENCIES,
+        latencies=True,
+    ),
     "latency-compare": Entry(
         "latency.experiment:LATENCY_COMPARE", None, ("compare_latency",), "latency.repeated:LATENCY_COMPARE_REPEATED"
     ),
-    "sweep": Entry("latency.experiment:SWEEP", "sweep", ("sweep_accept_batch",), "latency.repeated:SWEEP_REPEATED"),
-    "herd": Entry("herd.experiment:HERD", "herd", ("herd",), "herd.repeated:HERD_REPEATED"),
+    "sweep": Entry(
+        "latency.experiment:SWEEP",
+        "sweep",
+        ("sweep_accept_batch",),
+        "latency.repeated:SWEEP_REPEATED",
+        _LATENCIES,
+        True,
+    ),
+    "herd": Entry("herd.experiment:HERD", "herd", ("herd",), "herd.repeated:HERD_REPEATED", _RECORDS),
     "reload": Entry("reload.experiment:RELOAD", "reload", ("reload",), "reload.repeated:RELOAD_REPEATED"),
     "burst": Entry("burst.experiment:BURST", "burst", ("burst",), "burst.repeated:BURST_REPEATED"),
     "ramp": Entry("ramp.experiment:RAMP", "ramp", ("ramp",), "ramp.repeated:RAMP_REPEATED"),
