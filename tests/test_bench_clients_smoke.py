@@ -39,12 +39,14 @@ def test_bench_clients_runs() -> None:
     )
     for label in labels:
         assert re.search(rf"connections/s, {label}: median \d+\.\d{{3}} \(min", out), out
-    # each run: a rate, nothing failed, the load's window found around the run's duration
+    # each run: a rate, nothing failed, the load's window found and not longer than the run. Not bounded below
+    # by the duration: the window is where the server's CPU moved a tick's worth per sample, and on a busy
+    # machine (load 15 in a CI run) the server got less than that in some samples of a 0.5 s run (0.23 s found)
     runs = re.findall(r"^\s+1  (\S+)\s+([\d,]+) conn/s \((\d+) failed, window (\d+\.\d\d) s\)", out, re.MULTILINE)
     assert sorted(variant for variant, *_ in runs) == ["c1", "c1,c2", "here", "here-2x", "in-c1"], out
     for variant, rate, failed, window in runs:
         assert int(rate.replace(",", "")) > 0 and failed == "0", (variant, out)
-        assert DURATION_S / 2 <= float(window) <= 3 * DURATION_S, (variant, out)
+        assert 0 < float(window) <= 3 * DURATION_S, (variant, out)
     # the generator's CPU per connection on every host of every run, and the engine's parts (a role that was
     # never counted would read 0.00%)
     generator = re.search(
