@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+import statistics
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,7 +15,7 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ...analysis.stability import Spread, Stability, agreement
+from ...analysis.stability import Stability, agreement
 from ...render.text import plural
 from ..repeat.kinds import Document, Repeated, Rounds, by_variant, each
 from .report import work_and_step
@@ -137,15 +138,33 @@ def broke_lines(label: str, runs: list[RampResult]) -> list[Text]:
     return lines
 
 
+def _steps_spread(known: list[float], kind: str) -> str:
+    """Median (range) of steps the runs ran: of an even count the lower middle one, a step that was offered
+    (the median of 1000/s and 2000/s read '1500/s', a load no run offered)."""
+    return f"{offered_text(kind, statistics.median_low(known))} ({min(known):g}-{max(known):g})"
+
+
 def _spread(values: list[float | None], kind: str, missing: str) -> str:
     """Median (range) of the runs that had one, and in how many runs there was none."""
     known = [v for v in values if v is not None]
     gone = len(values) - len(known)
     if not known:
         return f"{missing} in {gone}/{len(values)}"
-    spread = Spread.of(known)
-    text = f"{offered_text(kind, spread.median)} ({spread.low:g}-{spread.high:g})"
-    return text + (f"; {missing} in {gone}" if gone else "")
+    return _steps_spread(known, kind) + (f"; {missing} in {gone}" if gone else "")
+
+
+def _knee_spread(runs: list[RampResult], kind: str) -> str:
+    """The knee of the runs that had one (a step held, then one did not), and in how many there was none: no
+    step held, every step held, or Ctrl-C came first (a last step that held is no knee then)."""
+    known = [k for r in runs if broke_at(r) is not None and (k := knee(r)) is not None]
+    n = len(runs)
+    none_held = sum(broke_at(r) is not None and knee(r) is None for r in runs)
+    cut = sum(broke_at(r) is None and r.cut_short for r in runs)
+    all_held = n - len(known) - none_held - cut
+    parts = [_steps_spread(known, kind)] if known else []
+    for count, what in ((none_held, "no step held"), (all_held, "every step held"), (cut, "interrupted")):
+        parts += [f"{what} in {count}" + ("" if known else f"/{n}")] if count else []
+    return "; ".join(parts)
 
 
 def _broke_spread(runs: list[RampResult], kind: str) -> str:
@@ -155,9 +174,7 @@ def _broke_spread(runs: list[RampResult], kind: str) -> str:
         return _spread([broke_at(r) for r in runs], kind, "every step held")
     known = [b for r in runs if (b := broke_at(r)) is not None]
     held = len(runs) - cut - len(known)
-    parts = (
-        [f"{offered_text(kind, (spread := Spread.of(known)).median)} ({spread.low:g}-{spread.high:g})"] if known else []
-    )
+    parts = [_steps_spread(known, kind)] if known else []
     parts += [f"every step held in {held}/{len(runs)}"] if held else []
     return "; ".join([*parts, f"interrupted in {cut}/{len(runs)}"])
 
@@ -172,7 +189,7 @@ def report(rounds: Rounds) -> list[RenderableType]:
         stability = agreement([knee_outcome(r) for r in runs], "", "no knee")
         table.add_row(
             label,
-            _spread([knee(r) for r in runs], kind, "no step held"),
+            _knee_spread(runs, kind),
             _broke_spread(runs, kind),
             Text(stability.text, style="green" if stability.conclusive else "yellow"),
         )
