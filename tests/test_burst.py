@@ -49,8 +49,8 @@ def test_every_client_is_served_or_failed_and_the_table_has_a_row_per_count(tmp_
     # start with a number ("  101 ms; load generator ..."), so a row is told by its shape.
     rows = [m[1] for line in proc.stdout.splitlines() if (m := re.match(r"\s*(\d+)\s+\d+(?:\.\d+)? s\b", line))]
     assert rows == ["200", "400"]
-    shown = subprocess.run([sys.executable, "-m", "accept_order", "show", str(out)], capture_output=True, text=True)
-    assert shown.returncode == 0 and "accept-order burst" in shown.stdout
+    shown = run_cli(["show", str(out)])  # reading a saved file: in this process
+    assert shown.exit_code == 0 and "accept-order burst" in shown.stdout
 
 
 def test_fd_pass_acceptor_never_blocks_on_a_busy_worker() -> None:
