@@ -5,6 +5,7 @@ always a step that ran, and a run that held every step (or was cut short) is cou
 
 from __future__ import annotations
 
+import pytest
 from rich.console import Console
 
 from accept_order.core.measures import Environment
@@ -58,3 +59,15 @@ def test_a_run_that_held_every_step_has_no_knee_to_count() -> None:
     row = _epoll_row([_ramp("epoll", [True, True, False]), _ramp("epoll", [True, True, True, True])])
     assert row.startswith("1000/s (1000-1000); every step held in 1 2000/s (2000-2000); every step held in 1"), row
     assert _epoll_row([_ramp("epoll", [True] * 4)] * 2).startswith("every step held in 2/2")
+
+
+def test_the_repeat_picture_calls_no_run_that_held_every_step_a_knee() -> None:
+    """The picture of the runs above drew epoll's first run at 2000/s on an axis named 'knee: the last step that
+    held', though every step of that run held (the table: 'every step held (to 2000/s) in 1/2 runs')."""
+    pytest.importorskip("matplotlib")
+    from accept_order.experiments.documents import plot_document
+
+    runs = [_ramp("epoll", [True, True, False]), _ramp("epoll", [True, True, True, True])]
+    figure = plot_document("repeat", {"of": "ramp", "rounds": [[r.to_dict()] for r in runs], "machine": {}})
+    named = " ".join([figure.axes[0].get_ylabel(), figure.get_suptitle()])
+    assert "knee" not in named and "the last step that held" in named, named

@@ -249,5 +249,5 @@ RAMP_REPEATED = Repeated(
     worker_columns=("run", "offered", "worker", "served", "cpu"),
     worker_rows=_worker_rows,
     value=_knee_value,
-    what="knee: the last step that held",
+    what="the last step that held (offered load)",  # a run that held every step has no knee: its last step
 )
