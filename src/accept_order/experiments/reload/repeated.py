@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ...analysis.stability import Spread, Stability, agreement
-from ...render.text import durations_us
+from ...render.text import durations_us, plural
 from ...results.export import WORKER_FIELDS
 from ..repeat.kinds import Document, Repeated, Rounds, by_variant, each
 from .result import RELOAD_RUN, ReloadRun
@@ -82,13 +82,17 @@ def report(rounds: Rounds) -> list[RenderableType]:
         )
     first: ReloadRun = rounds[0][0]
     load = first.load
-    ran, work = durations_us((load.duration_s or 0) * 1e6, first.server.work_us)  # one unit on the line
+    times = [r.at_s for row in rounds for r in row if r.at_s is not None]  # when it went, as the one run's line
+    # one unit on the line: when the worker went, how long the load ran, the work per connection
+    at, ran, work = durations_us(round(min(times or [0]), 1) * 1e6, (load.duration_s or 0) * 1e6, first.server.work_us)
+    went = f"after {at}" if times else "never"
     parts: list[RenderableType] = [
         table,
         Text("median (min-max) over the runs; lost: connections that failed; reset: by ECONNRESET", style="dim"),
         Text(LEGEND, style="dim"),
         Text(
-            f"worker {first.worker} goes; closed-loop load of {load.concurrency} for {ran} per run, work {work}",
+            f"{plural(first.server.workers, 'worker')}, worker {first.worker} goes {went}; "
+            f"closed-loop load of {load.concurrency} for {ran} per run, work {work}",
             style="dim",
         ),
     ]
