@@ -18,10 +18,26 @@ def _ms(us: int | None) -> float:
     return math.nan if us is None else us / 1000
 
 
+def _plan_text(plan: dict[str, object]) -> str:
+    """How the steps were judged, for the footer: each step's length and what a step had to keep to hold (the
+    picture's crosses mean it did not)."""
+    step = plan.get("step_s")
+    parts = [f"{step:g} s per step"] if isinstance(step, int | float) else []
+    held = [f"{name} ≤ {bound:g} ms" for name, key in (("p99", "p99_ms"), ("p99.9", "p999_ms"))
+            if isinstance(bound := plan.get(key), int | float)]  # fmt: skip
+    errors = plan.get("max_errors")
+    if isinstance(errors, int):
+        held.append("no failure" if errors == 0 else f"at most {plural(errors, 'failure')}")
+    parts += [f"a step held with {' and '.join(held)}"] if held else []
+    return "; " + "; ".join(parts) if parts else ""
+
+
 def ramp_figure(result: RampResult, options: PlotOptions) -> Figure:
     fig = new_figure()
     ax = fig.add_subplot()
     settings = f"{plural(result.server.workers, 'worker')}, {work_text(result.server.work_us)}"
+    settings += f", maxconn {result.server.maxconn}" if result.server.maxconn else ""  # HAProxy's back-pressure
+    settings += _plan_text(result.plan)
     if result.environment is not None:
         settings += f"; {environment_text(result.environment)}"
     titled(fig, f"Throughput and p99 as the offered load grows ({result.server.label})", options, settings)
@@ -52,8 +68,15 @@ def ramp_figure(result: RampResult, options: PlotOptions) -> Figure:
     ax.set_xlabel("offered load, new connections per second" if rate else "offered load, connections in flight")
     other = ax.twinx()
     handles += other.plot(x, [_ms(s.p99_us) for s in steps], "s--", color="C1", label="p99 latency")
+    p99_bound = result.plan.get("p99_ms")
+    if isinstance(p99_bound, int | float):  # the bound a step's p99 was held to: where the tail broke it
+        handles += [
+            other.axhline(
+                p99_bound, color="C1", linestyle=":", linewidth=1, label=f"p99 bound (--p99 {p99_bound:g} ms)"
+            )
+        ]
     other.set_ylabel("p99 latency, ms", color="C1")
     other.set_ylim(bottom=0)
-    legend_outside(ax, handles, ncol=len(handles))  # inside, it can cover either axis' line
+    legend_outside(ax, handles, ncol=min(len(handles), 3))  # inside, it can cover either axis' line; 3 a row fit
     ax.grid(alpha=0.3)
     return fig
