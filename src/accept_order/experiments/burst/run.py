@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ...core import environment
 from ...core.errors import AcceptOrderError, PlanError
 from ...core.hosts import ClientHosts
 from ...core.signals import deferred
@@ -205,6 +206,7 @@ def run_bursts(
             worker_requests=own,
         )
 
+    started = environment.current()  # for bursts a signal or an error keeps: the machine they ran on
     try:
         return lifecycle(sized(server, max(plan.clients), plan.keeps_connections), drive, describe, build)
     except RunInterrupted:
@@ -212,12 +214,12 @@ def run_bursts(
     except KeyboardInterrupt as stop:
         if cells:
             answered = as_answered(server, max(len(c.served) for c in cells))
-            raise RunInterrupted([BurstRun(answered, tuple(cells), None, interrupted=True)], stop) from None
+            raise RunInterrupted([BurstRun(answered, tuple(cells), started, interrupted=True)], stop) from None
         raise
     except AcceptOrderError as error:
         if cells:  # the bursts before the one that failed are whole: kept, and the error said after them
             answered = as_answered(server, max(len(c.served) for c in cells))
-            raise RunStopped([BurstRun(answered, tuple(cells), None)], error) from error
+            raise RunStopped([BurstRun(answered, tuple(cells), started)], error) from error
         raise
 
 

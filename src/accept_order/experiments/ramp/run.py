@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ...core import environment
 from ...core.errors import AcceptOrderError, PlanError
 from ...core.hosts import ClientHosts
 from ...core.protocol import ABORTED
@@ -311,6 +312,7 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
             worker_requests=own,
         )
 
+    started = environment.current()  # for steps a signal or an error keeps: the machine they ran on
     try:
         in_flight = plan.in_flight if plan.rates else max(plan.concurrencies)
         described = lambda: f"after {len(steps)} of {len(plan.offered)} steps"  # noqa: E731
@@ -320,12 +322,12 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
     except KeyboardInterrupt as stop:
         if steps:
             answered = as_answered(server, max(len(s.served) for s in steps))
-            raise RunInterrupted([RampResult(answered, plan_dict(plan), tuple(steps), None, True)], stop) from None
+            raise RunInterrupted([RampResult(answered, plan_dict(plan), tuple(steps), started, True)], stop) from None
         raise
     except AcceptOrderError as error:
         if steps:  # the steps before the one that failed are whole: kept, and the error said after them
             answered = as_answered(server, max(len(s.served) for s in steps))
-            kept = RampResult(answered, plan_dict(plan), tuple(steps), None, stopped=str(error))
+            kept = RampResult(answered, plan_dict(plan), tuple(steps), started, stopped=str(error))
             raise RunStopped([kept], error) from error
         raise
 
