@@ -26,10 +26,11 @@ from . import startup
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 # A signal of the same kind this soon after the one before is that one delivered again, not a second Ctrl-C:
-# `timeout -s INT` (without --foreground), systemd and `kill -- -PGID` signal the tool and then its whole
-# process group, the tool included, microseconds apart. A person's second Ctrl-C comes 100 ms or more later.
-# Timed when the handler runs, which is soon after delivery: a handler delayed by more than this (a process
-# not scheduled for 50 ms) can still take a quick second Ctrl-C for an echo; it then stops after the report.
+# `timeout -s INT` (without --foreground) signals the tool and then its whole process group, the tool
+# included, microseconds apart; a closed terminal hangs a shell's job up twice (the shell's SIGHUP to its jobs,
+# then the kernel's to the foreground group as the shell exits). Timed when the handler runs, which can be well
+# after delivery on a busy machine (a first Ctrl-C handled 60 ms late took one 100 ms later for its echo in 2 of
+# 3 runs here), so a SIGINT or SIGTERM is taken for an echo only where one can come (`_group_echoes`).
 ECHO_S = 0.05
 
 
@@ -77,9 +78,19 @@ def _raise_first() -> None:
     raise interrupt_for(_latch.first)
 
 
+def _group_echoes() -> bool:
+    """Whether a SIGINT or SIGTERM can reach this process twice: only from a sender that signals it and then
+    its process group, which the process does not lead (timeout(1) leads the group it runs the command in).
+    A shell's job leads its own group, and a terminal's Ctrl-C reaches each process of it once: a second one
+    soon after is a person's, however late the first one's handler ran."""
+    return os.getpgrp() != os.getpid()
+
+
 def _echo(signum: int, now: float) -> bool:
     """The same signal as the last one, delivered again (ECHO_S): not counted as another."""
-    return _latch.last is not None and _latch.last[0] == signum and now - _latch.last[1] < ECHO_S
+    if _latch.last is None or _latch.last[0] != signum or now - _latch.last[1] >= ECHO_S:
+        return False
+    return signum == signal.SIGHUP or _group_echoes()
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
