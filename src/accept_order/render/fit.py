@@ -66,7 +66,15 @@ def stack(table: Table, console: Console, options: ConsoleOptions) -> list[Table
             group = []
         group.append(column)
     groups.append(group)
-    return [_part(table, [*head, *g], i == 0, i == len(groups) - 1) for i, g in enumerate(groups)]
+    parts = [_part(table, [*head, *g], i == 0, i == len(groups) - 1) for i, g in enumerate(groups)]
+    return [_folded(part) if _needed(part, console, options) > options.max_width else part for part in parts]
+
+
+def _folded(part: Table) -> Table:
+    """A part that does not fit even with one column beside the keys: its cells fold where rich would cut them
+    with "…" ('ECONNRE…' for ECONNRESET in reload's failed column at 40 columns), so no figure or name is lost."""
+    part.columns = [dataclasses.replace(column, overflow="fold") for column in part.columns]
+    return part
 
 
 class Fitted:
