@@ -20,7 +20,8 @@ class WarningKind(enum.Enum):
         "the latencies; give it more --driver-procs"
     )
     DRIVERS_STARVED = (
-        "the {procs} driver processes and {workers} workers share {cpus} CPUs: drivers waited for a CPU up to "
+        "the {procs} driver process{procs_es} and {workers} worker{workers_s} share {cpus} CPU{cpus_s}: drivers "
+        "waited for a CPU up to "
         "{percent:.0f}% of the time, so client-side delay is part of these latencies"
     )
     CLIENT_BOUND = (
@@ -50,7 +51,12 @@ class RunWarning:
     figures: dict[str, Any] = field(default_factory=dict)
 
     def __str__(self) -> str:
-        return str(self.kind.value).format(**self.figures)
+        # each whole figure's plural ending beside it ({workers_s}, {procs_es}): '1 worker', not '1 workers'
+        endings: dict[str, str] = {}
+        for name, value in self.figures.items():
+            if isinstance(value, int) and not isinstance(value, bool):
+                endings |= {f"{name}_s": "" if value == 1 else "s", f"{name}_es": "" if value == 1 else "es"}
+        return str(self.kind.value).format(**self.figures, **endings)
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind.slug, **self.figures}
