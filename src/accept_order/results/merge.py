@@ -198,8 +198,11 @@ def merge(
         raise ResultFileError("merge needs two result files or more")
     name0, kind, first = documents[0]
     mergeable = [name for name, known in kinds.items() if known.mergeable]
-    if kind not in mergeable:
-        raise ResultFileError(f"{name0} holds a {kind} result; merge adds latency results ({', '.join(mergeable)})")
+    # any file of a kind merge does not add is said so, whichever place it has ('lat.json ramp.json' said only
+    # 'not the same experiment', as if two ramps would add)
+    for name, held, _ in documents:
+        if held not in mergeable:
+            raise ResultFileError(f"{name} holds a {held} result; merge adds latency results ({', '.join(mergeable)})")
     several = kinds[kind].several
     _check_counted_once(documents, several)
     merged = copy.deepcopy(first)
