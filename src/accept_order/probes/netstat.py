@@ -20,7 +20,8 @@ SNMP_PATH = "/proc/net/snmp"
 #: is NOT counted there. TCPMigrateReq*: requests moved between SO_REUSEPORT listeners when
 #: one closes (only with net.ipv4.tcp_migrate_req=1, Linux >= 5.14).
 #: Every dropped SYN is counted, retransmissions included, so ListenOverflows counts attempts,
-#: not clients.
+#: not clients. TCPSynRetrans: SYNs (client) and SYN-ACKs (server) sent again after going unanswered,
+#: the first 1 s after the original, then 2 s more: a latency tail at 1 s and 3 s (analysis/syn_retrans.py).
 WATCHED_COUNTERS: tuple[str, ...] = (
     "TcpExtListenOverflows",
     "TcpExtListenDrops",
@@ -29,6 +30,7 @@ WATCHED_COUNTERS: tuple[str, ...] = (
     "TcpExtTCPAbortOnClose",
     "TcpExtTCPMigrateReqSuccess",
     "TcpExtTCPMigrateReqFailure",
+    "TcpExtTCPSynRetrans",
 )
 
 

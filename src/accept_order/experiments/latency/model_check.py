@@ -24,9 +24,11 @@ from ...analysis.model_check import (
 )
 from ...analysis.pinned import pinned
 from ...analysis.queueing import WARMUP, Arrivals, Service, simulate
+from ...analysis.syn_retrans import RTO_FLOOR_US, syn_stalls
 from ...core import service_time
 from ...core.models import Model
 from ...core.run_warnings import WarningKind
+from ...core.text import plural
 from ...loads.generator import driver_warnings
 from ...servers.registry import known_mode
 from .kept_report import accepted, by_kernel, finished_unit
@@ -219,6 +221,14 @@ def seen_besides_queueing(result: LatencyResult, name: Callable[[LatencyResult],
             f"{late:,} of {label}'s {finished_unit(result.load)}s waited in the load generator for one of its "
             f"{result.load.concurrency} slots (a larger -c lets them start on time)"
         )
+    stalls = syn_stalls(result.histogram, result.evidence)
+    if stalls is not None and result.histogram.percentile(99) >= RTO_FLOOR_US:
+        # the p99 is at the retransmission floor: a wait of the kernel's timer, which no CPU share explains
+        seen.append(
+            f"{label}'s p99 is among its {plural(stalls.slow, finished_unit(result.load))} of 1 s or more while "
+            "SYNs were sent again (the kernel's 1 s retransmission timer, not queueing)"
+        )
+        return seen
     shares = result.others_cpu_share
     if shares is not None and shares[1] >= OTHERS_SEEN:
         seen.append(f"other processes used {100 * shares[1]:.0f}% of the CPUs during {label}")

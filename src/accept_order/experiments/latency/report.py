@@ -29,6 +29,7 @@ from ...servers.registry import threads_note, unseen_note
 from .kept_report import finished_unit, kept_amount, kept_compare_parts, kept_parts, kept_words
 from .model_report import model_report
 from .result import PERCENTILES, LatencyResult, default_title
+from .syn_note import syn_stall_notes
 
 
 def _label(result: LatencyResult) -> str:
@@ -292,6 +293,7 @@ def latency_report(result: LatencyResult) -> RenderableType:
         headline(result),
         mmhistogram(result),
         percentile_table(result),
+        *syn_stall_notes([result]),
         *([note] if (note := open_loop_note(result)) is not None else []),
         *model_report([result]),
         worker_table(result.counters, served_known(result), title="served per worker", detail=False),
@@ -359,6 +361,7 @@ def compare_report(
             parts.append(errors)
     parts.append(Text("latency by mode (ms)", style="bold"))
     parts.append(compare_table(results))
+    parts.extend(syn_stall_notes(results, named=True))
     parts.extend(kept_compare_parts(results))
     parts.extend(client_cpu_line(results))
     parts.extend(host_parts([HostsPart(r.server.label, r.hosts, r.wall_s, r.load.rate) for r in results], "mode"))
