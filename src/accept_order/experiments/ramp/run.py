@@ -78,6 +78,10 @@ class RampPlan:
         for c in self.concurrencies:  # checked here, before the server starts; per driver, as the load will
             check_range("--concurrency-steps", c, 1, 1_000_000)
             check_concurrency(c, "--concurrency-steps", max(1, min(self.driver_procs, c)))
+        steps = self.offered
+        if any(b <= a for a, b in zip(steps, steps[1:], strict=False)):  # the knee is the last step held before
+            name = "--rates" if self.rates else "--concurrency-steps"  # one that did not: read in rising order
+            raise PlanError(f"{name} must rise step by step, got {','.join(f'{v:g}' for v in steps)}")
         if self.rates:
             check_concurrency(self.in_flight, "--in-flight", max(1, min(self.driver_procs, self.in_flight)))
         check_range("--requests-per-connection", self.requests_per_connection, 0, MAX_CONNECTIONS)
