@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 def reload_figure(result: ReloadResult, options: PlotOptions) -> Figure:
     from matplotlib.patches import Patch
+    from matplotlib.ticker import MaxNLocator
 
     runs = result.runs
     fig = new_figure(height=max(5.0, 1.5 + 0.45 * len(runs)))
@@ -51,6 +52,7 @@ def reload_figure(result: ReloadResult, options: PlotOptions) -> Figure:
     ax.invert_yaxis()  # the table's order, top to bottom
     ax.set_xlim(0, max(max(failed) * 1.25, 1))
     ax.set_xlabel("connections failed (of those driven)")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # a count: no tick at 0.5 or 1.5 connections
     # the colours explained, those drawn only
     shown = [key for key in KEY if any(r.as_expected is key for r in runs)]
     legend_outside(ax, [Patch(color=KEY[key][0], label=KEY[key][1]) for key in shown])
