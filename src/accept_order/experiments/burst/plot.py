@@ -17,6 +17,7 @@ from ...render.plots import (
     work_text,
 )
 from ...render.text import plural
+from ...servers.registry import known_by_replies
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -62,8 +63,10 @@ def burst_figure(result: BurstResult, options: PlotOptions) -> Figure:
     settings = ""
     if result.runs:
         first = result.runs[0]
-        settings = f"{plural(first.server.workers, 'worker')}, {work_text(first.server.work_us)}, backlog "
-        settings += f"{first.server.backlog}; {environment_text(first.environment)}".rstrip("; ")
+        settings = plural(first.server.workers, "worker")
+        if not known_by_replies(first.server):  # a server elsewhere runs its own work and backlog
+            settings += f", {work_text(first.server.work_us)}, backlog {first.server.backlog}"
+        settings += f"; {environment_text(first.environment)}".rstrip("; ")
     caveat = [PACED] if any(c.client_bound for run in result.runs for c in run.cells) else []
     titled(fig, "Time until every client was served (accept-order burst)", options, settings, caveat)
     if not any(run.cells for run in result.runs):

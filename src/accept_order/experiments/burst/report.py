@@ -18,6 +18,7 @@ from ...render.observed_on import load_parts
 from ...render.text import duration_us, plural
 from ...render.workers import own_count_text
 from ...servers.registry import unseen_note
+from ..own_settings import own_settings
 from ..target_unanswered import target_unanswered_note
 from .result import BurstCell, BurstResult, BurstRun
 
@@ -127,12 +128,8 @@ def burst_report(result: BurstResult) -> RenderableType:
         first = result.runs[0]
         env = first.environment
         where = f"; {env.system} {env.kernel}, {plural(env.cpu_count, 'CPU')}" if env else ""
-        parts.append(
-            Text(
-                f"{plural(first.server.workers, 'worker')}, work {duration_us(first.server.work_us)}, backlog "
-                f"{first.server.backlog}{_per_connection(result)}{where}"
-            )
-        )
+        own = own_settings(first.server, duration_us(first.server.work_us))
+        parts.append(Text(f"{plural(first.server.workers, 'worker')}{own}{_per_connection(result)}{where}"))
         parts.append(Text("Per burst: served per worker, failures, kernel counters", style="bold"))
         for run in result.runs:
             parts += _details(run)

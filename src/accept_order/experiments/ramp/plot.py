@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from ...render.plots import PlotOptions, environment_text, legend_outside, new_figure, nothing, titled, work_text
 from ...render.text import plural
+from ...servers.registry import known_by_replies
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -35,7 +36,9 @@ def _plan_text(plan: dict[str, object]) -> str:
 def ramp_figure(result: RampResult, options: PlotOptions) -> Figure:
     fig = new_figure()
     ax = fig.add_subplot()
-    settings = f"{plural(result.server.workers, 'worker')}, {work_text(result.server.work_us)}"
+    settings = plural(result.server.workers, "worker")
+    if not known_by_replies(result.server):  # a server elsewhere runs its own work
+        settings += f", {work_text(result.server.work_us)}"
     settings += f", maxconn {result.server.maxconn}" if result.server.maxconn else ""  # HAProxy's back-pressure
     settings += _plan_text(result.plan)
     if result.environment is not None:

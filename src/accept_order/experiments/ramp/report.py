@@ -18,6 +18,7 @@ from ...render.observed_on import load_parts
 from ...render.text import durations_us, plural
 from ...render.workers import own_count_text
 from ...servers.registry import unseen_note
+from ..own_settings import own_settings
 from ..target_unanswered import target_unanswered_note
 from .result import RampResult, RampStep
 
@@ -182,7 +183,7 @@ def ramp_report(result: RampResult) -> RenderableType:
     work, step_length = work_and_step(server.work_us, plan.get("step_s"))
     parts.append(
         Text(
-            f"{server.label}, {plural(server.workers, 'worker')}, work {work}, backlog {server.backlog}; "
+            f"{server.label}, {plural(server.workers, 'worker')}{own_settings(server, work)}; "
             f"{loop}, {step_length} per step{where}",
             style="dim",
         )

@@ -1,0 +1,43 @@
+"""ramp and burst --target gave the tool's defaults as the server's settings: 'target 127.0.0.1:27613, 2 workers,
+work 0 s, backlog 511' (nginx's own configuration, which this tool neither set nor can read), and their
+pictures '2 workers, no work'. A server elsewhere is given its workers only; a server this tool started, all."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import run_cli
+
+from accept_order.experiments.documents import plot_document
+
+GOLDEN = Path(__file__).parent / "data" / "golden"
+REMOTE = {"mode": "remote", "server": "remote", "protocol": "http", "port": 27613}
+
+
+def _document(name: str, remote: bool) -> dict[str, Any]:
+    data = json.loads((GOLDEN / f"{name}.json").read_text())
+    servers = [data["server"]] if name == "ramp" else [run["server"] for run in data["runs"]]
+    for server in servers:
+        server.update(REMOTE if remote else {})
+    return data
+
+
+@pytest.mark.parametrize("name", ["ramp", "burst"])
+def test_a_server_elsewhere_is_given_no_work_or_backlog(tmp_path: Path, name: str) -> None:
+    for remote in (True, False):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(_document(name, remote)))
+        settings = next(line for line in run_cli(["show", str(path)]).stdout.splitlines() if "2 workers" in line)
+        assert ("backlog 511" in settings and "work 0" in settings) is not remote, settings
+
+
+@pytest.mark.parametrize("name", ["ramp", "burst"])
+def test_nor_its_picture(name: str) -> None:
+    pytest.importorskip("matplotlib")
+    for remote in (True, False):
+        footer = plot_document(name, _document(name, remote))._supxlabel.get_text()
+        assert bool(re.search(r"\bno work\b|\bwork \d", footer)) is not remote, footer
