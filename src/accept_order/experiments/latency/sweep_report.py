@@ -48,8 +48,11 @@ def sweep_table(results: Sequence[LatencyResult]) -> TextTable:
         s = r.summary()
         lat.append([f"{s[k]:.2f}ms" if s.get(k) is not None else "-" for k in ("avg_ms", "dev_ms", "p99_ms")])
         tps.append(f"|{r.throughput:>11.2f}tps ")
-        most.append(f"|{max((c.max_batch or 0 for c in r.counters), default=0):>11} ")
-        mean.append(f"|{(accepts / wakeups if wakeups else 0):>11.2f}")
+        # a server whose workers count nothing this tool can read (--target, --attach): unknown, not 0
+        batches = [c.max_batch for c in r.counters if c.max_batch is not None]
+        counted = any(c.wakeups is not None for c in r.counters)
+        most.append(f"|{max(batches) if batches else '-':>11} ")
+        mean.append(f"|{(accepts / wakeups if wakeups else 0):>11.2f}" if counted else f"|{'-':>11}")
     columns = [
         TextColumn(f"|{'performance':>14} ", tuple(tps)),
         *(
