@@ -30,3 +30,9 @@ def test_resets_beside_failures_stay_a_host_wide_count() -> None:
     seen = signals(_step({"ECONNRESET": 40}), 2, 2)  # type: ignore[arg-type]
     said = [s for s in seen if "reset" in s]
     assert said == ["12212 connections reset host-wide"]
+
+
+def test_kept_connections_closed_at_the_steps_end_may_be_its_own() -> None:
+    kept = dataclasses.replace(_step({}), connections=(16, 16))  # type: ignore[type-var]
+    said = [s for s in signals(kept, 2, 2) if "reset" in s]  # type: ignore[arg-type]
+    assert said == ["12212 connections reset host-wide"]
