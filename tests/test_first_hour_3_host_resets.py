@@ -9,30 +9,30 @@ import dataclasses
 import json
 from pathlib import Path
 
-from accept_order.experiments.ramp.result import RampResult
+from accept_order.experiments.ramp.result import RampResult, RampStep
 from accept_order.experiments.ramp.run import signals
 
 GOLDEN = Path(__file__).parent / "data" / "golden" / "ramp.json"
 
 
-def _step(errors: dict[str, int]) -> object:
+def _step(errors: dict[str, int]) -> RampStep:
     step = RampResult.from_dict(json.loads(GOLDEN.read_text())).steps[0]
     return dataclasses.replace(step, errors=errors, counters={"TcpEstabResets": 11973, "TcpExtTCPAbortOnData": 239})
 
 
 def test_resets_beside_no_failure_are_said_to_be_none_of_the_steps() -> None:
-    seen = signals(_step({}), 2, 2)  # type: ignore[arg-type]
+    seen = signals(_step({}), 2, 2)
     said = [s for s in seen if "reset" in s]
     assert said == ["12212 connections reset host-wide, none of them this step's (it failed none)"]
 
 
 def test_resets_beside_failures_stay_a_host_wide_count() -> None:
-    seen = signals(_step({"ECONNRESET": 40}), 2, 2)  # type: ignore[arg-type]
+    seen = signals(_step({"ECONNRESET": 40}), 2, 2)
     said = [s for s in seen if "reset" in s]
     assert said == ["12212 connections reset host-wide"]
 
 
 def test_kept_connections_closed_at_the_steps_end_may_be_its_own() -> None:
-    kept = dataclasses.replace(_step({}), connections=(16, 16))  # type: ignore[type-var]
-    said = [s for s in signals(kept, 2, 2) if "reset" in s]  # type: ignore[arg-type]
+    kept = dataclasses.replace(_step({}), connections=(16, 16))
+    said = [s for s in signals(kept, 2, 2) if "reset" in s]
     assert said == ["12212 connections reset host-wide"]
