@@ -244,7 +244,8 @@ RAMP_REPEATED = Repeated(
     shape=RAMP_SHAPE,
     names=each(_name),
     report=report,
-    columns=("run", "loop", "offered", "got_per_s", "failed", "p50_us", "p99_us", "p999_us", "held"),
+    # kind: rate or concurrency, as the steps table names it ('loop' held it, a name other tables give io_uring)
+    columns=("run", "kind", "offered", "got_per_s", "failed", "p50_us", "p99_us", "p999_us", "held"),
     rows=_rows,
     worker_columns=("run", "offered", "worker", "served", "cpu"),
     worker_rows=_worker_rows,
