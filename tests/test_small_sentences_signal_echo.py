@@ -31,7 +31,11 @@ def _cpu(pids: list[int]) -> float:
     return total
 
 
-def test_the_same_sigint_twice_keeps_the_report_and_the_file(tmp_path: Path) -> None:
+def test_the_same_sigint_twice_ends_everything_and_keeps_the_file(tmp_path: Path) -> None:
+    """A real process given one SIGINT twice, 5 ms apart. Whether the report is printed depends on when its
+    handler ran (within ECHO_S of the first: an echo; a busy machine can delay it past that, as it can a
+    person's second Ctrl-C), so that is asserted where the clock is the test's (below), not here: here, what
+    holds either way (one status, no traceback, the file saved as interrupted, every child gone)."""
     out = tmp_path / "echo.json"
     cmd = [sys.executable, "-m", "accept_order", "latency", "-w", "2", "--duration", "30s", "-c", "8"]
     proc = subprocess.Popen(
@@ -59,7 +63,6 @@ def test_the_same_sigint_twice_keeps_the_report_and_the_file(tmp_path: Path) -> 
             proc.communicate()
     assert proc.returncode == 130, err
     assert "Traceback" not in err
-    assert "p99" in stdout and "served per worker" in stdout, (stdout, err)  # the report, not left out
     assert json.loads(out.read_text())["interrupted"] is True
     assert wait_for(lambda: gone(pids), bool, 5, "every child to be gone")
 
