@@ -83,7 +83,10 @@ def test_two_signals_during_latency(tmp_path: Path, first: int, second: int) -> 
         proc.send_signal(second)
 
     out = tmp_path / "partial.json"
-    status, err, pids = interrupt_latency(out, 4, twice)
+    # its own process group, as a shell's job is: there a second signal of the same kind is a second Ctrl-C
+    # however soon it comes (where the tool does not lead its group, one within ECHO_S is taken for the
+    # group's copy of the first: core/signals.py)
+    status, err, pids = interrupt_latency(out, 4, twice, own_group=True)
     assert status == EXPECTED[first], err
     assert "Traceback" not in err
     assert err.strip().splitlines()[-1].startswith("accept-order: error: ")
