@@ -84,6 +84,10 @@ def test_slow_connections_and_retransmits_are_said_beside_the_tail() -> None:
     own = text_of(latency_report(run_of(TAIL, evidence(12, private=True))))
     assert "(in the run's own network namespace; TCPSynRetrans)" in own
     assert "that part of the tail is the kernel's connection set-up" in own
+    # more than the run made connections, host-wide: others' are among them, and the sentence says may
+    busy = text_of(latency_report(run_of(TAIL, evidence(32_509))))
+    assert "32,509 SYNs or SYN-ACKs were sent again during the run (host-wide, more than the run's 3,000 " in busy
+    assert "connections: other TCP traffic's among them; TCPSynRetrans)" in busy and "part of the tail may be" in busy
     # fewer retransmissions than slow connections cannot be all of them
     few = text_of(latency_report(run_of(TAIL, evidence(3))))
     assert "3 SYNs or SYN-ACKs were sent again" in few and "up to 3 of them is most likely" in few, few

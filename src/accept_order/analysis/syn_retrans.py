@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.histogram import LatencyHistogram
-from ..core.text import plural
 
 SYN_RETRANS = "TcpExtTCPSynRetrans"
 RTO_FLOOR_US = 1_000_000  # the first retransmission of an unanswered SYN comes 1 s after it
@@ -54,10 +53,16 @@ def syn_stall_sentence(stalls: SynStalls, unit: str = "connection", who: str = "
     # fewer retransmissions than slow ones cannot account for all of them; a host-wide count may be others'
     which = "that part of the tail" if stalls.resent >= stalls.slow else f"up to {stalls.resent:,} of them"
     verb = "is" if stalls.private else "is most likely"
+    if not stalls.private and stalls.resent > stalls.total:  # more than the run had connections: others' too
+        where, verb = (
+            f"host-wide, more than the run's {stalls.total:,} {unit}s: other TCP traffic's among them",
+            "may be",
+        )
     lead = f"{who}: " if who else ""
-    resent = plural(stalls.resent, "SYN or SYN-ACK", "SYNs or SYN-ACKs")
+    slow = f"{stalls.slow:,} {unit if stalls.slow == 1 else unit + 's'}"
+    resent = f"{stalls.resent:,} " + ("SYN or SYN-ACK" if stalls.resent == 1 else "SYNs or SYN-ACKs")
     return (
-        f"{lead}{plural(stalls.slow, unit)} of {stalls.total:,} took 1 s or more, and {resent} "
+        f"{lead}{slow} of {stalls.total:,} took 1 s or more, and {resent} "
         f"{'was' if stalls.resent == 1 else 'were'} sent again during the run ({where}; TCPSynRetrans): an "
         "unanswered SYN is sent again after 1 s, then 2 s more (at 1 s, 3 s, 7 s), so "
         f"{which} {verb} the kernel's connection set-up, not the accept mode"
