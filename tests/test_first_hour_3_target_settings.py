@@ -41,3 +41,15 @@ def test_nor_its_picture(name: str) -> None:
     for remote in (True, False):
         footer = plot_document(name, _document(name, remote))._supxlabel.get_text()
         assert bool(re.search(r"\bno work\b|\bwork \d", footer)) is not remote, footer
+
+
+def test_a_ramp_at_a_server_elsewhere_does_not_explain_a_column_it_cannot_fill(tmp_path: Path) -> None:
+    """Its 'workers CPU' column is all '-' (the server's processes are not seen from here), yet the legend said
+    'workers CPU: the workers' CPU time over the step, ... per worker below' and no worker followed."""
+    data = _document("ramp", remote=True)
+    for step in data["steps"]:
+        step["worker_cpu"] = []
+    path = tmp_path / "ramp.json"
+    path.write_text(json.dumps(data))
+    assert "workers CPU:" not in run_cli(["show", str(path)]).stdout
+    assert "workers CPU:" in run_cli(["show", str(GOLDEN / "ramp.json")]).stdout

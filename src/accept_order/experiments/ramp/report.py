@@ -188,13 +188,14 @@ def ramp_report(result: RampResult) -> RenderableType:
             style="dim",
         )
     )
-    parts.append(
-        Text(
-            f"workers CPU: the workers' CPU time over the step, as a share of the {plural(usable_cpus(result), 'CPU')} "
-            "they could use (one each); per worker below",
-            style="dim",
+    if any(s.worker_cpu for s in result.steps):  # a server elsewhere's CPU is not seen: its column is all '-'
+        parts.append(
+            Text(
+                f"workers CPU: the workers' CPU time over the step, as a share of the "
+                f"{plural(usable_cpus(result), 'CPU')} they could use (one each); per worker below",
+                style="dim",
+            )
         )
-    )
     parts += [Text(note, style="yellow")] if (note := unseen_note(server)) else []
     parts.append(Text("Per step: socket summary (ss -s) and counter deltas (nstat), both host-wide", style="bold"))
     for step in result.steps:
