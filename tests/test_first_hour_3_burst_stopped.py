@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import run_cli
 
 GOLDEN = Path(__file__).parent / "data" / "golden" / "burst.json"
@@ -39,3 +40,16 @@ def test_failures_before_the_stop_still_show(tmp_path: Path) -> None:
 def test_a_burst_that_ran_to_its_end_counts_aborted_as_failed(tmp_path: Path) -> None:
     out = _shown(tmp_path, {"aborted": 3}, interrupted=False)  # a worker that died mid-burst: the server's
     assert "(3 failed)" in out and "interrupted" not in out
+
+
+def test_nor_in_the_picture(tmp_path: Path) -> None:
+    """The picture of that burst crossed the point and noted '1000 failed'; it notes the stop."""
+    pytest.importorskip("matplotlib")
+    from accept_order.experiments.documents import plot_document
+
+    _shown(tmp_path, {"aborted": 1000}, interrupted=True)
+    figure = plot_document("burst", json.loads((tmp_path / "burst.json").read_text()))
+    ax = figure.axes[0]
+    notes = " ".join(t.get_text() for t in ax.texts)
+    assert "failed" not in notes and "interrupted" in notes, notes
+    assert "or the stop" in ax.get_ylabel() and "failure" not in ax.get_ylabel(), ax.get_ylabel()

@@ -89,16 +89,22 @@ def burst_figure(result: BurstResult, options: PlotOptions) -> Figure:
             label=text(run.server.label),
         )
         for cell in cells:
-            if cell.wall_s <= 0 or not (cell.failed or cell.client_bound):
+            failed = cell.server_failed  # those under way at a Ctrl-C were the stop's, not the server's
+            if cell.wall_s <= 0 or not (failed or cell.client_bound or cell.interrupted):
                 continue
-            if cell.failed:
+            if failed:
                 ax.plot(cell.clients, _ms(cell.wall_s), "x", color="C3", markersize=10, markeredgewidth=2)
-            said = " ".join(([f"{cell.failed} failed"] if cell.failed else []) + (["*"] if cell.client_bound else []))
+            said = " ".join(
+                ([f"{failed} failed"] if failed else [])
+                + (["interrupted"] if cell.interrupted else [])
+                + (["*"] if cell.client_bound else [])
+            )
             notes.setdefault(cell.clients, []).append((_ms(cell.wall_s), text(run.server.label), said))
     stacked = max((len(group) for group in notes.values()), default=1)
     for clients, group in notes.items():
         _note(ax, clients, group, right=clients > largest / 2)
-    if any(c.failed for run in result.runs for c in run.cells):
+    failed = any(c.server_failed for run in result.runs for c in run.cells)
+    if failed:
         handles.append(Line2D([], [], color="C3", marker="x", linestyle="none", markersize=8, label="some failed"))
     ax.set_xlabel("clients connecting at once")
     sizes = sorted({c.clients for run in result.runs for c in run.cells if c.clients > 0})
@@ -115,7 +121,9 @@ def burst_figure(result: BurstResult, options: PlotOptions) -> Figure:
     ax.yaxis.set_major_formatter(LogFormatter())
     ax.yaxis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.5)))
     ax.margins(y=0.15 + 0.05 * (stacked - 1))  # room for the notes above the highest point or under the lowest
-    ax.set_ylabel("ms from the first connect to the last reply or failure (log scale)")
+    stopped = any(c.interrupted for run in result.runs for c in run.cells)
+    ends = "last reply" + (" or failure" if failed else "") + (" or the stop" if stopped else "")
+    ax.set_ylabel(f"ms from the first connect to the {ends} (log scale)")
     legend_outside(ax, handles)
     ax.grid(alpha=0.3, which="both")
     return fig

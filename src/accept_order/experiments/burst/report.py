@@ -9,7 +9,6 @@ from rich.table import Table
 from rich.text import Text
 
 from ...analysis.fairness import jain_index
-from ...core.protocol import ABORTED
 from ...core.text import escape_controls
 from ...core.totals import loops_ran
 from ...render.evidence import short_counter, shortage_lines
@@ -23,19 +22,13 @@ from ..target_unanswered import target_unanswered_note
 from .result import BurstCell, BurstResult, BurstRun
 
 
-def _stopped(cell: BurstCell) -> int:
-    """The connections Ctrl-C (or SIGTERM) found under way in a burst it cut short: the stop's, not failures
-    of the server (the load counts them as aborted)."""
-    return cell.errors.get(ABORTED, 0) if cell.interrupted else 0
-
-
 def _cell(cell: BurstCell | None) -> Text:
     if cell is None:
         return Text("-")
     text = Text(f"{cell.wall_s:.2f} s")
-    stopped = _stopped(cell)
-    if cell.failed - stopped:
-        text.append(f" ({cell.failed - stopped} failed)", style="yellow")
+    stopped = cell.stopped
+    if cell.server_failed:
+        text.append(f" ({cell.server_failed} failed)", style="yellow")
     if cell.client_bound:
         text.append(" *", style="yellow")
     if cell.interrupted:
@@ -112,7 +105,7 @@ def _per_connection(result: BurstResult) -> str:
 def burst_report(result: BurstResult) -> RenderableType:
     parts: list[RenderableType] = [burst_table(result)]
     # a client that failed ends the burst's time when it gives up (--timeout), not at a reply
-    failed = any(c.failed - _stopped(c) for r in result.runs for c in r.cells)
+    failed = any(c.server_failed for r in result.runs for c in r.cells)
     stopped = any(c.interrupted for r in result.runs for c in r.cells)
     legend = (
         f"time from the first connect to the last reply{' or failure (some failed)' if failed else ''}"

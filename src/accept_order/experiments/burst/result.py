@@ -9,6 +9,7 @@ from typing import Any
 from ...core.hosts import HostOutcome
 from ...core.load_summary import CountedTotals, LoadSummary, cpu_us_per_connection
 from ...core.measures import DriverStats, Environment
+from ...core.protocol import ABORTED
 from ...core.spec import ServerSpec
 from ...results.schema import ListOf, MapOf, Number, SchemaError, child, derive
 from ...results.shapes import (
@@ -66,6 +67,17 @@ class BurstCell(CountedTotals):
             hosts=load.hosts,
             observed_on=tuple(dict(o) for o in load.observed),
         )
+
+    @property
+    def stopped(self) -> int:
+        """The connections Ctrl-C (or SIGTERM) found under way in a burst it cut short: the stop's, not failures
+        of the server (the load counts them as aborted)."""
+        return self.errors.get(ABORTED, 0) if self.interrupted else 0
+
+    @property
+    def server_failed(self) -> int:
+        """The failures that were the burst's own, not the stop's."""
+        return self.failed - self.stopped
 
     @property
     def open_s(self) -> float | None:
