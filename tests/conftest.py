@@ -399,6 +399,19 @@ def gone(pids: Iterable[int]) -> bool:
     return True
 
 
+def cpu_of(pids: Iterable[int]) -> float:
+    """CPU seconds (user + system) these processes have used so far; those gone count nothing: how a test
+    waits until a load has been driving for a while (there is then a result to keep)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            times = psutil.Process(pid).cpu_times()
+            total += times.user + times.system
+        except psutil.Error:
+            pass
+    return total
+
+
 HTTP_REQUEST = b"GET / HTTP/1.0\r\nHost: x\r\n\r\n"
 
 

@@ -24,22 +24,11 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import gone, wait_for
+from conftest import cpu_of, gone, wait_for
 
 from accept_order.servers.registry import server_kind
 
 START_TIMEOUT_S = 20.0
-
-
-def _cpu(pids: list[int]) -> float:
-    total = 0.0
-    for pid in pids:
-        try:
-            times = psutil.Process(pid).cpu_times()
-            total += times.user + times.system
-        except psutil.Error:
-            pass
-    return total
 
 
 def _directories(tool_pid: int) -> list[str]:
@@ -81,7 +70,7 @@ def _mid_run(proc: subprocess.Popen[bytes], processes: int) -> list[int]:
             return []
 
     pids = wait_for(descendants, lambda kids: len(kids) >= processes, START_TIMEOUT_S, f"{processes} processes")
-    wait_for(lambda: _cpu(pids), lambda cpu: cpu > 0.2, START_TIMEOUT_S, "the load to run")
+    wait_for(lambda: cpu_of(pids), lambda cpu: cpu > 0.2, START_TIMEOUT_S, "the load to run")
     return pids
 
 

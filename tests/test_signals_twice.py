@@ -16,7 +16,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import gone, wait_for
+from conftest import cpu_of, gone, wait_for
 
 PAIRS = [
     (signal.SIGINT, signal.SIGINT),
@@ -25,17 +25,6 @@ PAIRS = [
     (signal.SIGTERM, signal.SIGTERM),
 ]
 EXPECTED = {signal.SIGINT: 130, signal.SIGTERM: 143}
-
-
-def _cpu(pids: list[int]) -> float:
-    total = 0.0
-    for pid in pids:
-        try:
-            times = psutil.Process(pid).cpu_times()
-            total += times.user + times.system
-        except psutil.Error:
-            pass
-    return total
 
 
 def interrupt_latency(
@@ -58,7 +47,7 @@ def interrupt_latency(
         wait_for(lambda: me.children(), lambda kids: len(kids) >= workers + 2, 20, "the workers and the drivers")
         pids = [p.pid for p in me.children(recursive=True)]
         # ... and has been driving for a while (its processes used CPU), so there is a result to keep.
-        wait_for(lambda: _cpu(pids), lambda cpu: cpu > 0.2, 20, "the load to run")
+        wait_for(lambda: cpu_of(pids), lambda cpu: cpu > 0.2, 20, "the load to run")
         send(proc)
         _, err = proc.communicate(timeout=20)
     finally:
@@ -123,7 +112,7 @@ def test_ctrl_c_during_a_later_run_is_still_ctrl_c(tmp_path: Path) -> None:
         second = wait_for(
             lambda: {p.pid for p in me.children()}, lambda kids: len(kids) >= 4 and not kids & first, 20, "run two"
         )
-        wait_for(lambda: _cpu(list(second)), lambda cpu: cpu > 0.1, 20, "the second run to drive")
+        wait_for(lambda: cpu_of(list(second)), lambda cpu: cpu > 0.1, 20, "the second run to drive")
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=20)
     finally:

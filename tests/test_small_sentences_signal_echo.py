@@ -15,20 +15,9 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import gone, wait_for
+from conftest import cpu_of, gone, wait_for
 
 from accept_order.core import signals
-
-
-def _cpu(pids: list[int]) -> float:
-    total = 0.0
-    for pid in pids:
-        try:
-            times = psutil.Process(pid).cpu_times()
-            total += times.user + times.system
-        except psutil.Error:
-            pass
-    return total
 
 
 def test_the_same_sigint_twice_ends_everything_and_keeps_the_file(tmp_path: Path) -> None:
@@ -49,7 +38,7 @@ def test_the_same_sigint_twice_ends_everything_and_keeps_the_file(tmp_path: Path
         me = psutil.Process(proc.pid)
         wait_for(lambda: me.children(), lambda kids: len(kids) >= 4, 20, "the workers and the drivers")
         pids = [p.pid for p in me.children(recursive=True)]
-        wait_for(lambda: _cpu(pids), lambda cpu: cpu > 0.2, 20, "the load to run")
+        wait_for(lambda: cpu_of(pids), lambda cpu: cpu > 0.2, 20, "the load to run")
         proc.send_signal(signal.SIGINT)
         # the group's copy, as timeout(1) sends it when it waited a few ms for a CPU between its two kill()s:
         # the stimulus, not synchronisation (the first one's handler has run by then, unless the tool itself
