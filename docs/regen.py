@@ -1,6 +1,7 @@
 """Run every command block marked for regeneration in the docs and rewrite its output in place.
 
     .venv/bin/python docs/regen.py [PAGE...]     # default: README.md and every docs/**/*.md
+    .venv/bin/python docs/regen.py PAGE:LINE     # only the block whose fence opens at LINE (as --list shows)
     .venv/bin/python docs/regen.py --list        # the marked blocks, run nothing
 
 A block is marked by an HTML comment on the line before its fence (invisible on the site):
@@ -370,9 +371,15 @@ SETUPS: dict[str, Setup] = {
 }
 
 
-def regenerate(page: Path, dry_run: bool = False, log: Callable[[str], None] = print) -> int:
-    """Rewrite every marked block of `page`; return how many blocks ended with a non-zero status."""
+def regenerate(page: Path, dry_run: bool = False, log: Callable[[str], None] = print, only: int | None = None) -> int:
+    """Rewrite every marked block of `page` (`only`: the one whose fence opens at that line, as `where` and --list
+    number them; a block that reads what an earlier one wrote needs the page whole); return how many blocks ended
+    with a non-zero status."""
     blocks = find_blocks(page)
+    if only is not None:
+        blocks = [block for block in blocks if block.start + 1 == only]
+        if not blocks:
+            raise SystemExit(f"{page}:{only}: no marked block opens there (see --list)")
     if not blocks or dry_run:
         for block in blocks:
             log(f"{block.where}: {block.lang} {' '.join(f'{k}={v}' for k, v in block.options.items())}")
@@ -403,6 +410,14 @@ def regenerate(page: Path, dry_run: bool = False, log: Callable[[str], None] = p
     return failed
 
 
+def _page_and_line(arg: Path) -> tuple[Path, int | None]:
+    """PAGE or PAGE:LINE."""
+    name, colon, line = str(arg).rpartition(":")
+    if colon and line.isdigit():
+        return Path(name).resolve(), int(line)
+    return arg.resolve(), None
+
+
 def pages() -> list[Path]:
     return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
@@ -417,8 +432,8 @@ def main(argv: list[str] | None = None) -> int:
     for stop in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(stop, signal.default_int_handler)
     failed = 0
-    for page in [p.resolve() for p in args.pages] or pages():
-        failed += regenerate(page, dry_run=args.list)
+    for page, only in [_page_and_line(p) for p in args.pages] or [(p, None) for p in pages()]:
+        failed += regenerate(page, dry_run=args.list, only=only)
     if failed:
         print(
             f"{failed} block(s) ended with a non-zero status: check that their output is the one meant", file=sys.stderr
