@@ -61,13 +61,20 @@ def test_a_run_that_held_every_step_has_no_knee_to_count() -> None:
     assert _epoll_row([_ramp("epoll", [True] * 4)] * 2).startswith("every step held in 2/2")
 
 
-def test_the_repeat_picture_calls_no_run_that_held_every_step_a_knee() -> None:
-    """The picture of the runs above drew epoll's first run at 2000/s on an axis named 'knee: the last step that
-    held', though every step of that run held (the table: 'every step held (to 2000/s) in 1/2 runs')."""
+def test_the_repeat_picture_draws_each_ramp_and_calls_no_run_that_held_every_step_a_knee() -> None:
+    """The picture of the runs above was one dot per run on an axis named 'knee: the last step that held', the
+    first run's epoll at 2000/s though every step of it held (the table: 'every step held (to 2000/s)'), and
+    'ramp --modes epoll,reuseport' drew two dots. It draws each run's ramp: throughput above, p99 below, a
+    cross only at a step that did not hold."""
     pytest.importorskip("matplotlib")
     from accept_order.experiments.documents import plot_document
 
     runs = [_ramp("epoll", [True, True, False]), _ramp("epoll", [True, True, True, True])]
     figure = plot_document("repeat", {"of": "ramp", "rounds": [[r.to_dict()] for r in runs], "machine": {}})
-    named = " ".join([figure.axes[0].get_ylabel(), figure.get_suptitle()])
-    assert "knee" not in named and "the last step that held" in named, named
+    top, bottom = figure.axes[:2]
+    assert "knee" not in figure.get_suptitle() and "Throughput and p99" in figure.get_suptitle()
+    assert (top.get_ylabel(), bottom.get_ylabel()) == ("served per second", "p99 latency, ms")
+    curves = [line for line in top.get_lines() if line.get_marker() == "o"]
+    assert sorted(len(line.get_xdata()) for line in curves) == [3, 4]  # each run's every step
+    crosses = [x for line in top.get_lines() if line.get_marker() == "x" for x in line.get_xdata()]
+    assert crosses == [2000]  # the first run's step that did not hold; the second run held all four

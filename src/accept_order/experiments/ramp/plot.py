@@ -3,9 +3,20 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from ...render.plots import PlotOptions, environment_text, legend_outside, new_figure, nothing, titled, work_text
+from ...render.plots import (
+    PlotOptions,
+    color,
+    environment_text,
+    legend_outside,
+    new_figure,
+    nothing,
+    text,
+    titled,
+    work_text,
+)
 from ...render.text import plural
 from ...servers.registry import known_by_replies
 
@@ -33,17 +44,23 @@ def _plan_text(plan: dict[str, object]) -> str:
     return "; " + "; ".join(parts) if parts else ""
 
 
-def ramp_figure(result: RampResult, options: PlotOptions) -> Figure:
-    fig = new_figure()
-    ax = fig.add_subplot()
+def _settings(result: RampResult) -> str:
+    """The footer: the server's settings (a server elsewhere runs its own work), how a step was judged, the
+    machine."""
     settings = plural(result.server.workers, "worker")
-    if not known_by_replies(result.server):  # a server elsewhere runs its own work
+    if not known_by_replies(result.server):
         settings += f", {work_text(result.server.work_us)}"
     settings += f", maxconn {result.server.maxconn}" if result.server.maxconn else ""  # HAProxy's back-pressure
     settings += _plan_text(result.plan)
     if result.environment is not None:
         settings += f"; {environment_text(result.environment)}"
-    titled(fig, f"Throughput and p99 as the offered load grows ({result.server.label})", options, settings)
+    return settings
+
+
+def ramp_figure(result: RampResult, options: PlotOptions) -> Figure:
+    fig = new_figure()
+    ax = fig.add_subplot()
+    titled(fig, f"Throughput and p99 as the offered load grows ({result.server.label})", options, _settings(result))
     steps = result.steps
     if not steps:
         nothing(ax, "no steps")
@@ -82,4 +99,48 @@ def ramp_figure(result: RampResult, options: PlotOptions) -> Figure:
     other.set_ylim(bottom=0)
     legend_outside(ax, handles, ncol=min(len(handles), 3))  # inside, it can cover either axis' line; 3 a row fit
     ax.grid(alpha=0.3)
+    return fig
+
+
+def ramp_rounds_figure(rounds: Sequence[Sequence[RampResult]], options: PlotOptions) -> Figure:
+    """ramp --modes (and --repeat): each mode's ramp in each round, throughput above and p99 below on the same
+    offered loads, a colour per mode, its steps that did not hold crossed (one point per run of its knee alone
+    showed nothing of the curves: 'ramp --modes epoll,reuseport' drew two dots)."""
+    from matplotlib.lines import Line2D
+
+    fig = new_figure(height=6.4)
+    top, bottom = fig.subplots(2, 1, sharex=True)
+    first = rounds[0][0]
+    names = [run.server.label for run in rounds[0]]
+    runs = f"{len(rounds)} runs, the modes interleaved" if len(rounds) > 1 else "one run"
+    title = f"Throughput and p99 as the offered load grows: {', '.join(names)} (accept-order ramp, {runs})"
+    titled(fig, title, options, _settings(first))
+    rate = bool(first.steps) and first.steps[0].kind == "rate"
+    handles: list[Any] = []
+    for i, name in enumerate(names):
+        for k, row in enumerate(rounds):
+            run = row[i] if i < len(row) else None
+            if run is None or not run.steps:
+                continue
+            x = [s.offered for s in run.steps]
+            label = text(name) if k == 0 else None  # one legend entry per mode, whatever the rounds
+            line = top.plot(x, [s.throughput for s in run.steps], "o-", color=color(i), linewidth=1.5, label=label)
+            bottom.plot(x, [_ms(s.p99_us) for s in run.steps], "s--", color=color(i), linewidth=1.5)
+            handles += line if k == 0 else []
+            failing = [s for s in run.steps if not s.held and not s.cut_short]
+            for ax, y in ((top, [s.throughput for s in failing]), (bottom, [_ms(s.p99_us) for s in failing])):
+                ax.plot([s.offered for s in failing], y, "x", color="C3", markersize=10, markeredgewidth=2)
+    if any(not s.held and not s.cut_short for row in rounds for run in row for s in run.steps):
+        handles.append(Line2D([], [], color="C3", marker="x", linestyle="none", markersize=8, label="did not hold"))
+    bound = first.plan.get("p99_ms")
+    if isinstance(bound, int | float):
+        handles.append(bottom.axhline(bound, color="0.4", linestyle=":", linewidth=1, label=f"--p99 {bound:g} ms"))
+    top.set_ylabel("served per second")
+    bottom.set_ylabel("p99 latency, ms")
+    for ax in (top, bottom):
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+    bottom.set_xlim(left=0)
+    bottom.set_xlabel("offered load, new connections per second" if rate else "offered load, connections in flight")
+    legend_outside(top, handles, ncol=min(len(handles), 4))
     return fig

@@ -233,6 +233,12 @@ def _worker_rows(doc: Document) -> list[list[Any]]:
     return rows
 
 
+def _rounds_figure(rounds: Rounds, options: Any) -> Any:
+    from .plot import ramp_rounds_figure  # matplotlib's, only when drawn
+
+    return ramp_rounds_figure(rounds, options)
+
+
 def _knee_value(run: RampResult) -> float:
     value = knee(run)
     return math.nan if value is None else value
@@ -250,5 +256,6 @@ RAMP_REPEATED = Repeated(
     worker_columns=("run", "offered", "worker", "served", "cpu"),
     worker_rows=_worker_rows,
     value=_knee_value,
+    figure=lambda rounds, options: _rounds_figure(rounds, options),
     what="the last step that held (offered load)",  # a run that held every step has no knee: its last step
 )

@@ -55,6 +55,9 @@ class Repeated:
     command: str = ""
     kept_columns: tuple[str, ...] = ()
     kept_worker_columns: tuple[str, ...] = ()
+    # figure(rounds, options): a picture of its own instead of `value` per round, where one figure per run says
+    # too little (a ramp's knee, of curves a colleague reads by their shape)
+    figure: Callable[[Rounds, Any], Any] | None = None
 
 
 def each(name: Callable[[Any], str]) -> Callable[[Sequence[Any]], list[str]]:

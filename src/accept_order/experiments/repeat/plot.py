@@ -20,6 +20,8 @@ def repeat_figure(repeated: RepeatResult, options: PlotOptions) -> Figure:
 
     kind = repeated_of(repeated.of)  # the experiment says what to draw
     rounds: list[list[Any]] = [list(row) for row in repeated.rounds]
+    if kind.figure is not None and rounds:
+        return kind.figure(rounds, options)
     fig = new_figure()
     ax = fig.add_subplot()
     env = first_environment(kind, rounds) if rounds and rounds[0] else None
