@@ -79,7 +79,7 @@ def test_slow_connections_and_retransmits_are_said_beside_the_tail() -> None:
     assert "8 connections of 3,000 took 1 s or more, and 12 SYNs or SYN-ACKs were sent again during the run" in text
     assert "(host-wide, other TCP traffic included; TCPSynRetrans)" in text, text
     assert "after 1 s, then 2 s more" in text and "not the accept mode" in text
-    assert "that part of the tail is most likely the kernel's connection set-up" in text
+    assert "that part of the tail may be the kernel's connection set-up" in text  # a host-wide count: a may
     # the run's own namespace: said so, and without the hedge
     own = text_of(latency_report(run_of(TAIL, evidence(12, private=True))))
     assert "(in the run's own network namespace; TCPSynRetrans)" in own
@@ -90,7 +90,7 @@ def test_slow_connections_and_retransmits_are_said_beside_the_tail() -> None:
     assert "connections: other TCP traffic's among them; TCPSynRetrans)" in busy and "part of the tail may be" in busy
     # fewer retransmissions than slow connections cannot be all of them
     few = text_of(latency_report(run_of(TAIL, evidence(3))))
-    assert "3 SYNs or SYN-ACKs were sent again" in few and "up to 3 of them is most likely" in few, few
+    assert "3 SYNs or SYN-ACKs were sent again" in few and "up to 3 of them may be" in few, few
 
 
 def test_nothing_said_unless_the_numbers_carry_it() -> None:
@@ -113,9 +113,13 @@ def test_the_model_does_not_blame_other_processes_for_a_p99_at_the_floor() -> No
     at_floor = [4000] * 2900 + [1_010_000] * 100  # 1 in 30 waited for a SYN sent again: the p99 is one of them
     blamed = model_line([run_of(at_floor, evidence(None))]) or ""  # no counter: as before, the CPU is named
     assert "something else is at work: other processes used 96% of the CPUs" in blamed, blamed
-    line = model_line([run_of(at_floor, evidence(100))]) or ""
+    line = model_line([run_of(at_floor, evidence(100, private=True))]) or ""  # the run's own SYNs sent again
     assert "epoll's p99 is among its 100 connections of 1 s or more while SYNs were sent again" in line, line
     assert "other processes used" not in line, line
+    # a host-wide count may be all others': the timer is a may, beside the CPU they used (test_review_r5_syn_note)
+    anyone = model_line([run_of(at_floor, evidence(100))]) or ""
+    assert "sent again host-wide (the kernel's 1 s retransmission timer may be part of it)" in anyone, anyone
+    assert "other processes used 96% of the CPUs" in anyone, anyone
     # retransmits beyond the p99 leave the model's sentence as it was: a p99 of 40 ms is not the timer's
     beyond = [4000] * 2850 + [40_000] * 142 + TAIL[-8:]
     assert "something else is at work: other processes used" in (model_line([run_of(beyond, evidence(12))]) or "")

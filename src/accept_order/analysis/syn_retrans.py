@@ -50,14 +50,19 @@ def syn_stall_sentence(stalls: SynStalls, unit: str = "connection", who: str = "
     """One sentence beside the tail: how many took 1 s or more, how many SYNs were sent again and whose count
     that is, and that this part of the tail is the kernel's connection set-up, not the accept mode."""
     where = "in the run's own network namespace" if stalls.private else "host-wide, other TCP traffic included"
-    # fewer retransmissions than slow ones cannot account for all of them; a host-wide count may be others'
-    which = "that part of the tail" if stalls.resent >= stalls.slow else f"up to {stalls.resent:,} of them"
-    verb = "is" if stalls.private else "is most likely"
-    if not stalls.private and stalls.resent > stalls.total:  # more than the run had connections: others' too
-        where, verb = (
-            f"host-wide, more than the run's {stalls.total:,} {unit}s: other TCP traffic's among them",
-            "may be",
-        )
+    # fewer retransmissions than slow ones cannot account for all of them
+    which, verb = (
+        ("that part of the tail", "is")
+        if stalls.resent >= stalls.slow
+        else (f"up to {stalls.resent:,} of them", "is" if stalls.resent == 1 else "are")
+    )
+    if not stalls.private:
+        # a host-wide count may be all others' (this machine's other tests sent 32,509 again during one run),
+        # and a server that stalls 1 s makes slow connections without a SYN sent again: the counts carry no more
+        # than a may, however few they are
+        verb = "may be"
+        if stalls.resent > stalls.total:  # more than the run had connections: others' among them for certain
+            where = f"host-wide, more than the run's {stalls.total:,} {unit}s: other TCP traffic's among them"
     lead = f"{who}: " if who else ""
     slow = f"{stalls.slow:,} {unit if stalls.slow == 1 else unit + 's'}"
     resent = f"{stalls.resent:,} " + ("SYN or SYN-ACK" if stalls.resent == 1 else "SYNs or SYN-ACKs")
