@@ -53,3 +53,14 @@ def test_a_ramp_at_a_server_elsewhere_does_not_explain_a_column_it_cannot_fill(t
     path.write_text(json.dumps(data))
     assert "workers CPU:" not in run_cli(["show", str(path)]).stdout
     assert "workers CPU:" in run_cli(["show", str(GOLDEN / "ramp.json")]).stdout
+
+
+def test_a_burst_elsewhere_does_not_say_it_cannot_tell_what_its_star_tells(tmp_path: Path) -> None:
+    """burst --target marked 3000 clients '0.39 s *' (the load generator set the pace: from its own connect
+    times) under a note that listed 'whether the client set the pace' among what it could not measure there.
+    What it cannot tell is whether the client's CPU did (that needs the workers' CPU)."""
+    path = tmp_path / "burst.json"
+    path.write_text(json.dumps(_document("burst", remote=True)))
+    out = " ".join(run_cli(["show", str(path)]).stdout.split())
+    assert "whether the client set the pace" not in out
+    assert "whether the client's CPU set the pace (both need their CPU)" in out

@@ -32,8 +32,8 @@ UNSEEN = (
     "{label}: a server elsewhere, its workers known by their replies only (each by the pid it named; -w is "
     "the least there are, and more that answered are added). Missing, as its processes cannot be seen from "
     "here: the workers' CPU and own counts, the kernel's accepts per worker and the listeners' queues, "
-    "observe's evidence (--observe-on runs observe on its host), the model check (it needs their CPU) and "
-    "whether the client set the pace; the kernel counters shown are this host's."
+    "observe's evidence (--observe-on runs observe on its host), and the model check and whether the client's "
+    "CPU set the pace (both need their CPU); the kernel counters shown are this host's."
 )
 
 # How a connection fails where nothing listens, or nothing can be reached: no answer ever came from there.
