@@ -78,3 +78,21 @@ def test_the_repeat_picture_draws_each_ramp_and_calls_no_run_that_held_every_ste
     assert sorted(len(line.get_xdata()) for line in curves) == [3, 4]  # each run's every step
     crosses = [x for line in top.get_lines() if line.get_marker() == "x" for x in line.get_xdata()]
     assert crosses == [2000]  # the first run's step that did not hold; the second run held all four
+
+
+def _shown(rounds: list[list[RampResult]]) -> str:
+    doc = {"of": "ramp", "rounds": [[r.to_dict() for r in row] for row in rounds], "machine": {}}
+    console = Console(width=300, record=True, color_system=None)
+    with console.capture() as capture:
+        console.print(render_document("repeat", doc))
+    return capture.get()
+
+
+def test_ramp_modes_without_repeat_shows_each_modes_steps() -> None:
+    """'ramp --modes epoll,reuseport' (one round) printed a knee per mode under 'accept-order ramp --repeat' and
+    not one step: no got/s, p99 or failures of either ramp. Each mode's steps come first now."""
+    one = _shown([[_ramp("epoll", [True, False]), _ramp("reuseport", [True, True])]])
+    assert "accept-order ramp --modes" in one and "accept-order ramp --repeat" not in one
+    assert one.count("got/s") == 2 and "p99 30.0 ms > 20 ms" in one, one
+    twice = _shown([[_ramp("epoll", [True, False])], [_ramp("epoll", [True, True])]])
+    assert "accept-order ramp --repeat" in twice and "got/s" not in twice  # rounds: the comparison only

@@ -18,7 +18,7 @@ from rich.text import Text
 from ...analysis.stability import Stability, agreement
 from ...render.text import plural
 from ..repeat.kinds import Document, Repeated, Rounds, by_variant, each
-from .report import work_and_step
+from .report import ramp_table, work_and_step
 from .result import RAMP_SHAPE, RampResult
 
 LEGEND = (
@@ -181,7 +181,14 @@ def _broke_spread(runs: list[RampResult], kind: str) -> str:
 
 def report(rounds: Rounds) -> list[RenderableType]:
     variants = by_variant(RAMP_REPEATED, rounds)
-    table = Table(title="accept-order ramp --repeat", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    # ramp --modes without --repeat: one round, whose steps are the result ('ramp --modes epoll,reuseport' showed
+    # a knee per mode and no step: no got/s, no p99, no failures), each mode's table above the comparison
+    single = len(rounds) == 1
+    steps: list[RenderableType] = []
+    for run in rounds[0] if single else ():
+        steps += [Text(run.server.label, style="bold"), ramp_table(run, title=None)]
+    title = "accept-order ramp --modes" if single else "accept-order ramp --repeat"
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     for name in ("mode", "knee", "broke at", "the knee over the runs"):
         table.add_column(name, justify="left" if name in ("mode", "the knee over the runs") else "right")
     for label, runs in variants.items():
@@ -193,7 +200,7 @@ def report(rounds: Rounds) -> list[RenderableType]:
             _broke_spread(runs, kind),
             Text(stability.text, style="green" if stability.conclusive else "yellow"),
         )
-    parts: list[RenderableType] = [table, Text(LEGEND, style="dim")]
+    parts: list[RenderableType] = [*steps, table, Text(LEGEND, style="dim")]
     for label, runs in variants.items():
         parts += broke_lines(label, runs)
     first = rounds[0][0]

@@ -61,8 +61,8 @@ def workers_cpu(step: RampStep, usable: int) -> str:
     return f"{100 * sum(step.worker_cpu) / usable:.0f}%" if step.worker_cpu else "-"
 
 
-def ramp_table(result: RampResult) -> Table:
-    table = Table(title="accept-order ramp", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+def ramp_table(result: RampResult, title: str | None = "accept-order ramp") -> Table:
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     usable = usable_cpus(result)
     right = ("got/s", "p50 ms", "p99 ms", "p99.9 ms", "failed", "overflows", "max Recv-Q", "workers CPU", "host CPUs")
     for name in ("offered", *right, "step"):
