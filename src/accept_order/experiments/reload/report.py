@@ -92,7 +92,8 @@ def reload_report(result: ReloadResult) -> RenderableType:
         at, ran, work = durations_us(
             round(min(times or [0]), 1) * 1e6, (load.duration_s or 0) * 1e6, first.server.work_us
         )
-        went = f"after {at}" if times else "never"
+        stopped = " (the run was stopped first)" if any(r.interrupted for r in result.runs) else ""
+        went = f"after {at}" if times else f"never{stopped}"  # a Ctrl-C before it went: not a plan to keep it
         env = first.environment
         pinned = f" (load generator on CPUs {format_cpu_list(load.cpus)})" if load.cpus else ""
         parts.append(
