@@ -19,6 +19,7 @@ from ...render.plots import (
 )
 from ...render.text import plural
 from ...servers.registry import known_by_replies
+from .run import KEPT_RATE
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -40,6 +41,8 @@ def _plan_text(plan: dict[str, object]) -> str:
     errors = plan.get("max_errors")
     if isinstance(errors, int):
         held.append("no failure" if errors == 0 else f"at most {plural(errors, 'failure')}")
+    if plan.get("rates"):  # an open-loop step also had to keep up: crossed with 0 failed and no bound broken
+        held.append(f"{KEPT_RATE:.0%} of its offered rate finished")
     parts += [f"a step held with {' and '.join(held)}"] if held else []
     return "; " + "; ".join(parts) if parts else ""
 
