@@ -122,8 +122,11 @@ def burst_figure(result: BurstResult, options: PlotOptions) -> Figure:
     ax.yaxis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.5)))
     ax.margins(y=0.15 + 0.05 * (stacked - 1))  # room for the notes above the highest point or under the lowest
     stopped = any(c.interrupted for run in result.runs for c in run.cells)
-    ends = "last reply" + (" or failure" if failed else "") + (" or the stop" if stopped else "")
-    ax.set_ylabel(f"ms from the first connect to the {ends} (log scale)")
+    if failed and stopped:  # on one line it ran past the figure's top and bottom edges (524 px of 500)
+        ax.set_ylabel("ms from the first connect to the last reply,\nfailure or the stop (log scale)")
+    else:
+        ends = "last reply" + (" or failure" if failed else "") + (" or the stop" if stopped else "")
+        ax.set_ylabel(f"ms from the first connect to the {ends} (log scale)")
     legend_outside(ax, handles)
     ax.grid(alpha=0.3, which="both")
     return fig
