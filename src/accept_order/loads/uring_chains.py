@@ -5,18 +5,21 @@ A slot's chain: SOCKET into the slot's place in a table of registered ("direct")
 protocol sends a request), RECV into the slot's reply buffer and a second RECV for the EOF, linked so that the
 kernel runs each when the one before succeeds. Socket, connect and send post nothing when they succeed
 (IOSQE_CQE_SKIP_SUCCESS), so a served connection costs the loop one copy of its chain into the ring, a close and
-three completions; the receives' buffers, the address and the request stay where the chain points at. Every connection
-is closed at once when it ends, served or not, as a client closes what it has read to its end, and its slot taken
-again only once the close is done, so that the close can never meet the next connection's socket. Left to the next
-connection's socket made in the same place (the kernel replaces a registered descriptor), a served one's close
-waited for its slot to come round again (in an open loop's quiet spell or at a run's end: never), and even then its
-release (and so its FIN) came up to 2 s late here (Linux 6.18: 4 of 3000 connections, through delayed_fput),
-while a server that waits for the client's FIN before taking its next connection (gunicorn 27's sync worker
-lingers up to 2 s in close_graceful) held the connections behind it that long: a tail at 2, 4 and 6 s that was
-the load generator's. A timed-out one may still sit in the server's accept queue or a worker, held open for
-nothing. Direct descriptors are not in the process's table: only the table's size
-counts against the open-file limit (its registration fails with EMFILE beyond it: then uring_loop.py's loop runs,
-and the kernel's refusals are counted per connection there).
+two completions; the receives' buffers, the address and the request stay where the chain points at. Every connection
+is closed at once when it ends, served or not, as a client closes what it has read to its end. The close posts
+nothing when it succeeds either, and its slot is free again at once: the close is queued before the slot's next
+socket, and the kernel runs both in their order, each to its end, as it takes them from the queue (a registered
+descriptor's close and a socket made into the table never wait), so the close cannot meet the next connection's
+socket (waiting for the close's completion instead cost every connection a turn of the loop before its slot was
+used again). Left to the next connection's socket made in the same place (the kernel replaces a registered
+descriptor), a served one's close waited for its slot to come round again (in an open loop's quiet spell or at a
+run's end: never), and even then its release (and so its FIN) came up to 2 s late here (Linux 6.18: 4 of 3000
+connections, through delayed_fput), while a server that waits for the client's FIN before taking its next
+connection (gunicorn 27's sync worker lingers up to 2 s in close_graceful) held the connections behind it that
+long: a tail at 2, 4 and 6 s that was the load generator's. A timed-out one may still sit in the server's accept
+queue or a worker, held open for nothing. Direct descriptors are not in the process's table: only the table's
+size counts against the open-file limit (its registration fails with EMFILE beyond it: then uring_loop.py's loop
+runs, and the kernel's refusals are counted per connection there).
 
 When a request fails, what follows it in the chain is cancelled: after a skip-success request's failure the
 kernel posts nothing for the rest, after the first receive's it posts the second's cancellation. So a
@@ -253,8 +256,7 @@ def _loop(
                 if what == CANCEL:
                     continue  # a cancel's own completion
                 if what == CLOSE:
-                    free.append(slot)  # the connection's socket is closed: the slot takes the next one
-                    continue
+                    continue  # a close that failed (EBADF: the socket was never made); a done one posts nothing
                 if res > 0 and forced[slot] is None and failed[slot] is None:  # more of the reply (EOF, MORE)
                     so_far = got[slot]
                     total = so_far + res
@@ -280,11 +282,14 @@ def _loop(
                 began = start[slot]
                 start[slot] = 0  # idle
                 done += 1
-                # closed now, not when the slot comes round again (the module doc says why); the slot is free
-                # again at the close's completion
+                # closed now, not when the slot comes round again (the module doc says why); its completion is
+                # not waited for: the close is queued before the slot's next socket, and the kernel runs both in
+                # their order, each at once, when they are submitted
                 sqe = queued()
                 prep_close(sqe, slot)
+                sqe.flags = CQE_SKIP_SUCCESS
                 sqe.user_data = slot << TAG | CLOSE
+                free.append(slot)
                 error = forced[slot] or failed[slot]
                 if error is not None:
                     forced[slot] = failed[slot] = None
@@ -322,4 +327,8 @@ def _loop(
                         sqe = queued()
                         prep_cancel(sqe, slot << TAG | what, 0)
                         sqe.user_data = slot << TAG | CANCEL
+    try:  # the last connections' closes, queued after their ends: done here, not by the ring's exit (a kworker's)
+        submit(ring)
+    except OSError:  # the ring's exit closes them all the same
+        pass
     return clock.report(cfg, (counts, errors, served), done, opened_ns, late if interval_ns else None, "io_uring")
