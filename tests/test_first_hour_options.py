@@ -23,7 +23,8 @@ def options_of_two_kinds() -> dict[str, set[str]]:
         command = main.get_command(ctx, name)
         assert command is not None
         for param in command.params:
-            if isinstance(param, click.Option):
+            # a hidden option is a refusal that says why (ramp's -c, burst's --pool), not a second meaning
+            if isinstance(param, click.Option) and not param.hidden:
                 for opt in param.opts + param.secondary_opts:
                     kinds.setdefault(opt, set()).add(type(param.type).__name__)
                     where.setdefault(opt, set()).add(name)
