@@ -360,13 +360,13 @@ def merge(reports: list[dict[str, Any]]) -> LoadResult:
             histogram.add(us, n)
         errors.update(r["errors"])
         served.update(r["served"])
-    # a driver stopped with nothing in flight reports its aborted as 0: no failure, and none to list
-    errors = +errors
+    errors = +errors  # a driver stopped with nothing in flight reports 'aborted: 0': no failure to list
     # a driver stopped while its pool filled ran no load: none of its time is the load's
     ran = [r for r in reports if r.get("ran", True)]
     first = min((r["start"] for r in ran), default=0.0)  # CLOCK_MONOTONIC: the host's, every driver's alike
     wall = max(r["end"] for r in ran) - first if ran else 0.0
-    drivers = [replace(DriverStats.from_dict(r["stats"]), started_s=round(r["start"] - first, 6)) for r in reports]
+    earliest = min((r["start"] for r in reports), default=0.0)  # of all: one that ran no load may start first
+    drivers = [replace(DriverStats.from_dict(r["stats"]), started_s=round(r["start"] - earliest, 6)) for r in reports]
     result = LoadResult(histogram, errors, served, round(wall, 6), drivers)
     kept = [r for r in reports if "connections" in r]
     if kept:  # loads/kept.py's reports: connections per worker, held at the end, a pool's size
