@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ...analysis.fairness import jain_index
+from ...core.protocol import ABORTED
 from ...core.text import escape_controls
 from ...core.totals import loops_ran
 from ...render.evidence import short_counter, shortage_lines
@@ -60,8 +61,12 @@ def _details(run: BurstRun) -> list[Text]:
                 f"{sum(cell.served)} requests ({spread}; Jain {jain_index(cell.served):.3f}) over "
                 f"{plural(sum(cell.connections), 'connection')} ({accepted})"
             )
-        if cell.errors:
-            parts.append("failed " + ", ".join(f"{k} {v}" for k, v in sorted(cell.errors.items())))
+        # the connections a Ctrl-C found under way are the stop's, as the table says, not failures
+        failed = {k: v for k, v in cell.errors.items() if not (cell.stopped and k == ABORTED)}
+        if failed:
+            parts.append("failed " + ", ".join(f"{k} {v}" for k, v in sorted(failed.items())))
+        if cell.stopped:
+            parts.append(f"{cell.stopped} under way at the stop")
         if cell.counters:
             parts.append(", ".join(f"{short_counter(k)} {v:+d}" for k, v in cell.counters.items()))
         if cell.max_us is not None:
