@@ -88,13 +88,18 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 # memory +3%). A process forked from a test (built-in servers and workers) gets the interpreter's defaults back:
 # it runs as it would under the command line.
 TEST_GC_THRESHOLDS = (10_000, 10, 10)
-_DEFAULT_GC_THRESHOLDS = gc.get_threshold()
 
 
 def _collector_for_tests() -> None:
-    if gc.get_threshold() == _DEFAULT_GC_THRESHOLDS:  # once, even where conftest is imported twice
-        gc.set_threshold(*TEST_GC_THRESHOLDS)
-        os.register_at_fork(after_in_child=lambda: gc.set_threshold(*_DEFAULT_GC_THRESHOLDS))
+    # Once per process, even where conftest is imported twice (as a plugin and as `conftest`): a second import
+    # must neither take the raised thresholds for the defaults nor register a second fork hook, so the
+    # defaults are kept on the gc module itself, which both imports share.
+    if hasattr(gc, "_accept_order_defaults"):
+        return
+    defaults = gc.get_threshold()
+    gc._accept_order_defaults = defaults  # type: ignore[attr-defined]
+    gc.set_threshold(*TEST_GC_THRESHOLDS)
+    os.register_at_fork(after_in_child=lambda: gc.set_threshold(*defaults))
 
 
 _collector_for_tests()

@@ -30,3 +30,15 @@ def test_a_forked_child_has_the_interpreters_defaults() -> None:
         got = said.read().split()
     assert os.waitpid(pid, 0)[1] == 0
     assert got == defaults != [str(t) for t in TEST_GC_THRESHOLDS]
+
+
+def test_a_second_import_of_conftest_keeps_the_defaults_for_forked_children() -> None:
+    """conftest imported again (as a plugin and as `conftest` both) must not take the raised thresholds for the
+    interpreter's defaults, nor register a second hook that would give forked children the raised ones."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("conftest_again", Path(__file__).with_name("conftest.py"))
+    assert spec is not None and spec.loader is not None
+    spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    test_a_forked_child_has_the_interpreters_defaults()
