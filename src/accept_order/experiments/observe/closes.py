@@ -31,9 +31,9 @@ def closes(result: ObserveResult, received: list[int]) -> list[str]:
     if result.closed_unlooked:
         apart = result.closed_unlooked_bytes_in or 0
         lines.append(
-            f"{_many(result.closed_unlooked, 'connection')} opened and closed between two looks: the {apart:,} "
-            f"bytes they received ({_pct(apart, sum(received) + apart)} of all) are counted but in no worker's "
-            "share (an announcement does not say which process held the socket)"
+            f"{_many(result.closed_unlooked, 'connection')} opened and closed between two looks: the "
+            f"{_many(apart, 'byte')} they received ({_pct(apart, sum(received) + apart)} of all) are counted but "
+            "in no worker's share (an announcement does not say which process held the socket)"
         )
     if result.closes_lost:
         lines.append(
