@@ -20,6 +20,16 @@ def schedstat() -> tuple[int, int] | None:
         return None
 
 
+def schedule(cfg: Any, tick_ns: int, t0: int) -> tuple[int | None, int, int, int, int]:
+    """What a loop's load starts from at `t0` (perf_counter_ns): (deadline (None: no --duration), the first tick,
+    an open loop's interval between due connections (0: closed loop), the first due time (this driver's place
+    among the load's: DriverConfig.offset_s), and 'a connection last ended with every slot busy' (before the
+    start: never)). The one-request loops start it with their clock; kept connections once their pool is open."""
+    deadline = t0 + int(cfg.duration_s * 1e9) if cfg.duration_s is not None else None
+    interval_ns = int(1e9 / cfg.rate) if cfg.rate else 0
+    return deadline, t0 + tick_ns, interval_ns, t0 + int(cfg.offset_s * 1e9), t0 - 1
+
+
 class DriverClock:
     """Started when the loop starts: `t0` (perf_counter_ns) is the loop's time origin. The CPU window sits
     inside the wall window, or a short run would read more than 100% of a CPU."""
@@ -31,14 +41,8 @@ class DriverClock:
         self.t0 = time.perf_counter_ns()
 
     def schedule(self, cfg: Any, tick_ns: int) -> tuple[int | None, int, int, int, int]:
-        """What every one-request-per-connection loop starts from: (deadline (None: no --duration), the first
-        tick, an open loop's interval between due connections (0: closed loop), the first due time (this
-        driver's place among the load's: DriverConfig.offset_s), and 'a connection last ended with every slot
-        busy' (before the start: never))."""
-        t0 = self.t0
-        deadline = t0 + int(cfg.duration_s * 1e9) if cfg.duration_s is not None else None
-        interval_ns = int(1e9 / cfg.rate) if cfg.rate else 0
-        return deadline, t0 + tick_ns, interval_ns, t0 + int(cfg.offset_s * 1e9), t0 - 1
+        """What every one-request-per-connection loop starts from, counted from the loop's start (schedule)."""
+        return schedule(cfg, tick_ns, self.t0)
 
     def report(
         self,

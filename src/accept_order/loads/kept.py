@@ -48,6 +48,7 @@ from ..core.measures import DriverStats
 from ..core.processes import MAX_REPLY
 from ..core.protocol import ABORTED, BAD_REPLY, NO_REPLY, TIMEOUT, errno_name
 from ..core.target import KnownReplies
+from .driver_clock import schedule
 
 TURN_POLL_S = 0.001  # how often a driver waiting for its turn to fill the pool looks again
 
@@ -274,12 +275,8 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
         cpu0 = time.process_time()
         fill_s = wall0 - began[1]
         begin = perf_ns()
-        deadline = begin + int(cfg.duration_s * 1e9) if cfg.duration_s is not None else None
-        interval_ns = int(1e9 / cfg.rate) if cfg.rate else 0
-        due_ns = begin + int(cfg.offset_s * 1e9)  # this driver's place among the load's (DriverConfig.offset_s)
+        deadline, next_check, interval_ns, due_ns, freed_ns = schedule(cfg, tick_ns, begin)  # as drive_loop's
         late = 0
-        freed_ns = begin - 1
-        next_check = begin + tick_ns
         starting = not stopped and not (cfg.pool and not opened)  # a pool that opened nothing carries nothing
         ran = starting
         if not ran:  # no load to time: timed over its whole life, as a window of none reads any CPU as busy
