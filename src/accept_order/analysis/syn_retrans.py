@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.histogram import LatencyHistogram
+from ..core.text import plural
 
 SYN_RETRANS = "TcpExtTCPSynRetrans"
 RTO_FLOOR_US = 1_000_000  # the first retransmission of an unanswered SYN comes 1 s after it
@@ -64,7 +65,7 @@ def syn_stall_sentence(stalls: SynStalls, unit: str = "connection", who: str = "
         if stalls.resent > stalls.total:  # more than the run had connections: others' among them for certain
             where = f"host-wide, more than the run's {stalls.total:,} {unit}s: other TCP traffic's among them"
     lead = f"{who}: " if who else ""
-    slow = f"{stalls.slow:,} {unit if stalls.slow == 1 else unit + 's'}"
+    slow = plural(stalls.slow, unit, grouped=True)
     resent = f"{stalls.resent:,} " + ("SYN or SYN-ACK" if stalls.resent == 1 else "SYNs or SYN-ACKs")
     return (
         f"{lead}{slow} of {stalls.total:,} took 1 s or more, and {resent} "

@@ -64,10 +64,12 @@ def escape_controls_everywhere(value: Any) -> Any:
     return value
 
 
-def plural(n: int, word: str, many: str | None = None) -> str:
-    """`1 worker`, `3 workers`, `4 processes` (`many`: a word's own plural, where adding -s or -es is wrong)."""
+def plural(n: int, word: str, many: str | None = None, grouped: bool = False) -> str:
+    """`1 worker`, `3 workers`, `4 processes` (`many`: a word's own plural, where adding -s or -es is wrong;
+    `grouped`: the count with thousands separated, `6,693 connections`)."""
+    count = f"{n:,}" if grouped else str(n)
     if n == 1:
-        return f"{n} {word}"
+        return f"{count} {word}"
     if many is None:
         many = word + ("es" if word.endswith(("s", "x", "z", "ch", "sh")) else "s")
-    return f"{n} {many}"
+    return f"{count} {many}"

@@ -4,13 +4,14 @@ verdict's words. Pure: a result in, sentences out. A result from before them, or
 
 from __future__ import annotations
 
+from ...core.text import plural
 from ...probes.tcp_destroy import SHARE
 from .result import ObserveResult
 
 
 def _many(count: int, word: str) -> str:
     """`1 connection`, `6,693 connections`."""
-    return f"{count:,} {word}{'' if count == 1 else 's'}"
+    return plural(count, word, grouped=True)
 
 
 def _pct(part: int, whole: int) -> str:
