@@ -12,7 +12,8 @@ from rich.text import Text
 
 from ...analysis.model_check import SOURCES
 from ...core.histogram import LatencyHistogram
-from ...render.text import Verbatim, durations_us, plural
+from ...render.service_mean import service_mean
+from ...render.text import Verbatim, plural
 from ...results import export
 from .kept_report import finished_unit
 from .model_check import model_line
@@ -84,13 +85,12 @@ def _service_text(r: LatencyResult, label: Callable[[LatencyResult], str]) -> st
     assert m is not None
     unit = finished_unit(r.load)  # a request over kept connections: the workers timed (or used CPU on) each
     count = f", {plural(m.service_count, unit)}" if m.service_count else ""
-    each = [c.service_sum_us / n for c in r.counters if c.service_sum_us and (n := sum(k for _, k in c.service_us))]
-    extremes = [round(min(each)), round(max(each))] if len(each) > 1 else []
-    mean, *spread_by_worker = durations_us(round(m.service_mean_ms * 1000), *extremes)  # one unit
-    spread = f", {spread_by_worker[0]} to {spread_by_worker[1]} by worker" if extremes else ""
+    timed = [(c.service_sum_us, sum(k for _, k in c.service_us)) for c in r.counters if c.service_sum_us is not None]
+    each = [total / n for total, n in timed if n]  # a worker whose every time read 0 is among them
+    mean = service_mean(m.service_mean_ms * 1000, each, rounded_down=m.service_source == "server")
     rho = "" if m.utilisation is None else f"; ρ {m.utilisation:.2f}"
     source = SOURCES[m.service_source].replace("per connection", f"per {unit}")
-    return f"{label(r)}: {source} (mean {mean}{spread}{count}){rho}"
+    return f"{label(r)}: {source} ({mean}{count}){rho}"
 
 
 def _load_text(r: LatencyResult) -> str:
