@@ -81,6 +81,28 @@ def usage(pid: int) -> tuple[int, int, float]:
         return voluntary, involuntary, (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+OTHER_THREADS_S = 0.02  # the whole process's CPU beyond its main thread's that says others did the work
+
+
+def process_usage(pid: int) -> tuple[int, int, float]:
+    """As usage(pid), but the CPU is the whole process's where its main thread's is not: a server that is not
+    ours (an attached one, or one observe watches) may work in threads while its main thread sleeps throughout
+    (Puma's and Caddy's do: usage() read 0 ms for a Puma worker that served thousands). /proc/PID/stat's utime
+    and stime are every thread's, those that have ended too (Puma's pool threads come and go), in clock ticks
+    (10 ms), rounded down: where they exceed the main thread's nanoseconds by OTHER_THREADS_S, other threads
+    worked and the ticks are the CPU; otherwise (a process of one thread, as most are) usage()'s nanoseconds
+    stand. Once a process's other threads have worked, that only grows: a run's readings do not switch back.
+    The context switches stay the main thread's: which thread's sleeps count as wakeups is the kind's to say
+    (servers/watched.py ThreadedUsage). A process that is gone raises OSError."""
+    voluntary, involuntary, cpu_s = usage(pid)
+    if not _HAVE_PROC:
+        return voluntary, involuntary, cpu_s  # psutil's cpu_times are the whole process's already
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        fields = f.read().rpartition(b")")[2].split()
+    every_thread_s = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return voluntary, involuntary, every_thread_s if every_thread_s > cpu_s + OTHER_THREADS_S else cpu_s
+
+
 def has_children(pid: int) -> bool:
     """False only when /proc says process `pid` has no children (/proc/PID/task/*/children); True when
     it has some, or when /proc cannot tell (then ask psutil)."""

@@ -10,7 +10,7 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..core.processes import process_errors, usage
+from ..core.processes import process_errors, process_usage, usage
 
 if TYPE_CHECKING:  # imported where counters are made: the registry imports this module at start-up (issue 30)
     from ..core.measures import WorkerCounters
@@ -39,7 +39,7 @@ class UsageDeltas:
     @staticmethod
     def _usage(pid: int) -> tuple[int, int, float] | None:
         try:
-            return usage(pid)
+            return process_usage(pid)  # every thread's CPU: a worker not ours may work in threads (Puma's)
         except process_errors(ValueError):
             return None  # gone (an attached worker that exited mid-run), or not ours to read
 

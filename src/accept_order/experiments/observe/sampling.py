@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ...core.processes import process_errors, usage
+from ...core.processes import process_errors, process_usage, usage
 from ...probes.listeners import listening_sockets_of
 from ...probes.server_netns import counters_of
 from .server import Unit, Watched, held_sockets
@@ -27,9 +27,10 @@ class Usage:
 
 
 def usage_of(unit: Unit) -> Usage | None:
-    """A worker's context switches and CPU time so far (/proc/TID for a thread); None when gone."""
+    """A worker's context switches and CPU time so far (/proc/TID for a thread; a process's CPU is every one of
+    its threads': a Puma worker's main thread sleeps while its others serve); None when gone."""
     try:
-        return Usage(*usage(unit.id))
+        return Usage(*(usage(unit.tid) if unit.tid is not None else process_usage(unit.pid)))
     except process_errors(ValueError):
         return None
 

@@ -1,0 +1,68 @@
+"""A server not launched by the tool whose workers work in threads (Puma: each worker's main thread sleeps in
+ppoll while its server and pool threads serve) read 'cpu ms 0.0' under `latency --attach` and '%CPU 0%' in
+`observe` for workers that had served thousands of requests (their logs said so): both read the main thread's
+/proc/PID/schedstat alone. A worker's CPU is now every thread's."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from accept_order.experiments.observe.sampling import usage_of
+from accept_order.experiments.observe.server import Unit
+from accept_order.servers.watched import UsageDeltas
+
+SPIN_S = 0.3  # CPU the second thread burns: well above what the main thread uses to start the interpreter
+
+# The main thread waits on stdin throughout; a second thread burns SPIN_S of its own CPU once told to.
+WORKER = f"""
+import sys, threading, time
+go = threading.Event()
+def spin():
+    go.wait()
+    start = time.thread_time()
+    while time.thread_time() - start < {SPIN_S}:
+        pass
+    print("done", flush=True)
+threading.Thread(target=spin, daemon=True).start()
+print("ready", flush=True)
+sys.stdin.readline()
+go.set()
+sys.stdin.readline()
+"""
+
+
+@pytest.fixture
+def threaded() -> Iterator[subprocess.Popen[str]]:
+    proc = subprocess.Popen([sys.executable, "-c", WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+def _spin(proc: subprocess.Popen[str]) -> None:
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write("go\n")
+    proc.stdin.flush()
+    assert proc.stdout.readline() == "done\n"  # the thread has used SPIN_S of CPU
+
+
+def test_an_attached_worker_s_cpu_is_every_thread_s(threaded: subprocess.Popen[str]) -> None:
+    deltas = UsageDeltas([threaded.pid])
+    _spin(threaded)
+    cpu_s = deltas.counters()[0].cpu_s
+    assert cpu_s is not None and cpu_s >= SPIN_S / 2  # clock ticks: whole ones
+
+
+def test_observe_s_worker_cpu_is_every_thread_s(threaded: subprocess.Popen[str]) -> None:
+    before = usage_of(Unit(threaded.pid))
+    _spin(threaded)
+    after = usage_of(Unit(threaded.pid))
+    assert before is not None and after is not None
+    assert after.cpu_s - before.cpu_s >= SPIN_S / 2  # clock ticks: whole ones
