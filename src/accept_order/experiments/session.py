@@ -33,6 +33,7 @@ from ..loads.sequential import loop_for
 from ..loads.sequential import run_sequential as drive_sequential
 from ..probes.evidence import EvidenceCapture
 from ..servers.registry import Plan, elsewhere, known_by_replies, make_target, plan
+from .loading import Loading as Loading  # reload and the tests import it from here
 from .observed_on import observing
 from .order.result import RunResult
 from .partial import RunInterrupted as RunInterrupted  # where the experiments and the CLI import them from
@@ -263,17 +264,6 @@ def _kept(result: R, m: Measured) -> R:
     return result
 
 
-class Loading:
-    """The load running against a target, for the message when a worker dies mid-run: how far it got."""
-
-    def __init__(self) -> None:
-        self.generator: LoadGenerator | HostsLoad | None = None
-
-    def describe(self) -> str:
-        done, served = self.generator.finished() if self.generator else (0, 0)
-        return f"the run stopped after {done} connections ({served} served, {done - served} failed)"
-
-
 def drive_load(
     target: Target, load: ConcurrentLoad, workers: int, on_tick: Tick | None = None, loading: Loading | None = None
 ) -> LoadSummary:
@@ -298,6 +288,8 @@ def drive_load(
         if remote is not None and outcome.interrupted is None:
             remote.reached(outcome.ok, outcome.errors)  # nobody there: one line, not a report of refusals
         summary = outcome.summary(workers)
+        if loading is not None:
+            loading.summary = summary
         return summary if watch is None else dataclasses.replace(summary, observed=(watch.joined(target, summary),))
 
 
@@ -360,14 +352,16 @@ def run_latency(
     def _counted(target: Target) -> LoadSummary:
         from ..probes.accepts import AcceptCounter  # replies may not name the worker: count accepts in the kernel
 
-        counter = AcceptCounter(list(target.pids))
+        # attached by its master's pid: its children that start during the run (a reload) are counted too
+        master = server.attach[0] if len(server.attach) == 1 and server.attach[0] not in target.pids else None
+        counter = AcceptCounter(list(target.pids), children_of=master)
         counter.start()
         try:
             summary = _driven(target)
             counts = counter.stop()
         finally:
             counter.close()
-        kernel.update(available=counts.available, why=counts.why, counts=counts.counts)
+        kernel.update(counts.evidence(counter.children_of))
         return dataclasses.replace(summary, served=tuple(int(counts.counts.get(pid, 0)) for pid in target.pids))
 
     def build(summary: LoadSummary, m: Measured) -> LatencyResult:

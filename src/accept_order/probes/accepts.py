@@ -15,6 +15,7 @@ stop() then answers available=False and says why, so a latency run still complet
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import re
@@ -26,7 +27,8 @@ import signal
 import subprocess
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from ..core.processes import die_with_parent
 from ..core.signals import deferred
@@ -64,23 +66,46 @@ class AcceptCounts:
     counts: dict[int, int]
     available: bool
     why: str
+    # with `children_of`: the accepts of that process's children that were not among the pids asked about (the
+    # workers a reload or a respawn started during the window), by pid; empty otherwise
+    appeared: dict[int, int] = field(default_factory=dict)
+
+    def evidence(self, followed: int | None = None) -> dict[str, Any]:
+        """What a result file keeps (evidence `accept_counts`); `followed`: the master whose children were
+        counted too (AcceptCounter.children_of), with what those that were not asked about accepted."""
+        kept: dict[str, Any] = {"available": self.available, "why": self.why, "counts": self.counts}
+        return kept | ({"followed": followed, "appeared": self.appeared} if followed is not None else {})
 
 
-def accepted_by(pids: Sequence[int] | None, outcome: str = "args->ret >= 0") -> str:
+def accepted_by(pids: Sequence[int] | None, outcome: str = "args->ret >= 0", children_of: int | None = None) -> str:
     """The bpftrace predicate: an accept that succeeded (or another `outcome`), in one of `pids` (any pid:
-    None; none: [])."""
+    None; none: []) or, with `children_of`, in any child of that process (its parent's tgid read from the
+    kernel's task struct, which needs the kernel's BTF: see following())."""
     pred = outcome
     if pids is not None:
-        pred += " && (" + (" || ".join(f"pid == {int(p)}" for p in pids) or "pid < 0") + ")"
+        whose = [f"pid == {int(p)}" for p in pids]
+        if children_of is not None:
+            whose.append(f"curtask->real_parent->tgid == {int(children_of)}")
+        pred += " && (" + (" || ".join(whose) or "pid < 0") + ")"
     return pred
 
 
-def program(pids: Sequence[int] | None) -> str:
+BTF = "/sys/kernel/btf/vmlinux"  # the kernel's own type information: bpftrace reads task_struct's fields from it
+
+
+def following(children_of: int | None) -> int | None:
+    """`children_of` where this kernel lets bpftrace read a task's parent (it has BTF), else None: the counter
+    then sees the given pids only, and a report says how many accepts it could not place."""
+    return children_of if children_of is not None and os.path.exists(BTF) else None
+
+
+def program(pids: Sequence[int] | None, children_of: int | None = None) -> str:
     """The bpftrace script: count successful accepts per tgid (bpftrace's `pid`), print them at END.
 
     The pid filter is in the predicate so that other processes never reach the map: a busy machine
-    otherwise fills it (4096 keys by default) with short-lived processes nobody asked about."""
-    pred = accepted_by(pids)
+    otherwise fills it (4096 keys by default) with short-lived processes nobody asked about. `children_of`
+    lets the children of one process in too (a master whose reload starts new workers mid-run)."""
+    pred = accepted_by(pids, children_of=children_of)
     # clear(@) after print: bpftrace prints every non-empty map again on exit.
     return (
         "tracepoint:syscalls:sys_exit_accept4, tracepoint:syscalls:sys_exit_accept\n"
@@ -178,10 +203,13 @@ def _child_setup(parent: int) -> None:
 
 
 class AcceptCounter(Closing):
-    """bpftrace as a child, counting successful accepts of `pids` (None: of every process)."""
+    """bpftrace as a child, counting successful accepts of `pids` (None: of every process), and, with
+    `children_of` (a master's pid) on a kernel with BTF, those of its children that are not among them: the
+    workers it starts during the window (AcceptCounts.appeared)."""
 
-    def __init__(self, pids: Sequence[int] | None = None) -> None:
+    def __init__(self, pids: Sequence[int] | None = None, children_of: int | None = None) -> None:
         self.pids: tuple[int, ...] | None = None if pids is None else tuple(dict.fromkeys(int(p) for p in pids))
+        self.children_of = following(children_of) if pids is not None else None
         self.attach_s: float | None = None  # how long start() waited for the probes to attach
         self._proc: subprocess.Popen[bytes] | None = None
         self._out = bytearray()
@@ -193,7 +221,7 @@ class AcceptCounter(Closing):
 
     def program(self) -> str:
         """The bpftrace script this counter runs (a subclass may print more, see accept_log.py)."""
-        return program(self.pids)
+        return program(self.pids) if self.children_of is None else program(self.pids, self.children_of)
 
     @property
     def pid(self) -> int | None:
@@ -327,9 +355,11 @@ class AcceptCounter(Closing):
             why = f"bpftrace exited ({proc.returncode}) without its counts: {first_error_line(err)}{memlock_hint(err)}"
             self._result = self._unavailable(why)
         else:
+            appeared: dict[int, int] = {}
             if self.pids is not None:  # every pid asked about is answered, 0 when it accepted nothing
+                appeared = {pid: n for pid, n in sorted(counts.items()) if pid not in self.pids}
                 counts = {pid: counts.get(pid, 0) for pid in self.pids}
-            self._result = AcceptCounts(counts, True, "; ".join([SOURCE, *self._notes]))
+            self._result = AcceptCounts(counts, True, "; ".join([SOURCE, *self._notes]), appeared)
         self.close()
         return self._result
 
@@ -349,7 +379,7 @@ class AcceptCounter(Closing):
                     why = unmount_tracefs()
                 if self._result is not None:
                     after = f"; {why}" if why else " (unmounted after it)"
-                    self._result = AcceptCounts(self._result.counts, self._result.available, self._result.why + after)
+                    self._result = dataclasses.replace(self._result, why=self._result.why + after)
 
     def _end_bpftrace(self) -> None:
         proc, self._proc = self._proc, None

@@ -343,7 +343,17 @@ EVIDENCE = Record(
         "witness": Record(
             {"source": Text(), "requests": ListOf(ListOf(Anything())), "numbered_by": Text(), "dropped": Integer()}
         ),
-        "accept_counts": Record({"available": Flag(), "why": Text(), "counts": MapOf(Integer())}),
+        # followed: the master whose children were counted too; appeared: those children's accepts, by pid, that
+        # were not attached (workers started during the run)
+        "accept_counts": Record(
+            {
+                "available": Flag(),
+                "why": Text(),
+                "counts": MapOf(Integer()),
+                "followed": Integer(),
+                "appeared": MapOf(Integer()),
+            }
+        ),
         "accept_log": Record({"available": Flag(), "why": Text()}),
         "worker_exit": Record(
             {"worker": Maybe(Integer()), "pid": Maybe(Integer()), "after_s": Maybe(Number()), "why": Text()}

@@ -13,7 +13,7 @@ from ...analysis.tails import TailVerdict, tail_verdict
 from ...core.cpus import format_cpu_list
 from ...core.load_summary import cpu_us_per_connection
 from ...core.measures import DriverStats, Environment, WorkerCounters
-from ...core.protocol import describe_error
+from ...core.protocol import ABORTED, describe_error
 from ...core.run_warnings import RunWarning, WarningKind, unique, warn
 from ...core.spec import ConcurrentLoad, ServerSpec
 from ...core.totals import loops_ran
@@ -26,6 +26,7 @@ from ...render.observed_on import observed_parts
 from ...render.text import Verbatim, durations_us, plural
 from ...render.workers import worker_table
 from ...servers.registry import threads_note, unseen_note
+from .attached_counts import kernel_counts_text, served_known, unplaced_text
 from .kept_report import finished_unit, kept_amount, kept_compare_parts, kept_parts, kept_words
 from .model_report import model_report
 from .result import PERCENTILES, LatencyResult, default_title
@@ -182,20 +183,36 @@ def percentile_table(result: LatencyResult) -> Table:
         *[_ms(result.percentile_ms(q)) for q in PERCENTILES],
         f"{result.throughput:.0f}",
         str(result.ok),
-        Text(str(result.failed), style="bold red" if result.failed else ""),
+        Text(str(failed := sum(own_failures(result).values())), style="bold red" if failed else ""),
         f"{result.wall_s:.2f}",
     )
     return table
 
 
-def errors_block(errors: dict[str, int], total: int, unit: str = "connection") -> Text | None:
-    """The failures by cause; `unit`: what failed (finished_unit: a request over kept connections)."""
-    if not errors:
+def under_way(result: LatencyResult) -> int:
+    """The connections a stop (Ctrl-C, an attached worker's exit) found under way: counted as aborted in the
+    file, but the stop's, not the server's failures (the stop line says them apart too: experiments/loading.py)."""
+    return result.errors.get(ABORTED, 0) if result.interrupted else 0
+
+
+def own_failures(result: LatencyResult) -> dict[str, int]:
+    """The failures by cause, without those the stop found under way."""
+    return {k: n for k, n in result.errors.items() if not (k == ABORTED and result.interrupted)}
+
+
+def errors_block(errors: dict[str, int], total: int, unit: str = "connection", stopped: int = 0) -> Text | None:
+    """The failures by cause; `unit`: what failed (finished_unit: a request over kept connections); `stopped`:
+    those under way at a stop, said apart (not in `errors`)."""
+    if not errors and not stopped:
         return None
     failed = sum(errors.values())
-    text = Text(f"{failed} of {total} {unit}s failed:\n", style="bold red")
+    text = Text(f"{failed} of {total - stopped} {unit}s failed:\n" if errors else "", style="bold red")
     for name, n in sorted(errors.items(), key=lambda kv: -kv[1]):
         text.append(f"  {n} × {describe_error(name)}\n")
+    if stopped:
+        text.append(
+            f"{plural(stopped, unit)} under way at the stop (aborted by it: neither failed nor served)\n", "yellow"
+        )
     return text
 
 
@@ -249,8 +266,8 @@ def interrupted_note(results: Sequence[LatencyResult]) -> list[Text]:
         )
     return [
         Text(
-            f"{why}; its figures are what was measured until then ({finished_unit(r.load)}s in flight counted as "
-            "aborted).",
+            f"{why}; its figures are what was measured until then ({finished_unit(r.load)}s under way at the stop "
+            "are neither served nor failed).",
             style="bold yellow",
         )
     ]
@@ -260,31 +277,6 @@ def unseen_parts(server: ServerSpec) -> list[Text]:
     """What a report of a server elsewhere (--target) could not measure, once (none for any other server)."""
     note = unseen_note(server)
     return [] if note is None else [Text(note, style="yellow")]
-
-
-def kernel_counts_text(result: LatencyResult) -> Text | None:
-    """Where the per-worker counts of a server that does not name its workers came from."""
-    kernel = result.evidence.get("accept_counts")
-    if not isinstance(kernel, dict):
-        return None
-    if kernel.get("available"):
-        kept = (
-            ": the connections each accepted, not the requests over them (the replies do not name a worker)"
-            if result.load.keeps_connections
-            else ""
-        )
-        return Text(f"served per worker: accepts counted by the kernel ({kernel.get('why', '?')}){kept}", style="dim")
-    return Text(
-        f"served per worker: not known: the replies do not name a worker and the kernel's accept counts are not "
-        f"available here ({kernel.get('why', '?')}); the latencies above are complete",
-        style="yellow",
-    )
-
-
-def served_known(result: LatencyResult) -> tuple[int, ...] | None:
-    """The served count per worker, or None where nobody could count it (the file holds zeros then)."""
-    kernel = result.evidence.get("accept_counts")
-    return None if isinstance(kernel, dict) and not kernel.get("available") else result.served
 
 
 def latency_report(result: LatencyResult) -> RenderableType:
@@ -300,6 +292,7 @@ def latency_report(result: LatencyResult) -> RenderableType:
         *([Text(threads, style="yellow")] if (threads := threads_note(result.evidence)) else []),  # an attached HAProxy
         *kept_parts(result),
         *([note] if (note := kernel_counts_text(result)) is not None else []),
+        *([note] if (note := unplaced_text(result)) is not None else []),
         *unseen_parts(result.server),
         Verbatim(affinity_lines(result.counters) if unseen_note(result.server) is None else []),
         drivers_text(result.drivers, finished_unit(result.load)),
@@ -308,7 +301,7 @@ def latency_report(result: LatencyResult) -> RenderableType:
     ]
     if result.evidence:
         parts.append(evidence_report(result.evidence))
-    errors = errors_block(result.errors, result.driven, finished_unit(result.load))
+    errors = errors_block(own_failures(result), result.driven, finished_unit(result.load), under_way(result))
     if errors:
         parts.append(errors)
     parts.extend(load_notes([result]))
@@ -337,7 +330,7 @@ def compare_table(results: Sequence[LatencyResult]) -> TextTable:
         TextColumn(f"{name:>9}", tuple(f"{_ms(s.get(key)):>9}" for s in summaries)) for name, key in COMPARE_COLUMNS
     ]
     columns.append(TextColumn(f"{'req/s':>9}", tuple(f"{r.throughput:>9.0f}" for r in results)))
-    columns.append(TextColumn(f"{'errors':>8}", tuple(f"{r.failed:>8}" for r in results)))
+    columns.append(TextColumn(f"{'errors':>8}", tuple(f"{sum(own_failures(r).values()):>8}" for r in results)))
     columns.append(TextColumn("  served per worker", tuple("  " + " ".join(map(str, r.served)) for r in results)))
     return TextTable(TextColumn(f"{'mode':<{width}}", tuple(f"{r.server.label:<{width}}" for r in results)), columns)
 
@@ -356,7 +349,7 @@ def compare_report(
         parts.append(group_headline("accept-order latency --modes", first, ""))
     for r in results:
         parts.append(mmhistogram(r))
-        errors = errors_block(r.errors, r.driven, finished_unit(r.load))
+        errors = errors_block(own_failures(r), r.driven, finished_unit(r.load), under_way(r))
         if errors:
             parts.append(errors)
     parts.append(Text("latency by mode (ms)", style="bold"))
