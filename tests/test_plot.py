@@ -156,10 +156,10 @@ def test_cdf(name: str, saved: dict[str, Path], tmp_path: Path, matplotlib: Any)
     assert ax.get_lines(), "no CDF lines drawn"
 
 
-def test_cdf_is_ignored_where_it_does_not_apply(saved: dict[str, Path], tmp_path: Path, matplotlib: Any) -> None:
-    out = tmp_path / "order.png"
-    assert_drawn(run_cli(["plot", str(saved["compare"]), "--cdf", "-o", str(out)]), out)
-    assert_png(out, matplotlib)
+def test_cdf_is_refused_where_it_does_not_apply(saved: dict[str, Path], tmp_path: Path, matplotlib: Any) -> None:
+    out = tmp_path / "order.png"  # every kind: tests/test_first_hour_4_plot_options.py
+    assert_one_error_line(run_cli(["plot", str(saved["compare"]), "--cdf", "-o", str(out)]), 2, "--cdf")
+    assert not out.exists()
 
 
 def test_histogram_uses_mmhistogram_buckets_and_marks_percentiles(saved: dict[str, Path], matplotlib: Any) -> None:

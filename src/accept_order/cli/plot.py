@@ -33,20 +33,28 @@ def _output(ctx: click.Context, param: click.Parameter, value: str) -> str:
 )
 @click.argument("path", type=str)
 @click.option("-o", "--output", required=True, metavar="FILE.png|FILE.svg", callback=_output, help="Where to draw it.")
-@click.option("--cdf", is_flag=True, help="latency results: a CDF on a log axis instead of the log2-bucket histogram.")
+@click.option(
+    "--cdf",
+    is_flag=True,
+    help="latency and latency-compare results: a CDF on a log axis instead of the log2-bucket histogram.",
+)
 @click.option("--title", default=None, help="The picture's title [default: from the result].")
 @handle_errors
 def plot(path: str, output: str, cdf: bool, title: str | None) -> None:
     """Draw a saved result (--json) as a picture. Latency histograms or CDFs, serving order, herds, bursts,
     ramps and reloads. Needs matplotlib: pip install 'accept-order[plot]' (from a clone: pip install '.[plot]')."""
     from ..core.text import escape_controls
-    from ..experiments.documents import load, plot_document
+    from ..experiments.documents import load, plot_document, refused_plot_option
     from ..render.plots import PlotOptions, figure_bytes, image_format, require_matplotlib
     from ..results.files import write_bytes
     from .output import note
 
     require_matplotlib()  # before reading: a missing extra is the first thing to say
     kind, document = load(path)
-    figure = plot_document(kind, document, PlotOptions(cdf=cdf, title=title))
+    options = PlotOptions(cdf=cdf, title=title)
+    refusal = refused_plot_option(kind, options)
+    if refusal is not None:
+        raise click.UsageError(refusal)
+    figure = plot_document(kind, document, options)
     write_bytes(output, figure_bytes(figure, image_format(output) or "png"))  # atomically, as a result file
     note(f"wrote {escape_controls(output)}")

@@ -77,6 +77,17 @@ def plot_document(kind: str, document: dict[str, Any], options: PlotOptions | No
     return figure
 
 
+def refused_plot_option(kind: str, options: PlotOptions) -> str | None:
+    """Why the picture of a `kind` result cannot honour `options` (None: it can): --cdf draws histograms as
+    CDFs, which only some pictures hold. --title every picture honours (render/plots.py's `titled`)."""
+    experiment = find(kind)
+    if not options.cdf or experiment is None or experiment.draws_cdf:
+        return None  # a kind without a picture: plot_document says so
+    honoured = " and ".join(k for k in EXPERIMENTS if (e := find(k)) is not None and e.draws_cdf)
+    article = "an" if kind[:1] in "aeiou" else "a"
+    return f"--cdf draws the histograms of {honoured} results as CDFs: {article} {kind} result's picture has none"
+
+
 def table(kind: str, document: dict[str, Any], name: str | None = None) -> str:
     """One table of a saved result (version 2 document) as CSV: its experiment says which tables it has,
     the first one by default; ExportError for a table it lacks."""

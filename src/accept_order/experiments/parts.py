@@ -26,7 +26,8 @@ Table = Callable[[list[Document]], str]
 class Experiment(Generic[R]):
     """One result kind's parts. `load` reads a version-2 document into the typed result, `shape` is what
     such a document must hold (checked whole when a file is loaded, before `load` sees it), `report` is what
-    the command printed, `figure(result, PlotOptions)` its picture (import matplotlib inside; see `lazy`),
+    the command printed, `figure(result, PlotOptions)` its picture (import matplotlib inside; see `lazy`; every
+    picture honours --title, `draws_cdf` those that honour --cdf),
     `tables` its CSV tables by name (the first is the default), `latency_runs` its (label, histogram)
     pairs for `show --format hdr`; `several`: the document keeps its runs in a list under "runs". `shape_of`
     makes the shape (`shape`) when a file is read or checked: saving a result needs none of it, and a result
@@ -37,6 +38,9 @@ class Experiment(Generic[R]):
     shape_of: Callable[[], Shape]
     report: Callable[[R], RenderableType]
     figure: Callable[..., Any] | None = None
+    # Its picture draws histograms, which `plot --cdf` draws as CDFs instead: any other kind refuses --cdf, since
+    # an option a picture cannot honour must not pass unremarked (a compare file's picture ignored it)
+    draws_cdf: bool = False
     tables: Mapping[str, Table] = field(default_factory=dict)
     latency_runs: Callable[[list[Document]], list[tuple[str, LatencyHistogram]]] | None = None
     several: bool = False

@@ -92,6 +92,7 @@ LATENCY: Experiment[LatencyResult] = Experiment(
     shape_of=lambda: LATENCY_SHAPE,
     report=latency_report,
     figure=lazy(_PLOT, "latency_figure"),
+    draws_cdf=True,
     tables=_TABLES,
     latency_runs=export.histograms,
 )
@@ -103,6 +104,7 @@ LATENCY_COMPARE: Experiment[LatencyCompareResult] = Experiment(
     shape_of=lambda: LATENCY_COMPARE_SHAPE,
     report=latency_compare_report,
     figure=lazy(_PLOT, "latency_compare_figure"),
+    draws_cdf=True,
     tables=_TABLES,
     latency_runs=export.histograms,
     several=True,
