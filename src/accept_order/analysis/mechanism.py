@@ -212,6 +212,8 @@ def classify(
                 "EPOLLEXCLUSIVE: a connection wakes them all",
             ),
         )
+    if via == "accept" and running:  # a running one is a waiter only where its listener is a blocking socket
+        return Verdict(CALL_MODE[via], units, evidence=(_blocking_accept(len(waiting), named, running),))
     sentence = {
         "accept": f"{who} {'sleeps' if one else 'sleep'} in {calls} on the listener itself",
         "poll": f"{who} {'sleeps' if one else 'sleep'} in {calls} holding the listener",
@@ -219,6 +221,24 @@ def classify(
         "io_uring": f"{who} {'waits' if one else 'wait'} in {calls} on rings with an accept armed",
     }[via]
     return Verdict(CALL_MODE[via], units, evidence=(sentence,))
+
+
+def _blocking_accept(waiting: int, named: list[str], running: int) -> str:
+    """Workers asleep in accept() and workers running at the look that hold the listener as a blocking socket
+    (the look read its mode: a blocking socket is accepted from in accept(), never from a readiness loop)."""
+    blocking = "a blocking socket, which is accepted from in accept()"
+    if named:
+        asleep = waiting - running
+        return (
+            f"{plural(asleep, 'worker')} {'sleeps' if asleep == 1 else 'sleep'} in {', '.join(named)} on the listener "
+            f"itself, and {running} more {'is' if running == 1 else 'are'} running at the look: the listener is "
+            f"{blocking}"
+        )
+    one = waiting == 1
+    return (
+        f"{plural(waiting, 'worker')} {'is' if one else 'are'} running at the look, holding the listener as "
+        f"{blocking}: where {'it waits' if one else 'they wait'} between connections"
+    )
 
 
 def overall(verdicts: Sequence[Verdict]) -> tuple[Verdict, dict[str, int]]:

@@ -16,6 +16,7 @@ from weakref import WeakKeyDictionary
 
 from ...analysis.mechanism import Seen
 from ...probes.fd_table import FdTables, OpenFile, file_order
+from ...probes.file_flags import blocking_mode
 from ...probes.proc_waits import (
     ACCEPTS,
     EPOLL_WAITS,
@@ -53,9 +54,11 @@ def resolve(
     peers: dict[int, int],
     threads: int,
     holds: frozenset[int] | None = None,
+    blocking: frozenset[int] = frozenset(),
 ) -> Seen:
     """What one thread waits on, from its call and its process's open files (`holds`: the listeners among
-    them, when the caller has them already)."""
+    them, when the caller has them already; `blocking`: those of them whose open file is in blocking mode,
+    probes/file_flags.py, read where a running thread or an unread poll set needs them)."""
     if holds is None:
         holds = frozenset(f.inode for f in files.values() if f.kind == "socket" and f.inode in listeners)
 
@@ -65,6 +68,13 @@ def resolve(
     file = files.get(wait.fd) if wait.fd is not None else None
     if wait.call in ACCEPTS and file is not None and file.inode in listeners:
         return make("accept", listeners=frozenset({file.inode or 0}))
+    every_blocking = bool(holds) and holds <= blocking
+    if wait.call == "running" and (threads == 1 or wait.tid == pid) and every_blocking:
+        # Busy now; its listeners are blocking sockets, which are accepted from in accept(): a readiness loop
+        # would hang in accept() each time another worker took the connection first. Apache prefork's children
+        # hold an epoll that watches their one listener (made for two or more Listens) and never wait in it:
+        # under keep-alive, all busy, they read as an epoll herd when taken for that epoll's waiters
+        return make("accept", listeners=holds)
     if wait.call == "running" and (threads == 1 or wait.tid == pid):
         # Busy now; it will wait again in the one epoll that watches its listeners, if it has one (a process's
         # main thread runs its loop in a server with a helper thread: uvicorn's workers, busy under a pool).
@@ -90,11 +100,14 @@ def resolve(
             return make("passed", unix_ends=ends)
     if wait.call in POLLS | SELECTS and holds:
         via = "poll" if wait.call in POLLS else "select"
-        if wait.fds is None:  # the set is not readable: taken to be the listeners it holds
-            return make(via, listeners=holds)
-        watched = frozenset(files[fd].inode or 0 for fd in wait.fds if fd in files and files[fd].inode in listeners)
-        if watched:
-            return make(via, listeners=watched)
+        if wait.fds is None:  # the set is not readable: taken to be the listeners it holds, unless they are
+            # blocking sockets (see above: an Apache prefork child polls its kept connection for the next request)
+            if not every_blocking:
+                return make(via, listeners=holds)
+        else:
+            watched = frozenset(files[fd].inode or 0 for fd in wait.fds if fd in files and files[fd].inode in listeners)
+            if watched:
+                return make(via, listeners=watched)
     if wait.call == "io_uring_enter" and file is not None and file.kind == "io_uring" and holds:
         return make("io_uring", listeners=holds)
     if wait.call in RECEIVES and file is not None and file.inode in peers and not holds:
@@ -198,6 +211,7 @@ def _resolved(
     peers: dict[int, int],
     threads: int,
     holds: frozenset[int],
+    blocking: frozenset[int],
 ) -> Seen:
     """resolve(...), or the last sample's answer for the same wait on the same file (see _KEPT)."""
     kept = _KEPT.setdefault(tables, {})
@@ -207,13 +221,38 @@ def _resolved(
         last is not None
         and last[1] is wait
         and last[2] is file
-        and (last[3], last[4], last[5]) == (listeners, threads, holds)
+        and (last[3], last[4], last[5], last[8]) == (listeners, threads, holds, blocking)
         and last[6] is peers
     ):
         return last[7]
-    seen = resolve(pid, wait, files, listeners, peers, threads, holds)
-    kept[pid, wait.tid] = (raw, wait, file, listeners, threads, holds, peers, seen)
+    seen = resolve(pid, wait, files, listeners, peers, threads, holds, blocking)
+    kept[pid, wait.tid] = (raw, wait, file, listeners, threads, holds, peers, seen, blocking)
     return seen
+
+
+# Whether each listener is a blocking socket, by look, by (pid, inode): an open file's mode is taken to keep its
+# meaning while the look lasts, as its link does (a server sets it as it starts)
+_FLAGS: WeakKeyDictionary[FdTables, dict[tuple[int, int], bool | None]] = WeakKeyDictionary()
+
+
+def _needs_flags(wait: ThreadWait) -> bool:
+    """The listeners' mode decides how this wait is read (resolve): a running thread, or a poll or select
+    whose set could not be read."""
+    return wait.call == "running" or (wait.call in POLLS | SELECTS and wait.fds is None)
+
+
+def _blocking(tables: FdTables, pid: int, files: dict[int, OpenFile], holds: frozenset[int]) -> frozenset[int]:
+    """The listeners among `holds` whose open file is in blocking mode, each read once a look (at its first
+    descriptor in the process's table)."""
+    known = _FLAGS.setdefault(tables, {})
+    found = set()
+    for inode in holds:
+        if (pid, inode) not in known:
+            fd = next((fd for fd, f in files.items() if f.kind == "socket" and f.inode == inode), None)
+            known[pid, inode] = None if fd is None else blocking_mode(pid, fd)
+        if known[pid, inode]:
+            found.add(inode)
+    return frozenset(found)
 
 
 def _one_loop(mine: list[Seen]) -> list[Seen]:
@@ -250,7 +289,11 @@ def take(server: Server, tables: FdTables | None = None) -> Sample:
         files[pid] = table
         sockets[pid] = held
         holds = held & listeners
-        mine = [_resolved(tables, pid, w, raw, table, listeners, server.peers, len(tids), holds) for w, raw in read]
+        blocking = _blocking(tables, pid, table, holds) if any(map(_needs_flags, waits[pid])) else frozenset()
+        mine = [
+            _resolved(tables, pid, w, raw, table, listeners, server.peers, len(tids), holds, blocking)
+            for w, raw in read
+        ]
         seen += _one_loop(mine)
     seen, answered, same = _shared_epolls(seen, tables.file_orders)
     return Sample(tuple(seen), waits, files, sockets, answered, same)

@@ -24,8 +24,8 @@ def _on(s: Seen, wait: ThreadWait, sample: Sample, server: Server, members: Coun
     """What the thread waits on, in a few words (`members`: how many descriptors each epoll open file has in
     the sample, by its first "pid:fd")."""
     fd = wait.fd
-    if s.via == "accept":
-        return _one(s.listeners, server)
+    if s.via == "accept":  # running: taken for an accept() because its listener is a blocking socket (resolve)
+        return _one(s.listeners, server) + (" (a blocking socket: accept() next)" if wait.call == "running" else "")
     if s.via == "epoll":
         flag = "EPOLLEXCLUSIVE" if s.exclusive else "no EPOLLEXCLUSIVE"
         own = f"{s.pid}:{fd}"
