@@ -32,6 +32,7 @@ from ...core.text import plural
 from ...loads.generator import driver_warnings
 from ...servers.registry import known_mode
 from .kept_report import accepted, by_kernel, finished_unit
+from .model_servers import as_served
 from .result import LatencyResult
 
 
@@ -143,7 +144,9 @@ def _predict_pinned(
 def predict(result: LatencyResult, seed: int = SEED, held: Held | None = None) -> ModelCheck | None:
     """The run's latency as queueing alone would make it; None when its mode or service time is unknown.
     Connections that carry several requests (`held`, else the run's own: held_connections) are pinned."""
-    server, load = result.server, result.load
+    if (served := as_served(result)) is None:
+        return None  # a process of threads whose number serving at once is not known (model_servers.py)
+    server, load, result = served.server, served.load, served
     how = discipline_of(known_mode(server.kind, server.mode), server)
     service = service_of(result)
     held = held or held_connections(result)

@@ -25,10 +25,11 @@ from ...render.hosts import HostsPart, host_parts, on_hosts
 from ...render.observed_on import observed_parts
 from ...render.text import Verbatim, durations_us, plural
 from ...render.workers import worker_table
-from ...servers.registry import threads_note, unseen_note
+from ...servers.registry import known_by_replies, threads_note, unseen_note
 from .attached_counts import kernel_counts_text, served_known, unplaced_text
 from .kept_report import finished_unit, kept_amount, kept_compare_parts, kept_parts, kept_words
 from .model_report import model_report
+from .model_servers import servers_text
 from .result import PERCENTILES, LatencyResult, default_title
 from .syn_note import syn_stall_notes
 
@@ -137,6 +138,8 @@ def _work_and_load(plan: ServerSpec, estimate_us: float | None, load: Concurrent
         cost = f" ≈ {shown['cost']} here" if "cost" in shown else ""
         parts.append(f"{plan.work_iters} loop iterations{cost}")
     work = "work " + (" + ".join(parts) + " busy loop" if parts else "none")
+    if plan.attach or known_by_replies(plan):  # a server this tool did not start: what it does is not ours to say
+        work = "the server's own work"
     amount = kept_amount(load) if load.connections is not None else shown["ran"]
     procs = f"{load.driver_procs} driver processes" + (f" on CPUs {format_cpu_list(load.cpus)}" if load.cpus else "")
     procs += on_hosts(load.clients)
@@ -165,9 +168,12 @@ def headline(result: LatencyResult) -> Text:
     batch = f", accept-batch {server.accept_batch}" if server.accept_batch else ""
     pinned = f", pinned to CPUs {format_cpu_list(server.cpus)}" if server.cpus else ""
     work, load = _work_and_load(server, result.work_estimate_us, result.load)
+    threads = result.evidence.get("threads")
+    count = threads.get("count") if isinstance(threads, dict) else None
+    of = f" of {count} threads" if isinstance(count, int) and count > 1 and server.workers == 1 else ""
     return Text.assemble(
         ("accept-order latency", "bold"),
-        f": mode {server.label}, {plural(server.workers, 'worker')}{pinned}, "
+        f": mode {server.label}, {plural(server.workers, 'worker')}{of}{pinned}, "
         f"{work}{batch}; {load}; "
         f"{server.host}:{result.port} ({_env_text(env)})",
     )
@@ -288,6 +294,7 @@ def latency_report(result: LatencyResult) -> RenderableType:
         *syn_stall_notes([result]),
         *([note] if (note := open_loop_note(result)) is not None else []),
         *model_report([result]),
+        *([Text(said, style="dim")] if (said := servers_text(result)) else []),
         worker_table(result.counters, served_known(result), title="served per worker", detail=False),
         *([Text(threads, style="yellow")] if (threads := threads_note(result.evidence)) else []),  # an attached HAProxy
         *kept_parts(result),

@@ -1,0 +1,79 @@
+"""How many servers the queueing model counts for a run: its workers, or, for a server attached by pid that is one
+process serving with its threads (evidence `threads`: servers/attached.py), those threads where each accepts and
+serves (HAProxy's nbthread: the registry's threads_are_workers), or none where that cannot be known.
+
+`latency --attach` of HAProxy with `nbthread 2` was modelled as one worker, its p99 25x the prediction: two
+threads each take connections (the less loaded of two) and serve them at once, which a single queue with one
+server does not. A process whose threads are not one worker each (Go's runtime, a Ruby pool behind its lock)
+serves with as many at once as its runtime lets, which /proc does not say: the model is not judged then."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ...servers.registry import threads_are_workers
+from .result import LatencyResult
+
+
+@dataclass(frozen=True)
+class Servers:
+    """The servers the model counts (None: it cannot judge the run, for `why`), and whose threads they are."""
+
+    count: int | None
+    threads_of: str = ""  # `pid 3597 (haproxy)` where the count is a process's threads
+    why: str = ""
+
+
+def _threads(evidence: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    threads = evidence.get("threads")
+    if not isinstance(threads, Mapping) or not isinstance(threads.get("count"), int) or threads["count"] < 2:
+        return None
+    return threads
+
+
+def model_servers(result: LatencyResult) -> Servers:
+    """The servers a queueing model of `result` has: its workers, an attached process's serving threads, or
+    none (Servers.why says why not)."""
+    threads = _threads(result.evidence)
+    if threads is None:
+        return Servers(result.server.workers)
+    program, count = str(threads.get("program", "")), int(threads["count"])
+    who = f"pid {threads.get('pid', '?')}" + (f" ({program})" if program else "")
+    if not threads_are_workers(program, [str(a) for a in threads.get("argv", [])]):
+        return Servers(
+            None,
+            who,
+            f"{who} serves with {count} threads that are not one worker each (a pool, a runtime's threads): how "
+            "many serve at once is the runtime's, which /proc does not say",
+        )
+    if result.load.keeps_connections:
+        # each kept connection stays with the thread that took it, and no count says which thread that was
+        return Servers(
+            None,
+            who,
+            f"{who} serves with {count} threads, and which of them holds each kept connection is not known "
+            "(threads share one fd table), so no thread's queue can be modelled",
+        )
+    return Servers(count, who)
+
+
+def as_served(result: LatencyResult) -> LatencyResult | None:
+    """`result` with as many workers as the model counts servers (an attached process's serving threads), or None
+    where it cannot judge."""
+    count = model_servers(result).count
+    if count is None or count == result.server.workers:
+        return None if count is None else result
+    return replace(result, server=result.server.replace(workers=count))
+
+
+def servers_text(result: LatencyResult) -> str | None:
+    """What a report says beside the model of a threaded process: that its threads are the servers counted, or
+    why it was not judged; None for any other run."""
+    servers = model_servers(result)
+    if not servers.threads_of:
+        return None
+    if servers.count is None:
+        return f"Model: not judged: {servers.why}."
+    return f"Model: {servers.threads_of}'s {servers.count} threads are the servers counted (each accepts and serves)."
