@@ -22,4 +22,4 @@ def _line(tmp_path: Path, interrupted: bool) -> str:
 
 def test_a_worker_that_did_not_go_because_of_the_stop_is_said_so(tmp_path: Path) -> None:
     assert "worker 0 goes never (the run was stopped first);" in _line(tmp_path, interrupted=True)
-    assert "worker 0 goes never;" in _line(tmp_path, interrupted=False)
+    assert "worker 0 goes never: the load ended first;" in _line(tmp_path, interrupted=False)

@@ -20,6 +20,7 @@ from ...analysis.stability import Spread, Stability, agreement
 from ...render.text import durations_us, plural
 from ...results.export import WORKER_FIELDS
 from ..repeat.kinds import Document, Repeated, Rounds, by_variant, each
+from .report import earliest_going, went_text
 from .result import RELOAD_RUN, ReloadRun
 
 RESET = "ECONNRESET"
@@ -82,10 +83,10 @@ def report(rounds: Rounds) -> list[RenderableType]:
         )
     first: ReloadRun = rounds[0][0]
     load = first.load
-    times = [r.at_s for row in rounds for r in row if r.at_s is not None]  # when it went, as the one run's line
+    runs = [r for row in rounds for r in row]  # when it went, as the one run's line says it
     # one unit on the line: when the worker went, how long the load ran, the work per connection
-    at, ran, work = durations_us(round(min(times or [0]), 1) * 1e6, (load.duration_s or 0) * 1e6, first.server.work_us)
-    went = f"after {at}" if times else "never"
+    at, ran, work = durations_us(earliest_going(runs), (load.duration_s or 0) * 1e6, first.server.work_us)
+    went = went_text(runs, any(r.interrupted for r in runs), at)
     parts: list[RenderableType] = [
         table,
         Text("median (min-max) over the runs; lost: connections that failed; reset: by ECONNRESET", style="dim"),

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich import box
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from ...core.cpus import format_cpu_list
-from ...core.protocol import ABORTED
+from ...core.protocol import ABORTED, TIMEOUT
 from ...render.evidence import PRIVATE_SHORT
 from ...render.fit import key_columns
-from ...render.text import durations_us, plural
-from .result import MIGRATE, MIGRATE_FAILED, ReloadResult, ReloadRun
+from ...render.text import duration_us, durations_us, plural
+from .result import GONE_TIMEOUT_S, MIGRATE, MIGRATE_FAILED, ReloadResult, ReloadRun
 
 RELOAD_LEGEND = (
     "leave: the worker closes its listener, serves what it holds and exits (a graceful restart); kill: SIGKILL. "
@@ -40,7 +42,11 @@ def verdict_text(run: ReloadRun) -> Text:
     if run.at_s is None:
         return Text("the load ended before the worker went", style="yellow")
     if run.gone_s is None:
-        return Text(f"worker {run.worker} had not gone after the timeout; lost {lost}", style="yellow")
+        # which wait ran out, and (a leaving worker notices between connections) why nothing woke it
+        waited = duration_us(GONE_TIMEOUT_S * 1e6)
+        idle = ", after the load had ended: no connection came to wake it" if _after_the_load(run) else ""
+        told = "it was told to leave" if run.how == "leave" else "its SIGKILL"
+        return Text(f"worker {run.worker} had not gone {waited} after {told}{idle}; lost {lost}", style="yellow")
     if lost == 0:
         text = Text("nothing lost", style="green" if expected is not False else "yellow")
     else:
@@ -48,6 +54,37 @@ def verdict_text(run: ReloadRun) -> Text:
     if expected is False:
         text.append(": not what the kernel promises", style="yellow")
     return text
+
+
+def _after_the_load(run: ReloadRun) -> bool:
+    """The worker was told to go once the load's duration was over (the run looks at the time every 100 ms: a
+    --duration that short has its going after it)."""
+    return run.at_s is not None and run.load.duration_s is not None and run.at_s >= run.load.duration_s
+
+
+def went_text(runs: Sequence[ReloadRun], stopped: bool, at: str) -> str:
+    """When the worker went (`at`: the earliest, as the line's other durations are written), for a report's
+    footer: `after 500 ms`; `never` said with why (a stop, or the loads ending first); a going after the load's
+    end said as such."""
+    if not any(r.at_s is not None for r in runs):
+        return "never (the run was stopped first)" if stopped else "never: the load ended first"
+    late = [r for r in runs if _after_the_load(r)]
+    if not late:
+        return f"after {at}"
+    every = "" if len(late) == len(runs) else f" in {len(late)} of {len(runs)} runs"
+    return f"after {at}, once the load's duration was over{every}"
+
+
+def earliest_going(runs: Sequence[ReloadRun]) -> float:
+    """When the first worker of `runs` went, in µs to the tenth of a second (0: none went)."""
+    return round(min([r.at_s for r in runs if r.at_s is not None] or [0]), 1) * 1e6
+
+
+def _gave_up(runs: Sequence[ReloadRun]) -> str:
+    """Which timeout a `timeout` in the failed column is: the clients' --timeout (not the wait for the worker)."""
+    if not any(r.errors.get(TIMEOUT) for r in runs):
+        return ""
+    return f"; timeout: a connection not answered within --timeout {duration_us(runs[0].load.timeout_s * 1e6)}"
 
 
 def run_name(run: ReloadRun) -> str:
@@ -87,19 +124,16 @@ def reload_report(result: ReloadResult) -> RenderableType:
     if result.runs:
         first = result.runs[0]
         load = first.load
-        times = [r.at_s for r in result.runs if r.at_s is not None]
         # one unit on the line: when the worker went, how long the load ran, the work per connection
-        at, ran, work = durations_us(
-            round(min(times or [0]), 1) * 1e6, (load.duration_s or 0) * 1e6, first.server.work_us
-        )
-        stopped = " (the run was stopped first)" if any(r.interrupted for r in result.runs) else ""
-        went = f"after {at}" if times else f"never{stopped}"  # a Ctrl-C before it went: not a plan to keep it
+        at, ran, work = durations_us(earliest_going(result.runs), (load.duration_s or 0) * 1e6, first.server.work_us)
+        # a Ctrl-C before it went: not a plan to keep it
+        went = went_text(result.runs, any(r.interrupted for r in result.runs), at)
         env = first.environment
         pinned = f" (load generator on CPUs {format_cpu_list(load.cpus)})" if load.cpus else ""
         parts.append(
             Text(
                 f"{plural(first.server.workers, 'worker')}, worker {first.worker} goes {went}; closed-loop "
-                f"load of {load.concurrency} for {ran} per run{pinned}, work {work}; "
+                f"load of {load.concurrency} for {ran} per run{pinned}, work {work}{_gave_up(result.runs)}; "
                 f"{env.system} {env.kernel}, {plural(env.cpu_count, 'CPU')}; counters from a {PRIVATE_SHORT}"
             )
         )

@@ -58,6 +58,11 @@ def expectation(queue: str, passes: bool, how: str, migrate: int) -> Expectation
     return Expectation("any", "its listener closes with it: its queue is reset, and what it had accepted")
 
 
+# How long the run waits for the worker to be gone once told (a leaving worker notices between connections, so one
+# nothing wakes takes all of it). The same in every file since reload began (d6c2891): files do not store it.
+GONE_TIMEOUT_S = 3.0
+
+
 @dataclass(frozen=True)
 class ReloadRun(CountedTotals):
     """One mode under a steady load while worker `worker` went (`how`) `at_s` seconds in."""
@@ -70,7 +75,7 @@ class ReloadRun(CountedTotals):
     passes: bool  # an acceptor hands connections to the workers (fd-pass)
     worker: int
     at_s: float | None  # when it was told to go (None: the load ended first)
-    gone_s: float | None  # how long it took to be gone (None: it was still there after the timeout)
+    gone_s: float | None  # how long it took to be gone (None: it was still there GONE_TIMEOUT_S after)
     held: int | None  # connections it had and had not answered when it was killed (None: unknown)
     served: tuple[int, ...]  # per worker, from the replies
     finished: int  # connections the load generator finished, served or failed (its own count)

@@ -18,12 +18,10 @@ from ...core.spec import DEFAULT_KIND, ConcurrentLoad, ServerSpec
 from ...core.totals import loops_ran
 from ...servers.registry import mode_info, runnable
 from ..session import Loading, Measured, RunInterrupted, Tick, drive_load, lifecycle, run_each
-from .result import HOWS, ReloadRun
+from .result import GONE_TIMEOUT_S, HOWS, ReloadRun
 
 if TYPE_CHECKING:
     from ...core.load_summary import LoadSummary
-
-GONE_TIMEOUT_S = 3.0  # how long a leaving worker has to notice (it does between connections)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,96 @@
+"""`reload --duration 1ms` said 'worker 0 had not gone after the timeout' without saying which timeout (the run's
+3 s wait for the worker to be gone, not the client's --timeout), nor why: the run looks at the time every 100 ms,
+so the worker was told to leave at 100 ms, once the 1 ms load was over, and a leaving worker notices between
+connections, of which none came. The footer said 'goes after 100 ms' beside 'load ... for 1 ms' with nothing
+tying them, and 'goes never' without why. Each stop and wait is now said with which, in the one run's report and
+in --repeat's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from conftest import run_cli
+
+GOLDEN = Path(__file__).parent / "data" / "golden"
+
+
+def _show(tmp_path: Path, name: str, data: dict[str, Any]) -> list[str]:
+    path = tmp_path / name
+    path.write_text(json.dumps(data))
+    result = run_cli(["show", str(path)], columns=400)
+    assert result.exit_code == 0, result.output
+    return result.stdout.splitlines()
+
+
+def _short_load(run: dict[str, Any], gone: bool) -> None:
+    """As `reload --duration 1ms` saved it: told to go at the first look, 100 ms in; gone or still there 3 s on."""
+    run["load"]["duration_s"] = 0.001
+    run.update(at_s=0.1, gone_s=0.02 if gone else None)
+
+
+def test_a_worker_not_gone_says_which_wait_and_why(tmp_path: Path) -> None:
+    data = json.loads(GOLDEN.joinpath("reload.json").read_text())
+    for run in data["runs"]:
+        _short_load(run, gone=False)
+    lines = _show(tmp_path, "reload.json", data)
+    verdict = next(line for line in lines if "had not gone" in line)
+    assert "had not gone 3 s after it was told to leave" in verdict, verdict
+    assert "after the load had ended: no connection came to wake it" in verdict, verdict
+    assert "after the timeout" not in "\n".join(lines)
+    footer = next(line for line in lines if " goes " in line)
+    assert "worker 0 goes after 100 ms, once the load's duration was over;" in footer, footer
+
+
+def test_a_worker_not_gone_within_the_load_names_the_wait_only(tmp_path: Path) -> None:
+    data = json.loads(GOLDEN.joinpath("reload.json").read_text())
+    data["runs"] = data["runs"][:1]
+    data["runs"][0]["gone_s"] = None  # told at 526 ms of a 1 s load
+    lines = _show(tmp_path, "reload.json", data)
+    verdict = next(line for line in lines if "had not gone" in line)
+    assert "had not gone 3 s after it was told to leave; lost" in verdict, verdict
+    footer = next(line for line in lines if " goes " in line)
+    assert "goes after 500 ms;" in footer, footer
+
+
+def test_some_runs_after_the_load(tmp_path: Path) -> None:
+    data = json.loads(GOLDEN.joinpath("reload.json").read_text())
+    _short_load(data["runs"][0], gone=True)
+    footer = next(line for line in _show(tmp_path, "reload.json", data) if " goes " in line)
+    assert "once the load's duration was over in 1 of 3 runs;" in footer, footer
+
+
+def test_never_says_why(tmp_path: Path) -> None:
+    data = json.loads(GOLDEN.joinpath("reload.json").read_text())
+    for run in data["runs"]:
+        run.update(at_s=None, gone_s=None)
+    footer = next(line for line in _show(tmp_path, "reload.json", data) if " goes " in line)
+    assert "worker 0 goes never: the load ended first;" in footer, footer
+
+
+def test_repeat_footer_says_the_same(tmp_path: Path) -> None:
+    data = json.loads(GOLDEN.joinpath("repeat-reload.json").read_text())
+    for row in data["rounds"]:
+        for run in row:
+            _short_load(run, gone=True)
+    footer = next(line for line in _show(tmp_path, "repeat.json", data) if " goes " in line)
+    assert "goes after 100 ms, once the load's duration was over;" in footer, footer
+    for row in data["rounds"]:
+        for run in row:
+            run.update(at_s=None, gone_s=None)
+    footer = next(line for line in _show(tmp_path, "repeat.json", data) if " goes " in line)
+    assert "goes never: the load ended first;" in footer, footer
+
+
+def test_a_timeout_in_the_failed_column_names_the_clients_timeout(tmp_path: Path) -> None:
+    data = json.loads(GOLDEN.joinpath("reload.json").read_text())
+    footer = next(line for line in _show(tmp_path, "reload.json", data) if " goes " in line)
+    assert "--timeout" not in footer, footer  # said only where a connection timed out
+    data["runs"][1]["errors"] = {"timeout": 32}
+    data["runs"][1]["load"]["timeout_s"] = 2.5
+    data["runs"][0]["load"]["timeout_s"] = 2.5
+    lines = _show(tmp_path, "reload.json", data)
+    assert any("timeout 32" in line for line in lines), lines
+    footer = next(line for line in lines if " goes " in line)
+    assert "; timeout: a connection not answered within --timeout 2.5 s;" in footer, footer
