@@ -173,6 +173,51 @@ def _add_run(into: dict[str, Any], run: dict[str, Any], concurrent: bool) -> Non
             load[key] = load[key] + run["load"][key] if not (concurrent and key == "duration_s") else load[key]
     into["interrupted"] = bool(into.get("interrupted")) or bool(run.get("interrupted"))
     _add_clients(into, run)
+    into["evidence"] = _add_evidence(dict(into.get("evidence", {})), run.get("evidence", {}))
+
+
+def _add_evidence(into: dict[str, Any], run: Mapping[str, Any]) -> dict[str, Any]:
+    """The evidence of one file's window made the merged load's: the kernel counters' deltas add; observe's
+    per-worker counts (--observe-on) add by host and pid where every file has them, else none are kept; the
+    host's CPU before and after (`machine`) is one window's and goes: beside every file's load generators, the
+    first file's ticks called others' CPU 'this run's own' (a merge of two cluster runs said 36% own, 59%
+    others', where its first file alone had said 22% and 73%)."""
+    into.pop("machine", None)
+    if isinstance(into.get("counters"), dict) and isinstance(run.get("counters"), dict):
+        added = Counter(into["counters"]) + Counter(run["counters"])
+        into["counters"] = {name: added[name] for name in sorted(added) if added[name]}
+        into["counters_watched"] = sorted(set(into.get("counters_watched", [])) | set(run.get("counters_watched", [])))
+    observed = _add_observed(into.get("observed_on"), run.get("observed_on"))
+    if observed is None:
+        into.pop("observed_on", None)
+    else:
+        into["observed_on"] = observed
+    return into
+
+
+def _add_observed(mine: Any, theirs: Any) -> list[dict[str, Any]] | None:
+    """Two files' --observe-on evidence as one: the same hosts and workers (by pid), their counts added; None
+    where they differ (or one has none): a count of one file's accepts beside every file's replies would read
+    as a disagreement, or as an agreement it is not."""
+    if not isinstance(mine, list) or not isinstance(theirs, list) or len(mine) != len(theirs):
+        return None
+    out = []
+    for a, b in zip(mine, theirs, strict=True):
+        pids = [w.get("pid") for w in a.get("workers", [])]
+        if a.get("host") != b.get("host") or pids != [w.get("pid") for w in b.get("workers", [])]:
+            return None
+        workers = []
+        for wa, wb in zip(a["workers"], b["workers"], strict=True):
+            worker = dict(wa)
+            for key, value in wb.items():
+                if isinstance(value, int | float) and not isinstance(value, bool) and key not in ("pid", "tid"):
+                    mine_value = worker.get(key)
+                    worker[key] = mine_value + value if isinstance(mine_value, int | float) else None
+            workers.append(worker)
+        wall = [w for w in (a.get("wall_s"), b.get("wall_s")) if isinstance(w, int | float)]
+        agrees = all(w.get("accepts") == w.get("served_by_replies") for w in workers)
+        out.append(a | {"workers": workers, "wall_s": sum(wall), "agrees": agrees, "notes": []})
+    return out
 
 
 def _add_clients(into: dict[str, Any], run: dict[str, Any]) -> None:
