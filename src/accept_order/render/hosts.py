@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..core.hosts import ClientHosts, HostOutcome
+from ..core.protocol import ABORTED
 from ..core.text import escape_controls
 from ..core.totals import loops_ran
 from ..loads.hosts.driven import STARTED_LATE_S
@@ -41,12 +42,14 @@ ON_TIME_S = 0.001  # a start within this (or within the clock's uncertainty) of 
 class HostsPart:
     """The client hosts of one load: `label` names it among several (a burst's clients, a ramp's step, a
     mode; None: the only one), `wall_s` its wall time, `rate` an open loop's (host i was due i/rate after the
-    common start: loads/hosts/split.py stripe_s)."""
+    common start: loads/hosts/split.py stripe_s), `stopped` whether a stop (Ctrl-C, SIGTERM) cut it short: its
+    hosts' connections aborted then were under way at the stop, which the report says apart from failures."""
 
     label: str | None
     hosts: Sequence[HostOutcome]
     wall_s: float
     rate: float | None = None
+    stopped: bool = False
 
     def due_s(self, index: int) -> float:
         return 0.0 if not self.rate else index / self.rate
@@ -70,11 +73,19 @@ def _name(host: HostOutcome) -> Text:
     return Text(escape_controls(host.destination))
 
 
-def _failed(host: HostOutcome) -> Text:
-    if not host.failed:
-        return Text("0")
-    by = ", ".join(f"{n} {escape_controls(name)}" for name, n in sorted(host.errors.items(), key=lambda kv: -kv[1]))
-    return Text(f"{host.failed} ({by})", style="red")
+def _failed(host: HostOutcome, stopped: bool) -> Text:
+    """The host's failures by cause; in a load cut short by a stop, those it aborted are not failures (the
+    report's own line: 'under way at the stop (aborted by it: neither failed nor served)'), said apart."""
+    under_way = host.errors.get(ABORTED, 0) if stopped else 0
+    errors = {name: n for name, n in host.errors.items() if n and not (stopped and name == ABORTED)}
+    failed = sum(errors.values())
+    text = Text("0")
+    if failed:
+        by = ", ".join(f"{n} {escape_controls(name)}" for name, n in sorted(errors.items(), key=lambda kv: -kv[1]))
+        text = Text(f"{failed} ({by})", style="red")
+    if under_way:
+        text.append(f"; {under_way} under way", style="yellow")
+    return text
 
 
 def _clock(host: HostOutcome) -> str:
@@ -126,7 +137,7 @@ def host_table(parts: Sequence[HostsPart], part_name: str | None = None, title: 
             row += [
                 _name(host),
                 str(host.ok),
-                _failed(host),
+                _failed(host, part.stopped),
                 f"{host.throughput:.0f}",
                 "-" if cpu is None else f"{cpu:.0f}",
                 *([loops_ran(host.drivers) or "-"] if loops else []),

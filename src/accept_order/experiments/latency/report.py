@@ -303,7 +303,7 @@ def latency_report(result: LatencyResult) -> RenderableType:
         *unseen_parts(result.server),
         Verbatim(affinity_lines(result.counters) if unseen_note(result.server) is None else []),
         drivers_text(result.drivers, finished_unit(result.load)),
-        *host_parts([HostsPart(None, result.hosts, result.wall_s, result.load.rate)]),
+        *host_parts([HostsPart(None, result.hosts, result.wall_s, result.load.rate, result.interrupted)]),
         *observed_parts(result.evidence),
     ]
     if result.evidence:
@@ -364,7 +364,9 @@ def compare_report(
     parts.extend(syn_stall_notes(results, named=True))
     parts.extend(kept_compare_parts(results))
     parts.extend(client_cpu_line(results))
-    parts.extend(host_parts([HostsPart(r.server.label, r.hosts, r.wall_s, r.load.rate) for r in results], "mode"))
+    parts.extend(
+        host_parts([HostsPart(r.server.label, r.hosts, r.wall_s, r.load.rate, r.interrupted) for r in results], "mode")
+    )
     parts.extend(note for r in results if (note := open_loop_note(r, named=True)) is not None)
     parts.extend(model_report(results))
     for mode, reason in skipped.items():
