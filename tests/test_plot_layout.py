@@ -335,7 +335,7 @@ def test_repeated_runs_name_the_command_as_typed_and_keep_equal_figures_visible(
     widths = [line.get_linewidth() for line in lines]
     assert widths == sorted(widths, reverse=True) and widths[0] > widths[-1]
     assert not any(line.get_clip_on() for line in lines)
-    assert figure("repeat-burst").axes[0].get_ylabel() == "ms to serve the largest burst"
+    assert figure("repeat-burst").axes[0].get_ylabel() == "ms until the largest burst's last reply or failure"
 
 
 def test_herd_and_atlas_name_their_colours() -> None:

@@ -1,4 +1,4 @@
-"""The burst picture: the time until every client was served, per burst size."""
+"""The burst picture: the time until every client was served (or had failed), per burst size."""
 
 from __future__ import annotations
 
@@ -54,6 +54,12 @@ def _note(ax: Any, clients: int, group: list[tuple[float, str, str]], right: boo
         )
 
 
+def _title(failed: bool, stopped: bool) -> str:
+    """What the times end at, as the y axis says: a burst where some clients failed was not 'every client served'."""
+    ends = "every client was served" + (" or had failed" if failed else "")
+    return f"Time until {ends}{', or the stop' if stopped else ''} (accept-order burst)"
+
+
 def burst_figure(result: BurstResult, options: PlotOptions) -> Figure:
     from matplotlib.lines import Line2D
     from matplotlib.ticker import LogFormatter, NullFormatter
@@ -68,7 +74,9 @@ def burst_figure(result: BurstResult, options: PlotOptions) -> Figure:
             settings += f", {work_text(first.server.work_us)}, backlog {first.server.backlog}"
         settings += f"; {environment_text(first.environment)}".rstrip("; ")
     caveat = [PACED] if any(c.client_bound for run in result.runs for c in run.cells) else []
-    titled(fig, "Time until every client was served (accept-order burst)", options, settings, caveat)
+    some_failed = any(c.server_failed for run in result.runs for c in run.cells)  # `failed` below: one cell's
+    stopped = any(c.interrupted for run in result.runs for c in run.cells)
+    titled(fig, _title(some_failed, stopped), options, settings, caveat)
     if not any(run.cells for run in result.runs):
         nothing(ax, "no bursts")
         return fig
@@ -103,8 +111,7 @@ def burst_figure(result: BurstResult, options: PlotOptions) -> Figure:
     stacked = max((len(group) for group in notes.values()), default=1)
     for clients, group in notes.items():
         _note(ax, clients, group, right=clients > largest / 2)
-    failed = any(c.server_failed for run in result.runs for c in run.cells)
-    if failed:
+    if some_failed:
         handles.append(Line2D([], [], color="C3", marker="x", linestyle="none", markersize=8, label="some failed"))
     ax.set_xlabel("clients connecting at once")
     sizes = sorted({c.clients for run in result.runs for c in run.cells if c.clients > 0})
@@ -121,11 +128,10 @@ def burst_figure(result: BurstResult, options: PlotOptions) -> Figure:
     ax.yaxis.set_major_formatter(LogFormatter())
     ax.yaxis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.5)))
     ax.margins(y=0.15 + 0.05 * (stacked - 1))  # room for the notes above the highest point or under the lowest
-    stopped = any(c.interrupted for run in result.runs for c in run.cells)
-    if failed and stopped:  # on one line it ran past the figure's top and bottom edges (524 px of 500)
+    if some_failed and stopped:  # on one line it ran past the figure's top and bottom edges (524 px of 500)
         ax.set_ylabel("ms from the first connect to the last reply,\nfailure or the stop (log scale)")
     else:
-        ends = "last reply" + (" or failure" if failed else "") + (" or the stop" if stopped else "")
+        ends = "last reply" + (" or failure" if some_failed else "") + (" or the stop" if stopped else "")
         ax.set_ylabel(f"ms from the first connect to the {ends} (log scale)")
     legend_outside(ax, handles)
     ax.grid(alpha=0.3, which="both")

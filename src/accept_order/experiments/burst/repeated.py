@@ -138,7 +138,8 @@ def _worker_rows(doc: Document) -> list[list[Any]]:
 
 
 def _largest(run: BurstRun) -> float:
-    """The time to serve the largest burst in ms, as the burst picture draws it (NaN where it did not run)."""
+    """The time to the largest burst's last reply or failure in ms, as the burst picture draws it (NaN where it
+    did not run)."""
     cells = sorted(run.cells, key=lambda c: c.clients)
     return cells[-1].wall_s * 1000 if cells else math.nan
 
@@ -154,5 +155,5 @@ BURST_REPEATED = Repeated(
     worker_columns=("run", "clients", "worker", "served"),
     worker_rows=_worker_rows,
     value=_largest,
-    what="ms to serve the largest burst",
+    what="ms until the largest burst's last reply or failure",  # a client that failed ends it too (_largest)
 )
