@@ -47,12 +47,12 @@ def test_five_connections_are_too_few_to_name_a_cause() -> None:
     assert f"-n {MIN_JUDGED} or more would tell" in line, line
     assert "something else" not in line and "above what queueing predicts" not in line, line
     # the same stall in a run large enough is judged as before
-    judged = run_of("blocking", [2000] * 95 + [9000] * 5)
+    judged = run_of("blocking", [2000] * (MIN_JUDGED - MIN_JUDGED // 20) + [9000] * (MIN_JUDGED // 20))
     assert "something else is at work" in (model_line([judged]) or "")
 
 
 def test_a_comparison_with_one_small_run_judges_only_the_other() -> None:
-    stalled = [2000] * (MIN_JUDGED - 5) + [9000] * 5
+    stalled = [2000] * (MIN_JUDGED - MIN_JUDGED // 20) + [9000] * (MIN_JUDGED // 20)  # 5% stalled
     small, large = run_of("blocking", [2000] * 4 + [9000]), run_of("reuseport", stalled)
     line = model_line([small, large]) or ""
     assert "too few connections to judge (blocking 5 measured)" in line, line

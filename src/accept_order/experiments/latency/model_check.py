@@ -21,6 +21,7 @@ from ...analysis.model_check import (
     ServiceSource,
     agrees,
     discipline_of,
+    too_few,
 )
 from ...analysis.pinned import pinned
 from ...analysis.queueing import WARMUP, Arrivals, Service, simulate
@@ -293,8 +294,7 @@ def fixed_path_ms(runs: Sequence[LatencyResult]) -> float:
 
 
 def judged(runs: Sequence[LatencyResult]) -> tuple[list[tuple[LatencyResult, float, float]], float]:
-    """Each run with a model: (run, measured p99 ms, predicted p99 ms with the fixed path added); and that
-    fixed path (ms)."""
+    """Each run with a model: (run, measured p99 ms, predicted p99 ms plus the fixed path); and that path (ms)."""
     modelled = [r for r in runs if r.model is not None and r.ok]
     fixed = fixed_path_ms(modelled)
     compared = [(r, r.histogram.percentile(99) / 1000, r.model.p99_ms + fixed) for r in modelled if r.model]
@@ -320,13 +320,13 @@ def _fixed_clause(runs: Sequence[LatencyResult], fixed: float) -> str:
 
 
 def _too_small(runs: Sequence[LatencyResult], several: bool, name: Callable[[LatencyResult], str]) -> str:
-    """The runs whose p99 is their slowest measurement or near it: judged neither way, and what would do."""
+    """The runs with too few measurements for their p99 to carry a verdict: judged neither way, and what would."""
     unit = finished_unit(runs[0].load)
     counted = [f"{name(r)} {r.histogram.count:,}" for r in runs] if several else [f"{runs[0].histogram.count:,}"]
     more = "-n" if all(r.load.connections is not None for r in runs) else "a --duration long enough for"
     return (
-        f"too few {unit}s to judge ({', '.join(counted)} measured): a p99 needs {MIN_JUDGED} or more (under that "
-        f"it is the slowest one), so {more} {MIN_JUDGED} or more would tell"
+        f"too few {unit}s to judge ({', '.join(counted)} measured): a p99 needs {MIN_JUDGED} or more "
+        f"({too_few([r.histogram.count for r in runs])}), so {more} {MIN_JUDGED} or more would tell"
     )
 
 
