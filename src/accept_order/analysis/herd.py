@@ -32,10 +32,11 @@ class HerdRow:
     workers: int
     served: int
     failed: int
-    wakeups: int  # wait calls that returned to user space
-    accepts: int
-    empty: int  # returns that found nothing (EAGAIN): woken, but another worker took it
-    max_batch: int
+    # None where a worker does not count them (a launched server's: only this tool's workers do), not 0
+    wakeups: int | None  # wait calls that returned to user space
+    accepts: int | None
+    empty: int | None  # returns that found nothing (EAGAIN): woken, but another worker took it
+    max_batch: int | None
     voluntary: int | None  # kernel wakeups: every sleep after a wakeup is one voluntary switch
     involuntary: int | None
     cpu_s: float | None
@@ -50,7 +51,9 @@ class HerdRow:
     acceptor_woken_per_connection: float | None = None  # the acceptor's sleeps per served connection
 
     @property
-    def accepts_per_wakeup(self) -> float:
+    def accepts_per_wakeup(self) -> float | None:
+        if self.accepts is None or self.wakeups is None:
+            return None
         return self.accepts / self.wakeups if self.wakeups else 0.0
 
     @property
@@ -121,10 +124,13 @@ def herd_row(result: Any, mode: ModeInfo | None) -> HerdRow:
         workers=result.server.workers,
         served=result.served,
         failed=result.failed,
-        wakeups=sum(c.wakeups or 0 for c in counters),
-        accepts=sum(c.accepts or 0 for c in counters),
-        empty=sum(c.empty or 0 for c in counters),
-        max_batch=max((c.max_batch or 0 for c in counters), default=0),
+        # a launched server's workers count none of these: '-', where 0 beside 'herd: wakes ~4 of 4' read as none
+        wakeups=_sum_opt(c.wakeups for c in counters),
+        accepts=_sum_opt(c.accepts for c in counters),
+        empty=_sum_opt(c.empty for c in counters),
+        max_batch=None
+        if any(c.max_batch is None for c in counters)
+        else max((c.max_batch or 0 for c in counters), default=0),
         voluntary=_sum_opt(c.voluntary_switches for c in counters),
         involuntary=_sum_opt(c.involuntary_switches for c in counters),
         cpu_s=None if cpu is None else round(cpu, 6),

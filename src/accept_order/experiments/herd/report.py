@@ -58,10 +58,10 @@ def herd_table(result: HerdResult) -> Table:
             verdict.append(f" (expected {row.expected_woken})")
         table.add_row(
             row.mode,
-            str(row.wakeups),
-            str(row.accepts),
-            str(row.empty),
-            f"{row.accepts_per_wakeup:.2f} / {row.max_batch}",
+            _fmt(row.wakeups),
+            _fmt(row.accepts),
+            _fmt(row.empty),
+            "-" if row.accepts_per_wakeup is None else f"{row.accepts_per_wakeup:.2f} / {row.max_batch}",
             _fmt(row.voluntary),
             _fmt(row.woken_per_connection, "{:.2f}"),
             _cpu_text(row),
