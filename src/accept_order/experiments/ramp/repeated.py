@@ -27,6 +27,9 @@ LEGEND = (
 )
 
 
+LEGEND_ONE = "knee: the last step that held before the first that did not; broke at: that first step"
+
+
 def _name(run: RampResult) -> str:
     return run.server.label
 
@@ -133,7 +136,8 @@ def broke_lines(label: str, runs: list[RampResult]) -> list[Text]:
                 by_pattern.setdefault(shape, []).append(x)
         ranked = sorted(by_pattern.items(), key=lambda item: -len(item[1]))  # stable: first seen first on ties
         if ranked:
-            parts = [f"{with_ranges(xs)} in {len(xs)}/{n}" for _, xs in ranked]
+            # one run (ramp --modes alone): its own words, not 'in 1/1'
+            parts = [with_ranges(xs) + (f" in {len(xs)}/{n}" if n > 1 else "") for _, xs in ranked]
             lines.append(Text(f"  {label}, {what}: " + "; ".join(parts)))
     return lines
 
@@ -189,9 +193,12 @@ def report(rounds: Rounds) -> list[RenderableType]:
         steps += [Text(run.server.label, style="bold"), ramp_table(run, title=None)]
     title = "accept-order ramp --modes" if single else "accept-order ramp --repeat"
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    for name in ("mode", "knee", "broke at", "the knee over the runs"):
+    for name in ("mode", "knee", "broke at", *(() if single else ("the knee over the runs",))):
         table.add_column(name, justify="left" if name in ("mode", "the knee over the runs") else "right")
     for label, runs in variants.items():
+        if single:  # one run's knee as it is: no median, range or 'in 1/1'
+            table.add_row(label, *_one_knee(runs[0]))
+            continue
         kind = _kind(runs[0])
         stability = agreement([knee_outcome(r) for r in runs], "", "no knee")
         table.add_row(
@@ -200,7 +207,7 @@ def report(rounds: Rounds) -> list[RenderableType]:
             _broke_spread(runs, kind),
             Text(stability.text, style="green" if stability.conclusive else "yellow"),
         )
-    parts: list[RenderableType] = [*steps, table, Text(LEGEND, style="dim")]
+    parts: list[RenderableType] = [*steps, table, Text(LEGEND_ONE if single else LEGEND, style="dim")]
     for label, runs in variants.items():
         parts += broke_lines(label, runs)
     first = rounds[0][0]
@@ -215,12 +222,37 @@ def report(rounds: Rounds) -> list[RenderableType]:
         )
     )
     if len(variants) > 1:
-        stability = higher_stability(rounds)
-        text = f"Verdict: {stability.text}"
-        if all(broke_at(r) is None and not r.cut_short for row in rounds for r in row):
-            text += ": every step held in every run, the breaking points are further out (higher --rates)"
-        parts.append(Text(text, style="green" if stability.conclusive else "yellow"))
+        parts.append(_one_verdict(rounds[0]) if single else _verdict(rounds))
     return parts
+
+
+def _verdict(rounds: Rounds) -> Text:
+    stability = higher_stability(rounds)
+    text = f"Verdict: {stability.text}"
+    if all(broke_at(r) is None and not r.cut_short for row in rounds for r in row):
+        text += ": every step held in every run, the breaking points are further out (higher --rates)"
+    return Text(text, style="green" if stability.conclusive else "yellow")
+
+
+def _one_verdict(row: Sequence[RampResult]) -> Text:
+    """One run of each mode (ramp --modes without --repeat): what it showed, and that one run is all it is."""
+    higher = held_higher(row)
+    if any(r.cut_short for r in row if r.steps):  # held_higher cannot tell then
+        return Text("Verdict: none: interrupted before every mode's breaking point was known", style="yellow")
+    if all(broke_at(r) is None and not r.cut_short for r in row):
+        said = "no mode held a higher load than all the others: every step held in each, the breaking points are "
+        return Text(f"Verdict: {said}further out (higher --rates)", style="yellow")
+    said = f"{higher} held a higher load than the others" if higher else "no mode held a higher load than the others"
+    return Text(f"Verdict: {said} in this one run (--repeat N tells how often)", style="yellow")
+
+
+def _one_knee(run: RampResult) -> tuple[str, str]:
+    """One run's knee and the step it broke at, each said as it is (the knee's cell says why there is none)."""
+    held, broke = run.knee
+    kind = _kind(run)
+    if held is not None and broke is not None:
+        return offered_text(kind, held.offered), offered_text(kind, broke.offered)
+    return knee_outcome(run), "-" if broke is None else offered_text(kind, broke.offered)
 
 
 def _rows(doc: Document) -> list[list[Any]]:

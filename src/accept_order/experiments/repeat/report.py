@@ -34,10 +34,16 @@ def repeat_report(
     warnings += machine_warnings(machine.get("before", {}), machine.get("after", {}), cpus)
     env = first_environment(kind, rounds)
     where = f"{env.system} {env.kernel}, {env.cpu_count} CPUs; " if env else ""
+    # one round asked for (ramp --modes without --repeat): nothing was interleaved
+    cut = _cut_short(interrupted, stopped)
+    ran = (
+        "one run of each, one after another"
+        if len(rounds) == 1 and not cut
+        else f"{plural(len(rounds), 'round')}{cut}, the variants interleaved (each round runs every one once)"
+    )
     parts.append(
         Text(
-            f"{plural(len(rounds), 'round')}{_cut_short(interrupted, stopped)}, the "
-            "variants interleaved (each round runs every one once); "
+            f"{ran}; "
             f"{where}host-wide load average "
             f"{_load(machine.get('before'))} before, {_load(machine.get('after'))} after",
             style="dim",
