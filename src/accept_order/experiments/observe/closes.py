@@ -36,6 +36,15 @@ def closes(result: ObserveResult, received: list[int]) -> list[str]:
             f"{_many(apart, 'byte')} they received ({_pct(apart, sum(received) + apart)} of all) are counted but "
             "in no worker's share (an announcement does not say which process held the socket)"
         )
+    if result.closes_late:
+        late, one = result.closes_late, result.closes_late == 1
+        received_late = _many(result.closes_late_bytes_in or 0, "byte")
+        lines.append(
+            f"{_many(late, 'connection')} no look saw {'was' if one else 'were'} announced closed only after the "
+            f"last look, while observe settled: left out of the counts with the {received_late} "
+            f"{'it' if one else 'they'} received ({'it' if one else 'each'} may have closed in the window's last "
+            "moments or after it)"
+        )
     if result.closes_lost:
         lines.append(
             f"the kernel dropped {_many(result.closes_lost, 'announcement')} of a close (the buffer was full): "

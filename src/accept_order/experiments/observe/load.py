@@ -29,6 +29,7 @@ tcp_disconnect) zeroes a socket's counters: its tail is unknown, and it counts a
 The kernel counts a FIN received as one byte in (it moves rcv_nxt): a connection closed with one counts one
 byte more than its data. Announcements read before the first look are of closes before the window, and those
 of sockets the last look saw open (not closed by their server), read after it, of closes after the window: dropped.
+Those of sockets no look saw, read while it settles, may be either: counted apart (closes_late) and said.
 With more than one worker, a socket no look saw cannot be given to one: the watch is told the cookies the looks
 know (DestroyWatch.known, None while a look reads the tables) and only counts the others, with their bytes in,
 undecoded. The watch reads on a budget of CPU (tcp_destroy.SHARE): announcements it skipped for it (the kernel
@@ -46,12 +47,12 @@ import statistics
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TypedDict
 
 from ...core.waiting import wait_for
 from ...probes.serving import socket_inodes
 from ...probes.tcp_destroy import DestroyWatch
 from ...probes.tcp_info import TcpSocket, server_sockets
+from .load_fields import LoadSummary
 from .sampling import paced
 from .server import Watched
 
@@ -75,22 +76,6 @@ class Carried:
     segments_out: int = 0
     connections: set[int] = field(default_factory=set)  # cookies of the connections seen held by it
     interval_bytes_in: int = 0  # since the last interval closed
-
-
-class LoadSummary(TypedDict, total=False):
-    """The result's fields about the load sampling (ObserveResult's, by name)."""
-
-    load_samples: int
-    load_every_s: float
-    load_longest_s: float | None
-    accepted_seen: int
-    closed_busy: int
-    closed_busy_bytes_in: int
-    closes_counted: int
-    closes_lost: int
-    closes_skipped: int
-    closed_unlooked: int
-    closed_unlooked_bytes_in: int
 
 
 def _counters(sock: TcpSocket) -> tuple[int, int, int, int]:
@@ -130,6 +115,7 @@ class LoadSampler:
         self._holder: dict[int, int] = {}  # cookie -> the worker that held it at its last look with a holder
         self._gone, self._shut = set[int](), set[int]()  # gone from a look, unannounced; the last saw shut (settle)
         self._unseen: tuple[int, int] | None = None  # announced undecoded in the window (count, bytes in), settled
+        self.closes_late = self.closes_late_bytes_in = 0  # read while settling, of sockets no look saw: left out
         self._only = watched.workers[0] if len(watched.workers) == 1 else None  # the one worker: any holder
 
     def open_closes(self) -> None:
@@ -279,7 +265,8 @@ class LoadSampler:
         """At the end, after the last look: the announcements of the sockets gone from it (SETTLE_S at most);
         one never announced is counted as closed busy if it was; then the announcements are left. The window
         ends at that look: a close of a socket it saw open is not the window's (one it saw closed by its server
-        is), nor one no look saw announced while this waits (those read when this began, ms after it, are)."""
+        is), nor one no look saw announced while this waits (those read when this began, ms after it, are): those
+        are counted apart (closes_late), since they may have closed in the window's last moments as well."""
         if self.closes is None or self.missing is not None:
             return
         closes, unseen = self.closes, (self.closes.unseen, self.closes.unseen_bytes_in)  # by now: the window's
@@ -287,11 +274,17 @@ class LoadSampler:
 
         def announced() -> bool:
             unlooked, first[0], window = first[0], False, self._gone | self._shut
-            self._closed([s for s in closes.take() if s.cookie in window or (unlooked and s.cookie not in self._last)])
+            taken = closes.take()
+            late = [s for s in taken if not unlooked and s.cookie not in window and s.cookie not in self._last]
+            self.closes_late += len(late)
+            self.closes_late_bytes_in += sum(s.bytes_received or 0 for s in late)
+            self._closed([s for s in taken if s.cookie in window or (unlooked and s.cookie not in self._last)])
             return not self._gone
 
         wait_for(announced, SETTLE_S, interval_s=0.005)
         closes.close()
+        self.closes_late += closes.unseen - unseen[0]  # counted undecoded by the reader meanwhile (see above)
+        self.closes_late_bytes_in += closes.unseen_bytes_in - unseen[1]
         self.closes_lost, self.closes_skipped, self._unseen = self.closes.lost, self.closes.skipped, unseen
         for cookie in self._gone:
             counted, busy = self._tail.get(cookie, (0, False))
@@ -362,6 +355,8 @@ class LoadSampler:
             "closes_skipped": self.closes_skipped,
             "closed_unlooked": self.closed_unlooked + unseen,  # those counted undecoded too
             "closed_unlooked_bytes_in": self.closed_unlooked_bytes_in + unseen_bytes_in,
+            "closes_late": self.closes_late,
+            "closes_late_bytes_in": self.closes_late_bytes_in,
         }
 
     def notes(self, threaded: bool, program: str) -> list[str]:

@@ -157,6 +157,10 @@ class ObserveResult:
     closes_skipped: int | None = None
     closed_unlooked: int | None = None
     closed_unlooked_bytes_in: int | None = None
+    # announcements read after the last look, while observe settled, of connections no look saw: each may have
+    # closed in the window's last moments or after it, so they are in no count, and said (None: a file from before)
+    closes_late: int | None = None
+    closes_late_bytes_in: int | None = None
     # the server kind it was recognised as, as inspect recognises it (run.py `recognised_kind`): uvicorn, whose
     # workers' command name is python3; None: one this tool does not know, or a file from before
     recognised: str | None = None

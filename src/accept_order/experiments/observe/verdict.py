@@ -167,7 +167,8 @@ def load(result: ObserveResult) -> list[str]:
     seen = [w.connections_observed or 0 for w in workers]
     if not sum(received) and not sum(seen):
         # what the kernel's announcements gave is said still: connections no look saw, their bytes, those skipped
-        unread = result.closed_unlooked_bytes_in or result.closes_skipped or result.closes_lost  # may have carried
+        late = result.closes_late_bytes_in  # may have carried, as the others:
+        unread = result.closed_unlooked_bytes_in or result.closes_skipped or result.closes_lost or late
         carried = "" if unread else " and none carried data while observed"
         return [f"load: no connection was open at a sample{carried}", *closes(result, received)]
     first = _shares(result, held, received, seen) if sum(received) else _no_bytes(result, held, seen)
