@@ -1,9 +1,30 @@
 """A summary of the TCP sockets on this machine (in this network namespace), like `ss -s`: how many are in
-each state, from /proc/net/tcp and tcp6 (the kernel's own table; reading it is cheap at these sizes)."""
+each state, IPv4 and IPv6, asked of the kernel over NETLINK_SOCK_DIAG (one dump of every state, only each
+message's state byte read), else read from /proc/net/tcp and tcp6. The two count the same sockets; the kernel
+prints a line of text per socket for the files, and with the host's table at 9,000-47,000 TIME_WAITs (the test
+suite's) the files cost a ramp 0.07-0.2 CPU-s after every step: the dump costs 2.4x less (0.027 against 0.065
+CPU-s at 9,273 sockets, measured here)."""
 
 from __future__ import annotations
 
+import errno
+import socket
+import struct
 from collections import Counter
+
+from .listeners import (
+    _NETLINK_TIMEOUT,
+    _NLMSGHDR,
+    _REQ_V2,
+    _SOCKID_BE,
+    _SOCKID_TAIL,
+    NETLINK_SOCK_DIAG,
+    NLM_F_DUMP,
+    NLM_F_REQUEST,
+    NLMSG_DONE,
+    NLMSG_ERROR,
+    SOCK_DIAG_BY_FAMILY,
+)
 
 # The state column of /proc/net/tcp, as include/net/tcp_states.h numbers them
 STATES = {
@@ -21,8 +42,68 @@ STATES = {
 }
 
 
+EVERY_STATE = 0xFFF  # TCPF_ALL: states 1-11 as inet_diag's bitmask (bit n: state n)
+_STATE_AT = _NLMSGHDR.size + 1  # inet_diag_msg's idiag_state: after the header and idiag_family
+_DUMP_BUFSIZE = 1 << 20  # the kernel fills what the buffer holds: fewer recv calls for a large table
+
+
 def socket_summary(paths: tuple[str, ...] = ("/proc/net/tcp", "/proc/net/tcp6")) -> dict[str, int]:
-    """Sockets per state ({} when /proc/net/tcp cannot be read); `total` is their sum."""
+    """Sockets per state ({} when neither netlink nor /proc/net/tcp can be read); `total` is their sum. `paths`:
+    the files read when netlink cannot be (tests name their own)."""
+    try:
+        counts = netlink_states()
+    except OSError:
+        return proc_summary(paths)
+    summary = {STATES.get(f"{state:02X}", f"{state:02X}"): n for state, n in counts.items()}
+    if summary:
+        summary["total"] = sum(counts.values())
+    return summary
+
+
+def netlink_states() -> Counter[int]:
+    """How many TCP sockets of this network namespace are in each state (the kernel's numbers), IPv4 and IPv6.
+    OSError when netlink is unavailable (not Linux, sandboxed)."""
+    af_netlink = getattr(socket, "AF_NETLINK", None)
+    if af_netlink is None:
+        raise OSError(errno.EAFNOSUPPORT, "AF_NETLINK is not available on this platform")
+    counts: Counter[int] = Counter()
+    with socket.socket(af_netlink, socket.SOCK_DGRAM, NETLINK_SOCK_DIAG) as sock:
+        sock.settimeout(_NETLINK_TIMEOUT)
+        sock.bind((0, 0))
+        for seq, family in enumerate((socket.AF_INET, socket.AF_INET6), start=1):
+            _count_states(sock, family, seq, counts)
+    return counts
+
+
+def _count_states(sock: socket.socket, family: int, seq: int, counts: Counter[int]) -> None:
+    sockid = _SOCKID_BE.pack(0, 0, b"", b"") + _SOCKID_TAIL.pack(0, 0xFFFFFFFF, 0xFFFFFFFF)
+    body = _REQ_V2.pack(family, socket.IPPROTO_TCP, 0, 0, EVERY_STATE) + sockid
+    sock.send(
+        _NLMSGHDR.pack(_NLMSGHDR.size + len(body), SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST | NLM_F_DUMP, seq, 0) + body
+    )
+    while True:
+        data = sock.recv(_DUMP_BUFSIZE)
+        if not data:
+            raise OSError(errno.EPROTO, "netlink socket closed during dump")
+        offset = 0
+        while offset + _NLMSGHDR.size <= len(data):
+            length, kind, _flags, got_seq, _pid = _NLMSGHDR.unpack_from(data, offset)
+            if length < _NLMSGHDR.size or offset + length > len(data):
+                raise OSError(errno.EPROTO, f"bad netlink message length {length}")
+            if got_seq == seq:
+                if kind == NLMSG_DONE:
+                    return
+                if kind == NLMSG_ERROR:
+                    (err,) = struct.unpack_from("=i", data, offset + _NLMSGHDR.size)
+                    if err:
+                        raise OSError(-err, "inet_diag dump failed")
+                elif kind == SOCK_DIAG_BY_FAMILY and length > _STATE_AT:
+                    counts[data[offset + _STATE_AT]] += 1
+            offset += (length + 3) & ~3  # NLMSG_ALIGN
+
+
+def proc_summary(paths: tuple[str, ...] = ("/proc/net/tcp", "/proc/net/tcp6")) -> dict[str, int]:
+    """Sockets per state as /proc/net/tcp and tcp6 list them ({} when they cannot be read)."""
     counts: Counter[str] = Counter()
     for path in paths:
         try:
