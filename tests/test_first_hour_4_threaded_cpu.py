@@ -66,3 +66,35 @@ def test_observe_s_worker_cpu_is_every_thread_s(threaded: subprocess.Popen[str])
     after = usage_of(Unit(threaded.pid))
     assert before is not None and after is not None
     assert after.cpu_s - before.cpu_s >= SPIN_S / 2  # clock ticks: whole ones
+
+
+def test_a_thread_counted_as_a_worker_is_charged_its_own_cpu_only(threaded: subprocess.Popen[str]) -> None:
+    """HAProxy's and h2o's workers are threads: each one's CPU is its own, not its whole process's (which
+    /proc/TID/stat of any thread gives)."""
+    main = UsageDeltas([threaded.pid])
+    _spin(threaded)
+    assert main.counters()[0].cpu_s >= SPIN_S / 2  # type: ignore[operator]
+    proc = subprocess.run([sys.executable, "-c", THREADS], capture_output=True, text=True, timeout=60, check=True)
+    spinner_cpu, sleeper_cpu = map(float, proc.stdout.split())
+    assert spinner_cpu >= SPIN_S / 2 and sleeper_cpu < SPIN_S / 4
+
+
+# In one process: a thread that spins SPIN_S of CPU and one that sleeps; each one's reading of its own tid.
+THREADS = f"""
+import threading, time
+from accept_order.servers.watched import UsageDeltas
+tids, go, done, named = {{}}, threading.Event(), threading.Event(), threading.Barrier(3)
+def spin():
+    tids["spin"] = threading.get_native_id(); named.wait(); go.wait(); start = time.thread_time()
+    while time.thread_time() - start < {SPIN_S}:
+        pass
+    done.set(); time.sleep(60)
+def sleep():
+    tids["sleep"] = threading.get_native_id(); named.wait(); time.sleep(60)
+for target in (spin, sleep):
+    threading.Thread(target=target, daemon=True).start()
+named.wait()
+deltas = UsageDeltas([tids["spin"], tids["sleep"]])
+go.set(); done.wait()
+print(*(c.cpu_s for c in deltas.counters()))
+"""

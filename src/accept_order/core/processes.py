@@ -81,6 +81,16 @@ def usage(pid: int) -> tuple[int, int, float]:
         return voluntary, involuntary, (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _leads_its_group(pid: int) -> bool:
+    """Whether `pid` is a process (its main thread) rather than another thread: /proc/TID/stat of any thread
+    gives its whole process's times, which would charge every thread counted as a worker with all of them."""
+    with open(f"/proc/{pid}/status", "rb") as f:
+        for line in f:
+            if line.startswith(b"Tgid:"):
+                return int(line.split()[1]) == pid
+    return True
+
+
 OTHER_THREADS_S = 0.02  # the whole process's CPU beyond its main thread's that says others did the work
 
 
@@ -97,6 +107,8 @@ def process_usage(pid: int) -> tuple[int, int, float]:
     voluntary, involuntary, cpu_s = usage(pid)
     if not _HAVE_PROC:
         return voluntary, involuntary, cpu_s  # psutil's cpu_times are the whole process's already
+    if not _leads_its_group(pid):
+        return voluntary, involuntary, cpu_s  # a thread counted as a worker (HAProxy's, h2o's): its own CPU
     with open(f"/proc/{pid}/stat", "rb") as f:
         fields = f.read().rpartition(b")")[2].split()
     every_thread_s = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
