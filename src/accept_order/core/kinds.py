@@ -191,6 +191,11 @@ class ServerKind:
         """How reports name a server of this kind: `nginx epoll`."""
         return f"{self.name} {spec.mode}"
 
+    def launch_note(self, spec: ServerSpec) -> str | None:
+        """What this tool's launch of the kind does that the same server started by a user does not, where a
+        result depends on it: one line in each report of a run of it (None: nothing)."""
+        return None
+
     def modes(self) -> Mapping[str, ModeInfo]:
         """Every mode, as data: never probes the machine."""
         raise NotImplementedError

@@ -287,6 +287,13 @@ def threads_are_workers(name: str, argv: Sequence[str]) -> bool:
     return kind is None or kind.threads_are_workers
 
 
+def launch_note(spec: ServerSpec) -> str | None:
+    """What this tool's launch of the spec's kind does that a user's does not (ServerKind.launch_note): said
+    beside unseen_note in each report of a run; None for a kind with nothing to say, or one not known here."""
+    kind = KINDS.get(spec.kind)
+    return kind.launch_note(spec) if kind is not None else None
+
+
 def threads_note(evidence: Mapping[str, Any]) -> str | None:
     """For a server attached by pid that is one process serving with its threads (evidence `threads`, read as
     the run started: servers/attached.py), what its report must say in place of a worker's share and fairness:

@@ -18,6 +18,7 @@ from ...render.observed_on import load_parts
 from ...render.text import duration_us, plural
 from ...render.workers import own_count_text
 from ...servers.registry import unseen_note
+from ..launch_notes import launch_parts
 from ..own_settings import own_settings
 from ..target_unanswered import target_unanswered_note
 from .result import BurstCell, BurstResult, BurstRun
@@ -132,6 +133,7 @@ def burst_report(result: BurstResult) -> RenderableType:
         for run in result.runs:
             parts += _details(run)
         parts += [Text(note, style="yellow") for run in result.runs if (note := unseen_note(run.server))]
+        parts += launch_parts(run.server for run in result.runs)
         for run in result.runs:
             unnamed = target_unanswered_note(run.server, ((sum(c.served), c.errors) for c in run.cells))
             parts += [unnamed] if unnamed is not None else []

@@ -26,6 +26,7 @@ from ...render.observed_on import observed_parts
 from ...render.text import Verbatim, durations_us, plural
 from ...render.workers import worker_table
 from ...servers.registry import known_by_replies, threads_note, unseen_note
+from ..launch_notes import launch_parts
 from .attached_counts import kernel_counts_text, served_known, unplaced_text
 from .kept_report import finished_unit, kept_amount, kept_compare_parts, kept_parts, kept_words
 from .model_report import model_report
@@ -280,9 +281,10 @@ def interrupted_note(results: Sequence[LatencyResult]) -> list[Text]:
 
 
 def unseen_parts(server: ServerSpec) -> list[Text]:
-    """What a report of a server elsewhere (--target) could not measure, once (none for any other server)."""
+    """What a report of a server elsewhere (--target) could not measure, once (none for any other server), and
+    what this tool's launch of its kind does that a user's does not (launch_parts)."""
     note = unseen_note(server)
-    return [] if note is None else [Text(note, style="yellow")]
+    return ([] if note is None else [Text(note, style="yellow")]) + launch_parts([server])
 
 
 def latency_report(result: LatencyResult) -> RenderableType:
@@ -372,5 +374,6 @@ def compare_report(
     for mode, reason in skipped.items():
         parts.append(Text(f"{mode}: not available: {reason}", style="dim"))
     parts.extend(load_notes(results))
+    parts.extend(launch_parts(r.server for r in results))
     parts.append(Text.assemble(("Verdict: ", "bold"), verdict.text))
     return Group(*parts)

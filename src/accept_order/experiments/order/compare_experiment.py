@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 
 from ...render.stopped import stopped_early
+from ..launch_notes import launch_parts
 from ..parts import Experiment, attribute, lazy
 from .compare_result import CompareResult
 from .report import compare_table
@@ -15,9 +16,10 @@ _EXPORT = "accept_order.results.export"  # its tables, imported by `show --forma
 
 def compare_report(result: CompareResult) -> RenderableType:
     table = compare_table(result.runs, result.skipped)
+    notes = launch_parts(r.server for r in result.runs)
     if not result.interrupted:
-        return table
-    return Group(table, stopped_early([r.server.label for r in result.runs if r.interrupted]))
+        return Group(table, *notes) if notes else table
+    return Group(table, *notes, stopped_early([r.server.label for r in result.runs if r.interrupted]))
 
 
 COMPARE: Experiment[CompareResult] = Experiment(

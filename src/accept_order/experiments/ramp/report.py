@@ -18,6 +18,7 @@ from ...render.observed_on import load_parts
 from ...render.text import durations_us, plural
 from ...render.workers import own_count_text
 from ...servers.registry import unseen_note
+from ..launch_notes import launch_parts
 from ..own_settings import own_settings
 from ..target_unanswered import target_unanswered_note
 from .result import RampResult, RampStep
@@ -197,6 +198,7 @@ def ramp_report(result: RampResult) -> RenderableType:
             )
         )
     parts += [Text(note, style="yellow")] if (note := unseen_note(server)) else []
+    parts += launch_parts([server])
     parts.append(Text("Per step: socket summary (ss -s) and counter deltas (nstat), both host-wide", style="bold"))
     for step in result.steps:
         parts += _step_lines(step)

@@ -23,7 +23,7 @@ was the kernel's timer, not the loop, and a `--modes asyncio,uvloop` comparison 
 a single-process `uvicorn app` (asyncio's own socket) has TCP_NODELAY as well. Neither the mechanism (one
 socket, a herd) nor the loops change: both serve connections without Nagle. A user's own `uvicorn --workers N
 --loop asyncio` (0.54 here) still stalls so: upstream's issue Kludex/uvicorn#3149 (open; fixes proposed in
-#3154/#3155 make the bound socket IPPROTO_TCP), which the reports of a run do not repeat.
+#3154/#3155 make the bound socket IPPROTO_TCP): each report of a run says so (UvicornKind.launch_note).
 """
 
 from __future__ import annotations
@@ -153,6 +153,17 @@ class UvicornKind(ServerKind):
 
     def modes(self) -> dict[str, ModeInfo]:
         return UVICORN_MODES
+
+    def launch_note(self, spec: ServerSpec) -> str | None:
+        """asyncio with --workers N only: uvloop sets TCP_NODELAY itself, and one worker serves on asyncio's own
+        socket, which has it (see the module doc)."""
+        if spec.mode != "asyncio" or spec.workers == 1:
+            return None
+        return (
+            "this tool's uvicorn sets TCP_NODELAY on its listening socket; a user's `uvicorn --workers N --loop "
+            "asyncio` has Nagle on (Kludex/uvicorn#3149), and a reply over a kept connection can wait 40 ms for "
+            "the client's delayed ACK"
+        )
 
     def missing(self) -> str | None:
         return uvicorn_missing()
