@@ -48,16 +48,34 @@ def unplaced_text(result: LatencyResult) -> Text | None:
     missing = result.ok - placed
     if result.load.keeps_connections or missing <= 0:  # kept: requests and accepts are not the same count
         return None
-    return Text(
-        f"the table places {placed:,} of the {result.ok:,} {unit}s served: the other {missing:,} were accepted by "
-        "processes that were not attached (workers started during the run, as a reload does, are not traced: "
-        + (
-            "attach their master's pid"
-            if "followed" not in kernel and len(result.server.attach) > 1
-            else "this kernel lets no trace follow a master's children"
+    said = f"the table places {placed:,} of the {result.ok:,} {unit}s served: the other {missing:,}"
+    return Text(f"{said} {_unplaced_why(result, kernel)}", style="yellow")
+
+
+# io_uring's accepts (IORING_OP_ACCEPT, the builtin io_uring mode's) run in the kernel without the accept call the
+# count's tracepoint sees: an attached worker that accepts so is counted 0 however many it served
+THROUGH_IO_URING = "accepted through io_uring, which makes no accept call for the trace to see"
+
+
+def _unplaced_why(result: LatencyResult, kernel: dict[str, object]) -> str:
+    """Why served connections went uncounted: workers started during the run that the count did not follow
+    (several pids attached; a kernel without BTF), or, where it did follow the master's children or the one
+    process attached is itself the worker, accepts that made no accept call."""
+    if "followed" in kernel:  # every child of the master was counted: no reload's worker is missing
+        master = kernel["followed"]
+        return (
+            f"were accepted in no accept call of pid {master}'s children, attached or not: {THROUGH_IO_URING}, or "
+            f"by a process that is not its child (a binary upgrade's new master's workers)"
         )
-        + ")",
-        style="yellow",
+    attach = result.server.attach
+    counted = kernel.get("counts")
+    if len(attach) == 1 and isinstance(counted, dict) and str(attach[0]) in counted:  # it is the worker itself
+        return f"were accepted in no accept call of pid {attach[0]}: {THROUGH_IO_URING}"
+    return (
+        "were accepted by processes that were not attached (workers started during the run, as a reload does, are "
+        "not traced: "
+        + ("attach their master's pid" if len(attach) > 1 else "this kernel lets no trace follow a master's children")
+        + ")"
     )
 
 

@@ -1,6 +1,7 @@
 """How many servers the queueing model counts for a run: its workers, or, for a server attached by pid that is one
 process serving with its threads (evidence `threads`: servers/attached.py), those threads where each accepts and
-serves (HAProxy's nbthread: the registry's threads_are_workers), or none where that cannot be known.
+serves (HAProxy's nbthread: its kind's threads_are_workers), or none where that cannot be known (a kind whose
+threads are not its workers, or a program this tool does not know).
 
 `latency --attach` of HAProxy with `nbthread 2` was modelled as one worker, its p99 25x the prediction: two
 threads each take connections (the less loaded of two) and serve them at once, which a single queue with one
@@ -13,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ...servers.registry import threads_are_workers
+from ...servers.registry import recognise
 from .result import LatencyResult
 
 
@@ -41,7 +42,16 @@ def model_servers(result: LatencyResult) -> Servers:
         return Servers(result.server.workers)
     program, count = str(threads.get("program", "")), int(threads["count"])
     who = f"pid {threads.get('pid', '?')}" + (f" ({program})" if program else "")
-    if not threads_are_workers(program, [str(a) for a in threads.get("argv", [])]):
+    kind = recognise(program, [str(a) for a in threads.get("argv", [])])
+    if kind is None:  # the registry takes an unknown process per thread for its notes, but a helper thread (a
+        # logger, a JVM's collector) serves nothing: counted as a server, it halves a one-thread server's queue
+        return Servers(
+            None,
+            who,
+            f"{who} serves with {count} threads, and this tool does not know the program: how many of them accept "
+            "and serve at once, which /proc does not say, is its own",
+        )
+    if not kind.threads_are_workers:
         return Servers(
             None,
             who,
