@@ -11,12 +11,17 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
+from conftest import run_cli
 from test_attached_reload import MASTER, OLD, attached, text
 from test_attached_threads_model import attached as threaded_run
+from test_golden import GOLDEN
 
+from accept_order.core.protocol import ABORTED
 from accept_order.core.spec import ServerSpec
 from accept_order.experiments.latency.model_check import predict
 from accept_order.experiments.latency.model_servers import model_servers
@@ -58,3 +63,19 @@ def test_the_threads_of_a_program_this_tool_does_not_know_are_not_counted_as_ser
     assert f"Model: not judged: pid 4242 ({program}) serves with 2 threads" in said, said
     assert "threads are the servers counted" not in said, said
     assert predict(threaded_run("haproxy")) is not None  # a kind whose threads are its workers: as before
+
+
+def test_a_repeat_stopped_mid_run_counts_its_failures_as_each_run_does(tmp_path: Path) -> None:
+    """3. latency --repeat's table summed each run's `failed`, the connections a Ctrl-C found under way in the last
+    run among them ('errors 16'), where that run's own report (5ebdf1e) says 'errors 0; 16 under way at the stop'.
+    A real failure (a timeout) still counts, in a stopped run as in one that ran to its end."""
+    doc = json.loads((GOLDEN / "repeat-latency.json").read_text())
+    first, last = doc["rounds"][0][0], doc["rounds"][-1][0]
+    first["errors"] = {"timeout": 2}
+    last.update(errors={ABORTED: 16, "timeout": 1}, interrupted=True)
+    saved = tmp_path / "stopped.json"
+    saved.write_text(json.dumps(doc))
+    result = run_cli(["show", str(saved)], columns=200)
+    assert result.exit_code == 0, result.output
+    row = next(line for line in result.stdout.splitlines() if line.lstrip().startswith(first["server"]["mode"]))
+    assert row.split()[-1] == "3", row  # 2 + 1 timeouts; not 19

@@ -22,6 +22,7 @@ from ...results import export
 from ..repeat.kinds import Document, Repeated, Rounds, by_variant
 from .kept_report import kept_repeat_table, requests_jain
 from .model_check import model_agreement
+from .report import own_failures
 from .result import LATENCY_SHAPE, LatencyResult
 
 COLUMNS = ("run", "count", "failed", "p50_us", "p99_us", "p999_us", "max_us", "wall_s")
@@ -47,7 +48,7 @@ def _table(repeated: Repeated, rounds: Rounds) -> Table:
     for label, runs in by_variant(repeated, rounds).items():
         ok = [r for r in runs if r.ok]
         if not ok:
-            table.add_row(label, *["-"] * (len(names) - 2), str(sum(r.failed for r in runs)))
+            table.add_row(label, *["-"] * (len(names) - 2), str(_failed(runs)))
             continue
 
         def spread(values: list[float], scale: float = 1000.0, fmt: str = "{:.2f}") -> str:
@@ -62,9 +63,15 @@ def _table(repeated: Repeated, rounds: Rounds) -> Table:
             spread([r.histogram.stdev_us for r in ok]),
             spread([r.throughput for r in ok], 1.0, "{:.0f}"),
             *([spread(most, 1.0, "{:.0f}")] if seed else []),
-            str(sum(r.failed for r in runs)),
+            str(_failed(runs)),
         )
     return table
+
+
+def _failed(runs: list[LatencyResult]) -> int:
+    """The runs' failures, without the connections a stop (Ctrl-C in the last run) found under way, as each run's
+    own report counts them (report.own_failures)."""
+    return sum(sum(own_failures(r).values()) for r in runs)
 
 
 def host_wide_text(rounds: Rounds) -> Text | None:
