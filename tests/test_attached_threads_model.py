@@ -65,6 +65,18 @@ def test_the_model_says_it_cannot_judge_threads_that_are_not_workers() -> None:
     assert "which of them holds each kept connection is not known" in text(latency_report(kept))
 
 
+@pytest.mark.parametrize("program", ["node", "uvicorn", "nginx"])
+def test_a_process_whose_event_loop_runs_every_request_is_one_server(program: str) -> None:
+    """Node's 7 threads (libuv's pool) run JavaScript on one: modelled as the one worker it was before threads
+    were read (a review found 'not judged' for it), and said so beside the model."""
+    loop = attached(program, 7)
+    one = predict(loop)
+    assert one is not None and one.workers == 1 and one.p50_ms == pytest.approx(1.6, rel=0.1), one
+    said = text(latency_report(replace(loop, model=one)))
+    assert f"Model: pid 4242 ({program}) runs every request on one of its threads (its event loop): one server." in said
+    assert "not judged" not in said, said
+
+
 def test_the_heading_of_an_attached_server_claims_no_work() -> None:
     said = headline(attached("haproxy")).plain
     assert "work none" not in said and "1 worker of 2 threads, the server's own work;" in said, said

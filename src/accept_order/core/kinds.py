@@ -164,6 +164,9 @@ class ServerKind:
     #: its workers are the threads of one process, each accepting for itself (HAProxy's nbthread), so
     #: `observe` counts per thread; other kinds' threads (a pool, Go's runtime) are not workers
     threads_are_workers: ClassVar[bool] = False
+    #: one thread of each process runs every request (Node's and uvicorn's event loop, an nginx worker): its
+    #: other threads (libuv's pool, a logger) serve none, so one process is one server to the queueing model
+    serves_on_one_thread: ClassVar[bool] = False
     #: its busy loop (--work-iters) is probes/work.py's `spin` run by this interpreter, so its cost can be
     #: timed here before a run; other servers' loops (nginx's LuaJIT) are their own
     spins_here: ClassVar[bool] = False

@@ -1,6 +1,7 @@
 """How many servers the queueing model counts for a run: its workers, or, for a server attached by pid that is one
 process serving with its threads (evidence `threads`: servers/attached.py), those threads where each accepts and
-serves (HAProxy's nbthread: its kind's threads_are_workers), or none where that cannot be known (a kind whose
+serves (HAProxy's nbthread: its kind's threads_are_workers), the process alone where one of its threads runs every
+request (Node's event loop: serves_on_one_thread), or none where that cannot be known (a kind whose
 threads are not its workers, or a program this tool does not know).
 
 `latency --attach` of HAProxy with `nbthread 2` was modelled as one worker, its p99 25x the prediction: two
@@ -25,6 +26,7 @@ class Servers:
     count: int | None
     threads_of: str = ""  # `pid 3597 (haproxy)` where the count is a process's threads
     why: str = ""
+    one_loop: bool = False  # a process of several threads, one of which runs every request (Node's event loop)
 
 
 def _threads(evidence: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -51,6 +53,8 @@ def model_servers(result: LatencyResult) -> Servers:
             f"{who} serves with {count} threads, and this tool does not know the program: how many of them accept "
             "and serve at once, which /proc does not say, is its own",
         )
+    if kind.serves_on_one_thread:  # Node's 7 threads run JavaScript on one: one server, as it was before threads
+        return Servers(result.server.workers, who, one_loop=True)
     if not kind.threads_are_workers:
         return Servers(
             None,
@@ -86,4 +90,6 @@ def servers_text(result: LatencyResult) -> str | None:
         return None
     if servers.count is None:
         return f"Model: not judged: {servers.why}."
+    if servers.one_loop:
+        return f"Model: {servers.threads_of} runs every request on one of its threads (its event loop): one server."
     return f"Model: {servers.threads_of}'s {servers.count} threads are the servers counted (each accepts and serves)."

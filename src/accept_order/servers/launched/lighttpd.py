@@ -224,6 +224,7 @@ class LighttpdServer(LaunchedServer):
 class LighttpdKind(ServerKind):
     name = "lighttpd"
     process_names = ("lighttpd",)
+    serves_on_one_thread = True
     summary = "Debian's lighttpd with server.max-worker forked workers and a mod_magnet handler"
     witness = LighttpdServer.witness_source
     preferred_mode = "max-worker"

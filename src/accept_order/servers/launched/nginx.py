@@ -81,6 +81,7 @@ class NginxServer(LaunchedServer):
 class NginxKind(ServerKind):
     name = "nginx"
     process_names = ("nginx",)
+    serves_on_one_thread = True
     unseen = {
         Mechanism.EPOLL: "a setting that changes who keeps the connections (nginx's multi_accept) is in the server's "
         "config, not in /proc"

@@ -175,6 +175,7 @@ class NodeServer(LaunchedServer):
 class NodeKind(ServerKind):
     name = "node"
     process_names = ("node", "nodejs")
+    serves_on_one_thread = True
     summary = "Node.js's cluster module, launched from a generated script"
     witness = NodeServer.witness_source
 

@@ -147,6 +147,7 @@ class UnicornKind(ServerKind):
     name = "unicorn"
     closes_connections = "it answers every request with Connection: close (unicorn/http_response.rb)"
     process_names = ("unicorn",)
+    serves_on_one_thread = True
     summary = "Debian's Unicorn (6.0) with preforked workers and a Rack app, launched from a generated config"
     witness = UnicornServer.witness_source
     preferred_mode = "prefork"

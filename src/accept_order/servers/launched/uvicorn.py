@@ -132,6 +132,7 @@ class UvicornServer(AsgiServer):
 class UvicornKind(ServerKind):
     name = "uvicorn"
     process_names = ("uvicorn",)
+    serves_on_one_thread = True
     summary = (
         "PyPI's uvicorn with --workers N (asyncio or uvloop, h11; TCP_NODELAY on its socket), serving an ASGI app "
         "written for the run"
