@@ -4,22 +4,22 @@ requests per connection, made once per slot and copied into the ring for each co
 A slot's chain: SOCKET into the slot's place in a table of registered ("direct") descriptors, CONNECT, SEND (if the
 protocol sends a request), RECV into the slot's reply buffer and a second RECV for the EOF, linked so that the
 kernel runs each when the one before succeeds. Socket, connect and send post nothing when they succeed
-(IOSQE_CQE_SKIP_SUCCESS), so a served connection costs the loop one copy of its chain into the ring, a close and
-two completions; the receives' buffers, the address and the request stay where the chain points at. Every connection
-is closed at once when it ends, served or not, as a client closes what it has read to its end. The close posts
-nothing when it succeeds either, and its slot is free again at once: the close is queued before the slot's next
-socket, and the kernel runs both in their order, each to its end, as it takes them from the queue (a registered
-descriptor's close and a socket made into the table never wait), so the close cannot meet the next connection's
-socket (waiting for the close's completion instead cost every connection a turn of the loop before its slot was
-used again). Left to the next connection's socket made in the same place (the kernel replaces a registered
+(IOSQE_CQE_SKIP_SUCCESS), so a served connection costs the loop one copy of its chain into the ring, one of its
+premade close and two completions; the receives' buffers, the address and the request stay where the chain points
+at. Every connection is closed at once when it ends, served or not, as a client closes what it has read to its end.
+The close posts nothing when it succeeds either, and its slot is free again at once: the close is queued before the
+slot's next socket, and the kernel runs both in their order, each to its end, as it takes them from the queue (a
+registered descriptor's close and a socket made into the table never wait), so the close cannot meet the next
+connection's socket (waiting for the close's completion instead cost every connection a turn of the loop before its
+slot was used again). Left to the next connection's socket made in the same place (the kernel replaces a registered
 descriptor), a served one's close waited for its slot to come round again (in an open loop's quiet spell or at a
 run's end: never), and even then its release (and so its FIN) came up to 2 s late here (Linux 6.18: 4 of 3000
-connections, through delayed_fput), while a server that waits for the client's FIN before taking its next
-connection (gunicorn 27's sync worker lingers up to 2 s in close_graceful) held the connections behind it that
-long: a tail at 2, 4 and 6 s that was the load generator's. A timed-out one may still sit in the server's accept
-queue or a worker, held open for nothing. Direct descriptors are not in the process's table: only the table's
-size counts against the open-file limit (its registration fails with EMFILE beyond it: then uring_loop.py's loop
-runs, and the kernel's refusals are counted per connection there).
+connections, through delayed_fput), while a server that waits for the client's FIN before taking its next connection
+(gunicorn 27's sync worker lingers up to 2 s in close_graceful) held the connections behind it that long: a tail at
+2, 4 and 6 s that was the load generator's. A timed-out one may still sit in the server's accept queue or a worker,
+held open for nothing. Direct descriptors are not in the process's table: only the table's size counts against the
+open-file limit (its registration fails with EMFILE beyond it: then uring_loop.py's loop runs, and the kernel's
+refusals are counted per connection there).
 
 When a request fails, what follows it in the chain is cancelled: after a skip-success request's failure the
 kernel posts nothing for the rest, after the first receive's it posts the second's cancellation. So a
@@ -38,6 +38,7 @@ time is read once per batch, when the loop sees it, as uring_loop.py's.
 from __future__ import annotations
 
 import errno
+import gc
 import socket
 import time
 from collections import Counter
@@ -116,6 +117,19 @@ def _chains(uring: Any, cfg: Any, family: int, address: Any, buffers: list[tuple
     return chains
 
 
+def _closes(uring: Any, slots: int) -> list[Any]:
+    """Each slot's premade close of its registered descriptor, posting nothing when it succeeds (put into the ring
+    as a chain is, one call instead of four)."""
+    closes = []
+    for slot in range(slots):
+        sqe = uring.io_uring_sqe()
+        uring.io_uring_prep_close_direct(sqe, slot)
+        sqe.flags = CQE_SKIP_SUCCESS
+        sqe.user_data = slot << TAG | CLOSE
+        closes.append(sqe)
+    return closes
+
+
 def drive_chains(cfg: Any, progress: Any, stop: Any, tick_s: float) -> dict[str, Any] | None:
     """The loop for drive_loop's DriverConfig `cfg`, returning its tallies as uring_loop.drive_uring does; None
     (before any connection) where the ring or its descriptor table cannot be set up here."""
@@ -134,9 +148,15 @@ def drive_chains(cfg: Any, progress: Any, stop: Any, tick_s: float) -> dict[str,
     # Each slot's reply buffer and the EOF receive's: the kernel writes into them until the ring is gone, so they
     # outlive it (freed with the loop's frame, a receive still in flight at a stop could write into memory reused)
     buffers = [(bytearray(MAX_REPLY), bytearray(TAIL)) for _ in range(slots)]
+    # The loop makes no reference cycles: the collector, run every few hundred of its objects, would only walk the
+    # young ones of each batch (2% of the loop's time)
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         return _loop(uring, ring, size, address, buffers, cfg, progress, stop, tick_s)
     finally:
+        if collecting:
+            gc.enable()
         uring.io_uring_queue_exit(ring)  # cancels what is in flight; the table's sockets close with the ring
 
 
@@ -154,12 +174,9 @@ def _loop(
     family = socket.AF_INET6 if ":" in cfg.address[0] else socket.AF_INET
     slots = cfg.slots
     chains = _chains(uring, cfg, family, address, buffers)
+    closes = _closes(uring, slots)
     put, get_sqe, submit = uring.io_uring_put_sqe, uring.io_uring_get_sqe, uring.io_uring_submit
-    prep_recv, prep_cancel, prep_close = (
-        uring.io_uring_prep_recv,
-        uring.io_uring_prep_cancel64,
-        uring.io_uring_prep_close_direct,
-    )
+    prep_recv, prep_cancel = uring.io_uring_prep_recv, uring.io_uring_prep_cancel64
     submit_and_wait, timespec = uring.io_uring_submit_and_wait_timeout, uring.timespec
     ready_count, peek, advance = uring.io_uring_cq_ready, uring.io_uring_peek_cqe, uring.io_uring_cq_advance
     pending = (CONNECT, SEND, RECV, EOF, MORE) if cfg.protocol.request else (CONNECT, RECV, EOF, MORE)
@@ -171,6 +188,8 @@ def _loop(
     cq_entries = 2 * size
     head = 0
     request, body = cfg.protocol.request, cfg.protocol.body
+    reply_buffers = [reply for reply, _ in buffers]
+    done_at, ok_at = 2 * cfg.index, 2 * cfg.index + 1  # this driver's places in `progress`
     counts: dict[int, int] = {}
     errors: Counter[str] = Counter()
     served: dict[int, int] = {}
@@ -253,10 +272,8 @@ def _loop(
                     elif failed[slot] is None:
                         failed[slot] = errno_name(-res)
                     continue  # the EOF receive follows (or its cancellation)
-                if what == CANCEL:
-                    continue  # a cancel's own completion
-                if what == CLOSE:
-                    continue  # a close that failed (EBADF: the socket was never made); a done one posts nothing
+                if what >= CANCEL:  # a cancel's own completion, or a close that failed (EBADF: the socket was
+                    continue  # never made; a done one posts nothing)
                 if res > 0 and forced[slot] is None and failed[slot] is None:  # more of the reply (EOF, MORE)
                     so_far = got[slot]
                     total = so_far + res
@@ -285,17 +302,16 @@ def _loop(
                 # closed now, not when the slot comes round again (the module doc says why); its completion is
                 # not waited for: the close is queued before the slot's next socket, and the kernel runs both in
                 # their order, each at once, when they are submitted
-                sqe = queued()
-                prep_close(sqe, slot)
-                sqe.flags = CQE_SKIP_SUCCESS
-                sqe.user_data = slot << TAG | CLOSE
+                if not put(ring, closes[slot]):
+                    submit(ring)
+                    put(ring, closes[slot])
                 free.append(slot)
                 error = forced[slot] or failed[slot]
                 if error is not None:
                     forced[slot] = failed[slot] = None
                     errors[error] += 1
                     continue
-                reply_bytes = bytes(buffers[slot][0][: got[slot]])
+                reply_bytes = bytes(reply_buffers[slot][: got[slot]])
                 if request:
                     reply_bytes = body(reply_bytes)
                 who = replies_get(reply_bytes)
@@ -311,8 +327,8 @@ def _loop(
             advance(ring, batch)
             head += batch
             ready -= batch
-        progress[2 * cfg.index] = done
-        progress[2 * cfg.index + 1] = ok
+        progress[done_at] = done
+        progress[ok_at] = ok
         if now >= next_check:
             next_check = now + tick_ns
             if stop.value:  # interrupted: what is still in flight is accounted for as aborted
