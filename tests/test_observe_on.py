@@ -67,6 +67,7 @@ class _Seen:
     def __init__(self, workers: list[ObservedWorker], traced: bool = True) -> None:
         self.workers, self.traced = tuple(workers), traced
         self.program, self.source, self.wall_s, self.mechanism, self.notes = "nginx", "bpftrace", 1.0, None, ()
+        self.counters: dict[str, int] = {}
 
 
 def test_joined_says_when_the_counts_differ_or_cannot_be_compared() -> None:

@@ -305,6 +305,8 @@ def _generator(target: Target, load: ConcurrentLoad) -> LoadGenerator | HostsLoa
         return LoadGenerator(target.address, attribution, load, protocol)
     from ..loads.hosts.driven import HostsLoad
 
+    if remote is not None:
+        remote.driven_from_hosts()  # this host's kernel counters are then none of the run's
     return HostsLoad(target.address, attribution, load, protocol, load.clients)
 
 

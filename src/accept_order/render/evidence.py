@@ -79,6 +79,9 @@ def counters_text(evidence: Mapping[str, Any], label: str = "kernel counters") -
         return Text(f"  {label}: not available (no /proc/net/netstat)", style="dim")
     counters: Mapping[str, int] = evidence.get("counters", {})
     shared = evidence.get("shared_namespace", True)
+    if evidence.get("traffic_elsewhere"):
+        # --clients at a --target: this host only coordinated; a 'none moved' here would read as the run's
+        label = f"{label} of this host, which only coordinated (the load went from the client hosts to the server)"
     text = Text(f"  {label}: ")
     if counters:
         text.append(", ".join(f"{short_counter(n)} {v:+d}" for n, v in counters.items()), style="bold yellow")

@@ -42,9 +42,11 @@ def _one(seen: Mapping[str, Any], label: str) -> list[RenderableType]:
     program = escape_controls(seen.get("program", ""))
     how = "counted by the kernel" if seen.get("traced") else "sampled, approximate"
     head = f"observe on {host} ({program}, {plural(len(workers), 'worker')}, accepts {how})"
+    counters = _counters(seen.get("counters"), host)
     if seen.get("agrees"):
         total = sum(int(w.get("accepts") or 0) for w in workers)
-        return [Text(f"{head}: each worker's accepts equal the connections its replies named ({total:,} in all)")]
+        said = Text(f"{head}: each worker's accepts equal the connections its replies named ({total:,} in all)")
+        return [said, *counters]
     table = Table(box=box.SIMPLE_HEAD, title=f"{head}: accepts beside the replies' counts", title_justify="left")
     for name in ("pid", "accepts", "by replies", "cpu ms", "bytes in", "bytes out"):
         table.add_column(name, justify="right")
@@ -60,7 +62,18 @@ def _one(seen: Mapping[str, Any], label: str) -> list[RenderableType]:
     parts: list[RenderableType] = [table]
     if seen.get("agrees") is False:
         parts.append(Text("the counts differ: connections came from elsewhere too, or replies named other workers"))
-    return parts
+    return parts + counters
+
+
+def _counters(counters: Any, host: str) -> list[Text]:
+    """The listen counters of the server's network namespace while observed (files before 0.3: none)."""
+    if not isinstance(counters, Mapping):
+        return []
+    moved = {name: n for name, n in counters.items() if n}
+    if not moved:
+        return [Text(f"  on {host}: none of its {len(counters)} listen drop/overflow counters moved")]
+    said = ", ".join(f"{escape_controls(str(name)).removeprefix('TcpExt')} {int(n):+d}" for name, n in moved.items())
+    return [Text(f"  on {host}: {said} (the server's network namespace)", style="bold yellow")]
 
 
 def _n(value: Any) -> str:

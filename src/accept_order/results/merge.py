@@ -216,7 +216,13 @@ def _add_observed(mine: Any, theirs: Any) -> list[dict[str, Any]] | None:
             workers.append(worker)
         wall = [w for w in (a.get("wall_s"), b.get("wall_s")) if isinstance(w, int | float)]
         agrees = all(w.get("accepts") == w.get("served_by_replies") for w in workers)
-        out.append(a | {"workers": workers, "wall_s": sum(wall), "agrees": agrees, "notes": []})
+        merged = a | {"workers": workers, "wall_s": sum(wall), "agrees": agrees, "notes": []}
+        if isinstance(a.get("counters"), dict) and isinstance(b.get("counters"), dict):
+            names = a["counters"].keys() | b["counters"].keys()
+            merged["counters"] = {n: a["counters"].get(n, 0) + b["counters"].get(n, 0) for n in sorted(names)}
+        else:
+            merged.pop("counters", None)
+        out.append(merged)
     return out
 
 

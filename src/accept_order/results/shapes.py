@@ -308,6 +308,8 @@ OBSERVED_ON = Record(
         ),
         "agrees": Maybe(Flag()),
         "notes": ListOf(Text()),
+        # the listen counters' deltas in the server's network namespace while observed
+        "counters": MapOf(SIGNED),
     },
     frozenset({"host"}),
 )
@@ -326,6 +328,8 @@ EVIDENCE = Record(
         "note": Text(),
         "errors": ListOf(Text()),
         "machine": MACHINE,
+        # a load from client hosts at a server elsewhere: none of its traffic crossed this host (servers/remote.py)
+        "traffic_elsewhere": Flag(),
         # fd-pass's acceptor: usage deltas are signed (a missing reading after is taken as zero)
         "acceptor": Record(
             {

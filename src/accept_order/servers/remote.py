@@ -61,6 +61,7 @@ class RemoteServer(Closing):
         self._attribution = LearnedAttribution(spec.workers)
         self._by_reply = ReplyWorkers(spec.workers)
         self._reached = False  # a load of this run has had an answer
+        self._driven_from_hosts = False  # a load ran on client hosts (--clients): none of its traffic was here
 
     @property
     def address(self) -> tuple[str, int]:
@@ -120,8 +121,14 @@ class RemoteServer(Closing):
     def check_stopped(self) -> None:
         pass
 
+    def driven_from_hosts(self) -> None:
+        """A load of the run ran on client hosts (--clients): none of its connections crossed this host, whose
+        kernel counters then say nothing of the run (own_evidence says so, and the report with it)."""
+        self._driven_from_hosts = True
+
     def own_evidence(self) -> dict[str, Any]:
-        return {}  # nothing of it is visible from here
+        # nothing of the server is visible from here; with --clients, nothing of the load either
+        return {"traffic_elsewhere": True} if self._driven_from_hosts else {}
 
     def close(self) -> None:
         pass

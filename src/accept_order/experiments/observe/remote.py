@@ -92,4 +92,5 @@ def joined(destination: str, observed: ObserveResult, pids: Sequence[int], serve
         "workers": workers,
         "agrees": agrees,
         "notes": list(observed.notes),
+        "counters": dict(observed.counters),  # the server's namespace's: the load's own host may be another
     }
