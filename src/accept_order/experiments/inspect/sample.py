@@ -9,6 +9,7 @@ after the table was read, or its number closed and given to another file)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, replace
 from functools import cmp_to_key
 from typing import Any
@@ -268,6 +269,27 @@ def _one_loop(mine: list[Seen]) -> list[Seen]:
     ]
 
 
+def _accepting_peers(seen: list[Seen], parent: dict[int, int]) -> list[Seen]:
+    """Running processes taken for accept() waiters on their blocking listeners (resolve) stay so only where a
+    sibling process holds the listener too and no thread of the sample waits for it to be readable: a process
+    alone may wait for readiness on a blocking listener, as none other takes its connection first (Python's
+    socketserver: http.server, wsgiref, a parent sleeping in prefork's maintenance), and a forking server's
+    children that hold its listener while their parent polls it never accept from it (ForkingMixIn)."""
+    readied = [s.listeners for s in seen if s.via in ("poll", "select", "epoll", "io_uring") and s.call != "running"]
+    polled = frozenset().union(*readied)
+    holders = Counter((parent.get(s.pid), i) for s in {(s.pid, s.holds): s for s in seen}.values() for i in s.holds)
+
+    def alone(s: Seen) -> bool:  # no sibling (another child of its parent) holds any of its listeners
+        return parent.get(s.pid) is None or all(holders[parent.get(s.pid), i] < 2 for i in s.listeners)
+
+    return [
+        replace(s, via="running", listeners=frozenset())
+        if s.via == "accept" and s.call == "running" and (s.listeners & polled or alone(s))
+        else s
+        for s in seen
+    ]
+
+
 def take(server: Server, tables: FdTables | None = None) -> Sample:
     """Every thread of the server's processes now; `tables`: the look's fd tables (kept across its samples),
     read now when not given."""
@@ -295,5 +317,6 @@ def take(server: Server, tables: FdTables | None = None) -> Sample:
             for w, raw in read
         ]
         seen += _one_loop(mine)
+    seen = _accepting_peers(seen, {p.pid: p.ppid for p in server.processes})
     seen, answered, same = _shared_epolls(seen, tables.file_orders)
     return Sample(tuple(seen), waits, files, sockets, answered, same)
