@@ -37,7 +37,7 @@ def test_a_worker_not_gone_says_which_wait_and_why(tmp_path: Path) -> None:
     lines = _show(tmp_path, "reload.json", data)
     verdict = next(line for line in lines if "had not gone" in line)
     assert "had not gone 3 s after it was told to leave" in verdict, verdict
-    assert "after the load had ended: no connection came to wake it" in verdict, verdict
+    assert "once the load's duration was over: no new connection came to wake it" in verdict, verdict
     assert "after the timeout" not in "\n".join(lines)
     footer = next(line for line in lines if " goes " in line)
     assert "worker 0 goes after 100 ms, once the load's duration was over;" in footer, footer
@@ -94,3 +94,40 @@ def test_a_timeout_in_the_failed_column_names_the_clients_timeout(tmp_path: Path
     assert any("timeout 32" in line for line in lines), lines
     footer = next(line for line in lines if " goes " in line)
     assert "; timeout: a connection not answered within --timeout 2.5 s;" in footer, footer
+
+
+def test_a_killed_worker_not_gone_is_not_said_to_wait_for_a_connection(tmp_path: Path) -> None:
+    """A SIGKILL acts without a connection to wake the worker: 'no new connection came to wake it' is a leaving
+    worker's reason alone (a review's find: `reload --duration 1ms --how kill` lost 183 connections told at 100 ms,
+    so the load's connections were not over either, only its duration)."""
+    data = json.loads(GOLDEN.joinpath("reload.json").read_text())
+    data["runs"] = data["runs"][:1]
+    _short_load(data["runs"][0], gone=False)
+    data["runs"][0]["how"] = "kill"
+    verdict = next(line for line in _show(tmp_path, "reload.json", data) if "had not gone" in line)
+    assert "had not gone 3 s after its SIGKILL; lost" in verdict, verdict
+    assert "wake" not in verdict, verdict
+
+
+def test_repeat_verdict_does_not_call_a_worker_not_gone_a_loss(tmp_path: Path) -> None:
+    """`reload --duration 1ms --modes epoll --how leave --repeat 2` said 'Verdict: epoll leave lost connections in 2/2
+    runs' above 'lost 0 (0-0)': its worker had not gone, so the run did not 'lose nothing', but lost nothing either
+    (a review's find)."""
+    data = json.loads(GOLDEN.joinpath("repeat-reload.json").read_text())
+    data["rounds"] = [row[:1] for row in data["rounds"]]
+    for row in data["rounds"]:
+        _short_load(row[0], gone=False)
+    verdict = next(line for line in _show(tmp_path, "repeat.json", data) if line.startswith("Verdict"))
+    assert verdict == "Verdict: epoll leave had its worker still there after the wait in 2/2 runs", verdict
+    data = json.loads(GOLDEN.joinpath("repeat-reload.json").read_text())
+    for row in data["rounds"]:
+        for run in row:
+            _short_load(run, gone=False)
+        row[1]["errors"] = {"ECONNRESET": 3}
+    verdict = next(line for line in _show(tmp_path, "repeat.json", data) if line.startswith("Verdict"))
+    assert "none lost nothing (had its worker still there after the wait, lost connections) in 2/2" in verdict, verdict
+    for row in data["rounds"]:
+        for run in row:
+            run["errors"] = {"ECONNRESET": 3}
+    verdict = next(line for line in _show(tmp_path, "repeat.json", data) if line.startswith("Verdict"))
+    assert "every one lost connections in 2/2" in verdict, verdict

@@ -40,13 +40,30 @@ def lost_nothing(run: ReloadRun) -> bool:
     return run.at_s is not None and run.gone_s is not None and not run.interrupted and run.failed == 0
 
 
+def _outcome(run: ReloadRun) -> str:
+    """What a run showed, in words the rounds can agree on: a run that did not lose nothing need not have lost
+    anything (its worker had not gone in time, or never was told: 'lost connections' said so of 0 lost)."""
+    if lost_nothing(run):
+        return "lost nothing"
+    if run.failed:
+        return "lost connections"
+    if run.interrupted:
+        return "was stopped first"
+    if run.at_s is None:
+        return "had its load end before the worker went"
+    return "had its worker still there after the wait"
+
+
 def who_lost_nothing(row: Sequence[ReloadRun]) -> str:
     """One round's verdict in words the rounds can agree on: which runs lost nothing."""
     kept = [_name(r) for r in row if lost_nothing(r)]
     if len(kept) == len(row):
         return "every one lost nothing" if len(row) > 1 else f"{kept[0]} lost nothing"
+    if len(row) == 1:
+        return f"{_name(row[0])} {_outcome(row[0])}"
     if not kept:
-        return "every one lost connections" if len(row) > 1 else f"{_name(row[0])} lost connections"
+        outcomes = list(dict.fromkeys(_outcome(r) for r in row))
+        return f"every one {outcomes[0]}" if len(outcomes) == 1 else f"none lost nothing ({', '.join(outcomes)})"
     return f"only {', '.join(kept)} lost nothing"
 
 

@@ -42,9 +42,13 @@ def verdict_text(run: ReloadRun) -> Text:
     if run.at_s is None:
         return Text("the load ended before the worker went", style="yellow")
     if run.gone_s is None:
-        # which wait ran out, and (a leaving worker notices between connections) why nothing woke it
+        # which wait ran out, and (a leaving worker notices between connections) why nothing woke it. Only the load's
+        # duration is known to be over: connections it started may still be under way (a kill then loses them), and
+        # a SIGKILL needs no connection to act, so the reason is a leaving worker's alone
         waited = duration_us(GONE_TIMEOUT_S * 1e6)
-        idle = ", after the load had ended: no connection came to wake it" if _after_the_load(run) else ""
+        idle = ""
+        if run.how == "leave" and _after_the_load(run):
+            idle = ", once the load's duration was over: no new connection came to wake it"
         told = "it was told to leave" if run.how == "leave" else "its SIGKILL"
         return Text(f"worker {run.worker} had not gone {waited} after {told}{idle}; lost {lost}", style="yellow")
     if lost == 0:
