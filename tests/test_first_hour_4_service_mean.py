@@ -83,3 +83,14 @@ def test_sweep_report_of_runs_without_work() -> None:
     assert "1 limit: timed by the workers (mean under 1 µs" in text, text
     assert "no limit: timed by the workers (mean under 1 µs" in text, text
     assert "mean 0 ms" not in text, text
+
+
+def test_the_range_holds_the_mean_when_its_ends_are_rounded() -> None:
+    """Each end rounded to the nearest tenth could leave the mean out: 2/3 of a µs stored on average lies in
+    [0.67, 1.67), which '0.7-1.7' does not hold; the ends are widened outward (a review's find)."""
+    line = service_line([run_timed([{0: 50, 1: 100}, {0: 50, 1: 100}])])
+    assert "mean 0.6-1.7 µs" in line, line
+    apart = service_mean(0.66, [0.33, 1.66], rounded_down=True)
+    assert apart.startswith("mean 0.6-1.7 µs, 0.3-1.4 to 1.6-2.7 µs by worker"), apart
+    # a tenth a float misses by its last bit is that tenth, not the one below
+    assert service_mean(0.29999999999999993, [], rounded_down=True).startswith("mean 0.3-1.3 µs")

@@ -10,6 +10,7 @@ clock (the workers' CPU per connection) is said to a tenth of a µs below 10 µs
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from .text import durations_us
@@ -23,8 +24,12 @@ def _figure(us: float) -> str:
 
 
 def _known_to(us: float) -> str:
-    """A mean of rounded-down times as the range it lies in: `0.6-1.6`."""
-    return f"{_figure(us)}-{_figure(us + RESOLUTION_US)}"
+    """A mean of rounded-down times as the range it lies in: `0.6-1.6`; widened to the tenth outward, since each
+    end rounded to the nearest tenth could leave the mean out (0.66 stored: 0.6-1.7, not 0.7-1.7). A float's
+    last bits are dropped first: 0.29999999999999993 is 0.3, not 0.2."""
+    low = math.floor(round(us * 10, 6)) / 10
+    high = math.ceil(round((us + RESOLUTION_US) * 10, 6)) / 10
+    return f"{_figure(low)}-{_figure(high)}"
 
 
 def service_mean(mean_us: float, by_worker_us: Sequence[float], rounded_down: bool) -> str:
