@@ -73,3 +73,14 @@ def test_observe_on_carries_the_server_s_counters_home() -> None:
     observed = dataclasses.replace(ObserveResult.from_dict(golden), counters={"TcpExtListenOverflows": 3})
     seen = joined("server", observed, [w.pid for w in observed.workers], [0] * len(observed.workers))
     assert seen["counters"] == {"TcpExtListenOverflows": 3}
+
+
+def test_replies_that_named_no_worker_are_not_called_a_difference() -> None:
+    """--target at a lighttpd (replies 'hi') with --observe-on: every worker's 'by replies' was '-', and the
+    report blamed 'connections from elsewhere too, or replies named other workers'."""
+    workers = [{"pid": p, "tid": None, "accepts": 1000, "served_by_replies": None} for p in (7, 8)]
+    seen = {"host": "server", "program": "lighttpd", "traced": True, "workers": workers, "agrees": False}
+    said = _text(observed_parts({"observed_on": [seen]}))
+    assert "no reply named one of these workers" in said and "came from elsewhere" not in said
+    workers[0]["served_by_replies"] = 900
+    assert "came from elsewhere" in _text(observed_parts({"observed_on": [seen]}))

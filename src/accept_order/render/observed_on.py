@@ -60,7 +60,10 @@ def _one(seen: Mapping[str, Any], label: str) -> list[RenderableType]:
             _n(w.get("bytes_out")),
         )
     parts: list[RenderableType] = [table]
-    if seen.get("agrees") is False:
+    if seen.get("agrees") is False and all(w.get("served_by_replies") is None for w in workers):
+        # lighttpd's 'hi': nothing to set the accepts beside, not a difference (it blamed other clients)
+        parts.append(Text("no reply named one of these workers: the accepts are all there is to go by"))
+    elif seen.get("agrees") is False:
         parts.append(Text("the counts differ: connections came from elsewhere too, or replies named other workers"))
     return parts + counters
 
