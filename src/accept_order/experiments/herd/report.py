@@ -12,6 +12,7 @@ from ...render.evidence import PRIVATE_SHORT, SHARED_SHORT, acceptor_text, short
 from ...render.stopped import stopped_early
 from ...render.text import duration_us, plural
 from ...render.workers import worker_table
+from ..launch_notes import launch_parts
 from .result import HerdResult
 
 HERD_LEGEND = (
@@ -119,6 +120,7 @@ def herd_report(result: HerdResult, per_worker: bool = False) -> RenderableType:
                     style="yellow",
                 )
             )
+    parts += launch_parts(r.server for r in result.runs)
     if result.interrupted:
         parts.append(stopped_early([r.server.mode for r in result.runs if r.interrupted]))
     parts.extend(_evidence_lines(result))

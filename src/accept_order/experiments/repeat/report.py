@@ -11,6 +11,7 @@ from rich.text import Text
 from ...core.run_warnings import unique
 from ...core.text import escape_controls
 from ...render.text import plural
+from ..launch_notes import launch_parts
 from .kinds import first_environment, repeated_of
 from .result import machine_warnings
 
@@ -53,6 +54,7 @@ def repeat_report(
         parts.append(Text(f"Stopped early: {escape_controls(stopped)}; no later round ran.", style="yellow"))
     for note in unique(warnings):
         parts.append(Text(f"Warning: {note}", style="yellow"))
+    parts += launch_parts(run.server for row in rounds for run in row)  # every repeatable run names its server
     for name, reason in skipped.items():
         parts.append(Text(f"  {name}: not available: {reason}", style="dim"))
     parts += [Text(note, style="dim") for note in notes]
