@@ -14,7 +14,7 @@ import sys
 
 from conftest import wait_for
 
-from accept_order.analysis.mechanism import Seen
+from accept_order.analysis.mechanism import Listener, Seen, classify
 from accept_order.experiments.inspect.run import inspect
 from accept_order.experiments.inspect.sample import _accepting_peers
 from accept_order.probes.proc_waits import thread_wait
@@ -77,3 +77,17 @@ def test_python_http_server_busy_in_a_request_is_not_read_as_blocking(free_port:
         server.kill()
         server.wait()
     assert result.mechanism.name is None, result.mechanism
+
+
+def test_a_thread_beside_a_busy_acceptor_in_an_epoll_without_the_listener_is_no_lock_loser() -> None:
+    """Puma under load: worker 200's reactor thread (201) waits in an epoll without the listener while its thread
+    that accepts is busy; worker 300's waits in ppoll() on the listener. No lock: 1 look in 4 read accept-mutex."""
+    listener = [Listener(4242, "127.0.0.1", 80)]
+    parent = {200: 100, 300: 100}
+    polling = Seen(300, 302, "ppoll", "poll", listeners=LISTENER, holds=LISTENER)
+    reactor = Seen(200, 201, "epoll_wait", "idle", holds=LISTENER)
+    assert classify([polling, reactor], listener, parent, {}).mechanism == "poll"
+    # nginx's accept_mutex: the loser's event loop is its main thread
+    nginx = [Seen(300, 300, "epoll_wait", "epoll", listeners=LISTENER, holds=LISTENER, epoll_id="300:8")]
+    loser = Seen(200, 200, "epoll_wait", "idle", holds=LISTENER)
+    assert classify([*nginx, loser], listener, parent, {}).mechanism == "accept-mutex"

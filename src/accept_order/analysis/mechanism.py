@@ -145,11 +145,13 @@ def classify(
     siblings = {parent.get(s.pid) for s in waiting}
     # a loser is another worker: a thread of the waiter's own process in an epoll without the listener is that
     # worker's other loop (Node's primary under load: its second thread made SCHED_RR read as an accept mutex);
-    # one waiting for the lock is a loser wherever it is (uWSGI's threads of one process under --thunder-lock)
+    # one waiting for the lock is a loser wherever it is (uWSGI's threads of one process under --thunder-lock); one
+    # in an epoll without it only as its process's main thread: another thread's epoll is a loop of its own beside
+    # the thread that accepts (Puma's reactor, while its worker's accepting thread is busy, read as an accept mutex)
     losers = [
         s
         for s in seen
-        if (s.via == "lock" or (s.via == "idle" and s.pid not in accepting))
+        if (s.via == "lock" or (s.via == "idle" and s.pid not in accepting and s.tid == s.pid))
         and s.holds & held
         and s.unit not in units
         and parent.get(s.pid) in siblings
