@@ -31,7 +31,10 @@ def observe_figure(result: ObserveResult, options: PlotOptions) -> Figure:
     titled(fig, f"Who took the connections: {result.name}, observed {result.wall_s:.0f} s", options, settings)
     intervals = [i for i in result.intervals if i.span_s > 0]
     if not intervals or not any(i.total for i in intervals):
-        nothing(share_ax, "no connections while observed")
+        # none accepted is not none there: connections opened before the window may carry all the traffic
+        seen = sum(w.connections_observed or 0 for w in result.workers)
+        held = f"; {seen:,} opened before it were seen held" if seen else ""
+        nothing(share_ax, f"no connection accepted while observed{held}")
     else:
         ends = [i.end_s for i in intervals]
         colors = worker_colors(len(result.workers))  # as the order pictures colour workers: none shares one
