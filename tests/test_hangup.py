@@ -56,8 +56,8 @@ def tool() -> Iterator[list[subprocess.Popen[bytes]]]:
         proc.wait()
 
 
-def _mid_run(proc: subprocess.Popen[bytes], processes: int) -> list[int]:
-    """Once `processes` descendants (server, drivers) exist and have used CPU: the run is driving. Their
+def _mid_run(proc: subprocess.Popen[bytes], processes: int, cpu_s: float = 0.2) -> list[int]:
+    """Once `processes` descendants (server, drivers) exist and have used `cpu_s` CPU: the run is driving. Their
     pids, the reaper's left out (it goes when its pipe closes; the private directory check covers it)."""
     me = psutil.Process(proc.pid)
 
@@ -70,7 +70,7 @@ def _mid_run(proc: subprocess.Popen[bytes], processes: int) -> list[int]:
             return []
 
     pids = wait_for(descendants, lambda kids: len(kids) >= processes, START_TIMEOUT_S, f"{processes} processes")
-    wait_for(lambda: cpu_of(pids), lambda cpu: cpu > 0.2, START_TIMEOUT_S, "the load to run")
+    wait_for(lambda: cpu_of(pids), lambda cpu: cpu > cpu_s, START_TIMEOUT_S, "the load to run")
     return pids
 
 
@@ -127,12 +127,14 @@ def test_a_run_started_ignoring_sighup_outlives_the_hang_up(tool: list[subproces
     def nohup() -> None:
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
 
-    argv = [sys.executable, "-m", "accept_order", "latency", "-w", "2", "--duration", "3s", "-c", "8"]
+    # An open loop at a modest rate: the hang-up needs a run under way for a while, not one that takes every CPU
+    # for its 3 s (a closed loop did: ~5 CPU-s, now ~1)
+    argv = [sys.executable, "-m", "accept_order", "latency", "-w", "2", "--duration", "3s", "-c", "8", "--rate", "500"]
     proc = subprocess.Popen(
         argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=nohup, start_new_session=True
     )
     tool.append(proc)
-    _mid_run(proc, 4)
+    _mid_run(proc, 4, cpu_s=0.02)
     os.killpg(proc.pid, signal.SIGHUP)  # the whole job, workers and drivers included
     assert proc.wait(60) == 0
     assert proc.stderr is not None and proc.stderr.read() == b""
