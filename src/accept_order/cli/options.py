@@ -219,12 +219,24 @@ def target_options() -> Callable[[F], F]:
     return apply([target_option(), protocol_option(attach=False)])
 
 
+def _not_ours(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """A server named by --target or --attach is not this tool's to stop: said from the moment the option is
+    read, so that a Ctrl-C before the run has found it (while the command still starts) does not report 'all
+    workers stopped' of someone's production server (specs.attached_spec says the load's stop once it runs)."""
+    if value:
+        from .app import STOPPED_META  # here: app imports this module
+
+        ctx.meta.setdefault(STOPPED_META, "the server was not touched")
+    return value
+
+
 def target_option() -> Callable[[F], F]:
     """--target HOST:PORT: a server elsewhere, known by its address only (attributed by its replies)."""
     return click.option(
         "--target",
         metavar="HOST:PORT",
         default=None,
+        callback=_not_ours,
         help="Drive a server on another host (or network namespace), attributed by its replies only.",
     )
 
@@ -248,6 +260,7 @@ def attach_options(target: bool = False) -> Callable[[F], F]:
     def pids(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[int, ...]:
         if value is None:
             return ()
+        _not_ours(ctx, param, value)
         try:
             found = tuple(parse_int(p) for p in value.split(",") if p.strip())
         except ValueError:
