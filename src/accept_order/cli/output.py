@@ -248,9 +248,10 @@ def _stop(bar: Any) -> None:
 
 
 def _start(bar: Any) -> None:
+    from ..core.signal_order import main_thread_only
     from ..core.signals import deferred
 
-    with deferred(), unless_hung_up():
+    with deferred(), unless_hung_up(), main_thread_only():  # rich's refresh thread must not take the signals
         bar.start()
 
 

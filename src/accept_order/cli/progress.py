@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
+from ..core.signal_order import start_thread
 from .bars import duration_text
 
 HEARTBEAT_S = 10.0
@@ -158,8 +159,7 @@ class RunProgress:
             while not stop.wait(1.0):  # checks each second; writes every `every` seconds of the clock
                 self.beat()
 
-        beater = threading.Thread(target=loop, name="accept-order-heartbeat", daemon=True)
-        beater.start()
+        beater = start_thread(loop, "accept-order-heartbeat")
         try:
             yield
         finally:

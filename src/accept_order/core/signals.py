@@ -23,8 +23,8 @@ from contextlib import contextmanager
 from types import FrameType
 
 from . import startup
+from .signal_order import SIGNALS, one_handler_at_a_time
 
-SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 # A signal of the same kind this soon after the one before is that one delivered again, not a second Ctrl-C:
 # `timeout -s INT` (without --foreground) signals the tool and then its whole process group, the tool
 # included, microseconds apart; a closed terminal hangs a shell's job up twice (the shell's SIGHUP to its jobs,
@@ -295,16 +295,18 @@ def _take() -> KeyboardInterrupt | None:
 class ArrivalOrder:
     """Which of SIGINT, SIGTERM and SIGHUP arrived first, as the kernel delivered them.
 
-    When both are pending by the time the main thread runs (on a loaded machine, 10 ms apart is enough),
-    CPython runs their handlers in signal-number order, and the second handler's exception can replace
-    the first one's while it unwinds; the exception type then names the wrong signal. The C-level handler
-    writes each signal number to the wakeup fd as it arrives, so the first byte there is the truth.
+    CPython runs the Python handlers of signals that came together in signal-number order, and the second
+    handler's exception can replace the first one's while it unwinds; the exception type then names the wrong
+    signal. The C-level handler writes each signal number to the wakeup fd as it runs, so the first byte there
+    is the order, once each handler runs whole before the next and only the main thread takes them
+    (core/signal_order.py, which says what is left: two pending at once are read lowest number first).
     """
 
     def __enter__(self) -> ArrivalOrder:
         self._fds: tuple[int, int] | None = None
         self._previous = -1
         if _main_thread():
+            one_handler_at_a_time()
             try:
                 read, write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
                 self._previous = signal.set_wakeup_fd(write, warn_on_full_buffer=False)

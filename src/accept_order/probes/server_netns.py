@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import ctypes
 import os
-import threading
 from collections.abc import Callable
 from typing import TypeVar
 
 from ..core.libc import libc
+from ..core.signal_order import start_thread
 from .netstat import parse_netstat
 
 T = TypeVar("T")
@@ -63,9 +63,7 @@ def in_namespace_of(pid: int, question: Callable[[], T]) -> T:
         except BaseException as exc:  # carried to the caller's thread
             failure.append(exc)
 
-    thread = threading.Thread(target=enter_and_ask, name="accept-order-netns", daemon=True)
-    thread.start()
-    thread.join()
+    start_thread(enter_and_ask, "accept-order-netns").join()
     if failure:
         raise failure[0]
     return outcome[0]

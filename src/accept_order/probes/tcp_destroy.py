@@ -42,6 +42,7 @@ import threading
 import time
 from collections.abc import Callable, Container, Sequence
 
+from ..core.signal_order import start_thread
 from .listeners import NETLINK_SOCK_DIAG
 from .server_netns import in_namespace_of
 from .tcp_info import _ATTR_INFO, _HEAD, INET_DIAG_INFO, Decoder, TcpSocket
@@ -205,8 +206,7 @@ class DestroyWatch:
         self._dropped: int | None = None  # the count as the socket closed
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="accept-order-closes", daemon=True)
-        self._thread.start()
+        self._thread = start_thread(self._run, "accept-order-closes")
 
     def _run(self) -> None:
         began = time.thread_time()

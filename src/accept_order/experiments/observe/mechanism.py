@@ -7,9 +7,8 @@ report says it is not known."""
 
 from __future__ import annotations
 
-import threading
-
 from ...core.errors import AcceptOrderError
+from ...core.signal_order import start_thread
 from ...servers.watched import gone
 from .result import ObservedMechanism
 from .server import Watched
@@ -42,8 +41,7 @@ class Reading:
         self._watched = watched
         self._found: ObservedMechanism | None = None
         self._failed: BaseException | None = None
-        self._thread = threading.Thread(target=self._read, name="observe-inspect", daemon=True)
-        self._thread.start()
+        self._thread = start_thread(self._read, "observe-inspect")
 
     def _read(self) -> None:
         try:

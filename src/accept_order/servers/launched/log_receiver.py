@@ -16,6 +16,8 @@ import socket
 import struct
 import threading
 
+from ...core.signal_order import start_thread
+
 SO_MEMINFO = getattr(socket, "SO_MEMINFO", 55)  # Linux 4.12+: the socket's memory counters, u32 each
 SK_MEMINFO_DROPS = 8  # its index of the datagrams dropped (linux/sock_diag.h)
 BUFFER = 16 << 20  # bytes of queued datagrams (SO_RCVBUFFORCE as root; else what rmem_max allows)
@@ -45,8 +47,7 @@ class LogReceiver:
         self.lines: list[str] = []
         self.dropped = 0
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="log-receiver", daemon=True)
-        self._thread.start()
+        self._thread = start_thread(self._run, "log-receiver")
 
     @property
     def address(self) -> tuple[str, int]:
