@@ -41,6 +41,10 @@ UNDER_WAY_S = 60.0  # for a run to reach both hosts and have both drive (ssh, th
 GONE_S = 20.0  # "within a few seconds", on a busy machine: far below the runs' 120 s, so a load left running fails
 EXIT_S = 90.0
 CHANNEL_CLOSED_S = 4.0  # below the 5 s after which execnet itself interrupts a task that outlives its channel
+# The runs that go on after their fault until their --duration: an open loop at this many connections a second in
+# all, not a closed loop that takes every CPU (the hosts' drivers, the workers) for the rest of the run; a host
+# still opens TICKED_CONNECTS within ~2 s of driving
+RATE = 1000
 LONG = ["--duration", "120s"]  # a load that outlasts every wait here: only the fault under test can end it early
 LISTENING_WARNING = "accept-order: warning: listening on "  # --clients needs --host ADDRESS, which warns
 
@@ -256,7 +260,7 @@ def test_a_host_that_dies_mid_run_is_named_and_the_other_hosts_result_kept(
     """Exit 0: the run measured what the hosts that stayed drove, as it does when some connections fail; the
     report and the file name the lost host with what it had done (its histogram went with it)."""
     before = opened(cluster)
-    run = start(tmp_path, *load_args(cluster, tmp_path), "--duration", "8s")
+    run = start(tmp_path, *load_args(cluster, tmp_path), "--duration", "8s", "--rate", str(RATE))
     under_way(run, cluster, before, TICKED_CONNECTS)
     python = _remote_python(cluster, "c2")
     killed = python if victim == "python" else python.parent()  # the session's sshd: the connection drops
@@ -384,7 +388,9 @@ def test_an_observe_host_lost_mid_run_is_said_and_the_load_kept(
     serve, address, _ = server
     before = opened(cluster)
     run = start(
-        tmp_path, *target_args(cluster, tmp_path, address, "--observe-on", "srv", "-c", "4", "--duration", "6s")
+        tmp_path,
+        *target_args(cluster, tmp_path, address, "--observe-on", "srv", "-c", "4", "--duration", "6s"),
+        *("--rate", str(RATE)),
     )
     under_way(run, cluster, before)
     _remote_python(cluster, "srv").kill()
