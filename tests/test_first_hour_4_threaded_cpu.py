@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from accept_order.core.processes import process_usage
 from accept_order.experiments.observe.sampling import usage_of
 from accept_order.experiments.observe.server import Unit
 from accept_order.servers.watched import UsageDeltas
@@ -98,3 +99,34 @@ deltas = UsageDeltas([tids["spin"], tids["sleep"]])
 go.set(); done.wait()
 print(*(c.cpu_s for c in deltas.counters()))
 """
+
+
+# Another thread burns less than the old rule's 20 ms; then the process says its own CPU clock (every thread's,
+# the clock process_usage reads) and sleeps on stdin, using none while it is read.
+BELOW_RULE = """
+import sys, threading, time
+def spin():
+    start = time.thread_time()
+    while time.thread_time() - start < 0.015:
+        pass
+thread = threading.Thread(target=spin)
+thread.start()
+thread.join()
+print(time.process_time_ns(), flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_a_process_s_cpu_is_exact_not_ticks_past_a_threshold() -> None:
+    """The rule a83a9b0 made (ticks where they exceed the main thread's ns by 20 ms) left out another thread's
+    15 ms, and switched between ticks and ns from one reading to the next where others had used 20-40 ms
+    (deltas of -19 and +27 ms here): every thread's CPU is now the process's clock, in nanoseconds."""
+    proc = subprocess.Popen([sys.executable, "-c", BELOW_RULE], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None
+        said_s = int(proc.stdout.readline()) / 1e9
+        read_s = process_usage(proc.pid)[2]
+        assert said_s <= read_s < said_s + 0.005  # what it said, and the little it used to say it
+    finally:
+        proc.kill()
+        proc.wait(10)

@@ -91,17 +91,22 @@ def _leads_its_group(pid: int) -> bool:
     return True
 
 
-OTHER_THREADS_S = 0.02  # the whole process's CPU beyond its main thread's that says others did the work
+def _process_clock(pid: int) -> int:
+    """The clock id of process `pid`'s CPU time, every thread's (glibc's MAKE_PROCESS_CPUCLOCK(pid,
+    CPUCLOCK_SCHED), which clock_getcpuclockid returns and Python does not offer). The kernel lets anyone read
+    another process's; a pid that is not a process (gone, or a thread other than a main one) is EINVAL."""
+    return ((~pid) << 3) | 2
 
 
 def process_usage(pid: int) -> tuple[int, int, float]:
-    """As usage(pid), but the CPU is the whole process's where its main thread's is not: a server that is not
-    ours (an attached one, or one observe watches) may work in threads while its main thread sleeps throughout
-    (Puma's and Caddy's do: usage() read 0 ms for a Puma worker that served thousands). /proc/PID/stat's utime
-    and stime are every thread's, those that have ended too (Puma's pool threads come and go), in clock ticks
-    (10 ms), rounded down: where they exceed the main thread's nanoseconds by OTHER_THREADS_S, other threads
-    worked and the ticks are the CPU; otherwise (a process of one thread, as most are) usage()'s nanoseconds
-    stand. Once a process's other threads have worked, that only grows: a run's readings do not switch back.
+    """As usage(pid), but the CPU is every thread's of the process: a server that is not ours (an attached
+    one, or one observe watches) may work in threads while its main thread sleeps throughout (Puma's and
+    Caddy's do: usage() read 0 ms for a Puma worker that served thousands). The process's CPU clock is the
+    scheduler's nanoseconds of all its threads, those that have ended too (Puma's pool threads come and go):
+    exact and monotonic, so a delta is neither rounded nor negative. (/proc/PID/stat's ticks, used before,
+    are 10 ms and rounded down per field: a rule that took them only where they exceeded the main thread's
+    nanoseconds by 20 ms switched between the two from one reading to the next where other threads had used
+    20-40 ms, and a delta read -19 ms or +27 ms.) A thread counted as a worker keeps its own nanoseconds.
     The context switches stay the main thread's: which thread's sleeps count as wakeups is the kind's to say
     (servers/watched.py ThreadedUsage). A process that is gone raises OSError."""
     voluntary, involuntary, cpu_s = usage(pid)
@@ -109,10 +114,7 @@ def process_usage(pid: int) -> tuple[int, int, float]:
         return voluntary, involuntary, cpu_s  # psutil's cpu_times are the whole process's already
     if not _leads_its_group(pid):
         return voluntary, involuntary, cpu_s  # a thread counted as a worker (HAProxy's, h2o's): its own CPU
-    with open(f"/proc/{pid}/stat", "rb") as f:
-        fields = f.read().rpartition(b")")[2].split()
-    every_thread_s = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return voluntary, involuntary, every_thread_s if every_thread_s > cpu_s + OTHER_THREADS_S else cpu_s
+    return voluntary, involuntary, time.clock_gettime_ns(_process_clock(pid)) / 1e9
 
 
 def has_children(pid: int) -> bool:
