@@ -63,3 +63,45 @@ def test_observe_of_other_workers_is_not_added(tmp_path: Path) -> None:
     out = tmp_path / "merged.json"
     run_cli(["merge", a, str(tmp_path / "b.json"), "--json", str(out)])
     assert "observed_on" not in json.loads(out.read_text())["evidence"]
+
+
+def _with_observed(path: str, change: Any) -> str:
+    data = json.loads(Path(path).read_text())
+    change(data["evidence"]["observed_on"][0])
+    Path(path).write_text(json.dumps(data))
+    return path
+
+
+def _idle_worker(seen: dict[str, Any]) -> None:
+    # a worker no connection came to (nginx without reuseport under a light load): no reply named it
+    seen["workers"].append({"pid": 999, "tid": None, "accepts": 0, "served_by_replies": None, "cpu_s": 0.0})
+
+
+def test_a_worker_that_took_nothing_in_either_file_still_agrees(tmp_path: Path) -> None:
+    """Each file said 'each worker's accepts equal the connections its replies named'; their merge said 'the
+    counts differ: connections came from elsewhere too' of a worker that had taken none in either."""
+    a = _with_observed(_file(tmp_path, "a", {}, busy=0), _idle_worker)
+    b = _with_observed(_file(tmp_path, "b", {}, busy=0), _idle_worker)
+    out = tmp_path / "merged.json"
+    run_cli(["merge", a, b, "--json", str(out)])
+    shown = run_cli(["show", str(out)]).stdout
+    assert "each worker's accepts equal the connections its replies named" in shown
+    assert "the counts differ" not in shown
+
+
+def _sampled(seen: dict[str, Any]) -> None:
+    # observe without bpftrace: approximate accepts, which joined does not set beside the replies (agrees None)
+    seen.update(traced=False, agrees=None)
+    seen["workers"][0]["cpu_s"] = None
+
+
+def test_a_sampled_file_makes_the_merged_counts_sampled(tmp_path: Path) -> None:
+    a = _file(tmp_path, "a", {}, busy=0)
+    b = _with_observed(_file(tmp_path, "b", {}, busy=0), _sampled)
+    out = tmp_path / "merged.json"
+    run_cli(["merge", a, b, "--json", str(out)])
+    observed = json.loads(out.read_text())["evidence"]["observed_on"][0]
+    assert observed["traced"] is False and observed["agrees"] is None
+    assert observed["workers"][0]["cpu_s"] is None  # one file's CPU alone is not the merged load's
+    shown = " ".join(run_cli(["show", str(out)]).stdout.split())  # the title wraps
+    assert "accepts sampled, approximate" in shown and "accepts equal" not in shown

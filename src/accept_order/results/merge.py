@@ -206,17 +206,13 @@ def _add_observed(mine: Any, theirs: Any) -> list[dict[str, Any]] | None:
         pids = [w.get("pid") for w in a.get("workers", [])]
         if a.get("host") != b.get("host") or pids != [w.get("pid") for w in b.get("workers", [])]:
             return None
-        workers = []
-        for wa, wb in zip(a["workers"], b["workers"], strict=True):
-            worker = dict(wa)
-            for key, value in wb.items():
-                if isinstance(value, int | float) and not isinstance(value, bool) and key not in ("pid", "tid"):
-                    mine_value = worker.get(key)
-                    worker[key] = mine_value + value if isinstance(mine_value, int | float) else None
-            workers.append(worker)
+        workers = [_add_observed_worker(wa, wb) for wa, wb in zip(a["workers"], b["workers"], strict=True)]
         wall = [w for w in (a.get("wall_s"), b.get("wall_s")) if isinstance(w, int | float)]
-        agrees = all(w.get("accepts") == w.get("served_by_replies") for w in workers)
-        merged = a | {"workers": workers, "wall_s": sum(wall), "agrees": agrees, "notes": []}
+        # each file's own verdict (joined's: a worker no reply named agrees at 0 accepts; untraced: None), not
+        # one recomputed from the sums, which called a worker that took nothing in either file a difference
+        agrees = None if a.get("agrees") is None or b.get("agrees") is None else bool(a["agrees"] and b["agrees"])
+        traced = bool(a.get("traced") and b.get("traced"))  # one file's sampled accepts make the sum approximate
+        merged = a | {"workers": workers, "wall_s": sum(wall), "agrees": agrees, "traced": traced, "notes": []}
         if isinstance(a.get("counters"), dict) and isinstance(b.get("counters"), dict):
             names = a["counters"].keys() | b["counters"].keys()
             merged["counters"] = {n: a["counters"].get(n, 0) + b["counters"].get(n, 0) for n in sorted(names)}
@@ -224,6 +220,20 @@ def _add_observed(mine: Any, theirs: Any) -> list[dict[str, Any]] | None:
             merged.pop("counters", None)
         out.append(merged)
     return out
+
+
+def _add_observed_worker(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
+    """One worker's --observe-on counts in two files, added: a count one file lacks (None: untraced accepts,
+    an unread CPU) makes the sum unknown, except the replies' count, where None is 'no reply named it' (0)."""
+    worker = dict(a)
+    for key in a.keys() | b.keys():
+        x, y = a.get(key), b.get(key)
+        if key in ("pid", "tid") or not (isinstance(x, int | float) or isinstance(y, int | float)):
+            continue  # who it is, or nothing counted in either
+        if key == "served_by_replies":
+            x, y = x or 0, y or 0  # None: no reply named it
+        worker[key] = x + y if isinstance(x, int | float) and isinstance(y, int | float) else None
+    return worker
 
 
 def _add_clients(into: dict[str, Any], run: dict[str, Any]) -> None:
