@@ -9,8 +9,9 @@ with the sentences that justify it. What decides, in order:
   other end that process holds (it accepts and hands each connection over);
 - reuseport: several listeners on one address and port, and the workers wait on different ones;
 - accept-mutex: one worker waits on the listener while its siblings hold it but wait without it (in an
-  epoll that lacks it, or for a lock): a lock decides who listens (nginx's accept_mutex, uWSGI's
-  thunder lock);
+  epoll that lacks it, or for a lock), or run and take the lock first (beside a sibling waiting for it, or
+  where the kind says so: Apache prefork with two Listens): a lock decides who listens (nginx's
+  accept_mutex, uWSGI's thunder lock, Apache's accept mutex);
 - otherwise the call the workers sleep in: accept (blocking), epoll (one instance shared by all:
   epoll-shared; EPOLLEXCLUSIVE in every worker's own: epoll; else epoll-herd), poll, select, io_uring.
 """
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..core.models import Mechanism
 from ..core.text import plural
@@ -85,10 +86,14 @@ def classify(
     listeners: Sequence[Listener],
     parent: Mapping[int, int],
     sockets: Mapping[int, frozenset[int]],
+    known_lock: str | None = None,
 ) -> Verdict:
     """The mechanism one sample shows. `parent`: pid -> its parent's pid; `sockets`: pid -> the socket
-    inodes in its fd table (to tell whose end of a Unix socketpair a fed worker waits on)."""
+    inodes in its fd table (to tell whose end of a Unix socketpair a fed worker waits on); `known_lock`: why
+    the running threads the caller read as lock takers (`lock`, call `running`) take a lock first, where the
+    server's kind says so (experiments/inspect/lock_first.py)."""
     by_inode = {lst.inode: lst for lst in listeners}
+    seen = _lock_takers(seen, parent)
     waiting = [s for s in seen if s.via in WAITS_ON_LISTENER and s.listeners]
     # A master sleeping in poll/select/io_uring while its children wait on the same listeners is watching
     # something else (gunicorn's arbiter selects on its own pipe); the set it watches cannot be seen, so it
@@ -96,7 +101,7 @@ def classify(
     parents = {parent.get(s.pid) for s in waiting}
     waiting = [s for s in waiting if s.via in ("accept", "epoll") or s.pid not in parents]
     if not waiting:
-        return Verdict(None, (), evidence=("no thread waits on a listener at this moment (all busy?)",))
+        return _none_waiting(seen, known_lock)
     units = tuple(s.unit for s in waiting)
     accepting = {s.pid for s in waiting}
     # an acceptor holds the listeners alone (Node's primary, the built-in fd-pass mode's): nginx's cache manager
@@ -157,7 +162,8 @@ def classify(
         and parent.get(s.pid) in siblings
     ]
     if len(waiting) == 1 and losers:
-        how = sorted({"wait for a lock" if s.via == "lock" else "wait in an epoll without it" for s in losers})
+        how = sorted({_how(s) for s in losers})
+        known = (known_lock,) if known_lock and any(s.call == "running" for s in losers) else ()
         return Verdict(
             Mechanism.ACCEPT_MUTEX,
             units,
@@ -165,6 +171,7 @@ def classify(
             evidence=(
                 f"only 1 of {1 + len(losers)} workers has the listener in what it waits on; the others hold "
                 f"it but {' or '.join(how)}: a lock decides who listens",
+                *known,
             ),
         )
 
@@ -223,6 +230,49 @@ def classify(
         "io_uring": f"{who} {'waits' if one else 'wait'} in {calls} on rings with an accept armed",
     }[via]
     return Verdict(CALL_MODE[via], units, evidence=(sentence,))
+
+
+def _how(loser: Seen) -> str:
+    if loser.via == "lock":
+        return "are running (they take the lock before they wait)" if loser.call == "running" else "wait for a lock"
+    return "wait in an epoll without it"
+
+
+def _lock_takers(seen: Sequence[Seen], parent: Mapping[int, int]) -> list[Seen]:
+    """A running thread taken for a waiter on its listeners (its epoll's, or accept()'s on a blocking socket) is a
+    lock taker where a sibling holding one of them waits for a lock: it takes that lock too before it waits. Apache
+    prefork's children with two Listens, every one busy but the one waiting for the mutex, read as an epoll herd:
+    each holds an epoll that watches the listeners (APR's pollset), waited in only by the mutex's holder."""
+    locked = {(parent.get(s.pid), i) for s in seen if s.via == "lock" and s.call != "running" for i in s.holds}
+    if not locked:
+        return list(seen)
+    return [
+        replace(s, via="lock", listeners=frozenset(), exclusive=None, epoll_id=None)
+        if s.call == "running" and s.via in ("epoll", "accept") and {(parent.get(s.pid), i) for i in s.holds} & locked
+        else s
+        for s in seen
+    ]
+
+
+def _none_waiting(seen: Sequence[Seen], known_lock: str | None) -> Verdict:
+    """No thread waits on a listener: every worker busy, unless the kind says its running workers take a lock
+    first (`known_lock`), which is then the mechanism, with them and any waiting for the lock as its losers."""
+    losers = [s for s in seen if s.via == "lock" and s.holds]
+    running = sum(1 for s in losers if s.call == "running")
+    if not (known_lock and running):
+        return Verdict(None, (), evidence=("no thread waits on a listener at this moment (all busy?)",))
+    locked = len(losers) - running
+    also = f", {locked} {'waits' if locked == 1 else 'wait'} for a lock" if locked else ""
+    return Verdict(
+        Mechanism.ACCEPT_MUTEX,
+        (),
+        losers=tuple(s.unit for s in losers),
+        evidence=(
+            f"no worker waits on the listener at this moment: {running} holding it "
+            f"{'is' if running == 1 else 'are'} running{also}",
+            known_lock,
+        ),
+    )
 
 
 def _blocking_accept(waiting: int, named: list[str], running: int) -> str:

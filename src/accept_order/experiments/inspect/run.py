@@ -12,10 +12,11 @@ from ...core.kinds import ModeInfo, ServerKind
 from ...core.models import Mechanism
 from ...probes.fd_table import FdTables
 from ...probes.server_netns import counters_of, namespace_of, same_namespace, sysctls_of
-from ...probes.serving import Server, check_pid, find_server, with_backlogs
+from ...probes.serving import Server, check_pid, find_server, namespace_listeners, with_backlogs
 from ...servers.registry import DEFAULT_KIND, recognise, server_kind
 from .changes import change_views
 from .held import connections_held, with_held
+from .lock_first import lock_first
 from .result import ChangeView, InspectResult, MechanismView
 from .sample import Sample, take
 from .views import epoll_views, listener_views, process_rows, unit_views, unix_links
@@ -54,7 +55,7 @@ def inspect(pid: int | None = None, port: int | None = None, samples: int = SAMP
     anchor = server.pids[0]
     rows = with_backlogs(anchor, list(server.listeners))
     top = server.processes[0]
-    kind = recognise(top.name, top.argv)
+    kind = _kind(server)
     units = unit_views(server, sample, verdict)
     held, unread = connections_held(server, sample)
     processes, units = with_held(process_rows(server, sample, verdict), units, held)
@@ -90,15 +91,25 @@ def looks(
     """`samples` looks at the server's threads and what they show: the overall verdict, how many samples
     showed each mechanism, every sample, and the one the verdict came from (observe asks it too, to find an
     acceptor's workers)."""
-    taken = [take(server, tables)]
+    # a lock no one waits for is not seen: the kind may know of it
+    rule = lock_first(_kind(server))
+    locking = rule.among(frozenset(r.inode for r in namespace_listeners(server.pids[0]))) if rule else None
+    taken = [take(server, tables, locking)]
     for _ in range(samples - 1):
         time.sleep(INTERVAL_S)  # sampling real time on purpose: the lock of accept-mutex may move
-        taken.append(take(server, tables))
+        taken.append(take(server, tables, locking))
     listeners = [Listener(r.inode, r.address, r.port) for r in server.listeners]
     parent = {p.pid: p.ppid for p in server.processes}
-    verdicts = [classify(s.seen, listeners, parent, s.sockets) for s in taken]
+    known = rule.why if rule is not None else None
+    verdicts = [classify(s.seen, listeners, parent, s.sockets, known) for s in taken]
     verdict, tally = overall(verdicts)
     return verdict, tally, taken, taken[verdicts.index(verdict)]
+
+
+def _kind(server: Server) -> ServerKind | None:
+    """The launched kind the server's first process is, by its name (the registry's recognise)."""
+    top = server.processes[0]
+    return recognise(top.name, top.argv)
 
 
 def _info(kind: ServerKind | None, name: str) -> tuple[tuple[str, ...], ModeInfo]:

@@ -10,6 +10,7 @@ after the table was read, or its number closed and given to another file)."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cmp_to_key
 from typing import Any
@@ -290,9 +291,28 @@ def _accepting_peers(seen: list[Seen], parent: dict[int, int]) -> list[Seen]:
     ]
 
 
-def take(server: Server, tables: FdTables | None = None) -> Sample:
+def _taking_lock(mine: list[Seen], waits: tuple[ThreadWait, ...]) -> list[Seen]:
+    """A process its kind says takes a lock before it waits on its listeners (lock_first.py): a running thread of
+    it taken for its epoll's or accept()'s waiter is a lock taker (`lock`, call `running`), not a waiter; and a
+    poll or select whose set could not be read is not taken to be its listeners (an Apache prefork child polls its
+    kept connection; under load its set is often gone by the time it is read)."""
+    unread = {w.tid for w in waits if w.call in POLLS | SELECTS and w.fds is None}
+    return [
+        replace(s, via="lock", listeners=frozenset(), exclusive=None, epoll_id=None)
+        if s.call == "running" and s.via in ("epoll", "accept")
+        else replace(s, via="other", listeners=frozenset())
+        if s.via in ("poll", "select") and s.tid in unread
+        else s
+        for s in mine
+    ]
+
+
+def take(
+    server: Server, tables: FdTables | None = None, locking: Callable[[int, frozenset[int]], bool] | None = None
+) -> Sample:
     """Every thread of the server's processes now; `tables`: the look's fd tables (kept across its samples),
-    read now when not given."""
+    read now when not given; `locking`: whether a process of so many threads holding these sockets takes a lock
+    before it waits on its listeners, as the server's kind says (lock_first.py)."""
     tables = tables if tables is not None else FdTables()
     listeners = frozenset(row.inode for row in server.listeners)
     seen: list[Seen] = []
@@ -316,7 +336,8 @@ def take(server: Server, tables: FdTables | None = None) -> Sample:
             _resolved(tables, pid, w, raw, table, listeners, server.peers, len(tids), holds, blocking)
             for w, raw in read
         ]
-        seen += _one_loop(mine)
+        mine = _one_loop(mine)
+        seen += _taking_lock(mine, waits[pid]) if locking is not None and locking(len(tids), held) else mine
     seen = _accepting_peers(seen, {p.pid: p.ppid for p in server.processes})
     seen, answered, same = _shared_epolls(seen, tables.file_orders)
     return Sample(tuple(seen), waits, files, sockets, answered, same)
