@@ -14,7 +14,7 @@ import pytest
 from accept_order.core.processes import process_usage
 from accept_order.experiments.observe.sampling import usage_of
 from accept_order.experiments.observe.server import Unit
-from accept_order.servers.watched import UsageDeltas
+from accept_order.servers.watched import ThreadedUsage, UsageDeltas
 
 SPIN_S = 0.3  # CPU the second thread burns: well above what the main thread uses to start the interpreter
 
@@ -83,7 +83,7 @@ def test_a_thread_counted_as_a_worker_is_charged_its_own_cpu_only(threaded: subp
 # In one process: a thread that spins SPIN_S of CPU and one that sleeps; each one's reading of its own tid.
 THREADS = f"""
 import threading, time
-from accept_order.servers.watched import UsageDeltas
+from accept_order.servers.watched import ThreadedUsage, UsageDeltas
 tids, go, done, named = {{}}, threading.Event(), threading.Event(), threading.Barrier(3)
 def spin():
     tids["spin"] = threading.get_native_id(); named.wait(); go.wait(); start = time.thread_time()
@@ -127,6 +127,40 @@ def test_a_process_s_cpu_is_exact_not_ticks_past_a_threshold() -> None:
         said_s = int(proc.stdout.readline()) / 1e9
         read_s = process_usage(proc.pid)[2]
         assert said_s <= read_s < said_s + 0.005  # what it said, and the little it used to say it
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+# A thread that is there at the first reading, spins SPIN_S once told to, and ends (a Puma pool thread trimmed).
+ENDING = f"""
+import sys, threading, time
+def spin():
+    sys.stdin.readline()
+    start = time.thread_time()
+    while time.thread_time() - start < {SPIN_S}:
+        pass
+thread = threading.Thread(target=spin)
+thread.start()
+print("ready", flush=True)
+thread.join()
+print("ended", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_a_threaded_worker_keeps_the_cpu_of_a_thread_that_ended() -> None:
+    """Puma's and Caddy's workers (ThreadedUsage) summed the threads still there: a pool thread that worked
+    and ended between the readings took its CPU with it."""
+    proc = subprocess.Popen([sys.executable, "-c", ENDING], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdin is not None and proc.stdout is not None and proc.stdout.readline() == "ready\n"
+        deltas = ThreadedUsage([proc.pid])
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline() == "ended\n"
+        cpu_s = deltas.counters()[0].cpu_s
+        assert cpu_s is not None and cpu_s >= SPIN_S
     finally:
         proc.kill()
         proc.wait(10)

@@ -83,8 +83,9 @@ def thread_ids(pid: int) -> list[int]:
 class ThreadedUsage(UsageDeltas):
     """For workers that are processes of several threads (Puma's, Caddy's): the context switches of the one
     thread that waits for connections where `threads` names it (its wakeups), else of every thread; the CPU
-    of every thread (the scheduler's nanoseconds, summed). /proc/PID/status and schedstat are the main
-    thread's alone, which in these servers sleeps throughout."""
+    of every thread, those that ended during the run too (the process's CPU clock: a sum over the threads
+    still there lost a Puma pool thread trimmed mid-run, and a delta could go below zero). /proc/PID/status
+    and schedstat are the main thread's alone, which in these servers sleeps throughout."""
 
     def __init__(self, pids: Sequence[int], threads: dict[int, int] | None = None) -> None:
         self.threads = dict(threads or {})
@@ -96,13 +97,15 @@ class ThreadedUsage(UsageDeltas):
             return None
         waiter = self.threads.get(pid)
         voluntary = involuntary = 0
-        cpu_s = 0.0
+        try:
+            cpu_s = process_usage(pid)[2]
+        except process_errors(ValueError):
+            return None  # gone since
         for tid in tids:
             try:
-                v, i, cpu = usage(tid)  # /proc/TID/... is the thread's own
+                v, i, _ = usage(tid)  # /proc/TID/... is the thread's own
             except process_errors(ValueError):
                 continue  # a thread that just ended
-            cpu_s += cpu
             if waiter is None or tid == waiter:
                 voluntary, involuntary = voluntary + v, involuntary + i
         return voluntary, involuntary, cpu_s
