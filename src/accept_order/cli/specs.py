@@ -112,7 +112,7 @@ def attached_spec(options: dict[str, Any]) -> ServerSpec | None:
         raise click.UsageError("--attach needs the server's --port")
     from ..servers.attached import AttachedKind, worker_pids
 
-    workers = worker_pids(attach)
+    workers = worker_pids(attach, options["host"], options["port"])
     for name in (*NOT_WITH_ATTACH, *kind_params()):
         options.pop(name, None)
     from ..servers.registry import checked

@@ -11,7 +11,7 @@ model, the queue, a herd), whether --accept-batch applies, and the server's own 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -161,9 +161,15 @@ class ServerKind:
     #: how `inspect` recognises a running server of this kind: its process name, or a word of its command
     #: line's first arguments (`python -m gunicorn`, `nginx: worker process`)
     process_names: ClassVar[tuple[str, ...]] = ()
+    #: the process titles its helpers start with, children of its master that serve no connection (nginx's
+    #: cache manager and loader): not counted as workers when a master is attached by pid (helper_title)
+    helpers: ClassVar[tuple[str, ...]] = ()
     #: its workers are the threads of one process, each accepting for itself (HAProxy's nbthread), so
     #: `observe` counts per thread; other kinds' threads (a pool, Go's runtime) are not workers
     threads_are_workers: ClassVar[bool] = False
+    #: each serving thread runs an event loop of its own, whose epoll watches the listener, beside threads that
+    #: serve none (h2o's num-threads and its timer thread): one server per such epoll, to the queueing model
+    loops_are_workers: ClassVar[bool] = False
     #: one thread of each process runs every request (Node's and uvicorn's event loop, an nginx worker): its
     #: other threads (libuv's pool, a logger) serve none, so one process is one server to the queueing model
     serves_on_one_thread: ClassVar[bool] = False
@@ -239,3 +245,17 @@ class ServerKind:
         changes it (nginx's multi_accept)."""
         info = self.mode(spec.mode)
         return info.model, info.why
+
+
+def helper_title(argv: Sequence[str]) -> bool:
+    """Whether a process's title (its command line, which nginx rewrites: `nginx: cache manager process`) is one a
+    kind declares for a helper of its own (ServerKind.helpers), among the kinds defined so far: the registry
+    imports every kind at start-up, and servers/attached.py, which asks, is one of them, so it cannot import it."""
+    title = " ".join(argv)
+    kinds: list[type[ServerKind]] = [ServerKind]
+    while kinds:
+        kind = kinds.pop()
+        if any(title.startswith(helper) for helper in kind.helpers):
+            return True
+        kinds.extend(kind.__subclasses__())
+    return False

@@ -19,7 +19,6 @@ import dataclasses
 import functools
 import os
 import re
-import resource
 import select
 import selectors
 import shutil
@@ -33,8 +32,9 @@ from typing import Any
 from ..core.processes import die_with_parent
 from ..core.signals import deferred
 from ..core.started import Closing
+from .bpftrace_messages import ATTACHED_ENV, first_error_line, memlock_hint, raise_memlock
 
-__all__ = ["AcceptCounts", "AcceptCounter", "SOURCE", "program"]
+__all__ = ["AcceptCounts", "AcceptCounter", "SOURCE", "first_error_line", "memlock_hint", "program"]
 
 SOURCE = "bpftrace on tracepoint syscalls:sys_exit_accept4"  # `why` when counting worked
 TRACEFS = "/sys/kernel/tracing"
@@ -46,8 +46,7 @@ KICK_S = 0.25  # after this long without bpftrace exiting, interrupt its poll lo
 # bpftrace prints this (stderr in 0.17, stdout in newer versions) once every probe is attached. Neither
 # "Attaching N probes..." nor a BEGIN block will do in 0.17: both come BEFORE the tracepoints attach
 # (BPFtrace::prerun prints the line, BEGIN_trigger runs, then the attach loop), so an accept made right
-# after them can be missed. The variable is bpftrace's hook for its own runtime tests.
-ATTACHED_ENV = "__BPFTRACE_NOTIFY_PROBES_ATTACHED"
+# after them can be missed. ATTACHED_ENV, bpftrace's hook for its own runtime tests, asks for it.
 _ATTACHED = ATTACHED_ENV.encode()
 # Framing around the map in the END block: its absence means bpftrace died before printing all counts.
 _HEAD = "accept-order counts begin"
@@ -123,34 +122,6 @@ def parse_counts(stdout: bytes) -> dict[int, int] | None:
     return {int(pid): int(n) for pid, n in _COUNT_LINE.findall(stdout[head:tail])}
 
 
-def first_error_line(stderr: bytes) -> str:
-    """The first line of bpftrace's stderr that says something: it warns that it could not raise
-    RLIMIT_MEMLOCK on every start here (harmless: the kernel charges BPF memory to the cgroup now), and
-    that warning would otherwise hide the real error."""
-    for raw in stderr.decode(errors="replace").splitlines():
-        line = raw.strip()
-        if line and "RLIMIT_MEMLOCK" not in line and ATTACHED_ENV not in line:
-            return line
-    return "no message"
-
-
-def memlock_hint(stderr: bytes) -> str:
-    """Why a program may not have loaded, when bpftrace warned that it could not raise RLIMIT_MEMLOCK and
-    its error is one a low locked-memory limit causes (kernels before 5.11 charge eBPF maps against it;
-    later ones charge the cgroup, and the warning is harmless): "" otherwise."""
-    if b"RLIMIT_MEMLOCK" not in stderr:
-        return ""
-    line = first_error_line(stderr).lower()
-    if line != "no message" and not any(word in line for word in ("map", "permitted", "memory")):
-        return ""
-    soft = resource.getrlimit(resource.RLIMIT_MEMLOCK)[0]
-    limit = "unlimited" if soft == resource.RLIM_INFINITY else f"{soft // 1024} KB"
-    return (
-        f" (bpftrace could not raise its locked-memory limit, `ulimit -l` {limit}: kernels before 5.11 charge "
-        "eBPF maps against it; run as root, or raise `ulimit -l`)"
-    )
-
-
 def ensure_tracefs() -> tuple[bool, str]:
     """(usable, note): tracefs is where bpftrace reads tracepoint formats. Mount it when missing (the
     note says so; `unmount_tracefs` takes it away again after the run)."""
@@ -180,26 +151,13 @@ def unmount_tracefs() -> str:
     return ""
 
 
-def _raise_memlock() -> None:
-    """Locked memory unlimited for bpftrace (root with CAP_SYS_RESOURCE may), else at least up to the hard
-    limit: kernels before 5.11 charge eBPF maps against RLIMIT_MEMLOCK, and bpftrace's own attempt to raise
-    it fails under a low `ulimit -l` (it then warns "couldn't set RLIMIT_MEMLOCK")."""
-    hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)[1]
-    for limits in ((resource.RLIM_INFINITY, resource.RLIM_INFINITY), (hard, hard)):
-        try:
-            resource.setrlimit(resource.RLIMIT_MEMLOCK, limits)
-            return
-        except (OSError, ValueError):
-            continue
-
-
 def _child_setup(parent: int) -> None:
     """In the bpftrace child before exec: die with us (`parent`), take SIGINT even if our thread blocked it
     (a blocked mask is inherited across exec and would make stop() wait for nothing), and as much locked
     memory as we may give it."""
     die_with_parent(parent)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
-    _raise_memlock()
+    raise_memlock()
 
 
 class AcceptCounter(Closing):
@@ -252,6 +210,36 @@ class AcceptCounter(Closing):
             self._notes.append(note)
             self._mounted = True
         began = time.monotonic()
+        if self._launch(exe, timeout_s):
+            self.attach_s = time.monotonic() - began
+            return
+        if self.children_of is not None and self._proc is not None and self._proc.poll() is not None:
+            # BTF is there but this bpftrace could not read a task's parent (a kernel's task_struct it does not
+            # know, a field renamed): count the pids asked about rather than nothing (the report then says how
+            # many accepts it could not place)
+            refused = first_error_line(bytes(self._err))
+            self._end_bpftrace(keep_result=True)
+            master = self.children_of
+            self._notes.append(f"followed none of pid {master}'s other children: bpftrace refused ({refused})")
+            self.children_of = None
+            self._out, self._err = bytearray(), bytearray()
+            if self._launch(exe, timeout_s):
+                self.attach_s = time.monotonic() - began
+                return
+        if self._proc is None:  # it could not be run: _launch said why
+            self.close()
+            return
+        code = self._proc.poll()
+        err = bytes(self._err)
+        if code is None:
+            self._why = f"bpftrace did not attach within {timeout_s:g} s: {first_error_line(err)}{memlock_hint(err)}"
+        else:
+            self._why = f"program failed to load (bpftrace exit {code}): {first_error_line(err)}{memlock_hint(err)}"
+        self.close()
+
+    def _launch(self, exe: str, timeout_s: float) -> bool:
+        """Start bpftrace on this counter's program; True once its tracepoints are attached (self._proc set either
+        way, unless it could not be run: self._why says why)."""
         try:
             # process_group=0: a terminal's Ctrl-C goes to our group only, so bpftrace ends (and prints)
             # when stop() asks, not before. stdin closed: bpftrace never reads it.
@@ -267,17 +255,8 @@ class AcceptCounter(Closing):
             )
         except OSError as exc:
             self._why = f"could not run {exe}: {exc.strerror or exc}"
-            return
-        if self._wait_attached(timeout_s):
-            self.attach_s = time.monotonic() - began
-            return
-        code = self._proc.poll()
-        err = bytes(self._err)
-        if code is None:
-            self._why = f"bpftrace did not attach within {timeout_s:g} s: {first_error_line(err)}{memlock_hint(err)}"
-        else:
-            self._why = f"program failed to load (bpftrace exit {code}): {first_error_line(err)}{memlock_hint(err)}"
-        self.close()
+            return False
+        return self._wait_attached(timeout_s)
 
     def _wait_attached(self, timeout_s: float) -> bool:
         """Read both pipes until the attached marker shows on either, bpftrace exits, or time runs out."""
@@ -381,11 +360,12 @@ class AcceptCounter(Closing):
                     after = f"; {why}" if why else " (unmounted after it)"
                     self._result = dataclasses.replace(self._result, why=self._result.why + after)
 
-    def _end_bpftrace(self) -> None:
+    def _end_bpftrace(self, keep_result: bool = False) -> None:
+        """Kill and reap bpftrace; without `keep_result`, the counts are then unavailable (closed before stop())."""
         proc, self._proc = self._proc, None
         if proc is None:
             return
-        if self._result is None:
+        if self._result is None and not keep_result:
             self._result = self._unavailable(self._why if self.attach_s is None else "closed before stop()")
         if proc.poll() is None:
             proc.kill()

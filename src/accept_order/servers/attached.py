@@ -36,16 +36,21 @@ WHY = (
 )
 
 
-def worker_pids(attach: Sequence[int]) -> list[int]:
-    """One pid: its children, oldest first (a master and its workers), or itself if it has none; several
-    pids: those, as given. PlanError for a pid that does not exist."""
+def worker_pids(attach: Sequence[int], host: str | None = None, port: int | None = None) -> list[int]:
+    """One pid: its children that serve, oldest first (a master and its workers), or itself if none does; several
+    pids: those, as given. PlanError for a pid that does not exist.
+
+    A master's children are not all workers: nginx's cache manager and loader, h2o's backtrace annotator, the
+    resource tracker of a Python supervisor serve nothing. A worker holds the listener on host:port, or, where the
+    master holds it alone (Node's primary under SCHED_RR), is fed connections by it over a Unix socketpair; and no
+    kind names it a helper of its own by its title (`nginx: cache manager process`: ServerKind.helpers)."""
     import psutil
 
     try:
         if len(attach) == 1:
             master = psutil.Process(attach[0])
-            children = sorted(master.children(), key=lambda p: (p.create_time(), p.pid))
-            return [p.pid for p in children] or [master.pid]
+            children = [p.pid for p in sorted(master.children(), key=lambda p: (p.create_time(), p.pid))]
+            return _serving(master.pid, children, host, port) or [master.pid]
         for pid in attach:
             psutil.Process(pid)
         return list(attach)
@@ -53,6 +58,47 @@ def worker_pids(attach: Sequence[int]) -> list[int]:
         raise PlanError(f"--attach: no process {exc.pid}") from None
     except psutil.AccessDenied as exc:
         raise PlanError(f"--attach: not allowed to look at process {exc.pid}") from None
+
+
+def _serving(master: int, children: list[int], host: str | None, port: int | None) -> list[int]:
+    """Of a master's children, those that take its connections (see worker_pids); all of them but the named
+    helpers where no port is known to tell by."""
+    from ..core.kinds import helper_title
+    from ..probes.owner import socket_holders
+    from ..probes.serving import process_info
+
+    def worker(pid: int) -> bool:
+        info = process_info(pid)
+        return info is not None and not helper_title(info.argv)
+
+    if host is None or not port:
+        return [pid for pid in children if worker(pid)]
+    holders = socket_holders(_listener_inodes(host, port, [master, *children]), [master, *children])
+    if not holders:  # none holds it: check_listening says so of the master and its children
+        return [pid for pid in children if worker(pid)]
+    held = [pid for pid in children if pid in holders]
+    if held or master not in holders:
+        return [pid for pid in held if worker(pid)]
+    return [pid for pid in children if pid in _fed(master) and worker(pid)]
+
+
+def _fed(master: int) -> frozenset[int]:
+    """The processes a master that alone holds its listeners talks to over Unix socketpairs (inspect's reading of
+    an acceptor's workers: probes/serving.py); none where it cannot be read."""
+    from ..core.errors import NotServing
+    from ..probes.serving import find_server
+
+    try:
+        return find_server(master).fed
+    except (NotServing, PlanError, OSError):
+        return frozenset()
+
+
+def _listener_inodes(host: str, port: int, pids: Sequence[int]) -> set[int]:
+    """The listening sockets on `port` (in the namespaces of `pids`) that take connections made to `host`."""
+    from ..probes.listeners import listening_sockets_of
+
+    return {row.inode for row in listening_sockets_of(port, pids) if _serves(row.address, host)}
 
 
 def _name(pid: int) -> str:
@@ -141,17 +187,18 @@ def check_listening(host: str, port: int, attach: Sequence[int], workers: Sequen
             owner = f"it is held by {_held_by(holders)}"
         raise PlanError(f"--attach: {who} {'hold' if plural else 'holds'} no listener on {where}; {owner}")
     masters = {_parent(pid) for pid in workers}
-    if holders.keys() - attached - masters:
+    helpers = {pid for pid in holders if _parent(pid) in attach} if len(attach) == 1 else set()  # named helpers
+    if holders.keys() - attached - masters - helpers:
         raise PlanError(
             f"--attach: the listener on {where} is held by {_held_by(holders)}, not only by {who}: some "
             "connections would go to processes that are not attached (attach the master's pid or every worker's)"
         )
 
 
-def _threads(pids: Sequence[int]) -> dict[str, Any]:
-    """One worker process of several threads: its pid, name, first arguments and thread count (the registry
-    judges at report time whether they are its workers); else nothing. Threads share their process's fd table,
-    so the attribution (by fd table) is per process."""
+def _threads(pids: Sequence[int], listeners: set[int]) -> dict[str, Any]:
+    """One worker process of several threads: its pid, name, first arguments, thread count and event loops (the
+    registry judges at report time whether they are its workers); else nothing. Threads share their process's fd
+    table, so the attribution (by fd table) is per process."""
     from ..probes.proc_waits import thread_ids
     from ..probes.serving import process_info
 
@@ -159,7 +206,19 @@ def _threads(pids: Sequence[int]) -> dict[str, Any]:
         return {}
     info = process_info(pids[0])
     name, argv = (info.name, list(info.argv[:3])) if info is not None else ("", [])
-    return {"pid": pids[0], "program": name, "argv": argv, "count": len(tids)}
+    return {"pid": pids[0], "program": name, "argv": argv, "count": len(tids), "loops": _loops(pids[0], listeners)}
+
+
+def _loops(pid: int, listeners: set[int]) -> int:
+    """The epoll instances in the process's fd table that watch one of `listeners`: an event loop each, whatever
+    its thread is doing now (h2o's num-threads, whose timer thread has none: ServerKind.loops_are_workers)."""
+    from ..probes.fd_table import FdTables
+
+    try:
+        files = FdTables().files(pid)
+    except OSError:
+        return 0
+    return sum(1 for f in files.values() if f.kind == "eventpoll" and f.watching(listeners))
 
 
 class AttachedServer(Started):
@@ -202,11 +261,11 @@ class AttachedServer(Started):
 
     def start(self) -> None:
         """Attach: find the workers, watch them for exit. Nothing is started."""
-        self._pids = worker_pids(self.spec.attach)
+        self._pids = worker_pids(self.spec.attach, self.spec.host, self.spec.port)
+        check_listening(self.spec.host, self.spec.port, self.spec.attach, self._pids)  # the cause, before a count
         if len(self._pids) != self.spec.workers:
             raise PlanError(f"--attach: expected {self.spec.workers} workers, found {len(self._pids)}")
-        check_listening(self.spec.host, self.spec.port, self.spec.attach, self._pids)
-        self._threads = _threads(self._pids)
+        self._threads = _threads(self._pids, _listener_inodes(self.spec.host, self.spec.port, self._pids))
         self._pidfds = [fd for fd in map(open_pidfd, self._pids) if fd is not None]
         self._usage = UsageDeltas(self._pids)
         self._started = time.monotonic()

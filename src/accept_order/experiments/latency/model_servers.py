@@ -1,7 +1,8 @@
 """How many servers the queueing model counts for a run: its workers, or, for a server attached by pid that is one
 process serving with its threads (evidence `threads`: servers/attached.py), those threads where each accepts and
 serves (HAProxy's nbthread: its kind's threads_are_workers), the process alone where one of its threads runs every
-request (Node's event loop: serves_on_one_thread), or none where that cannot be known (a kind whose
+request (Node's event loop: serves_on_one_thread), its event loops where each of those runs on a thread of its own
+beside threads that serve none (h2o: loops_are_workers), or none where that cannot be known (a kind whose
 threads are not its workers, or a program this tool does not know).
 
 `latency --attach` of HAProxy with `nbthread 2` was modelled as one worker, its p99 25x the prediction: two
@@ -27,6 +28,7 @@ class Servers:
     threads_of: str = ""  # `pid 3597 (haproxy)` where the count is a process's threads
     why: str = ""
     one_loop: bool = False  # a process of several threads, one of which runs every request (Node's event loop)
+    loops: bool = False  # the count is the process's event loops, a thread each (h2o), not its every thread
 
 
 def _threads(evidence: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -53,6 +55,8 @@ def model_servers(result: LatencyResult) -> Servers:
             f"{who} serves with {count} threads, and this tool does not know the program: how many of them accept "
             "and serve at once, which /proc does not say, is its own",
         )
+    if kind.loops_are_workers:
+        return _loops(result, threads, who, count)
     if kind.serves_on_one_thread:  # Node's 7 threads run JavaScript on one: one server, as it was before threads
         return Servers(result.server.workers, who, one_loop=True)
     if not kind.threads_are_workers:
@@ -73,6 +77,26 @@ def model_servers(result: LatencyResult) -> Servers:
     return Servers(count, who)
 
 
+def _loops(result: LatencyResult, threads: Mapping[str, Any], who: str, count: int) -> Servers:
+    """A kind whose serving threads each run an event loop of their own (h2o): those loops, counted as the run
+    started by the epolls watching the listener, not its every thread (h2o's timer thread serves none)."""
+    loops = threads.get("loops")
+    if not isinstance(loops, int) or loops < 1:  # a file from before loops were counted, or none watched it
+        return Servers(
+            None,
+            who,
+            f"{who} serves with {count} threads, some of which run no event loop, and its loops were not counted",
+        )
+    if result.load.keeps_connections and loops > 1:
+        return Servers(
+            None,
+            who,
+            f"{who} serves with {loops} event loops, and which of them holds each kept connection is not known "
+            "(threads share one fd table), so no loop's queue can be modelled",
+        )
+    return Servers(loops, who, loops=True)
+
+
 def as_served(result: LatencyResult) -> LatencyResult | None:
     """`result` with as many workers as the model counts servers (an attached process's serving threads), or None
     where it cannot judge."""
@@ -90,6 +114,11 @@ def servers_text(result: LatencyResult) -> str | None:
         return None
     if servers.count is None:
         return f"Model: not judged: {servers.why}."
+    if servers.loops:
+        return (
+            f"Model: {servers.threads_of}'s {servers.count} event loops are the servers counted (a thread each, "
+            "accepting and serving; its other threads serve none)."
+        )
     if servers.one_loop:
         return f"Model: {servers.threads_of} runs every request on one of its threads (its event loop): one server."
     return f"Model: {servers.threads_of}'s {servers.count} threads are the servers counted (each accepts and serves)."

@@ -206,6 +206,7 @@ class H2oServer(LaunchedServer):
 class H2oKind(ServerKind):
     name = "h2o"
     process_names = ("h2o",)
+    loops_are_workers = True  # num-threads event loops, and a timer thread that serves none
     summary = "Debian's h2o with num-threads event-loop threads as its workers and an mruby handler"
     witness = H2oServer.witness_source
     preferred_mode = "threads"

@@ -81,6 +81,7 @@ class NginxServer(LaunchedServer):
 class NginxKind(ServerKind):
     name = "nginx"
     process_names = ("nginx",)
+    helpers = ("nginx: cache manager process", "nginx: cache loader process")
     serves_on_one_thread = True
     unseen = {
         Mechanism.EPOLL: "a setting that changes who keeps the connections (nginx's multi_accept) is in the server's "

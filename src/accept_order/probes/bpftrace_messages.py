@@ -1,0 +1,50 @@
+"""Reading what bpftrace says on stderr (its first real error, past a harmless warning) and giving it the locked
+memory it may need: apart from probes/accepts.py, which runs it."""
+
+from __future__ import annotations
+
+import resource
+
+# set in bpftrace's environment, it prints this name once every probe is attached (accepts.py waits for it)
+ATTACHED_ENV = "__BPFTRACE_NOTIFY_PROBES_ATTACHED"
+
+
+def first_error_line(stderr: bytes) -> str:
+    """The first line of bpftrace's stderr that says something: it warns that it could not raise
+    RLIMIT_MEMLOCK on every start here (harmless: the kernel charges BPF memory to the cgroup now), and
+    that warning would otherwise hide the real error."""
+    for raw in stderr.decode(errors="replace").splitlines():
+        line = raw.strip()
+        if line and "RLIMIT_MEMLOCK" not in line and ATTACHED_ENV not in line:
+            return line
+    return "no message"
+
+
+def memlock_hint(stderr: bytes) -> str:
+    """Why a program may not have loaded, when bpftrace warned that it could not raise RLIMIT_MEMLOCK and
+    its error is one a low locked-memory limit causes (kernels before 5.11 charge eBPF maps against it;
+    later ones charge the cgroup, and the warning is harmless): "" otherwise."""
+    if b"RLIMIT_MEMLOCK" not in stderr:
+        return ""
+    line = first_error_line(stderr).lower()
+    if line != "no message" and not any(word in line for word in ("map", "permitted", "memory")):
+        return ""
+    soft = resource.getrlimit(resource.RLIMIT_MEMLOCK)[0]
+    limit = "unlimited" if soft == resource.RLIM_INFINITY else f"{soft // 1024} KB"
+    return (
+        f" (bpftrace could not raise its locked-memory limit, `ulimit -l` {limit}: kernels before 5.11 charge "
+        "eBPF maps against it; run as root, or raise `ulimit -l`)"
+    )
+
+
+def raise_memlock() -> None:
+    """Locked memory unlimited for bpftrace (root with CAP_SYS_RESOURCE may), else at least up to the hard
+    limit: kernels before 5.11 charge eBPF maps against RLIMIT_MEMLOCK, and bpftrace's own attempt to raise
+    it fails under a low `ulimit -l` (it then warns "couldn't set RLIMIT_MEMLOCK")."""
+    hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)[1]
+    for limits in ((resource.RLIM_INFINITY, resource.RLIM_INFINITY), (hard, hard)):
+        try:
+            resource.setrlimit(resource.RLIMIT_MEMLOCK, limits)
+            return
+        except (OSError, ValueError):
+            continue
