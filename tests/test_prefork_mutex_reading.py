@@ -52,6 +52,9 @@ def test_a_running_child_beside_one_waiting_for_the_lock_takes_it_too() -> None:
     assert "wait for a lock" in verdict.evidence[0] and "are running (they take the lock" in verdict.evidence[0]
     # no lock waiter: a running child is still taken for its epoll's waiter, as a herd worker's is (uWSGI's)
     assert classify([holder(101), busy(103)], LISTENERS, PARENT, {}).mechanism == "epoll-herd"
+    # no holder seen waiting on the listener: the running one may hold the lock (uWSGI's thunder lock under load)
+    alone = classify([loser(102), busy(103)], LISTENERS, PARENT, {})
+    assert alone.mechanism == "accept-mutex" and alone.waiters == ((103, 103),)
     # a lock waiter of another parent says nothing of this one's children
     other = Seen(200, 200, "futex", "lock", holds=HELD)
     assert classify([holder(101), busy(103), other], LISTENERS, {**PARENT, 200: 2}, {}).mechanism == "epoll-herd"

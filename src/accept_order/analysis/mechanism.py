@@ -240,10 +240,16 @@ def _how(loser: Seen) -> str:
 
 def _lock_takers(seen: Sequence[Seen], parent: Mapping[int, int]) -> list[Seen]:
     """A running thread taken for a waiter on its listeners (its epoll's, or accept()'s on a blocking socket) is a
-    lock taker where a sibling holding one of them waits for a lock: it takes that lock too before it waits. Apache
-    prefork's children with two Listens, every one busy but the one waiting for the mutex, read as an epoll herd:
-    each holds an epoll that watches the listeners (APR's pollset), waited in only by the mutex's holder."""
+    lock taker where a sibling holding one of them waits for a lock and another waits on them, the lock's holder:
+    it takes that lock too before it waits. Apache prefork's children with two Listens, busy but for the one
+    waiting for the mutex and its holder, read as an epoll herd: each holds an epoll that watches the listeners
+    (APR's pollset), waited in only by the mutex's holder. With no holder seen waiting, a running one may be it
+    (between its wakeup and its unlock: uWSGI's thunder lock under load), and they stay as they were."""
     locked = {(parent.get(s.pid), i) for s in seen if s.via == "lock" and s.call != "running" for i in s.holds}
+    held = {
+        (parent.get(s.pid), i) for s in seen if s.via in WAITS_ON_LISTENER and s.call != "running" for i in s.listeners
+    }
+    locked &= held
     if not locked:
         return list(seen)
     return [
