@@ -26,6 +26,8 @@ from .report import (
     interrupted_note,
     load_notes,
     mmhistogram,
+    own_failures,
+    under_way,
     unseen_parts,
 )
 from .result import LatencyResult
@@ -101,7 +103,8 @@ def sweep_report(results: Sequence[LatencyResult], stopped: str | None = None) -
             Text(f"Note: mode {server.mode} accepts one connection per wakeup whatever the cap.", style="yellow")
         )
     for r in results:
-        errors = errors_block(r.errors, r.driven, finished_unit(r.load))
+        # the connections a stop found under way are the stop's, said apart (as latency's report says them)
+        errors = errors_block(own_failures(r), r.driven, finished_unit(r.load), under_way(r))
         if errors:
             parts.append(Text(f"{sweep_name(r)}: ", style="bold"))
             parts.append(errors)
