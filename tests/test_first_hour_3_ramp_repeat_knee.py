@@ -57,7 +57,7 @@ def test_the_knee_over_an_even_count_of_runs_is_a_step_that_ran() -> None:
 
 def test_a_run_that_held_every_step_has_no_knee_to_count() -> None:
     row = _epoll_row([_ramp("epoll", [True, True, False]), _ramp("epoll", [True, True, True, True])])
-    assert row.startswith("1000/s (1000-1000); every step held in 1 2000/s (2000-2000); every step held in 1"), row
+    assert row.startswith("1000/s in 1/2; every step held in 1/2 2000/s in 1/2; every step held in 1/2"), row
     assert _epoll_row([_ramp("epoll", [True] * 4)] * 2).startswith("every step held in 2/2")
 
 

@@ -39,8 +39,8 @@ def test_a_worker_not_gone_says_which_wait_and_why(tmp_path: Path) -> None:
     assert "had not gone 3 s after it was told to leave" in verdict, verdict
     assert "once the load's duration was over: no new connection came to wake it" in verdict, verdict
     assert "after the timeout" not in "\n".join(lines)
-    footer = next(line for line in lines if " goes " in line)
-    assert "worker 0 goes after 100 ms, once the load's duration was over;" in footer, footer
+    footer = next(line for line in lines if " worker 0 is " in line)
+    assert "worker 0 is told to leave after 100 ms, once the load's duration was over;" in footer, footer
 
 
 def test_a_worker_not_gone_within_the_load_names_the_wait_only(tmp_path: Path) -> None:
@@ -50,14 +50,14 @@ def test_a_worker_not_gone_within_the_load_names_the_wait_only(tmp_path: Path) -
     lines = _show(tmp_path, "reload.json", data)
     verdict = next(line for line in lines if "had not gone" in line)
     assert "had not gone 3 s after it was told to leave; lost" in verdict, verdict
-    footer = next(line for line in lines if " goes " in line)
-    assert "goes after 500 ms;" in footer, footer
+    footer = next(line for line in lines if " worker 0 is " in line)
+    assert "is told to leave after 500 ms;" in footer, footer
 
 
 def test_some_runs_after_the_load(tmp_path: Path) -> None:
     data = json.loads(GOLDEN.joinpath("reload.json").read_text())
     _short_load(data["runs"][0], gone=True)
-    footer = next(line for line in _show(tmp_path, "reload.json", data) if " goes " in line)
+    footer = next(line for line in _show(tmp_path, "reload.json", data) if " worker 0 is " in line)
     assert "once the load's duration was over in 1 of 3 runs;" in footer, footer
 
 
@@ -65,8 +65,8 @@ def test_never_says_why(tmp_path: Path) -> None:
     data = json.loads(GOLDEN.joinpath("reload.json").read_text())
     for run in data["runs"]:
         run.update(at_s=None, gone_s=None)
-    footer = next(line for line in _show(tmp_path, "reload.json", data) if " goes " in line)
-    assert "worker 0 goes never: the load ended first;" in footer, footer
+    footer = next(line for line in _show(tmp_path, "reload.json", data) if " worker 0 is " in line)
+    assert "worker 0 is never told to leave: the load ended first;" in footer, footer
 
 
 def test_repeat_footer_says_the_same(tmp_path: Path) -> None:
@@ -74,25 +74,25 @@ def test_repeat_footer_says_the_same(tmp_path: Path) -> None:
     for row in data["rounds"]:
         for run in row:
             _short_load(run, gone=True)
-    footer = next(line for line in _show(tmp_path, "repeat.json", data) if " goes " in line)
-    assert "goes after 100 ms, once the load's duration was over;" in footer, footer
+    footer = next(line for line in _show(tmp_path, "repeat.json", data) if " worker 0 is " in line)
+    assert "is told to leave after 100 ms, once the load's duration was over;" in footer, footer
     for row in data["rounds"]:
         for run in row:
             run.update(at_s=None, gone_s=None)
-    footer = next(line for line in _show(tmp_path, "repeat.json", data) if " goes " in line)
-    assert "goes never: the load ended first;" in footer, footer
+    footer = next(line for line in _show(tmp_path, "repeat.json", data) if " worker 0 is " in line)
+    assert "is never told to leave: the load ended first;" in footer, footer
 
 
 def test_a_timeout_in_the_failed_column_names_the_clients_timeout(tmp_path: Path) -> None:
     data = json.loads(GOLDEN.joinpath("reload.json").read_text())
-    footer = next(line for line in _show(tmp_path, "reload.json", data) if " goes " in line)
+    footer = next(line for line in _show(tmp_path, "reload.json", data) if " worker 0 is " in line)
     assert "--timeout" not in footer, footer  # said only where a connection timed out
     data["runs"][1]["errors"] = {"timeout": 32}
     data["runs"][1]["load"]["timeout_s"] = 2.5
     data["runs"][0]["load"]["timeout_s"] = 2.5
     lines = _show(tmp_path, "reload.json", data)
     assert any("timeout 32" in line for line in lines), lines
-    footer = next(line for line in lines if " goes " in line)
+    footer = next(line for line in lines if " worker 0 is " in line)
     assert "; timeout: a connection not answered within --timeout 2.5 s;" in footer, footer
 
 

@@ -79,12 +79,13 @@ def test_rounds_interleave_the_variants() -> None:
 
 def test_a_signal_after_a_rounds_last_load_keeps_the_round() -> None:
     """The last variant of round 2 finished its load, then a signal came (RunInterrupted with its whole
-    result): round 2 is complete and kept; a signal that cut a load short leaves its round out."""
+    result): round 2 is complete and kept; a signal that cut a load short leaves its round out of the rounds,
+    kept apart as the cut round (its finished variants, then the part of the one it cut)."""
     from types import SimpleNamespace
 
     from accept_order.experiments.session import RunInterrupted
 
-    def run(signal_at: int, whole: bool) -> list[list[object]]:
+    def run(signal_at: int, whole: bool) -> tuple[list[list[str]], list[str]]:
         calls = iter(range(10))
 
         def one(v: str) -> object:
@@ -94,11 +95,14 @@ def test_a_signal_after_a_rounds_last_load_keeps_the_round() -> None:
 
         with pytest.raises(RunInterrupted) as stop:
             interleaved(["A", "B"], 3, one)
-        return [[r.name for r in row] for row in stop.value.results]  # type: ignore[attr-defined]
+        (so_far,) = stop.value.results  # type: ignore[attr-defined]
+        assert so_far.asked == 3 and so_far.variants == 2
+        return [[r.name for r in row] for row in so_far.rounds], [r.name for r in so_far.cut]
 
-    assert run(3, whole=True) == [["A", "B"], ["A", "B"]]
-    assert run(3, whole=False) == [["A", "B"]]
-    assert run(2, whole=True) == [["A", "B"]]  # round 2's first variant: the round is not complete
+    assert run(3, whole=True) == ([["A", "B"], ["A", "B"]], [])
+    assert run(3, whole=False) == ([["A", "B"]], ["A", "B"])
+    assert run(2, whole=True) == ([["A", "B"]], ["A"])  # round 2's first variant: the round is not complete
+    assert run(1, whole=False) == ([], ["A", "B"])  # the first round cut: its finished variant is not lost
 
 
 def test_spread_is_median_and_range() -> None:

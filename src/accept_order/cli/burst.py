@@ -97,7 +97,7 @@ def burst(
     server and mode."""
     from ..api import burst as run_bursts
     from ..core.spec import ConcurrentLoad
-    from ..experiments.burst.report import burst_report
+    from ..experiments.burst.experiment import report as burst_report  # the table, and what a stop cut
     from ..experiments.burst.result import BurstResult
     from ..experiments.burst.run import BurstPlan, make_room
     from ..servers.registry import refuse_closing, variants

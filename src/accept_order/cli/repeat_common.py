@@ -45,10 +45,18 @@ def run_repeated(
     before = snapshot()
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
-    def save(done: Sequence[Sequence[Any]], interrupted: bool = False, stopped: str | None = None) -> None:
+    def save(done: Sequence[Sequence[Any]], cut: Sequence[Any] = (), **stop: Any) -> None:
+        """The rounds that finished, the runs of the one a stop cut short, and the stop (interrupted, stopped)."""
         machine = {"before": before, "after": snapshot()}
-        result = repeated(of, done, skipped, machine, cpus, interrupted, notes, stopped)
+        result = repeated(
+            of, done, skipped, machine, cpus, notes=notes, cut=cut, asked=rounds, variants=len(variants), **stop
+        )
         report_and_save(lambda: report(result), json_path, "repeat", result)
+
+    def save_so_far(kept: Sequence[Any], **stop: Any) -> None:
+        """What a stop left (one SoFar): the rounds that finished, and the round it cut short apart."""
+        (so_far,) = kept
+        save(so_far.rounds, so_far.cut, **stop)
 
     # "run k of N" counts every run of every round; the bars' labels read it (their own `progress`)
     progress = progress or RunProgress(0)
@@ -58,7 +66,9 @@ def run_repeated(
         progress.next()
         return run_one(variant)
 
-    kept = keep_partial(lambda done: save(done, interrupted=True), lambda done, why: save(done, stopped=why))
+    kept = keep_partial(
+        lambda kept: save_so_far(kept, interrupted=True), lambda kept, why: save_so_far(kept, stopped=why)
+    )
     with kept, progress.heartbeat():
         done = interleaved(variants, rounds, counted)
     save(done)

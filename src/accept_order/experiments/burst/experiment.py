@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.console import Group, RenderableType
+from rich.text import Text
+
 from ...core.totals import loops_ran
 from ...results import export
 from ..parts import Experiment, lazy
@@ -32,11 +35,22 @@ def hosts(runs: list[dict[str, Any]]) -> str:
     return export.part_hosts(runs, "cells", "clients", "clients")
 
 
+def report(result: BurstResult) -> RenderableType:
+    """The table, and after it, when a signal stopped the runs, which column it cut and that the modes after it
+    never ran (their columns are missing, not empty: burst --modes a,b stopped in b showed a alone, unsaid)."""
+    if not result.interrupted:
+        return burst_report(result)
+    cut = [run.server.label for run in result.runs if run.interrupted]
+    said = f"the {cut[-1]} column is the bursts until then" if cut else "the columns are the runs that finished"
+    line = Text(f"Stopped early: interrupted; {said}, and no later variant ran.", style="bold yellow")
+    return Group(burst_report(result), line)
+
+
 BURST: Experiment[BurstResult] = Experiment(
     kind="burst",
     load=BurstResult.from_dict,
     shape_of=lambda: BURST_SHAPE,
-    report=burst_report,
+    report=report,
     figure=lazy("accept_order.experiments.burst.plot", "burst_figure"),
     tables={"steps": steps, "hosts": hosts},
     several=True,

@@ -93,8 +93,12 @@ def pattern(said: str) -> str:
     """A reason or an observation without its figures, so the runs can be counted together ("p99 184.6 ms >
     20 ms" and "p99 328.4 ms > 20 ms" are one reason: "p99 N ms > 20 ms")."""
     head, bound = said.split(" > ", 1) if " > " in said else (said, None)
-    head = _FIGURE.sub("N", head)
+    # one figure's noun in the singular: 'up to 1 connection waited' and 'up to 20 connections waited' are one
+    head = _AFTER_A_FIGURE.sub(r"N \1", _FIGURE.sub("N", head))
     return f"{head} > {bound}" if bound is not None else head
+
+
+_AFTER_A_FIGURE = re.compile(r"\bN (\w+?)s\b")
 
 
 def _figures(said: str) -> list[float]:
@@ -113,7 +117,9 @@ def with_ranges(saids: list[str]) -> str:
     range goes where its figure stood in the first run's words, not at an N (ECONNREFUSED and SYN have theirs)."""
     columns = list(zip(*(_figures(x) for x in saids), strict=True))
     spans = iter(_number(min(v)) if min(v) == max(v) else f"{_number(min(v))}-{_number(max(v))}" for v in columns)
-    head, bound = saids[0].split(" > ", 1) if " > " in saids[0] else (saids[0], None)
+    # the words of a run whose figures are not all 1: a range's noun in the plural ('1-20 connections')
+    words = next((x for x in saids if any(f != 1 for f in _figures(x))), saids[0])
+    head, bound = words.split(" > ", 1) if " > " in words else (words, None)
     head = _FIGURE.sub(lambda _: next(spans), head)
     return f"{head} > {bound}" if bound is not None else head
 
@@ -142,10 +148,13 @@ def broke_lines(label: str, runs: list[RampResult]) -> list[Text]:
     return lines
 
 
-def _steps_spread(known: list[float], kind: str) -> str:
+def _steps_spread(known: list[float], kind: str, n: int) -> str:
     """Median (range) of steps the runs ran: of an even count the lower middle one, a step that was offered
-    (the median of 1000/s and 2000/s read '1500/s', a load no run offered)."""
-    return f"{offered_text(kind, statistics.median_low(known))} ({min(known):g}-{max(known):g})"
+    (the median of 1000/s and 2000/s read '1500/s', a load no run offered); of one run its step alone (not
+    '300/s (300-300)'). `n` runs in all: where fewer had one, in how many ('300/s in 1/2')."""
+    said = offered_text(kind, statistics.median_low(known))
+    said += f" ({min(known):g}-{max(known):g})" if len(known) > 1 else ""
+    return said + (f" in {len(known)}/{n}" if len(known) < n else "")
 
 
 def _spread(values: list[float | None], kind: str, missing: str) -> str:
@@ -154,7 +163,7 @@ def _spread(values: list[float | None], kind: str, missing: str) -> str:
     gone = len(values) - len(known)
     if not known:
         return f"{missing} in {gone}/{len(values)}"
-    return _steps_spread(known, kind) + (f"; {missing} in {gone}" if gone else "")
+    return _steps_spread(known, kind, len(values)) + (f"; {missing} in {gone}/{len(values)}" if gone else "")
 
 
 def _knee_spread(runs: list[RampResult], kind: str) -> str:
@@ -165,9 +174,9 @@ def _knee_spread(runs: list[RampResult], kind: str) -> str:
     none_held = sum(broke_at(r) is not None and knee(r) is None for r in runs)
     cut = sum(broke_at(r) is None and r.cut_short for r in runs)
     all_held = n - len(known) - none_held - cut
-    parts = [_steps_spread(known, kind)] if known else []
+    parts = [_steps_spread(known, kind, n)] if known else []
     for count, what in ((none_held, "no step held"), (all_held, "every step held"), (cut, "interrupted")):
-        parts += [f"{what} in {count}" + ("" if known else f"/{n}")] if count else []
+        parts += [f"{what} in {count}/{n}"] if count else []
     return "; ".join(parts)
 
 
@@ -178,16 +187,24 @@ def _broke_spread(runs: list[RampResult], kind: str) -> str:
         return _spread([broke_at(r) for r in runs], kind, "every step held")
     known = [b for r in runs if (b := broke_at(r)) is not None]
     held = len(runs) - cut - len(known)
-    parts = [_steps_spread(known, kind)] if known else []
+    parts = [_steps_spread(known, kind, len(runs))] if known else []
     parts += [f"every step held in {held}/{len(runs)}"] if held else []
     return "; ".join([*parts, f"interrupted in {cut}/{len(runs)}"])
 
 
 def report(rounds: Rounds) -> list[RenderableType]:
+    """--repeat's: each mode's knee over the runs, however many finished (one, when a stop cut the rest)."""
+    return _report(rounds, single=False)
+
+
+def report_once(rounds: Rounds) -> list[RenderableType]:
+    """ramp --modes without --repeat: one round, whose steps are the result ('ramp --modes epoll,reuseport'
+    showed a knee per mode and no step: no got/s, no p99, no failures), each mode's table above the comparison."""
+    return _report(rounds[:1], single=True)
+
+
+def _report(rounds: Rounds, single: bool) -> list[RenderableType]:
     variants = by_variant(RAMP_REPEATED, rounds)
-    # ramp --modes without --repeat: one round, whose steps are the result ('ramp --modes epoll,reuseport' showed
-    # a knee per mode and no step: no got/s, no p99, no failures), each mode's table above the comparison
-    single = len(rounds) == 1
     steps: list[RenderableType] = []
     for run in rounds[0] if single else ():
         steps += [Text(run.server.label, style="bold"), ramp_table(run, title=None)]
@@ -289,6 +306,8 @@ RAMP_REPEATED = Repeated(
     shape=RAMP_SHAPE,
     names=each(_name),
     report=report,
+    report_once=report_once,
+    reads_cut_runs=True,  # its report says a run cut short as one ('held to 600/s, then interrupted')
     # kind: rate or concurrency, as the steps table names it ('loop' held it, a name other tables give io_uring)
     columns=("run", "kind", "offered", "got_per_s", "failed", "p50_us", "p99_us", "p999_us", "held"),
     rows=_rows,

@@ -109,7 +109,7 @@ def report(rounds: Rounds) -> list[RenderableType]:
         Text("median (min-max) over the runs; lost: connections that failed; reset: by ECONNRESET", style="dim"),
         Text(LEGEND, style="dim"),
         Text(
-            f"{plural(first.server.workers, 'worker')}, worker {first.worker} goes {went}; "
+            f"{plural(first.server.workers, 'worker')}, worker {first.worker} {went}; "
             f"closed-loop load of {load.concurrency} for {ran} per run, work {work}",
             style="dim",
         ),

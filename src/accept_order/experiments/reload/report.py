@@ -13,6 +13,7 @@ from ...core.cpus import format_cpu_list
 from ...core.protocol import ABORTED, TIMEOUT
 from ...render.evidence import PRIVATE_SHORT
 from ...render.fit import key_columns
+from ...render.stopped import stopped_early
 from ...render.text import duration_us, durations_us, plural
 from .result import GONE_TIMEOUT_S, MIGRATE, MIGRATE_FAILED, ReloadResult, ReloadRun
 
@@ -67,16 +68,28 @@ def _after_the_load(run: ReloadRun) -> bool:
 
 
 def went_text(runs: Sequence[ReloadRun], stopped: bool, at: str) -> str:
-    """When the worker went (`at`: the earliest, as the line's other durations are written), for a report's
-    footer: `after 500 ms`; `never` said with why (a stop, or the loads ending first); a going after the load's
-    end said as such."""
+    """When the worker was told to go (`at`: the earliest, as the line's other durations are written), for a
+    report's footer after 'worker N': `is told to leave after 500 ms` (leave), `is sent SIGKILL after 500 ms`
+    (kill). The footer said 'goes after 100 ms' beside a verdict that it had not gone: this is when it was told,
+    whether it went is the verdict's. `never` said with why (a stop, or the loads ending first); a telling
+    after the load's end said as such."""
+    told = _told({r.how for r in runs})
     if not any(r.at_s is not None for r in runs):
-        return "never (the run was stopped first)" if stopped else "never: the load ended first"
+        never = told.replace("is ", "is never ", 1)
+        return f"{never} (the run was stopped first)" if stopped else f"{never}: the load ended first"
     late = [r for r in runs if _after_the_load(r)]
     if not late:
-        return f"after {at}"
+        return f"{told} after {at}"
     every = "" if len(late) == len(runs) else f" in {len(late)} of {len(runs)} runs"
-    return f"after {at}, once the load's duration was over{every}"
+    return f"{told} after {at}, once the load's duration was over{every}"
+
+
+def _told(hows: set[str]) -> str:
+    """What was done to the worker, by how it was to go (the runs of a report may have both)."""
+    said = {"leave": "told to leave", "kill": "sent SIGKILL"}
+    if len(hows) == 1 and (how := next(iter(hows))) in said:
+        return f"is {said[how]}"
+    return "is told to leave (leave) or sent SIGKILL (kill)"
 
 
 def earliest_going(runs: Sequence[ReloadRun]) -> float:
@@ -136,7 +149,7 @@ def reload_report(result: ReloadResult) -> RenderableType:
         pinned = f" (load generator on CPUs {format_cpu_list(load.cpus)})" if load.cpus else ""
         parts.append(
             Text(
-                f"{plural(first.server.workers, 'worker')}, worker {first.worker} goes {went}; closed-loop "
+                f"{plural(first.server.workers, 'worker')}, worker {first.worker} {went}; closed-loop "
                 f"load of {load.concurrency} for {ran} per run{pinned}, work {work}{_gave_up(result.runs)}; "
                 f"{env.system} {env.kernel}, {plural(env.cpu_count, 'CPU')}; counters from a {PRIVATE_SHORT}"
             )
@@ -159,4 +172,6 @@ def reload_report(result: ReloadResult) -> RenderableType:
         parts.append(
             Text(f"The host's net.ipv4.tcp_migrate_req ({result.host_migrate_req}) was not changed.", style="dim")
         )
+    if result.interrupted:  # the variants after the one it cut have no row: missing, not empty
+        parts.append(stopped_early([run_name(r) for r in result.runs if r.interrupted]))
     return Group(*parts)

@@ -51,16 +51,7 @@ def workers(docs: list[Document]) -> str:
 
 
 def report(result: RepeatResult) -> RenderableType:
-    return repeat_report(
-        result.of,
-        result.rounds,
-        result.skipped,
-        result.machine,
-        result.cpus,
-        result.notes,
-        result.interrupted,
-        result.stopped,
-    )
+    return repeat_report(result)
 
 
 REPEAT: Experiment[RepeatResult] = Experiment(

@@ -37,7 +37,8 @@ class Repeated:
     number) under `columns` and `worker_columns`, then `kept_columns` and `kept_worker_columns` (cells a run
     of one request per connection leaves empty: the tables have them only when some run fills one, so that
     files without kept connections export as before); `value(run)`: the figure the picture draws per run,
-    named by `what`; `command`: the command that saves it, as the picture's title names it (`of` when empty)."""
+    named by `what`; `command`: the command that saves it, as the picture's title names it (`of` when empty);
+    `report_once`, `reads_cut_runs`: see below."""
 
     of: str
     load: Callable[[Document], Any]
@@ -58,6 +59,12 @@ class Repeated:
     # figure(rounds, options): a picture of its own instead of `value` per round, where one figure per run says
     # too little (a ramp's knee, of curves a colleague reads by their shape)
     figure: Callable[[Rounds, Any], Any] | None = None
+    # report_once(rounds): the report of one round asked for (ramp --modes without --repeat: one run of each, said
+    # as one run, not as medians 'in 1/1'); None: `report` for any number
+    report_once: Callable[[Rounds], list[RenderableType]] | None = None
+    # its report reads a run a stop cut short (a ramp's steps so far: 'held to 600/s, then interrupted'): where
+    # no round finished, the cut round shows that run beside the ones that finished
+    reads_cut_runs: bool = False
 
 
 def each(name: Callable[[Any], str]) -> Callable[[Sequence[Any]], list[str]]:

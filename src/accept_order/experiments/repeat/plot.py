@@ -17,9 +17,10 @@ if TYPE_CHECKING:
 
 def repeat_figure(repeated: RepeatResult, options: PlotOptions) -> Figure:
     from .kinds import first_environment, repeated_of
+    from .report import shown_rounds
 
     kind = repeated_of(repeated.of)  # the experiment says what to draw
-    rounds: list[list[Any]] = [list(row) for row in repeated.rounds]
+    rounds: list[list[Any]] = shown_rounds(kind, repeated)  # those the report shows (a stop's cut round alone)
     if kind.figure is not None and rounds:
         return kind.figure(rounds, options)
     fig = new_figure()

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...core.run_warnings import RunWarning, WarningKind, warn
-from ...results.schema import Anything, ListOf, OneOf, SchemaError, child, derive
+from ...results.schema import Anything, Integer, ListOf, OneOf, SchemaError, child, derive
 from ...results.shapes import MACHINE, NOTES, SKIPPED
 from .kinds import REPEATED, repeated_of
 
@@ -30,6 +30,16 @@ class RepeatResult:
     interrupted: bool = False
     notes: tuple[str, ...] = ()
     stopped: str | None = None  # an error ended the runs after some rounds: why (the rounds are those before it)
+    # The round a stop cut short: its variants that finished, in order, then the part of the one it stopped (marked
+    # interrupted or stopped) when it kept one. Kept apart from `rounds`: its variants are not comparable with theirs.
+    cut: tuple[Any, ...] = ()
+    asked: int | None = None  # the rounds asked for (None: a file from before that said so only by its rounds)
+    variants: int | None = None  # how many each round runs (None: unknown, in a file from before)
+
+    @property
+    def once(self) -> bool:
+        """One round was asked for (ramp --modes without --repeat): nothing was interleaved or repeated."""
+        return self.asked == 1
 
     def to_dict(self) -> dict[str, Any]:
         doc: dict[str, Any] = {
@@ -40,6 +50,11 @@ class RepeatResult:
         }
         doc |= {"notes": list(self.notes)} if self.notes else {}
         doc |= {"stopped": self.stopped} if self.stopped is not None else {}
+        doc |= {"cut_round": [r.to_dict() for r in self.cut]} if self.cut else {}
+        # a run that ended as asked says how many rounds by its rounds (its file as before)
+        ended_early = self.interrupted or self.stopped is not None
+        doc |= {"rounds_asked": self.asked} if ended_early and self.asked is not None else {}
+        doc |= {"variants": self.variants} if ended_early and self.variants is not None else {}
         return doc | ({"interrupted": True} if self.interrupted else {})
 
     @classmethod
@@ -49,12 +64,16 @@ class RepeatResult:
         of = data["of"]
         build = repeated_of(of).load
         rounds = tuple(tuple(build(r) for r in row) for row in data["rounds"])
-        env = next((e for row in rounds for r in row if (e := r.environment) is not None), None)
+        cut = tuple(build(r) for r in data.get("cut_round", []))
+        env = next((e for row in (*rounds, cut) for r in row if (e := r.environment) is not None), None)
         cpus = env.cpu_count if env is not None else 1
         notes = tuple(str(n) for n in data.get("notes", []))
         interrupted = bool(data.get("interrupted", False))
         stopped = data.get("stopped")
-        return cls(of, rounds, skipped_map(data), data.get("machine", {}), cpus, interrupted, notes, stopped)
+        asked = data.get("rounds_asked", None if interrupted or stopped is not None else len(rounds))
+        variants = data.get("variants", len(rounds[0]) if rounds else None)
+        machine = data.get("machine", {})
+        return cls(of, rounds, skipped_map(data), machine, cpus, interrupted, notes, stopped, cut, asked, variants)
 
 
 def repeated(
@@ -66,10 +85,15 @@ def repeated(
     interrupted: bool = False,
     notes: Sequence[str] = (),
     stopped: str | None = None,
+    cut: Sequence[Any] = (),
+    asked: int | None = None,
+    variants: int | None = None,
 ) -> RepeatResult:
-    """The result a `--repeat` run saves, from the rounds that finished (`stopped`: the error that ended it)."""
+    """The result a `--repeat` run saves, from the rounds that finished (`stopped`: the error that ended it;
+    `cut`: the runs of the round the stop cut short; `asked`: the rounds asked for, of `variants` each)."""
     rows = tuple(tuple(row) for row in rounds)
-    return RepeatResult(of, rows, skipped, machine, cpus, interrupted, tuple(notes), stopped)
+    stop = (interrupted, tuple(notes), stopped, tuple(cut), asked, variants)
+    return RepeatResult(of, rows, skipped, machine, cpus, *stop)
 
 
 def machine_warnings(before: dict[str, Any], after: dict[str, Any], cpus: int) -> list[RunWarning]:
@@ -97,6 +121,11 @@ def _rounds_of_their_kind(doc: Mapping[str, Any], at: str) -> None:
             raise SchemaError(child(at, "rounds"), f"round {i} has {len(row)} runs, round 0 {len(rounds[0])}")
         for j, run in enumerate(row):
             shape.check(run, child(child(child(at, "rounds"), i), j))
+    cut = doc.get("cut_round", [])
+    if rounds and len(cut) > len(rounds[0]):
+        raise SchemaError(child(at, "cut_round"), f"{len(cut)} runs, more than a round's {len(rounds[0])}")
+    for j, run in enumerate(cut):
+        shape.check(run, child(child(at, "cut_round"), j))
 
 
 REPEAT_SHAPE = derive(
@@ -106,6 +135,9 @@ REPEAT_SHAPE = derive(
     skipped=SKIPPED,
     machine=MACHINE,
     notes=NOTES,
-    omit=("cpus",),
+    cut_round=ListOf(Anything()),
+    rounds_asked=Integer(1),
+    variants=Integer(1),
+    omit=("cpus", "cut", "asked"),
     rules=(_rounds_of_their_kind,),
 )
