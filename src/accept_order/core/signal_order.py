@@ -33,7 +33,10 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # the latch's (core/si
 
 # struct sigaction as glibc and musl lay it out on these machines: handler, sa_mask (1,024 bits), sa_flags,
 # sa_restorer. MIPS puts sa_flags first and s390x puts sa_mask last: elsewhere the masks are left as Python set them.
+# The machine does not name the C library: Android's bionic (Termux's Python) puts sa_flags first on aarch64 and
+# x86_64 too, so what is read is checked to be what Python wrote (_as_python_set) before anything is written back.
 _KNOWN_LAYOUT = {"x86_64", "aarch64", "arm64", "riscv64", "ppc64le", "i386", "i486", "i586", "i686", "armv7l"}
+SA_ONSTACK = 0x08000000  # its value on the machines above (Alpha's, PA-RISC's, SPARC's differ); Python sets it
 
 
 def one_handler_at_a_time() -> bool:
@@ -65,12 +68,27 @@ def one_handler_at_a_time() -> bool:
                 continue
             if action.handler in (None, 0, 1):  # SIG_DFL, SIG_IGN: no handler to run
                 continue
+            if not _as_python_set(action.flags, list(action.mask[: 64 // bits]), bits):
+                done = False  # another layout (or not Python's handler): a write could scramble the handler
+                continue
             for other in SIGNALS:
                 action.mask[(other - 1) // bits] |= 1 << ((other - 1) % bits)
             done = libc().sigaction(sig, ctypes.byref(action), None) == 0 and done
     except (OSError, AttributeError):  # no libc to load, or one without sigaction (a static interpreter)
         return False
     return done
+
+
+def _as_python_set(flags: int, mask: list[int], bits: int) -> bool:
+    """Whether a struct sigaction read in the layout above holds what Python's signal.signal installs (sa_flags
+    with SA_ONSTACK, an empty sa_mask) or what this module made of it (the three in sa_mask). Read in another
+    layout, a field lands elsewhere: bionic's sa_flags first puts the handler's address where sa_mask's first
+    word is read. `mask` is the kernel's 64 signals only: glibc copies its whole 1,024-bit sa_mask out of a
+    struct the kernel filled 64 bits of, the rest whatever its stack held (the kernel reads 64 bits back)."""
+    ours = [0] * len(mask)
+    for sig in SIGNALS:
+        ours[(sig - 1) // bits] |= 1 << ((sig - 1) % bits)
+    return bool(flags & SA_ONSTACK) and all(word & ~own == 0 for word, own in zip(mask, ours, strict=True))
 
 
 @contextmanager
