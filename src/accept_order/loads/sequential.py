@@ -250,9 +250,13 @@ def _one_at_a_time(
                             break
                         if died is not None and now >= next_check:
                             next_check = now + slice_ns
-                            if died(0):
-                                target.check_alive()  # raises WorkerError naming the worker that exited
-                        for ready, events in poll(DEATH_CHECK_MS if left > slice_ns else math.ceil(left / 1e6)):
+                            # a worker exited: what its reply left in the socket is taken before that is said (a
+                            # worker that answers, closes and exits has served this one; the stop lost it)
+                            gone = bool(died(0))
+                        else:
+                            gone = False
+                        wait_ms = 0 if gone else DEATH_CHECK_MS if left > slice_ns else math.ceil(left / 1e6)
+                        for ready, events in poll(wait_ms):
                             if ready != fd:
                                 dead = True
                             elif events == with_fin:  # the reply and the FIN, nothing else: one recv takes both
@@ -270,7 +274,9 @@ def _one_at_a_time(
                                         modify(fd, READABLE)
                             else:
                                 data, done, error = take(sock, data, events, holds_socket)
-                        if dead and not done:
+                        if gone and done:
+                            dead = True  # recorded below as served, then the exit is said
+                        elif gone or dead and not done:
                             target.check_alive()  # raises WorkerError naming the worker that exited
                     unregister(fd)
             except BaseException:
