@@ -45,9 +45,22 @@ WHY = (
 )
 
 
-def unseen_note(spec: ServerSpec) -> str | None:
-    """What a report of a load at a server elsewhere says it could not measure; None for any other server."""
-    return UNSEEN.format(label=RemoteKind().label(spec)) if spec.kind == RemoteKind.name else None
+# The same where observe ran on the server's host (--observe-on) and brought home what it can read there.
+UNSEEN_OBSERVED = (
+    "{label}: a server elsewhere, its workers known by their replies only (each by the pid it named; -w is "
+    "the least there are, and more that answered are added). observe on its host (--observe-on, below) counted "
+    "each worker's accepts and CPU and the server's listen counters; still missing, as its processes cannot be "
+    "seen from here: the workers' own counts and the listeners' queues, and the model check and whether the "
+    "client's CPU set the pace; the kernel counters shown are this host's."
+)
+
+
+def unseen_note(spec: ServerSpec, observed: bool = False) -> str | None:
+    """What a report of a load at a server elsewhere says it could not measure (less what --observe-on brought
+    from the server's host, where `observed`); None for any other server."""
+    if spec.kind != RemoteKind.name:
+        return None
+    return (UNSEEN_OBSERVED if observed else UNSEEN).format(label=RemoteKind().label(spec))
 
 
 class RemoteServer(Closing):

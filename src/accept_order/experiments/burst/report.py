@@ -132,13 +132,15 @@ def burst_report(result: BurstResult) -> RenderableType:
         parts.append(Text("Per burst: served per worker, failures, kernel counters", style="bold"))
         for run in result.runs:
             parts += _details(run)
-        parts += [Text(note, style="yellow") for run in result.runs if (note := unseen_note(run.server))]
+        for run in result.runs:  # less what --observe-on brought from the server's host
+            note = unseen_note(run.server, any(c.observed_on for c in run.cells))
+            parts += [Text(note, style="yellow")] if note else []
         parts += launch_parts(run.server for run in result.runs)
         for run in result.runs:
             unnamed = target_unanswered_note(run.server, ((sum(c.served), c.errors) for c in run.cells))
             parts += [unnamed] if unnamed is not None else []
         for run in result.runs:  # --client-hosts: how each burst's hosts shared it
-            cells = [HostsPart(str(c.clients), c.hosts, c.wall_s) for c in run.cells]
+            cells = [HostsPart(str(c.clients), c.hosts, c.wall_s, None, c.interrupted) for c in run.cells]
             parts += host_parts(cells, "clients", f"{run.server.label}: per client host")
         parts += _observed(result)
     for name, reason in result.skipped.items():

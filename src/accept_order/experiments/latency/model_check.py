@@ -211,14 +211,13 @@ def seen_besides_queueing(result: LatencyResult, name: Callable[[LatencyResult],
     if any(w.kind in client for w in warnings):
         seen.append(f"the load generator was short of CPU during {label}")
     else:
-        # The model gives each worker a CPU of its own and the client none of theirs. A client on the workers'
-        # CPUs (no --load-cpus) reads a reply only when a busy-looping worker lets it run: that wait is timed.
+        # The model gives each worker a CPU of its own and the client none of theirs. A client that waits for a CPU
+        # (the workers', without --load-cpus; or its client hosts') reads a reply late: that wait is timed.
         waited = max(((d.runqueue_s or 0) / d.wall_s for d in result.drivers if d.wall_s), default=0.0)
-        if not result.load.cpus and waited > CLIENT_WAIT:
-            seen.append(
-                f"the load generator shared the workers' CPUs during {label} (it waited for one {100 * waited:.0f}% "
-                "of its time; --load-cpus gives it its own)"
-            )
+        if waited > CLIENT_WAIT and (result.hosts or not result.load.cpus):
+            where = "ran on CPUs of its client hosts" if result.hosts else "shared the workers' CPUs"
+            hint = "" if result.hosts else "; --load-cpus gives it its own"
+            seen.append(f"the load generator {where} during {label} (it waited for one {waited:.0%} of its time{hint})")
     late = result.late  # an open loop's connections that waited for one of the generator's -c slots
     if late and overload(result, name) is None:  # an overloaded run says so in its own lead
         seen.append(

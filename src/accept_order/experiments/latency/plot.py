@@ -21,6 +21,7 @@ from ...render.plots import (
     work_text,
 )
 from ...render.text import duration_us, durations_us, plural
+from ...servers.registry import known_by_replies
 from .result import LatencyCompareResult, LatencyResult, SweepResult, default_title
 
 if TYPE_CHECKING:
@@ -38,6 +39,8 @@ def settings_text(results: Sequence[LatencyResult]) -> str:
     first = results[0]
     server, load = first.server, first.load
     work = work_text(server.work_us, server.work_iters)
+    if server.attach or known_by_replies(server):  # a server this tool did not start: its work is its own
+        work = "the server's own work"
     if load.connections is not None:
         amount = plural(load.connections, "connection")
     elif server.work_us:  # the work and how long the load ran, in one unit
@@ -47,10 +50,12 @@ def settings_text(results: Sequence[LatencyResult]) -> str:
         amount = durations_us((load.duration_s or 0) * 1e6)[0]
     rate = f" at {load.rate:g}/s" if load.rate else ""
     planned = " planned" if any(r.interrupted for r in results) else ""  # the legend says where each stopped
+    most = "at most " if load.rate else ""  # an open loop keeps no more than that many in flight
+    hosts = f" from {plural(len(first.hosts), 'client host')}" if first.hosts else ""
     parts = [
         plural(server.workers, "worker") + (" (pinned)" if server.cpus else ""),
         work,
-        f"{amount}{rate}{planned}, {load.concurrency} in flight",
+        f"{amount}{rate}{planned}, {most}{load.concurrency} in flight{hosts}",
         environment_text(first.environment),
     ]
     return "; ".join(p for p in parts if p)
@@ -68,6 +73,7 @@ class Series:
     histogram: LatencyHistogram
     colour: int
     name: str = ""
+    lost: str | None = None  # a client host's: why it stopped reporting (its durations stayed with it)
 
     @property
     def line(self) -> dict[str, Any]:
@@ -80,7 +86,17 @@ def _host_series(results: Sequence[LatencyResult]) -> list[Series]:
     line of its own). Beside other runs (a comparison) they would crowd the picture: the runs only."""
     if len(results) != 1 or len(results[0].hosts) < 2:
         return []
-    return [Series(h.histogram, i + 1, h.destination) for i, h in enumerate(results[0].hosts)]
+    return [Series(h.histogram, i + 1, h.destination, h.lost) for i, h in enumerate(results[0].hosts)]
+
+
+def _host_label(host: Series) -> str:
+    """A client host's legend entry: its figures; a lost host's say why (what it served before it was lost
+    is in its reason, its durations never came back: not 'nothing served')."""
+    figures = _figures(host.histogram)
+    if host.lost is not None:
+        none = "" if figures else "; none of its durations are in the figures"
+        return f"from {text(host.name)}: lost: {text(host.lost)}{none}" + (f"; {figures}" if figures else "")
+    return f"from {text(host.name)}: {figures or 'nothing served'}"
 
 
 def _marks(result: LatencyResult) -> list[tuple[str, float, LineStyleType]]:
@@ -178,8 +194,7 @@ def _latency_figure(results: Sequence[LatencyResult], title: str, options: PlotO
             ax.axvline(ms, color=color(i), linestyle=style, linewidth=1.1)
         handles.append(Line2D([], [], color=color(i), linewidth=1.8, label=_legend_label(result)))
     for host in hosts:
-        label = f"from {text(host.name)}: {_figures(host.histogram) or 'nothing served'}"
-        handles.append(Line2D([], [], color=color(host.colour), label=label, **host.line))
+        handles.append(Line2D([], [], color=color(host.colour), label=_host_label(host), **host.line))
     marks = [Line2D([], [], color="0.3", linestyle=style, linewidth=1.1, label=name) for name, _, style in MARKS]
     # above the axes, the runs in the first column and the marks' styles in the second: inside, "best" still
     # covered a percentile's mark or the top of a bucket

@@ -280,10 +280,11 @@ def interrupted_note(results: Sequence[LatencyResult]) -> list[Text]:
     ]
 
 
-def unseen_parts(server: ServerSpec) -> list[Text]:
-    """What a report of a server elsewhere (--target) could not measure, once (none for any other server), and
-    what this tool's launch of its kind does that a user's does not (launch_parts)."""
-    note = unseen_note(server)
+def unseen_parts(server: ServerSpec, observed: bool = False) -> list[Text]:
+    """What a report of a server elsewhere (--target) could not measure, once (none for any other server; less
+    what --observe-on brought, where `observed`), and what this tool's launch of its kind does that a user's
+    does not (launch_parts)."""
+    note = unseen_note(server, observed)
     return ([] if note is None else [Text(note, style="yellow")]) + launch_parts([server])
 
 
@@ -302,7 +303,7 @@ def latency_report(result: LatencyResult) -> RenderableType:
         *kept_parts(result),
         *([note] if (note := kernel_counts_text(result)) is not None else []),
         *([note] if (note := unplaced_text(result)) is not None else []),
-        *unseen_parts(result.server),
+        *unseen_parts(result.server, bool(result.evidence.get("observed_on"))),
         Verbatim(affinity_lines(result.counters) if unseen_note(result.server) is None else []),
         drivers_text(result.drivers, finished_unit(result.load)),
         *host_parts([HostsPart(None, result.hosts, result.wall_s, result.load.rate, result.interrupted)]),

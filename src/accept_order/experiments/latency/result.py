@@ -119,15 +119,21 @@ class LatencyResult(TimedTotals):
     @property
     def others_cpu_share(self) -> tuple[float, float] | None:
         """(share of all CPUs busy host-wide, share other processes used) over the run: the host's busy
-        ticks less the run's own workers' and load generator's CPU. None when the host's ticks are not
-        known or too few to say (environment.host_busy)."""
+        ticks less the run's own workers' and load generator's CPU, the load generator's only where it ran
+        here (on client hosts, --clients, it used theirs). None when the host's ticks are not known or too few
+        to say (environment.host_busy), or when this host only coordinated a load from client hosts at a
+        server elsewhere: then none of its CPUs were the run's."""
         from ...core.environment import host_busy
+        from ...servers.registry import known_by_replies
 
         host = host_busy(self.evidence.get("machine"))
         if host is None or host[1] <= 0:
             return None
+        if self.evidence.get("traffic_elsewhere") or (self.hosts and known_by_replies(self.server)):
+            return None
         busy, cpu_seconds = host
-        own_s = (self.worker_cpu_s or 0.0) + sum(d.cpu_s for d in self.drivers)
+        drivers = () if self.hosts else self.drivers
+        own_s = (self.worker_cpu_s or 0.0) + sum(d.cpu_s for d in drivers)
         return busy, max(0.0, busy - own_s / cpu_seconds)
 
     @property

@@ -113,7 +113,7 @@ def sweep_report(results: Sequence[LatencyResult], stopped: str | None = None) -
         parts.extend(counters_text(r.evidence, f"{sweep_name(r)}: kernel counters") for r in results if r.evidence)
     for r in results:  # --observe-on: what observe saw on the server's host during each cap's run
         parts.extend(load_parts(r.evidence.get("observed_on", ()), sweep_name(r)))
-    parts.extend(unseen_parts(server))
+    parts.extend(unseen_parts(server, any(r.evidence.get("observed_on") for r in results)))
     parts.extend(load_notes(results, sweep_name))
     parts.append(Text.assemble(("Verdict: ", "bold"), sweep_verdict(results).text))
     if stopped:

@@ -17,7 +17,7 @@ from ...render.hosts import HostsPart, host_parts, on_hosts
 from ...render.observed_on import load_parts
 from ...render.text import durations_us, plural
 from ...render.workers import own_count_text
-from ...servers.registry import unseen_note
+from ...servers.registry import known_by_replies, unseen_note
 from ..launch_notes import launch_parts
 from ..own_settings import own_settings
 from ..target_unanswered import target_unanswered_note
@@ -62,9 +62,23 @@ def workers_cpu(step: RampStep, usable: int) -> str:
     return f"{100 * sum(step.worker_cpu) / usable:.0f}%" if step.worker_cpu else "-"
 
 
+def coordinated(result: RampResult) -> bool:
+    """The load went from client hosts to a server elsewhere (--clients with --target): this host only
+    coordinated, and its counters, sockets and CPUs are none of the run's."""
+    return known_by_replies(result.server) and any(s.hosts for s in result.steps)
+
+
+def _overflows(step: RampStep, elsewhere: bool) -> str:
+    """The step's listen overflows: this host's, or, where it only coordinated, the server's as --observe-on
+    read them in its network namespace ('-' without it)."""
+    counters = step.server_counters if elsewhere else step.counters
+    return "-" if counters is None else str(counters.get("TcpExtListenOverflows", 0))
+
+
 def ramp_table(result: RampResult, title: str | None = "accept-order ramp") -> Table:
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     usable = usable_cpus(result)
+    elsewhere = coordinated(result)
     right = ("got/s", "p50 ms", "p99 ms", "p99.9 ms", "failed", "overflows", "max Recv-Q", "workers CPU", "host CPUs")
     for name in ("offered", *right, "step"):
         table.add_column(name, justify="right" if name in right or name == "offered" else "left")
@@ -79,10 +93,10 @@ def ramp_table(result: RampResult, title: str | None = "accept-order ramp") -> T
             _ms(step.p99_us),
             _ms(step.p999_us),
             str(step.failed),
-            str(step.counters.get("TcpExtListenOverflows", 0)),
+            _overflows(step, elsewhere),
             str(max(step.queues)) if step.queues else "-",
             workers_cpu(step, usable),
-            "-" if step.machine_cpu is None else f"{100 * step.machine_cpu:.0f}%",
+            "-" if step.machine_cpu is None or elsewhere else f"{100 * step.machine_cpu:.0f}%",
             verdict,
         )
     return table
@@ -145,6 +159,26 @@ def _step_lines(step: RampStep) -> list[Text]:
     return lines
 
 
+def _whose(result: RampResult) -> str:
+    """Whose host the per-step sockets and counters describe: this one's, which is the server's or the load's
+    or, with client hosts driving a server elsewhere, neither."""
+    if coordinated(result):
+        observed = any(s.server_counters is not None for s in result.steps)
+        left = (
+            "the table's overflows are the server's, as --observe-on read them there, and its host CPUs, this "
+            "host's, are left out ('-')"
+            if observed
+            else "the table leaves its overflows and host CPUs out ('-')"
+        )
+        return (
+            "both of this host, which only coordinated (the load went from the client hosts to the server): none "
+            f"of the run's connections crossed it; {left}"
+        )
+    if any(s.hosts for s in result.steps):
+        return "both host-wide, of this host: the server's (the load came from the client hosts)"
+    return "both host-wide"
+
+
 def ramp_report(result: RampResult) -> RenderableType:
     parts: list[RenderableType] = [ramp_table(result)]
     held, broke = result.knee
@@ -197,13 +231,17 @@ def ramp_report(result: RampResult) -> RenderableType:
                 style="dim",
             )
         )
-    parts += [Text(note, style="yellow")] if (note := unseen_note(server)) else []
+    observed = any(s.observed_on for s in result.steps)
+    parts += [Text(note, style="yellow")] if (note := unseen_note(server, observed)) else []
     parts += launch_parts([server])
-    parts.append(Text("Per step: socket summary (ss -s) and counter deltas (nstat), both host-wide", style="bold"))
+    parts.append(Text(f"Per step: socket summary (ss -s) and counter deltas (nstat), {_whose(result)}", style="bold"))
     for step in result.steps:
         parts += _step_lines(step)
     parts += [own] if (own := _own_count(result)) is not None else []
-    steps = [HostsPart(_offered(s), s.hosts, s.wall_s, s.offered if s.kind == "rate" else None) for s in result.steps]
+    steps = [
+        HostsPart(_offered(s), s.hosts, s.wall_s, s.offered if s.kind == "rate" else None, s.interrupted)
+        for s in result.steps
+    ]
     parts += host_parts(steps, "step")
     for step in result.steps:  # --observe-on: what observe saw on the server's host during each step
         parts += load_parts(step.observed_on, _offered(step))

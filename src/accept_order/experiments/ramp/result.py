@@ -71,6 +71,19 @@ class RampStep(CountedTotals):
         """Ctrl-C stopped it before it showed a reason not to hold: it neither held nor broke (not a knee)."""
         return self.interrupted and not self.reasons
 
+    @property
+    def server_counters(self) -> dict[str, int] | None:
+        """The listen counters --observe-on read in the server's own network namespace over the step, added
+        over the hosts observed; None where nothing brought them (no --observe-on, or a file from before)."""
+        seen = [o["counters"] for o in self.observed_on if isinstance(o.get("counters"), Mapping)]
+        if not seen:
+            return None
+        added: dict[str, int] = {}
+        for counters in seen:
+            for name, n in counters.items():
+                added[name] = added.get(name, 0) + int(n)
+        return added
+
     def judged(self, reasons: list[str], seen: list[str]) -> RampStep:
         return dataclasses.replace(self, reasons=tuple(reasons), seen=tuple(seen))
 

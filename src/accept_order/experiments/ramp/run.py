@@ -199,13 +199,16 @@ def judge(step: RampStep, plan: RampPlan, workers: int) -> list[str]:
     return reasons
 
 
-def signals(step: RampStep, workers: int, cpus: int) -> list[str]:
-    """What the kernel and the CPU counters saw during a step (said for every step; decisive for a knee)."""
+def signals(step: RampStep, workers: int, cpus: int, coordinated: bool = False) -> list[str]:
+    """What the kernel and the CPU counters saw during a step (said for every step; decisive for a knee).
+    `coordinated`: the load went from client hosts to a server elsewhere, so this host's counters and CPUs
+    are none of the step's; the server's listen counters count only where --observe-on brought them."""
     seen = []
-    overflows = step.counters.get("TcpExtListenOverflows", 0)
+    counters = (step.server_counters or {}) if coordinated else step.counters
+    overflows = counters.get("TcpExtListenOverflows", 0)
     if overflows:
         seen.append(f"the accept queue overflowed {'once' if overflows == 1 else f'{overflows} times'}")
-    resets = step.counters.get("TcpEstabResets", 0) + step.counters.get("TcpExtTCPAbortOnData", 0)
+    resets = counters.get("TcpEstabResets", 0) + counters.get("TcpExtTCPAbortOnData", 0)
     if resets:
         # The counters are the host's: a step of one request per connection whose every connection was answered
         # lost none to a reset (its client reads each reply to the end and closes without one), so they were
@@ -219,7 +222,7 @@ def signals(step: RampStep, workers: int, cpus: int) -> list[str]:
     )
     if workers_bound:
         seen.append(f"workers on a CPU {100 * busy / min(workers, cpus):.0f}% of the time")
-    if step.machine_cpu is not None and step.machine_cpu >= SATURATED:
+    if step.machine_cpu is not None and step.machine_cpu >= SATURATED and not coordinated:
         seen.append(machine_busy(step.machine_cpu, busy + _client_cpus(step), cpus))
     if step.driver_cpu >= SATURATED:
         text = f"load generator CPU-bound ({100 * step.driver_cpu:.0f}% of a CPU per process)"
@@ -295,7 +298,8 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
                     pool_fill_s=outcome.pool_fill_s,
                     observed_on=tuple(dict(o) for o in outcome.observed),
                 )
-                step = step.judged(judge(step, plan, server.workers), signals(step, server.workers, cpus))
+                seen = signals(step, server.workers, cpus, coordinated=not here and bool(step.hosts))
+                step = step.judged(judge(step, plan, server.workers), seen)
                 steps.append(step)
             if outcome.interruption is not None:
                 raise outcome.interruption
