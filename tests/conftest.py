@@ -404,6 +404,49 @@ def gone(pids: Iterable[int]) -> bool:
     return True
 
 
+def _child_pids(pid: int) -> list[int]:
+    """`pid`'s children from the kernel's own lists (/proc/PID/task/TID/children, one per thread that forked)."""
+    found: list[int] = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                found.extend(int(child) for child in f.read().split())
+        except FileNotFoundError:  # the thread ended meanwhile
+            continue
+    return found
+
+
+def child_processes(pid: int | None = None, recursive: bool = False) -> list[psutil.Process]:
+    """psutil.Process(pid).children(recursive), in pid order, for a probe that wait_for polls: read from the
+    kernel's children lists of `pid` (and theirs), a few files instead of every process's stat (psutil finds
+    children by reading the parent of every process on the machine: 6-15 ms a call with the suite beside it,
+    13.5 CPU-s in 2,072 polls over 13 files). The kernel does not promise that a list read while children
+    exit names every live one, so this is for waiting until something appears, never for asserting that
+    nothing is left (psutil's children() for that). No pid: this process; a process gone: no children."""
+    root = os.getpid() if pid is None else pid
+    if not os.path.exists(f"/proc/{root}/task/{root}/children"):  # a kernel without CONFIG_PROC_CHILDREN
+        try:
+            return psutil.Process(root).children(recursive=recursive)
+        except psutil.NoSuchProcess:
+            return []
+    found: list[psutil.Process] = []
+    parents = [root]
+    while parents:
+        children: list[int] = []
+        for parent in parents:
+            try:
+                children.extend(_child_pids(parent))
+            except FileNotFoundError:  # gone meanwhile
+                continue
+        for child in sorted(children):
+            try:
+                found.append(psutil.Process(child))
+            except psutil.NoSuchProcess:
+                continue
+        parents = children if recursive else []
+    return sorted(found, key=lambda p: p.pid)
+
+
 def cpu_of(pids: Iterable[int]) -> float:
     """CPU seconds (user + system) these processes have used so far; those gone count nothing: how a test
     waits until a load has been driving for a while (there is then a result to keep)."""

@@ -21,7 +21,7 @@ from typing import Any
 
 import psutil
 import pytest
-from conftest import OutputReader, assert_one_error_line, gone, run_cli, wait_for
+from conftest import OutputReader, assert_one_error_line, child_processes, gone, run_cli, wait_for
 
 from accept_order.core.errors import ServerUnavailable
 from accept_order.servers.launched.nginx_config import MODULE_DIR, MODULES, nginx_binary
@@ -128,7 +128,7 @@ def nginx(tmp_path: Path, free_port: int) -> Iterator[Nginx]:
     try:
 
         def started() -> tuple[int | None, list[int], bool]:
-            kids = [p.pid for p in psutil.Process(proc.pid).children()] if proc.poll() is None else []
+            kids = [p.pid for p in child_processes(proc.pid)] if proc.poll() is None else []
             return proc.poll(), sorted(kids), proc.poll() is None and accepts(free_port)
 
         def ready(state: tuple[int | None, list[int], bool]) -> bool:

@@ -12,7 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 from click.testing import Result
-from conftest import assert_one_error_line, gone, run_cli, wait_for
+from conftest import assert_one_error_line, child_processes, gone, run_cli, wait_for
 
 from accept_order.analysis.tails import tail_verdict
 from accept_order.core.cpus import allowed_cpus
@@ -170,7 +170,7 @@ def test_sigterm_stops_workers_and_drivers_with_one_line() -> None:
     try:
         me = psutil.Process(proc.pid)
         # 2 workers + 2 drivers (+ possibly a multiprocessing helper): the load is running.
-        wait_for(lambda: len(me.children()), lambda n: n >= 4, 20.0, "2 workers and 2 drivers")
+        wait_for(lambda: len(child_processes(proc.pid)), lambda n: n >= 4, 20.0, "2 workers and 2 drivers")
         started = [p.pid for p in me.children(recursive=True)]
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=30)

@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 from cluster import Cluster, cluster_fixture
-from conftest import wait_for
+from conftest import child_processes, wait_for
 from test_clients_faults import (
     CHANNEL_CLOSED_S,
     UNDER_WAY_S,
@@ -39,7 +39,7 @@ def ramp_args(c: Cluster, tmp_path: Path, clients: str = "c1,c2") -> list[str]:
 def drivers(c: Cluster, name: str) -> set[int]:
     """The load's driver processes on the host: its interpreter's children (a step's own: made for it)."""
     try:
-        return {p.pid for p in _remote_python(c, name).children()}
+        return {p.pid for p in child_processes(_remote_python(c, name).pid)}
     except (psutil.Error, AssertionError):  # between two looks: the interpreter's children changed
         return set()
 

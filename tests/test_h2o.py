@@ -10,7 +10,7 @@ import socket
 
 import psutil
 import pytest
-from conftest import assert_one_error_line, http_fetch, run_cli, wait_for
+from conftest import assert_one_error_line, child_processes, http_fetch, run_cli, wait_for
 
 from accept_order.core.processes import usage
 from accept_order.core.spec import SequentialLoad, ServerSpec
@@ -43,7 +43,7 @@ def test_every_idle_thread_is_woken_for_each_connection() -> None:
         # no worker processes (h2o's one child is its crash handler, a perl script waiting on a pipe; it is
         # named h2o between its fork and its exec, which a busy machine can show)
         def children() -> list[str]:
-            return sorted(p.name() for p in psutil.Process(server.master.pid).children())
+            return sorted(p.name() for p in child_processes(server.master.pid))
 
         wait_for(children, lambda names: set(names) <= {"perl"}, 5.0, "h2o's only child to be its perl crash handler")
         epolls = {fd: f for fd, f in open_files(server.master.pid).items() if f.kind == "eventpoll"}

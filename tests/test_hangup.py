@@ -24,7 +24,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import cpu_of, gone, wait_for
+from conftest import child_processes, cpu_of, gone, wait_for
 
 from accept_order.servers.registry import server_kind
 
@@ -59,12 +59,13 @@ def tool() -> Iterator[list[subprocess.Popen[bytes]]]:
 def _mid_run(proc: subprocess.Popen[bytes], processes: int, cpu_s: float = 0.2) -> list[int]:
     """Once `processes` descendants (server, drivers) exist and have used `cpu_s` CPU: the run is driving. Their
     pids, the reaper's left out (it goes when its pipe closes; the private directory check covers it)."""
-    me = psutil.Process(proc.pid)
 
     def descendants() -> list[int]:
         try:
             return [
-                p.pid for p in me.children(recursive=True) if "accept_order.core.reaper" not in " ".join(p.cmdline())
+                p.pid
+                for p in child_processes(proc.pid, recursive=True)
+                if "accept_order.core.reaper" not in " ".join(p.cmdline())
             ]
         except psutil.Error:
             return []

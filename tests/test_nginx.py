@@ -15,7 +15,7 @@ from typing import Any
 
 import psutil
 import pytest
-from conftest import OutputReader, assert_one_error_line, gone, run_cli, wait_for
+from conftest import OutputReader, assert_one_error_line, child_processes, gone, run_cli, wait_for
 
 from accept_order.core.cpus import allowed_cpus
 from accept_order.core.errors import ServerUnavailable
@@ -66,7 +66,7 @@ def prefix_arg(master: psutil.Process) -> str:
 
 
 def nginx_masters(parent: psutil.Process) -> list[psutil.Process]:
-    return [p for p in parent.children() if "nginx" in p.name()]
+    return [p for p in child_processes(parent.pid) if "nginx" in p.name()]
 
 
 # -- 1. the access log is an independent witness -----------------------------------------------------
@@ -228,7 +228,7 @@ def test_sigterm_stops_nginx_and_exits_143() -> None:
                 pytest.fail(f"accept-order exited early: {proc.communicate()}")
             try:
                 masters = nginx_masters(cli)
-                return masters, [w for m in masters for w in m.children()]
+                return masters, [w for m in masters for w in child_processes(m.pid)]
             except psutil.Error:
                 return [], []
 

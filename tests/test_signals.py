@@ -22,7 +22,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import OutputReader, assert_one_error_line, run_cli, wait_for
+from conftest import OutputReader, assert_one_error_line, child_processes, run_cli, wait_for
 
 from accept_order.core.protocol import parse_reply
 from accept_order.servers.worker import FAULT_ENV
@@ -128,7 +128,7 @@ def worker_pids(cmd: Command, count: int) -> list[int]:
     """The supervisor's worker processes, once all `count` exist."""
     parent = psutil.Process(cmd.proc.pid)
     children = wait_for(
-        lambda: parent.children(),
+        lambda: child_processes(parent.pid),
         lambda kids: len(kids) >= count or cmd.proc.poll() is not None,
         timeout=START_TIMEOUT_S,
         what=f"{count} workers",

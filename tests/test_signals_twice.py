@@ -16,7 +16,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import cpu_of, gone, wait_for
+from conftest import child_processes, cpu_of, gone, wait_for
 
 PAIRS = [
     (signal.SIGINT, signal.SIGINT),
@@ -50,7 +50,9 @@ def interrupt_latency(
     try:
         me = psutil.Process(proc.pid)
         # the workers and 2 drivers: the load is running once all exist ...
-        wait_for(lambda: me.children(), lambda kids: len(kids) >= workers + 2, 20, "the workers and the drivers")
+        wait_for(
+            lambda: child_processes(proc.pid), lambda kids: len(kids) >= workers + 2, 20, "the workers and the drivers"
+        )
         pids = [p.pid for p in me.children(recursive=True)]
         # ... and has been driving for a while (its processes used CPU), so there is a result to keep.
         wait_for(lambda: cpu_of(pids), lambda cpu: cpu > 0.2, 20, "the load to run")
@@ -116,11 +118,15 @@ def test_ctrl_c_during_a_later_run_is_still_ctrl_c(tmp_path: Path) -> None:
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.default_int_handler),
     )
     try:
-        me = psutil.Process(proc.pid)
-        first = wait_for(lambda: {p.pid for p in me.children()}, lambda kids: len(kids) >= 4, 20, "the first run")
+        first = wait_for(
+            lambda: {p.pid for p in child_processes(proc.pid)}, lambda kids: len(kids) >= 4, 20, "the first run"
+        )
         # the second run: a new set of workers and drivers, and it has been driving for a while
         second = wait_for(
-            lambda: {p.pid for p in me.children()}, lambda kids: len(kids) >= 4 and not kids & first, 20, "run two"
+            lambda: {p.pid for p in child_processes(proc.pid)},
+            lambda kids: len(kids) >= 4 and not kids & first,
+            20,
+            "run two",
         )
         wait_for(lambda: cpu_of(list(second)), lambda cpu: cpu > 0.1, 20, "the second run to drive")
         proc.send_signal(signal.SIGINT)

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import psutil
-from conftest import gone, run_cli, wait_for
+from conftest import child_processes, gone, run_cli, wait_for
 
 from accept_order.experiments.observe.result import ObserveResult
 
@@ -35,8 +35,7 @@ def test_observe_names_uvicorn_as_inspect_does(tmp_path: Path, free_port: int) -
     port = free_port
     supervisor = subprocess.Popen([sys.executable, str(script), str(port)], start_new_session=True)
     try:
-        me = psutil.Process(supervisor.pid)
-        kids = wait_for(lambda: me.children(), lambda k: len(k) == 2, 20, "the two workers")
+        kids = wait_for(lambda: child_processes(supervisor.pid), lambda k: len(k) == 2, 20, "the two workers")
         pids = [supervisor.pid, *(k.pid for k in kids)]
         wait_for(lambda: {c.laddr.port for c in psutil.net_connections("tcp") if c.status == "LISTEN"},
                  lambda ports: port in ports, 20, "the listener")  # fmt: skip

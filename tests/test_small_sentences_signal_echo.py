@@ -15,7 +15,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import cpu_of, gone, wait_for
+from conftest import child_processes, cpu_of, gone, wait_for
 
 from accept_order.core import signals
 
@@ -36,7 +36,7 @@ def test_the_same_sigint_twice_ends_everything_and_keeps_the_file(tmp_path: Path
     )
     try:
         me = psutil.Process(proc.pid)
-        wait_for(lambda: me.children(), lambda kids: len(kids) >= 4, 20, "the workers and the drivers")
+        wait_for(lambda: child_processes(proc.pid), lambda kids: len(kids) >= 4, 20, "the workers and the drivers")
         pids = [p.pid for p in me.children(recursive=True)]
         wait_for(lambda: cpu_of(pids), lambda cpu: cpu > 0.2, 20, "the load to run")
         proc.send_signal(signal.SIGINT)
