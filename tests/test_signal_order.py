@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import select
 import signal
 import threading
 import time
@@ -34,6 +35,9 @@ ROUNDS = 500
 DEADLINE_S = 20.0  # for each wait in the child: it reports a timeout instead of hanging the test
 
 
+CHILD_LIMIT_S = 120  # a child's 500 rounds take 1-3 s here, busy
+
+
 def in_a_child(check: Callable[[], str]) -> str:
     """`check()`'s answer, from a forked child (after a fork only the forking thread exists)."""
     read, write = os.pipe()
@@ -46,10 +50,22 @@ def in_a_child(check: Callable[[], str]) -> str:
         os.write(write, said.encode())
         os._exit(0)
     os.close(write)
-    with os.fdopen(read) as pipe:
-        said = pipe.read()
+    # A child stuck after the fork (a lock some thread held at the fork) must fail the test, not hang the suite
+    # (a review's find): its answer is waited for with a deadline, then it is killed.
+    deadline = time.monotonic() + CHILD_LIMIT_S
+    chunks = []
+    with os.fdopen(read, "rb") as pipe:
+        while (left := deadline - time.monotonic()) > 0 and select.select([pipe], [], [], left)[0]:
+            chunk = os.read(pipe.fileno(), 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        else:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise AssertionError(f"the child said nothing to its end within {CHILD_LIMIT_S} s: killed")
     assert os.waitpid(pid, 0)[1] == 0
-    return said
+    return b"".join(chunks).decode()
 
 
 def read_orders(first: int, second: int, rounds: int, taken_first: bool = True) -> str:
