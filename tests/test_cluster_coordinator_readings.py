@@ -107,6 +107,10 @@ def test_a_ramp_step_cut_short_says_its_hosts_aborted_connections_apart(tmp_path
     shown = _shown(_saved(tmp_path, "ramp.json", _ramp(stopped=True)))
     assert " 0; 4 under way " in shown and " 0; 5 under way " in shown, shown
     assert "(4 aborted)" not in shown
+    # the ramp's own table: the step's row fails none, and the stop's are said under it
+    row = next(line for line in shown.splitlines() if line.lstrip().startswith("400/s") and "interrupted" in line)
+    assert row.split()[5] == "0", row
+    assert "400/s: 9 connections under way at the stop (aborted by it: neither failed nor served)" in shown
     # a step that ran to its end keeps aborted among its failures
     whole = _shown(_saved(tmp_path, "whole.json", _ramp(stopped=False)))
     assert " 4 (4 aborted) " in whole and "under way" not in whole, whole

@@ -92,7 +92,7 @@ def ramp_table(result: RampResult, title: str | None = "accept-order ramp") -> T
             _ms(step.p50_us),
             _ms(step.p99_us),
             _ms(step.p999_us),
-            str(step.failed),
+            str(step.failed - step.under_way),  # the stop's are said under the table
             _overflows(step, elsewhere),
             str(max(step.queues)) if step.queues else "-",
             workers_cpu(step, usable),
@@ -202,6 +202,9 @@ def ramp_report(result: RampResult) -> RenderableType:
         parts.append(Text(f"Knee: {before}; the first that did not was {_offered(broke)}: {why}.", style="bold"))
         if broke.seen:
             parts.append(Text(f"  There: {'; '.join(broke.seen)}."))
+    for step in (s for s in result.steps if s.under_way):  # counted as aborted by the load; its row leaves them out
+        stop = f"{plural(step.under_way, 'connection', grouped=True)} under way at the stop"
+        parts.append(Text(f"  {_offered(step)}: {stop} (aborted by it: neither failed nor served)", style="yellow"))
     unnamed = target_unanswered_note(result.server, ((sum(s.served), s.errors) for s in result.steps))
     parts += [unnamed] if unnamed is not None else []
     server = result.server

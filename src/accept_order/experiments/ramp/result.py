@@ -10,6 +10,7 @@ from typing import Any
 from ...core.hosts import ClientHosts, HostOutcome
 from ...core.load_summary import CountedTotals, pool_fill_of, pool_of
 from ...core.measures import Environment
+from ...core.protocol import ABORTED
 from ...core.spec import DRIVERS, ServerSpec
 from ...results.schema import (
     Flag,
@@ -70,6 +71,12 @@ class RampStep(CountedTotals):
     def cut_short(self) -> bool:
         """Ctrl-C stopped it before it showed a reason not to hold: it neither held nor broke (not a knee)."""
         return self.interrupted and not self.reasons
+
+    @property
+    def under_way(self) -> int:
+        """The connections a stop (Ctrl-C, SIGTERM) found under way in a step it cut short: counted as aborted by
+        the load, the stop's and not the server's failures (judge leaves them out too)."""
+        return self.errors.get(ABORTED, 0) if self.interrupted else 0
 
     @property
     def server_counters(self) -> dict[str, int] | None:
