@@ -92,6 +92,16 @@ def test_a_stopped_cluster_burst_s_hosts_say_its_aborted_connections_were_under_
     assert "aborted)" not in shown, shown
 
 
+def test_a_cluster_burst_at_a_target_says_whose_its_kernel_counters_are(tmp_path: Path) -> None:
+    document = json.loads((DATA / "cluster_burst_stopped.json").read_text())
+    document["runs"][0]["cells"][0]["counters"] = {"TcpExtListenOverflows": 5}
+    shown = _shown(_saved(tmp_path, "burst.json", document))
+    assert "this host's, which only coordinated: ListenOverflows +5" in shown, shown
+    for cell in document["runs"][0]["cells"]:  # the same burst driven from this host: the counters are the load's
+        cell["hosts"] = []
+    assert "only coordinated" not in _shown(_saved(tmp_path, "here.json", document))
+
+
 def _ramp(stopped: bool) -> dict[str, Any]:
     ramp = json.loads((V2 / "ramp-hosts.json").read_text())
     last = ramp["steps"][-1]

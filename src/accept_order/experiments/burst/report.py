@@ -17,7 +17,7 @@ from ...render.hosts import HostsPart, host_parts
 from ...render.observed_on import load_parts
 from ...render.text import duration_us, plural
 from ...render.workers import own_count_text
-from ...servers.registry import unseen_note
+from ...servers.registry import known_by_replies, unseen_note
 from ..launch_notes import launch_parts
 from ..own_settings import own_settings
 from ..target_unanswered import target_unanswered_note
@@ -51,6 +51,7 @@ def burst_table(result: BurstResult) -> Table:
 
 def _details(run: BurstRun) -> list[Text]:
     lines = []
+    elsewhere = known_by_replies(run.server)
     for cell in run.cells:
         spread = " ".join(map(str, cell.served))
         parts = [f"  {run.server.label}, {cell.clients}: served {sum(cell.served)} ({spread})"]
@@ -69,7 +70,9 @@ def _details(run: BurstRun) -> list[Text]:
         if cell.stopped:
             parts.append(f"{cell.stopped} under way at the stop")
         if cell.counters:
-            parts.append(", ".join(f"{short_counter(k)} {v:+d}" for k, v in cell.counters.items()))
+            moved = ", ".join(f"{short_counter(k)} {v:+d}" for k, v in cell.counters.items())
+            # client hosts at a server elsewhere: no connection of the burst crossed this host
+            parts.append(f"this host's, which only coordinated: {moved}" if elsewhere and cell.hosts else moved)
         if cell.max_us is not None:
             parts.append(f"slowest {cell.max_us / 1000:.1f} ms")
         if cell.open_s is not None:  # over kept connections the drivers time their last request's start
