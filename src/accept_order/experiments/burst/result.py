@@ -156,6 +156,9 @@ class BurstRun:
     # Over kept connections: the requests each worker says it answered over all the bursts (its own count,
     # beside the replies'); empty otherwise, or when a worker does not count them
     worker_requests: tuple[int, ...] = ()
+    # An error ended it after these cells (a client host lost, a driver that died): why. --repeat keeps such a
+    # run apart from whole ones (repeat/run.py whole()): unmarked, it completed its round and entered the medians
+    stopped: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -165,6 +168,7 @@ class BurstRun:
             "interrupted": self.interrupted,
             **({"shortages": [dict(s) for s in self.shortages]} if self.shortages else {}),
             **({"worker_requests": list(self.worker_requests)} if self.worker_requests else {}),
+            **({"stopped": self.stopped} if self.stopped else {}),
         }
 
     @classmethod
@@ -179,6 +183,7 @@ class BurstRun:
             interrupted=bool(data.get("interrupted", False)),
             shortages=tuple(dict(s) for s in data.get("shortages", []) if isinstance(s, Mapping)),
             worker_requests=tuple(int(n) for n in data.get("worker_requests", ())),
+            stopped=data.get("stopped"),
         )
 
 
@@ -233,5 +238,5 @@ _CELL = derive(
     observed_on=ListOf(OBSERVED_ON),
     optional=("counters", "drivers"),
 )
-BURST_RUN = derive(BurstRun, cells=ListOf(_CELL), shortages=SHORTAGES, rules=(_cells_fit_workers,))
+BURST_RUN = derive(BurstRun, cells=ListOf(_CELL), shortages=SHORTAGES, stopped=STOPPED, rules=(_cells_fit_workers,))
 BURST_SHAPE = derive(BurstResult, runs=ListOf(BURST_RUN), skipped=SKIPPED, notes=NOTES, stopped=STOPPED)

@@ -219,7 +219,8 @@ def run_bursts(
     except AcceptOrderError as error:
         if cells:  # the bursts before the one that failed are whole: kept, and the error said after them
             answered = as_answered(server, max(len(c.served) for c in cells))
-            raise RunStopped([BurstRun(answered, tuple(cells), started)], error) from error
+            cut = BurstRun(answered, tuple(cells), started, stopped=str(error))  # marked: not a whole run
+            raise RunStopped([cut], error) from error
         raise
 
 

@@ -128,6 +128,23 @@ def _rounds_of_their_kind(doc: Mapping[str, Any], at: str) -> None:
         shape.check(run, child(child(at, "cut_round"), j))
 
 
+def _stop_fits_the_rounds(doc: Mapping[str, Any], at: str) -> None:
+    """What a stop left adds up: a round cut short only in a run that ended early, no more rounds than were asked
+    for (a file of 2 rounds saying 1 asked read 'one run of each' over medians 'in 2/2'), and as many runs per
+    round as variants (the cut round's 'N more variants measured nothing' is counted from it)."""
+    rounds, cut = doc["rounds"], doc.get("cut_round", [])
+    if cut and not doc.get("interrupted") and doc.get("stopped") is None:
+        raise SchemaError(child(at, "cut_round"), "a round cut short in a run neither interrupted nor stopped")
+    asked, variants = doc.get("rounds_asked"), doc.get("variants")
+    held = len(rounds) + (1 if cut else 0)
+    if asked is not None and asked < held:
+        raise SchemaError(child(at, "rounds_asked"), f"{asked}, fewer than the {held} rounds the file holds")
+    if variants is not None and rounds and variants != len(rounds[0]):
+        raise SchemaError(child(at, "variants"), f"{variants}, but each round has {len(rounds[0])} runs")
+    if variants is not None and len(cut) > variants:
+        raise SchemaError(child(at, "cut_round"), f"{len(cut)} runs, more than variants ({variants})")
+
+
 REPEAT_SHAPE = derive(
     RepeatResult,
     of=OneOf(tuple(REPEATED)),
@@ -139,5 +156,5 @@ REPEAT_SHAPE = derive(
     rounds_asked=Integer(1),
     variants=Integer(1),
     omit=("cpus", "cut", "asked"),
-    rules=(_rounds_of_their_kind,),
+    rules=(_rounds_of_their_kind, _stop_fits_the_rounds),
 )
