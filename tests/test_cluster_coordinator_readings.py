@@ -242,6 +242,21 @@ def test_the_model_says_drivers_on_client_hosts_waited_for_their_cpus_not_the_wo
     assert "shared the workers' CPUs during epoll" in " ".join(seen_besides_queueing(_result(document)))
 
 
+def test_a_client_bound_cluster_run_is_not_told_to_use_load_cpus(tmp_path: Path) -> None:
+    """Drivers on client hosts on a CPU all the time while this host's workers idled: more client hosts give
+    them CPU; --load-cpus places only this host's load generator."""
+    document = _latency()
+    for driver in document["drivers"]:
+        driver["cpu_s"] = driver["wall_s"]
+    for counter in document["counters"]:
+        counter["cpu_s"] = 0.0001
+    shown = _shown(_saved(tmp_path, "bound.json", document))
+    assert "the server waited for its client" in shown and "or more client hosts)" in shown, shown
+    assert "--load-cpus" not in shown
+    del document["hosts"]
+    assert "CPUs of its own with --load-cpus)" in _shown(_saved(tmp_path, "here.json", document))
+
+
 # --- 4. the picture of a cluster run
 
 

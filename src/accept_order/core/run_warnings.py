@@ -29,6 +29,11 @@ class WarningKind(enum.Enum):
         "{cpus} CPUs they may run on: the server waited for its client, so these figures are partly the client's "
         "(give it more --driver-procs, or CPUs of its own with --load-cpus)"
     )
+    CLIENT_BOUND_HOSTS = (  # the same of drivers on client hosts (--clients), which --load-cpus does not place
+        "the load generator was on a CPU {client:.0f}% of the time while the workers used {workers:.0f}% of the "
+        "{cpus} CPUs they may run on: the server waited for its client, so these figures are partly the client's "
+        "(give it more --driver-procs, or more client hosts)"
+    )
     CLIENT_WAITED = (
         "the load generator waited for a CPU up to {percent:.0f}% of the time: client-side delay is in these latencies"
     )

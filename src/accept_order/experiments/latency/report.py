@@ -50,6 +50,8 @@ def load_notes(results: Sequence[LatencyResult], name: Callable[[LatencyResult],
     procs, workers, cpus = first.load.driver_procs, first.server.workers, first.environment.cpu_count
     drivers = [d for r in results for d in r.drivers]
     bound = [w for r in results if (w := client_bound(list(r.drivers), r.worker_cpu_s, r.wall_s, r.worker_cpus))]
+    if first.hosts:  # drivers on client hosts: more hosts give them CPU, --load-cpus only this host's
+        bound = [warn(WarningKind.CLIENT_BOUND_HOSTS, **w.figures) for w in bound]
     warnings = driver_warnings(drivers, workers, cpus, procs)
     # the workers run on another host (--target), or the drivers do (--clients), or each on CPUs of their own
     # (--load-cpus apart from --cpus): neither waited for the other
