@@ -126,6 +126,17 @@ def test_a_ramp_step_cut_short_says_its_hosts_aborted_connections_apart(tmp_path
     assert " 4 (4 aborted) " in whole and "under way" not in whole, whole
 
 
+def test_a_sweep_cap_cut_short_says_its_hosts_aborted_connections_apart(tmp_path: Path) -> None:
+    latency, sweep = json.loads((V2 / "latency-hosts.json").read_text()), json.loads((V2 / "sweep.json").read_text())
+    run = {k: v for k, v in latency.items() if k in sweep["runs"][0] or k == "hosts"}
+    run.update(interrupted=True, errors={"aborted": 9})
+    for host in run["hosts"]:
+        host["failed"] = {"aborted": 4 if host["destination"] == "c1" else 5}
+    document = {**{k: sweep[k] for k in ("schema", "version", "kind", "tool")}, "runs": [run]}
+    shown = _shown(_saved(tmp_path, "sweep.json", document))
+    assert " 0; 4 under way " in shown and " 0; 5 under way " in shown and "aborted)" not in shown, shown
+
+
 # --- 2. a cluster ramp's host readings
 
 

@@ -88,7 +88,9 @@ def sweep_report(results: Sequence[LatencyResult], stopped: str | None = None) -
     # with that worker, so the requests per worker (and Jain's index over them) are what the cap did to load.
     parts.extend(kept_compare_parts(results, sweep_name, "cap"))
     parts.extend(client_cpu_line(results, sweep_name))
-    parts.extend(host_parts([HostsPart(sweep_name(r), r.hosts, r.wall_s, r.load.rate) for r in results], "cap"))
+    parts.extend(
+        host_parts([HostsPart(sweep_name(r), r.hosts, r.wall_s, r.load.rate, r.interrupted) for r in results], "cap")
+    )
     parts.extend(model_report(results, sweep_name))
     legend = (
         "tps: served requests per second; max/wakeup: most connections one worker accepted in one "
