@@ -89,7 +89,26 @@ def test_the_event_loops_of_a_process_are_its_epolls_that_watch_the_listener() -
             loops[1].register(listener, sel.EPOLLIN | sel.EPOLLEXCLUSIVE)
             loops[2].register(other, sel.EPOLLIN)  # a loop, but of another listener
             inode = os.fstat(listener.fileno()).st_ino
-            assert _loops(os.getpid(), {inode}) == 2
+            assert _loops(os.getpid(), {inode}) == (2, 3)
+            loops[1].unregister(listener)  # h2o at its max-connections: the loop lets go of the listener
+            assert _loops(os.getpid(), {inode}) == (1, 3)
         finally:
             for loop in loops:
                 loop.close()
+
+
+def test_h2o_whose_loops_let_go_of_the_listener_is_not_modelled_with_fewer_loops() -> None:
+    """h2o takes the listener out of a loop's epoll at its max-connections (num-threads 4 at max-connections 6
+    under 6 connections: 2 of 4 epolls watched it in 300 of 300 looks): attached then, it was modelled as 2
+    servers. Its epolls are 4 and every loop still serves the connections it holds: not judged, and said why."""
+    run = attached("h2o", 5)
+    run = replace(run, evidence={"threads": {**run.evidence["threads"], "loops": 2, "epolls": 4}})
+    servers = model_servers(run)
+    assert servers.count is None, servers
+    assert predict(run) is None
+    assert servers.why.startswith("2 of pid 4242 (h2o)'s 4 epolls watched the listener as the run started"), servers
+    assert "max-connections" in servers.why
+    none = replace(run, evidence={"threads": {**run.evidence["threads"], "loops": 0, "epolls": 4}})
+    assert model_servers(none).why.startswith("0 of pid 4242 (h2o)'s 4 epolls"), model_servers(none)
+    every = replace(run, evidence={"threads": {**run.evidence["threads"], "loops": 4, "epolls": 4}})
+    assert model_servers(every).count == 4

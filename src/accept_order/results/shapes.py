@@ -369,7 +369,14 @@ EVIDENCE = Record(
         "observed_on": ListOf(OBSERVED_ON),
         # run --attach of one process of several threads (servers/attached.py): said by registry.threads_note
         "threads": Record(
-            {"pid": Integer(), "program": Text(), "argv": ListOf(Text()), "count": Integer(), "loops": Integer()}
+            {
+                "pid": Integer(),
+                "program": Text(),
+                "argv": ListOf(Text()),
+                "count": Integer(),
+                "loops": Integer(),
+                "epolls": Integer(),
+            }
         ),
     }
 )

@@ -206,19 +206,24 @@ def _threads(pids: Sequence[int], listeners: set[int]) -> dict[str, Any]:
         return {}
     info = process_info(pids[0])
     name, argv = (info.name, list(info.argv[:3])) if info is not None else ("", [])
-    return {"pid": pids[0], "program": name, "argv": argv, "count": len(tids), "loops": _loops(pids[0], listeners)}
+    loops, epolls = _loops(pids[0], listeners)
+    return {"pid": pids[0], "program": name, "argv": argv, "count": len(tids), "loops": loops, "epolls": epolls}
 
 
-def _loops(pid: int, listeners: set[int]) -> int:
-    """The epoll instances in the process's fd table that watch one of `listeners`: an event loop each, whatever
-    its thread is doing now (h2o's num-threads, whose timer thread has none: ServerKind.loops_are_workers)."""
+def _loops(pid: int, listeners: set[int]) -> tuple[int, int]:
+    """(loops, epolls): the epoll instances in the process's fd table that watch one of `listeners`, an event loop
+    each whatever its thread is doing now (h2o's num-threads, whose timer thread has none:
+    ServerKind.loops_are_workers), and all its epoll instances. They differ where a loop has let go of the
+    listener: h2o takes it out of every loop's epoll at its max-connections (2 of 4 loops watched it under 6
+    connections at max-connections 6), and those loops still serve the connections they hold."""
     from ..probes.fd_table import FdTables
 
     try:
         files = FdTables().files(pid)
     except OSError:
-        return 0
-    return sum(1 for f in files.values() if f.kind == "eventpoll" and f.watching(listeners))
+        return 0, 0
+    epolls = [f for f in files.values() if f.kind == "eventpoll"]
+    return sum(1 for f in epolls if f.watching(listeners)), len(epolls)
 
 
 class AttachedServer(Started):

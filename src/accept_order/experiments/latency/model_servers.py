@@ -80,12 +80,24 @@ def model_servers(result: LatencyResult) -> Servers:
 def _loops(result: LatencyResult, threads: Mapping[str, Any], who: str, count: int) -> Servers:
     """A kind whose serving threads each run an event loop of their own (h2o): those loops, counted as the run
     started by the epolls watching the listener, not its every thread (h2o's timer thread serves none)."""
-    loops = threads.get("loops")
-    if not isinstance(loops, int) or loops < 1:  # a file from before loops were counted, or none watched it
+    loops, epolls = threads.get("loops"), threads.get("epolls")
+    if not isinstance(loops, int):  # a file from before loops were counted
         return Servers(
             None,
             who,
             f"{who} serves with {count} threads, some of which run no event loop, and its loops were not counted",
+        )
+    if isinstance(epolls, int) and epolls > loops:  # h2o at its max-connections: loops that let go of the listener
+        return Servers(
+            None,
+            who,
+            f"{loops} of {who}'s {epolls} epolls watched the listener as the run started: an event loop lets go of "
+            "it while the server is at its connection limit (h2o's max-connections) and still serves the "
+            "connections it holds, so how many loops serve is not known",
+        )
+    if loops < 1:
+        return Servers(
+            None, who, f"{who} serves with {count} threads, none of which ran an event loop watching the listener"
         )
     if result.load.keeps_connections and loops > 1:
         return Servers(
