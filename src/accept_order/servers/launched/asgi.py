@@ -164,8 +164,10 @@ class AsgiServer(LaunchedServer):
     def workers_of(self, master: psutil.Process) -> list[int]:
         import psutil
 
+        from ...probes.children import children
+
         workers = []
-        for child in sorted(master.children(), key=lambda p: (p.create_time(), p.pid)):
+        for child in sorted(children(master), key=lambda p: (p.create_time(), p.pid)):
             try:
                 if "resource_tracker" not in " ".join(child.cmdline()):
                     workers.append(child.pid)

@@ -149,7 +149,9 @@ class LaunchedServer(Started):
 
     def workers_of(self, master: psutil.Process) -> list[int]:
         """The worker pids, in index order: the master's children in fork order (HAProxy: its threads)."""
-        return [p.pid for p in sorted(master.children(), key=lambda p: (p.create_time(), p.pid))]
+        from ...probes.children import children
+
+        return [p.pid for p in sorted(children(master), key=lambda p: (p.create_time(), p.pid))]
 
     def parse_request(self, fields: list[str]) -> tuple[int, ...] | None:
         """(worker pid, client port) from one line of the request log, split, and the request's number on
