@@ -12,10 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import psutil
 from conftest import child_processes, gone, run_cli, wait_for
 
 from accept_order.experiments.observe.result import ObserveResult
+from accept_order.probes.listeners import listening_sockets
 
 # A supervisor named like uvicorn's script that binds the port and starts two workers under other command lines,
 # as uvicorn --workers 2 does (spawned python3 processes handed the listening socket).
@@ -37,8 +37,9 @@ def test_observe_names_uvicorn_as_inspect_does(tmp_path: Path, free_port: int) -
     try:
         kids = wait_for(lambda: child_processes(supervisor.pid), lambda k: len(k) == 2, 20, "the two workers")
         pids = [supervisor.pid, *(k.pid for k in kids)]
-        wait_for(lambda: {c.laddr.port for c in psutil.net_connections("tcp") if c.status == "LISTEN"},
-                 lambda ports: port in ports, 20, "the listener")  # fmt: skip
+        # netlink asked for this port alone: psutil.net_connections read the whole TCP table (tens of thousands of
+        # TIME_WAITs beside the suite) and every process's descriptors, every 10 ms
+        wait_for(lambda: listening_sockets(port), bool, 20, "the listener")
         inspected = run_cli(["inspect", "--port", str(port)], columns=300)
         assert inspected.stdout.splitlines()[0].startswith(f"accept-order inspect port {port}: uvicorn,")
         out = tmp_path / "observe.json"
