@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 import psutil
 import pytest
-from conftest import gone, wait_for
+from conftest import child_processes, gone, wait_for
 
 from accept_order.core.reaper import REAPER, Reaper
 from accept_order.servers.launched import base
@@ -78,8 +78,11 @@ def _kill_mid_run_and_check(argv: list[str], ready: str, is_ready: Callable[[lis
     """Start the tool, wait until `is_ready(descendants)` holds, SIGKILL it, and check every process it
     had started ends (the kernel's parent-death signal or the reaper: none of the tool's handlers runs)."""
     tool = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    started: list[psutil.Process] = []
     try:
-        started = wait_for(lambda: _descendants(tool.pid), is_ready, 20.0, ready)
+        # polled from the kernel's children lists (cheap); what must end is then read with psutil (every one)
+        wait_for(lambda: child_processes(tool.pid, recursive=True), is_ready, 20.0, ready)
+        started = _descendants(tool.pid)
         pids = [p.pid for p in started]
         tool.send_signal(signal.SIGKILL)
         tool.wait()
