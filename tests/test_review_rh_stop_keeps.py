@@ -5,12 +5,14 @@
    --repeat 2` an error in b's run completed round 1 with it: '1 round (stopped by an error: the rounds that
    finished)', its medians from b's first size alone, and 'Round 2 of 2 measured nothing' of the round it cut.
 2. The repeat file's new fields were checked one by one but not against each other: a file saying 1 round asked
-   beside 2 rounds read 'one run of each, one after another' over medians 'in 2/2 runs'."""
+   beside 2 rounds read 'one run of each, one after another' over medians 'in 2/2 runs'.
+3. A sweep's cut round named its finished cap by the server's label and the rest by their caps."""
 
 from __future__ import annotations
 
 import copy
 import json
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from conftest import run_cli
 
 from accept_order.core.errors import LoadError
 from accept_order.experiments.burst import run as burst_run
+from accept_order.probes.evidence import EvidenceCapture
 
 GOLDEN = Path(__file__).parent / "data" / "golden"
 
@@ -98,3 +101,26 @@ def test_a_file_the_tool_writes_for_a_cut_run_still_loads(tmp_path: Path) -> Non
     result = run_cli(["show", str(path)])
     assert result.exit_code == 0, result.output
     assert "Round 3 of 3, cut short: blocking finished; epoll measured nothing" in result.stdout, result.stdout
+
+
+def test_a_sweeps_cut_round_names_its_caps_as_a_whole_round_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sweep's runs share the server's label: a cut round of one run was named by it, the rest by their caps
+    ('Round 2 of 2, cut short: epoll finished; 4 limit measured nothing')."""
+    original = EvidenceCapture.before
+    calls = [0]
+
+    def before(self: EvidenceCapture) -> None:
+        calls[0] += 1
+        if calls[0] == 4:  # round 2's second cap starts: its first has finished
+            signal.raise_signal(signal.SIGINT)
+        original(self)
+
+    monkeypatch.setattr(EvidenceCapture, "before", before)
+    out = tmp_path / "s.json"
+    args = ["sweep", "--accept-batch", "1,4", "-w", "2", "-n", "200", "-c", "4", "--repeat", "2", "--json", str(out)]
+    result = run_cli(args)
+    assert result.exit_code == 130, result.output
+    for shown in (result.stdout, run_cli(["show", str(out)]).stdout):
+        assert "Round 2 of 2, cut short: 1 limit finished; 4 limit measured nothing;" in shown, shown

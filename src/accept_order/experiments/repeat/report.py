@@ -91,7 +91,9 @@ def _what_was_cut(kind: Repeated, result: RepeatResult, once: bool) -> str:
     said: list[str] = []
     if result.cut:
         finished = [run for run in result.cut if whole(run)]
-        names = kind.names(result.cut)
+        # named as a whole round names them: a sweep's runs share a label, and a part of a round named its caps
+        # by the label ('epoll finished; 4 limit measured nothing' of caps 1 and 4)
+        names = kind.names(result.rounds[0])[: len(result.cut)] if result.rounds else kind.names(result.cut)
         parts = [f"{_listed(names[: len(finished)])} finished"] if finished else []
         if len(finished) < len(result.cut):
             shown = not result.rounds and kind.reads_cut_runs
