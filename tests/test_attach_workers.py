@@ -20,6 +20,7 @@ import pytest
 from conftest import gone, wait_for
 from test_attach import STOP_TIMEOUT_S, accept_order, accepts, nginx_or_skip
 
+from accept_order.servers import registry  # noqa: F401  (every kind defined: helper_title looks through those)
 from accept_order.servers.attached import check_listening, worker_pids
 
 START_TIMEOUT_S = 10.0
@@ -214,3 +215,17 @@ def test_a_master_whose_children_all_serve_nothing_is_its_own_worker(family: Cal
 def test_no_port_known_keeps_every_child_but_the_named_helpers(family: Callable[..., Family]) -> None:
     made = family("worker", "named", "helper")
     assert sorted(worker_pids([made.master])) == sorted(made.of("worker") + made.of("helper"))
+
+
+def test_a_holding_child_not_among_the_workers_found_is_refused_unless_named_a_helper(
+    family: Callable[..., Family],
+) -> None:
+    """check_listening let any child of the master hold the listener beside the workers found: one that took it
+    after they were read (a master's workers starting, found as the master alone) was excused as a 'helper', and
+    every connection it took went unseen. Only a child a kind names a helper is excused."""
+    from accept_order.core.errors import PlanError
+
+    made = family("worker", "named")
+    with pytest.raises(PlanError, match="not only by"):
+        check_listening("127.0.0.1", made.port, [made.master], [made.master])
+    check_listening("127.0.0.1", made.port, [made.master], made.of("worker"))  # the named one is excused

@@ -63,13 +63,11 @@ def worker_pids(attach: Sequence[int], host: str | None = None, port: int | None
 def _serving(master: int, children: list[int], host: str | None, port: int | None) -> list[int]:
     """Of a master's children, those that take its connections (see worker_pids); all of them but the named
     helpers where no port is known to tell by."""
-    from ..core.kinds import helper_title
     from ..probes.owner import socket_holders
     from ..probes.serving import process_info
 
     def worker(pid: int) -> bool:
-        info = process_info(pid)
-        return info is not None and not helper_title(info.argv)
+        return process_info(pid) is not None and not _named_helper(pid)
 
     if host is None or not port:
         return [pid for pid in children if worker(pid)]
@@ -80,6 +78,19 @@ def _serving(master: int, children: list[int], host: str | None, port: int | Non
     if held or master not in holders:
         return [pid for pid in held if worker(pid)]
     return [pid for pid in children if pid in _fed(master) and worker(pid)]
+
+
+def _named_helper(pid: int) -> bool:
+    """A child a kind names a helper of its own by its title (nginx's cache manager): it may hold the listener and
+    is no worker. Another child that holds it is one, though it was not found among them (it took the listener
+    after they were read: a master's workers starting) and check_listening refuses it."""
+    from ..core.kinds import helper_title
+    from ..probes.serving import process_info
+
+    # helper_title looks through the kinds defined so far: the caller has imported the registry (the CLI and the
+    # registry's own AttachedServer have; without it, nginx's cache manager is taken for a worker)
+    info = process_info(pid)
+    return info is not None and helper_title(info.argv)
 
 
 def _fed(master: int) -> frozenset[int]:
@@ -187,7 +198,7 @@ def check_listening(host: str, port: int, attach: Sequence[int], workers: Sequen
             owner = f"it is held by {_held_by(holders)}"
         raise PlanError(f"--attach: {who} {'hold' if plural else 'holds'} no listener on {where}; {owner}")
     masters = {_parent(pid) for pid in workers}
-    helpers = {pid for pid in holders if _parent(pid) in attach} if len(attach) == 1 else set()  # named helpers
+    helpers = {pid for pid in holders if len(attach) == 1 and _parent(pid) in attach and _named_helper(pid)}
     if holders.keys() - attached - masters - helpers:
         raise PlanError(
             f"--attach: the listener on {where} is held by {_held_by(holders)}, not only by {who}: some "
