@@ -2,25 +2,28 @@
 child holds an epoll that watches every listener (APR's pollset) and waits in it only while it holds the mutex, so
 running children, taken for their epoll's waiters, looked like uWSGI's herd workers. A free lock leaves no trace in
 /proc (with wrk -c16 at 3 children, none of 200 samples saw a child waiting for it), so the kind says it
-(experiments/inspect/lock_first.py: Apache, single-threaded children holding two or more listeners), and where a
+(ServerKind.lock_first, which Apache declares: single-threaded children holding two or more listeners), and where a
 sibling does wait for the lock, a running sibling takes it too before it waits (analysis/mechanism.py)."""
 
 from __future__ import annotations
 
 import socket
+from dataclasses import replace
 
 import pytest
 from conftest import wait_for
 
 from accept_order.analysis.mechanism import Listener, Seen, classify
+from accept_order.core.kinds import ServerKind
+from accept_order.core.models import Mechanism
 from accept_order.core.spec import ServerSpec
-from accept_order.experiments.inspect.lock_first import APACHE_PREFORK, lock_first
 from accept_order.experiments.inspect.run import inspect
 from accept_order.experiments.inspect.sample import _taking_lock
 from accept_order.probes.proc_waits import EPOLL_WAITS, ThreadWait, thread_wait
 from accept_order.servers.launched.apache import ApacheServer
+from accept_order.servers.launched.apache_config import LOCK_FIRST as APACHE_PREFORK
 from accept_order.servers.launched.apache_config import apache_missing
-from accept_order.servers.registry import checked, server_kind
+from accept_order.servers.registry import KINDS, checked, server_kind
 
 HELD = frozenset({4242, 4243})  # two Listens
 LISTENERS = [Listener(4242, "127.0.0.1", 80), Listener(4243, "127.0.0.1", 443)]
@@ -90,14 +93,22 @@ def test_the_kind_rule_turns_a_running_child_into_a_lock_taker() -> None:
 
 
 def test_the_rule_is_apache_preforks_with_two_listeners() -> None:
-    rule = lock_first(server_kind("apache"))
+    rule = server_kind("apache").lock_first
     assert rule is APACHE_PREFORK
     assert rule.applies(1, 2) and rule.applies(1, 3)
     assert not rule.applies(1, 1)  # one Listen: no mutex (SINGLE_LISTEN_UNSERIALIZED_ACCEPT)
     assert not rule.applies(27, 2)  # an event child: threaded, no accept mutex
     assert rule.among(frozenset({1, 2, 9}))(1, frozenset({1, 2, 5}))
     assert not rule.among(frozenset({1, 9}))(1, frozenset({1, 2, 5}))  # 2 is no listener
-    assert lock_first(server_kind("uwsgi")) is None and lock_first(None) is None
+    assert server_kind("uwsgi").lock_first is None and ServerKind.lock_first is None
+
+
+def test_a_kind_that_declares_a_lock_first_has_a_mode_seen_as_accept_mutex() -> None:
+    """The kind says it (no table by kind name in inspect): one that takes such a lock has the mode to explain it."""
+    declared = [name for name in KINDS if server_kind(name).lock_first is not None]
+    assert declared == ["apache"]
+    for name in declared:
+        assert any(m.mechanism == Mechanism.ACCEPT_MUTEX for m in server_kind(name).modes().values()), name
 
 
 REQUEST = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
@@ -106,11 +117,14 @@ WORK_US = 6_000_000  # long enough for the look on a busy machine; the children 
 
 @pytest.mark.skipif(apache_missing() is not None, reason=f"Apache launched runs: {apache_missing()}")
 @pytest.mark.parametrize("workers", [3, 2])
-def test_prefork_mutex_with_busy_children_reads_accept_mutex(workers: int) -> None:
+def test_prefork_mutex_with_busy_children_reads_accept_mutex(workers: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two children of a prefork-mutex in their handler's busy loop (a kept connection each): with 3 children the
     third holds the mutex in epoll_wait and nobody waits for the lock; with 2 every child is running. Both read
     epoll-herd before (2 of 3 and 2 of 2 children taken for their pollset's waiters)."""
     spec = checked(ServerSpec(kind="apache", mode="prefork-mutex", workers=workers, work_us=WORK_US, keepalive=True))
+    # the rule inspect applies is the kind's own declaration (ServerKind.lock_first), not a copy kept by name
+    declared = replace(APACHE_PREFORK, why=APACHE_PREFORK.why + " [as declared]")
+    monkeypatch.setattr(type(server_kind("apache")), "lock_first", declared)
     with ApacheServer(spec) as server:
         clients = [socket.create_connection(server.address, timeout=30) for _ in range(2)]
         try:
@@ -130,5 +144,8 @@ def test_prefork_mutex_with_busy_children_reads_accept_mutex(workers: int) -> No
                 client.close()
     assert result.mechanism.name == "accept-mutex", result.mechanism
     assert result.mechanism.modes == ("prefork-mutex",)
-    assert APACHE_PREFORK.why in result.mechanism.evidence
-    assert sum(1 for unit in result.units if unit.role == "lock") == 2
+    assert declared.why in result.mechanism.evidence
+    takers = [unit for unit in result.units if unit.role == "lock"]
+    assert len(takers) == 2
+    # said as running, not as asleep in FUTEX_LOCK_PI (views.py)
+    assert all(unit.on.startswith("running: takes the lock before it waits") for unit in takers), takers

@@ -91,7 +91,7 @@ def classify(
     """The mechanism one sample shows. `parent`: pid -> its parent's pid; `sockets`: pid -> the socket
     inodes in its fd table (to tell whose end of a Unix socketpair a fed worker waits on); `known_lock`: why
     the running threads the caller read as lock takers (`lock`, call `running`) take a lock first, where the
-    server's kind says so (experiments/inspect/lock_first.py)."""
+    server's kind says so (ServerKind.lock_first)."""
     by_inode = {lst.inode: lst for lst in listeners}
     seen = _lock_takers(seen, parent)
     waiting = [s for s in seen if s.via in WAITS_ON_LISTENER and s.listeners]

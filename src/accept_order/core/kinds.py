@@ -11,7 +11,7 @@ model, the queue, a herd), whether --accept-batch applies, and the server's own 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -84,6 +84,27 @@ class ModeInfo:
         for setting in self.settings:
             knobs[knob(setting)] = (*knobs.get(knob(setting), ()), setting)
         return knobs
+
+
+@dataclass(frozen=True)
+class LockFirst:
+    """A lock a kind's workers take before they wait on their listeners, which /proc cannot always show: a lock
+    that is free, or held by a worker busy between its wakeup and its accept, has no thread sleeping in it. A
+    process of `threads` threads holding at least `listeners` of its namespace's listening sockets takes it (the
+    layout /proc does show); `why` says so in the reading (experiments/inspect)."""
+
+    why: str
+    threads: int
+    listeners: int
+
+    def applies(self, threads: int, listeners: int) -> bool:
+        return threads == self.threads and listeners >= self.listeners
+
+    def among(self, listening: frozenset[int]) -> Callable[[int, frozenset[int]], bool]:
+        """Whether a process of so many threads, holding these sockets, takes the lock first: its listeners are
+        counted among `listening`, every listener of its network namespace (inspect --port knows only the
+        port's, and a second listener may be on another)."""
+        return lambda threads, sockets: self.applies(threads, len(sockets & listening))
 
 
 def knob(setting: str) -> str:
@@ -176,6 +197,9 @@ class ServerKind:
     #: its busy loop (--work-iters) is probes/work.py's `spin` run by this interpreter, so its cost can be
     #: timed here before a run; other servers' loops (nginx's LuaJIT) are their own
     spins_here: ClassVar[bool] = False
+    #: a lock its workers take before they wait on their listeners, in a mode `inspect` sees as accept-mutex, where
+    #: /proc shows no lock while no one waits for it (Apache prefork's accept mutex under a keep-alive load)
+    lock_first: ClassVar[LockFirst | None] = None
     #: what `inspect` cannot see in /proc of this kind's settings, by the mechanism it names (nginx's
     #: multi_accept under epoll); said with the mechanism
     unseen: ClassVar[Mapping[str, str]] = {}

@@ -16,7 +16,6 @@ from ...probes.serving import Server, check_pid, find_server, namespace_listener
 from ...servers.registry import DEFAULT_KIND, recognise, server_kind
 from .changes import change_views
 from .held import connections_held, with_held
-from .lock_first import lock_first
 from .result import ChangeView, InspectResult, MechanismView
 from .sample import Sample, take
 from .views import epoll_views, listener_views, process_rows, unit_views, unix_links
@@ -92,7 +91,8 @@ def looks(
     showed each mechanism, every sample, and the one the verdict came from (observe asks it too, to find an
     acceptor's workers)."""
     # a lock no one waits for is not seen: the kind may know of it
-    rule = lock_first(_kind(server))
+    kind = _kind(server)
+    rule = kind.lock_first if kind is not None else None
     locking = rule.among(frozenset(r.inode for r in namespace_listeners(server.pids[0]))) if rule else None
     taken = [take(server, tables, locking)]
     for _ in range(samples - 1):

@@ -292,9 +292,9 @@ def _accepting_peers(seen: list[Seen], parent: dict[int, int]) -> list[Seen]:
 
 
 def _taking_lock(mine: list[Seen], waits: tuple[ThreadWait, ...]) -> list[Seen]:
-    """A process its kind says takes a lock before it waits on its listeners (lock_first.py): a running thread of
-    it taken for its epoll's or accept()'s waiter is a lock taker (`lock`, call `running`), not a waiter; and a
-    poll or select whose set could not be read is not taken to be its listeners (an Apache prefork child polls its
+    """A process its kind says takes a lock before it waits on its listeners (ServerKind.lock_first): a running
+    thread of it taken for its epoll's or accept()'s waiter is a lock taker (`lock`, call `running`), not a waiter;
+    and a poll or select whose set could not be read is not taken to be its listeners (an Apache prefork child polls its
     kept connection; under load its set is often gone by the time it is read)."""
     unread = {w.tid for w in waits if w.call in POLLS | SELECTS and w.fds is None}
     return [
@@ -312,7 +312,7 @@ def take(
 ) -> Sample:
     """Every thread of the server's processes now; `tables`: the look's fd tables (kept across its samples),
     read now when not given; `locking`: whether a process of so many threads holding these sockets takes a lock
-    before it waits on its listeners, as the server's kind says (lock_first.py)."""
+    before it waits on its listeners, as the server's kind says (ServerKind.lock_first)."""
     tables = tables if tables is not None else FdTables()
     listeners = frozenset(row.inode for row in server.listeners)
     seen: list[Seen] = []

@@ -41,7 +41,7 @@ def _on(s: Seen, wait: ThreadWait, sample: Sample, server: Server, members: Coun
     if s.via == "passed":
         senders = sorted(p for p, inodes in sample.sockets.items() if inodes & s.unix_ends and p != s.pid)
         return f"Unix socket from pid {senders[0]}" if senders else "a Unix socket"
-    if s.via == "lock" and wait.call == "running":  # a lock taker (analysis/mechanism.py, lock_first.py)
+    if s.via == "lock" and wait.call == "running":  # a lock taker (analysis/mechanism.py, ServerKind.lock_first)
         return f"running: takes the lock before it waits; holds {_one(s.holds, server)}"
     if s.via == "lock":
         return f"a lock (FUTEX_LOCK_PI); holds {_one(s.holds, server)}"

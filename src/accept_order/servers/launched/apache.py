@@ -33,6 +33,7 @@ from ...core.waiting import wait_for
 from ..watched import UsageDeltas, proc_state
 from .apache_config import (
     APACHE_MODES,
+    LOCK_FIRST,
     THREADS_PER_CHILD,
     apache_binary,
     apache_missing,
@@ -179,6 +180,7 @@ class ApacheKind(ServerKind):
     summary = "Debian's Apache httpd (prefork or event MPM) with a mod_lua handler, launched from a generated config"
     witness = ApacheServer.witness_source
     preferred_mode = "event"  # Debian's default MPM
+    lock_first = LOCK_FIRST  # prefork-mutex's accept mutex
 
     @property
     def cures(self) -> tuple[LongLivedCure, ...]:

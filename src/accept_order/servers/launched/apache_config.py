@@ -26,7 +26,7 @@ import pwd
 import shutil
 
 from ...core.errors import ServerUnavailable
-from ...core.kinds import ModeInfo
+from ...core.kinds import LockFirst, ModeInfo
 from ...core.models import Mechanism, Model
 from ...core.spec import ServerSpec
 
@@ -120,6 +120,19 @@ APACHE_MODES: dict[str, ModeInfo] = {
         ),
     )
 }
+
+
+# prefork.c's SAFE_ACCEPT: with one listener (SINGLE_LISTEN_UNSERIALIZED_ACCEPT) no mutex, with two or more every
+# child takes it before its pollset (an epoll watching every listener without EPOLLEXCLUSIVE, waited in only by the
+# holder); `Mutex none` is refused for mpm-accept. Under a keep-alive load every child serves a kept connection to
+# its end, running, while the mutex sits unused: taken for its pollset's waiter, each looked like a herd worker
+# (wrk -c16 at 3 children: no child waiting for the lock in 200 samples). The event MPM's children are threaded.
+LOCK_FIRST = LockFirst(
+    "Apache prefork's children take the accept mutex before they wait on two or more listeners (known of the kind: "
+    "a lock no one waits for is not seen in /proc)",
+    threads=1,
+    listeners=2,
+)
 
 
 def apache_binary() -> str:
