@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 from .errors import PlanError
 from .models import Mechanism, Model
@@ -39,9 +38,11 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-@dataclass(frozen=True)
-class ModeInfo:
-    """One accept mode of one server kind, as analysis, reports and `modes` read it (never by its name)."""
+class ModeInfo(NamedTuple):
+    """One accept mode of one server kind, as analysis, reports and `modes` read it (never by its name).
+    A NamedTuple, not a frozen dataclass: the same to every caller (immutable, equal by value, the same repr),
+    and Python 3.11 compiles a dataclass's methods at import (~4.5 M instructions a class, every kind's start-up;
+    benchmarks/bench_startup.py)."""
 
     name: str
     summary: str  # one line for `modes`
@@ -86,8 +87,7 @@ class ModeInfo:
         return knobs
 
 
-@dataclass(frozen=True)
-class LockFirst:
+class LockFirst(NamedTuple):
     """A lock a kind's workers take before they wait on their listeners, which /proc cannot always show: a lock
     that is free, or held by a worker busy between its wakeup and its accept, has no thread sleeping in it. A
     process of `threads` threads holding at least `listeners` of its namespace's listening sockets takes it (the
@@ -113,8 +113,7 @@ def knob(setting: str) -> str:
     return re.split(r"[\s=:]", setting.strip(), maxsplit=1)[0]
 
 
-@dataclass(frozen=True)
-class KindOption:
+class KindOption(NamedTuple):
     """A setting only some kinds read, declared by each kind that reads it (ServerKind.options): the
     ServerSpec field it sets (a result file stores it by that name), its command-line flag and help, and
     what it may be. `duration`: the flag takes a duration (500ms) and the field holds milliseconds.
