@@ -14,7 +14,7 @@ import select
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, Protocol
+from typing import Any, ClassVar, Literal, NamedTuple, Protocol
 
 from ...core.errors import ListenError
 from ...core.kinds import ModeInfo
@@ -24,9 +24,9 @@ Queue = Literal["shared", "per-worker"]
 POLICIES = ("round-robin", "least-busy")
 
 
-@dataclass(frozen=True)
-class ModeOptions:
-    """Settings only some modes read: fd-pass's dispatch policy, accept-mutex's retry delay."""
+class ModeOptions(NamedTuple):
+    """Settings only some modes read: fd-pass's dispatch policy, accept-mutex's retry delay. (A NamedTuple: the
+    same to its callers as a frozen dataclass, without compiling one's methods at start-up.)"""
 
     policy: str = "round-robin"
     mutex_delay_ms: float = 500.0  # nginx's accept_mutex_delay default
