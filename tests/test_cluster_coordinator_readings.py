@@ -171,7 +171,7 @@ def test_a_ramp_that_only_coordinated_takes_its_overflows_from_the_server_s_host
     shown = _shown(_saved(tmp_path, "ramp.json", _coordinated_ramp(observed=True)))
     for row in _table_rows(shown):
         assert row.split()[-5:-1] == ["7", "-", "-", "-"], row  # observe's ListenOverflows, not this host's 31
-    assert "the table's overflows are the server's, as --observe-on read them there" in shown
+    assert "the table's overflows are the server's network namespace's, as --observe-on read them there" in shown
 
 
 def test_a_ramp_with_the_server_here_says_its_readings_are_the_server_s_host_s(tmp_path: Path) -> None:

@@ -55,6 +55,28 @@ UNSEEN_OBSERVED = (
 )
 
 
+def on_this_host(host: str) -> bool:
+    """The address is one of this network namespace's own (an interface holds it), loopback aside: client hosts
+    (--clients) that connect to it come to this host, so the server is here and this host's kernel counters and
+    CPUs are its own. A loopback address is each client host's own; a name is resolved as the loads resolve it."""
+    import ipaddress
+    import socket
+
+    import psutil
+
+    try:
+        found = {str(info[4][0]) for info in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)}
+        wanted = {ipaddress.ip_address(a.split("%")[0]) for a in found}
+    except (OSError, ValueError):
+        return False
+    mine = set()
+    for addresses in psutil.net_if_addrs().values():
+        for a in addresses:
+            if a.family in (socket.AF_INET, socket.AF_INET6):
+                mine.add(ipaddress.ip_address(a.address.split("%")[0]))
+    return any(not w.is_loopback and w in mine for w in wanted)
+
+
 def unseen_note(spec: ServerSpec, observed: bool = False) -> str | None:
     """What a report of a load at a server elsewhere says it could not measure (less what --observe-on brought
     from the server's host, where `observed`); None for any other server."""
@@ -75,6 +97,7 @@ class RemoteServer(Closing):
         self._by_reply = ReplyWorkers(spec.workers)
         self._reached = False  # a load of this run has had an answer
         self._driven_from_hosts = False  # a load ran on client hosts (--clients): none of its traffic was here
+        self._here: bool | None = None  # its address is this host's own (on_this_host), read once
 
     @property
     def address(self) -> tuple[str, int]:
@@ -136,12 +159,22 @@ class RemoteServer(Closing):
 
     def driven_from_hosts(self) -> None:
         """A load of the run ran on client hosts (--clients): none of its connections crossed this host, whose
-        kernel counters then say nothing of the run (own_evidence says so, and the report with it)."""
+        kernel counters then say nothing of the run (own_evidence says so, and the report with it), unless the
+        address is this host's own (through_here)."""
         self._driven_from_hosts = True
 
+    @property
+    def through_here(self) -> bool:
+        """The address is one of this host's (on_this_host): a load from client hosts came to this host, whose
+        counters and CPUs are then the server's, as with a server launched here."""
+        if self._here is None:
+            self._here = on_this_host(self.spec.host)
+        return self._here
+
     def own_evidence(self) -> dict[str, Any]:
-        # nothing of the server is visible from here; with --clients, nothing of the load either
-        return {"traffic_elsewhere": True} if self._driven_from_hosts else {}
+        # nothing of the server is visible from here; with --clients, nothing of the load either (unless the
+        # clients came to this host's own address: then its counters are the server's)
+        return {"traffic_elsewhere": True} if self._driven_from_hosts and not self.through_here else {}
 
     def close(self) -> None:
         pass

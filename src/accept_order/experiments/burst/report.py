@@ -72,7 +72,8 @@ def _details(run: BurstRun) -> list[Text]:
         if cell.counters:
             moved = ", ".join(f"{short_counter(k)} {v:+d}" for k, v in cell.counters.items())
             # client hosts at a server elsewhere: no connection of the burst crossed this host
-            parts.append(f"this host's, which only coordinated: {moved}" if elsewhere and cell.hosts else moved)
+            coordinated = elsewhere and cell.hosts and not cell.through_here
+            parts.append(f"this host's, which only coordinated: {moved}" if coordinated else moved)
         if cell.max_us is not None:
             parts.append(f"slowest {cell.max_us / 1000:.1f} ms")
         if cell.open_s is not None:  # over kept connections the drivers time their last request's start

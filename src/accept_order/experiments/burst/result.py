@@ -49,6 +49,9 @@ class BurstCell(CountedTotals):
     # data, as a latency run's evidence holds it: experiments/observe/remote.py `joined`); kept with its burst,
     # so each observation is labelled by its size and travels with the cell when a run keeps only some
     observed_on: tuple[dict[str, Any], ...] = ()
+    # --client-hosts at a --target whose address is this host's own (servers/remote.py on_this_host): the burst
+    # came here, so the counters read here are the server's host's, not a coordinator's (in the file if so)
+    through_here: bool = False
 
     @classmethod
     def of(cls, load: LoadSummary, clients: int, counters: dict[str, int], per: int = 1) -> BurstCell:
@@ -121,6 +124,7 @@ class BurstCell(CountedTotals):
             ),
             **({"hosts": [h.to_dict() for h in self.hosts]} if self.hosts else {}),
             **({"observed_on": [dict(o) for o in self.observed_on]} if self.observed_on else {}),
+            **({"through_here": True} if self.through_here else {}),
         }
 
     @classmethod
@@ -141,6 +145,7 @@ class BurstCell(CountedTotals):
             connections=tuple(int(n) for n in data.get("connections", ())),
             hosts=hosts_of(data),
             observed_on=tuple(dict(o) for o in data.get("observed_on", ())),
+            through_here=bool(data.get("through_here", False)),
         )
 
 

@@ -14,6 +14,7 @@ fs.nr_open), and a burst whose share per driver does not fit under it is spread 
 
 from __future__ import annotations
 
+import dataclasses
 import resource
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from ...core.spec import (
     sized,
 )
 from ...probes import netstat
+from ...servers.registry import elsewhere
 from ..session import Measured, RunInterrupted, RunStopped, as_answered, drive_load, lifecycle, run_each
 from .result import BurstCell, BurstRun
 
@@ -186,7 +188,10 @@ def run_bursts(
             with deferred():
                 after = netstat.read_counters()
                 moved = netstat.counter_deltas(before, after, netstat.WATCHED_COUNTERS) if before and after else {}
-                cells.append(BurstCell.of(load, clients, {k: v for k, v in moved.items() if v}, per))
+                cell = BurstCell.of(load, clients, {k: v for k, v in moved.items() if v}, per)
+                remote = elsewhere(target)  # at this host's own address, the burst came here (on_this_host)
+                here = bool(cell.hosts) and remote is not None and remote.through_here
+                cells.append(dataclasses.replace(cell, through_here=True) if here else cell)
             if load.interruption is not None:
                 raise load.interruption
 

@@ -65,7 +65,8 @@ def workers_cpu(step: RampStep, usable: int) -> str:
 def coordinated(result: RampResult) -> bool:
     """The load went from client hosts to a server elsewhere (--clients with --target): this host only
     coordinated, and its counters, sockets and CPUs are none of the run's."""
-    return known_by_replies(result.server) and any(s.hosts for s in result.steps)
+    here = any(s.through_here for s in result.steps)  # its address was this host's: the server is here
+    return known_by_replies(result.server) and any(s.hosts for s in result.steps) and not here
 
 
 def _overflows(step: RampStep, elsewhere: bool) -> str:
@@ -165,8 +166,8 @@ def _whose(result: RampResult) -> str:
     if coordinated(result):
         observed = any(s.server_counters is not None for s in result.steps)
         left = (
-            "the table's overflows are the server's, as --observe-on read them there, and its host CPUs, this "
-            "host's, are left out ('-')"
+            "the table's overflows are the server's network namespace's, as --observe-on read them there (all its "
+            "listeners'), and its host CPUs, this host's, are left out ('-')"
             if observed
             else "the table leaves its overflows and host CPUs out ('-')"
         )

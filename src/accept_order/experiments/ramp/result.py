@@ -62,6 +62,9 @@ class RampStep(CountedTotals):
     # --observe-on: what observe saw on the server's host during this step, beside its replies' counts (plain
     # data, as a latency run's evidence holds it: experiments/observe/remote.py `joined`)
     observed_on: tuple[dict[str, Any], ...] = ()
+    # --clients at a --target whose address is this host's own (servers/remote.py on_this_host): the load came
+    # here, so this host's counters and CPUs are the server's host's, not a coordinator's (in the file if so)
+    through_here: bool = False
 
     @property
     def held(self) -> bool:
@@ -104,6 +107,8 @@ class RampStep(CountedTotals):
         del data["pool"], data["pool_fill_s"], data["hosts"]
         if self.loop is None:
             del data["loop"]
+        if not self.through_here:  # files without it read as before
+            del data["through_here"]
         if self.hosts:
             data["hosts"] = [h.to_dict() for h in self.hosts]
         if self.pool is not None:  # as a latency run's file holds it

@@ -256,7 +256,8 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
         for offered in plan.offered:
             load = plan.load(offered)
             peaks: list[int] = []  # the listeners' accept queues, the longest seen at each one
-            here = elsewhere(target) is None  # a server elsewhere: its queues and CPU are not visible from here
+            remote = elsewhere(target)
+            here = remote is None  # a server elsewhere: its queues and CPU are not visible from here
             port = target.address[1] if here else 0
             tick = _sampling(port, server.host, peaks, on_step(offered) if on_step else None)
             counters_before = netstat.read_counters()
@@ -297,8 +298,10 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
                     pool=outcome.pool,
                     pool_fill_s=outcome.pool_fill_s,
                     observed_on=tuple(dict(o) for o in outcome.observed),
+                    through_here=bool(outcome.hosts) and remote is not None and remote.through_here,
                 )
-                seen = signals(step, server.workers, cpus, coordinated=not here and bool(step.hosts))
+                coordinated = not here and bool(step.hosts) and not step.through_here
+                seen = signals(step, server.workers, cpus, coordinated=coordinated)
                 step = step.judged(judge(step, plan, server.workers), seen)
                 steps.append(step)
             if outcome.interruption is not None:
