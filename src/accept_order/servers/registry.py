@@ -10,8 +10,7 @@ from __future__ import annotations
 import dataclasses
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..core.errors import NothingToRun, PlanError
 from ..core.kinds import KindOption, ModeInfo, ServerKind
@@ -119,8 +118,7 @@ def runnable(kind: str, names: Sequence[str] | None = None) -> tuple[list[str], 
     return available, skipped
 
 
-@dataclass(frozen=True)
-class Plan:
+class Plan(NamedTuple):
     """A server spec resolved once: checked (what every kind shares, then its kind's own checks, its workers
     fitted), with its kind and its mode's metadata. A run resolves its spec once and hands the plan to the
     lifecycle and to whatever reads the mode (experiments/session.py)."""
@@ -140,7 +138,7 @@ class Plan:
             raise PlanError(
                 f"{self.kind.name} cannot keep a connection for several requests: {self.kind.closes_connections}"
             )
-        return dataclasses.replace(self, spec=sized(self.spec, in_flight, keepalive))
+        return self._replace(spec=sized(self.spec, in_flight, keepalive))
 
 
 def refuse_closing(kinds: Iterable[str], load: ConcurrentLoad) -> None:
