@@ -7,8 +7,7 @@ config or attached by pid — implements the same. The session lifecycle (experi
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from .protocol import ClientProtocol, parse_reply
 
@@ -31,8 +30,7 @@ class Attribution(Protocol):
     def from_socket(self, local: tuple[str, int], peer: tuple[str, int]) -> int | None: ...
 
 
-@dataclass(frozen=True)
-class ReplyAttribution:
+class ReplyAttribution(NamedTuple):
     """Attribution by the reply line, checked against the server's worker pids (a line naming a pid that
     is not one of this server's workers is a bad reply, not a served connection)."""
 
