@@ -18,8 +18,7 @@ import dataclasses
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from ..analysis.order import verdict
 from ..core import environment
@@ -51,8 +50,7 @@ R = TypeVar("R")
 Tick = Callable[[int, float], None]
 
 
-@dataclass(frozen=True)
-class Measured:
+class Measured(NamedTuple):
     """What the lifecycle gathered around any load."""
 
     environment: Environment
