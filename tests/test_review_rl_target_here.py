@@ -121,3 +121,16 @@ def test_a_real_ramp_from_a_client_host_at_this_host_sees_this_host_s_counters(
     assert sum(step.served) > 0 and step.hosts and step.through_here, step
     assert "the accept queue overflowed 50 times" in step.seen, step.seen
     assert ramp_run.RampResult.from_dict(result.to_dict()).steps[0].through_here  # the file keeps it
+
+
+def test_a_failed_observe_on_is_not_said_to_have_brought_its_counts(tmp_path: Path) -> None:
+    """--observe-on whose observation failed (said in one line below) brought nothing: the --target note lists
+    what is missing as without it, not 'observe on its host ... counted each worker's accepts'."""
+    ramp = readings._coordinated_ramp(observed=True)
+    for step in ramp["steps"]:
+        step["observed_on"] = [{"host": "server", "error": "ssh: connect to host server port 22: Connection refused"}]
+    shown = readings._shown(readings._saved(tmp_path, "ramp.json", ramp))
+    assert "observe on server, 200/s failed" in shown
+    assert "counted each worker's accepts" not in shown and "observe's evidence (--observe-on runs" in shown, shown
+    ok = readings._shown(readings._saved(tmp_path, "ok.json", readings._coordinated_ramp(observed=True)))
+    assert "counted each worker's accepts" in ok

@@ -25,6 +25,11 @@ def observed_parts(evidence: Mapping[str, Any]) -> list[RenderableType]:
     return load_parts(evidence.get("observed_on", ()))
 
 
+def brought(observed: Sequence[Mapping[str, Any]]) -> bool:
+    """Some observation came back with its counts (a failed one, said in one line, brought none)."""
+    return any("error" not in seen for seen in observed)
+
+
 def load_parts(observed: Sequence[Mapping[str, Any]], label: str = "") -> list[RenderableType]:
     """The parts for one load's observations (`observed_on` of a burst's cell or a ramp's step), each said as
     that load's: `label` (`100 clients`, `2000/s`) follows the host."""

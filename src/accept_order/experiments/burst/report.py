@@ -14,7 +14,7 @@ from ...core.text import escape_controls
 from ...core.totals import loops_ran
 from ...render.evidence import short_counter, shortage_lines
 from ...render.hosts import HostsPart, host_parts
-from ...render.observed_on import load_parts
+from ...render.observed_on import brought, load_parts
 from ...render.text import duration_us, plural
 from ...render.workers import own_count_text
 from ...servers.registry import known_by_replies, unseen_note
@@ -137,7 +137,7 @@ def burst_report(result: BurstResult) -> RenderableType:
         for run in result.runs:
             parts += _details(run)
         for run in result.runs:  # less what --observe-on brought from the server's host
-            note = unseen_note(run.server, any(c.observed_on for c in run.cells))
+            note = unseen_note(run.server, any(brought(c.observed_on) for c in run.cells))
             parts += [Text(note, style="yellow")] if note else []
         parts += launch_parts(run.server for run in result.runs)
         for run in result.runs:

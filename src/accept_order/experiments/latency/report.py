@@ -22,7 +22,7 @@ from ...render.columns import TextColumn, TextTable
 from ...render.evidence import OTHERS_SHOWN, evidence_report, machine_busy
 from ...render.histogram import Mmhistogram
 from ...render.hosts import HostsPart, host_parts, on_hosts
-from ...render.observed_on import observed_parts
+from ...render.observed_on import brought, observed_parts
 from ...render.text import Verbatim, durations_us, plural
 from ...render.workers import worker_table
 from ...servers.registry import known_by_replies, threads_note, unseen_note
@@ -305,7 +305,7 @@ def latency_report(result: LatencyResult) -> RenderableType:
         *kept_parts(result),
         *([note] if (note := kernel_counts_text(result)) is not None else []),
         *([note] if (note := unplaced_text(result)) is not None else []),
-        *unseen_parts(result.server, bool(result.evidence.get("observed_on"))),
+        *unseen_parts(result.server, brought(result.evidence.get("observed_on", ()))),
         Verbatim(affinity_lines(result.counters) if unseen_note(result.server) is None else []),
         drivers_text(result.drivers, finished_unit(result.load)),
         *host_parts([HostsPart(None, result.hosts, result.wall_s, result.load.rate, result.interrupted)]),

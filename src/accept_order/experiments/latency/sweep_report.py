@@ -13,7 +13,7 @@ from ...core.text import escape_controls
 from ...render.columns import TextColumn, TextTable
 from ...render.evidence import counters_text
 from ...render.hosts import HostsPart, host_parts
-from ...render.observed_on import load_parts
+from ...render.observed_on import brought, load_parts
 from ...render.text import plural
 from ...servers.registry import known_mode
 from .kept_report import finished_unit, kept_compare_parts
@@ -115,7 +115,7 @@ def sweep_report(results: Sequence[LatencyResult], stopped: str | None = None) -
         parts.extend(counters_text(r.evidence, f"{sweep_name(r)}: kernel counters") for r in results if r.evidence)
     for r in results:  # --observe-on: what observe saw on the server's host during each cap's run
         parts.extend(load_parts(r.evidence.get("observed_on", ()), sweep_name(r)))
-    parts.extend(unseen_parts(server, any(r.evidence.get("observed_on") for r in results)))
+    parts.extend(unseen_parts(server, any(brought(r.evidence.get("observed_on", ())) for r in results)))
     parts.extend(load_notes(results, sweep_name))
     parts.append(Text.assemble(("Verdict: ", "bold"), sweep_verdict(results).text))
     if stopped:

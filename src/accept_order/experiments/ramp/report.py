@@ -14,7 +14,7 @@ from ...core.hosts import ClientHosts
 from ...core.text import escape_controls
 from ...render.evidence import short_counter, shortage_lines
 from ...render.hosts import HostsPart, host_parts, on_hosts
-from ...render.observed_on import load_parts
+from ...render.observed_on import brought, load_parts
 from ...render.text import durations_us, plural
 from ...render.workers import own_count_text
 from ...servers.registry import known_by_replies, unseen_note
@@ -235,7 +235,7 @@ def ramp_report(result: RampResult) -> RenderableType:
                 style="dim",
             )
         )
-    observed = any(s.observed_on for s in result.steps)
+    observed = any(brought(s.observed_on) for s in result.steps)
     parts += [Text(note, style="yellow")] if (note := unseen_note(server, observed)) else []
     parts += launch_parts([server])
     parts.append(Text(f"Per step: socket summary (ss -s) and counter deltas (nstat), {_whose(result)}", style="bold"))
