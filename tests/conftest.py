@@ -438,12 +438,14 @@ def child_processes(pid: int | None = None, recursive: bool = False) -> list[psu
                 children.extend(_child_pids(parent))
             except FileNotFoundError:  # gone meanwhile
                 continue
-        for child in sorted(children):
+        # once each: a thread that exits while its list is read hands its children to a thread not yet read
+        unique = sorted(set(children))
+        for child in unique:
             try:
                 found.append(psutil.Process(child))
             except psutil.NoSuchProcess:
                 continue
-        parents = children if recursive else []
+        parents = unique if recursive else []
     return sorted(found, key=lambda p: p.pid)
 
 

@@ -27,12 +27,12 @@ def _child_pids(pid: int) -> list[int] | None:
         return []  # gone: no children
     if not os.path.exists(f"/proc/{pid}/task/{tids[0] if tids else pid}/children"):
         return None
-    found: list[int] = []
+    found: set[int] = set()  # once each: a thread that exits while they are read hands its children to another
     for tid in tids:
         listed = read_proc(f"/proc/{pid}/task/{tid}/children")
         if listed:  # None: the thread ended meanwhile
-            found.extend(int(child) for child in listed.split())
-    return found
+            found.update(int(child) for child in listed.split())
+    return sorted(found)
 
 
 def children(master: psutil.Process) -> list[psutil.Process]:

@@ -87,6 +87,7 @@ class LaunchedServer(Started):
         self.port = spec.port
         self.master: subprocess.Popen[bytes] | None = None
         self._pids: list[int] = []
+        self._counted: list[int] = []  # the workers the last readiness check counted, all there and asleep
         self._pidfds: list[int] = []
         self._usage: UsageDeltas | None = None
         self._unsettled = 0
@@ -284,7 +285,9 @@ class LaunchedServer(Started):
             raise WorkerError(
                 f"{self.name}'s {self.spec.workers} workers were not ready within {2 * READY_TIMEOUT_S:g} s"
             )
-        self._pids = self.workers_of(master)
+        # the workers the passing check counted and saw asleep: a read after it may skip one (the kernel's
+        # children lists, probes/children.py); a read anew only where the check passed on an error
+        self._pids = self._counted or self.workers_of(master)
         self._pidfds = [fd for fd in map(open_pidfd, self._pids) if fd is not None]
         self._usage = UsageDeltas(self._pids)
 
@@ -292,6 +295,7 @@ class LaunchedServer(Started):
         """Every worker exists and sleeps (in its wait), and the server says it listens."""
         import psutil
 
+        self._counted = []
         if self.master is None or self.master.poll() is not None:
             return True  # start() reports the exit
         try:
@@ -300,6 +304,7 @@ class LaunchedServer(Started):
             return True
         if len(workers) != self.spec.workers or not all(proc_state(pid) == "S" for pid in workers):
             return False
+        self._counted = workers
         return self.ready()
 
     # -- while running --------------------------------------------------------------------------
