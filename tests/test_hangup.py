@@ -60,17 +60,26 @@ def _mid_run(proc: subprocess.Popen[bytes], processes: int, cpu_s: float = 0.2) 
     """Once `processes` descendants (server, drivers) exist and have used `cpu_s` CPU: the run is driving. Their
     pids, the reaper's left out (it goes when its pipe closes; the private directory check covers it)."""
 
-    def descendants() -> list[int]:
+    def descendants(listed: Callable[[], list[psutil.Process]]) -> list[int]:
         try:
-            return [
-                p.pid
-                for p in child_processes(proc.pid, recursive=True)
-                if "accept_order.core.reaper" not in " ".join(p.cmdline())
-            ]
+            return [p.pid for p in listed() if "accept_order.core.reaper" not in " ".join(p.cmdline())]
         except psutil.Error:
             return []
 
-    pids = wait_for(descendants, lambda kids: len(kids) >= processes, START_TIMEOUT_S, f"{processes} processes")
+    # polled from the kernel's children lists (cheap); the pids that must end are then psutil's, every one (the
+    # kernel's lists may skip a child while another is reaped)
+    wait_for(
+        lambda: descendants(lambda: child_processes(proc.pid, recursive=True)),
+        lambda kids: len(kids) >= processes,
+        START_TIMEOUT_S,
+        f"{processes} processes",
+    )
+    pids = wait_for(
+        lambda: descendants(lambda: psutil.Process(proc.pid).children(recursive=True)),
+        lambda kids: len(kids) >= processes,  # at once, unless one of them changed while psutil read them
+        START_TIMEOUT_S,
+        f"{processes} processes",
+    )
     wait_for(lambda: cpu_of(pids), lambda cpu: cpu > cpu_s, START_TIMEOUT_S, "the load to run")
     return pids
 
