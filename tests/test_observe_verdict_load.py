@@ -77,7 +77,8 @@ def test_a_worker_whose_connections_carry_less_is_named() -> None:
     # 32 connections, spread as an even split spreads them 1 time in 4: said, and no cause given to the spread
     resting = next(line for line in said if line.startswith("the load shares rest on 32 connections"))
     assert "split as chance would" in resting and "placed" not in resting
-    assert load_uneven(H2LOAD)  # what changes the split is offered
+    # no cure offered: a split chance made, a cure (keepalive_requests, reuseport) redraws alike
+    assert not load_uneven(H2LOAD)
 
 
 def test_a_worker_whose_connections_carry_more_is_named() -> None:
@@ -171,7 +172,7 @@ def test_connections_placed_by_the_accepts_are_said_only_where_they_split_less_e
 
 def test_a_gap_is_judged_on_the_shares_shown() -> None:
     """34.6% of the bytes against 25% of the connections: shown 35% and 25%, so the gap said is 10 points."""
-    result = observed([10, 10, 10, 10], [10, 10, 10, 10], [346, 218, 218, 218], accepted_seen=40)
+    result = observed([10, 10, 10, 10], [10, 10, 10, 10], [346_000, 218_000, 218_000, 218_000], accepted_seen=40)
     assert any(
         line.startswith("worker 0 held 10 of the 40") and "received 35% of the bytes" in line
         for line in verdict(result)

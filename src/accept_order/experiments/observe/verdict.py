@@ -12,13 +12,13 @@ from ...analysis.fairness import jain_index, max_min_share
 from ...analysis.seen import SURE
 from ...render.text import plural
 from .closes import closes, unseen_bytes
+from .judged import MANY, judged, long_lived, unjudged
 from .result import ObserveResult
 
 UNEVEN = 1.5  # a worker with this many times an even share "took" the connections; below, they "shared"
 ENOUGH_SAMPLES = 10  # of the listen queue, all empty, to say the workers kept up (a second's, at 100 ms)
 APART = 10  # points: a worker's share of the bytes this far from its share of the connections is said (either way)
 FEW = 10  # connections: shares of the load resting on fewer are not a finding
-MANY = 4.0  # data segments received per connection above which a connection is not the unit of work
 
 
 def even_split(counts: Sequence[int]) -> tuple[bool, str]:
@@ -171,7 +171,10 @@ def load(result: ObserveResult) -> list[str]:
         unread = result.closed_unlooked_bytes_in or result.closes_skipped or result.closes_lost or late
         carried = "" if unread else " and none carried data while observed"
         return [f"load: no connection was open at a sample{carried}", *closes(result, received)]
-    first = _shares(result, held, received, seen) if sum(received) else _no_bytes(result, held, seen)
+    if not sum(received) or len(workers) < 2 or judged(result):  # judged.py: a sliver of the bytes is no split
+        first = _shares(result, held, received, seen) if sum(received) else _no_bytes(result, held, seen)
+    else:
+        first = unjudged(result, received)
     lines = [first, _resting(result, seen), *_accepts(result, seen)]
     if result.closed_busy:
         lines.append(_tails(result, received, seen))
@@ -206,17 +209,18 @@ def _apart(one: list[int], other: list[int]) -> tuple[int, int]:
 
 
 def load_uneven(result: ObserveResult) -> bool:
-    """The byte shares part from the shares of the connections they were counted on (a worker APART or more
-    either way), or are uneven (a worker with UNEVEN times an even share): then what changes the split is
-    worth saying."""
-    if not result.loaded or len(result.workers) < 2:
+    """What changes how the load of long-lived connections splits is worth offering: they are long-lived and
+    their bytes most of those counted (judged.py), they split less evenly than chance would (a cure redraws the
+    split: one that chance made, it redraws alike), and the bytes part from their shares (a worker APART or more
+    either way) or are uneven (a worker with UNEVEN times an even share)."""
+    if not result.loaded or len(result.workers) < 2 or not judged(result) or not long_lived(result):
         return False
     received = [w.bytes_in or 0 for w in result.workers]
     seen = [w.connections_observed or 0 for w in result.workers]
     moved = sum(received)
-    if not moved:
+    if not moved or not sum(seen) or even_split(seen)[0]:
         return False
-    apart = bool(sum(seen)) and abs(_apart(received, seen)[1]) >= APART
+    apart = abs(_apart(received, seen)[1]) >= APART
     return apart or max(received) / moved >= UNEVEN / len(received)
 
 
