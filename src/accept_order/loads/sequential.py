@@ -38,7 +38,6 @@ from .sequential_books import (
     READABLE,
     SO_RCVLOWAT,
     SOCK_STREAM_NONBLOCK,
-    STOPPED,
     Books,
     RawSocket,
     death_watch,
@@ -203,8 +202,9 @@ def _one_at_a_time(
         """Record the connection left pending, if any, once (even if recording it raises)."""
         nonlocal ended
         if ended is not None:
-            previous, ended = ended, None
-            try:
+            previous = ended
+            try:  # `ended` cleared inside: a signal before that leaves it for the caller's finish_previous
+                ended = None
                 finish(*previous)
             except BaseException:  # a signal while it was recorded: it still ends as a record
                 seq, sock, started, _, _, _, port, cpu = previous
@@ -279,13 +279,16 @@ def _one_at_a_time(
                         elif gone or dead and not done:
                             target.check_alive()  # raises WorkerError naming the worker that exited
                     unregister(fd)
+                # Still inside the try: a signal as clock() returns must not find it neither in flight nor
+                # pending (it would leave no record).
+                ended = (seq, sock, started, clock(), data, error, port, cpu)
             except BaseException:
                 try:
-                    finish_previous()
+                    finish_previous()  # this one too, once it was pending: with what it got
                 finally:
-                    books.close(seq, sock, started, clock(), data, STOPPED, port, cpu)
+                    sock.close()
+                    books.stopped(seq, started, port, cpu)  # aborted, unless recorded just above
                 raise
-            ended = (seq, sock, started, clock(), data, error, port, cpu)
             if in_turn or dead or error is not None:
                 # Now, not after the next connect (see the docstring); a worker that answered, then exited,
                 # has served; a failure may be a death to look for at once.

@@ -64,10 +64,12 @@ def drive_paced(
     next_seq = 0
 
     def finish(f: _InFlight, error: str | None) -> None:
-        inflight.pop(f.seq, None)
-        if watched.pop(f.fd, None) is not None:
-            unregister(f.fd)
+        # All of it inside the try: a signal is raised where a call returns, and one right after the pop
+        # from `inflight` would leave the connection in no list and without a record.
         try:
+            inflight.pop(f.seq, None)
+            if watched.pop(f.fd, None) is not None:
+                unregister(f.fd)
             books.close(f.seq, f.sock, f.started_ns, clock(), f.data, error, f.port, f.cpu)
         except BaseException:  # a signal while it was recorded: out of `inflight`, it still ends as a record
             f.sock.close()
@@ -92,8 +94,10 @@ def drive_paced(
         # Watch for reading right away: the reply can only come after the connect completes, and a
         # connect that fails wakes the reader too (POLLERR/POLLHUP), with recv() raising its error.
         # A protocol with a request also waits for writability: the connect has completed.
-        watched[fd] = f
+        # Registered before it is in `watched`: finish unregisters what `watched` holds, and a signal in
+        # between would have it unregister a descriptor the poll set never had (KeyError, the record lost).
         register(fd, READABLE | select.POLLOUT if request else READABLE)
+        watched[fd] = f
         if code and code != errno.EINPROGRESS:
             finish(f, failure(OSError(code, os.strerror(code))))
 
