@@ -59,7 +59,8 @@ def test_a_run_defines_no_more_dataclasses_than_it_needs(tmp_path: Path) -> None
 
 
 def test_the_value_records_keep_what_their_callers_use() -> None:
-    """Immutable, equal by value, the dataclass's repr; a plan sized keeps its kind and mode."""
+    """Immutable, equal by value, the dataclass's repr; a plan sized is a new Plan of the sized spec, its kind and
+    mode kept."""
     from accept_order.core.spec import ServerSpec
     from accept_order.servers.modes.base import ModeOptions
     from accept_order.servers.registry import plan
@@ -70,5 +71,8 @@ def test_the_value_records_keep_what_their_callers_use() -> None:
     with pytest.raises(AttributeError):
         options.policy = "round-robin"  # type: ignore[misc]
     resolved = plan(ServerSpec(mode="epoll", workers=2))
-    sized = resolved.sized(64)
-    assert (sized.kind, sized.mode) == (resolved.kind, resolved.mode) and sized.spec.mode == "epoll"
+    sized = resolved.sized(64, keepalive=True)
+    assert type(sized) is type(resolved) and (sized.kind, sized.mode) == (resolved.kind, resolved.mode)
+    # the spec is the one sized for the load (a plan handed back as it was would launch for none)
+    assert (sized.spec.mode, sized.spec.in_flight, sized.spec.keepalive) == ("epoll", 64, True)
+    assert (resolved.spec.in_flight, resolved.spec.keepalive) == (0, False)  # the plan sized is a new one
