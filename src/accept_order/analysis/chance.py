@@ -123,6 +123,21 @@ def uniform_spread_p(counts: Sequence[int]) -> tuple[float, str]:
     return chi2_sf(statistic, workers - 1), "chi-square"
 
 
+def binomial_tail(k: int, n: int, p: float) -> float:
+    """How often `n` draws, each a hit with probability `p`, give a count at least as far from n * p as `k`, on
+    k's side: P(X >= k) above the mean, P(X <= k) below it (exact: a sum of binomial terms, in logs so that a few
+    thousand draws do not overflow)."""
+    if not 0.0 < p < 1.0 or n <= 0:
+        return 1.0
+    log_p, log_q = math.log(p), math.log1p(-p)
+
+    def term(i: int) -> float:
+        return math.exp(math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * log_p + (n - i) * log_q)
+
+    side = range(k, n + 1) if k >= n * p else range(0, k + 1)
+    return min(1.0, sum(term(i) for i in side))
+
+
 def how_often(p: float) -> str:
     """A probability as people say it: "1 time in 3", "1 time in 2,400", "more often than not" (≥ 0.5),
     "less than once in a million times"."""

@@ -12,7 +12,7 @@ from ...analysis.fairness import jain_index, max_min_share
 from ...analysis.seen import SURE
 from ...render.text import plural
 from .closes import closes, unseen_bytes
-from .judged import MANY, judged, long_lived, unjudged
+from .judged import MANY, held_by_chance, judged, long_lived, unjudged
 from .result import ObserveResult
 
 UNEVEN = 1.5  # a worker with this many times an even share "took" the connections; below, they "shared"
@@ -291,10 +291,10 @@ def _accepts(result: ObserveResult, seen: list[int]) -> list[str]:
         ]
     closed = f"{unseen:,} of {accepted:,} connections opened and closed between two samples"
     top, gap = _apart(list(counts), seen) if total else (0, 0)
-    # a split of the connections seen is set against the accepts' only where it means something: enough of them,
-    # or most of those accepted (wrk -c6: 6 seen of 7); 2 seen of 37,688 accepted is no split to compare
-    comparable = total >= FEW or found >= unseen
-    if abs(gap) < APART or len(seen) < 2 or not comparable:
+    # the split of those seen is set against the accepts' where it means something: enough (not 2 of 37,688), or most
+    # accepted (wrk -c6: 6 seen of 7), and not a part chance gives a sample (16 of 50 where 11 were due)
+    chance = bool(found < unseen and not before) and held_by_chance(list(counts), seen, top)  # those seen: a sample
+    if abs(gap) < APART or len(seen) < 2 or not (total >= FEW or found >= unseen) or chance:
         return [f"{closed}: {unseen_bytes(result)}"] if unseen else []
     why = []
     if unseen:
