@@ -178,6 +178,9 @@ def test_a_killed_worker_loses_only_what_it_held(tmp_path: Path) -> None:
         (["-w", "3", "--worker", "3"], "--worker"),
         (["--how", "crash"], "--how"),
         (["--migrate", "2"], "--migrate"),
+        # the run looks every 100 ms to tell the worker: under 200 ms it was told after the load had ended
+        (["--duration", "1ms"], "the shortest --duration at --at 0.5 is 200 ms"),
+        (["--duration", "900ms", "--at", "0.9"], "the shortest --duration at --at 0.9 is 1000 ms"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(monkeypatch: pytest.MonkeyPatch, args: list[str], message: str) -> None:
@@ -188,6 +191,22 @@ def test_bad_input_is_one_line_and_exit_2(monkeypatch: pytest.MonkeyPatch, args:
     result = run_cli(["reload", *args])
     assert_one_error_line(result, 2, message)
     assert result.stdout == ""
+
+
+@pytest.mark.parametrize("at, shortest", [(0.5, 0.2), (0.1, 0.2), (0.75, 0.4), (0.9, 1.0)])
+def test_the_shortest_duration_leaves_a_look_after_the_worker_is_told(at: float, shortest: float) -> None:
+    """The worker is told at a look (every 100 ms, the first at 100 ms): at most a look after --at's moment, at
+    100 ms the soonest. The load must run a look past that: a --duration that allows it passes, a millisecond
+    less is refused."""
+    from accept_order.core.errors import PlanError
+    from accept_order.core.spec import ConcurrentLoad
+    from accept_order.experiments.reload.run import ReloadPlan
+
+    server = ServerSpec(workers=3)
+    plan = ReloadPlan(at=at)
+    assert plan.validated(server, ConcurrentLoad(connections=None, duration_s=shortest)) is plan
+    with pytest.raises(PlanError, match=f"is {round(shortest * 1000)} ms"):
+        plan.validated(server, ConcurrentLoad(connections=None, duration_s=shortest - 0.001))
 
 
 def test_what_the_kernel_promises() -> None:

@@ -7,6 +7,7 @@ The lifecycle (start, evidence, stop, every process ended on every path) is sess
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from ...core import netns
 from ...core.errors import PlanError
 from ...core.spec import DEFAULT_KIND, ConcurrentLoad, ServerSpec
 from ...core.totals import loops_ran
+from ...loads.drive_loop import TICK_S
 from ...servers.registry import mode_info, runnable
 from ..session import Loading, Measured, RunInterrupted, Tick, drive_load, lifecycle, run_each
 from .result import GONE_TIMEOUT_S, HOWS, ReloadRun
@@ -46,9 +48,22 @@ class ReloadPlan:
             raise PlanError(f"--at must be between 0 and 1 (a share of the duration), got {self.at}")
         if load.duration_s is None:
             raise PlanError("reload runs for a --duration (the worker goes part-way through it)")
+        if load.duration_s < (shortest := self.shortest_duration()) - 1e-9:
+            raise PlanError(
+                f"--duration {load.duration_s * 1000:g} ms is too short for reload to see a worker go: the run "
+                f"looks every {TICK_S * 1000:g} ms to tell it, so the load must run on a look past the moment --at "
+                f"names; the shortest --duration at --at {self.at:g} is {math.ceil(shortest * 1000 - 1e-6)} ms"
+            )
         if server.kind != DEFAULT_KIND:
             raise PlanError("reload makes the built-in workers go; --server nginx is not supported by it yet")
         return self
+
+    def shortest_duration(self) -> float:
+        """The shortest --duration (s) in which the worker is told to go with the load still running. The run tells it
+        at a look, every TICK_S: the first look at or after `at` of the duration, TICK_S in at the soonest, up to
+        TICK_S after `at`. A load of 1 ms had its worker told after it had ended (nothing measured of the going);
+        the load must last a look past both."""
+        return max(2 * TICK_S, TICK_S / (1 - self.at))
 
 
 def plans(server: ServerSpec, modes: Sequence[str], hows: Sequence[str], migrate: Sequence[int]) -> list[Any]:
