@@ -232,6 +232,11 @@ class ServerKind:
         """Every mode, as data: never probes the machine."""
         raise NotImplementedError
 
+    def lock_first_of(self, argv: Sequence[str], cwd: str | None = None) -> LockFirst | None:
+        """The lock_first of a running server of this kind started with `argv` (`cwd`: its working directory, for
+        a relative path there): a kind whose lock is a setting (uWSGI's --thunder-lock) reads its command line."""
+        return self.lock_first
+
     def missing(self) -> str | None:
         """What to install for this kind to run here, or None."""
         return None

@@ -91,8 +91,8 @@ def looks(
     showed each mechanism, every sample, and the one the verdict came from (observe asks it too, to find an
     acceptor's workers)."""
     # a lock no one waits for is not seen: the kind may know of it
-    kind = _kind(server)
-    rule = kind.lock_first if kind is not None else None
+    kind, top = _kind(server), server.processes[0]
+    rule = kind.lock_first_of(top.argv, f"/proc/{top.pid}/cwd") if kind is not None else None
     locking = rule.among(frozenset(r.inode for r in namespace_listeners(server.pids[0]))) if rule else None
     taken = [take(server, tables, locking)]
     for _ in range(samples - 1):

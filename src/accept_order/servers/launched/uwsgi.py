@@ -33,13 +33,15 @@ from typing import TYPE_CHECKING
 
 from ...core.errors import PlanError, ServerUnavailable
 from ...core.hints import pip_install
-from ...core.kinds import CLOSES_EACH, ModeInfo, ServerKind
+from ...core.kinds import CLOSES_EACH, LockFirst, ModeInfo, ServerKind
 from ...core.models import Mechanism, Model
 from ...core.spec import ServerSpec
 from ...core.waiting import wait_for
 from .base import LaunchedServer
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ...core.cures import LongLivedCure
     from ...core.target import Target
 
@@ -264,6 +266,13 @@ class UwsgiKind(ServerKind):
 
     def modes(self) -> dict[str, ModeInfo]:
         return UWSGI_MODES
+
+    def lock_first_of(self, argv: Sequence[str], cwd: str | None = None) -> LockFirst | None:
+        """The thunder lock where uWSGI was started with it (its argv, or an ini named there): under load every
+        worker may run at a look, and /proc alone then reads the default mode's herd."""
+        from .uwsgi_thunder import THUNDER_LOCK, thunder_locked  # here: the registry imports every kind at start-up
+
+        return THUNDER_LOCK if thunder_locked(argv, cwd) else None
 
     def missing(self) -> str | None:
         return uwsgi_missing()
