@@ -111,6 +111,7 @@ def test_listener_snapshots_and_automatic_end_snapshot() -> None:
             "backlog": 128,
             "inode": 42,
             "source": "netlink",
+            "v6only": None,  # an IPv6 socket's IPV6_V6ONLY (inet_diag); None: IPv4
         }
     ]
     # An explicit "end" snapshot is not taken twice.

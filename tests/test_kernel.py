@@ -300,8 +300,11 @@ def test_ipv6_listener(stack: ExitStack) -> None:
     port = _port(srv)
     _connect(stack, port, host="::1")
     assert wait_for(lambda: _queue_total(port), lambda q: q == 1) == 1
+    v6only = bool(srv.getsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY))  # inet_diag says the socket's own
     assert listeners.listening_sockets(port) == [
-        listeners.ListenerRow(family="ipv6", address="::1", port=port, queue=1, backlog=5, inode=_ino(srv))
+        listeners.ListenerRow(
+            family="ipv6", address="::1", port=port, queue=1, backlog=5, inode=_ino(srv), v6only=v6only
+        )
     ]
     (proc_row,) = listeners.proc_listeners(port)
     assert (proc_row.family, proc_row.address, proc_row.queue) == ("ipv6", "::1", 1)

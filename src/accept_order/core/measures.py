@@ -149,7 +149,8 @@ class ListenerRow:
     has accept()ed yet. ``backlog`` is the accept-queue limit (ss Send-Q), i.e. the listen()
     backlog after the kernel capped it at net.core.somaxconn; None when read from /proc.
     ``inode`` equals ``os.fstat(sock.fileno()).st_ino`` of the owning socket. ``source`` says
-    which interface produced the row.
+    which interface produced the row. ``v6only``: an IPv6 socket's IPV6_V6ONLY, which decides whether
+    ``::`` takes IPv4 connections too (inet_diag says it; None where /proc was read, or IPv4).
     """
 
     family: Family
@@ -159,3 +160,4 @@ class ListenerRow:
     backlog: int | None
     inode: int
     source: Source = "netlink"
+    v6only: bool | None = None

@@ -27,6 +27,7 @@ NLM_F_DUMP = NLM_F_ROOT | NLM_F_MATCH
 NLMSG_ERROR = 2
 NLMSG_DONE = 3
 TCP_LISTEN = 10
+INET_DIAG_SKV6ONLY = 11  # an attribute the kernel adds to every IPv6 listener's reply, asked or not
 
 _NLMSGHDR = struct.Struct("=IHHII")  # len, type, flags, seq, pid
 # inet_diag_sockid: sport, dport (big endian), src[16], dst[16], if, cookie[2] (host order)
@@ -41,6 +42,7 @@ _SOCKID_TAIL = struct.Struct(_SOCKID_TAIL_FMT)
 _MSG_TAIL = struct.Struct("=IIIII")
 _SOCKID_SIZE = _SOCKID_BE.size + _SOCKID_TAIL.size  # 48
 _MSG_SIZE = _MSG_HEAD.size + _SOCKID_SIZE + _MSG_TAIL.size  # 72
+_NLATTR = struct.Struct("=HH")  # rtattr: len, type
 _RECV_BUFSIZE = 1 << 16
 _NETLINK_TIMEOUT = 2.0
 
@@ -66,8 +68,22 @@ def _parse_diag_msg(payload: bytes) -> ListenerRow:
     if fam == socket.AF_INET:
         return ListenerRow("ipv4", socket.inet_ntop(socket.AF_INET, src[:4]), sport, rqueue, wqueue, inode)
     if fam == socket.AF_INET6:
-        return ListenerRow("ipv6", socket.inet_ntop(socket.AF_INET6, src), sport, rqueue, wqueue, inode)
+        address = socket.inet_ntop(socket.AF_INET6, src)
+        return ListenerRow("ipv6", address, sport, rqueue, wqueue, inode, v6only=_v6only(payload[_MSG_SIZE:]))
     raise OSError(errno.EPROTO, f"unexpected address family {fam} in inet_diag reply")
+
+
+def _v6only(attributes: bytes) -> bool | None:
+    """IPV6_V6ONLY from the attributes after an inet_diag_msg (INET_DIAG_SKV6ONLY); None if absent."""
+    offset = 0
+    while offset + _NLATTR.size <= len(attributes):
+        length, kind = _NLATTR.unpack_from(attributes, offset)
+        if length < _NLATTR.size:
+            return None
+        if kind == INET_DIAG_SKV6ONLY and length > _NLATTR.size:
+            return attributes[offset + _NLATTR.size] != 0
+        offset += (length + 3) & ~3  # RTA_ALIGN
+    return None
 
 
 def _dump_listeners(sock: socket.socket, family: int, port: int | None, seq: int) -> list[ListenerRow]:
@@ -202,13 +218,38 @@ def normal_address(address: str) -> str:
         return address
 
 
+def takes(row: ListenerRow, host: str) -> bool:
+    """Does the listener take connections made to address `host`? The kernel's rule: an IPv4 socket takes
+    IPv4 connections to its address, or to any if it is 0.0.0.0, never IPv6 ones (`::1`); an IPv6 socket
+    takes IPv6 connections to its address, or to any if it is `::`, and IPv4 ones only if it is not IPV6_V6ONLY:
+    on `::`, or on that IPv4 address mapped (`::ffff:127.0.0.1`). A connection to a mapped address is an IPv4
+    one. Where IPV6_V6ONLY is not known (/proc has no column for it), `::` is taken to be dual-stack, Linux's
+    default (net.ipv6.bindv6only 0). ValueError for a host that is no address."""
+    import ipaddress
+
+    bound, wanted = ipaddress.ip_address(row.address), ipaddress.ip_address(host)
+    if isinstance(wanted, ipaddress.IPv6Address) and wanted.ipv4_mapped is not None:
+        wanted = wanted.ipv4_mapped
+    if isinstance(bound, ipaddress.IPv4Address):
+        return isinstance(wanted, ipaddress.IPv4Address) and (bound.is_unspecified or bound == wanted)
+    if isinstance(wanted, ipaddress.IPv6Address):
+        return bound.is_unspecified or bound == wanted
+    if bound.ipv4_mapped is not None:  # only a dual-stack socket may bind one
+        return bound.ipv4_mapped.is_unspecified or bound.ipv4_mapped == wanted
+    return bound.is_unspecified and row.v6only is not True
+
+
 def serving_on(rows: list[ListenerRow], host: str | None) -> list[ListenerRow]:
-    """The listeners among `rows` a server on `host` listens with: that address or a wildcard (another
-    process's socket on the same port but another address is not its queue); all of them without a host."""
+    """The listeners among `rows` a server on `host` listens with: those that take connections to it (`takes`;
+    another process's socket on the same port but another address, or the other family's wildcard, is not its
+    queue); all of them without a host. A host that is a name: its address or a wildcard."""
     if not host:
         return rows
-    wanted = (normal_address(host), "0.0.0.0", "::")
-    return [r for r in rows if normal_address(r.address) in wanted]
+    try:
+        return [r for r in rows if takes(r, host)]
+    except ValueError:
+        wanted = (normal_address(host), "0.0.0.0", "::")
+        return [r for r in rows if normal_address(r.address) in wanted]
 
 
 def listening_sockets(port: int) -> list[ListenerRow]:

@@ -107,9 +107,9 @@ def _fed(master: int) -> frozenset[int]:
 
 def _listener_inodes(host: str, port: int, pids: Sequence[int]) -> set[int]:
     """The listening sockets on `port` (in the namespaces of `pids`) that take connections made to `host`."""
-    from ..probes.listeners import listening_sockets_of
+    from ..probes.listeners import listening_sockets_of, takes
 
-    return {row.inode for row in listening_sockets_of(port, pids) if _serves(row.address, host)}
+    return {row.inode for row in listening_sockets_of(port, pids) if takes(row, host)}
 
 
 def _name(pid: int) -> str:
@@ -146,17 +146,6 @@ def _names(pids: Sequence[int], shown: int = 3) -> str:
     return ", ".join(named) + more
 
 
-def _serves(address: str, host: str) -> bool:
-    """Does a listener bound to `address` take connections made to `host`? Its own address, the
-    wildcard, or (a dual-stack socket) the IPv4 address mapped into IPv6."""
-    import ipaddress
-
-    bound, wanted = ipaddress.ip_address(address), ipaddress.ip_address(host)
-    if bound == wanted or bound.is_unspecified:
-        return True
-    return isinstance(bound, ipaddress.IPv6Address) and bound.ipv4_mapped == wanted
-
-
 def _held_by(holders: dict[int, set[int]]) -> str:
     """Who holds the listener, top of each process tree first: `pid 7 (nginx) and 3 of its children`."""
     roots = [pid for pid in sorted(holders) if _parent(pid) not in holders]
@@ -170,11 +159,11 @@ def check_listening(host: str, port: int, attach: Sequence[int], workers: Sequen
     """PlanError unless the attached processes hold a listener that takes connections to host:port, and
     no process outside them (their parent, a master that only listens, aside) holds one too: otherwise
     the connections would go to someone else and every count and verdict would be invented."""
-    from ..probes.listeners import listening_sockets_of
+    from ..probes.listeners import listening_sockets_of, takes
     from ..probes.owner import socket_holders
 
     where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    rows = [row for row in listening_sockets_of(port, [*attach, *workers]) if _serves(row.address, host)]
+    rows = [row for row in listening_sockets_of(port, [*attach, *workers]) if takes(row, host)]
     holders = socket_holders({row.inode for row in rows})
     attached = set(attach) | set(workers)
     if len(attach) == 1 and list(workers) != [attach[0]]:
