@@ -161,15 +161,12 @@ def test_richs_refresh_thread_blocks_the_three_signals() -> None:
 
 
 def test_threads_are_started_by_start_thread() -> None:
-    """A new thread in the package goes through start_thread (or says here why not)."""
-    left = {  # the multi-host loads start ssh from their pools' threads: a blocked mask would pass on to ssh
-        "loads/hosts/gateways.py",
-        "loads/hosts/driven.py",
-    }
+    """A new thread in the package goes through start_thread, or a pool through BlockedPool (or says here why
+    not)."""
     package = Path(accept_order.__file__).parent
     found = {
         str(path.relative_to(package))
         for path in package.rglob("*.py")
-        if any(call in path.read_text() for call in ("Thread(", "ThreadPoolExecutor("))
+        if any(call in path.read_text() for call in ("Thread(", "ThreadPoolExecutor"))
     }
-    assert found - left == {"core/signal_order.py"}
+    assert found == {"core/signal_order.py", "core/blocked_pool.py"}

@@ -16,10 +16,10 @@ import queue
 import time
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...core.blocked_pool import BlockedPool
 from ...core.errors import LoadError, PlanError, WorkerExited
 from ...core.histogram import LatencyHistogram
 from ...core.hosts import ClientHosts, HostOutcome
@@ -104,7 +104,7 @@ class HostsLoad(Started):
         if len(connected) < len(self.parts):  # a later load: the hosts still there drive the lost ones' share
             self.parts = shares(self.load, len(connected))
         self.progress = [_Progress(host, part) for host, part in zip(connected, self.parts, strict=True)]
-        with ThreadPoolExecutor(max_workers=min(32, len(self.progress))) as pool:
+        with BlockedPool(max_workers=min(32, len(self.progress))) as pool:
             list(pool.map(self._clock, self.progress))
         address, attribution, protocol = self._given
         for p in self.progress:

@@ -24,12 +24,13 @@ import sys
 import threading
 from collections import deque
 from collections.abc import Collection
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from ...core.blocked_pool import BlockedPool, unblocked
 from ...core.errors import LoadError
 from ...core.hosts import ClientHosts
+from ...core.signal_order import start_thread
 from ...core.text import escape_controls as inert
 from ...core.version import VERSION
 from . import remote_side
@@ -58,10 +59,13 @@ class Ssh:
         with self._lock:
             if self._cancelled:
                 raise OSError("the run was stopped before this host was reached")
-            process = subprocess.Popen(args, start_new_session=True, stderr=subprocess.PIPE, **kwargs)
+            # unblocked: started from a pool's thread, which leaves SIGINT, SIGTERM and SIGHUP to the main thread
+            # (core/blocked_pool.py); ssh must end on the SIGTERM of cancel() or of execnet's close
+            process = subprocess.Popen(unblocked(args), start_new_session=True, stderr=subprocess.PIPE, **kwargs)
             self.process = process
         assert process.stderr is not None
-        threading.Thread(target=self._drain, args=(process.stderr,), name="ssh-stderr", daemon=True).start()
+        stderr = process.stderr
+        start_thread(lambda: self._drain(stderr), "ssh-stderr")
         return process
 
     def _drain(self, stream: IO[bytes]) -> None:
@@ -265,7 +269,7 @@ class Gateways:
         dests = self.spec.destinations
         kept = _kept.pop((self.spec, self.role), None)
         self._reaching = [(kept or {}).get(d) or _Reaching(d, self.role) for d in dests]
-        with ThreadPoolExecutor(max_workers=min(32, len(dests))) as pool:
+        with BlockedPool(max_workers=min(32, len(dests))) as pool:
             futures = [pool.submit(_connect_one, r, self.spec, i, part) for i, r in enumerate(self._reaching)]
             try:
                 failures: list[LoadError] = []
@@ -312,7 +316,7 @@ class Gateways:
         if len(reaching) == 1:
             reaching[0].close()
         elif reaching:
-            with ThreadPoolExecutor(max_workers=min(32, len(reaching))) as pool:
+            with BlockedPool(max_workers=min(32, len(reaching))) as pool:
                 list(pool.map(_Reaching.close, reaching))  # at once: each may wait CLOSE_TIMEOUT_S for its host
 
 
@@ -326,5 +330,5 @@ def close_kept() -> None:
     reachings = [r for kept in _kept.values() for r in kept.values()]
     _kept.clear()
     if reachings:
-        with ThreadPoolExecutor(max_workers=min(32, len(reachings))) as pool:
+        with BlockedPool(max_workers=min(32, len(reachings))) as pool:
             list(pool.map(_Reaching.close, reachings))
