@@ -51,7 +51,20 @@ def machine_state() -> dict[str, object]:
         }
     except (OSError, ValueError):
         pass
+    kernel = boot_id()
+    if kernel:  # which kernel's /proc/stat this is: a client host reporting the same one shares these CPUs
+        state["boot_id"] = kernel
     return state
+
+
+def boot_id() -> str:
+    """This kernel's boot_id ("" unread): the same in every network namespace and container on this machine,
+    so a client host that reports it runs on this machine's CPUs (loads/hosts/remote_side.py sends its own)."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
 
 
 USER_HZ = 100  # /proc/stat's unit (ticks per second): 100 on every Linux architecture since 2.6

@@ -37,6 +37,9 @@ class HostOutcome(TimedTotals):
     python: str = ""
     version: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)  # e.g. the kept-connections counts of the host
+    # its kernel's boot_id ("": not read, or a file from before it): the coordinator's own (evidence["machine"])
+    # where the host shares this machine's kernel and CPUs (localhost, a network namespace, a container)
+    boot_id: str = ""
 
     @property
     def client_cpu_us(self) -> float | None:
@@ -63,6 +66,7 @@ class HostOutcome(TimedTotals):
             "python": self.python,
             "version": self.version,
             **({"extra": dict(self.extra)} if self.extra else {}),
+            **({"boot_id": self.boot_id} if self.boot_id else {}),
         }
 
     @classmethod
@@ -83,6 +87,7 @@ class HostOutcome(TimedTotals):
             python=str(data.get("python", "")),
             version=str(data.get("version", "")),
             extra=dict(data.get("extra", {})),
+            boot_id=str(data.get("boot_id", "")),
         )
 
 

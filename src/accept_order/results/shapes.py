@@ -211,6 +211,7 @@ HOST_OUTCOME = known(
             "python": Text(),
             "version": Text(),
             "extra": MapOf(Anything()),
+            "boot_id": Text(64),
         },
         frozenset({"destination", "histogram"}),
         (_host_served_adds_up,),
@@ -275,6 +276,7 @@ _MACHINE_STATE = Record(
         "cpu_jiffies": Record(
             {"total": Integer(), "steal": Integer(), "busy": Integer()}, frozenset({"total", "steal"})
         ),
+        "boot_id": Text(64),  # the kernel whose /proc/stat this is (client hosts that report it share its CPUs)
     }
 )
 MACHINE = Record({"before": _MACHINE_STATE, "after": _MACHINE_STATE})

@@ -119,22 +119,39 @@ class LatencyResult(TimedTotals):
     @property
     def others_cpu_share(self) -> tuple[float, float] | None:
         """(share of all CPUs busy host-wide, share other processes used) over the run: the host's busy
-        ticks less the run's own workers' and load generator's CPU, the load generator's only where it ran
-        here (on client hosts, --clients, it used theirs). None when the host's ticks are not known or too few
-        to say (environment.host_busy), or when this host only coordinated a load from client hosts at a
-        server elsewhere: then none of its CPUs were the run's."""
+        ticks less the run's own workers' and load generator's CPU, the load generator's only where it ran on
+        this machine's CPUs: here, or on client hosts (--clients) whose kernel is this one (shared_hosts).
+        None when the host's ticks are not known or too few to say (environment.host_busy), or when this host
+        only coordinated a load from client hosts at a server elsewhere: then none of its CPUs were the run's."""
+        host = self._host_busy()
+        if host is None:
+            return None
+        busy, cpu_seconds = host
+        drivers = [d for h in self.shared_hosts for d in h.drivers] if self.hosts else list(self.drivers)
+        own_s = (self.worker_cpu_s or 0.0) + sum(d.cpu_s for d in drivers)
+        return busy, max(0.0, busy - own_s / cpu_seconds)
+
+    @property
+    def shared_hosts(self) -> tuple[HostOutcome, ...]:
+        """The client hosts (--clients) that ran on this machine's kernel, so on its CPUs: localhost, a network
+        namespace, a container (their boot_id is the coordinator's). None in files from before boot_id."""
+        machine = self.evidence.get("machine")
+        ours = machine.get("after", {}).get("boot_id") if isinstance(machine, dict) else None
+        return tuple(h for h in self.hosts if ours and h.boot_id == ours)
+
+    def _host_busy(self) -> tuple[float, float] | None:
+        """(busy share, CPU-seconds) of this machine over the run, where its CPUs ran any of it."""
         from ...core.environment import host_busy
         from ...servers.registry import known_by_replies
 
         host = host_busy(self.evidence.get("machine"))
         if host is None or host[1] <= 0:
             return None
-        if self.evidence.get("traffic_elsewhere") or (self.hosts and known_by_replies(self.server)):
+        if self.evidence.get("traffic_elsewhere"):
             return None
-        busy, cpu_seconds = host
-        drivers = () if self.hosts else self.drivers
-        own_s = (self.worker_cpu_s or 0.0) + sum(d.cpu_s for d in drivers)
-        return busy, max(0.0, busy - own_s / cpu_seconds)
+        if self.hosts and known_by_replies(self.server) and not self.shared_hosts:
+            return None  # a file from before traffic_elsewhere: the server elsewhere, as its clients were
+        return host
 
     @property
     def worker_cpus(self) -> int:

@@ -199,10 +199,11 @@ def judge(step: RampStep, plan: RampPlan, workers: int) -> list[str]:
     return reasons
 
 
-def signals(step: RampStep, workers: int, cpus: int, coordinated: bool = False) -> list[str]:
+def signals(step: RampStep, workers: int, cpus: int, coordinated: bool = False, kernel: str = "") -> list[str]:
     """What the kernel and the CPU counters saw during a step (said for every step; decisive for a knee).
     `coordinated`: the load went from client hosts to a server elsewhere, so this host's counters and CPUs
-    are none of the step's; the server's listen counters count only where --observe-on brought them."""
+    are none of the step's; the server's listen counters count only where --observe-on brought them.
+    `kernel`: this host's boot_id, which client hosts on this machine's CPUs report too (_client_cpus)."""
     seen = []
     counters = (step.server_counters or {}) if coordinated else step.counters
     overflows = counters.get("TcpExtListenOverflows", 0)
@@ -223,7 +224,7 @@ def signals(step: RampStep, workers: int, cpus: int, coordinated: bool = False) 
     if workers_bound:
         seen.append(f"workers on a CPU {100 * busy / min(workers, cpus):.0f}% of the time")
     if step.machine_cpu is not None and step.machine_cpu >= SATURATED and not coordinated:
-        seen.append(machine_busy(step.machine_cpu, busy + _client_cpus(step), cpus))
+        seen.append(machine_busy(step.machine_cpu, busy + _client_cpus(step, kernel), cpus))
     if step.driver_cpu >= SATURATED:
         text = f"load generator CPU-bound ({100 * step.driver_cpu:.0f}% of a CPU per process)"
         if step.worker_cpu and not workers_bound:  # the server waited for its client
@@ -235,11 +236,13 @@ def signals(step: RampStep, workers: int, cpus: int, coordinated: bool = False) 
     return seen
 
 
-def _client_cpus(step: RampStep) -> float:
-    """The load generator's CPU over the step, in CPUs (its CPU per connection times connections finished);
-    none of this host's over client hosts (--clients)."""
+def _client_cpus(step: RampStep, kernel: str = "") -> float:
+    """The load generator's CPU over the step on this machine's CPUs, in CPUs (its CPU per connection times
+    connections finished); over client hosts (--clients), the drivers of those whose kernel is this one
+    (`kernel`, the boot_id: localhost, a network namespace, a container), none of the others'."""
     if step.hosts:
-        return 0.0
+        shared = [d.cpu_s for h in step.hosts if kernel and h.boot_id == kernel for d in h.drivers]
+        return sum(shared) / max(step.wall_s, 1e-9)
     return (step.client_cpu_us or 0.0) * step.driven / 1e6 / max(step.wall_s, 1e-9)
 
 
@@ -251,6 +254,7 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
     server = server.validated()
     steps: list[RampStep] = []
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    kernel = environment.boot_id()  # client hosts that report it ran on these CPUs
 
     def drive(target: Any) -> None:
         for offered in plan.offered:
@@ -301,7 +305,7 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
                     through_here=bool(outcome.hosts) and remote is not None and remote.through_here,
                 )
                 coordinated = not here and bool(step.hosts) and not step.through_here
-                seen = signals(step, server.workers, cpus, coordinated=coordinated)
+                seen = signals(step, server.workers, cpus, coordinated=coordinated, kernel=kernel)
                 step = step.judged(judge(step, plan, server.workers), seen)
                 steps.append(step)
             if outcome.interruption is not None:

@@ -238,6 +238,7 @@ class HostsLoad(Started):
             due_s=round(p.start_at - common, 6) if open_loop else None,
             python=p.host.python,
             version=p.host.version,
+            boot_id=p.host.boot_id,
         )
 
     def close(self) -> None:

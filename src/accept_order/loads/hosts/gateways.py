@@ -130,6 +130,7 @@ class Host:
     hostname: str = ""
     ssh: Ssh = field(default_factory=Ssh)
     name: str = ""
+    boot_id: str = ""  # its kernel's (remote_side._boot_id): the same as this host's, it shares our CPUs
 
     def last_said(self) -> str:
         """What ssh last said about this host, as " (...)" to add to a line, or nothing."""
@@ -241,7 +242,9 @@ def _greet(reaching: _Reaching, gateway: Any, hosts: ClientHosts, part: str) -> 
             f"install accept-order {VERSION} there"
         )
     channel.send(("part", part))
-    return Host(destination, gateway, channel, str(python), str(version), str(hostname), reaching.ssh, reaching.name)
+    boot_id = str(hello[5]) if len(hello) > 5 else ""  # "": a host of an older accept-order
+    host = (destination, gateway, channel, str(python), str(version), str(hostname), reaching.ssh, reaching.name)
+    return Host(*host, boot_id=boot_id)
 
 
 def last_line(exc: BaseException) -> str:

@@ -9,7 +9,10 @@ copies of the same code), then takes the part it is asked for: a module of the i
 with a `take_part(channel)` (loads/hosts/load_side.py drives a load; experiments/observe/remote_side.py
 observes a server), named by the coordinator so that this bootstrap imports nothing of the package.
 
-    host -> ("hello", version, python, hostname, pid)      (or ("missing", why, python): no accept-order)
+    host -> ("hello", version, python, hostname, pid, boot_id)   (or ("missing", why, python): no accept-order)
+
+boot_id is the host's kernel's (/proc/sys/kernel/random/boot_id; "" unread): a client host that shares this
+machine's kernel (a network namespace, a container, localhost) shares its CPUs and its /proc/stat.
     coordinator -> ("part", module name)
 """
 
@@ -24,6 +27,14 @@ from typing import Any
 CLOSED = "closed"  # what a channel's callback gets when the channel ends (execnet's endmarker)
 
 
+def _boot_id() -> str:
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
 def _hello(channel: Any) -> bool:
     try:
         # the package's face, not core.version: __version__ there is what every release has, so another
@@ -32,7 +43,7 @@ def _hello(channel: Any) -> bool:
     except ImportError as exc:
         channel.send(("missing", str(exc), sys.executable))
         return False
-    channel.send(("hello", accept_order.__version__, sys.executable, socket.gethostname(), os.getpid()))
+    channel.send(("hello", accept_order.__version__, sys.executable, socket.gethostname(), os.getpid(), _boot_id()))
     return True
 
 
