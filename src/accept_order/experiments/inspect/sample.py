@@ -188,6 +188,8 @@ _KEPT: WeakKeyDictionary[FdTables, dict[tuple[int, int], tuple[Any, ...]]] = Wea
 # Calls whose wait is not the files alone: poll's and select's sets are read from memory, and a running
 # thread is resolved against every epoll of its process
 _READ_AGAIN = POLLS | SELECTS | {"running"}
+# The fewest processes of one parent the kind's lock (ServerKind.lock_first) must apply to before a look names it
+LOCK_SHARED_BY = 2
 
 
 def _thread_wait(tables: FdTables, pid: int, tid: int) -> tuple[ThreadWait, tuple[bytes | None, bytes | None]]:
@@ -291,15 +293,16 @@ def _accepting_peers(seen: list[Seen], parent: dict[int, int]) -> list[Seen]:
     ]
 
 
-def _taking_lock(mine: list[Seen], waits: tuple[ThreadWait, ...]) -> list[Seen]:
+def _taking_lock(mine: list[Seen], waits: tuple[ThreadWait, ...], shared: bool = True) -> list[Seen]:
     """A process its kind says takes a lock before it waits on its listeners (ServerKind.lock_first): a running
-    thread of it taken for its epoll's or accept()'s waiter is a lock taker (`lock`, call `running`), not a waiter;
-    and a poll or select whose set could not be read is not taken to be its listeners (an Apache prefork child polls its
-    kept connection; under load its set is often gone by the time it is read)."""
+    thread of it taken for its epoll's or accept()'s waiter is a lock taker (`lock`, call `running`), not a waiter,
+    where siblings share the lock (`shared`: one alone is left its epoll's waiter, as it reads idle); and a poll or
+    select whose set could not be read is not taken to be its listeners (an Apache prefork child polls its kept
+    connection; under load its set is often gone by the time it is read)."""
     unread = {w.tid for w in waits if w.call in POLLS | SELECTS and w.fds is None}
     return [
         replace(s, via="lock", listeners=frozenset(), exclusive=None, epoll_id=None)
-        if s.call == "running" and s.via in ("epoll", "accept")
+        if shared and s.call == "running" and s.via in ("epoll", "accept")
         else replace(s, via="other", listeners=frozenset())
         if s.via in ("poll", "select") and s.tid in unread
         else s
@@ -315,7 +318,8 @@ def take(
     before it waits on its listeners, as the server's kind says (ServerKind.lock_first)."""
     tables = tables if tables is not None else FdTables()
     listeners = frozenset(row.inode for row in server.listeners)
-    seen: list[Seen] = []
+    parent = {p.pid: p.ppid for p in server.processes}
+    read_now: list[tuple[int, list[Seen], bool]] = []  # each process's threads, and whether the kind's lock is its
     waits: dict[int, tuple[ThreadWait, ...]] = {}
     files: dict[int, dict[int, OpenFile]] = {}
     sockets: dict[int, frozenset[int]] = {}
@@ -336,8 +340,13 @@ def take(
             _resolved(tables, pid, w, raw, table, listeners, server.peers, len(tids), holds, blocking)
             for w, raw in read
         ]
-        mine = _one_loop(mine)
-        seen += _taking_lock(mine, waits[pid]) if locking is not None and locking(len(tids), held) else mine
-    seen = _accepting_peers(seen, {p.pid: p.ppid for p in server.processes})
+        read_now.append((pid, _one_loop(mine), locking is not None and locking(len(tids), held)))
+    # a lock among one worker decides nothing: the kind's names it only where siblings share it (Apache prefork-mutex
+    # with one child read 'epoll, one waiter' idle and 'accept-mutex' under load)
+    sharing = Counter(parent.get(pid) for pid, _, locks in read_now if locks)
+    seen: list[Seen] = []
+    for pid, mine, locks in read_now:
+        seen += _taking_lock(mine, waits[pid], sharing[parent.get(pid)] >= LOCK_SHARED_BY) if locks else mine
+    seen = _accepting_peers(seen, parent)
     seen, answered, same = _shared_epolls(seen, tables.file_orders)
     return Sample(tuple(seen), waits, files, sockets, answered, same)
