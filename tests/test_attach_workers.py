@@ -20,8 +20,8 @@ import pytest
 from conftest import gone, wait_for
 from test_attach import STOP_TIMEOUT_S, accept_order, accepts, nginx_or_skip
 
-from accept_order.servers import registry  # noqa: F401  (every kind defined: helper_title looks through those)
 from accept_order.servers.attached import check_listening, worker_pids
+from accept_order.servers.registry import HELPERS
 
 START_TIMEOUT_S = 10.0
 WORKERS = 2
@@ -109,7 +109,7 @@ def cached_nginx(tmp_path: Path, free_port: int) -> Iterator[CachedNginx]:
 
 
 def test_nginxs_cache_manager_and_loader_are_not_workers(cached_nginx: CachedNginx, tmp_path: Path) -> None:
-    assert worker_pids([cached_nginx.master], "127.0.0.1", cached_nginx.port) == cached_nginx.workers
+    assert worker_pids([cached_nginx.master], "127.0.0.1", cached_nginx.port, helpers=HELPERS) == cached_nginx.workers
     out = tmp_path / "run.json"
     port = str(cached_nginx.port)
     done = accept_order(
@@ -194,27 +194,27 @@ def family() -> Iterator[Callable[..., Family]]:
 
 def test_a_child_that_holds_no_listener_or_is_named_a_helper_is_no_worker(family: Callable[..., Family]) -> None:
     made = family("worker", "helper", "named", "worker")
-    workers = worker_pids([made.master], "127.0.0.1", made.port)
+    workers = worker_pids([made.master], "127.0.0.1", made.port, helpers=HELPERS)
     assert sorted(workers) == made.of("worker"), made.roles
-    check_listening("127.0.0.1", made.port, [made.master], workers)  # the named helper holds it too: no refusal
+    check_listening("127.0.0.1", made.port, [made.master], workers, helpers=HELPERS)  # the named one holds it too
 
 
 def test_where_the_master_alone_holds_the_listener_its_fed_children_work(
     family: Callable[..., Family],
 ) -> None:
     made = family("fed", "helper")
-    assert worker_pids([made.master], "127.0.0.1", made.port) == made.of("fed"), made.roles
+    assert worker_pids([made.master], "127.0.0.1", made.port, helpers=HELPERS) == made.of("fed"), made.roles
 
 
 def test_a_master_whose_children_all_serve_nothing_is_its_own_worker(family: Callable[..., Family]) -> None:
     """h2o's one child, a perl that annotates backtraces, was its 'worker': the process itself serves."""
     made = family("helper")
-    assert worker_pids([made.master], "127.0.0.1", made.port) == [made.master]
+    assert worker_pids([made.master], "127.0.0.1", made.port, helpers=HELPERS) == [made.master]
 
 
 def test_no_port_known_keeps_every_child_but_the_named_helpers(family: Callable[..., Family]) -> None:
     made = family("worker", "named", "helper")
-    assert sorted(worker_pids([made.master])) == sorted(made.of("worker") + made.of("helper"))
+    assert sorted(worker_pids([made.master], helpers=HELPERS)) == sorted(made.of("worker") + made.of("helper"))
 
 
 def test_a_holding_child_not_among_the_workers_found_is_refused_unless_named_a_helper(
@@ -227,5 +227,38 @@ def test_a_holding_child_not_among_the_workers_found_is_refused_unless_named_a_h
 
     made = family("worker", "named")
     with pytest.raises(PlanError, match="not only by"):
-        check_listening("127.0.0.1", made.port, [made.master], [made.master])
-    check_listening("127.0.0.1", made.port, [made.master], made.of("worker"))  # the named one is excused
+        check_listening("127.0.0.1", made.port, [made.master], [made.master], helpers=HELPERS)
+    check_listening("127.0.0.1", made.port, [made.master], made.of("worker"), helpers=HELPERS)  # named: excused
+
+
+# A fresh interpreter that imports the attach alone, never the registry: the helpers it is given are left out.
+ALONE = """
+import json, sys
+from accept_order.servers.attached import worker_pids
+master, port = int(sys.argv[1]), int(sys.argv[2])
+workers = worker_pids([master], "127.0.0.1", port, helpers=sys.argv[3:])
+print(json.dumps([workers, "accept_order.servers.registry" in sys.modules]))
+"""
+
+
+def test_the_helpers_are_those_given_whatever_was_imported_before(family: Callable[..., Family]) -> None:
+    """worker_pids looked through the ServerKind subclasses imported so far: without the registry imported first
+    nginx's cache manager was a worker (this file passed because it imported the registry for that)."""
+    made = family("worker", "named")
+    titles = [title for title in HELPERS if "cache manager" in title]
+    said = subprocess.run(
+        [sys.executable, "-c", ALONE, str(made.master), str(made.port), *titles], capture_output=True, text=True
+    )
+    assert json.loads(said.stdout) == [made.of("worker"), False], said.stderr
+    assert worker_pids([made.master], "127.0.0.1", made.port, helpers=()) == sorted(
+        made.of("worker") + made.of("named")
+    )
+
+
+def test_the_registry_gives_the_attach_every_kinds_helpers() -> None:
+    from accept_order.core.spec import ServerSpec
+    from accept_order.servers.registry import KINDS
+
+    assert {"nginx: cache manager process", "nginx: cache loader process"} <= set(HELPERS)
+    attached = KINDS["attached"].make(ServerSpec(kind="attached", mode="attached", attach=(1,), port=80))
+    assert attached.helper_titles == HELPERS  # type: ignore[attr-defined]

@@ -88,15 +88,15 @@ def test_attach_refuses_an_ipv6_only_listener_for_an_ipv4_host() -> None:
     me = os.getpid()
     with listener("::", True) as sock:
         port = sock.getsockname()[1]
-        check_listening("::1", port, [me], [me])  # takes ::1: attached
+        check_listening("::1", port, [me], [me], helpers=())  # takes ::1: attached
         with pytest.raises(PlanError, match="holds no listener on 127.0.0.1"):
-            check_listening("127.0.0.1", port, [me], [me])
+            check_listening("127.0.0.1", port, [me], [me], helpers=())
 
 
 def test_attach_refuses_an_ipv4_wildcard_for_an_ipv6_host() -> None:
     me = os.getpid()
     with listener("0.0.0.0") as sock:
         port = sock.getsockname()[1]
-        check_listening("127.0.0.1", port, [me], [me])
+        check_listening("127.0.0.1", port, [me], [me], helpers=())
         with pytest.raises(PlanError, match=r"holds no listener on \[::1\]"):
-            check_listening("::1", port, [me], [me])
+            check_listening("::1", port, [me], [me], helpers=())

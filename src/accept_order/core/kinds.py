@@ -182,7 +182,7 @@ class ServerKind:
     #: line's first arguments (`python -m gunicorn`, `nginx: worker process`)
     process_names: ClassVar[tuple[str, ...]] = ()
     #: the process titles its helpers start with, children of its master that serve no connection (nginx's
-    #: cache manager and loader): not counted as workers when a master is attached by pid (helper_title)
+    #: cache manager and loader): not counted as workers when a master is attached by pid (registry.HELPERS)
     helpers: ClassVar[tuple[str, ...]] = ()
     #: its workers are the threads of one process, each accepting for itself (HAProxy's nbthread), so
     #: `observe` counts per thread; other kinds' threads (a pool, Go's runtime) are not workers
@@ -273,17 +273,3 @@ class ServerKind:
         changes it (nginx's multi_accept)."""
         info = self.mode(spec.mode)
         return info.model, info.why
-
-
-def helper_title(argv: Sequence[str]) -> bool:
-    """Whether a process's title (its command line, which nginx rewrites: `nginx: cache manager process`) is one a
-    kind declares for a helper of its own (ServerKind.helpers), among the kinds defined so far: the registry
-    imports every kind at start-up, and servers/attached.py, which asks, is one of them, so it cannot import it."""
-    title = " ".join(argv)
-    kinds: list[type[ServerKind]] = [ServerKind]
-    while kinds:
-        kind = kinds.pop()
-        if any(title.startswith(helper) for helper in kind.helpers):
-            return True
-        kinds.extend(kind.__subclasses__())
-    return False

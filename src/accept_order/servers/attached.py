@@ -36,9 +36,12 @@ WHY = (
 )
 
 
-def worker_pids(attach: Sequence[int], host: str | None = None, port: int | None = None) -> list[int]:
+def worker_pids(
+    attach: Sequence[int], host: str | None = None, port: int | None = None, *, helpers: Sequence[str]
+) -> list[int]:
     """One pid: its children that serve, oldest first (a master and its workers), or itself if none does; several
-    pids: those, as given. PlanError for a pid that does not exist.
+    pids: those, as given. PlanError for a pid that does not exist. `helpers`: the titles the kinds give their
+    helpers (servers/registry.HELPERS), passed in: this module is one of the kinds the registry imports.
 
     A master's children are not all workers: nginx's cache manager and loader, h2o's backtrace annotator, the
     resource tracker of a Python supervisor serve nothing. A worker holds the listener on host:port, or, where the
@@ -50,7 +53,7 @@ def worker_pids(attach: Sequence[int], host: str | None = None, port: int | None
         if len(attach) == 1:
             master = psutil.Process(attach[0])
             children = [p.pid for p in sorted(master.children(), key=lambda p: (p.create_time(), p.pid))]
-            return _serving(master.pid, children, host, port) or [master.pid]
+            return _serving(master.pid, children, host, port, tuple(helpers)) or [master.pid]
         for pid in attach:
             psutil.Process(pid)
         return list(attach)
@@ -60,14 +63,16 @@ def worker_pids(attach: Sequence[int], host: str | None = None, port: int | None
         raise PlanError(f"--attach: not allowed to look at process {exc.pid}") from None
 
 
-def _serving(master: int, children: list[int], host: str | None, port: int | None) -> list[int]:
+def _serving(
+    master: int, children: list[int], host: str | None, port: int | None, helpers: tuple[str, ...]
+) -> list[int]:
     """Of a master's children, those that take its connections (see worker_pids); all of them but the named
     helpers where no port is known to tell by."""
     from ..probes.owner import socket_holders
     from ..probes.serving import process_info
 
     def worker(pid: int) -> bool:
-        return process_info(pid) is not None and not _named_helper(pid)
+        return process_info(pid) is not None and not _named_helper(pid, helpers)
 
     if host is None or not port:
         return [pid for pid in children if worker(pid)]
@@ -80,17 +85,15 @@ def _serving(master: int, children: list[int], host: str | None, port: int | Non
     return [pid for pid in children if pid in _fed(master) and worker(pid)]
 
 
-def _named_helper(pid: int) -> bool:
-    """A child a kind names a helper of its own by its title (nginx's cache manager): it may hold the listener and
-    is no worker. Another child that holds it is one, though it was not found among them (it took the listener
-    after they were read: a master's workers starting) and check_listening refuses it."""
-    from ..core.kinds import helper_title
+def _named_helper(pid: int, helpers: tuple[str, ...]) -> bool:
+    """A child whose title (its command line, which nginx rewrites) starts with one of `helpers` (nginx's cache
+    manager): it may hold the listener and is no worker. Another child that holds it is one, though it was not
+    found among them (it took the listener after they were read: a master's workers starting) and
+    check_listening refuses it."""
     from ..probes.serving import process_info
 
-    # helper_title looks through the kinds defined so far: the caller has imported the registry (the CLI and the
-    # registry's own AttachedServer have; without it, nginx's cache manager is taken for a worker)
     info = process_info(pid)
-    return info is not None and helper_title(info.argv)
+    return info is not None and " ".join(info.argv).startswith(helpers)
 
 
 def _fed(master: int) -> frozenset[int]:
@@ -155,10 +158,13 @@ def _held_by(holders: dict[int, set[int]]) -> str:
     return _names(roots) + f" ({len(holders)} processes in all)"
 
 
-def check_listening(host: str, port: int, attach: Sequence[int], workers: Sequence[int]) -> None:
+def check_listening(
+    host: str, port: int, attach: Sequence[int], workers: Sequence[int], *, helpers: Sequence[str]
+) -> None:
     """PlanError unless the attached processes hold a listener that takes connections to host:port, and
     no process outside them (their parent, a master that only listens, aside) holds one too: otherwise
-    the connections would go to someone else and every count and verdict would be invented."""
+    the connections would go to someone else and every count and verdict would be invented. `helpers`: as
+    worker_pids's."""
     from ..probes.listeners import listening_sockets_of, takes
     from ..probes.owner import socket_holders
 
@@ -187,8 +193,9 @@ def check_listening(host: str, port: int, attach: Sequence[int], workers: Sequen
             owner = f"it is held by {_held_by(holders)}"
         raise PlanError(f"--attach: {who} {'hold' if plural else 'holds'} no listener on {where}; {owner}")
     masters = {_parent(pid) for pid in workers}
-    helpers = {pid for pid in holders if len(attach) == 1 and _parent(pid) in attach and _named_helper(pid)}
-    if holders.keys() - attached - masters - helpers:
+    titles = tuple(helpers)
+    named = {pid for pid in holders if len(attach) == 1 and _parent(pid) in attach and _named_helper(pid, titles)}
+    if holders.keys() - attached - masters - named:
         raise PlanError(
             f"--attach: the listener on {where} is held by {_held_by(holders)}, not only by {who}: some "
             "connections would go to processes that are not attached (attach the master's pid or every worker's)"
@@ -227,8 +234,9 @@ def _loops(pid: int, listeners: set[int]) -> tuple[int, int]:
 
 
 class AttachedServer(Started):
-    def __init__(self, spec: ServerSpec) -> None:
+    def __init__(self, spec: ServerSpec, helpers: Sequence[str]) -> None:
         self.spec = spec
+        self.helper_titles = tuple(helpers)  # the kinds' helpers' (worker_pids)
         self._pids: list[int] = []
         self._pidfds: list[int] = []
         self._usage: UsageDeltas | None = None
@@ -266,8 +274,9 @@ class AttachedServer(Started):
 
     def start(self) -> None:
         """Attach: find the workers, watch them for exit. Nothing is started."""
-        self._pids = worker_pids(self.spec.attach, self.spec.host, self.spec.port)
-        check_listening(self.spec.host, self.spec.port, self.spec.attach, self._pids)  # the cause, before a count
+        spec = self.spec
+        self._pids = worker_pids(spec.attach, spec.host, spec.port, helpers=self.helper_titles)
+        check_listening(spec.host, spec.port, spec.attach, self._pids, helpers=self.helper_titles)  # the cause, first
         if len(self._pids) != self.spec.workers:
             raise PlanError(f"--attach: expected {self.spec.workers} workers, found {len(self._pids)}")
         self._threads = _threads(self._pids, _listener_inodes(self.spec.host, self.spec.port, self._pids))
@@ -319,6 +328,11 @@ class AttachedKind(ServerKind):
     summary = "a running server this tool did not start, attached by pid"
     launched = False
 
+    def __init__(self, helpers: Sequence[str]) -> None:
+        """`helpers`: the titles every other kind gives its helpers (ServerKind.helpers), which the registry, that
+        imports them all, passes in: a master's children so titled are not its workers."""
+        self.helper_titles = tuple(helpers)  # not `helpers`: that is the class's own, none (ServerKind.helpers)
+
     def label(self, spec: ServerSpec) -> str:
         return f"attached pid {','.join(map(str, spec.attach))}"
 
@@ -333,4 +347,4 @@ class AttachedKind(ServerKind):
             raise PlanError(f"--protocol is line or http, got {spec.protocol!r}")
 
     def make(self, spec: ServerSpec, stamps: bool = False) -> Target:
-        return AttachedServer(spec)
+        return AttachedServer(spec, self.helper_titles)

@@ -36,27 +36,27 @@ from .remote import unseen_note as unseen_note
 if TYPE_CHECKING:
     from ..core.target import Target
 
-KINDS: dict[str, ServerKind] = {
-    kind.name: kind
-    for kind in (
-        BuiltinKind(),
-        NginxKind(),
-        GunicornKind(),
-        NodeKind(),
-        HaproxyKind(),
-        UwsgiKind(),
-        UvicornKind(),
-        GranianKind(),
-        PumaKind(),
-        UnicornKind(),
-        CaddyKind(),
-        ApacheKind(),
-        LighttpdKind(),
-        H2oKind(),
-        AttachedKind(),
-        RemoteKind(),
-    )
-}
+# Every kind but the two that find a running server (attached, remote). HELPERS, the titles they give their helpers
+# (nginx's cache manager and loader): a master's children so titled are no workers of it when it is attached by
+# pid. servers/attached.py is one of the kinds here and cannot look them up itself: it is given them.
+_SERVERS: tuple[ServerKind, ...] = (
+    BuiltinKind(),
+    NginxKind(),
+    GunicornKind(),
+    NodeKind(),
+    HaproxyKind(),
+    UwsgiKind(),
+    UvicornKind(),
+    GranianKind(),
+    PumaKind(),
+    UnicornKind(),
+    CaddyKind(),
+    ApacheKind(),
+    LighttpdKind(),
+    H2oKind(),
+)
+HELPERS: tuple[str, ...] = tuple(title for kind in _SERVERS for title in kind.helpers)
+KINDS: dict[str, ServerKind] = {kind.name: kind for kind in (*_SERVERS, AttachedKind(HELPERS), RemoteKind())}
 LABELS.update({name: kind.label for name, kind in KINDS.items()})  # ServerSpec.label asks the kind, from below
 ALL = "all"  # --modes all: every mode of each server
 OWN_DEFAULT = "default"  # --modes default: each server's own default mode (epoll where it has one)
