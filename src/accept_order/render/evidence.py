@@ -57,12 +57,15 @@ def _listeners_line(label: str, rows: Sequence[Mapping[str, Any]]) -> Text:
 OTHERS_SHOWN = 0.1  # others' share of the CPUs worth naming (below it, the run's own processes explain it)
 
 
-def machine_busy(busy: float, own_cpus: float, cpus: int) -> str:
+def machine_busy(busy: float, own_cpus: float | None, cpus: int) -> str:
     """All CPUs' busy share (host-wide, from /proc/stat) beside what the run's own processes (workers, load
     generator) used of them, in CPUs: "busy" is blamed on them only as far as their own CPU time goes. The
-    rest is other processes' (or interrupt work no process was charged for)."""
-    own = min(max(own_cpus / cpus, 0.0), busy) if cpus > 0 else 0.0
+    rest is other processes' (or interrupt work no process was charged for). `own_cpus` None: the workers'
+    CPU was not read (a server not ours), so no split is said: 'this run's own 0%' would be false."""
     text = f"all CPUs {100 * busy:.0f}% busy host-wide"
+    if own_cpus is None:
+        return f"{text} (how much of it was this run's is not known: its server's CPU was not read)"
+    own = min(max(own_cpus / cpus, 0.0), busy) if cpus > 0 else 0.0
     if busy - own >= OTHERS_SHOWN:
         others = f"other processes (or interrupts) used {100 * (busy - own):.0f}% of the CPUs"
         return f"{text}: {others}, this run's own {100 * own:.0f}%"

@@ -104,15 +104,21 @@ def open_loop_note(result: LatencyResult, named: bool = False) -> Text | None:
 
 def host_notes(results: Sequence[LatencyResult], name: Callable[[LatencyResult], str] = _label) -> list[Text]:
     """The host's CPUs over each run beside the run's own processes' CPU (workers and load generator), said
-    when others used a share worth naming: a wait for a CPU is then not only the run's own doing."""
+    when others used a share worth naming: a wait for a CPU is then not only the run's own doing. Where the
+    workers' CPU was not read, the busy share alone, when as high as others' would be named."""
     notes = []
     for r in results:
+        who = f"{name(r)}: " if len(results) > 1 else ""
+        cpus = r.environment.cpu_count
+        unsplit = r.host_busy_unsplit
+        if unsplit is not None and unsplit >= OTHERS_SHOWN:
+            text = machine_busy(unsplit, None, cpus)
+            notes.append(Text(f"{who}{text} during the run, so waits for a CPU may be others'", style="yellow"))
+            continue
         shares = r.others_cpu_share
         if shares is None or shares[1] < OTHERS_SHOWN:
             continue
         busy, others = shares
-        cpus = r.environment.cpu_count
-        who = f"{name(r)}: " if len(results) > 1 else ""
         text = machine_busy(busy, (busy - others) * cpus, cpus)
         notes.append(Text(f"{who}{text} during the run, so waits for a CPU are partly theirs", style="yellow"))
     return notes

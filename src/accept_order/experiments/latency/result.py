@@ -121,15 +121,23 @@ class LatencyResult(TimedTotals):
         """(share of all CPUs busy host-wide, share other processes used) over the run: the host's busy
         ticks less the run's own workers' and load generator's CPU, the load generator's only where it ran on
         this machine's CPUs: here, or on client hosts (--clients) whose kernel is this one (shared_hosts).
-        None when the host's ticks are not known or too few to say (environment.host_busy), or when this host
-        only coordinated a load from client hosts at a server elsewhere: then none of its CPUs were the run's."""
+        None when the host's ticks are not known or too few to say (environment.host_busy), when the workers'
+        CPU is not known (host_busy_unsplit says the busy share alone), or when this host only coordinated a
+        load from client hosts at a server elsewhere: then none of its CPUs were the run's."""
         host = self._host_busy()
-        if host is None:
+        if host is None or self.worker_cpu_s is None:
             return None
         busy, cpu_seconds = host
         drivers = [d for h in self.shared_hosts for d in h.drivers] if self.hosts else list(self.drivers)
-        own_s = (self.worker_cpu_s or 0.0) + sum(d.cpu_s for d in drivers)
+        own_s = self.worker_cpu_s + sum(d.cpu_s for d in drivers)
         return busy, max(0.0, busy - own_s / cpu_seconds)
+
+    @property
+    def host_busy_unsplit(self) -> float | None:
+        """The share of all CPUs busy host-wide where the run's own share of it cannot be told: the workers' CPU
+        was not read (a server of the remote kind on this host, whose processes are not ours). None otherwise."""
+        host = self._host_busy()
+        return host[0] if host is not None and self.worker_cpu_s is None else None
 
     @property
     def shared_hosts(self) -> tuple[HostOutcome, ...]:
