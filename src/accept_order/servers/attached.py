@@ -20,6 +20,7 @@ from ..core.protocol import HTTP_KEEPALIVE, LINE, ClientProtocol
 from ..core.spec import ServerSpec
 from ..core.started import Started
 from ..core.waiting import wait_for
+from .thread_switches import EveryThreadUsage
 from .watched import UsageDeltas, gone, proc_state
 
 # psutil, the socket owners, the listeners' probe and the attribution are imported where used: the registry
@@ -281,7 +282,7 @@ class AttachedServer(Started):
             raise PlanError(f"--attach: expected {self.spec.workers} workers, found {len(self._pids)}")
         self._threads = _threads(self._pids, _listener_inodes(self.spec.host, self.spec.port, self._pids))
         self._pidfds = [fd for fd in map(open_pidfd, self._pids) if fd is not None]
-        self._usage = UsageDeltas(self._pids)
+        self._usage = EveryThreadUsage(self._pids)  # 'sleeps': every thread's, not the main thread's alone
         self._started = time.monotonic()
 
     def check_alive(self) -> None:
