@@ -148,7 +148,7 @@ def atlas_report(result: AtlasResult) -> RenderableType:
             f"{plural(int(settings.get('workers', 0)), 'worker')} each; idle order: "
             f"{settings.get('connections', '?')} sequential connections; under load: "
             f"{load.get('connections', '?')} connections, {load.get('concurrency', '?')} in flight{_loops(result)}"
-            + (f"; median of {settings.get('repeat')} rounds" if settings.get("repeat", 1) > 1 else ""),
+            + _rounds(result),
             style="dim",
         )
     )
@@ -170,5 +170,52 @@ def atlas_report(result: AtlasResult) -> RenderableType:
     for name, why in result.skipped.items():
         parts.append(Text(f"  {name}: {why}", style="dim"))
     if result.interrupted:
-        parts.append(Text("Interrupted: the rows are those that finished.", style="yellow"))
+        parts.append(Text(stopped_text(result), style="yellow"))
     return Group(*parts)
+
+
+def _rounds(result: AtlasResult) -> str:
+    """The footer's word on rounds: a median of each row's rounds, which a stop leaves unequal."""
+    asked = int(result.settings.get("repeat", 1) or 1)
+    if asked == 1:
+        return ""
+    if not result.interrupted:
+        return f"; median of {asked} rounds"
+    return f"; median of the rounds each row finished ({asked} asked)"
+
+
+def stopped_text(result: AtlasResult) -> str:
+    """What a stop kept and what it cut: the round it came in, the row cut short (left out: its figures would pass
+    for the mode's), the rows of that round that finished, and what did not run."""
+    variants = result.variants
+    if not variants:  # a file written before the stop kept what it cut did not say
+        return "Interrupted: the rows are those that finished."
+    asked = int(result.settings.get("repeat", 1) or 1)
+    done = len(result.rows)
+    rounds_done, in_round = divmod(done, variants)
+    if result.cut is None and in_round == 0:  # between two rounds (or after the last row)
+        said = [f"Interrupted after round {rounds_done} of {asked}" if asked > 1 else "Interrupted after every row"]
+        unrun = asked - rounds_done
+        if unrun:
+            said.append(f"{_rounds_word(rounds_done + 1, asked)} did not run")
+        return "; ".join(said) + "."
+    current = rounds_done + 1
+    said = [f"Interrupted in round {current} of {asked}" if asked > 1 else "Interrupted"]
+    if result.cut is not None:
+        said.append(f"{result.cut} was cut short (left out{f' of round {current}' if asked > 1 else ''})")
+    said.append(f"{in_round} of {variants} rows{f' of round {current}' if asked > 1 else ''} finished")
+    unrun = variants - in_round - (result.cut is not None)
+    if unrun:
+        said.append(f"{unrun} did not run")
+    if current < asked:
+        said.append(f"{_rounds_word(current + 1, asked)} did not run")
+    if asked > 1 and rounds_done:
+        fewer = variants - in_round  # the cut one's row and those that did not run: the earlier rounds only
+        said.append(
+            f"{fewer} row{'s' if fewer > 1 else ''} show{'' if fewer > 1 else 's'} {rounds_done} round{'s' if rounds_done > 1 else ''} only"
+        )
+    return "; ".join(said) + "."
+
+
+def _rounds_word(first: int, last: int) -> str:
+    return f"round {first}" if first == last else f"rounds {first}-{last}"

@@ -59,6 +59,10 @@ class AtlasResult:
     environment: Environment | None
     skipped: dict[str, str] = field(default_factory=dict)  # server (or "server mode") -> why it did not run
     interrupted: bool = False
+    # A run stopped early: the server and mode the stop cut short ("builtin epoll"; None: it came between two, or
+    # after a row's measurements had finished) and the variants of a round. Written only when interrupted.
+    cut: str | None = None
+    variants: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         doc = {
@@ -67,7 +71,10 @@ class AtlasResult:
             "environment": asdict(self.environment) if self.environment else None,
             "skipped": dict(self.skipped),
         }
-        return doc | ({"interrupted": True} if self.interrupted else {})
+        if not self.interrupted:
+            return doc
+        said = {"cut": self.cut, "variants": self.variants}
+        return doc | {"interrupted": True} | {key: value for key, value in said.items() if value is not None}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> AtlasResult:
@@ -86,6 +93,8 @@ class AtlasResult:
             build(Environment, env) if env else None,
             skipped_map(dict(data)),
             bool(data.get("interrupted", False)),
+            data.get("cut"),
+            data.get("variants"),
         )
 
 

@@ -147,19 +147,25 @@ def run_atlas(plan: AtlasPlan, on_variant: Callable[[ServerSpec, int, int], None
     env = environment.current()
     rows: list[AtlasRow] = []
     total = len(specs) * plan.repeat
+    running: ServerSpec | None = None  # the variant being measured, until its row is in
     try:
         for round_ in range(1, plan.repeat + 1):
             for spec in specs:
                 if on_variant:
                     on_variant(spec, len(rows) + 1, total)
+                running = spec
                 try:
                     rows.append(measure(spec, plan, round_))
                 except RunInterrupted as last:  # a row measured whole before the signal came travels with it
-                    rows.extend(r for r in last.results if isinstance(r, AtlasRow))
+                    kept = [r for r in last.results if isinstance(r, AtlasRow)]
+                    rows.extend(kept)
+                    running = None if kept else spec
                     raise last.cause from None
+                running = None
     except KeyboardInterrupt as stop:
         if not rows:
             raise  # nothing measured: nothing to save (an earlier file of that name stays as it was)
-        partial = AtlasResult(tuple(rows), plan.to_dict(), env, skipped, interrupted=True)
+        cut = f"{running.kind} {running.mode}" if running is not None else None
+        partial = AtlasResult(tuple(rows), plan.to_dict(), env, skipped, True, cut, len(specs))
         raise RunInterrupted([partial], stop) from None
     return AtlasResult(tuple(rows), plan.to_dict(), env, skipped)
