@@ -77,7 +77,10 @@ PRIVATE_SHORT = "private network namespace: this run's traffic only"
 
 
 def counters_text(evidence: Mapping[str, Any], label: str = "kernel counters") -> Text:
-    """Non-zero counter deltas and whose they are (private or shared namespace)."""
+    """Non-zero counter deltas and whose they are (private or shared namespace; several hosts' in a merge)."""
+    unmerged = evidence.get("counters_unmerged")
+    if isinstance(unmerged, str):  # results/merge.py: one file's would read as the whole load's
+        return Text(f"  {label}: not added for the merged load: {unmerged}", style="dim")
     if not evidence.get("counters_available", False):
         return Text(f"  {label}: not available (no /proc/net/netstat)", style="dim")
     counters: Mapping[str, int] = evidence.get("counters", {})
@@ -91,7 +94,12 @@ def counters_text(evidence: Mapping[str, Any], label: str = "kernel counters") -
     else:
         watched = len(evidence.get("counters_watched", []))
         text.append(f"none of {watched} drop/overflow counters moved")
-    if shared:
+    hosts = evidence.get("counters_hosts")
+    if isinstance(hosts, list) and len(hosts) > 1:  # merged files from several hosts: each one's, added
+        whose = "shared network namespaces" if shared else "network namespaces"
+        where = ", ".join(str(h) for h in hosts)
+        text.append(f" (added over {len(hosts)} hosts' {whose}: {where}; may include other TCP traffic there)")
+    elif shared:
         text.append(f" ({SHARED_SHORT})", style="yellow")
     else:
         why = evidence.get("netns", {}).get("why")

@@ -173,26 +173,52 @@ def _add_run(into: dict[str, Any], run: dict[str, Any], concurrent: bool) -> Non
             load[key] = load[key] + run["load"][key] if not (concurrent and key == "duration_s") else load[key]
     into["interrupted"] = bool(into.get("interrupted")) or bool(run.get("interrupted"))
     _add_clients(into, run)
-    into["evidence"] = _add_evidence(dict(into.get("evidence", {})), run.get("evidence", {}))
+    hosts = (into["environment"].get("hostname"), run["environment"].get("hostname"))
+    into["evidence"] = _add_evidence(dict(into.get("evidence", {})), run.get("evidence", {}), hosts)
 
 
-def _add_evidence(into: dict[str, Any], run: Mapping[str, Any]) -> dict[str, Any]:
+def _add_evidence(into: dict[str, Any], run: Mapping[str, Any], hosts: tuple[Any, Any]) -> dict[str, Any]:
     """The evidence of one file's window made the merged load's: the kernel counters' deltas add; observe's
     per-worker counts (--observe-on) add by host and pid where every file has them, else none are kept; the
     host's CPU before and after (`machine`) is one window's and goes: beside every file's load generators, the
     first file's ticks called others' CPU 'this run's own' (a merge of two cluster runs said 36% own, 59%
-    others', where its first file alone had said 22% and 73%)."""
+    others', where its first file alone had said 22% and 73%). `hosts`: the two files' hostnames."""
     into.pop("machine", None)
-    if isinstance(into.get("counters"), dict) and isinstance(run.get("counters"), dict):
-        added = Counter(into["counters"]) + Counter(run["counters"])
-        into["counters"] = {name: added[name] for name in sorted(added) if added[name]}
-        into["counters_watched"] = sorted(set(into.get("counters_watched", [])) | set(run.get("counters_watched", [])))
+    _add_kernel_counters(into, run, hosts)
     observed = _add_observed(into.get("observed_on"), run.get("observed_on"))
     if observed is None:
         into.pop("observed_on", None)
     else:
         into["observed_on"] = observed
     return into
+
+
+def _has_counters(evidence: Mapping[str, Any]) -> bool:
+    return bool(evidence.get("counters_available")) and isinstance(evidence.get("counters"), dict)
+
+
+def _add_kernel_counters(into: dict[str, Any], run: Mapping[str, Any], hosts: tuple[Any, Any]) -> None:
+    """The kernel counters' deltas of two files' windows, added where both have them. Where one lacks them (a
+    file from before them, a host without /proc/net/netstat), none are kept and `counters_unmerged` says why:
+    one file's 'none of 8 moved' read as the whole load's. Files from different hosts (environment.hostname)
+    add each host's namespace's counters: `counters_hosts` names them, which the render says instead of
+    'this host'; shared_namespace holds where any file's namespace was shared."""
+    mine, theirs = _has_counters(into), _has_counters(run)
+    if not mine or not theirs:
+        for key in ("counters", "counters_watched"):
+            into.pop(key, None)
+        if mine or theirs:  # in neither: 'not available', as each file said
+            into["counters_unmerged"] = "not in every merged file (one from before them, or a host without them)"
+        into["counters_available"] = False
+        return
+    added = Counter(into["counters"]) + Counter(run["counters"])
+    into["counters"] = {name: added[name] for name in sorted(added) if added[name]}
+    into["counters_watched"] = sorted(set(into.get("counters_watched", [])) | set(run.get("counters_watched", [])))
+    into["shared_namespace"] = bool(into.get("shared_namespace", True)) or bool(run.get("shared_namespace", True))
+    # the first file's host is into's environment's (hosts[0]) until a file from another host is added
+    named = {h for h in (*into.get("counters_hosts", [hosts[0]]), hosts[1]) if isinstance(h, str)}
+    if len(named) > 1:
+        into["counters_hosts"] = sorted(named)
 
 
 def _add_observed(mine: Any, theirs: Any) -> list[dict[str, Any]] | None:

@@ -324,6 +324,9 @@ EVIDENCE = Record(
         "counters": MapOf(SIGNED),
         "counters_watched": ListOf(Text()),
         "counters_available": Flag(),
+        # results/merge.py: why a merged load has no counters, and the hosts whose counters it added
+        "counters_unmerged": Text(),
+        "counters_hosts": ListOf(Text(1024)),
         "affinity": ListOf(Record({"index": Integer(), "pid": Integer(), "cpus": Maybe(ListOf(CPU))})),
         "shared_namespace": Flag(),
         "netns": Record({"inode": Maybe(Integer()), "private": Flag(), "why": Text()}),
