@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import run_cli
 
 V2 = Path(__file__).parent / "data" / "v2"
@@ -134,3 +136,31 @@ def test_a_ramp_step_counts_the_drivers_of_client_hosts_on_this_machine_as_its_o
     assert "this run's own 25%" in one_here  # and c1's driver, 0.4 CPU
     unknown = "; ".join(signals(_ramp_step((BOOT, BOOT)), workers=2, cpus=2))  # this host's kernel not read
     assert "this run's own 5%" in unknown
+
+
+def test_client_hosts_on_this_machine_report_its_kernel_through_a_real_load(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Two client hosts as local interpreters (execnet popen in place of ssh, as tests/test_clients_results.py):
+    each one's hello carries this kernel's boot_id to its HostOutcome, the file keeps it, and both share."""
+    import execnet
+
+    from accept_order.core.hosts import ClientHosts
+    from accept_order.core.spec import ConcurrentLoad, ServerSpec
+    from accept_order.experiments.documents import load, save
+    from accept_order.experiments.session import run_latency
+    from accept_order.loads.hosts import gateways
+
+    def popen_spec(destination: str, hosts: ClientHosts, index: int) -> Any:
+        return execnet.XSpec(f"popen//id=host{index}//python={sys.executable}")
+
+    monkeypatch.setattr(gateways, "_spec", popen_spec)
+    hosts = ClientHosts(("c1", "c2"))
+    result = run_latency(ServerSpec(workers=2), ConcurrentLoad(connections=60, concurrency=2, clients=hosts))
+    ours = result.evidence["machine"]["after"]["boot_id"]
+    assert ours and [h.boot_id for h in result.hosts] == [ours, ours]
+    path = tmp_path / "run.json"
+    save(path, "latency", result)
+    _, document = load(path)  # checked against the file's shape, boot_id included
+    again = _result(document)
+    assert [h.destination for h in again.shared_hosts] == ["c1", "c2"]
