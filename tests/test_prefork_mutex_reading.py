@@ -8,7 +8,6 @@ sibling does wait for the lock, a running sibling takes it too before it waits (
 from __future__ import annotations
 
 import socket
-from dataclasses import replace
 
 import pytest
 from conftest import wait_for
@@ -123,7 +122,7 @@ def test_prefork_mutex_with_busy_children_reads_accept_mutex(workers: int, monke
     epoll-herd before (2 of 3 and 2 of 2 children taken for their pollset's waiters)."""
     spec = checked(ServerSpec(kind="apache", mode="prefork-mutex", workers=workers, work_us=WORK_US, keepalive=True))
     # the rule inspect applies is the kind's own declaration (ServerKind.lock_first), not a copy kept by name
-    declared = replace(APACHE_PREFORK, why=APACHE_PREFORK.why + " [as declared]")
+    declared = APACHE_PREFORK._replace(why=APACHE_PREFORK.why + " [as declared]")
     monkeypatch.setattr(type(server_kind("apache")), "lock_first", declared)
     with ApacheServer(spec) as server:
         clients = [socket.create_connection(server.address, timeout=30) for _ in range(2)]
