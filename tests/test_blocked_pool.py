@@ -12,7 +12,7 @@ from conftest import wait_for
 
 from accept_order.core.blocked_pool import BlockedPool
 from accept_order.core.signal_order import SIGNALS
-from accept_order.loads.hosts.gateways import Ssh
+from accept_order.loads.hosts.gateways import SSH_FAILED, Ssh
 
 TIMEOUT_S = 30.0
 
@@ -81,5 +81,5 @@ def test_cancel_ends_an_ssh_started_from_the_pool() -> None:
 def test_a_missing_command_is_one_line() -> None:
     ssh = Ssh()
     process = _started_from_the_pool(ssh, ["no-such-ssh-here"])
-    assert process.wait(TIMEOUT_S) == 127
+    assert process.wait(TIMEOUT_S) == SSH_FAILED  # ssh's own failure, which execnet reads as a host not reached
     assert ssh.last_said(settle=True) == "no-such-ssh-here: No such file or directory"

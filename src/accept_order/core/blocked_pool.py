@@ -37,18 +37,20 @@ if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 signal.pthread_sigmask(signal.SIG_UNBLOCK, {tuple(int(sig) for sig in SIGNALS)!r})
 try:
-    os.execvp(sys.argv[1], sys.argv[1:])
+    os.execvp(sys.argv[2], sys.argv[2:])
 except OSError as exc:
-    sys.stderr.write(f"{{sys.argv[1]}}: {{exc.strerror}}\\n")
-    os._exit(127)
+    sys.stderr.write(f"{{sys.argv[2]}}: {{exc.strerror}}\\n")
+    os._exit(int(sys.argv[1]))
 """
 
 
-def unblocked(argv: list[str]) -> list[str]:
-    """`argv` run with SIGINT, SIGTERM and SIGHUP unblocked, whatever the mask of the thread that starts it."""
+def unblocked(argv: list[str], exec_failed: int = 127) -> list[str]:
+    """`argv` run with SIGINT, SIGTERM and SIGHUP unblocked, whatever the mask of the thread that starts it.
+    A command that cannot be started says why on stderr and exits `exec_failed` (the shell's 127 unless the caller
+    reads another: ssh's own failures exit 255, which execnet takes for a host not reached)."""
     if not sys.executable:  # an embedded interpreter: no Python to run; the command inherits the mask
         return argv
-    return [sys.executable, "-I", "-S", "-c", _UNBLOCK_AND_EXEC, *argv]
+    return [sys.executable, "-I", "-S", "-c", _UNBLOCK_AND_EXEC, str(exec_failed), *argv]
 
 
 class BlockedPool(ThreadPoolExecutor):

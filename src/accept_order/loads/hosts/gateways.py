@@ -38,6 +38,7 @@ from . import remote_side
 HELLO_TIMEOUT_S = 60.0  # a slow host importing accept-order for the first time (cold caches)
 CLOSE_TIMEOUT_S = 5.0  # a remote interpreter ends when its channel closes; past this its ssh is killed
 SAID_LINES = 20  # of ssh's stderr, kept for the error line
+SSH_FAILED = 255  # ssh's exit for a failure of its own (not the remote command's)
 SETTLE_S = 2.0  # for a failed ssh to exit and its last words to be read, before the error line quotes them
 
 
@@ -60,8 +61,11 @@ class Ssh:
             if self._cancelled:
                 raise OSError("the run was stopped before this host was reached")
             # unblocked: started from a pool's thread, which leaves SIGINT, SIGTERM and SIGHUP to the main thread
-            # (core/blocked_pool.py); ssh must end on the SIGTERM of cancel() or of execnet's close
-            process = subprocess.Popen(unblocked(args), start_new_session=True, stderr=subprocess.PIPE, **kwargs)
+            # (core/blocked_pool.py); ssh must end on the SIGTERM of cancel() or of execnet's close. An ssh that
+            # cannot be started exits 255 as ssh's own failures do: execnet reads that (and only that) as a host
+            # not reached; with 127 it went on to a gateway with no process behind it ("its Python did not start")
+            argv = unblocked(args, exec_failed=SSH_FAILED)
+            process = subprocess.Popen(argv, start_new_session=True, stderr=subprocess.PIPE, **kwargs)
             self.process = process
         assert process.stderr is not None
         stderr = process.stderr
