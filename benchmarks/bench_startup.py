@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -39,7 +40,11 @@ PACKAGE = "accept_order"
 def plain_env() -> dict[str, str]:
     """The environment an ordinary install runs in: byte code cached (a module compiled from source costs
     several times its import), output not forced unbuffered."""
-    return {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED")}
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED")}
+    # one hash seed for every count: a random one moves --help's count by +-0.2 M (330.6-331.0 M in three runs),
+    # as much as some cuts compared with it
+    env["PYTHONHASHSEED"] = "0"
+    return env
 
 
 def instructions(argv: list[str], directory: Path) -> int:
@@ -51,10 +56,19 @@ def instructions(argv: list[str], directory: Path) -> int:
         stderr=subprocess.PIPE,
         text=True,
         env=plain_env(),
+        start_new_session=True,  # the command's forked workers with it, so that a stop ends them all
     )
-    _, stderr = proc.communicate(timeout=600)
+    try:
+        _, stderr = proc.communicate(timeout=600)
+    except BaseException:  # a timeout or Ctrl-C: valgrind and the command's workers are not left running
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
     if proc.returncode != 0:
-        raise SystemExit(f"bench_startup: {' '.join(argv[:4])} ... failed under callgrind (exit {proc.returncode})")
+        last = stderr.strip().splitlines()[-1:] or [""]
+        raise SystemExit(
+            f"bench_startup: {' '.join(argv[:4])} ... failed under callgrind (exit {proc.returncode}): {last[0]}"
+        )
     # valgrind execs the command in its own process: the first pid's line is the command's, later ones forks
     found = re.search(rf"=={proc.pid}== Collected : (\d+)", stderr)
     if found is None:
