@@ -36,7 +36,7 @@ from accept_order.experiments.reload.result import MIGRATE, ReloadResult, expect
 from accept_order.servers.pool import WorkerPool
 
 COMMAND = [sys.executable, "-m", "accept_order", "reload"]
-LOAD = ["-w", "3", "-c", "32", "--work-ms", "5", "--duration", "1s"]
+LOAD = ["-w", "3", "-c", "32", "--work-ms", "5", "--duration", "300ms"]
 
 
 def reload(tmp_path: Path, name: str, *args: str) -> dict[str, Any]:
@@ -306,7 +306,7 @@ def test_one_round_of_runs_says_which_run_it_is(tmp_path: Path) -> None:
     import pty
 
     master, slave = pty.openpty()
-    args = [*COMMAND, *LOAD, "--modes", "blocking", "--how", "leave,kill", "--duration", "0.3s"]
+    args = [*COMMAND, *LOAD, "--modes", "blocking", "--how", "leave,kill", "--duration", "200ms"]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=slave, env={**os.environ, "COLUMNS": "100"})
     os.close(slave)
     said = b""
