@@ -65,7 +65,7 @@ def instructions(argv: list[str], directory: Path) -> int:
         proc.wait()
         raise
     if proc.returncode != 0:
-        last = stderr.strip().splitlines()[-1:] or [""]
+        last = [line for line in stderr.splitlines() if line.strip() and not line.startswith("==")][-1:] or [""]
         raise SystemExit(
             f"bench_startup: {' '.join(argv[:4])} ... failed under callgrind (exit {proc.returncode}): {last[0]}"
         )
