@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ...core.measures import Environment
+from ...core.text import plural
 from ...results.schema import Integer, ListOf, Record, SchemaError, child, derive
 from ...results.shapes import CONCURRENT_LOAD, SKIPPED, WORKERS
 
@@ -106,6 +107,21 @@ def _rows_fit_workers(doc: Mapping[str, Any], at: str) -> None:
             raise SchemaError(where, f"has {len(row['served'])} entries, one per worker, but the rows had {workers}")
 
 
+def _stop_fits_rows(doc: Mapping[str, Any], at: str) -> None:
+    """A stopped run's `variants` (per round) must hold its rows and the one it cut short: the report divides the
+    rows by it into rounds, and a 0 or too small a count read 'Interrupted in round 5 of 2'."""
+    variants = doc.get("variants")
+    if variants is None:
+        return
+    repeat = doc.get("settings", {}).get("repeat", 1)
+    rows = len(doc["rows"]) + (doc.get("cut") is not None)
+    if variants < 1 or rows > variants * repeat:
+        held = f"{len(doc['rows'])} rows" + (" and one cut short" if doc.get("cut") is not None else "")
+        raise SchemaError(
+            child(at, "variants"), f"is {variants} per round, but the file has {held} in {plural(repeat, 'round')}"
+        )
+
+
 # atlas.run's settings, as it saves them (every one optional: the report reads what is there)
 _SETTINGS = Record(
     {"workers": WORKERS, "connections": Integer(), "load": CONCURRENT_LOAD, "repeat": Integer(1, 1 << 20)}
@@ -116,5 +132,5 @@ ATLAS_SHAPE = derive(
     settings=_SETTINGS,
     skipped=SKIPPED,
     optional=("settings", "environment"),
-    rules=(_rows_fit_workers,),
+    rules=(_rows_fit_workers, _stop_fits_rows),
 )
