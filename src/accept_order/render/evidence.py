@@ -57,15 +57,20 @@ def _listeners_line(label: str, rows: Sequence[Mapping[str, Any]]) -> Text:
 OTHERS_SHOWN = 0.1  # others' share of the CPUs worth naming (below it, the run's own processes explain it)
 
 
-def machine_busy(busy: float, own_cpus: float | None, cpus: int) -> str:
+def machine_busy(busy: float, own_cpus: float | None, cpus: int, server_read: bool = True) -> str:
     """All CPUs' busy share (host-wide, from /proc/stat) beside what the run's own processes (workers, load
     generator) used of them, in CPUs: "busy" is blamed on them only as far as their own CPU time goes. The
-    rest is other processes' (or interrupt work no process was charged for). `own_cpus` None: the workers'
-    CPU was not read (a server not ours), so no split is said: 'this run's own 0%' would be false."""
+    rest is other processes' (or interrupt work no process was charged for). `server_read` False: the workers'
+    CPU was not read (a server not ours, here or elsewhere), so `own_cpus` is the load generator's alone and the
+    rest is not split: 'this run's own 0%' would be false, and so would 'other processes' of a server here."""
     text = f"all CPUs {100 * busy:.0f}% busy host-wide"
-    if own_cpus is None:
+    own = min(max((own_cpus or 0.0) / cpus, 0.0), busy) if cpus > 0 else 0.0
+    if own_cpus is None or (not server_read and round(100 * own) == 0):
         return f"{text} (how much of it was this run's is not known: its server's CPU was not read)"
-    own = min(max(own_cpus / cpus, 0.0), busy) if cpus > 0 else 0.0
+    if not server_read:  # the load generator's share is known; whose the rest was is not
+        generator = f"the load generator used {100 * own:.0f}% of the CPUs"
+        rest = f"whose the other {100 * (busy - own):.0f}% was is not known"
+        return f"{text}: {generator}; {rest} (other processes', or the server's: its CPU was not read)"
     if busy - own >= OTHERS_SHOWN:
         others = f"other processes (or interrupts) used {100 * (busy - own):.0f}% of the CPUs"
         return f"{text}: {others}, this run's own {100 * own:.0f}%"

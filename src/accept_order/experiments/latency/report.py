@@ -105,15 +105,18 @@ def open_loop_note(result: LatencyResult, named: bool = False) -> Text | None:
 def host_notes(results: Sequence[LatencyResult], name: Callable[[LatencyResult], str] = _label) -> list[Text]:
     """The host's CPUs over each run beside the run's own processes' CPU (workers and load generator), said
     when others used a share worth naming: a wait for a CPU is then not only the run's own doing. Where the
-    workers' CPU was not read, the busy share alone, when as high as others' would be named."""
+    workers' CPU was not read, the load generator's share and the rest unsplit, when the rest is as large as
+    others' would be named (the load generator's own CPU is no sign of others')."""
     notes = []
     for r in results:
         who = f"{name(r)}: " if len(results) > 1 else ""
         cpus = r.environment.cpu_count
         unsplit = r.host_busy_unsplit
-        if unsplit is not None and unsplit >= OTHERS_SHOWN:
-            text = machine_busy(unsplit, None, cpus)
-            notes.append(Text(f"{who}{text} during the run, so waits for a CPU may be others'", style="yellow"))
+        if unsplit is not None:
+            busy, generator = unsplit
+            if busy - generator >= OTHERS_SHOWN:
+                text = machine_busy(busy, generator * cpus, cpus, server_read=False)
+                notes.append(Text(f"{who}{text} during the run, so waits for a CPU may be others'", style="yellow"))
             continue
         shares = r.others_cpu_share
         if shares is None or shares[1] < OTHERS_SHOWN:

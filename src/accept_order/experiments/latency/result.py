@@ -128,16 +128,24 @@ class LatencyResult(TimedTotals):
         if host is None or self.worker_cpu_s is None:
             return None
         busy, cpu_seconds = host
-        drivers = [d for h in self.shared_hosts for d in h.drivers] if self.hosts else list(self.drivers)
-        own_s = self.worker_cpu_s + sum(d.cpu_s for d in drivers)
+        own_s = self.worker_cpu_s + self._generator_cpu_s()
         return busy, max(0.0, busy - own_s / cpu_seconds)
 
+    def _generator_cpu_s(self) -> float:
+        """The load generator's CPU on this machine's CPUs: its drivers here, or those of shared_hosts."""
+        drivers = [d for h in self.shared_hosts for d in h.drivers] if self.hosts else list(self.drivers)
+        return sum(d.cpu_s for d in drivers)
+
     @property
-    def host_busy_unsplit(self) -> float | None:
-        """The share of all CPUs busy host-wide where the run's own share of it cannot be told: the workers' CPU
-        was not read (a server of the remote kind on this host, whose processes are not ours). None otherwise."""
+    def host_busy_unsplit(self) -> tuple[float, float] | None:
+        """(share of all CPUs busy host-wide, the load generator's share of them) where the rest cannot be told
+        apart: the workers' CPU was not read (a server of the remote kind: here, whose processes are not ours,
+        or on another machine: which this host cannot tell). None otherwise."""
         host = self._host_busy()
-        return host[0] if host is not None and self.worker_cpu_s is None else None
+        if host is None or self.worker_cpu_s is not None:
+            return None
+        busy, cpu_seconds = host
+        return busy, min(busy, self._generator_cpu_s() / cpu_seconds)
 
     @property
     def shared_hosts(self) -> tuple[HostOutcome, ...]:

@@ -224,9 +224,9 @@ def signals(step: RampStep, workers: int, cpus: int, coordinated: bool = False, 
     if workers_bound:
         seen.append(f"workers on a CPU {100 * busy / min(workers, cpus):.0f}% of the time")
     if step.machine_cpu is not None and step.machine_cpu >= SATURATED and not coordinated:
-        # no split without the workers' CPU (a server of the remote kind on this host): 'this run's own 0%' was false
-        own = busy + _client_cpus(step, kernel) if step.worker_cpu else None
-        seen.append(machine_busy(step.machine_cpu, own, cpus))
+        # without the workers' CPU (a server of the remote kind) the load generator's alone is known: no 'own 0%'
+        read = bool(step.worker_cpu)
+        seen.append(machine_busy(step.machine_cpu, busy + _client_cpus(step, kernel), cpus, server_read=read))
     if step.driver_cpu >= SATURATED:
         text = f"load generator CPU-bound ({100 * step.driver_cpu:.0f}% of a CPU per process)"
         if step.worker_cpu and not workers_bound:  # the server waited for its client
