@@ -14,8 +14,12 @@ import socket
 import struct
 import sys
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from ..core.measures import Family, ListenerRow
+
+if TYPE_CHECKING:
+    import ipaddress
 
 # linux/netlink.h, linux/sock_diag.h, linux/inet_diag.h
 NETLINK_SOCK_DIAG = 4
@@ -224,12 +228,11 @@ def takes(row: ListenerRow, host: str) -> bool:
     takes IPv6 connections to its address, or to any if it is `::`, and IPv4 ones only if it is not IPV6_V6ONLY:
     on `::`, or on that IPv4 address mapped (`::ffff:127.0.0.1`). A connection to a mapped address is an IPv4
     one. Where IPV6_V6ONLY is not known (/proc has no column for it), `::` is taken to be dual-stack, Linux's
-    default (net.ipv6.bindv6only 0). ValueError for a host that is no address."""
+    default (net.ipv6.bindv6only 0). A connection to 0.0.0.0 (`::`) goes to 127.0.0.1 (`::1`). ValueError for a
+    host that is no address."""
     import ipaddress
 
-    bound, wanted = ipaddress.ip_address(row.address), ipaddress.ip_address(host)
-    if isinstance(wanted, ipaddress.IPv6Address) and wanted.ipv4_mapped is not None:
-        wanted = wanted.ipv4_mapped
+    bound, wanted = ipaddress.ip_address(row.address), _connected_to(host)
     if isinstance(bound, ipaddress.IPv4Address):
         return isinstance(wanted, ipaddress.IPv4Address) and (bound.is_unspecified or bound == wanted)
     if isinstance(wanted, ipaddress.IPv6Address):
@@ -239,14 +242,45 @@ def takes(row: ListenerRow, host: str) -> bool:
     return bound.is_unspecified and row.v6only is not True
 
 
+def _connected_to(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    """The address a connection to `host` reaches: a mapped one is IPv4 (::ffff:127.0.0.1 is 127.0.0.1), and the
+    unspecified one the loopback (Linux connects 0.0.0.0 to 127.0.0.1, `::` to ::1)."""
+    import ipaddress  # where asked, not at start-up (normal_address)
+
+    wanted = ipaddress.ip_address(host)
+    if isinstance(wanted, ipaddress.IPv6Address) and wanted.ipv4_mapped is not None:
+        wanted = wanted.ipv4_mapped
+    if wanted.is_unspecified:
+        return ipaddress.ip_address("127.0.0.1" if wanted.version == 4 else "::1")
+    return wanted
+
+
+def _precedence(row: ListenerRow, host: str) -> tuple[bool, bool]:
+    """How the kernel ranks the listeners of one port that take connections to `host` (Linux 6.18
+    __inet_lookup_listener): one bound to the address itself before a wildcard (it looks the address up first,
+    the wildcard only if nothing is bound there), and for an IPv4 connection an IPv4 socket before an IPv6 one
+    (an IPv6 SO_REUSEPORT socket is hashed behind them; compute_score adds one for PF_INET)."""
+    import ipaddress
+
+    bound, wanted = ipaddress.ip_address(row.address), _connected_to(host)
+    if isinstance(bound, ipaddress.IPv6Address) and bound.ipv4_mapped is not None:
+        bound = bound.ipv4_mapped
+    return not bound.is_unspecified, wanted.version == 6 or row.family == "ipv4"
+
+
 def serving_on(rows: list[ListenerRow], host: str | None) -> list[ListenerRow]:
-    """The listeners among `rows` a server on `host` listens with: those that take connections to it (`takes`;
-    another process's socket on the same port but another address, or the other family's wildcard, is not its
-    queue); all of them without a host. A host that is a name: its address or a wildcard."""
+    """The listeners among `rows` (one port, one network namespace) that connections to `host` go to: of those
+    that take them (`takes`), the ones the kernel looks at first (`_precedence`): a 0.0.0.0 socket beside one
+    bound to 127.0.0.1 (SO_REUSEPORT, another process's or the server's own) gets none of the connections to
+    127.0.0.1, nor does a dual-stack `::` beside a 0.0.0.0 any IPv4 one (nginx's `listen 80; listen [::]:80`
+    read from /proc, where IPV6_V6ONLY is not known). All of them without a host; a host that is a name: its
+    address or a wildcard."""
     if not host:
         return rows
     try:
-        return [r for r in rows if takes(r, host)]
+        taking = [r for r in rows if takes(r, host)]
+        first = max((_precedence(r, host) for r in taking), default=None)
+        return [r for r in taking if _precedence(r, host) == first]
     except ValueError:
         wanted = (normal_address(host), "0.0.0.0", "::")
         return [r for r in rows if normal_address(r.address) in wanted]

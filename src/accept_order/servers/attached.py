@@ -110,10 +110,10 @@ def _fed(master: int) -> frozenset[int]:
 
 
 def _listener_inodes(host: str, port: int, pids: Sequence[int]) -> set[int]:
-    """The listening sockets on `port` (in the namespaces of `pids`) that take connections made to `host`."""
-    from ..probes.listeners import listening_sockets_of, takes
+    """The listening sockets on `port` (in the namespaces of `pids`) that connections made to `host` go to."""
+    from ..probes.listeners import listening_sockets_of, serving_on
 
-    return {row.inode for row in listening_sockets_of(port, pids) if takes(row, host)}
+    return {row.inode for row in serving_on(listening_sockets_of(port, pids), host)}
 
 
 def _name(pid: int) -> str:
@@ -166,11 +166,12 @@ def check_listening(
     no process outside them (their parent, a master that only listens, aside) holds one too: otherwise
     the connections would go to someone else and every count and verdict would be invented. `helpers`: as
     worker_pids's."""
-    from ..probes.listeners import listening_sockets_of, takes
+    from ..probes.listeners import listening_sockets_of, serving_on
     from ..probes.owner import socket_holders
 
     where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    rows = [row for row in listening_sockets_of(port, [*attach, *workers]) if takes(row, host)]
+    # the listeners connections to host go to: a wildcard beside one bound to host gets none (serving_on)
+    rows = serving_on(listening_sockets_of(port, [*attach, *workers]), host)
     holders = socket_holders({row.inode for row in rows})
     attached = set(attach) | set(workers)
     if len(attach) == 1 and list(workers) != [attach[0]]:
