@@ -101,9 +101,12 @@ def counters_text(evidence: Mapping[str, Any], label: str = "kernel counters") -
         text.append(f"none of {watched} drop/overflow counters moved")
     hosts = evidence.get("counters_hosts")
     if isinstance(hosts, list) and len(hosts) > 1:  # merged files from several hosts: each one's, added
-        whose = "shared network namespaces" if shared else "network namespaces"
-        where = ", ".join(str(h) for h in hosts)
-        text.append(f" (added over {len(hosts)} hosts' {whose}: {where}; may include other TCP traffic there)")
+        where = f"added over {len(hosts)} hosts' {'shared' if shared else 'private'} network namespaces: "
+        where += ", ".join(str(h) for h in hosts)
+        if shared:  # any file's: shared_namespace holds where one did (results/merge.py)
+            text.append(f" ({where}; may include other TCP traffic there)", style="yellow")
+        else:  # every file's namespace its run's own: nothing else moved them
+            text.append(f" ({where}; these runs' traffic only)", style="dim")
     elif shared:
         text.append(f" ({SHARED_SHORT})", style="yellow")
     else:
