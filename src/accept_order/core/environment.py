@@ -59,7 +59,10 @@ def machine_state() -> dict[str, object]:
 
 def boot_id() -> str:
     """This kernel's boot_id ("" unread): the same in every network namespace and container on this machine,
-    so a client host that reports it runs on this machine's CPUs (loads/hosts/remote_side.py sends its own)."""
+    so a client host that reports it runs on this machine's CPUs (loads/hosts/remote_side.py sends its own).
+    A sandbox or VM with a kernel of its own (gVisor, Kata, a guest) has its own, though its CPU time is in
+    this /proc/stat: its drivers count as other processes'. Read in a container whose /proc/stat is its own
+    (LXCFS), a client host in another container on this kernel matches while its CPU is not in that count."""
     try:
         with open("/proc/sys/kernel/random/boot_id") as f:
             return f.read().strip()
