@@ -25,6 +25,7 @@ from accept_order.servers.attached import check_listening
 
 CONNECTS = 12  # connections per host: enough for any listener the kernel would choose to get some
 TIMEOUT_S = 5.0
+PORT_TRIES = 20
 
 
 def _socket(address: str, v6only: bool | None, port: int) -> socket.socket:
@@ -44,15 +45,26 @@ def _socket(address: str, v6only: bool | None, port: int) -> socket.socket:
 
 @contextlib.contextmanager
 def listeners(*wanted: tuple[str, bool | None]) -> Iterator[list[socket.socket]]:
-    """Listeners on one port, in the order given (the first picks the port)."""
-    made: list[socket.socket] = []
-    try:
-        for address, v6only in wanted:
-            made.append(_socket(address, v6only, made[0].getsockname()[1] if made else 0))
-        yield made
-    finally:
-        for sock in made:
-            sock.close()
+    """Listeners on one port, in the order given. The first picks a port free for its own address; another
+    address may be in use there (a connection's local port, on a busy machine): then another port is tried."""
+    for _ in range(PORT_TRIES):
+        made: list[socket.socket] = []
+        try:
+            for address, v6only in wanted:
+                made.append(_socket(address, v6only, made[0].getsockname()[1] if made else 0))
+        except OSError as exc:
+            for sock in made:
+                sock.close()
+            if exc.errno != errno.EADDRINUSE:
+                raise
+            continue
+        try:
+            yield made
+        finally:
+            for sock in made:
+                sock.close()
+        return
+    pytest.fail(f"no port free for every one of {wanted} in {PORT_TRIES} tries")
 
 
 def landed(socks: list[socket.socket], host: str) -> set[int]:
@@ -129,8 +141,12 @@ def test_attach_is_not_refused_for_a_catch_all_listener_that_gets_nothing() -> N
         "s.bind((sys.argv[1], int(sys.argv[2]))); s.listen(); print('ok', flush=True); sys.stdin.read()\n"
     )
     for ours, theirs, refused in (("127.0.0.1", "0.0.0.0", False), ("0.0.0.0", "127.0.0.1", True)):
-        with listeners((ours, None)) as (sock,):
-            port = sock.getsockname()[1]
+        with socket.socket() as probe:  # a port no socket has bound, on any address: the child can bind there
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            probe.bind(("0.0.0.0", 0))
+            port = probe.getsockname()[1]
+            sock = _socket(ours, None, port)  # bound now: no connection takes it as its local port
+        with sock:
             other = subprocess.Popen(
                 [sys.executable, "-c", script, theirs, str(port)], stdin=subprocess.PIPE, stdout=subprocess.PIPE
             )
