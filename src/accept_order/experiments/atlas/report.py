@@ -211,9 +211,8 @@ def stopped_text(result: AtlasResult) -> str:
         said.append(f"{_rounds_word(current + 1, asked)} did not run")
     if asked > 1 and rounds_done:
         fewer = variants - in_round  # the cut one's row and those that did not run: the earlier rounds only
-        said.append(
-            f"{fewer} row{'s' if fewer > 1 else ''} show{'' if fewer > 1 else 's'} {rounds_done} round{'s' if rounds_done > 1 else ''} only"
-        )
+        rows = f"{fewer} row{'s' if fewer > 1 else ''} show{'' if fewer > 1 else 's'}"
+        said.append(f"{rows} {rounds_done} round{'s' if rounds_done > 1 else ''} only")
     return "; ".join(said) + "."
 
 
