@@ -31,9 +31,8 @@ def ini(tmp_path: Path, text: str, name: str = "uwsgi.ini") -> str:
 
 def test_the_flag_on_the_command_line() -> None:
     assert thunder_locked(["uwsgi", "--http-socket", ":80", "--thunder-lock"])
-    assert thunder_locked(["uwsgi", "--thunder-lock=true"])
-    assert not thunder_locked(["uwsgi", "--thunder-lock=false"])  # uwsgi_opt_true: false/off/no/0 turn it off
-    assert not thunder_locked(["uwsgi", "--thunder-lock", "--thunder-lock=0"])  # the later wins
+    # the flag takes no argument: uWSGI stops at start with --thunder-lock=false ('doesn't allow an argument')
+    assert not thunder_locked(["uwsgi", "--thunder-lock=true"])
     assert not thunder_locked(["uwsgi", "--http-socket", ":80", "--processes", "4"])
     assert not thunder_locked(["uwsgi", "--thunder-locks"])  # another word
 
@@ -44,7 +43,7 @@ def test_the_setting_in_an_ini_named_on_the_command_line(tmp_path: Path) -> None
     assert thunder_locked([*PYUWSGI, "--ini", on]) and thunder_locked(["uwsgi", f"--ini={on}"])
     assert thunder_locked(["uwsgi", on])  # uWSGI reads a lone *.ini as its config
     assert not thunder_locked([*PYUWSGI, "--ini", off])  # the launched default mode's ini says false
-    assert not thunder_locked(["uwsgi", "--ini", on, "--thunder-lock=no"])  # read in order, the later wins
+    assert not thunder_locked(["uwsgi", "--ini", on, "--ini", off])  # read in order, the later wins
     assert thunder_locked(["uwsgi", "--ini", off, "--thunder-lock"])
     other = ini(tmp_path, "[app]\nthunder-lock = true\n[uwsgi]\nprocesses = 3\n", "other.ini")
     assert not thunder_locked(["uwsgi", "--ini", other])  # another section is not uWSGI's
