@@ -320,9 +320,7 @@ class Gateways:
 
     def close(self) -> None:
         reaching, self._reaching = self._reaching, []
-        if len(reaching) == 1:
-            reaching[0].close()
-        elif reaching:
+        if reaching:  # from a pool's thread even for one host: execnet's terminate starts threads of its own
             with BlockedPool(max_workers=min(32, len(reaching))) as pool:
                 list(pool.map(_Reaching.close, reaching))  # at once: each may wait CLOSE_TIMEOUT_S for its host
 
