@@ -120,6 +120,13 @@ def test_a_connection_to_the_unspecified_address_reaches_the_loopback() -> None:
     assert takes(row, "0.0.0.0") and takes(row, "::ffff:0.0.0.0") and not takes(row, "::")
 
 
+def test_a_link_local_hosts_zone_is_no_part_of_the_bound_address() -> None:
+    """--host fe80::1%eth0 is kept with its zone; the listener's row (inet_diag, /proc) has none."""
+    row = ListenerRow("ipv6", "fe80::1", 80, 0, 1, 1, v6only=True)
+    assert takes(row, "fe80::1%eth0") and serving_on([row], "fe80::1%eth0") == [row]
+    assert not takes(row, "fe80::2%eth0")
+
+
 def test_proc_rows_of_nginxs_two_listens_give_the_ipv4_socket_for_an_ipv4_host() -> None:
     """/proc has no IPV6_V6ONLY: `::` might take IPv4 connections, but not beside a 0.0.0.0 (whatever its flag)."""
     v4 = ListenerRow("ipv4", "0.0.0.0", 80, 3, None, 1, "proc")

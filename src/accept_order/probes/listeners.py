@@ -244,10 +244,12 @@ def takes(row: ListenerRow, host: str) -> bool:
 
 def _connected_to(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
     """The address a connection to `host` reaches: a mapped one is IPv4 (::ffff:127.0.0.1 is 127.0.0.1), and the
-    unspecified one the loopback (Linux connects 0.0.0.0 to 127.0.0.1, `::` to ::1)."""
+    unspecified one the loopback (Linux connects 0.0.0.0 to 127.0.0.1, `::` to ::1). A link-local host's zone
+    (`fe80::1%eth0`, which --host keeps) is not part of the address a listener is bound to, as inet_diag and /proc
+    print it."""
     import ipaddress  # where asked, not at start-up (normal_address)
 
-    wanted = ipaddress.ip_address(host)
+    wanted = ipaddress.ip_address(host.partition("%")[0])
     if isinstance(wanted, ipaddress.IPv6Address) and wanted.ipv4_mapped is not None:
         wanted = wanted.ipv4_mapped
     if wanted.is_unspecified:
