@@ -190,6 +190,9 @@ _KEPT: WeakKeyDictionary[FdTables, dict[tuple[int, int], tuple[Any, ...]]] = Wea
 _READ_AGAIN = POLLS | SELECTS | {"running"}
 # The fewest processes of one parent the kind's lock (ServerKind.lock_first) must apply to before a look names it
 LOCK_SHARED_BY = 2
+# What a process of the kind's layout shows where it takes part in the lock: a wait on its listeners (or a run taken
+# for one), or a wait for the lock itself
+_TAKES_PART = ("epoll", "accept", "lock")
 
 
 def _thread_wait(tables: FdTables, pid: int, tid: int) -> tuple[ThreadWait, tuple[bytes | None, bytes | None]]:
@@ -344,9 +347,13 @@ def take(
     # a lock among one worker decides nothing: the kind's names it only where siblings share it (Apache prefork-mutex
     # with one child read 'epoll, one waiter' idle and 'accept-mutex' under load)
     sharing = Counter(parent.get(pid) for pid, _, locks in read_now if locks)
+    # uWSGI without a master: worker 1 is the first process and the others' parent, so no two are siblings; a
+    # process that waits on (or runs for) the listeners or the lock takes part, Apache's parent (pselect6) does not
+    taking = sum(1 for _, mine, locks in read_now if locks and any(s.via in _TAKES_PART for s in mine))
     seen: list[Seen] = []
     for pid, mine, locks in read_now:
-        seen += _taking_lock(mine, waits[pid], sharing[parent.get(pid)] >= LOCK_SHARED_BY) if locks else mine
+        shared = max(sharing[parent.get(pid)], taking) >= LOCK_SHARED_BY
+        seen += _taking_lock(mine, waits[pid], shared) if locks else mine
     seen = _accepting_peers(seen, parent)
     seen, answered, same = _shared_epolls(seen, tables.file_orders)
     return Sample(tuple(seen), waits, files, sockets, answered, same)
