@@ -21,7 +21,7 @@ from accept_order.experiments.inspect.run import inspect
 from accept_order.probes.proc_waits import thread_wait
 from accept_order.servers.launched.uwsgi import UwsgiServer, uwsgi_missing
 from accept_order.servers.launched.uwsgi_thunder import THUNDER_LOCK, thunder_locked
-from accept_order.servers.registry import checked
+from accept_order.servers.registry import checked, server_kind
 
 ON = "[uwsgi]\nthunder-lock = true\n"
 
@@ -126,3 +126,24 @@ def test_a_relative_ini_is_read_from_the_servers_cwd() -> None:
                 client.close()
     assert result.mechanism.name == "accept-mutex", result.mechanism
     assert THUNDER_LOCK.why in result.mechanism.evidence
+
+
+def test_an_ini_not_read_is_said(tmp_path: Path) -> None:
+    uwsgi = server_kind("uwsgi")
+    assert uwsgi.settings_unread(["uwsgi", "--ini", str(tmp_path / "gone.ini")]) is not None
+    (tmp_path / "on.ini").write_text(ON)
+    assert uwsgi.settings_unread(["uwsgi", "--ini", str(tmp_path / "on.ini")]) is None  # read
+    assert uwsgi.settings_unread(["uwsgi", "--ini", "gone.ini", "--thunder-lock"]) is None  # the lock is known
+    assert uwsgi.settings_unread(["uwsgi", "--processes", "2"]) is None  # no ini named
+    assert server_kind("apache").settings_unread(["apache2", "-f", "/nowhere.conf"]) is None
+
+
+@pytest.mark.skipif(uwsgi_missing() is not None, reason=f"uWSGI launched runs: {uwsgi_missing()}")
+def test_inspect_says_an_ini_it_could_not_read() -> None:
+    spec = checked(ServerSpec(kind="uwsgi", mode="default", workers=2))
+    with RelativeIni(spec) as server:
+        os.rename(os.path.join(server.directory, "uwsgi.ini"), os.path.join(server.directory, "moved"))
+        result = inspect(port=server.port)
+    said = [note for note in result.notes if "uwsgi.ini not read" in note]
+    assert len(said) == 1 and "thunder-lock" in said[0], result.notes
+    assert result.mechanism.name == "epoll-herd"  # the reading itself: idle workers wait where /proc shows

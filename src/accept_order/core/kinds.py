@@ -237,6 +237,11 @@ class ServerKind:
         a relative path there): a kind whose lock is a setting (uWSGI's --thunder-lock) reads its command line."""
         return self.lock_first
 
+    def settings_unread(self, argv: Sequence[str], cwd: str | None = None) -> str | None:
+        """What lock_first_of(argv, cwd) could not read of the server's settings, said with inspect's reading (a
+        lock set there, not known, leaves busy workers looking like a herd); None: nothing to say."""
+        return None
+
     def missing(self) -> str | None:
         """What to install for this kind to run here, or None."""
         return None

@@ -12,7 +12,7 @@ from ...core.kinds import ModeInfo, ServerKind
 from ...core.models import Mechanism
 from ...probes.fd_table import FdTables
 from ...probes.server_netns import counters_of, namespace_of, same_namespace, sysctls_of
-from ...probes.serving import Server, check_pid, find_server, namespace_listeners, with_backlogs
+from ...probes.serving import ProcessInfo, Server, check_pid, find_server, namespace_listeners, with_backlogs
 from ...servers.registry import DEFAULT_KIND, recognise, server_kind
 from .changes import change_views
 from .held import connections_held, with_held
@@ -80,7 +80,8 @@ def inspect(pid: int | None = None, port: int | None = None, samples: int = SAMP
         counters=counters_of(anchor),
         environment=current(),
         notes=_notes(server, taken, tally, own, sysctls_known=any(v is not None for v in sysctls.values()))
-        + ((unread,) if unread else ()),
+        + ((unread,) if unread else ())
+        + _unread_settings(kind, top),
     )
 
 
@@ -104,6 +105,12 @@ def looks(
     verdicts = [classify(s.seen, listeners, parent, s.sockets, known) for s in taken]
     verdict, tally = overall(verdicts)
     return verdict, tally, taken, taken[verdicts.index(verdict)]
+
+
+def _unread_settings(kind: ServerKind | None, top: ProcessInfo) -> tuple[str, ...]:
+    """What the kind could not read of what the server was started with (an ini not readable here), as a note."""
+    said = kind.settings_unread(top.argv, f"/proc/{top.pid}/cwd") if kind is not None else None
+    return (said,) if said else ()
 
 
 def _kind(server: Server) -> ServerKind | None:

@@ -274,6 +274,17 @@ class UwsgiKind(ServerKind):
 
         return THUNDER_LOCK if thunder_locked(argv, cwd) else None
 
+    def settings_unread(self, argv: Sequence[str], cwd: str | None = None) -> str | None:
+        from .uwsgi_thunder import thunder_locked
+
+        unread: list[str] = []
+        if thunder_locked(argv, cwd, unread) or not unread:
+            return None
+        return (
+            f"uWSGI's {', '.join(unread)} not read (not a readable regular file here): a thunder-lock set there is "
+            "not known, and workers all busy at a look then read as the default mode's herd"
+        )
+
     def missing(self) -> str | None:
         return uwsgi_missing()
 

@@ -39,16 +39,16 @@ MAX_INI_BYTES = 1 << 20  # an ini is a few lines; a larger file is not what uWSG
 MAX_DEPTH = 8
 
 
-def thunder_locked(argv: Sequence[str], cwd: str | None = None) -> bool:
+def thunder_locked(argv: Sequence[str], cwd: str | None = None, unread: list[str] | None = None) -> bool:
     """Whether uWSGI started with `argv` takes the thunder lock (`cwd`: its working directory, where a relative
-    ini path is read from; without it a relative path is not read)."""
+    ini path is read from; without it a relative path is not read). `unread` gets the inis named that were not."""
     on = False
-    for value in _settings(argv, cwd):
+    for value in _settings(argv, cwd, unread if unread is not None else []):
         on = value is None or value.strip().lower() not in OFF
     return on
 
 
-def _settings(argv: Sequence[str], cwd: str | None) -> Iterator[str | None]:
+def _settings(argv: Sequence[str], cwd: str | None, unread: list[str]) -> Iterator[str | None]:
     """Each thunder-lock setting in the order uWSGI reads it: None for the bare flag, else its value."""
     words = list(argv)
     lone: list[str] = []  # getopt_long moves them after every option: read last
@@ -56,23 +56,24 @@ def _settings(argv: Sequence[str], cwd: str | None) -> Iterator[str | None]:
         if word == f"--{KEY}":
             yield None
         elif word == "--ini" and i + 1 < len(words):
-            yield from _ini(words[i + 1], cwd, 0)
+            yield from _ini(words[i + 1], cwd, 0, unread)
         elif word.startswith("--ini="):
-            yield from _ini(word.split("=", 1)[1], cwd, 0)
+            yield from _ini(word.split("=", 1)[1], cwd, 0, unread)
         elif word.endswith(".ini") and not word.startswith("-") and (i == 0 or words[i - 1] != "--ini"):
             lone.append(word)
     for path in lone:
-        yield from _ini(path, cwd, 0)
+        yield from _ini(path, cwd, 0, unread)
 
 
-def _ini(named: str, cwd: str | None, depth: int) -> Iterator[str]:
+def _ini(named: str, cwd: str | None, depth: int, unread: list[str]) -> Iterator[str]:
     """The thunder-lock values of an ini's section (uWSGI's ini.c: `PATH:SECTION`, else [uwsgi]), in order, with
-    those of the inis it names; none where the file is not read."""
-    if "://" in named or depth > MAX_DEPTH:
+    those of the inis it names; none where the file is not read (then named in `unread`)."""
+    if depth > MAX_DEPTH:
         return
-    path, colon, section = named.rpartition(":") if ":" in named else (named, "", "")
-    text = _text(path, cwd)
+    path, colon, section = named.rpartition(":") if ":" in named and "://" not in named else (named, "", "")
+    text = _text(path, cwd) if "://" not in named else None
     if text is None:
+        unread.append(named)
         return
     asked, current = section if colon and section else SECTION, None
     for raw in text.splitlines():
@@ -89,7 +90,7 @@ def _ini(named: str, cwd: str | None, depth: int) -> Iterator[str]:
         if key == KEY:
             yield value
         elif key == "ini":  # an immediate option: its file's lines count here
-            yield from _ini(value.strip(" \t\r"), cwd, depth + 1)
+            yield from _ini(value.strip(" \t\r"), cwd, depth + 1, unread)
 
 
 def _text(path: str, cwd: str | None) -> str | None:
