@@ -81,9 +81,10 @@ def usage(pid: int) -> tuple[int, int, float]:
         return voluntary, involuntary, (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _leads_its_group(pid: int) -> bool:
+def leads_its_group(pid: int) -> bool:
     """Whether `pid` is a process (its main thread) rather than another thread: /proc/TID/stat of any thread
-    gives its whole process's times, which would charge every thread counted as a worker with all of them."""
+    gives its whole process's times, which would charge every thread counted as a worker with all of them.
+    OSError where it cannot be read (gone)."""
     with open(f"/proc/{pid}/status", "rb") as f:
         for line in f:
             if line.startswith(b"Tgid:"):
@@ -112,7 +113,7 @@ def process_usage(pid: int) -> tuple[int, int, float]:
     voluntary, involuntary, cpu_s = usage(pid)
     if not _HAVE_PROC:
         return voluntary, involuntary, cpu_s  # psutil's cpu_times are the whole process's already
-    if not _leads_its_group(pid):
+    if not leads_its_group(pid):
         return voluntary, involuntary, cpu_s  # a thread counted as a worker (HAProxy's, h2o's): its own CPU
     return voluntary, involuntary, time.clock_gettime_ns(_process_clock(pid)) / 1e9
 

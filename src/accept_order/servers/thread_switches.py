@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..core.processes import process_errors, process_usage
+from ..core.processes import leads_its_group, process_errors, process_usage
 from .watched import UsageDeltas, thread_ids
 
 Thread = tuple[int, int]  # (thread id, start time in clock ticks since boot)
@@ -43,15 +43,11 @@ def _thread_switches(pid: int, tid: int) -> tuple[Thread, int, int] | None:
 
 def _leads_its_group(pid: int) -> bool:
     """Whether `pid` is a process, not another of a process's threads (HAProxy's, attached by their ids as its
-    workers: then the thread's own switches are its)."""
+    workers: then the thread's own switches are its); a process where that cannot be read."""
     try:
-        with open(f"/proc/{pid}/status", "rb") as f:
-            for line in f:
-                if line.startswith(b"Tgid:"):
-                    return int(line.split()[1]) == pid
+        return leads_its_group(pid)
     except (OSError, ValueError, IndexError):
-        pass
-    return True
+        return True
 
 
 class EveryThreadUsage(UsageDeltas):
