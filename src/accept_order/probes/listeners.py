@@ -209,11 +209,16 @@ def proc_listeners(port: int, proc_net: str = "/proc/net") -> list[ListenerRow]:
     return rows
 
 
+def _dotted(address: str) -> bool:
+    """An IPv4 address spelled as ip_address spells it (netlink's, the default --host)."""
+    parts = address.split(".")
+    return len(parts) == 4 and all(p.isascii() and p.isdigit() and str(int(p)) == p and int(p) < 256 for p in parts)
+
+
 def normal_address(address: str) -> str:
     """An address as one spelling ("::ffff:127.0.0.1" stays itself; "0:0::0" is "::"); a name as given."""
-    parts = address.split(".")
-    if len(parts) == 4 and all(p.isascii() and p.isdigit() and str(int(p)) == p and int(p) < 256 for p in parts):
-        return address  # an IPv4 address as ip_address spells it (netlink's, the default --host): no ipaddress
+    if _dotted(address):
+        return address  # no ipaddress imported for it
     import ipaddress
 
     try:
@@ -279,6 +284,11 @@ def serving_on(rows: list[ListenerRow], host: str | None) -> list[ListenerRow]:
     address or a wildcard."""
     if not host:
         return rows
+    if _dotted(host) and all(r.family == "ipv4" and _dotted(r.address) for r in rows):
+        # IPv4 alone (every run of the default --host, rows as netlink spells them): the same rule without
+        # importing ipaddress at start-up: the address itself if bound, else 0.0.0.0
+        wanted = "127.0.0.1" if host == "0.0.0.0" else host
+        return [r for r in rows if r.address == wanted] or [r for r in rows if r.address == "0.0.0.0"]
     try:
         taking = [r for r in rows if takes(r, host)]
         first = max((_precedence(r, host) for r in taking), default=None)
