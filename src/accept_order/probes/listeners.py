@@ -287,8 +287,8 @@ def serving_on(rows: list[ListenerRow], host: str | None) -> list[ListenerRow]:
     if _dotted(host) and all(r.family == "ipv4" and _dotted(r.address) for r in rows):
         # IPv4 alone (every run of the default --host, rows as netlink spells them): the same rule without
         # importing ipaddress at start-up: the address itself if bound, else 0.0.0.0
-        wanted = "127.0.0.1" if host == "0.0.0.0" else host
-        return [r for r in rows if r.address == wanted] or [r for r in rows if r.address == "0.0.0.0"]
+        reached = "127.0.0.1" if host == "0.0.0.0" else host
+        return [r for r in rows if r.address == reached] or [r for r in rows if r.address == "0.0.0.0"]
     try:
         taking = [r for r in rows if takes(r, host)]
         first = max((_precedence(r, host) for r in taking), default=None)
