@@ -13,7 +13,7 @@ import os
 import socket
 import struct
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from ..core.measures import Family, ListenerRow
@@ -56,9 +56,11 @@ def _check_port(port: int) -> None:
         raise ValueError(f"port must be in 1..65535, got {port}")
 
 
-def _diag_request(family: int, port: int, seq: int) -> bytes:
+def diag_request(family: int, port: int, seq: int, states: int = 1 << TCP_LISTEN) -> bytes:
+    """An inet_diag dump of the TCP sockets of `family` in `states` (a bitmask: bit n, state n) on source `port`
+    (0: any)."""
     sockid = _SOCKID_BE.pack(port, 0, b"", b"") + _SOCKID_TAIL.pack(0, 0xFFFFFFFF, 0xFFFFFFFF)
-    body = _REQ_V2.pack(family, socket.IPPROTO_TCP, 0, 0, 1 << TCP_LISTEN) + sockid
+    body = _REQ_V2.pack(family, socket.IPPROTO_TCP, 0, 0, states) + sockid
     header = _NLMSGHDR.pack(_NLMSGHDR.size + len(body), SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST | NLM_F_DUMP, seq, 0)
     return header + body
 
@@ -90,12 +92,15 @@ def _v6only(attributes: bytes) -> bool | None:
     return None
 
 
-def _dump_listeners(sock: socket.socket, family: int, port: int | None, seq: int) -> list[ListenerRow]:
-    """The listeners of one family on `port` (None: every port), in the kernel's order."""
-    sock.send(_diag_request(family, port or 0, seq))
-    rows: list[ListenerRow] = []
+def diag_messages(
+    sock: socket.socket, request: bytes, seq: int, bufsize: int = _RECV_BUFSIZE
+) -> Iterator[tuple[bytes, int, int]]:
+    """Send an inet_diag dump `request` and yield each reply to `seq` as (data, start, end), its inet_diag_msg being
+    data[start:end] (not copied: a dump of 47,000 sockets reads one byte of each), until the kernel's NLMSG_DONE.
+    OSError for the kernel's error, a closed socket or a malformed message; replies to other requests are skipped."""
+    sock.send(request)
     while True:
-        data = sock.recv(_RECV_BUFSIZE)
+        data = sock.recv(bufsize)
         if not data:
             raise OSError(errno.EPROTO, "netlink socket closed during dump")
         offset = 0
@@ -103,22 +108,28 @@ def _dump_listeners(sock: socket.socket, family: int, port: int | None, seq: int
             length, mtype, _flags, mseq, _pid = _NLMSGHDR.unpack_from(data, offset)
             if length < _NLMSGHDR.size or offset + length > len(data):
                 raise OSError(errno.EPROTO, f"bad netlink message length {length}")
-            payload = data[offset + _NLMSGHDR.size : offset + length]
+            start, end = offset + _NLMSGHDR.size, offset + length
             offset += (length + 3) & ~3  # NLMSG_ALIGN
             if mseq != seq:
                 continue  # stale reply to an earlier request
             if mtype == NLMSG_DONE:
-                return rows
+                return
             if mtype == NLMSG_ERROR:
-                (err,) = struct.unpack_from("=i", payload, 0)
-                if err == 0:  # an ACK, not an error
-                    continue
-                raise OSError(-err, f"inet_diag dump failed: {os.strerror(-err)}")
-            if mtype != SOCK_DIAG_BY_FAMILY:
-                continue
-            row = _parse_diag_msg(payload)
-            if port is None or row.port == port:
-                rows.append(row)
+                (err,) = struct.unpack_from("=i", data, start)
+                if err:  # 0: an ACK, not an error
+                    raise OSError(-err, f"inet_diag dump failed: {os.strerror(-err)}")
+            elif mtype == SOCK_DIAG_BY_FAMILY:
+                yield data, start, end
+
+
+def _dump_listeners(sock: socket.socket, family: int, port: int | None, seq: int) -> list[ListenerRow]:
+    """The listeners of one family on `port` (None: every port), in the kernel's order."""
+    rows: list[ListenerRow] = []
+    for data, start, end in diag_messages(sock, diag_request(family, port or 0, seq), seq):
+        row = _parse_diag_msg(data[start:end])
+        if port is None or row.port == port:
+            rows.append(row)
+    return rows
 
 
 def netlink_listeners(port: int) -> list[ListenerRow]:

@@ -9,22 +9,9 @@ from __future__ import annotations
 
 import errno
 import socket
-import struct
 from collections import Counter
 
-from .listeners import (
-    _NETLINK_TIMEOUT,
-    _NLMSGHDR,
-    _REQ_V2,
-    _SOCKID_BE,
-    _SOCKID_TAIL,
-    NETLINK_SOCK_DIAG,
-    NLM_F_DUMP,
-    NLM_F_REQUEST,
-    NLMSG_DONE,
-    NLMSG_ERROR,
-    SOCK_DIAG_BY_FAMILY,
-)
+from .listeners import _NETLINK_TIMEOUT, NETLINK_SOCK_DIAG, diag_messages, diag_request
 
 # The state column of /proc/net/tcp, as include/net/tcp_states.h numbers them
 STATES = {
@@ -43,7 +30,6 @@ STATES = {
 
 
 EVERY_STATE = 0xFFF  # TCPF_ALL: states 1-11 as inet_diag's bitmask (bit n: state n)
-_STATE_AT = _NLMSGHDR.size + 1  # inet_diag_msg's idiag_state: after the header and idiag_family
 _DUMP_BUFSIZE = 1 << 20  # the kernel fills what the buffer holds: fewer recv calls for a large table
 
 
@@ -76,30 +62,10 @@ def netlink_states() -> Counter[int]:
 
 
 def _count_states(sock: socket.socket, family: int, seq: int, counts: Counter[int]) -> None:
-    sockid = _SOCKID_BE.pack(0, 0, b"", b"") + _SOCKID_TAIL.pack(0, 0xFFFFFFFF, 0xFFFFFFFF)
-    body = _REQ_V2.pack(family, socket.IPPROTO_TCP, 0, 0, EVERY_STATE) + sockid
-    sock.send(
-        _NLMSGHDR.pack(_NLMSGHDR.size + len(body), SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST | NLM_F_DUMP, seq, 0) + body
-    )
-    while True:
-        data = sock.recv(_DUMP_BUFSIZE)
-        if not data:
-            raise OSError(errno.EPROTO, "netlink socket closed during dump")
-        offset = 0
-        while offset + _NLMSGHDR.size <= len(data):
-            length, kind, _flags, got_seq, _pid = _NLMSGHDR.unpack_from(data, offset)
-            if length < _NLMSGHDR.size or offset + length > len(data):
-                raise OSError(errno.EPROTO, f"bad netlink message length {length}")
-            if got_seq == seq:
-                if kind == NLMSG_DONE:
-                    return
-                if kind == NLMSG_ERROR:
-                    (err,) = struct.unpack_from("=i", data, offset + _NLMSGHDR.size)
-                    if err:
-                        raise OSError(-err, "inet_diag dump failed")
-                elif kind == SOCK_DIAG_BY_FAMILY and length > _STATE_AT:
-                    counts[data[offset + _STATE_AT]] += 1
-            offset += (length + 3) & ~3  # NLMSG_ALIGN
+    request = diag_request(family, 0, seq, EVERY_STATE)
+    for data, start, end in diag_messages(sock, request, seq, _DUMP_BUFSIZE):
+        if end > start + 1:  # inet_diag_msg's idiag_state: after idiag_family
+            counts[data[start + 1]] += 1
 
 
 def proc_summary(paths: tuple[str, ...] = ("/proc/net/tcp", "/proc/net/tcp6")) -> dict[str, int]:
