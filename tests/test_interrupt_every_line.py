@@ -25,11 +25,10 @@ from types import FrameType
 from typing import Any
 
 import pytest
+from thread_target import ThreadTarget
 
-from accept_order.core.measures import ConnectionRecord, WorkerCounters
-from accept_order.core.protocol import LINE, ClientProtocol
+from accept_order.core.measures import ConnectionRecord
 from accept_order.core.spec import SequentialLoad
-from accept_order.core.target import ReplyAttribution
 from accept_order.loads import sequential, sequential_books, sequential_paced
 from accept_order.loads.sequential import run_sequential
 
@@ -40,50 +39,18 @@ NOT_REACHED = "not reached"
 HIT = 3  # raise at a line's third run: a few connections recorded, some in flight
 
 
-class _LineServer:
+class _LineServer(ThreadTarget):
     """A Target whose one 'worker' is a thread: it answers with its line and closes, `hold` connections behind
     (paced: the client has hold + 1 in flight), and counts what it accepts."""
 
     def __init__(self, hold: int) -> None:
-        self.listener = socket.create_server(("127.0.0.1", 0), backlog=64)
+        super().__init__()
         self.hold = hold
         self.accepted_count = 0
         self._held: list[socket.socket] = []
         self._stop_r, self._stop_w = os.pipe()
-        self._reply = f"worker 0 pid {os.getpid()}\n".encode()
         self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()
-
-    # -- the Target interface the sequential client uses --
-    @property
-    def address(self) -> tuple[str, int]:
-        return self.listener.getsockname()[:2]
-
-    @property
-    def pids(self) -> list[int]:
-        return [os.getpid()]
-
-    @property
-    def attribution(self) -> ReplyAttribution:
-        return ReplyAttribution((os.getpid(),))
-
-    @property
-    def protocol(self) -> ClientProtocol:
-        return LINE
-
-    unsettled = 0
-
-    def settle(self) -> None:
-        pass
-
-    def check_alive(self) -> None:
-        pass
-
-    def death_fds(self) -> list[int]:
-        return []
-
-    def stop(self) -> list[WorkerCounters]:
-        return []
 
     # -- the server --
     def _answer(self, keep: int) -> None:

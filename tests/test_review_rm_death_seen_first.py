@@ -12,16 +12,14 @@ the socket. Before 18bdf9c that connection ended aborted ('stopped'), its reply 
 from __future__ import annotations
 
 import os
-import socket
 import threading
 
 import pytest
+from thread_target import ThreadTarget
 
 from accept_order.core.errors import WorkerError
-from accept_order.core.measures import ConnectionRecord, WorkerCounters
-from accept_order.core.protocol import LINE, ClientProtocol
+from accept_order.core.measures import ConnectionRecord
 from accept_order.core.spec import SequentialLoad
-from accept_order.core.target import ReplyAttribution
 from accept_order.loads import sequential
 from accept_order.loads.sequential import run_sequential
 
@@ -30,40 +28,18 @@ LEAVER_AT = 2  # the worker answers this connection, closes it, then exits
 WAIT_S = 10.0  # generous: the thread has one accept and one send to do
 
 
-class _LeavingServer:
+class _LeavingServer(ThreadTarget):
     """A Target whose one worker is a thread that answers each connection with its line and closes it; after
     answering connection LEAVER_AT it 'exits': its death descriptor (a pipe) becomes readable and check_alive
     raises from then on."""
 
     def __init__(self) -> None:
-        self.listener = socket.create_server(("127.0.0.1", 0), backlog=64)
+        super().__init__()
         self.listener.settimeout(WAIT_S)  # a client that never connects ends the thread, not the suite
         self._death_r, self._death_w = os.pipe()
         self.exited = threading.Event()
-        self._reply = f"worker 0 pid {os.getpid()}\n".encode()
         self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()
-
-    @property
-    def address(self) -> tuple[str, int]:
-        return self.listener.getsockname()[:2]
-
-    @property
-    def pids(self) -> list[int]:
-        return [os.getpid()]
-
-    @property
-    def attribution(self) -> ReplyAttribution:
-        return ReplyAttribution((os.getpid(),))
-
-    @property
-    def protocol(self) -> ClientProtocol:
-        return LINE
-
-    unsettled = 0
-
-    def settle(self) -> None:
-        pass
 
     def check_alive(self) -> None:
         if self.exited.is_set():
@@ -71,9 +47,6 @@ class _LeavingServer:
 
     def death_fds(self) -> list[int]:
         return [self._death_r]
-
-    def stop(self) -> list[WorkerCounters]:
-        return []
 
     def _serve(self) -> None:
         for _ in range(LEAVER_AT + 1):
