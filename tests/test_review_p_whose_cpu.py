@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from conftest import run_cli
+from test_client_cpu import _step
 
 V2 = Path(__file__).parent / "data" / "v2"
 BOOT = "0f4b7b5e-7c1e-4a0f-9d43-6f0d5a1c2b3d"
@@ -99,32 +100,13 @@ def _ramp_step(boot_ids: tuple[str, str]) -> Any:
     from accept_order.core.driver_stats import DriverStats
     from accept_order.core.histogram import LatencyHistogram
     from accept_order.core.host_outcome import HostOutcome
-    from accept_order.experiments.ramp.result import RampStep
 
     driver = DriverStats(index=0, slots=10, requests=50, wall_s=1.0, cpu_s=0.4)
     hosts = tuple(
         HostOutcome(name, LatencyHistogram(), {}, (25, 25), 1.0, drivers=(driver,), boot_id=kernel)
         for name, kernel in zip(("c1", "c2"), boot_ids, strict=True)
     )
-    return RampStep(
-        kind="rate",
-        offered=100.0,
-        wall_s=1.0,
-        served=(50, 50),
-        errors={},
-        p50_us=1000,
-        p99_us=2000,
-        p999_us=3000,
-        max_us=3000,
-        counters={},
-        sockets={},
-        queues=(0,),
-        worker_cpu=(0.05, 0.05),
-        driver_cpu=0.4,
-        machine_cpu=0.98,
-        client_cpu_us=8000.0,
-        hosts=hosts,
-    )
+    return _step(driver_cpu=0.4, client_cpu_us=8000.0, hosts=hosts)  # test_client_cpu's step otherwise
 
 
 def test_a_ramp_step_counts_the_drivers_of_client_hosts_on_this_machine_as_its_own() -> None:
