@@ -65,6 +65,9 @@ def test_a_signal_in_a_later_step_ends_every_kept_hosts_load(cluster: Cluster, t
     python = _remote_python(cluster, "c1").pid
     for name in ("c1", "c2"):
         second_step(cluster, name, first[name])
+    # the second step's drivers exist before its go: a signal then ends the ramp with step 1 alone (nothing of
+    # step 2 measured; 1 CI run in ~26). Its connections under way are what make it a step cut short.
+    under_way(run, cluster, opened(cluster))
     assert _remote_python(cluster, "c1").pid == python  # kept: the second step runs in the same interpreter
     if how == "SIGKILL":
         run.proc.kill()
