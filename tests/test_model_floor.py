@@ -38,7 +38,28 @@ def test_a_run_of_300_is_not_judged_and_says_why() -> None:
     stalled = run_of("blocking", [2000] * 285 + [9000] * 15)  # 5% stalled: above what queueing predicts, if judged
     line = model_line([stalled]) or ""
     assert "too few connections to judge (300 measured): a p99 needs 500 or more" in line, line
-    assert "below the true one in 28% of runs of 100, 6% of 300, 1% of 500 measurements" in line, line
+    # the odds at the run's own size, beside the floor's: not those of sizes the run was not
+    assert "below the true one in 6% of runs of 300 measurements, against 1% of runs of 500" in line, line
+    assert "of 100" not in line and "slowest one" not in line, line
     assert "something else" not in line and queueing_explains([stalled, stalled]) is None
     judged = run_of("blocking", [2000] * 475 + [9000] * 25)
     assert "something else is at work" in (model_line([judged]) or "")
+
+
+def test_a_run_of_200_quotes_the_odds_at_200() -> None:
+    line = model_line([run_of("blocking", [2000] * 190 + [9000] * 10)]) or ""
+    assert "(200 measured)" in line and "in 12% of runs of 200 measurements, against 1% of runs of 500" in line, line
+
+
+def test_a_comparison_of_a_run_under_100_and_one_of_200_says_what_holds_for_each() -> None:
+    """The small run's p99 is its slowest measurement; the other's misreads with the odds at its own size."""
+    small, middle = run_of("blocking", [2000] * 49 + [9000]), run_of("reuseport", [2000] * 190 + [9000] * 10)
+    line = model_line([small, middle]) or ""
+    assert "too few connections to judge (blocking 50, reuseport 200 measured)" in line, line
+    assert "(under 100 it is the slowest one; with an exponential tail" in line, line
+    assert "in 12% of runs of 200 measurements" in line and "of 300" not in line, line
+
+
+def test_the_odds_are_computed_for_any_size() -> None:
+    """A float product of math.comb overflows past a few thousand measurements; the sum in logs does not."""
+    assert 0 <= p99_read_low(100_000) < p99_read_low(MIN_JUDGED)
