@@ -30,7 +30,8 @@ def assert_whole(records: list[Any]) -> None:
     seqs = [r.seq for r in records]
     assert seqs == list(range(len(seqs))) and len(seqs) > CUT, seqs
     assert all(r.error is None for r in records[:CUT]), records[:CUT]
-    assert records[CUT].error is not None and records[CUT].error.startswith("aborted"), records[CUT]
+    # its whole reply was read when the signal came: served at the stop (test_interrupted_served.py), not aborted
+    assert records[CUT].error is None and records[CUT].worker is not None, records[CUT]
 
 
 @pytest.mark.parametrize("gap_ms", [0.0, 5.0], ids=["one-at-a-time", "paced"])

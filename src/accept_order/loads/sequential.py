@@ -132,7 +132,8 @@ def _one_at_a_time(
     it is looked at every DEATH_CHECK_MS (waits are cut into slices that long), so a death is noticed
     within one. After a failed connection, which may be a worker's death not yet visible, it joins the
     poll set for the rest of the drive: the death then wakes the loop. The connection in flight when the
-    drive stops (a worker died, Ctrl-C) ends as an aborted record."""
+    drive stops (a worker died, Ctrl-C) ends as an aborted record, or a served one where its whole reply was
+    read (Books.cut)."""
     address, timeout_s, count = target.address, load.timeout_s, load.connections
     request = target.protocol.request
     holds_socket = books.holds_socket
@@ -206,10 +207,9 @@ def _one_at_a_time(
             try:  # `ended` cleared inside: a signal before that leaves it for the caller's finish_previous
                 ended = None
                 finish(*previous)
-            except BaseException:  # a signal while it was recorded: it still ends as a record
-                seq, sock, started, _, _, _, port, cpu = previous
-                sock.close()
-                books.stopped(seq, started, port, cpu)
+            except BaseException:  # a signal while it was recorded: it still ends as a record, served if it was
+                seq, sock, started, ended_ns, data, error, port, cpu = previous
+                books.cut(seq, sock, started, data, error, port, cpu, ended_ns)
                 raise
 
     ahead: RawSocket | OSError | None = opened()
@@ -285,9 +285,8 @@ def _one_at_a_time(
             except BaseException:
                 try:
                     finish_previous()  # this one too, once it was pending: with what it got
-                finally:
-                    sock.close()
-                    books.stopped(seq, started, port, cpu)  # aborted, unless recorded just above
+                finally:  # recorded just above, else served if its whole reply was read, else aborted
+                    books.cut(seq, sock, started, data, error, port, cpu)
                 raise
             if in_turn or dead or error is not None:
                 # Now, not after the next connect (see the docstring); a worker that answered, then exited,

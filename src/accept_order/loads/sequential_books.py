@@ -85,6 +85,15 @@ def take(sock: RawSocket, data: bytes, events: int, holds_socket: bool) -> tuple
             return data, fin, None
 
 
+def _at_its_end(sock: RawSocket) -> bool:
+    """Whether the peer has ended a reply already read in full: nothing more to read before its end (a closed or
+    reset socket reads as neither)."""
+    try:
+        return not sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+    except OSError:  # nothing yet (EAGAIN), a reset, or the socket already closed
+        return False
+
+
 class Books:
     """One drive's records by sequence number, and how a reply names its worker.
 
@@ -165,17 +174,59 @@ class Books:
     ) -> None:
         """Keep the record of a connection that has ended (its socket closed): its latency runs from the
         connect to the end of its reply (or its failure), as the load generator's do."""
+        self.keep(self.made(seq, worker, started_ns, ended_ns, error, port, cpu))
+
+    def made(
+        self,
+        seq: int,
+        worker: int | None,
+        started_ns: int,
+        ended_ns: int,
+        error: str | None,
+        port: int | None,
+        cpu: int | None,
+    ) -> ConnectionRecord:
         pids = self.pids
         pid = pids[worker] if worker is not None and worker < len(pids) else None
-        self.keep(
-            ConnectionRecord(
-                seq, worker, pid, (started_ns - self.t0) // 1000, (ended_ns - started_ns) // 1000, error, port, cpu
-            )
+        return ConnectionRecord(
+            seq, worker, pid, (started_ns - self.t0) // 1000, (ended_ns - started_ns) // 1000, error, port, cpu
         )
 
     def unopened(self, seq: int, exc: OSError) -> None:
         """A connection whose socket could not be made (EMFILE: too many open for the file limit)."""
         self.keep(ConnectionRecord(seq, None, None, (self.clock() - self.t0) // 1000, 0, failure(exc)))
+
+    def cut(
+        self,
+        seq: int,
+        sock: RawSocket,
+        started_ns: int,
+        data: bytes,
+        error: str | None,
+        port: int | None,
+        cpu: int | None,
+        ended_ns: int | None = None,
+    ) -> None:
+        """A connection that a signal (or an error) cut short before its record was made: closed, and recorded as
+        what it was at the stop. Its failure, when the loop had seen one. Served, when its whole reply was in: the
+        loop saw its end (`ended_ns`), or, with the socket still open, what was read so far is followed by the
+        peer's end and nothing else (or, where the server holds the connection until it is attributed, any reply),
+        and that reply names a worker: its latency then runs to the stop, a few statements past its end. Else
+        aborted (STOPPED), unless its record was kept before the signal came."""
+        if seq in self.records:
+            sock.close()
+            return
+        worker: int | None = None
+        if error is None and data and (ended_ns is not None or self.holds_socket or _at_its_end(sock)):
+            try:
+                worker, _ = self.worker_of(data, sock, started_ns)
+            except OSError:
+                worker = None
+        sock.close()
+        if worker is not None or error is not None:  # made here, not by `record`, which the signal may have cut
+            self.keep(self.made(seq, worker, started_ns, ended_ns or self.clock(), error, port, cpu))
+        else:
+            self.stopped(seq, started_ns, port, cpu)
 
     def stopped(self, seq: int, started_ns: int, port: int | None, cpu: int | None) -> None:
         """A connection whose recording a signal (or an error) cut short: aborted, unless its record was kept

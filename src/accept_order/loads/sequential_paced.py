@@ -19,7 +19,7 @@ from collections.abc import Callable
 from ..core.cpus import current_cpu
 from ..core.spec import SequentialLoad
 from ..core.target import Target
-from .sequential_books import NONBLOCK_FLAG, READABLE, SOCK_STREAM_NONBLOCK, STOPPED, Books, failure, take
+from .sequential_books import NONBLOCK_FLAG, READABLE, SOCK_STREAM_NONBLOCK, Books, failure, take
 
 
 class _InFlight:
@@ -45,7 +45,7 @@ def drive_paced(
 ) -> None:
     """Start connection k at k*gap and wait for all of them, the workers' death watch (`death_fds`) in the
     same poll set. Whatever is in flight when the drive stops (a worker died, Ctrl-C) ends as an aborted
-    record."""
+    record, or a served one where its whole reply was read (Books.cut)."""
     address, count, gap_s, timeout_s = target.address, load.connections, load.gap_ms / 1000, load.timeout_s
     request = target.protocol.request
     holds_socket = books.holds_socket
@@ -64,16 +64,18 @@ def drive_paced(
     next_seq = 0
 
     def finish(f: _InFlight, error: str | None) -> None:
+        """Close and record a connection whose end (its reply, or its failure) the loop has seen."""
         # All of it inside the try: a signal is raised where a call returns, and one right after the pop
         # from `inflight` would leave the connection in no list and without a record.
+        ended: int | None = None
         try:
+            ended = clock()
             inflight.pop(f.seq, None)
             if watched.pop(f.fd, None) is not None:
                 unregister(f.fd)
-            books.close(f.seq, f.sock, f.started_ns, clock(), f.data, error, f.port, f.cpu)
+            books.close(f.seq, f.sock, f.started_ns, ended, f.data, error, f.port, f.cpu)
         except BaseException:  # a signal while it was recorded: out of `inflight`, it still ends as a record
-            f.sock.close()
-            books.stopped(f.seq, f.started_ns, f.port, f.cpu)
+            books.cut(f.seq, f.sock, f.started_ns, f.data, error, f.port, f.cpu, ended)
             raise
 
     def start(seq: int) -> None:
@@ -150,6 +152,8 @@ def drive_paced(
                         break  # the oldest still has time, so every later one has too
                     finish(f, f"timeout: no answer within {timeout_s:g} s")
     finally:
-        # Stopped early (a worker died, Ctrl-C): what was in flight still ends as a record.
+        # Stopped early (a worker died, Ctrl-C): what was in flight still ends as a record, served where its whole
+        # reply had been read (the signal came before `finish`), else aborted.
         for f in list(inflight.values()):
-            finish(f, STOPPED)
+            inflight.pop(f.seq, None)
+            books.cut(f.seq, f.sock, f.started_ns, f.data, None, f.port, f.cpu)
