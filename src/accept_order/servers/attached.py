@@ -81,9 +81,19 @@ def _serving(
     if not holders:  # none holds it: check_listening says so of the master and its children
         return [pid for pid in children if worker(pid)]
     held = [pid for pid in children if pid in holders]
+    if held and master in holders and _forks_per_connection(master, held, holders):
+        return []  # the master accepts; its children serve a connection each (worker_pids: the master alone)
     if held or master not in holders:
         return [pid for pid in held if worker(pid)]
     return [pid for pid in children if pid in _fed(master) and worker(pid)]
+
+
+def _forks_per_connection(master: int, children: Sequence[int], holders: dict[int, set[int]]) -> bool:
+    """Whether the master waits on the listener itself and its children that hold it do not: a child forked per
+    connection (socketserver's ForkingMixIn) inherits the listener and never accepts (probes/accept_waits.py)."""
+    from ..probes.accept_waits import forks_per_connection
+
+    return forks_per_connection(master, children, holders[master])
 
 
 def _named_helper(pid: int, helpers: tuple[str, ...]) -> bool:
@@ -197,7 +207,10 @@ def check_listening(
     masters = {_parent(pid) for pid in workers}
     titles = tuple(helpers)
     named = {pid for pid in holders if len(attach) == 1 and _parent(pid) in attach and _named_helper(pid, titles)}
-    if holders.keys() - attached - masters - named:
+    others = holders.keys() - attached - masters - named
+    if others and len(attach) == 1 and list(workers) == [attach[0]] and {_parent(pid) for pid in others} == {attach[0]}:
+        others = set() if _forks_per_connection(attach[0], sorted(others), holders) else others
+    if others:
         raise PlanError(
             f"--attach: the listener on {where} is held by {_held_by(holders)}, not only by {who}: some "
             "connections would go to processes that are not attached (attach the master's pid or every worker's)"

@@ -3,9 +3,10 @@
 inspect's probes/serving.py finds the server through its listeners (a listening socket has no owner, only
 holders): every listener on the ports the given process holds, and every process holding one. Of those,
 observe watches the ones that accept: the holders none of whose children holds one too (nginx's and
-gunicorn's master holds the listener but never accepts). Where one process is the whole server and it has
-several threads, its threads are the workers: for HAProxy, and for a server this tool does not know (for the
-kinds it knows, ServerKind.threads_are_workers says).
+gunicorn's master holds the listener but never accepts), unless the master itself waits on the listener and
+its children do not: those were forked for a connection each (socketserver's ForkingMixIn; accept_waits.py).
+Where one process is the whole server and it has several threads, its threads are the workers: for HAProxy,
+and for a server this tool does not know (for the kinds it knows, ServerKind.threads_are_workers says).
 
 Where one process accepts every connection and hands it to others over Unix sockets (fd-pass: Node's cluster
 under its default SCHED_RR, whose primary alone holds the listener), the workers are the processes it feeds,
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from ...core.measures import ListenerRow
 from ...core.models import Mechanism
 from ...probes import serving
+from ...probes.accept_waits import forks_per_connection
 from ...probes.fd_table import FdTables
 from ...probes.serving import process_info, socket_inodes, with_backlogs
 
@@ -92,6 +94,9 @@ def find_server(pid: int | None = None, port: int | None = None) -> Watched:
     workers = sorted(fed or (p for p in holders if p not in parents.values()), key=_started)
     common = {parents[p] for p in workers}
     master = common.pop() if len(common) == 1 and common <= holders.keys() else None
+    if master is not None and not fed and forks_per_connection(master, workers, holders[master]):
+        # the master accepts; the children that hold the listener were forked for a connection each (ForkingMixIn)
+        workers, master = [master], None
     if len(workers) == 1 and len(tids := threads(workers[0])) > 1 and _threads_are_workers(workers[0]):
         units = tuple(Unit(workers[0], tid) for tid in tids)
     else:
