@@ -98,6 +98,17 @@ def following(children_of: int | None) -> int | None:
     return children_of if children_of is not None and os.path.exists(BTF) else None
 
 
+# what bpftrace's first error names where it cannot read a task's parent: "Struct/union of type 'struct
+# task_struct' does not contain a field named 'real_parent'", "Unknown struct/union: 'struct task_struct'"
+PARENT_WORDS = ("real_parent", "task_struct", "curtask")
+
+
+def refused_parent(stderr: bytes) -> bool:
+    """Whether bpftrace's first error (past its harmless warnings) is about the parent field of the filter."""
+    line = first_error_line(stderr)
+    return any(word in line for word in PARENT_WORDS)
+
+
 def program(pids: Sequence[int] | None, children_of: int | None = None) -> str:
     """The bpftrace script: count successful accepts per tgid (bpftrace's `pid`), print them at END.
 
@@ -213,10 +224,16 @@ class AcceptCounter(Closing):
         if self._launch(exe, timeout_s):
             self.attach_s = time.monotonic() - began
             return
-        if self.children_of is not None and self._proc is not None and self._proc.poll() is not None:
+        if (
+            self.children_of is not None
+            and self._proc is not None
+            and self._proc.poll() is not None
+            and refused_parent(bytes(self._err))
+        ):
             # BTF is there but this bpftrace could not read a task's parent (a kernel's task_struct it does not
             # know, a field renamed): count the pids asked about rather than nothing (the report then says how
-            # many accepts it could not place)
+            # many accepts it could not place). Any other failure (the verifier, locked memory, a tracepoint
+            # missing) would fail again the same way: said once, not run twice
             refused = first_error_line(bytes(self._err))
             self._end_bpftrace(keep_result=True)
             master = self.children_of
