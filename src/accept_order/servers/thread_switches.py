@@ -59,7 +59,9 @@ class EveryThreadUsage(UsageDeltas):
         self._totals: dict[int, tuple[int, int]] = {}  # pid -> switches summed so far
         super().__init__(pids)
 
-    def _usage(self, pid: int) -> tuple[int, int, float] | None:  # type: ignore[override]
+    def _usage(self, pid: int) -> tuple[int, int, float] | None:
+        if pid in self.thread_workers:
+            return super()._usage(pid)  # one of a process's threads counted as workers, its main one too: its own
         try:
             own_v, own_i, cpu_s = process_usage(pid)
         except process_errors(ValueError):
