@@ -16,6 +16,7 @@ rather than ssh's lines beside ours.
 
 from __future__ import annotations
 
+import functools
 import os
 import shlex
 import signal
@@ -245,10 +246,36 @@ def _greet(reaching: _Reaching, gateway: Any, hosts: ClientHosts, part: str) -> 
             f"{reaching.name} runs accept-order {inert(str(version))}, this one {VERSION}: "
             f"install accept-order {VERSION} there"
         )
+    theirs = hello[6] if len(hello) > 6 and isinstance(hello[6], dict) else {}
+    if differ := unlike_sources(theirs, part):
+        raise LoadError(
+            f"{reaching.name} runs accept-order {VERSION} from other sources than this one's "
+            f"({', '.join(f'{folder}/' for folder in differ)} differ: a development install?): "
+            "install the same code there, or give --client-python one that has it"
+        )
     channel.send(("part", part))
     boot_id = str(hello[5]) if len(hello) > 5 else ""  # "": a host of an older accept-order
     host = (destination, gateway, channel, str(python), str(version), str(hostname), reaching.ssh, reaching.name)
     return Host(*host, boot_id=boot_id)
+
+
+PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # accept_order/
+# The folders a host's sources must match this one's in: the code the load runs there, and the classes pickled between
+# the two copies (ReplyAttribution, ConcurrentLoad, ClientProtocol in core/; LoadResult in loads/); with the part's own.
+MATCHED = ("core", "loads", "loads/hosts")
+
+
+@functools.cache
+def own_sources(folders: tuple[str, ...]) -> dict[str, str]:
+    return remote_side.sources_digests(PACKAGE, folders)
+
+
+def unlike_sources(theirs: dict[str, str], part: str) -> list[str]:
+    """The folders that `part` (a module of accept-order) needs whose sources on the host differ from this one's;
+    a folder either side could not read (no sources there) is not compared."""
+    folder = part.removeprefix(f"{__package__.split('.')[0]}.").rpartition(".")[0].replace(".", "/")
+    own = own_sources(tuple(dict.fromkeys([*MATCHED, folder])))
+    return [f for f in own if f in theirs and own[f] != theirs[f]]
 
 
 def last_line(exc: BaseException) -> str:

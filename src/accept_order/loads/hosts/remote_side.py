@@ -9,15 +9,20 @@ copies of the same code), then takes the part it is asked for: a module of the i
 with a `take_part(channel)` (loads/hosts/load_side.py drives a load; experiments/observe/remote_side.py
 observes a server), named by the coordinator so that this bootstrap imports nothing of the package.
 
-    host -> ("hello", version, python, hostname, pid, boot_id)   (or ("missing", why, python): no accept-order)
+    host -> ("hello", version, python, hostname, pid, boot_id, sources)   (or ("missing", why, python))
 
 boot_id is the host's kernel's (/proc/sys/kernel/random/boot_id; "" unread): a client host that shares this
-machine's kernel (a network namespace, a container, localhost) shares its CPUs and its /proc/stat.
+machine's kernel (a network namespace, a container, localhost) shares its CPUs and its /proc/stat. sources: a
+digest of each of the installed package's folders (sources_digests): a development install can hold other code
+under the same version string, and a class pickled across the difference (ReplyAttribution, LoadResult, ...)
+fails late, far from why (an AttributeError in the middle of a load); the coordinator compares the folders its
+part needs and refuses at the hello instead.
     coordinator -> ("part", module name)
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import os
 import socket
@@ -35,6 +40,36 @@ def _boot_id() -> str:
         return ""
 
 
+def sources_digests(package: str, folders: tuple[str, ...] | None = None) -> dict[str, str]:
+    """Each folder of the package at `package` ('core', 'loads/hosts'; '' the package's own), or of `folders`, with
+    a digest of the Python sources directly in it: their names and bytes, in name order. A folder without sources (an
+    install of bytecode alone) is left out: nothing to compare."""
+    if folders is None:
+        found = []
+        for here, inside, _ in os.walk(package):
+            inside[:] = sorted(f for f in inside if f != "__pycache__")
+            found.append(os.path.relpath(here, package).replace(os.sep, "/").removeprefix("."))
+        folders = tuple(found)
+    digests = {}
+    for folder in folders:
+        here = os.path.join(package, folder)
+        try:
+            names = sorted(f for f in os.listdir(here) if f.endswith(".py"))
+        except OSError:
+            continue
+        digest = hashlib.sha256()
+        for name in names:
+            try:
+                with open(os.path.join(here, name), "rb") as source:
+                    data = source.read()
+            except OSError:
+                data = b"(unreadable)"
+            digest.update(b"%s\0%d\0%s" % (name.encode(), len(data), data))
+        if names:
+            digests[folder] = digest.hexdigest()
+    return digests
+
+
 def _hello(channel: Any) -> bool:
     try:
         # the package's face, not core.version: __version__ there is what every release has, so another
@@ -43,7 +78,10 @@ def _hello(channel: Any) -> bool:
     except ImportError as exc:
         channel.send(("missing", str(exc), sys.executable))
         return False
-    channel.send(("hello", accept_order.__version__, sys.executable, socket.gethostname(), os.getpid(), _boot_id()))
+    sources = sources_digests(os.path.dirname(os.path.abspath(accept_order.__file__ or "")))
+    channel.send(
+        ("hello", accept_order.__version__, sys.executable, socket.gethostname(), os.getpid(), _boot_id(), sources)
+    )
     return True
 
 
