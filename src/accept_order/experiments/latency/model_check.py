@@ -30,7 +30,7 @@ from ...core import service_time
 from ...core.models import Model
 from ...core.run_warnings import WarningKind
 from ...core.text import plural
-from ...loads.generator import driver_warnings
+from ...loads.client_warnings import driver_warnings
 from ...servers.registry import known_mode
 from .kept_report import accepted, by_kernel, finished_unit
 from .model_servers import as_served

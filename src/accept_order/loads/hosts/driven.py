@@ -30,7 +30,8 @@ from ...core.spec import ConcurrentLoad
 from ...core.started import Started
 from ...core.target import Attribution
 from ..drive_loop import TICK_S
-from ..generator import REPORT_TIMEOUT_S, LoadResult
+from ..generator import REPORT_TIMEOUT_S
+from ..load_result import LoadResult
 from ..reply_keys import ReplyWorkers
 from . import load_side
 from .gateways import CLOSED_CHANNEL, Gateways, Host

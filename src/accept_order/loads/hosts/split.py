@@ -18,7 +18,8 @@ from ...core.errors import PlanError
 from ...core.histogram import LatencyHistogram
 from ...core.measures import DriverStats
 from ...core.spec import ConcurrentLoad
-from ..generator import LoadResult, split
+from ..generator import split
+from ..load_result import LoadResult
 
 
 def shares(load: ConcurrentLoad, hosts: int) -> list[ConcurrentLoad]:
