@@ -188,7 +188,7 @@ def test_counters_from_the_shared_namespace_are_labelled_host_wide() -> None:
 
 
 def test_the_model_names_other_processes_when_they_took_the_cpus() -> None:
-    from accept_order.experiments.latency.model_check import seen_besides_queueing
+    from accept_order.experiments.latency.besides_queueing import seen_besides_queueing
 
     result = _golden_latency()
     busy = dataclasses.replace(result, evidence={**result.evidence, "machine": _machine(390, 400)})

@@ -239,7 +239,7 @@ def test_a_host_that_only_coordinated_says_nothing_of_its_cpus() -> None:
 
 
 def test_the_model_says_drivers_on_client_hosts_waited_for_their_cpus_not_the_workers() -> None:
-    from accept_order.experiments.latency.model_check import seen_besides_queueing
+    from accept_order.experiments.latency.besides_queueing import seen_besides_queueing
 
     document = _latency()
     for driver in document["drivers"]:  # 10% of its time waiting for a CPU: between CLIENT_WAIT and STARVED

@@ -17,8 +17,9 @@ from accept_order.core.histogram import LatencyHistogram
 from accept_order.core.measures import DriverStats, Environment, WorkerCounters
 from accept_order.core.spec import ConcurrentLoad, ServerSpec
 from accept_order.experiments.documents import file_kinds
+from accept_order.experiments.latency.besides_queueing import seen_besides_queueing
 from accept_order.experiments.latency.kept_report import kept_lines
-from accept_order.experiments.latency.model_check import predict, seen_besides_queueing
+from accept_order.experiments.latency.model_check import predict
 from accept_order.experiments.latency.report import latency_report
 from accept_order.experiments.latency.result import LatencyResult
 from accept_order.loads.generator import merge as merge_reports

@@ -19,14 +19,8 @@ from accept_order.core import service_time
 from accept_order.core.histogram import LatencyHistogram
 from accept_order.core.measures import DriverStats, Environment, WorkerCounters
 from accept_order.core.spec import ConcurrentLoad, ServerSpec
-from accept_order.experiments.latency.model_check import (
-    fixed_path_ms,
-    model_agreement,
-    model_line,
-    predict,
-    queueing_explains,
-    service_of,
-)
+from accept_order.experiments.latency.model_check import predict, service_of
+from accept_order.experiments.latency.model_verdict import fixed_path_ms, model_agreement, model_line, queueing_explains
 from accept_order.experiments.latency.result import LatencyResult
 
 ENV = Environment("Linux", "6.18", "x86_64", 16, 65536, "3.11", "host", "2026-11-20T00:00:00+00:00")

@@ -16,8 +16,10 @@ from accept_order.core.errors import ResultFileError
 from accept_order.core.histogram import LatencyHistogram
 from accept_order.core.measures import DriverStats, Environment, WorkerCounters
 from accept_order.core.spec import ConcurrentLoad, ServerSpec
-from accept_order.experiments.latency.model_check import model_line, predict, seen_besides_queueing, service_of
+from accept_order.experiments.latency.besides_queueing import seen_besides_queueing
+from accept_order.experiments.latency.model_check import predict, service_of
 from accept_order.experiments.latency.model_report import model_table_lines
+from accept_order.experiments.latency.model_verdict import model_line
 from accept_order.experiments.latency.result import LatencyCompareResult, LatencyResult
 from accept_order.servers.registry import KINDS, known_mode
 
@@ -275,7 +277,7 @@ def test_an_open_loop_says_its_utilisation_and_when_it_is_overloaded() -> None:
 
 
 def test_repeated_rounds_count_how_often_queueing_alone_explains_them() -> None:
-    from accept_order.experiments.latency.model_check import model_agreement, queueing_explains
+    from accept_order.experiments.latency.model_verdict import model_agreement, queueing_explains
 
     service = [(1000, 1000)]
     fits = [with_model(run_of("blocking", [2000] * 100, service=service)),

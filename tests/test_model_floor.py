@@ -12,7 +12,7 @@ import pytest
 from test_small_sentences_model import run_of
 
 from accept_order.analysis.model_check import MIN_JUDGED, TOLERANCE, p99_read_low
-from accept_order.experiments.latency.model_check import model_line, queueing_explains
+from accept_order.experiments.latency.model_verdict import model_line, queueing_explains
 
 
 @pytest.mark.parametrize(("n", "expected"), [(100, 0.281), (200, 0.119), (300, 0.056), (500, 0.013)])

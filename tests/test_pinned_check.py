@@ -21,15 +21,9 @@ from accept_order.core.errors import ResultFileError
 from accept_order.core.histogram import LatencyHistogram
 from accept_order.core.measures import DriverStats, Environment, WorkerCounters
 from accept_order.core.spec import ConcurrentLoad, ServerSpec
-from accept_order.experiments.latency.model_check import (
-    Held,
-    held_connections,
-    model_line,
-    predict,
-    queueing_explains,
-    service_of,
-)
+from accept_order.experiments.latency.model_check import Held, held_connections, predict, service_of
 from accept_order.experiments.latency.model_report import model_report
+from accept_order.experiments.latency.model_verdict import model_line, queueing_explains
 from accept_order.experiments.latency.result import LatencyResult
 
 ENV = Environment("Linux", "6.18", "x86_64", 16, 65536, "3.11", "host", "2026-11-20T00:00:00+00:00")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from test_syn_retrans_sentence import evidence, run_of, text_of
 
-from accept_order.experiments.latency.model_check import model_line
+from accept_order.experiments.latency.model_verdict import model_line
 from accept_order.experiments.latency.report import latency_report
 
 # a server that stalls: 3,000 connections, most in 4 ms, 8 held 2, 4 or 6 s behind a lingering worker

@@ -13,7 +13,8 @@ from accept_order.analysis.model_check import MIN_JUDGED
 from accept_order.core.histogram import LatencyHistogram
 from accept_order.core.measures import DriverStats, Environment, WorkerCounters
 from accept_order.core.spec import ConcurrentLoad, ServerSpec
-from accept_order.experiments.latency.model_check import model_line, predict, queueing_explains
+from accept_order.experiments.latency.model_check import predict
+from accept_order.experiments.latency.model_verdict import model_line, queueing_explains
 from accept_order.experiments.latency.result import LatencyResult
 
 ENV = Environment("Linux", "6.0", "x86_64", 2, 4096, "3.11", "host", "2024-01-01T00:00:00+00:00")

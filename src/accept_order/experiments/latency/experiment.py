@@ -15,8 +15,8 @@ from ...results import export
 from ..parts import Experiment, lazy
 from .held_nothing import held_nothing_notes
 from .kept_report import kept_csv
-from .model_check import model_line
 from .model_report import model_csv
+from .model_verdict import model_line
 from .report import compare_report, latency_report
 from .result import LATENCY_COMPARE_SHAPE, LATENCY_SHAPE, SWEEP_SHAPE, LatencyCompareResult, LatencyResult, SweepResult
 from .sweep_report import sweep_report

@@ -1,6 +1,6 @@
 """The Model table printed after a latency table: each run's predicted and measured p50, p99, p99.9 and
 deviation (experiments/latency/model_check.py), its service time's source, and one line saying whether queueing
-alone explains what was measured."""
+alone explains what was measured (model_verdict.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from ...render.service_mean import service_mean
 from ...render.text import Verbatim, plural
 from ...results import export
 from .kept_report import finished_unit
-from .model_check import model_line
+from .model_verdict import model_line
 from .result import LatencyResult
 
 # (column, the model's figure, the measured percentile or None for the deviation)

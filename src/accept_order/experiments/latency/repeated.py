@@ -1,6 +1,6 @@
 """`latency --repeat N` (one mode or `--modes`) and `sweep --repeat N`: per variant the latency figures as
 median and range over the runs, which variant had the lower tail in how many runs and how significantly,
-and whether queueing alone explains the difference (experiments/latency/model_check.py)."""
+and whether queueing alone explains the difference (experiments/latency/model_verdict.py)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from ...render.spread_table import SpreadTable
 from ...results import export
 from ..repeat.kinds import Document, Repeated, Rounds, by_variant
 from .kept_report import kept_repeat_table, requests_jain
-from .model_check import model_agreement
+from .model_verdict import model_agreement
 from .report import own_failures
 from .result import LATENCY_SHAPE, LatencyResult
 

@@ -1,0 +1,111 @@
+"""What a latency run saw besides queueing, in the words the model's sentence gives it (model_verdict.py): a herd,
+a lock, a load generator short of CPU or waiting for one, connections that waited for a free slot, the kernel's SYN
+retransmission timer, other processes' CPU; and an open loop offered more than its workers served."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from ...analysis.herd import HERD_THRESHOLD, woken_per_connection
+from ...analysis.syn_retrans import RTO_FLOOR_US, syn_stalls
+from ...core.models import Model
+from ...core.run_warnings import WarningKind
+from ...core.text import plural
+from ...loads.client_warnings import driver_warnings
+from ...servers.registry import known_mode
+from .kept_report import finished_unit
+from .result import LatencyResult
+
+OTHERS_SEEN = 0.10  # other processes' share of all CPUs worth naming (render/evidence.OTHERS_SHOWN's)
+CLIENT_WAIT = 0.02  # a client that waited for a CPU longer than this share of its time delayed replies
+
+
+def by_label(result: LatencyResult) -> str:
+    """How a sentence names a run by default: its server's label."""
+    return result.server.label
+
+
+def seen_besides_queueing(result: LatencyResult, name: Callable[[LatencyResult], str] = by_label) -> list[str]:
+    """What the run itself saw that queueing does not model: a herd, a lock, a saturated client."""
+    seen = []
+    info = known_mode(result.server.kind, result.server.mode)
+    # over kept connections a worker also sleeps between the requests of those it holds: its sleeps per
+    # request are no count of the workers a connection woke
+    woken = None if result.load.keeps_connections else woken_per_connection(result.counters, result.ok)
+    label = name(result)
+    if info is not None and info.switches_are_wakeups and woken is not None and woken >= HERD_THRESHOLD:
+        seen.append(f"{label} woke {woken:.1f} workers per connection (a herd)")
+    if info is not None and info.model == Model.LOCK_HOLDER:
+        seen.append(f"{label} takes connections behind a lock")
+    client = {WarningKind.DRIVER_SATURATED, WarningKind.DRIVERS_STARVED}
+    warnings = driver_warnings(list(result.drivers), result.server.workers, result.environment.cpu_count)
+    if any(w.kind in client for w in warnings):
+        seen.append(f"the load generator was short of CPU during {label}")
+    else:
+        # The model gives each worker a CPU of its own and the client none of theirs. A client that waits for a CPU
+        # (the workers', without --load-cpus; or its client hosts') reads a reply late: that wait is timed.
+        waited = max(((d.runqueue_s or 0) / d.wall_s for d in result.drivers if d.wall_s), default=0.0)
+        if waited > CLIENT_WAIT and (result.hosts or not result.load.cpus):
+            where = "ran on CPUs of its client hosts" if result.hosts else "shared the workers' CPUs"
+            hint = "" if result.hosts else "; --load-cpus gives it its own"
+            seen.append(f"the load generator {where} during {label} (it waited for one {waited:.0%} of its time{hint})")
+    late = result.late  # an open loop's connections that waited for one of the generator's -c slots
+    if late and overload(result, name) is None:  # an overloaded run says so in its own lead
+        seen.append(
+            f"{late:,} of {label}'s {finished_unit(result.load)}s waited in the load generator for one of its "
+            f"{result.load.concurrency} slots (a larger -c lets them start on time)"
+        )
+    stalls = syn_stalls(result.histogram, result.evidence)
+    if stalls is not None and result.histogram.percentile(99) >= RTO_FLOOR_US:
+        slow = plural(stalls.slow, finished_unit(result.load))
+        if stalls.private:
+            # the p99 is at the retransmission floor and the run's own SYNs were sent again: a wait of the kernel's
+            # timer, which no CPU share explains
+            seen.append(
+                f"{label}'s p99 is among its {slow} of 1 s or more while SYNs were sent again (the kernel's 1 s "
+                "retransmission timer, not queueing)"
+            )
+            return seen
+        # a host-wide count may be all others' traffic, and a server that stalls 1 s gives such a p99 without one:
+        # the timer is a may, said beside the CPU others used, not instead of it
+        seen.append(
+            f"{label}'s p99 is among its {slow} of 1 s or more while SYNs were sent again host-wide (the kernel's "
+            "1 s retransmission timer may be part of it)"
+        )
+    shares = result.others_cpu_share
+    if shares is not None and shares[1] >= OTHERS_SEEN:
+        seen.append(f"other processes used {100 * shares[1]:.0f}% of the CPUs during {label}")
+    return seen
+
+
+def something_else(runs: Sequence[LatencyResult], name: Callable[[LatencyResult], str] = by_label) -> str:
+    seen = [s for r in runs for s in seen_besides_queueing(r, name)]
+    if seen:
+        return "something else is at work: " + "; ".join(seen)
+    return "something else is at work (the run saw no herd, lock or client delay to name), or noise"
+
+
+SHORT_SERVED = 0.97  # an open loop that served less than this share of its rate did not keep up with it
+
+
+def overload(result: LatencyResult, name: Callable[[LatencyResult], str] = by_label) -> str | None:
+    """An open loop that offered more than its workers served: ρ ≥ 1 by the measured service time, or a
+    rate it did not serve (under SHORT_SERVED of it) while its slots ran out (started late, or never)."""
+    load, model = result.load, result.model
+    if load.rate is None:
+        return None
+    rho = model.utilisation if model is not None else None
+    short = result.throughput < SHORT_SERVED * load.rate and (result.late or result.unstarted)
+    if not (rho is not None and rho >= 1) and not short:
+        return None
+    said = [f"ρ {rho:.2f}"] if rho is not None else []
+    if result.late:
+        said.append(f"{result.late:,} of {result.driven:,} started late, all {load.concurrency} in flight busy")
+    if result.unstarted:
+        said.append(f"{result.unstarted:,} due never started")
+    return (
+        f"{name(result)} was offered more than its workers served ({load.rate:,.0f}/s offered, "
+        f"{result.throughput:,.0f}/s served; {', '.join(said)}): its latencies hold a queue that grew through "
+        "the run, in the server"
+        + (" and, past the connections in flight, in the load generator waiting for a free slot" if result.late else "")
+    )

@@ -1,0 +1,132 @@
+"""The queueing model's sentence for one latency run or a comparison: whether each run's measured p99 is within
+what queueing alone predicts for it (model_check.predict, saved with the run), with the fixed path every connection
+takes accounted for, what the run saw besides queueing where it is not (besides_queueing.py), and, for runs too
+small to judge, why not; over repeated rounds, in how many queueing explained every mode."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from ...analysis.model_check import MIN_JUDGED, NOISE, TOLERANCE, agrees, too_few
+from .besides_queueing import by_label, overload, something_else
+from .kept_report import finished_unit
+from .result import LatencyResult
+
+
+def fixed_path_ms(runs: Sequence[LatencyResult]) -> float:
+    """The time every connection took that queueing leaves out (set-up, the kernel, the client), in ms: the
+    fastest measured connection beyond the fastest the model predicts. The same kernel and client serve every
+    mode of one comparison, so the smallest of the runs' (0 when a model predates its minimum)."""
+    each = [
+        max(0.0, (r.histogram.min_us or 0) / 1000 - r.model.min_ms)
+        for r in runs
+        if r.model is not None and r.model.min_ms is not None and r.histogram.count
+    ]
+    return min(each) if each and len(each) == len(runs) else 0.0
+
+
+def judged(runs: Sequence[LatencyResult]) -> tuple[list[tuple[LatencyResult, float, float]], float]:
+    """Each run with a model: (run, measured p99 ms, predicted p99 ms plus the fixed path); and that path (ms)."""
+    modelled = [r for r in runs if r.model is not None and r.ok]
+    fixed = fixed_path_ms(modelled)
+    compared = [(r, r.histogram.percentile(99) / 1000, r.model.p99_ms + fixed) for r in modelled if r.model]
+    return compared, fixed
+
+
+def _times(measured: float, predicted: float) -> str:
+    return f"{measured / predicted:.2f}×" if predicted > 0 else "above"  # a saved model's p99 may be 0
+
+
+def _fixed_clause(runs: Sequence[LatencyResult], fixed: float) -> str:
+    if fixed <= 0:
+        return ""
+    median = max(r.histogram.percentile(50) / 1000 for r in runs)  # most of every run's median, or not said
+    most = "; that is most of each run's median latency, not the workers' queues" if fixed > median / 2 else ""
+    # over kept connections each sample is a request, and the fastest one had no connection to set up
+    unit = finished_unit(runs[0].load) if runs else "connection"
+    path = "set-up, the kernel, the client" if unit == "connection" else "the kernel, the client"
+    return (
+        f" (predictions include {fixed:.2f} ms that every {unit} took besides queueing, the fastest {unit}'s "
+        f"time over the model's fastest: {path}{most})"
+    )
+
+
+def _too_small(runs: Sequence[LatencyResult], several: bool, name: Callable[[LatencyResult], str]) -> str:
+    """The runs with too few measurements for their p99 to carry a verdict: judged neither way, and what would."""
+    unit = finished_unit(runs[0].load)
+    counted = [f"{name(r)} {r.histogram.count:,}" for r in runs] if several else [f"{runs[0].histogram.count:,}"]
+    more = "-n" if all(r.load.connections is not None for r in runs) else "a --duration long enough for"
+    return (
+        f"too few {unit}s to judge ({', '.join(counted)} measured): a p99 needs {MIN_JUDGED} or more "
+        f"({too_few([r.histogram.count for r in runs])}), so {more} {MIN_JUDGED} or more would tell"
+    )
+
+
+def model_line(runs: Sequence[LatencyResult], name: Callable[[LatencyResult], str] = by_label) -> str | None:
+    """One sentence: an open loop that was overloaded, then whether each run's measured p99 is within what
+    queueing alone predicts for it (its own discipline, service time and load, plus the fixed path every
+    connection takes), and what the run saw besides queueing where it is not. None when no run has a model."""
+    compared, fixed = judged(runs)
+    if not compared:
+        return None
+    modelled = [r for r, _, _ in compared]
+    over = [o for r in modelled if (o := overload(r, name)) is not None]
+    lead = "; ".join(over) + ". " if over else ""
+    band = f"a factor of {TOLERANCE:g}"
+    small = [r for r, _, _ in compared if r.histogram.count < MIN_JUDGED]
+    enough = [(r, m, p) for r, m, p in compared if r.histogram.count >= MIN_JUDGED]
+    within = [r for r, m, p in enough if agrees(m, p)]
+    below = [r for r, m, p in enough if not agrees(m, p) and m < p]
+    beyond = [r for r, m, p in enough if not agrees(m, p) and m >= p]
+    if len(compared) == 1:
+        r, measured, predicted = compared[0]
+        figures = f"measured p99 {measured:.2f} ms is {_times(measured, predicted)} the predicted {predicted:.2f} ms"
+    else:
+        figures = "p99 measured/predicted: " + ", ".join(
+            f"{name(r)} {measured:.2f}/{predicted:.2f} ms ({_times(measured, predicted)})"
+            for r, measured, predicted in compared
+        )
+    figures += _fixed_clause(modelled, fixed)
+    several = len(compared) > 1
+    clauses = [_too_small(small, several, name)] if small else []
+    if within:
+        who = ("each" if len(within) == len(compared) else ", ".join(name(r) for r in within)) if several else ""
+        explains = (
+            "so their queues account for the differences between them" if len(within) == len(compared) > 1 else ""
+        )
+        clauses.append(
+            f"{who} within {band} of what queueing alone predicts".strip() + (f", {explains}" if explains else "")
+        )
+    if below:
+        # a herd, a lock or a slow client adds latency: none of them can explain a run faster than predicted
+        who = ", ".join(name(r) for r in below) + " " if several else ""
+        clauses.append(
+            f"{who}below what queueing predicts by more than {band}: a herd, a lock or the client would lengthen "
+            "latencies, so the "
+            f"model's inputs (service time, discipline) do not fit {'that run' if several else 'this run'}{NOISE}"
+        )
+    if beyond:
+        who = ", ".join(name(r) for r in beyond) + " " if several else ""
+        clauses.append(f"{who}above what queueing predicts by more than {band}: {something_else(beyond, name)}{NOISE}")
+    return lead + figures + ": " + "; ".join(clauses)
+
+
+def queueing_explains(runs: Sequence[LatencyResult]) -> bool | None:
+    """Whether every mode's measured p99 is within the model's tolerance of its own prediction (one round of
+    a comparison); None when fewer than two runs have a model."""
+    compared, _ = judged(runs)
+    if len(compared) < 2 or any(r.histogram.count < MIN_JUDGED for r, _, _ in compared):
+        return None  # a run too small to judge: the round says nothing either way
+    return all(agrees(measured, predicted) for _, measured, predicted in compared)
+
+
+def model_agreement(rounds: Sequence[Sequence[LatencyResult]]) -> str | None:
+    """Over repeated rounds: in how many queueing alone explained every mode's p99 (noise said)."""
+    said = [e for e in (queueing_explains(r) for r in rounds) if e is not None]
+    if not said:
+        return None
+    within = sum(said)
+    return (
+        f"queueing alone explains every mode's p99 (within a factor of {TOLERANCE:g} of its prediction) in "
+        f"{within}/{len(said)} runs"
+    )
