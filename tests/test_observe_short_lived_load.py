@@ -18,9 +18,10 @@ from pathlib import Path
 
 from rich.console import Console
 
+from accept_order.experiments.observe.load_verdict import load_uneven
 from accept_order.experiments.observe.report import observe_report
 from accept_order.experiments.observe.result import ObserveResult
-from accept_order.experiments.observe.verdict import load_uneven, verdict
+from accept_order.experiments.observe.verdict import verdict
 
 DATA = Path(__file__).parent / "data"
 CURES = "What changes how the load of long-lived connections splits (nginx)"

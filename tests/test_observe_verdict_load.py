@@ -16,9 +16,10 @@ from pathlib import Path
 
 from rich.console import Console
 
+from accept_order.experiments.observe.load_verdict import load_uneven
 from accept_order.experiments.observe.report import observe_report
 from accept_order.experiments.observe.result import ObservedWorker, ObserveResult
-from accept_order.experiments.observe.verdict import load_uneven, verdict
+from accept_order.experiments.observe.verdict import verdict
 
 GOLDEN = Path(__file__).parent / "data" / "golden" / "observe.json"
 OLD_CAUSE = "the imbalance was made when they were accepted"

@@ -1,12 +1,15 @@
 """Whether observe's load shares say how the load splits, and whether its connections are long-lived: what the
 verdict needs before it sets the workers' shares of the bytes beside their shares of the connections, or offers
-what changes how the load of long-lived connections splits. Under 'Connection: close' nearly every connection
-opens and closes between two looks: the few a look catches carry a sliver of the bytes, one request each. Pure:
-a result in, a judgement or a sentence out."""
+what changes how the load of long-lived connections splits; and whether a split of connections is one an even
+split gives by chance (even_split: the headline's and the load's). Under 'Connection: close' nearly every
+connection opens and closes between two looks: the few a look catches carry a sliver of the bytes, one request
+each. Pure: a result in, a judgement or a sentence out."""
 
 from __future__ import annotations
 
-from ...analysis.chance import binomial_tail
+from collections.abc import Sequence
+
+from ...analysis.chance import binomial_tail, how_often, uniform_spread_p
 from ...analysis.seen import SURE
 from ...core.text import plural
 from .result import ObserveResult
@@ -17,6 +20,14 @@ MANY = 4.0  # data segments received per connection above which a connection is 
 # nearly every connection opens and closes between two looks, its bytes in no worker's share); under keep-alive
 # (wrk -c6, -c50, nginx's 1000 requests a connection) and h2load -c32, 100%: any line between parts them
 MEANINGFUL = 0.5
+UNEVEN = 1.5  # a worker with this many times an even share "took" the connections; below, they "shared"
+
+
+def even_split(counts: Sequence[int]) -> tuple[bool, str]:
+    """(even, figures): whether an even split (each connection to any worker alike) spreads the connections
+    this unevenly often enough (`run`'s test for a hash spread: analysis/seen.py's SURE), and how often."""
+    p, test = uniform_spread_p(counts)
+    return p >= SURE, f"{test} test: an even split spreads them at least this unevenly {how_often(p)}"
 
 
 def long_lived(result: ObserveResult) -> bool:

@@ -10,8 +10,9 @@ from rich.text import Text
 
 from ...render.text import plural
 from ..inspect.cure_rows import cure_table, kind_named, kind_of
+from .load_verdict import load_uneven
 from .result import ObservedWorker, ObserveResult
-from .verdict import load_uneven, verdict
+from .verdict import verdict
 
 BAR = 16  # characters of the share bar
 PLAIN_WIDTH = 80
