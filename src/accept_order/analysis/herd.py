@@ -76,6 +76,10 @@ class HerdRow:
 
     def verdict(self) -> str:
         w = self.woken_per_connection
+        if w is None and self.voluntary is not None and self.served:
+            # HAProxy's and h2o's threads also sleep between a connection's reads: their sleeps were counted
+            # (the sleeps column) but count no wakeups, where 'no context-switch counts' denied the column beside it
+            return "not measured: its workers sleep for more than connections (sleeps are not wakeups)"
         if w is None:
             return "not measured (no context-switch counts or nothing served)"
         if self.herd:
