@@ -37,6 +37,7 @@ def inspect(pid: int | None, port: int | None, samples: int, json_path: str | No
     click.get_current_context().meta[STOPPED_META] = "stopped inspecting (the server was not touched)"
     from ..api import inspect as run_inspect
     from ..core.errors import PlanError
+    from ..experiments import INSPECT_KIND
     from ..experiments.inspect.report import inspect_report
     from ..probes.serving import check_pid
 
@@ -48,4 +49,4 @@ def inspect(pid: int | None, port: int | None, samples: int, json_path: str | No
     except PlanError as exc:
         raise click.UsageError(str(exc)) from None
     result = run_inspect(pid=pid, port=port, samples=samples)
-    report_and_save(lambda: inspect_report(result), json_path, "inspect", result)
+    report_and_save(lambda: inspect_report(result), json_path, INSPECT_KIND, result)

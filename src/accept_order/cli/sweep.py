@@ -45,6 +45,7 @@ def sweep(json_path: str | None, batches: list[int], repeat: int, **options: Any
     """One latency run per cap on accepts per wakeup. Such caps are nginx's multi_accept and DragonFly's
     soavailconn."""
     from .. import api
+    from ..experiments import SWEEP_KIND
     from ..experiments.latency.experiment import sweep_result_report
     from ..experiments.latency.result import SweepResult
     from ..servers.registry import refuse_closing
@@ -67,7 +68,7 @@ def sweep(json_path: str | None, batches: list[int], repeat: int, **options: Any
         runs = RunProgress(repeat)
         with bars(load, lambda s: f"accept-batch {s.accept_batch or 'none'}", runs) as on_run:
             run_repeated(
-                "sweep",
+                SWEEP_KIND,
                 specs,
                 repeat,
                 lambda spec: run_latency(spec, load, on_run(spec), default_title(spec, sweep=True)),
@@ -79,7 +80,7 @@ def sweep(json_path: str | None, batches: list[int], repeat: int, **options: Any
 
     def save(results: Sequence[Any], interrupted: bool = False, stopped: str | None = None) -> None:
         result = SweepResult(tuple(results), interrupted, stopped)
-        report_and_save(lambda: sweep_result_report(result), json_path, "sweep", result)
+        report_and_save(lambda: sweep_result_report(result), json_path, SWEEP_KIND, result)
 
     # an error after a cap's run (a client host lost, a driver that could not start): the caps so far, saved
     with keep_partial(lambda results: save(results, interrupted=True), lambda results, why: save(results, stopped=why)):

@@ -53,6 +53,10 @@ class Entry(NamedTuple):
         return self.experiment.split(".")[0]
 
 
+# The kinds other folders name (the CLI's commands, observe's mechanism named by inspect, the sweep that lives in
+# latency's folder): one spelling each, read from here.
+INSPECT_KIND = "inspect"
+SWEEP_KIND = "sweep"
 # Bytes per connection, rounded up from this tool's own files (Linux 6.18, 3,000 connections): 165 for `run`'s
 # records, 185 per mode for `herd`'s with their wakeups, 24-26 for a latency histogram whose values are all distinct.
 _RECORDS, _LATENCIES = 200, 32
@@ -76,9 +80,9 @@ EXPERIMENTS: dict[str, Entry] = {
     "latency-compare": Entry(
         "latency.experiment:LATENCY_COMPARE", None, ("compare_latency",), "latency.repeated:LATENCY_COMPARE_REPEATED"
     ),
-    "sweep": Entry(
+    SWEEP_KIND: Entry(
         "latency.experiment:SWEEP",
-        "sweep",
+        SWEEP_KIND,
         ("sweep_accept_batch",),
         "latency.repeated:SWEEP_REPEATED",
         _LATENCIES,
@@ -88,7 +92,7 @@ EXPERIMENTS: dict[str, Entry] = {
     "reload": Entry("reload.experiment:RELOAD", "reload", ("reload",), "reload.repeated:RELOAD_REPEATED"),
     "burst": Entry("burst.experiment:BURST", "burst", ("burst",), "burst.repeated:BURST_REPEATED"),
     "ramp": Entry("ramp.experiment:RAMP", "ramp", ("ramp",), "ramp.repeated:RAMP_REPEATED"),
-    "inspect": Entry("inspect.experiment:INSPECT", "inspect", ("inspect",)),
+    INSPECT_KIND: Entry("inspect.experiment:INSPECT", INSPECT_KIND, ("inspect",)),  # its API: accept_order.inspect
     "atlas": Entry("atlas.experiment:ATLAS", "atlas", ("atlas",)),
     "observe": Entry("observe.experiment:OBSERVE", "observe", ("observe",)),
     "repeat": Entry("repeat.experiment:REPEAT", None, ("repeat",)),

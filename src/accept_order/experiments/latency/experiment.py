@@ -12,6 +12,7 @@ from ...analysis.losses import sweep_name
 from ...analysis.tails import TailVerdict, tail_verdict
 from ...core.totals import loops_ran
 from ...results import export
+from .. import SWEEP_KIND
 from ..parts import Experiment, lazy
 from .held_nothing import held_nothing_notes
 from .kept_report import kept_csv
@@ -111,7 +112,7 @@ LATENCY_COMPARE: Experiment[LatencyCompareResult] = Experiment(
     derived=compare_verdicts,
 )
 SWEEP: Experiment[SweepResult] = Experiment(
-    kind="sweep",
+    kind=SWEEP_KIND,
     v1="concurrent",
     mergeable=True,
     load=SweepResult.from_dict,

@@ -19,6 +19,7 @@ from ...core.histogram import LatencyHistogram
 from ...core.run_warnings import RunWarning, WarningKind, warn
 from ...render.spread_table import SpreadTable
 from ...results import export
+from .. import SWEEP_KIND
 from ..repeat.kinds import Document, Repeated, Rounds, by_variant
 from .kept_report import kept_repeat_table, requests_jain
 from .model_verdict import model_agreement
@@ -36,11 +37,11 @@ KEPT_WORKER_COLUMNS = ("accepted", "held_at_end", "held_peak", "worker_requests"
 
 def _table(repeated: Repeated, rounds: Rounds) -> Table:
     of = repeated.of
-    command = "sweep" if of == "sweep" else "latency"
+    command = SWEEP_KIND if of == SWEEP_KIND else "latency"
     rate = next((r.load.rate for row in rounds for r in row if r.load.rate is not None), None)
     title = f"accept-order {command} --repeat" + (f", open loop at {rate:g}/s" if rate is not None else "")
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    seed = of == "sweep"  # seed 001's columns: average latency (not p50), most accepts per wakeup
+    seed = of == SWEEP_KIND  # seed 001's columns: average latency (not p50), most accepts per wakeup
     names = ("mode", "avg ms" if seed else "p50 ms", "p99 ms", "p99.9 ms", "dev ms", "req/s",
              *(("max/wakeup",) if seed else ()), "errors")  # fmt: skip
     for name in names:
@@ -185,9 +186,9 @@ def _repeated(of: str, command: str = "") -> Repeated:
         names=names_of,
         report=report,
         columns=COLUMNS,
-        rows=_by_cap(_rows) if of == "sweep" else _rows,
+        rows=_by_cap(_rows) if of == SWEEP_KIND else _rows,
         worker_columns=("run", *export.WORKER_FIELDS, "served"),
-        worker_rows=_by_cap(_worker_rows) if of == "sweep" else _worker_rows,
+        worker_rows=_by_cap(_worker_rows) if of == SWEEP_KIND else _worker_rows,
         value=_p99_ms,
         what="p99 (ms)",
         warnings=latency_warnings,
@@ -201,4 +202,4 @@ def _repeated(of: str, command: str = "") -> Repeated:
 LATENCY_REPEATED = _repeated("latency")
 # a comparison of latencies is saved by `latency --modes`, and its picture's title says so
 LATENCY_COMPARE_REPEATED = _repeated("latency-compare", "latency --modes")
-SWEEP_REPEATED = _repeated("sweep")
+SWEEP_REPEATED = _repeated(SWEEP_KIND)

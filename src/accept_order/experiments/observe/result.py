@@ -12,6 +12,7 @@ from typing import Any
 from ...core.measures import Environment
 from ...results.schema import ListOf, MapOf, SchemaError, child, derive, known
 from ...results.shapes import PORT, SIGNED
+from .. import INSPECT_KIND
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,7 @@ class ObservedMechanism:
     why: str  # what it predicts and why, in the words the verdicts use
     modes: tuple[str, ...] = ()  # the server kind's own modes that look like it (nginx's "epoll", ...)
     unseen: tuple[str, ...] = ()  # what /proc cannot show that could change the answer
-    source: str = "inspect"
+    source: str = INSPECT_KIND  # the experiment that named it
 
 
 @dataclass(frozen=True)
