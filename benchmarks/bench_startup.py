@@ -33,7 +33,7 @@ sys.path.insert(0, str(HERE.parent / "experiments"))  # the one-line parser the 
 from _cli import OneLineParser  # noqa: E402  (experiments/_cli.py)
 from _run_common import machine_line  # noqa: E402
 
-SCRIPT = HERE.parent / "scripts" / "accept-order"  # the command as installed (its signal latch first)
+SCRIPT = HERE.parent / "scripts" / "accept-order-python"  # the command as installed (its signal latch first)
 PACKAGE = "accept_order"
 
 

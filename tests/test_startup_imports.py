@@ -22,7 +22,7 @@ import pytest
 
 from accept_order.experiments import EXPERIMENTS
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "accept-order"
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "accept-order-python"
 # Runs the command's own script (its signal latch first, as installed) and writes the names of the modules
 # the process holds at exit, whatever its status, to the file named by the first argument, then whether the
 # garbage collector runs and how many objects start-up froze (`gc:ENABLED:FROZEN`).

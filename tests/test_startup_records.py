@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "accept-order"
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "accept-order-python"
 # Runs the command's own script and writes, at its exit, each dataclass defined by one of the package's modules.
 PROBE = """
 import atexit, runpy, sys

@@ -32,7 +32,7 @@ main()
 """
 
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "accept-order"
+SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "accept-order-python"
 # The command's own script, run as the installed one is, with a real SIGINT sent while Python looks for the
 # package: before the package's first statement, after the script's.
 AT_FINDING_THE_PACKAGE = """
@@ -60,10 +60,12 @@ def test_a_sigint_before_the_package_is_found_is_held_by_the_commands_script() -
 
 
 def test_the_installed_command_is_that_script() -> None:
+    """The command is two scripts installed side by side: the launcher as it is, and its Python part."""
     installed = Path(sys.executable).parent / "accept-order"
     if not installed.exists():
         pytest.skip(f"no accept-order beside {sys.executable}")
-    lines = installed.read_text().splitlines()
+    assert installed.read_text() == SCRIPT.with_name("accept-order").read_text()
+    lines = installed.with_name(SCRIPT.name).read_text().splitlines()
     assert lines[1:] == SCRIPT.read_text().splitlines()[1:]  # the same, but its #! line names the interpreter
 
 

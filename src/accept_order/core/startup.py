@@ -3,8 +3,11 @@
 `import accept_order` runs this first. When the process is the accept-order command (its console script,
 or `python -m accept_order`), SIGINT is only recorded from here on, until cli.main installs the latch
 (core/signals.py), which takes it over: the command then ends with "interrupted while starting" and 130.
-The command's script (scripts/accept-order, installed as `accept-order`) holds SIGINT from its own first
-statement and hands what it saw to `adopt`; before that, Python's own start-up (site) is out of reach.
+The command's script (scripts/accept-order, installed as `accept-order`) starts its Python part
+(scripts/accept-order-python, installed beside it) with SIGINT blocked, so that a Ctrl-C during Python's own
+start-up (site and its .pth files, before any line of ours) waits; that part holds SIGINT from its first
+statement, unblocks it and hands what it saw to `adopt`. `python -m accept_order` has no such launcher: there a
+Ctrl-C during site's import is still CPython's own "Fatal Python error".
 Imported as a library, the package leaves every handler alone. Only modules the interpreter has loaded
 already are used, so that this runs at once.
 """
@@ -40,7 +43,7 @@ def hold() -> None:
 
 
 def adopt(first: list[int]) -> None:
-    """The command's own script held SIGINT from its first statement (scripts/accept-order), before the
+    """The command's own script held SIGINT from its first statement (scripts/accept-order-python), before the
     package could be found: this module's handler holds from here on, and what the script recorded is kept."""
     _signal.signal(_signal.SIGINT, _hold)
     if first and not _first:
