@@ -153,13 +153,17 @@ def classify(
     # one waiting for the lock is a loser wherever it is (uWSGI's threads of one process under --thunder-lock); one
     # in an epoll without it only as its process's main thread: another thread's epoll is a loop of its own beside
     # the thread that accepts (Puma's reactor, while its worker's accepting thread is busy, read as an accept mutex)
+    # (a lock waiter may be the waiter's parent or child too: uWSGI without a master, whose first worker is the
+    # others' parent, read 'epoll' idle with 2 workers, its other worker in FUTEX_LOCK_PI beside the holder)
     losers = [
         s
         for s in seen
         if (s.via == "lock" or (s.via == "idle" and s.pid not in accepting and s.tid == s.pid))
         and s.holds & held
         and s.unit not in units
-        and parent.get(s.pid) in siblings
+        and (
+            parent.get(s.pid) in siblings or (s.via == "lock" and (s.pid in siblings or parent.get(s.pid) in accepting))
+        )
     ]
     if len(waiting) == 1 and losers:
         how = sorted({_how(s) for s in losers})

@@ -232,13 +232,14 @@ class ServerKind:
         """Every mode, as data: never probes the machine."""
         raise NotImplementedError
 
-    def lock_first_of(self, argv: Sequence[str], cwd: str | None = None) -> LockFirst | None:
-        """The lock_first of a running server of this kind started with `argv` (`cwd`: its working directory, for
-        a relative path there): a kind whose lock is a setting (uWSGI's --thunder-lock) reads its command line."""
+    def lock_first_of(self, argv: Sequence[str], pid: int | None = None) -> LockFirst | None:
+        """The lock_first of a running server of this kind started with `argv` (`pid`: its process, whose
+        environment, root and working directory its config is read with): a kind whose lock is a setting (uWSGI's
+        --thunder-lock) reads what it was started with."""
         return self.lock_first
 
-    def settings_unread(self, argv: Sequence[str], cwd: str | None = None) -> str | None:
-        """What lock_first_of(argv, cwd) could not read of the server's settings, said with inspect's reading (a
+    def settings_unread(self, argv: Sequence[str], pid: int | None = None) -> str | None:
+        """What lock_first_of(argv, pid) could not read of the server's settings, said with inspect's reading (a
         lock set there, not known, leaves busy workers looking like a herd); None: nothing to say."""
         return None
 

@@ -93,7 +93,7 @@ def looks(
     acceptor's workers)."""
     # a lock no one waits for is not seen: the kind may know of it
     kind, top = _kind(server), server.processes[0]
-    rule = kind.lock_first_of(top.argv, f"/proc/{top.pid}/cwd") if kind is not None else None
+    rule = kind.lock_first_of(top.argv, top.pid) if kind is not None else None
     locking = rule.among(frozenset(r.inode for r in namespace_listeners(server.pids[0]))) if rule else None
     taken = [take(server, tables, locking)]
     for _ in range(samples - 1):
@@ -109,7 +109,7 @@ def looks(
 
 def _unread_settings(kind: ServerKind | None, top: ProcessInfo) -> tuple[str, ...]:
     """What the kind could not read of what the server was started with (an ini not readable here), as a note."""
-    said = kind.settings_unread(top.argv, f"/proc/{top.pid}/cwd") if kind is not None else None
+    said = kind.settings_unread(top.argv, top.pid) if kind is not None else None
     return (said,) if said else ()
 
 

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
     from ...core.cures import LongLivedCure
     from ...core.target import Target
+    from .uwsgi_config import Reading
 
 PACKAGE = pip_install("servers", "pyuwsgi")
 # x86_64 syscall numbers a worker waits in: epoll_wait, epoll_pwait, futex (the thunder lock)
@@ -226,6 +227,15 @@ class UwsgiServer(LaunchedServer):
         super().close()
 
 
+def _reading(argv: Sequence[str], pid: int | None) -> Reading:
+    """What the server was started with, as its thunder-lock settings: read in its own root and environment where
+    its pid is known, else from the command line alone (a relative path then not read)."""
+    from ...probes.process_files import Started, started
+    from .uwsgi_thunder import thunder_reading
+
+    return thunder_reading(started(pid, argv) if pid is not None else Started(tuple(argv), {}))
+
+
 class UwsgiKind(ServerKind):
     name = "uwsgi"
     # http11-socket would keep them, one connection per worker for as long as it stays open (its cures)
@@ -267,23 +277,31 @@ class UwsgiKind(ServerKind):
     def modes(self) -> dict[str, ModeInfo]:
         return UWSGI_MODES
 
-    def lock_first_of(self, argv: Sequence[str], cwd: str | None = None) -> LockFirst | None:
-        """The thunder lock where uWSGI was started with it (its argv, or an ini named there): under load every
-        worker may run at a look, and /proc alone then reads the default mode's herd."""
-        from .uwsgi_thunder import THUNDER_LOCK, thunder_locked  # here: the registry imports every kind at start-up
+    def lock_first_of(self, argv: Sequence[str], pid: int | None = None) -> LockFirst | None:
+        """The thunder lock where uWSGI was started with it (its command line, its UWSGI_* environment, or a config
+        file named there): under load every worker may run at a look, and /proc alone then reads the default mode's
+        herd."""
+        from .uwsgi_thunder import THUNDER_LOCK, locked  # here: the registry imports every kind at start-up
 
-        return THUNDER_LOCK if thunder_locked(argv, cwd) else None
+        return THUNDER_LOCK if locked(_reading(argv, pid)) else None
 
-    def settings_unread(self, argv: Sequence[str], cwd: str | None = None) -> str | None:
-        from .uwsgi_thunder import thunder_locked
+    def settings_unread(self, argv: Sequence[str], pid: int | None = None) -> str | None:
+        from .uwsgi_thunder import locked
 
-        unread: list[str] = []
-        if thunder_locked(argv, cwd, unread) or not unread:
-            return None
-        return (
-            f"uWSGI's {', '.join(unread)} not read (not a readable regular file here): a thunder-lock set there is "
-            "not known, and workers all busy at a look then read as the default mode's herd"
-        )
+        reading = _reading(argv, pid)
+        said: list[str] = []
+        if reading.start is not None and any(not os.path.isabs(name) for name in reading.read):
+            said.append(
+                f"uWSGI's relative config paths read from {reading.start}, its environment's PWD: where it started, "
+                "as its chdir from there names the directory it is in now"
+            )
+        if reading.unread and not locked(reading):
+            files = ", ".join(f"{name} not read ({why})" for name, why in reading.unread)
+            said.append(
+                f"uWSGI's {files}: a thunder-lock set there is not known, and workers all busy at a look then read as "
+                "the default mode's herd"
+            )
+        return ". ".join(said) or None
 
     def missing(self) -> str | None:
         return uwsgi_missing()
