@@ -74,6 +74,9 @@ class Verdict:
     fed: tuple[tuple[int, int], ...] = ()
     losers: tuple[tuple[int, int], ...] = ()
     evidence: tuple[str, ...] = ()
+    # the workers' siblings that hold a listener and wait in something else: busy with a connection (an Apache
+    # prefork child polling its kept connection for the next request), not waiting for a new one
+    busy: tuple[tuple[int, int], ...] = ()
     exclusive: bool = True  # False: epoll waiters whose epoll watches the listener without EPOLLEXCLUSIVE
 
 
@@ -82,6 +85,42 @@ def _where(listener: Listener) -> str:
 
 
 def classify(
+    seen: Sequence[Seen],
+    listeners: Sequence[Listener],
+    parent: Mapping[int, int],
+    sockets: Mapping[int, frozenset[int]],
+    known_lock: str | None = None,
+) -> Verdict:
+    """The mechanism one sample shows (see _classify), with the workers busy with a connection at the look."""
+    verdict = _classify(seen, listeners, parent, sockets, known_lock)
+    busy = _busy(seen, verdict, parent)
+    return replace(verdict, busy=busy) if busy else verdict
+
+
+def _busy(seen: Sequence[Seen], verdict: Verdict, parent: Mapping[int, int]) -> tuple[tuple[int, int], ...]:
+    """Single-threaded processes of the workers' family (a sibling, or a child of a worker: uWSGI without a master)
+    that hold a listener and wait in something else than a listener or a lock: serving a connection. A parent of
+    the server's processes is its master (Apache's in pselect6), and a threaded process's other threads serve no
+    connection of their own (an event child's pool): neither is one. Not for an acceptor's fed workers."""
+    workers = {*verdict.waiters, *verdict.losers}
+    if not workers or verdict.fed:
+        return ()
+    family = ({parent.get(pid) for pid, _ in workers} | {pid for pid, _ in workers}) - {None}
+    threads = Counter(s.pid for s in seen)
+    parents = {parent.get(s.pid) for s in seen}
+    return tuple(
+        s.unit
+        for s in seen
+        if s.via in ("other", "running")
+        and s.holds
+        and s.unit not in workers
+        and threads[s.pid] == 1
+        and s.pid not in parents
+        and parent.get(s.pid) in family
+    )
+
+
+def _classify(
     seen: Sequence[Seen],
     listeners: Sequence[Listener],
     parent: Mapping[int, int],

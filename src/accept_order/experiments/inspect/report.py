@@ -14,7 +14,7 @@ from ...render.line_rows import LineRowsTable
 from .cure_rows import cure_table, kind_named
 from .result import EpollView, InspectResult
 
-ROLE = {"worker": "listens", "fed": "fed", "acceptor": "acceptor", "lock": "no lock"}
+ROLE = {"worker": "listens", "fed": "fed", "acceptor": "acceptor", "lock": "no lock", "busy": "busy"}
 
 
 def _table(title: str, *columns: str, wrap: tuple[str, ...] = ()) -> Table:
@@ -39,7 +39,7 @@ def _holders(result: InspectResult, pids: tuple[int, ...]) -> str:
     roles = {p.pid: p.role for p in result.processes}
     names = []
     for pid in pids:
-        labels = [u.label for u in result.units if u.pid == pid and u.role in ("worker", "lock")]
+        labels = [u.label for u in result.units if u.pid == pid and u.role in ("worker", "lock", "busy")]
         if labels:
             names.append("+".join(labels))
         elif roles.get(pid) in ("master", "acceptor"):
@@ -107,15 +107,25 @@ def _units(result: InspectResult) -> Table:
     roles = {u.role for u in result.units} != {"worker"}
     columns = ["", "pid", *(["tid"] if threaded else []), *(["role"] if roles else []), "sleeps in", "wchan", "on"]
     table = _table("How each worker waits", *columns, wrap=("wchan", "on"))
+    holder = any(u.role == "worker" for u in result.units)
     for u in result.units:
         cells = [
             u.label,
             str(u.pid),
             *([str(u.tid)] if threaded else []),
-            *([ROLE.get(u.role, u.role)] if roles else []),
+            *([_role(u.role, u.call, holder)] if roles else []),
         ]
         table.add_row(*cells, u.call, u.wchan or "-", u.on)
     return table
+
+
+def _role(role: str, call: str, holder: bool) -> str:
+    """A unit's role in a word. A running lock taker holds no lock where a worker is seen waiting on the listeners
+    (the lock's holder waits there); where none is, one of the running may hold it, between its wakeup and its
+    accept, which /proc does not show."""
+    if role == "lock" and call == "running" and not holder:
+        return "lock?"
+    return ROLE.get(role, role)
 
 
 def _epoll_line(epoll: EpollView) -> str:

@@ -20,9 +20,12 @@ def _one(inodes: frozenset[int], server: Server) -> str:
     return f"listener {next(iter(inodes))}" if len(inodes) == 1 else f"{len(inodes)} listeners"
 
 
-def _on(s: Seen, wait: ThreadWait, sample: Sample, server: Server, members: Counter[str]) -> str:
+def _on(
+    s: Seen, wait: ThreadWait, sample: Sample, server: Server, members: Counter[str], holder: bool, busy: bool
+) -> str:
     """What the thread waits on, in a few words (`members`: how many descriptors each epoll open file has in
-    the sample, by its first "pid:fd")."""
+    the sample, by its first "pid:fd"; `holder`: a worker was seen waiting on the listeners, which a lock's holder
+    does; `busy`: the verdict's busy worker)."""
     fd = wait.fd
     if s.via == "accept":  # running: taken for an accept() because its listener is a blocking socket (resolve)
         return _one(s.listeners, server) + (" (a blocking socket: accept() next)" if wait.call == "running" else "")
@@ -41,8 +44,16 @@ def _on(s: Seen, wait: ThreadWait, sample: Sample, server: Server, members: Coun
     if s.via == "passed":
         senders = sorted(p for p, inodes in sample.sockets.items() if inodes & s.unix_ends and p != s.pid)
         return f"Unix socket from pid {senders[0]}" if senders else "a Unix socket"
+    if s.via == "lock" and wait.call == "running" and not holder:  # no one seen waiting with the lock: it may be
+        # one of the running, between its wakeup and its accept (/proc shows no lock held)
+        held = _one(s.holds, server)
+        return f"running: takes the lock before it waits, and may hold it now (none waits with it); holds {held}"
     if s.via == "lock" and wait.call == "running":  # a lock taker (analysis/mechanism.py, ServerKind.lock_first)
         return f"running: takes the lock before it waits; holds {_one(s.holds, server)}"
+    if busy:  # analysis/mechanism.py's Verdict.busy: serving a connection (a prefork child's kept one)
+        return (
+            f"busy: {wait.call}, not on {_one(s.holds, server)} (serving a connection); holds {_one(s.holds, server)}"
+        )
     if s.via == "lock":
         return f"a lock (FUTEX_LOCK_PI); holds {_one(s.holds, server)}"
     if s.via == "idle":
@@ -57,6 +68,7 @@ def unit_views(server: Server, sample: Sample, verdict: Verdict) -> tuple[UnitVi
         roles[unit] = "acceptor" if verdict.mechanism == Mechanism.FD_PASS else "worker"
     roles.update({unit: "fed" for unit in verdict.fed})
     roles.update({unit: "lock" for unit in verdict.losers})
+    roles.update({unit: "busy" for unit in verdict.busy})
     waits = {(pid, w.tid): w for pid, ws in sample.waits.items() for w in ws}
     members = Counter(sample.same_epoll.values())  # counted once, not once a worker (65,000 steps at 256)
     views: list[UnitView] = []
@@ -66,13 +78,13 @@ def unit_views(server: Server, sample: Sample, verdict: Verdict) -> tuple[UnitVi
         wait = waits[s.unit]
         label = "acc" if role == "acceptor" else f"w{index}"
         index += role != "acceptor"
-        on = _on(s, wait, sample, server, members)
+        on = _on(s, wait, sample, server, members, bool(verdict.waiters), role == "busy")
         views.append(UnitView(label, s.pid, s.tid, role, wait.call, wait.fd, wait.wchan, on))
     return tuple(views)
 
 
 def process_rows(server: Server, sample: Sample, verdict: Verdict) -> tuple[ProcessRow, ...]:
-    units = {*verdict.waiters, *verdict.fed, *verdict.losers}
+    units = {*verdict.waiters, *verdict.fed, *verdict.losers, *verdict.busy}
     working = {pid for pid, _ in units}
     parents = {p.ppid for p in server.processes if p.pid in working}
     rows = []
