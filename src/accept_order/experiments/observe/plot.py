@@ -1,8 +1,10 @@
-"""The observe picture: each worker's share of the connections over time, and the listen queue's depth."""
+"""The observe picture: each worker's share of the connections over time, of the bytes its connections received
+(where the load was looked at), and the listen queue's depth."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from ...render.plots import (
     PlotOptions,
@@ -18,12 +20,17 @@ from ...render.plots import (
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from .result import ObserveResult
+    from .result import ObserveInterval, ObserveResult
 
 
 def observe_figure(result: ObserveResult, options: PlotOptions) -> Figure:
-    fig = new_figure(height=6.0)
-    share_ax, queue_ax = fig.subplots(2, 1, sharex=True, height_ratios=(3, 1))
+    # a keep-alive pool opened before the window is accepted by nobody while observed: its load is in the bytes
+    loaded = [i for i in result.intervals if i.span_s > 0 and sum(i.bytes_in) > 0]
+    fig = new_figure(height=8.0 if loaded else 6.0)
+    if loaded:
+        share_ax, bytes_ax, queue_ax = fig.subplots(3, 1, sharex=True, height_ratios=(3, 3, 1))
+    else:
+        share_ax, queue_ax = fig.subplots(2, 1, sharex=True, height_ratios=(3, 1))
     how = "accepts, counted by the kernel" if result.traced else "connections seen, sampled (approximate)"
     settings = f"{text(result.target)}, {how}"
     if result.environment is not None:
@@ -41,13 +48,16 @@ def observe_figure(result: ObserveResult, options: PlotOptions) -> Figure:
         for index, worker in enumerate(result.workers):
             shares = [100 * i.accepts[index] / i.total if i.total else float("nan") for i in intervals]
             label = text(f"{index} ({worker.label})")
-            share_ax.plot(ends, shares, "-", color=colors[index], linewidth=1.5, label=label)
+            # a marker on each interval: a share in one interval alone (a pool seen as it opened) is no line
+            share_ax.plot(ends, shares, "-o", color=colors[index], linewidth=1.5, markersize=3, label=label)
         share_ax.axhline(100 / len(result.workers), color="0.6", linestyle="--", linewidth=1, label="an even share")
         share_ax.set_ylim(0, 100)
         share_ax.set_ylabel("share of the interval's connections, %")
         # beside the lines (a worker's share can reach any height), a column per 16 workers
         legend_outside(share_ax, right=True, ncol=1 + (len(result.workers) - 1) // 16)
     share_ax.grid(alpha=0.3)
+    if loaded:
+        _bytes_panel(bytes_ax, loaded, len(result.workers))
     sampled = [i for i in intervals if i.queue_max is not None]
     if sampled:
         ends = [i.end_s for i in sampled]
@@ -59,3 +69,17 @@ def observe_figure(result: ObserveResult, options: PlotOptions) -> Figure:
     queue_ax.set_xlabel("seconds observed")
     queue_ax.grid(alpha=0.3)
     return fig
+
+
+def _bytes_panel(ax: Any, loaded: Sequence[ObserveInterval], workers: int) -> None:
+    """Each worker's share of the bytes its connections received in each interval the load was looked at: what
+    the held connections carried, which the accepts of a pool opened before the window do not show."""
+    ends = [i.end_s for i in loaded]
+    colors = worker_colors(workers)
+    for index in range(workers):
+        shares = [100 * i.bytes_in[index] / sum(i.bytes_in) for i in loaded]
+        ax.plot(ends, shares, "-o", color=colors[index], linewidth=1.5, markersize=3)
+    ax.axhline(100 / workers, color="0.6", linestyle="--", linewidth=1)
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("share of the bytes received, %")
+    ax.grid(alpha=0.3)
