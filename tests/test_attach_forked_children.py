@@ -90,19 +90,16 @@ def forking(tmp_path: Path) -> Iterator[Forking]:
             proc.stdout.close()
 
 
-def _socket_inodes(pid: int) -> set[int]:
-    """From /proc/PID/fd: the parent's only socket is its listener (it closes each accepted one after the fork)."""
-    found = set()
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        link = os.readlink(f"/proc/{pid}/fd/{fd}")
-        if link.startswith("socket:["):
-            found.add(int(link[8:-1]))
-    return found
+def _listener(port: int) -> set[int]:
+    """The listening socket on `port`, from /proc/net/tcp (state 0A: LISTEN; the inode is its tenth field)."""
+    with open("/proc/net/tcp") as f:
+        rows = [line.split() for line in f.readlines()[1:]]
+    return {int(row[9]) for row in rows if row[1].endswith(f":{port:04X}") and row[3] == "0A"}
 
 
 def test_the_children_of_a_forking_server_hold_its_listener_and_are_not_its_workers(forking: Forking) -> None:
     children = forking.children()
-    listener = _socket_inodes(forking.pid)
+    listener = _listener(forking.port)
     assert len(listener) == 1
     holders = socket_holders(listener, [forking.pid, *children])
     assert set(holders) == {forking.pid, *children}  # /proc: every child holds the listener, as the parent does

@@ -47,14 +47,23 @@ def worker_pids(
     A master's children are not all workers: nginx's cache manager and loader, h2o's backtrace annotator, the
     resource tracker of a Python supervisor serve nothing. A worker holds the listener on host:port, or, where the
     master holds it alone (Node's primary under SCHED_RR), is fed connections by it over a Unix socketpair; and no
-    kind names it a helper of its own by its title (`nginx: cache manager process`: ServerKind.helpers)."""
+    kind names it a helper of its own by its title (`nginx: cache manager process`: ServerKind.helpers).
+
+    A master still starting (it holds the listener before its workers take it) is waited for, at most
+    attached_start.STARTING_S: read at once, it was its own one worker (attached_start.py)."""
     import psutil
+
+    from .attached_start import settled_workers
 
     try:
         if len(attach) == 1:
-            master = psutil.Process(attach[0])
-            children = [p.pid for p in sorted(master.children(), key=lambda p: (p.create_time(), p.pid))]
-            return _serving(master.pid, children, host, port, tuple(helpers)) or [master.pid]
+            master = psutil.Process(attach[0]).pid
+            titles = tuple(helpers)
+
+            def read(children: list[int]) -> tuple[list[int], bool, set[int]]:
+                return _serving(master, children, host, port, titles)
+
+            return settled_workers(master, read, lambda pid: _named_helper(pid, titles)) or [master]
         for pid in attach:
             psutil.Process(pid)
         return list(attach)
@@ -66,9 +75,10 @@ def worker_pids(
 
 def _serving(
     master: int, children: list[int], host: str | None, port: int | None, helpers: tuple[str, ...]
-) -> list[int]:
+) -> tuple[list[int], bool, set[int]]:
     """Of a master's children, those that take its connections (see worker_pids); all of them but the named
-    helpers where no port is known to tell by."""
+    helpers where no port is known to tell by. With whether the master holds the listener, and the children that
+    hold it or are fed by the master (whatever they are: attached_start.py waits for the others)."""
     from ..probes.owner import socket_holders
     from ..probes.serving import process_info
 
@@ -76,16 +86,18 @@ def _serving(
         return process_info(pid) is not None and not _named_helper(pid, helpers)
 
     if host is None or not port:
-        return [pid for pid in children if worker(pid)]
+        return [pid for pid in children if worker(pid)], False, set(children)
     holders = socket_holders(_listener_inodes(host, port, [master, *children]), [master, *children])
     if not holders:  # none holds it: check_listening says so of the master and its children
-        return [pid for pid in children if worker(pid)]
+        return [pid for pid in children if worker(pid)], False, set()
     held = [pid for pid in children if pid in holders]
     if held and master in holders and _forks_per_connection(master, held, holders):
-        return []  # the master accepts; its children serve a connection each (worker_pids: the master alone)
+        return [], True, set(held)  # the master accepts; its children serve a connection each (worker_pids: it)
+    fed = _fed(master) if master in holders else frozenset()
+    engaged = set(held) | (set(children) & fed)
     if held or master not in holders:
-        return [pid for pid in held if worker(pid)]
-    return [pid for pid in children if pid in _fed(master) and worker(pid)]
+        return [pid for pid in held if worker(pid)], master in holders, engaged
+    return [pid for pid in children if pid in fed and worker(pid)], True, engaged
 
 
 def _forks_per_connection(master: int, children: Sequence[int], holders: dict[int, set[int]]) -> bool:
