@@ -12,7 +12,7 @@ from __future__ import annotations
 import socket
 import struct
 
-from accept_order.probes.listeners import NETLINK_SOCK_DIAG, NLM_F_DUMP, NLM_F_REQUEST, SOCK_DIAG_BY_FAMILY
+from accept_order.probes.netlink_diag import NETLINK_SOCK_DIAG, NLM_F_DUMP, NLM_F_REQUEST, SOCK_DIAG_BY_FAMILY
 
 NLMSG_ERROR, NLMSG_DONE = 2, 3
 # The states of a connection, TIME_WAIT (6) included (linux/tcp_states.h): not CLOSE (7), LISTEN (10) nor 13, the

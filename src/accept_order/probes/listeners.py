@@ -11,44 +11,27 @@ from __future__ import annotations
 import errno
 import os
 import socket
-import struct
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..core.measures import Family, ListenerRow
+from .netlink_diag import (
+    MSG_HEAD,
+    MSG_SIZE,
+    MSG_TAIL,
+    NLATTR,
+    SOCKID_BE,
+    SOCKID_SIZE,
+    diag_messages,
+    diag_request,
+    open_diag_socket,
+)
 
 if TYPE_CHECKING:
     import ipaddress
 
-# linux/netlink.h, linux/sock_diag.h, linux/inet_diag.h
-NETLINK_SOCK_DIAG = 4
-SOCK_DIAG_BY_FAMILY = 20
-NLM_F_REQUEST = 0x1
-NLM_F_ROOT = 0x100
-NLM_F_MATCH = 0x200
-NLM_F_DUMP = NLM_F_ROOT | NLM_F_MATCH
-NLMSG_ERROR = 2
-NLMSG_DONE = 3
-TCP_LISTEN = 10
 INET_DIAG_SKV6ONLY = 11  # an attribute the kernel adds to every IPv6 listener's reply, asked or not
-
-_NLMSGHDR = struct.Struct("=IHHII")  # len, type, flags, seq, pid
-# inet_diag_sockid: sport, dport (big endian), src[16], dst[16], if, cookie[2] (host order)
-_SOCKID_FMT = "!HH16s16s"
-_SOCKID_TAIL_FMT = "=III"
-# inet_diag_req_v2: family, protocol, ext, pad, states, then the sockid
-_REQ_V2 = struct.Struct("=BBBBI")
-# inet_diag_msg: family, state, timer, retrans, sockid, expires, rqueue, wqueue, uid, inode
-_MSG_HEAD = struct.Struct("=BBBB")
-_SOCKID_BE = struct.Struct(_SOCKID_FMT)
-_SOCKID_TAIL = struct.Struct(_SOCKID_TAIL_FMT)
-_MSG_TAIL = struct.Struct("=IIIII")
-_SOCKID_SIZE = _SOCKID_BE.size + _SOCKID_TAIL.size  # 48
-_MSG_SIZE = _MSG_HEAD.size + _SOCKID_SIZE + _MSG_TAIL.size  # 72
-_NLATTR = struct.Struct("=HH")  # rtattr: len, type
-_RECV_BUFSIZE = 1 << 16
-_NETLINK_TIMEOUT = 2.0
 
 
 def _check_port(port: int) -> None:
@@ -56,70 +39,31 @@ def _check_port(port: int) -> None:
         raise ValueError(f"port must be in 1..65535, got {port}")
 
 
-def diag_request(family: int, port: int, seq: int, states: int = 1 << TCP_LISTEN) -> bytes:
-    """An inet_diag dump of the TCP sockets of `family` in `states` (a bitmask: bit n, state n) on source `port`
-    (0: any)."""
-    sockid = _SOCKID_BE.pack(port, 0, b"", b"") + _SOCKID_TAIL.pack(0, 0xFFFFFFFF, 0xFFFFFFFF)
-    body = _REQ_V2.pack(family, socket.IPPROTO_TCP, 0, 0, states) + sockid
-    header = _NLMSGHDR.pack(_NLMSGHDR.size + len(body), SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST | NLM_F_DUMP, seq, 0)
-    return header + body
-
-
 def _parse_diag_msg(payload: bytes) -> ListenerRow:
-    if len(payload) < _MSG_SIZE:
+    if len(payload) < MSG_SIZE:
         raise OSError(errno.EPROTO, f"inet_diag_msg too short ({len(payload)} bytes)")
-    fam, _state, _timer, _retrans = _MSG_HEAD.unpack_from(payload, 0)
-    sport, _dport, src, _dst = _SOCKID_BE.unpack_from(payload, _MSG_HEAD.size)
-    _expires, rqueue, wqueue, _uid, inode = _MSG_TAIL.unpack_from(payload, _MSG_HEAD.size + _SOCKID_SIZE)
+    fam, _state, _timer, _retrans = MSG_HEAD.unpack_from(payload, 0)
+    sport, _dport, src, _dst = SOCKID_BE.unpack_from(payload, MSG_HEAD.size)
+    _expires, rqueue, wqueue, _uid, inode = MSG_TAIL.unpack_from(payload, MSG_HEAD.size + SOCKID_SIZE)
     if fam == socket.AF_INET:
         return ListenerRow("ipv4", socket.inet_ntop(socket.AF_INET, src[:4]), sport, rqueue, wqueue, inode)
     if fam == socket.AF_INET6:
         address = socket.inet_ntop(socket.AF_INET6, src)
-        return ListenerRow("ipv6", address, sport, rqueue, wqueue, inode, v6only=_v6only(payload[_MSG_SIZE:]))
+        return ListenerRow("ipv6", address, sport, rqueue, wqueue, inode, v6only=_v6only(payload[MSG_SIZE:]))
     raise OSError(errno.EPROTO, f"unexpected address family {fam} in inet_diag reply")
 
 
 def _v6only(attributes: bytes) -> bool | None:
     """IPV6_V6ONLY from the attributes after an inet_diag_msg (INET_DIAG_SKV6ONLY); None if absent."""
     offset = 0
-    while offset + _NLATTR.size <= len(attributes):
-        length, kind = _NLATTR.unpack_from(attributes, offset)
-        if length < _NLATTR.size:
+    while offset + NLATTR.size <= len(attributes):
+        length, kind = NLATTR.unpack_from(attributes, offset)
+        if length < NLATTR.size:
             return None
-        if kind == INET_DIAG_SKV6ONLY and length > _NLATTR.size:
-            return attributes[offset + _NLATTR.size] != 0
+        if kind == INET_DIAG_SKV6ONLY and length > NLATTR.size:
+            return attributes[offset + NLATTR.size] != 0
         offset += (length + 3) & ~3  # RTA_ALIGN
     return None
-
-
-def diag_messages(
-    sock: socket.socket, request: bytes, seq: int, bufsize: int = _RECV_BUFSIZE
-) -> Iterator[tuple[bytes, int, int]]:
-    """Send an inet_diag dump `request` and yield each reply to `seq` as (data, start, end), its inet_diag_msg being
-    data[start:end] (not copied: a dump of 47,000 sockets reads one byte of each), until the kernel's NLMSG_DONE.
-    OSError for the kernel's error, a closed socket or a malformed message; replies to other requests are skipped."""
-    sock.send(request)
-    while True:
-        data = sock.recv(bufsize)
-        if not data:
-            raise OSError(errno.EPROTO, "netlink socket closed during dump")
-        offset = 0
-        while offset + _NLMSGHDR.size <= len(data):
-            length, mtype, _flags, mseq, _pid = _NLMSGHDR.unpack_from(data, offset)
-            if length < _NLMSGHDR.size or offset + length > len(data):
-                raise OSError(errno.EPROTO, f"bad netlink message length {length}")
-            start, end = offset + _NLMSGHDR.size, offset + length
-            offset += (length + 3) & ~3  # NLMSG_ALIGN
-            if mseq != seq:
-                continue  # stale reply to an earlier request
-            if mtype == NLMSG_DONE:
-                return
-            if mtype == NLMSG_ERROR:
-                (err,) = struct.unpack_from("=i", data, start)
-                if err:  # 0: an ACK, not an error
-                    raise OSError(-err, f"inet_diag dump failed: {os.strerror(-err)}")
-            elif mtype == SOCK_DIAG_BY_FAMILY:
-                yield data, start, end
 
 
 def _dump_listeners(sock: socket.socket, family: int, port: int | None, seq: int) -> list[ListenerRow]:
@@ -148,13 +92,8 @@ def netlink_all_listeners() -> list[ListenerRow]:
 
 
 def _netlink_dump(port: int | None) -> list[ListenerRow]:
-    af_netlink = getattr(socket, "AF_NETLINK", None)
-    if af_netlink is None:
-        raise OSError(errno.EAFNOSUPPORT, "AF_NETLINK is not available on this platform")
     rows: list[ListenerRow] = []
-    with socket.socket(af_netlink, socket.SOCK_DGRAM, NETLINK_SOCK_DIAG) as sock:
-        sock.settimeout(_NETLINK_TIMEOUT)
-        sock.bind((0, 0))
+    with open_diag_socket() as sock:
         for seq, family in enumerate((socket.AF_INET, socket.AF_INET6), start=1):
             rows.extend(_dump_listeners(sock, family, port, seq))
     return rows

@@ -6,7 +6,7 @@ socket, or None. Two steps:
 
 1. The server side's inode. The server side of the 4-tuple is (src=client_peer, dst=client_local); one
    non-dump SOCK_DIAG_BY_FAMILY request with that exact inet_diag_sockid returns that one socket (the
-   struct layouts are listeners.py's). If netlink is unavailable or fails, /proc/net/tcp{,6} is read.
+   struct layouts are netlink_diag.py's). If netlink is unavailable or fails, /proc/net/tcp{,6} is read.
 2. The process holding ``socket:[inode]``: readlink over /proc/PID/fd of each candidate. A listening
    socket is shared by every worker, but an accepted one is held by exactly one, so the first holder is
    the owner.
@@ -29,46 +29,36 @@ from collections.abc import Collection, Iterable, Sequence
 
 from ..core.started import Closing
 from .fd_table import FdTables
-from .listeners import (
-    _MSG_HEAD,
-    _MSG_SIZE,
-    _MSG_TAIL,
-    _NETLINK_TIMEOUT,
-    _NLMSGHDR,
-    _RECV_BUFSIZE,
-    _REQ_V2,
-    _SOCKID_BE,
-    _SOCKID_SIZE,
-    _SOCKID_TAIL,
-    NETLINK_SOCK_DIAG,
+from .netlink_diag import (
+    MSG_HEAD,
+    MSG_SIZE,
+    MSG_TAIL,
     NLM_F_REQUEST,
     NLMSG_DONE,
     NLMSG_ERROR,
+    NLMSGHDR,
+    NO_COOKIE,
+    RECV_BUFSIZE,
+    REQ_V2,
     SOCK_DIAG_BY_FAMILY,
+    SOCKID_BE,
+    SOCKID_SIZE,
+    SOCKID_TAIL,
     TCP_LISTEN,
+    message,
+    open_diag_socket,
 )
 
 Address = tuple[str, int]
 
 _ALL_STATES = 0xFFFFFFFF  # an exact lookup ignores the state filter; ask for all anyway
-_NOCOOKIE = 0xFFFFFFFF  # INET_DIAG_NOCOOKIE: match by 4-tuple only
 _PROC_LISTEN = b"0A"  # TCP_LISTEN as /proc/net/tcp prints it
 _ERR = struct.Struct("=i")
 
 
 def _open_netlink() -> socket.socket:
     """A bound NETLINK_SOCK_DIAG socket (a module function so that tests can make it fail)."""
-    af_netlink = getattr(socket, "AF_NETLINK", None)
-    if af_netlink is None:
-        raise OSError(errno.EAFNOSUPPORT, "AF_NETLINK is not available on this platform")
-    sock = socket.socket(af_netlink, socket.SOCK_DGRAM, NETLINK_SOCK_DIAG)
-    try:
-        sock.settimeout(_NETLINK_TIMEOUT)  # a kernel that never answers must not hang the caller
-        sock.bind((0, 0))
-    except OSError:
-        sock.close()
-        raise
-    return sock
+    return open_diag_socket()
 
 
 def _family_and_host(address: Address) -> tuple[int, str]:
@@ -129,7 +119,7 @@ class SocketOwners(Closing):
     def __init__(self, pids: Sequence[int]) -> None:
         self.pids = list(pids)
         self._seq = 0
-        self._buf = bytearray(_RECV_BUFSIZE)  # one buffer, so a lookup allocates no 64 KiB per recv
+        self._buf = bytearray(RECV_BUFSIZE)  # one buffer, so a lookup allocates no 64 KiB per recv
         try:
             self._netlink: socket.socket | None = _open_netlink()
         except OSError:
@@ -173,22 +163,23 @@ class SocketOwners(Closing):
         sport, dport = client_peer[1], client_local[1]
         self._seq = (self._seq + 1) & 0xFFFFFFFF
         seq = self._seq
-        sockid = _SOCKID_BE.pack(sport, dport, socket.inet_pton(family, src), socket.inet_pton(family, dst))
-        sockid += _SOCKID_TAIL.pack(0, _NOCOOKIE, _NOCOOKIE)
-        body = _REQ_V2.pack(family, socket.IPPROTO_TCP, 0, 0, _ALL_STATES) + sockid
-        # No NLM_F_DUMP: the kernel looks the 4-tuple up and answers with that socket or an error.
-        sock.send(_NLMSGHDR.pack(_NLMSGHDR.size + len(body), SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST, seq, 0) + body)
+        sockid = SOCKID_BE.pack(sport, dport, socket.inet_pton(family, src), socket.inet_pton(family, dst))
+        sockid += SOCKID_TAIL.pack(0, NO_COOKIE, NO_COOKIE)  # matched by the 4-tuple alone
+        body = REQ_V2.pack(family, socket.IPPROTO_TCP, 0, 0, _ALL_STATES) + sockid
+        # No NLM_F_DUMP: the kernel looks the 4-tuple up and answers with that socket or an error. Not
+        # diag_messages: an unknown socket's ENOENT is an answer here, and one buffer serves every lookup.
+        sock.send(message(body, seq, NLM_F_REQUEST))
         buf = self._buf
         while True:
             size = sock.recv_into(buf)
             if size == 0:
                 raise OSError(errno.EPROTO, "empty netlink reply")
             offset = 0
-            while offset + _NLMSGHDR.size <= size:
-                length, mtype, _flags, mseq, _pid = _NLMSGHDR.unpack_from(buf, offset)
-                if length < _NLMSGHDR.size or offset + length > size:
+            while offset + NLMSGHDR.size <= size:
+                length, mtype, _flags, mseq, _pid = NLMSGHDR.unpack_from(buf, offset)
+                if length < NLMSGHDR.size or offset + length > size:
                     raise OSError(errno.EPROTO, f"bad netlink message length {length}")
-                start = offset + _NLMSGHDR.size
+                start = offset + NLMSGHDR.size
                 offset += (length + 3) & ~3  # NLMSG_ALIGN
                 if mseq != seq:
                     continue  # the late answer to a request that timed out earlier
@@ -202,15 +193,15 @@ class SocketOwners(Closing):
                 if mtype == NLMSG_DONE:
                     return None
                 if mtype == SOCK_DIAG_BY_FAMILY:
-                    return self._parse_reply(buf, start, length - _NLMSGHDR.size, sport, dport)
+                    return self._parse_reply(buf, start, length - NLMSGHDR.size, sport, dport)
 
     @staticmethod
     def _parse_reply(buf: bytearray, start: int, size: int, sport: int, dport: int) -> int | None:
-        if size < _MSG_SIZE:
+        if size < MSG_SIZE:
             raise OSError(errno.EPROTO, f"inet_diag_msg too short ({size} bytes)")
-        _fam, state, _timer, _retrans = _MSG_HEAD.unpack_from(buf, start)
-        got_sport, got_dport, _src, _dst = _SOCKID_BE.unpack_from(buf, start + _MSG_HEAD.size)
-        inode = _MSG_TAIL.unpack_from(buf, start + _MSG_HEAD.size + _SOCKID_SIZE)[4]
+        _fam, state, _timer, _retrans = MSG_HEAD.unpack_from(buf, start)
+        got_sport, got_dport, _src, _dst = SOCKID_BE.unpack_from(buf, start + MSG_HEAD.size)
+        inode = MSG_TAIL.unpack_from(buf, start + MSG_HEAD.size + SOCKID_SIZE)[4]
         # With no established match the kernel's lookup falls back to the listener on that port, which
         # every worker holds: that is not the connection, so anything but the exact pair is no answer.
         if state == TCP_LISTEN or (got_sport, got_dport) != (sport, dport):

@@ -7,11 +7,10 @@ CPU-s at 9,273 sockets, measured here)."""
 
 from __future__ import annotations
 
-import errno
 import socket
 from collections import Counter
 
-from .listeners import _NETLINK_TIMEOUT, NETLINK_SOCK_DIAG, diag_messages, diag_request
+from .netlink_diag import diag_messages, diag_request, open_diag_socket
 
 # The state column of /proc/net/tcp, as include/net/tcp_states.h numbers them
 STATES = {
@@ -49,13 +48,8 @@ def socket_summary(paths: tuple[str, ...] = ("/proc/net/tcp", "/proc/net/tcp6"))
 def netlink_states() -> Counter[int]:
     """How many TCP sockets of this network namespace are in each state (the kernel's numbers), IPv4 and IPv6.
     OSError when netlink is unavailable (not Linux, sandboxed)."""
-    af_netlink = getattr(socket, "AF_NETLINK", None)
-    if af_netlink is None:
-        raise OSError(errno.EAFNOSUPPORT, "AF_NETLINK is not available on this platform")
     counts: Counter[int] = Counter()
-    with socket.socket(af_netlink, socket.SOCK_DGRAM, NETLINK_SOCK_DIAG) as sock:
-        sock.settimeout(_NETLINK_TIMEOUT)
-        sock.bind((0, 0))
+    with open_diag_socket() as sock:
         for seq, family in enumerate((socket.AF_INET, socket.AF_INET6), start=1):
             _count_states(sock, family, seq, counts)
     return counts

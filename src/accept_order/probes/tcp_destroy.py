@@ -43,7 +43,7 @@ import time
 from collections.abc import Callable, Container, Sequence
 
 from ..core.signal_order import start_thread
-from .listeners import NETLINK_SOCK_DIAG
+from .netlink_diag import NETLINK_SOCK_DIAG
 from .server_netns import in_namespace_of
 from .tcp_info import _ATTR_INFO, _HEAD, INET_DIAG_INFO, Decoder, TcpSocket
 

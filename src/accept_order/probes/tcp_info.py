@@ -30,7 +30,7 @@ import struct
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from .listeners import NETLINK_SOCK_DIAG, NLM_F_DUMP, NLM_F_REQUEST, NLMSG_DONE, NLMSG_ERROR, SOCK_DIAG_BY_FAMILY
+from .netlink_diag import NETLINK_SOCK_DIAG, NLM_F_DUMP, NLM_F_REQUEST, NLMSG_DONE, NLMSG_ERROR, SOCK_DIAG_BY_FAMILY
 from .server_netns import in_namespace_of
 
 # linux/tcp_states.h: the states asked for, as a mask of 1 << state

@@ -8,26 +8,17 @@ The dump covers the network namespace of the netlink socket: ask from inside the
 
 from __future__ import annotations
 
-import errno
 import socket
 import struct
 
-from .listeners import (
-    _NETLINK_TIMEOUT,
-    _NLMSGHDR,
-    NETLINK_SOCK_DIAG,
-    NLM_F_DUMP,
-    NLM_F_REQUEST,
-    NLMSG_DONE,
-    NLMSG_ERROR,
-    SOCK_DIAG_BY_FAMILY,
-)
+from .netlink_diag import NLATTR, diag_messages, message, open_diag_socket
 
 UDIAG_SHOW_PEER = 0x4
 UNIX_DIAG_PEER = 2
 _REQ = struct.Struct("=BBHIIIII")  # family, protocol, pad, states, ino, show, cookie[2]
 _MSG = struct.Struct("=BBBBIII")  # family, type, state, pad, ino, cookie[2]
-_RTA = struct.Struct("=HH")  # rta_len, rta_type
+_EVERY_STATE = 0xFFFFFFFF
+_NO_COOKIE = 0xFFFFFFFF
 
 
 def _parse(payload: bytes, peers: dict[int, int]) -> None:
@@ -35,46 +26,23 @@ def _parse(payload: bytes, peers: dict[int, int]) -> None:
         return
     inode = _MSG.unpack_from(payload, 0)[4]
     offset = _MSG.size
-    while offset + _RTA.size <= len(payload):
-        length, kind = _RTA.unpack_from(payload, offset)
-        if length < _RTA.size:
+    while offset + NLATTR.size <= len(payload):
+        length, kind = NLATTR.unpack_from(payload, offset)
+        if length < NLATTR.size:
             break
-        if kind == UNIX_DIAG_PEER and length >= _RTA.size + 4:
-            (peer,) = struct.unpack_from("=I", payload, offset + _RTA.size)
+        if kind == UNIX_DIAG_PEER and length >= NLATTR.size + 4:
+            (peer,) = struct.unpack_from("=I", payload, offset + NLATTR.size)
             if peer:
                 peers[inode] = peer
-        offset += (length + 3) & ~3
+        offset += (length + 3) & ~3  # RTA_ALIGN
 
 
 def unix_peers() -> dict[int, int]:
     """inode -> its peer's inode, for every connected Unix socket of this network namespace.
     OSError when netlink cannot be asked (not Linux, a sandbox)."""
     peers: dict[int, int] = {}
-    af_netlink = getattr(socket, "AF_NETLINK", None)
-    if af_netlink is None:
-        raise OSError(errno.EAFNOSUPPORT, "AF_NETLINK is not available on this platform")
-    with socket.socket(af_netlink, socket.SOCK_DGRAM, NETLINK_SOCK_DIAG) as sock:
-        sock.settimeout(_NETLINK_TIMEOUT)
-        sock.bind((0, 0))
-        body = _REQ.pack(socket.AF_UNIX, 0, 0, 0xFFFFFFFF, 0, UDIAG_SHOW_PEER, 0xFFFFFFFF, 0xFFFFFFFF)
-        header = _NLMSGHDR.pack(_NLMSGHDR.size + len(body), SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST | NLM_F_DUMP, 1, 0)
-        sock.send(header + body)
-        while True:
-            data = sock.recv(1 << 16)
-            if not data:
-                raise OSError(errno.EPROTO, "netlink socket closed during dump")
-            offset = 0
-            while offset + _NLMSGHDR.size <= len(data):
-                length, mtype, _flags, _seq, _pid = _NLMSGHDR.unpack_from(data, offset)
-                if length < _NLMSGHDR.size:
-                    raise OSError(errno.EPROTO, f"bad netlink message length {length}")
-                payload = data[offset + _NLMSGHDR.size : offset + length]
-                offset += (length + 3) & ~3
-                if mtype == NLMSG_DONE:
-                    return peers
-                if mtype == NLMSG_ERROR:
-                    (err,) = struct.unpack_from("=i", payload, 0)
-                    if err:
-                        raise OSError(-err, "unix_diag dump failed")
-                elif mtype == SOCK_DIAG_BY_FAMILY:
-                    _parse(payload, peers)
+    body = _REQ.pack(socket.AF_UNIX, 0, 0, _EVERY_STATE, 0, UDIAG_SHOW_PEER, _NO_COOKIE, _NO_COOKIE)
+    with open_diag_socket() as sock:
+        for data, start, end in diag_messages(sock, message(body, seq=1), seq=1):
+            _parse(data[start:end], peers)
+    return peers
