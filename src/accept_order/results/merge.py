@@ -184,6 +184,10 @@ def _add_evidence(into: dict[str, Any], run: Mapping[str, Any], hosts: tuple[Any
     first file's ticks called others' CPU 'this run's own' (a merge of two cluster runs said 36% own, 59%
     others', where its first file alone had said 22% and 73%). `hosts`: the two files' hostnames."""
     into.pop("machine", None)
+    # the server's own log (a launched server's witness) is one launch's: kept beside the added replies, the first
+    # file's log read 'h2o access log disagrees: requests per worker 181 177 199 188, the replies 266 280 296 282'
+    # of two runs that each agreed with their own; each file's check was said when it ran
+    into.pop("witness", None)
     _add_kernel_counters(into, run, hosts)
     observed = _add_observed(into.get("observed_on"), run.get("observed_on"))
     if observed is None:
