@@ -77,7 +77,7 @@ class UnitView:
     label: str
     pid: int
     tid: int
-    role: str  # worker, acceptor, fed (gets connections passed), lock (waits without the listener)
+    role: str  # worker, acceptor, fed (gets connections passed), lock (waits without the listener), busy (serves one)
     call: str
     fd: int | None
     wchan: str
