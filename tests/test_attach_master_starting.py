@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from conftest import child_processes, wait_for
 
+from accept_order.experiments.observe.server import find_server
 from accept_order.probes.listeners import listening_sockets
 from accept_order.probes.owner import socket_holders
 from accept_order.servers import attached_start
@@ -150,3 +151,14 @@ def test_an_old_master_is_read_at_once_and_a_young_one_once_its_reading_settles(
     reads.clear()
     forked[:] = [[11], [11, 12], [11], [11, 12]]  # never settles: bounded
     assert attached_start.settled_workers(1, read, lambda pid: False, limit_s=0.2) in ([11], [11, 12])
+
+
+def test_observe_of_a_master_still_forking_its_workers_finds_every_one(
+    gunicorn_starting: tuple[subprocess.Popen[bytes], int, Path],
+) -> None:
+    """observe's reading of the server by its master's pid: the same wait."""
+    proc, port, log = gunicorn_starting
+    wait_for(lambda: _listener_inode(proc.pid, port), bool, TIMEOUT_S, "gunicorn's master to listen")
+    watched = find_server(proc.pid)
+    booted = wait_for(lambda: BOOTED.findall(log.read_text()), lambda b: len(b) == WORKERS, TIMEOUT_S, "the log")
+    assert watched.master == proc.pid and sorted(watched.workers) == sorted(map(int, booted)), watched

@@ -17,6 +17,7 @@ reading of the case), asked only where some process that holds no listener talks
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 
 from ...core.measures import ListenerRow
@@ -25,6 +26,8 @@ from ...probes import serving
 from ...probes.accept_waits import forks_per_connection
 from ...probes.fd_table import FdTables
 from ...probes.serving import process_info, socket_inodes, with_backlogs
+
+POLL_S = 0.05  # a starting master's reading, taken again
 
 
 @dataclass(frozen=True)
@@ -83,7 +86,32 @@ def threads(pid: int) -> list[int]:
 
 def find_server(pid: int | None = None, port: int | None = None) -> Watched:
     """The server behind `pid` or `port` (in this network namespace), as inspect finds it (a pid that holds
-    no listener leads to its parent's or a child's). NotServing (one line) when there is none."""
+    no listener leads to its parent's or a child's). NotServing (one line) when there is none.
+
+    A master still starting is read again until its reading holds (servers/attached_start.py: gunicorn forks its
+    workers 0.1 s apart; read at once, the master alone, or one worker of three, was the server)."""
+    from ...servers.attached_start import SETTLE_S, STARTING_S, age_s
+
+    deadline = time.monotonic() + STARTING_S
+    watched = _find_server(pid, port)
+    since = time.monotonic()
+    while time.monotonic() < deadline and (age_s(_root(watched)) or STARTING_S) < STARTING_S:
+        if time.monotonic() - since >= SETTLE_S:
+            break
+        time.sleep(POLL_S)
+        again = _find_server(pid, port)
+        if (again.workers, again.master) != (watched.workers, watched.master):
+            since = time.monotonic()
+        watched = again
+    return watched
+
+
+def _root(watched: Watched) -> int:
+    """The process that starts the workers: their master, or the one worker (a master that serves alone)."""
+    return watched.master if watched.master is not None else watched.acceptor or watched.workers[0]
+
+
+def _find_server(pid: int | None, port: int | None) -> Watched:
     with FdTables(keep=True) as tables:
         server = serving.find_server(pid, port, tables)
         # the look (30-60 ms, a second on a busy machine) only where an acceptor can be: one holder, fed ones
