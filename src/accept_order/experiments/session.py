@@ -352,9 +352,10 @@ def run_latency(
     def _counted(target: Target) -> LoadSummary:
         from ..probes.accepts import AcceptCounter  # replies may not name the worker: count accepts in the kernel
 
-        # attached by its master's pid: its children that start during the run (a reload) are counted too
+        # attached by its master's pid: its children that start during the run (a reload) are counted too, and
+        # the master's own accepts (Node's primary under SCHED_RR accepts every connection and passes it on)
         master = server.attach[0] if len(server.attach) == 1 and server.attach[0] not in target.pids else None
-        counter = AcceptCounter(list(target.pids), children_of=master)
+        counter = AcceptCounter([*target.pids, *([master] if master is not None else [])], children_of=master)
         counter.start()
         try:
             summary = _driven(target)
@@ -362,6 +363,9 @@ def run_latency(
         finally:
             counter.close()
         kernel.update(counts.evidence(counter.children_of))
+        if master is not None and counts.available:
+            kernel["counts"] = {pid: n for pid, n in counts.counts.items() if pid != master}
+            kernel["master_accepted"] = int(counts.counts.get(master, 0))
         return dataclasses.replace(summary, served=tuple(int(counts.counts.get(pid, 0)) for pid in target.pids))
 
     def build(summary: LoadSummary, m: Measured) -> LatencyResult:

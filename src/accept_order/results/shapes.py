@@ -353,7 +353,7 @@ EVIDENCE = Record(
             {"source": Text(), "requests": ListOf(ListOf(Anything())), "numbered_by": Text(), "dropped": Integer()}
         ),
         # followed: the master whose children were counted too; appeared: those children's accepts, by pid, that
-        # were not attached (workers started during the run)
+        # were not attached (workers started during the run); master_accepted: the attached master's own accepts
         "accept_counts": Record(
             {
                 "available": Flag(),
@@ -361,6 +361,7 @@ EVIDENCE = Record(
                 "counts": MapOf(Integer()),
                 "followed": Integer(),
                 "appeared": MapOf(Integer()),
+                "master_accepted": Integer(),
             }
         ),
         "accept_log": Record({"available": Flag(), "why": Text()}),

@@ -14,6 +14,13 @@ def kernel_counts_text(result: LatencyResult) -> Text | None:
     kernel = result.evidence.get("accept_counts")
     if not isinstance(kernel, dict):
         return None
+    if _passed_on(result):
+        return Text(
+            f"served per worker: not known: the replies do not name a worker, and the kernel's accept count is the "
+            f"master's (pid {result.server.attach[0]}), which accepted the connections itself "
+            f"({kernel.get('why', '?')})",
+            style="yellow",
+        )
     if kernel.get("available"):
         kept = (
             ": the connections each accepted, not the requests over them (the replies do not name a worker)"
@@ -36,6 +43,15 @@ def unplaced_text(result: LatencyResult) -> Text | None:
     if not isinstance(kernel, dict) or not kernel.get("available"):
         return None
     placed, unit = sum(result.served), finished_unit(result.load)
+    master = int(kernel.get("master_accepted") or 0)
+    if master:
+        return Text(
+            f"pid {result.server.attach[0]}, the attached master, accepted {master:,} "
+            f"connections itself (the kernel's count per pid): it hands each to a worker over a Unix socket (fd-pass, "
+            f"as Node's cluster does under SCHED_RR), so the count cannot say which worker served them"
+            + (f"; the table's {placed:,} are the workers' own accepts" if placed else ""),
+            style="yellow",
+        )
     appeared = {str(pid): int(n) for pid, n in (kernel.get("appeared") or {}).items() if n}
     if appeared:
         each = ", ".join(f"pid {pid} {n:,}" for pid, n in appeared.items())
@@ -80,6 +96,14 @@ def _unplaced_why(result: LatencyResult, kernel: dict[str, object]) -> str:
 
 
 def served_known(result: LatencyResult) -> tuple[int, ...] | None:
-    """The served count per worker, or None where nobody could count it (the file holds zeros then)."""
+    """The served count per worker, or None where nobody could count it (the file holds zeros then): the kernel's
+    counts not available, or the master accepted every connection and passed it on (its workers accepted none)."""
     kernel = result.evidence.get("accept_counts")
-    return None if isinstance(kernel, dict) and not kernel.get("available") else result.served
+    unknown = isinstance(kernel, dict) and not kernel.get("available")
+    return None if unknown or _passed_on(result) else result.served
+
+
+def _passed_on(result: LatencyResult) -> bool:
+    """The attached master accepted connections itself and its workers none: it passes them on (fd-pass)."""
+    kernel = result.evidence.get("accept_counts")
+    return isinstance(kernel, dict) and bool(kernel.get("master_accepted")) and not any(result.served)
