@@ -271,8 +271,12 @@ def _netns(pid: int | str) -> int | None:
 
 def listening_sockets_of(port: int, pids: Iterable[int]) -> list[ListenerRow]:
     """Listening TCP sockets on ``port`` in the network namespaces ``pids`` live in: ours through
-    `listening_sockets`, another one (a server attached from outside its namespace) through that
-    process's own ``/proc/PID/net/tcp{,6}``. A pid whose namespace cannot be read counts as in ours."""
+    `listening_sockets`, another one (a server attached from outside its namespace) through the same netlink dump
+    asked inside it (server_netns.in_namespace_of: IPV6_V6ONLY known, which decides whether a lone `[::]` takes
+    IPv4 connections), else that process's own ``/proc/PID/net/tcp{,6}`` (the flag not known: v6only None). A pid
+    whose namespace cannot be read counts as in ours."""
+    from .server_netns import in_namespace_of
+
     ours = _netns("self")
     namespaces: dict[int | None, int] = {}
     for pid in pids:
@@ -281,6 +285,11 @@ def listening_sockets_of(port: int, pids: Iterable[int]) -> list[ListenerRow]:
     for ns, pid in namespaces.items():
         if ns is None or ns == ours:
             continue
+        try:
+            rows.extend(in_namespace_of(pid, lambda: netlink_listeners(port)))
+            continue
+        except OSError:
+            pass  # not ours to enter (setns needs CAP_SYS_ADMIN), or no netlink there
         try:
             rows.extend(proc_listeners(port, f"/proc/{pid}/net"))
         except (OSError, ValueError):
