@@ -217,3 +217,103 @@ def test_the_launcher_without_its_python_part_says_so(tmp_path: Path) -> None:
         f"accept-order: error: {tmp_path}/accept-order-python is missing"
         " (the command's Python part, installed beside it)"
     ]
+
+
+def _installed_here(bin_dir: Path) -> Path:
+    """The two scripts installed for this test's own interpreter (the package is importable there)."""
+    bin_dir.mkdir()
+    install_scripts(bin_dir, sys.executable)
+    return bin_dir / "accept-order"
+
+
+def _other_python_part(directory: Path) -> None:
+    """An accept-order-python that is not the command's: what runs it says so, status 3."""
+    stray = directory / "accept-order-python"
+    stray.write_text('#!/bin/sh\necho "the stray accept-order-python ran" >&2\nexit 3\n')
+    stray.chmod(0o755)
+
+
+def test_a_symbolic_link_beside_another_python_part_runs_the_one_it_links_to(tmp_path: Path) -> None:
+    """A link in a directory that holds an accept-order-python of something else (another install's)."""
+    command = _installed_here(tmp_path / "bin")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    _other_python_part(elsewhere)
+    for name in ("accept-order", "ao"):
+        (elsewhere / name).symlink_to(command)
+        done = subprocess.run([str(elsewhere / name), "--version"], capture_output=True, text=True, timeout=TIMEOUT_S)
+        assert (done.returncode, done.stderr) == (0, ""), name
+        assert done.stdout.startswith("accept-order, version ")
+
+
+def test_a_launcher_bash_found_on_path_never_runs_a_python_part_of_the_working_directory(tmp_path: Path) -> None:
+    """`bash accept-order` searches PATH for the file: $0 is then its bare name, and ./accept-order-python is
+    whatever file the working directory holds."""
+    command = _installed_here(tmp_path / "bin")
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    _other_python_part(cwd)
+    done = subprocess.run(
+        ["bash", "accept-order", "--version"],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "PATH": f"{command.parent}:{os.environ.get('PATH', '')}"},
+        timeout=TIMEOUT_S,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.startswith("accept-order, version ")
+
+
+# An env that stands for GNU env's probe (`env --block-signal=INT`, alone) and holds it until the test's word:
+# says so on the pipe AO_READY_FD, waits on AO_GO_FD, then exits 0 as GNU env does. Anything else is refused.
+PROBE_ENV = """
+import os, sys
+
+if sys.argv[1:] != ["--block-signal=INT"]:
+    sys.exit(99)
+os.write(int(os.environ["AO_READY_FD"]), b"probing")
+os.read(int(os.environ["AO_GO_FD"]), 1)
+"""
+
+
+def test_a_sigint_while_the_launcher_probes_env_is_one_line_and_130(tmp_path: Path) -> None:
+    """The shell's own moment: a SIGINT sent to the command (the shell, then) while it waits for its probe."""
+    command = _installed_here(tmp_path / "bin")
+    stubs = tmp_path / "stubs"
+    stubs.mkdir()
+    (stubs / "env").write_text(f"#!{sys.executable}\n{PROBE_ENV}")  # Python: sh redirects only fds 0-9
+    (stubs / "env").chmod(0o755)
+    ready_r, ready_w = os.pipe()
+    go_r, go_w = os.pipe()
+    env = {
+        **os.environ,
+        "PATH": f"{stubs}:{os.environ.get('PATH', '')}",
+        "AO_READY_FD": str(ready_w),
+        "AO_GO_FD": str(go_r),
+    }
+    proc = subprocess.Popen(
+        [str(command), "--version"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        pass_fds=(ready_w, go_r),
+    )
+    os.close(ready_w)
+    os.close(go_r)
+    try:
+        readable, _, _ = select.select([ready_r], [], [], TIMEOUT_S)
+        assert readable and os.read(ready_r, 64), "the launcher never probed env"
+        os.kill(proc.pid, signal.SIGINT)
+    finally:
+        os.close(ready_r)
+        os.close(go_w)  # the probe reads its end and exits 0
+        try:
+            out, err = proc.communicate(timeout=TIMEOUT_S)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert (proc.returncode, out) == (130, "")
+    assert err.splitlines() == HELD
