@@ -51,6 +51,25 @@ def _offered(step: RampStep) -> str:
     return f"{step.offered:g}/s" if step.kind == "rate" else f"{step.offered:g} in flight"
 
 
+def served_less(result: RampResult) -> str | None:
+    """Where the last step served less than half of what an earlier one did: more load served less, as past a
+    breaking point, which a step's hold (nothing failed, a tail under --p99/--p999 where given) does not see.
+    `ramp --server haproxy --pool --concurrency-steps 4,16` here: 98/s at 4 in flight, 19/s at 16 (its slowest
+    request 3.9 s), both 'held', and the report said 'the breaking point is further out'. None otherwise."""
+    steps = [s for s in result.steps if not s.cut_short]
+    if len(steps) < 2:
+        return None
+    best, last = max(steps[:-1], key=lambda s: s.throughput), steps[-1]
+    if not last.throughput < best.throughput / 2:
+        return None
+    limits = "" if result.plan.get("p99_ms") or result.plan.get("p999_ms") else "; no --p99 or --p999 was given"
+    return (
+        f"but {_offered(last)} got {last.throughput:.0f}/s, less than half the {best.throughput:.0f}/s of "
+        f"{_offered(best)}: more load was served less, as past a breaking point (a step holds where nothing "
+        f"failed{limits})"
+    )
+
+
 def usable_cpus(result: RampResult) -> int:
     """The CPUs the workers could use at once: one each, at most the machine's."""
     workers = max(result.server.workers, 1)
@@ -193,6 +212,8 @@ def ramp_report(result: RampResult) -> RenderableType:
         )
     elif broke is None and held is not None and result.stopped:  # the steps it did not run might not have held
         parts.append(Text(f"Every step run held, up to {_offered(held)}; then an error stopped the ramp (below)."))
+    elif broke is None and held is not None and (fell := served_less(result)) is not None:
+        parts.append(Text(f"Every step held, up to {_offered(held)}, {fell}.", style="yellow"))
     elif broke is None and held is not None:
         parts.append(
             Text(f"Every step held, up to {_offered(held)}: the breaking point is further out.", style="green")
