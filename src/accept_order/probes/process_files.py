@@ -9,11 +9,12 @@ a server changed directory after it read its config). Where the working director
 directory was removed), a relative path is resolved beneath /proc/PID/cwd only (RESOLVE_BENEATH: no `..` out of
 it, no absolute symlink), so it is either the process's file or not read.
 
-Only a regular, non-empty file is opened, and only its first bytes are read: the path is first opened O_PATH (which
-does nothing to what it names: a FIFO's open would wait for a writer and take its bytes, a device's open can act,
-a watchdog arms), checked by fstat, then reopened through /proc/self/fd (the same inode: nothing can be swapped in
-between), nonblocking. /proc's files (0 bytes by their size, the kernel's state: /proc/kmsg's read takes its
-messages from their reader) are not read.
+Only a regular, non-empty file no larger than the caller's limit is read (a larger one is refused, not cut: a
+setting past the cut would be missed unsaid): the path is first opened O_PATH (which does nothing to what it names:
+a FIFO's open would wait for a writer and take its bytes, a device's open can act, a watchdog arms), checked by
+fstat, then reopened through /proc/self/fd (the same inode: nothing can be swapped in between), nonblocking. /proc's
+files (0 bytes by their size, the kernel's state: /proc/kmsg's read takes its messages from their reader) are not
+read.
 """
 
 from __future__ import annotations
@@ -30,6 +31,11 @@ RESOLVE_NO_MAGICLINKS = 0x02
 RESOLVE_BENEATH = 0x08
 RESOLVE_IN_ROOT = 0x10
 DELETED = " (deleted)"  # readlink's mark of a removed directory
+
+
+class TooLarge(Exception):
+    """The file is larger than the caller's limit: its first bytes alone are not what it says (a setting after
+    them would be missed), so none is read."""
 
 
 class Started(NamedTuple):
@@ -83,9 +89,10 @@ def _in_root(root: str, cwd_link: str) -> str | None:
 
 
 def read_regular(where: Started, path: str, start: str | None, limit: int) -> str | None:
-    """The first `limit` bytes of the regular, non-empty file `path` names for the process, as text; None where it
-    is not one or cannot be read. A relative `path` is taken from `start`, a directory as a path in the process's
-    root (its working directory, or where it started); None: from its working directory where known."""
+    """The regular, non-empty file `path` names for the process, as text; None where it is not one or cannot be
+    read; TooLarge where it holds more than `limit` bytes (by its size, or by what it gave while read: it may grow
+    between the two). A relative `path` is taken from `start`, a directory as a path in the process's root (its
+    working directory, or where it started); None: from its working directory where known."""
     if not path:
         return None
     base = start if start is not None else where.cwd
@@ -103,6 +110,8 @@ def read_regular(where: Started, path: str, start: str | None, limit: int) -> st
         info = os.fstat(fd)
         if not (stat.S_ISREG(info.st_mode) and info.st_size > 0):
             return None
+        if info.st_size > limit:
+            raise TooLarge(f"{info.st_size} bytes")
         readable = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError:
         return None
@@ -110,9 +119,12 @@ def read_regular(where: Started, path: str, start: str | None, limit: int) -> st
         os.close(fd)
     with os.fdopen(readable, "rb") as f:
         try:
-            return f.read(limit).decode("utf-8", "replace")
+            data = f.read(limit + 1)
         except OSError:
             return None
+    if len(data) > limit:
+        raise TooLarge(f"more than {limit} bytes")
+    return data.decode("utf-8", "replace")
 
 
 def _open_path(directory: str, path: str, resolve: int) -> int:

@@ -5,7 +5,9 @@ the order uWSGI applies options (the later winning).
 - The environment (parse_sys_envs, before the command line): `UWSGI_THUNDER_LOCK=1` is `--thunder-lock 1`, the
   name lower-cased with `_` as `-`; `UWSGI_INI=PATH` loads that ini there.
 - The command line: `--KEY`, `--KEY VALUE`, `--KEY=VALUE`, the short `-x`/`-y`/`-j` loaders, and lone arguments
-  (getopt_long moves them after every option) loaded by their extension: .ini, .xml, .yaml/.yml, .json/.js.
+  (getopt_long moves them after every option) loaded by their extension: .ini, .xml, .yaml/.yml, .json/.js; a flag
+  read here also by the prefix getopt_long takes for it (`--thunder`).
+- `set = KEY=VALUE` (`-S`, `UWSGI_SET`) anywhere: option KEY set to VALUE.
 - Config files: `--ini`, `--yaml`/`--yml`, `--json`/`--js`, `--xml`/`--xmlconfig`, `--include` (by extension),
   `PATH:SECTION` (an xml's `PATH:ID`) for another section than [uwsgi], `:SECTION` for the last ini's; the same
   keys inside a file load that file where they stand (immediate options). Each format is read as uWSGI's own
@@ -19,7 +21,9 @@ where it read them. That start directory is its environment's PWD where what it 
 is now (its chdir, from PWD, names its working directory); otherwise relative configs are said as not read.
 
 Not read, and said so: a `scheme://` or `-` (stdin), `--config`/`--inherit` (plugins' and templates'), a path
-with uWSGI's magic variables (%d, ...), and every file that is not a readable regular file where the server is.
+with uWSGI's magic variables (%d, ...), every file that is not a readable regular file where the server is or is
+larger than 1 MiB, files past 8 deep or 64 in all, and a setting inside uWSGI's config logic (`if-*`, `for*` up to
+its end) or whose value uWSGI expands ($(ENV), @(FILE), %(NAME), magic variables): its text is not its value.
 """
 
 from __future__ import annotations
@@ -28,19 +32,28 @@ import os
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from ...probes.process_files import Started, names_cwd, read_regular
+from ...probes.process_files import Started, TooLarge, names_cwd, read_regular
 from .uwsgi_config_formats import FORMATS, Unreadable
 
 MAX_CONFIG_BYTES = 1 << 20  # a config is a few lines; a larger file is not what uWSGI was given as one
 MAX_DEPTH = 8  # a file that names itself (edited since uWSGI read it, which would not have started) ends here
+# and so many files in all: a file naming itself three times was 3^9 reads (17 s here; four times, minutes)
+MAX_FILES = 64
+SET = "set"  # `set = KEY=VALUE` (-S) sets option KEY (uwsgi_opt_set_placeholder without its placeholder flag)
 # The loaders' option names and the format each reads (uWSGI's option table: all UWSGI_OPT_IMMEDIATE)
 LOADERS = {"ini": "ini", "yaml": "yaml", "yml": "yaml", "json": "json", "js": "json", "xml": "xml", "xmlconfig": "xml"}
-SHORT = {"-x": "xml", "-y": "yaml", "-j": "json"}
+SHORT = {"-x": "xml", "-y": "yaml", "-j": "json", "-S": SET}
 BY_EXTENSION = {".ini": "ini", ".xml": "xml", ".yaml": "yaml", ".yml": "yaml", ".json": "json", ".js": "json"}
 NOT_FOLLOWED = ("config", "inherit")  # a plugin's configurator; a template applied after every other option
 # applied after the config is read, in this order (chdir2 after the apps load)
 CHDIRS = ("chdir", "chdir2")
-VALUED = frozenset({*LOADERS, *CHDIRS, *NOT_FOLLOWED, "include"})  # the options read here that take a value
+VALUED = frozenset({*LOADERS, *CHDIRS, *NOT_FOLLOWED, "include", SET})  # the options read here that take a value
+# uWSGI's config logic (config.c): an `if-*` or `for*` option applies the options after it, up to an end, only
+# when it holds, or once per item; and values are expanded after every option is read: $(ENV), @(FILE), %(NAME)
+# and a file's magic variables (%d, ...). A setting in either is not known from the text.
+LOGIC_ENDS = frozenset({"end", "endif", "end-if", "endfor", "end-for"})
+FOR = frozenset({"for", "for-glob", "for-times", "for-readline"})
+EXPANDED = ("$(", "@(", "%")
 NO_ARGUMENT = frozenset({"thunder-lock"})  # flags read here that take none (no_argument in uWSGI's table)
 # uWSGI's own variables, not options (parse_sys_envs skips them)
 ENV_SKIPPED = (
@@ -115,6 +128,8 @@ class _Reader:
         self.relative = 0  # how many of the configs being read were named by a relative path
         self.chdir_proves = False
         self.last_ini: str | None = None
+        self.files = 0  # files read, against MAX_FILES
+        self.logic: str | None = None  # the config logic option whose block the options now read are in
 
     def reading(self) -> Reading:
         settings: list[tuple[str, str | None]] = []
@@ -127,7 +142,17 @@ class _Reader:
 
     def _option(self, key: str, value: str | None, depth: int) -> Iterator[tuple[str, str | None]]:
         """One option as uWSGI adds it: a loader loads its file here, any other is a setting."""
-        if key in LOADERS or key == "include":
+        if key in LOGIC_ENDS:
+            self.logic = None
+        elif key.startswith("if-") or key in FOR:
+            self.logic = key
+        elif key == SET and value is not None and "=" in value:
+            name, _, setting = value.partition("=")
+            yield from self._option(name, setting, depth)
+        elif key in self.wanted and key not in CHDIRS and (self.logic or any(m in (value or "") for m in EXPANDED)):
+            why = f"inside uWSGI's {self.logic} block" if self.logic else "a value uWSGI expands when it starts"
+            self._unread(f"{key} = {value}", f"{why}, not followed")
+        elif key in LOADERS or key == "include":
             fmt = LOADERS.get(key) or _by_extension(value or "")
             if fmt is None:
                 self.unread.append((value or key, "not a config format uWSGI reads by itself (a plugin's)"))
@@ -140,8 +165,13 @@ class _Reader:
                 self.chdir_proves = self.relative > 0 or not os.path.isabs(value or "")
             yield key, value
 
+    def _unread(self, named: str, why: str) -> None:
+        if (named, why) not in self.unread:  # said once: a loop names the same file again and again
+            self.unread.append((named, why))
+
     def _file(self, fmt: str, named: str, depth: int) -> Iterator[tuple[str, str | None]]:
-        if depth > MAX_DEPTH:
+        if depth > MAX_DEPTH or self.files >= MAX_FILES:
+            self._unread(named, f"more than {MAX_DEPTH} files deep or {MAX_FILES} in all (a file naming itself?)")
             return
         if "://" in named or named == "-":
             self.unread.append((named, "not a file (a scheme, or stdin)"))
@@ -155,7 +185,12 @@ class _Reader:
         if not os.path.isabs(path) and self.start is None:
             self.unread.append((named, "relative to where uWSGI started, which its chdir left"))
             return
-        text = read_regular(self.where, path, self.start, MAX_CONFIG_BYTES)
+        self.files += 1
+        try:
+            text = read_regular(self.where, path, self.start, MAX_CONFIG_BYTES)
+        except TooLarge as size:
+            self.unread.append((named, f"{size}: larger than a config uWSGI was given is read here"))
+            return
         if text is None:
             self.unread.append((named, "not a readable regular file here"))
             return
@@ -163,7 +198,7 @@ class _Reader:
         if fmt == "ini":
             self.last_ini = path
         try:
-            options = list(FORMATS[fmt](text, section or None, self.wanted | LOADERS.keys() | {"include"}))
+            options = list(FORMATS[fmt](text, section or None, self.wanted | LOADERS.keys() | {"include", SET}))
         except Unreadable as why:
             self.unread.append((named, str(why)))
             return
@@ -208,8 +243,14 @@ def _command_line(argv: tuple[str, ...]) -> Iterator[tuple[str, str | None]]:
                 yield word[2:], after
                 skip = True
         elif word.startswith("--"):
-            yield word[2:], None
+            yield _unabbreviated(word[2:]), None
         elif i > 0 and not word.startswith(("-", "[")) and _by_extension(word) is not None:
             lone.append(word)
     for word in lone:
         yield "include", word
+
+
+def _unabbreviated(flag: str) -> str:
+    """getopt_long takes an unambiguous prefix for the option: `--thunder` is `--thunder-lock` in uWSGI 2.0 (`th`
+    is also `threads`'; where `thunder-lock-watchdog` is an option too, the prefix stops uWSGI: never one running)."""
+    return next((key for key in NO_ARGUMENT if len(flag) >= 3 and key.startswith(flag)), flag)
