@@ -208,20 +208,27 @@ class Books:
         ended_ns: int | None = None,
     ) -> None:
         """A connection that a signal (or an error) cut short before its record was made: closed, and recorded as
-        what it was at the stop. Its failure, when the loop had seen one. Served, when its whole reply was in: the
-        loop saw its end (`ended_ns`), or, with the socket still open, what was read so far is followed by the
-        peer's end and nothing else (or, where the server holds the connection until it is attributed, any reply),
-        and that reply names a worker: its latency then runs to the stop, a few statements past its end. Else
-        aborted (STOPPED), unless its record was kept before the signal came."""
+        what it was at the stop. Its failure, when the loop had seen one. When its whole reply was in, what `close`
+        would have made of it: the loop saw its end (`ended_ns`), or, with the socket still open, what was read so
+        far is followed by the peer's end and nothing else (or, where the server holds the connection until it is
+        attributed, any reply). Served where that reply names a worker (its latency then runs to the stop, a few
+        statements past its end); else, where the loop had taken the reply as whole, the reply's failure (a bad reply,
+        or none before the close). Else aborted (STOPPED), unless its record was kept before the signal came."""
         if seq in self.records:
             sock.close()
             return
         worker: int | None = None
-        if error is None and data and (ended_ns is not None or self.holds_socket or _at_its_end(sock)):
+        # What the loop took as a whole reply (it saw the end, or the server holds the connection) is what `close`
+        # makes of it, a failure too. A reply read up to the peer's end (peeked) may still have lost a later part
+        # inside the recv that read it, as one read before anything does: served where it names a worker, else
+        # aborted, not said to be the server's failure.
+        whole = ended_ns is not None or bool(data) and self.holds_socket
+        if error is None and (whole or data and _at_its_end(sock)):
             try:
-                worker, _ = self.worker_of(data, sock, started_ns)
+                worker, why = self.worker_of(data, sock, started_ns)
             except OSError:
-                worker = None
+                worker, why = None, None
+            error = why if whole else None
         sock.close()
         if worker is not None or error is not None:  # made here, not by `record`, which the signal may have cut
             self.keep(self.made(seq, worker, started_ns, ended_ns or self.clock(), error, port, cpu))
