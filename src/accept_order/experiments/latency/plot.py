@@ -113,7 +113,8 @@ def _figures(histogram: LatencyHistogram) -> str:
 
 def _legend_label(result: LatencyResult) -> str:
     # a run Ctrl-C cut short holds fewer connections than the footer's plan says: said beside its figures
-    cut = f" (interrupted after {plural(result.driven, 'connection')})" if result.interrupted else ""
+    unit = "request" if result.load.keeps_connections else "connection"  # a pool's 8 connections carried 3841
+    cut = f" (interrupted after {plural(result.driven, unit)})" if result.interrupted else ""
     return f"{text(result.server.label)}: {_figures(result.histogram) or 'nothing served'}{cut}"
 
 
@@ -132,7 +133,15 @@ def _bucket_axis_inverse(x: Any) -> Any:
     return np.where(x <= 1, x, np.exp2(np.clip(x, 1, 1000) - 1))
 
 
-def _histogram(ax: Any, series: Sequence[Series]) -> None:
+def _timed(results: Sequence[LatencyResult]) -> str:
+    """What each duration times: a request where the load kept its connections (a pool's histogram counts its
+    requests, each timed over its connection: 745 requests over 16 connections read 'connections' up the axis),
+    else a connection."""
+    units = {"requests" if r.load.keeps_connections else "connections" for r in results}
+    return units.pop() if len(units) == 1 else "connections or requests"
+
+
+def _histogram(ax: Any, series: Sequence[Series], timed: str = "connections") -> None:
     from matplotlib.ticker import FixedLocator, FuncFormatter
 
     per_run = [[count for _, count in log2_buckets(s.histogram)] for s in series]
@@ -151,11 +160,11 @@ def _histogram(ax: Any, series: Sequence[Series]) -> None:
     ax.xaxis.set_major_locator(FixedLocator(edges))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
     ax.set_xlabel("duration, ms (mmhistogram's log2 buckets: 0–1, 1–2, 2–4, 4–8, ...)")
-    ax.set_ylabel("connections")
+    ax.set_ylabel(timed)
     ax.set_ylim(bottom=0)
 
 
-def _cdf(ax: Any, series: Sequence[Series]) -> None:
+def _cdf(ax: Any, series: Sequence[Series], timed: str = "connections") -> None:
     import numpy as np
     from matplotlib.ticker import FuncFormatter
 
@@ -173,7 +182,7 @@ def _cdf(ax: Any, series: Sequence[Series]) -> None:
     ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("duration, ms (log scale)")
-    ax.set_ylabel("share of connections this fast or faster")
+    ax.set_ylabel(f"share of {timed} this fast or faster")
 
 
 def _latency_figure(results: Sequence[LatencyResult], title: str, options: PlotOptions) -> Figure:
@@ -187,7 +196,8 @@ def _latency_figure(results: Sequence[LatencyResult], title: str, options: PlotO
         nothing(ax, "nothing was served" if results else "no runs")
         return fig
     hosts = _host_series(results)
-    (_cdf if options.cdf else _histogram)(ax, [*(Series(r.histogram, i) for i, r in enumerate(results)), *hosts])
+    series = [*(Series(r.histogram, i) for i, r in enumerate(results)), *hosts]
+    (_cdf if options.cdf else _histogram)(ax, series, _timed(results))
     handles: list[Any] = []
     for i, result in enumerate(results):
         for _, ms, style in _marks(result):
