@@ -92,7 +92,11 @@ def install_scripts(bin_dir: Path, python: str) -> None:
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
-    venv = tmp_path_factory.mktemp("venv")
+    return make_venv(tmp_path_factory.mktemp("venv"))
+
+
+def make_venv(venv: Path) -> Installed:
+    """A venv whose site-packages find the package, hold the stopping hook, and the command installed."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=TIMEOUT_S)
     site_packages = Path(
         subprocess.run(
@@ -317,3 +321,14 @@ def test_a_sigint_while_the_launcher_probes_env_is_one_line_and_130(tmp_path: Pa
                 proc.wait()
     assert (proc.returncode, out) == (130, "")
     assert err.splitlines() == HELD
+
+
+def test_a_venv_whose_path_holds_a_space_runs_the_command(tmp_path: Path) -> None:
+    """pip writes the Python part's #! line unquoted, which the kernel cuts at the blank ('required file not
+    found', before the launcher as well): the launcher runs the interpreter that line names by its whole path."""
+    venv = make_venv(tmp_path / "with space" / "venv")
+    done = subprocess.run([str(venv.command), "--version"], capture_output=True, text=True, timeout=TIMEOUT_S)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.startswith("accept-order, version ")
+    run = run_stopped_at(venv, "sitecustomize")  # and a SIGINT in its start-up is held there too
+    assert (run.done.returncode, run.done.stderr.splitlines()) == (130, HELD)
