@@ -293,7 +293,9 @@ def merge(
     # 'not the same experiment', as if two ramps would add)
     for name, held, _ in documents:
         if held not in mergeable:
-            raise ResultFileError(f"{name} holds a {held} result; merge adds latency results ({', '.join(mergeable)})")
+            raise ResultFileError(
+                f"{name} holds {_a(held)} result; merge adds latency results ({', '.join(mergeable)})"
+            )
     several = kinds[kind].several
     _check_counted_once(documents, several)
     merged = copy.deepcopy(first)
@@ -301,7 +303,9 @@ def merge(
     sources = [{"file": name0, "started_at": _started(first)}]
     for name, other_kind, doc in documents[1:]:
         if other_kind != kind:
-            raise ResultFileError(f"{name} holds a {other_kind} result, {name0} a {kind} one: not the same experiment")
+            raise ResultFileError(
+                f"{name} holds {_a(other_kind)} result, {name0} {_a(kind)} one: not the same experiment"
+            )
         others = _runs(several, doc)
         if len(others) != len(runs):
             raise ResultFileError(f"{name} has {len(others)} runs, {name0} {len(runs)}: not the same experiment")
@@ -320,3 +324,8 @@ def _started(doc: dict[str, Any]) -> str | None:
     run = doc["runs"][0] if "runs" in doc and doc["runs"] else doc
     env = run.get("environment") or {}
     return env.get("started_at") if isinstance(env, dict) else None
+
+
+def _a(kind: str) -> str:
+    """The kind with its article: 'an observe', 'an inspect', 'an atlas' ('a observe result' before)."""
+    return f"{'an' if kind[:1] in 'aeiou' else 'a'} {kind}"
