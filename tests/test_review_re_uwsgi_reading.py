@@ -5,10 +5,13 @@ expansions and its config logic), and stops at a socket it cannot bind, before a
 
 Each of these read a definite answer before, the wrong one: a thunder-lock past a config's first MiB was cut off
 unsaid, one inside `if-env` or with `$(VAR)` was read as set, `set = thunder-lock=1` and `--thunder` were not read;
-and a file naming itself three times took 9,841 reads (17 s)."""
+a file naming itself three times took 9,841 reads (17 s); and where a seccomp filter refused openat2 with EPERM
+(Docker before 20.10) rather than ENOSYS, no config was read even in our own root."""
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import os
 import subprocess
 import sys
@@ -16,12 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from accept_order.probes.process_files import Started
+from accept_order.probes.process_files import Started, read_regular
 from accept_order.servers.launched.uwsgi import uwsgi_missing
 from accept_order.servers.launched.uwsgi_config import MAX_CONFIG_BYTES, MAX_FILES, Reading
 from accept_order.servers.launched.uwsgi_thunder import locked, thunder_reading
 
 RUN = "import sys, pyuwsgi; sys.exit(pyuwsgi.run())"
+ON = "[uwsgi]\nthunder-lock = true\n"
 
 
 def reading(directory: Path, argv: list[str], environ: dict[str, str] | None = None) -> Reading:
@@ -110,3 +114,33 @@ def test_the_lock_set_another_way_is_read(case: str, tmp_path: Path) -> None:
     assert uwsgis_own(tmp_path, argv, environ)  # the witness
     got = reading(tmp_path, argv, environ)
     assert locked(got) and not got.unread, got
+
+
+class _Filtered:
+    """libc whose syscall(2) a seccomp filter refuses with `error` (Docker before 20.10: EPERM for openat2)."""
+
+    def __init__(self, error: int) -> None:
+        self.syscall = self._Call(error)
+
+    class _Call:
+        def __init__(self, error: int) -> None:
+            self.error, self.restype = error, None
+
+        def __call__(self, *args: object) -> int:
+            ctypes.set_errno(self.error)
+            return -1
+
+
+@pytest.mark.parametrize("error", [errno.ENOSYS, errno.EPERM])
+def test_openat2_refused_by_a_filter_falls_back_in_our_own_root_only(
+    error: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "u.ini").write_text(ON)
+    root = tmp_path / "root"
+    (root / "etc").mkdir(parents=True)
+    (root / "etc" / "u.ini").write_text(ON)
+    monkeypatch.setattr(ctypes, "CDLL", lambda *args, **kwargs: _Filtered(error))
+    ours = Started(("uwsgi",), {}, "/", str(tmp_path), str(tmp_path))
+    assert read_regular(ours, "u.ini", None, 100) == ON  # our root, our mounts: a plain open resolves the same
+    theirs = Started(("uwsgi",), {}, str(root), "/etc", None)
+    assert read_regular(theirs, "u.ini", None, 100) is None  # another root: nothing resolves it as it did

@@ -129,8 +129,9 @@ def read_regular(where: Started, path: str, start: str | None, limit: int) -> st
 
 def _open_path(directory: str, path: str, resolve: int) -> int:
     """An O_PATH descriptor of `path` resolved from `directory` with `resolve`'s openat2 flags. Where openat2 is not
-    there (ENOSYS: Linux before 5.6, or a seccomp filter), a plain open, and only where `directory` is our own root
-    (a process in our mount namespace and root: the same resolution)."""
+    there (ENOSYS: Linux before 5.6, or a seccomp filter; EPERM: a container runtime's filter that predates it,
+    Docker's before 20.10), a plain open, and only where `directory` is our own root (a process in our mount
+    namespace and root: the same resolution)."""
     import ctypes as c  # here: only a config named on a server's command line is read
 
     top = os.open(directory, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -144,7 +145,7 @@ def _open_path(directory: str, path: str, resolve: int) -> int:
         if fd >= 0:
             return int(fd)
         error = c.get_errno()
-        if error != errno.ENOSYS or not _our_root(directory, resolve):
+        if error not in (errno.ENOSYS, errno.EPERM) or not _our_root(directory, resolve):
             raise OSError(error, os.strerror(error), path)
         return os.open(path, os.O_PATH | os.O_CLOEXEC, dir_fd=top)
     finally:
