@@ -144,3 +144,11 @@ def test_openat2_refused_by_a_filter_falls_back_in_our_own_root_only(
     assert read_regular(ours, "u.ini", None, 100) == ON  # our root, our mounts: a plain open resolves the same
     theirs = Started(("uwsgi",), {}, str(root), "/etc", None)
     assert read_regular(theirs, "u.ini", None, 100) is None  # another root: nothing resolves it as it did
+
+
+def test_a_json_config_nested_past_pythons_recursion_is_said_not_read(tmp_path: Path) -> None:
+    """Python's JSON decoder recurses once a level: a RecursionError out of the reading ended inspect."""
+    depth = sys.getrecursionlimit() * 2
+    (tmp_path / "u.json").write_text('{"uwsgi": {"thunder-lock": ' + "[" * depth + "]" * depth + "}}")
+    got = reading(tmp_path, ["--json", "u.json"])
+    assert got.unread == (("u.json", "nested deeper than this reader follows"),), got

@@ -92,6 +92,8 @@ def json(text: str, section: str | None, wanted: frozenset[str]) -> Iterator[tup
         root = parser.loads(text, object_pairs_hook=_jansson_object)
     except ValueError as exc:
         raise Unreadable("not JSON uWSGI could have read") from exc
+    except RecursionError as exc:  # Python's decoder recurses per level (about 1,000); jansson reads 2,048
+        raise Unreadable("nested deeper than this reader follows") from exc
     config = root.get(section or SECTION) if isinstance(root, dict) else None
     if not isinstance(config, dict):
         raise Unreadable(f"no {section or SECTION} object in it")
