@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from conftest import child_processes, wait_for
 
+from accept_order.experiments.observe.run import observe
 from accept_order.experiments.observe.server import find_server
 from accept_order.probes.accept_waits import forks_per_connection
 from accept_order.probes.accepts import AcceptCounter
@@ -126,3 +127,34 @@ def test_the_kernel_counts_the_parents_accepts_and_none_of_the_childrens(forking
     assert forking.pid not in answered  # a child answered each
     assert counts.counts == {forking.pid: 3, **{child: 0 for child in children}}, counts
     assert worker_pids([forking.pid], HOST, forking.port, helpers=HELPERS) == [forking.pid]
+
+
+@pytest.mark.parametrize("trace", [False, True], ids=["sampled", "traced"])
+def test_observe_counts_the_connections_its_children_hold_for_the_parent(forking: Forking, trace: bool) -> None:
+    """The parent is the one worker, and the connections are held by the children it forked for them: observe
+    counted none held ('held 0', 'no connection was open at a sample') while /proc showed each child holding one."""
+    children = forking.children()
+    held = [_established(child, forking.port) for child in children]
+    assert all(len(inodes) == 1 for inodes in held), held  # /proc: a connection each, in each child's fd table
+    result = observe(forking.pid, duration_s=0.5, interval_s=0.25, trace=trace)
+    assert [w.pid for w in result.workers] == [forking.pid] and result.master is None
+    assert result.workers[0].connections_held == HELD, result.workers
+    if not trace:  # sampled from the fd tables: the connections seen held are the children's
+        assert result.workers[0].seen == HELD, result.workers
+
+
+def _established(pid: int, port: int) -> set[int]:
+    """The sockets on `port` in pid's fd table that are not the listener (/proc/net/tcp state 01: established)."""
+    with open("/proc/net/tcp") as f:
+        rows = [line.split() for line in f.readlines()[1:]]
+    ours = {int(row[9]) for row in rows if row[1].endswith(f":{port:04X}") and row[3] == "01"}
+    return _socket_inodes(pid) & ours
+
+
+def _socket_inodes(pid: int) -> set[int]:
+    found = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        if link.startswith("socket:["):
+            found.add(int(link[8:-1]))
+    return found

@@ -54,7 +54,7 @@ from ...probes.tcp_destroy import DestroyWatch
 from ...probes.tcp_info import TcpSocket, server_sockets
 from .load_fields import LoadSummary
 from .sampling import paced
-from .server import Watched
+from .server import Watched, forked_sockets
 
 _ZERO = (0, 0, 0, 0)  # bytes in, bytes out, data segments in, data segments out
 RECENT_S = 1.0  # at a socket's first sample: data in within this long says it is busy (no sample before)
@@ -145,7 +145,7 @@ class LoadSampler:
             self.closes.known = None
         try:
             sockets = server_sockets(self.watched.ports, self.watched.netns_pid)
-            held = {pid: socket_inodes(pid) for pid in self.watched.workers}
+            held = {pid: socket_inodes(pid) | forked_sockets(self.watched, pid) for pid in self.watched.workers}
         except PermissionError as exc:
             self.missing = _why(exc)
             return

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from ...core.processes import process_errors, process_usage, usage
 from ...probes.listeners import listening_sockets_of
 from ...probes.server_netns import counters_of
-from .server import Unit, Watched, held_sockets
+from .server import Unit, Watched, forked_sockets, held_sockets
 
 SAMPLE_EVERY_S = 0.1  # the listen queue (and, untraced, who holds what) is sampled this often ...
 BUDGET = 0.01  # ... or less often, so that sampling takes at most this share of one CPU (see paced)
@@ -109,7 +109,7 @@ class Holdings:
     def sample(self) -> None:
         connections = open_connections(self.watched.netns_pid, self.watched.ports)
         for pid in self.watched.workers:
-            mine = held_sockets(pid) & connections
+            mine = (held_sockets(pid) | forked_sockets(self.watched, pid)) & connections
             # A connection held at two samples in a row is one connection; inodes are not reused soon.
             self.seen[pid] += len(mine - self._last[pid])
             self._last[pid] = mine

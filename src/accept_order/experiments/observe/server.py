@@ -25,7 +25,7 @@ from ...core.models import Mechanism
 from ...probes import serving
 from ...probes.accept_waits import forks_per_connection
 from ...probes.fd_table import FdTables
-from ...probes.serving import process_info, socket_inodes, with_backlogs
+from ...probes.serving import children_of, process_info, socket_inodes, with_backlogs
 
 POLL_S = 0.05  # a starting master's reading, taken again
 
@@ -54,6 +54,7 @@ class Watched:
     listeners: tuple[ListenerRow, ...]
     netns_pid: int  # a process in the server's network namespace: its /proc/PID/net is the server's
     acceptor: int | None = None  # fd-pass: the process that accepts and hands each connection to a worker
+    forking: bool = False  # the one worker forks a child for each connection it accepts, which holds it (ForkingMixIn)
 
     @property
     def threaded(self) -> bool:
@@ -75,6 +76,20 @@ def held_sockets(pid: int) -> set[int]:
         return socket_inodes(pid)
     except PermissionError:
         return set()
+
+
+def forked_sockets(watched: Watched, pid: int) -> set[int]:
+    """Socket inodes held by the children a forking worker made for its connections (watched.forking); none
+    otherwise. A child gone meanwhile, or not this user's to read, holds none."""
+    if not watched.forking:
+        return set()
+    found: set[int] = set()
+    for child in children_of([pid]):
+        try:
+            found |= socket_inodes(child)
+        except OSError:  # gone, or another user's
+            continue
+    return found
 
 
 def threads(pid: int) -> list[int]:
@@ -122,9 +137,10 @@ def _find_server(pid: int | None, port: int | None) -> Watched:
     workers = sorted(fed or (p for p in holders if p not in parents.values()), key=_started)
     common = {parents[p] for p in workers}
     master = common.pop() if len(common) == 1 and common <= holders.keys() else None
+    forking = False
     if master is not None and not fed and forks_per_connection(master, workers, holders[master]):
         # the master accepts; the children that hold the listener were forked for a connection each (ForkingMixIn)
-        workers, master = [master], None
+        workers, master, forking = [master], None, True
     if len(workers) == 1 and len(tids := threads(workers[0])) > 1 and _threads_are_workers(workers[0]):
         units = tuple(Unit(workers[0], tid) for tid in tids)
     else:
@@ -133,7 +149,9 @@ def _find_server(pid: int | None, port: int | None) -> Watched:
     ports = tuple(sorted({row.port for row in rows}))
     listeners = tuple(with_backlogs(workers[0], list(rows)))  # /proc's rows (another namespace) lack the backlog
     target = f"pid {pid}" if pid is not None else f"port {port}"
-    return Watched(target, comm(workers[0]), master, tuple(workers), units, ports, listeners, workers[0], acceptor)
+    return Watched(
+        target, comm(workers[0]), master, tuple(workers), units, ports, listeners, workers[0], acceptor, forking
+    )
 
 
 def _acceptor(server: serving.Server, tables: FdTables) -> tuple[int | None, tuple[int, ...]]:
