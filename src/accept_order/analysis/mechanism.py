@@ -98,14 +98,17 @@ def classify(
 
 
 def _busy(seen: Sequence[Seen], verdict: Verdict, parent: Mapping[int, int]) -> tuple[tuple[int, int], ...]:
-    """Single-threaded processes of the workers' family (a sibling, or a child of a worker: uWSGI without a master)
-    that hold a listener and wait in something else than a listener or a lock: serving a connection. A parent of
-    the server's processes is its master (Apache's in pselect6), and a threaded process's other threads serve no
-    connection of their own (an event child's pool): neither is one. Not for an acceptor's fed workers."""
+    """Single-threaded siblings of the workers (children of a worker's parent, which is a worker itself in uWSGI
+    without a master) that hold a listener and wait in something else than a listener or a lock: serving a
+    connection. A parent of the server's processes is its master (Apache's in pselect6), and a threaded process's
+    other threads serve no connection of their own (an event child's pool): neither is one. Not for an acceptor's fed
+    workers. A worker's own child is not one unless another child of it is a worker: a forking server's children,
+    one per connection it accepted (socketserver's ForkingMixIn), hold the listener they inherited and never take
+    a connection from it ('3 workers' for its one, read as busy)."""
     workers = {*verdict.waiters, *verdict.losers}
     if not workers or verdict.fed:
         return ()
-    family = ({parent.get(pid) for pid, _ in workers} | {pid for pid, _ in workers}) - {None}
+    family = {parent.get(pid) for pid, _ in workers} - {None}
     threads = Counter(s.pid for s in seen)
     parents = {parent.get(s.pid) for s in seen}
     return tuple(
