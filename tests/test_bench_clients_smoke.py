@@ -62,7 +62,9 @@ def test_bench_clients_runs() -> None:
             out,
         )
         assert engine is not None, out
-        assert float(engine.group(1)) > 0 and float(engine.group(4)) > 0 and float(engine.group(5)) > 0, out
+        # every part counted: the coordinator drives the hosts and the total holds it. Not ssh's, sshd's or the
+        # remote interpreter's alone: over a short window on a busy machine each can round to 0.00% (load 17)
+        assert float(engine.group(1)) > 0 and float(engine.group(5)) >= float(engine.group(1)), out
     # the start-up's milestones in their order: here, the drivers then the exit; over ssh, the first ssh, the
     # hosts' Pythons, the drivers, the exit
     here = re.search(rf"here: last driver {NUMBER}, exit {NUMBER};", out)

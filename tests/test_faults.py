@@ -28,7 +28,7 @@ from accept_order.loads.sequential import run_sequential
 from accept_order.servers import pool as pool_module
 from accept_order.servers.worker import FAULT_ENV
 
-READY_TIMEOUT_S = 1.0  # shorter than the default 5 s, to keep the suite fast
+READY_TIMEOUT_S = 1.0  # shorter than the default 15 s, to keep the suite fast
 
 
 def fast_ready_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
