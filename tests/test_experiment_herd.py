@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_experiment
+from script_in_process import run_script_in_process
 
 LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs epoll and procfs")
 
@@ -50,7 +51,7 @@ def test_reproduces_herd_versus_no_herd(tmp_path: Path) -> None:
     ],
 )
 def test_bad_arguments_are_one_line(args: list[str], message: str) -> None:
-    proc = run_script(*args)
+    proc = run_script_in_process("herd.py", *args)  # refused before it starts anything
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], proc.stderr

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_experiment
+from script_in_process import run_script_in_process
 
 from accept_order.servers.modes import MODES
 
@@ -68,7 +69,7 @@ def test_chosen_modes_and_the_old_requests_option() -> None:
     ],
 )
 def test_bad_arguments_are_one_line(args: list[str], message: str) -> None:
-    proc = run_script(*args)
+    proc = run_script_in_process("latency_shared_vs_reuseport.py", *args)  # refused before it starts anything
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], proc.stderr
