@@ -140,6 +140,7 @@ def test_an_old_master_is_read_at_once_and_a_young_one_once_its_reading_settles(
         return serving, True, set(serving)
 
     monkeypatch.setattr(attached_start, "children_of", lambda pid: [])
+    monkeypatch.setattr(attached_start, "_SETTLED", set())
     monkeypatch.setattr(attached_start, "age_s", lambda pid: attached_start.STARTING_S + 1)
     assert attached_start.settled_workers(1, read, lambda pid: False) == []  # old: its reading is taken at once
     assert len(reads) == 1
@@ -149,6 +150,11 @@ def test_an_old_master_is_read_at_once_and_a_young_one_once_its_reading_settles(
     assert attached_start.settled_workers(1, read, lambda pid: False) == [11, 12, 13]
     assert time.monotonic() - began >= attached_start.SETTLE_S  # the last reading held SETTLE_S
     reads.clear()
+    forked[:] = [[11, 12, 13]]
+    assert attached_start.settled_workers(1, read, lambda pid: False) == [11, 12, 13]  # the same master, settled:
+    assert len(reads) == 1  # the server's start reads it at once after the command line's reading
+    reads.clear()
+    monkeypatch.setattr(attached_start, "_SETTLED", set())
     forked[:] = [[11], [11, 12], [11], [11, 12]]  # never settles: bounded
     assert attached_start.settled_workers(1, read, lambda pid: False, limit_s=0.2) in ([11], [11, 12])
 

@@ -54,6 +54,19 @@ def starting(
     return any((age_s(pid) or STARTING_S) < STARTING_S for pid in others)
 
 
+_SETTLED: set[tuple[int, float]] = set()  # (pid, start time) of the young masters whose reading settled
+
+
+def _born(pid: int) -> tuple[int, float] | None:
+    """A process as itself: its pid and start time (a pid reused later is another process); None when gone."""
+    import psutil
+
+    try:
+        return pid, psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None
+
+
 def _tracker(pid: int) -> bool:
     from ..probes.serving import process_info
 
@@ -71,7 +84,9 @@ def settled_workers(
     children that serve, whether the master holds the listener, and the children that hold it or are fed by the
     master (attached._serving's reading)."""
     deadline = time.monotonic() + limit_s
-    young = (age_s(master) or STARTING_S) < STARTING_S
+    born = _born(master)
+    # settled once in this process (the command line's reading, then the attached server's start): not again
+    young = (age_s(master) or STARTING_S) < STARTING_S and born not in _SETTLED
     last: tuple[tuple[int, ...], bool] | None = None
     since = time.monotonic()
     while True:
@@ -82,5 +97,7 @@ def settled_workers(
             last, since = (tuple(serving), master_holds), now
         unsettled = young and now - since < SETTLE_S
         if now >= deadline or not (unsettled or starting(master, children, engaged, master_holds, helper)):
+            if young and born is not None:
+                _SETTLED.add(born)
             return serving
         time.sleep(POLL_S)
