@@ -16,7 +16,7 @@ from ...render.service_mean import service_mean
 from ...render.text import Verbatim, plural
 from ...results import export
 from .kept_report import finished_unit
-from .model_verdict import model_line
+from .model_verdict import judged, model_line, predicted_ms
 from .result import LatencyResult
 
 # (column, the model's figure, the measured percentile or None for the deviation)
@@ -63,8 +63,10 @@ def _cell(predicted: float, measured: float) -> str:
 
 
 def model_table_lines(results: Sequence[LatencyResult], label: Callable[[LatencyResult], str]) -> list[str]:
-    """Fixed-width rows, one per run with a model: `predicted/measured` in ms."""
+    """Fixed-width rows, one per run with a model: `predicted/measured` in ms, the prediction the sentence judges
+    (with the fixed path every connection takes)."""
     runs = [r for r in results if r.model is not None and r.ok]
+    _, fixed = judged(runs)
     width = max([len("run"), *(len(label(r)) for r in runs)])
     queue = max([len("queue"), *(len(r.model.queue) for r in runs if r.model is not None)])
     head = f"{'run':<{width}} {'queue':<{queue}}" + "".join(f"{name:>{CELL + 1}}" for name, _, _ in COLUMNS)
@@ -75,7 +77,7 @@ def model_table_lines(results: Sequence[LatencyResult], label: Callable[[Latency
         cells = []
         for _, key, q in COLUMNS:
             measured = r.histogram.percentile(q) / 1000 if q is not None else r.histogram.stdev_us / 1000
-            cells.append(f" {_cell(getattr(m, key), measured):>{CELL}}")
+            cells.append(f" {_cell(predicted_ms(m, key, fixed), measured):>{CELL}}")
         lines.append(f"{label(r):<{width}} {m.queue:<{queue}}" + "".join(cells))
     return lines
 
@@ -111,10 +113,13 @@ def model_report(
     first = runs[0]
     assert first.model is not None
     line = model_line(runs, label)
+    _, fixed = judged(runs)
+    # the sentence below says what the fixed path is; the title, that the table's predictions hold it too
+    path = f" (each prediction with the {fixed:.2f} ms fixed path)" if fixed > 0 else ""
     return [
         Text(
             f"Model: queueing alone, {plural(first.model.workers, 'worker')}, {_load_text(first)}: "
-            "predicted/measured ms",
+            f"predicted/measured ms{path}",
             style="bold",
         ),
         Verbatim(model_table_lines(runs, label)),
