@@ -118,9 +118,9 @@ def test_connections_in_flight_beyond_the_local_port_range_are_refused_naming_th
 ) -> None:
     """As burst's --clients: more connections in flight than local ports to one server address would fail
     with EADDRNOTAVAIL (and exit 0); refused before anything starts, naming the option given."""
-    from accept_order.core import spec
+    from accept_order.core import limits
 
-    monkeypatch.setattr(spec, "local_ports", lambda: 100)
+    monkeypatch.setattr(limits, "local_ports", lambda: 100)
     result = run_cli(args)
     assert_one_error_line(result, 2, option, "ip_local_port_range", "use at most 100")
     assert result.stdout == ""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from accept_order.core import spec
+from accept_order.core import limits
 from accept_order.core.errors import PlanError
 from accept_order.core.hosts import ClientHosts
 from accept_order.core.spec import ConcurrentLoad
@@ -38,7 +38,7 @@ def test_each_host_checks_its_share_against_its_own_limits(monkeypatch: pytest.M
     (its LoadGenerator validates it), or a share over the host's limit fails its connections with EMFILE,
     counted as the server's failures."""
     parts = shares(ConcurrentLoad(connections=4000, concurrency=4000, driver_procs=1, clients=HOSTS), 2)
-    monkeypatch.setattr(spec, "open_file_limit", lambda: 1024)  # the host's soft limit, as ssh sessions often have
+    monkeypatch.setattr(limits, "open_file_limit", lambda: 1024)  # the host's soft limit, as ssh sessions often have
     with pytest.raises(PlanError, match="open-file limit 1024"):
         parts[0].validated()
     cpus = shares(ConcurrentLoad(connections=10, concurrency=2, cpus=(1 << 19,), clients=HOSTS), 2)

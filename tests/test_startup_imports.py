@@ -62,6 +62,8 @@ MACHINERY = (
 # Dataclasses a run neither makes nor reads: a concurrent load's drivers and client hosts, the herd table,
 # kept connections' counts, serve's and compare's results, a warning no loopback run has.
 NOT_A_RUNS = (
+    "accept_order.core.concurrent_load",  # a concurrent load's spec, and its client hosts'
+    "accept_order.core.hosts",
     "accept_order.core.driver_stats",
     "accept_order.core.host_outcome",
     "accept_order.core.run_warnings",

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager, nullcontext
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..core.spec import ConcurrentLoad, ServerSpec
+from ..core.spec import ServerSpec
 from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
 from .options import attach_options, examples, json_option, load_options, mode_option, server_options
@@ -18,6 +18,9 @@ from .progress import RunProgress
 from .repeat_common import repeat_option, run_repeated
 from .specs import concurrent_load, first_available, refuse_for_target, server_spec
 from .types import MODE_LIST
+
+if TYPE_CHECKING:  # made where a load is parsed (cli/specs.py): --help reads this module without it
+    from ..core.concurrent_load import ConcurrentLoad
 
 Tick = Callable[[int, float], None]
 

@@ -6,9 +6,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..core.spec import DEFAULT_KIND, ConcurrentLoad, SequentialLoad, ServerSpec, pinned
+from ..core.spec import DEFAULT_KIND, SequentialLoad, ServerSpec, pinned
 
 if TYPE_CHECKING:  # imported where a concurrent load is made: not by `run` (issue 30: start-up)
+    from ..core.concurrent_load import ConcurrentLoad
     from ..core.hosts import ClientHosts
 
 
@@ -220,6 +221,7 @@ def load_cpus(options: dict[str, Any], server: ServerSpec, hosts: ClientHosts | 
 
 
 def concurrent_load(options: dict[str, Any], server: ServerSpec | None = None) -> ConcurrentLoad:
+    from ..core.concurrent_load import ConcurrentLoad
     from ..core.spec import DEFAULT_REQUESTS
     from .load_options import client_hosts
 

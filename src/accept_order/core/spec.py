@@ -1,5 +1,5 @@
-"""Frozen specs: what serves (ServerSpec) and what drives it (SequentialLoad, ConcurrentLoad: a closed or an
-open loop).
+"""Frozen specs: what serves (ServerSpec) and what drives it (SequentialLoad; ConcurrentLoad, a closed or an
+open loop, is in concurrent_load.py and handed out here on first use).
 
 This is the one place shared values are checked (a server kind checks its own: core/kinds.py `ServerKind.check`). The
 CLI's option types reject bad input first, naming the option the user typed; these checks guard the
@@ -9,113 +9,62 @@ Python API and saved files with the canonical names.
 from __future__ import annotations
 
 import dataclasses
-import math
-import resource
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, get_args
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from .cpus import allowed_cpus, format_cpu_list
+from .cpus import allowed_cpus
 from .errors import PlanError
-from .hosts import ClientHosts  # at the top: the result files' schema reads ConcurrentLoad's hints here
+
+# The limits and checks live in limits.py (a leaf: concurrent_load.py checks with them); callers import them
+# from here, as before.
+from .limits import (  # noqa: F401
+    DEFAULT_CONCURRENCY,
+    DEFAULT_DRIVER_PROCS,
+    DEFAULT_HOST,
+    DEFAULT_MODE,
+    DEFAULT_REQUESTS,
+    DRIVERS,
+    FD_MARGIN,
+    MAX_ACCEPT_BATCH,
+    MAX_BACKLOG,
+    MAX_CONNECTIONS,
+    MAX_DRIVER_PROCS,
+    MAX_DURATION_S,
+    MAX_GAP_MS,
+    MAX_TIMEOUT_S,
+    MAX_WORK_ITERS,
+    MAX_WORK_US,
+    MAX_WORKERS,
+    PORT_RANGE,
+    Driver,
+    check_concurrency,
+    check_cpus,
+    check_driver,
+    check_range,
+    drivers_under,
+    local_ports,
+    ms_to_us,
+    number,
+    open_file_limit,
+)
 from .old_names import accept_old_names
 from .old_names import renamed as renamed  # where callers found it before core/old_names.py
 
-MAX_WORKERS = 512
-MAX_CONNECTIONS = 10_000_000
-MAX_WORK_US = 60_000_000
-MAX_WORK_ITERS = 10**10
-MAX_ACCEPT_BATCH = 1 << 20
-MAX_BACKLOG = 1 << 20
-MAX_GAP_MS = 60_000.0
-MAX_TIMEOUT_S = 3600.0
-MAX_DRIVER_PROCS = 64
-MAX_DURATION_S = 24 * 3600.0
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_MODE = "epoll"  # nginx's default on Linux: the one users most often meet
-# The loop a load generator runs (loads/drivers.py): "auto" is io_uring where it can run, else epoll.
-Driver = Literal["auto", "io_uring", "epoll"]
-DRIVERS: tuple[Driver, ...] = get_args(Driver)
-FD_MARGIN = 32  # descriptors a driver needs besides its connections (epoll, pipes, stdio, imports)
+if TYPE_CHECKING:
+    from .concurrent_load import ClosedLoopLoad as ClosedLoopLoad
+    from .concurrent_load import ConcurrentLoad as ConcurrentLoad
 
 
-def number(value: float) -> str:
-    """10000000 rather than 1e+07: limits are read by people."""
-    return str(int(value)) if math.isfinite(value) and float(value).is_integer() else f"{value:g}"
+def __getattr__(name: str) -> Any:
+    """ConcurrentLoad (and ClosedLoopLoad, its old name) live in concurrent_load.py, imported on first use: a
+    command that drives no concurrent load (run, show, --help) does not make its dataclass nor ClientHosts'
+    (issue 30: start-up). Callers that import them from here, as before, get them from there."""
+    if name in ("ConcurrentLoad", "ClosedLoopLoad"):
+        from . import concurrent_load
 
-
-def check_range(name: str, value: Any, low: float, high: float, unit: str = "") -> None:
-    """PlanError naming `name` unless low <= value <= high; `unit` ("s", "ms") when the option took a
-    duration the user wrote in any unit (`--step 1000h`)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise PlanError(f"{name} must be a number, got {value!r}")
-    if not math.isfinite(value) or not low <= value <= high:
-        u = f" {unit}" if unit else ""
-        raise PlanError(f"{name} must be between {number(low)}{u} and {number(high)}{u}, got {number(value)}{u}")
-
-
-def ms_to_us(ms: float, option: str = "--work-ms") -> int:
-    """Milliseconds as whole microseconds; PlanError for nan or inf (which have no integer)."""
-    if not math.isfinite(ms):
-        raise PlanError(f"{option} must be a finite number, got {ms}")
-    return int(round(ms * 1000))
-
-
-PORT_RANGE = "/proc/sys/net/ipv4/ip_local_port_range"
-
-
-def drivers_under(connections: int, asked: int, limit: int) -> int:
-    """Driver processes to hold `connections` at once: `asked`, or as many more as it takes for each one's
-    share (and FD_MARGIN of its own files) to fit under the open-file soft limit `limit` (a burst here, a
-    client host's share there)."""
-    if limit == resource.RLIM_INFINITY:
-        return asked
-    return max(asked, math.ceil(connections / max(1, limit - FD_MARGIN)))
-
-
-def open_file_limit() -> int:
-    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-
-
-def local_ports() -> int | None:
-    """How many local ports a client may use to one server address (ip_local_port_range), None if unknown."""
-    try:
-        with open(PORT_RANGE) as f:
-            low, high = (int(v) for v in f.read().split())
-        return high - low + 1
-    except (OSError, ValueError):
-        return None
-
-
-def check_concurrency(concurrency: int, option: str = "--concurrency", driver_procs: int = 1) -> None:
-    """PlanError unless `concurrency` open connections, shared by `driver_procs` processes, fit under the
-    open-file limit (ulimit -n; per driver: each process has a descriptor table of its own) and the local
-    port range (each open connection holds a local port to the one server address). `option`: the option
-    the user gave the number with."""
-    limit = open_file_limit()
-    allowed = max(1, limit - FD_MARGIN) * driver_procs
-    if not 1 <= concurrency <= allowed:
-        per = f", times {driver_procs} driver processes" if driver_procs > 1 else ""
-        raise PlanError(
-            f"{option} must be between 1 and {allowed} (open-file limit {limit} minus {FD_MARGIN} "
-            f"for a driver's own files{per}; raise it with ulimit -n, or give more --driver-procs), got {concurrency}"
-        )
-    ports = local_ports()
-    if ports is not None and concurrency > ports:
-        raise PlanError(
-            f"{option} {concurrency}: one client address has {ports} local ports to one server address "
-            f"(net.ipv4.ip_local_port_range); use at most {ports}"
-        )
-
-
-def check_cpus(cpus: tuple[int, ...], option: str = "--cpus") -> None:
-    """Refuse CPUs this process may not run on here, before a worker (or driver) fails to pin itself to one."""
-    allowed = allowed_cpus()
-    foreign = sorted(set(cpus) - set(allowed))
-    if foreign and allowed:
-        raise PlanError(
-            f"{option}: CPU {format_cpu_list(foreign)} not available here (allowed: {format_cpu_list(allowed)})"
-        )
+        return getattr(concurrent_load, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # The kind a spec names when it names none: this tool's own workers (servers/builtin.py takes its name from
@@ -243,132 +192,6 @@ class SequentialLoad:
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         return {"kind": self.kind, **{k: v for k, v in data.items() if (k, v) != ("driver", "auto")}}  # as 0.2
-
-
-def check_driver(driver: Any) -> None:
-    if driver not in DRIVERS:
-        raise PlanError(f"--driver must be one of {', '.join(DRIVERS)}, got {driver!r}")
-
-
-DEFAULT_REQUESTS = 100_000
-DEFAULT_CONCURRENCY = 200
-DEFAULT_DRIVER_PROCS = 2
-
-
-@dataclass(frozen=True)
-class ConcurrentLoad:
-    """Many connections at once. A closed loop: `concurrency` slots, each starting its next connection as
-    soon as one ends. With a `rate`, an open loop: connections start on a fixed schedule, whatever is in
-    flight (up to `concurrency`)."""
-
-    connections: int | None = DEFAULT_REQUESTS  # None: run for duration_s instead
-    duration_s: float | None = None
-    concurrency: int = DEFAULT_CONCURRENCY
-    driver_procs: int = DEFAULT_DRIVER_PROCS
-    timeout_s: float = 10.0
-    # Open loop instead: start this many connections per second on a fixed schedule, whatever is in flight
-    # (up to `concurrency`), and time each from when it was due (wrk2's correction for coordinated omission).
-    rate: float | None = None
-    cpus: tuple[int, ...] = ()  # the CPUs every driver process is pinned to (--load-cpus); empty: not pinned
-    # Requests over each connection before the client closes it: 1, one (connect, reply, close: the default);
-    # K > 1, K requests one after another; 0, the connection lives for the whole run. With K != 1,
-    # `connections` counts requests (a connection that lives for the whole run never finishes).
-    requests_per_connection: int = 1
-    # The pool shape: the `concurrency` connections are opened one after another at idle (each once its first
-    # reply names its worker), as a proxy's pool fills, and only then do the requests run over them.
-    pool: bool = False
-    # --clients: the load runs on these client hosts over ssh, split across them (loads/hosts/); None: here
-    clients: ClientHosts | None = None
-    driver: Driver = "auto"  # the drivers' loop (DRIVERS): each host resolves "auto" for itself
-
-    @property
-    def on_client_hosts(self) -> bool:
-        """Whether the load runs on client hosts (--clients), not on this host (--observe-on alone: here)."""
-        return self.clients is not None and bool(self.clients.destinations)
-
-    @property
-    def keeps_connections(self) -> bool:
-        """Whether the server must keep connections open for the client's requests (several per connection,
-        or a pool, whose connections are opened before the requests run over them)."""
-        return self.requests_per_connection != 1 or self.pool
-
-    @property
-    def kind(self) -> str:
-        return "closed-loop" if self.rate is None else "open-loop"
-
-    def validated(self) -> ConcurrentLoad:
-        if self.connections is not None and self.duration_s is not None:
-            raise PlanError("give --connections or --duration, not both")
-        if self.connections is None and self.duration_s is None:
-            raise PlanError("give --connections or --duration")
-        if self.connections is not None:
-            check_range("--connections", self.connections, 1, MAX_CONNECTIONS)
-        if self.duration_s is not None:
-            check_range("--duration", self.duration_s, 0.001, MAX_DURATION_S, "s")
-        check_range("--driver-procs", self.driver_procs, 1, MAX_DRIVER_PROCS)
-        check_range("--timeout", self.timeout_s, 0.001, MAX_TIMEOUT_S, "s")
-        if self.rate is not None:
-            check_range("--rate", self.rate, 0.001, 10_000_000)
-        check_range("--requests-per-connection", self.requests_per_connection, 0, MAX_CONNECTIONS)
-        if not isinstance(self.pool, bool):
-            raise PlanError(f"pool must be true or false, got {self.pool!r}")
-        if self.pool and self.requests_per_connection == 1:
-            # each pooled connection would close after its first reply, the one that filled the pool: the
-            # run's requests would then come over new connections, and no pool would carry them
-            raise PlanError(
-                "--pool keeps its connections for the requests: with --requests-per-connection 1 each would close "
-                "after its first reply; give --requests-per-connection 0 (kept for the whole run) or K > 1"
-            )
-        for cpu in self.cpus:
-            check_range("--load-cpus", cpu, 0, 1 << 20)
-        check_driver(self.driver)
-        if self.driver == "io_uring" and self.keeps_connections:
-            raise PlanError("--driver io_uring drives one request per connection: kept connections run on epoll")
-        if self.clients is not None:
-            self.clients.validated()
-        remote = self.on_client_hosts
-        if not remote:
-            check_cpus(self.cpus, "--load-cpus")  # a client host's CPUs are its own: checked there
-        # As many drivers as will run: none without a slot and a connection to make.
-        procs = min(self.driver_procs, max(1, self.concurrency), self.connections or self.driver_procs)
-        if not remote:  # over client hosts, each host checks its own share against its own limits
-            check_concurrency(self.concurrency, driver_procs=procs)
-        else:
-            check_range("--concurrency", self.concurrency, 1, MAX_CONNECTIONS)
-        return self if procs == self.driver_procs else dataclasses.replace(self, driver_procs=procs)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ConcurrentLoad:
-        known = {f.name for f in dataclasses.fields(cls)}
-        values = {k: v for k, v in data.items() if k in known}
-        if "requests" in data and "connections" not in data:  # v1 name
-            values["connections"] = data["requests"]
-        if "cpus" in values:
-            values["cpus"] = tuple(values["cpus"])
-        if values.get("clients") is not None:
-            values["clients"] = ClientHosts.from_dict(values["clients"])
-        return cls(**values)
-
-    def to_dict(self) -> dict[str, Any]:
-        # A closed loop's and an unpinned load's files stay as 0.3 wrote them (no rate, no cpus), and a load
-        # of one request per connection without a pool as before them (no requests_per_connection, no pool).
-        data = dataclasses.asdict(self)
-        rate, cpus = data.pop("rate"), list(data.pop("cpus"))
-        per, pool = data.pop("requests_per_connection"), data.pop("pool")
-        data.pop("clients")  # written below from the spec itself
-        if data["driver"] == "auto":  # as 0.2 wrote them
-            del data["driver"]
-        return (
-            {"kind": self.kind, **data}
-            | ({} if rate is None else {"rate": rate})
-            | ({"cpus": cpus} if cpus else {})
-            | ({} if per == 1 else {"requests_per_connection": per})
-            | ({"pool": True} if pool else {})
-            | ({} if self.clients is None else {"clients": self.clients.to_dict()})
-        )
-
-
-ClosedLoopLoad = ConcurrentLoad  # its name before 0.3, for older callers of the Python API
 
 
 accept_old_names(ServerSpec)

@@ -26,7 +26,7 @@ from ..core.errors import PlanError, WorkerError, WorkerExited
 from ..core.measures import ConnectionRecord, Environment, WorkerCounters
 from ..core.protocol import ClientProtocol
 from ..core.signals import deferred, holding, keep, release
-from ..core.spec import ConcurrentLoad, SequentialLoad, ServerSpec
+from ..core.spec import SequentialLoad, ServerSpec
 from ..core.target import Target
 from ..loads.sequential import loop_for
 from ..loads.sequential import run_sequential as drive_sequential
@@ -40,6 +40,7 @@ from .partial import RunStopped as RunStopped
 from .partial import run_each as run_each
 
 if TYPE_CHECKING:
+    from ..core.concurrent_load import ConcurrentLoad
     from ..core.load_summary import LoadSummary
     from ..loads.generator import LoadGenerator
     from ..loads.hosts.driven import HostsLoad

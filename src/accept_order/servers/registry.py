@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..core.errors import NothingToRun, PlanError
 from ..core.kinds import KindOption, ModeInfo, ServerKind
-from ..core.spec import DEFAULT_KIND, LABELS, ConcurrentLoad, ServerSpec, sized
+from ..core.spec import DEFAULT_KIND, LABELS, ServerSpec, sized
 from .attached import AttachedKind
 from .builtin import BuiltinKind
 from .launched.apache import ApacheKind
@@ -34,6 +34,7 @@ from .remote import RemoteKind, RemoteServer
 from .remote import unseen_note as unseen_note
 
 if TYPE_CHECKING:
+    from ..core.spec import ConcurrentLoad
     from ..core.target import Target
 
 # Every kind but the two that find a running server (attached, remote). HELPERS, the titles they give their helpers
