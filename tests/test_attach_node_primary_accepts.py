@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
+import socket
 import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +26,7 @@ import pytest
 from conftest import wait_for
 from test_attach import accept_order
 
+from accept_order.experiments.observe.run import observe
 from accept_order.probes.listeners import listening_sockets
 from accept_order.probes.owner import socket_holders
 from accept_order.servers.launched.node import node_binary, node_missing
@@ -101,3 +105,32 @@ def test_the_kernels_count_of_a_node_cluster_is_its_primarys(cluster: tuple[int,
     table = done.stdout[done.stdout.index("served per worker") :].splitlines()
     rows = [line.split() for line in table if line.split()[:2] in ([str(i), str(p)] for i, p in enumerate(workers))]
     assert len(rows) == WORKERS and all(row[2] == "-" for row in rows), table[:8]  # not known, not 0
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("bpftrace") is None, reason="needs root and bpftrace")
+def test_observe_of_a_node_cluster_counts_the_primarys_accepts_as_its_own(cluster: tuple[int, int, Path]) -> None:
+    """observe, traced: the workers are not traced as if they accepted, and the kernel's count, the primary's, is said
+    as its: every connection made while observed (at most all the workers logged), none of them a worker's."""
+    port, primary, log = cluster
+    stop = threading.Event()
+
+    def connect() -> None:
+        while not stop.is_set():
+            with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT_S) as conn:
+                conn.sendall(b"GET / HTTP/1.0\r\nHost: t\r\n\r\n")
+                while conn.recv(4096):
+                    pass
+
+    client = threading.Thread(target=connect)
+    client.start()
+    try:
+        wait_for(lambda: log.exists() and log.read_text(), bool, TIMEOUT_S, "the first request")
+        result = observe(port=port, duration_s=1.0, trace=True)
+    finally:
+        stop.set()
+        client.join(TIMEOUT_S)
+    assert not result.traced and all(w.accepts is None for w in result.workers), result.workers
+    found = re.search(rf"pid {primary} accepts each connection .*; it accepted ([\d,]+) while observed", result.source)
+    assert found is not None, result.source
+    accepted = int(found.group(1).replace(",", ""))
+    assert 0 < accepted <= len(log.read_text().split()), (accepted, result.source)  # the workers' own log

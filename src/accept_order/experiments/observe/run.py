@@ -40,6 +40,8 @@ INTERVAL_S = 1.0
 NOT_TRACED = "not traced ({why}): each worker's connections sampled from its fd table every interval; "
 NOT_TRACED += "short ones are missed"
 FED = "the workers accept none: pid {acceptor} accepts each connection and passes it to one over a Unix socket"
+# fd-pass traced: the kernel's count is the acceptor's (Node's primary under SCHED_RR), said as its, not a worker's
+FED_COUNTED = "; it accepted {accepted:,} while observed (the kernel's count, its own: bpftrace on the accept calls)"
 
 
 def recognised_kind(watched: Watched) -> str | None:
@@ -64,6 +66,8 @@ class Observer:
         passed = watched.acceptor is not None
         self.watch = AcceptWatch(watched.workers) if trace and not passed else None
         self.why = "--no-trace" if not trace else FED.format(acceptor=watched.acceptor) if passed else ""
+        # fd-pass: the acceptor's accepts, counted apart (they are every connection's, and no worker's)
+        self.acceptor_watch = AcceptWatch([watched.acceptor]) if trace and watched.acceptor is not None else None
         self.queue = QueueSampler(watched)
         self.every_s = SAMPLE_EVERY_S  # the listen queue's pace
         self.hold_every_s = SAMPLE_EVERY_S  # untraced: the pace of looking for who holds what
@@ -93,6 +97,11 @@ class Observer:
                 self.watch = None
         if self.watch is None:
             self.holdings = Holdings(self.watched)
+        if self.acceptor_watch is not None:
+            self.acceptor_watch.start()
+            if not self.acceptor_watch.attached:
+                self.acceptor_watch.close()
+                self.acceptor_watch = None
         units = self.watched.units
         self._start_usage = [usage_of(u) for u in units]
         self._last_usage = list(self._start_usage)
@@ -252,12 +261,17 @@ class Observer:
     def watch_source(self) -> str:
         if self.watch is not None:
             return SOURCE
+        if self.acceptor_watch is not None and self.watched.acceptor is not None:
+            accepted, _ = self.acceptor_watch.totals().of(self.watched.acceptor)
+            return NOT_TRACED.format(why=self.why + FED_COUNTED.format(accepted=accepted))
         return NOT_TRACED.format(why=self.why)
 
     def close(self) -> None:
         self.load.close()
         if self.watch is not None:
             self.watch.close()
+        if self.acceptor_watch is not None:
+            self.acceptor_watch.close()
 
 
 def observe(
@@ -359,6 +373,8 @@ def _finish(observer: Observer, interrupted: bool = False) -> ObserveResult:
         if not counts.available:
             notes.append(f"the kernel's final counts were lost ({counts.why}): the last interval is short of them")
             totals = None
+    if observer.acceptor_watch is not None:
+        observer.acceptor_watch.finish()  # its exact count as it stops (watch_source reads it)
     observer.sample_load()  # what the connections carried up to the end
     observer.load.settle()  # and to the close, of those gone from that last look
     observer.tick(totals, last=True, at=observer.watch.ended if observer.watch is not None else None)
