@@ -42,6 +42,11 @@ def observe_figure(result: ObserveResult, options: PlotOptions) -> Figure:
         seen = sum(w.connections_observed or 0 for w in result.workers)
         held = f"; {seen:,} opened before it were seen held" if seen else ""
         nothing(share_ax, f"no connection accepted while observed{held}")
+        from matplotlib.ticker import AutoLocator  # here: matplotlib is imported only where a picture is drawn
+
+        # nothing() empties the panel's ticks, which sharex shares: the seconds below lost theirs too
+        share_ax.xaxis.set_major_locator(AutoLocator())
+        share_ax.tick_params(axis="x", which="both", bottom=False)
     else:
         ends = [i.end_s for i in intervals]
         colors = worker_colors(len(result.workers))  # as the order pictures colour workers: none shares one
@@ -55,9 +60,11 @@ def observe_figure(result: ObserveResult, options: PlotOptions) -> Figure:
         share_ax.set_ylabel("share of the interval's connections, %")
         # beside the lines (a worker's share can reach any height), a column per 16 workers
         legend_outside(share_ax, right=True, ncol=1 + (len(result.workers) - 1) // 16)
-    share_ax.grid(alpha=0.3)
+        share_ax.grid(alpha=0.3)
     if loaded:
-        _bytes_panel(bytes_ax, loaded, len(result.workers))
+        _bytes_panel(bytes_ax, loaded, result)
+        if not share_ax.lines:  # the bytes' lines alone say which worker is which: their colours are named here
+            legend_outside(bytes_ax, right=True, ncol=1 + (len(result.workers) - 1) // 16)
     sampled = [i for i in intervals if i.queue_max is not None]
     if sampled:
         ends = [i.end_s for i in sampled]
@@ -71,15 +78,18 @@ def observe_figure(result: ObserveResult, options: PlotOptions) -> Figure:
     return fig
 
 
-def _bytes_panel(ax: Any, loaded: Sequence[ObserveInterval], workers: int) -> None:
+def _bytes_panel(ax: Any, loaded: Sequence[ObserveInterval], result: ObserveResult) -> None:
     """Each worker's share of the bytes its connections received in each interval the load was looked at: what
-    the held connections carried, which the accepts of a pool opened before the window do not show."""
+    the held connections carried, which the accepts of a pool opened before the window do not show. Labelled as
+    the accepts' lines are, for the legend where no accept was drawn."""
     ends = [i.end_s for i in loaded]
+    workers = len(result.workers)
     colors = worker_colors(workers)
-    for index in range(workers):
+    for index, worker in enumerate(result.workers):
         shares = [100 * i.bytes_in[index] / sum(i.bytes_in) for i in loaded]
-        ax.plot(ends, shares, "-o", color=colors[index], linewidth=1.5, markersize=3)
-    ax.axhline(100 / workers, color="0.6", linestyle="--", linewidth=1)
+        label = text(f"{index} ({worker.label})")
+        ax.plot(ends, shares, "-o", color=colors[index], linewidth=1.5, markersize=3, label=label)
+    ax.axhline(100 / workers, color="0.6", linestyle="--", linewidth=1, label="an even share")
     ax.set_ylim(0, 100)
     ax.set_ylabel("share of the bytes received, %")
     ax.grid(alpha=0.3)
