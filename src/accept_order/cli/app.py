@@ -29,14 +29,11 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 # name -> module under accept_order.cli holding a click command of that name (loaded only when used): the
 # commands that make results, as the experiments' registry lists them, then those that read result files
-COMMANDS: dict[str, str] = {
-    **{name: name for name in commands()},
-    "merge": "merge",
-    "show": "show",
-    "plot": "plot",
-    "modes": "modes",
-}
+READERS = ("merge", "show", "plot", "modes")  # they start no process, whenever a signal lands
+COMMANDS: dict[str, str] = {**{name: name for name in commands()}, **{name: name for name in READERS}}
 STOPPED_META = "accept_order.stopped"  # ctx.meta: what an interrupted command says it ended (see _what_stopped)
+BODY_META = "accept_order.body"  # ctx.meta: the command's body was entered (before it, nothing was started)
+NOTHING_STARTED = "nothing was started"
 # The machine ran out of something: errno -> where to look (ENOSPC and ENOMEM name their cause themselves).
 _RESOURCE_ERRNOS = {
     errno.EMFILE: " (check `ulimit -n`)",
@@ -105,6 +102,7 @@ def handle_errors(func: F) -> F:
                 from .room import check_room_for
 
                 check_room_for(func.__name__, kwargs)  # a full disk is said before the run, not after it
+                _mark_body()
                 return func(*args, **kwargs)
         except OutputError as exc:
             if _traceback_wanted():
@@ -161,11 +159,24 @@ def _click_writing_stdout(exc: BaseException) -> bool:
         return False
 
 
-def _what_stopped() -> str:
-    """What an interrupted command ended: its workers, or what the command put in its context's meta (a
-    command that starts nothing, such as observe, must not say it stopped a server it only watched)."""
+def _mark_body() -> None:
     ctx = click.get_current_context(silent=True)
-    return str(ctx.meta.get(STOPPED_META, "all workers stopped")) if ctx else "all workers stopped"
+    if ctx is not None:
+        ctx.meta[BODY_META] = True
+
+
+def _what_stopped() -> str:
+    """What an interrupted command ended: what the command put in its context's meta (a command that starts
+    nothing, such as observe, must not say it stopped a server it only watched), else its workers; nothing
+    where its body had not begun (a Ctrl-C 0.5 s into inspect said 'all workers stopped') or it only reads files."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return "all workers stopped"
+    if STOPPED_META in ctx.meta:
+        return str(ctx.meta[STOPPED_META])
+    if not ctx.meta.get(BODY_META) or ctx.info_name in READERS:
+        return NOTHING_STARTED
+    return "all workers stopped"
 
 
 def _traceback_wanted() -> bool:
