@@ -219,8 +219,8 @@ class H2oKind(ServerKind):
             LongLivedCure(
                 "http1-request-timeout: 10",
                 "h2o 2.2's timeout for an HTTP/1 request to come, which also closes a keep-alive connection idle "
-                "that long (set to 1 here: closed 1 s after its answer); a busy pool never reaches it, and a "
-                "reopened connection is placed again (h2o 2.2 has no limit on requests per connection, no "
+                "that long (at 1, h2o 2.2 closed a kept connection 1 s after its answer); a busy pool never reaches "
+                "it, and a reopened connection is placed again (h2o 2.2 has no limit on requests per connection, no "
                 "SO_REUSEPORT)",
                 IdleLimit("http1-request-timeout"),
             ),

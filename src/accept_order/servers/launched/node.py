@@ -201,7 +201,7 @@ class NodeKind(ServerKind):
                 "cluster.schedulingPolicy = cluster.SCHED_RR",
                 "Node's default: the primary accepts every connection and hands it to the workers in turn (to one "
                 "that has taken its last one), so a pool opened at idle is spread by turns, whatever each worker "
-                "already holds (Node 20 has no reusePort: a second listener got EADDRINUSE here)",
+                "already holds (Node 20 has no reusePort: a second listener gets EADDRINUSE)",
                 SideBySide(("sched-none", "sched-rr")),
                 "sched-rr",
             ),

@@ -254,14 +254,14 @@ class UwsgiKind(ServerKind):
         return (
             LongLivedCure(
                 "http-socket = ADDRESS:PORT",
-                f"uWSGI closes each connection after its answer (run here: a second request on it found it closed): "
-                f"{CLOSES_EACH}",
+                "uWSGI closes each connection after its answer (pyuwsgi 2.0: a second request on one found it "
+                f"closed): {CLOSES_EACH}",
                 SideBySide(("default", "thunder-lock")),
             ),
             LongLivedCure(
                 "http11-socket = ADDRESS:PORT",
-                "keeps connections alive, and a worker serves one at a time for as long as it stays open (run here: "
-                "with one worker a second connection had no answer in 3 s while the first was open): each "
+                "keeps connections alive, and a worker serves one at a time for as long as it stays open (pyuwsgi "
+                "2.0 with one worker a second connection had no answer in 3 s while the first was open): each "
                 "long-lived connection holds a whole worker, and the rest wait in the listen queue",
                 "not measured: the tool does not pass http11-socket to the uwsgi it launches yet",
             ),
