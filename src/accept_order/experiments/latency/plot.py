@@ -254,7 +254,7 @@ def sweep_figure(sweep: SweepResult, options: PlotOptions) -> Figure:
     ax.set_xlabel("accept batch: most connections one wakeup accepts")
     other = ax.twinx()
     (line_tps,) = other.plot(x, [r.throughput for r in results], "s-", color="C0", linewidth=2, label="throughput")
-    other.set_ylabel("throughput, connections/s", color="C0")
+    other.set_ylabel(f"throughput, {_timed(results)}/s", color="C0")  # a pool's: requests
     other.set_ylim(bottom=0)
     legend_outside(ax, [line99, line50, line_tps])  # "best" knows only one of the two axes' lines
     ax.grid(alpha=0.3)

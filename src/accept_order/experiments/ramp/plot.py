@@ -47,6 +47,16 @@ def _plan_text(plan: dict[str, object]) -> str:
     return "; " + "; ".join(parts) if parts else ""
 
 
+def _offered(result: RampResult, rate: bool) -> str:
+    """What a step offered: connections in flight, or per second new connections, or requests where the
+    connections were kept (a pool's or K requests each: the plan's rates then count requests, as kept_words
+    and --in-flight's help say; 'new connections per second' misnamed them)."""
+    if not rate:
+        return "connections in flight"
+    kept = result.plan.get("requests_per_connection", 1) != 1 or bool(result.plan.get("pool"))
+    return f"{'requests' if kept else 'new connections'} per second"
+
+
 def _settings(result: RampResult) -> str:
     """The footer: the server's settings (a server elsewhere runs its own work), how a step was judged, the
     machine."""
@@ -72,7 +82,7 @@ def ramp_figure(result: RampResult, options: PlotOptions) -> Figure:
     x = [s.offered for s in steps]
     handles = ax.plot(x, [s.throughput for s in steps], "o-", color="C0", linewidth=2, label="served per second")
     if rate:
-        handles += ax.plot(x, x, "--", color="0.6", linewidth=1, label="offered (new connections per second)")
+        handles += ax.plot(x, x, "--", color="0.6", linewidth=1, label=f"offered ({_offered(result, rate)})")
     failing = [s for s in steps if not s.held and not s.cut_short]  # a step Ctrl-C cut short did not tell
     if failing:
         handles += ax.plot(
@@ -88,7 +98,7 @@ def ramp_figure(result: RampResult, options: PlotOptions) -> Figure:
     ax.set_ylabel("served per second", color="C0")
     ax.set_xlim(left=0)
     ax.set_ylim(bottom=0)
-    ax.set_xlabel("offered load, new connections per second" if rate else "offered load, connections in flight")
+    ax.set_xlabel(f"offered load, {_offered(result, rate)}")
     other = ax.twinx()
     handles += other.plot(x, [_ms(s.p99_us) for s in steps], "s--", color="C1", label="p99 latency")
     p99_bound = result.plan.get("p99_ms")
@@ -144,6 +154,6 @@ def ramp_rounds_figure(rounds: Sequence[Sequence[RampResult]], options: PlotOpti
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
     bottom.set_xlim(left=0)
-    bottom.set_xlabel("offered load, new connections per second" if rate else "offered load, connections in flight")
+    bottom.set_xlabel(f"offered load, {_offered(first, rate)}")
     legend_outside(top, handles, ncol=min(len(handles), 4))
     return fig
