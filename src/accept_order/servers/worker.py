@@ -13,9 +13,8 @@ import signal
 import socket
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..core.cpus import affinity, pin_self
 from ..core.errors import PlanError
@@ -67,8 +66,10 @@ def _stop_when_asked(state: Any) -> Any:
     return on_sigterm
 
 
-@dataclass
-class WorkerConfig:
+class WorkerConfig(NamedTuple):
+    """What one worker is told as it starts (read in the forked child, never changed): a NamedTuple, not a
+    dataclass, whose methods Python 3.11 would compile at every start-up (issue 30)."""
+
     index: int
     mode: Mode
     listeners: Listeners
