@@ -174,7 +174,46 @@ def _add_run(into: dict[str, Any], run: dict[str, Any], concurrent: bool) -> Non
     into["interrupted"] = bool(into.get("interrupted")) or bool(run.get("interrupted"))
     _add_clients(into, run)
     hosts = (into["environment"].get("hostname"), run["environment"].get("hostname"))
+    witness = _add_witness(into, run)  # before the counters add: each file's pids name its own workers
     into["evidence"] = _add_evidence(dict(into.get("evidence", {})), run.get("evidence", {}), hosts)
+    if witness is not None:
+        into["evidence"]["witness"] = witness
+
+
+def _pids(doc: Mapping[str, Any]) -> dict[Any, Any]:
+    """A file's workers: pid -> index, as its counters name them."""
+    return {c.get("pid"): c.get("index") for c in doc.get("counters", []) if isinstance(c, dict)}
+
+
+def _add_witness(into: Mapping[str, Any], run: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Two launches' server logs as the merged load's, where both have one of the same source: the added file's
+    rows name its workers by the first file's pids (worker by worker, as the counters add), and its client ports
+    are tagged with its start, so that a port each launch used is two connections, not one. A row naming no
+    worker of its own file stays no worker's. None where a file has none, or they are not alike: one file's log
+    beside every file's replies read 'h2o access log disagrees: requests per worker 181 177 199 188, the
+    replies 266 280 296 282' of two runs that each agreed with their own (277acec), and dropping both lost the
+    check of each."""
+    mine, theirs = into.get("evidence", {}).get("witness"), run.get("evidence", {}).get("witness")
+    if not isinstance(mine, dict) or not isinstance(theirs, dict):
+        return None
+    if any(mine.get(key) != theirs.get(key) for key in ("source", "numbered_by")):
+        return None
+    rows, their_rows = mine.get("requests"), theirs.get("requests")
+    if not isinstance(rows, list) or not isinstance(their_rows, list):
+        return None
+    first = {index: pid for pid, index in _pids(into).items()}
+    to_first = {pid: first.get(index) for pid, index in _pids(run).items()}
+    launch = str(_started(dict(run)) or id(run))
+    added = []
+    for row in their_rows:
+        if not isinstance(row, list) or not row:
+            added.append(row)
+            continue
+        port = row[1:2]  # an int of one launch, or a merged file's tagged string
+        tagged = [f"{launch}/{port[0]}" if isinstance(port[0], int) else port[0]] if port else []
+        added.append([to_first.get(row[0]), *tagged, *row[2:]])
+    dropped = [d for d in (mine.get("dropped", 0), theirs.get("dropped", 0)) if isinstance(d, int)]
+    return mine | {"requests": [*rows, *added], "dropped": sum(dropped)}
 
 
 def _add_evidence(into: dict[str, Any], run: Mapping[str, Any], hosts: tuple[Any, Any]) -> dict[str, Any]:
@@ -184,10 +223,7 @@ def _add_evidence(into: dict[str, Any], run: Mapping[str, Any], hosts: tuple[Any
     first file's ticks called others' CPU 'this run's own' (a merge of two cluster runs said 36% own, 59%
     others', where its first file alone had said 22% and 73%). `hosts`: the two files' hostnames."""
     into.pop("machine", None)
-    # the server's own log (a launched server's witness) is one launch's: kept beside the added replies, the first
-    # file's log read 'h2o access log disagrees: requests per worker 181 177 199 188, the replies 266 280 296 282'
-    # of two runs that each agreed with their own; each file's check was said when it ran
-    into.pop("witness", None)
+    into.pop("witness", None)  # one launch's server log: _add_witness adds the two where they are alike
     _add_kernel_counters(into, run, hosts)
     observed = _add_observed(into.get("observed_on"), run.get("observed_on"))
     if observed is None:
