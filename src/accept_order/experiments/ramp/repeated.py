@@ -18,7 +18,7 @@ from rich.text import Text
 from ...analysis.stability import Stability, agreement
 from ...render.text import plural
 from ..repeat.kinds import Document, Repeated, Rounds, by_variant, each
-from .report import ramp_table, work_and_step
+from .report import ramp_table, served_less, work_and_step
 from .result import RAMP_SHAPE, RampResult
 
 LEGEND = (
@@ -226,7 +226,7 @@ def _report(rounds: Rounds, single: bool) -> list[RenderableType]:
         )
     parts: list[RenderableType] = [*steps, table, Text(LEGEND_ONE if single else LEGEND, style="dim")]
     for label, runs in variants.items():
-        parts += broke_lines(label, runs)
+        parts += broke_lines(label, runs) + fell_lines(label, runs)
     first = rounds[0][0]
     plan = first.plan
     loop = "open loop" if plan.get("rates") else "closed loop"
@@ -243,11 +243,31 @@ def _report(rounds: Rounds, single: bool) -> list[RenderableType]:
     return parts
 
 
+def fell_lines(label: str, runs: list[RampResult]) -> list[Text]:
+    """Where every step held but the last served under half of what an earlier one did (report.served_less):
+    the first such run's words, and in how many runs."""
+    fell = [said for r in runs if (said := served_less(r)) is not None]
+    if not fell:
+        return []
+    many = f" (in {len(fell)}/{len(runs)} runs)" if len(runs) > 1 else ""
+    return [Text(f"  {label}: every step held, {fell[0]}{many}", style="yellow")]
+
+
+def _further(rounds: Rounds) -> str:
+    """Where every step held: the breaking points further out, or, where a last step served under half of an
+    earlier one, not said to be (more load was served less there: fell_lines)."""
+    plan = rounds[0][0].plan
+    higher = "higher --rates" if plan.get("rates") else "higher --concurrency-steps"
+    if any(served_less(r) is not None for row in rounds for r in row):
+        return "but a last step served under half what an earlier one did (above), as past a breaking point"
+    return f"the breaking points are further out ({higher})"
+
+
 def _verdict(rounds: Rounds) -> Text:
     stability = higher_stability(rounds)
     text = f"Verdict: {stability.text}"
     if all(broke_at(r) is None and not r.cut_short for row in rounds for r in row):
-        text += ": every step held in every run, the breaking points are further out (higher --rates)"
+        text += f": every step held in every run, {_further(rounds)}"
     return Text(text, style="green" if stability.conclusive else "yellow")
 
 
@@ -257,8 +277,8 @@ def _one_verdict(row: Sequence[RampResult]) -> Text:
     if any(r.cut_short for r in row if r.steps):  # held_higher cannot tell then
         return Text("Verdict: none: interrupted before every mode's breaking point was known", style="yellow")
     if all(broke_at(r) is None and not r.cut_short for r in row):
-        said = "no mode held a higher load than all the others: every step held in each, the breaking points are "
-        return Text(f"Verdict: {said}further out (higher --rates)", style="yellow")
+        said = "no mode held a higher load than all the others: every step held in each, "
+        return Text(f"Verdict: {said}{_further([list(row)])}", style="yellow")
     said = f"{higher} held a higher load than the others" if higher else "no mode held a higher load than the others"
     return Text(f"Verdict: {said} in this one run (--repeat N tells how often)", style="yellow")
 

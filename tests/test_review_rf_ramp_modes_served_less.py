@@ -1,0 +1,57 @@
+"""Review RF of 0f25e41 (ramp: a last step that served under half an earlier one is said, not 'further out'): ramp
+--modes and --repeat kept the old words. Every step held in each mode's ramp, its last serving under half of an
+earlier one, read 'every step held in each, the breaking points are further out (higher --rates)', of a ramp whose
+steps were --concurrency-steps, not rates. Now each such mode's line says what its steps served, and the verdict
+does not call the breaking points further out; where none fell, it names the option the steps were."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+from pathlib import Path
+
+from rich.console import Console
+
+from accept_order.core.spec import ServerSpec
+from accept_order.experiments.ramp.repeated import report, report_once
+from accept_order.experiments.ramp.result import RampResult
+
+FILE = Path(__file__).parent / "data" / "first_hour_5_ramp_pool.json"  # 98/s at 4 in flight, then 19/s at 16
+
+
+def _said(parts: list[object]) -> str:
+    console = Console(width=400, file=io.StringIO())
+    for part in parts:
+        console.print(part)
+    return console.file.getvalue()  # type: ignore[attr-defined]
+
+
+def _modes() -> tuple[RampResult, RampResult]:
+    """Two modes' ramps of the same steps: the file's (fell), and one whose last step served as long as its first."""
+    fell = RampResult.from_dict(json.loads(FILE.read_text()))
+    assert isinstance(fell.server, ServerSpec)
+    first, last = fell.steps
+    steady = dataclasses.replace(
+        fell,
+        server=dataclasses.replace(fell.server, mode="shards"),
+        steps=[first, dataclasses.replace(last, wall_s=first.wall_s)],
+    )
+    return fell, steady
+
+
+def test_a_mode_whose_last_step_served_less_is_not_further_out() -> None:
+    fell, steady = _modes()
+    for said in (_said(report_once([[fell, steady]])), _said(report([[fell, steady], [fell, steady]]))):
+        assert "further out" not in said
+        assert f"{fell.server.label}: every step held, but 16 in flight got 19/s, less than half the 98/s" in said
+        assert "but a last step served under half what an earlier one did (above)" in said
+    assert "(in 2/2 runs)" in _said(report([[fell, steady], [fell, steady]]))
+
+
+def test_steady_modes_are_further_out_by_the_option_their_steps_were() -> None:
+    _, steady = _modes()
+    other = dataclasses.replace(steady, server=dataclasses.replace(steady.server, mode="threads"))
+    said = _said(report_once([[steady, other]]))
+    assert "the breaking points are further out (higher --concurrency-steps)" in said
+    assert "--rates" not in said
