@@ -194,10 +194,14 @@ def test_run_attach_worker_exit_keeps_what_was_measured(line_servers: Any, tmp_p
     assert "Stopped early: attached worker 1" in result.stdout
     doc = json.loads(out.read_text())
     assert doc["interrupted"] is True
+    log = doc["evidence"]["accept_log"]
+    if not log["available"]:  # the line server's replies name no worker: only the kernel's accepts place them
+        pytest.skip(f"the kernel's accepts cannot be read here: {log['why']}")
     assert doc["evidence"]["worker_exit"]["pid"] == leaver and doc["evidence"]["worker_exit"]["worker"] == 1
     served = [r["pid"] for r in doc["records"] if r["error"] is None]
     accepted = server.accepted()
-    assert accepted.count(leaver) == 2 and served.count(leaver) == 2
+    errors = [(r["pid"], r["worker"], r["error"]) for r in doc["records"] if r["error"] is not None]
+    assert accepted.count(leaver) == 2 and served.count(leaver) == 2, (accepted, served, errors)
     assert served == accepted[: len(served)]  # what was kept is what the server saw, in order
     assert len(doc["records"]) < 40
 
