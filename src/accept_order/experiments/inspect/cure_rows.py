@@ -13,7 +13,6 @@ from rich.text import Text
 
 from ...core.kinds import ServerKind
 from ...servers.registry import KINDS, recognise, server_kind
-from .cures import long_lived_cures
 
 
 def kind_named(name: str | None) -> ServerKind | None:
@@ -28,6 +27,10 @@ def kind_of(program: str) -> ServerKind | None:
 
 def cure_table(kind: ServerKind | None, seen: tuple[str, ...], heading: str) -> list[RenderableType]:
     """A heading and one row per cure: the setting, then what it does and what measures it (wrapped)."""
+    # here: shown only where the server holds connections, and cures.py brings five dataclasses (core/cures.py's
+    # four and its own: Python 3.11 compiles each one's methods), which an idle server's report does not use
+    from .cures import long_lived_cures
+
     cures = long_lived_cures(kind, seen)
     if not cures:
         return []
