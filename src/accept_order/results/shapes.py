@@ -14,6 +14,7 @@ from ..core.histogram import LatencyHistogram
 from ..core.hosts import HostOutcome
 from ..core.measures import ConnectionRecord, DriverStats, Environment, ListenerRow, Verdict, WorkerCounters
 from ..core.spec import MAX_WORKERS, ConcurrentLoad, SequentialLoad, ServerSpec
+from ..core.text import plural
 from . import ServerCheck as ServerCheck
 from . import check_servers_with as check_servers_with
 from . import server_checks
@@ -99,6 +100,21 @@ def at_most_workers(name: str) -> Rule:
         if len(items) > workers:
             raise SchemaError(
                 child(at, name), f"has {len(items)} entries, one per worker, but the server had {workers}"
+            )
+
+    return rule
+
+
+def one_per_worker(name: str) -> Rule:
+    """A rule: the list `name` of a run holds one entry per worker of its server, or none (not read). A shorter one
+    read as workers not counted ('-' in the kept connections' table) where the file had lost them."""
+
+    def rule(run: Mapping[str, Any], at: str) -> None:
+        workers, items = workers_of(run), run.get(name, [])
+        if items and len(items) != workers:
+            raise SchemaError(
+                child(at, name),
+                f"has {plural(len(items), 'entry', 'entries')}, one per worker, but the server had {workers}",
             )
 
     return rule

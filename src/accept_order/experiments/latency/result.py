@@ -33,6 +33,7 @@ from ...results.shapes import (
     histogram_total,
     hosts_add_up,
     hosts_fit_workers,
+    one_per_worker,
 )
 from ...results.typed import build, hosts_of, runs_list, skipped_map
 
@@ -359,9 +360,9 @@ LATENCY_SHAPE = derive(
     optional=("errors", "served", "counters", "drivers", "wall_s"),
     rules=(
         at_most_workers("served"),
-        at_most_workers("connections"),
-        at_most_workers("held_at_end"),
-        at_most_workers("worker_histograms"),
+        one_per_worker("connections"),  # kept connections: every worker's count, as the load placed them
+        one_per_worker("held_at_end"),
+        one_per_worker("worker_histograms"),
         _summary_adds_up,
         hosts_fit_workers,
         hosts_add_up,

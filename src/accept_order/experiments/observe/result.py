@@ -227,7 +227,21 @@ def _one_value_per_worker(doc: Mapping[str, Any], at: str) -> None:
                 raise SchemaError(where, f"has {len(interval[name])} values, not one value per worker ({width})")
 
 
+def _held_within_peak(doc: Mapping[str, Any], at: str) -> None:
+    """A worker holds at its last look no more connections than it held at most (at any look, the last one too)."""
+    for index, worker in enumerate(doc["workers"]):
+        held, peak = worker.get("connections_held"), worker.get("connections_held_peak")
+        if held is not None and peak is not None and held > peak:
+            where = child(child(child(at, "workers"), index), "connections_held")
+            raise SchemaError(where, f"is {held}, more than the most it held at once (connections_held_peak {peak})")
+
+
 OBSERVE_SHAPE = known(
     ObserveResult,
-    derive(ObserveResult, ports=ListOf(PORT), counters=MapOf(SIGNED), rules=(_one_value_per_worker,)),
+    derive(
+        ObserveResult,
+        ports=ListOf(PORT),
+        counters=MapOf(SIGNED),
+        rules=(_one_value_per_worker, _held_within_peak),
+    ),
 )
