@@ -21,26 +21,28 @@ from __future__ import annotations
 import re
 import time
 
-from .accepts import _HEAD, _TAIL, AcceptCounter, accepted_by
+from .accepts import _HEAD, _TAIL, AcceptCounter, accepted_by, counted_as
 
 LOOKUP_TIMEOUT_S = 1.0  # bpftrace prints an accept within milliseconds; the reply came after the accept
 _LINE = re.compile(rb"^accept-order accepted (\d+) (\d+) (\d+)$", re.MULTILINE)
 
 
-def log_program(pids: tuple[int, ...] | None) -> str:
+def log_program(pids: tuple[int, ...] | None, threads: frozenset[int] = frozenset()) -> str:
     """Count accepts per pid as accepts.program does, and print each one with its client's port.
 
     The accepted socket is the file at index `ret` in the caller's fd table; its struct sock has the peer's
-    port (network byte order) in skc_dport. Reading kernel structures needs BTF (/sys/kernel/btf/vmlinux)."""
-    pred = accepted_by(pids)
+    port (network byte order) in skc_dport. Reading kernel structures needs BTF (/sys/kernel/btf/vmlinux).
+    A worker among `threads` is a thread, known by its own id (accept_filter.thread_workers)."""
+    pred = accepted_by(pids, threads=threads)
+    who = counted_as(threads)
     return (
         "tracepoint:syscalls:sys_exit_accept4, tracepoint:syscalls:sys_exit_accept\n"
         f"/{pred}/\n"
         "{\n"
-        "  @[pid] = count();\n"
+        f"  @[{who}] = count();\n"
         "  $file = *(curtask->files->fdt->fd + args->ret);\n"
         "  $sk = ((struct socket *)$file->private_data)->sk;\n"
-        '  printf("accept-order accepted %d %d %llu\\n", pid, bswap($sk->__sk_common.skc_dport), nsecs);\n'
+        f'  printf("accept-order accepted %d %d %llu\\n", {who}, bswap($sk->__sk_common.skc_dport), nsecs);\n'
         "}\n"
         f'END {{ printf("{_HEAD}\\n"); print(@); clear(@); printf("{_TAIL}\\n"); }}\n'
     )
@@ -55,7 +57,7 @@ class AcceptLog(AcceptCounter):
         self._parsed = 0  # how much of the output has been read into _events
 
     def program(self) -> str:
-        return log_program(self.pids)
+        return log_program(self.pids, self.threads)
 
     def accepted_by(self, client_port: int, since_ns: int, timeout_s: float = LOOKUP_TIMEOUT_S) -> int | None:
         """The pid that accepted the connection from `client_port` at or after `since_ns` (when the client

@@ -52,12 +52,13 @@ class ThreadCounts:
         )
 
 
-def watch_program(pids: Sequence[int]) -> str:
+def watch_program(pids: Sequence[int], threads: frozenset[int] = frozenset()) -> str:
     """Count per (pid, tid) what accept returned, print the totals every PRINT_MS and at END.
 
     The pid filter (the thread-group id: every thread of a worker passes) is in the predicate, as in
-    accepts.program, so that no other process reaches the maps."""
-    pred = accepted_by(pids, f"(args->ret >= 0 || args->ret == -{EAGAIN})")
+    accepts.program, so that no other process reaches the maps; a worker among `threads` is a thread, passed by
+    its own id (accept_filter.thread_workers)."""
+    pred = accepted_by(pids, f"(args->ret >= 0 || args->ret == -{EAGAIN})", threads=threads)
     dump = "print(@ok); print(@empty);"
     return (
         "tracepoint:syscalls:sys_exit_accept4, tracepoint:syscalls:sys_exit_accept\n"
@@ -80,7 +81,7 @@ class AcceptWatch(AcceptCounter):
         self.ended: float | None = None  # see finish()
 
     def program(self) -> str:
-        return watch_program(self.pids or ())
+        return watch_program(self.pids or (), self.threads)
 
     def totals(self) -> ThreadCounts:
         """The running totals as bpftrace last printed them (at most PRINT_MS old); never waits."""

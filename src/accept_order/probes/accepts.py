@@ -32,9 +32,10 @@ from typing import Any
 from ..core.processes import die_with_parent
 from ..core.signals import deferred
 from ..core.started import Closing
+from .accept_filter import accepted_by, counted_as, thread_workers
 from .bpftrace_messages import ATTACHED_ENV, first_error_line, memlock_hint, raise_memlock
 
-__all__ = ["AcceptCounts", "AcceptCounter", "SOURCE", "first_error_line", "memlock_hint", "program"]
+__all__ = ["AcceptCounts", "AcceptCounter", "SOURCE", "accepted_by", "first_error_line", "memlock_hint", "program"]
 
 SOURCE = "bpftrace on tracepoint syscalls:sys_exit_accept4"  # `why` when counting worked
 TRACEFS = "/sys/kernel/tracing"
@@ -58,9 +59,10 @@ _COUNT_LINE = re.compile(rb"^@\[(\d+)\]: (\d+)$", re.MULTILINE)
 class AcceptCounts:
     """Per-process accepts seen during the window between start() and stop().
 
-    ``counts`` maps pid (the thread-group id: every thread of a worker counts for it) to the number of
-    accept()/accept4() calls that returned a descriptor. With a pid filter, every filtered pid is a key,
-    0 included. ``why`` names the source when ``available``, else the reason there are no counts."""
+    ``counts`` maps pid (the thread-group id: every thread of a worker counts for it), or a thread's id for a
+    worker that is a thread (accept_filter.thread_workers), to the number of accept()/accept4() calls that
+    returned a descriptor. With a pid filter, every filtered pid is a key, 0 included. ``why`` names the source
+    when ``available``, else the reason there are no counts."""
 
     counts: dict[int, int]
     available: bool
@@ -74,19 +76,6 @@ class AcceptCounts:
         counted too (AcceptCounter.children_of), with what those that were not asked about accepted."""
         kept: dict[str, Any] = {"available": self.available, "why": self.why, "counts": self.counts}
         return kept | ({"followed": followed, "appeared": self.appeared} if followed is not None else {})
-
-
-def accepted_by(pids: Sequence[int] | None, outcome: str = "args->ret >= 0", children_of: int | None = None) -> str:
-    """The bpftrace predicate: an accept that succeeded (or another `outcome`), in one of `pids` (any pid:
-    None; none: []) or, with `children_of`, in any child of that process (its parent's tgid read from the
-    kernel's task struct, which needs the kernel's BTF: see following())."""
-    pred = outcome
-    if pids is not None:
-        whose = [f"pid == {int(p)}" for p in pids]
-        if children_of is not None:
-            whose.append(f"curtask->real_parent->tgid == {int(children_of)}")
-        pred += " && (" + (" || ".join(whose) or "pid < 0") + ")"
-    return pred
 
 
 BTF = "/sys/kernel/btf/vmlinux"  # the kernel's own type information: bpftrace reads task_struct's fields from it
@@ -109,18 +98,19 @@ def refused_parent(stderr: bytes) -> bool:
     return any(word in line for word in PARENT_WORDS)
 
 
-def program(pids: Sequence[int] | None, children_of: int | None = None) -> str:
-    """The bpftrace script: count successful accepts per tgid (bpftrace's `pid`), print them at END.
+def program(pids: Sequence[int] | None, children_of: int | None = None, threads: frozenset[int] = frozenset()) -> str:
+    """The bpftrace script: count successful accepts per tgid (bpftrace's `pid`), or per thread for the workers
+    among `threads` (thread_workers), print them at END.
 
     The pid filter is in the predicate so that other processes never reach the map: a busy machine
     otherwise fills it (4096 keys by default) with short-lived processes nobody asked about. `children_of`
     lets the children of one process in too (a master whose reload starts new workers mid-run)."""
-    pred = accepted_by(pids, children_of=children_of)
+    pred = accepted_by(pids, children_of=children_of, threads=threads)
     # clear(@) after print: bpftrace prints every non-empty map again on exit.
     return (
         "tracepoint:syscalls:sys_exit_accept4, tracepoint:syscalls:sys_exit_accept\n"
         f"/{pred}/\n"
-        "{ @[pid] = count(); }\n"
+        f"{{ @[{counted_as(threads)}] = count(); }}\n"
         f'END {{ printf("{_HEAD}\\n"); print(@); clear(@); printf("{_TAIL}\\n"); }}\n'
     )
 
@@ -178,6 +168,7 @@ class AcceptCounter(Closing):
 
     def __init__(self, pids: Sequence[int] | None = None, children_of: int | None = None) -> None:
         self.pids: tuple[int, ...] | None = None if pids is None else tuple(dict.fromkeys(int(p) for p in pids))
+        self.threads = thread_workers(self.pids or ())
         self.children_of = following(children_of) if pids is not None else None
         self.attach_s: float | None = None  # how long start() waited for the probes to attach
         self._proc: subprocess.Popen[bytes] | None = None
@@ -190,6 +181,8 @@ class AcceptCounter(Closing):
 
     def program(self) -> str:
         """The bpftrace script this counter runs (a subclass may print more, see accept_log.py)."""
+        if self.threads:
+            return program(self.pids, self.children_of, self.threads)
         return program(self.pids) if self.children_of is None else program(self.pids, self.children_of)
 
     @property

@@ -1,0 +1,65 @@
+"""Which accepts the accept tracepoints' bpftrace programs (accepts.py) count, and under which id.
+
+bpftrace's `pid` is the process's id (the thread-group id), the same for all its threads; `tid` is the thread's
+own. A filter `pid == 381` on HAProxy's thread 381 never matched, and `pid == 380` (the main thread's id, the
+process's too) matched every thread's accepts: `latency --attach 380,381,382,384` read accepted "8 0 0 0" where
+HAProxy's own count was [4 0 1 4]. The workers that are threads are filtered and counted by `tid`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = ["accepted_by", "counted_as", "thread_workers"]
+
+
+def thread_workers(ids: Sequence[int]) -> frozenset[int]:
+    """The ids among `ids` that are threads counted as workers, not processes: those that share their process
+    with another of `ids` (HAProxy's nbthread attached by its threads' ids, its own id among them), and any that
+    is not its process's main thread. bpftrace's `pid` is the process's id, the same for all its threads: a filter
+    on a thread's id by it never matched (HAProxy's threads 380,381,382,384 read 8 0 0 0, thread 380 taking every
+    thread's accepts), so these are filtered and counted by `tid`. An id that is gone counts as a process."""
+    groups: dict[int, list[int]] = {}
+    for worker in dict.fromkeys(ids):
+        groups.setdefault(_thread_group(worker), []).append(worker)
+    return frozenset(w for group, members in groups.items() for w in members if len(members) > 1 or w != group)
+
+
+def _thread_group(worker: int) -> int:
+    """The process (Tgid) that `worker` is a thread of; itself when that cannot be read (gone)."""
+    try:
+        with open(f"/proc/{worker}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"Tgid:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return worker
+
+
+def counted_as(threads: frozenset[int] = frozenset()) -> str:
+    """The bpftrace expression an accept is counted under: the process's id (`pid`), or the thread's (`tid`) for
+    the `threads` counted as workers (thread_workers); where some workers are threads and others processes, each
+    its own."""
+    if not threads:
+        return "pid"
+    return f"(({' || '.join(f'tid == {int(t)}' for t in sorted(threads))}) ? tid : pid)"
+
+
+def accepted_by(
+    pids: Sequence[int] | None,
+    outcome: str = "args->ret >= 0",
+    children_of: int | None = None,
+    threads: frozenset[int] = frozenset(),
+) -> str:
+    """The bpftrace predicate: an accept that succeeded (or another `outcome`), in one of `pids` (any pid:
+    None; none: []) or, with `children_of`, in any child of that process (its parent's tgid read from the
+    kernel's task struct, which needs the kernel's BTF: see following()). Those of `pids` among `threads` are
+    threads, matched by their own id (thread_workers)."""
+    pred = outcome
+    if pids is not None:
+        whose = [f"{'tid' if p in threads else 'pid'} == {int(p)}" for p in pids]
+        if children_of is not None:
+            whose.append(f"curtask->real_parent->tgid == {int(children_of)}")
+        pred += " && (" + (" || ".join(whose) or "pid < 0") + ")"
+    return pred
