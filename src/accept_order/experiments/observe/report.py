@@ -11,7 +11,7 @@ from rich.text import Text
 from ...render.text import plural
 from ..inspect.cure_rows import cure_table, kind_named, kind_of
 from .load_verdict import load_uneven
-from .result import ObservedWorker, ObserveResult
+from .result import ObservedWorker, ObserveInterval, ObserveResult
 from .verdict import verdict
 
 BAR = 16  # characters of the share bar
@@ -66,9 +66,11 @@ def _table(result: ObserveResult, live: bool) -> Table:
     headers = ["worker", "tid" if result.threaded else "pid", what, "share", "", "/s", "empty", "%CPU"]
     headers += ["held", "in"] if loaded else []
     per_s_total = (last.rate() if live and last else (total / span if span else 0.0)) if counts else 0.0
+    rates = [_per_s(result, index, last if live else None) for index in range(len(result.workers))]
+    places = _rate_places([*rates, per_s_total])
     used = [_cpu_share(result, worker) for worker in result.workers]
     cpu_total = f"{sum(u or 0.0 for u in used):.0%}" if any(u is not None for u in used) else "-"
-    footers = ["total", "", f"{total:,}", "", "", f"{per_s_total:,.0f}", _opt_sum(result), cpu_total]
+    footers = ["total", "", f"{total:,}", "", "", _rate(per_s_total, places), _opt_sum(result), cpu_total]
     footers += ["", ""] if loaded else []
     held, moved = _live_load(result) if loaded else ([], [])
     for header, footer in zip(headers, footers, strict=True):
@@ -76,10 +78,8 @@ def _table(result: ObserveResult, live: bool) -> Table:
     for index, worker in enumerate(result.workers):
         share = counts[index] / total if total else 0.0
         if live and last is not None:
-            per_s = last.accepts[index] / last.span_s if last.span_s else 0.0
             cpu = f"{last.cpu[index]:.0%}"
         else:
-            per_s = counts[index] / span if span else 0.0
             cpu = "-" if used[index] is None else f"{used[index]:.0%}"
         table.add_row(
             _worker_cell(result, worker),
@@ -87,12 +87,33 @@ def _table(result: ObserveResult, live: bool) -> Table:
             f"{counts[index]:,}" if result.counts is not None else "-",
             f"{share:.1%}" if total else "-",
             bar(share, BAR // 2 if loaded else BAR),
-            f"{per_s:,.0f}" if result.counts is not None else "-",
+            _rate(rates[index], places) if result.counts is not None else "-",
             "-" if worker.empty is None else f"{worker.empty:,}",
             cpu,
             *([held[index], moved[index]] if loaded else []),
         )
     return table
+
+
+def _per_s(result: ObserveResult, index: int, last: ObserveInterval | None) -> float:
+    """A worker's connections per second: over the last interval (live), else over the whole observation."""
+    if last is not None:
+        return last.accepts[index] / last.span_s if last.span_s else 0.0
+    counts, span = _counted(result), result.wall_s or 0.0
+    return counts[index] / span if span else 0.0
+
+
+def _rate_places(rates: list[float]) -> int:
+    """Decimals for the /s column, the same for every row and the total: enough that the slowest rate above 0
+    does not read 0 (a Node cluster's 0.4/s per worker read 0 on each row beside a total of 1), at most 2."""
+    slowest = min((r for r in rates if r > 0), default=10.0)
+    return 0 if slowest >= 10 else 1 if slowest >= 1 else 2
+
+
+def _rate(per_s: float, places: int) -> str:
+    if 0 < per_s < 0.005:  # still under the last decimal: said as such, not as 0
+        return "<0.01"
+    return f"{per_s:,.{places}f}"
 
 
 def _live_load(result: ObserveResult) -> tuple[list[str], list[str]]:
