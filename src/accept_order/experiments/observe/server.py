@@ -6,7 +6,8 @@ observe watches the ones that accept: the holders none of whose children holds o
 gunicorn's master holds the listener but never accepts), unless the master itself waits on the listener and
 its children do not: those were forked for a connection each (socketserver's ForkingMixIn; accept_waits.py).
 Where one process is the whole server and it has several threads, its threads are the workers: for HAProxy,
-and for a server this tool does not know (for the kinds it knows, ServerKind.threads_are_workers says).
+and for a server this tool does not know (for the kinds it knows, ServerKind.threads_are_workers says), or its
+event loops, where each serving thread runs one (h2o: ServerKind.loops_are_workers, probes/event_loops.py).
 
 Where one process accepts every connection and hands it to others over Unix sockets (fd-pass: Node's cluster
 under its default SCHED_RR, whose primary alone holds the listener), the workers are the processes it feeds,
@@ -141,10 +142,8 @@ def _find_server(pid: int | None, port: int | None) -> Watched:
     if master is not None and not fed and forks_per_connection(master, workers, holders[master]):
         # the master accepts; the children that hold the listener were forked for a connection each (ForkingMixIn)
         workers, master, forking = [master], None, True
-    if len(workers) == 1 and len(tids := threads(workers[0])) > 1 and _threads_are_workers(workers[0]):
-        units = tuple(Unit(workers[0], tid) for tid in tids)
-    else:
-        units = tuple(Unit(p) for p in workers)
+    by_thread = _serving_threads(workers[0]) if len(workers) == 1 else ()
+    units = tuple(Unit(workers[0], tid) for tid in by_thread) if by_thread else tuple(Unit(p) for p in workers)
     rows = server.listeners
     ports = tuple(sorted({row.port for row in rows}))
     listeners = tuple(with_backlogs(workers[0], list(rows)))  # /proc's rows (another namespace) lack the backlog
@@ -179,12 +178,23 @@ def _acceptor(server: serving.Server, tables: FdTables) -> tuple[int | None, tup
     return acceptor, tuple(sorted(server.fed))
 
 
-def _threads_are_workers(pid: int) -> bool:
-    """Whether the process serves with its threads (servers/registry.py says, for run --attach too)."""
-    from ...servers.registry import threads_are_workers
+def _serving_threads(pid: int) -> tuple[int, ...]:
+    """The threads of a one-process server that are its workers (servers/registry.py says, as for latency): every
+    thread where they are (HAProxy's, or a program this tool does not know), its event loops where each serving
+    thread runs one (h2o: ServerKind.loops_are_workers; its timer thread serves none); none where the process is
+    one worker (Puma's pool, Go's runtime) or has one thread. observe of h2o's 4 loops read '1 worker ... its one
+    worker took all 8 connections' where one loop of four had taken them all."""
+    from ...probes.event_loops import loop_threads
+    from ...servers.registry import recognise
 
+    tids = threads(pid)
+    if len(tids) < 2:
+        return ()
     info = process_info(pid)
-    return threads_are_workers(info.name, info.argv) if info is not None else True
+    kind = recognise(info.name, info.argv) if info is not None else None
+    if kind is not None and kind.loops_are_workers:
+        return loop_threads(pid, tids)
+    return tuple(tids) if kind is None or kind.threads_are_workers else ()
 
 
 def _started(pid: int) -> tuple[int, int]:
