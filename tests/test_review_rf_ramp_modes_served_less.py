@@ -2,7 +2,11 @@
 --modes and --repeat kept the old words. Every step held in each mode's ramp, its last serving under half of an
 earlier one, read 'every step held in each, the breaking points are further out (higher --rates)', of a ramp whose
 steps were --concurrency-steps, not rates. Now each such mode's line says what its steps served, and the verdict
-does not call the breaking points further out; where none fell, it names the option the steps were."""
+does not call the breaking points further out; where none fell, it names the option the steps were.
+
+And the single ramp's sentence said 'as past a breaking point' of that file, whose workers used 9% of their CPUs at
+both steps (the host's 100% busy) and whose 1 s step lasted 4.1 s for one request of 3.9 s: it says so now, and
+'as past a breaking point' only where the workers were busier at the last step."""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from rich.console import Console
 
 from accept_order.core.spec import ServerSpec
 from accept_order.experiments.ramp.repeated import report, report_once
+from accept_order.experiments.ramp.report import served_less
 from accept_order.experiments.ramp.result import RampResult
 
 FILE = Path(__file__).parent / "data" / "first_hour_5_ramp_pool.json"  # 98/s at 4 in flight, then 19/s at 16
@@ -55,3 +60,16 @@ def test_steady_modes_are_further_out_by_the_option_their_steps_were() -> None:
     said = _said(report_once([[steady, other]]))
     assert "the breaking points are further out (higher --concurrency-steps)" in said
     assert "--rates" not in said
+
+
+def test_past_a_breaking_point_only_where_the_workers_were_busier() -> None:
+    fell, _ = _modes()
+    first, last = fell.steps
+    said = served_less(fell)
+    assert said is not None and "as past a breaking point" not in said
+    assert "though its workers were no busier (9% of their CPUs, 9% at 4 in flight)" in said
+    assert "its slowest request took 3.9 s, longer than the 1 s step" in said
+    busy = dataclasses.replace(last, worker_cpu=(0.9, 0.9), max_us=400_000)
+    said = served_less(dataclasses.replace(fell, steps=[first, busy]))
+    assert said is not None and "more load was served less, as past a breaking point (a step holds" in said
+    assert "no busier" not in said and "slowest" not in said

@@ -259,7 +259,7 @@ def _further(rounds: Rounds) -> str:
     plan = rounds[0][0].plan
     higher = "higher --rates" if plan.get("rates") else "higher --concurrency-steps"
     if any(served_less(r) is not None for row in rounds for r in row):
-        return "but a last step served under half what an earlier one did (above), as past a breaking point"
+        return "but a last step served under half what an earlier one did (above)"
     return f"the breaking points are further out ({higher})"
 
 

@@ -52,22 +52,40 @@ def _offered(step: RampStep) -> str:
 
 
 def served_less(result: RampResult) -> str | None:
-    """Where the last step served less than half of what an earlier one did: more load served less, as past a
-    breaking point, which a step's hold (nothing failed, a tail under --p99/--p999 where given) does not see.
-    `ramp --server haproxy --pool --concurrency-steps 4,16` here: 98/s at 4 in flight, 19/s at 16 (its slowest
-    request 3.9 s), both 'held', and the report said 'the breaking point is further out'. None otherwise."""
+    """Where the last step served less than half of what an earlier one did: more load served less, which a
+    step's hold (nothing failed, a tail under --p99/--p999 where given) does not see. `ramp --server haproxy
+    --pool --concurrency-steps 4,16` here: 98/s at 4 in flight, 19/s at 16, both 'held', and the report said 'the
+    breaking point is further out'. 'As past a breaking point' only where the workers were busier at the last
+    step: that run's were not (9% of their 2 CPUs at each, the host's 100% busy), and its 1 s
+    step lasted 4.1 s for one request of 3.9 s (review RF). None otherwise."""
     steps = [s for s in result.steps if not s.cut_short]
     if len(steps) < 2:
         return None
     best, last = max(steps[:-1], key=lambda s: s.throughput), steps[-1]
     if not last.throughput < best.throughput / 2:
         return None
-    limits = "" if result.plan.get("p99_ms") or result.plan.get("p999_ms") else "; no --p99 or --p999 was given"
-    return (
+    said = (
         f"but {_offered(last)} got {last.throughput:.0f}/s, less than half the {best.throughput:.0f}/s of "
-        f"{_offered(best)}: more load was served less, as past a breaking point (a step holds where nothing "
-        f"failed{limits})"
+        f"{_offered(best)}: more load was served less"
     )
+    if last.worker_cpu and best.worker_cpu and sum(last.worker_cpu) <= sum(best.worker_cpu):
+        usable = usable_cpus(result)
+        said += (
+            f", though its workers were no busier ({workers_cpu(last, usable)} of their CPUs, "
+            f"{workers_cpu(best, usable)} at {_offered(best)})"
+        )
+        if last.machine_cpu is not None and last.machine_cpu >= BUSY_HOST:
+            said += f" and the host's CPUs were {last.machine_cpu:.0%} busy"
+    else:
+        said += ", as past a breaking point"
+    step_s = result.plan.get("step_s")
+    if last.max_us is not None and isinstance(step_s, int | float) and last.max_us / 1e6 > step_s:
+        said += f"; its slowest request took {last.max_us / 1e6:.1f} s, longer than the {step_s:g} s step"
+    limits = "" if result.plan.get("p99_ms") or result.plan.get("p999_ms") else "; no --p99 or --p999 was given"
+    return f"{said} (a step holds where nothing failed{limits})"
+
+
+BUSY_HOST = 0.9  # the host's CPUs this busy over a step: others' work can slow the load (said beside it)
 
 
 def usable_cpus(result: RampResult) -> int:
