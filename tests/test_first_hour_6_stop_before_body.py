@@ -44,3 +44,15 @@ def test_a_signal_inside_a_file_reader_says_nothing_was_started(
     monkeypatch.setattr(documents, "load", _interrupt)
     saved = shutil.copy(DATA / "golden" / "latency.json", tmp_path / "latency.json")
     assert_one_error_line(run_cli(["show", str(saved)]), 130, "interrupted; nothing was started")
+
+
+def test_a_signal_in_observe_s_first_import_says_the_server_was_not_touched(monkeypatch: pytest.MonkeyPatch) -> None:
+    """observe imported the API before saying it only watches: a Ctrl-C 0.7 s in landed in that import."""
+    from accept_order import api
+
+    def importing(name: str) -> object:
+        raise KeyboardInterrupt  # the signal landing while `from ..api import observe` runs
+
+    monkeypatch.setattr(api, "__getattr__", importing)  # the API imports each function on first use, by it
+    line = assert_one_error_line(run_cli(["observe", "--port", "1"]), 130, "the server was not touched")
+    assert "workers" not in line

@@ -56,10 +56,9 @@ def observe(
     the last look before it closes is not counted, and the report says how much that could be), and
     /proc gives the rest. Ctrl-C ends it early and keeps what was observed.
     """
-    from ..api import observe as observe_server
-
     # first: a Ctrl-C even during the imports below must not say it stopped workers it only watches
     click.get_current_context().meta[STOPPED_META] = "stopped observing (the server was not touched)"
+    from ..api import observe as observe_server
     from ..core.errors import PlanError
     from ..experiments.observe.report import interval_line, observe_report
     from ..experiments.observe.report import live_view as view
