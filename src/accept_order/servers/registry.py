@@ -266,12 +266,15 @@ def variants(
 
 def recognise(name: str, argv: Sequence[str]) -> ServerKind | None:
     """The launched kind a running process is, by its name or a word of its command line's first three
-    arguments (`nginx: worker process`, `python -m gunicorn`, `/usr/bin/node app.js`); None: none known."""
+    arguments (`nginx: worker process`, `python -m gunicorn`, `/usr/bin/node app.js`) or the command it wraps
+    after `--` (Server::Starter's `start_server ... -- /usr/bin/h2o`); None: none known."""
     import os
     import re
 
-    # Base names only: a directory that happens to be called "node" (/home/node/app.py) names no server.
-    words = {name, *(re.sub(r"[^\w.-]", "", os.path.basename(word)) for word in " ".join(argv[:3]).split())}
+    # Base names only: a directory that happens to be called "node" (/home/node/app.py) names no server. A wrapper's
+    # command after `--` is its server: h2o's `-m master` (Debian's unit) runs `perl -x .../start_server ... -- h2o`
+    wrapped = list(argv[list(argv).index("--") + 1 :][:1]) if "--" in argv else []
+    words = {name, *(re.sub(r"[^\w.-]", "", os.path.basename(w)) for w in " ".join([*argv[:3], *wrapped]).split())}
     for kind in KINDS.values():
         if words & set(kind.process_names):
             return kind
