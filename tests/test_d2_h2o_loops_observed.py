@@ -10,6 +10,7 @@ each thread's own context switches in /proc/PID/task/TID/status.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import os
 import shutil
@@ -25,6 +26,7 @@ from conftest import OutputReader, wait_for
 
 from accept_order.api import observe
 from accept_order.experiments.observe.result import ObserveResult
+from accept_order.experiments.observe.server import Unit, find_server
 from accept_order.probes.bpftrace_messages import ATTACHED_ENV
 from accept_order.probes.proc_waits import thread_wait
 
@@ -68,13 +70,14 @@ def switches(pid: int, tid: int) -> int:
         return next(int(line.split()[1]) for line in f if line.startswith("voluntary_ctxt_switches:"))
 
 
-@pytest.fixture
-def h2o(tmp_path: Path, free_port: int) -> Iterator[tuple[subprocess.Popen[bytes], int, Path]]:
+@contextlib.contextmanager
+def started_h2o(folder: Path, port: int, loops: int) -> Iterator[subprocess.Popen[bytes]]:
+    """h2o with `loops` event loops on `port`, once each waits in epoll_wait; stopped after."""
     assert H2O is not None
-    (tmp_path / "www").mkdir()
-    (tmp_path / "www" / "index.html").write_text("ok\n")
-    config = tmp_path / "h2o.conf"
-    config.write_text(CONFIG.format(loops=LOOPS, dir=tmp_path, port=free_port))
+    (folder / "www").mkdir()
+    (folder / "www" / "index.html").write_text("ok\n")
+    config = folder / "h2o.conf"
+    config.write_text(CONFIG.format(loops=loops, dir=folder, port=port))
     server = subprocess.Popen([H2O, "-c", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
 
@@ -82,12 +85,18 @@ def h2o(tmp_path: Path, free_port: int) -> Iterator[tuple[subprocess.Popen[bytes
             waits = [thread_wait(server.pid, tid).call for tid in tids_of(server.pid)]
             return server.poll(), waits.count("epoll_wait")
 
-        wait_for(loops_waiting, lambda s: s[0] is not None or s[1] == LOOPS, TIMEOUT_S, "h2o's 4 loops in epoll_wait")
+        wait_for(loops_waiting, lambda s: s[0] is not None or s[1] == loops, TIMEOUT_S, "h2o's loops in epoll_wait")
         assert server.poll() is None
-        yield server, free_port, tmp_path
+        yield server
     finally:
         server.terminate()
         server.wait(10)
+
+
+@pytest.fixture
+def h2o(tmp_path: Path, free_port: int) -> Iterator[tuple[subprocess.Popen[bytes], int, Path]]:
+    with started_h2o(tmp_path, free_port, LOOPS) as server:
+        yield server, free_port, tmp_path
 
 
 class OwnCount:
@@ -189,3 +198,11 @@ def test_observe_of_h2o_counts_each_event_loop_as_a_worker(h2o: tuple[subprocess
         assert 0 <= worker.voluntary_switches <= after[worker.tid] - before[worker.tid]
         if worker.accepts:  # it served REQUESTS requests over each connection it took, sleeping between them
             assert worker.voluntary_switches >= REQUESTS, (worker, after, before)
+
+
+def test_h2o_with_one_loop_is_one_worker(tmp_path: Path, free_port: int) -> None:
+    """One loop beside the timer thread: the process is its one worker, as latency models it (one server)."""
+    with started_h2o(tmp_path, free_port, 1) as server:
+        assert len(tids_of(server.pid)) > 1  # the loop and the timer thread
+        watched = find_server(port=free_port)
+    assert watched.units == (Unit(server.pid),) and not watched.threaded

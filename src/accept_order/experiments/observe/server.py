@@ -181,9 +181,9 @@ def _acceptor(server: serving.Server, tables: FdTables) -> tuple[int | None, tup
 def _serving_threads(pid: int) -> tuple[int, ...]:
     """The threads of a one-process server that are its workers (servers/registry.py says, as for latency): every
     thread where they are (HAProxy's, or a program this tool does not know), its event loops where each serving
-    thread runs one (h2o: ServerKind.loops_are_workers; its timer thread serves none); none where the process is
-    one worker (Puma's pool, Go's runtime) or has one thread. observe of h2o's 4 loops read '1 worker ... its one
-    worker took all 8 connections' where one loop of four had taken them all."""
+    thread runs one (h2o: ServerKind.loops_are_workers; its timer thread serves none) where it has several; none
+    where the process is one worker (Puma's pool, Go's runtime, h2o's one loop) or has one thread. observe of h2o's
+    4 loops read '1 worker ... its one worker took all 8 connections' where one loop of four had taken them all."""
     from ...probes.event_loops import loop_threads
     from ...servers.registry import recognise
 
@@ -192,8 +192,8 @@ def _serving_threads(pid: int) -> tuple[int, ...]:
         return ()
     info = process_info(pid)
     kind = recognise(info.name, info.argv) if info is not None else None
-    if kind is not None and kind.loops_are_workers:
-        return loop_threads(pid, tids)
+    if kind is not None and kind.loops_are_workers:  # one loop is the process's one worker, as latency models it
+        return loops if len(loops := loop_threads(pid, tids)) > 1 else ()
     return tuple(tids) if kind is None or kind.threads_are_workers else ()
 
 
