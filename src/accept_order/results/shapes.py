@@ -92,30 +92,15 @@ def workers_of(run: Mapping[str, Any]) -> int:
     return workers
 
 
-def at_most_workers(name: str) -> Rule:
-    """A rule: the list `name` of a run (one entry per worker) is no longer than its server had workers."""
+def at_most_workers(name: str, exactly: bool = False) -> Rule:
+    """A rule: the list `name` of a run (one entry per worker) is no longer than its server had workers; `exactly`:
+    as long, or empty (not read): a shorter one read as workers not counted ('-' in the kept connections' table)."""
 
     def rule(run: Mapping[str, Any], at: str) -> None:
         workers, items = workers_of(run), run.get(name, [])
-        if len(items) > workers:
-            raise SchemaError(
-                child(at, name), f"has {len(items)} entries, one per worker, but the server had {workers}"
-            )
-
-    return rule
-
-
-def one_per_worker(name: str) -> Rule:
-    """A rule: the list `name` of a run holds one entry per worker of its server, or none (not read). A shorter one
-    read as workers not counted ('-' in the kept connections' table) where the file had lost them."""
-
-    def rule(run: Mapping[str, Any], at: str) -> None:
-        workers, items = workers_of(run), run.get(name, [])
-        if items and len(items) != workers:
-            raise SchemaError(
-                child(at, name),
-                f"has {plural(len(items), 'entry', 'entries')}, one per worker, but the server had {workers}",
-            )
+        if len(items) > workers or (exactly and items and len(items) != workers):
+            entries = plural(len(items), "entry", "entries")
+            raise SchemaError(child(at, name), f"has {entries}, one per worker, but the server had {workers}")
 
     return rule
 

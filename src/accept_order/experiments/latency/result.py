@@ -33,7 +33,6 @@ from ...results.shapes import (
     histogram_total,
     hosts_add_up,
     hosts_fit_workers,
-    one_per_worker,
 )
 from ...results.typed import build, hosts_of, runs_list, skipped_map
 
@@ -360,9 +359,9 @@ LATENCY_SHAPE = derive(
     optional=("errors", "served", "counters", "drivers", "wall_s"),
     rules=(
         at_most_workers("served"),
-        one_per_worker("connections"),  # kept connections: every worker's count, as the load placed them
-        one_per_worker("held_at_end"),
-        one_per_worker("worker_histograms"),
+        at_most_workers("connections", exactly=True),  # kept connections: every worker's count, as the load placed them
+        at_most_workers("held_at_end", exactly=True),
+        at_most_workers("worker_histograms", exactly=True),
         _summary_adds_up,
         hosts_fit_workers,
         hosts_add_up,
