@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from ..core.libc import libc
+from .file_table import FileTable, Listing
 from .proc_read import read_again, read_proc
 
 EPOLLEXCLUSIVE = 1 << 28
@@ -188,8 +189,7 @@ _new = object.__new__
 
 def _socket_file(fd: int, inode: int) -> OpenFile:
     """OpenFile(fd, "socket", inode), made without the frozen dataclass's __init__ (five object.__setattr__
-    calls): a 256-worker nginx's tables hold 67,000 sockets (each worker a channel to every other), and
-    their OpenFiles were a fifth of the look's CPU."""
+    calls)."""
     file = _new(OpenFile)
     file.__dict__.update(fd=fd, kind="socket", inode=inode, ops=(), fdinfo="")
     return file
@@ -228,8 +228,7 @@ class FdTables:
     def __init__(self, keep: bool = False) -> None:
         self._links: dict[int, dict[int, str] | None] = {}
         self._sockets: dict[int, frozenset[int]] = {}
-        self._files: dict[int, dict[int, OpenFile]] = {}  # the sockets, and the epolls and io_urings unread
-        self._polls: dict[int, list[int]] = {}  # the epolls' and io_urings' descriptors, read again each time
+        self._listings: dict[int, Listing[OpenFile]] = {}  # the OpenFiles made of each table's links, as they are asked
         # what each of those read last, and the OpenFile made of it: kept while its fdinfo reads the same (an
         # idle worker's epoll at every sample), so that its watches are parsed once a look
         self._last_read: dict[tuple[int, int], tuple[str, OpenFile]] = {}
@@ -313,32 +312,30 @@ class FdTables:
         """fd -> OpenFile for every socket, epoll and io_uring of `pid`, in the table's order: the sockets as
         the table has them, each epoll's and io_uring's fdinfo read now, and the descriptors `again` read
         now. PermissionError: another user's process, without root."""
-        return self.files_and_sockets(pid, again)[0]
+        return dict(self.files_and_sockets(pid, again)[0])
 
-    def files_and_sockets(self, pid: int, again: Iterable[int] = ()) -> tuple[dict[int, OpenFile], frozenset[int]]:
-        """`files(pid, again)`, and every socket inode among them (the table's set, unless a descriptor read
-        again is no longer what the table has)."""
+    def files_and_sockets(self, pid: int, again: Iterable[int] = ()) -> tuple[FileTable[OpenFile], frozenset[int]]:
+        """`files(pid, again)` as a FileTable (its sockets made when asked), and every socket inode among them
+        (the table's set, unless a descriptor read again is no longer what the table has)."""
         links = self.links(pid)
-        if pid not in self._files:
-            self._files[pid] = {fd: file for fd, link in links.items() if (file := _unread(fd, link)) is not None}
-            self._polls[pid] = [fd for fd, file in self._files[pid].items() if file.kind != "socket"]
-        files = dict(self._files[pid])
-        for fd in self._polls[pid]:
-            files[fd] = self._read_again(pid, fd, links[fd]) or files[fd]
+        listing = self._listings.get(pid)
+        if listing is None:
+            polls = [fd for fd, link in links.items() if link.startswith("anon_inode:") and _polls(link) is not None]
+            listing = self._listings[pid] = Listing(links, polls, _unread)
+        now: dict[int, OpenFile | None] = {}
+        for fd in listing.polls:
+            now[fd] = self._read_again(pid, fd, links[fd]) or listing.file(fd)
         changed = False
         for fd in again:
             link = _link(pid, fd)
             if link is None or link == links.get(fd):
                 continue  # as the table has it (closed since: as a listing before the close had it)
             changed = True
-            now = _open_file(pid, fd, link)
-            if now is not None:
-                files[fd] = now
-            else:
-                files.pop(fd, None)
+            now[fd] = _open_file(pid, fd, link)
+        table = FileTable(listing, now)
         if not changed:
-            return files, self.sockets(pid)
-        return files, frozenset(f.inode for f in files.values() if f.kind == "socket" and f.inode is not None)
+            return table, self.sockets(pid)
+        return table, frozenset(f.inode for f in table.values() if f.kind == "socket" and f.inode is not None)
 
     def _read_again(self, pid: int, fd: int, link: str) -> OpenFile | None:
         """An epoll's or io_uring's descriptor as `_open_file` makes it, its fdinfo read now; the OpenFile made

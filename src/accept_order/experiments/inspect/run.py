@@ -11,6 +11,7 @@ from ...core.environment import current
 from ...core.kinds import ModeInfo, ServerKind
 from ...core.models import Mechanism
 from ...probes.fd_table import FdTables
+from ...probes.file_table import polls_of
 from ...probes.server_netns import counters_of, namespace_of, same_namespace, sysctls_of
 from ...probes.serving import ProcessInfo, Server, check_pid, find_server, namespace_listeners, with_backlogs
 from ...servers.registry import DEFAULT_KIND, recognise, server_kind
@@ -70,7 +71,7 @@ def inspect(pid: int | None = None, port: int | None = None, samples: int = SAMP
         listeners=listener_views(rows, server, sample, units),
         units=units,
         epolls=epoll_views(server, sample, verdict),
-        io_urings=sum(1 for table in sample.files.values() for f in table.values() if f.ops and f.accept_armed),
+        io_urings=sum(1 for table in sample.files.values() for f in polls_of(table) if f.ops and f.accept_armed),
         unix_links=unix_links(server, sample),
         mechanism=mechanism,
         changes=changes,

@@ -10,7 +10,7 @@ after the table was read, or its number closed and given to another file)."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import cmp_to_key
 from typing import Any
@@ -19,6 +19,7 @@ from weakref import WeakKeyDictionary
 from ...analysis.mechanism import Seen
 from ...probes.fd_table import FdTables, OpenFile, file_order
 from ...probes.file_flags import blocking_mode
+from ...probes.file_table import polls_of
 from ...probes.proc_waits import (
     ACCEPTS,
     EPOLL_WAITS,
@@ -38,7 +39,7 @@ class Sample:
 
     seen: tuple[Seen, ...]
     waits: dict[int, tuple[ThreadWait, ...]]  # pid -> its threads' waits
-    files: dict[int, dict[int, OpenFile]]  # pid -> fd -> file
+    files: dict[int, Mapping[int, OpenFile]]  # pid -> fd -> file (a FileTable: its sockets made when asked)
     sockets: dict[int, frozenset[int]]  # pid -> every socket inode it holds
     kcmp: bool  # kcmp(2) answered: shared epolls were told apart
     same_epoll: dict[str, str]  # "pid:fd" of an epoll a thread waits in -> the first "pid:fd" of that open file
@@ -51,7 +52,7 @@ def _listeners_watched(file: OpenFile, listeners: frozenset[int]) -> frozenset[i
 def resolve(
     pid: int,
     wait: ThreadWait,
-    files: dict[int, OpenFile],
+    files: Mapping[int, OpenFile],
     listeners: frozenset[int],
     peers: dict[int, int],
     threads: int,
@@ -80,7 +81,7 @@ def resolve(
     if wait.call == "running" and (threads == 1 or wait.tid == pid):
         # Busy now; it will wait again in the one epoll that watches its listeners, if it has one (a process's
         # main thread runs its loop in a server with a helper thread: uvicorn's workers, busy under a pool).
-        epolls = [f for f in files.values() if f.kind == "eventpoll" and _listeners_watched(f, listeners)]
+        epolls = [f for f in polls_of(files) if f.kind == "eventpoll" and _listeners_watched(f, listeners)]
         file = epolls[0] if len(epolls) == 1 else None
     if (wait.call in EPOLL_WAITS or wait.call == "running") and file is not None and file.kind == "eventpoll":
         watches = file.watching(listeners)
@@ -96,7 +97,7 @@ def resolve(
     if wait.call == "running" and wait.tid == pid and not holds:
         # A busy main thread (Node's event loop) of a process that holds no listener: it will wait again in
         # the one epoll that watches a Unix socket to another process, where it is fed connections.
-        fed = [f for f in files.values() if f.kind == "eventpoll" and any(w.inode in peers for w in f.watches)]
+        fed = [f for f in polls_of(files) if f.kind == "eventpoll" and any(w.inode in peers for w in f.watches)]
         if len(fed) == 1:
             ends = frozenset(peers[w.inode] for w in fed[0].watches if w.inode in peers)
             return make("passed", unix_ends=ends)
@@ -213,7 +214,7 @@ def _resolved(
     pid: int,
     wait: ThreadWait,
     raw: tuple[bytes | None, bytes | None],
-    files: dict[int, OpenFile],
+    files: Mapping[int, OpenFile],
     listeners: frozenset[int],
     peers: dict[int, int],
     threads: int,
@@ -248,7 +249,7 @@ def _needs_flags(wait: ThreadWait) -> bool:
     return wait.call == "running" or (wait.call in POLLS | SELECTS and wait.fds is None)
 
 
-def _blocking(tables: FdTables, pid: int, files: dict[int, OpenFile], holds: frozenset[int]) -> frozenset[int]:
+def _blocking(tables: FdTables, pid: int, files: Mapping[int, OpenFile], holds: frozenset[int]) -> frozenset[int]:
     """The listeners among `holds` whose open file is in blocking mode, each read once a look (at its first
     descriptor in the process's table)."""
     known = _FLAGS.setdefault(tables, {})
@@ -324,13 +325,14 @@ def take(
     parent = {p.pid: p.ppid for p in server.processes}
     read_now: list[tuple[int, list[Seen], bool]] = []  # each process's threads, and whether the kind's lock is its
     waits: dict[int, tuple[ThreadWait, ...]] = {}
-    files: dict[int, dict[int, OpenFile]] = {}
+    files: dict[int, Mapping[int, OpenFile]] = {}
     sockets: dict[int, frozenset[int]] = {}
     for pid in server.pids:
         tids = thread_ids(pid)
         read = [_thread_wait(tables, pid, tid) for tid in tids]
         waits[pid] = tuple(wait for wait, _ in read)
         tables.thread_names.update(((pid, w.tid), w.name) for w in waits[pid])
+        table: Mapping[int, OpenFile]
         try:
             table, held = tables.files_and_sockets(pid, again=sorted({w.fd for w in waits[pid] if w.fd is not None}))
         except PermissionError:

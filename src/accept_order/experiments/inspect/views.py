@@ -8,6 +8,7 @@ from collections import Counter
 from ...analysis.mechanism import Seen, Verdict
 from ...core.measures import ListenerRow
 from ...core.models import Mechanism
+from ...probes.file_table import polls_of
 from ...probes.proc_waits import ThreadWait
 from ...probes.serving import Server
 from .result import EpollView, ListenerView, ProcessRow, UnitView, WatchView
@@ -137,7 +138,7 @@ def epoll_views(server: Server, sample: Sample, verdict: Verdict) -> tuple[Epoll
         pid_text, _, fd_text = k.partition(":")
         alike.setdefault(v, []).append((int(pid_text), int(fd_text)))
     for pid, table in sample.files.items():
-        for fd, f in sorted((fd, f) for fd, f in table.items() if f.kind == "eventpoll"):  # not every socket
+        for fd, f in sorted((f.fd, f) for f in polls_of(table) if f.kind == "eventpoll"):  # not every socket
             if not ((pid, fd) in waited or any(w.inode in listeners for w in f.watches)):
                 continue
             key = f"{pid}:{fd}"
