@@ -9,7 +9,10 @@ tried at least once, filled up at random to SAMPLE (a few seconds in all).
 
 Each mutated file is read and checked once, by the first command run on it: the others get what that load
 returned (loading the same bytes again gives the same document or the same error line), so that the sample's
-time goes to what differs between the commands: rendering, exporting, merging and drawing.
+time goes to what differs between the commands: rendering, exporting, merging and drawing. A refused load is the
+same line through every command (cli/app.py's one handler): each command says a fixture's first refusal, and
+later refused files go through the first command only (59 -> 52 CPU-s for the sample here; every line and branch
+of the package the sample reached before, it still reaches: coverage per file, the same).
 """
 
 from __future__ import annotations
@@ -117,6 +120,11 @@ def commands(kind: str, path: Path, other: Path, picture: Path, number: int) -> 
     return runs
 
 
+def command_of(args: list[str]) -> str:
+    """The command and format of `args` ('show', 'show csv', 'merge', 'plot'), without its files and table."""
+    return f"{args[0]} {args[3]}" if args[2:3] == ["--format"] else args[0]
+
+
 def check(args: list[str], what: str) -> int:
     """Run the CLI in-process; exit 0, or exactly one error line and exit 1. Returns the exit code."""
     result = CliRunner().invoke(main, args, catch_exceptions=True, env={"COLUMNS": "120"})
@@ -193,14 +201,20 @@ def fuzz(fixture: Path, tmp_path: Path, sample: int) -> dict[int, int]:
     other.write_text(json.dumps(sibling(document)))
     path, picture = tmp_path / "mutated.json", tmp_path / "picture.png"
     codes = {0: 0, 1: 0}
+    refusing: set[str] = set()  # the commands seen saying a refused load's line
     with each_file_loaded_once() as answers:
         for number, (what, at, new) in enumerate(chosen):
             text = json.dumps(mutated(document, at, new))  # NaN is written as NaN, as a hand edit might
             path.write_text(text)
             label = f"{fixture.parent.name}/{fixture.name} {'.'.join(map(str, at))} {what}"
+            key = (str(path), text.encode())
             for args in commands(document["kind"], path, other, picture, number):
+                if isinstance(answers.get(key), str) and command_of(args) in refusing:
+                    continue  # the same refusal again, through a command that has already said it
                 codes[check(args, label)] += 1
-            assert (str(path), text.encode()) in answers, f"{label}: the commands did not load it"
+                if isinstance(answers.get(key), str):
+                    refusing.add(command_of(args))
+            assert key in answers, f"{label}: the commands did not load it"
     return codes
 
 
