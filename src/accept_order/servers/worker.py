@@ -14,7 +14,7 @@ import socket
 import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..core.cpus import affinity, pin_self
 from ..core.errors import PlanError
@@ -66,19 +66,32 @@ def _stop_when_asked(state: Any) -> Any:
     return on_sigterm
 
 
-class WorkerConfig(NamedTuple):
-    """What one worker is told as it starts (read in the forked child, never changed): a NamedTuple, not a
-    dataclass, whose methods Python 3.11 would compile at every start-up (issue 30)."""
+class WorkerConfig:
+    """What one worker is told as it starts (read in the forked child, never changed): a plain class, not a
+    dataclass, whose methods Python 3.11 would compile at every start-up (issue 30); not a NamedTuple, whose
+    `index` would shadow tuple.index."""
 
-    index: int
-    mode: Mode
-    listeners: Listeners
-    batch: int
-    work_us: int
-    work_iters: int
-    cpus: tuple[int, ...]
-    stamps: bool = False  # keep each accept's time (for serve's sequence; costs a list append)
-    keepalive: bool = False  # each connection carries request lines until the client closes it (keepalive.py)
+    def __init__(
+        self,
+        index: int,
+        mode: Mode,
+        listeners: Listeners,
+        batch: int,
+        work_us: int,
+        work_iters: int,
+        cpus: tuple[int, ...],
+        stamps: bool = False,
+        keepalive: bool = False,
+    ) -> None:
+        self.index = index
+        self.mode = mode
+        self.listeners = listeners
+        self.batch = batch
+        self.work_us = work_us
+        self.work_iters = work_iters
+        self.cpus = cpus
+        self.stamps = stamps  # keep each accept's time (for serve's sequence; costs a list append)
+        self.keepalive = keepalive  # each connection carries request lines until the client closes it (keepalive.py)
 
 
 MAX_STAMPS = 1_000_000  # accept times a worker keeps for serve's sequence

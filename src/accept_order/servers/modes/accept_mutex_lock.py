@@ -7,18 +7,18 @@ import errno
 import fcntl
 import select
 import socket
-from dataclasses import dataclass
 from typing import Any
 
 from .base import MAX_EVENTS, Listeners, ReadinessWaiter, Waiter
 
 
-@dataclass
 class MutexListeners(Listeners):
     """The shared listener, and the lock: an unlinked file whose descriptor every worker inherits."""
 
-    lock_file: Any = None  # an unlinked temporary file; POSIX locks on it are per process
-    delay_s: float = 0.5
+    def __init__(self, sockets: list[socket.socket], port: int, lock_file: Any = None, delay_s: float = 0.5) -> None:
+        super().__init__(sockets, port)
+        self.lock_file = lock_file  # an unlinked temporary file; POSIX locks on it are per process
+        self.delay_s = delay_s
 
     def try_lock(self) -> bool:
         try:

@@ -13,7 +13,6 @@ import os
 import select
 import socket
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, NamedTuple, Protocol
 
 from ...core.errors import ListenError
@@ -43,14 +42,22 @@ class Helper(Protocol):
     def report(self) -> dict[str, Any]: ...
 
 
-@dataclass
 class Listeners:
-    """Sockets (and a shared epoll, for epoll-shared) the parent made before the workers start."""
+    """Sockets (and a shared epoll, for epoll-shared) the parent made before the workers start. A plain class:
+    sockets are never compared, printed or stored, and a dataclass's methods cost every start-up their compile
+    (Python 3.11; issue 30)."""
 
-    sockets: list[socket.socket]
-    port: int
-    shared_epoll: select.epoll | None = None
-    per_worker: bool = False
+    def __init__(
+        self,
+        sockets: list[socket.socket],
+        port: int,
+        shared_epoll: select.epoll | None = None,
+        per_worker: bool = False,
+    ) -> None:
+        self.sockets = sockets
+        self.port = port
+        self.shared_epoll = shared_epoll
+        self.per_worker = per_worker
 
     def for_worker(self, index: int) -> socket.socket:
         return self.sockets[index] if self.per_worker else self.sockets[0]

@@ -9,7 +9,6 @@ import signal
 import socket
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from .base import Listeners, Waiter
@@ -19,12 +18,19 @@ BACK = b"a"  # worker -> acceptor: back for more, done with one
 QUIT = b"q"  # worker -> acceptor: leaving; acceptor -> worker: nothing more will come
 
 
-@dataclass
 class PassingListeners(Listeners):
     """The listener (the acceptor's alone) and one socket pair per worker: (acceptor end, worker end)."""
 
-    channels: list[tuple[socket.socket, socket.socket]] = field(default_factory=list)
-    policy: str = "round-robin"
+    def __init__(
+        self,
+        sockets: list[socket.socket],
+        port: int,
+        channels: list[tuple[socket.socket, socket.socket]] | None = None,
+        policy: str = "round-robin",
+    ) -> None:
+        super().__init__(sockets, port)
+        self.channels = channels if channels is not None else []
+        self.policy = policy
 
     def keep_only(self, index: int) -> None:
         """In worker `index`: keep only its own end; it must never accept (nor hold the listener open)."""
