@@ -7,6 +7,12 @@ listener does not make it a worker, as it does for nginx's or gunicorn's workers
 never waits on it (nginx's sleeps in rt_sigsuspend, gunicorn's in select on its own pipe). Told from /proc:
 a thread of the parent asleep waiting on the listener (accept on it; poll or select with it in the set, read from
 the process's memory; epoll_wait on an epoll that watches it), and no child waiting on it at the same look.
+
+A child that waits elsewhere is not always serving a connection: uWSGI without a master is a parent that is a worker
+too and children that are workers, and under --thunder-lock only the lock's holder waits on the listener while the
+others sleep in the lock (seen here: 1 look in 3 found the parent holding it). A per-connection child holds the
+connection it was forked for from birth, until it closes it on its way out (running, then); so a child asleep
+holding no socket besides the listeners waits its turn to accept, and the parent is no per-connection forker.
 """
 
 from __future__ import annotations
@@ -19,6 +25,9 @@ from .proc_waits import ACCEPTS, EPOLL_WAITS, POLLS, SELECTS, ThreadWait, thread
 
 LOOK_S = 0.5  # how long the parent is looked at for a moment asleep (it forks and accepts between its waits)
 LOOK_EVERY_S = 0.005
+# looks that must agree: under load uWSGI's lock moves at each request, and at 1 look in 40 (wrk -c16) its parent
+# held it while both other workers served a connection
+LOOKS = 3
 
 
 def waits_on(wait: ThreadWait, files: dict[int, OpenFile], listeners: Collection[int]) -> bool:
@@ -32,30 +41,47 @@ def waits_on(wait: ThreadWait, files: dict[int, OpenFile], listeners: Collection
     return False
 
 
-def _waits(pid: int, listeners: Collection[int]) -> tuple[bool, bool]:
-    """(every thread asleep, one waits on a listener): the process's threads now; (False, False) where it cannot be
-    read."""
+def _waits(pid: int, listeners: Collection[int]) -> tuple[bool, bool, bool]:
+    """(every thread asleep, one waits on a listener, it holds a socket besides the listeners): the process's threads
+    now; (False, False, False) where it cannot be read."""
     try:
         files = FdTables().files(pid)
     except OSError:
-        return False, False
+        return False, False, False
     waits = [thread_wait(pid, tid, name="") for tid in thread_ids(pid)]
     asleep = bool(waits) and all(w.asleep for w in waits)
-    return asleep, any(waits_on(w, files, listeners) for w in waits)
+    connected = any(f.kind == "socket" and f.inode not in listeners for f in files.values())
+    return asleep, any(waits_on(w, files, listeners) for w in waits), connected
+
+
+def _per_connection(child: int, listeners: Collection[int]) -> bool:
+    """Whether a child that holds the listener may be one forked for a connection: it does not wait on the listener,
+    and holds another socket (its connection) or is running (closing it to exit). Asleep with the listener alone, it
+    waits its turn to accept (in a lock: uWSGI's workers without a master under --thunder-lock)."""
+    asleep, waiting, connected = _waits(child, listeners)
+    return not waiting and (connected or not asleep)
 
 
 def forks_per_connection(
     parent: int, children: Sequence[int], listeners: Collection[int], look_s: float = LOOK_S
 ) -> bool:
     """Whether `parent`, which holds `listeners` with `children`, accepts itself: one of its threads is seen
-    waiting on a listener and none of the children at that look. The parent is looked at until its threads are
-    all asleep (at most `look_s`: under load it forks between its waits); a parent asleep elsewhere (nginx's
-    master in rt_sigsuspend) answers False at once."""
+    waiting on a listener, and at that look every child may be one forked for a connection (_per_connection), at
+    LOOKS looks (or every look where it waited, within `look_s`: under load it forks between its waits). A child
+    seen as a worker at any look answers False; so does a parent first seen asleep elsewhere (nginx's master in
+    rt_sigsuspend), at once."""
     deadline = time.monotonic() + look_s
+    agreeing = 0
     while True:
-        asleep, waiting = _waits(parent, listeners)
+        asleep, waiting, _ = _waits(parent, listeners)
         if waiting:
-            return not any(_waits(child, listeners)[1] for child in children)
-        if asleep or time.monotonic() > deadline:
+            if not all(_per_connection(child, listeners) for child in children):
+                return False
+            agreeing += 1
+            if agreeing >= LOOKS:
+                return True
+        elif asleep and not agreeing:
             return False
+        if time.monotonic() > deadline:
+            return agreeing > 0
         time.sleep(LOOK_EVERY_S)
