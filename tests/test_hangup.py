@@ -62,7 +62,7 @@ def _mid_run(proc: subprocess.Popen[bytes], processes: int, cpu_s: float = 0.2) 
 
     def descendants(listed: Callable[[], list[psutil.Process]]) -> list[int]:
         try:
-            return [p.pid for p in listed() if "accept_order.core.reaper" not in " ".join(p.cmdline())]
+            return [p.pid for p in listed() if "accept_order/core/reaper.py" not in " ".join(p.cmdline())]
         except psutil.Error:
             return []
 
