@@ -95,3 +95,20 @@ def test_descriptors_read_again_are_the_sample_s() -> None:
             assert held == frozenset(f.inode for f in expected.values() if f.kind == "socket")
     finally:
         reused.close()
+
+
+def test_a_descriptor_closed_while_its_table_is_read_is_left_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """read_links reads a table in one go; a descriptor closed between the listing and its readlink is left out,
+    and every other is read."""
+    with socket.socket() as gone, socket.socket() as kept:
+        real = os.readlink
+
+        def closed_meanwhile(name: str, dir_fd: int | None = None) -> str:
+            if name == str(gone.fileno()):
+                raise FileNotFoundError(name)
+            return real(name, dir_fd=dir_fd)
+
+        monkeypatch.setattr(fd_table.os, "readlink", closed_meanwhile)
+        links = read_links(os.getpid()) or {}
+        assert gone.fileno() not in links
+        assert links[kept.fileno()] == f"socket:[{os.fstat(kept.fileno()).st_ino}]" and 0 in links
