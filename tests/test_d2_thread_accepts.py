@@ -57,8 +57,9 @@ def test_threads_of_one_process_are_counted_by_their_own_id() -> None:
         stop.set()
         other.join()
     script = program([me, mine], None, frozenset({me, mine}))
-    assert f"(tid == {me} || tid == {mine})" in script, script
-    assert f"@[((tid == {me} || tid == {mine}) ? tid : pid)] = count();" in script, script
+    assert f"(tid == {me} || tid == {mine})" in script, script  # the filter: in the order given
+    low, high = sorted((me, mine))  # the key's test: in id order (a thread's id is below its process's after a wrap)
+    assert f"@[((tid == {low} || tid == {high}) ? tid : pid)] = count();" in script, script
     assert "(pid == 12 || pid == 34)" in program([12, 34])  # processes: by their process's id, as before
 
 

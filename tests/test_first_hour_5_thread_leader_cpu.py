@@ -12,8 +12,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from accept_order.core.processes import thread_workers
 from accept_order.servers.thread_switches import EveryThreadUsage
-from accept_order.servers.watched import UsageDeltas, threads_of_one
+from accept_order.servers.watched import UsageDeltas
 
 SPIN_S = 0.3  # CPU the second thread burns: well above what the main thread uses while it waits
 
@@ -78,10 +79,10 @@ def test_a_process_counted_alone_keeps_every_thread_s_cpu(threaded: tuple[subpro
     assert cpu_s is not None and cpu_s >= SPIN_S / 2
 
 
-def test_threads_of_one_are_those_whose_process_has_another_counted(
+def test_thread_workers_are_threads_of_one_counted_together_or_not_a_main_thread(
     threaded: tuple[subprocess.Popen[str], int],
 ) -> None:
     proc, spinner = threaded
-    assert threads_of_one([proc.pid, spinner]) == {proc.pid, spinner}
-    assert threads_of_one([proc.pid]) == frozenset()
-    assert threads_of_one([spinner]) == frozenset()
+    assert thread_workers([proc.pid, spinner]) == {proc.pid, spinner}
+    assert thread_workers([proc.pid]) == frozenset()
+    assert thread_workers([spinner]) == {spinner}  # not its process's main thread: a thread (review RD2: one rule)

@@ -94,6 +94,32 @@ def leads_its_group(pid: int) -> bool:
     return True
 
 
+def thread_group(tid: int) -> int | None:
+    """The process (Tgid) that thread `tid` is one of: itself for a process (its main thread); None once gone."""
+    try:
+        with open(f"/proc/{tid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"Tgid:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def thread_workers(ids: Sequence[int]) -> frozenset[int]:
+    """The workers among `ids` that are threads, not processes: those that share their process with another of
+    `ids` (HAProxy's nbthread or h2o's loops attached by their threads' ids, the process's own id among them), and
+    any that is not its process's main thread. Each is known by its own id: its CPU and switches its own
+    (servers/watched.py), its accepts counted by bpftrace's `tid` (probes/accept_filter.py); a process's are every
+    thread's. One rule for both: the usage and the accept count read 4 HAProxy threads alike. An id that is gone
+    counts as a process."""
+    groups: dict[int, list[int]] = {}
+    for worker in dict.fromkeys(ids):
+        group = thread_group(worker)
+        groups.setdefault(worker if group is None else group, []).append(worker)
+    return frozenset(w for group, members in groups.items() for w in members if len(members) > 1 or w != group)
+
+
 def _process_clock(pid: int) -> int:
     """The clock id of process `pid`'s CPU time, every thread's (glibc's MAKE_PROCESS_CPUCLOCK(pid,
     CPUCLOCK_SCHED), which clock_getcpuclockid returns and Python does not offer). The kernel lets anyone read

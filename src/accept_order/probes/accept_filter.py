@@ -3,38 +3,17 @@
 bpftrace's `pid` is the process's id (the thread-group id), the same for all its threads; `tid` is the thread's
 own. A filter `pid == 381` on HAProxy's thread 381 never matched, and `pid == 380` (the main thread's id, the
 process's too) matched every thread's accepts: `latency --attach 380,381,382,384` read accepted "8 0 0 0" where
-HAProxy's own count was [4 0 1 4]. The workers that are threads are filtered and counted by `tid`.
+HAProxy's own count was [4 0 1 4]. The workers that are threads (core/processes.thread_workers: ids sharing a
+process, or not its main thread) are filtered and counted by `tid`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..core.processes import thread_workers  # which ids are threads: one rule, the usage's too
+
 __all__ = ["accepted_by", "counted_as", "thread_workers"]
-
-
-def thread_workers(ids: Sequence[int]) -> frozenset[int]:
-    """The ids among `ids` that are threads counted as workers, not processes: those that share their process
-    with another of `ids` (HAProxy's nbthread attached by its threads' ids, its own id among them), and any that
-    is not its process's main thread. bpftrace's `pid` is the process's id, the same for all its threads: a filter
-    on a thread's id by it never matched (HAProxy's threads 380,381,382,384 read 8 0 0 0, thread 380 taking every
-    thread's accepts), so these are filtered and counted by `tid`. An id that is gone counts as a process."""
-    groups: dict[int, list[int]] = {}
-    for worker in dict.fromkeys(ids):
-        groups.setdefault(_thread_group(worker), []).append(worker)
-    return frozenset(w for group, members in groups.items() for w in members if len(members) > 1 or w != group)
-
-
-def _thread_group(worker: int) -> int:
-    """The process (Tgid) that `worker` is a thread of; itself when that cannot be read (gone)."""
-    try:
-        with open(f"/proc/{worker}/status", "rb") as f:
-            for line in f:
-                if line.startswith(b"Tgid:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        pass
-    return worker
 
 
 def counted_as(threads: frozenset[int] = frozenset()) -> str:

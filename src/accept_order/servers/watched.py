@@ -10,7 +10,7 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..core.processes import process_errors, process_usage, usage
+from ..core.processes import process_errors, process_usage, thread_workers, usage
 
 if TYPE_CHECKING:  # imported where counters are made: the registry imports this module at start-up (issue 30)
     from ..core.measures import WorkerCounters
@@ -29,37 +29,14 @@ def gone(pid: int) -> bool:
     return proc_state(pid) in ("X", "Z")
 
 
-def _thread_group(pid: int) -> int | None:
-    """The process (Tgid) that thread `pid` belongs to; None once it is gone."""
-    try:
-        with open(f"/proc/{pid}/status", "rb") as f:
-            for line in f:
-                if line.startswith(b"Tgid:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
-def threads_of_one(pids: Sequence[int]) -> frozenset[int]:
-    """The workers that are threads of one process together (HAProxy's nbthread, h2o's event loops, launched or
-    attached by their thread ids, the first of them the process's own id). Each is charged its own CPU and
-    switches: the main thread's id read as a process (process_usage) gave it every thread's CPU, HAProxy's
-    thread 0 0.94 CPU-s beside 0.19 for each of three others that served as many requests, and the model's
-    service time (the workers' CPU per request) 1.7 times what they used."""
-    groups: dict[int, list[int]] = {}
-    for pid in pids:
-        if (group := _thread_group(pid)) is not None:
-            groups.setdefault(group, []).append(pid)
-    return frozenset(pid for members in groups.values() if len(members) > 1 for pid in members)
-
-
 class UsageDeltas:
     """Context switches and CPU of each worker between construction and `counters()`."""
 
     def __init__(self, pids: Sequence[int]) -> None:
         self.pids = list(pids)
-        self.thread_workers = threads_of_one(self.pids)
+        # threads counted as workers (HAProxy's, h2o's loops), each charged its own CPU: the main thread's id read as a
+        # process gave it every thread's, HAProxy's thread 0 0.94 CPU-s beside 0.19 for each of three others
+        self.thread_workers = thread_workers(self.pids)
         self._before = {pid: self._usage(pid) for pid in self.pids}
 
     def _usage(self, pid: int) -> tuple[int, int, float] | None:
