@@ -1,0 +1,75 @@
+"""Review RD of a28bc9c: attached._serving asked who the master feeds over Unix sockets (probes/serving.find_server:
+a scan of every process's fd table on the machine, 2.4 s and 0.6 CPU-s a call here beside 400 processes) at every
+reading of any master that holds its listener: nginx's, gunicorn's, uWSGI's, each read of a young one's wait. An
+`--attach` of an old uWSGI took 2.3-2.8 s where the parent commit took 0.06 s. It is asked only where it can
+matter: no child holds the listener (Node's primary under SCHED_RR), or a young child does not hold it yet.
+
+Witness: /proc (the children hold the listener, the process started apart does not)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+from conftest import child_processes, wait_for
+
+from accept_order.probes.owner import socket_holders
+from accept_order.servers import attached, attached_start
+from accept_order.servers.registry import HELPERS
+
+TIMEOUT_S = 20.0
+HOST = "127.0.0.1"
+# a prefork master: two children that accept on the listener it holds, and one that closed it (a helper); the
+# master sleeps on its pipe as gunicorn's arbiter does
+SERVER = f"""
+import os, socket, sys
+listener = socket.create_server(("{HOST}", 0))
+print(listener.getsockname()[1], flush=True)
+for _ in range(2):
+    if os.fork() == 0:
+        while True:
+            listener.accept()[0].close()
+if os.fork() == 0:
+    listener.close()
+    os.read(0, 1)
+    os._exit(0)
+os.read(0, 1)
+"""
+
+
+@pytest.fixture
+def prefork() -> Iterator[tuple[int, int, list[int]]]:
+    proc = subprocess.Popen([sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        port = int(proc.stdout.readline())
+        children = wait_for(lambda: [p.pid for p in child_processes(proc.pid)], lambda c: len(c) == 3, TIMEOUT_S, "3")
+        yield proc.pid, port, children
+    finally:
+        proc.kill()
+        proc.wait(10)
+        for pid in children:
+            subprocess.run(["kill", "-9", str(pid)], check=False, capture_output=True)
+
+
+def test_who_the_master_feeds_is_asked_only_where_it_can_matter(
+    prefork: tuple[int, int, list[int]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    master, port, children = prefork
+    inodes = attached._listener_inodes(HOST, port, [master])
+    # /proc: the master and two children hold the listener, once the helper has closed it
+    holders = wait_for(lambda: socket_holders(inodes, [master, *children]), lambda h: len(h) == 3, TIMEOUT_S, "closed")
+    accepting = [pid for pid in children if pid in holders]
+    assert master in holders and len(accepting) == 2
+
+    asked: list[int] = []
+    monkeypatch.setattr(attached, "_fed", lambda pid: asked.append(pid) or frozenset())
+    monkeypatch.setattr(attached_start, "age_s", lambda pid: attached_start.STARTING_S + 1)  # all started long ago
+    assert attached.worker_pids([master], HOST, port, helpers=HELPERS) == accepting
+    assert asked == []  # its children hold the listener: nobody need be scanned for
+
+    monkeypatch.setattr(attached_start, "age_s", lambda pid: 0.1)  # the helper may be a worker still starting
+    assert attached._serving(master, children, HOST, port, ())[0] == accepting
+    assert asked == [master]
