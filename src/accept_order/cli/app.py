@@ -115,6 +115,13 @@ def handle_errors(func: F) -> F:
         except KeyboardInterrupt as exc:
             status = interrupted_status(exc, order.first())
             fail(f"{interrupted_word(status)}; {_what_stopped()}", status)
+        except RuntimeError as exc:
+            # Python 3.11 wraps what a class attribute's __set_name__ raises: a signal landing while a module
+            # defines a dataclass (Field.__set_name__) ended observe 0.7 s in with a RuntimeError traceback
+            if not isinstance(exc.__cause__, KeyboardInterrupt) or _traceback_wanted():
+                raise
+            status = interrupted_status(exc.__cause__, order.first())
+            fail(f"{interrupted_word(status)}; {_what_stopped()}", status)
         except OSError as exc:
             if exc.errno not in _RESOURCE_ERRNOS or _traceback_wanted():
                 raise
