@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 STARTING_S = 5.0  # a master (or child) this young may still be starting its workers (or be one, importing its app)
 SETTLE_S = 1.0  # a young master's reading that stays the same this long is its workers' (gunicorn: 0.1 s apart)
-POLL_S = 0.05
+POLL_S = 0.1  # a reading costs ~4 ms of CPU (the holders of the listener, each child's title): 10 a second
 # a child of Python's multiprocessing that never serves (uvicorn's, hypercorn's supervisor under spawn)
 TRACKER = "multiprocessing.resource_tracker"
 
@@ -34,11 +34,14 @@ def age_s(pid: int) -> float | None:
 
 
 def children_of(master: int) -> list[int]:
-    """The master's children, oldest first; [] once it is gone."""
+    """The master's children, oldest first; [] once it is gone. From the kernel's children lists (probes/children.py:
+    psutil's children() reads every process's stat, 6-15 ms a call, most of a young master's wait's CPU)."""
     import psutil
 
+    from ..probes.children import children
+
     try:
-        return [p.pid for p in sorted(psutil.Process(master).children(), key=lambda p: (p.create_time(), p.pid))]
+        return [p.pid for p in sorted(children(psutil.Process(master)), key=lambda p: (p.create_time(), p.pid))]
     except psutil.Error:
         return []
 
