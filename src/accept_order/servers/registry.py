@@ -266,19 +266,21 @@ def variants(
 
 def recognise(name: str, argv: Sequence[str]) -> ServerKind | None:
     """The launched kind a running process is, by its name or a word of its command line's first three
-    arguments (`nginx: worker process`, `python -m gunicorn`, `/usr/bin/node app.js`) or the command it wraps
+    arguments (`nginx: worker process`, `python -m gunicorn`, `/usr/bin/node app.js`), else by the command it wraps
     after `--` (Server::Starter's `start_server ... -- /usr/bin/h2o`); None: none known."""
     import os
     import re
 
-    # Base names only: a directory that happens to be called "node" (/home/node/app.py) names no server. A wrapper's
-    # command after `--` is its server: h2o's `-m master` (Debian's unit) runs `perl -x .../start_server ... -- h2o`
+    def named(args: Sequence[str], *names: str) -> ServerKind | None:
+        # Base names only: a directory that happens to be called "node" (/home/node/app.py) names no server
+        found = {*names, *(re.sub(r"[^\w.-]", "", os.path.basename(word)) for word in " ".join(args).split())}
+        return next((kind for kind in KINDS.values() if found & set(kind.process_names)), None)
+
+    # A wrapper's command after `--` is its server (h2o's `-m master`, Debian's unit, runs `perl -x .../start_server
+    # ... -- h2o`), only where the process's own name and first arguments name none: `uvicorn main:app -- nginx`
+    # read nginx (first in KINDS) when the two were one set
     wrapped = list(argv[list(argv).index("--") + 1 :][:1]) if "--" in argv else []
-    words = {name, *(re.sub(r"[^\w.-]", "", os.path.basename(w)) for w in " ".join([*argv[:3], *wrapped]).split())}
-    for kind in KINDS.values():
-        if words & set(kind.process_names):
-            return kind
-    return None
+    return named(argv[:3], name) or named(wrapped)
 
 
 def threads_are_workers(name: str, argv: Sequence[str]) -> bool:
