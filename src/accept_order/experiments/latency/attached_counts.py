@@ -44,12 +44,18 @@ def unplaced_text(result: LatencyResult) -> Text | None:
         return None
     placed, unit = sum(result.served), finished_unit(result.load)
     master = int(kernel.get("master_accepted") or 0)
+    if master and placed:  # its workers accepted too: it is one of them (uWSGI without --master), not a hand-over
+        return Text(
+            f"pid {result.server.attach[0]}, the attached master, accepted {master:,} connections itself (the "
+            f"kernel's count per pid) beside the {placed:,} its children accepted: it serves as a worker too (as "
+            f"uWSGI without --master does), and the table leaves it out",
+            style="yellow",
+        )
     if master:
         return Text(
             f"pid {result.server.attach[0]}, the attached master, accepted {master:,} "
             f"connections itself (the kernel's count per pid): it hands each to a worker over a Unix socket (fd-pass, "
-            f"as Node's cluster does under SCHED_RR), so the count cannot say which worker served them"
-            + (f"; the table's {placed:,} are the workers' own accepts" if placed else ""),
+            f"as Node's cluster does under SCHED_RR), so the count cannot say which worker served them",
             style="yellow",
         )
     appeared = {str(pid): int(n) for pid, n in (kernel.get("appeared") or {}).items() if n}

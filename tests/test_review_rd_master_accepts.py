@@ -1,0 +1,41 @@
+"""Review RD of de0884a: where the attached master's own accepts are counted (accept_counts.master_accepted), the
+report said it 'hands each to a worker over a Unix socket (fd-pass, as Node's cluster does)' whatever its children
+did. uWSGI without --master (pyuwsgi 2.0, 3 processes, latency --attach PARENT --protocol http -n 300) is a parent
+that accepts and serves as a worker beside its two children: the kernel counted 130 for it and 127 + 43 for them,
+and the report said the parent passed the connections on. Where the children accepted too it now says the master
+serves as a worker too; the fd-pass sentence stays for a master whose workers accepted none (Node's primary).
+
+The file is that run's (tests/data/review_rd_uwsgi_masterless_attach.json); the witnesses of the run were /proc
+(the parent and both children hold the listener; no Unix socket between them) and the kernel's count per pid."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from accept_order.experiments.latency.attached_counts import served_known, unplaced_text
+from accept_order.experiments.latency.result import LatencyResult
+
+FILE = Path(__file__).parent / "data" / "review_rd_uwsgi_masterless_attach.json"
+
+
+def _result() -> LatencyResult:
+    return LatencyResult.from_dict(json.loads(FILE.read_text()))
+
+
+def test_a_master_that_accepts_beside_its_children_is_said_a_worker_too() -> None:
+    result = _result()
+    said = unplaced_text(result)
+    assert said is not None
+    assert "fd-pass" not in said.plain and "hands each" not in said.plain
+    assert "accepted 130 connections itself" in said.plain and "beside the 170 its children accepted" in said.plain
+    assert served_known(result) == (127, 43)  # the children's own counts stand
+
+
+def test_a_master_whose_workers_accepted_none_still_passes_them_on() -> None:
+    result = _result()
+    passed = dataclasses.replace(result, served=(0, 0))
+    said = unplaced_text(passed)
+    assert said is not None and "fd-pass" in said.plain
+    assert served_known(passed) is None
