@@ -140,23 +140,27 @@ MODEL_FIELDS = ("discipline", "batch", "loop", "concurrency", "rate", "workers",
 
 def model_csv(runs: list[dict[str, Any]]) -> str:
     """`show --format csv --table model`: each run's model inputs, then predicted and measured figures (a run
-    without a model: its name only)."""
+    without a model: its name only). Predicted as the table and the sentence have them: the model's figure plus
+    the fixed path (fixed_path_ms), from the same place (model_verdict.predicted_ms)."""
     figures = [(name, key) for name, key, _ in COLUMNS]
     header = (
         "run",
         *MODEL_FIELDS,
+        "fixed_path_ms",
         *(f"predicted_{n}_ms" for n, _ in figures),
         *(f"measured_{n}_ms" for n, _ in figures),
     )
+    results = [LatencyResult.from_dict(run) for run in runs]
+    _, fixed = judged(results)  # over the runs shown together, as the table has it
     rows: list[list[Any]] = []
-    for run in runs:
+    for run, result in zip(runs, results, strict=True):
         model = run.get("model")
         h = LatencyHistogram.from_dict(run["histogram"])
         if not isinstance(model, dict) or not h.count:  # saved before the model, or nothing served: a row all the same
             rows.append([export.label(run)])
             continue
         measured = [h.percentile(q) / 1000 if q is not None else h.stdev_us / 1000 for _, _, q in COLUMNS]
-        rows.append(
-            [export.label(run), *(model.get(f) for f in MODEL_FIELDS), *(model[k] for _, k in figures), *measured]
-        )
+        assert result.model is not None  # built from the same dict
+        predicted = [predicted_ms(result.model, key, fixed) for _, key in figures]
+        rows.append([export.label(run), *(model.get(f) for f in MODEL_FIELDS), fixed, *predicted, *measured])
     return export.csv_text(header, rows)
