@@ -39,3 +39,15 @@ def test_a_master_whose_workers_accepted_none_still_passes_them_on() -> None:
     said = unplaced_text(passed)
     assert said is not None and "fd-pass" in said.plain
     assert served_known(passed) is None
+
+
+def test_a_pool_handed_over_by_the_master_is_not_said_accepted_by_no_worker() -> None:
+    """latency --attach PRIMARY --protocol http --pool --requests-per-connection 0 of a Node cluster (Debian's
+    nodejs, SCHED_RR, 2 workers; test_attach_node_primary_accepts' script): the kept table's 'accepted' read 0 and 0
+    (the kernel's count per worker) for workers that held the 4 connections the primary handed them and answered
+    162 and 238 of the 400 requests (their own log). Which worker took which is not known: '-'."""
+    from accept_order.experiments.latency.kept_report import accepted
+
+    result = LatencyResult.from_dict(json.loads((FILE.parent / "review_rd_node_pool_attach.json").read_text()))
+    assert result.evidence["accept_counts"]["master_accepted"] == 4 and result.served == (0, 0)
+    assert accepted(result) is None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from .kept_report import finished_unit
+from .kept_report import finished_unit, passed_on
 from .result import LatencyResult
 
 
@@ -14,7 +14,7 @@ def kernel_counts_text(result: LatencyResult) -> Text | None:
     kernel = result.evidence.get("accept_counts")
     if not isinstance(kernel, dict):
         return None
-    if _passed_on(result):
+    if passed_on(result):
         return Text(
             f"served per worker: not known: the replies do not name a worker, and the kernel's accept count is the "
             f"master's (pid {result.server.attach[0]}), which accepted the connections itself "
@@ -106,10 +106,4 @@ def served_known(result: LatencyResult) -> tuple[int, ...] | None:
     counts not available, or the master accepted every connection and passed it on (its workers accepted none)."""
     kernel = result.evidence.get("accept_counts")
     unknown = isinstance(kernel, dict) and not kernel.get("available")
-    return None if unknown or _passed_on(result) else result.served
-
-
-def _passed_on(result: LatencyResult) -> bool:
-    """The attached master accepted connections itself and its workers none: it passes them on (fd-pass)."""
-    kernel = result.evidence.get("accept_counts")
-    return isinstance(kernel, dict) and bool(kernel.get("master_accepted")) and not any(result.served)
+    return None if unknown or passed_on(result) else result.served

@@ -66,8 +66,14 @@ def accepted(result: LatencyResult) -> tuple[int, ...] | None:
     known, the replies do not name a worker and the kernel's counts were not available)."""
     kernel = result.evidence.get("accept_counts")
     if isinstance(kernel, dict):
-        return result.served if kernel.get("available") else None
+        return result.served if kernel.get("available") and not passed_on(result) else None
     return result.connections
+
+
+def passed_on(result: LatencyResult) -> bool:
+    """The attached master accepted connections itself, its workers none: it hands them over (Node's SCHED_RR)."""
+    kernel = result.evidence.get("accept_counts")
+    return isinstance(kernel, dict) and bool(kernel.get("master_accepted")) and not any(result.served)
 
 
 def requests(result: LatencyResult) -> tuple[int, ...] | None:
