@@ -51,3 +51,20 @@ def test_a_pool_handed_over_by_the_master_is_not_said_accepted_by_no_worker() ->
     result = LatencyResult.from_dict(json.loads((FILE.parent / "review_rd_node_pool_attach.json").read_text()))
     assert result.evidence["accept_counts"]["master_accepted"] == 4 and result.served == (0, 0)
     assert accepted(result) is None
+
+
+def test_a_merge_adds_the_masters_own_accepts() -> None:
+    """Two runs of the same attach (130 and 59 accepted by the master; its children 127 + 43, then 83 + 58): merge
+    added `served` and kept the first file's kernel counts, and said the master accepted 130 beside 311."""
+    from accept_order.experiments.documents import file_kinds
+    from accept_order.results.merge import merge
+
+    second = json.loads((FILE.parent / "review_rd_uwsgi_masterless_attach_2.json").read_text())
+    files = [("a", "latency", json.loads(FILE.read_text())), ("b", "latency", second)]
+    merged = LatencyResult.from_dict(merge(files, file_kinds())[1])
+    kernel = merged.evidence["accept_counts"]
+    assert merged.served == (210, 101)
+    assert kernel["master_accepted"] == 130 + 59
+    assert kernel["counts"] == {"20147": 127 + 83, "20148": 43 + 58}
+    said = unplaced_text(merged)
+    assert said is not None and "accepted 189 connections itself" in said.plain, said

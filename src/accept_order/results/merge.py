@@ -225,12 +225,31 @@ def _add_evidence(into: dict[str, Any], run: Mapping[str, Any], hosts: tuple[Any
     into.pop("machine", None)
     into.pop("witness", None)  # one launch's server log: _add_witness adds the two where they are alike
     _add_kernel_counters(into, run, hosts)
+    _add_accept_counts(into, run)
     observed = _add_observed(into.get("observed_on"), run.get("observed_on"))
     if observed is None:
         into.pop("observed_on", None)
     else:
         into["observed_on"] = observed
     return into
+
+
+def _add_accept_counts(into: dict[str, Any], run: Mapping[str, Any]) -> None:
+    """The kernel's accept counts of an attached server (latency --attach) added, as `served` adds: each worker's and
+    the master's own (master_accepted, where every file counted it). Kept from the first file alone, a merge of two
+    runs read 'the attached master accepted 130 itself beside the 311 its children accepted' (130 and 59)."""
+    mine, theirs = into.get("accept_counts"), run.get("accept_counts")
+    if not isinstance(mine, dict) or not isinstance(theirs, dict):
+        return
+    added = dict(mine)
+    for key in ("counts", "appeared"):
+        if isinstance(mine.get(key), dict) and isinstance(theirs.get(key), dict):
+            added[key] = {pid: mine[key].get(pid, 0) + theirs[key].get(pid, 0) for pid in mine[key] | theirs[key]}
+    if isinstance(mine.get("master_accepted"), int) and isinstance(theirs.get("master_accepted"), int):
+        added["master_accepted"] = mine["master_accepted"] + theirs["master_accepted"]
+    else:
+        added.pop("master_accepted", None)  # a file from before it: not counted there
+    into["accept_counts"] = added
 
 
 def _has_counters(evidence: Mapping[str, Any]) -> bool:
