@@ -15,7 +15,12 @@ from pathlib import Path
 import psutil
 from conftest import OutputReader, wait_for
 
+from accept_order.probes.accepts import ATTACH_TIMEOUT_S
+
 START_TIMEOUT_S = 15.0
+# an attached run starts the kernel's accept count first, and waits for bpftrace to attach (it compiles its
+# program: over 15 s at load 12-13, beside the suite): the load begins after that
+SERVING_TIMEOUT_S = ATTACH_TIMEOUT_S + 30.0
 STOP_TIMEOUT_S = 10.0
 COMMAND = [sys.executable, "-m", "accept_order"]
 
@@ -42,7 +47,7 @@ def test_an_interrupted_attached_run_says_the_server_was_not_touched(free_port: 
         wait_for(
             lambda: sum(w.num_ctx_switches().voluntary for w in workers),
             lambda n: n >= before + 10 or run.poll() is not None,
-            START_TIMEOUT_S,
+            SERVING_TIMEOUT_S,
             "the attached workers to serve connections",
         )
         run.send_signal(signal.SIGINT)
