@@ -196,6 +196,9 @@ def start_child(proc: BaseProcess) -> None:
     handlers (then it calls `unblock_signals`) it would run this process's, and raise a KeyboardInterrupt
     (a traceback on stderr) from multiprocessing's bootstrap. A signal meanwhile waits, it is not lost."""
     global _forked_by
+    from .started import Started
+
+    Started.begun = True  # a worker, a driver or a helper: an interrupt from here on stops something
     _forked_by = os.getpid()  # the child checks it is still ours once it asked to die with us
     old = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
     try:

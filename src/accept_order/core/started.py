@@ -6,12 +6,17 @@ open as they are made)."""
 from __future__ import annotations
 
 from types import TracebackType
-from typing import Self
+from typing import ClassVar, Self
 
 
 class Started:
     """`with X(...) as x:` runs `x.start()`, and `x.close()` on the way out, whatever happened; a start that
     raises is closed at once (nothing it had started is left behind). Subclasses define both."""
+
+    # Something has begun to start processes since the command's body began (the command line clears it there):
+    # an owner entered, a child forked (core/processes.start_child) or a server's master launched. Before that an
+    # interrupted command has no workers to say it stopped.
+    begun: ClassVar[bool] = False
 
     def start(self) -> None:
         raise NotImplementedError
@@ -20,6 +25,7 @@ class Started:
         raise NotImplementedError
 
     def __enter__(self) -> Self:
+        Started.begun = True
         try:
             self.start()
         except BaseException:

@@ -265,6 +265,7 @@ class LaunchedServer(Started):
         self.directory = private_directory(f"{DIRECTORY_PREFIX}{self.name}-{os.getpid()}-")
         self.port = self.spec.port or free_port(self.spec.host)
         argv = self.command()
+        Started.begun = True  # the server's master: an interrupt from here on stops its workers
         with open(os.path.join(self.directory, "stderr.log"), "wb") as stderr:
             self.master = subprocess.Popen(
                 argv,
