@@ -250,7 +250,7 @@ def test_accepts_and_bytes_alike_is_said_so() -> None:
 def test_few_connections_are_not_a_finding_and_unseen_ones_are_counted() -> None:
     said = verdict(result_with([1, 1, 1, 0], [1, 1, 1, 0], [10, 10, 900, 0], accepted_seen=2))
     assert any(line.startswith("the load shares rest on 3 connections") and "not a finding" in line for line in said)
-    assert "1 of 3 connections opened and closed between two samples: their bytes are not in the shares" in said
+    assert "1 of 3 connections opened and closed between two samples: its bytes are not in the shares" in said
 
 
 def test_the_sleeps_are_per_segment_where_connections_carry_many() -> None:

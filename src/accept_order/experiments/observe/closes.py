@@ -31,10 +31,12 @@ def closes(result: ObserveResult, received: list[int]) -> list[str]:
         )
     if result.closed_unlooked:
         apart = result.closed_unlooked_bytes_in or 0
+        they = "it" if result.closed_unlooked == 1 else "they"
+        are = "is" if apart == 1 else "are"
         lines.append(
             f"{_many(result.closed_unlooked, 'connection')} opened and closed between two looks: the "
-            f"{_many(apart, 'byte')} they received ({_pct(apart, sum(received) + apart)} of all) are counted but "
-            "in no worker's share (an announcement does not say which process held the socket)"
+            f"{_many(apart, 'byte')} {they} received ({_pct(apart, sum(received) + apart)} of all) {are} counted "
+            "but in no worker's share (an announcement does not say which process held the socket)"
         )
     if result.closes_late:
         late, one = result.closes_late, result.closes_late == 1
@@ -59,11 +61,12 @@ def closes(result: ObserveResult, received: list[int]) -> list[str]:
     return lines
 
 
-def unseen_bytes(result: ObserveResult) -> str:
-    """Where the bytes of the connections no look saw are: nowhere, or (announced) in the one worker's share,
-    or apart, in no worker's."""
+def unseen_bytes(result: ObserveResult, unseen: int = 2) -> str:
+    """Where the bytes of the `unseen` connections no look saw are: nowhere, or (announced) in the one worker's
+    share, or apart, in no worker's."""
+    their, closes = ("its", "its close") if unseen == 1 else ("their", "their closes")
     if result.closes_counted is None:
-        return "their bytes are not in the shares"
+        return f"{their} bytes are not in the shares"
     if len(result.workers) == 1:
-        return "their bytes are in its share, from the kernel's announcements of their closes"
-    return "their bytes are counted apart (below), in no worker's share"
+        return f"{their} bytes are in the worker's share, from the kernel's announcements of {closes}"
+    return f"{their} bytes are counted apart (below), in no worker's share"

@@ -154,7 +154,7 @@ def _accepts(result: ObserveResult, seen: list[int]) -> list[str]:
     # accepted (wrk -c6: 6 seen of 7), and not a part chance gives a sample (16 of 50 where 11 were due)
     chance = bool(found < unseen and not before) and held_by_chance(list(counts), seen, top)  # those seen: a sample
     if abs(gap) < APART or len(seen) < 2 or not (total >= FEW or found >= unseen) or chance:
-        return [f"{closed}: {unseen_bytes(result)}"] if unseen else []
+        return [f"{closed}: {unseen_bytes(result, unseen)}"] if unseen else []
     why = []
     if unseen:
         lived = "a larger share of its connections" if gap < 0 else "a smaller share of its connections"
