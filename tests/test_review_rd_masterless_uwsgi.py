@@ -125,3 +125,18 @@ def test_one_look_is_not_enough_under_load(monkeypatch: pytest.MonkeyPatch) -> N
     assert not accept_waits.forks_per_connection(parent, [child], {7})
     looks = {parent: [(True, True, False)] * 3, child: [(True, False, True)] * 3}  # ForkingMixIn: every look agrees
     assert accept_waits.forks_per_connection(parent, [child], {7})
+
+
+def test_a_parent_whose_waits_are_not_ours_to_read_is_answered_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """/proc/PID/syscall needs ptrace access (Yama's ptrace_scope 1 refuses it to the same user, not root): every
+    thread reads 'unknown', which was never asleep, so each reading of such a master looked 100 times over 0.5 s
+    (each young master's reading, 10 a second) before it said no."""
+    from accept_order.probes import accept_waits
+    from accept_order.probes.proc_waits import ThreadWait
+
+    looks: list[int] = []
+    monkeypatch.setattr(
+        accept_waits, "thread_wait", lambda pid, tid, name: looks.append(tid) or ThreadWait(tid, "", "unknown")
+    )
+    assert not accept_waits.forks_per_connection(os.getpid(), [], set())
+    assert looks and len(looks) == len(set(looks))  # one look: each thread once
