@@ -220,7 +220,11 @@ def observe_report(result: ObserveResult) -> RenderableType:
 def live_view(result: ObserveResult) -> RenderableType:
     """The result so far: two heading lines and one line per worker with its share and last interval's rate."""
     last = result.intervals[-1] if result.intervals else None
-    rate = f"{last.rate():,.0f} connections/s" if last is not None and result.counts is not None else "starting"
+    rate = "starting"
+    if last is not None and result.counts is not None:
+        # the rows' decimals: a whole number read '2 connections/s' above rows of 0.88 and 0.88 (0 under 0.5/s)
+        rows = [_per_s(result, index, last) for index in range(len(result.workers))]
+        rate = f"{_rate(last.rate(), _rate_places([*rows, last.rate()]))} connections/s"
     queue = "-" if result.queue_max is None else f"{result.queue_max:,}"
     overflows = result.counters.get("TcpExtListenOverflows", 0)
     approx = ", sampled (approximate)" if not result.traced else ""
@@ -246,7 +250,7 @@ def interval_line(result: ObserveResult, width: int = PLAIN_WIDTH) -> str:
     counts = last.accepts
     total = sum(counts)
     queue = "-" if last.queue_max is None else str(last.queue_max)  # (every interval samples it: never -)
-    line = f"{last.end_s:6.1f}s {last.rate():8,.0f}/s  max queue {queue:<4}"
+    line = f"{last.end_s:6.1f}s {_rate(last.rate(), _rate_places([last.rate()])):>8}/s  max queue {queue:<4}"
     shares = [f"{100 * c / total:.0f}%" if total else "-" for c in counts]
     for index, share in enumerate(shares):
         more = f" +{len(shares) - index} more"
