@@ -1,8 +1,9 @@
 """How many dataclasses `run --mode epoll` defines as it starts (issue 30 §2): Python 3.11 compiles the source of
 each one's methods at import, ~4.5 M instructions a class counted with callgrind (benchmarks/bench_startup.py),
 the largest part of our own modules' start-up. A record that only carries values (never asdict'd, replaced or
-stored as a dataclass) is a NamedTuple: the same to its callers, without the compile. Counted from the classes
-the process holds at its exit, not by timing, so a dataclass that comes back fails here on any machine."""
+stored as a dataclass) is a NamedTuple or a plain class: the same to its callers, without the compile. Counted
+from the classes the process holds at its exit, not by timing, so a dataclass that comes back fails here on any
+machine."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ atexit.register(lambda: open(out, "w").write("\\n".join(dataclasses_held())))
 sys.argv = ["accept-order", *sys.argv[2:]]
 runpy.run_path(SCRIPT, run_name="__main__")
 """
-# The records a run reads as values: NamedTuples since issue 30's start-up work.
+# The records a run reads as values: NamedTuples since issue 30's start-up work (WorkerConfig and Listeners, which
+# hold sockets and settings no caller compares or prints: plain classes).
 VALUE_RECORDS = (
     "accept_order.core.kinds.ModeInfo",
     "accept_order.core.kinds.KindOption",
