@@ -84,8 +84,9 @@ class FileTable(Mapping[int, OpenFile]):
     def polls(self) -> list[OpenFile]:
         """The epolls and io_urings, in the table's order (the values that are not sockets)."""
         now, listing = self._now, self._listing
-        if any(fd not in listing.polls or file is None for fd, file in now.items()):
-            return [file for file in self.values() if file.kind != "socket"]  # a descriptor changed since: rare
+        # a descriptor changed since (rare): one the table had as an epoll may be a socket now, or gone
+        if any(file is None or file.kind == "socket" or fd not in listing.polls for fd, file in now.items()):
+            return [file for file in self.values() if file.kind != "socket"]
         return [file for fd in listing.polls if (file := now.get(fd) or listing.file(fd)) is not None]
 
 
