@@ -37,3 +37,17 @@ def test_the_plain_line_has_them_too() -> None:
     line = interval_line(_result([1, 0, 0]))
     assert "    0.88/s  max queue" in line and " 0:100%" in line, line  # 1 in 1.137 s, not '0/s'
     assert "   1,363/s  max queue" in interval_line(_result([1500, 0, 50]))
+
+
+def test_a_narrow_terminal_loses_columns_not_digits() -> None:
+    """At COLUMNS=60 the live table read '1,0…' for 1,085 connections/s and '293…' for a pid (at 40: '1…'): rich
+    cut every column to fit. The least needed columns go first now (the bar, the pid, ...); a number is never cut."""
+    result = _result([1234, 567, 2345])  # 1,085, 499 and 2,062 a second
+    for width in (40, 60):
+        printed = printed_like_the_report(live_view(result), width, color=False)
+        table = printed.split("overflows 0")[1]
+        assert "…" not in table, printed
+        assert all(rate in table for rate in ("1,085", "499", "2,062")), printed
+        assert max(len(line.rstrip()) for line in printed.splitlines()) <= width, printed
+    wide = printed_like_the_report(live_view(result), 120, color=False)
+    assert "29325" in wide and "░░░░" in wide  # the pid and the bar, where there is room

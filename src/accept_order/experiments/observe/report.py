@@ -4,7 +4,8 @@ plain line per interval printed where there is no terminal. Everything fits 80 c
 from __future__ import annotations
 
 from rich import box
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -50,12 +51,12 @@ def _cpu_share(result: ObserveResult, worker: ObservedWorker) -> float | None:
     return None if worker.cpu_s is None or not span else worker.cpu_s / span
 
 
-def _table(result: ObserveResult, live: bool) -> Table:
+def _table(result: ObserveResult, live: bool, without: frozenset[str] = frozenset()) -> Table:
     """One row per worker: its share (bar and percent), connections (total, or per second when live),
     empty accepts, and %CPU: the CPU it used as a share of one CPU, as ps and top say it (over the last
     interval when live, over the whole observation in the report; the total can pass 100%). Live, with
     the load read: the connections each holds and its share of the last interval's bytes in, beside a
-    shorter bar (80 columns)."""
+    shorter bar (80 columns). `without`: the headers of columns left out (a narrow terminal: _FittedTable)."""
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, show_footer=not live)
     loaded = live and result.loaded
     counts = _counted(result)
@@ -73,15 +74,19 @@ def _table(result: ObserveResult, live: bool) -> Table:
     footers = ["total", "", f"{total:,}", "", "", _rate(per_s_total, places), _opt_sum(result), cpu_total]
     footers += ["", ""] if loaded else []
     held, moved = _live_load(result) if loaded else ([], [])
+    kept = [index for index, header in enumerate(headers) if header not in without]
     for header, footer in zip(headers, footers, strict=True):
-        table.add_column(header, footer=footer, justify="left" if header in ("worker", "") else "right", no_wrap=True)
+        if header not in without:
+            table.add_column(
+                header, footer=footer, justify="left" if header in ("worker", "") else "right", no_wrap=True
+            )
     for index, worker in enumerate(result.workers):
         share = counts[index] / total if total else 0.0
         if live and last is not None:
             cpu = f"{last.cpu[index]:.0%}"
         else:
             cpu = "-" if used[index] is None else f"{used[index]:.0%}"
-        table.add_row(
+        cells = (
             _worker_cell(result, worker),
             str(worker.tid if worker.tid is not None else worker.pid),
             f"{counts[index]:,}" if result.counts is not None else "-",
@@ -92,7 +97,31 @@ def _table(result: ObserveResult, live: bool) -> Table:
             cpu,
             *([held[index], moved[index]] if loaded else []),
         )
+        table.add_row(*(cells[i] for i in kept))
     return table
+
+
+# Left out of the live table, in this order, where the terminal is too narrow for it: rich cuts every column
+# to fit, and at 60 columns '1,085' read '1,0…' and a pid '293…' (at 40, '1…'); a number is never cut.
+_NARROW_DROPS = ("", "pid", "tid", "empty", "in", "held", "%CPU", "share")
+
+
+class _FittedTable:
+    """The live table with as many columns as the terminal's width shows whole."""
+
+    def __init__(self, result: ObserveResult) -> None:
+        self.result = result
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        without: frozenset[str] = frozenset()
+        table = _table(self.result, live=True)
+        for header in _NARROW_DROPS:
+            # measured unbounded: a measurement within the terminal's width is clamped to it
+            if Measurement.get(console, options.update_width(10_000), table).maximum <= options.max_width:
+                break
+            without |= {header}
+            table = _table(self.result, live=True, without=without)
+        yield table
 
 
 def _per_s(result: ObserveResult, index: int, last: ObserveInterval | None) -> float:
@@ -234,7 +263,7 @@ def live_view(result: ObserveResult) -> RenderableType:
             f"{result.wall_s:.0f} s of {result.duration_s:g} s: {rate}{approx}; max queue {queue}; "
             f"overflows {overflows:,}"
         ),
-        _table(result, live=True),
+        _FittedTable(result),
     )
 
 
