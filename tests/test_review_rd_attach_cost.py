@@ -89,3 +89,16 @@ def test_a_young_masters_children_are_read_from_the_kernels_lists(
 
     monkeypatch.setattr(psutil.Process, "children", scan)
     assert attached_start.children_of(master) == children
+
+
+def test_observe_reads_a_young_master_at_the_attached_pace(monkeypatch: pytest.MonkeyPatch) -> None:
+    """observe's wait for a young master read the whole server (every process's fd table) every 50 ms: 20 reads, 0.15
+    CPU-s, for a reading that holds its second. It keeps attached_start's pace (10 reads a second)."""
+    from accept_order.experiments.observe import server
+
+    watched = server.Watched("pid 1", "x", None, (2,), (server.Unit(2, None),), (80,), (), 2)
+    reads: list[int] = []
+    monkeypatch.setattr(server, "_find_server", lambda pid, port: reads.append(1) or watched)
+    monkeypatch.setattr(attached_start, "age_s", lambda pid: 0.1)
+    assert server.find_server(1) is watched
+    assert len(reads) <= attached_start.SETTLE_S / 0.1 + 2, len(reads)  # the same reading, held SETTLE_S

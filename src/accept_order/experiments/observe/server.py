@@ -28,7 +28,6 @@ from ...probes.accept_waits import forks_per_connection
 from ...probes.fd_table import FdTables
 from ...probes.serving import children_of, process_info, socket_inodes, with_backlogs
 
-POLL_S = 0.05  # a starting master's reading, taken again
 
 
 @dataclass(frozen=True)
@@ -106,7 +105,7 @@ def find_server(pid: int | None = None, port: int | None = None) -> Watched:
 
     A master still starting is read again until its reading holds (servers/attached_start.py: gunicorn forks its
     workers 0.1 s apart; read at once, the master alone, or one worker of three, was the server)."""
-    from ...servers.attached_start import SETTLE_S, STARTING_S, age_s
+    from ...servers.attached_start import POLL_S, SETTLE_S, STARTING_S, age_s
 
     deadline = time.monotonic() + STARTING_S
     watched = _find_server(pid, port)
