@@ -29,7 +29,6 @@ from ...probes.fd_table import FdTables
 from ...probes.serving import children_of, process_info, socket_inodes, with_backlogs
 
 
-
 @dataclass(frozen=True)
 class Unit:
     """A worker: a process, or one thread of a threaded server (`tid` set)."""
