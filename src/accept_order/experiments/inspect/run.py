@@ -17,6 +17,7 @@ from ...probes.serving import ProcessInfo, Server, check_pid, find_server, names
 from ...servers.registry import DEFAULT_KIND, recognise, server_kind
 from .changes import change_views
 from .held import connections_held, with_held
+from .loops import with_registered_loops
 from .result import ChangeView, InspectResult, MechanismView
 from .sample import Sample, take
 from .views import epoll_views, listener_views, process_rows, unit_views, unix_links
@@ -100,6 +101,8 @@ def looks(
     for _ in range(samples - 1):
         time.sleep(INTERVAL_S)  # sampling real time on purpose: the lock of accept-mutex may move
         taken.append(take(server, tables, locking))
+    # a busy thread is its epoll's waiter all the same: read from the registrations where no wait shows it
+    taken = with_registered_loops(taken, frozenset(r.inode for r in server.listeners))
     listeners = [Listener(r.inode, r.address, r.port) for r in server.listeners]
     parent = {p.pid: p.ppid for p in server.processes}
     known = rule.why if rule is not None else None
