@@ -14,6 +14,7 @@ import pytest
 from accept_order.core.processes import process_usage
 from accept_order.experiments.observe.sampling import usage_of
 from accept_order.experiments.observe.server import Unit
+from accept_order.servers.thread_switches import WorkerUsage
 from accept_order.servers.watched import ThreadedUsage, UsageDeltas
 
 SPIN_S = 0.3  # CPU the second thread burns: well above what the main thread uses to start the interpreter
@@ -62,9 +63,10 @@ def test_an_attached_worker_s_cpu_is_every_thread_s(threaded: subprocess.Popen[s
 
 
 def test_observe_s_worker_cpu_is_every_thread_s(threaded: subprocess.Popen[str]) -> None:
-    before = usage_of(Unit(threaded.pid))
+    reader = WorkerUsage()
+    before = usage_of(Unit(threaded.pid), reader)
     _spin(threaded)
-    after = usage_of(Unit(threaded.pid))
+    after = usage_of(Unit(threaded.pid), reader)
     assert before is not None and after is not None
     assert after.cpu_s - before.cpu_s >= SPIN_S / 2  # clock ticks: whole ones
 

@@ -1,6 +1,7 @@
 """The context switches of every thread of a process, for workers whose threads are not workers themselves (an
-attached Puma worker: its main thread sleeps in ppoll throughout, its server and pool threads do the sleeping
-that counts).
+attached or observed Puma worker: its main thread sleeps in ppoll throughout, its server and pool threads do the
+sleeping that counts; Caddy's Go runtime, Node's libuv pool, gunicorn's gthread pool alike). latency --attach and
+observe read them alike (WorkerUsage), so 'slept N times' means the same in both.
 
 /proc/PID/status (and /proc/PID/sched) count the main thread's switches alone; /proc/PID/task/TID/status each
 thread's. No file keeps the switches of a thread that has ended: its group's total (signal_struct's nvcsw) is
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..core.processes import leads_its_group, process_errors, process_usage
+from ..core.processes import leads_its_group, process_errors, process_usage, usage
 from .watched import UsageDeltas, thread_ids
 
 Thread = tuple[int, int]  # (thread id, start time in clock ticks since boot)
@@ -50,31 +51,48 @@ def _leads_its_group(pid: int) -> bool:
         return True
 
 
-class EveryThreadUsage(UsageDeltas):
-    """UsageDeltas whose switches are every thread's of each worker process, as increments (module docstring);
-    a worker that is a thread keeps its own. The CPU is the process's clock, which keeps ended threads'."""
+class WorkerUsage:
+    """Each worker's usage so far, as observe and latency --attach both read it: (voluntary switches, involuntary
+    ones, CPU seconds). A worker process's switches are every thread's, summed as increments since the last
+    reading (module docstring; one reader per run: it remembers each process's threads), and its CPU the process's
+    clock, which keeps ended threads'. A worker that is a thread (HAProxy's, h2o's: core/processes.thread_workers)
+    keeps its own, the main thread too. Read at every interval (observe's ticks), a thread that ends loses only its
+    switches since the last one."""
 
-    def __init__(self, pids: Sequence[int]) -> None:
+    def __init__(self) -> None:
         self._seen: dict[int, dict[Thread, tuple[int, int]]] = {}  # pid -> each thread's switches, last read
         self._totals: dict[int, tuple[int, int]] = {}  # pid -> switches summed so far
+
+    def of(self, worker: int, thread: bool = False) -> tuple[int, int, float] | None:
+        """`worker`'s usage so far; `thread`: it is one thread counted as a worker. None when it is gone or not
+        ours to read."""
+        try:
+            if thread:
+                return usage(worker)  # its own, the main thread's too: /proc/TID is the thread's
+            own_v, own_i, cpu_s = process_usage(worker)
+        except process_errors(ValueError):
+            return None
+        if not _leads_its_group(worker):
+            return own_v, own_i, cpu_s
+        read = (_thread_switches(worker, tid) for tid in thread_ids(worker))
+        now = {found[0]: found[1:] for found in read if found is not None}
+        if not now:
+            return None
+        last = self._seen.get(worker, {})
+        voluntary, involuntary = self._totals.get(worker, (0, 0))
+        for each, (v, i) in now.items():
+            before_v, before_i = last.get(each, (0, 0))
+            voluntary, involuntary = voluntary + v - before_v, involuntary + i - before_i
+        self._seen[worker], self._totals[worker] = now, (voluntary, involuntary)
+        return voluntary, involuntary, cpu_s
+
+
+class EveryThreadUsage(UsageDeltas):
+    """UsageDeltas read by WorkerUsage: a worker process's switches are every thread's, a thread worker's its own."""
+
+    def __init__(self, pids: Sequence[int]) -> None:
+        self._reader = WorkerUsage()
         super().__init__(pids)
 
     def _usage(self, pid: int) -> tuple[int, int, float] | None:
-        if pid in self.thread_workers:
-            return super()._usage(pid)  # one of a process's threads counted as workers, its main one too: its own
-        try:
-            own_v, own_i, cpu_s = process_usage(pid)
-        except process_errors(ValueError):
-            return None  # gone, or not ours to read
-        if not _leads_its_group(pid):
-            return own_v, own_i, cpu_s
-        now = {found[0]: found[1:] for tid in thread_ids(pid) if (found := _thread_switches(pid, tid)) is not None}
-        if not now:
-            return None
-        last = self._seen.get(pid)
-        voluntary, involuntary = self._totals.get(pid, (0, 0))
-        for thread, (v, i) in now.items():
-            before_v, before_i = last.get(thread, (0, 0)) if last is not None else (0, 0)
-            voluntary, involuntary = voluntary + v - before_v, involuntary + i - before_i
-        self._seen[pid], self._totals[pid] = now, (voluntary, involuntary)
-        return voluntary, involuntary, cpu_s
+        return self._reader.of(pid, thread=pid in self.thread_workers)

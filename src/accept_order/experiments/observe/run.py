@@ -27,6 +27,7 @@ from ...probes.accept_watch import SOURCE, AcceptWatch, ThreadCounts
 from ...probes.server_netns import same_namespace
 from ...probes.serving import check_pid, process_info
 from ...servers.registry import recognise
+from ...servers.thread_switches import WorkerUsage
 from ...servers.watched import gone
 from ..session import RunInterrupted
 from .load import LoadSampler
@@ -79,6 +80,7 @@ class Observer:
         self.mechanism: ObservedMechanism | None = None  # inspect's answer, kept from `reading` (see _finish)
         self.reading: Reading | None = None
         self.environment = environment.current()
+        self._usage = WorkerUsage()  # every thread's switches of a worker process, as increments: read at each tick
         self._start_usage: list[Usage | None] = []
         self._last_usage: list[Usage | None] = []
         self._last_counts: list[int] = []
@@ -103,7 +105,7 @@ class Observer:
                 self.acceptor_watch.close()
                 self.acceptor_watch = None
         units = self.watched.units
-        self._start_usage = [usage_of(u) for u in units]
+        self._start_usage = [usage_of(u, self._usage) for u in units]
         self._last_usage = list(self._start_usage)
         self._last_counts = [0] * len(units)
         self._last_empty = [0] * len(units)
@@ -164,7 +166,7 @@ class Observer:
         counts, empty = self._counts(totals)
         cpu = []
         for index, unit in enumerate(self.watched.units):
-            used = usage_of(unit)
+            used = usage_of(unit, self._usage)
             before = self._last_usage[index]
             cpu.append(round((used.cpu_s - before.cpu_s) / span, 4) if used and before and span > 0 else 0.0)
             if used is not None:

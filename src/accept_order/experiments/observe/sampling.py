@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ...core.processes import process_errors, process_usage, usage
 from ...probes.listeners import listening_sockets_of
 from ...probes.server_netns import counters_of
+from ...servers.thread_switches import WorkerUsage
 from .server import Unit, Watched, forked_sockets, held_sockets
 
 SAMPLE_EVERY_S = 0.1  # the listen queue (and, untraced, who holds what) is sampled this often ...
@@ -26,13 +26,14 @@ class Usage:
     cpu_s: float
 
 
-def usage_of(unit: Unit) -> Usage | None:
-    """A worker's context switches and CPU time so far (/proc/TID for a thread; a process's CPU is every one of
-    its threads': a Puma worker's main thread sleeps while its others serve); None when gone."""
-    try:
-        return Usage(*(usage(unit.tid) if unit.tid is not None else process_usage(unit.pid)))
-    except process_errors(ValueError):
-        return None
+def usage_of(unit: Unit, reader: WorkerUsage) -> Usage | None:
+    """A worker's context switches and CPU time so far, read as latency --attach reads them (`reader`, one per
+    observation): a thread's own (HAProxy's, h2o's); a process's every thread's, switches and CPU alike. Its
+    /proc/PID/status, the main thread's alone, read over 120 sequential connections 0 switches of a Puma worker's
+    447, 204 of Caddy's 1,099, 151 of a gunicorn gthread worker's 383 (tests/test_observe_thread_sleeps.py). None
+    when gone."""
+    found = reader.of(unit.id, thread=unit.tid is not None)
+    return None if found is None else Usage(*found)
 
 
 class QueueSampler:

@@ -1,0 +1,196 @@
+"""observe's sleeps (voluntary context switches) of a worker that is a whole process of threads are every thread's, as
+latency --attach reads them (servers/thread_switches.WorkerUsage, one reading for both): observe read /proc/PID/status,
+the main thread's alone, so 'slept N times per connection' meant another thing in each. Checked against the kernel's
+own figures, each thread's /proc/PID/task/TID/status, around a short load of real threaded servers: gunicorn's
+gthread workers (PyPI), Puma's cluster workers and Caddy (Debian's) where installed. The main thread's reading (a Puma
+worker's sleeps in ppoll: 0 where its threads slept hundreds of times) falls short of the kernel's figure.
+
+The kernel's figure is read in observe's own thread, right after observe's first reading (its first snapshot) and
+right after its last one: only the server's idle wakeups (about one a second per worker here) fall between them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pytest
+from conftest import wait_for
+
+from accept_order.core.processes import usage
+from accept_order.core.spec import ServerSpec
+from accept_order.experiments.observe.api import observe
+from accept_order.experiments.observe.result import ObserveResult
+from accept_order.servers.registry import checked
+
+CONNECTIONS = 120  # sequential, each one a request: every thread that serves one sleeps between them
+IDLE = 20  # switches either end's gap (a few ms, seconds on a busy machine) may hold: the idle wakeups
+TIMEOUT_S = 120.0
+
+Thread = tuple[int, int]  # (thread id, start time): an id the kernel reuses is another thread
+
+
+def kernel_switches(pid: int) -> dict[Thread, int]:
+    """Each thread's voluntary context switches, from its own /proc/PID/task/TID/status (the kernel's figures)."""
+    found: dict[Thread, int] = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
+                started = int(f.read().rpartition(b")")[2].split()[19])
+            with open(f"/proc/{pid}/task/{tid}/status", "rb") as f:
+                (line,) = [line for line in f if line.startswith(b"voluntary_ctxt_switches:")]
+        except (OSError, ValueError):
+            continue  # ended meanwhile
+        found[(int(tid), started)] = int(line.split()[1])
+    return found
+
+
+@dataclass
+class Readings:
+    """The kernel's figures and the main thread's reading of each worker, after observe's first reading (`start`)
+    and after its last (`end`)."""
+
+    start: dict[int, dict[Thread, int]] = field(default_factory=dict)
+    end: dict[int, dict[Thread, int]] = field(default_factory=dict)
+    main_start: dict[int, int] = field(default_factory=dict)
+    main_end: dict[int, int] = field(default_factory=dict)
+
+    def take(self, pids: list[int], at_start: bool) -> None:
+        every, main = (self.start, self.main_start) if at_start else (self.end, self.main_end)
+        for pid in pids:
+            every[pid], main[pid] = kernel_switches(pid), usage(pid)[0]
+
+    def kernel(self, pid: int) -> int:
+        """Every thread's switches between the two readings, in the threads there at the end (one born meanwhile
+        from 0): those of a thread that ended are lost, so this is at most what the threads did."""
+        before, after = self.start[pid], self.end[pid]
+        return sum(count - before.get(thread, 0) for thread, count in after.items())
+
+    def ended(self, pid: int) -> bool:
+        return not self.start[pid].keys() <= self.end[pid].keys()
+
+
+def fetch(port: int) -> None:
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(b"GET / HTTP/1.0\r\nHost: x\r\n\r\n")
+        while sock.recv(65536):
+            pass
+
+
+def observed_under_load(port: int, pids: list[int]) -> tuple[ObserveResult, Readings]:
+    """observe (untraced: the switches are read alike either way) while CONNECTIONS sequential requests are made,
+    all of them between its first and last readings, the kernel's figures read beside those two."""
+    readings, began, until, out = Readings(), threading.Event(), threading.Event(), list[object]()
+
+    def first(_result: ObserveResult) -> None:
+        if not began.is_set():  # right after observe's first reading, in its own thread
+            readings.take(pids, at_start=True)
+            began.set()
+
+    def run() -> None:
+        try:
+            out.append(observe(port=port, duration_s=TIMEOUT_S, trace=False, on_snapshot=first, until=until))
+            readings.take(pids, at_start=False)  # right after its last reading, in its own thread
+        except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
+            out.append(exc)
+            began.set()
+
+    watcher = threading.Thread(target=run, daemon=True)
+    watcher.start()
+    try:
+        assert began.wait(TIMEOUT_S), "observe did not start"
+        for _ in range(CONNECTIONS):
+            fetch(port)
+    finally:
+        until.set()
+        watcher.join(TIMEOUT_S)
+    assert not watcher.is_alive(), "observe did not end"
+    (result,) = out
+    if isinstance(result, BaseException):
+        raise result
+    assert isinstance(result, ObserveResult)
+    return result, readings
+
+
+@pytest.fixture
+def gunicorn_gthread(free_port: int) -> Iterator[tuple[int, list[int]]]:
+    """gunicorn (PyPI) with 2 gthread workers of 4 threads each: a worker's main thread polls and accepts, its pool
+    threads read and answer (they are born as needed, and end only with the worker)."""
+    pytest.importorskip("gunicorn")
+    command = [sys.executable, "-m", "gunicorn", "-k", "gthread", "--threads", "4", "-w", "2"]
+    command += ["-b", f"127.0.0.1:{free_port}", "--graceful-timeout", "2"]
+    proc = subprocess.Popen(
+        [*command, "accept_order.servers.launched.gunicorn_app:app"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        import psutil
+
+        workers = wait_for(
+            lambda: [c.pid for c in psutil.Process(proc.pid).children()], lambda w: len(w) == 2, 60, "2 workers"
+        )
+        wait_for(lambda: _answers(free_port), bool, 60, "gunicorn to answer")
+        yield free_port, workers
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(30)
+
+
+def _answers(port: int) -> bool:
+    try:
+        fetch(port)
+    except OSError:
+        return False
+    return True
+
+
+@pytest.fixture
+def puma() -> Iterator[tuple[int, list[int]]]:
+    from accept_order.servers.launched.puma import PumaServer, puma_missing
+
+    if puma_missing():
+        pytest.skip(f"Puma: {puma_missing()}")
+    with PumaServer(checked(ServerSpec(kind="puma", mode="cluster", workers=2))) as server:
+        yield server.port, list(server.pids)
+
+
+@pytest.fixture
+def caddy() -> Iterator[tuple[int, list[int]]]:
+    from accept_order.servers.launched.caddy import CaddyServer, caddy_missing
+
+    if caddy_missing() or shutil.which("caddy") is None:
+        pytest.skip(f"Caddy: {caddy_missing()}")
+    with CaddyServer(checked(ServerSpec(kind="caddy", mode="netpoller", workers=1))) as server:
+        yield server.port, list(server.pids)
+
+
+@pytest.mark.parametrize("server", ["gunicorn_gthread", "puma", "caddy"])
+def test_observe_reads_every_threads_sleeps_as_the_kernel_counts_them(
+    server: str, request: pytest.FixtureRequest
+) -> None:
+    port, pids = request.getfixturevalue(server)
+    result, readings = observed_under_load(port, pids)
+    assert sorted(w.pid for w in result.workers) == sorted(pids) and all(w.tid is None for w in result.workers)
+    mains = kernels = 0
+    for worker in result.workers:
+        kernel = readings.kernel(worker.pid)
+        main = readings.main_end[worker.pid] - readings.main_start[worker.pid]
+        said = f"worker {worker.pid}: observe {worker.voluntary_switches}, every thread {kernel}, main thread {main}"
+        assert worker.voluntary_switches is not None, said
+        # the threads' switches in the kernel's window, which observe's holds but for its idle gaps
+        assert worker.voluntary_switches >= kernel - IDLE, said
+        if not readings.ended(worker.pid):  # no thread took switches the kernel's figure cannot see any more
+            assert worker.voluntary_switches <= kernel + IDLE, said
+        mains, kernels = mains + main, kernels + kernel
+    # the main thread's reading would fail the test: these servers' other threads sleep for the connections too
+    assert mains < kernels - IDLE * len(pids), f"main threads {mains}, every thread {kernels}: the test says nothing"
