@@ -10,6 +10,7 @@ right after its last one: only the server's idle wakeups (about one a second per
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -17,7 +18,8 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import pytest
 from conftest import wait_for
@@ -25,7 +27,8 @@ from conftest import wait_for
 from accept_order.core.processes import usage
 from accept_order.core.spec import ServerSpec
 from accept_order.experiments.observe.api import observe
-from accept_order.experiments.observe.result import ObserveResult
+from accept_order.experiments.observe.result import ObservedWorker, ObserveResult
+from accept_order.experiments.observe.verdict import sleeps
 from accept_order.servers.registry import checked
 
 CONNECTIONS = 120  # sequential, each one a request: every thread that serves one sleeps between them
@@ -194,3 +197,30 @@ def test_observe_reads_every_threads_sleeps_as_the_kernel_counts_them(
         mains, kernels = mains + main, kernels + kernel
     # the main thread's reading would fail the test: these servers' other threads sleep for the connections too
     assert mains < kernels - IDLE * len(pids), f"main threads {mains}, every thread {kernels}: the test says nothing"
+
+
+GOLDEN = Path(__file__).parent / "data" / "golden" / "observe.json"
+
+
+def one_worker(looked: int, closes_counted: int, segments: int) -> ObserveResult:
+    """The golden observation with one worker that took 300 connections and slept 2,400 times."""
+    base = ObserveResult.from_dict(json.loads(GOLDEN.read_text()))
+    worker = replace(
+        ObservedWorker(0, 100, None, 300, 0, None, 1.0, 2_400, 0),
+        connections_observed=looked,
+        bytes_in=segments * 80,
+        segments_in=segments,
+    )
+    return replace(base, workers=(worker,), intervals=(), closes_counted=closes_counted)
+
+
+def test_one_workers_short_connections_closed_between_looks_are_slept_per_connection() -> None:
+    """One worker's connections that opened and closed between two looks have their segments counted to it (load.py),
+    not its connections seen: Caddy's 300 one-request connections, one of them seen, read 'slept 8.04 times per data
+    segment ...; a connection carried 300 of them', and none seen 'per connection'. The closes counted are
+    connections too."""
+    assert sleeps(one_worker(looked=1, closes_counted=300, segments=300)) == (
+        "the workers slept 8.00 times per connection (voluntary context switches: at most the wakeups)"
+    )
+    long_lived = sleeps(one_worker(looked=8, closes_counted=2, segments=24_000))  # keep-alive: still per segment
+    assert long_lived is not None and "0.10 times per data segment" in long_lived and "carried 3,000" in long_lived
