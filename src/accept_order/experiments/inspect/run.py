@@ -107,8 +107,17 @@ def looks(
     parent = {p.pid: p.ppid for p in server.processes}
     known = rule.why if rule is not None else None
     verdicts = [classify(s.seen, listeners, parent, s.sockets, known) for s in taken]
-    verdict, tally = overall(verdicts)
-    return verdict, tally, taken, taken[verdicts.index(verdict)]
+    # of samples that saw as many workers, the one where most of them sleep is shown (overall takes the first):
+    # 'wait in epoll_wait() (1 running at the look)' over 'wait in their loops (all running at the look)'
+    order = sorted(range(len(taken)), key=lambda i: -_asleep(taken[i]))
+    ordered = [verdicts[i] for i in order]
+    verdict, tally = overall(ordered)
+    return verdict, tally, taken, taken[order[ordered.index(verdict)]]
+
+
+def _asleep(sample: Sample) -> int:
+    """How many of the sample's threads sleep on a listener (not taken for its waiter while running)."""
+    return sum(1 for s in sample.seen if s.listeners and s.call != "running")
 
 
 def _unread_settings(kind: ServerKind | None, top: ProcessInfo) -> tuple[str, ...]:
