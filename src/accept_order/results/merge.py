@@ -241,6 +241,11 @@ def _add_accept_counts(into: dict[str, Any], run: Mapping[str, Any]) -> None:
     mine, theirs = into.get("accept_counts"), run.get("accept_counts")
     if not isinstance(mine, dict) or not isinstance(theirs, dict):
         return
+    if not (mine.get("available") and theirs.get("available")):
+        # counted in one file's window only: added, they would read as the whole merged load's accepts
+        if mine.get("available") or theirs.get("available"):
+            into["accept_counts"] = {"available": False, "why": "not counted in every merged file", "counts": {}}
+        return
     added = dict(mine)
     for key in ("counts", "appeared"):
         if isinstance(mine.get(key), dict) and isinstance(theirs.get(key), dict):
