@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 from conftest import OutputReader, wait_for
+from h2o_config import h2o_config
 
 from accept_order.api import observe
 from accept_order.experiments.observe.result import ObserveResult
@@ -43,23 +44,6 @@ pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0 or BPFTRACE is None, reason="counting accepts needs root and bpftrace"),
 ]
 
-# user: root: h2o started by root serves as nobody, who may not read pytest's tmp_path (0700): 403 for every file
-CONFIG = """num-threads: {loops}
-user: root
-error-log: {dir}/error.log
-listen:
-  host: 127.0.0.1
-  port: {port}
-hosts:
-  default:
-    paths:
-      /:
-        file.dir: {dir}/www
-    access-log:
-      path: {dir}/access.log
-      format: "%{{connection-id}}x"
-"""
-
 
 def tids_of(pid: int) -> list[int]:
     return sorted(int(t) for t in os.listdir(f"/proc/{pid}/task"))
@@ -77,7 +61,7 @@ def started_h2o(folder: Path, port: int, loops: int) -> Iterator[subprocess.Pope
     (folder / "www").mkdir()
     (folder / "www" / "index.html").write_text("ok\n")
     config = folder / "h2o.conf"
-    config.write_text(CONFIG.format(loops=loops, dir=folder, port=port))
+    config.write_text(h2o_config(folder, port, loops, access_log=True))
     server = subprocess.Popen([H2O, "-c", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
 

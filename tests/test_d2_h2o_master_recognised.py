@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from conftest import gone, run_cli, wait_for
+from h2o_config import h2o_config
 
 from accept_order.experiments.observe.run import recognised_kind
 from accept_order.experiments.observe.server import find_server
@@ -28,21 +29,6 @@ H2O = shutil.which("h2o")
 TIMEOUT_S = 20.0
 
 pytestmark = pytest.mark.skipif(H2O is None, reason="h2o is not installed")
-
-# user: root: h2o started by root serves as nobody, who may not read pytest's tmp_path (0700)
-CONFIG = """num-threads: 2
-user: root
-pid-file: {dir}/h2o.pid
-error-log: {dir}/error.log
-listen:
-  host: 127.0.0.1
-  port: {port}
-hosts:
-  default:
-    paths:
-      /:
-        file.dir: {dir}
-"""
 
 
 def argv(pid: int) -> list[str]:
@@ -55,7 +41,7 @@ def h2o_master(tmp_path: Path, free_port: int) -> Iterator[tuple[int, int]]:
     """h2o as Debian's unit starts it: its master (Server::Starter's perl) and port, once its h2o listens."""
     assert H2O is not None
     config = tmp_path / "h2o.conf"
-    config.write_text(CONFIG.format(dir=tmp_path, port=free_port))
+    config.write_text(h2o_config(tmp_path, free_port, 2, www=tmp_path, pid_file=True))
     master = subprocess.Popen(
         [H2O, "-c", str(config), "-m", "master"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )

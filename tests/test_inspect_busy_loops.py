@@ -17,6 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 from conftest import gone, wait_for
+from h2o_config import h2o_config
 
 from accept_order.core.models import Mechanism
 from accept_order.experiments.inspect.run import looks
@@ -45,19 +46,6 @@ frontend f
     bind 127.0.0.1:{port}
     http-request return status 200 content-type text/plain string ok
 """
-# user: root: h2o started by root serves as nobody, who may not read pytest's tmp_path (0700)
-H2O_CONFIG = """num-threads: {threads}
-user: root
-error-log: {dir}/error.log
-listen:
-  host: 127.0.0.1
-  port: {port}
-hosts:
-  default:
-    paths:
-      /:
-        file.dir: {dir}/www
-"""
 
 
 def _command(kind: str, folder: Path, port: int) -> list[str]:
@@ -68,7 +56,7 @@ def _command(kind: str, folder: Path, port: int) -> list[str]:
     assert H2O is not None
     (folder / "www").mkdir()
     (folder / "www" / "index.html").write_text("ok\n")
-    (folder / "h2o.conf").write_text(H2O_CONFIG.format(threads=THREADS, dir=folder, port=port))
+    (folder / "h2o.conf").write_text(h2o_config(folder, port, THREADS))
     return [H2O, "-c", str(folder / "h2o.conf")]
 
 
