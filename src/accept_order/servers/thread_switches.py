@@ -74,16 +74,19 @@ class WorkerUsage:
             return None
         if not _leads_its_group(worker):
             return own_v, own_i, cpu_s
-        read = (_thread_switches(worker, tid) for tid in thread_ids(worker))
-        now = {found[0]: found[1:] for found in read if found is not None}
+        read = {tid: _thread_switches(worker, tid) for tid in thread_ids(worker)}
+        now = {found[0]: found[1:] for found in read.values() if found is not None}
         if not now:
             return None
         last = self._seen.get(worker, {})
+        # a thread still listed whose files could not be read this time (out of descriptors: EMFILE) keeps its last
+        # figures: dropped, its next reading would be taken from 0 and add its whole life's switches again
+        unread = {each: counts for each, counts in last.items() if each[0] in read and read[each[0]] is None}
         voluntary, involuntary = self._totals.get(worker, (0, 0))
         for each, (v, i) in now.items():
             before_v, before_i = last.get(each, (0, 0))
             voluntary, involuntary = voluntary + v - before_v, involuntary + i - before_i
-        self._seen[worker], self._totals[worker] = now, (voluntary, involuntary)
+        self._seen[worker], self._totals[worker] = {**unread, **now}, (voluntary, involuntary)
         return voluntary, involuntary, cpu_s
 
 
