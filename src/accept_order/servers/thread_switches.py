@@ -60,7 +60,7 @@ class WorkerUsage:
     switches since the last one. The cost is two /proc files per thread at each reading, outside observe's sampling
     BUDGET and unpaced: 0.08-0.16 ms of CPU a thread here (2 vCPUs, busy), 60-80 ms a tick for 64 workers of 8
     threads, 0.84 s (1.1 s wall) for 8 workers of 1,000, longer than observe's 1 s interval; /proc/PID/status alone
-    took under 0.2 ms a worker (review RJ)."""
+    took 0.1-0.35 ms a worker (review RJ)."""
 
     def __init__(self) -> None:
         self._seen: dict[int, dict[Thread, tuple[int, int]]] = {}  # pid -> each thread's switches, last read
