@@ -7,7 +7,14 @@ load most threads are busy at most samples: HAProxy with 4 threads under wrk rea
 no worker and no mechanism, though its 4 epolls watched the listener all along. Here a running thread is given the
 epoll it was seen waiting in at another sample of the look, or else, by elimination, one of its process's epolls
 that watch a listener and that no thread of the look waits in: a thread whose epoll watches the listener is a
-worker whatever it is doing at the look."""
+worker whatever it is doing at the look.
+
+That holds where each thread runs a loop (HAProxy's threads, h2o's loops: their kinds say so, and a server this tool
+does not know is taken to). uWSGI's --threads each have an epoll that watches the listener too, but take a mutex
+of their process before they wait in it: one thread of a process waits, its others serve or sleep on the mutex
+(idle: 1 in epoll_wait, 3 in futex). Given their epolls while busy, 2 processes of 4 threads under wrk read 3 to 5
+workers in every look, where one a process takes part. A process with several such epolls is read so only where its
+threads are loops; one with a single one is at most one worker, as resolve reads a busy main thread."""
 
 from __future__ import annotations
 
@@ -48,9 +55,10 @@ def _registered(sample: Sample, pid: int, listeners: frozenset[int]) -> dict[str
     return found
 
 
-def with_registered_loops(taken: list[Sample], listeners: frozenset[int]) -> list[Sample]:
+def with_registered_loops(taken: list[Sample], listeners: frozenset[int], loops: bool = True) -> list[Sample]:
     """Each sample with the running threads of a many-threaded process taken for the waiters of their own epolls
-    (see the module's docstring); a sample with none such is returned as it was."""
+    (see the module's docstring); a sample with none such is returned as it was. `loops`: whether each thread of
+    the server's kind runs a loop of its own; if not, a process with several epolls on a listener is left as read."""
     # which epoll each thread was seen waiting in, at any sample of the look
     own: dict[tuple[int, int], str] = {}
     for sample in taken:
@@ -59,15 +67,19 @@ def with_registered_loops(taken: list[Sample], listeners: frozenset[int]) -> lis
             if key is not None:
                 own.setdefault(s.unit, key)
     owned = set(own.values())
-    return [_one_sample(sample, listeners, own, owned) for sample in taken]
+    return [_one_sample(sample, listeners, own, owned, loops) for sample in taken]
 
 
-def _one_sample(sample: Sample, listeners: frozenset[int], own: dict[tuple[int, int], str], owned: set[str]) -> Sample:
+def _one_sample(
+    sample: Sample, listeners: frozenset[int], own: dict[tuple[int, int], str], owned: set[str], loops: bool
+) -> Sample:
     threads = {pid: len(waits) for pid, waits in sample.waits.items()}
     waited = {_epoll_key(s, sample) for s in sample.seen if s.via == "epoll"}
     given: dict[tuple[int, int], Seen] = {}
     for pid in sorted({s.pid for s in sample.seen if s.via == "running" and threads.get(s.pid, 0) > 1}):
         epolls = _registered(sample, pid, listeners)
+        if len(epolls) > 1 and not loops:
+            continue  # threads that take turns at their epolls (uWSGI's mutex): the waiting one alone is a worker
         free = [key for key in sorted(epolls) if key not in waited and key not in owned]
         for s in sorted((s for s in sample.seen if s.pid == pid and s.via == "running"), key=lambda s: s.tid):
             key = own.get(s.unit)

@@ -102,7 +102,9 @@ def looks(
         time.sleep(INTERVAL_S)  # sampling real time on purpose: the lock of accept-mutex may move
         taken.append(take(server, tables, locking))
     # a busy thread is its epoll's waiter all the same: read from the registrations where no wait shows it
-    taken = with_registered_loops(taken, frozenset(r.inode for r in server.listeners))
+    # (only where each thread runs a loop of its own: uWSGI's threads take turns at theirs, loops.py)
+    loops = kind is None or kind.threads_are_workers or kind.loops_are_workers
+    taken = with_registered_loops(taken, frozenset(r.inode for r in server.listeners), loops)
     listeners = [Listener(r.inode, r.address, r.port) for r in server.listeners]
     parent = {p.pid: p.ppid for p in server.processes}
     known = rule.why if rule is not None else None
