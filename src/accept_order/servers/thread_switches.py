@@ -66,9 +66,10 @@ class WorkerUsage:
         self._seen: dict[int, dict[Thread, tuple[int, int]]] = {}  # pid -> each thread's switches, last read
         self._totals: dict[int, tuple[int, int]] = {}  # pid -> switches summed so far
 
-    def of(self, worker: int, thread: bool = False) -> tuple[int, int, float] | None:
-        """`worker`'s usage so far; `thread`: it is one thread counted as a worker. None when it is gone or not
-        ours to read."""
+    def of(self, worker: int, thread: bool = False, threads: bool = True) -> tuple[int, int, float] | None:
+        """`worker`'s usage so far; `thread`: it is one thread counted as a worker. `threads` False: its CPU now,
+        its switches as last read (its threads are not read again: observe's ticks, where that costs too much).
+        None when it is gone or not ours to read."""
         try:
             if thread:
                 return usage(worker)  # its own, the main thread's too: /proc/TID is the thread's
@@ -77,6 +78,8 @@ class WorkerUsage:
             return None
         if not _leads_its_group(worker):
             return own_v, own_i, cpu_s
+        if not threads and worker in self._totals:
+            return (*self._totals[worker], cpu_s)
         read = {tid: _thread_switches(worker, tid) for tid in thread_ids(worker)}
         now = {found[0]: found[1:] for found in read.values() if found is not None}
         if not now:

@@ -27,13 +27,12 @@ from ...probes.accept_watch import SOURCE, AcceptWatch, ThreadCounts
 from ...probes.server_netns import same_namespace
 from ...probes.serving import check_pid, process_info
 from ...servers.registry import recognise
-from ...servers.thread_switches import WorkerUsage
 from ...servers.watched import gone
 from ..session import RunInterrupted
 from .load import LoadSampler
 from .mechanism import Reading
 from .result import ObservedMechanism, ObservedWorker, ObserveInterval, ObserveResult
-from .sampling import SAMPLE_EVERY_S, Holdings, QueueSampler, Usage, counters, paced, usage_of
+from .sampling import SAMPLE_EVERY_S, Holdings, PacedUsage, QueueSampler, Usage, counters, paced
 from .server import Watched, find_server
 
 Snapshot = Callable[[ObserveResult], None]
@@ -80,7 +79,7 @@ class Observer:
         self.mechanism: ObservedMechanism | None = None  # inspect's answer, kept from `reading` (see _finish)
         self.reading: Reading | None = None
         self.environment = environment.current()
-        self._usage = WorkerUsage()  # every thread's switches of a worker process, as increments: read at each tick
+        self._usage = PacedUsage(interval_s)  # every thread's switches of a worker process, as increments
         self._start_usage: list[Usage | None] = []
         self._last_usage: list[Usage | None] = []
         self._last_counts: list[int] = []
@@ -105,7 +104,7 @@ class Observer:
                 self.acceptor_watch.close()
                 self.acceptor_watch = None
         units = self.watched.units
-        self._start_usage = [usage_of(u, self._usage) for u in units]
+        self._start_usage = self._usage.read(units, every=True)
         self._last_usage = list(self._start_usage)
         self._last_counts = [0] * len(units)
         self._last_empty = [0] * len(units)
@@ -164,9 +163,9 @@ class Observer:
         if not self.queue.pending:
             self.sample()  # and the queue: every interval says how deep it was
         counts, empty = self._counts(totals)
-        cpu = []
+        cpu, now_used = [], self._usage.read(self.watched.units, every=last)
         for index, unit in enumerate(self.watched.units):
-            used = usage_of(unit, self._usage)
+            used = now_used[index]
             before = self._last_usage[index]
             cpu.append(round((used.cpu_s - before.cpu_s) / span, 4) if used and before and span > 0 else 0.0)
             if used is not None:
