@@ -56,11 +56,10 @@ class WorkerUsage:
     ones, CPU seconds). A worker process's switches are every thread's, summed as increments since the last
     reading (module docstring; one reader per run: it remembers each process's threads), and its CPU the process's
     clock, which keeps ended threads'. A worker that is a thread (HAProxy's, h2o's: core/processes.thread_workers)
-    keeps its own, the main thread too. Read at every interval (observe's ticks), a thread that ends loses only its
-    switches since the last one. The cost is two /proc files per thread at each reading, outside observe's sampling
-    BUDGET and unpaced: 0.08-0.16 ms of CPU a thread here (2 vCPUs, busy), 60-80 ms a tick for 64 workers of 8
-    threads, 0.84 s (1.1 s wall) for 8 workers of 1,000, longer than observe's 1 s interval; /proc/PID/status alone
-    took 0.1-0.35 ms a worker (review RJ)."""
+    keeps its own, the main thread too. A thread that ends loses only its switches since the last reading. The cost
+    is two /proc files per thread at each reading: 0.08-0.16 ms of CPU a thread here (2 vCPUs, busy), 60-80 ms for 64
+    workers of 8 threads, 0.84 s (1.1 s wall) for 8 workers of 1,000; /proc/PID/status alone took 0.1-0.35 ms a
+    worker (review RJ). observe reads them at its ticks only within its sampling budget (sampling.PacedUsage)."""
 
     def __init__(self) -> None:
         self._seen: dict[int, dict[Thread, tuple[int, int]]] = {}  # pid -> each thread's switches, last read
