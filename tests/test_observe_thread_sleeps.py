@@ -202,7 +202,7 @@ def test_observe_reads_every_threads_sleeps_as_the_kernel_counts_them(
 GOLDEN = Path(__file__).parent / "data" / "golden" / "observe.json"
 
 
-def one_worker(looked: int, closes_counted: int, segments: int) -> ObserveResult:
+def one_worker(looked: int, unlooked: int, segments: int) -> ObserveResult:
     """The golden observation with one worker that took 300 connections and slept 2,400 times."""
     base = ObserveResult.from_dict(json.loads(GOLDEN.read_text()))
     worker = replace(
@@ -211,7 +211,7 @@ def one_worker(looked: int, closes_counted: int, segments: int) -> ObserveResult
         bytes_in=segments * 80,
         segments_in=segments,
     )
-    return replace(base, workers=(worker,), intervals=(), closes_counted=closes_counted)
+    return replace(base, workers=(worker,), intervals=(), closes_counted=unlooked, closed_unlooked=unlooked)
 
 
 def test_one_workers_short_connections_closed_between_looks_are_slept_per_connection() -> None:
@@ -219,8 +219,11 @@ def test_one_workers_short_connections_closed_between_looks_are_slept_per_connec
     not its connections seen: Caddy's 300 one-request connections, one of them seen, read 'slept 8.04 times per data
     segment ...; a connection carried 300 of them', and none seen 'per connection'. The closes counted are
     connections too."""
-    assert sleeps(one_worker(looked=1, closes_counted=300, segments=300)) == (
+    assert sleeps(one_worker(looked=1, unlooked=299, segments=300)) == (
         "the workers slept 8.00 times per connection (voluntary context switches: at most the wakeups)"
     )
-    long_lived = sleeps(one_worker(looked=8, closes_counted=2, segments=24_000))  # keep-alive: still per segment
-    assert long_lived is not None and "0.10 times per data segment" in long_lived and "carried 3,000" in long_lived
+    long_lived = sleeps(one_worker(looked=8, unlooked=2, segments=24_000))  # keep-alive: still per segment
+    assert long_lived is not None and "0.10 times per data segment" in long_lived and "carried 2,400" in long_lived
+    # 8 kept connections beside 300 short ones: 308 connections (the larger of the two counts read 300)
+    mixed = sleeps(one_worker(looked=8, unlooked=300, segments=308 * 30))
+    assert mixed is not None and "carried 30 of them" in mixed, mixed
