@@ -85,8 +85,14 @@ def cached_nginx(tmp_path: Path, free_port: int) -> Iterator[CachedNginx]:
                 pytest.fail(f"nginx exited with {proc.returncode}: {(tmp_path / 'error.log').read_text()}")
             return titles(proc.pid) if accepts(free_port) else {}
 
-        # the loader exits a minute after it starts: well after these tests
-        found = wait_for(four, lambda t: len(t) == WORKERS + 2, START_TIMEOUT_S, "nginx's workers, manager, loader")
+        # the loader exits a minute after it starts: well after these tests. A child just forked still bears the
+        # master's title until it sets its own (all four did once, in a CI run): wait for the titles too
+        found = wait_for(
+            four,
+            lambda t: len(t) == WORKERS + 2 and not any("master process" in title for title in t.values()),
+            START_TIMEOUT_S,
+            "nginx's workers, manager, loader",
+        )
         children = sorted(found)
         workers = sorted(pid for pid, title in found.items() if "worker process" in title)
         helpers = sorted(pid for pid, title in found.items() if "cache" in title)
