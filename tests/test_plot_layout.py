@@ -296,12 +296,14 @@ def test_burst_keeps_a_line_drawn_over_another_visible() -> None:
 
 
 def load_document(document: dict[str, Any]) -> dict[str, Any]:
-    """A document as `load` returns it (checked), from memory."""
+    """A document as `load` returns it (checked), from memory (through a file of its own, removed after: a
+    mkdtemp here left ~28 folders in /tmp a suite run)."""
     import tempfile
 
-    path = Path(tempfile.mkdtemp()) / "result.json"
-    path.write_text(json.dumps(document))
-    return load(path)[1]
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "result.json"
+        path.write_text(json.dumps(document))
+        return load(path)[1]
 
 
 def test_compare_shares_its_even_share_key_once_above_the_bars() -> None:
