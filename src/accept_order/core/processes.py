@@ -67,13 +67,7 @@ def usage(pid: int) -> tuple[int, int, float]:
         return switches.voluntary, switches.involuntary, cpu.user + cpu.system
     with open(f"/proc/{pid}/stat", "rb") as f:
         fields = f.read().rpartition(b")")[2].split()  # fields[0] is field 3 (state): utime is 14, stime 15
-    voluntary = involuntary = 0
-    with open(f"/proc/{pid}/status", "rb") as f:
-        for line in f:
-            if line.startswith(b"voluntary_ctxt_switches:"):
-                voluntary = int(line.split()[1])
-            elif line.startswith(b"nonvoluntary_ctxt_switches:"):
-                involuntary = int(line.split()[1])
+    voluntary, involuntary = status_switches(f"/proc/{pid}/status") or (0, 0)
     try:
         # Nanoseconds on a CPU (the scheduler's own account): clock ticks (10 ms) cannot see the few
         # microseconds a sequential connection costs. Only the main thread's: our processes have one.
@@ -83,27 +77,42 @@ def usage(pid: int) -> tuple[int, int, float]:
         return voluntary, involuntary, (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def status_switches(path: str) -> tuple[int, int] | None:
+    """(voluntary, involuntary) context switches from a /proc status file, a process's or one thread's; None where
+    the file names neither. OSError where it cannot be read (gone)."""
+    voluntary = involuntary = None
+    with open(path, "rb") as f:
+        for line in f:
+            if line.startswith(b"voluntary_ctxt_switches:"):
+                voluntary = int(line.split()[1])
+            elif line.startswith(b"nonvoluntary_ctxt_switches:"):
+                involuntary = int(line.split()[1])
+    return None if voluntary is None or involuntary is None else (voluntary, involuntary)
+
+
+def _tgid(tid: int) -> int | None:
+    """The Tgid line of /proc/TID/status (None without one). OSError where it cannot be read (gone)."""
+    with open(f"/proc/{tid}/status", "rb") as f:
+        for line in f:
+            if line.startswith(b"Tgid:"):
+                return int(line.split()[1])
+    return None
+
+
 def leads_its_group(pid: int) -> bool:
     """Whether `pid` is a process (its main thread) rather than another thread: /proc/TID/stat of any thread
     gives its whole process's times, which would charge every thread counted as a worker with all of them.
     OSError where it cannot be read (gone)."""
-    with open(f"/proc/{pid}/status", "rb") as f:
-        for line in f:
-            if line.startswith(b"Tgid:"):
-                return int(line.split()[1]) == pid
-    return True
+    group = _tgid(pid)
+    return group is None or group == pid
 
 
 def thread_group(tid: int) -> int | None:
     """The process (Tgid) that thread `tid` is one of: itself for a process (its main thread); None once gone."""
     try:
-        with open(f"/proc/{tid}/status", "rb") as f:
-            for line in f:
-                if line.startswith(b"Tgid:"):
-                    return int(line.split()[1])
+        return _tgid(tid)
     except (OSError, ValueError, IndexError):
-        pass
-    return None
+        return None
 
 
 def thread_workers(ids: Sequence[int]) -> frozenset[int]:

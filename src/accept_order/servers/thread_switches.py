@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..core.processes import leads_its_group, process_errors, process_usage, usage
+from ..core.processes import leads_its_group, process_errors, process_usage, status_switches, usage
 from .watched import UsageDeltas, thread_ids
 
 Thread = tuple[int, int]  # (thread id, start time in clock ticks since boot)
@@ -28,18 +28,10 @@ def _thread_switches(pid: int, tid: int) -> tuple[Thread, int, int] | None:
     try:
         with open(f"{base}/stat", "rb") as f:
             started = int(f.read().rpartition(b")")[2].split()[19])  # field 22, starttime
-        voluntary = involuntary = None
-        with open(f"{base}/status", "rb") as f:
-            for line in f:
-                if line.startswith(b"voluntary_ctxt_switches:"):
-                    voluntary = int(line.split()[1])
-                elif line.startswith(b"nonvoluntary_ctxt_switches:"):
-                    involuntary = int(line.split()[1])
+        switches = status_switches(f"{base}/status")
     except (OSError, ValueError, IndexError):
         return None
-    if voluntary is None or involuntary is None:
-        return None
-    return (tid, started), voluntary, involuntary
+    return None if switches is None else ((tid, started), *switches)
 
 
 def _leads_its_group(pid: int) -> bool:

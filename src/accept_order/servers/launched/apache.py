@@ -28,6 +28,7 @@ from ...core.kinds import (
     ServerKind,
     redraws,
 )
+from ...core.processes import status_switches
 from ...core.spec import ServerSpec
 from ...core.waiting import wait_for
 from ..watched import UsageDeltas, proc_state
@@ -63,12 +64,8 @@ def thread_group_usage(pid: int) -> tuple[int, int, float]:
     for tid in tids:
         base = f"/proc/{pid}/task/{tid}"
         try:
-            with open(f"{base}/status", "rb") as f:
-                for line in f:
-                    if line.startswith(b"voluntary_ctxt_switches:"):
-                        voluntary += int(line.split()[1])
-                    elif line.startswith(b"nonvoluntary_ctxt_switches:"):
-                        involuntary += int(line.split()[1])
+            v, i = status_switches(f"{base}/status") or (0, 0)
+            voluntary, involuntary = voluntary + v, involuntary + i
             with open(f"{base}/schedstat", "rb") as f:
                 cpu_ns += int(f.read().split()[0])
         except (OSError, ValueError, IndexError):
