@@ -19,7 +19,7 @@ import select
 import socket
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 from typing import Any
@@ -103,17 +103,21 @@ class _LineServer(ThreadTarget):
 
 
 @contextmanager
-def interrupted_at(where: tuple[str, int] | None, hits: dict[tuple[str, int], int]) -> Iterator[list[bool]]:
+def interrupted_at(
+    where: tuple[str, int] | None,
+    hits: dict[tuple[str, int], int],
+    took: Callable[[FrameType], Any] = lambda frame: True,
+) -> Iterator[list[Any]]:
     """Trace the client's lines (counting each one's runs in `hits`); at `where`'s HIT-th run, raise
-    KeyboardInterrupt there, once (the list yielded then holds True)."""
-    fired: list[bool] = []
+    KeyboardInterrupt there, once (the list yielded then holds what `took` read of that frame: True by default)."""
+    fired: list[Any] = []
 
     def on_line(frame: FrameType, event: str, arg: Any) -> Any:
         if event == "line":
             line = (frame.f_code.co_filename, frame.f_lineno)
             hits[line] = hits.get(line, 0) + 1
             if line == where and hits[line] == HIT and not fired:
-                fired.append(True)
+                fired.append(took(frame))
                 raise KeyboardInterrupt
         return on_line
 

@@ -11,14 +11,13 @@ accepted must still be a record."""
 from __future__ import annotations
 
 import inspect
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType, ModuleType
-from typing import Any
 
 import pytest
-from test_interrupt_every_line import CLIENT_FILES, CONNECTIONS, HIT, _LineServer
+import test_interrupt_every_line as every_line
+from test_interrupt_every_line import CONNECTIONS, HIT, _LineServer
 
 from accept_order.core.measures import ConnectionRecord
 from accept_order.core.spec import SequentialLoad
@@ -64,26 +63,9 @@ def in_hand(frame: FrameType) -> int | None:
 @contextmanager
 def interrupted_at(where: tuple[str, int]) -> Iterator[list[int | None]]:
     """At `where`'s HIT-th run raise KeyboardInterrupt there, once; the list yielded then holds the connection in
-    hand."""
-    hits, fired = 0, []
-
-    def on_line(frame: FrameType, event: str, arg: Any) -> Any:
-        nonlocal hits
-        if event == "line" and (frame.f_code.co_filename, frame.f_lineno) == where and not fired:
-            hits += 1
-            if hits == HIT:
-                fired.append(in_hand(frame))
-                raise KeyboardInterrupt
-        return on_line
-
-    def on_call(frame: FrameType, event: str, arg: Any) -> Any:
-        return on_line if frame.f_code.co_filename in CLIENT_FILES else None
-
-    sys.settrace(on_call)
-    try:
+    hand (test_interrupt_every_line's tracer, reading the frame it stops)."""
+    with every_line.interrupted_at(where, {}, took=in_hand) as fired:
         yield fired
-    finally:
-        sys.settrace(None)
 
 
 @pytest.mark.parametrize(
