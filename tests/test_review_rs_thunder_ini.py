@@ -8,17 +8,15 @@ uWSGI started with a relative --ini, both workers busy, reads its thunder lock (
 from __future__ import annotations
 
 import os
-import socket
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import wait_for
+from test_thunder_lock_reading import WORK_US, inspected_busy
 
 from accept_order.core.spec import ServerSpec
 from accept_order.experiments.inspect.run import inspect
-from accept_order.probes.proc_waits import thread_wait
 from accept_order.servers.launched.uwsgi import UwsgiServer, uwsgi_missing
 from accept_order.servers.launched.uwsgi_thunder import THUNDER_LOCK, thunder_locked
 from accept_order.servers.registry import checked, server_kind
@@ -94,10 +92,6 @@ def test_uwsgi_ini_parsing(tmp_path: Path) -> None:
     assert not thunder_locked(["uwsgi", "--ini", "spaced.ini"], str(tmp_path))  # ini.c keeps the spaces
 
 
-REQUEST = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
-WORK_US = 6_000_000  # long enough for the look on a busy machine; the workers spin, then answer
-
-
 class RelativeIni(UwsgiServer):
     """The launched uWSGI, its ini named relative to its working directory (the launch's directory)."""
 
@@ -111,19 +105,7 @@ class RelativeIni(UwsgiServer):
 def test_a_relative_ini_is_read_from_the_servers_cwd() -> None:
     spec = checked(ServerSpec(kind="uwsgi", mode="thunder-lock", workers=2, work_us=WORK_US))
     with RelativeIni(spec) as server:
-        clients = [socket.create_connection(server.address, timeout=30) for _ in range(2)]
-        try:
-            for client in clients:
-                client.sendall(REQUEST)
-
-            def calls() -> list[str]:
-                return [thread_wait(pid, pid).call for pid in server.pids]
-
-            wait_for(calls, lambda now: now == ["running"] * 2, 10, "both workers in the app's busy loop")
-            result = inspect(port=server.port)
-        finally:
-            for client in clients:
-                client.close()
+        result = inspected_busy(server)
     assert result.mechanism.name == "accept-mutex", result.mechanism
     assert THUNDER_LOCK.why in result.mechanism.evidence
 

@@ -13,6 +13,7 @@ import pytest
 from conftest import wait_for
 
 from accept_order.core.spec import ServerSpec
+from accept_order.experiments.inspect.result import InspectResult
 from accept_order.experiments.inspect.run import inspect
 from accept_order.probes.proc_waits import thread_wait
 from accept_order.servers.launched.apache_config import LOCK_FIRST as APACHE_PREFORK
@@ -67,6 +68,23 @@ REQUEST = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
 WORK_US = 6_000_000  # long enough for the look on a busy machine; the workers spin, then answer
 
 
+def inspected_busy(server: UwsgiServer) -> InspectResult:
+    """inspect of a 2-worker uWSGI while both workers are in the app's busy loop (a request each, held)."""
+    clients = [socket.create_connection(server.address, timeout=30) for _ in range(2)]
+    try:
+        for client in clients:
+            client.sendall(REQUEST)
+
+        def calls() -> list[str]:
+            return [thread_wait(pid, pid).call for pid in server.pids]
+
+        wait_for(calls, lambda now: now == ["running"] * 2, 10, "both workers in the app's busy loop")
+        return inspect(port=server.port)
+    finally:
+        for client in clients:
+            client.close()
+
+
 @pytest.mark.skipif(uwsgi_missing() is not None, reason=f"uWSGI launched runs: {uwsgi_missing()}")
 @pytest.mark.parametrize(("mode", "reads"), [("thunder-lock", "accept-mutex"), ("default", "epoll-herd")])
 def test_every_worker_running_reads_the_mode(mode: str, reads: str) -> None:
@@ -74,19 +92,7 @@ def test_every_worker_running_reads_the_mode(mode: str, reads: str) -> None:
     epoll-herd before (2 of 2 workers taken for their epoll's waiters); the default mode reads the herd still."""
     spec = checked(ServerSpec(kind="uwsgi", mode=mode, workers=2, work_us=WORK_US))
     with UwsgiServer(spec) as server:
-        clients = [socket.create_connection(server.address, timeout=30) for _ in range(2)]
-        try:
-            for client in clients:
-                client.sendall(REQUEST)
-
-            def calls() -> list[str]:
-                return [thread_wait(pid, pid).call for pid in server.pids]
-
-            wait_for(calls, lambda now: now == ["running"] * 2, 10, "both workers in the app's busy loop")
-            result = inspect(port=server.port)
-        finally:
-            for client in clients:
-                client.close()
+        result = inspected_busy(server)
     assert result.mechanism.name == reads, result.mechanism
     if reads == "accept-mutex":
         assert result.mechanism.modes == ("thunder-lock",)
