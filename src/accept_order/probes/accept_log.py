@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 import time
 
-from .accepts import _HEAD, _TAIL, AcceptCounter, accepted_by, counted_as
+from .accepts import COUNTS_BEGIN, COUNTS_END, AcceptCounter, accepted_by, counted_as
 
 LOOKUP_TIMEOUT_S = 1.0  # bpftrace prints an accept within milliseconds; the reply came after the accept
 _LINE = re.compile(rb"^accept-order accepted (\d+) (\d+) (\d+)$", re.MULTILINE)
@@ -44,7 +44,7 @@ def log_program(pids: tuple[int, ...] | None, threads: frozenset[int] = frozense
         "  $sk = ((struct socket *)$file->private_data)->sk;\n"
         f'  printf("accept-order accepted %d %d %llu\\n", {who}, bswap($sk->__sk_common.skc_dport), nsecs);\n'
         "}\n"
-        f'END {{ printf("{_HEAD}\\n"); print(@); clear(@); printf("{_TAIL}\\n"); }}\n'
+        f'END {{ printf("{COUNTS_BEGIN}\\n"); print(@); clear(@); printf("{COUNTS_END}\\n"); }}\n'
     )
 
 

@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .accepts import _HEAD, _TAIL, AcceptCounter, AcceptCounts, accepted_by
+from .accepts import COUNTS_BEGIN, COUNTS_END, AcceptCounter, AcceptCounts, accepted_by
 from .accepts import SOURCE as COUNTER_SOURCE
 
 EAGAIN = 11
@@ -66,8 +66,8 @@ def watch_program(pids: Sequence[int], threads: frozenset[int] = frozenset()) ->
         "{ if (args->ret >= 0) { @ok[pid, tid] = count(); } else { @empty[pid, tid] = count(); } }\n"
         f"interval:ms:{PRINT_MS} {{ {dump} }}\n"
         # clear() after the last print: bpftrace prints every non-empty map again on exit
-        f'END {{ printf("{_HEAD}\\n{_ENDED} %llu\\n", nsecs); {dump}\n'
-        f'      clear(@ok); clear(@empty); printf("{_TAIL}\\n"); }}\n'
+        f'END {{ printf("{COUNTS_BEGIN}\\n{_ENDED} %llu\\n", nsecs); {dump}\n'
+        f'      clear(@ok); clear(@empty); printf("{COUNTS_END}\\n"); }}\n'
     )
 
 

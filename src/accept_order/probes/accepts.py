@@ -54,8 +54,8 @@ KICK_S = 0.25  # after this long without bpftrace exiting, interrupt its poll lo
 # after them can be missed. ATTACHED_ENV, bpftrace's hook for its own runtime tests, asks for it.
 _ATTACHED = ATTACHED_ENV.encode()
 # Framing around the map in the END block: its absence means bpftrace died before printing all counts.
-_HEAD = "accept-order counts begin"
-_TAIL = "accept-order counts end"
+COUNTS_BEGIN = "accept-order counts begin"
+COUNTS_END = "accept-order counts end"
 _COUNT_LINE = re.compile(rb"^@\[(\d+)\]: (\d+)$", re.MULTILINE)
 
 
@@ -115,13 +115,13 @@ def program(pids: Sequence[int] | None, children_of: int | None = None, threads:
         "tracepoint:syscalls:sys_exit_accept4, tracepoint:syscalls:sys_exit_accept\n"
         f"/{pred}/\n"
         f"{{ @[{counted_as(threads)}] = count(); }}\n"
-        f'END {{ printf("{_HEAD}\\n"); print(@); clear(@); printf("{_TAIL}\\n"); }}\n'
+        f'END {{ printf("{COUNTS_BEGIN}\\n"); print(@); clear(@); printf("{COUNTS_END}\\n"); }}\n'
     )
 
 
 def parse_counts(stdout: bytes) -> dict[int, int] | None:
     """pid -> count from the END block's output; None when the framed block is not all there."""
-    head, tail = stdout.find(_HEAD.encode()), stdout.rfind(_TAIL.encode())
+    head, tail = stdout.find(COUNTS_BEGIN.encode()), stdout.rfind(COUNTS_END.encode())
     if head < 0 or tail < head:
         return None
     return {int(pid): int(n) for pid, n in _COUNT_LINE.findall(stdout[head:tail])}

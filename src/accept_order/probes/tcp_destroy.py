@@ -45,7 +45,7 @@ from collections.abc import Callable, Container, Sequence
 from ..core.signal_order import start_thread
 from .netlink_diag import NETLINK_SOCK_DIAG
 from .server_netns import in_namespace_of
-from .tcp_info import _ATTR_INFO, _HEAD, INET_DIAG_INFO, Decoder, TcpSocket
+from .tcp_info import INET_DIAG_INFO, INFO_ATTRIBUTE, MESSAGE_HEAD, Decoder, TcpSocket
 
 SKNLGRP_INET_TCP_DESTROY = 1  # linux/sock_diag.h; a group g is bit g - 1 of the bind address's groups
 SKNLGRP_INET6_TCP_DESTROY = 3
@@ -68,7 +68,7 @@ _MAX_FILTERED = 250  # a jump's offset is 8 bits
 # INET_DIAG_INFO) in one unpack; any other layout goes through the Decoder. Measured here (5,000 queued): a
 # message read and decoded in 5.7-5.9 us of CPU this way, 6.5-7.2 us through the Decoder; the read alone 2.2-2.8.
 _PROTOCOL = struct.Struct("=HH4x")
-_ANNOUNCED = struct.Struct(_HEAD.format + _PROTOCOL.format[1:] + _ATTR_INFO.format[1:])
+_ANNOUNCED = struct.Struct(MESSAGE_HEAD.format + _PROTOCOL.format[1:] + INFO_ATTRIBUTE.format[1:])
 _BY_FAMILY = 20  # SOCK_DIAG_BY_FAMILY: an announcement's type
 _PROTOCOL_ATTR = 10  # INET_DIAG_PROTOCOL; its value, the protocol, is one byte padded to 4
 # The cheap path, for a cookie no look knows: of the same layout only what says it is one (length, type, port,
@@ -233,7 +233,7 @@ class DestroyWatch:
         found: list[TcpSocket] = []
         self._decoder.out = found
         buffer, recv_into, unpack, key = self._buffer, self.sock.recv_into, _ANNOUNCED.unpack_from, _KEY.unpack_from
-        ports, size, append, info_size = self._decoder.ports, _ANNOUNCED.size, found.append, _ATTR_INFO.size
+        ports, size, append, info_size = self._decoder.ports, _ANNOUNCED.size, found.append, INFO_ATTRIBUTE.size
         unseen = unseen_in = 0
         until_check = 0
         stopped = False

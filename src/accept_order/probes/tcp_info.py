@@ -139,8 +139,8 @@ _NO_INFO: tuple[int | None, ...] = (None,) * 5
 # the fast path: a message's header and inet_diag_msg in one unpack, and the INFO attribute's header with
 # its fields in one more, where the previous message had it (every message of a dump lays its attributes
 # out alike; where this one does not, its attributes are walked and the place kept for the next)
-_HEAD = struct.Struct(_NLMSGHDR.format + _MSG.format[1:])
-_ATTR_INFO = struct.Struct(_NLATTR.format + _INFO.format[1:])
+MESSAGE_HEAD = struct.Struct(_NLMSGHDR.format + _MSG.format[1:])
+INFO_ATTRIBUTE = struct.Struct(_NLATTR.format + _INFO.format[1:])
 
 
 class Decoder:
@@ -156,9 +156,9 @@ class Decoder:
         """Append the sockets of one read (`data[:end]`); True once the dump's end (NLMSG_DONE) is in it.
         OSError for an error reply or a message that does not fit."""
         offset, seq, ports, out = 0, self.seq, self.ports, self.out
-        head, hdr, attr_info = _HEAD.unpack_from, _NLMSGHDR.unpack_from, _ATTR_INFO.unpack_from
+        head, hdr, attr_info = MESSAGE_HEAD.unpack_from, _NLMSGHDR.unpack_from, INFO_ATTRIBUTE.unpack_from
         while offset + 16 <= end:
-            if offset + _HEAD.size <= end:
+            if offset + MESSAGE_HEAD.size <= end:
                 length, mtype, _flags, mseq, _pid, _family, state, sport, low, high, inode = head(data, offset)
             else:  # a short message at the end of the read (NLMSG_DONE): its header only
                 length, mtype, _flags, mseq, _pid = hdr(data, offset)
@@ -172,12 +172,12 @@ class Decoder:
                 if self._control(data, start, mtype):
                     return True
                 continue
-            if length < _HEAD.size or sport not in ports:
+            if length < MESSAGE_HEAD.size or sport not in ports:
                 continue  # the bytecode kept only these: a kernel that ignored it is filtered here
             stop, at = start + length, start + self.info_at
-            if self.info_at and at + _ATTR_INFO.size <= stop:
+            if self.info_at and at + INFO_ATTRIBUTE.size <= stop:
                 alen, atype, recv_ms, acked, received, segs_in, segs_out = attr_info(data, at)
-                if atype & 0x3FFF == INET_DIAG_INFO and alen >= _ATTR_INFO.size:
+                if atype & 0x3FFF == INET_DIAG_INFO and alen >= INFO_ATTRIBUTE.size:
                     cookie = low | high << 32
                     out.append(
                         TcpSocket(cookie, inode, state, ports[sport], received, acked, segs_in, segs_out, recv_ms)
@@ -200,7 +200,7 @@ class Decoder:
 
     def _walk(self, data: bytes | bytearray | memoryview, start: int, stop: int) -> tuple[int | None, ...]:
         """The INFO attribute's fields, found by walking the message's attributes (kept: where it was)."""
-        at = start + _HEAD.size
+        at = start + MESSAGE_HEAD.size
         while at + 4 <= stop:
             alen, atype = _NLATTR.unpack_from(data, at)
             if alen < 4:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...render.plots import PlotOptions, color, environment_text, legend_outside, new_figure, nothing, text, titled
-from .report import _groups, _median
+from .report import by_server_and_mode, median_known
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -20,12 +20,12 @@ def atlas_figure(result: AtlasResult, options: PlotOptions) -> Figure:
     ax = fig.add_subplot()
     env = environment_text(result.environment) if result.environment else ""
     titled(fig, "The busiest worker's share under load (accept-order atlas)", options, env)
-    groups = [rows for rows in _groups(result) if any(r.busiest is not None for r in rows)]
+    groups = [rows for rows in by_server_and_mode(result) if any(r.busiest is not None for r in rows)]
     if not groups:
         nothing(ax, "no server was measured under load")
         return fig
     labels = [text(f"{rows[0].server} {rows[0].mode}") for rows in groups]
-    shares = [_median([r.busiest for r in rows]) or 0.0 for rows in groups]
+    shares = [median_known([r.busiest for r in rows]) or 0.0 for rows in groups]
     servers = sorted({rows[0].server for rows in groups})
     colors = [color(servers.index(rows[0].server)) for rows in groups]
     ax.barh(range(len(groups)), shares, color=colors)

@@ -49,7 +49,7 @@ def _short(pattern: str | None) -> str:
     return pattern.split(" (")[0]
 
 
-def _median(values: Sequence[float | None]) -> float | None:
+def median_known(values: Sequence[float | None]) -> float | None:
     known = [v for v in values if v is not None]
     return statistics.median(known) if known else None
 
@@ -71,7 +71,7 @@ def _seen(mechanism: str, mode: str) -> str:
     return "=" if mechanism == mode else mechanism  # the built-in modes are named for their mechanism
 
 
-def _groups(result: AtlasResult) -> list[list[AtlasRow]]:
+def by_server_and_mode(result: AtlasResult) -> list[list[AtlasRow]]:
     groups: dict[tuple[str, str], list[AtlasRow]] = {}
     for row in result.rows:
         groups.setdefault((row.server, row.mode), []).append(row)
@@ -82,7 +82,7 @@ def atlas_table(result: AtlasResult) -> Table:
     table = Table(
         title="accept-order atlas", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True
     )
-    groups = _groups(result)
+    groups = by_server_and_mode(result)
     woken = any(r.woken is not None for r in result.rows)  # no server here counts its wakeups: no column
     # Names are never cut (a cut mode name is no name); the order's words wrap instead.
     table.add_column("server", no_wrap=True)
@@ -93,17 +93,17 @@ def atlas_table(result: AtlasResult) -> Table:
         table.add_column(name, justify="right", no_wrap=True)
     for rows in groups:
         first = rows[0]
-        p99 = _median([r.p99_us / 1000 if r.p99_us is not None else None for r in rows])
+        p99 = median_known([r.p99_us / 1000 if r.p99_us is not None else None for r in rows])
         cells: list[str | Text] = [
             first.server,
             first.mode,
             _seen(Counter(r.seen_as or "-" for r in rows).most_common(1)[0][0], first.mode),
             _order(rows),
-            _fmt(_median([r.jain for r in rows]), ".2f"),
-            _fmt(_median([r.busiest for r in rows]), ".0%") + ("*" if any(r.failed for r in rows) else ""),
+            _fmt(median_known([r.jain for r in rows]), ".2f"),
+            _fmt(median_known([r.busiest for r in rows]), ".0%") + ("*" if any(r.failed for r in rows) else ""),
         ]
         if woken:
-            cells.append(_fmt(_median([r.woken for r in rows]), ".1f"))
+            cells.append(_fmt(median_known([r.woken for r in rows]), ".1f"))
         table.add_row(*cells, _fmt(p99, ".2f"))
     return table
 
@@ -157,7 +157,7 @@ def atlas_report(result: AtlasResult) -> RenderableType:
         env = result.environment
         parts.append(Text(f"{env.system} {env.kernel}, {plural(env.cpu_count, 'CPU')}", style="dim"))
     settings_lines = Text("What selects each mode:\n", style="bold")
-    for rows in _groups(result):
+    for rows in by_server_and_mode(result):
         settings_lines.append(f"  {rows[0].server} {rows[0].mode}: {rows[0].setting or '-'}\n")
     parts.append(settings_lines)
     rounds = int(settings.get("repeat", 1) or 1)
