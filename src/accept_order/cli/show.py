@@ -66,7 +66,8 @@ class _TableOption(click.Option):
     type=click.Choice(["text", "json", "csv", "hdr"]),
     default="text",
     show_default=True,
-    help="text: as the command printed it; json: the document (a version 1 file upgraded); csv: one table; "
+    help="text: as the command printed it; json: the document (a version 1 file upgraded) with what is derived "
+    "from it (verdicts, the model's fixed path); csv: one table; "
     "hdr: latency percentiles in HdrHistogram's text form.",
 )
 @click.option("--table", cls=_TableOption, type=_TableName(), default=None, metavar="TABLE")
@@ -108,7 +109,7 @@ def _export(kind: str, document: dict[str, Any], fmt: str, table: str | None) ->
 
     try:
         if fmt == "json":
-            return export.as_json_text(document)
+            return export.as_json_text(documents.data_document(kind, document))
         if fmt == "csv":
             return documents.table(kind, escape_controls_everywhere(document), table)
         parts = []

@@ -45,6 +45,16 @@ def save(path: str | os.PathLike[str], kind: str, result: Any) -> None:
     envelope.save(path, kind, experiment.document(result))
 
 
+def data_document(kind: str, document: dict[str, Any]) -> dict[str, Any]:
+    """The document as `show --format json` gives it: its measurements as saved, with what this version derives
+    from them put in afresh (the verdicts, the model's fixed path), so that the JSON carries the figures `show`
+    prints and a file saved before a figure was derived has it too."""
+    experiment = find(kind)
+    if experiment is None or experiment.derived is None:
+        return document
+    return document | experiment.derived(experiment.load(document))
+
+
 def render_document(kind: str, document: dict[str, Any]) -> RenderableType:
     """A saved result file (version 2 shape), rendered as the command that wrote it printed it, every
     string from the file with its control characters escaped (a title's "\x1b[2J" prints as text)."""

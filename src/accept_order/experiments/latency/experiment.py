@@ -17,7 +17,7 @@ from ..parts import Experiment, lazy
 from .held_nothing import held_nothing_notes
 from .kept_report import kept_csv
 from .model_report import model_csv
-from .model_verdict import model_line
+from .model_verdict import model_figures
 from .report import compare_report, latency_report
 from .result import LATENCY_COMPARE_SHAPE, LATENCY_SHAPE, SWEEP_SHAPE, LatencyCompareResult, LatencyResult, SweepResult
 from .sweep_report import sweep_report
@@ -72,11 +72,18 @@ def latency_compare_report(result: LatencyCompareResult) -> RenderableType:
 
 
 def compare_verdicts(result: LatencyCompareResult) -> dict[str, Any]:
-    """What a saved comparison adds for other tools: the tails' verdict and the model's sentence."""
-    derived: dict[str, Any] = {"verdict": compare_verdict(result).to_dict()}
-    if (model := model_line(result.runs)) is not None:
-        derived["model_verdict"] = model
-    return derived
+    """What a saved comparison adds for other tools: the tails' verdict, the model's fixed path and sentence."""
+    return {"verdict": compare_verdict(result).to_dict()} | model_figures(result.runs)
+
+
+def latency_figures(result: LatencyResult) -> dict[str, Any]:
+    """What a saved run adds for other tools: its model's fixed path and sentence, as its Model table has them."""
+    return model_figures([result])
+
+
+def sweep_figures(result: SweepResult) -> dict[str, Any]:
+    """What a saved sweep adds for other tools: its model's fixed path and sentence, its runs named by cap."""
+    return model_figures(result.runs, sweep_name)
 
 
 def sweep_result_report(result: SweepResult) -> RenderableType:
@@ -96,6 +103,7 @@ LATENCY: Experiment[LatencyResult] = Experiment(
     draws_cdf=True,
     tables=_TABLES,
     latency_runs=export.histograms,
+    derived=latency_figures,
 )
 LATENCY_COMPARE: Experiment[LatencyCompareResult] = Experiment(
     kind="latency-compare",
@@ -122,4 +130,5 @@ SWEEP: Experiment[SweepResult] = Experiment(
     tables=_TABLES,
     latency_runs=export.histograms,
     several=True,
+    derived=sweep_figures,
 )

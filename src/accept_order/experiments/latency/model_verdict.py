@@ -6,6 +6,7 @@ small to judge, why not; over repeated rounds, in how many queueing explained ev
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from ...analysis.model_check import MIN_JUDGED, NOISE, TOLERANCE, ModelCheck, agrees, too_few
 from .besides_queueing import by_label, overload, something_else
@@ -42,6 +43,18 @@ def judged(runs: Sequence[LatencyResult]) -> tuple[list[tuple[LatencyResult, flo
         (r, r.histogram.percentile(99) / 1000, predicted_ms(r.model, "p99_ms", fixed)) for r in modelled if r.model
     ]
     return compared, fixed
+
+
+def model_figures(runs: Sequence[LatencyResult], name: Callable[[LatencyResult], str] = by_label) -> dict[str, Any]:
+    """What a saved file carries of the model besides each run's own (for other tools; {} when no run has one):
+    the fixed path the Model table and `--table model` add to every prediction (a run's predicted percentile is
+    its model's plus this, its deviation the model's alone), over the runs shown together, and the sentence.
+    Without it the file's model read alone: 40.7 ms where the table showed 45.50."""
+    compared, fixed = judged(runs)
+    if not compared:
+        return {}
+    line = model_line(runs, name)
+    return {"fixed_path_ms": fixed} | ({"model_verdict": line} if line is not None else {})
 
 
 def _times(measured: float, predicted: float) -> str:
