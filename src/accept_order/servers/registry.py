@@ -265,22 +265,47 @@ def variants(
 
 
 def recognise(name: str, argv: Sequence[str]) -> ServerKind | None:
-    """The launched kind a running process is, by its name or a word of its command line's first three
-    arguments (`nginx: worker process`, `python -m gunicorn`, `/usr/bin/node app.js`), else by the command it wraps
-    after `--` (Server::Starter's `start_server ... -- /usr/bin/h2o`); None: none known."""
+    """The launched kind a running process is, by the program it runs: its name, its first argument's words (a
+    title it set: `nginx: worker process`), and where that is an interpreter what it runs (`python -m gunicorn`,
+    `python3 /usr/bin/uvicorn`, pyuwsgi's `python -c 'import pyuwsgi; ...'`); where that program is a wrapper
+    (Server::Starter's `start_server ... -- /usr/bin/h2o`), the command it runs after `--`. None: none known. A
+    program's own arguments name no server: `python app.py nginx` and `python app.py -- nginx` were nginx."""
     import os
     import re
 
-    def named(args: Sequence[str], *names: str) -> ServerKind | None:
-        # Base names only: a directory that happens to be called "node" (/home/node/app.py) names no server
-        found = {*names, *(re.sub(r"[^\w.-]", "", os.path.basename(word)) for word in " ".join(args).split())}
-        return next((kind for kind in KINDS.values() if found & set(kind.process_names)), None)
+    # Server::Starter: h2o's `-m master` (Debian's unit) runs `perl -x .../start_server ... -- /usr/bin/h2o`
+    wrappers = {"start_server"}
 
-    # A wrapper's command after `--` is its server (h2o's `-m master`, Debian's unit, runs `perl -x .../start_server
-    # ... -- h2o`), only where the process's own name and first arguments name none: `uvicorn main:app -- nginx`
-    # read nginx (first in KINDS) when the two were one set
-    wrapped = list(argv[list(argv).index("--") + 1 :][:1]) if "--" in argv else []
-    return named(argv[:3], name) or named(wrapped)
+    def words(text: str) -> set[str]:
+        # Base names only: a directory that happens to be called "node" (/home/node/app.py) names no server
+        return {re.sub(r"[^\w.-]", "", os.path.basename(word)) for word in text.split()}
+
+    def program(args: Sequence[str]) -> set[str]:
+        """The words of the program a command line runs: its first argument's, and an interpreter's module (-m),
+        code (-c, -e) or script (its first argument that is no option)."""
+        if not args:
+            return set()
+        own = words(args[0])
+        if not re.fullmatch(r"(python|pypy|ruby|perl)[\d.]*", os.path.basename(args[0])):
+            return own
+        rest = list(args[1:])
+        valued = False  # the argument is an option's value (python -X dev, ruby -r bundler/setup)
+        for index, arg in enumerate(rest):
+            if arg in ("-m", "-c", "-e"):
+                return own | words(" ".join(rest[index + 1 : index + 2]))
+            if arg.startswith("-m"):  # python -mgunicorn
+                return own | words(arg[2:])
+            if not arg.startswith("-") and not valued:
+                return own | words(arg)
+            valued = arg in ("-W", "-X", "-I", "-r", "-C")
+        return own
+
+    found = {name, *program(argv)}
+    kind = next((kind for kind in KINDS.values() if found & set(kind.process_names)), None)
+    if kind is not None or not found & wrappers or "--" not in argv:
+        return kind
+    wrapped = list(argv[list(argv).index("--") + 1 :])
+    return recognise(os.path.basename(wrapped[0]), wrapped) if wrapped else None
 
 
 def threads_are_workers(name: str, argv: Sequence[str]) -> bool:
