@@ -129,13 +129,15 @@ def test_a_specs_label_is_its_kinds_from_a_fresh_interpreter() -> None:
 
 
 def test_a_kinds_own_option_is_made_and_checked_from_its_declaration(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A new kind's setting is its declaration: the command line gets the flag, the registry checks it for
+    """A new kind's setting is its declaration (core/kind_options.py, beside the spec's field, where --help reads
+    it without importing a kind) and the kind naming it: the command line gets the flag, the registry checks it for
     the kind that reads it and refuses it where it says so, and no other file changes."""
     import dataclasses
 
     import click
 
     from accept_order.cli.options import kind_options
+    from accept_order.core import kind_options as declared
     from accept_order.core.errors import PlanError
     from accept_order.core.kinds import KindOption
     from accept_order.core.spec import ServerSpec
@@ -143,6 +145,7 @@ def test_a_kinds_own_option_is_made_and_checked_from_its_declaration(monkeypatch
 
     reader = KindOption("maxconn", "--maxconn", "made up", low=0, high=9, elsewhere="--maxconn is the made-up kind's")
     builtin = type(KINDS["builtin"])
+    monkeypatch.setattr(declared, "DECLARED", (declared.POLICY, declared.MUTEX_DELAY, reader))
     monkeypatch.setattr(registry, "KINDS", {"builtin": builtin(), "made-up": type("MadeUp", (builtin,), {})()})
     monkeypatch.setattr(registry.KINDS["made-up"], "options", (reader,))
     monkeypatch.setattr(registry.KINDS["made-up"], "name", "made-up")

@@ -139,9 +139,11 @@ def _folded(name: str) -> str:
 def canonical_mode(name: str) -> str:
     """A mode in its own spelling whatever the case, `_` for `-` (`EPOLL`: epoll, `io_uring`: io-uring); a
     name no server has, as given."""
-    from ..servers.registry import all_mode_names
+    from ..servers.registry import all_mode_names, some_kind_has
 
-    return {_folded(known): known for known in all_mode_names()}.get(_folded(name), name.strip())
+    if some_kind_has(folded := _folded(name)):  # every mode's name is its own folding (tests/test_startup_kinds.py)
+        return folded
+    return {_folded(known): known for known in all_mode_names()}.get(folded, name.strip())
 
 
 def chosen_kinds(ctx: click.Context | None) -> list[str] | None:
@@ -198,10 +200,10 @@ def unknown_modes(unknown: list[str], kinds: list[str], several: bool) -> str:
 def _judged(names: list[str], several: bool, param: click.Parameter | None, ctx: click.Context | None) -> list[str]:
     """`names` in their own spelling; one no server has is refused, naming the modes of the chosen server
     (now, or once --server is read: judge_pending_modes)."""
-    from ..servers.registry import all_mode_names
+    from ..servers.registry import some_kind_has
 
     names = [canonical_mode(name) for name in names]
-    unknown = [name for name in names if name not in all_mode_names()]
+    unknown = [name for name in names if not some_kind_has(name)]
     if unknown:
         kinds = chosen_kinds(ctx)
         if kinds is None:

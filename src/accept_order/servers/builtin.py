@@ -2,18 +2,38 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
+from ..core.kind_options import MUTEX_DELAY, POLICY
 from ..core.kinds import BY_HASH, ModeInfo, ServerKind
 from ..core.spec import DEFAULT_KIND
 from .modes import MODES, require_mode
-from .modes.accept_mutex import MUTEX_DELAY
-from .modes.fd_pass import POLICY
 
 if TYPE_CHECKING:
     from ..core.cures import LongLivedCure
     from ..core.spec import ServerSpec
     from ..core.target import Target
+
+
+class _Infos(Mapping[str, ModeInfo]):
+    """Each mode's metadata, read from its module when asked: its names need none imported (servers/modes MODES),
+    and a run asks for its own mode's alone."""
+
+    def __getitem__(self, name: str) -> ModeInfo:
+        return MODES[name].info()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(MODES)
+
+    def __len__(self) -> int:
+        return len(MODES)
+
+    def __contains__(self, name: object) -> bool:
+        return name in MODES
+
+
+_INFOS = _Infos()
 
 
 class BuiltinKind(ServerKind):
@@ -50,8 +70,8 @@ class BuiltinKind(ServerKind):
     def label(self, spec: ServerSpec) -> str:
         return spec.mode  # the tool's own workers: the mode says it all
 
-    def modes(self) -> dict[str, ModeInfo]:
-        return {name: mode.info() for name, mode in MODES.items()}
+    def modes(self) -> Mapping[str, ModeInfo]:
+        return _INFOS
 
     def unavailable(self, mode: str) -> str | None:
         return MODES[mode].unavailable() if mode in MODES else None

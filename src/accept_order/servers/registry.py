@@ -1,66 +1,92 @@
 """The server kinds this version knows, each registered once, and what commands ask of them together.
 
 Adding a server kind: one module with a `ServerKind` subclass (core/kinds.py says what it declares),
-and one line in `KINDS` below. Everything else (--server's choices, `modes`, validation, which modes run
-here, several-mode commands, the predicted order) reads the kind, never its name.
+and one line in `LAUNCHED` below (or `FOUND`, for a kind that finds a running server). Everything else
+(--server's choices, `modes`, validation, which modes run here, several-mode commands, the predicted
+order) reads the kind, never its name. A kind's module is imported when the kind is first asked for: a
+run of the built-in workers imports none of the launched kinds' (issue 30: start-up).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import sys
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ..core import kind_options
 from ..core.errors import NothingToRun, PlanError
 from ..core.kinds import KindOption, ModeInfo, ServerKind
 from ..core.spec import DEFAULT_KIND, LABELS, ServerSpec, sized
-from .attached import AttachedKind
-from .builtin import BuiltinKind
-from .launched.apache import ApacheKind
-from .launched.caddy import CaddyKind
-from .launched.granian import GranianKind
-from .launched.gunicorn import GunicornKind
-from .launched.h2o import H2oKind
-from .launched.haproxy import HaproxyKind
-from .launched.lighttpd import LighttpdKind
-from .launched.nginx import NginxKind
-from .launched.node import NodeKind
-from .launched.puma import PumaKind
-from .launched.unicorn import UnicornKind
-from .launched.uvicorn import UvicornKind
-from .launched.uwsgi import UwsgiKind
-from .remote import RemoteKind, RemoteServer
-from .remote import unseen_note as unseen_note
+from .lazy import Made
 
 if TYPE_CHECKING:
     from ..core.spec import ConcurrentLoad
     from ..core.target import Target
+    from .remote import RemoteServer
 
-# Every kind but the two that find a running server (attached, remote). HELPERS, the titles they give their helpers
-# (nginx's cache manager and loader): a master's children so titled are no workers of it when it is attached by
-# pid. servers/attached.py is one of the kinds here and cannot look them up itself: it is given them.
-_SERVERS: tuple[ServerKind, ...] = (
-    BuiltinKind(),
-    NginxKind(),
-    GunicornKind(),
-    NodeKind(),
-    HaproxyKind(),
-    UwsgiKind(),
-    UvicornKind(),
-    GranianKind(),
-    PumaKind(),
-    UnicornKind(),
-    CaddyKind(),
-    ApacheKind(),
-    LighttpdKind(),
-    H2oKind(),
-)
-HELPERS: tuple[str, ...] = tuple(title for kind in _SERVERS for title in kind.helpers)
-KINDS: dict[str, ServerKind] = {kind.name: kind for kind in (*_SERVERS, AttachedKind(HELPERS), RemoteKind())}
-LABELS.update({name: kind.label for name, kind in KINDS.items()})  # ServerSpec.label asks the kind, from below
+# name -> where its ServerKind is ("module:Class" under servers/): the kinds `--server` starts, in the order
+# --help and `modes` list them. The name is the kind's own (tests/test_registry.py checks that each is).
+LAUNCHED: dict[str, str] = {
+    DEFAULT_KIND: "builtin:BuiltinKind",
+    "nginx": "launched.nginx:NginxKind",
+    "gunicorn": "launched.gunicorn:GunicornKind",
+    "node": "launched.node:NodeKind",
+    "haproxy": "launched.haproxy:HaproxyKind",
+    "uwsgi": "launched.uwsgi:UwsgiKind",
+    "uvicorn": "launched.uvicorn:UvicornKind",
+    "granian": "launched.granian:GranianKind",
+    "puma": "launched.puma:PumaKind",
+    "unicorn": "launched.unicorn:UnicornKind",
+    "caddy": "launched.caddy:CaddyKind",
+    "apache": "launched.apache:ApacheKind",
+    "lighttpd": "launched.lighttpd:LighttpdKind",
+    "h2o": "launched.h2o:H2oKind",
+}
+REMOTE = "remote"  # a server known only by its address (--target)
+
+
+def _attached() -> ServerKind:
+    """servers/attached.py is one of the kinds here and cannot look up the others' helpers itself: it is given them."""
+    from .attached import AttachedKind
+
+    return AttachedKind(helpers())
+
+
+# The kinds that find a running server (attached by pid, elsewhere by address): started by no --server.
+FOUND: dict[str, str | Callable[[], ServerKind]] = {"attached": _attached, REMOTE: "remote:RemoteKind"}
+KINDS: Mapping[str, ServerKind] = Made(__package__, {**LAUNCHED, **FOUND})
 ALL = "all"  # --modes all: every mode of each server
 OWN_DEFAULT = "default"  # --modes default: each server's own default mode (epoll where it has one)
+
+
+def _label(name: str, spec: ServerSpec) -> str:
+    return KINDS[name].label(spec)
+
+
+# ServerSpec.label asks the kind, from below: its module imported when a spec of it is first named
+LABELS.update({name: functools.partial(_label, name) for name in KINDS})
+
+
+@functools.cache
+def helpers() -> tuple[str, ...]:
+    """The titles the launched kinds give their helpers (nginx's cache manager and loader): a master's children so
+    titled are no workers of it when it is attached by pid. Every launched kind's module is imported to say them."""
+    return tuple(title for name in LAUNCHED for title in KINDS[name].helpers)
+
+
+def __getattr__(name: str) -> Any:
+    """HELPERS (helpers()) and unseen_note (servers/remote.py), as callers imported them from here before: made,
+    and their modules imported, when first asked for."""
+    if name == "HELPERS":
+        return helpers()
+    if name == "unseen_note":
+        from .remote import unseen_note
+
+        return unseen_note
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def server_kind(name: str) -> ServerKind:
@@ -71,8 +97,8 @@ def server_kind(name: str) -> ServerKind:
 
 
 def launched_kinds() -> list[str]:
-    """What --server can start."""
-    return [name for name, kind in KINDS.items() if kind.launched]
+    """What --server can start (none of their modules imported)."""
+    return list(LAUNCHED)
 
 
 def mode_info(kind: str, mode: str) -> ModeInfo:
@@ -97,6 +123,12 @@ def all_mode_names() -> list[str]:
     for kind in launched_kinds():
         names.update(dict.fromkeys(KINDS[kind].modes()))
     return list(names)
+
+
+def some_kind_has(mode: str) -> bool:
+    """Whether a launched kind has a mode of this name: the built-in workers' asked first, so that a run of one of
+    theirs imports no other kind's module."""
+    return mode in KINDS[DEFAULT_KIND].modes() or mode in all_mode_names()
 
 
 def runnable(kind: str, names: Sequence[str] | None = None) -> tuple[list[str], dict[str, str]]:
@@ -210,11 +242,14 @@ def checked(spec: ServerSpec, fit: bool = True) -> ServerSpec:
 
 def declared_options(kinds: Sequence[str] | None = None) -> list[KindOption]:
     """The settings only some kinds read (ServerKind.options), each once, in the registry's order: of the
-    kinds named, or of every kind. The command line's options are made from them (cli/options.py)."""
+    kinds named, or of every kind (core/kind_options.py DECLARED, no kind imported to say them). The command
+    line's options are made from them (cli/options.py)."""
+    if kinds is None:
+        return list(kind_options.DECLARED)
     found: dict[str, KindOption] = {}
-    for name, kind in KINDS.items():
-        if kinds is None or name in kinds:
-            for option in kind.options:
+    for name in KINDS:
+        if name in kinds:
+            for option in KINDS[name].options:
                 found.setdefault(option.field, option)
     return list(found.values())
 
@@ -344,9 +379,11 @@ def threads_note(evidence: Mapping[str, Any]) -> str | None:
 def elsewhere(target: Target) -> RemoteServer | None:
     """The target as a server known only by its address (--target), whose processes, listeners and counters
     cannot be read from this host and whose loads count by reply key; None for any other."""
-    return target if isinstance(target, RemoteServer) else None
+    # Nothing is a RemoteServer while its module is not imported: a run of another kind does not import it to ask
+    remote = sys.modules.get(f"{__package__}.remote")
+    return target if remote is not None and isinstance(target, remote.RemoteServer) else None
 
 
 def known_by_replies(spec: ServerSpec) -> bool:
     """A server elsewhere: its workers are what its replies named, however many -w said (servers/remote.py)."""
-    return spec.kind == RemoteKind.name
+    return spec.kind == REMOTE

@@ -24,27 +24,17 @@ import signal
 from typing import TYPE_CHECKING, Any
 
 from ...core.errors import ServerUnavailable
+from ...core.kind_options import MAXCONN
 from ...core.kinds import (
     BY_HASH,
     CLOSES_EACH,
     IDLE_CLOSE,
-    KindOption,
     ModeInfo,
     ServerKind,
 )
 from ...core.models import Mechanism, Model
 from ...core.spec import ServerSpec
 from .base import LaunchedServer
-
-MAXCONN = KindOption(
-    "maxconn",
-    "--maxconn",
-    "haproxy: connections it holds at once; the excess waits in the listen queue (0: its default).",
-    low=0,
-    high=10_000_000,
-    elsewhere="--maxconn is HAProxy's; the built-in workers hold at most --accept-batch connections each "
-    "(--accept-batch 1: as many as there are workers)",
-)
 
 # psutil is imported where a running server uses it: the registry imports every kind at start-up
 if TYPE_CHECKING:

@@ -11,6 +11,7 @@ import signal
 from typing import TYPE_CHECKING
 
 from ...core.errors import PlanError, ServerUnavailable
+from ...core.kind_options import MUTEX_DELAY
 from ...core.kinds import (
     BY_HASH,
     IDLE_CLOSE,
@@ -20,7 +21,6 @@ from ...core.kinds import (
 )
 from ...core.models import Mechanism
 from ...core.spec import ServerSpec
-from ..modes.accept_mutex import MUTEX_DELAY
 from .base import LaunchedServer
 from .nginx_config import NGINX_MODES, expectation, nginx_binary, render_config
 

@@ -1,4 +1,4 @@
-"""The registry of accept modes. Adding a mode means one module with one Mode class, listed here.
+"""The registry of accept modes. Adding a mode means one module with one Mode class, listed here by name.
 
 Everything else (analysis, reports, experiments, `compare`, `herd`) reads a mode's metadata and never
 its name: `model` (the idle order it predicts), `queue` (shared or per worker), `herds`, `batches`.
@@ -7,19 +7,15 @@ its name: `model` (the idle order it predicts), `queue` (shared or per worker), 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ...core.errors import ModeUnavailable, PlanError
 from ...core.kinds import DEFAULT_MODE
-from .accept_mutex import AcceptMutexMode
+from ..lazy import Made
 from .base import Listeners, Mode, Waiter
-from .blocking import BlockingMode
-from .fd_pass import FdPassMode
-from .incoming_cpu import IncomingCpuMode
-from .io_uring import IoUringMode
-from .readiness import EpollExclusiveMode, EpollHerdMode, PollMode, SelectMode
-from .reuseport import ReuseportMode
-from .reuseport_cpu import ReuseportCpuMode
-from .shared_epoll import EpollSharedMode
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 __all__ = [
     "DEFAULT_MODE",
@@ -32,23 +28,25 @@ __all__ = [
     "require_mode",
 ]
 
-MODES: dict[str, Mode] = {
-    m.name: m
-    for m in (
-        BlockingMode(),
-        EpollExclusiveMode(),
-        EpollSharedMode(),
-        EpollHerdMode(),
-        PollMode(),
-        SelectMode(),
-        ReuseportMode(),
-        ReuseportCpuMode(),
-        IncomingCpuMode(),
-        AcceptMutexMode(),
-        FdPassMode(),
-        IoUringMode(),
-    )
-}
+# name -> where its Mode is, in the order `modes` lists them. Each module is imported when its mode is first asked
+# for: a run imports its own mode's alone (issue 30: start-up), `modes` and `compare` every one.
+MODES: Mapping[str, Mode] = Made(
+    __name__,
+    {
+        "blocking": "blocking:BlockingMode",
+        "epoll": "readiness:EpollExclusiveMode",
+        "epoll-shared": "shared_epoll:EpollSharedMode",
+        "epoll-herd": "readiness:EpollHerdMode",
+        "poll": "readiness:PollMode",
+        "select": "readiness:SelectMode",
+        "reuseport": "reuseport:ReuseportMode",
+        "reuseport-cpu": "reuseport_cpu:ReuseportCpuMode",
+        "incoming-cpu": "incoming_cpu:IncomingCpuMode",
+        "accept-mutex": "accept_mutex:AcceptMutexMode",
+        "fd-pass": "fd_pass:FdPassMode",
+        "io-uring": "io_uring:IoUringMode",
+    },
+)
 
 
 def get_mode(name: str) -> Mode:

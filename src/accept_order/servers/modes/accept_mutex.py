@@ -14,23 +14,11 @@ lock for that, ngx_shmtx_force_unlock).
 
 from __future__ import annotations
 
-from ...core.kinds import KindOption
 from ...core.models import Model
-from ...core.spec import MAX_GAP_MS
 from .base import DEFAULT_OPTIONS, Listeners, Mode, ModeOptions, Waiter, epoll_missing
 
-# The lock and the workers' wait (accept_mutex_lock.py) are imported where a pool of this mode opens: the
-# registry lists every mode at start-up (issue 30).
-
-# nginx's accept_mutex_delay, read by the built-in accept-mutex and by nginx's own (servers/launched/nginx.py)
-MUTEX_DELAY = KindOption(
-    "mutex_delay_ms",
-    "--mutex-delay",
-    "accept-mutex: how long a worker without the lock waits before trying again (nginx's accept_mutex_delay).",
-    low=1,
-    high=MAX_GAP_MS,
-    duration=True,
-)
+# The lock and the workers' wait (accept_mutex_lock.py) are imported where a pool of this mode opens:
+# `modes` and `compare` import every mode to list them (issue 30).
 
 
 class AcceptMutexMode(Mode):

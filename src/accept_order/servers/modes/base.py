@@ -20,7 +20,6 @@ from ...core.kinds import ModeInfo
 from ...core.models import Mechanism, Model
 
 Queue = Literal["shared", "per-worker"]
-POLICIES = ("round-robin", "least-busy")
 
 
 class ModeOptions(NamedTuple):

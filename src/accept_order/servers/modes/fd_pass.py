@@ -15,16 +15,11 @@ from __future__ import annotations
 
 import socket
 
-from ...core.kinds import KindOption
 from ...core.models import Model
-from .base import DEFAULT_OPTIONS, POLICIES, Listeners, Mode, ModeOptions, Waiter, epoll_missing, listen_socket
+from .base import DEFAULT_OPTIONS, Listeners, Mode, ModeOptions, Waiter, epoll_missing, listen_socket
 
-# The acceptor and the workers' side (fd_pass_acceptor.py) are imported where a pool of this mode opens: the
-# registry lists every mode at start-up (issue 30).
-
-POLICY = KindOption(
-    "policy", "--policy", "fd-pass: which worker the acceptor hands each connection to.", choices=POLICIES
-)
+# The acceptor and the workers' side (fd_pass_acceptor.py) are imported where a pool of this mode opens:
+# `modes` and `compare` import every mode to list them (issue 30).
 
 
 class FdPassMode(Mode):

@@ -13,8 +13,8 @@ import socket
 from ...core.models import Model
 from .reuseport import SteeredReuseportMode
 
-# The program (ctypes structures, reuseport_cpu_program.py) is made where a pool of this mode opens: the
-# registry lists every mode at start-up (issue 30).
+# The program (ctypes structures, reuseport_cpu_program.py) is made where a pool of this mode opens:
+# `modes` and `compare` import every mode to list them (issue 30).
 
 
 class ReuseportCpuMode(SteeredReuseportMode):
