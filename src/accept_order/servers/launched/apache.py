@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 def thread_group_usage(pid: int) -> tuple[int, int, float]:
     """(voluntary switches, involuntary ones, CPU seconds) summed over every thread of `pid`: an event
     child's work is done by its listener and worker threads, which /proc/PID/status does not count."""
-    from ...probes.proc_waits import thread_ids  # here, not at the top: the registry imports every kind at start-up
+    from ...probes.proc_waits import thread_ids  # here, not at the top: `modes` and `inspect` import every kind
 
     voluntary = involuntary = 0
     cpu_ns = 0
@@ -128,7 +128,7 @@ class ApacheServer(LaunchedServer):
 
     def ready(self) -> bool:
         """The pid file, every listener, and every child in its wait (not only asleep: in the wait)."""
-        import psutil  # here, not at the top: the registry imports every kind at start-up
+        import psutil  # here, not at the top: `modes` and `inspect` import every kind
 
         if self.master is None or not os.path.exists(os.path.join(self.directory, "httpd.pid")):
             return False

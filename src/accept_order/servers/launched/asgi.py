@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 from ...core.spec import ServerSpec
 from .base import LaunchedServer
 
-# psutil and the fd tables (ctypes) are imported where a running server uses them: the registry imports every
-# kind's module at start-up
+# psutil and the fd tables (ctypes) are imported where a running server uses them: `modes` and `inspect`
+# import every kind's module
 if TYPE_CHECKING:
     import psutil
 

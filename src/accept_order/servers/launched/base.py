@@ -35,7 +35,7 @@ from .directories import DIRECTORY_PREFIX as DIRECTORY_PREFIX  # where callers f
 from .directories import private_directory as private_directory
 from .directories import remove_stale_directories as remove_stale_directories
 
-# psutil and subprocess are imported where a running server uses them: the registry imports every kind at start-up
+# psutil and subprocess are imported where a running server uses them: `modes` and `inspect` import every kind
 if TYPE_CHECKING:
     import subprocess
 

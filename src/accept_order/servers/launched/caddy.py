@@ -134,7 +134,7 @@ class CaddyServer(LaunchedServer):
 
     def last_error(self) -> str:
         """Caddy's JSON error line's message and error, or its CLI's `Error: ...` line."""
-        import json  # here, not at the top: the registry imports every kind at start-up
+        import json  # here, not at the top: `modes` and `inspect` import every kind
 
         line = super().last_error()
         try:

@@ -29,7 +29,7 @@ from ...core.waiting import wait_for
 from ..watched import proc_state
 from .base import SETTLE_TIMEOUT_S, LaunchedServer
 
-# psutil is imported where a running server uses it: the registry imports every kind at start-up
+# psutil is imported where a running server uses it: `modes` and `inspect` import every kind
 if TYPE_CHECKING:
     import psutil
 
@@ -141,7 +141,7 @@ class H2oServer(LaunchedServer):
     def workers_of(self, master: psutil.Process) -> list[int]:
         """The threads asleep in an epoll that watches our listener, by thread id (creation order: the main
         thread first)."""
-        from ...probes.fd_table import open_files  # here, not at the top: the registry imports every kind at start-up
+        from ...probes.fd_table import open_files  # here, not at the top: `modes` and `inspect` import every kind
         from ...probes.listeners import listening_sockets
         from ...probes.proc_waits import EPOLL_WAITS, thread_wait
 

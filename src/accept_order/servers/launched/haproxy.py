@@ -36,7 +36,7 @@ from ...core.models import Mechanism, Model
 from ...core.spec import ServerSpec
 from .base import LaunchedServer
 
-# psutil is imported where a running server uses it: the registry imports every kind at start-up
+# psutil is imported where a running server uses it: `modes` and `inspect` import every kind
 if TYPE_CHECKING:
     import psutil
 

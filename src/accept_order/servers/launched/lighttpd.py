@@ -32,7 +32,7 @@ from ...core.waiting import wait_for
 from ..watched import gone
 from .base import SETTLE_TIMEOUT_S, LaunchedServer
 
-# psutil is imported where a running server uses it: the registry imports every kind at start-up
+# psutil is imported where a running server uses it: `modes` and `inspect` import every kind
 if TYPE_CHECKING:
     import psutil
 

@@ -138,7 +138,7 @@ class NodeServer(LaunchedServer):
         return [node_binary(), script]
 
     def environment(self) -> dict[str, str]:
-        import json  # here, not at the top: the registry imports every kind at start-up
+        import json  # here, not at the top: `modes` and `inspect` import every kind
 
         spec = self.spec
         config = {

@@ -123,7 +123,7 @@ class UnicornServer(LaunchedServer):
 
     def ready(self) -> bool:
         """The pid file, the listener, and every worker in select."""
-        import psutil  # here, not at the top: the registry imports every kind at start-up
+        import psutil  # here, not at the top: `modes` and `inspect` import every kind
 
         if self.master is None or not os.path.exists(os.path.join(self.directory, "unicorn.pid")):
             return False

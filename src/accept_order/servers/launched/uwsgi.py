@@ -184,7 +184,7 @@ class UwsgiServer(LaunchedServer):
 
     def ready(self) -> bool:
         """The pid file, the listener, and every worker in its wait (not just asleep: in the wait)."""
-        import psutil  # here, not at the top: the registry imports every kind at start-up
+        import psutil  # here, not at the top: `modes` and `inspect` import every kind
 
         if self.master is None or not os.path.exists(os.path.join(self.directory, "uwsgi.pid")):
             return False
@@ -203,7 +203,7 @@ class UwsgiServer(LaunchedServer):
     def close(self) -> None:
         """The graceful shutdown (`q` on the master FIFO) once every worker is back in its wait, so that each
         request served is logged; then the base class's ladder for whatever is left."""
-        import subprocess  # here, not at the top: the registry imports every kind at start-up
+        import subprocess  # here, not at the top: `modes` and `inspect` import every kind
 
         master = self.master
         if master is not None and master.poll() is None and self.directory:
@@ -281,7 +281,7 @@ class UwsgiKind(ServerKind):
         """The thunder lock where uWSGI was started with it (its command line, its UWSGI_* environment, or a config
         file named there): under load every worker may run at a look, and /proc alone then reads the default mode's
         herd."""
-        from .uwsgi_thunder import THUNDER_LOCK, locked  # here: the registry imports every kind at start-up
+        from .uwsgi_thunder import THUNDER_LOCK, locked  # here: `modes` and `inspect` import every kind
 
         return THUNDER_LOCK if locked(_reading(argv, pid)) else None
 
