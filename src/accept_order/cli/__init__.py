@@ -66,12 +66,15 @@ def _fill_closed_std_fds() -> None:
 
 def _end_children() -> None:
     """Last resort: a child that an owner did not end (an interrupt landed before its teardown began)
-    would keep multiprocessing's exit handler waiting for it forever."""
+    would keep multiprocessing's exit handler waiting for it forever, and a forked worker (core/forked.py)
+    would outlive the command until the kernel's death signal."""
     mp = sys.modules.get("multiprocessing")
-    if mp is not None and mp.active_children():
+    forked = sys.modules.get("accept_order.core.forked")
+    left = [*(mp.active_children() if mp is not None else ()), *(forked.active_children() if forked else ())]
+    if left:
         from ..core.processes import end_processes
 
-        end_processes(mp.active_children())
+        end_processes(left)
 
 
 __all__ = ["main"]

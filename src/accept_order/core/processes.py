@@ -19,7 +19,24 @@ from .signals import SIGNALS, deferred
 
 if TYPE_CHECKING:
     from multiprocessing.context import ForkContext
-    from multiprocessing.process import BaseProcess
+    from typing import Protocol
+
+    class Child(Protocol):
+        """A child process as its owner holds it: multiprocessing's Process, or core/forked.py's ForkedProcess."""
+
+        @property
+        def pid(self) -> int | None: ...
+
+        @property
+        def exitcode(self) -> int | None: ...
+
+        def start(self) -> None: ...
+
+        def join(self, timeout: float | None = None) -> None: ...
+
+        def terminate(self) -> None: ...
+
+        def kill(self) -> None: ...
 
     # fork: workers inherit the listening sockets and a shared epoll, as in a real server, and start fast.
     FORK: ForkContext
@@ -200,7 +217,7 @@ def die_with_parent(parent: int | None = None) -> None:
         os._exit(1)
 
 
-def start_child(proc: BaseProcess) -> None:
+def start_child(proc: Child) -> None:
     """`proc.start()` with SIGINT, SIGTERM and SIGHUP blocked across the fork: until the child has put in its own
     handlers (then it calls `unblock_signals`) it would run this process's, and raise a KeyboardInterrupt
     (a traceback on stderr) from multiprocessing's bootstrap. A signal meanwhile waits, it is not lost."""
@@ -244,7 +261,7 @@ def out_of_resources(what: str, call: Callable[[], T]) -> T:
         raise
 
 
-def end_processes(procs: Sequence[BaseProcess], timeout_s: float = STOP_TIMEOUT_S) -> None:
+def end_processes(procs: Sequence[Child], timeout_s: float = STOP_TIMEOUT_S) -> None:
     """SIGTERM every started child still alive, wait up to `timeout_s` in all, SIGKILL the rest, reap all.
 
     A process object appended before `start()` (so that an interrupt cannot orphan it) and never started

@@ -8,12 +8,11 @@ kernel like the workers', because what it costs is part of what the mode costs.
 from __future__ import annotations
 
 from collections.abc import Callable
-from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from ..core.errors import WorkerError
+from ..core.forked import Connection, ForkedProcess, pipe, wait
 from ..core.processes import (
-    FORK,
     STOP_TIMEOUT_S,
     end_processes,
     open_pidfd,
@@ -38,15 +37,15 @@ def usage_of(pid: int) -> Usage:
 class HelperProcess:
     def __init__(self, name: str = "acceptor") -> None:
         self.name = name
-        self.proc: Any = None
+        self.proc: ForkedProcess | None = None
         self.pipe: Connection | None = None
         self.pidfd: int | None = None
         self._before: Usage = (0, 0, 0.0)
         self.report: dict[str, Any] | None = None
 
     def start(self, factory: Callable[[], Helper], state: Any, ready_timeout_s: float) -> None:
-        receiver, sender = out_of_resources(f"the {self.name}", lambda: FORK.Pipe(duplex=False))
-        proc = FORK.Process(target=helper_main, args=(factory, sender, state), name=self.name)
+        receiver, sender = out_of_resources(f"the {self.name}", pipe)
+        proc = ForkedProcess(helper_main, (factory, sender, state), self.name)
         self.proc, self.pipe = proc, receiver  # before start(): an interrupt right after must not orphan it
         out_of_resources(f"the {self.name}", lambda: start_child(proc))
         sender.close()
@@ -71,7 +70,7 @@ class HelperProcess:
             raise WorkerError(f"the {self.name} (pid {self.proc.pid}) died with exit code {self.proc.exitcode}")
 
     def usage_now(self) -> Usage | None:
-        return usage_of(self.proc.pid) if self.proc is not None else None
+        return usage_of(self.proc.pid) if self.proc is not None and self.proc.pid is not None else None
 
     def stop(self, after: Usage | None) -> None:
         """Tell it to stop (the pool has set the shared stop flag) and keep its report with its usage."""

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import os
 import time
-from multiprocessing.connection import Connection, wait
 from types import TracebackType
 from typing import Any
 
+from ..core import forked
 from ..core.errors import WorkerError
+from ..core.forked import Connection, ForkedProcess, wait
 from ..core.measures import WorkerCounters
 from ..core.processes import (
-    FORK,
     READY_TIMEOUT_S,
     STOP_TIMEOUT_S,
     end_processes,
@@ -57,7 +57,7 @@ class WorkerPool(Started):
         self.stamps: dict[int, list[int]] = {}  # worker index -> its accept times (monotonic ns)
         self.mode: Mode = require_mode(spec.mode)
         self.ready_timeout_s = ready_timeout_s
-        self.procs: list[Any] = []
+        self.procs: list[ForkedProcess] = []
         self.pipes: list[Connection] = []
         self._pids: list[int] = []
         self._pidfds: list[int] = []
@@ -116,9 +116,8 @@ class WorkerPool(Started):
         self._listeners = listeners
         self.port = listeners.port
         try:
-            self._state = out_of_resources(
-                "the workers' shared state", lambda: FORK.RawArray("q", shared_slots(spec.workers))
-            )
+            slots = shared_slots(spec.workers)
+            self._state = out_of_resources("the workers' shared state", lambda: forked.shared_int64s(slots))
             for index in range(spec.workers):
                 self._start_one(index, listeners)
             factory = listeners.acceptor()
@@ -132,7 +131,7 @@ class WorkerPool(Started):
 
     def _start_one(self, index: int, listeners: Listeners) -> None:
         spec = self.spec
-        receiver, sender = out_of_resources(f"worker {index}", lambda: FORK.Pipe(duplex=False))
+        receiver, sender = out_of_resources(f"worker {index}", forked.pipe)
         cfg = WorkerConfig(
             index,
             self.mode,
@@ -144,7 +143,7 @@ class WorkerPool(Started):
             self.keep_stamps,
             spec.keepalive,
         )
-        proc = FORK.Process(target=worker_main, args=(cfg, sender, self._state), name=f"worker-{index}")
+        proc = ForkedProcess(worker_main, (cfg, sender, self._state), f"worker-{index}")
         self.procs.append(proc)  # before start(): an interrupt right after it must not orphan the child
         self.pipes.append(receiver)
         out_of_resources(f"worker {index}", lambda: start_child(proc))

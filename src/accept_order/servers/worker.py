@@ -13,11 +13,11 @@ import signal
 import socket
 import time
 from collections.abc import Callable
-from multiprocessing.connection import Connection
 from typing import Any
 
 from ..core.cpus import affinity, pin_self
 from ..core.errors import PlanError
+from ..core.forked import Connection
 from ..core.processes import die_with_parent, ignore_supervisor_signals, unblock_signals
 from ..core.service_time import ServiceTimes
 from ..probes.work import spin
