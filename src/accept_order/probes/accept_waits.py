@@ -64,26 +64,40 @@ def _per_connection(child: int, listeners: Collection[int]) -> bool:
     return not waiting and (connected or not asleep)
 
 
-def forks_per_connection(
+# How a parent that holds its children's listener takes connections (parent_accepts)
+FORKS = "forks"  # it accepts each one and forks a child to serve it (socketserver's ForkingMixIn)
+SERVES = "serves"  # it accepts beside its children, a worker among them (uWSGI without --master: its worker 1)
+
+
+def parent_accepts(
     parent: int, children: Sequence[int], listeners: Collection[int], look_s: float = LOOK_S
-) -> bool:
-    """Whether `parent`, which holds `listeners` with `children`, accepts itself: one of its threads is seen
-    waiting on a listener, and at that look every child may be one forked for a connection (_per_connection), at
-    LOOKS looks (or every look where it waited, within `look_s`: under load it forks between its waits). A child
-    seen as a worker at any look answers False; so does a parent first seen asleep elsewhere (nginx's master in
-    rt_sigsuspend), at once."""
+) -> str | None:
+    """How `parent`, which holds `listeners` with `children`, takes connections: FORKS where one of its threads is
+    seen waiting on a listener and at that look every child may be one forked for a connection (_per_connection),
+    at LOOKS looks (or every look where it waited, within `look_s`: under load it forks between its waits); SERVES
+    where it is seen waiting on a listener at a look where a child is a worker waiting its turn (uWSGI's parent
+    without --master: it accepts as its children do); None where it is first seen asleep elsewhere (nginx's master
+    in rt_sigsuspend), at once, or never seen waiting. A parent that is a worker and is never seen waiting on the
+    listener within `look_s` (asleep in uWSGI's --thunder-lock while a child holds it) answers None."""
     deadline = time.monotonic() + look_s
     agreeing = 0
     while True:
         asleep, waiting, _ = _waits(parent, listeners)
         if waiting:
             if not all(_per_connection(child, listeners) for child in children):
-                return False
+                return SERVES
             agreeing += 1
             if agreeing >= LOOKS:
-                return True
+                return FORKS
         elif asleep and not agreeing:
-            return False
+            return None
         if time.monotonic() > deadline:
-            return agreeing > 0
+            return FORKS if agreeing > 0 else None
         time.sleep(LOOK_EVERY_S)
+
+
+def forks_per_connection(
+    parent: int, children: Sequence[int], listeners: Collection[int], look_s: float = LOOK_S
+) -> bool:
+    """Whether `parent` accepts every connection and forks a child for each (parent_accepts: FORKS)."""
+    return parent_accepts(parent, children, listeners, look_s) == FORKS

@@ -40,7 +40,8 @@ WHY = (
 def worker_pids(
     attach: Sequence[int], host: str | None = None, port: int | None = None, *, helpers: Sequence[str]
 ) -> list[int]:
-    """One pid: its children that serve, oldest first (a master and its workers), or itself if none does; several
+    """One pid: its children that serve, oldest first (a master and its workers), itself first where it accepts
+    beside them (uWSGI without --master: its worker 1), or itself if none does; several
     pids: those, as given. PlanError for a pid that does not exist. `helpers`: the titles the kinds give their
     helpers (servers/registry.HELPERS), passed in: this module is one of the kinds the registry imports.
 
@@ -79,6 +80,7 @@ def _serving(
     """Of a master's children, those that take its connections (see worker_pids); all of them but the named
     helpers where no port is known to tell by. With whether the master holds the listener, and the children that
     hold it or are fed by the master (whatever they are: attached_start.py waits for the others)."""
+    from ..probes.accept_waits import FORKS, SERVES
     from ..probes.owner import socket_holders
     from ..probes.serving import process_info
 
@@ -91,8 +93,11 @@ def _serving(
     if not holders:  # none holds it: check_listening says so of the master and its children
         return [pid for pid in children if worker(pid)], False, set()
     held = [pid for pid in children if pid in holders]
-    if held and master in holders and _forks_per_connection(master, held, holders):
+    role = _parent_accepts(master, held, holders) if held and master in holders else None
+    if role == FORKS:
         return [], True, set(held)  # the master accepts; its children serve a connection each (worker_pids: it)
+    if role == SERVES:  # a worker beside its children (uWSGI without --master): the oldest of them
+        return [master, *(pid for pid in held if worker(pid))], True, set(held)
     # who the master feeds is a scan of every process's fd table (2.4 s, 0.6 CPU-s here beside 400 processes): asked
     # only where it can matter, where no child holds the listener or a young one does not yet (attached_start)
     unheld = [pid for pid in children if pid not in holders]
@@ -113,9 +118,17 @@ def _young(pid: int) -> bool:
 def _forks_per_connection(master: int, children: Sequence[int], holders: dict[int, set[int]]) -> bool:
     """Whether the master waits on the listener itself and its children that hold it do not: a child forked per
     connection (socketserver's ForkingMixIn) inherits the listener and never accepts (probes/accept_waits.py)."""
-    from ..probes.accept_waits import forks_per_connection
+    from ..probes.accept_waits import FORKS
 
-    return forks_per_connection(master, children, holders[master])
+    return _parent_accepts(master, children, holders) == FORKS
+
+
+def _parent_accepts(master: int, children: Sequence[int], holders: dict[int, set[int]]) -> str | None:
+    """How the master takes connections beside its children that hold its listener: FORKS (a child per connection),
+    SERVES (a worker beside them), or None (it does not: nginx's, gunicorn's master). probes/accept_waits.py."""
+    from ..probes.accept_waits import parent_accepts
+
+    return parent_accepts(master, children, holders[master])
 
 
 def _named_helper(pid: int, helpers: tuple[str, ...]) -> bool:

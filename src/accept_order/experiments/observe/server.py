@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from ...core.measures import ListenerRow
 from ...core.models import Mechanism
 from ...probes import serving
-from ...probes.accept_waits import forks_per_connection
+from ...probes.accept_waits import FORKS, SERVES, parent_accepts
 from ...probes.fd_table import FdTables
 from ...probes.serving import children_of, process_info, socket_inodes, with_backlogs
 
@@ -137,9 +137,13 @@ def _find_server(pid: int | None, port: int | None) -> Watched:
     common = {parents[p] for p in workers}
     master = common.pop() if len(common) == 1 and common <= holders.keys() else None
     forking = False
-    if master is not None and not fed and forks_per_connection(master, workers, holders[master]):
+    role = parent_accepts(master, workers, holders[master]) if master is not None and not fed else None
+    if role == FORKS and master is not None:
         # the master accepts; the children that hold the listener were forked for a connection each (ForkingMixIn)
         workers, master, forking = [master], None, True
+    elif role == SERVES and master is not None:
+        # the parent accepts as its children do: their first worker, no master (uWSGI without --master)
+        workers, master = sorted([master, *workers], key=_started), None
     by_thread = _serving_threads(workers[0]) if len(workers) == 1 else ()
     units = tuple(Unit(workers[0], tid) for tid in by_thread) if by_thread else tuple(Unit(p) for p in workers)
     rows = server.listeners
