@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from .common import keep_partial, report_and_save
-from .progress import RunProgress
 from .types import IntRange
+
+if TYPE_CHECKING:
+    from .progress import RunProgress  # imported where --repeat runs: `run` without it shows no rounds
 
 
 def repeat_option(variants: str | None = "modes", given_by: str = "") -> Callable[[Any], Any]:
@@ -41,6 +43,7 @@ def run_repeated(
     from ..experiments.repeat.experiment import report
     from ..experiments.repeat.result import repeated
     from ..experiments.repeat.run import snapshot
+    from .progress import RunProgress
 
     before = snapshot()
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
