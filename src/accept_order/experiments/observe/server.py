@@ -4,7 +4,9 @@ inspect's probes/serving.py finds the server through its listeners (a listening 
 holders): every listener on the ports the given process holds, and every process holding one. Of those,
 observe watches the ones that accept: the holders none of whose children holds one too (nginx's and
 gunicorn's master holds the listener but never accepts), unless the master itself waits on the listener and
-its children do not: those were forked for a connection each (socketserver's ForkingMixIn; accept_waits.py).
+its children do not: those were forked for a connection each (socketserver's ForkingMixIn; accept_waits.py); a
+parent that waits on the listener while its children wait their turn is a worker among them, the first (uWSGI
+without --master) and no master.
 Where one process is the whole server and it has several threads, its threads are the workers: for HAProxy,
 and for a server this tool does not know (for the kinds it knows, ServerKind.threads_are_workers says), or its
 event loops, where each serving thread runs one (h2o: ServerKind.loops_are_workers, probes/event_loops.py).
