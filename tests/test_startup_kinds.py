@@ -53,9 +53,18 @@ def test_a_run_imports_its_own_mode_and_no_other_kind(tmp_path: Path) -> None:
 
 def test_the_help_imports_no_kind_and_no_mode(tmp_path: Path) -> None:
     """--help lists every kind's name and every kind's own options (--maxconn) with none of their modules."""
-    modules = imported_by(["run", "--help"], tmp_path, said="")
+    modules = imported_by(["run", "--help"], tmp_path)
     assert "accept_order.servers.registry" in modules  # the registry was read: the probe saw the options made
     assert loaded(modules, *OTHER_KINDS, MODES, "accept_order.servers.builtin") == []
+
+
+def test_every_commands_help_imports_the_modes_names_alone(tmp_path: Path) -> None:
+    """`--help` imports every command's module, reload's among them, whose options are the built-in kind's alone:
+    that kind is imported, and the registry of its modes, but no mode's module (base.py makes sockets)."""
+    modules = imported_by(["--help"], tmp_path)
+    assert "accept_order.servers.builtin" in modules  # reload's options were made: the probe saw them
+    assert loaded(modules, *OTHER_KINDS) == []
+    assert loaded(modules, MODES) == [MODES]
 
 
 def test_a_launched_kind_named_is_the_one_imported(tmp_path: Path) -> None:

@@ -7,15 +7,27 @@ its name: `model` (the idle order it predicts), `queue` (shared or per worker), 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...core.errors import ModeUnavailable, PlanError
 from ...core.kinds import DEFAULT_MODE
 from ..lazy import Made
-from .base import Listeners, Mode, Waiter
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+
+    from .base import Listeners, Mode, Waiter
+
+
+def __getattr__(name: str) -> Any:
+    """Listeners, Mode and Waiter (base.py), where the pool and the workers import them from: base.py, and socket
+    with it, imported when first asked for. The modes' names need neither (--help: the built-in kind's options)."""
+    if name in ("Listeners", "Mode", "Waiter"):
+        from . import base
+
+        return getattr(base, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_MODE",
