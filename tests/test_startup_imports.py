@@ -4,8 +4,8 @@
 Start-up is most of a short run's time, and every test that starts the CLI as a process pays it, so each
 command imports what it uses when it runs: the experiments of other commands, the file format of a run that
 saves no file, the client hosts' and --observe-on's machinery, psutil where no launched or attached server
-runs, rich where nothing is printed through it; the kinds' and modes' machinery (the registry imports every
-kind's declaration, never its server), and the dataclasses a command does not use (Python 3.11 compiles the
+runs, rich where nothing is printed through it; the kinds' and modes' machinery (a kind's or a mode's module
+is imported when it is first asked for), and the dataclasses a command does not use (Python 3.11 compiles the
 source of each one's methods: ~1.5 ms a class, the largest part of our own modules' start-up). Checked by the
 modules the process holds at its exit (its `sys.modules`), not by timing: a module that comes back fails here
 on any machine, busy or not.
@@ -49,8 +49,8 @@ HEAVY = (
     "accept_order.probes.fd_table",  # ctypes.util: an attached or launched server's fd tables
 )
 OTHERS = tuple(f"accept_order.experiments.{e.folder}" for e in EXPERIMENTS.values() if e.folder != "order")
-# A kind's or a mode's machinery, imported where a server of theirs is made (the registry imports their
-# declarations at start-up): none of it is the built-in epoll workers'.
+# A kind's or a mode's machinery, imported where a server of theirs is made (its declarations where the kind or
+# mode is first asked for): none of it is the built-in epoll workers'.
 MACHINERY = (
     "accept_order.servers.attached_owners",
     "accept_order.servers.remote_learned",

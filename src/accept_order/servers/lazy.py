@@ -31,7 +31,7 @@ class Made(Mapping[str, T], Generic[T]):
                 made = getattr(importlib.import_module(f".{module}", self._package), attribute)()
             else:
                 made = where()
-            self._made[name] = made
+            made = self._made.setdefault(name, made)  # two threads that raced hand out the same one
         return made
 
     def __iter__(self) -> Iterator[str]:
