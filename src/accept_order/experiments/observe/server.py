@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ...core.measures import ListenerRow
@@ -64,6 +65,23 @@ class Watched:
     @property
     def inodes(self) -> frozenset[int]:
         return frozenset(row.inode for row in self.listeners)
+
+    def left_out(self, accepted: Mapping[tuple[int, int], int]) -> list[str]:
+        """What the kernel counted (accepts per (pid, tid), as traced) for threads of the watched processes that
+        are not among the workers: a thread started after they were chosen, or one that was not running a loop
+        on the listener then (h2o's, ServerKind.loops_are_workers). None where the workers are processes: each
+        counts every thread of its own."""
+        units = {(u.pid, u.tid) for u in self.units}
+        others = {key: n for key, n in accepted.items() if n and key not in units} if self.threaded else {}
+        if not others:
+            return []
+        each = ", ".join(f"thread {tid} of pid {pid} {n:,}" for (pid, tid), n in sorted(others.items()))
+        total = sum(others.values())
+        return [
+            f"{total:,} {'accept' if total == 1 else 'accepts'} by other threads, counted by the kernel but not "
+            f"among the workers above ({each}): the workers were chosen as observe began (a thread started since, "
+            "or one that ran no loop on the listener then, is not among them)"
+        ]
 
 
 def comm(pid: int) -> str:
