@@ -48,7 +48,7 @@ def sweep(json_path: str | None, batches: list[int], repeat: int, **options: Any
     from ..experiments import SWEEP_KIND
     from ..experiments.latency.experiment import sweep_result_report
     from ..experiments.latency.result import SweepResult
-    from ..servers.registry import refuse_closing
+    from ..servers.registry import checked, refuse_closing
 
     refuse_for_target(options, repeat)
     if options.get("target") is not None and (not typed("batches") or len(batches) != 1):
@@ -57,6 +57,9 @@ def sweep(json_path: str | None, batches: list[int], repeat: int, **options: Any
             "(one value; 0: none), for one run under its name"
         )
     server = server_spec(options)
+    if options.get("target") is None:  # every cap, before the first runs: a cap the server refuses is usage
+        for value in batches:
+            checked(server.replace(accept_batch=value))
     load = concurrent_load(options, server)
     refuse_closing([server.kind], load)  # before the first cap's run starts
     host_warnings()

@@ -1,0 +1,26 @@
+"""sweep over caps a server has no setting for.
+
+`sweep --server puma --accept-batch 1,4` ran and reported cap 1, then stopped at cap 4 ('Stopped early:
+--accept-batch does not apply to puma ...'): a usage error found only after a whole run. Every cap is checked
+before the first runs now.
+
+`sweep --server uvicorn --accept-batch 1,0` said 'Note: mode asyncio accepts one connection per wakeup whatever
+the cap', where bpftrace on the accept tracepoints saw one asyncio wakeup accept 79 connections of 100 queued
+(asyncio's _accept_connection loops until EAGAIN) and uvloop's one each: what such a server shares is that the
+cap is not applied, so its caps ran the same server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import assert_one_error_line, run_cli
+
+GOLDEN = Path(__file__).parent / "data" / "golden" / "sweep.json"
+
+
+def test_a_refused_cap_is_refused_before_any_cap_runs() -> None:
+    # uvicorn (PyPI's, a test dependency) takes caps 0 and 1 and refuses 4: the 1 must not run first
+    result = run_cli(["sweep", "--server", "uvicorn", "-w", "1", "--accept-batch", "1,4", "-n", "20", "-c", "2"])
+    assert_one_error_line(result, 2, "--accept-batch does not apply to uvicorn")
+    assert result.stdout == "", result.stdout
+
