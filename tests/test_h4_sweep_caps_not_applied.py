@@ -11,6 +11,7 @@ cap is not applied, so its caps ran the same server."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from conftest import assert_one_error_line, run_cli
@@ -24,3 +25,15 @@ def test_a_refused_cap_is_refused_before_any_cap_runs() -> None:
     assert_one_error_line(result, 2, "--accept-batch does not apply to uvicorn")
     assert result.stdout == "", result.stdout
 
+
+def test_the_note_says_the_cap_did_not_apply_not_how_many_it_accepts(tmp_path: Path) -> None:
+    data = json.loads(GOLDEN.read_text())
+    for run in data["runs"]:
+        run["server"].update(server="uvicorn", mode="asyncio")
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps(data))
+    out = run_cli(["show", str(path)]).stdout
+    note = next(line for line in out.splitlines() if line.startswith("Note:"))
+    assert "--accept-batch does not apply to uvicorn's asyncio" in note, note
+    assert "every cap ran the same server" in note, note
+    assert "one connection per wakeup" not in note, note

@@ -100,9 +100,13 @@ def sweep_report(results: Sequence[LatencyResult], stopped: str | None = None) -
         legend += " (a wakeup that only read requests on kept connections counts too, so it may be below 1)"
     parts.append(Text(legend, style="dim"))
     mode = known_mode(server.kind, server.mode)
-    if mode is not None and not mode.batches:
+    if mode is not None and not mode.batches:  # no setting of the server's follows the cap (ModeInfo.batches)
         parts.append(
-            Text(f"Note: mode {server.mode} accepts one connection per wakeup whatever the cap.", style="yellow")
+            Text(
+                f"Note: --accept-batch does not apply to {server.kind}'s {server.mode}: it accepts its own way "
+                "whatever the cap, so every cap ran the same server and their differences are the runs' own.",
+                style="yellow",
+            )
         )
     for r in results:
         # the connections a stop found under way are the stop's, said apart (as latency's report says them)
