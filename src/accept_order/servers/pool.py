@@ -2,8 +2,9 @@
 
 `WorkerPool` is the owner of every worker process: leaving its `with` block ends them all, whether the
 block finished, raised, or was interrupted by Ctrl-C or SIGTERM. Workers also die with the supervisor
-(PR_SET_PDEATHSIG), for the case where the supervisor itself is killed. Workers start one after another,
-each only once the previous one is asleep in its wait call, so the wait-queue order is index order.
+(PR_SET_PDEATHSIG), for the case where the supervisor itself is killed. Workers are forked together and
+register their waits one after another, each only once the previous one is asleep in its wait call, so the
+wait-queue order is index order.
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ class WorkerPool(Started):
         self.retired: dict[int, str] = {}  # workers made to go mid-run (reload): index -> "left" or "killed"
         self._last_usage: dict[int, tuple[int, int, float]] = {}  # a retired worker's usage as it went
         self._listeners: Listeners | None = None
+        self._turns: list[int] = []  # per worker, until its turn is given: the pipe end that gives it
         self.helper = HelperProcess()  # a mode's own process besides the workers (fd-pass's acceptor)
 
     # -- the Target interface -------------------------------------------------------------------
@@ -118,8 +120,13 @@ class WorkerPool(Started):
         try:
             slots = shared_slots(spec.workers)
             self._state = out_of_resources("the workers' shared state", lambda: forked.shared_int64s(slots))
+            # Every worker is forked at once and waits, set up, for its turn to register; turns are given in
+            # index order, each once the worker before is asleep in its wait: registration order is worker order,
+            # while the forks and each child's own start overlap the waits (issue 30: 3 workers' start-up).
             for index in range(spec.workers):
-                self._start_one(index, listeners)
+                self._fork_one(index, listeners)
+            for index in range(spec.workers):
+                self._register_one(index)
             factory = listeners.acceptor()
             if factory is not None:
                 self.helper.start(factory, self._state, self.ready_timeout_s)
@@ -129,9 +136,10 @@ class WorkerPool(Started):
             listeners.close()
         self._before = {i: self._usage(i) for i in range(spec.workers)}
 
-    def _start_one(self, index: int, listeners: Listeners) -> None:
+    def _fork_one(self, index: int, listeners: Listeners) -> None:
         spec = self.spec
         receiver, sender = out_of_resources(f"worker {index}", forked.pipe)
+        turn, give = out_of_resources(f"worker {index}", os.pipe)  # one byte on it: the worker's turn to register
         cfg = WorkerConfig(
             index,
             self.mode,
@@ -143,12 +151,28 @@ class WorkerPool(Started):
             self.keep_stamps,
             spec.keepalive,
         )
-        proc = ForkedProcess(worker_main, (cfg, sender, self._state), f"worker-{index}")
+        self._turns.append(give)
+        # The child closes the giving ends it inherits (its own, its elder siblings'): a turn pipe the pool closes
+        # without a byte must read end of file, whichever worker still runs.
+        proc = ForkedProcess(worker_main, (cfg, sender, self._state, turn, list(self._turns)), f"worker-{index}")
         self.procs.append(proc)  # before start(): an interrupt right after it must not orphan the child
         self.pipes.append(receiver)
-        out_of_resources(f"worker {index}", lambda: start_child(proc))
-        sender.close()
-        # Wait for this worker's ready before starting the next: registration order is worker order.
+        try:
+            out_of_resources(f"worker {index}", lambda: start_child(proc))
+        finally:
+            sender.close()
+            os.close(turn)
+
+    def _register_one(self, index: int) -> None:
+        """Give worker `index` its turn, and wait until it is ready and asleep in its wait call."""
+        proc, receiver = self.procs[index], self.pipes[index]
+        give, self._turns[index] = self._turns[index], -1
+        try:
+            os.write(give, b"r")
+        except OSError:
+            pass  # it ended before its turn: its report ("failed") or its sentinel says why, below
+        finally:
+            os.close(give)
         ready = wait([receiver, proc.sentinel], timeout=self.ready_timeout_s)
         if receiver in ready:
             try:
@@ -341,6 +365,10 @@ class WorkerPool(Started):
         for pipe in self.pipes:
             pipe.close()
         self.pipes = []
+        for give in self._turns:
+            if give >= 0:
+                os.close(give)
+        self._turns = []
         for fd in self._pidfds:
             os.close(fd)
         self._pidfds = []

@@ -12,7 +12,7 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..core.cpus import affinity, pin_self
@@ -139,7 +139,21 @@ def _serve(
             times.add((ready - began) // 1000)
 
 
-def worker_main(cfg: WorkerConfig, pipe: Connection, state: Any) -> None:
+def _my_turn(turn: int) -> bool:
+    """Wait until the pool gives this worker its turn to register (one byte); False if it closed the pipe
+    without (it is ending the pool)."""
+    try:
+        return bool(os.read(turn, 1))
+    finally:
+        os.close(turn)
+
+
+def worker_main(cfg: WorkerConfig, pipe: Connection, state: Any, turn: int = -1, others: Sequence[int] = ()) -> None:
+    """Worker `cfg.index`'s life: set up, wait for its turn (`turn`, a pipe the pool writes once the workers
+    before it wait), register its wait, say it is ready, serve until told to stop, report. `others`: the pool's
+    ends of the turn pipes (its own, and those of the workers forked before it), which it closes."""
+    for fd in others:
+        os.close(fd)
     ignore_supervisor_signals()
     signal.signal(signal.SIGTERM, _stop_when_asked(state))
     index, pid = cfg.index, os.getpid()
@@ -156,6 +170,8 @@ def worker_main(cfg: WorkerConfig, pipe: Connection, state: Any) -> None:
         if cfg.cpus:  # like nginx's worker_cpu_affinity
             pin_self(cfg.cpus[index % len(cfg.cpus)])
         cfg.listeners.keep_only(index)
+        if turn >= 0 and not _my_turn(turn):  # registration order is worker order: nothing above depends on it
+            return
         # A worker that serves each kept connection to its end accepts one at a time, as Apache prefork
         # does: a batch would take connections it cannot serve until the one before has closed.
         kept_one_by_one = cfg.keepalive and not cfg.mode.multiplexes
