@@ -48,8 +48,9 @@ if TYPE_CHECKING:
 PACKAGE = pip_install("servers", "uvicorn")
 UVLOOP = pip_install("servers", "uvloop")
 
-# asyncio accepts until EAGAIN on each wakeup (up to the backlog), then reads the request, which sleeps: no
-# batch of ours applies, and its context switches are not wakeups.
+# asyncio accepts until EAGAIN on each wakeup (up to the backlog), uvloop one connection a wakeup (bpftrace:
+# 100 queued, 100 wakeups of one accept4() each, none EAGAIN; uvloop 0.23); then each reads the request, which
+# sleeps: no batch of ours applies, and its context switches are not wakeups.
 UVICORN_MODES: dict[str, ModeInfo] = {
     m.name: m
     for m in (
@@ -71,7 +72,8 @@ UVICORN_MODES: dict[str, ModeInfo] = {
             "--workers N --loop uvloop (uvicorn[standard]'s loop): the same one socket; libuv's epoll in each worker",
             "every uvicorn worker is handed the supervisor's listening socket and waits for it in uvloop (libuv), "
             "whose epoll watches it without EPOLLEXCLUSIVE: one connection wakes every idle worker (a thundering "
-            "herd), and whoever accepts first serves it, accepting until EAGAIN",
+            "herd), and whoever accepts first serves it, one connection per wakeup (libuv goes back to its epoll "
+            "between two accepts)",
             None,
             "shared",
             herds=True,
@@ -175,7 +177,8 @@ class UvicornKind(ServerKind):
     def check(self, spec: ServerSpec) -> None:
         super().check(spec)
         if spec.accept_batch not in (0, 1):
-            raise PlanError("--accept-batch does not apply to uvicorn: asyncio accepts until EAGAIN")
+            way = "asyncio accepts until EAGAIN" if spec.mode == "asyncio" else "uvloop accepts one per wakeup"
+            raise PlanError(f"--accept-batch does not apply to uvicorn: {way}")
 
     def make(self, spec: ServerSpec, stamps: bool = False) -> Target:
         return UvicornServer(spec)
