@@ -248,6 +248,20 @@ def serving_on(rows: list[ListenerRow], host: str | None) -> list[ListenerRow]:
         return [r for r in rows if normal_address(r.address) in wanted]
 
 
+def dual_stack_assumed(rows: list[ListenerRow], host: str | None) -> list[ListenerRow]:
+    """Of the listeners `serving_on` takes connections to `host` to go to, those it takes only by taking an unknown
+    IPV6_V6ONLY (read from /proc, which has no column for it) for Linux's default, off: a lone `[::]` for an IPv4
+    host. Were the flag set, none of those connections would reach it."""
+    from dataclasses import replace
+
+    if not host:
+        return []
+    try:
+        return [r for r in serving_on(rows, host) if r.v6only is None and not takes(replace(r, v6only=True), host)]
+    except ValueError:  # a host that is a name: serving_on took the wildcards, v6only or not
+        return []
+
+
 def listening_sockets(port: int) -> list[ListenerRow]:
     """Listening TCP sockets on ``port`` in this network namespace, like
     ``ss -ltn 'sport = :PORT'``.

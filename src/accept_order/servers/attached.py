@@ -115,14 +115,6 @@ def _young(pid: int) -> bool:
     return (age_s(pid) or STARTING_S) < STARTING_S
 
 
-def _forks_per_connection(master: int, children: Sequence[int], holders: dict[int, set[int]]) -> bool:
-    """Whether the master waits on the listener itself and its children that hold it do not: a child forked per
-    connection (socketserver's ForkingMixIn) inherits the listener and never accepts (probes/accept_waits.py)."""
-    from ..probes.accept_waits import FORKS
-
-    return _parent_accepts(master, children, holders) == FORKS
-
-
 def _parent_accepts(master: int, children: Sequence[int], holders: dict[int, set[int]]) -> str | None:
     """How the master takes connections beside its children that hold its listener: FORKS (a child per connection),
     SERVES (a worker beside them), or None (it does not: nginx's, gunicorn's master). probes/accept_waits.py."""
@@ -211,6 +203,7 @@ def check_listening(
     no process outside them (their parent, a master that only listens, aside) holds one too: otherwise
     the connections would go to someone else and every count and verdict would be invented. `helpers`: as
     worker_pids's."""
+    from ..probes.accept_waits import FORKS
     from ..probes.listeners import listening_sockets_of, serving_on
     from ..probes.owner import socket_holders
 
@@ -244,7 +237,8 @@ def check_listening(
     named = {pid for pid in holders if len(attach) == 1 and _parent(pid) in attach and _named_helper(pid, titles)}
     others = holders.keys() - attached - masters - named
     if others and len(attach) == 1 and list(workers) == [attach[0]] and {_parent(pid) for pid in others} == {attach[0]}:
-        others = set() if _forks_per_connection(attach[0], sorted(others), holders) else others
+        # the master waits on the listener and its children that hold it do not: each was forked for a connection
+        others = set() if _parent_accepts(attach[0], sorted(others), holders) == FORKS else others
     if others:
         raise PlanError(
             f"--attach: the listener on {where} is held by {_held_by(holders)}, not only by {who}: some "
@@ -294,6 +288,7 @@ class AttachedServer(Started):
         self._attribution: OwnerAttribution | None = None
         self._started = 0.0
         self._threads: dict[str, Any] = {}  # one process of several threads: what the report says (threads_note)
+        self._assumed: dict[str, Any] = {}  # listeners taken for dual-stack, their IPV6_V6ONLY unknown
 
     @property
     def address(self) -> tuple[str, int]:
@@ -324,12 +319,16 @@ class AttachedServer(Started):
 
     def start(self) -> None:
         """Attach: find the workers, watch them for exit. Nothing is started."""
+        from ..probes.listeners import dual_stack_assumed, listening_sockets_of
+
         spec = self.spec
         self._pids = worker_pids(spec.attach, spec.host, spec.port, helpers=self.helper_titles)
         check_listening(spec.host, spec.port, spec.attach, self._pids, helpers=self.helper_titles)  # the cause, first
         if len(self._pids) != self.spec.workers:
             raise PlanError(f"--attach: expected {self.spec.workers} workers, found {len(self._pids)}")
         self._threads = _threads(self._pids, _listener_inodes(self.spec.host, self.spec.port, self._pids))
+        assumed = dual_stack_assumed(listening_sockets_of(spec.port, self._pids), spec.host)
+        self._assumed = {"v6only_unknown": [f"[{r.address}]:{r.port}" for r in assumed]} if assumed else {}
         self._pidfds = [fd for fd in map(open_pidfd, self._pids) if fd is not None]
         self._usage = EveryThreadUsage(self._pids)  # 'sleeps': every thread's, not the main thread's alone
         self._started = time.monotonic()
@@ -361,8 +360,9 @@ class AttachedServer(Started):
         """Nothing to check: the attached server goes on running."""
 
     def own_evidence(self) -> dict[str, Any]:
-        # not ours to read its logs; one process of several threads is said (registry.threads_note)
-        return {"threads": self._threads} if self._threads else {}
+        # not ours to read its logs; one process of several threads is said (registry.threads_note), and a listener
+        # taken for dual-stack with its IPV6_V6ONLY unknown (experiments/attached_listeners.py)
+        return ({"threads": self._threads} if self._threads else {}) | self._assumed
 
     def close(self) -> None:
         for fd in self._pidfds:

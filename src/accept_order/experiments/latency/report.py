@@ -26,6 +26,7 @@ from ...render.observed_on import brought, observed_parts
 from ...render.text import Verbatim, durations_us, plural
 from ...render.workers import worker_table
 from ...servers.registry import known_by_replies, threads_note, unseen_note
+from ..attached_listeners import v6only_note
 from ..launch_notes import launch_parts
 from .attached_counts import kernel_counts_text, served_known, unplaced_text
 from .kept_report import finished_unit, kept_amount, kept_compare_parts, kept_parts, kept_words
@@ -311,6 +312,7 @@ def latency_report(result: LatencyResult) -> RenderableType:
         *([Text(said, style="dim")] if (said := servers_text(result)) else []),
         worker_table(result.counters, served_known(result), title="served per worker", detail=False),
         *([Text(threads, style="yellow")] if (threads := threads_note(result.evidence)) else []),  # an attached HAProxy
+        *([note] if (note := v6only_note(result.evidence, result.server.host)) is not None else []),
         *kept_parts(result),
         *([note] if (note := kernel_counts_text(result)) is not None else []),
         *([note] if (note := unplaced_text(result)) is not None else []),

@@ -17,6 +17,7 @@ from ...render.fit import key_columns
 from ...render.text import durations_us, plural
 from ...render.workers import worker_legend, worker_table
 from ...servers.registry import threads_note
+from ..attached_listeners import v6only_note
 from ..launch_notes import launch_parts
 from .result import RunResult
 
@@ -86,6 +87,7 @@ def run_report(result: RunResult) -> RenderableType:
     if not v.expected and v.model is not None:
         parts.append(Text(f"Note: mode {server.mode} was expected to show a different pattern.", style="yellow"))
     parts += launch_parts([server])
+    parts += [note] if (note := v6only_note(result.evidence, server.host)) is not None else []
     agreement = witness_text(result)
     if agreement is not None:
         parts.append(agreement)
