@@ -105,3 +105,21 @@ def test_a_kind_or_mode_is_made_once_and_an_unknown_name_is_a_key_error() -> Non
     assert registry["a"] is registry["a"] and made == ["a"]
     with pytest.raises(KeyError):
         registry["c"]
+
+
+def test_show_checks_a_files_mode_by_its_name(tmp_path: Path) -> None:
+    """A run file's server and mode are checked against the registries' names: a mode this version has is read
+    without its module (the built-in modes' make sockets), one it does not have is refused in one line."""
+    import json
+
+    golden = Path(__file__).resolve().parent / "data" / "golden" / "run.json"
+    document = json.loads(golden.read_text())
+    assert document["server"]["mode"] == "blocking"
+    modules = imported_by(["show", str(golden)], tmp_path)
+    assert "accept_order.experiments.order.result" in modules  # it read the file: the probe saw the command
+    assert loaded(modules, *OTHER_KINDS, f"{MODES}.base", f"{MODES}.blocking") == []
+    document["server"]["mode"] = "thunder-lock"  # uWSGI's, not the built-in workers'
+    unknown = tmp_path / "unknown.json"
+    unknown.write_text(json.dumps(document))
+    said = "server.mode: names mode 'thunder-lock', which builtin does not have in this version"
+    imported_by(["show", str(unknown)], tmp_path, status=1, said=said)
