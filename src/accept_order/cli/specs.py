@@ -112,9 +112,9 @@ def attached_spec(options: dict[str, Any]) -> ServerSpec | None:
     if not options.get("port"):
         raise click.UsageError("--attach needs the server's --port")
     from ..servers.attached import AttachedKind, worker_pids
-    from ..servers.registry import HELPERS
+    from ..servers.registry import helpers
 
-    workers = worker_pids(attach, options["host"], options["port"], helpers=HELPERS)
+    workers = worker_pids(attach, options["host"], options["port"], helpers=helpers())
     for name in (*NOT_WITH_ATTACH, *kind_params()):
         options.pop(name, None)
     from ..servers.registry import checked
