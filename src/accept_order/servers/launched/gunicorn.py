@@ -165,7 +165,10 @@ class GunicornKind(ServerKind):
             ),
             LongLivedCure(
                 "keepalive = 5",
-                f"{IDLE_CLOSE} (gthread and gevent workers only; 2 s by default)",
+                # every worker class but sync reads it: gthread, gevent, the asgi worker, and uvicorn's worker
+                # (uvicorn/workers.py: timeout_keep_alive = cfg.keepalive), whose idle connections close at it
+                f"{IDLE_CLOSE} (every worker class but sync: gthread, gevent, asgi, uvicorn.workers.UvicornWorker; "
+                "2 s by default)",
                 "not measured: the tool runs gunicorn's sync workers, which ignore keepalive",
             ),
             LongLivedCure(
