@@ -24,7 +24,8 @@ def leave(code: str | int | None) -> NoReturn:
     atexit._run_exitfuncs()  # as Python's exit runs them: LIFO, each failure printed, then cleared
     if threading.active_count() > 1:  # a handler started one: Python would wait for it
         sys.exit(code)
-    for stream in (sys.stdout, sys.stderr):
+    # the streams in use, then the interpreter's own where they were replaced (their buffers flushed as they are freed)
+    for stream in dict.fromkeys((sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__)):
         try:
             if stream is not None:
                 stream.flush()
