@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     pass
 
 # The disciplines a saved model may name: the accept modes' own, and `pinned` for long-lived connections.
-ModelDiscipline = Literal["shared", "favoured", "hash", "round-robin", "pinned"]
+ModelDiscipline = Literal["shared", "favoured", "hash", "round-robin", "first", "pinned"]
 # ModelCheck's fields that only a pinned model fills (empty otherwise): a file leaves them out then.
 PINNED_ONLY = ("connections", "shares", "worker_p50_ms", "worker_p99_ms")
 
@@ -117,7 +117,7 @@ class ModelCheck:
     @property
     def queue(self) -> str:
         """The discipline as the Model table names it: `hash`, `favoured (all)`, `shared (4)`."""
-        if self.discipline in ("hash", "round-robin", "pinned") or self.batch == 1:
+        if self.discipline in ("hash", "round-robin", "first", "pinned") or self.batch == 1:
             return self.discipline
         return f"{self.discipline} ({self.batch or 'all'})"
 

@@ -16,6 +16,9 @@ Disciplines (what happens to a connection between its arrival and the worker tha
   accept until EAGAIN, nginx's multi_accept). The others cannot take those any more.
 - `hash`: a queue per worker; each arrival goes to a uniformly random worker, idle or not (SO_REUSEPORT).
 - `round-robin`: arrival k goes to worker k mod N's own queue, idle or not (fd-pass, Node's SCHED_RR).
+- `first`: every arrival goes to worker 0's own queue, idle or not; the others serve nothing (io_uring's
+  multishot accept: the first ring armed keeps its place in the wait queue and the kernel accepts for it
+  while it is busy).
 
 Arrivals: a closed loop (c clients, each issuing its next request the moment its previous one ends) or an
 open loop (Poisson at a rate, or a fixed interval). Service times: drawn from a sample (empirical),
@@ -32,8 +35,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-Discipline = Literal["shared", "favoured", "hash", "round-robin"]
-DISCIPLINES: tuple[Discipline, ...] = ("shared", "favoured", "hash", "round-robin")
+Discipline = Literal["shared", "favoured", "hash", "round-robin", "first"]
+DISCIPLINES: tuple[Discipline, ...] = ("shared", "favoured", "hash", "round-robin", "first")
 Loop = Literal["closed", "poisson", "fixed"]
 
 WARMUP = 0.1  # the first tenth of the arrivals fill the queues from empty: not the steady state
@@ -154,8 +157,9 @@ def simulate(
     shared: deque[float] = deque()
     idle_fifo: deque[int] = deque(range(n))  # shared: who went idle first wakes first
     idle_low = list(range(n))  # favoured: a heap, the lowest index wakes
-    per_worker = discipline in ("hash", "round-robin")
+    per_worker = discipline in ("hash", "round-robin", "first")
     hashed, fifo, favoured = discipline == "hash", discipline == "shared", discipline == "favoured"
+    robin = discipline == "round-robin"
     more = batch - 1 if batch > 0 else requests  # queued connections a worker takes beside the one it serves
     # (end time, worker): the completions to come, and what each worker serves (its arrival time). A worker
     # serves one at a time, so two completions never share a worker: ordered as (end, worker, arrival) were.
@@ -221,7 +225,7 @@ def simulate(
         req = now if k >= warm_at else -1.0 - now
         w = -1
         if per_worker:
-            w = int(uniform() * n) if hashed else k % n
+            w = int(uniform() * n) if hashed else k % n if robin else 0
             if busy[w]:
                 own[w].append(req)
                 w = -1

@@ -36,6 +36,8 @@ RHO_NOTE = "; ρ: the open loop's rate × mean service time / workers (1 or more
 # a pinned model's ρ is not over all the workers (ModelCheck.utilisation)
 PINNED_RHO = "; its ρ the busiest worker's, fed its connections' share of the rate"
 PINNED_NOTE = "; pinned = each request queued at the worker that holds its connection (connections held per worker: "
+# said only beside a model that queues at the first worker alone (io-uring), so other runs' notes stay as they were
+FIRST_NOTE = "; first = every connection queued at worker 0, idle or busy (the others serve none)"
 CHURN = "; connections of K > 1 requests come and go: those held when the load ended, scaled to its clients"
 
 
@@ -127,6 +129,7 @@ def model_report(
         Text(
             NOTE
             + (RHO_NOTE if any(r.model.utilisation is not None for r in runs if r.model) else "")
+            + (FIRST_NOTE if any(r.model.discipline == "first" for r in runs if r.model) else "")
             + _pinned_note(runs, label),
             style="dim",
         ),

@@ -250,6 +250,9 @@ class Mode:
     timed_waits: ClassVar[bool] = False
     #: the mode `inspect` names from /proc when it cannot tell this one apart (ModeInfo.seen_as)
     seen_as: ClassVar[Mechanism | None] = None
+    #: the dispatch discipline the latency model simulates where `queue` and `model` cannot say it
+    #: (ModeInfo.discipline: analysis/queueing.py's names)
+    discipline: ClassVar[str | None] = None
 
     @classmethod
     def info(cls) -> ModeInfo:
@@ -268,6 +271,7 @@ class Mode:
             settings=(f"--mode {cls.name}",),
             multiplexes=cls.multiplexes,
             seen_as=cls.seen_as,
+            discipline=cls.discipline,
         )
 
     def unavailable(self) -> str | None:

@@ -119,6 +119,9 @@ class IoUringMode(Mode):
         "(the kernel accepts for it even while it is busy and queues the completions)"
     )
     model = Model.FIRST_REGISTERED
+    # Under load too: worker 0's ring takes every connection while it is busy, so the latency model queues
+    # them all at worker 0 (FIRST_REGISTERED alone reads as 'the lowest idle worker', two workers sharing).
+    discipline = "first"
     batches = False  # a wakeup brings every completion queued; no cap applies
 
     def unavailable(self) -> str | None:
