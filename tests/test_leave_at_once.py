@@ -35,6 +35,14 @@ sys.argv = ["accept-order", *sys.argv[2:]]
 runpy.run_path(SCRIPT, run_name="__main__")
 """
 )
+MODULE = (
+    MARKS
+    + """
+import runpy
+sys.argv = ["accept-order", *sys.argv[2:]]
+runpy.run_module("accept_order", run_name="__main__", alter_sys=True)
+"""
+)
 
 
 def marks_of(folder: Path) -> set[str]:
@@ -48,8 +56,10 @@ def python(code: str, *args: str, stdout: int = subprocess.PIPE) -> subprocess.C
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the built-in workers' modes are Linux's")
-def test_a_run_leaves_at_once_with_its_report_whole_and_its_atexit_handlers_run(tmp_path: Path) -> None:
-    done = python(COMMAND.replace("SCRIPT", repr(str(SCRIPT))), str(tmp_path), "run", "--mode", "epoll", "-n", "2")
+@pytest.mark.parametrize("entry", ["script", "python -m"])
+def test_a_run_leaves_at_once_with_its_report_whole_and_its_atexit_handlers_run(tmp_path: Path, entry: str) -> None:
+    code = COMMAND.replace("SCRIPT", repr(str(SCRIPT))) if entry == "script" else MODULE
+    done = python(code, str(tmp_path), "run", "--mode", "epoll", "-n", "2")
     assert done.returncode == 0, done.stderr
     assert "served 2" in done.stdout and done.stdout.rstrip().splitlines()[-1].startswith("  affinity:")
     assert marks_of(tmp_path) == {"atexit"}  # the handler ran; the teardown did not
