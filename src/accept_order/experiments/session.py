@@ -280,7 +280,7 @@ def drive_load(
     with observing(target, load) as watch:
         with _generator(target, load) as generator:
             if loading is not None:
-                loading.generator = generator
+                loading.generator, loading.load = generator, load
             outcome = generator.run(tick)
             keep()  # the load is over: a signal while its drivers stop must not lose it (the lifecycle takes it)
         remote = elsewhere(target)
