@@ -119,11 +119,11 @@ def test_one_look_is_not_enough_under_load(monkeypatch: pytest.MonkeyPatch) -> N
     from accept_order.probes import accept_waits
 
     parent, child = 1, 2
-    looks = {parent: [(True, True, False)] * 3, child: [(True, False, True), (True, True, False)]}
+    looks = {parent: [(True, True, False, True)] * 3, child: [(True, False, True, True), (True, True, False, True)]}
     monkeypatch.setattr(accept_waits, "_waits", lambda pid, listeners: looks[pid].pop(0))
     monkeypatch.setattr(accept_waits, "LOOK_EVERY_S", 0)
     assert not accept_waits.forks_per_connection(parent, [child], {7})
-    looks = {parent: [(True, True, False)] * 3, child: [(True, False, True)] * 3}  # ForkingMixIn: every look agrees
+    looks = {parent: [(True, True, False, True)] * 3, child: [(True, False, True, True)] * 3}  # ForkingMixIn: agree
     assert accept_waits.forks_per_connection(parent, [child], {7})
 
 

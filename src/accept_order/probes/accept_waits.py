@@ -41,27 +41,31 @@ def waits_on(wait: ThreadWait, files: dict[int, OpenFile], listeners: Collection
     return False
 
 
-def _waits(pid: int, listeners: Collection[int]) -> tuple[bool, bool, bool]:
-    """(every thread asleep, one waits on a listener, it holds a socket besides the listeners): the process's threads
-    now; (False, False, False) where it cannot be read."""
+def _waits(pid: int, listeners: Collection[int]) -> tuple[bool, bool, bool, bool]:
+    """(every thread asleep, one waits on a listener, it holds a socket besides the listeners, it holds a listener):
+    the process's threads now; (False, False, False, False) where it cannot be read."""
     try:
         files = FdTables().files(pid)
     except OSError:
-        return False, False, False
+        return False, False, False, False
     waits = [thread_wait(pid, tid, name="") for tid in thread_ids(pid)]
     # a thread whose syscall file this user may not read (Yama's ptrace_scope 1: the same user, not its parent)
     # reads 'unknown' at every look: looked at as asleep, not waited for until the deadline
     asleep = bool(waits) and all(w.asleep or w.call == "unknown" for w in waits)
     connected = any(f.kind == "socket" and f.inode not in listeners for f in files.values())
-    return asleep, any(waits_on(w, files, listeners) for w in waits), connected
+    holds = any(f.kind == "socket" and f.inode in listeners for f in files.values())
+    return asleep, any(waits_on(w, files, listeners) for w in waits), connected, holds
 
 
 def _per_connection(child: int, listeners: Collection[int]) -> bool:
     """Whether a child that holds the listener may be one forked for a connection: it does not wait on the listener,
     and holds another socket (its connection) or is running (closing it to exit). Asleep with the listener alone, it
-    waits its turn to accept (in a lock: uWSGI's workers without a master under --thunder-lock)."""
-    asleep, waiting, connected = _waits(child, listeners)
-    return not waiting and (connected or not asleep)
+    waits its turn to accept (in a lock: uWSGI's workers without a master under --thunder-lock). A child that holds
+    no listener any more has exited (a zombie its parent has not reaped: its files closed, read as asleep), which a
+    per-connection child does once its connection is served: a forking server under load read as a worker beside
+    its children (SERVES) at 6 of 40 looks here, its zombies the children that waited their turn."""
+    asleep, waiting, connected, holds = _waits(child, listeners)
+    return not waiting and (connected or not asleep or not holds)
 
 
 # How a parent that holds its children's listener takes connections (parent_accepts)
@@ -82,7 +86,7 @@ def parent_accepts(
     deadline = time.monotonic() + look_s
     agreeing = 0
     while True:
-        asleep, waiting, _ = _waits(parent, listeners)
+        asleep, waiting, _, _ = _waits(parent, listeners)
         if waiting:
             if not all(_per_connection(child, listeners) for child in children):
                 return SERVES

@@ -1,0 +1,88 @@
+"""Review R5 of db19a26 (probes/accept_waits.parent_accepts): a forking server's child that has served its connection
+and exited, not yet reaped (a zombie: its files closed), read as asleep holding the listener alone, a worker waiting
+its turn, so the parent was a worker beside its children (SERVES) and observe and --attach counted it and its
+per-connection children as workers: 6 of 40 readings of Python's ForkingMixIn under load. A child holds the listener
+while it waits its turn; one that holds it no more has left. Witnesses: the reply names the child, /proc its state
+(Z) and its empty fd table, and the kernel's own listener table the listener the parent waits on."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import wait_for
+
+from accept_order.probes.accept_waits import FORKS, parent_accepts
+from accept_order.probes.owner import socket_holders
+from accept_order.probes.proc_waits import POLLS, SELECTS, thread_wait
+
+HOST = "127.0.0.1"
+TIMEOUT_S = 20.0
+
+# serve_forever reaps its children (collect_children) each time its select wakes: once an hour here, so a child that
+# has served its connection stays a zombie, as one does between two of its wakeups under load
+SERVER = """
+import os, socketserver
+
+class Handler(socketserver.StreamRequestHandler):
+    def handle(self):
+        self.wfile.write(f"worker {os.getpid()}\\n".encode())
+        self.wfile.flush()
+        self.rfile.read()  # until the client closes
+
+class Server(socketserver.ForkingMixIn, socketserver.TCPServer):
+    allow_reuse_address = True
+
+with Server(("127.0.0.1", 0), Handler) as server:
+    print(server.server_address[1], flush=True)
+    server.serve_forever(poll_interval=3600)
+"""
+
+
+def _listener(port: int) -> int:
+    """The listening socket's inode, from the kernel's own table (/proc/net/tcp: state 0A is LISTEN)."""
+    with open("/proc/net/tcp") as f:
+        rows = [line.split() for line in f.readlines()[1:]]
+    return next(int(row[9]) for row in rows if row[3] == "0A" and int(row[1].split(":")[1], 16) == port)
+
+
+def _state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+@pytest.fixture
+def forking(tmp_path: Path) -> Iterator[tuple[int, int]]:
+    """The forking server's pid and port."""
+    script = tmp_path / "forking.py"
+    script.write_text(SERVER)
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        yield proc.pid, int(proc.stdout.readline())
+    finally:
+        proc.kill()
+        proc.wait(TIMEOUT_S)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+def test_a_forking_servers_exited_child_is_no_worker_waiting_its_turn(forking: tuple[int, int]) -> None:
+    parent, port = forking
+    listener = _listener(port)
+    with socket.create_connection((HOST, port), timeout=TIMEOUT_S) as conn:
+        child = int(conn.recv(100).split()[1])  # the reply names the child forked for this connection
+        assert set(socket_holders({listener}, [parent, child])) == {parent, child}  # it held the listener, read so
+    wait_for(lambda: _state(child), lambda now: now == "Z", TIMEOUT_S, "the child to exit, unreaped")
+    assert os.listdir(f"/proc/{child}/fd") == []  # a zombie holds nothing
+    wait_for(
+        lambda: thread_wait(parent, parent).call, lambda now: now in POLLS | SELECTS, TIMEOUT_S, "the parent's select"
+    )
+    # the parent waits on the listener; its one child, read while it held the listener, has left since
+    assert parent_accepts(parent, [child], {listener}) == FORKS
+    assert _state(child) == "Z"  # still the parent's, unreaped, as it was throughout the looks
