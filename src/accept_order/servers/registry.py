@@ -321,10 +321,14 @@ def recognise(name: str, argv: Sequence[str]) -> ServerKind | None:
         if not args:
             return set()
         own = words(args[0])
-        if not re.fullmatch(r"(python|pypy|ruby|perl)[\d.]*", os.path.basename(args[0])):
+        interpreter = re.fullmatch(r"(python|pypy|ruby|perl)[\d.]*", os.path.basename(args[0]))
+        if interpreter is None:
             return own
+        # the options that take the next argument as their value (python -X dev, ruby -r bundler/setup), each
+        # interpreter's own: python's -I takes none (isolated: `python3 -I /usr/bin/gunicorn` was no gunicorn)
+        takes_value = {"ruby": ("-r", "-I", "-C", "-E"), "perl": ("-I",)}.get(interpreter[1], ("-W", "-X"))
         rest = list(args[1:])
-        valued = False  # the argument is an option's value (python -X dev, ruby -r bundler/setup)
+        valued = False  # the argument is an option's value
         for index, arg in enumerate(rest):
             if arg in ("-m", "-c", "-e"):
                 return own | words(" ".join(rest[index + 1 : index + 2]))
@@ -332,7 +336,7 @@ def recognise(name: str, argv: Sequence[str]) -> ServerKind | None:
                 return own | words(arg[2:])
             if not arg.startswith("-") and not valued:
                 return own | words(arg)
-            valued = arg in ("-W", "-X", "-I", "-r", "-C")
+            valued = arg in takes_value
         return own
 
     found = {name, *program(argv)}
