@@ -219,7 +219,8 @@ def test_equal_tails_in_every_round_are_inconclusive() -> None:
     assert (verdict.winner, verdict.agree, verdict.conclusive) == (None, 0, False)
     assert verdict.text == (
         "inconclusive at this size: no variant had the lowest or the highest p99 in 80% of the 2 runs (lowest: "
-        "none); try more connections (-n), --pin, or more --repeat"
+        "none); try longer runs (-n, which counts requests over kept connections, or --duration), --pin, or more "
+        "--repeat"
     )
     assert verdict.pairs[0].endswith("mean p99 30.00 vs 30.00 ms, not significant (identical)")
 

@@ -175,7 +175,8 @@ def latency_stability(rounds: Sequence[Sequence[Any]]) -> LatencyStability:
         seen = ", ".join(f"{w} in {c}" for w, c in low.most_common()) or "none"
         claims.append(
             f"inconclusive at this size: no variant had the lowest or the highest p99 in {AGREE:.0%} of the {n} runs "
-            f"(lowest: {seen}); try more connections (-n), --pin, or more --repeat"
+            f"(lowest: {seen}); try longer runs (-n, which counts requests over kept connections, or --duration), "
+            "--pin, or more --repeat"
         )
     losers = [f"{name} lost connections in {lost[name]}/{n} runs (its latencies cover only what it served)"
               for name in names if lost[name]]  # fmt: skip
