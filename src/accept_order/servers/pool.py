@@ -125,6 +125,8 @@ class WorkerPool(Started):
             # while the forks and each child's own start overlap the waits (issue 30: 3 workers' start-up).
             for index in range(spec.workers):
                 self._fork_one(index, listeners)
+                if index == 0:
+                    self._give_turn(0)  # no worker waits before it: it registers while the others are forked
             for index in range(spec.workers):
                 self._register_one(index)
             factory = listeners.acceptor()
@@ -154,7 +156,8 @@ class WorkerPool(Started):
         self._turns.append(give)
         # The child closes the giving ends it inherits (its own, its elder siblings'): a turn pipe the pool closes
         # without a byte must read end of file, whichever worker still runs.
-        proc = ForkedProcess(worker_main, (cfg, sender, self._state, turn, list(self._turns)), f"worker-{index}")
+        giving = [end for end in self._turns if end >= 0]  # turns given are closed already
+        proc = ForkedProcess(worker_main, (cfg, sender, self._state, turn, giving), f"worker-{index}")
         self.procs.append(proc)  # before start(): an interrupt right after it must not orphan the child
         self.pipes.append(receiver)
         try:
@@ -163,16 +166,22 @@ class WorkerPool(Started):
             sender.close()
             os.close(turn)
 
-    def _register_one(self, index: int) -> None:
-        """Give worker `index` its turn, and wait until it is ready and asleep in its wait call."""
-        proc, receiver = self.procs[index], self.pipes[index]
+    def _give_turn(self, index: int) -> None:
+        """Let worker `index` register its wait (once: a turn given is closed)."""
         give, self._turns[index] = self._turns[index], -1
+        if give < 0:
+            return
         try:
             os.write(give, b"r")
         except OSError:
-            pass  # it ended before its turn: its report ("failed") or its sentinel says why, below
+            pass  # it ended before its turn: its report ("failed") or its sentinel says why (_register_one)
         finally:
             os.close(give)
+
+    def _register_one(self, index: int) -> None:
+        """Give worker `index` its turn, and wait until it is ready and asleep in its wait call."""
+        proc, receiver = self.procs[index], self.pipes[index]
+        self._give_turn(index)
         ready = wait([receiver, proc.sentinel], timeout=self.ready_timeout_s)
         if receiver in ready:
             try:
