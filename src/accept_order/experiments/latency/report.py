@@ -30,6 +30,7 @@ from ..attached_listeners import v6only_note
 from ..launch_notes import launch_parts
 from .attached_counts import kernel_counts_text, served_known, unplaced_text
 from .kept_report import finished_unit, kept_amount, kept_compare_parts, kept_parts, kept_words
+from .merged_note import merged_note
 from .model_report import model_report
 from .model_servers import servers_text
 from .result import PERCENTILES, LatencyResult, default_title
@@ -304,6 +305,7 @@ def latency_report(result: LatencyResult) -> RenderableType:
     parts: list[RenderableType] = [
         *interrupted_note([result]),
         headline(result),
+        *([note] if (note := merged_note(result)) is not None else []),
         mmhistogram(result),
         percentile_table(result),
         *syn_stall_notes([result]),

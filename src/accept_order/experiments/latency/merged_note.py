@@ -1,0 +1,27 @@
+"""What a merged latency result's report says of its parts: which files it adds, and that its per-worker rows add
+the same worker index of every file while their pids (and the port, the affinity lines) are the first file's.
+
+Without it a merge of two sessions read as one run: 'worker 0, pid 12627, served 2452' where pid 12627 served 916
+and another process, worker 0 of the second session, the other 1536 (results/merge.py keeps the first file's pid).
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from ...render.text import plural
+from .result import LatencyResult
+
+
+def merged_note(result: LatencyResult) -> Text | None:
+    """None for one run's own result (or a file merged from fewer than two)."""
+    merged = result.evidence.get("merged_from")
+    if not isinstance(merged, dict) or not isinstance(files := merged.get("files"), list) or len(files) < 2:
+        return None
+    names = ", ".join(str(f.get("file")) for f in files if isinstance(f, dict))
+    when = "measured at once" if merged.get("concurrent") else "measured one after the other"
+    return Text(
+        f"Merged from {plural(len(files), 'file')} {when} ({names}): each worker's row adds that worker index's "
+        "figures from every file; the pids, the port and the affinity lines are the first file's",
+        style="dim",
+    )
