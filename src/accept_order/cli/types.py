@@ -41,15 +41,29 @@ def parse_float(text: str) -> float:
 _UNIT_S = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
+def _plain_duration(text: str) -> tuple[str, str | None] | None:
+    """(number, unit) of a duration spelled as ASCII digits and at most a unit (`0`, `500ms`, `5s`: every default
+    a run converts), as _DURATION reads it; None for any other spelling, left to the pattern (compiling it cost
+    every run ~0.3 ms)."""
+    for unit in ("us", "µs", "ms", "s", "m", "h", None):  # what is left must be digits: one unit fits at most
+        number = text[: -len(unit)] if unit else text
+        if (unit is None or text.endswith(unit)) and number.isascii() and number.isdigit():
+            return number, unit
+    return None
+
+
 def parse_duration(text: str, bare: str | None = None, zero: bool = False, was: str = "s") -> float:
     """`"10s"`, `"500ms"`, `"2m"`, `"1.5h"` -> seconds. A number needs its unit (one rule for every
     duration: a bare `50` was ms for --gap and --work but s for --timeout and --duration), except 0 where 0
     is allowed; the refusal names the unit to add (`was`: what a bare number meant there before). `bare`: the
     unit an old spelling names (--gap-ms, --work-us), which takes a bare number in it. ValueError otherwise."""
-    match = re.match(_DURATION, text)
-    if not match:
-        raise ValueError(f"{text!r} is not a duration such as 10s, 500ms or 2m")
-    number, unit = match.group(1), match.group(2) or bare
+    plain = _plain_duration(text)
+    if plain is None:
+        match = re.match(_DURATION, text)
+        if not match:
+            raise ValueError(f"{text!r} is not a duration such as 10s, 500ms or 2m")
+        plain = match.group(1), match.group(2)
+    number, unit = plain[0], plain[1] or bare
     if unit is None and float(number) != 0:
         raise ValueError(f"{text!r} needs a unit: write {number}{was} for what it used to mean")
     seconds = float(number) * _UNIT_S[unit or "s"]
