@@ -130,3 +130,21 @@ def test_a_run_starts_its_workers_without_multiprocessing(tmp_path: Path) -> Non
     assert "accept_order.servers.pool" in modules and "served 2" in done.stdout  # it started workers and drove them
     unwanted = ("multiprocessing", "subprocess", "tempfile")
     assert sorted(m for m in modules if m.split(".")[0] in unwanted) == []
+
+
+def test_what_the_parent_buffered_is_written_once() -> None:
+    """Its stdout on a pipe is buffered: a child forked with the buffer full would write it again as it ends."""
+    code = (
+        "from accept_order.core.forked import ForkedProcess\n"
+        "print('before the fork')\n"
+        "child = ForkedProcess(print, ('from the child',))\n"
+        "child.start()\n"
+        "child.join(30)\n"
+        "print('after', child.exitcode)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "before the fork\nfrom the child\nafter 0\n"

@@ -41,6 +41,7 @@ class ForkedProcess:
         self._exitcode: int | None = None
 
     def start(self) -> None:
+        _flush_std_streams()  # what this process has buffered must not be written again by the child as it ends
         readable, writable = os.pipe()  # the sentinel: its write end lives only in the child
         try:
             pid = os.fork()
@@ -78,12 +79,7 @@ class ForkedProcess:
             sys.stderr.write(f"Process {self.name}:\n")
             traceback.print_exc()
         finally:
-            for stream in (sys.stdout, sys.stderr):
-                try:
-                    if stream is not None:
-                        stream.flush()
-                except (AttributeError, ValueError, OSError):
-                    pass
+            _flush_std_streams()
         return code
 
     @property
@@ -139,6 +135,17 @@ class ForkedProcess:
                 os.kill(self.pid, signum)
             except ProcessLookupError:
                 pass
+
+
+def _flush_std_streams() -> None:
+    """stdout and stderr flushed, as multiprocessing does before a fork and as a child ends; a stream that cannot
+    take it is left to whoever writes next."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (AttributeError, ValueError, OSError):
+            pass
 
 
 def _stdin_to_null() -> None:
