@@ -149,7 +149,9 @@ def sleeps(result: ObserveResult) -> str | None:
                     f", about (the segments of the connections the looks saw, {bytes_[0] / bytes_[1]:.0%} of the "
                     "bytes received, taken in proportion for the rest)"
                 )
-                segments, connections = round(segments * bytes_[1] / bytes_[0]), sum(counts)
+                # the connections those bytes came on: the looks' and the unlooked ones (not the accepts
+                # counted: sampled, without bpftrace, they are the few a look saw)
+                segments, connections = round(segments * bytes_[1] / bytes_[0]), looked + (result.closed_unlooked or 0)
             return (
                 f"the workers slept {total / segments:.2f} times per data segment received {what}{scaled}; a "
                 f"connection carried {segments / connections:,.0f} of them, so a figure per connection would say "
