@@ -143,9 +143,14 @@ def atlas_report(result: AtlasResult) -> RenderableType:
     settings = result.settings
     load = settings.get("load", {})
     parts: list[RenderableType] = [atlas_table(result)]
+    workers = int(settings.get("workers", 0))
+    # a kind with workers of its own number (Caddy: one process, whatever -w says) ran with those: its top 100%
+    # and Jain 1.00 are of one worker, not the 3 this line said every server had
+    own = sorted({f"{r.server}: {len(r.served)}" for r in result.rows if r.served and len(r.served) != workers})
+    theirs = f" ({', '.join(own)}, {'its' if len(own) == 1 else 'their'} own number)" if own else ""
     parts.append(
         Text(
-            f"{plural(int(settings.get('workers', 0)), 'worker')} each; idle order: "
+            f"{plural(workers, 'worker')} each{theirs}; idle order: "
             f"{settings.get('connections', '?')} sequential connections; under load: "
             f"{load.get('connections', '?')} connections, {load.get('concurrency', '?')} in flight{_loops(result)}"
             + _rounds(result),
