@@ -16,9 +16,12 @@ Disciplines (what happens to a connection between its arrival and the worker tha
   accept until EAGAIN, nginx's multi_accept). The others cannot take those any more.
 - `hash`: a queue per worker; each arrival goes to a uniformly random worker, idle or not (SO_REUSEPORT).
 - `round-robin`: arrival k goes to worker k mod N's own queue, idle or not (fd-pass, Node's SCHED_RR).
-- `first`: every arrival goes to worker 0's own queue, idle or not; the others serve nothing (io_uring's
+- `first`: every arrival goes to the first worker in an armed order (0, 1, ...), idle or not (io_uring's
   multishot accept: the first ring armed keeps its place in the wait queue and the kernel accepts for it
-  while it is busy).
+  while it is busy). With a `ring` of C completions: once C connections wait in that worker's ring unreaped
+  (it reaps them all when it next waits, having served the ones it reaped before), the next one ends its
+  accept, so it leaves the order and the next worker is first; it joins again at the end when it reaps.
+  With none armed, connections wait in the listener's queue for the first to arm again.
 
 Arrivals: a closed loop (c clients, each issuing its next request the moment its previous one ends) or an
 open loop (Poisson at a rate, or a fixed interval). Service times: drawn from a sample (empirical),
@@ -128,12 +131,13 @@ def simulate(
     batch: int = 1,
     seed: int = 1,
     warmup: float = WARMUP,
+    ring: int = 0,
 ) -> SimResult:
     """Run `requests` requests through `workers` workers; the first `warmup` share of them are not measured
     (0: every one, from empty queues). `service`: one for every worker, or one each (workers that do not get
-    the same CPU are not identical)."""
-    if workers < 1 or requests < 2 or batch < 0 or discipline not in DISCIPLINES:
-        raise ValueError("need workers >= 1, requests >= 2, batch >= 0 and a known discipline")
+    the same CPU are not identical). `ring`: `first`'s completions a worker's ring holds (0: no limit)."""
+    if workers < 1 or requests < 2 or batch < 0 or ring < 0 or discipline not in DISCIPLINES:
+        raise ValueError("need workers >= 1, requests >= 2, batch >= 0, ring >= 0 and a known discipline")
     if arrivals.loop == "closed" and arrivals.concurrency < 1 or arrivals.loop != "closed" and arrivals.rate <= 0:
         raise ValueError("a closed loop needs concurrency >= 1, an open loop a rate > 0")
     rng = random.Random(seed)
@@ -157,9 +161,9 @@ def simulate(
     shared: deque[float] = deque()
     idle_fifo: deque[int] = deque(range(n))  # shared: who went idle first wakes first
     idle_low = list(range(n))  # favoured: a heap, the lowest index wakes
-    per_worker = discipline in ("hash", "round-robin", "first")
+    per_worker = discipline in ("hash", "round-robin")
     hashed, fifo, favoured = discipline == "hash", discipline == "shared", discipline == "favoured"
-    robin = discipline == "round-robin"
+    first = _First(n, ring) if discipline == "first" else None
     more = batch - 1 if batch > 0 else requests  # queued connections a worker takes beside the one it serves
     # (end time, worker): the completions to come, and what each worker serves (its arrival time). A worker
     # serves one at a time, so two completions never share a worker: ordered as (end, worker, arrival) were.
@@ -195,7 +199,10 @@ def simulate(
             # worker w is free: its own queue first, then the shared one (a batch of it), else idle
             queue = own[w]
             nxt: float | None = None
-            if queue:
+            if first is not None:
+                nxt = first.next_for(w, queue, shared)
+                busy[w] = nxt is not None
+            elif queue:
                 nxt = queue.popleft()
             elif shared:
                 nxt = shared.popleft()
@@ -224,8 +231,15 @@ def simulate(
         issued += 1
         req = now if k >= warm_at else -1.0 - now
         w = -1
-        if per_worker:
-            w = int(uniform() * n) if hashed else k % n if robin else 0
+        if first is not None:
+            if first.armed and not busy[first.armed[0]]:
+                w = first.armed[0]  # asleep in its wait: it wakes and reaps this one
+            elif first.armed:
+                first.post(own[first.armed[0]], req)
+            else:
+                shared.append(req)
+        elif per_worker:
+            w = int(uniform() * n) if hashed else k % n
             if busy[w]:
                 own[w].append(req)
                 w = -1
@@ -247,3 +261,38 @@ def simulate(
             next_arrival = now + (rng.expovariate(rate) if poisson else gap)
     out.sort()
     return SimResult(tuple(out), tuple(served))
+
+
+class _First:
+    """`first`'s state: which workers have an accept armed (in the wait queue's order), and per worker the
+    connections in its ring since it last reaped and those it reaped and has not started."""
+
+    def __init__(self, workers: int, ring: int) -> None:
+        self.ring = ring
+        self.armed: deque[int] = deque(range(workers))
+        self.unreaped = [0] * workers
+        self.reaped = [0] * workers
+
+    def post(self, queue: deque[float], req: float) -> None:
+        """The kernel accepts `req` for the head of `armed` into its ring (`queue`); the one past a full ring
+        ends its accept (it rides on the last completion), and the worker leaves the order."""
+        w = self.armed[0]
+        queue.append(req)
+        self.unreaped[w] += 1
+        if self.ring and self.unreaped[w] > self.ring:
+            self.armed.popleft()
+
+    def next_for(self, w: int, queue: deque[float], shared: deque[float]) -> float | None:
+        """What free worker w starts next: the next it reaped; else it waits, which reaps its ring at once (and
+        arms again at the end of the order if its accept had ended: with no other armed, that accept takes what
+        the listener's queue holds). None: nothing there, it sleeps armed."""
+        if not self.reaped[w]:
+            if w not in self.armed:
+                self.armed.append(w)
+                while shared and self.armed and self.armed[0] == w:
+                    self.post(queue, shared.popleft())
+            self.reaped[w], self.unreaped[w] = len(queue), 0
+            if not queue:
+                return None
+        self.reaped[w] -= 1
+        return queue.popleft()

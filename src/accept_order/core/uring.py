@@ -6,6 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+# The io-uring mode's ring (servers/modes/io_uring.py): its submission entries, and the completions it holds (the
+# kernel's default, twice the entries). A worker's multishot accept ends when a connection finds its completions
+# full; the latency model (analysis/queueing.py's `first`) hands the next connections to another worker then.
+ACCEPT_ENTRIES = 64
+ACCEPT_COMPLETIONS = 2 * ACCEPT_ENTRIES
+
 
 def lacking(uring: Any, feature: str, without: str) -> str | None:
     """Why the imported binding `uring` cannot run what needs `feature` (a key of its probe()) here, `without`

@@ -20,6 +20,7 @@ from ...analysis.model_check import (
 from ...analysis.pinned import pinned
 from ...analysis.queueing import WARMUP, Arrivals, Service, simulate
 from ...core import service_time
+from ...core.uring import ACCEPT_COMPLETIONS
 from ...servers.registry import known_mode
 from .kept_report import accepted, by_kernel
 from .model_servers import as_served
@@ -153,7 +154,8 @@ def predict(result: LatencyResult, seed: int = SEED, held: Held | None = None) -
         # An open loop past what the workers can serve: the queue grows with every arrival, so the latencies
         # depend on how many there were. Simulate the run's own, from empty queues as it started, all measured.
         requests, warmup = max(2, result.driven), 0.0
-    sim = simulate(server.workers, discipline, arrivals, sampler, requests, batch=batch, seed=seed, warmup=warmup)
+    ring = ACCEPT_COMPLETIONS if discipline == "first" else 0  # the io-uring mode's ring: the one 'first' there is
+    sim = simulate(server.workers, discipline, arrivals, sampler, requests, batch, seed, warmup, ring)
     ms = 1 / 1000
     return ModelCheck(
         discipline=discipline,

@@ -23,11 +23,11 @@ from typing import Any
 
 from ...core.hints import pip_install
 from ...core.models import Model
-from ...core.uring import lacking
+from ...core.uring import ACCEPT_ENTRIES, lacking
 from .base import Listeners, Mode, Waiter
 
 EXTRA = pip_install("uring")
-ENTRIES = 64
+ENTRIES = ACCEPT_ENTRIES
 RECOVERABLE = (errno.ECONNABORTED, errno.EPROTO, errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
 
 
@@ -119,8 +119,9 @@ class IoUringMode(Mode):
         "(the kernel accepts for it even while it is busy and queues the completions)"
     )
     model = Model.FIRST_REGISTERED
-    # Under load too: worker 0's ring takes every connection while it is busy, so the latency model queues
-    # them all at worker 0 (FIRST_REGISTERED alone reads as 'the lowest idle worker', two workers sharing).
+    # Under load too: worker 0's ring takes every connection while it is busy, until its completions are full
+    # (core/uring.ACCEPT_COMPLETIONS), so the latency model queues them at the first armed worker (FIRST_REGISTERED
+    # alone reads as 'the lowest idle worker': every worker sharing one queue).
     discipline = "first"
     batches = False  # a wakeup brings every completion queued; no cap applies
 
