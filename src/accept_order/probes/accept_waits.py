@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Collection, Sequence
 
-from .fd_table import FdTables, OpenFile
+from .fd_table import FdTables, OpenFile, same_file
 from .proc_waits import ACCEPTS, EPOLL_WAITS, POLLS, SELECTS, ThreadWait, thread_ids, thread_wait
 
 LOOK_S = 0.5  # how long the parent is looked at for a moment asleep (it forks and accepts between its waits)
@@ -68,6 +68,28 @@ def _per_connection(child: int, listeners: Collection[int]) -> bool:
     return not waiting and (connected or not asleep or not holds)
 
 
+def _loops(pid: int, listeners: Collection[int]) -> list[int]:
+    """The descriptors of the process's epolls that watch a listener; [] where its fd table cannot be read."""
+    try:
+        files = FdTables().files(pid)
+    except OSError:
+        return []
+    return [fd for fd, file in files.items() if file.kind == "eventpoll" and file.watching(listeners)]
+
+
+def _own_loop(child: int, parent: int, listeners: Collection[int]) -> bool:
+    """Whether the child watches a listener with an epoll of its own, no open file of the parent's (kcmp): a worker's
+    loop, which it keeps while it serves a connection (uWSGI's, each made after the fork), where a per-connection
+    child has none, or its parent's inherited. uWSGI without --master, its child serving a request of 6 s while the
+    parent waited on the listener, read FORKS at 4 looks of 4: the child, a worker, was left out. False where kcmp
+    cannot tell."""
+    loops = _loops(child, listeners)
+    if not loops:
+        return False
+    theirs = _loops(parent, listeners)
+    return any(all(same_file(child, fd, parent, other) is False for other in theirs) for fd in loops)
+
+
 # How a parent that holds its children's listener takes connections (parent_accepts)
 FORKS = "forks"  # it accepts each one and forks a child to serve it (socketserver's ForkingMixIn)
 SERVES = "serves"  # it accepts beside its children, a worker among them (uWSGI without --master: its worker 1)
@@ -79,16 +101,19 @@ def parent_accepts(
     """How `parent`, which holds `listeners` with `children`, takes connections: FORKS where one of its threads is
     seen waiting on a listener and at that look every child may be one forked for a connection (_per_connection),
     at LOOKS looks (or every look where it waited, within `look_s`: under load it forks between its waits); SERVES
-    where it is seen waiting on a listener at a look where a child is a worker waiting its turn (uWSGI's parent
-    without --master: it accepts as its children do); None where it is first seen asleep elsewhere (nginx's master
-    in rt_sigsuspend), at once, or never seen waiting. A parent that is a worker and is never seen waiting on the
-    listener within `look_s` (asleep in uWSGI's --thunder-lock while a child holds it) answers None."""
+    where it is seen waiting on a listener at a look where a child is a worker waiting its turn, or one that runs a
+    loop of its own on the listener (uWSGI's parent without --master: it accepts as its children do); None where it
+    is first seen asleep elsewhere (nginx's master in rt_sigsuspend), at once, or never seen waiting. A parent that
+    is a worker and is never seen waiting on the listener within `look_s` (asleep in uWSGI's --thunder-lock while a
+    child holds it) answers None."""
     deadline = time.monotonic() + look_s
     agreeing = 0
     while True:
         asleep, waiting, _, _ = _waits(parent, listeners)
         if waiting:
-            if not all(_per_connection(child, listeners) for child in children):
+            if not all(_per_connection(child, listeners) for child in children) or any(
+                _own_loop(child, parent, listeners) for child in children
+            ):
                 return SERVES
             agreeing += 1
             if agreeing >= LOOKS:

@@ -1,0 +1,177 @@
+"""Review R5 of db19a26 (probes/accept_waits.parent_accepts): uWSGI without --master whose child serves a long request
+while the parent waits on the listener read as a per-connection forker (FORKS): the parent waiting, the child not
+waiting and holding a connection, at three looks, as a ForkingMixIn child does. observe then watched the parent
+alone ('forking') and latency --attach attached it alone: the child, a worker, was left out (4 readings of 4 with a
+6 s request). What tells them apart is the kernel's: each uWSGI worker runs its own epoll on the listener, made
+after the fork (kcmp: no open file of the parent's), which it keeps while serving; a per-connection child has none.
+
+Witnesses the tool did not produce: the app's own mark of the pid that holds the request, uWSGI's log (worker 2 is
+the child), and /proc."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from conftest import gone, wait_for
+
+from accept_order.experiments.observe.server import find_server
+from accept_order.probes.accept_waits import FORKS, SERVES, parent_accepts
+from accept_order.probes.fd_table import FdTables
+from accept_order.probes.listeners import listening_sockets
+from accept_order.probes.owner import socket_holders
+from accept_order.probes.proc_waits import EPOLL_WAITS, thread_wait
+from accept_order.servers.attached import worker_pids
+from accept_order.servers.launched.uwsgi import uwsgi_missing
+from accept_order.servers.registry import helpers
+
+TIMEOUT_S = 30.0
+HOST = "127.0.0.1"
+RUN = "import sys, pyuwsgi; sys.exit(pyuwsgi.run())"
+# /hold marks the pid that took it and serves it until the test releases that pid
+APP = """import os, time
+def application(environ, start_response):
+    if environ["PATH_INFO"] == "/hold":
+        here = os.path.dirname(os.path.abspath(__file__))
+        open(os.path.join(here, f"held-{os.getpid()}"), "w").close()
+        while not os.path.exists(os.path.join(here, f"release-{os.getpid()}")):
+            time.sleep(0.01)
+    start_response("200 OK", [("Content-Type", "text/plain")])
+    return [f"worker {os.getpid()}".encode()]
+"""
+
+pytestmark = pytest.mark.skipif(uwsgi_missing() is not None, reason=f"uWSGI: {uwsgi_missing()}")
+
+
+@pytest.fixture
+def masterless(tmp_path: Path, free_port: int) -> Iterator[tuple[int, int]]:
+    """pyuwsgi --processes 2 without a master: (parent, child) once both wait for connections."""
+    (tmp_path / "app.py").write_text(APP)
+    log = tmp_path / "uwsgi.log"
+    options = f"--processes 2 --http-socket {HOST}:{free_port} --wsgi-file app.py --logto {log}"
+    first = subprocess.Popen(
+        ["bash", "-c", f"cd {tmp_path} && exec {sys.executable} -c '{RUN}' {options}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    pids: list[int] = []
+    try:
+
+        def processes() -> list[int]:
+            try:
+                return [first.pid, *(p.pid for p in psutil.Process(first.pid).children())]
+            except psutil.Error:
+                return []
+
+        pids = wait_for(processes, lambda now: len(now) == 2, TIMEOUT_S, "the parent and its one child")
+        spawned = wait_for(log.read_text, lambda text: "spawned uWSGI worker 2" in text, TIMEOUT_S, "both spawned")
+        assert f"spawned uWSGI worker 2 (pid: {pids[1]}," in spawned  # uWSGI's own word: the child is a worker
+        yield pids[0], pids[1]
+    finally:
+        for name in os.listdir(tmp_path):  # let a held request end
+            if name.startswith("held-"):
+                (tmp_path / f"release-{name[5:]}").touch()
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(10)
+        wait_for(lambda: pids, gone, 10, "the workers end")
+
+
+def _hold(port: int, tmp_path: Path, held: set[int]) -> tuple[socket.socket, int]:
+    """A /hold request, and the pid that took it (the app's mark), once it has."""
+    client = socket.create_connection((HOST, port), timeout=TIMEOUT_S)
+    client.sendall(b"GET /hold HTTP/1.0\r\nHost: test\r\n\r\n")
+    marks = wait_for(
+        lambda: {int(n[5:]) for n in os.listdir(tmp_path) if n.startswith("held-")},
+        lambda now: len(now - held) == 1,
+        TIMEOUT_S,
+        "the request taken",
+    )
+    return client, (marks - held).pop()
+
+
+def test_a_masterless_uwsgi_whose_child_serves_while_the_parent_waits_keeps_both(
+    masterless: tuple[int, int], free_port: int, tmp_path: Path
+) -> None:
+    parent, child = masterless
+    clients: list[socket.socket] = []
+    try:
+        client, taker = _hold(free_port, tmp_path, set())
+        clients.append(client)
+        if taker == parent:  # the parent took it: the next goes to the child, the one waiting; then free the parent
+            client, taker = _hold(free_port, tmp_path, {parent})
+            clients.append(client)
+            (tmp_path / f"release-{parent}").touch()
+        assert taker == child
+        wait_for(
+            lambda: thread_wait(parent, parent).call, lambda now: now in EPOLL_WAITS, TIMEOUT_S, "the parent's wait"
+        )
+        listeners = {row.inode for row in listening_sockets(free_port)}
+        holders = socket_holders(listeners, [parent, child])
+        assert set(holders) == {parent, child}  # /proc: both hold the listener
+        own = [f for f in FdTables().files(child).values() if f.kind == "eventpoll" and f.watching(listeners)]
+        assert own, "the child's epoll on the listener"  # what tells it from a per-connection child
+
+        assert parent_accepts(parent, [child], holders[parent]) == SERVES
+        watched = find_server(port=free_port)
+        assert watched.workers == (parent, child) and watched.master is None and not watched.forking, watched
+        assert worker_pids([parent], HOST, free_port, helpers=helpers()) == [parent, child]
+        assert (tmp_path / f"held-{child}").exists() and not (tmp_path / f"release-{child}").exists()  # still held
+    finally:
+        for name in os.listdir(tmp_path):
+            if name.startswith("held-"):
+                (tmp_path / f"release-{name[5:]}").touch()
+        for client in clients:
+            client.close()
+
+
+# a per-connection forker whose loop is an epoll: each child inherits it (one open file with the parent's, watching the
+# listener), which is no loop of its own
+FORKER = """
+import os, select, socket, sys
+listener = socket.socket()
+listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+listener.bind(("127.0.0.1", 0))
+listener.listen(16)
+loop = select.epoll()
+loop.register(listener.fileno(), select.EPOLLIN)
+print(listener.getsockname()[1], flush=True)
+while True:
+    loop.poll()
+    conn, _ = listener.accept()
+    if os.fork() == 0:
+        conn.sendall(f"worker {os.getpid()}\\n".encode())
+        conn.recv(1)  # until the client closes
+        os._exit(0)
+    conn.close()
+"""
+
+
+def test_an_epoll_forkers_child_inherits_the_parents_loop_and_is_no_worker(tmp_path: Path) -> None:
+    script = tmp_path / "forker.py"
+    script.write_text(FORKER)
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        port = int(proc.stdout.readline())
+        with socket.create_connection((HOST, port), timeout=TIMEOUT_S) as conn:
+            child = int(conn.recv(100).split()[1])  # the reply names the child forked for it
+            wait_for(
+                lambda: thread_wait(proc.pid, proc.pid).call, lambda now: now in EPOLL_WAITS, TIMEOUT_S, "the wait"
+            )
+            listeners = {row.inode for row in listening_sockets(port)}
+            loops = [f for f in FdTables().files(child).values() if f.kind == "eventpoll" and f.watching(listeners)]
+            assert loops  # the child holds an epoll on the listener: its parent's (kcmp tells)
+            assert parent_accepts(proc.pid, [child], listeners) == FORKS
+    finally:
+        proc.kill()
+        proc.wait(TIMEOUT_S)
+        if proc.stdout is not None:
+            proc.stdout.close()
