@@ -7,7 +7,9 @@ before the first runs now.
 `sweep --server uvicorn --accept-batch 1,0` said 'Note: mode asyncio accepts one connection per wakeup whatever
 the cap', where bpftrace on the accept tracepoints saw one asyncio wakeup accept 79 connections of 100 queued
 (asyncio's _accept_connection loops until EAGAIN) and uvloop's one each: what such a server shares is that the
-cap is not applied, so its caps ran the same server."""
+cap is not applied, so its caps ran the same server. And the verdict picked among them: Puma's 'sweep
+--accept-batch 1,0' read '1 limit's whole tail is lower', where a tail tighter by 10% would have read 'pick 1
+limit': no cap is picked where none applies."""
 
 from __future__ import annotations
 
@@ -37,3 +39,15 @@ def test_the_note_says_the_cap_did_not_apply_not_how_many_it_accepts(tmp_path: P
     assert "--accept-batch does not apply to uvicorn's asyncio" in note, note
     assert "every cap ran the same server" in note, note
     assert "one connection per wakeup" not in note, note
+
+
+def test_no_cap_is_picked_where_none_applies(tmp_path: Path) -> None:
+    data = json.loads(GOLDEN.read_text())  # builtin epoll: 'Pick no limit: its tail is tighter ...'
+    assert "Verdict: Pick no limit" in run_cli(["show", str(GOLDEN)]).stdout
+    for run in data["runs"]:
+        run["server"].update(server="puma", mode="cluster")
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps(data))
+    verdict = next(line for line in run_cli(["show", str(path)]).stdout.splitlines() if line.startswith("Verdict:"))
+    assert "Pick" not in verdict and "No cap to pick: --accept-batch does not apply" in verdict, verdict
+    assert "no limit vs 1 limit" in verdict, verdict  # what parts the two runs is still said

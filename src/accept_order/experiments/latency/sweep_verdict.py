@@ -187,7 +187,9 @@ def _sentences(parts: Sequence[str]) -> str:
     return ". ".join(p[:1].upper() + p[1:] for p in parts)
 
 
-def sweep_verdict(results: Sequence[LatencyResult]) -> SweepVerdict:
+def sweep_verdict(results: Sequence[LatencyResult], applies: bool = True) -> SweepVerdict:
+    """`applies`: False where the server has no setting the cap changes (ModeInfo.batches): every cap ran the
+    same server, and no cap is picked (Puma's 'pick 1 limit' was one run against another of one server)."""
     named = [(sweep_name(r), r) for r in results]
     # A cap Ctrl-C cut short ran for less time, and its connections in flight were counted as aborted by the
     # stop: not lost by the cap, and not compared (said apart, ranked last).
@@ -210,7 +212,18 @@ def sweep_verdict(results: Sequence[LatencyResult]) -> SweepVerdict:
         )
     parts = [*stopped, *([_lost_text(lost, everyone=not whole)] if lost else [])]
     parts += [host] if host else []
-    if whole:
+    pick: tuple[str, ...]
+    if whole and not applies:
+        (a, first), (b, last) = whole[0], whole[-1]
+        between = f" ({a} vs {b}: {pair_text(Pair(a, b, figures(first), figures(last)))})" if a != b else ""
+        pick, sentence = (
+            (),
+            (
+                "no cap to pick: --accept-batch does not apply to this server, so every cap ran the same server and "
+                f"what parts them is one run from another{between}"
+            ),
+        )
+    elif whole:
         pick, sentence = _pick(whole)
     else:
         pick, sentence = (), "no cap to pick: each histogram holds only what its cap served"
