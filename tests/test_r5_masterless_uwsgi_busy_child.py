@@ -97,19 +97,33 @@ def _hold(port: int, tmp_path: Path, held: set[int]) -> tuple[socket.socket, int
     return client, (marks - held).pop()
 
 
+def _held_by(holder: int, other: int, port: int, tmp_path: Path, clients: list[socket.socket]) -> None:
+    """A /hold request served by `holder`: where `other` takes the first, the next goes to `holder` (the one
+    waiting), and `other` is let go."""
+    client, taker = _hold(port, tmp_path, set())
+    clients.append(client)
+    if taker == other:
+        client, taker = _hold(port, tmp_path, {other})
+        clients.append(client)
+        (tmp_path / f"release-{other}").touch()
+    assert taker == holder
+
+
+def _release(tmp_path: Path, clients: list[socket.socket]) -> None:
+    for name in os.listdir(tmp_path):
+        if name.startswith("held-"):
+            (tmp_path / f"release-{name[5:]}").touch()
+    for client in clients:
+        client.close()
+
+
 def test_a_masterless_uwsgi_whose_child_serves_while_the_parent_waits_keeps_both(
     masterless: tuple[int, int], free_port: int, tmp_path: Path
 ) -> None:
     parent, child = masterless
     clients: list[socket.socket] = []
     try:
-        client, taker = _hold(free_port, tmp_path, set())
-        clients.append(client)
-        if taker == parent:  # the parent took it: the next goes to the child, the one waiting; then free the parent
-            client, taker = _hold(free_port, tmp_path, {parent})
-            clients.append(client)
-            (tmp_path / f"release-{parent}").touch()
-        assert taker == child
+        _held_by(child, parent, free_port, tmp_path, clients)
         wait_for(
             lambda: thread_wait(parent, parent).call, lambda now: now in EPOLL_WAITS, TIMEOUT_S, "the parent's wait"
         )
@@ -125,11 +139,30 @@ def test_a_masterless_uwsgi_whose_child_serves_while_the_parent_waits_keeps_both
         assert worker_pids([parent], HOST, free_port, helpers=helpers()) == [parent, child]
         assert (tmp_path / f"held-{child}").exists() and not (tmp_path / f"release-{child}").exists()  # still held
     finally:
-        for name in os.listdir(tmp_path):
-            if name.startswith("held-"):
-                (tmp_path / f"release-{name[5:]}").touch()
-        for client in clients:
-            client.close()
+        _release(tmp_path, clients)
+
+
+def test_a_masterless_uwsgi_whose_parent_serves_while_the_child_waits_keeps_both(
+    masterless: tuple[int, int], free_port: int, tmp_path: Path
+) -> None:
+    """The parent asleep in its request (the app's sleep), not on the listener, was its child's master: None at the
+    first look. It runs an epoll on the listener, as the child does one of its own."""
+    parent, child = masterless
+    clients: list[socket.socket] = []
+    try:
+        _held_by(parent, child, free_port, tmp_path, clients)
+        wait_for(lambda: thread_wait(child, child).call, lambda now: now in EPOLL_WAITS, TIMEOUT_S, "the child's wait")
+        listeners = {row.inode for row in listening_sockets(free_port)}
+        holders = socket_holders(listeners, [parent, child])
+        assert set(holders) == {parent, child}  # /proc: both hold the listener
+
+        assert parent_accepts(parent, [child], holders[parent]) == SERVES
+        watched = find_server(port=free_port)
+        assert watched.workers == (parent, child) and watched.master is None, watched
+        assert worker_pids([parent], HOST, free_port, helpers=helpers()) == [parent, child]
+        assert (tmp_path / f"held-{parent}").exists() and not (tmp_path / f"release-{parent}").exists()  # still held
+    finally:
+        _release(tmp_path, clients)
 
 
 # a per-connection forker whose loop is an epoll: each child inherits it (one open file with the parent's, watching the
@@ -175,3 +208,46 @@ def test_an_epoll_forkers_child_inherits_the_parents_loop_and_is_no_worker(tmp_p
         proc.wait(TIMEOUT_S)
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+def test_a_master_without_a_loop_on_the_listener_stays_the_master(tmp_path: Path, free_port: int) -> None:
+    """uWSGI with --master: its workers run an epoll of their own on the listener, as masterless ones do, but the
+    master, which holds the listener too, runs none; it accepts nothing (uWSGI's log: 'spawned uWSGI master')."""
+    (tmp_path / "app.py").write_text(APP)
+    log = tmp_path / "uwsgi.log"
+    options = f"--master --processes 2 --http-socket {HOST}:{free_port} --wsgi-file app.py --logto {log}"
+    first = subprocess.Popen(
+        ["bash", "-c", f"cd {tmp_path} && exec {sys.executable} -c '{RUN}' {options}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        spawned = wait_for(
+            lambda: log.read_text() if log.exists() else "",
+            lambda text: "spawned uWSGI worker 2" in text,
+            TIMEOUT_S,
+            "both spawned",
+        )
+        assert f"spawned uWSGI master process (pid: {first.pid})" in spawned  # uWSGI's own word
+        workers = sorted(p.pid for p in psutil.Process(first.pid).children())
+        listeners = {row.inode for row in listening_sockets(free_port)}
+        holders = wait_for(
+            lambda: socket_holders(listeners, [first.pid, *workers]),
+            lambda now: set(now) == {first.pid, *workers},
+            TIMEOUT_S,
+            "the master and its workers holding the listener",
+        )
+
+        def loops(pid: int) -> list[int]:
+            return [f.fd for f in FdTables().files(pid).values() if f.kind == "eventpoll" and f.watching(listeners)]
+
+        # each worker's loop on the listener, its own, once both run it; the master's none
+        wait_for(lambda: [loops(w) for w in workers], all, TIMEOUT_S, "the workers' loops")
+        assert loops(first.pid) == []
+        assert parent_accepts(first.pid, workers, holders[first.pid]) is None
+        watched = find_server(port=free_port)
+        assert watched.master == first.pid and sorted(watched.workers) == workers, watched
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(10)

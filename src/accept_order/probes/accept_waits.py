@@ -90,6 +90,15 @@ def _own_loop(child: int, parent: int, listeners: Collection[int]) -> bool:
     return any(all(same_file(child, fd, parent, other) is False for other in theirs) for fd in loops)
 
 
+def _loops_beside(parent: int, children: Sequence[int], listeners: Collection[int]) -> bool:
+    """Whether the parent runs an epoll on the listener and a child one of its own beside it: both workers, wherever
+    the parent is at the look (serving a request, asleep in uWSGI's --thunder-lock). No master here has one (nginx,
+    Apache, gunicorn, uvicorn, uWSGI --master, Puma, Unicorn, Node under SCHED_NONE; Node's primary under SCHED_RR
+    does, and its workers hold no listener): uWSGI without --master, its parent serving a 6 s request, was its
+    children's master."""
+    return bool(_loops(parent, listeners)) and any(_own_loop(child, parent, listeners) for child in children)
+
+
 # How a parent that holds its children's listener takes connections (parent_accepts)
 FORKS = "forks"  # it accepts each one and forks a child to serve it (socketserver's ForkingMixIn)
 SERVES = "serves"  # it accepts beside its children, a worker among them (uWSGI without --master: its worker 1)
@@ -103,9 +112,9 @@ def parent_accepts(
     at LOOKS looks (or every look where it waited, within `look_s`: under load it forks between its waits); SERVES
     where it is seen waiting on a listener at a look where a child is a worker waiting its turn, or one that runs a
     loop of its own on the listener (uWSGI's parent without --master: it accepts as its children do); None where it
-    is first seen asleep elsewhere (nginx's master in rt_sigsuspend), at once, or never seen waiting. A parent that
-    is a worker and is never seen waiting on the listener within `look_s` (asleep in uWSGI's --thunder-lock while a
-    child holds it) answers None."""
+    is first seen asleep elsewhere (nginx's master in rt_sigsuspend), at once, or never seen waiting, unless it runs
+    an epoll on the listener beside a child's own (a worker asleep elsewhere: serving, or in uWSGI's --thunder-lock
+    while a child holds it): SERVES."""
     deadline = time.monotonic() + look_s
     agreeing = 0
     while True:
@@ -119,9 +128,9 @@ def parent_accepts(
             if agreeing >= LOOKS:
                 return FORKS
         elif asleep and not agreeing:
-            return None
+            return SERVES if _loops_beside(parent, children, listeners) else None
         if time.monotonic() > deadline:
-            return FORKS if agreeing > 0 else None
+            return FORKS if agreeing > 0 else SERVES if _loops_beside(parent, children, listeners) else None
         time.sleep(LOOK_EVERY_S)
 
 
