@@ -33,7 +33,7 @@ from .load import LoadSampler
 from .mechanism import Reading
 from .result import ObservedMechanism, ObservedWorker, ObserveInterval, ObserveResult
 from .sampling import SAMPLE_EVERY_S, Holdings, PacedUsage, QueueSampler, Usage, counters, paced
-from .server import Watched, find_server
+from .server import Watched, every_worker_exited, find_server
 
 Snapshot = Callable[[ObserveResult], None]
 INTERVAL_S = 1.0
@@ -394,7 +394,7 @@ def _finish(observer: Observer, interrupted: bool = False) -> ObserveResult:
         )
     notes += observer.load.notes(watched.threaded, watched.program)
     if observer.everyone_gone():
-        notes.append("every worker had exited: the server stopped while it was observed")
+        notes.append(every_worker_exited(observer.watched.master))
     if observer.watched.master is not None and gone(observer.watched.master):
         notes.append(f"the master (pid {observer.watched.master}) exited while it was observed")
     return observer.result(interrupted, tuple(notes))

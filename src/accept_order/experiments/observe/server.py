@@ -30,6 +30,7 @@ from ...probes import serving
 from ...probes.accept_waits import FORKS, SERVES, parent_accepts
 from ...probes.fd_table import FdTables
 from ...probes.serving import children_of, process_info, socket_inodes, with_backlogs
+from ...servers.watched import gone
 
 
 @dataclass(frozen=True)
@@ -226,3 +227,14 @@ def _started(pid: int) -> tuple[int, int]:
             return int(f.read().rpartition(b")")[2].split()[19]), pid
     except (OSError, ValueError, IndexError):
         return 1 << 62, pid
+
+
+def every_worker_exited(master: int | None) -> str:
+    """The note where every worker watched exited. A master that runs on has replaced them (gunicorn's
+    --max-requests, a reload): the server did not stop, observe did (the new workers are not watched)."""
+    if master is None or gone(master):
+        return "every worker had exited: the server stopped while it was observed"
+    return (
+        f"every worker watched had exited while the master (pid {master}) runs on: observe ended there, as the "
+        "workers that replaced them are not watched"
+    )
