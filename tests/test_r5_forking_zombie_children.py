@@ -86,3 +86,34 @@ def test_a_forking_servers_exited_child_is_no_worker_waiting_its_turn(forking: t
     # the parent waits on the listener; its one child, read while it held the listener, has left since
     assert parent_accepts(parent, [child], {listener}) == FORKS
     assert _state(child) == "Z"  # still the parent's, unreaped, as it was throughout the looks
+
+
+def test_a_forking_parent_seen_in_its_fork_is_looked_at_again(
+    forking: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under load the parent is often in clone, copying its memory for the child of the connection it has just
+    accepted (syscall 56, wchan dup_mmap, at 32 looks of 60 here): that is no sleep elsewhere (nginx's master in
+    rt_sigsuspend), after which the parent is a master at once, its per-connection children taken for workers
+    (36 readings of 60 under load). Its first looks here are such a fork; the real ones follow."""
+    from accept_order.probes import accept_waits
+    from accept_order.probes.proc_waits import ThreadWait
+
+    parent, port = forking
+    listener = _listener(port)
+    with socket.create_connection((HOST, port), timeout=TIMEOUT_S) as conn:
+        child = int(conn.recv(100).split()[1])
+        wait_for(
+            lambda: thread_wait(parent, parent).call,
+            lambda now: now in POLLS | SELECTS,
+            TIMEOUT_S,
+            "the parent's select",
+        )
+        forks = [ThreadWait(parent, "", "clone", 56, wchan="dup_mmap")] * 2
+        real = accept_waits.thread_wait
+        monkeypatch.setattr(
+            accept_waits,
+            "thread_wait",
+            lambda pid, tid, name=None: forks.pop() if pid == parent and forks else real(pid, tid, name=name),
+        )
+        assert parent_accepts(parent, [child], {listener}) == FORKS
+        assert not forks  # both looks in the fork were taken
