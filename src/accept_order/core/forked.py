@@ -49,10 +49,14 @@ class ForkedProcess:
             os.close(readable)
             os.close(writable)
             raise
-        if pid == 0:  # the child: never returns
-            os.close(readable)
-            _children.clear()
-            os._exit(self._run())
+        if pid == 0:  # the child never returns, whatever is raised on its way out (multiprocessing's finally)
+            code = 1
+            try:
+                os.close(readable)
+                _children.clear()
+                code = self._run()
+            finally:
+                os._exit(code)
         os.close(writable)
         self.pid, self.sentinel = pid, readable
         _children.add(self)
