@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
 import psutil
@@ -21,12 +22,17 @@ from accept_order.servers.launched.gunicorn import gunicorn_missing
 
 MAX_REQUESTS = 100
 
+# gunicorn 24+ listens on ~/.gunicorn/gunicorn.ctl unless told not to (23 has no such option)
+NO_CONTROL_SOCKET = (
+    ["--no-control-socket"] if gunicorn_missing() is None and int(version("gunicorn").split(".")[0]) >= 24 else []
+)
+
 pytestmark = pytest.mark.skipif(gunicorn_missing() is not None, reason=str(gunicorn_missing()))
 
 
 def test_the_stop_line_counts_requests_over_kept_connections(tmp_path: Path, free_port: int) -> None:
     argv = [sys.executable, "-m", "gunicorn", "-w", "2", "-k", "gthread", "--threads", "2", "--keep-alive", "30"]
-    argv += ["--max-requests", str(MAX_REQUESTS), "-b", f"127.0.0.1:{free_port}", "--no-control-socket"]
+    argv += ["--max-requests", str(MAX_REQUESTS), "-b", f"127.0.0.1:{free_port}", *NO_CONTROL_SOCKET]
     server = subprocess.Popen(
         [*argv, "accept_order.servers.launched.gunicorn_app:app"],
         stdout=subprocess.DEVNULL,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,11 @@ async def app(scope, receive, send):
     await send({"type": "http.response.body", "body": b"ok\\n"})
 """
 
+# gunicorn 24+ listens on ~/.gunicorn/gunicorn.ctl unless told not to (23 has no such option)
+NO_CONTROL_SOCKET = (
+    ["--no-control-socket"] if gunicorn_missing() is None and int(version("gunicorn").split(".")[0]) >= 24 else []
+)
+
 pytestmark = pytest.mark.skipif(
     gunicorn_missing() is not None or uvicorn_missing() is not None, reason="needs PyPI's gunicorn and uvicorn"
 )
@@ -39,7 +45,7 @@ def keepalive_row() -> str:
 def test_uvicorns_worker_closes_an_idle_kept_connection_and_the_row_says_so(tmp_path: Path, free_port: int) -> None:
     (tmp_path / "h4app.py").write_text(APP)
     argv = [sys.executable, "-m", "gunicorn", "-w", "1", "-k", "uvicorn.workers.UvicornWorker", "--keep-alive", "1"]
-    argv += ["-b", f"127.0.0.1:{free_port}", "--chdir", str(tmp_path), "--no-control-socket", "h4app:app"]
+    argv += ["-b", f"127.0.0.1:{free_port}", "--chdir", str(tmp_path), *NO_CONTROL_SOCKET, "h4app:app"]
     server = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)
     try:
 

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import threading
+from importlib.metadata import version
 from pathlib import Path
 
 import psutil
@@ -23,6 +24,11 @@ from accept_order.servers.launched.gunicorn import gunicorn_missing
 MAX_REQUESTS = 20
 TIMEOUT_S = 120.0
 
+# gunicorn 24+ listens on ~/.gunicorn/gunicorn.ctl unless told not to (23 has no such option)
+NO_CONTROL_SOCKET = (
+    ["--no-control-socket"] if gunicorn_missing() is None and int(version("gunicorn").split(".")[0]) >= 24 else []
+)
+
 pytestmark = pytest.mark.skipif(gunicorn_missing() is not None, reason=str(gunicorn_missing()))
 
 
@@ -35,7 +41,7 @@ def fetch(port: int) -> None:
 
 def test_workers_replaced_while_observed_are_not_a_stopped_server(tmp_path: Path, free_port: int) -> None:
     argv = [sys.executable, "-m", "gunicorn", "-w", "1", "-k", "gthread", "--max-requests", str(MAX_REQUESTS)]
-    argv += ["-b", f"127.0.0.1:{free_port}", "--no-control-socket", "accept_order.servers.launched.gunicorn_app:app"]
+    argv += ["-b", f"127.0.0.1:{free_port}", *NO_CONTROL_SOCKET, "accept_order.servers.launched.gunicorn_app:app"]
     server = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)
     try:
         master = psutil.Process(server.pid)
