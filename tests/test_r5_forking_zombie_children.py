@@ -8,6 +8,7 @@ while it waits its turn; one that holds it no more has left. Witnesses: the repl
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -18,6 +19,7 @@ import pytest
 from conftest import wait_for
 
 from accept_order.probes.accept_waits import FORKS, parent_accepts
+from accept_order.probes.fd_table import FdTables
 from accept_order.probes.owner import socket_holders
 from accept_order.probes.proc_waits import POLLS, SELECTS, thread_wait
 
@@ -117,3 +119,58 @@ def test_a_forking_parent_seen_in_its_fork_is_looked_at_again(
         )
         assert parent_accepts(parent, [child], {listener}) == FORKS
         assert not forks  # both looks in the fork were taken
+
+
+# a child that closes its connection and stays a while holding the listener, as one leaving does between closing its
+# connection and closing its files (in exit_group, releasing its memory: wchan unlink_anon_vmas)
+LEAVING = SERVER.replace(
+    "self.rfile.read()  # until the client closes",
+    "self.rfile.read()\n        self.rfile.close()\n        self.connection.close()\n"
+    "        __import__('time').sleep(3600)",
+)
+
+
+def test_a_forking_servers_child_on_its_way_out_is_no_worker_waiting_its_turn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under load a child that has served its connection was seen asleep in exit_group (state D), its connection
+    closed and the listener still held: a worker waiting its turn, so the parent served beside it (SERVES, 5 readings
+    of 100). Here the child closes its connection and stays; its looks are exit_group's."""
+    from accept_order.probes import accept_waits
+    from accept_order.probes.proc_waits import ThreadWait
+
+    script = tmp_path / "leaving.py"
+    script.write_text(LEAVING)
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert proc.stdout is not None
+        port = int(proc.stdout.readline())
+        listener = _listener(port)
+        with socket.create_connection((HOST, port), timeout=TIMEOUT_S) as conn:
+            child = int(conn.recv(100).split()[1])
+        wait_for(  # its connection closed, the listener still held: /proc
+            lambda: (
+                socket_holders({listener}, [proc.pid, child]).keys() == {proc.pid, child}
+                and not any(f.kind == "socket" and f.inode != listener for f in FdTables().files(child).values())
+            ),
+            bool,
+            TIMEOUT_S,
+            "the child holding the listener alone",
+        )
+        wait_for(lambda: thread_wait(proc.pid, proc.pid).call, lambda now: now in POLLS | SELECTS, TIMEOUT_S, "wait")
+        real = accept_waits.thread_wait
+        monkeypatch.setattr(
+            accept_waits,
+            "thread_wait",
+            lambda pid, tid, name=None: (
+                ThreadWait(tid, "", "exit_group", 231, wchan="unlink_anon_vmas")
+                if pid == child
+                else real(pid, tid, name=name)
+            ),
+        )
+        assert parent_accepts(proc.pid, [child], {listener}) == FORKS
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(TIMEOUT_S)
+        if proc.stdout is not None:
+            proc.stdout.close()

@@ -28,10 +28,12 @@ LOOK_EVERY_S = 0.005
 # looks that must agree: under load uWSGI's lock moves at each request, and at 1 look in 40 (wrk -c16) its parent
 # held it while both other workers served a connection
 LOOKS = 3
-# a thread in these is forking, not waiting: a forking server's parent, asleep in clone (dup_mmap) as it copies its
-# memory for the child of the connection it has just accepted, was first seen 'asleep elsewhere' and taken for a
-# master (its per-connection children for workers) at 36 of 60 readings of Python's ForkingMixIn under load
-FORKING = frozenset({"clone", "clone3", "fork", "vfork"})
+# a thread in these is forking or leaving, not waiting: a forking server's parent, asleep in clone (dup_mmap) as it
+# copies its memory for the child of the connection it has just accepted, was first seen 'asleep elsewhere' and taken
+# for a master (its per-connection children for workers) at 36 of 60 readings of Python's ForkingMixIn under load;
+# a child asleep in exit_group (unlink_anon_vmas), its connection closed and its files not yet, for a worker waiting
+# its turn beside a parent that serves (5 readings of 100)
+BUSY = frozenset({"clone", "clone3", "fork", "vfork", "exit", "exit_group"})
 
 
 def waits_on(wait: ThreadWait, files: dict[int, OpenFile], listeners: Collection[int]) -> bool:
@@ -55,7 +57,7 @@ def _waits(pid: int, listeners: Collection[int]) -> tuple[bool, bool, bool, bool
     waits = [thread_wait(pid, tid, name="") for tid in thread_ids(pid)]
     # a thread whose syscall file this user may not read (Yama's ptrace_scope 1: the same user, not its parent)
     # reads 'unknown' at every look: looked at as asleep, not waited for until the deadline
-    asleep = bool(waits) and all((w.asleep and w.call not in FORKING) or w.call == "unknown" for w in waits)
+    asleep = bool(waits) and all((w.asleep and w.call not in BUSY) or w.call == "unknown" for w in waits)
     connected = any(f.kind == "socket" and f.inode not in listeners for f in files.values())
     holds = any(f.kind == "socket" and f.inode in listeners for f in files.values())
     return asleep, any(waits_on(w, files, listeners) for w in waits), connected, holds
