@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from ..core.spec import ConcurrentLoad
     from ..core.target import Target
     from .remote import RemoteServer
+    from .remote import unseen_note as unseen_note
+
+    HELPERS: tuple[str, ...]  # helpers()
 
 # name -> where its ServerKind is ("module:Class" under servers/): the kinds `--server` starts, in the order
 # --help and `modes` list them. The name is the kind's own (tests/test_registry.py checks that each is).
@@ -77,16 +80,18 @@ def helpers() -> tuple[str, ...]:
     return tuple(title for name in LAUNCHED for title in KINDS[name].helpers)
 
 
-def __getattr__(name: str) -> Any:
-    """HELPERS (helpers()) and unseen_note (servers/remote.py), as callers imported them from here before: made,
-    and their modules imported, when first asked for."""
-    if name == "HELPERS":
-        return helpers()
-    if name == "unseen_note":
-        from .remote import unseen_note
+if not TYPE_CHECKING:  # mypy sees HELPERS and unseen_note above: beside a module __getattr__ it takes any name for Any
 
-        return unseen_note
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    def __getattr__(name: str) -> Any:
+        """HELPERS (helpers()) and unseen_note (servers/remote.py), as callers imported them from here before: made,
+        and their modules imported, when first asked for."""
+        if name == "HELPERS":
+            return helpers()
+        if name == "unseen_note":
+            from .remote import unseen_note
+
+            return unseen_note
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def server_kind(name: str) -> ServerKind:

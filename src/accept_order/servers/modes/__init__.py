@@ -17,16 +17,17 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from .base import Listeners, Mode, Waiter
+else:  # mypy sees the names above, not this: beside a module __getattr__ it takes any other name for Any
 
+    def __getattr__(name: str) -> Any:
+        """Listeners, Mode and Waiter (base.py), where the pool and the workers import them from: base.py, and
+        socket with it, imported when first asked for. The modes' names need neither (--help: the built-in kind's
+        options)."""
+        if name in ("Listeners", "Mode", "Waiter"):
+            from . import base
 
-def __getattr__(name: str) -> Any:
-    """Listeners, Mode and Waiter (base.py), where the pool and the workers import them from: base.py, and socket
-    with it, imported when first asked for. The modes' names need neither (--help: the built-in kind's options)."""
-    if name in ("Listeners", "Mode", "Waiter"):
-        from . import base
-
-        return getattr(base, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+            return getattr(base, name)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [
