@@ -130,13 +130,16 @@ class RampPlan:
 def _cpu(pids: Sequence[int]) -> list[float]:
     """Each worker's CPU seconds so far: every thread's (process_usage), as latency's counters read them. The
     main thread's alone (usage) read Puma's workers, whose pool threads answer, at 0% for a step of 3,408
-    requests a second of 0.2 ms each, and put their CPU on 'other processes'."""
-    from ...core.processes import process_errors, process_usage
+    requests a second of 0.2 ms each, and put their CPU on 'other processes'. A worker that is a thread (HAProxy's,
+    h2o's: thread_workers) is read by its own, the main thread too: process_usage gave HAProxy's thread 0 every
+    thread's, counting the others twice (0.56 s for a process's 0.35)."""
+    from ...core.processes import process_errors, process_usage, thread_workers, usage
 
     seconds = []
+    threads = thread_workers(pids)
     for pid in pids:
         try:
-            seconds.append(process_usage(pid)[2])
+            seconds.append((usage if pid in threads else process_usage)(pid)[2])
         except process_errors(ValueError):
             seconds.append(0.0)
     return seconds
