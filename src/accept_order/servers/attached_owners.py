@@ -1,6 +1,6 @@
 """Which worker of an attached server took a connection: the one whose fd table holds its socket, or the one its
-reply names. Apart from attached.py (the kind's declaration), so that the registry, which imports every kind at
-start-up, does not make this dataclass (issue 30)."""
+reply names. Apart from attached.py (the kind's declaration), so that `modes` and `inspect`, which import every
+kind, do not make this dataclass (issue 30)."""
 
 from __future__ import annotations
 

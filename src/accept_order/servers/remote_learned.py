@@ -1,5 +1,5 @@
 """How `run`'s one client process learns a remote server's workers from its replies (servers/remote.py). Apart
-from the kind's declaration, so that the registry, which imports every kind at start-up, does not make this
+from the kind's declaration, so that `modes` and `inspect`, which import every kind, do not make this
 dataclass (issue 30)."""
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from ..core.processes import process_errors, process_usage, thread_workers, usage
 
-if TYPE_CHECKING:  # imported where counters are made: the registry imports this module at start-up (issue 30)
+if TYPE_CHECKING:  # imported where counters are made: `inspect` imports every kind, and this module (issue 30)
     from ..core.measures import WorkerCounters
 
 

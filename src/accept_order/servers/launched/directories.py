@@ -1,6 +1,6 @@
 """A launched server's private directory (its config and logs), and the removal of those whose tool is gone.
-Its modules (tempfile, shutil, secrets, psutil) are imported where a server is launched: the registry imports
-every kind, and with it this module, at start-up (issue 30)."""
+Its modules (tempfile, shutil, secrets, psutil) are imported where a server is launched: `modes` and
+`inspect` import every kind, and with it this module (issue 30)."""
 
 from __future__ import annotations
 

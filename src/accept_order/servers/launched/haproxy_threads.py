@@ -1,5 +1,5 @@
 """How a reply of HAProxy's names its worker: its thread. Apart from haproxy.py (the kind's declaration), so that
-the registry, which imports every kind at start-up, does not make this dataclass (issue 30)."""
+`modes` and `inspect`, which import every kind, do not make this dataclass (issue 30)."""
 
 from __future__ import annotations
 

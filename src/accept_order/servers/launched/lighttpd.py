@@ -170,7 +170,7 @@ class LighttpdServer(LaunchedServer):
         return [master.pid] if self.spec.workers == 1 else super().workers_of(master)
 
     def waiting(self, pid: int) -> bool:
-        from ...probes.proc_waits import EPOLL_WAITS, POLLS, thread_wait  # not at the top: the registry imports it
+        from ...probes.proc_waits import EPOLL_WAITS, POLLS, thread_wait  # not at the top: `inspect` imports every kind
 
         wait = thread_wait(pid, pid)
         return wait.call in (EPOLL_WAITS | POLLS)
