@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import PlanError, WorkerExited
+from ..core.errors import NotServing, PlanError, WorkerExited
 from ..core.kinds import ModeInfo, ServerKind
 from ..core.processes import open_pidfd
 from ..core.protocol import HTTP_KEEPALIVE, LINE, ClientProtocol
@@ -41,9 +41,8 @@ def worker_pids(
     attach: Sequence[int], host: str | None = None, port: int | None = None, *, helpers: Sequence[str]
 ) -> list[int]:
     """One pid: its children that serve, oldest first (a master and its workers), itself first where it accepts
-    beside them (uWSGI without --master: its worker 1), or itself if none does; several
-    pids: those, as given. PlanError for a pid that does not exist. `helpers`: the titles the kinds give their
-    helpers (servers/registry.HELPERS), passed in: this module is one of the kinds the registry imports.
+    beside them (uWSGI without --master: its worker 1), or itself if none does; several pids: those, as given.
+    NotServing for a pid no process has (PlanError: none can). `helpers`: registry.HELPERS (the registry imports us).
 
     A master's children are not all workers: nginx's cache manager and loader, h2o's backtrace annotator, the
     resource tracker of a Python supervisor serve nothing. A worker holds the listener on host:port, or, where the
@@ -54,6 +53,7 @@ def worker_pids(
     attached_start.STARTING_S: read at once, it was its own one worker (attached_start.py)."""
     import psutil
 
+    from ..probes.serving import PID_LIMIT
     from .attached_start import settled_workers
 
     try:
@@ -68,10 +68,10 @@ def worker_pids(
         for pid in attach:
             psutil.Process(pid)
         return list(attach)
-    except psutil.NoSuchProcess as exc:
-        raise PlanError(f"--attach: no process {exc.pid}") from None
-    except psutil.AccessDenied as exc:
-        raise PlanError(f"--attach: not allowed to look at process {exc.pid}") from None
+    except psutil.NoSuchProcess as exc:  # a number no pid can be is usage (2); one not running now, the machine's (1)
+        raise (PlanError if not 0 < exc.pid <= PID_LIMIT else NotServing)(f"--attach: no process {exc.pid}") from None
+    except psutil.AccessDenied as exc:  # as observe's and inspect's (probes/serving.find_server)
+        raise NotServing(f"--attach: not allowed to look at process {exc.pid}") from None
 
 
 def _serving(
