@@ -13,7 +13,7 @@ from ...render.text import plural
 from ..inspect.cure_rows import cure_table, kind_named, kind_of
 from .load_verdict import load_uneven
 from .result import ObservedWorker, ObserveInterval, ObserveResult
-from .verdict import verdict
+from .verdict import through_io_uring, verdict
 
 BAR = 16  # characters of the share bar
 PLAIN_WIDTH = 80
@@ -238,7 +238,9 @@ def observe_report(result: ObserveResult) -> RenderableType:
         seen = result.mechanism.modes if result.mechanism is not None else ()
         heading = f"What changes how the load of long-lived connections splits ({result.name})"
         parts += cure_table(kind_named(result.recognised) or kind_of(result.program), seen, heading)
-    parts.append(Text(f"{'exact' if result.traced else 'approximate'}: {result.source}", style="dim"))
+    exact = "exact" if result.traced else "approximate"
+    missed = "; blind to accepts made through io_uring, as this server's are" if through_io_uring(result) else ""
+    parts.append(Text(f"{exact}: {result.source}{missed}", style="dim"))
     env = result.environment
     if env is not None:
         parts.append(Text(f"{env.system} {env.kernel}, {plural(env.cpu_count, 'CPU')}, {env.hostname}", style="dim"))
