@@ -25,6 +25,7 @@ from .kept_report import kept_repeat_table, requests_jain
 from .model_verdict import model_agreement
 from .report import own_failures
 from .result import LATENCY_SHAPE, LatencyResult
+from .sweep_report import caps_not_applied
 
 COLUMNS = ("run", "count", "failed", "p50_us", "p99_us", "p999_us", "max_us", "wall_s")
 # Kept connections (empty for one request per connection): the run's requests per connection, the connections
@@ -92,6 +93,7 @@ def _report(repeated: Repeated, rounds: Rounds) -> list[RenderableType]:
     if len(rounds[0]) > 1:
         stability = latency_stability(rounds)
         parts.append(Text(f"Verdict: {stability.text}", style="green" if stability.conclusive else "yellow"))
+        parts.extend(caps_not_applied(rounds[0][0]) if repeated.of == SWEEP_KIND else [])  # as one sweep's
         parts.extend([host] if host else [])
         if stability.pairs:
             parts.append(

@@ -34,6 +34,22 @@ from .result import LatencyResult
 from .sweep_verdict import sweep_verdict
 
 
+def caps_not_applied(run: LatencyResult) -> list[Text]:
+    """The note for a sweep (one round, or --repeat's) of a server no setting of which follows the cap
+    (ModeInfo.batches False): its caps ran the same server."""
+    server = run.server
+    mode = known_mode(server.kind, server.mode)
+    if mode is None or mode.batches:
+        return []
+    return [
+        Text(
+            f"Note: --accept-batch does not apply to {server.kind}'s {server.mode}: it accepts its own way "
+            "whatever the cap, so every cap ran the same server and their differences are the runs' own.",
+            style="yellow",
+        )
+    ]
+
+
 def _sweep_rule(header: str) -> str:
     return "+".join("-" * len(col) for col in header.split("|"))
 
@@ -102,14 +118,7 @@ def sweep_report(results: Sequence[LatencyResult], stopped: str | None = None) -
     if first.load.keeps_connections:  # an event-driven worker waits on its kept connections in the same wait
         legend += " (a wakeup that only read requests on kept connections counts too, so it may be below 1)"
     parts.append(Text(legend, style="dim"))
-    if mode is not None and not mode.batches:  # no setting of the server's follows the cap (ModeInfo.batches)
-        parts.append(
-            Text(
-                f"Note: --accept-batch does not apply to {server.kind}'s {server.mode}: it accepts its own way "
-                "whatever the cap, so every cap ran the same server and their differences are the runs' own.",
-                style="yellow",
-            )
-        )
+    parts.extend(caps_not_applied(first))
     for r in results:
         # the connections a stop found under way are the stop's, said apart (as latency's report says them)
         errors = errors_block(own_failures(r), r.driven, finished_unit(r.load), under_way(r))
