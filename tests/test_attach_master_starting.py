@@ -65,7 +65,9 @@ def gunicorn_starting(tmp_path: Path, free_port: int) -> Iterator[tuple[subproce
     log = tmp_path / "error.log"
     argv = [sys.executable, "-m", "gunicorn", "--chdir", str(tmp_path), "-c", str(tmp_path / "conf.py")]
     argv += ["-w", str(WORKERS), "-b", f"{HOST}:{free_port}", "--error-logfile", str(log), "wsgi_app:app"]
-    proc = subprocess.Popen(argv, start_new_session=True)
+    # HOME and XDG_RUNTIME_DIR: gunicorn 24+'s control socket (~/.gunicorn/gunicorn.ctl) in the test's directory
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_RUNTIME_DIR": str(tmp_path)}
+    proc = subprocess.Popen(argv, start_new_session=True, env=env)
     try:
         yield proc, free_port, log
     finally:

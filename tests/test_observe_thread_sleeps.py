@@ -121,9 +121,11 @@ def observed_under_load(port: int, pids: list[int]) -> tuple[ObserveResult, Read
 
 
 @pytest.fixture
-def gunicorn_gthread(free_port: int) -> Iterator[tuple[int, list[int]]]:
+def gunicorn_gthread(free_port: int, tmp_path: Path) -> Iterator[tuple[int, list[int]]]:
     """gunicorn (PyPI) with 2 gthread workers of 4 threads each: a worker's main thread polls and accepts, its pool
-    threads read and answer (they are born as needed, and end only with the worker)."""
+    threads read and answer (they are born as needed, and end only with the worker). Its HOME and XDG_RUNTIME_DIR
+    are the test's directory: gunicorn 24+ makes its control socket there (~/.gunicorn/gunicorn.ctl, left behind
+    in root's home before), and 23 has no --no-control-socket to refuse it with."""
     pytest.importorskip("gunicorn")
     command = [sys.executable, "-m", "gunicorn", "-k", "gthread", "--threads", "4", "-w", "2"]
     command += ["-b", f"127.0.0.1:{free_port}", "--graceful-timeout", "2"]
@@ -131,6 +133,7 @@ def gunicorn_gthread(free_port: int) -> Iterator[tuple[int, list[int]]]:
         [*command, "accept_order.servers.launched.gunicorn_app:app"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        env={**os.environ, "HOME": str(tmp_path), "XDG_RUNTIME_DIR": str(tmp_path)},
     )
     try:
         import psutil
@@ -140,6 +143,9 @@ def gunicorn_gthread(free_port: int) -> Iterator[tuple[int, list[int]]]:
         )
         wait_for(lambda: _answers(free_port), bool, 60, "gunicorn to answer")
         yield free_port, workers
+        # the master's unix sockets (gunicorn 24+'s control socket, made once it runs) are in the test's directory
+        paths = [c.laddr for c in psutil.Process(proc.pid).net_connections("unix") if c.laddr]
+        assert all(Path(p).is_relative_to(tmp_path) for p in paths), paths
     finally:
         proc.terminate()
         try:

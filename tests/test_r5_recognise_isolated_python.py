@@ -30,7 +30,9 @@ def isolated_gunicorn(tmp_path: Path) -> Iterator[int]:
         pytest.skip("gunicorn is not installed beside this python")
     (tmp_path / "app.py").write_text(APP)
     command = [sys.executable, "-I", str(GUNICORN), "--chdir", str(tmp_path), "-b", "127.0.0.1:0", "app:app"]
-    proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    # HOME and XDG_RUNTIME_DIR: gunicorn 24+'s control socket (~/.gunicorn/gunicorn.ctl) in the test's directory
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_RUNTIME_DIR": str(tmp_path)}
+    proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, start_new_session=True, env=env)
     try:
         assert proc.stderr is not None
         OutputReader(proc.stderr).wait_for(r"Listening at: http://127\.0\.0\.1:\d+", 30)  # gunicorn's own log
