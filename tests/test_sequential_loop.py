@@ -10,10 +10,11 @@ from __future__ import annotations
 import os
 import select
 import signal
+import socket
+import stat
 from collections import Counter
 from typing import Any
 
-import psutil
 import pytest
 
 from accept_order.core.errors import PlanError, WorkerError
@@ -208,8 +209,24 @@ class _LookingAtSettle:
 
     def settle(self) -> None:
         self.pool.settle()
-        mine = psutil.Process().net_connections(kind="tcp")
-        self.open_at_settle.append(sum(1 for c in mine if c.raddr and tuple(c.raddr) == self.pool.address))
+        self.open_at_settle.append(_connected_to(self.pool.address))
+
+
+def _connected_to(address: tuple[str, int]) -> int:
+    """This process's TCP sockets whose peer is `address`, from its own descriptors (psutil's net_connections
+    read the namespace's whole /proc/net/tcp for them: 30-170 ms a call where the machine holds 12,000-40,000
+    TIME_WAITs, 3.6 CPU-s of this file's 4.3 at load 5)."""
+    count = 0
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            if not stat.S_ISSOCK(os.fstat(int(name)).st_mode):
+                continue
+            with socket.socket(fileno=os.dup(int(name))) as sock:
+                if sock.type == socket.SOCK_STREAM and sock.getpeername()[:2] == address:
+                    count += 1
+        except OSError:  # the listing's own descriptor, gone since; a socket not connected
+            continue
+    return count
 
 
 def test_with_settling_the_previous_connection_is_closed_before_the_next() -> None:
