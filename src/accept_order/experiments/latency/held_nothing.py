@@ -42,9 +42,11 @@ def held_nothing(result: LatencyResult, name: Callable[[LatencyResult], str] = _
     who = f"worker {idle[0]}" if len(idle) == 1 else "workers " + ", ".join(map(str, idle[:-1])) + f" and {idle[-1]}"
     share = "its" if len(idle) == 1 else "their"
     verb = "served" if per_request else "held"
+    others = workers - len(idle)  # 'the other worker', not 'the other 1' (io-uring's ring: worker 0 alone)
+    rest = "the other worker" if others == 1 else f"the other {others}"
     return (
-        f"{name(result)}: {who} held no connection, so the other {workers - len(idle)} carried {share} share: "
-        f"the busiest {verb} {max(carried):,} of the {plural(total, unit)}, {even:,} on an even spread"
+        f"{name(result)}: {who} held no connection, so {rest} carried {share} share: "
+        f"the busiest {verb} {max(carried):,} of the {plural(total, unit, grouped=True)}, {even:,} on an even spread"
     )
 
 
