@@ -19,14 +19,17 @@ class SideBySide:
 
 @dataclass(frozen=True)
 class ClientLimit:
-    """A server's limit on a connection's life (`setting`, by the name it is set by) that the tool does not
-    set on the server it launches: a client closing each connection after `requests` requests (None: the
-    usual stand-in for a limit) redraws the split as the limit would; `timed`: the limit is a time (nginx's
-    keepalive_time), which a count of requests stands for only as often, not as the server would."""
+    """A server's limit on a connection's life (`setting`, by the name it is set by) that no option of the tool's
+    sets on the server it launches: a client closing each connection after `requests` requests (None: the usual
+    stand-in for a limit) redraws the split as the limit would; `timed`: the limit is a time (nginx's
+    keepalive_time), which a count of requests stands for only as often, not as the server would. `launched`:
+    what the launched server's own config sets it to, and under which loads (empty: it leaves the server's
+    default), said as the kind's config writes it."""
 
     setting: str
     requests: int | None = None
     timed: bool = False
+    launched: str = ""
 
 
 @dataclass(frozen=True)

@@ -190,13 +190,17 @@ class ApacheKind(ServerKind):
                     "with KeepAlive On, Apache closes a connection after this many requests on it (100 by "
                     "default, 0: no limit)"
                 ),
-                ClientLimit("MaxKeepAliveRequests"),
+                ClientLimit("MaxKeepAliveRequests", launched="MaxKeepAliveRequests 0 (no limit) under a kept load"),
             ),
             LongLivedCure("KeepAliveTimeout 5", IDLE_CLOSE, IdleLimit("KeepAliveTimeout")),
             LongLivedCure(
                 "KeepAlive Off",
                 f"Apache closes every connection after its answer: {CLOSES_EACH}",
-                ClientLimit("KeepAlive Off", requests=1),
+                ClientLimit(
+                    "KeepAlive Off",
+                    requests=1,
+                    launched="KeepAlive Off under a load of one request per connection (KeepAlive On under a kept one)",
+                ),
             ),
             LongLivedCure(
                 "ListenCoresBucketsRatio R",

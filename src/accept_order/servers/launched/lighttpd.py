@@ -237,7 +237,10 @@ class LighttpdKind(ServerKind):
             LongLivedCure(
                 "server.max-keep-alive-requests = 100",
                 redraws("lighttpd closes a connection after this many requests on it"),
-                ClientLimit("server.max-keep-alive-requests"),
+                ClientLimit(
+                    "server.max-keep-alive-requests",
+                    launched="server.max-keep-alive-requests = 65535 under a kept load (its most)",
+                ),
             ),
             LongLivedCure("server.max-keep-alive-idle = 5", IDLE_CLOSE, IdleLimit("server.max-keep-alive-idle")),
         )

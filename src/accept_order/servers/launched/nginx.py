@@ -100,7 +100,7 @@ class NginxKind(ServerKind):
             LongLivedCure(
                 "keepalive_requests 100;",
                 redraws("nginx closes a connection after this many requests on it (1000 by default since 1.19.10)"),
-                ClientLimit("keepalive_requests"),
+                ClientLimit("keepalive_requests", launched="keepalive_requests 1000000000 under a kept load"),
             ),
             LongLivedCure(
                 "keepalive_time 1m;",
@@ -108,7 +108,7 @@ class NginxKind(ServerKind):
                     "nginx 1.19.10+ closes a connection after the request in progress once it has been open "
                     "this long (1h by default)"
                 ),
-                ClientLimit("keepalive_time", timed=True),
+                ClientLimit("keepalive_time", timed=True, launched="keepalive_time 24h under a kept load"),
             ),
             LongLivedCure("keepalive_timeout 5s;", IDLE_CLOSE, IdleLimit("keepalive_timeout")),
             LongLivedCure(

@@ -190,7 +190,10 @@ class NodeKind(ServerKind):
                     "Node 16.10+ (0 by default: no limit) answers the request that reaches it with Connection: "
                     "close, and any later one on that connection with 503, so a client that honours it closes"
                 ),
-                ClientLimit("server.maxRequestsPerSocket"),
+                ClientLimit(
+                    "server.maxRequestsPerSocket",
+                    launched="server.maxRequestsPerSocket = 0 (no limit) under a kept load",
+                ),
             ),
             LongLivedCure(
                 "server.keepAliveTimeout = 5000",
