@@ -170,7 +170,7 @@ class Observer:
             cpu.append(round((used.cpu_s - before.cpu_s) / span, 4) if used and before and span > 0 else 0.0)
             if used is not None:
                 self._last_usage[index] = used
-            elif index not in self.exited and gone(unit.id):
+            if index not in self.exited and gone(unit.id):  # a zombie too, whose usage still reads
                 self.exited[index] = round(now - self.started, 3)
         overflows = counters(self.watched.netns_pid).get("TcpExtListenOverflows", 0)
         overflowed = overflows - self._counters.get("TcpExtListenOverflows", overflows) - self._last_overflows
