@@ -16,7 +16,7 @@ from ...render.plots import (
     titled,
     worker_colors,
 )
-from .judged import in_shares, judged
+from .judged import in_shares, judged, part_said
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -99,6 +99,6 @@ def _bytes_panel(ax: Any, loaded: Sequence[ObserveInterval], result: ObserveResu
     # report says; said here too, the picture being read without it
     bytes_ = in_shares(result)
     if bytes_ is not None and 0 < bytes_[0] < bytes_[1]:
-        part = f"only the connections a look saw: {bytes_[0] / bytes_[1]:.0%} of the bytes received"
+        part = f"only the connections a look saw: {part_said(*bytes_)} of the bytes received"
         said = f"{part}; these shares say nothing of how the load splits" if not judged(result) else part
         ax.text(0.01, 0.97, said, transform=ax.transAxes, va="top", fontsize=8, color="0.3")

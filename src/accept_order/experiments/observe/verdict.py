@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ...analysis.fairness import jain_index, max_min_share
 from ...render.text import plural
-from .judged import MANY, UNEVEN, even_split, in_shares
+from .judged import MANY, UNEVEN, even_split, in_shares, part_said
 from .load_verdict import load
 from .result import ObserveResult
 
@@ -165,7 +165,7 @@ def sleeps(result: ObserveResult) -> str | None:
             scaled = ""
             if bytes_ is not None and 0 < bytes_[0] < bytes_[1]:
                 scaled = (
-                    f", about (the segments of the connections the looks saw, {bytes_[0] / bytes_[1]:.0%} of the "
+                    f", about (the segments of the connections the looks saw, {part_said(*bytes_)} of the "
                     "bytes received, taken in proportion for the rest)"
                 )
                 # the connections those bytes came on: the looks' and the unlooked ones (not the accepts
