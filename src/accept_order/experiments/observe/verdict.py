@@ -38,7 +38,8 @@ def headline(result: ObserveResult) -> str:
     if counts is None:  # a threaded server without tracing: its threads share one fd table
         return f"connections per thread cannot be told without tracing; by CPU, {_by_cpu(result)}"
     total = sum(counts)
-    what = "connections" if result.traced else "connections seen (sampled)"
+    # one: 'took 100% of 1 connections' read as a slip
+    what = ("connection" if total == 1 else "connections") + ("" if result.traced else " seen (sampled)")
     if total == 0 and not result.traced and sum(result.cpu) > 0:
         looked = sum(w.connections_observed or 0 for w in result.workers)  # the load's own looks, apart
         if looked:
@@ -56,7 +57,7 @@ def headline(result: ObserveResult) -> str:
         return f"no connection was {verb} in {seconds}: the server got no new connections while observed"
     about = "" if result.traced else "about "
     if n == 1:
-        return f"its one worker ({result.workers[0].label}) took all {total:,} {what}"
+        return f"its one worker ({result.workers[0].label}) took {'all ' if total > 1 else ''}{total:,} {what}"
     top = max(range(n), key=lambda i: counts[i])
     share = counts[top] / total
     none = [i for i, c in enumerate(counts) if c == 0]
