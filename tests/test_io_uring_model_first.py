@@ -13,7 +13,10 @@ kernel does.
 
 from __future__ import annotations
 
+from io import StringIO
+
 import pytest
+from rich.console import Console
 
 import accept_order
 from accept_order.analysis.model_check import discipline_of
@@ -21,6 +24,7 @@ from accept_order.analysis.queueing import Arrivals, Service, simulate
 from accept_order.core.spec import ConcurrentLoad, ServerSpec
 from accept_order.core.uring import ACCEPT_COMPLETIONS, ACCEPT_ENTRIES
 from accept_order.experiments.latency import model_check
+from accept_order.experiments.latency.model_report import model_report
 from accept_order.servers.modes import MODES
 from accept_order.servers.registry import known_mode
 
@@ -81,6 +85,9 @@ def test_past_its_ring_worker_0_shares_as_the_model_says(monkeypatch: pytest.Mon
     assert result.served[1] > 0 and sum(result.served) == 1500
     assert max(c.max_batch for c in result.counters) <= ACCEPT_COMPLETIONS + 1
     assert result.model is not None and result.model.discipline == "first"
+    out = StringIO()
+    Console(file=out, width=1000).print(*model_report([result]))
+    assert "first = every connection queued at the first armed worker, idle or busy, until its ring's" in out.getvalue()
     # the same run's figures through a ring without end: one worker for 140 clients, twice the wait
     monkeypatch.setattr(model_check, "ACCEPT_COMPLETIONS", 0)
     endless = model_check.predict(result)

@@ -37,7 +37,10 @@ RHO_NOTE = "; ρ: the open loop's rate × mean service time / workers (1 or more
 PINNED_RHO = "; its ρ the busiest worker's, fed its connections' share of the rate"
 PINNED_NOTE = "; pinned = each request queued at the worker that holds its connection (connections held per worker: "
 # said only beside a model that queues at the first worker alone (io-uring), so other runs' notes stay as they were
-FIRST_NOTE = "; first = every connection queued at worker 0, idle or busy (the others serve none)"
+FIRST_NOTE = (
+    "; first = every connection queued at the first armed worker, idle or busy, until its ring's completions are "
+    "full: then at the next"
+)
 CHURN = "; connections of K > 1 requests come and go: those held when the load ended, scaled to its clients"
 
 
