@@ -5,7 +5,9 @@ busy, or slow to wait) was watched on as though it served, to the end of --durat
 the zombie state as gone, and observe asks it of every worker at each tick.
 
 PyPI's gunicorn, one gthread worker, --max-requests: the master is stopped (SIGSTOP) before the worker answers its
-last request, so the worker stays a zombie (its /proc state 'Z', the witness) until the master runs again."""
+last request, so the worker stays a zombie (its /proc state 'Z', the witness) until the master runs again. The note
+then does not say the master replaced its workers (87a3966's words for a master that runs on): it has no other child,
+as a master that stops after its workers has none either."""
 
 from __future__ import annotations
 
@@ -91,3 +93,6 @@ def test_observe_ends_when_its_worker_is_a_zombie(tmp_path: Path, free_port: int
         raise result
     assert isinstance(result, ObserveResult)
     assert result.workers[0].exited_s is not None, result.workers
+    # the master, stopped, had replaced no one: observe does not say it did
+    notes = " ".join(result.notes)
+    assert "replaced them are not watched" not in notes and f"master (pid {server.pid}) has no other" in notes, notes

@@ -234,6 +234,11 @@ def every_worker_exited(master: int | None) -> str:
     --max-requests, a reload): the server did not stop, observe did (the new workers are not watched)."""
     if master is None or gone(master):
         return "every worker had exited: the server stopped while it was observed"
+    if not [child for child in children_of([master]) if not gone(child)]:  # none replaced them (yet)
+        return (
+            f"every worker watched had exited and the master (pid {master}) has no other: it may be stopping, or "
+            "be about to replace them (the master of a server that stops exits after its workers)"
+        )
     return (
         f"every worker watched had exited while the master (pid {master}) runs on: observe ended there, as the "
         "workers that replaced them are not watched"
