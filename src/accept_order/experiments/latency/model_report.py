@@ -44,6 +44,19 @@ FIRST_NOTE = (
 CHURN = "; connections of K > 1 requests come and go: those held when the load ended, scaled to its clients"
 
 
+def _reach_note(runs: Sequence[LatencyResult], label: Callable[[LatencyResult], str]) -> str:
+    """Beside a model of fewer workers than its run had: a mode steered by the client's CPU reaches only the
+    listeners of the CPUs the load generator ran on (model_check.reached)."""
+    fewer = [
+        f"{label(r)} {r.model.workers} of {r.server.workers}"
+        for r in runs
+        if r.model is not None and r.model.workers < r.server.workers
+    ]
+    if not fewer:
+        return ""
+    return f"; the workers the client's CPUs reach, a listener per CPU, are the model's ({', '.join(fewer)})"
+
+
 def _pinned_note(runs: Sequence[LatencyResult], label: Callable[[LatencyResult], str]) -> str:
     """Said only beside a pinned model (runs of one request per connection keep their note as it was)."""
     held = [(label(r), r.model.connections) for r in runs if r.model is not None and r.model.discipline == "pinned"]
@@ -133,6 +146,7 @@ def model_report(
             NOTE
             + (RHO_NOTE if any(r.model.utilisation is not None for r in runs if r.model) else "")
             + (FIRST_NOTE if any(r.model.discipline == "first" for r in runs if r.model) else "")
+            + _reach_note(runs, label)
             + _pinned_note(runs, label),
             style="dim",
         ),
