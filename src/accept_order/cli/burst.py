@@ -111,7 +111,7 @@ def burst(
     elsewhere = options.get("target") is not None
     servers: list[str] = options["server"]
     batch_given = options.get("accept_batch") is not None
-    base = server_spec(options, mode=None if elsewhere else first_available(modes, servers))
+    base = server_spec(options, mode=None if elsewhere else first_available(modes, servers), varied=not elsewhere)
     servers = [base.kind] if elsewhere else servers
     hosts = client_hosts(options, base, "--client-hosts")
     plan = BurstPlan(

@@ -38,7 +38,7 @@ def compare(modes: list[str], repeat: int, json_path: str | None, **options: Any
 
     servers: list[str] = options["server"]
     batch_given = options.get("accept_batch") is not None
-    server, load = server_spec(options, mode=first_available(modes, servers)), sequential_load(options)
+    server, load = server_spec(options, mode=first_available(modes, servers), varied=True), sequential_load(options)
     host_warnings()
     specs, skipped = variants(server, modes, servers, batch_given)  # every mode checked before any runs
     if repeat > 1:

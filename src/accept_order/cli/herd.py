@@ -37,7 +37,10 @@ def herd(modes: list[str], repeat: int, json_path: str | None, per_worker: bool,
     from ..experiments.herd.result import HerdResult
     from ..servers.registry import variants
 
-    server, load = server_spec(options, mode=first_available(modes, options["server"])), sequential_load(options)
+    server, load = (
+        server_spec(options, mode=first_available(modes, options["server"]), varied=True),
+        sequential_load(options),
+    )
     specs, skipped = variants(server, modes)  # every mode checked before any runs
     host_warnings()
     if repeat > 1:

@@ -96,7 +96,9 @@ def latency(
     batch_given = options.get("accept_batch") is not None
     if len(servers) > 1 and modes is None:
         modes = [mode or "default"]  # several servers: --mode (or each one's own default) on each of them
-    server = server_spec(options, mode=mode or (first_available(modes, servers) if modes else None))
+    server = server_spec(
+        options, mode=mode or (first_available(modes, servers) if modes else None), varied=modes is not None
+    )
     load = concurrent_load(options, server)
     refuse_closing([server.kind, *servers], load)  # every server named, before any run starts
     host_warnings()

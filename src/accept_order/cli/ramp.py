@@ -168,7 +168,7 @@ def ramp(
         raise click.UsageError("give --mode for one ramp or --modes for several, not both")
     refuse_for_target(options, repeat)
     batch_given = options.get("accept_batch") is not None
-    server = server_spec(options, mode=first_available(modes, options["server"]) if modes else None)
+    server = server_spec(options, mode=first_available(modes, options["server"]) if modes else None, varied=bool(modes))
     kind = server.kind
     hosts = client_hosts(options, server)
     plan = RampPlan(

@@ -93,7 +93,7 @@ def reload(
         from ..core.errors import NothingToRun
 
         raise NothingToRun(f"nothing to run: {'; '.join(f'{mode} ({why})' for mode, why in skipped.items())}")
-    server = server_spec(options, mode=first_available(modes))
+    server = server_spec(options, mode=first_available(modes), varied=True)
     load = concurrent_load(options, server)
     host_warnings()
     host_setting = netns.read_sysctl(netns.MIGRATE_REQ)

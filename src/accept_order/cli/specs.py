@@ -133,9 +133,10 @@ def attached_spec(options: dict[str, Any]) -> ServerSpec | None:
     )
 
 
-def server_spec(options: dict[str, Any], mode: str | None = None) -> ServerSpec:
+def server_spec(options: dict[str, Any], mode: str | None = None, varied: bool = False) -> ServerSpec:
     """Pops the server's options out of `options` and returns the validated spec (an attached server's
-    with --attach)."""
+    with --attach). `varied`: the settings several modes share (--modes), where an option of some of them is
+    refused only when none reads it (registry.variants), not by the first mode's server."""
     attached = attached_spec(options)
     if attached is not None:
         return attached
@@ -161,7 +162,7 @@ def server_spec(options: dict[str, Any], mode: str | None = None) -> ServerSpec:
         cpus=tuple(options.pop("cpus", None) or ()),
         **kind_settings(options),
     )
-    return checked(pinned(spec, options.pop("pin", False)), fit=not several)
+    return checked(pinned(spec, options.pop("pin", False)), fit=not several, alone=not (several or varied))
 
 
 def kind_settings(options: dict[str, Any]) -> dict[str, Any]:

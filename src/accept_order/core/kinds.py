@@ -107,6 +107,11 @@ class LockFirst(NamedTuple):
         return lambda threads, sockets: self.applies(threads, len(sockets & listening))
 
 
+def and_join(words: Sequence[str]) -> str:
+    """`a`, `a and b`, `a, b and c`."""
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
 def knob(setting: str) -> str:
     """What a setting sets: its first word, up to a space, `=` or `:` (`accept_mutex on;`: accept_mutex,
     `thunder-lock = true`: thunder-lock, `num-threads: N`: num-threads, `--mode epoll`: --mode)."""
@@ -117,8 +122,11 @@ class KindOption(NamedTuple):
     """A setting only some kinds read, declared by each kind that reads it (ServerKind.options): the
     ServerSpec field it sets (a result file stores it by that name), its command-line flag and help, and
     what it may be. `duration`: the flag takes a duration (500ms) and the field holds milliseconds.
-    `elsewhere`: what a kind that does not read it says when it is set anyway (None: it is ignored). The
-    command line's options and the checks are built from the kinds' declarations (servers/registry.py)."""
+    A server or mode that does not read it refuses it when set (servers/kind_option_checks.py): `whose` names
+    who reads it in that line ("the built-in fd-pass mode's"), `modes` the modes that read it, of the kinds that
+    declare it (an option only some of a kind's modes use; (): each of their modes), and `hints` what to say
+    instead to a kind that is asked ((kind, sentence) pairs). The command line's options and the checks are
+    built from the kinds' declarations (servers/registry.py)."""
 
     field: str
     flag: str
@@ -127,7 +135,9 @@ class KindOption(NamedTuple):
     high: float = 0
     choices: tuple[str, ...] = ()
     duration: bool = False
-    elsewhere: str | None = None
+    whose: str = ""
+    modes: tuple[str, ...] = ()
+    hints: tuple[tuple[str, str], ...] = ()
 
     def check(self, value: object) -> None:
         """PlanError unless `value` is one this option may have."""
@@ -222,6 +232,13 @@ class ServerKind:
     def label(self, spec: ServerSpec) -> str:
         """How reports name a server of this kind: `nginx epoll`."""
         return f"{self.name} {spec.mode}"
+
+    def called(self, modes: Sequence[str] = ()) -> tuple[str, bool]:
+        """How a sentence names this kind (`nginx`), or some of its modes (`nginx's epoll mode`), and whether
+        that name is plural (its verb then agrees)."""
+        if not modes:
+            return self.name, False
+        return f"{self.name}'s {and_join(modes)} mode{'s' * (len(modes) > 1)}", len(modes) > 1
 
     def launch_note(self, spec: ServerSpec) -> str | None:
         """What this tool's launch of the kind does that the same server started by a user does not, where a

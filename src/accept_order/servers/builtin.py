@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ..core.kind_options import MUTEX_DELAY, POLICY
-from ..core.kinds import BY_HASH, ModeInfo, ServerKind
+from ..core.kinds import BY_HASH, ModeInfo, ServerKind, and_join
 from ..core.spec import DEFAULT_KIND
 from .modes import MODES, require_mode
 
@@ -69,6 +69,11 @@ class BuiltinKind(ServerKind):
 
     def label(self, spec: ServerSpec) -> str:
         return spec.mode  # the tool's own workers: the mode says it all
+
+    def called(self, modes: Sequence[str] = ()) -> tuple[str, bool]:
+        if not modes:
+            return "the built-in workers", True
+        return f"the built-in {and_join(modes)} mode{'s' * (len(modes) > 1)}", len(modes) > 1
 
     def modes(self) -> Mapping[str, ModeInfo]:
         return _INFOS

@@ -20,6 +20,7 @@ from ..core import kind_options
 from ..core.errors import NothingToRun, PlanError
 from ..core.kinds import KindOption, ModeInfo, ServerKind
 from ..core.spec import DEFAULT_KIND, LABELS, ServerSpec, sized
+from .kind_option_checks import refuse_unread, shared
 from .lazy import Made
 
 if TYPE_CHECKING:
@@ -213,11 +214,14 @@ def _remember(spec: ServerSpec) -> ServerSpec:
     return spec
 
 
-def checked(spec: ServerSpec, fit: bool = True) -> ServerSpec:
+def checked(spec: ServerSpec, fit: bool = True, alone: bool | None = None) -> ServerSpec:
     """The spec validated: what every kind shares (ServerSpec.validated), then the kind's own checks. `fit`:
     with the kind's own number of workers where it has one (Caddy: one process, whatever -w says); False
-    for the shared settings of several servers (`variants` fits each). Once per spec: a spec this returned
-    is returned as it is."""
+    for the shared settings of several servers (`variants` fits each). `alone` (as `fit` unless given): the
+    spec runs by itself, so an option its kind and mode do not read is refused; False for the settings several
+    modes share (`variants` refuses one none of them reads). Once per spec: a spec this returned, fitted and
+    alone, is returned as it is."""
+    alone = fit if alone is None else alone
     if id(spec) in _CHECKED:
         return spec
     kind = server_kind(spec.kind)
@@ -234,15 +238,9 @@ def checked(spec: ServerSpec, fit: bool = True) -> ServerSpec:
                 f"{'has' if len(owners) == 1 else 'have'} it: {add}"
             )
     kind.check(spec)  # its own settings among them (ServerKind.options)
-    own = {option.field for option in kind.options}
-    for option in declared_options():
-        if (
-            option.elsewhere
-            and option.field not in own
-            and getattr(spec, option.field) != getattr(ServerSpec, option.field)
-        ):
-            raise PlanError(option.elsewhere)
-    return _remember(spec) if fit else spec
+    if alone:
+        refuse_unread(spec, kind)
+    return _remember(spec) if fit and alone else spec
 
 
 def declared_options(kinds: Sequence[str] | None = None) -> list[KindOption]:
@@ -267,7 +265,8 @@ def make_target(spec: ServerSpec, stamps: bool = False) -> Target:
 def variants(
     base: ServerSpec, modes: Sequence[str] | None, servers: Sequence[str] | None = None, batch_given: bool = True
 ) -> tuple[list[ServerSpec], dict[str, str]]:
-    """The specs of a several-mode command: every server x every mode it has and this machine can run.
+    """The specs of a several-mode command: every server x every mode it has and this machine can run, each
+    with the kind options it reads (one none of them reads is refused: kind_option_checks.shared).
     `skipped` says why the others are left out (keyed "mode", or "server mode" with several servers)."""
     servers = list(servers or [base.kind])
     known_anywhere = all_mode_names()
@@ -296,12 +295,12 @@ def variants(
         for m, why in unavailable.items():
             skipped[key(server, m)] = why
         batch = base.accept_batch if batch_given else kind.default_accept_batch
-        specs += [checked(dataclasses.replace(base, kind=server, mode=m, accept_batch=batch)) for m in available]
+        specs += [dataclasses.replace(base, kind=server, mode=m, accept_batch=batch) for m in available]
     if not specs and not skipped:
         raise PlanError("no modes given")
     if not specs:
         raise NothingToRun(f"nothing to run: {'; '.join(f'{name} ({why})' for name, why in skipped.items())}")
-    return specs, skipped
+    return [checked(spec) for spec in shared(specs, KINDS)], skipped  # each option where it is read
 
 
 def recognise(name: str, argv: Sequence[str]) -> ServerKind | None:

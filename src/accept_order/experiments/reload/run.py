@@ -18,7 +18,8 @@ from ...core.errors import PlanError
 from ...core.spec import DEFAULT_KIND, ConcurrentLoad, ServerSpec
 from ...core.totals import loops_ran
 from ...loads.drive_loop import TICK_S
-from ...servers.registry import mode_info, runnable
+from ...servers.kind_option_checks import shared
+from ...servers.registry import KINDS, mode_info, runnable
 from ..session import Loading, Measured, RunInterrupted, Tick, drive_load, lifecycle, run_each
 from .result import GONE_TIMEOUT_S, HOWS, ReloadRun
 
@@ -68,14 +69,15 @@ class ReloadPlan:
 
 def plans(server: ServerSpec, modes: Sequence[str], hows: Sequence[str], migrate: Sequence[int]) -> list[Any]:
     """(spec, plan) for every mode x way of going x migration setting; the setting only changes anything
-    for a queue per worker, so a shared-queue mode runs once, with the kernel's default (0)."""
+    for a queue per worker, so a shared-queue mode runs once, with the kernel's default (0). Each mode's spec
+    has the kind options it reads (one none of the modes reads is refused: kind_option_checks.shared)."""
     out = []
-    for mode in modes:
-        meta = mode_info(DEFAULT_KIND, mode)
+    for spec in shared([server.replace(mode=mode) for mode in modes], KINDS):
+        meta = mode_info(DEFAULT_KIND, spec.mode)
         settings = list(migrate) if meta.queue == "per-worker" else [0]
         for how in hows:
             for value in settings:
-                out.append((server.replace(mode=mode), ReloadPlan(how=how, migrate=value)))
+                out.append((spec, ReloadPlan(how=how, migrate=value)))
     return out
 
 

@@ -1,0 +1,69 @@
+"""The settings only some kinds read (core/kind_options.py), refused where nothing asked reads them: a setting that
+changes nothing reads, in a result, as one that was measured (`run --server nginx --policy least-busy` ran nginx as
+always, and said nothing).
+
+One server (`checked`): each option set to other than its default must be read by its kind and mode. Several
+specs made from one set of settings (compare, herd, latency/burst/ramp --modes or several --server, reload): each
+keeps the options its kind and mode read and has the others at their defaults, so that its result says what its
+server read; an option that none of them reads is refused. A refusal is one line naming who reads the option and
+who was asked: '--policy is the built-in fd-pass mode's; nginx does not read it'.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+
+from ..core import kind_options
+from ..core.errors import PlanError
+from ..core.kinds import KindOption, ServerKind, and_join
+from ..core.spec import ServerSpec
+
+
+def reads(kind: ServerKind, mode: str, option: KindOption) -> bool:
+    """Whether a server of `kind` in `mode` reads `option`: the kind declares it, and the mode is one that uses it."""
+    return any(own.field == option.field for own in kind.options) and (not option.modes or mode in option.modes)
+
+
+def set_in(spec: ServerSpec) -> list[KindOption]:
+    """The options `spec` sets to other than their default (DECLARED read when called: a test may declare more)."""
+    return [o for o in kind_options.DECLARED if getattr(spec, o.field) != getattr(ServerSpec, o.field)]
+
+
+def refusal(option: KindOption, asked: Sequence[tuple[ServerKind, str]]) -> str:
+    """One line: who reads `option`, and which of the (kind, mode) asked do not; a kind that declares it is named
+    by the modes asked of it (`the built-in epoll mode`), any other as a whole (`nginx`)."""
+    groups: dict[str, tuple[ServerKind, list[str]]] = {}
+    for kind, mode in asked:
+        modes = groups.setdefault(kind.name, (kind, []))[1]
+        if any(own.field == option.field for own in kind.options) and mode not in modes:
+            modes.append(mode)
+    names = [kind.called(modes) for kind, modes in groups.values()]
+    plural = len(names) > 1 or names[0][1]
+    said = f"{and_join([name for name, _ in names])} {'do' if plural else 'does'} not read it"
+    line = f"{option.flag} is {option.whose}; {said}" if option.whose else f"{option.flag}: {said}"
+    hints = dict(option.hints)
+    return "; ".join([line, *(hints[name] for name in groups if name in hints)])
+
+
+def refuse_unread(spec: ServerSpec, kind: ServerKind) -> None:
+    """PlanError for the first option `spec` sets that its kind and mode do not read."""
+    for option in set_in(spec):
+        if not reads(kind, spec.mode, option):
+            raise PlanError(refusal(option, [(kind, spec.mode)]))
+
+
+def shared(specs: Sequence[ServerSpec], kinds: Mapping[str, ServerKind]) -> list[ServerSpec]:
+    """Specs made from one set of settings, each with the options its kind and mode do not read at their defaults;
+    PlanError for an option set that none of them reads. `kinds`: the registry's, by name."""
+    out = list(specs)
+    for option in {o.field: o for spec in specs for o in set_in(spec)}.values():
+        read = [reads(kinds[spec.kind], spec.mode, option) for spec in out]
+        if not any(read):
+            raise PlanError(refusal(option, [(kinds[spec.kind], spec.mode) for spec in out]))
+        default = getattr(ServerSpec, option.field)
+        out = [
+            spec if it else dataclasses.replace(spec, **{option.field: default})
+            for spec, it in zip(out, read, strict=True)
+        ]
+    return out

@@ -1,0 +1,161 @@
+"""A setting only some servers or modes read (--policy: the built-in fd-pass mode's; --mutex-delay: the accept-mutex
+mode's, built-in and nginx's; --maxconn: HAProxy's) is refused where nothing asked reads it, in one line naming who
+reads it and who was asked, before anything starts: `run --server nginx --policy least-busy` ran nginx as always and
+said nothing, and `run --server nginx --maxconn 5` spoke of the built-in workers. Commands that run several modes or
+servers with one set of settings apply it to those that read it (the others run with its default, and their results
+say so) and refuse it only when none of them reads it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import assert_one_error_line, run_cli
+
+from accept_order.core import netns
+from accept_order.core.errors import PlanError
+from accept_order.core.spec import ServerSpec
+from accept_order.experiments import session
+from accept_order.experiments.reload.run import plans
+from accept_order.servers.registry import checked, variants
+
+BATCH_HINT = "--accept-batch caps what the built-in workers hold"
+POLICY = "--policy is the built-in fd-pass mode's"
+DELAY = "--mutex-delay is the accept-mutex mode's (the built-in workers' and nginx's)"
+
+
+@pytest.fixture
+def nothing_starts(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Every server a run would start (none must), and no private namespace made (reload's)."""
+    started: list[Any] = []
+
+    def make_target(spec: ServerSpec, stamps: bool = False) -> Any:
+        started.append(spec)
+        raise AssertionError(f"{spec.label} started before its settings were refused")
+
+    def enter_private() -> None:
+        started.append("netns")
+        raise AssertionError("a private network namespace was made before the settings were refused")
+
+    monkeypatch.setattr(session, "make_target", make_target)
+    monkeypatch.setattr(netns, "enter_private", enter_private)
+    return started
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["run", "--server", "nginx", "--policy", "least-busy"], f"{POLICY}; nginx does not read it"),
+        (["run", "--mode", "epoll", "--policy", "least-busy"], f"{POLICY}; the built-in epoll mode does not read it"),
+        (["run", "--mode", "epoll", "--mutex-delay", "5ms"], f"{DELAY}; the built-in epoll mode does not read it"),
+        (
+            ["run", "--server", "nginx", "--mode", "reuseport", "--mutex-delay", "5ms"],
+            f"{DELAY}; nginx's reuseport mode does not read it",
+        ),
+        (["run", "--server", "nginx", "--maxconn", "5"], "--maxconn is HAProxy's; nginx does not read it"),
+        (
+            ["run", "--maxconn", "5"],
+            f"--maxconn is HAProxy's; the built-in workers do not read it; {BATCH_HINT}: at most that many "
+            "connections each (--accept-batch 1: as many as there are workers)",
+        ),
+        (["sweep", "--mode", "reuseport", "--policy", "least-busy"], f"{POLICY}; the built-in reuseport mode does"),
+        # several modes or servers, none of which reads it
+        (
+            ["compare", "--modes", "epoll,reuseport", "--policy", "least-busy"],
+            f"{POLICY}; the built-in epoll and reuseport modes do not read it",
+        ),
+        (["herd", "--modes", "epoll,poll", "--mutex-delay", "5ms"], f"{DELAY}; the built-in epoll and poll modes do"),
+        (
+            ["latency", "--server", "builtin,nginx", "--maxconn", "5"],
+            f"--maxconn is HAProxy's; the built-in workers and nginx do not read it; {BATCH_HINT}",
+        ),
+        (
+            ["latency", "--server", "builtin,nginx", "--modes", "accept-mutex,epoll", "--policy", "least-busy"],
+            f"{POLICY}; the built-in accept-mutex and epoll modes and nginx do not read it",
+        ),
+        (["burst", "--modes", "epoll,reuseport", "--policy", "least-busy"], f"{POLICY}; the built-in epoll and"),
+        (["ramp", "--modes", "epoll,reuseport", "--mutex-delay", "5ms"], f"{DELAY}; the built-in epoll and reuse"),
+        (["reload", "--modes", "epoll,reuseport", "--policy", "least-busy"], f"{POLICY}; the built-in epoll and"),
+    ],
+)
+def test_an_option_nothing_asked_reads_is_refused_in_one_line(
+    nothing_starts: list[Any], args: list[str], line: str
+) -> None:
+    result = run_cli(args)
+    said = assert_one_error_line(result, 2, line)
+    assert result.stdout == "" and nothing_starts == []
+    if line.endswith("read it"):  # the whole line: the built-in kind's hint only where the built-in workers were asked
+        assert said == f"accept-order: error: {line}"
+
+
+def test_the_python_api_refuses_it_too() -> None:
+    with pytest.raises(PlanError, match="^--policy is the built-in fd-pass mode's; nginx does not read it$"):
+        checked(ServerSpec(kind="nginx", mode="epoll", policy="least-busy"))
+    assert checked(ServerSpec(mode="fd-pass", policy="least-busy")).policy == "least-busy"
+    assert checked(ServerSpec(kind="nginx", mode="accept-mutex", mutex_delay_ms=5)).mutex_delay_ms == 5
+
+
+def test_several_modes_each_keep_what_they_read() -> None:
+    """variants (compare, herd, latency/burst/ramp --modes): the option where it is read, its default elsewhere."""
+    base = ServerSpec(policy="least-busy", mutex_delay_ms=40)
+    specs, _ = variants(base, ["epoll", "fd-pass", "accept-mutex"])
+    assert {s.mode: (s.policy, s.mutex_delay_ms) for s in specs} == {
+        "epoll": ("round-robin", 500.0),
+        "fd-pass": ("least-busy", 500.0),
+        "accept-mutex": ("round-robin", 40.0),
+    }
+    specs, _ = variants(ServerSpec(mutex_delay_ms=40), ["accept-mutex", "epoll"], ["builtin", "nginx"])
+    assert {(s.kind, s.mode): s.mutex_delay_ms for s in specs} == {
+        ("builtin", "accept-mutex"): 40.0,
+        ("builtin", "epoll"): 500.0,
+        ("nginx", "accept-mutex"): 40.0,
+        ("nginx", "epoll"): 500.0,
+    }
+    from accept_order.servers.launched.nginx_config import NGINX_MODES, render_config
+
+    nginx = next(s for s in specs if s.kind == "nginx" and s.mode == "accept-mutex")
+    config = render_config(
+        "/nonexistent",
+        NGINX_MODES[nginx.mode],
+        host=nginx.host,
+        port=1,
+        workers=nginx.workers,
+        backlog=nginx.backlog,
+        multi_accept=False,
+        cpus=(),
+        work_us=0,
+        work_iters=0,
+        mutex_delay_ms=nginx.mutex_delay_ms,
+    )
+    assert "accept_mutex_delay 40ms;" in config and "accept_mutex on;" in config
+
+
+def test_several_servers_keep_maxconn_for_haproxy_alone() -> None:
+    specs, _ = variants(ServerSpec(maxconn=5), ["default"], ["builtin", "haproxy"])
+    assert {s.kind: s.maxconn for s in specs} == {"builtin": 0, "haproxy": 5}
+
+
+def test_reloads_modes_each_keep_what_they_read() -> None:
+    specs = {
+        spec.mode: spec.policy
+        for spec, _ in plans(ServerSpec(policy="least-busy"), ["epoll", "fd-pass"], ["leave"], [0])
+    }
+    assert specs == {"epoll": "round-robin", "fd-pass": "least-busy"}
+    with pytest.raises(PlanError, match="the built-in epoll and reuseport modes do not read it"):
+        plans(ServerSpec(policy="least-busy"), ["epoll", "reuseport"], ["leave"], [0])
+
+
+def test_compare_runs_every_mode_and_the_acceptor_uses_the_policy(tmp_path: Path) -> None:
+    """A real compare: each mode ran, and fd-pass's acceptor, which reports the policy it dispatched by, used the one
+    asked for; the epoll run's result says the default it ran with."""
+    out = tmp_path / "compare.json"
+    result = run_cli(["compare", "--modes", "epoll,fd-pass", "--policy", "least-busy", "-n", "6", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    runs = {run["server"]["mode"]: run for run in json.loads(out.read_text())["runs"]}
+    assert set(runs) == {"epoll", "fd-pass"}
+    assert runs["fd-pass"]["evidence"]["acceptor"]["policy"] == "least-busy"
+    assert runs["fd-pass"]["server"]["policy"] == "least-busy" and runs["epoll"]["server"]["policy"] == "round-robin"
+    assert all(len(run["records"]) == 6 for run in runs.values())  # every connection served, in each mode
+    assert sum(runs["fd-pass"]["evidence"]["acceptor"]["passed"]) == 6
