@@ -9,6 +9,7 @@ import socket
 
 import pytest
 from conftest import wait_for
+from ended_at_once import end_at_once
 
 from accept_order.core.spec import ServerSpec
 from accept_order.experiments.inspect.run import inspect
@@ -40,6 +41,7 @@ def test_every_child_busy_reads_the_lock_only_among_two(workers: int, busy_reads
         finally:
             for client in clients:
                 client.close()
+            end_at_once(server)  # its close() would wait up to 2 s for the spinning children
     assert busy.mechanism.name == busy_reads, busy.mechanism
     takers = [unit for unit in busy.units if unit.role == "lock"]
     if workers == 1:

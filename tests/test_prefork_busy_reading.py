@@ -12,6 +12,7 @@ import socket
 
 import pytest
 from conftest import wait_for
+from ended_at_once import end_at_once
 
 from accept_order.analysis.mechanism import Listener, Seen, classify
 from accept_order.core.spec import ServerSpec
@@ -112,6 +113,7 @@ def test_prefork_with_every_child_busy_reads_blocking() -> None:
         finally:
             for client in clients:
                 client.close()
+            end_at_once(server)  # its close() would wait up to 2 s for the spinning children
     assert result.mechanism.name == "blocking", result.mechanism
     assert result.mechanism.modes == ("prefork",)
     assert "running at the look, holding the listener as a blocking socket" in result.mechanism.evidence[0]

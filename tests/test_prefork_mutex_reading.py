@@ -11,6 +11,7 @@ import socket
 
 import pytest
 from conftest import wait_for
+from ended_at_once import end_at_once
 
 from accept_order.analysis.mechanism import Listener, Seen, classify
 from accept_order.core.kinds import ServerKind
@@ -141,6 +142,7 @@ def test_prefork_mutex_with_busy_children_reads_accept_mutex(workers: int, monke
         finally:
             for client in clients:
                 client.close()
+            end_at_once(server)  # its close() would wait up to 2 s for the spinning children
     assert result.mechanism.name == "accept-mutex", result.mechanism
     assert result.mechanism.modes == ("prefork-mutex",)
     assert declared.why in result.mechanism.evidence

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import wait_for
+from ended_at_once import end_at_once
 
 from accept_order.core.spec import ServerSpec
 from accept_order.experiments.inspect.result import InspectResult
@@ -70,9 +71,7 @@ WORK_US = 6_000_000  # long enough for the look on a busy machine; the workers s
 
 def inspected_busy(server: UwsgiServer) -> InspectResult:
     """inspect of a 2-worker uWSGI while both workers are in the app's busy loop (a request each, held); then
-    the server is ended at once, its master killed (its close() then kills the workers): uWSGI's graceful stop
-    waits for the held requests, and both workers spun out the rest of their WORK_US after the look (6.3 s of
-    wall a test, up to two CPUs busy for ~5 s of it), where nothing of the server is read any more."""
+    the server is ended at once (ended_at_once.py: its graceful stop would wait out the busy loop)."""
     clients = [socket.create_connection(server.address, timeout=30) for _ in range(2)]
     try:
         for client in clients:
@@ -86,15 +85,7 @@ def inspected_busy(server: UwsgiServer) -> InspectResult:
     finally:
         for client in clients:
             client.close()
-        ended_at_once(server)
-
-
-def ended_at_once(server: UwsgiServer) -> None:
-    """SIGKILL the server's master, so that its close() finds it gone and kills the workers (and their group)."""
-    master = server.master
-    if master is not None and master.poll() is None:
-        master.kill()
-        master.wait()
+        end_at_once(server)
 
 
 @pytest.mark.skipif(uwsgi_missing() is not None, reason=f"uWSGI launched runs: {uwsgi_missing()}")
