@@ -18,9 +18,12 @@ ENOUGH_SAMPLES = 10  # of the listen queue, all empty, to say the workers kept u
 
 
 def through_io_uring(result: ObserveResult) -> bool:
-    """Its workers accept through io_uring (inspect names the io-uring mechanism): the kernel's count, on the
-    accept calls' tracepoints, sees none of their accepts (an io_uring accept makes no accept call)."""
-    return result.traced and result.mechanism is not None and result.mechanism.name == "io-uring"
+    """Its workers accept through io_uring (inspect names the io-uring mechanism) and the kernel's count, on the
+    accept calls' tracepoints, saw none of their accepts (an io_uring accept makes no accept call). inspect takes
+    a thread asleep in io_uring_enter to wait on the listener, so a server that accepts in accept calls and waits
+    on a ring for something else reads io-uring too: where the calls returned connections, they are its accepts."""
+    named = result.mechanism is not None and result.mechanism.name == "io-uring"
+    return result.traced and named and not sum(result.counts or ())
 
 
 def _names(indices: list[int]) -> str:
