@@ -313,9 +313,9 @@ def test_tail_verdict_names_the_tighter_tail_with_ratios() -> None:
     assert r["avg"] == pytest.approx(wide.histogram.mean_us / tight.histogram.mean_us)
     # p50 (30 vs 30 ms) and average (30.0 vs 31.3 ms) are within 10%: said so, not counted as lower.
     assert verdict.text == (
-        "blocking has the tightest tail: its p99 (30.00 vs 60.00 ms, 0.50×), p99.9 (31.00 vs 140.00 ms, 0.22×) and "
-        "deviation (0.14 vs 23.05 ms, 0.01×) are lower than reuseport's, p50 and average within 10% (blocking "
-        "30.00, 30.00 ms; reuseport 30.00, 31.30 ms)"
+        "blocking had the tightest tail of these runs: its p99 (30.00 vs 60.00 ms, 0.50×), p99.9 (31.00 vs 140.00 "
+        "ms, 0.22×) and deviation (0.14 vs 23.05 ms, 0.01×) are lower than reuseport's, p50 and average within 10% "
+        "(blocking 30.00, 30.00 ms; reuseport 30.00, 31.30 ms)"
     )
 
 
@@ -373,7 +373,7 @@ def test_compare_and_sweep_documents_render(tmp_path: Path) -> None:
     text = text_of(render_document("latency-compare", doc), width=100)
     assert "Duration in ms (blocking) min:29.00 avg:30.00 med=30.00 max:31.00 dev:0.14 count:100" in text
     assert "epoll: not available: no EPOLLEXCLUSIVE" in text
-    assert "Verdict: blocking has the tightest tail" in text
+    assert "Verdict: blocking had the tightest tail of these runs" in text
     lines = compare_lines(runs)
     assert lines[0].split()[:9] == ["mode", "min", "avg", "med", "p90", "p99", "p99.9", "max", "dev"]
     row = ["blocking", "29.00", "30.00", "30.00", "30.00", "30.00", "31.00", "31.00", "0.14", "50", "0"]

@@ -225,9 +225,11 @@ def test_the_sweep_report_names_each_cap_and_its_verdict_is_short() -> None:
     assert warned == ["1 limit", "4 limit", "no limit"]
     assert "1 limit: " in lines and "accept-batch 1: " not in text  # its failures, under its row's name too
     verdict = text.split("Verdict: ", 1)[1].splitlines()
-    assert len(verdict) <= 6  # at 80 columns (it was 15 lines that ended in "mixed")
-    assert " ".join(" ".join(verdict).split()) == sweep_verdict(runs).text
+    # at 80 columns (it was 15 lines that ended in "mixed"): 6 for the pick, 4 for how sure one run each is
+    assert len(verdict) <= 10
+    assert " ".join(" ".join(verdict).split()) == sweep_verdict(runs).said
     assert sweep_verdict(runs).text.split(". ")[-1].startswith("Pick 4 limit: ")
+    assert sweep_verdict(runs).said.startswith(sweep_verdict(runs).text + ". How sure: one run each. ")
 
 
 def test_a_run_that_lost_connections_cannot_have_the_tightest_tail() -> None:

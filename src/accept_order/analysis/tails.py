@@ -71,7 +71,11 @@ def _ratio(a: float, b: float) -> float:
 
 def figures(result: LatencyRun) -> dict[str, float]:
     """The figures compared, in µs."""
-    h = result.histogram
+    return histogram_figures(result.histogram)
+
+
+def histogram_figures(h: LatencyHistogram) -> dict[str, float]:
+    """The figures compared of one histogram, in µs."""
     return {
         "p50": float(h.percentile(50)),
         "p99": float(h.percentile(99)),
@@ -216,7 +220,7 @@ def tail_verdict(results: Sequence[LatencyRun], names: Sequence[str] | None = No
                 if within:
                     clause += ", " + _within(within, label, me, other, them)
                 clauses.append(clause)
-            text = f"{label} has the tightest tail: " + "; ".join(clauses)
+            text = f"{label} had the tightest tail of these runs: " + "; ".join(clauses)
             return TailVerdict(label, _reference_ratios(label, figs), text, "clear")
     ref = min(figs, key=lambda label: (figs[label]["p99"], figs[label]["dev"]))
     ratios = _reference_ratios(ref, figs)

@@ -115,6 +115,13 @@ class LatencyHistogram:
         rank = math.ceil(Fraction(repr(float(q))) * self._count / 100)
         return self._value_at(max(rank, 1) - 1)
 
+    def at_rank(self, rank: int) -> int:
+        """The sample at 1-based position ``rank`` of the ascending order (1: the minimum)."""
+        self._require_samples()
+        if not 1 <= rank <= self._count:
+            raise ValueError(f"rank must be in [1, {self._count}], got {rank!r}")
+        return self._value_at(rank - 1)
+
     def median_us(self) -> float:
         """mmhistogram's med: the middle sample, the lower middle one for even counts."""
         self._require_samples()

@@ -9,6 +9,7 @@ from typing import Any
 from rich.console import RenderableType
 
 from ...analysis.losses import sweep_name
+from ...analysis.one_run import tail_sureness
 from ...analysis.tails import TailVerdict, tail_verdict
 from ...core.totals import loops_ran
 from ...results import export
@@ -59,12 +60,13 @@ def compare_verdict(result: LatencyCompareResult) -> TailVerdict:
     of one whole run and nothing more said the second served nothing), and the workers that held no
     connection of a run over kept connections where the others carried their share (its tail is theirs)."""
     verdict = tail_verdict(result.runs)
-    verdict = replace(verdict, text=verdict.text + held_nothing_notes(result.runs))
+    said = verdict.text + held_nothing_notes(result.runs)
     after = stopped_between(result)
-    if after is None:
-        return verdict
-    said = f"{verdict.text} (stopped after {after.server.label}: the modes after it were not run)"
-    return replace(verdict, text=said)
+    if after is not None:
+        said += f" (stopped after {after.server.label}: the modes after it were not run)"
+    # one run of each mode: how sure the comparison is, from the runs' own samples (analysis/one_run.py)
+    sure = tail_sureness(verdict, {r.server.label: r.histogram for r in result.runs})
+    return replace(verdict, text=f"{said}. {sure}" if sure else said)
 
 
 def latency_compare_report(result: LatencyCompareResult) -> RenderableType:

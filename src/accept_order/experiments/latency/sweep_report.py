@@ -133,7 +133,7 @@ def sweep_report(results: Sequence[LatencyResult], stopped: str | None = None) -
     parts.extend(unseen_parts(server, any(brought(r.evidence.get("observed_on", ())) for r in results)))
     parts.extend(load_notes(results, sweep_name))
     applies = mode is None or mode.batches
-    parts.append(Text.assemble(("Verdict: ", "bold"), sweep_verdict(results, applies).text))
+    parts.append(Text.assemble(("Verdict: ", "bold"), sweep_verdict(results, applies).said))
     if stopped:
         kept = f"kept: what was measured before it ({plural(len(results), 'cap')}); the caps after it were not run"
         parts.append(Text(f"Stopped early: {escape_controls(stopped)}; {kept}.", style="yellow"))

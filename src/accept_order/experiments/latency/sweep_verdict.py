@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ...analysis.losses import host_wide_losses, host_wide_note, lost_connections, own_losses, sweep_name
+from ...analysis.one_run import lower_sureness, no_winner_sureness
 from ...analysis.tails import Pair, failed_before_stop, figures, pair_text
 from ...core.protocol import ABORTED
 from ...render.evidence import short_counter
@@ -153,12 +154,19 @@ def _pick(whole: Sequence[Named]) -> tuple[tuple[str, ...], str]:
 @dataclass(frozen=True)
 class SweepVerdict:
     """The caps in rank order (the pick first, those that lost connections last), the ones that lost
-    connections, the cap or caps to pick (none when no cap is clearly better), and the text."""
+    connections, the cap or caps to pick (none when no cap is clearly better), the text, and how sure the
+    comparison of one run per cap is ('' where it compared no tails: analysis/one_run.py)."""
 
     ranking: tuple[str, ...]
     lost: tuple[str, ...]
     pick: tuple[str, ...]
     text: str
+    sure: str = ""
+
+    @property
+    def said(self) -> str:
+        """The verdict as the report says it: the text, then how sure."""
+        return f"{self.text}. {self.sure}" if self.sure else self.text
 
 
 def _p99(result: LatencyResult) -> float:
@@ -181,6 +189,17 @@ def _own_failures(result: LatencyResult) -> str:
         return ""
     own = sorted(((k, n) for k, n in result.errors.items() if k != ABORTED), key=lambda kv: -kv[1])
     return ", ".join(f"{n} {name}" for name, n in own)
+
+
+def _sureness(whole: Sequence[Named], pick: Sequence[str]) -> str:
+    """One run per cap: how sure the pick (or that none is better) is, from the runs' own samples
+    (analysis/one_run.py); nothing where one cap alone served every connection (a count, not a sample)."""
+    if len(whole) < 2:
+        return ""
+    if not pick:
+        return no_winner_sureness()
+    histograms = {name: r.histogram for name, r in whole}
+    return lower_sureness(pick, [name for name in histograms if name not in pick], histograms)
 
 
 def _sentences(parts: Sequence[str]) -> str:
@@ -213,6 +232,7 @@ def sweep_verdict(results: Sequence[LatencyResult], applies: bool = True) -> Swe
     parts = [*stopped, *([_lost_text(lost, everyone=not whole)] if lost else [])]
     parts += [host] if host else []
     pick: tuple[str, ...]
+    sure = ""
     if whole and not applies:
         (a, first), (b, last) = whole[0], whole[-1]
         between = f" ({a} vs {b}: {pair_text(Pair(a, b, figures(first), figures(last)))})" if a != b else ""
@@ -225,9 +245,10 @@ def sweep_verdict(results: Sequence[LatencyResult], applies: bool = True) -> Swe
         )
     elif whole:
         pick, sentence = _pick(whole)
+        sure = _sureness(whole, pick)
     else:
         pick, sentence = (), "no cap to pick: each histogram holds only what its cap served"
     whole = sorted(whole, key=lambda nr: nr[0] not in pick)  # the pick first, the others as they were (by p99)
     parts.append(sentence)
     ranking = (*(n for n, _ in whole + lost), *cut)
-    return SweepVerdict(ranking, tuple(n for n, _ in lost), pick, _sentences(parts))
+    return SweepVerdict(ranking, tuple(n for n, _ in lost), pick, _sentences(parts), sure)

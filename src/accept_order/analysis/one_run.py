@@ -1,0 +1,112 @@
+"""How sure a verdict drawn from one run of each mode (or cap) can be, from what one run holds.
+
+One run holds its latencies: samples, so a percentile has a sampling interval. The interval used is the
+distribution-free one of order statistics: of n samples, the number below the true q-quantile is binomial
+(n, q), so the samples at ranks n·q ∓ 1.96·√(n·q·(1−q)) bound it at about 95% (no scipy, no resampling: the
+same answer every time). Where two runs' intervals overlap, even the run itself cannot tell them apart.
+
+Where they do not, that is still not a difference between the modes: on a busy machine two runs of the
+same mode differ by far more than their sampling (six runs of epoll here: p99 31.7 to 75.0 ms, each
+interval a few percent wide; 11 of their 15 pairs had intervals apart). Latencies in a closed loop are
+not independent either (a queue makes its neighbours slow together). So the sentence says which of the
+two it is, and names --repeat, which is what tests a difference (analysis/stability.py).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ..core.histogram import LatencyHistogram
+from .tails import Pair, TailVerdict, histogram_figures
+
+Z95 = 1.96
+REPEAT = "--repeat 5"  # what tests it: each run five times, interleaved, with a t-test of the p99s
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A percentile's ~95% sampling interval in µs, and the samples it was read from."""
+
+    low_us: int
+    high_us: int
+    samples: int
+
+    def overlaps(self, other: Interval) -> bool:
+        return self.low_us <= other.high_us and other.low_us <= self.high_us
+
+    def text(self) -> str:
+        return f"{self.low_us / 1000:.2f}-{self.high_us / 1000:.2f}"
+
+
+def percentile_interval(histogram: LatencyHistogram, q: float) -> Interval:
+    """The samples at ranks n·p ∓ 1.96·√(n·p·(1−p)) (p = q/100), clamped to the samples there are."""
+    n = histogram.count
+    p = q / 100
+    half = Z95 * math.sqrt(n * p * (1 - p))
+    low = min(n, max(1, math.floor(n * p - half)))
+    high = min(n, max(1, math.ceil(n * p + half)))
+    return Interval(histogram.at_rank(low), histogram.at_rank(high), n)
+
+
+def _samples(a: Interval, b: Interval) -> str:
+    if a.samples == b.samples:
+        return f"{a.samples:,} latencies each"
+    return f"{a.samples:,} and {b.samples:,} latencies"
+
+
+def pair_sureness(first: str, a: LatencyHistogram, second: str, b: LatencyHistogram, word: str) -> str:
+    """How sure 'first's tail is lower than second's' is, one run each, on the figure `word` ("p99" or
+    "p99.9"): within what the runs' own samples tell apart, or apart by more but untested from run to run."""
+    q = float(word[1:])
+    ia, ib = percentile_interval(a, q), percentile_interval(b, q)
+    intervals = f"95% intervals {ia.text()} and {ib.text()} ms"
+    if ia.overlaps(ib):
+        return (
+            f"How sure: not even within these runs: {first}'s and {second}'s {word}s are within what their own "
+            f"samples can tell apart ({intervals} overlap, {_samples(ia, ib)}): {REPEAT} says whether they differ"
+        )
+    return (
+        f"How sure: one run each. {first}'s and {second}'s {word}s are apart beyond their own samples ({intervals}, "
+        f"{_samples(ia, ib)}), but runs of the same settings can differ by more on a busy machine, which one run "
+        f"cannot show: {REPEAT} says in how many runs it holds, and how significantly"
+    )
+
+
+def _word(first: str, second: str, histograms: Mapping[str, LatencyHistogram]) -> str | None:
+    """The percentile the lower tail shows on (p99, else p99.9); None where it is lower on neither."""
+    pair = Pair(first, second, histogram_figures(histograms[first]), histogram_figures(histograms[second]))
+    return next((word for word in ("p99", "p99.9") if word in pair.lower("a")), None)
+
+
+def lower_sureness(lower: Sequence[str], higher: Sequence[str], histograms: Mapping[str, LatencyHistogram]) -> str:
+    """How sure it is that each of `lower` has a lower tail than each of `higher`, one run each: told on
+    the closest pair across them (the highest p99 of `lower`, the lowest of `higher`)."""
+    if not lower or not higher:
+        return no_winner_sureness()
+
+    def p99(name: str) -> int:
+        return histograms[name].percentile(99)
+
+    first, second = max(lower, key=p99), min(higher, key=p99)
+    word = _word(first, second, histograms)
+    if word is None:  # lower on deviation or p99.9's neighbours only: no percentile to read an interval of
+        return (
+            f"How sure: one run each, which cannot tell this from run-to-run variation: {REPEAT} says whether it holds"
+        )
+    return pair_sureness(first, histograms[first], second, histograms[second], word)
+
+
+def no_winner_sureness() -> str:
+    return f"How sure: one run each; {REPEAT} says whether that holds from run to run"
+
+
+def tail_sureness(verdict: TailVerdict, histograms: Mapping[str, LatencyHistogram]) -> str:
+    """The sentence for latency --modes' tail verdict ('' where it compared no tails): `histograms` by the
+    names the verdict uses."""
+    if not verdict.ratios:  # nothing compared: one run only, one that served everything, all cut short
+        return ""
+    if verdict.tightest is None:
+        return no_winner_sureness()
+    return lower_sureness([verdict.tightest], list(verdict.ratios), histograms)

@@ -1,0 +1,85 @@
+"""H9: a verdict drawn from one run of each mode (latency --modes) or cap (sweep) says how sure it is.
+
+Six runs of one mode here ('latency -m epoll --repeat 6 -n 5000 -c 50 --work 200us', load 3-7 on 2 CPUs)
+had p99s from 31.7 to 75.0 ms, and the old verdict named one of two runs of the same mode 'the tightest
+tail' in 8 of their 15 pairs. Each run's own p99 interval was a few percent wide, apart in 11 of the 15: so
+the sentence never calls intervals apart a difference between modes, and says where even they overlap.
+"""
+
+from __future__ import annotations
+
+from test_latency import fake
+from test_tails import capped
+
+from accept_order.analysis.one_run import percentile_interval
+from accept_order.core.histogram import LatencyHistogram
+from accept_order.experiments.latency.experiment import compare_verdict
+from accept_order.experiments.latency.result import LatencyCompareResult
+from accept_order.experiments.latency.sweep_report import sweep_report
+from accept_order.experiments.latency.sweep_verdict import sweep_verdict
+
+# The shape of one epoll run (1,000 latencies): 98% at 8 ms, then its tail; SLOW is the same run at twice
+# the latency, as two runs of one mode were here (p99 31.7 against 59.7 ms).
+FAST = [8000] * 980 + [30000] * 15 + [32000] * 5
+SLOW = [2 * v for v in FAST]
+
+
+def test_the_interval_is_read_at_the_binomial_ranks() -> None:
+    """1..1000 µs: p99's ranks are 990 ∓ 1.96·√9.9 = 983.8 and 996.2, so samples 983 and 997 (by hand)."""
+    h = LatencyHistogram()
+    for us in range(1, 1001):
+        h.add(us)
+    assert percentile_interval(h, 99) == percentile_interval(h, 99.0)
+    got = percentile_interval(h, 99)
+    assert (got.low_us, got.high_us, got.samples) == (983, 997, 1000)
+    few = LatencyHistogram()
+    few.add(5, 10)
+    assert (percentile_interval(few, 99).low_us, percentile_interval(few, 99).high_us) == (5, 5)  # clamped
+
+
+def test_two_runs_of_one_mode_are_not_called_a_difference_between_modes() -> None:
+    """Their p99s are apart beyond sampling (which one run can show) and the verdict says that is not yet a
+    difference: runs of the same settings differ by more, and --repeat is what tests it."""
+    verdict = compare_verdict(LatencyCompareResult(runs=(fake("epoll", SLOW), fake("reuseport", FAST))))
+    head, sure = verdict.text.split(". How sure: ")
+    assert head.startswith("reuseport had the tightest tail of these runs: ")  # these runs, not the modes
+    assert sure == (
+        "one run each. reuseport's and epoll's p99s are apart beyond their own samples (95% intervals 30.00-32.00 "
+        "and 60.00-64.00 ms, 1,000 latencies each), but runs of the same settings can differ by more on a busy "
+        "machine, which one run cannot show: --repeat 5 says in how many runs it holds, and how significantly"
+    )
+
+
+def test_where_the_runs_own_samples_cannot_tell_them_apart_it_says_so() -> None:
+    """p99 11% apart, p99.9 and deviation clearly lower (so 'tightest'), on 100 latencies each: p99's
+    ranks are 97 to 100 (99 ∓ 1.95), so the intervals 9.00-9.50 and 9.40-30.00 ms overlap."""
+    low = [2000] * 95 + [9000] * 4 + [9500]
+    high = [2000] * 96 + [9400] + [10000] * 2 + [30000]
+    verdict = compare_verdict(LatencyCompareResult(runs=(fake("epoll", high), fake("reuseport", low))))
+    assert verdict.tightest == "reuseport", verdict.text
+    assert verdict.text.split(". How sure: ")[1] == (
+        "not even within these runs: reuseport's and epoll's p99s are within what their own samples can tell "
+        "apart (95% intervals 9.00-9.50 and 9.40-30.00 ms overlap, 100 latencies each): --repeat 5 says whether "
+        "they differ"
+    )
+
+
+def test_no_winner_still_says_one_run_each() -> None:
+    verdict = compare_verdict(LatencyCompareResult(runs=(fake("epoll", FAST), fake("reuseport", FAST))))
+    assert verdict.tightest is None
+    assert verdict.text.endswith(". How sure: one run each; --repeat 5 says whether that holds from run to run")
+
+
+def test_the_sweep_pick_says_how_sure_and_the_report_shows_it() -> None:
+    runs = [capped(1, SLOW), capped(0, FAST)]
+    verdict = sweep_verdict(runs)
+    assert verdict.pick == ("no limit",)
+    assert verdict.sure.startswith("How sure: one run each. no limit's and 1 limit's p99s are apart beyond")
+    assert verdict.said == f"{verdict.text}. {verdict.sure}"
+    from rich.console import Console
+
+    console = Console(width=200, record=True, color_system=None)
+    with console.capture() as capture:
+        console.print(sweep_report(runs))
+    assert " ".join(capture.get().split("Verdict: ", 1)[1].split()) == verdict.said
+    assert sweep_verdict([capped(4, FAST)]).sure == ""  # one cap: nothing compared
