@@ -137,14 +137,18 @@ def reached(result: LatencyResult) -> int:
     """The workers a mode steered by the client's CPU can reach: listener i is CPU i's, so those of the CPUs the
     load generator ran on (its --load-cpus, else this machine's); on 2 CPUs a third worker gets none (latency -m
     incoming-cpu -w 3: 1996/1004/0, where a hash over 3 predicted p50 3.28 ms against 6.24). Every worker for any
-    other mode."""
+    other mode. At most the workers that served: an unpinned load runs where the tool may, which the file does not
+    keep and may be fewer CPUs than the machine's (taskset, a container's cpuset: 'taskset -c 1 latency -m
+    incoming-cpu -w 2' served 0/2000, and a hash over 2 predicted p50 6.00 ms against 11.7)."""
     server, load = result.server, result.load
     info = known_mode(server.kind, server.mode)
     if info is None or info.model != Model.CLIENT_CPU:
         return server.workers
     cpus = load.cpus or tuple(range(result.environment.cpu_count))
     # a CPU past the last listener finds none of its own: the kernel picks by hash among them all then
-    return server.workers if any(c >= server.workers for c in cpus) else max(1, len(set(cpus)))
+    reach = server.workers if any(c >= server.workers for c in cpus) else max(1, len(set(cpus)))
+    served = sum(1 for n in result.served if n)
+    return max(1, min(reach, served)) if served else reach
 
 
 def predict(result: LatencyResult, seed: int = SEED, held: Held | None = None) -> ModelCheck | None:
