@@ -123,10 +123,11 @@ class ModelCheck:
 
 
 def discipline_of(info: ModeInfo | None, server: ServerSpec) -> tuple[Discipline, int] | None:
-    """The mode's dispatch discipline, from what its metadata says, and the batch that applies to it."""
+    """The mode's dispatch discipline, from what its metadata says, and the batch a wakeup takes: the cap where it
+    applies (ModeInfo.batches), else the mode's own (ModeInfo.own_batch)."""
     if info is None:
         return None
-    batch = server.accept_batch if info.batches else 1
+    batch = server.accept_batch if info.batches else info.own_batch  # asyncio's loop takes a queue until EAGAIN
     chosen: Discipline
     if info.discipline in DISCIPLINES:
         chosen = cast(Discipline, info.discipline)

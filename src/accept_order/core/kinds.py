@@ -51,6 +51,9 @@ class ModeInfo(NamedTuple):
     queue: str  # "shared", "per-worker" or "unknown"
     herds: bool = False  # one connection wakes every idle worker
     batches: bool = True  # --accept-batch applies
+    # Where it does not: the connections one wakeup takes, as the server's own loop takes them (0: until EAGAIN,
+    # asyncio's and Go's accept loops; 1: one, then back to the wait). The queueing model reads it as the batch.
+    own_batch: int = 1
     # A worker sleeps once per connection it is woken for (the built-in workers read nothing): voluntary
     # context switches per connection then count the workers one connection woke. A server that also
     # sleeps waiting for the request (nginx, gunicorn) breaks that, so for it they are not wakeups.

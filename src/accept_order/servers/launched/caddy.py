@@ -52,6 +52,7 @@ CADDY_MODES: dict[str, ModeInfo] = {
             None,
             "shared",
             batches=False,
+            own_batch=0,  # until EAGAIN (the model's batch): bpftrace saw 96 queued taken in one wakeup
             settings=("GOMAXPROCS: Go's default (one per CPU)",),
             seen_as=Mechanism.EPOLL,  # one thread waits, in epoll_pwait on the epoll that watches the listener
         ),

@@ -64,6 +64,7 @@ UVICORN_MODES: dict[str, ModeInfo] = {
             "shared",
             herds=True,
             batches=False,
+            own_batch=0,  # until EAGAIN (the model's batch): 100 queued taken in 2 wakeups, 79 and 21
             settings=("--workers N", "--loop asyncio"),
             seen_as=Mechanism.EPOLL_HERD,
         ),
