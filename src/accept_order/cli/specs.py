@@ -135,8 +135,8 @@ def attached_spec(options: dict[str, Any]) -> ServerSpec | None:
 
 def server_spec(options: dict[str, Any], mode: str | None = None, varied: bool = False) -> ServerSpec:
     """Pops the server's options out of `options` and returns the validated spec (an attached server's
-    with --attach). `varied`: the settings several modes share (--modes), where an option of some of them is
-    refused only when none reads it (registry.variants), not by the first mode's server."""
+    with --attach). `varied`: the settings several modes share (--modes), where an option of some of them (or
+    --accept-batch) is refused only when none reads it (registry.variants), not by the first mode's server."""
     attached = attached_spec(options)
     if attached is not None:
         return attached
@@ -162,7 +162,13 @@ def server_spec(options: dict[str, Any], mode: str | None = None, varied: bool =
         cpus=tuple(options.pop("cpus", None) or ()),
         **kind_settings(options),
     )
-    return checked(pinned(spec, options.pop("pin", False)), fit=not several, alone=not (several or varied))
+    spec = pinned(spec, options.pop("pin", False))
+    if not (several or varied):
+        return checked(spec)
+    # The cap as the first server checks it: its own check refuses one it does not read (gunicorn's), where
+    # variants keeps it for the modes that read it ('--server gunicorn,builtin --accept-batch 4': builtin's)
+    base = checked(spec.replace(accept_batch=kind.default_accept_batch), fit=not several, alone=False)
+    return base.replace(accept_batch=spec.accept_batch)
 
 
 def kind_settings(options: dict[str, Any]) -> dict[str, Any]:
