@@ -25,7 +25,7 @@ from ...render.hosts import HostsPart, host_parts, on_hosts
 from ...render.observed_on import brought, observed_parts
 from ...render.text import Verbatim, durations_us, plural
 from ...render.workers import worker_table
-from ...servers.registry import known_by_replies, threads_note, unseen_note
+from ...servers.registry import known_by_replies, known_mode, threads_note, unseen_note
 from ..attached_listeners import v6only_note
 from ..launch_notes import launch_parts
 from .attached_counts import kernel_counts_text, served_known, unplaced_text
@@ -179,7 +179,9 @@ def group_headline(command: str, first: LatencyResult, mode: str) -> Text:
 
 def headline(result: LatencyResult) -> Text:
     server, env = result.server, result.environment
-    batch = f", accept-batch {server.accept_batch}" if server.accept_batch else ""
+    # the cap where the mode reads it: a file of before 87222a4 may hold one its mode never read (io-uring's)
+    read = (mode := known_mode(server.kind, server.mode)) is None or mode.batches
+    batch = f", accept-batch {server.accept_batch}" if server.accept_batch and read else ""
     pinned = f", pinned to CPUs {format_cpu_list(server.cpus)}" if server.cpus else ""
     work, load = _work_and_load(server, result.work_estimate_us, result.load)
     threads = result.evidence.get("threads")
