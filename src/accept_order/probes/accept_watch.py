@@ -30,6 +30,7 @@ SOURCE = "counted by the kernel (bpftrace on the accept tracepoints, per thread)
 _ENDED = "accept-order ended at"  # END's time: the counts are as of then (bpftrace takes ~0.3 s more to exit)
 _ENDED_LINE = re.compile(rb"^accept-order ended at (\d+)$", re.MULTILINE)
 _ENTRY = re.compile(rb"^@(ok|empty)\[(\d+), (\d+)\]: (\d+)$", re.MULTILINE)
+_ON = re.compile(rb"^@on\[(\d+), (\d+), (\d+)\]: (\d+)$", re.MULTILINE)
 
 Key = tuple[int, int]  # (pid, tid)
 
@@ -37,10 +38,12 @@ Key = tuple[int, int]  # (pid, tid)
 @dataclass(frozen=True)
 class ThreadCounts:
     """Running totals since the probes attached: accepts that returned a socket, and accepts that came
-    back empty (EAGAIN), per (pid, tid)."""
+    back empty (EAGAIN), per (pid, tid); `on`: those that returned a socket by the descriptor they were asked
+    of, per (pid, tid, fd + 1): 0 where the call began before the probes attached (its descriptor unseen)."""
 
     accepted: dict[Key, int] = field(default_factory=dict)
     empty: dict[Key, int] = field(default_factory=dict)
+    on: dict[tuple[int, int, int], int] = field(default_factory=dict)
 
     def of(self, pid: int, tid: int | None = None) -> tuple[int, int]:
         """(accepted, empty) of one thread, or of every thread of `pid` when tid is None."""
@@ -57,17 +60,22 @@ def watch_program(pids: Sequence[int], threads: frozenset[int] = frozenset()) ->
 
     The pid filter (the thread-group id: every thread of a worker passes) is in the predicate, as in
     accepts.program, so that no other process reaches the maps; a worker among `threads` is a thread, passed by
-    its own id (accept_filter.thread_workers)."""
+    its own id (accept_filter.thread_workers). The descriptor each accept was asked of (+ 1, 0: unseen) keys @on:
+    a thread may accept on a socket of its own beside the listener (a metrics port's)."""
     pred = accepted_by(pids, f"(args->ret >= 0 || args->ret == -{EAGAIN})", threads=threads)
-    dump = "print(@ok); print(@empty);"
+    dump = "print(@ok); print(@empty); print(@on);"
     return (
+        "tracepoint:syscalls:sys_enter_accept4, tracepoint:syscalls:sys_enter_accept\n"
+        f"/{accepted_by(pids, 'args->fd >= 0', threads=threads)}/\n"
+        "{ @fd[tid] = args->fd + 1; }\n"
         "tracepoint:syscalls:sys_exit_accept4, tracepoint:syscalls:sys_exit_accept\n"
         f"/{pred}/\n"
-        "{ if (args->ret >= 0) { @ok[pid, tid] = count(); } else { @empty[pid, tid] = count(); } }\n"
+        "{ if (args->ret >= 0) { @ok[pid, tid] = count(); @on[pid, tid, @fd[tid]] = count(); }"
+        " else { @empty[pid, tid] = count(); } delete(@fd[tid]); }\n"
         f"interval:ms:{PRINT_MS} {{ {dump} }}\n"
         # clear() after the last print: bpftrace prints every non-empty map again on exit
         f'END {{ printf("{COUNTS_BEGIN}\\n{_ENDED} %llu\\n", nsecs); {dump}\n'
-        f'      clear(@ok); clear(@empty); printf("{COUNTS_END}\\n"); }}\n'
+        f'      clear(@ok); clear(@empty); clear(@on); clear(@fd); printf("{COUNTS_END}\\n"); }}\n'
     )
 
 
@@ -78,6 +86,7 @@ class AcceptWatch(AcceptCounter):
         super().__init__(pids)
         self._accepted: dict[Key, int] = {}
         self._empty: dict[Key, int] = {}
+        self._on: dict[tuple[int, int, int], int] = {}
         self.ended: float | None = None  # see finish()
 
     def program(self) -> str:
@@ -108,7 +117,10 @@ class AcceptWatch(AcceptCounter):
                 totals = self._accepted if which == b"ok" else self._empty
                 key = (int(pid), int(tid))
                 totals[key] = max(totals.get(key, 0), int(n))
+            for pid, tid, fd, n in _ON.findall(bytes(self._out[:end])):
+                on = (int(pid), int(tid), int(fd))
+                self._on[on] = max(self._on.get(on, 0), int(n))
             # What has been read is dropped: an hour's prints would otherwise be kept to the end. stop()
             # finds the END block's framing in what it reads after this.
             del self._out[:end]
-        return ThreadCounts(dict(self._accepted), dict(self._empty))
+        return ThreadCounts(dict(self._accepted), dict(self._empty), dict(self._on))

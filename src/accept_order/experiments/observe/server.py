@@ -28,7 +28,8 @@ from ...core.measures import ListenerRow
 from ...core.models import Mechanism
 from ...probes import serving
 from ...probes.accept_waits import FORKS, SERVES, parent_accepts
-from ...probes.fd_table import FdTables
+from ...probes.accept_watch import ThreadCounts
+from ...probes.fd_table import FdTables, read_links
 from ...probes.serving import children_of, process_info, socket_inodes, with_backlogs
 from ...servers.watched import gone
 
@@ -67,22 +68,41 @@ class Watched:
     def inodes(self) -> frozenset[int]:
         return frozenset(row.inode for row in self.listeners)
 
-    def left_out(self, accepted: Mapping[tuple[int, int], int]) -> list[str]:
+    def left_out(self, totals: ThreadCounts | None) -> list[str]:
         """What the kernel counted (accepts per (pid, tid), as traced) for threads of the watched processes that
         are not among the workers: a thread started after they were chosen, or one that was not running a loop
         on the listener then (h2o's, ServerKind.loops_are_workers). None where the workers are processes: each
-        counts every thread of its own."""
+        counts every thread of its own. Only the listeners' accepts: those asked of a descriptor that is none of
+        them (a metrics thread's own port) are no connection of theirs."""
+        if totals is None or not self.threaded:
+            return []
         units = {(u.pid, u.tid) for u in self.units}
-        others = {key: n for key, n in accepted.items() if n and key not in units} if self.threaded else {}
+        elsewhere = _elsewhere({key: n for key, n in totals.on.items() if key[:2] not in units}, self.inodes)
+        others = {
+            key: left for key, n in totals.accepted.items() if key not in units and (left := n - elsewhere.get(key, 0))
+        }
         if not others:
             return []
         each = ", ".join(f"thread {tid} of pid {pid} {n:,}" for (pid, tid), n in sorted(others.items()))
         total = sum(others.values())
         return [
-            f"{total:,} {'accept' if total == 1 else 'accepts'} by other threads, counted by the kernel but not "
-            f"among the workers above ({each}): the workers were chosen as observe began (a thread started since, "
-            "or one that ran no loop on the listener then, is not among them)"
+            f"{total:,} {'accept' if total == 1 else 'accepts'} of the listener's connections by other threads, "
+            f"counted by the kernel but not among the workers above ({each}): the workers were chosen as observe "
+            "began (a thread started since, or one that ran no loop on the listener then, is not among them)"
         ]
+
+
+def _elsewhere(on: Mapping[tuple[int, int, int], int], inodes: frozenset[int]) -> dict[tuple[int, int], int]:
+    """Per (pid, tid), the accepts asked of a descriptor that is, in its process's fd table now, a socket other
+    than the listeners (`inodes`). One whose descriptor was not seen (0: the call began before the probes
+    attached), is closed now, or is of a process gone or not this user's to read, is not known to be elsewhere."""
+    tables = {pid: read_links(pid) or {} for pid in {pid for pid, _, _ in on}}
+    out: dict[tuple[int, int], int] = {}
+    for (pid, tid, fd), n in on.items():
+        link = tables[pid].get(fd - 1, "") if fd else ""
+        if link.startswith("socket:[") and int(link[8:-1]) not in inodes:
+            out[(pid, tid)] = out.get((pid, tid), 0) + n
+    return out
 
 
 def comm(pid: int) -> str:
