@@ -105,9 +105,10 @@ def test_a_refused_connect_ends_its_chain_as_econnrefused(chains_only: None, pro
 def test_a_reply_in_several_receives_is_read_to_its_eof(
     chains_only: None, parts: tuple[bytes, ...], served: dict[int, int], errors: dict[str, int]
 ) -> None:
-    # the first receive, the linked second, then one receive at a time
+    # the first receive, the linked second, then one receive at a time (at a short tick, as below: this process's
+    # server thread sends each part once a wait of the ring has timed out)
     with no_descriptor_left(), Server(in_parts(*parts)) as server:
-        result = drive("io_uring", server.address, requests=8, slots=2)
+        result = drive("io_uring", server.address, requests=8, slots=2, tick_s=0.002)
     assert (result["served"], result["errors"]) == (served, errors)
 
 
@@ -128,9 +129,12 @@ def test_connects_that_never_complete_time_out(chains_only: None) -> None:
 
 @CHAINS
 def test_many_more_connections_than_the_completion_queue_holds(chains_only: None) -> None:
-    # the completion queue's head wraps round many times (twice the submission entries, 128 for 4 slots)
+    # the completion queue's head wraps round many times (twice the submission entries, 128 for 4 slots). At a
+    # short tick: the ring's wait holds the GIL, so this process's server thread answers a connection only once a
+    # wait has timed out (600 connections took 12-13 s at the 20 ms tick, ~0 CPU; a server in another process
+    # 0.07 s for 200)
     with no_descriptor_left(), Server(replying(b"worker 0 pid 1\n")) as server:
-        result = drive("io_uring", server.address, requests=600, slots=4)
+        result = drive("io_uring", server.address, requests=600, slots=4, tick_s=0.002)
     assert ring_size(4) == 64
     assert (result["served"], result["errors"]) == ({0: 600}, {})
 

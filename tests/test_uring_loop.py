@@ -90,16 +90,22 @@ def bounded(run: Callable[[], dict[str, Any]], in_thread: bool) -> dict[str, Any
 
 
 def drive(
-    loop: str, address: tuple[str, int], stop: Flag | None = None, in_thread: bool = True, **options: Any
+    loop: str,
+    address: tuple[str, int],
+    stop: Flag | None = None,
+    in_thread: bool = True,
+    tick_s: float = TICK_S,
+    **options: Any,
 ) -> dict[str, Any]:
-    """One driver's run in this process: `loop`'s function on a DriverConfig from `options`."""
+    """One driver's run in this process: `loop`'s function on a DriverConfig from `options`; io_uring's at a tick
+    of `tick_s`."""
     settings: dict[str, Any] = {"requests": 20, "duration_s": None, "slots": 4, "timeout_s": 5.0, **options}
     protocol = settings.pop("protocol", LINE)
     cfg = DriverConfig(0, address, AnyReply(), protocol, loop=loop, **settings)
     progress = [0, 0]
     flag = stop or Flag()
     if loop == "io_uring":
-        result = bounded(lambda: drive_uring(cfg, progress, flag, TICK_S), in_thread)
+        result = bounded(lambda: drive_uring(cfg, progress, flag, tick_s), in_thread)
     else:
         result = bounded(lambda: _drive(cfg, progress, flag), in_thread)
     stats = result["stats"]
