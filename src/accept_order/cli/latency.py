@@ -82,6 +82,7 @@ def latency(
     from ..experiments.latency.experiment import latency_compare_report
     from ..experiments.latency.report import latency_report
     from ..experiments.latency.result import LatencyCompareResult
+    from ..servers.held_whole_run import refuse_unanswered
     from ..servers.registry import refuse_closing, server_kind, variants
 
     if modes is not None and modes_alias is not None:
@@ -106,6 +107,7 @@ def latency(
         if options.get("attach") or not server_kind(server.kind).launched:
             raise click.UsageError("--repeat starts the server for every run: not with --attach or --target")
         specs, skipped = variants(server, modes, servers, batch_given) if modes is not None else ([server], {})
+        refuse_unanswered(specs, load)  # every variant before the first round runs
         runs = RunProgress(repeat)
         with bars(load, lambda s: f"{s.label}: connections", runs) as on_run:
             run_repeated(

@@ -188,12 +188,16 @@ def ramp(
         client_hosts=hosts,
         driver=driver,
     ).validated()
+    from ..servers.held_whole_run import refuse_unanswered
     from ..servers.registry import refuse_closing, variants
 
     refuse_closing([kind], plan.load(plan.offered[0]))  # before the server starts
     loop_here(plan.load(plan.offered[0]))
 
     specs, skipped = variants(server, modes, [kind], batch_given) if modes else ([server], {})  # checked first
+    # the most connections the ramp holds at once (its largest step, or an open loop's in flight), every mode
+    held = plan.in_flight if plan.rates else max(plan.concurrencies)
+    refuse_unanswered(specs, plan.load(plan.offered[0]), held, "--in-flight" if plan.rates else "--concurrency-steps")
     host_warnings()
     # run_repeated counts every run of every round; one ramp counts its steps (it may stop before the last)
     single = repeat == 1 and len(specs) == 1

@@ -1,0 +1,86 @@
+"""H9: 'latency -m blocking --pool -c 8 -w 2' spent 20.05 s in pool-fill timeouts (2 of 8 opened) before it
+reported, though the plan knew it: a built-in mode whose worker serves a kept connection to its end before it
+accepts another (ModeInfo.multiplexes False: blocking, epoll-shared) holds one connection per worker, and the
+built-in workers never close a held one. Connections held for the whole run (--pool, or
+--requests-per-connection 0) beyond the workers are refused in one line, exit 2, before anything starts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conftest import assert_one_error_line, run_cli
+
+from accept_order.core.spec import DEFAULT_KIND, ConcurrentLoad, ServerSpec
+from accept_order.experiments import session
+from accept_order.servers.held_whole_run import refuse_unanswered
+from accept_order.servers.registry import server_kind
+
+NEVER = "would never be answered"
+
+
+@pytest.fixture
+def nothing_starts(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Every server a run would start: none must (every run's server is made in session.lifecycle)."""
+    started: list[Any] = []
+
+    def make_target(spec: ServerSpec, stamps: bool = False) -> Any:
+        started.append(spec)
+        raise AssertionError(f"{spec.label} started before the load was refused")
+
+    monkeypatch.setattr(session, "make_target", make_target)
+    return started
+
+
+LOAD = ["-n", "100", "-w", "2"]
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["latency", "-m", "blocking", "--pool", "--requests-per-connection", "0", "-c", "8", *LOAD],
+         "--pool --requests-per-connection 0 -c 8: each of mode blocking's 2 workers serves a kept connection to its "
+         "end before it accepts another, so 6 of the 8 connections would never be answered: give -c 2 or fewer, -w 8, "
+         "or a mode that waits on its kept connections (epoll, epoll-herd)"),
+        (["latency", "-m", "blocking", "--pool", "--requests-per-connection", "10", "-c", "3", *LOAD],
+         "--pool -c 3: each of mode blocking's 2 workers"),
+        (["latency", "-m", "epoll-shared", "--requests-per-connection", "0", "-c", "8", *LOAD],
+         "--requests-per-connection 0 -c 8: each of mode epoll-shared's 2 workers"),
+        # several modes: refused before the first (epoll, which could run) starts; --repeat too
+        (["latency", "--modes", "epoll,blocking", "--requests-per-connection", "0", "-c", "8", *LOAD], NEVER),
+        (["latency", "--modes", "epoll,blocking", "--repeat", "2", "--pool", "--requests-per-connection", "0",
+          "-c", "8", *LOAD], NEVER),
+        (["sweep", "--accept-batch", "1,0", "-m", "blocking", "--pool", "--requests-per-connection", "5", "-c", "8",
+          *LOAD], "--pool -c 8: each of mode blocking's 2 workers"),
+        (["ramp", "-m", "blocking", "--pool", "--requests-per-connection", "0", "-w", "2", "--concurrency-steps",
+          "1,8"], "--concurrency-steps 8: each of mode blocking's 2 workers"),
+    ],
+)  # fmt: skip
+def test_whole_run_connections_beyond_one_per_worker_are_refused(
+    nothing_starts: list[Any], args: list[str], said: str
+) -> None:
+    assert_one_error_line(run_cli(args), 2, said)
+    assert nothing_starts == []
+
+
+def test_only_what_every_one_per_worker_builtin_mode_cannot_answer_is_refused() -> None:
+    """Each built-in mode: refused exactly where it serves one connection at a time and the load holds more
+    than its workers for the whole run; a load whose connections close after K, or one within the workers, or
+    a mode that waits on its kept connections, runs."""
+    modes = server_kind(DEFAULT_KIND).modes()
+    one_each = {name for name, info in modes.items() if not info.multiplexes}
+    assert one_each == {"blocking", "epoll-shared"}  # a new such mode is refused by the same rule
+    whole = ConcurrentLoad(concurrency=8, requests_per_connection=0)
+    for name in modes:
+        spec = ServerSpec(mode=name, workers=2)
+        if name in one_each:
+            with pytest.raises(Exception, match=NEVER):
+                refuse_unanswered([spec], whole)
+            with pytest.raises(Exception, match=NEVER):
+                refuse_unanswered([spec], ConcurrentLoad(concurrency=3, requests_per_connection=4, pool=True))
+        else:
+            refuse_unanswered([spec], whole)
+        refuse_unanswered([spec], ConcurrentLoad(concurrency=8, requests_per_connection=5))  # closed after 5
+        refuse_unanswered([spec], ConcurrentLoad(concurrency=2, requests_per_connection=0))  # one per worker
+        refuse_unanswered([ServerSpec(mode=name, workers=8)], whole)
+    refuse_unanswered([ServerSpec(kind="apache", mode="prefork", workers=2)], whole)  # its own rules end them
