@@ -54,6 +54,16 @@ class UringWaiter(Waiter):
         self.request = self.ring.prepare_accept_multishot(self.sock.fileno(), 0, "accept")
         self.ring.submit()
 
+    def _completions(self, timeout: float | None = None) -> list[Any]:
+        """The ring's wait, resumed where a signal's handler returned (a SIGTERM the supervisor did not ask for:
+        timeout(1) or systemd signalling the whole group), as Python resumes its own calls (PEP 475); the binding
+        raised InterruptedError, which killed the worker. A handler's own exception (the stop) still ends it."""
+        while True:
+            try:
+                return (self.ring.wait() if timeout is None else self.ring.wait(timeout)) or []
+            except InterruptedError:
+                continue
+
     def _reap(
         self, completions: list[Any], accepted: list[socket.socket], rearm: bool, ready: list[int] | None = None
     ) -> bool:
@@ -80,7 +90,7 @@ class UringWaiter(Waiter):
 
     def wait(self) -> list[socket.socket]:
         accepted: list[socket.socket] = []
-        self._reap(self.ring.wait() or [], accepted, rearm=True)
+        self._reap(self._completions(), accepted, rearm=True)
         return accepted  # an error completion alone is an empty wakeup
 
     # Kept connections wait in the same ring as the accept: a one-shot poll each, armed again after each read
@@ -98,7 +108,7 @@ class UringWaiter(Waiter):
     def wait_kept(self) -> tuple[list[socket.socket], list[int]]:
         accepted: list[socket.socket] = []
         ready: list[int] = []
-        self._reap(self.ring.wait() or [], accepted, rearm=True, ready=ready)
+        self._reap(self._completions(), accepted, rearm=True, ready=ready)
         return accepted, ready
 
     def leave(self) -> list[socket.socket]:
@@ -108,7 +118,7 @@ class UringWaiter(Waiter):
         self.ring.prepare_cancel(self.request)
         self.ring.submit()
         for _ in range(100):  # each wait returns at least one completion; the end comes within a few
-            if self._reap(self.ring.wait(1.0) or [], accepted, rearm=False):
+            if self._reap(self._completions(1.0), accepted, rearm=False):
                 break
         self.ring.close()
         self.sock.close()
