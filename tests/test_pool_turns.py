@@ -8,6 +8,7 @@ import os
 import sys
 
 import pytest
+from conftest import wait_for
 
 from accept_order.core import forked
 from accept_order.core.errors import WorkerError
@@ -39,6 +40,9 @@ def test_workers_after_one_that_never_waits_are_forked_but_register_nothing(monk
         assert [proc.is_alive() for proc in pool.procs] == [True, True, True]  # forked together
         pids = [proc.pid for proc in pool.procs]
         assert all(pid is not None for pid in pids)
+        # Worker 0 had its turn at once, but on a busy machine it may register after the pool's 1 s has run out:
+        # wait for its epoll (only a hang is bounded), then only worker 0 may hold one.
+        wait_for(lambda: epolls_of(pids[0] or 0), lambda n: n >= 1, WAIT_S, "worker 0's epoll")
         assert [epolls_of(pid) for pid in pids if pid is not None] == [1, 0, 0]  # only worker 0 had its turn
         # A turn closed without its byte ends the worker that waits for it: it alone held the reading end.
         for index in (1, 2):
