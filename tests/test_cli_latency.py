@@ -16,7 +16,8 @@ from conftest import assert_one_error_line, child_processes, gone, run_cli, wait
 
 from accept_order.analysis.tails import tail_verdict
 from accept_order.core.cpus import allowed_cpus
-from accept_order.experiments.latency.result import LatencyResult
+from accept_order.experiments.latency.experiment import compare_verdict
+from accept_order.experiments.latency.result import LatencyCompareResult, LatencyResult
 
 LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs epoll and procfs")
 CLI = [str(Path(sys.executable).with_name("accept-order"))]
@@ -94,9 +95,12 @@ def test_compare_prints_both_histograms_a_table_and_a_verdict(tmp_path: Path) ->
     doc = json.loads(path.read_text())
     assert doc["kind"] == "latency-compare" and len(doc["runs"]) == 2 and "text" in doc["verdict"]
     assert [run["server"]["mode"] for run in doc["runs"]] == ["blocking", "reuseport"]
-    # The verdict printed and saved is the one the saved runs give (which tail is tighter is the machine's).
-    verdict = tail_verdict([LatencyResult.from_dict(run) for run in doc["runs"]])
+    # The verdict printed and saved is the one the saved runs give (which tail is tighter is the machine's),
+    # with how sure one run each can be (compare_verdict: the tail verdict, then 'How sure:').
+    verdict = compare_verdict(LatencyCompareResult.from_dict(doc))
     assert doc["verdict"]["text"] == verdict.text
+    assert verdict.text.startswith(tail_verdict([LatencyResult.from_dict(run) for run in doc["runs"]]).text)
+    assert ". How sure: " in verdict.text
     assert " ".join(verdict.text.split()) in " ".join(result.stdout.split())
     shown = cli("show", str(path))
     assert shown.exit_code == 0 and shown.stdout == result.stdout
