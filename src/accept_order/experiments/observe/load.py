@@ -309,6 +309,11 @@ class LoadSampler:
             carried.interval_bytes_in = 0
         return held, moved
 
+    def seen(self, pid: int) -> int:
+        """The connections worker `pid` was seen holding by a look so far (its 'seen' in the load table)."""
+        carried = self.carried.get(pid)
+        return len(carried.connections) if carried is not None else 0
+
     def of(self, pid: int, per_process: bool) -> dict[str, int | None]:
         """The result's load fields of one worker (ObservedWorker's); none (None) when not read, or when the
         workers are threads of one process (their fd table is one: the load is the process's, in a note)."""

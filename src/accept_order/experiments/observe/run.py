@@ -145,7 +145,7 @@ class Observer:
         """Per unit: (connections so far, empty accepts so far)."""
         if totals is None:
             assert self.holdings is not None
-            seen = [self.holdings.seen[u.pid] if u.tid is None else 0 for u in self.watched.units]
+            seen = self.holdings.taken(self.watched.units, self.load.seen)
             return seen, [0] * len(seen)
         pairs = [totals.of(u.pid, u.tid) for u in self.watched.units]
         return [a for a, _ in pairs], [e for _, e in pairs]
