@@ -34,7 +34,32 @@ def test_the_interval_is_read_at_the_binomial_ranks() -> None:
     assert (got.low_us, got.high_us, got.samples) == (983, 997, 1000)
     few = LatencyHistogram()
     few.add(5, 10)
-    assert (percentile_interval(few, 99).low_us, percentile_interval(few, 99).high_us) == (5, 5)  # clamped
+    assert (percentile_interval(few, 99).low_us, percentile_interval(few, 99).high_us) == (5, None)
+
+
+def test_a_rank_beyond_the_samples_bounds_nothing() -> None:
+    """p99 of 20 latencies: ranks 19.8 ∓ 0.87, so 18 to 21 of 20: the slowest is no upper bound (all 20 lie
+    below the true p99 in 0.99^20 = 82% of such runs), nor does one latency bound anything; c86a632 clamped
+    rank 21 to the slowest and read two such runs' intervals as apart."""
+    twenty = LatencyHistogram()
+    for us in range(1000, 21000, 1000):
+        twenty.add(us)
+    got = percentile_interval(twenty, 99)
+    assert (got.low_us, got.high_us) == (18000, None) and got.text() == "18.00-∞"
+    one = LatencyHistogram()
+    one.add(700)
+    assert (percentile_interval(one, 99).low_us, percentile_interval(one, 99).high_us) == (0, None)
+    at_1000 = LatencyHistogram()
+    for us in range(1, 1001):
+        at_1000.add(us)
+    assert percentile_interval(at_1000, 99.9).high_us is None  # p99.9 of 1,000: rank 999 + 1.96 > 1,000
+    # 200 latencies each (the golden latency-compare's size): both p99s unbounded above, so they overlap,
+    # however far apart the slowest samples are
+    fast, slow = [1000] * 198 + [2000, 2100], [1000] * 197 + [9000, 9100, 9200]
+    verdict = compare_verdict(LatencyCompareResult(runs=(fake("epoll", slow), fake("reuseport", fast))))
+    assert verdict.tightest == "reuseport", verdict.text
+    assert verdict.text.split(". How sure: ")[1].startswith("not even within these runs: "), verdict.text
+    assert "(95% intervals 1.00-∞ and 1.00-∞ ms overlap, 200 latencies each)" in verdict.text
 
 
 def test_two_runs_of_one_mode_are_not_called_a_difference_between_modes() -> None:
@@ -52,14 +77,14 @@ def test_two_runs_of_one_mode_are_not_called_a_difference_between_modes() -> Non
 
 def test_where_the_runs_own_samples_cannot_tell_them_apart_it_says_so() -> None:
     """p99 11% apart, p99.9 and deviation clearly lower (so 'tightest'), on 100 latencies each: p99's
-    ranks are 97 to 100 (99 ∓ 1.95), so the intervals 9.00-9.50 and 9.40-30.00 ms overlap."""
+    ranks are 97 to 101 (99 ∓ 1.95): from 9.00 and 9.40 ms, neither bounded above, so they overlap."""
     low = [2000] * 95 + [9000] * 4 + [9500]
     high = [2000] * 96 + [9400] + [10000] * 2 + [30000]
     verdict = compare_verdict(LatencyCompareResult(runs=(fake("epoll", high), fake("reuseport", low))))
     assert verdict.tightest == "reuseport", verdict.text
     assert verdict.text.split(". How sure: ")[1] == (
         "not even within these runs: reuseport's and epoll's p99s are within what their own samples can tell "
-        "apart (95% intervals 9.00-9.50 and 9.40-30.00 ms overlap, 100 latencies each): --repeat 5 says whether "
+        "apart (95% intervals 9.00-∞ and 9.40-∞ ms overlap, 100 latencies each): --repeat 5 says whether "
         "they differ"
     )
 

@@ -229,7 +229,8 @@ def test_the_sweep_report_names_each_cap_and_its_verdict_is_short() -> None:
     assert len(verdict) <= 10
     assert " ".join(" ".join(verdict).split()) == sweep_verdict(runs).said
     assert sweep_verdict(runs).text.split(". ")[-1].startswith("Pick 4 limit: ")
-    assert sweep_verdict(runs).said.startswith(sweep_verdict(runs).text + ". How sure: one run each. ")
+    # 100 latencies each: too few to bound a p99 above, so the runs' own samples cannot tell them apart
+    assert sweep_verdict(runs).said.startswith(sweep_verdict(runs).text + ". How sure: not even within these runs: ")
 
 
 def test_a_run_that_lost_connections_cannot_have_the_tightest_tail() -> None:

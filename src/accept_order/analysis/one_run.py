@@ -27,27 +27,30 @@ REPEAT = "--repeat 5"  # what tests it: each run five times, interleaved, with a
 
 @dataclass(frozen=True)
 class Interval:
-    """A percentile's ~95% sampling interval in µs, and the samples it was read from."""
+    """A percentile's ~95% sampling interval in µs, and the samples it was read from. `high_us` None: the
+    samples do not bound it above (too few of them: its rank is past the slowest)."""
 
     low_us: int
-    high_us: int
+    high_us: int | None
     samples: int
 
     def overlaps(self, other: Interval) -> bool:
-        return self.low_us <= other.high_us and other.low_us <= self.high_us
+        below = other.high_us is None or self.low_us <= other.high_us
+        return below and (self.high_us is None or other.low_us <= self.high_us)
 
     def text(self) -> str:
-        return f"{self.low_us / 1000:.2f}-{self.high_us / 1000:.2f}"
+        return f"{self.low_us / 1000:.2f}-{'∞' if self.high_us is None else f'{self.high_us / 1000:.2f}'}"
 
 
 def percentile_interval(histogram: LatencyHistogram, q: float) -> Interval:
-    """The samples at ranks n·p ∓ 1.96·√(n·p·(1−p)) (p = q/100), clamped to the samples there are."""
+    """The samples at ranks n·p ∓ 1.96·√(n·p·(1−p)) (p = q/100). A rank beyond the samples bounds nothing on
+    its side: the slowest sample is no 95% bound (p99 of 20 latencies: ranks 18 to 21; all 20 are below the true
+    p99 in 82% of such runs, so the slowest two covered it in 18%), so none above; below the fastest, 0 µs."""
     n = histogram.count
     p = q / 100
     half = Z95 * math.sqrt(n * p * (1 - p))
-    low = min(n, max(1, math.floor(n * p - half)))
-    high = min(n, max(1, math.ceil(n * p + half)))
-    return Interval(histogram.at_rank(low), histogram.at_rank(high), n)
+    low, high = math.floor(n * p - half), math.ceil(n * p + half)
+    return Interval(histogram.at_rank(low) if low >= 1 else 0, histogram.at_rank(high) if high <= n else None, n)
 
 
 def _samples(a: Interval, b: Interval) -> str:
