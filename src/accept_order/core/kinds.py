@@ -200,6 +200,10 @@ class ServerKind:
     #: its workers are the threads of one process, each accepting for itself (HAProxy's nbthread), so
     #: `observe` counts per thread; other kinds' threads (a pool, Go's runtime) are not workers
     threads_are_workers: ClassVar[bool] = False
+    #: whose voluntary context switches a worker's 'sleeps' count, as its reports' legend says it: the main thread's
+    #: (/proc/PID/status) unless the kind counts others (Puma: its server thread's, its wakeups; attached: every one);
+    #: None: the worker's own, a process of one thread (the built-in workers)
+    sleeps: ClassVar[str | None] = "each worker's main thread alone"
     #: each serving thread runs an event loop of its own, whose epoll watches the listener, beside threads that
     #: serve none (h2o's num-threads and its timer thread): one server per such epoll, to the queueing model
     loops_are_workers: ClassVar[bool] = False

@@ -31,9 +31,13 @@ _MEANINGS = (
 )
 
 
-def worker_legend(detail: bool = False) -> str:
-    """The legend of a worker_table with the same `detail`."""
-    return "; ".join(f"{name}: {meaning}" for name, meaning in _MEANINGS if detail or name != "preempt")
+def worker_legend(detail: bool = False, sleeps: str | None = None) -> str:
+    """The legend of a worker_table with the same `detail`; `sleeps`: whose switches they are (ServerKind.sleeps:
+    a Puma worker's server thread's, an attached worker's every thread's), said where it is known."""
+    meanings = dict(_MEANINGS)
+    if sleeps:
+        meanings["sleeps"] = f"voluntary context switches of {sleeps} (times it blocked)"
+    return "; ".join(f"{name}: {meaning}" for name, meaning in meanings.items() if detail or name != "preempt")
 
 
 def worker_table(

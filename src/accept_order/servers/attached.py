@@ -137,7 +137,6 @@ def _named_helper(pid: int, helpers: tuple[str, ...]) -> bool:
 def _fed(master: int) -> frozenset[int]:
     """The processes a master that alone holds its listeners talks to over Unix socketpairs (inspect's reading of
     an acceptor's workers: probes/serving.py); none where it cannot be read."""
-    from ..core.errors import NotServing
     from ..probes.serving import find_server
 
     try:
@@ -377,6 +376,7 @@ class AttachedKind(ServerKind):
     mode_name = "attached"  # its one mode
     summary = "a running server this tool did not start, attached by pid"
     launched = False
+    sleeps = "every thread of each worker process"  # EveryThreadUsage; a thread attached as a worker: its own
 
     def __init__(self, helpers: Sequence[str]) -> None:
         """`helpers`: the titles every other kind gives its helpers (ServerKind.helpers), which the registry, that

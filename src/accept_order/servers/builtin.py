@@ -41,6 +41,7 @@ class BuiltinKind(ServerKind):
     process_names = ("accept-order",)
     summary = "this tool's own Python workers, in any of its accept modes (the default)"
     witness = None  # each worker counts what it accepted itself: there is nothing else to check against
+    sleeps = None  # each worker is a process of one thread: its sleeps are the worker's (the legend's own words)
 
     spins_here = True
     options = (POLICY, MUTEX_DELAY)

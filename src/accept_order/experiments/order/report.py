@@ -15,10 +15,11 @@ from ...core.spec import DEFAULT_KIND
 from ...render.evidence import evidence_report
 from ...render.fit import key_columns
 from ...render.text import durations_us, plural
-from ...render.workers import worker_legend, worker_table
+from ...render.workers import worker_table
 from ...servers.registry import threads_note
 from ..attached_listeners import v6only_note
 from ..launch_notes import launch_parts
+from ..sleeps_legend import sleeps_legend
 from .result import RunResult
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ def run_report(result: RunResult) -> RenderableType:
         head,
         Text.assemble(("Sequence: ", "bold"), sequence_text(result)),
         worker_table(result.counters, result.counts, detail=bool(server.cpus)),
-        Text(worker_legend(detail=bool(server.cpus)), style="dim"),
+        sleeps_legend(server, detail=bool(server.cpus)),
         Text(f"served {result.served}, failed {result.failed}, driven {len(result.records)}"),
     ]
     if result.unsettled:
@@ -241,7 +242,7 @@ def serve_report(result: ServeResult) -> RenderableType:
     parts: list[RenderableType] = [
         Text.assemble(("Sequence: ", "bold"), _marks(result.sequence) or "(no connections)"),
         worker_table(result.counters, accepted if known else None, title="tally"),
-        Text(worker_legend(), style="dim"),
+        sleeps_legend(result.server),
     ]
     if isinstance(witness, dict):
         source = str(witness.get("source", "the server's log"))

@@ -184,6 +184,7 @@ class CaddyKind(ServerKind):
     witness = CaddyServer.witness_source
     preferred_mode = "netpoller"
     fixed_workers = 1
+    sleeps = "every thread of its one process"  # Go's threads take turns at its accept loop: ThreadedUsage
 
     @property
     def cures(self) -> tuple[LongLivedCure, ...]:

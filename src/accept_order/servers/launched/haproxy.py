@@ -236,6 +236,7 @@ class HaproxyKind(ServerKind):
     name = "haproxy"
     process_names = ("haproxy",)
     threads_are_workers = True
+    sleeps = "each worker thread itself"  # a worker that is a process (haproxy's nbproc): its main thread
     handoff = (
         "HAProxy hands each connection it accepts to the less loaded of two threads (tune.listener.multi-queue): "
         "the thread that accepts is not always the one that serves"

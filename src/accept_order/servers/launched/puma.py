@@ -198,6 +198,7 @@ class PumaKind(ServerKind):
     name = "puma"
     process_names = ("puma",)
     summary = "Debian's Puma (5.6) in cluster mode with a Rack app, launched from a generated config"
+    sleeps = "each worker's server thread alone, the one in select: its wakeups"
     witness = PumaServer.witness_source
     preferred_mode = "cluster"
 
