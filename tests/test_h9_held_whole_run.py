@@ -16,6 +16,7 @@ from conftest import assert_one_error_line, run_cli
 
 from accept_order.core.spec import DEFAULT_KIND, ConcurrentLoad, ServerSpec
 from accept_order.experiments import session
+from accept_order.experiments.latency.kept_report import kept_lines
 from accept_order.experiments.latency.result import LatencyResult
 from accept_order.servers.held_whole_run import refuse_unanswered
 from accept_order.servers.registry import server_kind
@@ -115,3 +116,5 @@ def test_connections_kept_without_a_pool_end_with_the_load_and_run(tmp_path: Pat
     assert run.histogram.count == asked and not run.errors and sum(run.served) == asked  # by the replies
     assert sum(c.requests or 0 for c in run.counters) == asked  # by the workers' own counts
     assert sum(c.accepts or 0 for c in run.counters) == sum(run.connections) >= 2  # every one opened, accepted
+    said = " ".join(str(line) for line in kept_lines(run))  # the report says so, not 'never answered'
+    assert "never answered" not in said and "held ones waited in the accept queue" in said

@@ -109,8 +109,12 @@ def test_a_mode_that_serves_to_the_end_says_never_answered_only_beyond_its_worke
     four = dataclasses.replace(run(held=(1, 1, 1), per=0, pool=True, concurrency=4, mode="blocking"), pool=(3, 4))
     said = "with 4 connections kept for the whole run over 3 workers, connections beyond the 3 held ones were never"
     assert said in _lines(four)
+    # without a pool the 4th waited for a held one to end with the load: answered, unless its request timed out
     unpooled = run(held=(1, 1, 1), per=0, concurrency=4, mode="blocking")
-    assert "never answered" in _lines(unpooled)
+    assert "never answered" not in _lines(unpooled)
+    assert "held ones waited in the accept queue until a held one ended" in _lines(unpooled)
+    late = run(held=(1, 1, 1), per=0, concurrency=4, mode="blocking", errors={"timeout": 1})
+    assert "held ones were never answered (1 timed out)" in _lines(late)
 
 
 def test_a_pool_of_one_request_connections_is_refused_in_one_line() -> None:

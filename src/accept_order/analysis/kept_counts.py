@@ -29,6 +29,15 @@ def filled_in(fill_s: float | None) -> str:
     return f" in {fill_s:.2f} s" if fill_s >= 1 else f" in {1000 * fill_s:.1f} ms"
 
 
+def beyond_workers(short: bool, timed_out: int) -> str:
+    """What became of the connections beyond the workers of a mode that serves each to its end: a pool that
+    stopped filling, or a request timed out, says they were never answered; else each was answered once a held
+    one ended with the load's last requests ('-m blocking -K 0 -c 8 -w 2 -n 400': 400 of 400, the 6 late)."""
+    if short or timed_out:
+        return "were never answered" + (f" ({timed_out} timed out)" if timed_out else "")
+    return "waited in the accept queue until a held one ended with the load's last requests (all were answered)"
+
+
 @dataclass(frozen=True)
 class OwnCount:
     """Per worker (index order) the requests it says it answered (`own`) and those its replies named it for

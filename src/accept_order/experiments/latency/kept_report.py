@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ...analysis.fairness import jain_index
-from ...analysis.kept_counts import filled_in, own_count
+from ...analysis.kept_counts import beyond_workers, filled_in, own_count
 from ...analysis.witness import agreement
 from ...core.spec import ConcurrentLoad
 from ...core.text import plural
@@ -174,15 +174,15 @@ def kept_lines(result: LatencyResult) -> list[Text]:
     if differs is not None:
         lines.append(differs)
     workers = result.server.workers
-    # only connections beyond the workers wait for ever: each worker serves the one it holds to its end
-    beyond = result.load.requests_per_connection == 0 and result.load.concurrency > workers
-    if _serves_to_end(result) and (beyond or (pool is not None and pool[0] < pool[1])):
+    short = pool is not None and pool[0] < pool[1]  # a pool's fill stopped: the rest were never opened
+    beyond = result.load.requests_per_connection == 0 and result.load.concurrency > workers  # wait their turn
+    if _serves_to_end(result) and (beyond or short):
         lines.append(
             Text(
                 f"mode {result.server.label} serves each connection to its end before it accepts another (its wait "
                 f"is the accept): with {plural(result.load.concurrency, 'connection')} kept for the whole run over "
-                f"{plural(workers, 'worker')}, connections beyond the {workers} held ones were never answered"
-                + (f" ({result.errors.get('timeout', 0)} timed out)" if result.errors.get("timeout") else ""),
+                f"{plural(workers, 'worker')}, connections beyond the {workers} held ones "
+                + beyond_workers(short, result.errors.get("timeout", 0)),
                 style="yellow",
             )
         )
