@@ -8,13 +8,15 @@ the sentence never calls intervals apart a difference between modes, and says wh
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from test_latency import fake
 from test_tails import capped
 
 from accept_order.analysis.one_run import percentile_interval
 from accept_order.core.histogram import LatencyHistogram
 from accept_order.experiments.latency.experiment import compare_verdict
-from accept_order.experiments.latency.result import LatencyCompareResult
+from accept_order.experiments.latency.result import LatencyCompareResult, LatencyResult
 from accept_order.experiments.latency.sweep_report import sweep_report
 from accept_order.experiments.latency.sweep_verdict import sweep_verdict
 
@@ -108,3 +110,24 @@ def test_the_sweep_pick_says_how_sure_and_the_report_shows_it() -> None:
         console.print(sweep_report(runs))
     assert " ".join(capture.get().split("Verdict: ", 1)[1].split()) == verdict.said
     assert sweep_verdict([capped(4, FAST)]).sure == ""  # one cap: nothing compared
+
+
+def test_a_merged_files_runs_are_not_called_one_run_each() -> None:
+    """'accept-order merge' of two sessions adds each mode's runs into one histogram: the sentence says so
+    (it said 'one run each'); files measured at the same time (--concurrent, several client hosts) are one run."""
+
+    def merged(run: LatencyResult, concurrent: bool) -> LatencyResult:
+        files = [{"file": "a.json", "started_at": "2026-11-23T18:00"}, {"file": "b.json", "started_at": "2026-11-24"}]
+        return replace(run, evidence={**run.evidence, "merged_from": {"files": files, "concurrent": concurrent}})
+
+    apart = (fake("epoll", SLOW), fake("reuseport", FAST))
+    sure = compare_verdict(LatencyCompareResult(runs=tuple(merged(r, False) for r in apart))).text
+    assert ". How sure: 2 runs each, merged into one histogram. reuseport's and epoll's p99s are apart" in sure
+    assert "which one histogram cannot show" in sure and "one run each" not in sure
+    together = compare_verdict(LatencyCompareResult(runs=tuple(merged(r, True) for r in apart))).text
+    assert ". How sure: one run each. " in together and "which one run cannot show" in together
+    tied = compare_verdict(LatencyCompareResult(runs=tuple(merged(fake(m, FAST), False) for m in ("epoll", "poll"))))
+    assert tied.text.endswith("How sure: 2 runs each, merged into one histogram; --repeat 5 says whether that holds "
+                              "from run to run")  # fmt: skip
+    caps = sweep_verdict([merged(capped(1, SLOW), False), merged(capped(0, FAST), False)])
+    assert caps.sure.startswith("How sure: 2 runs each, merged into one histogram. no limit's and 1 limit's p99s")

@@ -15,8 +15,9 @@ two it is, and names --repeat, which is what tests a difference (analysis/stabil
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..core.histogram import LatencyHistogram
 from .tails import Pair, TailVerdict, histogram_figures
@@ -59,9 +60,26 @@ def _samples(a: Interval, b: Interval) -> str:
     return f"{a.samples:,} and {b.samples:,} latencies"
 
 
-def pair_sureness(first: str, a: LatencyHistogram, second: str, b: LatencyHistogram, word: str) -> str:
-    """How sure 'first's tail is lower than second's' is, one run each, on the figure `word` ("p99" or
-    "p99.9"): within what the runs' own samples tell apart, or apart by more but untested from run to run."""
+def merged_runs(evidence: Iterable[Mapping[str, Any]]) -> int:
+    """The runs each result's histogram adds up: 1, or the files `accept-order merge` added one after another
+    (their merged_from; at the same time, --concurrent, they are one run's several client hosts)."""
+    counts = set()
+    for seen in evidence:
+        merged = seen.get("merged_from")
+        files = merged.get("files") if isinstance(merged, dict) and not merged.get("concurrent") else None
+        counts.add(len(files) if isinstance(files, list) and files else 1)
+    return min(counts, default=1)
+
+
+def _each(runs: int) -> str:
+    """How many runs each histogram holds: a merge's are in one histogram, as untested from run to run."""
+    return "one run each" if runs <= 1 else f"{runs} runs each, merged into one histogram"
+
+
+def pair_sureness(first: str, a: LatencyHistogram, second: str, b: LatencyHistogram, word: str, runs: int = 1) -> str:
+    """How sure 'first's tail is lower than second's' is, one run each (or `runs` merged), on the figure `word`
+    ("p99" or "p99.9"): within what the runs' own samples tell apart, or apart by more but untested from run
+    to run."""
     q = float(word[1:])
     ia, ib = percentile_interval(a, q), percentile_interval(b, q)
     intervals = f"95% intervals {ia.text()} and {ib.text()} ms"
@@ -71,9 +89,10 @@ def pair_sureness(first: str, a: LatencyHistogram, second: str, b: LatencyHistog
             f"samples can tell apart ({intervals} overlap, {_samples(ia, ib)}): {REPEAT} says whether they differ"
         )
     return (
-        f"How sure: one run each. {first}'s and {second}'s {word}s are apart beyond their own samples ({intervals}, "
-        f"{_samples(ia, ib)}), but runs of the same settings can differ by more on a busy machine, which one run "
-        f"cannot show: {REPEAT} says in how many runs it holds, and how significantly"
+        f"How sure: {_each(runs)}. {first}'s and {second}'s {word}s are apart beyond their own samples ({intervals}, "
+        f"{_samples(ia, ib)}), but runs of the same settings can differ by more on a busy machine, which "
+        f"{'one run' if runs <= 1 else 'one histogram'} cannot show: {REPEAT} says in how many runs it holds, and how "
+        "significantly"
     )
 
 
@@ -83,11 +102,13 @@ def _word(first: str, second: str, histograms: Mapping[str, LatencyHistogram]) -
     return next((word for word in ("p99", "p99.9") if word in pair.lower("a")), None)
 
 
-def lower_sureness(lower: Sequence[str], higher: Sequence[str], histograms: Mapping[str, LatencyHistogram]) -> str:
-    """How sure it is that each of `lower` has a lower tail than each of `higher`, one run each: told on
-    the closest pair across them (the highest p99 of `lower`, the lowest of `higher`)."""
+def lower_sureness(
+    lower: Sequence[str], higher: Sequence[str], histograms: Mapping[str, LatencyHistogram], runs: int = 1
+) -> str:
+    """How sure it is that each of `lower` has a lower tail than each of `higher`, one run each (or `runs`
+    merged): told on the closest pair across them (the highest p99 of `lower`, the lowest of `higher`)."""
     if not lower or not higher:
-        return no_winner_sureness()
+        return no_winner_sureness(runs)
 
     def p99(name: str) -> int:
         return histograms[name].percentile(99)
@@ -96,20 +117,20 @@ def lower_sureness(lower: Sequence[str], higher: Sequence[str], histograms: Mapp
     word = _word(first, second, histograms)
     if word is None:  # lower on deviation or p99.9's neighbours only: no percentile to read an interval of
         return (
-            f"How sure: one run each, which cannot tell this from run-to-run variation: {REPEAT} says whether it holds"
+            f"How sure: {_each(runs)}, which cannot tell this from run-to-run variation: {REPEAT} says whether it holds"
         )
-    return pair_sureness(first, histograms[first], second, histograms[second], word)
+    return pair_sureness(first, histograms[first], second, histograms[second], word, runs)
 
 
-def no_winner_sureness() -> str:
-    return f"How sure: one run each; {REPEAT} says whether that holds from run to run"
+def no_winner_sureness(runs: int = 1) -> str:
+    return f"How sure: {_each(runs)}; {REPEAT} says whether that holds from run to run"
 
 
-def tail_sureness(verdict: TailVerdict, histograms: Mapping[str, LatencyHistogram]) -> str:
+def tail_sureness(verdict: TailVerdict, histograms: Mapping[str, LatencyHistogram], runs: int = 1) -> str:
     """The sentence for latency --modes' tail verdict ('' where it compared no tails): `histograms` by the
-    names the verdict uses."""
+    names the verdict uses; `runs`: how many each holds (merged_runs)."""
     if not verdict.ratios:  # nothing compared: one run only, one that served everything, all cut short
         return ""
     if verdict.tightest is None:
-        return no_winner_sureness()
-    return lower_sureness([verdict.tightest], list(verdict.ratios), histograms)
+        return no_winner_sureness(runs)
+    return lower_sureness([verdict.tightest], list(verdict.ratios), histograms, runs)

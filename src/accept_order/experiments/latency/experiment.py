@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import RenderableType
 
 from ...analysis.losses import sweep_name
-from ...analysis.one_run import tail_sureness
+from ...analysis.one_run import merged_runs, tail_sureness
 from ...analysis.tails import TailVerdict, tail_verdict
 from ...core.totals import loops_ran
 from ...results import export
@@ -65,7 +65,8 @@ def compare_verdict(result: LatencyCompareResult) -> TailVerdict:
     if after is not None:
         said += f" (stopped after {after.server.label}: the modes after it were not run)"
     # one run of each mode: how sure the comparison is, from the runs' own samples (analysis/one_run.py)
-    sure = tail_sureness(verdict, {r.server.label: r.histogram for r in result.runs})
+    runs = merged_runs(r.evidence for r in result.runs)  # a merged file's runs are one histogram each
+    sure = tail_sureness(verdict, {r.server.label: r.histogram for r in result.runs}, runs)
     return replace(verdict, text=f"{said}. {sure}" if sure else said)
 
 

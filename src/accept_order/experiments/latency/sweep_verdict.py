@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ...analysis.losses import host_wide_losses, host_wide_note, lost_connections, own_losses, sweep_name
-from ...analysis.one_run import lower_sureness, no_winner_sureness
+from ...analysis.one_run import lower_sureness, merged_runs, no_winner_sureness
 from ...analysis.tails import Pair, failed_before_stop, figures, pair_text
 from ...core.protocol import ABORTED
 from ...render.evidence import short_counter
@@ -196,10 +196,11 @@ def _sureness(whole: Sequence[Named], pick: Sequence[str]) -> str:
     (analysis/one_run.py); nothing where one cap alone served every connection (a count, not a sample)."""
     if len(whole) < 2:
         return ""
+    runs = merged_runs(r.evidence for _, r in whole)  # a merged file's runs are one histogram each
     if not pick:
-        return no_winner_sureness()
+        return no_winner_sureness(runs)
     histograms = {name: r.histogram for name, r in whole}
-    return lower_sureness(pick, [name for name in histograms if name not in pick], histograms)
+    return lower_sureness(pick, [name for name in histograms if name not in pick], histograms, runs)
 
 
 def _sentences(parts: Sequence[str]) -> str:
