@@ -79,7 +79,7 @@ from .types import IntRange
     help="K: the burst sends clients × K requests over connections opened all at once, one per client, each "
     "carrying at most K, one after another, before the client closes it (1: connect, reply, close). The requests "
     "are shared: a connection whose K were answered while requests were still to go is followed by a new one, so "
-    "a burst may open more connections than clients, the later ones carrying fewer than K (the report counts "
+    "a burst may open more connections than clients, and then some carry fewer than K (the report counts "
     "them). Not 0: a burst ends when every client has its answers, and a connection kept for the whole run has no "
     "end of its own.",
 )

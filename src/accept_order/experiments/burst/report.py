@@ -88,7 +88,7 @@ def _details(run: BurstRun) -> list[Text]:
             Text(
                 "  more connections than clients: a client whose K requests were answered while others' were still "
                 "waiting opened a new connection for requests still to go (the load shares the requests over its "
-                "slots), so the later connections carried fewer than K",
+                "slots), so some connections carried fewer than K (clients × K requests in all)",
                 style="dim",
             )
         )

@@ -54,8 +54,9 @@ class BurstPlan:
     load_cpus: tuple[int, ...] = ()  # the load generator's processes pinned to these CPUs (--load-cpus)
     # Requests per connection, K (1: connect, reply, close): the burst sends clients × K requests over
     # connections opened all at once, at most K each; the requests are shared, so a connection whose K were
-    # answered first is followed by a new one while requests are left (more connections than clients, the
-    # later ones carrying fewer). The burst ends when the busiest worker has answered what it holds. Not 0
+    # answered first is followed by a new one while requests are left (more connections than clients, whose
+    # requests add up to clients × K: some then carry fewer). The burst ends when the busiest worker has
+    # answered what it holds. Not 0
     # (a connection kept for the whole run has no end of its own, and a burst ends when every client is
     # served) and no pool (a pool opens its connections one after another at idle, a burst all at once).
     requests_per_connection: int = 1
