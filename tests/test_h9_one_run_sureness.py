@@ -131,3 +131,20 @@ def test_a_merged_files_runs_are_not_called_one_run_each() -> None:
                               "from run to run")  # fmt: skip
     caps = sweep_verdict([merged(capped(1, SLOW), False), merged(capped(0, FAST), False)])
     assert caps.sure.startswith("How sure: 2 runs each, merged into one histogram. no limit's and 1 limit's p99s")
+
+
+def test_the_sentence_is_told_on_the_pair_least_told_apart() -> None:
+    """reuseport (FAST) is apart from epoll (SLOW, the closest p99) beyond their samples, but poll, whose p99
+    is farther (70 ms), has a spread tail: its interval reaches down to 31 ms, within reuseport's 30-32. The
+    sentence says so of that pair, not 'apart' of the closest (as it did)."""
+    spread = [8000] * 982 + [31000] * 7 + [70000] * 11
+    runs = (fake("epoll", SLOW), fake("reuseport", FAST), fake("poll", spread))
+    verdict = compare_verdict(LatencyCompareResult(runs=runs))
+    assert verdict.tightest == "reuseport", verdict.text
+    assert verdict.text.split(". How sure: ")[1].startswith(
+        "not even within these runs: reuseport's and poll's p99s are within what their own samples can tell apart "
+        "(95% intervals 30.00-32.00 and 31.00-70.00 ms overlap"
+    ), verdict.text
+    # without poll the closest pair is apart, as before
+    alone = compare_verdict(LatencyCompareResult(runs=runs[:2])).text
+    assert ". How sure: one run each. reuseport's and epoll's p99s are apart" in alone

@@ -106,14 +106,21 @@ def lower_sureness(
     lower: Sequence[str], higher: Sequence[str], histograms: Mapping[str, LatencyHistogram], runs: int = 1
 ) -> str:
     """How sure it is that each of `lower` has a lower tail than each of `higher`, one run each (or `runs`
-    merged): told on the closest pair across them (the highest p99 of `lower`, the lowest of `higher`)."""
+    merged): told on the pair across them least told apart (no percentile lower, then intervals that overlap:
+    a farther run with a spread tail or fewer latencies can overlap where the closest does not), else on the
+    closest (the highest p99 of `lower`, the lowest of `higher`)."""
     if not lower or not higher:
         return no_winner_sureness(runs)
 
-    def p99(name: str) -> int:
-        return histograms[name].percentile(99)
+    def told_apart(pair: tuple[str, str]) -> tuple[int, int]:
+        word = _word(*pair, histograms)
+        a, b = (histograms[name] for name in pair)
+        apart = word is not None and not percentile_interval(a, float(word[1:])).overlaps(
+            percentile_interval(b, float(word[1:]))
+        )
+        return (word is not None) + apart, b.percentile(99) - a.percentile(99)
 
-    first, second = max(lower, key=p99), min(higher, key=p99)
+    first, second = min(((f, s) for f in lower for s in higher), key=told_apart)
     word = _word(first, second, histograms)
     if word is None:  # lower on deviation or p99.9's neighbours only: no percentile to read an interval of
         return (
