@@ -207,6 +207,11 @@ def _last_holder(links: set[str]) -> int | None:
     return None
 
 
+# What to do about a port another process listens on: the error names who holds it, and this says the way out
+# (without it, 'run --server nginx --port 8080' beside a running nginx left a newcomer to guess).
+TAKEN_PORT_HINT = "give another --port, or leave it out for a free one"
+
+
 def listen_socket(host: str, port: int, backlog: int, reuseport: bool) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -219,7 +224,9 @@ def listen_socket(host: str, port: int, backlog: int, reuseport: bool) -> socket
     except OSError as exc:
         sock.close()
         if exc.errno == errno.EADDRINUSE:
-            raise ListenError(f"port {port} on {host} is already in use by {listener_owner(host, port)}") from None
+            raise ListenError(
+                f"port {port} on {host} is already in use by {listener_owner(host, port)}: {TAKEN_PORT_HINT}"
+            ) from None
         if exc.errno == errno.EACCES:
             raise ListenError(f"not allowed to listen on {host} port {port} (privileged port?)") from None
         if exc.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT):

@@ -9,7 +9,17 @@ from typing import ClassVar
 
 from ...core.errors import ListenError
 from ...core.models import Mechanism, Model
-from .base import DEFAULT_OPTIONS, Listeners, Mode, ModeOptions, Waiter, epoll_waiter, listen_socket, listener_owner
+from .base import (
+    DEFAULT_OPTIONS,
+    TAKEN_PORT_HINT,
+    Listeners,
+    Mode,
+    ModeOptions,
+    Waiter,
+    epoll_waiter,
+    listen_socket,
+    listener_owner,
+)
 
 REUSEPORT_WOULD = "reuseport listeners would join its group and share its connections"
 
@@ -27,7 +37,8 @@ def refuse_foreign_group(host: str, port: int, would: str = REUSEPORT_WOULD) -> 
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
                 raise ListenError(
-                    f"port {port} on {host} already has a listener ({listener_owner(host, port)}); {would}"
+                    f"port {port} on {host} already has a listener ({listener_owner(host, port)}); {would}: "
+                    + TAKEN_PORT_HINT
                 ) from None
 
 
