@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from accept_order.core.errors import PlanError
+from accept_order.core.errors import NotServing
 from accept_order.probes.listeners import listening_sockets_of, serving_on
 from accept_order.servers.attached import check_listening
 from accept_order.servers.registry import HELPERS
@@ -76,6 +76,6 @@ def test_a_lone_v6only_listener_in_another_namespace_takes_no_ipv4(v6only_elsewh
     assert [(row.address, row.v6only) for row in rows] == [("::", True)], rows
     assert serving_on(rows, "127.0.0.1") == []
     assert serving_on(rows, "::1") == rows
-    with pytest.raises(PlanError, match=r"holds no listener on 127\.0\.0\.1:18061; nobody listens"):
+    with pytest.raises(NotServing, match=r"holds no listener on 127\.0\.0\.1:18061; nobody listens"):
         check_listening("127.0.0.1", PORT, [v6only_elsewhere], [v6only_elsewhere], helpers=HELPERS)
     check_listening("::1", PORT, [v6only_elsewhere], [v6only_elsewhere], helpers=HELPERS)

@@ -229,10 +229,10 @@ def test_a_holding_child_not_among_the_workers_found_is_refused_unless_named_a_h
     """check_listening let any child of the master hold the listener beside the workers found: one that took it
     after they were read (a master's workers starting, found as the master alone) was excused as a 'helper', and
     every connection it took went unseen. Only a child a kind names a helper is excused."""
-    from accept_order.core.errors import PlanError
+    from accept_order.core.errors import NotServing
 
     made = family("worker", "named")
-    with pytest.raises(PlanError, match="not only by"):
+    with pytest.raises(NotServing, match="not only by"):
         check_listening("127.0.0.1", made.port, [made.master], [made.master], helpers=HELPERS)
     check_listening("127.0.0.1", made.port, [made.master], made.of("worker"), helpers=HELPERS)  # named: excused
 

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 from conftest import needs_ipv6
 
-from accept_order.core.errors import PlanError
+from accept_order.core.errors import NotServing
 from accept_order.probes.listeners import listening_sockets, parse_proc_net_tcp, takes
 from accept_order.servers.attached import check_listening
 
@@ -89,7 +89,7 @@ def test_attach_refuses_an_ipv6_only_listener_for_an_ipv4_host() -> None:
     with listener("::", True) as sock:
         port = sock.getsockname()[1]
         check_listening("::1", port, [me], [me], helpers=())  # takes ::1: attached
-        with pytest.raises(PlanError, match="holds no listener on 127.0.0.1"):
+        with pytest.raises(NotServing, match="holds no listener on 127.0.0.1"):
             check_listening("127.0.0.1", port, [me], [me], helpers=())
 
 
@@ -98,5 +98,5 @@ def test_attach_refuses_an_ipv4_wildcard_for_an_ipv6_host() -> None:
     with listener("0.0.0.0") as sock:
         port = sock.getsockname()[1]
         check_listening("127.0.0.1", port, [me], [me], helpers=())
-        with pytest.raises(PlanError, match=r"holds no listener on \[::1\]"):
+        with pytest.raises(NotServing, match=r"holds no listener on \[::1\]"):
             check_listening("::1", port, [me], [me], helpers=())

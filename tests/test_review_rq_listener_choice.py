@@ -18,7 +18,7 @@ from collections.abc import Iterator
 import pytest
 from conftest import needs_ipv6
 
-from accept_order.core.errors import PlanError
+from accept_order.core.errors import NotServing
 from accept_order.core.measures import ListenerRow
 from accept_order.probes.listeners import listening_sockets, serving_on, takes
 from accept_order.servers.attached import check_listening
@@ -160,7 +160,7 @@ def test_attach_is_not_refused_for_a_catch_all_listener_that_gets_nothing() -> N
             try:
                 assert other.stdout is not None and other.stdout.readline() == b"ok\n"
                 if refused:  # (the connections go to the child: test_the_address_bound_before_the_wildcard)
-                    with pytest.raises(PlanError, match=f"holds no listener on 127.0.0.1:{port}; it is held by pid"):
+                    with pytest.raises(NotServing, match=f"holds no listener on 127.0.0.1:{port}; it is held by pid"):
                         check_listening("127.0.0.1", port, [me], [me], helpers=())
                 else:
                     check_listening("127.0.0.1", port, [me], [me], helpers=())

@@ -198,10 +198,10 @@ def _held_by(holders: dict[int, set[int]]) -> str:
 def check_listening(
     host: str, port: int, attach: Sequence[int], workers: Sequence[int], *, helpers: Sequence[str]
 ) -> None:
-    """PlanError unless the attached processes hold a listener that takes connections to host:port, and
+    """NotServing unless the attached processes hold a listener that takes connections to host:port, and
     no process outside them (their parent, a master that only listens, aside) holds one too: otherwise
-    the connections would go to someone else and every count and verdict would be invented. `helpers`: as
-    worker_pids's."""
+    the connections would go to someone else and every count and verdict would be invented. Exit 1, as observe's
+    refusal of such a pid: what the machine turned out to be. `helpers`: as worker_pids's."""
     from ..probes.accept_waits import FORKS
     from ..probes.listeners import listening_sockets_of, serving_on
     from ..probes.owner import socket_holders
@@ -219,7 +219,7 @@ def check_listening(
     if not attached & holders.keys():
         hidden = sorted(pid for pid in attached if not _readable(pid))
         if rows and hidden:
-            raise PlanError(
+            raise NotServing(
                 f"--attach: cannot tell whether {_names(hidden)} {'holds' if len(hidden) == 1 else 'hold'} the "
                 f"listener on {where}: {'its' if len(hidden) == 1 else 'their'} open files are not this user's "
                 "to read (run as root or as the server's user)"
@@ -230,7 +230,7 @@ def check_listening(
             owner = f"a socket listens on {where}, but no process this user may look into holds it"
         else:
             owner = f"it is held by {_held_by(holders)}"
-        raise PlanError(f"--attach: {who} {'hold' if plural else 'holds'} no listener on {where}; {owner}")
+        raise NotServing(f"--attach: {who} {'hold' if plural else 'holds'} no listener on {where}; {owner}")
     masters = {_parent(pid) for pid in workers}
     titles = tuple(helpers)
     named = {pid for pid in holders if len(attach) == 1 and _parent(pid) in attach and _named_helper(pid, titles)}
@@ -239,7 +239,7 @@ def check_listening(
         # the master waits on the listener and its children that hold it do not: each was forked for a connection
         others = set() if _parent_accepts(attach[0], sorted(others), holders) == FORKS else others
     if others:
-        raise PlanError(
+        raise NotServing(
             f"--attach: the listener on {where} is held by {_held_by(holders)}, not only by {who}: some "
             "connections would go to processes that are not attached (attach the master's pid or every worker's)"
         )
@@ -324,7 +324,7 @@ class AttachedServer(Started):
         self._pids = worker_pids(spec.attach, spec.host, spec.port, helpers=self.helper_titles)
         check_listening(spec.host, spec.port, spec.attach, self._pids, helpers=self.helper_titles)  # the cause, first
         if len(self._pids) != self.spec.workers:
-            raise PlanError(f"--attach: expected {self.spec.workers} workers, found {len(self._pids)}")
+            raise NotServing(f"--attach: expected {self.spec.workers} workers, found {len(self._pids)}")
         self._threads = _threads(self._pids, _listener_inodes(self.spec.host, self.spec.port, self._pids))
         assumed = dual_stack_assumed(listening_sockets_of(spec.port, self._pids), spec.host)
         self._assumed = {"v6only_unknown": [f"[{r.address}]:{r.port}" for r in assumed]} if assumed else {}
