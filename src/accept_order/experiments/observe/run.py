@@ -123,8 +123,8 @@ class Observer:
         self.every_s = paced(time.perf_counter() - began)
 
     def sample_holdings(self) -> None:
-        """Untraced: one look at who holds which connection, paced by its own cost (every socket of the
-        namespace is listed: slow where there are many, and then no more often than once an interval)."""
+        """Untraced: one look at who holds which connection, paced by its own cost (the workers' fd tables and
+        the server's connections: slow where there are many, and then no more often than once an interval)."""
         assert self.holdings is not None
         began = time.perf_counter()
         self.holdings.sample()
