@@ -178,6 +178,8 @@ class ApacheKind(ServerKind):
     witness = ApacheServer.witness_source
     preferred_mode = "event"  # Debian's default MPM
     lock_first = LOCK_FIRST  # prefork-mutex's accept mutex
+    # ThreadGroupUsage: an event child's listener and worker threads (a prefork child is its one thread)
+    sleeps = "every thread of each child process"
 
     @property
     def cures(self) -> tuple[LongLivedCure, ...]:
