@@ -28,6 +28,7 @@ from ..core import service_time
 from ..core.errors import ResultFileError
 from ..core.load_summary import LoadSummary
 from .envelope import FileKind
+from .merge_rows import placement, realigned
 
 _SERVER_IGNORED = ("port",)
 # clients: merged (_add_clients); driver: what was asked for (auto), not what ran: the loops are compared instead
@@ -140,7 +141,7 @@ def _check_counted_once(documents: Sequence[tuple[str, str, dict[str, Any]]], se
 
 
 def _add_counters(a: list[dict[str, Any]], b: list[dict[str, Any]], concurrent: bool = False) -> list[dict[str, Any]]:
-    """The workers' counters, worker by worker (index); numbers add, the first file's pid stays. The most
+    """The workers' counters, worker by worker (index: merge_rows.py); numbers add, the first file's pid stays. The most
     connections a worker held at once (held_peak) adds only for loads run at once (`concurrent`, at most
     that then: their peaks may not coincide); one after the other, it is the larger."""
     merged = {c["index"]: dict(c) for c in a}
@@ -149,6 +150,8 @@ def _add_counters(a: list[dict[str, Any]], b: list[dict[str, Any]], concurrent: 
         if mine is c:
             continue
         for key, value in c.items():
+            if key == "pid" and not mine.get("pid"):
+                mine["pid"] = value  # the first file's row no reply named (0): this file's worker took it
             if key in ("index", "pid", "affinity"):
                 continue
             if (key == "max_batch" or key == "held_peak" and not concurrent) and isinstance(value, int):
@@ -371,7 +374,8 @@ def merge(
             raise ResultFileError(f"{name} has {len(others)} runs, {name0} {len(runs)}: not the same experiment")
         for index, (into, run) in enumerate(zip(runs, others, strict=True)):
             _check_same(name, into, run, index)
-            _add_run(into, run, concurrent)
+            placed = placement(into, run, name, index)  # rows that are the same worker (merge_rows.py)
+            _add_run(into, run if placed is None else realigned(run, placed), concurrent)
         sources.append({"file": name, "started_at": _started(doc)})
     for run in runs:
         evidence = dict(run.get("evidence", {}))

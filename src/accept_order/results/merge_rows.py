@@ -1,0 +1,97 @@
+"""Which worker row of one latency file is which of another's, so that merge adds a worker's counts to its own.
+
+A built-in server numbers its workers itself, and a launched or attached one by its process list, so two files'
+rows of one index are the same worker (or, over two launches, the same place among them). A server elsewhere
+(--target) is known by its replies alone: its rows are numbered in the order the pids first answered, so a file
+that saw the workers in another order, or in which a worker answered nothing (its row: pid 0), has them on other
+rows. Added index by index, 'merge adds up exactly' added different workers' counts together. Rows are matched by
+pid wherever the files share a worker (one server, seen by both); where rows are numbered by the replies and the
+files share none, nothing tells which is which, and the merge is refused.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from ..core.errors import ResultFileError
+from ..core.histogram import LatencyHistogram
+
+# the server kind whose rows are numbered in the order the pids first answered (servers/remote.py)
+_NUMBERED_BY_REPLIES = frozenset({"remote"})
+# a run's per-worker lists of counts, one entry a worker
+_PER_WORKER_COUNTS = ("served", "connections", "held_at_end")
+
+
+def _pids(run: dict[str, Any]) -> dict[int, int]:
+    """Row index -> the pid its counters name (0: a row no reply named)."""
+    rows = {}
+    for counters in run.get("counters") or ():
+        if isinstance(counters, dict) and isinstance(counters.get("index"), int):
+            pid = counters.get("pid")
+            rows[counters["index"]] = pid if isinstance(pid, int) else 0
+    return rows
+
+
+def _width(run: dict[str, Any]) -> int:
+    lengths = [len(run.get(key) or ()) for key in _PER_WORKER_COUNTS]
+    return max([*lengths, max(_pids(run), default=-1) + 1])
+
+
+def placement(into: dict[str, Any], run: dict[str, Any], name: str, index: int) -> dict[int, int] | None:
+    """Where each row of `run` goes among `into`'s (index -> index, new rows past `into`'s last); None where
+    they add index by index. ResultFileError where the rows are numbered by the replies and the two runs share
+    no worker's pid: which worker of one is which of the other cannot be told."""
+    mine, theirs = _pids(into), _pids(run)
+    shared = {pid for pid in mine.values() if pid} & {pid for pid in theirs.values() if pid}
+    if not shared:
+        if {into["server"].get("server"), run["server"].get("server")} & _NUMBERED_BY_REPLIES:
+            raise ResultFileError(
+                f"{name} cannot be added worker by worker (run {index + 1}): a server known by its replies numbers "
+                "its workers in the order their pids first answered, and the files share no worker's pid (another "
+                "server, or one restarted), so which worker of one is which of the other cannot be told"
+            )
+        return None  # the tool's or the process list's numbering: the same index is the same place
+    by_pid = {pid: row for row, pid in mine.items() if pid}
+    placed = {row: by_pid[pid] for row, pid in theirs.items() if pid in by_pid}
+    width = max(_width(into), max(placed.values(), default=-1) + 1)
+    # a worker the first file never heard from takes a row no reply named there, else a new one; then each row
+    # no reply named in this file (all zero) takes any row left
+    for named in (True, False):
+        taken = set(placed.values())
+        free = [row for row in range(width) if row not in taken and not (named and mine.get(row))]
+        for row in range(_width(run)):
+            if row in placed or bool(theirs.get(row)) != named:
+                continue
+            placed[row] = free.pop(0) if free else width
+            width = max(width, placed[row] + 1)
+    if all(row == to for row, to in placed.items()):
+        return None
+    return placed
+
+
+def _moved(values: list[Any], placed: dict[int, int], empty: Any) -> list[Any]:
+    width = max([len(values), *(to + 1 for to in placed.values())])
+    out = [copy.deepcopy(empty) for _ in range(width)]
+    for row, value in enumerate(values):
+        out[placed.get(row, row)] = value
+    return out
+
+
+def realigned(run: dict[str, Any], placed: dict[int, int]) -> dict[str, Any]:
+    """A copy of `run` with its worker rows where `placed` puts them: every per-worker list, the counters' and
+    the affinity's indices (the counters keep their own pids: the witness's rows name them), each host's."""
+    out = copy.deepcopy(run)
+    for key in _PER_WORKER_COUNTS:
+        if isinstance(out.get(key), list):
+            out[key] = _moved(out[key], placed, 0)
+    if isinstance(out.get("worker_histograms"), list):
+        out["worker_histograms"] = _moved(out["worker_histograms"], placed, LatencyHistogram().to_dict())
+    for host in out.get("hosts") or ():
+        if isinstance(host, dict) and isinstance(host.get("served"), list):
+            host["served"] = _moved(host["served"], placed, 0)
+    rows = [*(out.get("counters") or ()), *(out.get("evidence", {}).get("affinity") or ())]
+    for row in rows:
+        if isinstance(row, dict) and isinstance(row.get("index"), int):
+            row["index"] = placed.get(row["index"], row["index"])
+    return out
