@@ -38,7 +38,8 @@ CALL_MODE = {
 class Seen:
     """One thread at one sample. `via`: accept, epoll, poll, select, io_uring (waits on `listeners`),
     passed (waits on a Unix socket: `unix_ends` are the inodes at the other end), lock (a futex lock),
-    idle (an epoll without a listener, in a process that holds one), running, other."""
+    idle (an epoll without a listener, in a process that holds one), ring-unread (asleep in an io_uring whose
+    fdinfo could not be read: unknown whether an accept is armed), running, other."""
 
     pid: int
     tid: int

@@ -67,12 +67,13 @@ class OpenFile:
     """One descriptor: `kind` is socket, eventpoll, io_uring or other; `inode` for sockets (and the
     anonymous inode of the others); `watches` for an epoll (its fdinfo, parsed when first asked: a worker's
     epoll watches each connection it holds, and a look needs only the listeners' lines of most of them);
-    `ops` armed on an io_uring (PollList)."""
+    `ops` armed on an io_uring (PollList; None where its fdinfo could not be read: closed meanwhile, or a
+    PollList the kernel did not print, so that nothing armed is told from not known)."""
 
     fd: int
     kind: str
     inode: int | None = None
-    ops: tuple[int, ...] = field(default=())
+    ops: tuple[int, ...] | None = field(default=())
     fdinfo: str = field(default="", repr=False, compare=False)
 
     @cached_property
@@ -107,18 +108,19 @@ class OpenFile:
 
     @property
     def accept_armed(self) -> bool:
-        return IORING_OP_ACCEPT in self.ops
+        return self.ops is not None and IORING_OP_ACCEPT in self.ops
 
 
 def parse_epoll_fdinfo(text: str) -> tuple[Watch, ...]:
     return tuple(Watch(int(m[1]), int(m[2], 16), int(m[3], 16)) for m in _TFD.finditer(text))
 
 
-def parse_uring_fdinfo(text: str) -> tuple[int, ...]:
-    """The opcodes of requests armed on some file's wait queue (the lines after `PollList:`)."""
+def parse_uring_fdinfo(text: str) -> tuple[int, ...] | None:
+    """The opcodes of requests armed on some file's wait queue (the lines after `PollList:`, which Linux 6.18
+    prints, empty, for a ring with nothing armed); None where there is no such line (an fdinfo not read)."""
     _, found, rest = text.partition("PollList:")
     if not found:
-        return ()
+        return None
     lines: list[str] = []
     for line in rest.splitlines()[1:]:
         if not line.startswith((" ", "\t")):

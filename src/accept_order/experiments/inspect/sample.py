@@ -112,7 +112,13 @@ def resolve(
             if watched:
                 return make(via, listeners=watched)
     if wait.call == "io_uring_enter" and file is not None and file.kind == "io_uring" and holds:
-        return make("io_uring", listeners=holds)
+        # asleep on the listener only where the ring has an accept armed (PollList op=13): a server that accepts
+        # in accept calls and waits on a ring for other work is not an io_uring acceptor; an unread fdinfo says
+        # neither
+        if file.ops is None:
+            return make("ring-unread")
+        if file.accept_armed:
+            return make("io_uring", listeners=holds)
     if wait.call in RECEIVES and file is not None and file.inode in peers and not holds:
         return make("passed", unix_ends=frozenset({peers[file.inode or 0]}))
     if wait.lock and holds:

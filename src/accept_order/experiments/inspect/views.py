@@ -42,6 +42,8 @@ def _on(
         return f"its {s.via} set ({len(wait.fds)} fds): {_one(s.listeners, server)}"
     if s.via == "io_uring":
         return f"io_uring fd {fd}; holds {_one(s.holds, server)}"
+    if s.via == "ring-unread":
+        return f"io_uring fd {fd}: unknown whether it has an accept armed (its fdinfo could not be read)"
     if s.via == "passed":
         senders = sorted(p for p, inodes in sample.sockets.items() if inodes & s.unix_ends and p != s.pid)
         return f"Unix socket from pid {senders[0]}" if senders else "a Unix socket"
