@@ -1,4 +1,4 @@
-"""Review R5 of 38d4920 (registry.recognise reads the program an interpreter runs): it took python's -I for an option
+"""38d4920 (registry.recognise reads the program an interpreter runs): it took python's -I for an option
 that takes a value, as ruby's and perl's -I do, so `python3 -I /usr/bin/gunicorn` ran no program it knew, and
 inspect, observe and latency --attach read a gunicorn so started with no kind (before 38d4920 the first three words
 named it). Python's -I (isolated mode) takes none. Witness: a real gunicorn started so, /proc's command line and

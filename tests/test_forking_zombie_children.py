@@ -1,4 +1,4 @@
-"""Review R5 of db19a26 (probes/accept_waits.parent_accepts): a forking server's child that has served its connection
+"""db19a26 (probes/accept_waits.parent_accepts): a forking server's child that has served its connection
 and exited, not yet reaped (a zombie: its files closed), read as asleep holding the listener alone, a worker waiting
 its turn, so the parent was a worker beside its children (SERVES) and observe and --attach counted it and its
 per-connection children as workers: 6 of 40 readings of Python's ForkingMixIn under load. A child holds the listener

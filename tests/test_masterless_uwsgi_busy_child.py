@@ -1,4 +1,4 @@
-"""Review R5 of db19a26 (probes/accept_waits.parent_accepts): uWSGI without --master whose child serves a long request
+"""db19a26 (probes/accept_waits.parent_accepts): uWSGI without --master whose child serves a long request
 while the parent waits on the listener read as a per-connection forker (FORKS): the parent waiting, the child not
 waiting and holding a connection, at three looks, as a ForkingMixIn child does. observe then watched the parent
 alone ('forking') and latency --attach attached it alone: the child, a worker, was left out (4 readings of 4 with a
