@@ -51,9 +51,16 @@ def in_shares(result: ObserveResult) -> tuple[int, int] | None:
 
 def part_said(part: int, whole: int) -> str:
     """`part` of `whole` in whole percent, 'less than 1%' below it (nginx's short connections left 0.01% to 0.2% of
-    the bytes in the workers' shares: '0%' would say the lines they draw rest on nothing)."""
+    the bytes in the workers' shares: '0%' would say the lines they draw rest on nothing), and with the decimals
+    it needs short of all of it, 'more than 99.99%' past two (a kept pool's 6,363,856 of 6,363,857 bytes read
+    '100% of the bytes received' beside the byte in no worker's share)."""
     share = part / whole if whole else 0.0
-    return f"{share:.0%}" if share >= 0.01 or not share else "less than 1%"
+    if 0 < share < 0.01:
+        return "less than 1%"
+    if share >= 1:
+        return f"{share:.0%}"
+    said = next((s for s in (f"{share:.{d}%}" for d in range(3)) if not s.startswith("100")), None)
+    return said or "more than 99.99%"
 
 
 def judged(result: ObserveResult) -> bool:
