@@ -146,7 +146,7 @@ def atlas_report(result: AtlasResult) -> RenderableType:
     workers = int(settings.get("workers", 0))
     # a kind with workers of its own number (Caddy: one process, whatever -w says) ran with those: its top 100%
     # and Jain 1.00 are of one worker, not the 3 this line said every server had
-    own = sorted({f"{r.server}: {len(r.served)}" for r in result.rows if r.served and len(r.served) != workers})
+    own = _own_numbers(result, workers)
     theirs = f" ({', '.join(own)}, {'its' if len(own) == 1 else 'their'} own number)" if own else ""
     parts.append(
         Text(
@@ -177,6 +177,25 @@ def atlas_report(result: AtlasResult) -> RenderableType:
     if result.interrupted:
         parts.append(Text(stopped_text(result), style="yellow"))
     return Group(*parts)
+
+
+def _own_numbers(result: AtlasResult, workers: int) -> list[str]:
+    """Each server whose rows ran other than `workers` workers, once: 'caddy: 1', or by mode where its modes ran
+    different numbers ('puma: 1 in cluster, 2 in less-busy'), where 'puma: 1, puma: 2' named it twice."""
+    ran: dict[str, dict[str, set[int]]] = {}
+    for row in result.rows:
+        if row.served:
+            ran.setdefault(row.server, {}).setdefault(row.mode, set()).add(len(row.served))
+    named = []
+    for server, modes in sorted(ran.items()):
+        other = {mode: numbers - {workers} for mode, numbers in modes.items() if numbers - {workers}}
+        counts = {n for numbers in modes.values() for n in numbers}
+        if len(counts) == 1 and other:
+            named.append(f"{server}: {counts.pop()}")
+        elif other:
+            said = (f"{' or '.join(map(str, sorted(n)))} in {mode}" for mode, n in sorted(other.items()))
+            named.append(f"{server}: {', '.join(said)}")
+    return named
 
 
 def _rounds(result: AtlasResult) -> str:
