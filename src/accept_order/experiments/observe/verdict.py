@@ -5,6 +5,8 @@ the listen queue, overflows). Pure: a result in, sentences out."""
 
 from __future__ import annotations
 
+from math import ceil
+
 from ...analysis.fairness import jain_index, max_min_share
 from ...render.text import plural
 from .judged import MANY, UNEVEN, even_split, in_shares, part_said
@@ -79,8 +81,16 @@ def headline(result: ObserveResult) -> str:
     if even and (max(counts) - min(counts)) * n * EVEN_PARTS > total:  # not told from chance, but not even: 24
         # connections read 'shared evenly: 29% to 71%' (1 time in 16); said as the branch above says it
         return f"the {n} workers shared {total:,} {what}: {spread} (as uneven as chance: {figures})"
+    if not even and (max(counts) - min(counts)) * n * EVEN_PARTS <= total:
+        # told from chance, but only as many connections tell a few points apart: 135,699 at 31% to 34% each read
+        # 'unevenly' above a Jain's index of 0.998, in the words of the complaint 'one worker takes everything'
+        off = ceil(round(100 * max(high - 1 / n, 1 / n - low), 6))
+        return (
+            f"the {n} workers shared {total:,} {what} nearly evenly: {spread}, within {plural(max(off, 1), 'point')} "
+            f"of an even share ({1 / n:.0%}), yet further from it than chance alone puts them ({figures})"
+        )
     how = "evenly" if even else "unevenly"
-    return f"the {n} workers shared {total:,} {what} {how}: {about}{low:.0%} to {high:.0%} each ({figures})"
+    return f"the {n} workers shared {total:,} {what} {how}: {spread} ({figures})"
 
 
 def _by_cpu(result: ObserveResult) -> str:
