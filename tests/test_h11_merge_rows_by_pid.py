@@ -107,3 +107,14 @@ def test_files_that_share_no_worker_are_refused(replies: Replies, tmp_path: Path
     b = _file(replies, tmp_path, "b.json", [333] * 5 + [444] * 5)
     line = assert_one_error_line(run_cli(["merge", a, b]), 1, "cannot be added worker by worker")
     assert "share no worker's pid" in line, line
+
+
+def test_a_worker_new_to_the_first_file_takes_a_row_of_its_own(replies: Replies, tmp_path: Path) -> None:
+    a = _file(replies, tmp_path, "a.json", [111] * 4 + [222] * 6)
+    b = _file(replies, tmp_path, "b.json", [222] * 3 + [333] * 7)  # a worker replaced between the two
+    c = _file(replies, tmp_path, "c.json", [111] * 5 + [222] * 5)
+    out = tmp_path / "merged.json"
+    merged = run_cli(["merge", a, b, c, "--json", str(out)])
+    assert merged.exit_code == 0, merged.output
+    assert _rows(str(out)) == {111: 9, 222: 14, 333: 7}
+    assert json.loads(out.read_text())["server"]["workers"] == 3  # as a file keeps workers that answered past -w

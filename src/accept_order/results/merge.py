@@ -28,7 +28,7 @@ from ..core import service_time
 from ..core.errors import ResultFileError
 from ..core.load_summary import LoadSummary
 from .envelope import FileKind
-from .merge_rows import placement, realigned
+from .merge_rows import placement, realigned, widen
 
 _SERVER_IGNORED = ("port",)
 # clients: merged (_add_clients); driver: what was asked for (auto), not what ran: the loops are compared instead
@@ -373,9 +373,10 @@ def merge(
         if len(others) != len(runs):
             raise ResultFileError(f"{name} has {len(others)} runs, {name0} {len(runs)}: not the same experiment")
         for index, (into, run) in enumerate(zip(runs, others, strict=True)):
-            _check_same(name, into, run, index)
+            _check_same(name, _runs(several, first)[index], run, index)  # the first file's: `into` may have grown
             placed = placement(into, run, name, index)  # rows that are the same worker (merge_rows.py)
             _add_run(into, run if placed is None else realigned(run, placed), concurrent)
+            widen(into)
         sources.append({"file": name, "started_at": _started(doc)})
     for run in runs:
         evidence = dict(run.get("evidence", {}))

@@ -95,3 +95,10 @@ def realigned(run: dict[str, Any], placed: dict[int, int]) -> dict[str, Any]:
         if isinstance(row, dict) and isinstance(row.get("index"), int):
             row["index"] = placed.get(row["index"], row["index"])
     return out
+
+
+def widen(run: dict[str, Any]) -> None:
+    """A server known by its replies kept with as many workers as its rows, once a worker new to the first file
+    took a row past its last (as a file of one load keeps those that answered beyond -w: session.as_answered)."""
+    if run["server"].get("server") in _NUMBERED_BY_REPLIES and _width(run) > run["server"].get("workers", 0):
+        run["server"]["workers"] = _width(run)
