@@ -118,3 +118,35 @@ def test_a_worker_new_to_the_first_file_takes_a_row_of_its_own(replies: Replies,
     assert merged.exit_code == 0, merged.output
     assert _rows(str(out)) == {111: 9, 222: 14, 333: 7}
     assert json.loads(out.read_text())["server"]["workers"] == 3  # as a file keeps workers that answered past -w
+
+
+ATTACHED = [Path(__file__).parent / "data" / f"review_rd_uwsgi_masterless_attach{s}.json" for s in ("", "_2")]
+
+
+def _attached(tmp_path: Path, pids: dict[int, int], reverse: bool) -> str:
+    """The second real run attached to one uWSGI (served 83 and 58 by pids 20147 and 20148), its pids renamed by
+    `pids` and, where `reverse`, its rows listed the other way round (as '--attach 20148,20147' lists them)."""
+    document = json.loads(ATTACHED[1].read_text())
+    rows = sorted(document["counters"], key=lambda c: c["index"])
+    order = list(reversed(range(len(rows)))) if reverse else list(range(len(rows)))
+    document["served"] = [document["served"][i] for i in order]
+    document["counters"] = [
+        rows[i] | {"index": at, "pid": pids.get(rows[i]["pid"], rows[i]["pid"])} for at, i in enumerate(order)
+    ]
+    path = tmp_path / "second.json"
+    path.write_text(json.dumps(document))
+    return str(path)
+
+
+def test_one_attached_server_listed_in_another_order(tmp_path: Path) -> None:
+    assert _rows(str(ATTACHED[0])) == {20147: 127, 20148: 43}
+    second = _attached(tmp_path, {}, reverse=True)
+    assert _rows(second) == {20147: 83, 20148: 58}
+    assert _merged(str(ATTACHED[0]), second, tmp_path=tmp_path) == {20147: 210, 20148: 101}  # 185 and 126 by index
+
+
+def test_launches_that_meet_a_pid_again_add_by_index(tmp_path: Path) -> None:
+    """Two launches share no worker; one pid met again (after a wrap) is no match: the rows add by index as the
+    tool numbers them, under the first file's pids (where a match on that one pid put the other on a third row)."""
+    second = _attached(tmp_path, {20147: 99999}, reverse=True)
+    assert _merged(str(ATTACHED[0]), second, tmp_path=tmp_path) == {20147: 127 + 58, 20148: 43 + 83}

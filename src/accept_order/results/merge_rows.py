@@ -43,9 +43,15 @@ def placement(into: dict[str, Any], run: dict[str, Any], name: str, index: int) 
     they add index by index. ResultFileError where the rows are numbered by the replies and the two runs share
     no worker's pid: which worker of one is which of the other cannot be told."""
     mine, theirs = _pids(into), _pids(run)
-    shared = {pid for pid in mine.values() if pid} & {pid for pid in theirs.values() if pid}
+    by_replies = bool({into["server"].get("server"), run["server"].get("server")} & _NUMBERED_BY_REPLIES)
+    known = [{pid for pid in rows.values() if pid} for rows in (mine, theirs)]
+    shared = known[0] & known[1]
+    if not by_replies and known[0] != known[1]:
+        # rows the tool or the process list numbers: one server's (attached twice, its pids listed in another
+        # order) where the pids are the same, else two launches' (a pid met again after a wrap is no match)
+        return None
     if not shared:
-        if {into["server"].get("server"), run["server"].get("server")} & _NUMBERED_BY_REPLIES:
+        if by_replies:
             raise ResultFileError(
                 f"{name} cannot be added worker by worker (run {index + 1}): a server known by its replies numbers "
                 "its workers in the order their pids first answered, and the files share no worker's pid (another "
