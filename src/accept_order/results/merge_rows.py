@@ -85,14 +85,19 @@ def _moved(values: list[Any], placed: dict[int, int], empty: Any) -> list[Any]:
 
 
 def realigned(run: dict[str, Any], placed: dict[int, int]) -> dict[str, Any]:
-    """A copy of `run` with its worker rows where `placed` puts them: every per-worker list, the counters' and
-    the affinity's indices (the counters keep their own pids: the witness's rows name them), each host's."""
+    """A copy of `run` with its worker rows where `placed` puts them: every per-worker list (the server's closes
+    too), the counters' and the affinity's indices (the counters keep their own pids: the witness's rows name
+    them), each host's."""
     out = copy.deepcopy(run)
     for key in _PER_WORKER_COUNTS:
         if isinstance(out.get(key), list):
             out[key] = _moved(out[key], placed, 0)
     if isinstance(out.get("worker_histograms"), list):
         out["worker_histograms"] = _moved(out["worker_histograms"], placed, LatencyHistogram().to_dict())
+    closes = out.get("server_closes")  # per worker: the kept connections the server ended (ServerCloses)
+    for key in ("closed", "told"):
+        if isinstance(closes, dict) and isinstance(closes.get(key), list):
+            closes[key] = _moved(closes[key], placed, 0)
     for host in out.get("hosts") or ():
         if isinstance(host, dict) and isinstance(host.get("served"), list):
             host["served"] = _moved(host["served"], placed, 0)
