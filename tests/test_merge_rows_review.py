@@ -38,3 +38,28 @@ def test_the_servers_closes_follow_their_worker(tmp_path: Path) -> None:
     # added by index, pid 111 was credited with 222's closes and 222 with 333's
     assert _by_pid(merged, merged["server_closes"]["closed"]) == want
     assert sum(want.values()) == sum(merged["server_closes"]["closed"])
+
+
+# Real `latency --target ... -w 2` runs, one connection at a time: a heard from 111 and 222, b from 222 and 333 (a
+# worker replaced), c from 111 and 222, w3 from 111, 222 and 333 (kept under 3 workers: more answered than -w).
+TARGET = {name: DATA / f"merge_target_{name}.json" for name in ("a", "b", "c", "w3")}
+
+
+def _served(document: dict[str, Any]) -> Counter[int]:
+    return _by_pid(document, document["served"])
+
+
+def test_a_merge_that_heard_from_more_workers_merges_again(tmp_path: Path) -> None:
+    files = {name: json.loads(path.read_text()) for name, path in TARGET.items()}
+    assert [files[n]["server"]["workers"] for n in ("a", "b", "c", "w3")] == [2, 2, 2, 3]
+    at_once = _merged(tmp_path, TARGET["a"], TARGET["b"], TARGET["c"])
+    assert _served(at_once) == _served(files["a"]) + _served(files["b"]) + _served(files["c"])
+    ab = tmp_path / "ab.json"
+    ab.write_text(json.dumps(_merged(tmp_path, TARGET["a"], TARGET["b"])))  # 3 workers: 333 joined
+    # refused as 'server workers 3 vs 2', though a, b and c at once merge
+    assert _served(_merged(tmp_path, ab, TARGET["c"])) == _served(at_once)
+    assert _served(_merged(tmp_path, TARGET["c"], ab)) == _served(at_once)
+    # a file of one load that heard from 3 beside one that heard from 2, either way round
+    both = _served(files["w3"]) + _served(files["a"])
+    assert _served(_merged(tmp_path, TARGET["w3"], TARGET["a"])) == both
+    assert _served(_merged(tmp_path, TARGET["a"], TARGET["w3"])) == both

@@ -28,7 +28,7 @@ from ..core import service_time
 from ..core.errors import ResultFileError
 from ..core.load_summary import LoadSummary
 from .envelope import FileKind
-from .merge_rows import placement, realigned, widen
+from .merge_rows import placement, realigned, unfixed, widen
 
 _SERVER_IGNORED = ("port",)
 # clients: merged (_add_clients); driver: what was asked for (auto), not what ran: the loops are compared instead
@@ -54,7 +54,7 @@ def _amount(load: dict[str, Any]) -> str:
 
 
 def _check_same(name: str, first: dict[str, Any], run: dict[str, Any], index: int) -> None:
-    for part, ignored in (("server", _SERVER_IGNORED), ("load", _LOAD_IGNORED)):
+    for part, ignored in (("server", (*_SERVER_IGNORED, *unfixed(first))), ("load", _LOAD_IGNORED)):
         diff = _differs(first[part], run[part], ignored)
         if diff:
             raise ResultFileError(f"{name} is not the same experiment (run {index + 1}: {part} {diff})")

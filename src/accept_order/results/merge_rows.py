@@ -23,6 +23,13 @@ _NUMBERED_BY_REPLIES = frozenset({"remote"})
 _PER_WORKER_COUNTS = ("served", "connections", "held_at_end")
 
 
+def unfixed(run: dict[str, Any]) -> tuple[str, ...]:
+    """The server's settings two files of one server may differ in: one known by its replies is kept with as
+    many workers as answered (-w the least: session.as_answered), so a file, or a merge, that heard from more
+    workers than another is still the same server."""
+    return ("workers",) if run["server"].get("server") in _NUMBERED_BY_REPLIES else ()
+
+
 def _pids(run: dict[str, Any]) -> dict[int, int]:
     """Row index -> the pid its counters name (0: a row no reply named)."""
     rows = {}
