@@ -63,3 +63,19 @@ def test_a_merge_that_heard_from_more_workers_merges_again(tmp_path: Path) -> No
     both = _served(files["w3"]) + _served(files["a"])
     assert _served(_merged(tmp_path, TARGET["w3"], TARGET["a"])) == both
     assert _served(_merged(tmp_path, TARGET["a"], TARGET["w3"])) == both
+
+
+def test_a_file_whose_replies_named_no_worker_adds_its_failures(tmp_path: Path) -> None:
+    """A real run at a server whose replies name no worker ('hello': 20 x bad reply, every row pid 0) shares no
+    pid with any file, yet has no worker's count to misplace: refused as 'the files share no worker's pid
+    (another server, or one restarted)', which it is not."""
+    unnamed = DATA / "merge_target_unnamed.json"
+    document = json.loads(unnamed.read_text())
+    assert {c["pid"] for c in document["counters"]} == {0} and document["errors"] == {"bad reply": 20}
+    a = json.loads(TARGET["a"].read_text())
+    for paths in ((TARGET["a"], unnamed), (unnamed, TARGET["a"])):
+        merged = _merged(tmp_path, *paths)
+        assert _served(merged) == _served(a) and merged["errors"] == {"bad reply": 20}
+    assert _merged(tmp_path, unnamed, unnamed.with_name("merge_target_unnamed_copy.json"))["errors"] == {
+        "bad reply": 40
+    }

@@ -47,8 +47,8 @@ def _width(run: dict[str, Any]) -> int:
 
 def placement(into: dict[str, Any], run: dict[str, Any], name: str, index: int) -> dict[int, int] | None:
     """Where each row of `run` goes among `into`'s (index -> index, new rows past `into`'s last); None where
-    they add index by index. ResultFileError where the rows are numbered by the replies and the two runs share
-    no worker's pid: which worker of one is which of the other cannot be told."""
+    they add index by index. ResultFileError where the rows are numbered by the replies and the two runs name
+    workers but share no pid: which worker of one is which of the other cannot be told."""
     mine, theirs = _pids(into), _pids(run)
     by_replies = bool({into["server"].get("server"), run["server"].get("server")} & _NUMBERED_BY_REPLIES)
     known = [{pid for pid in rows.values() if pid} for rows in (mine, theirs)]
@@ -58,7 +58,7 @@ def placement(into: dict[str, Any], run: dict[str, Any], name: str, index: int) 
         # order) where the pids are the same, else two launches' (a pid met again after a wrap is no match)
         return None
     if not shared:
-        if by_replies:
+        if by_replies and all(known):  # a file no reply of which named a worker (all failed) has nothing to place
             raise ResultFileError(
                 f"{name} cannot be added worker by worker (run {index + 1}): a server known by its replies numbers "
                 "its workers in the order their pids first answered, and the files share no worker's pid (another "
