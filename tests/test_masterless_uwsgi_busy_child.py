@@ -11,7 +11,6 @@ the child), and /proc."""
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -20,7 +19,8 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import gone, wait_for
+from conftest import wait_for
+from pyuwsgi_started import HOST, TIMEOUT_S, masterless, pyuwsgi
 
 from accept_order.experiments.observe.server import find_server
 from accept_order.probes.accept_waits import FORKS, SERVES, parent_accepts
@@ -32,9 +32,6 @@ from accept_order.servers.attached import worker_pids
 from accept_order.servers.launched.uwsgi import uwsgi_missing
 from accept_order.servers.registry import helpers
 
-TIMEOUT_S = 30.0
-HOST = "127.0.0.1"
-RUN = "import sys, pyuwsgi; sys.exit(pyuwsgi.run())"
 # /hold marks the pid that took it and serves it until the test releases that pid
 APP = """import os, time
 def application(environ, start_response):
@@ -51,37 +48,19 @@ pytestmark = pytest.mark.skipif(uwsgi_missing() is not None, reason=f"uWSGI: {uw
 
 
 @pytest.fixture
-def masterless(tmp_path: Path, free_port: int) -> Iterator[tuple[int, int]]:
+def masterless_uwsgi(tmp_path: Path, free_port: int) -> Iterator[tuple[int, int]]:
     """pyuwsgi --processes 2 without a master: (parent, child) once both wait for connections."""
-    (tmp_path / "app.py").write_text(APP)
     log = tmp_path / "uwsgi.log"
-    options = f"--processes 2 --http-socket {HOST}:{free_port} --wsgi-file app.py --logto {log}"
-    first = subprocess.Popen(
-        ["bash", "-c", f"cd {tmp_path} && exec {sys.executable} -c '{RUN}' {options}"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    pids: list[int] = []
-    try:
-
-        def processes() -> list[int]:
-            try:
-                return [first.pid, *(p.pid for p in psutil.Process(first.pid).children())]
-            except psutil.Error:
-                return []
-
-        pids = wait_for(processes, lambda now: len(now) == 2, TIMEOUT_S, "the parent and its one child")
-        spawned = wait_for(log.read_text, lambda text: "spawned uWSGI worker 2" in text, TIMEOUT_S, "both spawned")
-        assert f"spawned uWSGI worker 2 (pid: {pids[1]}," in spawned  # uWSGI's own word: the child is a worker
-        yield pids[0], pids[1]
-    finally:
-        for name in os.listdir(tmp_path):  # let a held request end
-            if name.startswith("held-"):
-                (tmp_path / f"release-{name[5:]}").touch()
-        os.killpg(first.pid, signal.SIGKILL)
-        first.wait(10)
-        wait_for(lambda: pids, gone, 10, "the workers end")
+    options = f"--http-socket {HOST}:{free_port} --wsgi-file app.py --logto {log}"
+    with masterless(tmp_path, APP, options) as (parent, child):
+        try:
+            spawned = wait_for(log.read_text, lambda text: "spawned uWSGI worker 2" in text, TIMEOUT_S, "both spawned")
+            assert f"spawned uWSGI worker 2 (pid: {child}," in spawned  # uWSGI's own word: the child is a worker
+            yield parent, child
+        finally:
+            for name in os.listdir(tmp_path):  # let a held request end
+                if name.startswith("held-"):
+                    (tmp_path / f"release-{name[5:]}").touch()
 
 
 def _hold(port: int, tmp_path: Path, held: set[int]) -> tuple[socket.socket, int]:
@@ -118,9 +97,9 @@ def _release(tmp_path: Path, clients: list[socket.socket]) -> None:
 
 
 def test_a_masterless_uwsgi_whose_child_serves_while_the_parent_waits_keeps_both(
-    masterless: tuple[int, int], free_port: int, tmp_path: Path
+    masterless_uwsgi: tuple[int, int], free_port: int, tmp_path: Path
 ) -> None:
-    parent, child = masterless
+    parent, child = masterless_uwsgi
     clients: list[socket.socket] = []
     try:
         _held_by(child, parent, free_port, tmp_path, clients)
@@ -143,11 +122,11 @@ def test_a_masterless_uwsgi_whose_child_serves_while_the_parent_waits_keeps_both
 
 
 def test_a_masterless_uwsgi_whose_parent_serves_while_the_child_waits_keeps_both(
-    masterless: tuple[int, int], free_port: int, tmp_path: Path
+    masterless_uwsgi: tuple[int, int], free_port: int, tmp_path: Path
 ) -> None:
     """The parent asleep in its request (the app's sleep), not on the listener, was its child's master: None at the
     first look. It runs an epoll on the listener, as the child does one of its own."""
-    parent, child = masterless
+    parent, child = masterless_uwsgi
     clients: list[socket.socket] = []
     try:
         _held_by(parent, child, free_port, tmp_path, clients)
@@ -213,16 +192,9 @@ def test_an_epoll_forkers_child_inherits_the_parents_loop_and_is_no_worker(tmp_p
 def test_a_master_without_a_loop_on_the_listener_stays_the_master(tmp_path: Path, free_port: int) -> None:
     """uWSGI with --master: its workers run an epoll of their own on the listener, as masterless ones do, but the
     master, which holds the listener too, runs none; it accepts nothing (uWSGI's log: 'spawned uWSGI master')."""
-    (tmp_path / "app.py").write_text(APP)
     log = tmp_path / "uwsgi.log"
     options = f"--master --processes 2 --http-socket {HOST}:{free_port} --wsgi-file app.py --logto {log}"
-    first = subprocess.Popen(
-        ["bash", "-c", f"cd {tmp_path} && exec {sys.executable} -c '{RUN}' {options}"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
+    with pyuwsgi(tmp_path, APP, options) as first:
         spawned = wait_for(
             lambda: log.read_text() if log.exists() else "",
             lambda text: "spawned uWSGI worker 2" in text,
@@ -248,6 +220,3 @@ def test_a_master_without_a_loop_on_the_listener_stays_the_master(tmp_path: Path
         assert parent_accepts(first.pid, workers, holders[first.pid]) is None
         watched = find_server(port=free_port)
         assert watched.master == first.pid and sorted(watched.workers) == workers, watched
-    finally:
-        os.killpg(first.pid, signal.SIGKILL)
-        first.wait(10)

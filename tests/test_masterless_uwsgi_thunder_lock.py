@@ -1,4 +1,4 @@
-"""Review RD of 8bd1c25 (probes/accept_waits.py): uWSGI without a master is a parent that is a worker and children
+"""8bd1c25 (probes/accept_waits.py): uWSGI without a master is a parent that is a worker and children
 that are workers too, all holding the listener. Under --thunder-lock only the lock's holder waits on the listener;
 the others sleep in the lock. Where the parent held it, 8bd1c25 read the parent as a per-connection forker (it waits
 on the listener, no child does) and its children as connections' children: observe and latency --attach read the
@@ -10,16 +10,13 @@ connections, so it accepts them), and /proc (the parent asleep in epoll_wait, th
 from __future__ import annotations
 
 import os
-import signal
 import socket
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import psutil
 import pytest
-from conftest import gone, wait_for
+from conftest import wait_for
+from pyuwsgi_started import HOST, TIMEOUT_S, masterless
 
 from accept_order.experiments.observe.server import find_server
 from accept_order.probes.accept_waits import forks_per_connection
@@ -30,9 +27,6 @@ from accept_order.servers.attached import worker_pids
 from accept_order.servers.launched.uwsgi import uwsgi_missing
 from accept_order.servers.registry import HELPERS
 
-TIMEOUT_S = 30.0
-HOST = "127.0.0.1"
-RUN = "import sys, pyuwsgi; sys.exit(pyuwsgi.run())"
 APP = """import os
 def application(environ, start_response):
     start_response("200 OK", [("Content-Type", "text/plain")])
@@ -51,41 +45,20 @@ def _ask(port: int) -> int:
 
 
 @pytest.fixture
-def masterless(tmp_path: Path, free_port: int) -> Iterator[tuple[int, int]]:
+def masterless_uwsgi(tmp_path: Path, free_port: int) -> Iterator[tuple[int, int]]:
     """pyuwsgi without a master, two processes under --thunder-lock: (parent, child) once both are in their waits."""
-    (tmp_path / "app.py").write_text(APP)
-    options = f"--processes 2 --thunder-lock --http-socket {HOST}:{free_port} --wsgi-file app.py --disable-logging"
-    log = open(tmp_path / "log", "wb")  # noqa: SIM115 - closed below, after the server
-    first = subprocess.Popen(
-        ["bash", "-c", f"cd {tmp_path} && exec {sys.executable} -c '{RUN}' {options}"],
-        stdout=log,
-        stderr=log,
-        start_new_session=True,
-    )
-    pids: list[int] = []
-    try:
-
-        def processes() -> list[int]:
-            try:
-                return [first.pid, *(p.pid for p in psutil.Process(first.pid).children())]
-            except psutil.Error:
-                return []
-
-        pids = wait_for(processes, lambda now: len(now) == 2, TIMEOUT_S, "the parent and its one child")
+    options = f"--thunder-lock --http-socket {HOST}:{free_port} --wsgi-file app.py --disable-logging"
+    with masterless(tmp_path, APP, options, output=tmp_path / "log") as (parent, child):
+        pids = [parent, child]
         wait_for(lambda: [thread_wait(p, p).call for p in pids], lambda now: "running" not in now, TIMEOUT_S, "idle")
-        yield pids[0], pids[1]
-    finally:
-        os.killpg(first.pid, signal.SIGKILL)
-        first.wait(10)
-        wait_for(lambda: pids, gone, 10, "the workers end")
-        log.close()
+        yield parent, child
 
 
 @pytest.mark.skipif(uwsgi_missing() is not None, reason=f"uWSGI: {uwsgi_missing()}")
 def test_a_masterless_uwsgi_whose_parent_holds_the_lock_keeps_its_child_a_worker(
-    masterless: tuple[int, int], free_port: int
+    masterless_uwsgi: tuple[int, int], free_port: int
 ) -> None:
-    parent, child = masterless
+    parent, child = masterless_uwsgi
     served: set[int] = set()
 
     def parent_holds_the_lock() -> tuple[str, str]:
