@@ -16,22 +16,19 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 from collections import Counter
 from collections.abc import Iterator
 from io import StringIO
 
 import pytest
 from conftest import OutputReader
+from observed_while import TIMEOUT_S, observed_while
 from rich.console import Console
 
-from accept_order.experiments.observe.api import observe
 from accept_order.experiments.observe.report import observe_report
-from accept_order.experiments.observe.result import ObserveResult
 from accept_order.experiments.observe.verdict import headline
 from accept_order.servers.modes import MODES
 
-TIMEOUT_S = 30.0
 CONNECTIONS = 20
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("bpftrace") is None, reason="root and bpftrace")
@@ -61,25 +58,14 @@ def server() -> Iterator[tuple[int, int]]:
 
 def test_accepts_through_io_uring_are_not_called_none(server: tuple[int, int]) -> None:
     _, port = server
-    began, done = threading.Event(), threading.Event()
     replies: Counter[str] = Counter()
 
     def drive() -> None:
-        try:
-            if began.wait(TIMEOUT_S):
-                for _ in range(CONNECTIONS):
-                    with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT_S) as conn:
-                        replies[re.sub(r" pid \d+", "", conn.makefile().readline().strip())] += 1
-        finally:
-            done.set()
+        for _ in range(CONNECTIONS):
+            with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT_S) as conn:
+                replies[re.sub(r" pid \d+", "", conn.makefile().readline().strip())] += 1
 
-    def snapshot(_: ObserveResult) -> None:
-        began.set()  # the first comes once the tracepoints are attached and the workers chosen
-
-    client = threading.Thread(target=drive)
-    client.start()
-    result = observe(port=port, duration_s=120, on_snapshot=snapshot, until=done, interval_s=0.5)
-    client.join(TIMEOUT_S)
+    result = observed_while(drive, port=port)
     assert sum(replies.values()) == CONNECTIONS and set(replies) == {"worker 0"}, replies  # the witness: served
     assert result.traced and result.counts is not None and sum(result.counts) == 0  # the accept calls saw none
     assert result.mechanism is not None and result.mechanism.name == "io-uring"
