@@ -5,7 +5,7 @@ ring takes every connection), was killed at 1.0 s, and workers 1 and 2, their ri
 connections timed out and the listener's queue held 50 when the load ended (the run's own netlink reading). The row
 said 'lost 100: not what the kernel promises' under 'kill, shared queue: only what it had accepted dies with it; the
 shared queue stays', and nothing of the queue. The other two runs' workers took over (served 563/929/0, queue 0 at
-the end, 50 lost without a reply, no timeout). Both files are those runs' own (tests/data/h6_reload_io_uring_*).
+the end, 50 lost without a reply, no timeout). Both files are those runs' own (tests/data/reload_io_uring_*).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ DATA = Path(__file__).parent / "data"
 
 
 def test_a_kill_that_left_the_queue_unserved_says_so() -> None:
-    out = run_cli(["show", str(DATA / "h6_reload_io_uring_kill_stalled.json")], 1000).stdout
+    out = run_cli(["show", str(DATA / "reload_io_uring_kill_stalled.json")], 1000).stdout
     assert (
         "io-uring kill: 50 connections still waited in the listener's accept queue when the load ended and 50 timed "
         "out: after worker 0 was killed, the other workers left the shared queue unserved (they accepted none in the "
@@ -27,5 +27,5 @@ def test_a_kill_that_left_the_queue_unserved_says_so() -> None:
 
 
 def test_a_kill_the_others_took_over_from_says_nothing_of_it() -> None:
-    out = run_cli(["show", str(DATA / "h6_reload_io_uring_kill_taken_over.json")], 1000).stdout
+    out = run_cli(["show", str(DATA / "reload_io_uring_kill_taken_over.json")], 1000).stdout
     assert "still waited in the listener's accept queue" not in out and "lost 50" in out

@@ -1,5 +1,5 @@
 """observe's picture drew 'share of the bytes received, %' per worker from the connections a look saw alone. A real
-run (tests/data/h4_observe_gthread_unlooked.json: gunicorn, 3 gthread workers, 717 connections of 20 requests
+run (tests/data/observe_gthread_unlooked.json: gunicorn, 3 gthread workers, 717 connections of 20 requests
 each, 633 of them opened and closed between two looks) had 12% of the bytes received in the workers' shares; the
 report said those shares 'say nothing of how the load splits', and the picture drew them without a word. The bytes
 panel says what share of the bytes its lines are of, and that they say nothing where the report says so; a pool
@@ -30,7 +30,7 @@ def bytes_panel_words(name: str) -> list[str]:
 
 
 def test_bytes_shares_of_a_sliver_say_so() -> None:
-    (said,) = bytes_panel_words("h4_observe_gthread_unlooked.json")
+    (said,) = bytes_panel_words("observe_gthread_unlooked.json")
     assert "12% of the bytes received" in said and "say nothing of how the load splits" in said, said
 
 

@@ -14,7 +14,7 @@ from accept_order.experiments.observe.result import ObserveResult
 from accept_order.experiments.observe.verdict import sleeps
 from accept_order.render.plots import PlotOptions
 
-DATA = Path(__file__).parent / "data" / "h4_observe_gthread_unlooked.json"
+DATA = Path(__file__).parent / "data" / "observe_gthread_unlooked.json"
 
 
 def sliver() -> ObserveResult:

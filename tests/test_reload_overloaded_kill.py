@@ -17,7 +17,7 @@ DATA = Path(__file__).parent / "data"
 
 
 def test_survivors_that_served_are_not_said_to_have_left_the_queue() -> None:
-    out = " ".join(run_cli(["show", str(DATA / "r6_reload_epoll_kill_overloaded.json")], 1000).stdout.split())
+    out = " ".join(run_cli(["show", str(DATA / "reload_epoll_kill_overloaded.json")], 1000).stdout.split())
     assert "left the shared queue unserved" not in out
     assert (
         "epoll kill: 292 connections still waited in the listener's accept queue when the load ended and 587 timed "
