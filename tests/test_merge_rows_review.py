@@ -79,3 +79,13 @@ def test_a_file_whose_replies_named_no_worker_adds_its_failures(tmp_path: Path) 
     assert _merged(tmp_path, unnamed, unnamed.with_name("merge_target_unnamed_copy.json"))["errors"] == {
         "bad reply": 40
     }
+
+
+def test_a_target_merges_note_says_rows_add_by_pid(tmp_path: Path) -> None:
+    """The merged report's note said every merge's rows add 'that worker index's figures ...; the pids ... are the
+    first file's', false of a --target merge, whose rows are matched by pid and keep each worker's own."""
+    merged = run_cli(["merge", str(TARGET["a"]), str(TARGET["b"])])
+    assert merged.exit_code == 0, merged.output
+    note = " ".join(merged.output.split())
+    assert "each worker's row adds the figures of the pid it names from every file" in note, note
+    assert "worker index" not in note and "the pids" not in note, note
