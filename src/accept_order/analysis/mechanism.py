@@ -313,7 +313,7 @@ def _none_waiting(seen: Sequence[Seen], known_lock: str | None) -> Verdict:
     losers = [s for s in seen if s.via == "lock" and s.holds]
     running = sum(1 for s in losers if s.call == "running")
     if not (known_lock and running):
-        return Verdict(None, (), evidence=("no thread waits on a listener at this moment (all busy?)",))
+        return Verdict(None, (), evidence=(_unseen(seen),))
     locked = len(losers) - running
     also = f", {locked} {'waits' if locked == 1 else 'wait'} for a lock" if locked else ""
     return Verdict(
@@ -325,6 +325,19 @@ def _none_waiting(seen: Sequence[Seen], known_lock: str | None) -> Verdict:
             f"{'is' if running == 1 else 'are'} running{also}",
             known_lock,
         ),
+    )
+
+
+def _unseen(seen: Sequence[Seen]) -> str:
+    """Why no waiter was seen: every worker busy, unless some sleep on a ring /proc could not tell (ring-unread),
+    which may be waiting on the listener: 'all busy?' of idle workers asleep in io_uring_enter misled."""
+    rings = [s for s in seen if s.via == "ring-unread" and s.holds]
+    if not rings:
+        return "no thread waits on a listener at this moment (all busy?)"
+    return (
+        f"no thread is seen waiting on a listener: {plural(len(rings), 'thread')} holding one "
+        f"{'sleeps' if len(rings) == 1 else 'sleep'} in io_uring_enter() on a ring whose fdinfo could not be read "
+        "(unknown whether an accept is armed there)"
     )
 
 
