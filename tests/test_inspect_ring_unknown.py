@@ -59,3 +59,18 @@ def test_a_worker_seen_nowhere_is_still_all_busy(listener: socket.socket) -> Non
     assert "PollList:" in idle and "op=" not in idle.partition("PollList:")[2].partition("CqOverflowList")[0]
     mechanism, words = _verdict_words(listener, idle)
     assert mechanism is None and words == "no thread waits on a listener at this moment (all busy?)"
+
+
+def test_a_ring_polling_an_unnamed_descriptor_is_not_called_busy(listener: socket.socket) -> None:
+    """Readiness through the ring (IORING_OP_POLL_ADD, op=6, then accept(): an event loop on io_uring) shows in the
+    fdinfo without the descriptor polled: since 8422ebc such a worker, idle, was 'all busy?' (before, io_uring)."""
+    ring = uring_api.Ring(entries=8)
+    ring.prepare_poll(listener.fileno(), 1, "listener")  # POLLIN on the listener: nobody connects
+    ring.submit()
+    with open(f"/proc/self/fdinfo/{ring.fd}") as f:
+        armed = f.read()
+    ring.close()
+    assert "op=6" in armed and "op=13" not in armed  # the kernel's word: a poll armed, no accept
+    mechanism, words = _verdict_words(listener, armed)
+    assert mechanism is None and "all busy" not in words, words
+    assert "on a ring with a poll armed on a descriptor its fdinfo does not name" in words, words

@@ -39,7 +39,8 @@ class Seen:
     """One thread at one sample. `via`: accept, epoll, poll, select, io_uring (waits on `listeners`),
     passed (waits on a Unix socket: `unix_ends` are the inodes at the other end), lock (a futex lock),
     idle (an epoll without a listener, in a process that holds one), ring-unread (asleep in an io_uring whose
-    fdinfo could not be read: unknown whether an accept is armed), running, other."""
+    fdinfo could not be read: unknown whether an accept is armed), ring-poll (in one with a poll armed on a
+    descriptor its fdinfo does not name, and no accept), running, other."""
 
     pid: int
     tid: int
@@ -328,17 +329,25 @@ def _none_waiting(seen: Sequence[Seen], known_lock: str | None) -> Verdict:
     )
 
 
+_RING_UNTOLD = {
+    "ring-unread": "whose fdinfo could not be read (unknown whether an accept is armed there)",
+    "ring-poll": "with a poll armed on a descriptor its fdinfo does not name (the listener, or another)",
+}
+
+
 def _unseen(seen: Sequence[Seen]) -> str:
-    """Why no waiter was seen: every worker busy, unless some sleep on a ring /proc could not tell (ring-unread),
-    which may be waiting on the listener: 'all busy?' of idle workers asleep in io_uring_enter misled."""
-    rings = [s for s in seen if s.via == "ring-unread" and s.holds]
+    """Why no waiter was seen: every worker busy, unless some sleep on a ring /proc could not tell (ring-unread), or
+    one polling a descriptor it does not name (ring-poll), either of which may be waiting on the listener: 'all
+    busy?' of idle workers asleep in io_uring_enter misled."""
+    rings = Counter(s.via for s in seen if s.via in _RING_UNTOLD and s.holds)
     if not rings:
         return "no thread waits on a listener at this moment (all busy?)"
-    return (
-        f"no thread is seen waiting on a listener: {plural(len(rings), 'thread')} holding one "
-        f"{'sleeps' if len(rings) == 1 else 'sleep'} in io_uring_enter() on a ring whose fdinfo could not be read "
-        "(unknown whether an accept is armed there)"
+    told = "; ".join(
+        f"{plural(n, 'thread')} holding one {'sleeps' if n == 1 else 'sleep'} in io_uring_enter() on a ring "
+        f"{_RING_UNTOLD[via]}"
+        for via, n in sorted(rings.items())
     )
+    return f"no thread is seen waiting on a listener: {told}"
 
 
 def _blocking_accept(waiting: int, named: list[str], running: int) -> str:

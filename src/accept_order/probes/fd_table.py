@@ -35,6 +35,7 @@ from .proc_read import read_again, read_proc
 
 EPOLLEXCLUSIVE = 1 << 28
 IORING_OP_ACCEPT = 13
+IORING_OP_POLL_ADD = 6  # readiness of some descriptor, which the fdinfo does not name
 KCMP_FILE = 0
 KCMP_SYSCALL = {"x86_64": 312, "aarch64": 272, "riscv64": 272}
 _MACHINE = os.uname().machine
@@ -109,6 +110,10 @@ class OpenFile:
     @property
     def accept_armed(self) -> bool:
         return self.ops is not None and IORING_OP_ACCEPT in self.ops
+
+    @property
+    def poll_armed(self) -> bool:
+        return self.ops is not None and IORING_OP_POLL_ADD in self.ops
 
 
 def parse_epoll_fdinfo(text: str) -> tuple[Watch, ...]:

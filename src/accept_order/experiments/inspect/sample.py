@@ -119,6 +119,8 @@ def resolve(
             return make("ring-unread")
         if file.accept_armed:
             return make("io_uring", listeners=holds)
+        if file.poll_armed:  # readiness through the ring (op=6) of a descriptor not named: the listener, or not
+            return make("ring-poll")
     if wait.call in RECEIVES and file is not None and file.inode in peers and not holds:
         return make("passed", unix_ends=frozenset({peers[file.inode or 0]}))
     if wait.lock and holds:
