@@ -13,16 +13,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
-from conftest import wait_for
+from gunicorn_gthread import fetch, gunicorn_gthread  # noqa: F401 - the fixture
 
 from accept_order.core.processes import usage
 from accept_order.core.spec import ServerSpec
@@ -78,13 +75,6 @@ class Readings:
         return not self.start[pid].keys() <= self.end[pid].keys()
 
 
-def fetch(port: int) -> None:
-    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
-        sock.sendall(b"GET / HTTP/1.0\r\nHost: x\r\n\r\n")
-        while sock.recv(65536):
-            pass
-
-
 def observed_under_load(port: int, pids: list[int]) -> tuple[ObserveResult, Readings]:
     """observe (untraced: the switches are read alike either way) while CONNECTIONS sequential requests are made,
     all of them between its first and last readings, the kernel's figures read beside those two."""
@@ -118,49 +108,6 @@ def observed_under_load(port: int, pids: list[int]) -> tuple[ObserveResult, Read
         raise result
     assert isinstance(result, ObserveResult)
     return result, readings
-
-
-@pytest.fixture
-def gunicorn_gthread(free_port: int, tmp_path: Path) -> Iterator[tuple[int, list[int]]]:
-    """gunicorn (PyPI) with 2 gthread workers of 4 threads each: a worker's main thread polls and accepts, its pool
-    threads read and answer (they are born as needed, and end only with the worker). Its HOME and XDG_RUNTIME_DIR
-    are the test's directory: gunicorn 24+ makes its control socket there (~/.gunicorn/gunicorn.ctl, left behind
-    in root's home before), and 23 has no --no-control-socket to refuse it with."""
-    pytest.importorskip("gunicorn")
-    command = [sys.executable, "-m", "gunicorn", "-k", "gthread", "--threads", "4", "-w", "2"]
-    command += ["-b", f"127.0.0.1:{free_port}", "--graceful-timeout", "2"]
-    proc = subprocess.Popen(
-        [*command, "accept_order.servers.launched.gunicorn_app:app"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env={**os.environ, "HOME": str(tmp_path), "XDG_RUNTIME_DIR": str(tmp_path)},
-    )
-    try:
-        import psutil
-
-        workers = wait_for(
-            lambda: [c.pid for c in psutil.Process(proc.pid).children()], lambda w: len(w) == 2, 60, "2 workers"
-        )
-        wait_for(lambda: _answers(free_port), bool, 60, "gunicorn to answer")
-        yield free_port, workers
-        # the master's unix sockets (gunicorn 24+'s control socket, made once it runs) are in the test's directory
-        paths = [c.laddr for c in psutil.Process(proc.pid).net_connections("unix") if c.laddr]
-        assert all(Path(p).is_relative_to(tmp_path) for p in paths), paths
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(30)
-
-
-def _answers(port: int) -> bool:
-    try:
-        fetch(port)
-    except OSError:
-        return False
-    return True
 
 
 @pytest.fixture

@@ -127,7 +127,7 @@ def server_connections(netns_pid: int, ports: Sequence[int]) -> set[int]:
     /proc/PID/net/tcp only where netlink cannot be asked. That file lists every socket of the namespace: beside
     7,500 others (TIME_WAITs of other jobs) it took 100 ms, longer than a 20-request connection lives, so the
     connections it listed were closed by the time the workers' fd tables were read after it, and a gunicorn
-    gthread observed untraced was seen holding none of its 400 (tests/test_r7_observe_holdings_short_lived.py)."""
+    gthread observed untraced was seen holding none of its 400 (tests/test_observe_holdings_short_lived.py)."""
     try:
         return {sock.inode for sock in server_sockets(ports, netns_pid) if sock.inode}
     except OSError:  # PermissionError too: the namespace may not be entered

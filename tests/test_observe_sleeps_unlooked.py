@@ -11,7 +11,7 @@ Here PyPI's gunicorn with 2 gthread workers serves 60 connections of 20 requests
 a request of one data segment (HTTP/1.1 keep-alive, closed by the client after its 20th answer), beside one held
 open throughout (every look sees it): the figure per segment must be the sleeps over all those requests, and a
 connection's share their average; observed with bpftrace and without. And a real run's file without bpftrace
-(tests/data/h4_observe_gthread_untraced.json), whose accepts, sampled, are the one connection a look caught as it
+(tests/data/observe_gthread_untraced.json), whose accepts, sampled, are the one connection a look caught as it
 opened, where 67 were seen held and 325 closed between looks: a connection carried 20 requests, not 7,721."""
 
 from __future__ import annotations
@@ -25,38 +25,17 @@ import threading
 from pathlib import Path
 
 import pytest
-from test_observe_thread_sleeps import gunicorn_gthread  # noqa: F401 - the fixture
+from gunicorn_gthread import REQUESTS, answered, gunicorn_gthread, kept_connection  # noqa: F401 - the fixture
 
 from accept_order.experiments.observe.api import observe
 from accept_order.experiments.observe.result import ObserveResult
 from accept_order.experiments.observe.verdict import sleeps
 
 CONNECTIONS = 60
-REQUESTS = 20  # per connection
 TIMEOUT_S = 120.0
-REQUEST = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
 PACE_S = 0.01
 
 TRACEABLE = os.geteuid() == 0 and shutil.which("bpftrace") is not None
-
-
-def answered(sock: socket.socket) -> None:
-    """One request over `sock`, its whole reply read."""
-    sock.sendall(REQUEST)
-    reply = b""
-    while b"\r\n\r\n" not in reply:
-        reply += sock.recv(65536)
-    head, _, body = reply.partition(b"\r\n\r\n")
-    length = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))  # type: ignore[union-attr]
-    while len(body) < length:
-        body += sock.recv(65536)
-
-
-def kept_connection(port: int) -> None:
-    """REQUESTS requests over one connection, each sent once the one before is answered, then closed."""
-    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
-        for _ in range(REQUESTS):
-            answered(sock)
 
 
 def held_throughout(port: int, stop: threading.Event, made: list[int]) -> None:
@@ -120,7 +99,7 @@ def test_several_workers_sleeps_per_segment_count_the_unlooked_connections_segme
 
 
 def test_without_bpftrace_a_connections_share_is_over_the_connections_seen_and_unlooked() -> None:
-    document = json.loads((Path(__file__).parent / "data" / "h4_observe_gthread_untraced.json").read_text())
+    document = json.loads((Path(__file__).parent / "data" / "observe_gthread_untraced.json").read_text())
     result = ObserveResult.from_dict(document)
     assert not result.traced and sum(result.counts or ()) == 1  # the sampled accepts: what a look caught
     said = sleeps(result)

@@ -1,5 +1,5 @@
-"""observe --no-trace's look at who holds which connection saw none of a gunicorn gthread's connections (H7's
-doubt in 6e70f5e: [0, 0] in 4 runs of 400 connections). The look listed the namespace's connections from
+"""observe --no-trace's look at who holds which connection saw none of a gunicorn gthread's connections (the
+doubt 6e70f5e raised: [0, 0] in 4 runs of 400 connections). The look listed the namespace's connections from
 /proc/PID/net/tcp, which lists every socket of the namespace, then read the workers' fd tables: beside 7,500 other
 sockets (TIME_WAITs of other jobs on this machine) the listing took ~100 ms, longer than a 20-request connection
 lives, so every connection it listed was closed by the time the fd tables were read. It now asks the kernel over
@@ -16,8 +16,7 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from test_h4_observe_sleeps_unlooked import kept_connection
-from test_observe_thread_sleeps import gunicorn_gthread  # noqa: F401 - the fixture
+from gunicorn_gthread import gunicorn_gthread, kept_connection  # noqa: F401 - the fixture
 
 from accept_order.experiments.observe.sampling import Holdings
 from accept_order.experiments.observe.server import find_server
