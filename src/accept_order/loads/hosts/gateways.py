@@ -41,6 +41,10 @@ CLOSE_TIMEOUT_S = 5.0  # a remote interpreter ends when its channel closes; past
 SAID_LINES = 20  # of ssh's stderr, kept for the error line
 SSH_FAILED = 255  # ssh's exit for a failure of its own (not the remote command's)
 SETTLE_S = 2.0  # for a failed ssh to exit and its last words to be read, before the error line quotes them
+# ssh's own default is none: an address that drops packets waited out the kernel's SYN retries, 12 minutes here with
+# nothing on the screen. A ConnectTimeout of the user's ssh config (ssh -G shows it) is theirs and wins.
+CONNECT_TIMEOUT_S = 15
+CONFIG_READ_S = 10.0  # ssh -G only reads configs (a Match exec could run a command)
 
 
 class Ssh:
@@ -172,9 +176,28 @@ def _spec(destination: str, hosts: ClientHosts, index: int) -> Any:
     options = ["-o", "BatchMode=yes"]  # a host that asks for a password must fail, not wait on a terminal
     if hosts.ssh_config is not None:
         options = ["-F", hosts.ssh_config, *options]
+    if connect_timeout_unset(options, destination):
+        options += ["-o", f"ConnectTimeout={CONNECT_TIMEOUT_S}"]
     spec.ssh = " ".join([*options, "--", destination])  # execnet splits it on spaces (validated: none inside)
     spec.python = remote_python(hosts)
     return spec
+
+
+def connect_timeout_unset(options: list[str], destination: str) -> bool:
+    """Whether ssh with these options leaves ConnectTimeout to its default (none) for the destination. ssh's own
+    failure to read its config is left to the real ssh, whose error line names it."""
+    try:
+        shown = subprocess.run(
+            ["ssh", *options, "-G", "--", destination],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=CONFIG_READ_S,
+            start_new_session=True,  # as the host's ssh: the terminal's Ctrl-C is the coordinator's
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return shown.returncode == 0 and "connecttimeout none" in shown.stdout.splitlines()
 
 
 class _Reaching:
