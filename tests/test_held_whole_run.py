@@ -1,9 +1,9 @@
-"""H9: 'latency -m blocking --pool -c 8 -w 2' spent 20.05 s in pool-fill timeouts (2 of 8 opened) before it
+"""'latency -m blocking --pool -c 8 -w 2' spent 20.05 s in pool-fill timeouts (2 of 8 opened) before it
 reported, though the plan knew it: a built-in mode whose worker serves a kept connection to its end before it
 accepts another (ModeInfo.multiplexes False: blocking, epoll-shared) holds one connection per worker, and a
 pool's connections send nothing more until every one is answered. A pool beyond the workers is refused in one
 line, exit 2, before anything starts. Without a pool, connections kept for the whole load
-(--requests-per-connection 0) end with it and free their workers, so those runs run (R9)."""
+(--requests-per-connection 0) end with it and free their workers, so those runs run."""
 
 from __future__ import annotations
 
@@ -13,28 +13,15 @@ from typing import Any
 
 import pytest
 from conftest import assert_one_error_line, run_cli
+from nothing_starts import nothing_starts  # noqa: F401 - the fixture
 
 from accept_order.core.spec import DEFAULT_KIND, ConcurrentLoad, ServerSpec
-from accept_order.experiments import session
 from accept_order.experiments.latency.kept_report import kept_lines
 from accept_order.experiments.latency.result import LatencyResult
 from accept_order.servers.held_whole_run import refuse_unanswered
 from accept_order.servers.registry import server_kind
 
 NEVER = "would never be answered"
-
-
-@pytest.fixture
-def nothing_starts(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """Every server a run would start: none must (every run's server is made in session.lifecycle)."""
-    started: list[Any] = []
-
-    def make_target(spec: ServerSpec, stamps: bool = False) -> Any:
-        started.append(spec)
-        raise AssertionError(f"{spec.label} started before the load was refused")
-
-    monkeypatch.setattr(session, "make_target", make_target)
-    return started
 
 
 LOAD = ["-n", "100", "-w", "2"]
@@ -63,7 +50,9 @@ LOAD = ["-n", "100", "-w", "2"]
     ],
 )  # fmt: skip
 def test_whole_run_connections_beyond_one_per_worker_are_refused(
-    nothing_starts: list[Any], args: list[str], said: str
+    nothing_starts: list[Any],  # noqa: F811 - the fixture imported above
+    args: list[str],
+    said: str,
 ) -> None:
     assert_one_error_line(run_cli(args), 2, said)
     assert nothing_starts == []

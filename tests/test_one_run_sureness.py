@@ -1,4 +1,4 @@
-"""H9: a verdict drawn from one run of each mode (latency --modes) or cap (sweep) says how sure it is.
+"""A verdict drawn from one run of each mode (latency --modes) or cap (sweep) says how sure it is.
 
 Six runs of one mode here ('latency -m epoll --repeat 6 -n 5000 -c 50 --work 200us', load 3-7 on 2 CPUs)
 had p99s from 31.7 to 75.0 ms, and the old verdict named one of two runs of the same mode 'the tightest

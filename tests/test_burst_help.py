@@ -1,4 +1,4 @@
-"""H9: 'burst --clients 500 --requests-per-connection 10' drove 595 to 608 connections (the load shares a
+"""'burst --clients 500 --requests-per-connection 10' drove 595 to 608 connections (the load shares a
 driver's clients × K requests among its connections), and the report said so, while 'burst --help' said each
 client's connection carries K. The help now says what the load does; a real burst is its witness."""
 
