@@ -154,6 +154,8 @@ def read_links(pid: int) -> dict[int, str] | None:
         for name in os.listdir(dir_fd):
             try:
                 links[int(name)] = os.readlink(name, dir_fd=dir_fd)
+            except PermissionError:
+                return None  # listed, not read: root without CAP_SYS_PTRACE (a container's) at another user's
             except OSError:
                 continue  # closed between listdir and readlink
     except OSError:
