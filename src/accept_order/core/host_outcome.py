@@ -93,7 +93,11 @@ class HostOutcome(TimedTotals):
 
 def extended(a: tuple[HostOutcome, ...], b: tuple[HostOutcome, ...], concurrent: bool) -> tuple[HostOutcome, ...]:
     """The hosts of two loads (a burst's cells, a ramp's steps) as one load's: a host in both has its counts
-    and durations added, its wall times added (one load after the other) or the longer kept (at once)."""
+    and durations added, its wall times added (one load after the other) or the longer kept (at once). One after
+    the other, each host's end was timed from its own load's start, so no end is kept: compared, a host of the
+    shorter load read as ending before one of the longer, and the report named a straggler among them."""
+    if not concurrent:
+        a, b = _unended(a), _unended(b)
     if not a or not b:
         return a or b
     later = {h.destination: h for h in b}
@@ -111,8 +115,12 @@ def extended(a: tuple[HostOutcome, ...], b: tuple[HostOutcome, ...], concurrent:
                 served=add_counts(h.served, o.served),
                 wall_s=add_walls(h.wall_s, o.wall_s, concurrent),
                 drivers=h.drivers + o.drivers,
-                ended_s=o.ended_s if not concurrent else h.ended_s,
+                ended_s=h.ended_s,
                 lost=h.lost or o.lost,
             )
         )
     return (*out, *later.values())
+
+
+def _unended(hosts: tuple[HostOutcome, ...]) -> tuple[HostOutcome, ...]:
+    return tuple(dataclasses.replace(h, ended_s=None) for h in hosts)
