@@ -11,6 +11,7 @@ from rich.text import Text
 
 from ...core.run_warnings import unique
 from ...core.text import escape_controls
+from ...render.hosts import on_hosts
 from ...render.text import plural
 from ..launch_notes import launch_parts
 from .kinds import Repeated, first_environment, repeated_of
@@ -44,6 +45,11 @@ def repeat_report(result: RepeatResult) -> RenderableType:
     warnings += machine_warnings(machine.get("before", {}), machine.get("after", {}), result.cpus)
     env = first_environment(kind, rounds)
     where = f"{env.system} {env.kernel}, {env.cpu_count} CPUs; " if env else ""
+    # the medians' table names no host: a load from client hosts (--clients) is said here or nowhere
+    clients = next(
+        (c for row in rounds for r in row if (c := getattr(getattr(r, "load", None), "clients", None))), None
+    )
+    where = f"load generator{on_hosts(clients)}; {where}" if clients is not None else where
     cut = _cut_short(result.interrupted, result.stopped)
     # one round asked for (ramp --modes without --repeat): nothing was interleaved
     ran = (
