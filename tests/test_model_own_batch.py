@@ -6,28 +6,24 @@ now (ModeInfo.own_batch, 0: until EAGAIN) and the model reads it: a latency run 
 workers in turn), and is 19.4/35.1 ms, dev 7.5, the queue taken whole by whichever worker comes back first.
 
 The witness for uvicorn's loops is the kernel: bpftrace's count of accepts per wakeup, taken by the test beside
-it (test_h4_uvicorn_accepts_per_wakeup's uvicorn, stopped while connections queue, then let go)."""
+it (test_uvicorn_accepts_per_wakeup's uvicorn, stopped while connections queue, then let go)."""
 
 from __future__ import annotations
 
 import os
-import re
 import signal
-import socket
-import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import OutputReader
-from test_h4_uvicorn_accepts_per_wakeup import BPFTRACE, QUEUED, program, started
+from accepts_per_wakeup import BPFTRACE, counted_after_queueing, program, runs_of, started_uvicorn
 
 from accept_order.analysis.model_check import discipline_of
 from accept_order.analysis.queueing import Arrivals, Service, simulate
 from accept_order.core.spec import ServerSpec
-from accept_order.probes.accepts import ATTACH_TIMEOUT_S, ensure_tracefs
-from accept_order.probes.bpftrace_messages import ATTACHED_ENV
 from accept_order.servers.launched.caddy import CADDY_MODES
 from accept_order.servers.launched.uvicorn import UVICORN_MODES, uvicorn_missing, uvloop_missing
+
+QUEUED = 30
 
 
 def test_the_model_takes_each_loops_own_batch() -> None:
@@ -49,41 +45,13 @@ def test_the_model_takes_each_loops_own_batch() -> None:
 def test_each_loops_own_batch_is_what_the_kernel_counts(tmp_path: Path, free_port: int, loop: str) -> None:
     if loop == "uvloop" and uvloop_missing():
         pytest.skip(str(uvloop_missing()))
-    assert BPFTRACE is not None and ensure_tracefs()[0]
-    server, workers = started(tmp_path, loop, free_port)
-    tracer: subprocess.Popen[str] | None = None
+    server, workers = started_uvicorn(tmp_path, loop, free_port)
     try:
-        for w in workers:
-            os.kill(w, signal.SIGSTOP)
-        clients = [socket.create_connection(("127.0.0.1", free_port), timeout=10) for _ in range(QUEUED)]
-        env = {**os.environ, ATTACHED_ENV: "1"}
-        # stderr too: bpftrace 0.17 names the env var there once every probe is attached
-        argv = [BPFTRACE, "-B", "line", "-e", program(workers)]
-        tracer = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True)
-        assert tracer.stdout is not None
-        reader = OutputReader(tracer.stdout)
-        reader.wait_for(re.escape(ATTACHED_ENV), ATTACH_TIMEOUT_S)
-        for w in workers:
-            os.kill(w, signal.SIGCONT)
-        for c in clients:
-            c.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            assert c.recv(100).startswith(b"HTTP/1.1 200")
-            c.close()
-        tracer.send_signal(signal.SIGINT)
-        tracer.wait(ATTACH_TIMEOUT_S)
-        out = reader.finish()
+        out = counted_after_queueing(workers, ("127.0.0.1", free_port), QUEUED, program(workers), b"HTTP/1.1 200")
     finally:
-        if tracer is not None and tracer.poll() is None:
-            tracer.kill()
-            tracer.wait()
-        for w in workers:
-            try:
-                os.kill(w, signal.SIGCONT)
-            except ProcessLookupError:
-                pass
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
-    runs = {int(k): int(v) for k, v in re.findall(r"^@runs\[(\d+)\]: (\d+)$", out, re.MULTILINE)}
+    runs = runs_of(out)
     assert sum(k * v for k, v in runs.items()) == QUEUED, out
     own = UVICORN_MODES[loop].own_batch
     # one a wakeup: the model's 1; more than one in some wakeup: the loop takes until EAGAIN, the model's 0

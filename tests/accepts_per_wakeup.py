@@ -1,0 +1,128 @@
+"""How many connections a server's worker accepts each time it wakes, by the kernel's count: its workers stopped
+(SIGSTOP) while connections queue, bpftrace attached, the workers let go, every connection answered, and bpftrace's
+count of accepts between a worker's waits read. Shared by the tests that hold a mode's words or its own batch
+(ModeInfo.own_batch) to that count; each starts its server its own way (uvicorn by hand: `started_uvicorn`).
+Imported by name, as conftest's helpers are (tests/ is on sys.path; no test_ prefix, so pytest collects nothing).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import psutil
+from conftest import OutputReader, wait_for
+
+from accept_order.probes.accepts import ATTACH_TIMEOUT_S, ensure_tracefs
+from accept_order.probes.bpftrace_messages import ATTACHED_ENV
+
+BPFTRACE = shutil.which("bpftrace")
+REQUEST = b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+UVICORN_APP = """
+async def app(scope, receive, send):
+    if scope["type"] != "http":
+        return
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"3")]})
+    await send({"type": "http.response.body", "body": b"ok\\n"})
+"""
+
+
+def program(
+    workers: list[int], accepts: Sequence[str] = ("accept4",), waits: Sequence[str] = ("epoll_wait", "epoll_pwait")
+) -> str:
+    """Per wakeup (one of the `waits` entered again), how many of the `accepts` calls a worker's thread got
+    (@runs[accepts] = wakeups); and the accepts that failed (@eagain)."""
+    pred = " || ".join(f"pid == {w}" for w in workers)
+    exits = ", ".join(f"tracepoint:syscalls:sys_exit_{call}" for call in accepts)
+    enters = ", ".join(f"tracepoint:syscalls:sys_enter_{call}" for call in waits)
+    return (
+        f"{exits} /{pred}/ {{ if (args->ret >= 0) {{ @run[tid]++; }} else {{ @eagain = count(); }} }}\n"
+        f"{enters} /{pred}/ {{ if (@run[tid] > 0) {{ @runs[@run[tid]] = count(); }} @run[tid] = 0; }}\n"
+        'END { clear(@run); printf("done\\n"); }\n'
+    )
+
+
+def counted_after_queueing(
+    workers: list[int], address: tuple[str, int], queued: int, script: str, reply: bytes, timeout_s: float = 10
+) -> str:
+    """bpftrace's output of `script` over the workers let go with `queued` connections waiting for them at
+    `address` (each answered with a reply starting `reply`). The workers are let go whatever happens."""
+    assert BPFTRACE is not None and ensure_tracefs()[0]
+    tracer: subprocess.Popen[str] | None = None
+    try:
+        for w in workers:
+            os.kill(w, signal.SIGSTOP)
+        clients = [socket.create_connection(address, timeout=timeout_s) for _ in range(queued)]
+        env = {**os.environ, ATTACHED_ENV: "1"}
+        # stderr too: bpftrace 0.17 names the env var there once every probe is attached
+        argv = [BPFTRACE, "-B", "line", "-e", script]
+        tracer = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True)
+        assert tracer.stdout is not None
+        reader = OutputReader(tracer.stdout)
+        reader.wait_for(re.escape(ATTACHED_ENV), ATTACH_TIMEOUT_S)
+        for w in workers:
+            os.kill(w, signal.SIGCONT)
+        for c in clients:
+            c.sendall(REQUEST)
+            assert c.recv(100).startswith(reply)
+            c.close()
+        tracer.send_signal(signal.SIGINT)
+        tracer.wait(ATTACH_TIMEOUT_S)
+        return reader.finish()
+    finally:
+        if tracer is not None and tracer.poll() is None:
+            tracer.kill()
+            tracer.wait()
+        for w in workers:
+            try:
+                os.kill(w, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+
+
+def runs_of(out: str) -> dict[int, int]:
+    """Accepts in one wakeup -> how many wakeups took that many, from bpftrace's output."""
+    return {int(k): int(v) for k, v in re.findall(r"^@runs\[(\d+)\]: (\d+)$", out, re.MULTILINE)}
+
+
+def eagains_of(out: str) -> int:
+    """The accepts that failed (EAGAIN: the queue was empty), from bpftrace's output."""
+    return int((re.findall(r"^@eagain: (\d+)$", out, re.MULTILINE) or ["0"])[0])
+
+
+def started_uvicorn(tmp_path: Path, loop: str, port: int) -> tuple[subprocess.Popen[bytes], list[int]]:
+    """uvicorn --workers 2 --loop `loop`, started by hand as its mode says, in a session of its own (the caller
+    ends it: os.killpg), once both workers answer: (uvicorn, its workers)."""
+    (tmp_path / "wakeup_app.py").write_text(UVICORN_APP)
+    argv = [sys.executable, "-m", "uvicorn", "--workers", "2", "--loop", loop, "--http", "h11"]
+    argv += ["--port", str(port), "--no-access-log", "--app-dir", str(tmp_path), "wakeup_app:app"]
+    server = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def workers() -> list[int]:
+        # the workers are the children that hold the listening socket (the resource tracker holds none)
+        found = []
+        for child in psutil.Process(server.pid).children():
+            try:
+                if any(c.status == psutil.CONN_LISTEN for c in child.net_connections("tcp")):
+                    found.append(child.pid)
+            except psutil.Error:
+                continue
+        return found
+
+    def answered() -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+                s.sendall(REQUEST)
+                return s.recv(100).startswith(b"HTTP/1.1 200")
+        except OSError:
+            return False
+
+    found = wait_for(lambda: (answered(), workers()), lambda s: s[0] and len(s[1]) == 2, 30.0, "uvicorn's 2 workers")
+    return server, found[1]

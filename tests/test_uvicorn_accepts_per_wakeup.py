@@ -1,0 +1,47 @@
+"""What each uvicorn loop does with a queue of connections when it wakes, against the kernel's own count.
+
+The uvloop mode said its workers accept "until EAGAIN", as asyncio's do. bpftrace on the accept and epoll
+tracepoints saw `uvicorn --workers 2 --loop uvloop` (uvloop 0.23) take 100 queued connections in 100 wakeups,
+one accept4() each and never one that returned EAGAIN; `--loop asyncio` took them in two wakeups (79 and 21),
+each loop ended by EAGAIN (asyncio's _accept_connection). Each mode's words now say what its loop does, and this
+test holds them to the kernel's count: uvicorn started by hand as the mode says, its workers stopped while
+connections queue, then let go under bpftrace."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from accepts_per_wakeup import BPFTRACE, counted_after_queueing, eagains_of, program, runs_of, started_uvicorn
+
+from accept_order.servers.launched.uvicorn import UVICORN_MODES, uvicorn_missing, uvloop_missing
+
+QUEUED = 30
+
+pytestmark = [
+    pytest.mark.skipif(uvicorn_missing() is not None, reason=str(uvicorn_missing())),
+    pytest.mark.skipif(os.geteuid() != 0 or BPFTRACE is None, reason="needs root and bpftrace"),
+]
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_each_loops_words_match_what_the_kernel_counts(tmp_path: Path, free_port: int, loop: str) -> None:
+    if loop == "uvloop" and uvloop_missing():
+        pytest.skip(str(uvloop_missing()))
+    server, workers = started_uvicorn(tmp_path, loop, free_port)
+    try:
+        out = counted_after_queueing(workers, ("127.0.0.1", free_port), QUEUED, program(workers), b"HTTP/1.1 200")
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+    runs, eagain = runs_of(out), eagains_of(out)
+    assert sum(k * v for k, v in runs.items()) == QUEUED, out
+    why = UVICORN_MODES[loop].why
+    if loop == "uvloop":  # one accept a wakeup, and it never asks again to find the queue empty
+        assert set(runs) == {1} and eagain == 0, out
+        assert "one connection per wakeup" in why and "until EAGAIN" not in why, why
+    else:  # the queue taken in few wakeups, each ended by an accept that found it empty
+        assert max(runs) > 1 and eagain >= 1, out
+        assert "until EAGAIN" in why, why
