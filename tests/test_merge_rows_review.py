@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from conftest import run_cli
+from conftest import assert_one_error_line, run_cli
 
 DATA = Path(__file__).parent / "data"
 CLOSES = [DATA / f"merge_target_closes_{s}.json" for s in ("a", "b")]
@@ -89,3 +89,27 @@ def test_a_target_merges_note_says_rows_add_by_pid(tmp_path: Path) -> None:
     note = " ".join(merged.output.split())
     assert "each worker's row adds the figures of the pid it names from every file" in note, note
     assert "worker index" not in note and "the pids" not in note, note
+
+
+def test_two_merges_of_one_file_are_refused(tmp_path: Path) -> None:
+    """(a + b) beside (b + c): neither holds the other, both hold b, whose 40 connections were added twice
+    (a + 2b + c: 140 where the three files hold 100), merged without a word."""
+    ab, bc = tmp_path / "ab.json", tmp_path / "bc.json"
+    ab.write_text(json.dumps(_merged(tmp_path, TARGET["a"], TARGET["b"])))
+    bc.write_text(json.dumps(_merged(tmp_path, TARGET["b"], TARGET["c"])))
+    line = assert_one_error_line(run_cli(["merge", str(ab), str(bc)]), 1, "merging would count it twice")
+    assert "both hold one file's measurement" in line, line
+    # a merge beside a file it does not hold still adds: (a + b) + c is a + b + c
+    files = [json.loads(TARGET[n].read_text()) for n in ("a", "b", "c")]
+    assert sum(_served(_merged(tmp_path, ab, TARGET["c"])).values()) == sum(sum(f["served"]) for f in files)
+
+
+def test_merges_of_files_started_in_one_second_still_add(tmp_path: Path) -> None:
+    """Client hosts started together (--concurrent) share a start but no driver: their merges add."""
+    b, c = json.loads(TARGET["b"].read_text()), json.loads(TARGET["c"].read_text())
+    c["environment"]["started_at"] = b["environment"]["started_at"]  # c started in b's second
+    same_second = tmp_path / "c_in_b_second.json"
+    same_second.write_text(json.dumps(c))
+    ab = tmp_path / "ab.json"
+    ab.write_text(json.dumps(_merged(tmp_path, TARGET["a"], TARGET["b"])))
+    assert sum(_served(_merged(tmp_path, ab, same_second)).values()) == 30 + 40 + 30

@@ -6,8 +6,9 @@ errno, connections per worker and the workers' own counters; the drivers are all
 backlog, batch, ...; the port may differ) and the same load shape (concurrency, rate, timeout, and whether
 it ran a number of connections or for a time); the amount (how many connections, how long) may differ.
 No measurement is counted twice: not a file given twice (under any name), nor a copy of one, nor a file
-already merged into another one given with it. Time: repeated sessions add their wall times (throughput is
-then served over the total time); clients running at the same moment (`concurrent`) take the longest.
+already merged into another one given with it, nor one in two merges given together (merge_overlap.py).
+Time: repeated sessions add their wall times (throughput is then served over the total time); clients running
+at the same moment (`concurrent`) take the longest.
 
 Loads driven from client hosts (--clients) keep their hosts: a host in several files has its figures added
 (LoadSummary.extend), and the load's `clients` names every host. The hosts may differ from file to file (one
@@ -28,6 +29,7 @@ from ..core import service_time
 from ..core.errors import ResultFileError
 from ..core.load_summary import LoadSummary
 from .envelope import FileKind
+from .merge_overlap import shared_start, starts
 from .merge_rows import placement, realigned, unfixed, widen
 
 _SERVER_IGNORED = ("port",)
@@ -97,12 +99,6 @@ def _counts(run: dict[str, Any]) -> tuple[Counter[int], Counter[str]]:
     return Counter({us: n for us, n in run["histogram"]["counts"]}), Counter(run.get("errors", {}))
 
 
-def _starts(run: dict[str, Any]) -> set[Any]:
-    """When the measurements in a run started: its own, and those of the files merged into it."""
-    merged = run.get("evidence", {}).get("merged_from", {}).get("files", [])
-    return {run["environment"].get("started_at")} | {source.get("started_at") for source in merged}
-
-
 def _holds(a: dict[str, Any], b: dict[str, Any], several: bool) -> bool:
     """Whether document `a` already holds `b`'s measurement: each run of `b` started when one that went
     into `a` did, and every sample and failure of `b` is in `a` (`a` is `b`, a copy of it, or a merge
@@ -111,7 +107,7 @@ def _holds(a: dict[str, Any], b: dict[str, Any], several: bool) -> bool:
     if len(runs_a) != len(runs_b) or not runs_a:
         return False
     for run_a, run_b in zip(runs_a, runs_b, strict=True):
-        if run_b["environment"].get("started_at") not in _starts(run_a):
+        if run_b["environment"].get("started_at") not in starts(run_a):
             return False
         (hist_a, errors_a), (hist_b, errors_b) = _counts(run_a), _counts(run_b)
         if hist_b - hist_a or errors_b - errors_a:  # Counter subtraction keeps what b has more of
@@ -126,6 +122,7 @@ def _check_counted_once(documents: Sequence[tuple[str, str, dict[str, Any]]], se
             if other_kind != kind:
                 continue  # refused as another experiment
             holds, held = _holds(earlier, doc, several), _holds(doc, earlier, several)
+            shared = None if holds or held else shared_start(_runs(several, earlier), _runs(several, doc))
             if holds and held:
                 what = f"{other} and {name} hold the same measurement"
             elif holds or held:
@@ -134,9 +131,11 @@ def _check_counted_once(documents: Sequence[tuple[str, str, dict[str, Any]]], se
                     if holds
                     else f"{name} already holds {other}'s measurement"
                 )
+            elif shared:
+                what = f"{other} and {name} both hold one file's measurement"
             else:
                 continue
-            when = _started(doc) or "at an unknown time"
+            when = shared or _started(doc) or "at an unknown time"
             raise ResultFileError(f"{what} (started {when}): merging would count it twice")
 
 
