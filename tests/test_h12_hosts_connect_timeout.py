@@ -7,11 +7,13 @@ config sets one for that destination (`ssh -G` shows it), which stays theirs.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import psutil
 import pytest
 from cluster import Cluster, cluster_fixture
 from test_clients_faults import LONG, assert_nothing_left, load_args, start
@@ -41,6 +43,10 @@ def test_a_host_that_never_answers_is_one_line_within_the_tools_timeout(cluster:
     except subprocess.TimeoutExpired:
         run.proc.kill()
         run.proc.wait(30)
+        # its ssh, in a session of its own and still in its handshake, would not notice the coordinator's end
+        for proc in psutil.process_iter(["cmdline"]):
+            if proc.pid != os.getpid() and str(tmp_path) in " ".join(proc.info["cmdline"] or ()):
+                proc.kill()
         pytest.fail(f"still waiting for the silent host after {ENDS_WITHIN_S} s")
     assert code == 1, run.err.text
     [line] = run.error_lines()
