@@ -5,7 +5,7 @@ even share are said as a split chance allows ('as uneven as chance'): 10 points 
 
 from __future__ import annotations
 
-from test_observe_units import result
+from observe_result_made import result
 
 from accept_order.experiments.observe.verdict import headline
 

@@ -5,7 +5,7 @@ allows ('as uneven as chance'); shares within 10 points are still 'evenly'."""
 
 from __future__ import annotations
 
-from test_observe_units import result
+from observe_result_made import result
 
 from accept_order.experiments.observe.verdict import headline
 

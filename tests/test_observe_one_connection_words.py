@@ -4,7 +4,7 @@ connections'): one connection is said in the singular, traced or sampled; two an
 from __future__ import annotations
 
 import pytest
-from test_observe_units import result
+from observe_result_made import result
 
 from accept_order.experiments.observe.verdict import headline
 

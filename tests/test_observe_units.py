@@ -8,6 +8,7 @@ import io
 import re
 
 import pytest
+from observe_result_made import result
 from rich.console import Console
 
 from accept_order.core.errors import ResultFileError
@@ -15,47 +16,11 @@ from accept_order.experiments.documents import render_document
 from accept_order.experiments.observe.report import interval_line, live_view, observe_report
 from accept_order.experiments.observe.result import (
     ObservedMechanism,
-    ObservedWorker,
     ObserveInterval,
     ObserveResult,
 )
 from accept_order.experiments.observe.verdict import headline, mechanism, queue, verdict
 from accept_order.probes.accept_watch import AcceptWatch, watch_program
-
-
-def worker(index: int, accepts: int | None, seen: int | None = None, tid: int | None = None) -> ObservedWorker:
-    return ObservedWorker(index, 100 + index, tid, accepts, 0 if accepts is not None else None, seen, 0.5, 10, 1)
-
-
-def result(counts: list[int], traced: bool = True, tid: bool = False, **changes: object) -> ObserveResult:
-    workers = tuple(
-        worker(i, c if traced else None, None if traced or tid else c, 200 + i if tid else None)
-        for i, c in enumerate(counts)
-    )
-    interval = ObserveInterval(
-        1.0, 1.0, tuple(counts), tuple(0 for _ in counts) if traced else (), (0.1,) * len(counts), 3, 0.5
-    )
-    base = ObserveResult(
-        target="port 8080",
-        program="nginx",
-        master=99,
-        ports=(8080,),
-        listeners=1,
-        backlog=511,
-        workers=workers,
-        intervals=(interval,),
-        duration_s=30.0,
-        wall_s=30.0,
-        traced=traced,
-        source="counted by the kernel",
-        queue_every_s=0.1,
-        queue_samples=300,
-        queue_max=3,
-        queue_mean=0.5,
-        counters={"TcpExtListenOverflows": 0},
-        namespace="this tool's",
-    )
-    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
 
 
 def test_the_program_counts_per_thread_what_accept_returned() -> None:
