@@ -194,6 +194,8 @@ class RemoteKind(ServerKind):
     mode_name = "remote"  # its one mode
     summary = "a server on another host, known only by its address"
     launched = False
+    # its workers' switches cannot be read from here (their table's sleeps are '-'): no legend says whose they are
+    sleeps = None
 
     @property
     def cures(self) -> tuple[LongLivedCure, ...]:
