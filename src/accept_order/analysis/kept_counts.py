@@ -95,3 +95,17 @@ class OwnCount:
 def own_count(own: Sequence[int], replies: Sequence[int], errors: Mapping[str, int]) -> OwnCount:
     """The workers' own count beside the replies' and the client's failures."""
     return OwnCount(tuple(own), tuple(replies), dict(errors))
+
+
+def never_kept(served: int, connections: int, held: int, server_ended: int) -> str | None:
+    """The line for a server that does not keep connections open, from what the run saw: no connection carried a
+    second request, and every one answered and not still open at the end was ended by the server after its first
+    reply (`server_ended`: closed between replies, or told `Connection: close`). None where a connection carried
+    two or more (a server closing some, as at its own max-requests, keeps the others) or the server ended none."""
+    if not connections or served != connections or not server_ended or server_ended < connections - held:
+        return None
+    return (
+        f"this server does not keep connections open: it ended every connection it answered after its first "
+        f"reply ({plural(connections, 'connection')}, none carried a second request), so each request past a "
+        "connection's first went over a new one or failed; --requests-per-connection 1 measures it as it serves"
+    )

@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ...analysis.fairness import jain_index
-from ...analysis.kept_counts import beyond_workers, filled_in, own_count
+from ...analysis.kept_counts import beyond_workers, filled_in, never_kept, own_count
 from ...analysis.witness import agreement
 from ...core.spec import ConcurrentLoad
 from ...core.text import plural
@@ -238,9 +238,8 @@ def _by_worker(counts: Sequence[int]) -> str:
 
 def closes_lines(result: LatencyResult) -> list[str]:
     """What the server did to kept connections before the client closed them (loads/kept.py): those it
-    closed between replies and the requests sent again, the replies that said Connection: close."""
-    closes = result.server_closes
-    lines = []
+    closed between replies, the requests sent again, the Connection: close replies; whether it keeps any."""
+    closes, lines = result.server_closes, []
     closed = sum(closes.closed)
     if closed:
         resent = closes.resent
@@ -257,7 +256,8 @@ def closes_lines(result: LatencyResult) -> list[str]:
             f"{plural(told, 'reply', 'replies')} said Connection: close ({_by_worker(closes.told)}): each was "
             "served, and the client opened a new connection for the rest of its requests"
         )
-    return lines
+    ended = never_kept(sum(result.served), sum(result.connections), sum(result.held_at_end), closed + told)
+    return [*lines, ended] if ended else lines
 
 
 def _serves_to_end(result: LatencyResult) -> bool:
