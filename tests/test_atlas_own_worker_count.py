@@ -1,6 +1,6 @@
 """atlas's footer said '3 workers each' over a table whose Caddy row ran one (Caddy is one process, whatever -w
 says): its 'top 100%' beside 'jain 1.00' read as one of three workers taking everything. A real run's file
-(tests/data/h4_atlas_caddy_one.json: Puma, lighttpd, Caddy and uvicorn, -w 3; Caddy's row served by 1) says
+(tests/data/atlas_caddy_one.json: Puma, lighttpd, Caddy and uvicorn, -w 3; Caddy's row served by 1) says
 Caddy's own number now; a file whose every row ran the workers asked for says nothing more."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 from conftest import run_cli
 
-FILE = Path(__file__).parent / "data" / "h4_atlas_caddy_one.json"
+FILE = Path(__file__).parent / "data" / "atlas_caddy_one.json"
 
 
 def footer(path: Path) -> str:

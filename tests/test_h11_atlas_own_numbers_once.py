@@ -2,7 +2,7 @@
 
 Where two modes of one server ran different numbers of workers, the footer listed the server once per number:
 '3 workers each (caddy: 1, caddy: 2, their own number)'. Made from the real run's file
-(tests/data/h4_atlas_caddy_one.json, -w 3, Caddy's row served by 1) with a second Caddy row of two workers.
+(tests/data/atlas_caddy_one.json, -w 3, Caddy's row served by 1) with a second Caddy row of two workers.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from conftest import run_cli
 
-FILE = Path(__file__).parent / "data" / "h4_atlas_caddy_one.json"
+FILE = Path(__file__).parent / "data" / "atlas_caddy_one.json"
 
 
 def footer(path: Path) -> str:
