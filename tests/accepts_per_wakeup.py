@@ -126,3 +126,14 @@ def started_uvicorn(tmp_path: Path, loop: str, port: int) -> tuple[subprocess.Po
 
     found = wait_for(lambda: (answered(), workers()), lambda s: s[0] and len(s[1]) == 2, 30.0, "uvicorn's 2 workers")
     return server, found[1]
+
+
+def counted_uvicorn(tmp_path: Path, loop: str, port: int, queued: int) -> str:
+    """bpftrace's output (`program`'s) over uvicorn --loop `loop`'s two workers let go with `queued` connections
+    waiting for them; uvicorn ended after."""
+    server, workers = started_uvicorn(tmp_path, loop, port)
+    try:
+        return counted_after_queueing(workers, ("127.0.0.1", port), queued, program(workers), b"HTTP/1.1 200")
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)

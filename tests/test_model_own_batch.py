@@ -11,11 +11,10 @@ it (test_uvicorn_accepts_per_wakeup's uvicorn, stopped while connections queue, 
 from __future__ import annotations
 
 import os
-import signal
 from pathlib import Path
 
 import pytest
-from accepts_per_wakeup import BPFTRACE, counted_after_queueing, program, runs_of, started_uvicorn
+from accepts_per_wakeup import BPFTRACE, counted_uvicorn, runs_of
 
 from accept_order.analysis.model_check import discipline_of
 from accept_order.analysis.queueing import Arrivals, Service, simulate
@@ -45,12 +44,7 @@ def test_the_model_takes_each_loops_own_batch() -> None:
 def test_each_loops_own_batch_is_what_the_kernel_counts(tmp_path: Path, free_port: int, loop: str) -> None:
     if loop == "uvloop" and uvloop_missing():
         pytest.skip(str(uvloop_missing()))
-    server, workers = started_uvicorn(tmp_path, loop, free_port)
-    try:
-        out = counted_after_queueing(workers, ("127.0.0.1", free_port), QUEUED, program(workers), b"HTTP/1.1 200")
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
+    out = counted_uvicorn(tmp_path, loop, free_port, QUEUED)
     runs = runs_of(out)
     assert sum(k * v for k, v in runs.items()) == QUEUED, out
     own = UVICORN_MODES[loop].own_batch

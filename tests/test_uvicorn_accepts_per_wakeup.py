@@ -10,11 +10,10 @@ connections queue, then let go under bpftrace."""
 from __future__ import annotations
 
 import os
-import signal
 from pathlib import Path
 
 import pytest
-from accepts_per_wakeup import BPFTRACE, counted_after_queueing, eagains_of, program, runs_of, started_uvicorn
+from accepts_per_wakeup import BPFTRACE, counted_uvicorn, eagains_of, runs_of
 
 from accept_order.servers.launched.uvicorn import UVICORN_MODES, uvicorn_missing, uvloop_missing
 
@@ -30,12 +29,7 @@ pytestmark = [
 def test_each_loops_words_match_what_the_kernel_counts(tmp_path: Path, free_port: int, loop: str) -> None:
     if loop == "uvloop" and uvloop_missing():
         pytest.skip(str(uvloop_missing()))
-    server, workers = started_uvicorn(tmp_path, loop, free_port)
-    try:
-        out = counted_after_queueing(workers, ("127.0.0.1", free_port), QUEUED, program(workers), b"HTTP/1.1 200")
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
+    out = counted_uvicorn(tmp_path, loop, free_port, QUEUED)
     runs, eagain = runs_of(out), eagains_of(out)
     assert sum(k * v for k, v in runs.items()) == QUEUED, out
     why = UVICORN_MODES[loop].why
