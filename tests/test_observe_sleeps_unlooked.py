@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pytest
 from gunicorn_gthread import REQUESTS, answered, gunicorn_gthread, kept_connection  # noqa: F401 - the fixture
+from observed_while import observing, the_result
 
-from accept_order.experiments.observe.api import observe
 from accept_order.experiments.observe.result import ObserveResult
 from accept_order.experiments.observe.verdict import sleeps
 
@@ -55,17 +55,8 @@ def test_several_workers_sleeps_per_segment_count_the_unlooked_connections_segme
     if trace and not TRACEABLE:
         pytest.skip("the accepts counted need root and bpftrace")
     port, _ = gunicorn_gthread
-    began, until, out = threading.Event(), threading.Event(), list[object]()
-
-    def run() -> None:
-        try:
-            out.append(observe(port=port, duration_s=TIMEOUT_S, on_snapshot=lambda _r: began.set(), until=until))
-        except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
-            out.append(exc)
-            began.set()
-
-    watcher = threading.Thread(target=run, daemon=True)
-    watcher.start()
+    until, out = threading.Event(), list[object]()
+    watcher, began = observing(out, port=port, duration_s=TIMEOUT_S, until=until)
     stop, made = threading.Event(), [0]
     holder = threading.Thread(target=held_throughout, args=(port, stop, made), daemon=True)
     try:
@@ -79,10 +70,7 @@ def test_several_workers_sleeps_per_segment_count_the_unlooked_connections_segme
         until.set()
         watcher.join(TIMEOUT_S)
     assert not watcher.is_alive(), "observe did not end"
-    (result,) = out
-    if isinstance(result, BaseException):
-        raise result
-    assert isinstance(result, ObserveResult)
+    result = the_result(out)
     if trace:
         assert sum(result.counts or ()) == CONNECTIONS + 1, result.counts  # the kernel's accepts: all of ours
     assert result.closed_unlooked, "no connection opened and closed between two looks: nothing to check here"

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from gunicorn_gthread import fetch, gunicorn_gthread  # noqa: F401 - the fixture
+from observed_while import the_result
 
 from accept_order.core.processes import usage
 from accept_order.core.spec import ServerSpec
@@ -103,11 +104,7 @@ def observed_under_load(port: int, pids: list[int]) -> tuple[ObserveResult, Read
         until.set()
         watcher.join(TIMEOUT_S)
     assert not watcher.is_alive(), "observe did not end"
-    (result,) = out
-    if isinstance(result, BaseException):
-        raise result
-    assert isinstance(result, ObserveResult)
-    return result, readings
+    return the_result(out), readings
 
 
 @pytest.fixture

@@ -29,9 +29,8 @@ import psutil
 import pytest
 from conftest import wait_for
 from gunicorn_gthread import answers, fetch
+from observed_while import observing, the_result
 
-from accept_order.experiments.observe.api import observe
-from accept_order.experiments.observe.result import ObserveResult
 from accept_order.servers.launched.gunicorn import gunicorn_missing
 from accept_order.servers.watched import proc_state
 
@@ -58,38 +57,11 @@ def one_worker_gunicorn(tmp_path: Path, port: int, max_requests: int) -> Iterato
         server.wait(timeout=30)
 
 
-def observing(
-    port: int, out: list[object], duration_s: float, until: threading.Event | None = None
-) -> threading.Thread:
-    """observe of `port` in a thread of its own, its result (or what it raised) appended to `out`, once it has
-    taken its first snapshot."""
-    began = threading.Event()
-
-    def run() -> None:
-        try:
-            out.append(observe(port=port, duration_s=duration_s, on_snapshot=lambda _r: began.set(), until=until))
-        except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
-            out.append(exc)
-            began.set()
-
-    watcher = threading.Thread(target=run, daemon=True)
-    watcher.start()
-    assert began.wait(TIMEOUT_S), "observe did not start"
-    return watcher
-
-
-def notes_of(out: list[object]) -> tuple[ObserveResult, str]:
-    (result,) = out
-    if isinstance(result, BaseException):
-        raise result
-    assert isinstance(result, ObserveResult)
-    return result, " ".join(result.notes)
-
-
 def test_workers_replaced_while_observed_are_not_a_stopped_server(tmp_path: Path, free_port: int) -> None:
     max_requests, out = 20, list[object]()
     with one_worker_gunicorn(tmp_path, free_port, max_requests) as (server, first):
-        watcher = observing(free_port, out, TIMEOUT_S)
+        watcher, began = observing(out, port=free_port, duration_s=TIMEOUT_S)
+        assert began.wait(TIMEOUT_S), "observe did not start"
         for _ in range(max_requests):  # the worker's 20th answer is its last
             fetch(free_port)
         wait_for(lambda: psutil.pid_exists(first), lambda alive: not alive, 60, "the first worker to leave")
@@ -98,7 +70,7 @@ def test_workers_replaced_while_observed_are_not_a_stopped_server(tmp_path: Path
         master = psutil.Process(server.pid)
         replaced = wait_for(lambda: [c.pid for c in master.children()], lambda w: w and first not in w, 60, "a new one")
         assert server.poll() is None and replaced, "the master runs on, on a new worker"
-    _, notes = notes_of(out)
+    notes = " ".join(the_result(out).notes)
     assert "the server stopped" not in notes, notes
     assert f"the master (pid {server.pid}) runs on" in notes, notes
 
@@ -107,7 +79,8 @@ def test_observe_ends_when_its_worker_is_a_zombie(tmp_path: Path, free_port: int
     max_requests, stop, out = 10, threading.Event(), list[object]()
     try:
         with one_worker_gunicorn(tmp_path, free_port, max_requests) as (server, worker):
-            watcher = observing(free_port, out, 600, until=stop)
+            watcher, began = observing(out, port=free_port, duration_s=600, until=stop)
+            assert began.wait(TIMEOUT_S), "observe did not start"
             for _ in range(max_requests - 2):
                 fetch(free_port)
             os.kill(server.pid, signal.SIGSTOP)  # the master reaps no more
@@ -122,7 +95,8 @@ def test_observe_ends_when_its_worker_is_a_zombie(tmp_path: Path, free_port: int
             assert ended, "observe did not end when its worker exited (a zombie not yet reaped)"
     finally:
         stop.set()
-    result, notes = notes_of(out)
+    result = the_result(out)
+    notes = " ".join(result.notes)
     assert result.workers[0].exited_s is not None, result.workers
     # the master, stopped, had replaced no one: observe does not say it did
     assert "replaced them are not watched" not in notes and f"master (pid {server.pid}) has no other" in notes, notes
