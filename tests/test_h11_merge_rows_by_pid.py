@@ -3,7 +3,7 @@
 A server known by its replies (--target, replies 'worker PID') has its rows numbered in the order the pids first
 answered (run) or in pid order (latency's placement). merge added rows index by index under the first file's
 pids: a file in which a worker answered nothing had the others' rows shifted, and different workers' counts were
-added together. Here a server of our own
+added together. Here a server of our own (tests/pid_replies.py)
 names the pids it is told to, in order, and real `latency --target` runs (one connection at a time, one driver
 process, so the replies come in that order) make the files.
 """
@@ -11,64 +11,10 @@ process, so the replies come in that order) make the files.
 from __future__ import annotations
 
 import json
-import socket
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from conftest import assert_one_error_line, run_cli
-
-
-class Replies:
-    """An HTTP server whose n-th connection is answered 'worker PIDS[n]' (the tool's nginx handler's words)."""
-
-    def __init__(self) -> None:
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.listener.settimeout(0.2)
-        self.pids: list[int] = []
-        self.done = threading.Event()
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    @property
-    def port(self) -> int:
-        return int(self.listener.getsockname()[1])
-
-    def _serve(self) -> None:
-        while not self.done.is_set():
-            try:
-                conn, _ = self.listener.accept()
-            except TimeoutError:
-                continue
-            with conn:
-                conn.settimeout(5)
-                try:
-                    conn.recv(4096)
-                    body = f"worker {self.pids.pop(0)}\n".encode()
-                    conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
-                except (OSError, IndexError):
-                    pass
-
-
-@pytest.fixture
-def replies() -> Iterator[Replies]:
-    server = Replies()
-    try:
-        yield server
-    finally:
-        server.done.set()
-        server.thread.join(5)
-        server.listener.close()
-
-
-def _file(replies: Replies, tmp_path: Path, name: str, pids: list[int], workers: int = 2) -> str:
-    replies.pids = list(pids)
-    path = tmp_path / name
-    args = ["latency", "--target", f"127.0.0.1:{replies.port}", "--protocol", "http", "-w", str(workers)]
-    made = run_cli([*args, "-n", str(len(pids)), "-c", "1", "--driver-procs", "1", "--json", str(path)])
-    assert made.exit_code == 0, made.output
-    return str(path)
+from pid_replies import Replies, replies, target_file  # noqa: F401 - replies: the fixture
 
 
 def _rows(path: str) -> dict[int, int]:
@@ -83,9 +29,9 @@ def _merged(*paths: str, tmp_path: Path) -> dict[int, int]:
     return _rows(str(out))
 
 
-def test_a_worker_missing_from_one_file_shifts_no_row(replies: Replies, tmp_path: Path) -> None:
-    a = _file(replies, tmp_path, "a.json", [111] * 9 + [222] * 6 + [333] * 5, workers=3)
-    b = _file(replies, tmp_path, "b.json", [333] * 12 + [222] * 8, workers=3)
+def test_a_worker_missing_from_one_file_shifts_no_row(replies: Replies, tmp_path: Path) -> None:  # noqa: F811 - the fixture imported above
+    a = target_file(replies, tmp_path, "a.json", [111] * 9 + [222] * 6 + [333] * 5, workers=3)
+    b = target_file(replies, tmp_path, "b.json", [333] * 12 + [222] * 8, workers=3)
     # the replies' pids are placed on rows in pid order: without 111, pid 222 is b's row 0 and 333 its row 1
     assert [c["pid"] for c in json.loads(Path(b).read_text())["counters"]] == [222, 333, 0]
     assert _rows(a) == {111: 9, 222: 6, 333: 5} and _rows(b) == {222: 8, 333: 12, 0: 0}
@@ -93,26 +39,26 @@ def test_a_worker_missing_from_one_file_shifts_no_row(replies: Replies, tmp_path
     assert _merged(a, b, tmp_path=tmp_path) == {111: 9, 222: 14, 333: 17}
 
 
-def test_a_file_in_which_a_worker_answered_nothing(replies: Replies, tmp_path: Path) -> None:
-    a = _file(replies, tmp_path, "a.json", [111] * 6 + [222] * 4)
-    b = _file(replies, tmp_path, "b.json", [222] * 10)
+def test_a_file_in_which_a_worker_answered_nothing(replies: Replies, tmp_path: Path) -> None:  # noqa: F811 - the fixture imported above
+    a = target_file(replies, tmp_path, "a.json", [111] * 6 + [222] * 4)
+    b = target_file(replies, tmp_path, "b.json", [222] * 10)
     assert _rows(b) == {222: 10, 0: 0}  # worker 111 answered nothing: its row is no reply's
     assert _merged(a, b, tmp_path=tmp_path) == {111: 6, 222: 14}
     # the other way round: the first file's unnamed row becomes pid 111's
     assert _merged(b, a, tmp_path=tmp_path) == {222: 14, 111: 6}
 
 
-def test_files_that_share_no_worker_are_refused(replies: Replies, tmp_path: Path) -> None:
-    a = _file(replies, tmp_path, "a.json", [111] * 5 + [222] * 5)
-    b = _file(replies, tmp_path, "b.json", [333] * 5 + [444] * 5)
+def test_files_that_share_no_worker_are_refused(replies: Replies, tmp_path: Path) -> None:  # noqa: F811 - the fixture imported above
+    a = target_file(replies, tmp_path, "a.json", [111] * 5 + [222] * 5)
+    b = target_file(replies, tmp_path, "b.json", [333] * 5 + [444] * 5)
     line = assert_one_error_line(run_cli(["merge", a, b]), 1, "cannot be added worker by worker")
     assert "share no worker's pid" in line, line
 
 
-def test_a_worker_new_to_the_first_file_takes_a_row_of_its_own(replies: Replies, tmp_path: Path) -> None:
-    a = _file(replies, tmp_path, "a.json", [111] * 4 + [222] * 6)
-    b = _file(replies, tmp_path, "b.json", [222] * 3 + [333] * 7)  # a worker replaced between the two
-    c = _file(replies, tmp_path, "c.json", [111] * 5 + [222] * 5)
+def test_a_worker_new_to_the_first_file_takes_a_row_of_its_own(replies: Replies, tmp_path: Path) -> None:  # noqa: F811 - the fixture imported above
+    a = target_file(replies, tmp_path, "a.json", [111] * 4 + [222] * 6)
+    b = target_file(replies, tmp_path, "b.json", [222] * 3 + [333] * 7)  # a worker replaced between the two
+    c = target_file(replies, tmp_path, "c.json", [111] * 5 + [222] * 5)
     out = tmp_path / "merged.json"
     merged = run_cli(["merge", a, b, c, "--json", str(out)])
     assert merged.exit_code == 0, merged.output

@@ -19,6 +19,14 @@ NO_REPLY = "no reply"  # the server closed without a line
 BAD_REPLY = "bad reply"  # it sent something that names no worker of this server
 ABORTED = "aborted"  # the run stopped (a worker died, Ctrl-C) before this connection finished
 
+# How the rows of a server known by its replies were numbered (a result's evidence.rows_by), which says how merge
+# matches two files' rows (results/merge_rows.py). INDEX: every reply named its worker's index (`worker I pid P`),
+# and each row is that index, the server's own numbering: two runs' row i is worker i, whatever its pid. PID: the
+# tool numbered them from the pids the replies named (`worker P`: the order they first answered, or pid order
+# over several driver processes), so only a pid says which worker of one run is which of another's.
+ROWS_BY_INDEX = "index"
+ROWS_BY_PID = "pid"
+
 
 def parse_reply(data: bytes) -> tuple[int | None, int] | None:
     """`worker 3 pid 1234` -> (3, 1234); `worker 1234` -> (None, 1234); None for anything else."""

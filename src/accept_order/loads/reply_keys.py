@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..core.protocol import parse_reply
+from ..core.protocol import ROWS_BY_INDEX, ROWS_BY_PID, parse_reply
 from ..core.spec import MAX_WORKERS
 
 INDEX_SHIFT = 32  # a key holds the pid in its low 32 bits and 1 + the named index above (0: none named)
@@ -62,6 +62,16 @@ class ReplyWorkers:
         """Worker pids by index as the replies named them (0 for an index no reply has named yet; none at all
         before the first load was placed)."""
         return [0 if key is None else key_parts(key)[1] for key in self.keys]
+
+    @property
+    def rows_by(self) -> str | None:
+        """How the placed rows are numbered (core.protocol ROWS_BY_*): by the server's own index where every
+        key named the index it sits on; by pid where one named none, or sits elsewhere (a worker the server
+        restarted, its index held by the pid before it). None before any key was placed."""
+        placed = [(row, key_parts(key)[0]) for row, key in enumerate(self.keys) if key is not None]
+        if not placed:
+            return None
+        return ROWS_BY_INDEX if all(row == named for row, named in placed) else ROWS_BY_PID
 
     def place(self, keys: Iterable[int]) -> dict[int, int]:
         """Each of `keys`' worker index. A key already placed keeps its index; a new one naming an index goes

@@ -30,7 +30,7 @@ from ..core.errors import ResultFileError
 from ..core.load_summary import LoadSummary
 from .envelope import FileKind
 from .merge_overlap import shared_start, starts
-from .merge_rows import placement, realigned, unfixed, widen
+from .merge_rows import keep_numbering, placement, realigned, unfixed, widen
 
 _SERVER_IGNORED = ("port",)
 # clients: merged (_add_clients); driver: what was asked for (auto), not what ran: the loops are compared instead
@@ -374,6 +374,7 @@ def merge(
         for index, (into, run) in enumerate(zip(runs, others, strict=True)):
             _check_same(name, _runs(several, first)[index], run, index)  # the first file's: `into` may have grown
             placed = placement(into, run, name, index)  # rows that are the same worker (merge_rows.py)
+            keep_numbering(into, run)
             _add_run(into, run if placed is None else realigned(run, placed), concurrent)
             widen(into)
         sources.append({"file": name, "started_at": _started(doc)})

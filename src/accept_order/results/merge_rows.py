@@ -2,11 +2,14 @@
 
 A built-in server numbers its workers itself, and a launched or attached one by its process list, so two files'
 rows of one index are the same worker (or, over two launches, the same place among them). A server elsewhere
-(--target) is known by its replies alone: its rows are numbered in the order the pids first answered, so a file
-that saw the workers in another order, or in which a worker answered nothing (its row: pid 0), has them on other
-rows. Added index by index, 'merge adds up exactly' added different workers' counts together. Rows are matched by
-pid wherever the files share a worker (one server, seen by both); where rows are numbered by the replies and the
-files share none, nothing tells which is which, and the merge is refused.
+(--target) is known by its replies alone, and the run says how they numbered its rows (evidence.rows_by,
+core/protocol.py): where every reply named its worker's index ('worker I pid P', a built-in `serve`), each row is
+the server's own index, and rows add index by index whatever their pids (a server restarted between two runs
+keeps its numbering). Where the replies named a pid alone ('worker PID'), the tool numbered the rows in the order
+the pids first answered (or pid order), so a file that saw the workers in another order, or in which a worker
+answered nothing (its row: pid 0), has them on other rows: they are matched by pid wherever the files share a
+worker, and where they share none, nothing tells which is which, and the merge is refused. A file from before
+rows_by is matched the same way, as which numbering its replies used cannot be told.
 """
 
 from __future__ import annotations
@@ -16,8 +19,9 @@ from typing import Any
 
 from ..core.errors import ResultFileError
 from ..core.histogram import LatencyHistogram
+from ..core.protocol import ROWS_BY_INDEX, ROWS_BY_PID
 
-# the server kind whose rows are numbered in the order the pids first answered (servers/remote.py)
+# the server kind whose rows are numbered by its replies (servers/remote.py): their index, or their pids' order
 _NUMBERED_BY_REPLIES = frozenset({"remote"})
 # a run's per-worker lists of counts, one entry a worker
 _PER_WORKER_COUNTS = ("served", "connections", "held_at_end")
@@ -45,10 +49,39 @@ def _width(run: dict[str, Any]) -> int:
     return max([*lengths, max(_pids(run), default=-1) + 1])
 
 
+def _rows_by(run: dict[str, Any]) -> str | None:
+    """How the replies numbered `run`'s rows (core/protocol.py ROWS_BY_*); None: not recorded (a file before it)."""
+    rows_by = run.get("evidence", {}).get("rows_by")
+    return rows_by if rows_by in (ROWS_BY_INDEX, ROWS_BY_PID) else None
+
+
+def _unmatched(name: str, index: int, into: dict[str, Any], run: dict[str, Any]) -> str:
+    """Why `run`'s rows cannot be placed among `into`'s (the files before it), which share no pid: one line."""
+    whose = ((name, run), ("the files before it", into))
+    unrecorded = [what for what, r in whose if _rows_by(r) is None]
+    if unrecorded:
+        why = (
+            "a server known by its replies has its rows numbered by the worker index they name or, where they name "
+            "a pid alone, in the order the pids first answered, and which of the two its replies used is not "
+            f"recorded in {' nor in '.join(unrecorded)} (written before the tool kept it)"
+        )
+    else:
+        by_pid = [what for what, r in whose if _rows_by(r) == ROWS_BY_PID]
+        why = (
+            f"the rows of {' and of '.join(by_pid)} are numbered by the pids the replies named (in the order they "
+            "first answered), not by a worker index of the server's own"
+        )
+    return (
+        f"{name} cannot be added worker by worker (run {index + 1}): {why}; the files share no worker's pid "
+        "(another server, or one restarted), so which worker of one is which of the other cannot be told"
+    )
+
+
 def placement(into: dict[str, Any], run: dict[str, Any], name: str, index: int) -> dict[int, int] | None:
     """Where each row of `run` goes among `into`'s (index -> index, new rows past `into`'s last); None where
-    they add index by index. ResultFileError where the rows are numbered by the replies and the two runs name
-    workers but share no pid: which worker of one is which of the other cannot be told."""
+    they add index by index. ResultFileError where the rows of a server known by its replies are not its own
+    indices (or not known to be) and the two runs name workers but share no pid: which worker of one is which
+    of the other cannot be told."""
     mine, theirs = _pids(into), _pids(run)
     by_replies = bool({into["server"].get("server"), run["server"].get("server")} & _NUMBERED_BY_REPLIES)
     known = [{pid for pid in rows.values() if pid} for rows in (mine, theirs)]
@@ -57,13 +90,11 @@ def placement(into: dict[str, Any], run: dict[str, Any], name: str, index: int) 
         # rows the tool or the process list numbers: one server's (attached twice, its pids listed in another
         # order) where the pids are the same, else two launches' (a pid met again after a wrap is no match)
         return None
+    if by_replies and _rows_by(into) == _rows_by(run) == ROWS_BY_INDEX:
+        return None  # both files' rows are the server's own worker indices: row i is its worker i in both
     if not shared:
         if by_replies and all(known):  # a file no reply of which named a worker (all failed) has nothing to place
-            raise ResultFileError(
-                f"{name} cannot be added worker by worker (run {index + 1}): a server known by its replies numbers "
-                "its workers in the order their pids first answered, and the files share no worker's pid (another "
-                "server, or one restarted), so which worker of one is which of the other cannot be told"
-            )
+            raise ResultFileError(_unmatched(name, index, into, run))
         return None  # the tool's or the process list's numbering: the same index is the same place
     by_pid = {pid: row for row, pid in mine.items() if pid}
     placed = {row: by_pid[pid] for row, pid in theirs.items() if pid in by_pid}
@@ -120,3 +151,25 @@ def widen(run: dict[str, Any]) -> None:
     took a row past its last (as a file of one load keeps those that answered beyond -w: session.as_answered)."""
     if run["server"].get("server") in _NUMBERED_BY_REPLIES and _width(run) > run["server"].get("workers", 0):
         run["server"]["workers"] = _width(run)
+
+
+def keep_numbering(into: dict[str, Any], run: dict[str, Any]) -> None:
+    """Before `run` is added to `into`: the merged rows' rows_by. The same where both say the same; by pid where
+    they differ (the rows were matched by pid, and a later file's must be too); not recorded where one does not
+    say (a file from before it). A run no reply of which named a worker has no row to place and leaves `into`'s
+    as it is, or gives way to `run`'s."""
+    named = [any(_pids(r).values()) for r in (into, run)]
+    if not named[1]:
+        return
+    mine, theirs = _rows_by(into), _rows_by(run)
+    if not named[0]:
+        kept = theirs
+    elif mine is None or theirs is None:
+        kept = None
+    else:
+        kept = mine if mine == theirs else ROWS_BY_PID
+    evidence = into.setdefault("evidence", {})
+    if kept is None:
+        evidence.pop("rows_by", None)
+    else:
+        evidence["rows_by"] = kept

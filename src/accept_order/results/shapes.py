@@ -13,6 +13,7 @@ from ..core import service_time
 from ..core.histogram import LatencyHistogram
 from ..core.hosts import HostOutcome
 from ..core.measures import ConnectionRecord, DriverStats, Environment, ListenerRow, Verdict, WorkerCounters
+from ..core.protocol import ROWS_BY_INDEX, ROWS_BY_PID
 from ..core.spec import MAX_WORKERS, ConcurrentLoad, SequentialLoad, ServerSpec
 from ..core.text import plural
 from . import ServerCheck as ServerCheck
@@ -336,6 +337,9 @@ EVIDENCE = Record(
         "machine": MACHINE,
         # a load from client hosts at a server elsewhere: none of its traffic crossed this host (servers/remote.py)
         "traffic_elsewhere": Flag(),
+        # a server elsewhere: whether its rows are the replies' own worker indices or numbered by the pids the
+        # replies named (core/protocol.py); absent in files before it, and where no reply named a worker
+        "rows_by": OneOf((ROWS_BY_INDEX, ROWS_BY_PID)),
         # fd-pass's acceptor: usage deltas are signed (a missing reading after is taken as zero)
         "acceptor": Record(
             {

@@ -183,7 +183,14 @@ class RemoteServer(Closing):
     def own_evidence(self) -> dict[str, Any]:
         # nothing of the server is visible from here; with --clients, nothing of the load either (unless the
         # clients came to this host's own address: then its counters are the server's)
-        return {"traffic_elsewhere": True} if self._driven_from_hosts and not self.through_here else {}
+        evidence: dict[str, Any] = (
+            {"traffic_elsewhere": True} if self._driven_from_hosts and not self.through_here else {}
+        )
+        # how the rows were numbered, by which merge tells which row of another file is the same worker
+        rows_by = self._by_reply.rows_by if self._by_reply.keys else self._attribution.rows_by
+        if rows_by is not None:
+            evidence["rows_by"] = rows_by
+        return evidence
 
     def close(self) -> None:
         pass

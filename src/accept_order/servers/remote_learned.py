@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..core.protocol import parse_reply
+from ..core.protocol import ROWS_BY_INDEX, ROWS_BY_PID, parse_reply
 
 
 @dataclass
@@ -16,6 +16,14 @@ class LearnedAttribution:
     workers: int
     pids: list[int] = field(default_factory=list)
     holds_socket: bool = False
+    bare: bool = False  # a reply named a pid alone: its row is the order it first answered, not the server's
+
+    @property
+    def rows_by(self) -> str | None:
+        """How the rows are numbered (core.protocol ROWS_BY_*); None before any reply named a worker."""
+        if self.bare:
+            return ROWS_BY_PID
+        return ROWS_BY_INDEX if any(self.pids) else None
 
     def from_reply(self, reply: bytes) -> int | None:
         parsed = parse_reply(reply)
@@ -23,6 +31,7 @@ class LearnedAttribution:
             return None
         index, pid = parsed
         if index is None:  # "worker PID": the order in which pids first answered
+            self.bare = True
             if pid not in self.pids:
                 if len(self.pids) >= self.workers:
                     return None  # more workers answered than the run was told: a bad reply
