@@ -97,6 +97,16 @@ class Ssh:
                 pass  # still up (a host that does not answer): what it said so far
         return inert(self.said[-1])[:200] if self.said else None
 
+    def end_left(self) -> None:
+        """Its ssh has exited: end what it left in its group. A ProxyJump's ssh, ended by the SIGHUP of ours at
+        its ConnectTimeout, leaves its own ProxyCommand running; that one keeps the group's id in use (a group
+        with no one left: ESRCH)."""
+        if self.process is not None and self.process.poll() is not None:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
     def cancel(self) -> None:
         with self._lock:
             self._cancelled = True
@@ -215,6 +225,7 @@ class _Reaching:
 
     def fail(self, what: str, exc: BaseException | None = None) -> LoadError:
         said = self.ssh.last_said(settle=True) or (last_line(exc) if exc is not None else None)
+        self.ssh.end_left()
         return LoadError(f"{self.name}: {what}" + (f" ({said})" if said else ""))
 
     def close(self) -> None:
