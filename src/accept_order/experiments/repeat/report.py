@@ -4,11 +4,12 @@ A stop's cut round is said apart: shown where no round finished, otherwise named
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from rich.console import Group, RenderableType
 from rich.text import Text
 
+from ...core.hosts import ClientHosts
 from ...core.run_warnings import unique
 from ...core.text import escape_controls
 from ...render.hosts import on_hosts
@@ -46,9 +47,7 @@ def repeat_report(result: RepeatResult) -> RenderableType:
     env = first_environment(kind, rounds)
     where = f"{env.system} {env.kernel}, {env.cpu_count} CPUs; " if env else ""
     # the medians' table names no host: a load from client hosts (--clients) is said here or nowhere
-    clients = next(
-        (c for row in rounds for r in row if (c := getattr(getattr(r, "load", None), "clients", None))), None
-    )
+    clients = next((c for row in rounds for r in row if (c := _client_hosts(r)) is not None), None)
     where = f"load generator{on_hosts(clients)}; {where}" if clients is not None else where
     cut = _cut_short(result.interrupted, result.stopped)
     # one round asked for (ramp --modes without --repeat): nothing was interleaved
@@ -80,6 +79,16 @@ def repeat_report(result: RepeatResult) -> RenderableType:
         parts.append(Text(f"  {name}: not available: {reason}", style="dim"))
     parts += [Text(note, style="dim") for note in result.notes]
     return Group(*parts)
+
+
+def _client_hosts(run: Any) -> ClientHosts | None:
+    """The client hosts a run's load came from: a latency run's load says them, a ramp's plan (the hosts every
+    step ran on); None for a load driven from here."""
+    if (clients := getattr(getattr(run, "load", None), "clients", None)) is not None:
+        return cast(ClientHosts, clients)
+    plan = getattr(run, "plan", None)
+    hosts = plan.get("client_hosts") if isinstance(plan, dict) else None
+    return ClientHosts.from_dict(hosts) if isinstance(hosts, dict) else None
 
 
 def _ended_early(result: RepeatResult) -> bool:
