@@ -83,9 +83,11 @@ def repeat_report(result: RepeatResult) -> RenderableType:
 
 def _client_hosts(run: Any) -> ClientHosts | None:
     """The client hosts a run's load came from: a latency run's load says them, a ramp's plan (the hosts every
-    step ran on); None for a load driven from here."""
+    step ran on), a burst's cells (each names the hosts that drove it); None for a load driven from here."""
     if (clients := getattr(getattr(run, "load", None), "clients", None)) is not None:
         return cast(ClientHosts, clients)
+    if hosts := next((c.hosts for c in getattr(run, "cells", ()) if c.hosts), ()):
+        return ClientHosts(tuple(h.destination for h in hosts))
     plan = getattr(run, "plan", None)
     hosts = plan.get("client_hosts") if isinstance(plan, dict) else None
     return ClientHosts.from_dict(hosts) if isinstance(hosts, dict) else None
