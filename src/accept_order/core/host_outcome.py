@@ -93,10 +93,11 @@ class HostOutcome(TimedTotals):
 
 def extended(a: tuple[HostOutcome, ...], b: tuple[HostOutcome, ...], concurrent: bool) -> tuple[HostOutcome, ...]:
     """The hosts of two loads (a burst's cells, a ramp's steps) as one load's: a host in both has its counts
-    and durations added, its wall times added (one load after the other) or the longer kept (at once). One after
-    the other, each host's end was timed from its own load's start, so no end is kept: compared, a host of the
-    shorter load read as ending before one of the longer, and the report named a straggler among them."""
-    if not concurrent:
+    and durations added, its wall times added (one load after the other) or the longer kept (at once). Each file's
+    hosts' ends were timed from its own load's start, so no end is kept where both have hosts (nor one after the
+    other): compared, a host of the shorter load read as ending before one of the longer, and the report named a
+    straggler among them. At once, two runs' starts are known to the second only (started_at), not aligned."""
+    if not concurrent or (a and b):
         a, b = _unended(a), _unended(b)
     if not a or not b:
         return a or b
