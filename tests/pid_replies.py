@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -16,12 +16,13 @@ from conftest import run_cli
 
 
 class Replies:
-    """An HTTP server whose n-th connection is answered 'worker PIDS[n]' (the tool's nginx handler's words)."""
+    """An HTTP server whose n-th connection is answered 'worker PIDS[n]' (the tool's nginx handler's words); an
+    entry 'I pid P' makes it 'worker I pid P', as `accept-order serve` answers."""
 
     def __init__(self) -> None:
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.listener.settimeout(0.2)
-        self.pids: list[int] = []
+        self.pids: list[int | str] = []
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.thread.start()
@@ -57,7 +58,7 @@ def replies() -> Iterator[Replies]:
         server.listener.close()
 
 
-def target_file(replies: Replies, tmp_path: Path, name: str, pids: list[int], workers: int = 2) -> str:
+def target_file(replies: Replies, tmp_path: Path, name: str, pids: Sequence[int | str], workers: int = 2) -> str:
     """A real `latency --target` run at `replies` answered by `pids` in order (one connection at a time, one
     driver process, so the replies come in that order), saved as `name`."""
     replies.pids = list(pids)

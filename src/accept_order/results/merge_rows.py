@@ -9,7 +9,9 @@ keeps its numbering). Where the replies named a pid alone ('worker PID'), the to
 the pids first answered (or pid order), so a file that saw the workers in another order, or in which a worker
 answered nothing (its row: pid 0), has them on other rows: they are matched by pid wherever the files share a
 worker, and where they share none, nothing tells which is which, and the merge is refused. A file from before
-rows_by is matched the same way, as which numbering its replies used cannot be told.
+rows_by is matched the same way, as which numbering its replies used cannot be told. Rows added by index from
+files whose pids differed each hold several processes and name one (evidence.rows_of_several_pids): no file is
+matched to them by pid, as a worker whose pid they do not name would take a row of its own.
 """
 
 from __future__ import annotations
@@ -55,6 +57,11 @@ def _rows_by(run: dict[str, Any]) -> str | None:
     return rows_by if rows_by in (ROWS_BY_INDEX, ROWS_BY_PID) else None
 
 
+def _of_several_pids(run: dict[str, Any]) -> bool:
+    """`run` is a merge whose rows were added by index from files that named other pids on them (keep_numbering)."""
+    return run.get("evidence", {}).get("rows_of_several_pids") is True
+
+
 def _unmatched(name: str, index: int, into: dict[str, Any], run: dict[str, Any]) -> str:
     """Why `run`'s rows cannot be placed among `into`'s (the files before it), which share no pid: one line."""
     whose = ((name, run), ("the files before it", into))
@@ -92,6 +99,15 @@ def placement(into: dict[str, Any], run: dict[str, Any], name: str, index: int) 
         return None
     if by_replies and _rows_by(into) == _rows_by(run) == ROWS_BY_INDEX:
         return None  # both files' rows are the server's own worker indices: row i is its worker i in both
+    several = [what for what, r in ((name, run), ("the files before it", into)) if _of_several_pids(r)]
+    if by_replies and all(known) and several:
+        # such a row names one of its pids: another's worker, found on no row, would take a row of its own
+        raise ResultFileError(
+            f"{name} cannot be added worker by worker (run {index + 1}): the rows of {several[0]} add several "
+            "processes each (files added by the worker index their replies named, whose pids differed, each row "
+            "naming the first's), and the other's rows are not numbered by that index, so which worker of one is "
+            "which of the other cannot be told"
+        )
     if not shared:
         if by_replies and all(known):  # a file no reply of which named a worker (all failed) has nothing to place
             raise ResultFileError(_unmatched(name, index, into, run))
@@ -157,7 +173,7 @@ def keep_numbering(into: dict[str, Any], run: dict[str, Any]) -> None:
     """Before `run` is added to `into`: the merged rows' rows_by. The same where both say the same; by pid where
     they differ (the rows were matched by pid, and a later file's must be too); not recorded where one does not
     say (a file from before it). A run no reply of which named a worker has no row to place and leaves `into`'s
-    as it is, or gives way to `run`'s."""
+    as it is, or gives way to `run`'s. rows_of_several_pids, once either has it or an index row met another pid."""
     named = [any(_pids(r).values()) for r in (into, run)]
     if not named[1]:
         return
@@ -169,6 +185,13 @@ def keep_numbering(into: dict[str, Any], run: dict[str, Any]) -> None:
     else:
         kept = mine if mine == theirs else ROWS_BY_PID
     evidence = into.setdefault("evidence", {})
+    pids = (_pids(into), _pids(run))
+    if (
+        _of_several_pids(into)
+        or _of_several_pids(run)
+        or (kept == ROWS_BY_INDEX and any(pids[0].get(row, pid) not in (0, pid) for row, pid in pids[1].items() if pid))
+    ):
+        evidence["rows_of_several_pids"] = True  # by index, a row now names one pid of several (placement)
     if kept is None:
         evidence.pop("rows_by", None)
     else:

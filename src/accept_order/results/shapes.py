@@ -340,6 +340,8 @@ EVIDENCE = Record(
         # a server elsewhere: whether its rows are the replies' own worker indices or numbered by the pids the
         # replies named (core/protocol.py); absent in files before it, and where no reply named a worker
         "rows_by": OneOf((ROWS_BY_INDEX, ROWS_BY_PID)),
+        # a merge that added such rows by index from files whose pids differed: a row names one pid of several
+        "rows_of_several_pids": Flag(),
         # fd-pass's acceptor: usage deltas are signed (a missing reading after is taken as zero)
         "acceptor": Record(
             {
