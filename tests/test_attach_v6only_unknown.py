@@ -69,7 +69,10 @@ def v6only_elsewhere() -> Iterator[tuple[int, int]]:
 def test_a_v6only_listener_read_from_proc_is_said_unknown(v6only_elsewhere: tuple[int, int], tmp_path: Path) -> None:
     pid, port = v6only_elsewhere
     ss = subprocess.run(
-        ["nsenter", "-t", str(pid), "-n", "ss", "-ltnHe", f"sport = :{port}"], capture_output=True, text=True, check=True
+        ["nsenter", "-t", str(pid), "-n", "ss", "-ltnHe", f"sport = :{port}"],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert "v6only:1" in ss.stdout, ss.stdout  # the kernel's word: no IPv4 connection reaches it
     assert os.stat(f"/proc/{pid}/ns/net").st_ino != os.stat("/proc/self/ns/net").st_ino
