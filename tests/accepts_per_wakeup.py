@@ -38,12 +38,15 @@ def program(
     workers: list[int], accepts: Sequence[str] = ("accept4",), waits: Sequence[str] = ("epoll_wait", "epoll_pwait")
 ) -> str:
     """Per wakeup (one of the `waits` entered again), how many of the `accepts` calls a worker's thread got
-    (@runs[accepts] = wakeups); and the accepts that failed (@eagain)."""
+    (@runs[accepts] = wakeups); the accepts that failed after one that succeeded in the same wakeup (@eagain: the loop
+    asked again and found the queue empty), and those that failed first (@missed: another worker, woken for the
+    same connection, took it; two workers waiting on one listener both wake, more often on a busy machine)."""
     pred = " || ".join(f"pid == {w}" for w in workers)
     exits = ", ".join(f"tracepoint:syscalls:sys_exit_{call}" for call in accepts)
     enters = ", ".join(f"tracepoint:syscalls:sys_enter_{call}" for call in waits)
     return (
-        f"{exits} /{pred}/ {{ if (args->ret >= 0) {{ @run[tid]++; }} else {{ @eagain = count(); }} }}\n"
+        f"{exits} /{pred}/ {{ if (args->ret >= 0) {{ @run[tid]++; }}"
+        " else if (@run[tid] > 0) { @eagain = count(); } else { @missed = count(); } }\n"
         f"{enters} /{pred}/ {{ if (@run[tid] > 0) {{ @runs[@run[tid]] = count(); }} @run[tid] = 0; }}\n"
         'END { clear(@run); printf("done\\n"); }\n'
     )
@@ -93,7 +96,8 @@ def runs_of(out: str) -> dict[int, int]:
 
 
 def eagains_of(out: str) -> int:
-    """The accepts that failed (EAGAIN: the queue was empty), from bpftrace's output."""
+    """The accepts that failed after one that succeeded in the same wakeup (EAGAIN: the loop asked again and found
+    the queue empty), from bpftrace's output."""
     return int((re.findall(r"^@eagain: (\d+)$", out, re.MULTILINE) or ["0"])[0])
 
 
