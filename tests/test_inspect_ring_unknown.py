@@ -1,4 +1,4 @@
-"""Review R11 of 8422ebc: a thread asleep on a ring inspect cannot read is not called busy.
+"""inspect (8422ebc): a thread asleep on a ring inspect cannot read is not called busy.
 
 8422ebc reads a thread asleep in io_uring_enter whose ring's fdinfo could not be read as 'ring-unread', promising
 'io_uring fd N: unknown whether it has an accept armed'. That line is shown only for a verdict's waiters, losers

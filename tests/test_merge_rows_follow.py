@@ -1,4 +1,4 @@
-"""Review R11 of merge_rows (8709517, afd48a5, 1a3c54b): what else must follow a worker's row to its own.
+"""merge_rows (8709517, afd48a5, 1a3c54b): what else must follow a worker's row to its own.
 
 Two real `latency --target` runs of kept connections (5 requests each) at a server that names a pid per
 connection and closes each after 3 requests (tests/data/merge_target_closes_*.json): the first heard from pids

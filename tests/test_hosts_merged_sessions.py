@@ -29,7 +29,7 @@ def test_hosts_of_sessions_without_common_hosts_name_no_straggler() -> None:
 
 def test_hosts_of_two_files_at_once_name_no_straggler() -> None:
     """Each file's ends are from its own load's start, and two runs' starts are known to the second only: c2's
-    300 ms after c1 is as much the gap between the two coordinators' starts as its own end (review R12)."""
+    300 ms after c1 is as much the gap between the two coordinators' starts as its own end."""
     merged = extended((host("c1", ended_s=1.0),), (host("c2", ended_s=1.3),), concurrent=True)
     assert [h.ended_s for h in merged] == [None, None]
     assert not [line for line in notes(list(merged), wall_s=1.3) if line.startswith("Straggler:")]
