@@ -70,6 +70,9 @@ def __getattr__(name: str) -> Any:
 # The kind a spec names when it names none: this tool's own workers (servers/builtin.py takes its name from
 # here, the one place it is spelled, since every spec's default is it).
 DEFAULT_KIND = "builtin"
+# a server known only by its address (--target): spelled here, as the default is, for the file format's readers
+# below the registry (results/merge_rows.py: its rows are numbered by its replies)
+REMOTE_KIND = "remote"
 # How each kind names its servers (`ServerKind.label`), by kind name. The kinds are a floor above this one:
 # servers/registry.py fills this as it lists them, so that a spec can say its label without importing them.
 LABELS: dict[str, Callable[[ServerSpec], str]] = {}

@@ -22,9 +22,10 @@ from typing import Any
 from ..core.errors import ResultFileError
 from ..core.histogram import LatencyHistogram
 from ..core.protocol import ROWS_BY_INDEX, ROWS_BY_PID
+from ..core.spec import REMOTE_KIND
 
 # the server kind whose rows are numbered by its replies (servers/remote.py): their index, or their pids' order
-_NUMBERED_BY_REPLIES = frozenset({"remote"})
+_NUMBERED_BY_REPLIES = frozenset({REMOTE_KIND})
 # a run's per-worker lists of counts, one entry a worker
 _PER_WORKER_COUNTS = ("served", "connections", "held_at_end")
 

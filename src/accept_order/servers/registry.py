@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ..core import kind_options
 from ..core.errors import NothingToRun, PlanError
 from ..core.kinds import KindOption, ModeInfo, ServerKind
-from ..core.spec import DEFAULT_KIND, LABELS, ServerSpec, sized
+from ..core.spec import DEFAULT_KIND, LABELS, REMOTE_KIND, ServerSpec, sized
 from .kind_option_checks import refuse_unread, shared
 from .lazy import Made
 
@@ -49,7 +49,7 @@ LAUNCHED: dict[str, str] = {
     "lighttpd": "launched.lighttpd:LighttpdKind",
     "h2o": "launched.h2o:H2oKind",
 }
-REMOTE = "remote"  # a server known only by its address (--target)
+REMOTE = REMOTE_KIND  # a server known only by its address (--target)
 
 
 def _attached() -> ServerKind:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.errors import NotServing, PlanError
 from ..core.kinds import ModeInfo, ServerKind
 from ..core.protocol import HTTP, LINE, ClientProtocol, describe_error
-from ..core.spec import ServerSpec
+from ..core.spec import REMOTE_KIND, ServerSpec
 from ..core.started import Closing
 
 # The counters and the attributions are imported where a server elsewhere is made: not at start-up (issue 30).
@@ -197,8 +197,8 @@ class RemoteServer(Closing):
 
 
 class RemoteKind(ServerKind):
-    name = "remote"
-    mode_name = "remote"  # its one mode
+    name = REMOTE_KIND
+    mode_name = REMOTE_KIND  # its one mode
     summary = "a server on another host, known only by its address"
     launched = False
     # its workers' switches cannot be read from here (their table's sleeps are '-'): no legend says whose they are
