@@ -229,10 +229,12 @@ def test_serve_port_in_use_exits_1() -> None:
         taken.listen(1)
         port = taken.getsockname()[1]
         result = run_cli(["serve", "--port", str(port)])
-    # 0.2 also names who holds the port (this test process).
+    # 0.2 also names who holds the port (this test process), and what to do about it.
     line = assert_one_error_line(result, 1)
     assert re.fullmatch(
-        rf"accept-order: error: port {port} on 127\.0\.0\.1 is already in use by pid {os.getpid()} \(.+\)", line
+        rf"accept-order: error: port {port} on 127\.0\.0\.1 is already in use by pid {os.getpid()} \([^)]+\): "
+        r"give another --port, or leave it out for a free one",
+        line,
     ), line
 
 
