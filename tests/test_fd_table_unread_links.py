@@ -63,4 +63,5 @@ def test_inspect_says_whose_files_it_could_not_read(nobodys: int) -> None:
     done = subprocess.run([*UNPTRACED, *inspect], capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and not done.stdout, done
     (line,) = done.stderr.splitlines()
-    assert "not this user's to read" in line, line  # was: 'holds no listening TCP socket'
+    # root, without the capability: the words say so, not 'run as root' (was: 'holds no listening TCP socket')
+    assert "its open files are not readable here even by root (no CAP_SYS_PTRACE" in line, line

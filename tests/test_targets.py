@@ -81,8 +81,11 @@ def orphan() -> Iterator[tuple[int, int]]:
 @pytest.mark.parametrize("command", [["inspect", "1", "--samples", "1"], ["observe", "1", "--duration", "0.2s"]])
 def test_pid_1_is_init_not_the_server_of_an_orphan_it_adopted(orphan: tuple[int, int], command: list[str]) -> None:
     pid, port = orphan
-    if serving.socket_inodes(1) & {row.inode for row in serving.namespace_listeners(1)}:
-        pytest.skip("pid 1 listens itself here (a server is this namespace's init)")
+    try:
+        if serving.socket_inodes(1) & {row.inode for row in serving.namespace_listeners(1)}:
+            pytest.skip("pid 1 listens itself here (a server is this namespace's init)")
+    except PermissionError:
+        pass  # not readable even by root (a sandbox's init): the tool still says what pid 1 is, and who serves
     line = assert_one_error_line(run_cli(command), 1, "pid 1 (", "is init", "of its children")
     assert f"(pid {pid}) on port {port}" in line or " more: give the pid" in line, line  # (others' orphans)
 

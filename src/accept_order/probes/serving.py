@@ -169,9 +169,9 @@ def find_server(pid: int | None = None, port: int | None = None, tables: FdTable
         try:
             held = socket_inodes(anchor, tables) & inodes
         except PermissionError:
-            raise NotServing(
-                f"pid {pid} ({start.name}): its open files are not this user's to read (run as root or as its user)"
-            ) from None
+            if start.pid == INIT:  # init is seldom the server: its adopted children may be, and can be read
+                raise NotServing(_init_refusal(start, group, files_read=False)) from None
+            raise NotServing(f"pid {pid} ({start.name}): its open files are {_unreadable()}") from None
         if not held and start.pid == INIT:
             raise NotServing(_init_refusal(start, group))
         if not held:
@@ -269,12 +269,22 @@ def _named(children: dict[int, tuple[set[int], tuple[int, ...]]]) -> str:
     return ", ".join(shown[:SHOWN]) + more
 
 
-def _init_refusal(start: ProcessInfo, group: list[ListenerRow]) -> str:
-    """pid 1 holds no listener: what it is, and its children that do (orphans it adopted, unrelated)."""
-    said = f"pid {INIT} ({start.name}) is init, every orphaned process's parent, and holds no listening TCP socket"
+def _unreadable() -> str:
+    """Why a process's open files could not be read, and what would: root may lack CAP_SYS_PTRACE (a container's)
+    or meet a process the kernel keeps from it (a sandbox's init)."""
+    if os.geteuid() == 0:
+        return "not readable here even by root (no CAP_SYS_PTRACE, or a process the kernel keeps from ptrace)"
+    return "not this user's to read (run as root or as its user)"
+
+
+def _init_refusal(start: ProcessInfo, group: list[ListenerRow], files_read: bool = True) -> str:
+    """pid 1 holds no listener (or its files could not be read): what it is, and its children that do (orphans it
+    adopted, unrelated)."""
+    held = "holds no listening TCP socket" if files_read else f"its own open files are {_unreadable()}"
+    said = f"pid {INIT} ({start.name}) is init, every orphaned process's parent, and {held}"
     children = _listening_children(start.pid, group)
     if not children:
-        return f"{said}; nor does any of its children"
+        return f"{said}; {'nor does any of its children' if files_read else 'none of its children listens'}"
     return f"{said}; of its children, {_named(children)}: give the pid of the one to look at, or --port"
 
 
