@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from ..core.histogram import LatencyHistogram
 from ..core.protocol import ABORTED
 from ..core.spec import ServerSpec
-from ..core.text import plural
+from ..core.text import and_join, plural
 
 
 class LatencyRun(Protocol):
@@ -117,15 +117,14 @@ class Pair:
 
 
 def _names(keys: Sequence[str]) -> str:
-    words = [_WORDS[k] for k in keys]
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+    return and_join([_WORDS[k] for k in keys])
 
 
 def _values(keys: Sequence[str], mine: dict[str, float], theirs: dict[str, float]) -> str:
     """'p99 (3.31 vs 4.22 ms, 0.78×) and deviation (...)': mine first, the ratio mine/theirs."""
     parts = [f"{_WORDS[k]} ({mine[k] / 1000:.2f} vs {theirs[k] / 1000:.2f} ms, {_ratio(mine[k], theirs[k]):.2f}×)"
              for k in keys]  # fmt: skip
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return and_join(parts)
 
 
 def _is_are(keys: Sequence[str]) -> str:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, ClassVar, NamedTuple
 from .errors import PlanError
 from .models import Mechanism, Model
 from .spec import DEFAULT_MODE, check_range
+from .text import and_join
 
 if TYPE_CHECKING:
     from .cures import ClientLimit as ClientLimit
@@ -108,11 +109,6 @@ class LockFirst(NamedTuple):
         counted among `listening`, every listener of its network namespace (inspect --port knows only the
         port's, and a second listener may be on another)."""
         return lambda threads, sockets: self.applies(threads, len(sockets & listening))
-
-
-def and_join(words: Sequence[str]) -> str:
-    """`a`, `a and b`, `a, b and c`."""
-    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
 def knob(setting: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
 from typing import Any
 
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
@@ -74,3 +75,8 @@ def plural(n: int, word: str, many: str | None = None, grouped: bool = False) ->
     if many is None:
         many = word + ("es" if word.endswith(("s", "x", "z", "ch", "sh")) else "s")
     return f"{count} {many}"
+
+
+def and_join(words: Sequence[str]) -> str:
+    """`a`, `a and b`, `a, b and c`."""
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"

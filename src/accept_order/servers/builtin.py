@@ -6,8 +6,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ..core.kind_options import MUTEX_DELAY, POLICY
-from ..core.kinds import BY_HASH, ModeInfo, ServerKind, and_join
+from ..core.kinds import BY_HASH, ModeInfo, ServerKind
 from ..core.spec import DEFAULT_KIND
+from ..core.text import and_join
 from .modes import MODES, require_mode
 
 if TYPE_CHECKING:

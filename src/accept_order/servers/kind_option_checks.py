@@ -20,8 +20,9 @@ from collections.abc import Callable, Mapping, Sequence
 
 from ..core import kind_options
 from ..core.errors import PlanError
-from ..core.kinds import KindOption, ServerKind, and_join
+from ..core.kinds import KindOption, ServerKind
 from ..core.spec import ServerSpec
+from ..core.text import and_join
 
 
 def reads(kind: ServerKind, mode: str, option: KindOption) -> bool:

@@ -20,6 +20,7 @@ from ..core import kind_options
 from ..core.errors import NothingToRun, PlanError
 from ..core.kinds import KindOption, ModeInfo, ServerKind
 from ..core.spec import DEFAULT_KIND, LABELS, REMOTE_KIND, ServerSpec, sized
+from ..core.text import and_join
 from .kind_option_checks import refuse_unread, shared
 from .lazy import Made
 
@@ -231,7 +232,7 @@ def checked(spec: ServerSpec, fit: bool = True, alone: bool | None = None) -> Se
     if spec.mode not in kind.modes():
         owners = [k.name for k in KINDS.values() if spec.mode in k.modes()]
         if owners:  # `run -m sched-rr`: a mode of another server, named with the option that selects it
-            whose = owners[0] if len(owners) == 1 else ", ".join(owners[:-1]) + " and " + owners[-1]
+            whose = and_join(owners)
             add = f"add --server {owners[0]}" if len(owners) == 1 else "add --server with one of them"
             raise PlanError(
                 f"{kind.name} has no mode {spec.mode!r} (its modes: {', '.join(kind.modes())}); {whose} "

@@ -19,6 +19,7 @@ from ...analysis.losses import host_wide_losses, host_wide_note, lost_connection
 from ...analysis.one_run import lower_sureness, merged_runs, no_winner_sureness
 from ...analysis.tails import Pair, failed_before_stop, figures, pair_text
 from ...core.protocol import ABORTED
+from ...core.text import and_join
 from ...render.evidence import short_counter
 from .result import LatencyResult
 
@@ -40,10 +41,6 @@ def why_lost(result: LatencyResult) -> str:
     return "; ".join(parts)
 
 
-def _and(words: Sequence[str]) -> str:
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
-
-
 def _lost_text(lost: Sequence[Named], everyone: bool) -> str:
     """Who lost connections and how; what an overflow of its own listen queue means, said once."""
     each = [f"{n} ({why_lost(r)})" for n, r in lost]
@@ -56,7 +53,7 @@ def _lost_text(lost: Sequence[Named], everyone: bool) -> str:
         return f"every cap lost connections: {', '.join(each)}{queue}"
     one = len(lost) == 1
     their, rank = ("its", "it ranks") if one else ("their", "they rank")
-    return (f"{_and(each)} lost connections{queue}: {their} latencies cover only what {'it' if one else 'they'} "
+    return (f"{and_join(each)} lost connections{queue}: {their} latencies cover only what {'it' if one else 'they'} "
             f"served, so {rank} after the others")  # fmt: skip
 
 
@@ -69,7 +66,7 @@ def _during(named: Sequence[Named]) -> str:
     moved = [n for n, r in named if host_wide_losses(r.evidence)]
     if len(moved) == len(named) > 1:
         return "every cap's run"
-    return _and([possessive(n) for n in moved] or ["no"]) + (" runs" if len(moved) > 1 else " run")
+    return and_join([possessive(n) for n in moved] or ["no"]) + (" runs" if len(moved) > 1 else " run")
 
 
 def _ms(values_us: Sequence[float]) -> str:
@@ -123,7 +120,7 @@ def _pick(whole: Sequence[Named]) -> tuple[tuple[str, ...], str]:
             )
         return tuple(picked), (
             f"pick {' or '.join(picked)}: their tails are within 10% of each other (p99 {_ms(p99)}) and tighter "
-            f"than {_and([possessive(r) for r in rest])} (p99 {_ms(others)})"
+            f"than {and_join([possessive(r) for r in rest])} (p99 {_ms(others)})"
         )
     # Not lower on p99, or only within 10% of some cap: why each other cap is not picked, by a cap whose tail
     # is tighter than its (one picked when one is).
@@ -137,7 +134,7 @@ def _pick(whole: Sequence[Named]) -> tuple[tuple[str, ...], str]:
         )
         head = (
             f"their tails are within 10% of each other (p99 {_ms(p99)}) and each is tighter than "
-            f"{_and([possessive(r) for r in rest])}, {than}"
+            f"{and_join([possessive(r) for r in rest])}, {than}"
         )
     why = []
     for r in rest:
@@ -218,7 +215,8 @@ def sweep_verdict(results: Sequence[LatencyResult], applies: bool = True) -> Swe
     whole = sorted((nr for nr in ran if not lost_connections(nr[1])), key=lambda nr: _tail(nr[1]))
     lost = sorted((nr for nr in ran if lost_connections(nr[1])), key=lambda nr: _lost(nr[1]))
     host = host_wide_note([r.evidence for r in results], _during(named))
-    stopped = [f"{_and(cut)} {'was' if len(cut) == 1 else 'were'} cut short by the stop: not compared"] if cut else []
+    was = "was" if len(cut) == 1 else "were"
+    stopped = [f"{and_join(cut)} {was} cut short by the stop: not compared"] if cut else []
     stopped += [f"{n} failed {own} before the stop" for n, r in named if r.interrupted and (own := _own_failures(r))]
     if len(results) == 1:
         text = f"one cap only ({named[0][0]}): nothing to compare it with"

@@ -11,7 +11,7 @@ from rich.text import Text
 
 from ...core.hosts import ClientHosts
 from ...core.run_warnings import unique
-from ...core.text import escape_controls
+from ...core.text import and_join, escape_controls
 from ...render.hosts import on_hosts
 from ...render.text import plural
 from ..launch_notes import launch_parts
@@ -145,7 +145,7 @@ def _not_run(kind: Repeated, result: RepeatResult) -> str:
 def _listed(names: Sequence[str]) -> str:
     if not names:
         return ""
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return and_join(names)
 
 
 def _load(state: Any) -> str:
