@@ -25,9 +25,14 @@ from ..core.spec import ServerSpec
 from ..core.text import and_join
 
 
+def declares(kind: ServerKind, option: KindOption) -> bool:
+    """Whether `kind` names `option` among the settings it reads (ServerKind.options)."""
+    return any(own.field == option.field for own in kind.options)
+
+
 def reads(kind: ServerKind, mode: str, option: KindOption) -> bool:
     """Whether a server of `kind` in `mode` reads `option`: the kind declares it, and the mode is one that uses it."""
-    return any(own.field == option.field for own in kind.options) and (not option.modes or mode in option.modes)
+    return declares(kind, option) and (not option.modes or mode in option.modes)
 
 
 def set_in(spec: ServerSpec) -> list[KindOption]:
@@ -56,7 +61,7 @@ def _not_read(asked: Sequence[tuple[ServerKind, str]], by_mode: Callable[[Server
 def refusal(option: KindOption, asked: Sequence[tuple[ServerKind, str]]) -> str:
     """One line: who reads `option`, and which of the (kind, mode) asked do not; a kind that declares it is named
     by the modes asked of it (`the built-in epoll mode`), any other as a whole (`nginx`)."""
-    said, kinds = _not_read(asked, lambda kind: any(own.field == option.field for own in kind.options))
+    said, kinds = _not_read(asked, lambda kind: declares(kind, option))
     line = f"{option.flag} is {option.whose}; {said}" if option.whose else f"{option.flag}: {said}"
     hints = dict(option.hints)
     return "; ".join([line, *(hints[name] for name in kinds if name in hints)])
