@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import psutil
+import pytest
 from conftest import OutputReader, wait_for
 
 from accept_order.probes.accepts import ATTACH_TIMEOUT_S, ensure_tracefs
@@ -57,7 +58,19 @@ def counted_after_queueing(
     workers: list[int], address: tuple[str, int], queued: int, script: str, reply: bytes, timeout_s: float = 10
 ) -> str:
     """bpftrace's output of `script` over the workers let go with `queued` connections waiting for them at
-    `address` (each answered with a reply starting `reply`). The workers are let go whatever happens."""
+    `address` (each answered with a reply starting `reply`). The workers are let go whatever happens.
+    bpftrace 0.17 has twice in fresh-clone CI runs not run END within 30 s of SIGINT (uvloop's workers traced,
+    the machine busy; not reproduced by hand): the witness is then taken once more, afresh, and a second such
+    bpftrace fails the test."""
+    try:
+        return _counted_once(workers, address, queued, script, reply, timeout_s)
+    except pytest.fail.Exception:
+        return _counted_once(workers, address, queued, script, reply, timeout_s)
+
+
+def _counted_once(
+    workers: list[int], address: tuple[str, int], queued: int, script: str, reply: bytes, timeout_s: float
+) -> str:
     assert BPFTRACE is not None and ensure_tracefs()[0]
     tracer: subprocess.Popen[str] | None = None
     try:
@@ -78,8 +91,7 @@ def counted_after_queueing(
             assert c.recv(100).startswith(reply)
             c.close()
         tracer.send_signal(signal.SIGINT)
-        # END has printed the maps once 'done' is out; bpftrace's own exit after it (detaching each tracepoint, an RCU
-        # grace period apiece) took over 30 s on a busy machine, so the output is read up to the sentinel, not to exit
+        # END has printed the maps once 'done' is out: read up to it, not to bpftrace's exit, which only detaches
         reader.wait_for(r"(?m)^done$", ATTACH_TIMEOUT_S)
         return reader.text.split("\ndone\n", 1)[0]
     finally:
