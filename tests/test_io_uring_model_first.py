@@ -73,8 +73,7 @@ def test_a_busy_io_uring_run_is_served_by_worker_0_as_its_model_says() -> None:
 
 def test_past_its_ring_worker_0_shares_as_the_model_says(monkeypatch: pytest.MonkeyPatch) -> None:
     """The kernel's side: 140 connections in flight do not fit in worker 0's ring (its completions, the size the
-    model holds): it takes at most that many and the one that ends its accept per wakeup, and worker 1 serves
-    too; the model's own workers share them as well."""
+    model holds): worker 1 serves too; the model's own workers share them as well."""
     if reason := MODES["io-uring"].unavailable():
         pytest.skip(reason)
     import uring_api
@@ -83,7 +82,8 @@ def test_past_its_ring_worker_0_shares_as_the_model_says(monkeypatch: pytest.Mon
     spec = ServerSpec(mode="io-uring", workers=2, work_us=200)
     result = accept_order.latency(spec, ConcurrentLoad(connections=1500, concurrency=140, driver="epoll"))
     assert result.served[1] > 0 and sum(result.served) == 1500
-    assert max(c.max_batch for c in result.counters) <= ACCEPT_COMPLETIONS + 1
+    # not asserted: a wakeup's batch under the ring's size. The kernel does not promise it: a fresh-clone CI run saw
+    # one wakeup take 140 (the worker reaps completions while the multishot accept still posts them)
     assert result.model is not None and result.model.discipline == "first"
     out = StringIO()
     Console(file=out, width=1000).print(*model_report([result]))
