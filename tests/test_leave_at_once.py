@@ -114,3 +114,18 @@ def test_a_stdout_that_cannot_be_flushed_is_pythons_to_report(tmp_path: Path) ->
     finally:
         os.close(writable)
     assert done.returncode == 120 and "BrokenPipeError" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(("entry", "prog_name"), [("script", None), ("python -m", "accept-order")])
+def test_both_entry_points_run_the_command_through_one_function(tmp_path: Path, entry: str, prog_name: str) -> None:
+    """The script and `python -m accept_order` each hand the whole run to cli.leave.main_and_leave (not a copy of its
+    lines of their own), with the name the usage lines say: the script's from argv[0], the module's given."""
+    record = (
+        "import accept_order.cli.leave as leaving\n"
+        "leaving.main_and_leave = lambda prog_name=None: print('handed to main_and_leave:', prog_name) or sys.exit(0)\n"
+    )
+    code = (COMMAND.replace("SCRIPT", repr(str(SCRIPT))) if entry == "script" else MODULE).replace(
+        "import runpy\n", "import runpy\n" + record, 1
+    )
+    done = python(code, str(tmp_path), "--version")
+    assert (done.returncode, done.stdout) == (0, f"handed to main_and_leave: {prog_name}\n"), done.stderr

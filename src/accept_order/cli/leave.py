@@ -6,7 +6,8 @@ to end, whose memory the kernel takes back whole. `leave` does what that exit do
 atexit handlers, a probe's or a library's; the standard streams flushed) and then ends the process at once. It
 takes Python's own way out instead, unchanged, wherever the fast one could differ: a status that is not a number
 from 0 to 255 (printed by Python), a thread other than the main one still running (Python waits for it), or a
-standard stream that cannot be flushed (Python reports it and exits 120)."""
+standard stream that cannot be flushed (Python reports it and exits 120). `main_and_leave` is the command's whole
+run, as both its entry points (the script and `python -m accept_order`) make it."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ import os
 import sys
 import threading
 from typing import NoReturn
+
+from . import main  # the package is imported with this module: nothing more at start-up (issue 30)
 
 
 def leave(code: str | int | None) -> NoReturn:
@@ -32,3 +35,12 @@ def leave(code: str | int | None) -> NoReturn:
         except BaseException:
             sys.exit(code)  # Python's exit flushes again, and says why it cannot
     os._exit(int(code or 0))  # an IntEnum (click's ExitStatus) as the number Python would exit with
+
+
+def main_and_leave(prog_name: str | None = None) -> NoReturn:
+    """The command (cli.main), then its status as sys.exit(main()) gives it, without the interpreter's teardown."""
+    try:
+        main(prog_name=prog_name)
+    except SystemExit as exc:
+        leave(exc.code)
+    leave(None)
