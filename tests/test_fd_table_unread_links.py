@@ -64,4 +64,5 @@ def test_inspect_says_whose_files_it_could_not_read(nobodys: int) -> None:
     assert done.returncode == 1 and not done.stdout, done
     (line,) = done.stderr.splitlines()
     # root, without the capability: the words say so, not 'run as root' (was: 'holds no listening TCP socket')
-    assert "its open files are not readable here even by root (no CAP_SYS_PTRACE" in line, line
+    assert "its open files are not readable here even by root (this root lacks CAP_SYS_PTRACE)" in line, line
+    assert "run as root" not in line, line

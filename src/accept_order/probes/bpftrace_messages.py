@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import resource
 
+from ..core.capabilities import RESOURCE, what_would_let_it
+
 # set in bpftrace's environment, it prints this name once every probe is attached (accepts.py waits for it)
 ATTACHED_ENV = "__BPFTRACE_NOTIFY_PROBES_ATTACHED"
 
@@ -33,7 +35,7 @@ def memlock_hint(stderr: bytes) -> str:
     limit = "unlimited" if soft == resource.RLIM_INFINITY else f"{soft // 1024} KB"
     return (
         f" (bpftrace could not raise its locked-memory limit, `ulimit -l` {limit}: kernels before 5.11 charge "
-        "eBPF maps against it; run as root, or raise `ulimit -l`)"
+        f"eBPF maps against it; {what_would_let_it(RESOURCE, otherwise='raise `ulimit -l`')})"
     )
 
 

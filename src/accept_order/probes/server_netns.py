@@ -14,6 +14,7 @@ import os
 from collections.abc import Callable
 from typing import TypeVar
 
+from ..core.capabilities import ADMIN, what_would_let_it
 from ..core.libc import libc
 from ..core.signal_order import start_thread
 from .netstat import parse_netstat
@@ -40,6 +41,11 @@ def namespace_of(pid: int | str) -> int | None:
 def same_namespace(pid: int) -> bool:
     theirs = namespace_of(pid)
     return theirs is None or theirs == namespace_of("self")
+
+
+def entry_refused() -> str:
+    """Why the server's network namespace was not entered, and what would let this tool in."""
+    return f"the server's network namespace may not be entered (setns needs CAP_SYS_ADMIN: {what_would_let_it(ADMIN)})"
 
 
 def in_namespace_of(pid: int, question: Callable[[], T]) -> T:

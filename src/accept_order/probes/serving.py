@@ -17,6 +17,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..core.capabilities import PTRACE, holds, what_would_let_it
 from ..core.errors import NotServing, PlanError
 from ..core.measures import ListenerRow
 from .fd_table import FdTables
@@ -273,8 +274,8 @@ def _unreadable() -> str:
     """Why a process's open files could not be read, and what would: root may lack CAP_SYS_PTRACE (a container's)
     or meet a process the kernel keeps from it (a sandbox's init)."""
     if os.geteuid() == 0:
-        return "not readable here even by root (no CAP_SYS_PTRACE, or a process the kernel keeps from ptrace)"
-    return "not this user's to read (run as root or as its user)"
+        return f"not readable here even by root ({what_would_let_it()})"
+    return f"not this user's to read ({what_would_let_it(or_as='its user')})"
 
 
 def _init_refusal(start: ProcessInfo, group: list[ListenerRow], files_read: bool = True) -> str:
@@ -301,12 +302,13 @@ def _unheld(rows: list[ListenerRow], anchor: int) -> str:
     seen = f"{'a socket listens' if one else f'{len(rows)} sockets listen'} on {where}"
     if any(row.inode == 0 for row in rows):
         return f"{seen} with no file left (inode 0): closing"
-    if os.geteuid() == 0:
+    reader = what_would_let_it()
+    if holds(PTRACE):  # every fd table was read but those the kernel keeps even from ptrace
         return (
             f"{seen}, but no process's open files hold {'it' if one else 'them'}: closing, in flight over a Unix "
-            "socket, the kernel's own, or held in another PID namespace"
+            f"socket, the kernel's own, held in another PID namespace, or held by {reader}"
         )
-    return f"{seen}, but no process this user may look into holds {'it' if one else 'them'} (run as root)"
+    return f"{seen}, but no process this user may look into holds {'it' if one else 'them'} ({reader})"
 
 
 def _at(row: ListenerRow) -> str:

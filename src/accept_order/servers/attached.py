@@ -13,6 +13,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..core.capabilities import SERVERS_USER, what_would_let_it
 from ..core.errors import NotServing, PlanError, WorkerExited
 from ..core.kinds import ModeInfo, ServerKind
 from ..core.processes import open_pidfd
@@ -171,13 +172,11 @@ def _parent(pid: int) -> int | None:
 
 
 def _readable(pid: int) -> bool:
-    try:
-        os.listdir(f"/proc/{pid}/fd")
-    except PermissionError:
-        return False
-    except OSError:
-        pass  # gone: nothing hidden
-    return True
+    """Whether this user may read pid's fd links (one gone hides nothing). Listing them is not enough: root
+    without CAP_SYS_PTRACE lists another user's and may read none."""
+    from ..probes.fd_table import read_links
+
+    return read_links(pid) is not None
 
 
 def _names(pids: Sequence[int], shown: int = 3) -> str:
@@ -222,7 +221,7 @@ def check_listening(
             raise NotServing(
                 f"--attach: cannot tell whether {_names(hidden)} {'holds' if len(hidden) == 1 else 'hold'} the "
                 f"listener on {where}: {'its' if len(hidden) == 1 else 'their'} open files are not this user's "
-                "to read (run as root or as the server's user)"
+                f"to read ({what_would_let_it(or_as=SERVERS_USER)})"
             )
         if not rows:
             owner = f"nobody listens on {where}"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ...probes.server_netns import entry_refused
 from ...probes.serving import Server
 from ...probes.tcp_info import server_sockets
 from .result import ProcessRow, UnitView
@@ -22,10 +23,7 @@ def connections_held(server: Server, sample: Sample) -> tuple[dict[int, int | No
     try:
         sockets = server_sockets(ports, server.pids[0])
     except PermissionError:
-        return {}, (
-            "connections held: the server's network namespace may not be entered (setns needs CAP_SYS_ADMIN: "
-            "run as root)"
-        )
+        return {}, f"connections held: {entry_refused()}"
     except OSError as exc:
         return {}, f"connections held: the kernel's socket tables could not be read over netlink ({exc})"
     open_ = {s.inode for s in sockets if s.inode}

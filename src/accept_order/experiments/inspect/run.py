@@ -7,6 +7,7 @@ import time
 from collections import Counter
 
 from ...analysis.mechanism import Listener, Verdict, classify, overall
+from ...core.capabilities import what_would_let_it
 from ...core.environment import current
 from ...core.kinds import ModeInfo, ServerKind
 from ...core.models import Mechanism
@@ -195,10 +196,13 @@ def _notes(
     notes: list[str] = []
     if server.hidden:
         pids = ", ".join(map(str, server.hidden))
-        notes.append(f"pid {pids}: open files not readable by this user (another user's process: run as root)")
+        whose = "its user" if len(server.hidden) == 1 else "their users"
+        notes.append(f"pid {pids}: open files not readable by this user ({what_would_let_it(or_as=whose)})")
     unknown = Counter(w.call for s in taken for waits in s.waits.values() for w in waits)["unknown"]
     if unknown:
-        notes.append(f"{unknown} thread samples: what they wait in is not readable by this user (run as root)")
+        notes.append(
+            f"{unknown} thread samples: what they wait in is not readable by this user ({what_would_let_it()})"
+        )
     if len(tally) > 1:
         said = ", ".join(f"{name} in {n}" for name, n in sorted(tally.items(), key=lambda kv: -kv[1]))
         notes.append(f"the {len(taken)} samples disagreed: {said}")

@@ -48,7 +48,9 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
+from ...core.capabilities import SERVERS_USER, what_would_let_it
 from ...core.waiting import wait_for
+from ...probes.server_netns import entry_refused
 from ...probes.serving import socket_inodes
 from ...probes.tcp_destroy import DestroyWatch
 from ...probes.tcp_info import TcpSocket, server_sockets
@@ -393,8 +395,5 @@ class LoadSampler:
 
 def _why(exc: PermissionError) -> str:
     if "setns" in str(exc):
-        return (
-            "the server's network namespace may not be entered (setns needs CAP_SYS_ADMIN: run as root), so its "
-            "sockets' counters could not be read"
-        )
-    return "the workers' open files are not this user's to read (run as root or as the server's user)"
+        return f"{entry_refused()}, so its sockets' counters could not be read"
+    return f"the workers' open files are not this user's to read ({what_would_let_it(or_as=SERVERS_USER)})"
