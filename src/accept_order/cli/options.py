@@ -36,6 +36,7 @@ from .load_options import load_cpus_option as load_cpus_option
 from .load_options import load_options as load_options
 from .load_options import sequential_options as sequential_options
 from .load_options import timeout_option as timeout_option
+from .sweep_caps import DEFAULT_HELP as SWEEP_DEFAULT_HELP
 from .types import (
     CPUS,
     DURATION,
@@ -110,9 +111,9 @@ def accept_batch_option(several: bool = False) -> Callable[[F], F]:
             "--accept-batch",
             "batches",
             type=IntList(0, MAX_ACCEPT_BATCH),
-            default="1,4,32,0",
-            show_default=True,
-            help="Caps on connections accepted per wakeup to try, one run each (0: until EAGAIN).",
+            default=None,  # cli/sweep_caps.py: the server's own among sweep's
+            help="Caps on connections accepted per wakeup to try, one run each (0: until EAGAIN) "
+            f"[default: {SWEEP_DEFAULT_HELP}].",
         )
     return click.option(
         "--accept-batch",

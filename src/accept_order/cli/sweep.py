@@ -21,7 +21,8 @@ from .options import (
 )
 from .progress import RunProgress
 from .repeat_common import repeat_option, run_repeated
-from .specs import concurrent_load, refuse_for_target, server_spec, typed
+from .specs import concurrent_load, refuse_for_target, server_spec
+from .sweep_caps import default_caps
 
 
 @click.command(
@@ -41,7 +42,7 @@ from .specs import concurrent_load, refuse_for_target, server_spec, typed
 @repeat_option(variants="caps")
 @json_option()
 @handle_errors
-def sweep(json_path: str | None, batches: list[int], repeat: int, **options: Any) -> None:
+def sweep(json_path: str | None, batches: list[int] | None, repeat: int, **options: Any) -> None:
     """One latency run per cap on accepts per wakeup. Such caps are nginx's multi_accept and DragonFly's
     soavailconn."""
     from .. import api
@@ -51,13 +52,15 @@ def sweep(json_path: str | None, batches: list[int], repeat: int, **options: Any
     from ..servers.registry import checked, refuse_closing
 
     refuse_for_target(options, repeat)
-    if options.get("target") is not None and (not typed("batches") or len(batches) != 1):
+    if options.get("target") is not None and (batches is None or len(batches) != 1):
         raise click.UsageError(
             "a server elsewhere (--target) runs with the one cap it was started with: give it as --accept-batch N "
             "(one value; 0: none), for one run under its name"
         )
     server = server_spec(options)
-    if options.get("target") is None:  # every cap, before the first runs: a cap the server refuses is usage
+    if batches is None:  # none given: sweep's own that the server takes (nginx: 1,0), checked
+        batches = default_caps(server)
+    elif options.get("target") is None:  # every cap, before the first runs: a cap the server refuses is usage
         for value in batches:
             checked(server.replace(accept_batch=value))
     load = concurrent_load(options, server)
