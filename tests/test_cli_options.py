@@ -86,6 +86,19 @@ BASE: dict[str, list[str]] = {
 }
 # An option that replaces the base arguments rather than adding to them (a PID or --port, not both).
 INSTEAD_OF_BASE = {("inspect", "--port"), ("observe", "--port")}
+# A setting only some kinds or modes read is refused where none asked reads it, at its default too (given is judged):
+# tried, and tried without, beside a server and mode that read it.
+READ_BY: dict[str, list[str]] = {
+    "--policy": ["--mode", "fd-pass"],
+    "--mutex-delay": ["--mode", "accept-mutex"],
+    "--maxconn": ["--server", "haproxy"],
+}
+READ_BY_OF: dict[tuple[str, str], list[str]] = {
+    **{(name, "--policy"): ["--modes", "fd-pass"] for name in ("compare", "herd", "burst", "reload")},
+    **{(name, "--mutex-delay"): ["--modes", "accept-mutex"] for name in ("compare", "herd", "burst", "reload")},
+    ("sweep", "--policy"): ["--mode", "fd-pass", "--accept-batch", "1"],  # fd-pass's accepts follow no cap
+    ("sweep", "--maxconn"): ["--server", "haproxy", "--accept-batch", "1"],
+}
 ENTRY_POINTS = (
     "sequential",
     "compare",
@@ -184,6 +197,7 @@ def test_every_shown_option_is_accepted_at_its_shown_default(
         assert option in SAMPLES, f"{name} {option} shows no default: add a sample value to SAMPLES"
         given = SAMPLES_OF.get((name, option), SAMPLES[option])
     base = [] if (name, option) in INSTEAD_OF_BASE else BASE.get(name, [])
+    base = [*base, *READ_BY_OF.get((name, option), READ_BY.get(option, []))]
     tried = run_cli(fill([name, *base, *given]))
     assert tried.exit_code in (0, REACHED), f"{name} {' '.join(given)}: {tried.stderr}"
     if default is None or param.is_flag:

@@ -208,3 +208,70 @@ def test_the_first_server_named_does_not_refuse_a_cap_another_reads() -> None:
         base = server_spec(options, mode=first_available(["default"], servers), varied=True)
         specs, _ = variants(base, ["default"], servers)
         assert {(s.kind, s.mode): s.accept_batch for s in specs} == {("gunicorn", "select"): 0, ("builtin", "epoll"): 4}
+
+
+# Each command family with such checks, the option typed at its default (round-robin, 500ms, 0): given, so judged as
+# any other value is. Before, `run --server nginx --policy round-robin` ran nginx without a word while `--policy
+# least-busy` was refused: the checks saw only values other than the default.
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["run", "--server", "nginx", "--policy", "round-robin"], f"{POLICY}; nginx does not read it"),
+        (["run", "--mode", "epoll", "--mutex-delay", "500ms"], f"{DELAY}; the built-in epoll mode does not read it"),
+        (["run", "--server", "nginx", "--maxconn", "0"], "--maxconn is HAProxy's; nginx does not read it"),
+        (["serve", "--mode", "epoll", "--policy", "round-robin"], f"{POLICY}; the built-in epoll mode does not"),
+        (["sweep", "--mode", "reuseport", "--policy", "round-robin"], f"{POLICY}; the built-in reuseport mode does"),
+        (["latency", "--mode", "epoll", "--maxconn", "0"], "--maxconn is HAProxy's; the built-in workers do not"),
+        (["ramp", "--mode", "epoll", "--policy", "round-robin"], f"{POLICY}; the built-in epoll mode does not"),
+        (["burst", "--policy", "round-robin"], f"{POLICY}; the built-in epoll mode does not read it"),
+        (["compare", "--modes", "epoll,reuseport", "--policy", "round-robin"], f"{POLICY}; the built-in epoll and"),
+        (["herd", "--modes", "epoll,poll", "--mutex-delay", "500ms"], f"{DELAY}; the built-in epoll and poll modes"),
+        (
+            ["latency", "--server", "builtin,nginx", "--maxconn", "0"],
+            "--maxconn is HAProxy's; the built-in workers and",
+        ),
+        (["latency", "--modes", "epoll,poll", "--repeat", "2", "--policy", "round-robin"], f"{POLICY}; the built-in"),
+        (["burst", "--modes", "epoll,reuseport", "--policy", "round-robin"], f"{POLICY}; the built-in epoll and"),
+        (["ramp", "--modes", "epoll,reuseport", "--mutex-delay", "500ms"], f"{DELAY}; the built-in epoll and reuse"),
+        (["reload", "--modes", "epoll,reuseport", "--policy", "round-robin"], f"{POLICY}; the built-in epoll and"),
+    ],
+)
+def test_an_option_typed_at_its_default_is_judged_as_any_value(
+    nothing_starts: list[Any],  # noqa: F811 - the fixture imported above
+    args: list[str],
+    line: str,
+) -> None:
+    result = run_cli(args)
+    assert_one_error_line(result, 2, line)
+    assert result.stdout == "" and nothing_starts == []
+
+
+def test_a_default_typed_where_it_is_read_is_taken_and_one_left_alone_is_not_judged() -> None:
+    """The Python API's side of it: the fields given are judged whatever their value, the others only when set."""
+    assert checked(ServerSpec(mode="fd-pass"), given={"policy"}).policy == "round-robin"
+    assert checked(ServerSpec(kind="nginx", mode="epoll")).policy == "round-robin"  # its default, not given
+    with pytest.raises(PlanError, match=f"^{POLICY}; nginx does not read it$"):
+        checked(ServerSpec(kind="nginx", mode="epoll"), given={"policy"})
+    specs, _ = variants(ServerSpec(), ["epoll", "fd-pass"], given={"policy"})
+    assert {s.mode: s.policy for s in specs} == {"epoll": "round-robin", "fd-pass": "round-robin"}
+    with pytest.raises(PlanError, match="the built-in epoll and reuseport modes do not read it"):
+        plans(ServerSpec(), ["epoll", "reuseport"], ["leave"], [0], given={"policy"})
+
+
+def test_an_option_given_in_the_environment_counts_as_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    """cli/specs.typed: an option's value from its environment variable is given by the user (judged), as one typed;
+    its default is not."""
+    import click
+    from click.testing import CliRunner
+
+    from accept_order.cli.specs import typed
+
+    @click.command()
+    @click.option("--policy", envvar="ACCEPT_ORDER_TEST_POLICY", default="round-robin")
+    def command(policy: str) -> None:
+        click.echo(f"{policy} {typed('policy')}")
+
+    runner = CliRunner()
+    assert runner.invoke(command, [], env={"ACCEPT_ORDER_TEST_POLICY": None}).output == "round-robin False\n"
+    assert runner.invoke(command, ["--policy", "round-robin"]).output == "round-robin True\n"
+    assert runner.invoke(command, [], env={"ACCEPT_ORDER_TEST_POLICY": "round-robin"}).output == "round-robin True\n"

@@ -25,7 +25,7 @@ from .options import (
 from .output import progress_bar
 from .progress import RunProgress
 from .repeat_common import repeat_option, run_repeated
-from .specs import first_available, load_cpus, loop_here, refuse_for_target, server_spec
+from .specs import first_available, given_kind_options, load_cpus, loop_here, refuse_for_target, server_spec
 from .types import IntRange
 
 
@@ -125,7 +125,7 @@ def burst(
     ).validated()
     refuse_closing(servers, ConcurrentLoad(requests_per_connection=requests_per_connection))  # before any starts
     loop_here(plan.load(min(clients)))
-    specs, skipped = ([base], {}) if elsewhere else variants(base, modes, servers, batch_given)
+    specs, skipped = ([base], {}) if elsewhere else variants(base, modes, servers, batch_given, given_kind_options())
     # before any process starts (they inherit it); nothing here holds a connection when hosts drive a server elsewhere
     room = None if elsewhere and hosts is not None else make_room(max(clients), driver_procs, hosts is not None)
     notes = [room] if room else []

@@ -11,7 +11,7 @@ from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
 from .options import examples, json_option, modes_option, sequential_options, server_options
 from .repeat_common import repeat_option, run_repeated
-from .specs import first_available, sequential_load, server_spec
+from .specs import first_available, given_kind_options, sequential_load, server_spec
 
 
 @click.command(
@@ -40,7 +40,8 @@ def compare(modes: list[str], repeat: int, json_path: str | None, **options: Any
     batch_given = options.get("accept_batch") is not None
     server, load = server_spec(options, mode=first_available(modes, servers), varied=True), sequential_load(options)
     host_warnings()
-    specs, skipped = variants(server, modes, servers, batch_given)  # every mode checked before any runs
+    # every mode checked before any runs, each kind option given judged against them (even at its default)
+    specs, skipped = variants(server, modes, servers, batch_given, given_kind_options())
     if repeat > 1:
         run_repeated("compare", specs, repeat, lambda spec: api.sequential(spec, load), skipped, json_path)
         return

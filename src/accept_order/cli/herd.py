@@ -12,7 +12,7 @@ from .common import host_warnings, keep_partial, report_and_save
 from .options import examples, json_option, modes_option, sequential_options, server_options
 from .output import progress_bar
 from .repeat_common import repeat_option, run_repeated
-from .specs import first_available, sequential_load, server_spec
+from .specs import first_available, given_kind_options, sequential_load, server_spec
 
 
 @click.command(
@@ -41,7 +41,7 @@ def herd(modes: list[str], repeat: int, json_path: str | None, per_worker: bool,
         server_spec(options, mode=first_available(modes, options["server"]), varied=True),
         sequential_load(options),
     )
-    specs, skipped = variants(server, modes)  # every mode checked before any runs
+    specs, skipped = variants(server, modes, given=given_kind_options())  # every mode checked before any runs
     host_warnings()
     if repeat > 1:
         import dataclasses

@@ -16,7 +16,7 @@ from .options import attach_options, examples, json_option, load_options, mode_o
 from .output import progress_bar
 from .progress import RunProgress
 from .repeat_common import repeat_option, run_repeated
-from .specs import concurrent_load, first_available, refuse_for_target, server_spec
+from .specs import concurrent_load, first_available, given_kind_options, refuse_for_target, server_spec
 from .types import MODE_LIST
 
 if TYPE_CHECKING:  # made where a load is parsed (cli/specs.py): --help reads this module without it
@@ -106,7 +106,9 @@ def latency(
     if repeat > 1:
         if options.get("attach") or not server_kind(server.kind).launched:
             raise click.UsageError("--repeat starts the server for every run: not with --attach or --target")
-        specs, skipped = variants(server, modes, servers, batch_given) if modes is not None else ([server], {})
+        specs, skipped = (
+            variants(server, modes, servers, batch_given, given_kind_options()) if modes is not None else ([server], {})
+        )
         refuse_unanswered(specs, load)  # every variant before the first round runs
         runs = RunProgress(repeat)
         with bars(load, lambda s: f"{s.label}: connections", runs) as on_run:
@@ -129,7 +131,8 @@ def latency(
         report_and_save(lambda: latency_report(result), json_path, "latency", result)
         served_something([result])
         return
-    specs, skipped = variants(server, modes, servers, batch_given)  # every variant checked before any runs
+    # every variant checked before any runs, each kind option given judged against them (even at its default)
+    specs, skipped = variants(server, modes, servers, batch_given, given_kind_options())
 
     def save(results: Sequence[Any], interrupted: bool = False) -> None:
         result = LatencyCompareResult(tuple(results), skipped, interrupted)

@@ -23,7 +23,7 @@ from .options import (
 from .output import progress_bar
 from .progress import RunProgress
 from .repeat_common import repeat_option, run_repeated
-from .specs import first_available, load_cpus, loop_here, refuse_for_target, server_spec
+from .specs import first_available, given_kind_options, load_cpus, loop_here, refuse_for_target, server_spec
 from .types import DURATION, MODE_LIST, IntList, IntRange, parse_float
 
 
@@ -194,7 +194,8 @@ def ramp(
     refuse_closing([kind], plan.load(plan.offered[0]))  # before the server starts
     loop_here(plan.load(plan.offered[0]))
 
-    specs, skipped = variants(server, modes, [kind], batch_given) if modes else ([server], {})  # checked first
+    # checked first, each kind option given judged against the modes (even at its default)
+    specs, skipped = variants(server, modes, [kind], batch_given, given_kind_options()) if modes else ([server], {})
     # the most connections the ramp holds at once (its largest step, or an open loop's in flight), every mode
     held = plan.in_flight if plan.rates else max(plan.concurrencies)
     refuse_unanswered(specs, plan.load(plan.offered[0]), held, "--in-flight" if plan.rates else "--concurrency-steps")

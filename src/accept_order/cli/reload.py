@@ -16,7 +16,7 @@ from .options import examples, json_option, load_options, modes_option, server_o
 from .output import progress_bar
 from .progress import RunProgress
 from .repeat_common import repeat_option, run_repeated
-from .specs import concurrent_load, first_available, server_spec
+from .specs import concurrent_load, first_available, given_kind_options, server_spec
 from .types import FloatRange, IntList, IntRange
 
 DEFAULT_MODES = "blocking,epoll,accept-mutex,fd-pass,io-uring,reuseport"
@@ -101,7 +101,10 @@ def reload(
     if host_setting is None and 1 in settings:
         settings = [0]
         skipped["tcp_migrate_req=1"] = "this kernel has no net.ipv4.tcp_migrate_req (Linux 5.14+)"
-    variants = [(spec, _with(plan, worker, at)) for spec, plan in plans(server, names, hows.split(","), settings)]
+    variants = [
+        (spec, _with(plan, worker, at))
+        for spec, plan in plans(server, names, hows.split(","), settings, given_kind_options())
+    ]
     for spec, plan in variants:
         plan.validated(spec, load)  # every variant checked before the namespace is made or anything runs
     per_worker = {spec.mode for spec, plan in variants if plan.migrate}

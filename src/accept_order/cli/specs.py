@@ -13,14 +13,24 @@ if TYPE_CHECKING:  # imported where a concurrent load is made: not by `run` (iss
     from ..core.hosts import ClientHosts
 
 
+# Where an option was given by its user, its default typed or not; the default itself (and default_map's) is not
+GIVEN = (click.core.ParameterSource.COMMANDLINE, click.core.ParameterSource.ENVIRONMENT)
+
+
 def typed(name: str) -> bool:
-    """Whether the option of this parameter name was given on the command line (not its default)."""
+    """Whether the option of this parameter name was given (on the command line or in the environment), whatever its
+    value: `--policy round-robin` is given, though it is the default."""
     ctx = click.get_current_context(silent=True)
-    return bool(
-        ctx is not None
-        and name in ctx.params
-        and ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
-    )
+    return bool(ctx is not None and name in ctx.params and ctx.get_parameter_source(name) in GIVEN)
+
+
+def given_kind_options() -> frozenset[str]:
+    """The fields of the settings only some kinds read whose options were given: each is judged by whether the kind
+    and mode asked read it even at its default (servers/kind_option_checks.py), where a default left alone is not."""
+    from ..servers.registry import declared_options
+    from .options import option_param
+
+    return frozenset(option.field for option in declared_options() if typed(option_param(option)))
 
 
 def option_name(name: str) -> str:
@@ -164,7 +174,7 @@ def server_spec(options: dict[str, Any], mode: str | None = None, varied: bool =
     )
     spec = pinned(spec, options.pop("pin", False))
     if not (several or varied):
-        return checked(spec)
+        return checked(spec, given=given_kind_options())
     # The cap as the first server checks it: its own check refuses one it does not read (gunicorn's), where
     # variants keeps it for the modes that read it ('--server gunicorn,builtin --accept-batch 4': builtin's)
     base = checked(spec.replace(accept_batch=kind.default_accept_batch), fit=not several, alone=False)

@@ -2,7 +2,9 @@
 changes nothing reads, in a result, as one that was measured (`run --server nginx --policy least-busy` ran nginx as
 always, and said nothing).
 
-One server (`checked`): each option set to other than its default must be read by its kind and mode. Several
+One server (`checked`): each option set to other than its default, or given at all (`given`: the command line says
+which it was given, its default typed included: `--server nginx --policy round-robin` is refused as `--policy
+least-busy` is), must be read by its kind and mode. Several
 specs made from one set of settings (compare, herd, latency/burst/ramp --modes or several --server, reload): each
 keeps the options its kind and mode read and has the others at their defaults, so that its result says what its
 server read; an option that none of them reads is refused. A refusal is one line naming who reads the option and
@@ -16,7 +18,7 @@ epoll,fd-pass --accept-batch 4` ran fd-pass with a cap its acceptor never read, 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 from ..core import kind_options
 from ..core.errors import PlanError
@@ -35,9 +37,12 @@ def reads(kind: ServerKind, mode: str, option: KindOption) -> bool:
     return declares(kind, option) and (not option.modes or mode in option.modes)
 
 
-def set_in(spec: ServerSpec) -> list[KindOption]:
-    """The options `spec` sets to other than their default (DECLARED read when called: a test may declare more)."""
-    return [o for o in kind_options.DECLARED if getattr(spec, o.field) != getattr(ServerSpec, o.field)]
+def set_in(spec: ServerSpec, given: Collection[str] = ()) -> list[KindOption]:
+    """The options `spec` sets to other than their default, and those whose field is in `given` whatever their value
+    (DECLARED read when called: a test may declare more)."""
+    return [
+        o for o in kind_options.DECLARED if o.field in given or getattr(spec, o.field) != getattr(ServerSpec, o.field)
+    ]
 
 
 # The caps a mode that reads none takes without a word, as the launched kinds' own checks do (0: none, the default;
@@ -78,21 +83,23 @@ def reads_batch(kind: ServerKind, mode: str) -> bool:
     return kind.mode(mode).batches
 
 
-def refuse_unread(spec: ServerSpec, kind: ServerKind) -> None:
-    """PlanError for the first option `spec` sets that its kind and mode do not read."""
-    for option in set_in(spec):
+def refuse_unread(spec: ServerSpec, kind: ServerKind, given: Collection[str] = ()) -> None:
+    """PlanError for the first option `spec` sets (or that was `given`: fields) that its kind and mode do not read."""
+    for option in set_in(spec, given):
         if not reads(kind, spec.mode, option):
             raise PlanError(refusal(option, [(kind, spec.mode)]))
     if spec.accept_batch not in NO_CAP and not reads_batch(kind, spec.mode):
         raise PlanError(batch_refusal([(kind, spec.mode)]))
 
 
-def shared(specs: Sequence[ServerSpec], kinds: Mapping[str, ServerKind]) -> list[ServerSpec]:
+def shared(
+    specs: Sequence[ServerSpec], kinds: Mapping[str, ServerKind], given: Collection[str] = ()
+) -> list[ServerSpec]:
     """Specs made from one set of settings, each with the options its kind and mode do not read at their defaults
-    (--accept-batch at its kind's); PlanError for an option set that none of them reads. `kinds`: the registry's,
-    by name."""
+    (--accept-batch at its kind's); PlanError for an option set (or `given`: fields) that none of them reads.
+    `kinds`: the registry's, by name."""
     out = list(specs)
-    for option in {o.field: o for spec in specs for o in set_in(spec)}.values():
+    for option in {o.field: o for spec in specs for o in set_in(spec, given)}.values():
         read = [reads(kinds[spec.kind], spec.mode, option) for spec in out]
         if not any(read):
             raise PlanError(refusal(option, [(kinds[spec.kind], spec.mode) for spec in out]))

@@ -13,7 +13,7 @@ import dataclasses
 import functools
 import sys
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..core import kind_options
@@ -124,8 +124,7 @@ def available_modes(names: Sequence[str] | None = None) -> list[str]:
 
 
 def all_mode_names() -> list[str]:
-    """Every mode name of every launched kind, each once (what --mode and --modes accept before the
-    server is known)."""
+    """Every mode name of every launched kind, each once (what --mode and --modes accept before the server is known)."""
     names: dict[str, None] = {}
     for kind in launched_kinds():
         names.update(dict.fromkeys(KINDS[kind].modes()))
@@ -139,9 +138,8 @@ def some_kind_has(mode: str) -> bool:
 
 
 def runnable(kind: str, names: Sequence[str] | None = None) -> tuple[list[str], dict[str, str]]:
-    """(modes of `kind` this machine can run, {mode: why not}); None or ["all"]: every mode of the kind,
-    ["default"]: its default mode.
-    A name the kind does not have is a usage error. The one answer to "which modes can run here"."""
+    """(modes of `kind` this machine can run, {mode: why not}); None or ["all"]: every mode of the kind, ["default"]:
+    its default mode. A name the kind does not have is a usage error. The one answer to "which modes can run here"."""
     server = server_kind(kind)
     if names is not None and list(names) == [OWN_DEFAULT]:
         names = [server.default_mode()]
@@ -215,13 +213,13 @@ def _remember(spec: ServerSpec) -> ServerSpec:
     return spec
 
 
-def checked(spec: ServerSpec, fit: bool = True, alone: bool | None = None) -> ServerSpec:
-    """The spec validated: what every kind shares (ServerSpec.validated), then the kind's own checks. `fit`:
-    with the kind's own number of workers where it has one (Caddy: one process, whatever -w says); False
-    for the shared settings of several servers (`variants` fits each). `alone` (as `fit` unless given): the
-    spec runs by itself, so an option its kind and mode do not read is refused; False for the settings several
-    modes share (`variants` refuses one none of them reads). Once per spec: a spec this returned, fitted and
-    alone, is returned as it is."""
+def checked(spec: ServerSpec, fit: bool = True, alone: bool | None = None, given: Collection[str] = ()) -> ServerSpec:
+    """The spec validated: what every kind shares (ServerSpec.validated), then the kind's own checks. `fit`: with the
+    kind's own number of workers where it has one (Caddy: one process, whatever -w says); False for the shared settings
+    of several servers (`variants` fits each). `alone` (as `fit` unless given): the spec runs by itself, so an option
+    its kind and mode do not read is refused (`given`: fields of the kind options typed, judged even at their default);
+    False for the settings several modes share (`variants` refuses one none of them reads). Once per spec: a spec this
+    returned, fitted and alone, is returned as it is."""
     alone = fit if alone is None else alone
     if id(spec) in _CHECKED:
         return spec
@@ -240,7 +238,7 @@ def checked(spec: ServerSpec, fit: bool = True, alone: bool | None = None) -> Se
             )
     kind.check(spec)  # its own settings among them (ServerKind.options)
     if alone:
-        refuse_unread(spec, kind)
+        refuse_unread(spec, kind, given)
     return _remember(spec) if fit and alone else spec
 
 
@@ -264,10 +262,14 @@ def make_target(spec: ServerSpec, stamps: bool = False) -> Target:
 
 
 def variants(
-    base: ServerSpec, modes: Sequence[str] | None, servers: Sequence[str] | None = None, batch_given: bool = True
+    base: ServerSpec,
+    modes: Sequence[str] | None,
+    servers: Sequence[str] | None = None,
+    batch_given: bool = True,
+    given: Collection[str] = (),
 ) -> tuple[list[ServerSpec], dict[str, str]]:
-    """The specs of a several-mode command: every server x every mode it has and this machine can run, each
-    with the kind options it reads (one none of them reads is refused: kind_option_checks.shared).
+    """The specs of a several-mode command: every server x every mode it has and this machine can run, each with the
+    kind options it reads (one none of them reads is refused, one in `given` even at its default: kind_option_checks).
     `skipped` says why the others are left out (keyed "mode", or "server mode" with several servers)."""
     servers = list(servers or [base.kind])
     known_anywhere = all_mode_names()
@@ -301,7 +303,7 @@ def variants(
         raise PlanError("no modes given")
     if not specs:
         raise NothingToRun(f"nothing to run: {'; '.join(f'{name} ({why})' for name, why in skipped.items())}")
-    return [checked(spec) for spec in shared(specs, KINDS)], skipped  # each option where it is read
+    return [checked(spec) for spec in shared(specs, KINDS, given)], skipped  # each option where it is read
 
 
 def recognise(name: str, argv: Sequence[str]) -> ServerKind | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -67,12 +67,15 @@ class ReloadPlan:
         return max(2 * TICK_S, TICK_S / (1 - self.at))
 
 
-def plans(server: ServerSpec, modes: Sequence[str], hows: Sequence[str], migrate: Sequence[int]) -> list[Any]:
+def plans(
+    server: ServerSpec, modes: Sequence[str], hows: Sequence[str], migrate: Sequence[int], given: Collection[str] = ()
+) -> list[Any]:
     """(spec, plan) for every mode x way of going x migration setting; the setting only changes anything
     for a queue per worker, so a shared-queue mode runs once, with the kernel's default (0). Each mode's spec
-    has the kind options it reads (one none of the modes reads is refused: kind_option_checks.shared)."""
+    has the kind options it reads (one none of the modes reads is refused, one in `given` even at its default:
+    kind_option_checks.shared)."""
     out = []
-    for spec in shared([server.replace(mode=mode) for mode in modes], KINDS):
+    for spec in shared([server.replace(mode=mode) for mode in modes], KINDS, given):
         meta = mode_info(DEFAULT_KIND, spec.mode)
         settings = list(migrate) if meta.queue == "per-worker" else [0]
         for how in hows:
