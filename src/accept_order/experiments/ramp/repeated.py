@@ -18,6 +18,7 @@ from rich.text import Text
 from ...analysis.stability import Stability, agreement
 from ...render.text import plural
 from ..repeat.kinds import Document, Repeated, Rounds, by_variant, each
+from .machine_share import machine_caveat, machine_rounds
 from .report import ramp_table, served_less, work_and_step
 from .result import RAMP_SHAPE, RampResult
 
@@ -266,9 +267,13 @@ def _further(rounds: Rounds) -> str:
 def _verdict(rounds: Rounds) -> Text:
     stability = higher_stability(rounds)
     text = f"Verdict: {stability.text}"
+    machine = ""  # where the modes that broke first did so on a machine others held: not green
+    if stability.winner is not None:
+        machine = machine_rounds([row for row in rounds if held_higher(row) == stability.winner], stability.winner)
+    text += machine
     if all(broke_at(r) is None and not r.cut_short for row in rounds for r in row):
         text += f": every step held in every run, {_further(rounds)}"
-    return Text(text, style="green" if stability.conclusive else "yellow")
+    return Text(text, style="green" if stability.conclusive and not machine else "yellow")
 
 
 def _one_verdict(row: Sequence[RampResult]) -> Text:
@@ -280,6 +285,9 @@ def _one_verdict(row: Sequence[RampResult]) -> Text:
         said = "no mode held a higher load than all the others: every step held in each, "
         return Text(f"Verdict: {said}{_further([list(row)])}", style="yellow")
     said = f"{higher} held a higher load than the others" if higher else "no mode held a higher load than the others"
+    if higher:  # a mode that broke first where other processes held most of the machine
+        said += " in this one run" + machine_caveat([r for r in row if r.steps and _name(r) != higher])
+        return Text(f"Verdict: {said} (--repeat N tells how often)", style="yellow")
     return Text(f"Verdict: {said} in this one run (--repeat N tells how often)", style="yellow")
 
 

@@ -1,0 +1,72 @@
+"""ramp --modes: a verdict that one mode held a higher load says so where the other broke while other processes
+held most of the machine.
+
+tests/data/ramp_modes_busy_machine.json is a real `ramp --modes epoll,reuseport -w 2 --work 500us --rates
+1000,2000,3000,4000 --step 1s` on this busy 2-CPU machine (load 2.6): reuseport broke at its first step, 1000/s
+(finished 606/s), with other processes on 83% of the CPUs and the run's own workers and load generator on 17%, and
+the verdict read 'epoll held a higher load than the others in this one run' without a word of it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from conftest import run_cli
+
+from accept_order.experiments.ramp.machine_share import others_at_break
+from accept_order.experiments.ramp.result import RampResult
+
+REAL = Path(__file__).parent / "data" / "ramp_modes_busy_machine.json"
+
+
+def _verdict(path: Path) -> str:
+    result = run_cli(["show", str(path)])
+    assert result.exit_code == 0, result.output
+    return next(line for line in result.stdout.splitlines() if line.startswith("Verdict:"))
+
+
+def _reuseport(doc: dict[str, Any]) -> dict[str, Any]:
+    return next(run for run in doc["rounds"][0] if run["server"]["mode"] == "reuseport")
+
+
+def test_the_verdict_says_the_machine_held_most_of_the_cpus_where_the_other_broke() -> None:
+    verdict = _verdict(REAL)
+    assert verdict.startswith("Verdict: epoll held a higher load than the others in this one run"), verdict
+    assert "but where reuseport broke other processes used 83% of the CPUs (this run's own 17%)" in verdict, verdict
+    assert "may be the machine's, not the mode's" in verdict, verdict
+
+
+def test_a_break_the_run_itself_used_most_of_the_cpus_at_is_not_put_down_to_the_machine(tmp_path: Path) -> None:
+    doc = json.loads(REAL.read_text())
+    _reuseport(doc)["steps"][0]["machine_cpu"] = 0.3  # others 13% beside the run's own 17%
+    path = tmp_path / "ramp.json"
+    path.write_text(json.dumps(doc))
+    verdict = _verdict(path)
+    assert "machine's" not in verdict and "other processes" not in verdict, verdict
+    assert verdict == "Verdict: epoll held a higher load than the others in this one run (--repeat N tells how often)"
+
+
+def test_the_shares_are_the_break_steps_own() -> None:
+    doc = json.loads(REAL.read_text())
+    run = RampResult.from_dict(_reuseport(doc))
+    shares = others_at_break(run)
+    assert shares is not None
+    others, own = shares
+    # own: the workers' CPU (0.142 + 0.1215) and the load generator's (115.5 µs x 926 finished over 1.53 s) of 2 CPUs
+    assert round(own, 3) == round((0.142 + 0.1215 + 115.5e-6 * 926 / 1.527526) / 2, 3)
+    assert round(others + own, 4) == 0.9976  # all CPUs' busy share over the step
+
+
+def test_over_rounds_the_verdict_counts_the_runs_whose_losing_break_the_machine_held(tmp_path: Path) -> None:
+    doc = json.loads(REAL.read_text())
+    second = json.loads(json.dumps(doc["rounds"][0]))
+    _reuseport({"rounds": [second]})["steps"][0]["machine_cpu"] = 0.3  # this round's break: the run's own CPUs
+    doc["rounds"].append(second)
+    path = tmp_path / "ramp.json"
+    path.write_text(json.dumps(doc))
+    verdict = _verdict(path)
+    assert verdict.startswith("Verdict: epoll held a higher load than the others in 2/2 runs; in 1 of those runs a"), (
+        verdict
+    )
+    assert "where other processes used more of the CPUs than the run itself" in verdict, verdict
