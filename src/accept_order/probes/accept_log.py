@@ -21,7 +21,8 @@ from __future__ import annotations
 import re
 import time
 
-from .accepts import COUNTS_BEGIN, COUNTS_END, AcceptCounter, accepted_by, counted_as
+from .accepts import COUNTS_BEGIN, COUNTS_END, READING_MS, AcceptCounter, accepted_by, counted_as
+from .bpftrace_readings import reading_probe
 
 LOOKUP_TIMEOUT_S = 1.0  # bpftrace prints an accept within milliseconds; the reply came after the accept
 _LINE = re.compile(rb"^accept-order accepted (\d+) (\d+) (\d+)$", re.MULTILINE)
@@ -44,6 +45,7 @@ def log_program(pids: tuple[int, ...] | None, threads: frozenset[int] = frozense
         "  $sk = ((struct socket *)$file->private_data)->sk;\n"
         f'  printf("accept-order accepted %d %d %llu\\n", {who}, bswap($sk->__sk_common.skc_dport), nsecs);\n'
         "}\n"
+        f"{reading_probe(READING_MS, 'print(@);')}"
         f'END {{ printf("{COUNTS_BEGIN}\\n"); print(@); clear(@); printf("{COUNTS_END}\\n"); }}\n'
     )
 
@@ -58,6 +60,9 @@ class AcceptLog(AcceptCounter):
 
     def program(self) -> str:
         return log_program(self.pids, self.threads)
+
+    def _keep(self, out: bytearray) -> None:
+        pass  # accepted_by() reads every line it printed
 
     def accepted_by(self, client_port: int, since_ns: int, timeout_s: float = LOOKUP_TIMEOUT_S) -> int | None:
         """The pid that accepted the connection from `client_port` at or after `since_ns` (when the client

@@ -17,12 +17,14 @@ Nothing raises when tracing is impossible: finish() then answers available=False
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .accepts import COUNTS_BEGIN, COUNTS_END, AcceptCounter, AcceptCounts, accepted_by
 from .accepts import SOURCE as COUNTER_SOURCE
+from .bpftrace_readings import ReadingClock, reading_probe
 
 EAGAIN = 11
 PRINT_MS = 200  # how stale a running total may be; a print of a few keys costs bpftrace microseconds
@@ -72,7 +74,7 @@ def watch_program(pids: Sequence[int], threads: frozenset[int] = frozenset()) ->
         f"/{pred}/\n"
         "{ if (args->ret >= 0) { @ok[pid, tid] = count(); @on[pid, tid, @fd[tid]] = count(); }"
         " else { @empty[pid, tid] = count(); } delete(@fd[tid]); }\n"
-        f"interval:ms:{PRINT_MS} {{ {dump} }}\n"
+        f"{reading_probe(PRINT_MS, dump)}"
         # clear() after the last print: bpftrace prints every non-empty map again on exit
         f'END {{ printf("{COUNTS_BEGIN}\\n{_ENDED} %llu\\n", nsecs); {dump}\n'
         f'      clear(@ok); clear(@empty); clear(@on); clear(@fd); printf("{COUNTS_END}\\n"); }}\n'
@@ -88,6 +90,17 @@ class AcceptWatch(AcceptCounter):
         self._empty: dict[Key, int] = {}
         self._on: dict[tuple[int, int, int], int] = {}
         self.ended: float | None = None  # see finish()
+        self._clock = ReadingClock()  # when the last whole reading was taken
+
+    def _keep(self, out: bytearray) -> None:
+        pass  # totals() reads the output as it comes, and drops what it has read
+
+    def _reading(self) -> tuple[float, dict[int, int]] | None:
+        """The totals as of the last whole periodic reading, per pid (stop() keeps them should END not come)."""
+        totals = self._parse()
+        if self._clock.at is None:
+            return None
+        return self._clock.at, {pid: totals.of(pid)[0] for pid in self.pids or ()}
 
     def program(self) -> str:
         return watch_program(self.pids or (), self.threads)
@@ -101,18 +114,21 @@ class AcceptWatch(AcceptCounter):
     def finish(self) -> tuple[ThreadCounts, AcceptCounts]:
         """Stop bpftrace (its END block prints the final totals) and return them, with whether counting
         worked and why not. `ended` is then when END ran (time.monotonic()'s clock): what the totals count
-        up to."""
+        up to; when END never came, when the last periodic reading was taken (counts.short says so)."""
         counts = self.stop()
         if ended := _ENDED_LINE.search(bytes(self._out)):
             self.ended = int(ended.group(1)) / 1e9
+        elif counts.short:
+            self.ended = self._clock.at
         totals = self._parse()
         if counts.available:
-            counts = AcceptCounts(counts.counts, True, counts.why.replace(COUNTER_SOURCE, SOURCE, 1))
+            counts = dataclasses.replace(counts, why=counts.why.replace(COUNTER_SOURCE, SOURCE, 1))
         return totals, counts
 
     def _parse(self) -> ThreadCounts:
         end = self._out.rfind(b"\n") + 1  # whole lines only: a line being printed waits for the next read
         if end:
+            self._clock.feed(self._out[:end])
             for which, pid, tid, n in _ENTRY.findall(bytes(self._out[:end])):
                 totals = self._accepted if which == b"ok" else self._empty
                 key = (int(pid), int(tid))

@@ -18,8 +18,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-import re
-import select
 import selectors
 import shutil
 import signal
@@ -32,31 +30,35 @@ from typing import Any
 from ..core.processes import die_with_parent
 from ..core.signals import deferred
 from ..core.started import Closing
+from . import bpftrace_readings as readings
 from .accept_filter import accepted_by, counted_as, thread_workers
 from .bpftrace_messages import ATTACHED_ENV, first_error_line, memlock_hint, raise_memlock
+from .bpftrace_output import OutputPump
+from .bpftrace_readings import COUNTS_BEGIN, COUNTS_END, parse_counts
+from .tracefs import MOUNTED, TRACEFS, ensure_tracefs, unmount_tracefs
 
 # bpftrace compiles its program (LLVM) before it attaches: 1-3 s here when quiet, over 10 s beside a loaded test
 # suite (load 15 on 2 CPUs), when the kernel's accounts were lost to a timeout
 ATTACH_TIMEOUT_S = 30.0
 
-__all__ = ["AcceptCounts", "AcceptCounter", "SOURCE", "accepted_by", "first_error_line", "memlock_hint", "program"]
+__all__ = ["AcceptCounts", "AcceptCounter", "COUNTS_BEGIN", "COUNTS_END", "MOUNTED", "SOURCE", "TRACEFS"]
+__all__ += ["accepted_by", "ensure_tracefs", "first_error_line", "memlock_hint", "parse_counts", "program"]
+__all__ += ["unmount_tracefs"]
 
 SOURCE = "bpftrace on tracepoint syscalls:sys_exit_accept4"  # `why` when counting worked
-TRACEFS = "/sys/kernel/tracing"
-DEBUGFS_TRACING = "/sys/kernel/debug/tracing"  # bpftrace 0.17 prefers this one when it exists
-STOP_TIMEOUT_S = 5.0  # SIGINT to bpftrace's last line; its END block and exit take milliseconds
-MOUNTED = f"mounted tracefs at {TRACEFS} for the run"
-KICK_S = 0.25  # after this long without bpftrace exiting, interrupt its poll loop again (see stop())
+STOP_TIMEOUT_S = 5.0  # SIGINT to END's last line; END takes milliseconds once bpftrace acts on the signal
+KICK_S = 0.25  # after this long without END's last line, interrupt bpftrace's poll loop again (see stop())
+EXIT_S = 2.0  # END's last line to bpftrace's exit (it detaches its probes), then it is killed: the counts are in
+READING_MS = 250  # how often the counter's program prints its running counts (bpftrace_readings.py)
+# stop() first waits this long at most for a reading taken after it began: what stands if END never comes
+FRESH_S = 2.0
+KILLED_S = 10.0  # SIGKILL to its reaping, and to the end of its output
 
 # bpftrace prints this (stderr in 0.17, stdout in newer versions) once every probe is attached. Neither
 # "Attaching N probes..." nor a BEGIN block will do in 0.17: both come BEFORE the tracepoints attach
 # (BPFtrace::prerun prints the line, BEGIN_trigger runs, then the attach loop), so an accept made right
 # after them can be missed. ATTACHED_ENV, bpftrace's hook for its own runtime tests, asks for it.
 _ATTACHED = ATTACHED_ENV.encode()
-# Framing around the map in the END block: its absence means bpftrace died before printing all counts.
-COUNTS_BEGIN = "accept-order counts begin"
-COUNTS_END = "accept-order counts end"
-_COUNT_LINE = re.compile(rb"^@\[(\d+)\]: (\d+)$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,8 @@ class AcceptCounts:
     # with `children_of`: the accepts of that process's children that were not among the pids asked about (the
     # workers a reload or a respawn started during the window), by pid; empty otherwise
     appeared: dict[int, int] = field(default_factory=dict)
+    # not END's counts: bpftrace's last periodic reading stands (this line says when it was taken; `why` has it too)
+    short: str = ""
 
     def evidence(self, followed: int | None = None) -> dict[str, Any]:
         """What a result file keeps (evidence `accept_counts`); `followed`: the master whose children were
@@ -104,7 +108,7 @@ def refused_parent(stderr: bytes) -> bool:
 
 def program(pids: Sequence[int] | None, children_of: int | None = None, threads: frozenset[int] = frozenset()) -> str:
     """The bpftrace script: count successful accepts per tgid (bpftrace's `pid`), or per thread for the workers
-    among `threads` (thread_workers), print them at END.
+    among `threads` (thread_workers), print them every READING_MS (what stands if END never comes) and at END.
 
     The pid filter is in the predicate so that other processes never reach the map: a busy machine
     otherwise fills it (4096 keys by default) with short-lived processes nobody asked about. `children_of`
@@ -115,45 +119,9 @@ def program(pids: Sequence[int] | None, children_of: int | None = None, threads:
         "tracepoint:syscalls:sys_exit_accept4, tracepoint:syscalls:sys_exit_accept\n"
         f"/{pred}/\n"
         f"{{ @[{counted_as(threads)}] = count(); }}\n"
+        f"{readings.reading_probe(READING_MS, 'print(@);')}"
         f'END {{ printf("{COUNTS_BEGIN}\\n"); print(@); clear(@); printf("{COUNTS_END}\\n"); }}\n'
     )
-
-
-def parse_counts(stdout: bytes) -> dict[int, int] | None:
-    """pid -> count from the END block's output; None when the framed block is not all there."""
-    head, tail = stdout.find(COUNTS_BEGIN.encode()), stdout.rfind(COUNTS_END.encode())
-    if head < 0 or tail < head:
-        return None
-    return {int(pid): int(n) for pid, n in _COUNT_LINE.findall(stdout[head:tail])}
-
-
-def ensure_tracefs() -> tuple[bool, str]:
-    """(usable, note): tracefs is where bpftrace reads tracepoint formats. Mount it when missing (the
-    note says so; `unmount_tracefs` takes it away again after the run)."""
-    if os.path.isdir(os.path.join(TRACEFS, "events")) or os.path.isdir(os.path.join(DEBUGFS_TRACING, "events")):
-        return True, ""
-    try:
-        done = subprocess.run(
-            ["mount", "-t", "tracefs", "nodev", TRACEFS], capture_output=True, text=True, timeout=10, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return False, f"tracefs missing at {TRACEFS} and mounting it failed: {exc}"
-    if done.returncode != 0 or not os.path.isdir(os.path.join(TRACEFS, "events")):
-        msg = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[0]
-        return False, f"tracefs missing at {TRACEFS} and mounting it failed: {msg}"
-    return True, MOUNTED
-
-
-def unmount_tracefs() -> str:
-    """Unmount the tracefs `ensure_tracefs` mounted (the machine is left as it was); "" when that worked,
-    else why it is still mounted (busy: another tracer opened it meanwhile)."""
-    try:
-        done = subprocess.run(["umount", TRACEFS], capture_output=True, text=True, timeout=10, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"it is still mounted: umount failed: {exc}"
-    if done.returncode != 0:
-        return f"it is still mounted: {(done.stderr.strip().splitlines() or [f'umount exit {done.returncode}'])[0]}"
-    return ""
 
 
 def _child_setup(parent: int) -> None:
@@ -182,6 +150,7 @@ class AcceptCounter(Closing):
         self._notes: list[str] = []
         self._result: AcceptCounts | None = None
         self._mounted = False  # tracefs was mounted by start(): close() unmounts it
+        self._pumps: tuple[OutputPump, ...] = ()  # reading stdout, stderr once attached (bpftrace_output.py)
 
     def program(self) -> str:
         """The bpftrace script this counter runs (a subclass may print more, see accept_log.py)."""
@@ -274,7 +243,13 @@ class AcceptCounter(Closing):
         except OSError as exc:
             self._why = f"could not run {exe}: {exc.strerror or exc}"
             return False
-        return self._wait_attached(timeout_s)
+        if not self._wait_attached(timeout_s):
+            return False
+        assert self._proc.stdout is not None and self._proc.stderr is not None
+        # from now on a thread reads each pipe as bpftrace prints (bpftrace_output.py)
+        self._pumps = (OutputPump(self._proc.stdout.fileno(), self._out, self._keep),)
+        self._pumps += (OutputPump(self._proc.stderr.fileno(), self._err),)
+        return True
 
     def _wait_attached(self, timeout_s: float) -> bool:
         """Read both pipes until the attached marker shows on either, bpftrace exits, or time runs out."""
@@ -305,58 +280,75 @@ class AcceptCounter(Closing):
         return False
 
     def read_more(self, timeout_s: float) -> bool:
-        """Append what bpftrace has printed since (waiting up to timeout_s for something); False when
-        nothing came or it has gone. For subclasses that read its output while it runs."""
-        proc = self._proc
-        if proc is None or proc.stdout is None:
-            return False
-        fd = proc.stdout.fileno()
-        if not select.select([fd], [], [], timeout_s)[0]:
-            return False
-        chunk = os.read(fd, 1 << 16)
-        self._out += chunk
-        return bool(chunk)
+        """Whether bpftrace has printed more (into self._out) since the last call, waiting up to timeout_s for it;
+        False when nothing came or it has gone. For subclasses that read its output while it runs."""
+        return bool(self._pumps) and self._pumps[0].more(timeout_s)
+
+    def _keep(self, out: bytearray) -> None:
+        """Called as output comes (the reading thread holds the lock): drop what no one will read. This counter
+        reads its output at stop() only: everything before the last whole reading goes, unless END has begun."""
+        if COUNTS_BEGIN.encode() not in out:
+            del out[: readings.whole_readings_end(out)]
+
+    def _reading(self) -> tuple[float, dict[int, int]] | None:
+        """(when, counts) of the last whole periodic reading bpftrace printed, else None."""
+        last = readings.last_reading(self._out)
+        return None if last is None else (last[0], readings.count_lines(last[1]))
+
+    def _end_printed(self) -> bool:
+        return parse_counts(bytes(self._out)) is not None
 
     def stop(self) -> AcceptCounts:
-        """SIGINT bpftrace (its END block prints the counts), read them, reap it. Idempotent."""
+        """SIGINT bpftrace (its END block prints the counts), read them, reap it. Never waits more than about
+        FRESH_S + STOP_TIMEOUT_S + EXIT_S: when END never comes, bpftrace is killed and its last periodic reading
+        stands (AcceptCounts.short says so), else the counts are unavailable. Idempotent."""
         if self._result is not None:
             return self._result
         proc = self._proc
-        if proc is None or self.attach_s is None:
+        if proc is None or self.attach_s is None or not self._pumps:
             self._result = self._unavailable(self._why)
             self.close()
             return self._result
+        out = self._pumps[0]
+        began = time.monotonic()
+        # a reading taken after the window closed: complete, should END not come (none comes after SIGINT)
+        out.wait_for(lambda: (r := self._reading()) is not None and r[0] >= began, FRESH_S)
+        waited, reading = time.monotonic() - began, self._reading()  # later ones count past the window
         proc.send_signal(signal.SIGINT)  # only bpftrace: never its (our) process group
         deadline = time.monotonic() + STOP_TIMEOUT_S
-        while True:
-            try:
-                out, err = proc.communicate(timeout=KICK_S)
-                break
-            except subprocess.TimeoutExpired:
-                if time.monotonic() > deadline:
-                    why = f"bpftrace did not print its counts within {STOP_TIMEOUT_S:g} s of SIGINT"
-                    self._result = self._unavailable(why)
-                    self.close()
-                    return self._result
-                # bpftrace 0.17 leaves its poll loop only when a signal interrupts epoll_wait with the exit
-                # flag set: a SIGINT that lands just before epoll_wait (seen 12 times in 20 when stop()
-                # follows start() at once) sets the flag and is never acted on. SIGUSR1 interrupts it
-                # again; its handler stays installed to the end (a second SIGINT would kill bpftrace once
-                # run() returns), and at worst it prints the map once more.
-                proc.send_signal(signal.SIGUSR1)
-        self._out += out or b""
-        self._err += err or b""
+        while not out.wait_for(self._end_printed, KICK_S) and not out.ended and time.monotonic() < deadline:
+            # bpftrace 0.17 leaves its poll loop only when a signal interrupts epoll_wait with the exit flag set:
+            # a SIGINT that lands outside that call (just after start(), or on a busy machine while bpftrace,
+            # woken by epoll_wait's timeout, waits for a CPU) sets the flag and is never acted on
+            # (bpftrace_readings.py). SIGUSR1 interrupts it again; its handler stays installed to the end (a
+            # second SIGINT would kill bpftrace once run() returns), and at worst it prints the maps once more.
+            proc.send_signal(signal.SIGUSR1)
         counts = parse_counts(bytes(self._out))
+        try:
+            proc.wait(EXIT_S if counts is not None else 0)  # it detaches its probes after END: nothing more to read
+        except subprocess.TimeoutExpired:
+            pass
+        short = ""
         if counts is None:
-            err = bytes(self._err)
-            why = f"bpftrace exited ({proc.returncode}) without its counts: {first_error_line(err)}{memlock_hint(err)}"
-            self._result = self._unavailable(why)
-        else:
-            appeared: dict[int, int] = {}
-            if self.pids is not None:  # every pid asked about is answered, 0 when it accepted nothing
-                appeared = {pid: n for pid, n in sorted(counts.items()) if pid not in self.pids}
-                counts = {pid: counts.get(pid, 0) for pid in self.pids}
-            self._result = AcceptCounts(counts, True, "; ".join([SOURCE, *self._notes]), appeared)
+            code = proc.returncode
+            if code is None:
+                said = f"bpftrace did not run its END block within {STOP_TIMEOUT_S:g} s of SIGINT (it was killed)"
+            else:
+                said = f"bpftrace exited ({code}) without its END block's counts"
+            if reading is None:
+                self._end_bpftrace(keep_result=True)  # killed and reaped: all it said on stderr is in
+                err = bytes(self._err)
+                said += f": {first_error_line(err)}" if code is not None else ", nor any periodic reading"
+                self._result = self._unavailable(said + memlock_hint(err))
+                self.close()
+                return self._result
+            counts, short = reading[1], readings.reading_note(said, reading[0], began, round(waited, 2))
+        appeared: dict[int, int] = {}
+        if self.pids is not None:  # every pid asked about is answered, 0 when it accepted nothing
+            appeared = {pid: n for pid, n in sorted(counts.items()) if pid not in self.pids}
+            counts = {pid: counts.get(pid, 0) for pid in self.pids}
+        why = "; ".join([SOURCE, *self._notes, *([short] if short else [])])
+        self._result = AcceptCounts(counts, True, why, appeared, short)
         self.close()
         return self._result
 
@@ -387,7 +379,13 @@ class AcceptCounter(Closing):
             self._result = self._unavailable(self._why if self.attach_s is None else "closed before stop()")
         if proc.poll() is None:
             proc.kill()
-        proc.wait()
+        try:
+            proc.wait(KILLED_S)
+        except subprocess.TimeoutExpired:
+            pass  # still in the kernel (SIGKILL waits for a probe's detach): it dies with no one waiting on it
+        pumps, self._pumps = self._pumps, ()
+        for pump in pumps:
+            pump.join(KILLED_S)  # end of file once it is dead: all it printed is read
         for stream in (proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()

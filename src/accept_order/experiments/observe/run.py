@@ -374,7 +374,7 @@ def _finish(observer: Observer, interrupted: bool = False) -> ObserveResult:
         if not counts.available:
             notes.append(f"the kernel's final counts were lost ({counts.why}): the last interval is short of them")
             totals = None
-        notes += observer.watched.left_out(totals)
+        notes += ([counts.short] if counts.short else []) + observer.watched.left_out(totals)  # short: END never came
     if observer.acceptor_watch is not None:
         observer.acceptor_watch.finish()  # its exact count as it stops (watch_source reads it)
     observer.sample_load()  # what the connections carried up to the end

@@ -1,0 +1,85 @@
+"""What the accept tracepoints' bpftrace programs print (accepts.py and its subclasses): the counts at END, framed,
+and periodic readings, framed and stamped, so that the last one stands when bpftrace never runs its END block.
+
+bpftrace 0.17 (Debian's) acts on SIGINT only when the signal interrupts its epoll_wait (100 ms timeouts): one that
+lands while it is out of that call (woken by a timeout and still waiting for a CPU, on a busy machine) sets its exit
+flag, which nothing reads again until another signal interrupts epoll_wait or a perf event comes. Here 2 bpftraces
+of 10 that printed nothing at run time stayed in that loop 3 s after SIGINT at load 3.5 on 2 CPUs, and one SIGUSR1
+then ended each (accepts.stop() sends one every KICK_S). A periodic reading is such an event as well."""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+
+# Framing around the map in the END block: its absence means bpftrace died before printing all counts.
+COUNTS_BEGIN = "accept-order counts begin"
+COUNTS_END = "accept-order counts end"
+_COUNT_LINE = re.compile(rb"^@\[(\d+)\]: (\d+)$", re.MULTILINE)
+READING = "accept-order reading at"  # followed by bpftrace's nsecs (CLOCK_MONOTONIC: time.monotonic()'s clock)
+READING_END = "accept-order reading end"
+_FRAME = re.compile(rb"^accept-order reading at (\d+)\n(.*?)^accept-order reading end$", re.MULTILINE | re.DOTALL)
+_MARK = re.compile(rb"^accept-order reading (?:at (\d+)|end)$", re.MULTILINE)
+
+
+def count_lines(printed: bytes | bytearray) -> dict[int, int]:
+    """pid -> count from what print(@) printed of the counter's map."""
+    return {int(pid): int(n) for pid, n in _COUNT_LINE.findall(printed)}
+
+
+def parse_counts(stdout: bytes) -> dict[int, int] | None:
+    """pid -> count from the END block's output; None when the framed block is not all there."""
+    head, tail = stdout.find(COUNTS_BEGIN.encode()), stdout.rfind(COUNTS_END.encode())
+    if head < 0 or tail < head:
+        return None
+    return count_lines(stdout[head:tail])
+
+
+def reading_probe(every_ms: int, dump: str) -> str:
+    """The bpftrace probe that prints `dump` (print() of the maps) every `every_ms`, framed and stamped."""
+    return f'interval:ms:{every_ms} {{ printf("{READING} %llu\\n", nsecs); {dump} printf("{READING_END}\\n"); }}\n'
+
+
+def _last_frame(out: bytes | bytearray) -> re.Match[bytes] | None:
+    frames = deque(_FRAME.finditer(out), maxlen=1)
+    return frames[0] if frames else None
+
+
+def last_reading(out: bytes | bytearray) -> tuple[float, bytes] | None:
+    """(when, in time.monotonic() seconds; what it printed) of the last whole reading in `out`, else None."""
+    last = _last_frame(out)
+    return None if last is None else (int(last.group(1)) / 1e9, bytes(last.group(2)))
+
+
+def whole_readings_end(out: bytes | bytearray) -> int:
+    """Where the last whole reading in `out` begins (0: none): what precedes it may be dropped."""
+    last = _last_frame(out)
+    return 0 if last is None else last.start()
+
+
+class ReadingClock:
+    """The stamp of the last whole reading, followed across chunks of output read one after another."""
+
+    def __init__(self) -> None:
+        self.at: float | None = None  # time.monotonic() seconds of the last reading seen whole
+        self._open: float | None = None  # of one whose end has not been seen yet
+
+    def feed(self, lines: bytes | bytearray) -> None:
+        """Whole lines of output, in order."""
+        for mark in _MARK.finditer(lines):
+            if mark.group(1) is not None:
+                self._open = int(mark.group(1)) / 1e9
+            elif self._open is not None:
+                self.at, self._open = self._open, None
+
+
+def reading_note(said: str, at: float, began: float, waited_s: float) -> str:
+    """The one line a result keeps when bpftrace's END block never came (`said`: how it ended): the counts are the
+    reading taken at `at`, stop() having begun at `began` (both time.monotonic()) and waited `waited_s` for one."""
+    said += ": the counts are its last periodic reading, taken"
+    if at >= began:
+        return f"{said} {at - began:.2f} s after the counted window closed"
+    return (
+        f"{said} {began - at:.2f} s before the counted window closed "
+        f"(accepts after it are not counted; none came in the {waited_s:g} s it was waited for)"
+    )
