@@ -54,7 +54,7 @@ from ...probes.server_netns import entry_refused
 from ...probes.serving import socket_inodes
 from ...probes.tcp_destroy import DestroyWatch
 from ...probes.tcp_info import TcpSocket, server_sockets
-from .load_fields import LoadSummary
+from .load_fields import LoadSummary, per_process
 from .sampling import paced
 from .server import Watched, forked_sockets
 
@@ -349,6 +349,7 @@ class LoadSampler:
             "closed_busy": self.closed_busy,
             "closed_busy_bytes_in": self.closed_busy_bytes_in,
             **self._closes(),
+            **(per_process(self.carried.values()) if self.watched.threaded else {}),
         }
 
     def _closes(self) -> LoadSummary:

@@ -165,6 +165,11 @@ class ObserveResult:
     # the server kind it was recognised as, as inspect recognises it (run.py `recognised_kind`): uvicorn, whose
     # workers' command name is python3; None: one this tool does not know, or a file from before
     recognised: str | None = None
+    # a threaded server's load as a whole (its threads share one fd table, so no worker's own is known): the data
+    # segments its connections received while observed and the connections a look saw held; None: not threaded,
+    # not read, or a file from before
+    process_segments_in: int | None = None
+    process_connections: int | None = None
 
     @property
     def name(self) -> str:
@@ -196,8 +201,9 @@ class ObserveResult:
         data["workers"] = [asdict(w) for w in self.workers]
         data["intervals"] = [{**asdict(i), **{k: list(getattr(i, k)) for k in _TUPLES}} for i in self.intervals]
         data["notes"] = list(self.notes)
-        if self.recognised is None:
-            del data["recognised"]  # a server not recognised is saved as before the field
+        for name in ("recognised", "process_segments_in", "process_connections"):
+            if data[name] is None:
+                del data[name]  # saved as before the field where it says nothing
         return data
 
     @classmethod

@@ -163,6 +163,13 @@ def sleeps(result: ObserveResult) -> str | None:
         return None
     total = sum(s or 0 for s in slept)
     what = "(voluntary context switches: at most the wakeups)"
+    if not result.loaded and result.process_segments_in is not None:
+        # threads of one process: its connections' segments are all the threads' (one fd table), those of
+        # connections no look saw not counted, as with one worker process below
+        segments = result.process_segments_in
+        connections = (result.process_connections or 0) + (result.closed_unlooked or 0)
+        if connections and segments / connections > MANY:
+            return _per_segment(total / segments, what, "", segments / connections)
     if result.loaded:
         segments = sum(w.segments_in or 0 for w in result.workers)
         # the connections the segments were counted on: those a look saw, and (one worker) those that opened and
@@ -185,12 +192,15 @@ def sleeps(result: ObserveResult) -> str | None:
                 # the connections those bytes came on: the looks' and the unlooked ones (not the accepts
                 # counted: sampled, without bpftrace, they are the few a look saw)
                 segments, connections = round(segments * bytes_[1] / bytes_[0]), looked + (result.closed_unlooked or 0)
-            return (
-                f"the workers slept {total / segments:.2f} times per data segment received {what}{scaled}; a "
-                f"connection carried {segments / connections:,.0f} of them, so a figure per connection would say "
-                "little"
-            )
+            return _per_segment(total / segments, what, scaled, segments / connections)
     return f"the workers slept {total / sum(counts):.2f} times per connection {what}"
+
+
+def _per_segment(slept: float, what: str, scaled: str, carried: float) -> str:
+    return (
+        f"the workers slept {slept:.2f} times per data segment received {what}{scaled}; a connection carried "
+        f"{carried:,.0f} of them, so a figure per connection would say little"
+    )
 
 
 def queue(result: ObserveResult) -> str:
