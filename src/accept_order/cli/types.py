@@ -318,6 +318,11 @@ class IntList(click.ParamType):
                 command = f"{ctx.info_name} takes" if ctx is not None else "give"
                 self.fail(f"{value!r}: {command} one value (sweep takes a list)", param, ctx)
             return values[0]
+        # one run per value: a value twice ran twice under one name (sweep's '1 limit' beside '1 limit', judged
+        # against itself) or was dropped without a word (burst's sizes), where --modes refuses a mode given twice
+        repeated = sorted({v for v in values if values.count(v) > 1})
+        if repeated:
+            self.fail(f"{value!r}: value(s) given more than once: {', '.join(map(str, repeated))}", param, ctx)
         return values
 
 
