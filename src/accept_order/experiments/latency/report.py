@@ -68,11 +68,12 @@ def load_notes(results: Sequence[LatencyResult], name: Callable[[LatencyResult],
     waits = [(d.runqueue_s or 0) / d.wall_s for d in drivers if d.wall_s and d.runqueue_s is not None]
     notes += host_notes(results, name)
     if procs + workers > cpus and not any(w > STARVED for w in waits) and not elsewhere:  # else a warning said it
-        wait = f"; they waited for a CPU at most {100 * max(waits):.0f}% of their time" if waits else ""
+        who = ("it", "its", "runs") if procs == 1 else ("they", "their", "run")  # not '1 processes run'
+        wait = f"; {who[0]} waited for a CPU at most {100 * max(waits):.0f}% of {who[1]} time" if waits else ""
         notes.append(
             Text(
-                f"The load generator's {procs} processes run on the same {cpus} CPUs as the {workers} "
-                f"workers{wait}; that wait is part of the measured latencies.",
+                f"The load generator's {plural(procs, 'process')} {who[2]} on the same {plural(cpus, 'CPU')} as the "
+                f"{plural(workers, 'worker')}{wait}; that wait is part of the measured latencies.",
                 style="dim",
             )
         )
