@@ -162,3 +162,12 @@ def test_inspect_1_as_root_says_what_keeps_it() -> None:
         pytest.skip("needs root holding CAP_SYS_PTRACE, on a machine whose pid 1 it cannot read")
     line = assert_one_error_line(run_cli(["inspect", "1"]), 1, "pid 1 (", "is init", PTRACE.kept)
     assert "run as root" not in line and "CAP_SYS_PTRACE" not in line, line
+
+
+@pytest.mark.parametrize("euid", [1000, 0])
+def test_unread_capabilities_leave_the_words_as_they_were(euid: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without /proc/self/status's word, a user is still told to run as root, and root is not."""
+    monkeypatch.setattr(os, "geteuid", lambda: euid)
+    monkeypatch.setattr(capabilities, "STATUS", "/proc/self/no-such-status")
+    said = capabilities.what_would_let_it(PTRACE, or_as="its user")
+    assert said == ("run as root or as its user" if euid else PTRACE.kept), said

@@ -35,12 +35,13 @@ RESOURCE = Capability("CAP_SYS_RESOURCE", 24, "this process may raise it, yet bp
 
 def effective_capabilities() -> int:
     """This process's effective capability set (CapEff, a bit per capability). Where /proc does not say (it
-    always does on Linux), every bit: the answer then is what it was before capabilities were read."""
+    always does on Linux), root is taken to hold every one and any other user none: what was said before
+    capabilities were read ('run as root' to a user)."""
     try:
         with open(STATUS) as f:
             return next(int(line.split()[1], 16) for line in f if line.startswith("CapEff:"))
     except (OSError, StopIteration, ValueError, IndexError):
-        return ~0
+        return ~0 if os.geteuid() == 0 else 0
 
 
 def holds(needs: Capability) -> bool:
