@@ -94,4 +94,6 @@ def test_a_v6only_listener_read_from_proc_is_said_unknown(v6only_elsewhere: tupl
     )
     said = " ".join(run.stdout.split())
     assert f"whether [::]:{port} takes IPv4 connections (to 127.0.0.1) is not known" in said, run.stdout + run.stderr
+    # said to root without CAP_SYS_ADMIN: what the run lacked, not that root has it (was: 'as root has')
+    assert "setns needs CAP_SYS_ADMIN over it, which the run lacked" in said and "as root" not in said, said
     assert json.loads(out.read_text())["evidence"]["v6only_unknown"] == [f"[::]:{port}"]

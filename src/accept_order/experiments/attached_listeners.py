@@ -18,8 +18,8 @@ def v6only_note(evidence: Mapping[str, Any], host: str) -> Text | None:
     which = ", ".join(str(listener) for listener in listeners)
     return Text(
         f"whether {which} takes IPv4 connections (to {host}) is not known: its IPV6_V6ONLY was read from its network "
-        "namespace's /proc, which has no column for it (that namespace may not be entered: setns needs "
-        "CAP_SYS_ADMIN, as root has), so it was taken to, as Linux's default (net.ipv6.bindv6only 0) has it; "
+        "namespace's /proc, which has no column for it (that namespace may not be entered: setns needs CAP_SYS_ADMIN "
+        "over it, which the run lacked), so it was taken to, as Linux's default (net.ipv6.bindv6only 0) has it; "
         "were it set, the run's connections went to no listener of the server (refused, or another's)",
         style="yellow",
     )
