@@ -8,6 +8,7 @@ from __future__ import annotations
 from math import ceil
 
 from ...analysis.fairness import jain_index, max_min_share
+from ...core.models import Mechanism
 from ...render.text import plural
 from .judged import MANY, UNEVEN, even_split, in_shares, part_said
 from .load_verdict import load
@@ -138,8 +139,7 @@ def kernel(result: ObserveResult) -> list[str]:
         per = f", {empty / accepts:.2f} per connection" if accepts else ""
         lines.append(
             f"{empty:,} accept{'s' if empty > 1 else ''} came back empty (EAGAIN{per}): the queue was empty when "
-            "the worker looked (woken for a connection another took, or the end of an accept-until-empty loop such "
-            "as multi_accept)"
+            f"the worker looked ({_why_empty(result)})"
         )
     if (line := sleeps(result)) is not None:
         lines.append(line)
@@ -151,6 +151,16 @@ def kernel(result: ObserveResult) -> list[str]:
             f"{result.namespace} network namespace: every listener in it)"
         )
     return lines
+
+
+def _why_empty(result: ObserveResult) -> str:
+    """What left a worker's accept empty. Listeners of their own (reuseport, each worker its own queue) take no
+    connection from one another: 'woken for a connection another took' was said of an SO_REUSEPORT group whose
+    two workers each ended every accept-until-EAGAIN loop with one (500 connections, 500 empty)."""
+    loop = "the end of an accept-until-empty loop such as multi_accept"
+    if result.mechanism is not None and result.mechanism.name == Mechanism.REUSEPORT:
+        return f"{loop}: each worker has a queue of its own, so none takes another's connection"
+    return f"woken for a connection another took, or {loop}"
 
 
 def sleeps(result: ObserveResult) -> str | None:
