@@ -82,6 +82,9 @@ class OwnCount:
     def why(self) -> str:
         """Why the counts differ, as far as this run tells: the client's requests it gave up on, or not known."""
         if not self.explained:
+            if any(a < b for a, b in zip(self.own, self.replies, strict=False)):
+                # a reply the client got that the worker did not count: nothing the client gave up on makes that
+                return "a worker counted fewer than the replies naming it, which nothing this run saw explains"
             return "a request whose reply was lost counts on the worker's side only"
         gave_up = self.gave_up
         causes = ", ".join(f"{n} {GAVE_UP[cause]}" for cause, n in gave_up.items())
