@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from .output import note, print_report
+from .output import RESULT_TO_STDOUT, note, print_report, write_result
 
 
 def host_warnings() -> None:
@@ -25,22 +25,26 @@ def report_and_save(report: Callable[[], Any], json_path: str | None, kind: str,
     (core/signals.py keep, holding): a Ctrl-C can neither lose the result nor cut the file short. A first
     signal that came meanwhile ends the command after the file and the report, with its own status; a
     second one (or one while an interrupted run is kept) means stop now: the file is kept, the report
-    left out."""
+    left out. `--json -`: the JSON on stdout in place of the report, whole or an error (one line, exit 1)."""
     from ..core.errors import OutputError, ResultFileError
     from ..core.signals import holding, received, release
 
     unsaved: ResultFileError | None = None
+    to_stdout = json_path == RESULT_TO_STDOUT
     with holding() as hold:
         release()  # the hold the run kept since its end: this one goes on until the file is whole
         if json_path:
-            from ..experiments.documents import save
+            from ..experiments.documents import save, saved_text
 
             try:
-                save(json_path, kind, result)
+                if to_stdout:
+                    write_result(saved_text(kind, result, "stdout"))
+                else:
+                    save(json_path, kind, result)
             except ResultFileError as exc:
                 unsaved = exc
     cause = hold.taken()
-    if received() <= 1:  # a second signal means stop now: the file is kept, the report left out
+    if received() <= 1 and not to_stdout:  # a second signal means stop now: the file is kept, the report left out
         try:
             print_report(report())
         except OutputError as exc:
@@ -51,7 +55,7 @@ def report_and_save(report: Callable[[], Any], json_path: str | None, kind: str,
             raise
     if unsaved is not None:
         raise unsaved
-    if json_path:
+    if json_path and not to_stdout:
         note(f"wrote {json_path}")
     if cause is not None:
         raise cause

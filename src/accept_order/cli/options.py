@@ -289,9 +289,11 @@ def attach_options(target: bool = False) -> Callable[[F], F]:
 def json_option(
     help: str = "Write the result as JSON to this file (a regular file; never a device or symlink).",
 ) -> Callable[[F], F]:
+    from .output import RESULT_TO_STDOUT
+
     def check(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-        if value is None:
-            return None
+        if value is None or value == RESULT_TO_STDOUT:
+            return value
         from ..core.errors import PlanError
         from ..results.files import check_output_path
 
@@ -301,7 +303,8 @@ def json_option(
             raise click.UsageError(str(exc), ctx) from None
         return value
 
-    return click.option("--json", "json_path", metavar="FILE", callback=check, help=help)
+    to_stdout = f"{RESULT_TO_STDOUT}: the JSON on stdout, in place of the report (for jq); notes and errors on stderr."
+    return click.option("--json", "json_path", metavar="FILE", callback=check, help=f"{help} {to_stdout}")
 
 
 EXAMPLE_WIDTH = 78  # an example longer than this is continued on the next line, shell-style

@@ -27,6 +27,8 @@ if TYPE_CHECKING:  # rich is imported with the first console (cli/consoles.py): 
     from rich.console import Console
 
 PIPED_WIDTH = 120  # tables off a terminal (rich's 80 columns would cut cells); prose is not wrapped; COLUMNS wins
+# `--json -`: the result's JSON on stdout, in place of the report (click.File's convention, and what jq expects)
+RESULT_TO_STDOUT = "-"
 
 # What the reports use beyond ASCII, spelled in ASCII for a stream that cannot encode it; anything else "?".
 _ASCII = {
@@ -219,6 +221,17 @@ def write_text(text: str) -> None:
     stream = _Guarded(_Closed() if sys.stdout is None else tolerant(sys.stdout), "stdout")
     stream.write(text)
     stream.flush()
+
+
+def write_result(text: str) -> None:
+    """A result's JSON (`--json -`) to stdout, whole, or ResultFileError (one line, exit 1). Unlike a report's, a
+    reader that went away before taking all of it (`| head -c 10`) is no quiet end: the result is lost, and said so."""
+    from ..core.errors import ResultFileError
+
+    try:
+        write_text(text)
+    except OutputError as exc:  # "cannot write to stdout: <why>"
+        raise ResultFileError(f"cannot write the result to stdout: {str(exc).partition(': ')[2]}") from None
 
 
 def print_report(renderable: Any) -> None:

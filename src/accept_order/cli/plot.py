@@ -15,6 +15,10 @@ def _output(ctx: click.Context, param: click.Parameter, value: str) -> str:
     from ..render.plots import FORMATS, image_format
     from ..results.files import check_output_path
 
+    if value == "-":  # click.File's stdout, which a picture is not written to: said so, not "must end in"
+        raise click.UsageError(
+            f"--output -: a picture is written to a file, not to stdout: give one ending in {' or '.join(FORMATS)}", ctx
+        )
     if image_format(value) is None:
         raise click.UsageError(f"--output must end in {' or '.join(FORMATS)}, got {escape_controls(value)!r}", ctx)
     try:

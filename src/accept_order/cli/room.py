@@ -8,6 +8,7 @@ from typing import Any
 
 from ..experiments import EXPERIMENTS, Entry
 from ..results.room import KIB, check_room
+from .output import RESULT_TO_STDOUT
 
 # A latency histogram keeps one count per distinct microsecond: its values are bounded, not its connections.
 DISTINCT_LATENCIES = 250_000
@@ -101,7 +102,7 @@ def check_room_for(command: str, options: Mapping[str, Any]) -> None:
     """ResultFileError (one line, exit 1) before `command` runs when the filesystem of its --json file (plot:
     its --output) has less free space than it could need."""
     json_path = options.get("json_path")
-    if isinstance(json_path, str) and json_path:
+    if isinstance(json_path, str) and json_path and json_path != RESULT_TO_STDOUT:  # a pipe holds no file
         need = _merged_need(options) if command == "merge" else result_need(command, options)
         check_room(json_path, need)
     output = options.get("output")

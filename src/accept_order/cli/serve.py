@@ -16,7 +16,7 @@ from ..core.text import plural
 from .app import handle_errors
 from .common import host_warnings, report_and_save
 from .options import examples, json_option, mode_option, server_options
-from .output import stdout
+from .output import RESULT_TO_STDOUT, stderr, stdout
 from .specs import server_spec
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ def serve(json_path: str | None, **options: Any) -> None:
 
     server = server_spec(options)
     host_warnings()
-    out = stdout()
+    out = stderr() if json_path == RESULT_TO_STDOUT else stdout()  # `--json -`: stdout holds the JSON alone
 
     def announce(target: Target) -> None:
         host, port = target.address

@@ -45,6 +45,13 @@ def save(path: str | os.PathLike[str], kind: str, result: Any) -> None:
     envelope.save(path, kind, experiment.document(result))
 
 
+def saved_text(kind: str, result: Any, shown: str) -> str:
+    """The text `save` writes to a file, for somewhere else (`--json -`: stdout, which `shown` names)."""
+    experiment = find(kind)
+    assert experiment is not None, kind
+    return envelope.saved_text(kind, experiment.document(result), shown)
+
+
 def data_document(kind: str, document: dict[str, Any]) -> dict[str, Any]:
     """The document as `show --format json` gives it: its measurements as saved, with what this version derives
     from them put in afresh (the verdicts, the model's fixed path), so that the JSON carries the figures `show`

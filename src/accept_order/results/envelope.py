@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..core.errors import ResultFileError
 from ..core.text import escape_controls
-from .files import check_schema, read_document, write_document
+from .files import check_schema, file_text, read_document, write_document
 
 if TYPE_CHECKING:
     from .schema import Shape
@@ -63,6 +63,11 @@ def envelope(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
 def save(path: str | os.PathLike[str], kind: str, payload: dict[str, Any]) -> None:
     """Write atomically, as a regular file only (results/files.py refuses devices and symlinks)."""
     write_document(path, envelope(kind, payload))
+
+
+def saved_text(kind: str, payload: dict[str, Any], shown: str) -> str:
+    """The text `save` writes, for somewhere else (`shown`: where, for the error when it is not JSON)."""
+    return file_text(envelope(kind, payload), shown)
 
 
 def load(path: str | os.PathLike[str], kind_of: KindOf) -> tuple[str, dict[str, Any]]:
