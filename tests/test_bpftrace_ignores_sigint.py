@@ -10,31 +10,37 @@ it."""
 
 from __future__ import annotations
 
+import json
 import os
+import socket
 import stat
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from conftest import wait_for
+from conftest import run_cli, wait_for
 
 from accept_order.probes import accepts
 from accept_order.probes.accept_watch import AcceptWatch
-from accept_order.probes.accepts import AcceptCounter
+from accept_order.probes.accepts import SOURCE, AcceptCounter
 
-# prints `body` in a reading every 50 ms (at most `readings` of them; None: until SIGINT), then ignores all but SIGKILL
+# prints `body` (each line once per pid the program filters on: {pid}) in a reading every 50 ms (at most `readings`
+# of them; None: until SIGINT), then ignores all but SIGKILL
 FAKE = """#!{python}
-import signal, sys, time
+import re, signal, sys, time
 stuck = []
 signal.signal(signal.SIGINT, lambda *_: stuck.append(True))
 signal.signal(signal.SIGUSR1, signal.SIG_IGN)
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
+pids = dict.fromkeys(re.findall(r"pid == (\\d+)", sys.argv[-1]))
+body = "\\n".join(line.format(pid=pid) for pid in pids for line in {body!r}.splitlines())
 print("Attaching 3 probes...", flush=True)
 print("__BPFTRACE_NOTIFY_PROBES_ATTACHED", file=sys.stderr, flush=True)
 printed = 0
 while not stuck and ({readings} is None or printed < {readings}):
-    print(f"accept-order reading at {{time.monotonic_ns()}}\\n{body}\\n\\naccept-order reading end", flush=True)
+    print(f"accept-order reading at {{time.monotonic_ns()}}\\n{{body}}\\n\\naccept-order reading end", flush=True)
     printed += 1
     time.sleep(0.05)
 while True:
@@ -45,11 +51,12 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the counter runs bpft
 # the longest stop() may take by design: a fresh reading, END, bpftrace's exit, its reaping after SIGKILL
 BOUND_S = accepts.STOP_TIMEOUT_S + getattr(accepts, "FRESH_S", 0) + getattr(accepts, "EXIT_S", 0) + 10
 WATCHED = "@ok[{pid}, {pid}]: 7\n@empty[{pid}, {pid}]: 2\n@on[{pid}, {pid}, 4]: 7"
+COUNTED = "@[{pid}]: 3"
 
 
 def fake_bpftrace(monkeypatch: pytest.MonkeyPatch, where: Path, body: str, readings: int | None = None) -> None:
     fake = where / "bpftrace"
-    fake.write_text(FAKE.format(python=sys.executable, body=body.replace("\n", "\\n"), readings=readings))
+    fake.write_text(FAKE.format(python=sys.executable, body=body, readings=readings))
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setenv("PATH", f"{where}{os.pathsep}{os.environ.get('PATH', '')}")
 
@@ -65,7 +72,7 @@ def gone(pid: int) -> bool:
 @needs_root
 def test_the_last_reading_stands_when_end_never_comes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     me = os.getpid()
-    fake_bpftrace(monkeypatch, tmp_path, f"@[{me}]: 3")
+    fake_bpftrace(monkeypatch, tmp_path, COUNTED)
     with AcceptCounter([me]) as counter:
         counter.start()
         pid = counter.pid
@@ -87,7 +94,7 @@ def test_the_last_reading_stands_when_end_never_comes(monkeypatch: pytest.Monkey
 def test_a_reading_older_than_the_window_says_what_it_misses(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """bpftrace stuck before the window closed (its readings stopped): its last one stands, said to be short."""
     me = os.getpid()
-    fake_bpftrace(monkeypatch, tmp_path, f"@[{me}]: 2", readings=1)
+    fake_bpftrace(monkeypatch, tmp_path, "@[{pid}]: 2", readings=1)
     with AcceptCounter([me]) as counter:
         counter.start()
         assert counter.attached, counter.stop().why
@@ -102,7 +109,7 @@ def test_a_reading_older_than_the_window_says_what_it_misses(monkeypatch: pytest
 def test_observes_last_interval_keeps_the_last_reading(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """observe's watch: the totals are the last reading's, as of when it was taken, with the same one line."""
     me = os.getpid()
-    fake_bpftrace(monkeypatch, tmp_path, WATCHED.format(pid=me))
+    fake_bpftrace(monkeypatch, tmp_path, WATCHED)
     with AcceptWatch([me]) as watch:
         watch.start()
         pid = watch.pid
@@ -114,3 +121,39 @@ def test_observes_last_interval_keeps_the_last_reading(monkeypatch: pytest.Monke
     assert totals.accepted == {(me, me): 7} and totals.empty == {(me, me): 2} and totals.on == {(me, me, 4): 7}
     assert watch.ended is not None and watch.ended >= began  # the reading taken after the window closed
     assert counts.why.endswith(counts.short), counts.why
+
+
+@needs_root
+def test_latency_attached_says_its_counts_are_the_last_reading(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, free_port: int
+) -> None:
+    """`latency --attach` to a server whose replies name no worker: the kernel's count per worker stands, from the
+    last reading, and the report and the result say so in the same line."""
+    fake_bpftrace(monkeypatch, tmp_path, COUNTED)
+    argv = [sys.executable, "-m", "http.server", str(free_port), "--bind", "127.0.0.1", "--directory", str(tmp_path)]
+    server = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: answers(free_port), bool, 30.0, "http.server answering")
+        out = tmp_path / "latency.json"
+        args = ["latency", "--attach", str(server.pid), "--port", str(free_port), "--protocol", "http"]
+        result = run_cli([*args, "-c", "1", "--duration", "1s", "--json", str(out)], columns=400)
+    finally:
+        server.terminate()
+        server.wait(10)
+    assert result.exit_code == 0, result.output
+    kept = json.loads(out.read_text())["evidence"]["accept_counts"]
+    assert kept["available"] and kept["counts"] == {str(server.pid): 3}, kept
+    said = "bpftrace did not run its END block within 5 s of SIGINT (it was killed): the counts are its last periodic"
+    assert said in kept["why"], kept
+    report = " ".join(result.output.split())  # the line as printed, however it wrapped
+    assert f"served per worker: accepts counted by the kernel ({SOURCE}; {said}" in report, result.output
+
+
+def answers(port: int) -> bool:
+    """Whether http.server on `port` answers a request."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as conn:
+            conn.sendall(b"HEAD / HTTP/1.0\r\n\r\n")
+            return conn.recv(12).startswith(b"HTTP/1.0 200")
+    except OSError:
+        return False
