@@ -27,12 +27,16 @@ from test_clients_faults import (
 
 cluster = cluster_fixture(clients=2)
 STEP_S = 3.0  # long enough for a signal to land well inside the second step (found in ~0.3 s here)
+STEP_RATES = "200,300,400"  # connections a second, over both hosts: UNDER_WAY_CONNECTS each within ~0.2 s
 
 
 def ramp_args(c: Cluster, tmp_path: Path, clients: str = "c1,c2") -> list[str]:
-    """A ramp of closed-loop steps long enough for a signal to land in its second step."""
+    """A ramp of steps long enough for a signal to land in its second step. Open-loop steps at a few hundred
+    connections a second: closed-loop ones kept the hosts' drivers and the workers on every CPU for the whole
+    first step, and what is under test (a kept host's later load ended) needs a load under way, not a saturated
+    one."""
     config = own_config(c, tmp_path)
-    steps = ["--concurrency-steps", "2,4,6", "--step", f"{STEP_S:g}s", "--keep-going"]
+    steps = ["--rates", STEP_RATES, "--step", f"{STEP_S:g}s", "--keep-going"]
     return ["ramp", "--clients", clients, "--ssh-config", config, "--host", bridge(c), "-w", "2", *steps]
 
 
