@@ -8,7 +8,10 @@ root cannot read."""
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -18,7 +21,7 @@ from types import SimpleNamespace
 import pytest
 from conftest import assert_one_error_line, run_cli
 
-from accept_order.core import capabilities
+from accept_order.core import capabilities, netns
 from accept_order.core.capabilities import ADMIN, PTRACE, RESOURCE, Capability, holds
 from accept_order.core.errors import NotServing
 from accept_order.experiments.inspect import held, run
@@ -171,3 +174,41 @@ def test_unread_capabilities_leave_the_words_as_they_were(euid: int, monkeypatch
     monkeypatch.setattr(capabilities, "STATUS", "/proc/self/no-such-status")
     said = capabilities.what_would_let_it(PTRACE, or_as="its user")
     assert said == ("run as root or as its user" if euid else PTRACE.kept), said
+
+
+class _Refusing:
+    """libc whose unshare(2) fails EPERM, as the kernel's does without CAP_SYS_ADMIN."""
+
+    def unshare(self, flags: int) -> int:
+        ctypes.set_errno(errno.EPERM)
+        return -1
+
+
+def test_a_private_namespace_refused_says_what_it_needs(as_: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(netns, "libc", _Refusing)
+    with pytest.raises(netns.NamespaceError) as refused:
+        netns.enter_private()
+    line = str(refused.value)
+    assert line.startswith("cannot make a private network namespace: Operation not permitted ("), line
+    said = {
+        "user": "a private network namespace needs CAP_SYS_ADMIN: run as root)",
+        "root without": "a private network namespace needs CAP_SYS_ADMIN: this root lacks CAP_SYS_ADMIN)",
+        "root with": "this process holds CAP_SYS_ADMIN: a seccomp filter or security module (a container's) may",
+    }[as_]
+    assert said in line and (as_ == "user" or "root" not in line.replace("this root lacks", "")), line
+
+
+def test_reload_as_root_without_cap_sys_admin_is_told_it_lacks_it() -> None:
+    """The kernel's own refusal: reload's private namespace under setpriv without CAP_SYS_ADMIN (was: 'needs
+    root, or CAP_SYS_ADMIN', said to root)."""
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("needs root (to drop CAP_SYS_ADMIN) and setpriv (util-linux)")
+    drop = ["setpriv", "--inh-caps=-sys_admin", "--bounding-set=-sys_admin"]
+    done = subprocess.run(
+        [*drop, sys.executable, "-m", "accept_order", "reload"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 1 and not done.stdout, done
+    assert done.stderr.splitlines() == [
+        "accept-order: error: cannot make a private network namespace: Operation not permitted (a private network "
+        "namespace needs CAP_SYS_ADMIN: this root lacks CAP_SYS_ADMIN)"
+    ], done.stderr

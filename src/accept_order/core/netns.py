@@ -16,6 +16,7 @@ import os
 import socket
 import struct
 
+from .capabilities import ADMIN, holds, what_would_let_it
 from .errors import AcceptOrderError
 from .libc import libc
 
@@ -45,12 +46,20 @@ def enter_private() -> int:
         code = ctypes.get_errno()
         why = os.strerror(code)
         if code == errno.EPERM:
-            why += " (a private network namespace needs root, or CAP_SYS_ADMIN)"
+            why += f" ({_refused_by()})"
         raise NamespaceError(f"cannot make a private network namespace: {why}")
     if namespace_inode() == host:
         raise NamespaceError("unshare(CLONE_NEWNET) returned but this process is still in the host's namespace")
     loopback_up()
     return host or 0
+
+
+def _refused_by() -> str:
+    """What kept unshare(CLONE_NEWNET) from this process: CAP_SYS_ADMIN, which root too may lack (a container's);
+    or, held, a filter above it (seccomp or a security module: a container's, systemd's RestrictNamespaces=)."""
+    if holds(ADMIN):
+        return "this process holds CAP_SYS_ADMIN: a seccomp filter or security module (a container's) may forbid it"
+    return f"a private network namespace needs CAP_SYS_ADMIN: {what_would_let_it(ADMIN)}"
 
 
 def loopback_up() -> None:
