@@ -157,3 +157,27 @@ def answers(port: int) -> bool:
             return conn.recv(12).startswith(b"HTTP/1.0 200")
     except OSError:
         return False
+
+
+@needs_root
+def test_observe_says_its_last_interval_is_the_last_reading(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, free_port: int
+) -> None:
+    """`observe`: the last interval closes on bpftrace's last reading, and the result's notes say so."""
+    fake_bpftrace(monkeypatch, tmp_path, WATCHED)
+    argv = [sys.executable, "-m", "http.server", str(free_port), "--bind", "127.0.0.1", "--directory", str(tmp_path)]
+    server = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: answers(free_port), bool, 30.0, "http.server answering")
+        out = tmp_path / "observe.json"
+        args = ["observe", str(server.pid), "--duration", "1s", "--interval", "0.5s", "--json", str(out)]
+        result = run_cli(args, columns=400)
+    finally:
+        server.terminate()
+        server.wait(10)
+    assert result.exit_code == 0, result.output
+    doc = json.loads(out.read_text())
+    said = "bpftrace did not run its END block within 5 s of SIGINT (it was killed): the counts are its last periodic"
+    assert any(note.startswith(said) for note in doc["notes"]), doc["notes"]
+    assert doc["traced"] and [w["accepts"] for w in doc["workers"]] == [7], doc["workers"]  # the reading's count
+    assert said in " ".join(result.output.split()), result.output
