@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
 import re
 import resource
 import subprocess
@@ -169,6 +170,10 @@ def test_a_burst_not_even_the_most_drivers_can_hold_is_one_line(tmp_path: Path) 
     proc, _ = _burst(tmp_path, 40, False, "--clients", "1000")  # 8 connections a driver: 125 drivers
     assert proc.returncode == 2, proc.stderr
     assert "needs 1032 open files; the hard limit is 40, and even 64 driver processes" in proc.stderr
+    # the hard limit could not be raised without CAP_SYS_RESOURCE (dropped): root is told it lacks it, not to run
+    # as root (was: 'raise it with ulimit -Hn, as root, or in limits.conf')
+    lacking = "this root lacks CAP_SYS_RESOURCE" if os.geteuid() == 0 else "run as root"
+    assert proc.stderr.endswith(f"or with ulimit -Hn, which needs CAP_SYS_RESOURCE: {lacking})\n"), proc.stderr
     assert "Traceback" not in proc.stderr
 
 
@@ -198,3 +203,29 @@ def test_one_round_of_bursts_says_which_burst_it_is(monkeypatch: pytest.MonkeyPa
     result = run_cli(["burst", "--modes", "blocking,epoll", "--clients", "5,10", "-w", "2"])
     assert result.exit_code == 0, result.output
     assert [label.split(",")[0].split(":")[0] for label in labels] == [f"run {k} of 4" for k in range(1, 5)], labels
+
+
+@pytest.mark.parametrize(
+    "euid, caps, said",
+    [
+        (1000, 0, "or with ulimit -Hn, which needs CAP_SYS_RESOURCE: run as root)"),
+        (0, 0, "or with ulimit -Hn, which needs CAP_SYS_RESOURCE: this root lacks CAP_SYS_RESOURCE)"),
+        (0, 1 << 24, "(fs.nr_open caps it: raise that first)"),
+    ],
+    ids=["user", "root without CAP_SYS_RESOURCE", "root with it"],
+)
+def test_a_hard_limit_not_raised_says_what_would_raise_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, euid: int, caps: int, said: str
+) -> None:
+    """Root holding CAP_SYS_RESOURCE raised it as far as fs.nr_open (100 here): that sysctl is what stops it."""
+    from accept_order.core import capabilities
+
+    (tmp_path / "nr_open").write_text("100\n")
+    monkeypatch.setattr(burst, "NR_OPEN", str(tmp_path / "nr_open"))
+    monkeypatch.setattr(burst, "resource", FakeLimits(40, 40, root=bool(caps)))
+    monkeypatch.setattr(burst, "local_ports", lambda: 60000)
+    monkeypatch.setattr(os, "geteuid", lambda: euid)
+    monkeypatch.setattr(capabilities, "effective_capabilities", lambda: caps)
+    with pytest.raises(PlanError) as refused:
+        burst.make_room(50000, 2)
+    assert str(refused.value).endswith(said) and ("as root" not in str(refused.value)) == bool(euid == 0), refused

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core import environment
+from ...core.capabilities import RESOURCE, holds, what_would_let_it
 from ...core.errors import AcceptOrderError, PlanError
 from ...core.hosts import ClientHosts
 from ...core.signals import deferred
@@ -125,6 +126,14 @@ def _raise_hard_limit(need: int, soft: int, hard: int) -> int:
     return need
 
 
+def _how_to_raise() -> str:
+    """Who may raise the open-file hard limit: ulimit -Hn needs CAP_SYS_RESOURCE, which root too may lack (a
+    container's); a process holding it was stopped by fs.nr_open (_raise_hard_limit went as far as that)."""
+    if holds(RESOURCE):
+        return "fs.nr_open caps it: raise that first"
+    return f"raise it in limits.conf, or with ulimit -Hn, which needs CAP_SYS_RESOURCE: {what_would_let_it(RESOURCE)}"
+
+
 def make_room(clients: int, driver_procs: int = 1, on_hosts: bool = False) -> str | None:
     """Make room for a burst of `clients` before any process starts (the workers and drivers inherit the
     limits): the open-file soft limit raised to what the whole burst needs (a worker that accepts until
@@ -155,8 +164,7 @@ def make_room(clients: int, driver_procs: int = 1, on_hosts: bool = False) -> st
     if drivers > MAX_DRIVER_PROCS:
         raise PlanError(
             f"--clients {clients} needs {need} open files; the hard limit is {hard}, and even "
-            f"{MAX_DRIVER_PROCS} driver processes cannot share the connections under it (raise it with "
-            "ulimit -Hn, as root, or in limits.conf)"
+            f"{MAX_DRIVER_PROCS} driver processes cannot share the connections under it ({_how_to_raise()})"
         )
     if new_soft > soft:
         resource.setrlimit(resource.RLIMIT_NOFILE, (new_soft, hard))
