@@ -62,6 +62,7 @@ def headline(result: ObserveResult) -> str:
         verb = "accepted" if result.traced else "seen held by a worker"
         return f"no connection was {verb} in {seconds}: the server got no new connections while observed"
     about = "" if result.traced else "about "
+    took = "accepted" if handed_on(result) else "took"  # HAProxy's: an accept is not who serves
     if n == 1:
         return f"its one worker ({result.workers[0].label}) took {'all ' if total > 1 else ''}{total:,} {what}"
     top = max(range(n), key=lambda i: counts[i])
@@ -70,10 +71,10 @@ def headline(result: ObserveResult) -> str:
     if share >= UNEVEN / n or none:
         worker = result.workers[top]
         line = (
-            f"worker {top} ({worker.label}) took {about}{share:.0%} of {total:,} {what}; an even share is {1 / n:.0%}"
+            f"worker {top} ({worker.label}) {took} {about}{share:.0%} of {total:,} {what}; an even share is {1 / n:.0%}"
         )
         if none:
-            line += f"; {_names(none)} took none"
+            line += f"; {_names(none)} {took} none"
         even, figures = even_split(counts)
         return line + (f" (as uneven as chance: {figures})" if even else "")
     low, high = min(counts) / total, max(counts) / total
@@ -232,8 +233,25 @@ def queue(result: ObserveResult) -> str:
     return said if idle else f"{said}: the workers kept up"
 
 
+def handed_on(result: ObserveResult) -> bool:
+    """Its threads hand each connection they accept to another thread's queue (HAProxy's multi-queue, over one
+    listener shared by its threads): a thread's accepts are not the connections it serves."""
+    from ...servers.registry import recognise
+
+    kind = recognise(result.program, ())
+    return kind is not None and kind.handoff is not None and result.threaded and result.listeners < len(result.workers)
+
+
 def verdict(result: ObserveResult) -> list[str]:
     lines = [headline(result)]
+    if handed_on(result) and any(result.counts or ()):
+        # HAProxy 2.6, 4 threads, wrk -c8: one thread accepted all 8, and each thread read from 2 of them
+        # (bpftrace: recvfrom by thread and fd); the headline's shares are the accepts' only
+        lines.append(
+            "these are the threads' accepts, not the connections each serves: the accepting thread hands each one "
+            "to the less loaded of two threads, and which thread serves it is not counted here (the load is per "
+            "process: see the note)"
+        )
     if (line := fairness(result)) is not None:
         lines.append(line)
     lines += load(result)
