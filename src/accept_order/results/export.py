@@ -50,9 +50,16 @@ class ExportError(ValueError):
     """This result has no such table (a usage problem: the table asked for does not exist here)."""
 
 
+# A run's name given by its kind's tables where its server's label names no run apart (a sweep's runs share one
+# server and mode: each is named by its cap), set on the run's dict as it is exported, never saved in a file.
+RUN_NAME = "run_name"
+
+
 def label(run: dict[str, Any]) -> str:
     from ..core.spec import ServerSpec
 
+    if isinstance(run.get(RUN_NAME), str):
+        return str(run[RUN_NAME])
     return ServerSpec.from_dict(run["server"]).label if "server" in run else ""
 
 

@@ -3,8 +3,9 @@ and `sweep` (one per cap on the connections accepted per wakeup)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 from rich.console import RenderableType
 
@@ -24,6 +25,7 @@ from .result import LATENCY_COMPARE_SHAPE, LATENCY_SHAPE, SWEEP_SHAPE, LatencyCo
 from .sweep_report import sweep_report
 
 _PLOT = "accept_order.experiments.latency.plot"
+_T = TypeVar("_T")
 
 
 def summaries(runs: list[dict[str, Any]]) -> str:
@@ -45,6 +47,20 @@ _TABLES = {
     "connections": kept_csv,  # kept connections per worker (empty for one request per connection)
     "hosts": export.hosts,  # --clients: each client host's figures (empty for a load driven from one host)
 }
+
+
+def _by_cap(table: Callable[[list[dict[str, Any]]], _T]) -> Callable[[list[dict[str, Any]]], _T]:
+    """A sweep's table with each run named by its cap ('4 limit', as its report names them): its runs share one
+    server and mode, so their label ('epoll') named none apart, and every cap's latencies in the histogram table
+    read as one run's (a sweep --repeat's rows were already named so: repeated.py)."""
+
+    def named(runs: list[dict[str, Any]]) -> _T:
+        return table([{**run, export.RUN_NAME: sweep_name(LatencyResult.from_dict(run))} for run in runs])
+
+    return named
+
+
+_SWEEP_TABLES = {name: _by_cap(table) for name, table in _TABLES.items()}
 
 
 def stopped_between(result: LatencyCompareResult | SweepResult) -> LatencyResult | None:
@@ -130,8 +146,8 @@ SWEEP: Experiment[SweepResult] = Experiment(
     shape_of=lambda: SWEEP_SHAPE,
     report=sweep_result_report,
     figure=lazy(_PLOT, "sweep_figure"),
-    tables=_TABLES,
-    latency_runs=export.histograms,
+    tables=_SWEEP_TABLES,
+    latency_runs=_by_cap(export.histograms),
     several=True,
     derived=sweep_figures,
 )
