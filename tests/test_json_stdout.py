@@ -9,6 +9,8 @@ traceback, and never the quiet status 141 a report's reader going away gets (the
 
 from __future__ import annotations
 
+import array
+import fcntl
 import json
 import os
 import re
@@ -17,12 +19,13 @@ import signal
 import socket
 import subprocess
 import sys
+import termios
 from pathlib import Path
 from typing import Any
 
 import click
 import pytest
-from conftest import OutputReader, run_cli
+from conftest import OutputReader, run_cli, wait_for
 
 from accept_order.cli.app import COMMANDS, main
 from accept_order.cli.common import report_and_save
@@ -198,6 +201,49 @@ def test_a_pipe_nobody_reads_is_one_line_and_exit_1(tmp_path: Path) -> None:
     finally:
         os.close(writable)
     _one_error_line(done, "its reader has gone")
+
+
+def test_a_signal_while_the_reader_takes_nothing_ends_the_wait_in_one_line(tmp_path: Path) -> None:
+    """The JSON is written with signals held (a Ctrl-C cannot cut it short while its reader takes it); a reader that
+    takes nothing kept the command blocked in write() for ever, deaf to SIGTERM. Now the held signal ends the wait
+    once stdout has taken nothing for a second: one line saying how much was written, exit 1."""
+    readable, writable = os.pipe()
+    try:
+        proc = subprocess.Popen(
+            [*COMMAND, "run", "-m", "epoll", "-w", "2", "-n", "3000", "--json", "-"],
+            stdout=writable,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+        )
+        os.close(writable)
+        writable = -1
+        capacity = fcntl.fcntl(readable, fcntl.F_GETPIPE_SZ)
+
+        def in_the_pipe() -> int:
+            count = array.array("i", [0])
+            fcntl.ioctl(readable, termios.FIONREAD, count)
+            return count[0]
+
+        try:
+            wait_for(in_the_pipe, lambda held: held >= capacity, 120, "the JSON to fill the pipe nobody reads")
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=60) == 1  # before: still blocked, whatever the timeout
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert proc.stderr is not None
+        err = proc.stderr.read()
+    finally:
+        os.close(readable)
+        if writable != -1:
+            os.close(writable)
+    assert re.fullmatch(
+        rf"accept-order: error: cannot write the result to stdout: SIGTERM came while its reader took none of it "
+        rf"\({capacity} of \d+ bytes written\)\n",
+        err,
+    ), err
 
 
 @pytest.mark.parametrize(("redirect", "reason"), [(">&-", "it is closed"), (">/dev/full", "No space left on device")])
