@@ -31,11 +31,14 @@ def memlock_hint(stderr: bytes) -> str:
     line = first_error_line(stderr).lower()
     if line != "no message" and not any(word in line for word in ("map", "permitted", "memory")):
         return ""
-    soft = resource.getrlimit(resource.RLIMIT_MEMLOCK)[0]
-    limit = "unlimited" if soft == resource.RLIM_INFINITY else f"{soft // 1024} KB"
+    # bpftrace ran with the hard limit (raise_memlock, in its child): the soft one here is not what it had, and
+    # raising it would change nothing
+    hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)[1]
+    limit = "unlimited" if hard == resource.RLIM_INFINITY else f"{hard // 1024} KB"
+    raise_it = "raise the hard limit, limits.conf's memlock or a container's --ulimit memlock"
     return (
-        f" (bpftrace could not raise its locked-memory limit, `ulimit -l` {limit}: kernels before 5.11 charge "
-        f"eBPF maps against it; {what_would_let_it(RESOURCE, otherwise='raise `ulimit -l`')})"
+        f" (bpftrace could not raise its locked-memory limit, `ulimit -Hl` {limit}: kernels before 5.11 charge "
+        f"eBPF maps against it; {what_would_let_it(RESOURCE, otherwise=raise_it)})"
     )
 
 
