@@ -288,11 +288,11 @@ class AcceptCounter(Closing):
         """Called as output comes (the reading thread holds the lock): drop what no one will read. This counter
         reads its output at stop() only: everything before the last whole reading goes, unless END has begun."""
         if COUNTS_BEGIN.encode() not in out:
-            del out[: readings.whole_readings_end(out)]
+            del out[: readings.whole_readings_end(bytes(out))]
 
     def _reading(self) -> tuple[float, dict[int, int]] | None:
         """(when, counts) of the last whole periodic reading bpftrace printed, else None."""
-        last = readings.last_reading(self._out)
+        last = readings.last_reading(bytes(self._out))  # a copy: a regex's hold on the buffer would stop the pump
         return None if last is None else (last[0], readings.count_lines(last[1]))
 
     def _end_printed(self) -> bool:

@@ -3,7 +3,8 @@ blocked writing its periodic readings, would then stop draining its perf buffers
 What is read stays readable after bpftrace is killed, so a reading it printed before it stuck is not lost.
 
 The thread only ever appends to `out`; its owner may read it, and drop what it has read from the front, at any
-time (each bytearray operation is atomic under the GIL, and appending never moves what is already there)."""
+time (each bytearray operation is atomic under the GIL, and appending never moves what is already there), but
+must scan a copy: a regex iterating over `out` itself holds its buffer, and the append would then fail."""
 
 from __future__ import annotations
 
