@@ -4,6 +4,7 @@ benchmarks (benchmarks/*.py import this file by its path): one argument parser f
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -51,3 +52,28 @@ def one_line_errors(prog: str) -> Iterator[None]:
     except KeyboardInterrupt:
         print(f"{prog}: interrupted; all workers stopped", file=sys.stderr)
         raise SystemExit(130) from None
+
+
+# `--json -`: the JSON on stdout (click.File's convention, as the accept-order commands take it) and the tables on
+# stderr: jq reads the one while a person reads the other, and they are the script's findings, which no `show` prints
+# again.
+STDOUT = "-"
+
+
+def json_to_stdout(prog: str, text: str) -> int:
+    """`text` on stdout, whole; the exit status: 0, or 1 after one line on stderr when stdout could not take it all
+    (its reader gone, a full disk): the JSON is then lost, which a quiet end would not say."""
+    try:
+        if sys.stdout is None:  # the caller closed it (>&-): Python left no stream
+            raise OSError(0, "it is closed")
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except OSError as exc:
+        reason = "its reader has gone" if isinstance(exc, BrokenPipeError) else exc.strerror or str(exc)
+        print(f"{prog}: error: cannot write the JSON to stdout: {reason}", file=sys.stderr)
+        try:  # what is still buffered goes nowhere: Python's own flush at exit must not fail again (status 120)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+        return 1
+    return 0

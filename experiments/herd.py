@@ -36,7 +36,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from _cli import OneLineParser, mode_list, one_line_errors, positive_int  # experiments/_cli.py, beside this
+from _cli import STDOUT, OneLineParser, json_to_stdout, mode_list, one_line_errors, positive_int  # experiments/_cli.py
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -79,7 +79,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--clients", type=int_list, default=[200, 1000], help="burst sizes, e.g. 200,1000")
     parser.add_argument("--modes", type=mode_list, default="all", help="modes to compare (default: all)")
     parser.add_argument("--timeout", type=float, default=5.0, help="seconds before a connection fails")
-    parser.add_argument("--json", dest="json_path", help="write every run as JSON")
+    parser.add_argument("--json", dest="json_path", help="write every run as JSON (-: on stdout, the tables on stderr)")
     return parser.parse_args(argv)
 
 
@@ -153,7 +153,7 @@ def burst_table(rows: list[dict[str, Any]], workers: int) -> RenderableType:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    out = Console(highlight=False)
+    out = Console(highlight=False, stderr=args.json_path == STDOUT)
     with one_line_errors("experiments/herd.py"):
         server = ServerSpec(workers=args.workers).validated()
         herd = api.herd(server, SequentialLoad(connections=args.connections, timeout_s=args.timeout), args.modes)
@@ -165,6 +165,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 rows.append(burst_row(burst(mode, args.workers, clients, args.timeout)))
         out.print(Text("\nTable 2", style="bold"))
         out.print(burst_table(rows, args.workers))
+    if args.json_path == STDOUT:
+        return json_to_stdout(
+            "experiments/herd.py", json.dumps({"herd": herd.to_dict(), "burst": rows}, indent=1) + "\n"
+        )
     if args.json_path:
         try:
             with open(args.json_path, "w") as f:

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import sys
 
-from _cli import OneLineParser, mode_list, one_line_errors  # experiments/_cli.py, beside this script
+from _cli import STDOUT, OneLineParser, json_to_stdout, mode_list, one_line_errors  # experiments/_cli.py, beside this
 from rich.console import Console
 from rich.text import Text
 
@@ -102,9 +102,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--accept-batch", type=int, default=1, help="accepts per wakeup (0: until EAGAIN)")
     parser.add_argument("--driver-procs", type=int, default=2)
     parser.add_argument("--no-pin", action="store_true", help="do not pin workers one per CPU")
-    parser.add_argument("--json", dest="json_path", help="write every run as JSON (accept-order show)")
+    parser.add_argument(
+        "--json",
+        dest="json_path",
+        help="write every run as JSON (accept-order show; -: on stdout, the tables on stderr)",
+    )
     args = parser.parse_args(argv)
-    out = Console(highlight=False)
+    out = Console(highlight=False, stderr=args.json_path == STDOUT)
     with one_line_errors(parser.prog):
         modes = args.modes
         workers = args.workers if args.workers is not None else len(allowed_cpus())
@@ -125,8 +129,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         results, skipped = api.compare_latency(pinned(server, not args.no_pin).validated(), load, modes)
     verdict = tail_verdict(results)
-    if args.json_path:
-        doc = {"runs": [r.to_dict() for r in results], "skipped": skipped, "verdict": verdict.to_dict()}
+    doc = {"runs": [r.to_dict() for r in results], "skipped": skipped, "verdict": verdict.to_dict()}
+    status = 0  # the JSON first (the tables go to stderr then), the tables even when stdout could not take it
+    if args.json_path == STDOUT:
+        status = json_to_stdout(parser.prog, envelope.saved_text("latency-compare", doc, "stdout"))
+    elif args.json_path:
         envelope.save(args.json_path, "latency-compare", doc)
     out.print(compare_report(results, skipped, verdict), crop=False)
     holds, lines = finding(results)
@@ -141,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     for line in lines:
         out.print(f"  {line}", soft_wrap=True)
-    return 0
+    return status
 
 
 if __name__ == "__main__":

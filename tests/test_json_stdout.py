@@ -260,3 +260,59 @@ def test_plot_says_a_picture_goes_to_a_file() -> None:
     result = run_cli(["plot", str(GOLDEN_DIR / "latency.json"), "-o", "-"])
     assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
     assert "--output -: a picture is written to a file, not to stdout: give one ending in .png or .svg" in result.stderr
+
+
+# -- the experiment scripts (experiments/*.py), whose --json wrote a file named '-' too -----------------------------
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "experiments"
+SCRIPT_RUNS = [
+    ("herd.py", ["--workers", "2", "--connections", "2", "--clients", "4", "--modes", "epoll"], "Table 2"),
+    (
+        "latency_shared_vs_reuseport.py",
+        ["--workers", "2", "--connections", "50", "--concurrency", "4", "--modes", "epoll,reuseport"],
+        "Seed 000's finding",
+    ),
+]
+
+
+@pytest.mark.parametrize(("script", "args", "title"), SCRIPT_RUNS, ids=[script for script, _, _ in SCRIPT_RUNS])
+def test_an_experiment_script_puts_its_json_on_stdout_and_its_tables_on_stderr(
+    script: str, args: list[str], title: str, tmp_path: Path
+) -> None:
+    """A script's tables are its findings, which no `show` prints again: with '-' they go to stderr, the JSON alone
+    to stdout."""
+    done = subprocess.run(
+        [sys.executable, str(SCRIPTS / script), *args, "--json", "-"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert not (tmp_path / "-").exists()
+    document = json.loads(done.stdout)
+    assert document.get("kind") == "latency-compare" if script.startswith("latency") else len(document["burst"]) == 1
+    assert title in done.stderr
+
+
+@pytest.mark.parametrize(("script", "args", "title"), SCRIPT_RUNS, ids=[script for script, _, _ in SCRIPT_RUNS])
+def test_an_experiment_script_says_when_stdout_did_not_take_its_json(
+    script: str, args: list[str], title: str, tmp_path: Path
+) -> None:
+    readable, writable = os.pipe()
+    os.close(readable)
+    try:
+        done = subprocess.run(
+            [sys.executable, str(SCRIPTS / script), *args, "--json", "-"],
+            stdout=writable,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+        )
+    finally:
+        os.close(writable)
+    assert done.returncode == 1, done.stderr
+    assert f"{script}: error: cannot write the JSON to stdout: its reader has gone\n" in done.stderr  # its prog
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr
+    assert title in done.stderr  # the findings were not lost with the JSON
