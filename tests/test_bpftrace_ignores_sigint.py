@@ -181,3 +181,41 @@ def test_observe_says_its_last_interval_is_the_last_reading(
     assert any(note.startswith(said) for note in doc["notes"]), doc["notes"]
     assert doc["traced"] and [w["accepts"] for w in doc["workers"]] == [7], doc["workers"]  # the reading's count
     assert said in " ".join(result.output.split()), result.output
+
+
+# prints 2 MiB of readings at once (a pipe holds 64 KiB), says so in a file, then runs END on SIGINT as bpftrace does
+TALKATIVE = """#!{python}
+import pathlib, re, signal, sys, time
+stop = []
+signal.signal(signal.SIGINT, lambda *_: stop.append(True))
+signal.signal(signal.SIGUSR1, signal.SIG_IGN)  # bpftrace's handler prints its maps
+pid = re.findall(r"pid == (\\d+)", sys.argv[-1])[0]
+print("__BPFTRACE_NOTIFY_PROBES_ATTACHED", file=sys.stderr, flush=True)
+frame = f"accept-order reading at {{time.monotonic_ns()}}\\n@[{{pid}}]: 5\\n\\naccept-order reading end\\n"
+sys.stdout.write(frame * (2 * 1024 * 1024 // len(frame)))
+sys.stdout.flush()
+pathlib.Path({written!r}).touch()
+while not stop:
+    time.sleep(0.05)
+print(f"accept-order counts begin\\n@[{{pid}}]: 6\\n\\naccept-order counts end", flush=True)
+"""
+
+
+@needs_root
+def test_output_is_read_as_it_comes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A bpftrace that prints more than its pipe holds before stop() is not left blocked on it (its readings would
+    stop, and so would its poll loop), and what the counter keeps meanwhile is the last reading, not all of them."""
+    written = tmp_path / "written"
+    fake = tmp_path / "bpftrace"
+    fake.write_text(TALKATIVE.format(python=sys.executable, written=str(written)))
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}")
+    me = os.getpid()
+    with AcceptCounter([me]) as counter:
+        counter.start()
+        assert counter.attached, counter.stop().why
+        wait_for(written.exists, bool, 60.0, "the fake's 2 MiB written")
+        kept = len(counter._out)
+        counts = counter.stop()
+    assert kept < 1024, kept  # one reading, not 2 MiB of them
+    assert counts.available and counts.counts == {me: 6} and counts.short == "", counts  # END's, when it came
