@@ -322,6 +322,7 @@ class AcceptCounter(Closing):
             # woken by epoll_wait's timeout, waits for a CPU) sets the flag and is never acted on
             # (bpftrace_readings.py). SIGUSR1 interrupts it again; its handler stays installed to the end (a
             # second SIGINT would kill bpftrace once run() returns), and at worst it prints the maps once more.
+            # SIGTERM would only set the same flag: what outlasts this is killed (close()).
             proc.send_signal(signal.SIGUSR1)
         counts = parse_counts(bytes(self._out))
         try:
