@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import os
 import socket
+import struct
 import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -62,6 +63,47 @@ def _v6only(attributes: bytes) -> bool | None:
             return None
         if kind == INET_DIAG_SKV6ONLY and length > NLATTR.size:
             return attributes[offset + NLATTR.size] != 0
+        offset += (length + 3) & ~3  # RTA_ALIGN
+    return None
+
+
+# The memory counters of a socket (INET_DIAG_SKMEMINFO, u32 each), asked with its bit in idiag_ext; the 9th is
+# sk_drops, which a listener counts up for each connection attempt it drops (tcp_listendrop: its accept queue full,
+# mostly), as `ss -ltm` shows it ('d' in skmem) and ListenDrops counts over the whole network namespace
+INET_DIAG_SKMEMINFO = 7  # linux/inet_diag.h
+SK_MEMINFO_DROPS = 8
+
+
+def listener_drops(port: int, host: str | None) -> int | None:
+    """The connection attempts dropped so far by the listeners on `port` that connections to `host` go to
+    (serving_on), summed: the server's own count, where ListenOverflows is every listener's of the namespace.
+    None where netlink cannot say (or no such listener)."""
+    _check_port(port)
+    found: list[tuple[ListenerRow, int]] = []
+    try:
+        with open_diag_socket() as sock:
+            for seq, family in enumerate((socket.AF_INET, socket.AF_INET6), start=1):
+                request = diag_request(family, port, seq, ext=1 << (INET_DIAG_SKMEMINFO - 1))
+                for data, start, end in diag_messages(sock, request, seq):
+                    row = _parse_diag_msg(data[start:end])
+                    drops = _drops(data[start + MSG_SIZE : end])
+                    if row.port == port and drops is not None:
+                        found.append((row, drops))
+    except OSError:
+        return None
+    chosen = {r.inode for r in serving_on([r for r, _ in found], host)}
+    return sum(d for r, d in found if r.inode in chosen) if chosen else None
+
+
+def _drops(attributes: bytes) -> int | None:
+    """sk_drops from the attributes after an inet_diag_msg (INET_DIAG_SKMEMINFO); None if absent."""
+    offset = 0
+    while offset + NLATTR.size <= len(attributes):
+        length, kind = NLATTR.unpack_from(attributes, offset)
+        if length < NLATTR.size:
+            return None
+        if kind == INET_DIAG_SKMEMINFO and length >= NLATTR.size + 4 * (SK_MEMINFO_DROPS + 1):
+            return int(struct.unpack_from("=I", attributes, offset + NLATTR.size + 4 * SK_MEMINFO_DROPS)[0])
         offset += (length + 3) & ~3  # RTA_ALIGN
     return None
 

@@ -60,11 +60,11 @@ def message(body: bytes, seq: int, flags: int = NLM_F_REQUEST | NLM_F_DUMP) -> b
     return NLMSGHDR.pack(NLMSGHDR.size + len(body), SOCK_DIAG_BY_FAMILY, flags, seq, 0) + body
 
 
-def diag_request(family: int, port: int, seq: int, states: int = 1 << TCP_LISTEN) -> bytes:
+def diag_request(family: int, port: int, seq: int, states: int = 1 << TCP_LISTEN, ext: int = 0) -> bytes:
     """An inet_diag dump of the TCP sockets of `family` in `states` (a bitmask: bit n, state n) on source `port`
-    (0: any)."""
+    (0: any); `ext`: the attributes asked besides (idiag_ext, bit n-1 for attribute n: INET_DIAG_SKMEMINFO's 1 << 6)."""
     sockid = SOCKID_BE.pack(port, 0, b"", b"") + SOCKID_TAIL.pack(0, NO_COOKIE, NO_COOKIE)
-    return message(REQ_V2.pack(family, socket.IPPROTO_TCP, 0, 0, states) + sockid, seq)
+    return message(REQ_V2.pack(family, socket.IPPROTO_TCP, ext, 0, states) + sockid, seq)
 
 
 def diag_messages(

@@ -107,8 +107,10 @@ def coordinated(result: RampResult) -> bool:
 
 
 def _overflows(step: RampStep, elsewhere: bool) -> str:
-    """The step's listen overflows: this host's, or, where it only coordinated, the server's as --observe-on
-    read them in its network namespace ('-' without it)."""
+    """The step's listen overflows: the server's own listeners' drops where read, else this host's ListenOverflows,
+    or, where it only coordinated, the server's as --observe-on read them in its network namespace ('-' without it)."""
+    if not elsewhere and step.listener_drops is not None:  # the server's own listeners' count (run._overflows)
+        return str(step.listener_drops)
     counters = step.server_counters if elsewhere else step.counters
     return "-" if counters is None else str(counters.get("TcpExtListenOverflows", 0))
 

@@ -65,6 +65,10 @@ class RampStep(CountedTotals):
     # --clients at a --target whose address is this host's own (servers/remote.py on_this_host): the load came
     # here, so this host's counters and CPUs are the server's host's, not a coordinator's (in the file if so)
     through_here: bool = False
+    # The connection attempts the server's own listeners dropped over the step (their sk_drops, read over netlink:
+    # a full accept queue, mostly), where ListenOverflows in `counters` is every listener's of the namespace; None
+    # where not read (a server elsewhere, files from before: not in the file then)
+    listener_drops: int | None = None
 
     @property
     def held(self) -> bool:
@@ -109,6 +113,8 @@ class RampStep(CountedTotals):
             del data["loop"]
         if not self.through_here:  # files without it read as before
             del data["through_here"]
+        if self.listener_drops is None:
+            del data["listener_drops"]
         if self.hosts:
             data["hosts"] = [h.to_dict() for h in self.hosts]
         if self.pool is not None:  # as a latency run's file holds it

@@ -167,6 +167,18 @@ def _queues(port: int, host: str) -> list[int]:
         return []
 
 
+def _listener_drops(port: int, host: str) -> int | None:
+    """The connection attempts the server's own listeners have dropped so far (probes/listeners.listener_drops)."""
+    from ...probes.listeners import listener_drops
+
+    return listener_drops(port, host) if port else None
+
+
+def _moved(before: int | None, after: int | None) -> int | None:
+    """A count's growth over the step; None where either reading is missing or it went back (a listener replaced)."""
+    return None if before is None or after is None or after < before else after - before
+
+
 def _share(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
     if before is None or after is None or after[1] <= before[1]:
         return None
@@ -212,9 +224,7 @@ def signals(step: RampStep, workers: int, cpus: int, coordinated: bool = False, 
     `kernel`: this host's boot_id, which client hosts on this machine's CPUs report too (_client_cpus)."""
     seen = []
     counters = (step.server_counters or {}) if coordinated else step.counters
-    overflows = counters.get("TcpExtListenOverflows", 0)
-    if overflows:
-        seen.append(f"the accept queue overflowed {'once' if overflows == 1 else f'{overflows} times'}")
+    seen += _overflows(step, counters.get("TcpExtListenOverflows", 0), coordinated)
     resets = counters.get("TcpEstabResets", 0) + counters.get("TcpExtTCPAbortOnData", 0)
     if resets:
         # The counters are the host's: a step of one request per connection whose every connection was answered
@@ -242,6 +252,20 @@ def signals(step: RampStep, workers: int, cpus: int, coordinated: bool = False, 
     if peak:
         seen.append(f"up to {plural(peak, 'connection')} waited in an accept queue")
     return seen
+
+
+def _overflows(step: RampStep, overflows: int, coordinated: bool) -> list[str]:
+    """The accept queue's overflows: the server's own listeners' drops where read (ListenOverflows is the whole
+    network namespace's: another program's listener overflowing beside a ramp at 100/s read 'the accept queue
+    overflowed 154 times' of a server whose queue never held more than 2), else the namespace's counter."""
+    own = None if coordinated else step.listener_drops
+    if own:
+        return [f"the accept queue overflowed: the server's listeners dropped {plural(own, 'connection attempt')}"]
+    if own == 0 and overflows:
+        return [f"ListenOverflows +{overflows} host-wide, none of them the server's (its listeners dropped none)"]
+    if own is None and overflows:
+        return [f"the accept queue overflowed {'once' if overflows == 1 else f'{overflows} times'}"]
+    return []
 
 
 def _client_cpus(step: RampStep, kernel: str = "") -> float:
@@ -273,6 +297,7 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
             port = target.address[1] if here else 0
             tick = _sampling(port, server.host, peaks, on_step(offered) if on_step else None)
             counters_before = netstat.read_counters()
+            drops_before = _listener_drops(port, server.host) if here else None
             cpu_before = _cpu(list(target.pids) if here else [])
             machine_before = machine_cpu()
             outcome = drive_load(target, load, server.workers, tick)
@@ -283,6 +308,7 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
                 cpu_after = _cpu(list(target.pids) if here else [])
                 machine_after = machine_cpu()
                 counters_after = netstat.read_counters()
+                drops_after = _listener_drops(port, server.host) if here else None
                 moved = netstat.counter_deltas(counters_before, counters_after, sorted(counters_after))
                 # the workers' CPU was read around the pool's fill too, not only the step's time (wall_s)
                 wall = max(outcome.wall_s + (outcome.pool_fill_s or 0.0), 1e-9)
@@ -311,6 +337,7 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
                     pool_fill_s=outcome.pool_fill_s,
                     observed_on=tuple(dict(o) for o in outcome.observed),
                     through_here=bool(outcome.hosts) and remote is not None and remote.through_here,
+                    listener_drops=_moved(drops_before, drops_after),
                 )
                 coordinated = not here and bool(step.hosts) and not step.through_here
                 seen = signals(step, server.workers, cpus, coordinated=coordinated, kernel=kernel)
