@@ -106,6 +106,23 @@ def test_a_reading_older_than_the_window_says_what_it_misses(monkeypatch: pytest
 
 
 @needs_root
+def test_without_any_reading_the_counts_are_unavailable_and_said_so(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """bpftrace stuck before its first reading: nothing stands, the result says why, and it is killed and reaped."""
+    fake_bpftrace(monkeypatch, tmp_path, COUNTED, readings=0)
+    with AcceptCounter([os.getpid()]) as counter:
+        counter.start()
+        pid = counter.pid
+        assert pid is not None and counter.attached, counter.stop().why
+        counts = counter.stop()
+    assert counter.pid is None and gone(pid)
+    assert not counts.available and counts.counts == {}, counts
+    said = "bpftrace did not run its END block within 5 s of SIGINT (it was killed) and printed no periodic reading"
+    assert counts.why == said, counts.why
+
+
+@needs_root
 def test_observes_last_interval_keeps_the_last_reading(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """observe's watch: the totals are the last reading's, as of when it was taken, with the same one line."""
     me = os.getpid()

@@ -339,7 +339,7 @@ class AcceptCounter(Closing):
             if reading is None:
                 self._end_bpftrace(keep_result=True)  # killed and reaped: all it said on stderr is in
                 err = bytes(self._err)
-                said += f": {first_error_line(err)}" if code is not None else ", nor any periodic reading"
+                said += f": {first_error_line(err)}" if code is not None else " and printed no periodic reading"
                 self._result = self._unavailable(said + memlock_hint(err))
                 self.close()
                 return self._result
