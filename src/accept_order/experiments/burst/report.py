@@ -73,7 +73,11 @@ def _details(run: BurstRun) -> list[Text]:
             moved = ", ".join(f"{short_counter(k)} {v:+d}" for k, v in cell.counters.items())
             # client hosts at a server elsewhere: no connection of the burst crossed this host
             coordinated = elsewhere and cell.hosts and not cell.through_here
-            parts.append(f"this host's, which only coordinated: {moved}" if coordinated else moved)
+            if coordinated:
+                moved = f"this host's, which only coordinated: {moved}"
+            elif cell.listener_drops is not None:  # every listener's of the namespace, beside the server's own
+                moved += f" (host-wide; the server's listeners dropped {cell.listener_drops or 'none'})"
+            parts.append(moved)
         if cell.max_us is not None:
             parts.append(f"slowest {cell.max_us / 1000:.1f} ms")
         if cell.open_s is not None:  # over kept connections the drivers time their last request's start

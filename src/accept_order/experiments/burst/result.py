@@ -52,6 +52,10 @@ class BurstCell(CountedTotals):
     # --client-hosts at a --target whose address is this host's own (servers/remote.py on_this_host): the burst
     # came here, so the counters read here are the server's host's, not a coordinator's (in the file if so)
     through_here: bool = False
+    # The connection attempts the server's own listeners dropped over the burst (their sk_drops, over netlink),
+    # where the counters' ListenOverflows is every listener's of the namespace; None where not read (a server
+    # elsewhere, files from before: not in the file then)
+    listener_drops: int | None = None
 
     @classmethod
     def of(cls, load: LoadSummary, clients: int, counters: dict[str, int], per: int = 1) -> BurstCell:
@@ -125,6 +129,7 @@ class BurstCell(CountedTotals):
             **({"hosts": [h.to_dict() for h in self.hosts]} if self.hosts else {}),
             **({"observed_on": [dict(o) for o in self.observed_on]} if self.observed_on else {}),
             **({"through_here": True} if self.through_here else {}),
+            **({} if self.listener_drops is None else {"listener_drops": self.listener_drops}),
         }
 
     @classmethod
@@ -146,6 +151,7 @@ class BurstCell(CountedTotals):
             hosts=hosts_of(data),
             observed_on=tuple(dict(o) for o in data.get("observed_on", ())),
             through_here=bool(data.get("through_here", False)),
+            listener_drops=None if data.get("listener_drops") is None else int(data["listener_drops"]),
         )
 
 
