@@ -27,7 +27,7 @@ from ..core.cpus import affinity
 from ..core.measures import ListenerRow
 from ..core.processes import process_errors
 from . import netstat
-from .listeners import listening_sockets, serving_on
+from .listeners import listener_drops, listening_sockets, serving_on
 
 __all__ = ["EvidenceCapture", "PRIVATE_ENV", "PRIVATE_NAMESPACE_NOTE", "netns_privacy"]
 
@@ -75,8 +75,11 @@ class EvidenceCapture:
         private: bool | None = None,
         names: Sequence[str] = netstat.WATCHED_COUNTERS,
         host: str | None = None,
+        read_drops: Callable[[int, str | None], int | None] = listener_drops,
     ) -> None:
         self._host = host or None
+        self._read_drops = read_drops
+        self._drops: dict[str, int | None] = {}  # the listeners' own drops so far, by snapshot label
         self._read_counters = read_counters
         self._list_listeners = list_listeners
         self._read_affinity = read_affinity
@@ -101,6 +104,7 @@ class EvidenceCapture:
             rows = []
         rows = serving_on(rows, self._host)
         self._listeners[label] = [_row_dict(r) for r in rows]
+        self._drops[label] = self._read_drops(port, self._host) if rows else None
         return rows
 
     def workers(self, pids: Sequence[int]) -> list[dict[str, Any]]:
@@ -129,7 +133,11 @@ class EvidenceCapture:
             private, why = netns_privacy()
         else:
             private, why = self._private, "declared by the caller"
+        start, end = self._drops.get("start"), self._drops.get("end")
+        # the server's own listeners' drops between the snapshots (sk_drops), where ListenOverflows is the namespace's
+        dropped = {} if start is None or end is None or end < start else {"listener_drops": end - start}
         return {
+            **dropped,
             "listeners": dict(self._listeners),
             "counters": {name: value for name, value in deltas.items() if value},
             "counters_watched": [n for n in self._names if n in deltas],

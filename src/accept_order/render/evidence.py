@@ -108,7 +108,9 @@ def counters_text(evidence: Mapping[str, Any], label: str = "kernel counters") -
         else:  # every file's namespace its run's own: nothing else moved them
             text.append(f" ({where}; these runs' traffic only)", style="dim")
     elif shared:
-        text.append(f" ({SHARED_SHORT})", style="yellow")
+        dropped = evidence.get("listener_drops")
+        own = f"; the server's listeners dropped {dropped or 'none'}" if isinstance(dropped, int) and counters else ""
+        text.append(f" ({SHARED_SHORT}{own})", style="yellow")
     else:
         why = evidence.get("netns", {}).get("why")
         text.append(f" ({PRIVATE_SHORT}{'; ' + why if why else ''})", style="dim")

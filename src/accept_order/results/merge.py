@@ -29,6 +29,7 @@ from ..core import service_time
 from ..core.errors import ResultFileError
 from ..core.load_summary import LoadSummary
 from .envelope import FileKind
+from .merge_listeners import add_listener_drops
 from .merge_overlap import shared_start, starts
 from .merge_rows import keep_numbering, placement, realigned, unfixed, widen
 
@@ -227,6 +228,7 @@ def _add_evidence(into: dict[str, Any], run: Mapping[str, Any], hosts: tuple[Any
     into.pop("machine", None)
     into.pop("witness", None)  # one launch's server log: _add_witness adds the two where they are alike
     _add_kernel_counters(into, run, hosts)
+    add_listener_drops(into, run)
     _add_accept_counts(into, run)
     observed = _add_observed(into.get("observed_on"), run.get("observed_on"))
     if observed is None:
