@@ -3,9 +3,10 @@ and periodic readings, framed and stamped, so that the last one stands when bpft
 
 bpftrace 0.17 (Debian's) acts on SIGINT only when the signal interrupts its epoll_wait (100 ms timeouts): one that
 lands while it is out of that call (woken by a timeout and still waiting for a CPU, on a busy machine) sets its exit
-flag, which nothing reads again until another signal interrupts epoll_wait or a perf event comes. Here 2 bpftraces
-of 10 that printed nothing at run time stayed in that loop 3 s after SIGINT at load 3.5 on 2 CPUs, and one SIGUSR1
-then ended each (accepts.stop() sends one every KICK_S). A periodic reading is such an event as well."""
+flag, which nothing reads again until another signal interrupts epoll_wait or a perf event comes. Here 5 of 140
+bpftraces that printed nothing at run time were still in that loop 3 s after SIGINT (loads 3.5 to 15 on 2 CPUs), one
+of them 33 s after, and one SIGUSR1 then ended each (accepts.stop() sends one every KICK_S). A periodic reading is
+such an event as well."""
 
 from __future__ import annotations
 
