@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from .output import RESULT_TO_STDOUT, note, print_report, write_result
+from .output import RESULT_TO_STDOUT, note, print_report
 
 
 def host_warnings() -> None:
@@ -25,7 +25,8 @@ def report_and_save(report: Callable[[], Any], json_path: str | None, kind: str,
     (core/signals.py keep, holding): a Ctrl-C can neither lose the result nor cut the file short. A first
     signal that came meanwhile ends the command after the file and the report, with its own status; a
     second one (or one while an interrupted run is kept) means stop now: the file is kept, the report
-    left out. `--json -`: the JSON on stdout in place of the report, whole or an error (one line, exit 1)."""
+    left out. `--json -`: the JSON on stdout in place of the report, whole or an error (one line, exit 1):
+    cli/result_stdout.py."""
     from ..core.errors import OutputError, ResultFileError
     from ..core.signals import holding, received, release
 
@@ -38,6 +39,8 @@ def report_and_save(report: Callable[[], Any], json_path: str | None, kind: str,
 
             try:
                 if to_stdout:
+                    from .result_stdout import write_result
+
                     write_result(saved_text(kind, result, "stdout"))
                 else:
                     save(json_path, kind, result)

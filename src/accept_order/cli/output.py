@@ -16,7 +16,7 @@ import errno
 import os
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import IO, TYPE_CHECKING, Any
 
 from ..core.errors import OutputError
@@ -138,10 +138,20 @@ def _write_whole(stream: Any, text: str) -> int:
     return len(text)
 
 
+def guarded_stdout() -> Any:
+    """stdout as a text stream whose write errors are OutputError naming it (`>&-`: one whose writes say closed)."""
+    return _Guarded(_Closed() if sys.stdout is None else tolerant(sys.stdout), "stdout")
+
+
+def naming_stdout() -> AbstractContextManager[None]:
+    """A block whose OSError writing to stdout becomes OutputError naming it (a hung-up terminal: no error)."""
+    return _naming("stdout")
+
+
 def stdout() -> Console:
     from .consoles import ReportConsole
 
-    stream = _Guarded(_Closed() if sys.stdout is None else tolerant(sys.stdout), "stdout")
+    stream = guarded_stdout()
     piped = not stream.isatty() and "COLUMNS" not in os.environ
     return ReportConsole(piped, file=stream, width=PIPED_WIDTH if piped else None)  # a text stream in all but name
 
@@ -218,67 +228,9 @@ def note(text: str) -> None:
 
 def write_text(text: str) -> None:
     """Text as it is (CSV, JSON, a captured report) to stdout, flushed (OutputError if it cannot take it)."""
-    stream = _Guarded(_Closed() if sys.stdout is None else tolerant(sys.stdout), "stdout")
+    stream = guarded_stdout()
     stream.write(text)
     stream.flush()
-
-
-# A stdout that took nothing for this long is stalled (write_result): a signal held meanwhile then ends the wait. Long
-# enough for a reader that is only slow (jq starting on a busy machine), short beside a user waiting on Ctrl-C.
-STALLED_MS = 1000
-
-
-def write_result(text: str) -> None:
-    """A result's JSON (`--json -`) to stdout, whole, or ResultFileError (one line, exit 1). Unlike a report's, a
-    reader that went away before taking all of it (`| head -c 10`) is no quiet end: the result is lost, and said so.
-
-    It is written while signals are held (cli/common.py report_and_save), as a file is, so that a Ctrl-C cannot cut
-    it short while its reader takes it. A reader that takes nothing (a stalled pipe) would then keep the command from
-    ever ending: a signal held while stdout takes nothing for a second ends the wait, the line saying how much was
-    written."""
-    from ..core.errors import ResultFileError
-
-    try:
-        _write_unless_stalled(text)
-    except OutputError as exc:  # "cannot write to stdout: <why>"
-        raise ResultFileError(f"cannot write the result to stdout: {str(exc).partition(': ')[2]}") from None
-
-
-def _write_unless_stalled(text: str) -> None:
-    """`text` to stdout a pipe's atomic write at a time, each once poll says it fits: a blocked write would not return
-    for a held signal (Python retries it). OutputError naming stdout when it fails, or when a signal is pending while
-    stdout is full."""
-    import select
-    import signal
-
-    from ..core.signals import pending
-
-    stream = _Guarded(_Closed() if sys.stdout is None else tolerant(sys.stdout), "stdout")
-    try:
-        fd = stream.fileno()
-    except (AttributeError, OSError, ValueError):  # none: click's CliRunner, a closed stdout (_Closed)
-        stream.write(text)
-        stream.flush()
-        return
-    stream.flush()  # what went through the stream before goes first
-    data = memoryview(text.encode(stream.encoding or "utf-8", stream.errors or "strict"))
-    poller = select.poll()
-    poller.register(fd, select.POLLOUT)
-    done = 0
-    with _naming("stdout"):
-        while done < len(data):
-            if not poller.poll(STALLED_MS):  # full all along: its reader takes nothing
-                signum = pending()
-                if signum is not None:
-                    raise OutputError(
-                        f"cannot write to stdout: {signal.Signals(signum).name} came while its reader took none of "
-                        f"it ({done} of {len(data)} bytes written)"
-                    )
-                continue
-            try:
-                done += os.write(fd, data[done : done + select.PIPE_BUF])  # fits whole once poll said so
-            except BlockingIOError:  # another writer took the room first
-                continue
 
 
 def print_report(renderable: Any) -> None:

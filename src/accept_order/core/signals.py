@@ -131,6 +131,11 @@ def received() -> int:
     return _latch.received
 
 
+def latest() -> int | None:
+    """The last signal the latch counted (its echoes not), if any: the one a count that went up stands for."""
+    return None if _latch.last is None else _latch.last[0]
+
+
 def _main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
