@@ -159,9 +159,19 @@ def test_serve_says_where_it_listens_on_stderr_and_the_tally_is_the_json_on_stdo
     assert f"listening on 127.0.0.1:{free_port}" in err.finish()
 
 
-def _one_error_line(done: Any, reason: str) -> None:
+def _one_error_line(done: Any, reason: str, folder: Path) -> None:
+    """Exit 1, one line saying why, and where the result was kept: the measurement is not lost with its reader (it
+    was, before: nothing of it was left anywhere, the report not printed either)."""
     assert done.returncode == 1, done.stderr
-    assert done.stderr == f"accept-order: error: cannot write the result to stdout: {reason}\n"
+    kept = re.fullmatch(
+        rf"accept-order: error: cannot write the result to stdout: {reason}; the result is kept in "
+        r"(\./accept-order-run-\d{8}-\d{6}\.json)\n",
+        done.stderr,
+    )
+    assert kept, done.stderr
+    assert [path.name for path in folder.iterdir()] == [Path(kept[1]).name]  # the one file, no temporary one
+    document = json.loads((folder / kept[1]).read_text())
+    assert (document["kind"], len(document["records"])) == ("run", document["load"]["connections"])
 
 
 def test_a_reader_gone_before_it_took_the_json_is_one_line_and_exit_1(tmp_path: Path) -> None:
@@ -182,7 +192,9 @@ def test_a_reader_gone_before_it_took_the_json_is_one_line_and_exit_1(tmp_path: 
     err = writer.stderr.read()
     writer.wait(timeout=120)
     assert reader.stdout == b'{\n "schema'
-    _one_error_line(subprocess.CompletedProcess(writer.args, writer.returncode, "", err), "its reader has gone")
+    _one_error_line(
+        subprocess.CompletedProcess(writer.args, writer.returncode, "", err), "its reader has gone", tmp_path
+    )
 
 
 def test_a_pipe_nobody_reads_is_one_line_and_exit_1(tmp_path: Path) -> None:
@@ -200,7 +212,7 @@ def test_a_pipe_nobody_reads_is_one_line_and_exit_1(tmp_path: Path) -> None:
         )
     finally:
         os.close(writable)
-    _one_error_line(done, "its reader has gone")
+    _one_error_line(done, "its reader has gone", tmp_path)
 
 
 def test_a_signal_while_the_reader_takes_nothing_ends_the_wait_in_one_line(tmp_path: Path) -> None:
@@ -239,11 +251,13 @@ def test_a_signal_while_the_reader_takes_nothing_ends_the_wait_in_one_line(tmp_p
         os.close(readable)
         if writable != -1:
             os.close(writable)
-    assert re.fullmatch(
+    line = re.fullmatch(
         rf"accept-order: error: cannot write the result to stdout: SIGTERM came while its reader took none of it "
-        rf"\({capacity} of \d+ bytes written\)\n",
+        rf"\({capacity} of (\d+) bytes written\); the result is kept in (\./accept-order-run-[-\d]+\.json)\n",
         err,
-    ), err
+    )
+    assert line, err
+    assert (tmp_path / line[2]).stat().st_size == int(line[1])  # the whole of it, which stdout did not take
 
 
 @pytest.mark.parametrize(("redirect", "reason"), [(">&-", "it is closed"), (">/dev/full", "No space left on device")])
@@ -252,7 +266,7 @@ def test_a_closed_or_full_stdout_is_one_line_and_exit_1(redirect: str, reason: s
     done = subprocess.run(
         ["sh", "-c", f"exec {command} {redirect}"], capture_output=True, text=True, timeout=120, cwd=tmp_path
     )
-    _one_error_line(done, reason)
+    _one_error_line(done, reason, tmp_path)
 
 
 def test_plot_says_a_picture_goes_to_a_file() -> None:

@@ -25,8 +25,8 @@ def report_and_save(report: Callable[[], Any], json_path: str | None, kind: str,
     (core/signals.py keep, holding): a Ctrl-C can neither lose the result nor cut the file short. A first
     signal that came meanwhile ends the command after the file and the report, with its own status; a
     second one (or one while an interrupted run is kept) means stop now: the file is kept, the report
-    left out. `--json -`: the JSON on stdout in place of the report, whole or an error (one line, exit 1):
-    cli/result_stdout.py."""
+    left out. `--json -`: the JSON on stdout in place of the report, whole or an error (one line, exit 1)
+    naming the file it was kept in instead: cli/result_stdout.py."""
     from ..core.errors import OutputError, ResultFileError
     from ..core.signals import holding, received, release
 
@@ -41,7 +41,7 @@ def report_and_save(report: Callable[[], Any], json_path: str | None, kind: str,
                 if to_stdout:
                     from .result_stdout import write_result
 
-                    write_result(saved_text(kind, result, "stdout"))
+                    write_result(saved_text(kind, result, "stdout"), kind)
                 else:
                     save(json_path, kind, result)
             except ResultFileError as exc:

@@ -303,7 +303,10 @@ def json_option(
             raise click.UsageError(str(exc), ctx) from None
         return value
 
-    to_stdout = f"{RESULT_TO_STDOUT}: the JSON on stdout, in place of the report (for jq); notes and errors on stderr."
+    to_stdout = (
+        f"{RESULT_TO_STDOUT}: the JSON on stdout, in place of the report (for jq); notes and errors on stderr; kept in"
+        " a new file, which the error names, when stdout cannot take it all."
+    )
     return click.option("--json", "json_path", metavar="FILE", callback=check, help=f"{help} {to_stdout}")
 
 

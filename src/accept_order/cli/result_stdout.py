@@ -1,6 +1,7 @@
-"""`--json -`: a result's JSON on stdout (click.File's convention), whole, or said not to be.
+"""`--json -`: a result's JSON on stdout (click.File's convention), whole, or said not to be and kept in a file.
 
-Unlike a report's, a reader that went away before taking all of it (`| head -c 10`) is no quiet end. The JSON is
+Unlike a report's, a reader that went away before taking all of it (`| jq` with a typo ends at once, `| head -c 10`)
+is no quiet end: the measurement would be lost, so it is kept in a file whose name the error line gives. The JSON is
 written while signals are held (cli/common.py report_and_save), as a file is, so that a Ctrl-C cannot cut it short
 while its reader takes it; a reader that takes nothing (a stalled pipe) would then keep the command from ever ending,
 so a signal while stdout takes nothing for STALLED_MS ends the wait."""
@@ -10,6 +11,8 @@ from __future__ import annotations
 import os
 import select
 import signal
+import tempfile
+import time
 
 from ..core.errors import OutputError, ResultFileError
 from ..core.signals import latest, pending, received
@@ -20,12 +23,34 @@ from .output import guarded_stdout, naming_stdout
 STALLED_MS = 1000
 
 
-def write_result(text: str) -> None:
-    """`text`, a result's JSON, to stdout whole; else ResultFileError (one line, exit 1) saying why."""
+def write_result(text: str, kind: str) -> None:
+    """`text`, the `kind` result's JSON, to stdout whole; else ResultFileError (one line, exit 1) saying why and where
+    the result was kept instead."""
     try:
         _write_unless_stalled(text)
     except OutputError as exc:  # "cannot write to stdout: <why>"
-        raise ResultFileError(f"cannot write the result to stdout: {str(exc).partition(': ')[2]}") from None
+        why = str(exc).partition(": ")[2]
+        raise ResultFileError(f"cannot write the result to stdout: {why}; {_kept(text, kind)}") from None
+
+
+def _kept(text: str, kind: str) -> str:
+    """`text` in a new file of the working directory (else of the temporary one): where, or why it is lost."""
+    from ..core.text import escape_controls
+    from ..results.files import write_bytes
+
+    name, lost = f"accept-order-{kind}-{time.strftime('%Y%m%d-%H%M%S')}", ""
+    for folder in (os.curdir, tempfile.gettempdir()):
+        path, count = os.path.join(folder, f"{name}.json"), 1
+        while os.path.lexists(path):  # never over another file (a run that ended in the same second)
+            count += 1
+            path = os.path.join(folder, f"{name}-{count}.json")
+        try:
+            write_bytes(path, text.encode("utf-8"))
+        except ResultFileError as exc:  # a folder it cannot write: the next one
+            lost = str(exc)
+            continue
+        return f"the result is kept in {escape_controls(path)}"
+    return f"the result is lost ({lost})"
 
 
 def _write_unless_stalled(text: str) -> None:
