@@ -1,6 +1,7 @@
 """A list option whose values each make one run refuses a value given twice, as --modes does: `sweep --accept-batch
 1,1` ran cap 1 twice, both rows '1 limit', and judged it against itself ('No cap is clearly better ... the cap did
-not change the tail here'); `burst --clients 5,5` dropped the second 5 without a word."""
+not change the tail here'); `burst --clients 5,5` dropped the second 5 without a word. (ramp's steps say more: they
+must rise step by step.)"""
 
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ from nothing_starts import nothing_starts  # noqa: F401 - a fixture
     [
         (["sweep", "--accept-batch", "1,4,1", "-n", "10"], "--accept-batch", "1,4,1", "1"),
         (["burst", "--clients", "5,5"], "--clients", "5,5", "5"),
-        (["ramp", "--concurrency-steps", "2,4,2"], "--concurrency-steps", "2,4,2", "2"),
         (["reload", "--migrate", "0,0"], "--migrate", "0,0", "0"),
     ],
 )

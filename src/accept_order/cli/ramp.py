@@ -76,7 +76,7 @@ def _ms(value: Any) -> float | None:
 )
 @click.option(
     "--concurrency-steps",
-    type=IntList(1, 1_000_000),
+    type=IntList(1, 1_000_000, once=False),  # a step given twice: 'must rise step by step', as --rates says
     default=None,
     help="Closed loop instead: connections in flight, one step each.",
 )

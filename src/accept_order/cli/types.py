@@ -296,11 +296,11 @@ class Host(click.ParamType):
 
 
 class IntList(click.ParamType):
-    """`1,4,32,0`: whole numbers within [low, high]. `several=False`: one of them (an int), parsed and
-    refused with the same words (--accept-batch takes a list in sweep, one value elsewhere)."""
+    """`1,4,32,0`: whole numbers within [low, high], each once (`once`). `several=False`: one of them (an int),
+    parsed and refused with the same words (--accept-batch takes a list in sweep, one value elsewhere)."""
 
-    def __init__(self, low: int, high: int, several: bool = True) -> None:
-        self.low, self.high, self.several = low, high, several
+    def __init__(self, low: int, high: int, several: bool = True, once: bool = True) -> None:
+        self.low, self.high, self.several, self.once = low, high, several, once
         self.name = "N,N,..." if several else "N"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
@@ -321,7 +321,7 @@ class IntList(click.ParamType):
         # one run per value: a value twice ran twice under one name (sweep's '1 limit' beside '1 limit', judged
         # against itself) or was dropped without a word (burst's sizes), where --modes refuses a mode given twice
         repeated = sorted({v for v in values if values.count(v) > 1})
-        if repeated:
+        if repeated and self.once:  # once=False: the command says more (ramp's steps must rise)
             self.fail(f"{value!r}: value(s) given more than once: {', '.join(map(str, repeated))}", param, ctx)
         return values
 
