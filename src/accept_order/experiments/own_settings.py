@@ -5,8 +5,10 @@ A server elsewhere (--target) runs its own configuration, which this tool neithe
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..core.spec import ServerSpec
-from ..servers.registry import known_by_replies
+from ..servers.registry import known_by_replies, known_mode
 
 
 def own_settings(server: ServerSpec, work: str, backlog: bool = True) -> str:
@@ -15,3 +17,20 @@ def own_settings(server: ServerSpec, work: str, backlog: bool = True) -> str:
     if known_by_replies(server):
         return ""
     return f", work {work}" + (f", backlog {server.backlog}" if backlog else "")
+
+
+def caps_said(servers: Sequence[ServerSpec]) -> str:
+    """', accept-batch 4' for the cap on accepts per wakeup the servers this tool started ran with, where their mode
+    reads one (0, none, is not said, as latency's headline has it); per server where they differ or only some read
+    it (', accept-batch 4 (epoll)'). 'burst --accept-batch 4', 'ramp' and 'latency --modes epoll,blocking' said
+    '2 workers, work 0 ms, backlog 511' of a run capped at 4, as of one that was not."""
+    capped = [
+        (s.label, s.accept_batch)
+        for s in servers
+        if s.accept_batch and not known_by_replies(s) and ((m := known_mode(s.kind, s.mode)) is None or m.batches)
+    ]
+    if not capped:
+        return ""
+    if len(capped) == len(servers) and len({cap for _, cap in capped}) == 1:
+        return f", accept-batch {capped[0][1]}"
+    return ", accept-batch " + ", ".join(f"{cap} ({label})" for label, cap in capped)

@@ -19,6 +19,7 @@ from rich.text import Text
 from ...analysis.stability import Spread, Stability, agreement
 from ...analysis.tails import CLEAR
 from ...render.text import duration_us, plural
+from ..own_settings import caps_said
 from ..repeat.kinds import Document, Repeated, Rounds, by_variant, each
 from .result import BURST_RUN, BurstCell, BurstRun
 
@@ -105,6 +106,7 @@ def report(rounds: Rounds) -> list[RenderableType]:
     parts: list[RenderableType] = [table, Text(LEGEND, style="dim")]
     server = rounds[0][0].server
     settings = f"{plural(server.workers, 'worker')}, work {duration_us(server.work_us)}, backlog {server.backlog}"
+    settings += caps_said([run.server for run in rounds[0]])
     parts.append(Text(settings, style="dim"))
     if len(variants) > 1:
         for n in counts:

@@ -19,7 +19,7 @@ from ...render.text import duration_us, plural
 from ...render.workers import own_count_text
 from ...servers.registry import known_by_replies, unseen_note
 from ..launch_notes import launch_parts
-from ..own_settings import own_settings
+from ..own_settings import caps_said, own_settings
 from ..target_unanswered import target_unanswered_note
 from .result import BurstCell, BurstResult, BurstRun
 
@@ -136,6 +136,7 @@ def burst_report(result: BurstResult) -> RenderableType:
         env = first.environment
         where = f"; {env.system} {env.kernel}, {plural(env.cpu_count, 'CPU')}" if env else ""
         own = own_settings(first.server, duration_us(first.server.work_us))
+        own += caps_said([run.server for run in result.runs])
         parts.append(Text(f"{plural(first.server.workers, 'worker')}{own}{_per_connection(result)}{where}"))
         parts.append(Text("Per burst: served per worker, failures, kernel counters", style="bold"))
         for run in result.runs:

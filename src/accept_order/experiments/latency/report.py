@@ -28,6 +28,7 @@ from ...render.workers import worker_table
 from ...servers.registry import known_by_replies, known_mode, threads_note, unseen_note
 from ..attached_listeners import v6only_note
 from ..launch_notes import launch_parts
+from ..own_settings import caps_said
 from ..sleeps_legend import sleeps_legend, sleeps_of
 from .attached_counts import kernel_counts_text, served_known, unplaced_text
 from .kept_report import finished_unit, kept_amount, kept_compare_parts, kept_parts, kept_words
@@ -70,12 +71,9 @@ def load_notes(results: Sequence[LatencyResult], name: Callable[[LatencyResult],
     if procs + workers > cpus and not any(w > STARVED for w in waits) and not elsewhere:  # else a warning said it
         who = ("it", "its", "runs") if procs == 1 else ("they", "their", "run")  # not '1 processes run'
         wait = f"; {who[0]} waited for a CPU at most {100 * max(waits):.0f}% of {who[1]} time" if waits else ""
+        said = f"The load generator's {plural(procs, 'process')} {who[2]} on the same {plural(cpus, 'CPU')} as the "
         notes.append(
-            Text(
-                f"The load generator's {plural(procs, 'process')} {who[2]} on the same {plural(cpus, 'CPU')} as the "
-                f"{plural(workers, 'worker')}{wait}; that wait is part of the measured latencies.",
-                style="dim",
-            )
+            Text(f"{said}{plural(workers, 'worker')}{wait}; that wait is part of the measured latencies.", style="dim")
         )
     return notes
 
@@ -169,13 +167,13 @@ def _env_text(env: Environment) -> str:
     return f"{env.system} {env.kernel}, {env.cpu_count} CPUs"
 
 
-def group_headline(command: str, first: LatencyResult, mode: str) -> Text:
-    """The first line of a report over several runs that share everything but what they vary."""
+def group_headline(command: str, first: LatencyResult, mode: str, caps: str = "") -> Text:
+    """The first line of a report over several runs that share everything but what they vary (`caps`: their cap)."""
     server = first.server
     work, load = _work_and_load(server, first.work_estimate_us, first.load)
     return Text.assemble(
         (command, "bold"),
-        f": {mode}{plural(server.workers, 'worker')}, {work}; {load} ({_env_text(first.environment)})",
+        f": {mode}{plural(server.workers, 'worker')}, {work}{caps}; {load} ({_env_text(first.environment)})",
     )
 
 
@@ -375,8 +373,8 @@ def compare_report(
     verdict = verdict or tail_verdict(results)
     parts: list[RenderableType] = [*interrupted_note(results)]
     if results:
-        first = results[0]
-        parts.append(group_headline("accept-order latency --modes", first, ""))
+        caps = caps_said([r.server for r in results])  # where the modes read one
+        parts.append(group_headline("accept-order latency --modes", results[0], "", caps))
     for r in results:
         parts.append(mmhistogram(r))
         errors = errors_block(own_failures(r), r.driven, finished_unit(r.load), under_way(r))

@@ -17,6 +17,7 @@ from rich.text import Text
 
 from ...analysis.stability import Stability, agreement
 from ...render.text import plural
+from ..own_settings import caps_said
 from ..repeat.kinds import Document, Repeated, Rounds, by_variant, each
 from .machine_share import machine_caveat, machine_rounds
 from .report import ramp_table, served_less, work_and_step
@@ -234,7 +235,8 @@ def _report(rounds: Rounds, single: bool) -> list[RenderableType]:
     work, step = work_and_step(first.server.work_us, plan.get("step_s"))
     parts.append(
         Text(
-            f"{plural(first.server.workers, 'worker')}, work {work}, backlog {first.server.backlog}; {loop}, "
+            f"{plural(first.server.workers, 'worker')}, work {work}, backlog {first.server.backlog}"
+            f"{caps_said([r.server for r in rounds[0]])}; {loop}, "
             f"{step} per step",
             style="dim",
         )

@@ -19,7 +19,7 @@ from ...render.text import durations_us, plural
 from ...render.workers import own_count_text
 from ...servers.registry import known_by_replies, unseen_note
 from ..launch_notes import launch_parts
-from ..own_settings import own_settings
+from ..own_settings import caps_said, own_settings
 from ..target_unanswered import target_unanswered_note
 from .result import RampResult, RampStep
 
@@ -263,7 +263,7 @@ def ramp_report(result: RampResult) -> RenderableType:
     work, step_length = work_and_step(server.work_us, plan.get("step_s"))
     parts.append(
         Text(
-            f"{server.label}, {plural(server.workers, 'worker')}{own_settings(server, work)}; "
+            f"{server.label}, {plural(server.workers, 'worker')}{own_settings(server, work)}{caps_said([server])}; "
             f"{loop}, {step_length} per step{where}",
             style="dim",
         )
