@@ -12,6 +12,7 @@ import gc
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -103,6 +104,24 @@ def _collector_for_tests() -> None:
 
 
 _collector_for_tests()
+
+
+def _signals_as_a_terminal_gives_them() -> None:
+    """SIGINT and SIGHUP as a command started from a terminal gets them, for every process the tests start: the
+    signal tests send them to the command and expect its own handling. A suite started with either ignored (under
+    nohup, or as a background job of a script, whose shell ignores SIGINT) passed that on to every command it ran,
+    which then ignored the signal (12 tests failed so, 2026-11-28). A handler that does nothing keeps this process
+    as it was started (a hang-up or a Ctrl-C still does not end it), and is reset to the default in whatever it
+    executes, as an ignored signal is not."""
+    for signum in (signal.SIGINT, signal.SIGHUP):
+        try:
+            if signal.getsignal(signum) == signal.SIG_IGN:
+                signal.signal(signum, lambda *_: None)
+        except ValueError:  # not the main thread: the signals stay as they are
+            pass
+
+
+_signals_as_a_terminal_gives_them()
 
 _UNMOUNT_TRACEFS = pytest.StashKey[bool]()  # this session mounted tracefs (pytest_configure)
 

@@ -55,6 +55,7 @@ def test_bench_clients_runs() -> None:
         out,
     )
     assert generator is not None and all(float(v) > 0 for v in generator.groups()), out
+    coordinator = []
     for variant in ("c1", "c1,c2"):
         engine = re.search(
             rf"engine's CPU during the load from {variant}, median: coordinator {NUMBER}%, ssh {NUMBER}%, "
@@ -62,9 +63,14 @@ def test_bench_clients_runs() -> None:
             out,
         )
         assert engine is not None, out
-        # every part counted: the coordinator drives the hosts and the total holds it. Not ssh's, sshd's or the
-        # remote interpreter's alone: over a short window on a busy machine each can round to 0.00% (load 17)
-        assert float(engine.group(1)) > 0 and float(engine.group(5)) >= float(engine.group(1)), out
+        # the total holds the coordinator's part
+        assert float(engine.group(5)) >= float(engine.group(1)), out
+        coordinator.append(float(engine.group(1)))
+    # every part counted: the coordinator drives the hosts, so a coordinator never counted reads 0.00% in both. Not
+    # in each: a window found on a busy machine can be a sample or two (0.07 s at load 12, 2026-11-28), in which the
+    # coordinator, waiting on its hosts, got no CPU at all (schedstat's ns: not a rounding). Not ssh's, sshd's or
+    # the remote interpreter's alone: over a short window on a busy machine each can round to 0.00% (load 17)
+    assert max(coordinator) > 0, out
     # the start-up's milestones in their order: here, the drivers then the exit; over ssh, the first ssh, the
     # hosts' Pythons, the drivers, the exit
     here = re.search(rf"here: last driver {NUMBER}, exit {NUMBER};", out)
