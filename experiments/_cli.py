@@ -61,19 +61,26 @@ STDOUT = "-"
 
 
 def json_to_stdout(prog: str, text: str) -> int:
-    """`text` on stdout, whole; the exit status: 0, or 1 after one line on stderr when stdout could not take it all
-    (its reader gone, a full disk): the JSON is then lost, which a quiet end would not say."""
+    """`text` on stdout, whole; the exit status: 0, or, after one line on stderr naming the file the JSON was kept in
+    instead, 1 when stdout could not take it all (its reader gone, a full disk) and 130 when a Ctrl-C came while it
+    waited on a reader that took nothing (a traceback before, then a flush at exit that waited again)."""
+    from accept_order.cli.result_stdout import kept_instead
+
     try:
         if sys.stdout is None:  # the caller closed it (>&-): Python left no stream
             raise OSError(0, "it is closed")
         sys.stdout.write(text)
         sys.stdout.flush()
-    except OSError as exc:
-        reason = "its reader has gone" if isinstance(exc, BrokenPipeError) else exc.strerror or str(exc)
-        print(f"{prog}: error: cannot write the JSON to stdout: {reason}", file=sys.stderr)
-        try:  # what is still buffered goes nowhere: Python's own flush at exit must not fail again (status 120)
+    except (OSError, KeyboardInterrupt) as exc:
+        if isinstance(exc, KeyboardInterrupt):
+            reason, status = "interrupted", 130
+        else:
+            reason, status = "its reader has gone" if isinstance(exc, BrokenPipeError) else exc.strerror or str(exc), 1
+        kept = kept_instead(text, os.path.basename(prog).removesuffix(".py"))
+        print(f"{prog}: error: cannot write the JSON to stdout: {reason}; {kept}", file=sys.stderr)
+        try:  # what is still buffered goes nowhere: Python's own flush at exit must neither fail (120) nor wait
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         except (OSError, ValueError, AttributeError):
             pass
-        return 1
+        return status
     return 0

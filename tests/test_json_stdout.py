@@ -327,6 +327,13 @@ def test_an_experiment_script_says_when_stdout_did_not_take_its_json(
     finally:
         os.close(writable)
     assert done.returncode == 1, done.stderr
-    assert f"{script}: error: cannot write the JSON to stdout: its reader has gone\n" in done.stderr  # its prog
+    stem = script.removesuffix(".py")
+    line = re.search(  # its prog, and where the JSON went instead
+        rf"{script}: error: cannot write the JSON to stdout: its reader has gone; the result is kept in "
+        rf"(\./{stem}-[-\d]+\.json)\n",
+        done.stderr,
+    )
+    assert line, done.stderr
+    assert json.loads((tmp_path / line[1]).read_text())
     assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr
     assert title in done.stderr  # the findings were not lost with the JSON

@@ -28,7 +28,10 @@ def one_second(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 
 def test_kept_in_the_working_directory_never_over_another_file(one_second: Path) -> None:
     (one_second / "accept-order-run-20260101-000000.json").write_text("an earlier run's")
-    assert result_stdout._kept(DOCUMENT, "run") == "the result is kept in ./accept-order-run-20260101-000000-2.json"
+    assert (
+        result_stdout.kept_instead(DOCUMENT, "accept-order-run")
+        == "the result is kept in ./accept-order-run-20260101-000000-2.json"
+    )
     assert (one_second / "accept-order-run-20260101-000000-2.json").read_text() == DOCUMENT
     assert (one_second / "accept-order-run-20260101-000000.json").read_text() == "an earlier run's"
 
@@ -48,7 +51,7 @@ def test_kept_in_the_temporary_directory_when_the_working_one_cannot_be_written(
 
     monkeypatch.setattr(files, "write_bytes", read_only_here)
     assert (
-        result_stdout._kept(DOCUMENT, "sweep")
+        result_stdout.kept_instead(DOCUMENT, "accept-order-sweep")
         == f"the result is kept in {elsewhere}/accept-order-sweep-20260101-000000.json"
     )
     assert (elsewhere / "accept-order-sweep-20260101-000000.json").read_text() == DOCUMENT
@@ -59,6 +62,6 @@ def test_lost_says_so_and_why(one_second: Path, monkeypatch: pytest.MonkeyPatch)
         raise ResultFileError(f"cannot write {path}: No space left on device")
 
     monkeypatch.setattr(files, "write_bytes", full)
-    said = result_stdout._kept(DOCUMENT, "run")
+    said = result_stdout.kept_instead(DOCUMENT, "accept-order-run")
     assert said.startswith("the result is lost (cannot write ") and said.endswith(": No space left on device)"), said
     assert list(one_second.iterdir()) == []

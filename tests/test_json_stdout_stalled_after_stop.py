@@ -1,12 +1,14 @@
-"""`--json -` after the signal that stopped the command: its JSON is written to a stdout that takes nothing, and a
-later signal must end the wait. The first signal was raised already (it stopped serve, or cut a run short and its
-partial result is being written), so it was never "pending" again: the write waited on the pipe for ever, deaf to
-every later SIGTERM and Ctrl-C."""
+"""`--json -` to a stdout that takes nothing, after the signal that stopped the command: a later signal must end the
+wait. The first signal was raised already (it stopped serve, or cut a run short and its partial result is being
+written), so it was never "pending" again: the write waited on the pipe for ever, deaf to every later SIGTERM and
+Ctrl-C. The experiment scripts' own write (experiments/_cli.py), after their one-line errors, let a Ctrl-C there out
+as a traceback."""
 
 from __future__ import annotations
 
 import array
 import fcntl
+import json
 import os
 import re
 import signal
@@ -15,10 +17,18 @@ import sys
 import termios
 from pathlib import Path
 
+import pytest
 from conftest import OutputReader, wait_for
 
 COMMAND = [sys.executable, "-m", "accept_order"]
 WORKERS = 12  # serve's tally of 12 workers is ~6.5 KB: more than the one page the pipe is cut down to
+
+
+def _in_pipe(readable: int) -> int:
+    """Bytes in the pipe, written and not read."""
+    count = array.array("i", [0])
+    fcntl.ioctl(readable, termios.FIONREAD, count)
+    return count[0]
 
 
 def test_a_signal_after_the_one_that_stopped_serve_ends_a_stalled_write(free_port: int, tmp_path: Path) -> None:
@@ -38,15 +48,12 @@ def test_a_signal_after_the_one_that_stopped_serve_ends_a_stalled_write(free_por
         assert proc.stderr is not None
         err = OutputReader(proc.stderr)
 
-        def in_the_pipe() -> int:
-            count = array.array("i", [0])
-            fcntl.ioctl(readable, termios.FIONREAD, count)
-            return count[0]
-
         try:
             err.wait_for(r"try: .*\n", 60)  # serving (its announcement's last line, on stderr)
             proc.send_signal(signal.SIGTERM)  # serve stops, and writes its tally
-            wait_for(in_the_pipe, lambda held: held >= capacity, 60, "the tally to fill the pipe nobody reads")
+            wait_for(
+                lambda: _in_pipe(readable), lambda held: held >= capacity, 60, "the tally to fill the pipe nobody reads"
+            )
             proc.send_signal(signal.SIGINT)  # the user gives up on the reader
             assert proc.wait(timeout=60) == 1  # before: still blocked, whatever the timeout
         finally:
@@ -64,3 +71,56 @@ def test_a_signal_after_the_one_that_stopped_serve_ends_a_stalled_write(free_por
         rf"\({capacity} of \d+ bytes written\); the result is kept in \./accept-order-serve-[-\d]+\.json",
         last,
     ), text
+
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "experiments"
+SCRIPT_RUNS = [  # each JSON more than a page: herd's ~5 KB, latency's ~15 KB
+    ("herd.py", ["--workers", "2", "--connections", "2", "--clients", "4", "--modes", "epoll"]),
+    (
+        "latency_shared_vs_reuseport.py",
+        ["--workers", "2", "--connections", "50", "--concurrency", "4", "--modes", "epoll,reuseport"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("script", "args"), SCRIPT_RUNS, ids=[script for script, _ in SCRIPT_RUNS])
+def test_a_ctrl_c_while_a_script_waits_on_a_reader_that_takes_nothing(
+    script: str, args: list[str], tmp_path: Path
+) -> None:
+    """An experiment script's JSON to a stdout nobody reads, then Ctrl-C: one line naming the file the JSON was kept
+    in, exit 130; before, a KeyboardInterrupt traceback (the write is after the script's one-line errors)."""
+    readable, writable = os.pipe()
+    fcntl.fcntl(writable, fcntl.F_SETPIPE_SZ, 4096)
+    capacity = fcntl.fcntl(readable, fcntl.F_GETPIPE_SZ)
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, str(SCRIPTS / script), *args, "--json", "-"],
+            stdout=writable,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+        )
+        os.close(writable)
+        writable = -1
+        try:
+            wait_for(lambda: _in_pipe(readable), lambda held: held >= capacity, 120, "the JSON to fill the pipe")
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(timeout=60) == 130
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert proc.stderr is not None
+        err = proc.stderr.read()
+    finally:
+        os.close(readable)
+        if writable != -1:
+            os.close(writable)
+    assert "Traceback" not in err, err
+    line = re.search(
+        rf"{script}: error: cannot write the JSON to stdout: interrupted; the result is kept in "
+        rf"(\./{script.removesuffix('.py')}-[-\d]+\.json)\n",
+        err,
+    )
+    assert line, err
+    assert json.loads((tmp_path / line[1]).read_text())

@@ -29,16 +29,17 @@ def write_result(text: str, kind: str) -> None:
     try:
         _write_unless_stalled(text)
     except OutputError as exc:  # "cannot write to stdout: <why>"
-        why = str(exc).partition(": ")[2]
-        raise ResultFileError(f"cannot write the result to stdout: {why}; {_kept(text, kind)}") from None
+        why, kept = str(exc).partition(": ")[2], kept_instead(text, f"accept-order-{kind}")
+        raise ResultFileError(f"cannot write the result to stdout: {why}; {kept}") from None
 
 
-def _kept(text: str, kind: str) -> str:
-    """`text` in a new file of the working directory (else of the temporary one): where, or why it is lost."""
+def kept_instead(text: str, name: str) -> str:
+    """`text` in a new file `name`-<time>.json of the working directory (else of the temporary one): where, or why it
+    is lost (the experiment scripts' --json - too)."""
     from ..core.text import escape_controls
     from ..results.files import write_bytes
 
-    name, lost = f"accept-order-{kind}-{time.strftime('%Y%m%d-%H%M%S')}", ""
+    name, lost = f"{name}-{time.strftime('%Y%m%d-%H%M%S')}", ""
     for folder in (os.curdir, tempfile.gettempdir()):
         path, count = os.path.join(folder, f"{name}.json"), 1
         while os.path.lexists(path):  # never over another file (a run that ended in the same second)
