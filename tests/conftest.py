@@ -290,6 +290,16 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@pytest.fixture
+def unlistened_port() -> Iterator[int]:
+    """A TCP port on 127.0.0.1 where nothing listens for the whole test: bound by a socket of ours that never
+    listens (a connection there is refused), so no other test's server can take it meanwhile, as one could take
+    a free_port between the moment it was free and the connection."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield int(sock.getsockname()[1])
+
+
 def ipv6_loopback_works() -> bool:
     if not socket.has_ipv6:
         return False

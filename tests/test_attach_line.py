@@ -115,7 +115,7 @@ def kthreadd() -> int:
     pytest.skip("pid 2 is not kthreadd here (a PID namespace)")
 
 
-def test_attach_refuses_pids_that_do_not_hold_the_listener(line_servers: Any, free_port: int) -> None:
+def test_attach_refuses_pids_that_do_not_hold_the_listener(line_servers: Any, unlistened_port: int) -> None:
     """pid 1, kernel threads, a sleep, the right server on the wrong port, one worker of three: each one
     line, exit 1 (what the machine turned out to be, as observe's refusal of such a pid), naming who does hold the
     listener (or that nobody listens there)."""
@@ -125,7 +125,10 @@ def test_attach_refuses_pids_that_do_not_hold_the_listener(line_servers: Any, fr
     cases = [
         (["--attach", "1"], ["pid 1 (", f"no listener on {where}", held]),
         (["--attach", str(kthreadd())], ["pid 2 (kthreadd) and its", f"no listener on {where}", held]),
-        (["--attach", str(server.master), "--port", str(free_port)], [f"nobody listens on 127.0.0.1:{free_port}"]),
+        (
+            ["--attach", str(server.master), "--port", str(unlistened_port)],
+            [f"nobody listens on 127.0.0.1:{unlistened_port}"],
+        ),
         (
             ["--attach", str(server.workers[1])],
             [f"held by pid {server.master} (", f"not only by pid {server.workers[1]} ("],

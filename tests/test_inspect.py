@@ -215,9 +215,11 @@ def test_nginx_with_reuseport_and_the_mutex_on_is_offered_what_it_lacks(hand_ngi
     assert "accept_mutex off;" not in rows["epoll"] and "accept_mutex on;" not in rows["accept-mutex"]
 
 
-def test_what_serves_nothing_is_one_line_and_exit_1(free_port: int) -> None:
+def test_what_serves_nothing_is_one_line_and_exit_1(unlistened_port: int) -> None:
     assert_one_error_line(run_cli(["inspect", str(1 << 22)]), 1, f"no process {1 << 22}")
-    assert_one_error_line(run_cli(["inspect", "--port", str(free_port)]), 1, f"nobody listens on port {free_port}")
+    assert_one_error_line(
+        run_cli(["inspect", "--port", str(unlistened_port)]), 1, f"nobody listens on port {unlistened_port}"
+    )
     idle = subprocess.Popen(["sleep", "30"])
     try:
         wait_for(lambda: Path(f"/proc/{idle.pid}/comm").read_text(), lambda name: name == "sleep\n", 10, "exec")

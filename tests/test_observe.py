@@ -225,8 +225,10 @@ def test_bad_input_is_one_line(args: list[str], code: int, fragment: str) -> Non
     assert_one_error_line(run_cli(args), code, fragment)
 
 
-def test_nobody_on_the_port_is_one_line(free_port: int) -> None:
-    assert_one_error_line(run_cli(["observe", "--port", str(free_port)]), 1, f"nobody listens on port {free_port}")
+def test_nobody_on_the_port_is_one_line(unlistened_port: int) -> None:
+    assert_one_error_line(
+        run_cli(["observe", "--port", str(unlistened_port)]), 1, f"nobody listens on port {unlistened_port}"
+    )
 
 
 def test_interrupted_in_process_keeps_the_result(nginx: Target) -> None:

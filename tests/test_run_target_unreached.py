@@ -19,8 +19,8 @@ from accept_order.core.spec import ServerSpec
 from accept_order.servers.remote import RemoteServer
 
 
-def test_run_at_a_target_where_nothing_listens_is_one_line(free_port: int) -> None:
-    port = free_port  # free a moment ago: nobody listens
+def test_run_at_a_target_where_nothing_listens_is_one_line(unlistened_port: int) -> None:
+    port = unlistened_port
     ran = subprocess.run(
         [sys.executable, "-m", "accept_order", "run", "-w", "2", "-n", "3", "--target", f"127.0.0.1:{port}"],
         capture_output=True,

@@ -197,12 +197,13 @@ def test_what_starts_servers_is_refused_with_a_target(args: list[str], fragment:
         ["ramp", "--rates", "50", "--step", "0.2s"],
     ],
 )
-def test_a_target_where_nothing_listens_is_one_line(args: list[str], free_port: int) -> None:
+def test_a_target_where_nothing_listens_is_one_line(args: list[str], unlistened_port: int) -> None:
     # its own process: the one line must be the whole stderr, the drivers' included (review R6 of b2ff60f)
-    ran = accept_order_process(*args, "--target", f"127.0.0.1:{free_port}")  # free a moment ago: nobody listens
+    ran = accept_order_process(*args, "--target", f"127.0.0.1:{unlistened_port}")
     assert ran.returncode == 1, ran.stderr
-    [line] = ran.stderr.splitlines()
-    assert line.startswith(f"accept-order: error: --target 127.0.0.1:{free_port}: nothing answers there (")
+    assert len(ran.stderr.splitlines()) == 1, ran.stderr
+    line = ran.stderr.strip()
+    assert line.startswith(f"accept-order: error: --target 127.0.0.1:{unlistened_port}: nothing answers there (")
     assert "ECONNREFUSED" in line and ran.stdout == ""
 
 
