@@ -579,7 +579,7 @@ def test_every_report_of_a_load_says_which_loop_ran(loop: str, tmp_path: Path) -
     burst = run_cli(["burst", "-w", "1", "--clients", "5", "--driver", loop])
     assert f"load generator on {loop} " in burst.stdout, burst.output
     out = tmp_path / "ramp.json"
-    steps = ["--concurrency-steps", "2", "--step", "200ms"]
+    steps = ["--rates", "50", "--step", "200ms"]  # an open loop: a closed one took every CPU for the step
     ramp = run_cli(["ramp", "-w", "1", *steps, "--driver", loop, "--json", str(out)])
     assert f"load generator on {loop}: " in ramp.stdout, ramp.output
     assert [s["loop"] for s in json.loads(out.read_text())["steps"]] == [loop]
