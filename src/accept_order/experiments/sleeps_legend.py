@@ -17,6 +17,13 @@ def sleeps_of(server: ServerSpec) -> str | None:
     return kind.sleeps if kind is not None else None
 
 
+def ids_of(server: ServerSpec) -> str:
+    """What the worker table calls its workers' ids: "tid" where the kind's workers are threads of one process
+    (HAProxy's nbthread, h2o's event loops: no process has those ids), "pid" otherwise."""
+    kind = KINDS.get(server.kind)
+    return "tid" if kind is not None and (kind.threads_are_workers or kind.loops_are_workers) else "pid"
+
+
 def sleeps_legend(server: ServerSpec, detail: bool = False) -> Text:
     """worker_legend, saying whose sleeps they are where the kind says it."""
     return Text(worker_legend(detail, sleeps_of(server)), style="dim")

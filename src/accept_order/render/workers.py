@@ -41,13 +41,18 @@ def worker_legend(detail: bool = False, sleeps: str | None = None) -> str:
 
 
 def worker_table(
-    counters: Sequence[WorkerCounters], served: Sequence[int] | None, title: str | None = None, detail: bool = False
+    counters: Sequence[WorkerCounters],
+    served: Sequence[int] | None,
+    title: str | None = None,
+    detail: bool = False,
+    ids: str = "pid",
 ) -> Table:
     """One row per worker. `detail` adds involuntary switches and CPU affinity (for herd and latency).
-    `served` None (or too short for a worker): not known, shown as `-` rather than a count of 0."""
+    `served` None (or too short for a worker): not known, shown as `-` rather than a count of 0. `ids`: what the
+    workers' ids are, "tid" where they are threads of one process (HAProxy's: `ps -p` finds no process 4323)."""
     total = sum(served or ())
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    columns = ["worker", "pid", "served", "share", "wakeups", "accepted", "empty", "max", "sleeps", "cpu ms"]
+    columns = ["worker", ids, "served", "share", "wakeups", "accepted", "empty", "max", "sleeps", "cpu ms"]
     if detail:
         columns += ["preempt", "cpus"]
     for name in columns:

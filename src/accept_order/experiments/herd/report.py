@@ -13,6 +13,7 @@ from ...render.stopped import stopped_early
 from ...render.text import duration_us, plural
 from ...render.workers import worker_table
 from ..launch_notes import launch_parts
+from ..sleeps_legend import ids_of
 from .result import HerdResult
 
 HERD_LEGEND = (
@@ -126,5 +127,7 @@ def herd_report(result: HerdResult, per_worker: bool = False) -> RenderableType:
     parts.extend(_evidence_lines(result))
     if per_worker:
         for run in result.runs:
-            parts.append(worker_table(run.counters, run.counts, title=f"{run.server.mode}", detail=True))
+            parts.append(
+                worker_table(run.counters, run.counts, title=f"{run.server.mode}", detail=True, ids=ids_of(run.server))
+            )
     return Group(*parts)

@@ -29,7 +29,7 @@ from ...servers.registry import known_by_replies, known_mode, threads_note, unse
 from ..attached_listeners import v6only_note
 from ..launch_notes import launch_parts
 from ..own_settings import caps_said
-from ..sleeps_legend import sleeps_legend, sleeps_of
+from ..sleeps_legend import ids_of, sleeps_legend, sleeps_of
 from .attached_counts import kernel_counts_text, served_known, unplaced_text
 from .kept_report import finished_unit, kept_amount, kept_compare_parts, kept_parts, kept_words
 from .merged_note import merged_note
@@ -314,7 +314,7 @@ def latency_report(result: LatencyResult) -> RenderableType:
         *([note] if (note := open_loop_note(result)) is not None else []),
         *model_report([result]),
         *([Text(said, style="dim")] if (said := servers_text(result)) else []),
-        worker_table(result.counters, served_known(result), title="served per worker", detail=False),
+        worker_table(result.counters, served_known(result), title="served per worker", ids=ids_of(result.server)),
         *([sleeps_legend(result.server)] if sleeps_of(result.server) else []),  # whose sleeps, where not one thread's
         *([Text(threads, style="yellow")] if (threads := threads_note(result.evidence)) else []),  # an attached HAProxy
         *([note] if (note := v6only_note(result.evidence, result.server.host)) is not None else []),

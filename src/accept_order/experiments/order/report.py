@@ -19,7 +19,7 @@ from ...render.workers import worker_table
 from ...servers.registry import threads_note
 from ..attached_listeners import v6only_note
 from ..launch_notes import launch_parts
-from ..sleeps_legend import sleeps_legend
+from ..sleeps_legend import ids_of, sleeps_legend
 from .result import RunResult
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ def run_report(result: RunResult) -> RenderableType:
     parts: list[RenderableType] = [
         head,
         Text.assemble(("Sequence: ", "bold"), sequence_text(result)),
-        worker_table(result.counters, result.counts, detail=bool(server.cpus)),
+        worker_table(result.counters, result.counts, detail=bool(server.cpus), ids=ids_of(server)),
         sleeps_legend(server, detail=bool(server.cpus)),
         Text(f"served {result.served}, failed {result.failed}, driven {len(result.records)}"),
     ]
@@ -241,7 +241,7 @@ def serve_report(result: ServeResult) -> RenderableType:
     known = isinstance(witness, dict) or all(c.accepts is not None for c in result.counters)
     parts: list[RenderableType] = [
         Text.assemble(("Sequence: ", "bold"), _marks(result.sequence) or "(no connections)"),
-        worker_table(result.counters, accepted if known else None, title="tally"),
+        worker_table(result.counters, accepted if known else None, title="tally", ids=ids_of(result.server)),
         sleeps_legend(result.server),
     ]
     if isinstance(witness, dict):
