@@ -41,7 +41,13 @@ def bars(
             by_count = load.connections is not None
             total = load.connections if by_count else load.duration_s
             bar = progress_bar(runs.live(label(spec)), total, by_count, timeout_s=load.timeout_s, ticks=True)
-            return stack.enter_context(bar)
+            update = stack.enter_context(bar)
+
+            def tick(done: int, elapsed: float = 0.0) -> None:  # off a terminal, the heartbeat says it (runs.status)
+                runs.reached = f"{done:,} of {total:,} connections" if by_count else f"{done:,} connections"
+                update(done, elapsed)
+
+            return tick
 
         yield on_run
 
@@ -126,7 +132,8 @@ def latency(
         with keep_partial(
             lambda results: report_and_save(lambda: latency_report(results[0]), json_path, "latency", results[0])
         ):
-            with bars(load, lambda s: f"{s.mode}: connections") as on_run:
+            # a heartbeat off a terminal too: the default 100,000 connections take a minute on a busy machine
+            with bars(load, lambda s: f"{s.mode}: connections", RunProgress(1), count=True) as on_run:
                 result = api.latency(server, load, on_run(server), title)
         report_and_save(lambda: latency_report(result), json_path, "latency", result)
         served_something([result])
