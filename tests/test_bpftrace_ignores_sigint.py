@@ -88,6 +88,7 @@ def test_the_last_reading_stands_when_end_never_comes(monkeypatch: pytest.Monkey
     assert counts.short.startswith(f"{said}periodic reading, taken "), counts.short
     assert counts.short.endswith(" s after the counted window closed"), counts.short  # the window's every accept
     assert counts.why.endswith(f"; {counts.short}"), counts.why  # what the report prints and the result keeps
+    assert "reading_before_s" not in counts.evidence()  # nothing after the window is missing
 
 
 @needs_root
@@ -103,6 +104,10 @@ def test_a_reading_older_than_the_window_says_what_it_misses(monkeypatch: pytest
         counts = counter.stop()
     assert counts.available and counts.counts == {me: 2}, counts
     assert " s before the counted window closed (accepts after it are not counted; none came in the " in counts.short
+    # what the result keeps of it: latency's report then blames the unplaced accepts on no worker (test_attached_...)
+    before = f"{counts.reading_before_s:.2f} s before the counted window closed"
+    assert counts.reading_before_s > 0 and before in counts.short, (counts.reading_before_s, counts.short)
+    assert counts.evidence()["reading_before_s"] == counts.reading_before_s
 
 
 @needs_root

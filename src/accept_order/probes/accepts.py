@@ -78,11 +78,14 @@ class AcceptCounts:
     appeared: dict[int, int] = field(default_factory=dict)
     # not END's counts: bpftrace's last periodic reading stands (this line says when it was taken; `why` has it too)
     short: str = ""
+    # how long before the window closed that reading was taken (0: after it): the accepts since are in no count
+    reading_before_s: float = 0.0
 
     def evidence(self, followed: int | None = None) -> dict[str, Any]:
         """What a result file keeps (evidence `accept_counts`); `followed`: the master whose children were
         counted too (AcceptCounter.children_of), with what those that were not asked about accepted."""
         kept: dict[str, Any] = {"available": self.available, "why": self.why, "counts": self.counts}
+        kept |= {"reading_before_s": self.reading_before_s} if self.reading_before_s > 0 else {}
         return kept | ({"followed": followed, "appeared": self.appeared} if followed is not None else {})
 
 
@@ -329,7 +332,7 @@ class AcceptCounter(Closing):
             proc.wait(EXIT_S if counts is not None else 0)  # it detaches its probes after END: nothing more to read
         except subprocess.TimeoutExpired:
             pass
-        short = ""
+        short, before_s = "", 0.0
         if counts is None:
             code = proc.returncode
             if code is None:
@@ -344,12 +347,13 @@ class AcceptCounter(Closing):
                 self.close()
                 return self._result
             counts, short = reading[1], readings.reading_note(said, reading[0], began, round(waited, 2))
+            before_s = round(max(0.0, began - reading[0]), 6)  # above 0 however near: accepts may be missed
         appeared: dict[int, int] = {}
         if self.pids is not None:  # every pid asked about is answered, 0 when it accepted nothing
             appeared = {pid: n for pid, n in sorted(counts.items()) if pid not in self.pids}
             counts = {pid: counts.get(pid, 0) for pid in self.pids}
         why = "; ".join([SOURCE, *self._notes, *([short] if short else [])])
-        self._result = AcceptCounts(counts, True, why, appeared, short)
+        self._result = AcceptCounts(counts, True, why, appeared, short, before_s)
         self.close()
         return self._result
 

@@ -258,6 +258,8 @@ def _add_accept_counts(into: dict[str, Any], run: Mapping[str, Any]) -> None:
         added["master_accepted"] = mine["master_accepted"] + theirs["master_accepted"]
     else:
         added.pop("master_accepted", None)  # a file from before it: not counted there
+    if before := max(mine.get("reading_before_s", 0), theirs.get("reading_before_s", 0)):  # short in either file
+        added["reading_before_s"] = before
     into["accept_counts"] = added
 
 

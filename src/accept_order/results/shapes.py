@@ -360,7 +360,8 @@ EVIDENCE = Record(
             {"source": Text(), "requests": ListOf(ListOf(Anything())), "numbered_by": Text(), "dropped": Integer()}
         ),
         # followed: the master whose children were counted too; appeared: those children's accepts, by pid, that
-        # were not attached (workers started during the run); master_accepted: the attached master's own accepts
+        # were not attached (workers started during the run); master_accepted: the attached master's own accepts;
+        # reading_before_s: the counts are bpftrace's last reading, taken this long before the window closed
         "accept_counts": Record(
             {
                 "available": Flag(),
@@ -369,6 +370,7 @@ EVIDENCE = Record(
                 "followed": Integer(),
                 "appeared": MapOf(Integer()),
                 "master_accepted": Integer(),
+                "reading_before_s": Number(),
             }
         ),
         "accept_log": Record({"available": Flag(), "why": Text()}),

@@ -71,6 +71,11 @@ def unplaced_text(result: LatencyResult) -> Text | None:
     if result.load.keeps_connections or missing <= 0:  # kept: requests and accepts are not the same count
         return None
     said = f"the table places {placed:,} of the {result.ok:,} {unit}s served: the other {missing:,}"
+    before = kernel.get("reading_before_s")
+    if isinstance(before, (int, float)) and before > 0:  # the count stopped early: no worker is to blame for them
+        when = f"{before:.2f} s" if before >= 0.01 else "under 10 ms"
+        why = f"are not placed: the kernel's count stops at bpftrace's last reading, {when} before the run ended"
+        return Text(f"{said} {why} (it never ran its END block), and the accepts since are in no count", style="yellow")
     return Text(f"{said} {_unplaced_why(result, kernel)}", style="yellow")
 
 
