@@ -53,6 +53,11 @@ def test_the_drops_between_the_snapshots_are_kept_and_said() -> None:
     assert counters_text(_evidence([3, 20])).plain.endswith("; the server's listeners dropped 17)")
 
 
+def test_nothing_is_said_where_no_listen_counter_moved() -> None:
+    evidence = {**_evidence([3, 3]), "counters": {"TcpExtTCPAbortOnClose": 7}}  # haproxy's sweep: closes, no drop
+    assert counters_text(evidence).plain.endswith("may include other TCP traffic on this host)")
+
+
 def test_without_both_readings_nothing_is_said() -> None:
     for drops in ([None, 4], [4, None], [9, 4]):  # unread, or a listener replaced between them
         evidence = _evidence(drops)

@@ -109,7 +109,8 @@ def counters_text(evidence: Mapping[str, Any], label: str = "kernel counters") -
             text.append(f" ({where}; these runs' traffic only)", style="dim")
     elif shared:
         dropped = evidence.get("listener_drops")
-        own = f"; the server's listeners dropped {dropped or 'none'}" if isinstance(dropped, int) and counters else ""
+        listen = any(name in counters for name in ("TcpExtListenOverflows", "TcpExtListenDrops"))  # theirs or ours
+        own = f"; the server's listeners dropped {dropped or 'none'}" if isinstance(dropped, int) and listen else ""
         text.append(f" ({SHARED_SHORT}{own})", style="yellow")
     else:
         why = evidence.get("netns", {}).get("why")
