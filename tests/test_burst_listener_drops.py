@@ -39,6 +39,16 @@ def test_the_line_says_whose_the_overflows_were(tmp_path: Path) -> None:
     assert "ListenOverflows +15, ListenDrops +15 (host-wide; the server's listeners dropped 15)" in some, some
 
 
+def test_nothing_is_said_of_drops_where_no_listen_counter_moved(tmp_path: Path) -> None:
+    doc: dict[str, Any] = json.loads(GOLDEN.read_text())
+    cell = doc["runs"][0]["cells"][0]
+    cell["counters"], cell["listener_drops"] = {"TcpExtTCPAbortOnClose": 250}, 0
+    path = tmp_path / "burst.json"
+    path.write_text(json.dumps(doc))
+    line = next(x for x in run_cli(["show", str(path)]).stdout.splitlines() if x.startswith("  epoll, 20:"))
+    assert "TCPAbortOnClose +250; slowest" in line, line
+
+
 def test_without_the_reading_the_counters_read_as_before(tmp_path: Path) -> None:
     for line in _lines(tmp_path, [None, None]):
         assert "ListenOverflows +15, ListenDrops +15; slowest" in line, line

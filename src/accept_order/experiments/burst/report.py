@@ -75,7 +75,8 @@ def _details(run: BurstRun) -> list[Text]:
             coordinated = elsewhere and cell.hosts and not cell.through_here
             if coordinated:
                 moved = f"this host's, which only coordinated: {moved}"
-            elif cell.listener_drops is not None:  # every listener's of the namespace, beside the server's own
+            elif cell.listener_drops is not None and {"TcpExtListenOverflows", "TcpExtListenDrops"} & set(cell.counters):
+                # every listener's of the namespace, beside the server's own
                 moved += f" (host-wide; the server's listeners dropped {cell.listener_drops or 'none'})"
             parts.append(moved)
         if cell.max_us is not None:
