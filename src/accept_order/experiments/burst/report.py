@@ -23,6 +23,8 @@ from ..own_settings import caps_said, own_settings
 from ..target_unanswered import target_unanswered_note
 from .result import BurstCell, BurstResult, BurstRun
 
+LISTEN_COUNTERS = {"TcpExtListenOverflows", "TcpExtListenDrops"}  # where the listeners' own drops are worth saying
+
 
 def _cell(cell: BurstCell | None) -> Text:
     if cell is None:
@@ -75,7 +77,7 @@ def _details(run: BurstRun) -> list[Text]:
             coordinated = elsewhere and cell.hosts and not cell.through_here
             if coordinated:
                 moved = f"this host's, which only coordinated: {moved}"
-            elif cell.listener_drops is not None and {"TcpExtListenOverflows", "TcpExtListenDrops"} & set(cell.counters):
+            elif cell.listener_drops is not None and LISTEN_COUNTERS & set(cell.counters):
                 # every listener's of the namespace, beside the server's own
                 moved += f" (host-wide; the server's listeners dropped {cell.listener_drops or 'none'})"
             parts.append(moved)
