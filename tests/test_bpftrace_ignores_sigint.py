@@ -241,3 +241,33 @@ def test_output_is_read_as_it_comes(monkeypatch: pytest.MonkeyPatch, tmp_path: P
         counts = counter.stop()
     assert kept < 1024, kept  # one reading, not 2 MiB of them
     assert counts.available and counts.counts == {me: 6} and counts.short == "", counts  # END's, when it came
+
+
+# on SIGINT: an error, its stdout closed, its exit a moment later (as bpftrace's probes detach after its pipe's end)
+EXITS = """#!{python}
+import os, signal, sys, time
+got = []
+signal.signal(signal.SIGINT, lambda *_: got.append(True))
+print("__BPFTRACE_NOTIFY_PROBES_ATTACHED", file=sys.stderr, flush=True)
+while not got:
+    time.sleep(0.05)
+print('ERROR: Could not print map with ident "@"', file=sys.stderr, flush=True)
+os.close(1)
+time.sleep(0.5)
+os._exit(3)
+"""
+
+
+@needs_root
+def test_one_that_exits_on_its_own_is_said_to_have_exited(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Its output ended before it could be reaped: it exited with its error, it was not 'killed after 5 s'."""
+    fake = tmp_path / "bpftrace"
+    fake.write_text(EXITS.format(python=sys.executable))
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}")
+    with AcceptCounter([os.getpid()]) as counter:
+        counter.start()
+        assert counter.attached, counter.stop().why
+        counts = counter.stop()
+    said = 'bpftrace exited (3) without its END block\'s counts: ERROR: Could not print map with ident "@"'
+    assert not counts.available and counts.why == said, counts.why

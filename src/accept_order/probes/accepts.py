@@ -329,7 +329,8 @@ class AcceptCounter(Closing):
             proc.send_signal(signal.SIGUSR1)
         counts = parse_counts(bytes(self._out))
         try:
-            proc.wait(EXIT_S if counts is not None else 0)  # it detaches its probes after END: nothing more to read
+            # after END, or the end of its output, it exits (detaching its probes: the pipe's end may come first)
+            proc.wait(EXIT_S if counts is not None or out.ended else 0)
         except subprocess.TimeoutExpired:
             pass
         short, before_s = "", 0.0
@@ -337,6 +338,7 @@ class AcceptCounter(Closing):
             code = proc.returncode
             if code is None:
                 said = f"bpftrace did not run its END block within {STOP_TIMEOUT_S:g} s of SIGINT (it was killed)"
+                said = "bpftrace ended its output without its END block's counts (it was killed)" if out.ended else said
             else:
                 said = f"bpftrace exited ({code}) without its END block's counts"
             if reading is None:
