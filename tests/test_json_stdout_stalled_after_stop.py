@@ -124,3 +124,45 @@ def test_a_ctrl_c_while_a_script_waits_on_a_reader_that_takes_nothing(
     )
     assert line, err
     assert json.loads((tmp_path / line[1]).read_text())
+
+
+# The latch as the command line has it (signals held outside a command's body): a first SIGINT taken as the one that
+# stopped the run, then a second one, both before the partial result's write begins (a quick Ctrl-C Ctrl-C).
+BOTH_BEFORE = """
+import os, signal, sys
+from accept_order.core import signals
+from accept_order.cli.result_stdout import write_result
+from accept_order.core.errors import ResultFileError
+signals.install()
+with signals.holding() as hold:
+    os.kill(os.getpid(), signal.SIGINT)
+assert hold.taken() is not None
+os.kill(os.getpid(), signal.SIGTERM)
+assert signals.received() == 2 and signals.pending() is None
+try:
+    write_result("x" * 100_000, "run")
+except ResultFileError as exc:
+    print(exc, file=sys.stderr)
+"""
+
+
+def test_a_second_signal_before_the_write_ends_it_once_its_reader_takes_nothing(tmp_path: Path) -> None:
+    readable, writable = os.pipe()
+    fcntl.fcntl(writable, fcntl.F_SETPIPE_SZ, 4096)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", BOTH_BEFORE],
+            stdout=writable,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            cwd=tmp_path,
+        )  # before: blocked until the timeout, the second signal counted before the write began
+    finally:
+        os.close(readable)
+        os.close(writable)
+    assert re.fullmatch(
+        r"cannot write the result to stdout: SIGTERM came while its reader took none of it \(4096 of 100000 bytes "
+        r"written\); the result is kept in \./accept-order-run-[-\d]+\.json\n",
+        done.stderr,
+    ), done.stderr

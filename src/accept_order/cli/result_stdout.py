@@ -57,8 +57,8 @@ def kept_instead(text: str, name: str) -> str:
 def _write_unless_stalled(text: str) -> None:
     """`text` to stdout a pipe's atomic write at a time, each once poll says it fits: a blocked write would not return
     for a held signal (Python retries it). OutputError naming stdout when it fails, or when stdout takes nothing for
-    STALLED_MS while a signal is pending, or after one came during the write (a first one that stopped the run was
-    raised already: the partial result's write is what a second one cuts short)."""
+    STALLED_MS while a signal is pending, or once a second one came, during the write or before it (a first one that
+    stopped the run was raised already: the partial result's write is what a second one cuts short)."""
     stream = guarded_stdout()
     try:
         fd = stream.fileno()
@@ -74,7 +74,8 @@ def _write_unless_stalled(text: str) -> None:
     with naming_stdout():
         while done < len(data):
             if not poller.poll(STALLED_MS):  # full all along: its reader takes nothing
-                signum = pending() or (latest() if received() > signals_before else None)
+                # held, or one after the one that stopped the command (a second means stop now: core/signals.py)
+                signum = pending() or (latest() if received() > min(signals_before, 1) else None)
                 if signum is not None:
                     raise OutputError(
                         f"cannot write to stdout: {signal.Signals(signum).name} came while its reader took none of "
