@@ -52,3 +52,34 @@ def _shown(tmp_path: Path, name: str, change: Any) -> str:
 def test_each_report_says_it(tmp_path: Path, name: str, servers: Any, said: str) -> None:
     assert said not in run_cli(["show", str(GOLDEN / f"{name}.json")]).stdout
     assert said in _shown(tmp_path, name, servers)
+
+
+@pytest.mark.parametrize(
+    ("name", "servers", "said"),
+    [
+        ("burst", lambda d: [r["server"] for r in d["runs"]], "backlog 511, accept-batch 4;"),
+        ("ramp", lambda d: [d["server"]], "no work, accept-batch 4;"),
+        ("repeat-ramp", lambda d: [r["server"] for row in d["rounds"] for r in row], "accept-batch 4"),
+        ("latency-compare", lambda d: [d["runs"][1]["server"]], "no work, accept-batch 4 (reuseport);"),
+        ("latency", lambda d: [d["server"]], "accept-batch"),  # blocking: it reads no cap, none said
+    ],
+)
+def test_the_pictures_footers_say_it_too(name: str, servers: Any, said: str) -> None:
+    pytest.importorskip("matplotlib")
+    from accept_order.experiments.documents import plot_document
+
+    doc: dict[str, Any] = json.loads((GOLDEN / f"{name}.json").read_text())
+    kind = doc["kind"]  # a repeat's is 'repeat'
+    assert said not in plot_document(kind, doc).get_supxlabel()
+    for server in servers(doc):
+        server["accept_batch"] = 4
+    footer = plot_document(kind, doc).get_supxlabel()
+    assert (said not in footer) if name == "latency" else (said in footer), footer
+
+
+def test_a_sweep_picture_leaves_its_caps_to_its_axis() -> None:
+    pytest.importorskip("matplotlib")
+    from accept_order.experiments.documents import plot_document
+
+    doc = json.loads((GOLDEN / "sweep.json").read_text())  # caps 1 and 0
+    assert "accept-batch" not in plot_document("sweep", doc).get_supxlabel()

@@ -18,6 +18,7 @@ from ...render.plots import (
 )
 from ...render.text import plural
 from ...servers.registry import known_by_replies
+from ..own_settings import caps_said
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -72,6 +73,7 @@ def burst_figure(result: BurstResult, options: PlotOptions) -> Figure:
         settings = plural(first.server.workers, "worker")
         if not known_by_replies(first.server):  # a server elsewhere runs its own work and backlog
             settings += f", {work_text(first.server.work_us)}, backlog {first.server.backlog}"
+        settings += caps_said([run.server for run in result.runs])
         settings += f"; {environment_text(first.environment)}".rstrip("; ")
     caveat = [PACED] if any(c.client_bound for run in result.runs for c in run.cells) else []
     some_failed = any(c.server_failed for run in result.runs for c in run.cells)  # `failed` below: one cell's

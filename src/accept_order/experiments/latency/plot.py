@@ -22,6 +22,7 @@ from ...render.plots import (
 )
 from ...render.text import duration_us, durations_us, plural
 from ...servers.registry import known_by_replies
+from ..own_settings import caps_said
 from .result import LatencyCompareResult, LatencyResult, SweepResult, default_title
 
 if TYPE_CHECKING:
@@ -32,8 +33,9 @@ if TYPE_CHECKING:
 MARKS: tuple[tuple[str, float, LineStyleType], ...] = (("p50", 50.0, ":"), ("p99", 99.0, "--"), ("p99.9", 99.9, "-."))
 
 
-def settings_text(results: Sequence[LatencyResult]) -> str:
-    """What the runs were measured with (the first run's settings: a comparison shares them)."""
+def settings_text(results: Sequence[LatencyResult], caps: bool = True) -> str:
+    """What the runs were measured with (the first run's settings: a comparison shares them), and the caps on
+    accepts per wakeup they ran with (`caps`; a sweep's axis says its own)."""
     if not results:
         return ""
     first = results[0]
@@ -54,7 +56,7 @@ def settings_text(results: Sequence[LatencyResult]) -> str:
     hosts = f" from {plural(len(first.hosts), 'client host')}" if first.hosts else ""
     parts = [
         plural(server.workers, "worker") + (" (pinned)" if server.cpus else ""),
-        work,
+        work + (caps_said([r.server for r in results]) if caps else ""),
         f"{amount}{rate}{planned}, {most}{load.concurrency} in flight{hosts}",
         environment_text(first.environment),
     ]
@@ -239,7 +241,7 @@ def sweep_figure(sweep: SweepResult, options: PlotOptions) -> Figure:
     fig = new_figure()
     ax = fig.add_subplot()
     labels = list(dict.fromkeys(r.server.label for r in results))
-    titled(fig, f"p99 and throughput by accept batch ({', '.join(labels)})", options, settings_text(results))
+    titled(fig, f"p99 and throughput by accept batch ({', '.join(labels)})", options, settings_text(results, False))
     if not results:
         nothing(ax, "no runs")
         return fig

@@ -19,11 +19,13 @@ from ...render.plots import (
 )
 from ...render.text import plural
 from ...servers.registry import known_by_replies
+from ..own_settings import caps_said
 from .run import KEPT_RATE
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+    from ...core.spec import ServerSpec
     from .result import RampResult
 
 
@@ -57,12 +59,13 @@ def _offered(result: RampResult, rate: bool) -> str:
     return f"{'requests' if kept else 'new connections'} per second"
 
 
-def _settings(result: RampResult) -> str:
-    """The footer: the server's settings (a server elsewhere runs its own work), how a step was judged, the
-    machine."""
+def _settings(result: RampResult, servers: Sequence[ServerSpec] = ()) -> str:
+    """The footer: the server's settings (a server elsewhere runs its own work), the cap on accepts per wakeup of
+    `servers` (a --modes round's; else its own), how a step was judged, the machine."""
     settings = plural(result.server.workers, "worker")
     if not known_by_replies(result.server):
         settings += f", {work_text(result.server.work_us)}"
+    settings += caps_said(servers or [result.server])
     settings += f", maxconn {result.server.maxconn}" if result.server.maxconn else ""  # HAProxy's back-pressure
     settings += _plan_text(result.plan)
     if result.environment is not None:
@@ -127,7 +130,7 @@ def ramp_rounds_figure(rounds: Sequence[Sequence[RampResult]], options: PlotOpti
     names = [run.server.label for run in rounds[0]]
     runs = f"{len(rounds)} runs, the modes interleaved" if len(rounds) > 1 else "one run"
     title = f"Throughput and p99 as the offered load grows: {', '.join(names)} (accept-order ramp, {runs})"
-    titled(fig, title, options, _settings(first))
+    titled(fig, title, options, _settings(first, [run.server for run in rounds[0]]))
     rate = bool(first.steps) and first.steps[0].kind == "rate"
     handles: list[Any] = []
     for i, name in enumerate(names):
