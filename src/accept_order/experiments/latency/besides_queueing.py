@@ -10,7 +10,7 @@ from ...analysis.herd import HERD_THRESHOLD, woken_per_connection
 from ...analysis.syn_retrans import RTO_FLOOR_US, syn_stalls
 from ...core.models import Model
 from ...core.run_warnings import WarningKind
-from ...core.text import plural
+from ...core.text import and_join, plural
 from ...loads.client_warnings import driver_warnings
 from ...servers.registry import known_mode
 from .kept_report import finished_unit
@@ -79,9 +79,16 @@ def seen_besides_queueing(result: LatencyResult, name: Callable[[LatencyResult],
 
 
 def something_else(runs: Sequence[LatencyResult], name: Callable[[LatencyResult], str] = by_label) -> str:
-    seen = [s for r in runs for s in seen_besides_queueing(r, name)]
+    """What the runs above the prediction saw besides queueing; a run that saw none of it is named as such, not left
+    out: 'epoll, reuseport, io-uring, fd-pass above ...: the load generator shared the workers' CPUs during epoll;
+    ... during reuseport; ... short of CPU during fd-pass' gave io-uring's excess no word, as if one of those were
+    it."""
+    said = [(r, seen_besides_queueing(r, name)) for r in runs]
+    seen = [s for _, each in said for s in each]
     if seen:
-        return "something else is at work: " + "; ".join(seen)
+        unseen = [name(r) for r, each in said if not each]
+        none = f"; {and_join(unseen)}: none of these seen (noise, or what the run does not measure)" if unseen else ""
+        return "something else is at work: " + "; ".join(seen) + none
     return "something else is at work (the run saw no herd, lock or client delay to name), or noise"
 
 
