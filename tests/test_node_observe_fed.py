@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import wait_for
+from test_bpftrace_ignores_sigint import WATCHED, fake_bpftrace
 
 from accept_order.experiments.observe.run import observe
 from accept_order.experiments.observe.server import find_server
@@ -124,3 +125,18 @@ def test_sched_none_reads_as_before(cluster: tuple[int, int]) -> None:
     watched = find_server(port=port)
     assert watched.acceptor is None and watched.master == primary and len(watched.workers) == WORKERS
     assert primary not in watched.workers
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the acceptor's accepts are traced only as root")
+@pytest.mark.parametrize("cluster", ["SCHED_RR"], indirect=True)
+def test_an_acceptor_count_that_is_a_reading_says_so(
+    cluster: tuple[int, int], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """bpftrace never ran END on the acceptor (a fake that ignores SIGINT after its readings): the count the source
+    names is its last reading's, and the notes say so of the acceptor, as they do of traced workers."""
+    port, primary = cluster
+    fake_bpftrace(monkeypatch, tmp_path, WATCHED)  # its reading: the acceptor accepted 7
+    result = observe(port=port, duration_s=0.5, trace=True)
+    assert f"pid {primary} accepts each connection" in result.source and "it accepted 7 while" in result.source
+    said = f"pid {primary}'s count of its accepts: bpftrace did not run its END block within 5 s of SIGINT (it was "
+    assert any(note.startswith(f"{said}killed): the counts are its last periodic reading") for note in result.notes)

@@ -375,8 +375,8 @@ def _finish(observer: Observer, interrupted: bool = False) -> ObserveResult:
             notes.append(f"the kernel's final counts were lost ({counts.why}): the last interval is short of them")
             totals = None
         notes += ([counts.short] if counts.short else []) + observer.watched.left_out(totals)  # short: END never came
-    if observer.acceptor_watch is not None:
-        observer.acceptor_watch.finish()  # its exact count as it stops (watch_source reads it)
+    if observer.acceptor_watch is not None and (fed := observer.acceptor_watch.finish()[1]).short:  # END never came
+        notes.append(f"pid {observer.watched.acceptor}'s count of its accepts: {fed.short}")  # as watch_source reads it
     observer.sample_load()  # what the connections carried up to the end
     observer.load.settle()  # and to the close, of those gone from that last look
     observer.tick(totals, last=True, at=observer.watch.ended if observer.watch is not None else None)
