@@ -19,7 +19,7 @@ from ...analysis.losses import host_wide_losses, host_wide_note, lost_connection
 from ...analysis.one_run import lower_sureness, merged_runs, no_winner_sureness
 from ...analysis.tails import Pair, failed_before_stop, figures, pair_text
 from ...core.protocol import ABORTED
-from ...core.text import and_join
+from ...core.text import and_join, plural
 from ...render.evidence import short_counter
 from .result import LatencyResult
 
@@ -200,6 +200,19 @@ def _sureness(whole: Sequence[Named], pick: Sequence[str]) -> str:
     return lower_sureness(pick, [name for name in histograms if name not in pick], histograms, runs)
 
 
+def never_bound(results: Sequence[LatencyResult]) -> int | None:
+    """The smallest cap, where no wakeup of any run took more connections than it allows (the workers' own max
+    per wakeup): no cap bound, so what parts the runs is one run from another. A pool opened one connection at a
+    time at idle is so ('sweep --pool -c 16 --requests-per-connection 0': 1 at most in each of the four runs, and
+    '1 limit's whole tail is lower' than 32 limit's). None where some wakeup took more, or a count is missing."""
+    caps = [r.server.accept_batch for r in results]
+    batches = [c.max_batch for r in results for c in r.counters]
+    if not batches or any(b is None for b in batches) or not any(caps) or len(results) < 2:
+        return None
+    smallest = min(c for c in caps if c > 0)
+    return smallest if max(b or 0 for b in batches) <= smallest else None
+
+
 def _sentences(parts: Sequence[str]) -> str:
     return ". ".join(p[:1].upper() + p[1:] for p in parts)
 
@@ -240,6 +253,16 @@ def sweep_verdict(results: Sequence[LatencyResult], applies: bool = True) -> Swe
             (
                 "no cap to pick: --accept-batch does not apply to this server, so every cap ran the same server and "
                 f"what parts them is one run from another{between}"
+            ),
+        )
+    elif whole and (cap := never_bound(results)) is not None:
+        (a, first), (b, last) = whole[0], whole[-1]
+        apart = pair_text(Pair(a, b, figures(first), figures(last)))
+        pick, sentence = (
+            (),
+            (
+                f"no cap to pick: no wakeup of any run accepted more than {plural(cap, 'connection')}, so no cap bound, "
+                f"and what parts them is one run from another ({a} vs {b}: {apart})"
             ),
         )
     elif whole:
