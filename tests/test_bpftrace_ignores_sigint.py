@@ -55,8 +55,13 @@ COUNTED = "@[{pid}]: 3"
 
 
 def fake_bpftrace(monkeypatch: pytest.MonkeyPatch, where: Path, body: str, readings: int | None = None) -> None:
+    on_path(monkeypatch, where, FAKE.format(python=sys.executable, body=body, readings=readings))
+
+
+def on_path(monkeypatch: pytest.MonkeyPatch, where: Path, script: str) -> None:
+    """`script` as the bpftrace the counter finds first on PATH."""
     fake = where / "bpftrace"
-    fake.write_text(FAKE.format(python=sys.executable, body=body, readings=readings))
+    fake.write_text(script)
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setenv("PATH", f"{where}{os.pathsep}{os.environ.get('PATH', '')}")
 
@@ -228,10 +233,7 @@ def test_output_is_read_as_it_comes(monkeypatch: pytest.MonkeyPatch, tmp_path: P
     """A bpftrace that prints more than its pipe holds before stop() is not left blocked on it (its readings would
     stop, and so would its poll loop), and what the counter keeps meanwhile is the last reading, not all of them."""
     written = tmp_path / "written"
-    fake = tmp_path / "bpftrace"
-    fake.write_text(TALKATIVE.format(python=sys.executable, written=str(written)))
-    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
-    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}")
+    on_path(monkeypatch, tmp_path, TALKATIVE.format(python=sys.executable, written=str(written)))
     me = os.getpid()
     with AcceptCounter([me]) as counter:
         counter.start()
@@ -261,10 +263,7 @@ os._exit(3)
 @needs_root
 def test_one_that_exits_on_its_own_is_said_to_have_exited(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Its output ended before it could be reaped: it exited with its error, it was not 'killed after 5 s'."""
-    fake = tmp_path / "bpftrace"
-    fake.write_text(EXITS.format(python=sys.executable))
-    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
-    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}")
+    on_path(monkeypatch, tmp_path, EXITS.format(python=sys.executable))
     with AcceptCounter([os.getpid()]) as counter:
         counter.start()
         assert counter.attached, counter.stop().why
