@@ -108,7 +108,10 @@ def test_a_reading_older_than_the_window_says_what_it_misses(monkeypatch: pytest
         wait_for(lambda: counter.read_more(1.0), lambda _: b"reading end" in counter._out, BOUND_S, "the reading")
         counts = counter.stop()
     assert counts.available and counts.counts == {me: 2}, counts
-    assert " s before the counted window closed (accepts after it are not counted; none came in the " in counts.short
+    assert (
+        " s before the counted window closed (the accepts since are not counted; no later reading came in the "
+        in counts.short
+    )
     # what the result keeps of it: latency's report then blames the unplaced accepts on no worker (test_attached_...)
     before = f"{counts.reading_before_s:.2f} s before the counted window closed"
     assert counts.reading_before_s > 0 and before in counts.short, (counts.reading_before_s, counts.short)

@@ -82,5 +82,5 @@ def reading_note(said: str, at: float, began: float, waited_s: float) -> str:
         return f"{said} {at - began:.2f} s after the counted window closed"
     return (
         f"{said} {began - at:.2f} s before the counted window closed "
-        f"(accepts after it are not counted; none came in the {waited_s:g} s it was waited for)"
+        f"(the accepts since are not counted; no later reading came in the {waited_s:g} s it was waited for)"
     )
