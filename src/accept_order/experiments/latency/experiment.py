@@ -18,6 +18,7 @@ from .. import SWEEP_KIND
 from ..parts import Experiment, lazy
 from .held_nothing import held_nothing_notes
 from .kept_report import kept_csv
+from .machine_share import machine_note
 from .model_report import model_csv
 from .model_verdict import model_figures
 from .report import compare_report, latency_report
@@ -83,7 +84,9 @@ def compare_verdict(result: LatencyCompareResult) -> TailVerdict:
     # one run of each mode: how sure the comparison is, from the runs' own samples (analysis/one_run.py)
     runs = merged_runs(r.evidence for r in result.runs)  # a merged file's runs are one histogram each
     sure = tail_sureness(verdict, {r.server.label: r.histogram for r in result.runs}, runs)
-    return replace(verdict, text=f"{said}. {sure}" if sure else said)
+    said = f"{said}. {sure}" if sure else said
+    machine = machine_note(result.runs)  # others' CPU differing between the runs
+    return replace(verdict, text=f"{said}. {machine[0].upper()}{machine[1:]}" if machine else said)
 
 
 def latency_compare_report(result: LatencyCompareResult) -> RenderableType:

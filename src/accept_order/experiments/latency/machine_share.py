@@ -1,0 +1,46 @@
+"""Whether runs compared one after another had the machine alike: on a host whose CPUs were all busy, what other
+processes left each run bounds what it could do, whichever the mode.
+
+'latency --modes epoll,reuseport -w 2 -c 32 --duration 5s' here, with other processes taking more of the CPUs during
+the second run (79% of them during epoll, 88% during reuseport, the host 100% busy throughout), read 'Verdict: epoll
+had the tightest tail of these runs ... p99 (20.23 vs 59.62 ms, 0.34x) ... apart beyond their own samples', where
+reuseport's run had 12% of the CPUs to itself against epoll's 21% (and served 3,391/s against 6,568/s).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from .besides_queueing import by_label
+from .result import LatencyResult
+
+SATURATED = 0.9  # the host's CPUs this busy over a run: what others left it is what it could have
+UNEQUAL = 0.75  # one run's own share of the CPUs below this fraction of another's: not the machine alike
+
+
+def _own(result: LatencyResult) -> tuple[float, float] | None:
+    """(the run's own share of all CPUs, other processes' share) where the host's CPUs were saturated."""
+    shares = result.others_cpu_share
+    if shares is None or shares[0] < SATURATED:
+        return None
+    busy, others = shares
+    return busy - others, others
+
+
+def machine_note(runs: Sequence[LatencyResult], name: Callable[[LatencyResult], str] = by_label) -> str:
+    """'the machine was not alike for them: ...' where the runs' own shares of a saturated host's CPUs differ by more
+    than UNEQUAL allows; '' otherwise (or where not known for each run)."""
+    owned = [(name(r), shares) for r in runs if (shares := _own(r)) is not None]
+    if len(owned) < 2 or len(owned) < len(runs):
+        return ""
+    (least, (own_l, others_l)), (most, (own_m, others_m)) = (
+        min(owned, key=lambda x: x[1][0]),
+        max(owned, key=lambda x: x[1][0]),
+    )
+    if own_m <= 0 or own_l >= UNEQUAL * own_m:
+        return ""
+    return (
+        f"the machine was not alike for them: other processes used {100 * others_m:.0f}% of the CPUs during {most} "
+        f"and {100 * others_l:.0f}% during {least}, leaving the runs {100 * own_m:.0f}% and {100 * own_l:.0f}% (the "
+        "host's CPUs all busy): what parts them may be the CPU each got as much as the mode; --repeat interleaves them"
+    )

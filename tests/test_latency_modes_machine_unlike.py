@@ -1,0 +1,49 @@
+"""latency --modes: a verdict between runs that had the machine unlike says so.
+
+A real 'latency --modes epoll,reuseport -w 2 -c 32 --duration 5s' here, with other processes taking more of the CPUs
+during the second run (79% during epoll, 88% during reuseport; the host's CPUs 100% busy throughout), read 'Verdict:
+epoll had the tightest tail of these runs ... p99 (20.23 vs 59.62 ms, 0.34x) ... apart beyond their own samples',
+where reuseport's run had 12% of the CPUs to itself against epoll's 21% and served 3,391/s against 6,568/s. The same
+readings are set here on the golden comparison (blocking, reuseport): the host's ticks and the workers' CPU."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from conftest import run_cli
+
+GOLDEN = Path(__file__).parent / "data" / "golden" / "latency-compare.json"
+
+
+def _verdict(tmp_path: Path, own: tuple[float, float], busy: float = 1.0) -> str:
+    doc: dict[str, Any] = json.loads(GOLDEN.read_text())
+    for run, share in zip(doc["runs"], own, strict=True):
+        # 10 CPU-seconds passed on the host's CPUs over the run (1,000 ticks at USER_HZ 100), `busy` of them busy
+        run["evidence"]["machine"] = {
+            "before": {"cpu_jiffies": {"total": 100_000, "steal": 0, "busy": 50_000}},
+            "after": {"cpu_jiffies": {"total": 101_000, "steal": 0, "busy": 50_000 + round(1000 * busy)}},
+        }
+        for counters in run["counters"]:  # the workers' CPU: `share` of the 10 CPU-seconds, with the drivers'
+            counters["cpu_s"] = 10 * share / len(run["counters"])
+    path = tmp_path / "compare.json"
+    path.write_text(json.dumps(doc))
+    result = run_cli(["show", str(path)])
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    return " ".join(out[out.index("Verdict:") :].split())  # the verdict to the end, its wrapped lines rejoined
+
+
+def test_runs_left_unlike_shares_of_a_busy_host_are_said(tmp_path: Path) -> None:
+    verdict = _verdict(tmp_path, (0.21, 0.12))
+    assert (
+        "The machine was not alike for them: other processes used 79% of the CPUs during blocking and 88% during "
+        "reuseport, leaving the runs 21% and 12% (the host's CPUs all busy): what parts them may be the CPU each got "
+        "as much as the mode; --repeat interleaves them"
+    ) in verdict, verdict
+
+
+def test_alike_shares_or_a_host_not_all_busy_say_nothing(tmp_path: Path) -> None:
+    assert "not alike" not in _verdict(tmp_path, (0.21, 0.19))
+    assert "not alike" not in _verdict(tmp_path, (0.21, 0.12), busy=0.6)  # the runs could have had more
