@@ -47,3 +47,24 @@ def test_runs_left_unlike_shares_of_a_busy_host_are_said(tmp_path: Path) -> None
 def test_alike_shares_or_a_host_not_all_busy_say_nothing(tmp_path: Path) -> None:
     assert "not alike" not in _verdict(tmp_path, (0.21, 0.19))
     assert "not alike" not in _verdict(tmp_path, (0.21, 0.12), busy=0.6)  # the runs could have had more
+
+
+def test_a_sweep_says_it_of_its_caps(tmp_path: Path) -> None:
+    doc: dict[str, Any] = json.loads((GOLDEN.parent / "sweep.json").read_text())  # caps 1 and 0
+    for run, share in zip(doc["runs"], (0.21, 0.12), strict=True):
+        run["evidence"]["machine"] = {
+            "before": {"cpu_jiffies": {"total": 100_000, "steal": 0, "busy": 50_000}},
+            "after": {"cpu_jiffies": {"total": 101_000, "steal": 0, "busy": 51_000}},
+        }
+        for counters in run["counters"]:
+            counters["cpu_s"] = 10 * share / len(run["counters"])
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps(doc))
+    out = run_cli(["show", str(path)]).stdout
+    verdict = " ".join(out[out.index("Verdict:") :].split())
+    assert (
+        "--repeat 5 says whether they differ. The machine was not alike for them: other processes used 79% of the "
+        "CPUs during 1 limit and 88% during no limit, leaving the runs 21% and 12% (the host's CPUs all busy): what "
+        "parts them may be the CPU each got as much as the cap; --repeat interleaves them"
+    ) in verdict, verdict
+    assert "not alike" not in run_cli(["show", str(GOLDEN.parent / "sweep.json")]).stdout

@@ -27,9 +27,11 @@ def _own(result: LatencyResult) -> tuple[float, float] | None:
     return busy - others, others
 
 
-def machine_note(runs: Sequence[LatencyResult], name: Callable[[LatencyResult], str] = by_label) -> str:
+def machine_note(
+    runs: Sequence[LatencyResult], name: Callable[[LatencyResult], str] = by_label, what: str = "mode"
+) -> str:
     """'the machine was not alike for them: ...' where the runs' own shares of a saturated host's CPUs differ by more
-    than UNEQUAL allows; '' otherwise (or where not known for each run)."""
+    than UNEQUAL allows; '' otherwise (or where not known for each run). `what` the runs vary: a mode, a sweep's cap."""
     owned = [(name(r), shares) for r in runs if (shares := _own(r)) is not None]
     if len(owned) < 2 or len(owned) < len(runs):
         return ""
@@ -42,5 +44,6 @@ def machine_note(runs: Sequence[LatencyResult], name: Callable[[LatencyResult], 
     return (
         f"the machine was not alike for them: other processes used {100 * others_m:.0f}% of the CPUs during {most} "
         f"and {100 * others_l:.0f}% during {least}, leaving the runs {100 * own_m:.0f}% and {100 * own_l:.0f}% (the "
-        "host's CPUs all busy): what parts them may be the CPU each got as much as the mode; --repeat interleaves them"
+        f"host's CPUs all busy): what parts them may be the CPU each got as much as the {what}; --repeat interleaves "
+        "them"
     )

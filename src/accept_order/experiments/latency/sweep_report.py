@@ -17,6 +17,7 @@ from ...render.observed_on import brought, load_parts
 from ...render.text import plural
 from ...servers.registry import known_mode
 from .kept_report import finished_unit, kept_compare_parts
+from .machine_share import machine_note
 from .model_report import model_report
 from .report import (
     WIDE,
@@ -133,8 +134,14 @@ def sweep_report(results: Sequence[LatencyResult], stopped: str | None = None) -
     parts.extend(unseen_parts(server, any(brought(r.evidence.get("observed_on", ())) for r in results)))
     parts.extend(load_notes(results, sweep_name))
     applies = mode is None or mode.batches
-    parts.append(Text.assemble(("Verdict: ", "bold"), sweep_verdict(results, applies).said))
+    machine = machine_note(results, sweep_name, "cap")  # caps run one after another: others' CPU may differ
+    parts.append(Text.assemble(("Verdict: ", "bold"), sweep_verdict(results, applies).said, _sentence(machine)))
     if stopped:
         kept = f"kept: what was measured before it ({plural(len(results), 'cap')}); the caps after it were not run"
         parts.append(Text(f"Stopped early: {escape_controls(stopped)}; {kept}.", style="yellow"))
     return Group(*parts)
+
+
+def _sentence(said: str) -> str:
+    """`said` as a sentence after the verdict's ('' for none)."""
+    return f". {said[0].upper()}{said[1:]}" if said else ""
