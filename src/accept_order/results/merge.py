@@ -29,6 +29,7 @@ from ..core import service_time
 from ..core.errors import ResultFileError
 from ..core.load_summary import LoadSummary
 from .envelope import FileKind
+from .merge_differs import differs
 from .merge_listeners import add_listener_drops
 from .merge_overlap import shared_start, starts
 from .merge_rows import keep_numbering, placement, realigned, unfixed, widen
@@ -42,13 +43,6 @@ def _runs(several: bool, doc: dict[str, Any]) -> list[dict[str, Any]]:
     return list(doc["runs"]) if several else [doc]
 
 
-def _differs(a: dict[str, Any], b: dict[str, Any], ignored: Sequence[str]) -> str | None:
-    for key in sorted(set(a) | set(b)):
-        if key not in ignored and a.get(key) != b.get(key):
-            return f"{key} {a.get(key)!r} vs {b.get(key)!r}"
-    return None
-
-
 def _amount(load: dict[str, Any]) -> str:
     """What a load's amount is: a number of connections or a time (the files' loads were checked whole)."""
     if load.get("connections") is not None:
@@ -58,9 +52,9 @@ def _amount(load: dict[str, Any]) -> str:
 
 def _check_same(name: str, first: dict[str, Any], run: dict[str, Any], index: int) -> None:
     for part, ignored in (("server", (*_SERVER_IGNORED, *unfixed(first))), ("load", _LOAD_IGNORED)):
-        diff = _differs(first[part], run[part], ignored)
+        diff = differs(first[part], run[part], ignored)
         if diff:
-            raise ResultFileError(f"{name} is not the same experiment (run {index + 1}: {part} {diff})")
+            raise ResultFileError(f"{name} is not the same experiment (run {index + 1}: {part}: {diff})")
     # The loop the load generator ran (DriverStats.loop: a file before 0.3 had only epoll's), not the --driver
     # asked for: auto is io_uring here and epoll where io_uring cannot run, and their latencies differ.
     loops = [{d.get("loop") or "epoll" for d in r.get("drivers") or ()} for r in (first, run)]
