@@ -26,6 +26,7 @@ def test_the_words() -> None:
     assert caps_said([epoll, ServerSpec(mode="reuseport", accept_batch=4)]) == ", accept-batch 4"
     assert caps_said([epoll, ServerSpec(mode="reuseport", accept_batch=1)]) == ", accept-batch 4 (epoll), 1 (reuseport)"
     assert caps_said([ServerSpec(mode="io-uring", accept_batch=4)]) == ""  # a mode that reads none (an old file)
+    assert caps_said([epoll, epoll, blocking]) == ", accept-batch 4 (epoll)"  # run twice (reload): named once
 
 
 def _shown(tmp_path: Path, name: str, change: Any) -> str:
@@ -47,6 +48,9 @@ def _shown(tmp_path: Path, name: str, change: Any) -> str:
         ("repeat-ramp", lambda d: [r["server"] for row in d["rounds"] for r in row], ", accept-batch 4;"),
         ("repeat-burst", lambda d: [r["server"] for row in d["rounds"] for r in row], ", accept-batch 4"),
         ("latency-compare", lambda d: [d["runs"][1]["server"]], "work none, accept-batch 4 (reuseport);"),
+        # reload: reuseport ran twice (tcp_migrate_req 0 and 1), named once
+        ("reload", lambda d: [r["server"] for r in d["runs"][1:]], "work 1 ms, accept-batch 4 (reuseport);"),
+        ("repeat-reload", lambda d: [r["server"] for row in d["rounds"] for r in row], ", accept-batch 4"),
     ],
 )
 def test_each_report_says_it(tmp_path: Path, name: str, servers: Any, said: str) -> None:

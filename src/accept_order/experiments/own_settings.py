@@ -33,4 +33,5 @@ def caps_said(servers: Sequence[ServerSpec]) -> str:
         return ""
     if len(capped) == len(servers) and len({cap for _, cap in capped}) == 1:
         return f", accept-batch {capped[0][1]}"
-    return ", accept-batch " + ", ".join(f"{cap} ({label})" for label, cap in capped)
+    once = dict.fromkeys(capped)  # a server run several ways (reload's leave and kill) named once
+    return ", accept-batch " + ", ".join(f"{cap} ({label})" for label, cap in once)

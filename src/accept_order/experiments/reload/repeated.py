@@ -19,6 +19,7 @@ from rich.text import Text
 from ...analysis.stability import Spread, Stability, agreement
 from ...render.text import durations_us, plural
 from ...results.export import WORKER_FIELDS
+from ..own_settings import caps_said
 from ..repeat.kinds import Document, Repeated, Rounds, by_variant, each
 from .report import earliest_going, went_text
 from .result import RELOAD_RUN, ReloadRun
@@ -110,7 +111,8 @@ def report(rounds: Rounds) -> list[RenderableType]:
         Text(LEGEND, style="dim"),
         Text(
             f"{plural(first.server.workers, 'worker')}, worker {first.worker} {went}; "
-            f"closed-loop load of {load.concurrency} for {ran} per run, work {work}",
+            f"closed-loop load of {load.concurrency} for {ran} per run, work {work}"
+            f"{caps_said([r.server for r in runs])}",
             style="dim",
         ),
     ]

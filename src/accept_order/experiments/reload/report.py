@@ -15,6 +15,8 @@ from ...render.evidence import PRIVATE_SHORT
 from ...render.fit import key_columns
 from ...render.stopped import stopped_early
 from ...render.text import duration_us, durations_us, plural
+from ..own_settings import caps_said
+from .lost_wakeup import lost_wakeup
 from .result import GONE_TIMEOUT_S, MIGRATE, MIGRATE_FAILED, ReloadResult, ReloadRun
 
 RELOAD_LEGEND = (
@@ -147,7 +149,8 @@ def unserved_queue(run: ReloadRun) -> str | None:
     """A kill after which a shared queue was left unserved: connections still queued at the load's end, and
     connections timed out. io-uring kill, 50 in flight: served 828/0/0, 50 timed out, the queue held 50 at the end
     (the other two workers' rings armed, never woken), which the row said only as 'lost 100: not what the kernel
-    promises' beside a promise that the shared queue stays. What was seen; no mechanism is named. Where the others
+    promises' beside a promise that the shared queue stays. The mechanism (lost_wakeup.py) is named only where it can
+    have lasted the rest of the run. Where the others
     served some, the counts (whole-run) do not say they stopped: more load than they could serve, the survivors
     short of CPU (epoll kill, -c 60, 2 ms work, --timeout 150ms on a busy machine: 292 queued, 587 timed out,
     served 12/15), leaves the same queue and timeouts, so the line says that instead of 'left it unserved'."""
@@ -160,7 +163,8 @@ def unserved_queue(run: ReloadRun) -> str | None:
     per_worker = f"served per worker {'/'.join(map(str, run.served))}"
     if others and not any(others):
         unserved = "the other workers left the shared queue unserved (they accepted none in the whole run)"
-        return f"{said}: after worker {run.worker} was killed, {unserved}; {per_worker}"
+        why = lost_wakeup(run)  # named only where it can have lasted the rest of the run
+        return f"{said}: after worker {run.worker} was killed, {unserved}; {per_worker}" + (f". {why}" if why else "")
     who, they = ("the other worker", "it") if len(others) == 1 else ("the other workers", "they")
     return (
         f"{said}; {who} served {sum(others):,} over the whole run, so these counts do not tell a queue {they} "
@@ -182,7 +186,8 @@ def reload_report(result: ReloadResult) -> RenderableType:
         parts.append(
             Text(
                 f"{plural(first.server.workers, 'worker')}, worker {first.worker} {went}; closed-loop "
-                f"load of {load.concurrency} for {ran} per run{pinned}, work {work}{_gave_up(result.runs)}; "
+                f"load of {load.concurrency} for {ran} per run{pinned}, work {work}"
+                f"{caps_said([r.server for r in result.runs])}{_gave_up(result.runs)}; "
                 f"{env.system} {env.kernel}, {plural(env.cpu_count, 'CPU')}; counters from a {PRIVATE_SHORT}"
             )
         )
