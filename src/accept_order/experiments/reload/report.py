@@ -149,11 +149,11 @@ def unserved_queue(run: ReloadRun) -> str | None:
     """A kill after which a shared queue was left unserved: connections still queued at the load's end, and
     connections timed out. io-uring kill, 50 in flight: served 828/0/0, 50 timed out, the queue held 50 at the end
     (the other two workers' rings armed, never woken), which the row said only as 'lost 100: not what the kernel
-    promises' beside a promise that the shared queue stays. The mechanism (lost_wakeup.py) is named only where it can
-    have lasted the rest of the run. Where the others
-    served some, the counts (whole-run) do not say they stopped: more load than they could serve, the survivors
-    short of CPU (epoll kill, -c 60, 2 ms work, --timeout 150ms on a busy machine: 292 queued, 587 timed out,
-    served 12/15), leaves the same queue and timeouts, so the line says that instead of 'left it unserved'."""
+    promises' beside a promise that the shared queue stays; io_uring's lost wakeup (lost_wakeup.py) is named where it
+    can have lasted the rest of the run. Where the others served some, the counts (whole-run) do not say they
+    stopped: more load than they could serve, the survivors short of CPU (epoll kill, -c 60, 2 ms work, --timeout
+    150ms on a busy machine: 292 queued, 587 timed out, served 12/15), leaves the same queue and timeouts, so the
+    line says that instead of 'left it unserved'."""
     waiting, timed_out = _end_queue(run), run.errors.get(TIMEOUT, 0)
     if run.how != "kill" or run.queue != "shared" or run.passes or not waiting or not timed_out:
         return None

@@ -1,0 +1,49 @@
+"""io_uring's lost wakeup on a killed ring: the mechanism reload names where a kill left the shared queue unserved.
+
+Traced on Linux 6.18 (2 vCPUs; tracepoints io_uring_task_add, io_uring_complete, sock:inet_sock_set_state and the
+workqueue's, as kprobes are not available here), two forked workers each with one ring and a multishot accept on
+one listener, 32 closed-loop clients, worker 0 SIGKILLed under load:
+- A connection that completes its handshake while worker 0 exits wakes its ring's accept, still first among the
+  listener's exclusive waiters (IORING_OP_ACCEPT is poll_exclusive; worker 0 armed first). The wakeup takes the
+  request's ownership and queues its task_work to the dying worker, which never runs it as a worker would:
+  io_uring hands it to its fallback work, which cancels the request (-ECANCELED) without accepting.
+- Until then, 0.7 to 3.6 ms here, each further connection's wakeup reaches the same entry, which returns 1 from
+  io_poll_wake though it is already owned, so __wake_up_common stops there: no io_uring_task_add for the live ring
+  behind it, while 32 connections were queued (the clients whose held connections the exit had just closed,
+  reconnecting at once).
+- The cancel removes the entry and wakes nobody. The live ring's accept stays armed on a queue that is not empty,
+  until the next connection's wakeup: one extra connection, 1.0 s after the kill, made worker 1 accept it and
+  all 32 queued in each of 13 stalls (the zombie reaped within 25 ms, the ring's teardown done within about
+  100 ms, neither ended it).
+So the stall lasts for the rest of a run only where no connection arrives after the entry has gone: a closed loop
+whose clients all wait in the queue and time out after the load's end. A timeout during the load would have
+started a new connection, which wakes a live ring: there the mechanism cannot explain the others serving none."""
+
+from __future__ import annotations
+
+from ...render.text import duration_us
+from .result import ReloadRun
+
+LOST_WAKEUP = (
+    "io_uring's lost wakeup on a killed ring can do that (traced on Linux 6.18: docs/howto/reload.md): while the "
+    "killed worker exits, its ring's multishot accept is still first among the listener's exclusive waiters, and "
+    "once a wakeup has queued its task_work to the dying worker, each further connection's wakeup stops there "
+    "(io_poll_wake returns 1) and the connection stays queued; io_uring's fallback work then cancels the request, "
+    "the queued connections unaccepted, and nothing wakes the other rings until a new connection arrives"
+)
+
+
+def lost_wakeup(run: ReloadRun) -> str | None:
+    """The mechanism, said for a killed io-uring worker whose survivors accepted nothing (the caller's finding),
+    where it can have lasted the rest of the run: a closed loop (an open one keeps starting connections) whose
+    first timeout, `timeout_s` after the kill, came after the load's end, so no client started a connection after
+    the killed ring's accept went. None where it cannot have."""
+    load = run.load
+    if run.server.mode != "io-uring" or run.how != "kill" or load.rate is not None:
+        return None
+    if load.duration_s is None or run.at_s is None or run.at_s + load.timeout_s < load.duration_s:
+        return None
+    timeout = duration_us(load.timeout_s * 1e6)
+    return (
+        f"{LOST_WAKEUP}; here the clients' --timeout ({timeout}) ran out only after the load's end, so none started one"
+    )
