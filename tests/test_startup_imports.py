@@ -102,6 +102,7 @@ def test_a_run_imports_no_other_command_and_nothing_it_does_not_show(tmp_path: P
     assert loaded(modules, OTHERS) == []
     assert loaded(modules, (*MACHINERY, *NOT_A_RUNS)) == []
     assert "ipaddress" not in modules  # the default --host and netlink's IPv4 addresses are spelled already
+    assert "rich.table" not in modules  # its tables are render/simple_table.py's, printed without rich's Table
 
 
 def test_an_address_spelled_without_ipaddress_is_spelled_as_ipaddress_spells_it() -> None:

@@ -48,6 +48,8 @@ class ReportConsole(SafeConsole):
     `piped` (not a terminal, no COLUMNS: a file, a pipe): prose is not wrapped at all, one line per
     paragraph as a file or a grep wants it; tables keep PIPED_WIDTH, and wrap their cells within it."""
 
+    trims_lines = True  # render/simple_table.py writes its lines as rich's Table prints them through this render
+
     def __init__(self, piped: bool, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.piped = piped

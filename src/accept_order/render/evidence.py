@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from rich import box
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from ..core.cpus import format_cpu_list
+from .simple_table import SimpleTable
 
 
 def short_counter(name: str) -> str:
@@ -25,11 +24,12 @@ def _endpoint(row: Mapping[str, Any]) -> str:
     return f"{address}:{row.get('port', '?')}"
 
 
-def listener_table(rows: Sequence[Mapping[str, Any]], title: str | None = None) -> Table:
+def listener_table(rows: Sequence[Mapping[str, Any]], title: str | None = None) -> SimpleTable:
     """Listening sockets the way `ss -ltn` prints them: Recv-Q is the accept queue now, Send-Q its limit."""
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    for name in ("State", "Recv-Q", "Send-Q", "Local Address:Port", "inode"):
-        table.add_column(name, justify="right" if name.endswith("-Q") or name == "inode" else "left")
+    names = ("State", "Recv-Q", "Send-Q", "Local Address:Port", "inode")
+    table = SimpleTable(
+        [(name, "right" if name.endswith("-Q") or name == "inode" else "left") for name in names], title=title
+    )
     for row in rows:
         backlog = row.get("backlog")
         table.add_row(

@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import sys
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.measure import Measurement
-from rich.table import Column, Table
+
+if TYPE_CHECKING:  # rich.table is imported by the reports that make a Table: run's makes none (simple_table.py)
+    from rich.table import Column, Table
 
 # A wrapped cell narrower than this reads one word per line; a column that may wrap is given up to this
 # much (never more than its widest cell) before the table is stacked.
@@ -100,7 +104,8 @@ def _fitted(renderables: list[RenderableType]) -> Iterator[RenderableType]:
 def fitted(renderable: RenderableType) -> RenderableType:
     """`renderable` with every table in it (at the top, or in a Group) made to fit the width it is printed
     at; anything else as it is."""
-    if isinstance(renderable, Table):
+    table = sys.modules.get("rich.table")  # not imported yet: no Table was made
+    if table is not None and isinstance(renderable, table.Table):
         return Fitted(renderable)
     if isinstance(renderable, Group):
         return Group(*_fitted(list(renderable.renderables)), fit=renderable.fit)

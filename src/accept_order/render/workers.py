@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from rich import box
-from rich.table import Table
 from rich.text import Text
 
 from ..core.cpus import format_cpu_list
 from ..core.measures import WorkerCounters
+from .simple_table import SimpleTable
 
 
 def _share(count: int, total: int) -> str:
@@ -46,17 +45,15 @@ def worker_table(
     title: str | None = None,
     detail: bool = False,
     ids: str = "pid",
-) -> Table:
+) -> SimpleTable:
     """One row per worker. `detail` adds involuntary switches and CPU affinity (for herd and latency).
     `served` None (or too short for a worker): not known, shown as `-` rather than a count of 0. `ids`: what the
     workers' ids are, "tid" where they are threads of one process (HAProxy's: `ps -p` finds no process 4323)."""
     total = sum(served or ())
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     columns = ["worker", ids, "served", "share", "wakeups", "accepted", "empty", "max", "sleeps", "cpu ms"]
     if detail:
         columns += ["preempt", "cpus"]
-    for name in columns:
-        table.add_column(name, justify="left" if name == "cpus" else "right")
+    table = SimpleTable([(name, "left" if name == "cpus" else "right") for name in columns], title=title)
     for c in counters:
         count = served[c.index] if served is not None and c.index < len(served) else None
         row = [

@@ -6,9 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from rich import box
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from ...core.spec import DEFAULT_KIND
@@ -183,6 +181,9 @@ def witness_text(result: RunResult) -> Text | None:
 
 
 def compare_table(results: Sequence[RunResult], skipped: dict[str, str]) -> RenderableType:
+    from rich import box
+    from rich.table import Table  # here: run's report has none, and rich.table's import is 5% of it (issue 30)
+
     table = Table(title="accept-order compare", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     # A server column only when a real server is in the table: built-in-only tables stay as they were.
     servers = any(r.server.kind != DEFAULT_KIND for r in results) or any(" " in k for k in skipped)

@@ -1,0 +1,99 @@
+"""render/simple_table.py: a SimpleTable prints exactly what rich's Table of the same columns and rows prints (text
+and styles, at every width, as the report's console prints it and as a plain console does, stacked by fit.py where
+it is too wide), and writes its lines itself, without rich's Table, where it fits."""
+
+from __future__ import annotations
+
+import io
+import random
+
+import pytest
+from conftest import printed_like_the_report
+from rich.console import Group
+from rich.text import Text
+
+from accept_order.cli.consoles import ReportConsole
+from accept_order.core.measures import WorkerCounters
+from accept_order.render.evidence import listener_table
+from accept_order.render.fit import fitted
+from accept_order.render.simple_table import SimpleTable
+from accept_order.render.workers import worker_table
+
+# digits and figures as the reports' cells hold them, and what rich measures or lays out otherwise: wide
+# characters, a space inside, a space at an end, a tab, a control character, a line break
+CHARS = ["0", "1", "9", "a", "Z", "-", "%", ".", ",", ":", "[", "µ", "日", " "]
+ODD = ["lead", " lead", "trail ", "a\tb", "bell\x07", "two\nlines", "x" * 30]
+WIDTHS = (6, 40, 79, 120)
+
+
+def _word(rng: random.Random, low: int, high: int) -> str:
+    return "".join(rng.choice(CHARS) for _ in range(rng.randint(low, high))).strip(" ") or "w"
+
+
+def _random_table(rng: random.Random) -> SimpleTable:
+    count = rng.randint(1, 5)
+    columns = [(_word(rng, 1, 8), rng.choice(["left", "right"])) for _ in range(count)]
+    title = rng.choice([None, _word(rng, 1, 10), _word(rng, 20, 60), rng.choice(ODD)])
+    table = SimpleTable(columns, title=title)  # type: ignore[arg-type]
+    for _ in range(rng.choice([0, 1, 3, 6])):
+        table.add_row(*(_word(rng, 0, 9) if rng.random() < 0.95 else rng.choice(ODD) for _ in range(count)))
+    return table
+
+
+def _report_console(table: object, width: int, color: bool, piped: bool) -> str:
+    """As print_report prints it (fitted, the report's console: trimmed lines; piped: prose not wrapped)."""
+    out = io.StringIO()
+    terminal = {"force_terminal": True, "color_system": "truecolor"} if color else {"force_terminal": False}
+    console = ReportConsole(piped, file=out, width=width, **terminal)  # type: ignore[arg-type]
+    console.print(fitted(Group(Text("before"), table, Text("after"))), crop=False)  # type: ignore[arg-type]
+    return out.getvalue()
+
+
+def _same(table: SimpleTable) -> None:
+    rich_table = table.table()
+    for width in WIDTHS:
+        for color in (False, True):
+            for piped in (False, True):
+                ours, theirs = (
+                    _report_console(table, width, color, piped),
+                    _report_console(rich_table, width, color, piped),
+                )
+                assert ours == theirs, (width, color, piped)
+            plain = printed_like_the_report(fitted(table), width, color)
+            assert plain == printed_like_the_report(fitted(rich_table), width, color), (width, color)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_prints_what_rich_prints(seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(5):
+        _same(_random_table(rng))
+
+
+def _counters(index: int, pid: int) -> WorkerCounters:
+    return WorkerCounters(
+        index=index, pid=pid, wakeups=6, accepts=6, empty=0, max_batch=1, voluntary_switches=7,
+        involuntary_switches=1, cpu_s=0.0009, affinity=(0, 1, 3),
+    )  # fmt: skip
+
+
+def test_the_reports_tables_print_what_rich_printed() -> None:
+    """The per-worker table (run's, herd's with its two more columns and a title) and ss's listeners."""
+    counters = [_counters(0, 1234567), _counters(1, 89), _counters(2, 90)]
+    _same(worker_table(counters, [6, 0, 0]))
+    _same(worker_table(counters, None, title="epoll", detail=True))
+    _same(worker_table(counters, [1, 2], title="served per worker", ids="tid"))
+    rows = [{"queue": 0, "backlog": 511, "address": "::1", "port": 8080, "inode": 4242}, {"address": "127.0.0.1"}]
+    _same(listener_table(rows, title="listeners (start)"))
+
+
+def test_a_table_that_fits_is_written_without_richs_table() -> None:
+    """Where it fits, the lines are the SimpleTable's own (no Table made: the cost this module saves); where it
+    does not, rich's Table prints it, stacked."""
+    counters = [_counters(0, 1234567), _counters(1, 89)]
+    table = worker_table(counters, [6, 0])
+    _report_console(table, 120, color=False, piped=True)
+    assert table._table is None
+    narrow = _report_console(table, 40, color=False, piped=True)
+    assert table._table is not None
+    assert narrow.count(" worker ") >= 2  # stacked in parts, each repeating the key column
