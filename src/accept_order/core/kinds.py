@@ -222,6 +222,9 @@ class ServerKind:
     #: and close it), said when a load asks it to (--requests-per-connection other than 1, --pool); None:
     #: it keeps them (a launched kind's config then lets the client decide when each one closes)
     closes_connections: ClassVar[str | None] = None
+    #: why this kind cannot burn --work/--work-iters per request (Caddy: its Caddyfile answers with `respond`);
+    #: None: it burns them. Refused where given, and left out of the commands the tool suggests for it
+    no_work: ClassVar[str | None] = None
 
     #: what changes how the load of its long-lived connections splits over its workers, in the order a
     #: report lists them (experiments/inspect/cures.py assembles them); (): none declared

@@ -58,7 +58,8 @@ def pool(kind: ServerKind, modes: str, requests: int = 0, extra: str = "") -> st
     server = "" if kind.name == DEFAULT_KIND else f" --server {kind.name}"
     one = kind.closes_connections or requests == 1
     kept, per = ("", "") if one else (" --pool", f" --requests-per-connection {requests}")
-    return f"accept-order latency{server} --modes {modes}{extra}{kept} -c {CONCURRENCY}{per} --work 1ms --duration 10s"
+    work = "" if kind.no_work else " --work 1ms"  # Caddy refuses it: it would burn none
+    return f"accept-order latency{server} --modes {modes}{extra}{kept} -c {CONCURRENCY}{per}{work} --duration 10s"
 
 
 def measure(kind: ServerKind, how: Measured) -> str:
