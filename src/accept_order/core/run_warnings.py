@@ -24,6 +24,13 @@ class WarningKind(enum.Enum):
         "waited for a CPU up to "
         "{percent:.0f}% of the time, so client-side delay is part of these latencies"
     )
+    # the same wait where the drivers and workers had a CPU each: others' processes, not the workers, kept them from
+    # one ('latency -w 1 --driver-procs 1' on 2 CPUs said the two 'share 2 CPUs' as if they had starved each other)
+    DRIVERS_WAITED_FOR_OTHERS = (
+        "the load generator's driver{procs_s} waited for a CPU up to {percent:.0f}% of the time though {procs} "
+        "driver process{procs_es} and {workers} worker{workers_s} had a CPU each of the {cpus}: other processes "
+        "(host-wide) took them, so client-side delay is part of these latencies"
+    )
     CLIENT_BOUND = (
         "the load generator was on a CPU {client:.0f}% of the time while the workers used {workers:.0f}% of the "
         "{cpus} CPUs they may run on: the server waited for its client, so these figures are partly the client's "

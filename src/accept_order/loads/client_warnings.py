@@ -18,9 +18,11 @@ def driver_warnings(drivers: list[DriverStats], workers: int, cpus: int, procs: 
     waited = [d for d in drivers if d.wall_s and (d.runqueue_s or 0) / d.wall_s > STARVED]
     if waited:
         share = max((d.runqueue_s or 0) / d.wall_s for d in waited)
+        # with a CPU for each driver and worker, the wait was for others' processes, not the workers' CPU
+        apart = (procs or len(drivers)) + workers <= cpus
         notes.append(
             warn(
-                WarningKind.DRIVERS_STARVED,
+                WarningKind.DRIVERS_WAITED_FOR_OTHERS if apart else WarningKind.DRIVERS_STARVED,
                 procs=procs or len(drivers),
                 workers=workers,
                 cpus=cpus,

@@ -37,7 +37,7 @@ def seen_besides_queueing(result: LatencyResult, name: Callable[[LatencyResult],
         seen.append(f"{label} woke {woken:.1f} workers per connection (a herd)")
     if info is not None and info.model == Model.LOCK_HOLDER:
         seen.append(f"{label} takes connections behind a lock")
-    client = {WarningKind.DRIVER_SATURATED, WarningKind.DRIVERS_STARVED}
+    client = {WarningKind.DRIVER_SATURATED, WarningKind.DRIVERS_STARVED, WarningKind.DRIVERS_WAITED_FOR_OTHERS}
     warnings = driver_warnings(list(result.drivers), result.server.workers, result.environment.cpu_count)
     if any(w.kind in client for w in warnings):
         seen.append(f"the load generator was short of CPU during {label}")

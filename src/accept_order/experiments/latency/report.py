@@ -80,7 +80,7 @@ def load_notes(results: Sequence[LatencyResult], name: Callable[[LatencyResult],
 
 def elsewhere_wait(warning: RunWarning, drivers: Sequence[DriverStats]) -> RunWarning:
     """The drivers' wait for a CPU, said without the workers when they run on another host."""
-    if warning.kind is not WarningKind.DRIVERS_STARVED:
+    if warning.kind not in (WarningKind.DRIVERS_STARVED, WarningKind.DRIVERS_WAITED_FOR_OTHERS):
         return warning
     share = max((d.runqueue_s or 0) / d.wall_s for d in drivers if d.wall_s)
     return warn(WarningKind.CLIENT_WAITED, percent=100 * share)
