@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from .records import shared_methods
+
 if TYPE_CHECKING:
     from .driver_stats import SATURATED as SATURATED
     from .driver_stats import DriverStats as DriverStats
@@ -25,7 +27,8 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-@dataclass(frozen=True)
+@shared_methods  # repr, == and hash as @dataclass writes them, not compiled per class (issue 30)
+@dataclass(frozen=True, eq=False, repr=False)
 class ConnectionRecord:
     """One driven connection: who served it, or why it failed. Times in microseconds."""
 
@@ -45,7 +48,8 @@ class ConnectionRecord:
         return self.error is None and self.worker is not None
 
 
-@dataclass(frozen=True)
+@shared_methods  # repr, == and hash as @dataclass writes them, not compiled per class (issue 30)
+@dataclass(frozen=True, eq=False, repr=False)
 class WorkerCounters:
     """What one worker counted in memory and reported once at the end, plus the kernel's view of it.
 
@@ -88,7 +92,8 @@ class WorkerCounters:
         return data
 
 
-@dataclass(frozen=True)
+@shared_methods  # repr, == and hash as @dataclass writes them, not compiled per class (issue 30)
+@dataclass(frozen=True, eq=False, repr=False)
 class Environment:
     """Where a result was measured: enough to tell two machines' results apart."""
 
@@ -102,7 +107,8 @@ class Environment:
     started_at: str
 
 
-@dataclass(frozen=True)
+@shared_methods  # repr, == and hash as @dataclass writes them, not compiled per class (issue 30)
+@dataclass(frozen=True, eq=False, repr=False)
 class Verdict:
     """The pattern a run showed, how well the best model fits, and the kernel mechanism behind it."""
 
@@ -141,7 +147,8 @@ Family = Literal["ipv4", "ipv6"]
 Source = Literal["netlink", "proc"]
 
 
-@dataclass(frozen=True)
+@shared_methods  # repr, == and hash as @dataclass writes them, not compiled per class (issue 30)
+@dataclass(frozen=True, eq=False, repr=False)
 class ListenerRow:
     """One listening TCP socket.
 

@@ -50,6 +50,7 @@ from .limits import (  # noqa: F401
 )
 from .old_names import accept_old_names
 from .old_names import renamed as renamed  # where callers found it before core/old_names.py
+from .records import shared_methods
 
 if TYPE_CHECKING:
     from .concurrent_load import ClosedLoopLoad as ClosedLoopLoad
@@ -78,7 +79,8 @@ REMOTE_KIND = "remote"
 LABELS: dict[str, Callable[[ServerSpec], str]] = {}
 
 
-@dataclass(frozen=True)
+@shared_methods  # repr, == and hash as @dataclass writes them, not compiled per class (issue 30)
+@dataclass(frozen=True, eq=False, repr=False)
 class ServerSpec:
     """What serves: which server, how its workers accept, how much work each request costs."""
 
@@ -169,7 +171,8 @@ class ServerSpec:
         return data
 
 
-@dataclass(frozen=True)
+@shared_methods  # repr, == and hash as @dataclass writes them, not compiled per class (issue 30)
+@dataclass(frozen=True, eq=False, repr=False)
 class SequentialLoad:
     """nc-style connections one after the other (or paced by a gap): the ordering experiments."""
 

@@ -10,13 +10,15 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ...core.measures import ConnectionRecord, Environment, Verdict, WorkerCounters
+from ...core.records import shared_methods
 from ...core.spec import SequentialLoad, ServerSpec
 
 if TYPE_CHECKING:
     from ...results.schema import Record
 
 
-@dataclass(frozen=True)
+@shared_methods  # repr, == and hash as @dataclass writes them, not compiled per class (issue 30)
+@dataclass(frozen=True, eq=False, repr=False)
 class RunResult:
     """A whole sequential run: what served, what drove, where, each connection and worker, the verdict."""
 
