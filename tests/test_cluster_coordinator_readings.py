@@ -289,12 +289,12 @@ def test_a_lost_host_s_legend_says_it_was_lost_and_why(matplotlib: Any) -> None:
     lost = document["hosts"][1]
     lost.update(served=[0] * len(lost["served"]), served_total=0, histogram={"unit": "us", "counts": []})
     lost.update(drivers=[], wall_s=0.0, ended_s=None, started_s=None)
-    lost["lost"] = "its connection closed after 3207 connections (3207 served)"
+    lost["lost"] = "its connection closed after at least 3207 connections (3207 served by its last report)"
     labels, _ = _labels_and_footer(document)
     said = [label for label in labels if label.startswith(f"from {lost['destination']}: ")]
     assert said == [
-        f"from {lost['destination']}: lost: its connection closed after 3207 connections (3207 served); none of "
-        "its durations are in the figures"
+        f"from {lost['destination']}: lost: its connection closed after at least 3207 connections (3207 served by "
+        "its last report); none of its durations are in the figures"
     ], labels
 
 

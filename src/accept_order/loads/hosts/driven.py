@@ -183,7 +183,11 @@ class HostsLoad(Started):
         if p.done:
             return
         if message == CLOSED:
-            p.lost = f"its connection closed after {p.finished} connections ({p.served} served){p.host.last_said()}"
+            # the counts are its last progress report's (a tick): it may have done more since, never less
+            p.lost = (
+                f"its connection closed after at least {p.finished} connections ({p.served} served by its last "
+                f"report){p.host.last_said()}"
+            )
         elif message[0] == "tick":
             p.finished, p.served = int(message[1]), int(message[2])
         elif message[0] == "result":
