@@ -137,6 +137,39 @@ def test_start_up_is_frozen_and_the_command_runs_with_the_collector(tmp_path: Pa
     assert int(frozen) > 10_000  # the modules, classes and options start-up made
 
 
+# Runs the command's own script and writes, at exit, how many collections ran while it started (from the package's
+# first import until its command's module was imported) and how many after.
+COLLECTIONS = """
+import atexit, gc, runpy, sys
+out = sys.argv[1]
+counts = {"starting": 0, "running": 0}
+
+def count(phase, info):
+    if phase == "start" and "accept_order" in sys.modules:
+        counts["running" if "accept_order.cli.run" in sys.modules else "starting"] += 1
+
+gc.callbacks.append(count)
+atexit.register(lambda: open(out, "w").write(f"{counts['starting']} {counts['running']}"))
+sys.argv = ["accept-order", *sys.argv[2:]]
+runpy.run_path(SCRIPT, run_name="__main__")
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the built-in workers' modes are Linux's")
+def test_no_collection_while_the_command_starts(tmp_path: Path) -> None:
+    """The collector is held from the script's first statements (not from cli.main, after the package's imports),
+    and runs in the command's body: a run's imports and its work there are collected as ever."""
+    out = tmp_path / "collections.txt"
+    code = COLLECTIONS.replace("SCRIPT", repr(str(SCRIPT)))
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(out), "run", "--mode", "epoll", "-n", "2"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    starting, running = map(int, out.read_text().split())
+    assert (starting, running > 0) == (0, True)
+
+
 def test_the_help_imports_no_experiment_and_no_rich(tmp_path: Path) -> None:
     modules = imported_by(["--help"], tmp_path)
     assert "accept_order.cli.run" in modules  # every command's short help was read
