@@ -70,3 +70,14 @@ def test_over_rounds_the_verdict_counts_the_runs_whose_losing_break_the_machine_
         verdict
     )
     assert "where other processes used more of the CPUs than the run itself" in verdict, verdict
+
+
+def test_a_break_on_a_host_with_idle_cpus_is_not_put_down_to_the_machine(tmp_path: Path) -> None:
+    # others 33% beside the run's own 17%, but half the CPUs idle: nothing kept the run from them
+    doc = json.loads(REAL.read_text())
+    _reuseport(doc)["steps"][0]["machine_cpu"] = 0.5
+    path = tmp_path / "ramp.json"
+    path.write_text(json.dumps(doc))
+    verdict = _verdict(path)
+    assert verdict == "Verdict: epoll held a higher load than the others in this one run (--repeat N tells how often)"
+    assert others_at_break(RampResult.from_dict(_reuseport(doc))) is None

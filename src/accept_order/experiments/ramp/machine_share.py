@@ -12,16 +12,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .result import RampResult
-from .run import _client_cpus
+from .run import SATURATED, _client_cpus
 
 
 def others_at_break(run: RampResult) -> tuple[float, float] | None:
     """(other processes', the run's own) share of all CPUs over the run's first step that did not hold, where the
-    others' was the larger; None where it was not, or is not known (no such step, no CPU readings, the workers' CPU
-    not read, or a load from client hosts, whose own CPUs this host cannot tell apart)."""
+    host's CPUs were all busy (SATURATED) and the others' was the larger; None where not, or not known (no such step,
+    no CPU readings, the workers' CPU not read, or a load from client hosts, whose own CPUs this host cannot tell
+    apart). CPUs left idle were the run's to take: others at 33% and the run at 17% of a host half idle read 'that
+    break may be the machine's', where nothing kept the run from the idle half."""
     broke = run.knee[1]
     cpus = run.environment.cpu_count if run.environment else 0
     if broke is None or broke.machine_cpu is None or not broke.worker_cpu or broke.hosts or cpus <= 0:
+        return None
+    if broke.machine_cpu < SATURATED:
         return None
     own = min((sum(broke.worker_cpu) + _client_cpus(broke)) / cpus, broke.machine_cpu)
     others = broke.machine_cpu - own
