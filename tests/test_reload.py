@@ -290,16 +290,16 @@ def test_io_uring_worker_that_leaves_cancels_its_accept_and_loses_nothing(tmp_pa
         _every_connection_counted(run)
     assert found[("io-uring", "leave", 0)]["errors"] == {}
     killed = found[("io-uring", "kill", 0)]["errors"]
-    # What holds: the shared queue never resets a connection, and what is lost is what the killed ring held
-    # (no reply). Often here (Linux 6.18: 8 of 13 runs of this load at load 12; about one in six in earlier
-    # sessions), after worker 0 is SIGKILLed, connections also wait in the shared queue until they time out while
-    # the others serve none for the rest of the run: io_uring's lost wakeup (experiments/reload/lost_wakeup.py,
-    # traced). While worker 0 exits, its ring's multishot accept is still first among the listener's exclusive
-    # waiters; a wakeup queues its task_work to the dying task, and each connection arriving then (the clients
-    # whose held connections the exit closed, reconnecting at once) wakes only that owned entry, until io_uring's
-    # fallback work cancels it, unaccepted, a few ms later. Nothing wakes the live rings again until a new
-    # connection arrives, and with every client waiting and a 10 s timeout none does within the load. Those are
-    # timeouts, never resets, and the run counts every one of them.
+    # What holds: the shared queue never resets a connection, and what is lost is what the killed ring held (no
+    # reply). Often here (Linux 6.18: 8 of 13 runs of this load at load 12; about one in six in earlier sessions),
+    # after worker 0 is SIGKILLed, connections also wait in the shared queue until they time out while the others
+    # serve none for the rest of the run: io_uring's lost wakeup (experiments/reload/lost_wakeup.py: traced, the
+    # wait-queue steps read from the kernel's source). While worker 0 exits, its ring's multishot accept is still
+    # first among the listener's exclusive waiters; a wakeup queues its task_work to the dying task, and each
+    # connection arriving then (the clients whose held connections the exit closed, reconnecting at once) wakes only
+    # that owned entry, until io_uring's fallback work cancels it, unaccepted, a few ms later. Nothing wakes the live
+    # rings again until a new connection arrives, and with every client waiting and a 10 s timeout none does within
+    # the load. Those are timeouts, never resets, and the run counts every one of them.
     assert set(killed) <= {"no reply", "timeout"} and "no reply" in killed, killed
     if "timeout" in killed:  # seen, not failed: said in the run's summary (-ra)
         warnings.warn(f"io-uring: a killed worker's ring stalled the shared queue: {killed}", stacklevel=1)
