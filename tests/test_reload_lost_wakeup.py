@@ -63,3 +63,11 @@ def test_a_stall_it_cannot_explain_is_said_without_it(tmp_path: Path, change: di
     out = _said(_changed(tmp_path, change, where))
     assert UNSERVED in out  # what was seen is still said
     assert "lost wakeup" not in out
+
+
+def test_the_first_timeout_counts_from_the_kill_not_the_load_s_start(tmp_path: Path) -> None:
+    # killed at 1.02 s of 2 s with a 1.5 s timeout: the first timeouts at 2.52 s, after the load's end, though the
+    # timeout is shorter than the load
+    out = _said(_changed(tmp_path, {"timeout_s": 1.5}, "load"))
+    assert f"{UNSERVED}; served per worker 828/0/0. {NAMED}" in out
+    assert "here the clients' --timeout (1.5 s) ran out only after the load's end" in out
