@@ -71,3 +71,25 @@ def test_the_first_timeout_counts_from_the_kill_not_the_load_s_start(tmp_path: P
     out = _said(_changed(tmp_path, {"timeout_s": 1.5}, "load"))
     assert f"{UNSERVED}; served per worker 828/0/0. {NAMED}" in out
     assert "here the clients' --timeout (1.5 s) ran out only after the load's end" in out
+
+
+REPEAT = DATA / "reload_io_uring_kill_repeat.json"  # reload --repeat 4 of the test's load: rounds 1 and 2 stalled
+
+
+def test_repeat_says_which_runs_left_the_queue_and_why() -> None:
+    out = _said(REPEAT)
+    assert (
+        "io-uring kill: a kill left connections in the shared queue until they timed out in 2 of 4 runs (rounds 1, "
+        "2); round 1, the first: io-uring kill: 32 connections still waited" in out
+    )
+    assert f"{UNSERVED}; served per worker 34/0/0. {NAMED}" in out
+
+
+def test_repeat_without_a_stall_says_none(tmp_path: Path) -> None:
+    doc = json.loads(REPEAT.read_text())
+    doc["rounds"] = doc["rounds"][2:]  # rounds 3 and 4: the others served 50 and 51, nothing timed out
+    path = tmp_path / "served.json"
+    path.write_text(json.dumps(doc))
+    out = _said(path)
+    assert "left connections in the shared queue" not in out and "lost wakeup" not in out
+    assert "kept in 2/2" in out

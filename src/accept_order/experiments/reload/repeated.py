@@ -21,7 +21,7 @@ from ...render.text import durations_us, plural
 from ...results.export import WORKER_FIELDS
 from ..own_settings import caps_said
 from ..repeat.kinds import Document, Repeated, Rounds, by_variant, each
-from .report import earliest_going, went_text
+from .report import earliest_going, unserved_queue, went_text
 from .result import RELOAD_RUN, ReloadRun
 
 RESET = "ECONNRESET"
@@ -118,7 +118,22 @@ def report(rounds: Rounds) -> list[RenderableType]:
     ]
     stability = verdict_stability(rounds)
     parts.append(Text(f"Verdict: {stability.text}", style="green" if stability.conclusive else "yellow"))
-    return parts
+    return parts + [Text(said, style="yellow") for label, runs in variants.items() if (said := _unserved(label, runs))]
+
+
+def _unserved(label: str, runs: list[ReloadRun]) -> str | None:
+    """The runs whose kill left connections queued until they timed out, as the one run's report says it (and why,
+    where it can tell), said of the first of them: the table's medians and 'kept in k/n' leave which runs and why
+    unsaid."""
+    said = [(i, text) for i, run in enumerate(runs, 1) if (text := unserved_queue(run)) is not None]
+    if not said:
+        return None
+    which = ", ".join(str(i) for i, _ in said)
+    return (
+        f"{label}: a kill left connections in the shared queue until they timed out in {len(said)} of "
+        f"{plural(len(runs), 'run')} ({'round' if len(said) == 1 else 'rounds'} {which}); round {said[0][0]}, the "
+        f"first: {said[0][1]}"
+    )
 
 
 def _rows(doc: Document) -> list[list[Any]]:
