@@ -93,3 +93,17 @@ def test_repeat_without_a_stall_says_none(tmp_path: Path) -> None:
     out = _said(path)
     assert "left connections in the shared queue" not in out and "lost wakeup" not in out
     assert "kept in 2/2" in out
+
+
+def test_two_workers_read_as_one_other(tmp_path: Path) -> None:
+    doc = json.loads((DATA / "reload_io_uring_kill_stalled_c32.json").read_text())
+    run = doc["runs"][0]
+    run["server"]["workers"], run["served"], run["worker_counters"] = 2, run["served"][:2], run["worker_counters"][:2]
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps(doc))
+    out = _said(path)
+    assert (
+        "the other worker left the shared queue unserved (it accepted none in the whole run); served per worker 18/0"
+        in out
+    )
+    assert NAMED in out

@@ -161,11 +161,11 @@ def unserved_queue(run: ReloadRun) -> str | None:
     said = f"{run_name(run)}: {plural(waiting, 'connection')} still waited in the listener's accept queue when the "
     said += f"load ended and {timed_out} timed out"
     per_worker = f"served per worker {'/'.join(map(str, run.served))}"
+    who, they = ("the other worker", "it") if len(others) == 1 else ("the other workers", "they")
     if others and not any(others):
-        unserved = "the other workers left the shared queue unserved (they accepted none in the whole run)"
+        unserved = f"{who} left the shared queue unserved ({they} accepted none in the whole run)"
         why = lost_wakeup(run)  # named only where it can have lasted the rest of the run
         return f"{said}: after worker {run.worker} was killed, {unserved}; {per_worker}" + (f". {why}" if why else "")
-    who, they = ("the other worker", "it") if len(others) == 1 else ("the other workers", "they")
     return (
         f"{said}; {who} served {sum(others):,} over the whole run, so these counts do not tell a queue {they} "
         f"stopped serving after worker {run.worker} was killed from more load than {they} could serve; {per_worker}"
