@@ -49,3 +49,21 @@ def test_a_single_run_off_a_terminal_beats(monkeypatch: pytest.MonkeyPatch) -> N
     assert beats, "no heartbeat in 2.5 s"
     assert all(re.fullmatch(r"accept-order: ([\d,]+ connections, )?[\d.]+ s elapsed", b) for b in beats), beats
     assert any("connections" in b for b in beats), beats  # the load's ticks reached it
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs epoll and procfs")
+def test_kept_connections_beat_their_requests(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a pool of 2 connections ticks its requests: 'latency --pool -c 4 --requests-per-connection 0' beat '326,919
+    # connections' where it held 4 and its report counted 358,562 requests
+    beats: list[str] = []
+
+    class Quick(RunProgress):
+        def __init__(self, total: int, **kwargs: Any) -> None:
+            super().__init__(total, write=beats.append, every=0.2, **kwargs)
+
+    monkeypatch.setattr(latency, "RunProgress", Quick)
+    args = ["latency", "-w", "1", "--pool", "-c", "2", "--requests-per-connection", "0", "--duration", "2.5s"]
+    result = run_cli(args)
+    assert result.exit_code == 0, result.output
+    assert any(re.fullmatch(r"accept-order: [\d,]+ requests, [\d.]+ s elapsed", b) for b in beats), beats
+    assert not any("connections" in b for b in beats), beats

@@ -25,6 +25,12 @@ if TYPE_CHECKING:  # made where a load is parsed (cli/specs.py): --help reads th
 Tick = Callable[[int, float], None]
 
 
+def counted(load: ConcurrentLoad) -> str:
+    """What a run's ticks count: its requests where connections are kept (a pool of 4 connections ticked 326,919,
+    its requests, which the heartbeat called connections), else its connections."""
+    return "requests" if load.keeps_connections else "connections"
+
+
 @contextmanager
 def bars(
     load: ConcurrentLoad, label: Callable[[ServerSpec], str], runs: RunProgress | None = None, count: bool = False
@@ -40,11 +46,12 @@ def bars(
                 runs.next()
             by_count = load.connections is not None
             total = load.connections if by_count else load.duration_s
+            unit = counted(load)
             bar = progress_bar(runs.live(label(spec)), total, by_count, timeout_s=load.timeout_s, ticks=True)
             update = stack.enter_context(bar)
 
             def tick(done: int, elapsed: float = 0.0) -> None:  # off a terminal, the heartbeat says it (runs.status)
-                runs.reached = f"{done:,} of {total:,} connections" if by_count else f"{done:,} connections"
+                runs.reached = f"{done:,} of {total:,} {unit}" if by_count else f"{done:,} {unit}"
                 update(done, elapsed)
 
             return tick
@@ -117,7 +124,7 @@ def latency(
         )
         refuse_unanswered(specs, load)  # every variant before the first round runs
         runs = RunProgress(repeat)
-        with bars(load, lambda s: f"{s.label}: connections", runs) as on_run:
+        with bars(load, lambda s: f"{s.label}: {counted(load)}", runs) as on_run:
             run_repeated(
                 "latency-compare" if modes is not None else "latency",
                 specs,
@@ -133,7 +140,7 @@ def latency(
             lambda results: report_and_save(lambda: latency_report(results[0]), json_path, "latency", results[0])
         ):
             # a heartbeat off a terminal too: the default 100,000 connections take a minute on a busy machine
-            with bars(load, lambda s: f"{s.mode}: connections", RunProgress(1), count=True) as on_run:
+            with bars(load, lambda s: f"{s.mode}: {counted(load)}", RunProgress(1), count=True) as on_run:
                 result = api.latency(server, load, on_run(server), title)
         report_and_save(lambda: latency_report(result), json_path, "latency", result)
         served_something([result])
@@ -146,7 +153,7 @@ def latency(
         report_and_save(lambda: latency_compare_report(result), json_path, "latency-compare", result)
 
     with keep_partial(lambda results: save(results, interrupted=True)):
-        with bars(load, lambda s: f"{s.mode}: connections", RunProgress(len(specs)), count=True) as on_run:
+        with bars(load, lambda s: f"{s.mode}: {counted(load)}", RunProgress(len(specs)), count=True) as on_run:
             results, skipped = api.compare_latency(server, load, modes, on_run, servers, batch_given)
     save(results)
     served_something(results)
