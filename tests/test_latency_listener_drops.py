@@ -36,7 +36,7 @@ def _evidence(drops: list[int | None]) -> dict[str, Any]:
         read_affinity=lambda pid: [0, 1],
         private=False,
         names=("TcpExtListenOverflows",),
-        read_drops=lambda port, host: next(readings),
+        read_drops=lambda port, host, pids: next(readings),
     )
     capture.before()
     capture.listeners(5000, "start")

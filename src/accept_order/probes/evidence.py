@@ -75,7 +75,7 @@ class EvidenceCapture:
         private: bool | None = None,
         names: Sequence[str] = netstat.WATCHED_COUNTERS,
         host: str | None = None,
-        read_drops: Callable[[int, str | None], int | None] = listener_drops,
+        read_drops: Callable[[int, str | None, Sequence[int]], int | None] = listener_drops,
     ) -> None:
         self._host = host or None
         self._read_drops = read_drops
@@ -95,8 +95,9 @@ class EvidenceCapture:
         """Read the counters; call before the workers start so their listen() is inside the window."""
         self._before = self._counters("before")
 
-    def listeners(self, port: int, label: str) -> list[ListenerRow]:
-        """Snapshot the listening sockets of ``port`` under ``label`` (e.g. "start", "end")."""
+    def listeners(self, port: int, label: str, pids: Sequence[int] = ()) -> list[ListenerRow]:
+        """Snapshot the listening sockets of ``port`` under ``label`` (e.g. "start", "end"), and their drops in the
+        network namespace of ``pids`` (the server's processes; ours without them)."""
         try:
             rows = self._list_listeners(port) if port else []
         except (OSError, ValueError) as exc:
@@ -104,7 +105,7 @@ class EvidenceCapture:
             rows = []
         rows = serving_on(rows, self._host)
         self._listeners[label] = [_row_dict(r) for r in rows]
-        self._drops[label] = self._read_drops(port, self._host) if rows else None
+        self._drops[label] = self._read_drops(port, self._host, pids) if port else None
         return rows
 
     def workers(self, pids: Sequence[int]) -> list[dict[str, Any]]:
@@ -124,7 +125,7 @@ class EvidenceCapture:
         (read now if ``pids`` are given, so call it while they are alive; else those read by
         :meth:`workers`), and the counter deltas since :meth:`before`."""
         if port and "end" not in self._listeners:
-            self.listeners(port, "end")
+            self.listeners(port, "end", pids)
         affinity = self.workers(pids) if pids else self._affinity
         after = self._counters("after")
         available = bool(self._before) and bool(after)

@@ -13,7 +13,7 @@ import os
 import socket
 import struct
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from ..core.measures import Family, ListenerRow
@@ -74,11 +74,30 @@ INET_DIAG_SKMEMINFO = 7  # linux/inet_diag.h
 SK_MEMINFO_DROPS = 8
 
 
-def listener_drops(port: int, host: str | None) -> int | None:
+def listener_drops(port: int, host: str | None, pids: Sequence[int] = ()) -> int | None:
     """The connection attempts dropped so far by the listeners on `port` that connections to `host` go to
     (serving_on), summed: the server's own count, where ListenOverflows is every listener's of the namespace.
-    None where netlink cannot say (or no such listener)."""
+    Asked in the network namespace `pids` (the server's processes) live in, ours without them (a pid whose
+    namespace cannot be read counts as in ours, as in `listening_sockets_of`): an attached server in a namespace of
+    its own listens there, and a listener on the same port in ours is another program's. None where netlink cannot
+    say, no such listener, that namespace may not be entered (setns needs CAP_SYS_ADMIN) or the pids are in two."""
     _check_port(port)
+    ours = _netns("self")
+    namespaces = {_netns(pid) or ours for pid in pids}
+    if len(namespaces) > 1:
+        return None
+    if namespaces and namespaces != {ours}:
+        from .server_netns import in_namespace_of
+
+        try:
+            return in_namespace_of(pids[0], lambda: _drops_here(port, host))
+        except OSError:
+            return None
+    return _drops_here(port, host)
+
+
+def _drops_here(port: int, host: str | None) -> int | None:
+    """listener_drops asked in this thread's network namespace."""
     found: list[tuple[ListenerRow, int]] = []
     try:
         with open_diag_socket() as sock:

@@ -194,7 +194,7 @@ def run_bursts(
             target.settle()  # every worker back asleep: the burst meets an idle server
             before = netstat.read_counters()
             port = target.address[1] if elsewhere(target) is None else 0  # a server here: its listeners' drops
-            drops_before = listener_drops(port, server.host) if port else None
+            drops_before = listener_drops(port, server.host, target.pids) if port else None
             load = drive_load(target, plan.load(clients), server.workers, tick)
             # The burst has finished: a signal while its counters are read must not lose it. It is raised
             # once the cell is kept (the run then ends with the bursts so far).
@@ -202,7 +202,7 @@ def run_bursts(
                 after = netstat.read_counters()
                 moved = netstat.counter_deltas(before, after, netstat.WATCHED_COUNTERS) if before and after else {}
                 cell = BurstCell.of(load, clients, {k: v for k, v in moved.items() if v}, per)
-                drops_after = listener_drops(port, server.host) if port else None
+                drops_after = listener_drops(port, server.host, target.pids) if port else None
                 if drops_before is not None and drops_after is not None and drops_after >= drops_before:
                     cell = dataclasses.replace(cell, listener_drops=drops_after - drops_before)
                 remote = elsewhere(target)  # at this host's own address, the burst came here (on_this_host)

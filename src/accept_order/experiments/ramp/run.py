@@ -167,11 +167,11 @@ def _queues(port: int, host: str) -> list[int]:
         return []
 
 
-def _listener_drops(port: int, host: str) -> int | None:
+def _listener_drops(port: int, host: str, pids: Sequence[int]) -> int | None:
     """The connection attempts the server's own listeners have dropped so far (probes/listeners.listener_drops)."""
     from ...probes.listeners import listener_drops
 
-    return listener_drops(port, host) if port else None
+    return listener_drops(port, host, pids) if port else None
 
 
 def _moved(before: int | None, after: int | None) -> int | None:
@@ -297,7 +297,7 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
             port = target.address[1] if here else 0
             tick = _sampling(port, server.host, peaks, on_step(offered) if on_step else None)
             counters_before = netstat.read_counters()
-            drops_before = _listener_drops(port, server.host) if here else None
+            drops_before = _listener_drops(port, server.host, target.pids) if here else None
             cpu_before = _cpu(list(target.pids) if here else [])
             machine_before = machine_cpu()
             outcome = drive_load(target, load, server.workers, tick)
@@ -308,7 +308,7 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
                 cpu_after = _cpu(list(target.pids) if here else [])
                 machine_after = machine_cpu()
                 counters_after = netstat.read_counters()
-                drops_after = _listener_drops(port, server.host) if here else None
+                drops_after = _listener_drops(port, server.host, target.pids) if here else None
                 moved = netstat.counter_deltas(counters_before, counters_after, sorted(counters_after))
                 # the workers' CPU was read around the pool's fill too, not only the step's time (wall_s)
                 wall = max(outcome.wall_s + (outcome.pool_fill_s or 0.0), 1e-9)

@@ -1,0 +1,96 @@
+"""The server's listeners' drops are read in the server's network namespace, not in ours.
+
+'latency --attach W1,W2 --host 10.77.0.2 --port 18555' of `accept-order serve` in a network namespace of its own
+(reached over a veth), beside another program's backlog-1 listener on 0.0.0.0:18555 in ours that never accepts,
+read '... ListenOverflows +220, ListenDrops +220 (...; the server's listeners dropped 220)': the drops of the other
+program's listener, the server's own (backlog 511, in its namespace) having dropped none. The witness here is the
+kernel's count on each socket itself (SO_MEMINFO)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from accept_order.probes.evidence import EvidenceCapture
+from accept_order.probes.listeners import listener_drops
+
+SO_MEMINFO = getattr(socket, "SO_MEMINFO", 55)
+UNSHARE = shutil.which("unshare")
+# in a network namespace of its own: a listener that drops nothing, its count (SO_MEMINFO) said once listening
+CHILD = """
+import socket, struct, sys
+s = socket.socket()
+s.bind(("0.0.0.0", int(sys.argv[1])))
+s.listen(511)
+print(struct.unpack_from("=I", s.getsockopt(socket.SOL_SOCKET, 55, 36), 32)[0], flush=True)
+sys.stdin.read()
+"""
+pytestmark = pytest.mark.skipif(os.geteuid() != 0 or UNSHARE is None, reason="needs root and unshare(1)")
+
+
+def _own_drops(listener: socket.socket) -> int:
+    return int(struct.unpack_from("=I", listener.getsockopt(socket.SOL_SOCKET, SO_MEMINFO, 36), 32)[0])
+
+
+def _dropped_more(ours: socket.socket) -> None:
+    """Connections to `ours` (backlog 1, never accepting) until it has dropped one more: past its queue, a SYN is
+    dropped at once on loopback."""
+    port, was = ours.getsockname()[1], _own_drops(ours)
+    clients = []
+    deadline = time.monotonic() + 20
+    while _own_drops(ours) == was and time.monotonic() < deadline:
+        client = socket.socket()
+        client.setblocking(False)
+        clients.append(client)
+        try:
+            client.connect(("127.0.0.1", port))
+        except BlockingIOError:
+            pass
+    for client in clients:
+        client.close()  # before a SYN is sent again: no drop after this
+    assert _own_drops(ours) > was
+
+
+@pytest.fixture
+def two_namespaces() -> Iterator[tuple[int, int, socket.socket]]:
+    """(port, pid of a process whose listener on port is in another namespace, ours on the same port that dropped)."""
+    with socket.socket() as ours:
+        ours.bind(("0.0.0.0", 0))
+        ours.listen(1)
+        port = ours.getsockname()[1]
+        _dropped_more(ours)
+        assert UNSHARE is not None
+        argv = [UNSHARE, "--net", sys.executable, "-c", CHILD, str(port)]
+        child = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            assert child.stdout is not None
+            assert child.stdout.readline().strip() == "0", "the other namespace's listener dropped nothing"
+            yield port, child.pid, ours
+        finally:
+            child.kill()
+            child.wait(timeout=30)
+
+
+def test_the_drops_are_read_where_the_server_listens(two_namespaces: tuple[int, int, socket.socket]) -> None:
+    port, pid, ours = two_namespaces
+    assert os.stat(f"/proc/{pid}/ns/net").st_ino != os.stat("/proc/self/ns/net").st_ino
+    assert listener_drops(port, "127.0.0.1") == _own_drops(ours) > 0  # ours, asked in ours
+    assert listener_drops(port, "127.0.0.1", [pid]) == 0  # the server's, in its namespace
+
+
+def test_the_evidence_keeps_the_servers_drops(two_namespaces: tuple[int, int, socket.socket]) -> None:
+    port, pid, ours = two_namespaces
+    capture = EvidenceCapture(private=False, host="127.0.0.1")
+    capture.before()
+    capture.listeners(port, "start", [pid])
+    _dropped_more(ours)  # during the run, by our listener: not the server's
+    capture.listeners(port, "end", [pid])
+    assert capture.after(port, [])["listener_drops"] == 0
