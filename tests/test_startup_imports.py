@@ -170,6 +170,37 @@ def test_no_collection_while_the_command_starts(tmp_path: Path) -> None:
     assert (starting, running > 0) == (0, True)
 
 
+def test_a_commands_own_imports_are_held_and_frozen_as_start_ups() -> None:
+    """modules_held (cli/app.py): in the command line's process (start-up frozen), what a command's body imports is
+    made with the collector held, then frozen and the collector back on; elsewhere (a test's CliRunner, an API
+    caller: nothing frozen) the collector is left as it is and nothing is frozen."""
+    import gc
+
+    from accept_order.cli import app
+
+    def imports() -> tuple[bool, int, list[list[int]]]:
+        """(collector on inside, freeze count inside, what was made there: 1,000 containers)"""
+        with app.modules_held():
+            inside = (gc.isenabled(), gc.get_freeze_count())
+            made = [[] for _ in range(1000)]
+        return (*inside, made)
+
+    assert gc.isenabled() and not app._FROZEN
+    enabled, frozen, _ = imports()
+    assert enabled and gc.isenabled() and gc.get_freeze_count() < frozen + 500  # never held: as it is
+    gc.disable()  # as cli.main holds it
+    try:
+        app.started()
+        assert gc.isenabled() and app._FROZEN
+        enabled, frozen, made = imports()
+        assert not enabled and gc.isenabled()
+        assert gc.get_freeze_count() >= frozen + 1000  # what was made inside is frozen
+    finally:
+        gc.unfreeze()
+        gc.enable()
+        app._FROZEN.clear()
+
+
 def test_the_help_imports_no_experiment_and_no_rich(tmp_path: Path) -> None:
     modules = imported_by(["--help"], tmp_path)
     assert "accept_order.cli.run" in modules  # every command's short help was read

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from .app import handle_errors
+from .app import handle_errors, modules_held
 from .common import host_warnings, keep_partial, report_and_save
 from .options import attach_options, examples, json_option, mode_option, sequential_options, server_options
 from .output import progress_bar
@@ -34,10 +34,11 @@ from .specs import sequential_load, server_spec
 def run(repeat: int, json_path: str | None, **options: Any) -> None:
     """Show which worker serves each connection, one at a time. It starts the workers (or a server) and
     drives the connections itself."""
-    from ..api import sequential as run_sequential
-    from ..experiments.order.report import run_report
-    from ..experiments.order.result import RunResult
-    from ..servers.registry import server_kind
+    with modules_held():
+        from ..api import sequential as run_sequential
+        from ..experiments.order.report import run_report
+        from ..experiments.order.result import RunResult
+        from ..servers.registry import server_kind
 
     server, load = server_spec(options), sequential_load(options)
     host_warnings()
