@@ -5,10 +5,16 @@ out; the wait was other processes'. Where drivers and workers outnumber the CPUs
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+from conftest import run_cli
+
 from accept_order.core.measures import DriverStats
 from accept_order.core.run_warnings import WarningKind
 from accept_order.loads.client_warnings import driver_warnings
 
+GOLDEN = Path(__file__).parent / "data" / "golden" / "latency.json"
 STARVED = DriverStats(0, 4, 50, wall_s=2.0, cpu_s=0.1, runqueue_s=1.0)  # waited half its time for a CPU
 
 
@@ -25,3 +31,27 @@ def test_more_drivers_and_workers_than_cpus_share_them() -> None:
     (note,) = driver_warnings([STARVED, STARVED], workers=2, cpus=2, procs=2)
     assert note.kind is WarningKind.DRIVERS_STARVED
     assert str(note).startswith("the 2 driver processes and 2 workers share 2 CPUs: drivers waited")
+
+
+def test_a_server_process_besides_the_workers_takes_a_cpu_too() -> None:
+    # fd-pass's acceptor: 1 driver, 1 worker and the acceptor are three on 2 CPUs, not a CPU each
+    (note,) = driver_warnings([STARVED], workers=1, cpus=2, procs=1, helpers=1)
+    assert note.kind is WarningKind.DRIVERS_STARVED
+
+
+def test_the_report_counts_fd_pass_acceptor(tmp_path: Path) -> None:
+    # 'latency -m fd-pass -w 1 --driver-procs 1' here (load 5): 'though 1 driver process and 1 worker had a CPU each
+    # of the 2: other processes (host-wide) took them', of a run whose own acceptor was the third process
+    doc = json.loads(GOLDEN.read_text())
+    doc["server"]["workers"], doc["load"]["driver_procs"] = 1, 1
+    doc["counters"], doc["served"] = doc["counters"][:1], doc["served"][:1]
+    doc["drivers"] = doc["drivers"][:1]
+    doc["drivers"][0]["runqueue_s"] = doc["drivers"][0]["wall_s"] / 2
+    path = tmp_path / "latency.json"
+    path.write_text(json.dumps(doc))
+    assert "had a CPU each of the 2: other processes" in run_cli(["show", str(path)]).stdout  # no acceptor
+    doc["evidence"]["acceptor"] = {"pid": 1, "policy": "round-robin", "passed": [1], "lost": 0, "cpu_s": 0.01}
+    path.write_text(json.dumps(doc))
+    out = " ".join(run_cli(["show", str(path)]).stdout.split())
+    assert "other processes (host-wide) took them" not in out, out
+    assert "the 1 driver process and 1 worker share 2 CPUs: drivers waited for a CPU up to 50%" in out, out

@@ -9,9 +9,12 @@ from ..core.run_warnings import RunWarning, WarningKind, warn
 STARVED = 0.25  # a driver runnable but waiting for a CPU this share of its time competes with the workers
 
 
-def driver_warnings(drivers: list[DriverStats], workers: int, cpus: int, procs: int | None = None) -> list[RunWarning]:
+def driver_warnings(
+    drivers: list[DriverStats], workers: int, cpus: int, procs: int | None = None, helpers: int = 0
+) -> list[RunWarning]:
     """What to say about the load generator itself: CPU-bound (locust warns above 90% CPU), or starved
-    of CPU by the workers it shares the machine with (its own delays are then in the latencies)."""
+    of CPU by the workers it shares the machine with (its own delays are then in the latencies). `helpers`: the
+    server's processes besides its workers (fd-pass's acceptor), which take a CPU as a worker does."""
     notes = [
         warn(WarningKind.DRIVER_SATURATED, driver=d.index, percent=100 * d.cpu_fraction) for d in drivers if d.saturated
     ]
@@ -19,7 +22,9 @@ def driver_warnings(drivers: list[DriverStats], workers: int, cpus: int, procs: 
     if waited:
         share = max((d.runqueue_s or 0) / d.wall_s for d in waited)
         # with a CPU for each driver and worker, the wait was for others' processes, not the workers' CPU
-        apart = (procs or len(drivers)) + workers <= cpus
+        # ('latency -m fd-pass -w 1 --driver-procs 1' on 2 CPUs: the acceptor made three, and 'other processes took
+        # them' was said of the run's own)
+        apart = (procs or len(drivers)) + workers + helpers <= cpus
         notes.append(
             warn(
                 WarningKind.DRIVERS_WAITED_FOR_OTHERS if apart else WarningKind.DRIVERS_STARVED,

@@ -56,7 +56,8 @@ def load_notes(results: Sequence[LatencyResult], name: Callable[[LatencyResult],
     bound = [w for r in results if (w := client_bound(list(r.drivers), r.worker_cpu_s, r.wall_s, r.worker_cpus))]
     if first.hosts:  # drivers on client hosts: more hosts give them CPU, --load-cpus only this host's
         bound = [warn(WarningKind.CLIENT_BOUND_HOSTS, **w.figures) for w in bound]
-    warnings = driver_warnings(drivers, workers, cpus, procs)
+    helpers = int(any("acceptor" in r.evidence for r in results))  # fd-pass's acceptor: a process of the run's own
+    warnings = driver_warnings(drivers, workers, cpus, procs, helpers)
     # the workers run on another host (--target), or the drivers do (--clients), or each on CPUs of their own
     # (--load-cpus apart from --cpus): neither waited for the other
     apart = bool(first.load.cpus) and bool(first.server.cpus) and not set(first.load.cpus) & set(first.server.cpus)
