@@ -59,11 +59,12 @@ def counted_after_queueing(
     workers: list[int], address: tuple[str, int], queued: int, script: str, reply: bytes, timeout_s: float = 10
 ) -> str:
     """bpftrace's output of `script` over the workers let go with `queued` connections waiting for them at
-    `address` (each answered with a reply starting `reply`). The workers are let go whatever happens.
-    bpftrace 0.17 twice in fresh-clone CI runs did not run END within 30 s of SIGINT (the machine busy): it acts on
-    SIGINT only when the signal interrupts its epoll_wait (probes/bpftrace_readings.py), so it is sent SIGUSR1 every
-    KICK_S until END has run, as the tool's stop() does; should END still not come, the witness is taken once
-    more, afresh, and a second such bpftrace fails the test."""
+        `address` (each answered with a reply starting `reply`), queued once every thread of the workers has stopped. The
+    workers are let go whatever happens.
+        bpftrace 0.17 twice in fresh-clone CI runs did not run END within 30 s of SIGINT (the machine busy): it acts on
+        SIGINT only when the signal interrupts its epoll_wait (probes/bpftrace_readings.py), so it is sent SIGUSR1 every
+        KICK_S until END has run, as the tool's stop() does; should END still not come, the witness is taken once
+        more, afresh, and a second such bpftrace fails the test."""
     try:
         return _counted_once(workers, address, queued, script, reply, timeout_s)
     except pytest.fail.Exception:
@@ -78,6 +79,7 @@ def _counted_once(
     try:
         for w in workers:
             os.kill(w, signal.SIGSTOP)
+        wait_for(lambda: all(all_stopped(w) for w in workers), bool, timeout_s, "every thread of the workers stopped")
         clients = [socket.create_connection(address, timeout=timeout_s) for _ in range(queued)]
         env = {**os.environ, ATTACHED_ENV: "1"}
         # stderr too: bpftrace 0.17 names the env var there once every probe is attached
@@ -113,6 +115,19 @@ def _counted_once(
                 os.kill(w, signal.SIGCONT)
             except ProcessLookupError:
                 pass
+
+
+def all_stopped(pid: int) -> bool:
+    """Every thread of `pid` stopped ('T' in its stat): a group stop is not done when kill() returns, and a thread
+    still running accepts connections before bpftrace is there to count them (HAProxy's 2 threads: a run counted 3 of
+    40; tests/test_accepts_per_wakeup_stopped.py)."""
+    states = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            states.append((task / "stat").read_text().rsplit(")", 1)[1].split()[0])
+        except (OSError, IndexError):
+            continue  # a thread that exited meanwhile
+    return bool(states) and all(state in ("T", "t") for state in states)
 
 
 def runs_of(out: str) -> dict[int, int]:

@@ -54,25 +54,8 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _all_stopped(pid: int) -> bool:
-    """Every thread of `pid` stopped ('T' in its stat): a group stop is not done when kill() returns, and a thread
-    still running accepts connections before bpftrace is there to count them (a run counted 3 of 40)."""
-    states = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            states.append((task / "stat").read_text().rsplit(")", 1)[1].split()[0])
-        except (OSError, IndexError):
-            continue
-    return bool(states) and all(state in ("T", "t") for state in states)
-
-
 def _counted(pid: int, port: int) -> dict[int, int]:
-    os.kill(pid, signal.SIGSTOP)  # stopped before the connections queue (the helper stops it again, then lets go)
-    try:
-        wait_for(lambda: _all_stopped(pid), bool, 30.0, f"every thread of {pid} stopped")
-    except BaseException:
-        os.kill(pid, signal.SIGCONT)  # the helper lets it go; without it, it is let go here
-        raise
+    # every thread seen stopped before the connections queue (the helper's wait: a run counted 3 of 40 before)
     out = counted_after_queueing([pid], ("127.0.0.1", port), QUEUED, program([pid]), b"HTTP/1.", timeout_s=30)
     runs = runs_of(out)
     # the queued ones, and at most one more: a start-up check of the tool's may still be in the queue
