@@ -31,3 +31,11 @@ def test_a_value_given_twice_is_refused_before_anything_runs(
     said = f"Invalid value for '{option}': '{value}': value(s) given more than once: {repeated}"
     assert_one_error_line(result, 2, said)
     assert nothing_starts == [] and result.stdout == ""
+
+
+def test_burst_points_a_word_not_a_count_given_twice_at_the_hosts_option() -> None:
+    # burst's --clients counts connections; its refusal named --client-hosts for '5,5' too, as if a host were meant
+    hint = "(client hosts to drive the bursts from: --client-hosts)"
+    assert hint not in run_cli(["burst", "--clients", "5,5"]).output
+    assert hint not in run_cli(["burst", "--clients", "0"]).output  # a count out of range is a count
+    assert hint in run_cli(["burst", "--clients", "host1,host2"]).output

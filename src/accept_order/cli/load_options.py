@@ -25,7 +25,7 @@ from ..core.spec import (
 if TYPE_CHECKING:  # imported where --clients is given: not by `run` (issue 30: start-up)
     from ..core.hosts import ClientHosts
 
-from .types import CPUS, DURATION, Duration, FloatRange, IntList, IntRange
+from .types import CPUS, DURATION, Duration, FloatRange, IntList, IntRange, parse_int
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -113,10 +113,26 @@ class Destinations(click.ParamType):
 
 
 class ClientCounts(IntList):
-    """burst's --clients (connections opened at once): its refusal of a word says where client hosts go."""
+    """burst's --clients (connections opened at once): its refusal of a word says where client hosts go. Only of a
+    word: '5,5: value(s) given more than once: 5 (client hosts to drive the bursts from: --client-hosts)' pointed a
+    count given twice at the hosts' option."""
 
-    def fail(self, message: str, param: click.Parameter | None = None, ctx: click.Context | None = None) -> Any:
-        super().fail(f"{message} (client hosts to drive the bursts from: --client-hosts)", param, ctx)
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter as exc:
+            if all(_whole(v) for v in str(value).split(",")):
+                raise
+            self.fail(f"{exc.message} (client hosts to drive the bursts from: --client-hosts)", param, ctx)
+
+
+def _whole(text: str) -> bool:
+    """Whether `text` is a whole number, as IntList reads one, or nothing (an empty place in the list)."""
+    try:
+        parse_int(text.strip()) if text.strip() else None
+    except ValueError:
+        return False
+    return True
 
 
 def _existing_file(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
