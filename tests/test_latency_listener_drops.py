@@ -50,7 +50,7 @@ def test_the_drops_between_the_snapshots_are_kept_and_said() -> None:
     said = counters_text(evidence).plain
     assert "ListenOverflows +17 (host-wide: shared network namespace" in said, said
     assert said.endswith("; the server's listeners dropped none)"), said
-    assert counters_text(_evidence([3, 20])).plain.endswith("; the server's listeners dropped 17)")
+    assert counters_text(_evidence([3, 20])).plain.endswith("; the server's listeners dropped 17 handshake packets)")
 
 
 def test_nothing_is_said_where_no_listen_counter_moved() -> None:

@@ -68,14 +68,15 @@ def _v6only(attributes: bytes) -> bool | None:
 
 
 # The memory counters of a socket (INET_DIAG_SKMEMINFO, u32 each), asked with its bit in idiag_ext; the 9th is
-# sk_drops, which a listener counts up for each connection attempt it drops (tcp_listendrop: its accept queue full,
-# mostly), as `ss -ltm` shows it ('d' in skmem) and ListenDrops counts over the whole network namespace
+# sk_drops, which a listener counts up for each handshake packet it drops (tcp_listendrop: a SYN or the ACK ending a
+# handshake, its accept queue full, mostly; a client's SYN sent again is dropped again), as `ss -ltm` shows it ('d' in
+# skmem) and ListenDrops counts over the whole network namespace
 INET_DIAG_SKMEMINFO = 7  # linux/inet_diag.h
 SK_MEMINFO_DROPS = 8
 
 
 def listener_drops(port: int, host: str | None, pids: Sequence[int] = ()) -> int | None:
-    """The connection attempts dropped so far by the listeners on `port` that connections to `host` go to
+    """The handshake packets dropped so far by the listeners on `port` that connections to `host` go to
     (serving_on), summed: the server's own count, where ListenOverflows is every listener's of the namespace.
     Asked in the network namespace `pids` (the server's processes) live in, ours without them (a pid whose
     namespace cannot be read counts as in ours, as in `listening_sockets_of`): an attached server in a namespace of

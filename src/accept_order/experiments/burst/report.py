@@ -12,7 +12,7 @@ from ...analysis.fairness import jain_index
 from ...core.protocol import ABORTED
 from ...core.text import escape_controls
 from ...core.totals import loops_ran
-from ...render.evidence import short_counter, shortage_lines
+from ...render.evidence import LISTEN_COUNTERS, listener_drops_said, short_counter, shortage_lines
 from ...render.hosts import HostsPart, host_parts
 from ...render.observed_on import brought, load_parts
 from ...render.text import duration_us, plural
@@ -22,8 +22,6 @@ from ..launch_notes import launch_parts
 from ..own_settings import caps_said, own_settings
 from ..target_unanswered import target_unanswered_note
 from .result import BurstCell, BurstResult, BurstRun
-
-LISTEN_COUNTERS = {"TcpExtListenOverflows", "TcpExtListenDrops"}  # where the listeners' own drops are worth saying
 
 
 def _cell(cell: BurstCell | None) -> Text:
@@ -79,7 +77,7 @@ def _details(run: BurstRun) -> list[Text]:
                 moved = f"this host's, which only coordinated: {moved}"
             elif cell.listener_drops is not None and LISTEN_COUNTERS & set(cell.counters):
                 # every listener's of the namespace, beside the server's own
-                moved += f" (host-wide; the server's listeners dropped {cell.listener_drops or 'none'})"
+                moved += f" (host-wide; {listener_drops_said(cell.listener_drops)})"
             parts.append(moved)
         if cell.max_us is not None:
             parts.append(f"slowest {cell.max_us / 1000:.1f} ms")

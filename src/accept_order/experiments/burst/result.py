@@ -52,7 +52,7 @@ class BurstCell(CountedTotals):
     # --client-hosts at a --target whose address is this host's own (servers/remote.py on_this_host): the burst
     # came here, so the counters read here are the server's host's, not a coordinator's (in the file if so)
     through_here: bool = False
-    # The connection attempts the server's own listeners dropped over the burst (their sk_drops, over netlink),
+    # The handshake packets the server's own listeners dropped over the burst (their sk_drops, over netlink),
     # where the counters' ListenOverflows is every listener's of the namespace; None where not read (a server
     # elsewhere, files from before: not in the file then)
     listener_drops: int | None = None

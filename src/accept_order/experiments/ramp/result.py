@@ -65,7 +65,7 @@ class RampStep(CountedTotals):
     # --clients at a --target whose address is this host's own (servers/remote.py on_this_host): the load came
     # here, so this host's counters and CPUs are the server's host's, not a coordinator's (in the file if so)
     through_here: bool = False
-    # The connection attempts the server's own listeners dropped over the step (their sk_drops, read over netlink:
+    # The handshake packets the server's own listeners dropped over the step (their sk_drops, read over netlink:
     # a full accept queue, mostly), where ListenOverflows in `counters` is every listener's of the namespace; None
     # where not read (a server elsewhere, files from before: not in the file then)
     listener_drops: int | None = None

@@ -34,7 +34,7 @@ from ...core.spec import (
 from ...core.totals import loops_ran
 from ...probes import netstat
 from ...probes.sockets import socket_summary
-from ...render.evidence import machine_busy
+from ...render.evidence import listener_drops_said, machine_busy
 from ...render.text import plural
 from ...servers.registry import elsewhere
 from ..session import Measured, RunInterrupted, RunStopped, Tick, as_answered, drive_load, lifecycle
@@ -168,7 +168,7 @@ def _queues(port: int, host: str) -> list[int]:
 
 
 def _listener_drops(port: int, host: str, pids: Sequence[int]) -> int | None:
-    """The connection attempts the server's own listeners have dropped so far (probes/listeners.listener_drops)."""
+    """The handshake packets the server's own listeners have dropped so far (probes/listeners.listener_drops)."""
     from ...probes.listeners import listener_drops
 
     return listener_drops(port, host, pids) if port else None
@@ -260,7 +260,7 @@ def _overflows(step: RampStep, overflows: int, coordinated: bool) -> list[str]:
     overflowed 154 times' of a server whose queue never held more than 2), else the namespace's counter."""
     own = None if coordinated else step.listener_drops
     if own:
-        return [f"the accept queue overflowed: the server's listeners dropped {plural(own, 'connection attempt')}"]
+        return [f"the accept queue overflowed: {listener_drops_said(own)}"]
     if own == 0 and overflows:
         return [f"ListenOverflows +{overflows} host-wide, none of them the server's (its listeners dropped none)"]
     if own is None and overflows:
