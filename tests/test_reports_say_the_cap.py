@@ -66,6 +66,7 @@ def test_each_report_says_it(tmp_path: Path, name: str, servers: Any, said: str)
         ("repeat-ramp", lambda d: [r["server"] for row in d["rounds"] for r in row], "accept-batch 4"),
         ("latency-compare", lambda d: [d["runs"][1]["server"]], "no work, accept-batch 4 (reuseport);"),
         ("latency", lambda d: [d["server"]], "accept-batch"),  # blocking: it reads no cap, none said
+        ("reload", lambda d: [r["server"] for r in d["runs"][1:]], "work 1 ms, accept-batch 4 (reuseport), 16 in"),
     ],
 )
 def test_the_pictures_footers_say_it_too(name: str, servers: Any, said: str) -> None:

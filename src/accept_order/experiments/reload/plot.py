@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from ...render.plots import PlotOptions, environment_text, legend_outside, new_figure, nothing, text, titled, work_text
 from ...render.text import plural
+from ..own_settings import caps_said
 
 # as_expected -> (colour, what it means)
 KEY: dict[bool | None, tuple[str, str]] = {
@@ -30,7 +31,9 @@ def reload_figure(result: ReloadResult, options: PlotOptions) -> Figure:
     settings = ""
     if runs:
         first = runs[0]
-        settings = f"{plural(first.server.workers, 'worker')}, {work_text(first.server.work_us)}, "
+        # the cap on accepts per wakeup, as reload's report says it (a run capped at 4 read as one without)
+        caps = caps_said([r.server for r in runs])
+        settings = f"{plural(first.server.workers, 'worker')}, {work_text(first.server.work_us)}{caps}, "
         settings += f"{first.load.concurrency} in flight; "
         settings += environment_text(first.environment)
     titled(fig, "What a steady load lost when one worker went (accept-order reload)", options, settings)
