@@ -21,7 +21,7 @@ import pytest
 from conftest import gone, run_cli, wait_for
 from h2o_config import h2o_config
 
-from accept_order.experiments.observe.run import recognised_kind
+from accept_order.experiments.observe.observer import recognised_kind
 from accept_order.experiments.observe.server import find_server
 from accept_order.probes.serving import children_of
 

@@ -21,7 +21,7 @@ import pytest
 from conftest import OutputReader
 
 from accept_order.experiments.inspect.run import inspect
-from accept_order.experiments.observe.run import recognised_kind
+from accept_order.experiments.observe.observer import recognised_kind
 from accept_order.experiments.observe.server import find_server
 from accept_order.probes.serving import process_info
 from accept_order.servers.registry import recognise
