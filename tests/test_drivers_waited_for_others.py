@@ -12,6 +12,8 @@ from conftest import run_cli
 
 from accept_order.core.measures import DriverStats
 from accept_order.core.run_warnings import WarningKind
+from accept_order.core.spec import ServerSpec
+from accept_order.experiments.own_settings import acceptors
 from accept_order.loads.client_warnings import driver_warnings
 
 GOLDEN = Path(__file__).parent / "data" / "golden" / "latency.json"
@@ -39,6 +41,11 @@ def test_a_server_process_besides_the_workers_takes_a_cpu_too() -> None:
     assert note.kind is WarningKind.DRIVERS_STARVED
 
 
+def test_an_acceptor_is_fd_pass_s_and_node_s_primary_under_sched_rr() -> None:
+    assert [acceptors(ServerSpec(kind=k, mode=m)) for k, m in (("builtin", "fd-pass"), ("node", "sched-rr"))] == [1, 1]
+    assert [acceptors(ServerSpec(kind=k, mode=m)) for k, m in (("builtin", "epoll"), ("node", "sched-none"))] == [0, 0]
+
+
 def test_the_report_counts_fd_pass_acceptor(tmp_path: Path) -> None:
     # 'latency -m fd-pass -w 1 --driver-procs 1' here (load 5): 'though 1 driver process and 1 worker had a CPU each
     # of the 2: other processes (host-wide) took them', of a run whose own acceptor was the third process
@@ -50,7 +57,7 @@ def test_the_report_counts_fd_pass_acceptor(tmp_path: Path) -> None:
     path = tmp_path / "latency.json"
     path.write_text(json.dumps(doc))
     assert "had a CPU each of the 2: other processes" in run_cli(["show", str(path)]).stdout  # no acceptor
-    doc["evidence"]["acceptor"] = {"pid": 1, "policy": "round-robin", "passed": [1], "lost": 0, "cpu_s": 0.01}
+    doc["server"]["mode"] = "fd-pass"
     path.write_text(json.dumps(doc))
     out = " ".join(run_cli(["show", str(path)]).stdout.split())
     assert "other processes (host-wide) took them" not in out, out

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..core.models import Mechanism
 from ..core.spec import ServerSpec
 from ..servers.registry import known_by_replies, known_mode
 
@@ -35,3 +36,10 @@ def caps_said(servers: Sequence[ServerSpec]) -> str:
         return f", accept-batch {capped[0][1]}"
     once = dict.fromkeys(capped)  # a server run several ways (reload's leave and kill) named once
     return ", accept-batch " + ", ".join(f"{cap} ({label})" for label, cap in once)
+
+
+def acceptors(server: ServerSpec) -> int:
+    """The server's processes besides its workers that take each connection first (fd-pass's acceptor, Node's
+    primary under SCHED_RR): one, which needs a CPU as a worker does; 0 for the rest, and for a mode not known."""
+    mode = known_mode(server.kind, server.mode)
+    return int(mode is not None and mode.mechanism == Mechanism.FD_PASS)

@@ -28,7 +28,7 @@ from ...render.workers import worker_table
 from ...servers.registry import known_by_replies, known_mode, threads_note, unseen_note
 from ..attached_listeners import v6only_note
 from ..launch_notes import launch_parts
-from ..own_settings import caps_said
+from ..own_settings import acceptors, caps_said
 from ..sleeps_legend import ids_of, sleeps_legend, sleeps_of
 from .attached_counts import kernel_counts_text, served_known, unplaced_text
 from .kept_report import finished_unit, kept_amount, kept_compare_parts, kept_parts, kept_words
@@ -56,7 +56,7 @@ def load_notes(results: Sequence[LatencyResult], name: Callable[[LatencyResult],
     bound = [w for r in results if (w := client_bound(list(r.drivers), r.worker_cpu_s, r.wall_s, r.worker_cpus))]
     if first.hosts:  # drivers on client hosts: more hosts give them CPU, --load-cpus only this host's
         bound = [warn(WarningKind.CLIENT_BOUND_HOSTS, **w.figures) for w in bound]
-    helpers = int(any("acceptor" in r.evidence for r in results))  # fd-pass's acceptor: a process of the run's own
+    helpers = max(acceptors(r.server) for r in results)  # an acceptor (fd-pass's, Node's primary): the run's own
     warnings = driver_warnings(drivers, workers, cpus, procs, helpers)
     # the workers run on another host (--target), or the drivers do (--clients), or each on CPUs of their own
     # (--load-cpus apart from --cpus): neither waited for the other
