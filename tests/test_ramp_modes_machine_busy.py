@@ -81,3 +81,18 @@ def test_a_break_on_a_host_with_idle_cpus_is_not_put_down_to_the_machine(tmp_pat
     verdict = _verdict(path)
     assert verdict == "Verdict: epoll held a higher load than the others in this one run (--repeat N tells how often)"
     assert others_at_break(RampResult.from_dict(_reuseport(doc))) is None
+
+
+def test_a_break_whose_workers_were_on_a_cpu_throughout_is_the_runs(tmp_path: Path) -> None:
+    # on an 8-CPU host two workers can hold 25% of it at most: both on a CPU the whole step (or one, the queue a hash
+    # overloaded) were kept off none, whatever the others used
+    doc = json.loads(REAL.read_text())
+    for run in doc["rounds"][0]:
+        run["environment"]["cpu_count"] = 8
+    step = _reuseport(doc)["steps"][0]
+    step["machine_cpu"] = 1.0
+    for cpu, said in (((0.6, 0.5), True), ((1.0, 0.98), False), ((0.95, 0.1), False)):
+        step["worker_cpu"] = list(cpu)
+        path = tmp_path / "ramp.json"
+        path.write_text(json.dumps(doc))
+        assert ("may be the machine's" in _verdict(path)) is said, (cpu, _verdict(path))

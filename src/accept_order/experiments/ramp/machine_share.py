@@ -27,6 +27,10 @@ def others_at_break(run: RampResult) -> tuple[float, float] | None:
         return None
     if broke.machine_cpu < SATURATED:
         return None
+    # a worker on a CPU nearly the whole step was not kept off one: the break was the run's (one queue that a hash
+    # overloaded, or every worker busy), however small its share of a many-CPU host (-w 2 of 8 CPUs: 25% at most)
+    if max(broke.worker_cpu) >= SATURATED:
+        return None
     own = min((sum(broke.worker_cpu) + _client_cpus(broke)) / cpus, broke.machine_cpu)
     others = broke.machine_cpu - own
     return (others, own) if others > own else None
