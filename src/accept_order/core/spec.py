@@ -75,8 +75,15 @@ DEFAULT_KIND = "builtin"
 # below the registry (results/merge_rows.py: its rows are numbered by its replies)
 REMOTE_KIND = "remote"
 # How each kind names its servers (`ServerKind.label`), by kind name. The kinds are a floor above this one:
-# servers/registry.py fills this as it lists them, so that a spec can say its label without importing them.
+# servers/spec_asks.py fills this for the registry's kinds, so that a spec can say its label without importing them.
 LABELS: dict[str, Callable[[ServerSpec], str]] = {}
+# Each kind's own cap on accepts per wakeup (ServerKind.default_accept_batch: nginx's multi_accept off, HAProxy's
+# tune.maxaccept 4), by kind name, asked of the kind when a spec of it is made without one: filled as LABELS is (the
+# public names import the registry first), so that `ServerSpec(kind="nginx")` made in Python runs as `--server nginx`
+# does. With the field's 0 it ran nginx multi_accept on and HAProxy with no limit, under the words of
+# the command line's runs. A kind not registered yet takes 0.
+OWN_ACCEPT_BATCH: dict[str, Callable[[], int]] = {}
+KIND_OWN_BATCH = -1  # accept_batch's default: the kind's own (OWN_ACCEPT_BATCH, else 0), set when the spec is made
 
 
 @shared_methods  # repr, == and hash as @dataclass writes them, not compiled per class (issue 30)
@@ -91,7 +98,7 @@ class ServerSpec:
     work_us: int = 0  # CPU burnt per request (a timed busy loop, not a sleep)
     work_iters: int = 0  # additions per request, like the seed's Lua loop; adds to work_us
     backlog: int = 511
-    accept_batch: int = 0  # most connections accepted per wakeup; 0: until EAGAIN
+    accept_batch: int = KIND_OWN_BATCH  # most connections accepted per wakeup; 0: until EAGAIN; unset: the kind's own
     cpus: tuple[int, ...] = ()  # pin worker i to cpus[i % len(cpus)]; empty: no pinning
     kind: str = DEFAULT_KIND  # which server: builtin (this tool's workers), nginx, ... (launched), attached, remote
     attach: tuple[int, ...] = ()  # attached: the master's pid, or the workers' pids
@@ -107,6 +114,11 @@ class ServerSpec:
     # by the experiment from its load): the client sends a request per request and the server answers each
     # and keeps the connection until the client closes it. False: one answer per connection, then close.
     keepalive: bool = False
+
+    def __post_init__(self) -> None:
+        if self.accept_batch == KIND_OWN_BATCH:
+            own = OWN_ACCEPT_BATCH.get(self.kind)
+            object.__setattr__(self, "accept_batch", own() if own is not None else 0)
 
     def validated(self) -> ServerSpec:
         """What every kind shares; a kind's own checks are its `check` (servers/registry.py `checked`)."""

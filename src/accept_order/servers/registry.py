@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ..core import kind_options
 from ..core.errors import NothingToRun, PlanError
 from ..core.kinds import KindOption, ModeInfo, ServerKind
-from ..core.spec import DEFAULT_KIND, LABELS, REMOTE_KIND, ServerSpec, sized
+from ..core.spec import DEFAULT_KIND, REMOTE_KIND, ServerSpec, sized
 from ..core.text import and_join
 from .kind_option_checks import refuse_unread, shared
 from .lazy import Made
+from .spec_asks import answer_for
 
 if TYPE_CHECKING:
     from ..core.spec import ConcurrentLoad
@@ -67,12 +68,9 @@ ALL = "all"  # --modes all: every mode of each server
 OWN_DEFAULT = "default"  # --modes default: each server's own default mode (epoll where it has one)
 
 
-def _label(name: str, spec: ServerSpec) -> str:
-    return KINDS[name].label(spec)
-
-
-# ServerSpec.label asks the kind, from below: its module imported when a spec of it is first named
-LABELS.update({name: functools.partial(_label, name) for name in KINDS})
+# ServerSpec.label asks the kind, from below, and a spec made without a cap its kind's own: its module imported when a
+# spec of it first asks
+answer_for(KINDS)
 
 
 @functools.cache
