@@ -31,6 +31,7 @@ BATCH_HINT = "--accept-batch caps what the built-in workers hold"
 POLICY = "--policy is the built-in fd-pass mode's"
 DELAY = "--mutex-delay is the accept-mutex mode's (the built-in workers' and nginx's)"
 CAPS = "--accept-batch caps the connections one wakeup accepts"
+NOTHING_TO_SWEEP = "nothing to sweep: sweep runs one cap on accepts per wakeup after another, and "
 
 
 @pytest.mark.parametrize(
@@ -159,7 +160,8 @@ def test_compare_runs_every_mode_and_the_acceptor_uses_the_policy(tmp_path: Path
         (["latency", "-m", "io-uring", "--accept-batch", "4"], f"{CAPS}; the built-in io-uring mode does not read it"),
         (["serve", "-m", "fd-pass", "--accept-batch", "2"], f"{CAPS}; the built-in fd-pass mode does not read it"),
         # sweep's own caps (1,4,32,0): refused up front, as 0e15abd refuses uvicorn's
-        (["sweep", "-m", "fd-pass"], f"{CAPS}; the built-in fd-pass mode does not read it"),
+        # said as sweep's: none was typed
+        (["sweep", "-m", "fd-pass"], f"{NOTHING_TO_SWEEP}{CAPS}; the built-in fd-pass mode does not read it"),
         (
             ["compare", "--modes", "blocking,fd-pass", "--accept-batch", "4"],
             f"{CAPS}; the built-in blocking and fd-pass modes do not read it",

@@ -31,5 +31,6 @@ def default_caps(server: ServerSpec) -> list[int]:
             continue
         taken.append(cap)
     if refused is not None and (len(taken) < 2 or not reads_batch(server_kind(server.kind), server.mode)):
-        raise refused
+        # said as sweep's: the user typed no --accept-batch, so a bare refusal of it reads as of an option not given
+        raise PlanError(f"nothing to sweep: sweep runs one cap on accepts per wakeup after another, and {refused}")
     return taken
