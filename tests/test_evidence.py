@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Sequence
 
 import psutil
 import pytest
@@ -46,7 +47,7 @@ ROW = ListenerRow("ipv4", "127.0.0.1", 5000, 0, 128, 42)
 def capture_with(before: dict[str, int], after: dict[str, int], **kwargs: object) -> EvidenceCapture:
     return EvidenceCapture(
         read_counters=FakeCounters(before, after),
-        list_listeners=lambda port: [ROW],
+        list_listeners=lambda port, pids: [ROW],
         read_affinity=lambda pid: [0, 1],
         **kwargs,  # type: ignore[arg-type]
     )
@@ -92,7 +93,7 @@ def test_shared_and_private_namespace_are_said() -> None:
 def test_listener_snapshots_and_automatic_end_snapshot() -> None:
     seen: list[int] = []
 
-    def listeners(port: int) -> list[ListenerRow]:
+    def listeners(port: int, pids: Sequence[int]) -> list[ListenerRow]:
         seen.append(port)
         return [ROW]
 
@@ -125,7 +126,7 @@ def test_unreadable_sources_are_reported_not_raised() -> None:
     def broken_counters() -> dict[str, int]:
         raise OSError("no procfs")
 
-    def broken_listeners(port: int) -> list[ListenerRow]:
+    def broken_listeners(port: int, pids: Sequence[int]) -> list[ListenerRow]:
         raise OSError("no netlink")
 
     def gone(pid: int) -> list[int]:
@@ -294,8 +295,8 @@ def test_listeners_on_other_addresses_are_left_out() -> None:
         ListenerRow("ipv6", "::", 5000, 0, 8, 3),
     ]
     cap = EvidenceCapture(
-        read_counters=FakeCounters({}, {}), list_listeners=lambda port: rows, host="127.0.0.1", private=False
+        read_counters=FakeCounters({}, {}), list_listeners=lambda port, pids: rows, host="127.0.0.1", private=False
     )
     assert [r.inode for r in cap.listeners(5000, "start")] == [1]  # not ::, which the bound one shadows (review RQ)
-    everything = EvidenceCapture(read_counters=FakeCounters({}, {}), list_listeners=lambda port: rows)
+    everything = EvidenceCapture(read_counters=FakeCounters({}, {}), list_listeners=lambda port, pids: rows)
     assert len(everything.listeners(5000, "start")) == 3

@@ -32,7 +32,7 @@ def _evidence(drops: list[int | None]) -> dict[str, Any]:
     readings = iter(drops)
     capture = EvidenceCapture(
         read_counters=_Counters({"TcpExtListenOverflows": 10}, {"TcpExtListenOverflows": 27}),
-        list_listeners=lambda port: [ROW],
+        list_listeners=lambda port, pids: [ROW],
         read_affinity=lambda pid: [0, 1],
         private=False,
         names=("TcpExtListenOverflows",),

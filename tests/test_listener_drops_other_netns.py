@@ -93,4 +93,7 @@ def test_the_evidence_keeps_the_servers_drops(two_namespaces: tuple[int, int, so
     capture.listeners(port, "start", [pid])
     _dropped_more(ours)  # during the run, by our listener: not the server's
     capture.listeners(port, "end", [pid])
-    assert capture.after(port, [])["listener_drops"] == 0
+    evidence = capture.after(port, [])
+    assert evidence["listener_drops"] == 0
+    # the listeners said are the server's too: its backlog 511, not ours (1)
+    assert [row["backlog"] for row in evidence["listeners"]["start"]] == [511], evidence["listeners"]

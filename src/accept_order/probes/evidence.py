@@ -27,7 +27,7 @@ from ..core.cpus import affinity
 from ..core.measures import ListenerRow
 from ..core.processes import process_errors
 from . import netstat
-from .listeners import listener_drops, listening_sockets, serving_on
+from .listeners import listener_drops, listening_sockets_of, serving_on
 
 __all__ = ["EvidenceCapture", "PRIVATE_ENV", "PRIVATE_NAMESPACE_NOTE", "netns_privacy"]
 
@@ -70,7 +70,7 @@ class EvidenceCapture:
     def __init__(
         self,
         read_counters: Callable[[], Mapping[str, int]] = netstat.read_netstat,
-        list_listeners: Callable[[int], list[ListenerRow]] = listening_sockets,
+        list_listeners: Callable[[int, Sequence[int]], list[ListenerRow]] = listening_sockets_of,
         read_affinity: Callable[[int], list[int]] = affinity,
         private: bool | None = None,
         names: Sequence[str] = netstat.WATCHED_COUNTERS,
@@ -96,10 +96,11 @@ class EvidenceCapture:
         self._before = self._counters("before")
 
     def listeners(self, port: int, label: str, pids: Sequence[int] = ()) -> list[ListenerRow]:
-        """Snapshot the listening sockets of ``port`` under ``label`` (e.g. "start", "end"), and their drops in the
-        network namespace of ``pids`` (the server's processes; ours without them)."""
+        """Snapshot the listening sockets of ``port`` under ``label`` (e.g. "start", "end"), and their drops, in the
+        network namespace of ``pids`` (the server's processes; ours without them): an attached server in a namespace
+        of its own listens there, and a listener on its port in ours is another program's."""
         try:
-            rows = self._list_listeners(port) if port else []
+            rows = self._list_listeners(port, pids) if port else []
         except (OSError, ValueError) as exc:
             self._errors.append(f"listeners at {label}: {exc}")
             rows = []
