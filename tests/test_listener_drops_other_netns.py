@@ -97,3 +97,26 @@ def test_the_evidence_keeps_the_servers_drops(two_namespaces: tuple[int, int, so
     assert evidence["listener_drops"] == 0
     # the listeners said are the server's too: its backlog 511, not ours (1)
     assert [row["backlog"] for row in evidence["listeners"]["start"]] == [511], evidence["listeners"]
+
+
+SETPRIV = shutil.which("setpriv")
+AS_NOBODY = """
+import sys
+from accept_order.probes.listeners import listener_drops
+print(listener_drops(int(sys.argv[1]), "127.0.0.1", [int(sys.argv[2])]))
+"""
+
+
+@pytest.mark.skipif(SETPRIV is None, reason="needs setpriv(1)")
+def test_a_server_whose_namespace_cannot_be_read_has_no_drops_said() -> None:
+    """As nobody, root's /proc/PID/ns/net cannot be read: where the server listens is unknown, and a listener on its
+    port in ours may be another program's (80e69e2's run, as nobody: the other program's 658 drops)."""
+    with socket.socket() as ours:
+        ours.bind(("127.0.0.1", 0))
+        ours.listen(1)
+        _dropped_more(ours)
+        assert SETPRIV is not None
+        argv = [SETPRIV, "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--", sys.executable, "-c", AS_NOBODY]
+        asked = subprocess.run([*argv, str(ours.getsockname()[1]), str(os.getpid())], capture_output=True, text=True)
+        assert asked.returncode == 0, asked.stderr
+        assert asked.stdout.strip() == "None", asked.stdout

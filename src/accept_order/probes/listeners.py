@@ -78,14 +78,14 @@ SK_MEMINFO_DROPS = 8
 def listener_drops(port: int, host: str | None, pids: Sequence[int] = ()) -> int | None:
     """The handshake packets dropped so far by the listeners on `port` that connections to `host` go to
     (serving_on), summed: the server's own count, where ListenOverflows is every listener's of the namespace.
-    Asked in the network namespace `pids` (the server's processes) live in, ours without them (a pid whose
-    namespace cannot be read counts as in ours, as in `listening_sockets_of`): an attached server in a namespace of
-    its own listens there, and a listener on the same port in ours is another program's. None where netlink cannot
-    say, no such listener, that namespace may not be entered (setns needs CAP_SYS_ADMIN) or the pids are in two."""
+    Asked in the network namespace `pids` (the server's processes) live in, ours without them: an attached server in
+    a namespace of its own listens there, and a listener on the same port in ours is another program's. None where
+    netlink cannot say, no such listener, the pids are in two namespaces, or theirs cannot be read (another user's
+    process: /proc/PID/ns/net needs ptrace access) or entered (setns needs CAP_SYS_ADMIN)."""
     _check_port(port)
     ours = _netns("self")
-    namespaces = {_netns(pid) or ours for pid in pids}
-    if len(namespaces) > 1:
+    namespaces = {_netns(pid) for pid in pids}
+    if len(namespaces) > 1 or None in namespaces:
         return None
     if namespaces and namespaces != {ours}:
         from .server_netns import in_namespace_of
