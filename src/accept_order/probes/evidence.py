@@ -27,7 +27,7 @@ from ..core.cpus import affinity
 from ..core.measures import ListenerRow
 from ..core.processes import process_errors
 from . import netstat
-from .listeners import listener_drops, listening_sockets_of, serving_on
+from .listeners import dropped_between, listener_drops, listening_sockets_of, serving_on
 
 __all__ = ["EvidenceCapture", "PRIVATE_ENV", "PRIVATE_NAMESPACE_NOTE", "netns_privacy"]
 
@@ -135,9 +135,9 @@ class EvidenceCapture:
             private, why = netns_privacy()
         else:
             private, why = self._private, "declared by the caller"
-        start, end = self._drops.get("start"), self._drops.get("end")
         # the server's own listeners' drops between the snapshots (sk_drops), where ListenOverflows is the namespace's
-        dropped = {} if start is None or end is None or end < start else {"listener_drops": end - start}
+        between = dropped_between(self._drops.get("start"), self._drops.get("end"))
+        dropped = {} if between is None else {"listener_drops": between}
         return {
             **dropped,
             "listeners": dict(self._listeners),

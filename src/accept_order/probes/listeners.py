@@ -97,6 +97,12 @@ def listener_drops(port: int, host: str | None, pids: Sequence[int] = ()) -> int
     return _drops_here(port, host)
 
 
+def dropped_between(before: int | None, after: int | None) -> int | None:
+    """The drops between two readings of listener_drops; None where either is missing or the count went back (a
+    listener closed, or replaced by one that counts from 0)."""
+    return None if before is None or after is None or after < before else after - before
+
+
 def _drops_here(port: int, host: str | None) -> int | None:
     """listener_drops asked in this thread's network namespace."""
     found: list[tuple[ListenerRow, int]] = []

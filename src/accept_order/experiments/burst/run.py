@@ -39,7 +39,7 @@ from ...core.spec import (
     sized,
 )
 from ...probes import netstat
-from ...probes.listeners import listener_drops
+from ...probes.listeners import dropped_between, listener_drops
 from ...servers.registry import elsewhere
 from ..session import Measured, RunInterrupted, RunStopped, as_answered, drive_load, lifecycle, run_each
 from .result import BurstCell, BurstRun
@@ -203,8 +203,7 @@ def run_bursts(
                 moved = netstat.counter_deltas(before, after, netstat.WATCHED_COUNTERS) if before and after else {}
                 cell = BurstCell.of(load, clients, {k: v for k, v in moved.items() if v}, per)
                 drops_after = listener_drops(port, server.host, target.pids) if port else None
-                if drops_before is not None and drops_after is not None and drops_after >= drops_before:
-                    cell = dataclasses.replace(cell, listener_drops=drops_after - drops_before)
+                cell = dataclasses.replace(cell, listener_drops=dropped_between(drops_before, drops_after))
                 remote = elsewhere(target)  # at this host's own address, the burst came here (on_this_host)
                 here = bool(cell.hosts) and remote is not None and remote.through_here
                 cells.append(dataclasses.replace(cell, through_here=True) if here else cell)

@@ -33,6 +33,7 @@ from ...core.spec import (
 )
 from ...core.totals import loops_ran
 from ...probes import netstat
+from ...probes.listeners import dropped_between, listener_drops
 from ...probes.sockets import socket_summary
 from ...render.evidence import listener_drops_said, machine_busy
 from ...render.text import plural
@@ -169,14 +170,7 @@ def _queues(port: int, host: str) -> list[int]:
 
 def _listener_drops(port: int, host: str, pids: Sequence[int]) -> int | None:
     """The handshake packets the server's own listeners have dropped so far (probes/listeners.listener_drops)."""
-    from ...probes.listeners import listener_drops
-
     return listener_drops(port, host, pids) if port else None
-
-
-def _moved(before: int | None, after: int | None) -> int | None:
-    """A count's growth over the step; None where either reading is missing or it went back (a listener replaced)."""
-    return None if before is None or after is None or after < before else after - before
 
 
 def _share(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
@@ -337,7 +331,7 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
                     pool_fill_s=outcome.pool_fill_s,
                     observed_on=tuple(dict(o) for o in outcome.observed),
                     through_here=bool(outcome.hosts) and remote is not None and remote.through_here,
-                    listener_drops=_moved(drops_before, drops_after),
+                    listener_drops=dropped_between(drops_before, drops_after),
                 )
                 coordinated = not here and bool(step.hosts) and not step.through_here
                 seen = signals(step, server.workers, cpus, coordinated=coordinated, kernel=kernel)
