@@ -1,8 +1,8 @@
 """ramp --repeat --clients and burst --repeat --client-hosts say the load came from client hosts, as latency's does
 (dadf301, which reads them from a run's load). A ramp keeps them in its plan and the repeated ramp's footer ('2 workers,
-...; closed loop, 200 ms per step') names none; a burst keeps them in its cells. 'ramp --clients c1,c2 --repeat 2' read
-as a load driven from the server's host, and so did a burst. The hosts are written into a local run's file (a real
-cluster's repeat takes minutes; the report reads the file)."""
+...; open loop, 200 ms per step' for this file's ramp) names none; a burst keeps them in its cells. 'ramp --clients
+c1,c2 --repeat 2' read as a load driven from the server's host, and so did a burst. The hosts are written into a local
+run's file (a real cluster's repeat takes minutes; the report reads the file)."""
 
 from __future__ import annotations
 
