@@ -20,7 +20,8 @@ UNBOUND = DATA / "sweep_pool_caps_unbound.json"
 
 
 def verdict(path: Path) -> str:
-    return next(line for line in run_cli(["show", str(path)]).stdout.splitlines() if line.startswith("Verdict:"))
+    lines = run_cli(["show", str(path)], columns=1000).stdout.splitlines()
+    return next(line for line in lines if line.startswith("Verdict:"))
 
 
 def test_no_cap_is_picked_where_none_bound() -> None:
@@ -40,3 +41,15 @@ def test_a_wakeup_that_took_more_than_a_cap_lets_the_caps_be_compared(tmp_path: 
     said = verdict(path)
     assert "no cap bound" not in said and "cap is clearly better" in said, said
     assert verdict(DATA / "golden" / "sweep.json").startswith("Verdict: Pick no limit")
+
+
+def test_one_whole_run_is_not_set_against_itself(tmp_path: Path) -> None:
+    """Where every other cap lost connections, the one whole run was compared with itself: '(1 limit vs 1 limit: p50,
+    p99, p99.9, deviation and average within 10% ...)'."""
+    data = json.loads(UNBOUND.read_text())
+    for run in data["runs"][1:]:
+        run["errors"] = {"timeout": 5}  # lost: ranked after the whole run, not compared
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps(data))
+    said = verdict(path)
+    assert "no cap bound" in said and " vs 1 limit" not in said, said

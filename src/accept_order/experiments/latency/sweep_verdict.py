@@ -213,6 +213,13 @@ def never_bound(results: Sequence[LatencyResult]) -> int | None:
     return smallest if max(b or 0 for b in batches) <= smallest else None
 
 
+def _between(whole: Sequence[Named]) -> str:
+    """The tightest whole run against the loosest, where a cap picks none: '' where one run alone is whole (the
+    others lost connections), which set against itself read '(1 limit vs 1 limit: ... within 10%)'."""
+    (a, first), (b, last) = whole[0], whole[-1]
+    return f" ({a} vs {b}: {pair_text(Pair(a, b, figures(first), figures(last)))})" if a != b else ""
+
+
 def _sentences(parts: Sequence[str]) -> str:
     return ". ".join(p[:1].upper() + p[1:] for p in parts)
 
@@ -246,23 +253,19 @@ def sweep_verdict(results: Sequence[LatencyResult], applies: bool = True) -> Swe
     pick: tuple[str, ...]
     sure = ""
     if whole and not applies:
-        (a, first), (b, last) = whole[0], whole[-1]
-        between = f" ({a} vs {b}: {pair_text(Pair(a, b, figures(first), figures(last)))})" if a != b else ""
         pick, sentence = (
             (),
             (
                 "no cap to pick: --accept-batch does not apply to this server, so every cap ran the same server and "
-                f"what parts them is one run from another{between}"
+                f"what parts them is one run from another{_between(whole)}"
             ),
         )
     elif whole and (cap := never_bound(results)) is not None:
-        (a, first), (b, last) = whole[0], whole[-1]
-        apart = pair_text(Pair(a, b, figures(first), figures(last)))
         pick, sentence = (
             (),
             (
-                f"no cap to pick: no wakeup of any run accepted more than {plural(cap, 'connection')}, so no cap bound, "
-                f"and what parts them is one run from another ({a} vs {b}: {apart})"
+                f"no cap to pick: no wakeup of any run accepted more than {plural(cap, 'connection')}, so no cap "
+                f"bound, and what parts them is one run from another{_between(whole)}"
             ),
         )
     elif whole:
