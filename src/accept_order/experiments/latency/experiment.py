@@ -24,6 +24,7 @@ from .model_verdict import model_figures
 from .report import compare_report, latency_report
 from .result import LATENCY_COMPARE_SHAPE, LATENCY_SHAPE, SWEEP_SHAPE, LatencyCompareResult, LatencyResult, SweepResult
 from .sweep_report import sweep_report
+from .work_share import work_note
 
 _PLOT = "accept_order.experiments.latency.plot"
 _T = TypeVar("_T")
@@ -86,7 +87,9 @@ def compare_verdict(result: LatencyCompareResult) -> TailVerdict:
     sure = tail_sureness(verdict, {r.server.label: r.histogram for r in result.runs}, runs)
     said = f"{said}. {sure}" if sure else said
     machine = machine_note(result.runs)  # others' CPU differing between the runs
-    return replace(verdict, text=f"{said}. {machine[0].upper()}{machine[1:]}" if machine else said)
+    said = f"{said}. {machine[0].upper()}{machine[1:]}" if machine else said
+    work = work_note(result.runs)  # the CPU a request each burned for one --work
+    return replace(verdict, text=f"{said}. {work[0].upper()}{work[1:]}" if work else said)
 
 
 def latency_compare_report(result: LatencyCompareResult) -> RenderableType:

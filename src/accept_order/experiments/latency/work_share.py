@@ -1,0 +1,50 @@
+"""Whether runs compared with one --work burned alike work: a server's busy loop is timed by its own clock, and
+not every clock is each worker's own CPU.
+
+HAProxy's loop reads os.clock(), the CPU of its whole process, which its threads spinning at once advance together
+(its Lua has no clock of one thread's CPU, and core.now() froze a loop at the time of the last poll). 'latency
+--server nginx,haproxy -w 4 --pool -c 32 --requests-per-connection 0 --work 1ms --duration 5s' here (2 CPUs, load
+4) read 'haproxy threads had the tightest tail of these runs: ... p99 (65.92 vs 143.70 ms, 0.46x)', where HAProxy's
+threads had used 0.59 ms of CPU a request (3.3 s over 5,569, the kernel's count of its process) and nginx's workers
+1.05 ms (3.67 s over 3,495): HAProxy did half the work for each answer. A wall-clock loop preempted on a busy host
+burns less than the work too (h2o 0.89 ms, the built-in workers 1.16 ms in a run beside HAProxy's 0.66 ms).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from ...render.text import duration_us, durations_us
+from .besides_queueing import by_label
+from .result import LatencyResult
+
+UNALIKE = 0.75  # one run's CPU a request below this fraction of another's: the work was not alike
+
+
+def cpu_per_request_us(result: LatencyResult) -> float | None:
+    """The workers' CPU (the kernel's count) over the requests the run served; None where a worker's is unknown."""
+    cpu = [c.cpu_s for c in result.counters]
+    if not result.ok or not cpu or any(s is None for s in cpu):
+        return None
+    return 1e6 * sum(s or 0.0 for s in cpu) / result.ok
+
+
+def work_note(runs: Sequence[LatencyResult], name: Callable[[LatencyResult], str] = by_label) -> str:
+    """'they did not burn alike work: ...' where runs given one --work used CPU a request that differs by more
+    than UNALIKE allows; '' otherwise (no work, works that differ, or a run whose CPU is not known)."""
+    works = {r.server.work_us for r in runs}
+    if len(runs) < 2 or len(works) != 1 or not (work := works.pop()):
+        return ""
+    used = [(name(r), us) for r in runs if (us := cpu_per_request_us(r)) is not None]
+    if len(used) < len(runs):
+        return ""
+    (least, least_us), (most, most_us) = min(used, key=lambda x: x[1]), max(used, key=lambda x: x[1])
+    if least_us >= UNALIKE * most_us:
+        return ""
+    less, more = durations_us(round(least_us), round(most_us))
+    return (
+        f"they did not burn alike work: for --work {duration_us(work)} the workers used {less} of CPU a request "
+        f"during {least} against {more} during {most} (the kernel's count "
+        f"over the requests served; each server times its loop by its own clock): what parts them may be the work "
+        f"each did as much as the mode"
+    )

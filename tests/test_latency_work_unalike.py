@@ -1,0 +1,47 @@
+"""latency --modes / several --server: a verdict between runs whose workers burned unlike work for one --work says so.
+
+'latency --server nginx,haproxy -w 4 --pool -c 32 --requests-per-connection 0 --work 1ms --duration 5s' here (2
+CPUs, load 4) read 'haproxy threads had the tightest tail of these runs: ... p99 (65.92 vs 143.70 ms, 0.46x)', where
+HAProxy's threads had used 0.59 ms of CPU a request (the kernel's count of its process, polled by hand: 3.3 s over
+5,569 requests) and nginx's workers 1.05 ms (3.67 s over 3,495): HAProxy's loop is timed by os.clock(), its whole
+process's CPU, which its threads spinning at once advance together. The golden comparison (blocking, reuseport) is
+given that --work and those CPU figures here; alike figures, or no --work, say nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from conftest import run_cli
+
+GOLDEN = Path(__file__).parent / "data" / "golden" / "latency-compare.json"
+
+
+def verdict(tmp_path: Path, work_us: int, per_request_us: tuple[float, float]) -> str:
+    doc: dict[str, Any] = json.loads(GOLDEN.read_text())
+    for run, us in zip(doc["runs"], per_request_us, strict=True):
+        run["server"]["work_us"] = work_us
+        served = run["summary"]["count"]
+        for counters in run["counters"]:  # the workers' CPU: `us` a request, shared between them
+            counters["cpu_s"] = us * served / 1e6 / len(run["counters"])
+    path = tmp_path / "compare.json"
+    path.write_text(json.dumps(doc))
+    result = run_cli(["show", str(path)])
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    return " ".join(out[out.index("Verdict:") :].split())  # the verdict to the end, its wrapped lines rejoined
+
+
+def test_runs_that_burned_unlike_work_are_said(tmp_path: Path) -> None:
+    said = verdict(tmp_path, 1000, (590, 1050))
+    assert (
+        "They did not burn alike work: for --work 1 ms the workers used 0.59 ms of CPU a request during blocking "
+        "against 1.05 ms during reuseport (the kernel's count over the requests served; each server times its loop "
+        "by its own clock): what parts them may be the work each did as much as the mode"
+    ) in said, said
+
+
+def test_alike_work_or_none_says_nothing(tmp_path: Path) -> None:
+    assert "alike work" not in verdict(tmp_path, 1000, (890, 1050))  # within 3/4 of each other
+    assert "alike work" not in verdict(tmp_path, 0, (590, 1050))  # no --work: each server's own cost
