@@ -43,3 +43,18 @@ def test_one_difference_alone_is_named_alone(tmp_path: Path) -> None:
     line = assert_one_error_line(run_cli(["merge", str(GOLDEN), str(path)]), 1, "is not the same experiment")
     c = data["load"]["concurrency"]
     assert line.endswith(f"(run 1: load: concurrency {c} vs {c + 1})"), line
+
+
+def test_the_server_and_the_load_are_both_named_where_both_differ(tmp_path: Path) -> None:
+    """A built-in latency --pool --work 1ms file beside one without either was refused with '(run 1: server: work_us
+    1000 vs 0)' alone, as if the work were all that parted them, where its concurrency and its kept connections
+    differed too."""
+    data = json.loads(GOLDEN.read_text())
+    server, load = data["server"], data["load"]
+    c = load["concurrency"]
+    changed = another(data, server={**server, "work_us": 1000}, load={**load, "concurrency": c + 1})
+    path = tmp_path / "other.json"
+    path.write_text(json.dumps(changed))
+    line = assert_one_error_line(run_cli(["merge", str(GOLDEN), str(path)]), 1, "is not the same experiment")
+    said = f"(run 1: server: work_us {server['work_us']} vs 1000; load: concurrency {c} vs {c + 1})"
+    assert line.endswith(said), line

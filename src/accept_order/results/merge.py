@@ -51,10 +51,10 @@ def _amount(load: dict[str, Any]) -> str:
 
 
 def _check_same(name: str, first: dict[str, Any], run: dict[str, Any], index: int) -> None:
-    for part, ignored in (("server", (*_SERVER_IGNORED, *unfixed(first))), ("load", _LOAD_IGNORED)):
-        diff = differs(first[part], run[part], ignored)
-        if diff:
-            raise ResultFileError(f"{name} is not the same experiment (run {index + 1}: {part}: {diff})")
+    parts = (("server", (*_SERVER_IGNORED, *unfixed(first))), ("load", _LOAD_IGNORED))  # both named where both differ
+    said = [f"{part}: {diff}" for part, ignored in parts if (diff := differs(first[part], run[part], ignored))]
+    if said:
+        raise ResultFileError(f"{name} is not the same experiment (run {index + 1}: {'; '.join(said)})")
     # The loop the load generator ran (DriverStats.loop: a file before 0.3 had only epoll's), not the --driver
     # asked for: auto is io_uring here and epoll where io_uring cannot run, and their latencies differ.
     loops = [{d.get("loop") or "epoll" for d in r.get("drivers") or ()} for r in (first, run)]
