@@ -106,7 +106,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 # back into the oldest, which only a full collection walks, so the young garbage at each fork waits for one (and
 # the freeze restarts the counts toward the next collections). 11 fork-heavy files in one process (512 forks,
 # 2 pairs, load 3-6): with it 91,000-95,000 objects of garbage left at the end, no full collection on its own and
-# a peak RSS of 159 MB; without it 35,000-40,000, one, and 146-153 MB.
+# a peak RSS (ru_maxrss) of 156 MiB; without it 35,000-40,000, one, and 143-150 MiB.
 TEST_GC_THRESHOLDS = (10_000, 10, 10)
 
 
