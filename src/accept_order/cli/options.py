@@ -138,7 +138,8 @@ def work_options() -> Callable[[F], F]:
                 show_default=True,
                 help="How long a worker spins per connection before it answers, e.g. 1ms or 200us: a busy loop "
                 "(not a sleep) until that much wall-clock time has passed, so a worker that waits for a CPU "
-                "meanwhile burns less (--work-iters counts additions instead).",
+                "meanwhile burns less (nginx's, lighttpd's and HAProxy's loops: until their process has used that "
+                "much CPU, which HAProxy's threads use together; --work-iters counts additions instead).",
             ),
             click.option("--work-ms", "work_ms", type=Duration(bare="ms", zero=True, high=most), hidden=True),
             click.option("--work-us", "work_us", type=Duration(bare="us", zero=True, high=most), hidden=True),
