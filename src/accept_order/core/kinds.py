@@ -296,6 +296,8 @@ class ServerKind:
         self.mode(spec.mode)
         for option in self.options:
             option.check(getattr(spec, option.field))
+        if self.no_work and (spec.work_us or spec.work_iters):
+            raise PlanError(f"--work and --work-iters do not apply to {self.name}: {self.no_work}")
 
     def expectation(self, spec: ServerSpec) -> tuple[str | None, str]:
         """(predicted order model, mechanism) for this run's settings: the mode's own, unless a setting

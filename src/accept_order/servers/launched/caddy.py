@@ -216,8 +216,6 @@ class CaddyKind(ServerKind):
         super().check(spec)
         if spec.accept_batch not in (0, 1):
             raise PlanError("--accept-batch does not apply to caddy: Go accepts until EAGAIN")
-        if spec.work_us or spec.work_iters:
-            raise PlanError(f"--work and --work-iters do not apply to caddy: {self.no_work}")
 
     def make(self, spec: ServerSpec, stamps: bool = False) -> Target:
         return CaddyServer(spec)
