@@ -16,11 +16,28 @@ from .simple_table import SimpleTable
 LISTEN_COUNTERS = frozenset({"TcpExtListenOverflows", "TcpExtListenDrops"})
 
 
-def listener_drops_said(dropped: int) -> str:
+def listener_drops_said(dropped: int, most: int | None = None) -> str:
     """'the server's listeners dropped 97 handshake packets': a listener's sk_drops counts each SYN or handshake-ending
     ACK it throws away, and a client sends its SYN again 1 s, 3 s, 7 s later (3 connects held past a full backlog-1
-    queue for 3.6 s: 12 drops), so not connections."""
+    queue for 3.6 s: 12 drops), so not connections. `most`: the largest of several runs' counts, `dropped` the
+    smallest ('dropped 159 to 216 handshake packets')."""
+    if most is not None and most != dropped:
+        return f"the server's listeners dropped {dropped} to {most} handshake packets"
     return f"the server's listeners dropped {plural(dropped, 'handshake packet') if dropped else 'none'}"
+
+
+def counters_moved(evidence: Mapping[str, Any]) -> bool:
+    """Whether the run's kernel counters line has anything to say: a counter moved, or the server's own listeners
+    dropped (a report of several runs gives the line only to those; one run's report always has it)."""
+    dropped = evidence.get("listener_drops")
+    return bool(evidence.get("counters")) or (isinstance(dropped, int) and dropped > 0)
+
+
+def moved_counters_lines(runs: Iterable[tuple[str, Mapping[str, Any]]]) -> list[Text]:
+    """'epoll: kernel counters: ListenOverflows +157, ... (...; the server's listeners dropped 159 handshake
+    packets)' for each (name, evidence) of a report of several runs whose counters had anything to say: one
+    run's line, its name before it."""
+    return [counters_text(evidence, f"{name}: kernel counters") for name, evidence in runs if counters_moved(evidence)]
 
 
 def short_counter(name: str) -> str:

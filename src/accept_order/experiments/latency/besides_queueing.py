@@ -12,6 +12,7 @@ from ...core.models import Model
 from ...core.run_warnings import WarningKind
 from ...core.text import and_join, plural
 from ...loads.client_warnings import driver_warnings
+from ...render.evidence import listener_drops_said
 from ...servers.registry import known_mode
 from .kept_report import finished_unit
 from .result import LatencyResult
@@ -66,12 +67,22 @@ def seen_besides_queueing(result: LatencyResult, name: Callable[[LatencyResult],
                 "retransmission timer, not queueing)"
             )
             return seen
-        # a host-wide count may be all others' traffic, and a server that stalls 1 s gives such a p99 without one:
-        # the timer is a may, said beside the CPU others used, not instead of it
-        seen.append(
-            f"{label}'s p99 is among its {slow} of 1 s or more while SYNs were sent again host-wide (the kernel's "
-            "1 s retransmission timer may be part of it)"
-        )
+        dropped = result.evidence.get("listener_drops")
+        if isinstance(dropped, int) and dropped > 0:
+            # the server's own listeners threw handshake packets away (probes/listeners.listener_drops, read per
+            # socket, not host-wide): the run's clients' SYNs were sent again, whatever else the host-wide count holds
+            seen.append(
+                f"{label}'s p99 is among its {slow} of 1 s or more, and {listener_drops_said(dropped)} (its accept "
+                "queue full: a client sends a dropped SYN again only after 1 s, the kernel's retransmission timer, so "
+                "that wait is the server's own overflow, not queueing)"
+            )
+        else:
+            # a host-wide count may be all others' traffic, and a server that stalls 1 s gives such a p99 without
+            # one: the timer is a may, said beside the CPU others used, not instead of it
+            seen.append(
+                f"{label}'s p99 is among its {slow} of 1 s or more while SYNs were sent again host-wide (the "
+                "kernel's 1 s retransmission timer may be part of it)"
+            )
     shares = result.others_cpu_share
     if shares is not None and shares[1] >= OTHERS_SEEN:
         seen.append(f"other processes used {100 * shares[1]:.0f}% of the CPUs during {label}")

@@ -17,6 +17,7 @@ from ...analysis.losses import host_wide_losses, host_wide_note, sweep_name
 from ...analysis.stability import Spread, latency_stability, names_of
 from ...core.histogram import LatencyHistogram
 from ...core.run_warnings import RunWarning, WarningKind, warn
+from ...render.evidence import listener_drops_said
 from ...render.spread_table import SpreadTable
 from ...results import export
 from .. import SWEEP_KIND
@@ -84,6 +85,18 @@ def host_wide_text(rounds: Rounds) -> Text | None:
     return None if note is None else Text(note[:1].upper() + note[1:], style="dim")
 
 
+def listener_drops_lines(repeated: Repeated, rounds: Rounds) -> list[Text]:
+    """Per variant whose server's own listeners dropped handshake packets in some run, the range over the runs that
+    read them, in one run's words (render/evidence.listener_drops_said): a host-wide count says nothing of whose."""
+    lines = []
+    for label, runs in by_variant(repeated, rounds).items():
+        counts = [n for r in runs if isinstance(n := r.evidence.get("listener_drops"), int)]
+        if counts and max(counts) > 0:
+            over = f"over its {len(runs)} runs" if len(counts) == len(runs) else f"in {len(counts)} of its {len(runs)}"
+            lines.append(Text(f"{label}: {listener_drops_said(min(counts), max(counts))} {over}", style="yellow"))
+    return lines
+
+
 def _report(repeated: Repeated, rounds: Rounds) -> list[RenderableType]:
     table = SpreadTable(_table(repeated, rounds))  # never a figure folded (render/spread_table.py)
     parts: list[RenderableType] = [table, Text("median (min-max) over the runs", style="dim")]
@@ -95,6 +108,7 @@ def _report(repeated: Repeated, rounds: Rounds) -> list[RenderableType]:
         parts.append(Text(f"Verdict: {stability.text}", style="green" if stability.conclusive else "yellow"))
         parts.extend(caps_not_applied(rounds[0][0]) if repeated.of == SWEEP_KIND else [])  # as one sweep's
         parts.extend([host] if host else [])
+        parts.extend(listener_drops_lines(repeated, rounds))
         if stability.pairs:
             parts.append(
                 Text(
@@ -106,8 +120,9 @@ def _report(repeated: Repeated, rounds: Rounds) -> list[RenderableType]:
         agreement = model_agreement(rounds)
         if agreement is not None:
             parts.append(Text.assemble(("Model: ", "bold"), agreement))
-    elif host:
-        parts.append(host)
+    else:
+        parts.extend([host] if host else [])
+        parts.extend(listener_drops_lines(repeated, rounds))
     return parts
 
 

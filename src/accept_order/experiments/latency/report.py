@@ -19,7 +19,7 @@ from ...core.spec import ConcurrentLoad, ServerSpec
 from ...core.totals import loops_ran
 from ...loads.generator import STARVED, client_bound, driver_warnings
 from ...render.columns import TextColumn, TextTable
-from ...render.evidence import OTHERS_SHOWN, evidence_report, machine_busy
+from ...render.evidence import OTHERS_SHOWN, evidence_report, machine_busy, moved_counters_lines
 from ...render.histogram import Mmhistogram
 from ...render.hosts import HostsPart, host_parts, on_hosts
 from ...render.observed_on import brought, observed_parts
@@ -384,6 +384,7 @@ def compare_report(
     parts.append(Text("latency by mode (ms)", style="bold"))
     parts.append(compare_table(results))
     parts.extend(syn_stall_notes(results, named=True))
+    parts.extend(moved_counters_lines((r.server.label, r.evidence) for r in results))  # one run's line, per run
     parts.extend(kept_compare_parts(results))
     parts.extend(client_cpu_line(results))
     parts.extend(
