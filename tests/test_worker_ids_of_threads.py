@@ -10,9 +10,13 @@ the haproxy process's threads (psutil, while it runs), only the first of them a 
 from __future__ import annotations
 
 import io
+import json
+import re
+from pathlib import Path
 
 import psutil
 import pytest
+from conftest import run_cli
 from rich.console import Console, RenderableType
 
 from accept_order.core.spec import SequentialLoad, ServerSpec
@@ -20,6 +24,8 @@ from accept_order.experiments import session
 from accept_order.experiments.order.report import run_report
 from accept_order.experiments.sleeps_legend import ids_of
 from accept_order.servers.launched.haproxy import haproxy_missing
+
+GOLDEN = Path(__file__).parent / "data" / "golden" / "latency.json"
 
 
 def text(renderable: RenderableType) -> str:
@@ -52,3 +58,16 @@ def test_a_haproxy_runs_table_names_its_threads_as_tids() -> None:
     assert [c.pid for c in result.counters] == tids and tids[0] == pid  # the main thread's tid is the pid
     header = next(line for line in text(run_report(result)).splitlines() if line.split()[:2] == ["worker", "tid"])
     assert "pid" not in header.split()
+
+
+def test_the_affinity_lines_name_the_ids_as_the_table_does(tmp_path: Path) -> None:
+    """latency --server haproxy headed its table 'tid' and listed below it 'pid 5716's current affinity list',
+    5716 a thread of HAProxy's process: the golden latency run shown as HAProxy's says tid in both places."""
+    data = json.loads(GOLDEN.read_text())
+    data["server"] = {**data["server"], "server": "haproxy", "mode": "threads"}
+    path = tmp_path / "haproxy.json"
+    path.write_text(json.dumps(data))
+    out = run_cli(["show", str(path)]).stdout
+    ids = [c["pid"] for c in data["counters"]]
+    assert re.findall(r"^(\w+) (\d+)'s current affinity list", out, re.M) == [("tid", str(i)) for i in ids], out
+    assert re.findall(r"^(pid) \d+'s current", run_cli(["show", str(GOLDEN)]).stdout, re.M) == ["pid"] * len(ids)

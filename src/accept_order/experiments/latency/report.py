@@ -239,9 +239,9 @@ def errors_block(errors: dict[str, int], total: int, unit: str = "connection", s
     return text
 
 
-def affinity_lines(counters: Sequence[WorkerCounters]) -> list[str]:
-    """The workers' CPU affinity in `taskset -cp PID` form, the seed's check of worker_cpu_affinity."""
-    return [f"pid {c.pid}'s current affinity list: {format_cpu_list(c.affinity) or '?'}" for c in counters]
+def affinity_lines(counters: Sequence[WorkerCounters], ids: str = "pid") -> list[str]:
+    """The workers' CPU affinity in `taskset -cp PID` form, its ids named as the worker table heads them (`ids`)."""
+    return [f"{ids} {c.pid}'s current affinity list: {format_cpu_list(c.affinity) or '?'}" for c in counters]
 
 
 def drivers_text(drivers: Sequence[DriverStats], unit: str = "connection") -> Text:
@@ -323,7 +323,7 @@ def latency_report(result: LatencyResult) -> RenderableType:
         *([note] if (note := kernel_counts_text(result)) is not None else []),
         *([note] if (note := unplaced_text(result)) is not None else []),
         *unseen_parts(result.server, brought(result.evidence.get("observed_on", ()))),
-        Verbatim(affinity_lines(result.counters) if unseen_note(result.server) is None else []),
+        Verbatim(affinity_lines(result.counters, ids_of(result.server)) if unseen_note(result.server) is None else []),
         drivers_text(result.drivers, finished_unit(result.load)),
         *host_parts([HostsPart(None, result.hosts, result.wall_s, result.load.rate, result.interrupted)]),
         *observed_parts(result.evidence),
