@@ -357,6 +357,9 @@ class Announced:
     def start(self) -> None:
         pass
 
+    def held(self) -> tuple[int, int]:
+        return self.unseen, self.unseen_bytes_in
+
     def take(self) -> list[TcpSocket]:
         return Announced.script.pop(0) if Announced.script else []
 

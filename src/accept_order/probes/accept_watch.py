@@ -18,7 +18,9 @@ Nothing raises when tracing is impossible: finish() then answers available=False
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -29,7 +31,12 @@ from .bpftrace_readings import ReadingClock, reading_probe
 EAGAIN = 11
 PRINT_MS = 200  # how stale a running total may be; a print of a few keys costs bpftrace microseconds
 SOURCE = "counted by the kernel (bpftrace on the accept tracepoints, per thread)"
-_ENDED = "accept-order ended at"  # END's time: the counts are as of then (bpftrace takes ~0.3 s more to exit)
+# + the freezing process's pid: the scheduling policy (none such: EINVAL) its sched_get_priority_max asks of, which
+# the program takes for 'count no more' (see AcceptWatch.freeze)
+FREEZE_POLICY = 0x40000000
+# END's time: the counts are as of about then (bpftrace detaches its probes just before END: ~0.3 s here, counting
+# some of the accepts meanwhile; it exits ~0.3 s after), or of a freeze before it (AcceptWatch.freeze)
+_ENDED = "accept-order ended at"
 _ENDED_LINE = re.compile(rb"^accept-order ended at (\d+)$", re.MULTILINE)
 _ENTRY = re.compile(rb"^@(ok|empty)\[(\d+), (\d+)\]: (\d+)$", re.MULTILINE)
 _ON = re.compile(rb"^@on\[(\d+), (\d+), (\d+)\]: (\d+)$", re.MULTILINE)
@@ -57,8 +64,9 @@ class ThreadCounts:
         )
 
 
-def watch_program(pids: Sequence[int], threads: frozenset[int] = frozenset()) -> str:
-    """Count per (pid, tid) what accept returned, print the totals every PRINT_MS and at END.
+def watch_program(pids: Sequence[int], threads: frozenset[int] = frozenset(), freezer: int | None = None) -> str:
+    """Count per (pid, tid) what accept returned, print the totals every PRINT_MS and at END; from the moment
+    process `freezer` asks sched_get_priority_max of FREEZE_POLICY + its pid, count no more (AcceptWatch.freeze).
 
     The pid filter (the thread-group id: every thread of a worker passes) is in the predicate, as in
     accepts.program, so that no other process reaches the maps; a worker among `threads` is a thread, passed by
@@ -66,18 +74,23 @@ def watch_program(pids: Sequence[int], threads: frozenset[int] = frozenset()) ->
     a thread may accept on a socket of its own beside the listener (a metrics port's)."""
     pred = accepted_by(pids, f"(args->ret >= 0 || args->ret == -{EAGAIN})", threads=threads)
     dump = "print(@ok); print(@empty); print(@on);"
+    freeze = frozen = clear = ""
+    if freezer is not None:  # the flag freeze() sets; no accept is counted once it is
+        policy = FREEZE_POLICY + freezer
+        freeze = f"tracepoint:syscalls:sys_enter_sched_get_priority_max /args->policy == {policy}/ {{ @frozen = 1; }}\n"
+        frozen, clear = " && @frozen == 0", " clear(@frozen);"
     return (
-        "tracepoint:syscalls:sys_enter_accept4, tracepoint:syscalls:sys_enter_accept\n"
+        freeze + "tracepoint:syscalls:sys_enter_accept4, tracepoint:syscalls:sys_enter_accept\n"
         f"/{accepted_by(pids, 'args->fd >= 0', threads=threads)}/\n"
         "{ @fd[tid] = args->fd + 1; }\n"
         "tracepoint:syscalls:sys_exit_accept4, tracepoint:syscalls:sys_exit_accept\n"
-        f"/{pred}/\n"
+        f"/{pred}{frozen}/\n"
         "{ if (args->ret >= 0) { @ok[pid, tid] = count(); @on[pid, tid, @fd[tid]] = count(); }"
         " else { @empty[pid, tid] = count(); } delete(@fd[tid]); }\n"
         f"{reading_probe(PRINT_MS, dump)}"
         # clear() after the last print: bpftrace prints every non-empty map again on exit
         f'END {{ printf("{COUNTS_BEGIN}\\n{_ENDED} %llu\\n", nsecs); {dump}\n'
-        f'      clear(@ok); clear(@empty); clear(@on); clear(@fd); printf("{COUNTS_END}\\n"); }}\n'
+        f'      clear(@ok); clear(@empty); clear(@on); clear(@fd);{clear} printf("{COUNTS_END}\\n"); }}\n'
     )
 
 
@@ -90,6 +103,7 @@ class AcceptWatch(AcceptCounter):
         self._empty: dict[Key, int] = {}
         self._on: dict[tuple[int, int, int], int] = {}
         self.ended: float | None = None  # see finish()
+        self.frozen_at: float | None = None  # see freeze()
         self._clock = ReadingClock()  # when the last whole reading was taken
 
     def _keep(self, out: bytearray) -> None:
@@ -103,7 +117,20 @@ class AcceptWatch(AcceptCounter):
         return self._clock.at, {pid: totals.of(pid)[0] for pid in self.pids or ()}
 
     def program(self) -> str:
-        return watch_program(self.pids or (), self.threads)
+        return watch_program(self.pids or (), self.threads, os.getpid())
+
+    def freeze(self) -> None:
+        """Count no accept from now on, bpftrace running on: the program takes this call for its flag. Stopped by
+        SIGINT, bpftrace detaches its probes before its END block (~0.3 s here) and counts some accepts meanwhile,
+        so that a reading taken at END (observe's last look at the load) would count connections the accepts did
+        not, and one taken at SIGINT connections they did: after this, a look ends where the count did."""
+        if not self.attached:
+            return
+        try:
+            os.sched_get_priority_max(FREEZE_POLICY + os.getpid())  # no such policy: EINVAL, once the probe has run
+        except OSError:
+            pass
+        self.frozen_at = time.monotonic()
 
     def totals(self) -> ThreadCounts:
         """The running totals as bpftrace last printed them (at most PRINT_MS old); never waits."""
@@ -114,12 +141,15 @@ class AcceptWatch(AcceptCounter):
     def finish(self) -> tuple[ThreadCounts, AcceptCounts]:
         """Stop bpftrace (its END block prints the final totals) and return them, with whether counting
         worked and why not. `ended` is then when END ran (time.monotonic()'s clock): what the totals count
-        up to; when END never came, when the last periodic reading was taken (counts.short says so)."""
+        up to; when END never came, when the last periodic reading was taken (counts.short says so); frozen
+        before either (freeze()), when it was frozen."""
         counts = self.stop()
         if ended := _ENDED_LINE.search(bytes(self._out)):
             self.ended = int(ended.group(1)) / 1e9
         elif counts.short:
             self.ended = self._clock.at
+        if self.ended is not None and self.frozen_at is not None:
+            self.ended = min(self.ended, self.frozen_at)  # frozen: counted up to then
         totals = self._parse()
         if counts.available:
             counts = dataclasses.replace(counts, why=counts.why.replace(COUNTER_SOURCE, SOURCE, 1))

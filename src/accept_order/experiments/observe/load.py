@@ -271,7 +271,7 @@ class LoadSampler:
         are counted apart (closes_late), since they may have closed in the window's last moments as well."""
         if self.closes is None or self.missing is not None:
             return
-        closes, unseen = self.closes, (self.closes.unseen, self.closes.unseen_bytes_in)  # by now: the window's
+        closes, unseen = self.closes, self.closes.held()  # by now, read to what is queued: the window's
         first = [True]  # the first take keeps the closes no look saw too; a socket the look saw open, none
 
         def announced() -> bool:
