@@ -27,6 +27,7 @@ from .model_verdict import model_agreement
 from .report import own_failures
 from .result import LATENCY_SHAPE, LatencyResult
 from .sweep_report import caps_not_applied
+from .work_share import repeated_work_note
 
 COLUMNS = ("run", "count", "failed", "p50_us", "p99_us", "p999_us", "max_us", "wall_s")
 # Kept connections (empty for one request per connection): the run's requests per connection, the connections
@@ -106,6 +107,8 @@ def _report(repeated: Repeated, rounds: Rounds) -> list[RenderableType]:
     if len(rounds[0]) > 1:
         stability = latency_stability(rounds)
         parts.append(Text(f"Verdict: {stability.text}", style="green" if stability.conclusive else "yellow"))
+        if work := repeated_work_note(by_variant(repeated, rounds)):  # unlike clocks part every round alike
+            parts.append(Text(work[0].upper() + work[1:], style="yellow"))
         parts.extend(caps_not_applied(rounds[0][0]) if repeated.of == SWEEP_KIND else [])  # as one sweep's
         parts.extend([host] if host else [])
         parts.extend(listener_drops_lines(repeated, rounds))

@@ -12,7 +12,8 @@ burns less than the work too (h2o 0.89 ms, the built-in workers 1.16 ms in a run
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import statistics
+from collections.abc import Callable, Mapping, Sequence
 
 from ...render.text import duration_us, durations_us
 from .besides_queueing import by_label
@@ -33,19 +34,27 @@ def work_note(runs: Sequence[LatencyResult], name: Callable[[LatencyResult], str
     """'they did not burn alike work: ...' where servers of different kinds given one --work used CPU a request that
     differs by more than UNALIKE allows, the least under UNALIKE of the work; '' otherwise (one kind, no work, works
     that differ, or a run whose CPU is not known)."""
+    return repeated_work_note({name(r): [r] for r in runs})
+
+
+def repeated_work_note(variants: Mapping[str, Sequence[LatencyResult]]) -> str:
+    """work_note over --repeat's rounds: each variant's median CPU a request over its runs ('' where a run's is not
+    known): the clocks that part them part every round, which --repeat does not interleave away."""
+    runs = [r for each in variants.values() for r in each]
     works = {r.server.work_us for r in runs}
     if len({r.server.kind for r in runs}) < 2 or len(works) != 1 or not (work := works.pop()):
         return ""  # one server's modes time the loop by one clock; a mode's own cost (a herd's) is its doing
-    used = [(name(r), us) for r in runs if (us := cpu_per_request_us(r)) is not None]
-    if len(used) < len(runs):
+    each = {name: [us for r in rs if (us := cpu_per_request_us(r)) is not None] for name, rs in variants.items()}
+    if any(not us or len(us) < len(variants[name]) for name, us in each.items()):
         return ""
+    used = [(name, statistics.median(us)) for name, us in each.items()]
     (least, least_us), (most, most_us) = min(used, key=lambda x: x[1]), max(used, key=lambda x: x[1])
     if least_us >= UNALIKE * min(most_us, work):
         return ""  # alike, or above 3/4 of the work asked: what a server adds to the loop is its own cost
     less, more = durations_us(round(least_us), round(most_us))
+    median = ", medians over the runs" if any(len(rs) > 1 for rs in variants.values()) else ""
     return (
         f"they did not burn alike work: for --work {duration_us(work)} the workers used {less} of CPU a request "
-        f"during {least} against {more} during {most} (the kernel's count "
-        f"over the requests served; each server times its loop by its own clock): what parts them may be the work "
-        f"each did as much as the mode"
+        f"during {least} against {more} during {most} (the kernel's count over the requests served{median}; each "
+        f"server times its loop by its own clock): what parts them may be the work each did as much as the mode"
     )
