@@ -247,11 +247,14 @@ def verdict(result: ObserveResult) -> list[str]:
     lines = [headline(result)]
     if handed_on(result) and any(result.counts or ()):
         # HAProxy 2.6, 4 threads, wrk -c8: one thread accepted all 8, and each thread read from 2 of them
-        # (bpftrace: recvfrom by thread and fd); the headline's shares are the accepts' only
+        # (bpftrace: recvfrom by thread and fd); the headline's shares are the accepts' only. With
+        # 'tune.listener.multi-queue off' in its config (which /proc does not show) the thread that accepted 8 of 9
+        # read from those 8: the hand-off is the default, not a fact this run saw
         lines.append(
-            "these are the threads' accepts, not the connections each serves: the accepting thread hands each one "
-            "to the less loaded of two threads, and which thread serves it is not counted here (the load is per "
-            "process: see the note)"
+            "these are the threads' accepts, not necessarily the connections each serves: HAProxy hands each "
+            "accepted connection to the less loaded of two threads unless its config turns "
+            "tune.listener.multi-queue off (not visible in /proc), and which thread serves it is not counted here "
+            "(the load is per process: see the note)"
         )
     if (line := fairness(result)) is not None:
         lines.append(line)

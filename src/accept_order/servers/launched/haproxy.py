@@ -244,8 +244,9 @@ class HaproxyKind(ServerKind):
     threads_are_workers = True
     sleeps = "each worker thread itself"  # a worker that is a process (haproxy's nbproc): its main thread
     handoff = (
-        "HAProxy hands each connection it accepts to the less loaded of two threads (tune.listener.multi-queue): "
-        "the thread that accepts is not always the one that serves"
+        "HAProxy hands each connection it accepts to the less loaded of two threads (tune.listener.multi-queue, "
+        "unless its config turns it off, which /proc does not show): the thread that accepts is not always the one "
+        "that serves"
     )
     summary = "Debian's HAProxy with threads as its workers, launched from a generated config"
     witness = HaproxyServer.witness_source
