@@ -95,7 +95,7 @@ def lifecycle(
         target.start()
         port = target.address[1]
         if here:
-            capture.listeners(port, "start", list(target.pids))
+            capture.started(port, list(target.pids))  # an attached server's namespace's counters, if not ours
         exited: WorkerExited | None = None
         # A worker's death ends the run saying what the load drove, wherever it is seen (during the load, after
         # it: a busy machine delivers an exit late, or as the workers stop); an exit of a server this tool did

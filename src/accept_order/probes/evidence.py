@@ -76,7 +76,12 @@ class EvidenceCapture:
         names: Sequence[str] = netstat.WATCHED_COUNTERS,
         host: str | None = None,
         read_drops: Callable[[int, str | None, Sequence[int]], int | None] = listener_drops,
+        read_counters_of: Callable[[int], Mapping[str, int]] | None = None,
     ) -> None:
+        self._read_counters_of = read_counters_of  # a pid's namespace's counters (None: server_netns.netstat_of)
+        self._server_pid: int | None = None  # the counters are this process's namespace's, not ours
+        self._unread: str | None = None  # why the server's namespace's counters were not read
+        self._server_inode: int | None = None
         self._host = host or None
         self._read_drops = read_drops
         self._drops: dict[str, int | None] = {}  # the listeners' own drops so far, by snapshot label
@@ -94,6 +99,29 @@ class EvidenceCapture:
     def before(self) -> None:
         """Read the counters; call before the workers start so their listen() is inside the window."""
         self._before = self._counters("before")
+
+    def started(self, port: int, pids: Sequence[int]) -> None:
+        """Once the server listens: its listeners at "start"; and where its processes (`pids`) are in a network
+        namespace other than ours, as an attached server's may be, the counters read from there from now on: ours
+        would be another namespace's (a server launched here is in ours, and its counters were read before it)."""
+        self.listeners(port, "start", pids)
+        from .server_netns import namespace_of, netstat_namespace, netstat_of
+
+        # a process gone meanwhile (or no procfs) says nothing of where the server is
+        where = {pid: ns for pid in pids if (ns := netstat_namespace(pid)) is not None}
+        namespaces = set(where.values())
+        if not namespaces or namespaces == {netstat_namespace("self")}:
+            return
+        if len(namespaces) > 1:
+            self._unread = f"the server's processes are in {len(namespaces)} network namespaces"
+            return
+        pid = self._server_pid = next(iter(where))
+        self._server_inode = namespace_of(pid)  # None where PID is not ours to trace (its netstat still is to read)
+        read_of = self._read_counters_of or netstat_of
+        self._read_counters = lambda: read_of(pid)
+        self._before = self._counters("before")  # no load yet: the server was running before it
+        if not self._before:
+            self._unread = f"/proc/{pid}/net/netstat could not be read: {self._errors[-1] if self._errors else '?'}"
 
     def listeners(self, port: int, label: str, pids: Sequence[int] = ()) -> list[ListenerRow]:
         """Snapshot the listening sockets of ``port`` under ``label`` (e.g. "start", "end"), and their drops, in the
@@ -129,24 +157,31 @@ class EvidenceCapture:
             self.listeners(port, "end", pids)
         affinity = self.workers(pids) if pids else self._affinity
         after = self._counters("after")
-        available = bool(self._before) and bool(after)
+        available = bool(self._before) and bool(after) and self._unread is None
         deltas = netstat.counter_deltas(self._before or {}, after, self._names) if available else {}
-        if self._private is None:
+        inode = netns_inode()
+        if self._server_pid is not None or self._unread is not None:  # not known to be the run's alone
+            inode, private, why = self._server_inode, False, "the server's processes' namespace, not this tool's"
+        elif self._private is None:
             private, why = netns_privacy()
         else:
             private, why = self._private, "declared by the caller"
+        # whose namespace's counters these are, where not ours; or why the server's were not read (ours not shown)
+        elsewhere: dict[str, Any] = {} if self._server_pid is None else {"counters_pid": self._server_pid}
+        elsewhere.update({} if self._unread is None else {"counters_unread": self._unread})
         # the server's own listeners' drops between the snapshots (sk_drops), where ListenOverflows is the namespace's
         between = dropped_between(self._drops.get("start"), self._drops.get("end"))
         dropped = {} if between is None else {"listener_drops": between}
         return {
             **dropped,
+            **elsewhere,
             "listeners": dict(self._listeners),
             "counters": {name: value for name, value in deltas.items() if value},
             "counters_watched": [n for n in self._names if n in deltas],
             "counters_available": available,
             "affinity": [dict(a) for a in affinity],
             "shared_namespace": not private,
-            "netns": {"inode": netns_inode(), "private": private, "why": why},
+            "netns": {"inode": inode, "private": private, "why": why},
             "note": PRIVATE_NAMESPACE_NOTE if private else netstat.SHARED_NAMESPACE_NOTE,
             "errors": list(self._errors),
         }

@@ -109,11 +109,22 @@ SHARED_SHORT = "host-wide: shared network namespace, may include other TCP traff
 PRIVATE_SHORT = "private network namespace: this run's traffic only"
 
 
+def server_namespace_short(pid: int) -> str:
+    """Whose the counters are when read in an attached server's network namespace (not this tool's)."""
+    return (
+        f"the server's network namespace, read from /proc/{pid}/net/netstat, not this tool's: may include other TCP "
+        "traffic there"
+    )
+
+
 def counters_text(evidence: Mapping[str, Any], label: str = "kernel counters") -> Text:
     """Non-zero counter deltas and whose they are (private or shared namespace; several hosts' in a merge)."""
     unmerged = evidence.get("counters_unmerged")
     if isinstance(unmerged, str):  # results/merge.py: one file's would read as the whole load's
         return Text(f"  {label}: not added for the merged load: {unmerged}", style="dim")
+    unread = evidence.get("counters_unread")
+    if isinstance(unread, str):  # an attached server in another namespace: ours would be some other traffic's
+        return Text(f"  {label}: not read in the server's network namespace, and this tool's are not its: {unread}")
     if not evidence.get("counters_available", False):
         return Text(f"  {label}: not available (no /proc/net/netstat)", style="dim")
     counters: Mapping[str, int] = evidence.get("counters", {})
@@ -139,7 +150,9 @@ def counters_text(evidence: Mapping[str, Any], label: str = "kernel counters") -
         dropped = evidence.get("listener_drops")
         listen = bool(LISTEN_COUNTERS & counters.keys())  # theirs or ours
         own = f"; {listener_drops_said(dropped)}" if isinstance(dropped, int) and listen else ""
-        text.append(f" ({SHARED_SHORT}{own})", style="yellow")
+        pid = evidence.get("counters_pid")
+        where = SHARED_SHORT if not isinstance(pid, int) else server_namespace_short(pid)
+        text.append(f" ({where}{own})", style="yellow")
     else:
         why = evidence.get("netns", {}).get("why")
         text.append(f" ({PRIVATE_SHORT}{'; ' + why if why else ''})", style="dim")

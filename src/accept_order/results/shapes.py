@@ -329,6 +329,9 @@ EVIDENCE = Record(
         # results/merge.py: why a merged load has no counters, and the hosts whose counters it added
         "counters_unmerged": Text(),
         "counters_hosts": ListOf(Text(1024)),
+        # counters of this pid's namespace (an attached server's, not ours), or why none (EvidenceCapture.started)
+        "counters_pid": Integer(),
+        "counters_unread": Text(),
         "affinity": ListOf(Record({"index": Integer(), "pid": Integer(), "cpus": Maybe(ListOf(CPU))})),
         "shared_namespace": Flag(),
         "netns": Record({"inode": Maybe(Integer()), "private": Flag(), "why": Text()}),
