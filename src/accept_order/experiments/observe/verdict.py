@@ -177,9 +177,12 @@ def sleeps(result: ObserveResult) -> str | None:
     if not result.loaded and result.process_segments_in is not None:
         # threads of one process: its connections' segments are all the threads' (one fd table), those of the
         # connections that closed unseen too (the one process held them: HAProxy under wrk -H 'Connection: close',
-        # 5,168 segments, no connection seen), so the connections are at least those accepted while observed
-        segments = result.process_segments_in
-        connections = max((result.process_connections or 0) + (result.closed_unlooked or 0), sum(counts))
+        # 5,168 segments, no connection seen), so the connections are those a look saw and those accepted while
+        # observed that none saw: added, not the larger of the two (a pool of 8 opened before observing and 100
+        # short ones accepted are 108, where the larger read 100)
+        segments, found = result.process_segments_in, result.accepted_seen
+        seen = (result.process_connections or 0) + (result.closed_unlooked or 0)
+        connections = max(seen, sum(counts)) if found is None else seen + max(0, sum(counts) - found)
         if connections and segments / connections > MANY:
             return _per_segment(total / segments, what, "", segments / connections)
     if result.loaded:
