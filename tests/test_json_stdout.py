@@ -9,8 +9,6 @@ traceback, and never the quiet status 141 a report's reader going away gets (the
 
 from __future__ import annotations
 
-import array
-import fcntl
 import json
 import os
 import re
@@ -19,13 +17,13 @@ import signal
 import socket
 import subprocess
 import sys
-import termios
 from pathlib import Path
 from typing import Any
 
 import click
 import pytest
-from conftest import OutputReader, run_cli, wait_for
+from conftest import OutputReader, run_cli
+from unread_stdout import SCRIPT_ARGS, SCRIPTS, UnreadStdout
 
 from accept_order.cli.app import COMMANDS, main
 from accept_order.cli.common import report_and_save
@@ -197,21 +195,19 @@ def test_a_reader_gone_before_it_took_the_json_is_one_line_and_exit_1(tmp_path: 
     )
 
 
-def test_a_pipe_nobody_reads_is_one_line_and_exit_1(tmp_path: Path) -> None:
-    """The same, certain for a short JSON too: the pipe's reading end is closed before the run starts."""
+def _run_with_no_reader(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`argv` run with its stdout a pipe whose reading end is closed before it starts."""
     readable, writable = os.pipe()
     os.close(readable)
     try:
-        done = subprocess.run(
-            [*COMMAND, "run", "-m", "epoll", "-w", "2", "-n", "3", "--json", "-"],
-            stdout=writable,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=120,
-            cwd=tmp_path,
-        )
+        return subprocess.run(argv, stdout=writable, stderr=subprocess.PIPE, text=True, timeout=120, cwd=cwd)
     finally:
         os.close(writable)
+
+
+def test_a_pipe_nobody_reads_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    """The same, certain for a short JSON too: the pipe's reading end is closed before the run starts."""
+    done = _run_with_no_reader([*COMMAND, "run", "-m", "epoll", "-w", "2", "-n", "3", "--json", "-"], tmp_path)
     _one_error_line(done, "its reader has gone", tmp_path)
 
 
@@ -219,41 +215,15 @@ def test_a_signal_while_the_reader_takes_nothing_ends_the_wait_in_one_line(tmp_p
     """The JSON is written with signals held (a Ctrl-C cannot cut it short while its reader takes it); a reader that
     takes nothing kept the command blocked in write() for ever, deaf to SIGTERM. Now the held signal ends the wait
     once stdout has taken nothing for a second: one line saying how much was written, exit 1."""
-    readable, writable = os.pipe()
-    try:
-        proc = subprocess.Popen(
-            [*COMMAND, "run", "-m", "epoll", "-w", "2", "-n", "3000", "--json", "-"],
-            stdout=writable,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=tmp_path,
-        )
-        os.close(writable)
-        writable = -1
-        capacity = fcntl.fcntl(readable, fcntl.F_GETPIPE_SZ)
-
-        def in_the_pipe() -> int:
-            count = array.array("i", [0])
-            fcntl.ioctl(readable, termios.FIONREAD, count)
-            return count[0]
-
-        try:
-            wait_for(in_the_pipe, lambda held: held >= capacity, 120, "the JSON to fill the pipe nobody reads")
-            proc.send_signal(signal.SIGTERM)
-            assert proc.wait(timeout=60) == 1  # before: still blocked, whatever the timeout
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-        assert proc.stderr is not None
-        err = proc.stderr.read()
-    finally:
-        os.close(readable)
-        if writable != -1:
-            os.close(writable)
+    with UnreadStdout([*COMMAND, "run", "-m", "epoll", "-w", "2", "-n", "3000", "--json", "-"], tmp_path) as stdout:
+        stdout.wait_until_full(120, "the JSON to fill the pipe nobody reads")
+        stdout.proc.send_signal(signal.SIGTERM)
+        assert stdout.proc.wait(timeout=60) == 1  # before: still blocked, whatever the timeout
+        assert stdout.proc.stderr is not None
+        err = stdout.proc.stderr.read()
     line = re.fullmatch(
         rf"accept-order: error: cannot write the result to stdout: SIGTERM came while its reader took none of it "
-        rf"\({capacity} of (\d+) bytes written\); the result is kept in (\./accept-order-run-[-\d]+\.json)\n",
+        rf"\({stdout.capacity} of (\d+) bytes written\); the result is kept in (\./accept-order-run-[-\d]+\.json)\n",
         err,
     )
     assert line, err
@@ -278,14 +248,9 @@ def test_plot_says_a_picture_goes_to_a_file() -> None:
 
 # -- the experiment scripts (experiments/*.py), whose --json wrote a file named '-' too -----------------------------
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "experiments"
 SCRIPT_RUNS = [
-    ("herd.py", ["--workers", "2", "--connections", "2", "--clients", "4", "--modes", "epoll"], "Table 2"),
-    (
-        "latency_shared_vs_reuseport.py",
-        ["--workers", "2", "--connections", "50", "--concurrency", "4", "--modes", "epoll,reuseport"],
-        "Seed 000's finding",
-    ),
+    ("herd.py", SCRIPT_ARGS["herd.py"], "Table 2"),
+    ("latency_shared_vs_reuseport.py", SCRIPT_ARGS["latency_shared_vs_reuseport.py"], "Seed 000's finding"),
 ]
 
 
@@ -313,19 +278,7 @@ def test_an_experiment_script_puts_its_json_on_stdout_and_its_tables_on_stderr(
 def test_an_experiment_script_says_when_stdout_did_not_take_its_json(
     script: str, args: list[str], title: str, tmp_path: Path
 ) -> None:
-    readable, writable = os.pipe()
-    os.close(readable)
-    try:
-        done = subprocess.run(
-            [sys.executable, str(SCRIPTS / script), *args, "--json", "-"],
-            stdout=writable,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=120,
-            cwd=tmp_path,
-        )
-    finally:
-        os.close(writable)
+    done = _run_with_no_reader([sys.executable, str(SCRIPTS / script), *args, "--json", "-"], tmp_path)
     assert done.returncode == 1, done.stderr
     stem = script.removesuffix(".py")
     line = re.search(  # its prog, and where the JSON went instead
