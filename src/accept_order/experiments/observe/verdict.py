@@ -170,7 +170,7 @@ def sleeps(result: ObserveResult) -> str | None:
     connection's requests as one herd's wakeups)."""
     slept = [w.voluntary_switches for w in result.workers]
     counts = result.counts
-    if not counts or not sum(counts) or any(s is None for s in slept):
+    if not counts or any(s is None for s in slept):
         return None
     total = sum(s or 0 for s in slept)
     what = "(voluntary context switches: at most the wakeups)"
@@ -208,6 +208,8 @@ def sleeps(result: ObserveResult) -> str | None:
                 # counted: sampled, without bpftrace, they are the few a look saw)
                 segments, connections = round(segments * bytes_[1] / bytes_[0]), looked + (result.closed_unlooked or 0)
             return _per_segment(total / segments, what, scaled, segments / connections)
+    if not sum(counts):  # none accepted: per segment above where a pool opened before observing carried many
+        return None
     return f"the workers slept {total / sum(counts):.2f} times per connection {what}"
 
 
