@@ -10,7 +10,6 @@ each thread's own context switches in /proc/PID/task/TID/status.
 
 from __future__ import annotations
 
-import contextlib
 import http.client
 import os
 import shutil
@@ -23,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from conftest import OutputReader, wait_for
-from h2o_config import h2o_config
+from h2o_config import started_h2o
 
 from accept_order.api import observe
 from accept_order.experiments.observe.result import ObserveResult
@@ -54,32 +53,9 @@ def switches(pid: int, tid: int) -> int:
         return next(int(line.split()[1]) for line in f if line.startswith("voluntary_ctxt_switches:"))
 
 
-@contextlib.contextmanager
-def started_h2o(folder: Path, port: int, loops: int) -> Iterator[subprocess.Popen[bytes]]:
-    """h2o with `loops` event loops on `port`, once each waits in epoll_wait; stopped after."""
-    assert H2O is not None
-    (folder / "www").mkdir()
-    (folder / "www" / "index.html").write_text("ok\n")
-    config = folder / "h2o.conf"
-    config.write_text(h2o_config(folder, port, loops, access_log=True))
-    server = subprocess.Popen([H2O, "-c", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-
-        def loops_waiting() -> tuple[int | None, int]:
-            waits = [thread_wait(server.pid, tid).call for tid in tids_of(server.pid)]
-            return server.poll(), waits.count("epoll_wait")
-
-        wait_for(loops_waiting, lambda s: s[0] is not None or s[1] == loops, TIMEOUT_S, "h2o's loops in epoll_wait")
-        assert server.poll() is None
-        yield server
-    finally:
-        server.terminate()
-        server.wait(10)
-
-
 @pytest.fixture
 def h2o(tmp_path: Path, free_port: int) -> Iterator[tuple[subprocess.Popen[bytes], int, Path]]:
-    with started_h2o(tmp_path, free_port, LOOPS) as server:
+    with started_h2o(tmp_path, free_port, LOOPS, TIMEOUT_S) as server:
         yield server, free_port, tmp_path
 
 
@@ -186,7 +162,7 @@ def test_observe_of_h2o_counts_each_event_loop_as_a_worker(h2o: tuple[subprocess
 
 def test_h2o_with_one_loop_is_one_worker(tmp_path: Path, free_port: int) -> None:
     """One loop beside the timer thread: the process is its one worker, as latency models it (one server)."""
-    with started_h2o(tmp_path, free_port, 1) as server:
+    with started_h2o(tmp_path, free_port, 1, TIMEOUT_S) as server:
         assert len(tids_of(server.pid)) > 1  # the loop and the timer thread
         watched = find_server(port=free_port)
     assert watched.units == (Unit(server.pid),) and not watched.threaded

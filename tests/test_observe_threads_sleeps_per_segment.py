@@ -13,24 +13,19 @@ request, the connection's id on it)."""
 
 from __future__ import annotations
 
-import contextlib
 import http.client
 import json
 import re
 import shutil
-import subprocess
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import wait_for
-from h2o_config import h2o_config
+from h2o_config import started_h2o
 
 from accept_order.experiments.observe.api import observe
 from accept_order.experiments.observe.result import ObserveResult
 from accept_order.experiments.observe.verdict import sleeps
-from accept_order.probes.proc_waits import thread_wait
 
 H2O = shutil.which("h2o")
 LOOPS = 4
@@ -40,31 +35,8 @@ TIMEOUT_S = 60.0
 pytestmark = pytest.mark.skipif(H2O is None, reason="h2o is not installed")
 
 
-@contextlib.contextmanager
-def started_h2o(folder: Path, port: int) -> Iterator[subprocess.Popen[bytes]]:
-    """h2o with LOOPS event loops on `port` and an access log of connection ids, once each loop waits."""
-    assert H2O is not None
-    (folder / "www").mkdir()
-    (folder / "www" / "index.html").write_text("ok\n")
-    config = folder / "h2o.conf"
-    config.write_text(h2o_config(folder, port, LOOPS, access_log=True))
-    server = subprocess.Popen([H2O, "-c", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-
-        def loops_waiting() -> tuple[int | None, int]:
-            tids = [int(t.name) for t in Path(f"/proc/{server.pid}/task").iterdir() if t.name.isdigit()]
-            return server.poll(), [thread_wait(server.pid, tid).call for tid in tids].count("epoll_wait")
-
-        wait_for(loops_waiting, lambda s: s[0] is not None or s[1] == LOOPS, TIMEOUT_S, "h2o's loops in epoll_wait")
-        assert server.poll() is None
-        yield server
-    finally:
-        server.terminate()
-        server.wait(10)
-
-
 def test_threaded_servers_sleeps_are_per_data_segment_over_kept_connections(tmp_path: Path, free_port: int) -> None:
-    with started_h2o(tmp_path, free_port) as server:
+    with started_h2o(tmp_path, free_port, LOOPS, TIMEOUT_S) as server:
         until, began, all_seen, out = threading.Event(), threading.Event(), threading.Event(), list[ObserveResult]()
 
         def snapshot(result: ObserveResult) -> None:
