@@ -11,18 +11,16 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import struct
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 
 import pytest
+from dropping_listener import dropped_more, own_drops
 
 from accept_order.probes.evidence import EvidenceCapture
 from accept_order.probes.listeners import listener_drops
 
-SO_MEMINFO = getattr(socket, "SO_MEMINFO", 55)
 UNSHARE = shutil.which("unshare")
 # in a network namespace of its own: a listener that drops nothing, its count (SO_MEMINFO) said once listening
 CHILD = """
@@ -36,29 +34,6 @@ sys.stdin.read()
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or UNSHARE is None, reason="needs root and unshare(1)")
 
 
-def _own_drops(listener: socket.socket) -> int:
-    return int(struct.unpack_from("=I", listener.getsockopt(socket.SOL_SOCKET, SO_MEMINFO, 36), 32)[0])
-
-
-def _dropped_more(ours: socket.socket) -> None:
-    """Connections to `ours` (backlog 1, never accepting) until it has dropped one more: past its queue, a SYN is
-    dropped at once on loopback."""
-    port, was = ours.getsockname()[1], _own_drops(ours)
-    clients = []
-    deadline = time.monotonic() + 20
-    while _own_drops(ours) == was and time.monotonic() < deadline:
-        client = socket.socket()
-        client.setblocking(False)
-        clients.append(client)
-        try:
-            client.connect(("127.0.0.1", port))
-        except BlockingIOError:
-            pass
-    for client in clients:
-        client.close()  # before a SYN is sent again: no drop after this
-    assert _own_drops(ours) > was
-
-
 @pytest.fixture
 def two_namespaces() -> Iterator[tuple[int, int, socket.socket]]:
     """(port, pid of a process whose listener on port is in another namespace, ours on the same port that dropped)."""
@@ -66,7 +41,7 @@ def two_namespaces() -> Iterator[tuple[int, int, socket.socket]]:
         ours.bind(("0.0.0.0", 0))
         ours.listen(1)
         port = ours.getsockname()[1]
-        _dropped_more(ours)
+        dropped_more(ours)
         assert UNSHARE is not None
         argv = [UNSHARE, "--net", sys.executable, "-c", CHILD, str(port)]
         child = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -82,7 +57,7 @@ def two_namespaces() -> Iterator[tuple[int, int, socket.socket]]:
 def test_the_drops_are_read_where_the_server_listens(two_namespaces: tuple[int, int, socket.socket]) -> None:
     port, pid, ours = two_namespaces
     assert os.stat(f"/proc/{pid}/ns/net").st_ino != os.stat("/proc/self/ns/net").st_ino
-    assert listener_drops(port, "127.0.0.1") == _own_drops(ours) > 0  # ours, asked in ours
+    assert listener_drops(port, "127.0.0.1") == own_drops(ours) > 0  # ours, asked in ours
     assert listener_drops(port, "127.0.0.1", [pid]) == 0  # the server's, in its namespace
 
 
@@ -91,7 +66,7 @@ def test_the_evidence_keeps_the_servers_drops(two_namespaces: tuple[int, int, so
     capture = EvidenceCapture(private=False, host="127.0.0.1")
     capture.before()
     capture.listeners(port, "start", [pid])
-    _dropped_more(ours)  # during the run, by our listener: not the server's
+    dropped_more(ours)  # during the run, by our listener: not the server's
     capture.listeners(port, "end", [pid])
     evidence = capture.after(port, [])
     assert evidence["listener_drops"] == 0
@@ -114,7 +89,7 @@ def test_a_server_whose_namespace_cannot_be_read_has_no_drops_said() -> None:
     with socket.socket() as ours:
         ours.bind(("127.0.0.1", 0))
         ours.listen(1)
-        _dropped_more(ours)
+        dropped_more(ours)
         assert SETPRIV is not None
         argv = [SETPRIV, "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--", sys.executable, "-c", AS_NOBODY]
         asked = subprocess.run([*argv, str(ours.getsockname()[1]), str(os.getpid())], capture_output=True, text=True)
