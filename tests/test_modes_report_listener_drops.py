@@ -17,10 +17,15 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
+from accept_order.analysis.syn_retrans import RTO_FLOOR_US
+from accept_order.experiments.latency.besides_queueing import seen_besides_queueing
+from accept_order.experiments.latency.result import LatencyCompareResult
+from accept_order.experiments.latency.syn_note import syn_stall_notes
 from accept_order.probes.netstat import parse_netstat
 from accept_order.render.evidence import counters_text, listener_drops_said
 
@@ -125,3 +130,34 @@ def test_repeat_says_each_modes_drops_over_its_runs(tmp_path: Any) -> None:
         drops = [r["evidence"]["listener_drops"] for r in runs if r["server"]["mode"] == mode]
         said = f"{mode}: {listener_drops_said(min(drops), max(drops))} over its 2 runs"
         assert said in seen["out"].splitlines(), (said, seen["out"])
+
+
+def test_the_drops_are_named_where_no_syn_was_counted_sent_again(
+    overflowed: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
+    """An attached server in a namespace of its own counts its SYN-ACKs sent again, not the clients' SYNs (those are
+    counted where the clients are): the same run read there, TCPSynRetrans unmoved, still has its drops named."""
+    _, doc = overflowed
+    runs = LatencyCompareResult.from_dict(doc).runs
+    at_floor = [r for r in runs if r.histogram.percentile(99) >= RTO_FLOOR_US]
+    assert at_floor, "no run's p99 reached 1 s"
+    for run in at_floor:
+        counters = {k: v for k, v in run.evidence["counters"].items() if k != "TcpExtTCPSynRetrans"}
+        elsewhere = replace(run, evidence={**run.evidence, "counters": counters, "counters_pid": 1})
+        said = seen_besides_queueing(elsewhere)
+        assert any(listener_drops_said(run.evidence["listener_drops"]) in s for s in said), said
+
+
+def test_syn_ack_counts_of_the_servers_namespace_are_not_said_host_wide(
+    overflowed: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
+    """The same runs' counters as if read in an attached server's namespace (counters_pid): the SYN sentence says
+    whose they are, not 'host-wide'."""
+    _, doc = overflowed
+    runs = LatencyCompareResult.from_dict(doc).runs
+    elsewhere = [replace(r, evidence={**r.evidence, "counters_pid": 1}) for r in runs]
+    said = [note.plain for note in syn_stall_notes(elsewhere, named=True)]
+    assert said, "no run took 1 s or more while SYNs were sent again"
+    for sentence in said:
+        assert "(in the server's network namespace, other TCP traffic there included: its SYN-ACKs" in sentence
+        assert "host-wide" not in sentence, sentence

@@ -29,6 +29,8 @@ class SynStalls:
     total: int  # measurements
     resent: int  # TcpExtTCPSynRetrans's delta over the run
     private: bool  # the counter is the run's own network namespace's (else host-wide)
+    # read in an attached server's namespace, not the clients': its SYN-ACKs sent again, not the clients' SYNs
+    servers: bool = False
 
 
 def slow_count(histogram: LatencyHistogram, floor_us: int = RTO_FLOOR_US) -> int:
@@ -44,13 +46,16 @@ def syn_stalls(histogram: LatencyHistogram, evidence: Mapping[str, Any]) -> SynS
     slow = slow_count(histogram)
     if not isinstance(resent, int) or resent <= 0 or slow == 0:
         return None
-    return SynStalls(slow, histogram.count, resent, not evidence.get("shared_namespace", True))
+    servers = isinstance(evidence.get("counters_pid"), int)  # probes/evidence.py EvidenceCapture.started
+    return SynStalls(slow, histogram.count, resent, not evidence.get("shared_namespace", True), servers)
 
 
 def syn_stall_sentence(stalls: SynStalls, unit: str = "connection", who: str = "") -> str:
     """One sentence beside the tail: how many took 1 s or more, how many SYNs were sent again and whose count
     that is, and that this part of the tail is the kernel's connection set-up, not the accept mode."""
     where = "in the run's own network namespace" if stalls.private else "host-wide, other TCP traffic included"
+    if stalls.servers:
+        where = "in the server's network namespace, other TCP traffic there included: its SYN-ACKs, not the clients'"
     # fewer retransmissions than slow ones cannot account for all of them
     which, verb = (
         ("that part of the tail", "is")
@@ -62,7 +67,7 @@ def syn_stall_sentence(stalls: SynStalls, unit: str = "connection", who: str = "
         # and a server that stalls 1 s makes slow connections without a SYN sent again: the counts carry no more
         # than a may, however few they are
         verb = "may be"
-        if stalls.resent > stalls.total:  # more than the run had connections: others' among them for certain
+        if stalls.resent > stalls.total and not stalls.servers:  # more than the run had: others' among them
             where = f"host-wide, more than the run's {stalls.total:,} {unit}s: other TCP traffic's among them"
     lead = f"{who}: " if who else ""
     slow = plural(stalls.slow, unit, grouped=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ...analysis.herd import HERD_THRESHOLD, woken_per_connection
-from ...analysis.syn_retrans import RTO_FLOOR_US, syn_stalls
+from ...analysis.syn_retrans import RTO_FLOOR_US, slow_count, syn_stalls
 from ...core.models import Model
 from ...core.run_warnings import WarningKind
 from ...core.text import and_join, plural
@@ -57,32 +57,34 @@ def seen_besides_queueing(result: LatencyResult, name: Callable[[LatencyResult],
             f"{result.load.concurrency} slots (a larger -c lets them start on time)"
         )
     stalls = syn_stalls(result.histogram, result.evidence)
-    if stalls is not None and result.histogram.percentile(99) >= RTO_FLOOR_US:
-        slow = plural(stalls.slow, finished_unit(result.load))
-        if stalls.private:
-            # the p99 is at the retransmission floor and the run's own SYNs were sent again: a wait of the kernel's
-            # timer, which no CPU share explains
-            seen.append(
-                f"{label}'s p99 is among its {slow} of 1 s or more while SYNs were sent again (the kernel's 1 s "
-                "retransmission timer, not queueing)"
-            )
-            return seen
-        dropped = result.evidence.get("listener_drops")
-        if isinstance(dropped, int) and dropped > 0:
-            # the server's own listeners threw handshake packets away (probes/listeners.listener_drops, read per
-            # socket, not host-wide): the run's clients' SYNs were sent again, whatever else the host-wide count holds
-            seen.append(
-                f"{label}'s p99 is among its {slow} of 1 s or more, and {listener_drops_said(dropped)} (its accept "
-                "queue full: a client sends a dropped SYN again only after 1 s, the kernel's retransmission timer, so "
-                "that wait is the server's own overflow, not queueing)"
-            )
-        else:
-            # a host-wide count may be all others' traffic, and a server that stalls 1 s gives such a p99 without
-            # one: the timer is a may, said beside the CPU others used, not instead of it
-            seen.append(
-                f"{label}'s p99 is among its {slow} of 1 s or more while SYNs were sent again host-wide (the "
-                "kernel's 1 s retransmission timer may be part of it)"
-            )
+    at_floor = result.histogram.percentile(99) >= RTO_FLOOR_US
+    dropped = result.evidence.get("listener_drops")
+    unit = finished_unit(result.load)
+    if at_floor and stalls is not None and stalls.private:
+        # the p99 is at the retransmission floor and the run's own SYNs were sent again: a wait of the kernel's
+        # timer, which no CPU share explains
+        seen.append(
+            f"{label}'s p99 is among its {plural(stalls.slow, unit)} of 1 s or more while SYNs were sent again (the "
+            "kernel's 1 s retransmission timer, not queueing)"
+        )
+        return seen
+    if at_floor and isinstance(dropped, int) and dropped > 0:
+        # the server's own listeners threw handshake packets away (probes/listeners.listener_drops, read per socket,
+        # not host-wide): the run's clients' SYNs were sent again, whatever else a host-wide count holds, and whether
+        # or not TCPSynRetrans is read where the clients are (an attached server's namespace counts its SYN-ACKs)
+        seen.append(
+            f"{label}'s p99 is among its {plural(slow_count(result.histogram), unit)} of 1 s or more, and "
+            f"{listener_drops_said(dropped)} (its accept queue full: a client sends a dropped SYN again only after "
+            "1 s, the kernel's retransmission timer, so that wait is the server's own overflow, not queueing)"
+        )
+    elif at_floor and stalls is not None:
+        # a host-wide count may be all others' traffic, and a server that stalls 1 s gives such a p99 without one:
+        # the timer is a may, said beside the CPU others used, not instead of it
+        where = "in the server's network namespace" if stalls.servers else "host-wide"  # SYN-ACKs there
+        seen.append(
+            f"{label}'s p99 is among its {plural(stalls.slow, unit)} of 1 s or more while SYNs were sent again "
+            f"{where} (the kernel's 1 s retransmission timer may be part of it)"
+        )
     shares = result.others_cpu_share
     if shares is not None and shares[1] >= OTHERS_SEEN:
         seen.append(f"other processes used {100 * shares[1]:.0f}% of the CPUs during {label}")
