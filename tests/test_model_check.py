@@ -88,8 +88,12 @@ def test_every_mode_of_every_kind_has_a_discipline() -> None:
         ("builtin", "fd-pass", {}, ("round-robin", 1)),
         ("builtin", "fd-pass", {"policy": "least-busy"}, ("shared", 1)),
         ("node", "sched-rr", {}, ("round-robin", 1)),
-        ("nginx", "reuseport", {}, ("hash", 0)),
-        ("haproxy", "threads", {}, ("shared", 0)),
+        # a spec made without a cap takes its server's own, as the command line's does (nginx: multi_accept off;
+        # HAProxy: tune.maxaccept 4), and the model its
+        ("nginx", "reuseport", {}, ("hash", 1)),
+        ("haproxy", "threads", {}, ("shared", 4)),
+        ("nginx", "reuseport", {"accept_batch": 0}, ("hash", 0)),
+        ("haproxy", "threads", {"accept_batch": 0}, ("shared", 0)),
     ],
 )
 def test_a_modes_discipline_comes_from_its_metadata(kind: str, mode: str, changes: dict, expected: tuple) -> None:
