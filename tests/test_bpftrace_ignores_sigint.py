@@ -10,6 +10,7 @@ it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -17,6 +18,7 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -153,6 +155,29 @@ def test_observes_last_interval_keeps_the_last_reading(monkeypatch: pytest.Monke
     assert counts.why.endswith(counts.short), counts.why
 
 
+@contextlib.contextmanager
+def http_server(port: int, folder: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """Python's http.server on `port`, serving `folder`, once it answers a request (its replies name no worker);
+    ended after."""
+    argv = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(folder)]
+    server = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def answers() -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as conn:
+                conn.sendall(b"HEAD / HTTP/1.0\r\n\r\n")
+                return conn.recv(12).startswith(b"HTTP/1.0 200")
+        except OSError:
+            return False
+
+    try:
+        wait_for(answers, bool, 30.0, "http.server answering")
+        yield server
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
 @needs_root
 def test_latency_attached_says_its_counts_are_the_last_reading(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, free_port: int
@@ -160,16 +185,10 @@ def test_latency_attached_says_its_counts_are_the_last_reading(
     """`latency --attach` to a server whose replies name no worker: the kernel's count per worker stands, from the
     last reading, and the report and the result say so in the same line."""
     fake_bpftrace(monkeypatch, tmp_path, COUNTED)
-    argv = [sys.executable, "-m", "http.server", str(free_port), "--bind", "127.0.0.1", "--directory", str(tmp_path)]
-    server = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_for(lambda: answers(free_port), bool, 30.0, "http.server answering")
+    with http_server(free_port, tmp_path) as server:
         out = tmp_path / "latency.json"
         args = ["latency", "--attach", str(server.pid), "--port", str(free_port), "--protocol", "http"]
         result = run_cli([*args, "-c", "1", "--duration", "1s", "--json", str(out)], columns=400)
-    finally:
-        server.terminate()
-        server.wait(10)
     assert result.exit_code == 0, result.output
     kept = json.loads(out.read_text())["evidence"]["accept_counts"]
     assert kept["available"] and kept["counts"] == {str(server.pid): 3}, kept
@@ -179,32 +198,16 @@ def test_latency_attached_says_its_counts_are_the_last_reading(
     assert f"served per worker: accepts counted by the kernel ({SOURCE}; {said}" in report, result.output
 
 
-def answers(port: int) -> bool:
-    """Whether http.server on `port` answers a request."""
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1) as conn:
-            conn.sendall(b"HEAD / HTTP/1.0\r\n\r\n")
-            return conn.recv(12).startswith(b"HTTP/1.0 200")
-    except OSError:
-        return False
-
-
 @needs_root
 def test_observe_says_its_last_interval_is_the_last_reading(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, free_port: int
 ) -> None:
     """`observe`: the last interval closes on bpftrace's last reading, and the result's notes say so."""
     fake_bpftrace(monkeypatch, tmp_path, WATCHED)
-    argv = [sys.executable, "-m", "http.server", str(free_port), "--bind", "127.0.0.1", "--directory", str(tmp_path)]
-    server = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_for(lambda: answers(free_port), bool, 30.0, "http.server answering")
+    with http_server(free_port, tmp_path) as server:
         out = tmp_path / "observe.json"
         args = ["observe", str(server.pid), "--duration", "1s", "--interval", "0.5s", "--json", str(out)]
         result = run_cli(args, columns=400)
-    finally:
-        server.terminate()
-        server.wait(10)
     assert result.exit_code == 0, result.output
     doc = json.loads(out.read_text())
     said = "bpftrace did not run its END block within 5 s of SIGINT (it was killed): the counts are its last periodic"
