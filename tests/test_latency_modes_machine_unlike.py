@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from conftest import run_cli
-
-GOLDEN = Path(__file__).parent / "data" / "golden" / "latency-compare.json"
+from verdict_shown import GOLDEN, verdict_shown
 
 
 def _waits(run: dict[str, Any], waited: float | None) -> None:
@@ -32,7 +31,7 @@ def _verdict(
     busy: float = 1.0,
     waited: tuple[float | None, float | None] = (0.4, 0.7),
 ) -> str:
-    doc: dict[str, Any] = json.loads(GOLDEN.read_text())
+    doc: dict[str, Any] = json.loads((GOLDEN / "latency-compare.json").read_text())
     for run, share, wait in zip(doc["runs"], own, waited, strict=True):
         _waits(run, wait)
         # 10 CPU-seconds passed on the host's CPUs over the run (1,000 ticks at USER_HZ 100), `busy` of them busy
@@ -42,12 +41,7 @@ def _verdict(
         }
         for counters in run["counters"]:  # the workers' CPU: `share` of the 10 CPU-seconds, with the drivers'
             counters["cpu_s"] = 10 * share / len(run["counters"])
-    path = tmp_path / "compare.json"
-    path.write_text(json.dumps(doc))
-    result = run_cli(["show", str(path)])
-    assert result.exit_code == 0, result.output
-    out = result.stdout
-    return " ".join(out[out.index("Verdict:") :].split())  # the verdict to the end, its wrapped lines rejoined
+    return verdict_shown(doc, tmp_path)
 
 
 def test_runs_left_unlike_shares_of_a_busy_host_are_said(tmp_path: Path) -> None:
@@ -73,7 +67,7 @@ def test_alike_shares_or_a_host_not_all_busy_say_nothing(tmp_path: Path) -> None
 
 
 def test_a_sweep_says_it_of_its_caps(tmp_path: Path) -> None:
-    doc: dict[str, Any] = json.loads((GOLDEN.parent / "sweep.json").read_text())  # caps 1 and 0
+    doc: dict[str, Any] = json.loads((GOLDEN / "sweep.json").read_text())  # caps 1 and 0
     for run, share, wait in zip(doc["runs"], (0.21, 0.12), (0.4, 0.7), strict=True):
         _waits(run, wait)
         run["evidence"]["machine"] = {
@@ -82,14 +76,11 @@ def test_a_sweep_says_it_of_its_caps(tmp_path: Path) -> None:
         }
         for counters in run["counters"]:
             counters["cpu_s"] = 10 * share / len(run["counters"])
-    path = tmp_path / "sweep.json"
-    path.write_text(json.dumps(doc))
-    out = run_cli(["show", str(path)]).stdout
-    verdict = " ".join(out[out.index("Verdict:") :].split())
+    verdict = verdict_shown(doc, tmp_path)
     assert (
         "--repeat 5 says whether they differ. The machine was not alike for them: other processes used 79% of the "
         "CPUs during 1 limit and 88% during no limit, leaving the runs 21% and 12% (the host's CPUs all busy), and the "
         "load generator waited for a CPU 70% of its time during no limit against 40% during 1 limit: what parts them "
         "may be the CPU each got as much as the cap; --repeat interleaves them"
     ) in verdict, verdict
-    assert "not alike" not in run_cli(["show", str(GOLDEN.parent / "sweep.json")]).stdout
+    assert "not alike" not in run_cli(["show", str(GOLDEN / "sweep.json")]).stdout

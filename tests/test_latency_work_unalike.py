@@ -15,25 +15,19 @@ from pathlib import Path
 from typing import Any
 
 from conftest import run_cli
-
-GOLDEN = Path(__file__).parent / "data" / "golden" / "latency-compare.json"
+from verdict_shown import GOLDEN, verdict_shown
 
 
 def verdict(tmp_path: Path, work_us: int, per_request_us: tuple[float, float], kinds: tuple[str, str]) -> str:
     """The golden comparison as servers of `kinds`, given --work `work_us`, their workers' CPU `per_request_us`."""
-    doc: dict[str, Any] = json.loads(GOLDEN.read_text())
+    doc: dict[str, Any] = json.loads((GOLDEN / "latency-compare.json").read_text())
     for run, us, kind in zip(doc["runs"], per_request_us, kinds, strict=True):
         run["server"]["work_us"] = work_us
         run["server"]["server"] = kind
         served = run["summary"]["count"]
         for counters in run["counters"]:  # the workers' CPU: `us` a request, shared between them
             counters["cpu_s"] = us * served / 1e6 / len(run["counters"])
-    path = tmp_path / "compare.json"
-    path.write_text(json.dumps(doc))
-    result = run_cli(["show", str(path)])
-    assert result.exit_code == 0, result.output
-    out = result.stdout
-    return " ".join(out[out.index("Verdict:") :].split())  # the verdict to the end, its wrapped lines rejoined
+    return verdict_shown(doc, tmp_path)
 
 
 def test_runs_that_burned_unlike_work_are_said(tmp_path: Path) -> None:
@@ -58,7 +52,7 @@ def test_one_servers_modes_say_nothing(tmp_path: Path) -> None:
     assert "alike work" not in verdict(tmp_path, 1000, (590, 1050), ("builtin", "builtin"))
 
 
-REPEATED = Path(__file__).parent / "data" / "golden" / "repeat-latency.json"
+REPEATED = GOLDEN / "repeat-latency.json"
 
 
 def test_repeat_says_it_too_from_the_medians(tmp_path: Path) -> None:
