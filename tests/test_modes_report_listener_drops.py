@@ -48,22 +48,35 @@ print(json.dumps({"before": before, "after": read(), "out": ran.stdout, "err": r
 RUN = ["-w", "2", "--backlog", "4", "-n", "800", "-c", "64", "--work", "1ms", "--timeout", "5s"]
 
 
-@pytest.fixture(scope="module")
-def overflowed(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(what the child saw: the report and the namespace's counters, the saved file) of a --modes run that dropped."""
-    path = tmp_path_factory.mktemp("modes") / "result.json"
-    command = [sys.executable, "-m", "accept_order", "latency", "--modes", "epoll,reuseport", *RUN, "--json", str(path)]
+def _latency_in_a_namespace(*args: str) -> dict[str, Any]:
+    """What the child saw of `accept-order latency args` run in a network namespace of its own: its report, its
+    error output, its exit status and the namespace's counters before and after it."""
     assert UNSHARE is not None and IP is not None
+    command = [sys.executable, "-m", "accept_order", "latency", *args]
     child = subprocess.run(
         [UNSHARE, "--net", sys.executable, "-c", CHILD, IP, *command],
         capture_output=True,
         text=True,
         timeout=400,
-        env={**os.environ, "COLUMNS": "1000"},
+        env={**os.environ, "COLUMNS": "1000"},  # one line each
     )
     assert child.returncode == 0, child.stderr
-    seen = json.loads(child.stdout)
+    seen: dict[str, Any] = json.loads(child.stdout)
     assert seen["rc"] == 0, seen["err"]
+    return seen
+
+
+def _listen_drops(seen: dict[str, Any]) -> int:
+    """The namespace's ListenDrops over the command: the witness (the command's runs are its only listeners)."""
+    before, after = parse_netstat(seen["before"]), parse_netstat(seen["after"])
+    return after["TcpExtListenDrops"] - before["TcpExtListenDrops"]
+
+
+@pytest.fixture(scope="module")
+def overflowed(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(what the child saw: the report and the namespace's counters, the saved file) of a --modes run that dropped."""
+    path = tmp_path_factory.mktemp("modes") / "result.json"
+    seen = _latency_in_a_namespace("--modes", "epoll,reuseport", *RUN, "--json", str(path))
     return seen, json.loads(path.read_text())
 
 
@@ -73,8 +86,7 @@ def _drops(doc: dict[str, Any]) -> dict[str, int]:
 
 def test_the_files_drops_are_the_kernels(overflowed: tuple[dict[str, Any], dict[str, Any]]) -> None:
     seen, doc = overflowed
-    before, after = parse_netstat(seen["before"]), parse_netstat(seen["after"])
-    witness = after["TcpExtListenDrops"] - before["TcpExtListenDrops"]
+    witness = _listen_drops(seen)
     drops = _drops(doc)
     assert witness > 0, "the run did not overflow: nothing to say"
     assert witness <= sum(drops.values()) <= 2 * witness, (drops, witness)
@@ -109,22 +121,10 @@ def test_repeat_says_each_modes_drops_over_its_runs(tmp_path: Any) -> None:
     """latency --repeat said only 'Host-wide ListenOverflows +130 to +138 ... during 4 of 4 runs: not counted as a
     loss (other traffic moves them too)'; each mode's own listeners' drops are said, as the range over its runs."""
     path = tmp_path / "repeat.json"
-    command = [sys.executable, "-m", "accept_order", "latency", "--modes", "epoll,reuseport", "--repeat", "2"]
-    command += [*RUN, "-n", "200", "--json", str(path)]  # the last -n counts; no model judged here
-    assert UNSHARE is not None and IP is not None
-    child = subprocess.run(
-        [UNSHARE, "--net", sys.executable, "-c", CHILD, IP, *command],
-        capture_output=True,
-        text=True,
-        timeout=400,
-        env={**os.environ, "COLUMNS": "1000"},  # one line each
-    )
-    assert child.returncode == 0, child.stderr
-    seen = json.loads(child.stdout)
-    assert seen["rc"] == 0, seen["err"]
+    repeat = ["--modes", "epoll,reuseport", "--repeat", "2", *RUN, "-n", "200"]  # the last -n counts; no model here
+    seen = _latency_in_a_namespace(*repeat, "--json", str(path))
     runs = [run for row in json.loads(path.read_text())["rounds"] for run in row]
-    before, after = parse_netstat(seen["before"]), parse_netstat(seen["after"])
-    witness = after["TcpExtListenDrops"] - before["TcpExtListenDrops"]
+    witness = _listen_drops(seen)
     assert witness <= sum(r["evidence"]["listener_drops"] for r in runs) <= 2 * witness, witness
     for mode in ("epoll", "reuseport"):
         drops = [r["evidence"]["listener_drops"] for r in runs if r["server"]["mode"] == mode]
