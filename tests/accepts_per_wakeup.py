@@ -59,12 +59,13 @@ def counted_after_queueing(
     workers: list[int], address: tuple[str, int], queued: int, script: str, reply: bytes, timeout_s: float = 10
 ) -> str:
     """bpftrace's output of `script` over the workers let go with `queued` connections waiting for them at
-        `address` (each answered with a reply starting `reply`), queued once every thread of the workers has stopped. The
-    workers are let go whatever happens.
-        bpftrace 0.17 twice in fresh-clone CI runs did not run END within 30 s of SIGINT (the machine busy): it acts on
-        SIGINT only when the signal interrupts its epoll_wait (probes/bpftrace_readings.py), so it is sent SIGUSR1 every
-        KICK_S until END has run, as the tool's stop() does; should END still not come, the witness is taken once
-        more, afresh, and a second such bpftrace fails the test."""
+    `address` (each answered with a reply starting `reply`), queued once every thread of the workers has stopped.
+    The workers are let go whatever happens.
+
+    bpftrace 0.17 twice in fresh-clone CI runs did not run END within 30 s of SIGINT (the machine busy): it acts on
+    SIGINT only when the signal interrupts its epoll_wait (probes/bpftrace_readings.py), so it is sent SIGUSR1 every
+    KICK_S until END has run, as the tool's stop() does; should END still not come, the witness is taken once more,
+    afresh, and a second such bpftrace fails the test."""
     try:
         return _counted_once(workers, address, queued, script, reply, timeout_s)
     except pytest.fail.Exception:
@@ -141,6 +142,17 @@ def eagains_of(out: str) -> int:
     return int((re.findall(r"^@eagain: (\d+)$", out, re.MULTILINE) or ["0"])[0])
 
 
+def answers(port: int, reply: bytes) -> bool:
+    """Whether the server on 127.0.0.1:`port` answers REQUEST with a reply starting `reply`: a reply, not only a
+    handshake (a kernel's listen queue completes that before any worker runs)."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as probe:
+            probe.sendall(REQUEST)
+            return probe.recv(100).startswith(reply)
+    except OSError:
+        return False
+
+
 def started_uvicorn(tmp_path: Path, loop: str, port: int) -> tuple[subprocess.Popen[bytes], list[int]]:
     """uvicorn --workers 2 --loop `loop`, started by hand as its mode says, in a session of its own (the caller
     ends it: os.killpg), once both workers answer: (uvicorn, its workers)."""
@@ -160,15 +172,12 @@ def started_uvicorn(tmp_path: Path, loop: str, port: int) -> tuple[subprocess.Po
                 continue
         return found
 
-    def answered() -> bool:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
-                s.sendall(REQUEST)
-                return s.recv(100).startswith(b"HTTP/1.1 200")
-        except OSError:
-            return False
-
-    found = wait_for(lambda: (answered(), workers()), lambda s: s[0] and len(s[1]) == 2, 30.0, "uvicorn's 2 workers")
+    found = wait_for(
+        lambda: (answers(port, b"HTTP/1.1 200"), workers()),
+        lambda s: s[0] and len(s[1]) == 2,
+        30.0,
+        "uvicorn's 2 workers",
+    )
     return server, found[1]
 
 

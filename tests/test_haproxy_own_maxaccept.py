@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from accepts_per_wakeup import BPFTRACE, REQUEST, counted_after_queueing, program, runs_of
+from accepts_per_wakeup import BPFTRACE, answers, counted_after_queueing, program, runs_of
 from conftest import wait_for
 
 from accept_order.core.spec import ServerSpec
@@ -71,16 +71,7 @@ def test_launched_as_it_comes_it_accepts_as_haproxy_by_hand_does(tmp_path: Path)
     argv = [haproxy_binary(), "-db", "-f", str(config)]
     hand = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-
-        def answers() -> bool:  # a reply, not only a handshake: its threads poll the listener
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1) as probe:
-                    probe.sendall(REQUEST)
-                    return probe.recv(100).startswith(b"HTTP/1.")
-            except OSError:
-                return False
-
-        wait_for(answers, bool, 30.0, "HAProxy started by hand")
+        wait_for(lambda: answers(port, b"HTTP/1."), bool, 30.0, "HAProxy started by hand")  # its threads poll
         by_hand = _counted(hand.pid, port)
     finally:
         os.killpg(hand.pid, signal.SIGTERM)
