@@ -34,8 +34,8 @@ SOURCE = "counted by the kernel (bpftrace on the accept tracepoints, per thread)
 # + the freezing process's pid: the scheduling policy (none such: EINVAL) its sched_get_priority_max asks of, which
 # the program takes for 'count no more' (see AcceptWatch.freeze)
 FREEZE_POLICY = 0x40000000
-# END's time: the counts are as of about then (bpftrace detaches its probes just before END: ~0.3 s here, counting
-# some of the accepts meanwhile; it exits ~0.3 s after), or of a freeze before it (AcceptWatch.freeze)
+# END's time: the counts are as of about then (bpftrace detaches its probes before END: SIGINT to END took 0.28-0.39 s
+# here, counting some accepts meanwhile; it exits ~0.15 s after), or of a freeze before it (AcceptWatch.freeze)
 _ENDED = "accept-order ended at"
 _ENDED_LINE = re.compile(rb"^accept-order ended at (\d+)$", re.MULTILINE)
 _ENTRY = re.compile(rb"^@(ok|empty)\[(\d+), (\d+)\]: (\d+)$", re.MULTILINE)
