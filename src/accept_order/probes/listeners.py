@@ -21,9 +21,9 @@ from .netlink_diag import (
     MSG_HEAD,
     MSG_SIZE,
     MSG_TAIL,
-    NLATTR,
     SOCKID_BE,
     SOCKID_SIZE,
+    attribute_at,
     diag_messages,
     diag_request,
     open_diag_socket,
@@ -56,15 +56,8 @@ def _parse_diag_msg(payload: bytes) -> ListenerRow:
 
 def _v6only(attributes: bytes) -> bool | None:
     """IPV6_V6ONLY from the attributes after an inet_diag_msg (INET_DIAG_SKV6ONLY); None if absent."""
-    offset = 0
-    while offset + NLATTR.size <= len(attributes):
-        length, kind = NLATTR.unpack_from(attributes, offset)
-        if length < NLATTR.size:
-            return None
-        if kind == INET_DIAG_SKV6ONLY and length > NLATTR.size:
-            return attributes[offset + NLATTR.size] != 0
-        offset += (length + 3) & ~3  # RTA_ALIGN
-    return None
+    at = attribute_at(attributes, INET_DIAG_SKV6ONLY, 1)
+    return None if at is None else attributes[at] != 0
 
 
 # The memory counters of a socket (INET_DIAG_SKMEMINFO, u32 each), asked with its bit in idiag_ext; the 9th is
@@ -123,15 +116,8 @@ def _drops_here(port: int, host: str | None) -> int | None:
 
 def _drops(attributes: bytes) -> int | None:
     """sk_drops from the attributes after an inet_diag_msg (INET_DIAG_SKMEMINFO); None if absent."""
-    offset = 0
-    while offset + NLATTR.size <= len(attributes):
-        length, kind = NLATTR.unpack_from(attributes, offset)
-        if length < NLATTR.size:
-            return None
-        if kind == INET_DIAG_SKMEMINFO and length >= NLATTR.size + 4 * (SK_MEMINFO_DROPS + 1):
-            return int(struct.unpack_from("=I", attributes, offset + NLATTR.size + 4 * SK_MEMINFO_DROPS)[0])
-        offset += (length + 3) & ~3  # RTA_ALIGN
-    return None
+    at = attribute_at(attributes, INET_DIAG_SKMEMINFO, 4 * (SK_MEMINFO_DROPS + 1))
+    return None if at is None else int(struct.unpack_from("=I", attributes, at + 4 * SK_MEMINFO_DROPS)[0])
 
 
 def _dump_listeners(sock: socket.socket, family: int, port: int | None, seq: int) -> list[ListenerRow]:

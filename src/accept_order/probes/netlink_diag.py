@@ -39,6 +39,19 @@ NETLINK_TIMEOUT = 2.0  # a kernel that never answers must not hang the caller
 NO_COOKIE = 0xFFFFFFFF  # INET_DIAG_NOCOOKIE: no socket named by its cookie
 
 
+def attribute_at(data: bytes | bytearray | memoryview, kind: int, size: int, offset: int = 0) -> int | None:
+    """Where the payload of the first attribute of `kind` with at least `size` bytes of it begins, in the attributes
+    of `data` from `offset` on (after a message's fixed part); None if there is none, or the list is cut short."""
+    while offset + NLATTR.size <= len(data):
+        length, found = NLATTR.unpack_from(data, offset)
+        if length < NLATTR.size:
+            return None
+        if found == kind and length >= NLATTR.size + size:
+            return offset + NLATTR.size
+        offset += (length + 3) & ~3  # RTA_ALIGN
+    return None
+
+
 def open_diag_socket() -> socket.socket:
     """A NETLINK_SOCK_DIAG socket, bound, with NETLINK_TIMEOUT on every call; it asks about this network namespace.
     OSError where netlink cannot be asked (not Linux, a sandbox)."""

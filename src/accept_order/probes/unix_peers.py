@@ -11,7 +11,7 @@ from __future__ import annotations
 import socket
 import struct
 
-from .netlink_diag import NLATTR, diag_messages, message, open_diag_socket
+from .netlink_diag import attribute_at, diag_messages, message, open_diag_socket
 
 UDIAG_SHOW_PEER = 0x4
 UNIX_DIAG_PEER = 2
@@ -25,16 +25,9 @@ def _parse(payload: bytes, peers: dict[int, int]) -> None:
     if len(payload) < _MSG.size:
         return
     inode = _MSG.unpack_from(payload, 0)[4]
-    offset = _MSG.size
-    while offset + NLATTR.size <= len(payload):
-        length, kind = NLATTR.unpack_from(payload, offset)
-        if length < NLATTR.size:
-            break
-        if kind == UNIX_DIAG_PEER and length >= NLATTR.size + 4:
-            (peer,) = struct.unpack_from("=I", payload, offset + NLATTR.size)
-            if peer:
-                peers[inode] = peer
-        offset += (length + 3) & ~3  # RTA_ALIGN
+    at = attribute_at(payload, UNIX_DIAG_PEER, 4, _MSG.size)
+    if at is not None and (peer := struct.unpack_from("=I", payload, at)[0]):
+        peers[inode] = peer
 
 
 def unix_peers() -> dict[int, int]:
