@@ -40,9 +40,17 @@ def _random_table(rng: random.Random) -> SimpleTable:
     return table
 
 
-def _report_console(table: object, width: int, color: bool, piped: bool) -> str:
+class _AsciiStdout(io.StringIO):
+    """A stdout that cannot encode the table's rule (PYTHONIOENCODING=ascii): rich draws its box in ASCII there."""
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return "ascii"
+
+
+def _report_console(table: object, width: int, color: bool, piped: bool, ascii_only: bool = False) -> str:
     """As print_report prints it (fitted, the report's console: trimmed lines; piped: prose not wrapped)."""
-    out = io.StringIO()
+    out = _AsciiStdout() if ascii_only else io.StringIO()
     terminal = {"force_terminal": True, "color_system": "truecolor"} if color else {"force_terminal": False}
     console = ReportConsole(piped, file=out, width=width, **terminal)  # type: ignore[arg-type]
     console.print(fitted(Group(Text("before"), table, Text("after"))), crop=False)  # type: ignore[arg-type]
@@ -97,3 +105,20 @@ def test_a_table_that_fits_is_written_without_richs_table() -> None:
     narrow = _report_console(table, 40, color=False, piped=True)
     assert table._table is not None
     assert narrow.count(" worker ") >= 2  # stacked in parts, each repeating the key column
+
+
+def test_an_ascii_stdout_gets_the_table_rich_draws_in_ascii() -> None:
+    """PYTHONIOENCODING=ascii (or a Latin-1 terminal): rich substitutes an ASCII box for SIMPLE_HEAD ('|', '+',
+    '-' rules), which the direct path does not draw: there it is rich's Table, byte for byte."""
+    counters = [_counters(0, 1234567), _counters(1, 89)]
+    rows = [{"queue": 0, "backlog": 511, "address": "::1", "port": 8080, "inode": 4242}]
+    for table in (worker_table(counters, [6, 0]), worker_table(counters, None, title="epoll", detail=True)):
+        for width in WIDTHS:
+            for color in (False, True):
+                ours = _report_console(table, width, color, piped=False, ascii_only=True)
+                assert ours == _report_console(table.table(), width, color, piped=False, ascii_only=True)
+                assert "\u2500" not in ours  # SIMPLE_HEAD's rule, which an ASCII stdout cannot print
+    listeners = listener_table(rows, title="listeners (start)")
+    assert _report_console(listeners, 120, False, piped=True, ascii_only=True) == _report_console(
+        listeners.table(), 120, False, piped=True, ascii_only=True
+    )
