@@ -23,11 +23,10 @@ import shutil
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 
 import pytest
 from conftest import wait_for
-from test_observe_close_budget import _announced, _close, _connect
+from test_observe_close_budget import _announced, _close, _connect, listener  # noqa: F401 (a fixture)
 
 from accept_order.probes import tcp_destroy
 from accept_order.probes.accept_watch import AcceptWatch
@@ -49,15 +48,10 @@ while True:
 """
 
 
-@pytest.fixture
-def listener() -> Iterator[socket.socket]:
-    with socket.socket() as listening:
-        listening.bind(("127.0.0.1", 0))
-        listening.listen(128)
-        yield listening
-
-
-def test_held_reads_the_closes_the_reader_left_queued(listener: socket.socket, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_held_reads_the_closes_the_reader_left_queued(
+    listener: socket.socket,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The reader reads one close, then waits past the test's end (its pace made an hour); 20 more closes are queued
     for it (the witness, a second watch, has read them: the kernel hands each one to both). held() reads them: each
     one no look knows is counted, as observe's settle counts the closes of its window."""
