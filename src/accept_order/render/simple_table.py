@@ -1,16 +1,17 @@
 """The reports' plain tables (the per-worker table, ss's listeners) printed as rich prints them, without rich's Table.
 
-Every report shows at least one small table of one-line cells in one style: rich's SIMPLE_HEAD box, no padding
-at the edges, collapsed padding between columns, a header, each column justified left or right. rich lays out
-such a table by measuring, padding, wrapping and cropping each cell as a renderable of its own: in `run --mode
-epoll`, 25 M of its 444 M instructions (callgrind) for a 4-line table, and rich.table's import (with fractions
-and decimal) 21 M more (issue 30). When the table fits the width it is printed at, no cell wraps and each column
-is as wide as its widest cell: a `SimpleTable` then writes the lines itself, segment for segment as rich's Table
-would (the same text, and the same styles on a terminal: the header's, the title's). Where it would not (too
-wide, a cell with a control character or a line break, a title wider than the table, an ASCII-only or legacy
-Windows console, a console other than the report's), it is rich's Table after all, fitted (render/fit.py) as
-before, built when first needed. tests/test_simple_table.py compares the two, byte for byte, at several widths,
-piped and on a terminal."""
+The per-worker table (run's, serve's, herd's and latency's reports) is a small table of one-line cells in one
+style, as ss's listener table is: rich's SIMPLE_HEAD box, no padding at the edges, collapsed padding between
+columns, a header, each column justified left or right. rich lays out such a table by measuring, padding, wrapping
+and cropping each cell as a renderable of its own: in `run --mode epoll`, 25 M of its 444 M instructions
+(callgrind) for a 4-line table, and rich.table's import (with fractions and decimal) 21 M more (issue 30). When
+the table fits the width it is printed at, no cell wraps and each column is as wide as its widest cell: a
+`SimpleTable` then writes the lines itself, segment for segment as rich's Table would (the same text, and the same
+styles on a terminal: the header's, the title's). Where it would not (too wide, a cell with a control character, a
+line break or a space at an end, a title wider than the table, an ASCII-only or legacy Windows console, a console
+other than the report's), it is rich's Table after all, fitted (render/fit.py) as before, built when first needed.
+tests/test_simple_table.py compares the two, byte for byte, at several widths, piped, on a terminal and on an
+ASCII stdout."""
 
 from __future__ import annotations
 
