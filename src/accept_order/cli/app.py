@@ -216,7 +216,8 @@ def started() -> None:
 def modules_held() -> Iterator[None]:
     """The modules a command imports in its body (there, not with the command, so that --help does not): made
     with the collector held and frozen, as start-up's are (a run's were 16 passes, ~6 M instructions of its 379 M,
-    issue 30). As it is where start-up froze nothing (click's test runner, an API caller: nothing is frozen there)."""
+    issue 30). Where start-up froze nothing (click's test runner, an API caller), the collector is left as it is
+    and nothing is frozen."""
     if not _FROZEN or not gc.isenabled():
         yield
         return
