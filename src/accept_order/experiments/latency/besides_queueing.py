@@ -60,7 +60,19 @@ def seen_besides_queueing(result: LatencyResult, name: Callable[[LatencyResult],
     at_floor = result.histogram.percentile(99) >= RTO_FLOOR_US
     dropped = result.evidence.get("listener_drops")
     unit = finished_unit(result.load)
-    if at_floor and stalls is not None and stalls.private:
+    if at_floor and isinstance(dropped, int) and dropped > 0:
+        # the server's own listeners threw handshake packets away (probes/listeners.listener_drops, read per socket,
+        # not host-wide): the run's clients' SYNs were sent again, whatever else a host-wide count holds, whether or
+        # not TCPSynRetrans is read where the clients are (an attached server's namespace counts its SYN-ACKs), and
+        # in a namespace of the run's own too, where they are the cause its SYNs were sent again
+        seen.append(
+            f"{label}'s p99 is among its {plural(slow_count(result.histogram), unit)} of 1 s or more, and "
+            f"{listener_drops_said(dropped)} (its accept queue full: a client sends a dropped SYN again only after "
+            "1 s, the kernel's retransmission timer, so that wait is the server's own overflow, not queueing)"
+        )
+        if stalls is not None and stalls.private:
+            return seen  # the run's own SYNs sent again: a wait no CPU share explains
+    elif at_floor and stalls is not None and stalls.private:
         # the p99 is at the retransmission floor and the run's own SYNs were sent again: a wait of the kernel's
         # timer, which no CPU share explains
         seen.append(
@@ -68,15 +80,6 @@ def seen_besides_queueing(result: LatencyResult, name: Callable[[LatencyResult],
             "kernel's 1 s retransmission timer, not queueing)"
         )
         return seen
-    if at_floor and isinstance(dropped, int) and dropped > 0:
-        # the server's own listeners threw handshake packets away (probes/listeners.listener_drops, read per socket,
-        # not host-wide): the run's clients' SYNs were sent again, whatever else a host-wide count holds, and whether
-        # or not TCPSynRetrans is read where the clients are (an attached server's namespace counts its SYN-ACKs)
-        seen.append(
-            f"{label}'s p99 is among its {plural(slow_count(result.histogram), unit)} of 1 s or more, and "
-            f"{listener_drops_said(dropped)} (its accept queue full: a client sends a dropped SYN again only after "
-            "1 s, the kernel's retransmission timer, so that wait is the server's own overflow, not queueing)"
-        )
     elif at_floor and stalls is not None:
         # a host-wide count may be all others' traffic, and a server that stalls 1 s gives such a p99 without one:
         # the timer is a may, said beside the CPU others used, not instead of it
