@@ -122,18 +122,23 @@ def test_an_attached_servers_counters_are_its_namespaces(
 
 
 def test_unread_counters_are_said_and_ours_not_shown(server_elsewhere: tuple[int, str, int]) -> None:
-    pid, _, _ = server_elsewhere
+    pid, _, port = server_elsewhere
 
     def refused(of: int) -> dict[str, int]:
         raise PermissionError(13, f"/proc/{of}/net/netstat: Permission denied")
 
-    capture = EvidenceCapture(read_counters_of=refused, read_drops=lambda port, host, pids: None)
+    drops = iter([3, 10])  # its listeners' sk_drops at start and end, read over netlink in its namespace
+    capture = EvidenceCapture(
+        read_counters_of=refused, read_drops=lambda port, host, pids: next(drops), list_listeners=lambda port, pids: []
+    )
     capture.before()  # ours: a launched server's would be these
-    capture.started(0, [pid])
-    evidence = capture.after()
+    capture.started(port, [pid])
+    evidence = capture.after(port)
     assert evidence["counters"] == {} and not evidence["counters_available"], evidence
     said = counters_text(evidence).plain
     assert "not read in the server's network namespace" in said and "Permission denied" in said, said
+    # the listeners' own drops are read all the same: the line a report of several runs gives for them says them
+    assert "the server's listeners dropped 7 handshake packets" in said, said
 
 
 CHILD = """

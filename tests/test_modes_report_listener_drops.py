@@ -103,8 +103,9 @@ def test_each_run_that_dropped_has_its_counters_line(overflowed: tuple[dict[str,
         label, evidence = run["server"]["mode"], run["evidence"]
         said = [line.strip() for line in lines if line.strip().startswith(f"{label}: kernel counters: ")]
         assert said == [counters_text(evidence, f"{label}: kernel counters").plain.strip()], (label, lines)
-        if evidence["shared_namespace"]:  # a namespace the tool tells is private makes its overflows the run's
-            assert listener_drops_said(evidence["listener_drops"]) in said[0], said
+        # the namespace is the run's own (declared: _latency_in_a_namespace), and its line says the drops as well
+        assert "(private network namespace" in said[0], said
+        assert listener_drops_said(evidence["listener_drops"]) in said[0], said
 
 
 def _tail_at_1s(run: LatencyResult, shared: bool) -> LatencyResult:

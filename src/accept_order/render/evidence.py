@@ -122,9 +122,13 @@ def counters_text(evidence: Mapping[str, Any], label: str = "kernel counters") -
     unmerged = evidence.get("counters_unmerged")
     if isinstance(unmerged, str):  # results/merge.py: one file's would read as the whole load's
         return Text(f"  {label}: not added for the merged load: {unmerged}", style="dim")
+    dropped = evidence.get("listener_drops")  # read per listener (netlink), whoever's counters are not
     unread = evidence.get("counters_unread")
     if isinstance(unread, str):  # an attached server in another namespace: ours would be some other traffic's
-        return Text(f"  {label}: not read in the server's network namespace, and this tool's are not its: {unread}")
+        own = f" ({listener_drops_said(dropped)})" if isinstance(dropped, int) and dropped > 0 else ""
+        return Text(
+            f"  {label}: not read in the server's network namespace, and this tool's are not its: {unread}{own}"
+        )
     if not evidence.get("counters_available", False):
         return Text(f"  {label}: not available (no /proc/net/netstat)", style="dim")
     counters: Mapping[str, int] = evidence.get("counters", {})
@@ -138,6 +142,10 @@ def counters_text(evidence: Mapping[str, Any], label: str = "kernel counters") -
     else:
         watched = len(evidence.get("counters_watched", []))
         text.append(f"none of {watched} drop/overflow counters moved")
+    # beside a listen counter, how many were the server's own listeners' (a shared one's may be others'; a private
+    # one's are the run's, and a report of several runs gives its line for them: probes/listeners.listener_drops)
+    listen = bool(LISTEN_COUNTERS & counters.keys())
+    own = f"; {listener_drops_said(dropped)}" if isinstance(dropped, int) and listen else ""
     hosts = evidence.get("counters_hosts")
     if isinstance(hosts, list) and len(hosts) > 1:  # merged files from several hosts: each one's, added
         where = f"added over {len(hosts)} hosts' {'shared' if shared else 'private'} network namespaces: "
@@ -147,15 +155,12 @@ def counters_text(evidence: Mapping[str, Any], label: str = "kernel counters") -
         else:  # every file's namespace its run's own: nothing else moved them
             text.append(f" ({where}; these runs' traffic only)", style="dim")
     elif shared:
-        dropped = evidence.get("listener_drops")
-        listen = bool(LISTEN_COUNTERS & counters.keys())  # theirs or ours
-        own = f"; {listener_drops_said(dropped)}" if isinstance(dropped, int) and listen else ""
         pid = evidence.get("counters_pid")
         where = SHARED_SHORT if not isinstance(pid, int) else server_namespace_short(pid)
         text.append(f" ({where}{own})", style="yellow")
     else:
         why = evidence.get("netns", {}).get("why")
-        text.append(f" ({PRIVATE_SHORT}{'; ' + why if why else ''})", style="dim")
+        text.append(f" ({PRIVATE_SHORT}{'; ' + why if why else ''}{own})", style="dim")
     return text
 
 
