@@ -7,7 +7,9 @@ nginx (2 workers, keepalive_requests 100) under `wrk -t1 -c8`, observed 6 s whil
 
 - bpftrace, stopped by SIGINT, detaches its probes before its END block (~0.3 s here) and counts some accepts
   meanwhile; the load's last look came after its exit. AcceptWatch.freeze now ends the count at a call observe makes
-  right before that look (an unknown policy's sched_get_priority_max, which the program takes for its flag).
+  right before that look (an unknown policy's sched_get_priority_max, which the program takes for its flag), and
+  begin() starts it right before the first look (the probes attach 2-10 ms before it: an accept between, counted and
+  seen open at the first look, read as a connection no look saw).
 - the reader of the close announcements reads in batches (tcp_destroy.PACE_S apart), so at the end the closes of its
   last ~50 ms were queued, read by no one: with the freeze alone, 5 runs read 10 to 67 fewer closes than connections.
   DestroyWatch.held() stops the reader and reads what is queued.
@@ -75,11 +77,11 @@ def test_held_reads_the_closes_the_reader_left_queued(
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("bpftrace") is None, reason="bpftrace runs as root only")
-def test_no_accept_is_counted_after_the_freeze() -> None:
-    """3 connections accepted, the count frozen, 4 more accepted: the server's own lines say 7, the count 3, and it
-    counts up to the freeze (`ended`), not to bpftrace's END."""
+def test_only_the_accepts_between_begin_and_freeze_are_counted() -> None:
+    """A gated watch (observe's): 2 connections accepted before begin(), 3 between it and freeze(), 4 after: the
+    server's own lines say 9, the count 3, and it counts up to the freeze (`ended`), not to bpftrace's END."""
     server = subprocess.Popen([sys.executable, "-c", SERVER], stdout=subprocess.PIPE, text=True)
-    watch = AcceptWatch([server.pid])
+    watch = AcceptWatch([server.pid], gated=True)
     clients: list[socket.socket] = []
     try:
         assert server.stdout is not None
@@ -92,6 +94,8 @@ def test_no_accept_is_counted_after_the_freeze() -> None:
                 clients.append(socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT_S))
                 assert server.stdout is not None and server.stdout.readline() == "accepted\n"
 
+        accepted(2)
+        watch.begin()
         accepted(3)
         watch.freeze()
         accepted(4)

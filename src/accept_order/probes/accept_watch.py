@@ -31,9 +31,9 @@ from .bpftrace_readings import ReadingClock, reading_probe
 EAGAIN = 11
 PRINT_MS = 200  # how stale a running total may be; a print of a few keys costs bpftrace microseconds
 SOURCE = "counted by the kernel (bpftrace on the accept tracepoints, per thread)"
-# + the freezing process's pid: the scheduling policy (none such: EINVAL) its sched_get_priority_max asks of, which
-# the program takes for 'count no more' (see AcceptWatch.freeze)
-FREEZE_POLICY = 0x40000000
+# + the marking process's pid (at most 2^22): the scheduling policies (none such: EINVAL) its sched_get_priority_max
+# asks of, which the program takes for 'count from now' and 'count no more' (AcceptWatch.begin and freeze)
+BEGIN_POLICY, FREEZE_POLICY = 0x20000000, 0x40000000
 # END's time: the counts are as of about then (bpftrace detaches its probes before END: SIGINT to END took 0.28-0.39 s
 # here, counting some accepts meanwhile; it exits ~0.15 s after), or of a freeze before it (AcceptWatch.freeze)
 _ENDED = "accept-order ended at"
@@ -46,9 +46,10 @@ Key = tuple[int, int]  # (pid, tid)
 
 @dataclass(frozen=True)
 class ThreadCounts:
-    """Running totals since the probes attached: accepts that returned a socket, and accepts that came
-    back empty (EAGAIN), per (pid, tid); `on`: those that returned a socket by the descriptor they were asked
-    of, per (pid, tid, fd + 1): 0 where the call began before the probes attached (its descriptor unseen)."""
+    """Running totals since the probes attached (a gated watch: since begin()): accepts that returned a socket,
+    and accepts that came back empty (EAGAIN), per (pid, tid); `on`: those that returned a socket by the descriptor
+    they were asked of, per (pid, tid, fd + 1): 0 where the call began before the probes attached (its descriptor
+    unseen)."""
 
     accepted: dict[Key, int] = field(default_factory=dict)
     empty: dict[Key, int] = field(default_factory=dict)
@@ -64,9 +65,12 @@ class ThreadCounts:
         )
 
 
-def watch_program(pids: Sequence[int], threads: frozenset[int] = frozenset(), freezer: int | None = None) -> str:
+def watch_program(
+    pids: Sequence[int], threads: frozenset[int] = frozenset(), marker: int | None = None, gated: bool = False
+) -> str:
     """Count per (pid, tid) what accept returned, print the totals every PRINT_MS and at END; from the moment
-    process `freezer` asks sched_get_priority_max of FREEZE_POLICY + its pid, count no more (AcceptWatch.freeze).
+    process `marker` asks sched_get_priority_max of FREEZE_POLICY + its pid, count no more (AcceptWatch.freeze),
+    and, `gated`, nothing before it asks of BEGIN_POLICY + its pid (AcceptWatch.begin).
 
     The pid filter (the thread-group id: every thread of a worker passes) is in the predicate, as in
     accepts.program, so that no other process reaches the maps; a worker among `threads` is a thread, passed by
@@ -74,17 +78,19 @@ def watch_program(pids: Sequence[int], threads: frozenset[int] = frozenset(), fr
     a thread may accept on a socket of its own beside the listener (a metrics port's)."""
     pred = accepted_by(pids, f"(args->ret >= 0 || args->ret == -{EAGAIN})", threads=threads)
     dump = "print(@ok); print(@empty); print(@on);"
-    freeze = frozen = clear = ""
-    if freezer is not None:  # the flag freeze() sets; no accept is counted once it is
-        policy = FREEZE_POLICY + freezer
-        freeze = f"tracepoint:syscalls:sys_enter_sched_get_priority_max /args->policy == {policy}/ {{ @frozen = 1; }}\n"
-        frozen, clear = " && @frozen == 0", " clear(@frozen);"
+    marks = counting = clear = ""
+    mark = "tracepoint:syscalls:sys_enter_sched_get_priority_max /args->policy == {}/ {{ @{} = 1; }}\n"
+    if marker is not None:  # the flags begin() and freeze() set: accepts are counted between the two
+        marks, counting, clear = mark.format(FREEZE_POLICY + marker, "frozen"), " && @frozen == 0", " clear(@frozen);"
+        if gated:
+            marks += mark.format(BEGIN_POLICY + marker, "begun")
+            counting, clear = f" && @begun == 1{counting}", f"{clear} clear(@begun);"
     return (
-        freeze + "tracepoint:syscalls:sys_enter_accept4, tracepoint:syscalls:sys_enter_accept\n"
+        marks + "tracepoint:syscalls:sys_enter_accept4, tracepoint:syscalls:sys_enter_accept\n"
         f"/{accepted_by(pids, 'args->fd >= 0', threads=threads)}/\n"
         "{ @fd[tid] = args->fd + 1; }\n"
         "tracepoint:syscalls:sys_exit_accept4, tracepoint:syscalls:sys_exit_accept\n"
-        f"/{pred}{frozen}/\n"
+        f"/{pred}{counting}/\n"
         "{ if (args->ret >= 0) { @ok[pid, tid] = count(); @on[pid, tid, @fd[tid]] = count(); }"
         " else { @empty[pid, tid] = count(); } delete(@fd[tid]); }\n"
         f"{reading_probe(PRINT_MS, dump)}"
@@ -97,8 +103,9 @@ def watch_program(pids: Sequence[int], threads: frozenset[int] = frozenset(), fr
 class AcceptWatch(AcceptCounter):
     """bpftrace as a child, counting the accepts of `pids` per thread (see the module doc)."""
 
-    def __init__(self, pids: Sequence[int]) -> None:
+    def __init__(self, pids: Sequence[int], gated: bool = False) -> None:
         super().__init__(pids)
+        self.gated = gated  # nothing is counted before begin()
         self._accepted: dict[Key, int] = {}
         self._empty: dict[Key, int] = {}
         self._on: dict[tuple[int, int, int], int] = {}
@@ -117,20 +124,23 @@ class AcceptWatch(AcceptCounter):
         return self._clock.at, {pid: totals.of(pid)[0] for pid in self.pids or ()}
 
     def program(self) -> str:
-        return watch_program(self.pids or (), self.threads, os.getpid())
+        return watch_program(self.pids or (), self.threads, os.getpid(), self.gated)
+
+    def begin(self) -> None:
+        """Count from now on (a gated watch counts nothing before): observe's first look at the load comes right
+        after, so that an accept between the probes' attaching and that look (2-10 ms here), counted by the accepts
+        and seen open by the look, is not also taken for a connection that opened and closed unseen."""
+        if self.attached:
+            _mark(BEGIN_POLICY)
 
     def freeze(self) -> None:
         """Count no accept from now on, bpftrace running on: the program takes this call for its flag. Stopped by
         SIGINT, bpftrace detaches its probes before its END block (~0.3 s here) and counts some accepts meanwhile,
         so that a reading taken at END (observe's last look at the load) would count connections the accepts did
         not, and one taken at SIGINT connections they did: after this, a look ends where the count did."""
-        if not self.attached:
-            return
-        try:
-            os.sched_get_priority_max(FREEZE_POLICY + os.getpid())  # no such policy: EINVAL, once the probe has run
-        except OSError:
-            pass
-        self.frozen_at = time.monotonic()
+        if self.attached:
+            _mark(FREEZE_POLICY)
+            self.frozen_at = time.monotonic()
 
     def totals(self) -> ThreadCounts:
         """The running totals as bpftrace last printed them (at most PRINT_MS old); never waits."""
@@ -170,3 +180,11 @@ class AcceptWatch(AcceptCounter):
             # finds the END block's framing in what it reads after this.
             del self._out[:end]
         return ThreadCounts(dict(self._accepted), dict(self._empty), dict(self._on))
+
+
+def _mark(policy: int) -> None:
+    """The call a watch's program takes for a flag (see watch_program): no such policy, EINVAL, once its probe ran."""
+    try:
+        os.sched_get_priority_max(policy + os.getpid())
+    except OSError:
+        pass

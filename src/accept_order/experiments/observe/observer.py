@@ -47,10 +47,10 @@ class Observer:
         # fd-pass: the workers never accept (the acceptor does, and passes each connection on): the connections
         # are counted where they are held, in each worker's fd table
         passed = watched.acceptor is not None
-        self.watch = AcceptWatch(watched.workers) if trace and not passed else None
+        self.watch = AcceptWatch(watched.workers, gated=True) if trace and not passed else None
         self.why = "--no-trace" if not trace else FED.format(acceptor=watched.acceptor) if passed else ""
         # fd-pass: the acceptor's accepts, counted apart (they are every connection's, and no worker's)
-        self.acceptor_watch = AcceptWatch([watched.acceptor]) if trace and watched.acceptor is not None else None
+        self.acceptor_watch = AcceptWatch([watched.acceptor], gated=True) if trace and watched.acceptor else None
         self.queue = QueueSampler(watched)
         self.every_s = SAMPLE_EVERY_S  # the listen queue's pace
         self.hold_every_s = SAMPLE_EVERY_S  # untraced: the pace of looking for who holds what
@@ -93,6 +93,9 @@ class Observer:
         self._last_empty = [0] * len(units)
         self._counters = counters(self.watched.netns_pid)
         self.load.open_closes()  # before the first look: every close after it is announced
+        for watch in (self.watch, self.acceptor_watch):
+            if watch is not None:
+                watch.begin()  # the accepts counted from here, where the load's first look starts (run.py freezes)
         self.load.sample()  # where each open connection's counts start
         self.started = self._last_tick = time.monotonic()
         # inspect reads every worker's fd table a few times (a second on a busy machine): asked beside the
