@@ -31,6 +31,7 @@ from ..core.load_summary import LoadSummary
 from .envelope import FileKind
 from .merge_differs import differs
 from .merge_listeners import add_listener_drops
+from .merge_namespaces import counters_apart
 from .merge_overlap import shared_start, starts
 from .merge_rows import keep_numbering, placement, realigned, unfixed, widen
 
@@ -266,13 +267,17 @@ def _add_kernel_counters(into: dict[str, Any], run: Mapping[str, Any], hosts: tu
     file from before them, a host without /proc/net/netstat), none are kept and `counters_unmerged` says why:
     one file's 'none of 8 moved' read as the whole load's. Files from different hosts (environment.hostname)
     add each host's namespace's counters: `counters_hosts` names them, which the render says instead of
-    'this host'; shared_namespace holds where any file's namespace was shared."""
+    'this host'; shared_namespace holds where any file's namespace was shared. One host's read in two namespaces
+    (an attached server's and the tool's: merge_namespaces) are none kept either."""
     mine, theirs = _has_counters(into), _has_counters(run)
-    if not mine or not theirs:
+    apart = counters_apart(into, run) if mine and theirs and hosts[0] == hosts[1] else None
+    if not mine or not theirs or apart:
         for key in ("counters", "counters_watched"):
             into.pop(key, None)
         if mine or theirs:  # in neither: 'not available', as each file said
-            into["counters_unmerged"] = "not in every merged file (one from before them, or a host without them)"
+            into["counters_unmerged"] = (
+                apart or "not in every merged file (one from before them, or a host without them)"
+            )
         into["counters_available"] = False
         return
     added = Counter(into["counters"]) + Counter(run["counters"])
