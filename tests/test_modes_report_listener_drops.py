@@ -152,7 +152,7 @@ def test_repeat_says_each_modes_drops_over_its_runs(tmp_path: Any) -> None:
     assert witness <= sum(r["evidence"]["listener_drops"] for r in runs) <= 2 * witness, witness
     for mode in ("epoll", "reuseport"):
         drops = [r["evidence"]["listener_drops"] for r in runs if r["server"]["mode"] == mode]
-        said = f"{mode}: {listener_drops_said(min(drops), max(drops))} over its 2 runs"
+        said = f"{mode}: {listener_drops_said(min(drops), max(drops))} in each of its 2 runs"
         assert said in seen["out"].splitlines(), (said, seen["out"])
 
 

@@ -87,14 +87,20 @@ def host_wide_text(rounds: Rounds) -> Text | None:
 
 
 def listener_drops_lines(repeated: Repeated, rounds: Rounds) -> list[Text]:
-    """Per variant whose server's own listeners dropped handshake packets in some run, the range over the runs that
-    read them, in one run's words (render/evidence.listener_drops_said): a host-wide count says nothing of whose."""
+    """Per variant whose server's own listeners dropped handshake packets in some run, the range of one run's count
+    over the runs that read them, in one run's words (render/evidence.listener_drops_said): a host-wide count says
+    nothing of whose. 'in each of its 2 runs', not 'over its 2 runs', which read 135 in each as 135 in all."""
     lines = []
     for label, runs in by_variant(repeated, rounds).items():
         counts = [n for r in runs if isinstance(n := r.evidence.get("listener_drops"), int)]
         if counts and max(counts) > 0:
-            over = f"over its {len(runs)} runs" if len(counts) == len(runs) else f"in {len(counts)} of its {len(runs)}"
-            lines.append(Text(f"{label}: {listener_drops_said(min(counts), max(counts))} {over}", style="yellow"))
+            said, ran, read = listener_drops_said(min(counts), max(counts)), len(runs), len(counts)
+            if read == ran:
+                where = "in its one run" if ran == 1 else f"in each of its {ran} runs"
+            else:
+                where = f"in the one of its {ran} runs" if read == 1 else f"in each of the {read} of its {ran} runs"
+                where += " that read them"
+            lines.append(Text(f"{label}: {said} {where}", style="yellow"))
     return lines
 
 
