@@ -136,10 +136,22 @@ class Observer:
         pairs = [totals.of(u.pid, u.tid) for u in self.watched.units]
         return [a for a, _ in pairs], [e for _, e in pairs]
 
-    def tick(self, totals: ThreadCounts | None = None, last: bool = False, at: float | None = None) -> None:
+    def usage(self) -> list[Usage | None]:
+        """Every worker's CPU and context switches now, all its threads' (the last tick's, read where the window
+        ends: run.py's end)."""
+        return self._usage.read(self.watched.units, every=True)
+
+    def tick(
+        self,
+        totals: ThreadCounts | None = None,
+        last: bool = False,
+        at: float | None = None,
+        usage_at: list[Usage | None] | None = None,
+    ) -> None:
         """Close the current interval: read every counter and append what moved since the last one. The
         `last` one, when much shorter than an interval, is added to the one before (a rate over a few
-        milliseconds would say nothing). `at`: when the totals were counted up to, if not now."""
+        milliseconds would say nothing). `at`: when the totals were counted up to, if not now; `usage_at`: the
+        workers' usage read then (usage()), if not read now."""
         now = time.monotonic() if at is None else min(at, time.monotonic())
         span = now - self._last_tick
         if totals is None and self.watch is not None:
@@ -149,7 +161,7 @@ class Observer:
         if not self.queue.pending:
             self.sample()  # and the queue: every interval says how deep it was
         counts, empty = self._counts(totals)
-        cpu, now_used = [], self._usage.read(self.watched.units, every=last)
+        cpu, now_used = [], self._usage.read(self.watched.units, every=last) if usage_at is None else usage_at
         for index, unit in enumerate(self.watched.units):
             used = now_used[index]
             before = self._last_usage[index]

@@ -132,6 +132,9 @@ def _finish(observer: Observer, interrupted: bool = False) -> ObserveResult:
             # keepalive_requests 100 read '1,386 of 1,457 connections opened and closed between two samples' in
             # one line and '1,492 connections opened and closed between two looks' in another
             watch.freeze()
+    # the workers' CPU and sleeps where the window ends too, not after bpftrace's stop (0.5-1 s more, counted into
+    # the sleeps per data segment the window's segments are divided into)
+    used, read_at = observer.usage(), time.monotonic()
     observer.sample_load()  # what the connections carried up to the end
     observer.load.settle()  # and to the close, of those gone from that last look
     if observer.watch is not None:
@@ -142,7 +145,8 @@ def _finish(observer: Observer, interrupted: bool = False) -> ObserveResult:
         notes += ([counts.short] if counts.short else []) + observer.watched.left_out(totals)  # short: END never came
     if observer.acceptor_watch is not None and (fed := observer.acceptor_watch.finish()[1]).short:  # END never came
         notes.append(f"pid {observer.watched.acceptor}'s count of its accepts: {fed.short}")  # as watch_source reads it
-    observer.tick(totals, last=True, at=observer.watch.ended if observer.watch is not None else None)
+    ended = observer.watch.ended if observer.watch is not None else None
+    observer.tick(totals, last=True, at=read_at if ended is None else ended, usage_at=used)
     if observer.reading is not None:
         observer.mechanism = observer.reading.answer()
     watched = observer.watched
