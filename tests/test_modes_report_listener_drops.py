@@ -177,9 +177,14 @@ def test_syn_ack_counts_of_the_servers_namespace_are_not_said_host_wide(
     whose they are, not 'host-wide'."""
     _, doc = overflowed
     runs = LatencyCompareResult.from_dict(doc).runs
-    elsewhere = [replace(r, evidence={**r.evidence, "counters_pid": 1}) for r in runs]
+    elsewhere = [replace(r, evidence={**r.evidence, "counters_pid": 1, "shared_namespace": True}) for r in runs]
     said = [note.plain for note in syn_stall_notes(elsewhere, named=True)]
     assert said, "no run took 1 s or more while SYNs were sent again"
     for sentence in said:
         assert "(in the server's network namespace, other TCP traffic there included: its SYN-ACKs" in sentence
         assert "host-wide" not in sentence, sentence
+    # and the model's note, where the server's listeners dropped none: SYN-ACKs sent again there, not 'SYNs' alone
+    for run in (_tail_at_1s(r, shared=True) for r in runs):
+        elsewhere = replace(run, evidence={**run.evidence, "counters_pid": 1, "listener_drops": 0})
+        said = [s for s in seen_besides_queueing(elsewhere) if "p99 is among its" in s]
+        assert len(said) == 1 and "while SYNs or SYN-ACKs were sent again in the server's network namespace" in said[0]

@@ -83,10 +83,11 @@ def seen_besides_queueing(result: LatencyResult, name: Callable[[LatencyResult],
     elif at_floor and stalls is not None:
         # a host-wide count may be all others' traffic, and a server that stalls 1 s gives such a p99 without one:
         # the timer is a may, said beside the CPU others used, not instead of it
-        where = "in the server's network namespace" if stalls.servers else "host-wide"  # SYN-ACKs there
+        # an attached server's namespace counts the SYN-ACKs it sent again (the clients' SYNs are counted in theirs)
+        what = "SYNs or SYN-ACKs were sent again in the server's network namespace" if stalls.servers else ""
         seen.append(
-            f"{label}'s p99 is among its {plural(stalls.slow, unit)} of 1 s or more while SYNs were sent again "
-            f"{where} (the kernel's 1 s retransmission timer may be part of it)"
+            f"{label}'s p99 is among its {plural(stalls.slow, unit)} of 1 s or more while "
+            f"{what or 'SYNs were sent again host-wide'} (the kernel's 1 s retransmission timer may be part of it)"
         )
     shares = result.others_cpu_share
     if shares is not None and shares[1] >= OTHERS_SEEN:
