@@ -266,6 +266,11 @@ class ServerKind:
         lock set there, not known, leaves busy workers looking like a herd); None: nothing to say."""
         return None
 
+    def handed_on(self, threaded: bool, listeners: int, workers: int) -> str | None:
+        """The handoff note where this kind's threads, sharing a listener, hand what they accept on (observe's
+        note and verdict); None where they cannot: processes, or a listener per thread (HAProxy's shards)."""
+        return self.handoff if threaded and listeners < workers else None
+
     def missing(self) -> str | None:
         """What to install for this kind to run here, or None."""
         return None

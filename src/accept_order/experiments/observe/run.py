@@ -151,8 +151,8 @@ def _finish(observer: Observer, interrupted: bool = False) -> ObserveResult:
         observer.mechanism = observer.reading.answer()
     watched = observer.watched
     kind = recognise(watched.program, ())
-    if kind is not None and kind.handoff and watched.threaded and len(watched.listeners) < len(watched.units):
-        notes.append(kind.handoff)
+    if kind is not None and (handoff := kind.handed_on(watched.threaded, len(watched.listeners), len(watched.units))):
+        notes.append(handoff)
     for index, after in sorted(observer.exited.items()):
         unit = watched.units[index]
         notes.append(

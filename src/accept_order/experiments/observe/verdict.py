@@ -245,7 +245,7 @@ def handed_on(result: ObserveResult) -> bool:
     from ...servers.registry import recognise
 
     kind = recognise(result.program, ())
-    return kind is not None and kind.handoff is not None and result.threaded and result.listeners < len(result.workers)
+    return kind is not None and kind.handed_on(result.threaded, result.listeners, len(result.workers)) is not None
 
 
 def verdict(result: ObserveResult) -> list[str]:
