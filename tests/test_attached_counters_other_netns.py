@@ -16,7 +16,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -24,7 +24,7 @@ from conftest import run_cli
 
 from accept_order.probes.evidence import EvidenceCapture
 from accept_order.probes.netstat import parse_netstat
-from accept_order.probes.server_netns import netstat_namespace
+from accept_order.probes.server_netns import netstat_namespace, netstat_of
 from accept_order.render.evidence import counters_text
 
 UNSHARE, IP, NSENTER, SETPRIV = (shutil.which(name) for name in ("unshare", "ip", "nsenter", "setpriv"))
@@ -188,3 +188,36 @@ def test_a_user_without_ptrace_access_reads_the_namespaces_counters() -> None:
     finally:
         child.kill()
         child.wait(timeout=30)
+
+
+def test_a_worker_gone_by_the_end_is_read_through_another(server_elsewhere: tuple[int, str, int]) -> None:
+    """The counters are read through whichever of the server's processes is still in its namespace: the one read at
+    the start may exit (a worker killed mid-run); with every one gone the line says that, not 'no /proc/net/netstat'
+    (which read as a host without procfs)."""
+    pid, _, _ = server_elsewhere
+    with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as f:
+        children = [int(p) for p in f.read().split()]
+    assert children, "serve -w 1 has a worker"
+
+    def first_gone(after_reads: int) -> Callable[[int], dict[str, int]]:
+        """/proc/PID/net/netstat read, but for `pid`'s after its first reading; for every pid's after `after_reads`."""
+        reads: list[int] = []
+
+        def read(of: int) -> dict[str, int]:
+            reads.append(of)
+            if (of == pid and reads.count(pid) > 1) or len(reads) > after_reads:
+                raise FileNotFoundError(2, f"No such file or directory: '/proc/{of}/net/netstat'")
+            return netstat_of(of)
+
+        return read
+
+    for after_reads, read in ((3, True), (1, False)):
+        capture = EvidenceCapture(read_counters_of=first_gone(after_reads), read_drops=lambda port, host, pids: None)
+        capture.before()
+        capture.started(0, [pid, *children])
+        evidence = capture.after()
+        said = counters_text(evidence).plain
+        assert evidence["counters_available"] is read and ("counters_unread" in evidence) is not read, evidence
+        assert "/proc/net/netstat)" not in said, said
+        if not read:
+            assert "the server's counters could not be read at the end: [Errno 2]" in said, said

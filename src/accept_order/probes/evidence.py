@@ -105,7 +105,7 @@ class EvidenceCapture:
         namespace other than ours, as an attached server's may be, the counters read from there from now on: ours
         would be another namespace's (a server launched here is in ours, and its counters were read before it)."""
         self.listeners(port, "start", pids)
-        from .server_netns import namespace_of, netstat_namespace, netstat_of
+        from .server_netns import namespace_of, netstat_in, netstat_namespace, netstat_of
 
         # a process gone meanwhile (or no procfs) says nothing of where the server is
         where = {pid: ns for pid in pids if (ns := netstat_namespace(pid)) is not None}
@@ -117,8 +117,9 @@ class EvidenceCapture:
             return
         pid = self._server_pid = next(iter(where))
         self._server_inode = namespace_of(pid)  # None where PID is not ours to trace (its netstat still is to read)
-        read_of = self._read_counters_of or netstat_of
-        self._read_counters = lambda: read_of(pid)
+        read_of, namespace = self._read_counters_of or netstat_of, next(iter(namespaces))
+        # through whichever of its processes is still there: a worker may exit before the end's reading
+        self._read_counters = lambda: netstat_in(namespace, list(where), read_of)
         self._before = self._counters("before")  # no load yet: the server was running before it
         if not self._before:
             self._unread = f"/proc/{pid}/net/netstat could not be read: {self._errors[-1] if self._errors else '?'}"
@@ -157,6 +158,9 @@ class EvidenceCapture:
             self.listeners(port, "end", pids)
         affinity = self.workers(pids) if pids else self._affinity
         after = self._counters("after")
+        if self._server_pid is not None and not after and self._unread is None:  # not 'no /proc/net/netstat'
+            error = self._errors[-1].removeprefix("counters after: ") if self._errors else "none read"
+            self._unread = f"the server's counters could not be read at the end: {error}"
         available = bool(self._before) and bool(after) and self._unread is None
         deltas = netstat.counter_deltas(self._before or {}, after, self._names) if available else {}
         inode = netns_inode()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
 from ..core.capabilities import ADMIN, what_would_let_it
@@ -112,6 +112,23 @@ def netstat_namespace(pid: int | str) -> int | None:
         return os.stat(f"/proc/{pid}/net/netstat").st_ino
     except OSError:
         return None
+
+
+def netstat_in(
+    namespace: int, pids: Sequence[int], read_of: Callable[[int], Mapping[str, int]] = netstat_of
+) -> Mapping[str, int]:
+    """The counters of the namespace whose netstat inode (netstat_namespace) is `namespace`, read through the first
+    of `pids` still in it: a worker that exited mid-run (or whose pid went to another process) no longer shows them,
+    and its fellows do. The last error (OSError) where none could be read."""
+    failed: OSError = ProcessLookupError(f"none of pids {', '.join(map(str, pids))} is left in the namespace")
+    for pid in pids:
+        if netstat_namespace(pid) != namespace:
+            continue
+        try:
+            return read_of(pid)
+        except OSError as exc:  # gone between the two looks, or refused
+            failed = exc
+    raise failed
 
 
 def counters_of(pid: int) -> dict[str, int]:
