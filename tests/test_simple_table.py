@@ -20,8 +20,9 @@ from accept_order.render.simple_table import SimpleTable
 from accept_order.render.workers import worker_table
 
 # digits and figures as the reports' cells hold them, and what rich measures or lays out otherwise: wide
-# characters, a space inside, a space at an end, a tab, a control character, a line break
-CHARS = ["0", "1", "9", "a", "Z", "-", "%", ".", ",", ":", "[", "µ", "日", " "]
+# characters, zero-width ones (a combining accent, a Hangul filler), a space inside, a space at an end, a tab, a
+# control character, a line break
+CHARS = ["0", "1", "9", "a", "Z", "-", "%", ".", ",", ":", "[", "µ", "日", " ", "\u0301", "\u1160"]
 ODD = ["lead", " lead", "trail ", "a\tb", "bell\x07", "two\nlines", "x" * 30]
 WIDTHS = (6, 40, 79, 120)
 
@@ -122,3 +123,11 @@ def test_an_ascii_stdout_gets_the_table_rich_draws_in_ascii() -> None:
     assert _report_console(listeners, 120, False, piped=True, ascii_only=True) == _report_console(
         listeners.table(), 120, False, piped=True, ascii_only=True
     )
+
+
+def test_zero_width_characters_are_laid_out_by_rich() -> None:
+    """A character of no width (a combining accent at a cell's start, U+1160's Hangul filler alone) is measured
+    by cell_len as nothing, where rich's Table lays it out otherwise (a column of no width, an accent moved):
+    there it is rich's Table. Both cases printed otherwise than rich's Table before _plain's width check."""
+    _same(SimpleTable([("µ9", "left"), ("\u1160", "left"), ("本", "left")]))
+    _same(SimpleTable([("\u0301e\u0301", "right"), ("\u1160", "right")], title="t\u0301"))

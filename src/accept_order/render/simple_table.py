@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Literal
 
 from rich import box
-from rich.cells import cell_len
+from rich.cells import cell_len, get_character_cell_size
 from rich.segment import Segment
 
 if TYPE_CHECKING:
@@ -29,6 +29,14 @@ if TYPE_CHECKING:
     from rich.table import Table
 
 Justify = Literal["left", "right"]
+
+
+def _plain(text: str) -> bool:
+    """`text` is one printable line, no space at an end, every character a cell or two wide: rich lays out a
+    zero-width one (a combining accent, U+FE0F, U+1160) otherwise than its cell_len, dropping or moving it."""
+    if not text.isprintable() or text.strip(" ") != text:
+        return False
+    return text.isascii() or all(get_character_cell_size(char) for char in text)
 
 
 class SimpleTable:
@@ -66,7 +74,7 @@ class SimpleTable:
         for index, (header, _) in enumerate(self.columns):
             cells = [header, *(row[index] for row in self.rows)]
             # a tab, a line break, a control character; spaces at an end (rich's wrapping drops those at the end)
-            if not all(cell.isprintable() and cell.strip(" ") == cell for cell in cells):
+            if not all(_plain(cell) for cell in cells):
                 return None
             widths.append(max(cell_len(cell) for cell in cells) + (index < last))
         return widths
@@ -89,9 +97,7 @@ class SimpleTable:
         if table_width > options.max_width:  # rich would shrink or wrap a column: fit.py stacks it
             return None
         title = self.title
-        if title is not None and (
-            not title.isprintable() or title.strip(" ") != title or cell_len(title) > table_width
-        ):
+        if title is not None and (not _plain(title) or cell_len(title) > table_width):
             return None  # rich wraps a title wider than the table, and a control character is escaped after
         return self._segments(console, widths, table_width)
 
