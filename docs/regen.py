@@ -24,7 +24,8 @@ same page wrote (`--json latency.json`, then `show latency.json`; `cwd=repo` run
 repository instead). `setup=NAME` first prepares what a
 block needs and cannot show (a server started by hand), and stops it after the block; see SETUPS.
 Outputs differ from run to run (pids, ports, timings): the diff is reviewed, not avoided. The progress
-heartbeat a long command prints off a terminal ("accept-order: run 3 of 10, 42 s elapsed") is left out:
+heartbeat a long command prints off a terminal ("accept-order: run 3 of 10, 42 s elapsed", "accept-order: 85,518
+connections, 10 s elapsed") is left out:
 on a terminal it is a bar, erased before the report.
 """
 
@@ -51,7 +52,12 @@ COLUMNS = 100
 MARKER = re.compile(r"^<!--\s*regen\b(?P<options>[^>]*?)\s*-->\s*$")
 FENCE = re.compile(r"^(?P<fence>```+)\s*(?P<lang>\w*)\s*$")
 DEFAULT_TIMEOUT_S = 900.0
-HEARTBEAT = re.compile(r"^accept-order: (run|step) \d+ of \d+, .* elapsed(, .* left)?$")
+# several runs: "run 3 of 10, 42 s elapsed, about 1 min left"; one latency run: "102,626 connections, 10 s
+# elapsed", "31,000 of 100,000 connections, ...", "... requests, ..." (a kept load), or the time alone
+HEARTBEAT = re.compile(
+    r"^accept-order: ((run|step) \d+ of \d+, |[\d,]+ (of [\d,]+ )?(connections|requests), )?"
+    r"\d+ (s|min|h \d+ min) elapsed(, .* left)?$"
+)
 
 
 @dataclass
