@@ -4,9 +4,11 @@ Python 3.11's @dataclass writes each method of each class as source and compiles
 imported: six compilations for a frozen record, half of its cost in __repr__, __eq__ and __hash__ (issue 30:
 `run --mode epoll` defines 8 records as it starts, ~5.8 M instructions each, callgrind). A record made with
 `@dataclass(frozen=True, eq=False, repr=False)` and then `@shared_methods` gets these three from here instead,
-reading its fields when called: the same text, the same equality and the same hash as @dataclass's own
-(tests/test_shared_record_methods.py compares them, field options included). asdict, replace, fields and
-pickling are @dataclass's as before."""
+reading its fields when called: the same text, the same equality and the same hash as @dataclass's own on
+Python 3.11 and 3.12 (tests/test_shared_record_methods.py compares them, field options included). 3.13's
+@dataclass compares field by field instead of as tuples (a NaN both hold, the same object, is unequal there, and
+a field's non-bool == is passed on): these records keep the tuples' == on every Python. asdict, replace, fields
+and pickling are @dataclass's as before."""
 
 from __future__ import annotations
 
