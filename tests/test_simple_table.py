@@ -20,9 +20,9 @@ from accept_order.render.simple_table import SimpleTable
 from accept_order.render.workers import worker_table
 
 # digits and figures as the reports' cells hold them, and what rich measures or lays out otherwise: wide
-# characters, zero-width ones (a combining accent, a Hangul filler), a space inside, a space at an end, a tab, a
-# control character, a line break
-CHARS = ["0", "1", "9", "a", "Z", "-", "%", ".", ",", ":", "[", "µ", "日", " ", "\u0301", "\u1160"]
+# characters, a space inside, a space at an end, a tab, a control character, a line break (zero-width characters
+# have a test of their own: among these, most cells would hold one, and few tables would take the direct path)
+CHARS = ["0", "1", "9", "a", "Z", "-", "%", ".", ",", ":", "[", "µ", "日", " "]
 ODD = ["lead", " lead", "trail ", "a\tb", "bell\x07", "two\nlines", "x" * 30]
 WIDTHS = (6, 40, 79, 120)
 
