@@ -11,14 +11,13 @@ a user namespace root made with `unshare -Ur` (all its capabilities are that nam
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from typing import NamedTuple
 
 STATUS = "/proc/self/status"
 SERVERS_USER = "the server's user"  # who else may read a server's processes (`or_as`)
 
 
-@dataclass(frozen=True)
-class Capability:
+class Capability(NamedTuple):  # a tuple, not a dataclass: made at every start-up (tests/test_startup_records.py)
     name: str
     bit: int  # its bit in CapEff (linux/capability.h)
     kept: str  # what the kernel still refuses a process holding it, as said to the user
