@@ -8,7 +8,11 @@ be anyone's. The run here is the same shape with the built-in workers (epoll and
 of its own, so that the kernel's ListenDrops read by this test before and after it (the witness, not the tool's
 reading) is the run's alone: every handshake packet a listener drops moves both its sk_drops (listener_drops)
 and ListenDrops once; a dropped handshake-ending ACK moves sk_drops once more on its way out (tcp_v4_rcv's
-discard), so the listeners' count lies between the namespace's ListenDrops and twice it."""
+discard), so the listeners' count within a run's readings lies between the namespace's ListenDrops over them and
+twice it. The witness is read around the whole command, though: a client whose SYN was dropped sends it again 1 s
+later, and those that land after a run's last reading, while its listener still stands, move ListenDrops and no
+saved count (a fresh-clone CI run: ListenDrops 587, the runs' drops 552). So the file's count is bounded above by
+twice the witness, and below only by its being some."""
 
 from __future__ import annotations
 
@@ -93,7 +97,7 @@ def test_the_files_drops_are_the_kernels(overflowed: tuple[dict[str, Any], dict[
     witness = _listen_drops(seen)
     drops = _drops(doc)
     assert witness > 0, "the run did not overflow: nothing to say"
-    assert witness <= sum(drops.values()) <= 2 * witness, (drops, witness)
+    assert 0 < sum(drops.values()) <= 2 * witness, (drops, witness)
 
 
 def test_each_run_that_dropped_has_its_counters_line(overflowed: tuple[dict[str, Any], dict[str, Any]]) -> None:
@@ -149,7 +153,7 @@ def test_repeat_says_each_modes_drops_over_its_runs(tmp_path: Any) -> None:
     seen = _latency_in_a_namespace(*repeat, "--json", str(path))
     runs = [run for row in json.loads(path.read_text())["rounds"] for run in row]
     witness = _listen_drops(seen)
-    assert witness <= sum(r["evidence"]["listener_drops"] for r in runs) <= 2 * witness, witness
+    assert 0 < sum(r["evidence"]["listener_drops"] for r in runs) <= 2 * witness, witness
     for mode in ("epoll", "reuseport"):
         drops = [r["evidence"]["listener_drops"] for r in runs if r["server"]["mode"] == mode]
         said = f"{mode}: {listener_drops_said(min(drops), max(drops))} in each of its 2 runs"
