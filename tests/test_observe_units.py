@@ -98,7 +98,7 @@ def test_overflows_and_empty_accepts_are_said() -> None:
     herd = dataclasses.replace(herd, workers=tuple(dataclasses.replace(w, empty=15) for w in herd.workers))
     lines = "\n".join(verdict(herd))
     assert "30 accepts came back empty (EAGAIN, 1.50 per connection)" in lines
-    assert "4 connection attempts found a listen queue full" in lines
+    assert "4 handshake packets met a full listen queue" in lines
 
 
 def test_the_workers_kept_up_is_said_only_from_enough_samples_of_an_empty_queue() -> None:

@@ -148,8 +148,9 @@ def kernel(result: ObserveResult) -> list[str]:
     overflows = result.counters.get("TcpExtListenOverflows", 0)
     if overflows:
         lines.append(
-            f"{plural(overflows, 'connection attempt')} found a listen queue full (ListenOverflows, counted for "
-            f"{result.namespace} network namespace: every listener in it)"
+            # packets, not connections: a client sends a dropped SYN again (1 s, 3 s, ...), and each counts
+            f"{plural(overflows, 'handshake packet')} met a full listen queue (ListenOverflows, counted for "
+            f"{result.namespace} network namespace: every listener in it; a SYN sent again counts again)"
         )
     return lines
 
