@@ -11,67 +11,15 @@ was told to name.
 from __future__ import annotations
 
 import json
-import os
-import re
-import signal
-import subprocess
-import sys
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from conftest import OutputReader, assert_one_error_line, run_cli
+from conftest import assert_one_error_line, run_cli
 from pid_replies import Replies, replies, target_file  # noqa: F401 - replies: the fixture
+from serve_process import serving
 
 WORKERS = 3
-TIMEOUT_S = 60.0
-
-
-@dataclass
-class Serve:
-    """A running `accept-order serve`: its port and worker pids; `tally()` stops it and reads each worker's accepts
-    by index (its --json)."""
-
-    port: int
-    pids: list[int]
-    proc: subprocess.Popen[str]
-    tally_path: Path
-
-    def tally(self) -> list[int]:
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(TIMEOUT_S)
-        counters = sorted(json.loads(self.tally_path.read_text())["counters"], key=lambda c: c["index"])
-        assert [c["pid"] for c in counters] == self.pids
-        return [c["accepts"] for c in counters]
-
-
-@contextmanager
-def serving(tally: Path) -> Iterator[Serve]:
-    """`accept-order serve --mode blocking` (accept() rotates over idle workers: every worker serves) in a session
-    of its own, as a server started by someone else would be."""
-    command = [sys.executable, "-m", "accept_order", "serve", "--mode", "blocking", "-w", str(WORKERS), "--port", "0"]
-    proc = subprocess.Popen(
-        [*command, "--json", str(tally)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        start_new_session=True,
-    )
-    out = OutputReader(proc.stdout)  # type: ignore[arg-type]
-    try:
-        out.wait_for(r"try: ", TIMEOUT_S)
-        port = int(out.wait_for(r"listening on 127\.0\.0\.1:(\d+)", TIMEOUT_S).group(1))
-        pids = [int(p) for p in re.findall(r"worker \d+ pid (\d+)", out.text)]
-        assert len(pids) == WORKERS
-        yield Serve(port, pids, proc, tally)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(TIMEOUT_S)
-        out.finish()
 
 
 def _latency(port: int, path: Path) -> dict[str, Any]:
@@ -115,7 +63,7 @@ def _without_rows_by(path: Path) -> Path:
 def test_serve_restarted_between_runs_adds_by_its_own_worker_index(tmp_path: Path) -> None:
     runs, tallies = [], []
     for n in range(3):  # three starts of one server: no pid is shared between any two runs
-        with serving(tmp_path / f"tally{n}.json") as serve:
+        with serving(tmp_path / f"tally{n}.json", WORKERS) as serve:
             runs.append(_latency(serve.port, tmp_path / f"run{n}.json"))
             tallies.append(serve.tally())
             assert [c["pid"] for c in runs[-1]["counters"]] == serve.pids
@@ -137,11 +85,11 @@ def test_serve_restarted_between_runs_adds_by_its_own_worker_index(tmp_path: Pat
 def test_files_that_do_not_say_their_numbering_are_refused_saying_so(tmp_path: Path) -> None:
     """Runs as files written before rows_by (the field left out): which numbering their replies used cannot be
     told, so today's rule (by pid) holds, and its refusal says why in words true of either numbering."""
-    with serving(tmp_path / "tally0.json") as serve:
+    with serving(tmp_path / "tally0.json", WORKERS) as serve:
         _latency(serve.port, tmp_path / "run0.json")
         _latency(serve.port, tmp_path / "again0.json")  # the same server, its pids again
         assert _run(serve.port, tmp_path / "run.json") == "index"  # run's one client learns them as they come
-    with serving(tmp_path / "tally1.json") as serve:
+    with serving(tmp_path / "tally1.json", WORKERS) as serve:
         _latency(serve.port, tmp_path / "run1.json")
     old = [_without_rows_by(tmp_path / name) for name in ("run0.json", "run1.json", "again0.json")]
     line = assert_one_error_line(_merge(tmp_path, *old[:2]), 1, "cannot be added worker by worker", "not recorded in")

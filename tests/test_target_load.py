@@ -9,9 +9,6 @@ server's own, whichever driver saw which worker first."""
 from __future__ import annotations
 
 import json
-import os
-import re
-import signal
 import subprocess
 import sys
 from collections import Counter
@@ -21,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import OutputReader, assert_one_error_line, run_cli, wait_for
+from conftest import assert_one_error_line, run_cli, wait_for
 from nginx_by_hand import nginx_by_hand
+from serve_process import Serve, serving
 
 from accept_order.core.histogram import LatencyHistogram
 from accept_order.loads.generator import LoadResult
@@ -54,48 +52,11 @@ def accept_order_process(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@dataclass
-class Serve:
-    """A running `accept-order serve`: its port and worker pids; `tally()` stops it and reads what each
-    worker says it accepted (its JSON)."""
-
-    port: int
-    pids: list[int]
-    proc: subprocess.Popen[str]
-    tally_path: Path
-
-    def tally(self) -> list[int]:
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(TIMEOUT_S)
-        counters = json.loads(self.tally_path.read_text())["counters"]
-        assert [c["pid"] for c in counters] == self.pids
-        return [c["accepts"] for c in counters]
-
-
 @pytest.fixture
 def serve(free_port: int, tmp_path: Path) -> Iterator[Serve]:
-    """`accept-order serve --mode blocking` (accept() rotates over idle workers: every worker serves) in a
-    session of its own, as a server started by someone else would be."""
-    tally = tmp_path / "tally.json"
-    command = [sys.executable, "-m", "accept_order", "serve", "--mode", "blocking", "-w", str(SERVE_WORKERS)]
-    proc = subprocess.Popen(
-        [*command, "--port", str(free_port), "--json", str(tally)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        start_new_session=True,
-    )
-    out = OutputReader(proc.stdout)  # type: ignore[arg-type]
-    try:
-        out.wait_for(r"try: ", TIMEOUT_S)
-        pids = [int(p) for p in re.findall(r"worker \d+ pid (\d+)", out.text)]
-        assert len(pids) == SERVE_WORKERS
-        yield Serve(free_port, pids, proc, tally)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(TIMEOUT_S)
-        out.finish()
+    """`accept-order serve --mode blocking` on free_port, as a server started by someone else would be."""
+    with serving(tmp_path / "tally.json", SERVE_WORKERS, free_port) as started:
+        yield started
 
 
 def per_worker(served: list[int], workers: int) -> list[int]:
