@@ -34,6 +34,7 @@ from .merge_listeners import add_listener_drops
 from .merge_namespaces import counters_apart
 from .merge_overlap import shared_start, starts
 from .merge_rows import keep_numbering, placement, realigned, unfixed, widen
+from .merge_titles import titled_sources
 
 _SERVER_IGNORED = ("port",)
 # clients: merged (_add_clients); driver: what was asked for (auto), not what ran: the loops are compared instead
@@ -381,9 +382,9 @@ def merge(
             _add_run(into, run if placed is None else realigned(run, placed), concurrent)
             widen(into)
         sources.append({"file": name, "started_at": _started(doc)})
-    for run in runs:
+    for index, run in enumerate(runs):
         evidence = dict(run.get("evidence", {}))
-        evidence["merged_from"] = {"files": sources, "concurrent": concurrent}
+        evidence["merged_from"] = {"files": titled_sources(run, index, documents, sources), "concurrent": concurrent}
         run["evidence"] = evidence
     return kind, merged
 

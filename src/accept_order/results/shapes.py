@@ -320,6 +320,7 @@ OBSERVED_ON = Record(
 # Why a run of several loads (a burst's sizes, a ramp's steps, a sweep's caps) ended before its last one: the
 # error's line (experiments/partial.py RunStopped). The file then holds the loads measured before it.
 STOPPED = Maybe(Text())
+MERGED_FILE = Record({"file": Text(), "started_at": Maybe(Text()), "title": Text()})  # title: merge_titles.py
 EVIDENCE = Record(
     {
         "listeners": MapOf(ListOf(_LISTENER.but(optional=_LISTENER.fields))),
@@ -381,9 +382,7 @@ EVIDENCE = Record(
             {"worker": Maybe(Integer()), "pid": Maybe(Integer()), "after_s": Maybe(Number()), "why": Text()}
         ),
         "shortages": SHORTAGES,
-        "merged_from": Record(
-            {"files": ListOf(Record({"file": Text(), "started_at": Maybe(Text())})), "concurrent": Flag()}
-        ),
+        "merged_from": Record({"files": ListOf(MERGED_FILE), "concurrent": Flag()}),
         "observed_on": ListOf(OBSERVED_ON),
         # run --attach of one process of several threads (servers/attached.py): said by registry.threads_note
         "threads": Record(

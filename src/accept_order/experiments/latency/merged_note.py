@@ -21,7 +21,8 @@ def merged_note(result: LatencyResult) -> Text | None:
     merged = result.evidence.get("merged_from")
     if not isinstance(merged, dict) or not isinstance(files := merged.get("files"), list) or len(files) < 2:
         return None
-    names = ", ".join(str(f.get("file")) for f in files if isinstance(f, dict))
+    # each file's title, where the files' differ (results/merge_titles.py): the histogram's heading joins them
+    names = ", ".join(f"{f.get('file')}{_titled(f)}" for f in files if isinstance(f, dict))
     when = "measured at once" if merged.get("concurrent") else "measured one after the other"
     # a server known by its replies has its rows matched by the pids they name, unless every file's rows are the
     # worker indices the replies named (results/merge_rows.py)
@@ -38,3 +39,9 @@ def merged_note(result: LatencyResult) -> Text | None:
             "affinity lines are the first file's"
         )
     return Text(f"Merged from {plural(len(files), 'file')} {when} ({names}): {rows}", style="dim")
+
+
+def _titled(source: dict[str, object]) -> str:
+    """ " ('why A')" for a merged file whose title merge kept apart; "" for one whose title every file shared."""
+    title = source.get("title")
+    return f" ({title!r})" if isinstance(title, str) else ""
