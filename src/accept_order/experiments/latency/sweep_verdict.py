@@ -200,17 +200,54 @@ def _sureness(whole: Sequence[Named], pick: Sequence[str]) -> str:
     return lower_sureness(pick, [name for name in histograms if name not in pick], histograms, runs)
 
 
-def never_bound(results: Sequence[LatencyResult]) -> int | None:
-    """The smallest cap, where no wakeup of any run took more connections than it allows (the workers' own max
-    per wakeup): no cap bound, so what parts the runs is one run from another. A pool opened one connection at a
+@dataclass(frozen=True)
+class Unbound:
+    """What the workers' own most-accepts-per-wakeup show where no wakeup took more than the smallest cap allows:
+    `most`, the most any wakeup of any run took; `reached`, the capped runs that took their own cap in some wakeup
+    (their cap ended that wakeup: whether another connection was waiting then, their counts cannot show);
+    `roomier`, the runs whose cap allowed more than `most` (or none), which never took more than it either."""
+
+    most: int
+    reached: tuple[str, ...]
+    roomier: tuple[str, ...]
+
+
+def never_bound(results: Sequence[LatencyResult]) -> Unbound | None:
+    """Where no wakeup of any run took more connections than the smallest cap allows (the workers' own max per
+    wakeup): then what parts the runs is one run from another, not the cap. A pool opened one connection at a
     time at idle is so ('sweep --pool -c 16 --requests-per-connection 0': 1 at most in each of the four runs, and
-    '1 limit's whole tail is lower' than 32 limit's). None where some wakeup took more, or a count is missing."""
+    '1 limit's whole tail is lower' than 32 limit's). A run that took exactly its cap is said apart (`reached`):
+    its cap ended those wakeups, so 'no cap bound' would overstate it. None where some wakeup took more than the
+    smallest cap, or a count is missing."""
     caps = [r.server.accept_batch for r in results]
     batches = [c.max_batch for r in results for c in r.counters]
     if not batches or any(b is None for b in batches) or not any(caps) or len(results) < 2:
         return None
-    smallest = min(c for c in caps if c > 0)
-    return smallest if max(b or 0 for b in batches) <= smallest else None
+    most = max(b or 0 for b in batches)
+    if most > min(c for c in caps if c > 0):
+        return None
+    reached = tuple(sweep_name(r) for r in results if r.server.accept_batch and most >= r.server.accept_batch)
+    roomier = tuple(sweep_name(r) for r in results if not r.server.accept_batch or r.server.accept_batch > most)
+    return Unbound(most, reached, roomier) if roomier else None  # every cap reached: each is compared as it ran
+
+
+def _unbound_text(unbound: Unbound, between: str) -> str:
+    """'no cap to pick' and what the counts show: no cap bound, or a cap reached but not exceeded where allowed."""
+    most = plural(unbound.most, "connection")
+    if not unbound.reached:
+        return (
+            f"no cap to pick: no wakeup of any run accepted more than {most}, below every cap, so no cap bound, and "
+            f"what parts them is one run from another{between}"
+        )
+    one = len(unbound.reached) == 1
+    runs = and_join([possessive(n) for n in unbound.reached]) + (" run" if one else " runs")
+    its, their = ("its", "its cap") if one else ("their", "their caps")
+    return (
+        f"no cap to pick: no wakeup of any run accepted more than {most}. {runs} reached {their} ({unbound.most} "
+        f"in a wakeup), so the cap ended such wakeups, and whether a connection was left waiting then {its} counts "
+        f"cannot show; {and_join(unbound.roomier)}, which allowed more, never took more than {unbound.most} in a "
+        f"wakeup either: what parts them is most likely one run from another{between}"
+    )
 
 
 def _between(whole: Sequence[Named]) -> str:
@@ -260,14 +297,8 @@ def sweep_verdict(results: Sequence[LatencyResult], applies: bool = True) -> Swe
                 f"what parts them is one run from another{_between(whole)}"
             ),
         )
-    elif whole and (cap := never_bound(results)) is not None:
-        pick, sentence = (
-            (),
-            (
-                f"no cap to pick: no wakeup of any run accepted more than {plural(cap, 'connection')}, so no cap "
-                f"bound, and what parts them is one run from another{_between(whole)}"
-            ),
-        )
+    elif whole and (unbound := never_bound(results)) is not None:
+        pick, sentence = (), _unbound_text(unbound, _between(whole))
     elif whole:
         pick, sentence = _pick(whole)
         sure = _sureness(whole, pick)
