@@ -80,6 +80,7 @@ class Verdict:
     # prefork child polling its kept connection for the next request), not waiting for a new one
     busy: tuple[tuple[int, int], ...] = ()
     exclusive: bool = True  # False: epoll waiters whose epoll watches the listener without EPOLLEXCLUSIVE
+    elsewhere: tuple[str, ...] = ()  # ports served by another mechanism (other_listeners.served_otherwise)
 
 
 def _where(listener: Listener) -> str:

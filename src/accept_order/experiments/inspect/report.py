@@ -155,6 +155,7 @@ def _mechanism(result: InspectResult) -> list[RenderableType]:
     lines.append(_para(f"Predicts at idle: {order}; herds: {'yes' if m.herds else 'no'}; queue: {m.queue}"))
     lines.append(_para(f"Why: {m.why}"))
     lines += [_para(f"Not visible: {u}", style="yellow") for u in m.unseen]
+    lines += [_para(f"Another port: {e}", style="yellow") for e in m.elsewhere]
     return lines
 
 

@@ -101,6 +101,7 @@ class MechanismView:
     evidence: tuple[str, ...]
     samples: dict[str, int]
     unseen: tuple[str, ...]  # what /proc cannot show that could change the answer
+    elsewhere: tuple[str, ...] = ()  # the ports the server serves by another mechanism, one sentence each
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from dataclasses import replace
 
 from ...analysis.mechanism import Listener, Verdict, classify, overall
+from ...analysis.other_listeners import served_otherwise
 from ...core.capabilities import what_would_let_it
 from ...core.environment import current
 from ...core.kinds import ModeInfo, ServerKind
@@ -115,7 +117,9 @@ def looks(
     order = sorted(range(len(taken)), key=lambda i: -_asleep(taken[i]))
     ordered = [verdicts[i] for i in order]
     verdict, tally = overall(ordered)
-    return verdict, tally, taken, taken[order[ordered.index(verdict)]]
+    sample = taken[order[ordered.index(verdict)]]
+    elsewhere = served_otherwise(sample.seen, listeners, parent, sample.sockets, verdict.mechanism, known)
+    return replace(verdict, elsewhere=elsewhere), tally, taken, sample
 
 
 def _asleep(sample: Sample) -> int:
@@ -171,6 +175,7 @@ def _mechanism(
         evidence=verdict.evidence,
         samples=tally,
         unseen=tuple(unseen),
+        elsewhere=verdict.elsewhere,
     )
 
 

@@ -28,7 +28,7 @@ def mechanism_of(watched: Watched) -> ObservedMechanism | None:
         return None
     if seen.name is None:
         return None
-    return ObservedMechanism(seen.name, seen.why, modes=seen.modes, unseen=seen.unseen)
+    return ObservedMechanism(seen.name, seen.why, modes=seen.modes, unseen=seen.unseen, elsewhere=seen.elsewhere)
 
 
 class Reading:

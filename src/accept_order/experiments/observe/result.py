@@ -24,6 +24,7 @@ class ObservedMechanism:
     modes: tuple[str, ...] = ()  # the server kind's own modes that look like it (nginx's "epoll", ...)
     unseen: tuple[str, ...] = ()  # what /proc cannot show that could change the answer
     source: str = INSPECT_KIND  # the experiment that named it
+    elsewhere: tuple[str, ...] = ()  # the ports served by another mechanism (inspect's MechanismView.elsewhere)
 
 
 @dataclass(frozen=True)

@@ -128,6 +128,7 @@ def mechanism(result: ObserveResult) -> list[str]:
     modes = f" (the server's mode {', '.join(seen.modes)})" if seen.modes else ""
     lines = [f"mechanism, read by {seen.source}: {seen.name}{modes}: {seen.why}"]
     lines += [f"not visible in /proc: {unseen}" for unseen in seen.unseen]
+    lines += [f"another port: {other}" for other in seen.elsewhere]
     return lines
 
 
@@ -160,7 +161,8 @@ def _why_empty(result: ObserveResult) -> str:
     connection from one another: 'woken for a connection another took' was said of an SO_REUSEPORT group whose
     two workers each ended every accept-until-EAGAIN loop with one (500 connections, 500 empty)."""
     loop = "the end of an accept-until-empty loop such as multi_accept"
-    if result.mechanism is not None and result.mechanism.name == Mechanism.REUSEPORT:
+    # not where another port's listener is shared: its connections may be taken by any worker
+    if result.mechanism is not None and result.mechanism.name == Mechanism.REUSEPORT and not result.mechanism.elsewhere:
         return f"{loop}: each worker has a queue of its own, so none takes another's connection"
     return f"woken for a connection another took, or {loop}"
 
