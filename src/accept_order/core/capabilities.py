@@ -30,6 +30,9 @@ ADMIN = Capability(
     "CAP_SYS_ADMIN", 21, "a namespace the kernel keeps from this process, such as another user namespace's"
 )
 RESOURCE = Capability("CAP_SYS_RESOURCE", 24, "this process may raise it, yet bpftrace's stayed low")
+# loading a tracing program: both of these (Linux 5.8+), or ADMIN
+PERFMON = Capability("CAP_PERFMON", 38, "a program the kernel keeps from loading, under lockdown or a security module")
+BPF = Capability("CAP_BPF", 39, PERFMON.kept)
 
 
 def effective_capabilities() -> int:

@@ -3,12 +3,14 @@ memory it may need: apart from probes/accepts.py, which runs it."""
 
 from __future__ import annotations
 
+import os
 import resource
 
-from ..core.capabilities import RESOURCE, what_would_let_it
+from ..core.capabilities import ADMIN, BPF, PERFMON, RESOURCE, holds, what_would_let_it
 
 # set in bpftrace's environment, it prints this name once every probe is attached (accepts.py waits for it)
 ATTACHED_ENV = "__BPFTRACE_NOTIFY_PROBES_ATTACHED"
+REFUSED = ("not permitted", "permission denied")  # how bpftrace says the kernel refused it (EPERM, EACCES)
 
 
 def first_error_line(stderr: bytes) -> str:
@@ -23,9 +25,12 @@ def first_error_line(stderr: bytes) -> str:
 
 
 def memlock_hint(stderr: bytes) -> str:
-    """Why a program may not have loaded, when bpftrace warned that it could not raise RLIMIT_MEMLOCK and
-    its error is one a low locked-memory limit causes (kernels before 5.11 charge eBPF maps against it;
+    """Why a program may not have loaded: a capability this process lacks where the kernel refused it (see
+    `capability_hint`), else low locked memory where bpftrace warned that it could not raise RLIMIT_MEMLOCK
+    and its error is one a low locked-memory limit causes (kernels before 5.11 charge eBPF maps against it;
     later ones charge the cgroup, and the warning is harmless): "" otherwise."""
+    if lacking := capability_hint(stderr):
+        return lacking
     if b"RLIMIT_MEMLOCK" not in stderr:
         return ""
     line = first_error_line(stderr).lower()
@@ -40,6 +45,23 @@ def memlock_hint(stderr: bytes) -> str:
         f" (bpftrace could not raise its locked-memory limit, `ulimit -Hl` {limit}: kernels before 5.11 charge "
         f"eBPF maps against it; {what_would_let_it(RESOURCE, otherwise=raise_it)})"
     )
+
+
+def capability_hint(stderr: bytes) -> str:
+    """What this process lacks where the kernel refused bpftrace (REFUSED) and loading a tracing
+    program needs what it does not hold: CAP_BPF with CAP_PERFMON, or CAP_SYS_ADMIN. A root without them (a
+    container's, `capsh --drop`) also lacks CAP_SYS_RESOURCE, so bpftrace warns of RLIMIT_MEMLOCK too, and the
+    locked memory was blamed ('failed to create map: Operation not permitted (bpftrace could not raise its
+    locked-memory limit ...)') where no limit would have let it. "" where it holds them, or the error is another."""
+    line = first_error_line(stderr).lower()  # EPERM for a map or a program, EACCES for perf_event_open
+    if not any(word in line for word in REFUSED) or holds(ADMIN) or (holds(BPF) and holds(PERFMON)):
+        return ""
+    if os.geteuid() != 0:
+        said = what_would_let_it(ADMIN)  # 'run as root': bpftrace itself runs only as root
+    else:
+        names = [needs.name for needs in (BPF, PERFMON, ADMIN) if not holds(needs)]
+        said = f"this root lacks {', '.join(names[:-1])} and {names[-1]}"
+    return f" (loading a tracing program needs CAP_BPF with CAP_PERFMON, or CAP_SYS_ADMIN: {said})"
 
 
 def raise_memlock() -> None:
