@@ -150,10 +150,12 @@ def unserved_queue(run: ReloadRun) -> str | None:
     connections timed out. io-uring kill, 50 in flight: served 828/0/0, 50 timed out, the queue held 50 at the end
     (the other two workers' rings armed, never woken), which the row said only as 'lost 100: not what the kernel
     promises' beside a promise that the shared queue stays; io_uring's lost wakeup (lost_wakeup.py) is named where it
-    can have lasted the rest of the run. Where the others served some, the counts (whole-run) do not say they
-    stopped: more load than they could serve, the survivors short of CPU (epoll kill, -c 60, 2 ms work, --timeout
-    150ms on a busy machine: 292 queued, 587 timed out, served 12/15), leaves the same queue and timeouts, so the
-    line says that instead of 'left it unserved'."""
+    can have lasted the rest of the run. When the stall began is read from the others' own accept counts after the
+    killed worker was gone (others_after, looked at every 0.1 s): none after it is a stall from the kill, whatever
+    they served before (the whole run's counts hid that, so such a stall went unnamed); some after it is not the
+    kill's, and neither are whole-run counts of some from a file without that reading: more load than they could
+    serve, the survivors short of CPU (epoll kill, -c 60, 2 ms work, --timeout 150ms on a busy machine: 292 queued,
+    587 timed out, served 12/15), leaves the same queue and timeouts, so the line says that instead."""
     waiting, timed_out = _end_queue(run), run.errors.get(TIMEOUT, 0)
     if run.how != "kill" or run.queue != "shared" or run.passes or not waiting or not timed_out:
         return None
@@ -162,10 +164,23 @@ def unserved_queue(run: ReloadRun) -> str | None:
     said += f"load ended and {timed_out} timed out"
     per_worker = f"served per worker {'/'.join(map(str, run.served))}"
     who, they = ("the other worker", "it") if len(others) == 1 else ("the other workers", "they")
-    if others and not any(others):
-        unserved = f"{who} left the shared queue unserved ({they} accepted none in the whole run)"
+    after = run.others_after  # None: a file from before it was read, where the whole run's counts are all there is
+    if others and (after == 0 or after is None and not any(others)):
+        none = "in the whole run" if not any(others) else f"after it, {sum(others):,} before it"
+        unserved = f"{who} left the shared queue unserved ({they} accepted none {none})"
         why = lost_wakeup(run)  # named only where it can have lasted the rest of the run
         return f"{said}: after worker {run.worker} was killed, {unserved}; {per_worker}" + (f". {why}" if why else "")
+    if after is not None:
+        until = (
+            f"the last of them seen by {run.others_last_s:g} s into the load"
+            if run.others_last_s is not None
+            else "after the run's last look"
+        )
+        return (
+            f"{said}; {who} accepted {after:,} after worker {run.worker} was gone ({until}, which ran "
+            f"{duration_us((run.load.duration_s or 0) * 1e6)}), so the queue was not left from the kill: more load "
+            f"than {they} could serve, or too little CPU, leaves the same queue and timeouts; {per_worker}"
+        )
     return (
         f"{said}; {who} served {sum(others):,} over the whole run, so these counts do not tell a queue {they} "
         f"stopped serving after worker {run.worker} was killed from more load than {they} could serve; {per_worker}"

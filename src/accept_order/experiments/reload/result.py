@@ -89,6 +89,11 @@ class ReloadRun(CountedTotals):
     held_exact: bool = False  # the acceptor's count (fd-pass); else a lower bound, from the worker's own count
     client_cpu_us: float | None = None  # the load generator's own CPU per connection (0.4's files lack it)
     loop: str | None = None  # the loops it ran (core/totals.loops_ran: "io_uring"); None: files before 0.3
+    # Connections the other workers accepted after the one that went was gone (their own counts), and the load's
+    # time at the last look (every 0.1 s) that found their count moved since (None: it never moved). Both None
+    # where it never went, or in files from before them: the whole run's counts are all those say.
+    others_after: int | None = None
+    others_last_s: float | None = None
 
     @property
     def expected(self) -> Expectation:
@@ -129,7 +134,14 @@ class ReloadRun(CountedTotals):
             "evidence": self.evidence,
             "interrupted": self.interrupted,
             "client_cpu_us": self.client_cpu_us,
-        } | ({} if self.loop is None else {"loop": self.loop})
+        } | self._optional_dict()
+
+    def _optional_dict(self) -> dict[str, Any]:
+        """The loop, and the others' accepts after the going, where known (a file without them reads as before)."""
+        kept: dict[str, Any] = {} if self.loop is None else {"loop": self.loop}
+        if self.others_after is not None:
+            kept |= {"others_after": self.others_after, "others_last_s": self.others_last_s}
+        return kept
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ReloadRun:
@@ -161,6 +173,8 @@ class ReloadRun(CountedTotals):
             interrupted=bool(data.get("interrupted", False)),
             client_cpu_us=data.get("client_cpu_us"),
             loop=data.get("loop"),
+            others_after=data.get("others_after"),
+            others_last_s=data.get("others_last_s"),
         )
 
 

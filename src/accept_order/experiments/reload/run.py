@@ -25,6 +25,7 @@ from .result import GONE_TIMEOUT_S, HOWS, ReloadRun
 
 if TYPE_CHECKING:
     from ...core.load_summary import LoadSummary
+    from ...core.measures import WorkerCounters
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,10 @@ def run_reload(server: ServerSpec, load: ConcurrentLoad, plan: ReloadPlan, on_ti
                 gone = target.retire(plan.worker, plan.how, GONE_TIMEOUT_S)
                 went.update(at_s=round(elapsed, 3), gone_s=round(time.monotonic() - started, 3) if gone else None)
                 went["accepted"] = target.accepted_by(plan.worker)
+                if gone:  # the others' count from here on: whether they accepted after it, and until when
+                    went["others"] = went["others_at_gone"] = _others_accepted(target, plan.worker)
+            elif "others" in went and (now := _others_accepted(target, plan.worker)) != went["others"]:
+                went.update(others=now, moved_s=round(elapsed, 3))
             if on_tick:
                 on_tick(done, elapsed)
 
@@ -146,10 +151,28 @@ def _result(
         held_exact=passes,
         client_cpu_us=outcome.client_cpu_us,
         loop=loops_ran(outcome.drivers) or None,
+        others_after=_others_after(plan, went, m.counters),
+        others_last_s=went.get("moved_s"),
     )
     if isinstance(outcome.interruption, KeyboardInterrupt):
         raise RunInterrupted([result], outcome.interruption)
     return result
+
+
+def _others_accepted(pool: Any, gone: int) -> int:
+    """What the workers other than `gone` have accepted so far, as they last published it."""
+    return sum(pool.accepted_by(i) for i in range(len(pool.procs)) if i != gone)
+
+
+def _others_after(plan: ReloadPlan, went: dict[str, Any], counters: Sequence[WorkerCounters]) -> int | None:
+    """Connections the other workers accepted after the one that went was gone, by their own counts at the end
+    (None: it never went, or not within the wait, or a worker did not count its accepts)."""
+    if "others_at_gone" not in went:
+        return None
+    final = [c.accepts for c in counters if c.index != plan.worker]
+    if not final or any(n is None for n in final):
+        return None
+    return max(0, sum(n for n in final if n is not None) - int(went["others_at_gone"]))
 
 
 def _held(plan: ReloadPlan, went: dict[str, Any], served: tuple[int, ...], evidence: dict[str, Any]) -> int | None:
