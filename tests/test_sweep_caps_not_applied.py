@@ -42,8 +42,8 @@ def test_the_note_says_the_cap_did_not_apply_not_how_many_it_accepts(tmp_path: P
 
 
 def test_no_cap_is_picked_where_none_applies(tmp_path: Path) -> None:
-    data = json.loads(GOLDEN.read_text())  # builtin epoll: 'Pick no limit: its tail is tighter ...'
-    assert "Verdict: Pick no limit" in run_cli(["show", str(GOLDEN)]).stdout
+    data = json.loads(GOLDEN.read_text())  # builtin epoll: 'no limit led on these runs' figures ...'
+    assert "Verdict: No cap to pick: no limit led" in run_cli(["show", str(GOLDEN)]).stdout
     for run in data["runs"]:
         run["server"].update(server="puma", mode="cluster")
     path = tmp_path / "sweep.json"

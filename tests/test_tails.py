@@ -85,10 +85,17 @@ def test_names_label_the_runs() -> None:
 # -- sweep ----------------------------------------------------------------------------------------------
 
 
-def capped(batch: int, values_us: list[int], failed: int = 0, overflows: int = 0, shared: bool = True) -> LatencyResult:
+# Each latency SAMPLES times: the same percentiles, and enough latencies that the runs' own samples tell a p99 apart
+# (100 bound no p99 above: a pick from them is withheld, tested below).
+SAMPLES = 50
+
+
+def capped(
+    batch: int, values_us: list[int], failed: int = 0, overflows: int = 0, shared: bool = True, times: int = SAMPLES
+) -> LatencyResult:
     counters = {"TcpExtListenOverflows": overflows, "TcpExtListenDrops": overflows} if overflows else {}
     evidence: dict[str, Any] = {"counters": counters, "counters_available": True, "shared_namespace": shared}
-    run = fake("epoll", values_us, errors={"timeout": failed} if failed else None)
+    run = fake("epoll", values_us * times, errors={"timeout": failed} if failed else None)
     # most accepts in one wakeup not counted (None): whether a cap bound is not judged (sweep_verdict.never_bound)
     workers = tuple(dataclasses.replace(c, max_batch=None) for c in run.counters)
     return dataclasses.replace(run, server=run.server.replace(accept_batch=batch), evidence=evidence, counters=workers)
@@ -125,7 +132,7 @@ def test_a_cap_that_failed_connections_ranks_after_those_that_served_all() -> No
         ("4 limit",),
     )
     assert verdict.text == (
-        "1 limit (488 of 588 failed: 488 timeout) lost connections: its latencies cover only what it served, so it "
+        "1 limit (488 of 5488 failed: 488 timeout) lost connections: its latencies cover only what it served, so it "
         "ranks after the others. Host-wide ListenOverflows +1974, ListenDrops +1974 during 1 limit's run: "
         f"{HOST_WIDE}. "
         "Pick 4 limit: its tail is tighter than every other cap's, by over 10% and higher on no figure (p99 30.00 ms "
@@ -151,13 +158,13 @@ def test_when_every_cap_lost_connections_none_is_picked() -> None:
     assert (verdict.lost, verdict.pick) == (("1 limit", "no limit"), ())
     assert verdict.text == (
         "Every cap lost connections: 1 limit (ListenOverflows +5, ListenDrops +5 in its own network namespace), no "
-        "limit (1 of 101 failed: 1 timeout); ListenOverflows: a handshake completed while the accept queue (backlog "
+        "limit (1 of 5001 failed: 1 timeout); ListenOverflows: a handshake completed while the accept queue (backlog "
         "511) was full. No cap to pick: each histogram holds only what its cap served"
     )
     assert sweep_verdict([capped(4, TIGHT)]).text == "One cap only (4 limit): nothing to compare it with"
     alone = sweep_verdict([capped(4, TIGHT, failed=2)]).text
     assert alone == (
-        "One cap only (4 limit): nothing to compare it with; it lost connections (2 of 102 failed: 2 timeout)"
+        "One cap only (4 limit): nothing to compare it with; it lost connections (2 of 5002 failed: 2 timeout)"
     )
 
 
@@ -210,7 +217,8 @@ def busy(run: LatencyResult) -> LatencyResult:
 
 
 def test_the_sweep_report_names_each_cap_and_its_verdict_is_short() -> None:
-    runs = [busy(capped(1, TIGHT, failed=488, overflows=1974)), busy(capped(4, TIGHT)), busy(capped(0, WIDE))]
+    one = [capped(1, TIGHT, failed=488, overflows=1974, times=1), capped(4, TIGHT, times=1), capped(0, WIDE, times=1)]
+    runs = [busy(run) for run in one]
     console = Console(width=80, record=True, color_system=None)
     with console.capture() as capture:
         console.print(sweep_report(runs))
@@ -227,12 +235,23 @@ def test_the_sweep_report_names_each_cap_and_its_verdict_is_short() -> None:
     assert warned == ["1 limit", "4 limit", "no limit"]
     assert "1 limit: " in lines and "accept-batch 1: " not in text  # its failures, under its row's name too
     verdict = text.split("Verdict: ", 1)[1].splitlines()
-    # at 80 columns (it was 15 lines that ended in "mixed"): 6 for the pick, 4 for how sure one run each is
-    assert len(verdict) <= 10
+    # at 80 columns (it was 15 lines that ended in "mixed"): 8 for the cap that led, 4 for how sure one run each is
+    assert len(verdict) <= 12
     assert " ".join(" ".join(verdict).split()) == sweep_verdict(runs).said
-    assert sweep_verdict(runs).text.split(". ")[-1].startswith("Pick 4 limit: ")
-    # 100 latencies each: too few to bound a p99 above, so the runs' own samples cannot tell them apart
-    assert sweep_verdict(runs).said.startswith(sweep_verdict(runs).text + ". How sure: not even within these runs: ")
+    # 100 latencies each: too few to bound a p99 above, so the runs' own samples cannot tell them apart, and the
+    # verdict picks no cap (it once said 'Pick 4 limit' beside 'How sure: not even within these runs')
+    said = sweep_verdict(runs)
+    assert said.pick == () and said.ranking == ("4 limit", "no limit", "1 limit"), said
+    assert said.text.split(". ")[-1] == (
+        "No cap to pick: 4 limit led on these runs' figures, by less than the runs' own samples can tell apart: its "
+        "tail is tighter than every other cap's, by over 10% and higher on no figure (p99 30.00 ms vs 60.00 ms, "
+        "deviation 0.14 ms vs 23.05 ms); a larger load (more latencies: a larger -n or --duration) or more rounds "
+        "(--repeat 5) would tell the caps apart"
+    ), said.text
+    assert said.said.startswith(said.text + ". How sure: not even within these runs: ")
+    many = sweep_verdict([capped(1, TIGHT, failed=488, overflows=1974), capped(4, TIGHT), capped(0, WIDE)])
+    assert many.pick == ("4 limit",) and "Pick 4 limit: " in many.text, many.text  # 5,000 each: told apart
+    assert many.said.startswith(many.text + ". How sure: one run each. 4 limit's and no limit's p99s are apart")
 
 
 def test_a_run_that_lost_connections_cannot_have_the_tightest_tail() -> None:

@@ -102,15 +102,25 @@ def _word(first: str, second: str, histograms: Mapping[str, LatencyHistogram]) -
     return next((word for word in ("p99", "p99.9") if word in pair.lower("a")), None)
 
 
-def lower_sureness(
-    lower: Sequence[str], higher: Sequence[str], histograms: Mapping[str, LatencyHistogram], runs: int = 1
-) -> str:
-    """How sure it is that each of `lower` has a lower tail than each of `higher`, one run each (or `runs`
-    merged): told on the pair across them least told apart (no percentile lower, then intervals that overlap:
-    a farther run with a spread tail or fewer latencies can overlap where the closest does not), else on the
-    closest (the highest p99 of `lower`, the lowest of `higher`)."""
-    if not lower or not higher:
-        return no_winner_sureness(runs)
+# Where the lower tail is lower by less than the runs' own samples tell apart: said so in the verdict, not only
+# below it in How sure, and with what would tell them apart (a pick surer than its How sure misleads).
+NOT_APART = "by less than the runs' own samples can tell apart"
+
+
+def tell_apart(them: str) -> str:
+    """What would tell `them` (the caps, the modes) apart where their samples cannot: more latencies narrow a
+    percentile's interval, more rounds test the difference from run to run."""
+    more = "a larger load (more latencies: a larger -n or --duration)"
+    return f"{more} or more rounds ({REPEAT}) would tell {them} apart"
+
+
+def _least_told(
+    lower: Sequence[str], higher: Sequence[str], histograms: Mapping[str, LatencyHistogram]
+) -> tuple[str, str, str | None, bool]:
+    """The pair across `lower` and `higher` least told apart (no percentile lower, then intervals that overlap:
+    a farther run with a spread tail or fewer latencies can overlap where the closest does not), else the
+    closest (the highest p99 of `lower`, the lowest of `higher`); the percentile the lower one is lower on (None:
+    neither p99 nor p99.9), and whether its intervals are apart."""
 
     def told_apart(pair: tuple[str, str]) -> tuple[int, int]:
         word = _word(*pair, histograms)
@@ -121,7 +131,27 @@ def lower_sureness(
         return (word is not None) + apart, b.percentile(99) - a.percentile(99)
 
     first, second = min(((f, s) for f in lower for s in higher), key=told_apart)
-    word = _word(first, second, histograms)
+    return first, second, _word(first, second, histograms), told_apart((first, second))[0] == 2
+
+
+def samples_apart(lower: Sequence[str], higher: Sequence[str], histograms: Mapping[str, LatencyHistogram]) -> bool:
+    """False where the runs' own samples cannot tell some of `lower` from some of `higher` on the percentile it is
+    lower on (their ~95% intervals overlap: How sure's 'not even within these runs'). True where they can, or
+    where no percentile is lower (deviation only: no interval to read, How sure says one run cannot tell)."""
+    if not lower or not higher:
+        return True
+    _, _, word, apart = _least_told(lower, higher, histograms)
+    return word is None or apart
+
+
+def lower_sureness(
+    lower: Sequence[str], higher: Sequence[str], histograms: Mapping[str, LatencyHistogram], runs: int = 1
+) -> str:
+    """How sure it is that each of `lower` has a lower tail than each of `higher`, one run each (or `runs`
+    merged): told on the pair across them least told apart (_least_told)."""
+    if not lower or not higher:
+        return no_winner_sureness(runs)
+    first, second, word, _ = _least_told(lower, higher, histograms)
     if word is None:  # lower on deviation or p99.9's neighbours only: no percentile to read an interval of
         return (
             f"How sure: {_each(runs)}, which cannot tell this from run-to-run variation: {REPEAT} says whether it holds"

@@ -63,6 +63,9 @@ class TailVerdict:
         return asdict(self)
 
 
+TIGHTEST = "had the tightest tail of these runs"  # what the figures show; how sure, analysis/one_run.py
+
+
 def _ratio(a: float, b: float) -> float:
     if b > 0:
         return a / b
@@ -219,7 +222,7 @@ def tail_verdict(results: Sequence[LatencyRun], names: Sequence[str] | None = No
                 if within:
                     clause += ", " + _within(within, label, me, other, them)
                 clauses.append(clause)
-            text = f"{label} had the tightest tail of these runs: " + "; ".join(clauses)
+            text = f"{label} {TIGHTEST}: " + "; ".join(clauses)
             return TailVerdict(label, _reference_ratios(label, figs), text, "clear")
     ref = min(figs, key=lambda label: (figs[label]["p99"], figs[label]["dev"]))
     ratios = _reference_ratios(ref, figs)

@@ -10,8 +10,8 @@ from typing import Any, TypeVar
 from rich.console import RenderableType
 
 from ...analysis.losses import sweep_name
-from ...analysis.one_run import merged_runs, tail_sureness
-from ...analysis.tails import TailVerdict, tail_verdict
+from ...analysis.one_run import NOT_APART, merged_runs, samples_apart, tail_sureness, tell_apart
+from ...analysis.tails import TIGHTEST, TailVerdict, tail_verdict
 from ...core.totals import loops_ran
 from ...results import export
 from .. import SWEEP_KIND
@@ -78,13 +78,18 @@ def compare_verdict(result: LatencyCompareResult) -> TailVerdict:
     of one whole run and nothing more said the second served nothing), and the workers that held no
     connection of a run over kept connections where the others carried their share (its tail is theirs)."""
     verdict = tail_verdict(result.runs)
-    said = verdict.text + held_nothing_notes(result.runs)
+    histograms = {r.server.label: r.histogram for r in result.runs}
+    said = verdict.text
+    if (tightest := verdict.tightest) is not None and not samples_apart([tightest], list(verdict.ratios), histograms):
+        # as sweep's verdict says a cap that led by less (sweep_verdict._not_apart): the figures, then how sure
+        said = said.replace(TIGHTEST, f"{TIGHTEST}, {NOT_APART}", 1) + f"; {tell_apart('the modes')}"
+    said += held_nothing_notes(result.runs)
     after = stopped_between(result)
     if after is not None:
         said += f" (stopped after {after.server.label}: the modes after it were not run)"
     # one run of each mode: how sure the comparison is, from the runs' own samples (analysis/one_run.py)
     runs = merged_runs(r.evidence for r in result.runs)  # a merged file's runs are one histogram each
-    sure = tail_sureness(verdict, {r.server.label: r.histogram for r in result.runs}, runs)
+    sure = tail_sureness(verdict, histograms, runs)
     said = f"{said}. {sure}" if sure else said
     machine = machine_note(result.runs)  # others' CPU differing between the runs
     said = f"{said}. {machine[0].upper()}{machine[1:]}" if machine else said
