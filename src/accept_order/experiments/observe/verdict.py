@@ -60,6 +60,12 @@ def headline(result: ObserveResult) -> str:
         )
     if total == 0:
         verb = "accepted" if result.traced else "seen held by a worker"
+        if result.queue_max:  # Apache event, stalled at MaxRequestWorkers with 25 waiting, 'got no new connections'
+            return (
+                f"no connection was {verb} in {seconds}, though the listen queue held up to {result.queue_max:,} "
+                f"({result.queue_mean or 0:.1f} on average at {plural(result.queue_samples, 'sample')}): connections "
+                "waited and none was taken (its workers are not accepting: stopped, or busy with something else)"
+            )
         return f"no connection was {verb} in {seconds}: the server got no new connections while observed"
     about = "" if result.traced else "about "
     took = "accepted" if handed_on(result) else "took"  # HAProxy's: an accept is not who serves
