@@ -341,6 +341,14 @@ def _unseen(seen: Sequence[Seen]) -> str:
     one polling a descriptor it does not name (ring-poll), either of which may be waiting on the listener: 'all
     busy?' of idle workers asleep in io_uring_enter misled."""
     rings = Counter(s.via for s in seen if s.via in _RING_UNTOLD and s.holds)
+    idle = sum(1 for s in seen if s.via == "idle" and s.holds)
+    if not rings and idle and not any(s.call == "running" for s in seen):  # Apache event at MaxRequestWorkers
+        return (
+            f"no thread waits on a listener at this moment and none is running: {plural(idle, 'thread')} holding one "
+            f"{'waits' if idle == 1 else 'wait'} in an epoll without it: the server has taken its listeners out of its "
+            "epolls for now (Apache's event MPM does so at MaxRequestWorkers, nginx's accept mutex between holders) "
+            "and accepts nothing until one is put back"
+        )
     if not rings:
         return "no thread waits on a listener at this moment (all busy?)"
     told = "; ".join(
