@@ -164,6 +164,7 @@ def served_something(results: Sequence[Any]) -> None:
     why its requests failed (the report lists them all), so that a script does not take it for a result."""
     from ..core.errors import NothingServed
     from ..core.protocol import BAD_REPLY, describe_error
+    from ..experiments.target_unanswered import SILENT, line_client_unanswered
     from ..servers.registry import known_by_replies
 
     empty = [r for r in results if not r.ok]
@@ -181,4 +182,6 @@ def served_something(results: Sequence[Any]) -> None:
                 "the server answered, but no reply named a worker: --target attributes each connection by its "
                 "reply alone, which must read 'worker PID' or 'worker N pid PID' (as accept-order serve answers)"
             )
+        if line_client_unanswered(r.server, (name for name, n in r.errors.items() if n)):  # HTTP: awaits a request
+            said.append(SILENT[0].lower() + SILENT[1:])
     raise NothingServed("; ".join(said))

@@ -1,11 +1,13 @@
-"""Why a load at a server elsewhere (--target) served nothing: its replies named no worker, or it waited
-for a request the line client never sends.
+"""Why a load at a server this tool did not start (--target, --attach) served nothing: its replies named no
+worker, or it waited for a request the line client never sends.
 
 --target knows a worker only by the pid its reply names, so a stock page ('hello, world', nginx's welcome)
 fails every connection as a bad reply although the server answered each one; and with --protocol line (the
 default) the client sends nothing, so an HTTP server times every connection out. latency says the first when it
 ends (cli/latency.py) and run both under its report (order/report.py); a ramp or a burst said only 'N failed (bad
-reply N)' or '(timeout N)' and exited 0, as if the server had failed them."""
+reply N)' or '(timeout N)' and exited 0, as if the server had failed them. An HTTP server may also close
+such a connection before the client gives up (gunicorn's gthread worker after its keepalive, 2 s): 'no reply',
+and 'latency --attach' said only 'served nothing: 4 × no reply' of it."""
 
 from __future__ import annotations
 
@@ -13,9 +15,9 @@ from collections.abc import Iterable, Mapping
 
 from rich.text import Text
 
-from ..core.protocol import BAD_REPLY, TIMEOUT
+from ..core.protocol import BAD_REPLY, NO_REPLY, TIMEOUT
 from ..core.spec import ServerSpec
-from ..servers.registry import known_by_replies
+from ..servers.registry import KINDS, known_by_replies
 
 NOTE = (
     "The server answered, but no reply named a worker: --target attributes each connection by its reply alone, "
@@ -26,6 +28,16 @@ SILENT = (
     "server to write first; a server that waits for a request (HTTP: nginx, HAProxy, gunicorn, ...) needs "
     "--protocol http"
 )
+
+
+def line_client_unanswered(server: ServerSpec, failures: Iterable[str]) -> bool:
+    """A server this tool did not start, driven with --protocol line, failed every connection it was sent by
+    keeping silent until the client gave up or by closing without a word: what an HTTP server does with a
+    client that sends no request."""
+    kind = KINDS.get(server.kind)
+    failed = set(failures)
+    started_here = kind is not None and kind.launched
+    return not started_here and server.protocol == "line" and bool(failed) and failed <= {TIMEOUT, NO_REPLY}
 
 
 def target_unanswered_note(server: ServerSpec, loads: Iterable[tuple[int, Mapping[str, int]]]) -> Text | None:
@@ -40,6 +52,6 @@ def target_unanswered_note(server: ServerSpec, loads: Iterable[tuple[int, Mappin
     failures = {name for _, errors in loads for name, n in errors.items() if n}
     if failures == {BAD_REPLY}:
         return Text(NOTE, style="yellow")
-    if failures == {TIMEOUT} and server.protocol == "line":
+    if line_client_unanswered(server, failures):
         return Text(SILENT, style="yellow")
     return None
