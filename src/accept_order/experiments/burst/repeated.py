@@ -3,12 +3,16 @@ failures, as median and range over the runs; per client count, which mode was fa
 
 A round's fastest mode for N clients served every one of them (a mode that lost clients never served them
 all) and did so more than CLEAR sooner than the next: within that margin, or with nobody serving all of
-them, the round names none."""
+them, the round names none. Nor where the load generator set the pace of every mode that served them all (each
+burst's *: it took more than half of it to start the connections): the times are then the generator's, which a
+busy machine runs at its own pace from one run to the next (burst --repeat 3 --clients 200,1000 here, load 9:
+'reuseport was fastest' in a round where both modes' connections took the generator 19-25 of their 33-40 ms)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from rich import box
@@ -23,6 +27,7 @@ from ..own_settings import caps_said
 from ..repeat.kinds import Document, Repeated, Rounds, by_variant, each
 from .result import BURST_RUN, BurstCell, BurstRun
 
+OWN_CPUS = "a load generator with CPUs of its own (--load-cpus, or --client-hosts) would leave the pace to the servers"
 LEGEND = (
     "median (min-max) over the runs of the time from the first connect to the last reply or failure, and the failures "
     "where any failed; * in some run the load generator took more than half of it to start the connections. "
@@ -42,9 +47,18 @@ def _served_all(cell: BurstCell | None) -> bool:
     return cell is not None and not cell.failed and not cell.interrupted and cell.wall_s > 0
 
 
+def paced(row: Sequence[BurstRun], clients: int) -> bool:
+    """Every mode of this round that served all `clients` (two at least) had them started at the load generator's
+    pace (BurstCell.client_bound): no server set its time."""
+    cells = [cell for run in row if _served_all(cell := _cell(run, clients)) and cell is not None]
+    return len(cells) > 1 and all(cell.client_bound for cell in cells)
+
+
 def fastest(row: Sequence[BurstRun], clients: int) -> str | None:
     """The mode of this round that served all `clients` more than CLEAR sooner than any other; None when
-    two were within CLEAR of each other, or none served them all."""
+    two were within CLEAR of each other, none served them all, or the load generator set every one's pace."""
+    if paced(row, clients):
+        return None
     times = sorted(
         (cell.wall_s, _name(run)) for run in row if _served_all(cell := _cell(run, clients)) and cell is not None
     )
@@ -54,10 +68,10 @@ def fastest(row: Sequence[BurstRun], clients: int) -> str | None:
 
 
 def _next_ratio(rounds: Rounds, label: str, clients: int) -> Spread | None:
-    """Over the rounds: the quickest other mode's time to serve all `clients` over `label`'s (in a round
-    `label` did not win, below 1)."""
+    """Over the rounds a server set the pace of: the quickest other mode's time to serve all `clients` over
+    `label`'s (in a round `label` did not win, below 1)."""
     ratios = []
-    for row in rounds:
+    for row in (row for row in rounds if not paced(row, clients)):
         times = {_name(r): c.wall_s for r in row if _served_all(c := _cell(r, clients)) and c is not None}
         mine = times.pop(label, None)
         if mine and times:
@@ -66,13 +80,29 @@ def _next_ratio(rounds: Rounds, label: str, clients: int) -> Spread | None:
 
 
 def fastest_stability(rounds: Rounds, clients: int, advice: str = "try more --repeat") -> Stability:
-    """How many runs name the same mode fastest to serve all `clients`."""
-    return agreement(
+    """How many runs name the same mode fastest to serve all `clients`, and in how many the load generator set
+    every mode's pace (those name none, and say why: not 'no mode ... sooner than the others')."""
+    n, left = len(rounds), sum(paced(row, clients) for row in rounds)
+    if left == n:
+        runs = "its one run" if n == 1 else f"each of the {n} runs"
+        return Stability(
+            f"no mode ranked: the load generator set the pace of every mode in {runs} (it took more than half of "
+            f"each burst to start the connections), so the times are its own, not the servers'; {OWN_CPUS}",
+            False,
+            0,
+            n,
+            None,
+        )
+    stability = agreement(
         [fastest(row, clients) for row in rounds],
         f"was fastest to serve all {clients} clients",
         f"no mode served all {clients} clients more than {100 * (CLEAR - 1):.0f}% sooner than the others",
         advice,
     )
+    if not left:
+        return stability
+    said = f"; in {left} of the {n} runs the load generator set the pace of every mode, so they rank none"
+    return replace(stability, text=stability.text + said)
 
 
 def _seconds(values: list[float]) -> str:
