@@ -21,7 +21,11 @@ Disciplines (what happens to a connection between its arrival and the worker tha
   while it is busy). With a `ring` of C completions: once C connections wait in that worker's ring unreaped
   (it reaps them all when it next waits, having served the ones it reaped before), the next one ends its
   accept, so it leaves the order and the next worker is first; it joins again at the end when it reaps.
-  With none armed, connections wait in the listener's queue for the first to arm again.
+  Only a connection that arrives later wakes the next worker, whose accept then takes the listener's queue
+  too: those that arrived at the same instant (queued when the full ring's accept ran) wait in the
+  listener's queue, as all do with none armed, until such an arrival or until a worker arms again (its
+  accept takes the queue at once). So a burst that arrives all at once stays with worker 0 (500/0), and
+  one whose connections keep arriving after its ring filled is handed on.
 
 Arrivals: a closed loop (c clients, each issuing its next request the moment its previous one ends) or an
 open loop (Poisson at a rate, or a fixed interval). Service times: drawn from a sample (empirical),
@@ -200,7 +204,7 @@ def simulate(
             queue = own[w]
             nxt: float | None = None
             if first is not None:
-                nxt = first.next_for(w, queue, shared)
+                nxt = first.next_for(w, queue, shared, now)
                 busy[w] = nxt is not None
             elif queue:
                 nxt = queue.popleft()
@@ -232,12 +236,7 @@ def simulate(
         req = now if k >= warm_at else -1.0 - now
         w = -1
         if first is not None:
-            if first.armed and not busy[first.armed[0]]:
-                w = first.armed[0]  # asleep in its wait: it wakes and reaps this one
-            elif first.armed:
-                first.post(own[first.armed[0]], req)
-            else:
-                shared.append(req)
+            w, req = first.arrive(req, now, own, busy, shared)
         elif per_worker:
             w = int(uniform() * n) if hashed else k % n
             if busy[w]:
@@ -264,34 +263,55 @@ def simulate(
 
 
 class _First:
-    """`first`'s state: which workers have an accept armed (in the wait queue's order), and per worker the
-    connections in its ring since it last reaped and those it reaped and has not started."""
+    """`first`'s state: which workers have an accept armed (in the wait queue's order), per worker the connections in
+    its ring since it last reaped and those it reaped and has not started, and when a ring last filled."""
 
     def __init__(self, workers: int, ring: int) -> None:
         self.ring = ring
         self.armed: deque[int] = deque(range(workers))
         self.unreaped = [0] * workers
         self.reaped = [0] * workers
+        self.filled_at = -math.inf
 
-    def post(self, queue: deque[float], req: float) -> None:
-        """The kernel accepts `req` for the head of `armed` into its ring (`queue`); the one past a full ring
-        ends its accept (it rides on the last completion), and the worker leaves the order."""
+    def arrive(
+        self, req: float, now: float, own: list[deque[float]], busy: list[bool], shared: deque[float]
+    ) -> tuple[int, float]:
+        """A connection arrives: its wakeup goes to the first armed worker, whose accept takes what the listener's
+        queue holds, oldest first, then this one (an idle one starts the oldest itself). One that arrives with the
+        connection that filled a ring (at the same instant: already queued when that accept ran) waits in the
+        listener's queue, as the ones with none armed do: no wakeup reaches another worker for it, so a full ring
+        hands on only to connections that arrive after it filled. Returns the worker that starts one now and the one
+        it starts (-1: none)."""
+        shared.append(req)
+        if not self.armed or now <= self.filled_at:
+            return -1, req
         w = self.armed[0]
+        started = shared.popleft() if not busy[w] else None
+        while shared and self.armed and self.armed[0] == w:
+            self.post(w, own[w], shared.popleft(), now)
+        return (w, started) if started is not None else (-1, req)
+
+    def post(self, w: int, queue: deque[float], req: float, now: float) -> None:
+        """The kernel accepts `req` for armed worker w into its ring (`queue`); the one past a full ring ends its
+        accept (it rides on the last completion), and the worker leaves the order."""
         queue.append(req)
         self.unreaped[w] += 1
         if self.ring and self.unreaped[w] > self.ring:
-            self.armed.popleft()
+            self.armed.remove(w)
+            self.filled_at = now
 
-    def next_for(self, w: int, queue: deque[float], shared: deque[float]) -> float | None:
-        """What free worker w starts next: the next it reaped; else it waits, which reaps its ring at once (and
-        arms again at the end of the order if its accept had ended: with no other armed, that accept takes what
-        the listener's queue holds). None: nothing there, it sleeps armed."""
+    def next_for(self, w: int, queue: deque[float], shared: deque[float], now: float) -> float | None:
+        """What free worker w starts next: the next it reaped; else it waits, which reaps its ring at once, and arms
+        again at the end of the order if its accept had ended: that accept takes what the listener's queue holds at
+        once, wherever it stands in the order (it tries before it waits). None: nothing there, it sleeps armed."""
         if not self.reaped[w]:
+            self.reaped[w], self.unreaped[w] = len(queue), 0
             if w not in self.armed:
                 self.armed.append(w)
-                while shared and self.armed and self.armed[0] == w:
-                    self.post(queue, shared.popleft())
-            self.reaped[w], self.unreaped[w] = len(queue), 0
+                while shared and w in self.armed:
+                    self.post(w, queue, shared.popleft(), now)
+                if not self.reaped[w]:  # its wait returns with what that accept took
+                    self.reaped[w], self.unreaped[w] = len(queue), 0
             if not queue:
                 return None
         self.reaped[w] -= 1

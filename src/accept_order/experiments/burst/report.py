@@ -12,12 +12,13 @@ from ...analysis.fairness import jain_index
 from ...core.protocol import ABORTED
 from ...core.text import escape_controls
 from ...core.totals import loops_ran
+from ...core.uring import ACCEPT_COMPLETIONS
 from ...render.evidence import LISTEN_COUNTERS, listener_drops_said, short_counter, shortage_lines
 from ...render.hosts import HostsPart, host_parts
 from ...render.observed_on import brought, load_parts
 from ...render.text import duration_us, plural
 from ...render.workers import own_count_text
-from ...servers.registry import known_by_replies, unseen_note
+from ...servers.registry import known_by_replies, known_mode, unseen_note
 from ..launch_notes import launch_parts
 from ..own_settings import caps_said, own_settings
 from ..target_unanswered import target_unanswered_note
@@ -101,6 +102,25 @@ def _details(run: BurstRun) -> list[Text]:
     return lines + ([witness] if witness is not None else []) + shortage_lines(list(run.shortages))
 
 
+def _ring_note(run: BurstRun) -> str | None:
+    """Beside bursts larger than a ring holds, in a mode whose first armed worker takes every connection (io-uring):
+    whether one is handed on is a race (servers/modes/io_uring.py), so the split of one burst is one of two outcomes.
+    Six bursts of 500 at 2 workers read 500/0 twice and 181/319 to 387/113 otherwise (load 6)."""
+    info = known_mode(run.server.kind, run.server.mode)
+    big = [c for c in run.cells if c.clients > ACCEPT_COMPLETIONS + 1]
+    if info is None or info.discipline != "first" or not big or run.server.workers < 2:
+        return None
+    splits = ", ".join(f"{c.clients}: {'/'.join(map(str, c.served))}" for c in big)
+    past = ACCEPT_COMPLETIONS + 1
+    return (
+        f"  {run.server.label} ({splits}): the first armed worker's ring takes every connection until {past} wait "
+        "in it unreaped; only connections arriving after that go to the next worker (those queued with it wait for "
+        f"the first to reap and arm again). So a burst is handed on only where that worker fell {past} behind while "
+        "connections still arrived, a race the machine decides: one burst's split is one of both outcomes (--repeat "
+        "shows how often each)"
+    )
+
+
 def _own_count(run: BurstRun) -> Text | None:
     """Over kept connections: the requests each worker says it answered over all its bursts, beside what
     the replies said (a request counted for the worker that holds its connection)."""
@@ -145,6 +165,7 @@ def burst_report(result: BurstResult) -> RenderableType:
         for run in result.runs:  # less what --observe-on brought from the server's host
             note = unseen_note(run.server, any(brought(c.observed_on) for c in run.cells))
             parts += [Text(note, style="yellow")] if note else []
+        parts += [Text(note, style="dim") for run in result.runs if (note := _ring_note(run))]
         parts += launch_parts(run.server for run in result.runs)
         for run in result.runs:
             unnamed = target_unanswered_note(run.server, ((sum(c.served), c.errors) for c in run.cells))

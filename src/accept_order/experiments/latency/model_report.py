@@ -39,7 +39,7 @@ PINNED_NOTE = "; pinned = each request queued at the worker that holds its conne
 # said only beside a model that queues at the first worker alone (io-uring), so other runs' notes stay as they were
 FIRST_NOTE = (
     "; first = every connection queued at the first armed worker, idle or busy, until its ring's completions are "
-    "full: then at the next"
+    "full: then those arriving after at the next (those arriving with it wait for it to arm again)"
 )
 CHURN = "; connections of K > 1 requests come and go: those held when the load ended, scaled to its clients"
 
