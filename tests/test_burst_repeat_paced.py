@@ -26,8 +26,8 @@ def test_no_mode_is_ranked_where_the_generator_set_every_pace() -> None:
     assert "fastest" not in said, said
     assert said == (
         "Verdict, 1000 clients: no mode ranked: the load generator set the pace of every mode in each of the 3 runs "
-        "(it took more than half of each burst to start the connections), so the times are its own, not the servers'; "
-        "a load generator with CPUs of its own (--load-cpus, or --client-hosts) would leave the pace to the servers"
+        "(it took more than half of each burst to start the connections), so the times are partly its own, not the "
+        "servers' (give it more --driver-procs, or CPUs of its own with --load-cpus)"
     ), said
 
 

@@ -52,7 +52,8 @@ _WORDS = dict(FIGURES)
 @dataclass(frozen=True)
 class TailVerdict:
     """Which mode had the tighter tail (None unless one clearly had), and by how much (ratios of the others
-    to it, or to the lowest p99 when none had); kind is "clear", "tight" (no clear difference) or "mixed"."""
+    to it, or to the lowest p99 when none had); kind is "clear", "tight" (no clear difference) or "mixed", or
+    "paced" where the load generator set every run's pace (experiments/generator_pace.py: none is named)."""
 
     tightest: str | None
     ratios: dict[str, dict[str, float]]  # mode -> {"p50": r, "p99": r, ...} relative to the reference run

@@ -23,11 +23,11 @@ from rich.text import Text
 from ...analysis.stability import Spread, Stability, agreement
 from ...analysis.tails import CLEAR
 from ...render.text import duration_us, plural
+from ..generator_pace import GENERATOR_PACED, paced_said
 from ..own_settings import caps_said
 from ..repeat.kinds import Document, Repeated, Rounds, by_variant, each
 from .result import BURST_RUN, BurstCell, BurstRun
 
-OWN_CPUS = "a load generator with CPUs of its own (--load-cpus, or --client-hosts) would leave the pace to the servers"
 LEGEND = (
     "median (min-max) over the runs of the time from the first connect to the last reply or failure, and the failures "
     "where any failed; * in some run the load generator took more than half of it to start the connections. "
@@ -85,9 +85,9 @@ def fastest_stability(rounds: Rounds, clients: int, advice: str = "try more --re
     n, left = len(rounds), sum(paced(row, clients) for row in rounds)
     if left == n:
         runs = "its one run" if n == 1 else f"each of the {n} runs"
+        how = "it took more than half of each burst to start the connections"
         return Stability(
-            f"no mode ranked: the load generator set the pace of every mode in {runs} (it took more than half of "
-            f"each burst to start the connections), so the times are its own, not the servers'; {OWN_CPUS}",
+            f"no mode ranked: {paced_said(f'mode in {runs}', how, 'the times')}",
             False,
             0,
             n,
@@ -101,7 +101,7 @@ def fastest_stability(rounds: Rounds, clients: int, advice: str = "try more --re
     )
     if not left:
         return stability
-    said = f"; in {left} of the {n} runs the load generator set the pace of every mode, so they rank none"
+    said = f"; in {left} of the {n} runs {GENERATOR_PACED} of every mode, so they rank none"
     return replace(stability, text=stability.text + said)
 
 

@@ -15,6 +15,7 @@ from ...analysis.tails import TIGHTEST, TailVerdict, tail_verdict
 from ...core.totals import loops_ran
 from ...results import export
 from .. import SWEEP_KIND
+from ..generator_pace import every_run_paced, latency_paced_said
 from ..parts import Experiment, lazy
 from .held_nothing import held_nothing_notes
 from .kept_report import kept_csv
@@ -78,6 +79,9 @@ def compare_verdict(result: LatencyCompareResult) -> TailVerdict:
     of one whole run and nothing more said the second served nothing), and the workers that held no
     connection of a run over kept connections where the others carried their share (its tail is theirs)."""
     verdict = tail_verdict(result.runs)
+    if verdict.tightest is not None and every_run_paced(result.runs):  # as burst --repeat and sweep say it
+        said = f"no mode ranked: {latency_paced_said('run')}; on the figures, {verdict.text}"
+        verdict = replace(verdict, tightest=None, text=said, kind="paced")
     histograms = {r.server.label: r.histogram for r in result.runs}
     said = verdict.text
     if (tightest := verdict.tightest) is not None and not samples_apart([tightest], list(verdict.ratios), histograms):

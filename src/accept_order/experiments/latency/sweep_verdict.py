@@ -21,6 +21,7 @@ from ...analysis.tails import Pair, failed_before_stop, figures, pair_text
 from ...core.protocol import ABORTED
 from ...core.text import and_join, plural
 from ...render.evidence import short_counter
+from ..generator_pace import every_run_paced, latency_paced_said
 from .result import LatencyResult
 
 Named = tuple[str, LatencyResult]
@@ -227,6 +228,13 @@ def _not_apart(pick: Sequence[str], sentence: str) -> str:
     return f"no cap to pick: {led} on these runs' figures, {NOT_APART}: {why}; {tell_apart('the caps')}"
 
 
+def _paced(pick: Sequence[str], sentence: str) -> str:
+    """No pick where the load generator set the pace of every cap's run: which cap led on the figures, and why."""
+    why = sentence.split(": ", 1)[1]
+    paced = latency_paced_said("cap's run")
+    return f"no cap to pick: {paced}; on the figures, {' and '.join(pick)} led: {why}"
+
+
 def never_bound(results: Sequence[LatencyResult]) -> Unbound | None:
     """Where no wakeup of any run took more connections than the smallest cap allows (the workers' own max per
     wakeup): then what parts the runs is one run from another, not the cap. A pool opened one connection at a
@@ -317,7 +325,10 @@ def sweep_verdict(results: Sequence[LatencyResult], applies: bool = True) -> Swe
     elif whole:
         pick, sentence = _pick(whole)
         sure = _sureness(whole, pick)
-        if pick and not _apart(whole, pick):  # no pick surer than How sure: it says the samples cannot tell
+        if pick and every_run_paced([r for _, r in whole]):  # as burst --repeat and latency --modes say it
+            pick, sentence = (), _paced(pick, sentence)
+            sure = _sureness(whole, pick)
+        elif pick and not _apart(whole, pick):  # no pick surer than How sure: it says the samples cannot tell
             pick, sentence = (), _not_apart(pick, sentence)
     else:
         pick, sentence = (), "no cap to pick: each histogram holds only what its cap served"

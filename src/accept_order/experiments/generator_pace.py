@@ -1,0 +1,40 @@
+"""Where the load generator, not the server, set the pace of every run a verdict compares, the verdict ranks none
+and says so, in the same words for burst --repeat, latency --modes and sweep.
+
+Each experiment knows it its own way: a burst whose load generator took more than half of it to start the
+connections (burst/result.BurstCell.client_bound), a latency run whose load generator was on a CPU nearly all the
+time while the workers idled (loads/client_warnings.client_bound, the warning its report gives). Either way the
+figures are partly the client's, and what parts two runs may be the client's too: a busy machine gives the load
+generator a different share of its CPUs from one run to the next."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ..loads.client_warnings import client_bound
+
+if TYPE_CHECKING:  # not imported at start-up by burst's report, which has no latency run
+    from .latency.result import LatencyResult
+
+GIVE_IT = "give it more --driver-procs, or CPUs of its own with --load-cpus"  # as the warning's own advice
+GENERATOR_PACED = "the load generator set the pace"
+
+
+def paced_said(runs: str, how: str, figures: str) -> str:
+    """'the load generator set the pace of every RUNS (HOW), so FIGURES are partly its own, not the servers' (give
+    it ...)'."""
+    return f"{GENERATOR_PACED} of every {runs} ({how}), so {figures} are partly its own, not the servers' ({GIVE_IT})"
+
+
+def every_run_paced(results: Sequence[LatencyResult]) -> bool:
+    """Two runs at least, and in each the load generator on a CPU nearly all the time while the workers idled."""
+    return len(results) > 1 and all(
+        client_bound(list(r.drivers), r.worker_cpu_s, r.wall_s, r.worker_cpus) is not None for r in results
+    )
+
+
+def latency_paced_said(runs: str) -> str:
+    """The latency reports' sentence: every `runs` (run, cap's run) was the load generator's pace."""
+    how = "on a CPU nearly all the time while the workers idled: the warning above"
+    return paced_said(runs, how, "their latencies")
