@@ -182,6 +182,13 @@ def served_something(results: Sequence[Any]) -> None:
                 "the server answered, but no reply named a worker: --target attributes each connection by its "
                 "reply alone, which must read 'worker PID' or 'worker N pid PID' (as accept-order serve answers)"
             )
+        refused = r.errors and all(name.startswith(f"{BAD_REPLY} (HTTP ") for name in r.errors)
+        if refused and not known_by_replies(r.server):  # an attached Apache's 404 of '/' (--target's reply says more)
+            said.append(
+                "the server answered 'GET /' with a status other than 200: a connection counts as served on a "
+                "200 only, so --port must be where '/' answers 200 with a body (nginx: location = / { return 200 "
+                '"ok\\n"; })'
+            )
         if line_client_unanswered(r.server, (name for name, n in r.errors.items() if n)):  # HTTP: awaits a request
             said.append(SILENT[0].lower() + SILENT[1:])
     raise NothingServed("; ".join(said))

@@ -97,6 +97,14 @@ class ClientProtocol:
         never the reply's own text: one key per distinct reply would flood the report)."""
         return BAD_REPLY
 
+    def failure(self, raw: bytes, reply: bytes) -> str:
+        """What a connection whose reply named no worker counts as: `raw`, the bytes read; `reply`, what `body` kept
+        of them. Nothing read: no reply; something kept: a bad reply; something read and nothing kept (an HTTP error
+        status): the complaint, which names it (an attached Apache's 404s read '500 x no reply')."""
+        if not raw:
+            return NO_REPLY
+        return BAD_REPLY if reply else self.complaint(raw)
+
     def closes(self, reply: bytes) -> bool:
         """Over a kept connection: whether the server said, in this whole reply, that it closes the connection
         after it (the client then opens another for the next request). A line says nothing of the kind."""

@@ -23,7 +23,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from ..core.processes import MAX_REPLY, READY_TIMEOUT_S, die_with_parent, ignore_supervisor_signals, unblock_signals
-from ..core.protocol import ABORTED, BAD_REPLY, NO_REPLY, TIMEOUT, ClientProtocol, errno_name
+from ..core.protocol import ABORTED, BAD_REPLY, TIMEOUT, ClientProtocol, errno_name
 from ..core.target import Attribution, KnownReplies
 from .driver_clock import DriverClock, schedstat
 from .drivers import Loop
@@ -76,7 +76,7 @@ def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
     epollerr = select.EPOLLERR
     peer_closed = select.EPOLLRDHUP | select.EPOLLHUP
     inflight: dict[int, list[Any]] = {}  # fd -> [socket, start ns, reply bytes so far, request unsent]
-    request, body = cfg.protocol.request, cfg.protocol.body
+    request, body, failure = cfg.protocol.request, cfg.protocol.body, cfg.protocol.failure
     start_flags = flags | select.EPOLLOUT if request else flags  # a request waits for the connect
     modify = ep.modify
     counts: dict[int, int] = {}  # duration us -> requests (the histogram, built at the end)
@@ -185,7 +185,7 @@ def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
                 if who is None:
                     who = replies.learn(buf)
                     if who is None:
-                        errors[NO_REPLY if not buf else BAD_REPLY] += 1
+                        errors[failure(entry[2], buf)] += 1
                         continue
                 served[who] = served.get(who, 0) + 1
                 ok += 1

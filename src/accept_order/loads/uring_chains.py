@@ -45,7 +45,7 @@ from collections import Counter
 from typing import Any
 
 from ..core.processes import MAX_REPLY
-from ..core.protocol import ABORTED, BAD_REPLY, NO_REPLY, TIMEOUT, errno_name
+from ..core.protocol import ABORTED, BAD_REPLY, TIMEOUT, errno_name
 from ..core.target import KnownReplies
 from .driver_clock import DriverClock
 from .drivers import chains_binding
@@ -187,7 +187,7 @@ def _loop(
     # batch is read from the head up to the queue's end, then from its start.
     cq_entries = 2 * size
     head = 0
-    request, body = cfg.protocol.request, cfg.protocol.body
+    request, body, failure = cfg.protocol.request, cfg.protocol.body, cfg.protocol.failure
     reply_buffers = [reply for reply, _ in buffers]
     done_at, ok_at = 2 * cfg.index, 2 * cfg.index + 1  # this driver's places in `progress`
     counts: dict[int, int] = {}
@@ -311,14 +311,14 @@ def _loop(
                     forced[slot] = failed[slot] = None
                     errors[error] += 1
                     continue
-                reply_bytes = bytes(reply_buffers[slot][: got[slot]])
+                raw = reply_bytes = bytes(reply_buffers[slot][: got[slot]])
                 if request:
-                    reply_bytes = body(reply_bytes)
+                    reply_bytes = body(raw)
                 who = replies_get(reply_bytes)
                 if who is None:
                     who = replies.learn(reply_bytes)
                     if who is None:
-                        errors[NO_REPLY if not reply_bytes else BAD_REPLY] += 1
+                        errors[failure(raw, reply_bytes)] += 1
                         continue
                 served[who] = served.get(who, 0) + 1
                 ok += 1

@@ -28,7 +28,7 @@ from collections import Counter
 from typing import Any
 
 from ..core.processes import MAX_REPLY
-from ..core.protocol import ABORTED, BAD_REPLY, NO_REPLY, TIMEOUT, errno_name
+from ..core.protocol import ABORTED, BAD_REPLY, TIMEOUT, errno_name
 from ..core.target import KnownReplies
 from .driver_clock import DriverClock
 from .drivers import binding, chains_unavailable
@@ -81,7 +81,7 @@ def drive_uring_api(cfg: Any, progress: Any, stop: Any, tick_s: float) -> dict[s
     prepare_socket, prepare_connect, prepare_recv = ring.prepare_socket, ring.prepare_connect, ring.prepare_recv
     prepare_send, close_fd, wait = ring.prepare_send, ring.prepare_close_nowait, ring.wait
     stream = socket.SOCK_STREAM
-    request, body = cfg.protocol.request, cfg.protocol.body
+    request, body, failure = cfg.protocol.request, cfg.protocol.body, cfg.protocol.failure
     ops_each = 3 if request else 2
     one_more = bytearray(1)  # the byte past a full buffer: only its count is read
     # Reply buffers of connections that ended, for the next ones: a new bytearray(MAX_REPLY) is zeroed, 1 µs
@@ -230,14 +230,14 @@ def drive_uring_api(cfg: Any, progress: Any, stop: Any, tick_s: float) -> dict[s
                 if error is not None:
                     errors[error] += 1
                     continue
-                reply = bytes(buf[: entry[GOT]])
+                raw = reply = bytes(buf[: entry[GOT]])
                 if request:
-                    reply = body(reply)
+                    reply = body(raw)
                 who = replies_get(reply)
                 if who is None:
                     who = replies.learn(reply)
                     if who is None:
-                        errors[NO_REPLY if not reply else BAD_REPLY] += 1
+                        errors[failure(raw, reply)] += 1
                         continue
                 served[who] = served.get(who, 0) + 1
                 ok += 1
