@@ -93,16 +93,15 @@ def fastest_stability(rounds: Rounds, clients: int, advice: str = "try more --re
             n,
             None,
         )
-    stability = agreement(
-        [fastest(row, clients) for row in rounds],
-        f"was fastest to serve all {clients} clients",
-        f"no mode served all {clients} clients more than {100 * (CLEAR - 1):.0f}% sooner than the others",
-        advice,
-    )
+    outcomes = [fastest(row, clients) for row in rounds]
+    claim = f"was fastest to serve all {clients} clients"
+    none = f"no mode served all {clients} clients more than {100 * (CLEAR - 1):.0f}% sooner than the others"
     if not left:
-        return stability
+        return agreement(outcomes, claim, none, advice)
+    stability = agreement(outcomes, claim, none, advice="")  # the advice after why some rounds rank none
     said = f"; in {left} of the {n} runs {GENERATOR_PACED} of every mode, so they rank none"
-    return replace(stability, text=stability.text + said)
+    more = f"; {advice}" if advice and stability.agree and not stability.conclusive else ""
+    return replace(stability, text=stability.text + said + more)
 
 
 def _seconds(values: list[float]) -> str:

@@ -4,6 +4,7 @@ held a higher load than the others (its first step that did not hold came later,
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import statistics
@@ -17,11 +18,13 @@ from rich.text import Text
 
 from ...analysis.stability import Stability, agreement
 from ...render.text import plural
+from ..generator_pace import GENERATOR_PACED, paced_said
 from ..own_settings import caps_said
 from ..repeat.kinds import Document, Repeated, Rounds, by_variant, each
 from .machine_share import machine_caveat, machine_rounds
 from .report import ramp_table, served_less, work_and_step
 from .result import RAMP_SHAPE, RampResult
+from .run import CLIENT_PACED
 
 LEGEND = (
     "knee: the last step that held before the first that did not; broke at: that first step; median "
@@ -67,12 +70,20 @@ def knee_outcome(run: RampResult) -> str:
     return f"last held {where}"
 
 
+def paced(row: Sequence[RampResult]) -> bool:
+    """Every mode of this round (two at least) broke at a step where the load generator was CPU-bound while the
+    workers idled (the step's own note: run.CLIENT_PACED): where they broke is the generator's as much as theirs."""
+    runs = [r for r in row if r.steps]
+    broke = [r.knee[1] for r in runs]
+    return len(runs) > 1 and all(b is not None and any(CLIENT_PACED in s for s in b.seen) for b in broke)
+
+
 def held_higher(row: Sequence[RampResult]) -> str | None:
     """The mode of this round whose first step that did not hold came later than every other's (one that
-    held every step counts as later than any that broke); None when two tie, or when a run cut short leaves
-    it unknown."""
+    held every step counts as later than any that broke); None when two tie, when a run cut short leaves
+    it unknown, or when the load generator set the pace of every mode's breaking step (paced)."""
     runs = [r for r in row if r.steps]
-    if any(r.cut_short for r in runs):
+    if any(r.cut_short for r in runs) or paced(row):
         return None
     reach = sorted(((b if (b := broke_at(r)) is not None else math.inf), _name(r)) for r in runs)
     if len(reach) < 2 or reach[-1][0] == reach[-2][0]:
@@ -80,12 +91,25 @@ def held_higher(row: Sequence[RampResult]) -> str | None:
     return reach[-1][1]
 
 
+PACED_HOW = "CPU-bound while the workers idled: the steps' notes"
+
+
 def higher_stability(rounds: Rounds) -> Stability:
-    return agreement(
-        [held_higher(row) for row in rounds],
-        "held a higher load than the others",
-        "no mode held a higher load than all the others",
-    )
+    """In how many runs one mode held a higher load than the others, and in how many the load generator set
+    the pace of every mode's breaking step (those rank none, and say why, as burst --repeat's do)."""
+    n, left = len(rounds), sum(paced(row) for row in rounds)
+    if left == n:
+        runs = "its one run" if n == 1 else f"each of the {n} runs"
+        said = paced_said(f"mode's breaking step in {runs}", PACED_HOW, "the loads they broke at")
+        return Stability(f"no mode ranked: {said}", False, 0, n, None)
+    outcomes = [held_higher(row) for row in rounds]
+    claim, none = "held a higher load than the others", "no mode held a higher load than all the others"
+    if not left:
+        return agreement(outcomes, claim, none)
+    stability = agreement(outcomes, claim, none, advice="")  # the advice after why some rounds rank none
+    said = f"; in {left} of the {n} runs {GENERATOR_PACED} of every mode's breaking step, so they rank none"
+    advice = "; try more --repeat" if stability.agree and not stability.conclusive else ""
+    return dataclasses.replace(stability, text=stability.text + said + advice)
 
 
 _FIGURE = re.compile(r"(?<![\w.])\d+(\.\d+)?")  # p99 and p99.9 keep their names
@@ -286,6 +310,9 @@ def _one_verdict(row: Sequence[RampResult]) -> Text:
     if all(broke_at(r) is None and not r.cut_short for r in row):
         said = "no mode held a higher load than all the others: every step held in each, "
         return Text(f"Verdict: {said}{_further([list(row)])}", style="yellow")
+    if paced(row):  # as burst --repeat says a burst the load generator paced
+        said = paced_said("mode's breaking step", PACED_HOW, "the loads they broke at")
+        return Text(f"Verdict: no mode ranked in this one run: {said}", style="yellow")
     said = f"{higher} held a higher load than the others" if higher else "no mode held a higher load than the others"
     if higher:  # a mode that broke first where other processes held most of the machine
         said += " in this one run" + machine_caveat([r for r in row if r.steps and _name(r) != higher])

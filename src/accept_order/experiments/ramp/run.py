@@ -42,6 +42,7 @@ from ..session import Measured, RunInterrupted, RunStopped, Tick, as_answered, d
 from .result import RampResult, RampStep
 
 SATURATED = 0.9  # a worker (or the workers together) on a CPU this share of the step is CPU-bound
+CLIENT_PACED = "while the workers idled"  # said of a CPU-bound load generator: it set the step's pace
 KEPT_RATE = 0.9  # an open-loop step that finished fewer than this share of what was offered did not keep up
 
 
@@ -240,7 +241,7 @@ def signals(step: RampStep, workers: int, cpus: int, coordinated: bool = False, 
     if step.driver_cpu >= SATURATED:
         text = f"load generator CPU-bound ({100 * step.driver_cpu:.0f}% of a CPU per process)"
         if step.worker_cpu and not workers_bound:  # the server waited for its client
-            text += " while the workers idled: this step's figures are partly the client's"
+            text += f" {CLIENT_PACED}: this step's figures are partly the client's"
         seen.append(text)
     peak: int = max(step.queues, default=0)
     if peak:
