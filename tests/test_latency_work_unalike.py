@@ -3,10 +3,12 @@
 'latency --server nginx,haproxy -w 4 --pool -c 32 --requests-per-connection 0 --work 1ms --duration 5s' here (2
 CPUs, load 4) read 'haproxy threads had the tightest tail of these runs: ... p99 (65.92 vs 143.70 ms, 0.46x)', where
 HAProxy's threads had used 0.59 ms of CPU a request (the kernel's count of its process, polled by hand: 3.3 s over
-5,569 requests) and nginx's workers 1.05 ms (3.67 s over 3,495): HAProxy's loop is timed by os.clock(), its whole
-process's CPU, which its threads spinning at once advance together. The golden comparison (blocking, reuseport) is
-given that --work and those CPU figures here, its first run as the built-in server and its second as nginx; alike
-figures, no --work, a work burned whole beside a costlier server, or one server's modes say nothing."""
+5,569 requests) and nginx's workers 1.05 ms (3.67 s over 3,495): HAProxy's loop was timed by os.clock(), its whole
+process's CPU, which its threads spinning at once advance together (each thread's own since, where lua-posix is
+there; a run on the process's clock says so in its evidence, and the note names it). The golden comparison
+(blocking, reuseport) is given that --work and those CPU figures here, its first run as the built-in server and its
+second as nginx; alike figures, no --work, a work burned whole beside a costlier server, or one server's modes say
+nothing."""
 
 from __future__ import annotations
 
@@ -17,10 +19,18 @@ from typing import Any
 from conftest import run_cli
 from verdict_shown import GOLDEN, verdict_shown
 
+from accept_order.servers.launched.haproxy import PROCESS_CLOCK, THREAD_CLOCK
 
-def verdict(tmp_path: Path, work_us: int, per_request_us: tuple[float, float], kinds: tuple[str, str]) -> str:
-    """The golden comparison as servers of `kinds`, given --work `work_us`, their workers' CPU `per_request_us`."""
+
+def verdict(
+    tmp_path: Path, work_us: int, per_request_us: tuple[float, float], kinds: tuple[str, str], clock: str = ""
+) -> str:
+    """The golden comparison as servers of `kinds`, given --work `work_us`, their workers' CPU `per_request_us`;
+    `clock`: the first run's evidence says its work was timed by that clock (HAProxy's work_clock)."""
     doc: dict[str, Any] = json.loads((GOLDEN / "latency-compare.json").read_text())
+    if clock:  # as HAProxy's threads mode
+        doc["runs"][0]["evidence"]["work_clock"] = clock
+        doc["runs"][0]["server"]["mode"] = "threads"
     for run, us, kind in zip(doc["runs"], per_request_us, kinds, strict=True):
         run["server"]["work_us"] = work_us
         run["server"]["server"] = kind
@@ -37,6 +47,15 @@ def test_runs_that_burned_unlike_work_are_said(tmp_path: Path) -> None:
         "against 1.05 ms during nginx reuseport (the kernel's count over the requests served; each server times its "
         "loop by its own clock): what parts them may be the work each did as much as the mode"
     ) in said, said
+
+
+def test_haproxy_on_its_processs_clock_is_named(tmp_path: Path) -> None:
+    """A HAProxy run whose threads spun on their process's CPU (lua-posix missing) is why the note was written."""
+    said = verdict(tmp_path, 1000, (590, 1050), ("haproxy", "nginx"), clock=PROCESS_CLOCK)
+    assert (
+        "each server times its loop by its own clock; HAProxy's threads by their process's, lua-posix being missing)"
+    ) in said, said
+    assert "lua-posix" not in verdict(tmp_path, 1000, (590, 1050), ("haproxy", "nginx"), clock=THREAD_CLOCK)
 
 
 def test_alike_work_or_none_says_nothing(tmp_path: Path) -> None:

@@ -138,8 +138,10 @@ def work_options() -> Callable[[F], F]:
                 show_default=True,
                 help="How long a worker spins per connection before it answers, e.g. 1ms or 200us: a busy loop "
                 "(not a sleep) until that much wall-clock time has passed, so a worker that waits for a CPU "
-                "meanwhile burns less (nginx's, lighttpd's and HAProxy's loops: until their process has used that "
-                "much CPU, which HAProxy's threads use together; --work-iters counts additions instead).",
+                "meanwhile burns less (nginx's and lighttpd's loops: until their worker process has used that much "
+                "CPU; HAProxy's until the request has used that much of its thread's, or of its process's where "
+                "Debian's lua-posix is missing, whose threads then use it together and burn less each; --work-iters "
+                "counts additions instead).",
             ),
             click.option("--work-ms", "work_ms", type=Duration(bare="ms", zero=True, high=most), hidden=True),
             click.option("--work-us", "work_us", type=Duration(bare="us", zero=True, high=most), hidden=True),

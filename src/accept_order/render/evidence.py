@@ -215,6 +215,18 @@ def shortage_lines(shortages: Any) -> list[Text]:
     return lines
 
 
+def work_clock_line(evidence: Mapping[str, Any]) -> Text | None:
+    """Where HAProxy's --work spun on its process's CPU (evidence["work_clock"], servers/launched/haproxy.py's
+    PROCESS_CLOCK: Debian's lua-posix missing), which its threads spinning at once advance together."""
+    if evidence.get("work_clock") != "process":
+        return None
+    return Text(
+        "  HAProxy timed --work by its process's CPU (lua-posix, which reads each thread's own, was not found): "
+        "threads spinning at once advanced it together, so each burned less than the work",
+        style="yellow",
+    )
+
+
 def evidence_report(evidence: Mapping[str, Any], detail: bool = False) -> RenderableType:
     """Compact view of the evidence: one line per listener snapshot, the counters, the affinities.
     ``detail`` adds ss-like tables of every listener snapshot."""
@@ -236,4 +248,5 @@ def evidence_report(evidence: Mapping[str, Any], detail: bool = False) -> Render
     for error in evidence.get("errors", []):
         parts.append(Text(f"  could not read {error}", style="yellow"))
     parts += shortage_lines(evidence.get("shortages"))
+    parts += [line] if (line := work_clock_line(evidence)) is not None else []
     return Group(*parts)

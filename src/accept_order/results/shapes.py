@@ -382,6 +382,7 @@ EVIDENCE = Record(
             {"worker": Maybe(Integer()), "pid": Maybe(Integer()), "after_s": Maybe(Number()), "why": Text()}
         ),
         "shortages": SHORTAGES,
+        "work_clock": OneOf(("thread", "process")),  # what HAProxy's --work spun on: its thread's CPU or process's
         "merged_from": Record({"files": ListOf(MERGED_FILE), "concurrent": Flag()}),
         "observed_on": ListOf(OBSERVED_ON),
         # run --attach of one process of several threads (servers/attached.py): said by registry.threads_note

@@ -1,13 +1,14 @@
 """Whether runs compared with one --work burned alike work: a server's busy loop is timed by its own clock, and
 not every clock is each worker's own CPU.
 
-HAProxy's loop reads os.clock(), the CPU of its whole process, which its threads spinning at once advance together
-(its Lua has no clock of one thread's CPU, and core.now() froze a loop at the time of the last poll). 'latency
---server nginx,haproxy -w 4 --pool -c 32 --requests-per-connection 0 --work 1ms --duration 5s' here (2 CPUs, load
-4) read 'haproxy threads had the tightest tail of these runs: ... p99 (65.92 vs 143.70 ms, 0.46x)', where HAProxy's
-threads had used 0.59 ms of CPU a request (3.3 s over 5,569, the kernel's count of its process) and nginx's workers
-1.05 ms (3.67 s over 3,495): HAProxy did half the work for each answer. A wall-clock loop preempted on a busy host
-burns less than the work too (h2o 0.89 ms, the built-in workers 1.16 ms in a run beside HAProxy's 0.66 ms).
+nginx's and lighttpd's loops read os.clock(), their worker process's CPU; the built-in workers, h2o and Apache the
+wall clock, which a worker preempted on a busy host passes while it waits (h2o 0.89 ms, the built-in workers 1.16 ms
+a request beside nginx's 1.05 ms). HAProxy's threads read their own CPU through Debian's lua-posix, and where it is
+missing their process's (os.clock()), which its threads spinning at once advance together: 'latency --server
+nginx,haproxy -w 4 --pool -c 32 --requests-per-connection 0 --work 1ms --duration 5s' here (2 CPUs, load 4) then read
+'haproxy threads had the tightest tail of these runs: ... p99 (65.92 vs 143.70 ms, 0.46x)', HAProxy's threads having
+used 0.59 ms of CPU a request (3.3 s over 5,569, the kernel's count) and nginx's workers 1.05 ms (3.67 s over 3,495):
+half the work for each answer. Such a run's evidence says so (work_clock), and so does this note.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import statistics
 from collections.abc import Callable, Mapping, Sequence
 
 from ...render.text import duration_us, durations_us
+from ...servers.launched.haproxy import PROCESS_CLOCK
 from .besides_queueing import by_label
 from .result import LatencyResult
 
@@ -53,8 +55,11 @@ def repeated_work_note(variants: Mapping[str, Sequence[LatencyResult]]) -> str:
         return ""  # alike, or above 3/4 of the work asked: what a server adds to the loop is its own cost
     less, more = durations_us(round(least_us), round(most_us))
     median = ", medians over the runs" if any(len(rs) > 1 for rs in variants.values()) else ""
+    shared = any(r.evidence.get("work_clock") == PROCESS_CLOCK for r in runs)
+    process = "; HAProxy's threads by their process's, lua-posix being missing" if shared else ""
     return (
         f"they did not burn alike work: for --work {duration_us(work)} the workers used {less} of CPU a request "
         f"during {least} against {more} during {most} (the kernel's count over the requests served{median}; each "
-        f"server times its loop by its own clock): what parts them may be the work each did as much as the mode"
+        f"server times its loop by its own clock{process}): what parts them may be the work each did as much as the "
+        "mode"
     )

@@ -87,20 +87,59 @@ HAPROXY_MODES: dict[str, ModeInfo] = {
     )
 }
 
-# The work's clock is os.clock(), the process's CPU time, as nginx's and lighttpd's: core.now() is the time HAProxy
-# cached at its last poll, which a busy loop inside one action does not refresh, so 1 ms of work burned 12 ms of
-# CPU a request on average, one at a time, and 30 of 200 sequential requests took over 100 ms (up to 574 ms: strace
-# saw one spin 575 ms with no system call). The process's CPU is every thread's: where k threads spin at once, each
-# spin ends after about work/k of its own (the report's service time is the CPU measured, not --work)
-WORK_LUA = """-- written by accept-order for one run: burn the run's work before the answer, in each thread
+# The work's clock is the CPU time of the thread that spins, read through Debian's lua-posix (posix.time's
+# clock_gettime(CLOCK_THREAD_CPUTIME_ID)), as each nginx or lighttpd worker process spins on its own os.clock().
+# Not core.now(), the time HAProxy cached at its last poll, which a busy loop inside one action does not refresh (1 ms
+# of work burned 12 ms of CPU a request on average and one spin took 575 ms with no system call), and not os.clock()
+# but where lua-posix is missing: that is the whole process's CPU, which threads spinning at once advance together,
+# so each ended after about work/k of its own (0.67 ms of CPU a request for --work 1ms with 4 threads on 2 CPUs, 0.70
+# with 2, where nginx's workers burned 1.04). Each thread's Lua (lua-load-per-thread: its own state, no global lock)
+# writes which clock it took on stderr, read back as the run's evidence (WORK_CLOCK_MARK).
+#
+# One thread's requests must not share its clock either: HAProxy yields a Lua action every tune.lua.forced-yield
+# instructions (10,000 by default) and runs the thread's other streams, whose spins then moved this one's clock (one
+# thread, 32 connections: 0.98 ms of CPU a request for --work 1ms). The action yields only where it says, and counts
+# the CPU of its own slices: none longer than WORK_SLICE_S, since HAProxy's watchdog kills a thread that has run 2 s
+# without coming back to its scheduler (--work 3s did).
+WORK_CLOCK_MARK = "accept-order work clock:"
+THREAD_CLOCK = "thread"  # the spinning thread's own CPU
+PROCESS_CLOCK = "process"  # every thread's: lua-posix missing
+FORCED_YIELD = 1_000_000_000  # instructions: far more than one slice runs (about 30 million in 100 ms)
+WORK_SLICE_S = 0.1
+WORK_SLICE_ITERS = 10_000_000  # --work-iters' additions between yields: about 30-100 ms here
+WORK_LUA = f"""-- written by accept-order for one run: burn the run's work before the answer, in each thread
 local work_s = (tonumber(os.getenv("ACCEPT_ORDER_WORK_US")) or 0) / 1e6
 local work_iters = tonumber(os.getenv("ACCEPT_ORDER_WORK_ITERS")) or 0
-core.register_action("accept_order_work", { "http-req" }, function(txn)
-    local i = 0
-    for _ = 1, work_iters do i = i + 1 end
-    if work_s > 0 then
-        local stop = os.clock() + work_s
-        while os.clock() < stop do i = i + 1 end
+local found, ptime = pcall(require, "posix.time")
+local clock = os.clock -- the process's CPU: all threads' at once
+local which = "{PROCESS_CLOCK}"
+if found and ptime.clock_gettime and ptime.CLOCK_THREAD_CPUTIME_ID then
+    local gettime, id = ptime.clock_gettime, ptime.CLOCK_THREAD_CPUTIME_ID
+    clock = function()
+        local t = gettime(id)
+        return t.tv_sec + t.tv_nsec / 1e9
+    end
+    which = "{THREAD_CLOCK}"
+end
+io.stderr:write("{WORK_CLOCK_MARK} " .. which .. "\\n")
+core.register_action("accept_order_work", {{ "http-req" }}, function(txn)
+    local i, left = 0, work_iters
+    while left > 0 do
+        local n = math.min(left, {WORK_SLICE_ITERS})
+        for _ = 1, n do i = i + 1 end
+        left = left - n
+        if left > 0 then core.yield() end
+    end
+    -- the CPU of this request's own slices: what the thread ran between them (other streams) is not its work.
+    -- A slice's end is its own CPU since it began (now - start), never start + slice, which rounding may leave unmet
+    local burned = 0
+    while work_s > 0 do
+        local slice, start = math.min(work_s - burned, {WORK_SLICE_S!r}), clock()
+        local now = start
+        while now - start < slice do now = clock(); i = i + 1 end
+        burned = burned + (now - start)
+        if burned >= work_s - 1e-9 then break end -- within a nanosecond: a sum's rounding, not work left
+        core.yield()
     end
 end)
 """
@@ -130,7 +169,11 @@ def render_config(spec: ServerSpec, mode: ModeInfo, port: int, directory: str, l
         "".join(f"    cpu-map 1/{t + 1} {spec.cpus[t % len(spec.cpus)]}\n" for t in range(threads)) if spec.cpus else ""
     )
     work = spec.work_us > 0 or spec.work_iters > 0
-    lua = f"    lua-load-per-thread {os.path.join(directory, 'work.lua')}\n" if work else ""
+    lua = (
+        f"    tune.lua.forced-yield {FORCED_YIELD}\n    lua-load-per-thread {os.path.join(directory, 'work.lua')}\n"
+        if work
+        else ""
+    )
     if mode.queue == "per-worker":  # shards: a bind per thread
         binds = "".join(f"    bind {address}:{port} backlog {spec.backlog} thread {t + 1}\n" for t in range(threads))
     else:
@@ -177,6 +220,7 @@ class HaproxyServer(LaunchedServer):
         super().__init__(spec)
         self.mode = HAPROXY_MODES[spec.mode]
         self._receiver: LogReceiver | None = None
+        self._work_clock: str | None = None  # what each thread's Lua said it spins on (WORK_CLOCK_MARK)
 
     @property
     def attribution(self) -> ThreadAttribution:  # type: ignore[override]
@@ -215,6 +259,22 @@ class HaproxyServer(LaunchedServer):
         lines, self._dropped = self._receiver.close() if self._receiver is not None else ([], 0)
         self._log = [row for row in (self.parse_request(line.split()) for line in lines) if row is not None]
         self._shortages = self.shortages()
+        self._work_clock = self.work_clock()
+
+    def work_clock(self) -> str | None:
+        """The clock --work spun on: THREAD_CLOCK where every thread's Lua said it, PROCESS_CLOCK where one said
+        that (lua-posix missing), None with no work or where HAProxy's stderr said neither."""
+        try:
+            with open(os.path.join(self.directory, "stderr.log"), errors="replace") as f:
+                said = {line.split(WORK_CLOCK_MARK, 1)[1].strip() for line in f if WORK_CLOCK_MARK in line}
+        except OSError:
+            return None
+        return PROCESS_CLOCK if PROCESS_CLOCK in said else THREAD_CLOCK if THREAD_CLOCK in said else None
+
+    def own_evidence(self) -> dict[str, Any]:
+        """Beyond the log: the clock --work spun on (work_clock), so a report can say where it was the process's."""
+        clock = self._work_clock if self.spec.work_us > 0 else None  # --work-iters counts, whatever the clock
+        return {**super().own_evidence(), **({"work_clock": clock} if clock else {})}
 
     def close(self) -> None:
         try:
