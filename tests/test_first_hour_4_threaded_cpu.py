@@ -8,11 +8,13 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import pytest
+from conftest import KEPT_BY_FIXTURES
 
 from accept_order.core.processes import process_usage
-from accept_order.experiments.observe.sampling import usage_of
+from accept_order.experiments.observe.sampling import Usage, usage_of
 from accept_order.experiments.observe.server import Unit
 from accept_order.servers.thread_switches import WorkerUsage
 from accept_order.servers.watched import ThreadedUsage, UsageDeltas
@@ -37,15 +39,35 @@ sys.stdin.readline()
 """
 
 
-@pytest.fixture
-def threaded() -> Iterator[subprocess.Popen[str]]:
+@dataclass
+class Spun:
+    """Around the worker's one spin: two latency --attach readers (each test's own, read in the test) made before
+    it, and observe's readings before and after it."""
+
+    attached: UsageDeltas
+    charged: UsageDeltas
+    observed_before: Usage | None
+    observed_after: Usage | None
+
+
+@pytest.fixture(scope="module")
+def spun() -> Iterator[Spun]:
+    """One worker whose second thread spins SPIN_S once, read around that spin by every reader the tests ask about
+    (each its own instance, made before it). Shared because each test only reads the CPU of the same process around
+    the same spin and none disturbs it: a worker and a spin a test cost 0.3 CPU-s each, most of the file's CPU."""
     proc = subprocess.Popen([sys.executable, "-c", WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    KEPT_BY_FIXTURES.add(proc.pid)  # alive between this module's tests on purpose
     try:
         assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
-        yield proc
+        attached, charged = UsageDeltas([proc.pid]), UsageDeltas([proc.pid])
+        reader = WorkerUsage()
+        before = usage_of(Unit(proc.pid), reader)
+        _spin(proc)
+        yield Spun(attached, charged, before, usage_of(Unit(proc.pid), reader))
     finally:
         proc.kill()
         proc.wait(10)
+        KEPT_BY_FIXTURES.discard(proc.pid)
 
 
 def _spin(proc: subprocess.Popen[str]) -> None:
@@ -55,28 +77,21 @@ def _spin(proc: subprocess.Popen[str]) -> None:
     assert proc.stdout.readline() == "done\n"  # the thread has used SPIN_S of CPU
 
 
-def test_an_attached_worker_s_cpu_is_every_thread_s(threaded: subprocess.Popen[str]) -> None:
-    deltas = UsageDeltas([threaded.pid])
-    _spin(threaded)
-    cpu_s = deltas.counters()[0].cpu_s
+def test_an_attached_worker_s_cpu_is_every_thread_s(spun: Spun) -> None:
+    cpu_s = spun.attached.counters()[0].cpu_s
     assert cpu_s is not None and cpu_s >= SPIN_S / 2  # clock ticks: whole ones
 
 
-def test_observe_s_worker_cpu_is_every_thread_s(threaded: subprocess.Popen[str]) -> None:
-    reader = WorkerUsage()
-    before = usage_of(Unit(threaded.pid), reader)
-    _spin(threaded)
-    after = usage_of(Unit(threaded.pid), reader)
+def test_observe_s_worker_cpu_is_every_thread_s(spun: Spun) -> None:
+    before, after = spun.observed_before, spun.observed_after
     assert before is not None and after is not None
     assert after.cpu_s - before.cpu_s >= SPIN_S / 2  # clock ticks: whole ones
 
 
-def test_a_thread_counted_as_a_worker_is_charged_its_own_cpu_only(threaded: subprocess.Popen[str]) -> None:
+def test_a_thread_counted_as_a_worker_is_charged_its_own_cpu_only(spun: Spun) -> None:
     """HAProxy's and h2o's workers are threads: each one's CPU is its own, not its whole process's (which
     /proc/TID/stat of any thread gives)."""
-    main = UsageDeltas([threaded.pid])
-    _spin(threaded)
-    assert main.counters()[0].cpu_s >= SPIN_S / 2  # type: ignore[operator]
+    assert spun.charged.counters()[0].cpu_s >= SPIN_S / 2  # type: ignore[operator]
     proc = subprocess.run([sys.executable, "-c", THREADS], capture_output=True, text=True, timeout=60, check=True)
     spinner_cpu, sleeper_cpu = map(float, proc.stdout.split())
     assert spinner_cpu >= SPIN_S / 2 and sleeper_cpu < SPIN_S / 4

@@ -9,8 +9,10 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import pytest
+from conftest import KEPT_BY_FIXTURES
 
 from accept_order.core.processes import thread_workers
 from accept_order.servers.thread_switches import EveryThreadUsage
@@ -41,15 +43,36 @@ sys.stdin.readline()
 """
 
 
-@pytest.fixture
-def threaded() -> Iterator[tuple[subprocess.Popen[str], int]]:
+@dataclass
+class Spun:
+    """The worker (its process, its spinning thread's id) and each reader made before its one spin."""
+
+    proc: subprocess.Popen[str]
+    spinner: int
+    readers: dict[str, UsageDeltas]
+
+
+@pytest.fixture(scope="module")
+def spun() -> Iterator[Spun]:
+    """One worker whose thread spins SPIN_S once, read around that spin by every reader the tests ask about (each made
+    before it, its own instance). Shared because each test only reads the CPU of the same process around the same
+    spin and none disturbs it: a worker and a spin a test cost 0.3 CPU-s each, most of the file's CPU."""
     proc = subprocess.Popen([sys.executable, "-c", WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    KEPT_BY_FIXTURES.add(proc.pid)  # alive between this module's tests on purpose
     try:
         assert proc.stdout is not None
-        yield proc, int(proc.stdout.readline())
+        spinner = int(proc.stdout.readline())
+        readers = {
+            "launched": UsageDeltas([proc.pid, spinner]),
+            "attached": EveryThreadUsage([proc.pid, spinner]),
+            "alone": UsageDeltas([proc.pid]),
+        }
+        _spin(proc)
+        yield Spun(proc, spinner, readers)
     finally:
         proc.kill()
         proc.wait(10)
+        KEPT_BY_FIXTURES.discard(proc.pid)
 
 
 def _spin(proc: subprocess.Popen[str]) -> None:
@@ -59,30 +82,20 @@ def _spin(proc: subprocess.Popen[str]) -> None:
     assert proc.stdout.readline() == "done\n"  # the second thread has used SPIN_S of CPU
 
 
-@pytest.mark.parametrize("kind", [UsageDeltas, EveryThreadUsage], ids=["launched", "attached"])
-def test_the_main_thread_counted_as_a_worker_is_charged_its_own_cpu(
-    threaded: tuple[subprocess.Popen[str], int], kind: type[UsageDeltas]
-) -> None:
-    proc, spinner = threaded
-    usage = kind([proc.pid, spinner])
-    _spin(proc)
-    main, other = usage.counters()
+@pytest.mark.parametrize("kind", ["launched", "attached"])
+def test_the_main_thread_counted_as_a_worker_is_charged_its_own_cpu(spun: Spun, kind: str) -> None:
+    main, other = spun.readers[kind].counters()
     assert other.cpu_s is not None and other.cpu_s >= SPIN_S / 2
     assert main.cpu_s is not None and main.cpu_s < SPIN_S / 4  # the spinner's CPU is not the main thread's
 
 
-def test_a_process_counted_alone_keeps_every_thread_s_cpu(threaded: tuple[subprocess.Popen[str], int]) -> None:
-    proc, _ = threaded
-    usage = UsageDeltas([proc.pid])
-    _spin(proc)
-    cpu_s = usage.counters()[0].cpu_s
+def test_a_process_counted_alone_keeps_every_thread_s_cpu(spun: Spun) -> None:
+    cpu_s = spun.readers["alone"].counters()[0].cpu_s
     assert cpu_s is not None and cpu_s >= SPIN_S / 2
 
 
-def test_thread_workers_are_threads_of_one_counted_together_or_not_a_main_thread(
-    threaded: tuple[subprocess.Popen[str], int],
-) -> None:
-    proc, spinner = threaded
+def test_thread_workers_are_threads_of_one_counted_together_or_not_a_main_thread(spun: Spun) -> None:
+    proc, spinner = spun.proc, spun.spinner
     assert thread_workers([proc.pid, spinner]) == {proc.pid, spinner}
     assert thread_workers([proc.pid]) == frozenset()
     assert thread_workers([spinner]) == {spinner}  # not its process's main thread: a thread (review RD2: one rule)
