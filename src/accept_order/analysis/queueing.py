@@ -84,15 +84,18 @@ class Service:
 
 @dataclass(frozen=True)
 class Arrivals:
-    """Where requests come from: `closed` (concurrency clients) or an open loop at `rate` per unit time."""
+    """Where requests come from: `closed` (concurrency clients) or an open loop at `rate` per unit time. A closed
+    loop's clients make their first requests at once, or one after another evenly over `start` (a load generator
+    takes that long to start them all: what a run too short for a steady state measures most of)."""
 
     loop: Loop
     concurrency: int = 0
     rate: float = 0.0
+    start: float = 0.0
 
     @classmethod
-    def closed(cls, concurrency: int) -> Arrivals:
-        return cls("closed", concurrency=concurrency)
+    def closed(cls, concurrency: int, start: float = 0.0) -> Arrivals:
+        return cls("closed", concurrency=concurrency, start=start)
 
     @classmethod
     def poisson(cls, rate: float) -> Arrivals:
@@ -184,15 +187,18 @@ def simulate(
     rate = arrivals.rate
     gap = 1 / rate if not closed else math.inf
     now = 0.0
+    next_start, start_gap = 0.0, 0.0  # when the next client's first request comes, and the time between them
     if closed:
-        starting = min(arrivals.concurrency, requests)  # every client's first request, at time 0
+        starting = min(arrivals.concurrency, requests)  # every client's first request, at time 0 or over `start`
+        start_gap = arrivals.start / starting if starting > 1 else 0.0
         next_arrival = math.inf
     else:
         starting = 0
         next_arrival = rng.expovariate(rate) if poisson else 0.0
     while True:
-        if starting:
+        if starting and issued < requests and (not start_gap or not done or next_start <= done[0][0]):
             starting -= 1
+            now, next_start = next_start, next_start + start_gap
         elif not closed and issued < requests and (not done or next_arrival <= done[0][0]):
             now = next_arrival
         elif done:

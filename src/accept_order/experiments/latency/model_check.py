@@ -5,6 +5,7 @@ The sentence that compares it with what was measured is model_verdict.py's."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ...analysis.model_check import (
@@ -18,7 +19,7 @@ from ...analysis.model_check import (
     discipline_of,
 )
 from ...analysis.pinned import pinned
-from ...analysis.queueing import WARMUP, Arrivals, Service, simulate
+from ...analysis.queueing import WARMUP, Arrivals, Service, SimResult, simulate
 from ...core import service_time
 from ...core.models import Model
 from ...core.uring import ACCEPT_COMPLETIONS
@@ -151,6 +152,26 @@ def reached(result: LatencyResult) -> int:
     return max(1, min(reach, served)) if served else reach
 
 
+# A closed loop of fewer connections than this many per client is simulated as run (predict): its start, every
+# client's first connection at once, is then over a tenth of what it measured, the share a steady state leaves out.
+SHORT_ROUNDS = 10
+
+
+def _start_us(result: LatencyResult) -> float:
+    """How long the load generator took to start every client's first connection (µs; 0: not known)."""
+    spans = [(d.started_s or 0.0) + d.open_s for d in result.drivers if d.open_s is not None]
+    return max(spans, default=0.0) * 1e6
+
+
+def _replicated(times: int, sim: Callable[[int], SimResult]) -> SimResult:
+    """`sim(seed offset)` run `times` times, the sojourns pooled (and each worker's starts summed)."""
+    runs = [sim(k) for k in range(times)]
+    if times == 1:
+        return runs[0]
+    served = tuple(sum(column) for column in zip(*(r.served for r in runs), strict=True))
+    return SimResult(tuple(sorted(x for r in runs for x in r.sojourn)), served)
+
+
 def predict(result: LatencyResult, seed: int = SEED, held: Held | None = None) -> ModelCheck | None:
     """The run's latency as queueing alone would make it; None when its mode or service time is unknown.
     Connections that carry several requests (`held`, else the run's own: held_connections) are pinned."""
@@ -172,12 +193,24 @@ def predict(result: LatencyResult, seed: int = SEED, held: Held | None = None) -
     clients = min(load.concurrency, load.connections or load.concurrency)
     arrivals = Arrivals.closed(clients) if load.rate is None else Arrivals.fixed(load.rate / 1e6)  # per µs
     requests, warmup = max(FEWEST, min(MOST, 10 * result.ok)), WARMUP
+    replications = 1
     if load.rate is not None and load.rate / 1e6 * _mean(sampler, result) >= workers:
         # An open loop past what the workers can serve: the queue grows with every arrival, so the latencies
         # depend on how many there were. Simulate the run's own, from empty queues as it started, all measured.
         requests, warmup = max(2, result.driven), 0.0
+    elif load.rate is None and result.driven < SHORT_ROUNDS * clients:
+        # A closed loop too short for a steady state: its start, every client's first connection within the load
+        # generator's first milliseconds, is most of what it measured (-n 600 -c 600: one burst, each client one
+        # connection). Its own connections from empty queues, all measured, the first ones spread as the drivers
+        # started them, the simulation run again with other seeds for its noise.
+        arrivals = Arrivals.closed(clients, _start_us(result))
+        requests, warmup = max(2, result.driven), 0.0
+        replications = max(1, min(MOST // requests, -(-FEWEST // requests)))
     ring = ACCEPT_COMPLETIONS if discipline == "first" else 0  # the io-uring mode's ring: the one 'first' there is
-    sim = simulate(workers, discipline, arrivals, sampler, requests, batch, seed, warmup, ring)
+    sim = _replicated(
+        replications,
+        lambda k: simulate(workers, discipline, arrivals, sampler, requests, batch, seed + k, warmup, ring),
+    )
     ms = 1 / 1000
     return ModelCheck(
         discipline=discipline,
@@ -189,7 +222,7 @@ def predict(result: LatencyResult, seed: int = SEED, held: Held | None = None) -
         service_source=source,
         service_count=count,
         service_mean_ms=_mean(sampler, result) * ms,
-        simulated=requests,
+        simulated=requests * replications,
         p50_ms=sim.percentile(50) * ms,
         p99_ms=sim.percentile(99) * ms,
         p999_ms=sim.percentile(99.9) * ms,
