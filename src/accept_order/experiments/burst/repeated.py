@@ -21,7 +21,9 @@ from rich.table import Table
 from rich.text import Text
 
 from ...analysis.stability import Spread, Stability, agreement
+from ...analysis.syn_retrans import RTO_FLOOR_US
 from ...analysis.tails import CLEAR
+from ...render.evidence import listener_drops_said
 from ...render.text import duration_us, plural
 from ..generator_pace import GENERATOR_PACED, paced_said
 from ..own_settings import caps_said
@@ -104,6 +106,44 @@ def fastest_stability(rounds: Rounds, clients: int, advice: str = "try more --re
     return replace(stability, text=stability.text + said + more)
 
 
+def _retried(cell: BurstCell | None) -> bool:
+    """The server's listeners dropped handshake packets in this burst and it lasted past the 1 s a client waits before
+    it sends a dropped SYN again: its time holds that wait."""
+    return cell is not None and bool(cell.listener_drops) and cell.wall_s * 1e6 >= RTO_FLOOR_US
+
+
+def _others_dropped(rounds: Rounds, winner: str, clients: int) -> str:
+    """For the verdict: in how many of the runs `winner` was fastest another mode's time held the 1 s SYN wait (a full
+    accept queue: 'epoll 1.04-1.10 s, reuseport 0.19 s' was reuseport's two listeners' room for 2,000, as much as
+    its pace)."""
+    won = [row for row in rounds if fastest(row, clients) == winner]
+    held = sum(1 for row in won if any(_retried(_cell(r, clients)) for r in row if _name(r) != winner))
+    if not held:
+        return ""
+    which = f"each of the {held}" if held == len(won) else f"{held} of the {len(won)}"
+    return (
+        f"; in {which} runs it was fastest, another mode's listeners dropped handshake packets and its time held the "
+        "1 s a client waits to send a dropped SYN again (lines below)"
+    )
+
+
+def _drops(label: str, clients: int, runs: Sequence[BurstRun]) -> str | None:
+    """The runs of one cell whose listeners dropped handshake packets, and those whose time held the SYN's wait."""
+    cells = [c for r in runs if (c := _cell(r, clients)) is not None]
+    dropped = [c.listener_drops for c in cells if c.listener_drops]
+    if not dropped:
+        return None
+    said = f"  {label}, {clients}: {listener_drops_said(min(dropped), max(dropped))} in {len(dropped)} of its "
+    said += f"{plural(len(cells), 'run')}"
+    if slow := sum(1 for c in cells if _retried(c)):
+        backlog = runs[0].server.backlog
+        said += (
+            f"; {slow} of them lasted over 1 s, the wait before a client sends a dropped SYN again: a full accept "
+            f"queue (backlog {backlog} per listener) set that time as much as the mode did"
+        )
+    return said
+
+
 def _seconds(values: list[float]) -> str:
     """Median (range) in seconds, or in milliseconds when every value is under a second."""
     spread = Spread.of(values)
@@ -143,8 +183,15 @@ def report(rounds: Rounds) -> list[RenderableType]:
             ratio = _next_ratio(rounds, stability.winner, n) if stability.winner else None
             said = f"; the quickest other took {ratio.text()}× its time (below 1: sooner)" if ratio else ""
             said += "" if stability.conclusive or not stability.agree else "; try more --repeat"
+            said += _others_dropped(rounds, stability.winner, n) if stability.winner else ""
             style = "green" if stability.conclusive else "yellow"
             parts.append(Text(f"Verdict, {n} clients: {stability.text}{said}", style=style))
+    parts += [
+        Text(line, style="yellow")
+        for label, runs in variants.items()
+        for n in counts
+        if (line := _drops(label, n, runs))
+    ]
     for label, runs in variants.items():
         for n in counts:
             errors: dict[str, int] = {}
