@@ -73,3 +73,21 @@ def test_one_whole_run_is_not_set_against_itself(tmp_path: Path) -> None:
     path.write_text(json.dumps(data))
     said = verdict(path)
     assert "1 limit's run reached its cap" in said and " vs 1 limit" not in said, said
+
+
+def test_a_cap_another_run_reached_is_not_said_reached_by_its_own(tmp_path: Path) -> None:
+    """Each capped run's own most per wakeup says whether it reached its cap, not the most of every run: with caps
+    2, 4, 32 and none, the 4 limit run taking 2 once and the 2 limit run never more than 1, the verdict said '2
+    limit's run reached its cap (2 in a wakeup)' of a run whose own count was 1 (the review of 743dcfe)."""
+    data = json.loads(UNBOUND.read_text())
+    two, four = data["runs"][0], data["runs"][1]
+    two["server"]["accept_batch"] = 2  # its workers took at most 1 in a wakeup: its cap never ended one
+    four["counters"][0]["max_batch"] = 2  # another run's wakeup took 2: still no more than the smallest cap
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps(data))
+    said = verdict(path)
+    assert "reached its cap (" not in said, said
+    assert said.startswith(
+        "Verdict: No cap to pick: no run reached its cap in a wakeup: none accepted more than 2 connections, and 2 "
+        "limit's run, capped at 2, no more than 1, so no cap bound, and what parts them is one run from another ("
+    ), said

@@ -206,11 +206,14 @@ class Unbound:
     """What the workers' own most-accepts-per-wakeup show where no wakeup took more than the smallest cap allows:
     `most`, the most any wakeup of any run took; `reached`, the capped runs that took their own cap in some wakeup
     (their cap ended that wakeup: whether another connection was waiting then, their counts cannot show);
-    `roomier`, the runs whose cap allowed more than `most` (or none), which never took more than it either."""
+    `roomier`, the runs whose cap allowed more than `most` (or none), which never took more than it either;
+    `short`, the runs capped at `most` whose own wakeups took fewer (name, their own most): another run's most
+    is not theirs."""
 
     most: int
     reached: tuple[str, ...]
     roomier: tuple[str, ...]
+    short: tuple[tuple[str, int], ...] = ()
 
 
 def _apart(whole: Sequence[Named], pick: Sequence[str]) -> bool:
@@ -249,14 +252,27 @@ def never_bound(results: Sequence[LatencyResult]) -> Unbound | None:
     most = max(b or 0 for b in batches)
     if most > min(c for c in caps if c > 0):
         return None
-    reached = tuple(sweep_name(r) for r in results if r.server.accept_batch and most >= r.server.accept_batch)
-    roomier = tuple(sweep_name(r) for r in results if not r.server.accept_batch or r.server.accept_batch > most)
-    return Unbound(most, reached, roomier) if roomier else None  # every cap reached: each is compared as it ran
+    # each run's own most: a cap of 2 beside a run that took 2 once was said reached by a run that took 1 at most
+    own = [
+        (sweep_name(r), r.server.accept_batch, max((c.max_batch or 0 for c in r.counters), default=0)) for r in results
+    ]
+    reached = tuple(name for name, cap, took in own if cap and took >= cap)
+    short = tuple((name, took) for name, cap, took in own if cap and took < cap <= most)
+    roomier = tuple(name for name, cap, _ in own if not cap or cap > most)
+    return Unbound(most, reached, roomier, short) if roomier else None  # every cap reached: compared as they ran
 
 
 def _unbound_text(unbound: Unbound, between: str) -> str:
     """'no cap to pick' and what the counts show: no cap bound, or a cap reached but not exceeded where allowed."""
     most = plural(unbound.most, "connection")
+    if not unbound.reached and unbound.short:  # `most` is some cap, which its own run never took
+        runs = and_join([possessive(n) for n, _ in unbound.short]) + (" run" if len(unbound.short) == 1 else " runs")
+        took = and_join([str(k) for _, k in unbound.short])
+        return (
+            f"no cap to pick: no run reached its cap in a wakeup: none accepted more than {most}, and {runs}, capped "
+            f"at {unbound.most}, no more than {took}, so no cap bound, and what parts them is one run from another"
+            f"{between}"
+        )
     if not unbound.reached:
         return (
             f"no cap to pick: no wakeup of any run accepted more than {most}, below every cap, so no cap bound, and "
