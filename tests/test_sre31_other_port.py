@@ -49,6 +49,13 @@ def test_a_plain_listener_beside_a_group_is_named_with_its_own_mechanism() -> No
     )
 
 
+def test_each_port_is_read_with_its_own_epoll_flag() -> None:
+    """nginx: its own socket of the group watched without EPOLLEXCLUSIVE, the shared one with it."""
+    seen = [dataclasses.replace(thread(t, own), exclusive_on=frozenset({43})) for t, own in ((101, 41), (102, 42))]
+    said = served_otherwise(seen, [*GROUP, PLAIN], {100: 1}, {}, "reuseport")
+    assert said and said[0].startswith("127.0.0.1:8081 is served otherwise, as epoll: 2 workers wait"), said
+
+
 def test_one_port_or_the_same_mechanism_on_each_says_nothing() -> None:
     seen = [thread(101, 41), thread(102, 42)]
     alone = [dataclasses.replace(s, listeners=s.listeners - {43}) for s in seen]
@@ -75,7 +82,7 @@ def test_observe_keeps_both_reasons_for_an_empty_accept_where_another_port_is_sh
 # Two threads, each in its own epoll watching its own socket of a SO_REUSEPORT group and one plain listener on
 # another port (HAProxy's shards beside a plain bind)
 TWO_PORTS = """
-import select, socket, threading
+import select, socket, sys, threading
 def reuse():
     s = socket.socket()
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
@@ -93,27 +100,27 @@ epolls = []
 for own in group:
     e = select.epoll()
     e.register(own.fileno(), select.EPOLLIN)
-    e.register(plain.fileno(), select.EPOLLIN)
+    e.register(plain.fileno(), select.EPOLLIN | (select.EPOLLEXCLUSIVE if sys.argv[1] == "exclusive" else 0))
     epolls.append(e)
     threading.Thread(target=lambda e=e: [e.poll() for _ in iter(int, 1)], daemon=True).start()
 print("ready", port, plain.getsockname()[1], *(e.fileno() for e in epolls), flush=True)
-import sys; sys.stdin.read()
+sys.stdin.read()
 """
 
 
-@pytest.fixture
-def two_ports() -> Iterator[tuple[int, int, int]]:
-    """(the process's pid, its group's port, its plain listener's port), both threads asleep in epoll_wait."""
-    proc = subprocess.Popen(
-        [sys.executable, "-c", TWO_PORTS], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1
-    )
+@pytest.fixture(params=["herd", "exclusive"])
+def two_ports(request: pytest.FixtureRequest) -> Iterator[tuple[int, int, int, str]]:
+    """(the process's pid, its group's port, its plain listener's port, how its epolls watch the plain one: with
+    EPOLLEXCLUSIVE or not), both threads asleep in epoll_wait."""
+    argv = [sys.executable, "-c", TWO_PORTS, request.param]
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
     try:
         assert proc.stdout is not None
         found = OutputReader(proc.stdout).wait_for(r"ready (\d+) (\d+) (\d+) (\d+)\n", TIMEOUT_S)
         group, plain, *epolls = map(int, found.groups())
         wanted = {hex(fd) for fd in epolls}
         wait_for(lambda: _epoll_fds(proc.pid), lambda fds: wanted <= fds, TIMEOUT_S, "both threads in epoll_wait")
-        yield proc.pid, group, plain
+        yield proc.pid, group, plain, request.param
     finally:
         proc.kill()
         proc.wait(10)
@@ -137,10 +144,14 @@ def _epoll_fds(pid: int) -> set[str]:
 
 
 @pytest.mark.skipif(os.uname().machine != "x86_64", reason="epoll_wait's number is known for x86_64")
-def test_inspect_names_the_plain_port_beside_the_group(two_ports: tuple[int, int, int]) -> None:
-    pid, group, plain = two_ports
+def test_inspect_names_the_plain_port_beside_the_group(two_ports: tuple[int, int, int, str]) -> None:
+    """HAProxy's plain bind is watched without EPOLLEXCLUSIVE (a herd); nginx's `listen 8080` beside `listen 80
+    reuseport` with it, its own socket of the group without (fdinfo: events 10000019 and 2019): the thread's one
+    flag read nginx's as a herd too."""
+    pid, group, plain, how = two_ports
     seen = inspect(pid=pid).mechanism
     assert seen.name == "reuseport", seen
     assert len(seen.elsewhere) == 1, seen.elsewhere
-    assert seen.elsewhere[0].startswith(f"127.0.0.1:{plain} is served otherwise, as epoll-herd"), seen.elsewhere
+    named = "epoll: 2 workers wait" if how == "exclusive" else "epoll-herd: 2 workers wait"
+    assert seen.elsewhere[0].startswith(f"127.0.0.1:{plain} is served otherwise, as {named}"), seen.elsewhere
     assert f":{group}" in seen.evidence[0], seen.evidence

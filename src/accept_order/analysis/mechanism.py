@@ -52,6 +52,7 @@ class Seen:
     holds: frozenset[int] = frozenset()
     unix_ends: frozenset[int] = frozenset()
     wchan: str = ""
+    exclusive_on: frozenset[int] = frozenset()  # the listeners its epoll watches with EPOLLEXCLUSIVE (last: positional)
 
     @property
     def unit(self) -> tuple[int, int]:

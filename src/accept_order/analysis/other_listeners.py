@@ -36,7 +36,7 @@ def served_otherwise(
     said = []
     for (address, port), own in ports.items():
         inodes = frozenset(listener.inode for listener in own)
-        alone = [replace(s, listeners=s.listeners & inodes) for s in seen]
+        alone = [_on(s, inodes) for s in seen]
         verdict = classify(alone, own, parent, sockets, known_lock)
         if verdict.mechanism is None or verdict.mechanism == named:
             continue
@@ -46,3 +46,12 @@ def served_otherwise(
             f"{named} does not hold for its connections)"
         )
     return tuple(said)
+
+
+def _on(seen: Seen, inodes: frozenset[int]) -> Seen:
+    """`seen` waiting on `inodes` alone, with EPOLLEXCLUSIVE as its epoll watches those: nginx with `listen 80
+    reuseport` beside `listen 8080` watches its own socket of the group without it and the shared one with it, and
+    the thread's one flag (every watch exclusive: no) read the shared port as a herd."""
+    mine = seen.listeners & inodes
+    exclusive = seen.exclusive if seen.exclusive is not False else bool(mine) and mine <= seen.exclusive_on
+    return replace(seen, listeners=mine, exclusive=exclusive)

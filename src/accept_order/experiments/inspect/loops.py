@@ -57,6 +57,7 @@ def _registered(sample: Sample, pid: int, listeners: frozenset[int]) -> dict[str
                 "epoll",
                 listeners=frozenset(w.inode for w in watches),
                 exclusive=all(w.exclusive for w in watches),
+                exclusive_on=frozenset(w.inode for w in watches if w.exclusive),
                 epoll_id=sample.same_epoll.get(key, key),
             )
     return found

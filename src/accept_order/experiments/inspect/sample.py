@@ -88,7 +88,8 @@ def resolve(
         watched = frozenset(w.inode for w in watches)
         if watched:
             exclusive = all(w.exclusive for w in watches)
-            return make("epoll", listeners=watched, exclusive=exclusive, epoll_id=f"{pid}:{file.fd}")
+            only = frozenset(w.inode for w in watches if w.exclusive)
+            return make("epoll", listeners=watched, exclusive=exclusive, exclusive_on=only, epoll_id=f"{pid}:{file.fd}")
         if holds and wait.call != "running":
             return make("idle")
         ends = frozenset(peers[w.inode] for w in file.watches if w.inode in peers)
