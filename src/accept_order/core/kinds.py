@@ -261,6 +261,12 @@ class ServerKind:
         --thunder-lock) reads what it was started with."""
         return self.lock_first
 
+    def why_of(self, mode: ModeInfo, argv: Sequence[str], pid: int | None = None) -> str:
+        """inspect's 'Why' of a running server of this kind seen as `mode`, started with `argv` (`pid`: its process):
+        the mode's own sentence, unless a setting it was started with, which /proc does not show, changes it
+        (HAProxy's tune.listener.multi-queue, read from its config)."""
+        return mode.why
+
     def settings_unread(self, argv: Sequence[str], pid: int | None = None) -> str | None:
         """What lock_first_of(argv, pid) could not read of the server's settings, said with inspect's reading (a
         lock set there, not known, leaves busy workers looking like a herd); None: nothing to say."""

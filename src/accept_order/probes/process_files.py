@@ -95,15 +95,8 @@ def read_regular(where: Started, path: str, start: str | None, limit: int) -> st
     working directory, or where it started); None: from its working directory where known."""
     if not path:
         return None
-    base = start if start is not None else where.cwd
     try:
-        if os.path.isabs(path) or base is not None:
-            full = path if os.path.isabs(path) else os.path.join(base or "/", path)
-            fd = _open_path(where.root, full, RESOLVE_IN_ROOT)
-        elif where.cwd_link is not None:
-            fd = _open_path(where.cwd_link, path, RESOLVE_BENEATH)
-        else:
-            return None
+        fd = _resolved(where, path, start)
     except OSError:
         return None
     try:
@@ -181,3 +174,57 @@ def names_cwd(where: Started, directory: str) -> bool:
     finally:
         os.close(fd)
     return (theirs.st_dev, theirs.st_ino) == (named.st_dev, named.st_ino)
+
+
+def _resolved(where: Started, path: str, start: str | None) -> int:
+    """An O_PATH descriptor of `path` as the process names it (read_regular's resolution); OSError where none."""
+    base = start if start is not None else where.cwd
+    if os.path.isabs(path) or base is not None:
+        full = path if os.path.isabs(path) else os.path.join(base or "/", path)
+        return _open_path(where.root, full, RESOLVE_IN_ROOT)
+    if where.cwd_link is not None:
+        return _open_path(where.cwd_link, path, RESOLVE_BENEATH)
+    raise OSError(errno.ENOENT, "its working directory is not known", path)
+
+
+def why_unread(where: Started, path: str, start: str | None) -> str:
+    """Why read_regular(where, path, start, ...) gave nothing, in a few words (the reason of a moment after it)."""
+    try:
+        fd = _resolved(where, path, start)
+    except OSError as error:
+        return os.strerror(error.errno).lower() if error.errno else str(error)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return "not a regular file"
+        if info.st_size == 0:
+            return "empty"
+        os.close(os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC))
+    except OSError as error:
+        return os.strerror(error.errno).lower() if error.errno else str(error)
+    finally:
+        os.close(fd)
+    return "read now, not before"  # it changed in between
+
+
+def directory_names(where: Started, path: str, start: str | None) -> list[str] | None:
+    """The names in the directory `path` names for the process (resolved as read_regular resolves a file), sorted as
+    bytes (C's collation); None where it is not a directory this user can list."""
+    try:
+        fd = _resolved(where, path, start)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISDIR(os.fstat(fd).st_mode):
+            return None
+        listed = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    try:
+        return sorted(os.listdir(listed), key=os.fsencode)
+    except OSError:
+        return None
+    finally:
+        os.close(listed)

@@ -171,12 +171,18 @@ def _mechanism(
         model=None if alone else info.model,
         herds=seen_herd,
         queue=info.queue,
-        why=ALONE if alone else info.why,
+        why=ALONE if alone else _why(kind, info, server),
         evidence=verdict.evidence,
         samples=tally,
         unseen=tuple(unseen),
         elsewhere=verdict.elsewhere,
     )
+
+
+def _why(kind: ServerKind | None, info: ModeInfo, server: Server) -> str:
+    """The mode's sentence, as the kind reads it of what the server was started with (HAProxy's config)."""
+    top = server.processes[0]
+    return kind.why_of(info, top.argv, top.pid) if kind is not None else info.why
 
 
 def _sets_read(verdict: Verdict, taken: list[Sample]) -> bool:

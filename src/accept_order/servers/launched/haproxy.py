@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...core.errors import ServerUnavailable
@@ -305,8 +306,8 @@ class HaproxyKind(ServerKind):
     sleeps = "each worker thread itself"  # a worker that is a process (haproxy's nbproc): its main thread
     handoff = (
         "HAProxy hands each connection it accepts to the less loaded of two threads (tune.listener.multi-queue, "
-        "unless its config turns it off, which /proc does not show): the thread that accepts is not always the one "
-        "that serves"
+        "unless its config turns it off, which /proc does not show: inspect reads it there): the thread that accepts "
+        "is not always the one that serves"
     )
     summary = "Debian's HAProxy with threads as its workers, launched from a generated config"
     witness = HaproxyServer.witness_source
@@ -352,6 +353,15 @@ class HaproxyKind(ServerKind):
 
     def modes(self) -> dict[str, ModeInfo]:
         return HAPROXY_MODES
+
+    def why_of(self, mode: ModeInfo, argv: Sequence[str], pid: int | None = None) -> str:
+        """One listener shared by the threads: whether they hand on what they accept is its config's
+        tune.listener.multi-queue (and nbthread), read from the files its command line names (haproxy_config.py)."""
+        if mode.name != "threads" or pid is None:
+            return mode.why
+        from .haproxy_config import read_settings, why_said  # here: `modes` and `inspect` import every kind
+
+        return why_said(mode.why, read_settings(pid, argv))
 
     def missing(self) -> str | None:
         return haproxy_missing()

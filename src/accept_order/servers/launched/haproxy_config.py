@@ -1,0 +1,260 @@
+"""What a running HAProxy's config says of how its threads share a listener: `tune.listener.multi-queue` and
+`nbthread` in its global section, read from the files its command line names, which /proc does not show.
+
+HAProxy loads every `-f FILE` in order, and every argument after `--`; a `-f DIRECTORY` adds the directory's
+regular, non-hidden files named `*.cfg`, in C's order (its haproxy.c). `-C DIR` changes directory before they are
+loaded, so relative names are taken from there. Each is read as the process sees it (probes/process_files.py: in its
+own root and mount namespace), and, where it is chrooted (Debian's config has `chroot /var/lib/haproxy`, entered
+after the config was read), in its parent's. A keyword set twice takes its last value, as HAProxy's parser does;
+`${NAME}` is taken from the environment it was started with. A setting inside a `.if` block is not decided here
+(its condition is HAProxy's to evaluate) and is said as such.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from ...probes.process_files import Started, TooLarge, directory_names, read_regular, started, why_unread
+
+MAX_CONFIG_BYTES = 4 << 20  # a config larger than this is not read (and said so)
+MAX_FILES = 256  # files of a -f directory read at most
+MULTI_QUEUE = "tune.listener.multi-queue"
+NBTHREAD = "nbthread"
+# the keywords that open a section (HAProxy 2.6's cfg_keywords and registered sections): a setting belongs to the
+# last one opened
+SECTIONS = frozenset(
+    "global defaults frontend backend listen peers resolvers userlist mailers program http-errors ring cache "
+    "fcgi-app log-forward".split()
+)
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+class Settings(NamedTuple):
+    """What the config said: multi_queue True/False, None where no file said it (HAProxy's default: on);
+    nbthread, None where none said it; `read`: the files read; `unread`: (file, why) of those that were not;
+    `unknown`: (keyword, why) of a setting found but not decided here (a .if block, a variable not there)."""
+
+    multi_queue: bool | None
+    nbthread: int | None
+    read: tuple[str, ...]
+    unread: tuple[tuple[str, str], ...]
+    unknown: tuple[tuple[str, str], ...] = ()
+
+
+def config_names(argv: Sequence[str]) -> tuple[list[str], str | None]:
+    """The config paths HAProxy's command line names, in its order (-f's, then those after `--`), and -C's
+    directory (None: none given)."""
+    names: list[str] = []
+    chdir: str | None = None
+    words = list(argv[1:])
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word == "--":
+            names += words[i + 1 :]
+            break
+        if word in ("-f", "-C") and i + 1 < len(words):
+            if word == "-f":
+                names.append(words[i + 1])
+            else:
+                chdir = words[i + 1]
+            i += 2
+            continue
+        i += 1
+    return names, chdir
+
+
+def global_settings(text: str, environ: dict[str, str] | None) -> tuple[dict[str, str], dict[str, str]]:
+    """The global section's tune.listener.multi-queue and nbthread as written (the last of each), and those
+    found where this reading cannot decide them (keyword -> why)."""
+    found: dict[str, str] = {}
+    unknown: dict[str, str] = {}
+    section = ""
+    conditional = 0
+    for raw in text.splitlines():
+        words = _words(raw)
+        if not words:
+            continue
+        first = words[0]
+        if first == ".if":
+            conditional += 1
+            continue
+        if first == ".endif":
+            conditional = max(0, conditional - 1)
+            continue
+        if first.startswith("."):
+            continue  # .elif, .else, .diag, .notice, .warning, .alert: no setting
+        if first in SECTIONS:
+            section = first
+            continue
+        if section != "global" or first not in (MULTI_QUEUE, NBTHREAD) or len(words) < 2:
+            continue
+        value = _expanded(words[1], environ)
+        if conditional:
+            unknown[first] = "is set inside a .if block, whose condition HAProxy evaluates"
+        elif value is None:
+            unknown[first] = f"is set to {words[1]}, which its environment here does not give"
+        else:
+            found[first] = value
+            unknown.pop(first, None)
+    return found, unknown
+
+
+def _words(line: str) -> list[str]:
+    """A config line's words: a `#` outside quotes ends it; quotes group (HAProxy's parse_line, simplified)."""
+    words: list[str] = []
+    word: list[str] = []
+    quote = ""
+    in_word = False
+    for char in line:
+        if quote:
+            if char == quote:
+                quote = ""
+            else:
+                word.append(char)
+        elif char in ('"', "'"):
+            quote, in_word = char, True
+        elif char == "#":
+            break
+        elif char.isspace():
+            if in_word:
+                words.append("".join(word))
+                word, in_word = [], False
+        else:
+            word.append(char)
+            in_word = True
+    if in_word:
+        words.append("".join(word))
+    return words
+
+
+def _expanded(value: str, environ: dict[str, str] | None) -> str | None:
+    """`value` with its ${NAME} from the environment HAProxy started with; None where one is not there."""
+    missing = False
+
+    def one(match: re.Match[str]) -> str:
+        nonlocal missing
+        name = match.group(1) or match.group(2)
+        if environ is None or name not in environ:
+            missing = True
+            return ""
+        return environ[name]
+
+    expanded = _VARIABLE.sub(one, value)
+    return None if missing else expanded
+
+
+def parent_of(pid: int) -> int | None:
+    """Process `pid`'s parent (/proc/PID/stat's fourth field); None where it is gone, or init."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            ppid = int(f.read().rpartition(b")")[2].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return ppid if ppid > 1 else None
+
+
+def read_settings(pid: int, argv: Sequence[str]) -> Settings:
+    """HAProxy's multi-queue and nbthread as the config files of `argv` (process `pid`'s command line) set them:
+    read in its own root, or in its parent's where its own cannot give them (a chroot entered since)."""
+    parent = parent_of(pid)
+    wheres = [started(pid, argv)] + ([started(parent, argv)] if parent else [])
+    names, chdir = config_names(argv)
+    found: dict[str, str] = {}
+    unknown: dict[str, str] = {}
+    read: list[str] = []
+    unread: list[tuple[str, str]] = []
+    for name, text, why in _files(wheres, names, chdir):
+        if text is None:
+            unread.append((name, why))
+            continue
+        read.append(name)
+        settings, undecided = global_settings(text, wheres[0].environ)
+        for key in settings:
+            unknown.pop(key, None)
+        found.update(settings)
+        unknown.update(undecided)
+    multi_queue = found.get(MULTI_QUEUE)
+    threads = found.get(NBTHREAD, "")
+    return Settings(
+        None if multi_queue is None else multi_queue != "off",
+        int(threads) if threads.isdigit() else None,
+        tuple(read),
+        tuple(unread),
+        tuple(unknown.items()),
+    )
+
+
+def _files(wheres: list[Started], names: list[str], chdir: str | None) -> list[tuple[str, str | None, str]]:
+    """(name, text or None, why not) for each config file HAProxy loaded, a -f directory's in its order."""
+    out: list[tuple[str, str | None, str]] = []
+    for name in names:
+        listed = _listing(wheres, name, chdir)
+        if listed is None:
+            out.append((name, *_text(wheres, name, chdir)))
+            continue
+        for file in [f for f in listed if f.endswith(".cfg") and not f.startswith(".")][:MAX_FILES]:
+            path = os.path.join(name, file)
+            text, why = _text(wheres, path, chdir)
+            if text is not None or why != "not a regular file":  # HAProxy skips what is not a regular file
+                out.append((path, text, why))
+    return out
+
+
+def _start(where: Started, chdir: str | None) -> str | None:
+    """Where HAProxy took relative config names from: -C's directory (from its working directory), else None
+    (its working directory)."""
+    if chdir is None or os.path.isabs(chdir):
+        return chdir
+    return os.path.join(where.cwd, chdir) if where.cwd is not None else None
+
+
+def _listing(wheres: list[Started], name: str, chdir: str | None) -> list[str] | None:
+    """The names in directory `name` from the first root where it is one; None where it is none (a file)."""
+    for where in wheres:
+        found = directory_names(where, name, _start(where, chdir))
+        if found is not None:
+            return found
+    return None
+
+
+def _text(wheres: list[Started], name: str, chdir: str | None) -> tuple[str | None, str]:
+    """The file's text from the first root that gives it, or None and why the process's own did not."""
+    for where in wheres:
+        try:
+            text = read_regular(where, name, _start(where, chdir), MAX_CONFIG_BYTES)
+        except TooLarge as size:
+            return None, f"{size}: larger than a config read here"
+        if text is not None:
+            return text, ""
+    return None, why_unread(wheres[0], name, _start(wheres[0], chdir))
+
+
+def why_said(why: str, settings: Settings) -> str:
+    """The threads mode's `why` (a herd on one listener; then multi-queue's handing on) as the config read says it:
+    the handing on left out where it turns multi-queue off or runs one thread, and said to be HAProxy's defaults
+    where no file could be read; a file not read, or a setting not decided, said."""
+    herd = why.split("; ", 1)[0]
+    files = ", ".join(settings.read)
+    unread = ", ".join(f"{name} ({reason})" for name, reason in settings.unread)
+    if not settings.read:
+        return f"{why} (HAProxy's defaults: its config could not be read here: {unread or 'none was named'})"
+    if settings.nbthread == 1:
+        said = f"{herd}; its config ({files}) sets nbthread 1: one thread accepts and serves every connection"
+    elif settings.multi_queue is False:
+        said = (
+            f"{herd}; its config ({files}) turns {MULTI_QUEUE} off, so the thread that accepts a connection serves "
+            "it: none is handed on"
+        )
+    else:
+        how = "turns it on" if settings.multi_queue else "leaves it at HAProxy's default, on"
+        threads = f", sets nbthread {settings.nbthread}" if settings.nbthread else ""
+        said = f"{why} (its config, {files}{threads}, {how})"
+    for key, reason in settings.unknown:
+        said += f"; its {key} {reason}: taken as HAProxy's default"
+    if unread:
+        said += f"; not read here, so a setting there is not seen: {unread}"
+    return said

@@ -1,0 +1,179 @@
+"""inspect of HAProxy reads tune.listener.multi-queue and nbthread from the config its command line names.
+
+Its mechanism line said the accepting thread hands each connection to the less loaded of two threads whatever the
+config said, where 'tune.listener.multi-queue off' (not visible in /proc) makes the thread that accepts serve it.
+Started by hand (nbthread 4, 200 curl requests one after another, Linux 6.18, 2 vCPUs), bpftrace's accept4 returns
+by thread against the thread each reply named: with it off, accepted 97/30/69/4 and served 97/30/69/4; with it on,
+accepted 23/53/99/25 and served 50/50/50/50.
+
+Here Debian's HAProxy is started by each test from a config of its own (a file, or a -f directory of *.cfg read in
+order, the last setting winning), and inspect's line is read for it: off, on by default, one thread, and from
+HAProxy's defaults where the file is gone. The witness where the line says none is handed on is the kernel's: per
+thread, the accepts bpftrace counts equal the requests the replies say each thread served (skipped, with the
+reason, where bpftrace cannot run)."""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import os
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from accept_order.experiments.inspect.run import inspect
+from accept_order.probes.accepts import AcceptCounter
+from accept_order.servers.launched.base import free_port
+from accept_order.servers.launched.haproxy import HAPROXY_MODES, haproxy_missing
+from accept_order.servers.launched.haproxy_config import MULTI_QUEUE, NBTHREAD, Settings, global_settings, why_said
+
+if haproxy_missing():
+    pytest.skip(f"a real HAProxy: {haproxy_missing()}", allow_module_level=True)
+
+THREADS = 4
+THREADS_WHY = HAPROXY_MODES["threads"].why
+START_TIMEOUT_S = 20.0
+
+
+def config(port: int, settings: str = "", threads: int = THREADS) -> str:
+    return f"""global
+    nbthread {threads}
+{settings}
+defaults
+    mode http
+    timeout client 10s
+    timeout server 10s
+    timeout connect 10s
+
+frontend f
+    bind 127.0.0.1:{port}
+    http-request return status 200 content-type text/plain lf-string "worker %[thread] pid %pid\\n"
+"""
+
+
+def ask(port: int) -> int:
+    """One request on a connection of its own: the thread the reply names."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.request("GET", "/")
+        return int(connection.getresponse().read().split()[1])
+    finally:
+        connection.close()
+
+
+@contextlib.contextmanager
+def haproxy(config_path: Path, port: int, threads: int = THREADS) -> Iterator[subprocess.Popen[bytes]]:
+    """Debian's HAProxy started by hand in the foreground, answering on `port` with all its threads there."""
+    process = subprocess.Popen(
+        ["haproxy", "-db", "-f", str(config_path)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            assert process.poll() is None, process.stderr.read() if process.stderr else b""
+            try:
+                ask(port)
+                if len(os.listdir(f"/proc/{process.pid}/task")) == threads:
+                    break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "HAProxy did not answer"
+            time.sleep(0.02)  # polling a server's start-up: there is no event to wait on
+        yield process
+    finally:
+        process.kill()
+        process.wait(10)
+
+
+def why(process: subprocess.Popen[bytes]) -> str:
+    return inspect(process.pid).mechanism.why
+
+
+def test_multi_queue_off_is_read_and_the_accepting_thread_serves(tmp_path: Path) -> None:
+    port = free_port("127.0.0.1")
+    path = tmp_path / "haproxy.cfg"
+    path.write_text(config(port, "    tune.listener.multi-queue off"))
+    with haproxy(path, port) as process:
+        said = why(process)
+        assert f"its config ({path}) turns tune.listener.multi-queue off" in said, said
+        assert "none is handed on" in said and "less loaded" not in said, said
+        tids = sorted(int(t) for t in os.listdir(f"/proc/{process.pid}/task"))  # thread ids in creation order
+        with AcceptCounter(tids) as counter:
+            counter.start()
+            served = Counter(ask(port) for _ in range(100))
+            counts = counter.stop()
+    if not counts.available:
+        pytest.skip(f"no kernel witness of who accepts: {counts.why}")
+    assert {tids[t]: n for t, n in served.items()} == {t: n for t, n in counts.counts.items() if n}, (served, counts)
+
+
+def test_by_default_the_line_says_multi_queue_is_on(tmp_path: Path) -> None:
+    port = free_port("127.0.0.1")
+    path = tmp_path / "haproxy.cfg"
+    path.write_text(config(port))
+    with haproxy(path, port) as process:
+        said = why(process)
+    assert "passes the connection to the accept queue of the less loaded of two threads" in said, said
+    assert f"(its config, {path}, sets nbthread {THREADS}, leaves it at HAProxy's default, on)" in said, said
+
+
+def test_a_directory_given_to_f_is_read_in_order(tmp_path: Path) -> None:
+    """HAProxy reads a -f directory's *.cfg files in C's order, not hidden ones, and the last setting wins."""
+    port = free_port("127.0.0.1")
+    directory = tmp_path / "conf.d"
+    directory.mkdir()
+    (directory / "10-main.cfg").write_text(config(port, "    tune.listener.multi-queue on"))
+    (directory / "20-off.cfg").write_text("global\n    tune.listener.multi-queue off\n")
+    (directory / ".30-hidden.cfg").write_text("global\n    tune.listener.multi-queue on\n")
+    (directory / "40-not-cfg.conf").write_text("global\n    tune.listener.multi-queue on\n")
+    with haproxy(directory, port) as process:
+        said = why(process)
+    assert f"its config ({directory}/10-main.cfg, {directory}/20-off.cfg) turns tune.listener.multi-queue off" in said
+
+
+def test_the_global_sections_last_settings_are_read() -> None:
+    """As HAProxy's parser reads them: the global section's only, the last of each, comments and quotes as it
+    takes them, ${NAME} from its environment; one inside a .if block or of a variable not there is not decided."""
+    text = """
+# tune.listener.multi-queue on   (a comment)
+global
+    nbthread 2
+    tune.listener.multi-queue on
+defaults
+    tune.listener.multi-queue on
+global
+    tune.listener.multi-queue "off"  # the last one
+    nbthread ${THREADS}
+frontend f
+    nbthread 9
+"""
+    assert global_settings(text, {"THREADS": "3"}) == ({MULTI_QUEUE: "off", NBTHREAD: "3"}, {})
+    found, unknown = global_settings(text, {})
+    assert found == {MULTI_QUEUE: "off", NBTHREAD: "2"} and NBTHREAD in unknown, (found, unknown)
+    conditional = "global\n.if defined(X)\n    tune.listener.multi-queue off\n.endif\n"
+    assert global_settings(conditional, {}) == (
+        {},
+        {MULTI_QUEUE: "is set inside a .if block, whose condition HAProxy evaluates"},
+    )
+
+
+def test_one_thread_in_the_config_hands_nothing_on() -> None:
+    said = why_said(THREADS_WHY, Settings(None, 1, ("a.cfg",), ()))
+    assert "sets nbthread 1: one thread accepts and serves every connection" in said and "less loaded" not in said
+
+
+def test_a_config_gone_since_is_said_and_the_line_is_haproxys_defaults(tmp_path: Path) -> None:
+    port = free_port("127.0.0.1")
+    path = tmp_path / "haproxy.cfg"
+    path.write_text(config(port, "    tune.listener.multi-queue off"))
+    with haproxy(path, port) as process:
+        path.unlink()
+        said = why(process)
+    assert said.endswith(
+        f"(HAProxy's defaults: its config could not be read here: {path} (no such file or directory))"
+    ), said
+    assert "less loaded of two threads" in said, said
