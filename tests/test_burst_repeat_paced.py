@@ -26,8 +26,9 @@ def test_no_mode_is_ranked_where_the_generator_set_every_pace() -> None:
     assert "fastest" not in said, said
     assert said == (
         "Verdict, 1000 clients: no mode ranked: the load generator set the pace of every mode in each of the 3 runs "
-        "(it took more than half of each burst to start the connections), so the times are partly its own, not the "
-        "servers' (give it more --driver-procs, or CPUs of its own with --load-cpus)"
+        "(it took more than half of each burst to start the connections, its processes waiting for a CPU 47-93% of "
+        "their time and on one 14-37%), so the times are partly its own, not the servers' (give it CPUs of its own: "
+        "--load-cpus, or --client-hosts)"
     ), said
 
 
@@ -43,4 +44,31 @@ def test_a_round_a_server_set_the_pace_of_is_ranked_and_the_others_said_apart(tm
         "Verdict, 1000 clients: inconclusive: reuseport was fastest to serve all 1000 clients in 1/3 runs, none in 2; "
         "in 2 of the 3 runs the load generator set the pace of every mode, so they rank none; the quickest other took "
         "2.12 (2.12-2.12)× its time"
+    ), said
+
+
+def test_the_advice_follows_what_the_generator_did_with_its_time(tmp_path: Path) -> None:
+    """The generator that paced these bursts was not CPU-bound: its processes were on a CPU 14-37% of their time
+    and waited for one 47-93% (its own clocks: cpu_s, runqueue_s), so 'give it more --driver-procs' (latency's
+    advice for a CPU-bound generator) would add processes to wait for the same 2 CPUs. It is told to get CPUs of
+    its own; a generator on a CPU all the time is told to get more processes (the review of 9938aab)."""
+    said = verdict(PACED)
+    assert "--driver-procs" not in said, said
+    assert said.endswith(
+        "(it took more than half of each burst to start the connections, its processes waiting for a CPU 47-93% of "
+        "their time and on one 14-37%), so the times are partly its own, not the servers' (give it CPUs of its own: "
+        "--load-cpus, or --client-hosts)"
+    ), said
+    data = json.loads(PACED.read_text())
+    for row in data["rounds"]:
+        for run in row:
+            for driver in run["cells"][0]["drivers"]:
+                driver.update(cpu_s=0.97 * driver["wall_s"], runqueue_s=0.0)  # on a CPU all the time
+    path = tmp_path / "burst.json"
+    path.write_text(json.dumps(data))
+    said = verdict(path)
+    assert said.endswith(
+        "(it took more than half of each burst to start the connections, a process of it on a CPU up to 97% of its "
+        "time), so the times are partly its own, not the servers' (give it more --driver-procs, or CPUs of its own "
+        "with --load-cpus)"
     ), said

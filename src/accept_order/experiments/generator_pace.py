@@ -18,13 +18,15 @@ if TYPE_CHECKING:  # not imported at start-up by burst's report, which has no la
     from .latency.result import LatencyResult
 
 GIVE_IT = "give it more --driver-procs, or CPUs of its own with --load-cpus"  # as the warning's own advice
+# A generator that waited for a CPU rather than ran on one: more of its processes would wait for the same CPUs
+OWN_CPUS = "give it CPUs of its own: --load-cpus, or --client-hosts"
 GENERATOR_PACED = "the load generator set the pace"
 
 
-def paced_said(runs: str, how: str, figures: str) -> str:
-    """'the load generator set the pace of every RUNS (HOW), so FIGURES are partly its own, not the servers' (give
-    it ...)'."""
-    return f"{GENERATOR_PACED} of every {runs} ({how}), so {figures} are partly its own, not the servers' ({GIVE_IT})"
+def paced_said(runs: str, how: str, figures: str, give: str = GIVE_IT) -> str:
+    """'the load generator set the pace of every RUNS (HOW), so FIGURES are partly its own, not the servers' (GIVE:
+    what would leave the pace to the servers)'."""
+    return f"{GENERATOR_PACED} of every {runs} ({how}), so {figures} are partly its own, not the servers' ({give})"
 
 
 def every_run_paced(results: Sequence[LatencyResult]) -> bool:

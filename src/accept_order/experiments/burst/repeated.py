@@ -23,9 +23,11 @@ from rich.text import Text
 from ...analysis.stability import Spread, Stability, agreement
 from ...analysis.syn_retrans import RTO_FLOOR_US
 from ...analysis.tails import CLEAR
+from ...core.measures import SATURATED
+from ...loads.client_warnings import STARVED
 from ...render.evidence import listener_drops_said
 from ...render.text import duration_us, plural
-from ..generator_pace import GENERATOR_PACED, paced_said
+from ..generator_pace import GENERATOR_PACED, GIVE_IT, OWN_CPUS, paced_said
 from ..own_settings import caps_said
 from ..repeat.kinds import Document, Repeated, Rounds, by_variant, each
 from .result import BURST_RUN, BurstCell, BurstRun
@@ -81,15 +83,36 @@ def _next_ratio(rounds: Rounds, label: str, clients: int) -> Spread | None:
     return Spread.of(ratios) if ratios else None
 
 
+def _what_paced(cells: Sequence[BurstCell]) -> tuple[str, str]:
+    """Why the load generator was the pace of these bursts, from its processes' own clocks, and what would leave the
+    pace to the servers: on a CPU all the time, more processes; waiting for one (a busy machine, or the workers on
+    the same CPUs: 47-93% of their time in burst_repeat_paced.json, on a CPU 14-37%), CPUs of its own."""
+    how = "it took more than half of each burst to start the connections"
+    drivers = [d for cell in cells for d in cell.drivers if d.wall_s > 0]
+    busiest = max((d.cpu_fraction for d in drivers), default=0.0)
+    if busiest > SATURATED:
+        return f"{how}, a process of it on a CPU up to {100 * busiest:.0f}% of its time", GIVE_IT
+    waits = [d.runqueue_s / d.wall_s for d in drivers if d.runqueue_s is not None]
+    if waits and max(waits) > STARVED:
+        on = [d.cpu_fraction for d in drivers]
+        waited = f"{100 * min(waits):.0f}-{100 * max(waits):.0f}"
+        return (
+            f"{how}, its processes waiting for a CPU {waited}% of their time and on one {100 * min(on):.0f}-"
+            f"{100 * max(on):.0f}%",
+            OWN_CPUS,
+        )
+    return how, OWN_CPUS  # a file without the clocks: CPUs of its own leave the pace to the servers either way
+
+
 def fastest_stability(rounds: Rounds, clients: int, advice: str = "try more --repeat") -> Stability:
     """How many runs name the same mode fastest to serve all `clients`, and in how many the load generator set
     every mode's pace (those name none, and say why: not 'no mode ... sooner than the others')."""
     n, left = len(rounds), sum(paced(row, clients) for row in rounds)
     if left == n:
         runs = "its one run" if n == 1 else f"each of the {n} runs"
-        how = "it took more than half of each burst to start the connections"
+        how, give = _what_paced([c for row in rounds for r in row if _served_all(c := _cell(r, clients)) and c])
         return Stability(
-            f"no mode ranked: {paced_said(f'mode in {runs}', how, 'the times')}",
+            f"no mode ranked: {paced_said(f'mode in {runs}', how, 'the times', give)}",
             False,
             0,
             n,
