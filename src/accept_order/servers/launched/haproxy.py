@@ -114,7 +114,8 @@ local work_iters = tonumber(os.getenv("ACCEPT_ORDER_WORK_ITERS")) or 0
 local found, ptime = pcall(require, "posix.time")
 local clock = os.clock -- the process's CPU: all threads' at once
 local which = "{PROCESS_CLOCK}"
-if found and ptime.clock_gettime and ptime.CLOCK_THREAD_CPUTIME_ID then
+-- read once here: a clock that answers nil (an error) would fail every request, so the process's is kept then
+if found and ptime.CLOCK_THREAD_CPUTIME_ID and type(ptime.clock_gettime(ptime.CLOCK_THREAD_CPUTIME_ID)) == "table" then
     local gettime, id = ptime.clock_gettime, ptime.CLOCK_THREAD_CPUTIME_ID
     clock = function()
         local t = gettime(id)
