@@ -25,7 +25,7 @@ from .listeners import listening_sockets, netlink_all_listeners, parse_proc_net_
 from .owner import socket_holders
 from .proc_read import read_proc
 from .server_netns import in_namespace_of
-from .unix_peers import unix_peers
+from .unix_peers import unix_names, unix_peers
 
 PID_LIMIT = 1 << 22  # the most kernel.pid_max may be set to (PID_MAX_LIMIT, 64-bit): no process id is larger
 INIT = 1  # this PID namespace's init: every orphan's parent, so its children are no server of its own
@@ -326,7 +326,27 @@ def _fed(holders: dict[int, ProcessInfo], peers: dict[int, int], tables: FdTable
         except PermissionError:
             continue
     nearby = children_of(holders) | children_of({info.ppid for info in holders.values()})
-    return set(socket_holders(ends, sorted(nearby - set(holders)), tables))
+    found = set(socket_holders(ends, sorted(nearby - set(holders)), tables))
+    return found - _helpers(found, ends, next(iter(holders)), tables) if found else found
+
+
+def _helpers(found: set[int], ends: set[int], anchor: int, tables: FdTables) -> set[int]:
+    """Those of `found` that the holders connected to, on a named Unix socket each listens on, rather than
+    socketpairs they were handed: a helper serving the server, not a worker it feeds (h2o's neverbleed, the
+    child keeping TLS's private key: taken for workers fed by an acceptor, h2o read as fd-pass)."""
+    try:
+        names = in_namespace_of(anchor, unix_names)
+    except OSError:
+        return set()  # netlink cannot be asked there: as a socketpair, as before
+    helpers: set[int] = set()
+    for pid in found:
+        try:
+            held = set(tables.sockets(pid))
+        except PermissionError:
+            continue
+        if names.accepted_from_own(held & ends, held):
+            helpers.add(pid)
+    return helpers
 
 
 def _unreadable_parents(infos: dict[int, ProcessInfo], tables: FdTables) -> dict[int, ProcessInfo]:
