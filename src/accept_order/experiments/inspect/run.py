@@ -13,7 +13,7 @@ from ...core.capabilities import what_would_let_it
 from ...core.environment import current
 from ...core.kinds import ModeInfo, ServerKind
 from ...core.models import Mechanism
-from ...probes.fd_table import FdTables
+from ...probes.fd_table import FdTables, OpenFile
 from ...probes.file_table import polls_of
 from ...probes.server_netns import counters_of, namespace_of, same_namespace, sysctls_of
 from ...probes.serving import ProcessInfo, Server, check_pid, find_server, namespace_listeners, with_backlogs
@@ -158,6 +158,8 @@ def _mechanism(
     modes, info = _info(kind, name)
     # one waiter of a SO_REUSEPORT group does not take every connection: each socket keeps its own share
     alone = len(verdict.waiters) == 1 and name not in (Mechanism.FD_PASS, Mechanism.ACCEPT_MUTEX, Mechanism.REUSEPORT)
+    if name == Mechanism.IO_URING and alone:
+        alone = _rings_armed(taken) <= 1
     seen_herd = server_kind(DEFAULT_KIND).mode(name).herds and not alone
     unseen = [UNSEEN[name]] if name in UNSEEN else []
     unseen += [kind.unseen[name]] if kind is not None and name in kind.unseen else []
@@ -177,6 +179,18 @@ def _mechanism(
         unseen=tuple(unseen),
         elsewhere=verdict.elsewhere,
     )
+
+
+def _rings_armed(taken: list[Sample]) -> int:
+    """The most io_urings one sample saw with an accept armed, or whose fdinfo could not tell (it may have one). A
+    ring's accept waits on the listener whether its thread sleeps or runs: under load the busy worker is not seen
+    waiting, yet its ring takes every connection ('latency --target' at a 2-worker io-uring server, -c 16, observed:
+    worker 1 alone seen asleep, 'only one worker waits ... it takes every one'; the replies gave worker 0 all 3,040)."""
+
+    def armed(file: OpenFile) -> bool:
+        return file.kind == "io_uring" and (file.ops is None or file.accept_armed)
+
+    return max((sum(armed(f) for table in s.files.values() for f in polls_of(table)) for s in taken), default=0)
 
 
 def _why(kind: ServerKind | None, info: ModeInfo, server: Server) -> str:
