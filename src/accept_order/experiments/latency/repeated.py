@@ -21,6 +21,7 @@ from ...render.evidence import listener_drops_said
 from ...render.spread_table import SpreadTable
 from ...results import export
 from .. import SWEEP_KIND
+from ..generator_pace import CLOCKS, GENERATOR_PACED, every_run_paced, latency_paced_said
 from ..repeat.kinds import Document, Repeated, Rounds, by_variant
 from .kept_report import kept_repeat_table, requests_jain
 from .model_verdict import model_agreement
@@ -110,18 +111,32 @@ def _report(repeated: Repeated, rounds: Rounds) -> list[RenderableType]:
     kept = kept_repeat_table(by_variant(repeated, rounds))  # several requests per connection, or a pool
     parts.extend([kept, Text("Jain: over the requests each worker served; medians", style="dim")] if kept else [])
     host = host_wide_text(rounds)
+    stability = None
     if len(rounds[0]) > 1:
-        stability = latency_stability(rounds)
-        parts.append(Text(f"Verdict: {stability.text}", style="green" if stability.conclusive else "yellow"))
+        # a round whose every run the load generator paced ranks none, as one run's verdict (experiment.py) says
+        ranked = [row for row in rounds if not every_run_paced(row)]
+        if ranked:
+            stability = latency_stability(ranked)
+            parts.append(
+                Text(
+                    f"Verdict: {stability.text}{_paced_apart(rounds, ranked)}",
+                    style="green" if stability.conclusive else "yellow",
+                )
+            )
+        else:
+            runs = "run in its one round" if len(rounds) == 1 else f"run in each of the {len(rounds)} rounds"
+            what = "cap" if repeated.of == SWEEP_KIND else "mode"
+            parts.append(Text(f"Verdict: no {what} ranked: {latency_paced_said(runs, CLOCKS)}", style="yellow"))
         if work := repeated_work_note(by_variant(repeated, rounds)):  # unlike clocks part every round alike
             parts.append(Text(work[0].upper() + work[1:], style="yellow"))
         parts.extend(caps_not_applied(rounds[0][0]) if repeated.of == SWEEP_KIND else [])  # as one sweep's
         parts.extend([host] if host else [])
         parts.extend(listener_drops_lines(repeated, rounds))
-        if stability.pairs:
+        if stability is not None and stability.pairs:
+            over = "the runs" if len(ranked) == len(rounds) else "the rounds the servers set the pace of"
             parts.append(
                 Text(
-                    "Pair by pair over the runs (whole tail: p99, p99.9 and deviation all lower; "
+                    f"Pair by pair over {over} (whole tail: p99, p99.9 and deviation all lower; "
                     "significance: a t-test of the p99s):"
                 )
             )
@@ -133,6 +148,18 @@ def _report(repeated: Repeated, rounds: Rounds) -> list[RenderableType]:
         parts.extend([host] if host else [])
         parts.extend(listener_drops_lines(repeated, rounds))
     return parts
+
+
+def _paced_apart(rounds: Rounds, ranked: Rounds) -> str:
+    """Where some rounds were the load generator's pace in every run: that the verdict counts the others only."""
+    left = len(rounds) - len(ranked)
+    if not left:
+        return ""
+    ranks = "it ranks" if left == 1 else "they rank"
+    return (
+        f"; over the {len(ranked)} of the {len(rounds)} rounds the servers set the pace of: in the other {left} "
+        f"{GENERATOR_PACED} of every run, so {ranks} none"
+    )
 
 
 def latency_warnings(rounds: Rounds) -> list[RunWarning]:
