@@ -227,7 +227,7 @@ def observe_report(result: ObserveResult) -> RenderableType:
         if result.interrupted
         else (f"observed {result.wall_s:.1f} s")
     )
-    parts.append(Text(f"{how_long}; nothing was driven at it and nothing signalled it"))
+    parts.append(Text(f"{how_long}; observe itself drove no traffic at it and sent it no signal"))
     parts.append(_table(result, live=False))
     if result.loaded:
         parts.append(load_table(result))
