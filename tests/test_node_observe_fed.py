@@ -14,8 +14,9 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
-from conftest import wait_for
+from conftest import KEPT_BY_FIXTURES, wait_for
 from test_bpftrace_ignores_sigint import WATCHED, fake_bpftrace
 
 from accept_order.experiments.observe.run import observe
@@ -50,23 +51,34 @@ if (cluster.isPrimary) {
 """
 
 
-@pytest.fixture
-def cluster(request: pytest.FixtureRequest, tmp_path: Path, free_port: int) -> Iterator[tuple[int, int]]:
-    """A Node cluster of 3 workers on free_port under the policy asked for: (port, the primary's pid)."""
-    script, ready = tmp_path / "cluster.js", tmp_path / "ready"
+@pytest.fixture(scope="module")
+def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, int]]:
+    """A Node cluster of 3 workers on a free port under the policy asked for: (port, the primary's pid). One a policy
+    for the module: its tests only look at it (find_server, observe) and the one that connects closes what it opened,
+    so none disturbs the next; a cluster's start (a primary and 3 workers, ~0.3 CPU-s) is most of a test's CPU."""
+    folder = tmp_path_factory.mktemp("node")
+    script, ready = folder / "cluster.js", folder / "ready"
     script.write_text(SCRIPT)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
     proc = subprocess.Popen(
-        [node_binary(), str(script), str(free_port), request.param, str(ready)],
+        [node_binary(), str(script), str(port), request.param, str(ready)],
         start_new_session=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    kept = {proc.pid}
+    KEPT_BY_FIXTURES.add(proc.pid)  # alive between this module's tests on purpose, as are its workers below
     try:
         wait_for(lambda: ready.exists() and ready.read_text(), bool, 30, "the cluster's workers to listen")
-        yield free_port, proc.pid
+        kept.update(child.pid for child in psutil.Process(proc.pid).children(recursive=True))
+        KEPT_BY_FIXTURES.update(kept)
+        yield port, proc.pid
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)  # its workers are in its session: none outlives the test
+        os.killpg(proc.pid, signal.SIGKILL)  # its workers are in its session: none outlives the module
         proc.wait()
+        KEPT_BY_FIXTURES.difference_update(kept)
 
 
 def ask(conn: socket.socket) -> tuple[int, int]:
