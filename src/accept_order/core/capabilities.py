@@ -14,6 +14,8 @@ import os
 from typing import NamedTuple
 
 STATUS = "/proc/self/status"
+UID_MAP = "/proc/self/uid_map"  # how this process's user namespace maps its uids to the kernel's
+INITIAL_UID_MAP = ["0", "0", "4294967295"]  # the initial namespace's: every uid is its own
 SERVERS_USER = "the server's user"  # who else may read a server's processes (`or_as`)
 
 
@@ -44,6 +46,19 @@ def effective_capabilities() -> int:
             return next(int(line.split()[1], 16) for line in f if line.startswith("CapEff:"))
     except (OSError, StopIteration, ValueError, IndexError):
         return ~0 if os.geteuid() == 0 else 0
+
+
+def in_user_namespace() -> bool:
+    """Whether this process is in a user namespace other than the initial one (`unshare -Ur`, a rootless
+    container): CapEff then names that namespace's capabilities, and what the kernel grants only to the initial
+    one's (loading a BPF program, raising a hard limit) it refuses whatever CapEff says. False where /proc does not
+    say."""
+    try:
+        with open(UID_MAP, encoding="ascii") as lines:
+            ranges = [line.split() for line in lines if line.strip()]
+    except OSError:
+        return False
+    return ranges != [INITIAL_UID_MAP]
 
 
 def holds(needs: Capability) -> bool:

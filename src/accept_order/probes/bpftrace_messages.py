@@ -6,11 +6,17 @@ from __future__ import annotations
 import os
 import resource
 
-from ..core.capabilities import ADMIN, BPF, PERFMON, RESOURCE, holds, what_would_let_it
+from ..core.capabilities import ADMIN, BPF, PERFMON, RESOURCE, holds, in_user_namespace, what_would_let_it
 
 # set in bpftrace's environment, it prints this name once every probe is attached (accepts.py waits for it)
 ATTACHED_ENV = "__BPFTRACE_NOTIFY_PROBES_ATTACHED"
 REFUSED = ("not permitted", "permission denied")  # how bpftrace says the kernel refused it (EPERM, EACCES)
+NEEDS = "loading a tracing program needs CAP_BPF with CAP_PERFMON, or CAP_SYS_ADMIN"
+# a user namespace's capabilities are its own: the kernel loads a tracing program for the initial one's only
+OUTSIDE = (
+    "this process's are a user namespace's (`unshare -U`, a rootless container), which the kernel does not count: "
+    "run this tool outside it"
+)
 
 
 def first_error_line(stderr: bytes) -> str:
@@ -52,16 +58,22 @@ def capability_hint(stderr: bytes) -> str:
     program needs what it does not hold: CAP_BPF with CAP_PERFMON, or CAP_SYS_ADMIN. A root without them (a
     container's, `capsh --drop`) also lacks CAP_SYS_RESOURCE, so bpftrace warns of RLIMIT_MEMLOCK too, and the
     locked memory was blamed ('failed to create map: Operation not permitted (bpftrace could not raise its
-    locked-memory limit ...)') where no limit would have let it. "" where it holds them, or the error is another."""
+    locked-memory limit ...)') where no limit would have let it. So was it for a root of a user namespace (`unshare
+    -Ur`, a rootless container), which holds them all as that namespace's: the kernel counts the initial one's only.
+    "" where it holds them, or the error is another."""
     line = first_error_line(stderr).lower()  # EPERM for a map or a program, EACCES for perf_event_open
-    if not any(word in line for word in REFUSED) or holds(ADMIN) or (holds(BPF) and holds(PERFMON)):
+    if not any(word in line for word in REFUSED):
+        return ""
+    if in_user_namespace():
+        return f" ({NEEDS} in the initial user namespace: {OUTSIDE})"
+    if holds(ADMIN) or (holds(BPF) and holds(PERFMON)):
         return ""
     if os.geteuid() != 0:
         said = what_would_let_it(ADMIN)  # 'run as root': bpftrace itself runs only as root
     else:
         names = [needs.name for needs in (BPF, PERFMON, ADMIN) if not holds(needs)]
         said = f"this root lacks {', '.join(names[:-1])} and {names[-1]}"
-    return f" (loading a tracing program needs CAP_BPF with CAP_PERFMON, or CAP_SYS_ADMIN: {said})"
+    return f" ({NEEDS}: {said})"
 
 
 def raise_memlock() -> None:
