@@ -255,7 +255,10 @@ def driver_main(cfg: DriverConfig, pipe: Connection, go: Any, progress: Any, sto
                 pipe.send(("result", drive_uring(cfg, progress, stop, TICK_S)))
             else:
                 pipe.send(("result", _drive(cfg, progress, stop)))
-        except OSError as exc:  # e.g. the epoll could not be made; the parent names the driver
+        # e.g. the epoll could not be made, or the io_uring binding raised: the parent names the driver and why. Any
+        # exception: one other than OSError printed a traceback from the driver and the run said only 'driver 1 (pid
+        # N) died with exit code 1 before reporting' (seen once under 'ramp --modes epoll,io-uring', cause unkept)
+        except Exception as exc:
             pipe.send(("error", f"{type(exc).__name__}: {exc}"))
     except OSError:
         pass  # the parent closed its end: it is gone or gave up, nobody to report to
