@@ -72,3 +72,28 @@ def test_the_advice_follows_what_the_generator_did_with_its_time(tmp_path: Path)
         "time), so the times are partly its own, not the servers' (give it more --driver-procs, or CPUs of its own "
         "with --load-cpus)"
     ), said
+
+
+def test_a_mode_that_lost_clients_is_not_said_to_have_been_paced(tmp_path: Path) -> None:
+    """A third mode that lost clients in each round is no part of what the generator paced (it served not all, so
+    ranks nowhere): the verdict says the pace of every mode that served them all, not of every mode."""
+    data = json.loads(PACED.read_text())
+    for row in data["rounds"]:
+        lost = json.loads(json.dumps(row[0]))
+        lost["server"]["mode"] = "accept-mutex"
+        lost["cells"][0]["errors"] = {"timeout": 7}
+        row.append(lost)
+    path = tmp_path / "burst.json"
+    path.write_text(json.dumps(data))
+    said = verdict(path)
+    assert said.startswith(
+        "Verdict, 1000 clients: no mode ranked: the load generator set the pace of every mode that served all 1000 "
+        "clients in each of the 3 runs ("
+    ), said
+    for driver in data["rounds"][0][0]["cells"][0]["drivers"]:
+        driver["open_s"] = 0.01  # blocking set its own pace in the first round: that round ranks
+    path.write_text(json.dumps(data))
+    said = verdict(path)
+    assert "; in 2 of the 3 runs the load generator set the pace of every mode that served all 1000 clients, so " in (
+        said
+    ), said

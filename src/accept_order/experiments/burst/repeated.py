@@ -104,15 +104,23 @@ def _what_paced(cells: Sequence[BurstCell]) -> tuple[str, str]:
     return how, OWN_CPUS  # a file without the clocks: CPUs of its own leave the pace to the servers either way
 
 
+def _paced_modes(rounds: Rounds, clients: int) -> str:
+    """Whose pace the generator set in these rounds: every mode's, or where some lost clients, every mode's that
+    served them all (one that lost some ranks nowhere, and whether the generator paced it its time does not show)."""
+    cells = [_cell(r, clients) for row in rounds for r in row]
+    return "mode" if all(_served_all(c) for c in cells) else f"mode that served all {clients} clients"
+
+
 def fastest_stability(rounds: Rounds, clients: int, advice: str = "try more --repeat") -> Stability:
     """How many runs name the same mode fastest to serve all `clients`, and in how many the load generator set
     every mode's pace (those name none, and say why: not 'no mode ... sooner than the others')."""
     n, left = len(rounds), sum(paced(row, clients) for row in rounds)
     if left == n:
         runs = "its one run" if n == 1 else f"each of the {n} runs"
-        how, give = _what_paced([c for row in rounds for r in row if _served_all(c := _cell(r, clients)) and c])
+        served = [c for row in rounds for r in row if _served_all(c := _cell(r, clients)) and c]
+        how, give = _what_paced(served)
         return Stability(
-            f"no mode ranked: {paced_said(f'mode in {runs}', how, 'the times', give)}",
+            f"no mode ranked: {paced_said(f'{_paced_modes(rounds, clients)} in {runs}', how, 'the times', give)}",
             False,
             0,
             n,
@@ -124,7 +132,10 @@ def fastest_stability(rounds: Rounds, clients: int, advice: str = "try more --re
     if not left:
         return agreement(outcomes, claim, none, advice)
     stability = agreement(outcomes, claim, none, advice="")  # the advice after why some rounds rank none
-    said = f"; in {left} of the {n} runs {GENERATOR_PACED} of every mode, so they rank none"
+    paced_rows = [row for row in rounds if paced(row, clients)]
+    said = (
+        f"; in {left} of the {n} runs {GENERATOR_PACED} of every {_paced_modes(paced_rows, clients)}, so they rank none"
+    )
     more = f"; {advice}" if advice and stability.agree and not stability.conclusive else ""
     return replace(stability, text=stability.text + said + more)
 
