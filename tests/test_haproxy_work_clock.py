@@ -93,3 +93,20 @@ def test_a_run_says_where_the_work_was_timed_by_the_processs_cpu(
     assert result.evidence.get("work_clock") == PROCESS_CLOCK
     line = work_clock_line(result.evidence)
     assert line is not None and "HAProxy timed --work by its process's CPU" in line.plain
+
+
+def test_one_thread_on_the_processs_cpu_is_not_said_to_burn_less(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: os.PathLike[str]
+) -> None:
+    """With one thread the process's CPU is that thread's own: each request burned the work (1.08 ms of CPU a request
+    for --work 1ms, lua-posix hidden), so no line may say threads spinning at once made it burn less."""
+    monkeypatch.setenv("LUA_CPATH_5_3", f"{tmp_path}/?.so")
+    monkeypatch.setenv("LUA_PATH_5_3", f"{tmp_path}/?.lua")
+    server = ServerSpec(kind="haproxy", mode="threads", workers=1, work_us=WORK_US)
+    load = ConcurrentLoad(connections=40, concurrency=4, requests_per_connection=0, pool=True)
+    result = session.run_latency(server, load)
+    assert result.errors == {} and sum(result.served) == load.connections
+    # the witness: the kernel's CPU of the one thread, about the work a request
+    cpu = sum(c.cpu_s or 0 for c in result.counters) / result.ok
+    assert 0.95 * WORK_US / 1e6 <= cpu, cpu
+    assert result.evidence.get("work_clock") == THREAD_CLOCK and work_clock_line(result.evidence) is None

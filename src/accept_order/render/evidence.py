@@ -222,7 +222,7 @@ def work_clock_line(evidence: Mapping[str, Any]) -> Text | None:
         return None
     return Text(
         "  HAProxy timed --work by its process's CPU (lua-posix, which reads each thread's own, was not found): "
-        "threads spinning at once advanced it together, so each burned less than the work",
+        "threads that spun at once advanced it together, so each of them burned less than the work",
         style="yellow",
     )
 
