@@ -27,7 +27,7 @@ from ..core.cpus import affinity
 from ..core.measures import ListenerRow
 from ..core.processes import process_errors
 from . import netstat
-from .listeners import dropped_between, listener_drops, listening_sockets_of, serving_on
+from .listeners import DropsReading, dropped_between, drops_reading, listening_sockets_of, serving_on
 
 __all__ = ["EvidenceCapture", "PRIVATE_ENV", "PRIVATE_NAMESPACE_NOTE", "netns_privacy"]
 
@@ -75,7 +75,7 @@ class EvidenceCapture:
         private: bool | None = None,
         names: Sequence[str] = netstat.WATCHED_COUNTERS,
         host: str | None = None,
-        read_drops: Callable[[int, str | None, Sequence[int]], int | None] = listener_drops,
+        read_drops: Callable[[int, str | None, Sequence[int]], int | DropsReading | None] = drops_reading,
         read_counters_of: Callable[[int], Mapping[str, int]] | None = None,
     ) -> None:
         self._read_counters_of = read_counters_of  # a pid's namespace's counters (None: server_netns.netstat_of)
@@ -84,7 +84,7 @@ class EvidenceCapture:
         self._server_inode: int | None = None
         self._host = host or None
         self._read_drops = read_drops
-        self._drops: dict[str, int | None] = {}  # the listeners' own drops so far, by snapshot label
+        self._drops: dict[str, int | DropsReading | None] = {}  # the listeners' own drops so far, by snapshot label
         self._read_counters = read_counters
         self._list_listeners = list_listeners
         self._read_affinity = read_affinity

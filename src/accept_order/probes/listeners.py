@@ -14,7 +14,7 @@ import socket
 import struct
 import sys
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..core.measures import Family, ListenerRow
 from .netlink_diag import (
@@ -28,6 +28,7 @@ from .netlink_diag import (
     diag_request,
     open_diag_socket,
 )
+from .netstat import parse_netstat
 
 if TYPE_CHECKING:
     import ipaddress
@@ -61,14 +62,21 @@ def _v6only(attributes: bytes) -> bool | None:
 
 
 # The memory counters of a socket (INET_DIAG_SKMEMINFO, u32 each), asked with its bit in idiag_ext; the 9th is
-# sk_drops, which a listener counts up for each handshake packet it drops (tcp_listendrop: a SYN or the ACK ending a
-# handshake, its accept queue full, mostly; a client's SYN sent again is dropped again), as `ss -ltm` shows it ('d' in
-# skmem) and ListenDrops counts over the whole network namespace
+# sk_drops, each handshake packet a listener drops (`ss -ltm`'s d; a SYN sent again is dropped again; DropsReading)
 INET_DIAG_SKMEMINFO = 7  # linux/inet_diag.h
 SK_MEMINFO_DROPS = 8
 
 
-def listener_drops(port: int, host: str | None, pids: Sequence[int] = ()) -> int | None:
+class DropsReading(NamedTuple):
+    """The server's listeners' sk_drops summed, and their namespace's ListenDrops read with them (None: unread).
+    sk_drops counts TCP_DEFER_ACCEPT's dropped handshake-ending ACKs too (uWSGI's, Apache's: one a connection);
+    ListenDrops only listen drops (tcp_listendrop, which counts each in sk_drops too): its growth bounds theirs."""
+
+    listeners: int
+    namespace: int | None
+
+
+def drops_reading(port: int, host: str | None, pids: Sequence[int] = ()) -> DropsReading | None:
     """The handshake packets dropped so far by the listeners on `port` that connections to `host` go to
     (serving_on), summed: the server's own count, where ListenOverflows is every listener's of the namespace.
     Asked in the network namespace `pids` (the server's processes) live in, ours without them: an attached server in
@@ -90,14 +98,29 @@ def listener_drops(port: int, host: str | None, pids: Sequence[int] = ()) -> int
     return _drops_here(port, host)
 
 
-def dropped_between(before: int | None, after: int | None) -> int | None:
-    """The drops between two readings of listener_drops; None where either is missing or the count went back (a
-    listener closed, or replaced by one that counts from 0)."""
-    return None if before is None or after is None or after < before else after - before
+def listener_drops(port: int, host: str | None, pids: Sequence[int] = ()) -> int | None:
+    """drops_reading's sk_drops alone: what `ss -ltm` shows as d, summed."""
+    return None if (reading := drops_reading(port, host, pids)) is None else reading.listeners
 
 
-def _drops_here(port: int, host: str | None) -> int | None:
-    """listener_drops asked in this thread's network namespace."""
+def dropped_between(before: int | DropsReading | None, after: int | DropsReading | None) -> int | None:
+    """The drops between two readings; None where either is missing or the count went back (a listener closed, or
+    replaced). No more than ListenDrops grew where both have it: a 'ramp --server uwsgi' step of 1,000 connections
+    said 'the server's listeners dropped 1000 handshake packets' (TCP_DEFER_ACCEPT's ACKs) at ListenDrops +0."""
+    if before is None or after is None:
+        return None
+    first, last = (r.listeners if isinstance(r, DropsReading) else r for r in (before, after))
+    if last < first:
+        return None
+    dropped = last - first
+    if isinstance(before, DropsReading) and isinstance(after, DropsReading):
+        if before.namespace is not None and after.namespace is not None and after.namespace >= before.namespace:
+            dropped = min(dropped, after.namespace - before.namespace)
+    return dropped
+
+
+def _drops_here(port: int, host: str | None) -> DropsReading | None:
+    """drops_reading asked in this thread's network namespace."""
     found: list[tuple[ListenerRow, int]] = []
     try:
         with open_diag_socket() as sock:
@@ -111,7 +134,16 @@ def _drops_here(port: int, host: str | None) -> int | None:
     except OSError:
         return None
     chosen = {r.inode for r in serving_on([r for r, _ in found], host)}
-    return sum(d for r, d in found if r.inode in chosen) if chosen else None
+    return DropsReading(sum(d for r, d in found if r.inode in chosen), _listen_drops_here()) if chosen else None
+
+
+def _listen_drops_here() -> int | None:
+    """This thread's network namespace's ListenDrops (thread-self: after setns, the server's); None if unread."""
+    try:
+        with open("/proc/thread-self/net/netstat", encoding="ascii") as f:
+            return parse_netstat(f.read()).get("TcpExtListenDrops")
+    except (OSError, ValueError):
+        return None
 
 
 def _drops(attributes: bytes) -> int | None:

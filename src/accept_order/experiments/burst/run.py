@@ -39,7 +39,7 @@ from ...core.spec import (
     sized,
 )
 from ...probes import netstat
-from ...probes.listeners import dropped_between, listener_drops
+from ...probes.listeners import dropped_between, drops_reading
 from ...servers.registry import elsewhere
 from ..session import Measured, RunInterrupted, RunStopped, as_answered, drive_load, lifecycle, run_each
 from .result import BurstCell, BurstRun
@@ -194,7 +194,7 @@ def run_bursts(
             target.settle()  # every worker back asleep: the burst meets an idle server
             before = netstat.read_counters()
             port = target.address[1] if elsewhere(target) is None else 0  # a server here: its listeners' drops
-            drops_before = listener_drops(port, server.host, target.pids) if port else None
+            drops_before = drops_reading(port, server.host, target.pids) if port else None
             load = drive_load(target, plan.load(clients), server.workers, tick)
             # The burst has finished: a signal while its counters are read must not lose it. It is raised
             # once the cell is kept (the run then ends with the bursts so far).
@@ -202,7 +202,7 @@ def run_bursts(
                 after = netstat.read_counters()
                 moved = netstat.counter_deltas(before, after, netstat.WATCHED_COUNTERS) if before and after else {}
                 cell = BurstCell.of(load, clients, {k: v for k, v in moved.items() if v}, per)
-                drops_after = listener_drops(port, server.host, target.pids) if port else None
+                drops_after = drops_reading(port, server.host, target.pids) if port else None
                 cell = dataclasses.replace(cell, listener_drops=dropped_between(drops_before, drops_after))
                 remote = elsewhere(target)  # at this host's own address, the burst came here (on_this_host)
                 here = bool(cell.hosts) and remote is not None and remote.through_here

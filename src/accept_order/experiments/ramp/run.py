@@ -33,7 +33,7 @@ from ...core.spec import (
 )
 from ...core.totals import loops_ran
 from ...probes import netstat
-from ...probes.listeners import dropped_between, listener_drops
+from ...probes.listeners import DropsReading, dropped_between, drops_reading
 from ...probes.sockets import socket_summary
 from ...render.evidence import listener_drops_said, machine_busy
 from ...render.text import plural
@@ -169,9 +169,9 @@ def _queues(port: int, host: str) -> list[int]:
         return []
 
 
-def _listener_drops(port: int, host: str, pids: Sequence[int]) -> int | None:
-    """The handshake packets the server's own listeners have dropped so far (probes/listeners.listener_drops)."""
-    return listener_drops(port, host, pids) if port else None
+def _listener_drops(port: int, host: str, pids: Sequence[int]) -> DropsReading | None:
+    """The handshake packets the server's own listeners have dropped so far (probes/listeners.drops_reading)."""
+    return drops_reading(port, host, pids) if port else None
 
 
 def _share(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
