@@ -79,8 +79,12 @@ def compare_verdict(result: LatencyCompareResult) -> TailVerdict:
     of one whole run and nothing more said the second served nothing), and the workers that held no
     connection of a run over kept connections where the others carried their share (its tail is theirs)."""
     verdict = tail_verdict(result.runs)
-    if verdict.tightest is not None and every_run_paced(result.runs):  # as burst --repeat and sweep say it
-        said = f"no mode ranked: {latency_paced_said('run')}; on the figures, {verdict.text}"
+    # the runs whose tails were compared (not one that lost connections), as burst --repeat reads those that served
+    # all: where only one served every connection, no tail was compared and none is paced
+    compared = [r for r in result.runs if r.server.label in {verdict.tightest, *verdict.ratios}]
+    if verdict.tightest is not None and verdict.ratios and every_run_paced(compared):  # as burst --repeat says it
+        which = "run" if len(compared) == len(result.runs) else "run compared"
+        said = f"no mode ranked: {latency_paced_said(which)}; on the figures, {verdict.text}"
         verdict = replace(verdict, tightest=None, text=said, kind="paced")
     histograms = {r.server.label: r.histogram for r in result.runs}
     said = verdict.text

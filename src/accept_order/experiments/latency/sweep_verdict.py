@@ -231,10 +231,11 @@ def _not_apart(pick: Sequence[str], sentence: str) -> str:
     return f"no cap to pick: {led} on these runs' figures, {NOT_APART}: {why}; {tell_apart('the caps')}"
 
 
-def _paced(pick: Sequence[str], sentence: str) -> str:
-    """No pick where the load generator set the pace of every cap's run: which cap led on the figures, and why."""
+def _paced(pick: Sequence[str], sentence: str, every: bool) -> str:
+    """No pick where the load generator set the pace of every cap's run compared (`every`: that is every run): which
+    cap led on the figures, and why."""
     why = sentence.split(": ", 1)[1]
-    paced = latency_paced_said("cap's run")
+    paced = latency_paced_said("cap's run" if every else "cap's run compared")
     return f"no cap to pick: {paced}; on the figures, {' and '.join(pick)} led: {why}"
 
 
@@ -342,7 +343,7 @@ def sweep_verdict(results: Sequence[LatencyResult], applies: bool = True) -> Swe
         pick, sentence = _pick(whole)
         sure = _sureness(whole, pick)
         if pick and every_run_paced([r for _, r in whole]):  # as burst --repeat and latency --modes say it
-            pick, sentence = (), _paced(pick, sentence)
+            pick, sentence = (), _paced(pick, sentence, len(whole) == len(results))
             sure = _sureness(whole, pick)
         elif pick and not _apart(whole, pick):  # no pick surer than How sure: it says the samples cannot tell
             pick, sentence = (), _not_apart(pick, sentence)
