@@ -7,6 +7,7 @@ Imported by name, as conftest's helpers are (tests/ is on sys.path; no test_ pre
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -14,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -190,3 +192,20 @@ def counted_uvicorn(tmp_path: Path, loop: str, port: int, queued: int) -> str:
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
+
+
+# The tests that read counted_uvicorn_once: one xdist worker runs them all, so each loop is measured once a suite.
+UVICORN_COUNTED = pytest.mark.xdist_group("uvicorn-counted")
+
+
+@functools.cache
+def counted_uvicorn_once(loop: str, queued: int) -> str:
+    """counted_uvicorn's output for this loop and queue, measured once a process and handed to every test that asks
+    (those marked UVICORN_COUNTED): test_uvicorn_accepts_per_wakeup holds the mode's words to it and
+    test_model_own_batch the model's batch, each of the same count. A measurement (uvicorn's start, bpftrace's
+    program loaded, the queue let go) is 0.8-1.3 CPU-s; a failed one is not kept, and the next test measures again."""
+    with tempfile.TemporaryDirectory(prefix="accept-order-uvicorn-counted-") as folder, socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+        probe.close()  # free again for uvicorn, as the free_port fixture's port is
+        return counted_uvicorn(Path(folder), loop, port, queued)

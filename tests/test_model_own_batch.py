@@ -11,10 +11,9 @@ it (test_uvicorn_accepts_per_wakeup's uvicorn, stopped while connections queue, 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
-from accepts_per_wakeup import BPFTRACE, counted_uvicorn, runs_of
+from accepts_per_wakeup import BPFTRACE, UVICORN_COUNTED, counted_uvicorn_once, runs_of
 
 from accept_order.analysis.model_check import discipline_of
 from accept_order.analysis.queueing import Arrivals, Service, simulate
@@ -40,11 +39,12 @@ def test_the_model_takes_each_loops_own_batch() -> None:
 
 @pytest.mark.skipif(uvicorn_missing() is not None, reason=str(uvicorn_missing()))
 @pytest.mark.skipif(os.geteuid() != 0 or BPFTRACE is None, reason="needs root and bpftrace")
+@UVICORN_COUNTED
 @pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
-def test_each_loops_own_batch_is_what_the_kernel_counts(tmp_path: Path, free_port: int, loop: str) -> None:
+def test_each_loops_own_batch_is_what_the_kernel_counts(loop: str) -> None:
     if loop == "uvloop" and uvloop_missing():
         pytest.skip(str(uvloop_missing()))
-    out = counted_uvicorn(tmp_path, loop, free_port, QUEUED)
+    out = counted_uvicorn_once(loop, QUEUED)  # the same count test_uvicorn_accepts_per_wakeup reads
     runs = runs_of(out)
     assert sum(k * v for k, v in runs.items()) == QUEUED, out
     own = UVICORN_MODES[loop].own_batch

@@ -10,10 +10,9 @@ connections queue, then let go under bpftrace."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
-from accepts_per_wakeup import BPFTRACE, counted_uvicorn, eagains_of, runs_of
+from accepts_per_wakeup import BPFTRACE, UVICORN_COUNTED, counted_uvicorn_once, eagains_of, runs_of
 
 from accept_order.servers.launched.uvicorn import UVICORN_MODES, uvicorn_missing, uvloop_missing
 
@@ -25,11 +24,12 @@ pytestmark = [
 ]
 
 
+@UVICORN_COUNTED
 @pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
-def test_each_loops_words_match_what_the_kernel_counts(tmp_path: Path, free_port: int, loop: str) -> None:
+def test_each_loops_words_match_what_the_kernel_counts(loop: str) -> None:
     if loop == "uvloop" and uvloop_missing():
         pytest.skip(str(uvloop_missing()))
-    out = counted_uvicorn(tmp_path, loop, free_port, QUEUED)
+    out = counted_uvicorn_once(loop, QUEUED)  # the same count test_model_own_batch reads
     runs, eagain = runs_of(out), eagains_of(out)
     assert sum(k * v for k, v in runs.items()) == QUEUED, out
     why = UVICORN_MODES[loop].why
