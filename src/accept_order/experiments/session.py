@@ -223,7 +223,7 @@ def run_sequential(
             try:
                 return drive_sequential(target, load, record, log if log.attached else None)
             finally:
-                counts = log.stop(counts_used=False)  # whether each connection's accept was read, not how many
+                counts = log.stop_log()  # whether each connection's accept was read, not how many
                 accept_log.update(available=counts.available, why=counts.why)
 
     def build(records: list[ConnectionRecord], m: Measured) -> RunResult:
