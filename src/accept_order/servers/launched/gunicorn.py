@@ -30,7 +30,10 @@ PACKAGE = pip_install("servers", "gunicorn>=23")
 
 
 # A sync worker accepts one connection per loop (no batch) and then reads the request, which sleeps:
-# its context switches are not wakeups.
+# its context switches are not wakeups. Each mode names the sync worker among its settings, as it is launched: to
+# a server of another worker class (gthread: epoll-herd, no mode of these) inspect's rows said only 'reuse_port =
+# False' of select, which such a server has already.
+SYNC = 'worker_class = "sync"'
 GUNICORN_MODES: dict[str, ModeInfo] = {
     m.name: m
     for m in (
@@ -44,7 +47,7 @@ GUNICORN_MODES: dict[str, ModeInfo] = {
             "shared",
             herds=True,
             batches=False,
-            settings=("reuse_port = False",),
+            settings=(SYNC, "reuse_port = False"),
         ),
         ModeInfo(
             "reuseport",
@@ -54,7 +57,7 @@ GUNICORN_MODES: dict[str, ModeInfo] = {
             Model.HASH,
             "per-worker",
             batches=False,
-            settings=("reuse_port = True",),
+            settings=(SYNC, "reuse_port = True"),
         ),
     )
 }
