@@ -177,3 +177,29 @@ def test_a_config_gone_since_is_said_and_the_line_is_haproxys_defaults(tmp_path:
         f"(HAProxy's defaults: its config could not be read here: {path} (no such file or directory))"
     ), said
     assert "less loaded of two threads" in said, said
+
+
+def test_a_config_changed_since_haproxy_started_is_said(tmp_path: Path) -> None:
+    """Edited, not reloaded: HAProxy still runs what it read at its start, so the file's word is not the last one.
+    The witness that it still runs multi-queue off: each thread serves what it accepted."""
+    port = free_port("127.0.0.1")
+    path = tmp_path / "haproxy.cfg"
+    path.write_text(config(port, "    tune.listener.multi-queue off"))
+    with haproxy(path, port) as process:
+        before = why(process)
+        path.write_text(config(port, "    tune.listener.multi-queue on"))
+        edited = time.time() + 5  # the edit as the kernel dates it: 5 s after the start, with no wait for the clock
+        os.utime(path, (edited, edited))
+        after = why(process)
+        tids = sorted(int(t) for t in os.listdir(f"/proc/{process.pid}/task"))
+        with AcceptCounter(tids) as counter:
+            counter.start()
+            served = Counter(ask(port) for _ in range(100))
+            counts = counter.stop()
+    assert "turns tune.listener.multi-queue off" in before and "changed after" not in before, before
+    assert after.endswith(
+        f"; changed after the newest of its processes started, so what it runs may differ until it is reloaded: {path}"
+    ), after
+    if not counts.available:
+        pytest.skip(f"no kernel witness of who accepts: {counts.why}")
+    assert {tids[t]: n for t, n in served.items()} == {t: n for t, n in counts.counts.items() if n}, (served, counts)

@@ -228,3 +228,18 @@ def directory_names(where: Started, path: str, start: str | None) -> list[str] |
         return None
     finally:
         os.close(listed)
+
+
+def modified_at(where: Started, path: str, start: str | None) -> float | None:
+    """When what `path` names for the process (a file or directory, resolved as read_regular resolves a file) last
+    changed: its mtime, in seconds since the epoch; None where it names nothing here."""
+    try:
+        fd = _resolved(where, path, start)
+    except OSError:
+        return None
+    try:
+        return os.fstat(fd).st_mtime
+    except OSError:
+        return None
+    finally:
+        os.close(fd)

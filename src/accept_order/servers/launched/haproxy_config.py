@@ -7,20 +7,34 @@ loaded, so relative names are taken from there. Each is read as the process sees
 own root and mount namespace), and, where it is chrooted (Debian's config has `chroot /var/lib/haproxy`, entered
 after the config was read), in its parent's. A keyword set twice takes its last value, as HAProxy's parser does;
 `${NAME}` is taken from the environment it was started with. A setting inside a `.if` block is not decided here
-(its condition is HAProxy's to evaluate) and is said as such.
+(its condition is HAProxy's to evaluate) and is said as such. A file changed after the newest of its processes
+started may not be what it runs (edited, not yet reloaded: it still runs what it read), and is said so.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from ...probes.process_files import Started, TooLarge, directory_names, read_regular, started, why_unread
+from ...probes.process_files import (
+    Started,
+    TooLarge,
+    directory_names,
+    modified_at,
+    read_regular,
+    started,
+    why_unread,
+)
 
 MAX_CONFIG_BYTES = 4 << 20  # a config larger than this is not read (and said so)
 MAX_FILES = 256  # files of a -f directory read at most
+# A file changed this long after the newest process started is said changed since: the start is the kernel's (in
+# clock ticks since boot, 10 ms) read against /proc/uptime (10 ms), so one written just before it may read a little
+# after it
+START_SLACK_S = 0.1
 MULTI_QUEUE = "tune.listener.multi-queue"
 NBTHREAD = "nbthread"
 # the keywords that open a section (HAProxy 2.6's cfg_keywords and registered sections): a setting belongs to the
@@ -35,13 +49,15 @@ _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]
 class Settings(NamedTuple):
     """What the config said: multi_queue True/False, None where no file said it (HAProxy's default: on);
     nbthread, None where none said it; `read`: the files read; `unread`: (file, why) of those that were not;
-    `unknown`: (keyword, why) of a setting found but not decided here (a .if block, a variable not there)."""
+    `unknown`: (keyword, why) of a setting found but not decided here (a .if block, a variable not there);
+    `changed`: the files and -f directories changed after the newest of its processes started."""
 
     multi_queue: bool | None
     nbthread: int | None
     read: tuple[str, ...]
     unread: tuple[tuple[str, str], ...]
     unknown: tuple[tuple[str, str], ...] = ()
+    changed: tuple[str, ...] = ()
 
 
 def config_names(argv: Sequence[str]) -> tuple[list[str], str | None]:
@@ -185,7 +201,47 @@ def read_settings(pid: int, argv: Sequence[str]) -> Settings:
         tuple(read),
         tuple(unread),
         tuple(unknown.items()),
+        _changed(wheres, [*names, *(name for name in read if name not in names)], chdir, _newest_start(pid)),
     )
+
+
+def _changed(wheres: list[Started], names: list[str], chdir: str | None, since: float | None) -> tuple[str, ...]:
+    """Those of `names` (files, -f directories: a file added or renamed in) changed after `since` (wall clock)."""
+    if since is None:
+        return ()
+    changed = []
+    for name in names:
+        mtime = next((m for w in wheres if (m := modified_at(w, name, _start(w, chdir))) is not None), None)
+        if mtime is not None and mtime > since + START_SLACK_S:
+            changed.append(name)
+    return tuple(changed)
+
+
+def _newest_start(pid: int) -> float | None:
+    """When the newest of `pid` and its descendants started, on the wall clock: each HAProxy process read its config
+    when it started (a master-worker's reload starts new workers, its master keeps its start time across the
+    re-exec). None where /proc does not say."""
+    import psutil  # here: the module is read only where inspect reads a config
+
+    try:
+        family = [pid, *(child.pid for child in psutil.Process(pid).children(recursive=True))]
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+    except (OSError, ValueError, IndexError, psutil.Error):
+        return None
+    ticks = [t for t in map(_start_ticks, family) if t is not None]
+    if not ticks:
+        return None
+    return time.time() - (uptime - max(ticks) / os.sysconf("SC_CLK_TCK"))
+
+
+def _start_ticks(pid: int) -> int | None:
+    """/proc/PID/stat's starttime (field 22): clock ticks after boot; None where it has gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rpartition(b")")[2].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _files(wheres: list[Started], names: list[str], chdir: str | None) -> list[tuple[str, str | None, str]]:
@@ -257,4 +313,9 @@ def why_said(why: str, settings: Settings) -> str:
         said += f"; its {key} {reason}: taken as HAProxy's default"
     if unread:
         said += f"; not read here, so a setting there is not seen: {unread}"
+    if settings.changed:
+        said += (
+            f"; changed after the newest of its processes started, so what it runs may differ until it is reloaded: "
+            f"{', '.join(settings.changed)}"
+        )
     return said
