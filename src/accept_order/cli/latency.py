@@ -164,7 +164,7 @@ def served_something(results: Sequence[Any]) -> None:
     why its requests failed (the report lists them all), so that a script does not take it for a result."""
     from ..core.errors import NothingServed
     from ..core.protocol import BAD_REPLY, describe_error
-    from ..experiments.target_unanswered import SILENT, line_client_unanswered
+    from ..experiments.target_unanswered import SILENT, line_client_unanswered, tls_note, tls_spoken
     from ..servers.registry import known_by_replies
 
     empty = [r for r in results if not r.ok]
@@ -182,6 +182,9 @@ def served_something(results: Sequence[Any]) -> None:
                 "the server answered, but no reply named a worker: --target attributes each connection by its "
                 "reply alone, which must read 'worker PID' or 'worker N pid PID' (as accept-order serve answers)"
             )
+        if spoken := tls_spoken(r.server, (name for name, n in r.errors.items() if n)):  # an HTTPS port
+            said.append(tls_note(r.server, spoken))
+            continue
         refused = r.errors and all(name.startswith(f"{BAD_REPLY} (HTTP ") for name in r.errors)
         if refused and not known_by_replies(r.server):  # an attached Apache's 404 of '/' (--target's reply says more)
             said.append(

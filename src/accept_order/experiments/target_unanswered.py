@@ -7,17 +7,23 @@ default) the client sends nothing, so an HTTP server times every connection out.
 ends (cli/latency.py) and run both under its report (order/report.py); a ramp or a burst said only 'N failed (bad
 reply N)' or '(timeout N)' and exited 0, as if the server had failed them. An HTTP server may also close
 such a connection before the client gives up (gunicorn's gthread worker after its keepalive, 2 s): 'no reply',
-and 'latency --attach' said only 'served nothing: 4 × no reply' of it."""
+and 'latency --attach' said only 'served nothing: 4 × no reply' of it. An HTTPS port (nginx, h2o, HAProxy or Caddy
+serving HTTP/2 over TLS) cannot answer the plain HTTP/1.1 the load speaks: nginx and Caddy answer 400, which was
+put down to '/' not answering 200, h2o and HAProxy close ('no reply'); `tls_spoken` asks the port itself."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 
 from ..core.protocol import BAD_REPLY, NO_REPLY, TIMEOUT
 from ..core.spec import ServerSpec
 from ..servers.registry import KINDS, known_by_replies
+
+if TYPE_CHECKING:
+    from ..probes.tls_hello import TlsSpoken
 
 NOTE = (
     "The server answered, but no reply named a worker: --target attributes each connection by its reply alone, "
@@ -38,6 +44,31 @@ def line_client_unanswered(server: ServerSpec, failures: Iterable[str]) -> bool:
     failed = set(failures)
     started_here = kind is not None and kind.launched
     return not started_here and server.protocol == "line" and bool(failed) and failed <= {TIMEOUT, NO_REPLY}
+
+
+def tls_spoken(server: ServerSpec, failures: Iterable[str]) -> TlsSpoken | None:
+    """What a server this tool did not start, driven with --protocol http, speaks where it failed every
+    connection as a TLS server fails plain HTTP (an error status, a close, a reset) and its port completes a
+    TLS handshake; None otherwise (asked only then: a handshake may take up to HANDSHAKE_S)."""
+    kind = KINDS.get(server.kind)
+    failed = set(failures)
+    plain = {NO_REPLY, "ECONNRESET", "EPIPE"}
+    as_tls = bool(failed) and all(name in plain or name.startswith(f"{BAD_REPLY} (HTTP 4") for name in failed)
+    if (kind is not None and kind.launched) or server.protocol != "http" or not as_tls:
+        return None
+    from ..probes.tls_hello import speaks_tls  # ssl: only where a run served nothing (start-up stays as it was)
+
+    return speaks_tls(server.host, server.port)
+
+
+def tls_note(server: ServerSpec, spoken: TlsSpoken) -> str:
+    """The sentence for a TLS port: what it speaks, and the plain listener the load needs."""
+    return (
+        f"{server.host}:{server.port} speaks {spoken.said}, and the load speaks plain HTTP/1.1 only: give the "
+        "server a plain-HTTP listener beside it (nginx: 'listen 127.0.0.1:8080;' in the same server block; the "
+        "same workers accept on both) and --port that one (the same accept mechanism; the TLS handshakes and "
+        "HTTP/2's streams over one connection are not measured)"
+    )
 
 
 def target_unanswered_note(server: ServerSpec, loads: Iterable[tuple[int, Mapping[str, int]]]) -> Text | None:

@@ -1,0 +1,148 @@
+"""latency --attach at an HTTPS port says the port speaks TLS: the load speaks plain HTTP/1.1, and nginx with
+'listen ... ssl http2' answered it '400 The plain HTTP request was sent to HTTPS port', which latency put down to
+'/' ('the server answered 'GET /' with a status other than 200: ... --port must be where '/' answers 200 with a
+body'); h2o and HAProxy with TLS close without a word, and latency said only 'served nothing: 7768 × no reply'.
+The port's own handshake is asked now (probes/tls_hello), and a plain server's 400 keeps the '/' sentence."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import OutputReader, assert_one_error_line, run_cli
+from nginx_by_hand import nginx_by_hand
+
+from accept_order.probes.tls_hello import speaks_tls
+
+TIMEOUT_S = 20.0
+ATTACH = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("bpftrace") is None, reason="needs root and bpftrace")
+OPENSSL = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl to make a certificate")
+
+NGINX_TLS = """
+worker_processes {workers};
+daemon off;
+pid {d}/nginx.pid;
+events {{ worker_connections 256; }}
+http {{
+    log_format st '$status';
+    access_log {d}/access.log st;
+    server {{
+        listen 127.0.0.1:{port} ssl http2;
+        ssl_certificate {d}/cert.pem;
+        ssl_certificate_key {d}/key.pem;
+        location / {{ return 200 "ok\\n"; }}
+    }}
+}}
+"""
+
+# A process of its own (--attach wants a pid): TLS on a port, closing any connection whose handshake fails, as
+# h2o and HAProxy do with a plain request (here a reset: the request is left unread); or plain, answering 400 to
+# everything (a server refusing '/').
+SERVER = r"""
+import socket, ssl, sys
+listener = socket.create_server(("127.0.0.1", 0), backlog=64)
+context = None
+if sys.argv[1] != "plain":
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(sys.argv[1], sys.argv[2])
+print("port", listener.getsockname()[1], flush=True)
+while True:
+    conn, _ = listener.accept()
+    try:
+        conn.settimeout(5)
+        if context is None:
+            conn.recv(4096)
+            conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        else:
+            context.wrap_socket(conn, server_side=True).close()
+    except (OSError, ssl.SSLError):
+        pass
+    conn.close()
+"""
+
+
+def certificate(folder: Path) -> tuple[Path, Path]:
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost"]
+        + ["-keyout", str(key), "-out", str(cert)],
+        check=True,
+        capture_output=True,
+    )
+    return cert, key
+
+
+def serving(*args: str) -> Iterator[tuple[int, int]]:
+    proc = subprocess.Popen([sys.executable, "-c", SERVER, *args], stdout=subprocess.PIPE, text=True, bufsize=1)
+    try:
+        assert proc.stdout is not None
+        port = int(OutputReader(proc.stdout).wait_for(r"port (\d+)\n", TIMEOUT_S).group(1))
+        yield proc.pid, port
+    finally:
+        proc.kill()
+        proc.wait(10)
+        assert proc.stdout is not None
+        proc.stdout.close()
+
+
+@pytest.fixture
+def tls_closing(tmp_path: Path) -> Iterator[tuple[int, int]]:
+    yield from serving(*map(str, certificate(tmp_path)))
+
+
+@pytest.fixture
+def plain_400() -> Iterator[tuple[int, int]]:
+    yield from serving("plain")
+
+
+def attach(pid: int, port: int) -> list[str]:
+    return ["latency", "--attach", str(pid), "--port", str(port), "--protocol", "http", "-n", "20", "-c", "2"]
+
+
+@OPENSSL
+def test_the_handshake_tells_a_tls_port_from_a_plain_one(tls_closing: tuple[int, int]) -> None:
+    spoken = speaks_tls("127.0.0.1", tls_closing[1])
+    assert spoken is not None and spoken.version.startswith("TLSv1.")
+    with socket.create_server(("127.0.0.1", 0)) as plain:  # listens; never answers: the handshake times out
+        assert speaks_tls("127.0.0.1", plain.getsockname()[1], timeout_s=0.5) is None
+
+
+@ATTACH
+@OPENSSL
+def test_nginx_https_port_is_said_to_speak_tls(tmp_path: Path, free_port: int) -> None:
+    certificate(tmp_path)
+    with nginx_by_hand(
+        NGINX_TLS.replace("{d}/cert.pem", f"{tmp_path}/cert.pem").replace("{d}/key.pem", f"{tmp_path}/key.pem"),
+        free_port,
+        2,
+        TIMEOUT_S,
+    ) as nginx:
+        line = assert_one_error_line(run_cli([*attach(nginx.master, free_port), "--driver-procs", "1"]), 1)
+        statuses = nginx.access_log.read_text().split()
+    assert statuses and set(statuses) == {"400"}  # the witness: nginx refused each plain request
+    assert "bad reply (HTTP 400)" in line, line
+    assert f"127.0.0.1:{free_port} speaks TLS (TLSv1." in line and "ALPN h2: HTTP/2" in line, line
+    assert "plain-HTTP listener" in line, line
+    assert "a connection counts as served on a 200 only" not in line, line
+
+
+@ATTACH
+@OPENSSL
+def test_a_tls_port_that_closes_is_said_to_speak_tls(tls_closing: tuple[int, int]) -> None:
+    pid, port = tls_closing
+    line = assert_one_error_line(run_cli([*attach(pid, port), "--driver-procs", "1"]), 1, "served nothing: 20 × ")
+    assert f"127.0.0.1:{port} speaks TLS (TLSv1." in line and "no ALPN" in line, line
+
+
+@ATTACH
+def test_a_plain_server_refusing_slash_keeps_its_sentence(plain_400: tuple[int, int]) -> None:
+    pid, port = plain_400
+    line = assert_one_error_line(run_cli([*attach(pid, port), "--driver-procs", "1"]), 1, "bad reply (HTTP 400)")
+    assert "a connection counts as served on a 200 only" in line, line
+    assert "speaks TLS" not in line, line
