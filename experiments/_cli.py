@@ -62,9 +62,12 @@ STDOUT = "-"
 
 def json_to_stdout(prog: str, text: str) -> int:
     """`text` on stdout, whole; the exit status: 0, or, after one line on stderr naming the file the JSON was kept in
-    instead, 1 when stdout could not take it all (its reader gone, a full disk) and 130 when a Ctrl-C came while it
-    waited on a reader that took nothing (a traceback before, then a flush at exit that waited again)."""
+    instead, 141 when its reader went before it took it all (`| head -c 100` of a JSON larger than the pipe: how
+    `| head` ends any command, as the accept-order commands end), 1 when stdout could not take it otherwise (a full
+    disk) or the JSON could be kept nowhere, and 130 when a Ctrl-C came while it waited on a reader that took
+    nothing (a traceback before, then a flush at exit that waited again)."""
     from accept_order.cli.result_stdout import kept_instead
+    from accept_order.core.status import ExitStatus
 
     try:
         if sys.stdout is None:  # the caller closed it (>&-): Python left no stream
@@ -77,6 +80,8 @@ def json_to_stdout(prog: str, text: str) -> int:
         else:
             reason, status = "its reader has gone" if isinstance(exc, BrokenPipeError) else exc.strerror or str(exc), 1
         kept = kept_instead(text, os.path.basename(prog).removesuffix(".py"))
+        if isinstance(exc, BrokenPipeError) and not kept.startswith("the result is lost"):  # lost: a failure
+            status = ExitStatus.BROKEN_PIPE
         print(f"{prog}: error: cannot write the JSON to stdout: {reason}; {kept}", file=sys.stderr)
         try:  # what is still buffered goes nowhere: Python's own flush at exit must neither fail (120) nor wait
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
