@@ -66,10 +66,12 @@ def ask(port: int) -> int:
 
 
 @contextlib.contextmanager
-def haproxy(config_path: Path, port: int, threads: int = THREADS) -> Iterator[subprocess.Popen[bytes]]:
+def haproxy(
+    config_path: Path, port: int, threads: int = THREADS, env: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
     """Debian's HAProxy started by hand in the foreground, answering on `port` with all its threads there."""
     process = subprocess.Popen(
-        ["haproxy", "-db", "-f", str(config_path)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        ["haproxy", "-db", "-f", str(config_path)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
     )
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
@@ -93,11 +95,14 @@ def why(process: subprocess.Popen[bytes]) -> str:
     return inspect(process.pid).mechanism.why
 
 
-def test_multi_queue_off_is_read_and_the_accepting_thread_serves(tmp_path: Path) -> None:
+# off as written, and as a variable's default HAProxy takes where the variable is not set (its doc's 2.3)
+@pytest.mark.parametrize("value", ["off", '"${ACCEPT_ORDER_MQ-off}"'])
+def test_multi_queue_off_is_read_and_the_accepting_thread_serves(tmp_path: Path, value: str) -> None:
     port = free_port("127.0.0.1")
     path = tmp_path / "haproxy.cfg"
-    path.write_text(config(port, "    tune.listener.multi-queue off"))
-    with haproxy(path, port) as process:
+    path.write_text(config(port, f"    tune.listener.multi-queue {value}"))
+    environ = {name: v for name, v in os.environ.items() if name != "ACCEPT_ORDER_MQ"}
+    with haproxy(path, port, env=environ) as process:
         said = why(process)
         assert f"its config ({path}) turns tune.listener.multi-queue off" in said, said
         assert "none is handed on" in said and "less loaded" not in said, said
@@ -137,7 +142,9 @@ def test_a_directory_given_to_f_is_read_in_order(tmp_path: Path) -> None:
 
 def test_the_global_sections_last_settings_are_read() -> None:
     """As HAProxy's parser reads them: the global section's only, the last of each, comments and quotes as it
-    takes them, ${NAME} from its environment; one inside a .if block or of a variable not there is not decided."""
+    takes them, "${NAME}" from its environment (inside double quotes: unquoted, 'nbthread ${T}' failed HAProxy's
+    check with T=3), "${NAME-default}" where NAME is not set; one inside a .if block or of a variable not there is
+    not decided."""
     text = """
 # tune.listener.multi-queue on   (a comment)
 global
@@ -147,13 +154,17 @@ defaults
     tune.listener.multi-queue on
 global
     tune.listener.multi-queue "off"  # the last one
-    nbthread ${THREADS}
+    nbthread "${THREADS}"
 frontend f
     nbthread 9
 """
     assert global_settings(text, {"THREADS": "3"}) == ({MULTI_QUEUE: "off", NBTHREAD: "3"}, {})
     found, unknown = global_settings(text, {})
     assert found == {MULTI_QUEUE: "off", NBTHREAD: "2"} and NBTHREAD in unknown, (found, unknown)
+    defaulted = "global\n    tune.listener.multi-queue \"${MQ-off}\"\n    nbthread '${T}'\n"
+    assert global_settings(defaulted, {}) == ({MULTI_QUEUE: "off", NBTHREAD: "${T}"}, {})
+    assert global_settings(defaulted, {"MQ": "on", "T": "3"}) == ({MULTI_QUEUE: "on", NBTHREAD: "${T}"}, {})
+    assert global_settings("global\n    tune.listener.multi-queue \\off\n", {}) == ({MULTI_QUEUE: "off"}, {})
     conditional = "global\n.if defined(X)\n    tune.listener.multi-queue off\n.endif\n"
     assert global_settings(conditional, {}) == (
         {},

@@ -6,9 +6,10 @@ regular, non-hidden files named `*.cfg`, in C's order (its haproxy.c). `-C DIR` 
 loaded, so relative names are taken from there. Each is read as the process sees it (probes/process_files.py: in its
 own root and mount namespace), and, where it is chrooted (Debian's config has `chroot /var/lib/haproxy`, entered
 after the config was read), in its parent's. A keyword set twice takes its last value, as HAProxy's parser does;
-`${NAME}` is taken from the environment it was started with. A setting inside a `.if` block is not decided here
-(its condition is HAProxy's to evaluate) and is said as such. A file changed after the newest of its processes
-started may not be what it runs (edited, not yet reloaded: it still runs what it read), and is said so.
+`"${NAME}"` and `"${NAME-default}"` are taken from the environment it was started with (inside double quotes only,
+as HAProxy expands them). A setting inside a `.if` block is not decided here (its condition is HAProxy's to
+evaluate) and is said as such. A file changed after the newest of its processes started may not be what it runs
+(edited, not yet reloaded: it still runs what it read), and is said so.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ SECTIONS = frozenset(
     "global defaults frontend backend listen peers resolvers userlist mailers program http-errors ring cache "
     "fcgi-app log-forward".split()
 )
-_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+# $NAME, ${NAME}, ${NAME-default} and ${NAME[*]} (the value's words, as one here: these settings take one)
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:-([^}]*))?(?:\[\*\])?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
 class Settings(NamedTuple):
@@ -91,8 +93,8 @@ def global_settings(text: str, environ: dict[str, str] | None) -> tuple[dict[str
     section = ""
     conditional = 0
     for raw in text.splitlines():
-        words = _words(raw)
-        if not words:
+        words = _words(raw, environ)
+        if not words or words[0] is None:
             continue
         first = words[0]
         if first == ".if":
@@ -108,59 +110,66 @@ def global_settings(text: str, environ: dict[str, str] | None) -> tuple[dict[str
             continue
         if section != "global" or first not in (MULTI_QUEUE, NBTHREAD) or len(words) < 2:
             continue
-        value = _expanded(words[1], environ)
+        value = words[1]
         if conditional:
             unknown[first] = "is set inside a .if block, whose condition HAProxy evaluates"
         elif value is None:
-            unknown[first] = f"is set to {words[1]}, which its environment here does not give"
+            unknown[first] = "is set from a variable its environment here does not give"
         else:
             found[first] = value
             unknown.pop(first, None)
     return found, unknown
 
 
-def _words(line: str) -> list[str]:
-    """A config line's words: a `#` outside quotes ends it; quotes group (HAProxy's parse_line, simplified)."""
-    words: list[str] = []
+def _words(line: str, environ: dict[str, str] | None) -> list[str | None]:
+    """A config line's words as HAProxy 2.6's parse_line reads them: a `#` outside quotes ends it, quotes group, a
+    backslash outside single quotes takes the next character as it is, and `$NAME`, `${NAME}`, `${NAME-default}`
+    are taken from `environ` inside double quotes only (unquoted, HAProxy keeps them as written: 'nbthread ${T}'
+    with T=3 failed its config check, "${T}" passed). A word is None where a variable in it is not in `environ`
+    (it may be unreadable here, or set by the config's own setenv)."""
+    words: list[str | None] = []
     word: list[str] = []
+    known = True
     quote = ""
     in_word = False
-    for char in line:
-        if quote:
+    i = 0
+    while i < len(line):
+        char = line[i]
+        if quote == "'":
             if char == quote:
                 quote = ""
             else:
                 word.append(char)
-        elif char in ('"', "'"):
+        elif char == "\\" and i + 1 < len(line):
+            word.append(line[i + 1])
+            in_word = True
+            i += 1
+        elif quote == '"' and char == "$" and (match := _VARIABLE.match(line, i)):
+            name, default = match.group(1) or match.group(3), match.group(2)
+            if environ is not None and name in environ:
+                word.append(environ[name])
+            elif default is not None and environ is not None:
+                word.append(default)  # the default replaces a variable not set, not an empty one
+            else:
+                known = False
+            i = match.end() - 1
+        elif quote == '"' and char == quote:
+            quote = ""
+        elif not quote and char in ('"', "'"):
             quote, in_word = char, True
-        elif char == "#":
+        elif not quote and char == "#":
             break
-        elif char.isspace():
+        elif not quote and char.isspace():
             if in_word:
-                words.append("".join(word))
-                word, in_word = [], False
+                words.append("".join(word) if known else None)
+                word, known, in_word = [], True, False
         else:
             word.append(char)
             in_word = True
+        i += 1
     if in_word:
-        words.append("".join(word))
+        words.append("".join(word) if known else None)
     return words
-
-
-def _expanded(value: str, environ: dict[str, str] | None) -> str | None:
-    """`value` with its ${NAME} from the environment HAProxy started with; None where one is not there."""
-    missing = False
-
-    def one(match: re.Match[str]) -> str:
-        nonlocal missing
-        name = match.group(1) or match.group(2)
-        if environ is None or name not in environ:
-            missing = True
-            return ""
-        return environ[name]
-
-    expanded = _VARIABLE.sub(one, value)
-    return None if missing else expanded
 
 
 def parent_of(pid: int) -> int | None:
