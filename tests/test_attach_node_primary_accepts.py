@@ -22,8 +22,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
-from conftest import wait_for
+from conftest import KEPT_BY_FIXTURES, wait_for
 from test_attach import accept_order
 
 from accept_order.experiments.observe.run import observe
@@ -58,28 +59,45 @@ if (cluster.isPrimary) {
 """.replace("WORKERS", str(WORKERS))
 
 
-@pytest.fixture
-def cluster(tmp_path: Path, free_port: int) -> Iterator[tuple[int, int, Path]]:
-    """(port, the primary's pid, the workers' log)."""
-    script, ready, log = tmp_path / "cluster.js", tmp_path / "ready", tmp_path / "requests.log"
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, int, Path]]:
+    """(port, the primary's pid, the workers' log). One for the module: its two tests only drive it and read it, each
+    reading the log from where it stood when the test began (logged_since); a cluster's start (a primary and 2
+    workers, ~0.25 CPU-s) was a third of a test's CPU."""
+    folder = tmp_path_factory.mktemp("node")
+    script, ready, log = folder / "cluster.js", folder / "ready", folder / "requests.log"
     script.write_text(SCRIPT)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
     proc = subprocess.Popen(
-        [node_binary(), str(script), str(free_port), str(log), str(ready)],
+        [node_binary(), str(script), str(port), str(log), str(ready)],
         start_new_session=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    kept = {proc.pid}
+    KEPT_BY_FIXTURES.add(proc.pid)  # alive between this module's tests on purpose, as are its workers below
     try:
         wait_for(lambda: ready.exists() and ready.read_text(), bool, TIMEOUT_S, "the cluster's workers to listen")
-        yield free_port, proc.pid, log
+        kept.update(child.pid for child in psutil.Process(proc.pid).children(recursive=True))
+        KEPT_BY_FIXTURES.update(kept)
+        yield port, proc.pid, log
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)  # its workers are in its session: none outlives the test
+        os.killpg(proc.pid, signal.SIGKILL)  # its workers are in its session: none outlives the module
         proc.wait()
+        KEPT_BY_FIXTURES.difference_update(kept)
+
+
+def logged_since(log: Path, before: int) -> list[str]:
+    """The pids the workers logged after the first `before` lines (the requests of the test that counted them)."""
+    return log.read_text().split()[before:] if log.exists() else []
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("bpftrace") is None, reason="needs root and bpftrace")
 def test_the_kernels_count_of_a_node_cluster_is_its_primarys(cluster: tuple[int, int, Path], tmp_path: Path) -> None:
     port, primary, log = cluster
+    before = len(logged_since(log, 0))
     workers = [int(p) for p in Path(f"/proc/{primary}/task/{primary}/children").read_text().split()]
     assert len(workers) == WORKERS
     listener = {row.inode for row in listening_sockets(port)}
@@ -94,7 +112,7 @@ def test_the_kernels_count_of_a_node_cluster_is_its_primarys(cluster: tuple[int,
     counts = doc["evidence"]["accept_counts"]
     if not counts["available"]:
         pytest.skip(f"no kernel accept counts here: {counts['why']}")
-    logged = log.read_text().split()
+    logged = logged_since(log, before)
     assert len(logged) == doc["summary"]["count"] == CONNECTIONS  # one request a connection
     assert set(map(int, logged)) <= set(workers)
     assert counts["master_accepted"] == CONNECTIONS, counts  # the kernel: the primary accepted every one
@@ -112,6 +130,7 @@ def test_observe_of_a_node_cluster_counts_the_primarys_accepts_as_its_own(cluste
     """observe, traced: the workers are not traced as if they accepted, and the kernel's count, the primary's, is said
     as its: every connection made while observed (at most all the workers logged), none of them a worker's."""
     port, primary, log = cluster
+    before = len(logged_since(log, 0))
     stop = threading.Event()
 
     def connect() -> None:
@@ -124,7 +143,7 @@ def test_observe_of_a_node_cluster_counts_the_primarys_accepts_as_its_own(cluste
     client = threading.Thread(target=connect)
     client.start()
     try:
-        wait_for(lambda: log.exists() and log.read_text(), bool, TIMEOUT_S, "the first request")
+        wait_for(lambda: logged_since(log, before), bool, TIMEOUT_S, "the first request")
         result = observe(port=port, duration_s=1.0, trace=True)
     finally:
         stop.set()
@@ -133,4 +152,4 @@ def test_observe_of_a_node_cluster_counts_the_primarys_accepts_as_its_own(cluste
     found = re.search(rf"pid {primary} accepts each connection .*; it accepted ([\d,]+) while observed", result.source)
     assert found is not None, result.source
     accepted = int(found.group(1).replace(",", ""))
-    assert 0 < accepted <= len(log.read_text().split()), (accepted, result.source)  # the workers' own log
+    assert 0 < accepted <= len(logged_since(log, before)), (accepted, result.source)  # the workers' own log
