@@ -17,7 +17,7 @@ import pytest
 
 from accept_order.core.processes import FORK, end_processes
 from accept_order.probes import accepts
-from accept_order.probes.accepts import AcceptCounter, first_error_line, memlock_hint, parse_counts, program
+from accept_order.probes.accepts import AcceptCounter, first_error_line, not_loaded_hint, parse_counts, program
 
 CONNECTIONS = 60
 WORKERS = 3
@@ -320,8 +320,8 @@ def test_bpftrace_gets_all_the_locked_memory_it_may_have() -> None:
 
 def test_a_memlock_failure_is_named_only_when_it_can_be_the_cause() -> None:
     warning = b"ERROR: Unknown error -1: couldn't set RLIMIT_MEMLOCK for bpftrace. ...\n"
-    hint = memlock_hint(warning + b"ERROR: failed to create map: Operation not permitted\n")
+    hint = not_loaded_hint(warning + b"ERROR: failed to create map: Operation not permitted\n")
     assert "could not raise its locked-memory limit" in hint and "kernels before 5.11" in hint
-    assert memlock_hint(warning) != ""  # nothing else said: the limit is the likely cause
-    assert memlock_hint(warning + b"stdin:1:1-30: ERROR: tracepoint not found: syscalls:x\n") == ""
-    assert memlock_hint(b"ERROR: failed to create map: Operation not permitted\n") == ""
+    assert not_loaded_hint(warning) != ""  # nothing else said: the limit is the likely cause
+    assert not_loaded_hint(warning + b"stdin:1:1-30: ERROR: tracepoint not found: syscalls:x\n") == ""
+    assert not_loaded_hint(b"ERROR: failed to create map: Operation not permitted\n") == ""

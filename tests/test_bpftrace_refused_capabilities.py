@@ -19,7 +19,7 @@ import pytest
 
 from accept_order.core import capabilities
 from accept_order.core.capabilities import ADMIN, BPF, PERFMON, RESOURCE, holds
-from accept_order.probes.bpftrace_messages import memlock_hint
+from accept_order.probes.bpftrace_messages import not_loaded_hint
 
 EVERY = (1 << 41) - 1  # CAP_CHOWN .. CAP_CHECKPOINT_RESTORE (40), as root holds them on Linux 5.9+
 WARNING = b"ERROR: Unknown error -1: couldn't set RLIMIT_MEMLOCK for bpftrace. If your program is not loading...\n"
@@ -36,25 +36,25 @@ def _as(monkeypatch: pytest.MonkeyPatch, euid: int, *dropped: capabilities.Capab
 
 def test_a_root_without_them_is_told_which_it_lacks(monkeypatch: pytest.MonkeyPatch) -> None:
     _as(monkeypatch, 0, BPF, PERFMON, ADMIN, RESOURCE)
-    hint = memlock_hint(WARNING + MAP)
+    hint = not_loaded_hint(WARNING + MAP)
     assert hint == f" ({NEEDS}this root lacks CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN)", hint
     _as(monkeypatch, 0, PERFMON, ADMIN, RESOURCE)
-    assert memlock_hint(WARNING + PERF) == f" ({NEEDS}this root lacks CAP_PERFMON and CAP_SYS_ADMIN)"
-    assert memlock_hint(PERF) != ""  # holding CAP_SYS_RESOURCE, bpftrace warns of nothing: said all the same
+    assert not_loaded_hint(WARNING + PERF) == f" ({NEEDS}this root lacks CAP_PERFMON and CAP_SYS_ADMIN)"
+    assert not_loaded_hint(PERF) != ""  # holding CAP_SYS_RESOURCE, bpftrace warns of nothing: said all the same
 
 
 def test_a_user_is_told_to_run_as_root(monkeypatch: pytest.MonkeyPatch) -> None:
     _as(monkeypatch, 1000)
-    assert memlock_hint(WARNING + MAP) == f" ({NEEDS}run as root)"
+    assert not_loaded_hint(WARNING + MAP) == f" ({NEEDS}run as root)"
 
 
 @pytest.mark.parametrize("held", ["admin", "bpf and perfmon"])
 def test_whoever_holds_them_is_told_of_locked_memory_as_before(held: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Holding what loading needs, the kernel refused something else: a limit (before 5.11) may be it."""
     _as(monkeypatch, 0, RESOURCE, *((BPF, PERFMON) if held == "admin" else (ADMIN,)))
-    hint = memlock_hint(WARNING + MAP)
+    hint = not_loaded_hint(WARNING + MAP)
     assert "could not raise its locked-memory limit" in hint and "CAP_BPF" not in hint, hint
-    assert memlock_hint(MAP) == ""  # nor is the limit blamed where bpftrace raised it
+    assert not_loaded_hint(MAP) == ""  # nor is the limit blamed where bpftrace raised it
 
 
 PROBE = """

@@ -19,7 +19,7 @@ import pytest
 
 from accept_order.core import capabilities
 from accept_order.core.capabilities import in_user_namespace
-from accept_order.probes.bpftrace_messages import memlock_hint
+from accept_order.probes.bpftrace_messages import not_loaded_hint
 
 WARNING = b"ERROR: Unknown error -1: couldn't set RLIMIT_MEMLOCK for bpftrace. If your program is not loading...\n"
 MAP = b"ERROR: failed to create map: '@': Operation not permitted\n"
@@ -42,7 +42,7 @@ def test_a_user_namespaces_root_is_told_its_capabilities_do_not_count(
 ) -> None:
     _in(monkeypatch, tmp_path, uid_map)
     assert in_user_namespace()
-    hint = memlock_hint(WARNING + MAP)
+    hint = not_loaded_hint(WARNING + MAP)
     assert hint.startswith(f" ({SAID}this process's are a user namespace's") and "locked-memory" not in hint, hint
 
 
@@ -52,7 +52,7 @@ def test_the_initial_namespaces_root_is_told_of_locked_memory_as_before(
     """Holding them in the initial namespace, the kernel refused something else: a limit (before 5.11) may be it."""
     _in(monkeypatch, tmp_path, "         0          0 4294967295\n")
     assert not in_user_namespace()
-    hint = memlock_hint(WARNING + MAP)
+    hint = not_loaded_hint(WARNING + MAP)
     assert "could not raise its locked-memory limit" in hint and "namespace" not in hint, hint
 
 

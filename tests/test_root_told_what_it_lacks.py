@@ -101,7 +101,7 @@ def _attach_hidden(monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 def _memlock(monkeypatch: pytest.MonkeyPatch) -> str:
-    return bpftrace_messages.memlock_hint(b"ERROR: couldn't set RLIMIT_MEMLOCK\nERROR: failed to create map\n")
+    return bpftrace_messages.not_loaded_hint(b"ERROR: couldn't set RLIMIT_MEMLOCK\nERROR: failed to create map\n")
 
 
 # each message, the capability it needs, and a fragment of its own words (kept for every reader)

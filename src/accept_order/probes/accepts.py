@@ -32,7 +32,7 @@ from ..core.signals import deferred
 from ..core.started import Closing
 from . import bpftrace_readings as readings
 from .accept_filter import accepted_by, counted_as, thread_workers
-from .bpftrace_messages import ATTACHED_ENV, first_error_line, memlock_hint, raise_memlock
+from .bpftrace_messages import ATTACHED_ENV, first_error_line, not_loaded_hint, raise_memlock
 from .bpftrace_output import OutputPump
 from .bpftrace_readings import COUNTS_BEGIN, COUNTS_END, parse_counts
 from .tracefs import MOUNTED, TRACEFS, ensure_tracefs, unmount_tracefs
@@ -42,7 +42,7 @@ from .tracefs import MOUNTED, TRACEFS, ensure_tracefs, unmount_tracefs
 ATTACH_TIMEOUT_S = 30.0
 
 __all__ = ["AcceptCounts", "AcceptCounter", "COUNTS_BEGIN", "COUNTS_END", "MOUNTED", "SOURCE", "TRACEFS"]
-__all__ += ["accepted_by", "ensure_tracefs", "first_error_line", "memlock_hint", "parse_counts", "program"]
+__all__ += ["accepted_by", "ensure_tracefs", "first_error_line", "not_loaded_hint", "parse_counts", "program"]
 __all__ += ["unmount_tracefs"]
 
 SOURCE = "bpftrace on tracepoint syscalls:sys_exit_accept4"  # `why` when counting worked
@@ -224,7 +224,7 @@ class AcceptCounter(Closing):
             said = "" if said == "no message" else f"; it said: {said}"
             self._why = f"bpftrace did not attach within {timeout_s:g} s (still starting: a busy machine?){said}"
         else:
-            self._why = f"program failed to load (bpftrace exit {code}): {first_error_line(err)}{memlock_hint(err)}"
+            self._why = f"program failed to load (bpftrace exit {code}): {first_error_line(err)}{not_loaded_hint(err)}"
         self.close()
 
     def _launch(self, exe: str, timeout_s: float) -> bool:
@@ -346,7 +346,7 @@ class AcceptCounter(Closing):
                 self._end_bpftrace(keep_result=True)  # killed and reaped: all it said on stderr is in
                 err = bytes(self._err)
                 said += f": {first_error_line(err)}" if code is not None else " and printed no periodic reading"
-                self._result = self._unavailable(said + memlock_hint(err))
+                self._result = self._unavailable(said + not_loaded_hint(err))
                 self.close()
                 return self._result
             counts, short = reading[1], readings.reading_note(said, reading[0], began, round(waited, 2))

@@ -30,11 +30,11 @@ def first_error_line(stderr: bytes) -> str:
     return "no message"
 
 
-def memlock_hint(stderr: bytes) -> str:
-    """Why a program may not have loaded: a capability this process lacks where the kernel refused it (see
-    `capability_hint`), else low locked memory where bpftrace warned that it could not raise RLIMIT_MEMLOCK
-    and its error is one a low locked-memory limit causes (kernels before 5.11 charge eBPF maps against it;
-    later ones charge the cgroup, and the warning is harmless): "" otherwise."""
+def not_loaded_hint(stderr: bytes) -> str:
+    """Why a program may not have loaded: a capability this process lacks, or holds in a user namespace only,
+    where the kernel refused it (see `capability_hint`), else low locked memory where bpftrace warned that it could
+    not raise RLIMIT_MEMLOCK and its error is one a low locked-memory limit causes (kernels before 5.11 charge eBPF
+    maps against it; later ones charge the cgroup, and the warning is harmless): "" otherwise."""
     if lacking := capability_hint(stderr):
         return lacking
     if b"RLIMIT_MEMLOCK" not in stderr:
