@@ -78,6 +78,9 @@ def test_bpftrace_refused_in_a_user_namespace_for_real_says_so() -> None:
         pytest.skip("needs root of the initial user namespace, to make another")
     if not (shutil.which("bpftrace") and shutil.which("unshare")):
         pytest.skip("needs bpftrace and unshare")
+    made = subprocess.run(["unshare", "-Ur", "true"], capture_output=True, text=True, timeout=60)
+    if made.returncode != 0:
+        pytest.skip(f"no user namespace can be made here: {made.stderr.strip()}")
     held = _probe()
     if held[0] != "True":
         pytest.skip(f"bpftrace does not load here: {held}")
