@@ -13,14 +13,19 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from conftest import OutputReader, assert_one_error_line, run_cli
 from nginx_by_hand import nginx_by_hand
 
+from accept_order.core.protocol import HTTP
+from accept_order.core.target import ReplyAttribution
+from accept_order.loads.sequential_books import Books
 from accept_order.probes.tls_hello import speaks_tls
 
 TIMEOUT_S = 20.0
+PID = os.getpid()  # a worker's pid for the attribution: no reply here names it
 ATTACH = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("bpftrace") is None, reason="needs root and bpftrace")
 OPENSSL = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl to make a certificate")
 
@@ -146,3 +151,37 @@ def test_a_plain_server_refusing_slash_keeps_its_sentence(plain_400: tuple[int, 
     line = assert_one_error_line(run_cli([*attach(pid, port), "--driver-procs", "1"]), 1, "bad reply (HTTP 400)")
     assert "a connection counts as served on a 200 only" in line, line
     assert "speaks TLS" not in line, line
+
+
+@pytest.mark.parametrize(
+    ("reply", "said"),
+    [
+        (
+            b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n<html>plain HTTP to HTTPS port</html>",
+            "bad reply (HTTP 400)",
+        ),
+        (b"HTTP/1.0 200 OK\r\n\r\n", "bad reply (a 200 whose body names no worker of this server)"),
+        (b"", "closed without a reply"),
+    ],
+)
+def test_run_names_an_http_reply_by_its_status(reply: bytes, said: str) -> None:
+    """run's sequential client said 'closed without a reply' of nginx's 400 (its log the witness: a 400 sent)."""
+    target = SimpleNamespace(attribution=ReplyAttribution((PID,)), pids=[PID], protocol=HTTP)
+    one, other = socket.socketpair()
+    with one, other:
+        assert Books(target, None, None).worker_of(reply, one, 0) == (None, said)  # type: ignore[arg-type]
+
+
+@ATTACH
+@OPENSSL
+def test_run_attached_to_nginx_https_names_its_400(tmp_path: Path, free_port: int) -> None:
+    certificate(tmp_path)
+    conf = NGINX_TLS.replace("{d}/cert.pem", f"{tmp_path}/cert.pem").replace("{d}/key.pem", f"{tmp_path}/key.pem")
+    with nginx_by_hand(conf, free_port, 2, TIMEOUT_S) as nginx:
+        result = run_cli(
+            ["run", "--attach", str(nginx.master), "--port", str(free_port), "--protocol", "http", "-n", "3"]
+        )
+        statuses = nginx.access_log.read_text().split()
+    assert statuses == ["400"] * 3  # the witness
+    assert "3 × bad reply (HTTP 400)" in result.stdout, result.output
+    assert "closed without a reply" not in result.stdout, result.output

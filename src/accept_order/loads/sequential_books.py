@@ -111,6 +111,7 @@ class Books:
         self.pids = target.pids  # the live list: a remote target learns its workers' pids from the replies
         protocol = target.protocol
         self.body = protocol.body if protocol.request else None
+        self.complaint = protocol.complaint if protocol.request else None  # names an HTTP error status
         self.accepts = accepts
         self.on_record = on_record
         self.replies: dict[bytes, int] = {}  # reply -> worker: each worker's line is parsed once
@@ -119,7 +120,10 @@ class Books:
         self.t0 = self.clock()
 
     def worker_of(self, data: bytes, sock: RawSocket, started_ns: int) -> tuple[int | None, str | None]:
-        """(worker, None) for a reply that names one of the target's workers, else (None, why not)."""
+        """(worker, None) for a reply that names one of the target's workers, else (None, why not): an HTTP
+        reply whose body was not kept is named by its status, as the latency loops name it ('bad reply (HTTP
+        400)'), not 'closed without a reply' (nginx's '400 The plain HTTP request was sent to HTTPS port')."""
+        raw = data
         if self.body is not None:
             data = self.body(data)
         worker = self.replies.get(data)
@@ -141,6 +145,8 @@ class Books:
                 worker = None
         if worker is not None:
             return worker, None
+        if raw and not data and self.complaint is not None:
+            return None, self.complaint(raw)
         return None, "closed without a reply" if not data else f"unexpected reply {data[:40]!r}"
 
     def close(
