@@ -15,8 +15,9 @@ from multiprocessing.connection import Connection
 
 import pytest
 
+from accept_order.core import capabilities
 from accept_order.core.processes import FORK, end_processes
-from accept_order.probes import accepts
+from accept_order.probes import accepts, bpftrace_messages
 from accept_order.probes.accepts import AcceptCounter, first_error_line, not_loaded_hint, parse_counts, program
 
 CONNECTIONS = 60
@@ -318,7 +319,12 @@ def test_bpftrace_gets_all_the_locked_memory_it_may_have() -> None:
     assert got in ("unlimited", str(hard)), got
 
 
-def test_a_memlock_failure_is_named_only_when_it_can_be_the_cause() -> None:
+def test_a_memlock_failure_is_named_only_when_it_can_be_the_cause(monkeypatch: pytest.MonkeyPatch) -> None:
+    # asked as root holding every capability in the initial user namespace: a process lacking one, or holding them
+    # in another namespace, is told of that instead (tests/test_bpftrace_refused_capabilities.py, _user_namespace.py)
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(capabilities, "effective_capabilities", lambda: (1 << 41) - 1)
+    monkeypatch.setattr(bpftrace_messages, "in_user_namespace", lambda: False)
     warning = b"ERROR: Unknown error -1: couldn't set RLIMIT_MEMLOCK for bpftrace. ...\n"
     hint = not_loaded_hint(warning + b"ERROR: failed to create map: Operation not permitted\n")
     assert "could not raise its locked-memory limit" in hint and "kernels before 5.11" in hint

@@ -19,6 +19,7 @@ import pytest
 
 from accept_order.core import capabilities
 from accept_order.core.capabilities import ADMIN, BPF, PERFMON, RESOURCE, holds
+from accept_order.probes import bpftrace_messages
 from accept_order.probes.bpftrace_messages import not_loaded_hint
 
 EVERY = (1 << 41) - 1  # CAP_CHOWN .. CAP_CHECKPOINT_RESTORE (40), as root holds them on Linux 5.9+
@@ -32,6 +33,7 @@ def _as(monkeypatch: pytest.MonkeyPatch, euid: int, *dropped: capabilities.Capab
     monkeypatch.setattr(os, "geteuid", lambda: euid)
     caps = EVERY & ~sum(1 << c.bit for c in dropped) if euid == 0 else 0
     monkeypatch.setattr(capabilities, "effective_capabilities", lambda: caps)
+    monkeypatch.setattr(bpftrace_messages, "in_user_namespace", lambda: False)  # the initial one, wherever it runs
 
 
 def test_a_root_without_them_is_told_which_it_lacks(monkeypatch: pytest.MonkeyPatch) -> None:
