@@ -16,6 +16,7 @@ from ...render.service_mean import service_mean
 from ...render.text import Verbatim, plural
 from ...results import export
 from .kept_report import finished_unit
+from .model_check import working
 from .model_verdict import judged, model_line, predicted_ms
 from .result import LatencyResult
 
@@ -41,20 +42,21 @@ FIRST_NOTE = (
     "; first = every connection queued at the first armed worker, idle or busy, until its ring's completions are "
     "full: then those arriving after at the next (those arriving with it wait for it to arm again)"
 )
+REACH_NOTE = "the workers the client's CPUs reach, a listener per CPU, are the model's"
+WORKING_NOTE = "no worker's served count is known: those that used CPU are the model's, the others served none"
 CHURN = "; connections of K > 1 requests come and go: those held when the load ended, scaled to its clients"
 
 
 def _reach_note(runs: Sequence[LatencyResult], label: Callable[[LatencyResult], str]) -> str:
     """Beside a model of fewer workers than its run had: a mode steered by the client's CPU reaches only the
-    listeners of the CPUs the load generator ran on (model_check.reached)."""
-    fewer = [
-        f"{label(r)} {r.model.workers} of {r.server.workers}"
-        for r in runs
-        if r.model is not None and r.model.workers < r.server.workers
-    ]
-    if not fewer:
-        return ""
-    return f"; the workers the client's CPUs reach, a listener per CPU, are the model's ({', '.join(fewer)})"
+    listeners of the CPUs the load generator ran on (model_check.reached); where no worker's served count is known,
+    the workers that used no CPU served none (model_check.working)."""
+    fewer = [(r, r.model.workers) for r in runs if r.model is not None and r.model.workers < r.server.workers]
+    said = ""
+    for idle, note in ((False, REACH_NOTE), (True, WORKING_NOTE)):
+        named = [f"{label(r)} {n} of {r.server.workers}" for r, n in fewer if (working(r) is not None) == idle]
+        said += f"; {note} ({', '.join(named)})" if named else ""
+    return said
 
 
 def _pinned_note(runs: Sequence[LatencyResult], label: Callable[[LatencyResult], str]) -> str:
