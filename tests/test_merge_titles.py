@@ -56,3 +56,10 @@ def test_one_title_shared_by_every_file_stays_as_it_was(tmp_path: Path) -> None:
     assert document["title"] == "why A"
     assert all("title" not in f for f in document["evidence"]["merged_from"]["files"])
     assert "('why A')" not in report
+
+
+def test_a_file_without_a_title_is_said_to_have_none(tmp_path: Path) -> None:
+    """A file with no title (by hand, or another tool's) beside a titled one: said so, not as an empty title ('')."""
+    document, report = merged(tmp_path, "latency.json", ("why A", ""))
+    assert document["title"] == "why A"
+    assert "1.json (no title))" in report and "('')" not in report, report

@@ -42,6 +42,9 @@ def merged_note(result: LatencyResult) -> Text | None:
 
 
 def _titled(source: dict[str, object]) -> str:
-    """ " ('why A')" for a merged file whose title merge kept apart; "" for one whose title every file shared."""
+    """ " ('why A')" for a merged file whose title merge kept apart, " (no title)" for one that had none beside
+    others' (a file written by hand or another tool: '' read as a title); "" for one whose title every file shared."""
     title = source.get("title")
-    return f" ({title!r})" if isinstance(title, str) else ""
+    if not isinstance(title, str):
+        return ""
+    return f" ({title!r})" if title else " (no title)"
