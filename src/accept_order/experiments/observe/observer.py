@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from ...core import environment
 from ...probes.accept_watch import SOURCE, AcceptWatch, ThreadCounts
+from ...probes.listeners import dropped_between, listener_drops
 from ...probes.server_netns import same_namespace
 from ...probes.serving import process_info
 from ...servers.registry import recognise
@@ -92,6 +93,7 @@ class Observer:
         self._last_counts = [0] * len(units)
         self._last_empty = [0] * len(units)
         self._counters = counters(self.watched.netns_pid)
+        self._drops = self._own_drops()
         self.load.open_closes()  # before the first look: every close after it is announced
         for watch in (self.watch, self.acceptor_watch):
             if watch is not None:
@@ -249,6 +251,7 @@ class Observer:
             queue_max=max(samples) if samples else None,
             queue_mean=round(sum(samples) / len(samples), 3) if samples else None,
             counters={k: now[k] - self._counters[k] for k in now if k in self._counters},
+            listener_drops=dropped_between(self._drops, self._own_drops()),
             namespace="this tool's" if own else "the server's own",
             mechanism=self.mechanism if self.mechanism or not self.reading else self.reading.ready(),
             environment=self.environment,
@@ -256,6 +259,12 @@ class Observer:
             notes=notes,
             **self.load.summary(),
         )
+
+    def _own_drops(self) -> int | None:
+        """The handshake packets the server's own listeners have dropped so far (their sk_drops, as `ss -ltm` shows
+        it), every port's summed: ListenOverflows counts every listener of the namespace. None where one is unread."""
+        drops = [listener_drops(port, None, (self.watched.netns_pid,)) for port in self.watched.ports]
+        return None if None in drops else sum(d or 0 for d in drops)
 
     def watch_source(self) -> str:
         if self.watch is not None:

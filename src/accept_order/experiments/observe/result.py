@@ -171,6 +171,9 @@ class ObserveResult:
     # not read, or a file from before
     process_segments_in: int | None = None
     process_connections: int | None = None
+    # the handshake packets the server's own listeners dropped while observed (their sk_drops: `ss -ltm`'s d), where
+    # `counters` has every listener's of the namespace; None: not read, or a file from before
+    listener_drops: int | None = None
 
     @property
     def name(self) -> str:

@@ -154,10 +154,12 @@ def kernel(result: ObserveResult) -> list[str]:
     lines.append(queue(result))
     overflows = result.counters.get("TcpExtListenOverflows", 0)
     if overflows:
+        own = result.listener_drops  # a busy host's other listeners overflow too: 4 of another's, nginx's d0
+        mine = "" if own is None else f"; the server's own listeners dropped {'none' if own == 0 else f'{own:,}'}"
         lines.append(
             # packets, not connections: a client sends a dropped SYN again (1 s, 3 s, ...), and each counts
             f"{plural(overflows, 'handshake packet')} met a full listen queue (ListenOverflows, counted for "
-            f"{result.namespace} network namespace: every listener in it; a SYN sent again counts again)"
+            f"{result.namespace} network namespace: every listener in it; a SYN sent again counts again){mine}"
         )
     return lines
 

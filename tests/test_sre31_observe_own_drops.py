@@ -1,0 +1,102 @@
+"""observe's line on ListenOverflows counts every listener of the network namespace: observe of nginx (4 workers,
+its listen queue empty at each of 60 samples, `ss -ltm` d0 on its listener) said '4 handshake packets met a full
+listen queue' of another program's listener (backlog 1, never accepting: d4). The server's own listeners' drop
+count is now read at the start and the end and said beside it ('the server's own listeners dropped none')."""
+
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+
+import pytest
+from conftest import OutputReader, wait_for
+from observe_result_made import result
+
+from accept_order.experiments.observe.result import ObserveResult
+from accept_order.experiments.observe.run import observe
+from accept_order.experiments.observe.verdict import kernel
+
+TIMEOUT_S = 20.0
+# A listener with a backlog of 1 that never accepts: its queue is full after two handshakes, and it drops the rest
+STUCK = """
+import socket, sys
+listener = socket.socket()
+listener.bind(("127.0.0.1", 0))
+listener.listen(1)
+print("port", listener.getsockname()[1], flush=True)
+sys.stdin.read()
+"""
+
+
+def _line(made: ObserveResult) -> str:
+    return next(line for line in kernel(made) if "met a full listen queue" in line)
+
+
+def test_the_line_says_what_the_servers_own_listeners_dropped() -> None:
+    counted = {"TcpExtListenOverflows": 4}
+    assert _line(result([5, 5], counters=counted, listener_drops=0)).endswith(
+        "a SYN sent again counts again); the server's own listeners dropped none"
+    )
+    assert _line(result([5, 5], counters=counted, listener_drops=4)).endswith("the server's own listeners dropped 4")
+    assert _line(result([5, 5], counters=counted)).endswith("a SYN sent again counts again)")  # a file from before
+
+
+@pytest.fixture
+def stuck() -> Iterator[tuple[int, int]]:
+    proc = subprocess.Popen([sys.executable, "-c", STUCK], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        port = int(OutputReader(proc.stdout).wait_for(r"port (\d+)\n", TIMEOUT_S).group(1))
+        yield proc.pid, port
+    finally:
+        proc.kill()
+        proc.wait(10)
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None:
+                stream.close()
+
+
+def _ss_drops(port: int) -> int:
+    """The listener's drop count as `ss -ltm` shows it (skmem's d): the witness."""
+    out = subprocess.run(["ss", "-ltnmH", f"sport = :{port}"], capture_output=True, text=True, check=True).stdout
+    found = re.search(r"\bd(\d+)\)", out)
+    assert found is not None, out
+    return int(found.group(1))
+
+
+def test_observe_counts_the_drops_of_its_servers_listener(stuck: tuple[int, int]) -> None:
+    pid, port = stuck
+    until, tried = threading.Event(), []
+
+    def connect() -> None:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.3).close()
+        except OSError:
+            pass
+
+    def started(_: ObserveResult) -> None:
+        if not tried:  # the first snapshot comes after the start's readings: every drop from here is counted
+            threads = [threading.Thread(target=connect) for _ in range(5)]
+            for thread in threads:
+                thread.start()
+            tried.extend(threads)  # started: the waiter joins them once it sees them
+
+    def finished() -> None:
+        for thread in tried:
+            thread.join(TIMEOUT_S)
+        until.set()
+
+    def run() -> ObserveResult:
+        return observe(pid=pid, duration_s=60.0, interval_s=0.1, trace=False, on_snapshot=started, until=until)
+
+    waiter = threading.Thread(target=lambda: (wait_for(lambda: tried, bool, TIMEOUT_S, "the connects"), finished()))
+    waiter.start()
+    made = run()
+    waiter.join(TIMEOUT_S)
+    witness = _ss_drops(port)
+    assert witness > 0
+    assert made.listener_drops == witness, (made.listener_drops, witness)
