@@ -68,3 +68,10 @@ def test_no_such_note_for_another_mode_or_a_burst_the_ring_holds(tmp_path: Path)
     assert RACE not in _shown(tmp_path, mode="epoll")
     assert RACE not in _shown(tmp_path, clients=129)
     assert RACE in _shown(tmp_path, clients=130)
+
+
+def test_over_kept_connections_the_note_splits_connections_not_requests() -> None:
+    """200 clients x 5 requests: the note's split is of the connections each worker accepted (200/0), not the
+    requests they carried (1000/0), which the served counts are then."""
+    out = " ".join(run_cli(["show", str(DATA / "burst_io_uring_kept.json")], 1000).stdout.split())
+    assert "io-uring (200: 200/0): the first armed worker's ring" in out

@@ -114,7 +114,8 @@ def _ring_note(run: BurstRun) -> str | None:
     big = [c for c in run.cells if c.clients > ACCEPT_COMPLETIONS + 1]
     if info is None or info.discipline != "first" or not big or run.server.workers < 2:
         return None
-    splits = ", ".join(f"{c.clients}: {'/'.join(map(str, c.served))}" for c in big)
+    # the connections each worker accepted (over kept connections `served` counts requests)
+    splits = ", ".join(f"{c.clients}: {'/'.join(map(str, c.connections or c.served))}" for c in big)
     past = ACCEPT_COMPLETIONS + 1
     return (
         f"  {run.server.label} ({splits}): the first armed worker's ring takes every connection until {past} wait "
