@@ -17,10 +17,11 @@ from __future__ import annotations
 import contextlib
 import http.client
 import os
+import signal
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -65,6 +66,34 @@ def ask(port: int) -> int:
         connection.close()
 
 
+def answering(pid: int, port: int, threads: int, alive: Callable[[], bool]) -> None:
+    """Wait until HAProxy `pid` answers on `port` with all its threads there."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while True:
+        assert alive(), f"HAProxy {pid} exited"
+        try:
+            ask(port)
+            if len(os.listdir(f"/proc/{pid}/task")) == threads:
+                return
+        except OSError:
+            pass
+        assert time.monotonic() < deadline, "HAProxy did not answer"
+        time.sleep(0.02)  # polling a server's start-up: there is no event to wait on
+
+
+def accepted_and_served(pid: int, port: int) -> tuple[dict[int, int], dict[int, int]]:
+    """100 requests, one a connection: (the requests each thread served, by the replies; the connections each
+    accepted, bpftrace's count of its accept4 returns), by thread id; skips where bpftrace cannot count."""
+    tids = sorted(int(t) for t in os.listdir(f"/proc/{pid}/task"))  # thread ids in creation order
+    with AcceptCounter(tids) as counter:
+        counter.start()
+        served = Counter(ask(port) for _ in range(100))
+        counts = counter.stop()
+    if not counts.available:
+        pytest.skip(f"no kernel witness of who accepts: {counts.why}")
+    return {tids[t]: n for t, n in served.items()}, {t: n for t, n in counts.counts.items() if n}
+
+
 @contextlib.contextmanager
 def haproxy(
     config_path: Path, port: int, threads: int = THREADS, env: dict[str, str] | None = None
@@ -74,17 +103,7 @@ def haproxy(
         ["haproxy", "-db", "-f", str(config_path)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
     )
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            assert process.poll() is None, process.stderr.read() if process.stderr else b""
-            try:
-                ask(port)
-                if len(os.listdir(f"/proc/{process.pid}/task")) == threads:
-                    break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, "HAProxy did not answer"
-            time.sleep(0.02)  # polling a server's start-up: there is no event to wait on
+        answering(process.pid, port, threads, lambda: process.poll() is None)
         yield process
     finally:
         process.kill()
@@ -106,14 +125,8 @@ def test_multi_queue_off_is_read_and_the_accepting_thread_serves(tmp_path: Path,
         said = why(process)
         assert f"its config ({path}) turns tune.listener.multi-queue off" in said, said
         assert "none is handed on" in said and "less loaded" not in said, said
-        tids = sorted(int(t) for t in os.listdir(f"/proc/{process.pid}/task"))  # thread ids in creation order
-        with AcceptCounter(tids) as counter:
-            counter.start()
-            served = Counter(ask(port) for _ in range(100))
-            counts = counter.stop()
-    if not counts.available:
-        pytest.skip(f"no kernel witness of who accepts: {counts.why}")
-    assert {tids[t]: n for t, n in served.items()} == {t: n for t, n in counts.counts.items() if n}, (served, counts)
+        served, accepted = accepted_and_served(process.pid, port)
+    assert served == accepted
 
 
 def test_by_default_the_line_says_multi_queue_is_on(tmp_path: Path) -> None:
@@ -202,15 +215,36 @@ def test_a_config_changed_since_haproxy_started_is_said(tmp_path: Path) -> None:
         edited = time.time() + 5  # the edit as the kernel dates it: 5 s after the start, with no wait for the clock
         os.utime(path, (edited, edited))
         after = why(process)
-        tids = sorted(int(t) for t in os.listdir(f"/proc/{process.pid}/task"))
-        with AcceptCounter(tids) as counter:
-            counter.start()
-            served = Counter(ask(port) for _ in range(100))
-            counts = counter.stop()
-    assert "turns tune.listener.multi-queue off" in before and "changed after" not in before, before
-    assert after.endswith(
-        f"; changed after the newest of its processes started, so what it runs may differ until it is reloaded: {path}"
-    ), after
-    if not counts.available:
-        pytest.skip(f"no kernel witness of who accepts: {counts.why}")
-    assert {tids[t]: n for t, n in served.items()} == {t: n for t, n in counts.counts.items() if n}, (served, counts)
+        assert "turns tune.listener.multi-queue off" in before and "changed after" not in before, before
+        assert after.endswith(
+            "; changed after the newest of its processes started, so what it runs may differ until it is reloaded: "
+            f"{path}"
+        ), after
+        served, accepted = accepted_and_served(process.pid, port)
+    assert served == accepted
+
+
+def test_a_chrooted_daemons_config_is_read_in_the_root_it_left(tmp_path: Path) -> None:
+    """'haproxy -D -p PIDFILE -f CONFIG' (Debian's init script's form) with a chroot: HAProxy reads its config, forks
+    a daemon that init adopts, and chroots, so the config's path leads nowhere in the daemon's root and init did not
+    start it. Read where it was, in the root of the mount namespace (here init's /proc/1/root is closed even to
+    root): cb9ed30 said '(HAProxy's defaults: its config could not be read here: ... (no such file or directory))'
+    of a daemon with multi-queue off, whose threads each served what they accepted (the witness)."""
+    jail = tmp_path / "jail"
+    jail.mkdir()
+    port = free_port("127.0.0.1")
+    path = tmp_path / "haproxy.cfg"
+    path.write_text(config(port, f"    tune.listener.multi-queue off\n    chroot {jail}"))
+    pidfile = tmp_path / "haproxy.pid"
+    command = ["haproxy", "-D", "-p", str(pidfile), "-f", str(path)]
+    subprocess.run(command, check=True, timeout=START_TIMEOUT_S, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    pid = int(pidfile.read_text().split()[0])  # written before the daemon was forked off: it is there now
+    try:
+        answering(pid, port, THREADS, lambda: os.path.exists(f"/proc/{pid}"))
+        assert os.readlink(f"/proc/{pid}/root") == str(jail)
+        said = inspect(pid).mechanism.why
+        assert f"its config ({path}) turns tune.listener.multi-queue off" in said, said
+        served, accepted = accepted_and_served(pid, port)
+    finally:
+        os.kill(pid, signal.SIGKILL)  # init's child, not ours: init reaps it
+    assert served == accepted

@@ -5,7 +5,8 @@ HAProxy loads every `-f FILE` in order, and every argument after `--`; a `-f DIR
 regular, non-hidden files named `*.cfg`, in C's order (its haproxy.c). `-C DIR` changes directory before they are
 loaded, so relative names are taken from there. Each is read as the process sees it (probes/process_files.py: in its
 own root and mount namespace), and, where it is chrooted (Debian's config has `chroot /var/lib/haproxy`, entered
-after the config was read), in its parent's. A keyword set twice takes its last value, as HAProxy's parser does;
+after the config was read), in its parent's (for a daemon, -D, the root its mount namespace has: absolute names
+only). A keyword set twice takes its last value, as HAProxy's parser does;
 `"${NAME}"` and `"${NAME-default}"` are taken from the environment it was started with (inside double quotes only,
 as HAProxy expands them). A setting inside a `.if` block is not decided here (its condition is HAProxy's to
 evaluate) and is said as such. A file changed after the newest of its processes started may not be what it runs
@@ -36,6 +37,7 @@ MAX_FILES = 256  # files of a -f directory read at most
 # clock ticks since boot, 10 ms) read against /proc/uptime (10 ms), so one written just before it may read a little
 # after it
 START_SLACK_S = 0.1
+INIT = 1  # the parent of a daemon (-D) that forked and left it
 MULTI_QUEUE = "tune.listener.multi-queue"
 NBTHREAD = "nbthread"
 # the keywords that open a section (HAProxy 2.6's cfg_keywords and registered sections): a setting belongs to the
@@ -173,20 +175,36 @@ def _words(line: str, environ: dict[str, str] | None) -> list[str | None]:
 
 
 def parent_of(pid: int) -> int | None:
-    """Process `pid`'s parent (/proc/PID/stat's fourth field); None where it is gone, or init."""
+    """Process `pid`'s parent (/proc/PID/stat's fourth field); None where it is gone, or has none here."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             ppid = int(f.read().rpartition(b")")[2].split()[1])
     except (OSError, ValueError, IndexError):
         return None
-    return ppid if ppid > 1 else None
+    return ppid if ppid > 0 else None
+
+
+def _root_left(pid: int, parent: int, argv: Sequence[str]) -> Started:
+    """Where a chrooted HAProxy's config paths lead in the root it left (it chroots after reading them): its parent's
+    root, where the parent started it. A daemon (-D) was handed to init, which did not: there the root of its mount
+    namespace, ours where it shares it (init's /proc/1/root may be closed even to root: this machine's is), else
+    init's; and no working directory, since init's says nothing of the one it had (a relative name is not resolved:
+    a file of that name there would be another config)."""
+    if parent != INIT:
+        return started(parent, argv)
+    try:
+        ours = os.readlink("/proc/self/root") == "/"
+        shared = ours and os.stat(f"/proc/{pid}/ns/mnt").st_ino == os.stat("/proc/self/ns/mnt").st_ino
+    except OSError:
+        shared = False
+    return Started(tuple(argv), None, "/") if shared else started(INIT, argv)._replace(cwd=None, cwd_link=None)
 
 
 def read_settings(pid: int, argv: Sequence[str]) -> Settings:
     """HAProxy's multi-queue and nbthread as the config files of `argv` (process `pid`'s command line) set them:
     read in its own root, or in its parent's where its own cannot give them (a chroot entered since)."""
     parent = parent_of(pid)
-    wheres = [started(pid, argv)] + ([started(parent, argv)] if parent else [])
+    wheres = [started(pid, argv)] + ([_root_left(pid, parent, argv)] if parent else [])
     names, chdir = config_names(argv)
     found: dict[str, str] = {}
     unknown: dict[str, str] = {}
