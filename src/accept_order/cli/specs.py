@@ -83,6 +83,7 @@ NOT_WITH_ATTACH = (
     "cpus",
     "pin",
     "accept_batch",
+    "backlog",  # the server's listen() already chose it: an attached HAProxy's 4096 was saved as --backlog 7
 )  # and the settings only some kinds read (kind_params)
 
 
