@@ -56,6 +56,24 @@ def test_each_port_is_read_with_its_own_epoll_flag() -> None:
     assert said and said[0].startswith("127.0.0.1:8081 is served otherwise, as epoll: 2 workers wait"), said
 
 
+def test_a_lock_on_the_other_port_is_named() -> None:
+    """nginx with accept_mutex on, 'listen 18097 reuseport' and 'listen 18098': each worker's epoll watches its own
+    socket of the group, and only the lock's holder's the shared one; it read 'epoll: 1 worker waits ... (with one
+    waiter there is no one else to wake)'."""
+    group = (*GROUP, Listener(44, "127.0.0.1", 8080))
+    held = frozenset({41, 42, 43, 44})
+
+    def worker(pid: int, watched: set[int]) -> Seen:
+        return Seen(pid=pid, tid=pid, call="epoll_wait", via="epoll", listeners=frozenset(watched), exclusive=False,
+                    epoll_id=f"e{pid}", holds=held)  # fmt: skip
+
+    seen = [worker(101, {41}), worker(102, {42}), worker(103, {44, 43})]
+    parent = {101: 1, 102: 1, 103: 1}
+    assert classify(seen, [*group, PLAIN], parent, {}).mechanism == "reuseport"
+    said = served_otherwise(seen, [*group, PLAIN], parent, {}, "reuseport")
+    assert said and said[0].startswith("127.0.0.1:8081 is served otherwise, as accept-mutex: only 1 of 3 workers"), said
+
+
 def test_one_port_or_the_same_mechanism_on_each_says_nothing() -> None:
     seen = [thread(101, 41), thread(102, 42)]
     alone = [dataclasses.replace(s, listeners=s.listeners - {43}) for s in seen]

@@ -53,5 +53,9 @@ def _on(seen: Seen, inodes: frozenset[int]) -> Seen:
     reuseport` beside `listen 8080` watches its own socket of the group without it and the shared one with it, and
     the thread's one flag (every watch exclusive: no) read the shared port as a herd."""
     mine = seen.listeners & inodes
+    if seen.via == "epoll" and not mine and seen.holds & inodes:
+        # waiting on another port's listener in an epoll without this one, which it holds: a lock decides who
+        # listens here (nginx's accept_mutex beside a reuseport listen read 'epoll: 1 worker waits')
+        return replace(seen, via="idle", listeners=frozenset(), exclusive=None)
     exclusive = seen.exclusive if seen.exclusive is not False else bool(mine) and mine <= seen.exclusive_on
     return replace(seen, listeners=mine, exclusive=exclusive)
