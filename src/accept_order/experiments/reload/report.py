@@ -54,6 +54,8 @@ def verdict_text(run: ReloadRun) -> Text:
             idle = ", once the load's duration was over: no new connection came to wake it"
         told = "it was told to leave" if run.how == "leave" else "its SIGKILL"
         return Text(f"worker {run.worker} had not gone {waited} after {told}{idle}; lost {lost}", style="yellow")
+    if run.waited_past_timeout:  # the kernel promises nothing of how long a served queue keeps a connection
+        return Text(f"lost {lost}: {run.errors.get(TIMEOUT, 0)} timed out in a served queue")
     if lost == 0:
         text = Text("nothing lost", style="green" if expected is not False else "yellow")
     else:
@@ -103,7 +105,13 @@ def _gave_up(runs: Sequence[ReloadRun]) -> str:
     """Which timeout a `timeout` in the failed column is: the clients' --timeout (not the wait for the worker)."""
     if not any(r.errors.get(TIMEOUT) for r in runs):
         return ""
-    return f"; timeout: a connection not answered within --timeout {duration_us(runs[0].load.timeout_s * 1e6)}"
+    said = f"; timeout: a connection not answered within --timeout {duration_us(runs[0].load.timeout_s * 1e6)}"
+    if any(r.waited_past_timeout for r in runs):
+        said += (
+            " ('timed out in a served queue': the others accepted after the kill, so the queue stayed and was served; "
+            "how long a connection waits in it the kernel promises nothing of)"
+        )
+    return said
 
 
 def run_name(run: ReloadRun) -> str:
