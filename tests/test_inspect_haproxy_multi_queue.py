@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import json
 import os
+import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -248,3 +251,24 @@ def test_a_chrooted_daemons_config_is_read_in_the_root_it_left(tmp_path: Path) -
     finally:
         os.kill(pid, signal.SIGKILL)  # init's child, not ours: init reaps it
     assert served == accepted
+
+
+def test_a_config_this_user_cannot_read_is_said_and_the_line_is_haproxys_defaults(tmp_path: Path) -> None:
+    """A config HAProxy read as root at its start, another user's and closed to others: inspect run as root without
+    the capabilities that pass file permissions (setpriv drops them from the bounding set) says why it is unread."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and util-linux's setpriv to read as a user the file is closed to")
+    port = free_port("127.0.0.1")
+    path = tmp_path / "haproxy.cfg"
+    path.write_text(config(port, "    tune.listener.multi-queue off"))
+    os.chown(path, 65534, 65534)  # nobody's, readable by nobody else (root reads it by CAP_DAC_OVERRIDE)
+    path.chmod(0o600)
+    bounded = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+    with haproxy(path, port) as process:
+        command = [*bounded, sys.executable, "-m", "accept_order", "inspect", str(process.pid), "--json", "-"]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    if done.returncode != 0 and "setpriv" in done.stderr:
+        pytest.skip(f"setpriv could not drop the capabilities here: {done.stderr.strip()}")
+    assert done.returncode == 0, done.stderr
+    said = json.loads(done.stdout)["mechanism"]["why"]
+    assert said.endswith(f"(HAProxy's defaults: its config could not be read here: {path} (permission denied))"), said
