@@ -34,6 +34,7 @@ from .merge_listeners import add_listener_drops
 from .merge_namespaces import counters_apart
 from .merge_overlap import shared_start, starts
 from .merge_rows import keep_numbering, placement, realigned, unfixed, widen
+from .merge_stops import stopped_sources
 from .merge_titles import titled_sources
 
 _SERVER_IGNORED = ("port",)
@@ -383,9 +384,8 @@ def merge(
             widen(into)
         sources.append({"file": name, "started_at": _started(doc)})
     for index, run in enumerate(runs):
-        evidence = dict(run.get("evidence", {}))
-        evidence["merged_from"] = {"files": titled_sources(run, index, documents, sources), "concurrent": concurrent}
-        run["evidence"] = evidence
+        files = stopped_sources(index, documents, titled_sources(run, index, documents, sources))
+        run["evidence"] = {**run.get("evidence", {}), "merged_from": {"files": files, "concurrent": concurrent}}
     return kind, merged
 
 

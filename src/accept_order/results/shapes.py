@@ -320,7 +320,7 @@ OBSERVED_ON = Record(
 # Why a run of several loads (a burst's sizes, a ramp's steps, a sweep's caps) ended before its last one: the
 # error's line (experiments/partial.py RunStopped). The file then holds the loads measured before it.
 STOPPED = Maybe(Text())
-MERGED_FILE = Record({"file": Text(), "started_at": Maybe(Text()), "title": Text()})  # title: merge_titles.py
+MERGED_FILE = Record({"file": Text(), "started_at": Maybe(Text()), "title": Text(), "stopped": Text()})  # merge_*.py
 EVIDENCE = Record(
     {
         "listeners": MapOf(ListOf(_LISTENER.but(optional=_LISTENER.fields))),

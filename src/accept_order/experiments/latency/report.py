@@ -36,6 +36,7 @@ from .merged_note import merged_note
 from .model_report import model_report
 from .model_servers import servers_text
 from .result import PERCENTILES, LatencyResult, default_title
+from .stop_reason import stopped_early
 from .syn_note import syn_stall_notes
 
 
@@ -280,13 +281,9 @@ def interrupted_note(results: Sequence[LatencyResult]) -> list[Text]:
     if not stopped:
         return []
     r = stopped[-1]
-    exit_ = r.evidence.get("worker_exit")
-    if isinstance(exit_, dict):  # not a signal: a worker of the attached server exited
-        why = f"Stopped early: {exit_.get('why', 'a worker exited')}"
-    else:
-        why = f"Interrupted: the {r.server.label} run was stopped after {r.wall_s:.2f} s" + (
-            f" of load (its pool took {r.pool_fill_s:.2f} s to fill before)" if r.pool_fill_s else ""
-        )
+    why = stopped_early(r) or f"Interrupted: the {r.server.label} run was stopped after {r.wall_s:.2f} s" + (
+        f" of load (its pool took {r.pool_fill_s:.2f} s to fill before)" if r.pool_fill_s else ""
+    )
     return [
         Text(
             f"{why}; its figures are what was measured until then ({finished_unit(r.load)}s under way at the stop "
