@@ -27,7 +27,9 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import psutil
 import pytest
+from conftest import wait_for
 
 from accept_order.experiments.inspect.run import inspect
 from accept_order.probes.accepts import AcceptCounter
@@ -109,6 +111,14 @@ def haproxy(
         answering(process.pid, port, threads, lambda: process.poll() is None)
         yield process
     finally:
+        # its external checks too, which would outlive it: stopped first, it starts no other meanwhile
+        process.send_signal(signal.SIGSTOP)
+        children: list[psutil.Process] = []
+        with contextlib.suppress(psutil.Error):
+            children = psutil.Process(process.pid).children(recursive=True)
+        for child in children:
+            with contextlib.suppress(psutil.Error):
+                child.kill()
         process.kill()
         process.wait(10)
 
@@ -272,3 +282,49 @@ def test_a_config_this_user_cannot_read_is_said_and_the_line_is_haproxys_default
     assert done.returncode == 0, done.stderr
     said = json.loads(done.stdout)["mechanism"]["why"]
     assert said.endswith(f"(HAProxy's defaults: its config could not be read here: {path} (permission denied))"), said
+
+
+def started_at(pid: int) -> float:
+    """When process `pid` started, on the wall clock: its starttime against /proc/uptime (the kernel's 10 ms ticks,
+    not psutil's, which counts from the boot time in whole seconds)."""
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        ticks = int(f.read().rpartition(b")")[2].split()[19])
+    with open("/proc/uptime") as f:
+        uptime = float(f.read().split()[0])
+    return time.time() - (uptime - ticks / os.sysconf("SC_CLK_TCK"))
+
+
+def test_an_external_check_started_since_does_not_hide_a_change(tmp_path: Path) -> None:
+    """HAProxy forks an external check whenever it checks (here every 3 s, each killed at its timeout), config or
+    not: the newest of its processes that read the config is HAProxy's own, so an edit between its start and a
+    check's is still said (cb9ed30's descendants counted the check's start, 'changed' went unsaid)."""
+    script = tmp_path / "check.sh"
+    script.write_text("#!/bin/sh\nexec /bin/sleep 60\n")  # its environment is cleared: no PATH
+    script.chmod(0o755)
+    port = free_port("127.0.0.1")
+    global_lines = "    tune.listener.multi-queue off\n    insecure-fork-wanted\n    external-check"
+    backend = f"""
+backend b
+    option external-check
+    external-check command {script}
+    server s 127.0.0.1:{port} check inter 3s
+"""
+    path = tmp_path / "haproxy.cfg"
+    path.write_text(config(port, global_lines) + backend)
+    with haproxy(path, port) as process:
+        start = started_at(process.pid)
+
+        def later_check() -> int | None:
+            """A check HAProxy started a second or more after itself (its script, alive until its timeout)."""
+            for child in psutil.Process(process.pid).children(recursive=True):
+                with contextlib.suppress(OSError, psutil.Error):
+                    if child.name() != "haproxy" and started_at(child.pid) > start + 1:
+                        return child.pid
+            return None
+
+        check = wait_for(later_check, lambda pid: pid is not None, 20, "an external check after HAProxy's start")
+        assert check is not None
+        edited = started_at(check) - 0.3  # between HAProxy's start (over 0.7 s before) and the check's
+        os.utime(path, (edited, edited))
+        said = why(process)
+    assert "changed after the newest of its processes started" in said, said

@@ -19,7 +19,7 @@ import os
 import re
 import time
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ...probes.process_files import (
     Started,
@@ -30,6 +30,9 @@ from ...probes.process_files import (
     started,
     why_unread,
 )
+
+if TYPE_CHECKING:
+    import psutil
 
 MAX_CONFIG_BYTES = 4 << 20  # a config larger than this is not read (and said so)
 MAX_FILES = 256  # files of a -f directory read at most
@@ -245,13 +248,15 @@ def _changed(wheres: list[Started], names: list[str], chdir: str | None, since: 
 
 
 def _newest_start(pid: int) -> float | None:
-    """When the newest of `pid` and its descendants started, on the wall clock: each HAProxy process read its config
-    when it started (a master-worker's reload starts new workers, its master keeps its start time across the
-    re-exec). None where /proc does not say."""
+    """When the newest of `pid` and its descendants of its own name started, on the wall clock: each HAProxy process
+    read its config when it started (a master-worker's reload starts new workers, its master keeps its start time
+    across the re-exec). Not the others: a `program` section's, or an external check's, which HAProxy starts
+    whenever it checks (every `inter`), config or not. None where /proc does not say."""
     import psutil  # here: the module is read only where inspect reads a config
 
     try:
-        family = [pid, *(child.pid for child in psutil.Process(pid).children(recursive=True))]
+        top = psutil.Process(pid)
+        family = [pid, *(c.pid for c in top.children(recursive=True) if _named(c, top.name()))]
         with open("/proc/uptime") as f:
             uptime = float(f.read().split()[0])
     except (OSError, ValueError, IndexError, psutil.Error):
@@ -260,6 +265,16 @@ def _newest_start(pid: int) -> float | None:
     if not ticks:
         return None
     return time.time() - (uptime - max(ticks) / os.sysconf("SC_CLK_TCK"))
+
+
+def _named(process: psutil.Process, name: str) -> bool:
+    """Whether `process` is still there and named `name` (a fork of HAProxy's that did not exec another program)."""
+    import psutil
+
+    try:
+        return bool(process.name() == name)
+    except psutil.Error:
+        return False
 
 
 def _start_ticks(pid: int) -> int | None:
