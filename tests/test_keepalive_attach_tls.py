@@ -185,3 +185,32 @@ def test_run_attached_to_nginx_https_names_its_400(tmp_path: Path, free_port: in
     assert statuses == ["400"] * 3  # the witness
     assert "3 × bad reply (HTTP 400)" in result.stdout, result.output
     assert "closed without a reply" not in result.stdout, result.output
+    assert f"accept-order: note: 127.0.0.1:{free_port} speaks TLS (TLSv1." in result.stderr, result.output
+
+
+@ATTACH
+@OPENSSL
+def test_run_attached_to_a_tls_port_that_closes_says_it_speaks_tls(tls_closing: tuple[int, int]) -> None:
+    pid, port = tls_closing
+    result = run_cli(["run", "--attach", str(pid), "--port", str(port), "--protocol", "http", "-n", "3"])
+    assert "served 0, failed 3" in result.stdout, result.output
+    assert f"accept-order: note: 127.0.0.1:{port} speaks TLS (TLSv1." in result.stderr, result.output
+
+
+@ATTACH
+def test_run_attached_to_a_plain_400_says_nothing_of_tls(plain_400: tuple[int, int]) -> None:
+    pid, port = plain_400
+    result = run_cli(["run", "--attach", str(pid), "--port", str(port), "--protocol", "http", "-n", "3"])
+    assert "3 × bad reply (HTTP 400)" in result.stdout, result.output
+    assert "speaks TLS" not in result.output, result.output
+
+
+def test_run_counts_no_http_error_served_by_whoever_accepted_it() -> None:
+    """With the kernel's accept log (an attached server), a 400 was put down to the worker that accepted it
+    whenever the log answered in time: 1 of nginx's three 400s read served in about 1 run of 5."""
+    target = SimpleNamespace(attribution=ReplyAttribution((PID,)), pids=[PID], protocol=HTTP)
+    accepts = SimpleNamespace(accepted_by=lambda port, since_ns: PID)  # the log names the accepting worker
+    with socket.create_server(("127.0.0.1", 0)) as listener, socket.create_connection(listener.getsockname()) as one:
+        books = Books(target, None, accepts)  # type: ignore[arg-type]
+        assert books.worker_of(b"HTTP/1.1 400 Bad Request\r\n\r\n", one, 0) == (None, "bad reply (HTTP 400)")
+        assert books.worker_of(b"HTTP/1.1 200 OK\r\n\r\nhello, world\n", one, 0) == (0, None)  # a page: its acceptor

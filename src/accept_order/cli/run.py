@@ -59,3 +59,22 @@ def run(repeat: int, json_path: str | None, **options: Any) -> None:
         with progress_bar(f"{server.mode}: connections", load.connections, threshold=threshold) as update:
             result = run_sequential(server, load, on_record=lambda rec: update(rec.seq + 1))
     save(result)
+    tls_note(result)
+
+
+def tls_note(result: Any) -> None:
+    """After the report, a line for a server this tool did not start whose port speaks TLS, where no connection
+    was served: the report's 'closed without a reply' or 'bad reply (HTTP 400)' does not say why (nginx's
+    HTTPS port answers plain HTTP 400, h2o's and HAProxy's close), and a report read again by 'show' must not
+    ask the port, so the line is the command's own, as latency's error line is."""
+    from ..core.protocol import NO_REPLY
+    from ..experiments.target_unanswered import tls_note as said
+    from ..experiments.target_unanswered import tls_spoken
+    from .output import note
+
+    if result.served or not result.records:
+        return
+    # the sequential client's words ('closed without a reply', 'ECONNRESET: Connection reset by peer') as names
+    names = {NO_REPLY if r.error == "closed without a reply" else (r.error or "").split(":")[0] for r in result.records}
+    if spoken := tls_spoken(result.server, names):
+        note(f"accept-order: note: {said(result.server, spoken)}")
