@@ -127,8 +127,12 @@ def why(process: subprocess.Popen[bytes]) -> str:
     return inspect(process.pid).mechanism.why
 
 
-# off as written, and as a variable's default HAProxy takes where the variable is not set (its doc's 2.3)
-@pytest.mark.parametrize("value", ["off", '"${ACCEPT_ORDER_MQ-off}"'])
+# off as written; as a variable's default HAProxy takes where the variable is not set (its doc's 2.3); and before a
+# .if block that would turn it on, whose condition (a variable not set) HAProxy found false
+UNSET_IF = "off\n.if defined(ACCEPT_ORDER_MQ)\n    tune.listener.multi-queue on\n.endif"
+
+
+@pytest.mark.parametrize("value", ["off", '"${ACCEPT_ORDER_MQ-off}"', UNSET_IF])
 def test_multi_queue_off_is_read_and_the_accepting_thread_serves(tmp_path: Path, value: str) -> None:
     port = free_port("127.0.0.1")
     path = tmp_path / "haproxy.cfg"
@@ -138,6 +142,7 @@ def test_multi_queue_off_is_read_and_the_accepting_thread_serves(tmp_path: Path,
         said = why(process)
         assert f"its config ({path}) turns tune.listener.multi-queue off" in said, said
         assert "none is handed on" in said and "less loaded" not in said, said
+        assert "HAProxy's default" not in said, said  # what it said is the config's
         served, accepted = accepted_and_served(process.pid, port)
     assert served == accepted
 

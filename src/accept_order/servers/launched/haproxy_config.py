@@ -352,7 +352,10 @@ def why_said(why: str, settings: Settings) -> str:
         threads = f", sets nbthread {settings.nbthread}" if settings.nbthread else ""
         said = f"{why} (its config, {files}{threads}, {how})"
     for key, reason in settings.unknown:
-        said += f"; its {key} {reason}: taken as HAProxy's default"
+        before = settings.multi_queue if key == MULTI_QUEUE else settings.nbthread
+        # what was said above is the setting before this one where there is one, not HAProxy's default
+        taken = "HAProxy's default" if before is None else "the one before it, which this may override"
+        said += f"; its {key} {reason}: taken as {taken}"
     if unread:
         said += f"; not read here, so a setting there is not seen: {unread}"
     if settings.changed:
