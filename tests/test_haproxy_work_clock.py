@@ -24,9 +24,10 @@ import os
 import pytest
 
 from accept_order.core.spec import ConcurrentLoad, ServerSpec
+from accept_order.core.work_clocks import PROCESS_CLOCK, THREAD_CLOCK
 from accept_order.experiments import session
 from accept_order.render.evidence import work_clock_line
-from accept_order.servers.launched.haproxy import PROCESS_CLOCK, THREAD_CLOCK, haproxy_missing
+from accept_order.servers.launched.haproxy import haproxy_missing
 
 if haproxy_missing():
     pytest.skip(f"haproxy launched runs: {haproxy_missing()}", allow_module_level=True)

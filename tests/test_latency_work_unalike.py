@@ -19,7 +19,7 @@ from typing import Any
 from conftest import run_cli
 from verdict_shown import GOLDEN, verdict_shown
 
-from accept_order.servers.launched.haproxy import PROCESS_CLOCK, THREAD_CLOCK
+from accept_order.core.work_clocks import PROCESS_CLOCK, THREAD_CLOCK
 
 
 def verdict(

@@ -16,8 +16,8 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 
+from ...core.work_clocks import PROCESS_CLOCK
 from ...render.text import duration_us, durations_us
-from ...servers.launched.haproxy import PROCESS_CLOCK
 from .besides_queueing import by_label
 from .result import LatencyResult
 

@@ -35,6 +35,7 @@ from ...core.kinds import (
 )
 from ...core.models import Mechanism, Model
 from ...core.spec import ServerSpec
+from ...core.work_clocks import PROCESS_CLOCK, THREAD_CLOCK
 from .base import LaunchedServer
 
 # psutil is imported where a running server uses it: `modes` and `inspect` import every kind
@@ -103,8 +104,6 @@ HAPROXY_MODES: dict[str, ModeInfo] = {
 # the CPU of its own slices: none longer than WORK_SLICE_S, since HAProxy's watchdog kills a thread that has run 2 s
 # without coming back to its scheduler (--work 3s did).
 WORK_CLOCK_MARK = "accept-order work clock:"
-THREAD_CLOCK = "thread"  # the spinning thread's own CPU
-PROCESS_CLOCK = "process"  # every thread's: lua-posix missing
 FORCED_YIELD = 1_000_000_000  # instructions: far more than one slice runs (about 30 million in 100 ms)
 WORK_SLICE_S = 0.1
 WORK_SLICE_ITERS = 10_000_000  # --work-iters' additions between yields: about 30-100 ms here
