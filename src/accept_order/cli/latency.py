@@ -163,7 +163,7 @@ def served_something(results: Sequence[Any]) -> None:
     """After the report and the file: NothingServed (exit 1) naming each run that served no request and
     why its requests failed (the report lists them all), so that a script does not take it for a result."""
     from ..core.errors import NothingServed
-    from ..core.protocol import BAD_REPLY, describe_error
+    from ..core.protocol import BAD_REPLY, EMPTY_200, describe_error
     from ..experiments.target_unanswered import SILENT, line_client_unanswered, tls_note, tls_spoken
     from ..servers.registry import known_by_replies
 
@@ -185,12 +185,13 @@ def served_something(results: Sequence[Any]) -> None:
         if spoken := tls_spoken(r.server, (name for name, n in r.errors.items() if n)):  # an HTTPS port
             said.append(tls_note(r.server, spoken))
             continue
-        refused = r.errors and all(name.startswith(f"{BAD_REPLY} (HTTP ") for name in r.errors)
-        if refused and not known_by_replies(r.server):  # an attached Apache's 404 of '/' (--target's reply says more)
+        statuses = r.errors and all(name.startswith(f"{BAD_REPLY} (HTTP ") for name in r.errors)
+        blank = r.errors and set(r.errors) == {EMPTY_200}  # nginx's 'return 200;', read 'names no worker'
+        if (statuses or blank) and not known_by_replies(r.server):  # an attached Apache's 404 (--target's says more)
+            how = "with a status other than 200" if statuses else "with a 200 and an empty body"
             said.append(
-                "the server answered 'GET /' with a status other than 200: a connection counts as served on a "
-                "200 only, so --port must be where '/' answers 200 with a body (nginx: location = / { return 200 "
-                '"ok\\n"; })'
+                f"the server answered 'GET /' {how}: a connection counts as served on a 200 only, with a body, so "
+                "--port must be where '/' answers 200 with a body (nginx: location = / { return 200 \"ok\\n\"; })"
             )
         if line_client_unanswered(r.server, (name for name, n in r.errors.items() if n)):  # HTTP: awaits a request
             said.append(SILENT[0].lower() + SILENT[1:])

@@ -18,6 +18,7 @@ TIMEOUT = "timeout"
 NO_REPLY = "no reply"  # the server closed without a line
 BAD_REPLY = "bad reply"  # it sent something that names no worker of this server
 ABORTED = "aborted"  # the run stopped (a worker died, Ctrl-C) before this connection finished
+EMPTY_200 = f"{BAD_REPLY} (a 200 with an empty body)"  # HTTP: answered, with nothing a worker could be named by
 
 # How the rows of a server known by its replies were numbered (a result's evidence.rows_by), which says how merge
 # matches two files' rows (results/merge_rows.py). INDEX: every reply named its worker's index (`worker I pid P`),
@@ -135,6 +136,8 @@ class HttpProtocol(ClientProtocol):
         code = status[1].decode("ascii", "replace")[:3]
         if code != "200":
             return f"{BAD_REPLY} (HTTP {code if code.isdigit() else '?'})"
+        if not self.body(reply):  # nginx's 'return 200;': an attached server needs a body, not a worker's name
+            return EMPTY_200
         return f"{BAD_REPLY} (a 200 whose body names no worker of this server)"
 
 

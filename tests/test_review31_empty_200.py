@@ -1,0 +1,68 @@
+"""A 200 with an empty body (nginx's 'location = / { return 200; }', Content-Length: 0 to curl, 201 lines of 200
+in its access log) was named 'bad reply (a 200 whose body names no worker of this server)' by latency --attach
+and run --attach, where an attached server's body need name no worker (the kernel's accepts attribute it): any body
+would have been served. It is now 'a 200 with an empty body', and latency's error line says what '/' must answer."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+from conftest import OutputReader, assert_one_error_line, run_cli
+
+from accept_order.core.protocol import HTTP, HTTP_KEEPALIVE
+
+TIMEOUT_S = 20.0
+EMPTY = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+
+# A server of its own process (latency --attach wants a pid holding the listener): an empty 200 to every request
+SERVER = f"""
+import socket
+listener = socket.create_server(("127.0.0.1", 0), backlog=64)
+print("port", listener.getsockname()[1], flush=True)
+while True:
+    conn, _ = listener.accept()
+    with conn:
+        conn.settimeout(5)
+        try:
+            conn.recv(4096)
+            conn.sendall({EMPTY!r})
+        except OSError:
+            pass
+"""
+
+
+def test_an_empty_200_is_named_so() -> None:
+    assert HTTP.failure(EMPTY, HTTP.body(EMPTY)) == "bad reply (a 200 with an empty body)"
+    assert HTTP_KEEPALIVE.complaint(EMPTY) == "bad reply (a 200 with an empty body)"  # the kept connections' loop
+    page = b"HTTP/1.1 200 OK\r\n\r\nhello\n"  # a body, naming no worker: what --target's replies must do
+    assert HTTP.complaint(page) == "bad reply (a 200 whose body names no worker of this server)"
+
+
+@pytest.fixture
+def empty_200() -> Iterator[tuple[int, int]]:
+    """(pid, port) of a process answering an empty 200 to everything, until the test ends."""
+    proc = subprocess.Popen([sys.executable, "-c", SERVER], stdout=subprocess.PIPE, text=True, bufsize=1)
+    try:
+        assert proc.stdout is not None
+        port = int(OutputReader(proc.stdout).wait_for(r"port (\d+)\n", TIMEOUT_S).group(1))
+        yield proc.pid, port
+    finally:
+        proc.kill()
+        proc.wait(10)
+        assert proc.stdout is not None
+        proc.stdout.close()
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("bpftrace") is None, reason="needs root and bpftrace")
+def test_attach_says_slash_must_answer_with_a_body(empty_200: tuple[int, int]) -> None:
+    pid, port = empty_200
+    args = ["latency", "--attach", str(pid), "--port", str(port), "--protocol", "http", "-n", "20", "-c", "2"]
+    line = assert_one_error_line(
+        run_cli([*args, "--driver-procs", "1"]), 1, "served nothing: 20 × bad reply (a 200 with an empty body)"
+    )
+    assert "answered 'GET /' with a 200 and an empty body" in line and "names no worker" not in line, line
