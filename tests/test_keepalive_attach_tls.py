@@ -214,3 +214,22 @@ def test_run_counts_no_http_error_served_by_whoever_accepted_it() -> None:
         books = Books(target, None, accepts)  # type: ignore[arg-type]
         assert books.worker_of(b"HTTP/1.1 400 Bad Request\r\n\r\n", one, 0) == (None, "bad reply (HTTP 400)")
         assert books.worker_of(b"HTTP/1.1 200 OK\r\n\r\nhello, world\n", one, 0) == (0, None)  # a page: its acceptor
+
+
+@OPENSSL
+@pytest.mark.parametrize("command", [["burst", "--clients", "6"], ["ramp", "--rates", "50", "--step", "300ms"]])
+def test_burst_and_ramp_at_a_tls_target_say_it_speaks_tls(tls_closing: tuple[int, int], command: list[str]) -> None:
+    """burst and ramp --target said only 'failed ... 6' and exited 0 (their reports are read again by show, so the
+    line is the command's, after the report)."""
+    _, port = tls_closing
+    result = run_cli([*command, "--target", f"127.0.0.1:{port}", "--protocol", "http", "--driver-procs", "1"])
+    assert result.exit_code == 0, result.output
+    assert f"accept-order: note: 127.0.0.1:{port} speaks TLS (TLSv1." in result.stderr, result.output
+
+
+@pytest.mark.parametrize("command", [["burst", "--clients", "6"], ["ramp", "--rates", "50", "--step", "300ms"]])
+def test_burst_and_ramp_at_a_plain_400_say_nothing_of_tls(plain_400: tuple[int, int], command: list[str]) -> None:
+    _, port = plain_400
+    result = run_cli([*command, "--target", f"127.0.0.1:{port}", "--protocol", "http", "--driver-procs", "1"])
+    assert result.exit_code == 0, result.output
+    assert "speaks TLS" not in result.output, result.output

@@ -96,3 +96,12 @@ def keep_partial(
         with deferred():
             on_stopped(stopped.results, str(stopped.cause))
         raise
+
+
+def tls_after(server: Any, loads: Any) -> None:
+    """After a report of a server elsewhere that served nothing: one line where its port speaks TLS, which the
+    load's plain HTTP/1.1 cannot be answered on (experiments/target_unanswered.unserved_tls)."""
+    from ..experiments.target_unanswered import unserved_tls
+
+    if (said := unserved_tls(server, loads)) is not None:
+        note(f"accept-order: note: {said}")

@@ -9,7 +9,7 @@ import click
 
 from ..core.spec import DEFAULT_DRIVER_PROCS, MAX_CONNECTIONS, MAX_DRIVER_PROCS, Driver
 from .app import handle_errors
-from .common import host_warnings, keep_partial, report_and_save
+from .common import host_warnings, keep_partial, report_and_save, tls_after
 from .load_options import client_hosts, clients_options, driver_option, driver_procs_help
 from .options import (
     examples,
@@ -234,3 +234,4 @@ def ramp(
         with kept, rounds.heartbeat():
             result = run_ramp(specs[0], plan, on_step)
     save(result)
+    tls_after(result.server, ((sum(step.served), step.errors) for step in result.steps))  # an HTTPS port

@@ -71,6 +71,17 @@ def tls_note(server: ServerSpec, spoken: TlsSpoken) -> str:
     )
 
 
+def unserved_tls(server: ServerSpec, loads: Iterable[tuple[int, Mapping[str, int]]]) -> str | None:
+    """tls_note for a server elsewhere whose loads (each: what it served, its failures by name) served nothing
+    and failed as a TLS port fails plain HTTP, where its port speaks TLS; None otherwise. For a command's own
+    line after its report (burst, ramp): a report read again by 'show' must not ask the port."""
+    loads = list(loads)
+    if not loads or any(served for served, _ in loads):
+        return None
+    spoken = tls_spoken(server, (name for _, errors in loads for name, n in errors.items() if n))
+    return tls_note(server, spoken) if spoken is not None else None
+
+
 def target_unanswered_note(server: ServerSpec, loads: Iterable[tuple[int, Mapping[str, int]]]) -> Text | None:
     """The note for a server elsewhere whose loads (each: what it served, its failures by errno) served
     nothing and failed only as bad replies, or only by timing out under --protocol line; None otherwise (a
