@@ -16,7 +16,7 @@ from ...render.fit import key_columns
 from ...render.stopped import stopped_early
 from ...render.text import duration_us, durations_us, plural
 from ..own_settings import caps_said
-from .lost_wakeup import lost_wakeup
+from .lost_wakeup import LOST_WAKEUP, lost_wakeup
 from .result import GONE_TIMEOUT_S, MIGRATE, MIGRATE_FAILED, ReloadResult, ReloadRun
 
 RELOAD_LEGEND = (
@@ -195,6 +195,32 @@ def unserved_queue(run: ReloadRun) -> str | None:
     )
 
 
+def stalled_after_kill(run: ReloadRun) -> str | None:
+    """A kill after which the others took the queue it left only past the clients' --timeout (their own counts, read
+    at looks 0.1 s apart): 'reload --modes io-uring --how kill -w 3 -c 32 --work 1ms --timeout 150ms' timed out all
+    32 clients in 2 of 4 runs, which b323155 called 'timed out in a served queue' (the others accepted 528 after it,
+    once the clients' new connections woke them). io_uring's lost wakeup is named beside it for io-uring alone."""
+    timed_out = run.errors.get(TIMEOUT, 0)
+    if run.how != "kill" or run.queue != "shared" or run.passes or not timed_out or not run.stalled_past_timeout:
+        return None
+    first, still = run.since_gone(run.others_first_s), run.since_gone(run.others_still_s)
+    who = "the other worker's" if len(run.served) == 2 else "the other workers'"
+    at = duration_us((first or 0) * 1e6)
+    seen = f"had not moved at a look {duration_us(still * 1e6)} after it and " if still is not None else ""
+    unserved = "may have waited unserved until those timed out"
+    if still is not None:
+        unserved = f"waited unserved at least {duration_us(still * 1e6)}, and may have until those timed out"
+    said = (
+        f"{run_name(run)}: {timed_out} timed out, and after worker {run.worker} was gone {who} own count {seen}first "
+        f"moved by a look {at} after it, past the clients' --timeout ({duration_us(run.load.timeout_s * 1e6)}): the "
+        f"queue the kill left {unserved}; served per worker "
+        f"{'/'.join(map(str, run.served))}"
+    )
+    if run.server.mode == "io-uring":
+        said += f". {LOST_WAKEUP}: here a client's own, once its --timeout ran out"
+    return said
+
+
 def reload_report(result: ReloadResult) -> RenderableType:
     parts: list[RenderableType] = [reload_table(result), Text(RELOAD_LEGEND, style="dim")]
     if result.runs:
@@ -228,7 +254,8 @@ def reload_report(result: ReloadResult) -> RenderableType:
     if why:
         parts.append(Text("What the kernel promises", style="bold"))
         parts += [Text(f"  {key}: {text}") for key, text in why.items()]
-    parts += [Text(said, style="yellow") for run in result.runs if (said := unserved_queue(run)) is not None]
+    stalls = [stalled_after_kill(run) or unserved_queue(run) for run in result.runs]
+    parts += [Text(said, style="yellow") for said in stalls if said is not None]
     if result.host_migrate_req is not None:
         parts.append(
             Text(f"The host's net.ipv4.tcp_migrate_req ({result.host_migrate_req}) was not changed.", style="dim")

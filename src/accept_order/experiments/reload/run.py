@@ -114,6 +114,9 @@ def run_reload(server: ServerSpec, load: ConcurrentLoad, plan: ReloadPlan, on_ti
                     went["others"] = went["others_at_gone"] = _others_accepted(target, plan.worker)
             elif "others" in went and (now := _others_accepted(target, plan.worker)) != went["others"]:
                 went.update(others=now, moved_s=round(elapsed, 3))
+                went.setdefault("first_s", round(elapsed, 3))  # how soon they took the queue the kill left
+            elif "others" in went and "first_s" not in went:
+                went["still_s"] = round(elapsed, 3)  # the last look that found they had accepted none since
             if on_tick:
                 on_tick(done, elapsed)
 
@@ -153,6 +156,8 @@ def _result(
         loop=loops_ran(outcome.drivers) or None,
         others_after=_others_after(plan, went, m.counters),
         others_last_s=went.get("moved_s"),
+        others_first_s=went.get("first_s"),
+        others_still_s=went.get("still_s"),
     )
     if isinstance(outcome.interruption, KeyboardInterrupt):
         raise RunInterrupted([result], outcome.interruption)
