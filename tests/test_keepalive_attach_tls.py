@@ -18,7 +18,9 @@ from types import SimpleNamespace
 import pytest
 from conftest import OutputReader, assert_one_error_line, run_cli
 from nginx_by_hand import nginx_by_hand
+from test_analysis import sequential
 
+from accept_order.analysis import order
 from accept_order.core.protocol import HTTP
 from accept_order.core.target import ReplyAttribution
 from accept_order.loads.sequential_books import Books
@@ -194,6 +196,7 @@ def test_run_attached_to_a_tls_port_that_closes_says_it_speaks_tls(tls_closing: 
     pid, port = tls_closing
     result = run_cli(["run", "--attach", str(pid), "--port", str(port), "--protocol", "http", "-n", "3"])
     assert "served 0, failed 3" in result.stdout, result.output
+    assert "Verdict: nothing served" in result.stdout, result.output  # one worker: it read 'single worker'
     assert f"accept-order: note: 127.0.0.1:{port} speaks TLS (TLSv1." in result.stderr, result.output
 
 
@@ -233,3 +236,8 @@ def test_burst_and_ramp_at_a_plain_400_say_nothing_of_tls(plain_400: tuple[int, 
     result = run_cli([*command, "--target", f"127.0.0.1:{port}", "--protocol", "http", "--driver-procs", "1"])
     assert result.exit_code == 0, result.output
     assert "speaks TLS" not in result.output, result.output
+
+
+def test_one_worker_that_served_nothing_is_nothing_served() -> None:
+    assert order.verdict(sequential([None, None, None]), 1, "fifo", "why").pattern == "nothing served"
+    assert order.verdict(sequential([0, 0]), 1, "fifo", "why").pattern == "single worker"

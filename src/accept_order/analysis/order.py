@@ -210,10 +210,10 @@ def verdict(
             # The mode's own model is one hypothesis; any other is the best of MODEL_ORDER tried (Bonferroni).
             tried = 1 if best == expected_model else len(MODEL_ORDER)
             chance = min(1.0, tried * chance_of_fit(walked[best][1], fits[best][0]))
-    if workers == 1:
-        pattern = "single worker"
-    elif not sequence:
+    if not sequence:  # before one worker: an attached TLS port's three resets read 'Verdict: single worker'
         pattern = "nothing served"
+    elif workers == 1:
+        pattern = "single worker"
     elif expected_model == Model.HASH:
         pattern, chance, seen = hash_pattern(counts)
         # The hash never looks at which workers are idle: an idle order that fits, fits by chance, and is
