@@ -111,6 +111,25 @@ def listening_unix_paths(pid: int) -> set[str]:
     return paths
 
 
+def listener_holders(pids: list[str], port: int) -> list[str]:
+    """Those of `pids` with the port's TCP listener in their fd table: a child forked by h2o holds it until it
+    closes what it inherited (or execs), so a look before then finds it among the holders."""
+    listening = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[3] == "0A" and int(fields[1].split(":")[1], 16) == port:
+            listening.add(f"socket:[{fields[9]}]")
+    held = []
+    for pid in pids:
+        try:
+            links = {str(fd.readlink()) for fd in Path(f"/proc/{pid}/fd").iterdir()}
+        except OSError:
+            continue  # gone, or exec'd meanwhile
+        if links & listening:
+            held.append(pid)
+    return held
+
+
 @pytest.mark.skipif(not (shutil.which("h2o") and shutil.which("openssl")), reason="needs Debian's h2o and openssl")
 def test_h2o_with_tls_is_read_as_its_threads_not_fd_pass(tmp_path: Path, free_port: int) -> None:
     subprocess.run(
@@ -125,9 +144,12 @@ def test_h2o_with_tls_is_read_as_its_threads_not_fd_pass(tmp_path: Path, free_po
     try:
         children = wait_for(
             lambda: Path(f"/proc/{h2o.pid}/task/{h2o.pid}/children").read_text().split() if h2o.poll() is None else [],
-            lambda c: h2o.poll() is not None or any(listening_unix_paths(int(p)) for p in c),
+            lambda c: (
+                h2o.poll() is not None
+                or (any(listening_unix_paths(int(p)) for p in c) and not listener_holders(c, free_port))
+            ),
             30,
-            "h2o's neverbleed child listening on its Unix socket",
+            "h2o's neverbleed child listening on its Unix socket, and no child holding h2o's TCP listener",
         )
         assert h2o.poll() is None
         helper = next(int(p) for p in children if listening_unix_paths(int(p)))
