@@ -29,6 +29,7 @@ from click.testing import CliRunner, Result
 
 from accept_order.cli.app import main
 from accept_order.core.protocol import parse_reply
+from accept_order.loads.hosts import gateways
 
 CHILD_GRACE_S = 3.0
 
@@ -232,6 +233,16 @@ def has_children() -> bool:
     except ChildProcessError:
         return False
     return True
+
+
+@pytest.fixture(autouse=True)
+def sources_read_as_a_new_command_would() -> None:
+    """Each test's client hosts are compared with this checkout as it is now, as a command started now would read it:
+    gateways.own_sources is read once a process, and a pytest worker runs many commands over minutes. Read by an
+    earlier test, before another change to core/ or loads/ in a shared checkout, it refused every later client host
+    (a popen of this checkout, read fresh) as 'from other sources than this one's (loads/ differ ...)', before a
+    ramp's first step: no step measured, no file (the suite at load 4-7, twice)."""
+    gateways.own_sources.cache_clear()
 
 
 @pytest.fixture(autouse=True)
