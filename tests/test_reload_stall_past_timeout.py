@@ -104,3 +104,14 @@ def test_repeat_counts_the_stall_against_the_promise_and_says_the_served_queues(
         "had not moved at a look 203 ms after it and first moved by a look 303 ms after it" in out
     )
     assert "epoll kill: a kill left" not in out
+
+
+def test_a_timeout_under_the_looks_apart_names_no_stall(tmp_path: Path) -> None:
+    """--timeout 50ms, epoll (load 14): the first look after the going, 101 ms after it, already saw the others
+    accept, so the looks cannot tell whether 58 timed out in a stall or a served queue: neither is said."""
+    doc = json.loads((DATA / "reload_epoll_kill_timeout_under_a_look.json").read_text())
+    (run,) = doc["runs"]
+    assert run["others_still_s"] is None and run["others_first_s"] - run["at_s"] - run["gone_s"] > 0.05
+    out = _said(doc, tmp_path)
+    assert "lost 64: not what the kernel promises" in out
+    assert "past the clients' --timeout" not in out and "served queue" not in out

@@ -199,22 +199,22 @@ def stalled_after_kill(run: ReloadRun) -> str | None:
     """A kill after which the others took the queue it left only past the clients' --timeout (their own counts, read
     at looks 0.1 s apart): 'reload --modes io-uring --how kill -w 3 -c 32 --work 1ms --timeout 150ms' timed out all
     32 clients in 2 of 4 runs, which b323155 called 'timed out in a served queue' (the others accepted 528 after it,
-    once the clients' new connections woke them). io_uring's lost wakeup is named beside it for io-uring alone."""
+    once the clients' new connections woke them). Said only where a look after the going found they had accepted
+    none: with none between it and their first move (a --timeout under the looks' 0.1 s, or a late look on a busy
+    machine), the looks cannot tell a stall. io_uring's lost wakeup is named beside it for io-uring alone."""
     timed_out = run.errors.get(TIMEOUT, 0)
     if run.how != "kill" or run.queue != "shared" or run.passes or not timed_out or not run.stalled_past_timeout:
         return None
     first, still = run.since_gone(run.others_first_s), run.since_gone(run.others_still_s)
+    if first is None or still is None:
+        return None
     who = "the other worker's" if len(run.served) == 2 else "the other workers'"
-    at = duration_us((first or 0) * 1e6)
-    seen = f"had not moved at a look {duration_us(still * 1e6)} after it and " if still is not None else ""
-    unserved = "may have waited unserved until those timed out"
-    if still is not None:
-        unserved = f"waited unserved at least {duration_us(still * 1e6)}, and may have until those timed out"
+    none, moved = duration_us(still * 1e6), duration_us(first * 1e6)
     said = (
-        f"{run_name(run)}: {timed_out} timed out, and after worker {run.worker} was gone {who} own count {seen}first "
-        f"moved by a look {at} after it, past the clients' --timeout ({duration_us(run.load.timeout_s * 1e6)}): the "
-        f"queue the kill left {unserved}; served per worker "
-        f"{'/'.join(map(str, run.served))}"
+        f"{run_name(run)}: {timed_out} timed out, and after worker {run.worker} was gone {who} own count had not "
+        f"moved at a look {none} after it and first moved by a look {moved} after it, past the clients' --timeout "
+        f"({duration_us(run.load.timeout_s * 1e6)}): the queue the kill left waited unserved at least {none}, and "
+        f"may have until those timed out; served per worker {'/'.join(map(str, run.served))}"
     )
     if run.server.mode == "io-uring":
         said += f". {LOST_WAKEUP}: here a client's own, once its --timeout ran out"
