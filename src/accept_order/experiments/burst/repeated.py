@@ -30,6 +30,7 @@ from ...render.text import duration_us, plural
 from ..generator_pace import GENERATOR_PACED, GIVE_IT, OWN_CPUS, paced_said
 from ..own_settings import caps_said
 from ..repeat.kinds import Document, Repeated, Rounds, by_variant, each
+from .report import outgrows_a_ring, split_of
 from .result import BURST_RUN, BurstCell, BurstRun
 
 LEGEND = (
@@ -178,6 +179,20 @@ def _drops(label: str, clients: int, runs: Sequence[BurstRun]) -> str | None:
     return said
 
 
+def _ring_splits(label: str, clients: int, runs: Sequence[BurstRun]) -> str | None:
+    """How often a burst larger than a ring holds stayed with one worker and how often it was handed on (io-uring):
+    the one run's note (report.py) says one burst is one of both outcomes and sends here for how often each, which
+    this report did not say ('burst --modes io-uring -w 2 --clients 500 --repeat 3' read only its times)."""
+    cells = [c for r in runs if outgrows_a_ring(r, clients) and (c := _cell(r, clients)) is not None]
+    if not cells:
+        return None
+    kept = sum(1 for c in cells if sum(1 for n in (c.connections or c.served) if n) <= 1)
+    return (
+        f"  {label}, {clients}: one worker took every connection in {kept} of {plural(len(cells), 'run')}, handed on "
+        f"in {len(cells) - kept} (accepted per worker: {', '.join(split_of(c) for c in cells)})"
+    )
+
+
 def _seconds(values: list[float]) -> str:
     """Median (range) in seconds, or in milliseconds when every value is under a second."""
     spread = Spread.of(values)
@@ -226,6 +241,7 @@ def report(rounds: Rounds) -> list[RenderableType]:
         for n in counts
         if (line := _drops(label, n, runs))
     ]
+    parts += [Text(line) for label, runs in variants.items() for n in counts if (line := _ring_splits(label, n, runs))]
     for label, runs in variants.items():
         for n in counts:
             errors: dict[str, int] = {}

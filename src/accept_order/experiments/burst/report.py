@@ -106,16 +106,27 @@ def _details(run: BurstRun) -> list[Text]:
     return lines + ([witness] if witness is not None else []) + shortage_lines(list(run.shortages))
 
 
+def outgrows_a_ring(run: BurstRun, clients: int) -> bool:
+    """A burst larger than a ring holds, in a mode whose first armed worker takes every connection (io-uring), with
+    another worker to hand on to: whether it is handed on is a race (servers/modes/io_uring.py)."""
+    info = known_mode(run.server.kind, run.server.mode)
+    first = info is not None and info.discipline == "first"
+    return first and clients > ACCEPT_COMPLETIONS + 1 and run.server.workers >= 2
+
+
+def split_of(cell: BurstCell) -> str:
+    """The connections each worker accepted (over kept connections `served` counts requests): '291/209'."""
+    return "/".join(map(str, cell.connections or cell.served))
+
+
 def _ring_note(run: BurstRun) -> str | None:
     """Beside bursts larger than a ring holds, in a mode whose first armed worker takes every connection (io-uring):
     whether one is handed on is a race (servers/modes/io_uring.py), so the split of one burst is one of two outcomes.
     Six bursts of 500 at 2 workers read 500/0 twice and 181/319 to 387/113 otherwise (load 6)."""
-    info = known_mode(run.server.kind, run.server.mode)
-    big = [c for c in run.cells if c.clients > ACCEPT_COMPLETIONS + 1]
-    if info is None or info.discipline != "first" or not big or run.server.workers < 2:
+    big = [c for c in run.cells if outgrows_a_ring(run, c.clients)]
+    if not big:
         return None
-    # the connections each worker accepted (over kept connections `served` counts requests)
-    splits = ", ".join(f"{c.clients}: {'/'.join(map(str, c.connections or c.served))}" for c in big)
+    splits = ", ".join(f"{c.clients}: {split_of(c)}" for c in big)
     past = ACCEPT_COMPLETIONS + 1
     return (
         f"  {run.server.label} ({splits}): the first armed worker's ring takes every connection until {past} wait "
