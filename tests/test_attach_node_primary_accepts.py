@@ -14,23 +14,21 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
-import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
-from conftest import KEPT_BY_FIXTURES, wait_for
+from conftest import wait_for
+from node_clusters import kept_node_cluster
 from test_attach import accept_order
 
 from accept_order.experiments.observe.run import observe
 from accept_order.probes.listeners import listening_sockets
 from accept_order.probes.owner import socket_holders
-from accept_order.servers.launched.node import node_binary, node_missing
+from accept_order.servers.launched.node import node_missing
 
 if node_missing():
     pytest.skip(f"node: {node_missing()}", allow_module_level=True)
@@ -65,28 +63,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, int
     reading the log from where it stood when the test began (logged_since); a cluster's start (a primary and 2
     workers, ~0.25 CPU-s) was a third of a test's CPU."""
     folder = tmp_path_factory.mktemp("node")
-    script, ready, log = folder / "cluster.js", folder / "ready", folder / "requests.log"
-    script.write_text(SCRIPT)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
-    proc = subprocess.Popen(
-        [node_binary(), str(script), str(port), str(log), str(ready)],
-        start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    kept = {proc.pid}
-    KEPT_BY_FIXTURES.add(proc.pid)  # alive between this module's tests on purpose, as are its workers below
-    try:
-        wait_for(lambda: ready.exists() and ready.read_text(), bool, TIMEOUT_S, "the cluster's workers to listen")
-        kept.update(child.pid for child in psutil.Process(proc.pid).children(recursive=True))
-        KEPT_BY_FIXTURES.update(kept)
-        yield port, proc.pid, log
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)  # its workers are in its session: none outlives the module
-        proc.wait()
-        KEPT_BY_FIXTURES.difference_update(kept)
+    log = folder / "requests.log"
+    with kept_node_cluster(SCRIPT, folder, [str(log)], TIMEOUT_S) as (port, primary):
+        yield port, primary, log
 
 
 def logged_since(log: Path, before: int) -> list[str]:

@@ -7,25 +7,28 @@ listener) reads as before. Checked against the workers' own count of their open 
 
 from __future__ import annotations
 
+import contextlib
 import os
-import signal
 import socket
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
-from conftest import KEPT_BY_FIXTURES, wait_for
+from conftest import wait_for
+from node_clusters import kept_node_cluster
 from test_bpftrace_ignores_sigint import WATCHED, fake_bpftrace
 
 from accept_order.experiments.observe.run import observe
 from accept_order.experiments.observe.server import find_server
-from accept_order.servers.launched.node import node_binary, node_missing
+from accept_order.servers.launched.node import node_missing
 
 if node_missing():
     pytest.skip(f"node: {node_missing()}", allow_module_level=True)
 
+TESTS = Path(__file__).resolve().parent
 WORKERS = 3
 KEPT = 6  # connections the test holds open, as wrk -c6 did
 
@@ -56,29 +59,8 @@ def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     """A Node cluster of 3 workers on a free port under the policy asked for: (port, the primary's pid). One a policy
     for the module: its tests only look at it (find_server, observe) and the one that connects closes what it opened,
     so none disturbs the next; a cluster's start (a primary and 3 workers, ~0.3 CPU-s) is most of a test's CPU."""
-    folder = tmp_path_factory.mktemp("node")
-    script, ready = folder / "cluster.js", folder / "ready"
-    script.write_text(SCRIPT)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
-    proc = subprocess.Popen(
-        [node_binary(), str(script), str(port), request.param, str(ready)],
-        start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    kept = {proc.pid}
-    KEPT_BY_FIXTURES.add(proc.pid)  # alive between this module's tests on purpose, as are its workers below
-    try:
-        wait_for(lambda: ready.exists() and ready.read_text(), bool, 30, "the cluster's workers to listen")
-        kept.update(child.pid for child in psutil.Process(proc.pid).children(recursive=True))
-        KEPT_BY_FIXTURES.update(kept)
-        yield port, proc.pid
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)  # its workers are in its session: none outlives the module
-        proc.wait()
-        KEPT_BY_FIXTURES.difference_update(kept)
+    with kept_node_cluster(SCRIPT, tmp_path_factory.mktemp("node"), [request.param], 30) as (port, primary):
+        yield port, primary
 
 
 def ask(conn: socket.socket) -> tuple[int, int]:
@@ -152,3 +134,36 @@ def test_an_acceptor_count_that_is_a_reading_says_so(
     assert f"pid {primary} accepts each connection" in result.source and "it accepted 7 while" in result.source
     said = f"pid {primary}'s count of its accepts: bpftrace did not run its END block within 5 s of SIGINT (it was "
     assert any(note.startswith(f"{said}killed): the counts are its last periodic reading") for note in result.notes)
+
+
+def test_a_kept_cluster_dies_with_the_process_that_started_it(tmp_path: Path) -> None:
+    """The module's cluster outlives each test on purpose, not pytest: a process that starts one as the fixture does
+    (node_clusters.started_node_cluster) is SIGKILLed, as a pytest killed outright is, and the primary and its workers
+    end with it (they stayed, holding their port, before PR_SET_PDEATHSIG)."""
+    script, ready = tmp_path / "cluster.js", tmp_path / "ready"
+    script.write_text(SCRIPT)
+    starter = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); "
+         "from node_clusters import started_node_cluster; "
+         "print(started_node_cluster(Path(sys.argv[2]), 0, ['SCHED_RR'], Path(sys.argv[3])).pid, flush=True); "
+         "sys.stdin.read()", str(TESTS), str(script), str(ready)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    cluster: list[psutil.Process] = []
+    try:
+        assert starter.stdout is not None
+        primary = psutil.Process(int(starter.stdout.readline()))
+        wait_for(lambda: ready.exists() and ready.read_text(), bool, 30, "the cluster's workers to listen")
+        cluster = [primary, *primary.children()]
+        assert len(cluster) == 1 + WORKERS
+        starter.kill()
+        starter.wait(30)
+        wait_for(lambda: [p.pid for p in cluster if p.is_running()], lambda left: not left, 30, "the cluster to end")
+    finally:
+        starter.kill()
+        starter.wait(30)
+        for proc in cluster:  # not our descendants once the starter is gone: the no-child check would not see them
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
