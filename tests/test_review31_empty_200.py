@@ -41,6 +41,10 @@ def test_an_empty_200_is_named_so() -> None:
     assert HTTP_KEEPALIVE.complaint(EMPTY) == "bad reply (a 200 with an empty body)"  # the kept connections' loop
     page = b"HTTP/1.1 200 OK\r\n\r\nhello\n"  # a body, naming no worker: what --target's replies must do
     assert HTTP.complaint(page) == "bad reply (a 200 whose body names no worker of this server)"
+    chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"  # its last chunk alone: empty
+    assert HTTP_KEEPALIVE.complaint(chunked) == "bad reply (a 200 with an empty body)"
+    cut = b"HTTP/1.1 200 OK\r\nX-Long: " + b"a" * 5000  # a head cut off by the bytes read: its body is not known
+    assert HTTP.complaint(cut) == "bad reply (a 200 whose body names no worker of this server)"
 
 
 @pytest.fixture

@@ -136,7 +136,7 @@ class HttpProtocol(ClientProtocol):
         code = status[1].decode("ascii", "replace")[:3]
         if code != "200":
             return f"{BAD_REPLY} (HTTP {code if code.isdigit() else '?'})"
-        if not self.body(reply):  # nginx's 'return 200;': an attached server needs a body, not a worker's name
+        if b"\r\n\r\n" in reply and not self.body(reply):  # nginx's 'return 200;' (a body is all attaching needs)
             return EMPTY_200
         return f"{BAD_REPLY} (a 200 whose body names no worker of this server)"
 
