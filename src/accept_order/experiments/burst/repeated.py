@@ -155,9 +155,10 @@ def _others_dropped(rounds: Rounds, winner: str, clients: int) -> str:
     held = sum(1 for row in won if any(_retried(_cell(r, clients)) for r in row if _name(r) != winner))
     if not held:
         return ""
-    which = f"each of the {held}" if held == len(won) else f"{held} of the {len(won)}"
+    which = f"each of the {held} runs" if held == len(won) else f"{held} of the {len(won)} runs"
+    which = "the one run" if len(won) == 1 else which  # not 'each of the 1 runs'
     return (
-        f"; in {which} runs it was fastest, another mode's listeners dropped handshake packets and its time held the "
+        f"; in {which} it was fastest, another mode's listeners dropped handshake packets and its time held the "
         "1 s a client waits to send a dropped SYN again (lines below)"
     )
 
