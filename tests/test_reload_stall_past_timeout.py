@@ -5,7 +5,8 @@ a new connection arrives, and in a closed loop whose clients all wait in it that
 
 b323155 read only whether the others accepted any after the kill, so 'reload --modes io-uring --how kill -w 3 -c 32
 --work 1ms --duration 2s --timeout 150ms' read 'lost 64: 32 timed out in a served queue' (no promise broken) in 2 of 4
-runs, every client timed out once, the others accepting 528 and 695 after (epoll in the same runs: no timeout; load 3).
+runs, every client timed out once, the others accepting 528 and 695 after (epoll in the same runs: 1 timeout in one;
+load 3).
 The stalled file here is such a run's, with bpftrace the witness (io_uring_complete per worker, signal_generate of the
 SIGKILL): worker 1's first completion 219 ms after the SIGKILL, the run's looks none at 100 ms after the going and a
 count moved by 201 ms (load 6.6). The served file is b323155's command run again (load 7.4): the others' count moved

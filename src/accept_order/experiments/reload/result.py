@@ -143,8 +143,8 @@ class ReloadRun(CountedTotals):
         """The others were first seen accepting after the going only at a look past the clients' --timeout: the
         connections queued at the kill may have timed out in a queue nobody served (io_uring's lost wakeup on a killed
         ring, ended by the clients' own new connections after their timeout: 'reload --modes io-uring --how kill -w 3
-        -c 32 --work 1ms --timeout 150ms' timed out all 32 in 2 of 4 runs, epoll none, load 3). The looks are 0.1 s
-        apart (a late one on a busy machine too): a --timeout under that is never found served in time, so the
+        -c 32 --work 1ms --timeout 150ms' timed out all 32 in 2 of 4 runs, epoll 1 in 1 of 4, load 3). The looks are
+        0.1 s apart (a late one on a busy machine too): a --timeout under that is never found served in time, so the
         timeouts are not called a served queue's; how long the stall lasted is said by the looks either side."""
         first = self.since_gone(self.others_first_s)
         return first is not None and first > self.load.timeout_s
