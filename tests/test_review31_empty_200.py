@@ -19,9 +19,10 @@ from accept_order.core.protocol import HTTP, HTTP_KEEPALIVE
 TIMEOUT_S = 20.0
 EMPTY = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 
-# A server of its own process (latency --attach wants a pid holding the listener): an empty 200 to every request
-SERVER = f"""
-import socket
+# A server of its own process (latency --attach wants a pid holding the listener): one reply to every request
+SERVER = """
+import socket, sys
+reply = sys.argv[1].encode().decode("unicode_escape").encode("latin-1")
 listener = socket.create_server(("127.0.0.1", 0), backlog=64)
 print("port", listener.getsockname()[1], flush=True)
 while True:
@@ -30,7 +31,7 @@ while True:
         conn.settimeout(5)
         try:
             conn.recv(4096)
-            conn.sendall({EMPTY!r})
+            conn.sendall(reply)
         except OSError:
             pass
 """
@@ -47,10 +48,10 @@ def test_an_empty_200_is_named_so() -> None:
     assert HTTP.complaint(cut) == "bad reply (a 200 whose body names no worker of this server)"
 
 
-@pytest.fixture
-def empty_200() -> Iterator[tuple[int, int]]:
-    """(pid, port) of a process answering an empty 200 to everything, until the test ends."""
-    proc = subprocess.Popen([sys.executable, "-c", SERVER], stdout=subprocess.PIPE, text=True, bufsize=1)
+def answering(reply: bytes) -> Iterator[tuple[int, int]]:
+    """(pid, port) of a process answering `reply` to everything, until the test ends."""
+    argv = [sys.executable, "-c", SERVER, reply.decode("latin-1").encode("unicode_escape").decode()]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, bufsize=1)
     try:
         assert proc.stdout is not None
         port = int(OutputReader(proc.stdout).wait_for(r"port (\d+)\n", TIMEOUT_S).group(1))
@@ -62,6 +63,16 @@ def empty_200() -> Iterator[tuple[int, int]]:
         proc.stdout.close()
 
 
+@pytest.fixture
+def empty_200() -> Iterator[tuple[int, int]]:
+    yield from answering(EMPTY)
+
+
+@pytest.fixture
+def moved() -> Iterator[tuple[int, int]]:
+    yield from answering(b"HTTP/1.1 301 Moved Permanently\r\nLocation: /x\r\nContent-Length: 0\r\n\r\n")
+
+
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("bpftrace") is None, reason="needs root and bpftrace")
 def test_attach_says_slash_must_answer_with_a_body(empty_200: tuple[int, int]) -> None:
     pid, port = empty_200
@@ -70,3 +81,12 @@ def test_attach_says_slash_must_answer_with_a_body(empty_200: tuple[int, int]) -
         run_cli([*args, "--driver-procs", "1"]), 1, "served nothing: 20 × bad reply (a 200 with an empty body)"
     )
     assert "answered 'GET /' with a 200 and an empty body" in line and "names no worker" not in line, line
+
+
+@pytest.mark.parametrize(("server", "said"), [("empty_200", "a 200 with an empty body"), ("moved", "HTTP 301")])
+def test_target_says_what_slash_must_answer(request: pytest.FixtureRequest, server: str, said: str) -> None:
+    """--target at nginx's 'return 301' said '50 × bad reply (HTTP 301)' and nothing of what to do."""
+    _, port = request.getfixturevalue(server)
+    args = ["latency", "--target", f"127.0.0.1:{port}", "--protocol", "http", "-n", "20", "-c", "2"]
+    line = assert_one_error_line(run_cli([*args, "--driver-procs", "1"]), 1, f"served nothing: 20 × bad reply ({said})")
+    assert "--target counts a connection as served on a 200 whose body reads 'worker PID'" in line, line

@@ -187,8 +187,13 @@ def served_something(results: Sequence[Any]) -> None:
             continue
         statuses = r.errors and all(name.startswith(f"{BAD_REPLY} (HTTP ") for name in r.errors)
         blank = r.errors and set(r.errors) == {EMPTY_200}  # nginx's 'return 200;', read 'names no worker'
-        if (statuses or blank) and not known_by_replies(r.server):  # an attached Apache's 404 (--target's says more)
-            how = "with a status other than 200" if statuses else "with a 200 and an empty body"
+        how = "with a status other than 200" if statuses else "with a 200 and an empty body"
+        if (statuses or blank) and known_by_replies(r.server):  # nginx's 301 at --target said no more than its name
+            said.append(
+                f"the server answered 'GET /' {how}: --target counts a connection as served on a 200 whose body "
+                "reads 'worker PID' or 'worker N pid PID' (as accept-order serve answers)"
+            )
+        elif statuses or blank:  # an attached Apache's 404 of '/'
             said.append(
                 f"the server answered 'GET /' {how}: a connection counts as served on a 200 only, with a body, so "
                 "--port must be where '/' answers 200 with a body (nginx: location = / { return 200 \"ok\\n\"; })"
