@@ -18,6 +18,8 @@ from pathlib import Path
 from conftest import run_cli
 
 from accept_order.analysis.queueing import Arrivals, Service, simulate
+from accept_order.experiments.latency.model_report import FIRST_NOTE
+from accept_order.servers.modes import MODES
 
 DATA = Path(__file__).parent / "data"
 RACE = "a race the machine decides: one burst's split is one of both outcomes"
@@ -59,7 +61,8 @@ def test_the_burst_report_says_what_decides_the_split(tmp_path: Path) -> None:
     out = _shown(tmp_path)
     assert (
         "io-uring (500: 387/113): the first armed worker's ring takes every connection until 129 wait in it unreaped; "
-        "only connections arriving after that go to the next worker" in out
+        "the connections queued then wake nobody, and only one arriving after that wakes the next worker, whose "
+        "accept takes them too (with none arriving, they wait for the first to reap and arm again)" in out
     )
     assert RACE in out
 
@@ -75,3 +78,11 @@ def test_over_kept_connections_the_note_splits_connections_not_requests() -> Non
     requests they carried (1000/0), which the served counts are then."""
     out = " ".join(run_cli(["show", str(DATA / "burst_io_uring_kept.json")], 1000).stdout.split())
     assert "io-uring (200: 200/0): the first armed worker's ring" in out
+
+
+def test_what_the_model_does_with_the_queued_ones_is_what_is_said() -> None:
+    """The connections queued when a ring filled wake nobody, and the next arrival's wakeup has the next worker's accept
+    take them too (io_uring's accept goes on while the socket holds more; queueing.py's `first` does the same). The
+    mode's why, the latency model's note and the burst note said they waited for the first worker to arm again."""
+    assert "that wakeup's accept, or the first's arming again, takes them" in FIRST_NOTE
+    assert "one arriving after that wakes the next armed worker, whose accept takes them too" in MODES["io-uring"].why

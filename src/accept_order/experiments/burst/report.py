@@ -130,8 +130,9 @@ def _ring_note(run: BurstRun) -> str | None:
     past = ACCEPT_COMPLETIONS + 1
     return (
         f"  {run.server.label} ({splits}): the first armed worker's ring takes every connection until {past} wait "
-        "in it unreaped; only connections arriving after that go to the next worker (those queued with it wait for "
-        f"the first to reap and arm again). So a burst is handed on only where that worker fell {past} behind while "
+        "in it unreaped; the connections queued then wake nobody, and only one arriving after that wakes the next "
+        "worker, whose accept takes them too (with none arriving, they wait for the first to reap and arm again). "
+        f"So a burst is handed on only where that worker fell {past} behind while "
         "connections still arrived, a race the machine decides: one burst's split is one of both outcomes (--repeat "
         "shows how often each)"
     )

@@ -40,7 +40,8 @@ PINNED_NOTE = "; pinned = each request queued at the worker that holds its conne
 # said only beside a model that queues at the first worker alone (io-uring), so other runs' notes stay as they were
 FIRST_NOTE = (
     "; first = every connection queued at the first armed worker, idle or busy, until its ring's completions are "
-    "full: then those arriving after at the next (those arriving with it wait for it to arm again)"
+    "full: then at the next, woken by the next connection to arrive (those that arrived with the one that filled it "
+    "wake nobody: that wakeup's accept, or the first's arming again, takes them)"
 )
 REACH_NOTE = "the workers the client's CPUs reach, a listener per CPU, are the model's"
 WORKING_NOTE = "no worker's served count is known: those that used CPU are the model's, the others served none"

@@ -14,9 +14,11 @@ behalf and queues the completions). Workers arm in index order, so worker 0 take
 completions are full: the connection that finds them full ends its accept (it rides on the last completion),
 the next armed worker is first, and worker 0 arms again, last, when it reaps (2 workers, --work 500us: 3000/0 at
 127 connections in flight, 1513/1487 at 140, at most 129 per wakeup). Only a connection that arrives after that
-wakes the next worker: those already queued with it wait for worker 0 to reap and arm again, its new accept taking
-them at once. So a burst of 500 splits only where 129 pile up in worker 0's ring before it reaps while more are still
-arriving: 500/0, 345/155, 500/0, 181/319, 387/113 and 291/209 in six bursts here (2 workers, no --work, load 6).
+wakes the next worker: those already queued with it wake nobody, and wait for that arrival, whose wakeup has the next
+worker's accept take them too (it accepts until the queue is empty), or for worker 0 to reap and arm again, its new
+accept taking them at once. So a burst of 500 splits only where 129 pile up in worker 0's ring before it reaps while
+more are still arriving: 500/0, 345/155, 500/0, 181/319, 387/113 and 291/209 in six bursts here (2 workers, no
+--work, load 6).
 """
 
 from __future__ import annotations
@@ -135,8 +137,9 @@ class IoUringMode(Mode):
         "each worker's ring arms one multishot accept, which waits on the socket as an exclusive waiter and "
         "keeps its place in the wait queue while armed: the first worker to arm keeps taking every connection "
         "(the kernel accepts for it even while it is busy and queues the completions, until its ring's "
-        f"{ACCEPT_COMPLETIONS} are full: that ends its accept, and a connection arriving after that wakes the next "
-        "armed worker, while those queued with it wait for the first to reap and arm again)"
+        f"{ACCEPT_COMPLETIONS} are full: that ends its accept; the connections queued then wake nobody, and one "
+        "arriving after that wakes the next armed worker, whose accept takes them too, else the first takes them "
+        "when it reaps and arms again)"
     )
     model = Model.FIRST_REGISTERED
     # Under load too: worker 0's ring takes every connection while it is busy, until its completions are full
