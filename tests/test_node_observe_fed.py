@@ -11,14 +11,14 @@ import contextlib
 import os
 import socket
 import subprocess
-import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
 from conftest import wait_for
-from node_clusters import kept_node_cluster
+from node_clusters import kept_node_cluster, started_node_cluster
 from test_bpftrace_ignores_sigint import WATCHED, fake_bpftrace
 
 from accept_order.experiments.observe.run import observe
@@ -28,7 +28,6 @@ from accept_order.servers.launched.node import node_missing
 if node_missing():
     pytest.skip(f"node: {node_missing()}", allow_module_level=True)
 
-TESTS = Path(__file__).resolve().parent
 WORKERS = 3
 KEPT = 6  # connections the test holds open, as wrk -c6 did
 
@@ -136,34 +135,51 @@ def test_an_acceptor_count_that_is_a_reading_says_so(
     assert any(note.startswith(f"{said}killed): the counts are its last periodic reading") for note in result.notes)
 
 
-def test_a_kept_cluster_dies_with_the_process_that_started_it(tmp_path: Path) -> None:
-    """The module's cluster outlives each test on purpose, not pytest: a process that starts one as the fixture does
-    (node_clusters.started_node_cluster) is SIGKILLed, as a pytest killed outright is, and the primary and its workers
-    end with it (they stayed, holding their port, before PR_SET_PDEATHSIG)."""
+def test_a_kept_cluster_dies_with_the_thread_that_started_it(tmp_path: Path) -> None:
+    """The module's cluster outlives each test on purpose, but not pytest: a SIGTERM or SIGKILL of pytest runs no
+    teardown, and a cluster started as the fixture starts it (node_clusters.started_node_cluster) stayed, holding its
+    port. Its primary now dies with the thread that started it (PR_SET_PDEATHSIG), as it would with pytest, and its
+    workers with it. A thread that ends, not a process killed: the signal is tied to the thread, and a thread costs
+    nothing to start (a Python process importing the helper was ~0.2 CPU-s)."""
     script, ready = tmp_path / "cluster.js", tmp_path / "ready"
     script.write_text(SCRIPT)
-    starter = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from pathlib import Path; sys.path.insert(0, sys.argv[1]); "
-         "from node_clusters import started_node_cluster; "
-         "print(started_node_cluster(Path(sys.argv[2]), 0, ['SCHED_RR'], Path(sys.argv[3])).pid, flush=True); "
-         "sys.stdin.read()", str(TESTS), str(script), str(ready)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
+    started: list[subprocess.Popen[bytes]] = []
+    counted = threading.Event()  # the starter ends once the cluster's processes are known
+
+    def start() -> None:
+        started.append(started_node_cluster(script, 0, ["SCHED_RR"], ready))
+        counted.wait(60)
+
+    starter = threading.Thread(target=start)
     cluster: list[psutil.Process] = []
     try:
-        assert starter.stdout is not None
-        primary = psutil.Process(int(starter.stdout.readline()))
-        wait_for(lambda: ready.exists() and ready.read_text(), bool, 30, "the cluster's workers to listen")
+        starter.start()
+        wait_for(
+            lambda: (ready.exists() and ready.read_text()) or (started and started[0].poll() is not None),
+            bool,
+            30,
+            "the cluster's workers to listen",
+        )
+        primary = psutil.Process(started[0].pid)
         cluster = [primary, *primary.children()]
-        assert len(cluster) == 1 + WORKERS
-        starter.kill()
-        starter.wait(30)
-        wait_for(lambda: [p.pid for p in cluster if p.is_running()], lambda left: not left, 30, "the cluster to end")
+        assert len(cluster) == 1 + WORKERS, cluster
+        counted.set()
+        starter.join(30)
+        wait_for(lambda: [p.pid for p in cluster if running(p)], lambda left: not left, 30, "the cluster to end")
     finally:
-        starter.kill()
-        starter.wait(30)
-        for proc in cluster:  # not our descendants once the starter is gone: the no-child check would not see them
+        for proc in cluster:  # the workers are not our children: the no-child check would not see them
             with contextlib.suppress(psutil.Error):
                 proc.kill()
+        counted.set()
+        starter.join(30)
+        for proc in started:
+            proc.kill()
+            proc.wait(30)
+
+
+def running(proc: psutil.Process) -> bool:
+    """Alive: not gone and not a zombie (the primary is our child, and a zombie until the no-child check reaps it)."""
+    try:
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
