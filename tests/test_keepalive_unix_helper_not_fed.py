@@ -21,6 +21,8 @@ from accept_order.probes.serving import find_server
 # The parent listens on TCP and holds the other end of one Unix connection to its child, then waits on stdin.
 # 'helper': the child listens on a named Unix socket and the parent connects to it (neverbleed's way);
 # 'socketpair': the two share a socketpair made before the fork (an acceptor's way with its workers).
+# The child's pid is printed once the child has closed what it does not keep (it says so on a pipe): read before,
+# on a busy machine, the child still held the TCP listener, a listener's holder and not fed.
 TREE = r"""
 import os, socket, sys, time
 how, port, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -29,19 +31,27 @@ if how == "socketpair":
     mine, theirs = socket.socketpair()
 else:
     server = socket.socket(socket.AF_UNIX); server.bind(path); server.listen(4)
+ready, said = os.pipe()
 child = os.fork()
 if child == 0:
+    os.close(ready)
     tcp.close()
     if how == "socketpair":
-        mine.close(); theirs.recv(1)
+        mine.close()
+    os.write(said, b"."); os.close(said)
+    if how == "socketpair":
+        theirs.recv(1)
     else:
         conn, _ = server.accept(); conn.recv(1)
     os._exit(0)
+os.close(said)
 if how == "socketpair":
     theirs.close()
 else:
     server.close()
     mine = socket.socket(socket.AF_UNIX); mine.connect(path)
+assert os.read(ready, 1) == b"."
+os.close(ready)
 print(child, flush=True)
 sys.stdin.read()
 """
