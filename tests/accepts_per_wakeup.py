@@ -7,7 +7,6 @@ Imported by name, as conftest's helpers are (tests/ is on sys.path; no test_ pre
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 import shutil
@@ -15,7 +14,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -198,14 +196,23 @@ def counted_uvicorn(tmp_path: Path, loop: str, port: int, queued: int) -> str:
 UVICORN_COUNTED = pytest.mark.xdist_group("uvicorn-counted")
 
 
-@functools.cache
-def counted_uvicorn_once(loop: str, queued: int) -> str:
+# counted_uvicorn_once's measurements in this process, by (loop, queued)
+_UVICORN_COUNTED: dict[tuple[str, int], str] = {}
+
+
+def counted_uvicorn_once(tmp_path_factory: pytest.TempPathFactory, loop: str, queued: int) -> str:
     """counted_uvicorn's output for this loop and queue, measured once a process and handed to every test that asks
     (those marked UVICORN_COUNTED): test_uvicorn_accepts_per_wakeup holds the mode's words to it and
     test_model_own_batch the model's batch, each of the same count. A measurement (uvicorn's start, bpftrace's
-    program loaded, the queue let go) is 0.8-1.3 CPU-s; a failed one is not kept, and the next test measures again."""
-    with tempfile.TemporaryDirectory(prefix="accept-order-uvicorn-counted-") as folder, socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
-        probe.close()  # free again for uvicorn, as the free_port fixture's port is
-        return counted_uvicorn(Path(folder), loop, port, queued)
+    program loaded, the queue let go) is 0.8-1.3 CPU-s; a failed one is not kept, and the next test measures again.
+    Its app is written under pytest's base temp, as tmp_path's are: pytest keeps the last few runs' and removes
+    older ones, where a folder of tempfile's in /tmp stayed for good after a pytest killed outright (SIGKILL, or
+    a SIGTERM, which runs no teardown or finally)."""
+    key = (loop, queued)
+    if key not in _UVICORN_COUNTED:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = int(probe.getsockname()[1])  # the probe closed: free again for uvicorn, as free_port's is
+        folder = tmp_path_factory.mktemp(f"uvicorn-counted-{loop}")
+        _UVICORN_COUNTED[key] = counted_uvicorn(folder, loop, port, queued)
+    return _UVICORN_COUNTED[key]

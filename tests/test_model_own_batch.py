@@ -11,7 +11,9 @@ it (test_uvicorn_accepts_per_wakeup's uvicorn, stopped while connections queue, 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
+import accepts_per_wakeup
 import pytest
 from accepts_per_wakeup import BPFTRACE, UVICORN_COUNTED, counted_uvicorn_once, runs_of
 
@@ -41,12 +43,35 @@ def test_the_model_takes_each_loops_own_batch() -> None:
 @pytest.mark.skipif(os.geteuid() != 0 or BPFTRACE is None, reason="needs root and bpftrace")
 @UVICORN_COUNTED
 @pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
-def test_each_loops_own_batch_is_what_the_kernel_counts(loop: str) -> None:
+def test_each_loops_own_batch_is_what_the_kernel_counts(tmp_path_factory: pytest.TempPathFactory, loop: str) -> None:
     if loop == "uvloop" and uvloop_missing():
         pytest.skip(str(uvloop_missing()))
-    out = counted_uvicorn_once(loop, QUEUED)  # the same count test_uvicorn_accepts_per_wakeup reads
+    out = counted_uvicorn_once(tmp_path_factory, loop, QUEUED)  # the same count test_uvicorn_accepts_per_wakeup reads
     runs = runs_of(out)
     assert sum(k * v for k, v in runs.items()) == QUEUED, out
     own = UVICORN_MODES[loop].own_batch
     # one a wakeup: the model's 1; more than one in some wakeup: the loop takes until EAGAIN, the model's 0
     assert own == (1 if set(runs) == {1} else 0), (own, out)
+
+
+def test_a_count_is_measured_once_in_pytests_temp_and_a_failed_one_again(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """counted_uvicorn_once (what both files' kernel tests read): one measurement a loop, its app under pytest's base
+    temp, which pytest rotates (a tempfile folder in /tmp stayed after a pytest killed outright), and a measurement
+    that failed is made again rather than kept."""
+    folders: list[Path] = []
+
+    def measured(folder: Path, loop: str, port: int, queued: int) -> str:
+        folders.append(folder)
+        if len(folders) == 1:
+            raise RuntimeError("uvicorn did not start")
+        return f"@runs[1]: {queued}"
+
+    monkeypatch.setattr(accepts_per_wakeup, "counted_uvicorn", measured)
+    monkeypatch.setattr(accepts_per_wakeup, "_UVICORN_COUNTED", {})
+    with pytest.raises(RuntimeError):
+        counted_uvicorn_once(tmp_path_factory, "asyncio", QUEUED)
+    outs = [counted_uvicorn_once(tmp_path_factory, "asyncio", QUEUED) for _ in range(2)]
+    assert outs == [f"@runs[1]: {QUEUED}"] * 2 and len(folders) == 2
+    assert all(folder.is_relative_to(tmp_path_factory.getbasetemp()) for folder in folders), folders

@@ -26,10 +26,10 @@ pytestmark = [
 
 @UVICORN_COUNTED
 @pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
-def test_each_loops_words_match_what_the_kernel_counts(loop: str) -> None:
+def test_each_loops_words_match_what_the_kernel_counts(tmp_path_factory: pytest.TempPathFactory, loop: str) -> None:
     if loop == "uvloop" and uvloop_missing():
         pytest.skip(str(uvloop_missing()))
-    out = counted_uvicorn_once(loop, QUEUED)  # the same count test_model_own_batch reads
+    out = counted_uvicorn_once(tmp_path_factory, loop, QUEUED)  # the same count test_model_own_batch reads
     runs, eagain = runs_of(out), eagains_of(out)
     assert sum(k * v for k, v in runs.items()) == QUEUED, out
     why = UVICORN_MODES[loop].why
