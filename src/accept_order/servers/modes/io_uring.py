@@ -16,9 +16,10 @@ the next armed worker is first, and worker 0 arms again, last, when it reaps (2 
 127 connections in flight, 1513/1487 at 140, at most 129 per wakeup). Only a connection that arrives after that
 wakes the next worker: those already queued with it wake nobody, and wait for that arrival, whose wakeup has the next
 worker's accept take them too (it accepts until the queue is empty), or for worker 0 to reap and arm again, its new
-accept taking them at once. So a burst of 500 splits only where 129 pile up in worker 0's ring before it reaps while
-more are still arriving: 500/0, 345/155, 500/0, 181/319, 387/113 and 291/209 in six bursts here (2 workers, no
---work, load 6).
+accept taking them at once (--work 100ms, 140 connections at once: 140/0; with one more 30 ms later, before worker 0
+reaped: 130/11, 3 times of 3, the replies naming the worker). So a burst of 500 splits only where 129 pile up in
+worker 0's ring before it reaps while more are still arriving: 500/0, 345/155, 500/0, 181/319, 387/113 and 291/209
+in six bursts here (2 workers, no --work, load 6).
 """
 
 from __future__ import annotations
