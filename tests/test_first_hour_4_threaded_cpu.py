@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import pytest
 from conftest import KEPT_BY_FIXTURES
+from kept_readings import Taken, taken
 
 from accept_order.core.processes import process_usage
 from accept_order.experiments.observe.sampling import Usage, usage_of
@@ -42,12 +43,12 @@ sys.stdin.readline()
 @dataclass
 class Spun:
     """Around the worker's one spin: two latency --attach readers (each test's own, read in the test) made before
-    it, and observe's readings before and after it."""
+    it, and observe's readings before and after it; each kept with what it raised, for its own test to raise."""
 
-    attached: UsageDeltas
-    charged: UsageDeltas
-    observed_before: Usage | None
-    observed_after: Usage | None
+    attached: Taken[UsageDeltas]
+    charged: Taken[UsageDeltas]
+    observed_before: Taken[Usage | None]
+    observed_after: Taken[Usage | None]
 
 
 @pytest.fixture(scope="module")
@@ -59,11 +60,11 @@ def spun() -> Iterator[Spun]:
     KEPT_BY_FIXTURES.add(proc.pid)  # alive between this module's tests on purpose
     try:
         assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
-        attached, charged = UsageDeltas([proc.pid]), UsageDeltas([proc.pid])
-        reader = WorkerUsage()
-        before = usage_of(Unit(proc.pid), reader)
+        attached, charged = taken(lambda: UsageDeltas([proc.pid])), taken(lambda: UsageDeltas([proc.pid]))
+        reader = taken(WorkerUsage)
+        before = taken(lambda: usage_of(Unit(proc.pid), reader.get()))
         _spin(proc)
-        yield Spun(attached, charged, before, usage_of(Unit(proc.pid), reader))
+        yield Spun(attached, charged, before, taken(lambda: usage_of(Unit(proc.pid), reader.get())))
     finally:
         proc.kill()
         proc.wait(10)
@@ -78,12 +79,12 @@ def _spin(proc: subprocess.Popen[str]) -> None:
 
 
 def test_an_attached_worker_s_cpu_is_every_thread_s(spun: Spun) -> None:
-    cpu_s = spun.attached.counters()[0].cpu_s
+    cpu_s = spun.attached.get().counters()[0].cpu_s
     assert cpu_s is not None and cpu_s >= SPIN_S / 2  # clock ticks: whole ones
 
 
 def test_observe_s_worker_cpu_is_every_thread_s(spun: Spun) -> None:
-    before, after = spun.observed_before, spun.observed_after
+    before, after = spun.observed_before.get(), spun.observed_after.get()
     assert before is not None and after is not None
     assert after.cpu_s - before.cpu_s >= SPIN_S / 2  # clock ticks: whole ones
 
@@ -91,7 +92,7 @@ def test_observe_s_worker_cpu_is_every_thread_s(spun: Spun) -> None:
 def test_a_thread_counted_as_a_worker_is_charged_its_own_cpu_only(spun: Spun) -> None:
     """HAProxy's and h2o's workers are threads: each one's CPU is its own, not its whole process's (which
     /proc/TID/stat of any thread gives)."""
-    assert spun.charged.counters()[0].cpu_s >= SPIN_S / 2  # type: ignore[operator]
+    assert spun.charged.get().counters()[0].cpu_s >= SPIN_S / 2  # type: ignore[operator]
     proc = subprocess.run([sys.executable, "-c", THREADS], capture_output=True, text=True, timeout=60, check=True)
     spinner_cpu, sleeper_cpu = map(float, proc.stdout.split())
     assert spinner_cpu >= SPIN_S / 2 and sleeper_cpu < SPIN_S / 4

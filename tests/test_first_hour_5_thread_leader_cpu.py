@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import pytest
 from conftest import KEPT_BY_FIXTURES
+from kept_readings import Taken, taken
 
 from accept_order.core.processes import thread_workers
 from accept_order.servers.thread_switches import EveryThreadUsage
@@ -45,11 +46,12 @@ sys.stdin.readline()
 
 @dataclass
 class Spun:
-    """The worker (its process, its spinning thread's id) and each reader made before its one spin."""
+    """The worker (its process, its spinning thread's id) and each reader made before its one spin, kept with what
+    it raised, for its own test to raise."""
 
     proc: subprocess.Popen[str]
     spinner: int
-    readers: dict[str, UsageDeltas]
+    readers: dict[str, Taken[UsageDeltas]]
 
 
 @pytest.fixture(scope="module")
@@ -63,9 +65,9 @@ def spun() -> Iterator[Spun]:
         assert proc.stdout is not None
         spinner = int(proc.stdout.readline())
         readers = {
-            "launched": UsageDeltas([proc.pid, spinner]),
-            "attached": EveryThreadUsage([proc.pid, spinner]),
-            "alone": UsageDeltas([proc.pid]),
+            "launched": taken(lambda: UsageDeltas([proc.pid, spinner])),
+            "attached": taken(lambda: EveryThreadUsage([proc.pid, spinner])),
+            "alone": taken(lambda: UsageDeltas([proc.pid])),
         }
         _spin(proc)
         yield Spun(proc, spinner, readers)
@@ -84,13 +86,13 @@ def _spin(proc: subprocess.Popen[str]) -> None:
 
 @pytest.mark.parametrize("kind", ["launched", "attached"])
 def test_the_main_thread_counted_as_a_worker_is_charged_its_own_cpu(spun: Spun, kind: str) -> None:
-    main, other = spun.readers[kind].counters()
+    main, other = spun.readers[kind].get().counters()
     assert other.cpu_s is not None and other.cpu_s >= SPIN_S / 2
     assert main.cpu_s is not None and main.cpu_s < SPIN_S / 4  # the spinner's CPU is not the main thread's
 
 
 def test_a_process_counted_alone_keeps_every_thread_s_cpu(spun: Spun) -> None:
-    cpu_s = spun.readers["alone"].counters()[0].cpu_s
+    cpu_s = spun.readers["alone"].get().counters()[0].cpu_s
     assert cpu_s is not None and cpu_s >= SPIN_S / 2
 
 
