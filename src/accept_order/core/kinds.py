@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .cures import LongLivedCure as LongLivedCure
     from .cures import Measured as Measured
     from .cures import SideBySide as SideBySide
+    from .handoff import HandOffRead
     from .spec import ServerSpec
     from .target import Target
 
@@ -272,10 +273,19 @@ class ServerKind:
         lock set there, not known, leaves busy workers looking like a herd); None: nothing to say."""
         return None
 
-    def handed_on(self, threaded: bool, listeners: int, workers: int) -> str | None:
+    def handed_on(self, threaded: bool, listeners: int, workers: int, read: HandOffRead | None = None) -> str | None:
         """The handoff note where this kind's threads, sharing a listener, hand what they accept on (observe's
-        note and verdict); None where they cannot: processes, or a listener per thread (HAProxy's shards)."""
+        note and verdict); None where they cannot: processes, a listener per thread (HAProxy's shards), or a config
+        read while it ran (`read`, handoff_read's) that turns the hand-off off."""
+        if read is not None and read.hands_on is False:
+            return None
         return self.handoff if threaded and listeners < workers else None
+
+    def handoff_read(self, argv: Sequence[str], pid: int) -> HandOffRead | None:
+        """What a running server of this kind (`pid`, started with `argv`) says in its own config of handing on what
+        its threads accept, which /proc does not show (HAProxy's tune.listener.multi-queue): observe reads it while
+        the server runs, where handed_on says it may hand on, and saves it; None: nothing to read (the default)."""
+        return None
 
     def missing(self) -> str | None:
         """What to install for this kind to run here, or None."""

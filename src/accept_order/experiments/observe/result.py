@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ...core.handoff import HandOffRead
 from ...core.measures import Environment
 from ...results.schema import ListOf, MapOf, SchemaError, child, derive, known
 from ...results.shapes import PORT, SIGNED
@@ -174,6 +175,9 @@ class ObserveResult:
     # the handshake packets the server's own listeners dropped while observed (their sk_drops: `ss -ltm`'s d), where
     # `counters` has every listener's of the namespace; None: not read, or a file from before
     listener_drops: int | None = None
+    # what the server's own config said, read while it ran, of handing the connections its threads accept on to
+    # other threads (HAProxy's tune.listener.multi-queue: handoff.py); None: nothing to read, or a file from before
+    handoff: HandOffRead | None = None
 
     @property
     def name(self) -> str:
@@ -205,7 +209,7 @@ class ObserveResult:
         data["workers"] = [asdict(w) for w in self.workers]
         data["intervals"] = [{**asdict(i), **{k: list(getattr(i, k)) for k in _TUPLES}} for i in self.intervals]
         data["notes"] = list(self.notes)
-        for name in ("recognised", "process_segments_in", "process_connections"):
+        for name in ("recognised", "process_segments_in", "process_connections", "handoff"):
             if data[name] is None:
                 del data[name]  # saved as before the field where it says nothing
         return data
@@ -215,13 +219,14 @@ class ObserveResult:
         from ...results.typed import build
 
         result = build(cls, dict(data))  # the whole document checked against its shape (OBSERVE_SHAPE)
-        mechanism, environment = data.get("mechanism"), data.get("environment")
+        mechanism, environment, handoff = data.get("mechanism"), data.get("environment"), data.get("handoff")
         return dataclasses.replace(
             result,
             workers=tuple(build(ObservedWorker, w) for w in data["workers"]),
             intervals=tuple(build(ObserveInterval, i) for i in data["intervals"]),
             mechanism=None if mechanism is None else build(ObservedMechanism, mechanism),  # its lists become tuples
             environment=None if environment is None else build(Environment, environment),
+            handoff=None if handoff is None else build(HandOffRead, handoff),
         )
 
 

@@ -15,17 +15,20 @@ result so far, are observer.py's Observer.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from contextlib import ExitStack
 
 from ...core.errors import PlanError
+from ...core.handoff import HandOffRead
 from ...core.signals import deferred, holding, keep
 from ...core.spec import MAX_DURATION_S, check_range
 from ...probes.serving import check_pid
 from ...servers.registry import recognise
 from ...servers.watched import gone
 from ..session import RunInterrupted
+from .handoff import read_handoff
 from .observer import INTERVAL_S, Observer, Snapshot
 from .result import ObserveResult
 from .server import every_worker_exited, find_server
@@ -44,6 +47,7 @@ def observe(
     SIGTERM: RunInterrupted with the result so far. NotServing when nothing serves there."""
     check(pid, port, duration_s, interval_s)
     watched = find_server(pid, port)
+    handoff = read_handoff(watched)  # its config, read while the server runs: saved with the result
     with ExitStack() as stack:
         observer = Observer(watched, trace, duration_s, interval_s)
         stack.callback(observer.close)
@@ -56,10 +60,10 @@ def observe(
             if not observer.started:  # stopped before anything was measured: nothing to keep
                 raise
             with deferred():
-                result = _finish(observer, interrupted=True)
+                result = _finish(observer, handoff, interrupted=True)
             raise RunInterrupted([result], cause) from None
         with holding() as hold:  # the window is over: a signal now must not lose what was observed
-            result = _finish(observer)
+            result = _finish(observer, handoff)
         if (late := hold.taken()) is not None:
             raise RunInterrupted([result], late)
         keep()  # on to its file: held until it is saved
@@ -121,8 +125,9 @@ def _loop(observer: Observer, on_snapshot: Snapshot | None, until: threading.Eve
             time.sleep(wait)
 
 
-def _finish(observer: Observer, interrupted: bool = False) -> ObserveResult:
-    """The last interval, with the exact totals bpftrace prints as it stops."""
+def _finish(observer: Observer, handoff: HandOffRead | None, interrupted: bool = False) -> ObserveResult:
+    """The last interval, with the exact totals bpftrace prints as it stops, and `handoff`: what the server's
+    config said of handing on (handoff.py)."""
     notes: list[str] = []
     totals = None
     for watch in (observer.watch, observer.acceptor_watch):
@@ -151,8 +156,9 @@ def _finish(observer: Observer, interrupted: bool = False) -> ObserveResult:
         observer.mechanism = observer.reading.answer()
     watched = observer.watched
     kind = recognise(watched.program, ())
-    if kind is not None and (handoff := kind.handed_on(watched.threaded, len(watched.listeners), len(watched.units))):
-        notes.append(handoff)
+    threads = (watched.threaded, len(watched.listeners), len(watched.units))
+    if kind is not None and (note := kind.handed_on(*threads, handoff)):
+        notes.append(note)
     for index, after in sorted(observer.exited.items()):
         unit = watched.units[index]
         notes.append(
@@ -164,4 +170,4 @@ def _finish(observer: Observer, interrupted: bool = False) -> ObserveResult:
         notes.append(every_worker_exited(observer.watched.master))
     if observer.watched.master is not None and gone(observer.watched.master):
         notes.append(f"the master (pid {observer.watched.master}) exited while it was observed")
-    return observer.result(interrupted, tuple(notes))
+    return dataclasses.replace(observer.result(interrupted, tuple(notes)), handoff=handoff)

@@ -10,6 +10,7 @@ from math import ceil
 from ...analysis.fairness import jain_index, max_min_share
 from ...core.models import Mechanism
 from ...render.text import plural
+from .handoff import handed_on, handoff_line
 from .judged import MANY, UNEVEN, even_split, in_shares, part_said
 from .load_verdict import load
 from .result import ObserveResult
@@ -270,28 +271,10 @@ def queue(result: ObserveResult) -> str:
     return said if idle else f"{said}: the workers kept up"
 
 
-def handed_on(result: ObserveResult) -> bool:
-    """Its threads hand each connection they accept to another thread's queue (HAProxy's multi-queue, over one
-    listener shared by its threads): a thread's accepts are not the connections it serves."""
-    from ...servers.registry import recognise
-
-    kind = recognise(result.program, ())
-    return kind is not None and kind.handed_on(result.threaded, result.listeners, len(result.workers)) is not None
-
-
 def verdict(result: ObserveResult) -> list[str]:
     lines = [headline(result)]
-    if handed_on(result) and any(result.counts or ()):
-        # HAProxy 2.6, 4 threads, wrk -c8: one thread accepted all 8, and each thread read from 2 of them
-        # (bpftrace: recvfrom by thread and fd); the headline's shares are the accepts' only. With
-        # 'tune.listener.multi-queue off' in its config (which /proc does not show) the thread that accepted 8 of 9
-        # read from those 8: the hand-off is the default, not a fact this run saw
-        lines.append(
-            "these are the threads' accepts, not necessarily the connections each serves: HAProxy hands each "
-            "accepted connection to the less loaded of two threads unless its config turns "
-            "tune.listener.multi-queue off (not visible in /proc), and which thread serves it is not counted here "
-            "(the load is per process: see the note)"
-        )
+    if (line := handoff_line(result)) is not None:
+        lines.append(line)
     if (line := fairness(result)) is not None:
         lines.append(line)
     lines += load(result)

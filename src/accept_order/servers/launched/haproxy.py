@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     import psutil
 
     from ...core.cures import LongLivedCure
+    from ...core.handoff import HandOffRead
     from ...core.target import Target
     from .haproxy_threads import ThreadAttribution
     from .log_receiver import LogReceiver
@@ -310,8 +311,8 @@ class HaproxyKind(ServerKind):
     sleeps = "each worker thread itself"  # a worker that is a process (haproxy's nbproc): its main thread
     handoff = (
         "HAProxy hands each connection it accepts to the less loaded of two threads (tune.listener.multi-queue, "
-        "unless its config turns it off, which /proc does not show: inspect reads it there): the thread that accepts "
-        "is not always the one that serves"
+        "unless its config turns it off, which /proc does not show: inspect and observe read it there, and the "
+        "verdict says what they read): the thread that accepts is not always the one that serves"
     )
     summary = "Debian's HAProxy with threads as its workers, launched from a generated config"
     witness = HaproxyServer.witness_source
@@ -369,6 +370,12 @@ class HaproxyKind(ServerKind):
         from .haproxy_config import read_settings, why_said  # here: `modes` and `inspect` import every kind
 
         return why_said(mode.why, read_settings(pid, argv))
+
+    def handoff_read(self, argv: Sequence[str], pid: int) -> HandOffRead:
+        """Its config's tune.listener.multi-queue and nbthread, read as why_of reads them (haproxy_config.py)."""
+        from .haproxy_config import handoff_read, read_settings
+
+        return handoff_read(read_settings(pid, argv))
 
     def missing(self) -> str | None:
         return haproxy_missing()

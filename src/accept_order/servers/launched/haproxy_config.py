@@ -21,6 +21,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+from ...core.handoff import HandOffRead
 from ...probes.process_files import (
     Started,
     TooLarge,
@@ -337,8 +338,8 @@ def why_said(why: str, settings: Settings) -> str:
     where no file could be read; a file not read, or a setting not decided, said."""
     herd = why.split("; ", 1)[0]
     files = ", ".join(settings.read)
-    unread = ", ".join(f"{name} ({reason})" for name, reason in settings.unread)
     if not settings.read:
+        unread = ", ".join(f"{name} ({reason})" for name, reason in settings.unread)
         return f"{why} (HAProxy's defaults: its config could not be read here: {unread or 'none was named'})"
     if settings.nbthread == 1:
         said = f"{herd}; its config ({files}) sets nbthread 1: one thread accepts and serves every connection"
@@ -351,16 +352,41 @@ def why_said(why: str, settings: Settings) -> str:
         how = "turns it on" if settings.multi_queue else "leaves it at HAProxy's default, on"
         threads = f", sets nbthread {settings.nbthread}" if settings.nbthread else ""
         said = f"{why} (its config, {files}{threads}, {how})"
+    return "; ".join([said, *doubts(settings)])
+
+
+def doubts(settings: Settings) -> list[str]:
+    """What the reading could not settle, a clause each: a setting not decided, a file not read, a file changed
+    after the newest of its processes started."""
+    said = []
     for key, reason in settings.unknown:
         before = settings.multi_queue if key == MULTI_QUEUE else settings.nbthread
-        # what was said above is the setting before this one where there is one, not HAProxy's default
+        # what was said is the setting before this one where there is one, not HAProxy's default
         taken = "HAProxy's default" if before is None else "the one before it, which this may override"
-        said += f"; its {key} {reason}: taken as {taken}"
-    if unread:
-        said += f"; not read here, so a setting there is not seen: {unread}"
+        said.append(f"its {key} {reason}: taken as {taken}")
+    if settings.read and settings.unread:
+        unread = ", ".join(f"{name} ({reason})" for name, reason in settings.unread)
+        said.append(f"not read here, so a setting there is not seen: {unread}")
     if settings.changed:
-        said += (
-            f"; changed after the newest of its processes started, so what it runs may differ until it is reloaded: "
+        said.append(
+            f"changed after the newest of its processes started, so what it runs may differ until it is reloaded: "
             f"{', '.join(settings.changed)}"
         )
     return said
+
+
+def handoff_read(settings: Settings) -> HandOffRead:
+    """What the config read says of handing on (observe's verdict): off where it turns multi-queue off or runs one
+    thread, on where it leaves it on, not known where no file could be read."""
+    files = ", ".join(settings.read)
+    if not settings.read:
+        unread = ", ".join(f"{name} ({reason})" for name, reason in settings.unread) or "none was named"
+        return HandOffRead(None, f"its config could not be read here: {unread}", tuple(doubts(settings)))
+    if settings.nbthread == 1:
+        said, on = f"its config ({files}) sets nbthread 1: one thread accepts and serves every connection", False
+    elif settings.multi_queue is False:
+        said, on = f"its config ({files}) turns {MULTI_QUEUE} off", False
+    else:
+        how = f"turns {MULTI_QUEUE} on" if settings.multi_queue else f"leaves {MULTI_QUEUE} at HAProxy's default, on"
+        said, on = f"its config ({files}) {how}", True
+    return HandOffRead(on, said, tuple(doubts(settings)))
