@@ -76,12 +76,12 @@ class DropsReading(NamedTuple):
     namespace: int | None
 
 
-def drops_reading(port: int, host: str | None, pids: Sequence[int] = ()) -> DropsReading | None:
-    """The handshake packets dropped so far by the listeners on `port` that connections to `host` go to
-    (serving_on), summed: the server's own count, where ListenOverflows is every listener's of the namespace.
-    Asked in the network namespace `pids` (the server's processes) live in, ours without them: an attached server in
-    a namespace of its own listens there, and a listener on the same port in ours is another program's. None where
-    netlink cannot say, no such listener, the pids are in two namespaces, or theirs cannot be read (another user's
+def drops_reading(port: int, host: str | frozenset[int] | None, pids: Sequence[int] = ()) -> DropsReading | None:
+    """The handshake packets dropped so far by the listeners on `port` that connections to `host` go to (serving_on), or
+    of these inodes (observe's), summed: the server's own count, where ListenOverflows is every listener's of the
+    namespace. Asked in the network namespace `pids` (the server's processes) live in, ours without them: an attached
+    server in a namespace of its own listens there, and a listener on the same port in ours is another program's. None
+    where netlink cannot say, no such listener, the pids are in two namespaces, or theirs cannot be read (another user's
     process: /proc/PID/ns/net needs ptrace access) or entered (setns needs CAP_SYS_ADMIN)."""
     _check_port(port)
     ours = _netns("self")
@@ -98,7 +98,7 @@ def drops_reading(port: int, host: str | None, pids: Sequence[int] = ()) -> Drop
     return _drops_here(port, host)
 
 
-def listener_drops(port: int, host: str | None, pids: Sequence[int] = ()) -> int | None:
+def listener_drops(port: int, host: str | frozenset[int] | None, pids: Sequence[int] = ()) -> int | None:
     """drops_reading's sk_drops alone: what `ss -ltm` shows as d, summed."""
     return None if (reading := drops_reading(port, host, pids)) is None else reading.listeners
 
@@ -119,7 +119,7 @@ def dropped_between(before: int | DropsReading | None, after: int | DropsReading
     return dropped
 
 
-def _drops_here(port: int, host: str | None) -> DropsReading | None:
+def _drops_here(port: int, host: str | frozenset[int] | None) -> DropsReading | None:
     """drops_reading asked in this thread's network namespace."""
     found: list[tuple[ListenerRow, int]] = []
     try:
@@ -133,7 +133,9 @@ def _drops_here(port: int, host: str | None) -> DropsReading | None:
                         found.append((row, drops))
     except OSError:
         return None
-    chosen = {r.inode for r in serving_on([r for r, _ in found], host)}
+    rows = [r for r, _ in found]  # inodes: another program's listener on the port (another address) left out
+    mine = [r for r in rows if r.inode in host] if isinstance(host, frozenset) else serving_on(rows, host)
+    chosen = {r.inode for r in mine}
     return DropsReading(sum(d for r, d in found if r.inode in chosen), _listen_drops_here()) if chosen else None
 
 
@@ -163,9 +165,8 @@ def _dump_listeners(sock: socket.socket, family: int, port: int | None, seq: int
 
 
 def netlink_listeners(port: int) -> list[ListenerRow]:
-    """Listening TCP sockets on ``port`` (IPv4 and IPv6) via NETLINK_SOCK_DIAG.
-
-    Raises OSError if netlink is unavailable (not Linux, sandboxed, old kernel)."""
+    """Listening TCP sockets on ``port`` (IPv4 and IPv6) via NETLINK_SOCK_DIAG. Raises OSError if netlink is
+    unavailable (not Linux, sandboxed, old kernel)."""
     _check_port(port)
     return _netlink_dump(port)
 

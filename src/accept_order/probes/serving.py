@@ -194,6 +194,8 @@ def find_server(pid: int | None = None, port: int | None = None, tables: FdTable
     holders = {p: frozenset(i) for p, i in socket_holders({row.inode for row in rows}, tables=tables).items()}
     if not holders:
         raise NotServing(_unheld(rows, anchor))
+    if pid is not None:
+        holders, rows = _this_server(holders, rows, held)
     anchor = next(iter(holders)) if pid is None else anchor
     peers = _peers(anchor)
     infos = {p: info for p in holders if (info := process_info(p)) is not None}
@@ -202,6 +204,23 @@ def find_server(pid: int | None = None, port: int | None = None, tables: FdTable
     infos.update(_unreadable_parents(infos, tables))
     hidden = tuple(sorted(p for p in infos if not tables.readable(p)))
     return Server(_tree_order(infos), tuple(rows), holders, frozenset(fed), peers, hidden)
+
+
+def _this_server(
+    holders: dict[int, frozenset[int]], rows: list[ListenerRow], held: set[int]
+) -> tuple[dict[int, frozenset[int]], list[ListenerRow]]:
+    """The holders of the pid's listeners (`held`) and their parents, children and siblings (not init's: every
+    orphan's), with the listeners they hold: another program on the same port and another address is no part of the
+    server (a python3 on 127.0.0.2:18341 beside nginx's 127.0.0.1:18341 named inspect's server 'python3', and its
+    listen queue read by observe as nginx's: 'connections waited and none was taken' of an idle nginx). A listener
+    no readable process holds stays, as it was."""
+    core = {p for p, inodes in holders.items() if inodes & held}
+    parents = {p: info.ppid if (info := process_info(p)) else 0 for p in holders}
+    family = core | {parents[p] for p in core} | {p for p in holders if parents[p] in core - {INIT}}
+    siblings = {parents[p] for p in core} - {0, INIT}
+    kept = {p: inodes for p, inodes in holders.items() if p in family or parents[p] in siblings}
+    theirs = set().union(*holders.values()) - set().union(*kept.values())
+    return kept, [row for row in rows if row.inode not in theirs]
 
 
 def _held_by_relatives(start: ProcessInfo, group: list[ListenerRow], tables: FdTables) -> set[int]:

@@ -263,7 +263,8 @@ class Observer:
     def _own_drops(self) -> int | None:
         """The handshake packets the server's own listeners have dropped so far (their sk_drops, as `ss -ltm` shows
         it), every port's summed: ListenOverflows counts every listener of the namespace. None where one is unread."""
-        drops = [listener_drops(port, None, (self.watched.netns_pid,)) for port in self.watched.ports]
+        own = self.watched.inodes  # not another program's on the port and another address: its d16 read as theirs
+        drops = [listener_drops(port, own, (self.watched.netns_pid,)) for port in self.watched.ports]
         return None if None in drops else sum(d or 0 for d in drops)
 
     def watch_source(self) -> str:
