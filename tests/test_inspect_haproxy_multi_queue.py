@@ -71,11 +71,11 @@ def ask(port: int) -> int:
         connection.close()
 
 
-def answering(pid: int, port: int, threads: int, alive: Callable[[], bool]) -> None:
-    """Wait until HAProxy `pid` answers on `port` with all its threads there."""
+def answering(pid: int, port: int, threads: int, alive: Callable[[], bool], said: Callable[[], str] = str) -> None:
+    """Wait until HAProxy `pid` answers on `port` with all its threads there; `said()`: what it wrote, if it exited."""
     deadline = time.monotonic() + START_TIMEOUT_S
     while True:
-        assert alive(), f"HAProxy {pid} exited"
+        assert alive(), f"HAProxy {pid} exited: {said()}"
         try:
             ask(port)
             if len(os.listdir(f"/proc/{pid}/task")) == threads:
@@ -108,7 +108,7 @@ def haproxy(
         ["haproxy", "-db", "-f", str(config_path)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
     )
     try:
-        answering(process.pid, port, threads, lambda: process.poll() is None)
+        answering(process.pid, port, threads, lambda: process.poll() is None, lambda: _said(process))
         yield process
     finally:
         # its external checks too, which would outlive it: stopped first, it starts no other meanwhile
@@ -121,6 +121,18 @@ def haproxy(
                 child.kill()
         process.kill()
         process.wait(10)
+
+
+def _said(process: subprocess.Popen[bytes]) -> str:
+    """The end of what an exited HAProxy wrote on stderr (its alerts: why it stopped), without waiting for the pipe's
+    end: an external check it forked may still hold it."""
+    assert process.stderr is not None
+    os.set_blocking(process.stderr.fileno(), False)
+    try:
+        written = process.stderr.read() or b""
+    except BlockingIOError:
+        written = b""
+    return written.decode(errors="replace")[-800:] or "(nothing on its stderr)"
 
 
 def why(process: subprocess.Popen[bytes]) -> str:
