@@ -49,13 +49,14 @@ http {{
 """
 
 # A process of its own (--attach wants a pid): TLS on a port, closing any connection whose handshake fails, as
-# h2o and HAProxy do with a plain request (here a reset: the request is left unread); or plain, answering 400 to
-# everything (a server refusing '/').
+# h2o and HAProxy do with a plain request (here a reset: the request is left unread); or plain, answering 400 (or
+# 404) to everything (a server refusing '/'), and printing each request's first word ('not HTTP': a ClientHello).
 SERVER = r"""
 import socket, ssl, sys
 listener = socket.create_server(("127.0.0.1", 0), backlog=64)
 context = None
-if sys.argv[1] != "plain":
+status = {"plain": b"400 Bad Request", "404": b"404 Not Found"}.get(sys.argv[1])
+if status is None:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(sys.argv[1], sys.argv[2])
 print("port", listener.getsockname()[1], flush=True)
@@ -64,8 +65,9 @@ while True:
     try:
         conn.settimeout(5)
         if context is None:
-            conn.recv(4096)
-            conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            word = conn.recv(4096).split(b" ", 1)[0]
+            print("request", word.decode() if word.isalpha() else "not HTTP", flush=True)
+            conn.sendall(b"HTTP/1.1 " + status + b"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
         else:
             context.wrap_socket(conn, server_side=True).close()
     except (OSError, ssl.SSLError):
@@ -85,17 +87,23 @@ def certificate(folder: Path) -> tuple[Path, Path]:
     return cert, key
 
 
-def serving(*args: str) -> Iterator[tuple[int, int]]:
+def served_with_output(*args: str) -> Iterator[tuple[int, int, OutputReader]]:
     proc = subprocess.Popen([sys.executable, "-c", SERVER, *args], stdout=subprocess.PIPE, text=True, bufsize=1)
     try:
         assert proc.stdout is not None
-        port = int(OutputReader(proc.stdout).wait_for(r"port (\d+)\n", TIMEOUT_S).group(1))
-        yield proc.pid, port
+        output = OutputReader(proc.stdout)
+        port = int(output.wait_for(r"port (\d+)\n", TIMEOUT_S).group(1))
+        yield proc.pid, port, output
     finally:
         proc.kill()
         proc.wait(10)
         assert proc.stdout is not None
         proc.stdout.close()
+
+
+def serving(*args: str) -> Iterator[tuple[int, int]]:
+    for pid, port, _ in served_with_output(*args):
+        yield pid, port
 
 
 @pytest.fixture
@@ -241,3 +249,16 @@ def test_burst_and_ramp_at_a_plain_400_say_nothing_of_tls(plain_400: tuple[int, 
 def test_one_worker_that_served_nothing_is_nothing_served() -> None:
     assert order.verdict(sequential([None, None, None]), 1, "fifo", "why").pattern == "nothing served"
     assert order.verdict(sequential([0, 0]), 1, "fifo", "why").pattern == "single worker"
+
+
+def test_a_plain_404_is_not_asked_for_a_handshake() -> None:
+    """The handshake is a connection the server sees: a burst at a plain nginx whose '/' answers 404 put a 400 of
+    the probe's ClientHello in its access log (51 lines for 50 connections). No TLS port answers plain HTTP 404."""
+    for _, port, output in served_with_output("404"):
+        result = run_cli(["burst", "--clients", "6", "--target", f"127.0.0.1:{port}", "--protocol", "http"])
+        assert result.exit_code == 0, result.output
+        with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT_S) as marker:  # served after all before it
+            marker.sendall(b"MARK /\r\n\r\n")
+            output.wait_for(r"request MARK\n", TIMEOUT_S)
+        assert "bad reply (HTTP 404) 6" in result.stdout, result.output
+        assert "request not HTTP" not in output.text, output.text  # the witness: no ClientHello came

@@ -48,12 +48,13 @@ def line_client_unanswered(server: ServerSpec, failures: Iterable[str]) -> bool:
 
 def tls_spoken(server: ServerSpec, failures: Iterable[str]) -> TlsSpoken | None:
     """What a server this tool did not start, driven with --protocol http, speaks where it failed every
-    connection as a TLS server fails plain HTTP (an error status, a close, a reset) and its port completes a
-    TLS handshake; None otherwise (asked only then: a handshake may take up to HANDSHAKE_S)."""
+    connection as a TLS server fails plain HTTP (a 400, a close, a reset) and its port completes a TLS
+    handshake; None otherwise (asked only then: a handshake may take up to HANDSHAKE_S). The handshake is a
+    connection the server sees: a plain nginx logs its ClientHello as a 400, so a server whose '/' answers
+    404 or 403, which no TLS port answers plain HTTP with (nginx, Caddy, Apache: 400), is not asked."""
     kind = KINDS.get(server.kind)
     failed = set(failures)
-    plain = {NO_REPLY, "ECONNRESET", "EPIPE"}
-    as_tls = bool(failed) and all(name in plain or name.startswith(f"{BAD_REPLY} (HTTP 4") for name in failed)
+    as_tls = bool(failed) and failed <= {NO_REPLY, "ECONNRESET", "EPIPE", f"{BAD_REPLY} (HTTP 400)"}
     if (kind is not None and kind.launched) or server.protocol != "http" or not as_tls:
         return None
     from ..probes.tls_hello import speaks_tls  # ssl: only where a run served nothing (start-up stays as it was)
@@ -65,9 +66,9 @@ def tls_note(server: ServerSpec, spoken: TlsSpoken) -> str:
     """The sentence for a TLS port: what it speaks, and the plain listener the load needs."""
     return (
         f"{server.host}:{server.port} speaks {spoken.said}, and the load speaks plain HTTP/1.1 only: give the "
-        "server a plain-HTTP listener beside it (nginx: 'listen 127.0.0.1:8080;' in the same server block; the "
-        "same workers accept on both) and --port that one (the same accept mechanism; the TLS handshakes and "
-        "HTTP/2's streams over one connection are not measured)"
+        "server a plain-HTTP listener beside it (nginx: 'listen 127.0.0.1:8080;' in the same server block, with "
+        "the TLS listen's reuseport if it has one; the same workers accept on both) and --port that one (the same "
+        "accept mechanism; the TLS handshakes and HTTP/2's streams over one connection are not measured)"
     )
 
 
