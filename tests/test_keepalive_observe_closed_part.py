@@ -36,3 +36,25 @@ def test_closes_shared_alike_add_nothing() -> None:
     )
     line = next(line for line in said if line.startswith("worker 0 held 8 of the 16 connections seen"))
     assert line.endswith("(idler, or slower clients, or a worker answering each more slowly as it holds more)"), line
+
+
+def test_the_others_connections_closing_is_said_of_the_worker_that_carried_more() -> None:
+    """nginx, two h2loads of 6 connections (TLS, HTTP/2): the one on workers 0-2 ended 3.5 s into a 7 s window while
+    the other's 6 on worker 3 went on (ss -tanp: 6 left, all worker 3's; h2load: 181,721 and 327,810 requests)."""
+    said = with_held(
+        [0, 0, 0, 6], accepts=[0, 0, 0, 0], seen=[3, 1, 2, 6], bytes_in=[554_300, 416_100, 603_800, 4_800_000]
+    )
+    line = next(line for line in said if line.startswith("worker 3 held 6 of the 12 connections seen"))
+    assert line.endswith(
+        "(6 of the others' 6 closed while observed, carrying bytes for part of the window only; or busier, or "
+        "faster clients)"
+    ), line
+
+
+def test_the_others_closing_no_more_than_its_own_adds_nothing() -> None:
+    """Half of each side's connections closed: the closes do not tell them apart."""
+    said = with_held(
+        [1, 1, 1, 3], accepts=[0, 0, 0, 0], seen=[2, 2, 2, 6], bytes_in=[300_000, 300_000, 300_000, 4_800_000]
+    )
+    line = next(line for line in said if line.startswith("worker 3 held 6 of the 12 connections seen"))
+    assert line.endswith("(busier, or faster clients)"), line

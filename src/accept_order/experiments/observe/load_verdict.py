@@ -130,7 +130,8 @@ def _shares(result: ObserveResult, held: list[int], received: list[int], seen: l
             f"{said}: on average each of its connections carried less than the others' ({_gone(held, seen, top)}{why})"
         )
     why = "busier, or faster clients" + (", or a worker answering each sooner as it holds fewer" if roomy else "")
-    return f"{said}: on average each of its connections carried more than the others' ({why})"
+    gone = _gone_others(held, seen, top)
+    return f"{said}: on average each of its connections carried more than the others' ({gone}{why})"
 
 
 def _gone(held: list[int], seen: list[int], top: int) -> str:
@@ -141,6 +142,18 @@ def _gone(held: list[int], seen: list[int], top: int) -> str:
     if closed <= 0 or closed * others <= (others - (sum(held) - held[top])) * seen[top]:
         return ""  # its share of closed connections is no larger than the others'
     return f"{closed} of its {seen[top]} closed while observed, carrying bytes for part of the window only; or "
+
+
+def _gone_others(held: list[int], seen: list[int], top: int) -> str:
+    """The same cause seen from the worker whose connections carried more: the others' closed while observed,
+    more of theirs than of its own (nginx, two h2loads of 6: the one on workers 0-2 ended 3.5 s into a 7 s
+    window, the other's 6 on worker 3 went on; 'worker 3 ... received 75% of the bytes: ... carried more than
+    the others' (busier, or faster clients)', of clients alike but for their end)."""
+    others = sum(seen) - seen[top]
+    closed = others - (sum(held) - held[top])
+    if closed <= 0 or closed * seen[top] <= (seen[top] - held[top]) * others:
+        return ""  # the others' share of closed connections is no larger than its own
+    return f"{closed} of the others' {others} closed while observed, carrying bytes for part of the window only; or "
 
 
 def _accepts(result: ObserveResult, seen: list[int]) -> list[str]:
