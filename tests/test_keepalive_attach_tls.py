@@ -23,8 +23,9 @@ from test_analysis import sequential
 from accept_order.analysis import order
 from accept_order.core.protocol import HTTP
 from accept_order.core.target import ReplyAttribution
+from accept_order.experiments.target_unanswered import tls_note
 from accept_order.loads.sequential_books import Books
-from accept_order.probes.tls_hello import speaks_tls
+from accept_order.probes.tls_hello import TlsSpoken, speaks_tls
 
 TIMEOUT_S = 20.0
 PID = os.getpid()  # a worker's pid for the attribution: no reply here names it
@@ -262,3 +263,10 @@ def test_a_plain_404_is_not_asked_for_a_handshake() -> None:
             output.wait_for(r"request MARK\n", TIMEOUT_S)
         assert "bad reply (HTTP 404) 6" in result.stdout, result.output
         assert "request not HTTP" not in output.text, output.text  # the witness: no ClientHello came
+
+
+def test_an_ipv6_port_is_named_as_target_takes_it() -> None:
+    """'burst --target [::1]:18643' at nginx's 'listen [::1]:18643 ssl http2' read '::1:18643 speaks TLS'."""
+    server = SimpleNamespace(host="::1", port=18643)
+    note = tls_note(server, TlsSpoken("TLSv1.2", "h2"))  # type: ignore[arg-type]
+    assert note.startswith("[::1]:18643 speaks TLS (TLSv1.2, ALPN h2: HTTP/2)"), note

@@ -65,11 +65,16 @@ def tls_spoken(server: ServerSpec, failures: Iterable[str]) -> TlsSpoken | None:
 def tls_note(server: ServerSpec, spoken: TlsSpoken) -> str:
     """The sentence for a TLS port: what it speaks, and the plain listener the load needs."""
     return (
-        f"{server.host}:{server.port} speaks {spoken.said}, and the load speaks plain HTTP/1.1 only: give the "
+        f"{_at(server)} speaks {spoken.said}, and the load speaks plain HTTP/1.1 only: give the "
         "server a plain-HTTP listener beside it (nginx: 'listen 127.0.0.1:8080;' in the same server block, with "
         "the TLS listen's reuseport if it has one; the same workers accept on both) and --port that one (the same "
         "accept mechanism; the TLS handshakes and HTTP/2's streams over one connection are not measured)"
     )
+
+
+def _at(server: ServerSpec) -> str:
+    """host:port as --target takes it: '[::1]:8443' for an IPv6 address ('::1:8443' reads as one address)."""
+    return f"[{server.host}]:{server.port}" if ":" in server.host else f"{server.host}:{server.port}"
 
 
 def unserved_tls(server: ServerSpec, loads: Iterable[tuple[int, Mapping[str, int]]]) -> str | None:
