@@ -148,7 +148,8 @@ end)
 
 
 def haproxy_binary() -> str:
-    found = shutil.which("haproxy")
+    # Debian installs it in /usr/sbin, which a non-root user's PATH leaves out (as nginx_binary finds nginx)
+    found = shutil.which("haproxy") or ("/usr/sbin/haproxy" if os.access("/usr/sbin/haproxy", os.X_OK) else None)
     if found is None:
         raise ServerUnavailable(f"haproxy is not installed here: install {PACKAGE}")
     return found
