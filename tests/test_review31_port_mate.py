@@ -17,7 +17,7 @@ import sys
 from collections.abc import Iterator
 
 import pytest
-from conftest import OutputReader, wait_for
+from conftest import OutputReader, assert_one_error_line, run_cli, wait_for
 
 from accept_order.probes.listeners import listener_drops
 from accept_order.probes.serving import find_server
@@ -104,3 +104,13 @@ def test_observe_counts_the_drops_of_the_servers_own_listeners(port_mates: tuple
     finally:
         for client in clients:
             client.close()
+
+
+@pytest.mark.parametrize("command", ["inspect", "observe"])
+def test_a_port_two_programs_serve_names_both(port_mates: tuple[int, int, int], command: str) -> None:
+    """--port of it read 'python3, master pid 20674 (nginx's), 4 workers': one line naming both, exit 1."""
+    pid, port, mate = port_mates
+    wait_for(lambda: _listeners_on(port), lambda found: len(found) == 2, TIMEOUT_S, "both listeners")
+    args = [command, "--port", str(port), *(["--duration", "1s", "--no-trace"] if command == "observe" else [])]
+    line = assert_one_error_line(run_cli(args), 1, f"port {port} is served by more than one program: ")
+    assert f"(pid {pid}) on 127.0.0.1:{port}" in line and f"python3 (pid {mate}) on 127.0.0.2:{port}" in line, line

@@ -194,8 +194,10 @@ def find_server(pid: int | None = None, port: int | None = None, tables: FdTable
     holders = {p: frozenset(i) for p, i in socket_holders({row.inode for row in rows}, tables=tables).items()}
     if not holders:
         raise NotServing(_unheld(rows, anchor))
-    if pid is not None:
-        holders, rows = _this_server(holders, rows, held)
+    mine, rows = _this_server(holders, rows, held if pid is not None else set(next(iter(holders.values()))))
+    if pid is None and len(mine) < len(holders):  # --port of two programs read as one: 'python3, master (nginx's)'
+        raise NotServing(f"port {port} is served by more than one program: {_programs(holders, group)}: give the pid")
+    holders = mine
     anchor = next(iter(holders)) if pid is None else anchor
     peers = _peers(anchor)
     infos = {p: info for p in holders if (info := process_info(p)) is not None}
@@ -209,11 +211,9 @@ def find_server(pid: int | None = None, port: int | None = None, tables: FdTable
 def _this_server(
     holders: dict[int, frozenset[int]], rows: list[ListenerRow], held: set[int]
 ) -> tuple[dict[int, frozenset[int]], list[ListenerRow]]:
-    """The holders of the pid's listeners (`held`) and their parents, children and siblings (not init's: every
-    orphan's), with the listeners they hold: another program on the same port and another address is no part of the
-    server (a python3 on 127.0.0.2:18341 beside nginx's 127.0.0.1:18341 named inspect's server 'python3', and its
-    listen queue read by observe as nginx's: 'connections waited and none was taken' of an idle nginx). A listener
-    no readable process holds stays, as it was."""
+    """The holders of `held` and their parents, children and siblings (not init's: every orphan's), with what they
+    hold: another program on the port at another address is none of the server (a python3 beside nginx named it
+    'python3', and its queue read as nginx's: 'connections waited and none was taken'). One no one holds stays."""
     core = {p for p, inodes in holders.items() if inodes & held}
     parents = {p: info.ppid if (info := process_info(p)) else 0 for p in holders}
     family = core | {parents[p] for p in core} | {p for p in holders if parents[p] in core - {INIT}}
@@ -221,6 +221,14 @@ def _this_server(
     kept = {p: inodes for p, inodes in holders.items() if p in family or parents[p] in siblings}
     theirs = set().union(*holders.values()) - set().union(*kept.values())
     return kept, [row for row in rows if row.inode not in theirs]
+
+
+def _programs(holders: dict[int, frozenset[int]], group: list[ListenerRow]) -> str:
+    """`nginx (pid 20674) on 127.0.0.1:18341, python3 (pid 19535) on 127.0.0.2:18341`: each program's first pid."""
+    at = {row.inode: _at(row) for row in group}
+    names = {p: info.name if (info := process_info(p)) else "?" for p in sorted(holders, reverse=True)}  # first wins
+    said = {(n, w): f"{n} (pid {p}) on {w}" for p, n in names.items() for w in {at[i] for i in holders[p] if i in at}}
+    return ", ".join(list(said.values())[:SHOWN]) + (f" and {len(said) - SHOWN} more" if len(said) > SHOWN else "")
 
 
 def _held_by_relatives(start: ProcessInfo, group: list[ListenerRow], tables: FdTables) -> set[int]:
