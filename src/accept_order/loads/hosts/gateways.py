@@ -35,6 +35,7 @@ from ...core.signal_order import start_thread
 from ...core.text import escape_controls as inert
 from ...core.version import VERSION
 from . import remote_side
+from .hello_refusals import not_started, refusal
 
 HELLO_TIMEOUT_S = 60.0  # a slow host importing accept-order for the first time (cold caches)
 CLOSE_TIMEOUT_S = 5.0  # a remote interpreter ends when its channel closes; past this its ssh is killed
@@ -224,9 +225,12 @@ class _Reaching:
         self.gateway: Any = None  # once reached
 
     def fail(self, what: str, exc: BaseException | None = None) -> LoadError:
+        return LoadError(f"{self.name}: {what}" + (f" ({said})" if (said := self.last_words(exc)) else ""))
+
+    def last_words(self, exc: BaseException | None) -> str | None:
         said = self.ssh.last_said(settle=True) or (last_line(exc) if exc is not None else None)
         self.ssh.end_left()
-        return LoadError(f"{self.name}: {what}" + (f" ({said})" if said else ""))
+        return said
 
     def close(self) -> None:
         self.group.terminate(timeout=CLOSE_TIMEOUT_S)  # each remote interpreter exits when its channel closes
@@ -267,13 +271,9 @@ def _greet(reaching: _Reaching, gateway: Any, hosts: ClientHosts, part: str) -> 
         channel = gateway.remote_exec(remote_side)
         hello = channel.receive(timeout=HELLO_TIMEOUT_S)
     except (execnet.RemoteError, execnet.TimeoutError, EOFError, OSError) as exc:
-        python = f"its Python {inert(hosts.python)}" if hosts.python is not None else "its Python"
-        raise reaching.fail(f"{python} did not start or answer", exc) from None
-    if hello[0] == "missing":
-        raise LoadError(
-            f"{reaching.name}: accept-order is not installed for {inert(str(hello[2]))} there "
-            f"({inert(str(hello[1]))}); install accept-order {VERSION} there, or give --client-python"
-        )
+        raise LoadError(f"{reaching.name}: {not_started(hosts.python, reaching.last_words(exc))}") from None
+    if refused := refusal(reaching.name, hello):
+        raise LoadError(refused)
     _, version, python, hostname, _pid = hello[:5]
     if version != VERSION:
         raise LoadError(

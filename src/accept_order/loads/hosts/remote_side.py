@@ -9,7 +9,8 @@ copies of the same code), then takes the part it is asked for: a module of the i
 with a `take_part(channel)` (loads/hosts/load_side.py drives a load; experiments/observe/remote_side.py
 observes a server), named by the coordinator so that this bootstrap imports nothing of the package.
 
-    host -> ("hello", version, python, hostname, pid, boot_id, sources)   (or ("missing", why, python))
+    host -> ("hello", version, python, hostname, pid, boot_id, sources)
+            (or ("missing", why, python), or ("old", its version "3.10.13", python) under MIN_PYTHON)
 
 boot_id is the host's kernel's (/proc/sys/kernel/random/boot_id; "" unread): a client host that shares this
 machine's kernel (a network namespace, a container, localhost) shares its CPUs and its /proc/stat. sources: a
@@ -35,6 +36,10 @@ CLOSED = "closed"  # what a channel's callback gets when the channel ends (execn
 # load step of a kept host too): 75 of the package's 332 files, 0.5 of its 2 MB of sources (every folder took 70-200
 # ms a hello on a busy 2-vCPU machine).
 DIGESTED = ("core", "loads", "loads/hosts", "experiments/observe")
+# pyproject's requires-python, here because this module imports nothing of the package: a host's older Python
+# (execnet runs on 3.8 up) is named with its version, where the import's "No module named" would send its user to
+# install there what pip refuses to install for it
+MIN_PYTHON = (3, 11)
 
 
 def _boot_id() -> str:
@@ -76,6 +81,9 @@ def sources_digests(package: str, folders: tuple[str, ...] | None = None) -> dic
 
 
 def _hello(channel: Any) -> bool:
+    if sys.version_info < MIN_PYTHON:
+        channel.send(("old", ".".join(map(str, sys.version_info[:3])), sys.executable))
+        return False
     try:
         # the package's face, not core.version: __version__ there is what every release has, so another
         # version on the host is named (test_clients_faults' 0.0.1) instead of failing to import
