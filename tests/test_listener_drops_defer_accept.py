@@ -22,7 +22,8 @@ CHILD = """
 import json, socket, sys, time
 sys.path.insert(0, sys.argv[1])
 from dropping_listener import dropped_more, own_drops
-from accept_order.probes.listeners import dropped_between, drops_reading
+from accept_order.probes.listen_drops import dropped_between
+from accept_order.probes.listeners import drops_reading
 
 said = {}
 with socket.socket() as deferring:

@@ -27,7 +27,8 @@ from ..core.cpus import affinity
 from ..core.measures import ListenerRow
 from ..core.processes import process_errors
 from . import netstat
-from .listeners import DropsReading, dropped_between, drops_reading, listening_sockets_of, serving_on
+from .listen_drops import DropsReading, dropped_between
+from .listeners import drops_reading, listening_sockets_of, serving_on
 
 __all__ = ["EvidenceCapture", "PRIVATE_ENV", "PRIVATE_NAMESPACE_NOTE", "netns_privacy"]
 

@@ -14,9 +14,10 @@ import socket
 import struct
 import sys
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from ..core.measures import Family, ListenerRow
+from .listen_drops import DropsReading, defers_accept, namespace_drops
 from .netlink_diag import (
     MSG_HEAD,
     MSG_SIZE,
@@ -28,7 +29,6 @@ from .netlink_diag import (
     diag_request,
     open_diag_socket,
 )
-from .netstat import parse_netstat
 
 if TYPE_CHECKING:
     import ipaddress
@@ -67,22 +67,16 @@ INET_DIAG_SKMEMINFO = 7  # linux/inet_diag.h
 SK_MEMINFO_DROPS = 8
 
 
-class DropsReading(NamedTuple):
-    """The server's listeners' sk_drops summed, and their namespace's ListenDrops read with them (None: unread).
-    sk_drops counts TCP_DEFER_ACCEPT's dropped handshake-ending ACKs too (uWSGI's, Apache's: one a connection);
-    ListenDrops only listen drops (tcp_listendrop, which counts each in sk_drops too): its growth bounds theirs."""
-
-    listeners: int
-    namespace: int | None
-
-
-def drops_reading(port: int, host: str | frozenset[int] | None, pids: Sequence[int] = ()) -> DropsReading | None:
+def drops_reading(
+    port: int, host: str | frozenset[int] | None, pids: Sequence[int] = (), holders: Sequence[int] = ()
+) -> DropsReading | None:
     """The handshake packets dropped so far by the listeners on `port` that connections to `host` go to (serving_on), or
     of these inodes (observe's), summed: the server's own count, where ListenOverflows is every listener's of the
     namespace. Asked in the network namespace `pids` (the server's processes) live in, ours without them: an attached
     server in a namespace of its own listens there, and a listener on the same port in ours is another program's. None
     where netlink cannot say, no such listener, the pids are in two namespaces, or theirs cannot be read (another user's
-    process: /proc/PID/ns/net needs ptrace access) or entered (setns needs CAP_SYS_ADMIN)."""
+    process: /proc/PID/ns/net needs ptrace access) or entered (setns needs CAP_SYS_ADMIN). Whether the listeners defer
+    accept is read from the fd tables of `holders` (else of `pids`, else ours)."""
     _check_port(port)
     ours = _netns("self")
     namespaces = {_netns(pid) for pid in pids}
@@ -92,10 +86,10 @@ def drops_reading(port: int, host: str | frozenset[int] | None, pids: Sequence[i
         from .server_netns import in_namespace_of
 
         try:
-            return in_namespace_of(pids[0], lambda: _drops_here(port, host))
+            return in_namespace_of(pids[0], lambda: _drops_here(port, host, holders or pids))
         except OSError:
             return None
-    return _drops_here(port, host)
+    return _drops_here(port, host, holders or pids)
 
 
 def listener_drops(port: int, host: str | frozenset[int] | None, pids: Sequence[int] = ()) -> int | None:
@@ -103,25 +97,9 @@ def listener_drops(port: int, host: str | frozenset[int] | None, pids: Sequence[
     return None if (reading := drops_reading(port, host, pids)) is None else reading.listeners
 
 
-def dropped_between(before: int | DropsReading | None, after: int | DropsReading | None) -> int | None:
-    """The drops between two readings; None where either is missing or the count went back (a listener closed, or
-    replaced). No more than ListenDrops grew where both have it: a 'ramp --server uwsgi' step of 1,000 connections
-    said 'the server's listeners dropped 1000 handshake packets' (TCP_DEFER_ACCEPT's ACKs) at ListenDrops +0."""
-    if before is None or after is None:
-        return None
-    first, last = (r.listeners if isinstance(r, DropsReading) else r for r in (before, after))
-    if last < first:
-        return None
-    dropped = last - first
-    if isinstance(before, DropsReading) and isinstance(after, DropsReading):
-        if before.namespace is not None and after.namespace is not None and after.namespace >= before.namespace:
-            dropped = min(dropped, after.namespace - before.namespace)
-    return dropped
-
-
-def _drops_here(port: int, host: str | frozenset[int] | None) -> DropsReading | None:
-    """drops_reading asked in this thread's network namespace."""
-    found: list[tuple[ListenerRow, int]] = []
+def _drops_here(port: int, host: str | frozenset[int] | None, holders: Sequence[int]) -> DropsReading | None:
+    """drops_reading asked in this thread's network namespace (its counters read before and after the listeners)."""
+    namespace, found = namespace_drops(), list[tuple[ListenerRow, int]]()
     try:
         with open_diag_socket() as sock:
             for seq, family in enumerate((socket.AF_INET, socket.AF_INET6), start=1):
@@ -136,16 +114,10 @@ def _drops_here(port: int, host: str | frozenset[int] | None) -> DropsReading | 
     rows = [r for r, _ in found]  # inodes: another program's listener on the port (another address) left out
     mine = [r for r in rows if r.inode in host] if isinstance(host, frozenset) else serving_on(rows, host)
     chosen = {r.inode for r in mine}
-    return DropsReading(sum(d for r, d in found if r.inode in chosen), _listen_drops_here()) if chosen else None
-
-
-def _listen_drops_here() -> int | None:
-    """This thread's network namespace's ListenDrops (thread-self: after setns, the server's); None if unread."""
-    try:
-        with open("/proc/thread-self/net/netstat", encoding="ascii") as f:
-            return parse_netstat(f.read()).get("TcpExtListenDrops")
-    except (OSError, ValueError):
+    if not chosen:
         return None
+    dropped, after = sum(d for r, d in found if r.inode in chosen), namespace_drops()
+    return DropsReading(dropped, namespace, after, defers_accept(chosen, holders or (os.getpid(),)))
 
 
 def _drops(attributes: bytes) -> int | None:

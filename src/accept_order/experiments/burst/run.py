@@ -39,7 +39,8 @@ from ...core.spec import (
     sized,
 )
 from ...probes import netstat
-from ...probes.listeners import dropped_between, drops_reading
+from ...probes.listen_drops import dropped_between
+from ...probes.listeners import drops_reading
 from ...servers.registry import elsewhere
 from ..session import Measured, RunInterrupted, RunStopped, as_answered, drive_load, lifecycle, run_each
 from .result import BurstCell, BurstRun

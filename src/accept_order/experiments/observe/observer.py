@@ -8,7 +8,8 @@ from collections.abc import Callable
 
 from ...core import environment
 from ...probes.accept_watch import SOURCE, AcceptWatch, ThreadCounts
-from ...probes.listeners import dropped_between, listener_drops
+from ...probes.listen_drops import DropsReading, dropped_between, summed
+from ...probes.listeners import drops_reading
 from ...probes.server_netns import same_namespace
 from ...probes.serving import process_info
 from ...servers.registry import recognise
@@ -260,12 +261,17 @@ class Observer:
             **self.load.summary(),
         )
 
-    def _own_drops(self) -> int | None:
+    def _own_drops(self) -> DropsReading | None:
         """The handshake packets the server's own listeners have dropped so far (their sk_drops, as `ss -ltm` shows
-        it), every port's summed: ListenOverflows counts every listener of the namespace. None where one is unread."""
+        it, with the namespace's counters that tell a deferred ACK from a listen drop: probes/listen_drops), every
+        port's summed: ListenOverflows counts every listener of the namespace. None where one is unread."""
         own = self.watched.inodes  # not another program's on the port and another address: its d16 read as theirs
-        drops = [listener_drops(port, own, (self.watched.netns_pid,)) for port in self.watched.ports]
-        return None if None in drops else sum(d or 0 for d in drops)
+        holders = (
+            self.watched.netns_pid,
+            *((self.watched.master,) if self.watched.master else ()),
+            *self.watched.workers,
+        )
+        return summed(drops_reading(port, own, (self.watched.netns_pid,), holders) for port in self.watched.ports)
 
     def watch_source(self) -> str:
         if self.watch is not None:

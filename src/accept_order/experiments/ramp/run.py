@@ -33,7 +33,8 @@ from ...core.spec import (
 )
 from ...core.totals import loops_ran
 from ...probes import netstat
-from ...probes.listeners import DropsReading, dropped_between, drops_reading
+from ...probes.listen_drops import DropsReading, dropped_between
+from ...probes.listeners import drops_reading
 from ...probes.sockets import socket_summary
 from ...render.evidence import listener_drops_said, machine_busy
 from ...render.text import plural
