@@ -1,4 +1,5 @@
-"""A client host whose Python is too old for accept-order says so, with its version, in one line.
+"""A client host whose Python is too old for accept-order, or whose ssh session prints before Python, says so in one
+line.
 
 With pyenv's interpreters as --client-python on a namespace cluster, 3.8.18, 3.9.18 and 3.10.13 read 'accept-order is
 not installed for PYTHON there (No module named 'accept_order'); install accept-order 0.2.0 there', which pip refuses
@@ -74,5 +75,23 @@ def test_a_host_whose_python_cannot_parse_the_bootstrap_is_one_line_saying_it_is
         f"accept-order: error: client host c1: its Python {python} could not parse execnet's bootstrap "
         "(SyntaxError: invalid syntax): a Python older than 3.8, and accept-order needs 3.11 or newer: give "
         "--client-python one that is"
+    ), line
+    assert_nothing_left(cluster, str(tmp_path))
+
+
+def test_a_host_whose_session_prints_before_python_is_one_line_not_a_traceback(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """A host whose login shell prints (an account whose shell is nologin: 'This account is currently not
+    available.'; a ~/.bashrc's echo) gave execnet's 'assert s == b"1"' as a traceback; here what runs as its Python
+    prints first, as such a shell does."""
+    python = _wrapper(tmp_path, "chatty-python", f'echo "Welcome to c1"; exec {sys.executable} "$@"')
+    run = start(tmp_path, *load_args(cluster, tmp_path, "c1"), "--client-python", python, *LONG)
+    assert run.wait() == 1
+    [line] = run.error_lines()
+    assert line.startswith(
+        "accept-order: error: client host c1: its ssh session wrote something else before Python answered (a login "
+        "shell or startup file that prints, as a ~/.bashrc may, or an account with no shell): 'ssh c1 true' must "
+        "print nothing"
     ), line
     assert_nothing_left(cluster, str(tmp_path))

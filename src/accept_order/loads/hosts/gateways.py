@@ -35,7 +35,8 @@ from ...core.signal_order import start_thread
 from ...core.text import escape_controls as inert
 from ...core.version import VERSION
 from . import remote_side
-from .hello_refusals import not_started, refusal
+from .hello_refusals import not_started, refusal, spoke_first
+from .ssh_config_read import connect_timeout_unset
 
 HELLO_TIMEOUT_S = 60.0  # a slow host importing accept-order for the first time (cold caches)
 CLOSE_TIMEOUT_S = 5.0  # a remote interpreter ends when its channel closes; past this its ssh is killed
@@ -45,7 +46,6 @@ SETTLE_S = 2.0  # for a failed ssh to exit and its last words to be read, before
 # ssh's own default is none: an address that drops packets waited out the kernel's SYN retries, 12 minutes here with
 # nothing on the screen. A ConnectTimeout of the user's ssh config (ssh -G shows it) is theirs and wins.
 CONNECT_TIMEOUT_S = 15
-CONFIG_READ_S = 10.0  # ssh -G only reads configs (a Match exec could run a command)
 
 
 class Ssh:
@@ -194,23 +194,6 @@ def _spec(destination: str, hosts: ClientHosts, index: int) -> Any:
     return spec
 
 
-def connect_timeout_unset(options: list[str], destination: str) -> bool:
-    """Whether ssh with these options leaves ConnectTimeout to its default (none) for the destination. ssh's own
-    failure to read its config is left to the real ssh, whose error line names it."""
-    try:
-        shown = subprocess.run(
-            ["ssh", *options, "-G", "--", destination],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=CONFIG_READ_S,
-            start_new_session=True,  # as the host's ssh: the terminal's Ctrl-C is the coordinator's
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return shown.returncode == 0 and "connecttimeout none" in shown.stdout.splitlines()
-
-
 class _Reaching:
     """One host being reached: its own execnet group (execnet's execmodel, hence our Ssh, is a group's) and ssh."""
 
@@ -258,6 +241,8 @@ def _connect_one(reaching: _Reaching, hosts: ClientHosts, index: int, part: str)
         gateway = reaching.group.makegateway(_spec(destination, hosts, index))
     except (execnet.HostNotFound, OSError, EOFError) as exc:  # ssh's exit 255, or its pipe closed as execnet wrote
         raise reaching.fail("could not be reached over ssh", exc) from None
+    except AssertionError:  # execnet's bootstrap read another first byte than the '1' of its Python
+        raise reaching.fail(spoke_first(destination)) from None
     reaching.gateway = gateway
     return _greet(reaching, gateway, hosts, part)
 

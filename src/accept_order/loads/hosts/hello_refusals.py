@@ -37,3 +37,13 @@ def not_started(python: str | None, said: str | None) -> str:
             f"accept-order needs {NEEDED} or newer: give --client-python one that is"
         )
     return f"{its} did not start or answer" + (f" ({said})" if said else "")
+
+
+def spoke_first(destination: str) -> str:
+    """What to say of a host whose ssh session wrote something before execnet's Python answered: execnet reads one
+    byte, its Python's '1', and fails on any other. A login shell or startup file that prints there (a ~/.bashrc's
+    echo, an account whose shell is nologin, which says 'This account is currently not available.') does that."""
+    return (
+        "its ssh session wrote something else before Python answered (a login shell or startup file that prints, "
+        f"as a ~/.bashrc may, or an account with no shell): 'ssh {inert(destination)} true' must print nothing"
+    )
