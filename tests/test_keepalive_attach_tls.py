@@ -154,6 +154,7 @@ def test_a_tls_port_that_closes_is_said_to_speak_tls(tls_closing: tuple[int, int
     pid, port = tls_closing
     line = assert_one_error_line(run_cli([*attach(pid, port), "--driver-procs", "1"]), 1, "served nothing: 20 × ")
     assert f"127.0.0.1:{port} speaks TLS (TLSv1." in line and "no ALPN" in line, line
+    assert "and --port that one (" in line, line  # attached: --port picks its listener
 
 
 @ATTACH
@@ -237,6 +238,8 @@ def test_burst_and_ramp_at_a_tls_target_say_it_speaks_tls(tls_closing: tuple[int
     result = run_cli([*command, "--target", f"127.0.0.1:{port}", "--protocol", "http", "--driver-procs", "1"])
     assert result.exit_code == 0, result.output
     assert f"accept-order: note: 127.0.0.1:{port} speaks TLS (TLSv1." in result.stderr, result.output
+    assert "and --target that address (" in result.stderr, result.output  # '--port' with --target: a usage error
+    assert "--port" not in result.stderr, result.output
 
 
 @pytest.mark.parametrize("command", [["burst", "--clients", "6"], ["ramp", "--rates", "50", "--step", "300ms"]])
@@ -267,6 +270,6 @@ def test_a_plain_404_is_not_asked_for_a_handshake() -> None:
 
 def test_an_ipv6_port_is_named_as_target_takes_it() -> None:
     """'burst --target [::1]:18643' at nginx's 'listen [::1]:18643 ssl http2' read '::1:18643 speaks TLS'."""
-    server = SimpleNamespace(host="::1", port=18643)
+    server = SimpleNamespace(host="::1", port=18643, kind="remote")
     note = tls_note(server, TlsSpoken("TLSv1.2", "h2"))  # type: ignore[arg-type]
     assert note.startswith("[::1]:18643 speaks TLS (TLSv1.2, ALPN h2: HTTP/2)"), note

@@ -63,11 +63,13 @@ def tls_spoken(server: ServerSpec, failures: Iterable[str]) -> TlsSpoken | None:
 
 
 def tls_note(server: ServerSpec, spoken: TlsSpoken) -> str:
-    """The sentence for a TLS port: what it speaks, and the plain listener the load needs."""
+    """The sentence for a TLS port: what it speaks, and the plain listener the load needs (named by --target for
+    a server elsewhere: --port with --target is a usage error)."""
+    aim = "--target that address" if known_by_replies(server) else "--port that one"
     return (
         f"{_at(server)} speaks {spoken.said}, and the load speaks plain HTTP/1.1 only: give the "
         "server a plain-HTTP listener beside it (nginx: 'listen 127.0.0.1:8080;' in the same server block, with "
-        "the TLS listen's reuseport if it has one; the same workers accept on both) and --port that one (the same "
+        f"the TLS listen's reuseport if it has one; the same workers accept on both) and {aim} (the same "
         "accept mechanism; the TLS handshakes and HTTP/2's streams over one connection are not measured)"
     )
 
