@@ -1,8 +1,8 @@
 """What changes how a uvicorn pool splits: 'uvicorn --workers 4' under wrk -c20 (20 kept connections) held them
-12/8/0/1 (observe's count, ss -tnp's the same), and inspect and observe offered only --timeout-keep-alive, which a
-busy pool never reaches: uvicorn has no socket per worker. gunicorn's does: 4 UvicornWorkers under gunicorn 27
-with --reuse-port held the same pool 4/8/5/3 over 4 SO_REUSEPORT listeners (ss -ltn). The row says so, unmeasured
-(the tool runs uvicorn's own --workers)."""
+0/5/0/15 (observe's count; ss -tnp read during the load: 5 and 15), 6/2/5/7 in another run, and inspect and observe
+offered only --timeout-keep-alive, which a busy pool never reaches: uvicorn has no socket per worker. gunicorn's
+does: 4 UvicornWorkers under gunicorn 27 with --reuse-port held the same pool 4/8/5/3 over 4 SO_REUSEPORT listeners
+(ss -ltn). The row says so, unmeasured (the tool runs uvicorn's own --workers)."""
 
 from __future__ import annotations
 

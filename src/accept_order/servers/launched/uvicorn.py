@@ -154,8 +154,9 @@ class UvicornKind(ServerKind):
                 IdleLimit("--timeout-keep-alive"),
             ),
             # uvicorn alone has no socket per worker, so its only cure of a split pool is gunicorn's: 20 kept
-            # connections (wrk -c20) went 12/8/0/1 over 'uvicorn --workers 4' and 4/8/5/3 over gunicorn 27's
-            # 4 UvicornWorkers with --reuse-port (4 listeners, ss -ltn), each its own SO_REUSEPORT socket
+            # connections (wrk -c20) went 0/5/0/15 over 'uvicorn --workers 4' (observe; ss -tnp during the load the
+            # same), 6/2/5/7 in another run, and 4/8/5/3 over gunicorn 27's 4 UvicornWorkers with --reuse-port (4
+            # listeners, ss -ltn), each its own SO_REUSEPORT socket
             LongLivedCure(
                 "gunicorn -k uvicorn_worker.UvicornWorker --reuse-port",
                 f"uvicorn's workers run under gunicorn 23+ (PyPI's uvicorn-worker; uvicorn.workers before it), "
