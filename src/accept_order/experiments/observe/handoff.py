@@ -41,7 +41,8 @@ def handed_on(result: ObserveResult) -> bool:
 
 def handoff_line(result: ObserveResult) -> str | None:
     """The verdict's line on who serves what the threads accepted: handed on, as far as the config read says (or
-    unless it turns it off, where it could not be read), or served by the thread that accepts, with the file."""
+    unless it turns it off, where it could not be read or was changed since the server started), or served by the
+    thread that accepts, with the file."""
     read = result.handoff
     if not any(result.counts or ()):
         return None
@@ -49,8 +50,8 @@ def handoff_line(result: ObserveResult) -> str | None:
     if handed_on(result):
         if read is None:
             config = UNREAD
-        elif read.hands_on is None:
-            config = f"{UNREAD[:-1]}; {read.said})"
+        elif read.hands_on is None:  # its doubts beside what was read: a file changed since is why it is not known
+            config, doubts = f"{UNREAD[:-1]}; {read.said}{doubts})", ""
         else:
             config = f"as {read.said}"
         return (
