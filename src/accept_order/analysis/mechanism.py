@@ -347,8 +347,8 @@ def _unseen(seen: Sequence[Seen]) -> str:
         return (
             f"no thread waits on a listener at this moment and none is running: {plural(idle, 'thread')} holding one "
             f"{'waits' if idle == 1 else 'wait'} in an epoll without it: the server has taken its listeners out of its "
-            "epolls for now (Apache's event MPM does so at MaxRequestWorkers, nginx's accept mutex between holders) "
-            "and accepts nothing until one is put back"
+            "epolls for now (Apache's event MPM does so at MaxRequestWorkers, HAProxy at its maxconn, nginx's accept "
+            "mutex between holders) and accepts nothing until one is put back"
         )
     if not rings:
         return "no thread waits on a listener at this moment (all busy?)"
