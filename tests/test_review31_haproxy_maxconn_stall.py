@@ -6,6 +6,8 @@ observe 'no connection was accepted in 3.0 s, though the listen queue held up to
 
 from __future__ import annotations
 
+import os
+import shutil
 import socket
 import subprocess
 from collections.abc import Iterator
@@ -15,6 +17,8 @@ import pytest
 from conftest import wait_for
 
 from accept_order.experiments.inspect.run import inspect
+from accept_order.experiments.observe.run import observe
+from accept_order.experiments.observe.verdict import headline
 from accept_order.probes.listeners import listening_sockets
 from accept_order.servers.launched.haproxy import haproxy_missing
 
@@ -73,3 +77,16 @@ def test_haproxy_at_maxconn_is_named_among_those_that_take_their_listeners_out(h
     assert f"none is running: {THREADS} threads holding one wait in an epoll without it" in said, said
     assert "HAProxy at its maxconn" in said, said
     assert sum(r.queue for r in listening_sockets(port)) >= 1  # still waiting: nothing was taken meanwhile
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("bpftrace") is None, reason="needs root and bpftrace")
+def test_observe_names_a_connection_limit_among_the_causes(haproxy_full: tuple[int, int]) -> None:
+    """observe's headline gave 'stopped, or busy with something else' of HAProxy's idle threads at maxconn."""
+    pid, port = haproxy_full
+    wait_for(lambda: sum(r.queue for r in listening_sockets(port)), lambda n: n >= 1, TIMEOUT_S, "a queued connection")
+    made = observe(pid=pid, duration_s=1.0, interval_s=0.25)
+    if not made.traced:
+        pytest.skip(f"bpftrace did not count here: {made.source}")
+    said = headline(made)
+    assert said.startswith("no connection was accepted in") and made.queue_max, said
+    assert "at a connection limit such as Apache's MaxRequestWorkers or HAProxy's maxconn" in said, said

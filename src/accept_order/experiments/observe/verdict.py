@@ -65,7 +65,8 @@ def headline(result: ObserveResult) -> str:
             return (
                 f"no connection was {verb} in {seconds}, though the listen queue held up to {result.queue_max:,} "
                 f"({result.queue_mean or 0:.1f} on average at {plural(result.queue_samples, 'sample')}): connections "
-                "waited and none was taken (its workers are not accepting: stopped, or busy with something else)"
+                "waited and none was taken (its workers are not accepting: stopped, at a connection limit such as "
+                "Apache's MaxRequestWorkers or HAProxy's maxconn, or busy with something else)"
             )
         return f"no connection was {verb} in {seconds}: the server got no new connections while observed"
     about = "" if result.traced else "about "
