@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -21,6 +22,7 @@ from conftest import OutputReader, wait_for
 
 from accept_order.experiments.observe.result import ObserveResult
 from accept_order.experiments.observe.run import observe
+from accept_order.probes.listen_drops import _defers, defers_accept
 
 UNSHARE, IP, NSENTER = shutil.which("unshare"), shutil.which("ip"), shutil.which("nsenter")
 TIMEOUT_S = 30.0
@@ -185,3 +187,23 @@ def test_observe_of_a_deferring_server_beside_another_dropping_says_none(
     assert now[port] - was[port] >= 5, "the server's listener's d grew by its 5 deferred ACKs"
     assert sum(theirs.values()) >= 5, "the other program's listener dropped meanwhile"
     assert made.listener_drops == 0, (made.listener_drops, now, was)
+
+
+def _open_fds() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
+
+
+def test_a_listeners_deferral_is_read_from_its_own_descriptor_and_no_other() -> None:
+    with socket.socket() as deferring, socket.socket() as plain:
+        deferring.setsockopt(socket.IPPROTO_TCP, socket.TCP_DEFER_ACCEPT, 5)
+        for listener in (deferring, plain):
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(8)
+        inodes = [os.fstat(listener.fileno()).st_ino for listener in (deferring, plain)]
+        was = _open_fds()
+        assert defers_accept({inodes[0]}, (os.getpid(),)) is True
+        assert defers_accept({inodes[1]}, (os.getpid(),)) is False
+        assert defers_accept(set(inodes), (os.getpid(),)) is True
+        # the descriptor's number taken by another socket since its fd table was read: not read as that one
+        assert _defers(os.getpid(), plain.fileno(), inodes[0]) is None
+        assert _open_fds() == was  # every copy closed

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import socket
+import stat
 from collections.abc import Collection, Iterable, Sequence
 from typing import NamedTuple
 
@@ -60,7 +61,7 @@ def defers_accept(inodes: Collection[int], pids: Sequence[int]) -> bool | None:
     for pid in pids:
         for fd, inode in _sockets_of(pid):
             if inode in left:
-                defers = _defers(pid, fd)
+                defers = _defers(pid, fd, inode)
                 if defers is None:
                     return None
                 left.discard(inode)
@@ -85,8 +86,9 @@ def _sockets_of(pid: int) -> Iterable[tuple[int, int]]:
             yield int(name), int(link[8:-1])
 
 
-def _defers(pid: int, fd: int) -> bool | None:
-    """The listener's TCP_DEFER_ACCEPT, read on a copy of its descriptor (closing the copy leaves it listening)."""
+def _defers(pid: int, fd: int, inode: int) -> bool | None:
+    """The listener's TCP_DEFER_ACCEPT, read on a copy of its descriptor (closing the copy leaves it listening); None
+    where the descriptor is no longer that socket (closed meanwhile, its number taken by another file)."""
     try:
         pidfd = os.pidfd_open(pid)
     except (OSError, AttributeError):
@@ -97,7 +99,15 @@ def _defers(pid: int, fd: int) -> bool | None:
         os.close(pidfd)
     if copy < 0:
         return None
-    with socket.socket(fileno=copy) as listener:
+    try:
+        status = os.fstat(copy)
+        if not stat.S_ISSOCK(status.st_mode) or status.st_ino != inode:
+            raise OSError("not that socket")
+        listener = socket.socket(fileno=copy)
+    except OSError:
+        os.close(copy)
+        return None
+    with listener:
         try:
             return listener.getsockopt(socket.IPPROTO_TCP, socket.TCP_DEFER_ACCEPT) > 0
         except OSError:
