@@ -39,12 +39,12 @@ def _failed_accepted(result: LatencyResult) -> str:
     """Where the kernel counted more accepts than connections were served: the count is of the connections each
     worker accepted, failed or not (an attached HTTPS port's 50 plain requests, each answered 400, read as 18, 11, 4
     and 17 'served' beside 'served 0, errors 50'). One request a connection: an accept is a connection."""
-    failed = sum(result.served) - result.ok
-    if failed <= 0:
+    if sum(result.served) <= result.ok:
         return ""
+    failed = sum(result.errors.values())  # not the accepts less the served: a count cut short places fewer
     return (
-        f": the connections each accepted, {failed:,} of which failed (below): a worker's count is what it accepted, "
-        "not what it served"
+        f": the connections each accepted, failed or not ({failed:,} failed, below): a worker's count is what it "
+        "accepted, not what it served"
     )
 
 
