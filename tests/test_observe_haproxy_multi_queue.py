@@ -33,7 +33,7 @@ from accept_order.experiments.observe.run import observe
 from accept_order.experiments.observe.verdict import verdict
 from accept_order.servers.launched.base import free_port
 from accept_order.servers.launched.haproxy import haproxy_missing
-from accept_order.servers.launched.haproxy_config import MULTI_QUEUE, NBTHREAD, Settings, handoff_read
+from accept_order.servers.launched.haproxy_config import MULTI_QUEUE, NBTHREAD, Settings, handoff_read, why_said
 
 THREADS = 4
 REQUESTS = 100
@@ -229,6 +229,21 @@ def test_a_changed_file_leaves_the_hand_off_unknown_whatever_it_says() -> None:
     assert handoff_read(Settings(False, 4, ("/h.cfg",), (), ((MULTI_QUEUE, block),))).hands_on is None
     assert handoff_read(Settings(None, 1, ("/h.cfg",), (), ((NBTHREAD, block),))).hands_on is None
     assert handoff_read(Settings(False, None, ("/h.cfg",), (), ((NBTHREAD, block),))).hands_on is False
+
+
+def test_a_config_named_with_a_newline_is_said_on_one_line() -> None:
+    """'haproxy -f $'/tmp/odd\\nline.cfg'': observe's line (and inspect's) broke in two at the name's newline, where
+    `show` of the saved file, which escapes what it reads, printed '\\n': both now say the name escaped."""
+    odd = "/tmp/odd\nline.cfg"
+    for settings in (
+        Settings(False, 4, (odd,), ()),
+        Settings(None, 4, (odd,), (), (), (odd,)),
+        Settings(None, None, (), ((odd, "permission denied"),)),
+        Settings(False, 4, ("/h.cfg",), ((odd, "permission denied"),)),
+    ):
+        read = handoff_read(settings)
+        said = "; ".join([read.said, *read.doubts, why_said("a herd; handed on", settings)])
+        assert "\n" not in said and "/tmp/odd\\nline.cfg" in said, said
 
 
 DATA = Path(__file__).parent / "data" / "observe_haproxy_threads_kept.json"  # observe of HAProxy 2.6, before the field

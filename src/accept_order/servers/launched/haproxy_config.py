@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from ...core.handoff import HandOffRead
+from ...core.text import escape_controls
 from ...probes.process_files import (
     Started,
     TooLarge,
@@ -337,9 +338,9 @@ def why_said(why: str, settings: Settings) -> str:
     the handing on left out where it turns multi-queue off or runs one thread, and said to be HAProxy's defaults
     where no file could be read; a file not read, or a setting not decided, said."""
     herd = why.split("; ", 1)[0]
-    files = ", ".join(settings.read)
+    files = ", ".join(map(escape_controls, settings.read))  # names as HAProxy was given them: any bytes
     if not settings.read:
-        unread = ", ".join(f"{name} ({reason})" for name, reason in settings.unread)
+        unread = ", ".join(f"{escape_controls(name)} ({reason})" for name, reason in settings.unread)
         return f"{why} (HAProxy's defaults: its config could not be read here: {unread or 'none was named'})"
     if settings.nbthread == 1:
         said = f"{herd}; its config ({files}) sets nbthread 1: one thread accepts and serves every connection"
@@ -365,12 +366,12 @@ def doubts(settings: Settings) -> list[str]:
         taken = "HAProxy's default" if before is None else "the one before it, which this may override"
         said.append(f"its {key} {reason}: taken as {taken}")
     if settings.read and settings.unread:
-        unread = ", ".join(f"{name} ({reason})" for name, reason in settings.unread)
+        unread = ", ".join(f"{escape_controls(name)} ({reason})" for name, reason in settings.unread)
         said.append(f"not read here, so a setting there is not seen: {unread}")
     if settings.changed:
         said.append(
             f"changed after the newest of its processes started, so what it runs may differ until it is reloaded: "
-            f"{', '.join(settings.changed)}"
+            f"{', '.join(map(escape_controls, settings.changed))}"
         )
     return said
 
@@ -379,9 +380,9 @@ def handoff_read(settings: Settings) -> HandOffRead:
     """What the config read says of handing on (observe's verdict): off where it turns multi-queue off or runs one
     thread, on where it leaves it on, not known where no file could be read, one was changed after it started, or
     the setting the answer rests on is not decided here (a .if block, a variable not given)."""
-    files = ", ".join(settings.read)
+    files = ", ".join(map(escape_controls, settings.read))  # names as HAProxy was given them: any bytes
     if not settings.read:
-        unread = ", ".join(f"{name} ({reason})" for name, reason in settings.unread) or "none was named"
+        unread = ", ".join(f"{escape_controls(n)} ({why})" for n, why in settings.unread) or "none was named"
         return HandOffRead(None, f"its config could not be read here: {unread}", tuple(doubts(settings)))
     rests_on = NBTHREAD if settings.nbthread == 1 else MULTI_QUEUE
     if settings.nbthread == 1:
