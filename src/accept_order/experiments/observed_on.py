@@ -33,7 +33,10 @@ class Watch:
             return {"host": self.observation.destination, "error": str(exc)}
         # over kept connections `served` counts requests: the connections each worker accepted are `connections`
         accepted = summary.connections or summary.served
-        return joined(self.observation.destination, observed, list(target.pids), accepted)
+        seen = joined(self.observation.destination, observed, list(target.pids), accepted)
+        if lost := [h.destination for h in summary.hosts if h.lost is not None]:
+            seen["lost_hosts"] = lost  # what they drove was accepted there and is in no reply's count here
+        return seen
 
 
 @contextmanager

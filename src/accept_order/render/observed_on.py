@@ -69,8 +69,23 @@ def _one(seen: Mapping[str, Any], label: str) -> list[RenderableType]:
         # lighttpd's 'hi': nothing to set the accepts beside, not a difference (it blamed other clients)
         parts.append(Text("no reply named one of these workers: the accepts are all there is to go by"))
     elif seen.get("agrees") is False:
-        parts.append(Text("the counts differ: connections came from elsewhere too, or replies named other workers"))
+        parts.append(Text(_differ(workers, seen.get("lost_hosts") or ())))
     return parts + counters
+
+
+def _differ(workers: Sequence[Mapping[str, Any]], lost: Sequence[str]) -> str:
+    """Why the accepts and the replies' counts differ: a client host lost mid-load had its connections accepted and
+    its replies left out of the figures, where the accepts exceed the replies' counts; else elsewhere or named."""
+    excess = sum(int(w.get("accepts") or 0) - int(w.get("served_by_replies") or 0) for w in workers)
+    if lost and excess > 0:
+        names = ", ".join(escape_controls(str(name)) for name in lost)
+        host, was, it = ("host", "was", "it") if len(lost) == 1 else ("hosts", "were", "each")
+        return (
+            f"the counts differ: the kernel counted {excess:,} more accepts than the replies named, and client {host} "
+            f"{names} {was} lost mid-load: what {it} drove was accepted here and left out of the replies' counts (the "
+            "Lost line); connections from elsewhere would add to the accepts too"
+        )
+    return "the counts differ: connections came from elsewhere too, or replies named other workers"
 
 
 def _counters(counters: Any, host: str) -> list[Text]:

@@ -312,8 +312,8 @@ OBSERVED_ON = Record(
         ),
         "agrees": Maybe(Flag()),
         "notes": ListOf(Text()),
-        # the listen counters' deltas in the server's network namespace while observed
-        "counters": MapOf(SIGNED),
+        "counters": MapOf(SIGNED),  # the listen counters' deltas in the server's network namespace while observed
+        "lost_hosts": ListOf(Text(1024)),  # client hosts lost mid-load: accepted, their replies not counted
     },
     frozenset({"host"}),
 )
