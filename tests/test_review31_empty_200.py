@@ -15,6 +15,8 @@ import pytest
 from conftest import OutputReader, assert_one_error_line, run_cli
 
 from accept_order.core.protocol import HTTP, HTTP_KEEPALIVE
+from accept_order.core.spec import REMOTE_KIND, ServerSpec
+from accept_order.experiments.target_unanswered import NOTE, target_unanswered_note
 
 TIMEOUT_S = 20.0
 EMPTY = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
@@ -90,3 +92,19 @@ def test_target_says_what_slash_must_answer(request: pytest.FixtureRequest, serv
     args = ["latency", "--target", f"127.0.0.1:{port}", "--protocol", "http", "-n", "20", "-c", "2"]
     line = assert_one_error_line(run_cli([*args, "--driver-procs", "1"]), 1, f"served nothing: 20 × bad reply ({said})")
     assert "--target counts a connection as served on a 200 whose body reads 'worker PID'" in line, line
+
+
+@pytest.mark.parametrize(
+    ("failed", "noted"),
+    [
+        ("bad reply (HTTP 301)", True),  # burst and ramp at nginx's 'return 301' said only the status's name
+        ("bad reply (a 200 with an empty body)", True),
+        ("bad reply", True),
+        ("bad reply (HTTP 400)", False),  # a TLS port's answer: unserved_tls asks the port
+        ("ECONNRESET", False),
+    ],
+)
+def test_burst_and_ramps_note_on_a_target_answering_no_worker(failed: str, noted: bool) -> None:
+    target = ServerSpec(kind=REMOTE_KIND, mode=REMOTE_KIND, workers=2, host="127.0.0.1", port=8080, protocol="http")
+    note = target_unanswered_note(target, [(0, {failed: 20})])
+    assert (note is not None and note.plain == NOTE) if noted else note is None, note

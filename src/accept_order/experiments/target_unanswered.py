@@ -100,7 +100,10 @@ def target_unanswered_note(server: ServerSpec, loads: Iterable[tuple[int, Mappin
     if any(served for served, _ in loads):
         return None
     failures = {name for _, errors in loads for name, n in errors.items() if n}
-    if failures == {BAD_REPLY}:
+    # a status or an empty 200 names no worker either (burst at nginx's 'return 301' said only its name); a 400
+    # alone is a TLS port's answer to plain HTTP, which unserved_tls asks the port about
+    answered = all(name.startswith(BAD_REPLY) for name in failures) and f"{BAD_REPLY} (HTTP 400)" not in failures
+    if failures and answered:
         return Text(NOTE, style="yellow")
     if line_client_unanswered(server, failures):
         return Text(SILENT, style="yellow")
