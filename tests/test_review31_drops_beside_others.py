@@ -74,6 +74,48 @@ def test_a_deferring_listener_beside_one_that_drops_counts_none_and_the_dropping
     assert said_full == dropped  # TCPDeferAcceptDrop grew, yet this listener defers nothing: all its drops
 
 
+# A backlog-1 listener, deferring or no longer: two connections wait for their data in its SYN queue beside one in its
+# accept queue, and their data comes: the first fills the queue, the second's finds it full (sk_drops +2, ListenDrops
+# +1). 'stopped' turns TCP_DEFER_ACCEPT off once they wait (their handshakes deferred, the listener no longer)
+OVERFLOW = """
+import json, socket, sys, time
+sys.path.insert(0, sys.argv[1])
+from dropping_listener import own_drops
+from accept_order.probes.listeners import drops_reading
+from accept_order.probes.listen_drops import dropped_between, namespace_drops
+
+listener = socket.socket()
+listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_DEFER_ACCEPT, 30)
+listener.bind(("127.0.0.1", 0))
+listener.listen(1)
+port = listener.getsockname()[1]
+first = socket.create_connection(("127.0.0.1", port), timeout=30)
+first.sendall(b"x")
+waiting = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(2)]
+if sys.argv[2] == "stopped":
+    listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_DEFER_ACCEPT, 0)
+before, kernel, namespace = drops_reading(port, "127.0.0.1"), own_drops(listener), namespace_drops()
+for client in waiting:
+    client.sendall(b"x")
+deadline = time.monotonic() + 30
+while namespace_drops().listen == namespace.listen:  # the second's data, dropped in the kernel's softirq
+    assert time.monotonic() < deadline, "no drop in 30 s"
+print(json.dumps({"said": dropped_between(before, drops_reading(port, "127.0.0.1")),
+                  "kernel": own_drops(listener) - kernel, "listen": namespace_drops().listen - namespace.listen}))
+"""
+
+
+@pytest.mark.parametrize("deferring", ["deferring", "stopped"])
+def test_a_segment_finding_the_queue_full_is_one_drop_though_sk_drops_counts_it_twice(deferring: str) -> None:
+    done = subprocess.run(
+        _in_own_namespace(OVERFLOW, TESTS, deferring), capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    read = json.loads(done.stdout)
+    assert read["listen"] == 1 and read["kernel"] == 2, read  # the kernel's own counts, the witness
+    assert read["said"] == 1
+
+
 # observe's server: a deferring listener that accepts; on 'go' it connects to itself 5 times, as curl does
 SERVER = """
 import socket, sys, threading

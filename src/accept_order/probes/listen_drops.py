@@ -131,10 +131,13 @@ def summed(readings: Iterable[DropsReading | None]) -> DropsReading | None:
 
 def dropped_between(before: int | DropsReading | None, after: int | DropsReading | None) -> int | None:
     """The server's own listen drops between two readings; None where either is missing or the count went back (a
-    listener closed, or replaced). Where its listeners defer accept or may, the listeners' count less the namespace's
-    deferred ACKs, and no more than its ListenDrops grew: 'ramp --server uwsgi' beside another program's listener
-    dropping 56 SYNs said 'the server's listeners dropped 56 handshake packets' of a uWSGI whose drops were its
-    400 deferred ACKs (L 400, N 56, D 400). None where they defer and the namespace's counters are unread."""
+    listener closed, or replaced). No more than the namespace's ListenDrops grew: a segment ending a handshake that
+    finds the queue full counts once there and twice in sk_drops (tcp_listendrop, then discard_and_relse: a
+    TCP_DEFER_ACCEPT backlog-1 listener's 3 deferred ACKs and 1 overflow read sk_drops +5, ListenDrops +1). Where
+    its listeners defer accept, less the namespace's deferred ACKs too: 'ramp --server uwsgi' beside another
+    program's listener dropping 56 SYNs said 'the server's listeners dropped 56 handshake packets' of a uWSGI whose
+    drops were its 400 deferred ACKs (L 400, N 56, D 400). Not known whether they defer, the count where the two
+    bounds agree; None where they defer (or may) and the namespace's counters are unread."""
     if before is None or after is None:
         return None
     first, last = (r.listeners if isinstance(r, DropsReading) else r for r in (before, after))
@@ -144,12 +147,13 @@ def dropped_between(before: int | DropsReading | None, after: int | DropsReading
     if not (isinstance(before, DropsReading) and isinstance(after, DropsReading)):
         return dropped
     defers = None if None in (before.defers, after.defers) else before.defers or after.defers
-    if defers is False:
-        return dropped  # no ACK of theirs deferred: every count was a listen drop
     start, end = before.namespace, after.namespace_after
     if start is None or end is None or end.listen < start.listen or end.deferred < start.deferred:
-        return None if defers else dropped
-    at_least, at_most = max(0, dropped - (end.deferred - start.deferred)), min(dropped, end.listen - start.listen)
+        return dropped if defers is False else None
+    at_most = min(dropped, end.listen - start.listen)
+    if defers is False:
+        return at_most  # no ACK of theirs deferred: only an overflow's second count to take off
+    at_least = max(0, dropped - (end.deferred - start.deferred))
     if defers:
         return min(at_least, at_most)  # its own deferred ACKs are among D: exact where no other listener deferred
-    return at_least if at_least == at_most else None  # not known whether they defer, and the bounds differ
+    return at_most if at_least >= at_most else None  # not known whether they defer: where the bounds agree
