@@ -63,3 +63,19 @@ def test_a_file_without_a_title_is_said_to_have_none(tmp_path: Path) -> None:
     document, report = merged(tmp_path, "latency.json", ("why A", ""))
     assert document["title"] == "why A"
     assert "1.json (no title))" in report and "('')" not in report, report
+
+
+def test_default_titles_that_differ_by_port_are_one_question(tmp_path: Path) -> None:
+    """Two runs without --title against a server restarted between them (a new port) carry defaults that differ
+    by the port alone: no question of their own, so the merge keeps the first's as before, and the note lists no
+    titles (under xdist the note listing both wrapped a test's expected words apart: 4bf7575)."""
+    titles = ("Duration in ms (target 127.0.0.1:38863)", "Duration in ms (target 127.0.0.1:40211)")
+    document, report = merged(tmp_path, "latency.json", titles)
+    assert document["title"] == titles[0]
+    assert all("title" not in source for source in document["evidence"]["merged_from"]["files"])
+    assert "38863)'" not in report and "40211" not in report
+
+
+def test_a_given_title_beside_a_default_is_still_said(tmp_path: Path) -> None:
+    document, _ = merged(tmp_path, "latency.json", ("Duration in ms (target 127.0.0.1:38863)", "why B"))
+    assert document["title"] == "Duration in ms (target 127.0.0.1:38863) + why B"

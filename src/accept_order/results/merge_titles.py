@@ -11,6 +11,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 JOINED_BY = " + "
+# What latency's default title (no --title) opens with: experiments/latency/result.default_title builds it from this.
+# A default names the server's label, whose port changes with every start of a server, so two runs of one question
+# against a restarted server would read as two questions: defaults alone are not the files' own questions.
+DEFAULT_TITLE_OPENING = "Duration in ms ("
 
 
 def titled_sources(
@@ -18,9 +22,9 @@ def titled_sources(
 ) -> list[Any]:
     """`sources` (merged_from's files, one per document) with each document's title of run `index` where they
     differ, the merged `run`'s title then every distinct one (in the files' order); `sources` as they are where
-    every file has the same title."""
+    every file has the same title, or none was given (--title): defaults that differ by the server's port."""
     titles = [_title(doc, index) for _, _, doc in documents]
-    if len(set(titles)) < 2:
+    if len(set(titles)) < 2 or all(title.startswith(DEFAULT_TITLE_OPENING) for title in titles):
         return sources
     run["title"] = JOINED_BY.join(dict.fromkeys(title for title in titles if title))
     return [{**source, "title": title} for source, title in zip(sources, titles, strict=True)]

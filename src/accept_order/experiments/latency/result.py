@@ -21,6 +21,7 @@ from ...core.load_summary import (
 )
 from ...core.measures import DriverStats, Environment, WorkerCounters
 from ...core.spec import ConcurrentLoad, ServerSpec
+from ...results.merge_titles import DEFAULT_TITLE_OPENING
 from ...results.schema import Anything, Integer, ListOf, Number, Record, SchemaError, Text, child, derive
 from ...results.shapes import (
     ERRORS,
@@ -44,8 +45,8 @@ def default_title(server: ServerSpec, sweep: bool = False, load: ConcurrentLoad 
     rate = f", open loop at {load.rate:g}/s" if load is not None and load.rate is not None else ""
     if sweep:
         batch = server.accept_batch
-        return f"Duration in ms ({server.label}, accept-batch {batch if batch else 'no limit'}{rate})"
-    return f"Duration in ms ({server.label}{rate})"
+        return f"{DEFAULT_TITLE_OPENING}{server.label}, accept-batch {batch if batch else 'no limit'}{rate})"
+    return f"{DEFAULT_TITLE_OPENING}{server.label}{rate})"
 
 
 @dataclass(frozen=True)
