@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import LoadError
+from ..core.protocol import ABORTED
 
 if TYPE_CHECKING:  # what observes is imported by a load that asks for --observe-on, not at every run's start-up
     from ..core.load_summary import LoadSummary
@@ -36,6 +37,8 @@ class Watch:
         seen = joined(self.observation.destination, observed, list(target.pids), accepted)
         if lost := [h.destination for h in summary.hosts if h.lost is not None]:
             seen["lost_hosts"] = lost  # what they drove was accepted there and is in no reply's count here
+        if under_way := int(summary.errors.get(ABORTED, 0)):
+            seen["under_way"] = under_way  # as those of a stop: accepted, perhaps, and never answered
         return seen
 
 

@@ -69,23 +69,35 @@ def _one(seen: Mapping[str, Any], label: str) -> list[RenderableType]:
         # lighttpd's 'hi': nothing to set the accepts beside, not a difference (it blamed other clients)
         parts.append(Text("no reply named one of these workers: the accepts are all there is to go by"))
     elif seen.get("agrees") is False:
-        parts.append(Text(_differ(workers, seen.get("lost_hosts") or ())))
+        parts.append(Text(_differ(workers, seen.get("lost_hosts") or (), int(seen.get("under_way") or 0))))
     return parts + counters
 
 
-def _differ(workers: Sequence[Mapping[str, Any]], lost: Sequence[str]) -> str:
-    """Why the accepts and the replies' counts differ: a client host lost mid-load had its connections accepted and
-    its replies left out of the figures, where the accepts exceed the replies' counts; else elsewhere or named."""
+def _differ(workers: Sequence[Mapping[str, Any]], lost: Sequence[str], under_way: int) -> str:
+    """Why the accepts and the replies' counts differ. Where the accepts exceed them: a client host lost mid-load
+    (its connections accepted, its replies in no count) or a stop's connections in flight (accepted, perhaps, and
+    never answered: at most that many); what neither explains came from elsewhere or was named for another."""
     excess = sum(int(w.get("accepts") or 0) - int(w.get("served_by_replies") or 0) for w in workers)
-    if lost and excess > 0:
+    reasons = []
+    if lost:
         names = ", ".join(escape_controls(str(name)) for name in lost)
         host, was, it = ("host", "was", "it") if len(lost) == 1 else ("hosts", "were", "each")
-        return (
-            f"the counts differ: the kernel counted {excess:,} more accepts than the replies named, and client {host} "
-            f"{names} {was} lost mid-load: what {it} drove was accepted here and left out of the replies' counts (the "
-            "Lost line); connections from elsewhere would add to the accepts too"
+        reasons.append(
+            f"client {host} {names} {was} lost mid-load: what {it} drove was accepted here and left out of the "
+            "replies' counts (the Lost line)"
         )
-    return "the counts differ: connections came from elsewhere too, or replies named other workers"
+    if under_way:
+        reasons.append(f"the load stopped with {under_way:,} under way, which the server may have accepted unanswered")
+    if excess <= 0 or not reasons:
+        return "the counts differ: connections came from elsewhere too, or replies named other workers"
+    said = f"the counts differ: the kernel counted {excess:,} more accepts than the replies named; " + "; ".join(
+        reasons
+    )
+    if lost:
+        return said + "; connections from elsewhere would add to the accepts too"
+    if excess > under_way:
+        return said + f"; the other {excess - under_way:,} came from elsewhere, or replies named other workers"
+    return said
 
 
 def _counters(counters: Any, host: str) -> list[Text]:

@@ -49,8 +49,7 @@ COUNTS = ListOf(Integer())  # per worker (served)
 ERRORS = MapOf(Integer())  # failed connections by errno name
 SKIPPED = MapOf(Text())  # a variant that did not run -> why
 NOTES = ListOf(Text())
-# A kept load's pool (core/load_summary.py kept_fields): connections opened of those planned, and the seconds
-# the fill took before the load's time began (files from before it lack fill_s: their wall time holds it)
+# A kept load's pool (load_summary.kept_fields): connections opened, planned, the fill's seconds (older files: none)
 POOL = Record({"opened": Integer(), "planned": Integer(), "fill_s": Number()}, frozenset({"opened", "planned"}))
 
 
@@ -314,6 +313,7 @@ OBSERVED_ON = Record(
         "notes": ListOf(Text()),
         "counters": MapOf(SIGNED),  # the listen counters' deltas in the server's network namespace while observed
         "lost_hosts": ListOf(Text(1024)),  # client hosts lost mid-load: accepted, their replies not counted
+        "under_way": Integer(),  # connections a stop cut off in flight: some perhaps accepted, none answered
     },
     frozenset({"host"}),
 )
