@@ -231,6 +231,9 @@ class Observer:
                 )
             )
         samples = self.queue.samples
+        # the drops before the counters, as at the start the counters before the drops: the counters' window holds
+        # the drops', so the verdict's bound (ListenDrops' growth) is never read over a shorter one (verdict._own_drops)
+        dropped = dropped_between(self._drops, self._own_drops())
         now = counters(self.watched.netns_pid)
         own = same_namespace(self.watched.netns_pid)
         return ObserveResult(
@@ -252,7 +255,7 @@ class Observer:
             queue_max=max(samples) if samples else None,
             queue_mean=round(sum(samples) / len(samples), 3) if samples else None,
             counters={k: now[k] - self._counters[k] for k in now if k in self._counters},
-            listener_drops=dropped_between(self._drops, self._own_drops()),
+            listener_drops=dropped,
             namespace="this tool's" if own else "the server's own",
             mechanism=self.mechanism if self.mechanism or not self.reading else self.reading.ready(),
             environment=self.environment,
