@@ -33,7 +33,14 @@ from accept_order.experiments.observe.run import observe
 from accept_order.experiments.observe.verdict import verdict
 from accept_order.servers.launched.base import free_port
 from accept_order.servers.launched.haproxy import haproxy_missing
-from accept_order.servers.launched.haproxy_config import MULTI_QUEUE, NBTHREAD, Settings, handoff_read, why_said
+from accept_order.servers.launched.haproxy_config import (
+    MULTI_QUEUE,
+    NBTHREAD,
+    START_SLACK_S,
+    Settings,
+    handoff_read,
+    why_said,
+)
 
 THREADS = 4
 REQUESTS = 100
@@ -192,6 +199,31 @@ def test_a_config_changed_since_it_started_is_not_taken_as_what_it_runs(tmp_path
     assert not any(line.startswith("the thread that accepts") for line in lines), lines
     assert " took " not in lines[0], lines[0]
     assert any("is not always the one that serves" in note for note in result.notes), result.notes
+
+
+def test_a_config_renamed_over_it_since_it_started_is_not_taken_as_what_it_runs(tmp_path: Path) -> None:
+    """Started with multi-queue on, its file then replaced by one turning it off whose mtime is an hour older ('mv',
+    'cp -p', a package's conffile keep theirs): it still hands on (by hand: accepted 30/17/23/30 of 100, served
+    24/26/28/22), and the file's mtime said nothing of it (43a4df1: 'the thread that accepts a connection serves
+    it ... so none is handed on', no doubt at all). Its ctime is the rename's."""
+    port = free_port("127.0.0.1")
+    path, replacement = tmp_path / "haproxy.cfg", tmp_path / "haproxy.cfg.new"
+    path.write_text(config(port, ""))
+    replacement.write_text(config(port, "    tune.listener.multi-queue off"))
+    hour_ago = time.time() - 3600
+    os.utime(replacement, (hour_ago, hour_ago))
+    with haproxy(path, port) as process:
+        # its ctime cannot be set: the rename is dated past its start by the clock, beyond the START_SLACK_S the
+        # start is given (its /proc tick and uptime), where a rename sooner is not told from one before the start
+        time.sleep(3 * START_SLACK_S)  # a clock to pass, not another process to wait for
+        os.replace(replacement, path)
+        result, _ = observed(process, port)
+    assert result.handoff is not None and result.handoff.hands_on is None, result.handoff
+    changed = (
+        f"changed after the newest of its processes started, so what it runs may differ until it is reloaded: {path}"
+    )
+    assert result.handoff.doubts == (changed,), result.handoff.doubts
+    assert not any(line.startswith("the thread that accepts") for line in verdict(result)), verdict(result)
 
 
 def test_a_setting_in_a_block_not_decided_here_is_not_taken_as_what_it_runs(tmp_path: Path) -> None:

@@ -232,13 +232,17 @@ def directory_names(where: Started, path: str, start: str | None) -> list[str] |
 
 def modified_at(where: Started, path: str, start: str | None) -> float | None:
     """When what `path` names for the process (a file or directory, resolved as read_regular resolves a file) last
-    changed: its mtime, in seconds since the epoch; None where it names nothing here."""
+    changed: the later of its mtime and ctime, in seconds since the epoch; None where it names nothing here. The
+    ctime too: a file put in its place keeps its own mtime ('mv', 'cp -p', a package's conffile), which may be
+    older than the process that read the one before (HAProxy's config renamed over it 1 s after its start read
+    an mtime an hour before), while its ctime is the rename's; a chmod moves it as well, and is said as a change."""
     try:
         fd = _resolved(where, path, start)
     except OSError:
         return None
     try:
-        return os.fstat(fd).st_mtime
+        status = os.fstat(fd)
+        return max(status.st_mtime, status.st_ctime)
     except OSError:
         return None
     finally:
