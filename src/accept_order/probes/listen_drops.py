@@ -66,8 +66,8 @@ def defers_accept(inodes: Collection[int], pids: Sequence[int]) -> bool | None:
                     return None
                 left.discard(inode)
                 deferring = deferring or defers
-        if not left:
-            return deferring
+                if not left:  # a worker's fd table may hold thousands of connections besides
+                    return deferring
     return None
 
 
