@@ -36,6 +36,11 @@ CLOCK_S = 0.005
 # and a burst of 20 ms (1%: 0.2 ms) would otherwise warn about every host, every time
 CLOCK_FLOOR_S = 0.001
 ON_TIME_S = 0.001  # a start within this (or within the clock's uncertainty) of its time is "on time"
+# A slow host: its p99 at least SLOW_RATIO times every other host's, each over SLOW_MIN connections or more (its p99
+# then stands on 10 of them at least). The hosts drove one server over the same window, so a tail one host alone
+# has is that host's or its path's (a busy host, a farther one), not the server's; it goes into the merged tail.
+SLOW_RATIO = 1.5
+SLOW_MIN = 1000
 
 
 @dataclass(frozen=True)
@@ -177,6 +182,28 @@ def _stragglers(part: HostsPart) -> list[Text]:
     return lines
 
 
+def _slow(part: HostsPart) -> list[Text]:
+    p99 = {i: h.histogram.percentile(99) for i, h in enumerate(part.hosts) if h.histogram.count >= SLOW_MIN}
+    lines = []
+    for index, mine in p99.items():
+        others = {i: us for i, us in p99.items() if i != index}
+        if not others:
+            break
+        worst = max(others, key=lambda i: others[i])
+        if mine >= SLOW_RATIO * max(others[worst], 1):
+            lines.append(
+                Text(
+                    f"Slow host: {_who(part, part.hosts[index])}'s p99 was {mine / 1000:.2f} ms, "
+                    f"{mine / max(others[worst], 1):.1f} times the other hosts' highest ({others[worst] / 1000:.2f} "
+                    f"ms, {escape_controls(part.hosts[worst].destination)}): against one server over the same "
+                    "window, that tail is the host's own or its path's (a busier host, a farther one; over kept "
+                    "connections, perhaps the workers that held its connections), and it is in the merged percentiles",
+                    style="yellow",
+                )
+            )
+    return lines
+
+
 def host_notes(part: HostsPart) -> list[Text]:
     """What to say of one load's hosts beyond the table: each only where it applies."""
     lines = []
@@ -186,7 +213,7 @@ def host_notes(part: HostsPart) -> list[Text]:
             lines.append(
                 Text(f"Warning: {_who(part, host)} started {1000 * late:.0f} ms after its start time", style="yellow")
             )
-    lines += _stragglers(part)
+    lines += _stragglers(part) + _slow(part)
     tolerated = max(CLOCK_FLOOR_S, min(CLOCK_SHARE * part.wall_s, CLOCK_S) if part.wall_s > 0 else CLOCK_S)
     for host in part.hosts:
         if host.uncertainty_s is not None and host.uncertainty_s > tolerated:
