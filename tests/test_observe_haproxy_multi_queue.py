@@ -261,6 +261,9 @@ def test_a_changed_file_leaves_the_hand_off_unknown_whatever_it_says() -> None:
     assert handoff_read(Settings(False, 4, ("/h.cfg",), (), ((MULTI_QUEUE, block),))).hands_on is None
     assert handoff_read(Settings(None, 1, ("/h.cfg",), (), ((NBTHREAD, block),))).hands_on is None
     assert handoff_read(Settings(False, None, ("/h.cfg",), (), ((NBTHREAD, block),))).hands_on is False
+    # a file not read may set it after the one that was (by hand: a later -f file turning it on, deleted since)
+    unread = Settings(False, 4, ("/a.cfg",), (("/b.cfg", "no such file or directory"),))
+    assert handoff_read(unread).hands_on is None and handoff_read(unread).doubts[-1].startswith("not read here"), unread
 
 
 def test_a_config_named_with_a_newline_is_said_on_one_line() -> None:

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class HandOffRead:
     """`hands_on`: True where the config leaves the hand-off on, False where it turns it off or runs one thread (the
-    thread that accepts a connection serves it), None where it is not known: no config file could be read (the
-    server's default), one read was changed after the server started, or the setting is in a block not decided here;
+    thread that accepts a connection serves it), None where it is not known: a config file could not be read (none:
+    the server's default), one read was changed after the server started, or the setting is in a block not decided;
     `said`: the config's words, with its files ('its config (/etc/haproxy/haproxy.cfg) turns
     tune.listener.multi-queue off'); `doubts`: what the reading could not settle (a file not read, a setting not
     decided, a file changed after the server started)."""

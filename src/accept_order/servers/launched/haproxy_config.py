@@ -378,7 +378,7 @@ def doubts(settings: Settings) -> list[str]:
 
 def handoff_read(settings: Settings) -> HandOffRead:
     """What the config read says of handing on (observe's verdict): off where it turns multi-queue off or runs one
-    thread, on where it leaves it on, not known where no file could be read, one was changed after it started, or
+    thread, on where it leaves it on, not known where a file could not be read, one was changed after it started, or
     the setting the answer rests on is not decided here (a .if block, a variable not given)."""
     files = ", ".join(map(escape_controls, settings.read))  # names as HAProxy was given them: any bytes
     if not settings.read:
@@ -392,9 +392,9 @@ def handoff_read(settings: Settings) -> HandOffRead:
     else:
         how = f"turns {MULTI_QUEUE} on" if settings.multi_queue else f"leaves {MULTI_QUEUE} at HAProxy's default, on"
         said, on = f"its config ({files}) {how}", True
-    # what the file says is not known to be what it runs where it changed since the start (HAProxy 2.6, nbthread 4,
-    # started with multi-queue on, its file then turning it off: accepted 53/4/21/22 of 100 connections, served
-    # 25/26/25/24 as its replies said), or where a .if block may override it (off, then '.if defined(MQ_ON)' turning
-    # it on, MQ_ON=1: accepted 13/24/27/36, served 24/26/28/22)
-    settled = not settings.changed and all(key != rests_on for key, _ in settings.unknown)
+    # not known to be what it runs where a file changed since the start (nbthread 4, multi-queue on, its file then
+    # turning it off: accepted 53/4/21/22 of 100, served 25/26/25/24 by its replies), where a .if block (turning it on
+    # after 'off', its condition true: 13/24/27/36, served 24/26/28/22) or a file not read (-f b.cfg turning it on
+    # after a.cfg's 'off', then deleted: 29/12/27/32, served 22/25/28/25) may override what was read
+    settled = not (settings.changed or settings.unread) and all(key != rests_on for key, _ in settings.unknown)
     return HandOffRead(on if settled else None, said, tuple(doubts(settings)))
