@@ -56,7 +56,11 @@ def herd(modes: list[str], repeat: int, json_path: str | None, per_worker: bool,
         report_and_save(lambda: herd_report(result, per_worker=per_worker), json_path, "herd", result)
 
     def save_partial(runs: Sequence[Any]) -> None:  # the modes that finished, as api.herd would have them
-        save(HerdResult(server.workers, load.connections, server.work_us, server.backlog, tuple(runs), skipped, True))
+        save(
+            HerdResult(
+                server.workers, load.connections, server.work_us, server.listen_backlog, tuple(runs), skipped, True
+            )
+        )
 
     total = len(specs) * load.connections
     with keep_partial(save_partial):

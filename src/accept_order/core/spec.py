@@ -74,6 +74,13 @@ DEFAULT_KIND = "builtin"
 # a server known only by its address (--target): spelled here, as the default is, for the file format's readers
 # below the registry (results/merge_rows.py: its rows are numbered by its replies)
 REMOTE_KIND = "remote"
+ATTACHED_KIND = "attached"  # a server running on this host, attached by pid (servers/attached.py)
+# Kinds whose server this tool did not start: their settings are the server's own, which the tool neither chose nor
+# (but for the listeners' backlogs: ServerSpec.backlogs) read. Their specs hold no backlog of the tool's and save
+# none of the settings only some kinds read (the tool's defaults, which such a file claimed as the server's).
+NOT_STARTED = (ATTACHED_KIND, REMOTE_KIND)
+DEFAULT_BACKLOG = 511  # listen()'s backlog for a server this tool starts, unless --backlog says
+UNREAD_SETTINGS = ("policy", "mutex_delay_ms", "maxconn")  # core/kind_options.py's fields: no such kind reads one
 # How each kind names its servers (`ServerKind.label`), by kind name. The kinds are a floor above this one:
 # servers/spec_asks.py fills this for the registry's kinds, so that a spec can say its label without importing them.
 LABELS: dict[str, Callable[[ServerSpec], str]] = {}
@@ -97,7 +104,8 @@ class ServerSpec:
     port: int = 0
     work_us: int = 0  # CPU burnt per request (a timed busy loop, not a sleep)
     work_iters: int = 0  # additions per request, like the seed's Lua loop; adds to work_us
-    backlog: int = 511
+    # listen()'s backlog as this tool gives it; None for a server it did not start (NOT_STARTED): not its to give
+    backlog: int | None = DEFAULT_BACKLOG
     accept_batch: int = KIND_OWN_BATCH  # most connections accepted per wakeup; 0: until EAGAIN; unset: the kind's own
     cpus: tuple[int, ...] = ()  # pin worker i to cpus[i % len(cpus)]; empty: no pinning
     kind: str = DEFAULT_KIND  # which server: builtin (this tool's workers), nginx, ... (launched), attached, remote
@@ -114,8 +122,14 @@ class ServerSpec:
     # by the experiment from its load): the client sends a request per request and the server answers each
     # and keeps the connection until the client closes it. False: one answer per connection, then close.
     keepalive: bool = False
+    # An attached server's listeners' backlogs on its port as the kernel had them when the run began (inet_diag's
+    # idiag_wqueue, ss -ltn's Send-Q), one per listener, sorted; empty: not read (a --target, a listener known from
+    # /proc alone, a file before it was read). An attached HAProxy's 4096 was saved as the tool's default 511.
+    backlogs: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
+        if self.kind in NOT_STARTED:  # an older file's backlog was the tool's default, never the server's
+            object.__setattr__(self, "backlog", None)
         if self.accept_batch == KIND_OWN_BATCH:
             own = OWN_ACCEPT_BATCH.get(self.kind)
             object.__setattr__(self, "accept_batch", own() if own is not None else 0)
@@ -128,7 +142,10 @@ class ServerSpec:
         check_range("--port", self.port, 0, 65535)
         check_range("--work-us", self.work_us, 0, MAX_WORK_US)
         check_range("--work-iters", self.work_iters, 0, MAX_WORK_ITERS)
-        check_range("--backlog", self.backlog, 1, MAX_BACKLOG)
+        if self.backlog is not None:
+            check_range("--backlog", self.backlog, 1, MAX_BACKLOG)
+        for backlog in self.backlogs:
+            check_range("a listener's backlog", backlog, 0, (1 << 32) - 1)
         check_range("--accept-batch", self.accept_batch, 0, MAX_ACCEPT_BATCH)
         for cpu in self.cpus:
             check_range("--cpus", cpu, 0, 1 << 20)
@@ -162,6 +179,19 @@ class ServerSpec:
         # The registry not imported yet (this floor cannot import it): the default kind is named by its mode.
         return self.mode if self.kind == DEFAULT_KIND else f"{self.kind} {self.mode}"
 
+    @property
+    def listen_backlog(self) -> int:
+        """The backlog a server this tool starts gives listen() (PlanError for one it did not start: none to give)."""
+        if self.backlog is None:
+            raise PlanError(f"{self.label} is a server this tool did not start: it has no backlog of the tool's")
+        return self.backlog
+
+    @property
+    def known_backlogs(self) -> tuple[int, ...]:
+        """The listen() backlogs known of the server: the tool's (a server it started) or those read of an attached
+        server's listeners; () where neither (a --target, a listener not read)."""
+        return (self.backlog,) if self.backlog is not None else self.backlogs
+
     def replace(self, **changes: Any) -> ServerSpec:
         return dataclasses.replace(self, **renamed(type(self), changes)).validated()
 
@@ -169,7 +199,7 @@ class ServerSpec:
     def from_dict(cls, data: dict[str, Any]) -> ServerSpec:
         known = {f.name for f in dataclasses.fields(cls)}
         values = {k: v for k, v in renamed(cls, data).items() if k in known}
-        for name in ("cpus", "attach"):
+        for name in ("cpus", "attach", "backlogs"):
             if name in values:
                 values[name] = tuple(values[name])
         return cls(**values)
@@ -180,6 +210,11 @@ class ServerSpec:
         data = {"server" if k == "kind" else k: v for k, v in dataclasses.asdict(self).items()}
         if not data["keepalive"]:
             del data["keepalive"]
+        if not data["backlogs"]:
+            del data["backlogs"]
+        if self.kind in NOT_STARTED:  # settings nobody chose for it (the tool's defaults): not said to be its own
+            for name in ("backlog", *UNREAD_SETTINGS):
+                del data[name]
         return data
 
 

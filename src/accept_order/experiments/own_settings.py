@@ -17,7 +17,14 @@ def own_settings(server: ServerSpec, work: str, backlog: bool = True) -> str:
     elsewhere."""
     if known_by_replies(server):
         return ""
-    return f", work {work}" + (f", backlog {server.backlog}" if backlog else "")
+    return f", work {work}" + (backlog_said(server) if backlog else "")
+
+
+def backlog_said(server: ServerSpec) -> str:
+    """', backlog B' where the server's listen() backlog is known (this tool's; an attached server's as read,
+    ', backlogs 64/128' where its listeners differ); '' where it is not (a --target's): never the tool's default."""
+    known = server.known_backlogs
+    return f", backlog{'s' if len(known) > 1 else ''} {'/'.join(map(str, known))}" if known else ""
 
 
 def caps_said(servers: Sequence[ServerSpec]) -> str:

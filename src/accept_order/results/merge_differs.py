@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..core.spec import NOT_STARTED, UNREAD_SETTINGS
+
 FIRST = ("server", "mode")  # what the server is, named before its settings
 
 
@@ -12,6 +14,17 @@ def differs(a: dict[str, Any], b: dict[str, Any], ignored: Sequence[str]) -> str
     """Every field that differs, what the server is first ("server 'builtin' vs 'haproxy', mode 'epoll' vs
     'threads', accept_batch 0 vs 64"); None where none does. A builtin epoll file beside a launched HAProxy's read
     'server accept_batch 0 vs 64' alone (the first key in order), as if the cap were all that parted them."""
+    ignored = (*ignored, *_claimed(a, b))
     keys = sorted(set(a) | set(b), key=lambda k: (k not in FIRST, FIRST.index(k) if k in FIRST else 0, k))
     said = [f"{k} {a.get(k)!r} vs {b.get(k)!r}" for k in keys if k not in ignored and a.get(k) != b.get(k)]
     return ", ".join(said) or None
+
+
+def _claimed(a: dict[str, Any], b: dict[str, Any]) -> tuple[str, ...]:
+    """Of a server this tool did not start (an attached one, a --target), the settings no file of it says the server
+    had: an older file's were the tool's defaults (backlog 511, policy, ...), which a newer one leaves out; its
+    listeners' backlogs read by one file only. Two client hosts' files of one attached server, an older and a newer,
+    are one experiment; two that read different backlogs are not."""
+    if not {a.get("server", a.get("kind")), b.get("server", b.get("kind"))} & set(NOT_STARTED):
+        return ()
+    return ("backlog", *UNREAD_SETTINGS) + (() if "backlogs" in a and "backlogs" in b else ("backlogs",))

@@ -114,7 +114,7 @@ class WorkerPool(Started):
         spec = self.spec
         parse_fault()  # a malformed test hook is a usage error before anything starts
         options = ModeOptions(policy=spec.policy, mutex_delay_ms=spec.mutex_delay_ms)
-        listeners: Listeners = self.mode.open(spec.host, spec.port, spec.backlog, spec.workers, options)
+        listeners: Listeners = self.mode.open(spec.host, spec.port, spec.listen_backlog, spec.workers, options)
         self._listeners = listeners
         self.port = listeners.port
         try:

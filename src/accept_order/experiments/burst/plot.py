@@ -18,7 +18,7 @@ from ...render.plots import (
 )
 from ...render.text import plural
 from ...servers.registry import known_by_replies
-from ..own_settings import caps_said
+from ..own_settings import backlog_said, caps_said
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -72,7 +72,7 @@ def burst_figure(result: BurstResult, options: PlotOptions) -> Figure:
         first = result.runs[0]
         settings = plural(first.server.workers, "worker")
         if not known_by_replies(first.server):  # a server elsewhere runs its own work and backlog
-            settings += f", {work_text(first.server.work_us)}, backlog {first.server.backlog}"
+            settings += f", {work_text(first.server.work_us)}{backlog_said(first.server)}"
         settings += caps_said([run.server for run in result.runs])
         settings += f"; {environment_text(first.environment)}".rstrip("; ")
     caveat = [PACED] if any(c.client_bound for run in result.runs for c in run.cells) else []

@@ -28,7 +28,7 @@ from ...loads.client_warnings import STARVED
 from ...render.evidence import listener_drops_said
 from ...render.text import duration_us, plural
 from ..generator_pace import GENERATOR_PACED, GIVE_IT, OWN_CPUS, paced_said
-from ..own_settings import caps_said
+from ..own_settings import backlog_said, caps_said
 from ..repeat.kinds import Document, Repeated, Rounds, by_variant, each
 from .report import outgrows_a_ring, split_of
 from .result import BURST_RUN, BurstCell, BurstRun
@@ -172,10 +172,10 @@ def _drops(label: str, clients: int, runs: Sequence[BurstRun]) -> str | None:
     said = f"  {label}, {clients}: {listener_drops_said(min(dropped), max(dropped))} in {len(dropped)} of its "
     said += f"{plural(len(cells), 'run')}"
     if slow := sum(1 for c in cells if _retried(c)):
-        backlog = runs[0].server.backlog
+        backlog = "/".join(map(str, runs[0].server.known_backlogs))  # none said of a server elsewhere
         said += (
             f"; {slow} of them lasted over 1 s, the wait before a client sends a dropped SYN again: a full accept "
-            f"queue (backlog {backlog} per listener) set that time as much as the mode did"
+            f"queue{f' (backlog {backlog} per listener)' if backlog else ''} set that time as much as the mode did"
         )
     return said
 
@@ -224,7 +224,7 @@ def report(rounds: Rounds) -> list[RenderableType]:
         table.add_row(str(n), *[_cell_text([_cell(r, n) for r in runs]) for runs in variants.values()])
     parts: list[RenderableType] = [table, Text(LEGEND, style="dim")]
     server = rounds[0][0].server
-    settings = f"{plural(server.workers, 'worker')}, work {duration_us(server.work_us)}, backlog {server.backlog}"
+    settings = f"{plural(server.workers, 'worker')}, work {duration_us(server.work_us)}{backlog_said(server)}"
     settings += caps_said([run.server for run in rounds[0]])
     parts.append(Text(settings, style="dim"))
     if len(variants) > 1:

@@ -21,4 +21,4 @@ def herd(
     connection meets every worker idle and asleep: how many does it wake?"""
     load = dataclasses.replace(load, settle=True, gap_ms=0.0)
     runs, skipped = compare(server, load, modes, on_record)
-    return HerdResult(server.workers, load.connections, server.work_us, server.backlog, tuple(runs), skipped)
+    return HerdResult(server.workers, load.connections, server.work_us, server.listen_backlog, tuple(runs), skipped)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...analysis.herd import HerdRow, herd_row
-from ...core.spec import ServerSpec
+from ...core.spec import DEFAULT_BACKLOG
 from ...results.schema import ListOf, derive
 from ...results.shapes import SKIPPED, WORKERS
 from ...servers.registry import known_mode
@@ -53,7 +53,7 @@ class HerdResult:
             workers=data["workers"],
             connections=data["connections"],
             work_us=data.get("work_us", 0),
-            backlog=data.get("backlog", ServerSpec.backlog),
+            backlog=data.get("backlog", DEFAULT_BACKLOG),
             runs=tuple(RunResult.from_dict(r) for r in data["runs"]),
             skipped=dict(data.get("skipped", {})),
             interrupted=bool(data.get("interrupted", False)),

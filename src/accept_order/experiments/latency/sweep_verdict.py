@@ -45,11 +45,12 @@ def why_lost(result: LatencyResult) -> str:
 def _lost_text(lost: Sequence[Named], everyone: bool) -> str:
     """Who lost connections and how; what an overflow of its own listen queue means, said once."""
     each = [f"{n} ({why_lost(r)})" for n, r in lost]
-    overflowed = sorted({r.server.backlog for _, r in lost if "TcpExtListenOverflows" in own_losses(r.evidence)})
+    overflowed = [r.server for _, r in lost if "TcpExtListenOverflows" in own_losses(r.evidence)]
     queue = ""
-    if overflowed:
-        backlogs = "/".join(map(str, overflowed))
-        queue = f"; ListenOverflows: a handshake completed while the accept queue (backlog {backlogs}) was full"
+    if overflowed:  # the backlog where known: an attached server's as read, none of a --target's
+        backlogs = "/".join(map(str, sorted({b for server in overflowed for b in server.known_backlogs})))
+        limit = f" (backlog {backlogs})" if backlogs else ""
+        queue = f"; ListenOverflows: a handshake completed while the accept queue{limit} was full"
     if everyone:
         return f"every cap lost connections: {', '.join(each)}{queue}"
     one = len(lost) == 1

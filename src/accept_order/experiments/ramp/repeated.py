@@ -19,7 +19,7 @@ from rich.text import Text
 from ...analysis.stability import Stability, agreement
 from ...render.text import plural
 from ..generator_pace import GENERATOR_PACED, paced_said
-from ..own_settings import caps_said
+from ..own_settings import backlog_said, caps_said
 from ..repeat.kinds import Document, Repeated, Rounds, by_variant, each
 from .machine_share import machine_caveat, machine_rounds
 from .report import ramp_table, served_less, work_and_step
@@ -259,7 +259,7 @@ def _report(rounds: Rounds, single: bool) -> list[RenderableType]:
     work, step = work_and_step(first.server.work_us, plan.get("step_s"))
     parts.append(
         Text(
-            f"{plural(first.server.workers, 'worker')}, work {work}, backlog {first.server.backlog}"
+            f"{plural(first.server.workers, 'worker')}, work {work}{backlog_said(first.server)}"
             f"{caps_said([r.server for r in rounds[0]])}; {loop}, "
             f"{step} per step",
             style="dim",

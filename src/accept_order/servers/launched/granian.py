@@ -140,7 +140,7 @@ class GranianKind(ServerKind):
         super().check(spec)
         if spec.accept_batch not in (0, 1):
             raise PlanError("--accept-batch does not apply to granian: it accepts its own way")
-        if spec.backlog < MIN_BACKLOG:
+        if spec.listen_backlog < MIN_BACKLOG:
             raise PlanError(f"granian takes --backlog {MIN_BACKLOG} or more, got {spec.backlog}")
 
     def make(self, spec: ServerSpec, stamps: bool = False) -> Target:

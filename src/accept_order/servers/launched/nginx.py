@@ -54,7 +54,7 @@ class NginxServer(LaunchedServer):
                     host=spec.host,
                     port=self.port,
                     workers=spec.workers,
-                    backlog=spec.backlog,
+                    backlog=spec.listen_backlog,
                     multi_accept=spec.accept_batch == 0,
                     cpus=spec.cpus,
                     work_us=spec.work_us,
