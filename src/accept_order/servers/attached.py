@@ -21,6 +21,7 @@ from ..core.protocol import HTTP_KEEPALIVE, LINE, ClientProtocol
 from ..core.spec import ServerSpec
 from ..core.started import Started
 from ..core.waiting import wait_for
+from .attached_epolls import loops as _loops  # light: it imports its probes where used
 from .thread_switches import EveryThreadUsage
 from .watched import UsageDeltas, gone, proc_state
 
@@ -259,22 +260,6 @@ def _threads(pids: Sequence[int], listeners: set[int]) -> dict[str, Any]:
     return {"pid": pids[0], "program": name, "argv": argv, "count": len(tids), "loops": loops, "epolls": epolls}
 
 
-def _loops(pid: int, listeners: set[int]) -> tuple[int, int]:
-    """(loops, epolls): the epoll instances in the process's fd table that watch one of `listeners`, an event loop
-    each whatever its thread is doing now (h2o's num-threads, whose timer thread has none:
-    ServerKind.loops_are_workers), and all its epoll instances. They differ where a loop has let go of the
-    listener: h2o takes it out of every loop's epoll at its max-connections (2 of 4 loops watched it under 6
-    connections at max-connections 6), and those loops still serve the connections they hold."""
-    from ..probes.fd_table import FdTables
-
-    try:
-        files = FdTables().files(pid)
-    except OSError:
-        return 0, 0
-    epolls = [f for f in files.values() if f.kind == "eventpoll"]
-    return sum(1 for f in epolls if f.watching(listeners)), len(epolls)
-
-
 class AttachedServer(Started):
     def __init__(self, spec: ServerSpec, helpers: Sequence[str]) -> None:
         self.spec = spec
@@ -287,6 +272,7 @@ class AttachedServer(Started):
         self._started = 0.0
         self._threads: dict[str, Any] = {}  # one process of several threads: what the report says (threads_note)
         self._assumed: dict[str, Any] = {}  # listeners taken for dual-stack, their IPV6_V6ONLY unknown
+        self._watched: dict[str, Any] = {}  # the listeners each worker's epolls watch: the model's queues
 
     @property
     def address(self) -> tuple[str, int]:
@@ -318,13 +304,15 @@ class AttachedServer(Started):
     def start(self) -> None:
         """Attach: find the workers, watch them for exit. Nothing is started."""
         from ..probes.listeners import dual_stack_assumed, listening_sockets_of
+        from .attached_epolls import watched
 
         spec = self.spec
         self._pids = worker_pids(spec.attach, spec.host, spec.port, helpers=self.helper_titles)
         check_listening(spec.host, spec.port, spec.attach, self._pids, helpers=self.helper_titles)  # the cause, first
         if len(self._pids) != self.spec.workers:
             raise NotServing(f"--attach: expected {self.spec.workers} workers, found {len(self._pids)}")
-        self._threads = _threads(self._pids, _listener_inodes(self.spec.host, self.spec.port, self._pids))
+        listeners = _listener_inodes(spec.host, spec.port, self._pids)
+        self._threads, self._watched = _threads(self._pids, listeners), watched(self._pids, listeners)
         assumed = dual_stack_assumed(listening_sockets_of(spec.port, self._pids), spec.host)
         self._assumed = {"v6only_unknown": [f"[{r.address}]:{r.port}" for r in assumed]} if assumed else {}
         self._pidfds = [fd for fd in map(open_pidfd, self._pids) if fd is not None]
@@ -359,8 +347,9 @@ class AttachedServer(Started):
 
     def own_evidence(self) -> dict[str, Any]:
         # not ours to read its logs; one process of several threads is said (registry.threads_note), and a listener
-        # taken for dual-stack with its IPV6_V6ONLY unknown (experiments/attached_listeners.py)
-        return ({"threads": self._threads} if self._threads else {}) | self._assumed
+        # taken for dual-stack with its IPV6_V6ONLY unknown (experiments/attached_listeners.py), and the listeners
+        # each worker waits on (experiments/latency/model_queues.py)
+        return ({"threads": self._threads} if self._threads else {}) | self._assumed | self._watched
 
     def close(self) -> None:
         for fd in self._pidfds:

@@ -25,6 +25,7 @@ from ...core.models import Model
 from ...core.uring import ACCEPT_COMPLETIONS
 from ...servers.registry import known_mode
 from .kept_report import accepted, by_kernel
+from .model_queues import attached_queues
 from .model_servers import as_served
 from .result import LatencyResult
 
@@ -193,6 +194,8 @@ def predict(result: LatencyResult, seed: int = SEED, held: Held | None = None) -
         return None  # a process of threads whose number serving at once is not known (model_servers.py)
     server, load, result = served.server, served.load, served
     how = discipline_of(known_mode(server.kind, server.mode), server)
+    if how is not None and (queues := attached_queues(result)) is not None:
+        how = (queues.discipline, how[1])  # the queues its listeners make, not the attached kind's one mode's
     service = service_of(result)
     held = held or held_connections(result)
     if service is not None and result.ok and held is not None:

@@ -33,6 +33,7 @@ from ..sleeps_legend import ids_of, sleeps_legend, sleeps_of
 from .attached_counts import kernel_counts_text, served_known, unplaced_text
 from .kept_report import finished_unit, kept_amount, kept_compare_parts, kept_parts, kept_words
 from .merged_note import merged_note
+from .model_queues import queues_text
 from .model_report import model_report
 from .model_servers import servers_text
 from .result import PERCENTILES, LatencyResult, default_title
@@ -312,6 +313,7 @@ def latency_report(result: LatencyResult) -> RenderableType:
         *([note] if (note := open_loop_note(result)) is not None else []),
         *model_report([result]),
         *([Text(said, style="dim")] if (said := servers_text(result)) else []),
+        *([Text(said, style="dim")] if (said := queues_text(result)) else []),  # an attached server's queues
         worker_table(result.counters, served_known(result), title="served per worker", ids=ids_of(result.server)),
         *([sleeps_legend(result.server)] if sleeps_of(result.server) else []),  # whose sleeps, where not one thread's
         *([Text(threads, style="yellow")] if (threads := threads_note(result.evidence)) else []),  # an attached HAProxy

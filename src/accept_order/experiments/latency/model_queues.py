@@ -1,0 +1,114 @@
+"""The queue discipline the latency model takes for a server attached by pid: the one its listeners make, read from
+which listeners each worker's epolls watched as the run started (evidence `listeners_watched`: servers/
+attached_epolls.py), not the attached kind's one mode, whose metadata knows no mechanism.
+
+`latency --attach` of nginx 1.22 with `listen ... reuseport` (4 workers, each epoll watching a socket of its own)
+was modelled as one queue shared by all ('shared (all)'), while the same run's evidence read '4 accept queues (one
+per socket)': a connection waits at the worker the kernel's hash picks, idle or not, which one queue does not
+model. Where the reading cannot say (not read, a worker watching none, workers watching different sets), one shared
+queue is taken, and the note says so and why."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ...analysis.queueing import Discipline
+from .result import LatencyResult
+
+ATTACHED = "attached"  # servers/attached.py's kind (registry.FOUND)
+SHARED_TAKEN = "taken as one shared queue, the model's default"
+
+
+@dataclass(frozen=True)
+class Queues:
+    """The discipline read of an attached server's listeners, and the sentence that says how it was read."""
+
+    discipline: Discipline
+    said: str
+    assumed: bool = False  # the reading did not settle it: `said` says why
+
+
+def _reading(evidence: Mapping[str, Any], workers: int) -> tuple[int, list[list[int]]] | None:
+    read = evidence.get("listeners_watched")
+    if not isinstance(read, Mapping) or not isinstance(listeners := read.get("listeners"), int) or listeners < 1:
+        return None
+    each = read.get("workers")
+    if not isinstance(each, list) or len(each) != workers or not all(isinstance(w, list) for w in each):
+        return None  # a process's threads counted as its workers (model_servers.py): one fd table for them all
+    return listeners, [[i for i in w if isinstance(i, int)] for w in each]
+
+
+def _unread(evidence: Mapping[str, Any]) -> Queues:
+    """No reading of the workers' epolls (a file from before it, another user's process, threads of one process):
+    one listener is one queue whoever waits on it; several are not known to be anyone's own."""
+    start = evidence.get("listeners", {}).get("start") if isinstance(evidence.get("listeners"), Mapping) else None
+    count = len(start) if isinstance(start, Sequence) else 0
+    if count == 1:
+        return Queues("shared", "one listener takes its connections: one accept queue, shared by whoever waits on it")
+    which = f"{count} listeners" if count else "listeners"
+    return Queues(
+        "shared",
+        f"which of its {which} each worker waits on was not read (its workers' epolls, as the run started): "
+        f"{SHARED_TAKEN}",
+        assumed=True,
+    )
+
+
+def _disjoint(each: Sequence[Sequence[int]], listeners: int) -> bool:
+    """Each worker waits on listeners of its own, as many each, and every listener has its worker."""
+    flat = [i for w in each for i in w]
+    return len(set(flat)) == len(flat) == listeners and len({len(w) for w in each}) == 1
+
+
+def attached_queues(result: LatencyResult) -> Queues | None:
+    """The discipline of an attached server's accept queues; None for any other server (its mode says it)."""
+    server = result.server
+    if server.kind != ATTACHED:
+        return None
+    reading = _reading(result.evidence, server.workers)
+    if reading is None:
+        return _unread(result.evidence)
+    listeners, each = reading
+    workers = len(each)
+    if idle := sum(1 for w in each if not w):
+        return Queues(
+            "shared",
+            f"{idle} of its {workers} workers' epolls watched none of its {listeners} listeners as the run started "
+            "(they wait in accept, poll or io_uring, or let go of the listener, as nginx's accept mutex has them): "
+            f"which queue each takes from is not known, {SHARED_TAKEN}",
+            assumed=True,
+        )
+    if workers > 1 and _disjoint(each, listeners):
+        own = "a listener of its own" if listeners == workers else "listeners of its own"
+        return Queues(
+            "hash",
+            f"each of its {workers} workers waits on {own} ({listeners} accept queues, SO_REUSEPORT): "
+            "the kernel puts a connection in one by its hash, its worker idle or not",
+        )
+    if all(w == each[0] for w in each):
+        many = f"each of its {listeners} listeners" if listeners > 1 else "its one listener"
+        return Queues("shared", f"its {workers} workers all wait on {many}: one accept queue, shared")
+    sizes = "/".join(str(len(w)) for w in each)
+    return Queues(
+        "shared",
+        f"its workers wait on different sets of its {listeners} listeners ({sizes} each), which no discipline of "
+        f"the model's is: {SHARED_TAKEN}",
+        assumed=True,
+    )
+
+
+def queues_text(result: LatencyResult) -> str | None:
+    """'Model: queue hash: each of its 4 workers waits on ...' beside an attached server's model of one request a
+    connection (a kept one is pinned to its worker: model_check.held_connections); None otherwise."""
+    queues = attached_queues(result)
+    if queues is None or result.model is None or result.model.discipline == "pinned":
+        return None
+    model = result.model
+    taken = (
+        " (a wakeup taking all that wait: how many it takes is the server's own setting, which /proc does not show)"
+        if model.discipline == "shared" and model.batch == 0
+        else ""
+    )
+    return f"Model: queue {model.queue}{' assumed' if queues.assumed else ''}: {queues.said}{taken}."

@@ -1,0 +1,47 @@
+"""What an attached server's workers' epolls watch of its listeners, read from their fd tables as the run starts:
+the event loops of one process of threads (h2o's: `loops`), and which listeners each worker waits on (`watched`),
+the accept queues the latency model must take (experiments/latency/model_queues.py).
+
+A worker's fd table is not enough for the second: nginx 1.22 with `listen ... reuseport` and 4 workers has every
+worker hold all 4 listening sockets (ss -ltnp: 5 holders of each), and each worker's epoll watch its own one."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import Any
+
+
+def loops(pid: int, listeners: Collection[int]) -> tuple[int, int]:
+    """(loops, epolls): the epoll instances in the process's fd table that watch one of `listeners`, an event loop
+    each whatever its thread is doing now (h2o's num-threads, whose timer thread has none:
+    ServerKind.loops_are_workers), and all its epoll instances. They differ where a loop has let go of the
+    listener: h2o takes it out of every loop's epoll at its max-connections (2 of 4 loops watched it under 6
+    connections at max-connections 6), and those loops still serve the connections they hold."""
+    from ..probes.fd_table import FdTables
+
+    try:
+        files = FdTables().files(pid)
+    except OSError:
+        return 0, 0
+    epolls = [f for f in files.values() if f.kind == "eventpoll"]
+    return sum(1 for f in epolls if f.watching(listeners)), len(epolls)
+
+
+def watched(pids: Sequence[int], listeners: Collection[int]) -> dict[str, Any]:
+    """Evidence `listeners_watched`: how many listeners take connections to the run's address, and for each worker
+    the indices (into those, by inode) of the ones its epolls watch; [] for a worker whose epolls watch none (it
+    waits in accept, io_uring or poll, or has let go of the listener: nginx's accept mutex). Nothing where a
+    table could not be read (another user's process, not root; one gone)."""
+    from ..probes.fd_table import FdTables
+
+    order = {inode: index for index, inode in enumerate(sorted(listeners))}
+    tables = FdTables()
+    each: list[list[int]] = []
+    for pid in pids:
+        try:
+            files = tables.files(pid)
+        except OSError:
+            return {}
+        seen = {w.inode for f in files.values() if f.kind == "eventpoll" for w in f.watching(listeners)}
+        each.append(sorted(order[inode] for inode in seen))
+    return {"listeners_watched": {"listeners": len(order), "workers": each}} if order else {}
