@@ -6,11 +6,10 @@ regular, non-hidden files named `*.cfg`, in C's order (its haproxy.c). `-C DIR` 
 loaded, so relative names are taken from there. Each is read as the process sees it (probes/process_files.py: in its
 own root and mount namespace), and, where it is chrooted (Debian's config has `chroot /var/lib/haproxy`, entered
 after the config was read), in its parent's (for a daemon, -D, the root its mount namespace has: absolute names
-only). A keyword set twice takes its last value, as HAProxy's parser does;
-`"${NAME}"` and `"${NAME-default}"` are taken from the environment it was started with (inside double quotes only,
-as HAProxy expands them). A setting inside a `.if` block is not decided here (its condition is HAProxy's to
-evaluate) and is said as such. A file changed after the newest of its processes started may not be what it runs
-(edited, not yet reloaded: it still runs what it read), and is said so.
+only). A keyword set twice takes its last value, as HAProxy's parser does; `"${NAME}"` and `"${NAME-default}"` are
+taken from the environment it was started with (inside double quotes only, as HAProxy expands them). A setting
+inside a `.if` block is not decided here (its condition is HAProxy's to evaluate) and is said as such. A file
+changed after the newest of its processes started may not be what it runs (edited, not reloaded), and is said so.
 """
 
 from __future__ import annotations
@@ -39,8 +38,7 @@ if TYPE_CHECKING:
 MAX_CONFIG_BYTES = 4 << 20  # a config larger than this is not read (and said so)
 MAX_FILES = 256  # files of a -f directory read at most
 # A file changed this long after the newest process started is said changed since: the start is the kernel's (in
-# clock ticks since boot, 10 ms) read against /proc/uptime (10 ms), so one written just before it may read a little
-# after it
+# clock ticks since boot, 10 ms) read against /proc/uptime (10 ms), so one written just before may read just after
 START_SLACK_S = 0.1
 INIT = 1  # the parent of a daemon (-D) that forked and left it
 MULTI_QUEUE = "tune.listener.multi-queue"
@@ -335,14 +333,16 @@ def _text(wheres: list[Started], name: str, chdir: str | None) -> tuple[str | No
 
 def why_said(why: str, settings: Settings) -> str:
     """The threads mode's `why` (a herd on one listener; then multi-queue's handing on) as the config read says it:
-    the handing on left out where it turns multi-queue off or runs one thread, and said to be HAProxy's defaults
-    where no file could be read; a file not read, or a setting not decided, said."""
+    the handing on left out where it turns multi-queue off or runs one thread and that is known to be what it runs
+    (observe's handoff_read), HAProxy's defaults where no file could be read; a file not read or changed said."""
     herd = why.split("; ", 1)[0]
     files = ", ".join(map(escape_controls, settings.read))  # names as HAProxy was given them: any bytes
     if not settings.read:
         unread = ", ".join(f"{escape_controls(name)} ({reason})" for name, reason in settings.unread)
         return f"{why} (HAProxy's defaults: its config could not be read here: {unread or 'none was named'})"
-    if settings.nbthread == 1:
+    if (settings.nbthread == 1 or settings.multi_queue is False) and (read := handoff_read(settings)).hands_on is None:
+        said = f"{why} (unless it runs what was read: {read.said}, which would hand none on)"
+    elif settings.nbthread == 1:
         said = f"{herd}; its config ({files}) sets nbthread 1: one thread accepts and serves every connection"
     elif settings.multi_queue is False:
         said = (
