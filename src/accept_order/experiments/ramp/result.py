@@ -12,6 +12,7 @@ from ...core.load_summary import CountedTotals, pool_fill_of, pool_of
 from ...core.measures import Environment
 from ...core.protocol import ABORTED
 from ...core.spec import DRIVERS, ServerSpec
+from ...core.text import escape_controls
 from ...results.schema import (
     Flag,
     Integer,
@@ -84,6 +85,17 @@ class RampStep(CountedTotals):
         """The connections a stop (Ctrl-C, SIGTERM) found under way in a step it cut short: counted as aborted by
         the load, the stop's and not the server's failures (judge leaves them out too)."""
         return self.errors.get(ABORTED, 0) if self.interrupted else 0
+
+    @property
+    def offered_reported(self) -> float:
+        """The rate offered to the client hosts whose connections are in the figures: one lost mid-step drove its
+        share (the rate is split evenly: loads/hosts/split.py) into no count here. Every host lost: the whole."""
+        lost = sum(h.lost is not None for h in self.hosts)
+        return self.offered * (len(self.hosts) - lost) / len(self.hosts) if 0 < lost < len(self.hosts) else self.offered
+
+    @property
+    def lost_hosts(self) -> str:
+        return ", ".join(escape_controls(h.destination) for h in self.hosts if h.lost is not None)
 
     @property
     def server_counters(self) -> dict[str, int] | None:

@@ -208,8 +208,9 @@ def judge(step: RampStep, plan: RampPlan, workers: int) -> list[str]:
         reasons.append(f"p99 {step.p99_us / 1000:.1f} ms > {plan.p99_ms:g} ms")
     if plan.p999_ms is not None and step.p999_us is not None and step.p999_us > plan.p999_ms * 1000:
         reasons.append(f"p99.9 {step.p999_us / 1000:.1f} ms > {plan.p999_ms:g} ms")
-    if step.kind == "rate" and step.driven < KEPT_RATE * step.offered * step.wall_s:
-        reasons.append(f"finished {step.driven / max(step.wall_s, 1e-9):.0f}/s of {step.offered:g}/s offered")
+    if step.kind == "rate" and step.driven < KEPT_RATE * (offered := step.offered_reported) * step.wall_s:
+        to = f" to the client hosts that reported ({step.lost_hosts} lost)" if offered < step.offered else ""
+        reasons.append(f"finished {step.driven / max(step.wall_s, 1e-9):.0f}/s of {offered:g}/s offered{to}")
     return reasons
 
 
