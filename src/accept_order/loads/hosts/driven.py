@@ -11,6 +11,7 @@ gateway, and with them every remote load.
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 import queue
 import time
@@ -106,7 +107,9 @@ class HostsLoad(Started):
             self.parts = shares(self.load, len(connected))
         self.progress = [_Progress(host, part) for host, part in zip(connected, self.parts, strict=True)]
         with BlockedPool(max_workers=min(32, len(self.progress))) as pool:
-            list(pool.map(self._clock, self.progress))
+            failures = list(pool.map(self._clocked, self.progress))
+        if any(failures):
+            self._without(failures)
         address, attribution, protocol = self._given
         for p in self.progress:
             payload = pickle.dumps((address, attribution, p.load, protocol))
@@ -115,6 +118,26 @@ class HostsLoad(Started):
             reply = p.host.receive(4 * READY_TIMEOUT_S, "for its drivers to start")
             if reply[0] != "ready":
                 raise LoadError(f"{p.host.name}: {self._said(reply)}")
+
+    def _clocked(self, p: _Progress) -> LoadError | None:
+        try:
+            self._clock(p)
+        except LoadError as exc:
+            return exc
+        return None
+
+    def _without(self, failures: list[LoadError | None]) -> None:
+        """Hosts lost while their clocks were read: the run's first load stops on the first (it is not run without
+        a host it was given); a later one goes on without them, as without a host it could not reach again
+        (Gateways.unreached), the others driving their share."""
+        if not self.gateways.later or all(failures):
+            raise next(failure for failure in failures if failure is not None)
+        for p, failure in zip(self.progress, failures, strict=True):
+            if failure is not None:
+                self.gateways.unreached[p.host.destination] = str(failure)
+        kept = [p for p, failure in zip(self.progress, failures, strict=True) if failure is None]
+        self.parts = shares(self.load, len(kept))
+        self.progress = [dataclasses.replace(p, load=part) for p, part in zip(kept, self.parts, strict=True)]
 
     def _clock(self, p: _Progress) -> None:
         samples = []

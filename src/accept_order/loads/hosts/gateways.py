@@ -316,11 +316,13 @@ class Gateways:
         # A later load of the run (its hosts were kept): a host that cannot be reached now is lost to this load,
         # named with why, and the others drive its share; the run's first load refuses to start without it.
         self.unreached: dict[str, str] = {}
+        self.later = False  # a later load of the run: a host lost before its go is lost to this load alone
 
     def connect(self, part: str) -> list[Host]:
         """Reach every host and have it take `part` (a module of accept-order with `take_part(channel)`)."""
         dests = self.spec.destinations
         kept = _kept.pop((self.spec, self.role), None)
+        self.later = kept is not None
         self._reaching = [(kept or {}).get(d) or _Reaching(d, self.role) for d in dests]
         with BlockedPool(max_workers=min(32, len(dests))) as pool:
             futures = [pool.submit(_connect_one, r, self.spec, i, part) for i, r in enumerate(self._reaching)]
