@@ -36,6 +36,8 @@ class ConcurrentLoad:
 
     connections: int | None = DEFAULT_REQUESTS  # None: run for duration_s instead
     duration_s: float | None = None
+    # At most `connections` (__post_init__): each connection opens with one of them (with K != 1, with its first
+    # request, a pool's too), so no more were ever open at once. '-n 20' beside the default -c 200 ran 20.
     concurrency: int = DEFAULT_CONCURRENCY
     driver_procs: int = DEFAULT_DRIVER_PROCS
     timeout_s: float = 10.0
@@ -53,6 +55,13 @@ class ConcurrentLoad:
     # --clients: the load runs on these client hosts over ssh, split across them (loads/hosts/); None: here
     clients: ClientHosts | None = None
     driver: Driver = "auto"  # the drivers' loop (DRIVERS): each host resolves "auto" for itself
+
+    def __post_init__(self) -> None:
+        # Wherever the spec is made (options, a plan's step, a host's or a driver's share, a file an older
+        # version wrote with -c as given), so that its header, its file and the model say what ran.
+        count, given = self.connections, self.concurrency
+        if isinstance(count, int) and isinstance(given, int) and 0 < count < given:
+            object.__setattr__(self, "concurrency", count)
 
     @property
     def on_client_hosts(self) -> bool:
