@@ -18,7 +18,7 @@ from ..core.errors import NotServing, PlanError, WorkerExited
 from ..core.kinds import ModeInfo, ServerKind
 from ..core.processes import open_pidfd
 from ..core.protocol import HTTP_KEEPALIVE, LINE, ClientProtocol
-from ..core.spec import ServerSpec
+from ..core.spec import ATTACHED_KIND, ServerSpec
 from ..core.started import Started
 from ..core.waiting import wait_for
 from .attached_epolls import loops as _loops  # light: it imports its probes where used
@@ -360,8 +360,8 @@ class AttachedServer(Started):
 
 
 class AttachedKind(ServerKind):
-    name = "attached"
-    mode_name = "attached"  # its one mode
+    name = ATTACHED_KIND  # core/spec.py spells it: a spec of it holds no backlog of the tool's
+    mode_name = ATTACHED_KIND  # its one mode
     summary = "a running server this tool did not start, attached by pid"
     launched = False
     sleeps = "every thread of each worker process"  # EveryThreadUsage; a thread attached as a worker: its own
