@@ -80,8 +80,14 @@ def test_where_the_reading_cannot_say_the_shared_queue_is_said_assumed() -> None
     )
     one = attached_queues(attached(None, rows=1))  # one listener is one queue whoever waits on it
     assert one is not None and not one.assumed and one.discipline == "shared", one
-    mutex = attached_queues(attached({"listeners": 1, "workers": [[0], [], [], []]}, rows=1))
-    assert mutex is not None and mutex.assumed and "3 of its 4 workers' epolls watched none" in mutex.said, mutex
+    every = [[0, 1, 2, 3]] * WORKERS  # nginx's workers hold every reuseport socket: holding says nothing there
+    idle = attached_queues(attached({"listeners": 4, "workers": [[0], [], [], []], "held": every}))
+    assert idle is not None and idle.assumed and "3 of its 4 workers' epolls watched none" in idle.said, idle
+    blocking = {"listeners": 4, "workers": [[]] * WORKERS, "held": [[0], [1], [2], [3]]}  # each accepts on its own
+    own = attached_queues(attached(blocking))
+    assert own is not None and own.discipline == "hash" and not own.assumed and "4 in no epoll" in own.said, own
+    mutex = attached_queues(attached({"listeners": 1, "workers": [[0], [], [], []], "held": [[0]] * 4}, rows=1))
+    assert mutex is not None and not mutex.assumed and mutex.discipline == "shared", mutex  # one listener: one queue
     mixed = attached_queues(attached({"listeners": 4, "workers": [[0, 1], [1], [2], [3]]}))
     assert mixed is not None and mixed.assumed and "(2/1/1/1 each)" in mixed.said, mixed
     built = run("reuseport", [1000] * 1000)  # the built-in modes' metadata says theirs
@@ -173,6 +179,12 @@ def _epoll_watches(pid: int, listeners: set[int]) -> dict[int, bool]:
     return watches
 
 
+def _held(pid: int, listeners: set[int]) -> set[int]:
+    """The witness: the listeners the process's fd table holds (its socket:[INODE] links)."""
+    links = (os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd"))
+    return {inode for link in links if link.startswith("socket:[") and (inode := int(link[8:-1])) in listeners}
+
+
 def test_a_hand_started_nginx_is_modelled_with_the_queues_its_listeners_make(
     nginx: tuple[int, list[int], bool], free_port: int, tmp_path: Path
 ) -> None:
@@ -195,7 +207,8 @@ def test_a_hand_started_nginx_is_modelled_with_the_queues_its_listeners_make(
     order = sorted(listeners)
     pids = [c["pid"] for c in doc["counters"]]
     expected = [sorted(order.index(inode) for inode in watched[pid]) for pid in pids]
-    assert doc["evidence"]["listeners_watched"] == {"listeners": len(listeners), "workers": expected}
+    held = [sorted(order.index(inode) for inode in _held(pid, listeners)) for pid in pids]
+    assert doc["evidence"]["listeners_watched"] == {"listeners": len(listeners), "workers": expected, "held": held}
     shown = subprocess.run(
         [*ACCEPT_ORDER, "show", str(out)],
         capture_output=True,
@@ -203,6 +216,6 @@ def test_a_hand_started_nginx_is_modelled_with_the_queues_its_listeners_make(
         timeout=60,
         env={**os.environ, "COLUMNS": "2000"},
     )
-    said = "hash: each of its 4 workers waits on a listener of its own" if reuseport else "its 4 workers all wait on"
+    said = "hash: each of its 4 workers waits on a listener of its own" if reuseport else "take from its one listener"
     assert f"Model: queue {'hash' if reuseport else 'shared (all)'}: " in shown.stdout, shown.stdout
     assert said in shown.stdout, shown.stdout

@@ -29,14 +29,16 @@ def loops(pid: int, listeners: Collection[int]) -> tuple[int, int]:
 
 def watched(pids: Sequence[int], listeners: Collection[int]) -> dict[str, Any]:
     """Evidence `listeners_watched`: how many listeners take connections to the run's address, and for each worker
-    the indices (into those, by inode) of the ones its epolls watch; [] for a worker whose epolls watch none (it
-    waits in accept, io_uring or poll, or has let go of the listener: nginx's accept mutex). Nothing where a
-    table could not be read (another user's process, not root; one gone)."""
+    the indices (into those, by inode) of the ones its epolls watch (`workers`; [] for a worker whose epolls watch
+    none: it waits in accept, io_uring or poll, or has let go of the listener, as nginx's accept mutex has it) and
+    of the ones it holds (`held`: a blocking accept waits on what it holds). Nothing where a table could not be
+    read (another user's process, not root; one gone)."""
     from ..probes.fd_table import FdTables
 
     order = {inode: index for index, inode in enumerate(sorted(listeners))}
     tables = FdTables()
     each: list[list[int]] = []
+    held: list[list[int]] = []
     for pid in pids:
         try:
             files = tables.files(pid)
@@ -44,4 +46,5 @@ def watched(pids: Sequence[int], listeners: Collection[int]) -> dict[str, Any]:
             return {}
         seen = {w.inode for f in files.values() if f.kind == "eventpoll" for w in f.watching(listeners)}
         each.append(sorted(order[inode] for inode in seen))
-    return {"listeners_watched": {"listeners": len(order), "workers": each}} if order else {}
+        held.append(sorted({order[f.inode] for f in files.values() if f.inode in order and f.kind == "socket"}))
+    return {"listeners_watched": {"listeners": len(order), "workers": each, "held": held}} if order else {}

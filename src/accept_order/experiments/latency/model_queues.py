@@ -30,14 +30,21 @@ class Queues:
     assumed: bool = False  # the reading did not settle it: `said` says why
 
 
-def _reading(evidence: Mapping[str, Any], workers: int) -> tuple[int, list[list[int]]] | None:
+def _indices(value: object) -> list[list[int]] | None:
+    if not isinstance(value, list) or not all(isinstance(w, list) for w in value):
+        return None
+    return [[i for i in w if isinstance(i, int)] for w in value]
+
+
+def _reading(evidence: Mapping[str, Any], workers: int) -> tuple[int, list[list[int]], list[list[int]]] | None:
+    """(listeners, each worker's watched, each worker's held: [] each where not read)."""
     read = evidence.get("listeners_watched")
     if not isinstance(read, Mapping) or not isinstance(listeners := read.get("listeners"), int) or listeners < 1:
         return None
-    each = read.get("workers")
-    if not isinstance(each, list) or len(each) != workers or not all(isinstance(w, list) for w in each):
+    each, held = _indices(read.get("workers")), _indices(read.get("held"))
+    if each is None or len(each) != workers:
         return None  # a process's threads counted as its workers (model_servers.py): one fd table for them all
-    return listeners, [[i for i in w if isinstance(i, int)] for w in each]
+    return listeners, each, held if held is not None and len(held) == workers else [[] for _ in each]
 
 
 def _unread(evidence: Mapping[str, Any]) -> Queues:
@@ -70,26 +77,36 @@ def attached_queues(result: LatencyResult) -> Queues | None:
     reading = _reading(result.evidence, server.workers)
     if reading is None:
         return _unread(result.evidence)
-    listeners, each = reading
+    listeners, each, held = reading
     workers = len(each)
-    if idle := sum(1 for w in each if not w):
+    if listeners == 1 or workers == 1:  # one queue, or one server: whoever waits where, the model is one queue
+        if workers == 1:
+            return Queues("shared", "its one worker takes every connection: one queue, one server")
+        return Queues("shared", f"its {workers} workers take from its one listener: one accept queue, shared")
+    idle = sum(1 for w in each if not w)
+    # a worker whose epolls watch none waits on what it holds where it holds listeners of its own (a blocking
+    # accept on its SO_REUSEPORT socket); nginx's workers hold every socket, so holding alone says nothing there
+    own = [w or h for w, h in zip(each, held, strict=True)]
+    if all(own) and _disjoint(own, listeners):
+        mine = "a listener of its own" if listeners == workers else "listeners of its own"
+        how = f" ({idle} in no epoll: holding only {'it' if listeners == workers else 'them'})" if idle else ""
+        return Queues(
+            "hash",
+            f"each of its {workers} workers waits on {mine}{how} ({listeners} accept queues, SO_REUSEPORT): the "
+            "kernel puts a connection in one by its hash, its worker idle or not",
+        )
+    if idle:
         return Queues(
             "shared",
             f"{idle} of its {workers} workers' epolls watched none of its {listeners} listeners as the run started "
-            "(they wait in accept, poll or io_uring, or let go of the listener, as nginx's accept mutex has them): "
+            "(they wait in accept, poll or io_uring, or let go of the listeners, as nginx's accept mutex has them): "
             f"which queue each takes from is not known, {SHARED_TAKEN}",
             assumed=True,
         )
-    if workers > 1 and _disjoint(each, listeners):
-        own = "a listener of its own" if listeners == workers else "listeners of its own"
-        return Queues(
-            "hash",
-            f"each of its {workers} workers waits on {own} ({listeners} accept queues, SO_REUSEPORT): "
-            "the kernel puts a connection in one by its hash, its worker idle or not",
-        )
     if all(w == each[0] for w in each):
-        many = f"each of its {listeners} listeners" if listeners > 1 else "its one listener"
-        return Queues("shared", f"its {workers} workers all wait on {many}: one accept queue, shared")
+        return Queues(
+            "shared", f"its {workers} workers all wait on each of its {listeners} listeners: as one shared queue"
+        )
     sizes = "/".join(str(len(w)) for w in each)
     return Queues(
         "shared",
