@@ -283,7 +283,7 @@ class LazyGroup(click.Group):
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.UsageError as exc:
             hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
-            fail(exc.format_message() + hint, ExitStatus.USAGE)
+            fail(_hosts_elsewhere(exc) or exc.format_message() + hint, ExitStatus.USAGE)
         except click.ClickException as exc:
             fail(exc.format_message(), exc.exit_code)
         except OutputError as exc:  # a command without handle_errors (modes)
@@ -291,6 +291,23 @@ class LazyGroup(click.Group):
         except (click.Abort, KeyboardInterrupt) as exc:
             status = interrupted_status(exc) if isinstance(exc, KeyboardInterrupt) else ExitStatus.INTERRUPTED
             fail(interrupted_word(status), status)
+
+
+HOST_OPTIONS = ("--clients", "--client-hosts", "--observe-on", "--ssh-config", "--client-python")
+LOADS_HERE = ("run", "compare", "herd", "reload", "atlas")  # the commands that drive a load, and from here alone
+
+
+def _hosts_elsewhere(exc: click.UsageError) -> str | None:
+    """A client-host option given to a command that drives from this host only: click's own line suggested the
+    nearest option ('run --client-hosts': "Did you mean '--host'?", which is where the server listens)."""
+    if not isinstance(exc, click.NoSuchOption) or exc.option_name not in HOST_OPTIONS or exc.ctx is None:
+        return None
+    if exc.ctx.info_name not in LOADS_HERE:
+        return None
+    return (
+        f"{exc.ctx.command_path} has no {exc.option_name}: it drives its load from this host only; latency, sweep "
+        "and ramp drive it from client hosts with --clients, burst with --client-hosts"
+    )
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
