@@ -306,6 +306,8 @@ def load_options(
     from ..core.spec import DEFAULT_REQUESTS
 
     concurrency_help = "Connections in flight: each ends (connect, read reply, close) and the next starts at once."
+    if count:  # each connection opens with one of -n's: no more can be open at once (ConcurrentLoad)
+        concurrency_help += " At most --connections: -n 20 runs 20 at once, whatever -c says."
     if rate:
         concurrency_help += (
             " With --rate: the most in flight; a connection due while all are busy starts when one ends, "
