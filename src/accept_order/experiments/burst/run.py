@@ -77,6 +77,12 @@ class BurstPlan:
         check_range("--requests-per-connection", self.requests_per_connection, 1, MAX_CONNECTIONS)
         for n in self.clients:
             check_range("--clients", n, 1, MAX_CLIENTS)
+        hosts = len(self.client_hosts.destinations) if self.client_hosts else 1
+        if min(self.clients) < hosts:  # else loads/hosts/split.py's line names --concurrency, which burst has not
+            raise PlanError(
+                f"--clients {min(self.clients)} over {hosts} --client-hosts: give each burst at least "
+                "one client per host"
+            )
         check_range("--driver-procs", self.driver_procs, 1, MAX_DRIVER_PROCS)
         check_range("--timeout", self.timeout_s, 0.001, 3600, "s")
         check_driver(self.driver)
