@@ -90,6 +90,18 @@ def test_where_the_reading_cannot_say_the_shared_queue_is_said_assumed() -> None
     assert mutex is not None and not mutex.assumed and mutex.discipline == "shared", mutex  # one listener: one queue
     mixed = attached_queues(attached({"listeners": 4, "workers": [[0, 1], [1], [2], [3]]}))
     assert mixed is not None and mixed.assumed and "(2/1/1/1 each)" in mixed.said, mixed
+    # HAProxy of nbthread 2, one process: the model counts its threads (model_servers.py), the note its one listener
+    one = attached({"listeners": 1, "workers": [[0]], "held": [[0]]}, rows=1)
+    haproxy = {"pid": 4243, "program": "haproxy", "argv": ["haproxy"], "count": 2, "loops": 2, "epolls": 2}
+    threads = replace(
+        one,
+        server=replace(one.server, workers=1),
+        counters=one.counters[:1],
+        served=(1000,),
+        evidence={**one.evidence, "threads": haproxy},
+    )
+    said = queues_text(replace(threads, model=predict(threads)))
+    assert said is not None and "one worker" not in said and "one listener takes its connections" in said, said
     built = run("reuseport", [1000] * 1000)  # the built-in modes' metadata says theirs
     assert attached_queues(built) is None and queues_text(built) is None
 

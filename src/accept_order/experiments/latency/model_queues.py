@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...analysis.queueing import Discipline
+from .model_servers import as_served
 from .result import LatencyResult
 
 ATTACHED = "attached"  # servers/attached.py's kind (registry.FOUND)
@@ -119,7 +120,7 @@ def attached_queues(result: LatencyResult) -> Queues | None:
 def queues_text(result: LatencyResult) -> str | None:
     """'Model: queue hash: each of its 4 workers waits on ...' beside an attached server's model of one request a
     connection (a kept one is pinned to its worker: model_check.held_connections); None otherwise."""
-    queues = attached_queues(result)
+    queues = attached_queues(as_served(result) or result)  # a process's serving threads, as the model counted them
     if queues is None or result.model is None or result.model.discipline == "pinned":
         return None
     model = result.model
