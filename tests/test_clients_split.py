@@ -44,3 +44,13 @@ def test_each_host_checks_its_share_against_its_own_limits(monkeypatch: pytest.M
     cpus = shares(ConcurrentLoad(connections=10, concurrency=2, cpus=(1 << 19,), clients=HOSTS), 2)
     with pytest.raises(PlanError, match="--load-cpus"):  # a client host's CPUs are its own: checked there too
         cpus[0].validated()
+
+
+def test_fewer_connections_than_hosts_name_connections_not_the_concurrency_cut_to_them() -> None:
+    """'latency --clients c1,c2,c3 -n 2' read '--concurrency 2 over 3 client hosts', though -c was left at 200: the
+    concurrency is cut to the connections, so the connections are what to raise."""
+    load = ConcurrentLoad(connections=2, concurrency=2)
+    with pytest.raises(PlanError, match=r"^--connections 2 over 3 client hosts: give at least one per host$"):
+        shares(load, 3)
+    with pytest.raises(PlanError, match=r"^--concurrency 2 over 3 client hosts"):
+        shares(ConcurrentLoad(connections=100, concurrency=2), 3)

@@ -24,13 +24,14 @@ from ..load_result import LoadResult
 
 def shares(load: ConcurrentLoad, hosts: int) -> list[ConcurrentLoad]:
     """`load` as `hosts` loads, one per host, that add up to it."""
+    # --connections first: a concurrency above the connections is cut to them, and '-n 2' read '--concurrency 2'
+    if load.connections is not None and load.connections < hosts:
+        raise PlanError(f"--connections {load.connections} over {hosts} client hosts: give at least one per host")
     if load.concurrency < hosts:
         raise PlanError(
             f"--concurrency {load.concurrency} over {hosts} client hosts: give at least one connection at a time "
             "per host"
         )
-    if load.connections is not None and load.connections < hosts:
-        raise PlanError(f"--connections {load.connections} over {hosts} client hosts: give at least one per host")
     if load.pool:
         raise PlanError(
             "--pool with --clients: a pool fills one connection after another, which hosts cannot take turns at; "
