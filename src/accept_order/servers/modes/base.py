@@ -212,6 +212,27 @@ def _last_holder(links: set[str]) -> int | None:
 TAKEN_PORT_HINT = "give another --port, or leave it out for a free one"
 
 
+UNPRIVILEGED_PORT_START = "/proc/sys/net/ipv4/ip_unprivileged_port_start"
+
+
+def not_allowed(host: str, port: int) -> str:
+    """Why the kernel refused the bind and the way out ('serve --port 80' as a user read '... (privileged port?)')."""
+    try:
+        with open(UNPRIVILEGED_PORT_START, encoding="ascii") as setting:
+            start = int(setting.read())
+    except (OSError, ValueError):
+        start = 1024  # the kernel's default
+    if port < start:
+        return (
+            f"not allowed to listen on {host} port {port}: ports below {start} are root's "
+            f"(net.ipv4.ip_unprivileged_port_start): give --port {start} or above, or run as root"
+        )
+    return (
+        f"not allowed to listen on {host} port {port}, though ports from {start} are anyone's: "
+        "a security module or a cgroup's BPF program refused it"
+    )
+
+
 def listen_socket(host: str, port: int, backlog: int, reuseport: bool) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -228,7 +249,7 @@ def listen_socket(host: str, port: int, backlog: int, reuseport: bool) -> socket
                 f"port {port} on {host} is already in use by {listener_owner(host, port)}: {TAKEN_PORT_HINT}"
             ) from None
         if exc.errno == errno.EACCES:
-            raise ListenError(f"not allowed to listen on {host} port {port} (privileged port?)") from None
+            raise ListenError(not_allowed(host, port)) from None
         if exc.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT):
             raise ListenError(f"cannot listen on {host}: address not available on this machine") from None
         if exc.errno in (errno.EMFILE, errno.ENFILE):

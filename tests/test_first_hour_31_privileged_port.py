@@ -1,0 +1,68 @@
+"""A port the user may not listen on is refused saying why and what to do.
+
+'accept-order serve --port 80' as a user read 'not allowed to listen on 127.0.0.1 port 80 (privileged port?)':
+a guess, and no way out. The tests run as root, who may bind port 80: the kernel's EACCES is given by a socket
+that refuses the bind, and the setting by a file standing for /proc/sys/net/ipv4/ip_unprivileged_port_start.
+"""
+
+import errno
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from accept_order.core.errors import ListenError
+from accept_order.servers.modes import base
+
+
+class RefusingSocket:
+    """A socket whose bind the kernel refuses as it does a user's bind of port 80."""
+
+    closed = False
+
+    def __init__(self, *args: Any) -> None:
+        pass
+
+    def setsockopt(self, *args: Any) -> None:
+        pass
+
+    def bind(self, address: Any) -> None:
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    def close(self) -> None:
+        RefusingSocket.closed = True
+
+
+def refusal(port: int, start: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    setting = tmp_path / "ip_unprivileged_port_start"
+    setting.write_text(start)
+    monkeypatch.setattr(base, "UNPRIVILEGED_PORT_START", str(setting))
+    monkeypatch.setattr(base.socket, "socket", RefusingSocket)
+    RefusingSocket.closed = False
+    with pytest.raises(ListenError) as refused:
+        base.listen_socket("127.0.0.1", port, 16, reuseport=False)
+    assert RefusingSocket.closed
+    return str(refused.value)
+
+
+def test_a_port_below_the_unprivileged_start_says_which_ports_are_the_users(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert refusal(80, "1024\n", tmp_path, monkeypatch) == (
+        "not allowed to listen on 127.0.0.1 port 80: ports below 1024 are root's "
+        "(net.ipv4.ip_unprivileged_port_start): give --port 1024 or above, or run as root"
+    )
+
+
+def test_the_machines_own_start_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert "give --port 2000 or above" in refusal(1500, "2000\n", tmp_path, monkeypatch)
+
+
+def test_a_refusal_above_the_start_is_not_called_a_privileged_port(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    line = refusal(8080, "1024\n", tmp_path, monkeypatch)
+    assert line == (
+        "not allowed to listen on 127.0.0.1 port 8080, though ports from 1024 are anyone's: "
+        "a security module or a cgroup's BPF program refused it"
+    )
