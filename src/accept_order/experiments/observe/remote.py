@@ -41,7 +41,10 @@ class RemoteObservation(Started):
         self.host.send(("observe", self.port, LONGEST_S), "as it was asked to observe")
         reply = self.host.receive(ATTACH_TIMEOUT_S, "for it to attach to the server")
         if reply[0] != "watching":
-            raise LoadError(f"{self.host.name}: {escape_controls(str(reply[1]))}")
+            # its probes' words are said where they ran: "this network namespace" would read as the coordinator's
+            said = escape_controls(str(reply[1])).replace(" in this network namespace", " there")
+            where = "; --observe-on names the server's host" if said.startswith("nobody listens") else ""
+            raise LoadError(f"{self.host.name}: {said}{where}")
 
     def finish(self) -> ObserveResult:
         assert self.host is not None
