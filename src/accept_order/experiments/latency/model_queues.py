@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...analysis.queueing import Discipline
+from ...core.spec import ATTACHED_KIND
 from .model_servers import as_served
 from .result import LatencyResult
 
-ATTACHED = "attached"  # servers/attached.py's kind (registry.FOUND)
 SHARED_TAKEN = "taken as one shared queue, the model's default"
 
 
@@ -73,7 +73,7 @@ def _disjoint(each: Sequence[Sequence[int]], listeners: int) -> bool:
 def attached_queues(result: LatencyResult) -> Queues | None:
     """The discipline of an attached server's accept queues; None for any other server (its mode says it)."""
     server = result.server
-    if server.kind != ATTACHED:
+    if server.kind != ATTACHED_KIND:
         return None
     reading = _reading(result.evidence, server.workers)
     if reading is None:
