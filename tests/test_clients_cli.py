@@ -53,6 +53,10 @@ def own_address() -> str | None:
         (["burst", "--clients", "10", "--client-hosts", "c1,c1", "--host", "192.0.2.1"], ("--client-hosts names",)),
         (["burst", "--clients", "10", "--client-hosts", "-x", "--host", "192.0.2.1"], ("--client-hosts: '-x'",)),
         (["burst", "--clients", "10", "--client-hosts", "c1"], ("--client-hosts: the workers listen on 127.0.0.1",)),
+        # a count where hosts go (burst's --clients counts): said so, not taken for a host named 1000
+        (["latency", "--clients", "1000", "-n", "10"], ("'1000' is a number, not hosts", "-c", "burst's --clients")),
+        (["ramp", "--clients", "4,8", "--rates", "10"], ("'4,8' is numbers, not hosts",)),
+        (["burst", "--client-hosts", "100"], ("'100' is a number, not hosts",)),
         (["reload", "--clients", "c1"], ("No such option",)),
         (["compare", "--clients", "c1"], ("No such option",)),
     ],

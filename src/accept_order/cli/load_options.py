@@ -109,6 +109,15 @@ class Destinations(click.ParamType):
         dests = [d.strip() for d in str(value).split(",") if d.strip()]
         if not dests:
             self.fail(f"{value!r} names no host: give ssh destinations such as c1,c2 or user@host", param, ctx)
+        if all(_whole(d) for d in dests):  # 'latency --clients 1000', as burst's --clients counts connections
+            numbers = "a number" if len(dests) == 1 else "numbers"
+            self.fail(
+                f"{value!r} is {numbers}, not hosts: this option names the hosts to drive the load from, reached "
+                "with your ssh (such as c1,c2 or user@host); the connections in flight are -c, and a burst's size "
+                "is burst's --clients",
+                param,
+                ctx,
+            )
         return dests
 
 
