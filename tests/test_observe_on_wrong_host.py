@@ -8,7 +8,9 @@ names the server's host'.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from subprocess import PIPE
 
 from cluster import Cluster, cluster_fixture
 from test_clients_faults import assert_nothing_left, own_config, start
@@ -28,3 +30,37 @@ def test_observe_on_a_host_without_the_server_names_that_host(cluster: Cluster, 
         "host"
     ], run.err.text
     assert_nothing_left(cluster, str(tmp_path))
+
+
+LISTEN = """
+import signal, socket, sys
+s = socket.socket()
+s.bind((sys.argv[1], int(sys.argv[2])))
+s.listen(8)
+print("listening", flush=True)
+signal.pause()
+"""
+
+
+def test_a_port_two_programs_serve_says_what_observe_on_can_do(cluster: Cluster, tmp_path: Path) -> None:
+    """'observe ... give the pid' is observe's way out: --observe-on knows the port alone, and takes no pid."""
+    port = 18_777
+    server = cluster.run_in("srv", [sys.executable, "-c", LISTEN, cluster.address("srv"), str(port)], stdout=PIPE)
+    shell = f'"{sys.executable}" -c "$0" 127.0.0.1 {port} & wait'  # no kin of the other: a shell's child
+    other = cluster.run_in("srv", ["sh", "-c", shell, LISTEN], stdout=PIPE)
+    for started in (server, other):
+        assert started.stdout is not None and started.stdout.readline() == b"listening\n"
+    config = own_config(cluster, tmp_path)
+    target = f"{cluster.address('srv')}:{port}"
+    args = ["latency", "--clients", "c1", "--ssh-config", config, "--target", target, "-w", "1", "--duration", "1s"]
+    run = start(tmp_path, *args, "--observe-on", "srv")
+    assert run.wait() == 1
+    [line] = run.error_lines()
+    assert line.startswith(f"accept-order: error: --observe-on srv: port {port} is served by more than one program: ")
+    assert line.endswith(
+        "; --observe-on finds the server by its port alone: run 'accept-order observe PID' on that host"
+    ), line
+    assert "give the pid" not in line
+    for started in (server, other):
+        started.kill()
+        started.wait(30)

@@ -44,6 +44,9 @@ class RemoteObservation(Started):
             # its probes' words are said where they ran: "this network namespace" would read as the coordinator's
             said = escape_controls(str(reply[1])).replace(" in this network namespace", " there")
             where = "; --observe-on names the server's host" if said.startswith("nobody listens") else ""
+            if said.endswith(": give the pid"):  # observe's way out, which --observe-on has not: it knows the port
+                said = said.removesuffix(": give the pid")
+                where = "; --observe-on finds the server by its port alone: run 'accept-order observe PID' on that host"
             raise LoadError(f"{self.host.name}: {said}{where}")
 
     def finish(self) -> ObserveResult:
