@@ -48,19 +48,23 @@ def test_a_port_two_programs_serve_says_what_observe_on_can_do(cluster: Cluster,
     server = cluster.run_in("srv", [sys.executable, "-c", LISTEN, cluster.address("srv"), str(port)], stdout=PIPE)
     shell = f'"{sys.executable}" -c "$0" 127.0.0.1 {port} & wait'  # no kin of the other: a shell's child
     other = cluster.run_in("srv", ["sh", "-c", shell, LISTEN], stdout=PIPE)
-    for started in (server, other):
-        assert started.stdout is not None and started.stdout.readline() == b"listening\n"
-    config = own_config(cluster, tmp_path)
-    target = f"{cluster.address('srv')}:{port}"
-    args = ["latency", "--clients", "c1", "--ssh-config", config, "--target", target, "-w", "1", "--duration", "1s"]
-    run = start(tmp_path, *args, "--observe-on", "srv")
-    assert run.wait() == 1
-    [line] = run.error_lines()
-    assert line.startswith(f"accept-order: error: --observe-on srv: port {port} is served by more than one program: ")
-    assert line.endswith(
-        "; --observe-on finds the server by its port alone: run 'accept-order observe PID' on that host"
-    ), line
-    assert "give the pid" not in line
-    for started in (server, other):
-        started.kill()
-        started.wait(30)
+    try:
+        for started in (server, other):
+            assert started.stdout is not None and started.stdout.readline() == b"listening\n"
+        config = own_config(cluster, tmp_path)
+        target = f"{cluster.address('srv')}:{port}"
+        args = ["latency", "--clients", "c1", "--ssh-config", config, "--target", target, "-w", "1", "--duration", "1s"]
+        run = start(tmp_path, *args, "--observe-on", "srv")
+        assert run.wait() == 1
+        [line] = run.error_lines()
+        assert line.startswith(
+            f"accept-order: error: --observe-on srv: port {port} is served by more than one program: "
+        )
+        assert line.endswith(
+            "; --observe-on finds the server by its port alone: run 'accept-order observe PID' on that host"
+        ), line
+        assert "give the pid" not in line
+    finally:
+        for started in (server, other):
+            started.kill()
+            started.wait(30)
