@@ -25,6 +25,7 @@ from .limits import (
     check_cpus,
     check_driver,
     check_range,
+    ran_at_once,
 )
 
 
@@ -59,9 +60,7 @@ class ConcurrentLoad:
     def __post_init__(self) -> None:
         # Wherever the spec is made (options, a plan's step, a host's or a driver's share, a file an older
         # version wrote with -c as given), so that its header, its file and the model say what ran.
-        count, given = self.connections, self.concurrency
-        if isinstance(count, int) and isinstance(given, int) and 0 < count < given:
-            object.__setattr__(self, "concurrency", count)
+        object.__setattr__(self, "concurrency", ran_at_once(self.connections, self.concurrency))
 
     @property
     def on_client_hosts(self) -> bool:

@@ -99,6 +99,15 @@ def check_concurrency(concurrency: int, option: str = "--concurrency", driver_pr
         )
 
 
+def ran_at_once(connections: Any, concurrency: Any) -> Any:
+    """The concurrency a load of `connections` ran at: no more than them, whatever -c said, as each opens with one of
+    them (with K != 1 its first request, a pool's fill too): '-n 20' beside -c 200 had 20 open at most. Anything
+    else as given: a duration run (None), values a file should not hold (left to its checks)."""
+    if isinstance(connections, int) and isinstance(concurrency, int) and 0 < connections < concurrency:
+        return connections
+    return concurrency
+
+
 def check_cpus(cpus: tuple[int, ...], option: str = "--cpus") -> None:
     """Refuse CPUs this process may not run on here, before a worker (or driver) fails to pin itself to one."""
     allowed = allowed_cpus()

@@ -1,11 +1,14 @@
-"""What parts two files' runs that merge refuses to add: every setting of the server or the load that differs."""
+"""What parts two files' runs that merge refuses to add: every setting of the server or the load that differs, each
+file's load read as it ran."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..core.limits import ran_at_once
 from ..core.spec import NOT_STARTED, UNREAD_SETTINGS
+from .envelope import FileKind
 
 FIRST = ("server", "mode")  # what the server is, named before its settings
 
@@ -28,3 +31,29 @@ def _claimed(a: dict[str, Any], b: dict[str, Any]) -> tuple[str, ...]:
     if not {a.get("server", a.get("kind")), b.get("server", b.get("kind"))} & set(NOT_STARTED):
         return ()
     return ("backlog", *UNREAD_SETTINGS) + (() if "backlogs" in a and "backlogs" in b else ("backlogs",))
+
+
+def as_ran(
+    documents: Sequence[tuple[str, str, dict[str, Any]]], kinds: Mapping[str, FileKind]
+) -> list[tuple[str, str, dict[str, Any]]]:
+    """The files (name, kind, document) with each mergeable run's load at the concurrency it ran at, as reading a file
+    takes it (ConcurrentLoad): an older file kept -c as given beside fewer connections ('-n 20' saved 200, 20
+    ran), so that it and a newer file of the same command read 'concurrency 20 vs 200', and two older ones merged
+    into 40 connections beside 200, read back as 40 at once. The documents given are not changed."""
+    out = []
+    for name, kind, doc in documents:
+        known = kinds.get(kind)
+        if known is not None and known.mergeable and known.several and isinstance(doc.get("runs"), list):
+            doc = {**doc, "runs": [_run_as_ran(run) for run in doc["runs"]]}
+        elif known is not None and known.mergeable and not known.several:
+            doc = _run_as_ran(doc)
+        out.append((name, kind, doc))
+    return out
+
+
+def _run_as_ran(run: Any) -> Any:
+    load = run.get("load") if isinstance(run, dict) else None
+    if not isinstance(load, dict) or "concurrency" not in load:
+        return run
+    ran = ran_at_once(load.get("connections"), load["concurrency"])
+    return run if ran == load["concurrency"] else {**run, "load": {**load, "concurrency": ran}}
