@@ -142,7 +142,7 @@ class ServerSpec:
         check_range("--port", self.port, 0, 65535)
         check_range("--work-us", self.work_us, 0, MAX_WORK_US)
         check_range("--work-iters", self.work_iters, 0, MAX_WORK_ITERS)
-        if self.backlog is not None:
+        if self.backlog is not None or self.kind not in NOT_STARTED:  # one it starts: None is no listen() backlog
             check_range("--backlog", self.backlog, 1, MAX_BACKLOG)
         for backlog in self.backlogs:
             check_range("a listener's backlog", backlog, 0, (1 << 32) - 1)
