@@ -29,7 +29,7 @@ from ..core import service_time
 from ..core.errors import ResultFileError
 from ..core.load_summary import LoadSummary
 from .envelope import FileKind
-from .merge_differs import as_ran, differs
+from .merge_differs import as_ran, backlogs_read, differs
 from .merge_listeners import add_listener_drops
 from .merge_namespaces import counters_apart
 from .merge_overlap import shared_start, starts
@@ -354,7 +354,7 @@ def merge(
     the same experiment."""
     if len(documents) < 2:
         raise ResultFileError("merge needs two result files or more")
-    name0, kind, first = (documents := as_ran(documents, kinds))[0]  # each load as it ran: merge_differs.py
+    name0, kind, first = (documents := backlogs_read(as_ran(documents, kinds), kinds))[0]  # as they ran, as read
     mergeable = [name for name, known in kinds.items() if known.mergeable]
     # any file of a kind merge does not add is said so, whichever place it has ('lat.json ramp.json' said only
     # 'not the same experiment', as if two ramps would add)

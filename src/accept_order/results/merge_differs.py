@@ -57,3 +57,44 @@ def _run_as_ran(run: Any) -> Any:
         return run
     ran = ran_at_once(load.get("connections"), load["concurrency"])
     return run if ran == load["concurrency"] else {**run, "load": {**load, "concurrency": ran}}
+
+
+def backlogs_read(
+    documents: Sequence[tuple[str, str, dict[str, Any]]], kinds: Mapping[str, FileKind]
+) -> list[tuple[str, str, dict[str, Any]]]:
+    """The files with each run of a server this tool did not start given the listeners' backlogs that the first file
+    to read them saw, where its own file read none (one older than the reading, a listener read from /proc): each
+    file is compared with the first alone, so 'old.json a.json b.json' (a read [64], b [128]) merged where 'a.json
+    old.json b.json' was refused, and the merged file had a reading or none by the files' order. The server is the
+    same (its pids are compared), so one file's reading is its. The documents given are not changed."""
+
+    def runs(kind: str, doc: dict[str, Any]) -> list[Any]:
+        known = kinds.get(kind)
+        if known is None or not known.mergeable:
+            return []
+        return list(doc.get("runs") or []) if known.several else [doc]
+
+    read: dict[int, Any] = {}  # a run's index -> its listeners' backlogs as the first file to read them saw
+    for _, kind, doc in documents:
+        for index, run in enumerate(runs(kind, doc)):
+            if (backlogs := _server(run).get("backlogs")) is not None:
+                read.setdefault(index, backlogs)
+    out = []
+    for name, kind, doc in documents:
+        filled = [_with_backlogs(run, read.get(index)) for index, run in enumerate(runs(kind, doc))]
+        if filled:
+            doc = {**doc, "runs": filled} if kinds[kind].several else filled[0]
+        out.append((name, kind, doc))
+    return out
+
+
+def _server(run: Any) -> dict[str, Any]:
+    server = run.get("server") if isinstance(run, dict) else None
+    return server if isinstance(server, dict) else {}
+
+
+def _with_backlogs(run: Any, backlogs: Any) -> Any:
+    server = _server(run)
+    if backlogs is None or "backlogs" in server or server.get("server", server.get("kind")) not in NOT_STARTED:
+        return run
+    return {**run, "server": {**server, "backlogs": backlogs}}
