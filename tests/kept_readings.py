@@ -1,7 +1,7 @@
 """A reading a module fixture takes once for several tests, kept with what it raised, so that a reader that breaks
 fails the tests that read it and no other.
 
-test_first_hour_4_threaded_cpu and test_first_hour_5_thread_leader_cpu share one worker and one spin, read by each
+test_attached_threaded_worker_cpu and test_thread_leader_cpu_own share one worker and one spin, read by each
 test's own reader made in the fixture (9b3e449). A reader raising there failed the fixture, and with it every test
 of the file: WorkerUsage.of raising (as a broken reader would) gave 7 errors across the two files, 5 of them in tests
 that do not use it, where the tests as they were before the sharing failed 2, its own. Imported by name, as

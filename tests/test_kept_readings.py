@@ -1,5 +1,5 @@
 """kept_readings.taken: a module fixture's reading that raises is kept, and raised only by the test that reads it
-(test_first_hour_4_threaded_cpu's and test_first_hour_5_thread_leader_cpu's shared spin: a broken reader failed
+(test_attached_threaded_worker_cpu's and test_thread_leader_cpu_own's shared spin: a broken reader failed
 all 7 of their spin's tests, 5 of them not its own)."""
 
 from __future__ import annotations

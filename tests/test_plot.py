@@ -157,7 +157,7 @@ def test_cdf(name: str, saved: dict[str, Path], tmp_path: Path, matplotlib: Any)
 
 
 def test_cdf_is_refused_where_it_does_not_apply(saved: dict[str, Path], tmp_path: Path, matplotlib: Any) -> None:
-    out = tmp_path / "order.png"  # every kind: tests/test_first_hour_4_plot_options.py
+    out = tmp_path / "order.png"  # every kind: tests/test_plot_options_every_kind.py
     assert_one_error_line(run_cli(["plot", str(saved["compare"]), "--cdf", "-o", str(out)]), 2, "--cdf")
     assert not out.exists()
 
