@@ -31,20 +31,26 @@ def watched(pids: Sequence[int], listeners: Collection[int]) -> dict[str, Any]:
     """Evidence `listeners_watched`: how many listeners take connections to the run's address, and for each worker
     the indices (into those, by inode) of the ones its epolls watch (`workers`; [] for a worker whose epolls watch
     none: it waits in accept, io_uring or poll, or has let go of the listener, as nginx's accept mutex has it) and
-    of the ones it holds (`held`: a blocking accept waits on what it holds). Nothing where a table could not be
-    read (another user's process, not root; one gone)."""
+    of the ones it holds (`held`: a blocking accept waits on what it holds), and each worker's epolls one by one
+    (`loops`: the ones of each epoll watching any): a process of threads has one fd table for them all, and
+    HAProxy's `bind ... shards by-thread` (nbthread 2) has 2 listeners, each thread's epoll watching one. Nothing
+    where a table could not be read (another user's process, not root; one gone)."""
     from ..probes.fd_table import FdTables
 
     order = {inode: index for index, inode in enumerate(sorted(listeners))}
     tables = FdTables()
     each: list[list[int]] = []
     held: list[list[int]] = []
+    loops: list[list[list[int]]] = []
     for pid in pids:
         try:
             files = tables.files(pid)
         except OSError:
             return {}
-        seen = {w.inode for f in files.values() if f.kind == "eventpoll" for w in f.watching(listeners)}
-        each.append(sorted(order[inode] for inode in seen))
+        epolls = [{order[w.inode] for w in f.watching(listeners)} for f in files.values() if f.kind == "eventpoll"]
+        each.append(sorted(set[int]().union(*epolls)))
+        loops.append([sorted(epoll) for epoll in epolls if epoll])
         held.append(sorted({order[f.inode] for f in files.values() if f.inode in order and f.kind == "socket"}))
-    return {"listeners_watched": {"listeners": len(order), "workers": each, "held": held}} if order else {}
+    return (
+        {"listeners_watched": {"listeners": len(order), "workers": each, "held": held, "loops": loops}} if order else {}
+    )

@@ -31,37 +31,53 @@ class Queues:
     assumed: bool = False  # the reading did not settle it: `said` says why
 
 
-def _indices(value: object) -> list[list[int]] | None:
+def _indices(value: object, listeners: int) -> list[list[int]] | None:
+    """Each worker's listeners, indices below `listeners`; None where the file holds anything else."""
     if not isinstance(value, list) or not all(isinstance(w, list) for w in value):
         return None
-    return [[i for i in w if isinstance(i, int)] for w in value]
-
-
-def _reading(evidence: Mapping[str, Any], workers: int) -> tuple[int, list[list[int]], list[list[int]]] | None:
-    """(listeners, each worker's watched, each worker's held: [] each where not read)."""
-    read = evidence.get("listeners_watched")
-    if not isinstance(read, Mapping) or not isinstance(listeners := read.get("listeners"), int) or listeners < 1:
+    if not all(type(i) is int and 0 <= i < listeners for w in value for i in w):
         return None
-    each, held = _indices(read.get("workers")), _indices(read.get("held"))
-    if each is None or len(each) != workers:
-        return None  # a process's threads counted as its workers (model_servers.py): one fd table for them all
-    return listeners, each, held if held is not None and len(held) == workers else [[] for _ in each]
+    return value
 
 
-def _unread(evidence: Mapping[str, Any]) -> Queues:
-    """No reading of the workers' epolls (a file from before it, another user's process, threads of one process):
-    one listener is one queue whoever waits on it; several are not known to be anyone's own."""
+def _reading(evidence: Mapping[str, Any], workers: int) -> tuple[int, list[list[int]], list[list[int]], str] | None:
+    """(listeners, each server's watched, each one's held: [] each where not read, what the servers are)."""
+    read = evidence.get("listeners_watched")
+    if not isinstance(read, Mapping) or type(listeners := read.get("listeners")) is not int or listeners < 1:
+        return None
+    each, held = _indices(read.get("workers"), listeners), _indices(read.get("held"), listeners)
+    if each is None:
+        return None
+    if len(each) == workers:
+        return listeners, each, held if held is not None and len(held) == workers else [[] for _ in each], "workers"
+    # a process's threads counted as its servers (model_servers.py) share one fd table: each thread's event loop is
+    # an epoll of its own (HAProxy's nbthread, h2o's loops), read one by one where they pair with the threads
+    loops = read.get("loops")
+    if len(each) == 1 and isinstance(loops, list) and len(loops) == 1:
+        own = _indices(loops[0], listeners)
+        if own is not None and len(own) == workers:
+            return listeners, own, [[] for _ in own], "threads"
+    return None
+
+
+def _unread(evidence: Mapping[str, Any], workers: int) -> Queues:
+    """No reading of the workers' epolls to take (a file from before it, another user's process, a process whose
+    epolls do not pair with its threads): one listener is one queue whoever waits on it; several are not known to
+    be anyone's own."""
     start = evidence.get("listeners", {}).get("start") if isinstance(evidence.get("listeners"), Mapping) else None
     count = len(start) if isinstance(start, Sequence) else 0
     if count == 1:
         return Queues("shared", "one listener takes its connections: one accept queue, shared by whoever waits on it")
     which = f"{count} listeners" if count else "listeners"
-    return Queues(
-        "shared",
-        f"which of its {which} each worker waits on was not read (its workers' epolls, as the run started): "
-        f"{SHARED_TAKEN}",
-        assumed=True,
-    )
+    read = evidence.get("listeners_watched")
+    if isinstance(read, Mapping) and "loops" in read and isinstance(evidence.get("threads"), Mapping):
+        why = (
+            f"which of its {which} each of its {workers} threads waits on is not known: threads share one fd table, "
+            "and the epolls watching them as the run started were not as many as its threads"
+        )
+    else:
+        why = f"which of its {which} each worker waits on was not read (its workers' epolls, as the run started)"
+    return Queues("shared", f"{why}: {SHARED_TAKEN}", assumed=True)
 
 
 def _disjoint(each: Sequence[Sequence[int]], listeners: int) -> bool:
@@ -77,13 +93,13 @@ def attached_queues(result: LatencyResult) -> Queues | None:
         return None
     reading = _reading(result.evidence, server.workers)
     if reading is None:
-        return _unread(result.evidence)
-    listeners, each, held = reading
+        return _unread(result.evidence, server.workers)
+    listeners, each, held, who = reading
     workers = len(each)
     if listeners == 1 or workers == 1:  # one queue, or one server: whoever waits where, the model is one queue
         if workers == 1:
             return Queues("shared", "its one worker takes every connection: one queue, one server")
-        return Queues("shared", f"its {workers} workers take from its one listener: one accept queue, shared")
+        return Queues("shared", f"its {workers} {who} take from its one listener: one accept queue, shared")
     idle = sum(1 for w in each if not w)
     # a worker whose epolls watch none waits on what it holds where it holds listeners of its own (a blocking
     # accept on its SO_REUSEPORT socket); nginx's workers hold every socket, so holding alone says nothing there
@@ -93,25 +109,32 @@ def attached_queues(result: LatencyResult) -> Queues | None:
         how = f" ({idle} in no epoll: holding only {'it' if listeners == workers else 'them'})" if idle else ""
         return Queues(
             "hash",
-            f"each of its {workers} workers waits on {mine}{how} ({listeners} accept queues, SO_REUSEPORT): the "
-            "kernel puts a connection in one by its hash, its worker idle or not",
+            f"each of its {workers} {who} waits on {mine}{how} ({listeners} accept queues, SO_REUSEPORT): the "
+            f"kernel puts a connection in one by its hash, its {who[:-1]} idle or not",
         )
     if idle:
         return Queues(
             "shared",
-            f"{idle} of its {workers} workers' epolls watched none of its {listeners} listeners as the run started "
+            f"{idle} of its {workers} {who}' epolls watched none of its {listeners} listeners as the run started "
             "(they wait in accept, poll or io_uring, or let go of the listeners, as nginx's accept mutex has them): "
             f"which queue each takes from is not known, {SHARED_TAKEN}",
             assumed=True,
         )
-    if all(w == each[0] for w in each):
+    if all(w == each[0] for w in each) and len(each[0]) == listeners:
         return Queues(
-            "shared", f"its {workers} workers all wait on each of its {listeners} listeners: as one shared queue"
+            "shared", f"its {workers} {who} all wait on each of its {listeners} listeners: as one shared queue"
+        )
+    if all(w == each[0] for w in each):  # the others' connections wait for no attached worker (another program's)
+        return Queues(
+            "shared",
+            f"its {workers} {who} all wait on the same {len(each[0])} of its {listeners} listeners, and none on the "
+            f"other {listeners - len(each[0])}, whose connections they do not take: {SHARED_TAKEN}",
+            assumed=True,
         )
     sizes = "/".join(str(len(w)) for w in each)
     return Queues(
         "shared",
-        f"its workers wait on different sets of its {listeners} listeners ({sizes} each), which no discipline of "
+        f"its {who} wait on different sets of its {listeners} listeners ({sizes} each), which no discipline of "
         f"the model's is: {SHARED_TAKEN}",
         assumed=True,
     )
