@@ -2,7 +2,7 @@
 a server attached in a namespace other than the tool's reads them from /proc/PID/net/netstat (evidence.counters_pid),
 and one such file merged with a run read in the tool's namespace read 'ListenDrops +5, ... (host-wide: ...)' or
 '(the server's network namespace, read from /proc/4242/net/netstat ...)' by which file came first, for a sum of two
-namespaces' counts. Saved files edited here (tests/data/v2/latency.json), as test_review_p_merge_counters does."""
+namespaces' counts. Saved files edited here (tests/data/v2/latency.json), as test_merge_counters_of_one_file does."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_review_p_merge_counters import _file, _merged_counters
+from test_merge_counters_of_one_file import _file, _merged_counters
 
 MOVED = {"TcpExtListenDrops": 5, "TcpExtListenOverflows": 5}
 

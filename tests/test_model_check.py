@@ -232,7 +232,7 @@ def test_latency_prints_and_saves_the_model_and_show_prints_it(tmp_path: Path) -
 
 
 def test_a_model_check_has_a_shape_for_every_field() -> None:
-    # a model of one request per connection leaves out the pinned model's own fields (test_kept_review.py)
+    # a model of one request per connection leaves out the pinned model's own fields (test_kept_connections_lab_load.py)
     fields = {f.name for f in dataclasses.fields(ModelCheck)} - set(PINNED_ONLY)
     assert fields <= set(with_model(run_of("blocking", [2000] * 100)).to_dict()["model"])
 

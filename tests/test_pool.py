@@ -44,7 +44,7 @@ def test_a_blocking_pool_beyond_its_workers_is_refused_before_it_runs() -> None:
     the 4th would never be answered. The run once waited out its pool-fill timeout and said so (20 s at the
     default --timeout: 'latency -m blocking --pool -c 8 -w 2'); the plan knows it, so it is refused in one
     line before anything starts (tests/test_held_whole_run.py has every such mode and command). The report's
-    note for a server whose own rules may end a held connection is tests/test_kept_review.py's."""
+    note for a server whose own rules may end a held connection is tests/test_kept_connections_lab_load.py's."""
     args = ["latency", "-m", "blocking", "-w", "3", "--pool", "-c", "4", "--requests-per-connection", "0", "-n", "300"]
     assert_one_error_line(run_cli(args), 2, "each of mode blocking's 3 workers", "1 of the 4 connections would never")
 
