@@ -6,7 +6,9 @@ that refuses the bind, and the setting by a file standing for /proc/sys/net/ipv4
 """
 
 import errno
+import socket
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -37,7 +39,8 @@ def refusal(port: int, start: str, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     setting = tmp_path / "ip_unprivileged_port_start"
     setting.write_text(start)
     monkeypatch.setattr(base, "UNPRIVILEGED_PORT_START", str(setting))
-    monkeypatch.setattr(base.socket, "socket", RefusingSocket)
+    # base's own name for the socket module, not the module: nothing else in the process gets the fake
+    monkeypatch.setattr(base, "socket", SimpleNamespace(**{**vars(socket), "socket": RefusingSocket}))
     RefusingSocket.closed = False
     with pytest.raises(ListenError) as refused:
         base.listen_socket("127.0.0.1", port, 16, reuseport=False)
