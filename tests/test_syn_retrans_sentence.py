@@ -120,7 +120,7 @@ def test_the_model_does_not_blame_other_processes_for_a_p99_at_the_floor() -> No
     line = model_line([run_of(at_floor, evidence(100, private=True))]) or ""  # the run's own SYNs sent again
     assert "epoll's p99 is among its 100 connections of 1 s or more while SYNs were sent again" in line, line
     assert "other processes used" not in line, line
-    # a host-wide count may be all others': the timer is a may, beside the CPU they used (test_review_r5_syn_note)
+    # a host-wide count may be all others': the timer is a may, beside the CPU they used (test_burst_syn_resend_note)
     anyone = model_line([run_of(at_floor, evidence(100))]) or ""
     assert "sent again host-wide (the kernel's 1 s retransmission timer may be part of it)" in anyone, anyone
     assert "other processes used 96% of the CPUs" in anyone, anyone

@@ -9,8 +9,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from test_review_p_unsplit import _remote_here
-from test_review_p_whose_cpu import _ramp_step, _result
+from test_client_host_cpu_is_the_runs import _ramp_step, _result
+from test_unread_server_cpu_not_split import _remote_here
 
 
 def _remote(generator_cpu_s: float) -> Any:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from test_review_p_whose_cpu import _busy_hosts_run, _ramp_step, _result
+from test_client_host_cpu_is_the_runs import _busy_hosts_run, _ramp_step, _result
 
 
 def _remote_here() -> dict[str, Any]:
