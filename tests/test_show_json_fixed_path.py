@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from conftest import run_cli
-from test_review_rf2_model_path import SLOW
+from test_model_fixed_path import SLOW
 from test_small_sentences_model import run_of
 
 from accept_order.experiments.documents import save
