@@ -225,7 +225,14 @@ def check_listening(
                 f"to read ({what_would_let_it(or_as=SERVERS_USER)})"
             )
         if not rows:
-            owner = f"nobody listens on {where}"
+            every = listening_sockets_of(port, [*attach, *workers])  # where they listen instead: the --host to give
+            mine = {
+                i for p, inodes in socket_holders({r.inode for r in every}).items() if p in attached for i in inodes
+            }
+            theirs = sorted({r.address for r in every if r.inode in mine})
+            at = ", ".join(f"[{a}]:{port}" if ":" in a else f"{a}:{port}" for a in theirs)
+            listen = f"; {'they listen' if plural else 'it listens'} on {at}: give --host {theirs[0]}" if theirs else ""
+            owner = f"nobody listens on {where}{listen}"
         elif not holders:
             owner = f"a socket listens on {where}, but no process this user may look into holds it"
         else:

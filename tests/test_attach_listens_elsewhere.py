@@ -1,0 +1,42 @@
+"""--attach to a server that listens at another address than --host says where it listens and which --host to give.
+
+'latency --attach PID --port 18911 --clients c1,c2' at 'accept-order serve --host 10.178.130.1 --port 18911' (the
+address the client hosts reach) said to give --host; given none, '--attach PID --port 18911' said 'pid PID
+(accept-order) and its 3 children hold no listener on 127.0.0.1:18911; nobody listens on 127.0.0.1:18911', the
+default --host, with no word of the 10.178.130.1:18911 they held. Now '...; they listen on 10.178.130.1:18911: give
+--host 10.178.130.1'. Here the other address is 127.0.0.2, on this host's loopback.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def test_attach_names_where_the_server_listens_and_the_host_to_give(free_port: int) -> None:
+    port = free_port
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "accept_order", "serve", "-w", "2", "--host", "127.0.0.2", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert serve.stdout is not None
+        for line in serve.stdout:  # its banner ends with the workers' pids: listening by then
+            if "worker 1 pid" in line:
+                break
+        done = subprocess.run(
+            [sys.executable, "-m", "accept_order", "run", "--attach", str(serve.pid), "--port", str(port), "-n", "1"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 1, done
+        assert done.stderr.rstrip("\n").endswith(
+            f"nobody listens on 127.0.0.1:{port}; they listen on 127.0.0.2:{port}: give --host 127.0.0.2"
+        ), done.stderr
+    finally:
+        serve.terminate()
+        serve.wait(30)
