@@ -69,7 +69,8 @@ def test_an_atlas_interrupted_before_its_first_row_saves_nothing(monkeypatch: py
 
 
 def test_a_load_over_the_open_file_limit_is_refused_before_anything_starts() -> None:
-    result = run_cli(["atlas", "--servers", "builtin", "-c", "100000"])
+    # as many connections as that: fewer would cut -c to them (no more can be open at once), which then fits
+    result = run_cli(["atlas", "--servers", "builtin", "-c", "100000", "--load-connections", "1000000"])
     assert result.exit_code == 2 and "--concurrency" in result.stderr
     assert "run 1 of" not in result.stderr  # nothing ran
 

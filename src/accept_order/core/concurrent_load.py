@@ -37,8 +37,10 @@ class ConcurrentLoad:
 
     connections: int | None = DEFAULT_REQUESTS  # None: run for duration_s instead
     duration_s: float | None = None
-    # At most `connections` (__post_init__): each connection opens with one of them (with K != 1, with its first
-    # request, a pool's too), so no more were ever open at once. '-n 20' beside the default -c 200 ran 20.
+    # As it runs (as_ran: validated, and as a file is read), at most `connections`: each connection opens with
+    # one of them (with K != 1, with its first request, a pool's too), so no more were ever open at once. '-n 20'
+    # beside the default -c 200 ran 20. Not when the spec is made: dataclasses.replace(load, connections=5000)
+    # of a spec made with -n 20 -c 64 would otherwise run at 20, the 64 asked for lost.
     concurrency: int = DEFAULT_CONCURRENCY
     driver_procs: int = DEFAULT_DRIVER_PROCS
     timeout_s: float = 10.0
@@ -57,11 +59,6 @@ class ConcurrentLoad:
     clients: ClientHosts | None = None
     driver: Driver = "auto"  # the drivers' loop (DRIVERS): each host resolves "auto" for itself
 
-    def __post_init__(self) -> None:
-        # Wherever the spec is made (options, a plan's step, a host's or a driver's share, a file an older
-        # version wrote with -c as given), so that its header, its file and the model say what ran.
-        object.__setattr__(self, "concurrency", ran_at_once(self.connections, self.concurrency))
-
     @property
     def on_client_hosts(self) -> bool:
         """Whether the load runs on client hosts (--clients), not on this host (--observe-on alone: here)."""
@@ -77,7 +74,16 @@ class ConcurrentLoad:
     def kind(self) -> str:
         return "closed-loop" if self.rate is None else "open-loop"
 
+    def as_ran(self) -> ConcurrentLoad:
+        """This load at the concurrency it runs at: no more at once than its connections. Unchecked (a file's)."""
+        ran = ran_at_once(self.connections, self.concurrency)
+        return self if ran == self.concurrency else dataclasses.replace(self, concurrency=ran)
+
     def validated(self) -> ConcurrentLoad:
+        # the spec every run takes (options, a plan's step, a host's or a driver's share): its header, its file
+        # and the model say the concurrency that ran
+        if (ran := self.as_ran()) is not self:
+            return ran.validated()
         if self.connections is not None and self.duration_s is not None:
             raise PlanError("give --connections or --duration, not both")
         if self.connections is None and self.duration_s is None:
@@ -128,7 +134,7 @@ class ConcurrentLoad:
             values["cpus"] = tuple(values["cpus"])
         if values.get("clients") is not None:
             values["clients"] = ClientHosts.from_dict(values["clients"])
-        return cls(**values)
+        return cls(**values).as_ran()  # an older file kept -c as given beside fewer connections
 
     def to_dict(self) -> dict[str, Any]:
         # A closed loop's and an unpinned load's files stay as 0.3 wrote them (no rate, no cpus), and a load

@@ -56,7 +56,8 @@ class AtlasPlan:
         return self
 
     def load(self) -> ConcurrentLoad:
-        return ConcurrentLoad(self.load_connections, None, self.concurrency, self.driver_procs, driver=self.driver)
+        load = ConcurrentLoad(self.load_connections, None, self.concurrency, self.driver_procs, driver=self.driver)
+        return load.validated()  # as it runs (no more at once than its connections), in the plan it saves too
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -257,7 +257,7 @@ class LatencyResult(TimedTotals):
             raise ResultFileError("malformed result: 'served' is not a count per worker")
         return cls(
             server=server,
-            load=build(ConcurrentLoad, data["load"]),
+            load=build(ConcurrentLoad, data["load"]).as_ran(),  # an older file's -c as given: what ran
             environment=build(Environment, data["environment"]),
             port=data["port"],
             histogram=LatencyHistogram.from_dict(data["histogram"]),
