@@ -197,10 +197,13 @@ def compare_table(results: Sequence[RunResult], skipped: dict[str, str]) -> Rend
         sleeps = "-" if v.woken_per_connection is None else f"{v.woken_per_connection:.1f}"
         cells = [r.server.mode, sequence_text(r, 20), " ".join(map(str, r.counts)), v.pattern, f"{v.jain:.2f}", sleeps]
         table.add_row(*([r.server.kind] if servers else []), *cells)
+    # a key names its server only where several were asked; else the server is the one every row ran on
+    # ('compare --server nginx --modes epoll,blocking' called its blocking row builtin's, nginx's reason beside)
+    only = results[0].server.kind if results else DEFAULT_KIND
     for key, reason in skipped.items():
         server, _, mode = key.rpartition(" ")
         cells2: list[str | Text] = [mode, "-", "-", Text(f"not available: {reason}", style="dim"), "-", "-"]
-        table.add_row(*([server or DEFAULT_KIND] if servers else []), *cells2)
+        table.add_row(*([server or only] if servers else []), *cells2)
     if not results:
         return table
     # What each verdict rests on (the client's CPU, the hash's odds, the chance of a fit): one line per row
