@@ -27,6 +27,7 @@ from accept_order.experiments.latency.model_check import predict
 from accept_order.experiments.latency.model_queues import Queues, attached_queues, queues_text
 from accept_order.experiments.latency.model_servers import as_served
 from accept_order.experiments.latency.result import LatencyResult
+from accept_order.results import envelope
 
 START_TIMEOUT_S = 10.0
 
@@ -139,3 +140,21 @@ def test_latency_attach_to_haproxy_sharded_by_thread_models_a_queue_per_thread(t
         server.wait(10)
         if server.stderr is not None:
             server.stderr.close()
+
+
+def test_a_file_whose_reading_names_no_listener_is_refused_in_one_line(tmp_path: Path) -> None:
+    """Unchecked, `show` printed the saved model's 'hash' beside the note read again: 'queue hash assumed: which
+    of its 4 listeners each worker waits on was not read ... taken as one shared queue'; merge took it."""
+    result = attached({"listeners": 4, "workers": [[0], [1], [2], [3]]})
+    document = replace(result, model=predict(result)).to_dict()
+    good, bad = tmp_path / "good.json", tmp_path / "bad.json"
+    envelope.save(good, "latency", document)
+    document["evidence"]["listeners_watched"]["workers"] = [[4], [5], [6], [7]]
+    envelope.save(bad, "latency", document)
+    shown = run_cli(["show", str(good)], columns=400)
+    assert shown.exit_code == 0 and "Model: queue hash: each of its 4 workers" in shown.output, shown.output
+    for command in (["show", str(bad)], ["merge", str(bad), str(good), "--json", str(tmp_path / "merged.json")]):
+        refused = run_cli(command, columns=400)
+        assert refused.exit_code == 1, refused.output
+        assert "evidence.listeners_watched.workers[0][0]: is 4, but there are 4 listeners" in refused.output
+        assert "Traceback" not in refused.output and len(refused.output.strip().splitlines()) == 1, refused.output

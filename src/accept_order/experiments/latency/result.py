@@ -36,6 +36,7 @@ from ...results.shapes import (
     hosts_fit_workers,
 )
 from ...results.typed import build, hosts_of, runs_list, skipped_map
+from ...results.watched_shape import LISTENERS_WATCHED
 
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)
 
@@ -353,7 +354,7 @@ LATENCY_SHAPE = derive(
     LatencyResult,
     port=PORT,
     errors=ERRORS,
-    evidence=EVIDENCE,
+    evidence=EVIDENCE.but(listeners_watched=LISTENERS_WATCHED),  # an attached server's, its model's queue
     summary=_SUMMARY,
     pool=POOL,
     omit=("pool_fill_s",),  # saved in `pool`
