@@ -2,7 +2,7 @@
 the hello, in one line naming the folders that differ, where it failed late: a class pickled between the two copies
 (ReplyAttribution, LoadResult, ...) unpickled into other code raised an AttributeError in the middle of a load.
 
-The host is a local interpreter (execnet popen in place of ssh, as tests/test_review_rp_ramp_kernel.py) whose
+The host is a local interpreter (execnet popen in place of ssh, as tests/test_ramp_client_hosts_on_this_kernel.py) whose
 PYTHONPATH puts a copy of the package first: the same sources at another path pass; one line changed in loads/ or
 in a part's own folder does not."""
 
