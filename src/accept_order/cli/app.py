@@ -294,7 +294,6 @@ class LazyGroup(click.Group):
 
 
 HOST_OPTIONS = ("--clients", "--client-hosts", "--observe-on", "--ssh-config", "--client-python")
-LOADS_HERE = ("run", "compare", "herd", "reload", "atlas")  # the commands that drive a load, and from here alone
 
 
 def _hosts_elsewhere(exc: click.UsageError) -> str | None:
@@ -302,11 +301,14 @@ def _hosts_elsewhere(exc: click.UsageError) -> str | None:
     nearest option ('run --client-hosts': "Did you mean '--host'?", which is where the server listens)."""
     if not isinstance(exc, click.NoSuchOption) or exc.option_name not in HOST_OPTIONS or exc.ctx is None:
         return None
-    if exc.ctx.info_name not in LOADS_HERE:
+    # a command that drives a load has --driver (the load generator's loop); one that can drive it from client
+    # hosts has them too: read from its options, not a list of names beside the registry's
+    params = {param.name for param in exc.ctx.command.params}
+    if "driver" not in params or "client_hosts" in params:
         return None
     return (
-        f"{exc.ctx.command_path} has no {exc.option_name}: it drives its load from this host only; latency, sweep "
-        "and ramp drive it from client hosts with --clients, burst with --client-hosts"
+        f"{exc.ctx.command_path} has no {exc.option_name}: it drives its load from this host only; latency, sweep, "
+        "ramp and burst drive it from client hosts with --client-hosts"
     )
 
 
