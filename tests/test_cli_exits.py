@@ -108,7 +108,7 @@ def test_every_numeric_option_takes_ascii_digits_only() -> None:
 @pytest.mark.parametrize(
     ("args", "option"),
     [
-        (["latency", "-c", "200", "-n", "10"], "--concurrency 200"),
+        (["latency", "-c", "200", "-n", "1000"], "--concurrency 200"),  # -n 10 lowers -c to 10 (d61f804)
         (["ramp", "--rates", "10", "--in-flight", "200"], "--in-flight 200"),
         (["ramp", "--concurrency-steps", "8,200"], "--concurrency-steps 200"),
     ],
