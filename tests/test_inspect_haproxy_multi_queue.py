@@ -15,7 +15,6 @@ reason, where bpftrace cannot run)."""
 from __future__ import annotations
 
 import contextlib
-import http.client
 import json
 import os
 import shutil
@@ -24,12 +23,12 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psutil
 import pytest
 from conftest import wait_for
+from haproxy_by_hand import START_TIMEOUT_S, THREADS, answering, ask, config, haproxy
 
 from accept_order.experiments.inspect.run import inspect
 from accept_order.probes.accepts import AcceptCounter
@@ -40,50 +39,7 @@ from accept_order.servers.launched.haproxy_config import MULTI_QUEUE, NBTHREAD, 
 if haproxy_missing():
     pytest.skip(f"a real HAProxy: {haproxy_missing()}", allow_module_level=True)
 
-THREADS = 4
 THREADS_WHY = HAPROXY_MODES["threads"].why
-START_TIMEOUT_S = 20.0
-
-
-def config(port: int, settings: str = "", threads: int = THREADS) -> str:
-    return f"""global
-    nbthread {threads}
-{settings}
-defaults
-    mode http
-    timeout client 10s
-    timeout server 10s
-    timeout connect 10s
-
-frontend f
-    bind 127.0.0.1:{port}
-    http-request return status 200 content-type text/plain lf-string "worker %[thread] pid %pid\\n"
-"""
-
-
-def ask(port: int) -> int:
-    """One request on a connection of its own: the thread the reply names."""
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        connection.request("GET", "/")
-        return int(connection.getresponse().read().split()[1])
-    finally:
-        connection.close()
-
-
-def answering(pid: int, port: int, threads: int, alive: Callable[[], bool], said: Callable[[], str] = str) -> None:
-    """Wait until HAProxy `pid` answers on `port` with all its threads there; `said()`: what it wrote, if it exited."""
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while True:
-        assert alive(), f"HAProxy {pid} exited: {said()}"
-        try:
-            ask(port)
-            if len(os.listdir(f"/proc/{pid}/task")) == threads:
-                return
-        except OSError:
-            pass
-        assert time.monotonic() < deadline, "HAProxy did not answer"
-        time.sleep(0.02)  # polling a server's start-up: there is no event to wait on
 
 
 def accepted_and_served(pid: int, port: int) -> tuple[dict[int, int], dict[int, int]]:
@@ -97,42 +53,6 @@ def accepted_and_served(pid: int, port: int) -> tuple[dict[int, int], dict[int, 
     if not counts.available:
         pytest.skip(f"no kernel witness of who accepts: {counts.why}")
     return {tids[t]: n for t, n in served.items()}, {t: n for t, n in counts.counts.items() if n}
-
-
-@contextlib.contextmanager
-def haproxy(
-    config_path: Path, port: int, threads: int = THREADS, env: dict[str, str] | None = None
-) -> Iterator[subprocess.Popen[bytes]]:
-    """Debian's HAProxy started by hand in the foreground, answering on `port` with all its threads there."""
-    process = subprocess.Popen(
-        ["haproxy", "-db", "-f", str(config_path)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
-    )
-    try:
-        answering(process.pid, port, threads, lambda: process.poll() is None, lambda: _said(process))
-        yield process
-    finally:
-        # its external checks too, which would outlive it: stopped first, it starts no other meanwhile
-        process.send_signal(signal.SIGSTOP)
-        children: list[psutil.Process] = []
-        with contextlib.suppress(psutil.Error):
-            children = psutil.Process(process.pid).children(recursive=True)
-        for child in children:
-            with contextlib.suppress(psutil.Error):
-                child.kill()
-        process.kill()
-        process.wait(10)
-
-
-def _said(process: subprocess.Popen[bytes]) -> str:
-    """The end of what an exited HAProxy wrote on stderr (its alerts: why it stopped), without waiting for the pipe's
-    end: an external check it forked may still hold it."""
-    assert process.stderr is not None
-    os.set_blocking(process.stderr.fileno(), False)
-    try:
-        written = process.stderr.read() or b""
-    except BlockingIOError:
-        written = b""
-    return written.decode(errors="replace")[-800:] or "(nothing on its stderr)"
 
 
 def why(process: subprocess.Popen[bytes]) -> str:

@@ -12,27 +12,23 @@ the replies say it served (skipped, with the reason, where bpftrace cannot count
 
 from __future__ import annotations
 
-import contextlib
-import http.client
 import json
 import os
 import subprocess
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cluster import dies_with
 from conftest import run_cli
+from haproxy_by_hand import ask, config, haproxy
 
 from accept_order.experiments.documents import save
 from accept_order.experiments.observe.result import ObserveResult
 from accept_order.experiments.observe.run import observe
 from accept_order.experiments.observe.verdict import verdict
 from accept_order.servers.launched.base import free_port
-from accept_order.servers.launched.haproxy import haproxy_missing
 from accept_order.servers.launched.haproxy_config import (
     MULTI_QUEUE,
     NBTHREAD,
@@ -42,68 +38,10 @@ from accept_order.servers.launched.haproxy_config import (
     why_said,
 )
 
-THREADS = 4
 REQUESTS = 100
-START_TIMEOUT_S = 20.0
 OBSERVE_CAP_S = 120.0  # the window ends when the requests are done; this only bounds a hang
 OFF_LINE = "the thread that accepts a connection serves it: its config ({path}) turns tune.listener.multi-queue off"
 HANDED_ON = "not necessarily the connections each serves"
-
-
-def config(port: int, settings: str) -> str:
-    return f"""global
-    nbthread {THREADS}
-{settings}
-defaults
-    mode http
-    timeout client 10s
-    timeout server 10s
-    timeout connect 10s
-
-frontend f
-    bind 127.0.0.1:{port}
-    http-request return status 200 content-type text/plain lf-string "worker %[thread] pid %pid\\n"
-"""
-
-
-def ask(port: int) -> int:
-    """One request on a connection of its own: the thread number the reply names."""
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        connection.request("GET", "/")
-        return int(connection.getresponse().read().split()[1])
-    finally:
-        connection.close()
-
-
-@contextlib.contextmanager
-def haproxy(path: Path, port: int, env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[bytes]]:
-    """Debian's HAProxy started by hand in the foreground (`env` added to its environment), answering on `port` with
-    all its threads there."""
-    missing = haproxy_missing()
-    if missing:
-        pytest.skip(f"a real HAProxy: {missing}")
-    process = subprocess.Popen(  # killed by the kernel if pytest is, even by SIGKILL
-        ["haproxy", "-db", "-f", str(path)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        preexec_fn=dies_with(os.getpid()),
-        env={**os.environ, **(env or {})},
-    )
-    try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            assert process.poll() is None, f"HAProxy exited: {process.stderr.read()[-800:] if process.stderr else ''!r}"
-            with contextlib.suppress(OSError):
-                ask(port)
-                if len(os.listdir(f"/proc/{process.pid}/task")) == THREADS:
-                    break
-            assert time.monotonic() < deadline, "HAProxy did not answer"
-            time.sleep(0.02)  # polling a server's start-up: there is no event to wait on
-        yield process
-    finally:
-        process.kill()
-        process.wait(10)
 
 
 def observed(process: subprocess.Popen[bytes], port: int) -> tuple[ObserveResult, Counter[int]]:
@@ -234,7 +172,7 @@ def test_a_setting_in_a_block_not_decided_here_is_not_taken_as_what_it_runs(tmp_
     path = tmp_path / "haproxy.cfg"
     block = ".if defined(MQ_ON)\n    tune.listener.multi-queue on\n.endif"
     path.write_text(config(port, f"    tune.listener.multi-queue off\n{block}"))
-    with haproxy(path, port, {"MQ_ON": "1"}) as process:
+    with haproxy(path, port, env={**os.environ, "MQ_ON": "1"}) as process:
         result, _ = observed(process, port)
     lines = verdict(result)
     assert result.handoff is not None and result.handoff.hands_on is None, result.handoff

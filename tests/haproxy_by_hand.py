@@ -1,0 +1,112 @@
+"""Debian's HAProxy started by hand for the inspect and observe tests of its config (multi-queue, nbthread).
+
+Those tests read a server accept-order did not start, so they start HAProxy themselves from a config of the test's
+own, in the foreground, each reply naming the thread that served it. One copy for both (they were written twice,
+the same config, request and start). Imported by name, as conftest's helpers are (tests/ is on sys.path; no test_
+prefix, so pytest collects nothing here)."""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from cluster import dies_with
+
+from accept_order.servers.launched.haproxy import haproxy_missing
+
+THREADS = 4
+START_TIMEOUT_S = 20.0
+
+
+def config(port: int, settings: str = "", threads: int = THREADS) -> str:
+    """A config of `threads` threads answering on 127.0.0.1:`port`, `settings` added to its global section."""
+    return f"""global
+    nbthread {threads}
+{settings}
+defaults
+    mode http
+    timeout client 10s
+    timeout server 10s
+    timeout connect 10s
+
+frontend f
+    bind 127.0.0.1:{port}
+    http-request return status 200 content-type text/plain lf-string "worker %[thread] pid %pid\\n"
+"""
+
+
+def ask(port: int) -> int:
+    """One request on a connection of its own: the thread number the reply names."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.request("GET", "/")
+        return int(connection.getresponse().read().split()[1])
+    finally:
+        connection.close()
+
+
+def answering(pid: int, port: int, threads: int, alive: Callable[[], bool], said: Callable[[], str] = str) -> None:
+    """Wait until HAProxy `pid` answers on `port` with all its threads there; `said()`: what it wrote, if it exited."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while True:
+        assert alive(), f"HAProxy {pid} exited: {said()}"
+        try:
+            ask(port)
+            if len(os.listdir(f"/proc/{pid}/task")) == threads:
+                return
+        except OSError:
+            pass
+        assert time.monotonic() < deadline, "HAProxy did not answer"
+        time.sleep(0.02)  # polling a server's start-up: there is no event to wait on
+
+
+@contextlib.contextmanager
+def haproxy(
+    config_path: Path, port: int, threads: int = THREADS, env: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
+    """Debian's HAProxy started by hand in the foreground (`env`: its whole environment, this one's if None),
+    answering on `port` with all its threads there; skips where there is no HAProxy."""
+    missing = haproxy_missing()
+    if missing:
+        pytest.skip(f"a real HAProxy: {missing}")
+    process = subprocess.Popen(  # killed by the kernel if pytest is, even by SIGKILL
+        ["haproxy", "-db", "-f", str(config_path)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        preexec_fn=dies_with(os.getpid()),
+        env=env,
+    )
+    try:
+        answering(process.pid, port, threads, lambda: process.poll() is None, lambda: _said(process))
+        yield process
+    finally:
+        # its external checks too, which would outlive it: stopped first, it starts no other meanwhile
+        process.send_signal(signal.SIGSTOP)
+        children: list[psutil.Process] = []
+        with contextlib.suppress(psutil.Error):
+            children = psutil.Process(process.pid).children(recursive=True)
+        for child in children:
+            with contextlib.suppress(psutil.Error):
+                child.kill()
+        process.kill()
+        process.wait(10)
+
+
+def _said(process: subprocess.Popen[bytes]) -> str:
+    """The end of what an exited HAProxy wrote on stderr (its alerts: why it stopped), without waiting for the pipe's
+    end: an external check it forked may still hold it."""
+    assert process.stderr is not None
+    os.set_blocking(process.stderr.fileno(), False)
+    try:
+        written = process.stderr.read() or b""
+    except BlockingIOError:
+        written = b""
+    return written.decode(errors="replace")[-800:] or "(nothing on its stderr)"
