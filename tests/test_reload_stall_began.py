@@ -10,13 +10,11 @@ checks the reading against the replies: the survivors' accepts after the kill ar
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 from conftest import run_cli
+from reload_kill_run import killed_blocking_run
 
 DATA = Path(__file__).parent / "data"
 NAMED = "io_uring's lost wakeup on a killed ring can do that"
@@ -72,18 +70,7 @@ def test_a_real_kill_reads_the_others_accepts_after_it(tmp_path: Path) -> None:
     """blocking, worker 0 killed at 150 ms of 300: the survivors keep accepting from the shared queue; what they
     accepted after the kill is at most what their replies say they served in the whole run, and their count last
     moved at a look after the kill."""
-    out = tmp_path / "kill.json"
-    args = ["-w", "3", "-c", "32", "--work", "5ms", "--duration", "300ms", "--modes", "blocking", "--how", "kill"]
-    proc = subprocess.run(
-        [sys.executable, "-m", "accept_order", "reload", *args, "--json", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    if proc.returncode != 0 and "cannot make a private network namespace" in proc.stderr:
-        pytest.skip(proc.stderr.strip())
-    assert proc.returncode == 0, proc.stderr
-    (run,) = json.loads(out.read_text())["runs"]
+    run = killed_blocking_run(tmp_path)
     assert run["gone_s"] is not None, run
     others = sum(run["served"][1:])
     assert 0 < run["others_after"] <= others, run

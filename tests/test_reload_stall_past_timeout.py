@@ -15,13 +15,11 @@ by the first look, 110 ms and 109 ms after the going, and nothing was queued at 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 from conftest import run_cli
+from reload_kill_run import killed_blocking_run
 
 DATA = Path(__file__).parent / "data"
 STALLED = DATA / "reload_io_uring_kill_stalled_past_timeout.json"
@@ -76,18 +74,7 @@ def test_a_file_without_the_first_look_reads_as_before_b323155(tmp_path: Path) -
 def test_a_real_kill_saves_the_first_look_that_saw_the_others_accept(tmp_path: Path) -> None:
     """blocking, worker 0 killed at 150 ms of 300: the survivors keep accepting from the shared queue; the first look
     that saw their count move is after the kill and no later than the last, and a look that saw none is before it."""
-    out = tmp_path / "kill.json"
-    args = ["-w", "3", "-c", "32", "--work", "5ms", "--duration", "300ms", "--modes", "blocking", "--how", "kill"]
-    proc = subprocess.run(
-        [sys.executable, "-m", "accept_order", "reload", *args, "--json", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    if proc.returncode != 0 and "cannot make a private network namespace" in proc.stderr:
-        pytest.skip(proc.stderr.strip())
-    assert proc.returncode == 0, proc.stderr
-    (run,) = json.loads(out.read_text())["runs"]
+    run = killed_blocking_run(tmp_path)
     assert run["gone_s"] is not None and run["others_after"] > 0, run
     assert run["at_s"] < run["others_first_s"] <= run["others_last_s"], run
     assert run["others_still_s"] is None or run["at_s"] < run["others_still_s"] < run["others_first_s"], run
