@@ -11,23 +11,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
-from conftest import run_cli
+from paced_verdict import pace, verdict
 
 GOLDEN = Path(__file__).parent / "data" / "golden" / "latency-compare.json"
-
-
-def verdict(data: dict[str, Any], tmp_path: Path) -> str:
-    path = tmp_path / "latency.json"
-    path.write_text(json.dumps(data))
-    lines = run_cli(["show", str(path)], columns=1000).stdout.splitlines()
-    return next(line for line in lines if line.startswith("Verdict:"))
-
-
-def pace(run: dict[str, Any]) -> None:
-    for driver in run["drivers"]:
-        driver["cpu_s"] = 0.97 * driver["wall_s"]
 
 
 def test_a_mode_left_out_of_the_comparison_does_not_lift_the_pace(tmp_path: Path) -> None:

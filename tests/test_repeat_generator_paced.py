@@ -11,25 +11,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
-from conftest import run_cli
+from paced_verdict import pace, verdict
 
 GOLDEN = Path(__file__).parent / "data" / "golden"
 HOW = "(on a CPU nearly all the time while the workers idled: each run's own clocks)"
-
-
-def verdict(data: dict[str, Any], tmp_path: Path) -> str:
-    path = tmp_path / "repeat.json"
-    path.write_text(json.dumps(data))
-    lines = run_cli(["show", str(path)], columns=1000).stdout.splitlines()
-    return next(line for line in lines if line.startswith("Verdict:"))
-
-
-def pace(run: dict[str, Any]) -> None:
-    """The load generator of `run` on a CPU 97% of its time (the workers' own CPU as it was: idle)."""
-    for driver in run["drivers"]:
-        driver["cpu_s"] = 0.97 * driver["wall_s"]
 
 
 def test_no_mode_is_ranked_where_the_generator_set_the_pace_of_every_round(tmp_path: Path) -> None:
