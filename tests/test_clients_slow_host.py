@@ -50,3 +50,37 @@ def test_hosts_alike_or_too_few_connections_name_none() -> None:
     assert said(host("c1", 59474, few), host("c2", 63324, few), host("c3", 116236, few)) == ""
     assert said(host("c1", 59474), host("c3", 116236, SLOW_MIN - 1)) == ""  # its p99 stands on too few
     assert said(host("c3", 116236)) == ""  # nobody to compare it with
+
+
+def timed(name: str, p99_us: int, ended_s: float, errors: dict[str, int] | None = None) -> HostOutcome:
+    """A host of 2,000 connections that started on time and ended at `ended_s`."""
+    histogram = LatencyHistogram()
+    histogram.add(5000, 1960)
+    histogram.add(p99_us, 40)
+    return HostOutcome(name, histogram, errors or {}, (2000,), ended_s, started_s=0.0, ended_s=ended_s, due_s=0.0)
+
+
+def said_over(wall_s: float, *hosts: HostOutcome) -> str:
+    console = Console(width=1000, record=True, file=io.StringIO())
+    for line in host_notes(HostsPart(None, hosts, wall_s)):
+        console.print(line)
+    return console.export_text()
+
+
+def test_hosts_that_ended_apart_are_not_compared() -> None:
+    """'latency --clients c1,c2,c3 --host BRIDGE -w 1 -m blocking --backlog 8 --work 1ms -c 24 -n 6000' (namespace
+    cluster, load 4.6): c3 ended its 2,000 at 7.90 s, c1 and c2 theirs at 11.76 s (their last 3.86 s against a
+    shorter queue) with 5 and 2 timeouts, and c3's p99 of 81.84 ms against c1's 52.21 read 'Slow host: c3 ... against
+    one server over the same window', the one window it did not share."""
+    apart = said_over(11.77, timed("c1", 52210, 11.756), timed("c2", 50000, 11.771), timed("c3", 81840, 7.900))
+    assert "Straggler: c1" in apart and "Slow host" not in apart, apart
+    together = said_over(11.77, timed("c1", 52210, 11.756), timed("c2", 50000, 11.771), timed("c3", 81840, 11.760))
+    assert "Slow host: c3's p99 was 81.84 ms, 1.6 times" in together, together
+
+
+def test_a_hosts_failed_connections_are_its_slowest() -> None:
+    """c1's 30 timeouts of 2,030 (1.5%) put its p99 among them: c3's served tail is no slower than c1's."""
+    timeouts = said_over(8.0, timed("c1", 52210, 8.0, {"timeout": 30}), timed("c3", 81840, 8.0))
+    assert "Slow host" not in timeouts, timeouts
+    aborted = said_over(8.0, timed("c1", 52210, 8.0, {"aborted": 30}), timed("c3", 81840, 8.0))  # the stop's
+    assert "Slow host: c3" in aborted, aborted

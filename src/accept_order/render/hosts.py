@@ -7,6 +7,7 @@ destinations and the reasons a host was lost come from the user and from other m
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -37,8 +38,10 @@ CLOCK_S = 0.005
 CLOCK_FLOOR_S = 0.001
 ON_TIME_S = 0.001  # a start within this (or within the clock's uncertainty) of its time is "on time"
 # A slow host: its p99 at least SLOW_RATIO times every other host's, each over SLOW_MIN connections or more (its p99
-# then stands on 10 of them at least). The hosts drove one server over the same window, so a tail one host alone
+# then stands on 10 of them at least). Where the hosts drove one server over the same window, a tail one host alone
 # has is that host's or its path's (a busy host, a farther one), not the server's; it goes into the merged tail.
+# Hosts that started late or ended apart (a straggler) ran partly alone, against a shorter or longer queue: their
+# p99s are not comparable, and a host's failed connections (a timeout) are its slowest, above what it served.
 SLOW_RATIO = 1.5
 SLOW_MIN = 1000
 
@@ -182,13 +185,32 @@ def _stragglers(part: HostsPart) -> list[Text]:
     return lines
 
 
+def _tail_us(host: HostOutcome) -> float:
+    """The host's p99 over every connection it finished, its failed ones (the stop's aborted left out) counted as
+    its slowest: infinite where the 99th percentile falls among them."""
+    served = host.histogram.count
+    rank = math.ceil(0.99 * (served + sum(n for why, n in host.errors.items() if why != ABORTED)))
+    return math.inf if rank > served else host.histogram.percentile(100 * (rank - 0.5) / served)
+
+
+def _same_window(part: HostsPart, indices: Sequence[int]) -> bool:
+    """Whether these hosts drove over the same window: none started late, none ended a straggler's time apart
+    (a window not said, as in older files, is taken as the same)."""
+    ended = [part.hosts[i].ended_s for i in indices]
+    late = [late_s(part, i) for i in indices]
+    if any(e is None for e in ended) or any(lateness is None for lateness in late):
+        return True
+    apart = max(e or 0.0 for e in ended) - min(e or 0.0 for e in ended)
+    return apart <= max(STRAGGLER_SHARE * part.wall_s, STRAGGLER_S) and max(x or 0.0 for x in late) <= STARTED_LATE_S
+
+
 def _slow(part: HostsPart) -> list[Text]:
-    p99 = {i: h.histogram.percentile(99) for i, h in enumerate(part.hosts) if h.histogram.count >= SLOW_MIN}
+    p99 = {i: _tail_us(h) for i, h in enumerate(part.hosts) if h.histogram.count >= SLOW_MIN and h.lost is None}
+    if len(p99) < 2 or not _same_window(part, list(p99)) or math.inf in p99.values():
+        return []
     lines = []
     for index, mine in p99.items():
         others = {i: us for i, us in p99.items() if i != index}
-        if not others:
-            break
         worst = max(others, key=lambda i: others[i])
         if mine >= SLOW_RATIO * max(others[worst], 1):
             lines.append(
