@@ -12,26 +12,22 @@ from __future__ import annotations
 import os
 import resource
 import shutil
-import subprocess
-import sys
 
 import pytest
+from bpftrace_refusal import EVERY_CAPABILITY, MAP, WARNING, accept_counter_word
 
 from accept_order.core import capabilities
 from accept_order.core.capabilities import ADMIN, BPF, PERFMON, RESOURCE, holds
 from accept_order.probes import bpftrace_messages
 from accept_order.probes.bpftrace_messages import not_loaded_hint
 
-EVERY = (1 << 41) - 1  # CAP_CHOWN .. CAP_CHECKPOINT_RESTORE (40), as root holds them on Linux 5.9+
-WARNING = b"ERROR: Unknown error -1: couldn't set RLIMIT_MEMLOCK for bpftrace. If your program is not loading...\n"
-MAP = b"ERROR: failed to create map: '@': Operation not permitted\n"  # bpftrace 0.17 without CAP_BPF
 PERF = b"perf_event_open: Permission denied\n"  # holding CAP_BPF, without CAP_PERFMON
 NEEDS = "loading a tracing program needs CAP_BPF with CAP_PERFMON, or CAP_SYS_ADMIN: "
 
 
 def _as(monkeypatch: pytest.MonkeyPatch, euid: int, *dropped: capabilities.Capability) -> None:
     monkeypatch.setattr(os, "geteuid", lambda: euid)
-    caps = EVERY & ~sum(1 << c.bit for c in dropped) if euid == 0 else 0
+    caps = EVERY_CAPABILITY & ~sum(1 << c.bit for c in dropped) if euid == 0 else 0
     monkeypatch.setattr(capabilities, "effective_capabilities", lambda: caps)
     monkeypatch.setattr(bpftrace_messages, "in_user_namespace", lambda: False)  # the initial one, wherever it runs
 
@@ -59,28 +55,13 @@ def test_whoever_holds_them_is_told_of_locked_memory_as_before(held: str, monkey
     assert not_loaded_hint(MAP) == ""  # nor is the limit blamed where bpftrace raised it
 
 
-PROBE = """
-import os
-from accept_order.probes.accepts import AcceptCounter
-counter = AcceptCounter([os.getpid()])
-counter.start()
-counts = counter.stop()
-counter.close()
-print(counts.available, counts.why, sep="\\n")
-"""
-
-
 def _probe(*prefix: str) -> list[str]:
     """The accept counter's word from a child under a low `ulimit -l` (64 KiB, as the brief's), run under `prefix`."""
 
     def low_memlock() -> None:
         resource.setrlimit(resource.RLIMIT_MEMLOCK, (64 * 1024, 64 * 1024))
 
-    done = subprocess.run(
-        [*prefix, sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=120, preexec_fn=low_memlock
-    )
-    assert done.returncode == 0, done
-    return done.stdout.splitlines()
+    return accept_counter_word(*prefix, preexec_fn=low_memlock)
 
 
 def test_bpftrace_refused_for_real_names_the_capabilities() -> None:

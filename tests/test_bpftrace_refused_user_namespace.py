@@ -12,19 +12,16 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from bpftrace_refusal import EVERY_CAPABILITY, MAP, WARNING, accept_counter_word
 
 from accept_order.core import capabilities
 from accept_order.core.capabilities import in_user_namespace
 from accept_order.probes.bpftrace_messages import not_loaded_hint
 
-WARNING = b"ERROR: Unknown error -1: couldn't set RLIMIT_MEMLOCK for bpftrace. If your program is not loading...\n"
-MAP = b"ERROR: failed to create map: '@': Operation not permitted\n"
 SAID = "loading a tracing program needs CAP_BPF with CAP_PERFMON, or CAP_SYS_ADMIN in the initial user namespace: "
-ALL = (1 << 41) - 1  # every capability, as the namespace's root holds them
 
 
 def _in(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, uid_map: str) -> None:
@@ -33,7 +30,7 @@ def _in(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, uid_map: str) -> None:
     path.write_text(uid_map)
     monkeypatch.setattr(capabilities, "UID_MAP", str(path))
     monkeypatch.setattr(os, "geteuid", lambda: 0)
-    monkeypatch.setattr(capabilities, "effective_capabilities", lambda: ALL)
+    monkeypatch.setattr(capabilities, "effective_capabilities", lambda: EVERY_CAPABILITY)
 
 
 @pytest.mark.parametrize("uid_map", ["         0          0          1\n", "0 100000 65536\n"])
@@ -56,23 +53,6 @@ def test_the_initial_namespaces_root_is_told_of_locked_memory_as_before(
     assert "could not raise its locked-memory limit" in hint and "namespace" not in hint, hint
 
 
-PROBE = """
-import os
-from accept_order.probes.accepts import AcceptCounter
-counter = AcceptCounter([os.getpid()])
-counter.start()
-counts = counter.stop()
-counter.close()
-print(counts.available, counts.why, sep="\\n")
-"""
-
-
-def _probe(*prefix: str) -> list[str]:
-    done = subprocess.run([*prefix, sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done
-    return done.stdout.splitlines()
-
-
 def test_bpftrace_refused_in_a_user_namespace_for_real_says_so() -> None:
     if os.geteuid() != 0 or in_user_namespace():
         pytest.skip("needs root of the initial user namespace, to make another")
@@ -81,10 +61,10 @@ def test_bpftrace_refused_in_a_user_namespace_for_real_says_so() -> None:
     made = subprocess.run(["unshare", "-Ur", "true"], capture_output=True, text=True, timeout=60)
     if made.returncode != 0:
         pytest.skip(f"no user namespace can be made here: {made.stderr.strip()}")
-    held = _probe()
+    held = accept_counter_word()
     if held[0] != "True":
         pytest.skip(f"bpftrace does not load here: {held}")
-    available, why = _probe("unshare", "-Ur")
+    available, why = accept_counter_word("unshare", "-Ur")
     assert available == "False", why
     assert "Operation not permitted" in why or "Permission denied" in why, why  # bpftrace's own words
     assert f"({SAID}this process's are a user namespace's" in why and "locked-memory" not in why, why
