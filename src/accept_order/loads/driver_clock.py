@@ -31,12 +31,14 @@ def schedule(cfg: Any, tick_ns: int, t0: int) -> tuple[int | None, int, int, int
 
 
 class DriverClock:
-    """Started when the loop starts: `t0` (perf_counter_ns) is the loop's time origin. The CPU window sits
-    inside the wall window, or a short run would read more than 100% of a CPU."""
+    """Started when the loop starts: `t0` (perf_counter_ns) is the loop's time origin. The CPU and run-queue
+    windows sit inside the wall window, or a short run would read more than 100% of a CPU, or a wait for one
+    (a preemption between the wall's last reading and the run queue's: 'waited for a CPU 104% of the time' of a
+    tiny --rate run)."""
 
     def __init__(self) -> None:
-        self.sched0 = schedstat()
         self.wall0 = time.monotonic()
+        self.sched0 = schedstat()
         self.cpu0 = time.process_time()
         self.t0 = time.perf_counter_ns()
 
@@ -57,8 +59,8 @@ class DriverClock:
         the pipe, with its stats: `opened_ns` when it had started every connection, `late` (open loop) the
         connections started late."""
         cpu = time.process_time() - self.cpu0
-        wall = time.monotonic() - self.wall0
         sched1 = schedstat()
+        wall = time.monotonic() - self.wall0
         runqueue = (sched1[1] - self.sched0[1]) / 1e9 if self.sched0 and sched1 else None
         counts, errors, served = tallies
         return {
