@@ -56,6 +56,8 @@ def test_a_process_whose_threads_each_watch_a_listener_is_modelled_as_the_kernel
     said = queues_text(replace(shards, model=model))
     assert said is not None and said.startswith("Model: queue hash: each of its 2 threads waits on a listener of its")
     assert "its thread idle or not" in said and "assumed" not in said, said
+    # what /proc cannot show of the chooser: reuseport-cpu's BPF program served 1500/1500 by the client's CPU
+    assert "a BPF program on the group or SO_INCOMING_CPU marks would steer it instead, and /proc shows" in said
     # a file from before the epolls were kept one by one: not read, as said of any server
     old = threads_queues(haproxy_of({"listeners": 2, "workers": [[0, 1]], "held": [[0, 1]]}))
     assert old is not None and old.assumed and old.discipline == "shared", old

@@ -20,6 +20,11 @@ from .model_servers import as_served
 from .result import LatencyResult
 
 SHARED_TAKEN = "taken as one shared queue, the model's default"
+# what the listeners' reading cannot say of a hash: `accept-order serve -m reuseport-cpu -w 2` attached served
+# 1500/1500, each connection at the listener of the CPU it came from, a classic BPF program's choice
+STEERED = (
+    "taken so: a BPF program on the group or SO_INCOMING_CPU marks would steer it instead, and /proc shows neither"
+)
 
 
 @dataclass(frozen=True)
@@ -110,7 +115,7 @@ def attached_queues(result: LatencyResult) -> Queues | None:
         return Queues(
             "hash",
             f"each of its {workers} {who} waits on {mine}{how} ({listeners} accept queues, SO_REUSEPORT): the "
-            f"kernel puts a connection in one by its hash, its {who[:-1]} idle or not",
+            f"kernel puts a connection in one by its hash, its {who[:-1]} idle or not ({STEERED})",
         )
     if idle:
         return Queues(
