@@ -2,7 +2,9 @@
 
 'accept-order serve --port 80' as a user read 'not allowed to listen on 127.0.0.1 port 80 (privileged port?)':
 a guess, and no way out. The tests run as root, who may bind port 80: the kernel's EACCES is given by a socket
-that refuses the bind, and the setting by a file standing for /proc/sys/net/ipv4/ip_unprivileged_port_start.
+that refuses the bind, the setting by a file standing for /proc/sys/net/ipv4/ip_unprivileged_port_start, and who
+the process is (its uid, CapEff, its user namespace) by what /proc would say of a user, a container's root whose
+capabilities were dropped (which 'run as root' sent nowhere) and a root of `unshare -Ur`.
 """
 
 import errno
@@ -13,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from accept_order.core import capabilities
 from accept_order.core.errors import ListenError
 from accept_order.servers.modes import base
 
@@ -35,7 +38,19 @@ class RefusingSocket:
         RefusingSocket.closed = True
 
 
-def refusal(port: int, start: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+USER = (1000, 0, False)  # uid, CapEff, in a user namespace of its own
+ROOT_WITHOUT_IT = (0, ~(1 << capabilities.NET_BIND_SERVICE.bit), False)  # docker run --cap-drop NET_BIND_SERVICE
+ROOT_OF_UNSHARE = (0, ~0, True)  # unshare -Ur: every capability, its own user namespace's
+ROOT = (0, ~0, False)
+
+
+def refusal(
+    port: int, start: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, who: tuple[int, int, bool] = USER
+) -> str:
+    uid, cap_eff, own_namespace = who
+    monkeypatch.setattr(base.os, "geteuid", lambda: uid)
+    monkeypatch.setattr(capabilities, "effective_capabilities", lambda: cap_eff)
+    monkeypatch.setattr(capabilities, "in_user_namespace", lambda: own_namespace)
     setting = tmp_path / "ip_unprivileged_port_start"
     setting.write_text(start)
     monkeypatch.setattr(base, "UNPRIVILEGED_PORT_START", str(setting))
@@ -67,5 +82,32 @@ def test_a_refusal_above_the_start_is_not_called_a_privileged_port(
     line = refusal(8080, "1024\n", tmp_path, monkeypatch)
     assert line == (
         "not allowed to listen on 127.0.0.1 port 8080, though ports from 1024 are anyone's: "
+        "a security module or a cgroup's BPF program refused it"
+    )
+
+
+def test_a_root_without_the_capability_is_not_told_to_run_as_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert refusal(80, "1024\n", tmp_path, monkeypatch, ROOT_WITHOUT_IT) == (
+        "not allowed to listen on 127.0.0.1 port 80: ports below 1024 need CAP_NET_BIND_SERVICE "
+        "(net.ipv4.ip_unprivileged_port_start), which this root lacks (its capabilities were dropped): "
+        "give --port 1024 or above"
+    )
+
+
+def test_a_root_of_its_own_user_namespace_is_told_whose_capability_it_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    line = refusal(80, "1024\n", tmp_path, monkeypatch, ROOT_OF_UNSHARE)
+    assert line.endswith("which this process holds in a user namespace of its own only: give --port 1024 or above")
+    assert "run as root" not in line
+
+
+def test_a_root_holding_the_capability_is_refused_by_something_else(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert refusal(80, "1024\n", tmp_path, monkeypatch, ROOT) == (
+        "not allowed to listen on 127.0.0.1 port 80, though this process holds CAP_NET_BIND_SERVICE: "
         "a security module or a cgroup's BPF program refused it"
     )

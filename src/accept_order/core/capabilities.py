@@ -32,6 +32,8 @@ ADMIN = Capability(
     "CAP_SYS_ADMIN", 21, "a namespace the kernel keeps from this process, such as another user namespace's"
 )
 RESOURCE = Capability("CAP_SYS_RESOURCE", 24, "this process may raise it, yet bpftrace's stayed low")
+# a port below net.ipv4.ip_unprivileged_port_start (1024)
+NET_BIND_SERVICE = Capability("CAP_NET_BIND_SERVICE", 10, "a security module or a cgroup's BPF program refused it")
 # loading a tracing program: both of these (Linux 5.8+), or ADMIN
 PERFMON = Capability("CAP_PERFMON", 38, "a program the kernel keeps from loading, under lockdown or a security module")
 BPF = Capability("CAP_BPF", 39, PERFMON.kept)

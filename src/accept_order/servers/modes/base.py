@@ -216,21 +216,29 @@ UNPRIVILEGED_PORT_START = "/proc/sys/net/ipv4/ip_unprivileged_port_start"
 
 
 def not_allowed(host: str, port: int) -> str:
-    """Why the kernel refused the bind and the way out ('serve --port 80' as a user read '... (privileged port?)')."""
+    """Why the kernel refused the bind and the way out ('serve --port 80' as a user read '... (privileged port?)').
+    A port below the start wants CAP_NET_BIND_SERVICE, not root: a container's root may lack it (Docker's
+    --cap-drop), and a root of `unshare -Ur` holds it for its own user namespace only, not for the network
+    namespace it binds in; 'run as root' sent either nowhere."""
+    from ...core.capabilities import NET_BIND_SERVICE, holds, in_user_namespace
+
     try:
         with open(UNPRIVILEGED_PORT_START, encoding="ascii") as setting:
             start = int(setting.read())
     except (OSError, ValueError):
         start = 1024  # the kernel's default
-    if port < start:
-        return (
-            f"not allowed to listen on {host} port {port}: ports below {start} are root's "
-            f"(net.ipv4.ip_unprivileged_port_start): give --port {start} or above, or run as root"
-        )
-    return (
-        f"not allowed to listen on {host} port {port}, though ports from {start} are anyone's: "
-        "a security module or a cgroup's BPF program refused it"
-    )
+    refused = f"not allowed to listen on {host} port {port}"
+    below = f"ports below {start} need {NET_BIND_SERVICE.name} (net.ipv4.ip_unprivileged_port_start)"
+    another = f"give --port {start} or above"
+    if port >= start:
+        return f"{refused}, though ports from {start} are anyone's: {NET_BIND_SERVICE.kept}"
+    if holds(NET_BIND_SERVICE) and in_user_namespace():
+        return f"{refused}: {below}, which this process holds in a user namespace of its own only: {another}"
+    if holds(NET_BIND_SERVICE):
+        return f"{refused}, though this process holds {NET_BIND_SERVICE.name}: {NET_BIND_SERVICE.kept}"
+    if os.geteuid() == 0:
+        return f"{refused}: {below}, which this root lacks (its capabilities were dropped): {another}"
+    return f"{refused}: ports below {start} are root's (net.ipv4.ip_unprivileged_port_start): {another}, or run as root"
 
 
 def listen_socket(host: str, port: int, backlog: int, reuseport: bool) -> socket.socket:
