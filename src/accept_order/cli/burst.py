@@ -12,7 +12,7 @@ from ..core.cpus import format_cpu_list
 from ..core.spec import DEFAULT_DRIVER_PROCS, MAX_CONNECTIONS, MAX_DRIVER_PROCS, Driver
 from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save, tls_after
-from .load_options import ClientCounts, client_hosts, clients_options, driver_option, driver_procs_help
+from .load_options import BURST_COUNTS, ClientCounts, client_hosts, clients_options, driver_option, driver_procs_help
 from .options import (
     examples,
     json_option,
@@ -62,7 +62,7 @@ from .types import IntRange
 @driver_option()
 @timeout_option("10s", "connection")
 @load_cpus_option()
-@clients_options(counts_taken=True)
+@clients_options(counts_taken=True, counts=BURST_COUNTS)
 # A burst of K-request connections means something (the clients' connections, opened all at once, carry up to
 # K requests each to the worker that accepted them: how long until the busiest worker has answered all it
 # holds); a connection kept for the whole run (0) and a pool (connections opened one after another at idle) do

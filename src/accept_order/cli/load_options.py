@@ -98,10 +98,21 @@ def load_cpus_option() -> Callable[[F], F]:
     )
 
 
+# Where a count given for client hosts goes, by the command's own options: ramp has no -c (its steps set the
+# load) and burst's size is its own --clients ('ramp --clients 4,8' was pointed at -c, which ramp refuses).
+LATENCY_COUNTS = "the connections in flight are -c, and a burst's size is burst's --clients"
+RAMP_COUNTS = "a step's connections in flight are --concurrency-steps, or --in-flight with --rates"
+BURST_COUNTS = "a burst's size is --clients"
+
+
 class Destinations(click.ParamType):
-    """`c1,user@c2,alias`: ssh destinations, as the user's own ssh takes them (each checked by ClientHosts)."""
+    """`c1,user@c2,alias`: ssh destinations, as the user's own ssh takes them (each checked by ClientHosts).
+    `counts`: where this command's counts go, said to a count given here (latency's -c is not ramp's nor burst's)."""
 
     name = "DEST[,DEST...]"
+
+    def __init__(self, counts: str = LATENCY_COUNTS) -> None:
+        self.counts = counts
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> list[str]:
         if isinstance(value, list):
@@ -113,8 +124,7 @@ class Destinations(click.ParamType):
             numbers = "a number" if len(dests) == 1 else "numbers"
             self.fail(
                 f"{value!r} is {numbers}, not hosts: this option names the hosts to drive the load from, reached "
-                "with your ssh (such as c1,c2 or user@host); the connections in flight are -c, and a burst's size "
-                "is burst's --clients",
+                f"with your ssh (such as c1,c2 or user@host); {self.counts}",
                 param,
                 ctx,
             )
@@ -156,10 +166,11 @@ def _existing_file(ctx: click.Context, param: click.Parameter, value: str | None
     return value
 
 
-def clients_options(counts_taken: bool = False) -> Callable[[F], F]:
+def clients_options(counts_taken: bool = False, counts: str = LATENCY_COUNTS) -> Callable[[F], F]:
     """--clients DEST,... (the load generator runs on those hosts, reached over ssh), --ssh-config and
     --client-python: latency, sweep, burst, ramp. `counts_taken`: the command's --clients counts
-    connections (burst); the hosts are then --client-hosts only (every command takes that name too)."""
+    connections (burst); the hosts are then --client-hosts only (every command takes that name too). `counts`:
+    where the command's counts go (Destinations)."""
     names = ("--client-hosts",) if counts_taken else ("--clients", "--client-hosts")
     hosts = names[0]  # how the help names the hosts' option: never burst's --clients, which counts connections
     return apply(
@@ -167,7 +178,7 @@ def clients_options(counts_taken: bool = False) -> Callable[[F], F]:
             click.option(
                 *names,
                 "client_hosts",
-                type=Destinations(),
+                type=Destinations(counts),
                 default=None,
                 help="Run the load generator on these hosts, reached with your ssh (host, user@host, an alias of "
                 "~/.ssh/config), the load split across them; this host coordinates. Each needs the same "

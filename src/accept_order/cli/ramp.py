@@ -10,7 +10,7 @@ import click
 from ..core.spec import DEFAULT_DRIVER_PROCS, MAX_CONNECTIONS, MAX_DRIVER_PROCS, Driver
 from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save, tls_after
-from .load_options import client_hosts, clients_options, driver_option, driver_procs_help
+from .load_options import RAMP_COUNTS, client_hosts, clients_options, driver_option, driver_procs_help
 from .options import (
     examples,
     json_option,
@@ -102,7 +102,7 @@ def _ms(value: Any) -> float | None:
 @driver_option()
 @timeout_option("5s", "connection")
 @load_cpus_option()
-@clients_options()
+@clients_options(counts=RAMP_COUNTS)
 # Both mean something on a ramp: a step's load is a load like latency's, and kept connections are how a
 # proxy's traffic reaches its backends (a ramp of rates over a pool: where the worker that holds the most
 # of the pool saturates). Each step opens its own connections (and fills its own pool) at its start.
