@@ -7,36 +7,17 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
-from conftest import OutputReader, assert_one_error_line, run_cli
+from conftest import assert_one_error_line, run_cli
+from listening_process import replying
 
 from accept_order.core.protocol import HTTP, HTTP_KEEPALIVE
 from accept_order.core.spec import REMOTE_KIND, ServerSpec
 from accept_order.experiments.target_unanswered import NOTE, target_unanswered_note
 
-TIMEOUT_S = 20.0
 EMPTY = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-
-# A server of its own process (latency --attach wants a pid holding the listener): one reply to every request
-SERVER = """
-import socket, sys
-reply = sys.argv[1].encode().decode("unicode_escape").encode("latin-1")
-listener = socket.create_server(("127.0.0.1", 0), backlog=64)
-print("port", listener.getsockname()[1], flush=True)
-while True:
-    conn, _ = listener.accept()
-    with conn:
-        conn.settimeout(5)
-        try:
-            conn.recv(4096)
-            conn.sendall(reply)
-        except OSError:
-            pass
-"""
 
 
 def test_an_empty_200_is_named_so() -> None:
@@ -50,29 +31,16 @@ def test_an_empty_200_is_named_so() -> None:
     assert HTTP.complaint(cut) == "bad reply (a 200 whose body names no worker of this server)"
 
 
-def answering(reply: bytes) -> Iterator[tuple[int, int]]:
-    """(pid, port) of a process answering `reply` to everything, until the test ends."""
-    argv = [sys.executable, "-c", SERVER, reply.decode("latin-1").encode("unicode_escape").decode()]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, bufsize=1)
-    try:
-        assert proc.stdout is not None
-        port = int(OutputReader(proc.stdout).wait_for(r"port (\d+)\n", TIMEOUT_S).group(1))
-        yield proc.pid, port
-    finally:
-        proc.kill()
-        proc.wait(10)
-        assert proc.stdout is not None
-        proc.stdout.close()
-
-
 @pytest.fixture
 def empty_200() -> Iterator[tuple[int, int]]:
-    yield from answering(EMPTY)
+    with replying(EMPTY) as server:
+        yield server
 
 
 @pytest.fixture
 def moved() -> Iterator[tuple[int, int]]:
-    yield from answering(b"HTTP/1.1 301 Moved Permanently\r\nLocation: /x\r\nContent-Length: 0\r\n\r\n")
+    with replying(b"HTTP/1.1 301 Moved Permanently\r\nLocation: /x\r\nContent-Length: 0\r\n\r\n") as server:
+        yield server
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("bpftrace") is None, reason="needs root and bpftrace")

@@ -8,12 +8,12 @@ from __future__ import annotations
 import re
 import socket
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 
 import pytest
-from conftest import OutputReader, wait_for
+from conftest import wait_for
+from listening_process import listening
 from observe_result_made import result
 
 from accept_order.experiments.observe.result import ObserveResult
@@ -47,17 +47,8 @@ def test_the_line_says_what_the_servers_own_listeners_dropped() -> None:
 
 @pytest.fixture
 def stuck() -> Iterator[tuple[int, int]]:
-    proc = subprocess.Popen([sys.executable, "-c", STUCK], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        port = int(OutputReader(proc.stdout).wait_for(r"port (\d+)\n", TIMEOUT_S).group(1))
-        yield proc.pid, port
-    finally:
-        proc.kill()
-        proc.wait(10)
-        for stream in (proc.stdin, proc.stdout):
-            if stream is not None:
-                stream.close()
+    with listening(STUCK) as server:
+        yield server
 
 
 def _ss_drops(port: int) -> int:

@@ -9,12 +9,11 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
-from conftest import OutputReader, assert_one_error_line, run_cli
+from conftest import assert_one_error_line, run_cli
+from listening_process import replying
 from test_uring_loop import URING, Server, drive
 
 from accept_order.core.protocol import HTTP, LINE, HttpProtocol
@@ -22,22 +21,6 @@ from accept_order.loads import uring_loop
 
 TIMEOUT_S = 20.0
 NOT_FOUND = b"HTTP/1.1 404 Not Found\r\nContent-Length: 4\r\nConnection: close\r\n\r\nnope"
-
-# A server of its own process (latency --attach wants a pid holding the listener): a 404 to every request
-SERVER = f"""
-import socket
-listener = socket.create_server(("127.0.0.1", 0), backlog=64)
-print("port", listener.getsockname()[1], flush=True)
-while True:
-    conn, _ = listener.accept()
-    with conn:
-        conn.settimeout(5)
-        try:
-            conn.recv(4096)
-            conn.sendall({NOT_FOUND!r})
-        except OSError:
-            pass
-"""
 
 
 def test_a_reply_read_and_not_kept_is_named_by_its_status() -> None:
@@ -69,16 +52,8 @@ def test_each_loop_names_the_status(monkeypatch: pytest.MonkeyPatch, loop: str) 
 @pytest.fixture
 def not_found() -> Iterator[tuple[int, int]]:
     """(pid, port) of a process answering 404 to everything, until the test ends."""
-    proc = subprocess.Popen([sys.executable, "-c", SERVER], stdout=subprocess.PIPE, text=True, bufsize=1)
-    try:
-        assert proc.stdout is not None
-        port = int(OutputReader(proc.stdout).wait_for(r"port (\d+)\n", TIMEOUT_S).group(1))
-        yield proc.pid, port
-    finally:
-        proc.kill()
-        proc.wait(10)
-        assert proc.stdout is not None
-        proc.stdout.close()
+    with replying(NOT_FOUND) as server:
+        yield server
 
 
 @pytest.mark.parametrize("driver", ["epoll", "io_uring"])
