@@ -63,3 +63,35 @@ def test_the_users_own_read_only_file_says_only_that(tmp_path: Path, monkeypatch
     except PermissionError:
         pytest.skip("giving the file away needs root")
     assert refusal(kept, monkeypatch) == f"--json: {kept} is not writable"
+
+
+def test_a_file_in_a_sticky_folder_is_not_called_removable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In /tmp (sticky, anyone's to write) a user may remove only their own files: 'remove it' read 'rm: cannot
+    remove '/tmp/observe.json': Operation not permitted' (tried as nobody)."""
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    kept = shared / "observe.json"
+    kept.write_text("{}")
+    if kept.stat().st_uid != 0:
+        pytest.skip("the file must be root's: run as root")
+    line = refusal(kept, monkeypatch)
+    assert line == (
+        f"--json: {kept} is not writable: it belongs to root (a run through sudo writes its files as root); "
+        "give another name (its folder does not let you remove it)"
+    )
+
+
+def test_a_file_in_the_users_own_sticky_folder_is_theirs_to_remove(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = tmp_path / "mine"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    kept = shared / "observe.json"
+    kept.write_text("{}")
+    try:
+        os.chown(shared, USER_UID, USER_UID)
+    except PermissionError:
+        pytest.skip("giving the folder away needs root")
+    assert refusal(kept, monkeypatch).endswith("; remove it or give another name")

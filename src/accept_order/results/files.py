@@ -10,7 +10,6 @@ import contextlib
 import json
 import math
 import os
-import pwd
 import re
 import stat
 import sys
@@ -20,6 +19,7 @@ from typing import Any
 
 from accept_order.core.errors import PlanError, ResultFileError
 from accept_order.core.text import escape_controls
+from accept_order.results.file_owner import whose
 from accept_order.results.json_text import document_text
 from accept_order.results.shape import brief
 
@@ -64,18 +64,6 @@ def _file_type(mode: int) -> str:
     return next((name for test, name in _FILE_TYPES if test(mode)), "a special file")
 
 
-def _whose(st: os.stat_result) -> str:
-    """Why a file is not the user's to replace, where another user owns it: a run through sudo left it root's."""
-    if st.st_uid == os.geteuid():
-        return ""
-    try:
-        owner = pwd.getpwuid(st.st_uid).pw_name
-    except KeyError:
-        owner = f"uid {st.st_uid}"
-    made_by = " (a run through sudo writes its files as root)" if st.st_uid == 0 else ""
-    return f": it belongs to {owner}{made_by}; remove it or give another name"
-
-
 # -- before a run --------------------------------------------------------------------------------------
 
 
@@ -106,7 +94,7 @@ def check_output_path(path: str, *, option: str = "--json") -> Path:
         if not stat.S_ISREG(st.st_mode):
             raise PlanError(f"{option}: {shown} is {_file_type(st.st_mode)}, not a regular file")
         if not os.access(path, os.W_OK):
-            raise PlanError(f"{option}: {shown} is not writable{_whose(st)}")
+            raise PlanError(f"{option}: {shown} is not writable{whose(path, st)}")
     folder = Path(path).parent
     shown_folder = escape_controls(folder)
     try:
