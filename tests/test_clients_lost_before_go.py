@@ -67,3 +67,19 @@ def test_a_host_lost_while_the_first_loads_clocks_are_read_stops_the_run(
     clock_lost_at(monkeypatch, later=False)
     with pytest.raises(LoadError, match=WHY):
         ramp(cluster, server, tmp_path)
+
+
+def test_a_host_lost_to_a_later_rate_step_leaves_its_share_of_the_rate_to_the_others(
+    cluster: Cluster, server: tuple[object, str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """c1 alone drives the second step's whole rate, and the step is judged on the whole: c2 drove none of it."""
+    clock_lost_at(monkeypatch, later=True)
+    host, port = server[1].rsplit(":", 1)
+    spec = ServerSpec(kind="remote", mode="remote", host=host, port=int(port), workers=3)
+    hosts = ClientHosts(("c1", "c2"), ssh_config=own_config(cluster, tmp_path))
+    plan = ramp_run.RampPlan(rates=(20.0, 40.0), step_s=1.0, client_hosts=hosts)
+    second = ramp_run.run_ramp(spec, plan).steps[1]
+    c1, c2 = second.hosts
+    assert not c2.had_share and c2.lost == f"not reached for this load: {WHY}", c2
+    assert c1.ok + sum(c1.errors.values()) > 40.0 * 1.0 / 2, c1  # more than a half share: the whole was c1's
+    assert second.offered_reported == second.offered == 40.0

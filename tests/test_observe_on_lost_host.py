@@ -21,6 +21,8 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from accept_order.core.histogram import LatencyHistogram
+from accept_order.core.host_outcome import NOT_REACHED, HostOutcome
 from accept_order.experiments.observed_on import Watch
 from accept_order.render.observed_on import observed_parts
 from accept_order.results.schema import SchemaError
@@ -115,7 +117,7 @@ def test_the_watch_keeps_the_loads_lost_hosts() -> None:
         counters={},
     )
     watch = Watch(SimpleNamespace(destination="srv", finish=lambda: observed))  # type: ignore[arg-type]
-    hosts = (SimpleNamespace(destination="c1", lost=None), SimpleNamespace(destination="c2", lost="its connection"))
+    hosts = (host("c1"), host("c2", "its connection closed after at least 7121 connections"))
     summary = SimpleNamespace(connections=None, served=tuple(s for _, _, s in WORKERS), hosts=hosts, errors={})
     target = SimpleNamespace(pids=tuple(pid for pid, _, _ in WORKERS))
     seen = watch.joined(target, summary)  # type: ignore[arg-type]
@@ -123,3 +125,11 @@ def test_the_watch_keeps_the_loads_lost_hosts() -> None:
     assert "lost_hosts" not in watch.joined(target, SimpleNamespace(**{**vars(summary), "hosts": hosts[:1]}))  # type: ignore[arg-type]
     stopped = SimpleNamespace(**{**vars(summary), "hosts": (), "errors": {"aborted": 198, "ECONNRESET": 2}})
     assert watch.joined(target, stopped)["under_way"] == 198  # type: ignore[arg-type]
+    # a host a ramp's later step could not reach drove none of it (the others drove its share): not named as one
+    # whose connections were accepted there unanswered
+    unreached = (host("c1"), host("c2", f"{NOT_REACHED}: client host c2: could not be reached over ssh"))
+    assert "lost_hosts" not in watch.joined(target, SimpleNamespace(**{**vars(summary), "hosts": unreached}))  # type: ignore[arg-type]
+
+
+def host(name: str, lost: str | None = None) -> HostOutcome:
+    return HostOutcome(name, LatencyHistogram(), {}, (), 0.0, lost=lost)

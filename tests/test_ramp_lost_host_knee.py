@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from accept_order.core.histogram import LatencyHistogram
-from accept_order.core.host_outcome import HostOutcome
+from accept_order.core.host_outcome import NOT_REACHED, HostOutcome
 from accept_order.experiments.ramp.result import RampStep
 from accept_order.experiments.ramp.run import RampPlan, judge
 
@@ -55,3 +55,21 @@ def test_without_a_lost_host_the_whole_rate_is_offered() -> None:
     ]
     every = step((0, 0, 0, 0), host("c1", LOST), host("c2", LOST), host("c3", LOST))
     assert judge(every, PLAN, 4) == ["finished 0/s of 2000/s offered"]  # nobody reported: the whole is missing
+
+
+UNREACHED = f"{NOT_REACHED}: client host c2: could not be reached over ssh (Connection refused)"
+
+
+def test_a_host_not_reached_for_the_step_had_no_share_of_its_rate() -> None:
+    """'ramp --clients c1,c2,c3 --host BRIDGE -w 1 -m blocking --work 3ms --rates 90,450 --step 5s' with everything in
+    c2's namespace SIGKILLed in the first step (its sshd too: namespace cluster, load 4-5): the second step reached c1
+    and c3 alone, which drove the whole 450/s (1,121 and 1,116 connections of 5 s each, 225/s each), and read
+    'finished 251/s of 300/s offered to the client hosts that reported (c2 lost)': nobody was offered 300/s, c2 drove
+    none of it. A host not reached for a step is no host the step was split over."""
+    unreached = step((1324, 1358, 1333, 1319), host("c1"), host("c2", UNREACHED), host("c3"))
+    assert unreached.offered_reported == 2000.0
+    assert judge(unreached, PLAN, 4) == ["finished 1331/s of 2000/s offered"]
+    both = step((662, 679, 666, 660), host("c1"), host("c2", UNREACHED), host("c3", LOST), host("c4"))
+    assert judge(both, PLAN, 4) == [
+        "finished 666/s of 1333.33/s offered to the client hosts that reported (c3 lost)"
+    ]  # 2 of the 3 it was split over

@@ -12,6 +12,10 @@ from .driver_stats import DriverStats
 from .histogram import LatencyHistogram
 from .totals import TimedTotals, add_counts, add_errors, add_histograms, add_walls, cpu_us_per_connection
 
+# Why a kept host is lost to a later load it could not be reached for (loads/hosts/driven.py): it drove none of that
+# load, whose shares were split again over the others (a host lost mid-load drove its share, into no count here)
+NOT_REACHED = "not reached for this load"
+
 
 @dataclass(frozen=True)
 class HostOutcome(TimedTotals):
@@ -40,6 +44,11 @@ class HostOutcome(TimedTotals):
     # its kernel's boot_id ("": not read, or a file from before it): the coordinator's own (evidence["machine"])
     # where the host shares this machine's kernel and CPUs (localhost, a network namespace, a container)
     boot_id: str = ""
+
+    @property
+    def had_share(self) -> bool:
+        """Whether the load was split over this host: not where it was not reached for it (the others drove it)."""
+        return not (self.lost or "").startswith(NOT_REACHED)
 
     @property
     def client_cpu_us(self) -> float | None:

@@ -35,8 +35,9 @@ class Watch:
         # over kept connections `served` counts requests: the connections each worker accepted are `connections`
         accepted = summary.connections or summary.served
         seen = joined(self.observation.destination, observed, list(target.pids), accepted)
-        if lost := [h.destination for h in summary.hosts if h.lost is not None]:
-            seen["lost_hosts"] = lost  # what they drove was accepted there and is in no reply's count here
+        if lost := [h.destination for h in summary.hosts if h.lost is not None and h.had_share]:
+            # what they drove was accepted there and is in no reply's count here (one not reached drove nothing)
+            seen["lost_hosts"] = lost
         if under_way := int(summary.errors.get(ABORTED, 0)):
             seen["under_way"] = under_way  # as those of a stop: accepted, perhaps, and never answered
         return seen

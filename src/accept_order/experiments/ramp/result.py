@@ -89,13 +89,16 @@ class RampStep(CountedTotals):
     @property
     def offered_reported(self) -> float:
         """The rate offered to the client hosts whose connections are in the figures: one lost mid-step drove its
-        share (the rate is split evenly: loads/hosts/split.py) into no count here. Every host lost: the whole."""
-        lost = sum(h.lost is not None for h in self.hosts)
-        return self.offered * (len(self.hosts) - lost) / len(self.hosts) if 0 < lost < len(self.hosts) else self.offered
+        share (the rate is split evenly over the hosts the step was split over: loads/hosts/split.py) into no count
+        here; one not reached for the step had no share (the others drove the whole). Every host lost: the whole."""
+        shared = [h for h in self.hosts if h.had_share]
+        lost = sum(h.lost is not None for h in shared)
+        return self.offered * (len(shared) - lost) / len(shared) if 0 < lost < len(shared) else self.offered
 
     @property
     def lost_hosts(self) -> str:
-        return ", ".join(escape_controls(h.destination) for h in self.hosts if h.lost is not None)
+        """The hosts lost mid-step, whose share of the rate is in no count here."""
+        return ", ".join(escape_controls(h.destination) for h in self.hosts if h.lost is not None and h.had_share)
 
     @property
     def server_counters(self) -> dict[str, int] | None:
