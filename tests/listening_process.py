@@ -37,6 +37,17 @@ while True:
             pass
 """
 
+# A listener with a backlog of 1 that never accepts (nor defers): its queue is full after two handshakes, and it drops
+# the rest; it waits on its stdin
+NEVER_ACCEPTING = """
+import socket, sys
+listener = socket.socket()
+listener.bind(("127.0.0.1", 0))
+listener.listen(1)
+print("port", listener.getsockname()[1], flush=True)
+sys.stdin.read()
+"""
+
 
 @contextmanager
 def listening(script: str, *args: str) -> Iterator[tuple[int, int]]:

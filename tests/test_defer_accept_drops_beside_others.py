@@ -19,6 +19,7 @@ from collections.abc import Iterator
 
 import pytest
 from conftest import OutputReader, wait_for
+from listening_process import NEVER_ACCEPTING, listening
 
 from accept_order.experiments.observe.result import ObserveResult
 from accept_order.experiments.observe.run import observe
@@ -251,17 +252,6 @@ def test_a_listeners_deferral_is_read_from_its_own_descriptor_and_no_other() -> 
         assert _open_fds() == was  # every copy closed
 
 
-# A listener that never accepts (not deferring): observe's server for the reading order
-STUCK = """
-import socket, sys
-listener = socket.socket()
-listener.bind(("127.0.0.1", 0))
-listener.listen(1)
-print("port", listener.getsockname()[1], flush=True)
-sys.stdin.read()
-"""
-
-
 def test_observe_reads_its_counters_around_the_server_drops(monkeypatch: pytest.MonkeyPatch) -> None:
     """The verdict bounds the server's drops by ListenDrops' growth over observe's counters (verdict._own_drops): a
     drop between the end's counters and the end's drops would read as 'more than the namespace's ListenDrops', 'not a
@@ -272,21 +262,12 @@ def test_observe_reads_its_counters_around_the_server_drops(monkeypatch: pytest.
     counters, drops = observer.counters, observer.drops_reading
     monkeypatch.setattr(observer, "counters", lambda *a: (read.append("counters"), counters(*a))[1])
     monkeypatch.setattr(observer, "drops_reading", lambda *a: (read.append("drops"), drops(*a))[1])
-    proc = subprocess.Popen([sys.executable, "-c", STUCK], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        OutputReader(proc.stdout).wait_for(r"port (\d+)\n", TIMEOUT_S)
+    with listening(NEVER_ACCEPTING) as (pid, _):  # observe's server for the reading order
         until = threading.Event()  # set at the first snapshot: observe ends there
 
         def stop(_: ObserveResult) -> None:
             until.set()
 
-        observe(pid=proc.pid, duration_s=60.0, interval_s=0.1, trace=False, on_snapshot=stop, until=until)
-    finally:
-        proc.kill()
-        proc.wait(TIMEOUT_S)
-        for stream in (proc.stdin, proc.stdout):
-            if stream is not None:
-                stream.close()
+        observe(pid=pid, duration_s=60.0, interval_s=0.1, trace=False, on_snapshot=stop, until=until)
     assert "drops" in read and read.index("counters") < read.index("drops")  # the start: counters, then drops
     assert read[-1] == "counters" and read[-2] == "drops", read[-4:]  # the end: drops, then counters

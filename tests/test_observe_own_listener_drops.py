@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 from conftest import wait_for
-from listening_process import listening
+from listening_process import NEVER_ACCEPTING, listening
 from observe_result_made import result
 
 from accept_order.experiments.observe.result import ObserveResult
@@ -21,15 +21,6 @@ from accept_order.experiments.observe.run import observe
 from accept_order.experiments.observe.verdict import kernel
 
 TIMEOUT_S = 20.0
-# A listener with a backlog of 1 that never accepts: its queue is full after two handshakes, and it drops the rest
-STUCK = """
-import socket, sys
-listener = socket.socket()
-listener.bind(("127.0.0.1", 0))
-listener.listen(1)
-print("port", listener.getsockname()[1], flush=True)
-sys.stdin.read()
-"""
 
 
 def _line(made: ObserveResult) -> str:
@@ -47,7 +38,7 @@ def test_the_line_says_what_the_servers_own_listeners_dropped() -> None:
 
 @pytest.fixture
 def stuck() -> Iterator[tuple[int, int]]:
-    with listening(STUCK) as server:
+    with listening(NEVER_ACCEPTING) as server:
         yield server
 
 
