@@ -7,37 +7,16 @@ from __future__ import annotations
 
 import pytest
 from rich.console import Console
+from test_repeat_experiments import ramp
 
-from accept_order.core.measures import Environment
-from accept_order.core.spec import ServerSpec
 from accept_order.experiments.documents import render_document
-from accept_order.experiments.ramp.result import RampResult, RampStep
+from accept_order.experiments.ramp.result import RampResult
 
-ENV = Environment("Linux", "6.0", "x86_64", 2, 4096, "3.11", "host", "2024-01-01T00:00:00+00:00")
+RATES = (500.0, 1000.0, 2000.0, 4000.0)  # a step more than test_repeat_experiments' ramps
 
 
-def _ramp(mode: str, held: list[bool], rates: tuple[float, ...] = (500, 1000, 2000, 4000)) -> RampResult:
-    steps = tuple(
-        RampStep(
-            "rate",
-            rate,
-            1.0,
-            (int(rate),),
-            {},
-            1000,
-            2000,
-            3000,
-            4000,
-            {},
-            {},
-            (),
-            (0.5,),
-            0.1,
-            reasons=() if ok else ("p99 30.0 ms > 20 ms",),
-        )  # fmt: skip
-        for rate, ok in zip(rates, held, strict=False)
-    )
-    return RampResult(ServerSpec(mode=mode, workers=1), {"rates": list(rates), "step_s": 1.0}, steps, ENV)
+def _ramp(mode: str, held: list[bool]) -> RampResult:
+    return ramp(mode, held, RATES)
 
 
 def _epoll_row(runs: list[RampResult]) -> str:
