@@ -22,6 +22,7 @@ from .kept_report import kept_csv
 from .machine_share import machine_note
 from .model_report import model_csv
 from .model_verdict import model_figures
+from .pool_split import pool_split_note
 from .report import compare_report, latency_report
 from .result import LATENCY_COMPARE_SHAPE, LATENCY_SHAPE, SWEEP_SHAPE, LatencyCompareResult, LatencyResult, SweepResult
 from .sweep_report import sweep_report
@@ -99,6 +100,8 @@ def compare_verdict(result: LatencyCompareResult) -> TailVerdict:
     runs = merged_runs(r.evidence for r in result.runs)  # a merged file's runs are one histogram each
     sure = tail_sureness(verdict, histograms, runs)
     said = f"{said}. {sure}" if sure else said
+    split = pool_split_note(result.runs)  # a pool's split is its workers' load to the end: the tails do not say it
+    said = f"{said}. {split}" if split else said
     machine = machine_note(result.runs)  # others' CPU differing between the runs
     said = f"{said}. {machine[0].upper()}{machine[1:]}" if machine else said
     work = work_note(result.runs)  # the CPU a request each burned for one --work

@@ -25,6 +25,7 @@ from ..generator_pace import CLOCKS, GENERATOR_PACED, every_run_paced, latency_p
 from ..repeat.kinds import Document, Repeated, Rounds, by_variant
 from .kept_report import kept_repeat_table, requests_jain
 from .model_verdict import model_agreement
+from .pool_split import repeated_split_note
 from .report import own_failures
 from .result import LATENCY_SHAPE, LatencyResult
 from .sweep_report import caps_not_applied
@@ -127,6 +128,8 @@ def _report(repeated: Repeated, rounds: Rounds) -> list[RenderableType]:
             runs = "run in its one round" if len(rounds) == 1 else f"run in each of the {len(rounds)} rounds"
             what = "cap" if repeated.of == SWEEP_KIND else "mode"
             parts.append(Text(f"Verdict: no {what} ranked: {latency_paced_said(runs, CLOCKS)}", style="yellow"))
+        if split := repeated_split_note(by_variant(repeated, rounds)):  # the pool's split, beside the tails
+            parts.append(Text(split))
         if work := repeated_work_note(by_variant(repeated, rounds)):  # unlike clocks part every round alike
             parts.append(Text(work[0].upper() + work[1:], style="yellow"))
         parts.extend(caps_not_applied(rounds[0][0]) if repeated.of == SWEEP_KIND else [])  # as one sweep's

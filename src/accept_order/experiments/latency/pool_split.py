@@ -1,0 +1,138 @@
+"""How the connections kept for a whole run fell over the workers, beside the tails in a comparison's verdict.
+
+A connection kept for the whole run (a pool, or --requests-per-connection 0) stays with the worker that accepted
+it: the split decides each worker's load for the run's whole life, so a mode whose tails are close to another's
+can still have left one worker most of the pool (nginx epoll held 13/1/1/1 of 16, reuseport 4/4/5/3). The
+verdict said only the tails; the split was in the table. Which mode spread them more evenly is said only where
+chance does not give both splits: a split of 16 connections is 16 draws, and 5/3/6/2 is what an even split
+gives more often than not. The rule is `run`'s for a hash spread (analysis/chance.py's test, analysis/seen.py's
+SURE): a split no more uneven than an even split gives SURE of the time or more is chance's."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from ...analysis.chance import how_often, uniform_spread_p
+from ...analysis.fairness import jain_index
+from ...analysis.seen import SURE
+from ...core.text import and_join, plural
+from .kept_report import accepted
+from .result import LatencyResult
+
+
+@dataclass(frozen=True)
+class Split:
+    """One run's connections per worker, Jain's index over them, and how often an even split is this uneven."""
+
+    name: str
+    counts: tuple[int, ...]
+    jain: float
+    p: float
+    test: str
+
+    @property
+    def by_chance(self) -> bool:
+        """An even split gives one at least this uneven SURE of the time or more: nothing to rank on."""
+        return self.p >= SURE
+
+    def said(self) -> str:
+        """`epoll 14/2/0/0 (Jain 0.391 over them), uneven beyond chance (an even split ... 1 time in 2,400)`."""
+        how = "what an even split gives by chance" if self.by_chance else "uneven beyond chance"
+        return (
+            f"{self.name} {'/'.join(map(str, self.counts))} (Jain {self.jain:.3f} over them), {how} (an even split "
+            f"spreads {sum(self.counts)} at least this unevenly {how_often(self.p)}, {self.test} test)"
+        )
+
+
+def _label(result: LatencyResult) -> str:
+    return result.server.label
+
+
+def split_of(result: LatencyResult, name: Callable[[LatencyResult], str] = _label) -> Split | None:
+    """The run's split of connections kept for its whole life; None where they were not (one request each, or
+    several: connections come and go), or nobody counted them per worker."""
+    took = accepted(result)
+    kept_whole_run = result.load.keeps_connections and result.load.requests_per_connection == 0
+    if not kept_whole_run or not result.ok or took is None or len(took) < 2 or not sum(took):
+        return None
+    p, test = uniform_spread_p(took)
+    return Split(name(result), tuple(took), jain_index(took), p, test)
+
+
+def more_even(splits: Sequence[Split]) -> list[str]:
+    """The modes that spread the connections more evenly than the rest: those whose split is chance's where
+    another's is uneven beyond it (none where every split is chance's, or every one is beyond it)."""
+    even = [s.name for s in splits if s.by_chance]
+    return even if 0 < len(even) < len(splits) else []
+
+
+def ranked_said(splits: Sequence[Split]) -> str:
+    """Who spread them more evenly, or why none is named."""
+    better = more_even(splits)
+    if better:
+        rest = [s.name for s in splits if s.name not in better]
+        return f"{and_join(better)} spread them more evenly than {and_join(rest)}"
+    if all(s.by_chance for s in splits):
+        return "every split is what an even split gives by chance: no mode spread them more evenly"
+    return "every split is uneven beyond chance: no mode is named as spreading them more evenly on it"
+
+
+def pool_split_note(results: Sequence[LatencyResult], name: Callable[[LatencyResult], str] = _label) -> str:
+    """The verdict's sentence on the split ('' where fewer than two runs kept their connections for the whole run
+    with a known split), with how sure: one run's split is one draw of its connections."""
+    splits = [s for r in results if (s := split_of(r, name)) is not None]
+    if len(splits) < 2:
+        return ""
+    sizes = sorted({sum(s.counts) for s in splits})
+    draws = plural(sizes[0], "connection") if len(sizes) == 1 else f"{'/'.join(map(str, sizes))} connections"
+    return (
+        "Connections per worker, each kept for the whole run and so its worker's load to the end: "
+        + "; ".join(s.said() for s in splits)
+        + f": {ranked_said(splits)}. How sure: the tests say how often an even split gives each, but a split is "
+        f"one draw of its {draws}, so one run cannot say a mode splits them so every time: --repeat says in how "
+        "many runs it holds"
+    )
+
+
+def _named(split: Split | None, name: str) -> Split | None:
+    """The split under its variant's name (--repeat names a variant apart from its label where two share it)."""
+    return None if split is None else replace(split, name=name)
+
+
+def repeated_split_note(variants: dict[str, list[LatencyResult]]) -> str:
+    """`--repeat` over connections kept for the whole run: per mode in how many runs its split was uneven beyond
+    chance and its median Jain's index over the connections; which mode spread them more evenly in how many rounds
+    (the one-run rule, round by round). '' where fewer than two modes have a split in every round."""
+    splits = {label: [_named(split_of(r), label) for r in runs] for label, runs in variants.items()}
+    known = {label: [s for s in runs if s is not None] for label, runs in splits.items()}
+    if sum(1 for runs in known.values() if runs) < 2:
+        return ""
+    per_mode = []
+    for label, runs in known.items():
+        if not runs:
+            continue
+        jains = sorted(s.jain for s in runs)
+        uneven = sum(1 for s in runs if not s.by_chance)
+        per_mode.append(
+            f"{label} uneven beyond chance in {uneven} of {len(runs)} (median Jain {jains[len(jains) // 2]:.3f})"
+        )
+    rounds = list(zip(*splits.values(), strict=True))
+    whole = [[s for s in row if s is not None] for row in rounds]
+    whole = [row for row in whole if len(row) >= 2]
+    wins: dict[str, int] = {}
+    for row in whole:
+        for label in more_even(row):
+            wins[label] = wins.get(label, 0) + 1
+    if wins:
+        ranked = "; ".join(f"{label} spread them more evenly in {n} of {len(whole)}" for label, n in wins.items())
+        if max(wins.values()) < len(whole):
+            ranked += " rounds (in the others, none: the splits were all chance's or all beyond it)"
+        else:
+            ranked += " rounds"
+    else:
+        ranked = "no mode spread them more evenly in any round: in each, the splits were all chance's or all beyond it"
+    return (
+        "Connections per worker over the runs (each kept for the whole run, so its worker's load to the end; a run's "
+        f"split is one draw of its connections): {'; '.join(per_mode)}; {ranked}"
+    )

@@ -1,0 +1,69 @@
+"""A comparison over connections kept for the whole run says how each mode split them beside the tails.
+
+`latency --server nginx --modes epoll,reuseport --pool -c 16 --requests-per-connection 0 -w 4`: nginx epoll held
+13/1/1/1 of the 16 connections (Jain 0.41), reuseport 4/4/5/3 (0.86), and the verdict said 'mixed, p99 within 10%':
+the split, which is each worker's load for the pool's whole life, was only in the table. The verdict now says each
+mode's split, which spread them more evenly (only where chance does not give both: the multinomial test against an
+even split, analysis/seen.py's SURE), and how sure one draw of 16 connections is; `--repeat` says it over the runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+
+from rich.console import Console
+from test_small_sentences_held_nothing import pool_run
+
+from accept_order.core.spec import ConcurrentLoad
+from accept_order.experiments.latency.experiment import compare_verdict
+from accept_order.experiments.latency.pool_split import repeated_split_note
+from accept_order.experiments.latency.repeated import LATENCY_COMPARE_REPEATED
+from accept_order.experiments.latency.result import LatencyCompareResult
+
+
+def _verdict(*runs: object) -> str:
+    return compare_verdict(LatencyCompareResult(runs=tuple(runs))).text  # type: ignore[arg-type]
+
+
+def test_a_lopsided_pool_is_said_beside_close_tails() -> None:
+    lopsided = pool_run("epoll", (13, 1, 1, 1), p99_us=3000)
+    hashed = pool_run("reuseport", (4, 4, 5, 3), p99_us=3000)
+    said = _verdict(lopsided, hashed)
+    assert "Connections per worker, each kept for the whole run" in said, said
+    assert "epoll 13/1/1/1 (Jain 0.372 over them), uneven beyond chance (an even split spreads 16 at least" in said
+    assert "reuseport 4/4/5/3 (Jain 0.970 over them), what an even split gives by chance" in said
+    assert "reuseport spread them more evenly than epoll" in said
+    assert "one draw of its 16 connections" in said and "--repeat says in how many runs it holds" in said
+    # the tails' verdict is unchanged: the split is said beside it, not ranked into it
+    assert said.startswith("no clear difference in the tails (all within 10%)"), said
+
+
+def test_not_ranked_where_chance_gives_both_or_neither() -> None:
+    both = _verdict(pool_run("epoll", (5, 3, 6, 2), 3000), pool_run("reuseport", (4, 4, 4, 4), 3000))
+    assert "every split is what an even split gives by chance: no mode spread them more evenly" in both, both
+    assert "spread them more evenly than" not in both
+    neither = _verdict(pool_run("epoll", (16, 0, 0, 0), 3000), pool_run("reuseport", (13, 1, 1, 1), 3000))
+    assert "every split is uneven beyond chance: no mode is named" in neither, neither
+    assert "spread them more evenly than" not in neither
+
+
+def test_connections_that_come_and_go_say_no_split() -> None:
+    # several requests per connection: a worker's connections end and others open, no split lasts the run
+    churn = _verdict(pool_run("epoll", (13, 1, 1, 1), 3000, 10), pool_run("reuseport", (4, 4, 5, 3), 3000, 10))
+    assert "Connections per worker" not in churn
+    one_each = dataclasses.replace(pool_run("epoll", (13, 1, 1, 1), 3000), load=ConcurrentLoad(1600, 16))
+    assert "Connections per worker" not in _verdict(one_each, pool_run("reuseport", (4, 4, 5, 3), 3000))
+
+
+def test_repeat_says_it_over_the_runs() -> None:
+    epoll = [pool_run("epoll", held, 3000) for held in ((13, 1, 1, 1), (14, 2, 0, 0), (5, 3, 6, 2))]
+    reuseport = [pool_run("reuseport", (4, 4, 5, 3), 3000) for _ in range(3)]
+    said = repeated_split_note({"epoll": epoll, "reuseport": reuseport})
+    assert "epoll uneven beyond chance in 2 of 3 (median Jain 0.372)" in said, said
+    assert "reuseport uneven beyond chance in 0 of 3 (median Jain 0.970)" in said
+    assert "reuseport spread them more evenly in 2 of 3 rounds (in the others, none" in said
+    # and the --repeat report prints it
+    console = Console(width=300, record=True, file=io.StringIO())
+    console.print(*LATENCY_COMPARE_REPEATED.report([list(pair) for pair in zip(epoll, reuseport, strict=True)]))
+    assert "reuseport spread them more evenly in 2 of 3 rounds" in console.export_text()
