@@ -9,6 +9,8 @@ default --host, with no word of the 10.178.130.1:18911 they held. Now '...; they
 
 from __future__ import annotations
 
+import os
+import socket
 import subprocess
 import sys
 
@@ -40,3 +42,38 @@ def test_attach_names_where_the_server_listens_and_the_host_to_give(free_port: i
     finally:
         serve.terminate()
         serve.wait(30)
+
+
+def test_attach_names_where_the_server_listens_though_another_holds_the_host_given(free_port: int) -> None:
+    """'latency --attach PID --port 18931' at 'serve --host 127.0.0.2 --port 18931' while an nginx held
+    127.0.0.1:18931 read '...; it is held by pid 29883 (nginx) and 4 of its children', with no word of the
+    127.0.0.2:18931 the attached server held: the --host to give is the same whoever holds the default one."""
+    port = free_port
+    other = socket.create_server(("127.0.0.1", port))  # another program's listener, this test's own here
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "accept_order", "serve", "-w", "2", "--host", "127.0.0.2", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert serve.stdout is not None
+        for line in serve.stdout:  # its banner ends with the workers' pids: listening by then
+            if "worker 1 pid" in line:
+                break
+        done = subprocess.run(
+            [sys.executable, "-m", "accept_order", "run", "--attach", str(serve.pid), "--port", str(port), "-n", "1"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 1, done
+        assert f"127.0.0.1:{port}; it is held by pid {os.getpid()} " in done.stderr, done.stderr
+        assert done.stderr.rstrip("\n").endswith(
+            f"and its 2 children listen on 127.0.0.2:{port}: give --host 127.0.0.2"
+        ), done.stderr
+    finally:
+        serve.terminate()
+        serve.wait(30)
+        other.close()

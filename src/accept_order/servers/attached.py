@@ -224,20 +224,20 @@ def check_listening(
                 f"listener on {where}: {'its' if len(hidden) == 1 else 'their'} open files are not this user's "
                 f"to read ({what_would_let_it(or_as=SERVERS_USER)})"
             )
+        # where they listen instead, the --host to give: whether nobody else or another program holds this one
+        every = listening_sockets_of(port, [*attach, *workers])
+        mine = {i for p, inodes in socket_holders({r.inode for r in every}).items() if p in attached for i in inodes}
+        theirs = sorted({r.address for r in every if r.inode in mine})
+        at = ", ".join(f"[{a}]:{port}" if ":" in a else f"{a}:{port}" for a in theirs)
+        subject = who if rows else "they" if plural else "it"  # where another holds it, 'they' would read as those
+        listen = f"; {subject} {'listen' if plural else 'listens'} on {at}: give --host {theirs[0]}" if theirs else ""
         if not rows:
-            every = listening_sockets_of(port, [*attach, *workers])  # where they listen instead: the --host to give
-            mine = {
-                i for p, inodes in socket_holders({r.inode for r in every}).items() if p in attached for i in inodes
-            }
-            theirs = sorted({r.address for r in every if r.inode in mine})
-            at = ", ".join(f"[{a}]:{port}" if ":" in a else f"{a}:{port}" for a in theirs)
-            listen = f"; {'they listen' if plural else 'it listens'} on {at}: give --host {theirs[0]}" if theirs else ""
-            owner = f"nobody listens on {where}{listen}"
+            owner = f"nobody listens on {where}"
         elif not holders:
             owner = f"a socket listens on {where}, but no process this user may look into holds it"
         else:
             owner = f"it is held by {_held_by(holders)}"
-        raise NotServing(f"--attach: {who} {'hold' if plural else 'holds'} no listener on {where}; {owner}")
+        raise NotServing(f"--attach: {who} {'hold' if plural else 'holds'} no listener on {where}; {owner}{listen}")
     masters = {_parent(pid) for pid in workers}
     titles = tuple(helpers)
     named = {pid for pid in holders if len(attach) == 1 and _parent(pid) in attach and _named_helper(pid, titles)}
