@@ -115,7 +115,8 @@ def repeated_split_note(variants: dict[str, list[LatencyResult]]) -> str:
         jains = sorted(s.jain for s in runs)
         uneven = sum(1 for s in runs if not s.by_chance)
         per_mode.append(
-            f"{label} uneven beyond chance in {uneven} of {len(runs)} (median Jain {jains[len(jains) // 2]:.3f})"
+            f"{label} uneven beyond chance in {uneven} of {len(runs)} "
+            f"(median Jain {jains[len(jains) // 2]:.3f} over its connections)"
         )
     rounds = list(zip(*splits.values(), strict=True))
     whole = [[s for s in row if s is not None] for row in rounds]
