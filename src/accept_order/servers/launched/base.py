@@ -23,7 +23,7 @@ import signal
 import socket
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ...core.errors import ServerUnavailable, WorkerError
+from ...core.errors import ListenError, ServerUnavailable, WorkerError
 from ...core.processes import READY_TIMEOUT_S, STOP_TIMEOUT_S, die_with_parent, open_pidfd
 from ...core.protocol import HTTP, ClientProtocol
 from ...core.reaper import REAPER, end_group
@@ -254,8 +254,11 @@ class LaunchedServer(Started):
         import psutil
 
         if self.spec.port:  # checked before anything is launched (see refuse_foreign_group)
+            from ..modes.base import below_start_refused
             from ..modes.reuseport import refuse_foreign_group
 
+            if (refused := below_start_refused(self.spec.host, self.spec.port)) is not None:
+                raise ListenError(refused)
             refuse_foreign_group(
                 self.spec.host,
                 self.spec.port,

@@ -215,30 +215,52 @@ TAKEN_PORT_HINT = "give another --port, or leave it out for a free one"
 UNPRIVILEGED_PORT_START = "/proc/sys/net/ipv4/ip_unprivileged_port_start"
 
 
-def not_allowed(host: str, port: int) -> str:
-    """Why the kernel refused the bind and the way out ('serve --port 80' as a user read '... (privileged port?)').
-    A port below the start wants CAP_NET_BIND_SERVICE, not root: a container's root may lack it (Docker's
-    --cap-drop), and a root of `unshare -Ur` holds it for its own user namespace only, not for the network
-    namespace it binds in; 'run as root' sent either nowhere."""
-    from ...core.capabilities import NET_BIND_SERVICE, holds, in_user_namespace
-
+def unprivileged_start() -> int:
+    """The lowest port anyone may listen on (net.ipv4.ip_unprivileged_port_start, this network namespace's)."""
     try:
         with open(UNPRIVILEGED_PORT_START, encoding="ascii") as setting:
-            start = int(setting.read())
+            return int(setting.read())
     except (OSError, ValueError):
-        start = 1024  # the kernel's default
+        return 1024  # the kernel's default, and all there was before Linux 4.11 made it a setting
+
+
+def below_start_refused(host: str, port: int) -> str | None:
+    """The line for a port the kernel refuses this process before it binds: below the start without
+    CAP_NET_BIND_SERVICE (a user, or a container's root whose capabilities were dropped, whom 'run as root' sent
+    nowhere); None where a bind may pass. A server this tool starts is refused so before it runs: 'run --server
+    nginx --port 80' as a user read nginx's own 'bind() to 127.0.0.1:80 failed (13: Permission denied)'."""
+    from ...core.capabilities import NET_BIND_SERVICE, holds
+
+    start = unprivileged_start()
+    if port >= start or holds(NET_BIND_SERVICE):
+        return None
+    refused = f"not allowed to listen on {host} port {port}: ports below {start}"
+    if os.geteuid() == 0:
+        return (
+            f"{refused} need {NET_BIND_SERVICE.name} (net.ipv4.ip_unprivileged_port_start), which this root lacks "
+            f"(its capabilities were dropped): give --port {start} or above"
+        )
+    return f"{refused} are root's (net.ipv4.ip_unprivileged_port_start): give --port {start} or above, or run as root"
+
+
+def not_allowed(host: str, port: int) -> str:
+    """Why the kernel refused the bind and the way out ('serve --port 80' as a user read '... (privileged port?)').
+    A root of `unshare -Ur` holds CAP_NET_BIND_SERVICE for its own user namespace only, not for the network
+    namespace it binds in."""
+    from ...core.capabilities import NET_BIND_SERVICE, in_user_namespace
+
+    if (said := below_start_refused(host, port)) is not None:
+        return said
+    start = unprivileged_start()
     refused = f"not allowed to listen on {host} port {port}"
-    below = f"ports below {start} need {NET_BIND_SERVICE.name} (net.ipv4.ip_unprivileged_port_start)"
-    another = f"give --port {start} or above"
     if port >= start:
         return f"{refused}, though ports from {start} are anyone's: {NET_BIND_SERVICE.kept}"
-    if holds(NET_BIND_SERVICE) and in_user_namespace():
-        return f"{refused}: {below}, which this process holds in a user namespace of its own only: {another}"
-    if holds(NET_BIND_SERVICE):
-        return f"{refused}, though this process holds {NET_BIND_SERVICE.name}: {NET_BIND_SERVICE.kept}"
-    if os.geteuid() == 0:
-        return f"{refused}: {below}, which this root lacks (its capabilities were dropped): {another}"
-    return f"{refused}: ports below {start} are root's (net.ipv4.ip_unprivileged_port_start): {another}, or run as root"
+    if in_user_namespace():
+        return (
+            f"{refused}: ports below {start} need {NET_BIND_SERVICE.name} (net.ipv4.ip_unprivileged_port_start), "
+            f"which this process holds in a user namespace of its own only: give --port {start} or above"
+        )
+    return f"{refused}, though this process holds {NET_BIND_SERVICE.name}: {NET_BIND_SERVICE.kept}"
 
 
 def listen_socket(host: str, port: int, backlog: int, reuseport: bool) -> socket.socket:
