@@ -15,6 +15,7 @@ import io
 from rich.console import Console
 from test_small_sentences_held_nothing import pool_run
 
+from accept_order.core.load_summary import ServerCloses
 from accept_order.core.spec import ConcurrentLoad
 from accept_order.experiments.latency.experiment import compare_verdict
 from accept_order.experiments.latency.pool_split import repeated_split_note
@@ -52,6 +53,14 @@ def test_connections_that_come_and_go_say_no_split() -> None:
     # several requests per connection: a worker's connections end and others open, no split lasts the run
     churn = _verdict(pool_run("epoll", (13, 1, 1, 1), 3000, 10), pool_run("reuseport", (4, 4, 5, 3), 3000, 10))
     assert "Connections per worker" not in churn
+    # a server that closed kept connections (nginx's keepalive_requests, Apache's MaxKeepAliveRequests): the client
+    # opened others, and the accepts no longer say who held what to the end
+    closing = dataclasses.replace(
+        pool_run("epoll", (13, 1, 1, 1), 3000), server_closes=ServerCloses(closed=(2, 0, 0, 0))
+    )
+    assert "Connections per worker" not in _verdict(closing, pool_run("reuseport", (4, 4, 5, 3), 3000))
+    more = dataclasses.replace(pool_run("epoll", (13, 1, 1, 1), 3000), pool=(12, 12))  # 16 accepted, 12 opened
+    assert "Connections per worker" not in _verdict(more, pool_run("reuseport", (4, 4, 5, 3), 3000))
     one_each = dataclasses.replace(pool_run("epoll", (13, 1, 1, 1), 3000), load=ConcurrentLoad(1600, 16))
     assert "Connections per worker" not in _verdict(one_each, pool_run("reuseport", (4, 4, 5, 3), 3000))
 

@@ -51,10 +51,13 @@ def _label(result: LatencyResult) -> str:
 
 def split_of(result: LatencyResult, name: Callable[[LatencyResult], str] = _label) -> Split | None:
     """The run's split of connections kept for its whole life; None where they were not (one request each, or
-    several: connections come and go), or nobody counted them per worker."""
+    several: connections come and go; or the server closed some, or a pool's workers accepted more than it opened:
+    the client opened others, and the accepts are no longer who held what), or nobody counted them per worker."""
     took = accepted(result)
     kept_whole_run = result.load.keeps_connections and result.load.requests_per_connection == 0
     if not kept_whole_run or not result.ok or took is None or len(took) < 2 or not sum(took):
+        return None
+    if result.server_closes or (result.pool is not None and sum(took) != result.pool[0]):
         return None
     p, test = uniform_spread_p(took)
     return Split(name(result), tuple(took), jain_index(took), p, test)
