@@ -89,9 +89,11 @@ def test_a_host_whose_session_prints_before_python_is_one_line_not_a_traceback(
     run = start(tmp_path, *load_args(cluster, tmp_path, "c1"), "--client-python", python, *LONG)
     assert run.wait() == 1
     [line] = run.error_lines()
+    # the command to try is the run's own: its --ssh-config and --client-python ('ssh c1 true' printed nothing here,
+    # and without -F the user's ssh does not know c1)
     assert line.startswith(
         "accept-order: error: client host c1: its ssh session wrote something else before Python answered (a login "
-        "shell or startup file that prints, as a ~/.bashrc may, or an account with no shell): 'ssh c1 true' must "
-        "print nothing"
+        "shell or startup file that prints, as a ~/.bashrc may, an account with no shell, or a --client-python that "
+        f"prints first): 'ssh -F {tmp_path / 'ssh_config'} c1 {python} -c pass' must print nothing"
     ), line
     assert_nothing_left(cluster, str(tmp_path))

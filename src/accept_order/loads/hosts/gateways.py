@@ -242,7 +242,7 @@ def _connect_one(reaching: _Reaching, hosts: ClientHosts, index: int, part: str)
     except (execnet.HostNotFound, OSError, EOFError) as exc:  # ssh's exit 255, or its pipe closed as execnet wrote
         raise reaching.fail("could not be reached over ssh", exc) from None
     except AssertionError:  # execnet's bootstrap read another first byte than the '1' of its Python
-        raise reaching.fail(spoke_first(destination)) from None
+        raise reaching.fail(spoke_first(destination, hosts.ssh_config, hosts.python)) from None
     reaching.gateway = gateway
     return _greet(reaching, gateway, hosts, part)
 

@@ -4,6 +4,8 @@ which fails before the hello with a SyntaxError on stderr."""
 
 from __future__ import annotations
 
+import shlex
+
 from ...core.text import escape_controls as inert
 from ...core.version import VERSION
 from .remote_side import MIN_PYTHON
@@ -39,11 +41,18 @@ def not_started(python: str | None, said: str | None) -> str:
     return f"{its} did not start or answer" + (f" ({said})" if said else "")
 
 
-def spoke_first(destination: str) -> str:
+def spoke_first(destination: str, ssh_config: str | None, python: str | None) -> str:
     """What to say of a host whose ssh session wrote something before execnet's Python answered: execnet reads one
     byte, its Python's '1', and fails on any other. A login shell or startup file that prints there (a ~/.bashrc's
-    echo, an account whose shell is nologin, which says 'This account is currently not available.') does that."""
+    echo, an account whose shell is nologin, which says 'This account is currently not available.') does that, as
+    does a --client-python that prints first (a wrapper script): the command to try is the tool's own ssh (its
+    --ssh-config) starting that Python, or 'ssh c1 true' reads another config and runs no --client-python."""
+    ssh = f"ssh -F {shlex.quote(ssh_config)}" if ssh_config is not None else "ssh"
+    run = f"{shlex.quote(python)} -c pass" if python else "true"
+    who = "or an account with no shell"
+    if python:
+        who = "an account with no shell, or a --client-python that prints first"
     return (
         "its ssh session wrote something else before Python answered (a login shell or startup file that prints, "
-        f"as a ~/.bashrc may, or an account with no shell): 'ssh {inert(destination)} true' must print nothing"
+        f"as a ~/.bashrc may, {who}): '{inert(f'{ssh} {destination} {run}')}' must print nothing"
     )
