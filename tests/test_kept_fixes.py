@@ -28,6 +28,7 @@ from conftest import run_cli
 from rich.console import Console, RenderableType
 
 from accept_order.analysis.kept_counts import filled_in, own_count
+from accept_order.core.finished import PUBLISHED
 from accept_order.core.histogram import LatencyHistogram
 from accept_order.core.load_summary import LoadSummary
 from accept_order.core.measures import DriverStats, Environment, WorkerCounters
@@ -226,7 +227,7 @@ def _config(pool: WorkerPool | tuple[str, int], protocol: Any, per: int, rate: f
 def test_a_driver_stopped_between_requests_counts_no_failure(kept: bool) -> None:
     """An open loop at one request per 10 s: stopped once its first is answered, nothing is under way, and
     its report holds no failure at all (it held {'aborted': 0})."""
-    progress = [0, 0]
+    progress = [0] * PUBLISHED
     stop = _Flag()
     with WorkerPool(ServerSpec(mode="epoll", workers=2, keepalive=kept)) as pool:
         if kept:
@@ -248,7 +249,7 @@ def test_a_driver_stopped_with_a_request_under_way_counts_it_aborted(kept: bool)
     try:
         listener.bind(("127.0.0.1", 0))
         listener.listen(8)
-        progress = [0, 0]
+        progress = [0] * PUBLISHED
         stop = _Flag()
         address = listener.getsockname()
         if kept:

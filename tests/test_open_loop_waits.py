@@ -14,6 +14,7 @@ import threading
 from types import SimpleNamespace
 from typing import Any
 
+from accept_order.core.finished import PUBLISHED
 from accept_order.core.protocol import KEEP_LINE
 from accept_order.core.spec import ServerSpec
 from accept_order.loads.drive_loop import DriverConfig
@@ -38,7 +39,8 @@ def test_a_request_that_needs_a_new_connection_starts_when_due_not_a_tick_later(
         )
         out: dict[str, Any] = {}
         thread = threading.Thread(
-            target=lambda: out.update(drive_kept(cfg, [0, 0], Never(), Never(), lambda: None, TICK_S)), daemon=True
+            target=lambda: out.update(drive_kept(cfg, [0] * PUBLISHED, Never(), Never(), lambda: None, TICK_S)),
+            daemon=True,
         )
         thread.start()
         thread.join(HANG_S)

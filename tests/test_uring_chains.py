@@ -28,6 +28,7 @@ from test_uring_loop import (
     replying,
 )
 
+from accept_order.core.finished import PUBLISHED
 from accept_order.core.processes import MAX_REPLY
 from accept_order.core.protocol import ABORTED, BAD_REPLY, HttpProtocol
 from accept_order.loads import drivers, uring_chains, uring_loop
@@ -155,7 +156,7 @@ def test_what_the_chains_cannot_drive_runs_on_uring_api(monkeypatch: pytest.Monk
     with Server(replying(b"worker 0 pid 1\n")) as server:
         host = "localhost" if why == "address" else server.address[0]
         cfg = DriverConfig(0, (host, server.address[1]), AnyReply(), LINE, 1, None, slots, 5.0, loop="io_uring")
-        assert uring_loop.drive_uring(cfg, [0, 0], Flag(), 0.02) == {}
+        assert uring_loop.drive_uring(cfg, [0] * PUBLISHED, Flag(), 0.02) == {}
     assert ran == [slots]
 
 

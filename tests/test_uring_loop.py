@@ -25,6 +25,7 @@ import pytest
 from conftest import assert_one_error_line, needs_ipv6, run_cli
 
 from accept_order.core.errors import PlanError
+from accept_order.core.finished import PUBLISHED
 from accept_order.core.processes import MAX_REPLY
 from accept_order.core.protocol import ABORTED, BAD_REPLY, NO_REPLY, TIMEOUT, ClientProtocol, HttpProtocol
 from accept_order.core.spec import ConcurrentLoad, ServerSpec
@@ -102,7 +103,7 @@ def drive(
     settings: dict[str, Any] = {"requests": 20, "duration_s": None, "slots": 4, "timeout_s": 5.0, **options}
     protocol = settings.pop("protocol", LINE)
     cfg = DriverConfig(0, address, AnyReply(), protocol, loop=loop, **settings)
-    progress = [0, 0]
+    progress = [0] * PUBLISHED
     flag = stop or Flag()
     if loop == "io_uring":
         result = bounded(lambda: drive_uring(cfg, progress, flag, tick_s), in_thread)
@@ -442,9 +443,9 @@ resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
 line = ClientProtocol("line", b"")
 cfg = DriverConfig(0, ("127.0.0.1", port), AnyReply(), line, requests, None, slots, 5.0, loop=loop)
 if loop == "io_uring":
-    result = drive_uring(cfg, [0, 0], Never(), 0.02)
+    result = drive_uring(cfg, [0, 0, 0], Never(), 0.02)  # finished, served, timed out
 else:
-    result = _drive(cfg, [0, 0], Never())
+    result = _drive(cfg, [0, 0, 0], Never())
 served = sum(result["served"].values())
 print(json.dumps({"served": served, "errors": result["errors"], "done": result["stats"]["requests"]}))
 """

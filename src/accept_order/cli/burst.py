@@ -148,7 +148,8 @@ def burst(
             if repeat == 1:
                 rounds.next()
             said = rounds.live(f"{spec.label}: {n} clients")
-            return bars.enter_context(progress_bar(said, n, timeout_s=plan.timeout_s, ticks=True))
+            bar = progress_bar(said, n, timeout_s=plan.timeout_s, ticks=True)
+            return rounds.ticking(bars.enter_context(bar), n)  # off a terminal, the heartbeat says how far
 
         if repeat > 1:
 

@@ -48,13 +48,8 @@ def bars(
             total = load.connections if by_count else load.duration_s
             unit = counted(load)
             bar = progress_bar(runs.live(label(spec)), total, by_count, timeout_s=load.timeout_s, ticks=True)
-            update = stack.enter_context(bar)
-
-            def tick(done: int, elapsed: float = 0.0) -> None:  # off a terminal, the heartbeat says it (runs.status)
-                runs.reached = f"{done:,} of {total:,} {unit}" if by_count else f"{done:,} {unit}"
-                update(done, elapsed)
-
-            return tick
+            # off a terminal, the heartbeat says how far it has got (runs.status)
+            return runs.ticking(stack.enter_context(bar), total if by_count else None, unit)
 
         yield on_run
 

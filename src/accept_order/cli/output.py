@@ -20,6 +20,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import IO, TYPE_CHECKING, Any
 
 from ..core.errors import OutputError
+from ..core.finished import outcome_text
 from ..core.text import escape_controls
 from .whole import WholeFile, write_all
 
@@ -307,17 +308,19 @@ def progress_bar(
 
     state = BarState(total, by_count, timeout_s, ticks)
     count = MofNCompleteColumn() if by_count else TextColumn("{task.fields[done]} connections")
+    outcome = TextColumn("{task.fields[outcome]}")  # how the finished ones ended: a count alone looked well
     columns = [said_by(label if callable(label) else lambda: label), bar_or_state(state)]
-    columns += figures(count, TimeElapsedColumn())
+    columns += figures(count, outcome, TimeElapsedColumn())
     bar = Progress(*columns, console=console, transient=True, expand=True)  # the bar takes what the rest leaves
     _BARS.append(bar)
     try:
         _start(bar)
-        task = bar.add_task("", total=total, done=0)
+        task = bar.add_task("", total=total, done=0, outcome="")
 
         def update(done: int, elapsed: float = 0.0) -> None:
             state.update(done, elapsed)
-            bar.update(task, completed=done if by_count else min(elapsed, total or 0.0), done=done)
+            said = outcome_text(done)  # "" for a bare count (a tick that carries no split)
+            bar.update(task, completed=done if by_count else min(elapsed, total or 0.0), done=done, outcome=said)
 
         yield update
     finally:

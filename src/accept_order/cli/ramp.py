@@ -219,7 +219,8 @@ def ramp(
                 rounds.next()
             label = f"{offered:g}/s" if plan.rates else f"{offered:g} in flight"
             said = rounds.live(f"{ramped[0].label}: {label}")
-            return bars.enter_context(progress_bar(said, step_s, by_count=False, timeout_s=timeout_s, ticks=True))
+            bar = progress_bar(said, step_s, by_count=False, timeout_s=timeout_s, ticks=True)
+            return rounds.ticking(bars.enter_context(bar), None)  # off a terminal, the heartbeat says how far
 
         if repeat > 1 or len(specs) > 1:  # several modes: a table of their knees, even once
 

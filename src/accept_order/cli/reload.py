@@ -125,7 +125,7 @@ def reload(
                 rounds.next()
             label = f"{spec.mode} {plan.how}" + (f" migrate={plan.migrate}" if spec.mode in per_worker else "")
             bar = progress_bar(rounds.live(label), load.duration_s, False, timeout_s=load.timeout_s, ticks=True)
-            return bars.enter_context(bar)
+            return rounds.ticking(bars.enter_context(bar), None)  # off a terminal, the heartbeat says how far
 
         if repeat > 1:
             kept = [f"The host's net.ipv4.tcp_migrate_req ({host_setting}) was not changed."] if host_setting else []

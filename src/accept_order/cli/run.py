@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -10,6 +11,7 @@ from .app import handle_errors, modules_held
 from .common import host_warnings, keep_partial, report_and_save
 from .options import attach_options, examples, json_option, mode_option, sequential_options, server_options
 from .output import progress_bar
+from .progress import RunProgress
 from .repeat_common import repeat_option, run_repeated
 from .specs import sequential_load, server_spec
 
@@ -55,11 +57,31 @@ def run(repeat: int, json_path: str | None, **options: Any) -> None:
     # each connection waiting up to --timeout (an HTTP server under --protocol line answers none): 12 silent
     # waits of 5 s were a minute with nothing on the screen.
     threshold = 200 if server_kind(server.kind).launched else 0
-    with keep_partial(lambda results: save(results[0])):  # an attached server's worker exited mid-run
+    # Off a terminal, a heartbeat says how many were served and how many failed (one waiting out its timeout each)
+    runs = RunProgress(1)
+    with keep_partial(lambda results: save(results[0])), runs.heartbeat():  # a worker attached may exit mid-run
         with progress_bar(f"{server.mode}: connections", load.connections, threshold=threshold) as update:
-            result = run_sequential(server, load, on_record=lambda rec: update(rec.seq + 1))
+            result = run_sequential(server, load, on_record=counting(runs.ticking(update, load.connections)))
     save(result)
     tls_note(result)
+
+
+def counting(tick: Callable[[int, float], None]) -> Callable[[Any], None]:
+    """The sequential client's `on_record` as a load's tick: each record one more finished, with how many of
+    them were served and how many timed out."""
+    from ..core.finished import Finished
+    from ..core.protocol import TIMEOUT
+
+    served = timed_out = finished = 0
+
+    def on_record(record: Any) -> None:
+        nonlocal served, timed_out, finished
+        finished += 1
+        served += record.served
+        timed_out += bool(record.error and record.error.startswith(TIMEOUT))  # "timeout: no answer within 5 s"
+        tick(Finished(finished, served, timed_out), 0.0)
+
+    return on_record
 
 
 def tls_note(result: Any) -> None:

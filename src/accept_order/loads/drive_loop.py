@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
+from ..core.finished import FINISHED_AT, PUBLISHED, SERVED_AT, TIMED_OUT_AT
 from ..core.processes import MAX_REPLY, READY_TIMEOUT_S, die_with_parent, ignore_supervisor_signals, unblock_signals
 from ..core.protocol import ABORTED, BAD_REPLY, TIMEOUT, ClientProtocol, errno_name
 from ..core.target import Attribution, KnownReplies
@@ -90,6 +91,8 @@ def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
     slots = cfg.slots
     left = cfg.requests if cfg.requests is not None else -1  # requests still to start; -1: no count
     done = ok = 0  # finished, and of those served: published for the parent's progress and messages
+    done_at, ok_at = PUBLISHED * cfg.index + FINISHED_AT, PUBLISHED * cfg.index + SERVED_AT  # its places in `progress`
+    timed_out_at = PUBLISHED * cfg.index + TIMED_OUT_AT
 
     clock = DriverClock()
     # Open loop: connection k is due at its first due time + k*interval; it starts then (or when a slot frees,
@@ -191,11 +194,12 @@ def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
                 ok += 1
                 us = (end - entry[1]) // 1000
                 counts[us] = counts.get(us, 0) + 1
-            progress[2 * cfg.index] = done
-            progress[2 * cfg.index + 1] = ok
+            progress[done_at] = done
+            progress[ok_at] = ok
             now = perf_ns()
             if now >= next_check:
                 next_check = now + tick_ns
+                progress[timed_out_at] = errors[TIMEOUT]  # once a tick, off the hot path
                 if stop.value:  # interrupted: what is still in flight is accounted for as aborted
                     if inflight:  # none in flight: no failure, and no cause counted 0
                         errors[ABORTED] += len(inflight)

@@ -20,6 +20,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from ..core.errors import LoadError, WorkerExited
+from ..core.finished import PUBLISHED, Finished, published
 from ..core.measures import SATURATED, DriverStats
 from ..core.processes import FORK, READY_TIMEOUT_S, STOP_TIMEOUT_S, end_processes, out_of_resources, start_child
 from ..core.protocol import LINE, ClientProtocol
@@ -108,7 +109,7 @@ class LoadGenerator(Started):
         self.pipes: list[Connection] = []
         self._go = FORK.Event()
         self._stop: Any = FORK.RawValue("b", 0)
-        self._progress: Any = FORK.RawArray("q", 2 * procs)  # per driver: finished, served
+        self._progress: Any = FORK.RawArray("q", PUBLISHED * procs)  # per driver: finished, served, timed out
         self._turn: Any = FORK.RawValue("i", 0)  # a pool's fill: the driver whose turn it is to open its share
 
     @property
@@ -119,7 +120,12 @@ class LoadGenerator(Started):
 
     def finished(self) -> tuple[int, int]:
         """(connections finished, of which served) so far, as the drivers last published them."""
-        return sum(self._progress[0::2]), sum(self._progress[1::2])
+        tally = self.tally()
+        return int(tally), tally.served
+
+    def tally(self) -> Finished:
+        """Connections finished so far, with how many were served and timed out: what each tick passes on."""
+        return published(self._progress)
 
     def start(self) -> None:
         for cfg in self.configs:
@@ -217,7 +223,7 @@ class LoadGenerator(Started):
                     f"{self.procs[index].exitcode} before reporting"
                 )
             if on_tick:
-                on_tick(self.finished()[0], time.monotonic() - started)
+                on_tick(self.tally(), time.monotonic() - started)
 
     def close(self) -> None:
         """End every driver still alive (SIGTERM, then SIGKILL) and reap it."""

@@ -44,6 +44,7 @@ import time
 from collections import Counter, deque
 from typing import Any
 
+from ..core.finished import FINISHED_AT, PUBLISHED, SERVED_AT, TIMED_OUT_AT
 from ..core.measures import DriverStats
 from ..core.processes import MAX_REPLY
 from ..core.protocol import ABORTED, BAD_REPLY, NO_REPLY, TIMEOUT, errno_name
@@ -94,8 +95,8 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
     planned = slots  # pool: connections it was to open
 
     def publish() -> None:
-        progress[2 * cfg.index] = state["done"]
-        progress[2 * cfg.index + 1] = state["ok"]
+        progress[PUBLISHED * cfg.index + FINISHED_AT] = state["done"]
+        progress[PUBLISHED * cfg.index + SERVED_AT] = state["ok"]
 
     def open_one(start: int, done: int | None = None) -> int | None:
         """A new connection with its first request on its way once connected; its fd, or None (counted).
@@ -239,6 +240,7 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
     def expire(now: int) -> None:
         for fd in [fd for fd, c in conns.items() if c[STARTED] and now - c[STARTED] > timeout_ns]:
             fail(fd, TIMEOUT)
+        progress[PUBLISHED * cfg.index + TIMED_OUT_AT] = errors[TIMEOUT]  # once a tick, off the hot path
 
     # The fill's window too, for a driver that then carries no load (its figures are its whole life's)
     began = (schedstat(), time.monotonic(), time.process_time())

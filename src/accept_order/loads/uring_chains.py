@@ -44,6 +44,7 @@ import time
 from collections import Counter
 from typing import Any
 
+from ..core.finished import FINISHED_AT, PUBLISHED, SERVED_AT, TIMED_OUT_AT
 from ..core.processes import MAX_REPLY
 from ..core.protocol import ABORTED, BAD_REPLY, TIMEOUT, errno_name
 from ..core.target import KnownReplies
@@ -189,7 +190,8 @@ def _loop(
     head = 0
     request, body, failure = cfg.protocol.request, cfg.protocol.body, cfg.protocol.failure
     reply_buffers = [reply for reply, _ in buffers]
-    done_at, ok_at = 2 * cfg.index, 2 * cfg.index + 1  # this driver's places in `progress`
+    done_at, ok_at = PUBLISHED * cfg.index + FINISHED_AT, PUBLISHED * cfg.index + SERVED_AT  # its places in `progress`
+    timed_out_at = PUBLISHED * cfg.index + TIMED_OUT_AT
     counts: dict[int, int] = {}
     errors: Counter[str] = Counter()
     served: dict[int, int] = {}
@@ -331,6 +333,7 @@ def _loop(
         progress[ok_at] = ok
         if now >= next_check:
             next_check = now + tick_ns
+            progress[timed_out_at] = errors[TIMEOUT]  # once a tick, off the hot path
             if stop.value:  # interrupted: what is still in flight is accounted for as aborted
                 if inflight:
                     errors[ABORTED] += inflight

@@ -27,6 +27,7 @@ import time
 from collections import Counter
 from typing import Any
 
+from ..core.finished import FINISHED_AT, PUBLISHED, SERVED_AT, TIMED_OUT_AT
 from ..core.processes import MAX_REPLY
 from ..core.protocol import ABORTED, BAD_REPLY, TIMEOUT, errno_name
 from ..core.target import KnownReplies
@@ -98,6 +99,8 @@ def drive_uring_api(cfg: Any, progress: Any, stop: Any, tick_s: float) -> dict[s
     slots = cfg.slots
     left = cfg.requests if cfg.requests is not None else -1
     done = ok = 0
+    done_at, ok_at = PUBLISHED * cfg.index + FINISHED_AT, PUBLISHED * cfg.index + SERVED_AT  # its places in `progress`
+    timed_out_at = PUBLISHED * cfg.index + TIMED_OUT_AT
     inflight: dict[int, list[Any]] = {}  # fd -> entry
     spare: list[int] = []  # sockets made and not yet connecting
     ordered = 0  # sockets asked for and not yet made
@@ -243,10 +246,11 @@ def drive_uring_api(cfg: Any, progress: Any, stop: Any, tick_s: float) -> dict[s
                 ok += 1
                 us = (entry[END] - entry[START]) // 1000
                 counts[us] = counts.get(us, 0) + 1
-            progress[2 * cfg.index] = done
-            progress[2 * cfg.index + 1] = ok
+            progress[done_at] = done
+            progress[ok_at] = ok
             if now >= next_check:
                 next_check = now + tick_ns
+                progress[timed_out_at] = errors[TIMEOUT]  # once a tick, off the hot path
                 if stop.value:  # interrupted: what is still in flight is accounted for as aborted
                     if inflight:
                         errors[ABORTED] += len(inflight)

@@ -22,10 +22,11 @@ from typing import Any
 
 from ...core.blocked_pool import BlockedPool
 from ...core.errors import LoadError, PlanError, WorkerExited
+from ...core.finished import Finished
 from ...core.histogram import LatencyHistogram
 from ...core.hosts import ClientHosts, HostOutcome
 from ...core.processes import READY_TIMEOUT_S
-from ...core.protocol import ClientProtocol
+from ...core.protocol import TIMEOUT, ClientProtocol
 from ...core.signals import deferred
 from ...core.spec import ConcurrentLoad
 from ...core.started import Started
@@ -55,6 +56,7 @@ class _Progress:
     start_at: float = 0.0  # on the coordinator's clock
     finished: int = 0
     served: int = 0
+    timed_out: int = 0
     result: LoadResult | None = None
     started: float | None = None  # on the coordinator's clock
     ended: float | None = None
@@ -100,6 +102,11 @@ class HostsLoad(Started):
 
     def finished(self) -> tuple[int, int]:
         return sum(p.finished for p in self.progress), sum(p.served for p in self.progress)
+
+    def tally(self) -> Finished:
+        """Connections the hosts have finished, served and timed out, by their last reports: what a tick passes on."""
+        done, served = self.finished()
+        return Finished(done, served, sum(p.timed_out for p in self.progress))
 
     def start(self) -> None:
         connected = self.gateways.connect(load_side.__name__)
@@ -197,7 +204,7 @@ class HostsLoad(Started):
             except queue.Empty:
                 next_tick = time.monotonic() + TICK_S
                 if on_tick is not None:
-                    on_tick(self.finished()[0], max(0.0, time.time() - common))
+                    on_tick(self.tally(), max(0.0, time.time() - common))
                 continue
             with deferred():  # a result taken off the queue is stored before a signal can interrupt
                 self._heard(self.progress[index], message)
@@ -213,10 +220,12 @@ class HostsLoad(Started):
             )
         elif message[0] == "tick":
             p.finished, p.served = int(message[1]), int(message[2])
+            p.timed_out = int(message[3]) if len(message) > 3 else 0  # a host's tick before it said timeouts
         elif message[0] == "result":
             p.result = pickle.loads(message[1])
             p.started, p.ended = float(message[2]) - p.offset_s, float(message[3]) - p.offset_s
             p.finished = p.result.histogram.count + sum(p.result.errors.values())
+            p.served, p.timed_out = p.result.histogram.count, p.result.errors.get(TIMEOUT, 0)
         elif message[0] == "error":
             p.lost = f"it failed: {message[1]}"
         if all(q.lost is not None for q in self.progress):

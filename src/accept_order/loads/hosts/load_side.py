@@ -63,7 +63,8 @@ def take_part(channel: Any) -> None:
             def tick(done: int, elapsed: float) -> None:
                 if stopping.is_set():
                     raise KeyboardInterrupt  # the generator stops its drivers and keeps what they measured
-                channel.send(("tick", *generator.finished()))
+                tally = generator.tally()  # the split too: the coordinator's progress says how many failed
+                channel.send(("tick", int(tally), tally.served, tally.timed_out))
 
             result = generator.run(tick)
             # the drivers' own window, not the time it took to collect their reports: the load ended then
