@@ -20,7 +20,7 @@ from accept_order.experiments.order.result import RunResult
 from accept_order.probes.fd_table import open_files
 from accept_order.probes.listeners import listening_sockets
 from accept_order.probes.proc_waits import thread_ids, thread_wait
-from accept_order.servers.launched import apache_config
+from accept_order.servers.launched import apache_config, installed
 from accept_order.servers.launched.apache import ApacheServer
 from accept_order.servers.launched.apache_config import apache_missing, bucket_ratio, buckets
 from accept_order.servers.registry import checked
@@ -155,8 +155,8 @@ def test_usage_errors_are_one_line(args: list[str], message: str) -> None:
 
 
 def test_a_missing_apache2_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(apache_config.shutil, "which", lambda name: None)
-    monkeypatch.setattr(apache_config.os, "access", lambda path, mode: False)
+    monkeypatch.setattr(installed.shutil, "which", lambda name: None)  # nor on the PATH nor in /usr/sbin
+    monkeypatch.setattr(installed.os, "access", lambda path, mode: False)
     assert apache_missing() == "apache2 is not installed here: apt-get install apache2"
     result = run_cli(["run", "--server", "apache", "-n", "3"])
     assert result.exit_code != 0 and "apt-get install apache2" in result.stderr

@@ -73,7 +73,7 @@ def test_a_launched_kind_named_is_the_one_imported(tmp_path: Path) -> None:
     args = ["run", "--server", "nginx", "--mode", "reuseport", "--maxconn", "5"]
     modules = imported_by(args, tmp_path, status=2, said="--maxconn is HAProxy's")
     kinds = {m.split(".")[3].split("_")[0] for m in loaded(modules, LAUNCHED) if m != LAUNCHED}
-    assert kinds <= {"nginx", "base", "directories"} and "nginx" in kinds, kinds
+    assert kinds <= {"nginx", "base", "directories", "installed"} and "nginx" in kinds, kinds
 
 
 def test_the_lazy_registries_name_what_their_modules_define() -> None:

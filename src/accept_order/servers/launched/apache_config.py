@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import os
 import pwd
-import shutil
 
 from ...core.errors import ServerUnavailable
 from ...core.kinds import LockFirst, ModeInfo
 from ...core.models import Mechanism, Model
 from ...core.spec import ServerSpec
+from .installed import installed
 
 PACKAGE = "apt-get install apache2"
 MODULE_DIR = "/usr/lib/apache2/modules"
@@ -137,7 +137,7 @@ LOCK_FIRST = LockFirst(
 
 def apache_binary() -> str:
     """The apache2 executable, or ServerUnavailable naming the Debian package."""
-    path = shutil.which("apache2") or ("/usr/sbin/apache2" if os.access("/usr/sbin/apache2", os.X_OK) else None)
+    path = installed("apache2")
     if path is None:
         raise ServerUnavailable(f"apache2 is not installed here: {PACKAGE}")
     missing = [m for m in MODULES.values() if not os.path.exists(os.path.join(MODULE_DIR, m))]

@@ -19,7 +19,6 @@ tune.maxaccept. With --work/--work-iters a per-thread Lua action burns the work 
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -37,6 +36,7 @@ from ...core.models import Mechanism, Model
 from ...core.spec import ServerSpec
 from ...core.work_clocks import PROCESS_CLOCK, THREAD_CLOCK
 from .base import LaunchedServer
+from .installed import installed
 
 # psutil is imported where a running server uses it: `modes` and `inspect` import every kind
 if TYPE_CHECKING:
@@ -148,8 +148,7 @@ end)
 
 
 def haproxy_binary() -> str:
-    # Debian installs it in /usr/sbin, which a non-root user's PATH leaves out (as nginx_binary finds nginx)
-    found = shutil.which("haproxy") or ("/usr/sbin/haproxy" if os.access("/usr/sbin/haproxy", os.X_OK) else None)
+    found = installed("haproxy")
     if found is None:
         raise ServerUnavailable(f"haproxy is not installed here: install {PACKAGE}")
     return found

@@ -19,7 +19,6 @@ without reaping the workers, so their zombies are left to init (reaper.end_group
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 from typing import TYPE_CHECKING
 
@@ -31,6 +30,7 @@ from ...core.spec import ServerSpec
 from ...core.waiting import wait_for
 from ..watched import gone
 from .base import SETTLE_TIMEOUT_S, LaunchedServer
+from .installed import installed
 
 # psutil is imported where a running server uses it: `modes` and `inspect` import every kind
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ EVENT_HANDLERS = {"max-worker": "linux-sysepoll", "poll": "poll"}
 
 def lighttpd_binary() -> str:
     """The lighttpd executable with the modules the tool needs, or ServerUnavailable naming the packages."""
-    path = shutil.which("lighttpd") or ("/usr/sbin/lighttpd" if os.access("/usr/sbin/lighttpd", os.X_OK) else None)
+    path = installed("lighttpd")
     if path is None:
         raise ServerUnavailable(f"lighttpd is not installed here: {PACKAGES}")
     missing = [m for m in MODULES if not os.path.exists(os.path.join(MODULE_DIR, m))]

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import os
 import resource
-import shutil
 
 from ...core.errors import ServerUnavailable
 from ...core.kinds import ModeInfo
 from ...core.models import Model
+from .installed import installed
 
 MODULE_DIR = "/usr/lib/nginx/modules"
 MODULES = ("ndk_http_module.so", "ngx_http_lua_module.so")
@@ -79,7 +79,7 @@ def expectation(mode: ModeInfo, multi_accept: bool) -> tuple[str | None, str]:
 
 def nginx_binary() -> str:
     """The nginx executable, or ServerUnavailable naming the Debian packages to install."""
-    path = shutil.which("nginx") or ("/usr/sbin/nginx" if os.access("/usr/sbin/nginx", os.X_OK) else None)
+    path = installed("nginx")
     if path is None:
         raise ServerUnavailable(f"nginx is not installed here: apt-get install {PACKAGES}")
     missing = [m for m in MODULES if not os.path.exists(os.path.join(MODULE_DIR, m))]
