@@ -12,16 +12,25 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli, wait_for
+from conftest import child_processes, gone, run_cli, wait_for
 from test_attach import accepts
 from test_attached_threads_model import attached as threaded_haproxy
-from test_review31_attached_queues import attached
+from test_review31_attached_queues import (
+    STOP_TIMEOUT_S,
+    WORKERS,
+    _config,
+    _epoll_watches,
+    _held,
+    _kernel_listeners,
+    attached,
+)
 
 from accept_order.experiments.latency.model_check import predict
 from accept_order.experiments.latency.model_queues import Queues, attached_queues, queues_text
@@ -160,3 +169,147 @@ def test_a_file_whose_reading_names_no_listener_is_refused_in_one_line(tmp_path:
         assert refused.exit_code == 1, refused.output
         assert "evidence.listeners_watched.workers[0][0]: is 4, but there are 4 listeners" in refused.output
         assert "Traceback" not in refused.output and len(refused.output.strip().splitlines()) == 1, refused.output
+
+
+def test_workers_of_which_some_watch_the_one_listener_they_all_hold_are_an_accept_mutex() -> None:
+    """nginx's accept_mutex on: the lock holder's epoll watches the listener, the others hold it without; its holder
+    served 2000/0/0/0 here, which one shared queue spread over 4 workers ('shared (all)')."""
+    result = attached({"listeners": 1, "workers": [[], [0], [], []], "held": [[0]] * 4}, rows=1)
+    model = predict(result)
+    assert model is not None and model.discipline == "favoured", model  # was shared
+    said = queues_text(replace(result, model=model))
+    assert said is not None and "1 of its 4 workers' epolls watched its one listener" in said, said
+    assert "an accept mutex's sign" in said, said
+    # every worker watching it (EPOLLEXCLUSIVE, accept_mutex off), or none (blocking accept): one shared queue
+    for each in ([[0]] * 4, [[]] * 4):
+        queues = attached_queues(attached({"listeners": 1, "workers": each, "held": [[0]] * 4}, rows=1))
+        assert queues is not None and queues.discipline == "shared", (each, queues)
+
+
+def test_a_hand_started_nginx_with_accept_mutex_on_is_modelled_with_its_holder_favoured(
+    tmp_path: Path, free_port: int
+) -> None:
+    binary = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin")
+    if binary is None:
+        pytest.skip("needs nginx (Debian's package)")
+    config = _config(tmp_path, free_port, reuseport=False).replace("accept_mutex off", "accept_mutex on")
+    (tmp_path / "conf").write_text(config)
+    proc = subprocess.Popen(
+        [binary, "-e", str(tmp_path / "error.log"), "-p", str(tmp_path), "-c", str(tmp_path / "conf")],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    workers: list[int] = []
+    try:
+
+        def started() -> tuple[int | None, list[int], bool]:
+            kids = sorted(p.pid for p in child_processes(proc.pid)) if proc.poll() is None else []
+            return proc.poll(), kids, proc.poll() is None and accepts(free_port)
+
+        state = wait_for(
+            started, lambda s: s[0] is not None or (len(s[1]) == WORKERS and s[2]), START_TIMEOUT_S, "nginx"
+        )
+        assert state[0] is None, (tmp_path / "error.log").read_text()
+        workers = state[1]
+        listeners = _kernel_listeners(free_port)
+        assert len(listeners) == 1, listeners
+        # the witness: the lock holder's epoll watches the listener, the others' not (their fdinfo), all hold it
+        watching = wait_for(
+            lambda: sum(1 for pid in workers if _epoll_watches(pid, listeners)),
+            lambda n: 0 < n < WORKERS,
+            START_TIMEOUT_S,
+            "the accept lock's holder watching the listener",
+        )
+        assert all(_held(pid, listeners) == listeners for pid in workers), watching
+        out = tmp_path / "latency.json"
+        args = ["latency", "--attach", str(proc.pid), "--port", str(free_port), "--protocol", "http"]
+        result = run_cli([*args, "-n", "300", "-c", "4", "--json", str(out)], columns=400)
+        assert result.exit_code == 0, result.output
+        doc = json.loads(out.read_text())
+        read = sum(1 for w in doc["evidence"]["listeners_watched"]["workers"] if w)  # the lock may have moved since
+        assert doc["model"]["discipline"] == ("favoured" if 0 < read < WORKERS else "shared"), (read, doc["model"])
+        assert read == 0 or "an accept mutex's sign" in result.stdout, result.stdout
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGQUIT)
+            try:
+                proc.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                for pid in workers:
+                    os.kill(pid, signal.SIGKILL)
+                proc.kill()
+                proc.wait(STOP_TIMEOUT_S)
+        wait_for(lambda: gone(workers), bool, STOP_TIMEOUT_S, "nginx's workers to exit")
+
+
+WORKER = """import select, sys
+fd, now = int(sys.argv[1]), sys.argv[2] == "now"
+loop = select.epoll()
+if now:
+    loop.register(fd, select.EPOLLIN)
+print("ready", flush=True)
+if not now:
+    sys.stdin.readline()  # told to start its event loop, as an nginx worker a moment after the fork
+    loop.register(fd, select.EPOLLIN)
+    print("watching", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_a_young_worker_not_yet_watching_the_listener_is_waited_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read at once, nginx (accept_mutex off, just started) had a worker whose epoll did not yet watch the listener
+    they all hold, which reads as an accept mutex's holder favoured; the reading waits for the young worker."""
+    import socket
+    import sys
+    import threading
+
+    from accept_order.servers import attached_epolls
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    inode = os.fstat(listener.fileno()).st_ino
+    fd = str(listener.fileno())
+    kw: dict[str, Any] = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "text": True}
+    workers = [
+        subprocess.Popen([sys.executable, "-c", WORKER, fd, when], pass_fds=(listener.fileno(),), **kw)
+        for when in ("now", "later")
+    ]
+    first_read = threading.Event()
+    reads = []
+
+    def counted(pids: list[int], listeners: set[int]) -> dict[str, Any]:
+        reads.append(read := read_watched(pids, listeners))
+        first_read.set()
+        return read
+
+    read_watched = attached_epolls.read_watched
+    monkeypatch.setattr(attached_epolls, "read_watched", counted)
+    found: list[dict[str, Any]] = []
+    try:
+        assert all(w.stdout is not None and w.stdout.readline() == "ready\n" for w in workers)
+        reader = threading.Thread(
+            target=lambda: found.append(attached_epolls.watched([w.pid for w in workers], {inode}))
+        )
+        reader.start()
+        assert first_read.wait(START_TIMEOUT_S), "no reading"
+        late = workers[1]
+        assert late.stdin is not None and late.stdout is not None
+        late.stdin.write("\n")
+        late.stdin.flush()
+        assert late.stdout.readline() == "watching\n"
+        reader.join(START_TIMEOUT_S)
+        assert not reader.is_alive(), "the reading did not end"
+        assert reads[0]["listeners_watched"]["workers"] == [[0], []], reads[0]  # the race the wait is for
+        assert found == [
+            {"listeners_watched": {"listeners": 1, "workers": [[0], [0]], "held": [[0], [0]], "loops": [[[0]], [[0]]]}}
+        ]
+    finally:
+        for worker in workers:
+            worker.kill()
+            worker.wait()
+            for stream in (worker.stdin, worker.stdout):
+                if stream is not None:
+                    stream.close()
+        listener.close()

@@ -7,6 +7,7 @@ worker hold all 4 listening sockets (ss -ltnp: 5 holders of each), and each work
 
 from __future__ import annotations
 
+import time
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -28,6 +29,25 @@ def loops(pid: int, listeners: Collection[int]) -> tuple[int, int]:
 
 
 def watched(pids: Sequence[int], listeners: Collection[int]) -> dict[str, Any]:
+    """Evidence `listeners_watched` (read_watched), read again while a worker younger than STARTING_S watches none
+    of the listeners another worker watches: nginx's workers hold the listener from the fork and add it to their
+    epoll as their event loop starts, and read at once (a worker watching none, 4 workers, nginx just started,
+    load 7: 2 of 6 tries) they looked like an accept mutex's. Bounded by the workers' age; the event is a
+    worker's epoll_ctl, which nothing signals, so /proc is read every POLL_S."""
+    from .attached_start import POLL_S, STARTING_S, age_s
+
+    while True:
+        read = read_watched(pids, listeners)
+        each = read.get("listeners_watched", {}).get("workers", [])
+        if not any(each):
+            return read  # none in an epoll (blocking accept, io_uring): nothing to wait for
+        young = [pid for pid, w in zip(pids, each, strict=True) if not w and (age_s(pid) or STARTING_S) < STARTING_S]
+        if not young:
+            return read
+        time.sleep(POLL_S)
+
+
+def read_watched(pids: Sequence[int], listeners: Collection[int]) -> dict[str, Any]:
     """Evidence `listeners_watched`: how many listeners take connections to the run's address, and for each worker
     the indices (into those, by inode) of the ones its epolls watch (`workers`; [] for a worker whose epolls watch
     none: it waits in accept, io_uring or poll, or has let go of the listener, as nginx's accept mutex has it) and
