@@ -65,9 +65,13 @@ def split_of(result: LatencyResult, name: Callable[[LatencyResult], str] = _labe
 
 def more_even(splits: Sequence[Split]) -> list[str]:
     """The modes that spread the connections more evenly than the rest: those whose split is chance's where
-    another's is uneven beyond it (none where every split is chance's, or every one is beyond it)."""
-    even = [s.name for s in splits if s.by_chance]
-    return even if 0 < len(even) < len(splits) else []
+    another's is uneven beyond it (none where every split is chance's, or every one is beyond it), and only where
+    each of theirs is also the more even by Jain: the exact test orders splits by how likely they are, not how
+    even, so 10/3/2/1 of 16 is chance's (1 time in 66) and 9/5/2/0 beyond it (1 in 180), Jain 0.561 to 0.582."""
+    even, beyond = [s for s in splits if s.by_chance], [s for s in splits if not s.by_chance]
+    if not even or not beyond or min(s.jain for s in even) <= max(s.jain for s in beyond):
+        return []
+    return [s.name for s in even]
 
 
 def ranked_said(splits: Sequence[Split]) -> str:
@@ -78,7 +82,12 @@ def ranked_said(splits: Sequence[Split]) -> str:
         return f"{and_join(better)} spread them more evenly than {and_join(rest)}"
     if all(s.by_chance for s in splits):
         return "every split is what an even split gives by chance: no mode spread them more evenly"
-    return "every split is uneven beyond chance: no mode is named as spreading them more evenly on it"
+    if not any(s.by_chance for s in splits):
+        return "every split is uneven beyond chance: no mode is named as spreading them more evenly on it"
+    return (
+        "a split the test calls chance's is the less even by Jain (the test weighs how likely a split is, Jain how "
+        "even): no mode is named as spreading them more evenly on it"
+    )
 
 
 def pool_split_note(results: Sequence[LatencyResult], name: Callable[[LatencyResult], str] = _label) -> str:
@@ -131,11 +140,17 @@ def repeated_split_note(variants: dict[str, list[LatencyResult]]) -> str:
     if wins:
         ranked = "; ".join(f"{label} spread them more evenly in {n} of {len(whole)}" for label, n in wins.items())
         if max(wins.values()) < len(whole):
-            ranked += " rounds (in the others, none: the splits were all chance's or all beyond it)"
+            ranked += (
+                " rounds (in the others, none: the splits were all chance's, all beyond it, or Jain ordered them "
+                "otherwise)"
+            )
         else:
             ranked += " rounds"
     else:
-        ranked = "no mode spread them more evenly in any round: in each, the splits were all chance's or all beyond it"
+        ranked = (
+            "no mode spread them more evenly in any round: in each, the splits were all chance's, all beyond it, "
+            "or Jain ordered them otherwise"
+        )
     return (
         "Connections per worker over the runs (each kept for the whole run, so its worker's load to the end; a run's "
         f"split is one draw of its connections): {'; '.join(per_mode)}; {ranked}"
