@@ -94,3 +94,15 @@ def test_not_ranked_where_jain_says_the_other_is_more_even() -> None:
         }
     )
     assert "reuseport spread them more evenly in 1 of 2 rounds (in the others, none" in rounds, rounds
+
+
+def test_repeat_says_no_round_without_a_name_where_each_named_one() -> None:
+    # epoll the more even in round 1, reuseport in rounds 2 and 3: no round named none, so no 'in the others'
+    rounds = repeated_split_note(
+        {
+            "epoll": [pool_run("epoll", held, 3000) for held in ((5, 3, 6, 2), (13, 1, 1, 1), (16, 0, 0, 0))],
+            "reuseport": [pool_run("reuseport", held, 3000) for held in ((13, 1, 1, 1), (4, 4, 5, 3), (3, 1, 8, 4))],
+        }
+    )
+    assert "epoll spread them more evenly in 1 of 3; reuseport spread them more evenly in 2 of 3 rounds" in rounds
+    assert "in the others" not in rounds, rounds

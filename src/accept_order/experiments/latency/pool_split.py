@@ -134,12 +134,15 @@ def repeated_split_note(variants: dict[str, list[LatencyResult]]) -> str:
     whole = [[s for s in row if s is not None] for row in rounds]
     whole = [row for row in whole if len(row) >= 2]
     wins: dict[str, int] = {}
+    named = 0  # rounds that named a mode: one each may name another mode, so no one mode's wins say how many
     for row in whole:
-        for label in more_even(row):
+        better = more_even(row)
+        named += bool(better)
+        for label in better:
             wins[label] = wins.get(label, 0) + 1
     if wins:
         ranked = "; ".join(f"{label} spread them more evenly in {n} of {len(whole)}" for label, n in wins.items())
-        if max(wins.values()) < len(whole):
+        if named < len(whole):
             ranked += (
                 " rounds (in the others, none: the splits were all chance's, all beyond it, or Jain ordered them "
                 "otherwise)"
