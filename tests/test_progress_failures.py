@@ -16,7 +16,7 @@ import subprocess
 import sys
 import termios
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import psutil
 import pytest
@@ -120,3 +120,18 @@ def test_latency_on_a_terminal_shows_its_failures_in_the_bar(silent_port: int) -
             proc.wait()
         os.close(master)
     assert found, bytes(seen)[-1500:]
+
+
+def test_client_hosts_ticks_carry_the_split() -> None:
+    # over --clients the ticks come from the hosts ('tick', finished, served, timed out): the coordinator's tick
+    # passes on what they said, summed (a host that says no timed-out count, as before, counts none)
+    from accept_order.loads.hosts.driven import HostsLoad, _Progress
+
+    hosts = object.__new__(HostsLoad)  # no host reached: only what their messages say is under test
+    hosts.progress = [_Progress(host=cast(Any, None), load=cast(Any, None)) for _ in range(3)]
+    hosts._heard(hosts.progress[0], ("tick", 5, 1, 4))
+    hosts._heard(hosts.progress[1], ("tick", 3, 0, 3))
+    hosts._heard(hosts.progress[2], ("tick", 2, 2))
+    tally = hosts.tally()
+    assert (int(tally), tally.served, tally.timed_out) == (10, 3, 7)
+    assert outcome_text(tally) == "3 served, 7 failed (timeout)"
