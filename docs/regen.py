@@ -25,7 +25,7 @@ repository instead). `setup=NAME` first prepares what a
 block needs and cannot show (a server started by hand), and stops it after the block; see SETUPS.
 Outputs differ from run to run (pids, ports, timings): the diff is reviewed, not avoided. The progress
 heartbeat a long command prints off a terminal ("accept-order: run 3 of 10, 42 s elapsed", "accept-order: 85,518
-connections, 10 s elapsed") is left out:
+connections: 85,518 served, 0 failed, 10 s elapsed") is left out:
 on a terminal it is a bar, erased before the report.
 """
 
@@ -52,11 +52,13 @@ COLUMNS = 100
 MARKER = re.compile(r"^<!--\s*regen\b(?P<options>[^>]*?)\s*-->\s*$")
 FENCE = re.compile(r"^(?P<fence>```+)\s*(?P<lang>\w*)\s*$")
 DEFAULT_TIMEOUT_S = 900.0
-# several runs: "run 3 of 10, 42 s elapsed, about 1 min left"; one latency run: "102,626 connections, 10 s
-# elapsed", "31,000 of 100,000 connections, ...", "... requests, ..." (a kept load), or the time alone
+# several runs: "run 3 of 10, 42 s elapsed, about 1 min left", with the one under way's count once it ticked ("run 3
+# of 5: 9,747 of 20,000 connections: 9,747 served, 0 failed, 10 s elapsed, ..."); one latency run: "102,626
+# connections: 102,626 served, 0 failed, 10 s elapsed", "31,000 of 100,000 connections: ... failed (timeout), ...",
+# "... requests: ..." (a kept load), or the time alone
+REACHED = r"[\d,]+ (of [\d,]+ )?(connections|requests)(: [\d,]+ served, [\d,]+ failed( \([^)]*\))?)?"
 HEARTBEAT = re.compile(
-    r"^accept-order: ((run|step) \d+ of \d+, |[\d,]+ (of [\d,]+ )?(connections|requests), )?"
-    r"\d+ (s|min|h \d+ min) elapsed(, .* left)?$"
+    rf"^accept-order: ((run|step) \d+ of \d+(: {REACHED})?, |{REACHED}, )?\d+ (s|min|h \d+ min) elapsed(, .* left)?$"
 )
 
 
