@@ -42,8 +42,12 @@ ON_TIME_S = 0.001  # a start within this (or within the clock's uncertainty) of 
 # has is that host's or its path's (a busy host, a farther one), not the server's; it goes into the merged tail.
 # Hosts that started late or ended apart (a straggler) ran partly alone, against a shorter or longer queue: their
 # p99s are not comparable, and a host's failed connections (a timeout) are its slowest, above what it served.
+# And its share of connections that slow must stand above the other hosts' by more than chance puts there: a server's
+# own rare delay (a SYN dropped and sent again a second later, to ~1% of connections) falls on each host at random,
+# and a host's p99 then lands on either side of it by chance (SLOW_Z: a one-sided test of two proportions, 1 in 740).
 SLOW_RATIO = 1.5
 SLOW_MIN = 1000
+SLOW_Z = 3.0
 
 
 @dataclass(frozen=True)
@@ -204,6 +208,20 @@ def _same_window(part: HostsPart, indices: Sequence[int]) -> bool:
     return apart <= max(STRAGGLER_SHARE * part.wall_s, STRAGGLER_S) and max(x or 0.0 for x in late) <= STARTED_LATE_S
 
 
+def _at_least(host: HostOutcome, us: float) -> tuple[int, int]:
+    """(how many of the host's connections took `us` or more, its failed ones among them; how many it finished)."""
+    failed = sum(n for why, n in host.errors.items() if why != ABORTED)
+    slow = sum(n for value, n in host.histogram.to_dict()["counts"] if value >= us)
+    return slow + failed, host.histogram.count + failed
+
+
+def _beyond_chance(mine: tuple[int, int], theirs: tuple[int, int]) -> bool:
+    (k1, n1), (k2, n2) = mine, theirs
+    pooled = (k1 + k2) / (n1 + n2)
+    spread = math.sqrt(pooled * (1 - pooled) * (1 / n1 + 1 / n2))
+    return spread > 0 and (k1 / n1 - k2 / n2) / spread >= SLOW_Z
+
+
 def _slow(part: HostsPart) -> list[Text]:
     p99 = {i: _tail_us(h) for i, h in enumerate(part.hosts) if h.histogram.count >= SLOW_MIN and h.lost is None}
     if len(p99) < 2 or not _same_window(part, list(p99)) or math.inf in p99.values():
@@ -212,12 +230,18 @@ def _slow(part: HostsPart) -> list[Text]:
     for index, mine in p99.items():
         others = {i: us for i, us in p99.items() if i != index}
         worst = max(others, key=lambda i: others[i])
-        if mine >= SLOW_RATIO * max(others[worst], 1):
+        bound = SLOW_RATIO * max(others[worst], 1)
+        if mine < bound:
+            continue
+        (k1, n1), theirs = _at_least(part.hosts[index], bound), [_at_least(part.hosts[i], bound) for i in others]
+        k2, n2 = sum(k for k, _ in theirs), sum(n for _, n in theirs)
+        if _beyond_chance((k1, n1), (k2, n2)):
             lines.append(
                 Text(
                     f"Slow host: {_who(part, part.hosts[index])}'s p99 was {mine / 1000:.2f} ms, "
                     f"{mine / max(others[worst], 1):.1f} times the other hosts' highest ({others[worst] / 1000:.2f} "
-                    f"ms, {escape_controls(part.hosts[worst].destination)}): against one server over the same "
+                    f"ms, {escape_controls(part.hosts[worst].destination)}); {k1:,} of its {n1:,} connections took "
+                    f"{bound / 1000:.2f} ms or more, {k2:,} of the others' {n2:,}: against one server over the same "
                     "window, that tail is the host's own or its path's (a busier host, a farther one; over kept "
                     "connections, perhaps the workers that held its connections), and it is in the merged percentiles",
                     style="yellow",
