@@ -135,3 +135,13 @@ def test_client_hosts_ticks_carry_the_split() -> None:
     tally = hosts.tally()
     assert (int(tally), tally.served, tally.timed_out) == (10, 3, 7)
     assert outcome_text(tally) == "3 served, 7 failed (timeout)"
+
+
+@LINUX_ONLY
+def test_run_repeated_beats_the_run_under_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 'run --repeat' beat 'run 2 of 2, 3 s elapsed' alone: its connections' count and how they ended come too
+    beats = _quick_beats(monkeypatch, run)
+    result = run_cli(["run", "-w", "2", "-n", "20", "--gap", "100ms", "--repeat", "2"])
+    assert result.exit_code == 0, result.output
+    said = r"accept-order: run [12] of 2: [1-9]\d* of 20 connections: [1-9]\d* served, 0 failed, [\d.]+ s elapsed.*"
+    assert any(re.fullmatch(said, b) for b in beats), beats

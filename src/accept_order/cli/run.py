@@ -47,7 +47,12 @@ def run(repeat: int, json_path: str | None, **options: Any) -> None:
     if repeat > 1:
         if not server_kind(server.kind).launched:
             raise click.UsageError("--repeat compares runs of a server it starts: not with --attach or --target")
-        run_repeated("run", [server], repeat, lambda spec: run_sequential(spec, load), {}, json_path)
+        rounds = RunProgress(repeat)  # its heartbeat says the run under way's served and failed too
+
+        def run_one(spec: Any) -> Any:  # no bar over a --repeat (its rounds say it): each run's count from 0
+            return run_sequential(spec, load, on_record=counting(rounds.ticking(lambda *_: None, load.connections)))
+
+        run_repeated("run", [server], repeat, run_one, {}, json_path, rounds)
         return
 
     def save(result: RunResult) -> None:
