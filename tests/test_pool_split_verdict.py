@@ -106,3 +106,14 @@ def test_repeat_says_no_round_without_a_name_where_each_named_one() -> None:
     )
     assert "epoll spread them more evenly in 1 of 3; reuseport spread them more evenly in 2 of 3 rounds" in rounds
     assert "in the others" not in rounds, rounds
+
+
+def test_connections_reopened_without_a_pool_say_no_split() -> None:
+    # -c 16 --requests-per-connection 0 (no --pool) with --timeout: each request the client gave up on closed its
+    # connection and opened another, 32 accepted (7/8/6/11) for 16 kept: not 'each kept for the whole run'
+    slots = ConcurrentLoad(connections=None, duration_s=3.0, concurrency=16, requests_per_connection=0)
+    reopened = dataclasses.replace(pool_run("epoll", (7, 8, 6, 11), 3000), load=slots, pool=None)
+    assert "Connections per worker" not in _verdict(reopened, pool_run("reuseport", (4, 4, 5, 3), 3000))
+    # the same slots, each connection opened once: said
+    kept = dataclasses.replace(pool_run("epoll", (13, 1, 1, 1), 3000), load=slots, pool=None)
+    assert "epoll 13/1/1/1 (Jain 0.372 over them)" in _verdict(kept, pool_run("reuseport", (4, 4, 5, 3), 3000))

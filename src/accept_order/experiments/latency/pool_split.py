@@ -57,7 +57,10 @@ def split_of(result: LatencyResult, name: Callable[[LatencyResult], str] = _labe
     kept_whole_run = result.load.keeps_connections and result.load.requests_per_connection == 0
     if not kept_whole_run or not result.ok or took is None or len(took) < 2 or not sum(took):
         return None
-    if result.server_closes or (result.pool is not None and sum(took) != result.pool[0]):
+    # the connections kept open: a pool's opened, else the load's slots (a client that gave up on a request
+    # closes its connection and opens another: -c 16 with timeouts accepted 32, 16 held at the end)
+    kept = result.pool[0] if result.pool is not None else result.load.concurrency
+    if result.server_closes or sum(took) != kept:
         return None
     p, test = uniform_spread_p(took)
     return Split(name(result), tuple(took), jain_index(took), p, test)
