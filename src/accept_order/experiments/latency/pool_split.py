@@ -37,7 +37,7 @@ class Split:
         return self.p >= SURE
 
     def said(self) -> str:
-        """`epoll 14/2/0/0 (Jain 0.391 over them), uneven beyond chance (an even split ... 1 time in 2,400)`."""
+        """`epoll 13/1/1/1 (Jain 0.372 over them), uneven beyond chance (an even split ... 1 time in 49,000 ...)`."""
         how = "what an even split gives by chance" if self.by_chance else "uneven beyond chance"
         return (
             f"{self.name} {'/'.join(map(str, self.counts))} (Jain {self.jain:.3f} over them), {how} (an even split "
