@@ -21,6 +21,7 @@ from typing import Any, cast
 import psutil
 import pytest
 from conftest import run_cli
+from test_clients_kept import spawned  # noqa: F401 - the fixture
 from test_progress_terminal import _read_until
 
 from accept_order.cli import latency, run
@@ -145,3 +146,23 @@ def test_run_repeated_beats_the_run_under_way(monkeypatch: pytest.MonkeyPatch) -
     assert result.exit_code == 0, result.output
     said = r"accept-order: run [12] of 2: [1-9]\d* of 20 connections: [1-9]\d* served, 0 failed, [\d.]+ s elapsed.*"
     assert any(re.fullmatch(said, b) for b in beats), beats
+
+
+def test_client_hosts_relay_the_split_to_the_coordinators_tick(spawned: dict[str, Any]) -> None:  # noqa: F811
+    # execnet "popen" gateways stand in for ssh (tests/test_clients_kept.py's fixture): each host's load_side sends
+    # its generator's split in its ticks, and the coordinator's tick passes it on
+    from accept_order.core.hosts import ClientHosts
+    from accept_order.core.spec import ConcurrentLoad, ServerSpec
+    from accept_order.experiments.session import drive_load, lifecycle
+
+    load = ConcurrentLoad(connections=None, duration_s=1.0, concurrency=2, driver_procs=1, clients=ClientHosts(("c1",)))
+    ticks: list[int] = []
+    lifecycle(
+        ServerSpec(workers=2),
+        lambda target: drive_load(target, load, 2, lambda done, _elapsed: ticks.append(done)),
+        lambda: "",
+        lambda outcome, measured: outcome,
+    )
+    served = [t for t in ticks if isinstance(t, Finished) and t.served]
+    assert served, ticks[-5:]  # a plain count (the old tick) has no split to say
+    assert all(t.served <= t for t in served) and not any(t.timed_out for t in served)
