@@ -64,9 +64,13 @@ def test_the_split_is_said_with_its_cause() -> None:
 
 
 @LINUX_ONLY
-def test_latency_off_a_terminal_beats_its_failures(monkeypatch: pytest.MonkeyPatch, silent_port: int) -> None:
+@pytest.mark.parametrize("driver", ["auto", "epoll"])  # io_uring's chains where they run, and the epoll loop
+def test_latency_off_a_terminal_beats_its_failures(
+    monkeypatch: pytest.MonkeyPatch, silent_port: int, driver: str
+) -> None:
     beats = _quick_beats(monkeypatch, latency)
     args = ["latency", "--target", f"127.0.0.1:{silent_port}", "-n", "4", "-c", "1", "--timeout", "1s"]
+    args += ["--driver", driver]
     result = run_cli(args)
     assert result.exit_code == 1, result.output  # served nothing: its error line
     # the old line was '2 of 4 connections, 3 s elapsed': finished, as if served
