@@ -53,12 +53,15 @@ def test_hosts_alike_or_too_few_connections_name_none() -> None:
     assert said(host("c3", 116236)) == ""  # nobody to compare it with
 
 
-def timed(name: str, p99_us: int, ended_s: float, errors: dict[str, int] | None = None) -> HostOutcome:
-    """A host of 2,000 connections that started on time and ended at `ended_s`."""
+def timed(
+    name: str, p99_us: int, ended_s: float, errors: dict[str, int] | None = None, started_s: float = 0.0
+) -> HostOutcome:
+    """A host of 2,000 connections that started at `started_s` (due at 0) and ended at `ended_s`."""
     histogram = LatencyHistogram()
     histogram.add(5000, 1960)
     histogram.add(p99_us, 40)
-    return HostOutcome(name, histogram, errors or {}, (2000,), ended_s, started_s=0.0, ended_s=ended_s, due_s=0.0)
+    wall = ended_s - started_s
+    return HostOutcome(name, histogram, errors or {}, (2000,), wall, started_s=started_s, ended_s=ended_s, due_s=0.0)
 
 
 def said_over(wall_s: float, *hosts: HostOutcome) -> str:
@@ -77,6 +80,11 @@ def test_hosts_that_ended_apart_are_not_compared() -> None:
     assert "Straggler: c1" in apart and "Slow host" not in apart, apart
     together = said_over(11.77, timed("c1", 52210, 11.756), timed("c2", 50000, 11.771), timed("c3", 81840, 11.760))
     assert "Slow host: c3's p99 was 81.84 ms, 1.6 times" in together, together
+    # a start a straggler's time after the others' is as far from one window; 63 ms of 11.77 s is not
+    others = (timed("c1", 52210, 11.756), timed("c2", 50000, 11.771))
+    late = said_over(11.77, *others, timed("c3", 81840, 11.76, None, 3.0))
+    assert "Slow host" not in late, late
+    assert "Slow host: c3" in said_over(11.77, *others, timed("c3", 81840, 11.76, None, 0.063))
 
 
 def test_a_hosts_failed_connections_are_its_slowest() -> None:

@@ -40,7 +40,7 @@ ON_TIME_S = 0.001  # a start within this (or within the clock's uncertainty) of 
 # A slow host: its p99 at least SLOW_RATIO times every other host's, each over SLOW_MIN connections or more (its p99
 # then stands on 10 of them at least). Where the hosts drove one server over the same window, a tail one host alone
 # has is that host's or its path's (a busy host, a farther one), not the server's; it goes into the merged tail.
-# Hosts that started late or ended apart (a straggler) ran partly alone, against a shorter or longer queue: their
+# Hosts that started or ended apart (a straggler's time) ran partly alone, against a shorter or longer queue: their
 # p99s are not comparable, and a host's failed connections (a timeout) are its slowest, above what it served.
 # And its share of connections that slow must stand above the other hosts' by more than chance puts there: a server's
 # own rare delay (a SYN dropped and sent again a second later, to ~1% of connections) falls on each host at random,
@@ -198,14 +198,15 @@ def _tail_us(host: HostOutcome) -> float:
 
 
 def _same_window(part: HostsPart, indices: Sequence[int]) -> bool:
-    """Whether these hosts drove over the same window: none started late, none ended a straggler's time apart
-    (a window not said, as in older files, is taken as the same)."""
+    """Whether these hosts drove over the same window: none started or ended a straggler's time apart from the
+    others (a window not said, as in older files, is taken as the same)."""
     ended = [part.hosts[i].ended_s for i in indices]
     late = [late_s(part, i) for i in indices]
     if any(e is None for e in ended) or any(lateness is None for lateness in late):
         return True
+    bound = max(STRAGGLER_SHARE * part.wall_s, STRAGGLER_S)
     apart = max(e or 0.0 for e in ended) - min(e or 0.0 for e in ended)
-    return apart <= max(STRAGGLER_SHARE * part.wall_s, STRAGGLER_S) and max(x or 0.0 for x in late) <= STARTED_LATE_S
+    return apart <= bound and max(x or 0.0 for x in late) - min(x or 0.0 for x in late) <= bound
 
 
 def _at_least(host: HostOutcome, us: float) -> tuple[int, int]:
