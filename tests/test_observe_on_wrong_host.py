@@ -8,11 +8,15 @@ names the server's host'.
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import sys
 from pathlib import Path
 from subprocess import PIPE
 
 from cluster import Cluster, cluster_fixture
+from conftest import wait_for
 from test_clients_faults import assert_nothing_left, own_config, start
 
 cluster = cluster_fixture(clients=1)
@@ -47,7 +51,7 @@ def test_a_port_two_programs_serve_says_what_observe_on_can_do(cluster: Cluster,
     port = 18_777
     server = cluster.run_in("srv", [sys.executable, "-c", LISTEN, cluster.address("srv"), str(port)], stdout=PIPE)
     shell = f'"{sys.executable}" -c "$0" 127.0.0.1 {port} & wait'  # no kin of the other: a shell's child
-    other = cluster.run_in("srv", ["sh", "-c", shell, LISTEN], stdout=PIPE)
+    other = cluster.run_in("srv", ["sh", "-c", shell, LISTEN], stdout=PIPE, start_new_session=True)
     try:
         for started in (server, other):
             assert started.stdout is not None and started.stdout.readline() == b"listening\n"
@@ -65,6 +69,13 @@ def test_a_port_two_programs_serve_says_what_observe_on_can_do(cluster: Cluster,
         ), line
         assert "give the pid" not in line
     finally:
+        server.kill()
+        os.killpg(other.pid, signal.SIGKILL)  # the shell and its child: killing the shell alone left the child
         for started in (server, other):
-            started.kill()
             started.wait(30)
+    wait_for(lambda: listening(cluster, port), lambda held: not held, 30, f"nothing on port {port} in srv")
+
+
+def listening(cluster: Cluster, port: int) -> str:
+    ss = ["ip", "netns", "exec", cluster.namespace("srv"), "ss", "-Hltn", f"sport = :{port}"]
+    return subprocess.run(ss, capture_output=True, text=True, check=True, timeout=30).stdout
