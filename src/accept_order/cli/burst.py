@@ -148,8 +148,11 @@ def burst(
             if repeat == 1:
                 rounds.next()
             said = rounds.live(f"{spec.label}: {n} clients")
-            bar = progress_bar(said, n, timeout_s=plan.timeout_s, ticks=True)
-            return rounds.ticking(bars.enter_context(bar), n)  # off a terminal, the heartbeat says how far
+            # with K requests per connection the load counts the clients' K requests each: '9,503 of 200 connections'
+            load = plan.load(n)
+            bar = progress_bar(said, load.connections, timeout_s=plan.timeout_s, ticks=True)
+            unit = "requests" if load.keeps_connections else "connections"
+            return rounds.ticking(bars.enter_context(bar), load.connections, unit)  # the heartbeat says how far
 
         if repeat > 1:
 

@@ -31,6 +31,9 @@ class Finished(int):
         finished.timed_out = timed_out
         return finished
 
+    def __reduce__(self) -> tuple[type[Finished], tuple[int, int, int]]:  # pickle's and copy's: int's gave the count
+        return Finished, (int(self), self.served, self.timed_out)  # alone, which __new__ refused (TypeError)
+
     @property
     def failed(self) -> int:
         return max(int(self) - self.served, 0)

@@ -199,7 +199,6 @@ def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
             now = perf_ns()
             if now >= next_check:
                 next_check = now + tick_ns
-                progress[timed_out_at] = errors[TIMEOUT]  # once a tick, off the hot path
                 if stop.value:  # interrupted: what is still in flight is accounted for as aborted
                     if inflight:  # none in flight: no failure, and no cause counted 0
                         errors[ABORTED] += len(inflight)
@@ -212,6 +211,10 @@ def _drive(cfg: DriverConfig, progress: Any, stop: Any) -> dict[str, Any]:
                     entry[0].close()
                     errors[TIMEOUT] += 1
                     done += 1
+                # published at once, the cause before the count: a tick behind, the heartbeat read 'N failed
+                # (N-4 timed out)' where every one had timed out
+                progress[timed_out_at] = errors[TIMEOUT]
+                progress[done_at] = done
     finally:
         for entry in inflight.values():
             entry[0].close()

@@ -312,6 +312,7 @@ def _loop(
                 if error is not None:
                     forced[slot] = failed[slot] = None
                     errors[error] += 1
+                    progress[timed_out_at] = errors[TIMEOUT]  # before its `done`: a failure's cause, never behind it
                     continue
                 raw = reply_bytes = bytes(reply_buffers[slot][: got[slot]])
                 if request:
@@ -333,7 +334,6 @@ def _loop(
         progress[ok_at] = ok
         if now >= next_check:
             next_check = now + tick_ns
-            progress[timed_out_at] = errors[TIMEOUT]  # once a tick, off the hot path
             if stop.value:  # interrupted: what is still in flight is accounted for as aborted
                 if inflight:
                     errors[ABORTED] += inflight

@@ -232,6 +232,7 @@ def drive_uring_api(cfg: Any, progress: Any, stop: Any, tick_s: float) -> dict[s
                 error = entry[FORCED] or entry[CONNECT_ERR] or entry[IO_ERR]
                 if error is not None:
                     errors[error] += 1
+                    progress[timed_out_at] = errors[TIMEOUT]  # before its `done`: a failure's cause, never behind it
                     continue
                 raw = reply = bytes(buf[: entry[GOT]])
                 if request:
@@ -250,7 +251,6 @@ def drive_uring_api(cfg: Any, progress: Any, stop: Any, tick_s: float) -> dict[s
             progress[ok_at] = ok
             if now >= next_check:
                 next_check = now + tick_ns
-                progress[timed_out_at] = errors[TIMEOUT]  # once a tick, off the hot path
                 if stop.value:  # interrupted: what is still in flight is accounted for as aborted
                     if inflight:
                         errors[ABORTED] += len(inflight)
