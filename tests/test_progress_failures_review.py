@@ -8,16 +8,23 @@ so every connection that finishes has timed out."""
 from __future__ import annotations
 
 import copy
+import fcntl
+import os
 import pickle
+import pty
 import re
 import socket
+import struct
+import subprocess
 import sys
+import termios
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from conftest import run_cli
-from test_progress_failures import _quick_beats
+from test_progress_failures import ESCAPES, _quick_beats
+from test_progress_terminal import _read_until
 from test_uring_loop import LINE, URING, AnyReply, Flag, bounded
 
 from accept_order.cli import burst, ramp
@@ -102,3 +109,30 @@ def test_a_ramps_kept_connections_beat_their_requests(monkeypatch: pytest.Monkey
     said = [b for b in beats if re.search(r" [1-9][\d,]* failed", b)]  # once one timed out (a beat may come first)
     assert said, beats
     assert all(re.match(r"accept-order: [\d,]+ requests: 0 served, [\d,]+ failed \(timeout\), ", b) for b in said)
+
+
+@LINUX_ONLY
+def test_a_ramps_bar_counts_its_kept_connections_requests(silent_port: int) -> None:
+    # the bar of a step (a duration) said '14 connections' of what were 14 requests over 4 kept connections
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 160, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "FORCE_COLOR", "NO_COLOR", "TERM")}
+    argv = [sys.executable, "-m", "accept_order", "ramp", "--target", f"127.0.0.1:{silent_port}", "--rates", "10"]
+    argv += ["--in-flight", "4", "--requests-per-connection", "5", "--step", "2s", "--timeout", "500ms"]
+    proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env={**env, "TERM": "xterm-256color"})
+    os.close(slave)
+    seen = bytearray()
+    try:
+        # its count once a request has timed out, then how they ended
+        counted = rb"[1-9]\d* (connections|requests)" + ESCAPES + rb"0 served, [1-9]\d* failed"
+        found = _read_until(master, seen, 120, counted)
+        _read_until(master, seen, 120)  # the rest, until the terminal closes
+        assert proc.wait(30) == 0, bytes(seen)[-800:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+    assert found, bytes(seen)[-1500:]
+    said = re.search(counted, seen)
+    assert said is not None and said.group(1) == b"requests", bytes(seen)[-1500:]

@@ -47,7 +47,7 @@ def bars(
             by_count = load.connections is not None
             total = load.connections if by_count else load.duration_s
             unit = counted(load)
-            bar = progress_bar(runs.live(label(spec)), total, by_count, timeout_s=load.timeout_s, ticks=True)
+            bar = progress_bar(runs.live(label(spec)), total, by_count, timeout_s=load.timeout_s, ticks=True, unit=unit)
             # off a terminal, the heartbeat says how far it has got (runs.status)
             return runs.ticking(stack.enter_context(bar), total if by_count else None, unit)
 

@@ -291,13 +291,14 @@ def progress_bar(
     threshold: float = 0,
     timeout_s: float | None = None,
     ticks: bool = False,
+    unit: str = "connections",
 ) -> Iterator[Callable[..., None]]:
     """A transient progress bar on stderr for long runs on a terminal; a no-op callback otherwise.
 
     The callback takes (done, elapsed_s): completed connections, and seconds for a duration run. `label` may
     be a function, read at each redraw (a run's estimate of the time left). After the figures, what a full
     or stalled bar is still waiting for (progress.BarState: `timeout_s`, the load's; `ticks`, the callback
-    comes every tick of the load)."""
+    comes every tick of the load); `unit`, what a duration run's count counts (a kept connection's requests)."""
     console = _bar_console()
     if console is None or (total is not None and total < threshold):
         yield lambda *_: None
@@ -307,7 +308,7 @@ def progress_bar(
     from .bars import BarState, bar_or_state, figures, said_by
 
     state = BarState(total, by_count, timeout_s, ticks)
-    count = MofNCompleteColumn() if by_count else TextColumn("{task.fields[done]} connections")
+    count = MofNCompleteColumn() if by_count else TextColumn(f"{{task.fields[done]}} {unit}")
     outcome = TextColumn("{task.fields[outcome]}")  # how the finished ones ended: a count alone looked well
     columns = [said_by(label if callable(label) else lambda: label), bar_or_state(state)]
     columns += figures(count, outcome, TimeElapsedColumn())

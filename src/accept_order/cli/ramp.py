@@ -219,9 +219,9 @@ def ramp(
                 rounds.next()
             label = f"{offered:g}/s" if plan.rates else f"{offered:g} in flight"
             said = rounds.live(f"{ramped[0].label}: {label}")
-            bar = progress_bar(said, step_s, by_count=False, timeout_s=timeout_s, ticks=True)
             # a kept connection's requests are what its load counts: '1,706 connections' over a pool of 16
             unit = "requests" if plan.load(offered).keeps_connections else "connections"
+            bar = progress_bar(said, step_s, by_count=False, timeout_s=timeout_s, ticks=True, unit=unit)
             return rounds.ticking(bars.enter_context(bar), None, unit)  # off a terminal, the heartbeat says how far
 
         if repeat > 1 or len(specs) > 1:  # several modes: a table of their knees, even once
