@@ -42,7 +42,7 @@ def refused(kind: str, uid: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     return str(refusal.value)
 
 
-# the built-in workers bind in this process, and say so at the bind (test_first_hour_31_privileged_port.py)
+# the built-in workers bind in this process, and say so at the bind (test_privileged_port_refusal.py)
 @pytest.mark.parametrize("kind", [kind for kind in launched_kinds() if kind != DEFAULT_KIND])
 def test_a_user_is_told_which_ports_are_theirs(kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert refused(kind, 1000, tmp_path, monkeypatch) == (
