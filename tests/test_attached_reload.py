@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from rich.console import Console, RenderableType
 from test_accepts_probe import CONNECTIONS, accept_own, needs_bpftrace, workers
-from test_first_hour_tails import TIGHT, run
+from test_cut_short_run_tails import TIGHT, run
 
 from accept_order.core.histogram import LatencyHistogram
 from accept_order.core.load_summary import LoadSummary

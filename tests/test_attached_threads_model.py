@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import run_cli, wait_for
 from rich.console import Console, RenderableType
-from test_first_hour_tails import run
+from test_cut_short_run_tails import run
 from test_rough_edges_attached_threads import HAPROXY_CFG, threaded
 
 from accept_order.core.measures import WorkerCounters

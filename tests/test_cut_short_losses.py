@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from test_first_hour_tails import TIGHT, WIDE, run
+from test_cut_short_run_tails import TIGHT, WIDE, run
 
 from accept_order.analysis.tails import tail_verdict
 from accept_order.core.protocol import ABORTED

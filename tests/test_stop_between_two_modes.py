@@ -10,7 +10,7 @@ import io
 from dataclasses import replace
 
 from rich.console import Console
-from test_first_hour_tails import TIGHT, run
+from test_cut_short_run_tails import TIGHT, run
 
 from accept_order.experiments.latency.experiment import compare_verdicts, latency_compare_report, sweep_result_report
 from accept_order.experiments.latency.result import LatencyCompareResult, SweepResult

@@ -21,7 +21,7 @@ import psutil
 import pytest
 from conftest import child_processes, gone, wait_for
 from test_attach import ACCEPT_ORDER, accept_order, accepts
-from test_first_hour_tails import run
+from test_cut_short_run_tails import run
 
 from accept_order.core.measures import WorkerCounters
 from accept_order.core.spec import ServerSpec
