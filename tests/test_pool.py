@@ -55,17 +55,17 @@ def test_a_signal_mid_run_keeps_the_pool_measured_so_far(
 ) -> None:
     """A pool of connections kept for a 60 s run, stopped by a signal once requests were served: the file
     keeps what was measured, marked interrupted, with the connections held when it stopped."""
-    finished = LoadGenerator.finished
+    tally = LoadGenerator.tally  # what each tick reads (34eb880: finished() is no longer on the tick's path)
     sent = []
 
-    def signalling(self: Any) -> tuple[int, int]:
-        done = finished(self)
-        if done[1] >= 50 and not sent:  # from the parent's tick, once the requests run over the pool
+    def signalling(self: Any) -> Any:
+        done = tally(self)
+        if done.served >= 50 and not sent:  # from the parent's tick, once the requests run over the pool
             sent.append(signum)
             signal.raise_signal(signum)
         return done
 
-    monkeypatch.setattr(LoadGenerator, "finished", signalling)
+    monkeypatch.setattr(LoadGenerator, "tally", signalling)
     out = tmp_path / "s.json"
     result = run_cli(
         [
