@@ -26,6 +26,7 @@ from typing import IO, TypeVar
 import psutil
 import pytest
 from click.testing import CliRunner, Result
+from host_namespace import back_in_the_host_namespace  # noqa: F401  (an autouse fixture: registered by its import)
 
 from accept_order.cli.app import main
 from accept_order.core.protocol import parse_reply
