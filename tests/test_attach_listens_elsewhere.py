@@ -15,8 +15,8 @@ import subprocess
 import sys
 
 
-def test_attach_names_where_the_server_listens_and_the_host_to_give(free_port: int) -> None:
-    port = free_port
+def attached_at_serve_on_another_address(port: int) -> subprocess.CompletedProcess[str]:
+    """'run --attach' (at the default --host, 127.0.0.1) of an 'accept-order serve' listening on 127.0.0.2:PORT."""
     serve = subprocess.Popen(
         [sys.executable, "-m", "accept_order", "serve", "-w", "2", "--host", "127.0.0.2", "--port", str(port)],
         stdout=subprocess.PIPE,
@@ -28,20 +28,25 @@ def test_attach_names_where_the_server_listens_and_the_host_to_give(free_port: i
         for line in serve.stdout:  # its banner ends with the workers' pids: listening by then
             if "worker 1 pid" in line:
                 break
-        done = subprocess.run(
+        return subprocess.run(
             [sys.executable, "-m", "accept_order", "run", "--attach", str(serve.pid), "--port", str(port), "-n", "1"],
             capture_output=True,
             text=True,
             timeout=60,
             check=False,
         )
-        assert done.returncode == 1, done
-        assert done.stderr.rstrip("\n").endswith(
-            f"nobody listens on 127.0.0.1:{port}; they listen on 127.0.0.2:{port}: give --host 127.0.0.2"
-        ), done.stderr
     finally:
         serve.terminate()
         serve.wait(30)
+
+
+def test_attach_names_where_the_server_listens_and_the_host_to_give(free_port: int) -> None:
+    port = free_port
+    done = attached_at_serve_on_another_address(port)
+    assert done.returncode == 1, done
+    assert done.stderr.rstrip("\n").endswith(
+        f"nobody listens on 127.0.0.1:{port}; they listen on 127.0.0.2:{port}: give --host 127.0.0.2"
+    ), done.stderr
 
 
 def test_attach_names_where_the_server_listens_though_another_holds_the_host_given(free_port: int) -> None:
@@ -49,31 +54,10 @@ def test_attach_names_where_the_server_listens_though_another_holds_the_host_giv
     127.0.0.1:18931 read '...; it is held by pid 29883 (nginx) and 4 of its children', with no word of the
     127.0.0.2:18931 the attached server held: the --host to give is the same whoever holds the default one."""
     port = free_port
-    other = socket.create_server(("127.0.0.1", port))  # another program's listener, this test's own here
-    serve = subprocess.Popen(
-        [sys.executable, "-m", "accept_order", "serve", "-w", "2", "--host", "127.0.0.2", "--port", str(port)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
+    with socket.create_server(("127.0.0.1", port)):  # another program's listener, this test's own here
+        done = attached_at_serve_on_another_address(port)
+    assert done.returncode == 1, done
+    assert f"127.0.0.1:{port}; it is held by pid {os.getpid()} " in done.stderr, done.stderr
+    assert done.stderr.rstrip("\n").endswith(f"and its 2 children listen on 127.0.0.2:{port}: give --host 127.0.0.2"), (
+        done.stderr
     )
-    try:
-        assert serve.stdout is not None
-        for line in serve.stdout:  # its banner ends with the workers' pids: listening by then
-            if "worker 1 pid" in line:
-                break
-        done = subprocess.run(
-            [sys.executable, "-m", "accept_order", "run", "--attach", str(serve.pid), "--port", str(port), "-n", "1"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        assert done.returncode == 1, done
-        assert f"127.0.0.1:{port}; it is held by pid {os.getpid()} " in done.stderr, done.stderr
-        assert done.stderr.rstrip("\n").endswith(
-            f"and its 2 children listen on 127.0.0.2:{port}: give --host 127.0.0.2"
-        ), done.stderr
-    finally:
-        serve.terminate()
-        serve.wait(30)
-        other.close()
