@@ -45,8 +45,27 @@ def test_not_ranked_where_chance_gives_both_or_neither() -> None:
     assert "every split is what an even split gives by chance: no mode spread them more evenly" in both, both
     assert "spread them more evenly than" not in both
     neither = _verdict(pool_run("epoll", (16, 0, 0, 0), 3000), pool_run("reuseport", (13, 1, 1, 1), 3000))
-    assert "every split is uneven beyond chance: no mode is named" in neither, neither
     assert "spread them more evenly than" not in neither
+
+
+def test_every_split_beyond_chance_names_the_least_uneven_where_both_tests_agree() -> None:
+    # both beyond chance: the verdict said only that none was named; it now says both tests' figures and names the
+    # split that is the least uneven on each (the highest Jain, and the one an even split gives the most often)
+    agree = _verdict(pool_run("epoll", (16, 0, 0, 0), 3000), pool_run("reuseport", (13, 1, 1, 1), 3000))
+    assert (
+        "every split is uneven beyond chance, reuseport's the least (Jain 0.372 against 0.250; an even split spreads "
+        "them so 1 time in 49,000 against less than once in a million times)"
+    ) in agree, agree
+    # 9/6/1/0 is the more even by Jain (0.542 to 0.492), 11/2/2/1 the likelier (1 time in 310 to 1 in 760): no name
+    differ = _verdict(pool_run("epoll", (9, 6, 1, 0), 3000), pool_run("reuseport", (11, 2, 2, 1), 3000))
+    assert (
+        "every split is uneven beyond chance, and none is the least uneven on both Jain and the test (epoll against "
+        "reuseport: Jain 0.542 against 0.492; an even split spreads them so 1 time in 760 against 1 time in 310): "
+        "no mode is named"
+    ) in differ, differ
+    # one split's figures under two names: a tie names none either
+    tie = _verdict(pool_run("epoll", (13, 1, 1, 1), 3000), pool_run("reuseport", (1, 13, 1, 1), 3000))
+    assert "none is the least uneven on both Jain and the test" in tie, tie
 
 
 def test_connections_that_come_and_go_say_no_split() -> None:

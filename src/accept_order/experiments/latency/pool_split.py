@@ -77,25 +77,65 @@ def more_even(splits: Sequence[Split]) -> list[str]:
     return [s.name for s in even]
 
 
-def ranked_said(splits: Sequence[Split]) -> str:
-    """Who spread them more evenly, or why none is named."""
+def least_uneven(splits: Sequence[Split]) -> Split | None:
+    """Where every split is uneven beyond chance: the one both tests call the least uneven (the highest Jain, and
+    the one an even split gives the most often), None where they name different ones or two tie (13/1/1/1 and
+    1/13/1/1 are one split's figures)."""
+    if len(splits) < 2 or any(s.by_chance for s in splits):
+        return None
+    evenest = max(splits, key=lambda s: s.jain)
+    likeliest = max(splits, key=lambda s: s.p)
+    others = [s for s in splits if s is not evenest]
+    if evenest is not likeliest or any(s.jain >= evenest.jain or s.p >= evenest.p for s in others):
+        return None
+    return evenest
+
+
+def _all_uneven(splits: Sequence[Split], what: str) -> str:
+    """Every split beyond chance: said so, the least uneven named where both tests agree, with both tests' figures
+    (the first named's against the others')."""
+    least = least_uneven(splits)
+    ordered = sorted(splits, key=lambda s: s is not least)  # the least uneven first, the others as they ran
+    jains = " against ".join(f"{s.jain:.3f}" for s in ordered)
+    chances = " against ".join(how_often(s.p) for s in ordered)
+    if least is not None:
+        return (
+            f"every split is uneven beyond chance, {least.name}'s the least (Jain {jains}; an even split spreads "
+            f"them so {chances})"
+        )
+    names = " against ".join(s.name for s in ordered)
+    return (
+        f"every split is uneven beyond chance, and none is the least uneven on both Jain and the test ({names}: "
+        f"Jain {jains}; an even split spreads them so {chances}): no {what} is named"
+    )
+
+
+def ranked_said(splits: Sequence[Split], what: str = "mode") -> str:
+    """Who spread them more evenly, or why none is named (`what`: what the runs differ by, a mode or a cap)."""
     better = more_even(splits)
     if better:
         rest = [s.name for s in splits if s.name not in better]
         return f"{and_join(better)} spread them more evenly than {and_join(rest)}"
     if all(s.by_chance for s in splits):
-        return "every split is what an even split gives by chance: no mode spread them more evenly"
+        return f"every split is what an even split gives by chance: no {what} spread them more evenly"
     if not any(s.by_chance for s in splits):
-        return "every split is uneven beyond chance: no mode is named as spreading them more evenly on it"
+        return _all_uneven(splits, what)
     return (
         "a split the test calls chance's is the less even by Jain (the test weighs how likely a split is, Jain how "
-        "even): no mode is named as spreading them more evenly on it"
+        f"even): no {what} is named as spreading them more evenly on it"
     )
 
 
-def pool_split_note(results: Sequence[LatencyResult], name: Callable[[LatencyResult], str] = _label) -> str:
+def pool_split_note(
+    results: Sequence[LatencyResult],
+    name: Callable[[LatencyResult], str] = _label,
+    what: str = "mode",
+    why_not: str = "",
+) -> str:
     """The verdict's sentence on the split ('' where fewer than two runs kept their connections for the whole run
-    with a known split), with how sure: one run's split is one draw of its connections."""
+    with a known split), with how sure: one run's split is one draw of its connections. `what`: what the runs
+    differ by (sweep: a cap); `why_not`: why none is ranked on it, said in place of the ranking (a sweep whose cap
+    bound no wakeup: what parts the splits is one run from another, not the cap)."""
     splits = [s for r in results if (s := split_of(r, name)) is not None]
     if len(splits) < 2:
         return ""
@@ -104,9 +144,9 @@ def pool_split_note(results: Sequence[LatencyResult], name: Callable[[LatencyRes
     return (
         "Connections per worker, each kept for the whole run and so its worker's load to the end: "
         + "; ".join(s.said() for s in splits)
-        + f": {ranked_said(splits)}. How sure: the tests say how often an even split gives each, but a split is "
-        f"one draw of its {draws}, so one run cannot say a mode splits them so every time: --repeat says in how "
-        "many runs it holds"
+        + f": {why_not or ranked_said(splits, what)}. How sure: the tests say how often an even split gives each, but "
+        f"a split is one draw of its {draws}, so one run cannot say a {what} splits them so every time: --repeat says "
+        "in how many runs it holds"
     )
 
 
