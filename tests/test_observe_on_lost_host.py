@@ -25,8 +25,8 @@ from accept_order.core.histogram import LatencyHistogram
 from accept_order.core.host_outcome import NOT_REACHED, HostOutcome
 from accept_order.experiments.observed_on import Watch
 from accept_order.render.observed_on import observed_parts
+from accept_order.results.evidence_shapes import OBSERVED_ON
 from accept_order.results.schema import SchemaError
-from accept_order.results.shapes import OBSERVED_ON
 
 WORKERS = [(22975, 25402, 23524), (22976, 24017, 22216), (22977, 25382, 23545), (22978, 25917, 24142)]
 

@@ -223,7 +223,13 @@ def test_show_of_a_run_file_imports_no_other_result_and_starts_nothing(tmp_path:
 
 # What a result file is checked against, and its CSV tables: read where a file is loaded or exported, never where
 # one is saved (a dozen dataclasses: Python 3.11 compiles each one's methods).
-FILE_CHECKS = ("accept_order.results.schema", "accept_order.results.shapes", "accept_order.results.export")
+FILE_CHECKS = (
+    "accept_order.results.schema",
+    "accept_order.results.shapes",
+    "accept_order.results.host_shapes",
+    "accept_order.results.evidence_shapes",
+    "accept_order.results.export",
+)
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the built-in workers' modes are Linux's")

@@ -31,7 +31,7 @@ def _hints(cls: type) -> dict[str, Any]:
 def _shape(cls: type) -> Shape:
     """The registered shape of `cls` (results/shapes.py), or one derived from it."""
     if cls not in _SHAPES:
-        from . import shapes  # noqa: F401  (registers the shared types' shapes)
+        from . import host_shapes, shapes  # noqa: F401  (register the shared types' shapes)
 
         _SHAPES[cls] = KNOWN.get(cls) or derive(cls)
     return _SHAPES[cls]
@@ -68,7 +68,7 @@ def _dataclass(hint: Any) -> Any:
 def hosts_of(data: Mapping[str, Any]) -> tuple[HostOutcome, ...]:
     """The client hosts of a run (or of a burst's cell, a ramp's step) as `data["hosts"]` holds them, checked
     against their shape first (none: a load driven from this host, or an older file)."""
-    from .shapes import HOSTS
+    from .host_shapes import HOSTS
 
     hosts = data.get("hosts", [])
     try:

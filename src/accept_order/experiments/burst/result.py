@@ -11,15 +11,14 @@ from ...core.load_summary import CountedTotals, LoadSummary, cpu_us_per_connecti
 from ...core.measures import DriverStats, Environment
 from ...core.protocol import ABORTED
 from ...core.spec import ServerSpec
+from ...results.evidence_shapes import OBSERVED_ON, SHORTAGES
+from ...results.host_shapes import hosts_fit_workers
 from ...results.schema import ListOf, MapOf, Number, SchemaError, child, derive
 from ...results.shapes import (
     NOTES,
-    OBSERVED_ON,
-    SHORTAGES,
     SIGNED,
     SKIPPED,
     STOPPED,
-    hosts_fit_workers,
     workers_of,
 )
 

@@ -21,19 +21,18 @@ from ...core.load_summary import (
 )
 from ...core.measures import DriverStats, Environment, WorkerCounters
 from ...core.spec import ConcurrentLoad, ServerSpec
+from ...results.evidence_shapes import EVIDENCE
+from ...results.host_shapes import hosts_add_up, hosts_fit_workers
 from ...results.merge_titles import DEFAULT_TITLE_OPENING
 from ...results.schema import Anything, Integer, ListOf, Number, Record, SchemaError, Text, child, derive
 from ...results.shapes import (
     ERRORS,
-    EVIDENCE,
     POOL,
     PORT,
     SKIPPED,
     STOPPED,
     at_most_workers,
     histogram_total,
-    hosts_add_up,
-    hosts_fit_workers,
 )
 from ...results.typed import build, hosts_of, runs_list, skipped_map
 from ...results.watched_shape import LISTENERS_WATCHED

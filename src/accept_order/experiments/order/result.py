@@ -102,8 +102,9 @@ class RunResult:
 def __getattr__(name: str) -> Record:
     if name != "RUN_SHAPE":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from ...results.evidence_shapes import EVIDENCE
     from ...results.schema import derive
-    from ...results.shapes import EVIDENCE, PORT, names_workers
+    from ...results.shapes import PORT, names_workers
 
     run = derive(RunResult, port=PORT, evidence=EVIDENCE, rules=(names_workers("records", "worker"),))
     globals().update(RUN_SHAPE=run)

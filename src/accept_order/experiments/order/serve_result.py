@@ -63,8 +63,9 @@ class ServeResult:
 def __getattr__(name: str) -> Record:
     if name != "SERVE_SHAPE":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from ...results.evidence_shapes import EVIDENCE
     from ...results.schema import derive
-    from ...results.shapes import EVIDENCE, PORT, names_workers
+    from ...results.shapes import PORT, names_workers
 
     serve = derive(
         ServeResult, port=PORT, evidence=EVIDENCE, optional=("sequence",), rules=(names_workers("sequence"),)

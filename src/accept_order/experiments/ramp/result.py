@@ -13,6 +13,8 @@ from ...core.measures import Environment
 from ...core.protocol import ABORTED
 from ...core.spec import DRIVERS, ServerSpec
 from ...core.text import escape_controls
+from ...results.evidence_shapes import OBSERVED_ON, SHORTAGES
+from ...results.host_shapes import hosts_fit_workers
 from ...results.schema import (
     Flag,
     Integer,
@@ -27,7 +29,7 @@ from ...results.schema import (
     derive,
     known,
 )
-from ...results.shapes import NOTES, OBSERVED_ON, POOL, SHORTAGES, SIGNED, STOPPED, hosts_fit_workers, workers_of
+from ...results.shapes import NOTES, POOL, SIGNED, STOPPED, workers_of
 
 
 @dataclass(frozen=True)

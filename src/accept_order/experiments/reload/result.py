@@ -21,8 +21,9 @@ from ...core.load_summary import CountedTotals
 from ...core.measures import Environment, WorkerCounters
 from ...core.protocol import NO_REPLY, TIMEOUT
 from ...core.spec import ConcurrentLoad, ServerSpec
+from ...results.evidence_shapes import EVIDENCE
 from ...results.schema import Integer, ListOf, MapOf, Maybe, OneOf, SchemaError, child, derive
-from ...results.shapes import EVIDENCE, SIGNED, SKIPPED, at_most_workers, workers_of
+from ...results.shapes import SIGNED, SKIPPED, at_most_workers, workers_of
 
 HOWS = ("leave", "kill")
 MIGRATE = "TcpExtTCPMigrateReqSuccess"

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...core.run_warnings import RunWarning, WarningKind, warn
+from ...results.evidence_shapes import MACHINE
 from ...results.schema import Anything, Integer, ListOf, OneOf, SchemaError, child, derive
-from ...results.shapes import MACHINE, NOTES, SKIPPED
+from ...results.shapes import NOTES, SKIPPED
 from .kinds import REPEATED, repeated_of
 
 STEAL = 0.05  # the hypervisor took this share of the CPUs during the runs: figures from a stolen machine
