@@ -34,7 +34,8 @@ from accept_order.experiments.inspect.run import inspect
 from accept_order.probes.accepts import AcceptCounter
 from accept_order.servers.launched.base import free_port
 from accept_order.servers.launched.haproxy import HAPROXY_MODES, haproxy_missing
-from accept_order.servers.launched.haproxy_config import MULTI_QUEUE, NBTHREAD, Settings, global_settings, why_said
+from accept_order.servers.launched.haproxy_config import Settings, why_said
+from accept_order.servers.launched.haproxy_config_text import MULTI_QUEUE, NBTHREAD, global_settings
 
 if haproxy_missing():
     pytest.skip(f"a real HAProxy: {haproxy_missing()}", allow_module_level=True)

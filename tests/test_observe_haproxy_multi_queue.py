@@ -29,14 +29,9 @@ from accept_order.experiments.observe.result import ObserveResult
 from accept_order.experiments.observe.run import observe
 from accept_order.experiments.observe.verdict import verdict
 from accept_order.servers.launched.base import free_port
-from accept_order.servers.launched.haproxy_config import (
-    MULTI_QUEUE,
-    NBTHREAD,
-    START_SLACK_S,
-    Settings,
-    handoff_read,
-    why_said,
-)
+from accept_order.servers.launched.haproxy_config import Settings, handoff_read, why_said
+from accept_order.servers.launched.haproxy_config_files import START_SLACK_S
+from accept_order.servers.launched.haproxy_config_text import MULTI_QUEUE, NBTHREAD
 
 REQUESTS = 100
 OBSERVE_CAP_S = 120.0  # the window ends when the requests are done; this only bounds a hang
