@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import json
+from pathlib import Path
 
+from conftest import run_cli
 from rich.console import Console
 from test_small_sentences_held_nothing import pool_run
 
@@ -20,7 +23,11 @@ from accept_order.core.spec import ConcurrentLoad
 from accept_order.experiments.latency.experiment import compare_verdict
 from accept_order.experiments.latency.pool_split import repeated_split_note
 from accept_order.experiments.latency.repeated import LATENCY_COMPARE_REPEATED
-from accept_order.experiments.latency.result import LatencyCompareResult
+from accept_order.experiments.latency.result import LatencyCompareResult, LatencyResult
+from accept_order.experiments.latency.sweep_verdict import sweep_split_note
+
+# a real sweep over a pool kept for the run (tests/test_sweep_caps_unbound.py says how it ran)
+SWEEP_POOL = Path(__file__).parent / "data" / "sweep_pool_caps_unbound.json"
 
 
 def _verdict(*runs: object) -> str:
@@ -136,3 +143,32 @@ def test_connections_reopened_without_a_pool_say_no_split() -> None:
     # the same slots, each connection opened once: said
     kept = dataclasses.replace(pool_run("epoll", (13, 1, 1, 1), 3000), load=slots, pool=None)
     assert "epoll 13/1/1/1 (Jain 0.372 over them)" in _verdict(kept, pool_run("reuseport", (4, 4, 5, 3), 3000))
+
+
+def _sweep_verdict(path: Path) -> str:
+    lines = run_cli(["show", str(path)], columns=3000).stdout.splitlines()
+    return next(line for line in lines if line.startswith("Verdict:"))
+
+
+def test_a_sweep_over_a_pool_says_each_caps_split() -> None:
+    # 'sweep -w 4 --pool -c 16 --requests-per-connection 0 --work 1ms --duration 2s', the run's own file: the caps'
+    # splits were in the kept table only. No wakeup took more than 1, the smallest cap: no cap is named on them
+    said = _sweep_verdict(SWEEP_POOL)
+    assert "Connections per worker, each kept for the whole run" in said, said
+    assert "1 limit 9/7/0/0 (Jain 0.492 over them), uneven beyond chance" in said, said
+    assert "no limit 12/4/0/0 (Jain 0.400 over them), uneven beyond chance" in said, said
+    assert "no cap is named: no wakeup of any run took more than the smallest cap allows" in said, said
+    assert "one run cannot say a cap splits them so every time" in said, said
+
+
+def test_a_sweep_whose_caps_bound_ranks_their_splits(tmp_path: Path) -> None:
+    data = json.loads(SWEEP_POOL.read_text())
+    uncapped = next(run for run in data["runs"] if run["server"]["accept_batch"] == 0)
+    uncapped["counters"][0]["max_batch"] = 2  # one wakeup of the uncapped run took two: a cap of 1 would bind
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps(data))
+    said = _sweep_verdict(path)
+    assert "every split is uneven beyond chance, 1 limit's the least (Jain 0.492 against " in said, said
+    runs = [LatencyResult.from_dict(run) for run in data["runs"]]
+    same = sweep_split_note(runs, applies=False)  # a server the cap does not change: every cap ran the same one
+    assert "no cap is named: --accept-batch does not apply to this server" in same, same

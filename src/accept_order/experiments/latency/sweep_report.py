@@ -32,7 +32,7 @@ from .report import (
     unseen_parts,
 )
 from .result import LatencyResult
-from .sweep_verdict import sweep_verdict
+from .sweep_verdict import sweep_split_note, sweep_verdict
 
 
 def caps_not_applied(run: LatencyResult) -> list[Text]:
@@ -135,7 +135,9 @@ def sweep_report(results: Sequence[LatencyResult], stopped: str | None = None) -
     parts.extend(load_notes(results, sweep_name))
     applies = mode is None or mode.batches
     machine = machine_note(results, sweep_name, "cap")  # caps run one after another: others' CPU may differ
-    parts.append(Text.assemble(("Verdict: ", "bold"), sweep_verdict(results, applies).said, _sentence(machine)))
+    split = sweep_split_note(results, applies)  # a pool's split is its workers' load to the end: the tails miss it
+    verdict = sweep_verdict(results, applies).said
+    parts.append(Text.assemble(("Verdict: ", "bold"), verdict, _sentence(split), _sentence(machine)))
     if stopped:
         kept = f"kept: what was measured before it ({plural(len(results), 'cap')}); the caps after it were not run"
         parts.append(Text(f"Stopped early: {escape_controls(stopped)}; {kept}.", style="yellow"))

@@ -22,6 +22,7 @@ from ...core.protocol import ABORTED
 from ...core.text import and_join, plural
 from ...render.evidence import short_counter
 from ..generator_pace import every_run_paced, latency_paced_said
+from .pool_split import pool_split_note
 from .result import LatencyResult
 
 Named = tuple[str, LatencyResult]
@@ -354,3 +355,19 @@ def sweep_verdict(results: Sequence[LatencyResult], applies: bool = True) -> Swe
     parts.append(sentence)
     ranking = (*(n for n, _ in whole + lost), *cut)
     return SweepVerdict(ranking, tuple(n for n, _ in lost), pick, _sentences(parts), sure)
+
+
+def sweep_split_note(results: Sequence[LatencyResult], applies: bool = True) -> str:
+    """How each cap's run split a pool kept for the whole run, as `latency --modes` says each mode's
+    (pool_split.py): a cap can leave one worker most of the pool for its whole life, which the tails do not say.
+    No cap is ranked on it where the cap cannot have parted the splits: it does not apply to the server, or no
+    wakeup took more than the smallest cap allows (a pool opened one connection at a time)."""
+    why_not = ""
+    if not applies:
+        why_not = "no cap is named: --accept-batch does not apply to this server, so every cap ran the same server"
+    elif never_bound(results) is not None:
+        why_not = (
+            "no cap is named: no wakeup of any run took more than the smallest cap allows, so what parts the "
+            "splits is most likely one run from another"
+        )
+    return pool_split_note(results, sweep_name, "cap", why_not)
