@@ -12,7 +12,7 @@ from typing import Any
 from ..core import service_time
 from ..core.histogram import LatencyHistogram
 from ..core.measures import ConnectionRecord, DriverStats, Environment, Verdict, WorkerCounters
-from ..core.spec import MAX_WORKERS, ConcurrentLoad, SequentialLoad, ServerSpec
+from ..core.spec import MAX_WORKERS, NOT_STARTED, ConcurrentLoad, SequentialLoad, ServerSpec
 from ..core.text import plural
 from . import server_checks
 from .schema import (
@@ -58,6 +58,18 @@ def _known_server(server: Mapping[str, Any], at: str) -> None:
         if wrong is not None:
             field, why = wrong
             raise SchemaError(child(at, name if field == "kind" else "mode"), why)
+
+
+def _backlog_given(server: Mapping[str, Any], at: str) -> None:
+    """A server this tool starts was given a listen() backlog, which its file holds: only one it did not start
+    (attached, remote: core/spec.py NOT_STARTED) has none. The tool never writes null for one it starts."""
+    kind = server.get("kind" if "kind" in server else "server", ServerSpec.kind)
+    if "backlog" in server and server["backlog"] is None and kind not in NOT_STARTED:
+        raise SchemaError(
+            child(at, "backlog"),
+            f"is null, but {kind} is a server this tool starts, with the backlog it gave listen() "
+            "(only an attached or remote server has none)",
+        )
 
 
 def _one_amount(load: Mapping[str, Any], at: str) -> None:
@@ -126,7 +138,7 @@ SERVER = known(
         port=PORT,
         cpus=ListOf(CPU),
         mutex_delay_ms=Number(0, 1e9),
-        rules=(_known_server,),
+        rules=(_known_server, _backlog_given),
     ),
 )
 SEQUENTIAL_LOAD = known(SequentialLoad, derive(SequentialLoad, kind=OneOf(("sequential",))))
