@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     import psutil
 
 MAX_CONFIG_BYTES = 4 << 20  # a config larger than this is not read (and said so)
-MAX_FILES = 256  # files of a -f directory read at most
+MAX_FILES = 256  # files of a -f directory read at most (a directory with more is said not read past them)
 # A file changed this long after the newest process started is said changed since: the start is the kernel's (in
 # clock ticks since boot, 10 ms) read against /proc/uptime (10 ms), so one written just before may read just after
 START_SLACK_S = 0.1
@@ -121,18 +121,24 @@ def _start_ticks(pid: int) -> int | None:
 
 
 def config_files(wheres: list[Started], names: list[str], chdir: str | None) -> list[tuple[str, str | None, str]]:
-    """(name, text or None, why not) for each config file HAProxy loaded, a -f directory's in its order."""
+    """(name, text or None, why not) for each config file HAProxy loaded, a -f directory's in its order. A directory
+    with more than MAX_FILES files named *.cfg has its first MAX_FILES read and itself said unread after them: HAProxy
+    loads every one (300 files, the last with a syntax error: 'haproxy -c' failed on it), and a setting in one past the
+    bound would be missed unsaid."""
     out: list[tuple[str, str | None, str]] = []
     for name in names:
         listed = _listing(wheres, name, chdir)
         if listed is None:
             out.append((name, *_text(wheres, name, chdir)))
             continue
-        for file in [f for f in listed if f.endswith(".cfg") and not f.startswith(".")][:MAX_FILES]:
+        named = [f for f in listed if f.endswith(".cfg") and not f.startswith(".")]
+        for file in named[:MAX_FILES]:
             path = os.path.join(name, file)
             text, why = _text(wheres, path, chdir)
             if text is not None or why != "not a regular file":  # HAProxy skips what is not a regular file
                 out.append((path, text, why))
+        if len(named) > MAX_FILES:
+            out.append((name, None, f"{len(named):,} files named *.cfg: those after the first {MAX_FILES:,} not read"))
     return out
 
 
