@@ -30,8 +30,8 @@ def merge(paths: tuple[str, ...], concurrent: bool, json_path: str | None) -> No
     from ..experiments import find
     from ..experiments.documents import file_kinds, load, render_document
     from ..results.envelope import check
-    from ..results.merge import check_distinct_files
     from ..results.merge import merge as merge_documents
+    from ..results.merge_overlap import check_distinct_files
 
     if len(paths) < 2:
         raise click.UsageError("merge needs two result files or more")

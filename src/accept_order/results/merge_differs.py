@@ -6,9 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..core.errors import ResultFileError
 from ..core.limits import ran_at_once
 from ..core.spec import NOT_STARTED, UNREAD_SETTINGS
 from .envelope import FileKind
+from .merge_rows import unfixed
 
 FIRST = ("server", "mode")  # what the server is, named before its settings
 
@@ -98,3 +100,34 @@ def _with_backlogs(run: Any, backlogs: Any) -> Any:
     if backlogs is None or "backlogs" in server or server.get("server", server.get("kind")) not in NOT_STARTED:
         return run
     return {**run, "server": {**server, "backlogs": backlogs}}
+
+
+_SERVER_IGNORED = ("port",)
+# clients: merged (_add_clients); driver: what was asked for (auto), not what ran: the loops are compared instead
+_LOAD_IGNORED = ("connections", "duration_s", "driver_procs", "clients", "driver")
+
+
+def _amount(load: dict[str, Any]) -> str:
+    """What a load's amount is: a number of connections or a time (the files' loads were checked whole)."""
+    if load.get("connections") is not None:
+        return f"{load['connections']} connections"
+    return f"a {load.get('duration_s')} s duration"
+
+
+def check_same(name: str, first: dict[str, Any], run: dict[str, Any], index: int) -> None:
+    parts = (("server", (*_SERVER_IGNORED, *unfixed(first))), ("load", _LOAD_IGNORED))  # both named where both differ
+    said = [f"{part}: {diff}" for part, ignored in parts if (diff := differs(first[part], run[part], ignored))]
+    if said:
+        raise ResultFileError(f"{name} is not the same experiment (run {index + 1}: {'; '.join(said)})")
+    # The loop the load generator ran (DriverStats.loop: a file before 0.3 had only epoll's), not the --driver
+    # asked for: auto is io_uring here and epoll where io_uring cannot run, and their latencies differ.
+    loops = [{d.get("loop") or "epoll" for d in r.get("drivers") or ()} for r in (first, run)]
+    if all(loops) and loops[0] != loops[1]:
+        ran = " vs ".join(" and ".join(sorted(s)) for s in loops)
+        raise ResultFileError(f"{name} is not the same experiment (run {index + 1}: the load generator ran on {ran})")
+    # How much may differ, but not whether the load was a number of connections or a time.
+    if (first["load"].get("connections") is None) != (run["load"].get("connections") is None):
+        raise ResultFileError(
+            f"{name} is not the same experiment (run {index + 1}: {_amount(first['load'])} vs "
+            f"{_amount(run['load'])}: one ran a number of connections, the other for a time)"
+        )

@@ -1,18 +1,23 @@
 """Whether two result files hold one measurement between them, so that merging them would count it twice.
 
 A file given twice, a copy of one, or a merge beside a file that went into it holds the other whole
-(merge._holds). Two merges that share a file, (a + b) beside (b + c), hold neither the other, yet both hold b:
+(_holds). Two merges that share a file, (a + b) beside (b + c), hold neither the other, yet both hold b:
 merging them added b's connections twice without a word. Such a pair shares a start (each run's own and those
 its merged_from lists) and one of the load generator's drivers, whose figures (its requests, wall and CPU time,
 run-queue wait in ns) no other measurement repeats; two files of different client hosts started in the same
-second (--concurrent) share the start only.
+second (--concurrent) share the start only. merge refuses such files here (check_counted_once), and a file given
+twice under two names (check_distinct_files).
 """
 
 from __future__ import annotations
 
 import json
+import os
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
+
+from ..core.errors import ResultFileError
 
 
 def starts(run: dict[str, Any]) -> set[Any]:
@@ -28,7 +33,7 @@ def _drivers(run: dict[str, Any]) -> set[str]:
 def shared_start(runs_a: Sequence[dict[str, Any]], runs_b: Sequence[dict[str, Any]]) -> str | None:
     """The start of a measurement both files hold (a run of each started then, with a driver of the same
     figures), where one of them is a merge; None where they hold none in common. Two files of one load each,
-    neither holding the other, are two client hosts' (merge._holds)."""
+    neither holding the other, are two client hosts' (_holds)."""
     for run_a, run_b in zip(runs_a, runs_b, strict=False):
         if not any(run.get("evidence", {}).get("merged_from") for run in (run_a, run_b)):
             continue
@@ -36,3 +41,80 @@ def shared_start(runs_a: Sequence[dict[str, Any]], runs_b: Sequence[dict[str, An
         if common and _drivers(run_a) & _drivers(run_b):
             return common[0]
     return None
+
+
+def runs_of(several: bool, doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """A document's runs: those of a kind of several (`several`), or the document itself."""
+    return list(doc["runs"]) if several else [doc]
+
+
+def started_at(doc: dict[str, Any]) -> str | None:
+    """When a document's (first) run started, as its environment says; None where it does not say."""
+    run = doc["runs"][0] if "runs" in doc and doc["runs"] else doc
+    env = run.get("environment") or {}
+    return env.get("started_at") if isinstance(env, dict) else None
+
+
+def check_distinct_files(paths: Sequence[str]) -> None:
+    """ResultFileError when two of `paths` are one file (the same name twice, ./a and a, a link to it):
+    merging it with itself would count every connection twice. Paths that cannot be read are left to
+    the loading, which says why."""
+    seen: dict[tuple[int, int], str] = {}
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            continue
+        first = seen.get((st.st_dev, st.st_ino))
+        if first is not None:
+            from ..core.text import escape_controls
+
+            raise ResultFileError(
+                f"{escape_controls(first)} and {escape_controls(path)} are the same file: merging a file with "
+                "itself would count every connection twice"
+            )
+        seen[(st.st_dev, st.st_ino)] = path
+
+
+def _counts(run: dict[str, Any]) -> tuple[Counter[int], Counter[str]]:
+    return Counter({us: n for us, n in run["histogram"]["counts"]}), Counter(run.get("errors", {}))
+
+
+def _holds(a: dict[str, Any], b: dict[str, Any], several: bool) -> bool:
+    """Whether document `a` already holds `b`'s measurement: each run of `b` started when one that went
+    into `a` did, and every sample and failure of `b` is in `a` (`a` is `b`, a copy of it, or a merge
+    that `b` went into). Two measurements do not share both by chance."""
+    runs_a, runs_b = runs_of(several, a), runs_of(several, b)
+    if len(runs_a) != len(runs_b) or not runs_a:
+        return False
+    for run_a, run_b in zip(runs_a, runs_b, strict=True):
+        if run_b["environment"].get("started_at") not in starts(run_a):
+            return False
+        (hist_a, errors_a), (hist_b, errors_b) = _counts(run_a), _counts(run_b)
+        if hist_b - hist_a or errors_b - errors_a:  # Counter subtraction keeps what b has more of
+            return False
+    return True
+
+
+def check_counted_once(documents: Sequence[tuple[str, str, dict[str, Any]]], several: bool) -> None:
+    """ResultFileError when a measurement would be counted twice: one file is another, or is in it."""
+    for i, (name, kind, doc) in enumerate(documents):
+        for other, other_kind, earlier in documents[:i]:
+            if other_kind != kind:
+                continue  # refused as another experiment
+            holds, held = _holds(earlier, doc, several), _holds(doc, earlier, several)
+            shared = None if holds or held else shared_start(runs_of(several, earlier), runs_of(several, doc))
+            if holds and held:
+                what = f"{other} and {name} hold the same measurement"
+            elif holds or held:
+                what = (
+                    f"{other} already holds {name}'s measurement"
+                    if holds
+                    else f"{name} already holds {other}'s measurement"
+                )
+            elif shared:
+                what = f"{other} and {name} both hold one file's measurement"
+            else:
+                continue
+            when = shared or started_at(doc) or "at an unknown time"
+            raise ResultFileError(f"{what} (started {when}): merging would count it twice")
