@@ -11,7 +11,7 @@ import click
 from ..core.cpus import format_cpu_list
 from ..core.spec import DEFAULT_DRIVER_PROCS, MAX_CONNECTIONS, MAX_DRIVER_PROCS, Driver
 from .app import handle_errors
-from .common import host_warnings, keep_partial, report_and_save, tls_after
+from .common import end_if_hosts_lost, host_warnings, keep_partial, report_and_save, tls_after
 from .load_options import BURST_COUNTS, ClientCounts, client_hosts, clients_options, driver_option, driver_procs_help
 from .options import (
     examples,
@@ -168,3 +168,4 @@ def burst(
     save(runs)
     for run in runs:  # an HTTPS port answered none of the plain HTTP/1.1 (nginx 400, HAProxy closes): said after
         tls_after(run.server, ((sum(c.served), c.errors) for c in run.cells))
+    end_if_hosts_lost(runs, json_path)

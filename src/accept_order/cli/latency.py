@@ -11,7 +11,7 @@ import click
 
 from ..core.spec import ServerSpec
 from .app import handle_errors
-from .common import host_warnings, keep_partial, report_and_save
+from .common import end_if_hosts_lost, host_warnings, keep_partial, report_and_save
 from .options import attach_options, examples, json_option, load_options, mode_option, server_options
 from .output import note, progress_bar
 from .progress import RunProgress
@@ -142,6 +142,7 @@ def latency(
                 result = api.latency(server, load, on_run(server), title)
         report_and_save(lambda: latency_report(result), json_path, "latency", result)
         served_something([result])
+        end_if_hosts_lost(result, json_path)
         return
     # every variant checked before any runs, each kind option given judged against them (even at its default)
     specs, skipped = variants(server, modes, servers, batch_given, given_kind_options())
@@ -157,6 +158,7 @@ def latency(
             results, skipped = api.compare_latency(server, load, modes, on_run, servers, batch_given)
     save(results)
     served_something(results)
+    end_if_hosts_lost(results, json_path)
 
 
 def unanswered_until_stopped(results: Sequence[Any]) -> None:

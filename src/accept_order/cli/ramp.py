@@ -9,7 +9,7 @@ import click
 
 from ..core.spec import DEFAULT_DRIVER_PROCS, MAX_CONNECTIONS, MAX_DRIVER_PROCS, Driver
 from .app import handle_errors
-from .common import host_warnings, keep_partial, report_and_save, tls_after
+from .common import end_if_hosts_lost, host_warnings, keep_partial, report_and_save, tls_after
 from .load_options import RAMP_COUNTS, client_hosts, clients_options, driver_option, driver_procs_help
 from .options import (
     examples,
@@ -238,3 +238,4 @@ def ramp(
             result = run_ramp(specs[0], plan, on_step)
     save(result)
     tls_after(result.server, ((sum(step.served), step.errors) for step in result.steps))  # an HTTPS port
+    end_if_hosts_lost(result, json_path)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .common import keep_partial, report_and_save
+from .common import end_if_hosts_lost, keep_partial, report_and_save
 from .types import IntRange
 
 if TYPE_CHECKING:
@@ -75,3 +75,4 @@ def run_repeated(
     with kept, progress.heartbeat():
         done = interleaved(variants, rounds, counted)
     save(done)
+    end_if_hosts_lost(done, json_path)

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from .app import handle_errors
-from .common import host_warnings, keep_partial, report_and_save
+from .common import end_if_hosts_lost, host_warnings, keep_partial, report_and_save
 from .latency import bars
 from .options import (
     accept_batch_option,
@@ -94,3 +94,4 @@ def sweep(json_path: str | None, batches: list[int] | None, repeat: int, **optio
         with bars(load, lambda s: f"accept-batch {s.accept_batch or 'none'}", cap, count=True) as on_run:
             results = api.sweep_accept_batch(server, load, batches, on_run)
     save(results)
+    end_if_hosts_lost(results, json_path)

@@ -4,7 +4,7 @@ hosts.py (the hosts a load runs on, which every spec imports), which names it on
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,3 +134,28 @@ def extended(a: tuple[HostOutcome, ...], b: tuple[HostOutcome, ...], concurrent:
 
 def _unended(hosts: tuple[HostOutcome, ...]) -> tuple[HostOutcome, ...]:
     return tuple(dataclasses.replace(h, ended_s=None) for h in hosts)
+
+
+def lost_hosts(result: object) -> dict[str, str]:
+    """The client hosts lost anywhere in a result (a run, a comparison's runs, a sweep's caps, a burst's cells, a
+    ramp's steps, --repeat's rounds), each with why it was first lost, in the order met: mid-load, or not reached
+    again for a later load. Found by walking the result's dataclasses and their sequences, so that every command
+    judges its own result the same way; mappings (evidence) are not walked: no host outcome is kept in one."""
+    lost: dict[str, str] = {}
+    for host in _outcomes(result):
+        if host.lost is not None:
+            lost.setdefault(host.destination, host.lost)
+    return lost
+
+
+def _outcomes(value: object) -> Iterator[HostOutcome]:
+    if isinstance(value, HostOutcome):
+        yield value
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            yield from _outcomes(getattr(value, f.name))
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            if not (dataclasses.is_dataclass(item) or isinstance(item, (tuple, list))):
+                return  # numbers or names: no host outcome in this sequence
+            yield from _outcomes(item)
