@@ -30,10 +30,13 @@ def loops(pid: int, listeners: Collection[int]) -> tuple[int, int]:
 
 def watched(pids: Sequence[int], listeners: Collection[int]) -> dict[str, Any]:
     """Evidence `listeners_watched` (read_watched), read again while a worker younger than STARTING_S watches none
-    of the listeners another worker watches: nginx's workers hold the listener from the fork and add it to their
-    epoll as their event loop starts, and read at once (a worker watching none, 4 workers, nginx just started,
-    load 7: 2 of 6 tries) they looked like an accept mutex's. Bounded by the workers' age; the event is a
-    worker's epoll_ctl, which nothing signals, so /proc is read every POLL_S."""
+    of the listeners another worker watches and its event loop has not started (looping): nginx's workers hold the
+    listener from the fork and add it to their epoll as their event loop starts, and read at once (a worker
+    watching none, 4 workers, nginx just started, load 7: 2 of 6 tries) they looked like an accept mutex's.
+    A worker already asleep in an epoll wait is read as it is: nginx's accept_mutex on leaves the listener out of
+    every epoll but the lock holder's, and waiting for the others made 'latency --attach' of one started 1 s before
+    wait until its workers were 5 s old. Bounded by the workers' age; the event is a worker's epoll_ctl or its
+    first epoll wait, which nothing signals, so /proc is read every POLL_S."""
     from .attached_start import POLL_S, STARTING_S, age_s
 
     while True:
@@ -42,9 +45,19 @@ def watched(pids: Sequence[int], listeners: Collection[int]) -> dict[str, Any]:
         if not any(each):
             return read  # none in an epoll (blocking accept, io_uring): nothing to wait for
         young = [pid for pid, w in zip(pids, each, strict=True) if not w and (age_s(pid) or STARTING_S) < STARTING_S]
-        if not young:
+        if not [pid for pid in young if not looping(pid)]:
             return read
         time.sleep(POLL_S)
+
+
+def looping(pid: int) -> bool:
+    """Whether the process's main thread sleeps in an epoll wait: its event loop has started, so its epolls that
+    watch none of the listeners leave them out by choice (nginx's accept_mutex: ngx_event_process_init adds the
+    listener to no epoll, ngx_trylock_accept_mutex to the lock holder's only), not for want of time. A worker still
+    starting runs, or sleeps elsewhere (a read, a lock), and is waited for."""
+    from ..probes.proc_waits import EPOLL_WAITS, thread_wait
+
+    return thread_wait(pid, pid).call in EPOLL_WAITS
 
 
 def read_watched(pids: Sequence[int], listeners: Collection[int]) -> dict[str, Any]:

@@ -1,0 +1,140 @@
+"""latency --attach reads the epolls of a young server's workers without waiting where their event loops have started.
+
+The reading waits while a worker younger than 5 s watches none of the listeners another watches (93f6ece: nginx's
+workers add the listener as their loop starts). nginx 1.22 with accept_mutex on adds it to no epoll at start
+(ngx_event_process_init) and to the lock holder's only (ngx_trylock_accept_mutex), so its other workers never watch
+it, and 'latency --attach' of one started a moment before waited until its workers were 5 s old (watched() took
+3.2-3.3 s after a 1.3 s worker_pids, 4 workers, 3 of 3 tries at load 8; 0.00-0.01 s since). A worker whose main
+thread sleeps in an epoll wait has started its loop: its reading is taken as it is."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import wait_for
+from nginx_by_hand import nginx_by_hand
+from test_attached_listener_queues_model import _epoll_watches, _held, _kernel_listeners
+
+from accept_order.servers import attached_epolls
+from accept_order.servers.attached_start import STARTING_S, age_s
+
+WORKERS = 3
+START_TIMEOUT_S = 10.0
+# the reading must begin this far under STARTING_S for its end to tell a wait from none (else the test skips)
+MARGIN_S = 2.0
+
+CONF = """daemon off;
+worker_processes {workers};
+pid {d}/nginx.pid;
+events {{ worker_connections 256; accept_mutex on; }}
+http {{
+    access_log off;
+    client_body_temp_path {d}/cb; proxy_temp_path {d}/p; fastcgi_temp_path {d}/f;
+    uwsgi_temp_path {d}/u; scgi_temp_path {d}/s;
+    server {{ listen 127.0.0.1:{port}; location / {{ return 200 "hi\\n"; }} }}
+}}
+"""
+
+
+def _wchan(pid: int) -> str:
+    """The witness of a thread's sleep, beside the syscall file the code reads: the kernel function it sleeps in."""
+    try:
+        return Path(f"/proc/{pid}/wchan").read_text().strip()
+    except OSError:
+        return "gone"
+
+
+def test_a_young_nginx_with_accept_mutex_on_is_read_at_once(free_port: int) -> None:
+    with nginx_by_hand(CONF, free_port, WORKERS, START_TIMEOUT_S) as nginx:  # every worker in epoll_wait
+        listeners = _kernel_listeners(free_port)
+        assert len(listeners) == 1, listeners
+        oldest = max(age_s(pid) or STARTING_S for pid in nginx.workers)
+        if oldest > STARTING_S - MARGIN_S:
+            pytest.skip(f"nginx's workers were {oldest:.1f} s old before the reading began (a machine this slow)")
+        read = attached_epolls.watched(nginx.workers, listeners)
+        youngest = min(age_s(pid) or STARTING_S for pid in nginx.workers)
+        # the witness: the lock holder's epoll alone watches the listener (fdinfo), every worker holds it; with no
+        # connection the holder keeps the lock, asleep in epoll_wait holding it
+        watching = [bool(_epoll_watches(pid, listeners)) for pid in nginx.workers]
+        assert sum(watching) == 1 and all(_held(pid, listeners) == listeners for pid in nginx.workers), watching
+        assert [bool(w) for w in read["listeners_watched"]["workers"]] == watching, (read, watching)
+        assert youngest < STARTING_S, f"the reading waited until the workers were {youngest:.1f} s old"
+
+
+WORKER = """import select, sys
+fd, registers = int(sys.argv[1]), sys.argv[2] == "holder"
+loop = select.epoll()
+if registers:
+    loop.register(fd, select.EPOLLIN)
+print("ready", flush=True)
+loop.poll()  # its event loop: the holder's watches the listener, the other's (a lock's loser) watches nothing
+"""
+
+
+def test_a_young_worker_asleep_in_its_event_loop_is_not_waited_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two young workers holding one listener, asleep in their epolls, one of which watches it: read once. (The
+    worker that does not yet wait in its epoll is waited for: test_attached_threads_listener_queues_model.py.)"""
+    listener = socket.create_server(("127.0.0.1", 0))
+    inode = os.fstat(listener.fileno()).st_ino
+    fd = str(listener.fileno())
+    reads: list[dict[str, Any]] = []
+    read_watched = attached_epolls.read_watched
+
+    def counted(pids: list[int], listeners: set[int]) -> dict[str, Any]:
+        reads.append(read := read_watched(pids, listeners))
+        return read
+
+    monkeypatch.setattr(attached_epolls, "read_watched", counted)
+    kw: dict[str, Any] = {"stdout": subprocess.PIPE, "text": True}
+    workers = [
+        subprocess.Popen([sys.executable, "-c", WORKER, fd, role], pass_fds=(listener.fileno(),), **kw)
+        for role in ("holder", "other")
+    ]
+    try:
+        assert all(w.stdout is not None and w.stdout.readline() == "ready\n" for w in workers)
+        pids = [w.pid for w in workers]
+        in_epolls = lambda w: all("epoll" in c for c in w)  # noqa: E731
+        wait_for(lambda: [_wchan(pid) for pid in pids], in_epolls, START_TIMEOUT_S, "both in their epoll waits")
+        found = attached_epolls.watched(pids, {inode})
+        assert found["listeners_watched"]["workers"] == [[0], []], found
+        assert len(reads) == 1, f"read {len(reads)} times: a worker in its event loop was waited for"
+        assert all((age_s(pid) or STARTING_S) < STARTING_S for pid in pids)  # young: the wait would have applied
+    finally:
+        for worker in workers:
+            worker.kill()
+            worker.wait()
+            if worker.stdout is not None:
+                worker.stdout.close()
+        listener.close()
+
+
+SLEEPER = """import select, sys
+print("ready", flush=True)
+select.epoll().poll() if sys.argv[1] == "epoll" else sys.stdin.readline()
+"""
+
+
+def test_looping_reads_the_main_threads_wait() -> None:
+    """A process asleep in an epoll wait loops; one asleep in a read does not."""
+    kw: dict[str, Any] = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "text": True}
+    procs = [subprocess.Popen([sys.executable, "-c", SLEEPER, how], **kw) for how in ("epoll", "read")]
+    try:
+        for proc in procs:
+            assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+        pids = [p.pid for p in procs]
+        asleep = lambda c: "epoll" in c[0] and c[1] not in ("0", "", "gone")  # noqa: E731
+        wait_for(lambda: [_wchan(pid) for pid in pids], asleep, START_TIMEOUT_S, "both asleep")
+        assert [attached_epolls.looping(pid) for pid in pids] == [True, False]
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+            for stream in (proc.stdin, proc.stdout):
+                if stream is not None:
+                    stream.close()
