@@ -15,7 +15,8 @@ from rich.console import Console, Group
 from accept_order.core.histogram import LatencyHistogram
 from accept_order.core.measures import DriverStats, Environment, WorkerCounters
 from accept_order.core.spec import ConcurrentLoad, ServerSpec
-from accept_order.experiments.latency.kept_report import kept_csv, kept_parts, kept_repeat_table
+from accept_order.experiments.latency.kept_compare import kept_repeat_table
+from accept_order.experiments.latency.kept_report import kept_csv, kept_parts
 from accept_order.experiments.latency.model_check import held_connections
 from accept_order.experiments.latency.report import latency_report
 from accept_order.experiments.latency.result import LatencyResult

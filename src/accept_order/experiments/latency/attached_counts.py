@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from .kept_report import finished_unit, passed_on
+from .kept_load_words import finished_unit
+from .kept_report import passed_on
 from .result import LatencyResult
 
 

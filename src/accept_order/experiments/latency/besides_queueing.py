@@ -14,7 +14,7 @@ from ...core.text import and_join, plural
 from ...loads.client_warnings import driver_warnings
 from ...render.evidence import listener_drops_said
 from ...servers.registry import known_mode
-from .kept_report import finished_unit
+from .kept_load_words import finished_unit
 from .result import LatencyResult
 
 OTHERS_SEEN = 0.10  # other processes' share of all CPUs worth naming (render/evidence.OTHERS_SHOWN's)

@@ -1,12 +1,13 @@
 """What a latency run over kept connections (several requests each, or a pool) shows beside the rest: per
 worker the connections it accepted and held and the requests it served, with their p50 and p99; Jain's index
-over the requests; how much of a pool opened, and why the rest did not."""
+over the requests; how much of a pool opened, and why the rest did not; its rows for export. Several such runs
+side by side are kept_compare.py's; how the load is said, kept_load_words.py's."""
 
 from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from rich import box
@@ -16,40 +17,17 @@ from rich.text import Text
 from ...analysis.fairness import jain_index
 from ...analysis.kept_counts import beyond_workers, filled_in, never_kept, own_count
 from ...analysis.witness import agreement
-from ...core.spec import ConcurrentLoad
 from ...core.text import plural
 from .result import LatencyResult
 
 
-def kept_words(load: ConcurrentLoad) -> str:
-    """How the load's connections are kept, for its headline ('' for one request each)."""
-    if not load.keeps_connections:
-        return ""
-    per = load.requests_per_connection
-    each = "each connection kept for the whole run" if per == 0 else f"{per} requests per connection"
-    return f", {each}" + (", opened as a pool first" if load.pool else "")
-
-
-def finished_unit(load: ConcurrentLoad) -> str:
-    """What the load generator counts as finished, and so divides its CPU by (loads/kept.py counts each
-    request over a kept connection): 'request' when connections are kept, else 'connection'."""
-    return "request" if load.keeps_connections else "connection"
-
-
-def kept_amount(load: ConcurrentLoad) -> str:
-    """The load's count: connections, or requests when a connection carries several (an open loop's says
-    how they are kept here too, as its line has no other place for it)."""
-    count = load.connections or 0
-    if not load.keeps_connections:
-        return plural(count, "connection")
-    return plural(count, "request") + (kept_words(load) if load.rate is not None else "")
-
-
-def _ms(us: int | None) -> str:
+def ms(us: int | None) -> str:
+    """Microseconds as milliseconds to two places; "-" for none."""
     return "-" if us is None else f"{us / 1000:.2f}"
 
 
-def _p(result: LatencyResult, index: int, q: float) -> int | None:
+def worker_percentile(result: LatencyResult, index: int, q: float) -> int | None:
+    """Worker `index`'s percentile `q` in microseconds; None where it served nothing (or has no histogram)."""
     histograms = result.worker_histograms
     return histograms[index].percentile(q) if index < len(histograms) and histograms[index].count else None
 
@@ -93,10 +71,6 @@ def kept_split(result: LatencyResult) -> str:
     return "connections accepted" if by_kernel(result) else "requests"
 
 
-def _counts(values: tuple[int, ...] | None) -> str:
-    return "-" if values is None else " ".join(map(str, values))
-
-
 def kept_table(result: LatencyResult) -> Table | None:
     """One row per worker: connections accepted, held at the end, most held at once (its own count),
     requests served (the replies' count and its own), share, p50 and p99. None for one request each."""
@@ -128,8 +102,8 @@ def kept_table(result: LatencyResult) -> Table | None:
             str(answered[i]) if answered is not None else "-",
             "-" if counted is None or counted.requests is None else str(counted.requests),
             f"{100 * shared[i] / total:.1f}%" if shared is not None and total else "-",
-            _ms(_p(result, i, 50.0)),
-            _ms(_p(result, i, 99.0)),
+            ms(worker_percentile(result, i, 50.0)),
+            ms(worker_percentile(result, i, 99.0)),
         )
     return table
 
@@ -146,7 +120,7 @@ def kept_lines(result: LatencyResult) -> list[Text]:
         counted = took is not None and sum(took) > 0
         jain = f"connections accepted: Jain {requests_jain(result):.3f} over {over}" if counted else ""
         first = (
-            f"{jain + '; ' if jain else ''}p99 {_ms(overall)} ms overall. accepted: "
+            f"{jain + '; ' if jain else ''}p99 {ms(overall)} ms overall. accepted: "
             + ("the connections the worker accepted (counted by the kernel); " if took is not None else "")
             + "the requests over them per worker, and those held at the end, are not known: the replies do not "
             "name a worker"
@@ -155,7 +129,7 @@ def kept_lines(result: LatencyResult) -> list[Text]:
         jain = f"Jain {requests_jain(result):.3f} over {over}" if sum(result.served) else "none served"  # no 1.000
         first = (
             f"requests: {jain}; "
-            f"p99 {_ms(overall)} ms overall. accepted: the connections whose first reply named the worker; "
+            f"p99 {ms(overall)} ms overall. accepted: the connections whose first reply named the worker; "
             "held at end: open when the load ended; held peak: the most the worker held at once (its own "
             "count); its count: the requests the worker says it answered"
         )
@@ -295,8 +269,8 @@ def kept_csv(runs: Sequence[dict[str, Any]]) -> str:
                     "" if counted is None or counted.held_peak is None else counted.held_peak,
                     answered[i] if answered is not None else "",
                     "" if counted is None or counted.requests is None else counted.requests,
-                    "" if (p50 := _p(result, i, 50.0)) is None else p50 / 1000,
-                    "" if (p99 := _p(result, i, 99.0)) is None else p99 / 1000,
+                    "" if (p50 := worker_percentile(result, i, 50.0)) is None else p50 / 1000,
+                    "" if (p99 := worker_percentile(result, i, 99.0)) is None else p99 / 1000,
                 ]
             )
     return out.getvalue()
@@ -306,95 +280,3 @@ def kept_parts(result: LatencyResult) -> list[Any]:
     """The kept connections' table and lines of one run (none for one request per connection)."""
     table = kept_table(result)
     return ([table] if table is not None else []) + kept_lines(result)
-
-
-def _label(result: LatencyResult) -> str:
-    return result.server.label
-
-
-def kept_compare_table(
-    results: Sequence[LatencyResult], name: Callable[[LatencyResult], str] = _label, column: str = "mode"
-) -> Table | None:
-    """Several runs over kept connections side by side: per worker connections, requests and p99; Jain over
-    the requests; the overall p99. None when no run kept its connections. `name` names each run's row under
-    `column` (sweep: its cap, '4 limit')."""
-    kept = [r for r in results if r.connections]
-    if not kept:
-        return None
-    table = Table(
-        title=f"kept connections by {column}",
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-        collapse_padding=True,
-    )
-    for head in (column, "accepted per worker", "requests per worker", "Jain", "p99 ms per worker", "p99 ms"):
-        table.add_column(head, justify="left" if "worker" in head or head == column else "right")
-    for r in kept:
-        overall = r.histogram.percentile(99.0) if r.histogram.count else None
-        took = accepted(r)
-        table.add_row(
-            name(r),
-            _counts(took),
-            _counts(requests(r)),
-            f"{requests_jain(r):.3f}" if sum(r.served) and (took is not None or not by_kernel(r)) else "-",
-            " ".join(_ms(_p(r, i, 99.0)) for i in range(len(r.served))),
-            _ms(overall),
-        )
-    return table
-
-
-def kept_compare_parts(
-    results: Sequence[LatencyResult], name: Callable[[LatencyResult], str] = _label, column: str = "mode"
-) -> list[Any]:
-    """The side-by-side table, then each run's pool and what a mode that serves to the end did."""
-    table = kept_compare_table(results, name, column)
-    notes = [Text.assemble((f"{name(r)}: ", "bold"), line) for r in results for line in kept_lines(r)[1:]]
-    return ([table] if table is not None else []) + notes
-
-
-def kept_repeat_table(variants: dict[str, list[LatencyResult]]) -> Table | None:
-    """`--repeat` over kept connections: per variant, how the connections fell over the workers in how many
-    runs (the counts per worker, largest first), in how many runs one worker held them all, and the median
-    Jain's index over the requests and p99. None when no run kept its connections."""
-    kept = {label: [r for r in runs if r.connections] for label, runs in variants.items()}
-    if not any(kept.values()):
-        return None
-    table = Table(title="kept connections over the runs", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    pools = any(r.pool for runs in kept.values() for r in runs)
-    names = ("mode", "connections per worker (largest first): runs", "one worker held all", "Jain", "p99 ms")
-    for name in (*names, *(("pool opened",) if pools else ())):
-        table.add_column(name, justify="left" if name in ("mode",) or "runs" in name else "right")
-    for label, runs in kept.items():
-        if not runs:
-            continue
-        splits: dict[tuple[int, ...], int] = {}
-        held = [took for r in runs if (took := accepted(r)) is not None]  # none where nobody counted them
-        for took in held:
-            split = tuple(sorted(took, reverse=True))
-            splits[split] = splits.get(split, 0) + 1
-        all_one = sum(1 for took in held if sum(took) and max(took) == sum(took))
-        jains = sorted(
-            requests_jain(r) for r in runs if sum(r.served) and (not by_kernel(r) or accepted(r) is not None)
-        )
-        p99s = sorted(r.histogram.percentile(99.0) for r in runs if r.histogram.count)
-        spread = "; ".join(f"{' '.join(map(str, s))}: {n}" for s, n in sorted(splits.items(), key=lambda kv: -kv[1]))
-        table.add_row(
-            label,
-            spread or "-",
-            f"{all_one} of {len(held)}" if held else "-",
-            f"{jains[len(jains) // 2]:.3f}" if jains else "-",
-            _ms(p99s[len(p99s) // 2] if p99s else None),
-            *((_pool_text(runs),) if pools else ()),
-        )
-    return table
-
-
-def _pool_text(runs: list[LatencyResult]) -> str:
-    """How much of the pool opened over the runs: `32 of 32`, or `4 of 32 (5 runs)` when some stayed short
-    (a mode that serves each connection to its end, its workers all holding one)."""
-    sizes: dict[tuple[int, int], int] = {}
-    for r in runs:
-        if r.pool is not None:
-            sizes[r.pool] = sizes.get(r.pool, 0) + 1
-    return "; ".join(f"{o} of {p}" + (f" ({n} runs)" if len(sizes) > 1 else "") for (o, p), n in sizes.items())

@@ -15,7 +15,7 @@ from ...core.histogram import LatencyHistogram
 from ...render.service_mean import service_mean
 from ...render.text import Verbatim, plural
 from ...results import export
-from .kept_report import finished_unit
+from .kept_load_words import finished_unit
 from .model_check import working
 from .model_verdict import judged, model_line, predicted_ms
 from .result import LatencyResult

@@ -10,7 +10,7 @@ from typing import Any
 
 from ...analysis.model_check import MIN_JUDGED, NOISE, TOLERANCE, ModelCheck, agrees, too_few
 from .besides_queueing import by_label, overload, something_else
-from .kept_report import finished_unit
+from .kept_load_words import finished_unit
 from .result import LatencyResult
 
 

@@ -23,7 +23,8 @@ from ...results import export
 from .. import SWEEP_KIND
 from ..generator_pace import CLOCKS, GENERATOR_PACED, every_run_paced, latency_paced_said
 from ..repeat.kinds import Document, Repeated, Rounds, by_variant
-from .kept_report import kept_repeat_table, requests_jain
+from .kept_compare import kept_repeat_table
+from .kept_report import requests_jain
 from .model_verdict import model_agreement
 from .pool_split import repeated_split_note
 from .report import own_failures

@@ -31,7 +31,9 @@ from ..launch_notes import launch_parts
 from ..own_settings import acceptors, caps_said
 from ..sleeps_legend import ids_of, sleeps_legend, sleeps_of
 from .attached_counts import kernel_counts_text, served_known, unplaced_text
-from .kept_report import finished_unit, kept_amount, kept_compare_parts, kept_parts, kept_words
+from .kept_compare import kept_compare_parts
+from .kept_load_words import finished_unit, kept_amount, kept_words
+from .kept_report import kept_parts
 from .merged_note import merged_note
 from .model_queues import queues_text
 from .model_report import model_report
@@ -337,7 +339,6 @@ def latency_report(result: LatencyResult) -> RenderableType:
 
 
 WIDE = 1000  # as many columns as a line needs: the layout unstacked
-
 COMPARE_COLUMNS = (
     ("min", "min_ms"),
     ("avg", "avg_ms"),

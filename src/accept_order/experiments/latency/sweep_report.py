@@ -16,7 +16,8 @@ from ...render.hosts import HostsPart, host_parts
 from ...render.observed_on import brought, load_parts
 from ...render.text import plural
 from ...servers.registry import known_mode
-from .kept_report import finished_unit, kept_compare_parts
+from .kept_compare import kept_compare_parts
+from .kept_load_words import finished_unit
 from .machine_share import machine_note
 from .model_report import model_report
 from .report import (

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from rich.text import Text
 
 from ...analysis.syn_retrans import syn_stall_sentence, syn_stalls
-from .kept_report import finished_unit
+from .kept_load_words import finished_unit
 from .result import LatencyResult
 
 

@@ -1,0 +1,110 @@
+"""Several latency runs over kept connections side by side (a report of several modes, a sweep's caps) and over the
+runs of --repeat: per worker the connections accepted and requests served, Jain's index, p99, the pool opened."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from .kept_report import accepted, by_kernel, kept_lines, ms, requests, requests_jain, worker_percentile
+from .result import LatencyResult
+
+
+def _counts(values: tuple[int, ...] | None) -> str:
+    return "-" if values is None else " ".join(map(str, values))
+
+
+def _label(result: LatencyResult) -> str:
+    return result.server.label
+
+
+def kept_compare_table(
+    results: Sequence[LatencyResult], name: Callable[[LatencyResult], str] = _label, column: str = "mode"
+) -> Table | None:
+    """Several runs over kept connections side by side: per worker connections, requests and p99; Jain over
+    the requests; the overall p99. None when no run kept its connections. `name` names each run's row under
+    `column` (sweep: its cap, '4 limit')."""
+    kept = [r for r in results if r.connections]
+    if not kept:
+        return None
+    table = Table(
+        title=f"kept connections by {column}",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    for head in (column, "accepted per worker", "requests per worker", "Jain", "p99 ms per worker", "p99 ms"):
+        table.add_column(head, justify="left" if "worker" in head or head == column else "right")
+    for r in kept:
+        overall = r.histogram.percentile(99.0) if r.histogram.count else None
+        took = accepted(r)
+        table.add_row(
+            name(r),
+            _counts(took),
+            _counts(requests(r)),
+            f"{requests_jain(r):.3f}" if sum(r.served) and (took is not None or not by_kernel(r)) else "-",
+            " ".join(ms(worker_percentile(r, i, 99.0)) for i in range(len(r.served))),
+            ms(overall),
+        )
+    return table
+
+
+def kept_compare_parts(
+    results: Sequence[LatencyResult], name: Callable[[LatencyResult], str] = _label, column: str = "mode"
+) -> list[Any]:
+    """The side-by-side table, then each run's pool and what a mode that serves to the end did."""
+    table = kept_compare_table(results, name, column)
+    notes = [Text.assemble((f"{name(r)}: ", "bold"), line) for r in results for line in kept_lines(r)[1:]]
+    return ([table] if table is not None else []) + notes
+
+
+def kept_repeat_table(variants: dict[str, list[LatencyResult]]) -> Table | None:
+    """`--repeat` over kept connections: per variant, how the connections fell over the workers in how many
+    runs (the counts per worker, largest first), in how many runs one worker held them all, and the median
+    Jain's index over the requests and p99. None when no run kept its connections."""
+    kept = {label: [r for r in runs if r.connections] for label, runs in variants.items()}
+    if not any(kept.values()):
+        return None
+    table = Table(title="kept connections over the runs", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    pools = any(r.pool for runs in kept.values() for r in runs)
+    names = ("mode", "connections per worker (largest first): runs", "one worker held all", "Jain", "p99 ms")
+    for name in (*names, *(("pool opened",) if pools else ())):
+        table.add_column(name, justify="left" if name in ("mode",) or "runs" in name else "right")
+    for label, runs in kept.items():
+        if not runs:
+            continue
+        splits: dict[tuple[int, ...], int] = {}
+        held = [took for r in runs if (took := accepted(r)) is not None]  # none where nobody counted them
+        for took in held:
+            split = tuple(sorted(took, reverse=True))
+            splits[split] = splits.get(split, 0) + 1
+        all_one = sum(1 for took in held if sum(took) and max(took) == sum(took))
+        jains = sorted(
+            requests_jain(r) for r in runs if sum(r.served) and (not by_kernel(r) or accepted(r) is not None)
+        )
+        p99s = sorted(r.histogram.percentile(99.0) for r in runs if r.histogram.count)
+        spread = "; ".join(f"{' '.join(map(str, s))}: {n}" for s, n in sorted(splits.items(), key=lambda kv: -kv[1]))
+        table.add_row(
+            label,
+            spread or "-",
+            f"{all_one} of {len(held)}" if held else "-",
+            f"{jains[len(jains) // 2]:.3f}" if jains else "-",
+            ms(p99s[len(p99s) // 2] if p99s else None),
+            *((_pool_text(runs),) if pools else ()),
+        )
+    return table
+
+
+def _pool_text(runs: list[LatencyResult]) -> str:
+    """How much of the pool opened over the runs: `32 of 32`, or `4 of 32 (5 runs)` when some stayed short
+    (a mode that serves each connection to its end, its workers all holding one)."""
+    sizes: dict[tuple[int, int], int] = {}
+    for r in runs:
+        if r.pool is not None:
+            sizes[r.pool] = sizes.get(r.pool, 0) + 1
+    return "; ".join(f"{o} of {p}" + (f" ({n} runs)" if len(sizes) > 1 else "") for (o, p), n in sizes.items())
