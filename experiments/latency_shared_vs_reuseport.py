@@ -45,7 +45,7 @@ from accept_order.analysis.tails import tail_verdict
 from accept_order.core.cpus import allowed_cpus
 from accept_order.core.errors import PlanError
 from accept_order.core.spec import ConcurrentLoad, pinned
-from accept_order.experiments.latency.report import compare_report
+from accept_order.experiments.latency.compare_report import compare_report
 from accept_order.experiments.latency.result import LatencyResult
 from accept_order.results import envelope
 from accept_order.servers.modes import DEFAULT_MODE, MODES

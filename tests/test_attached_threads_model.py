@@ -22,8 +22,9 @@ from test_rough_edges_attached_threads import HAPROXY_CFG, threaded
 
 from accept_order.core.measures import WorkerCounters
 from accept_order.core.spec import ServerSpec
+from accept_order.experiments.latency.headlines import headline
 from accept_order.experiments.latency.model_check import predict
-from accept_order.experiments.latency.report import headline, latency_report
+from accept_order.experiments.latency.report import latency_report
 from accept_order.experiments.latency.result import LatencyResult
 
 SERVICE_US = 100  # each connection's CPU in the fake run below

@@ -29,7 +29,8 @@ from accept_order.core.spec import ConcurrentLoad, ServerSpec, open_file_limit, 
 from accept_order.experiments import documents, session
 from accept_order.experiments.documents import render_document
 from accept_order.experiments.latency import api as latency_api
-from accept_order.experiments.latency.report import compare_lines, latency_report
+from accept_order.experiments.latency.compare_report import compare_lines
+from accept_order.experiments.latency.report import latency_report
 from accept_order.experiments.latency.result import LatencyResult
 from accept_order.experiments.latency.sweep_report import sweep_lines
 from accept_order.probes.evidence import EvidenceCapture

@@ -23,7 +23,7 @@ def _remote(generator_cpu_s: float) -> Any:
 
 
 def test_the_load_generator_s_share_is_said_beside_the_unsplit_rest() -> None:
-    from accept_order.experiments.latency.report import host_notes
+    from accept_order.experiments.latency.load_notes import host_notes
 
     result = _remote(20.0)
     assert result.host_busy_unsplit == (0.5, 0.2)
@@ -33,7 +33,7 @@ def test_the_load_generator_s_share_is_said_beside_the_unsplit_rest() -> None:
 
 
 def test_no_note_where_the_load_generator_kept_the_cpus_busy() -> None:
-    from accept_order.experiments.latency.report import host_notes
+    from accept_order.experiments.latency.load_notes import host_notes
 
     result = _remote(45.0)  # 45 of the 50% busy: the rest, 5%, is no sign of others
     assert result.host_busy_unsplit == (0.5, 0.45)

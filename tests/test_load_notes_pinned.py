@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from accept_order.core.measures import DriverStats
-from accept_order.experiments.latency.report import load_notes
+from accept_order.experiments.latency.load_notes import load_notes
 from accept_order.experiments.latency.result import LatencyResult
 
 FIXTURE = Path(__file__).parent / "data" / "v2" / "latency.json"

@@ -12,7 +12,8 @@ from rich.console import Console
 from accept_order.core.histogram import COLUMNS, LatencyHistogram, histogram_lines
 from accept_order.core.measures import DriverStats, Environment, WorkerCounters
 from accept_order.core.spec import ConcurrentLoad, ServerSpec
-from accept_order.experiments.latency.report import compare_report, latency_report
+from accept_order.experiments.latency.compare_report import compare_report
+from accept_order.experiments.latency.report import latency_report
 from accept_order.experiments.latency.result import LatencyResult
 from accept_order.render.histogram import Mmhistogram
 

@@ -15,9 +15,10 @@ from accept_order.analysis.syn_retrans import SYN_RETRANS, slow_count, syn_stall
 from accept_order.core.histogram import LatencyHistogram
 from accept_order.core.measures import DriverStats, Environment, WorkerCounters
 from accept_order.core.spec import ConcurrentLoad, ServerSpec
+from accept_order.experiments.latency.compare_report import compare_report
 from accept_order.experiments.latency.model_check import predict
 from accept_order.experiments.latency.model_verdict import model_line
-from accept_order.experiments.latency.report import compare_report, latency_report
+from accept_order.experiments.latency.report import latency_report
 from accept_order.experiments.latency.result import LatencyResult
 from accept_order.probes.netstat import WATCHED_COUNTERS
 

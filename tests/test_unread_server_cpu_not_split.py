@@ -23,7 +23,7 @@ def _remote_here() -> dict[str, Any]:
 
 
 def test_a_server_whose_cpu_is_not_read_has_no_split_of_the_busy_cpus() -> None:
-    from accept_order.experiments.latency.report import host_notes
+    from accept_order.experiments.latency.load_notes import host_notes
 
     result = _result(_remote_here())
     assert result.others_cpu_share is None

@@ -17,13 +17,14 @@ from ...results import export
 from .. import SWEEP_KIND
 from ..generator_pace import every_run_paced, latency_paced_said
 from ..parts import Experiment, lazy
+from .compare_report import compare_report
 from .held_nothing import held_nothing_notes
 from .kept_report import kept_csv
 from .machine_share import machine_note
 from .model_report import model_csv
 from .model_verdict import model_figures
 from .pool_split import pool_split_note
-from .report import compare_report, latency_report
+from .report import latency_report
 from .result import LATENCY_COMPARE_SHAPE, LATENCY_SHAPE, SWEEP_SHAPE, LatencyCompareResult, LatencyResult, SweepResult
 from .sweep_report import sweep_report
 from .work_share import work_note

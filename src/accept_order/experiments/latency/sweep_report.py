@@ -16,17 +16,17 @@ from ...render.hosts import HostsPart, host_parts
 from ...render.observed_on import brought, load_parts
 from ...render.text import plural
 from ...servers.registry import known_mode
+from .compare_report import WIDE
+from .headlines import group_headline
 from .kept_compare import kept_compare_parts
 from .kept_load_words import finished_unit
+from .load_notes import load_notes
 from .machine_share import machine_note
 from .model_report import model_report
 from .report import (
-    WIDE,
     client_cpu_line,
     errors_block,
-    group_headline,
     interrupted_note,
-    load_notes,
     mmhistogram,
     own_failures,
     under_way,
