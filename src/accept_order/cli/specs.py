@@ -128,20 +128,18 @@ def attached_spec(options: dict[str, Any]) -> ServerSpec | None:
     workers = worker_pids(attach, options["host"], options["port"], helpers=helpers())
     for name in (*NOT_WITH_ATTACH, *kind_params()):
         options.pop(name, None)
-    from ..servers.attached_backlogs import listener_backlogs
     from ..servers.registry import checked
 
-    host, port = options.pop("host"), options.pop("port")
+    # its listeners' backlogs are read as the run is planned (AttachedKind.as_found), the API's runs' too
     return checked(
         ServerSpec(
             kind=AttachedKind.name,
             mode=AttachedKind.mode_name,
             workers=len(workers),
-            host=host,
-            port=port,
+            host=options.pop("host"),
+            port=options.pop("port"),
             attach=tuple(attach),
             protocol=protocol,
-            backlogs=listener_backlogs(host, port, [*attach, *workers]),  # its own, read: not the tool's default
         )
     )
 

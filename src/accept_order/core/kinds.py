@@ -320,6 +320,12 @@ class ServerKind:
         if self.no_work and (spec.work_us or spec.work_iters):
             raise PlanError(f"--work and --work-iters do not apply to {self.name}: {self.no_work}")
 
+    def as_found(self, spec: ServerSpec) -> ServerSpec:
+        """The spec a run is planned with: what this kind reads of its server as the run is planned added (an
+        attached server's listeners' backlogs: servers/attached.py), so that the command line and the Python API,
+        whose runs are all planned (servers/registry.py `plan`), hold the same; a spec the tool starts as it is."""
+        return spec
+
     def expectation(self, spec: ServerSpec) -> tuple[str | None, str]:
         """(predicted order model, mechanism) for this run's settings: the mode's own, unless a setting
         changes it (nginx's multi_accept)."""

@@ -391,5 +391,10 @@ class AttachedKind(ServerKind):
         if spec.protocol not in ("line", "http"):
             raise PlanError(f"--protocol is line or http, got {spec.protocol!r}")
 
+    def as_found(self, spec: ServerSpec) -> ServerSpec:
+        from .attached_backlogs import read_into  # its listeners' backlogs as the kernel has them, where it holds none
+
+        return read_into(spec)
+
     def make(self, spec: ServerSpec, stamps: bool = False) -> Target:
         return AttachedServer(spec, self.helper_titles)

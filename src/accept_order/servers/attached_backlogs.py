@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..core.spec import ServerSpec
+
 
 def listener_backlogs(host: str, port: int, pids: Sequence[int]) -> tuple[int, ...]:
     """The backlog of the listeners on `port` that connections to `host` go to, in the namespaces of `pids`: one
@@ -21,3 +23,16 @@ def listener_backlogs(host: str, port: int, pids: Sequence[int]) -> tuple[int, .
         return ()
     known = sorted(b for b in backlogs if b is not None)
     return (known[0],) if len(set(known)) == 1 else tuple(known)
+
+
+def read_into(spec: ServerSpec) -> ServerSpec:
+    """An attached spec with the backlogs of its listeners read now (listener_backlogs), in the namespaces of the pids
+    it names and of a master's children; the spec as it is where it holds some already (a run planned before). The one
+    place they are read: every run is planned (servers/registry.py `plan`: AttachedKind.as_found), the command line's
+    and the Python API's alike (`accept_order.latency(ServerSpec(kind="attached", ...))` saved none before)."""
+    if spec.backlogs:
+        return spec
+    from .attached_start import children_of
+
+    children = children_of(spec.attach[0]) if len(spec.attach) == 1 else []
+    return spec.replace(backlogs=listener_backlogs(spec.host, spec.port, [*spec.attach, *children]))

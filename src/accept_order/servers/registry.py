@@ -194,8 +194,8 @@ def plan(spec: ServerSpec | Plan, fit: bool = True) -> Plan:
     """`spec` resolved (a plan as it is): see `checked`."""
     if isinstance(spec, Plan):
         return spec
-    checked_spec = checked(spec, fit)
-    kind = server_kind(checked_spec.kind)
+    kind = server_kind(spec.kind)
+    checked_spec = kind.as_found(checked(spec, fit))  # an attached server's listeners' backlogs, read
     return Plan(checked_spec, kind, kind.mode(checked_spec.mode))
 
 
