@@ -7,6 +7,7 @@ from __future__ import annotations
 from ...core.handoff import HandOffRead
 from ...probes.serving import process_info
 from ...servers.registry import recognise
+from .reloaded import reload_clause
 from .result import ObserveResult
 from .server import Watched
 
@@ -57,8 +58,9 @@ def handoff_line(result: ObserveResult) -> str | None:
         return (
             "these are the threads' accepts, not necessarily the connections each serves: HAProxy hands each "
             f"accepted connection to the less loaded of two threads {config}, and which thread serves it is not "
-            f"counted here (the load is per process: see the note){doubts}"
+            f"counted here (the load is per process: see the note){doubts}{reload_clause(result.reloaded, result.name)}"
         )
     if read is not None and read.hands_on is False and result.threaded:
-        return f"the thread that accepts a connection serves it: {read.said}, so none is handed on{doubts}"
+        said = f"the thread that accepts a connection serves it: {read.said}, so none is handed on{doubts}"
+        return said + reload_clause(result.reloaded, result.name)
     return None

@@ -118,6 +118,17 @@ _TUPLES = ("accepts", "empty", "cpu", "held", "bytes_in")
 
 
 @dataclass(frozen=True)
+class Reloaded:
+    """Processes of the server's program that started while it was observed and hold its listener as the window
+    ends (reloaded.py: a reload's new worker, a replacement): their accepts are not counted here."""
+
+    pids: tuple[int, ...]
+    after_s: float  # seconds into the window the first of them started (0: before the window, after the choice)
+    # what its config says of the hand-off (HAProxy's multi-queue), read after the window; None: nothing to read
+    handoff: HandOffRead | None = None
+
+
+@dataclass(frozen=True)
 class ObserveResult:
     target: str  # what was asked for: "pid 123", "port 8080"
     program: str  # the workers' command name
@@ -178,6 +189,9 @@ class ObserveResult:
     # what the server's own config said, read while it ran, of handing the connections its threads accept on to
     # other threads (HAProxy's tune.listener.multi-queue: handoff.py); None: nothing to read, or a file from before
     handoff: HandOffRead | None = None
+    # processes of its program that started while it was observed and hold its listener at the end (a reload's);
+    # None: none, or a file from before
+    reloaded: Reloaded | None = None
 
     @property
     def name(self) -> str:
@@ -209,7 +223,7 @@ class ObserveResult:
         data["workers"] = [asdict(w) for w in self.workers]
         data["intervals"] = [{**asdict(i), **{k: list(getattr(i, k)) for k in _TUPLES}} for i in self.intervals]
         data["notes"] = list(self.notes)
-        for name in ("recognised", "process_segments_in", "process_connections", "handoff"):
+        for name in ("recognised", "process_segments_in", "process_connections", "handoff", "reloaded"):
             if data[name] is None:
                 del data[name]  # saved as before the field where it says nothing
         return data
@@ -227,7 +241,7 @@ class ObserveResult:
             mechanism=None if mechanism is None else build(ObservedMechanism, mechanism),  # its lists become tuples
             environment=None if environment is None else build(Environment, environment),
             handoff=None if handoff is None else build(HandOffRead, handoff),
-        )
+        )  # reloaded, with its handoff, is built by build as its own type
 
 
 def _one_value_per_worker(doc: Mapping[str, Any], at: str) -> None:

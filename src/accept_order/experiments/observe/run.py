@@ -19,6 +19,7 @@ import dataclasses
 import threading
 import time
 from contextlib import ExitStack
+from typing import NamedTuple
 
 from ...core.errors import PlanError
 from ...core.handoff import HandOffRead
@@ -30,6 +31,7 @@ from ...servers.watched import gone
 from ..session import RunInterrupted
 from .handoff import read_handoff
 from .observer import INTERVAL_S, Observer, Snapshot
+from .reloaded import boot_clock, netns_of, reload_note, reloaded, replaced_note
 from .result import ObserveResult
 from .server import every_worker_exited, find_server
 
@@ -46,10 +48,12 @@ def observe(
     """Observe the server behind `pid` or `port` for `duration_s` (or until `until` is set). Ctrl-C or
     SIGTERM: RunInterrupted with the result so far. NotServing when nothing serves there."""
     check(pid, port, duration_s, interval_s)
+    chosen_at = boot_clock()  # a process of the server's started after this, holding its listener, is a reload's
     watched = find_server(pid, port)
     handoff = read_handoff(watched)  # its config, read while the server runs: saved with the result
     with ExitStack() as stack:
         observer = Observer(watched, trace, duration_s, interval_s)
+        finish = Finish(handoff, netns_of(watched.netns_pid), chosen_at)
         stack.callback(observer.close)
         try:
             observer.start()
@@ -60,10 +64,10 @@ def observe(
             if not observer.started:  # stopped before anything was measured: nothing to keep
                 raise
             with deferred():
-                result = _finish(observer, handoff, interrupted=True)
+                result = _finish(observer, finish, interrupted=True)
             raise RunInterrupted([result], cause) from None
         with holding() as hold:  # the window is over: a signal now must not lose what was observed
-            result = _finish(observer, handoff)
+            result = _finish(observer, finish)
         if (late := hold.taken()) is not None:
             raise RunInterrupted([result], late)
         keep()  # on to its file: held until it is saved
@@ -125,9 +129,18 @@ def _loop(observer: Observer, on_snapshot: Snapshot | None, until: threading.Eve
             time.sleep(wait)
 
 
-def _finish(observer: Observer, handoff: HandOffRead | None, interrupted: bool = False) -> ObserveResult:
-    """The last interval, with the exact totals bpftrace prints as it stops, and `handoff`: what the server's
-    config said of handing on (handoff.py)."""
+class Finish(NamedTuple):
+    """What the end needs from the start: `handoff`, what the server's config said of handing on (handoff.py); the
+    server's network namespace and when its workers were chosen, to find a reload's newcomers (reloaded.py)."""
+
+    handoff: HandOffRead | None
+    netns: int | None
+    chosen_at: float
+
+
+def _finish(observer: Observer, finish: Finish, interrupted: bool = False) -> ObserveResult:
+    """The last interval, with the exact totals bpftrace prints as it stops, the reading of the hand-off, and a
+    reload's newcomers, looked for once the window is over (reloaded.py)."""
     notes: list[str] = []
     totals = None
     for watch in (observer.watch, observer.acceptor_watch):
@@ -154,11 +167,16 @@ def _finish(observer: Observer, handoff: HandOffRead | None, interrupted: bool =
     observer.tick(totals, last=True, at=read_at if ended is None else ended, usage_at=used)
     if observer.reading is not None:
         observer.mechanism = observer.reading.answer()
-    watched = observer.watched
+    watched, handoff = observer.watched, finish.handoff
     kind = recognise(watched.program, ())
     threads = (watched.threaded, len(watched.listeners), len(watched.units))
     if kind is not None and (note := kind.handed_on(*threads, handoff)):
         notes.append(note)
+    began_at = boot_clock() - (time.monotonic() - observer.started)  # the window's start on the boot clock
+    reload = reloaded(watched, finish.netns, finish.chosen_at, began_at)
+    name = observer.recognised or watched.program  # gunicorn, not python3
+    if reload is not None:
+        notes.append(reload_note(reload, name))
     for index, after in sorted(observer.exited.items()):
         unit = watched.units[index]
         notes.append(
@@ -167,7 +185,7 @@ def _finish(observer: Observer, handoff: HandOffRead | None, interrupted: bool =
         )
     notes += observer.load.notes(watched.threaded, watched.program)
     if observer.everyone_gone():
-        notes.append(every_worker_exited(observer.watched.master))
+        notes.append(every_worker_exited(watched.master, None if reload is None else replaced_note(reload, name)))
     if observer.watched.master is not None and gone(observer.watched.master):
         notes.append(f"the master (pid {observer.watched.master}) exited while it was observed")
-    return dataclasses.replace(observer.result(interrupted, tuple(notes)), handoff=handoff)
+    return dataclasses.replace(observer.result(interrupted, tuple(notes)), handoff=handoff, reloaded=reload)

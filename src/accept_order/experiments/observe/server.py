@@ -249,12 +249,15 @@ def _started(pid: int) -> tuple[int, int]:
         return 1 << 62, pid
 
 
-def every_worker_exited(master: int | None) -> str:
+def every_worker_exited(master: int | None, replaced: str | None = None) -> str:
     """The note where every worker watched exited. A master that runs on has replaced them (gunicorn's
-    --max-requests, a reload): the server did not stop, observe did (the new workers are not watched)."""
+    --max-requests, a reload): the server did not stop, observe did (the new workers are not watched). `replaced`:
+    what a newcomer holding its listener says (reloaded.py's replaced_note), where no master runs on with others."""
     if master is None or gone(master):
-        return "every worker had exited: the server stopped while it was observed"
+        return replaced or "every worker had exited: the server stopped while it was observed"
     if not [child for child in children_of([master]) if not gone(child)]:  # none replaced them (yet)
+        if replaced:  # a newcomer that is no child of this master holds the listener: a new master's (a re-exec)
+            return replaced
         return (
             f"every worker watched had exited and the master (pid {master}) has no other: it may be stopping, or "
             "be about to replace them (the master of a server that stops exits after its workers)"

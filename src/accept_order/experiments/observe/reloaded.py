@@ -1,0 +1,136 @@
+"""A reload (or a replacement) during the window: a process of the server's program, started after observe chose the
+workers, that holds one of its listeners when the window ends. HAProxy's `-sf OLD` starts one that takes the port
+over and soft-stops the old; its master-worker's `kill -USR2` re-executes the master, which forks a new worker and
+hands it the listeners (`-x sockpair@N`); gunicorn's HUP, Apache's or nginx's new workers hold them too. Their
+accepts are not counted (observe watches the workers it chose), and a config read as observe began is not theirs,
+so the result says when it happened and, where the kind reads one (HAProxy's multi-queue: handoff_read), what the
+newcomer's config says, read after the window.
+
+Read from /proc only, once, after the window: each process's command name and start time (a few hundred small
+reads), then the fd table of those that match, against the listeners of the server's ports in its namespace. Not
+the watched workers' own children (a forking server's, whose children hold the listener they inherited)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from ...core.handoff import HandOffRead
+from ...probes.serving import children_of, namespace_listeners, process_info, socket_inodes
+from ...servers.registry import recognise
+from .result import Reloaded
+from .server import Watched, threads
+
+
+def boot_clock() -> float:
+    """Seconds since boot, on the clock /proc/PID/stat's start times count (CLOCK_BOOTTIME)."""
+    return time.clock_gettime(time.CLOCK_BOOTTIME)
+
+
+def netns_of(pid: int) -> int | None:
+    """The inode of `pid`'s network namespace; None where it has gone or may not be read."""
+    try:
+        return os.stat(f"/proc/{pid}/ns/net").st_ino
+    except OSError:
+        return None
+
+
+def reloaded(watched: Watched, netns: int | None, chosen_at: float, began_at: float) -> Reloaded | None:
+    """The processes named as the workers, in the server's network namespace (`netns`), started after `chosen_at`
+    (boot_clock: when observe chose the workers), that hold a listener on its ports now; when the first started, in
+    seconds after `began_at` (the window's start, boot_clock), and what its config says of the hand-off. None where
+    there is none."""
+    tick = os.sysconf("SC_CLK_TCK")
+    known = {*watched.workers, *(p for p in (watched.master, watched.acceptor) if p is not None)}
+    theirs = children_of(watched.workers)  # a forking server's children hold the listener they inherited
+    found: dict[int, float] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or (pid := int(name)) in known or pid in theirs:
+            continue
+        started = _started_s(pid, tick)
+        if started is None or started <= chosen_at or _comm(pid) != watched.program or netns_of(pid) != netns:
+            continue
+        if _holds_listener(pid, watched.ports):
+            found[pid] = started
+    if not found:
+        return None
+    first = min(found, key=lambda p: (found[p], p))
+    return Reloaded(tuple(sorted(found)), round(max(0.0, found[first] - began_at), 1), _handoff(watched, first))
+
+
+def _started_s(pid: int, tick: int) -> float | None:
+    """When `pid` started, in seconds since boot (/proc/PID/stat's starttime); None where it has gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rpartition(b")")[2].split()[19]) / tick
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _comm(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as f:
+            return f.read().rstrip("\n")
+    except OSError:
+        return None
+
+
+def _holds_listener(pid: int, ports: tuple[int, ...]) -> bool:
+    """Whether `pid`'s fd table holds a listening socket on one of `ports` in its namespace (not this user's to
+    read, or gone: not known to, so no)."""
+    try:
+        held = socket_inodes(pid)
+    except OSError:
+        return False
+    return any(row.inode in held for row in namespace_listeners(pid) if row.port in ports)
+
+
+def _handoff(watched: Watched, pid: int) -> HandOffRead | None:
+    """What the newcomer's config says of handing on, where its kind reads one and its threads may hand on (one
+    listener shared by several): read now, after the window, as read_handoff read the watched workers'."""
+    info = process_info(pid)
+    kind = recognise(info.name, info.argv) if info is not None else None
+    if info is None or kind is None:
+        return None
+    count = len(threads(pid))
+    if kind.handed_on(count > 1, len(watched.listeners), count) is None:
+        return None
+    return kind.handoff_read(info.argv, pid)
+
+
+def reload_note(reload: Reloaded, program: str) -> str:
+    """The note that says it: when, which processes, and that their accepts are not among the counts."""
+    pids = ", ".join(map(str, reload.pids))
+    which = f"pid {pids}" if len(reload.pids) == 1 else f"pids {pids}"
+    return (
+        f"{program} was reloaded or replaced {reload.after_s:.1f} s into the window: {which}, started then, "
+        f"{'holds' if len(reload.pids) == 1 else 'hold'} its listener as the window ends, and "
+        f"{'its' if len(reload.pids) == 1 else 'their'} accepts are not counted here (observe counts the workers it "
+        "chose as it began)"
+    )
+
+
+def replaced_note(reload: Reloaded, program: str) -> str:
+    """The note where every worker watched exited and a newcomer holds the listener: not a server that stopped."""
+    return (
+        f"every worker watched had exited: {program} was reloaded or replaced {reload.after_s:.1f} s in (see the "
+        "note above) and serves on in its new workers, which are not watched, so observe ended there"
+    )
+
+
+def reload_clause(reload: Reloaded | None, name: str) -> str:
+    """What the hand-off line adds after a reload: the reading above is the watched threads' (read as observe began);
+    the newcomer's config, read after the window, says its own, with its doubts."""
+    if reload is None:
+        return ""
+    pids = ", ".join(map(str, reload.pids))
+    which = f"pid {pids}, which serves" if len(reload.pids) == 1 else f"pids {pids}, which serve"
+    said = "; the threads counted are those watched from the start, whose config was read as observe began: "
+    said += f"{name} reloaded {reload.after_s:.1f} s in, and {which} since, {'is' if len(reload.pids) == 1 else 'are'} "
+    said += "not counted"
+    read = reload.handoff
+    if read is None:
+        return said
+    doubts = "".join(f": {doubt}" if i == 0 else f"; {doubt}" for i, doubt in enumerate(read.doubts))
+    unknown = "" if read.hands_on is not None else f" (so its hand-off is not known{doubts})"
+    return f"{said}: {read.said}, read after the window{unknown}"
