@@ -28,7 +28,7 @@ class LoadSummary(TypedDict, total=False):
 
 
 class Carries(Protocol):
-    """What one worker process's connections carried (load.py's Carried)."""
+    """What one worker process's connections carried (load_tally.py's Carried)."""
 
     segments_in: int
     connections: set[int]
