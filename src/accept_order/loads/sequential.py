@@ -136,7 +136,7 @@ def _one_at_a_time(
     read (Books.cut)."""
     address, timeout_s, count = target.address, load.timeout_s, load.connections
     request = target.protocol.request
-    holds_socket = books.holds_socket
+    holds_socket, whole = books.holds_socket, books.whole
     family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
     poller = select.poll()
     register, unregister, poll, modify = poller.register, poller.unregister, poller.poll, poller.modify
@@ -263,7 +263,7 @@ def _one_at_a_time(
                                 data += sock.recv(MAX_REPLY)  # after what an earlier wakeup took, if any
                                 done = len(data) < MAX_REPLY
                                 if not done:  # a reply as long as the buffer: read on, as after data alone
-                                    data, done, error = take(sock, data, 0, holds_socket)
+                                    data, done, error = take(sock, data, 0, holds_socket, whole)
                             elif unsent and events & select.POLLOUT and not events & broken:
                                 try:
                                     unsent = unsent[sock.send(unsent) :]
@@ -273,7 +273,7 @@ def _one_at_a_time(
                                     if not unsent:
                                         modify(fd, READABLE)
                             else:
-                                data, done, error = take(sock, data, events, holds_socket)
+                                data, done, error = take(sock, data, events, holds_socket, whole)
                         if gone and done:
                             dead = True  # recorded below as served, then the exit is said
                         elif gone or dead and not done:

@@ -62,12 +62,17 @@ def death_watch(fds: list[int]) -> select.epoll | None:
     return watch
 
 
-def take(sock: RawSocket, data: bytes, events: int, holds_socket: bool) -> tuple[bytes, bool, str | None]:
+def take(
+    sock: RawSocket, data: bytes, events: int, holds_socket: bool, whole: Callable[[bytes], int] | None = None
+) -> tuple[bytes, bool, str | None]:
     """Read what the socket has now: (the reply so far, finished, error).
 
     Finished on EOF, an error, or a reply that is too long. With the peer's FIN already in (POLLRDHUP
     alone), a recv that did not fill the buffer took everything the worker sent: finished without the
-    recv that would only say EOF. Otherwise, after data, the next wakeup brings the rest or the EOF."""
+    recv that would only say EOF. Otherwise, after data, the next wakeup brings the rest or the EOF. Where
+    the server holds the connection until it is attributed, finished at the first data, unless `whole` (the
+    protocol's framing, Books.whole) says the reply is not whole yet: gunicorn's head and body came in two
+    segments in 1 connection of 100, and the head alone read as a 200 with an empty body."""
     fin = events & CLOSED_MASK == POLLRDHUP
     while True:
         try:
@@ -79,7 +84,7 @@ def take(sock: RawSocket, data: bytes, events: int, holds_socket: bool) -> tuple
         if not chunk or len(data) >= MAX_REPLY:
             return data, True, None  # EOF: the worker answered and closed (or the reply is too long)
         data += chunk
-        if holds_socket:  # attribute while the server still holds the connection, then close it
+        if holds_socket and (whole is None or whole(data)):  # attribute while the server holds it, then close
             return data, True, None
         if len(chunk) < MAX_REPLY:
             return data, fin, None
@@ -108,6 +113,9 @@ class Books:
     ) -> None:
         self.attribution = target.attribution
         self.holds_socket = self.attribution.holds_socket
+        # Where the server holds each connection: the length of a whole reply at the start of what was read, 0
+        # while it is not (the protocol's framing: an HTTP head's Content-Length or chunks); None: its first data.
+        self.whole = target.protocol.reply_end if self.holds_socket and target.protocol.keeps_open else None
         self.pids = target.pids  # the live list: a remote target learns its workers' pids from the replies
         protocol = target.protocol
         self.body = protocol.body if protocol.request else None
@@ -230,7 +238,9 @@ class Books:
         # makes of it, a failure too. A reply read up to the peer's end (peeked) may still have lost a later part
         # inside the recv that read it, as one read before anything does: served where it names a worker, else
         # aborted, not said to be the server's failure.
-        whole = ended_ns is not None or bool(data) and self.holds_socket
+        whole = (
+            ended_ns is not None or bool(data) and self.holds_socket and (self.whole is None or self.whole(data) > 0)
+        )
         if error is None and (whole or data and _at_its_end(sock)):
             try:
                 worker, why = self.worker_of(data, sock, started_ns)

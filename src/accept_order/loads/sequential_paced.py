@@ -48,7 +48,7 @@ def drive_paced(
     record, or a served one where its whole reply was read (Books.cut)."""
     address, count, gap_s, timeout_s = target.address, load.connections, load.gap_ms / 1000, load.timeout_s
     request = target.protocol.request
-    holds_socket = books.holds_socket
+    holds_socket, whole = books.holds_socket, books.whole
     family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
     poller = select.poll()
     register, unregister, poll = poller.register, poller.unregister, poller.poll
@@ -137,7 +137,7 @@ def drive_paced(
                     if f.unsent and events & select.POLLOUT and not events & (select.POLLERR | select.POLLHUP):
                         send(f)
                     else:
-                        f.data, done, error = take(f.sock, f.data, events, holds_socket)
+                        f.data, done, error = take(f.sock, f.data, events, holds_socket, whole)
                         if done:
                             finish(f, error)
                 elif fd in death_fds:
