@@ -20,7 +20,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import IO, TYPE_CHECKING, Any
 
 from ..core.errors import OutputError
-from ..core.finished import outcome_text
+from ..core.finished import outcome_text, short_outcome_text
 from ..core.text import escape_controls
 from .whole import WholeFile, write_all
 
@@ -303,25 +303,24 @@ def progress_bar(
     if console is None or (total is not None and total < threshold):
         yield lambda *_: None
         return
-    from rich.progress import MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import MofNCompleteColumn, TextColumn
 
-    from .bars import BarState, bar_or_state, figures, said_by
+    from .bars import BarState, bar_layouts, fitted_progress
 
     state = BarState(total, by_count, timeout_s, ticks)
     count = MofNCompleteColumn() if by_count else TextColumn(f"{{task.fields[done]}} {unit}")
-    outcome = TextColumn("{task.fields[outcome]}")  # how the finished ones ended: a count alone looked well
-    columns = [said_by(label if callable(label) else lambda: label), bar_or_state(state)]
-    columns += figures(count, outcome, TimeElapsedColumn())
-    bar = Progress(*columns, console=console, transient=True, expand=True)  # the bar takes what the rest leaves
+    layouts = bar_layouts(label if callable(label) else lambda: label, state, count)
+    bar = fitted_progress(layouts, console=console, transient=True, expand=True)  # the bar takes what is left
     _BARS.append(bar)
     try:
         _start(bar)
-        task = bar.add_task("", total=total, done=0, outcome="")
+        task = bar.add_task("", total=total, done=0, outcome="", short="")
 
         def update(done: int, elapsed: float = 0.0) -> None:
             state.update(done, elapsed)
             said = outcome_text(done)  # "" for a bare count (a tick that carries no split)
-            bar.update(task, completed=done if by_count else min(elapsed, total or 0.0), done=done, outcome=said)
+            completed = done if by_count else min(elapsed, total or 0.0)
+            bar.update(task, completed=completed, done=done, outcome=said, short=short_outcome_text(done))
 
         yield update
     finally:

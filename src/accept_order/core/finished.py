@@ -57,3 +57,14 @@ def published(progress: Sequence[int]) -> Finished:
     return Finished(
         sum(values[FINISHED_AT::PUBLISHED]), sum(values[SERVED_AT::PUBLISHED]), sum(values[TIMED_OUT_AT::PUBLISHED])
     )
+
+
+def short_outcome_text(done: int) -> str:
+    """outcome_text where a narrow terminal has no room for it: the failures alone, beside the count that says how
+    many finished (`0 failed`, `2,950 timed out` where every failure so far timed out); "" for a bare count."""
+    if not isinstance(done, Finished):
+        return ""
+    timed_out = min(done.timed_out, done.failed)
+    if timed_out and timed_out == done.failed:
+        return f"{timed_out:,} timed out"
+    return f"{done.failed:,} failed"
