@@ -30,6 +30,7 @@ from .attached_counts import kernel_counts_text, served_known, unplaced_text
 from .headlines import headline
 from .kept_load_words import finished_unit
 from .kept_report import kept_parts
+from .kept_tail import kept_tail_verdict
 from .load_notes import load_notes
 from .merged_note import merged_note
 from .model_queues import queues_text
@@ -188,6 +189,7 @@ def latency_report(result: LatencyResult) -> RenderableType:
         *([Text(threads, style="yellow")] if (threads := threads_note(result.evidence)) else []),  # an attached HAProxy
         *([note] if (note := v6only_note(result.evidence, result.server.host)) is not None else []),
         *kept_parts(result),
+        *([Text(said)] if (said := kept_tail_verdict(result)) else []),  # the split and the tails, judged
         *([note] if (note := kernel_counts_text(result)) is not None else []),
         *([note] if (note := unplaced_text(result)) is not None else []),
         *unseen_parts(result.server, brought(result.evidence.get("observed_on", ()))),

@@ -1,0 +1,77 @@
+"""One run's verdict on connections kept for its whole life: how they split over the workers, and whether each
+worker's tail follows what it held.
+
+A keep-alive pool stays with the workers that accepted it, so a worker holding more of it queues more requests
+behind each other: nginx's epoll split a pool of 32 1/17/11/3 and the worker holding 17 had a p99 of 224 ms,
+the one holding 1, 25 ms. A single run printed both in its kept table and no verdict; `--modes` runs had the
+split in theirs (pool_split.py). The split is judged as pool_split judges it (one draw of its connections:
+chance's, or beyond it); the tails are ranked against it pair by pair, workers that held the same left out."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ...core.text import plural
+from .kept_report import worker_percentile
+from .pool_split import split_of
+from .result import LatencyResult
+
+
+def _ms(us: int) -> str:
+    return f"{us / 1000:.2f} ms"
+
+
+def tails_follow(held: list[int], p99s: list[int | None]) -> tuple[int, int]:
+    """(pairs whose p99s rank as their connections held do, pairs that rank the other way), over the workers that
+    held some and served some; pairs that held the same, or whose p99s tie, are in neither."""
+    known = [(h, p) for h, p in zip(held, p99s, strict=True) if h and p is not None]
+    follow = against = 0
+    for i, (h1, p1) in enumerate(known):
+        for h2, p2 in known[i + 1 :]:
+            sign = (h1 - h2) * (p1 - p2)
+            follow += sign > 0
+            against += sign < 0
+    return follow, against
+
+
+def kept_tail_verdict(result: LatencyResult) -> str | None:
+    """`Verdict: worker 1 held 17 of the 32 connections ...`; None where the run's connections were not kept for
+    its whole life with a known split (split_of), or fewer than two workers served any."""
+    split = split_of(result)
+    if split is None:
+        return None
+    held = list(split.counts)
+    total = sum(held)
+    p99s = [worker_percentile(result, i, 99.0) if n else None for i, n in enumerate(held)]
+    serving = [i for i, p in enumerate(p99s) if p is not None]
+    if len(serving) < 2:
+        return None
+    most = max(held)
+    top = [i for i, n in enumerate(held) if n == most]
+    who = ("worker " if len(top) == 1 else "workers ") + " and ".join(map(str, top))
+    each = " each" if len(top) > 1 else ""
+    said = replace(split, name="the split").said()
+    lines = [
+        f"Verdict: {who} held {most}{each} of the {plural(total, 'connection')} kept for the whole run "
+        f"({most / total:.0%}{each}; an even share is {1 / len(held):.0%}): {said}."
+    ]
+    follow, against = tails_follow(held, p99s)
+    tails = ", ".join(f"worker {i} ({held[i]}): {_ms(p)}" for i in serving if (p := p99s[i]) is not None)
+    if follow and not against:
+        how = "the tails follow the split: each worker that held more connections had the higher p99"
+    elif against and not follow:
+        how = "the tails run against the split: each worker that held more connections had the lower p99"
+    elif follow or against:
+        how = (
+            f"the tails follow the split only in part ({follow} of {follow + against} pairs of workers have the "
+            "higher p99 where they held more)"
+        )
+    else:
+        how = "no two workers held different counts with different p99s: the tails say nothing of the split"
+    lines.append(f"p99 per worker (connections held): {tails}: {how}.")
+    lines.append(
+        f"How sure: one run: its split is one draw of its {plural(total, 'connection')}, and each p99 rests on the "
+        "requests of its worker's own connections; --repeat says in how many runs it holds, --modes puts other "
+        "accept modes beside it"
+    )
+    return " ".join(lines)
