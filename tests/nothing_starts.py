@@ -1,5 +1,5 @@
 """A fixture for the tests of a command refused before anything starts: `nothing_starts` is every server the run
-would have started (none must: every run's server is made in session.lifecycle) and 'netns' where a private network
+would have started (none must: every run's server is made in lifecycle.lifecycle) and 'netns' where a private network
 namespace would have been made (reload's); each of those raises at once, so a refusal that came too late fails.
 Imported by name (`from nothing_starts import nothing_starts`), as conftest's helpers are (tests/ is on sys.path;
 no test_ prefix, so pytest collects nothing here).
@@ -13,7 +13,7 @@ import pytest
 
 from accept_order.core import netns
 from accept_order.core.spec import ServerSpec
-from accept_order.experiments import session
+from accept_order.experiments import lifecycle
 
 
 @pytest.fixture
@@ -29,6 +29,6 @@ def nothing_starts(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
         started.append("netns")
         raise AssertionError("a private network namespace was made before the command was refused")
 
-    monkeypatch.setattr(session, "make_target", make_target)
+    monkeypatch.setattr(lifecycle, "make_target", make_target)
     monkeypatch.setattr(netns, "enter_private", enter_private)
     return started

@@ -16,7 +16,8 @@ from test_clients_report import host, notes
 
 from accept_order.core.hosts import ClientHosts, HostOutcome
 from accept_order.core.spec import ConcurrentLoad, ServerSpec
-from accept_order.experiments.session import Loading, drive_load, lifecycle
+from accept_order.experiments.lifecycle import lifecycle
+from accept_order.experiments.session import Loading, drive_load
 from accept_order.loads.hosts import gateways
 
 

@@ -26,7 +26,7 @@ from accept_order.core.errors import PlanError, WorkerError
 from accept_order.core.histogram import LatencyHistogram
 from accept_order.core.measures import DriverStats, Environment, WorkerCounters
 from accept_order.core.spec import ConcurrentLoad, ServerSpec, open_file_limit, pinned, sized
-from accept_order.experiments import documents, session
+from accept_order.experiments import documents, lifecycle
 from accept_order.experiments.documents import render_document
 from accept_order.experiments.latency import api as latency_api
 from accept_order.experiments.latency.compare_report import compare_lines
@@ -218,7 +218,7 @@ def test_a_worker_that_dies_ends_the_run_with_its_name(monkeypatch: pytest.Monke
 def test_workers_start_in_the_single_serving_hook(monkeypatch: pytest.MonkeyPatch) -> None:
     """Workers start in one place (the session's lifecycle), and whatever its evidence capture records
     lands in the result: the place for a kernel capture."""
-    original_target = session.make_target
+    original_target = lifecycle.make_target
     started: list[ServerSpec] = []
     captured: list[list[int]] = []
 
@@ -231,8 +231,8 @@ def test_workers_start_in_the_single_serving_hook(monkeypatch: pytest.MonkeyPatc
             captured.append(list(pids))
             return {**super().after(port, pids), "hook": {"pids": list(pids)}}
 
-    monkeypatch.setattr(session, "make_target", counting)
-    monkeypatch.setattr(session, "EvidenceCapture", Capturing)
+    monkeypatch.setattr(lifecycle, "make_target", counting)
+    monkeypatch.setattr(lifecycle, "EvidenceCapture", Capturing)
     server, load = small(connections=20)
     result = run_latency((server, load))
     assert started == [sized(server, load.concurrency)] and len(captured) == 1  # sized: for launched servers

@@ -21,7 +21,7 @@ from accept_order.core.cpus import allowed_cpus
 from accept_order.core.errors import ServerUnavailable
 from accept_order.core.measures import ConnectionRecord
 from accept_order.core.spec import SequentialLoad, ServerSpec
-from accept_order.experiments import documents, session
+from accept_order.experiments import documents, lifecycle, session
 from accept_order.experiments.order.result import RunResult
 from accept_order.servers.launched.nginx_config import NGINX_MODES, nginx_binary, render_config
 
@@ -135,14 +135,14 @@ def test_nginx_epoll_first_connections_are_its_mechanisms() -> None:
 
 def test_nginx_processes_and_files_are_the_tools(monkeypatch: pytest.MonkeyPatch) -> None:
     targets: list[Any] = []
-    make_target = session.make_target
+    make_target = lifecycle.make_target
 
     def capturing(*args: Any, **kwargs: Any) -> Any:
         target = make_target(*args, **kwargs)
         targets.append(target)
         return target
 
-    monkeypatch.setattr(session, "make_target", capturing)
+    monkeypatch.setattr(lifecycle, "make_target", capturing)
     before = snapshot(*SYSTEM_DIRS)
     system_pid = os.path.exists("/run/nginx.pid")
     seen: dict[str, Any] = {}

@@ -41,7 +41,7 @@ VALUE_RECORDS = (
     "accept_order.servers.modes.base.ModeOptions",
     "accept_order.servers.registry.Plan",
     "accept_order.core.target.ReplyAttribution",
-    "accept_order.experiments.session.Measured",
+    "accept_order.experiments.lifecycle.Measured",
     "accept_order.servers.worker.WorkerConfig",
     "accept_order.servers.modes.base.Listeners",
 )

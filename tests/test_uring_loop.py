@@ -552,7 +552,7 @@ def test_io_uring_where_it_cannot_run_is_refused_before_any_server_starts(
     no_uring: None, monkeypatch: pytest.MonkeyPatch, args: list[str]
 ) -> None:
     """The load generator would refuse it too, but only once the server is up (an nginx started for nothing)."""
-    from accept_order.experiments import session
+    from accept_order.experiments import lifecycle, session
     from accept_order.experiments.latency import api as latency_api
     from accept_order.experiments.order import api as order_api
     from accept_order.servers import registry
@@ -562,7 +562,7 @@ def test_io_uring_where_it_cannot_run_is_refused_before_any_server_starts(
 
     # every name a server is planned through, also where a module bound it at import (a module first imported
     # under this patch would keep the fake for the rest of the process: later tests' loads all failed)
-    for module, name in [(registry, "plan"), (registry, "variants"), (session, "plan")]:
+    for module, name in [(registry, "plan"), (registry, "variants"), (session, "plan"), (lifecycle, "plan")]:
         monkeypatch.setattr(module, name, planned)
     monkeypatch.setattr(latency_api, "variants", planned)
     monkeypatch.setattr(order_api, "variants", planned)

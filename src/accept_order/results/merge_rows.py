@@ -32,7 +32,7 @@ _PER_WORKER_COUNTS = ("served", "connections", "held_at_end")
 
 def unfixed(run: dict[str, Any]) -> tuple[str, ...]:
     """The server's settings two files of one server may differ in: one known by its replies is kept with as
-    many workers as answered (-w the least: session.as_answered), so a file, or a merge, that heard from more
+    many workers as answered (-w the least: lifecycle.as_answered), so a file, or a merge, that heard from more
     workers than another is still the same server."""
     return ("workers",) if run["server"].get("server") in _NUMBERED_BY_REPLIES else ()
 
@@ -165,7 +165,7 @@ def realigned(run: dict[str, Any], placed: dict[int, int]) -> dict[str, Any]:
 
 def widen(run: dict[str, Any]) -> None:
     """A server known by its replies kept with as many workers as its rows, once a worker new to the first file
-    took a row past its last (as a file of one load keeps those that answered beyond -w: session.as_answered)."""
+    took a row past its last (as a file of one load keeps those that answered beyond -w: lifecycle.as_answered)."""
     if run["server"].get("server") in _NUMBERED_BY_REPLIES and _width(run) > run["server"].get("workers", 0):
         run["server"]["workers"] = _width(run)
 

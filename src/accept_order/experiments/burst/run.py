@@ -1,6 +1,6 @@
 """The burst experiment (seed 004's table): N clients connect at once; how long until every one is served?
 
-One server per (server, mode), started once through session.lifecycle; against it, one burst per client
+One server per (server, mode), started once through lifecycle.py's lifecycle; against it, one burst per client
 count, smallest first, each a closed loop whose every slot makes exactly one connection (so all N connects
 go out at once, split over the driver processes). Per burst: the time from the first connect to the last
 reply, the failures by errno, the spread over workers, and the kernel's overflow counters around it.
@@ -42,7 +42,8 @@ from ...probes import netstat
 from ...probes.listen_drops import dropped_between
 from ...probes.listeners import drops_reading
 from ...servers.registry import elsewhere
-from ..session import Measured, RunInterrupted, RunStopped, as_answered, drive_load, lifecycle, run_each
+from ..lifecycle import Measured, as_answered, lifecycle
+from ..session import RunInterrupted, RunStopped, drive_load, run_each
 from .result import BurstCell, BurstRun
 
 MAX_CLIENTS = 1_000_000

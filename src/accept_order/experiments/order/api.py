@@ -12,7 +12,8 @@ from ...core.errors import PlanError
 from ...core.measures import ConnectionRecord
 from ...core.spec import SequentialLoad, ServerSpec, renamed
 from ...servers.registry import checked, variants
-from ..session import Measured, lifecycle, run_each, run_sequential
+from ..lifecycle import Measured, lifecycle
+from ..session import run_each, run_sequential
 from .result import RunResult
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """The breaking-point experiment (seed 002): step the offered load up until the server stops holding it.
 
-One server, started once (session.lifecycle); against it, one step per offered load, each for a fixed
+One server, started once (lifecycle.py); against it, one step per offered load, each for a fixed
 time: a fixed rate of new connections (open loop, the honest way to see queueing, as wrk2 does: each
 connection is timed from when it was due) or a number of connections in flight (closed loop). A step holds
 when nothing failed (or no more than --max-errors) and the tail stays under the bounds given. At each step
@@ -39,7 +39,8 @@ from ...probes.sockets import socket_summary
 from ...render.evidence import listener_drops_said, machine_busy
 from ...render.text import plural
 from ...servers.registry import elsewhere
-from ..session import Measured, RunInterrupted, RunStopped, Tick, as_answered, drive_load, lifecycle
+from ..lifecycle import Measured, as_answered, lifecycle
+from ..session import RunInterrupted, RunStopped, Tick, drive_load
 from .result import RampResult, RampStep
 
 SATURATED = 0.9  # a worker (or the workers together) on a CPU this share of the step is CPU-bound

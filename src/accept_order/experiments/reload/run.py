@@ -2,7 +2,7 @@
 
 Runs inside the private network namespace the caller entered (netns.enter_private), where it sets
 net.ipv4.tcp_migrate_req for each run; the host's setting is never read for writing, never changed.
-The lifecycle (start, evidence, stop, every process ended on every path) is session.lifecycle's.
+The lifecycle (start, evidence, stop, every process ended on every path) is lifecycle.py's.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from ...core.totals import loops_ran
 from ...loads.drive_loop import TICK_S
 from ...servers.kind_option_checks import shared
 from ...servers.registry import KINDS, mode_info, runnable
-from ..session import Loading, Measured, RunInterrupted, Tick, drive_load, lifecycle, run_each
+from ..lifecycle import Measured, lifecycle
+from ..session import Loading, RunInterrupted, Tick, drive_load, run_each
 from .result import GONE_TIMEOUT_S, HOWS, ReloadRun
 
 if TYPE_CHECKING:
