@@ -22,7 +22,7 @@ from accept_order.core.load_summary import ServerCloses
 from accept_order.core.spec import ConcurrentLoad
 from accept_order.experiments.latency.experiment import compare_verdict
 from accept_order.experiments.latency.pool_split import repeated_split_note
-from accept_order.experiments.latency.repeated import LATENCY_COMPARE_REPEATED
+from accept_order.experiments.latency.repeated import LATENCY_COMPARE_REPEATED, SWEEP_REPEATED
 from accept_order.experiments.latency.result import LatencyCompareResult, LatencyResult
 from accept_order.experiments.latency.sweep_verdict import sweep_split_note
 
@@ -172,3 +172,24 @@ def test_a_sweep_whose_caps_bound_ranks_their_splits(tmp_path: Path) -> None:
     runs = [LatencyResult.from_dict(run) for run in data["runs"]]
     same = sweep_split_note(runs, applies=False)  # a server the cap does not change: every cap ran the same one
     assert "no cap is named: --accept-batch does not apply to this server" in same, same
+
+
+def _sweep_repeat_said(rounds: list[list[LatencyResult]]) -> str:
+    console = Console(width=3000, record=True, file=io.StringIO())
+    console.print(*SWEEP_REPEATED.report(rounds))  # type: ignore[arg-type]
+    return " ".join(console.export_text().split())
+
+
+def test_sweep_repeat_says_it_by_cap_and_ranks_no_round_its_caps_did_not_part() -> None:
+    runs = [LatencyResult.from_dict(run) for run in json.loads(SWEEP_POOL.read_text())["runs"]]
+    said = _sweep_repeat_said([runs, runs])  # no wakeup above 1, the smallest cap, in either round: none ranked
+    assert "1 limit uneven beyond chance in 2 of 2 (median Jain 0.492 over its connections)" in said, said
+    assert "no cap spread them more evenly in any round: in each, the splits were all chance's" in said, said
+    assert "in 2 of them, whatever the splits: no wakeup of any run took more than the smallest cap allows" in said
+    # the caps bound (a wakeup of the uncapped run took 2): the one-run rule, round by round
+    bound = [dataclasses.replace(r, counters=tuple(dataclasses.replace(c, max_batch=2) for c in r.counters))
+             if r.server.accept_batch == 0 else r for r in runs]  # fmt: skip
+    evener = dataclasses.replace(runs[0], connections=(4, 4, 5, 3), held_at_end=(4, 4, 5, 3))
+    said = _sweep_repeat_said([[evener, *bound[1:]], bound])
+    assert "1 limit spread them more evenly in 1 of 2 rounds (in the others, none: the splits were all" in said, said
+    assert "whatever the splits" not in said, said

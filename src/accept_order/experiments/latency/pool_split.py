@@ -155,10 +155,16 @@ def _named(split: Split | None, name: str) -> Split | None:
     return None if split is None else replace(split, name=name)
 
 
-def repeated_split_note(variants: dict[str, list[LatencyResult]]) -> str:
-    """`--repeat` over connections kept for the whole run: per mode in how many runs its split was uneven beyond
-    chance and its median Jain's index over the connections; which mode spread them more evenly in how many rounds
-    (the one-run rule, round by round). '' where fewer than two modes have a split in every round."""
+def repeated_split_note(
+    variants: dict[str, list[LatencyResult]],
+    what: str = "mode",
+    unranked: Callable[[Sequence[LatencyResult]], str] = lambda runs: "",
+) -> str:
+    """`--repeat` over connections kept for the whole run: per variant in how many runs its split was uneven beyond
+    chance and its median Jain's index over the connections; which spread them more evenly in how many rounds (the
+    one-run rule, round by round). '' where fewer than two variants have a split in every round. `what`: what the
+    variants differ by (a mode, a cap); `unranked(a round's runs)`: why that round names none whatever its splits
+    ('' where it may: sweep's caps that bound no wakeup, sweep_verdict.split_unranked)."""
     splits = {label: [_named(split_of(r), label) for r in runs] for label, runs in variants.items()}
     known = {label: [s for s in runs if s is not None] for label, runs in splits.items()}
     if sum(1 for runs in known.values() if runs) < 2:
@@ -174,29 +180,28 @@ def repeated_split_note(variants: dict[str, list[LatencyResult]]) -> str:
             f"(median Jain {jains[len(jains) // 2]:.3f} over its connections)"
         )
     rounds = list(zip(*splits.values(), strict=True))
-    whole = [[s for s in row if s is not None] for row in rounds]
-    whole = [row for row in whole if len(row) >= 2]
+    runs_of = list(zip(*variants.values(), strict=True))
+    whole = [([s for s in row if s is not None], ran) for row, ran in zip(rounds, runs_of, strict=True)]
+    whole = [(row, ran) for row, ran in whole if len(row) >= 2]
     wins: dict[str, int] = {}
-    named = 0  # rounds that named a mode: one each may name another mode, so no one mode's wins say how many
-    for row in whole:
+    named = 0  # rounds that named one: one each may name another, so no one variant's wins say how many
+    reasons: list[str] = []  # why rounds named none whatever their splits
+    for row, ran in whole:
+        if why := unranked(ran):
+            reasons.append(why)
+            continue
         better = more_even(row)
         named += bool(better)
         for label in better:
             wins[label] = wins.get(label, 0) + 1
+    others = "the splits were all chance's, all beyond it, or Jain ordered them otherwise"
+    if reasons:
+        others = f"{others}; in {len(reasons)} of them, whatever the splits: {'; '.join(dict.fromkeys(reasons))}"
     if wins:
         ranked = "; ".join(f"{label} spread them more evenly in {n} of {len(whole)}" for label, n in wins.items())
-        if named < len(whole):
-            ranked += (
-                " rounds (in the others, none: the splits were all chance's, all beyond it, or Jain ordered them "
-                "otherwise)"
-            )
-        else:
-            ranked += " rounds"
+        ranked += f" rounds (in the others, none: {others})" if named < len(whole) else " rounds"
     else:
-        ranked = (
-            "no mode spread them more evenly in any round: in each, the splits were all chance's, all beyond it, "
-            "or Jain ordered them otherwise"
-        )
+        ranked = f"no {what} spread them more evenly in any round: in each, {others}"
     return (
         "Connections per worker over the runs (each kept for the whole run, so its worker's load to the end; a run's "
         f"split is one draw of its connections): {'; '.join(per_mode)}; {ranked}"

@@ -30,6 +30,7 @@ from .pool_split import repeated_split_note
 from .report import own_failures
 from .result import LATENCY_SHAPE, LatencyResult
 from .sweep_report import caps_not_applied
+from .sweep_verdict import split_unranked
 from .work_share import repeated_work_note
 
 COLUMNS = ("run", "count", "failed", "p50_us", "p99_us", "p999_us", "max_us", "wall_s")
@@ -129,7 +130,7 @@ def _report(repeated: Repeated, rounds: Rounds) -> list[RenderableType]:
             runs = "run in its one round" if len(rounds) == 1 else f"run in each of the {len(rounds)} rounds"
             what = "cap" if repeated.of == SWEEP_KIND else "mode"
             parts.append(Text(f"Verdict: no {what} ranked: {latency_paced_said(runs, CLOCKS)}", style="yellow"))
-        if split := repeated_split_note(by_variant(repeated, rounds)):  # the pool's split, beside the tails
+        if split := _split_note(repeated, rounds):  # the pool's split, beside the tails
             parts.append(Text(split))
         if work := repeated_work_note(by_variant(repeated, rounds)):  # unlike clocks part every round alike
             parts.append(Text(work[0].upper() + work[1:], style="yellow"))
@@ -152,6 +153,16 @@ def _report(repeated: Repeated, rounds: Rounds) -> list[RenderableType]:
         parts.extend([host] if host else [])
         parts.extend(listener_drops_lines(repeated, rounds))
     return parts
+
+
+def _split_note(repeated: Repeated, rounds: Rounds) -> str:
+    """How each variant split a pool over the runs; a sweep's by cap, as one sweep's verdict says it (a round whose
+    cap could not have parted the splits ranks none: sweep_verdict.split_unranked)."""
+    variants = by_variant(repeated, rounds)
+    if repeated.of != SWEEP_KIND:
+        return repeated_split_note(variants)
+    applies = not caps_not_applied(rounds[0][0])
+    return repeated_split_note(variants, "cap", lambda runs: split_unranked(runs, applies))
 
 
 def _paced_apart(rounds: Rounds, ranked: Rounds) -> str:

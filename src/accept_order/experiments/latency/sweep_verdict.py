@@ -357,17 +357,23 @@ def sweep_verdict(results: Sequence[LatencyResult], applies: bool = True) -> Swe
     return SweepVerdict(ranking, tuple(n for n, _ in lost), pick, _sentences(parts), sure)
 
 
+def split_unranked(results: Sequence[LatencyResult], applies: bool = True) -> str:
+    """Why no cap is ranked on how its run split a pool ('' where one may be): the cap cannot have parted the
+    splits where it does not apply to the server, or where no wakeup took more than the smallest cap allows (a
+    pool opened one connection at a time)."""
+    if not applies:
+        return "--accept-batch does not apply to this server, so every cap ran the same server"
+    if never_bound(results) is not None:
+        return (
+            "no wakeup of any run took more than the smallest cap allows, so what parts the splits is most likely one "
+            "run from another"
+        )
+    return ""
+
+
 def sweep_split_note(results: Sequence[LatencyResult], applies: bool = True) -> str:
     """How each cap's run split a pool kept for the whole run, as `latency --modes` says each mode's
     (pool_split.py): a cap can leave one worker most of the pool for its whole life, which the tails do not say.
-    No cap is ranked on it where the cap cannot have parted the splits: it does not apply to the server, or no
-    wakeup took more than the smallest cap allows (a pool opened one connection at a time)."""
-    why_not = ""
-    if not applies:
-        why_not = "no cap is named: --accept-batch does not apply to this server, so every cap ran the same server"
-    elif never_bound(results) is not None:
-        why_not = (
-            "no cap is named: no wakeup of any run took more than the smallest cap allows, so what parts the "
-            "splits is most likely one run from another"
-        )
-    return pool_split_note(results, sweep_name, "cap", why_not)
+    No cap is ranked on it where the cap cannot have parted the splits (split_unranked)."""
+    why = split_unranked(results, applies)
+    return pool_split_note(results, sweep_name, "cap", f"no cap is named: {why}" if why else "")
