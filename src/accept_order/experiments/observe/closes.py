@@ -33,10 +33,19 @@ def closes(result: ObserveResult, received: list[int]) -> list[str]:
         apart = result.closed_unlooked_bytes_in or 0
         they = "it" if result.closed_unlooked == 1 else "they"
         are = "is" if apart == 1 else "are"
+        # tcpi_bytes_received counts a FIN as the byte of sequence space it takes: wrk's first connection, which
+        # sends nothing and closes, read 'the 1 byte it received' (ss -tni of such a socket: bytes_received:1)
+        fins = min(apart, result.closed_unlooked)
         lines.append(
             f"{_many(result.closed_unlooked, 'connection')} opened and closed between two looks: the "
             f"{_many(apart, 'byte')} {they} received ({_pct(apart, sum(received) + apart)} of all) {are} counted "
             "but in no worker's share (an announcement does not say which process held the socket)"
+            + (
+                f"; the kernel counts a FIN received as a byte, so {'that byte' if apart == 1 else f'{fins:,} of them'}"
+                f" may be {'a close' if fins == 1 else 'closes'}, not data"
+                if fins
+                else ""
+            )
         )
     if result.closes_late:
         late, one = result.closes_late, result.closes_late == 1
