@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 
 from ..core.models import Mechanism
 from ..core.text import plural
+from .unseen import why_unseen
 
 WAITS_ON_LISTENER = ("accept", "epoll", "poll", "select", "io_uring")
 CALL_MODE = {
@@ -108,11 +109,12 @@ def _busy(seen: Sequence[Seen], verdict: Verdict, parent: Mapping[int, int]) -> 
     other threads serve no connection of their own (an event child's pool): neither is one. Not for an acceptor's fed
     workers. A worker's own child is not one unless another child of it is a worker: a forking server's children,
     one per connection it accepted (socketserver's ForkingMixIn), hold the listener they inherited and never take
-    a connection from it ('3 workers' for its one, read as busy)."""
+    a connection from it ('3 workers' for its one, read as busy). With no worker seen waiting, the children of a
+    master (a holder whose children hold too): gunicorn's sync workers all serving read as '0 workers'."""
     workers = {*verdict.waiters, *verdict.losers}
-    if not workers or verdict.fed:
+    if verdict.fed:
         return ()
-    family = {parent.get(pid) for pid, _ in workers} - {None}
+    family = {parent.get(pid) for pid, _ in workers} - {None} if workers else _masters(seen, parent)
     threads = Counter(s.pid for s in seen)
     parents = {parent.get(s.pid) for s in seen}
     return tuple(
@@ -147,7 +149,7 @@ def _classify(
     parents = {parent.get(s.pid) for s in waiting}
     waiting = [s for s in waiting if s.via in ("accept", "epoll") or s.pid not in parents]
     if not waiting:
-        return _none_waiting(seen, known_lock)
+        return _none_waiting(seen, known_lock, _masters(seen, parent))
     units = tuple(s.unit for s in waiting)
     accepting = {s.pid for s in waiting}
     # an acceptor holds the listeners alone (Node's primary, the built-in fd-pass mode's): nginx's cache manager
@@ -310,13 +312,20 @@ def _lock_takers(seen: Sequence[Seen], parent: Mapping[int, int]) -> list[Seen]:
     ]
 
 
-def _none_waiting(seen: Sequence[Seen], known_lock: str | None) -> Verdict:
+def _masters(seen: Sequence[Seen], parent: Mapping[int, int]) -> set[int | None]:
+    """The processes that hold a listener and are the parent of others holding one: a master, never a worker."""
+    holders = {s.pid for s in seen if s.holds}
+    return {parent.get(pid) for pid in holders} & set(holders)
+
+
+def _none_waiting(seen: Sequence[Seen], known_lock: str | None, masters: set[int | None]) -> Verdict:
     """No thread waits on a listener: every worker busy, unless the kind says its running workers take a lock
-    first (`known_lock`), which is then the mechanism, with them and any waiting for the lock as its losers."""
+    first (`known_lock`), which is then the mechanism, with them and any waiting for the lock as its losers. A
+    master's threads (`masters`: gunicorn 27's arbiter has one in an epoll) are no worker's."""
     losers = [s for s in seen if s.via == "lock" and s.holds]
     running = sum(1 for s in losers if s.call == "running")
     if not (known_lock and running):
-        return Verdict(None, (), evidence=(_unseen(seen),))
+        return Verdict(None, (), evidence=(why_unseen([s for s in seen if s.pid not in masters]),))
     locked = len(losers) - running
     also = f", {locked} {'waits' if locked == 1 else 'wait'} for a lock" if locked else ""
     return Verdict(
@@ -329,35 +338,6 @@ def _none_waiting(seen: Sequence[Seen], known_lock: str | None) -> Verdict:
             known_lock,
         ),
     )
-
-
-_RING_UNTOLD = {
-    "ring-unread": "whose fdinfo could not be read (unknown whether an accept is armed there)",
-    "ring-poll": "with a poll armed on a descriptor its fdinfo does not name (the listener, or another)",
-}
-
-
-def _unseen(seen: Sequence[Seen]) -> str:
-    """Why no waiter was seen: every worker busy, unless some sleep on a ring /proc could not tell (ring-unread), or
-    one polling a descriptor it does not name (ring-poll), either of which may be waiting on the listener: 'all
-    busy?' of idle workers asleep in io_uring_enter misled."""
-    rings = Counter(s.via for s in seen if s.via in _RING_UNTOLD and s.holds)
-    idle = sum(1 for s in seen if s.via == "idle" and s.holds)
-    if not rings and idle and not any(s.call == "running" for s in seen):  # Apache event at MaxRequestWorkers
-        return (
-            f"no thread waits on a listener at this moment and none is running: {plural(idle, 'thread')} holding one "
-            f"{'waits' if idle == 1 else 'wait'} in an epoll without it: the server has taken its listeners out of its "
-            "epolls for now (Apache's event MPM does so at MaxRequestWorkers, HAProxy at its maxconn, nginx's accept "
-            "mutex between holders) and accepts nothing until one is put back"
-        )
-    if not rings:
-        return "no thread waits on a listener at this moment (all busy?)"
-    told = "; ".join(
-        f"{plural(n, 'thread')} holding one {'sleeps' if n == 1 else 'sleep'} in io_uring_enter() on a ring "
-        f"{_RING_UNTOLD[via]}"
-        for via, n in sorted(rings.items())
-    )
-    return f"no thread is seen waiting on a listener: {told}"
 
 
 def _blocking_accept(waiting: int, named: list[str], running: int) -> str:
