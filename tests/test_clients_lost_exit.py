@@ -4,15 +4,20 @@ host and why, exit 1 (a runtime failure). `latency` exited 0 (docs/howto/cluster
 
 Each run here loses c2 while its first load is under way (c2's remote Python killed, as test_clients_faults.py
 does to latency: an event, each host's own TCP ActiveOpens counter, not a delay); the run goes on without it, to
-its last load. A real cluster (tests/cluster.py): client namespaces c1, c2, each with its own sshd."""
+its last load. A real cluster (tests/cluster.py): client namespaces c1, c2, each with its own sshd. --repeat's
+case (run_repeated, shared by every command) is in process, popen gateways standing in for ssh."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cluster import Cluster, cluster_fixture
+from conftest import run_cli
+from test_clients_cli import own_address
 from test_clients_faults import (
     TICKED_CONNECTS,
     UNDER_WAY_CONNECTS,
@@ -24,6 +29,10 @@ from test_clients_faults import (
     start,
     under_way,
 )
+from test_clients_kept import spawned  # noqa: F401  # the fixture: popen gateways in place of ssh
+
+from accept_order.loads.hosts import driven
+from accept_order.loads.hosts.remote_side import CLOSED
 
 cluster = cluster_fixture(clients=2)
 LOST = r"accept-order: error: client host c2 was lost during the run: its connection closed .*"
@@ -59,3 +68,38 @@ def test_a_host_lost_mid_run_ends_the_command_with_exit_1_after_the_result(
     assert re.search(r'"lost": "its connection closed', run.json_path.read_text())  # the file names it too
     assert "Traceback" not in run.err.text
     assert_nothing_left(cluster, str(tmp_path))
+
+
+def test_a_host_lost_in_a_round_ends_repeat_with_exit_1(
+    spawned: dict[str, Any],  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """--repeat (run_repeated, every command's) the same way: c2's channel ends in place of its first round's result,
+    as a host lost mid-load leaves it; the second round runs, then the line and exit 1. popen gateways stand in for
+    ssh (test_clients_kept.py): no cluster."""
+    address = own_address()
+    if address is None:
+        pytest.skip("no address but loopback here")
+    real = driven.HostsLoad._heard
+    lost: list[str] = []
+
+    def heard(self: driven.HostsLoad, p: Any, message: Any) -> None:
+        if p.host.destination == "c2" and isinstance(message, tuple) and message[0] == "result" and not lost:
+            lost.append("c2")
+            message = CLOSED  # its connection closed before it reported
+        real(self, p, message)
+
+    monkeypatch.setattr(driven.HostsLoad, "_heard", heard)
+    saved = tmp_path / "repeat.json"
+    args = ["latency", "--clients", "c1,c2", "--host", address, "-w", "2", "-n", "200", "-c", "4", "--repeat", "2"]
+    result = run_cli([*args, "--json", str(saved)])
+    assert result.exit_code == 1, result.output
+    lines = [line for line in result.stderr.splitlines() if not line.startswith("accept-order: warning: ")]
+    assert lines[0] == f"wrote {saved}", result.stderr
+    said = "accept-order: error: client host c2 was lost during the run: its connection closed after at least "
+    assert len(lines) == 2 and lines[1].startswith(said), result.stderr
+    assert lines[1].endswith(f"; the report and {saved} hold what the other hosts drove"), result.stderr
+    first, second = (row[0]["hosts"] for row in json.loads(saved.read_text())["rounds"])
+    assert [h["lost"] is None for h in first] == [True, False], first
+    assert [h["lost"] is None for h in second] == [True, True], second  # reached anew for the next round
