@@ -76,3 +76,13 @@ def test_no_verdict_where_connections_came_and_went_or_one_worker_served() -> No
     assert "Verdict:" not in _text(_with_tails(churn, (352.25, 271.73, 36.44, 37.54)))
     alone = pool_run("epoll", (32, 0, 0, 0), 3000)
     assert kept_tail_verdict(_with_tails(alone, (90.0, 0.0, 0.0, 0.0))) is None
+
+
+def test_workers_that_held_as_many_are_said_together() -> None:
+    # HAProxy's multi-queue split a pool of 32 8/8/8/8 (its log agreeing): 'workers 0 and 1 and 2 and 3 held 8 each'
+    even = kept_tail_verdict(_with_tails(pool_run("threads", (8, 8, 8, 8), 3000), (268.2, 265.3, 271.7, 273.5)))
+    assert even is not None
+    assert even.startswith("Verdict: the 4 workers held 8 each of the 32 connections kept for the whole run: "), even
+    assert "each held as many: there is no split for the tails to follow" in even, even
+    two = kept_tail_verdict(_with_tails(pool_run("epoll", (12, 12, 4, 4), 3000), (90.0, 80.0, 30.0, 30.0)))
+    assert two is not None and two.startswith("Verdict: workers 0 and 1 held 12 each of the 32 connections"), two

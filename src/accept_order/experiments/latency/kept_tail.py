@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ...core.text import plural
+from ...core.text import and_join, plural
 from .kept_report import worker_percentile
 from .pool_split import split_of
 from .result import LatencyResult
@@ -48,13 +48,17 @@ def kept_tail_verdict(result: LatencyResult) -> str | None:
         return None
     most = max(held)
     top = [i for i, n in enumerate(held) if n == most]
-    who = ("worker " if len(top) == 1 else "workers ") + " and ".join(map(str, top))
-    each = " each" if len(top) > 1 else ""
     said = replace(split, name="the split").said()
-    lines = [
-        f"Verdict: {who} held {most}{each} of the {plural(total, 'connection')} kept for the whole run "
-        f"({most / total:.0%}{each}; an even share is {1 / len(held):.0%}): {said}."
-    ]
+    kept = f"of the {plural(total, 'connection')} kept for the whole run"
+    if len(top) == len(held):
+        lines = [f"Verdict: the {len(held)} workers held {most} each {kept}: {said}."]
+    else:
+        who = ("worker " if len(top) == 1 else "workers ") + and_join([str(i) for i in top])
+        each = " each" if len(top) > 1 else ""
+        lines = [
+            f"Verdict: {who} held {most}{each} {kept} ({most / total:.0%}{each}; an even share is "
+            f"{1 / len(held):.0%}): {said}."
+        ]
     follow, against = tails_follow(held, p99s)
     tails = ", ".join(f"worker {i} ({held[i]}): {_ms(p)}" for i in serving if (p := p99s[i]) is not None)
     if follow and not against:
@@ -66,8 +70,10 @@ def kept_tail_verdict(result: LatencyResult) -> str | None:
             f"the tails follow the split only in part ({follow} of {follow + against} pairs of workers have the "
             "higher p99 where they held more)"
         )
+    elif len(set(held[i] for i in serving)) == 1:
+        how = "each held as many: there is no split for the tails to follow"
     else:
-        how = "no two workers held different counts with different p99s: the tails say nothing of the split"
+        how = "no two workers that held different counts had different p99s: the tails say nothing of the split"
     lines.append(f"p99 per worker (connections held): {tails}: {how}.")
     lines.append(
         f"How sure: one run: its split is one draw of its {plural(total, 'connection')}, and each p99 rests on the "
