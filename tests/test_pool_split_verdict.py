@@ -60,8 +60,8 @@ def test_every_split_beyond_chance_names_the_least_uneven_where_both_tests_agree
     # split that is the least uneven on each (the highest Jain, and the one an even split gives the most often)
     agree = _verdict(pool_run("epoll", (16, 0, 0, 0), 3000), pool_run("reuseport", (13, 1, 1, 1), 3000))
     assert (
-        "every split is uneven beyond chance, reuseport's the least (Jain 0.372 against 0.250; an even split spreads "
-        "them so 1 time in 49,000 against less than once in a million times)"
+        "every split is uneven beyond chance, reuseport's split the least (Jain 0.372 against 0.250; an even split "
+        "spreads them so 1 time in 49,000 against less than once in a million times)"
     ) in agree, agree
     # 9/6/1/0 is the more even by Jain (0.542 to 0.492), 11/2/2/1 the likelier (1 time in 310 to 1 in 760): no name
     differ = _verdict(pool_run("epoll", (9, 6, 1, 0), 3000), pool_run("reuseport", (11, 2, 2, 1), 3000))
@@ -168,7 +168,7 @@ def test_a_sweep_whose_caps_bound_ranks_their_splits(tmp_path: Path) -> None:
     path = tmp_path / "sweep.json"
     path.write_text(json.dumps(data))
     said = _sweep_verdict(path)
-    assert "every split is uneven beyond chance, 1 limit's the least (Jain 0.492 against " in said, said
+    assert "every split is uneven beyond chance, 1 limit's split the least (Jain 0.492 against " in said, said
     runs = [LatencyResult.from_dict(run) for run in data["runs"]]
     same = sweep_split_note(runs, applies=False)  # a server the cap does not change: every cap ran the same one
     assert "no cap is named: --accept-batch does not apply to this server" in same, same

@@ -100,8 +100,8 @@ def _all_uneven(splits: Sequence[Split], what: str) -> str:
     chances = " against ".join(how_often(s.p) for s in ordered)
     if least is not None:
         return (
-            f"every split is uneven beyond chance, {least.name}'s the least (Jain {jains}; an even split spreads "
-            f"them so {chances})"
+            f"every split is uneven beyond chance, {least.name}'s split the least (Jain {jains}; an even split "
+            f"spreads them so {chances})"
         )
     names = " against ".join(s.name for s in ordered)
     return (
