@@ -20,7 +20,7 @@ from test_attached_threads_model import attached, text
 from accept_order.experiments.latency.model_check import predict
 from accept_order.experiments.latency.model_servers import model_servers
 from accept_order.experiments.latency.report import latency_report
-from accept_order.probes import accepts
+from accept_order.probes import accept_program
 from accept_order.probes.accepts import AcceptCounter
 from accept_order.servers.attached import _loops
 
@@ -47,7 +47,7 @@ def test_a_count_whose_parent_filter_is_refused_counts_the_pids_asked_about(
     fake.write_text(REFUSING.format(real=BPFTRACE))
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}")
-    monkeypatch.setattr(accepts, "BTF", str(tmp_path))  # BTF there, whatever this kernel has
+    monkeypatch.setattr(accept_program, "BTF", str(tmp_path))  # BTF there, whatever this kernel has
     with socket.create_server(("127.0.0.1", 0)) as listener, AcceptCounter([os.getpid()], os.getppid()) as counter:
         assert counter.children_of == os.getppid() and "real_parent" in counter.program()
         counter.start()

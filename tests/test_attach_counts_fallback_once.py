@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from accept_order.probes import accepts
-from accept_order.probes.accepts import AcceptCounter, refused_parent
+from accept_order.probes import accept_program
+from accept_order.probes.accept_program import refused_parent
+from accept_order.probes.accepts import AcceptCounter
 
 # bpftrace failing for a reason of its own, whatever the program (its words where the verifier refuses a program)
 FAILING = """#!/bin/sh
@@ -31,7 +32,7 @@ def test_a_count_that_fails_to_load_for_another_reason_is_not_run_again(
     fake.write_text(FAILING.format(runs=runs))
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}")
-    monkeypatch.setattr(accepts, "BTF", str(tmp_path))  # BTF there: the count follows the master's children
+    monkeypatch.setattr(accept_program, "BTF", str(tmp_path))  # BTF there: the count follows the master's children
     with AcceptCounter([os.getpid()], os.getppid()) as counter:
         assert counter.children_of == os.getppid()
         counter.start()

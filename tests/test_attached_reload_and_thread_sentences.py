@@ -26,7 +26,7 @@ from accept_order.core.spec import ServerSpec
 from accept_order.experiments.latency.model_check import predict
 from accept_order.experiments.latency.model_servers import model_servers
 from accept_order.experiments.latency.report import latency_report
-from accept_order.probes import accepts
+from accept_order.probes import accept_program
 from accept_order.probes.accepts import AcceptCounter
 
 NO_FOLLOW = "this kernel lets no trace follow a master's children"
@@ -86,10 +86,10 @@ def test_a_repeat_stopped_mid_run_counts_its_failures_as_each_run_does(tmp_path:
 def test_without_btf_the_count_asks_for_no_parent(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """4. A kernel without BTF cannot read a task's parent in bpftrace (the program would fail to load, and the
     whole count with it): the counter then follows no master and its program names only the pids asked about."""
-    monkeypatch.setattr(accepts, "BTF", str(tmp_path / "no-btf"))
+    monkeypatch.setattr(accept_program, "BTF", str(tmp_path / "no-btf"))
     counter = AcceptCounter([101, 102], children_of=100)
     assert counter.children_of is None
     assert "real_parent" not in counter.program() and "pid == 101" in counter.program()
-    monkeypatch.setattr(accepts, "BTF", str(tmp_path))  # present: the master's children are let in
+    monkeypatch.setattr(accept_program, "BTF", str(tmp_path))  # present: the master's children are let in
     followed = AcceptCounter([101, 102], children_of=100)
     assert followed.children_of == 100 and "curtask->real_parent->tgid == 100" in followed.program()

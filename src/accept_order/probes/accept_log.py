@@ -22,7 +22,10 @@ import dataclasses
 import re
 import time
 
-from .accepts import COUNTS_BEGIN, COUNTS_END, READING_MS, SOURCE, AcceptCounter, AcceptCounts, accepted_by, counted_as
+from .accept_counts import AcceptCounts
+from .accept_filter import counted_as
+from .accept_program import READING_MS
+from .accepts import COUNTS_BEGIN, COUNTS_END, SOURCE, AcceptCounter, accepted_by
 from .bpftrace_readings import reading_probe
 
 LOOKUP_TIMEOUT_S = 1.0  # bpftrace prints an accept within milliseconds; the reply came after the accept

@@ -24,7 +24,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .accepts import COUNTS_BEGIN, COUNTS_END, AcceptCounter, AcceptCounts, accepted_by
+from .accept_counts import AcceptCounts
+from .accepts import COUNTS_BEGIN, COUNTS_END, AcceptCounter, accepted_by
 from .accepts import SOURCE as COUNTER_SOURCE
 from .bpftrace_readings import ReadingClock, reading_probe
 

@@ -24,14 +24,14 @@ import signal
 import subprocess
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 from ..core.processes import die_with_parent
 from ..core.signals import deferred
 from ..core.started import Closing
 from . import bpftrace_readings as readings
-from .accept_filter import accepted_by, counted_as, thread_workers
+from .accept_counts import AcceptCounts
+from .accept_filter import accepted_by, thread_workers
+from .accept_program import following, program, refused_parent
 from .bpftrace_messages import ATTACHED_ENV, first_error_line, not_loaded_hint, raise_memlock
 from .bpftrace_output import OutputPump
 from .bpftrace_readings import COUNTS_BEGIN, COUNTS_END, parse_counts
@@ -49,7 +49,6 @@ SOURCE = "bpftrace on tracepoint syscalls:sys_exit_accept4"  # `why` when counti
 STOP_TIMEOUT_S = 5.0  # SIGINT to END's last line; END takes milliseconds once bpftrace acts on the signal
 KICK_S = 0.25  # after this long without END's last line, interrupt bpftrace's poll loop again (see stop())
 EXIT_S = 2.0  # END's last line to bpftrace's exit (it detaches its probes), then it is killed: the counts are in
-READING_MS = 250  # how often the counter's program prints its running counts (bpftrace_readings.py)
 # stop() first waits this long at most for a reading taken after it began: what stands if END never comes
 FRESH_S = 2.0
 KILLED_S = 10.0  # SIGKILL to its reaping, and to the end of its output
@@ -59,72 +58,6 @@ KILLED_S = 10.0  # SIGKILL to its reaping, and to the end of its output
 # (BPFtrace::prerun prints the line, BEGIN_trigger runs, then the attach loop), so an accept made right
 # after them can be missed. ATTACHED_ENV, bpftrace's hook for its own runtime tests, asks for it.
 _ATTACHED = ATTACHED_ENV.encode()
-
-
-@dataclass(frozen=True)
-class AcceptCounts:
-    """Per-process accepts seen during the window between start() and stop().
-
-    ``counts`` maps pid (the thread-group id: every thread of a worker counts for it), or a thread's id for a
-    worker that is a thread (accept_filter.thread_workers), to the number of accept()/accept4() calls that
-    returned a descriptor. With a pid filter, every filtered pid is a key, 0 included. ``why`` names the source
-    when ``available``, else the reason there are no counts."""
-
-    counts: dict[int, int]
-    available: bool
-    why: str
-    # with `children_of`: the accepts of that process's children that were not among the pids asked about (the
-    # workers a reload or a respawn started during the window), by pid; empty otherwise
-    appeared: dict[int, int] = field(default_factory=dict)
-    # not END's counts: bpftrace's last periodic reading stands (this line says when it was taken; `why` has it too)
-    short: str = ""
-    # how long before the window closed that reading was taken (0: after it): the accepts since are in no count
-    reading_before_s: float = 0.0
-
-    def evidence(self, followed: int | None = None) -> dict[str, Any]:
-        """What a result file keeps (evidence `accept_counts`); `followed`: the master whose children were
-        counted too (AcceptCounter.children_of), with what those that were not asked about accepted."""
-        kept: dict[str, Any] = {"available": self.available, "why": self.why, "counts": self.counts}
-        kept |= {"reading_before_s": self.reading_before_s} if self.reading_before_s > 0 else {}
-        return kept | ({"followed": followed, "appeared": self.appeared} if followed is not None else {})
-
-
-BTF = "/sys/kernel/btf/vmlinux"  # the kernel's own type information: bpftrace reads task_struct's fields from it
-
-
-def following(children_of: int | None) -> int | None:
-    """`children_of` where this kernel lets bpftrace read a task's parent (it has BTF), else None: the counter
-    then sees the given pids only, and a report says how many accepts it could not place."""
-    return children_of if children_of is not None and os.path.exists(BTF) else None
-
-
-# what bpftrace's first error names where it cannot read a task's parent: "Struct/union of type 'struct
-# task_struct' does not contain a field named 'real_parent'", "Unknown struct/union: 'struct task_struct'"
-PARENT_WORDS = ("real_parent", "task_struct", "curtask")
-
-
-def refused_parent(stderr: bytes) -> bool:
-    """Whether bpftrace's first error (past its harmless warnings) is about the parent field of the filter."""
-    line = first_error_line(stderr)
-    return any(word in line for word in PARENT_WORDS)
-
-
-def program(pids: Sequence[int] | None, children_of: int | None = None, threads: frozenset[int] = frozenset()) -> str:
-    """The bpftrace script: count successful accepts per tgid (bpftrace's `pid`), or per thread for the workers
-    among `threads` (thread_workers), print them every READING_MS (what stands if END never comes) and at END.
-
-    The pid filter is in the predicate so that other processes never reach the map: a busy machine
-    otherwise fills it (4096 keys by default) with short-lived processes nobody asked about. `children_of`
-    lets the children of one process in too (a master whose reload starts new workers mid-run)."""
-    pred = accepted_by(pids, children_of=children_of, threads=threads)
-    # clear(@) after print: bpftrace prints every non-empty map again on exit.
-    return (
-        "tracepoint:syscalls:sys_exit_accept4, tracepoint:syscalls:sys_exit_accept\n"
-        f"/{pred}/\n"
-        f"{{ @[{counted_as(threads)}] = count(); }}\n"
-        f"{readings.reading_probe(READING_MS, 'print(@);')}"
-        f'END {{ printf("{COUNTS_BEGIN}\\n"); print(@); clear(@); printf("{COUNTS_END}\\n"); }}\n'
-    )
 
 
 def _child_setup(parent: int) -> None:

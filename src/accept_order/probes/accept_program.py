@@ -1,0 +1,51 @@
+"""The bpftrace program that counts accepts (accepts.py's AcceptCounter runs it): successful accept()/accept4()
+returns per process or per worker thread, printed every READING_MS and at its END; and whether this kernel lets it
+follow a master's children too (BTF), or refused to read a task's parent."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from . import bpftrace_readings as readings
+from .accept_filter import accepted_by, counted_as
+from .bpftrace_messages import first_error_line
+from .bpftrace_readings import COUNTS_BEGIN, COUNTS_END
+
+READING_MS = 250  # how often the program prints its running counts (bpftrace_readings.py)
+BTF = "/sys/kernel/btf/vmlinux"  # the kernel's own type information: bpftrace reads task_struct's fields from it
+
+
+def following(children_of: int | None) -> int | None:
+    """`children_of` where this kernel lets bpftrace read a task's parent (it has BTF), else None: the counter
+    then sees the given pids only, and a report says how many accepts it could not place."""
+    return children_of if children_of is not None and os.path.exists(BTF) else None
+
+
+# what bpftrace's first error names where it cannot read a task's parent: "Struct/union of type 'struct
+# task_struct' does not contain a field named 'real_parent'", "Unknown struct/union: 'struct task_struct'"
+PARENT_WORDS = ("real_parent", "task_struct", "curtask")
+
+
+def refused_parent(stderr: bytes) -> bool:
+    """Whether bpftrace's first error (past its harmless warnings) is about the parent field of the filter."""
+    line = first_error_line(stderr)
+    return any(word in line for word in PARENT_WORDS)
+
+
+def program(pids: Sequence[int] | None, children_of: int | None = None, threads: frozenset[int] = frozenset()) -> str:
+    """The bpftrace script: count successful accepts per tgid (bpftrace's `pid`), or per thread for the workers
+    among `threads` (thread_workers), print them every READING_MS (what stands if END never comes) and at END.
+
+    The pid filter is in the predicate so that other processes never reach the map: a busy machine
+    otherwise fills it (4096 keys by default) with short-lived processes nobody asked about. `children_of`
+    lets the children of one process in too (a master whose reload starts new workers mid-run)."""
+    pred = accepted_by(pids, children_of=children_of, threads=threads)
+    # clear(@) after print: bpftrace prints every non-empty map again on exit.
+    return (
+        "tracepoint:syscalls:sys_exit_accept4, tracepoint:syscalls:sys_exit_accept\n"
+        f"/{pred}/\n"
+        f"{{ @[{counted_as(threads)}] = count(); }}\n"
+        f"{readings.reading_probe(READING_MS, 'print(@);')}"
+        f'END {{ printf("{COUNTS_BEGIN}\\n"); print(@); clear(@); printf("{COUNTS_END}\\n"); }}\n'
+    )
