@@ -87,7 +87,7 @@ def test_where_the_reading_cannot_say_the_shared_queue_is_said_assumed() -> None
     own = attached_queues(attached(blocking))
     assert own is not None and own.discipline == "hash" and not own.assumed and "4 in no epoll" in own.said, own
     mutex = attached_queues(attached({"listeners": 1, "workers": [[0], [], [], []], "held": [[0]] * 4}, rows=1))
-    assert mutex is not None and mutex.discipline == "favoured", mutex  # one queue, its lock holder's first
+    assert mutex is not None and mutex.discipline == "holder", mutex  # one queue, its lock holder's first
     mixed = attached_queues(attached({"listeners": 4, "workers": [[0, 1], [1], [2], [3]]}))
     assert mixed is not None and mixed.assumed and "(2/1/1/1 each)" in mixed.said, mixed
     # HAProxy of nbthread 2, one process: the model counts its threads (model_servers.py), the note its one listener

@@ -176,7 +176,7 @@ def test_workers_of_which_some_watch_the_one_listener_they_all_hold_are_an_accep
     served 2000/0/0/0 here, which one shared queue spread over 4 workers ('shared (all)')."""
     result = attached({"listeners": 1, "workers": [[], [0], [], []], "held": [[0]] * 4}, rows=1)
     model = predict(result)
-    assert model is not None and model.discipline == "favoured", model  # was shared
+    assert model is not None and model.discipline == "holder", model  # was shared, then favoured
     said = queues_text(replace(result, model=model))
     assert said is not None and "1 of its 4 workers' epolls watched its one listener" in said, said
     assert "an accept mutex's sign" in said, said
@@ -186,7 +186,7 @@ def test_workers_of_which_some_watch_the_one_listener_they_all_hold_are_an_accep
         assert queues is not None and queues.discipline == "shared", (each, queues)
 
 
-def test_a_hand_started_nginx_with_accept_mutex_on_is_modelled_with_its_holder_favoured(
+def test_a_hand_started_nginx_with_accept_mutex_on_is_modelled_with_its_lock_holder(
     tmp_path: Path, free_port: int
 ) -> None:
     binary = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin")
@@ -228,7 +228,7 @@ def test_a_hand_started_nginx_with_accept_mutex_on_is_modelled_with_its_holder_f
         assert result.exit_code == 0, result.output
         doc = json.loads(out.read_text())
         read = sum(1 for w in doc["evidence"]["listeners_watched"]["workers"] if w)  # the lock may have moved since
-        assert doc["model"]["discipline"] == ("favoured" if 0 < read < WORKERS else "shared"), (read, doc["model"])
+        assert doc["model"]["discipline"] == ("holder" if 0 < read < WORKERS else "shared"), (read, doc["model"])
         assert read == 0 or "an accept mutex's sign" in result.stdout, result.stdout
     finally:
         if proc.poll() is None:
@@ -261,7 +261,7 @@ def test_a_young_worker_not_yet_watching_the_listener_is_waited_for(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Read at once, nginx (accept_mutex off, just started) had a worker whose epoll did not yet watch the listener
-    they all hold, which reads as an accept mutex's holder favoured; the reading waits for the young worker."""
+    they all hold, which reads as an accept mutex's holder; the reading waits for the young worker."""
     import socket
     import sys
     import threading

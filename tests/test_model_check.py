@@ -84,7 +84,8 @@ def test_every_mode_of_every_kind_has_a_discipline() -> None:
         ("builtin", "reuseport", {}, ("hash", 0)),
         ("builtin", "blocking", {}, ("shared", 1)),  # a blocking accept takes one per call
         ("builtin", "epoll", {"accept_batch": 4}, ("favoured", 4)),
-        ("builtin", "accept-mutex", {}, ("favoured", 0)),
+        ("builtin", "accept-mutex", {}, ("holder", 0)),  # an accept lock: analysis/lock_holder.py
+        ("nginx", "accept-mutex", {}, ("holder", 1)),  # multi_accept off, as the attached reading of it
         ("builtin", "fd-pass", {}, ("round-robin", 1)),
         ("builtin", "fd-pass", {"policy": "least-busy"}, ("shared", 1)),
         ("node", "sched-rr", {}, ("round-robin", 1)),

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     pass
 
 # The disciplines a saved model may name: the accept modes' own, and `pinned` for long-lived connections.
-ModelDiscipline = Literal["shared", "favoured", "hash", "round-robin", "first", "pinned"]
+ModelDiscipline = Literal["shared", "favoured", "holder", "hash", "round-robin", "first", "pinned"]
 # ModelCheck's fields that only a pinned model fills (empty otherwise): a file leaves them out then.
 PINNED_ONLY = ("connections", "shares", "worker_p50_ms", "worker_p99_ms")
 
@@ -116,7 +116,7 @@ class ModelCheck:
 
     @property
     def queue(self) -> str:
-        """The discipline as the Model table names it: `hash`, `favoured (all)`, `shared (4)`."""
+        """The discipline as the Model table names it: `hash`, `favoured (all)`, `shared (4)`, `holder`."""
         if self.discipline in ("hash", "round-robin", "first", "pinned") or self.batch == 1:
             return self.discipline
         return f"{self.discipline} ({self.batch or 'all'})"
@@ -135,6 +135,8 @@ def discipline_of(info: ModeInfo | None, server: ServerSpec) -> tuple[Discipline
         chosen = "round-robin"
     elif info.queue == "per-worker":
         chosen = "hash"  # reuseport; steered by CPU (no order model) it is not a hash, but nearest one
+    elif info.model == Model.LOCK_HOLDER:
+        chosen = "holder"  # nginx's accept_mutex and the accept-mutex mode: analysis/lock_holder.py
     elif info.model in FAVOURING:
         chosen = "favoured"
     else:

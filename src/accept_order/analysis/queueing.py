@@ -14,6 +14,9 @@ Disciplines (what happens to a connection between its arrival and the worker tha
 - both take `batch`: a worker that comes back to the shared queue takes up to `batch` queued connections
   at once into its own queue and serves them one after the other (1: one at a time; 0: all of them,
   accept until EAGAIN, nginx's multi_accept). The others cannot take those any more.
+- `holder`: the same shared queue, taken by an accept lock's holder; the others take the lock only when their
+  retry `delay` is up or they come back from serving while connections wait (nginx's accept_mutex:
+  analysis/lock_holder.py, where it is measured).
 - `hash`: a queue per worker; each arrival goes to a uniformly random worker, idle or not (SO_REUSEPORT).
 - `round-robin`: arrival k goes to worker k mod N's own queue, idle or not (fd-pass, Node's SCHED_RR).
 - `first`: every arrival goes to the first worker in an armed order (0, 1, ...), idle or not (io_uring's
@@ -42,8 +45,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-Discipline = Literal["shared", "favoured", "hash", "round-robin", "first"]
-DISCIPLINES: tuple[Discipline, ...] = ("shared", "favoured", "hash", "round-robin", "first")
+from .lock_holder import simulate_holder
+
+Discipline = Literal["shared", "favoured", "holder", "hash", "round-robin", "first"]
+DISCIPLINES: tuple[Discipline, ...] = ("shared", "favoured", "holder", "hash", "round-robin", "first")
 Loop = Literal["closed", "poisson", "fixed"]
 
 WARMUP = 0.1  # the first tenth of the arrivals fill the queues from empty: not the steady state
@@ -139,12 +144,14 @@ def simulate(
     seed: int = 1,
     warmup: float = WARMUP,
     ring: int = 0,
+    delay: float = 500_000.0,
 ) -> SimResult:
     """Run `requests` requests through `workers` workers; the first `warmup` share of them are not measured
     (0: every one, from empty queues). `service`: one for every worker, or one each (workers that do not get
-    the same CPU are not identical). `ring`: `first`'s completions a worker's ring holds (0: no limit)."""
-    if workers < 1 or requests < 2 or batch < 0 or ring < 0 or discipline not in DISCIPLINES:
-        raise ValueError("need workers >= 1, requests >= 2, batch >= 0, ring >= 0 and a known discipline")
+    the same CPU are not identical). `ring`: `first`'s completions a worker's ring holds (0: no limit). `delay`:
+    `holder`'s retry delay, in the service's unit (µs: nginx's accept_mutex_delay 500 ms)."""
+    if workers < 1 or requests < 2 or batch < 0 or ring < 0 or delay <= 0 or discipline not in DISCIPLINES:
+        raise ValueError("need workers >= 1, requests >= 2, batch >= 0, ring >= 0, delay > 0 and a known discipline")
     if arrivals.loop == "closed" and arrivals.concurrency < 1 or arrivals.loop != "closed" and arrivals.rate <= 0:
         raise ValueError("a closed loop needs concurrency >= 1, an open loop a rate > 0")
     rng = random.Random(seed)
@@ -152,6 +159,9 @@ def simulate(
     if len(services) != workers:
         raise ValueError("need one service time, or one per worker")
     draws = [s.sampler(rng) for s in services]
+    if discipline == "holder":
+        sojourns, counts = simulate_holder(workers, arrivals, draws, requests, batch, rng, warmup, delay)
+        return SimResult(tuple(sojourns), tuple(counts))
     # Drawn in line where every worker's service is a sample (the latency model's case): the same draw as
     # Service.sampler's, without a call per request. The loop below is the whole simulation written out in one
     # function, as the helpers it replaced did it (arrive, start, next for a worker): the same draws in the

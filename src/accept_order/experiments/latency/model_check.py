@@ -228,9 +228,12 @@ def predict(result: LatencyResult, seed: int = SEED, held: Held | None = None) -
         requests, warmup = max(2, result.driven), 0.0
         replications = max(1, min(MOST // requests, -(-FEWEST // requests)))
     ring = ACCEPT_COMPLETIONS if discipline == "first" else 0  # the io-uring mode's ring: the one 'first' there is
+    # holder's retry delay: the accept-mutex mode's, nginx's accept_mutex_delay (an attached server's is not read: the
+    # spec's default, nginx's own 500 ms, as model_queues.py says)
+    delay = server.mutex_delay_ms * 1000
     sim = _replicated(
         replications,
-        lambda k: simulate(workers, discipline, arrivals, sampler, requests, batch, seed + k, warmup, ring),
+        lambda k: simulate(workers, discipline, arrivals, sampler, requests, batch, seed + k, warmup, ring, delay),
     )
     ms = 1 / 1000
     return ModelCheck(

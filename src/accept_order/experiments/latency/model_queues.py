@@ -104,12 +104,13 @@ def attached_queues(result: LatencyResult) -> Queues | None:
     watching = sum(1 for w in each if w)
     if listeners == 1 and 0 < watching < workers and all(held):  # an accept mutex, as inspect reads it
         # nginx's accept_mutex on served 2000/0/0/0 (-c 8) and 0/3000/0/0 (-c 32) here, the holder's, which
-        # `shared` spread over its 4 workers; the tool's own accept-mutex modes are modelled `favoured` (LOCK_HOLDER)
+        # `shared` spread over its 4 workers; modelled as the tool's own accept-mutex modes are (LOCK_HOLDER)
         return Queues(
-            "favoured",
+            "holder",
             f"{watching} of its {workers} {who}' epolls watched its one listener as the run started, the others "
-            "holding it: an accept mutex's sign (nginx's accept_mutex on), whose holder takes the connections: one "
-            "queue, the holder favoured, as this tool models its own accept-mutex modes",
+            "holding it: an accept mutex's sign (nginx's accept_mutex on), whose holder takes the connections, the "
+            "others the lock only every accept_mutex_delay (taken as nginx's default 500 ms: its config is not read) "
+            "or as they finish while connections wait, as this tool models its own accept-mutex modes",
         )
     if listeners == 1 or workers == 1:  # one queue, or one server: whoever waits where, the model is one queue
         if workers == 1:
@@ -164,7 +165,7 @@ def queues_text(result: LatencyResult) -> str | None:
     model = result.model
     taken = (
         " (a wakeup taking all that wait: how many it takes is the server's own setting, which /proc does not show)"
-        if model.discipline in ("shared", "favoured") and model.batch == 0
+        if model.discipline in ("shared", "favoured", "holder") and model.batch == 0
         else ""
     )
     return f"Model: queue {model.queue}{' assumed' if queues.assumed else ''}: {queues.said}{taken}."

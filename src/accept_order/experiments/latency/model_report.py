@@ -30,6 +30,7 @@ COLUMNS: tuple[tuple[str, str, float | None], ...] = (
 CELL = 11  # "12.34/56.78": three significant figures keep four cells and a label within 80 columns
 NOTE = (
     "queue: shared = one queue, idle workers in turn; favoured = one queue, the lowest idle worker first; "
+    "holder = one queue, an accept lock's holder first, the others when their retry delay is up; "
     "hash = a queue per worker, chosen at random; round-robin = connection k to worker k mod N; (n): "
     "connections a worker takes from the shared queue at once (all: until none is left)"
 )
