@@ -283,7 +283,7 @@ class LazyGroup(click.Group):
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.UsageError as exc:
             hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
-            fail(_hosts_elsewhere(exc) or exc.format_message() + hint, ExitStatus.USAGE)
+            fail(_hosts_elsewhere(exc) or _not_attaching(exc) or exc.format_message() + hint, ExitStatus.USAGE)
         except click.ClickException as exc:
             fail(exc.format_message(), exc.exit_code)
         except OutputError as exc:  # a command without handle_errors (modes)
@@ -309,6 +309,29 @@ def _hosts_elsewhere(exc: click.UsageError) -> str | None:
     return (
         f"{exc.ctx.command_path} has no {exc.option_name}: it drives its load from this host only; latency, sweep, "
         "ramp and burst drive it from client hosts with --client-hosts"
+    )
+
+
+def _not_attaching(exc: click.UsageError) -> str | None:
+    """--attach given to a command that drives a load and has none: click suggested the nearest option ('ramp
+    --attach': "Did you mean '--accept-batch'?"), and a user with a server of their own running was not told what
+    drives it. Which commands attach, or drive one elsewhere (--target), is read from their options, not a list."""
+    if not isinstance(exc, click.NoSuchOption) or exc.option_name != "--attach" or exc.ctx is None:
+        return None
+    group, ctx = exc.ctx.find_root().command, exc.ctx.find_root()
+    if not isinstance(group, click.Group) or not any(p.name == "driver" for p in exc.ctx.command.params):
+        return None  # a command that drives no load (show, inspect): click's line stands
+    commands = {name: group.get_command(ctx, name) for name in group.list_commands(ctx)}
+    attaching = [name for name, c in commands.items() if c is not None and any(p.name == "attach" for p in c.params)]
+    elsewhere = any(p.name == "target" for p in exc.ctx.command.params)
+    target = (
+        ", or drives one elsewhere by --target, whose replies must name their worker ('worker PID')"
+        if elsewhere
+        else ""
+    )
+    return (
+        f"{exc.ctx.command_path} has no --attach: it starts the server it measures{target}; a server already "
+        f"running is driven by {' and '.join(attaching)} --attach, and read by inspect and observe"
     )
 
 
