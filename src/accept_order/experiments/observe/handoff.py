@@ -10,6 +10,7 @@ from ...servers.registry import recognise
 from .reloaded import reload_clause
 from .result import ObserveResult
 from .server import Watched
+from .thread_split import split_known
 
 # HAProxy 2.6, 4 threads, wrk -c8: one thread accepted all 8, and each thread read from 2 of them (bpftrace: recvfrom
 # by thread and fd); with 'tune.listener.multi-queue off' in its config the thread that accepted 8 of 9 read from
@@ -57,10 +58,18 @@ def handoff_line(result: ObserveResult) -> str | None:
             config = f"as {read.said}"
         return (
             "these are the threads' accepts, not necessarily the connections each serves: HAProxy hands each "
-            f"accepted connection to the less loaded of two threads {config}, and which thread serves it is not "
-            f"counted here (the load is per process: see the note){doubts}{reload_clause(result.reloaded, result.name)}"
+            f"accepted connection to the less loaded of two threads {config}, and {_served_by(result)}{doubts}"
+            f"{reload_clause(result.reloaded, result.name)}"
         )
     if read is not None and read.hands_on is False and result.threaded:
         said = f"the thread that accepts a connection serves it: {read.said}, so none is handed on{doubts}"
         return said + reload_clause(result.reloaded, result.name)
     return None
+
+
+def _served_by(result: ObserveResult) -> str:
+    """Where the line says which thread serves each connection: the threads' epolls where they were looked at
+    (thread_split.py, the next line), else not counted (the load read from the fd table is the process's)."""
+    if split_known(result):
+        return "which thread serves it is read from the threads' own epolls (the next line)"
+    return "which thread serves it is not counted here (the load is per process: see the note)"

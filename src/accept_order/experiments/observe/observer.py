@@ -19,6 +19,7 @@ from .mechanism import Reading
 from .result import ObservedMechanism, ObservedWorker, ObserveInterval, ObserveResult
 from .sampling import SAMPLE_EVERY_S, Holdings, PacedUsage, QueueSampler, Usage, counters, paced
 from .server import Watched
+from .thread_split import ThreadSplit
 
 Snapshot = Callable[[ObserveResult], None]
 INTERVAL_S = 1.0
@@ -59,6 +60,8 @@ class Observer:
         self.hold_cost_s = 0.0  # what the last such look took
         self.holdings: Holdings | None = None
         self.load = LoadSampler(watched)
+        # which thread serves which connection, by the epoll that watches it: a one-process threaded server's
+        self.split = ThreadSplit(watched) if watched.threaded and len(watched.workers) == 1 else None
         self.intervals: list[ObserveInterval] = []
         self.exited: dict[int, float] = {}  # unit index -> seconds into the observation
         self.mechanism: ObservedMechanism | None = None  # inspect's answer, kept from `reading` (see run.py's _finish)
@@ -164,6 +167,8 @@ class Observer:
         if not self.queue.pending:
             self.sample()  # and the queue: every interval says how deep it was
         counts, empty = self._counts(totals)
+        if self.split is not None:
+            self.split.look(last)  # once an interval (paced by its cost), and at the window's end
         cpu, now_used = [], self._usage.read(self.watched.units, every=last) if usage_at is None else usage_at
         for index, unit in enumerate(self.watched.units):
             used = now_used[index]
@@ -228,6 +233,7 @@ class Observer:
                     involuntary_switches=last.involuntary - first.involuntary if first and last else None,
                     exited_s=self.exited.get(index),
                     **self.load.of(unit.pid, per_process=self.watched.threaded),
+                    **(self.split.of(unit.tid) if self.split is not None else {}),
                 )
             )
         samples = self.queue.samples
@@ -262,6 +268,9 @@ class Observer:
             interrupted=interrupted,
             notes=notes,
             **self.load.summary(),
+            serving_looks=self.split.looks if self.split is not None else 0,
+            serving_unplaced=self.split.unplaced if self.split is not None else None,
+            serving_why=self.split.why if self.split is not None else None,
         )
 
     def _own_drops(self) -> DropsReading | None:

@@ -51,6 +51,11 @@ class ObservedWorker:
     bytes_out: int | None = None  # what they sent and had acknowledged (tcpi_bytes_acked)
     segments_in: int | None = None  # data segments received (tcpi_data_segs_in)
     segments_out: int | None = None  # data segments sent (tcpi_data_segs_out)
+    # A thread of a threaded server: the connections its own epoll watched (thread_split.py: the thread it was handed
+    # to, which serves it) at the last look, the most at one look, distinct at any; None: not looked at, not placed
+    serving_held: int | None = None
+    serving_peak: int | None = None
+    serving_seen: int | None = None
 
     @property
     def count(self) -> int | None:
@@ -192,6 +197,11 @@ class ObserveResult:
     # processes of its program that started while it was observed and hold its listener at the end (a reload's);
     # None: none, or a file from before
     reloaded: Reloaded | None = None
+    # a threaded server's split of its connections by the thread whose epoll watches them (thread_split.py): looks
+    # taken (0: none, or a file from before), connections in no known epoll at the last, why there is no split
+    serving_looks: int = 0
+    serving_unplaced: int | None = None
+    serving_why: str | None = None
 
     @property
     def name(self) -> str:
@@ -220,12 +230,14 @@ class ObserveResult:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["ports"] = list(self.ports)
-        data["workers"] = [asdict(w) for w in self.workers]
+        data["workers"] = [_without(asdict(w), _SERVING_WORKER) for w in self.workers]
         data["intervals"] = [{**asdict(i), **{k: list(getattr(i, k)) for k in _TUPLES}} for i in self.intervals]
         data["notes"] = list(self.notes)
         for name in ("recognised", "process_segments_in", "process_connections", "handoff", "reloaded"):
             if data[name] is None:
                 del data[name]  # saved as before the field where it says nothing
+        if not self.serving_looks and self.serving_why is None:  # not looked at: saved as before the fields
+            data = {key: value for key, value in data.items() if key not in _SERVING}
         return data
 
     @classmethod
@@ -242,6 +254,15 @@ class ObserveResult:
             environment=None if environment is None else build(Environment, environment),
             handoff=None if handoff is None else build(HandOffRead, handoff),
         )  # reloaded, with its handoff, is built by build as its own type
+
+
+_SERVING_WORKER = ("serving_held", "serving_peak", "serving_seen")
+_SERVING = ("serving_looks", "serving_unplaced", "serving_why")
+
+
+def _without(data: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    """`data` without those of `names` that are None: saved as before the fields where they say nothing."""
+    return {key: value for key, value in data.items() if key not in names or value is not None}
 
 
 def _one_value_per_worker(doc: Mapping[str, Any], at: str) -> None:

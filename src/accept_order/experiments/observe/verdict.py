@@ -14,6 +14,7 @@ from .handoff import handed_on, handoff_line
 from .judged import MANY, UNEVEN, even_split, in_shares, part_said
 from .load_verdict import load
 from .result import ObserveResult
+from .thread_split import serving_line
 
 # shares further apart than an even share over this are not called 'even', whatever chance says: 2 workers 10
 # points, 3 workers 6.7, 16 workers 1.25 (a fixed 10 points called 2 and 14 of 160 connections over 16 'even')
@@ -275,6 +276,8 @@ def queue(result: ObserveResult) -> str:
 def verdict(result: ObserveResult) -> list[str]:
     lines = [headline(result)]
     if (line := handoff_line(result)) is not None:
+        lines.append(line)
+    if (line := serving_line(result)) is not None:
         lines.append(line)
     if (line := fairness(result)) is not None:
         lines.append(line)

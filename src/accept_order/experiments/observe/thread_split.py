@@ -1,0 +1,132 @@
+"""Which thread of a threaded server serves which connection: the connections each thread's own epoll watches,
+looked at once an interval at most, less often where a look is slow (probes/thread_epolls.py). HAProxy's threads
+share one fd table, so the load read from it is the process's; but each thread polls its own epoll, and the thread
+a connection was handed to alone watches it there. Where two threads wait on one epoll the split is not this
+(whichever wakes serves), and is not said.
+
+A look: one inet_diag dump of the server's open connections (their inodes), each thread's syscall line, and each
+epoll's fdinfo. A thread running at every look is never seen waiting, so its epoll is not known: its connections
+are counted as in no known epoll, and said so."""
+
+from __future__ import annotations
+
+import time
+
+from ...probes.server_netns import same_namespace
+from ...probes.tcp_info import server_sockets
+from ...probes.thread_epolls import epolls_waited, watched_inodes
+from .result import ObserveResult
+from .sampling import paced
+from .server import Watched
+
+
+class ThreadSplit:
+    """Per thread of a one-process threaded server: the connections its epoll watched at the last look, the most at
+    one look, and the distinct connections it watched at any look."""
+
+    def __init__(self, watched: Watched) -> None:
+        self.pid = watched.workers[0]
+        self.tids = [u.tid for u in watched.units if u.tid is not None]
+        self.ports = watched.ports
+        self.netns_pid = None if same_namespace(watched.netns_pid) else watched.netns_pid
+        self.listeners = watched.inodes
+        self.epolls: dict[int, int] = {}  # tid -> the epoll it was last seen waiting on
+        self.looks = 0
+        self.held: list[int | None] = [None] * len(self.tids)
+        self.peak = [0] * len(self.tids)
+        self.seen: list[set[int]] = [set() for _ in self.tids]
+        self.unplaced: int | None = None  # connections in no known epoll at the last look
+        self.why: str | None = None  # why there is no split: set once, and no look is taken after it
+        self._next = 0.0  # the monotonic time before which a look is put off (its cost paced, as the others')
+
+    def look(self, last: bool = False) -> None:
+        """One look: each thread's epoll (where it waits now), the server's connections, and each one's watcher;
+        put off while the last one's cost is more than its BUDGET share of the time since (2,000 connections: 40 ms
+        a look at load 10), except the `last`, at the window's end."""
+        now = time.monotonic()
+        if self.why is not None or (not last and now < self._next):
+            return
+        try:
+            self._look()
+        finally:
+            self._next = now + paced(time.monotonic() - now)
+
+    def _look(self) -> None:
+        self.epolls.update(epolls_waited(self.pid, self.tids))
+        if len(set(self.epolls.values())) < len(self.epolls):
+            self.why = "its threads wait on one epoll between them, so any of them may serve what it watches"
+            return
+        try:
+            open_ = {s.inode for s in server_sockets(self.ports, self.netns_pid) if s.inode} - self.listeners
+        except OSError as exc:
+            self.why = f"its connections could not be listed ({exc.strerror or exc})"
+            return
+        placed: set[int] = set()
+        for index, tid in enumerate(self.tids):
+            epfd = self.epolls.get(tid)
+            watched = watched_inodes(self.pid, epfd) if epfd is not None else None
+            if watched is None:
+                self.held[index] = None
+                continue
+            mine = watched & open_
+            if mine & placed:  # a connection in two threads' epolls: no one thread serves it
+                self.why = "a connection was watched by two threads' epolls, so which serves it is not one thread's"
+                return
+            placed |= mine
+            self.held[index] = len(mine)
+            self.peak[index] = max(self.peak[index], len(mine))
+            self.seen[index] |= mine
+        self.unplaced = len(open_ - placed)
+        self.looks += 1
+
+    def of(self, tid: int | None) -> dict[str, int | None]:
+        """The fields of thread `tid`'s ObservedWorker; None where there is no split or it was never placed."""
+        if tid not in self.tids or self.why is not None or not self.looks:
+            return {}
+        index = self.tids.index(tid)
+        never = self.tid_never_placed(index)
+        return {
+            "serving_held": self.held[index],
+            "serving_peak": None if never else self.peak[index],
+            "serving_seen": None if never else len(self.seen[index]),
+        }
+
+    def tid_never_placed(self, index: int) -> bool:
+        return self.tids[index] not in self.epolls
+
+
+def serving_line(result: ObserveResult) -> str | None:
+    """The verdict's line on which thread serves what: the connections each thread's epoll watched (HAProxy hands
+    each accepted connection to one thread, which alone polls it). None where not looked at (not threaded, a file
+    from before) or where there is no split (said why)."""
+    if not result.threaded or not result.serving_looks and result.serving_why is None:
+        return None
+    if result.serving_why is not None:
+        return f"which thread serves each connection is not known: {result.serving_why}"
+    if not split_known(result):
+        return None  # no thread was seen waiting in an epoll (threads that block elsewhere): nothing is split
+    held = ", ".join("-" if w.serving_held is None else f"{w.serving_held:,}" for w in result.workers)
+    peak = ", ".join("-" if w.serving_peak is None else f"{w.serving_peak:,}" for w in result.workers)
+    seen = sum(w.serving_seen or 0 for w in result.workers)
+    said = (
+        f"connections each thread serves (those its own epoll watches, at {result.serving_looks:,} "
+        f"{'look' if result.serving_looks == 1 else 'looks'}): {held} at the last look, {peak} at most; {seen:,} "
+        "distinct in all"
+    )
+    if result.serving_unplaced:
+        said += f"; {result.serving_unplaced:,} open at the last look in no thread's known epoll"
+    never = [str(w.index) for w in result.workers if w.serving_seen is None]
+    if never:
+        said += f" (thread {', '.join(never)} never seen waiting in its epoll, so its own are among those: -)"
+    return said
+
+
+def split_known(result: ObserveResult) -> bool:
+    """Whether the result splits its connections by thread: looked at, with no reason not to, and some thread seen
+    waiting in its epoll."""
+    return (
+        result.threaded
+        and result.serving_looks > 0
+        and result.serving_why is None
+        and any(w.serving_seen is not None for w in result.workers)
+    )
