@@ -23,7 +23,7 @@ from h2o_config import h2o_config
 
 from accept_order.experiments.observe.observer import recognised_kind
 from accept_order.experiments.observe.server import find_server
-from accept_order.probes.serving import children_of
+from accept_order.probes.proc_processes import children_of
 
 H2O = shutil.which("h2o")
 TIMEOUT_S = 20.0

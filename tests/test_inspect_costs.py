@@ -25,8 +25,9 @@ from accept_order.experiments.inspect.sample import Sample, _shared_epolls, take
 from accept_order.experiments.inspect.views import epoll_views, unit_views
 from accept_order.probes import fd_table, proc_read, proc_waits
 from accept_order.probes.fd_table import FdTables, OpenFile
+from accept_order.probes.proc_processes import ProcessInfo, _fields
 from accept_order.probes.proc_waits import ThreadWait
-from accept_order.probes.serving import ProcessInfo, Server, _fields, find_server
+from accept_order.probes.serving import Server, find_server
 from accept_order.probes.tcp_info import TcpSocket
 
 TIMEOUT_S = 20.0

@@ -311,7 +311,7 @@ def test_a_namespace_s_listeners_come_from_one_dump_in_the_order_proc_lists_them
     in the order of /proc/PID/net/tcp and tcp6 (the witness, read here): IPv4, IPv6 and dual-stack
     listeners of the test's own."""
     from accept_order.probes.listeners import parse_proc_net_tcp
-    from accept_order.probes.serving import namespace_listeners
+    from accept_order.probes.proc_processes import namespace_listeners
 
     given: dict[int, int] = {}  # inode -> the backlog listen() was given
     mine: list[socket.socket] = []

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import OutputReader
 
-from accept_order.probes.serving import process_info
+from accept_order.probes.proc_processes import process_info
 from accept_order.servers.registry import recognise
 
 GUNICORN = Path(sys.executable).parent / "gunicorn"

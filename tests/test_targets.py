@@ -18,7 +18,7 @@ from conftest import assert_one_error_line, gone, run_cli, wait_for
 
 from accept_order.core.capabilities import PTRACE, holds
 from accept_order.core.errors import NotServing
-from accept_order.probes import serving
+from accept_order.probes import proc_processes, serving
 
 TIMEOUT_S = 20.0
 LISTEN = "import socket, sys; s = socket.create_server(('127.0.0.1', 0)); print(s.getsockname()[1], flush=True)"
@@ -64,8 +64,10 @@ def orphan() -> Iterator[tuple[int, int]]:
     pid = int(proc.stdout.readline())
     proc.wait(TIMEOUT_S)  # the forking parent: it exited as soon as it forked
     try:
-        parent = wait_for(lambda: serving.process_info(pid), lambda info: info is not None, TIMEOUT_S, "the orphan")
-        if parent is None or parent.ppid != serving.INIT:
+        parent = wait_for(
+            lambda: proc_processes.process_info(pid), lambda info: info is not None, TIMEOUT_S, "the orphan"
+        )
+        if parent is None or parent.ppid != proc_processes.INIT:
             pytest.skip("orphans are adopted by a subreaper here, not by pid 1")
         yield pid, port
     finally:
@@ -83,7 +85,7 @@ def orphan() -> Iterator[tuple[int, int]]:
 def test_pid_1_is_init_not_the_server_of_an_orphan_it_adopted(orphan: tuple[int, int], command: list[str]) -> None:
     pid, port = orphan
     try:
-        if serving.socket_inodes(1) & {row.inode for row in serving.namespace_listeners(1)}:
+        if proc_processes.socket_inodes(1) & {row.inode for row in proc_processes.namespace_listeners(1)}:
             pytest.skip("pid 1 listens itself here (a server is this namespace's init)")
     except PermissionError:
         pass  # not readable even by root (a sandbox's init): the tool still says what pid 1 is, and who serves

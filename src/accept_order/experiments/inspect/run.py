@@ -15,8 +15,9 @@ from ...core.kinds import ModeInfo, ServerKind
 from ...core.models import Mechanism
 from ...probes.fd_table import FdTables, OpenFile
 from ...probes.file_table import polls_of
+from ...probes.proc_processes import ProcessInfo, namespace_listeners
 from ...probes.server_netns import counters_of, namespace_of, same_namespace, sysctls_of
-from ...probes.serving import ProcessInfo, Server, check_pid, find_server, namespace_listeners, with_backlogs
+from ...probes.serving import Server, check_pid, find_server, with_backlogs
 from ...servers.registry import DEFAULT_KIND, recognise, server_kind
 from .changes import change_views
 from .held import connections_held, with_held

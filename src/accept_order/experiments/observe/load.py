@@ -51,8 +51,8 @@ from collections import deque
 
 from ...core.capabilities import SERVERS_USER, what_would_let_it
 from ...core.waiting import wait_for
+from ...probes.proc_processes import socket_inodes
 from ...probes.server_netns import entry_refused
-from ...probes.serving import socket_inodes
 from ...probes.tcp_destroy import DestroyWatch
 from ...probes.tcp_info import TcpSocket, server_sockets
 from .load_tally import LoadTally

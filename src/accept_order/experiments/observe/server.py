@@ -30,7 +30,8 @@ from ...probes import serving
 from ...probes.accept_waits import FORKS, SERVES, parent_accepts
 from ...probes.accept_watch import ThreadCounts
 from ...probes.fd_table import FdTables, read_links
-from ...probes.serving import children_of, process_info, socket_inodes, with_backlogs
+from ...probes.proc_processes import children_of, process_info, socket_inodes
+from ...probes.serving import with_backlogs
 from ...servers.watched import gone
 
 
