@@ -16,7 +16,7 @@ from haproxy_by_hand import config, haproxy
 from test_inspect_haproxy_multi_queue import accepted_and_served
 
 from accept_order.servers.launched.base import free_port
-from accept_order.servers.launched.haproxy_config import handoff_read, read_settings
+from accept_order.servers.launched.haproxy_config import FILES_NAMED, handoff_read, read_settings
 from accept_order.servers.launched.haproxy_config_files import MAX_FILES
 
 
@@ -48,6 +48,9 @@ def test_a_directory_past_the_bound_is_said_not_read_past_it(tmp_path: Path, fil
     assert len(settings.read) == MAX_FILES and settings.multi_queue is None, settings
     read = handoff_read(settings)
     assert read.hands_on is None, read
+    # the files read named in short: the first few, the last, how many (all 256 were named, on one line)
+    first = ", ".join(f"{directory}/{index:03d}.cfg" for index in range(FILES_NAMED - 2))
+    assert read.said.startswith(f"its config ({first}, ..., {directory}/255.cfg: {MAX_FILES} files) "), read.said
     assert f"not read here, so a setting there is not seen: {directory} ({said})" in read.doubts, read.doubts
 
 

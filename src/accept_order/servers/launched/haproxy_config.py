@@ -14,6 +14,8 @@ from ...core.text import escape_controls
 from .haproxy_config_files import changed_since, config_files, newest_start, wheres_of
 from .haproxy_config_text import MULTI_QUEUE, NBTHREAD, config_names, global_settings
 
+FILES_NAMED = 6  # a line names this many files read at most (a directory of 256 named them all, on one line)
+
 
 class Settings(NamedTuple):
     """What the config said: multi_queue True/False, None where no file said it (HAProxy's default: on);
@@ -60,12 +62,21 @@ def read_settings(pid: int, argv: Sequence[str]) -> Settings:
     )
 
 
+def files_said(read: Sequence[str]) -> str:
+    """The files read, as a line names them: each escaped (names as HAProxy was given them: any bytes), and past
+    FILES_NAMED of them (a -f directory's, up to MAX_FILES) the first few, the last, and how many in all."""
+    names = [escape_controls(name) for name in read]
+    if len(names) <= FILES_NAMED:
+        return ", ".join(names)
+    return f"{', '.join(names[: FILES_NAMED - 2])}, ..., {names[-1]}: {len(names):,} files"
+
+
 def why_said(why: str, settings: Settings) -> str:
     """The threads mode's `why` (a herd on one listener; then multi-queue's handing on) as the config read says it:
     the handing on left out where it turns multi-queue off or runs one thread and that is known to be what it runs
     (observe's handoff_read), HAProxy's defaults where no file could be read; a file not read or changed said."""
     herd = why.split("; ", 1)[0]
-    files = ", ".join(map(escape_controls, settings.read))  # names as HAProxy was given them: any bytes
+    files = files_said(settings.read)
     if not settings.read:
         unread = ", ".join(f"{escape_controls(name)} ({reason})" for name, reason in settings.unread)
         return f"{why} (HAProxy's defaults: its config could not be read here: {unread or 'none was named'})"
@@ -109,7 +120,7 @@ def handoff_read(settings: Settings) -> HandOffRead:
     """What the config read says of handing on (observe's verdict): off where it turns multi-queue off or runs one
     thread, on where it leaves it on, not known where a file could not be read, one was changed after it started, or
     the setting the answer rests on is not decided here (a .if block, a variable not given)."""
-    files = ", ".join(map(escape_controls, settings.read))  # names as HAProxy was given them: any bytes
+    files = files_said(settings.read)
     if not settings.read:
         unread = ", ".join(f"{escape_controls(n)} ({why})" for n, why in settings.unread) or "none was named"
         return HandOffRead(None, f"its config could not be read here: {unread}", tuple(doubts(settings)))
