@@ -23,7 +23,7 @@ from ..core.spec import ServerSpec
 from ..servers.registry import KINDS, known_by_replies
 
 if TYPE_CHECKING:
-    from ..probes.tls_hello import TlsSpoken
+    from ..probes.tls_hello import H2cSpoken, TlsSpoken
 
 NOTE = (
     "The server answered, but no reply named a worker: --target attributes each connection by its reply alone, "
@@ -46,31 +46,34 @@ def line_client_unanswered(server: ServerSpec, failures: Iterable[str]) -> bool:
     return not started_here and server.protocol == "line" and bool(failed) and failed <= {TIMEOUT, NO_REPLY}
 
 
-def tls_spoken(server: ServerSpec, failures: Iterable[str]) -> TlsSpoken | None:
+def tls_spoken(server: ServerSpec, failures: Iterable[str]) -> TlsSpoken | H2cSpoken | None:
     """What a server this tool did not start, driven with --protocol http, speaks where it failed every
     connection as a TLS server fails plain HTTP (a 400, a close, a reset) and its port completes a TLS
     handshake; None otherwise (asked only then: a handshake may take up to HANDSHAKE_S). The handshake is a
     connection the server sees: a plain nginx logs its ClientHello as a 400, so a server whose '/' answers
-    404 or 403, which no TLS port answers plain HTTP with (nginx, Caddy, Apache: 400), is not asked."""
+    404 or 403, which no TLS port answers plain HTTP with (nginx, Caddy, Apache: 400), is not asked. A port that
+    completes no handshake is asked for HTTP/2 in the clear (h2c) next: nginx's 'listen ... http2' without ssl, at
+    which h2load is pointed, failed every request 'no reply' and latency said no more."""
     kind = KINDS.get(server.kind)
     failed = set(failures)
     as_tls = bool(failed) and failed <= {NO_REPLY, "ECONNRESET", "EPIPE", f"{BAD_REPLY} (HTTP 400)"}
     if (kind is not None and kind.launched) or server.protocol != "http" or not as_tls:
         return None
-    from ..probes.tls_hello import speaks_tls  # ssl: only where a run served nothing (start-up stays as it was)
+    from ..probes.tls_hello import speaks_h2c, speaks_tls  # ssl: only where a run served nothing
 
-    return speaks_tls(server.host, server.port)
+    spoken = speaks_tls(server.host, server.port)
+    return spoken if spoken is not None else speaks_h2c(server.host, server.port)
 
 
-def tls_note(server: ServerSpec, spoken: TlsSpoken) -> str:
+def tls_note(server: ServerSpec, spoken: TlsSpoken | H2cSpoken) -> str:
     """The sentence for a TLS port: what it speaks, and the plain listener the load needs (named by --target for
     a server elsewhere: --port with --target is a usage error)."""
     aim = "--target that address" if known_by_replies(server) else "--port that one"
     return (
         f"{_at(server)} speaks {spoken.said}, and the load speaks plain HTTP/1.1 only: give the "
         "server a plain-HTTP listener beside it (nginx: 'listen 127.0.0.1:8080;' in the same server block, with "
-        f"the TLS listen's reuseport if it has one; the same workers accept on both) and {aim} (the same "
-        "accept mechanism; the TLS handshakes and HTTP/2's streams over one connection are not measured)"
+        f"the {spoken.listen} listen's reuseport if it has one; the same workers accept on both) and {aim} (the "
+        f"same accept mechanism; {spoken.unmeasured} are not measured)"
     )
 
 
