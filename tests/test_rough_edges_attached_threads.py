@@ -20,7 +20,8 @@ from rich.console import Console
 
 from accept_order.experiments.order.report import run_report
 from accept_order.experiments.order.result import RunResult
-from accept_order.servers.registry import threads_are_workers, threads_note
+from accept_order.servers.kind_notes import threads_note
+from accept_order.servers.registry import threads_are_workers
 
 GOLDEN = Path(__file__).parent / "data" / "golden" / "run.json"
 

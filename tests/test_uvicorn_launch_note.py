@@ -13,7 +13,7 @@ import pytest
 from conftest import run_cli
 
 from accept_order.core.spec import ServerSpec
-from accept_order.servers.registry import launch_note
+from accept_order.servers.kind_notes import launch_note
 
 GOLDEN = Path(__file__).parent / "data" / "golden"
 NOTE = "this tool's uvicorn sets TCP_NODELAY on its listening socket"

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from rich.text import Text
 
 from ..core.spec import ServerSpec
-from ..servers.registry import launch_note
+from ..servers.kind_notes import launch_note
 
 
 def launch_parts(servers: Iterable[ServerSpec]) -> list[Text]:

@@ -137,7 +137,7 @@ EVIDENCE = Record(
         "work_clock": OneOf(("thread", "process")),  # what HAProxy's --work spun on: its thread's CPU or process's
         "merged_from": Record({"files": ListOf(MERGED_FILE), "concurrent": Flag()}),
         "observed_on": ListOf(OBSERVED_ON),
-        # run --attach of one process of several threads (servers/attached.py): said by registry.threads_note
+        # run --attach of one process of several threads (servers/attached.py): said by servers/kind_notes.threads_note
         "threads": Record(
             {
                 "pid": Integer(),

@@ -311,42 +311,12 @@ def recognise(name: str, argv: Sequence[str]) -> ServerKind | None:
     (Server::Starter's `start_server ... -- /usr/bin/h2o`), the command it runs after `--`. None: none known. A
     program's own arguments name no server: `python app.py nginx` and `python app.py -- nginx` were nginx."""
     import os
-    import re
 
-    # Server::Starter: h2o's `-m master` (Debian's unit) runs `perl -x .../start_server ... -- /usr/bin/h2o`
-    wrappers = {"start_server"}
+    from .program_words import WRAPPERS, program_words
 
-    def words(text: str) -> set[str]:
-        # Base names only: a directory that happens to be called "node" (/home/node/app.py) names no server
-        return {re.sub(r"[^\w.-]", "", os.path.basename(word)) for word in text.split()}
-
-    def program(args: Sequence[str]) -> set[str]:
-        """The words of the program a command line runs: its first argument's, and an interpreter's module (-m),
-        code (-c, -e) or script (its first argument that is no option)."""
-        if not args:
-            return set()
-        own = words(args[0])
-        interpreter = re.fullmatch(r"(python|pypy|ruby|perl)[\d.]*", os.path.basename(args[0]))
-        if interpreter is None:
-            return own
-        # the options that take the next argument as their value (python -X dev, ruby -r bundler/setup), each
-        # interpreter's own: python's -I takes none (isolated: `python3 -I /usr/bin/gunicorn` was no gunicorn)
-        takes_value = {"ruby": ("-r", "-I", "-C", "-E"), "perl": ("-I",)}.get(interpreter[1], ("-W", "-X"))
-        rest = list(args[1:])
-        valued = False  # the argument is an option's value
-        for index, arg in enumerate(rest):
-            if arg in ("-m", "-c", "-e"):
-                return own | words(" ".join(rest[index + 1 : index + 2]))
-            if arg.startswith("-m"):  # python -mgunicorn
-                return own | words(arg[2:])
-            if not arg.startswith("-") and not valued:
-                return own | words(arg)
-            valued = arg in takes_value
-        return own
-
-    found = {name, *program(argv)}
+    found = {name, *program_words(argv)}
     kind = next((kind for kind in KINDS.values() if found & set(kind.process_names)), None)
-    if kind is not None or not found & wrappers or "--" not in argv:
+    if kind is not None or not found & WRAPPERS or "--" not in argv:
         return kind
     wrapped = list(argv[list(argv).index("--") + 1 :])
     return recognise(os.path.basename(wrapped[0]), wrapped) if wrapped else None
@@ -358,31 +328,6 @@ def threads_are_workers(name: str, argv: Sequence[str]) -> bool:
     which is what the kernel sees. inspect and observe name the threads by it; run --attach says it (below)."""
     kind = recognise(name, argv)
     return kind is None or kind.threads_are_workers
-
-
-def launch_note(spec: ServerSpec) -> str | None:
-    """What this tool's launch of the spec's kind does that a user's does not (ServerKind.launch_note): said
-    beside unseen_note in each report of a run; None for a kind with nothing to say, or one not known here."""
-    kind = KINDS.get(spec.kind)
-    return kind.launch_note(spec) if kind is not None else None
-
-
-def threads_note(evidence: Mapping[str, Any]) -> str | None:
-    """For a server attached by pid that is one process serving with its threads (evidence `threads`, read as
-    the run started: servers/attached.py), what its report must say in place of a worker's share and fairness:
-    threads share one fd table, so /proc tells which process holds a connection, never which thread."""
-    threads = evidence.get("threads")
-    if not isinstance(threads, Mapping) or not isinstance(count := threads.get("count"), int) or count < 2:
-        return None
-    program, argv = str(threads.get("program", "")), [str(a) for a in threads.get("argv", [])]
-    if not threads_are_workers(program, argv):
-        return None
-    who = f"pid {threads.get('pid', '?')}" + (f" ({program})" if program else "")
-    return (
-        f"{who} serves with {count} threads, and threads share one fd table: /proc says which process holds a "
-        "connection, never which thread, so the counts are the process's and no thread's share or fairness can "
-        "be read (observe counts each thread's accepts with bpftrace)"
-    )
 
 
 def elsewhere(target: Target) -> RemoteServer | None:

@@ -22,7 +22,8 @@ from ...render.hosts import HostsPart, host_parts
 from ...render.observed_on import brought, observed_parts
 from ...render.text import Verbatim, plural
 from ...render.workers import worker_table
-from ...servers.registry import threads_note, unseen_note
+from ...servers.kind_notes import threads_note
+from ...servers.registry import unseen_note
 from ..attached_listeners import v6only_note
 from ..launch_notes import launch_parts
 from ..sleeps_legend import ids_of, sleeps_legend, sleeps_of

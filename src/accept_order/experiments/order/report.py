@@ -14,7 +14,7 @@ from ...render.evidence import evidence_report
 from ...render.fit import key_columns
 from ...render.text import durations_us, plural
 from ...render.workers import worker_table
-from ...servers.registry import threads_note
+from ...servers.kind_notes import threads_note
 from ..attached_listeners import v6only_note
 from ..launch_notes import launch_parts
 from ..sleeps_legend import ids_of, sleeps_legend
