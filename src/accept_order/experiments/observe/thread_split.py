@@ -15,6 +15,7 @@ import time
 from ...probes.server_netns import same_namespace
 from ...probes.tcp_info import server_sockets
 from ...probes.thread_epolls import epolls_waited, watched_inodes
+from ...servers.watched import gone
 from .result import ObserveResult
 from .sampling import paced
 from .server import Watched
@@ -52,6 +53,8 @@ class ThreadSplit:
             self._next = now + paced(time.monotonic() - now)
 
     def _look(self) -> None:
+        if gone(self.pid):  # exited (a reload's old worker): what its port holds now is another process's
+            return
         self.epolls.update(epolls_waited(self.pid, self.tids))
         if len(set(self.epolls.values())) < len(self.epolls):
             self.why = "its threads wait on one epoll between them, so any of them may serve what it watches"
@@ -113,7 +116,7 @@ def serving_line(result: ObserveResult) -> str | None:
         f"{'look' if result.serving_looks == 1 else 'looks'}): {held} at the last look, {peak} at most; {seen:,} "
         "distinct in all"
     )
-    if result.serving_unplaced:
+    if result.serving_unplaced and result.reloaded is None:  # after a reload, the newcomer's are on the port too
         said += f"; {result.serving_unplaced:,} open at the last look in no thread's known epoll"
     never = [str(w.index) for w in result.workers if w.serving_seen is None]
     if never:
