@@ -75,6 +75,17 @@ def test_every_split_beyond_chance_names_the_least_uneven_where_both_tests_agree
     assert "none is the least uneven on both Jain and the test" in tie, tie
 
 
+def test_no_least_uneven_is_named_on_figures_the_verdict_does_not_show() -> None:
+    # 16/0/0/0 and 15/1/0/0 of 16: Jain 0.250 and 0.283, and an even split gives each less than once in a million
+    # times (about 1e-9 and 1e-7): 15/1/0/0 was named the least uneven, 'both tests agreeing', on digits not said
+    said = _verdict(pool_run("epoll", (16, 0, 0, 0), 3000), pool_run("reuseport", (15, 1, 0, 0), 3000))
+    assert "reuseport's split the least" not in said, said
+    assert (
+        "none is the least uneven on both Jain and the test (epoll against reuseport: Jain 0.250 against 0.283; an "
+        "even split spreads them so less than once in a million times against less than once in a million times)"
+    ) in said, said
+
+
 def test_connections_that_come_and_go_say_no_split() -> None:
     # several requests per connection: a worker's connections end and others open, no split lasts the run
     churn = _verdict(pool_run("epoll", (13, 1, 1, 1), 3000, 10), pool_run("reuseport", (4, 4, 5, 3), 3000, 10))
@@ -184,8 +195,12 @@ def test_sweep_repeat_says_it_by_cap_and_ranks_no_round_its_caps_did_not_part() 
     runs = [LatencyResult.from_dict(run) for run in json.loads(SWEEP_POOL.read_text())["runs"]]
     said = _sweep_repeat_said([runs, runs])  # no wakeup above 1, the smallest cap, in either round: none ranked
     assert "1 limit uneven beyond chance in 2 of 2 (median Jain 0.492 over its connections)" in said, said
-    assert "no cap spread them more evenly in any round: in each, the splits were all chance's" in said, said
-    assert "in 2 of them, whatever the splits: no wakeup of any run took more than the smallest cap allows" in said
+    assert (
+        "no cap is named in any round, whatever the splits: no wakeup of any run took more than the smallest cap "
+        "allows, so what parts the splits is most likely one run from another"
+    ) in said, said
+    # no round's splits were weighed: none is said to have been all chance's, all beyond it, or ordered otherwise
+    assert "the splits were all chance's" not in said, said
     # the caps bound (a wakeup of the uncapped run took 2): the one-run rule, round by round
     bound = [dataclasses.replace(r, counters=tuple(dataclasses.replace(c, max_batch=2) for c in r.counters))
              if r.server.accept_batch == 0 else r for r in runs]  # fmt: skip
@@ -193,3 +208,25 @@ def test_sweep_repeat_says_it_by_cap_and_ranks_no_round_its_caps_did_not_part() 
     said = _sweep_repeat_said([[evener, *bound[1:]], bound])
     assert "1 limit spread them more evenly in 1 of 2 rounds (in the others, none: the splits were all" in said, said
     assert "whatever the splits" not in said, said
+
+
+def test_sweep_repeat_says_which_rounds_weighed_their_splits() -> None:
+    # three rounds: one whose caps bound and whose splits named 1 limit, one whose caps bound and whose splits were
+    # all beyond chance, one whose caps bound no wakeup. Each reason is said of its own rounds: the splits of the
+    # third were never weighed, so it is not among those whose splits 'were all chance's, all beyond it, ...'
+    runs = [LatencyResult.from_dict(run) for run in json.loads(SWEEP_POOL.read_text())["runs"]]
+    bound = [dataclasses.replace(r, counters=tuple(dataclasses.replace(c, max_batch=2) for c in r.counters))
+             if r.server.accept_batch == 0 else r for r in runs]  # fmt: skip
+    evener = dataclasses.replace(runs[0], connections=(4, 4, 5, 3), held_at_end=(4, 4, 5, 3))
+    said = _sweep_repeat_said([[evener, *bound[1:]], bound, runs])
+    assert (
+        "1 limit spread them more evenly in 1 of 3 rounds (in the others, none: in 1 of them, the splits were all "
+        "chance's, all beyond it, or Jain ordered them otherwise; in 1, whatever the splits: no wakeup of any run "
+        "took more than the smallest cap allows"
+    ) in said, said
+    # no round named one: the same two reasons, each with its count
+    said = _sweep_repeat_said([bound, runs])
+    assert (
+        "no cap spread them more evenly in any round: in 1 of them, the splits were all chance's, all beyond it, or "
+        "Jain ordered them otherwise; in 1, whatever the splits: no wakeup"
+    ) in said, said

@@ -80,7 +80,9 @@ def more_even(splits: Sequence[Split]) -> list[str]:
 def least_uneven(splits: Sequence[Split]) -> Split | None:
     """Where every split is uneven beyond chance: the one both tests call the least uneven (the highest Jain, and
     the one an even split gives the most often), None where they name different ones or two tie (13/1/1/1 and
-    1/13/1/1 are one split's figures)."""
+    1/13/1/1 are one split's figures). Judged on the figures as said beside it: 16/0/0/0 and 15/1/0/0 of 16 are
+    each 'less than once in a million times', so naming 15/1/0/0 the less uneven on the test, from digits not
+    shown, read as both tests agreeing where the test as said does not tell them apart."""
     if len(splits) < 2 or any(s.by_chance for s in splits):
         return None
     evenest = max(splits, key=lambda s: s.jain)
@@ -88,7 +90,13 @@ def least_uneven(splits: Sequence[Split]) -> Split | None:
     others = [s for s in splits if s is not evenest]
     if evenest is not likeliest or any(s.jain >= evenest.jain or s.p >= evenest.p for s in others):
         return None
+    if any(_jain_said(s) == _jain_said(evenest) or how_often(s.p) == how_often(evenest.p) for s in others):
+        return None
     return evenest
+
+
+def _jain_said(split: Split) -> str:
+    return f"{split.jain:.3f}"
 
 
 def _all_uneven(splits: Sequence[Split], what: str) -> str:
@@ -96,7 +104,7 @@ def _all_uneven(splits: Sequence[Split], what: str) -> str:
     (the first named's against the others')."""
     least = least_uneven(splits)
     ordered = sorted(splits, key=lambda s: s is not least)  # the least uneven first, the others as they ran
-    jains = " against ".join(f"{s.jain:.3f}" for s in ordered)
+    jains = " against ".join(_jain_said(s) for s in ordered)
     chances = " against ".join(how_often(s.p) for s in ordered)
     if least is not None:
         return (
@@ -194,15 +202,29 @@ def repeated_split_note(
         named += bool(better)
         for label in better:
             wins[label] = wins.get(label, 0) + 1
-    others = "the splits were all chance's, all beyond it, or Jain ordered them otherwise"
-    if reasons:
-        others = f"{others}; in {len(reasons)} of them, whatever the splits: {'; '.join(dict.fromkeys(reasons))}"
+    others = _none_named(len(whole) - named - len(reasons), reasons)
     if wins:
         ranked = "; ".join(f"{label} spread them more evenly in {n} of {len(whole)}" for label, n in wins.items())
         ranked += f" rounds (in the others, none: {others})" if named < len(whole) else " rounds"
+    elif len(reasons) == len(whole):  # no round weighed its splits
+        ranked = f"no {what} is named in any round, {others}"
     else:
-        ranked = f"no {what} spread them more evenly in any round: in each, {others}"
+        ranked = f"no {what} spread them more evenly in any round: {'' if reasons else 'in each, '}{others}"
     return (
         "Connections per worker over the runs (each kept for the whole run, so its worker's load to the end; a run's "
         f"split is one draw of its connections): {'; '.join(per_mode)}; {ranked}"
     )
+
+
+def _none_named(judged: int, reasons: Sequence[str]) -> str:
+    """Why the rounds that named none did not: `judged` of them on their splits, the others (`reasons`, one a
+    round) whatever their splits. A round whose splits were not weighed is not said to have had splits that named
+    none: 'in each, the splits were all chance's, ...; in 2 of them, whatever the splits: ...' gave both of 2
+    rounds two reasons, where only the second was theirs."""
+    splits = "the splits were all chance's, all beyond it, or Jain ordered them otherwise"
+    if not reasons:
+        return splits
+    unranked = f"whatever the splits: {'; '.join(dict.fromkeys(reasons))}"
+    if not judged:
+        return unranked
+    return f"in {judged} of them, {splits}; in {len(reasons)}, {unranked}"
