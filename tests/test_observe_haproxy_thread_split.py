@@ -53,9 +53,10 @@ def test_each_threads_connections_are_those_its_replies_name(tmp_path: Path) -> 
         connections = [http.client.HTTPConnection("127.0.0.1", port, timeout=10) for _ in range(KEPT)]
         try:
             answered = [served_by(c) for c in connections]
-            # uneven, so that no thread's count is another's: thread 0's closed, and one of thread 1's (multi-queue
+            # uneven, so that no thread's count is another's: thread 0's closed, and one of another's (multi-queue
             # spreads them evenly, 3 each, which a split read thread for the wrong thread would match too)
-            closing = [i for i, t in enumerate(answered) if t == 0] + [answered.index(1)]
+            other = next(i for i, t in enumerate(answered) if t != 0)
+            closing = [i for i, t in enumerate(answered) if t == 0] + [other]
             for index in closing:
                 connections[index].close()
             kept = [(c, t) for i, (c, t) in enumerate(zip(connections, answered, strict=True)) if i not in closing]
@@ -78,13 +79,14 @@ def test_each_threads_connections_are_those_its_replies_name(tmp_path: Path) -> 
     assert again == threads  # observing moved no connection: each answers from the thread it answered from
     assert open_after == len(threads)
     expected = Counter(threads)
-    assert expected[0] == 0 and expected[1] < max(expected.values()), expected  # uneven, as meant
+    counts = [expected[t] for t in range(THREADS)]
+    assert counts[0] == 0 and counts != counts[::-1], counts  # uneven, as meant: no thread's count is its mirror's
     # looks are paced by their cost (fewer than the intervals on a busy machine); the window's end always takes one
     assert result.serving_why is None and result.serving_looks >= 1, (result.serving_why, result.serving_looks)
-    assert [w.serving_held for w in result.workers] == [expected[t] for t in range(THREADS)], result.workers
-    assert [w.serving_seen for w in result.workers] == [expected[t] for t in range(THREADS)], result.workers
+    assert [w.serving_held for w in result.workers] == counts, result.workers
+    assert [w.serving_seen for w in result.workers] == counts, result.workers
     assert result.serving_unplaced == 0
-    held = ", ".join(str(expected[t]) for t in range(THREADS))
+    held = ", ".join(map(str, counts))
     looks = f"{result.serving_looks} look" + ("s" if result.serving_looks > 1 else "")
     line = f"connections each thread serves (those its own epoll watches, at {looks}): {held} "
     line += f"at the last look, {held} at most; {len(threads)} distinct in all"
