@@ -35,7 +35,7 @@ What it makes, all of it removed when the block ends, by an exception or Ctrl-C 
 - `cluster.address(name)`, `cluster.bridge_address` (this namespace's, where the hosts reach a server of the test),
   `cluster.run_in(name, argv, **popen_kwargs)` to start a process in a namespace.
 
-A module-scoped cluster's sshds stay alive between its tests: they are listed in conftest.KEPT_BY_FIXTURES, which
+A module-scoped cluster's sshds stay alive between its tests: they are listed in children.KEPT_BY_FIXTURES, which
 the suite's no-child-left check skips (their children, the ssh sessions, it still counts).
 
 Teardown kills every process in each namespace (found by the namespace's inode, as `ip netns pids` does), deletes
@@ -61,8 +61,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+import children
 import cluster_network
-import conftest
 import pytest
 from cluster_network import (
     LOCKS,
@@ -79,7 +79,7 @@ from cluster_network import (
     take_lock,
 )
 from cluster_ssh import write_ssh_files
-from conftest import wait_for
+from waiting import wait_for
 
 SSHD = "/usr/sbin/sshd"  # sshd re-executes itself, so it wants its absolute path
 SSH_PORT = 22
@@ -308,7 +308,7 @@ class Cluster:
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         self._sshd[name] = proc
-        conftest.KEPT_BY_FIXTURES.add(proc.pid)  # alive between a module fixture's tests on purpose
+        children.KEPT_BY_FIXTURES.add(proc.pid)  # alive between a module fixture's tests on purpose
 
     def _sshd_states(self) -> dict[str, str]:
         states = {}
@@ -350,7 +350,7 @@ class Cluster:
                 proc.wait(self.timeout)
             except subprocess.TimeoutExpired:
                 pass  # named by leftovers()
-            conftest.KEPT_BY_FIXTURES.discard(proc.pid)
+            children.KEPT_BY_FIXTURES.discard(proc.pid)
         if self._lock_fd is not None:
             if named(self.tag) == ([], []):
                 (LOCKS / f"{self.tag}.lock").unlink(missing_ok=True)  # under the lock: nobody takes it half-removed

@@ -1,52 +1,37 @@
-"""Shared fixtures: no test may leave a child process behind; helpers for ports, the CLI and waiting.
+"""Shared fixtures and hooks: no test may leave a child process behind; ports, io_uring's absence, the golden files.
 
 The autouse fixture `no_child_outlives_the_test` is the suite's guarantee that every worker, server and
 subprocess a test starts has an owner that ends it. It waits a few seconds for children already on their
 way out (a SIGTERMed worker writing its report), then kills and names any straggler and fails the test.
+
+The helpers live in modules of their own (cli_runs, waiting, children, network, report_layout); the tests import
+them from here, as they did when they were defined here.
 """
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import os
-import re
 import shutil
 import signal
 import socket
-import subprocess
-import sys
-import threading
-import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, TypeVar
 
 import psutil
 import pytest
-from click.testing import CliRunner, Result
-from host_namespace import back_in_the_host_namespace  # noqa: F401  (an autouse fixture: registered by its import)
 
-from accept_order.cli.app import main
-from accept_order.core.protocol import parse_reply
+# Helpers the tests import from conftest, each defined in a module of its own
+from children import KEPT_BY_FIXTURES, child_processes, cpu_of, describe, gone, has_children  # noqa: F401
+from cli_runs import assert_one_error_line, run_cli, run_experiment  # noqa: F401
+from host_namespace import back_in_the_host_namespace  # noqa: F401  (an autouse fixture: registered by its import)
+from network import http_fetch, http_fetch_many, ipv6_loopback_works, needs_ipv6  # noqa: F401
+from report_layout import counted_calls, printed_like_the_report  # noqa: F401
+from waiting import OutputReader, wait_for  # noqa: F401
+
 from accept_order.loads.hosts import gateways
 
 CHILD_GRACE_S = 3.0
-
-# Processes a module- or session-scoped fixture owns and ends itself (tests/cluster.py's sshd): alive between
-# that scope's tests by design, so no_child_outlives_the_test does not count them. Their own children still count.
-KEPT_BY_FIXTURES: set[int] = set()
-
-T = TypeVar("T")
-
-
-def _describe(proc: psutil.Process) -> str:
-    try:
-        cmd = " ".join(proc.cmdline()) or proc.name()
-    except psutil.Error:
-        cmd = "?"
-    return f"pid {proc.pid} ({cmd[:120]})"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -223,19 +208,6 @@ def regen_golden(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--regen-golden"))
 
 
-def has_children() -> bool:
-    """Whether this process has a child (running, stopped or a zombie): one system call, waitid without reaping
-    (WNOWAIT), which fails with ECHILD only when there is none. Most tests start none, and then psutil's
-    children(recursive=True), which reads every process's stat for its parent (2-15 ms a test with the
-    machine's other work), is not needed: a process that is no child of ours is no descendant either (an
-    orphan is re-parented to init, or to us if we were a subreaper, and then it is our child)."""
-    try:
-        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-    except ChildProcessError:
-        return False
-    return True
-
-
 @pytest.fixture(autouse=True)
 def sources_read_as_a_new_command_would() -> None:
     """Each test's client hosts are compared with this checkout as it is now, as a command started now would read it:
@@ -258,7 +230,7 @@ def no_child_outlives_the_test() -> Iterator[None]:
     _, alive = psutil.wait_procs(children, timeout=CHILD_GRACE_S)
     if not alive:
         return
-    names = [_describe(p) for p in alive]
+    names = [describe(p) for p in alive]
     for proc in alive:
         try:
             proc.kill()
@@ -266,46 +238,6 @@ def no_child_outlives_the_test() -> Iterator[None]:
             pass
     psutil.wait_procs(alive, timeout=CHILD_GRACE_S)
     pytest.fail(f"{len(names)} child process(es) outlived the test: {'; '.join(names)}", pytrace=False)
-
-
-def printed_like_the_report(renderable: object, width: int, color: bool) -> str:
-    """`renderable` between two lines of text, as the report's console prints it (no markup, highlighting
-    or emoji) at `width` columns, on a colour terminal or off one: what a layout test compares."""
-    import io
-
-    from rich.console import Console, Group
-    from rich.text import Text
-
-    out = io.StringIO()
-    console = Console(
-        file=out,
-        width=width,
-        force_terminal=color,
-        color_system="truecolor" if color else None,
-        markup=False,
-        highlight=False,
-        emoji=False,
-    )  # fmt: skip
-    console.print(Group(Text("before"), renderable, Text("after")), crop=False)  # type: ignore[arg-type]
-    return out.getvalue()
-
-
-@contextlib.contextmanager
-def counted_calls(cls: type, name: str) -> Iterator[list[int]]:
-    """Count the calls of the method `cls.name` while inside ([count]; restored on the way out): how many
-    Texts rich wraps or truncates to print something, i.e. how many it laid out line by line."""
-    original = getattr(cls, name)
-    calls = [0]
-
-    def counted(self: object, *args: object, **kwargs: object) -> object:
-        calls[0] += 1
-        return original(self, *args, **kwargs)
-
-    setattr(cls, name, counted)
-    try:
-        yield calls
-    finally:
-        setattr(cls, name, original)
 
 
 @pytest.fixture
@@ -339,216 +271,3 @@ def unlistened_port() -> Iterator[int]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         yield int(sock.getsockname()[1])
-
-
-def ipv6_loopback_works() -> bool:
-    if not socket.has_ipv6:
-        return False
-    try:
-        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as sock:
-            sock.bind(("::1", 0))
-            sock.listen(1)
-            with socket.create_connection(sock.getsockname()[:2], timeout=2):
-                pass
-    except OSError:
-        return False
-    return True
-
-
-needs_ipv6 = pytest.mark.skipif(not ipv6_loopback_works(), reason="IPv6 loopback (::1) does not work here")
-
-
-def run_cli(
-    args: Sequence[str], columns: int = 200, extra_env: dict[str, str] | None = None, input: str | None = None
-) -> Result:
-    """Invoke `accept-order ARGS` in-process; any exception other than SystemExit fails the test loudly.
-
-    click >= 8.2: result.stdout and result.stderr are separate, result.output interleaves both.
-    `columns` sets rich's width (COLUMNS) so that assertions do not depend on where lines wrap.
-    """
-    env: dict[str, str | None] = {"COLUMNS": str(columns), **(extra_env or {})}
-    result = CliRunner().invoke(main, list(args), catch_exceptions=True, env=env, input=input)
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise AssertionError(
-            f"accept-order {' '.join(args)} raised {result.exception!r}\n{result.output}"
-        ) from result.exception
-    return result
-
-
-def assert_one_error_line(result: Result, code: int, *fragments: str) -> str:
-    """The CLI failed with `code` and exactly one line on stderr (containing every fragment)."""
-    lines = result.stderr.splitlines()
-    assert result.exit_code == code, f"exit {result.exit_code}, expected {code}; stderr: {result.stderr!r}"
-    assert len(lines) == 1, f"expected one stderr line, got {lines!r}"
-    line = lines[0]
-    assert line.startswith("accept-order: error: "), line
-    assert "Traceback" not in result.output
-    for fragment in fragments:
-        assert fragment in line, f"{fragment!r} not in {line!r}"
-    return line
-
-
-def wait_for(probe: Callable[[], T], done: Callable[[T], bool], timeout: float, what: str) -> T:
-    """Poll probe() until done(value); fail naming `what` if the deadline passes first."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if done(value):
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:g} s waiting for {what} (last: {value!r})")
-        time.sleep(0.01)
-
-
-class OutputReader:
-    """Collect a subprocess's stream in a thread so a test can wait for text with a timeout."""
-
-    def __init__(self, stream: IO[str]) -> None:
-        self._stream = stream
-        self._chunks: list[str] = []
-        self._lock = threading.Lock()
-        self._changed = threading.Condition(self._lock)
-        self.closed = False
-        self._thread = threading.Thread(target=self._pump, daemon=True)
-        self._thread.start()
-
-    def _pump(self) -> None:
-        for line in iter(self._stream.readline, ""):
-            with self._changed:
-                self._chunks.append(line)
-                self._changed.notify_all()
-        with self._changed:
-            self.closed = True
-            self._changed.notify_all()
-
-    @property
-    def text(self) -> str:
-        with self._lock:
-            return "".join(self._chunks)
-
-    def wait_for(self, pattern: str, timeout: float) -> re.Match[str]:
-        """The first match of `pattern` in everything read so far, waiting up to `timeout` for it."""
-        regex = re.compile(pattern)
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while True:
-                match = regex.search("".join(self._chunks))
-                if match:
-                    return match
-                remaining = deadline - time.monotonic()
-                if self.closed or remaining <= 0:
-                    text = "".join(self._chunks)
-                    state = "stream closed" if self.closed else f"timed out after {timeout:g} s"
-                    pytest.fail(f"{state} before {pattern!r} appeared; output so far:\n{text}")
-                self._changed.wait(remaining)
-
-    def finish(self, timeout: float = 5.0) -> str:
-        """Everything, once the stream has closed (the process exited)."""
-        self._thread.join(timeout)
-        return self.text
-
-
-EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
-
-
-def run_experiment(script: str, *args: str, columns: int | None = None) -> subprocess.CompletedProcess[str]:
-    """Run experiments/SCRIPT as a user would, with a bounded time and (optionally) a terminal width."""
-    env = None if columns is None else {"COLUMNS": str(columns), "PATH": "/usr/bin:/bin"}
-    return subprocess.run(
-        [sys.executable, str(EXPERIMENTS / script), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
-
-
-def gone(pids: Iterable[int]) -> bool:
-    """None of these processes is still running (reaped, or at most a zombie)."""
-    for pid in pids:
-        try:
-            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                return False
-        except psutil.NoSuchProcess:
-            pass
-    return True
-
-
-def _child_pids(pid: int) -> list[int]:
-    """`pid`'s children from the kernel's own lists (/proc/PID/task/TID/children, one per thread that forked)."""
-    found: list[int] = []
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/children") as f:
-                found.extend(int(child) for child in f.read().split())
-        except FileNotFoundError:  # the thread ended meanwhile
-            continue
-    return found
-
-
-def child_processes(pid: int | None = None, recursive: bool = False) -> list[psutil.Process]:
-    """psutil.Process(pid).children(recursive), in pid order, for a probe that wait_for polls: read from the
-    kernel's children lists of `pid` (and theirs), a few files instead of every process's stat (psutil finds
-    children by reading the parent of every process on the machine: 6-15 ms a call with the suite beside it,
-    13.5 CPU-s in 2,072 polls over 13 files). The kernel does not promise that a list read while children
-    exit names every live one, so this is for waiting until something appears, never for asserting that
-    nothing is left (psutil's children() for that). No pid: this process; a process gone: no children."""
-    root = os.getpid() if pid is None else pid
-    if not os.path.exists(f"/proc/{root}/task/{root}/children"):  # a kernel without CONFIG_PROC_CHILDREN
-        try:
-            return psutil.Process(root).children(recursive=recursive)
-        except psutil.NoSuchProcess:
-            return []
-    found: list[psutil.Process] = []
-    parents = [root]
-    while parents:
-        children: list[int] = []
-        for parent in parents:
-            try:
-                children.extend(_child_pids(parent))
-            except FileNotFoundError:  # gone meanwhile
-                continue
-        # once each: a thread that exits while its list is read hands its children to a thread not yet read
-        unique = sorted(set(children))
-        for child in unique:
-            try:
-                found.append(psutil.Process(child))
-            except psutil.NoSuchProcess:
-                continue
-        parents = unique if recursive else []
-    return sorted(found, key=lambda p: p.pid)
-
-
-def cpu_of(pids: Iterable[int]) -> float:
-    """CPU seconds (user + system) these processes have used so far; those gone count nothing: how a test
-    waits until a load has been driving for a while (there is then a result to keep)."""
-    total = 0.0
-    for pid in pids:
-        try:
-            times = psutil.Process(pid).cpu_times()
-            total += times.user + times.system
-        except psutil.Error:
-            pass
-    return total
-
-
-HTTP_REQUEST = b"GET / HTTP/1.0\r\nHost: x\r\n\r\n"
-
-
-def http_fetch(address: tuple[str, int]) -> tuple[int, int]:
-    """One HTTP/1.0 request to a launched server: (the worker the reply names, our client port), the pair
-    its own request log must hold."""
-    with socket.create_connection(address, timeout=10) as sock:
-        sock.sendall(HTTP_REQUEST)
-        reply = b""
-        while chunk := sock.recv(4096):
-            reply += chunk
-        parsed = parse_reply(reply.partition(b"\r\n\r\n")[2])
-        assert parsed is not None and parsed[1] is not None, reply
-        return parsed[1], sock.getsockname()[1]
-
-
-def http_fetch_many(address: tuple[str, int], requests: int = 40, threads: int = 8) -> list[tuple[int, int]]:
-    """`requests` of http_fetch, `threads` at a time."""
-    with ThreadPoolExecutor(threads) as pool:
-        return list(pool.map(lambda _: http_fetch(address), range(requests)))

@@ -12,7 +12,7 @@ import textwrap
 import threading
 from collections.abc import Iterator
 
-import conftest
+import children
 import psutil
 import pytest
 from conftest import gone
@@ -51,9 +51,9 @@ def test_the_tests_helper_names_such_a_child_once(
     two_threads_child: subprocess.Popen[bytes], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pid = two_threads_child.pid
-    monkeypatch.setattr(conftest, "_child_pids", lambda parent: [pid, pid] if parent != pid else [])
-    assert [p.pid for p in conftest.child_processes()] == [pid]
-    assert [p.pid for p in conftest.child_processes(recursive=True)] == [pid]
+    monkeypatch.setattr(children, "_child_pids", lambda parent: [pid, pid] if parent != pid else [])
+    assert [p.pid for p in children.child_processes()] == [pid]
+    assert [p.pid for p in children.child_processes(recursive=True)] == [pid]
 
 
 # A master that forks two workers asleep, as a launched server's does; SIGTERM ends it (its group goes with it).

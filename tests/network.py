@@ -1,0 +1,50 @@
+"""The network as tests use it: whether IPv6 loopback works here (needs_ipv6 skips where not), and HTTP/1.0
+requests to a launched server that read which worker answered. Tests import these from conftest too."""
+
+from __future__ import annotations
+
+import socket
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from accept_order.core.protocol import parse_reply
+
+
+def ipv6_loopback_works() -> bool:
+    if not socket.has_ipv6:
+        return False
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as sock:
+            sock.bind(("::1", 0))
+            sock.listen(1)
+            with socket.create_connection(sock.getsockname()[:2], timeout=2):
+                pass
+    except OSError:
+        return False
+    return True
+
+
+needs_ipv6 = pytest.mark.skipif(not ipv6_loopback_works(), reason="IPv6 loopback (::1) does not work here")
+
+
+HTTP_REQUEST = b"GET / HTTP/1.0\r\nHost: x\r\n\r\n"
+
+
+def http_fetch(address: tuple[str, int]) -> tuple[int, int]:
+    """One HTTP/1.0 request to a launched server: (the worker the reply names, our client port), the pair
+    its own request log must hold."""
+    with socket.create_connection(address, timeout=10) as sock:
+        sock.sendall(HTTP_REQUEST)
+        reply = b""
+        while chunk := sock.recv(4096):
+            reply += chunk
+        parsed = parse_reply(reply.partition(b"\r\n\r\n")[2])
+        assert parsed is not None and parsed[1] is not None, reply
+        return parsed[1], sock.getsockname()[1]
+
+
+def http_fetch_many(address: tuple[str, int], requests: int = 40, threads: int = 8) -> list[tuple[int, int]]:
+    """`requests` of http_fetch, `threads` at a time."""
+    with ThreadPoolExecutor(threads) as pool:
+        return list(pool.map(lambda _: http_fetch(address), range(requests)))
