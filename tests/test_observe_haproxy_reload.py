@@ -158,7 +158,11 @@ def check(result: ObserveResult, served: Counter[int], after: set[int], path: Pa
         f"counted: its config ({path}) turns tune.listener.multi-queue on, read after the window"
     )
     assert line in verdict(result), verdict(result)
-    assert any(note.startswith("haproxy was reloaded or replaced") for note in result.notes), result.notes
+    said = f"haproxy started pid {new} since observe chose its workers, {result.reloaded.after_s:.1f} s into the window"
+    assert any(note.startswith(said) for note in result.notes), result.notes
+    assert any(
+        note.startswith(f"every worker watched had exited: haproxy serves on in pid {new}") for note in result.notes
+    ) or any(w.exited_s is None for w in result.workers), result.notes
     assert not any(STOPPED in note for note in result.notes), result.notes
     saved = tmp_path / "observe.json"
     save(str(saved), "observe", result)

@@ -99,22 +99,24 @@ def _handoff(watched: Watched, pid: int) -> HandOffRead | None:
 
 
 def reload_note(reload: Reloaded, program: str) -> str:
-    """The note that says it: when, which processes, and that their accepts are not among the counts."""
-    pids = ", ".join(map(str, reload.pids))
-    which = f"pid {pids}" if len(reload.pids) == 1 else f"pids {pids}"
+    """The note that says it: which processes, when the first started, and that their accepts are not counted. Not
+    'reloaded' alone: a replacement (gunicorn's --max-requests) or an added worker (a prefork pool grown) is one too."""
+    one = len(reload.pids) == 1
+    which = f"pid {reload.pids[0]}" if one else f"pids {', '.join(map(str, reload.pids))}"
     return (
-        f"{program} was reloaded or replaced {reload.after_s:.1f} s into the window: {which}, started then, "
-        f"{'holds' if len(reload.pids) == 1 else 'hold'} its listener as the window ends, and "
-        f"{'its' if len(reload.pids) == 1 else 'their'} accepts are not counted here (observe counts the workers it "
-        "chose as it began)"
+        f"{program} started {which} since observe chose its workers, {reload.after_s:.1f} s into the window"
+        f"{'' if one else ' (the first)'}, and {'it holds' if one else 'they hold'} its listener as the window ends: "
+        f"a reload's, a replacement's or an added worker's, whose accepts are not counted here (observe counts the "
+        "workers it chose as it began)"
     )
 
 
 def replaced_note(reload: Reloaded, program: str) -> str:
     """The note where every worker watched exited and a newcomer holds the listener: not a server that stopped."""
+    which = f"pid {reload.pids[0]}" if len(reload.pids) == 1 else f"pids {', '.join(map(str, reload.pids))}"
     return (
-        f"every worker watched had exited: {program} was reloaded or replaced {reload.after_s:.1f} s in (see the "
-        "note above) and serves on in its new workers, which are not watched, so observe ended there"
+        f"every worker watched had exited: {program} serves on in {which}, started {reload.after_s:.1f} s into the "
+        "window (see the note above), which observe does not watch, so it ended there"
     )
 
 
