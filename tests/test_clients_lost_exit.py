@@ -39,12 +39,20 @@ LOST = r"accept-order: error: client host c2 was lost during the run: its connec
 
 # Two loads each, the first long enough for c2 to be lost in it: a ramp's open loop of a few hundred connections a
 # second (a host opens TICKED_CONNECTS in about 1 s), a sweep's closed loop held below the CPUs by 1 ms of work a
-# request (it has no open loop), and a burst whose kept connections each ask 50 requests of 1 ms
+# request (it has no open loop), and a burst whose kept connections each ask 50 requests of 1 ms.
+# What is asserted (c2 lost in the first load, the run going on to its last, exit 1 after the file) needs a load
+# under way, not a heavy one. A closed loop with --work spins its workers for the whole --duration: the sweep's
+# one worker (two spun two CPUs for both 6 s loads, most of the file's CPU on an idle machine) for 4 s, c2's
+# TICKED_CONNECTS reached in well under 1 s at up to 500 connections a second a host. A burst's spin is its
+# requests': the second burst one connection more than the first (60 were 1 s more of spin, for nothing asserted)
 COMMANDS = {
-    "sweep": (["--accept-batch", "1,0", "-c", "4", "--work", "1ms", "--duration", "6s"], TICKED_CONNECTS),
-    "ramp": (["--rates", "400,500", "--step", "6s", "--keep-going"], TICKED_CONNECTS),
+    "sweep": (["-w", "1", "--accept-batch", "1,0", "-c", "4", "--work", "1ms", "--duration", "4s"], TICKED_CONNECTS),
+    "ramp": (["-w", "2", "--rates", "400,500", "--step", "6s", "--keep-going"], TICKED_CONNECTS),
     # each host opens its 20 of the first burst's 40 at once (the smallest runs first): all it opens in that burst
-    "burst": (["--clients", "40,60", "--requests-per-connection", "50", "--work", "1ms"], UNDER_WAY_CONNECTS),
+    "burst": (
+        ["-w", "2", "--clients", "40,41", "--requests-per-connection", "50", "--work", "1ms"],
+        UNDER_WAY_CONNECTS,
+    ),
 }
 
 
@@ -56,7 +64,7 @@ def test_a_host_lost_mid_run_ends_the_command_with_exit_1_after_the_result(
     hosts = "--client-hosts" if command == "burst" else "--clients"  # burst's --clients counts connections
     config = own_config(cluster, tmp_path)
     before = opened(cluster)
-    run = start(tmp_path, command, hosts, "c1,c2", "--ssh-config", config, "--host", bridge(cluster), "-w", "2", *extra)
+    run = start(tmp_path, command, hosts, "c1,c2", "--ssh-config", config, "--host", bridge(cluster), *extra)
     under_way(run, cluster, before, connects)
     _remote_python(cluster, "c2").kill()
     assert run.wait() == 1, run.err.text
