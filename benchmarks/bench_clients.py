@@ -36,7 +36,7 @@ rate here, its drivers take CPU from the first host's and from the server. What 
 is what the engine costs beside the generator, which is what stays when the hosts are real machines.
 
 Run: .venv/bin/python benchmarks/bench_clients.py [--rounds 5] [--duration 5] [--concurrency 50]
-[--driver-procs 2] [--workers 2]
+[--driver-procs 2] [--workers 2] [--no-warm-up]
 """
 
 from __future__ import annotations
@@ -341,7 +341,8 @@ def measure(cluster: Any, args: argparse.Namespace, scratch: Path) -> None:
         f"serve -w {a.workers} in srv on {bench.server_address}:{PORT}; load: latency --target, closed loop, "
         f"{a.duration:g} s, -c {a.concurrency} (split across hosts), --driver-procs {a.driver_procs} per host"
     )
-    bench.load(HERE)  # warm up: the interpreters' caches, the server's first connections
+    if args.warm_up:
+        bench.load(HERE)  # warm up: the interpreters' caches, the server's first connections
     rounds: list[dict[str, Run]] = []
     startups: list[dict[str, dict[str, float]]] = []
     ssh_s: list[float] = []
@@ -365,6 +366,12 @@ def main() -> int:
     parser.add_argument("--concurrency", type=positive_int, default=50, help="connections in flight (default 50)")
     parser.add_argument("--driver-procs", type=positive_int, default=2, help="per client host (default 2)")
     parser.add_argument("--workers", type=positive_int, default=2, help="the server's workers (default 2)")
+    parser.add_argument(
+        "--no-warm-up",
+        dest="warm_up",
+        action="store_false",
+        help="skip the first, unreported run from here (a smoke test's figures need no warm caches)",
+    )
     args = parser.parse_args()
     import cluster as cluster_module  # tests/cluster.py (imports pytest and the suite's conftest)
 
