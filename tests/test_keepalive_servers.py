@@ -173,7 +173,7 @@ def test_the_agreement_names_what_differs() -> None:
     fewer = agreement(witness, [10, 11], [2, 1], [2, 0])
     assert fewer is not None and not fewer.agrees and "connections per worker 1 1" in fewer.line()
     late = agreement(witness, [10, 11], [1, 1], [1, 1], failed=1)  # one the client gave up on, logged
-    assert late is not None and "within the 1 the load counted as failed" in late.line()
+    assert late is not None and "within the 1 request the load had no answer to" in late.line()
     by_port = agreement({"source": "s", "requests": [[10, 1], [10, 1], [10, 2]]}, [10], [3], [2])
     assert by_port is not None and by_port.agrees and "by client port" in by_port.line()
 

@@ -24,6 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.text import plural
+
 
 @dataclass(frozen=True)
 class Logged:
@@ -92,7 +94,9 @@ class Agreement:
     logged: Logged
     served: tuple[int, ...]
     connections: tuple[int, ...]
-    failed: int = 0  # requests the load counted as failed (timed out, reset): the server may have logged them
+    failed: int = (
+        0  # requests the load had no answer to (timed out, reset, under way at a stop): the server may have logged them
+    )
     resent: int = 0  # requests sent again after the server closed their kept connection (once each in a log)
 
     @property
@@ -140,8 +144,12 @@ class Agreement:
             )
         more = sum(self.logged.requests) - sum(self.served)
         if 0 < more <= self.failed and all(a >= b for a, b in zip(self.logged.requests, self.served, strict=True)):
-            # a request the client gave up on (its timeout) can still be answered, and logged, after it
-            differences.append(f"its {more} more are within the {self.failed} the load counted as failed")
+            # a request the client gave up on (its timeout), or one under way when a stop (Ctrl-C) ended the load, can
+            # still be answered, and logged: the stop's are no failure (the report counts them apart, 'errors 0'), and
+            # 'counted as failed' read so beside them
+            differences.append(
+                f"its {more} more are within the {plural(self.failed, 'request')} the load had no answer to"
+            )
         elif 0 < more <= self.resent:
             # a server that logged a request and then closed the connection without answering it
             differences.append(f"its {more} more are within the {self.resent} the load sent again")
