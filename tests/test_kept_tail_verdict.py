@@ -86,3 +86,16 @@ def test_workers_that_held_as_many_are_said_together() -> None:
     assert "each held as many: there is no split for the tails to follow" in even, even
     two = kept_tail_verdict(_with_tails(pool_run("epoll", (12, 12, 4, 4), 3000), (90.0, 80.0, 30.0, 30.0)))
     assert two is not None and two.startswith("Verdict: workers 0 and 1 held 12 each of the 32 connections"), two
+
+
+def test_a_merge_of_runs_one_after_the_other_says_so() -> None:
+    # two pools of 32 merged (accept-order merge a.json b.json) read 'one run: its split is one draw of its 64'
+    run = _with_tails(pool_run("epoll", (34, 25, 3, 2), p99_us=3000), (333.7, 262.3, 58.5, 35.5))
+    files = [{"file": "a.json"}, {"file": "b.json"}]
+    merged = dataclasses.replace(run, evidence={**run.evidence, "merged_from": {"files": files}})
+    said = kept_tail_verdict(merged)
+    assert said is not None and "of the 64 connections kept for the whole of their runs" in said, said
+    assert "How sure: 2 runs merged: its split adds 2 draws (64 connections in all)" in said, said
+    at_once = {"files": files, "concurrent": True}  # several client hosts, one server: one run
+    one = kept_tail_verdict(dataclasses.replace(run, evidence={**run.evidence, "merged_from": at_once}))
+    assert one is not None and "How sure: one run: its split is one draw of its 64 connections" in one, one

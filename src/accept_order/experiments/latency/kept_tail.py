@@ -34,6 +34,16 @@ def tails_follow(held: list[int], p99s: list[int | None]) -> tuple[int, int]:
     return follow, against
 
 
+def _runs(result: LatencyResult) -> int:
+    """The runs a result adds: a file merged from others measured one after the other adds each one's draw of its
+    connections (merge of two pools of 32 read 'one run: its split is one draw of its 64 connections'); files
+    measured at once (--concurrent: several client hosts, one server) are one run."""
+    merged = result.evidence.get("merged_from")
+    if not isinstance(merged, dict) or merged.get("concurrent") or not isinstance(files := merged.get("files"), list):
+        return 1
+    return max(len(files), 1)
+
+
 def kept_tail_verdict(result: LatencyResult) -> str | None:
     """`Verdict: worker 1 held 17 of the 32 connections ...`; None where the run's connections were not kept for
     its whole life with a known split (split_of), or fewer than two workers served any."""
@@ -49,7 +59,8 @@ def kept_tail_verdict(result: LatencyResult) -> str | None:
     most = max(held)
     top = [i for i, n in enumerate(held) if n == most]
     said = replace(split, name="the split").said()
-    kept = f"of the {plural(total, 'connection')} kept for the whole run"
+    runs = _runs(result)
+    kept = f"of the {plural(total, 'connection')} kept for the whole " + ("run" if runs == 1 else "of their runs")
     if len(top) == len(held):
         lines = [f"Verdict: the {len(held)} workers held {most} each {kept}: {said}."]
     else:
@@ -75,9 +86,13 @@ def kept_tail_verdict(result: LatencyResult) -> str | None:
     else:
         how = "no two workers that held different counts had different p99s: the tails say nothing of the split"
     lines.append(f"p99 per worker (connections held): {tails}: {how}.")
+    draws = (
+        f"one run: its split is one draw of its {plural(total, 'connection')}"
+        if runs == 1
+        else f"{runs} runs merged: its split adds {runs} draws ({total} connections in all)"
+    )
     lines.append(
-        f"How sure: one run: its split is one draw of its {plural(total, 'connection')}, and each p99 rests on the "
-        "requests of its worker's own connections; --repeat says in how many runs it holds, --modes puts other "
-        "accept modes beside it"
+        f"How sure: {draws}, and each p99 rests on the requests of its worker's own connections; --repeat says in "
+        "how many runs it holds, --modes puts other accept modes beside it"
     )
     return " ".join(lines)
