@@ -230,3 +230,32 @@ def test_sweep_repeat_says_which_rounds_weighed_their_splits() -> None:
         "no cap spread them more evenly in any round: in 1 of them, the splits were all chance's, all beyond it, or "
         "Jain ordered them otherwise; in 1, whatever the splits: no wakeup"
     ) in said, said
+
+
+def test_sweep_repeat_picks_no_cap_on_tails_where_no_round_s_caps_bound() -> None:
+    # the split note beside it named no cap, for no wakeup of any run took more than 1, the smallest cap; the tails'
+    # verdict ranked caps alone ('1 limit has the lowest p99 in 2/2 runs, significantly lower than every other'),
+    # where one sweep's verdict says 'no cap to pick' of the same runs
+    runs = [LatencyResult.from_dict(run) for run in json.loads(SWEEP_POOL.read_text())["runs"]]
+    said = _sweep_repeat_said([runs, runs])
+    assert (
+        "Verdict: no cap to pick: no wakeup of any run in any of the 2 rounds accepted more than 1 connection, no "
+        "more than the smallest cap allows, so what parts their tails is most likely not the cap: 1 limit has the "
+        "lowest p99 in 2/2 runs"
+    ) in said, said
+    # a round whose caps bound (a wakeup of the uncapped run took 2): the tails rank the caps as before
+    bound = [dataclasses.replace(r, counters=tuple(dataclasses.replace(c, max_batch=2) for c in r.counters))
+             if r.server.accept_batch == 0 else r for r in runs]  # fmt: skip
+    said = _sweep_repeat_said([runs, bound])
+    assert "Verdict: 1 limit has the lowest p99 in 2/2 runs" in said, said
+    assert "no cap to pick" not in said, said
+    # a server the cap does not apply to: every cap ran the same server, and the verdict says so first too
+    data = json.loads(SWEEP_POOL.read_text())["runs"]
+    for run in data:
+        run["server"].update(server="uvicorn", mode="asyncio")
+    same = [LatencyResult.from_dict(run) for run in data]
+    said = _sweep_repeat_said([same, same])
+    assert (
+        "Verdict: no cap to pick: --accept-batch does not apply to this server, so every cap ran the same server and "
+        "what parts their tails is not the cap: "
+    ) in said, said

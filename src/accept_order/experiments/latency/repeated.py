@@ -17,6 +17,7 @@ from ...analysis.losses import host_wide_losses, host_wide_note, sweep_name
 from ...analysis.stability import Spread, latency_stability, names_of
 from ...core.histogram import LatencyHistogram
 from ...core.run_warnings import RunWarning, WarningKind, warn
+from ...core.text import plural
 from ...render.evidence import listener_drops_said
 from ...render.spread_table import SpreadTable
 from ...results import export
@@ -30,7 +31,7 @@ from .pool_split import repeated_split_note
 from .report import own_failures
 from .result import LATENCY_SHAPE, LatencyResult
 from .sweep_report import caps_not_applied
-from .sweep_verdict import split_unranked
+from .sweep_verdict import never_bound, split_unranked
 from .work_share import repeated_work_note
 
 COLUMNS = ("run", "count", "failed", "p50_us", "p99_us", "p999_us", "max_us", "wall_s")
@@ -120,10 +121,11 @@ def _report(repeated: Repeated, rounds: Rounds) -> list[RenderableType]:
         ranked = [row for row in rounds if not every_run_paced(row)]
         if ranked:
             stability = latency_stability(ranked)
+            unbound = _caps_unbound(repeated, ranked)
             parts.append(
                 Text(
-                    f"Verdict: {stability.text}{_paced_apart(rounds, ranked)}",
-                    style="green" if stability.conclusive else "yellow",
+                    f"Verdict: {unbound}{stability.text}{_paced_apart(rounds, ranked)}",
+                    style="green" if stability.conclusive and not unbound else "yellow",
                 )
             )
         else:
@@ -153,6 +155,30 @@ def _report(repeated: Repeated, rounds: Rounds) -> list[RenderableType]:
         parts.extend([host] if host else [])
         parts.extend(listener_drops_lines(repeated, rounds))
     return parts
+
+
+def _caps_unbound(repeated: Repeated, ranked: Rounds) -> str:
+    """A sweep whose caps bound no wakeup in any round, or do not apply to its server: 'no cap to pick', as one
+    sweep's verdict says (never_bound), before the tails' ranking, which is then not the cap's doing. The ranking
+    stood alone: on tests/data/sweep_pool_caps_unbound.json twice, '1 limit has the lowest p99 in 2/2 runs,
+    significantly lower than every other', where no wakeup of any run took more than 1 (the smallest cap) and the
+    split note beside it named no cap."""
+    if repeated.of != SWEEP_KIND:
+        return ""
+    if caps_not_applied(ranked[0][0]):
+        return (
+            "no cap to pick: --accept-batch does not apply to this server, so every cap ran the same server and what "
+            "parts their tails is not the cap: "
+        )
+    unbound = [never_bound(row) for row in ranked]
+    if any(u is None for u in unbound):
+        return ""
+    most = max(u.most for u in unbound if u is not None)
+    rounds = "its one round" if len(ranked) == 1 else f"any of the {len(ranked)} rounds"
+    return (
+        f"no cap to pick: no wakeup of any run in {rounds} accepted more than {plural(most, 'connection')}, no more "
+        "than the smallest cap allows, so what parts their tails is most likely not the cap: "
+    )
 
 
 def _split_note(repeated: Repeated, rounds: Rounds) -> str:
