@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 ModelDiscipline = Literal["shared", "favoured", "holder", "hash", "round-robin", "first", "pinned"]
 # ModelCheck's fields that only a pinned model fills (empty otherwise): a file leaves them out then.
 PINNED_ONLY = ("connections", "shares", "worker_p50_ms", "worker_p99_ms")
+# ModelCheck's fields a file leaves out where they are None (nothing read to fill them)
+WHERE_READ = ("cpu_share",)
 
 ServiceSource = Literal["server", "cpu", "configured"]
 SOURCES: dict[str, str] = {
@@ -93,13 +95,19 @@ class ModelCheck:
     shares: tuple[float, ...] = ()
     worker_p50_ms: tuple[float | None, ...] = ()
     worker_p99_ms: tuple[float | None, ...] = ()
+    # The share of a CPU the server's threads got while runnable (evidence cpu_waits), by which their CPU per
+    # connection was stretched into the service time (service_source "cpu"); None: not stretched (files before it)
+    cpu_share: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """What a result file stores. The pinned-only fields are left out where they are empty: a model of one
-        request per connection is saved as before them (byte for byte)."""
+        """What a result file stores. The pinned-only fields are left out where they are empty, and cpu_share where it
+        is None: a model of one request per connection is saved as before them (byte for byte)."""
         data = asdict(self)
         for name in PINNED_ONLY:
             if not data[name]:
+                del data[name]
+        for name in WHERE_READ:
+            if data[name] is None:
                 del data[name]
         return data
 

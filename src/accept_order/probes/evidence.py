@@ -27,6 +27,7 @@ from ..core.cpus import affinity
 from ..core.measures import ListenerRow
 from ..core.processes import process_errors
 from . import netstat
+from .cpu_waits import Times, thread_times, waited
 from .listen_drops import DropsReading, dropped_between
 from .listeners import drops_reading, listening_sockets_of, serving_on
 
@@ -95,6 +96,7 @@ class EvidenceCapture:
         self._listeners: dict[str, list[dict[str, Any]]] = {}
         self._errors: list[str] = []
         self._affinity: list[dict[str, Any]] = []
+        self._times: Times = {}  # the server's threads' schedstat as it started (cpu_waits.py)
 
     # -- capture --------------------------------------------------------------------------------
     def before(self) -> None:
@@ -106,6 +108,7 @@ class EvidenceCapture:
         namespace other than ours, as an attached server's may be, the counters read from there from now on: ours
         would be another namespace's (a server launched here is in ours, and its counters were read before it)."""
         self.listeners(port, "start", pids)
+        self._times = thread_times(pids)
         from .server_netns import namespace_of, netstat_in, netstat_namespace, netstat_of
 
         # a process gone meanwhile (or no procfs) says nothing of where the server is
@@ -177,8 +180,11 @@ class EvidenceCapture:
         # the server's own listeners' drops between the snapshots (sk_drops), where ListenOverflows is the namespace's
         between = dropped_between(self._drops.get("start"), self._drops.get("end"))
         dropped = {} if between is None else {"listener_drops": between}
+        # how long the server's threads waited for a CPU while runnable, beside how long they ran (cpu_waits.py)
+        waits = waited(self._times, thread_times(pids)) if pids and self._times else None
         return {
             **dropped,
+            **({} if waits is None else {"cpu_waits": waits}),
             **elsewhere,
             "listeners": dict(self._listeners),
             "counters": {name: value for name, value in deltas.items() if value},

@@ -60,12 +60,26 @@ def add_evidence(into: dict[str, Any], run: Mapping[str, Any], hosts: tuple[Any,
     _add_kernel_counters(into, run, hosts)
     add_listener_drops(into, run)
     _add_accept_counts(into, run)
+    _add_cpu_waits(into, run)
     observed = _add_observed(into.get("observed_on"), run.get("observed_on"))
     if observed is None:
         into.pop("observed_on", None)
     else:
         into["observed_on"] = observed
     return into
+
+
+def _add_cpu_waits(into: dict[str, Any], run: Mapping[str, Any]) -> None:
+    """The server's threads' time on a CPU and waiting for one (probes/cpu_waits.py) added, where both files read
+    them; else none kept (the model then gives each worker a CPU of its own, as for a file from before them)."""
+    mine, theirs = into.get("cpu_waits"), run.get("cpu_waits")
+    keys = ("run_s", "waited_s")
+    if not isinstance(mine, dict) or not isinstance(theirs, dict):
+        into.pop("cpu_waits", None)
+    elif not all(isinstance(d.get(k), (int, float)) for d in (mine, theirs) for k in keys):
+        into.pop("cpu_waits", None)
+    else:
+        into["cpu_waits"] = {k: round(mine[k] + theirs[k], 6) for k in keys}
 
 
 def _add_accept_counts(into: dict[str, Any], run: Mapping[str, Any]) -> None:

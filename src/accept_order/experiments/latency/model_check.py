@@ -23,6 +23,7 @@ from ...analysis.queueing import WARMUP, Arrivals, Service, SimResult, simulate
 from ...core import service_time
 from ...core.models import Model
 from ...core.uring import ACCEPT_COMPLETIONS
+from ...probes.cpu_waits import cpu_share
 from ...servers.registry import known_mode
 from .kept_report import accepted, by_kernel
 from .model_queues import attached_queues
@@ -43,8 +44,10 @@ def service_of(result: LatencyResult) -> tuple[Service | list[Service], ServiceS
         return Service.empirical(service_time.quantile_sample(pairs, SAMPLE)), "server", timed
     cpu = [c.cpu_s for c in result.counters]
     if result.ok and cpu and all(s is not None for s in cpu) and sum(s or 0 for s in cpu) > 0:
-        # a CPU-bound handler: its CPU per connection, the same for each (what the run cannot tell apart)
-        return Service.deterministic(1e6 * sum(s or 0 for s in cpu) / result.ok), "cpu", result.ok
+        # a CPU-bound handler: its CPU per connection, the same for each (what the run cannot tell apart), stretched
+        # by the server's waits for a CPU where they were read (a worker is given a CPU of its own otherwise)
+        stretch = cpu_share(result.evidence) or 1.0
+        return Service.deterministic(1e6 * sum(s or 0 for s in cpu) / result.ok / stretch), "cpu", result.ok
     configured = result.server.work_us + (result.work_estimate_us or 0 if result.server.work_iters else 0)
     if configured > 0:
         return Service.deterministic(configured), "configured", 0
@@ -128,6 +131,7 @@ def _predict_pinned(
         dev_ms=got.stdev * ms,
         mean_ms=got.mean * ms,
         min_ms=got.min * ms,
+        cpu_share=cpu_share(result.evidence) if service[1] == "cpu" else None,
         connections=held.per_worker,
         shares=got.shares,
         worker_p50_ms=tuple(None if w.p50 is None else w.p50 * ms for w in got.workers),
@@ -253,4 +257,5 @@ def predict(result: LatencyResult, seed: int = SEED, held: Held | None = None) -
         dev_ms=sim.stdev * ms,
         mean_ms=sim.mean * ms,
         min_ms=sim.sojourn[0] * ms,
+        cpu_share=cpu_share(result.evidence) if source == "cpu" else None,
     )

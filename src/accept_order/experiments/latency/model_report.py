@@ -114,6 +114,8 @@ def _service_text(r: LatencyResult, label: Callable[[LatencyResult], str]) -> st
     mean = service_mean(m.service_mean_ms * 1000, each, rounded_down=m.service_source == "server")
     rho = "" if m.utilisation is None else f"; ρ {m.utilisation:.2f}"
     source = SOURCES[m.service_source].replace("per connection", f"per {unit}")
+    if m.cpu_share is not None and m.cpu_share < 1:  # the CPU it got while runnable (probes/cpu_waits.py)
+        source += f" over the {m.cpu_share:.0%} of a CPU its threads got while runnable"
     return f"{label(r)}: {source} ({mean}{count}){rho}"
 
 
