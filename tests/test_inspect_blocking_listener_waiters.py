@@ -14,7 +14,8 @@ import sys
 
 from conftest import wait_for
 
-from accept_order.analysis.mechanism import Listener, Seen, classify
+from accept_order.analysis.mechanism import classify
+from accept_order.analysis.mechanism_values import Listener, Seen
 from accept_order.experiments.inspect.run import inspect
 from accept_order.experiments.inspect.sample import _accepting_peers
 from accept_order.probes.proc_waits import thread_wait

@@ -5,7 +5,8 @@ process had one thread. A busy main thread now counts so too: 'epoll-herd (uvico
 
 from __future__ import annotations
 
-from accept_order.analysis.mechanism import Listener, classify
+from accept_order.analysis.mechanism import classify
+from accept_order.analysis.mechanism_values import Listener
 from accept_order.experiments.inspect.sample import resolve
 from accept_order.probes.fd_table import OpenFile
 from accept_order.probes.proc_waits import ThreadWait

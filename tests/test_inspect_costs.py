@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import OutputReader, wait_for
 
-from accept_order.analysis.mechanism import Seen, Verdict
+from accept_order.analysis.mechanism_values import Seen, Verdict
 from accept_order.core import libc as libc_module
 from accept_order.core.measures import ListenerRow
 from accept_order.experiments.inspect import held

@@ -7,7 +7,8 @@ busy?)' of a server where none was busy."""
 
 from __future__ import annotations
 
-from accept_order.analysis.mechanism import Listener, Seen, classify
+from accept_order.analysis.mechanism import classify
+from accept_order.analysis.mechanism_values import Listener, Seen
 
 LISTENER = Listener(7, "127.0.0.1", 8080)
 

@@ -7,7 +7,8 @@ one worker waits for connections: it takes every one', though the four threads t
 
 from __future__ import annotations
 
-from accept_order.analysis.mechanism import Listener, Seen, classify
+from accept_order.analysis.mechanism import classify
+from accept_order.analysis.mechanism_values import Listener, Seen
 
 LISTENER = Listener(inode=41, address="127.0.0.1", port=18120)
 WORKER, MASTER = 200, 100

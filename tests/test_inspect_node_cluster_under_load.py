@@ -8,7 +8,8 @@ listener is fed through the one epoll that watches its Unix socket to the accept
 
 from __future__ import annotations
 
-from accept_order.analysis.mechanism import Listener, Seen, classify
+from accept_order.analysis.mechanism import classify
+from accept_order.analysis.mechanism_values import Listener, Seen
 from accept_order.experiments.inspect.sample import resolve
 from accept_order.probes.fd_table import OpenFile
 from accept_order.probes.proc_waits import ThreadWait

@@ -268,7 +268,7 @@ def test_shared_epolls_are_grouped_by_the_kernel_s_order_of_open_files(monkeypat
     """Every descriptor of the shared epoll is named by the first "pid:fd" of it; one process's two
     numbers for it stay apart (the first and its dup); each child's own epoll is its own; and kcmp is asked
     fewer times than once a pair."""
-    from accept_order.analysis.mechanism import Seen
+    from accept_order.analysis.mechanism_values import Seen
     from accept_order.experiments.inspect import sample as sample_module
 
     proc = subprocess.Popen(

@@ -15,7 +15,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from accept_order.analysis.mechanism import Listener, classify
+from accept_order.analysis.mechanism import classify
+from accept_order.analysis.mechanism_values import Listener
 from accept_order.experiments.inspect.sample import resolve
 from accept_order.probes.fd_table import OpenFile, parse_uring_fdinfo
 from accept_order.probes.proc_waits import ThreadWait

@@ -4,7 +4,8 @@ waits in no system call ('running()' is none); its epoll is still known, so it c
 
 from __future__ import annotations
 
-from accept_order.analysis.mechanism import Listener, Seen, classify
+from accept_order.analysis.mechanism import classify
+from accept_order.analysis.mechanism_values import Listener, Seen
 
 LISTENER = Listener(inode=41, address="127.0.0.1", port=8090)
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from accept_order.analysis.mechanism import Listener, Seen, classify
+from accept_order.analysis.mechanism import classify
+from accept_order.analysis.mechanism_values import Listener, Seen
 
 LISTENER = Listener(inode=4242, address="127.0.0.1", port=8080)
 

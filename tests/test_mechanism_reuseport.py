@@ -5,7 +5,8 @@ in 5 of tests/test_observe.py::test_haproxy_threads_are_the_workers)."""
 
 from __future__ import annotations
 
-from accept_order.analysis.mechanism import Listener, Seen, classify
+from accept_order.analysis.mechanism import classify
+from accept_order.analysis.mechanism_values import Listener, Seen
 
 GROUP = (Listener(inode=41, address="127.0.0.1", port=8080), Listener(inode=42, address="127.0.0.1", port=8080))
 

@@ -14,7 +14,8 @@ import pytest
 from conftest import wait_for
 from ended_at_once import end_at_once
 
-from accept_order.analysis.mechanism import Listener, Seen, classify
+from accept_order.analysis.mechanism import classify
+from accept_order.analysis.mechanism_values import Listener, Seen
 from accept_order.core.spec import ServerSpec
 from accept_order.experiments.inspect.report import _role
 from accept_order.experiments.inspect.run import inspect

@@ -13,7 +13,8 @@ import pytest
 from conftest import wait_for
 from ended_at_once import end_at_once
 
-from accept_order.analysis.mechanism import Listener, Seen, classify
+from accept_order.analysis.mechanism import classify
+from accept_order.analysis.mechanism_values import Listener, Seen
 from accept_order.core.kinds import ServerKind
 from accept_order.core.models import Mechanism
 from accept_order.core.spec import ServerSpec

@@ -18,7 +18,8 @@ import pytest
 from conftest import OutputReader, wait_for
 from observe_result_made import result
 
-from accept_order.analysis.mechanism import Listener, Seen, classify
+from accept_order.analysis.mechanism import classify
+from accept_order.analysis.mechanism_values import Listener, Seen
 from accept_order.analysis.other_listeners import served_otherwise
 from accept_order.experiments.inspect.run import inspect
 from accept_order.experiments.observe.result import ObservedMechanism

@@ -20,7 +20,7 @@ import psutil
 import pytest
 from conftest import gone, wait_for
 
-from accept_order.analysis.mechanism import Seen
+from accept_order.analysis.mechanism_values import Seen
 from accept_order.experiments.inspect.loops import _epoll_key, _raw_keys, with_registered_loops
 from accept_order.experiments.inspect.run import looks
 from accept_order.experiments.inspect.sample import Sample

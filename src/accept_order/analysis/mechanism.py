@@ -1,4 +1,5 @@
-"""Which accept mechanism a running server uses, from what its threads wait on (pure: no /proc here).
+"""Which accept mechanism a running server uses, from what its threads wait on (pure: no /proc here; the values it
+reads and answers with are analysis/mechanism_values.py's).
 
 The input is one sample: every thread of the server with what it sleeps in, resolved to the listeners it
 waits on (`Seen`); the answer is a name from this tool's own mode vocabulary (the built-in modes:
@@ -20,10 +21,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from ..core.models import Mechanism
 from ..core.text import plural
+from .mechanism_values import Listener, Seen, Verdict
 from .unseen import why_unseen
 
 WAITS_ON_LISTENER = ("accept", "epoll", "poll", "select", "io_uring")
@@ -33,56 +35,6 @@ CALL_MODE = {
     "select": Mechanism.SELECT,
     "io_uring": Mechanism.IO_URING,
 }
-
-
-@dataclass(frozen=True)
-class Seen:
-    """One thread at one sample. `via`: accept, epoll, poll, select, io_uring (waits on `listeners`),
-    passed (waits on a Unix socket: `unix_ends` are the inodes at the other end), lock (a futex lock),
-    idle (an epoll without a listener, in a process that holds one), ring-unread (asleep in an io_uring whose
-    fdinfo could not be read: unknown whether an accept is armed), ring-poll (in one with a poll armed on a
-    descriptor its fdinfo does not name, and no accept), running, other."""
-
-    pid: int
-    tid: int
-    call: str
-    via: str
-    listeners: frozenset[int] = frozenset()
-    exclusive: bool | None = None
-    epoll_id: str | None = None  # the epoll instance it waits in: equal ids are one instance
-    holds: frozenset[int] = frozenset()
-    unix_ends: frozenset[int] = frozenset()
-    wchan: str = ""
-    exclusive_on: frozenset[int] = frozenset()  # the listeners its epoll watches with EPOLLEXCLUSIVE (last: positional)
-
-    @property
-    def unit(self) -> tuple[int, int]:
-        return (self.pid, self.tid)
-
-
-@dataclass(frozen=True)
-class Listener:
-    inode: int
-    address: str
-    port: int
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """One sample's answer: the mechanism (None: no thread waited on a listener), who waits on the
-    listeners, who is fed by an acceptor, who waits without the listener while holding it (lock losers),
-    and why."""
-
-    mechanism: str | None
-    waiters: tuple[tuple[int, int], ...]
-    fed: tuple[tuple[int, int], ...] = ()
-    losers: tuple[tuple[int, int], ...] = ()
-    evidence: tuple[str, ...] = ()
-    # the workers' siblings that hold a listener and wait in something else: busy with a connection (an Apache
-    # prefork child polling its kept connection for the next request), not waiting for a new one
-    busy: tuple[tuple[int, int], ...] = ()
-    exclusive: bool = True  # False: epoll waiters whose epoll watches the listener without EPOLLEXCLUSIVE
-    elsewhere: tuple[str, ...] = ()  # ports served by another mechanism (other_listeners.served_otherwise)
 
 
 def _where(listener: Listener) -> str:

@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from .mechanism import Listener, Seen, classify
+from .mechanism import classify
+from .mechanism_values import Listener, Seen
 
 
 def served_otherwise(

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ...analysis.mechanism import Seen
+from ...analysis.mechanism_values import Seen
 from ...probes.file_table import polls_of
 from .sample import Sample
 

@@ -7,7 +7,8 @@ import time
 from collections import Counter
 from dataclasses import replace
 
-from ...analysis.mechanism import Listener, Verdict, classify, overall
+from ...analysis.mechanism import classify, overall
+from ...analysis.mechanism_values import Listener, Verdict
 from ...analysis.other_listeners import served_otherwise
 from ...core.capabilities import what_would_let_it
 from ...core.environment import current

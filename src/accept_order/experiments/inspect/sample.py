@@ -16,7 +16,7 @@ from functools import cmp_to_key
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from ...analysis.mechanism import Seen
+from ...analysis.mechanism_values import Seen
 from ...probes.fd_table import FdTables, OpenFile, file_order
 from ...probes.file_flags import blocking_mode
 from ...probes.file_table import polls_of

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ...analysis.mechanism import Seen, Verdict
+from ...analysis.mechanism_values import Seen, Verdict
 from ...core.measures import ListenerRow
 from ...core.models import Mechanism
 from ...probes.file_table import polls_of
