@@ -101,3 +101,15 @@ def test_runs_bar_fits_a_40_column_terminal() -> None:
     assert re.search(r"\d+ failed", frames), frames[-800:]
     assert ELLIPSIS not in frames, frames[-800:]
     assert all(len(line) <= 40 for line in re.split(r"[\r\n]", frames)), frames[-800:]
+
+
+def test_a_long_label_is_not_cut_to_keep_one_line_at_80_columns() -> None:
+    # latency --modes's second run at 80 columns (76 cells) drew 'run 2 of 2, about 4 s left: re… ━  1121/20000
+    # 1,121 served, 0 failed 0:00:00': the mode cut from its label, the bar one cell, to keep the figures beside them
+    label = "run 2 of 2, about 4 s left: reuseport: connections"
+    lines = drawn(76, label, 20000, Finished(1121, 1121))
+    text = "\n".join(lines)
+    assert ELLIPSIS not in text, text
+    assert lines[0].startswith(f"{label} ━"), text  # the label whole, the bar beside it
+    assert "1121/20000 1,121 served, 0 failed" in text, text  # and every figure, on a line of their own
+    assert len(lines) == 2, text

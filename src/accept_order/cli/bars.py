@@ -9,11 +9,9 @@ from typing import Any
 
 STALL_S = 0.5  # five load ticks: a bar whose figures have not moved for this long is waiting: it says for what
 BAR_ROOM = 10  # the fewest cells a bar is drawn in when a layout is judged to fit
-LABEL_ROOM = 12  # on one line with the figures, a long label is cut to this (rich's ellipsis) before a second line
-# A column in a layout, with the most cells it is counted at when judging the fit (None: its whole text; a function:
-# read at each redraw; 0: it wraps onto further lines): the label on one line with the figures gives up the rest
-# as rich narrows it
-Placed = tuple[Any, int | None | Callable[[], int | None]]
+# A column in a layout, with the most cells it is counted at when judging the fit (None: its whole text; 0: it wraps
+# onto further lines)
+Placed = tuple[Any, int | None]
 
 
 def duration_text(seconds: float) -> str:
@@ -118,13 +116,12 @@ def fitted_progress(layouts: Sequence[Sequence[Sequence[Placed]]], console: Any,
     from rich.table import Table
     from rich.text import Text
 
-    def width(column: Any, most: int | None | Callable[[], int | None], tasks: Sequence[Any]) -> int:
+    def width(column: Any, most: int | None, tasks: Sequence[Any]) -> int:
         """The cells a column's text takes (a bar, not text, BAR_ROOM: rich narrows it to what is left)."""
         cells = 0
         for task in tasks:
             drawn = column(task)
             cells = max(cells, drawn.cell_len if isinstance(drawn, Text) else BAR_ROOM)
-        most = most() if callable(most) else most
         return cells if most is None else min(cells, most)
 
     class _Fitted(Progress):
@@ -161,20 +158,20 @@ def bar_layouts(say: Callable[[], str], state: BarState, count: Any) -> list[lis
     """A progress bar's layouts for fitted_progress, in order: one line where it fits; else the figures on a line
     of their own, then in fewer words; else the label, the bar (or what it waits for) and the figures each on a
     line, the first two wrapped where longer than it, the figures split at last (drawn anyway). On one line a long
-    label is cut to LABEL_ROOM, but not beside what the bar waits for: rich would cut both. The task's fields:
-    `outcome`, how the finished ones ended; `short`, the failures alone (core/finished.py)."""
+    label is counted whole: cut to keep one line, the label of latency --modes's second run at 80 columns read 'run
+    2 of 2, about 4 s left: re…' beside a bar of one cell, the mode gone. The task's fields: `outcome`, how the
+    finished ones ended; `short`, the failures alone (core/finished.py)."""
     from rich.progress import TextColumn, TimeElapsedColumn
 
     outcome = TextColumn("{task.fields[outcome]}")  # how the finished ones ended: a count alone looked well
     short = TextColumn("{task.fields[short]}")  # the failures alone, where a narrow terminal has no room for it
     said, drawn = said_by(say), bar_or_state(state)
     count, outcome, short, elapsed = figures(count, outcome, short, TimeElapsedColumn())
-    label_room: Callable[[], int | None] = lambda: None if state.text() else LABEL_ROOM  # noqa: E731
     whole: list[Placed] = [(count, None), (outcome, None), (elapsed, None)]
     fewer: list[Placed] = [(count, None), (short, None), (elapsed, None)]
     apart: list[list[Placed]] = [[(said_by(say, wrap=True), 0)], [(bar_or_state(state, wrap=True), 0)]]
     return [
-        [[(said, label_room), (drawn, None), *whole]],
+        [[(said, None), (drawn, None), *whole]],
         [[(said, None), (drawn, None)], whole],
         [[(said, None), (drawn, None)], fewer],
         [*apart, whole],
