@@ -1,5 +1,6 @@
 """What a progress bar shows besides its label: the bar, or, once it is full or stalled, what the command is
-still waiting for; and its columns, laid out on one line whatever the width (cli/output.py progress_bar)."""
+still waiting for; and its columns, laid out on one line where they fit, else on more (fitted_progress, bar_layouts;
+cli/output.py progress_bar)."""
 
 from __future__ import annotations
 
