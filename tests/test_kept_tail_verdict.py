@@ -74,8 +74,23 @@ def test_no_verdict_where_connections_came_and_went_or_one_worker_served() -> No
     churn = pool_run("epoll", (17, 13, 1, 1), 3000, per_connection=100)
     assert kept_tail_verdict(_with_tails(churn, (352.25, 271.73, 36.44, 37.54))) is None
     assert "Verdict:" not in _text(_with_tails(churn, (352.25, 271.73, 36.44, 37.54)))
-    alone = pool_run("epoll", (32, 0, 0, 0), 3000)
-    assert kept_tail_verdict(_with_tails(alone, (90.0, 0.0, 0.0, 0.0))) is None
+
+
+def test_a_pool_one_worker_held_or_whose_tails_nobody_timed() -> None:
+    # envoy#33707's case: one worker held the whole pool; it was the case the verdict left out (no two p99s)
+    alone = kept_tail_verdict(_with_tails(pool_run("epoll", (32, 0, 0, 0), 3000), (90.0, 0.0, 0.0, 0.0)))
+    assert alone is not None and alone.startswith("Verdict: worker 0 held 32 of the 32 connections"), alone
+    assert "Worker 0 alone held the pool: its p99 is the run's (" in alone, alone
+    # an attached nginx whose replies name no worker (latency --attach ... --protocol http --pool -c 32): the
+    # kernel's accepts split the pool 8/12/1/11, its log agreeing; nobody timed a worker's requests
+    kernel = pool_run("attached", (8, 12, 1, 11), 3000)
+    counted = dataclasses.replace(
+        kernel, served=(8, 12, 1, 11), connections=(), evidence={"accept_counts": {"available": True}}
+    )
+    said = kept_tail_verdict(counted)
+    assert said is not None and "the split 8/12/1/11 (Jain 0.776 over them), uneven beyond chance" in said, said
+    assert "No worker's p99 is known: the replies do not name a worker" in said, said
+    assert "each p99 rests" not in said, said
 
 
 def test_workers_that_held_as_many_are_said_together() -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...core.text import and_join, plural
-from .kept_report import worker_percentile
+from .kept_report import by_kernel, worker_percentile
 from .pool_split import split_of
 from .result import LatencyResult
 
@@ -46,7 +46,7 @@ def _runs(result: LatencyResult) -> int:
 
 def kept_tail_verdict(result: LatencyResult) -> str | None:
     """`Verdict: worker 1 held 17 of the 32 connections ...`; None where the run's connections were not kept for
-    its whole life with a known split (split_of), or fewer than two workers served any."""
+    its whole life with a known split (split_of). The tails are ranked where two workers or more have a p99."""
     split = split_of(result)
     if split is None:
         return None
@@ -54,8 +54,6 @@ def kept_tail_verdict(result: LatencyResult) -> str | None:
     total = sum(held)
     p99s = [worker_percentile(result, i, 99.0) if n else None for i, n in enumerate(held)]
     serving = [i for i, p in enumerate(p99s) if p is not None]
-    if len(serving) < 2:
-        return None
     most = max(held)
     top = [i for i, n in enumerate(held) if n == most]
     said = replace(split, name="the split").said()
@@ -70,6 +68,8 @@ def kept_tail_verdict(result: LatencyResult) -> str | None:
             f"Verdict: {who} held {most}{each} {kept} ({most / total:.0%}{each}; an even share is "
             f"{1 / len(held):.0%}): {said}."
         ]
+    if len(serving) < 2:
+        return " ".join([*lines, _no_tails(result, held, serving), _how_sure(runs, total, tails=False)])
     follow, against = tails_follow(held, p99s)
     tails = ", ".join(f"worker {i} ({held[i]}): {_ms(p)}" for i in serving if (p := p99s[i]) is not None)
     if follow and not against:
@@ -86,13 +86,30 @@ def kept_tail_verdict(result: LatencyResult) -> str | None:
     else:
         how = "no two workers that held different counts had different p99s: the tails say nothing of the split"
     lines.append(f"p99 per worker (connections held): {tails}: {how}.")
+    lines.append(_how_sure(runs, total))
+    return " ".join(lines)
+
+
+def _no_tails(result: LatencyResult, held: list[int], serving: list[int]) -> str:
+    """Why no tails are ranked: nobody timed a worker's requests (an attached server whose replies name no worker:
+    the kernel counted its accepts), or one worker alone held the pool."""
+    if by_kernel(result):
+        return (
+            "No worker's p99 is known: the replies do not name a worker, and the kernel counted only each one's "
+            "accepts."
+        )
+    alone = serving[0] if serving else held.index(max(held))
+    p99 = worker_percentile(result, alone, 99.0)
+    return f"Worker {alone} alone held the pool" + (f": its p99 is the run's ({_ms(p99)})." if p99 else ".")
+
+
+def _how_sure(runs: int, total: int, tails: bool = True) -> str:
     draws = (
         f"one run: its split is one draw of its {plural(total, 'connection')}"
         if runs == 1
         else f"{runs} runs merged: its split adds {runs} draws ({total} connections in all)"
     )
-    lines.append(
-        f"How sure: {draws}, and each p99 rests on the requests of its worker's own connections; --repeat says in "
-        "how many runs it holds, --modes puts other accept modes beside it"
+    each = ", and each p99 rests on the requests of its worker's own connections" if tails else ""
+    return (
+        f"How sure: {draws}{each}; --repeat says in how many runs it holds, --modes puts other accept modes beside it"
     )
-    return " ".join(lines)
