@@ -52,7 +52,8 @@ class ObservedWorker:
     segments_in: int | None = None  # data segments received (tcpi_data_segs_in)
     segments_out: int | None = None  # data segments sent (tcpi_data_segs_out)
     # A thread of a threaded server: the connections its own epoll watched (thread_split.py: the thread it was handed
-    # to, which serves it) at the last look, the most at one look, distinct at any; None: not looked at, not placed
+    # to, which serves it) at the last look, the most at one look, distinct at any; None: not looked at, or not
+    # placed (at the last look; the most and the distinct: at every look, else they would be of some looks only)
     serving_held: int | None = None
     serving_peak: int | None = None
     serving_seen: int | None = None
@@ -198,7 +199,7 @@ class ObserveResult:
     # None: none, or a file from before
     reloaded: Reloaded | None = None
     # a threaded server's split of its connections by the thread whose epoll watches them (thread_split.py): looks
-    # taken (0: none, or a file from before), connections in no known epoll at the last, why there is no split
+    # taken (0: none, or a file from before), connections in no known epoll at one look (the most), why no split
     serving_looks: int = 0
     serving_unplaced: int | None = None
     serving_why: str | None = None
