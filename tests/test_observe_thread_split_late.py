@@ -19,6 +19,7 @@ import pytest
 from accept_order.experiments.observe import thread_split
 from accept_order.experiments.observe.result import ObserveResult
 from accept_order.experiments.observe.thread_split import ThreadSplit, serving_line
+from accept_order.experiments.observe.verdict import verdict
 
 KEPT = Path(__file__).parent / "data" / "observe_haproxy_threads_kept.json"  # HAProxy 2.6's, 4 threads
 LISTENER = 1
@@ -95,3 +96,18 @@ def test_threads_placed_at_every_look_are_said_in_full(monkeypatch: pytest.Monke
     assert result.serving_unplaced == 0
     line = serving_line(result)
     assert line is not None and line.endswith("10, 10, 10, 10 at most; 40 distinct in all"), line
+
+
+def test_every_thread_running_at_the_first_look_still_says_the_last(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A load begun before the first look that keeps all four running: the split of the last look is all that is
+    known, and is said (with none 'at most'), not left out (the hand-off line then says the load is per process)."""
+    loaded = frozenset().union(*SERVED.values())
+    split = looked(monkeypatch, [{0, 1, 2, 3}, {0, 1, 2, 3}, set()], [loaded, loaded, loaded])
+    result = result_of(split)
+    assert [w.serving_held for w in result.workers] == [10, 10, 10, 10]
+    assert [w.serving_peak for w in result.workers] == [None] * 4
+    line = serving_line(result)
+    assert line is not None, verdict(result)
+    assert "10, 10, 10, 10 at the last look, -, -, -, - at most; up to 40 open" in line, line  # no distinct of none
+    assert "up to 40 open at one look" in line and "thread 0, 1, 2, 3 not seen waiting" in line, line
+    assert not any("which thread serves it is not counted here" in said for said in verdict(result)), verdict(result)

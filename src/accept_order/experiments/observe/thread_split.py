@@ -119,9 +119,10 @@ def serving_line(result: ObserveResult) -> str | None:
     late = [str(w.index) for w in result.workers if w.serving_seen is None]
     said = (
         f"connections each thread serves (those its own epoll watches, at {result.serving_looks:,} "
-        f"{'look' if result.serving_looks == 1 else 'looks'}): {held} at the last look, {peak} at most; {seen:,} "
-        f"distinct in {'those said' if late else 'all'}"
+        f"{'look' if result.serving_looks == 1 else 'looks'}): {held} at the last look, {peak} at most"
     )
+    if len(late) < len(result.workers):  # the distinct of none is no figure
+        said += f"; {seen:,} distinct in {'those said' if late else 'all'}"
     if result.serving_unplaced and result.reloaded is None:  # after a reload, the newcomer's are on the port too
         said += f"; up to {result.serving_unplaced:,} open at one look in no thread's known epoll"
     if late:
@@ -134,10 +135,11 @@ def serving_line(result: ObserveResult) -> str | None:
 
 def split_known(result: ObserveResult) -> bool:
     """Whether the result splits its connections by thread: looked at, with no reason not to, and some thread seen
-    waiting in its epoll."""
+    waiting in its epoll (placed at the last look, or at every look: under a load that keeps every thread running
+    at the first look, only the last's split may be known, and is said)."""
     return (
         result.threaded
         and result.serving_looks > 0
         and result.serving_why is None
-        and any(w.serving_seen is not None for w in result.workers)
+        and any(w.serving_seen is not None or w.serving_held is not None for w in result.workers)
     )
