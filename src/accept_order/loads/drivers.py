@@ -26,6 +26,7 @@ from ..core.errors import PlanError
 from ..core.hints import pip_install
 from ..core.spec import Driver
 from ..core.uring import lacking
+from .liburing_cache import mend as mend_liburing_cache
 
 Loop = Literal["io_uring", "epoll"]
 
@@ -54,7 +55,9 @@ def chains_binding() -> Any:
     Its first import in a fresh environment writes a cache of its modules (dynamic_import, in its __pycache__)
     without locking: two processes importing it at that moment (the client hosts of one machine, parallel
     tests) can see the other's half-written cache and both remove it, one failing with FileNotFoundError.
-    The cache is whole once either has written it, so the import is tried again."""
+    The cache is whole once either has written it, so the import is tried again. (Its importer rewrote the cache on
+    every import, never reading it: liburing_cache.mend().)"""
+    mend_liburing_cache()
     for attempt in range(5):
         try:
             import liburing
