@@ -224,6 +224,12 @@ def test_sweep_repeat_says_which_rounds_weighed_their_splits() -> None:
         "chance's, all beyond it, or Jain ordered them otherwise; in 1, whatever the splits: no wakeup of any run "
         "took more than the smallest cap allows"
     ) in said, said
+    # the round that named none weighed no split: it is said so alone
+    said = _sweep_repeat_said([[evener, *bound[1:]], runs])
+    assert (
+        "1 limit spread them more evenly in 1 of 2 rounds (in the others, none, whatever the splits: no wakeup of any "
+        "run took more than the smallest cap allows"
+    ) in said, said
     # no round named one: the same two reasons, each with its count
     said = _sweep_repeat_said([bound, runs])
     assert (

@@ -202,12 +202,14 @@ def repeated_split_note(
         named += bool(better)
         for label in better:
             wins[label] = wins.get(label, 0) + 1
-    others = _none_named(len(whole) - named - len(reasons), reasons)
+    judged = len(whole) - named - len(reasons)  # rounds that named none on their splits
+    others = _none_named(judged, reasons)
+    apart = ", " if not judged else ": "  # 'none, whatever the splits: ...'; 'none: the splits were ...'
     if wins:
         ranked = "; ".join(f"{label} spread them more evenly in {n} of {len(whole)}" for label, n in wins.items())
-        ranked += f" rounds (in the others, none: {others})" if named < len(whole) else " rounds"
-    elif len(reasons) == len(whole):  # no round weighed its splits
-        ranked = f"no {what} is named in any round, {others}"
+        ranked += f" rounds (in the others, none{apart}{others})" if named < len(whole) else " rounds"
+    elif reasons and not judged:  # no round weighed its splits
+        ranked = f"no {what} is named in any round{apart}{others}"
     else:
         ranked = f"no {what} spread them more evenly in any round: {'' if reasons else 'in each, '}{others}"
     return (
