@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 from conftest import wait_for
 from nginx_by_hand import nginx_by_hand
-from test_attached_listener_queues_model import _epoll_watches, _held, _kernel_listeners
+from test_attached_listener_queues_model import _epoll_watches, _held, _kernel_listeners, attached
 
+from accept_order.experiments.latency.model_queues import attached_queues
 from accept_order.servers import attached_epolls
 from accept_order.servers.attached_start import STARTING_S, age_s
 
@@ -65,6 +66,8 @@ def test_a_young_nginx_with_accept_mutex_on_is_read_at_once(free_port: int) -> N
         assert sum(watching) == 1 and all(_held(pid, listeners) == listeners for pid in nginx.workers), watching
         assert [bool(w) for w in read["listeners_watched"]["workers"]] == watching, (read, watching)
         assert youngest < STARTING_S, f"the reading waited until the workers were {youngest:.1f} s old"
+        # the others were young: named, for the model to say what /proc cannot tell of them
+        assert read["listeners_watched"]["young"] == [i for i, w in enumerate(watching) if not w], read
 
 
 WORKER = """import select, sys
@@ -103,6 +106,7 @@ def test_a_young_worker_asleep_in_its_event_loop_is_not_waited_for(monkeypatch: 
         wait_for(lambda: [_wchan(pid) for pid in pids], in_epolls, START_TIMEOUT_S, "both in their epoll waits")
         found = attached_epolls.watched(pids, {inode})
         assert found["listeners_watched"]["workers"] == [[0], []], found
+        assert found["listeners_watched"]["young"] == [1], found
         assert len(reads) == 1, f"read {len(reads)} times: a worker in its event loop was waited for"
         assert all((age_s(pid) or STARTING_S) < STARTING_S for pid in pids)  # young: the wait would have applied
     finally:
@@ -138,3 +142,16 @@ def test_looping_reads_the_main_threads_wait() -> None:
             for stream in (proc.stdin, proc.stdout):
                 if stream is not None:
                     stream.close()
+
+
+def test_a_mutex_read_of_young_workers_is_said_assumed() -> None:
+    """Young workers asleep in epoll watching none read as a lock's losers, and so would workers whose loops had yet
+    to add the listener: the model takes the holder and says it is assumed, and why."""
+    each = {"listeners": 1, "workers": [[0], [], [], []], "held": [[0]] * 4}
+    settled = attached_queues(attached(each, rows=1))
+    assert settled is not None and settled.discipline == "holder" and not settled.assumed, settled
+    young = attached_queues(attached({**each, "young": [1, 2, 3]}, rows=1))
+    assert young is not None and young.discipline == "holder" and young.assumed, young
+    assert "3 of those others were under 5 s old, waiting in epoll" in young.said, young.said
+    odd = attached_queues(attached({**each, "young": [7]}, rows=1))  # names no worker: not taken
+    assert odd is not None and not odd.assumed, odd

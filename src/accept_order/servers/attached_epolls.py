@@ -35,8 +35,10 @@ def watched(pids: Sequence[int], listeners: Collection[int]) -> dict[str, Any]:
     watching none, 4 workers, nginx just started, load 7: 2 of 6 tries) they looked like an accept mutex's.
     A worker already asleep in an epoll wait is read as it is: nginx's accept_mutex on leaves the listener out of
     every epoll but the lock holder's, and waiting for the others made 'latency --attach' of one started 1 s before
-    wait until its workers were 5 s old. Bounded by the workers' age; the event is a worker's epoll_ctl or its
-    first epoll wait, which nothing signals, so /proc is read every POLL_S."""
+    wait until its workers were 5 s old. Such young workers are named (`young`: their indices): an event loop may
+    also wait in epoll before it adds a listener (an asyncio server's, starting its app), which /proc cannot tell
+    from a lock's loser, and the model says so. Bounded by the workers' age; the event is a worker's epoll_ctl or
+    its first epoll wait, which nothing signals, so /proc is read every POLL_S."""
     from .attached_start import POLL_S, STARTING_S, age_s
 
     while True:
@@ -44,8 +46,10 @@ def watched(pids: Sequence[int], listeners: Collection[int]) -> dict[str, Any]:
         each = read.get("listeners_watched", {}).get("workers", [])
         if not any(each):
             return read  # none in an epoll (blocking accept, io_uring): nothing to wait for
-        young = [pid for pid, w in zip(pids, each, strict=True) if not w and (age_s(pid) or STARTING_S) < STARTING_S]
-        if not [pid for pid in young if not looping(pid)]:
+        young = [i for i, w in enumerate(each) if not w and (age_s(pids[i]) or STARTING_S) < STARTING_S]
+        if not [i for i in young if not looping(pids[i])]:
+            if young:
+                read["listeners_watched"]["young"] = young
             return read
         time.sleep(POLL_S)
 

@@ -85,6 +85,15 @@ def _unread(evidence: Mapping[str, Any], workers: int) -> Queues:
     return Queues("shared", f"{why}: {SHARED_TAKEN}", assumed=True)
 
 
+def _young(evidence: Mapping[str, Any], workers: int) -> int:
+    """How many workers that watched none were younger than 5 s, asleep in an epoll wait, as the reading was taken
+    (servers/attached_epolls.watched: `young`); 0 where none (or a file from before it)."""
+    young = evidence.get("listeners_watched", {}).get("young")
+    if not isinstance(young, list) or not all(type(i) is int and 0 <= i < workers for i in young):
+        return 0
+    return len(set(young))
+
+
 def _disjoint(each: Sequence[Sequence[int]], listeners: int) -> bool:
     """Each worker waits on listeners of its own, as many each, and every listener has its worker."""
     flat = [i for w in each for i in w]
@@ -105,12 +114,20 @@ def attached_queues(result: LatencyResult) -> Queues | None:
     if listeners == 1 and 0 < watching < workers and all(held):  # an accept mutex, as inspect reads it
         # nginx's accept_mutex on served 2000/0/0/0 (-c 8) and 0/3000/0/0 (-c 32) here, the holder's, which
         # `shared` spread over its 4 workers; modelled as the tool's own accept-mutex modes are (LOCK_HOLDER)
+        young = _young(result.evidence, workers)
         return Queues(
             "holder",
             f"{watching} of its {workers} {who}' epolls watched its one listener as the run started, the others "
             "holding it: an accept mutex's sign (nginx's accept_mutex on), whose holder takes the connections, the "
             "others the lock only every accept_mutex_delay (taken as nginx's default 500 ms: its config is not read) "
-            "or as they finish while connections wait, as this tool models its own accept-mutex modes",
+            "or as they finish while connections wait, as this tool models its own accept-mutex modes"
+            + (
+                f"; {young} of those others were under 5 s old, waiting in epoll: so would be workers whose event "
+                "loops had yet to add the listener (an asyncio server starting its app), which /proc does not tell"
+                if young
+                else ""
+            ),
+            assumed=bool(young),
         )
     if listeners == 1 or workers == 1:  # one queue, or one server: whoever waits where, the model is one queue
         if workers == 1:
