@@ -114,3 +114,8 @@ def test_a_merge_of_runs_one_after_the_other_says_so() -> None:
     at_once = {"files": files, "concurrent": True}  # several client hosts, one server: one run
     one = kept_tail_verdict(dataclasses.replace(run, evidence={**run.evidence, "merged_from": at_once}))
     assert one is not None and "How sure: one run: its split is one draw of its 64 connections" in one, one
+
+    # a file without per-worker latencies (pool_run's own): the split, and that no p99 is known
+    bare = kept_tail_verdict(pool_run("epoll", (20, 12, 0, 0), 3000))
+    assert bare is not None and "No worker's p99 is known: the result keeps no latencies per worker." in bare, bare
+    assert "alone held" not in bare, bare

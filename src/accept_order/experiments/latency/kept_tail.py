@@ -69,7 +69,7 @@ def kept_tail_verdict(result: LatencyResult) -> str | None:
             f"{1 / len(held):.0%}): {said}."
         ]
     if len(serving) < 2:
-        return " ".join([*lines, _no_tails(result, held, serving), _how_sure(runs, total, tails=False)])
+        return " ".join([*lines, _no_tails(result, held), _how_sure(runs, total, tails=False)])
     follow, against = tails_follow(held, p99s)
     tails = ", ".join(f"worker {i} ({held[i]}): {_ms(p)}" for i in serving if (p := p99s[i]) is not None)
     if follow and not against:
@@ -90,17 +90,19 @@ def kept_tail_verdict(result: LatencyResult) -> str | None:
     return " ".join(lines)
 
 
-def _no_tails(result: LatencyResult, held: list[int], serving: list[int]) -> str:
+def _no_tails(result: LatencyResult, held: list[int]) -> str:
     """Why no tails are ranked: nobody timed a worker's requests (an attached server whose replies name no worker:
-    the kernel counted its accepts), or one worker alone held the pool."""
+    the kernel counted its accepts; a file that keeps none per worker), or one worker alone held the pool."""
     if by_kernel(result):
         return (
             "No worker's p99 is known: the replies do not name a worker, and the kernel counted only each one's "
             "accepts."
         )
-    alone = serving[0] if serving else held.index(max(held))
-    p99 = worker_percentile(result, alone, 99.0)
-    return f"Worker {alone} alone held the pool" + (f": its p99 is the run's ({_ms(p99)})." if p99 else ".")
+    holding = [i for i, n in enumerate(held) if n]
+    if len(holding) > 1:  # a file that keeps no latencies per worker (older ones)
+        return "No worker's p99 is known: the result keeps no latencies per worker."
+    p99 = worker_percentile(result, holding[0], 99.0)
+    return f"Worker {holding[0]} alone held the pool" + (f": its p99 is the run's ({_ms(p99)})." if p99 else ".")
 
 
 def _how_sure(runs: int, total: int, tails: bool = True) -> str:
