@@ -27,7 +27,7 @@ import psutil
 import pytest
 from cluster import Cluster, cluster_fixture
 from cluster_network import netns_inode, pids_in
-from conftest import OutputReader, wait_for
+from conftest import OutputReader, child_processes, wait_for
 
 from accept_order.core.version import VERSION
 
@@ -281,12 +281,17 @@ def test_ctrl_c_while_a_host_hangs_in_its_handshake_ends_at_once(cluster: Cluste
 
 
 def _remote_python(c: Cluster, name: str) -> psutil.Process:
-    """The interpreter that ssh started in the host (the drivers are its children)."""
+    """The interpreter that ssh started in the host (the drivers are its children). Found through the kernel's
+    children lists (conftest.child_processes): psutil's children() reads every process's parent on the machine, and
+    tests poll this (test_clients_kept_faults' steps: ~1 s of the pytest process's CPU a test)."""
     listener = int((c.directory / f"sshd-{name}.pid").read_text())
-    for session in psutil.Process(listener).children():
-        for child in session.children():
-            if "python" in child.name():
-                return child
+    for session in child_processes(listener):
+        for child in child_processes(session.pid):
+            try:
+                if "python" in child.name():
+                    return child
+            except psutil.NoSuchProcess:
+                continue  # it ended meanwhile
     raise AssertionError(f"no remote Python in {name}: {remote_processes(c, name)}")
 
 
