@@ -86,6 +86,9 @@ class LoadSampler(LoadTally):
         self._holder: dict[int, int] = {}  # cookie -> the worker that held it at its last look with a holder
         self._gone, self._shut = set[int](), set[int]()  # gone from a look, unannounced; the last saw shut (settle)
         self._only = watched.workers[0] if len(watched.workers) == 1 else None  # the one worker: any holder
+        # what was given to the one worker for being the only one (closes no look saw it hold), by when their
+        # announcements were taken: (monotonic, connections, their counters), for taken_back
+        self._given: list[tuple[float, int, tuple[int, int, int, int]]] = []
 
     def open_closes(self) -> None:
         """Join the kernel's announcements of closes, before the first look; where that cannot be done the
@@ -204,18 +207,21 @@ class LoadSampler(LoadTally):
     def _closed(self, closed: list[TcpSocket]) -> None:
         """The announced closes: each one's final counters since its last look, to the worker that held it
         then (see the module doc)."""
+        taken_at, given, moved = time.monotonic(), 0, _ZERO
         for sock in closed:
             final, cookie = _counters(sock), sock.cookie
             if cookie not in self._last:  # opened and closed between two looks
                 if self._only is not None:
                     self._add(self._only, final, _ZERO)
                     self.closes_counted += 1
+                    given, moved = given + 1, _plus(moved, final, _ZERO)
                 else:
                     self.closed_unlooked += 1
                     self.closed_unlooked_bytes_in += final[0]
                 continue
             before = self._last.pop(cookie)
-            pid = self._holder.pop(cookie, self._only)
+            held_by = self._holder.pop(cookie, None)  # None: no look saw a worker hold it
+            pid = self._only if held_by is None else held_by
             counted, busy = self._tail.pop(cookie, (0, False))
             self._gone.discard(cookie)
             if any(f < b for f, b in zip(final, before, strict=True)):  # zeroed by an abortive close
@@ -228,6 +234,32 @@ class LoadSampler(LoadTally):
             else:
                 self._add(pid, final, before)
                 self.closes_counted += 1
+                if held_by is None:  # given to the one worker for being the only one
+                    given, moved = given + 1, _plus(moved, final, before)
+        if given:
+            self._given.append((taken_at, given, moved))
+
+    def taken_back(self, since: float) -> int:
+        """Take back from the one worker what it was given for being the only one (closes no look saw it hold)
+        from announcements taken at `since` (monotonic) or after: a newcomer holding the listener from then (a
+        reload's, reloaded.py) serves the port too, so they may be its own, and are counted as closed before any
+        look (no worker's). By hand, HAProxy -W reloaded in the window: 27 requests the new worker's replies named
+        were counted to the old worker, which served 6 (2,640 bytes received said for its 480). How many."""
+        if self._only is None:
+            return 0
+        carried, count = self.carried[self._only], 0
+        for taken_at, given, moved in self._given:
+            if taken_at >= since:
+                count += given
+                carried.bytes_in -= moved[0]
+                carried.bytes_out -= moved[1]
+                carried.segments_in -= moved[2]
+                carried.segments_out -= moved[3]
+                self.closes_counted -= given
+                self.closed_unlooked += given
+                self.closed_unlooked_bytes_in += moved[0]
+        self._given = [entry for entry in self._given if entry[0] < since]
+        return count
 
     def settle(self) -> None:
         """At the end, after the last look: the announcements of the sockets gone from it (SETTLE_S at most);
@@ -264,6 +296,18 @@ class LoadSampler(LoadTally):
     def close(self) -> None:
         if self.closes is not None:
             self.closes.close()
+
+
+def _plus(
+    total: tuple[int, int, int, int], final: tuple[int, int, int, int], before: tuple[int, int, int, int]
+) -> tuple[int, int, int, int]:
+    """`total` with what a connection moved from `before` to `final` added."""
+    return (
+        total[0] + final[0] - before[0],
+        total[1] + final[1] - before[1],
+        total[2] + final[2] - before[2],
+        total[3] + final[3] - before[3],
+    )
 
 
 def _why(exc: PermissionError) -> str:

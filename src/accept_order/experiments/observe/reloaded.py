@@ -98,17 +98,26 @@ def _handoff(watched: Watched, pid: int) -> HandOffRead | None:
     return kind.handoff_read(info.argv, pid)
 
 
-def reload_note(reload: Reloaded, program: str) -> str:
+def reload_note(reload: Reloaded, program: str, taken_back: int = 0) -> str:
     """The note that says it: which processes, when the first started, and that their accepts are not counted. Not
-    'reloaded' alone: a replacement (gunicorn's --max-requests) or an added worker (a prefork pool grown) is one too."""
+    'reloaded' alone: a replacement (gunicorn's --max-requests) or an added worker (a prefork pool grown) is one too.
+    `taken_back`: connections closed since then that no look saw the one worker hold, counted to no worker
+    (load.py's taken_back: the newcomer may have served them)."""
     one = len(reload.pids) == 1
     which = f"pid {reload.pids[0]}" if one else f"pids {', '.join(map(str, reload.pids))}"
-    return (
+    said = (
         f"{program} started {which} since observe chose its workers, {reload.after_s:.1f} s into the window"
         f"{'' if one else ' (the first)'}, and {'it holds' if one else 'they hold'} its listener as the window ends: "
         f"a reload's, a replacement's or an added worker's, whose accepts are not counted here (observe counts the "
         "workers it chose as it began)"
     )
+    if taken_back:
+        said += (
+            f"; {taken_back:,} {'connection' if taken_back == 1 else 'connections'} closed since, which no look saw "
+            f"the process watched hold, {'is' if taken_back == 1 else 'are'} counted to no worker: "
+            f"{'it' if one else 'they'} may have served {'it' if taken_back == 1 else 'them'}"
+        )
+    return said
 
 
 def replaced_note(reload: Reloaded, program: str) -> str:

@@ -35,6 +35,8 @@ from .reloaded import boot_clock, netns_of, reload_note, reloaded, replaced_note
 from .result import ObserveResult
 from .server import every_worker_exited, find_server
 
+RELOAD_SLACK_S = 0.06  # a reload's start as the result keeps it (after_s, to 0.1 s) may be this much late
+
 
 def observe(
     pid: int | None = None,
@@ -175,8 +177,10 @@ def _finish(observer: Observer, finish: Finish, interrupted: bool = False) -> Ob
     began_at = boot_clock() - (time.monotonic() - observer.started)  # the window's start on the boot clock
     reload = reloaded(watched, finish.netns, finish.chosen_at, began_at)
     name = observer.recognised or watched.program  # gunicorn, not python3
-    if reload is not None:
-        notes.append(reload_note(reload, name))
+    if reload is not None:  # the newcomer serves the port from its start: what the one worker was given since, it
+        # was given for being the only one (load.py); after_s is rounded to 0.1 s, the start read in 10 ms ticks
+        since = observer.started + reload.after_s - RELOAD_SLACK_S if reload.after_s > 0 else float("-inf")
+        notes.append(reload_note(reload, name, observer.load.taken_back(since)))
     for index, after in sorted(observer.exited.items()):
         unit = watched.units[index]
         notes.append(
