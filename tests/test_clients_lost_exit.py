@@ -43,11 +43,12 @@ LOST = r"accept-order: error: client host c2 was lost during the run: its connec
 # What is asserted (c2 lost in the first load, the run going on to its last, exit 1 after the file) needs a load
 # under way, not a heavy one. A closed loop with --work spins its workers for the whole --duration: the sweep's
 # one worker (two spun two CPUs for both 6 s loads, most of the file's CPU on an idle machine) for 4 s, c2's
-# TICKED_CONNECTS reached in well under 1 s at up to 500 connections a second a host. A burst's spin is its
+# TICKED_CONNECTS reached in well under 1 s at up to 500 connections a second a host; the ramp's steps 4 s too (6:
+# 1,400 connections more after c2's TICKED_CONNECTS, about 1 s into the first). A burst's spin is its
 # requests': the second burst one connection more than the first (60 were 1 s more of spin, for nothing asserted)
 COMMANDS = {
     "sweep": (["-w", "1", "--accept-batch", "1,0", "-c", "4", "--work", "1ms", "--duration", "4s"], TICKED_CONNECTS),
-    "ramp": (["-w", "2", "--rates", "400,500", "--step", "6s", "--keep-going"], TICKED_CONNECTS),
+    "ramp": (["-w", "2", "--rates", "400,500", "--step", "4s", "--keep-going"], TICKED_CONNECTS),
     # each host opens its 20 of the first burst's 40 at once (the smallest runs first): all it opens in that burst
     "burst": (
         ["-w", "2", "--clients", "40,41", "--requests-per-connection", "50", "--work", "1ms"],
