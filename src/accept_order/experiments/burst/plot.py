@@ -55,6 +55,33 @@ def _note(ax: Any, clients: int, group: list[tuple[float, str, str]], right: boo
         )
 
 
+def _plain(value: float) -> str:
+    """A tick's value as a plain number, to the µs: 10100 and 10110, where matplotlib's LogFormatter writes any
+    value past 10000 as '1e+04', so that the ticks of an axis spanning little read alike."""
+    return f"{value:.3f}".rstrip("0").rstrip(".")
+
+
+def _plain_log(**options: Any) -> Any:
+    """matplotlib's LogFormatter's choice of which ticks to label (`options` as its own), each in `_plain`."""
+    from matplotlib.ticker import LogFormatter
+
+    class PlainLogFormatter(LogFormatter):
+        def __call__(self, x: float, pos: int | None = None) -> str:
+            return _plain(x) if super().__call__(x, pos) else ""
+
+    return PlainLogFormatter(**options)
+
+
+def _at_least_a_decade(ax: Any) -> None:
+    """Widen the time axis to a factor of 10 about its middle where its points span less: bursts that all waited
+    out the 10 s timeout (10.10 and 10.15 s) were drawn at its bottom and top, as far apart as 10 ms and 10 s
+    would be, under ten ticks that each read '1e+04'."""
+    low, high = ax.get_ylim()
+    if 0 < low < high < 10 * low:
+        middle = math.sqrt(low * high)
+        ax.set_ylim(middle / math.sqrt(10), middle * math.sqrt(10))
+
+
 def _title(failed: bool, stopped: bool) -> str:
     """What the times end at, as the y axis says: a burst where some clients failed was not 'every client served'."""
     ends = "every client was served" + (" or had failed" if failed else "")
@@ -63,7 +90,7 @@ def _title(failed: bool, stopped: bool) -> str:
 
 def burst_figure(result: BurstResult, options: PlotOptions) -> Figure:
     from matplotlib.lines import Line2D
-    from matplotlib.ticker import LogFormatter, NullFormatter
+    from matplotlib.ticker import NullFormatter
 
     fig = new_figure()
     ax = fig.add_subplot()
@@ -127,9 +154,10 @@ def burst_figure(result: BurstResult, options: PlotOptions) -> Figure:
     # a log axis: the modes' times differ by factors, and a linear one squeezes the faster under the slower
     ax.set_yscale("log")
     # plain numbers (3, 10, 30), not 3×10⁰; the in-between ones labelled only where the axis spans little
-    ax.yaxis.set_major_formatter(LogFormatter())
-    ax.yaxis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.5)))
+    ax.yaxis.set_major_formatter(_plain_log())
+    ax.yaxis.set_minor_formatter(_plain_log(labelOnlyBase=False, minor_thresholds=(1, 0.5)))
     ax.margins(y=0.15 + 0.05 * (stacked - 1))  # room for the notes above the highest point or under the lowest
+    _at_least_a_decade(ax)
     if some_failed and stopped:  # on one line it ran past the figure's top and bottom edges (524 px of 500)
         ax.set_ylabel("ms from the first connect to the last reply,\nfailure or the stop (log scale)")
     else:
