@@ -46,17 +46,26 @@ def line_client_unanswered(server: ServerSpec, failures: Iterable[str]) -> bool:
     return not started_here and server.protocol == "line" and bool(failed) and failed <= {TIMEOUT, NO_REPLY}
 
 
+# How plain HTTP/1.1 fails at a TLS port or one speaking HTTP/2 in the clear. 'not an HTTP answer' is an h2c port's
+# SETTINGS and GOAWAY read to the close by the one-request client: 'latency --attach' without --pool at nginx's
+# 'listen ... http2' said only 'served nothing: 9754 × bad reply (not an HTTP answer)', and run 'nothing served'.
+FAILED_AS_TLS_OR_H2C = frozenset(
+    {NO_REPLY, "ECONNRESET", "EPIPE", f"{BAD_REPLY} (HTTP 400)", f"{BAD_REPLY} (not an HTTP answer)"}
+)
+
+
 def tls_spoken(server: ServerSpec, failures: Iterable[str]) -> TlsSpoken | H2cSpoken | None:
     """What a server this tool did not start, driven with --protocol http, speaks where it failed every
     connection as a TLS server fails plain HTTP (a 400, a close, a reset) and its port completes a TLS
     handshake; None otherwise (asked only then: a handshake may take up to HANDSHAKE_S). The handshake is a
     connection the server sees: a plain nginx logs its ClientHello as a 400, so a server whose '/' answers
     404 or 403, which no TLS port answers plain HTTP with (nginx, Caddy, Apache: 400), is not asked. A port that
-    completes no handshake is asked for HTTP/2 in the clear (h2c) next: nginx's 'listen ... http2' without ssl, at
-    which h2load is pointed, failed every request 'no reply' and latency said no more."""
+    completes no handshake is asked for HTTP/2 in the clear (h2c) next, a second connection (a plain nginx logs
+    'PRI * HTTP/2.0' as a 400): nginx's 'listen ... http2' without ssl, at which h2load is pointed, failed every
+    request 'no reply' and latency said no more."""
     kind = KINDS.get(server.kind)
     failed = set(failures)
-    as_tls = bool(failed) and failed <= {NO_REPLY, "ECONNRESET", "EPIPE", f"{BAD_REPLY} (HTTP 400)"}
+    as_tls = bool(failed) and failed <= FAILED_AS_TLS_OR_H2C
     if (kind is not None and kind.launched) or server.protocol != "http" or not as_tls:
         return None
     from ..probes.tls_hello import speaks_h2c, speaks_tls  # ssl: only where a run served nothing
