@@ -26,10 +26,14 @@ class AcceptCounts:
     short: str = ""
     # how long before the window closed that reading was taken (0: after it): the accepts since are in no count
     reading_before_s: float = 0.0
+    # the accepts that came back empty (EAGAIN), by pid; None where they were not counted (a periodic reading's
+    # counts, a program that does not count them)
+    empty: dict[int, int] | None = None
 
     def evidence(self, followed: int | None = None) -> dict[str, Any]:
         """What a result file keeps (evidence `accept_counts`); `followed`: the master whose children were
         counted too (AcceptCounter.children_of), with what those that were not asked about accepted."""
         kept: dict[str, Any] = {"available": self.available, "why": self.why, "counts": self.counts}
         kept |= {"reading_before_s": self.reading_before_s} if self.reading_before_s > 0 else {}
+        kept |= {"empty": self.empty} if self.empty is not None else {}
         return kept | ({"followed": followed, "appeared": self.appeared} if followed is not None else {})

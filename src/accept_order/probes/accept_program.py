@@ -12,6 +12,7 @@ from .accept_filter import accepted_by, counted_as
 from .bpftrace_messages import first_error_line
 from .bpftrace_readings import COUNTS_BEGIN, COUNTS_END
 
+EAGAIN = 11  # an accept that found no connection waiting
 READING_MS = 250  # how often the program prints its running counts (bpftrace_readings.py)
 BTF = "/sys/kernel/btf/vmlinux"  # the kernel's own type information: bpftrace reads task_struct's fields from it
 
@@ -40,12 +41,16 @@ def program(pids: Sequence[int] | None, children_of: int | None = None, threads:
     The pid filter is in the predicate so that other processes never reach the map: a busy machine
     otherwise fills it (4096 keys by default) with short-lived processes nobody asked about. `children_of`
     lets the children of one process in too (a master whose reload starts new workers mid-run)."""
-    pred = accepted_by(pids, children_of=children_of, threads=threads)
-    # clear(@) after print: bpftrace prints every non-empty map again on exit.
+    pred = accepted_by(pids, f"(args->ret >= 0 || args->ret == -{EAGAIN})", children_of=children_of, threads=threads)
+    key = counted_as(threads)
+    # clear() after print: bpftrace prints every non-empty map again on exit. The accepts that came back empty
+    # (@empty: EAGAIN) at END only, marked as counted (bpftrace_readings.parse_empty): none after a run's accepts
+    # is a server that takes one connection a wakeup (nginx's multi_accept off), the model's batch
     return (
         "tracepoint:syscalls:sys_exit_accept4, tracepoint:syscalls:sys_exit_accept\n"
         f"/{pred}/\n"
-        f"{{ @[{counted_as(threads)}] = count(); }}\n"
+        f"{{ if (args->ret >= 0) {{ @[{key}] = count(); }} else {{ @empty[{key}] = count(); }} }}\n"
         f"{readings.reading_probe(READING_MS, 'print(@);')}"
-        f'END {{ printf("{COUNTS_BEGIN}\\n"); print(@); clear(@); printf("{COUNTS_END}\\n"); }}\n'
+        f'END {{ printf("{COUNTS_BEGIN}\\n"); print(@); clear(@); printf("{readings.EMPTY_COUNTED}\\n"); '
+        f'print(@empty); clear(@empty); printf("{COUNTS_END}\\n"); }}\n'
     )

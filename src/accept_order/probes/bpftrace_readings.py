@@ -36,6 +36,20 @@ def parse_counts(stdout: bytes) -> dict[int, int] | None:
     return count_lines(stdout[head:tail])
 
 
+EMPTY_COUNTED = "accept-order empty accepts"  # END's line before the map of accepts that came back EAGAIN
+_EMPTY_LINE = re.compile(rb"^@empty\[(\d+)\]: (\d+)$", re.MULTILINE)
+
+
+def parse_empty(stdout: bytes) -> dict[int, int] | None:
+    """pid -> accepts that came back empty (EAGAIN) from the END block (accept_program.program); None where it is
+    not all there or did not count them (another program's, a periodic reading's)."""
+    head, tail = stdout.find(COUNTS_BEGIN.encode()), stdout.rfind(COUNTS_END.encode())
+    marked = stdout.find(EMPTY_COUNTED.encode(), max(head, 0))
+    if head < 0 or tail < head or not head < marked < tail:
+        return None
+    return {int(pid): int(n) for pid, n in _EMPTY_LINE.findall(stdout[marked:tail])}
+
+
 def reading_probe(every_ms: int, dump: str) -> str:
     """The bpftrace probe that prints `dump` (print() of the maps) every `every_ms`, framed and stamped."""
     return f'interval:ms:{every_ms} {{ printf("{READING} %llu\\n", nsecs); {dump} printf("{READING_END}\\n"); }}\n'

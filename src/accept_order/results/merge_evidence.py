@@ -95,9 +95,11 @@ def _add_accept_counts(into: dict[str, Any], run: Mapping[str, Any]) -> None:
             into["accept_counts"] = {"available": False, "why": "not counted in every merged file", "counts": {}}
         return
     added = dict(mine)
-    for key in ("counts", "appeared"):
+    for key in ("counts", "appeared", "empty"):
         if isinstance(mine.get(key), dict) and isinstance(theirs.get(key), dict):
             added[key] = {pid: mine[key].get(pid, 0) + theirs[key].get(pid, 0) for pid in mine[key] | theirs[key]}
+        elif key == "empty":
+            added.pop(key, None)  # the empty accepts of one file's window only: not the merged load's
     if isinstance(mine.get("master_accepted"), int) and isinstance(theirs.get("master_accepted"), int):
         added["master_accepted"] = mine["master_accepted"] + theirs["master_accepted"]
     else:

@@ -26,7 +26,7 @@ from ...core.uring import ACCEPT_COMPLETIONS
 from ...probes.cpu_waits import cpu_share
 from ...servers.registry import known_mode
 from .kept_report import accepted, by_kernel
-from .model_queues import attached_queues
+from .model_queues import attached_queues, one_per_wakeup
 from .model_servers import as_served
 from .result import LatencyResult
 
@@ -199,7 +199,8 @@ def predict(result: LatencyResult, seed: int = SEED, held: Held | None = None) -
     server, load, result = served.server, served.load, served
     how = discipline_of(known_mode(server.kind, server.mode), server)
     if how is not None and (queues := attached_queues(result)) is not None:
-        how = (queues.discipline, how[1])  # the queues its listeners make, not the attached kind's one mode's
+        # the queues its listeners make, not the attached kind's one mode's; one a wakeup where the kernel saw so
+        how = (queues.discipline, 1 if one_per_wakeup(result) else how[1])
     service = service_of(result)
     held = held or held_connections(result)
     if service is not None and result.ok and held is not None:

@@ -1,0 +1,127 @@
+"""An attached server that takes one connection a wakeup is modelled so, as the launched one of the same settings is.
+
+'latency --attach' of nginx 1.22 with accept_mutex on and multi_accept off (nginx's default) read 'holder (all)',
+the tool's own nginx of the same settings 'holder': how many connections a wakeup takes is in the config, which /proc
+does not show. The kernel does: the accept counter now counts the accepts that came back empty (EAGAIN), and a server
+that accepts until EAGAIN ends each wakeup with one. Attached, 2 workers, accept_mutex on: multi_accept off 0 empty of
+2,000 accepts at 2 and at 8 clients, on 1,204 and 510. None empty of at least 20: batch 1."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import run_cli
+from nginx_by_hand import nginx_by_hand
+from test_attached_listener_queues_model import attached
+
+from accept_order.analysis.model_check import discipline_of
+from accept_order.core.spec import ServerSpec
+from accept_order.experiments.latency.model_check import predict
+from accept_order.experiments.latency.model_queues import one_per_wakeup, queues_text
+from accept_order.probes.bpftrace_readings import parse_empty
+from accept_order.results.merge_evidence import add_evidence
+from accept_order.servers.registry import known_mode
+
+START_TIMEOUT_S = 10.0
+MUTEX = {"listeners": 1, "workers": [[0], [], [], []], "held": [[0]] * 4}
+
+CONF = """daemon off;
+worker_processes {workers};
+pid {d}/nginx.pid;
+events {{ worker_connections 256; accept_mutex on; multi_accept {multi}; }}
+http {{
+    access_log off;
+    client_body_temp_path {d}/cb; proxy_temp_path {d}/p; fastcgi_temp_path {d}/f;
+    uwsgi_temp_path {d}/u; scgi_temp_path {d}/s;
+    server {{ listen 127.0.0.1:{port}; location / {{ return 200 "hi\\n"; }} }}
+}}
+"""
+
+
+def counted(empty: dict[str, int] | None, counts: dict[str, int] | None = None, available: bool = True) -> Any:
+    """The mutex reading of 4 attached workers with the kernel's accept counts (1,000 accepts unless `counts`)."""
+    result = attached(MUTEX, rows=1)
+    kernel: dict[str, Any] = {"available": available, "why": "bpftrace", "counts": counts or {"4243": 1000}}
+    if empty is not None:
+        kernel["empty"] = empty
+    return replace(result, evidence={**result.evidence, "accept_counts": kernel})
+
+
+def test_no_empty_accept_is_one_connection_a_wakeup() -> None:
+    one = counted({})
+    assert one_per_wakeup(one) == 1000
+    model = predict(one)
+    assert model is not None and (model.discipline, model.batch, model.queue) == ("holder", 1, "holder"), model
+    said = queues_text(replace(one, model=model))
+    assert said is not None and "(one connection a wakeup: none of the 1,000 accepts the kernel counted" in said
+    # the launched nginx of the same settings (multi_accept off, its default): the same discipline and batch
+    launched = discipline_of(known_mode("nginx", "accept-mutex"), ServerSpec(kind="nginx", mode="accept-mutex"))
+    assert launched == (model.discipline, model.batch)
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        counted({"4243": 3}),  # some came back empty: a herd's, or accepting until EAGAIN
+        counted(None),  # not counted (a file from before it, a periodic reading's counts)
+        counted({}, counts={"4243": 19}),  # too few to say
+        counted({}, available=False),
+    ],
+)
+def test_where_the_kernel_cannot_say_all_that_wait_are_taken(result: Any) -> None:
+    assert one_per_wakeup(result) is None
+    model = predict(result)
+    assert model is not None and (model.discipline, model.batch) == ("holder", 0), model
+    said = queues_text(replace(result, model=model))
+    assert said is not None and "how many it takes is the server's own setting" in said, said
+
+
+def test_the_end_blocks_empty_accepts_are_read_only_where_counted() -> None:
+    out = (
+        b"accept-order counts begin\n@[12]: 30\n\naccept-order empty accepts\n@empty[12]: 4\n@empty[7]: 1\n\n"
+        b"accept-order counts end\n"
+    )
+    assert parse_empty(out) == {12: 4, 7: 1}
+    assert parse_empty(out.replace(b"@empty[12]: 4\n@empty[7]: 1\n", b"")) == {}  # counted, none empty
+    assert parse_empty(out.replace(b"accept-order empty accepts\n", b"")) is None  # another program's: not counted
+    assert parse_empty(out.replace(b"accept-order counts end\n", b"")) is None  # END not all there
+
+
+def test_merged_files_add_the_empty_accepts_where_each_counted_them() -> None:
+    def run(empty: dict[str, int] | None) -> dict[str, Any]:
+        kernel = {"available": True, "why": "bpftrace", "counts": {"1": 10}}
+        return {"accept_counts": kernel | ({"empty": empty} if empty is not None else {})}
+
+    both = add_evidence(run({"1": 2}), run({"1": 1, "2": 3}), ("h", "h"))
+    assert both["accept_counts"]["empty"] == {"1": 3, "2": 3} and both["accept_counts"]["counts"] == {"1": 20}
+    assert "empty" not in add_evidence(run({"1": 2}), run(None), ("h", "h"))["accept_counts"]
+
+
+@pytest.mark.parametrize("multi", ["off", "on"])
+def test_an_attached_nginx_is_read_by_its_empty_accepts(multi: str, free_port: int, tmp_path: Path) -> None:
+    """Debian's nginx, accept_mutex on: multi_accept off accepts once a wakeup (none empty: batch 1, as the launched
+    one's model); on, until EAGAIN (an empty accept ends each wakeup: not one a wakeup)."""
+    if os.geteuid() != 0 or shutil.which("bpftrace") is None:
+        pytest.skip("counting accepts in the kernel needs root and bpftrace")
+    out = tmp_path / "latency.json"
+    with nginx_by_hand(CONF, free_port, 2, START_TIMEOUT_S, multi=multi) as nginx:
+        args = ["latency", "--attach", str(nginx.master), "--port", str(free_port), "--protocol", "http"]
+        result = run_cli([*args, "-n", "300", "-c", "8", "--json", str(out)], columns=400)
+        assert result.exit_code == 0, result.output
+    doc = json.loads(out.read_text())
+    kernel = doc["evidence"]["accept_counts"]
+    if not kernel["available"]:
+        pytest.skip(f"the kernel's accept counts were not available: {kernel['why']}")
+    assert sum(kernel["counts"].values()) >= 300, kernel
+    empty = sum(kernel["empty"].values())
+    model = doc["model"]
+    if multi == "off":
+        assert empty == 0 and model["discipline"] == "holder" and model["batch"] == 1, (kernel, model)
+    else:
+        assert empty > 0 and model["batch"] == 0, (kernel, model)
