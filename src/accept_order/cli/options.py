@@ -136,12 +136,12 @@ def work_options() -> Callable[[F], F]:
                 type=Duration(zero=True, high=most, was="ms"),
                 default="0ms",
                 show_default=True,
-                help="How long a worker spins per connection before it answers, e.g. 1ms or 200us: a busy loop "
-                "(not a sleep) until that much wall-clock time has passed, so a worker that waits for a CPU "
-                "meanwhile burns less (nginx's and lighttpd's loops: until their worker process has used that much "
-                "CPU; HAProxy's until the request has used that much of its thread's, or of its process's where "
-                "Debian's lua-posix is missing, whose threads then use it together and burn less each; --work-iters "
-                "counts additions instead).",
+                help="How long a worker spins per request before it answers it (every request of a kept "
+                "connection, --requests-per-connection), e.g. 1ms or 200us: a busy loop (not a sleep) until that "
+                "much wall-clock time has passed, so a worker that waits for a CPU meanwhile burns less (nginx's and "
+                "lighttpd's loops: until their worker process has used that much CPU; HAProxy's until the request "
+                "has used that much of its thread's, or of its process's where Debian's lua-posix is missing, whose "
+                "threads then use it together and burn less each; --work-iters counts additions instead).",
             ),
             click.option("--work-ms", "work_ms", type=Duration(bare="ms", zero=True, high=most), hidden=True),
             click.option("--work-us", "work_us", type=Duration(bare="us", zero=True, high=most), hidden=True),
@@ -203,7 +203,7 @@ def server_options(
             type=IntRange(0, MAX_WORK_ITERS),
             default=0,
             show_default=True,
-            help="Loop iterations a worker counts per connection, like Cloudflare's Lua loop (adds to the work).",
+            help="Loop iterations a worker counts per request, like Cloudflare's Lua loop (adds to the work).",
         ),
         click.option(
             "--backlog", type=IntRange(1, MAX_BACKLOG), default=511, show_default=True, help="listen() backlog."
