@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ...analysis.chance import how_often
+from ...analysis.seen import SURE
+from ...analysis.tail_ranks import rank_chance
 from ...core.text import and_join, plural
 from .kept_report import by_kernel, worker_percentile
 from .pool_split import split_of
@@ -72,22 +75,40 @@ def kept_tail_verdict(result: LatencyResult) -> str | None:
         return " ".join([*lines, _no_tails(result, held), _how_sure(runs, total, tails=False)])
     follow, against = tails_follow(held, p99s)
     tails = ", ".join(f"worker {i} ({held[i]}): {_ms(p)}" for i in serving if (p := p99s[i]) is not None)
-    if follow and not against:
+    # pairs of workers that held different counts and whose p99s tie: in neither, and no 'each ... had the higher'
+    tied = sum(1 for i in serving for j in serving if i < j and held[i] != held[j]) - follow - against
+    if follow and not against and not tied:
         how = "the tails follow the split: each worker that held more connections had the higher p99"
-    elif against and not follow:
+    elif against and not follow and not tied:
         how = "the tails run against the split: each worker that held more connections had the lower p99"
     elif follow or against:
         how = (
-            f"the tails follow the split only in part ({follow} of {follow + against} pairs of workers have the "
-            "higher p99 where they held more)"
+            f"the tails follow the split only in part ({follow} of {follow + against + tied} pairs of workers have "
+            f"the higher p99 where they held more, {against} the lower, {tied} the same)"
         )
     elif len(set(held[i] for i in serving)) == 1:
         how = "each held as many: there is no split for the tails to follow"
     else:
         how = "no two workers that held different counts had different p99s: the tails say nothing of the split"
-    lines.append(f"p99 per worker (connections held): {tails}: {how}.")
+    lines.append(f"p99 per worker (connections held): {tails}: {how}{_rank_chance(held, p99s, serving)}.")
     lines.append(_how_sure(runs, total))
     return " ".join(lines)
+
+
+def _rank_chance(held: list[int], p99s: list[int | None], serving: list[int]) -> str:
+    """How often p99s dealt to these workers at random rank with the split as closely: the order of 2 workers is
+    one pair, which chance orders either way half the time ('each worker that held more had the higher p99' of
+    17/15 said as much as of 17/13/1/1); '' where nothing was ranked."""
+    xs, ys = [held[i] for i in serving], [us for i in serving if (us := p99s[i]) is not None]
+    p, test = rank_chance(xs, ys)
+    if test == "none":
+        return ""
+    often = "half the time or more" if p >= 0.5 else how_often(p)
+    beyond = "beyond chance" if p < SURE else "the order alone is not beyond chance"
+    return (
+        f" (p99s dealt to these {len(xs)} workers at random rank with the split as closely {often}, {test} test: "
+        f"{beyond})"
+    )
 
 
 def _no_tails(result: LatencyResult, held: list[int]) -> str:
@@ -109,7 +130,8 @@ def _how_sure(runs: int, total: int, tails: bool = True) -> str:
     draws = (
         f"one run: its split is one draw of its {plural(total, 'connection')}"
         if runs == 1
-        else f"{runs} runs merged: its split adds {runs} draws ({total} connections in all)"
+        else f"{runs} runs merged: its split adds {runs} draws ({total} connections in all), each worker's row "
+        "adding that index's connections from every run: a busiest worker at another index in another run evens the sum"
     )
     each = ", and each p99 rests on the requests of its worker's own connections" if tails else ""
     return (
