@@ -16,10 +16,12 @@ import os
 import time
 
 from ...core.handoff import HandOffRead
-from ...probes.serving import children_of, namespace_listeners, process_info, socket_inodes
+from ...probes.serving import INIT, children_of, namespace_listeners, process_info, socket_inodes
 from ...servers.registry import recognise
 from .result import Reloaded
 from .server import Watched, threads
+
+ANCESTORS = 64  # a newcomer's ancestors looked through at most for a watched one (a loop of pids is no tree)
 
 
 def boot_clock() -> float:
@@ -55,7 +57,43 @@ def reloaded(watched: Watched, netns: int | None, chosen_at: float, began_at: fl
     if not found:
         return None
     first = min(found, key=lambda p: (found[p], p))
-    return Reloaded(tuple(sorted(found)), round(max(0.0, found[first] - began_at), 1), _handoff(watched, first))
+    after_s = round(max(0.0, found[first] - began_at), 1)
+    return Reloaded(tuple(sorted(found)), after_s, _handoff(watched, first), takes_over(first, known))
+
+
+def takes_over(pid: int, known: set[int]) -> bool | None:
+    """Whether process `pid` takes over from those `known` (the workers watched, their master): one of them is
+    among its ancestors (a master's new worker; HAProxy -W's re-executed master keeps its pid; nginx's binary
+    upgrade starts a master under the old), or its command line names one after HAProxy's -sf or -st (a reload
+    started by hand or a unit, as -W's own workers are too: 'haproxy -sf OLD -x sockpair@3 -W ...'). Neither:
+    another server of the program on the same port (SO_REUSEPORT), which is no reload of this one. None: gone
+    since it was found, so not known."""
+    info = process_info(pid)
+    if info is None:
+        return None
+    if known & set(_stopped_by(info.argv)):
+        return True
+    parent, seen = info.ppid, 0
+    while parent > INIT and seen < ANCESTORS:
+        if parent in known:
+            return True
+        up = process_info(parent)
+        parent, seen = (up.ppid if up is not None else 0), seen + 1
+    return False
+
+
+def _stopped_by(argv: tuple[str, ...]) -> list[int]:
+    """The pids HAProxy's command line tells to finish (-sf) or stop (-st): those after the flag, up to the next
+    option."""
+    pids, listing = [], False
+    for arg in argv[1:]:
+        if arg in ("-sf", "-st"):
+            listing = True
+        elif listing and arg.isdigit():
+            pids.append(int(arg))
+        else:
+            listing = False
+    return pids
 
 
 def _started_s(pid: int, tick: int) -> float | None:
@@ -105,11 +143,16 @@ def reload_note(reload: Reloaded, program: str, taken_back: int = 0) -> str:
     (load.py's taken_back: the newcomer may have served them)."""
     one = len(reload.pids) == 1
     which = f"pid {reload.pids[0]}" if one else f"pids {', '.join(map(str, reload.pids))}"
+    whose = (
+        "another server's on its port, not its reload: the first neither descends from the processes watched nor "
+        "names them with -sf or -st"
+        if reload.takes_over is False
+        else "a reload's, a replacement's or an added worker's"
+    )
     said = (
         f"{program} started {which} since observe chose its workers, {reload.after_s:.1f} s into the window"
         f"{'' if one else ' (the first)'}, and {'it holds' if one else 'they hold'} its listener as the window ends: "
-        f"a reload's, a replacement's or an added worker's, whose accepts are not counted here (observe counts the "
-        "workers it chose as it began)"
+        f"{whose}, whose accepts are not counted here (observe counts the workers it chose as it began)"
     )
     if taken_back:
         said += (
@@ -134,11 +177,14 @@ def reload_clause(reload: Reloaded | None, name: str) -> str:
     the newcomer's config, read after the window, says its own, with its doubts."""
     if reload is None:
         return ""
-    pids = ", ".join(map(str, reload.pids))
-    which = f"pid {pids}, which serves" if len(reload.pids) == 1 else f"pids {pids}, which serve"
+    pids, one = ", ".join(map(str, reload.pids)), len(reload.pids) == 1
     said = "; the threads counted are those watched from the start, whose config was read as observe began: "
-    said += f"{name} reloaded {reload.after_s:.1f} s in, and {which} since, {'is' if len(reload.pids) == 1 else 'are'} "
-    said += "not counted"
+    if reload.takes_over is False:  # no reload: another server on the port (see reload_note)
+        which = f"pid {pids}, another {name} started" if one else f"pids {pids}, other {name}s started"
+        said += f"{which} {reload.after_s:.1f} s in on its port, not its reload, {'is' if one else 'are'} not counted"
+    else:
+        which = f"pid {pids}, which serves" if one else f"pids {pids}, which serve"
+        said += f"{name} reloaded {reload.after_s:.1f} s in, and {which} since, {'is' if one else 'are'} not counted"
     read = reload.handoff
     if read is None:
         return said

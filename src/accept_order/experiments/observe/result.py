@@ -132,6 +132,9 @@ class Reloaded:
     after_s: float  # seconds into the window the first of them started (0: before the window, after the choice)
     # what its config says of the hand-off (HAProxy's multi-queue), read after the window; None: nothing to read
     handoff: HandOffRead | None = None
+    # whether the first takes over from the processes watched (reloaded.py's takes_over: started by one of them, or
+    # naming one with HAProxy's -sf/-st); False: neither (another server on the port); None: a file from before
+    takes_over: bool | None = None
 
 
 @dataclass(frozen=True)
