@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 from .errors import PlanError
 from .models import Mechanism, Model
-from .spec import DEFAULT_MODE, check_range
+from .spec import DEFAULT_BACKLOG, DEFAULT_MODE, check_range
 from .text import and_join
 
 if TYPE_CHECKING:
@@ -226,6 +226,11 @@ class ServerKind:
     #: why this kind cannot burn --work/--work-iters per request (Caddy: its Caddyfile answers with `respond`);
     #: None: it burns them. Refused where given, and left out of the commands the tool suggests for it
     no_work: ClassVar[str | None] = None
+    #: why this kind's listen() takes no backlog from this tool (Caddy's Go and h2o 2.2 ask for the kernel's limit,
+    #: net.core.somaxconn, and have no setting for it); None: its config or command line gives --backlog. A
+    #: --backlog other than the default is refused: 'run --server caddy --backlog 64' saved 64 as its backlog
+    #: while its listener's, read by netlink in the same file, was 4096
+    no_backlog: ClassVar[str | None] = None
 
     #: what changes how the load of its long-lived connections splits over its workers, in the order a
     #: report lists them (experiments/inspect/cures.py assembles them); (): none declared
@@ -319,6 +324,8 @@ class ServerKind:
             option.check(getattr(spec, option.field))
         if self.no_work and (spec.work_us or spec.work_iters):
             raise PlanError(f"--work and --work-iters do not apply to {self.name}: {self.no_work}")
+        if self.no_backlog and spec.backlog not in (None, DEFAULT_BACKLOG):
+            raise PlanError(f"--backlog does not apply to {self.name}: {self.no_backlog}")
 
     def as_found(self, spec: ServerSpec) -> ServerSpec:
         """The spec a run is planned with: what this kind reads of its server as the run is planned added (an

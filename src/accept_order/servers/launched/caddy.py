@@ -191,6 +191,7 @@ class CaddyKind(ServerKind):
         "Caddy 2.6 has no handler that could burn them (its Caddyfile answers with respond), so it would answer at "
         "once beside servers that burn them"
     )
+    no_backlog = "Caddy 2.6 has no setting for it: Go's listen() asks for the kernel's limit, net.core.somaxconn"
 
     @property
     def cures(self) -> tuple[LongLivedCure, ...]:

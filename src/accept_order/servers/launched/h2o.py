@@ -210,6 +210,8 @@ class H2oKind(ServerKind):
     summary = "Debian's h2o with num-threads event-loop threads as its workers and an mruby handler"
     witness = H2oServer.witness_source
     preferred_mode = "threads"
+    # h2o 2.2's H2O_SOMAXCONN: 'simply use a large value, and let the kernel clip it' (net.core.somaxconn)
+    no_backlog = "h2o 2.2 has no setting for it: its listen() asks for 65535, which the kernel caps at somaxconn"
 
     @property
     def cures(self) -> tuple[LongLivedCure, ...]:
