@@ -40,8 +40,12 @@ def test_a_server_this_tool_starts_may_not_have_a_null_backlog(tmp_path: Path, n
     assert_one_error_line(run_cli(["show", str(path)]), 1, at, "is null", "a server this tool starts")
 
 
-def test_an_attached_server_may_have_none(tmp_path: Path) -> None:
-    path, server = _with_null_backlog(tmp_path, "latency_attach_io_uring.json")
-    assert server["server"] == "attached"
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [("latency_attach_io_uring.json", "attached"), ("merge_target_a.json", "remote")],  # --attach, --target
+)
+def test_a_server_this_tool_did_not_start_may_have_none(tmp_path: Path, name: str, kind: str) -> None:
+    path, server = _with_null_backlog(tmp_path, name)
+    assert server["server"] == kind
     shown = run_cli(["show", str(path)])
     assert shown.exit_code == 0, shown.output

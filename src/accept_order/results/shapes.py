@@ -61,14 +61,15 @@ def _known_server(server: Mapping[str, Any], at: str) -> None:
 
 
 def _backlog_given(server: Mapping[str, Any], at: str) -> None:
-    """A server this tool starts was given a listen() backlog, which its file holds: only one it did not start
-    (attached, remote: core/spec.py NOT_STARTED) has none. The tool never writes null for one it starts."""
+    """A file of a server this tool starts holds its --backlog: the backlog listen() was given, or for a kind with no
+    setting for it (core/kinds.py no_backlog: Caddy, h2o) the default, not what its listen() got (the listeners'
+    evidence says that). Only a server it did not start (attached, remote: core/spec.py NOT_STARTED) has none."""
     kind = server.get("kind" if "kind" in server else "server", ServerSpec.kind)
     if "backlog" in server and server["backlog"] is None and kind not in NOT_STARTED:
         raise SchemaError(
             child(at, "backlog"),
-            f"is null, but {kind} is a server this tool starts, with the backlog it gave listen() "
-            "(only an attached or remote server has none)",
+            f"is null, but {kind} is a server this tool starts, whose files always hold a backlog "
+            "(only an attached or remote server's hold none)",
         )
 
 
