@@ -1,7 +1,7 @@
 """The server interface: what the harness needs from anything it drives connections at.
 
 The built-in worker pool implements it (servers/pool.py); an external server — launched from a generated
-config or attached by pid — implements the same. The session lifecycle (experiments/session.py) only talks to this.
+config or attached by pid — implements the same. The lifecycle (experiments/lifecycle.py) only talks to this.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The kernel's own evidence about a run: listeners and their queues, drop counters, affinities.
 
-`EvidenceCapture` is driven by the session lifecycle (experiments/session.py), the one owner of every run:
+`EvidenceCapture` is driven by the lifecycle (experiments/lifecycle.py), the one owner of every run:
 
     capture = EvidenceCapture()
     capture.before()                        # netstat counters, before any worker exists
