@@ -46,14 +46,17 @@ def test_the_verdict_says_how_often_chance_ranks_so() -> None:
     four = kept_tail_verdict(_with_tails(pool_run("epoll", (17, 12, 2, 1), 3000), (261.0, 167.0, 43.0, 28.0)))
     assert four is not None
     assert (
-        "each worker that held more connections had the higher p99 (p99s dealt to these 4 workers at random rank "
-        "with the split as closely 1 time in 24, exact permutation test: the order alone is not beyond chance)"
+        "each worker that held more connections had the higher p99; p99s dealt to these 4 workers at random rank "
+        "with the split as closely 1 time in 24 (exact permutation test), so the order alone is not beyond chance."
     ) in four, four
     two = kept_tail_verdict(_with_tails(pool_run("epoll", (20, 12), 3000), (90.0, 30.0)))
     assert two is not None and "2 workers at random rank with the split as closely half the time or more" in two, two
     seven = (12, 10, 8, 6, 4, 2, 1)
     many = kept_tail_verdict(_with_tails(pool_run("epoll", seven, 3000), (300.0, 250, 200, 150, 100, 50, 20)))
-    assert many is not None and "as closely 1 time in 5,000, exact permutation test: beyond chance)" in many, many
+    assert (
+        many is not None
+        and "as closely 1 time in 5,000 (exact permutation test), so the order is beyond chance." in many
+    ), many
 
 
 def test_tied_p99s_are_not_said_higher() -> None:

@@ -104,11 +104,9 @@ def _rank_chance(held: list[int], p99s: list[int | None], serving: list[int]) ->
     if test == "none":
         return ""
     often = "half the time or more" if p >= 0.5 else how_often(p)
-    beyond = "beyond chance" if p < SURE else "the order alone is not beyond chance"
-    return (
-        f" (p99s dealt to these {len(xs)} workers at random rank with the split as closely {often}, {test} test: "
-        f"{beyond})"
-    )
+    beyond = "so the order is beyond chance" if p < SURE else "so the order alone is not beyond chance"
+    dealt = f"p99s dealt to these {len(xs)} workers at random rank with the split as closely"
+    return f"; {dealt} {often} ({test} test), {beyond}"
 
 
 def _no_tails(result: LatencyResult, held: list[int]) -> str:
