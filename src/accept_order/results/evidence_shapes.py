@@ -117,12 +117,14 @@ EVIDENCE = Record(
         ),
         # followed: the master whose children were counted too; appeared: those children's accepts, by pid, that
         # were not attached (workers started during the run); master_accepted: the attached master's own accepts;
-        # reading_before_s: the counts are bpftrace's last reading, taken this long before the window closed
+        # reading_before_s: the counts are bpftrace's last reading, taken this long before the window closed;
+        # empty: the accepts that came back EAGAIN, by pid (merge adds them: a string there was a traceback)
         "accept_counts": Record(
             {
                 "available": Flag(),
                 "why": Text(),
                 "counts": MapOf(Integer()),
+                "empty": MapOf(Integer()),
                 "followed": Integer(),
                 "appeared": MapOf(Integer()),
                 "master_accepted": Integer(),
@@ -130,6 +132,9 @@ EVIDENCE = Record(
             }
         ),
         "accept_log": Record({"available": Flag(), "why": Text()}),
+        # the server's threads' seconds on a CPU and waiting for one (probes/cpu_waits.py), which the model's
+        # service time is stretched by and merge adds (unchecked, merge added a true as 1 s and kept a negative)
+        "cpu_waits": Record({"run_s": Number(), "waited_s": Number()}, frozenset({"run_s", "waited_s"})),
         "worker_exit": Record(
             {"worker": Maybe(Integer()), "pid": Maybe(Integer()), "after_s": Maybe(Number()), "why": Text()}
         ),

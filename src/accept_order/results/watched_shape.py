@@ -32,8 +32,22 @@ def _indices_name_listeners(read: Mapping[str, Any], at: str) -> None:
                 raise SchemaError(path, f"is {index}, but there are {count} listeners, numbered from 0")
 
 
+def _young_name_workers(read: Mapping[str, Any], at: str) -> None:
+    count = len(read["workers"])
+    for path, index in _every_index(read.get("young", []), child(at, "young")):
+        if index >= count:
+            raise SchemaError(path, f"is {index}, but there are {count} workers, numbered from 0")
+
+
+# young: the workers (by index) under 5 s old that watched none, asleep in epoll (attached_epolls.watched)
 LISTENERS_WATCHED = Record(
-    {"listeners": Integer(1), "workers": INDICES, "held": INDICES, "loops": ListOf(INDICES)},
+    {
+        "listeners": Integer(1),
+        "workers": INDICES,
+        "held": INDICES,
+        "loops": ListOf(INDICES),
+        "young": ListOf(Integer()),
+    },
     frozenset({"listeners", "workers"}),
-    (_indices_name_listeners,),
+    (_indices_name_listeners, _young_name_workers),
 )
