@@ -16,6 +16,7 @@ from conftest import assert_one_error_line, run_cli
 from nothing_starts import nothing_starts  # noqa: F401  (a fixture: registered by its import)
 
 from accept_order.core.spec import DEFAULT_BACKLOG, ServerSpec
+from accept_order.experiments.own_settings import servers_said
 from accept_order.servers.registry import server_kind
 
 SOMAXCONN = Path("/proc/sys/net/core/somaxconn")
@@ -51,3 +52,20 @@ def test_caddys_listener_has_the_kernels_limit_not_the_tools_default(tmp_path: P
     rows = [row for row in doc["evidence"]["listeners"]["start"] if row["source"] == "netlink"]
     assert rows and {row["backlog"] for row in rows} == {min(int(SOMAXCONN.read_text()), 65535)}
     assert doc["server"]["backlog"] == DEFAULT_BACKLOG
+
+
+def test_a_report_says_no_backlog_of_a_kind_that_takes_none() -> None:
+    """Reports say a server's backlog from known_backlogs: Caddy's and h2o's are not the spec's (its default)."""
+    assert ServerSpec(kind="caddy", mode="netpoller", workers=1).known_backlogs == ()
+    assert ServerSpec(kind="h2o", mode="threads", workers=2).known_backlogs == ()
+    assert ServerSpec(kind="nginx", mode="epoll", workers=2).known_backlogs == (DEFAULT_BACKLOG,)
+
+
+def test_a_burst_of_several_servers_says_each_ones_workers_and_backlog() -> None:
+    """'burst --server caddy,nginx -w 2' said '1 worker, work 0 ms, backlog 511' of both: Caddy's one process, and a
+    backlog its listener never had (netlink: 4096)."""
+    caddy = ServerSpec(kind="caddy", mode="netpoller", workers=1)
+    nginx = ServerSpec(kind="nginx", mode="epoll", workers=2)
+    said = servers_said([caddy, nginx], "0 ms")
+    assert said == "1 worker (caddy netpoller), 2 workers (nginx epoll), work 0 ms, backlog 511 (nginx epoll)"
+    assert servers_said([nginx, nginx.replace(mode="reuseport")], "0 ms") == "2 workers, work 0 ms, backlog 511"

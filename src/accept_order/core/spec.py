@@ -91,6 +91,10 @@ LABELS: dict[str, Callable[[ServerSpec], str]] = {}
 # the command line's runs. A kind not registered yet takes 0.
 OWN_ACCEPT_BATCH: dict[str, Callable[[], int]] = {}
 KIND_OWN_BATCH = -1  # accept_batch's default: the kind's own (OWN_ACCEPT_BATCH, else 0), set when the spec is made
+# Whether a kind gives listen() the spec's backlog (ServerKind.no_backlog is None), by kind name: filled as LABELS is.
+# Caddy's and h2o's take the kernel's limit whatever the spec holds: 'burst --server caddy' said 'backlog 511' of a
+# listener that netlink read at 4096. A kind not registered yet gives it.
+GIVES_BACKLOG: dict[str, Callable[[], bool]] = {}
 
 
 @shared_methods  # repr, == and hash as @dataclass writes them, not compiled per class (issue 30)
@@ -189,8 +193,11 @@ class ServerSpec:
     @property
     def known_backlogs(self) -> tuple[int, ...]:
         """The listen() backlogs known of the server: the tool's (a server it started) or those read of an attached
-        server's listeners; () where neither (a --target, a listener not read)."""
-        return (self.backlog,) if self.backlog is not None else self.backlogs
+        server's listeners; () where neither (a --target, a listener not read, a kind that takes none: Caddy)."""
+        if self.backlog is None:
+            return self.backlogs
+        gives = GIVES_BACKLOG.get(self.kind)
+        return (self.backlog,) if gives is None or gives() else ()
 
     def replace(self, **changes: Any) -> ServerSpec:
         return dataclasses.replace(self, **renamed(type(self), changes)).validated()

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from ..core.models import Mechanism
 from ..core.spec import ServerSpec
+from ..core.text import plural
 from ..servers.registry import known_by_replies, known_mode
 
 
@@ -25,6 +26,24 @@ def backlog_said(server: ServerSpec) -> str:
     ', backlogs 64/128' where its listeners differ); '' where it is not (a --target's): never the tool's default."""
     known = server.known_backlogs
     return f", backlog{'s' if len(known) > 1 else ''} {'/'.join(map(str, known))}" if known else ""
+
+
+def servers_said(servers: Sequence[ServerSpec], work: str) -> str:
+    """'2 workers, work 0 ms, backlog 511' of the servers of one report (a burst's columns): each one's workers and
+    backlog by its label where they differ. 'burst --server caddy,nginx -w 2' said '1 worker, work 0 ms, backlog 511'
+    (Caddy's workers, and a backlog Caddy's listener never had) of both; now '1 worker (caddy netpoller), 2 workers
+    (nginx epoll), work 0 ms, backlog 511 (nginx epoll)'."""
+    first = servers[0]
+    workers = {server.label: server.workers for server in servers}
+    if len(set(workers.values())) == 1:
+        said = plural(first.workers, "worker")
+    else:
+        said = ", ".join(f"{plural(count, 'worker')} ({label})" for label, count in workers.items())
+    backlogs = {server.label: server.known_backlogs for server in servers if not known_by_replies(server)}
+    if len(set(backlogs.values())) <= 1:
+        return said + own_settings(first, work)
+    known = ", ".join(f"{'/'.join(map(str, backlog))} ({label})" for label, backlog in backlogs.items() if backlog)
+    return f"{said}, work {work}" + (f", backlog {known}" if known else "")
 
 
 def caps_said(servers: Sequence[ServerSpec]) -> str:

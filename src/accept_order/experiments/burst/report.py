@@ -21,7 +21,7 @@ from ...render.text import duration_us, plural
 from ...render.workers import own_count_text
 from ...servers.registry import known_by_replies, known_mode, unseen_note
 from ..launch_notes import launch_parts
-from ..own_settings import caps_said, own_settings
+from ..own_settings import caps_said, servers_said
 from ..target_unanswered import target_unanswered_note
 from .result import BurstCell, BurstResult, BurstRun
 
@@ -173,9 +173,9 @@ def burst_report(result: BurstResult) -> RenderableType:
         first = result.runs[0]
         env = first.environment
         where = f"; {env.system} {env.kernel}, {plural(env.cpu_count, 'CPU')}" if env else ""
-        own = own_settings(first.server, duration_us(first.server.work_us))
+        own = servers_said([run.server for run in result.runs], duration_us(first.server.work_us))
         own += caps_said([run.server for run in result.runs])
-        parts.append(Text(f"{plural(first.server.workers, 'worker')}{own}{_per_connection(result)}{where}"))
+        parts.append(Text(f"{own}{_per_connection(result)}{where}"))
         parts.append(Text("Per burst: served per worker, failures, kernel counters", style="bold"))
         for run in result.runs:
             parts += _details(run)
