@@ -12,6 +12,7 @@ from ...results import export
 from ..parts import Experiment, lazy
 from .report import burst_report
 from .result import BURST_SHAPE, BurstCell, BurstResult
+from .verdict import burst_verdicts
 
 
 def steps(runs: list[dict[str, Any]]) -> str:
@@ -38,12 +39,13 @@ def hosts(runs: list[dict[str, Any]]) -> str:
 def report(result: BurstResult) -> RenderableType:
     """The table, and after it, when a signal stopped the runs, which column it cut and that the modes after it
     never ran (their columns are missing, not empty: burst --modes a,b stopped in b showed a alone, unsaid)."""
+    verdicts = burst_verdicts(result)
     if not result.interrupted:
-        return burst_report(result)
+        return Group(burst_report(result), *verdicts)
     cut = [run.server.label for run in result.runs if run.interrupted]
     said = f"the {cut[-1]} column is the bursts until then" if cut else "the columns are the runs that finished"
     line = Text(f"Stopped early: interrupted; {said}, and no later variant ran.", style="bold yellow")
-    return Group(burst_report(result), line)
+    return Group(burst_report(result), *verdicts, line)
 
 
 BURST: Experiment[BurstResult] = Experiment(
