@@ -75,3 +75,13 @@ def test_a_merge_says_its_rows_add_by_index() -> None:
     merged = kept_tail_verdict(dataclasses.replace(run, evidence={**run.evidence, "merged_from": {"files": files}}))
     assert merged is not None
     assert "a busiest worker at another index in another run evens the sum" in merged, merged
+
+
+def test_a_merge_of_a_merged_file_counts_every_run() -> None:
+    # merge ab.json (two pools of 32 merged) c.json: merged_from names 2 files, the pools add to 96 of -c 32
+    run = _with_tails(pool_run("epoll", (40, 30, 16, 10), 3000), (300.0, 250.0, 90.0, 60.0))
+    files = [{"file": "ab.json"}, {"file": "c.json"}]
+    load = dataclasses.replace(run.load, concurrency=32)
+    nested = dataclasses.replace(run, load=load, evidence={**run.evidence, "merged_from": {"files": files}})
+    said = kept_tail_verdict(nested)
+    assert said is not None and "How sure: 3 runs merged: its split adds 3 draws (96 connections in all)" in said, said
