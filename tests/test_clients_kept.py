@@ -17,7 +17,8 @@ from test_clients_cli import own_address
 
 from accept_order.core.hosts import ClientHosts
 from accept_order.core.spec import ConcurrentLoad, ServerSpec
-from accept_order.experiments.session import drive_load, lifecycle
+from accept_order.experiments.lifecycle import lifecycle
+from accept_order.experiments.session import drive_load
 from accept_order.loads.hosts import gateways
 
 
@@ -52,7 +53,7 @@ def test_a_ramp_reaches_each_host_once(spawned: dict[str, Any], tmp_path: Path) 
 
 
 def test_a_host_lost_between_loads_is_named_and_its_share_driven(spawned: dict[str, Any]) -> None:
-    """Two loads in one run (the session's lifecycle, as a burst's sizes): after the first, c2's interpreter is
+    """Two loads in one run (the lifecycle, as a burst's sizes): after the first, c2's interpreter is
     killed and c2 cannot be reached again; the second load is c1's alone, c2 named as lost to it."""
     hosts = ClientHosts(("c1", "c2"))
     load = ConcurrentLoad(connections=400, concurrency=4, driver_procs=1, clients=hosts)

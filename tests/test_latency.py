@@ -216,7 +216,7 @@ def test_a_worker_that_dies_ends_the_run_with_its_name(monkeypatch: pytest.Monke
 
 @LINUX_ONLY
 def test_workers_start_in_the_single_serving_hook(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Workers start in one place (the session's lifecycle), and whatever its evidence capture records
+    """Workers start in one place (the lifecycle, experiments/lifecycle.py), and whatever its evidence capture records
     lands in the result: the place for a kernel capture."""
     original_target = lifecycle.make_target
     started: list[ServerSpec] = []

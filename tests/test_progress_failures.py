@@ -157,7 +157,8 @@ def test_client_hosts_relay_the_split_to_the_coordinators_tick(spawned: dict[str
     # its generator's split in its ticks, and the coordinator's tick passes it on
     from accept_order.core.hosts import ClientHosts
     from accept_order.core.spec import ConcurrentLoad, ServerSpec
-    from accept_order.experiments.session import drive_load, lifecycle
+    from accept_order.experiments.lifecycle import lifecycle
+    from accept_order.experiments.session import drive_load
 
     load = ConcurrentLoad(connections=None, duration_s=1.0, concurrency=2, driver_procs=1, clients=ClientHosts(("c1",)))
     ticks: list[int] = []
