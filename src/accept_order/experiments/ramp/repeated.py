@@ -22,7 +22,7 @@ from ..generator_pace import GENERATOR_PACED, paced_said
 from ..own_settings import backlog_said, caps_said
 from ..repeat.kinds import Document, Repeated, Rounds, by_variant, each
 from .machine_share import machine_caveat, machine_rounds
-from .report import ramp_table, served_less, work_and_step
+from .report import coordinated, overflows, ramp_table, served_less, work_and_step
 from .result import RAMP_SHAPE, RampResult
 from .run import CLIENT_PACED
 
@@ -330,11 +330,17 @@ def _one_knee(run: RampResult) -> tuple[str, str]:
 
 
 def _rows(doc: Document) -> list[list[Any]]:
+    """A step's figures as its run's table gives them, the overflows and longest accept queue too (what says why a
+    step broke; blank where not read), which one ramp's steps table has and --modes' rows lacked."""
     run = RampResult.from_dict(doc)
-    return [
-        [_name(run), s.kind, s.offered, round(s.throughput, 1), s.failed, s.p50_us, s.p99_us, s.p999_us, s.held]
-        for s in run.steps
-    ]
+    elsewhere = coordinated(run)
+    rows = []
+    for s in run.steps:
+        dropped = overflows(s, elsewhere)
+        queue = [max(s.queues)] if s.queues else [""]  # blank where no queue was read, as the table's '-'
+        figures = [s.failed, s.p50_us, s.p99_us, s.p999_us, "" if dropped is None else dropped, *queue]
+        rows.append([_name(run), s.kind, s.offered, round(s.throughput, 1), *figures, s.held])
+    return rows
 
 
 def _worker_rows(doc: Document) -> list[list[Any]]:
@@ -366,7 +372,19 @@ RAMP_REPEATED = Repeated(
     report_once=report_once,
     reads_cut_runs=True,  # its report says a run cut short as one ('held to 600/s, then interrupted')
     # kind: rate or concurrency, as the steps table names it ('loop' held it, a name other tables give io_uring)
-    columns=("run", "kind", "offered", "got_per_s", "failed", "p50_us", "p99_us", "p999_us", "held"),
+    columns=(
+        "run",
+        "kind",
+        "offered",
+        "got_per_s",
+        "failed",
+        "p50_us",
+        "p99_us",
+        "p999_us",
+        "overflows",
+        "max_recv_q",
+        "held",
+    ),
     rows=_rows,
     worker_columns=("run", "offered", "worker", "served", "cpu"),
     worker_rows=_worker_rows,

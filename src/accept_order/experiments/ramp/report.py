@@ -106,13 +106,19 @@ def coordinated(result: RampResult) -> bool:
     return known_by_replies(result.server) and any(s.hosts for s in result.steps) and not here
 
 
-def _overflows(step: RampStep, elsewhere: bool) -> str:
+def overflows(step: RampStep, elsewhere: bool) -> int | None:
     """The step's listen overflows: the server's own listeners' drops where read, else this host's ListenOverflows,
-    or, where it only coordinated, the server's as --observe-on read them in its network namespace ('-' without it)."""
+    or, where it only coordinated, the server's as --observe-on read them in its network namespace (None without it).
+    The table's column and --repeat's CSV rows alike."""
     if not elsewhere and step.listener_drops is not None:  # the server's own listeners' count (run._overflows)
-        return str(step.listener_drops)
+        return step.listener_drops
     counters = step.server_counters if elsewhere else step.counters
-    return "-" if counters is None else str(counters.get("TcpExtListenOverflows", 0))
+    return None if counters is None else counters.get("TcpExtListenOverflows", 0)
+
+
+def _overflows(step: RampStep, elsewhere: bool) -> str:
+    said = overflows(step, elsewhere)
+    return "-" if said is None else str(said)
 
 
 def ramp_table(result: RampResult, title: str | None = "accept-order ramp") -> Table:
