@@ -43,6 +43,7 @@ def looked(monkeypatch: pytest.MonkeyPatch, runs: list[set[int]], open_at: list[
     look = [0]
     monkeypatch.setattr(thread_split, "same_namespace", lambda pid: True)
     monkeypatch.setattr(thread_split, "gone", lambda pid: False)
+    monkeypatch.setattr(thread_split, "epoll_count", lambda pid: len(EPOLLS))  # one of its own each
     monkeypatch.setattr(
         thread_split,
         "epolls_waited",

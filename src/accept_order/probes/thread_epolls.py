@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from .fd_table import parse_epoll_fdinfo
+from .fd_table import parse_epoll_fdinfo, read_links
 from .proc_read import read_proc
 from .proc_waits import EPOLL_WAITS, syscall_names, thread_wait
 
@@ -31,6 +31,14 @@ def epolls_waited(pid: int, tids: Sequence[int]) -> dict[int, int]:
         if wait.call in EPOLL_WAITS and wait.fd is not None:
             found[tid] = wait.fd
     return found
+
+
+def epoll_count(pid: int) -> int | None:
+    """How many epoll descriptors process `pid` holds (its fd table's anon_inode:[eventpoll]); None where it may
+    not be read. Fewer than its threads: some share one, where whichever waits takes what it watches (a Go
+    program's netpoller: one epoll for all its threads)."""
+    links = read_links(pid)
+    return None if links is None else sum(1 for link in links.values() if link == "anon_inode:[eventpoll]")
 
 
 def watched_inodes(pid: int, epfd: int) -> frozenset[int] | None:

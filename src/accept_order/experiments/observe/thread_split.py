@@ -17,7 +17,7 @@ import time
 
 from ...probes.server_netns import same_namespace
 from ...probes.tcp_info import server_sockets
-from ...probes.thread_epolls import epolls_waited, watched_inodes
+from ...probes.thread_epolls import epoll_count, epolls_waited, watched_inodes
 from ...servers.watched import gone
 from .result import ObserveResult
 from .sampling import paced
@@ -41,7 +41,9 @@ class ThreadSplit:
         self.seen: list[set[int]] = [set() for _ in self.tids]
         self.first: list[int | None] = [None] * len(self.tids)  # the look (from 1) at which each was first placed
         self.unplaced: int | None = None  # connections in no known epoll at one look, the most
-        self.why: str | None = None  # why there is no split: set once, and no look is taken after it
+        # why there is no split: set once (here where its threads share epolls: its fd table, read before the
+        # window), and no look is taken after it
+        self.why = shared_epolls(self.pid, len(self.tids))
         self._next = 0.0  # the monotonic time before which a look is put off (its cost paced, as the others')
 
     def look(self, last: bool = False) -> None:
@@ -101,6 +103,20 @@ class ThreadSplit:
             "serving_peak": None if never else self.peak[index],
             "serving_seen": None if never else len(self.seen[index]),
         }
+
+
+def shared_epolls(pid: int, threads: int) -> str | None:
+    """Why there is no split where the process holds fewer epolls than the threads taken as its workers: they share
+    them, and the one seen waiting in an epoll is only the one polling it now. A server this tool does not know is
+    taken per thread: by hand, a Go net/http server (GOMAXPROCS=4, 10 threads, 1 epoll, 12 kept connections) had
+    one thread in epoll_pwait, and the line read that it served all 12."""
+    count = epoll_count(pid)
+    if not count or count >= threads:  # none: gone, or threads that wait elsewhere (no split is found)
+        return None
+    return (
+        f"its {threads} threads hold {count} {'epoll' if count == 1 else 'epolls'} between them, so the one seen "
+        "waiting in an epoll is only the one polling it then, not the one that serves what it watches"
+    )
 
 
 def serving_line(result: ObserveResult) -> str | None:
