@@ -3,12 +3,15 @@ name a mechanism the mode lacks."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
 
 from accept_order.analysis import order
 from accept_order.analysis.chance import (
+    _partitions,
+    _spread_count,
     chance_of_fit,
     chi2_sf,
     expected_unserved,
@@ -54,6 +57,27 @@ def test_uniform_spread_exact_and_chi_square() -> None:
     assert test == "exact multinomial" and 0.005 < p < 0.03
     p, test = uniform_spread_p([37, 30, 0, 6, 27] * 3)  # too many spreads to list
     assert test == "chi-square" and p < 1e-6
+
+
+def test_the_spreads_are_counted_as_many_as_are_listed() -> None:
+    """Whether the exact test lists the spreads is decided by counting them (the closed forms for 2 and 3 parts,
+    the table past them): the count is the listing's, up to one past the limit, at every total and number of
+    workers, and near where the closed forms and the limit change the answer (at most 2 parts pass the limit at a
+    total of 2 * most, at most 3 near the square root of 12 * most; EXACT_SPREAD_MAX's own limit is the same code
+    with larger numbers, and the next test's)."""
+    for most in (5, 100, 1000):
+        totals = [*range(40), *range(104, 110), *range(2 * most - 3, 2 * most + 3)]
+        for total in totals:
+            for parts in (1, 2, 3, 4, 5, 8, 40, 600):
+                listed = sum(1 for _ in itertools.islice(_partitions(total, parts, total), most + 1))
+                assert _spread_count(total, parts, most) == listed, (most, total, parts)
+
+
+def test_the_exact_test_lists_up_to_the_limit_and_no_further() -> None:
+    """2 workers: total // 2 + 1 spreads, so 39,998 connections make exactly the limit's 20,000 (exact) and 40,000
+    one past it (chi-square)."""
+    assert uniform_spread_p([19_999, 19_999])[1] == "exact multinomial"
+    assert uniform_spread_p([20_000, 20_000])[1] == "chi-square"
 
 
 def chi2_sf_by_integration(x: float, df: int, steps: int = 20_000) -> float:
