@@ -172,6 +172,7 @@ def each_file_loaded_once() -> Iterator[dict[tuple[str, bytes], Loaded | str]]:
     """documents.load (every command's way in: show, merge, plot) remembers its answer for a path and its
     bytes: a document (handed out as a fresh copy, as a new load would give) or a refusal's line."""
     answers: dict[tuple[str, bytes], Loaded | str] = {}
+    texts: dict[tuple[str, bytes], str] = {}  # a loaded document as JSON, written out once, not per command
     load: Callable[[str | os.PathLike[str]], Loaded] = documents.load
 
     def load_once(path: str | os.PathLike[str]) -> Loaded:
@@ -185,7 +186,9 @@ def each_file_loaded_once() -> Iterator[dict[tuple[str, bytes], Loaded | str]]:
         if isinstance(answer, str):
             raise ResultFileError(answer)
         kind, document = answer
-        return kind, json.loads(json.dumps(document))  # a checked document holds JSON's values only
+        if key not in texts:
+            texts[key] = json.dumps(document)  # a checked document holds JSON's values only
+        return kind, json.loads(texts[key])
 
     documents.load = load_once
     try:
@@ -207,6 +210,9 @@ def fuzz(fixture: Path, tmp_path: Path, sample: int) -> dict[int, int]:
     with each_file_loaded_once() as answers:
         for number, (what, at, new) in enumerate(chosen):
             text = json.dumps(mutated(document, at, new))  # NaN is written as NaN, as a hand edit might
+            # A new file, not the last one truncated: ext4 flushes a file rewritten in place as it is closed
+            # (auto_da_alloc), 4 ms a write against 0.5 ms (0.36 against 0.16 ms of CPU)
+            path.unlink(missing_ok=True)
             path.write_text(text)
             label = f"{fixture.parent.name}/{fixture.name} {'.'.join(map(str, at))} {what}"
             key = (str(path), text.encode())
