@@ -161,5 +161,7 @@ def test_a_mutex_read_of_young_workers_is_said_assumed() -> None:
     young = attached_queues(attached({**each, "young": [1, 2, 3]}, rows=1))
     assert young is not None and young.discipline == "holder" and young.assumed, young
     assert "3 of those others were under 5 s old, waiting in epoll" in young.said, young.said
+    one = attached_queues(attached({**each, "young": [2]}, rows=1))  # one of the three (latency --attach read "were")
+    assert one is not None and "; 1 of those others was under 5 s old" in one.said, one.said
     odd = attached_queues(attached({**each, "young": [7]}, rows=1))  # names no worker: not taken
     assert odd is not None and not odd.assumed, odd

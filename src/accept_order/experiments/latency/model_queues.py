@@ -122,8 +122,9 @@ def attached_queues(result: LatencyResult) -> Queues | None:
             "others the lock only every accept_mutex_delay (taken as nginx's default 500 ms: its config is not read) "
             "or as they finish while connections wait, as this tool models its own accept-mutex modes"
             + (
-                f"; {young} of those others were under 5 s old, waiting in epoll: so would be workers whose event "
-                "loops had yet to add the listener (an asyncio server starting its app), which /proc does not tell"
+                f"; {young} of those others {'was' if young == 1 else 'were'} under 5 s old, waiting in epoll: so "
+                "would be workers whose event loops had yet to add the listener (an asyncio server starting its app), "
+                "which /proc does not tell"
                 if young
                 else ""
             ),
