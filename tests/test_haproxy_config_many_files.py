@@ -54,6 +54,20 @@ def test_a_directory_past_the_bound_is_said_not_read_past_it(tmp_path: Path, fil
     assert f"not read here, so a setting there is not seen: {directory} ({said})" in read.doubts, read.doubts
 
 
+@pytest.mark.parametrize("subdirectory", ["zz.cfg", "000a.cfg"])
+def test_what_haproxy_skips_is_not_counted_against_the_bound(tmp_path: Path, subdirectory: str) -> None:
+    """MAX_FILES files and a subdirectory named *.cfg (HAProxy skips what is not a regular file: it loads the
+    MAX_FILES): every file is read and nothing is said unread, the subdirectory last in order or among the first
+    (where a bound on the names left the last file unread)."""
+    directory = directory_of(
+        tmp_path / "conf.d", MAX_FILES, "global\n    nbthread 4\n", "global\n    tune.listener.multi-queue off\n"
+    )
+    (directory / subdirectory).mkdir()
+    settings = read_settings(os.getpid(), ["haproxy", "-f", str(directory)])
+    assert settings.unread == () and len(settings.read) == MAX_FILES, settings.unread
+    assert settings.multi_queue is False and settings.nbthread == 4, settings  # the last file's setting taken
+
+
 def test_haproxy_runs_a_setting_past_the_bound_and_the_reading_says_it_is_not_known(tmp_path: Path) -> None:
     port = free_port("127.0.0.1")
     files = MAX_FILES + 44

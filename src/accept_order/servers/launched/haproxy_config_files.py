@@ -122,9 +122,10 @@ def _start_ticks(pid: int) -> int | None:
 
 def config_files(wheres: list[Started], names: list[str], chdir: str | None) -> list[tuple[str, str | None, str]]:
     """(name, text or None, why not) for each config file HAProxy loaded, a -f directory's in its order. A directory
-    with more than MAX_FILES files named *.cfg has its first MAX_FILES read and itself said unread after them: HAProxy
-    loads every one (300 files, the last with a syntax error: 'haproxy -c' failed on it), and a setting in one past the
-    bound would be missed unsaid."""
+    with more than MAX_FILES regular files named *.cfg has its first MAX_FILES read and itself said unread after them:
+    HAProxy loads every one (300 files, the last with a syntax error: 'haproxy -c' failed on it), and a setting in one
+    past the bound would be missed unsaid. What HAProxy skips (not a regular file) is not counted: 256 files and a
+    subdirectory named zz.cfg were said not read past 256, all of them read."""
     out: list[tuple[str, str | None, str]] = []
     for name in names:
         listed = _listing(wheres, name, chdir)
@@ -132,13 +133,19 @@ def config_files(wheres: list[Started], names: list[str], chdir: str | None) -> 
             out.append((name, *_text(wheres, name, chdir)))
             continue
         named = [f for f in listed if f.endswith(".cfg") and not f.startswith(".")]
-        for file in named[:MAX_FILES]:
+        taken = 0
+        for file in named:
             path = os.path.join(name, file)
             text, why = _text(wheres, path, chdir)
-            if text is not None or why != "not a regular file":  # HAProxy skips what is not a regular file
-                out.append((path, text, why))
-        if len(named) > MAX_FILES:
-            out.append((name, None, f"{len(named):,} files named *.cfg: those after the first {MAX_FILES:,} not read"))
+            if text is None and why == "not a regular file":
+                continue  # HAProxy skips it: not one of the files the bound counts
+            if taken == MAX_FILES:  # one more that HAProxy loads (a subdirectory named x.cfg is not)
+                out.append(
+                    (name, None, f"{len(named):,} files named *.cfg: those after the first {MAX_FILES:,} not read")
+                )
+                break
+            out.append((path, text, why))
+            taken += 1
     return out
 
 
