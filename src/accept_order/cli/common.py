@@ -47,7 +47,10 @@ def report_and_save(report: Callable[[], Any], json_path: str | None, kind: str,
             except ResultFileError as exc:
                 unsaved = exc
     cause = hold.taken()
-    if received() <= 1 and not to_stdout:  # a second signal means stop now: the file is kept, the report left out
+    again = received() > 1  # a second signal means stop now: the file is kept, the report left out
+    if again and not to_stdout:
+        _said_left_out(json_path, kind, result)
+    if not again and not to_stdout:
         try:
             print_report(report())
         except OutputError as exc:
@@ -62,6 +65,21 @@ def report_and_save(report: Callable[[], Any], json_path: str | None, kind: str,
         note(f"wrote {json_path}")
     if cause is not None:
         raise cause
+
+
+def _said_left_out(json_path: str | None, kind: str, result: Any) -> None:
+    """Stop now, yet lose no measurement and leave no one wondering where the report went: without --json the result
+    is kept in a new file of the working directory (as --json -'s reader gone keeps it), which the line names; with
+    it, the line says `show` prints the report. 'latency --duration 20s', Ctrl-C twice at 4 s: exit 130 with 'wrote
+    ...' and the interrupted line, or with the interrupted line alone and four seconds of measurement lost."""
+    if json_path:
+        note(f"accept-order: interrupted again: the report is left out; 'accept-order show {json_path}' prints it")
+        return
+    from ..experiments.documents import saved_text
+    from .result_stdout import kept_instead
+
+    kept = kept_instead(saved_text(kind, result, "a file"), f"accept-order-{kind}")
+    note(f"accept-order: interrupted again: the report is left out; {kept} ('accept-order show' prints it)")
 
 
 @contextmanager
