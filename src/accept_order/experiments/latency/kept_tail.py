@@ -15,7 +15,7 @@ from ...analysis.chance import how_often
 from ...analysis.seen import SURE
 from ...analysis.tail_ranks import rank_chance
 from ...core.text import and_join, plural
-from .kept_report import by_kernel, worker_percentile
+from .kept_report import accepted, by_kernel, worker_percentile
 from .pool_split import split_of
 from .result import LatencyResult
 
@@ -56,7 +56,7 @@ def kept_tail_verdict(result: LatencyResult) -> str | None:
     its whole life with a known split (split_of). The tails are ranked where two workers or more have a p99."""
     split = split_of(result)
     if split is None:
-        return None
+        return _reopened(result)
     held = list(split.counts)
     total = sum(held)
     p99s = [worker_percentile(result, i, 99.0) if n else None for i, n in enumerate(held)]
@@ -97,6 +97,26 @@ def kept_tail_verdict(result: LatencyResult) -> str | None:
     lines.append(f"p99 per worker (connections held): {tails}: {how}{_rank_chance(held, p99s, serving)}.")
     lines.append(_how_sure(runs, total))
     return " ".join(lines)
+
+
+def _reopened(result: LatencyResult) -> str | None:
+    """Why a pool kept for the whole run has no split said, where its workers accepted more connections than it
+    opened: others were opened in place of connections that ended early. An attached nginx (keepalive_requests
+    1000, its default) closed each of a pool of 32 after its 1000th request in a 3 s run; the kernel counted 64
+    accepts, its log 64 connections, and the report said nothing of it (replies that name no worker leave the
+    server's closes uncounted) and gave no verdict."""
+    took = accepted(result)
+    if result.pool is None or result.load.requests_per_connection != 0 or not result.ok or took is None:
+        return None
+    opened, more = result.pool[0], sum(took) - result.pool[0]
+    if more <= 0 or len(took) < 2:
+        return None
+    return (
+        f"No verdict on the pool's split: its workers accepted {plural(sum(took), 'connection')} for a pool of "
+        f"{opened}, so {more} were opened in place of connections that ended before the load did (a server that "
+        "closes a kept connection after so many requests, as nginx's keepalive_requests, 1000 by default, does; or "
+        "a request the client gave up on): the accepts are not who held what to the end."
+    )
 
 
 def _rank_chance(held: list[int], p99s: list[int | None], serving: list[int]) -> str:
