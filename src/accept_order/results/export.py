@@ -217,6 +217,15 @@ def flat(value: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def zero_filled(parts: list[dict[str, Any]], key: str = "counters") -> list[dict[str, Any]]:
+    """Each of a load's parts (a ramp's steps, a burst's cells) with its `key` counts given for every name any part
+    has, 0 where it has none: a file keeps only the kernel counters that moved, so a counter another step moved and
+    this one lacks stayed put here, as the reports say it (a ramp's overflows column: 0); a blank cell read as not
+    read. Parts without `key` (a file before it) are left as they are."""
+    names = list(dict.fromkeys(name for part in parts for name in part.get(key) or {}))
+    return [part | {key: {n: part[key].get(n, 0) for n in names}} if key in part else part for part in parts]
+
+
 def flat_table(rows: list[dict[str, Any]]) -> str:
     """Rows of `flat` columns as one CSV table, the columns in the order they first appear."""
     header: list[str] = []

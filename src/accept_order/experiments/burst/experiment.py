@@ -19,9 +19,10 @@ def steps(runs: list[dict[str, Any]]) -> str:
     """One row per cell (a run's burst of N clients), flattened; of the drivers' own figures, only their CPU
     per connection (rebuilt from them: a file saved before it was written has it too)."""
     rows: list[dict[str, Any]] = []
+    filled = iter(export.zero_filled([c for run in runs for c in run["cells"]]))
     for run in runs:
         label = export.label(run)
-        for c in run["cells"]:
+        for c in (next(filled) for _ in run["cells"]):
             row = {"run": label, **export.flat({k: v for k, v in c.items() if k != "drivers"})}
             cell = BurstCell.from_dict(c)
             row["client_cpu_us"] = cell.client_cpu_us

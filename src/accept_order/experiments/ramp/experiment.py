@@ -14,8 +14,10 @@ def steps(runs: list[dict[str, Any]]) -> str:
     """One row per step of the ramp, flattened, with what the table says of it: its failures (flat() leaves
     out an empty errors dict, so a step that failed none had no column saying so), whether it held and why not
     (lists of words are no flat() column either)."""
+    steps = export.zero_filled([s for run in runs for s in run["steps"]])
+    labels = [export.label(run) for run in runs for _ in run["steps"]]
     return export.flat_table(
-        [{"run": export.label(run), **export.flat(s), **_judged(s)} for run in runs for s in run["steps"]]
+        [{"run": name, **export.flat(s), **_judged(s)} for name, s in zip(labels, steps, strict=True)]
     )
 
 
