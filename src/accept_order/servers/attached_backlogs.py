@@ -27,11 +27,10 @@ def listener_backlogs(host: str, port: int, pids: Sequence[int]) -> tuple[int, .
 
 def read_into(spec: ServerSpec) -> ServerSpec:
     """An attached spec with the backlogs of its listeners read now (listener_backlogs), in the namespaces of the pids
-    it names and of a master's children; the spec as it is where it holds some already (a run planned before). The one
-    place they are read: every run is planned (servers/registry.py `plan`: AttachedKind.as_found), the command line's
-    and the Python API's alike (`accept_order.latency(ServerSpec(kind="attached", ...))` saved none before)."""
-    if spec.backlogs:
-        return spec
+    it names and of a master's children. The one place they are read: every run is planned (servers/registry.py
+    `plan`: AttachedKind.as_found), the command line's and the Python API's alike (`accept_order.latency(ServerSpec(
+    kind="attached", ...))` saved none before). Read whatever the spec holds: they are the kernel's as the run began,
+    never given, and an earlier result's server run again kept its 64 after nginx was reloaded at 128."""
     from .attached_start import children_of
 
     children = children_of(spec.attach[0]) if len(spec.attach) == 1 else []
