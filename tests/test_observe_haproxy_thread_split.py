@@ -89,8 +89,10 @@ def test_each_threads_connections_are_those_its_replies_name(tmp_path: Path) -> 
     held = ", ".join(map(str, counts))
     looks = f"{result.serving_looks} look" + ("s" if result.serving_looks > 1 else "")
     line = f"connections each thread serves (those its own epoll watches, at {looks}): {held} "
-    line += f"at the last look, {held} at most; {len(threads)} distinct in all"
-    assert line in verdict(result), verdict(result)
+    # 'in all', or where a thread was caught running at the first look (a timer's wakeup: 4 of 17,144 reads of an
+    # idle HAProxy's threads), 'at the looks each was placed' and from which look: the kept connections are the same
+    line += f"at the last look, {held} at most; {len(threads)} distinct "
+    assert any(said.startswith(line) for said in verdict(result)), verdict(result)
     saved = result.from_dict(result.to_dict())
     assert saved == result  # the split is kept in the file as read
 

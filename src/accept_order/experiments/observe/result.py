@@ -52,11 +52,12 @@ class ObservedWorker:
     segments_in: int | None = None  # data segments received (tcpi_data_segs_in)
     segments_out: int | None = None  # data segments sent (tcpi_data_segs_out)
     # A thread of a threaded server: the connections its own epoll watched (thread_split.py: the thread it was handed
-    # to, which serves it) at the last look, the most at one look, distinct at any; None: not looked at, or not
-    # placed (at the last look; the most and the distinct: at every look, else they would be of some looks only)
+    # to, which serves it) at the last look, the most at one look, distinct at any from the look it was first placed
+    # at (its epoll seen, from 1); None: not looked at, or not placed (at the last look; ever)
     serving_held: int | None = None
     serving_peak: int | None = None
     serving_seen: int | None = None
+    serving_from: int | None = None
 
     @property
     def count(self) -> int | None:
@@ -260,7 +261,7 @@ class ObserveResult:
         )  # reloaded, with its handoff, is built by build as its own type
 
 
-_SERVING_WORKER = ("serving_held", "serving_peak", "serving_seen")
+_SERVING_WORKER = ("serving_held", "serving_peak", "serving_seen", "serving_from")
 _SERVING = ("serving_looks", "serving_unplaced", "serving_why")
 
 

@@ -8,8 +8,8 @@ A look: one inet_diag dump of the server's open connections (their inodes), each
 epoll's fdinfo. A thread running at a look is not seen waiting, so until it is its epoll is not known: its
 connections are counted as in no known epoll, and said so. Under a load that keeps the threads running, most are
 first seen waiting only once it is over (by hand: HAProxy 2.6, 4 threads, wrk -c40, threads 1 and 3 running at each
-look for 5 s, then idle), so the most each held and the distinct it watched are said only of a thread placed at
-every look: of the others they would count the idle end alone (0 where each served 10)."""
+look for 5 s, then idle), so the look each thread was first placed at is kept and said: the most each held and the
+distinct it watched are of the looks from there (the idle end alone read '0 at most' where each served 10)."""
 
 from __future__ import annotations
 
@@ -92,16 +92,17 @@ class ThreadSplit:
 
     def of(self, tid: int | None) -> dict[str, int | None]:
         """The fields of thread `tid`'s ObservedWorker; None where there is no split or it was not placed at the
-        last look (held), or at every look (the most at one look and the distinct: what it held at looks where its
-        epoll was not known is not among them)."""
+        last look (held), or at any (the most at one look and the distinct: of the looks from `serving_from` on,
+        where it was first placed; what it held at looks before, its epoll not known, is not among them)."""
         if tid not in self.tids or self.why is not None or not self.looks:
             return {}
         index = self.tids.index(tid)
-        never = self.first[index] != 1
+        first = self.first[index]
         return {
             "serving_held": self.held[index],
-            "serving_peak": None if never else self.peak[index],
-            "serving_seen": None if never else len(self.seen[index]),
+            "serving_peak": None if first is None else self.peak[index],
+            "serving_seen": None if first is None else len(self.seen[index]),
+            "serving_from": first,
         }
 
 
@@ -132,19 +133,30 @@ def serving_line(result: ObserveResult) -> str | None:
     held = ", ".join("-" if w.serving_held is None else f"{w.serving_held:,}" for w in result.workers)
     peak = ", ".join("-" if w.serving_peak is None else f"{w.serving_peak:,}" for w in result.workers)
     seen = sum(w.serving_seen or 0 for w in result.workers)
-    late = [str(w.index) for w in result.workers if w.serving_seen is None]
+    never = [str(w.index) for w in result.workers if w.serving_seen is None]
+    # placed from a later look (None: a file saved before serving_from, whose figures were of every look)
+    late = [w for w in result.workers if w.serving_seen is not None and (w.serving_from or 1) > 1]
     said = (
         f"connections each thread serves (those its own epoll watches, at {result.serving_looks:,} "
-        f"{'look' if result.serving_looks == 1 else 'looks'}): {held} at the last look, {peak} at most"
+        f"{'look' if result.serving_looks == 1 else 'looks'}): {held} at the last look, {peak} at most; "
+        f"{seen:,} distinct {'at the looks each was placed' if late else 'in all'}"
     )
-    if len(late) < len(result.workers):  # the distinct of none is no figure
-        said += f"; {seen:,} distinct in {'those said' if late else 'all'}"
     if result.serving_unplaced and result.reloaded is None:  # after a reload, the newcomer's are on the port too
         said += f"; up to {result.serving_unplaced:,} open at one look in no thread's known epoll"
     if late:
+        groups: dict[int, list[str]] = {}
+        for w in late:
+            groups.setdefault(w.serving_from or 1, []).append(str(w.index))
+        froms = " and ".join(f"thread {', '.join(group)} from look {look:,}" for look, group in sorted(groups.items()))
         said += (
-            f"; thread {', '.join(late)} not seen waiting in its epoll at every look (a thread running at a look is "
-            "not placed), so what it served at those is among the connections in no known epoll: -"
+            f"; {froms} of {result.serving_looks:,} only (a thread running at a look is not placed at it, as under "
+            "a load that keeps it busy): the most and the distinct of each are of those looks, and what each served "
+            "before is among the connections in no known epoll"
+        )
+    if never:
+        said += (
+            f" (thread {', '.join(never)} never seen waiting in its epoll, so its own are among the connections in no "
+            "known epoll: -)"
         )
     return said
 
