@@ -91,7 +91,9 @@ def test_latency_attached_to_nginx_with_the_line_protocol_says_it_speaks_http(fr
     with nginx_by_hand(NGINX, free_port, 2, TIMEOUT_S) as nginx:
         result = run_cli(
             [
-                *("latency", "--attach", str(nginx.master), "--port", str(free_port), "--pool", "-c", "2"),
+                # --protocol line given: an attached nginx without --protocol is refused before the load starts
+                *("latency", "--attach", str(nginx.master), "--port", str(free_port), "--protocol", "line"),
+                *("--pool", "-c", "2"),
                 *("--requests-per-connection", "0", "--duration", "1s", "--driver-procs", "1"),
             ]
         )
