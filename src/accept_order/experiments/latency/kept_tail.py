@@ -53,7 +53,8 @@ def _runs(result: LatencyResult) -> int:
 
 def kept_tail_verdict(result: LatencyResult) -> str | None:
     """`Verdict: worker 1 held 17 of the 32 connections ...`; None where the run's connections were not kept for
-    its whole life with a known split (split_of). The tails are ranked where two workers or more have a p99."""
+    its whole life with a known split (split_of), but for a pool whose workers accepted more than it opened, which
+    says why it has none (_reopened). The tails are ranked where two workers or more have a p99."""
     split = split_of(result)
     if split is None:
         return _reopened(result)
