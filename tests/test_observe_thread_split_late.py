@@ -126,3 +126,12 @@ def test_every_thread_running_until_the_last_look_still_says_it(monkeypatch: pyt
     assert "10, 10, 10, 10 at the last look, 10, 10, 10, 10 at most; 40 distinct at the looks each was placed" in line
     assert "up to 40 open at one look" in line and "thread 0, 1, 2, 3 from look 3 of 3 only" in line, line
     assert not any("which thread serves it is not counted here" in said for said in verdict(result)), verdict(result)
+
+
+def test_a_thread_never_placed_leaves_no_total_said_of_all(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Threads 0 and 3 running at every look (by hand, wrk -c40: '-, 10, 10, - ...; 20 distinct in all' of 40)."""
+    loaded = frozenset().union(*SERVED.values())
+    split = looked(monkeypatch, [{0, 3}, {0, 3}], [loaded, loaded])
+    line = serving_line(result_of(split))
+    assert line is not None and "-, 10, 10, - at most; 20 distinct at the looks each was placed" in line, line
+    assert "up to 20 open at one look" in line and "thread 0, 3 never seen waiting in its epoll" in line, line

@@ -139,7 +139,7 @@ def serving_line(result: ObserveResult) -> str | None:
     said = (
         f"connections each thread serves (those its own epoll watches, at {result.serving_looks:,} "
         f"{'look' if result.serving_looks == 1 else 'looks'}): {held} at the last look, {peak} at most; "
-        f"{seen:,} distinct {'at the looks each was placed' if late else 'in all'}"
+        f"{seen:,} distinct {'at the looks each was placed' if late or never else 'in all'}"
     )
     if result.serving_unplaced and result.reloaded is None:  # after a reload, the newcomer's are on the port too
         said += f"; up to {result.serving_unplaced:,} open at one look in no thread's known epoll"
