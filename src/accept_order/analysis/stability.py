@@ -173,10 +173,12 @@ def latency_stability(rounds: Sequence[Sequence[Any]]) -> LatencyStability:
         conclusive = conclusive or significant
     if not claims:
         seen = ", ".join(f"{w} in {c}" for w, c in low.most_common()) or "none"
+        # -n counts requests where connections are kept, which its help calls connections: said only then
+        kept = any(getattr(getattr(x, "load", None), "requests_per_connection", 1) != 1 for r in rounds for x in r)
+        longer = "-n, which counts requests over kept connections, or --duration" if kept else "-n or --duration"
         claims.append(
             f"inconclusive at this size: no variant had the lowest or the highest p99 in {AGREE:.0%} of the {n} runs "
-            f"(lowest: {seen}); try longer runs (-n, which counts requests over kept connections, or --duration), "
-            "--pin, or more --repeat"
+            f"(lowest: {seen}); try longer runs ({longer}), --pin, or more --repeat"
         )
     losers = [f"{name} lost connections in {lost[name]}/{n} runs (its latencies cover only what it served)"
               for name in names if lost[name]]  # fmt: skip
