@@ -126,6 +126,10 @@ def attached_spec(options: dict[str, Any]) -> ServerSpec | None:
     from ..servers.registry import helpers
 
     workers = worker_pids(attach, options["host"], options["port"], helpers=helpers())
+    if not typed("protocol"):
+        from .attach_protocol import refuse_silent_line
+
+        refuse_silent_line(attach)  # an HTTP server the line client would leave waiting: told before it starts
     for name in (*NOT_WITH_ATTACH, *kind_params()):
         options.pop(name, None)
     from ..servers.registry import checked

@@ -1,0 +1,111 @@
+"""--attach at a server known to wait for an HTTP request, without --protocol, is refused before any connection:
+'latency --attach <gunicorn> --port 8000 -n 300 -c 5' (PyPI's gunicorn 27, 3 sync workers; the first-hour persona's
+first try, --protocol left out) ran 13 minutes, every connection waiting out its 5 s timeout, before it said 'served
+nothing: 300 × timeout ... needs --protocol http' (at the default -n 100000, days). The kind is read from /proc as
+inspect reads it; --protocol line given is honoured, and this tool's own workers, which write first, are let through.
+
+The servers are real: PyPI's gunicorn (the test extra's), whose access log is the witness that the refused run sent
+it nothing, and 'accept-order serve'."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import OutputReader
+
+TIMEOUT_S = 30.0
+GUNICORN = Path(sys.executable).with_name("gunicorn")
+APP = """
+def app(environ, start_response):
+    start_response("200 OK", [("Content-Length", "6")])
+    return [b"hello\\n"]
+"""
+
+
+def accept_order(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "accept_order", *args], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+@pytest.fixture
+def gunicorn(tmp_path: Path) -> Iterator[tuple[int, int, Path]]:
+    if not GUNICORN.exists():
+        pytest.skip("needs PyPI's gunicorn (pip install '.[test]')")
+    (tmp_path / "hello.py").write_text(APP)
+    access = tmp_path / "access.log"
+    proc = subprocess.Popen(
+        [str(GUNICORN), "-w", "2", "-b", "127.0.0.1:0", "--chdir", str(tmp_path), "--access-logfile", str(access)]
+        + ["hello:app"],
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert proc.stderr is not None
+        log = OutputReader(proc.stderr)
+        port = int(log.wait_for(r"Listening at: http://127\.0\.0\.1:(\d+)", TIMEOUT_S).group(1))
+        booted = r"Booting worker with pid: (\d+)"
+        log.wait_for(f"(?s){booted}.*{booted}", TIMEOUT_S)
+        yield proc.pid, port, access
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(TIMEOUT_S)
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+
+def _requests(access: Path) -> int:
+    return len(access.read_text().splitlines()) if access.exists() else 0
+
+
+@pytest.mark.parametrize("command", ["run", "latency"])
+def test_attach_at_gunicorn_without_protocol_is_refused_before_a_connection(
+    gunicorn: tuple[int, int, Path], command: str
+) -> None:
+    pid, port, access = gunicorn
+    done = accept_order(command, "--attach", str(pid), "--port", str(port), "-n", "2", "--timeout", "200ms")
+    assert done.returncode == 2, done
+    assert done.stderr.splitlines() == [
+        f"accept-order: error: --attach: pid {pid} is gunicorn, which waits for an HTTP request before it answers: "
+        "give --protocol http (--protocol line, the default, sends nothing and waits for the server to write first, "
+        f"so every connection would wait out --timeout) (see 'accept-order {command} --help')"
+    ], done.stderr
+    assert done.stdout == ""
+    served = accept_order("run", "--attach", str(pid), "--port", str(port), "-n", "2", "--protocol", "http")
+    assert served.returncode == 0 and "served 2, failed 0" in served.stdout, served
+    assert _requests(access) == 2  # the server's own log: the two of the run with --protocol http, none before
+
+
+def test_protocol_line_given_is_honoured(gunicorn: tuple[int, int, Path]) -> None:
+    pid, port, access = gunicorn
+    done = accept_order("run", "--attach", str(pid), "--port", str(port), "-n", "1", "--protocol", "line")
+    assert done.returncode == 0, done
+    assert "served 0, failed 1" in done.stdout and "--protocol http" in done.stdout, done.stdout
+    assert _requests(access) == 0
+
+
+def test_this_tools_own_workers_write_first_and_are_let_through(free_port: int) -> None:
+    # by its own command, as a user starts it: /proc then names it this tool's (python -m names no kind)
+    serve = subprocess.Popen(
+        [str(Path(sys.executable).with_name("accept-order")), "serve", "-w", "2", "--port", str(free_port)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert serve.stdout is not None
+        banner = OutputReader(serve.stdout)
+        banner.wait_for(r"try: ", TIMEOUT_S)  # its banner's last line: listening by then
+        done = accept_order("run", "--attach", str(serve.pid), "--port", str(free_port), "-n", "2")
+        assert done.returncode == 0 and "served 2, failed 0" in done.stdout, done
+    finally:
+        serve.terminate()
+        serve.wait(TIMEOUT_S)
+        if serve.stdout is not None:
+            serve.stdout.close()
