@@ -11,9 +11,9 @@ from .result import RAMP_SHAPE, RampResult
 
 
 def steps(runs: list[dict[str, Any]]) -> str:
-    """One row per step of the ramp, flattened, with what the table says of it: its failures (flat() leaves
-    out an empty errors dict, so a step that failed none had no column saying so), whether it held and why not
-    (lists of words are no flat() column either)."""
+    """One row per step of the ramp, flattened, with what the table says of it: the rate it served (got/s), its
+    failures (flat() leaves out an empty errors dict, so a step that failed none had no column saying so), whether
+    it held and why not (lists of words are no flat() column either)."""
     steps = export.zero_filled([s for run in runs for s in run["steps"]])
     labels = [export.label(run) for run in runs for _ in run["steps"]]
     return export.flat_table(
@@ -22,7 +22,10 @@ def steps(runs: list[dict[str, Any]]) -> str:
 
 
 def _judged(step: dict[str, Any]) -> dict[str, Any]:
+    wall = step.get("wall_s", 0)
     return {
+        # the table's got/s (RampStep.throughput), which --modes' rows give too: not left to the reader's sum
+        "got_per_s": round(sum(step.get("served", [])) / wall, 1) if wall > 0 else 0.0,
         "failed": sum(step.get("errors", {}).values()),
         "held": not step.get("reasons") and not step.get("interrupted"),
         "reasons": "; ".join(step.get("reasons", [])),
