@@ -40,14 +40,14 @@ def imported(root: Path, how: str) -> str:
     return done.stdout.strip()
 
 
-@pytest.fixture
-def package(tmp_path: Path) -> Path:
+def made(root: Path, name: str) -> Path:
+    """A package `name` under `root` that finds its names through dynamic_import, as liburing does."""
     pytest.importorskip("dynamic_import")
     import dynamic_import.version  # noqa: F401
 
     if sys.modules["dynamic_import.version"].version != liburing_cache.BROKEN:  # type: ignore[attr-defined]
         pytest.skip("another dynamic_import than the one mended")
-    pkg = tmp_path / "pkg"
+    pkg = root / name
     pkg.mkdir()
     (pkg / "__init__.py").write_text("from dynamic_import import importer\nimporter()\n")
     (pkg / "a.py").write_text("__all__ = ['name_in_a']\ndef name_in_a():\n    return 'a'\n")
@@ -55,13 +55,54 @@ def package(tmp_path: Path) -> Path:
     # as an installed package has it: made by the first import, it would change the folder's mtime after the cache
     # recorded it, and the second import would (rightly) scan again
     (pkg / "__pycache__").mkdir()
-    return tmp_path
+    return root
+
+
+@pytest.fixture
+def package(tmp_path: Path) -> Path:
+    return made(tmp_path, "pkg")
 
 
 def test_a_second_import_reads_the_cache_the_first_wrote(package: Path) -> None:
     assert imported(package, "mended") == "scanned"  # no cache yet: the first import writes it
     assert imported(package, "mended") == "cache read"
     assert imported(package, "as released") == "scanned"  # what every import of liburing did
+
+
+# liburing as the io_uring loop imports it (drivers.chains_binding), a package of the test's own by that name first
+# on the path: the shared install's cache is not touched, nor its rewrites by other processes met
+CHAINS_IMPORT = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import dynamic_import
+importer = sys.modules["dynamic_import.importer"]
+real = importer.prep_package
+scanned = []
+def prep_package(*args, **kwargs):
+    scanned.append(args[0])
+    return real(*args, **kwargs)
+importer.prep_package = prep_package
+from accept_order.loads import drivers
+uring = drivers.chains_binding()
+assert uring.__file__.startswith(sys.argv[1]) and uring.name_in_a() == "a", uring.__file__
+print("scanned" if scanned else "cache read")
+"""
+
+
+def test_liburing_imported_for_the_io_uring_loop_reads_its_cache(tmp_path: Path) -> None:
+    """The mend where it counts: chains_binding, which each process running the io_uring loop calls (the other tests
+    here call mend() themselves, and went on passing with chains_binding's call of it removed)."""
+    root = made(tmp_path, "liburing")
+
+    def imported_by_the_loop() -> str:
+        done = subprocess.run(
+            [sys.executable, "-c", CHAINS_IMPORT, str(root)], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    assert imported_by_the_loop() == "scanned"
+    assert imported_by_the_loop() == "cache read"
 
 
 def test_a_module_changed_since_the_cache_was_written_is_read_again(package: Path) -> None:
