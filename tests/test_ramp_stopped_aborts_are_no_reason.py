@@ -31,6 +31,6 @@ def test_connections_aborted_by_the_stop_are_no_reason_not_to_hold() -> None:
 
 def test_failures_before_the_stop_still_count() -> None:
     step = first_step(interrupted=True, errors={"ECONNREFUSED": 3, ABORTED: 2})
-    assert judge(step, PLAN, 2) == ["5 failed (ECONNREFUSED 3, aborted 2)"]  # the table's count, all said
+    assert judge(step, PLAN, 2) == ["5 failed (3 × ECONNREFUSED, 2 × aborted)"]  # the table's count, all said
     # a step that ran to its end: an aborted connection (a worker died) is a failure like any
-    assert judge(first_step(errors={ABORTED: 2}), PLAN, 2) == ["2 failed (aborted 2)"]
+    assert judge(first_step(errors={ABORTED: 2}), PLAN, 2) == ["2 failed (2 × aborted)"]

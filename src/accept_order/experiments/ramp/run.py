@@ -203,7 +203,8 @@ def judge(step: RampStep, plan: RampPlan, workers: int) -> list[str]:
     # a step Ctrl-C cut short counts its connections in flight as aborted: the stop's, not the server's failures
     stopped = step.errors.get(ABORTED, 0) if step.interrupted else 0
     if step.failed - stopped > plan.max_errors:
-        by = ", ".join(f"{k} {v}" for k, v in sorted(step.errors.items(), key=lambda kv: -kv[1]))
+        # counted as latency and run count them ('200 × bad reply'): 'bad reply 200' read as an HTTP status
+        by = ", ".join(f"{v} × {k}" for k, v in sorted(step.errors.items(), key=lambda kv: -kv[1]))
         reasons.append(f"{step.failed} failed ({by})")
     if plan.p99_ms is not None and step.p99_us is not None and step.p99_us > plan.p99_ms * 1000:
         reasons.append(f"p99 {step.p99_us / 1000:.1f} ms > {plan.p99_ms:g} ms")
