@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -92,11 +93,29 @@ def _observation(host: str = "srv", accepts: int = 7, served: int = 7) -> dict[s
     return {"host": host, "program": "nginx", "traced": True, "workers": workers, "agrees": accepts == served}
 
 
-def _with_observation(tmp_path: Path, kind: str, args: list[str], observed: Any) -> Path:
+SavedLoad = Callable[[str, list[str]], str]
+
+
+@pytest.fixture(scope="module")
+def saved_load(tmp_path_factory: pytest.TempPathFactory) -> SavedLoad:
+    """The text of a real file of a kind (no --observe-on), saved once for the module: the tests below only read it,
+    each editing a copy, so one burst and one ramp serve the eight of them."""
+    texts: dict[tuple[str, ...], str] = {}
+
+    def text(kind: str, args: list[str]) -> str:
+        key = (kind, *args)
+        if key not in texts:
+            good = tmp_path_factory.mktemp(kind) / f"{kind}.json"
+            assert run_cli([kind, "-w", "2", *args, "--json", str(good)]).exit_code == 0
+            texts[key] = good.read_text()
+        return texts[key]
+
+    return text
+
+
+def _with_observation(saved: SavedLoad, tmp_path: Path, kind: str, args: list[str], observed: Any) -> Path:
     """A real file of `kind` (no --observe-on), its first cell or step given `observed` as its observation."""
-    good = tmp_path / f"{kind}.json"
-    assert run_cli([kind, "-w", "2", *args, "--json", str(good)]).exit_code == 0
-    document = json.loads(good.read_text())
+    document = json.loads(saved(kind, args))
     load = document["runs"][0]["cells"][0] if kind == "burst" else document["steps"][0]
     load["observed_on"] = observed
     edited = tmp_path / f"{kind}-edited.json"
@@ -108,11 +127,13 @@ LOADS = [("burst", ["--clients", "20"], "burst of 20 clients"), ("ramp", ["--rat
 
 
 @pytest.mark.parametrize(("kind", "args", "label"), LOADS)
-def test_show_labels_each_observation_with_its_load(tmp_path: Path, kind: str, args: list[str], label: str) -> None:
+def test_show_labels_each_observation_with_its_load(
+    saved_load: SavedLoad, tmp_path: Path, kind: str, args: list[str], label: str
+) -> None:
     """Without bpftrace: a file's observations are read back and shown, one line where the counts agree, a
     table where they do not (and a failed one as its line), each said with its load."""
     observed = [_observation(), _observation("srv2", 7, 5), {"host": "srv3", "error": "it went away"}]
-    shown = run_cli(["show", str(_with_observation(tmp_path, kind, args, observed))])
+    shown = run_cli(["show", str(_with_observation(saved_load, tmp_path, kind, args, observed))])
     assert shown.exit_code == 0, shown.output
     assert f"observe on srv, {label} (nginx, 1 worker, accepts counted by the kernel): each" in shown.stdout
     assert f"observe on srv2, {label} (nginx, 1 worker," in shown.stdout  # a table's title, wrapped to its width
@@ -123,6 +144,7 @@ def test_show_labels_each_observation_with_its_load(tmp_path: Path, kind: str, a
 @pytest.mark.parametrize(("kind", "args", "label"), LOADS)
 @pytest.mark.parametrize("bad", [[{"host": "srv", "workers": [{"pid": "x"}]}], [{"agrees": True}], {"host": "srv"}])
 def test_a_bad_observation_in_a_load_is_one_line(
-    tmp_path: Path, kind: str, args: list[str], label: str, bad: Any
+    saved_load: SavedLoad, tmp_path: Path, kind: str, args: list[str], label: str, bad: Any
 ) -> None:
-    assert_one_error_line(run_cli(["show", str(_with_observation(tmp_path, kind, args, bad))]), 1, "observed_on")
+    edited = _with_observation(saved_load, tmp_path, kind, args, bad)
+    assert_one_error_line(run_cli(["show", str(edited)]), 1, "observed_on")
