@@ -208,6 +208,19 @@ def tail_verdict(results: Sequence[LatencyRun], names: Sequence[str] | None = No
         )
     if len(runs) < 2:
         return TailVerdict(None, {}, "need at least two runs that served requests to compare tails")
+    if lost:  # every run lost some: none is named on tails that each leave out their own slowest (as sweep's caps)
+        measured = _compared(runs)
+        left = ", ".join(f"{label} {sum(r.errors.values())}" for label, r in lost)
+        text = (
+            f"no tail named: every run lost connections ({left}), and each one's latency leaves its own out; "
+            f"as measured, {measured.text}"
+        )
+        return TailVerdict(None, measured.ratios, text, "mixed")
+    return _compared(runs)
+
+
+def _compared(runs: Sequence[tuple[str, LatencyRun]]) -> TailVerdict:
+    """The runs' tails compared pair by pair, whatever each lost."""
     figs = {label: figures(r) for label, r in runs}
     pairs = [Pair(a, b, figs[a], figs[b]) for (a, _), (b, _) in combinations(runs, 2)]
     for label, _ in runs:
