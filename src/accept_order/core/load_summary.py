@@ -15,6 +15,7 @@ from typing import Any
 
 from ..core.histogram import LatencyHistogram
 from .driver_stats import DriverStats
+from .first_requests import FirstRequests, added
 from .host_outcome import HostOutcome, extended
 from .totals import (
     CountedTotals,
@@ -96,6 +97,9 @@ class LoadSummary(TimedTotals):
     pool: tuple[int, int] | None = None
     pool_fill_s: float | None = None
     by_worker: tuple[LatencyHistogram, ...] = ()  # kept connections: each worker's requests' durations
+    # ... and of the histogram's, the connections' first requests' (they also waited to be accepted), all and per
+    # worker. None: not kept apart (an older file), or one request per connection.
+    firsts: FirstRequests | None = None
     closes: ServerCloses = ServerCloses()  # kept connections the server ended before the client did
     hosts: tuple[HostOutcome, ...] = ()  # --clients: what each client host drove (the fields above: all of them)
     # --observe-on: what observe saw on the server's host during the load, per worker beside the load's counts
@@ -132,6 +136,7 @@ class LoadSummary(TimedTotals):
             # held when the load ended: at once, both loads' connections; one after the other, the later's
             held=add_counts(self.held, other.held) if concurrent else other.held or self.held,
             by_worker=_add_worker_histograms(self.by_worker, other.by_worker),
+            firsts=added(self.firsts, bool(self.connections), other.firsts, bool(other.connections)),
             pool=None
             if self.pool is None and other.pool is None
             else tuple(a + b for a, b in zip(self.pool or (0, 0), other.pool or (0, 0), strict=True)),  # type: ignore[arg-type]
@@ -158,7 +163,9 @@ class LoadSummary(TimedTotals):
 
     def kept_dict(self) -> dict[str, Any]:
         """The kept connections' figures as a run stores them ({} for one request per connection)."""
-        return kept_fields(self.connections, self.held, self.pool, self.by_worker, self.closes, self.pool_fill_s)
+        return kept_fields(
+            self.connections, self.held, self.pool, self.by_worker, self.closes, self.pool_fill_s, self.firsts
+        )
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LoadSummary:
@@ -174,6 +181,7 @@ class LoadSummary(TimedTotals):
             pool=pool_of(data),
             pool_fill_s=pool_fill_of(data),
             by_worker=tuple(LatencyHistogram.from_dict(h) for h in data.get("worker_histograms", ())),
+            firsts=FirstRequests.from_dict(data.get("first_requests")),
             closes=ServerCloses.from_dict(data.get("server_closes")),
             hosts=_hosts_of(data),
         )
@@ -218,17 +226,21 @@ def kept_fields(
     by_worker: tuple[LatencyHistogram, ...] = (),
     closes: ServerCloses | None = None,
     pool_fill_s: float | None = None,
+    firsts: FirstRequests | None = None,
 ) -> dict[str, Any]:
     """How a run's file names the kept connections' figures: `connections` (accepted per worker, as the
     replies say), `held_at_end` (per worker, open when the load ended), `worker_histograms` (each worker's
-    requests' durations), `pool` (opened and planned, and `fill_s`: the seconds the fill took, where known),
-    `server_closes` (ServerCloses; only where the server ended some). Nothing for a load of one request per
-    connection, whose files stay as they were."""
+    requests' durations), `first_requests` (FirstRequests: the connections' first requests', a part of the
+    histogram and of each worker's, where kept apart), `pool` (opened and planned, and `fill_s`: the seconds the
+    fill took, where known), `server_closes` (ServerCloses; only where the server ended some). Nothing for a load
+    of one request per connection, whose files stay as they were."""
     data: dict[str, Any] = {}
     if connections:
         data["connections"] = list(connections)
         data["held_at_end"] = list(held)
         data["worker_histograms"] = [h.to_dict() for h in by_worker]
+        if firsts is not None:
+            data["first_requests"] = firsts.to_dict()
     if pool is not None:
         data["pool"] = {"opened": pool[0], "planned": pool[1]}
         if pool_fill_s is not None:

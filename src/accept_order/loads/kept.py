@@ -9,8 +9,9 @@ own), from when it was sent (or due, in an open loop) to its reply's end; a conn
 waits for the connect.
 
 Who served a request is read from its own reply; a connection is counted for the worker its first reply
-names (the worker that accepted it). At the load's end the loop counts, per worker, the connections it still
-holds (one still waiting for its first reply then is named by that reply, as the loop drains).
+names (the worker that accepted it), and its first request's time is kept apart from its later ones' (it also
+waited to be accepted: loads/kept_tally.py). At the load's end the loop counts, per worker, the connections it
+still holds (one still waiting for its first reply then is named by that reply, as the loop drains).
 
 A server may end a kept connection first, as a real HTTP client expects it to: a reply that says
 `Connection: close` is served, and the client closes that connection; a kept connection the server closes
@@ -50,8 +51,8 @@ from ..core.processes import MAX_REPLY
 from ..core.protocol import ABORTED, BAD_REPLY, NO_REPLY, TIMEOUT, errno_name
 from ..core.target import KnownReplies
 from .driver_clock import schedule
-
-TURN_POLL_S = 0.001  # how often a driver waiting for its turn to fill the pool looks again
+from .kept_pool import wait_all_filled, wait_turn
+from .kept_tally import KeptTally
 
 # A connection's fields (a list: fewer allocations than an object per connection). DONE: requests counted
 # against K (carried over to the connection that replaces one the server ended); REPLIES: replies on this socket.
@@ -75,10 +76,8 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
     per = cfg.per_connection  # 0: no limit
     conns: dict[int, list[Any]] = {}
     idle: deque[int] = deque()  # open connections with no request outstanding, oldest first
-    by_worker: dict[int, dict[int, int]] = {}  # worker -> {duration us -> requests}: a histogram each
+    tally = KeptTally()  # per worker: requests, connections accepted, durations (first requests apart)
     errors: Counter[str] = Counter()
-    served: dict[int, int] = {}
-    accepted: dict[int, int] = {}  # worker -> connections whose first reply named it
     replies = KnownReplies(cfg.attribution)
     closed_by: dict[int, int] = {}  # worker -> kept connections the server closed between replies
     told: dict[int, int] = {}  # worker -> replies that said Connection: close before the connection's last
@@ -193,16 +192,11 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
             if who is None:
                 fail(fd, complaint(reply))
                 return False
-        served[who] = served.get(who, 0) + 1
         c[REPLIES] += 1
-        if c[WORKER] is None:
+        first = c[WORKER] is None
+        if first:
             c[WORKER] = who
-            accepted[who] = accepted.get(who, 0) + 1
-        us = (end - c[STARTED]) // 1000
-        counts = by_worker.get(who)
-        if counts is None:
-            counts = by_worker[who] = {}
-        counts[us] = counts.get(us, 0) + 1
+        tally.reply(who, (end - c[STARTED]) // 1000, first)
         c[STARTED] = 0
         c[DONE] += 1
         state["done"] += 1
@@ -249,7 +243,7 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
     stopped = False
     try:
         if cfg.pool:
-            stopped = _wait_turn(turn, cfg.index, stop)
+            stopped = wait_turn(turn, cfg.index, stop)
             for _ in range(0 if stopped else slots):
                 if left == 0:
                     break
@@ -268,9 +262,7 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
             turn.value += 1
             # the pool is what it holds: a connection is opened again only in place of a closed one
             planned, slots = slots, opened
-            while turn.value < cfg.procs and not stop.value:  # every driver's share open: then the load
-                time.sleep(TURN_POLL_S)
-            stopped = stopped or bool(stop.value)
+            stopped = wait_all_filled(turn, cfg.procs, stop) or stopped  # every driver's share open: the load
         # The load's time starts once the whole pool is open (every driver's share): its rates, its CPU and
         # its --duration count from here, and the fill keeps its own time (one that waits out a timeout
         # took 10 s before a 2 s load here, and counted in its rate). The CPU window sits inside the wall's.
@@ -356,15 +348,8 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
     wall = time.monotonic() - wall0
     sched1 = schedstat()
     runqueue = (sched1[1] - sched0[1]) / 1e9 if sched0 and sched1 else None
-    total: Counter[int] = Counter()
-    for counts in by_worker.values():
-        total.update(counts)
-    report: dict[str, Any] = {
-        "counts": list(total.items()),
-        "worker_counts": {who: list(counts.items()) for who, counts in by_worker.items()},
+    report: dict[str, Any] = tally.report() | {
         "errors": dict(errors),
-        "served": dict(served),
-        "connections": dict(accepted),
         "held": held_end,
         "server_closed": closed_by,
         "told_close": told,
@@ -387,12 +372,3 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
     if cfg.pool:
         report["pool"] = {"planned": planned, "opened": opened, "fill_s": round(fill_s, 6)}
     return report
-
-
-def _wait_turn(turn: Any, index: int, stop: Any) -> bool:
-    """Until it is driver `index`'s turn to fill its share of the pool; True when the run was stopped first."""
-    while turn.value < index:
-        if stop.value:
-            return True
-        time.sleep(TURN_POLL_S)
-    return bool(stop.value)

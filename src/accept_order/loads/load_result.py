@@ -10,6 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..core.first_requests import FirstRequests
 from ..core.histogram import LatencyHistogram
 from ..core.hosts import HostOutcome
 from ..core.load_summary import LoadSummary, ServerCloses, TimedTotals
@@ -34,6 +35,9 @@ class LoadResult(TimedTotals):
     pool: tuple[int, int] | None = None
     pool_fill_s: float | None = None  # how long the pool took to fill, before the load's time began
     by_worker: dict[int, LatencyHistogram] | None = None  # worker index -> its requests' durations
+    # worker index -> its connections' first requests' durations (a part of by_worker's: they also waited to be
+    # accepted); None where a driver did not keep them apart
+    firsts: dict[int, LatencyHistogram] | None = None
     # Kept connections the server ended first (ServerCloses): worker index -> connections it closed between
     # replies, -> replies that said Connection: close; requests sent again on a new connection.
     server_closed: Counter[int] = field(default_factory=Counter)
@@ -59,6 +63,7 @@ class LoadResult(TimedTotals):
             connections=None if self.connections is None else moved(self.connections),
             held=None if self.held is None else moved(self.held),
             by_worker=None if self.by_worker is None else {indices[k]: h for k, h in self.by_worker.items()},
+            firsts=None if self.firsts is None else {indices[k]: h for k, h in self.firsts.items()},
             server_closed=moved(self.server_closed),
             told_close=moved(self.told_close),
             reply_keys=dict(indices),
@@ -67,7 +72,7 @@ class LoadResult(TimedTotals):
     def keys(self) -> set[int]:
         """Every worker (index, or reply key before `placed`) a per-worker count names."""
         named = set(self.served) | set(self.server_closed) | set(self.told_close)
-        for counts in (self.connections, self.held, self.by_worker):
+        for counts in (self.connections, self.held, self.by_worker, self.firsts):
             named |= set(counts or ())
         return named
 
@@ -93,6 +98,7 @@ class LoadResult(TimedTotals):
             by_worker=()
             if self.by_worker is None
             else tuple(self.by_worker.get(i, LatencyHistogram()) for i in range(workers)),
+            firsts=None if self.firsts is None else _first_requests(self.firsts, workers),
             closes=ServerCloses(per_worker(self.server_closed), per_worker(self.told_close), self.resent)
             if self.server_closed or self.told_close or self.resent
             else ServerCloses(),
@@ -101,6 +107,15 @@ class LoadResult(TimedTotals):
                 for h in self.hosts
             ),
         )
+
+
+def _first_requests(firsts: dict[int, LatencyHistogram], workers: int) -> FirstRequests:
+    """The connections' first requests: all of them (those no reply named a worker of too: an attached server's,
+    counted as -1), and per worker index."""
+    every = LatencyHistogram()
+    for h in firsts.values():
+        every.merge(h)
+    return FirstRequests(every, tuple(firsts.get(i, LatencyHistogram()) for i in range(workers)))
 
 
 def merge(reports: list[dict[str, Any]]) -> LoadResult:
@@ -123,6 +138,8 @@ def merge(reports: list[dict[str, Any]]) -> LoadResult:
     kept = [r for r in reports if "connections" in r]
     if kept:  # loads/kept.py's reports: connections per worker, held at the end, a pool's size
         result.connections, result.held, result.by_worker = Counter(), Counter(), {}
+        # every driver keeps its connections' first requests apart (KeptTally), or the result cannot say them
+        firsts: dict[int, LatencyHistogram] | None = {} if all("first_counts" in r for r in kept) else None
         for r in kept:
             result.connections.update(r["connections"])
             result.held.update(r["held"])
@@ -132,6 +149,12 @@ def merge(reports: list[dict[str, Any]]) -> LoadResult:
             for who, counts in r["worker_counts"].items():
                 for us, n in counts:
                     result.by_worker.setdefault(who, LatencyHistogram()).add(us, n)
+            if firsts is not None:
+                for who, counts in r["first_counts"].items():
+                    mine = firsts.setdefault(who, LatencyHistogram())
+                    for us, n in counts:
+                        mine.add(us, n)
+        result.firsts = firsts
         pools = [r["pool"] for r in kept if "pool" in r]
         if pools:
             result.pool = (sum(p["opened"] for p in pools), sum(p["planned"] for p in pools))

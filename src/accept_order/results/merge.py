@@ -61,6 +61,7 @@ def _add_counters(a: list[dict[str, Any]], b: list[dict[str, Any]], concurrent: 
 def _add_run(into: dict[str, Any], run: dict[str, Any], concurrent: bool) -> None:
     """Add `run` to `into`: the load's summary (locust-style extend), the workers' counters, the amount."""
     added = LoadSummary.from_dict(into).extend(LoadSummary.from_dict(run), concurrent)
+    into.pop("first_requests", None)  # where one file did not keep its first requests apart, the sum cannot
     into.update(added.to_dict())
     into.pop("summary", None)  # derived; rebuilt when the result is built again
     into.pop("model", None)  # predicted from one run's figures: not the sum's

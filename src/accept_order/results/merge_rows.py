@@ -149,6 +149,9 @@ def realigned(run: dict[str, Any], placed: dict[int, int]) -> dict[str, Any]:
             out[key] = _moved(out[key], placed, 0)
     if isinstance(out.get("worker_histograms"), list):
         out["worker_histograms"] = _moved(out["worker_histograms"], placed, LatencyHistogram().to_dict())
+    firsts = out.get("first_requests")  # the connections' first requests, per worker too (core/first_requests.py)
+    if isinstance(firsts, dict) and isinstance(firsts.get("workers"), list):
+        firsts["workers"] = _moved(firsts["workers"], placed, LatencyHistogram().to_dict())
     closes = out.get("server_closes")  # per worker: the kept connections the server ended (ServerCloses)
     for key in ("closed", "told"):
         if isinstance(closes, dict) and isinstance(closes.get(key), list):

@@ -18,6 +18,7 @@ from .. import SWEEP_KIND
 from ..generator_pace import every_run_paced, latency_paced_said
 from ..parts import Experiment, lazy
 from .compare_report import compare_report
+from .first_requests import first_csv
 from .held_nothing import held_nothing_notes
 from .kept_report import kept_csv
 from .machine_share import machine_note
@@ -50,6 +51,7 @@ _TABLES = {
     "summary": summaries,
     "model": model_csv,
     "connections": kept_csv,  # kept connections per worker (empty for one request per connection)
+    "first_requests": first_csv,  # their first requests apart from the later ones, per worker and all
     "hosts": export.hosts,  # --clients: each client host's figures (empty for a load driven from one host)
 }
 

@@ -28,6 +28,7 @@ from ..attached_listeners import v6only_note
 from ..launch_notes import launch_parts
 from ..sleeps_legend import ids_of, sleeps_legend, sleeps_of
 from .attached_counts import kernel_counts_text, served_known, unplaced_text
+from .first_requests import fill_verdict, first_parts
 from .headlines import headline
 from .kept_load_words import finished_unit
 from .kept_report import kept_parts
@@ -190,7 +191,9 @@ def latency_report(result: LatencyResult) -> RenderableType:
         *([Text(threads, style="yellow")] if (threads := threads_note(result.evidence)) else []),  # an attached HAProxy
         *([note] if (note := v6only_note(result.evidence, result.server.host)) is not None else []),
         *kept_parts(result),
+        *first_parts(result),  # each connection's first request (which waited to be accepted) apart
         *([Text(said)] if (said := kept_tail_verdict(result)) else []),  # the split and the tails, judged
+        *([Text(said)] if (said := fill_verdict(result)) else []),  # the tail: the fill's or the steady state's
         *([note] if (note := kernel_counts_text(result)) is not None else []),
         *([note] if (note := unplaced_text(result)) is not None else []),
         *unseen_parts(result.server, brought(result.evidence.get("observed_on", ()))),

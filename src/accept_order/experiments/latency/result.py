@@ -8,6 +8,7 @@ from typing import Any
 
 from ...analysis.model_check import ModelCheck
 from ...core.errors import ResultFileError
+from ...core.first_requests import FirstRequests
 from ...core.histogram import LatencyHistogram
 from ...core.hosts import HostOutcome
 from ...core.load_summary import (
@@ -22,6 +23,7 @@ from ...core.load_summary import (
 from ...core.measures import DriverStats, Environment, WorkerCounters
 from ...core.spec import ConcurrentLoad, ServerSpec
 from ...results.evidence_shapes import EVIDENCE
+from ...results.firsts_shape import firsts_within
 from ...results.host_shapes import hosts_add_up, hosts_fit_workers
 from ...results.merge_titles import DEFAULT_TITLE_OPENING
 from ...results.schema import Anything, Integer, ListOf, Number, Record, SchemaError, Text, child, derive
@@ -75,6 +77,9 @@ class LatencyResult(TimedTotals):
     connections: tuple[int, ...] = ()
     held_at_end: tuple[int, ...] = ()
     worker_histograms: tuple[LatencyHistogram, ...] = ()
+    # Of the histogram's requests, the connections' first ones, all and per worker (they also waited for the
+    # connect and to be accepted): None in files from before they were kept apart, where it is not known
+    first_requests: FirstRequests | None = None
     pool: tuple[int, int] | None = None
     # The seconds the pool took to fill, before `wall_s` began (saved in `pool`; None: no pool, or a file
     # from before it was timed apart, whose wall_s holds its fill)
@@ -99,6 +104,7 @@ class LatencyResult(TimedTotals):
             connections=load_summary.connections,
             held_at_end=load_summary.held,
             worker_histograms=load_summary.by_worker,
+            first_requests=load_summary.firsts,
             pool=load_summary.pool,
             pool_fill_s=load_summary.pool_fill_s,
             server_closes=load_summary.closes,
@@ -237,7 +243,13 @@ class LatencyResult(TimedTotals):
     def kept_dict(self) -> dict[str, Any]:
         """The kept connections' figures ({} for one request per connection: those files stay as they were)."""
         return kept_fields(
-            self.connections, self.held_at_end, self.pool, self.worker_histograms, self.server_closes, self.pool_fill_s
+            self.connections,
+            self.held_at_end,
+            self.pool,
+            self.worker_histograms,
+            self.server_closes,
+            self.pool_fill_s,
+            self.first_requests,
         )
 
     @property
@@ -274,6 +286,7 @@ class LatencyResult(TimedTotals):
             connections=tuple(data.get("connections", ())),
             held_at_end=tuple(data.get("held_at_end", ())),
             worker_histograms=tuple(LatencyHistogram.from_dict(h) for h in data.get("worker_histograms", ())),
+            first_requests=FirstRequests.from_dict(data.get("first_requests")),
             pool=pool_of(data),
             pool_fill_s=pool_fill_of(data),
             server_closes=ServerCloses.from_dict(data.get("server_closes")),
@@ -363,6 +376,7 @@ LATENCY_SHAPE = derive(
         at_most_workers("connections", exactly=True),  # kept connections: every worker's count, as the load placed them
         at_most_workers("held_at_end", exactly=True),
         at_most_workers("worker_histograms", exactly=True),
+        firsts_within,
         _summary_adds_up,
         hosts_fit_workers,
         hosts_add_up,

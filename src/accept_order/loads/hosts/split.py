@@ -85,6 +85,7 @@ def combined(results: Sequence[LoadResult], wall_s: float) -> LoadResult:
     kept = [r for r in results if r.connections is not None]
     if kept:
         merged.connections, merged.held, merged.by_worker = Counter(), Counter(), {}
+        firsts: dict[int, LatencyHistogram] | None = {} if all(r.firsts is not None for r in kept) else None
         for r in kept:
             merged.connections.update(r.connections or {})
             merged.held.update(r.held or {})
@@ -93,4 +94,8 @@ def combined(results: Sequence[LoadResult], wall_s: float) -> LoadResult:
             merged.resent += r.resent
             for who, h in (r.by_worker or {}).items():
                 merged.by_worker.setdefault(who, LatencyHistogram()).merge(h)
+            if firsts is not None:  # unknown on one host: unknown
+                for who, h in (r.firsts or {}).items():
+                    firsts.setdefault(who, LatencyHistogram()).merge(h)
+        merged.firsts = firsts
     return merged

@@ -1,0 +1,226 @@
+"""Each kept connection's first request apart from its later ones (loads/kept_tally.py): the first also waited for
+the connect and for a worker to accept it, behind whatever else was queued on the listener; the later ones wait
+only for the worker. One histogram of both reads the fill as the steady state's tail: nginx 1.22 (4 workers,
+multi_accept off, 100 connections opened at once, load ~9 on 2 vCPUs) answered the first requests of the worker
+holding 36 of them in a staircase from 1.2 to 6.5 s, one accepted per event-loop turn, and its p99 read 4,024 ms
+where multi_accept on read 516 ms.
+
+Here: per worker and overall, the first requests' count and p50/p99/max beside the later ones' (a table, a CSV
+table, the lines that say when a file does not know them), and the verdict on whether the tail is the fill."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from ...analysis.chance import binomial_tail, how_often
+from ...core.histogram import LatencyHistogram
+from ...core.text import plural
+from .kept_report import by_kernel, ms
+from .result import LatencyResult
+
+# The tail is the fill where the first requests are at least this share of the slowest 1% of the requests, and at
+# least twice the share they are of all requests (else they are in the tail as often as anywhere)
+FILL_SHARE = 0.5
+TAIL_SHARE = 0.01  # the tail: the slowest 1% of the requests (what the p99 bounds)
+SURE_P = 0.01  # a share of the tail drawn at random this rarely is beyond chance
+
+
+@dataclass(frozen=True)
+class FirstAndLater:
+    """One worker's (or all workers') connections' first requests' durations, and the later requests'."""
+
+    firsts: LatencyHistogram
+    later: LatencyHistogram
+
+
+def later_of(every: LatencyHistogram, firsts: LatencyHistogram) -> LatencyHistogram:
+    """The requests of `every` that are not in `firsts` (a part of it, as the file's check holds)."""
+    left = {us: n for us, n in every.to_dict()["counts"]}
+    for us, n in firsts.to_dict()["counts"]:
+        left[us] = left.get(us, 0) - n
+    rest = LatencyHistogram()
+    for us, n in left.items():
+        if n > 0:
+            rest.add(us, n)
+    return rest
+
+
+def split_firsts(result: LatencyResult) -> tuple[tuple[FirstAndLater, ...], FirstAndLater] | None:
+    """(per worker, all) first and later requests; None for one request per connection, and where the file does not
+    know them (from before they were kept apart). All: every request's, those whose worker no reply named too."""
+    firsts = result.first_requests
+    if not result.connections or firsts is None:
+        return None
+    each = tuple(
+        FirstAndLater(first, later_of(every, first))
+        for first, every in zip(firsts.workers, result.worker_histograms, strict=False)
+    )
+    return each, FirstAndLater(firsts.every, later_of(result.histogram, firsts.every))
+
+
+def _figures(h: LatencyHistogram) -> list[int | None]:
+    """p50, p99 and max in microseconds (None each where the histogram holds nothing)."""
+    if not h.count:
+        return [None, None, None]
+    return [h.percentile(50.0), h.percentile(99.0), h.max_us]
+
+
+def first_table(result: LatencyResult) -> Table | None:
+    """Per worker and for all: the first requests' count, p50, p99, max, and the later ones'. Where only the kernel
+    counted per worker (replies that name none) the per-worker rows are not known: the 'all' row alone."""
+    split = split_firsts(result)
+    if split is None:
+        return None
+    each, every = split
+    table = Table(
+        title="first requests (each connection's first: it also waited to be accepted) and later ones",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    for name in ("worker", "first", "p50 ms", "p99 ms", "max ms", "later", "p50 ms", "p99 ms", "max ms"):
+        table.add_column(name, justify="right")
+    rows = [] if by_kernel(result) else [(str(i), part) for i, part in enumerate(each)]
+    for name, part in [*rows, ("all", every)]:
+        cells = [str(part.firsts.count), *map(ms, _figures(part.firsts))]
+        table.add_row(name, *cells, str(part.later.count), *map(ms, _figures(part.later)))
+    return table
+
+
+def first_lines(result: LatencyResult) -> list[Text]:
+    """What a kept run's file does not know of its first requests (one from before they were kept apart)."""
+    if not result.connections or result.first_requests is not None:
+        return []
+    return [
+        Text(
+            "first requests apart from later ones: not known (the file is from before each connection's first "
+            "request, which also waited to be accepted, was kept apart)"
+        )
+    ]
+
+
+def fill_verdict(result: LatencyResult) -> str | None:
+    """Whether the tail (the requests at or above the overall p99) is the fill, the connections' first requests, or
+    the steady state, and how sure; naming the cure only where it can produce what was seen (cure_for_fill).
+    None where the first requests are not known, or there is nothing to part (no later requests, or none served)."""
+    split = split_firsts(result)
+    if split is None or not result.histogram.count:
+        return None
+    every = split[1]
+    if not every.firsts.count or not every.later.count:
+        return None
+    tail, ours, least = slowest(result.histogram, every.firsts, TAIL_SHARE)
+    slow = f"the {plural(tail, 'slowest request')} (1% of all, {ms(least)} ms and more)"
+    share, base = ours / tail, every.firsts.count / result.histogram.count
+    chance = binomial_tail(ours, tail, base)
+    sure = (
+        f"How sure: {tail} requests drawn at random from all {result.histogram.count:,} would hold {ours} first ones "
+        f"or more {how_often(chance)}" + (" (beyond chance)." if chance < SURE_P else ", so this may be chance.")
+    )
+    later_p99 = every.later.percentile(99.0)
+    if share >= FILL_SHARE and share >= 2 * base:
+        said = (
+            f"The tail is the fill, not the steady state: {ours} of {slow} were connections' first requests, "
+            "which also waited to be accepted (the "
+            f"{plural(every.firsts.count, 'first request')}: p99 {ms(every.firsts.percentile(99.0))} ms, max "
+            f"{ms(every.firsts.max_us)} ms); the {every.later.count:,} later ones' p99 is {ms(later_p99)} ms. {sure}"
+        )
+        cure = cure_for_fill(result)
+        return said if cure is None else f"{said} {cure}"
+    if share >= 2 * base and chance < SURE_P:
+        return (
+            f"The tail is partly the fill: {ours} of {slow} were connections' first requests, {share / base:.0f} "
+            f"times their share of all requests ({100 * base:.1f}%), but most were later ones: the later requests "
+            f"alone have a p99 of {ms(later_p99)} ms. {sure}"
+        )
+    return (
+        f"The tail is the steady state, not the fill: {ours} of {slow} were connections' first requests "
+        f"({100 * base:.1f}% of all requests); the later requests alone have a p99 of {ms(later_p99)} ms. {sure}"
+    )
+
+
+def cure_for_fill(result: LatencyResult) -> str | None:
+    """The cure for first requests that waited behind each other to be accepted, where it can produce that: the
+    connections were opened at once (not a pool filled one at a time, whose connections never queued behind each
+    other, unless some were opened again during the load), the tool started the server, its mode reads the cap on
+    accepts per wakeup, and the run had one (0 is none). Else the why, or None where nothing is to be said."""
+    from ...servers.registry import known_by_replies, known_mode
+
+    server = result.server
+    mode = known_mode(server.kind, server.mode)
+    if result.pool is not None and sum(result.connections) <= result.pool[0]:
+        return (
+            "The pool opened its connections one after another, each once the one before was answered, so none "
+            "waited behind another to be accepted: the first requests' wait is the connect and the worker's first "
+            "turn, which no accept batch shortens."
+        )
+    if known_by_replies(server) or mode is None or not mode.batches or not server.accept_batch:
+        return None
+    return (
+        f"The connections were opened at once and queued on the listener, and {server.label} took at most "
+        f"{server.accept_batch} per wakeup (accept-batch {server.accept_batch}): --accept-batch 0 (each wakeup "
+        "accepts every queued connection; nginx's multi_accept on) shortens that wait; the later requests' tail "
+        "it does not change."
+    )
+
+
+def slowest(every: LatencyHistogram, part: LatencyHistogram, share: float) -> tuple[int, int, int]:
+    """(how many are the slowest `share` of `every`'s samples, at least one; how many of those are `part`'s, a
+    part of `every`; the least duration among them). Where the cut falls among equal durations, `part` has its share
+    of those taken, rounded down (ties at a p99 of 1 ms would otherwise count thousands as the tail)."""
+    want = max(1, math.ceil(every.count * share))
+    ours = dict((us, n) for us, n in part.to_dict()["counts"])
+    taken = mine = least = 0
+    for us, n in reversed(every.to_dict()["counts"]):
+        take = min(n, want - taken)
+        taken += take
+        mine += ours.get(us, 0) * take // n
+        least = us
+        if taken >= want:
+            break
+    return taken, mine, least
+
+
+def first_csv(runs: Sequence[dict[str, Any]]) -> str:
+    """One row per worker and one for all of each kept run: the first requests' count, p50, p99 and max in ms, and
+    the later ones'; `known` no (and the figures blank) for a file from before they were kept apart."""
+    from ...results import export
+
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    figures = ("requests", "p50_ms", "p99_ms", "max_ms")
+    writer.writerow(["run", "worker", "known", *(f"first_{f}" for f in figures), *(f"later_{f}" for f in figures)])
+    for run in runs:
+        result = LatencyResult.from_dict(run)
+        if not result.connections:
+            continue
+        split = split_firsts(result)
+        if split is None:
+            writer.writerow([export.label(run), "all", "no", *[""] * 2 * len(figures)])
+            continue
+        each, every = split
+        rows = [] if by_kernel(result) else list(enumerate(each))
+        for name, part in [*rows, ("all", every)]:
+            cells = [
+                x
+                for h in (part.firsts, part.later)
+                for x in (h.count, *("" if us is None else us / 1000 for us in _figures(h)))
+            ]
+            writer.writerow([export.label(run), name, "yes", *cells])
+    return out.getvalue()
+
+
+def first_parts(result: LatencyResult) -> list[Any]:
+    """The first requests' table, or the line saying they are not known (none for one request per connection)."""
+    table = first_table(result)
+    return [table] if table is not None else list(first_lines(result))
