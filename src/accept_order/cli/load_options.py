@@ -41,14 +41,19 @@ def apply(options: Sequence[Callable[[F], F]]) -> Callable[[F], F]:
     return decorate
 
 
-def timeout_option(default: str, what: str) -> Callable[[F], F]:
+def timeout_option(default: str, what: str, kept: bool = False) -> Callable[[F], F]:
+    """`kept`: the load can keep its connections, where the clock restarts at each request's send (loads/kept.py):
+    one kept for the whole run outlives any --timeout, and only a request that waits too long for its reply fails."""
     return click.option(
         "--timeout",
         "timeout_s",
         type=Duration(low=0.001, high=MAX_TIMEOUT_S),
         default=default,
         show_default=True,
-        help=f"How long a {what} may take before it counts as failed, e.g. 5s or 500ms.",
+        help="How long a request may take before it counts as failed: from its connection's connect to its reply, or "
+        "over a kept connection (--requests-per-connection) from each request's send; e.g. 5s or 500ms."
+        if kept
+        else f"How long a {what} may take before it counts as failed, e.g. 5s or 500ms.",
     )
 
 
@@ -383,7 +388,7 @@ def load_options(
                 help=driver_procs_help("Load generator processes sharing the concurrency", hosts),
             ),
             driver_option(),
-            timeout_option("10s", "connection"),
+            timeout_option("10s", "connection", kept=kept),
             load_cpus_option(),
             *(open_loop if rate else []),
             *([kept_options(rate=rate)] if kept else []),
