@@ -27,7 +27,8 @@ from accept_order.experiments.observe.server import find_server
 from accept_order.probes.accept_waits import forks_per_connection
 from accept_order.probes.accepts import AcceptCounter
 from accept_order.probes.owner import socket_holders
-from accept_order.servers.attached import check_listening, worker_pids
+from accept_order.servers.attached_listening import check_listening
+from accept_order.servers.attached_workers import worker_pids
 from accept_order.servers.registry import HELPERS
 
 TIMEOUT_S = 20.0

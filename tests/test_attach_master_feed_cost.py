@@ -16,7 +16,7 @@ import pytest
 from conftest import child_processes, wait_for
 
 from accept_order.probes.owner import socket_holders
-from accept_order.servers import attached, attached_start
+from accept_order.servers import attached_start, attached_workers
 from accept_order.servers.registry import HELPERS
 
 TIMEOUT_S = 20.0
@@ -58,20 +58,20 @@ def test_who_the_master_feeds_is_asked_only_where_it_can_matter(
     prefork: tuple[int, int, list[int]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     master, port, children = prefork
-    inodes = attached._listener_inodes(HOST, port, [master])
+    inodes = attached_workers.listener_inodes(HOST, port, [master])
     # /proc: the master and two children hold the listener, once the helper has closed it
     holders = wait_for(lambda: socket_holders(inodes, [master, *children]), lambda h: len(h) == 3, TIMEOUT_S, "closed")
     accepting = [pid for pid in children if pid in holders]
     assert master in holders and len(accepting) == 2
 
     asked: list[int] = []
-    monkeypatch.setattr(attached, "_fed", lambda pid: asked.append(pid) or frozenset())
+    monkeypatch.setattr(attached_workers, "_fed", lambda pid: asked.append(pid) or frozenset())
     monkeypatch.setattr(attached_start, "age_s", lambda pid: attached_start.STARTING_S + 1)  # all started long ago
-    assert attached.worker_pids([master], HOST, port, helpers=HELPERS) == accepting
+    assert attached_workers.worker_pids([master], HOST, port, helpers=HELPERS) == accepting
     assert asked == []  # its children hold the listener: nobody need be scanned for
 
     monkeypatch.setattr(attached_start, "age_s", lambda pid: 0.1)  # the helper may be a worker still starting
-    assert attached._serving(master, children, HOST, port, ())[0] == accepting
+    assert attached_workers._serving(master, children, HOST, port, ())[0] == accepting
     assert asked == [master]
 
 

@@ -26,8 +26,8 @@ from accept_order.experiments.observe.server import find_server
 from accept_order.probes.listeners import listening_sockets
 from accept_order.probes.owner import socket_holders
 from accept_order.servers import attached_start
-from accept_order.servers.attached import worker_pids
 from accept_order.servers.attached_start import starting
+from accept_order.servers.attached_workers import worker_pids
 from accept_order.servers.registry import HELPERS
 
 pytest.importorskip("gunicorn")

@@ -18,7 +18,7 @@ import pytest
 
 from accept_order.core.errors import NotServing
 from accept_order.probes.listeners import listening_sockets_of, serving_on
-from accept_order.servers.attached import check_listening
+from accept_order.servers.attached_listening import check_listening
 from accept_order.servers.registry import HELPERS
 
 TIMEOUT_S = 20.0

@@ -20,7 +20,8 @@ import pytest
 from conftest import gone, wait_for
 from test_attach import STOP_TIMEOUT_S, accept_order, accepts, nginx_or_skip
 
-from accept_order.servers.attached import check_listening, worker_pids
+from accept_order.servers.attached_listening import check_listening
+from accept_order.servers.attached_workers import worker_pids
 from accept_order.servers.registry import HELPERS
 
 START_TIMEOUT_S = 10.0
@@ -240,7 +241,7 @@ def test_a_holding_child_not_among_the_workers_found_is_refused_unless_named_a_h
 # A fresh interpreter that imports the attach alone, never the registry: the helpers it is given are left out.
 ALONE = """
 import json, sys
-from accept_order.servers.attached import worker_pids
+from accept_order.servers.attached_workers import worker_pids
 master, port = int(sys.argv[1]), int(sys.argv[2])
 workers = worker_pids([master], "127.0.0.1", port, helpers=sys.argv[3:])
 print(json.dumps([workers, "accept_order.servers.registry" in sys.modules]))

@@ -21,7 +21,7 @@ from conftest import needs_ipv6
 from accept_order.core.errors import NotServing
 from accept_order.core.measures import ListenerRow
 from accept_order.probes.listeners import listening_sockets, serving_on, takes
-from accept_order.servers.attached import check_listening
+from accept_order.servers.attached_listening import check_listening
 
 CONNECTS = 12  # connections per host: enough for any listener the kernel would choose to get some
 TIMEOUT_S = 5.0

@@ -15,7 +15,7 @@ from conftest import needs_ipv6
 
 from accept_order.core.errors import NotServing
 from accept_order.probes.listeners import listening_sockets, parse_proc_net_tcp, takes
-from accept_order.servers.attached import check_listening
+from accept_order.servers.attached_listening import check_listening
 
 HOSTS = ("127.0.0.1", "::1", "::ffff:127.0.0.1")
 

@@ -28,7 +28,7 @@ from accept_order.probes.fd_table import FdTables
 from accept_order.probes.listeners import listening_sockets
 from accept_order.probes.owner import socket_holders
 from accept_order.probes.proc_waits import EPOLL_WAITS, thread_wait
-from accept_order.servers.attached import worker_pids
+from accept_order.servers.attached_workers import worker_pids
 from accept_order.servers.launched.uwsgi import uwsgi_missing
 from accept_order.servers.registry import helpers
 

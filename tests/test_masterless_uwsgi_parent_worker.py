@@ -22,7 +22,7 @@ from pyuwsgi_started import HOST, TIMEOUT_S, masterless
 
 from accept_order.experiments.observe.server import find_server
 from accept_order.probes.proc_waits import thread_wait
-from accept_order.servers.attached import worker_pids
+from accept_order.servers.attached_workers import worker_pids
 from accept_order.servers.launched.uwsgi import uwsgi_missing
 from accept_order.servers.registry import HELPERS
 

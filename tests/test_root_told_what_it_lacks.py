@@ -27,7 +27,7 @@ from accept_order.core.errors import NotServing
 from accept_order.experiments.inspect import held, run
 from accept_order.experiments.observe import load
 from accept_order.probes import bpftrace_messages, fd_table, listeners, owner, serving
-from accept_order.servers import attached
+from accept_order.servers import attached_listening
 
 EVERY = (1 << 41) - 1  # CAP_CHOWN .. CAP_CHECKPOINT_RESTORE (40), as root holds them on Linux 5.9+
 WITHOUT = EVERY & ~(1 << PTRACE.bit | 1 << ADMIN.bit | 1 << RESOURCE.bit)
@@ -97,7 +97,8 @@ def _attach_hidden(monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setattr(listeners, "serving_on", lambda rows, host: rows)
     monkeypatch.setattr(owner, "socket_holders", lambda inodes: {})
     monkeypatch.setattr(fd_table, "read_links", lambda pid: None)  # listed, not read
-    return _refused(lambda: attached.check_listening("127.0.0.1", 80, [os.getpid()], [os.getpid()], helpers=()))
+    me = [os.getpid()]
+    return _refused(lambda: attached_listening.check_listening("127.0.0.1", 80, me, me, helpers=()))
 
 
 def _memlock(monkeypatch: pytest.MonkeyPatch) -> str:

@@ -122,7 +122,8 @@ def attached_spec(options: dict[str, Any]) -> ServerSpec | None:
         raise click.UsageError(f"{', '.join(given)} {verb} a server this tool starts; not with --attach")
     if not options.get("port"):
         raise click.UsageError("--attach needs the server's --port")
-    from ..servers.attached import AttachedKind, worker_pids
+    from ..servers.attached import AttachedKind
+    from ..servers.attached_workers import worker_pids
     from ..servers.registry import helpers
 
     workers = worker_pids(attach, options["host"], options["port"], helpers=helpers())

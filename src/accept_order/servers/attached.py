@@ -3,7 +3,8 @@
 PID is its master (the workers are its children, in the order they were started) or a list of worker
 pids. Connections are attributed without the server's cooperation: while a connection is still open,
 the worker whose fd table holds the server side of it is the one that accepted it (probes/owner.py); a
-reply that names a worker ("worker PID") is used when there is one.
+reply that names a worker ("worker PID") is used when there is one. Its workers are found by attached_workers.py,
+and attached_listening.py checks that they alone hold the listener.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..core.capabilities import SERVERS_USER, what_would_let_it
 from ..core.errors import NotServing, PlanError, WorkerExited
 from ..core.kinds import ModeInfo, ServerKind
 from ..core.processes import open_pidfd
@@ -22,6 +22,8 @@ from ..core.spec import ATTACHED_KIND, ServerSpec
 from ..core.started import Started
 from ..core.waiting import wait_for
 from .attached_epolls import loops as _loops  # light: it imports its probes where used
+from .attached_listening import check_listening
+from .attached_workers import listener_inodes, worker_pids
 from .thread_switches import EveryThreadUsage
 from .watched import UsageDeltas, gone, proc_state
 
@@ -37,219 +39,6 @@ WHY = (
     "a server this tool did not start: its accept mechanism is whatever it was configured with, so the "
     "pattern is read from the records alone"
 )
-
-
-def worker_pids(
-    attach: Sequence[int], host: str | None = None, port: int | None = None, *, helpers: Sequence[str]
-) -> list[int]:
-    """One pid: its children that serve, oldest first (a master and its workers), itself first where it accepts
-    beside them (uWSGI without --master: its worker 1), or itself if none does; several pids: those, as given.
-    NotServing for a pid no process has (PlanError: none can). `helpers`: registry.HELPERS (the registry imports us).
-
-    A master's children are not all workers: nginx's cache manager and loader, h2o's backtrace annotator, the
-    resource tracker of a Python supervisor serve nothing. A worker holds the listener on host:port, or, where the
-    master holds it alone (Node's primary under SCHED_RR), is fed connections by it over a Unix socketpair; and no
-    kind names it a helper of its own by its title (`nginx: cache manager process`: ServerKind.helpers).
-
-    A master still starting (it holds the listener before its workers take it) is waited for, at most
-    attached_start.STARTING_S: read at once, it was its own one worker (attached_start.py)."""
-    import psutil
-
-    from ..probes.serving import PID_LIMIT
-    from .attached_start import settled_workers
-
-    try:
-        if len(attach) == 1:
-            master = psutil.Process(attach[0]).pid
-            titles = tuple(helpers)
-
-            def read(children: list[int]) -> tuple[list[int], bool, set[int]]:
-                return _serving(master, children, host, port, titles)
-
-            return settled_workers(master, read, lambda pid: _named_helper(pid, titles)) or [master]
-        for pid in attach:
-            psutil.Process(pid)
-        return list(attach)
-    except psutil.NoSuchProcess as exc:  # a number no pid can be is usage (2); one not running now, the machine's (1)
-        raise (PlanError if not 0 < exc.pid <= PID_LIMIT else NotServing)(f"--attach: no process {exc.pid}") from None
-    except psutil.AccessDenied as exc:  # as observe's and inspect's (probes/serving.find_server)
-        raise NotServing(f"--attach: not allowed to look at process {exc.pid}") from None
-
-
-def _serving(
-    master: int, children: list[int], host: str | None, port: int | None, helpers: tuple[str, ...]
-) -> tuple[list[int], bool, set[int]]:
-    """Of a master's children, those that take its connections (see worker_pids); all of them but the named
-    helpers where no port is known to tell by. With whether the master holds the listener, and the children that
-    hold it or are fed by the master (whatever they are: attached_start.py waits for the others)."""
-    from ..probes.accept_waits import FORKS, SERVES
-    from ..probes.owner import socket_holders
-    from ..probes.serving import process_info
-
-    def worker(pid: int) -> bool:
-        return process_info(pid) is not None and not _named_helper(pid, helpers)
-
-    if host is None or not port:
-        return [pid for pid in children if worker(pid)], False, set(children)
-    holders = socket_holders(_listener_inodes(host, port, [master, *children]), [master, *children])
-    if not holders:  # none holds it: check_listening says so of the master and its children
-        return [pid for pid in children if worker(pid)], False, set()
-    held = [pid for pid in children if pid in holders]
-    role = _parent_accepts(master, held, holders) if held and master in holders else None
-    if role == FORKS:
-        return [], True, set(held)  # the master accepts; its children serve a connection each (worker_pids: it)
-    if role == SERVES:  # a worker beside its children (uWSGI without --master): the oldest of them
-        return [master, *(pid for pid in held if worker(pid))], True, set(held)
-    # who the master feeds is a scan of every process's fd table (2.4 s, 0.6 CPU-s here beside 400 processes): asked
-    # only where it can matter, where no child holds the listener or a young one does not yet (attached_start)
-    unheld = [pid for pid in children if pid not in holders]
-    asked = master in holders and (not held or any(_young(pid) for pid in unheld))
-    fed = _fed(master) if asked else frozenset()
-    engaged = set(held) | (set(children) & fed)
-    if held or master not in holders:
-        return [pid for pid in held if worker(pid)], master in holders, engaged
-    return [pid for pid in children if pid in fed and worker(pid)], True, engaged
-
-
-def _young(pid: int) -> bool:
-    from .attached_start import STARTING_S, age_s
-
-    return (age_s(pid) or STARTING_S) < STARTING_S
-
-
-def _parent_accepts(master: int, children: Sequence[int], holders: dict[int, set[int]]) -> str | None:
-    """How the master takes connections beside its children that hold its listener: FORKS (a child per connection),
-    SERVES (a worker beside them), or None (it does not: nginx's, gunicorn's master). probes/accept_waits.py."""
-    from ..probes.accept_waits import parent_accepts
-
-    return parent_accepts(master, children, holders[master])
-
-
-def _named_helper(pid: int, helpers: tuple[str, ...]) -> bool:
-    """A child whose title (its command line, which nginx rewrites) starts with one of `helpers` (nginx's cache
-    manager): it may hold the listener and is no worker. Another child that holds it is one, though it was not
-    found among them (it took the listener after they were read: a master's workers starting) and
-    check_listening refuses it."""
-    from ..probes.serving import process_info
-
-    info = process_info(pid)
-    return info is not None and " ".join(info.argv).startswith(helpers)
-
-
-def _fed(master: int) -> frozenset[int]:
-    """The processes a master that alone holds its listeners talks to over Unix socketpairs (inspect's reading of
-    an acceptor's workers: probes/serving.py); none where it cannot be read."""
-    from ..probes.serving import find_server
-
-    try:
-        return find_server(master).fed
-    except (NotServing, PlanError, OSError):
-        return frozenset()
-
-
-def _listener_inodes(host: str, port: int, pids: Sequence[int]) -> set[int]:
-    """The listening sockets on `port` (in the namespaces of `pids`) that connections made to `host` go to."""
-    from ..probes.listeners import listening_sockets_of, serving_on
-
-    return {row.inode for row in serving_on(listening_sockets_of(port, pids), host)}
-
-
-def _name(pid: int) -> str:
-    """`pid 7 (nginx)`: the command name from /proc, as ps shows it."""
-    try:
-        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as f:
-            return f"pid {pid} ({f.read().strip()})"
-    except OSError:
-        return f"pid {pid}"
-
-
-def _parent(pid: int) -> int | None:
-    import psutil
-
-    try:
-        return psutil.Process(pid).ppid()
-    except psutil.Error:
-        return None
-
-
-def _readable(pid: int) -> bool:
-    """Whether this user may read pid's fd links (one gone hides nothing). Listing them is not enough: root
-    without CAP_SYS_PTRACE lists another user's and may read none."""
-    from ..probes.fd_table import read_links
-
-    return read_links(pid) is not None
-
-
-def _names(pids: Sequence[int], shown: int = 3) -> str:
-    named = [_name(pid) for pid in pids[:shown]]
-    more = f" and {len(pids) - shown} more" if len(pids) > shown else ""
-    return ", ".join(named) + more
-
-
-def _held_by(holders: dict[int, set[int]]) -> str:
-    """Who holds the listener, top of each process tree first: `pid 7 (nginx) and 3 of its children`."""
-    roots = [pid for pid in sorted(holders) if _parent(pid) not in holders]
-    if len(roots) == 1:
-        children = len(holders) - 1
-        return f"{_name(roots[0])}" + (f" and {children} of its children" if children else "")
-    return _names(roots) + f" ({len(holders)} processes in all)"
-
-
-def check_listening(
-    host: str, port: int, attach: Sequence[int], workers: Sequence[int], *, helpers: Sequence[str]
-) -> None:
-    """NotServing unless the attached processes hold a listener that takes connections to host:port, and
-    no process outside them (their parent, a master that only listens, aside) holds one too: otherwise
-    the connections would go to someone else and every count and verdict would be invented. Exit 1, as observe's
-    refusal of such a pid: what the machine turned out to be. `helpers`: as worker_pids's."""
-    from ..probes.accept_waits import FORKS
-    from ..probes.listeners import listening_sockets_of, serving_on
-    from ..probes.owner import socket_holders
-
-    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    # the listeners connections to host go to: a wildcard beside one bound to host gets none (serving_on)
-    rows = serving_on(listening_sockets_of(port, [*attach, *workers]), host)
-    holders = socket_holders({row.inode for row in rows})
-    attached = set(attach) | set(workers)
-    if len(attach) == 1 and list(workers) != [attach[0]]:
-        children = "child" if len(workers) == 1 else "children"
-        who, plural = f"{_name(attach[0])} and its {len(workers)} {children}", True
-    else:
-        who, plural = _names(attach), len(attach) > 1
-    if not attached & holders.keys():
-        hidden = sorted(pid for pid in attached if not _readable(pid))
-        if rows and hidden:
-            raise NotServing(
-                f"--attach: cannot tell whether {_names(hidden)} {'holds' if len(hidden) == 1 else 'hold'} the "
-                f"listener on {where}: {'its' if len(hidden) == 1 else 'their'} open files are not this user's "
-                f"to read ({what_would_let_it(or_as=SERVERS_USER)})"
-            )
-        # where they listen instead, the --host to give: whether nobody else or another program holds this one
-        every = listening_sockets_of(port, [*attach, *workers])
-        mine = {i for p, inodes in socket_holders({r.inode for r in every}).items() if p in attached for i in inodes}
-        theirs = sorted({r.address for r in every if r.inode in mine})
-        at = ", ".join(f"[{a}]:{port}" if ":" in a else f"{a}:{port}" for a in theirs)
-        subject = who if rows else "they" if plural else "it"  # where another holds it, 'they' would read as those
-        listen = f"; {subject} {'listen' if plural else 'listens'} on {at}: give --host {theirs[0]}" if theirs else ""
-        if not rows:
-            owner = f"nobody listens on {where}"
-        elif not holders:
-            owner = f"a socket listens on {where}, but no process this user may look into holds it"
-        else:
-            owner = f"it is held by {_held_by(holders)}"
-        raise NotServing(f"--attach: {who} {'hold' if plural else 'holds'} no listener on {where}; {owner}{listen}")
-    masters = {_parent(pid) for pid in workers}
-    titles = tuple(helpers)
-    named = {pid for pid in holders if len(attach) == 1 and _parent(pid) in attach and _named_helper(pid, titles)}
-    others = holders.keys() - attached - masters - named
-    if others and len(attach) == 1 and list(workers) == [attach[0]] and {_parent(pid) for pid in others} == {attach[0]}:
-        # the master waits on the listener and its children that hold it do not: each was forked for a connection
-        others = set() if _parent_accepts(attach[0], sorted(others), holders) == FORKS else others
-    if others:
-        raise NotServing(
-            f"--attach: the listener on {where} is held by {_held_by(holders)}, not only by {who}: some "
-            "connections would go to processes that are not attached (attach the master's pid or every worker's)"
-        )
 
 
 def _threads(pids: Sequence[int], listeners: set[int]) -> dict[str, Any]:
@@ -318,7 +107,7 @@ class AttachedServer(Started):
         check_listening(spec.host, spec.port, spec.attach, self._pids, helpers=self.helper_titles)  # the cause, first
         if len(self._pids) != self.spec.workers:
             raise NotServing(f"--attach: expected {self.spec.workers} workers, found {len(self._pids)}")
-        listeners = _listener_inodes(spec.host, spec.port, self._pids)
+        listeners = listener_inodes(spec.host, spec.port, self._pids)
         self._threads, self._watched = _threads(self._pids, listeners), watched(self._pids, listeners)
         assumed = dual_stack_assumed(listening_sockets_of(spec.port, self._pids), spec.host)
         self._assumed = {"v6only_unknown": [f"[{r.address}]:{r.port}" for r in assumed]} if assumed else {}
@@ -353,7 +142,7 @@ class AttachedServer(Started):
         """Nothing to check: the attached server goes on running."""
 
     def own_evidence(self) -> dict[str, Any]:
-        # not ours to read its logs; one process of several threads is said (registry.threads_note), and a listener
+        # not ours to read its logs; one process of several threads is said (kind_notes.threads_note), and a listener
         # taken for dual-stack with its IPV6_V6ONLY unknown (experiments/attached_listeners.py), and the listeners
         # each worker waits on (experiments/latency/model_queues.py)
         return ({"threads": self._threads} if self._threads else {}) | self._assumed | self._watched

@@ -85,7 +85,7 @@ def settled_workers(
 ) -> list[int]:
     """The master's serving children once it is not starting (at most `limit_s` from now). `read(children)`: the
     children that serve, whether the master holds the listener, and the children that hold it or are fed by the
-    master (attached._serving's reading)."""
+    master (attached_workers._serving's reading)."""
     deadline = time.monotonic() + limit_s
     born = _born(master)
     # settled once in this process (the command line's reading, then the attached server's start): not again
