@@ -20,7 +20,7 @@ from accept_order.core.run_warnings import WarningKind
 from accept_order.experiments.latency.report import latency_report
 from accept_order.experiments.latency.result import LatencyResult
 from accept_order.experiments.ramp.result import RampStep
-from accept_order.experiments.ramp.run import signals
+from accept_order.experiments.ramp.step_verdict import signals
 from accept_order.loads.generator import client_bound
 from accept_order.render.evidence import machine_busy
 

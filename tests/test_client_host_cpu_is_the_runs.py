@@ -110,7 +110,7 @@ def _ramp_step(boot_ids: tuple[str, str]) -> Any:
 
 
 def test_a_ramp_step_counts_the_drivers_of_client_hosts_on_this_machine_as_its_own() -> None:
-    from accept_order.experiments.ramp.run import signals
+    from accept_order.experiments.ramp.step_verdict import signals
 
     elsewhere = "; ".join(signals(_ramp_step(("another", "yet-another")), workers=2, cpus=2, kernel=BOOT))
     assert "this run's own 5%" in elsewhere  # the workers' 0.1 CPU of 2

@@ -29,8 +29,9 @@ from accept_order.experiments.burst.result import BurstResult
 from accept_order.experiments.burst.run import BurstPlan, run_bursts
 from accept_order.experiments.documents import load, save
 from accept_order.experiments.latency.result import LatencyResult
+from accept_order.experiments.ramp.plan import RampPlan
 from accept_order.experiments.ramp.result import RampResult
-from accept_order.experiments.ramp.run import RampPlan, run_ramp
+from accept_order.experiments.ramp.run import run_ramp
 from accept_order.experiments.session import run_latency
 from accept_order.loads.hosts import gateways
 

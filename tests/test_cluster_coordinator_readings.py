@@ -183,7 +183,7 @@ def test_a_ramp_with_the_server_here_says_its_readings_are_the_server_s_host_s(t
 
 def test_a_step_that_only_coordinated_sees_the_server_s_counters_not_this_host_s() -> None:
     from accept_order.experiments.ramp.result import RampStep
-    from accept_order.experiments.ramp.run import signals
+    from accept_order.experiments.ramp.step_verdict import signals
 
     ramp = _coordinated_ramp(observed=False)
     step = RampStep.from_dict(ramp["steps"][0])

@@ -15,7 +15,7 @@ from conftest import wait_for
 from test_burst_listener_drops import _lines
 from test_ramp_listener_drops import _step
 
-from accept_order.experiments.ramp.run import signals
+from accept_order.experiments.ramp.step_verdict import signals
 from accept_order.probes.listeners import listener_drops
 from accept_order.render.evidence import counters_text
 

@@ -41,7 +41,7 @@ def test_no_note_where_the_load_generator_kept_the_cpus_busy() -> None:
 
 
 def test_a_ramp_step_without_the_workers_cpu_names_the_load_generator_s_share() -> None:
-    from accept_order.experiments.ramp.run import signals
+    from accept_order.experiments.ramp.step_verdict import signals
 
     step = dataclasses.replace(_ramp_step(("", "")), worker_cpu=(), hosts=())  # driven from here
     seen = "; ".join(signals(step, workers=2, cpus=2))

@@ -12,7 +12,8 @@ import pytest
 from conftest import assert_one_error_line, run_cli
 
 from accept_order.core.spec import ServerSpec
-from accept_order.experiments.ramp.run import RampPlan, run_ramp
+from accept_order.experiments.ramp.plan import RampPlan
+from accept_order.experiments.ramp.run import run_ramp
 from accept_order.servers.launched.haproxy import haproxy_missing
 
 

@@ -20,6 +20,7 @@ def test_a_ramp_from_client_hosts_on_this_machine_counts_their_drivers_as_this_m
     from accept_order.core.hosts import ClientHosts
     from accept_order.core.spec import ServerSpec
     from accept_order.experiments.ramp import run as ramp_run
+    from accept_order.experiments.ramp import step_verdict
     from accept_order.loads.hosts import gateways
 
     def popen_spec(destination: str, hosts: ClientHosts, index: int) -> Any:
@@ -44,4 +45,4 @@ def test_a_ramp_from_client_hosts_on_this_machine_counts_their_drivers_as_this_m
     assert [h.boot_id for h in step.hosts] == [kernel, kernel]
     drivers_cpu = sum(d.cpu_s for h in step.hosts for d in h.drivers)
     assert drivers_cpu > 0
-    assert ramp_run._client_cpus(step, kernel) == pytest.approx(drivers_cpu / step.wall_s)
+    assert step_verdict.client_cpus(step, kernel) == pytest.approx(drivers_cpu / step.wall_s)

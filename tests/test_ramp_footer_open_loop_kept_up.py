@@ -1,5 +1,5 @@
 """Review R6 of 170025c: the ramp picture's footer says what a step had to keep to hold, and an open-loop step
-had to keep up too (ramp/run.py judge: fewer than KEPT_RATE of its offered rate finished is a step that did not
+had to keep up too (ramp/step_verdict.py judge: fewer than KEPT_RATE of its offered rate finished is a step that did not
 hold). 'ramp --modes epoll,reuseport --rates 200,400,800' crossed epoll's 800/s with 0 failed and no --p99 under
 a footer of 'a step held with no failure', which those crosses contradict. A closed loop has no such rule."""
 

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from accept_order.experiments.ramp.result import RampResult, RampStep
-from accept_order.experiments.ramp.run import signals
+from accept_order.experiments.ramp.step_verdict import signals
 
 GOLDEN = Path(__file__).parent / "data" / "golden" / "ramp.json"
 

@@ -19,7 +19,7 @@ from conftest import run_cli
 from dropping_listener import dropped_more, own_drops
 
 from accept_order.experiments.ramp.result import RampResult, RampStep
-from accept_order.experiments.ramp.run import signals
+from accept_order.experiments.ramp.step_verdict import signals
 from accept_order.probes.listeners import listener_drops
 
 

@@ -16,8 +16,9 @@ from pathlib import Path
 
 from accept_order.core.histogram import LatencyHistogram
 from accept_order.core.host_outcome import NOT_REACHED, HostOutcome
+from accept_order.experiments.ramp.plan import RampPlan
 from accept_order.experiments.ramp.result import RampStep
-from accept_order.experiments.ramp.run import RampPlan, judge
+from accept_order.experiments.ramp.step_verdict import judge
 
 GOLDEN = Path(__file__).parent / "data" / "golden" / "ramp.json"
 PLAN = RampPlan(rates=(1000.0, 2000.0, 3000.0), step_s=4.0, p99_ms=3000.0)

@@ -8,7 +8,7 @@ import pytest
 from conftest import assert_one_error_line, run_cli
 
 from accept_order.core.errors import PlanError
-from accept_order.experiments.ramp.run import RampPlan
+from accept_order.experiments.ramp.plan import RampPlan
 
 
 def test_steps_that_do_not_rise_are_refused_in_one_line() -> None:

@@ -8,7 +8,8 @@ import pytest
 
 from accept_order.core.spec import ServerSpec
 from accept_order.experiments.burst.run import BurstPlan, run_bursts
-from accept_order.experiments.ramp.run import RampPlan, run_ramp
+from accept_order.experiments.ramp.plan import RampPlan
+from accept_order.experiments.ramp.run import run_ramp
 from accept_order.experiments.session import RunInterrupted
 
 

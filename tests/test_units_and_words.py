@@ -15,7 +15,7 @@ from conftest import run_cli
 
 from accept_order.cli.app import COMMANDS, main
 from accept_order.experiments.ramp.result import RampResult
-from accept_order.experiments.ramp.run import signals
+from accept_order.experiments.ramp.step_verdict import signals
 from accept_order.render.text import duration_us, durations_us, plural
 
 GOLDEN = Path(__file__).parent / "data" / "golden"

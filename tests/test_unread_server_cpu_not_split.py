@@ -41,7 +41,7 @@ def test_machine_busy_without_the_workers_cpu_says_no_share_of_this_run() -> Non
 
 
 def test_a_ramp_step_without_the_workers_cpu_has_no_split_of_the_busy_cpus() -> None:
-    from accept_order.experiments.ramp.run import signals
+    from accept_order.experiments.ramp.step_verdict import signals
 
     step = dataclasses.replace(_ramp_step(("", "")), worker_cpu=())  # the remote kind: no worker CPU read
     seen = "; ".join(signals(step, workers=2, cpus=2))

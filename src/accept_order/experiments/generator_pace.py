@@ -4,8 +4,9 @@ and says so, in the same words for burst --repeat, latency --modes and sweep (on
 Each experiment knows it its own way: a burst whose load generator took more than half of it to start the
 connections (burst/result.BurstCell.client_bound), a latency run whose load generator was on a CPU nearly all the
 time while the workers idled (loads/client_warnings.client_bound, the warning its report gives), a ramp step whose
-note says so (ramp/run.CLIENT_PACED). Either way the figures are partly the client's, and what parts two runs may be
-the client's too: a busy machine gives the load generator a different share of its CPUs from one run to the next.
+note says so (ramp/step_verdict.CLIENT_PACED). Either way the figures are partly the client's, and what parts two runs
+may be the client's too: a busy machine gives the load generator a different share of its CPUs from one run to the
+next.
 What would leave the pace to the servers depends on what the generator did: on a CPU all the time, more processes;
 waiting for one, CPUs of its own (OWN_CPUS)."""
 

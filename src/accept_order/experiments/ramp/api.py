@@ -6,8 +6,9 @@ from collections.abc import Callable
 
 from ...core.spec import ServerSpec
 from ..session import Tick
+from .plan import RampPlan
 from .result import RampResult
-from .run import RampPlan, run_ramp
+from .run import run_ramp
 
 
 def ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick | None] | None = None) -> RampResult:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .result import RampResult
-from .run import SATURATED, _client_cpus
+from .step_verdict import SATURATED, client_cpus
 
 
 def others_at_break(run: RampResult) -> tuple[float, float] | None:
@@ -31,7 +31,7 @@ def others_at_break(run: RampResult) -> tuple[float, float] | None:
     # overloaded, or every worker busy), however small its share of a many-CPU host (-w 2 of 8 CPUs: 25% at most)
     if max(broke.worker_cpu) >= SATURATED:
         return None
-    own = min((sum(broke.worker_cpu) + _client_cpus(broke)) / cpus, broke.machine_cpu)
+    own = min((sum(broke.worker_cpu) + client_cpus(broke)) / cpus, broke.machine_cpu)
     others = broke.machine_cpu - own
     return (others, own) if others > own else None
 

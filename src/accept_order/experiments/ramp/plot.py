@@ -20,7 +20,7 @@ from ...render.plots import (
 from ...render.text import plural
 from ...servers.registry import known_by_replies
 from ..own_settings import caps_said
-from .run import KEPT_RATE
+from .step_verdict import KEPT_RATE
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -24,7 +24,7 @@ from ..repeat.kinds import Document, Repeated, Rounds, by_variant, each
 from .machine_share import machine_caveat, machine_rounds
 from .report import coordinated, overflows, ramp_table, served_less, work_and_step
 from .result import RAMP_SHAPE, RampResult
-from .run import CLIENT_PACED
+from .step_verdict import CLIENT_PACED
 
 LEGEND = (
     "knee: the last step that held before the first that did not; broke at: that first step; median "
