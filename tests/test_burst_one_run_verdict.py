@@ -110,3 +110,13 @@ def test_one_mode_has_nothing_to_rank(tmp_path: Path) -> None:
         del data["runs"][1]
 
     assert _verdicts(tmp_path, alone) == []
+
+
+def test_the_json_keeps_each_verdict_for_other_tools(tmp_path: Path) -> None:
+    """show --format json (and a saved file) holds each client count's verdict and the mode it ranks first, as a
+    latency comparison holds its own."""
+    result = run_cli(["show", str(GOLDEN / "burst.json"), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    verdicts = json.loads(result.stdout)["verdicts"]
+    assert [(v["clients"], v["fastest"]) for v in verdicts] == [(20, None), (50, "epoll")]
+    assert verdicts[1]["text"].startswith("epoll served all 50 clients soonest: 8.8 ms") and SURE in verdicts[1]["text"]

@@ -12,7 +12,7 @@ from ...results import export
 from ..parts import Experiment, lazy
 from .report import burst_report
 from .result import BURST_SHAPE, BurstCell, BurstResult
-from .verdict import burst_verdicts
+from .verdict import burst_derived, burst_verdicts
 
 
 def steps(runs: list[dict[str, Any]]) -> str:
@@ -57,4 +57,5 @@ BURST: Experiment[BurstResult] = Experiment(
     figure=lazy("accept_order.experiments.burst.plot", "burst_figure"),
     tables={"steps": steps, "hosts": hosts},
     several=True,
+    derived=burst_derived,
 )

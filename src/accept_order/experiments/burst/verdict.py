@@ -9,6 +9,7 @@ holds. Before this, a burst of several modes printed its table and details and n
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from rich.text import Text
 
@@ -77,15 +78,22 @@ def _said(row: Sequence[BurstRun], clients: int) -> tuple[str, str] | None:
     return f"no mode served all {clients} clients ({_lost(failing)})", "yellow"
 
 
-def burst_verdicts(result: BurstResult) -> list[Text]:
-    """A verdict line per client count where two modes or servers or more burst alike; none for one."""
+def _judged(result: BurstResult) -> list[tuple[int, str, str]]:
+    """(clients, verdict with how sure, style) per client count where two modes or servers or more burst alike."""
     if len(result.runs) < 2:
         return []
     counts = sorted({cell.clients for run in result.runs for cell in run.cells})
-    lines = []
-    for clients in counts:
-        said = _said(result.runs, clients)
-        if said is not None:
-            text, style = said
-            lines.append(Text(f"Verdict, {clients} clients: {text}. {HOW_SURE}", style=style))
-    return lines
+    return [(n, f"{said[0]}. {HOW_SURE}", said[1]) for n in counts if (said := _said(result.runs, n)) is not None]
+
+
+def burst_verdicts(result: BurstResult) -> list[Text]:
+    """A verdict line per client count where two modes or servers or more burst alike; none for one."""
+    return [Text(f"Verdict, {n} clients: {text}", style=style) for n, text, style in _judged(result)]
+
+
+def burst_derived(result: BurstResult) -> dict[str, Any]:
+    """What a saved burst adds for other tools, as a latency comparison adds its verdict: each client count's verdict
+    and the mode it ranks first (None where it ranks none), by --repeat's rule."""
+    return {
+        "verdicts": [{"clients": n, "fastest": fastest(result.runs, n), "text": text} for n, text, _ in _judged(result)]
+    }
