@@ -220,3 +220,31 @@ def test_first_requests_more_than_the_run_served_are_refused_in_one_line(tmp_pat
     shown = run_cli(["show", str(path)])
     assert shown.exit_code == 1 and len(shown.stderr.splitlines()) == 1, shown.output
     assert "first_requests.every: holds 1 first requests of 99999999 µs, but the run's histogram 0" in shown.stderr
+
+
+@ATTACH
+def test_attached_pool_requests_per_worker_are_its_holders_as_nginx_logged(free_port: int, tmp_path: Path) -> None:
+    """Replies that name no worker: each pool connection's holder, found once after the fill, counts its later
+    requests; nginx's log ($pid, $connection_requests) says which worker served each."""
+    out = tmp_path / "pool.json"
+    with nginx_by_hand(NGINX, free_port, 2, TIMEOUT_S) as nginx:
+        result = run_cli(
+            [
+                *("latency", "--attach", str(nginx.master), "--port", str(free_port), "--protocol", "http"),
+                *("--pool", "-c", "8", "--requests-per-connection", "0", "-n", "800", "--json", str(out)),
+            ]
+        )
+        logged = [line.split() for line in nginx.access_log.read_text().splitlines()]
+    assert result.exit_code == 0, result.output
+    doc = json.loads(out.read_text())
+    pids = [c["pid"] for c in sorted(doc["counters"], key=lambda c: c["index"])]
+    later = [sum(1 for row in logged if row[0] == str(pid) and row[2] != "1") for pid in pids]
+    placed = [LatencyHistogram.from_dict(h).count for h in doc["worker_histograms"]]
+    assert len(logged) == 800 and placed == later and sum(later) == 792, (placed, later)
+    rows = run_cli(["show", str(out), "--format", "csv", "--table", "connections"]).stdout.splitlines()
+    assert [int(row.split(",")[5]) for row in rows[1:]] == later, rows
+    lines = result.stdout.split("kept connections per worker")[1].splitlines()
+    table = [line for line in lines if line.split()[:1] in (["0"], ["1"])][:2]  # the two workers' rows
+    assert [int(row.split()[4]) for row in table] == later, table  # worker, accepted, held at end, peak, requests
+    said = " ".join(result.stdout.split())
+    assert "requests, p50, p99: the 792 of 800 requests sent over the pool's connections once it was filled" in said

@@ -51,6 +51,7 @@ from ..core.processes import MAX_REPLY
 from ..core.protocol import ABORTED, BAD_REPLY, NO_REPLY, TIMEOUT, errno_name
 from ..core.target import KnownReplies
 from .driver_clock import schedule
+from .kept_owners import UNNAMED, holders
 from .kept_pool import wait_all_filled, wait_turn
 from .kept_tally import KeptTally
 
@@ -193,6 +194,8 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
                 fail(fd, complaint(reply))
                 return False
         c[REPLIES] += 1
+        if who == UNNAMED and c[WORKER] is not None:
+            who = c[WORKER]  # its holder, where found after the fill (kept_owners.py); else still unnamed
         first = c[WORKER] is None
         if first:
             c[WORKER] = who
@@ -263,6 +266,10 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
             # the pool is what it holds: a connection is opened again only in place of a closed one
             planned, slots = slots, opened
             stopped = wait_all_filled(turn, cfg.procs, stop) or stopped  # every driver's share open: the load
+            if not stopped:  # replies that name no worker: each connection's holder, found once it is accepted
+                for fd, owner in holders(cfg.attribution, {fd: c[SOCK] for fd, c in conns.items()}).items():
+                    if conns[fd][WORKER] == UNNAMED:
+                        conns[fd][WORKER] = owner
         # The load's time starts once the whole pool is open (every driver's share): its rates, its CPU and
         # its --duration count from here, and the fill keeps its own time (one that waits out a timeout
         # took 10 s before a 2 s load here, and counted in its rate). The CPU window sits inside the wall's.

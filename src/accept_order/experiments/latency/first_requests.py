@@ -124,13 +124,14 @@ def fill_verdict(result: LatencyResult) -> str | None:
     share, base = ours / tail, every.firsts.count / result.histogram.count
     chance = binomial_tail(ours, tail, base)
     sure = (
-        f"How sure: {tail} requests drawn at random from all {result.histogram.count:,} would hold {ours} first ones "
-        f"or more {how_often(chance)}" + (" (beyond chance)." if chance < SURE_P else ", so this may be chance.")
+        f"How sure: {tail} requests drawn at random from all {result.histogram.count:,} would hold "
+        f"{plural(ours, 'first request')} {'or more' if ours >= tail * base else 'or fewer'} {how_often(chance)}"
+        + (" (beyond chance)." if chance < SURE_P else ", so this may be chance.")
     )
     later_p99 = every.later.percentile(99.0)
     if share >= FILL_SHARE and share >= 2 * base:
         said = (
-            f"The tail is the fill, not the steady state: {ours} of {slow} were connections' first requests, "
+            f"The tail is the fill, not the steady state: {ours} of {slow} {_were(ours)}, "
             "which also waited to be accepted (the "
             f"{plural(every.firsts.count, 'first request')}: p99 {ms(every.firsts.percentile(99.0))} ms, max "
             f"{ms(every.firsts.max_us)} ms); the {every.later.count:,} later ones' p99 is {ms(later_p99)} ms. {sure}"
@@ -139,14 +140,18 @@ def fill_verdict(result: LatencyResult) -> str | None:
         return said if cure is None else f"{said} {cure}"
     if share >= 2 * base and chance < SURE_P:
         return (
-            f"The tail is partly the fill: {ours} of {slow} were connections' first requests, {share / base:.0f} "
+            f"The tail is partly the fill: {ours} of {slow} {_were(ours)}, {share / base:.0f} "
             f"times their share of all requests ({100 * base:.1f}%), but most were later ones: the later requests "
             f"alone have a p99 of {ms(later_p99)} ms. {sure}"
         )
     return (
-        f"The tail is the steady state, not the fill: {ours} of {slow} were connections' first requests "
+        f"The tail is the steady state, not the fill: {ours} of {slow} {_were(ours)} "
         f"({100 * base:.1f}% of all requests); the later requests alone have a p99 of {ms(later_p99)} ms. {sure}"
     )
+
+
+def _were(n: int) -> str:
+    return "was a connection's first request" if n == 1 else "were connections' first requests"
 
 
 def cure_for_fill(result: LatencyResult) -> str | None:

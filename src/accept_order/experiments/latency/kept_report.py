@@ -59,6 +59,17 @@ def requests(result: LatencyResult) -> tuple[int, ...] | None:
     return None if by_kernel(result) else result.served
 
 
+def placed_requests(result: LatencyResult) -> tuple[int, ...] | None:
+    """Where the replies name no worker: the requests each worker served over the pool's connections whose holder
+    the client found after the fill (loads/kept_owners.py), as its histogram counts them; None where none was found
+    (or the replies name the worker: requests() says it). A part: the fill's first requests, and connections
+    opened later, are in none."""
+    if not by_kernel(result):
+        return None
+    placed = tuple(h.count for h in result.worker_histograms)
+    return placed if any(placed) else None
+
+
 def requests_jain(result: LatencyResult) -> float:
     """Jain's index over the requests each worker served (1: even; 1/N: one worker served them all); where the
     replies do not name a worker, over the connections each accepted (the kernel's count: kept_split says so)."""
@@ -92,6 +103,7 @@ def kept_table(result: LatencyResult) -> Table | None:
     shared = answered if answered is not None else took
     total = sum(shared) if shared is not None else 0
     own = {c.index: c for c in result.counters}
+    answered = answered if answered is not None else placed_requests(result)  # the holders found after a fill
     for i in range(len(result.served)):
         counted = own.get(i)
         table.add_row(
@@ -122,8 +134,15 @@ def kept_lines(result: LatencyResult) -> list[Text]:
         first = (
             f"{jain + '; ' if jain else ''}p99 {ms(overall)} ms overall. accepted: "
             + ("the connections the worker accepted (counted by the kernel); " if took is not None else "")
-            + "the requests over them per worker, and those held at the end, are not known: the replies do not "
-            "name a worker"
+            + (
+                "the requests over them per worker, and those held at the end, are not known: the replies do not "
+                "name a worker"
+                if (placed := placed_requests(result)) is None
+                else f"requests, p50, p99: the {sum(placed):,} of {result.histogram.count:,} requests sent over the "
+                "pool's connections once it was filled, each counted for the worker the client found holding its "
+                "connection then (its fd table; the fill's first requests, and connections opened in place of closed "
+                "ones, are counted for none); held at end is not known: the replies do not name a worker"
+            )
         )
     else:
         jain = f"Jain {requests_jain(result):.3f} over {over}" if sum(result.served) else "none served"  # no 1.000
@@ -258,6 +277,7 @@ def kept_csv(runs: Sequence[dict[str, Any]]) -> str:
         result = LatencyResult.from_dict(run)
         own = {c.index: c for c in result.counters}
         took, answered, kernel = accepted(result), requests(result), by_kernel(result)
+        answered = answered if answered is not None else placed_requests(result)
         for i in range(len(result.served) if result.connections else 0):
             counted = own.get(i)
             writer.writerow(
