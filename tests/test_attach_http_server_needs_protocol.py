@@ -86,8 +86,9 @@ def test_attach_at_gunicorn_without_protocol_is_refused_before_a_connection(
 def test_protocol_line_given_is_honoured(gunicorn: tuple[int, int, Path]) -> None:
     pid, port, access = gunicorn
     done = accept_order("run", "--attach", str(pid), "--port", str(port), "-n", "1", "--protocol", "line")
-    assert done.returncode == 0, done
+    assert done.returncode == 1, done  # honoured, and then it served nothing: the report, then why (exit 1)
     assert "served 0, failed 1" in done.stdout and "--protocol http" in done.stdout, done.stdout
+    assert done.stderr.startswith("accept-order: error: served nothing: 1 × timeout"), done.stderr
     assert _requests(access) == 0
 
 

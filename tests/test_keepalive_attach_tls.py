@@ -200,7 +200,9 @@ def test_run_attached_to_nginx_https_names_its_400(tmp_path: Path, free_port: in
     assert statuses == ["400"] * 3  # the witness
     assert "3 × bad reply (HTTP 400)" in result.stdout, result.output
     assert "closed without a reply" not in result.stdout, result.output
-    assert f"accept-order: note: 127.0.0.1:{free_port} speaks TLS (TLSv1." in result.stderr, result.output
+    assert_one_error_line(
+        result, 1, "served nothing: 3 × bad reply (HTTP 400)", f"127.0.0.1:{free_port} speaks TLS (TLSv1."
+    )
 
 
 @ATTACH
@@ -210,7 +212,7 @@ def test_run_attached_to_a_tls_port_that_closes_says_it_speaks_tls(tls_closing: 
     result = run_cli(["run", "--attach", str(pid), "--port", str(port), "--protocol", "http", "-n", "3"])
     assert "served 0, failed 3" in result.stdout, result.output
     assert "Verdict: nothing served" in result.stdout, result.output  # one worker: it read 'single worker'
-    assert f"accept-order: note: 127.0.0.1:{port} speaks TLS (TLSv1." in result.stderr, result.output
+    assert_one_error_line(result, 1, "served nothing: 3 × ", f"127.0.0.1:{port} speaks TLS (TLSv1.")
 
 
 @ATTACH
@@ -236,11 +238,10 @@ def test_run_counts_no_http_error_served_by_whoever_accepted_it() -> None:
 @pytest.mark.parametrize("command", [["burst", "--clients", "6"], ["ramp", "--rates", "50", "--step", "300ms"]])
 def test_burst_and_ramp_at_a_tls_target_say_it_speaks_tls(tls_closing: tuple[int, int], command: list[str]) -> None:
     """burst and ramp --target said only 'failed ... 6' and exited 0 (their reports are read again by show, so the
-    line is the command's, after the report)."""
+    line is the command's, after the report: the one error line of a load that served nothing, exit 1)."""
     _, port = tls_closing
     result = run_cli([*command, "--target", f"127.0.0.1:{port}", "--protocol", "http", "--driver-procs", "1"])
-    assert result.exit_code == 0, result.output
-    assert f"accept-order: note: 127.0.0.1:{port} speaks TLS (TLSv1." in result.stderr, result.output
+    assert_one_error_line(result, 1, "served nothing: ", f"127.0.0.1:{port} speaks TLS (TLSv1.")
     assert "and --target that address (" in result.stderr, result.output  # '--port' with --target: a usage error
     assert "--port" not in result.stderr, result.output
 
@@ -249,7 +250,7 @@ def test_burst_and_ramp_at_a_tls_target_say_it_speaks_tls(tls_closing: tuple[int
 def test_burst_and_ramp_at_a_plain_400_say_nothing_of_tls(plain_400: tuple[int, int], command: list[str]) -> None:
     _, port = plain_400
     result = run_cli([*command, "--target", f"127.0.0.1:{port}", "--protocol", "http", "--driver-procs", "1"])
-    assert result.exit_code == 0, result.output
+    assert_one_error_line(result, 1, "served nothing: ", "bad reply (HTTP 400)")  # served none: exit 1
     assert "speaks TLS" not in result.output, result.output
 
 
@@ -263,7 +264,7 @@ def test_a_plain_404_is_not_asked_for_a_handshake() -> None:
     the probe's ClientHello in its access log (51 lines for 50 connections). No TLS port answers plain HTTP 404."""
     for _, port, output in served_with_output("404"):
         result = run_cli(["burst", "--clients", "6", "--target", f"127.0.0.1:{port}", "--protocol", "http"])
-        assert result.exit_code == 0, result.output
+        assert_one_error_line(result, 1, "served nothing: 6 × bad reply (HTTP 404)")
         with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT_S) as marker:  # served after all before it
             marker.sendall(b"MARK /\r\n\r\n")
             output.wait_for(r"request MARK\n", TIMEOUT_S)

@@ -11,7 +11,7 @@ import click
 from ..core.cpus import format_cpu_list
 from ..core.spec import DEFAULT_DRIVER_PROCS, MAX_CONNECTIONS, MAX_DRIVER_PROCS, Driver
 from .app import handle_errors
-from .common import end_if_hosts_lost, host_warnings, keep_partial, report_and_save, tls_after
+from .common import end_if_hosts_lost, host_warnings, keep_partial, report_and_save
 from .load_options import BURST_COUNTS, ClientCounts, client_hosts, clients_options, driver_option, driver_procs_help
 from .options import (
     examples,
@@ -25,6 +25,7 @@ from .options import (
 from .output import progress_bar
 from .progress import RunProgress
 from .repeat_common import repeat_option, run_repeated
+from .served_nothing import Tally, end_if_nothing_served, of_parts
 from .specs import first_available, given_kind_options, load_cpus, loop_here, refuse_for_target, server_spec
 from .types import IntRange
 
@@ -159,13 +160,18 @@ def burst(
             def one(spec: Any) -> Any:
                 return run_bursts([spec], plan, on_burst)[0]
 
-            run_repeated("burst", specs, repeat, one, skipped, json_path, rounds, notes)
+            run_repeated("burst", specs, repeat, one, skipped, json_path, rounds, notes, tally=burst_tally)
             return
         # an error after a burst (a client host lost, a driver that could not start): the bursts so far, saved
         stopped = keep_partial(lambda runs: save(runs, interrupted=True), lambda runs, why: save(runs, stopped=why))
         with stopped, rounds.heartbeat():
             runs = run_bursts(specs, plan, on_burst)
     save(runs)
-    for run in runs:  # an HTTPS port answered none of the plain HTTP/1.1 (nginx 400, HAProxy closes): said after
-        tls_after(run.server, ((sum(c.served), c.errors) for c in run.cells))
+    # a server whose every burst served nothing (an HTTPS port: nginx 400, HAProxy closes): why, and exit 1
+    end_if_nothing_served([burst_tally(run) for run in runs])
     end_if_hosts_lost(runs, json_path)
+
+
+def burst_tally(run: Any) -> Tally:
+    """A server's bursts together: one burst that served none beside others that served is a burst, not a failure."""
+    return of_parts(run.server, run.cells)

@@ -116,15 +116,6 @@ def keep_partial(
         raise
 
 
-def tls_after(server: Any, loads: Any) -> None:
-    """After a report of a server elsewhere that served nothing: one line where its port speaks TLS, which the
-    load's plain HTTP/1.1 cannot be answered on (experiments/target_unanswered.unserved_tls)."""
-    from ..experiments.target_unanswered import unserved_tls
-
-    if (said := unserved_tls(server, loads)) is not None:
-        note(f"accept-order: note: {said}")
-
-
 def end_if_hosts_lost(result: Any, json_path: str | None) -> None:
     """After the report and the file: a client host lost during the run (mid-load, or not reached again for a
     later load) ends the command with one line naming it and why (LoadError, exit 1), as every other runtime

@@ -11,6 +11,7 @@ from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
 from .options import examples, json_option, modes_option, sequential_options, server_options
 from .repeat_common import repeat_option, run_repeated
+from .served_nothing import end_if_nothing_served, of_sequential
 from .specs import first_available, given_kind_options, sequential_load, server_spec
 
 
@@ -43,7 +44,9 @@ def compare(modes: list[str], repeat: int, json_path: str | None, **options: Any
     # every mode checked before any runs, each kind option given judged against them (even at its default)
     specs, skipped = variants(server, modes, servers, batch_given, given_kind_options())
     if repeat > 1:
-        run_repeated("compare", specs, repeat, lambda spec: api.sequential(spec, load), skipped, json_path)
+        run_repeated(
+            "compare", specs, repeat, lambda spec: api.sequential(spec, load), skipped, json_path, tally=of_sequential
+        )
         return
 
     def save(results: Sequence[Any], interrupted: bool = False) -> None:
@@ -53,3 +56,4 @@ def compare(modes: list[str], repeat: int, json_path: str | None, **options: Any
     with keep_partial(lambda results: save(results, interrupted=True)):
         results, skipped = api.compare(server, load, modes, servers=servers, batch_given=batch_given)
     save(results)
+    end_if_nothing_served([of_sequential(r) for r in results])

@@ -12,6 +12,7 @@ from .common import host_warnings, keep_partial, report_and_save
 from .options import examples, json_option, modes_option, sequential_options, server_options
 from .output import progress_bar
 from .repeat_common import repeat_option, run_repeated
+from .served_nothing import end_if_nothing_served, of_sequential
 from .specs import first_available, given_kind_options, sequential_load, server_spec
 
 
@@ -49,7 +50,9 @@ def herd(modes: list[str], repeat: int, json_path: str | None, per_worker: bool,
         from ..api import sequential as run_sequential
 
         herd_load = dataclasses.replace(load, settle=True, gap_ms=0.0)  # as api.herd runs it
-        run_repeated("herd", specs, repeat, lambda spec: run_sequential(spec, herd_load), skipped, json_path)
+        run_repeated(
+            "herd", specs, repeat, lambda spec: run_sequential(spec, herd_load), skipped, json_path, tally=of_sequential
+        )
         return
 
     def save(result: HerdResult) -> None:
@@ -73,3 +76,4 @@ def herd(modes: list[str], repeat: int, json_path: str | None, per_worker: bool,
 
             result = api.herd(server, load, modes, on_record=advance)
     save(result)
+    end_if_nothing_served([of_sequential(run) for run in result.runs])

@@ -179,42 +179,6 @@ def unanswered_until_stopped(results: Sequence[Any]) -> None:
 def served_something(results: Sequence[Any]) -> None:
     """After the report and the file: NothingServed (exit 1) naming each run that served no request and
     why its requests failed (the report lists them all), so that a script does not take it for a result."""
-    from ..core.errors import NothingServed
-    from ..core.protocol import BAD_REPLY, EMPTY_200, describe_error
-    from ..experiments.target_unanswered import SILENT, line_client_unanswered, tls_note, tls_spoken
-    from ..servers.registry import known_by_replies
+    from .served_nothing import end_if_nothing_served, of_totals
 
-    empty = [r for r in results if not r.ok]
-    if not empty:
-        return
-    said = []
-    for r in empty:
-        reasons = ", ".join(
-            f"{n} × {describe_error(name)}" for name, n in sorted(r.errors.items(), key=lambda kv: -kv[1])
-        )
-        who = f"{r.server.label} " if len(results) > 1 else ""
-        said.append(f"{who}served nothing: " + (reasons or "no request was sent"))
-        if known_by_replies(r.server) and r.errors and set(r.errors) == {BAD_REPLY}:  # a stock server's page
-            said.append(
-                "the server answered, but no reply named a worker: --target attributes each connection by its "
-                "reply alone, which must read 'worker PID' or 'worker N pid PID' (as accept-order serve answers)"
-            )
-        if spoken := tls_spoken(r.server, (name for name, n in r.errors.items() if n)):  # an HTTPS port
-            said.append(tls_note(r.server, spoken))
-            continue
-        statuses = r.errors and all(name.startswith(f"{BAD_REPLY} (HTTP ") for name in r.errors)
-        blank = r.errors and set(r.errors) == {EMPTY_200}  # nginx's 'return 200;', read 'names no worker'
-        how = "with a status other than 200" if statuses else "with a 200 and an empty body"
-        if (statuses or blank) and known_by_replies(r.server):  # nginx's 301 at --target said no more than its name
-            said.append(
-                f"the server answered 'GET /' {how}: --target counts a connection as served on a 200 whose body "
-                "reads 'worker PID' or 'worker N pid PID' (as accept-order serve answers)"
-            )
-        elif statuses or blank:  # an attached Apache's 404 of '/'
-            said.append(
-                f"the server answered 'GET /' {how}: a connection counts as served on a 200 only, with a body, so "
-                "--port must be where '/' answers 200 with a body (nginx: location = / { return 200 \"ok\\n\"; })"
-            )
-        if line_client_unanswered(r.server, (name for name, n in r.errors.items() if n)):  # HTTP: awaits a request
-            said.append(SILENT[0].lower() + SILENT[1:])
-    raise NothingServed("; ".join(said))
+    end_if_nothing_served([of_totals(r) for r in results])

@@ -9,7 +9,7 @@ import click
 
 from ..core.spec import DEFAULT_DRIVER_PROCS, MAX_CONNECTIONS, MAX_DRIVER_PROCS, Driver
 from .app import handle_errors
-from .common import end_if_hosts_lost, host_warnings, keep_partial, report_and_save, tls_after
+from .common import end_if_hosts_lost, host_warnings, keep_partial, report_and_save
 from .load_options import RAMP_COUNTS, client_hosts, clients_options, driver_option, driver_procs_help
 from .options import (
     examples,
@@ -23,6 +23,7 @@ from .options import (
 from .output import progress_bar
 from .progress import RunProgress
 from .repeat_common import repeat_option, run_repeated
+from .served_nothing import Tally, end_if_nothing_served, of_parts
 from .specs import first_available, given_kind_options, load_cpus, loop_here, refuse_for_target, server_spec
 from .types import DURATION, MODE_LIST, IntList, IntRange, parse_float
 
@@ -230,12 +231,17 @@ def ramp(
                 ramped[0] = spec
                 return run_ramp(spec, plan, on_step)
 
-            run_repeated("ramp", specs, repeat, one, skipped, json_path, rounds)
+            run_repeated("ramp", specs, repeat, one, skipped, json_path, rounds, tally=ramp_tally)
             return
         # an error after a step (a client host lost, a driver that could not start): the steps so far, saved
         kept = keep_partial(lambda results: save(results[0]), lambda results, why: save(results[0]))
         with kept, rounds.heartbeat():
             result = run_ramp(specs[0], plan, on_step)
     save(result)
-    tls_after(result.server, ((sum(step.served), step.errors) for step in result.steps))  # an HTTPS port
+    end_if_nothing_served([ramp_tally(result)])  # no step served any (an HTTPS port): why, and exit 1
     end_if_hosts_lost(result, json_path)
+
+
+def ramp_tally(result: Any) -> Tally:
+    """A ramp's steps together: a step that served none after others served is its knee, not a failure."""
+    return of_parts(result.server, result.steps)

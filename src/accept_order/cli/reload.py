@@ -16,6 +16,7 @@ from .options import examples, json_option, load_options, modes_option, server_o
 from .output import progress_bar
 from .progress import RunProgress
 from .repeat_common import repeat_option, run_repeated
+from .served_nothing import Tally, end_if_nothing_served, of_totals
 from .specs import concurrent_load, first_available, given_kind_options, server_spec
 from .types import FloatRange, IntList, IntRange
 
@@ -133,14 +134,20 @@ def reload(
             def one(variant: tuple[Any, ReloadPlan]) -> Any:
                 return reload_runs([variant], load, on_run)[0]
 
-            run_repeated("reload", variants, repeat, one, skipped, json_path, rounds, kept)
+            run_repeated("reload", variants, repeat, one, skipped, json_path, rounds, kept, tally=reload_tally)
             return
         with keep_partial(lambda runs: save(runs, interrupted=True)), rounds.heartbeat():
             runs = reload_runs(variants, load, on_run)
     save(runs)
+    end_if_nothing_served([reload_tally(run) for run in runs])
 
 
 def _with(plan: Any, worker: int, at: float) -> Any:
     import dataclasses
 
     return dataclasses.replace(plan, worker=worker, at=at)
+
+
+def reload_tally(run: Any) -> Tally:
+    """One run as the report names it: its mode, how the worker went, and tcp_migrate_req."""
+    return of_totals(run, f"{run.server.label} {run.how} migrate={run.migrate}")

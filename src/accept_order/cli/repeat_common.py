@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .common import end_if_hosts_lost, keep_partial, report_and_save
+from .served_nothing import Tally, end_if_nothing_served, of_totals
 from .types import IntRange
 
 if TYPE_CHECKING:
@@ -38,7 +39,10 @@ def run_repeated(
     json_path: str | None,
     progress: RunProgress | None = None,
     notes: Sequence[str] = (),
+    tally: Callable[[Any], Tally] | None = None,
 ) -> None:
+    """Run the rounds, then save and report them; `tally` reads one run for end_if_nothing_served (each round's
+    run that served nothing named after the file, exit 1; cli/served_nothing.py), None: of_totals (a load's)."""
     from ..api import repeat as interleaved
     from ..experiments.repeat.experiment import report
     from ..experiments.repeat.result import repeated
@@ -75,4 +79,14 @@ def run_repeated(
     with kept, progress.heartbeat():
         done = interleaved(variants, rounds, counted)
     save(done)
+    read = tally or of_totals
+    # each run of each round: one that served nothing is no measurement, however the others went
+    end_if_nothing_served([in_round(read(run), k) for k, runs in enumerate(done, 1) for run in runs])
     end_if_hosts_lost(done, json_path)
+
+
+def in_round(tally: Tally, k: int) -> Tally:
+    """`tally` named with its round: 'epoll (round 2)'."""
+    import dataclasses
+
+    return dataclasses.replace(tally, label=f"{tally.label} (round {k})")

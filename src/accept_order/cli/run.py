@@ -13,6 +13,7 @@ from .options import attach_options, examples, json_option, mode_option, sequent
 from .output import progress_bar
 from .progress import RunProgress
 from .repeat_common import repeat_option, run_repeated
+from .served_nothing import end_if_nothing_served, of_sequential
 from .specs import sequential_load, server_spec
 
 
@@ -52,7 +53,7 @@ def run(repeat: int, json_path: str | None, **options: Any) -> None:
         def run_one(spec: Any) -> Any:  # no bar over a --repeat (its rounds say it): each run's count from 0
             return run_sequential(spec, load, on_record=counting(rounds.ticking(lambda *_: None, load.connections)))
 
-        run_repeated("run", [server], repeat, run_one, {}, json_path, rounds)
+        run_repeated("run", [server], repeat, run_one, {}, json_path, rounds, tally=of_sequential)
         return
 
     def save(result: RunResult) -> None:
@@ -68,7 +69,7 @@ def run(repeat: int, json_path: str | None, **options: Any) -> None:
         with progress_bar(f"{server.mode}: connections", load.connections, threshold=threshold) as update:
             result = run_sequential(server, load, on_record=counting(runs.ticking(update, load.connections)))
     save(result)
-    tls_note(result)
+    end_if_nothing_served([of_sequential(result)])  # 'Verdict: nothing served' is no measurement: exit 1
 
 
 def counting(tick: Callable[[int, float], None]) -> Callable[[Any], None]:
@@ -87,21 +88,3 @@ def counting(tick: Callable[[int, float], None]) -> Callable[[Any], None]:
         tick(Finished(finished, served, timed_out), 0.0)
 
     return on_record
-
-
-def tls_note(result: Any) -> None:
-    """After the report, a line for a server this tool did not start whose port speaks TLS, where no connection
-    was served: the report's 'closed without a reply' or 'bad reply (HTTP 400)' does not say why (nginx's
-    HTTPS port answers plain HTTP 400, h2o's and HAProxy's close), and a report read again by 'show' must not
-    ask the port, so the line is the command's own, as latency's error line is."""
-    from ..core.protocol import NO_REPLY
-    from ..experiments.target_unanswered import tls_note as said
-    from ..experiments.target_unanswered import tls_spoken
-    from .output import note
-
-    if result.served or not result.records:
-        return
-    # the sequential client's words ('closed without a reply', 'ECONNRESET: Connection reset by peer') as names
-    names = {NO_REPLY if r.error == "closed without a reply" else (r.error or "").split(":")[0] for r in result.records}
-    if spoken := tls_spoken(result.server, names):
-        note(f"accept-order: note: {said(result.server, spoken)}")

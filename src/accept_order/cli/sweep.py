@@ -21,6 +21,7 @@ from .options import (
 )
 from .progress import RunProgress
 from .repeat_common import repeat_option, run_repeated
+from .served_nothing import end_if_nothing_served, of_totals
 from .specs import concurrent_load, refuse_for_target, server_spec
 from .sweep_caps import default_caps
 
@@ -81,6 +82,7 @@ def sweep(json_path: str | None, batches: list[int] | None, repeat: int, **optio
                 {},
                 json_path,
                 runs,
+                tally=lambda r: of_totals(r, f"accept-batch {r.server.accept_batch or 'none'}"),
             )
         return
 
@@ -94,4 +96,5 @@ def sweep(json_path: str | None, batches: list[int] | None, repeat: int, **optio
         with bars(load, lambda s: f"accept-batch {s.accept_batch or 'none'}", cap, count=True) as on_run:
             results = api.sweep_accept_batch(server, load, batches, on_run)
     save(results)
+    end_if_nothing_served([of_totals(r, f"accept-batch {r.server.accept_batch or 'none'}") for r in results])
     end_if_hosts_lost(results, json_path)
