@@ -241,13 +241,16 @@ def ramp_report(result: RampResult) -> RenderableType:
     elif broke is None and held is not None and (fell := served_less(result)) is not None:
         parts.append(Text(f"Every step held, up to {_offered(held)}, {fell}.", style="yellow"))
     elif broke is None and held is not None:
-        parts.append(
-            Text(f"Every step held, up to {_offered(held)}: the breaking point is further out.", style="green")
-        )
+        further = f"Every step held, up to {_offered(held)}: the breaking point is further out"
+        sure = "How sure: one run; --repeat 3 says how often every step holds"  # a busy machine moves it
+        parts.append(Text(f"{further}. {sure}", style="green"))
     elif broke is not None:
         before = f"the last step that held was {_offered(held)}" if held else "no step held"
         why = "; ".join(broke.reasons) or "interrupted"
-        parts.append(Text(f"Knee: {before}; the first that did not was {_offered(broke)}: {why}.", style="bold"))
+        # the steps' spacing bounds the knee as much as the run does: said with it
+        lies = f"between {_offered(held)} and {_offered(broke)}" if held else f"at or below {_offered(broke)}"
+        sure = f"How sure: one run, to the steps' spacing: it lies {lies}; --repeat 3 says how often it does"
+        parts.append(Text(f"Knee: {before}; the first that did not was {_offered(broke)}: {why}. {sure}", style="bold"))
         if broke.seen:
             parts.append(Text(f"  There: {'; '.join(broke.seen)}."))
     for step in (s for s in result.steps if s.under_way):  # counted as aborted by the load; its row leaves them out
