@@ -253,7 +253,8 @@ def protocol_option(attach: bool = True) -> Callable[[F], F]:
         default="line",
         show_default=True,
         help=f"With {'--attach or ' if attach else ''}--target: what the server speaks (line: it writes and closes; "
-        "http: a keep-alive request, the connection held open until the worker holding it is found).",
+        "http: it answers a request 'GET /' with a 200 and a body; run holds each connection open until the worker "
+        "holding it is found, a load reads each reply to its end).",
     )
 
 
