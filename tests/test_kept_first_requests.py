@@ -22,6 +22,7 @@ from accept_order.core.first_requests import FirstRequests
 from accept_order.core.histogram import LatencyHistogram
 from accept_order.core.spec import ConcurrentLoad, ServerSpec
 from accept_order.experiments.latency.first_requests import cure_for_fill, fill_verdict, first_csv, first_parts
+from accept_order.experiments.latency.kept_compare import kept_compare_parts
 from accept_order.experiments.latency.result import LatencyResult
 from accept_order.loads.kept_tally import KeptTally
 
@@ -130,6 +131,7 @@ def test_a_tail_of_later_requests_is_the_steady_state() -> None:
     steady.add(9000, 200)
     said = fill_verdict(dataclasses.replace(slow_later, histogram=steady)) or ""
     assert said.startswith("The tail is the steady state, not the fill: 0 of the"), said
+    assert "How sure: counted over this run's 10,000 requests, not estimated" in said, said
 
 
 def test_an_older_file_without_first_requests_says_they_are_not_known() -> None:
@@ -248,3 +250,15 @@ def test_attached_pool_requests_per_worker_are_its_holders_as_nginx_logged(free_
     assert [int(row.split()[4]) for row in table] == later, table  # worker, accepted, held at end, peak, requests
     said = " ".join(result.stdout.split())
     assert "requests, p50, p99: the 792 of 800 requests sent over the pool's connections once it was filled" in said
+
+
+def test_runs_side_by_side_show_first_and_later_p99_and_each_ones_fill_verdict() -> None:
+    capped = _with_fill(_kept(0, pool=False), 4_000_000, 25)
+    old = _kept(0, pool=False)  # first_requests None: a file from before they were kept apart
+    parts = kept_compare_parts([capped, old])
+    rows = [list(map(str, column.cells)) for column in parts[0].columns]
+    heads = [column.header for column in parts[0].columns]
+    assert heads[-2:] == ["first p99", "later p99"], heads
+    assert [rows[-2], rows[-1]] == [["4000.00", "-"], ["1.00", "-"]], rows  # the older run's are not known
+    notes = [str(p) for p in parts[1:]]
+    assert any(note.startswith("nginx epoll: The tail is the fill, not the steady state") for note in notes), notes

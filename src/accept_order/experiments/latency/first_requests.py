@@ -146,7 +146,9 @@ def fill_verdict(result: LatencyResult) -> str | None:
         )
     return (
         f"The tail is the steady state, not the fill: {ours} of {slow} {_were(ours)} "
-        f"({100 * base:.1f}% of all requests); the later requests alone have a p99 of {ms(later_p99)} ms. {sure}"
+        f"({100 * base:.1f}% of all requests); the later requests alone have a p99 of {ms(later_p99)} ms. How sure: "
+        f"counted over this run's {result.histogram.count:,} requests, not estimated; one run: --repeat says whether "
+        "another run's fill reaches its tail."
     )
 
 

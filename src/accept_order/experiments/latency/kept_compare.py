@@ -10,6 +10,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from .first_requests import fill_verdict, split_firsts
 from .kept_report import accepted, by_kernel, kept_lines, ms, requests, requests_jain, worker_percentile
 from .result import LatencyResult
 
@@ -38,11 +39,14 @@ def kept_compare_table(
         pad_edge=False,
         collapse_padding=True,
     )
-    for head in (column, "accepted per worker", "requests per worker", "Jain", "p99 ms per worker", "p99 ms"):
+    heads = (column, "accepted per worker", "requests per worker", "Jain", "p99 ms per worker", "p99 ms")
+    for head in (*heads, "first p99", "later p99"):  # each connection's first request, which waited to be accepted
         table.add_column(head, justify="left" if "worker" in head or head == column else "right")
     for r in kept:
         overall = r.histogram.percentile(99.0) if r.histogram.count else None
         took = accepted(r)
+        split = split_firsts(r)  # None: a file from before they were kept apart
+        firsts, later = (None, None) if split is None else (split[1].firsts, split[1].later)
         table.add_row(
             name(r),
             _counts(took),
@@ -50,6 +54,8 @@ def kept_compare_table(
             f"{requests_jain(r):.3f}" if sum(r.served) and (took is not None or not by_kernel(r)) else "-",
             " ".join(ms(worker_percentile(r, i, 99.0)) for i in range(len(r.served))),
             ms(overall),
+            ms(firsts.percentile(99.0) if firsts is not None and firsts.count else None),
+            ms(later.percentile(99.0) if later is not None and later.count else None),
         )
     return table
 
@@ -57,10 +63,17 @@ def kept_compare_table(
 def kept_compare_parts(
     results: Sequence[LatencyResult], name: Callable[[LatencyResult], str] = _label, column: str = "mode"
 ) -> list[Any]:
-    """The side-by-side table, then each run's pool and what a mode that serves to the end did."""
+    """The side-by-side table, then each run's pool and what a mode that serves to the end did, and whether its
+    tail is the fill (its connections' first requests) or the steady state."""
     table = kept_compare_table(results, name, column)
-    notes = [Text.assemble((f"{name(r)}: ", "bold"), line) for r in results for line in kept_lines(r)[1:]]
+    notes = [Text.assemble((f"{name(r)}: ", "bold"), line) for r in results for line in _notes(r)]
     return ([table] if table is not None else []) + notes
+
+
+def _notes(result: LatencyResult) -> list[Text]:
+    """A run's kept lines after the first (its pool, the server's closes, ...) and its fill verdict."""
+    said = fill_verdict(result)
+    return [*kept_lines(result)[1:], *([Text(said)] if said else [])]
 
 
 def kept_repeat_table(variants: dict[str, list[LatencyResult]]) -> Table | None:
