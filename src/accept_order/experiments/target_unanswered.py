@@ -76,14 +76,50 @@ def tls_spoken(server: ServerSpec, failures: Iterable[str]) -> TlsSpoken | H2cSp
 
 def tls_note(server: ServerSpec, spoken: TlsSpoken | H2cSpoken) -> str:
     """The sentence for a TLS port: what it speaks, and the plain listener the load needs (named by --target for
-    a server elsewhere: --port with --target is a usage error)."""
+    a server elsewhere: --port with --target is a usage error), in the words of the server found there."""
     aim = "--target that address" if known_by_replies(server) else "--port that one"
     return (
         f"{_at(server)} speaks {spoken.said}, and the load speaks plain HTTP/1.1 only: give the "
-        "server a plain-HTTP listener beside it (nginx: 'listen 127.0.0.1:8080;' in the same server block, with "
-        f"the {spoken.listen} listen's reuseport if it has one; the same workers accept on both) and {aim} (the "
+        f"server a plain-HTTP listener beside it ({_plain_listener(_program(server), spoken)}) and {aim} (the "
         f"same accept mechanism; {spoken.unmeasured} are not measured)"
     )
+
+
+def _program(server: ServerSpec) -> str | None:
+    """The kind /proc names an attached server (registry.recognise: 'haproxy', 'nginx'); None for a server elsewhere,
+    which only its replies are known by, or a process of no known kind."""
+    if not server.attach:
+        return None
+    from ..probes.proc_processes import process_info
+    from ..servers.registry import recognise
+
+    info = process_info(server.attach[0])
+    kind = recognise(info.name, info.argv) if info is not None else None
+    return kind.name if kind is not None else None
+
+
+def _plain_listener(program: str | None, spoken: TlsSpoken | H2cSpoken) -> str:
+    """How the server found adds a plain HTTP/1.1 listener beside its TLS or h2c one: an h2c HAProxy was told
+    'nginx: listen ...', the only words there were. A server of no known kind (or elsewhere) gets no one's syntax."""
+    h2c = spoken.listen == "http2"
+    if program == "nginx":
+        return (
+            f"nginx: 'listen 127.0.0.1:8080;' in the same server block, with the {spoken.listen} listen's reuseport "
+            "if it has one; the same workers accept on both"
+        )
+    if program == "haproxy":
+        dropped = "'proto h2'" if h2c else "'ssl crt ...'"
+        return (
+            f"HAProxy: 'bind 127.0.0.1:8080' in the same frontend, without {dropped}; the same threads accept on both"
+        )
+    if program == "h2o":  # whose plain listener speaks h2c and HTTP/1.1 alike: only a TLS one fails the load
+        return (
+            f"h2o: a 'listen: 8080' with no 'ssl' block beside the {spoken.listen} one; the same threads accept on both"
+        )
+    if program == "caddy":
+        return f"Caddy: an 'http://127.0.0.1:8080' site address beside the {spoken.listen} one, for the same routes"
+    said = f"{program}: " if program else ""
+    return f"{said}a second listener on a port of its own, plain HTTP/1.1, served by the same workers"
 
 
 def _at(server: ServerSpec) -> str:
