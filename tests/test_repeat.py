@@ -262,7 +262,9 @@ def test_order_verdicts_count_the_runs_that_agree() -> None:
     assert stability["blocking"].text == "rotation (FIFO among idle workers) in 2/3 runs: the runs disagree"
     assert stability["blocking"].conclusive is False
     # A herd's measured size differs from run to run; the pattern is the same herd.
-    expected = "thundering herd (workers woken per connection); order: no clear order (no idle-order model fits)"
+    expected = (
+        "thundering herd (more than one worker woken per connection); order: no clear order (no idle-order model fits)"
+    )
     assert stability["poll"].text == f"{expected} in 3/3 runs" and stability["poll"].conclusive is True
 
 
