@@ -3,7 +3,7 @@ first_requests.py).
 
 A keepalive tester's nginx 1.22 (4 workers, multi_accept off, 100 connections opened at once, load ~9 on 2 vCPUs):
 the worker holding 36 of them answered their first requests in a staircase from 1.2 to 6.5 s, one accepted per
-event-loop turn, and the run's p99 read 4,024 ms where multi_accept on read 516 ms; the report mixed those first
+event-loop turn (p99 4,024 and 920 ms in two runs, 516 and 568 ms with multi_accept on); the report mixed those first
 requests with the steady state's, so the tail read as the server's.
 """
 
