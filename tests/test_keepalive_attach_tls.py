@@ -274,6 +274,6 @@ def test_a_plain_404_is_not_asked_for_a_handshake() -> None:
 
 def test_an_ipv6_port_is_named_as_target_takes_it() -> None:
     """'burst --target [::1]:18643' at nginx's 'listen [::1]:18643 ssl http2' read '::1:18643 speaks TLS'."""
-    server = SimpleNamespace(host="::1", port=18643, kind="remote")
+    server = SimpleNamespace(host="::1", port=18643, kind="remote", attach=())
     note = tls_note(server, TlsSpoken("TLSv1.2", "h2"))  # type: ignore[arg-type]
     assert note.startswith("[::1]:18643 speaks TLS (TLSv1.2, ALPN h2: HTTP/2)"), note
