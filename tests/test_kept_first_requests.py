@@ -57,6 +57,18 @@ def test_the_tally_keeps_each_connections_first_reply_apart() -> None:
     assert report["served"] == {0: 3, 1: 1} and report["connections"] == {0: 1, 1: 1}
 
 
+def test_a_holder_found_after_the_fill_takes_over_its_connections_first_reply() -> None:
+    tally = KeptTally()
+    tally.reply(-1, 5000, first=True)  # replies that name no worker: counted as -1
+    tally.reply(-1, 6000, first=True)
+    tally.place(5000, 1)  # the first connection's holder: worker 1
+    tally.reply(1, 100, first=False)
+    report = tally.report()
+    assert report["first_counts"] == {-1: [(6000, 1)], 1: [(5000, 1)]}
+    assert sorted(report["worker_counts"][1]) == [(100, 1), (5000, 1)]
+    assert report["served"] == {-1: 1, 1: 2} and report["connections"] == {-1: 1, 1: 1}
+
+
 def _with_fill(result: LatencyResult, first_us: int, firsts_per_worker: int) -> LatencyResult:
     """`result` with each worker's first `firsts_per_worker` requests taking `first_us` (the rest as they were)."""
     workers, every = [], LatencyHistogram()
@@ -226,8 +238,8 @@ def test_first_requests_more_than_the_run_served_are_refused_in_one_line(tmp_pat
 
 @ATTACH
 def test_attached_pool_requests_per_worker_are_its_holders_as_nginx_logged(free_port: int, tmp_path: Path) -> None:
-    """Replies that name no worker: each pool connection's holder, found once after the fill, counts its later
-    requests; nginx's log ($pid, $connection_requests) says which worker served each."""
+    """Replies that name no worker: each pool connection's holder, found once after the fill, counts its requests,
+    its first one too; nginx's log ($pid, $connection_requests) says which worker served each."""
     out = tmp_path / "pool.json"
     with nginx_by_hand(NGINX, free_port, 2, TIMEOUT_S) as nginx:
         result = run_cli(
@@ -240,16 +252,20 @@ def test_attached_pool_requests_per_worker_are_its_holders_as_nginx_logged(free_
     assert result.exit_code == 0, result.output
     doc = json.loads(out.read_text())
     pids = [c["pid"] for c in sorted(doc["counters"], key=lambda c: c["index"])]
-    later = [sum(1 for row in logged if row[0] == str(pid) and row[2] != "1") for pid in pids]
+    served = [sum(1 for row in logged if row[0] == str(pid)) for pid in pids]
+    firsts = [sum(1 for row in logged if row[0] == str(pid) and row[2] == "1") for pid in pids]
     placed = [LatencyHistogram.from_dict(h).count for h in doc["worker_histograms"]]
-    assert len(logged) == 800 and placed == later and sum(later) == 792, (placed, later)
+    placed_firsts = [LatencyHistogram.from_dict(h).count for h in doc["first_requests"]["workers"]]
+    assert len(logged) == 800 and placed == served and placed_firsts == firsts, (placed, served, placed_firsts)
     rows = run_cli(["show", str(out), "--format", "csv", "--table", "connections"]).stdout.splitlines()
-    assert [int(row.split(",")[5]) for row in rows[1:]] == later, rows
+    assert [int(row.split(",")[5]) for row in rows[1:]] == served, rows
     lines = result.stdout.split("kept connections per worker")[1].splitlines()
     table = [line for line in lines if line.split()[:1] in (["0"], ["1"])][:2]  # the two workers' rows
-    assert [int(row.split()[4]) for row in table] == later, table  # worker, accepted, held at end, peak, requests
+    assert [int(row.split()[4]) for row in table] == served, table  # worker, accepted, held at end, peak, requests
     said = " ".join(result.stdout.split())
-    assert "requests, p50, p99: the 792 of 800 requests sent over the pool's connections once it was filled" in said
+    assert "requests, p50, p99: 800 of the 800 requests, those over the pool's connections" in said, said
+    firsts_rows = run_cli(["show", str(out), "--format", "csv", "--table", "first_requests"]).stdout.splitlines()
+    assert [int(row.split(",")[3]) for row in firsts_rows[1:3]] == firsts, firsts_rows
 
 
 def test_runs_side_by_side_show_first_and_later_p99_and_each_ones_fill_verdict() -> None:

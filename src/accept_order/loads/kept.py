@@ -57,7 +57,8 @@ from .kept_tally import KeptTally
 
 # A connection's fields (a list: fewer allocations than an object per connection). DONE: requests counted
 # against K (carried over to the connection that replaces one the server ended); REPLIES: replies on this socket.
-SOCK, WORKER, DONE, STARTED, BUF, CONNECTING, REPLIES = range(7)
+# FIRST_US: its first reply's duration (a holder found after the fill takes it over: kept_owners.py).
+SOCK, WORKER, DONE, STARTED, BUF, CONNECTING, REPLIES, FIRST_US = range(8)
 # How a server's close of a kept connection shows: EOF on a read, a reset on a read, a send after its reset.
 CLOSED = frozenset({NO_REPLY, "ECONNRESET", "EPIPE"})
 
@@ -119,7 +120,7 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
             return None
         fd = s.fileno()
         ep.register(fd, flags | select.EPOLLOUT)
-        conns[fd] = [s, None, done, start, b"", True, 0]
+        conns[fd] = [s, None, done, start, b"", True, 0, 0]
         return fd
 
     def send(fd: int, start: int) -> bool:
@@ -197,9 +198,10 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
         if who == UNNAMED and c[WORKER] is not None:
             who = c[WORKER]  # its holder, where found after the fill (kept_owners.py); else still unnamed
         first = c[WORKER] is None
+        us = (end - c[STARTED]) // 1000
         if first:
-            c[WORKER] = who
-        tally.reply(who, (end - c[STARTED]) // 1000, first)
+            c[WORKER], c[FIRST_US] = who, us
+        tally.reply(who, us, first)
         c[STARTED] = 0
         c[DONE] += 1
         state["done"] += 1
@@ -270,6 +272,7 @@ def drive_kept(cfg: Any, progress: Any, stop: Any, turn: Any, schedstat: Any, ti
                 for fd, owner in holders(cfg.attribution, {fd: c[SOCK] for fd, c in conns.items()}).items():
                     if conns[fd][WORKER] == UNNAMED:
                         conns[fd][WORKER] = owner
+                        tally.place(conns[fd][FIRST_US], owner)  # its first reply, and the connection, are the holder's
         # The load's time starts once the whole pool is open (every driver's share): its rates, its CPU and
         # its --duration count from here, and the fill keeps its own time (one that waits out a timeout
         # took 10 s before a 2 s load here, and counted in its rate). The CPU window sits inside the wall's.

@@ -37,6 +37,21 @@ class KeptTally:
             counts = book[who] = {}
         counts[us] = counts.get(us, 0) + 1
 
+    def place(self, us: int, who: int, unnamed: int = -1) -> None:
+        """A connection counted for `unnamed` (its replies name no worker), whose first reply took `us`, found held by
+        worker `who`: that reply, and the connection, are counted for `who` instead."""
+        for counts in (self.served, self.accepted):
+            counts[unnamed] -= 1
+            if not counts[unnamed]:
+                del counts[unnamed]
+            counts[who] = counts.get(who, 0) + 1
+        book = self.firsts[unnamed]
+        book[us] -= 1
+        if not book[us]:
+            del book[us]
+        mine = self.firsts.setdefault(who, {})
+        mine[us] = mine.get(us, 0) + 1
+
     def report(self) -> dict[str, Any]:
         """The driver report's fields: `counts` (every request), `worker_counts` (each worker's, every request),
         `first_counts` (each worker's, the connections' first requests only), `served`, `connections`."""

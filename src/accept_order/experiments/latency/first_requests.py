@@ -74,6 +74,14 @@ def _figures(h: LatencyHistogram) -> list[int | None]:
     return [h.percentile(50.0), h.percentile(99.0), h.max_us]
 
 
+def _placed(result: LatencyResult, each: Sequence[FirstAndLater]) -> list[tuple[int, FirstAndLater]]:
+    """The workers' rows: none where the replies name no worker, unless the client found the holders of a pool's
+    connections after its fill (loads/kept_owners.py: then each row holds those connections' requests only)."""
+    if by_kernel(result) and not any(part.firsts.count for part in each):
+        return []
+    return list(enumerate(each))
+
+
 def first_table(result: LatencyResult) -> Table | None:
     """Per worker and for all: the first requests' count, p50, p99, max, and the later ones'. Where only the kernel
     counted per worker (replies that name none) the per-worker rows are not known: the 'all' row alone."""
@@ -90,7 +98,7 @@ def first_table(result: LatencyResult) -> Table | None:
     )
     for name in ("worker", "first", "p50 ms", "p99 ms", "max ms", "later", "p50 ms", "p99 ms", "max ms"):
         table.add_column(name, justify="right")
-    rows = [] if by_kernel(result) else [(str(i), part) for i, part in enumerate(each)]
+    rows = [(str(i), part) for i, part in _placed(result, each)]
     for name, part in [*rows, ("all", every)]:
         cells = [str(part.firsts.count), *map(ms, _figures(part.firsts))]
         table.add_row(name, *cells, str(part.later.count), *map(ms, _figures(part.later)))
@@ -216,7 +224,7 @@ def first_csv(runs: Sequence[dict[str, Any]]) -> str:
             writer.writerow([export.label(run), "all", "no", *[""] * 2 * len(figures)])
             continue
         each, every = split
-        rows = [] if by_kernel(result) else list(enumerate(each))
+        rows = _placed(result, each)
         for name, part in [*rows, ("all", every)]:
             cells = [
                 x

@@ -62,8 +62,8 @@ def requests(result: LatencyResult) -> tuple[int, ...] | None:
 def placed_requests(result: LatencyResult) -> tuple[int, ...] | None:
     """Where the replies name no worker: the requests each worker served over the pool's connections whose holder
     the client found after the fill (loads/kept_owners.py), as its histogram counts them; None where none was found
-    (or the replies name the worker: requests() says it). A part: the fill's first requests, and connections
-    opened later, are in none."""
+    (or the replies name the worker: requests() says it). A part: connections opened later in place of closed
+    ones are in none."""
     if not by_kernel(result):
         return None
     placed = tuple(h.count for h in result.worker_histograms)
@@ -138,10 +138,10 @@ def kept_lines(result: LatencyResult) -> list[Text]:
                 "the requests over them per worker, and those held at the end, are not known: the replies do not "
                 "name a worker"
                 if (placed := placed_requests(result)) is None
-                else f"requests, p50, p99: the {sum(placed):,} of {result.histogram.count:,} requests sent over the "
-                "pool's connections once it was filled, each counted for the worker the client found holding its "
-                "connection then (its fd table; the fill's first requests, and connections opened in place of closed "
-                "ones, are counted for none); held at end is not known: the replies do not name a worker"
+                else f"requests, p50, p99: {sum(placed):,} of the {result.histogram.count:,} requests, those over the "
+                "pool's connections, each counted for the worker the client found holding its connection once the "
+                "pool was filled (its fd table; connections opened later in place of closed ones are counted for "
+                "none); held at end is not known: the replies do not name a worker"
             )
         )
     else:
