@@ -43,6 +43,12 @@ from .split import clock_offset, combined, shares, stripe_s
 CLOCK_ROUNDS = 8  # round trips per host; the quickest sets the offset
 START_MARGIN_S = 0.1  # beyond the slowest host's round trip: time for the go to reach every host
 STARTED_LATE_S = 0.05  # a host that began this much after its start time is named as late
+# A driving host reports every TICK_S. One that says nothing for this long is lost: its network gone (a cable, a
+# switch, a power cut) or the host stalled. ssh sends no keepalive by default and the coordinator sends nothing
+# while it follows, so its connection stays open without a byte for as long as the network is down: a 5 s run whose
+# host lost its link at 3 s waited for it until it was interrupted (90 s later), its progress line frozen.
+SILENT_S = 10.0
+SILENCE_CHECK_S = 1.0  # how often the hosts' silences are looked at (not on every message: hundreds of hosts)
 
 
 @dataclass
@@ -61,6 +67,7 @@ class _Progress:
     started: float | None = None  # on the coordinator's clock
     ended: float | None = None
     lost: str | None = None
+    heard: float = 0.0  # on the monotonic clock: when it last said anything (its start, before its first word)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -166,6 +173,7 @@ class HostsLoad(Started):
         common = time.time() + START_MARGIN_S + 4 * slowest
         for index, p in enumerate(self.progress):
             p.start_at = common + stripe_s(self.load, index)
+            p.heard = time.monotonic() + (p.start_at - time.time())  # its first tick comes TICK_S after its start
             try:
                 p.host.channel.send(("go", p.start_at + p.offset_s))
             except CLOSED_CHANNEL:  # gone since it said ready: the others go on without it
@@ -193,7 +201,12 @@ class HostsLoad(Started):
 
     def _follow(self, on_tick: Callable[[int, float], None] | None, common: float, deadline: float | None) -> None:
         next_tick = time.monotonic() + TICK_S
+        next_check = time.monotonic() + SILENCE_CHECK_S
         while not all(p.done for p in self.progress):
+            if deadline is None and time.monotonic() > next_check:  # the stop's follow has its own deadline
+                next_check = time.monotonic() + SILENCE_CHECK_S
+                self._lose_silent()
+                continue
             if deadline is not None and time.monotonic() > deadline:
                 for p in self.progress:
                     if not p.done:
@@ -209,9 +222,32 @@ class HostsLoad(Started):
             with deferred():  # a result taken off the queue is stored before a signal can interrupt
                 self._heard(self.progress[index], message)
 
+    def _lose_silent(self) -> None:
+        """Name each host silent for SILENT_S as lost, and ask it to stop: one that only stalled would otherwise
+        drive on, uncounted, once it wakes (its ssh ends at close() in any case, and its load with it)."""
+        now = time.monotonic()
+        for p in self.progress:
+            if not p.done and now - p.heard > SILENT_S:
+                p.lost = (
+                    f"it said nothing for {SILENT_S:g} s, after at least {p.finished} connections ({p.served} served "
+                    "by its last report): the host stalled or the network to it is gone (its ssh connection was "
+                    "still open)"
+                )
+                try:
+                    p.host.channel.send(("stop",))
+                except CLOSED_CHANNEL:
+                    pass
+        self._unless_all_lost()
+
+    def _unless_all_lost(self) -> None:
+        if all(q.lost is not None for q in self.progress):
+            losses = "; ".join(f"{q.host.destination}: {q.lost}" for q in self.progress)
+            raise LoadError(f"every client host was lost: {losses}")
+
     def _heard(self, p: _Progress, message: Any) -> None:
         if p.done:
             return
+        p.heard = time.monotonic()
         if message == CLOSED:
             # the counts are its last progress report's (a tick): it may have done more since, never less
             p.lost = (
@@ -228,9 +264,7 @@ class HostsLoad(Started):
             p.served, p.timed_out = p.result.histogram.count, p.result.errors.get(TIMEOUT, 0)
         elif message[0] == "error":
             p.lost = f"it failed: {message[1]}"
-        if all(q.lost is not None for q in self.progress):
-            losses = "; ".join(f"{q.host.destination}: {q.lost}" for q in self.progress)
-            raise LoadError(f"every client host was lost: {losses}")
+        self._unless_all_lost()
 
     def _result(self, common: float) -> LoadResult:
         reported = [p for p in self.progress if p.result is not None]

@@ -1,0 +1,108 @@
+"""A client host that falls silent mid-run, its ssh connection still open, is lost after driven.SILENT_S; the run
+goes on to its end without it and exits 1 after the result, as for a host whose connection closed.
+
+Silent two ways, on a real cluster (tests/cluster.py: client namespaces c1, c2, each with its own sshd): c2's link
+taken down (its network gone: a cable, a switch, a power cut), and c2's remote Python and drivers stopped (SIGSTOP: a
+host stalled). Neither closes the ssh connection: ssh sends no keepalive by default, and the coordinator sends
+nothing while it follows the hosts, so nothing ever times out. Before driven's silence check, a 5 s run whose host
+lost its link at 3 s was still waiting for it 90 s later, when it was interrupted. The run here is 5 s, the fault
+about 1 s into it (an event: c2's own TcpActiveOpens counter), so without the check the command never exits and
+run.wait's 90 s fail the test.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import psutil
+import pytest
+from cluster import Cluster, cluster_fixture
+from test_clients_faults import (
+    RATE,
+    TICKED_CONNECTS,
+    Run,
+    _remote_python,
+    active_opens,
+    assert_nothing_left,
+    load_args,
+    opened,
+    start,
+    under_way,
+)
+
+cluster = cluster_fixture(clients=2)
+SILENT = (
+    r"it said nothing for 10 s, after at least (\d+) connections \((\d+) served by its last report\): the host "
+    r"stalled or the network to it is gone \(its ssh connection was still open\)"
+)
+
+
+@contextmanager
+def link_down(c: Cluster, name: str) -> Iterator[None]:
+    """The host's only link down (its network gone), up again when the block ends, for the module's next tests."""
+    host = c.hosts[name]
+    subprocess.run(["ip", "netns", "exec", host.namespace, "ip", "link", "set", host.inner_link, "down"], check=True)
+    try:
+        yield
+    finally:
+        subprocess.run(["ip", "netns", "exec", host.namespace, "ip", "link", "set", host.inner_link, "up"], check=True)
+
+
+@contextmanager
+def stalled(c: Cluster, name: str) -> Iterator[None]:
+    """The host's remote Python and its drivers stopped (a host stalled: its sshd still answers), continued when the
+    block ends, to find their channel gone and exit."""
+    python = _remote_python(c, name)
+    processes = [python, *python.children(recursive=True)]
+    for process in processes:
+        process.send_signal(signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for process in processes:
+            try:
+                process.send_signal(signal.SIGCONT)
+            except psutil.NoSuchProcess:
+                pass
+
+
+def _ended(run: Run) -> int:
+    try:
+        return run.wait()
+    except subprocess.TimeoutExpired:
+        os.killpg(run.proc.pid, signal.SIGKILL)  # waiting for the silent host for ever: the bug this file is about
+        run.proc.wait(30)
+        raise
+
+
+@pytest.mark.parametrize("fault", ["link down", "stalled"])
+def test_a_host_silent_mid_run_is_lost_and_the_others_result_kept(cluster: Cluster, tmp_path: Path, fault: str) -> None:
+    before = opened(cluster)
+    run = start(tmp_path, *load_args(cluster, tmp_path), "--duration", "5s", "--rate", str(RATE))
+    under_way(run, cluster, before, TICKED_CONNECTS)
+    with link_down(cluster, "c2") if fault == "link down" else stalled(cluster, "c2"):
+        code = _ended(run)
+        driven = active_opens(cluster, "c2") - before["c2"]
+    assert code == 1, run.err.text
+    saved, error = run.error_lines()  # the file first, then the one line
+    assert saved == f"wrote {run.json_path}", run.err.text
+    assert re.fullmatch(
+        f"accept-order: error: client host c2 was lost during the run: {SILENT}; the report and "
+        f"{re.escape(str(run.json_path))} hold what the other hosts drove",
+        error,
+    ), error
+    c1, c2 = run.document()["hosts"]
+    assert c1["lost"] is None and c1["served_total"] > 0
+    lost = re.fullmatch(SILENT, c2["lost"] or "")
+    assert lost is not None, c2["lost"]
+    assert 0 < int(lost.group(2)) <= int(lost.group(1)) <= driven  # what it had done, as far as it had said
+    assert c2["served_total"] == 0
+    assert run.document()["summary"]["count"] == c1["served_total"]
+    assert "Traceback" not in run.err.text
+    assert_nothing_left(cluster, str(tmp_path))  # the link up again, or the processes continued: they end
