@@ -106,7 +106,9 @@ def saved_load(tmp_path_factory: pytest.TempPathFactory) -> SavedLoad:
         key = (kind, *args)
         if key not in texts:
             good = tmp_path_factory.mktemp(kind) / f"{kind}.json"
-            assert run_cli([kind, "-w", "2", *args, "--json", str(good)]).exit_code == 0
+            made = run_cli([kind, "-w", "2", *args, "--json", str(good)])
+            # why, in each test that asked for it: a shared file that could not be made fails four tests at once
+            assert made.exit_code == 0, made.output
             texts[key] = good.read_text()
         return texts[key]
 
