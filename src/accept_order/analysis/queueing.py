@@ -14,8 +14,8 @@ Disciplines (what happens to a connection between its arrival and the worker tha
 - both take `batch`: a worker that comes back to the shared queue takes up to `batch` queued connections
   at once into its own queue and serves them one after the other (1: one at a time; 0: all of them,
   accept until EAGAIN, nginx's multi_accept). The others cannot take those any more.
-- `holder`: the same shared queue, taken by an accept lock's holder; the others take the lock only when their
-  retry `delay` is up or they come back from serving while connections wait (nginx's accept_mutex:
+- `holder`: the same shared queue, taken by an accept lock's holder; the others take the lock when they try it
+  (their retry `delay` up, or back from serving) while the holder serves, the lock free (nginx's accept_mutex:
   analysis/lock_holder.py, where it is measured).
 - `hash`: a queue per worker; each arrival goes to a uniformly random worker, idle or not (SO_REUSEPORT).
 - `round-robin`: arrival k goes to worker k mod N's own queue, idle or not (fd-pass, Node's SCHED_RR).
@@ -145,13 +145,17 @@ def simulate(
     warmup: float = WARMUP,
     ring: int = 0,
     delay: float = 500_000.0,
+    hold: float = 0.0,
 ) -> SimResult:
     """Run `requests` requests through `workers` workers; the first `warmup` share of them are not measured
     (0: every one, from empty queues). `service`: one for every worker, or one each (workers that do not get
     the same CPU are not identical). `ring`: `first`'s completions a worker's ring holds (0: no limit). `delay`:
-    `holder`'s retry delay, in the service's unit (µs: nginx's accept_mutex_delay 500 ms)."""
-    if workers < 1 or requests < 2 or batch < 0 or ring < 0 or delay <= 0 or discipline not in DISCIPLINES:
-        raise ValueError("need workers >= 1, requests >= 2, batch >= 0, ring >= 0, delay > 0 and a known discipline")
+    `holder`'s retry delay, in the service's unit (µs: nginx's accept_mutex_delay 500 ms); `hold`: the lock its holder
+    keeps on each connection it takes, before serving it (lock_holder.HOLD_US)."""
+    if workers < 1 or requests < 2 or batch < 0 or ring < 0 or delay <= 0 or hold < 0 or discipline not in DISCIPLINES:
+        raise ValueError(
+            "need workers >= 1, requests >= 2, batch >= 0, ring >= 0, delay > 0, hold >= 0 and a known discipline"
+        )
     if arrivals.loop == "closed" and arrivals.concurrency < 1 or arrivals.loop != "closed" and arrivals.rate <= 0:
         raise ValueError("a closed loop needs concurrency >= 1, an open loop a rate > 0")
     rng = random.Random(seed)
@@ -160,7 +164,7 @@ def simulate(
         raise ValueError("need one service time, or one per worker")
     draws = [s.sampler(rng) for s in services]
     if discipline == "holder":
-        sojourns, counts = simulate_holder(workers, arrivals, draws, requests, batch, rng, warmup, delay)
+        sojourns, counts = simulate_holder(workers, arrivals, draws, requests, batch, rng, warmup, delay, hold)
         return SimResult(tuple(sojourns), tuple(counts))
     # Drawn in line where every worker's service is a sample (the latency model's case): the same draw as
     # Service.sampler's, without a call per request. The loop below is the whole simulation written out in one
