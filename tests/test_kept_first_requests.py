@@ -131,6 +131,10 @@ def test_a_tail_of_first_requests_is_the_fill_and_names_the_accept_batch_only_wh
     said = fill_verdict(pooled) or ""
     assert said.startswith("The tail is the fill") and "--accept-batch" not in said, said
     assert "one after another, each once the one before was answered" in said, said
+    reopened = dataclasses.replace(pooled, connections=(72, 60, 40, 28))  # the server closed each once: 200 for 100
+    assert "The connections were opened again together in place of closed ones" in (cure_for_fill(reopened) or "")
+    # opened one by one as others closed after 10 requests each: not a queue the batch made
+    assert cure_for_fill(_with_fill(_kept(10, pool=False), 4_000_000, 25)) is None
 
 
 def test_a_tail_of_later_requests_is_the_steady_state() -> None:

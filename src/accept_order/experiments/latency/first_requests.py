@@ -24,7 +24,7 @@ from rich.text import Text
 from ...analysis.chance import binomial_tail, how_often
 from ...core.histogram import LatencyHistogram
 from ...core.text import plural
-from .kept_report import by_kernel, ms
+from .kept_report import accepted, by_kernel, ms
 from .result import LatencyResult
 
 # The tail is the fill where the first requests are at least this share of the slowest 1% of the requests, and at
@@ -166,23 +166,32 @@ def _were(n: int) -> str:
 
 def cure_for_fill(result: LatencyResult) -> str | None:
     """The cure for first requests that waited behind each other to be accepted, where it can produce that: the
-    connections were opened at once (not a pool filled one at a time, whose connections never queued behind each
-    other, unless some were opened again during the load), the tool started the server, its mode reads the cap on
-    accepts per wakeup, and the run had one (0 is none). Else the why, or None where nothing is to be said."""
+    connections were opened together (every -c at the start, kept for the whole run; or a pool's, opened again in
+    place of connections the server closed, which a server's limit closes together), at a server the tool started
+    whose mode reads the cap on accepts per wakeup, and the run had one (0 is none). A pool whose connections were
+    all opened in its fill, one at a time, queued none: said so. None where nothing is to be said (connections
+    opened one by one as others closed after K requests; a server attached or elsewhere, whose setting the tool
+    does not set; a mode that takes its own batch)."""
     from ...servers.registry import known_by_replies, known_mode
 
-    server = result.server
-    mode = known_mode(server.kind, server.mode)
-    if result.pool is not None and sum(result.connections) <= result.pool[0]:
+    server, load = result.server, result.load
+    took = accepted(result)
+    reopened = result.pool is not None and took is not None and sum(took) > result.pool[0]
+    if result.pool is not None and not reopened:
         return (
             "The pool opened its connections one after another, each once the one before was answered, so none "
             "waited behind another to be accepted: the first requests' wait is the connect and the worker's first "
             "turn, which no accept batch shortens."
         )
-    if known_by_replies(server) or mode is None or not mode.batches or not server.accept_batch:
+    together = reopened or (result.pool is None and load.requests_per_connection == 0)
+    mode = known_mode(server.kind, server.mode)
+    if not together or server.attach or known_by_replies(server) or mode is None or not mode.batches:
         return None
+    if not server.accept_batch:
+        return None
+    how = "opened again together in place of closed ones" if reopened else "opened at once"
     return (
-        f"The connections were opened at once and queued on the listener, and {server.label} took at most "
+        f"The connections were {how} and queued on the listener, and {server.label} took at most "
         f"{server.accept_batch} per wakeup (accept-batch {server.accept_batch}): --accept-batch 0 (each wakeup "
         "accepts every queued connection; nginx's multi_accept on) shortens that wait; the later requests' tail "
         "it does not change."
