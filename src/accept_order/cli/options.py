@@ -136,8 +136,8 @@ def work_options() -> Callable[[F], F]:
                 type=Duration(zero=True, high=most, was="ms"),
                 default="0ms",
                 show_default=True,
-                help="How long a worker spins per request before it answers it (every request of a kept "
-                "connection, --requests-per-connection), e.g. 1ms or 200us: a busy loop (not a sleep) until that "
+                help="How long a worker spins per request before it answers it (each request of a kept connection "
+                "too, where the command keeps them), e.g. 1ms or 200us: a busy loop (not a sleep) until that "
                 "much wall-clock time has passed, so a worker that waits for a CPU meanwhile burns less (nginx's and "
                 "lighttpd's loops: until their worker process has used that much CPU; HAProxy's until the request "
                 "has used that much of its thread's, or of its process's where Debian's lua-posix is missing, whose "
