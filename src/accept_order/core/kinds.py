@@ -257,6 +257,12 @@ class ServerKind:
         result depends on it: one line in each report of a run of it (None: nothing)."""
         return None
 
+    def plain_listener(self, h2c: bool, beside: str) -> str | None:
+        """How a plain HTTP/1.1 listener is added beside this kind's TLS one (or its HTTP/2-without-TLS one: `h2c`;
+        `beside` names it: 'TLS', 'http2'), in its own config's words, for the advice at a port the load cannot be
+        answered on (experiments/target_unanswered.py); None: no words of its own."""
+        return None
+
     def modes(self) -> Mapping[str, ModeInfo]:
         """Every mode, as data: never probes the machine."""
         raise NotImplementedError

@@ -23,6 +23,7 @@ from ..core.spec import ServerSpec
 from ..servers.registry import KINDS, known_by_replies
 
 if TYPE_CHECKING:
+    from ..core.kinds import ServerKind
     from ..probes.tls_hello import H2cSpoken, TlsSpoken
 
 NOTE = (
@@ -80,13 +81,13 @@ def tls_note(server: ServerSpec, spoken: TlsSpoken | H2cSpoken) -> str:
     aim = "--target that address" if known_by_replies(server) else "--port that one"
     return (
         f"{_at(server)} speaks {spoken.said}, and the load speaks plain HTTP/1.1 only: give the "
-        f"server a plain-HTTP listener beside it ({_plain_listener(_program(server), spoken)}) and {aim} (the "
+        f"server a plain-HTTP listener beside it ({_plain_listener(_found(server), spoken)}) and {aim} (the "
         f"same accept mechanism; {spoken.unmeasured} are not measured)"
     )
 
 
-def _program(server: ServerSpec) -> str | None:
-    """The kind /proc names an attached server (registry.recognise: 'haproxy', 'nginx'); None for a server elsewhere,
+def _found(server: ServerSpec) -> ServerKind | None:
+    """The kind /proc names an attached server (registry.recognise, as inspect reads it); None for a server elsewhere,
     which only its replies are known by, or a process of no known kind."""
     if not server.attach:
         return None
@@ -94,32 +95,18 @@ def _program(server: ServerSpec) -> str | None:
     from ..servers.registry import recognise
 
     info = process_info(server.attach[0])
-    kind = recognise(info.name, info.argv) if info is not None else None
-    return kind.name if kind is not None else None
+    return recognise(info.name, info.argv) if info is not None else None
 
 
-def _plain_listener(program: str | None, spoken: TlsSpoken | H2cSpoken) -> str:
-    """How the server found adds a plain HTTP/1.1 listener beside its TLS or h2c one: an h2c HAProxy was told
-    'nginx: listen ...', the only words there were. A server of no known kind (or elsewhere) gets no one's syntax."""
-    h2c = spoken.listen == "http2"
-    if program == "nginx":
-        return (
-            f"nginx: 'listen 127.0.0.1:8080;' in the same server block, with the {spoken.listen} listen's reuseport "
-            "if it has one; the same workers accept on both"
-        )
-    if program == "haproxy":
-        dropped = "'proto h2'" if h2c else "'ssl crt ...'"
-        return (
-            f"HAProxy: 'bind 127.0.0.1:8080' in the same frontend, without {dropped}; the same threads accept on both"
-        )
-    if program == "h2o":  # whose plain listener speaks h2c and HTTP/1.1 alike: only a TLS one fails the load
-        return (
-            f"h2o: a 'listen: 8080' with no 'ssl' block beside the {spoken.listen} one; the same threads accept on both"
-        )
-    if program == "caddy":
-        return f"Caddy: an 'http://127.0.0.1:8080' site address beside the {spoken.listen} one, for the same routes"
-    said = f"{program}: " if program else ""
-    return f"{said}a second listener on a port of its own, plain HTTP/1.1, served by the same workers"
+def _plain_listener(kind: ServerKind | None, spoken: TlsSpoken | H2cSpoken) -> str:
+    """How the server found adds a plain HTTP/1.1 listener beside its TLS or h2c one, in its own words (its kind's
+    plain_listener): an h2c HAProxy was told 'nginx: listen ...', the only words there were. A server of no known
+    kind, or elsewhere, gets no one's syntax."""
+    said = kind.plain_listener(spoken.listen == "http2", spoken.listen) if kind is not None else None
+    if said is not None:
+        return said
+    named = f"{kind.name}: " if kind is not None else ""
+    return f"{named}a second listener on a port of its own, plain HTTP/1.1, served by the same workers"
 
 
 def _at(server: ServerSpec) -> str:

@@ -193,6 +193,9 @@ class CaddyKind(ServerKind):
     )
     no_backlog = "Caddy 2.6 has no setting for it: Go's listen() asks for the kernel's limit, net.core.somaxconn"
 
+    def plain_listener(self, h2c: bool, beside: str) -> str | None:
+        return f"Caddy: an 'http://127.0.0.1:8080' site address beside the {beside} one, for the same routes"
+
     @property
     def cures(self) -> tuple[LongLivedCure, ...]:
         from ...core.cures import LongLivedCure, SideBySide

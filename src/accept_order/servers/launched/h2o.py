@@ -213,6 +213,10 @@ class H2oKind(ServerKind):
     # h2o 2.2's H2O_SOMAXCONN: 'simply use a large value, and let the kernel clip it' (net.core.somaxconn)
     no_backlog = "h2o 2.2 has no setting for it: its listen() asks for 65535, which the kernel caps at somaxconn"
 
+    def plain_listener(self, h2c: bool, beside: str) -> str | None:
+        # its plain listener speaks h2c and HTTP/1.1 alike: only a TLS one fails the load
+        return f"h2o: a 'listen: 8080' with no 'ssl' block beside the {beside} one; the same threads accept on both"
+
     @property
     def cures(self) -> tuple[LongLivedCure, ...]:
         from ...core.cures import IdleLimit, LongLivedCure

@@ -319,6 +319,12 @@ class HaproxyKind(ServerKind):
     default_accept_batch = DEFAULT_MAXACCEPT
     options = (MAXCONN,)
 
+    def plain_listener(self, h2c: bool, beside: str) -> str | None:
+        dropped = "'proto h2'" if h2c else "'ssl crt ...'"
+        return (
+            f"HAProxy: 'bind 127.0.0.1:8080' in the same frontend, without {dropped}; the same threads accept on both"
+        )
+
     @property
     def cures(self) -> tuple[LongLivedCure, ...]:
         from ...core.cures import ClientLimit, IdleLimit, LongLivedCure, SideBySide

@@ -92,6 +92,12 @@ class NginxKind(ServerKind):
     default_accept_batch = 1  # multi_accept off, nginx's default
     options = (MUTEX_DELAY,)  # its accept_mutex mode's accept_mutex_delay
 
+    def plain_listener(self, h2c: bool, beside: str) -> str | None:
+        return (
+            f"nginx: 'listen 127.0.0.1:8080;' in the same server block, with the {beside} listen's reuseport if it "
+            "has one; the same workers accept on both"
+        )
+
     @property
     def cures(self) -> tuple[LongLivedCure, ...]:
         from ...core.cures import ClientLimit, IdleLimit, LongLivedCure, SideBySide
