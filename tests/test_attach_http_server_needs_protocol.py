@@ -73,9 +73,10 @@ def test_attach_at_gunicorn_without_protocol_is_refused_before_a_connection(
     done = accept_order(command, "--attach", str(pid), "--port", str(port), "-n", "2", "--timeout", "200ms")
     assert done.returncode == 2, done
     assert done.stderr.splitlines() == [
-        f"accept-order: error: --attach: pid {pid} is gunicorn, which waits for an HTTP request before it answers: "
-        "give --protocol http (--protocol line, the default, sends nothing and waits for the server to write first, "
-        f"so every connection would wait out --timeout) (see 'accept-order {command} --help')"
+        f"accept-order: error: --attach: pid {pid} is gunicorn, which as an HTTP server waits for a request before "
+        "it answers, and --protocol line (the default) sends nothing, so every connection would wait out --timeout: "
+        f"give --protocol http, or --protocol line if this one writes first unasked (see 'accept-order {command} "
+        "--help')"
     ], done.stderr
     assert done.stdout == ""
     served = accept_order("run", "--attach", str(pid), "--port", str(port), "-n", "2", "--protocol", "http")
