@@ -61,14 +61,24 @@ def _samples(a: Interval, b: Interval) -> str:
 
 
 def merged_runs(evidence: Iterable[Mapping[str, Any]]) -> int:
-    """The runs each result's histogram adds up: 1, or the files `accept-order merge` added one after another
-    (their merged_from; at the same time, --concurrent, they are one run's several client hosts)."""
-    counts = set()
-    for seen in evidence:
-        merged = seen.get("merged_from")
-        files = merged.get("files") if isinstance(merged, dict) and not merged.get("concurrent") else None
-        counts.add(len(files) if isinstance(files, list) and files else 1)
-    return min(counts, default=1)
+    """The runs each result's histogram adds up (the fewest of any): 1, or those `accept-order merge` added (their
+    merged_from: runs_in)."""
+    return min((runs_in(seen.get("merged_from")) for seen in evidence), default=1)
+
+
+NESTED_AT_MOST = 64  # merges of merges followed this deep; a file deeper than any merge makes counts the rest as one
+
+
+def runs_in(merged: Any, depth: int = 0) -> int:
+    """The runs a merged_from holds: each file one after another adds its own, one run or those its own merged_from
+    held (results/merge_nested.py: a merge of ab.json, itself a.json and b.json merged, and c.json holds 3; a file
+    merged before each entry kept its own reads 2); files measured at once (--concurrent) are one run's several
+    client hosts: as many runs as the most any of them holds. 1 for a run's own result."""
+    files = merged.get("files") if isinstance(merged, Mapping) else None
+    if not isinstance(files, list) or not files or depth > NESTED_AT_MOST:
+        return 1
+    each = [runs_in(f.get("merged_from"), depth + 1) if isinstance(f, Mapping) else 1 for f in files]
+    return max(each) if merged.get("concurrent") else sum(each)
 
 
 def _each(runs: int) -> str:

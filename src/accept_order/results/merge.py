@@ -29,6 +29,7 @@ from ..core.load_summary import LoadSummary
 from .envelope import FileKind
 from .merge_differs import as_ran, backlogs_read, check_same
 from .merge_evidence import add_evidence, add_witness
+from .merge_nested import nested_sources
 from .merge_overlap import check_counted_once, runs_of, started_at
 from .merge_rows import keep_numbering, placement, realigned, widen
 from .merge_stops import stopped_sources
@@ -130,7 +131,9 @@ def merge(
             widen(into)
         sources.append({"file": name, "started_at": started_at(doc)})
     for index, run in enumerate(runs):
-        files = stopped_sources(index, documents, titled_sources(run, index, documents, sources))
+        files = nested_sources(
+            index, documents, stopped_sources(index, documents, titled_sources(run, index, documents, sources))
+        )
         run["evidence"] = {**run.get("evidence", {}), "merged_from": {"files": files, "concurrent": concurrent}}
     return kind, merged
 

@@ -17,13 +17,25 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from ..analysis.one_run import NESTED_AT_MOST
 from ..core.errors import ResultFileError
 
 
 def starts(run: dict[str, Any]) -> set[Any]:
-    """When the measurements in a run started: its own, and those of the files merged into it."""
-    merged = run.get("evidence", {}).get("merged_from", {}).get("files", [])
-    return {run["environment"].get("started_at")} | {source.get("started_at") for source in merged}
+    """When the measurements in a run started: its own, and those of the files merged into it, down through each
+    file's own merged_from (merge_nested.py: b's start in a merge of ab.json and c.json)."""
+    return {run["environment"].get("started_at")} | _merged_starts(run.get("evidence", {}).get("merged_from"))
+
+
+def _merged_starts(merged: Any, depth: int = 0) -> set[Any]:
+    files = merged.get("files") if isinstance(merged, dict) else None
+    if not isinstance(files, list) or depth > NESTED_AT_MOST:
+        return set()
+    found: set[Any] = set()
+    for source in files:
+        if isinstance(source, dict):
+            found |= {source.get("started_at")} | _merged_starts(source.get("merged_from"), depth + 1)
+    return found
 
 
 def _drivers(run: dict[str, Any]) -> set[str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...analysis.chance import how_often
+from ...analysis.one_run import runs_in
 from ...analysis.seen import SURE
 from ...analysis.tail_ranks import rank_chance
 from ...core.text import and_join, plural
@@ -40,15 +41,16 @@ def tails_follow(held: list[int], p99s: list[int | None]) -> tuple[int, int]:
 def _runs(result: LatencyResult) -> int:
     """The runs a result adds: a file merged from others measured one after the other adds each one's draw of its
     connections (merge of two pools of 32 read 'one run: its split is one draw of its 64 connections'); files
-    measured at once (--concurrent: several client hosts, one server) are one run. A merge of a merged file names
-    only the files of the last merge (merge of ab.json and c.json: '2 runs merged' of 3 pools of 32), but the
-    pools' planned sizes add while -c stays each run's, so the pool counts them too."""
+    measured at once (--concurrent: several client hosts, one server) are one run. A merge of a merged file counts
+    every run its files held (one_run.runs_in); one merged before the files kept their own named only the files of
+    the last merge (merge of ab.json and c.json: '2 runs merged' of 3 pools of 32), but the pools' planned sizes add
+    while -c stays each run's, so the pool counts them too."""
     merged = result.evidence.get("merged_from")
-    if not isinstance(merged, dict) or merged.get("concurrent") or not isinstance(files := merged.get("files"), list):
+    if not isinstance(merged, dict) or merged.get("concurrent") or not isinstance(merged.get("files"), list):
         return 1
     each = result.load.concurrency
     pooled = result.pool[1] // each if result.pool is not None and each and result.pool[1] % each == 0 else 0
-    return max(len(files), pooled, 1)
+    return max(runs_in(merged), pooled, 1)
 
 
 def kept_tail_verdict(result: LatencyResult) -> str | None:

@@ -1,0 +1,38 @@
+"""merge: each file's own merged_from, kept in its entry of the merged one's, so that a merge of merged files still
+names every run it adds.
+
+A merged run's evidence is the first file's, and its merged_from names the files of the last merge only: ab.json
+(a.json and b.json merged) merged with c.json read 2 runs where there were 3 (analysis/one_run.merged_runs: '2 runs
+each, merged into one histogram'), and a merge of it beside b.json was not seen to hold b twice (merge_overlap.py
+knew the starts of ab.json and c.json, not b's). Each entry now keeps the merged_from its file's run had, so the
+count and the starts follow the merges down; a file merged before this (no entry holds one) reads as it did."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+
+def nested_sources(
+    index: int, documents: Sequence[tuple[str, str, Mapping[str, Any]]], sources: list[Any]
+) -> list[Any]:
+    """`sources` (merged_from's files, one per document) with each document's run `index`'s own merged_from, on
+    those that were merged files themselves."""
+    return [_with_own(source, _own(doc, index)) for source, (_, _, doc) in zip(sources, documents, strict=True)]
+
+
+def _with_own(source: Any, own: Mapping[str, Any] | None) -> Any:
+    return (
+        {**source, "merged_from": copy.deepcopy(dict(own))} if own is not None and isinstance(source, dict) else source
+    )
+
+
+def _own(doc: Mapping[str, Any], index: int) -> Mapping[str, Any] | None:
+    """The merged_from of a document's run `index` (the document itself for a kind of one run); None where it was
+    not merged."""
+    runs = doc.get("runs")
+    run = runs[index] if isinstance(runs, list) and index < len(runs) else doc
+    evidence = run.get("evidence") if isinstance(run, Mapping) else None
+    own = evidence.get("merged_from") if isinstance(evidence, Mapping) else None
+    return own if isinstance(own, Mapping) and isinstance(own.get("files"), list) else None

@@ -1,0 +1,91 @@
+"""A merge of merged files counts every run it adds, and knows every measurement in it (results/merge_nested.py).
+
+merged_from named the files of the last merge only: ab.json (a.json and b.json merged) merged with c.json said 2
+files, so analysis/one_run.merged_runs read 2 runs where the histogram held 3 ('2 runs each, merged into one
+histogram'), and merging it again beside b.json was not refused, though b's connections would be added twice.
+Each entry now keeps its file's own merged_from; a file merged before that (entries without one) loads and counts
+as it did.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from conftest import run_cli
+
+from accept_order.analysis.one_run import merged_runs, runs_in
+from accept_order.experiments.documents import load
+
+GOLDEN = Path(__file__).parent / "data" / "golden"
+
+
+def _measured(tmp_path: Path, name: str, hour: int) -> str:
+    """The golden latency-compare file as another measurement: its own start."""
+    data: dict[str, Any] = json.loads((GOLDEN / "latency-compare.json").read_text())
+    for run in data["runs"]:
+        run["environment"] = {**run["environment"], "started_at": f"2026-11-23T{hour:02}:00:00+00:00"}
+    path = tmp_path / name
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def _merge(tmp_path: Path, name: str, *files: str, concurrent: bool = False) -> Any:
+    out = tmp_path / name
+    result = run_cli(["merge", *files, *(["--concurrent"] if concurrent else []), "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    return str(out)
+
+
+def _runs(path: str) -> int:
+    _, document = load(path)
+    return merged_runs(run["evidence"] for run in document["runs"])
+
+
+def _pairs(tmp_path: Path, names: str) -> list[str]:
+    """Each two letters of `names` (each one a measurement of its own hour) merged into one file: ab.json, cd.json."""
+    files = [_measured(tmp_path, f"{x}.json", hour) for hour, x in enumerate(names, 10)]
+    pairs = zip(files[::2], files[1::2], strict=True)
+    return [_merge(tmp_path, f"{names[2 * i : 2 * i + 2]}.json", *pair) for i, pair in enumerate(pairs)]
+
+
+def test_a_merge_of_merged_files_counts_every_run(tmp_path: Path) -> None:
+    ab, cd, ef = _pairs(tmp_path, "abcdef")
+    assert _runs(ab) == 2
+    abcd = _merge(tmp_path, "abcd.json", ab, cd)
+    assert _runs(abcd) == 4  # 2 before: the last merge's files only
+    assert _runs(_merge(tmp_path, "abcdef.json", abcd, ef)) == 6  # 2 before
+    assert run_cli(["show", abcd]).exit_code == 0
+
+
+def test_old_merged_files_load_and_count_as_they_did(tmp_path: Path) -> None:
+    abcd = Path(_merge(tmp_path, "abcd.json", *_pairs(tmp_path, "abcd")))
+    document = json.loads(abcd.read_text())
+    for run in document["runs"]:  # as a merge before this wrote it: no entry keeps its own merged_from
+        for source in run["evidence"]["merged_from"]["files"]:
+            source.pop("merged_from", None)
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(document))
+    assert _runs(str(old)) == 2
+    shown = run_cli(["show", str(old)])
+    assert shown.exit_code == 0, shown.output
+
+
+def test_a_merge_holding_a_file_deep_down_is_refused_beside_another_merge_of_it(tmp_path: Path) -> None:
+    ab, cd = _pairs(tmp_path, "abcd")
+    be = _merge(tmp_path, "be.json", str(tmp_path / "b.json"), _measured(tmp_path, "e.json", 20))
+    abcd = _merge(tmp_path, "abcd.json", ab, cd)
+    again = run_cli(["merge", abcd, be, "--json", str(tmp_path / "twice.json")])
+    assert again.exit_code == 1, again.output  # b's connections would be added twice
+    assert "measurement (started 2026-11-23T11:00:00+00:00): merging would count it twice" in again.stderr  # b's
+    assert not (tmp_path / "twice.json").exists()
+
+
+def test_files_measured_at_once_are_as_many_runs_as_the_most_any_holds() -> None:
+    one = {"file": "host1.json"}
+    merged = {"file": "host2.json", "merged_from": {"files": [{"file": "x"}, {"file": "y"}], "concurrent": False}}
+    assert runs_in({"files": [one, one], "concurrent": True}) == 1
+    assert runs_in({"files": [one, merged], "concurrent": True}) == 2
+    assert runs_in({"files": [one, merged], "concurrent": False}) == 3
+    assert runs_in({"files": [one, {"file": "z", "merged_from": "not a merge"}]}) == 2  # a malformed entry: one
