@@ -90,7 +90,7 @@ def first_table(result: LatencyResult) -> Table | None:
         return None
     each, every = split
     table = Table(
-        title="first requests (each connection's first: it also waited to be accepted) and later ones",
+        title="first requests and later ones",
         title_justify="left",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
@@ -247,4 +247,9 @@ def first_csv(runs: Sequence[dict[str, Any]]) -> str:
 def first_parts(result: LatencyResult) -> list[Any]:
     """The first requests' table, or the line saying they are not known (none for one request per connection)."""
     table = first_table(result)
-    return [table] if table is not None else list(first_lines(result))
+    if table is None:
+        return list(first_lines(result))
+    said = (
+        "first: each connection's first request, which also waited for the connect and to be accepted; later: the rest"
+    )
+    return [table, Text(said)]
