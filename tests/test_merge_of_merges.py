@@ -89,3 +89,13 @@ def test_files_measured_at_once_are_as_many_runs_as_the_most_any_holds() -> None
     assert runs_in({"files": [one, merged], "concurrent": True}) == 2
     assert runs_in({"files": [one, merged], "concurrent": False}) == 3
     assert runs_in({"files": [one, {"file": "z", "merged_from": "not a merge"}]}) == 2  # a malformed entry: one
+
+
+def test_a_nested_list_that_is_no_list_of_files_is_refused_in_one_line(tmp_path: Path) -> None:
+    document = json.loads(Path(_merge(tmp_path, "abcd.json", *_pairs(tmp_path, "abcd"))).read_text())
+    document["runs"][0]["evidence"]["merged_from"]["files"][0]["merged_from"]["files"] = "a.json b.json"
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(document))
+    shown = run_cli(["show", str(bad)])
+    assert shown.exit_code == 1 and shown.stderr.count("\n") == 1, shown.output
+    assert "merged_from.files[0].merged_from.files" in shown.stderr, shown.stderr

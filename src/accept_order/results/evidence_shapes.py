@@ -72,7 +72,11 @@ OBSERVED_ON = Record(
 )
 
 
-MERGED_FILE = Record({"file": Text(), "started_at": Maybe(Text()), "title": Text(), "stopped": Text()})  # merge_*.py
+# a merged file's own merged_from, kept in its entry (merge_nested.py): its files' names and starts, one level checked
+_MERGED_BELOW = Record({"files": ListOf(Record({"file": Text(), "started_at": Maybe(Text())})), "concurrent": Flag()})
+MERGED_FILE = Record(
+    {"file": Text(), "started_at": Maybe(Text()), "title": Text(), "stopped": Text(), "merged_from": _MERGED_BELOW}
+)  # merge_*.py
 EVIDENCE = Record(
     {
         "listeners": MapOf(ListOf(_LISTENER.but(optional=_LISTENER.fields))),
