@@ -49,3 +49,29 @@ def test_with_json_the_line_says_show_prints_the_report(tmp_path: Path, monkeypa
     assert result.stdout == "" and sorted(p.name for p in tmp_path.iterdir()) == ["l.json"]
     said = "accept-order: interrupted again: the report is left out; 'accept-order show l.json' prints it"
     assert said in result.stderr.splitlines() and "wrote l.json" in result.stderr
+
+
+@pytest.mark.usefixtures("twice")
+def test_a_json_file_that_cannot_be_written_is_kept_elsewhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--json into a folder gone by the run's end (removed mid-run, as by a cleanup job): the line said 'accept-order
+    show out/l.json' prints the report, of a file never written, and the result was lost with the report (exit 1,
+    no file anywhere: 'latency --modes epoll,reuseport --duration 20s --json out/x.json', out/ removed at 3 s, Ctrl-C
+    twice at 4 s). It is kept in a new file of the working directory, which the line names, before the error."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "out").mkdir()
+    after = EvidenceCapture.after  # the fixture's: both signals, then the workers stop
+
+    def gone(*args: object, **kwargs: object) -> object:
+        (tmp_path / "out").rmdir()
+        return after(*args, **kwargs)
+
+    monkeypatch.setattr(EvidenceCapture, "after", gone)
+    result = run_cli(["latency", "-w", "2", "-n", "100", "-c", "4", "--json", "out/l.json"])
+    assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+    (kept,) = tmp_path.glob("accept-order-latency-*.json")
+    assert result.stderr.splitlines()[-2:] == [
+        f"accept-order: interrupted again: the report is left out; the result is kept in ./{kept.name} "
+        "('accept-order show' prints it)",
+        "accept-order: error: cannot write out/l.json: No such file or directory",
+    ], result.stderr
+    assert sum(json.loads(kept.read_text())["served"]) == 100

@@ -48,8 +48,8 @@ def report_and_save(report: Callable[[], Any], json_path: str | None, kind: str,
                 unsaved = exc
     cause = hold.taken()
     again = received() > 1  # a second signal means stop now: the file is kept, the report left out
-    if again and not to_stdout:
-        _said_left_out(json_path, kind, result)
+    if again and not to_stdout:  # a --json file that could not be written keeps nothing: kept elsewhere, as without
+        _said_left_out(json_path if unsaved is None else None, kind, result)
     if not again and not to_stdout:
         try:
             print_report(report())
@@ -68,10 +68,11 @@ def report_and_save(report: Callable[[], Any], json_path: str | None, kind: str,
 
 
 def _said_left_out(json_path: str | None, kind: str, result: Any) -> None:
-    """Stop now, yet lose no measurement and leave no one wondering where the report went: without --json the result
-    is kept in a new file of the working directory (as --json -'s reader gone keeps it), which the line names; with
-    it, the line says `show` prints the report. 'latency --duration 20s', Ctrl-C twice at 4 s: exit 130 with 'wrote
-    ...' and the interrupted line, or with the interrupted line alone and four seconds of measurement lost."""
+    """Stop now, yet lose no measurement and leave no one wondering where the report went: without a --json file
+    written (none given, or its write failed: its error follows) the result is kept in a new file of the working
+    directory (as --json -'s reader gone keeps it), which the line names; with it, the line says `show` prints the
+    report. 'latency --duration 20s', Ctrl-C twice at 4 s: exit 130 with 'wrote ...' and the interrupted line, or
+    with the interrupted line alone and four seconds of measurement lost."""
     if json_path:
         note(f"accept-order: interrupted again: the report is left out; 'accept-order show {json_path}' prints it")
         return
