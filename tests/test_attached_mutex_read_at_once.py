@@ -165,3 +165,70 @@ def test_a_mutex_read_of_young_workers_is_said_assumed() -> None:
     assert one is not None and "; 1 of those others was under 5 s old" in one.said, one.said
     odd = attached_queues(attached({**each, "young": [7]}, rows=1))  # names no worker: not taken
     assert odd is not None and not odd.assumed, odd
+
+
+LATE = """import select, sys
+fd = int(sys.argv[1])
+loop = select.epoll()
+loop.register(sys.stdin.fileno(), select.EPOLLIN)
+print("ready", flush=True)
+loop.poll()  # asleep in its event loop, the listener not yet added: an asyncio server starting its app
+sys.stdin.readline()
+loop.unregister(sys.stdin.fileno())
+loop.register(fd, select.EPOLLIN)
+print("added", flush=True)
+loop.poll()
+"""
+
+
+@pytest.mark.parametrize("adds", [True, False])
+def test_young_workers_are_read_again_as_the_run_ends(adds: bool) -> None:
+    """A young worker asleep in its epoll watching none reads as a lock's loser at the start; read again at the end
+    (read_again), one whose loop added the listener meanwhile watches it (the model: one shared queue, not the
+    holder, said as read again), and a loser still watches none (the holder, settled: no longer assumed). The
+    witness of each worker's epoll: its fdinfo."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    inode, fd = os.fstat(listener.fileno()).st_ino, listener.fileno()
+    kw: dict[str, Any] = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "text": True, "pass_fds": (fd,)}
+    workers = [
+        subprocess.Popen([sys.executable, "-c", WORKER, str(fd), "holder"], **kw),
+        subprocess.Popen([sys.executable, "-c", LATE, str(fd)], **kw),
+    ]
+    try:
+        assert all(w.stdout is not None and w.stdout.readline() == "ready\n" for w in workers)
+        pids = [w.pid for w in workers]
+        wait_for(lambda: [_wchan(pid) for pid in pids], lambda w: all("epoll" in c for c in w), START_TIMEOUT_S, "")
+        found = attached_epolls.watched(pids, {inode})
+        assert found["listeners_watched"]["young"] == [1], found
+        late = workers[1]
+        if adds:
+            assert late.stdin is not None and late.stdout is not None
+            late.stdin.write("go\n")
+            late.stdin.flush()
+            assert late.stdout.readline() == "added\n"
+        assert [bool(_epoll_watches(pid, {inode})) for pid in pids] == [True, adds]  # the witness
+        again = attached_epolls.read_again(found, pids, {inode})["listeners_watched"]
+        assert again["at_end"] == [[0], [0] if adds else []], again
+    finally:
+        for worker in workers:
+            worker.kill()
+            worker.wait()
+            for stream in (worker.stdin, worker.stdout):
+                if stream is not None:
+                    stream.close()
+        listener.close()
+
+
+def test_a_mutex_read_again_at_the_end_settles_the_young() -> None:
+    """The model of an attached run whose young workers watched none as it started: every worker watching the
+    listener at the end is one shared queue (their loops were starting); some still watching none, the holder, no
+    longer assumed; a reading at the end that names no listener is not taken."""
+    each = {"listeners": 1, "workers": [[0], [], [], []], "held": [[0]] * 4, "young": [1, 2, 3]}
+    started = attached_queues(attached({**each, "at_end": [[0]] * 4}, rows=1))
+    assert started is not None and started.discipline == "shared" and not started.assumed, started
+    assert "read again as the run ended: the 3 that watched none as it started" in started.said, started.said
+    losers = attached_queues(attached({**each, "at_end": [[], [0], [], []]}, rows=1))
+    assert losers is not None and losers.discipline == "holder" and not losers.assumed, losers
+    assert "3 of its 4 still watched none as the run ended: lock losers, not event" in losers.said, losers.said
+    short = attached_queues(attached({**each, "at_end": [[0]] * 3}, rows=1))  # not one a worker: not taken
+    assert short is not None and short.discipline == "holder" and short.assumed, short

@@ -26,7 +26,7 @@ def _every_index(value: Any, at: str) -> list[tuple[str, int]]:
 
 def _indices_name_listeners(read: Mapping[str, Any], at: str) -> None:
     count = read["listeners"]
-    for name in ("workers", "held", "loops"):
+    for name in ("workers", "held", "loops", "at_end"):
         for path, index in _every_index(read.get(name, []), child(at, name)):
             if index >= count:
                 raise SchemaError(path, f"is {index}, but there are {count} listeners, numbered from 0")
@@ -39,7 +39,8 @@ def _young_name_workers(read: Mapping[str, Any], at: str) -> None:
             raise SchemaError(path, f"is {index}, but there are {count} workers, numbered from 0")
 
 
-# young: the workers (by index) under 5 s old that watched none, asleep in epoll (attached_epolls.watched)
+# young: the workers (by index) under 5 s old that watched none, asleep in epoll (attached_epolls.watched); at_end:
+# each worker's watched listeners read again as the run ended, where some were young (attached_epolls.read_again)
 LISTENERS_WATCHED = Record(
     {
         "listeners": Integer(1),
@@ -47,6 +48,7 @@ LISTENERS_WATCHED = Record(
         "held": INDICES,
         "loops": ListOf(INDICES),
         "young": ListOf(Integer()),
+        "at_end": INDICES,
     },
     frozenset({"listeners", "workers"}),
     (_indices_name_listeners, _young_name_workers),

@@ -69,6 +69,7 @@ class AttachedServer(Started):
         self._threads: dict[str, Any] = {}  # one process of several threads: what the report says (threads_note)
         self._assumed: dict[str, Any] = {}  # listeners taken for dual-stack, their IPV6_V6ONLY unknown
         self._watched: dict[str, Any] = {}  # the listeners each worker's epolls watch: the model's queues
+        self._listeners: set[int] = set()  # their inodes, to read the epolls again at the end (stop)
 
     @property
     def address(self) -> tuple[str, int]:
@@ -107,7 +108,7 @@ class AttachedServer(Started):
         check_listening(spec.host, spec.port, spec.attach, self._pids, helpers=self.helper_titles)  # the cause, first
         if len(self._pids) != self.spec.workers:
             raise NotServing(f"--attach: expected {self.spec.workers} workers, found {len(self._pids)}")
-        listeners = listener_inodes(spec.host, spec.port, self._pids)
+        listeners = self._listeners = listener_inodes(spec.host, spec.port, self._pids)
         self._threads, self._watched = _threads(self._pids, listeners), watched(self._pids, listeners)
         assumed = dual_stack_assumed(listening_sockets_of(spec.port, self._pids), spec.host)
         self._assumed = {"v6only_unknown": [f"[{r.address}]:{r.port}" for r in assumed]} if assumed else {}
@@ -134,7 +135,10 @@ class AttachedServer(Started):
 
     def stop(self) -> list[WorkerCounters]:
         """The workers' usage deltas. The server keeps running: it is not ours to stop."""
+        from .attached_epolls import read_again
+
         counters = self._usage.counters() if self._usage is not None else []
+        self._watched = read_again(self._watched, self._pids, self._listeners)  # young workers: still watching none?
         self.close()
         return counters
 

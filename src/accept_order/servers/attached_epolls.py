@@ -54,6 +54,20 @@ def watched(pids: Sequence[int], listeners: Collection[int]) -> dict[str, Any]:
         time.sleep(POLL_S)
 
 
+def read_again(read: dict[str, Any], pids: Sequence[int], listeners: Collection[int]) -> dict[str, Any]:
+    """`read` (watched's) with `at_end`, each worker's watched listeners read again, where it named young workers:
+    a lock's loser still watches none as the run ends (or watches it, holding the lock then, while another does
+    not), where an event loop that had yet to add the listener (an asyncio server starting its app) watches it by
+    then. Read once, after the load: a few fd tables, where watched would have had to wait up to 5 s."""
+    each = read.get("listeners_watched", {})
+    if not each.get("young"):
+        return read
+    again = read_watched(pids, listeners).get("listeners_watched", {})
+    if again.get("listeners") != each.get("listeners"):
+        return read  # a table not read, or the listeners changed: the start's reading stands
+    return {**read, "listeners_watched": {**each, "at_end": again["workers"]}}
+
+
 def looping(pid: int) -> bool:
     """Whether the process's main thread sleeps in an epoll wait: its event loop has started, so its epolls that
     watch none of the listeners leave them out by choice (nginx's accept_mutex: ngx_event_process_init adds the

@@ -94,6 +94,14 @@ def _young(evidence: Mapping[str, Any], workers: int) -> int:
     return len(set(young))
 
 
+def _at_end(evidence: Mapping[str, Any], workers: int, listeners: int) -> list[list[int]] | None:
+    """Each worker's watched listeners read again as the run ended (attached_epolls.read_again: where some were
+    young); None where not read (none young, a file from before it) or not one a worker."""
+    again = evidence.get("listeners_watched", {}).get("at_end")
+    each = _indices(again, listeners)
+    return each if each is not None and len(each) == workers else None
+
+
 def _disjoint(each: Sequence[Sequence[int]], listeners: int) -> bool:
     """Each worker waits on listeners of its own, as many each, and every listener has its worker."""
     flat = [i for w in each for i in w]
@@ -110,30 +118,41 @@ def attached_queues(result: LatencyResult) -> Queues | None:
         return _unread(result.evidence, server.workers)
     listeners, each, held, who = reading
     workers = len(each)
+    young, again = _young(result.evidence, workers), _at_end(result.evidence, workers, listeners)
+    late = ""
+    if listeners == 1 and young and again is not None and all(again) and not all(each):
+        # the young ones watched the listener by the end: event loops that had yet to add it, not a lock's losers
+        late = f" (read again as the run ended: the {young} that watched none as it started, under 5 s old, did then)"
+        each, young = again, 0
     watching = sum(1 for w in each if w)
     if listeners == 1 and 0 < watching < workers and all(held):  # an accept mutex, as inspect reads it
         # nginx's accept_mutex on served 2000/0/0/0 (-c 8) and 0/3000/0/0 (-c 32) here, the holder's, which
         # `shared` spread over its 4 workers; modelled as the tool's own accept-mutex modes are (LOCK_HOLDER)
-        young = _young(result.evidence, workers)
+        settled = young and again is not None  # read again at the end, some still watching none: the lock's
         return Queues(
             "holder",
             f"{watching} of its {workers} {who}' epolls watched its one listener as the run started, the others "
             "holding it: an accept mutex's sign (nginx's accept_mutex on), whose holder takes the connections, the "
-            "others the lock only every accept_mutex_delay (taken as nginx's default 500 ms: its config is not read) "
-            "or as they finish while connections wait, as this tool models its own accept-mutex modes"
+            "others the lock when they try it while the holder serves (as they finish serving, or every "
+            "accept_mutex_delay, taken as nginx's default 500 ms: its config is not read), as this tool models its "
+            "own accept-mutex modes"
             + (
-                f"; {young} of those others {'was' if young == 1 else 'were'} under 5 s old, waiting in epoll: so "
-                "would be workers whose event loops had yet to add the listener (an asyncio server starting its app), "
-                "which /proc does not tell"
+                f"; {young} of those others {'was' if young == 1 else 'were'} under 5 s old, waiting in epoll, and "
+                f"{(losers := sum(1 for w in again or [] if not w))} of its {workers} still watched none as the run "
+                f"ended: {'a lock loser' if losers == 1 else 'lock losers'}, not event loops yet to add the listener"
+                if settled
+                else f"; {young} of those others {'was' if young == 1 else 'were'} under 5 s old, waiting in epoll: "
+                "so would be workers whose event loops had yet to add the listener (an asyncio server starting its "
+                "app), which /proc does not tell"
                 if young
                 else ""
             ),
-            assumed=bool(young),
+            assumed=bool(young) and not settled,
         )
     if listeners == 1 or workers == 1:  # one queue, or one server: whoever waits where, the model is one queue
         if workers == 1:
             return Queues("shared", "its one worker takes every connection: one queue, one server")
-        return Queues("shared", f"its {workers} {who} take from its one listener: one accept queue, shared")
+        return Queues("shared", f"its {workers} {who} take from its one listener: one accept queue, shared{late}")
     idle = sum(1 for w in each if not w)
     # a worker whose epolls watch none waits on what it holds where it holds listeners of its own (a blocking
     # accept on its SO_REUSEPORT socket); nginx's workers hold every socket, so holding alone says nothing there
