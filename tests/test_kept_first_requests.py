@@ -22,7 +22,7 @@ from accept_order.core.first_requests import FirstRequests
 from accept_order.core.histogram import LatencyHistogram
 from accept_order.core.spec import ConcurrentLoad, ServerSpec
 from accept_order.experiments.latency.first_requests import cure_for_fill, fill_verdict, first_csv, first_parts
-from accept_order.experiments.latency.kept_compare import kept_compare_parts
+from accept_order.experiments.latency.kept_compare import kept_compare_parts, kept_repeat_table
 from accept_order.experiments.latency.result import LatencyResult
 from accept_order.loads.kept_tally import KeptTally
 
@@ -282,3 +282,12 @@ def test_runs_side_by_side_show_first_and_later_p99_and_each_ones_fill_verdict()
     assert [rows[-2], rows[-1]] == [["4000.00", "-"], ["1.00", "-"]], rows  # the older run's are not known
     notes = [str(p) for p in parts[1:]]
     assert any(note.startswith("nginx epoll: The tail is the fill, not the steady state") for note in notes), notes
+
+
+def test_repeated_runs_show_the_median_first_and_later_p99() -> None:
+    runs = [_with_fill(_kept(0, pool=False), us, 25) for us in (5_000_000, 3_000_000, 6_000_000, 4_000_000)]
+    table = kept_repeat_table({"nginx epoll": runs, "older": [_kept(0, pool=False)]})
+    assert table is not None
+    heads = [column.header for column in table.columns]
+    cells = {head: list(map(str, column.cells)) for head, column in zip(heads, table.columns, strict=True)}
+    assert cells["first p99"] == ["5000.00", "-"] and cells["later p99"] == ["1.00", "-"], cells  # the upper median

@@ -86,7 +86,7 @@ def kept_repeat_table(variants: dict[str, list[LatencyResult]]) -> Table | None:
     table = Table(title="kept connections over the runs", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     pools = any(r.pool for runs in kept.values() for r in runs)
     names = ("mode", "connections per worker (largest first): runs", "one worker held all", "Jain", "p99 ms")
-    for name in (*names, *(("pool opened",) if pools else ())):
+    for name in (*names, "first p99", "later p99", *(("pool opened",) if pools else ())):
         table.add_column(name, justify="left" if name in ("mode",) or "runs" in name else "right")
     for label, runs in kept.items():
         if not runs:
@@ -108,9 +108,24 @@ def kept_repeat_table(variants: dict[str, list[LatencyResult]]) -> Table | None:
             f"{all_one} of {len(held)}" if held else "-",
             f"{jains[len(jains) // 2]:.3f}" if jains else "-",
             ms(p99s[len(p99s) // 2] if p99s else None),
+            *_first_and_later(runs),
             *((_pool_text(runs),) if pools else ()),
         )
     return table
+
+
+def _first_and_later(runs: list[LatencyResult]) -> tuple[str, str]:
+    """The median over the runs of the connections' first requests' p99 and of the later ones' ('-' where no run
+    kept them apart: files from before)."""
+    firsts, later = [], []
+    for r in runs:
+        split = split_firsts(r)
+        if split is not None and split[1].firsts.count and split[1].later.count:
+            firsts.append(split[1].firsts.percentile(99.0))
+            later.append(split[1].later.percentile(99.0))
+    firsts.sort()
+    later.sort()
+    return ms(firsts[len(firsts) // 2] if firsts else None), ms(later[len(later) // 2] if later else None)
 
 
 def _pool_text(runs: list[LatencyResult]) -> str:
