@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..core.measures import ConnectionRecord
 from ..core.processes import MAX_REPLY
-from ..core.protocol import ABORTED, error_key
+from ..core.protocol import ABORTED, BAD_REPLY, error_key
 from ..core.target import Target
 
 if TYPE_CHECKING:
@@ -37,6 +37,10 @@ CLOSED_MASK = POLLRDHUP | select.POLLHUP | select.POLLERR
 # the connection while the server still holds it (Attribution.holds_socket).
 SO_RCVLOWAT: int | None = getattr(socket, "SO_RCVLOWAT", None) if POLLRDHUP else None
 STOPPED = f"{ABORTED}: the run stopped before this connection finished"
+# A reply naming no worker, of a server that closed the connection before its holder was looked up (fd tables):
+# Python's http.server answering HTTP/1.0 without a Content-Length, read to its end, read 'unexpected reply
+# b'hello\n'' for 86 to 100 of 100, where the reply was what it should be and only its holder was gone.
+HOLDER_GONE = f"{BAD_REPLY} (it names no worker, and the server closed the connection before its holder was found)"
 
 
 def failure(exc: OSError) -> str:
@@ -155,6 +159,8 @@ class Books:
                 worker = self.attribution.from_socket(sock.getsockname(), sock.getpeername())
             except OSError:
                 worker = None
+            if worker is None and data and _at_its_end(sock):
+                return None, HOLDER_GONE
         if worker is not None:
             return worker, None
         return None, "closed without a reply" if not data else f"unexpected reply {data[:40]!r}"
