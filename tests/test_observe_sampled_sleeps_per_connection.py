@@ -32,3 +32,17 @@ def test_sampled_sleeps_count_the_connections_no_look_saw() -> None:
     assert traced == 1.80  # the kernel's count of accepts: unchanged
     assert sampled == 1.77  # 8,808 sleeps over the 5 seen and the 4,978 announced closed between looks
     assert abs(sampled - traced) / traced < 0.1  # the same server under the same load, read the two ways
+
+
+def test_closes_not_read_count_as_connections_no_look_saw_and_say_so() -> None:
+    # The same observation as if the watch had skipped 1,000 announcements for its CPU budget and the kernel had
+    # dropped 17: they are of the server's ports (the watch's filter), of sockets no look saw or one it did, so
+    # they are counted as connections and the figure is said to be about
+    data = json.loads((DATA / "observe_gunicorn_sampled.json").read_text())
+    result = data.get("result", data)
+    result["closes_skipped"], result["closes_lost"] = 1000, 17
+    said = sleeps(ObserveResult.from_dict(data))
+    assert said is not None
+    sleeps_total = 2943 + 2965 + 2900  # the three workers' voluntary switches in the file
+    assert said.startswith(f"the workers slept about {sleeps_total / (5 + 4978 + 1017):.2f} times per connection ")
+    assert said.endswith("; 1,017 closes not read are counted as connections no look saw"), said
