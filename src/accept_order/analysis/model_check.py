@@ -6,8 +6,9 @@ The prediction simulates (analysis/queueing.py) the run's workers under its mode
 or, when its connections carry several requests each, under `pinned` (analysis/pinned.py: each request queued
 at the worker that holds its connection, the load per worker fixed by how many connections it holds), with the
 run's own load (closed loop of --concurrency clients, or an open loop at --rate) and the service
-time each request took as the built-in workers measured it (else a launched server's CPU per connection,
-else the configured busy loop). Everything the model leaves out (connection set-up, the client's own
+time each request took as the built-in workers measured it (else a launched or attached server's busy time per
+connection where its workers slept off the CPU while serving, else its CPU per connection, else the configured busy
+loop). Everything the model leaves out (connection set-up, the client's own
 delays, workers sharing CPUs with each other and with the load generator) is in the measurement only: a
 difference bigger than the tolerance below means something besides queueing shaped the latencies.
 """
@@ -32,11 +33,12 @@ ModelDiscipline = Literal["shared", "favoured", "holder", "hash", "round-robin",
 # ModelCheck's fields that only a pinned model fills (empty otherwise): a file leaves them out then.
 PINNED_ONLY = ("connections", "shares", "worker_p50_ms", "worker_p99_ms")
 # ModelCheck's fields a file leaves out where they are None (nothing read to fill them)
-WHERE_READ = ("cpu_share",)
+WHERE_READ = ("cpu_share", "busy_waited", "waited_in", "cpu_mean_ms")
 
-ServiceSource = Literal["server", "cpu", "configured"]
+ServiceSource = Literal["server", "busy", "cpu", "configured"]
 SOURCES: dict[str, str] = {
     "server": "timed by the workers",
+    "busy": "the workers' busy time per connection (their time not waiting for one)",
     "cpu": "the workers' CPU per connection",
     "configured": "the configured busy loop",
 }
@@ -98,6 +100,12 @@ class ModelCheck:
     # The share of a CPU the server's threads got while runnable (evidence cpu_waits), by which their CPU per
     # connection was stretched into the service time (service_source "cpu"); None: not stretched (files before it)
     cpu_share: float | None = None
+    # service_source "busy" (probes/busy_waits.py): the share of the workers' busy time they were asleep off the CPU
+    # while serving, the calls they slept in (most first, comma-separated), and the service time their CPU alone gave
+    # (ms, stretched as "cpu" is), which leaves those sleeps out; None: another source (and files before it)
+    busy_waited: float | None = None
+    waited_in: str | None = None
+    cpu_mean_ms: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """What a result file stores. The pinned-only fields are left out where they are empty, and cpu_share where it

@@ -20,7 +20,7 @@ from ..core import environment
 from ..core.errors import WorkerError, WorkerExited
 from ..core.measures import Environment, WorkerCounters
 from ..core.signals import deferred, holding, keep, release
-from ..core.spec import ServerSpec
+from ..core.spec import DEFAULT_KIND, ServerSpec
 from ..core.target import Target
 from ..probes.evidence import EvidenceCapture
 from ..servers.registry import Plan, elsewhere, known_by_replies, make_target, plan
@@ -50,6 +50,7 @@ def lifecycle(
     build: Callable[[T, Measured], R],
     stamps: bool = False,
     partial: Callable[[], T] | None = None,
+    look_busy: bool = False,
 ) -> R:
     """Start `server`, run `drive(target)`, stop, and return `build(what drive returned, what was measured)`.
 
@@ -65,7 +66,9 @@ def lifecycle(
     server = resolved.spec
     env = environment.current()
     started = time.perf_counter()
-    capture = EvidenceCapture(host=server.host)
+    # how long each worker was busy (probes/busy_waits.py), for the latency model where the workers do not time
+    # their service themselves (this tool's own do)
+    capture = EvidenceCapture(host=server.host, look_busy=look_busy and server.kind != DEFAULT_KIND)
     capture.before()  # counters before any worker exists; listeners and affinities while they run
     machine_before = environment.machine_state()  # load average and steal: was the machine busy, stolen from?
     target = make_target(server, stamps=stamps)
@@ -129,6 +132,7 @@ def lifecycle(
         keep()  # on to its file: a signal from here on is held until it is saved (or the next load starts)
     finally:
         with deferred():
+            capture.stop_looking()  # a run that failed before its evidence: its looks end here
             target.close()
             if (hosts := sys.modules.get("accept_order.loads.hosts.gateways")) is not None:
                 hosts.close_kept()  # the client hosts its loads kept (loaded only where a load had --clients)

@@ -27,6 +27,7 @@ from ..core.cpus import affinity
 from ..core.measures import ListenerRow
 from ..core.processes import process_errors
 from . import netstat
+from .busy_waits import BusySampler
 from .cpu_waits import Times, thread_times, waited
 from .listen_drops import DropsReading, dropped_between
 from .listeners import drops_reading, listening_sockets_of, serving_on
@@ -79,7 +80,11 @@ class EvidenceCapture:
         host: str | None = None,
         read_drops: Callable[[int, str | None, Sequence[int]], int | DropsReading | None] = drops_reading,
         read_counters_of: Callable[[int], Mapping[str, int]] | None = None,
+        look_busy: bool = False,
     ) -> None:
+        # where a server's service time is not timed by its workers: how long each was busy (probes/busy_waits.py)
+        self._look_busy = look_busy
+        self._busy: BusySampler | None = None
         self._read_counters_of = read_counters_of  # a pid's namespace's counters (None: server_netns.netstat_of)
         self._server_pid: int | None = None  # the counters are this process's namespace's, not ours
         self._unread: str | None = None  # why the server's namespace's counters were not read
@@ -109,6 +114,9 @@ class EvidenceCapture:
         would be another namespace's (a server launched here is in ours, and its counters were read before it)."""
         self.listeners(port, "start", pids)
         self._times = thread_times(pids)
+        if self._look_busy and pids:
+            self._busy = BusySampler(pids)
+            self._busy.start()
         from .server_netns import namespace_of, netstat_in, netstat_namespace, netstat_of
 
         # a process gone meanwhile (or no procfs) says nothing of where the server is
@@ -182,9 +190,11 @@ class EvidenceCapture:
         dropped = {} if between is None else {"listener_drops": between}
         # how long the server's threads waited for a CPU while runnable, beside how long they ran (cpu_waits.py)
         waits = waited(self._times, thread_times(pids)) if pids and self._times else None
+        busy = self.stop_looking()
         return {
             **dropped,
             **({} if waits is None else {"cpu_waits": waits}),
+            **({} if busy is None else {"busy_waits": busy}),
             **elsewhere,
             "listeners": dict(self._listeners),
             "counters": {name: value for name, value in deltas.items() if value},
@@ -196,6 +206,12 @@ class EvidenceCapture:
             "note": PRIVATE_NAMESPACE_NOTE if private else netstat.SHARED_NAMESPACE_NOTE,
             "errors": list(self._errors),
         }
+
+    def stop_looking(self) -> dict[str, Any] | None:
+        """End the workers' busy looks (after() does; a run that fails before it, its lifecycle's end) and what
+        they read."""
+        busy, self._busy = self._busy, None
+        return None if busy is None else busy.stop()
 
     def _counters(self, when: str) -> Mapping[str, int]:
         try:

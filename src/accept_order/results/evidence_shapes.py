@@ -139,6 +139,17 @@ EVIDENCE = Record(
         # the server's threads' seconds on a CPU and waiting for one (probes/cpu_waits.py), which the model's
         # service time is stretched by and merge adds (unchecked, merge added a true as 1 s and kept a negative)
         "cpu_waits": Record({"run_s": Number(), "waited_s": Number()}, frozenset({"run_s", "waited_s"})),
+        # each worker's looks at its system call through a latency run, idle ones (waiting for a connection) and
+        # busy ones off the CPU by call (probes/busy_waits.py), which the model's service time may be taken from
+        "busy_waits": Record(
+            {
+                "span_s": Number(),
+                "workers": ListOf(
+                    Record({"pid": Integer(), "looks": Integer(), "idle": Integer(), "waits": MapOf(Integer())})
+                ),
+            },
+            frozenset({"span_s", "workers"}),
+        ),
         "worker_exit": Record(
             {"worker": Maybe(Integer()), "pid": Maybe(Integer()), "after_s": Maybe(Number()), "why": Text()}
         ),

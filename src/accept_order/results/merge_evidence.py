@@ -57,6 +57,7 @@ def add_evidence(into: dict[str, Any], run: Mapping[str, Any], hosts: tuple[Any,
     others', where its first file alone had said 22% and 73%). `hosts`: the two files' hostnames."""
     into.pop("machine", None)
     into.pop("witness", None)  # one launch's server log: add_witness adds the two where they are alike
+    into.pop("busy_waits", None)  # one run's looks over its own span: not the merged load's (no sum of shares)
     _add_kernel_counters(into, run, hosts)
     add_listener_drops(into, run)
     _add_accept_counts(into, run)

@@ -116,6 +116,12 @@ def _service_text(r: LatencyResult, label: Callable[[LatencyResult], str]) -> st
     source = SOURCES[m.service_source].replace("per connection", f"per {unit}")
     if m.cpu_share is not None and m.cpu_share < 1:  # the CPU it got while runnable (probes/cpu_waits.py)
         source += f" over the {m.cpu_share:.0%} of a CPU its threads got while runnable"
+    if m.busy_waited is not None:  # why not their CPU (model_check.slept_serving)
+        cpu = "" if m.cpu_mean_ms is None else f" (mean {_ms(m.cpu_mean_ms)} ms)"
+        source += (
+            f": {m.busy_waited:.0%} of it asleep off the CPU while serving, in {m.waited_in or 'other calls'}, as a "
+            f"handler waiting on a database or upstream is, which their CPU per {unit}{cpu} leaves out"
+        )
     return f"{label(r)}: {source} ({mean}{count}){rho}"
 
 
