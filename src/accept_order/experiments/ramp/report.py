@@ -18,10 +18,13 @@ from ...render.observed_on import brought, load_parts
 from ...render.text import durations_us, plural
 from ...render.workers import own_count_text
 from ...servers.registry import known_by_replies, unseen_note
+from ..generator_pace import GENERATOR_PACED
 from ..launch_notes import launch_parts
 from ..own_settings import caps_said, own_settings
 from ..target_unanswered import target_unanswered_note
+from .machine_share import others_at_break
 from .result import RampResult, RampStep
+from .step_verdict import CLIENT_PACED
 
 SHOWN_COUNTERS = (
     "TcpExtListenOverflows",
@@ -225,6 +228,25 @@ def _whose(result: RampResult) -> str:
     return "both host-wide"
 
 
+def _knee_sure(result: RampResult, held: RampStep | None, broke: RampStep) -> str:
+    """How sure one ramp's knee is: one run, bounded by the steps' spacing, and whose break it was where the step
+    that did not hold says the load generator set its pace, or other processes held more of the CPUs than the run
+    (as ramp --modes' verdict says of a mode): 'ramp --rates 2000,40000 --driver-procs 1 -w 4' here broke at 40000/s
+    with other processes using 52% of the CPUs and the run 45%, its workers on a CPU 23% of the step, and read 'it
+    lies between 2000/s and 40000/s' alone, a breaking point of the server's."""
+    lies = f"between {_offered(held)} and {_offered(broke)}" if held else f"at or below {_offered(broke)}"
+    sure = f"How sure: one run, to the steps' spacing: it lies {lies}"  # the spacing bounds it as much as the run
+    if any(CLIENT_PACED in seen for seen in broke.seen):
+        sure += f", where {GENERATOR_PACED} (There): the server's own may lie further out"
+    elif (shares := others_at_break(result)) is not None:
+        others, own = shares
+        sure += (
+            f", where other processes used {100 * others:.0f}% of the CPUs (this run's own {100 * own:.0f}%): that "
+            "break may be the machine's, not the server's"
+        )
+    return f"{sure}; --repeat 3 says how often it does"
+
+
 def ramp_report(result: RampResult) -> RenderableType:
     parts: list[RenderableType] = [ramp_table(result)]
     held, broke = result.knee
@@ -247,9 +269,7 @@ def ramp_report(result: RampResult) -> RenderableType:
     elif broke is not None:
         before = f"the last step that held was {_offered(held)}" if held else "no step held"
         why = "; ".join(broke.reasons) or "interrupted"
-        # the steps' spacing bounds the knee as much as the run does: said with it
-        lies = f"between {_offered(held)} and {_offered(broke)}" if held else f"at or below {_offered(broke)}"
-        sure = f"How sure: one run, to the steps' spacing: it lies {lies}; --repeat 3 says how often it does"
+        sure = _knee_sure(result, held, broke)
         parts.append(Text(f"Knee: {before}; the first that did not was {_offered(broke)}: {why}. {sure}", style="bold"))
         if broke.seen:
             parts.append(Text(f"  There: {'; '.join(broke.seen)}."))
