@@ -37,6 +37,7 @@ MAX_WORKERS = 64  # more than this many would be looked at less often than EVERY
 @dataclass
 class _Worker:
     pid: int
+    threads: int = 0  # as the run started: a worker of several is not read, and the model says it counted it one
     looks: int = 0
     idle: int = 0
     waits: Counter[str] = field(default_factory=Counter)  # busy looks off the CPU, by call (not 'running' ones)
@@ -64,7 +65,8 @@ class BusySampler:
         """Look from now on (`thread` False: only where look() is called, as a test does)."""
         self._started = time.monotonic()
         for worker in self._workers:
-            worker.unread = worker.gone = _threads(worker.pid) != 1
+            worker.threads = _threads(worker.pid)
+            worker.unread = worker.gone = worker.threads != 1
         if all(w.unread for w in self._workers) or not thread:
             return
         self._thread = threading.Thread(target=self._run, name="busy-waits", daemon=True)
@@ -97,19 +99,19 @@ class BusySampler:
             worker.waits[call] += 1
 
     def stop(self) -> dict[str, Any] | None:
-        """Evidence `busy_waits`: the span looked at (s), and each worker's looks, idle looks and off-CPU busy
-        looks by call; None where no worker was read."""
+        """Evidence `busy_waits`: the span looked at (s), and each worker's threads as it started, looks, idle looks
+        and off-CPU busy looks by call (no looks: not read); None where no worker was there to read."""
         span = time.monotonic() - self._started  # the looks are spread evenly over it
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        read = [w for w in self._workers if not w.unread and w.looks]
-        if not read:
-            return None
+        if not any(w.threads for w in self._workers):
+            return None  # none there to read
         return {
             "span_s": round(span, 6),
             "workers": [
-                {"pid": w.pid, "looks": w.looks, "idle": w.idle, "waits": dict(w.waits)} for w in self._workers
+                {"pid": w.pid, "threads": w.threads, "looks": w.looks, "idle": w.idle, "waits": dict(w.waits)}
+                for w in self._workers
             ],
         }
 
@@ -129,6 +131,16 @@ class Busy:
     busy_s: float
     waited_share: float
     calls: tuple[str, ...]
+
+
+def worker_threads(evidence: Mapping[str, object]) -> list[int]:
+    """Each worker's threads as the run started (evidence `busy_waits`); [] where not read (a file from before it)."""
+    read = evidence.get("busy_waits")
+    each = read.get("workers") if isinstance(read, Mapping) else None
+    if not isinstance(each, list):
+        return []
+    counts = [w.get("threads") if isinstance(w, Mapping) else None for w in each]
+    return [n for n in counts if type(n) is int and n > 0] if all(type(n) is int for n in counts) else []
 
 
 def busy_reading(evidence: Mapping[str, object], workers: int) -> Busy | None:

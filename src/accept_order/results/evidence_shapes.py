@@ -145,7 +145,15 @@ EVIDENCE = Record(
             {
                 "span_s": Number(),
                 "workers": ListOf(
-                    Record({"pid": Integer(), "looks": Integer(), "idle": Integer(), "waits": MapOf(Integer())})
+                    Record(
+                        {
+                            "pid": Integer(),
+                            "threads": Integer(),
+                            "looks": Integer(),
+                            "idle": Integer(),
+                            "waits": MapOf(Integer()),
+                        }
+                    )
                 ),
             },
             frozenset({"span_s", "workers"}),

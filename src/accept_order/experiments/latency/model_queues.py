@@ -149,6 +149,8 @@ def attached_queues(result: LatencyResult) -> Queues | None:
             ),
             assumed=bool(young) and not settled,
         )
+    if listeners == 1 and not any(each) and not any(held) and _held_read(result.evidence, workers):
+        return _master_hands_on(result, workers, who)
     if listeners == 1 or workers == 1:  # one queue, or one server: whoever waits where, the model is one queue
         if workers == 1:
             return Queues("shared", "its one worker takes every connection: one queue, one server")
@@ -190,6 +192,38 @@ def attached_queues(result: LatencyResult) -> Queues | None:
         f"its {who} wait on different sets of its {listeners} listeners ({sizes} each), which no discipline of "
         f"the model's is: {SHARED_TAKEN}",
         assumed=True,
+    )
+
+
+def _held_read(evidence: Mapping[str, Any], workers: int) -> bool:
+    """Whether the listeners each worker holds were read (evidence listeners_watched `held`, one list a worker)."""
+    held = evidence.get("listeners_watched", {}).get("held")
+    return isinstance(held, list) and len(held) == workers
+
+
+def _master_hands_on(result: LatencyResult, workers: int, who: str) -> Queues:
+    """None of the workers holds the one listener: the attached master does, accepts every connection and hands each
+    to a worker over a Unix socket (Node's cluster under SCHED_RR, its default off Windows: lib/internal/cluster/
+    round_robin_handle.js gives the next to the first worker whose last handoff it acknowledged, which under load is
+    each in turn, idle or not). A Node cluster of 3 attached read 'its 3 workers take from its one listener: one
+    accept queue, shared' and was modelled so, where the kernel counted 2,000 accepts by its primary and none by
+    them."""
+    master = result.server.attach[0] if result.server.attach else None
+    kernel = result.evidence.get("accept_counts")
+    took = kernel.get("master_accepted") if isinstance(kernel, Mapping) and kernel.get("available") is True else None
+    counted = (
+        f"the kernel counted {took:,} accepts by it and none by them"
+        if type(took) is int and took > 0
+        else "its own accepts were not counted (the kernel's, with bpftrace)"
+    )
+    one = who[:-1]
+    return Queues(
+        "round-robin",
+        f"none of its {workers} {who} holds its one listener: its master{f' (pid {master})' if master else ''} does, "
+        f"accepts every connection ({counted}) and hands each to a {one} over a Unix socket, as Node's cluster does "
+        f"under SCHED_RR, its default (and this tool's fd-pass): modelled so, connection k to {one} k mod {workers}, "
+        f"idle or not (Node hands the next to the first {one} whose last handoff came back: under load, each in turn)",
+        assumed=not (type(took) is int and took > 0),
     )
 
 

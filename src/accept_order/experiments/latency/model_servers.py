@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ...probes.busy_waits import worker_threads
+from ...servers.launched.puma import THREADS as PUMA_THREADS
 from ...servers.registry import recognise
 from .result import LatencyResult
 
@@ -120,10 +122,11 @@ def as_served(result: LatencyResult) -> LatencyResult | None:
 
 def servers_text(result: LatencyResult) -> str | None:
     """What a report says beside the model of a threaded process: that its threads are the servers counted, or
-    why it was not judged; None for any other run."""
+    why it was not judged; beside workers that are processes of several threads, that each is counted one server
+    (pooled_text); None for any other run."""
     servers = model_servers(result)
     if not servers.threads_of:
-        return None
+        return pooled_text(result)
     if servers.count is None:
         return f"Model: not judged: {servers.why}."
     if servers.loops:
@@ -134,3 +137,28 @@ def servers_text(result: LatencyResult) -> str | None:
     if servers.one_loop:
         return f"Model: {servers.threads_of} runs every request on one of its threads (its event loop): one server."
     return f"Model: {servers.threads_of}'s {servers.count} threads are the servers counted (each accepts and serves)."
+
+
+def pooled_text(result: LatencyResult) -> str | None:
+    """Beside a model of workers that are processes of several threads each (evidence busy_waits' `threads`: Puma's
+    pool, gunicorn's gthread), that it counts each worker one server, one request at a time: true where one lock lets
+    one thread compute at a time (Ruby's, CPython's) and the handler computes, not where it waits (a database), whose
+    requests a pool overlaps. 'latency --server puma -w 3' was modelled as 3 servers and said nothing of its pools of
+    up to 5 threads. None where the workers are one thread each or were not read."""
+    threads = worker_threads(result.evidence)
+    if len(threads) != result.server.workers or max(threads, default=1) < 2:
+        return None
+    low, high = min(threads), max(threads)
+    each = f"{low}" if low == high else f"{low}-{high}"
+    pool = (
+        f" (Puma's pool of up to {PUMA_THREADS[1]} threads in each, 'threads {PUMA_THREADS[0]}, {PUMA_THREADS[1]}' in "
+        "the config this tool wrote)"
+        if result.server.kind == "puma"
+        else ""
+    )
+    return (
+        f"Model: its {result.server.workers} workers are the servers counted, one request at a time each, though each "
+        f"is a process of {each} threads{pool}: right where they compute one at a time under one lock (Ruby's, "
+        "CPython's); a handler that waits (a database, an upstream) has a pool overlap its requests, which this model "
+        "does not: it then predicts a slower server than there is."
+    )
