@@ -30,8 +30,11 @@ from .proc_waits import ACCEPTS, EPOLL_WAITS, POLLS, SELECTS, parse_syscall, sys
 # (the process's memory: root's or the same user's alone), so a worker polling a client socket reads as idle
 IDLE_CALLS = ACCEPTS | EPOLL_WAITS | SELECTS | POLLS
 RUNNING = "running"
-EVERY_S = 0.005  # 200 looks a second: a 2-s run's busy share to about ±2% (binomial) for three reads a look
-MAX_WORKERS = 64  # more than this many would be looked at less often than EVERY_S on a busy 2-CPU machine
+EVERY_S = 0.005  # 200 looks a second: a 2-s run's busy share to about ±2% (binomial)
+# reads a second at most, all workers together: 3 workers at 200 a second cost this tool 3% of a CPU here (0.093 s
+# over 3 s), so more workers are each looked at less often
+MOST_READS_S = 600
+MAX_WORKERS = 64
 
 
 @dataclass
@@ -55,7 +58,7 @@ class BusySampler:
         read: Callable[[str], bytes | None] = read_proc,
     ) -> None:
         self._workers = [_Worker(pid) for pid in pids[:MAX_WORKERS]]
-        self._every, self._read = every, read
+        self._every, self._read = max(every, len(self._workers) / MOST_READS_S), read
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._started = 0.0
