@@ -15,8 +15,15 @@ from test_kept_first_requests import _kept, _with_fill
 
 from accept_order.core.first_requests import FirstRequests
 from accept_order.core.histogram import LatencyHistogram
-from accept_order.experiments.latency.first_requests import fill_verdict
+from accept_order.experiments.latency.first_requests import fill_verdict, first_parts
 from accept_order.experiments.latency.result import LatencyResult
+
+
+def _sum_of(parts: tuple[LatencyHistogram, ...] | list[LatencyHistogram]) -> LatencyHistogram:
+    every = LatencyHistogram()
+    for h in parts:
+        every.merge(h)
+    return every
 
 
 def _split(per_connection: int, firsts: dict[int, int], later: dict[int, int]) -> LatencyResult:
@@ -59,3 +66,32 @@ def test_a_fill_names_the_accept_batch_as_a_thing_to_try_not_as_measured() -> No
     assert "so they could queue on the listener" in said and "may shorten that wait" in said, said
     assert "this run did not measure that" in said and "the same run with --accept-batch 0 tells" in said, said
     assert "queued on the listener" not in said and "shortens that wait" not in said, said
+
+
+def test_an_attached_pools_worker_rows_say_they_hold_its_placed_connections_alone() -> None:
+    """Replies that name no worker: a worker's row holds the pool's connections whose holder was found after the
+    fill. An attached nginx (keepalive_requests 50, --pool -c 40, 4,000 requests) closed and the client reopened 60:
+    rows of 40 first requests under an 'all' of 100, which read as every request per worker."""
+    pool = _kept(0, pool=True)
+    placed = []
+    for _ in pool.worker_histograms:
+        h = LatencyHistogram()
+        h.add(1000, 10)
+        placed.append(h)
+    every = LatencyHistogram()
+    every.add(1000, 100)  # the 40 placed, and 60 of connections opened in place of closed ones, counted for none
+    histogram = _sum_of(pool.worker_histograms)
+    histogram.add(1000, 60 + 1000)  # the reopened connections' first requests, and 1,000 later ones over them
+    attached = dataclasses.replace(
+        pool, evidence={"accept_counts": {}}, histogram=histogram, first_requests=FirstRequests(every, tuple(placed))
+    )
+    said = [str(part) for part in first_parts(attached)]
+    assert said[-1].startswith("the workers' rows: 40 of the 100 first requests and 9,960 of the 10,960 later"), said
+    assert "connections opened later in place of closed ones are in 'all' alone" in said[-1], said
+    # every connection placed, none reopened: the rows are every request, nothing to say
+    whole = dataclasses.replace(
+        attached,
+        histogram=_sum_of(pool.worker_histograms),
+        first_requests=FirstRequests(_sum_of(placed), tuple(placed)),
+    )
+    assert [str(part) for part in first_parts(whole)][-1].startswith("first: each connection's first request"), whole

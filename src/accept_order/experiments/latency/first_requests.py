@@ -274,4 +274,25 @@ def first_parts(result: LatencyResult) -> list[Any]:
     said = (
         "first: each connection's first request, which also waited for the connect and to be accepted; later: the rest"
     )
-    return [table, Text(said)]
+    return [table, Text(said), *([Text(part)] if (part := _rows_in_part(result)) else [])]
+
+
+def _rows_in_part(result: LatencyResult) -> str | None:
+    """Where the replies name no worker, the workers' rows hold only the pool's connections whose holder the client
+    found after the fill (loads/kept_owners.py), not those opened later in place of closed ones: said where the rows
+    then fall short of 'all' (an attached nginx with keepalive_requests 50, a pool of 40: rows of 40 first requests,
+    'all' 100), else the table reads as if the workers' rows were every request."""
+    split = split_firsts(result)
+    if split is None or not by_kernel(result):
+        return None
+    each, every = split
+    rows = _placed(result, each)
+    firsts, later = (sum(getattr(part, side).count for _, part in rows) for side in ("firsts", "later"))
+    if not rows or (firsts, later) == (every.firsts.count, every.later.count):
+        return None
+    return (
+        f"the workers' rows: {firsts:,} of the {every.firsts.count:,} first requests and {later:,} of the "
+        f"{every.later.count:,} later ones, those over the pool's connections whose holder the client found once the "
+        "pool was filled; connections opened later in place of closed ones are in 'all' alone (the replies name no "
+        "worker)"
+    )
