@@ -105,6 +105,8 @@ def test_progress_says_which_run_of_n(monkeypatch: pytest.MonkeyPatch) -> None:
     """--repeat 3 of two variants is 6 runs: each bar's label counts every run of every round."""
     from accept_order.cli import repeat_common
     from accept_order.cli.progress import RunProgress
+    from accept_order.cli.served_nothing import Tally
+    from accept_order.core.spec import ServerSpec
 
     monkeypatch.setattr(repeat_common, "report_and_save", lambda *a: None)
     monkeypatch.setattr(
@@ -114,7 +116,9 @@ def test_progress_says_which_run_of_n(monkeypatch: pytest.MonkeyPatch) -> None:
     clock = iter(range(0, 1000, 10))
     progress = RunProgress(3, clock=lambda: float(next(clock)), write=lambda line: None)
     labels: list[str] = []
-    repeat_common.run_repeated("compare", ["A", "B"], 3, lambda v: labels.append(progress.label(v)), {}, None, progress)
+    served = Tally("A", ServerSpec(), 1, {})  # each run read as one that served (cli/served_nothing.py)
+    run_one = lambda v: labels.append(progress.label(v))  # noqa: E731
+    repeat_common.run_repeated("compare", ["A", "B"], 3, run_one, {}, None, progress, tally=lambda _: served)
     assert [label.split(",")[0].split(":")[0] for label in labels] == [f"run {k} of 6" for k in range(1, 7)]
     assert labels[0] == "run 1 of 6: A" and labels[-1].endswith(" left: B")
     assert RunProgress(1).label("A") == "A"
