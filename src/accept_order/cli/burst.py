@@ -11,7 +11,8 @@ import click
 from ..core.cpus import format_cpu_list
 from ..core.spec import DEFAULT_DRIVER_PROCS, MAX_CONNECTIONS, MAX_DRIVER_PROCS, Driver
 from .app import handle_errors
-from .common import end_if_hosts_lost, host_warnings, keep_partial, report_and_save
+from .common import host_warnings, keep_partial, report_and_save
+from .hosts_lost import end_if_hosts_lost
 from .load_options import BURST_COUNTS, ClientCounts, client_hosts, clients_options, driver_option, driver_procs_help
 from .options import (
     examples,
@@ -169,7 +170,8 @@ def burst(
     save(runs)
     # a server whose every burst served nothing (an HTTPS port: nginx 400, HAProxy closes): why, and exit 1
     end_if_nothing_served([burst_tally(run) for run in runs])
-    end_if_hosts_lost(runs, json_path)
+    each = [(f"{run.server.label}'s burst of {cell.clients}", cell) for run in runs for cell in run.cells]
+    end_if_hosts_lost(runs, json_path, each)
 
 
 def burst_tally(run: Any) -> Tally:

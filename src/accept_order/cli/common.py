@@ -115,30 +115,3 @@ def keep_partial(
         with deferred():
             on_stopped(stopped.results, str(stopped.cause))
         raise
-
-
-def end_if_hosts_lost(result: Any, json_path: str | None) -> None:
-    """After the report and the file: a client host lost during the run (mid-load, or not reached again for a
-    later load) ends the command with one line naming it and why (LoadError, exit 1), as every other runtime
-    failure does. The run went on without it and its result stands, already saved and shown; but its figures are
-    the other hosts' alone, which a script that reads exit 0 as 'measured as asked' would not know."""
-    from ..core.errors import LoadError
-    from ..core.host_outcome import lost_hosts
-
-    lost = lost_hosts(result)
-    if not lost:
-        return
-    if len(lost) == 1:
-        [(name, why)] = lost.items()
-        said = f"client host {name} was lost during the run: {why}"
-    else:
-        said = f"client hosts {', '.join(lost)} were lost during the run: " + "; ".join(
-            f"{name}: {why}" for name, why in lost.items()
-        )
-    if json_path == RESULT_TO_STDOUT:
-        kept = "the result on stdout holds"
-    elif json_path:
-        kept = f"the report and {json_path} hold"
-    else:
-        kept = "the report holds"
-    raise LoadError(f"{said}; {kept} what the other hosts drove")

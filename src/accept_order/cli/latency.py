@@ -11,7 +11,8 @@ import click
 
 from ..core.spec import ServerSpec
 from .app import handle_errors
-from .common import end_if_hosts_lost, host_warnings, keep_partial, report_and_save
+from .common import host_warnings, keep_partial, report_and_save
+from .hosts_lost import end_if_hosts_lost
 from .options import attach_options, examples, json_option, load_options, mode_option, server_options
 from .output import note, progress_bar
 from .progress import RunProgress
@@ -158,7 +159,7 @@ def latency(
             results, skipped = api.compare_latency(server, load, modes, on_run, servers, batch_given)
     save(results)
     served_something(results)
-    end_if_hosts_lost(results, json_path)
+    end_if_hosts_lost(results, json_path, [(r.server.label, r) for r in results])
 
 
 def unanswered_until_stopped(results: Sequence[Any]) -> None:

@@ -9,7 +9,8 @@ import click
 
 from ..core.spec import DEFAULT_DRIVER_PROCS, MAX_CONNECTIONS, MAX_DRIVER_PROCS, Driver
 from .app import handle_errors
-from .common import end_if_hosts_lost, host_warnings, keep_partial, report_and_save
+from .common import host_warnings, keep_partial, report_and_save
+from .hosts_lost import end_if_hosts_lost
 from .load_options import RAMP_COUNTS, client_hosts, clients_options, driver_option, driver_procs_help
 from .options import (
     examples,
@@ -239,9 +240,14 @@ def ramp(
             result = run_ramp(specs[0], plan, on_step)
     save(result)
     end_if_nothing_served([ramp_tally(result)])  # no step served any (an HTTPS port): why, and exit 1
-    end_if_hosts_lost(result, json_path)
+    end_if_hosts_lost(result, json_path, [(step_name(step), step) for step in result.steps])
 
 
 def ramp_tally(result: Any) -> Tally:
     """A ramp's steps together: a step that served none after others served is its knee, not a failure."""
     return of_parts(result.server, result.steps)
+
+
+def step_name(step: Any) -> str:
+    """A step as the report's table names it: 'the 400/s step', 'the 32 in flight step'."""
+    return f"the {step.offered:g}/s step" if step.kind == "rate" else f"the {step.offered:g} in flight step"

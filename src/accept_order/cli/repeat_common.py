@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .common import end_if_hosts_lost, keep_partial, report_and_save
+from .common import keep_partial, report_and_save
+from .hosts_lost import end_if_hosts_lost
 from .served_nothing import Tally, end_if_nothing_served, of_totals
 from .types import IntRange
 
@@ -81,8 +82,9 @@ def run_repeated(
     save(done)
     read = tally or of_totals
     # each run of each round: one that served nothing is no measurement, however the others went
-    end_if_nothing_served([in_round(read(run), k) for k, runs in enumerate(done, 1) for run in runs])
-    end_if_hosts_lost(done, json_path)
+    runs = [(in_round(read(run), k), run) for k, round_runs in enumerate(done, 1) for run in round_runs]
+    end_if_nothing_served([tally for tally, _ in runs])
+    end_if_hosts_lost(done, json_path, [(tally.label, run) for tally, run in runs])  # each run in its round
 
 
 def in_round(tally: Tally, k: int) -> Tally:

@@ -8,7 +8,8 @@ from typing import Any
 import click
 
 from .app import handle_errors
-from .common import end_if_hosts_lost, host_warnings, keep_partial, report_and_save
+from .common import host_warnings, keep_partial, report_and_save
+from .hosts_lost import end_if_hosts_lost
 from .latency import bars
 from .options import (
     accept_batch_option,
@@ -82,7 +83,7 @@ def sweep(json_path: str | None, batches: list[int] | None, repeat: int, **optio
                 {},
                 json_path,
                 runs,
-                tally=lambda r: of_totals(r, f"accept-batch {r.server.accept_batch or 'none'}"),
+                tally=lambda r: of_totals(r, cap_name(r)),
             )
         return
 
@@ -96,5 +97,10 @@ def sweep(json_path: str | None, batches: list[int] | None, repeat: int, **optio
         with bars(load, lambda s: f"accept-batch {s.accept_batch or 'none'}", cap, count=True) as on_run:
             results = api.sweep_accept_batch(server, load, batches, on_run)
     save(results)
-    end_if_nothing_served([of_totals(r, f"accept-batch {r.server.accept_batch or 'none'}") for r in results])
-    end_if_hosts_lost(results, json_path)
+    end_if_nothing_served([of_totals(r, cap_name(r)) for r in results])
+    end_if_hosts_lost(results, json_path, [(cap_name(r), r) for r in results])
+
+
+def cap_name(result: Any) -> str:
+    """A cap's run as the report names it: 'accept-batch 1', 'accept-batch none'."""
+    return f"accept-batch {result.server.accept_batch or 'none'}"

@@ -148,6 +148,14 @@ def lost_hosts(result: object) -> dict[str, str]:
     return lost
 
 
+def reported(load: object) -> set[str]:
+    """The client hosts that drove their share of a load (or of every load in it) to its end: an outcome each,
+    none of them lost. A host lost in one mode and reached again for the next reported the second."""
+    outcomes = list(_outcomes(load))
+    lost = {h.destination for h in outcomes if h.lost is not None}
+    return {h.destination for h in outcomes} - lost
+
+
 def _outcomes(value: object) -> Iterator[HostOutcome]:
     if isinstance(value, HostOutcome):
         yield value

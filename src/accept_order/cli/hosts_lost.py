@@ -1,0 +1,57 @@
+"""A client host lost during a run ends every command alike (LoadError, exit 1, after the report and the file), in
+one line that says what the file holds: per load where the host drove some in full.
+
+The line said 'the report and FILE hold what the other hosts drove' of every mode, also where the host was lost in
+one mode's load and reached again for the next: 'latency --modes epoll,reuseport --clients c1,c2' with c2 lost
+while epoll ran said so of reuseport's too, which c2 drove its share of. Each load the command ran is judged on its
+own (core/host_outcome.reported): those a lost host had no full share of hold what the others drove, the rest what
+every host drove."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .output import RESULT_TO_STDOUT
+
+
+def end_if_hosts_lost(result: Any, json_path: str | None, loads: Sequence[tuple[str, Any]] = ()) -> None:
+    """After the report and the file: a client host lost during the run (mid-load, or not reached again for a
+    later load) ends the command with one line naming it and why (LoadError, exit 1), as every other runtime
+    failure does. The run went on without it and its result stands, already saved and shown; but its figures are
+    the other hosts' alone, which a script that reads exit 0 as 'measured as asked' would not know. `loads`: each
+    load the command ran, named as its report names it ('epoll', 'accept-batch 1', 'the 400/s step'), so that the
+    line says which of them the lost hosts drove in full (none given: one load, or the result as one)."""
+    from ..core.errors import LoadError
+    from ..core.host_outcome import lost_hosts
+
+    lost = lost_hosts(result)
+    if not lost:
+        return
+    if len(lost) == 1:
+        [(name, why)] = lost.items()
+        said = f"client host {name} was lost during the run: {why}"
+    else:
+        said = f"client hosts {', '.join(lost)} were lost during the run: " + "; ".join(
+            f"{name}: {why}" for name, why in lost.items()
+        )
+    if json_path == RESULT_TO_STDOUT:
+        kept = "the result on stdout holds"
+    elif json_path:
+        kept = f"the report and {json_path} hold"
+    else:
+        kept = "the report holds"
+    raise LoadError(f"{said}; {kept} {held(set(lost), loads)}")
+
+
+def held(lost: set[str], loads: Sequence[tuple[str, Any]]) -> str:
+    """What the loads hold with the `lost` hosts: the other hosts' driving, where a lost host had no full share of
+    a load; every host's, in a load each of them drove to its end (a host lost in one mode, back for the next)."""
+    from ..core.host_outcome import reported
+    from ..core.text import and_join
+
+    whole = [name for name, load in loads if lost <= reported(load)]
+    short = [name for name, load in loads if not lost <= reported(load)]
+    if not whole or not short:
+        return "what the other hosts drove"
+    return f"what the other hosts drove in {and_join(short)}, and what every host drove in {and_join(whole)}"

@@ -1,0 +1,57 @@
+"""A client host lost in one mode's load and reached again for the next: the error line says what the file holds per
+mode (cli/hosts_lost.py), not 'what the other hosts drove' of every mode.
+
+'latency --modes epoll,reuseport --clients c1,c2' with c2's channel ending in place of epoll's result (as a host lost
+mid-load leaves it) ran reuseport with both hosts, c2 reached anew, and then said the report and the file 'hold what
+the other hosts drove': of reuseport, untrue. popen gateways stand in for ssh (test_clients_kept.py): no cluster."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import run_cli
+from test_clients_cli import own_address
+from test_clients_kept import spawned  # noqa: F401  # the fixture: popen gateways in place of ssh
+
+from accept_order.loads.hosts import driven
+from accept_order.loads.hosts.remote_side import CLOSED
+
+
+def _lose_c2_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """c2's first result replaced by its channel's end: lost in the first load, reached anew for the next."""
+    real = driven.HostsLoad._heard
+    lost: list[str] = []
+
+    def heard(self: driven.HostsLoad, p: Any, message: Any) -> None:
+        if p.host.destination == "c2" and isinstance(message, tuple) and message[0] == "result" and not lost:
+            lost.append("c2")
+            message = CLOSED  # its connection closed before it reported
+        real(self, p, message)
+
+    monkeypatch.setattr(driven.HostsLoad, "_heard", heard)
+
+
+def test_a_host_lost_in_one_mode_and_back_for_the_next_is_said_per_mode(
+    spawned: dict[str, Any],  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    address = own_address()
+    if address is None:
+        pytest.skip("no address but loopback here")
+    _lose_c2_once(monkeypatch)
+    saved = tmp_path / "modes.json"
+    args = ["latency", "--clients", "c1,c2", "--host", address, "-w", "2", "-n", "200", "-c", "4"]
+    result = run_cli([*args, "--modes", "epoll,reuseport", "--json", str(saved)])
+    assert result.exit_code == 1, result.output
+    lines = [line for line in result.stderr.splitlines() if not line.startswith("accept-order: warning: ")]
+    assert lines[0] == f"wrote {saved}" and len(lines) == 2, result.stderr
+    assert lines[1].startswith("accept-order: error: client host c2 was lost during the run: "), lines[1]
+    held = f"; the report and {saved} hold what the other hosts drove in epoll, and what every host drove in reuseport"
+    assert lines[1].endswith(held), lines[1]
+    epoll, reuseport = (run["hosts"] for run in json.loads(saved.read_text())["runs"])  # the file, the witness
+    assert [h["lost"] is None for h in epoll] == [True, False], epoll
+    assert [h["lost"] is None for h in reuseport] == [True, True], reuseport
