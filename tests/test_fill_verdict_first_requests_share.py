@@ -10,13 +10,20 @@ their first requests' wait to be accepted is the steady state's own.
 from __future__ import annotations
 
 import dataclasses
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
 
+from conftest import run_cli
 from test_kept_first_requests import _kept, _with_fill
 
 from accept_order.core.first_requests import FirstRequests
 from accept_order.core.histogram import LatencyHistogram
 from accept_order.experiments.latency.first_requests import fill_verdict, first_parts
 from accept_order.experiments.latency.result import LatencyResult
+
+DATA = Path(__file__).parent / "data"
 
 
 def _sum_of(parts: tuple[LatencyHistogram, ...] | list[LatencyHistogram]) -> LatencyHistogram:
@@ -95,3 +102,41 @@ def test_an_attached_pools_worker_rows_say_they_hold_its_placed_connections_alon
         first_requests=FirstRequests(_sum_of(placed), tuple(placed)),
     )
     assert [str(part) for part in first_parts(whole)][-1].startswith("first: each connection's first request"), whole
+
+
+def _with_firsts(document: dict[str, Any]) -> dict[str, Any]:
+    """`document` (a kept run from before first requests were kept apart) with each worker's slowest request taken
+    as its first one: a part of its histogram, as the file's check holds."""
+    workers = [{"unit": h["unit"], "counts": [max(h["counts"])[:1] + [1]]} for h in document["worker_histograms"]]
+    every: dict[int, int] = {}
+    for h in workers:
+        for us, n in h["counts"]:
+            every[us] = every.get(us, 0) + n
+    unit = document["histogram"]["unit"]
+    return document | {
+        "first_requests": {"every": {"unit": unit, "counts": sorted(map(list, every.items()))}, "workers": workers}
+    }
+
+
+def test_a_merge_keeps_each_workers_first_requests_with_its_pid(tmp_path: Path) -> None:
+    """Two real kept runs (tests/data/merge_target_closes_*.json): the first heard from pids 111 and 222, the second
+    from 222 and 333, so the second's rows move in the merge (222: row 0 -> 1, 333: row 2); its first requests must
+    move with them, or 222's are counted for 111."""
+    paths = []
+    want: Counter[tuple[int, int]] = Counter()  # (pid, µs) -> first requests
+    for name in ("a", "b"):
+        document = _with_firsts(json.loads((DATA / f"merge_target_closes_{name}.json").read_text()))
+        pid_of = {c["index"]: c["pid"] for c in document["counters"]}
+        for index, h in enumerate(document["first_requests"]["workers"]):
+            want.update({(pid_of[index], us): n for us, n in h["counts"]})
+        paths.append(tmp_path / f"{name}.json")
+        paths[-1].write_text(json.dumps(document))
+    out = tmp_path / "merged.json"
+    merged = run_cli(["merge", *map(str, paths), "--json", str(out)])
+    assert merged.exit_code == 0, merged.output
+    document = json.loads(out.read_text())
+    pid_of = {c["index"]: c["pid"] for c in document["counters"]}
+    got: Counter[tuple[int, int]] = Counter()
+    for index, h in enumerate(document["first_requests"]["workers"]):
+        got.update({(pid_of[index], us): n for us, n in h["counts"]})
+    assert got == want, (got, want)
