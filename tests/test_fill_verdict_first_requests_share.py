@@ -15,7 +15,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import run_cli
+from test_clients_cli import own_address
+from test_clients_kept import spawned  # noqa: F401 - the fixture: popen gateways in place of ssh
 from test_kept_first_requests import _kept, _with_fill
 
 from accept_order.core.first_requests import FirstRequests
@@ -140,3 +143,20 @@ def test_a_merge_keeps_each_workers_first_requests_with_its_pid(tmp_path: Path) 
     for index, h in enumerate(document["first_requests"]["workers"]):
         got.update({(pid_of[index], us): n for us, n in h["counts"]})
     assert got == want, (got, want)
+
+
+@pytest.mark.usefixtures("spawned")
+def test_client_hosts_first_requests_are_every_hosts_together(tmp_path: Path) -> None:
+    """--clients: each host's first requests are added (loads/hosts/split.py), one per connection a worker's first
+    reply named (execnet popen gateways stand in for ssh, as tests/test_clients_kept.py does)."""
+    address = own_address()
+    if address is None:
+        pytest.skip("no address but loopback here")
+    out = tmp_path / "kept.json"
+    args = ["latency", "--clients", "c1,c2", "--host", address, "-w", "2", "-c", "4"]
+    result = run_cli([*args, "--requests-per-connection", "25", "-n", "400", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    document = json.loads(out.read_text())
+    firsts = document["first_requests"]
+    assert [LatencyHistogram.from_dict(h).count for h in firsts["workers"]] == document["connections"], firsts
+    assert LatencyHistogram.from_dict(firsts["every"]).count == sum(document["connections"]) == 16, document
