@@ -10,6 +10,7 @@ as it did.
 from __future__ import annotations
 
 import json
+import string
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from conftest import run_cli
 
 from accept_order.analysis.one_run import merged_runs, runs_in
 from accept_order.experiments.documents import load
+from accept_order.results.merge_nested import KEPT_LEVELS
 
 GOLDEN = Path(__file__).parent / "data" / "golden"
 
@@ -99,3 +101,16 @@ def test_a_nested_list_that_is_no_list_of_files_is_refused_in_one_line(tmp_path:
     shown = run_cli(["show", str(bad)])
     assert shown.exit_code == 1 and shown.stderr.count("\n") == 1, shown.output
     assert "merged_from.files[0].merged_from.files" in shown.stderr, shown.stderr
+
+
+def test_a_merge_of_many_nested_merges_is_still_read_back(tmp_path: Path) -> None:
+    """Each level nests the file 3 deeper: kept to merge_nested.KEPT_LEVELS levels, so that the file stays within
+    what show reads (results/files.MAX_DEPTH), the deepest files counted one run each."""
+    letters = string.ascii_letters  # 26 pairs, each two measurements of their own: 25 merges, 75 levels deeper
+    merged, *pairs = _pairs(tmp_path, letters)
+    for level, pair in enumerate(pairs):
+        merged = _merge(tmp_path, f"m{level}.json", merged, pair)
+    shown = run_cli(["show", merged])
+    assert shown.exit_code == 0, shown.output
+    # 52 runs in all: those below KEPT_LEVELS counted one a file, not two
+    assert 2 * KEPT_LEVELS <= _runs(merged) < 2 * (len(pairs) + 1)

@@ -22,10 +22,27 @@ def nested_sources(
     return [_with_own(source, _own(doc, index)) for source, (_, _, doc) in zip(sources, documents, strict=True)]
 
 
+# Merges of merges kept this deep: each level nests a result file 3 deeper (merged_from, files, an entry), and a file
+# nested past files.MAX_DEPTH (64) could not be read back; a merge deeper than this counts its deepest files as one
+# run each (analysis/one_run.runs_in)
+KEPT_LEVELS = 16
+
+
 def _with_own(source: Any, own: Mapping[str, Any] | None) -> Any:
-    return (
-        {**source, "merged_from": copy.deepcopy(dict(own))} if own is not None and isinstance(source, dict) else source
-    )
+    if own is None or not isinstance(source, dict):
+        return source
+    return {**source, "merged_from": _pruned(copy.deepcopy(dict(own)), 1)}
+
+
+def _pruned(merged: dict[str, Any], level: int) -> dict[str, Any]:
+    """`merged` with its entries' own merged_from kept down to KEPT_LEVELS levels in all, dropped below."""
+    for entry in merged.get("files") or ():
+        below = entry.get("merged_from") if isinstance(entry, dict) else None
+        if isinstance(below, dict) and level < KEPT_LEVELS:
+            _pruned(below, level + 1)
+        elif isinstance(entry, dict):
+            entry.pop("merged_from", None)
+    return merged
 
 
 def _own(doc: Mapping[str, Any], index: int) -> Mapping[str, Any] | None:
