@@ -16,10 +16,13 @@ from pathlib import Path
 
 from conftest import run_cli
 from nginx_by_hand import nginx_by_hand
+from test_model_check import run_of, with_model
 
+from accept_order.analysis.lock_holder import HOLD_US
 from accept_order.analysis.model_check import discipline_of
 from accept_order.analysis.queueing import Arrivals, Service, simulate
 from accept_order.core.spec import ServerSpec
+from accept_order.experiments.latency.model_report import model_report
 from accept_order.servers.registry import known_mode
 
 START_TIMEOUT_S = 10.0
@@ -84,6 +87,17 @@ def test_a_run_shorter_than_the_delay_mostly_stays_with_the_holder() -> None:
     assert sum(1 for s in splits if s.served == (3_000, 0)) >= 6, [s.served for s in splits]
 
 
+def test_the_hold_is_counted_within_the_service_time() -> None:
+    """The lock is held over the first part of a connection's service (its accept, the turn that reads its request),
+    which the workers' CPU per connection, the model's service, already counts: a lone worker's connections take
+    their service time on average, not it and the hold (5d66529 added it: 150 of 100; with no work, 80-100 µs a
+    connection, its p50s read 1.5-3 times nginx's). A hold longer than the service is cut to it."""
+    for service, hold in ((100.0, 50.0), (30.0, 50.0)):
+        got = simulate(1, "holder", Arrivals.closed(1), Service.deterministic(service), 5_000, hold=hold)
+        assert abs(got.mean - service) < 0.05 * service, (service, hold, got.mean)
+        assert got.percentile(99) > 1.5 * service  # the hold at random: each connection's own
+
+
 def test_a_standing_queue_has_every_worker_take_from_it() -> None:
     """8 clients on 2 workers: connections always wait, so a worker back from serving takes the next: as `favoured`."""
     one = Service.deterministic(1.0)
@@ -97,6 +111,22 @@ def test_the_launched_and_the_builtin_accept_mutex_are_modelled_by_their_holder(
         spec = ServerSpec(kind=kind, mode="accept-mutex", workers=2)
         how = discipline_of(known_mode(kind, "accept-mutex"), spec)
         assert how is not None and how[0] == "holder", (kind, how)
+
+
+def test_the_report_says_the_hold_is_fitted_beside_a_holder_model() -> None:
+    """The hold is a constant fitted to nginx's runs on one machine, not read from the run: the model's legend says so
+    (and its mean) wherever a holder model is shown, and the holder's rule as the model has it; not beside others."""
+
+    def legend(mode: str) -> str:
+        run = with_model(run_of(mode, [2000] * 100, service=[(1000, 1000)]))
+        assert run.model is not None and (run.model.discipline == "holder") == (mode == "accept-mutex"), run.model
+        return " ".join(getattr(part, "plain", "") for part in model_report([run]))
+
+    held = legend("accept-mutex")
+    assert f"mean {HOLD_US:g} µs out of its service time (fitted to nginx's accept_mutex on one machine" in held, held
+    assert "the others when they try the lock while its holder serves" in held, held
+    assert "retry delay is up" not in held, held  # the rule before 5d66529
+    assert "fitted to nginx" not in legend("blocking")
 
 
 def test_an_attached_nginx_with_accept_mutex_on_is_modelled_as_its_own_runs_show(

@@ -150,8 +150,8 @@ def simulate(
     """Run `requests` requests through `workers` workers; the first `warmup` share of them are not measured
     (0: every one, from empty queues). `service`: one for every worker, or one each (workers that do not get
     the same CPU are not identical). `ring`: `first`'s completions a worker's ring holds (0: no limit). `delay`:
-    `holder`'s retry delay, in the service's unit (µs: nginx's accept_mutex_delay 500 ms); `hold`: the lock its holder
-    keeps on each connection it takes, before serving it (lock_holder.HOLD_US)."""
+    `holder`'s retry delay, in the service's unit (µs: nginx's accept_mutex_delay 500 ms); `hold`: the mean while its
+    holder keeps the lock on each connection it takes, out of that connection's service (lock_holder.HOLD_US)."""
     if workers < 1 or requests < 2 or batch < 0 or ring < 0 or delay <= 0 or hold < 0 or discipline not in DISCIPLINES:
         raise ValueError(
             "need workers >= 1, requests >= 2, batch >= 0, ring >= 0, delay > 0, hold >= 0 and a known discipline"

@@ -10,6 +10,7 @@ from typing import Any
 from rich.console import RenderableType
 from rich.text import Text
 
+from ...analysis.lock_holder import HOLD_US
 from ...analysis.model_check import SOURCES
 from ...core.histogram import LatencyHistogram
 from ...render.service_mean import service_mean
@@ -30,9 +31,15 @@ COLUMNS: tuple[tuple[str, str, float | None], ...] = (
 CELL = 11  # "12.34/56.78": three significant figures keep four cells and a label within 80 columns
 NOTE = (
     "queue: shared = one queue, idle workers in turn; favoured = one queue, the lowest idle worker first; "
-    "holder = one queue, an accept lock's holder first, the others when their retry delay is up; "
+    "holder = one queue, an accept lock's holder first, the others when they try the lock while its holder "
+    "serves (back from serving, or their retry delay up); "
     "hash = a queue per worker, chosen at random; round-robin = connection k to worker k mod N; (n): "
     "connections a worker takes from the shared queue at once (all: until none is left)"
+)
+# said beside a holder model: its hold is a fitted constant, not something the run measured (analysis/lock_holder.py)
+HOLDER_NOTE = (
+    f"; holder: the lock held a random while on each connection taken, mean {HOLD_US:g} µs out of its service time "
+    "(fitted to nginx's accept_mutex on one machine, not measured), in which a worker back from serving finds it taken"
 )
 RHO_NOTE = "; ρ: the open loop's rate × mean service time / workers (1 or more: more than the workers can serve)"
 # a pinned model's ρ is not over all the workers (ModelCheck.utilisation)
@@ -158,6 +165,7 @@ def model_report(
             NOTE
             + (RHO_NOTE if any(r.model.utilisation is not None for r in runs if r.model) else "")
             + (FIRST_NOTE if any(r.model.discipline == "first" for r in runs if r.model) else "")
+            + (HOLDER_NOTE if any(r.model.discipline == "holder" for r in runs if r.model) else "")
             + _reach_note(runs, label)
             + _pinned_note(runs, label),
             style="dim",
