@@ -114,3 +114,12 @@ def test_a_merge_of_many_nested_merges_is_still_read_back(tmp_path: Path) -> Non
     assert shown.exit_code == 0, shown.output
     # 52 runs in all: those below KEPT_LEVELS counted one a file, not two
     assert 2 * KEPT_LEVELS <= _runs(merged) < 2 * (len(pairs) + 1)
+
+
+def test_a_merged_file_merges_with_a_file_from_before_in_flight(tmp_path: Path) -> None:
+    """A merged file is written anew, with ServerSpec.in_flight; a file from before it (the golden ones: 0.2) has
+    none, and 'merge ab.json c.json' read 'in_flight 0 vs None': not the same experiment."""
+    (ab,) = _pairs(tmp_path, "ab")
+    c = _measured(tmp_path, "c.json", 20)
+    assert "in_flight" not in json.loads(Path(c).read_text())["runs"][0]["server"]  # the older file
+    assert _runs(_merge(tmp_path, "abc.json", ab, c)) == 3

@@ -53,7 +53,15 @@ def as_ran(
     return out
 
 
+# Server settings a file from before them lacks, as reading it takes them (ServerSpec's defaults): a merged file is
+# written anew with them, so 'merge ab.json c.json' of three such files read 'in_flight 0 vs None' and was refused
+UNSAID_SERVER = {"in_flight": 0}
+
+
 def _run_as_ran(run: Any) -> Any:
+    server = run.get("server") if isinstance(run, dict) else None
+    if isinstance(server, dict) and any(name not in server for name in UNSAID_SERVER):
+        run = {**run, "server": {**UNSAID_SERVER, **server}}
     load = run.get("load") if isinstance(run, dict) else None
     if not isinstance(load, dict) or "concurrency" not in load:
         return run
