@@ -160,3 +160,23 @@ def test_client_hosts_first_requests_are_every_hosts_together(tmp_path: Path) ->
     firsts = document["first_requests"]
     assert [LatencyHistogram.from_dict(h).count for h in firsts["workers"]] == document["connections"], firsts
     assert LatencyHistogram.from_dict(firsts["every"]).count == sum(document["connections"]) == 16, document
+
+
+NO_BPFTRACE = DATA / "attached_nginx_pool_no_bpftrace.json"
+
+
+def test_an_attached_pool_without_the_kernels_accepts_shows_the_holders_found() -> None:
+    """A real 'latency --attach NGINX --protocol http --pool -c 40 --requests-per-connection 0 -n 4000' with bpftrace
+    off PATH (as a user has it): nginx's log ($pid, $connection_requests 1) gave its 4 workers 17/1/17/5 connections
+    and 1678/138/1642/542 requests. The client found those holders after the fill and counted the requests, but the
+    table read '-' for accepted and its line 'accepted: requests, p50, p99: ...', the accepted words lost."""
+    shown = run_cli(["show", str(NO_BPFTRACE)])
+    assert shown.exit_code == 0, shown.output
+    lines = shown.stdout.split("kept connections per worker")[1].splitlines()
+    rows = [line.split() for line in lines if line.split()[:1] in (["0"], ["1"], ["2"], ["3"])][:4]
+    assert [(row[1], row[4]) for row in rows] == [("17", "1678"), ("1", "138"), ("17", "1642"), ("5", "542")], rows
+    said = " ".join(shown.stdout.split())
+    assert "accepted: the pool's connections the client found the worker holding once it was filled" in said, said
+    assert "accepted: requests, p50" not in said, said
+    csv_rows = run_cli(["show", str(NO_BPFTRACE), "--format", "csv", "--table", "connections"]).stdout.splitlines()
+    assert [row.split(",")[2] for row in csv_rows[1:]] == ["17", "1", "17", "5"], csv_rows

@@ -70,6 +70,15 @@ def placed_requests(result: LatencyResult) -> tuple[int, ...] | None:
     return placed if any(placed) else None
 
 
+def found_holding(result: LatencyResult) -> tuple[int, ...] | None:
+    """Where the replies name no worker and the kernel's accepts were not counted (no bpftrace, as a user): the
+    pool's connections the client found each worker holding once it was filled (loads/kept_owners.py), which the
+    run's `connections` then hold alone; None where the kernel counted them, or no holder was found."""
+    if not by_kernel(result) or accepted(result) is not None or placed_requests(result) is None:
+        return None
+    return result.connections if any(result.connections) else None
+
+
 def requests_jain(result: LatencyResult) -> float:
     """Jain's index over the requests each worker served (1: even; 1/N: one worker served them all); where the
     replies do not name a worker, over the connections each accepted (the kernel's count: kept_split says so)."""
@@ -99,7 +108,7 @@ def kept_table(result: LatencyResult) -> Table | None:
     table.add_column("p99 ms", justify="right")
     # where only the kernel counted (the replies name no worker) the share is of the connections it accepted,
     # and what the replies would have said (held at end, requests) is not known
-    took, answered, kernel = accepted(result), requests(result), by_kernel(result)
+    took, answered, kernel = accepted(result) or found_holding(result), requests(result), by_kernel(result)
     shared = answered if answered is not None else took
     total = sum(shared) if shared is not None else 0
     own = {c.index: c for c in result.counters}
@@ -132,8 +141,15 @@ def kept_lines(result: LatencyResult) -> list[Text]:
         counted = took is not None and sum(took) > 0
         jain = f"connections accepted: Jain {requests_jain(result):.3f} over {over}" if counted else ""
         first = (
-            f"{jain + '; ' if jain else ''}p99 {ms(overall)} ms overall. accepted: "
-            + ("the connections the worker accepted (counted by the kernel); " if took is not None else "")
+            f"{jain + '; ' if jain else ''}p99 {ms(overall)} ms overall. "
+            + (
+                "accepted: the connections the worker accepted (counted by the kernel); "
+                if took is not None
+                else "accepted: the pool's connections the client found the worker holding once it was filled (its "
+                "fd table; the kernel's accepts were not counted); "
+                if found_holding(result) is not None
+                else ""
+            )
             + (
                 "the requests over them per worker, and those held at the end, are not known: the replies do not "
                 "name a worker"
@@ -276,7 +292,7 @@ def kept_csv(runs: Sequence[dict[str, Any]]) -> str:
     for run in runs:
         result = LatencyResult.from_dict(run)
         own = {c.index: c for c in result.counters}
-        took, answered, kernel = accepted(result), requests(result), by_kernel(result)
+        took, answered, kernel = accepted(result) or found_holding(result), requests(result), by_kernel(result)
         answered = answered if answered is not None else placed_requests(result)
         for i in range(len(result.served) if result.connections else 0):
             counted = own.get(i)
