@@ -211,11 +211,20 @@ class KeepAliveHttp(HttpProtocol):
         """The head's end, then Content-Length bytes of body, or a chunked body up to its last, empty chunk
         and the blank line after it; 0 while incomplete. A head with neither says its body ends with the
         connection (not a keep-alive answer): 0, and the client's timeout or the server's close ends it."""
+        if not b"HTTP/".startswith(data[:5]):
+            # not an HTTP answer, which nothing frames: whole as read, where waiting for a head's end let a
+            # greeting held open ('220 hello', a Node net server) read 'timeout: no answer within 2 s'
+            return len(data)
         head_end = data.find(b"\r\n\r\n")
         if head_end < 0:
             return 0
         body_at = head_end + 4
         head = data[:head_end]
+        if head.split(b"\r\n", 1)[0].split(b" ")[1:2] in ([b"204"], [b"304"]):
+            # no body, whatever the head says (RFC 9112 §6.3): nginx's 'return 204' over keep-alive has no length,
+            # and a reply read to its framed end (c8d1b81) waited out --timeout for a body that never comes ('3 ×
+            # timeout: no answer within 3 s' for three 204s in its access log, 'bad reply (HTTP 204)' before)
+            return body_at
         if _chunked(head):
             size = _chunked_size(data, body_at)
             return body_at + size if size is not None else 0
