@@ -13,7 +13,8 @@ Here, so: a worker's turn comes when it finishes serving and, for one without th
 the lock if it holds it already or the holder is serving; else it sleeps `delay`. The holder, idle, takes an arrival at
 once; one that comes while it serves waits in the one queue. A connection taken is held for the first part of its
 service, the lock with it: the holder's accept and its turn of the loop to read the request the client sends after the
-handshake. That part is in the service time the model is given (the workers' CPU per connection counts the accept),
+handshake. That part is in the service time the model is given (nginx's, its workers' CPU per connection, counts the
+accept; the built-in workers time theirs from after it, so their model's connections run a mean hold short: left so),
 so the hold is counted in it, not added to it: a connection's service less the mean hold, then the hold drawn at
 random, mean `hold` (at most the service): the same mean, each different, so two workers' turns drift against each
 other; one that comes back inside the other's hold drops out until its delay is up. (Added to it, 5d66529, every
