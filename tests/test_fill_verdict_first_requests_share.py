@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import shutil
+import signal
+import subprocess
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
+from conftest import OutputReader, run_cli
 from test_clients_cli import own_address
 from test_clients_kept import spawned  # noqa: F401 - the fixture: popen gateways in place of ssh
 from test_kept_first_requests import _kept, _with_fill
@@ -180,3 +184,61 @@ def test_an_attached_pool_without_the_kernels_accepts_shows_the_holders_found() 
     assert "accepted: requests, p50" not in said, said
     csv_rows = run_cli(["show", str(NO_BPFTRACE), "--format", "csv", "--table", "connections"]).stdout.splitlines()
     assert [row.split(",")[2] for row in csv_rows[1:]] == ["17", "1", "17", "5"], csv_rows
+
+
+NODE = shutil.which("node") or shutil.which("nodejs")
+NODE_CLUSTER = """
+const cluster = require('cluster'), http = require('http'), fs = require('fs');
+if (cluster.isPrimary) { for (let i = 0; i < 2; i++) cluster.fork(); }
+else {
+  const log = fs.openSync(process.argv[2] + '/' + process.pid + '.log', 'a');
+  let connections = 0;
+  const server = http.createServer((req, res) => {
+    const s = req.socket;
+    if (!s.number) { s.number = ++connections; s.requests = 0; }
+    fs.writeSync(log, `${s.number} ${++s.requests}\\n`);  // before the reply: complete once the client has it
+    res.end('hello\\n');
+  });
+  server.listen(0, '127.0.0.1', () => console.log('listening ' + server.address().port));
+}
+"""
+
+
+def test_an_attached_node_clusters_pool_is_counted_for_the_workers_its_master_handed_it_to(tmp_path: Path) -> None:
+    """Debian's node, cluster of 2 (its master accepts every connection and hands it to a worker: the kernel counts
+    no worker's accepts): each worker's own log of its connections and requests is the witness that the holders
+    the client found after the fill are the workers serving them."""
+    if NODE is None:
+        pytest.skip("needs Debian's nodejs")
+    script = tmp_path / "cluster.js"
+    script.write_text(NODE_CLUSTER)
+    proc = subprocess.Popen(
+        [NODE, str(script), str(tmp_path)], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        assert proc.stdout is not None
+        log = OutputReader(proc.stdout)
+        port = log.wait_for(r"(?s)listening (\d+).*listening \1", 30.0).group(1)
+        out = tmp_path / "pool.json"
+        result = run_cli(
+            [
+                *("latency", "--attach", str(proc.pid), "--port", port, "--protocol", "http", "--pool", "-c", "8"),
+                *("--requests-per-connection", "0", "-n", "800", "--json", str(out)),
+            ]
+        )
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the master and its workers
+        proc.wait(30.0)
+    assert result.exit_code == 0, result.output
+    document = json.loads(out.read_text())
+    pids = [c["pid"] for c in sorted(document["counters"], key=lambda c: c["index"])]
+    logged = [[line.split() for line in (tmp_path / f"{pid}.log").read_text().splitlines()] for pid in pids]
+    assert sum(map(len, logged)) == 800, logged
+    assert document["connections"] == [sum(1 for _, k in rows if k == "1") for rows in logged], document
+    placed = [LatencyHistogram.from_dict(h).count for h in document["worker_histograms"]]
+    assert placed == [len(rows) for rows in logged], (placed, logged)
+    said = " ".join(result.stdout.split())
+    assert "accepted: the pool's connections the client found the worker holding once it was filled" in said, said
+    lines = result.stdout.split("kept connections per worker")[1].splitlines()
+    rows = [line.split() for line in lines if line.split()[:1] in (["0"], ["1"])][:2]
+    assert [int(row[1]) for row in rows] == document["connections"], rows

@@ -71,9 +71,10 @@ def placed_requests(result: LatencyResult) -> tuple[int, ...] | None:
 
 
 def found_holding(result: LatencyResult) -> tuple[int, ...] | None:
-    """Where the replies name no worker and the kernel's accepts were not counted (no bpftrace, as a user): the
-    pool's connections the client found each worker holding once it was filled (loads/kept_owners.py), which the
-    run's `connections` then hold alone; None where the kernel counted them, or no holder was found."""
+    """Where the replies name no worker and the kernel did not count the workers' accepts (no bpftrace, as a user;
+    a master that accepts and hands them on, as Node's cluster): the pool's connections the client found each
+    worker holding once it was filled (loads/kept_owners.py), which the run's `connections` then hold alone; None
+    where the kernel counted them, or no holder was found."""
     if not by_kernel(result) or accepted(result) is not None or placed_requests(result) is None:
         return None
     return result.connections if any(result.connections) else None
@@ -146,7 +147,8 @@ def kept_lines(result: LatencyResult) -> list[Text]:
                 "accepted: the connections the worker accepted (counted by the kernel); "
                 if took is not None
                 else "accepted: the pool's connections the client found the worker holding once it was filled (its "
-                "fd table; the kernel's accepts were not counted); "
+                "fd table, where the kernel did not count the workers' accepts: no bpftrace, or a master that "
+                "accepts and hands them on); "
                 if found_holding(result) is not None
                 else ""
             )
