@@ -129,6 +129,16 @@ def test_the_report_says_the_hold_is_fitted_beside_a_holder_model() -> None:
     assert "the others when they try the lock while its holder serves" in held, held
     assert "retry delay is up" not in held, held  # the rule before 5d66529
     assert "fitted to nginx" not in legend("blocking")
+    # a file saved before the model recorded its hold held it otherwise (added to the service, or not at all)
+    run = with_model(run_of("accept-mutex", [2000] * 100, service=[(1000, 1000)]))
+    assert run.model is not None and run.model.hold_us == HOLD_US, run.model
+    saved = LatencyResult.from_dict(json.loads(json.dumps(run.to_dict())))
+    assert saved.model == run.model  # kept in the file
+    data = run.to_dict()
+    del data["model"]["hold_us"]
+    older = LatencyResult.from_dict(data)
+    said = " ".join(getattr(part, "plain", "") for part in model_report([older]))
+    assert "holder = one queue" in said and "fitted to nginx" not in said, said
 
 
 def test_an_attached_nginx_with_accept_mutex_on_is_modelled_as_its_own_runs_show(

@@ -33,7 +33,7 @@ ModelDiscipline = Literal["shared", "favoured", "holder", "hash", "round-robin",
 # ModelCheck's fields that only a pinned model fills (empty otherwise): a file leaves them out then.
 PINNED_ONLY = ("connections", "shares", "worker_p50_ms", "worker_p99_ms")
 # ModelCheck's fields a file leaves out where they are None (nothing read to fill them)
-WHERE_READ = ("cpu_share", "busy_waited", "waited_in", "cpu_mean_ms")
+WHERE_READ = ("cpu_share", "busy_waited", "waited_in", "cpu_mean_ms", "hold_us")
 
 ServiceSource = Literal["server", "busy", "cpu", "configured"]
 SOURCES: dict[str, str] = {
@@ -106,6 +106,10 @@ class ModelCheck:
     busy_waited: float | None = None
     waited_in: str | None = None
     cpu_mean_ms: float | None = None
+    # discipline "holder": the mean while its lock is held on each connection taken, out of the service time (µs,
+    # analysis/lock_holder.HOLD_US: fitted, not read from the run); None: another discipline, and files before it,
+    # whose holder held it otherwise (added to the service, or not at all), so the report says nothing of it
+    hold_us: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """What a result file stores. The pinned-only fields are left out where they are empty, and cpu_share where it

@@ -293,4 +293,5 @@ def predict(result: LatencyResult, seed: int = SEED, held: Held | None = None) -
         min_ms=sim.sojourn[0] * ms,
         cpu_share=cpu_share(result.evidence) if source == "cpu" else None,
         **busy_fields(result, source),
+        hold_us=HOLD_US if discipline == "holder" else None,
     )

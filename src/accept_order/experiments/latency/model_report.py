@@ -10,7 +10,6 @@ from typing import Any
 from rich.console import RenderableType
 from rich.text import Text
 
-from ...analysis.lock_holder import HOLD_US
 from ...analysis.model_check import SOURCES
 from ...core.histogram import LatencyHistogram
 from ...render.service_mean import service_mean
@@ -36,9 +35,10 @@ NOTE = (
     "hash = a queue per worker, chosen at random; round-robin = connection k to worker k mod N; (n): "
     "connections a worker takes from the shared queue at once (all: until none is left)"
 )
-# said beside a holder model: its hold is a fitted constant, not something the run measured (analysis/lock_holder.py)
+# said beside a holder model that recorded its hold (ModelCheck.hold_us): a fitted constant, not something the run
+# measured (analysis/lock_holder.py)
 HOLDER_NOTE = (
-    f"; holder: the lock held a random while on each connection taken, mean {HOLD_US:g} µs out of its service time "
+    "; holder: the lock held a random while on each connection taken, mean {hold:g} µs out of its service time "
     "(fitted to nginx's accept_mutex on one machine, not measured), in which a worker back from serving finds it taken"
 )
 RHO_NOTE = "; ρ: the open loop's rate × mean service time / workers (1 or more: more than the workers can serve)"
@@ -54,6 +54,12 @@ FIRST_NOTE = (
 REACH_NOTE = "the workers the client's CPUs reach, a listener per CPU, are the model's"
 WORKING_NOTE = "no worker's served count is known: those that used CPU are the model's, the others served none"
 CHURN = "; connections of K > 1 requests come and go: those held when the load ended, scaled to its clients"
+
+
+def _holder_note(runs: Sequence[LatencyResult]) -> str:
+    """HOLDER_NOTE with the hold the holder models recorded (their first: one constant); none in files before it."""
+    holds = [r.model.hold_us for r in runs if r.model is not None and r.model.hold_us is not None]
+    return HOLDER_NOTE.format(hold=holds[0]) if holds else ""
 
 
 def _reach_note(runs: Sequence[LatencyResult], label: Callable[[LatencyResult], str]) -> str:
@@ -165,7 +171,7 @@ def model_report(
             NOTE
             + (RHO_NOTE if any(r.model.utilisation is not None for r in runs if r.model) else "")
             + (FIRST_NOTE if any(r.model.discipline == "first" for r in runs if r.model) else "")
-            + (HOLDER_NOTE if any(r.model.discipline == "holder" for r in runs if r.model) else "")
+            + _holder_note(runs)
             + _reach_note(runs, label)
             + _pinned_note(runs, label),
             style="dim",
