@@ -242,3 +242,17 @@ def test_an_attached_node_clusters_pool_is_counted_for_the_workers_its_master_ha
     lines = result.stdout.split("kept connections per worker")[1].splitlines()
     rows = [line.split() for line in lines if line.split()[:1] in (["0"], ["1"])][:2]
     assert [int(row[1]) for row in rows] == document["connections"], rows
+
+
+def test_a_pool_reopened_where_the_kernel_did_not_count_is_not_said_filled_one_at_a_time() -> None:
+    """An attached pool of 100 (no bpftrace: accepts not counted) whose server closed every connection once: 200
+    first requests, so the pool did not open them all one after another in its fill."""
+    pooled = _with_fill(_kept(0, pool=True), 4_000_000, 50)  # 200 first requests for a pool of 100
+    attached = dataclasses.replace(
+        pooled,
+        server=pooled.server.replace(attach=(1,)),
+        evidence={"accept_counts": {"available": False, "why": "bpftrace not found on PATH", "counts": {}}},
+    )
+    said = fill_verdict(attached) or ""
+    assert said.startswith("The tail is the fill"), said
+    assert "one after another" not in said, said

@@ -194,7 +194,11 @@ def cure_for_fill(result: LatencyResult) -> str | None:
 
     server, load = result.server, result.load
     took = accepted(result)
-    reopened = result.pool is not None and took is not None and sum(took) > result.pool[0]
+    # More connections than the pool holds: by the workers' accepts, or by the client's own first replies where the
+    # kernel did not count them (an attached server's, without bpftrace)
+    firsts = result.first_requests.every.count if result.first_requests is not None else 0
+    opened = max(sum(took) if took is not None else 0, firsts)
+    reopened = result.pool is not None and opened > result.pool[0]
     if result.pool is not None and not reopened:
         return (
             "The pool opened its connections one after another, each once the one before was answered, so none "
