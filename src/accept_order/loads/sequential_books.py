@@ -138,6 +138,8 @@ class Books:
         request was sent to HTTPS port'), and not served by whichever worker the kernel saw accept it (the accept
         log's attribution answered in time for some of such connections: 1 of 3 nginx 400s counted served)."""
         raw = data
+        if not raw:  # closed without a word: no reply, whoever accepted it (as latency's loops count it, 'no reply')
+            return None, "closed without a reply"
         if self.body is not None:
             data = self.body(data)
         if raw and not data and self.complaint is not None:
