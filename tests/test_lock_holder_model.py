@@ -161,6 +161,10 @@ def test_an_attached_nginx_with_accept_mutex_on_is_modelled_as_its_own_runs_show
     model = doc["model"]
     read = sum(1 for w in doc["evidence"]["listeners_watched"]["workers"] if w)  # the lock's holder, as it started
     assert read == 1, doc["evidence"]["listeners_watched"]
+    watched = doc["evidence"]["listeners_watched"]
+    if watched.get("young"):  # its workers under 5 s old as the run started: read again as it ended (stop)
+        assert "at_end" in watched and sum(1 for w in watched["at_end"] if w) == 1, watched
+        assert "still watched none as the run ended: a lock loser" in " ".join(result.output.split()), result.output
     assert model["discipline"] == "holder", model
     # one server at a time: each connection waits for the other client's (favoured: none waits, p50 one service)
     assert model["p50_ms"] >= 1.5 * model["service_mean_ms"], model
