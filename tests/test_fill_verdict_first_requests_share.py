@@ -256,3 +256,11 @@ def test_a_pool_reopened_where_the_kernel_did_not_count_is_not_said_filled_one_a
     said = fill_verdict(attached) or ""
     assert said.startswith("The tail is the fill"), said
     assert "one after another" not in said, said
+
+
+def test_the_tail_of_a_short_run_is_said_as_the_share_it_is() -> None:
+    """The tail is the slowest 1%, but at least one request: of 40, the one slowest is 2.5% of all, not '1%'."""
+    said = fill_verdict(_split(2, {1000: 19, 9000: 1}, {1000: 20})) or ""
+    assert "the 1 slowest request (2.5% of all, 9.00 ms and more)" in said, said
+    said = fill_verdict(_split(2, {1000: 2949, 9000: 51}, {1000: 2991, 9500: 9})) or ""
+    assert "the 60 slowest requests (1% of all, 9.00 ms and more)" in said, said
