@@ -101,8 +101,8 @@ class ModelCheck:
     # connection was stretched into the service time (service_source "cpu"); None: not stretched (files before it)
     cpu_share: float | None = None
     # service_source "busy" (probes/busy_waits.py): the share of the workers' busy time they were asleep off the CPU
-    # while serving, the calls they slept in (most first, comma-separated), and the service time their CPU alone gave
-    # (ms, stretched as "cpu" is), which leaves those sleeps out; None: another source (and files before it)
+    # while serving, the calls they slept in (most first, comma-separated), and their CPU per connection (ms, as it
+    # was: not stretched as "cpu" is), which leaves those sleeps out; None: another source (and files before it)
     busy_waited: float | None = None
     waited_in: str | None = None
     cpu_mean_ms: float | None = None

@@ -2,11 +2,13 @@
 /proc/PID/syscall looked at every few milliseconds from the run's start to its end, and what it was in counted.
 
 A worker is idle while it waits for a connection (accept, or select, poll or epoll_wait on its listener's
-readiness: what a prefork worker sleeps in between connections), and busy otherwise: on a CPU or waiting for one
-('running'), or asleep in any other call while it serves (an app's time.sleep in clock_nanosleep, a database's
-reply in read or recvfrom, a lock in futex). Its CPU time alone leaves that last part out: PyPI's gunicorn 27 with
-3 sync workers whose app sleeps 2 ms served a first-hour tester 536 requests/s here (~5.6 ms a request a worker) on
-~0.5 ms of CPU a request, and a model that took the CPU for the service time blamed the gap on other processes.
+readiness: what a prefork worker sleeps in between connections, a poll's or select's set read to tell it from a
+handler's poll on its upstream; or the accept lock some take before that wait), and busy otherwise: on a CPU or
+waiting for one ('running'), or asleep in any other call while it serves (an app's time.sleep in clock_nanosleep, a
+database's reply in poll, read or recvfrom, the app's own lock in futex). Its CPU time alone leaves that last part
+out: PyPI's gunicorn 27 with 3 sync workers whose app sleeps 2 ms served a first-hour tester 536 requests/s here
+(~5.6 ms a request a worker) on ~0.5 ms of CPU a request, and a model that took the CPU for the service time blamed
+the gap on other processes.
 
 A worker of several threads is not read (which of its threads serves is not told by one look); another user's
 process's syscall file is not this user's to read (no looks are counted for it). The readings are of the process,
@@ -19,16 +21,35 @@ import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .proc_read import read_proc
-from .proc_waits import ACCEPTS, EPOLL_WAITS, POLLS, SELECTS, parse_syscall, syscall_names
+from .proc_waits import (
+    ACCEPTS,
+    EPOLL_WAITS,
+    FUTEX_CMD_MASK,
+    FUTEX_LOCK_PI,
+    FUTEX_LOCK_PI2,
+    POLLS,
+    SELECTS,
+    parse_syscall,
+    read_set,
+    syscall_names,
+)
 
-# where a worker waits for a connection; poll and select are taken for the listener's without reading their sets
-# (the process's memory: root's or the same user's alone), so a worker polling a client socket reads as idle
-IDLE_CALLS = ACCEPTS | EPOLL_WAITS | SELECTS | POLLS
+# where a worker waits for a connection: accept and epoll_wait always; poll and select where their set holds one of
+# its listeners (read from the process's memory: root's or the same user's), or cannot be read. A handler's wait
+# for its database or upstream is often a poll too: libpq's, and a Python socket's with a timeout; taken for the
+# listener's, an attached gunicorn whose app so waited 2 ms read no wait while serving and was modelled on its CPU
+IDLE_CALLS = ACCEPTS | EPOLL_WAITS
+SET_CALLS = SELECTS | POLLS
+# and the lock some servers take before that wait, a process-shared priority-inheriting mutex whose waiters sleep in
+# futex(FUTEX_LOCK_PI): uWSGI's --thunder-lock, Apache prefork's accept mutex with two Listens. Counted busy, uWSGI
+# thunder-lock (3 workers, an app that returns at once; latency -n 2000 -c 8) read '72% of it asleep off the CPU
+# while serving, in futex' and was modelled on 0.30 ms a connection, its CPU 0.13 ms.
+ACCEPT_LOCKS = frozenset({FUTEX_LOCK_PI, FUTEX_LOCK_PI2})
 RUNNING = "running"
 EVERY_S = 0.005  # 200 looks a second: a 2-s run's busy share to about ±2% (binomial)
 # reads a second at most, all workers together: 3 workers at 200 a second cost this tool 3% of a CPU here (0.093 s
@@ -41,6 +62,7 @@ MAX_WORKERS = 64
 class _Worker:
     pid: int
     threads: int = 0  # as the run started: a worker of several is not read, and the model says it counted it one
+    listening: frozenset[int] | None = None  # its descriptors of the listeners as the run started (None: not read)
     looks: int = 0
     idle: int = 0
     waits: Counter[str] = field(default_factory=Counter)  # busy looks off the CPU, by call (not 'running' ones)
@@ -56,7 +78,11 @@ class BusySampler:
         pids: Sequence[int],
         every: float = EVERY_S,
         read: Callable[[str], bytes | None] = read_proc,
+        listeners: Collection[int] = (),
     ) -> None:
+        """`listeners`: the inodes of the server's listening sockets, whose descriptors a worker's poll or select
+        waits on between connections (none given: every poll and select is taken for such a wait)."""
+        self._listeners = frozenset(listeners)
         self._workers = [_Worker(pid) for pid in pids[:MAX_WORKERS]]
         self._every, self._read = max(every, len(self._workers) / MOST_READS_S), read
         self._stop = threading.Event()
@@ -69,6 +95,7 @@ class BusySampler:
         self._started = time.monotonic()
         for worker in self._workers:
             worker.threads = _threads(worker.pid)
+            worker.listening = _listening(worker.pid, self._listeners) if self._listeners else None
             worker.unread = worker.gone = worker.threads != 1
         if all(w.unread for w in self._workers) or not thread:
             return
@@ -91,12 +118,13 @@ class BusySampler:
         if data is None:  # not ours to read, or gone: its looks so far stand, and it is not looked at again
             worker.unread, worker.gone = worker.looks == 0, True
             return
+        text = data.decode("ascii", "replace").strip()
         try:
-            call = parse_syscall(data.decode("ascii", "replace"), self._table)[0]
+            call, _, args = parse_syscall(text, self._table)
         except ValueError:
             return
         worker.looks += 1
-        if call in IDLE_CALLS:
+        if _waits_for_connection(worker, call, args, text):
             worker.idle += 1
         elif call != RUNNING:
             worker.waits[call] += 1
@@ -117,6 +145,38 @@ class BusySampler:
                 for w in self._workers
             ],
         }
+
+
+def _waits_for_connection(worker: _Worker, call: str, args: list[int], text: str) -> bool:
+    """Whether the call a worker sleeps in (`text`: its syscall file, stripped) is its wait for a connection."""
+    if call in IDLE_CALLS:
+        return True
+    if call == "futex":
+        return len(args) > 1 and args[1] & FUTEX_CMD_MASK in ACCEPT_LOCKS
+    if call not in SET_CALLS:
+        return False
+    if worker.listening is None:
+        return True
+    fds = read_set(worker.pid, call, args, f"/proc/{worker.pid}/syscall", text)
+    return fds is None or not worker.listening.isdisjoint(fds)  # not read (left the call meanwhile): as before
+
+
+def _listening(pid: int, listeners: frozenset[int]) -> frozenset[int] | None:
+    """The descriptors of `pid` that are one of the `listeners` (socket inodes); None where its table is not ours to
+    read (or it is gone), or it holds none: a worker handed its connections (over a Unix socket, Node's way) waits
+    for them on what it holds, not on a listener."""
+    marks = {f"socket:[{inode}]" for inode in listeners}
+    fds: set[int] = set()
+    try:
+        for name in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{name}") in marks:
+                    fds.add(int(name))
+            except OSError:  # closed meanwhile
+                continue
+    except OSError:
+        return None
+    return frozenset(fds) or None
 
 
 def _threads(pid: int) -> int:

@@ -112,10 +112,10 @@ class EvidenceCapture:
         """Once the server listens: its listeners at "start"; and where its processes (`pids`) are in a network
         namespace other than ours, as an attached server's may be, the counters read from there from now on: ours
         would be another namespace's (a server launched here is in ours, and its counters were read before it)."""
-        self.listeners(port, "start", pids)
+        rows = self.listeners(port, "start", pids)
         self._times = thread_times(pids)
         if self._look_busy and pids:
-            self._busy = BusySampler(pids)
+            self._busy = BusySampler(pids, listeners=[row.inode for row in rows])
             self._busy.start()
         from .server_netns import namespace_of, netstat_in, netstat_namespace, netstat_of
 
