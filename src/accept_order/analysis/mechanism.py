@@ -62,12 +62,14 @@ def _busy(seen: Sequence[Seen], verdict: Verdict, parent: Mapping[int, int]) -> 
     workers. A worker's own child is not one unless another child of it is a worker: a forking server's children,
     one per connection it accepted (socketserver's ForkingMixIn), hold the listener they inherited and never take
     a connection from it ('3 workers' for its one, read as busy). With no worker seen waiting, the children of a
-    master (a holder whose children hold too): gunicorn's sync workers all serving read as '0 workers'."""
+    master (a holder whose children hold too): gunicorn's sync workers all serving read as '0 workers'. A thread its
+    kind says never waits on the listeners (`aside`: Puma's reactor) is not counted: Puma's worker is its accepting
+    thread."""
     workers = {*verdict.waiters, *verdict.losers}
     if verdict.fed:
         return ()
     family = {parent.get(pid) for pid, _ in workers} - {None} if workers else _masters(seen, parent)
-    threads = Counter(s.pid for s in seen)
+    threads = Counter(s.pid for s in seen if s.via != "aside")
     parents = {parent.get(s.pid) for s in seen}
     return tuple(
         s.unit

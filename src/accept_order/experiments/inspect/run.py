@@ -102,10 +102,11 @@ def looks(
     kind, top = _kind(server), server.processes[0]
     rule = kind.lock_first_of(top.argv, top.pid) if kind is not None else None
     locking = rule.among(frozenset(r.inode for r in namespace_listeners(server.pids[0]))) if rule else None
-    taken = [take(server, tables, locking)]
+    listening = frozenset(kind.listener_threads) if kind is not None else frozenset()
+    taken = [take(server, tables, locking, listening)]
     for _ in range(samples - 1):
         time.sleep(INTERVAL_S)  # sampling real time on purpose: the lock of accept-mutex may move
-        taken.append(take(server, tables, locking))
+        taken.append(take(server, tables, locking, listening))
     # a busy thread is its epoll's waiter all the same: read from the registrations where no wait shows it
     # (only where each thread runs a loop of its own: uWSGI's threads take turns at theirs, loops.py)
     loops = kind is None or kind.threads_are_workers or kind.loops_are_workers

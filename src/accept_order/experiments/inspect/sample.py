@@ -16,6 +16,7 @@ from functools import cmp_to_key
 from typing import Any
 from weakref import WeakKeyDictionary
 
+from ...analysis.mechanism import WAITS_ON_LISTENER
 from ...analysis.mechanism_values import Seen
 from ...probes.fd_table import FdTables, OpenFile, file_order
 from ...probes.file_flags import blocking_mode
@@ -323,12 +324,32 @@ def _taking_lock(mine: list[Seen], waits: tuple[ThreadWait, ...], shared: bool =
     ]
 
 
+def _aside(mine: list[Seen], waits: tuple[ThreadWait, ...], listening: frozenset[str]) -> list[Seen]:
+    """A process with a thread its kind names as the one that waits on its listeners (ServerKind.listener_threads):
+    its other threads not seen waiting on one are `aside`, no worker's and no sign of listeners taken out (Puma's
+    reactor in its epoll, read as Apache's event children at their limit while every worker served). A process
+    without such a thread (another version's names) is read as any."""
+    names = {w.tid: w.name for w in waits}
+    if not any(names.get(s.tid) in listening for s in mine):
+        return mine
+    return [
+        s
+        if names.get(s.tid) in listening or (s.listeners and s.via in WAITS_ON_LISTENER)
+        else replace(s, via="aside", listeners=frozenset(), exclusive=None, epoll_id=None)
+        for s in mine
+    ]
+
+
 def take(
-    server: Server, tables: FdTables | None = None, locking: Callable[[int, frozenset[int]], bool] | None = None
+    server: Server,
+    tables: FdTables | None = None,
+    locking: Callable[[int, frozenset[int]], bool] | None = None,
+    listening: frozenset[str] = frozenset(),
 ) -> Sample:
     """Every thread of the server's processes now; `tables`: the look's fd tables (kept across its samples),
     read now when not given; `locking`: whether a process of so many threads holding these sockets takes a lock
-    before it waits on its listeners, as the server's kind says (ServerKind.lock_first)."""
+    before it waits on its listeners, as the server's kind says (ServerKind.lock_first); `listening`: the names of
+    the threads that wait on them, where the kind names them (ServerKind.listener_threads)."""
     tables = tables if tables is not None else FdTables()
     listeners = frozenset(row.inode for row in server.listeners)
     parent = {p.pid: p.ppid for p in server.processes}
@@ -354,7 +375,8 @@ def take(
             _resolved(tables, pid, w, raw, table, listeners, server.peers, len(tids), holds, blocking)
             for w, raw in read
         ]
-        read_now.append((pid, _one_loop(mine), locking is not None and locking(len(tids), held)))
+        mine = _aside(_one_loop(mine), waits[pid], listening) if listening else _one_loop(mine)
+        read_now.append((pid, mine, locking is not None and locking(len(tids), held)))
     # a lock among one worker decides nothing: the kind's names it only where siblings share it (Apache prefork-mutex
     # with one child read 'epoll, one waiter' idle and 'accept-mutex' under load)
     sharing = Counter(parent.get(pid) for pid, _, locks in read_now if locks)

@@ -199,6 +199,8 @@ class PumaKind(ServerKind):
     process_names = ("puma",)
     summary = "Debian's Puma (5.6) in cluster mode with a Rack app, launched from a generated config"
     sleeps = "each worker's server thread alone, the one in select: its wakeups"
+    # the thread that selects on the listener and accepts (Server#run's); its reactor's epoll never has it
+    listener_threads = ("puma srv",)
     witness = PumaServer.witness_source
     preferred_mode = "cluster"
 

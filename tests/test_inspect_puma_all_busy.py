@@ -1,0 +1,160 @@
+"""inspect of a Puma whose workers are all serving: Debian's puma 5.6.5 ('-w 2 -t 1:1', both workers held in the
+app's sleep, 2 connections queued) read 'puma, 0 workers', every role 'process', and 'the server has taken its
+listeners out of its epolls (Apache's event MPM ...)'. The epoll threads it saw are Puma's reactors, which never had
+the listener; each worker's 'puma srv' thread selects on it and accepts, and with its one pool thread busy it waits
+for that thread (a futex) instead. Puma's kind names that thread (ServerKind.listener_threads), so its other threads
+are no sign of a listener taken out, and the workers read as the master's, busy.
+
+Here Debian's puma with 2 workers of one thread each, whose app sleeps 60 s, and 4 connections: the kernel shows
+both workers' 'puma srv' threads in futex, not select, and their reactors in epoll_wait before inspect looks."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import OutputReader, run_cli, wait_for
+
+TIMEOUT_S = 30.0
+FUTEX, EPOLL_WAIT = "202", "232"  # x86_64's syscall numbers, the first field of /proc/PID/task/TID/syscall
+SELECTS = {"23", "270"}  # select, pselect6: what Ruby's IO.select waits in
+APP = 'run lambda { |env| sleep 60; [200, {"Content-Length" => "4"}, ["late"]] }\n'
+CONNECTIONS = 4  # one held in each worker's one thread, two queued on the listener
+
+pytestmark = [
+    pytest.mark.skipif(shutil.which("puma") is None, reason="needs Debian's puma (apt-get install puma)"),
+    pytest.mark.skipif(os.uname().machine != "x86_64", reason="reads x86_64's syscall numbers"),
+]
+
+
+def _threads(pid: int) -> dict[str, str]:
+    """Each thread of `pid` by its name, what it waits in (its syscall number), as the kernel says now."""
+    calls: dict[str, str] = {}
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            name = (task / "comm").read_text().strip()
+            calls[name] = (task / "syscall").read_text().split(" ", 1)[0]
+    except OSError:
+        return {}
+    return calls
+
+
+def _puma(directory: Path) -> tuple[subprocess.Popen[str], OutputReader, int]:
+    (directory / "config.ru").write_text(APP)
+    proc = subprocess.Popen(
+        ["puma", "-w", "2", "-t", "1:1", "-b", "tcp://127.0.0.1:0", str(directory / "config.ru")],
+        cwd=directory,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert proc.stdout is not None
+        log = OutputReader(proc.stdout)
+        port = int(log.wait_for(r"Listening on http://127\.0\.0\.1:(\d+)", TIMEOUT_S).group(1))
+    except BaseException:
+        _stop(proc)
+        raise
+    return proc, log, port
+
+
+def _workers(log: OutputReader) -> list[int]:
+    booted = r"Worker \d \(PID: (\d+)\) booted"
+    log.wait_for(f"(?s){booted}.*{booted}", TIMEOUT_S)
+    return [int(pid) for pid in re.findall(booted, log.text)]
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(TIMEOUT_S)
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
+@pytest.fixture
+def puma_busy(tmp_path: Path) -> Iterator[tuple[int, list[int]]]:
+    proc, log, port = _puma(tmp_path)
+    clients: list[socket.socket] = []
+    try:
+        workers = _workers(log)
+        wait_for(
+            lambda: [_threads(pid).get("puma srv") for pid in workers],
+            lambda calls: set(calls) <= SELECTS,
+            TIMEOUT_S,
+            "both workers' server threads in select, on the listener",
+        )
+        for _ in range(CONNECTIONS):
+            client = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT_S)
+            client.sendall(b"GET / HTTP/1.0\r\n\r\n")
+            clients.append(client)
+        wait_for(
+            lambda: [_threads(pid) for pid in workers],
+            lambda threads: all(t.get("puma srv") == FUTEX and t.get("puma reactor") == EPOLL_WAIT for t in threads),
+            TIMEOUT_S,
+            "both workers' server threads waiting for their busy pool (futex), their reactors in epoll_wait",
+        )
+        yield proc.pid, workers
+    finally:
+        for client in clients:
+            client.close()
+        _stop(proc)
+
+
+def _worker_rows(out: str) -> dict[int, list[str]]:
+    """'How each worker waits' rows by pid: w0 PID TID ROLE ..."""
+    return {
+        int(line.split()[1]): line.split()
+        for line in out.splitlines()
+        if re.match(r"w\d+$", (line.split() or [""])[0]) and len(line.split()) > 3
+    }
+
+
+def test_inspect_names_the_busy_workers_of_a_puma_all_serving(puma_busy: tuple[int, list[int]]) -> None:
+    master, workers = puma_busy
+    result = run_cli(["inspect", str(master), "--samples", "1"])
+    out = result.output
+    assert result.exit_code == 0, out
+    assert f"puma, master pid {master}, 2 workers" in out.splitlines()[0], out
+    assert "taken its listeners out" not in out, out
+    assert "no thread waits on a listener at this moment (all busy?)" in out, out
+    rows = _worker_rows(out)
+    assert sorted(rows) == sorted(workers), out
+    for pid in workers:
+        server_thread = next(t.name for t in Path(f"/proc/{pid}/task").iterdir() if _comm(t) == "puma srv")
+        assert rows[pid][2:4] == [server_thread, "busy"], out
+
+
+def _comm(task: Path) -> str:
+    try:
+        return (task / "comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def test_inspect_reads_a_puma_at_rest_as_select(tmp_path: Path) -> None:
+    proc, log, _ = _puma(tmp_path)
+    try:
+        workers = _workers(log)
+        wait_for(
+            lambda: [_threads(pid).get("puma srv") for pid in workers],
+            lambda calls: set(calls) <= SELECTS,
+            TIMEOUT_S,
+            "both workers' server threads in select, on the listener",
+        )
+        result = run_cli(["inspect", str(proc.pid), "--samples", "1"])
+    finally:
+        _stop(proc)
+    out = result.output
+    assert result.exit_code == 0, out
+    assert f"puma, master pid {proc.pid}, 2 workers" in out.splitlines()[0], out
+    assert "Mechanism: select" in out, out
+    assert re.search(r"2 workers sleep in p?select6?\(\) holding the listener", out), out
+    assert sorted(_worker_rows(out)) == sorted(workers), out
