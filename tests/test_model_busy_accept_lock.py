@@ -33,6 +33,7 @@ from waiting import wait_for
 from accept_order.core.spec import ServerSpec
 from accept_order.experiments.latency.model_check import predict
 from accept_order.experiments.latency.model_report import model_report
+from accept_order.experiments.latency.model_servers import servers_text
 from accept_order.probes.busy_waits import BusySampler
 from accept_order.probes.proc_waits import POLLS, SELECTS, syscall_names
 from accept_order.servers.launched.uwsgi import UwsgiServer, uwsgi_missing
@@ -52,6 +53,27 @@ def test_the_cpu_said_beside_busy_time_is_the_workers_cpu_not_stretched() -> Non
     assert model.cpu_mean_ms == pytest.approx(0.1), model
     lines = [str(getattr(part, "plain", "")) for part in model_report([replace(slept, model=model)])]
     assert any("which their CPU per connection (mean 0.10 ms) leaves out" in line for line in lines), lines
+
+
+def test_workers_whose_event_loop_runs_every_request_are_not_said_to_be_pools() -> None:
+    """Node's workers are each a process of 7 threads, one of which (its event loop) runs every request: 'latency
+    --server node -w 3' read that they compute one at a time under one lock (Ruby's, CPython's) and that a pool
+    overlaps a handler's waits. Puma's pool is still said so."""
+    plain = attached(None, rows=1)
+
+    def said(kind: str) -> str | None:
+        read = [{"pid": 4243 + i, "threads": 7, "looks": 0, "idle": 0, "waits": {}} for i in range(4)]
+        server = ServerSpec(kind=kind, mode="sched-rr" if kind == "node" else "default", workers=4)
+        busy = {**plain.evidence, "busy_waits": {"span_s": 1.0, "workers": read}}
+        return servers_text(replace(plain, server=server, evidence=busy))
+
+    node = said("node")
+    assert node == (
+        "Model: its 4 workers are the servers counted, one each: each is a process of 7 threads, one of which runs "
+        "every request (its event loop), the others none."
+    ), node
+    puma = said("puma")
+    assert puma is not None and "a pool overlap its requests" in puma, puma
 
 
 def _syscall(pid: int) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 
 from ...probes.busy_waits import worker_threads
 from ...servers.launched.puma import THREADS as PUMA_THREADS
-from ...servers.registry import recognise
+from ...servers.registry import KINDS, recognise
 from .result import LatencyResult
 
 
@@ -144,12 +144,19 @@ def pooled_text(result: LatencyResult) -> str | None:
     pool, gunicorn's gthread), that it counts each worker one server, one request at a time: true where one lock lets
     one thread compute at a time (Ruby's, CPython's) and the handler computes, not where it waits (a database), whose
     requests a pool overlaps. 'latency --server puma -w 3' was modelled as 3 servers and said nothing of its pools of
-    up to 5 threads. None where the workers are one thread each or were not read."""
+    up to 5 threads. A kind one of whose threads runs every request (Node's event loop: serves_on_one_thread) has
+    no pool: 'latency --server node -w 3' read that its workers' 7 threads were a pool that overlaps a handler's
+    waits, under one lock (Ruby's, CPython's). None where the workers are one thread each or were not read."""
     threads = worker_threads(result.evidence)
     if len(threads) != result.server.workers or max(threads, default=1) < 2:
         return None
     low, high = min(threads), max(threads)
     each = f"{low}" if low == high else f"{low}-{high}"
+    if (kind := KINDS.get(result.server.kind)) is not None and kind.serves_on_one_thread:
+        return (
+            f"Model: its {result.server.workers} workers are the servers counted, one each: each is a process of "
+            f"{each} threads, one of which runs every request (its event loop), the others none."
+        )
     pool = (
         f" (Puma's pool of up to {PUMA_THREADS[1]} threads in each, 'threads {PUMA_THREADS[0]}, {PUMA_THREADS[1]}' in "
         "the config this tool wrote)"
