@@ -53,6 +53,24 @@ def test_the_cpu_said_beside_busy_time_is_the_workers_cpu_not_stretched() -> Non
     assert model.cpu_mean_ms == pytest.approx(0.1), model
     lines = [str(getattr(part, "plain", "")) for part in model_report([replace(slept, model=model)])]
     assert any("which their CPU per connection (mean 0.10 ms) leaves out" in line for line in lines), lines
+    # what they waited for is not read: Apache prefork's polls for its clients' requests and closes read 'as a
+    # handler waiting on a database or upstream is'
+    said = "in clock_nanosleep (waiting for something: a database, an upstream, the client; the calls do not say which)"
+    assert any(said in line for line in lines), lines
+
+
+def test_a_call_not_in_the_table_is_named_by_its_number() -> None:
+    """A worker asleep in a call the table does not name: its number, not Apache's '?' ('in poll, ?, as a ...')."""
+    proc = subprocess.Popen(["sleep", "60"])
+    try:
+        sampler = BusySampler([proc.pid], read=lambda path: b"99999 0x3 0x0 0x0 0x0 0x0 0x0 0x7ffc 0x7f00\n")
+        sampler.start(thread=False)
+        assert sampler.look()
+        read = sampler.stop()
+    finally:
+        proc.kill()
+        proc.wait()
+    assert read is not None and read["workers"][0]["waits"] == {"syscall 99999": 1}, read
 
 
 def test_workers_whose_event_loop_runs_every_request_are_not_said_to_be_pools() -> None:

@@ -121,14 +121,14 @@ class BusySampler:
             return
         text = data.decode("ascii", "replace").strip()
         try:
-            call, _, args = parse_syscall(text, self._table)
+            call, number, args = parse_syscall(text, self._table)
         except ValueError:
             return
         worker.looks += 1
         if _waits_for_connection(worker, call, args, text):
             worker.idle += 1
-        elif call != RUNNING:
-            worker.waits[call] += 1
+        elif call != RUNNING:  # a call not in the table by its number: Apache's read '?' in the report's sentence
+            worker.waits[f"syscall {number}" if call == "?" else call] += 1
 
     def stop(self) -> dict[str, Any] | None:
         """Evidence `busy_waits`: the span looked at (s), and each worker's threads as it started, looks, idle looks

@@ -132,8 +132,9 @@ def _service_text(r: LatencyResult, label: Callable[[LatencyResult], str]) -> st
     if m.busy_waited is not None:  # why not their CPU (model_check.slept_serving)
         cpu = "" if m.cpu_mean_ms is None else f" (mean {_ms(m.cpu_mean_ms)} ms)"
         source += (
-            f": {m.busy_waited:.0%} of it asleep off the CPU while serving, in {m.waited_in or 'other calls'}, as a "
-            f"handler waiting on a database or upstream is, which their CPU per {unit}{cpu} leaves out"
+            f": {m.busy_waited:.0%} of it asleep off the CPU while serving, in {m.waited_in or 'other calls'} (waiting "
+            f"for something: a database, an upstream, the client; the calls do not say which), which their CPU per "
+            f"{unit}{cpu} leaves out"
         )
     return f"{label(r)}: {source} ({mean}{count}){rho}"
 
