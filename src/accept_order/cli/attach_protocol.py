@@ -36,3 +36,19 @@ def refuse_silent_line(pids: Sequence[int]) -> None:
         "before it answers, and --protocol line (the default) sends nothing, so every connection would wait out "
         "--timeout: give --protocol http, or --protocol line if this one writes first unasked"
     )
+
+
+def refuse_unspoken(pids: Sequence[int], port: int) -> None:
+    """UsageError where the first attached pid's kind says no --protocol is answered at `port` (ServerKind.
+    attach_refused: uWSGI's --socket, whose binary protocol failed both; the refusal above asked for one of them),
+    whatever --protocol was given."""
+    from ..probes.proc_processes import process_info
+    from ..servers.registry import recognise
+
+    info = process_info(pids[0]) if pids else None
+    if info is None:
+        return
+    kind = recognise(info.name, info.argv)
+    why = kind.attach_refused(info.argv, port, info.pid) if kind is not None else None
+    if kind is not None and why:
+        raise click.UsageError(f"--attach: pid {info.pid} is {kind.name}, {why}")

@@ -127,6 +127,9 @@ def attached_spec(options: dict[str, Any]) -> ServerSpec | None:
     from ..servers.registry import helpers
 
     workers = worker_pids(attach, options["host"], options["port"], helpers=helpers())
+    from .attach_protocol import refuse_unspoken
+
+    refuse_unspoken(attach, options["port"])  # no protocol of ours is answered there (uWSGI's --socket)
     if not typed("protocol"):
         from .attach_protocol import refuse_silent_line
 

@@ -278,6 +278,13 @@ class ServerKind:
         --thunder-lock) reads what it was started with."""
         return self.lock_first
 
+    def attach_refused(self, argv: Sequence[str], port: int, pid: int | None = None) -> str | None:
+        """Why no --protocol of this tool is answered by a running server of this kind at `port`, started with `argv`
+        (`pid`: its process, whose environment and files its config is read with), said after 'pid P is KIND, ';
+        --attach there is refused before any connection (uWSGI's --socket speaks its own binary protocol). None:
+        nothing known against it (the default)."""
+        return None
+
     def why_of(self, mode: ModeInfo, argv: Sequence[str], pid: int | None = None) -> str:
         """inspect's 'Why' of a running server of this kind seen as `mode`, started with `argv` (`pid`: its process):
         the mode's own sentence, unless a setting it was started with, which /proc does not show, changes it

@@ -285,6 +285,22 @@ class UwsgiKind(ServerKind):
 
         return THUNDER_LOCK if locked(_reading(argv, pid)) else None
 
+    def attach_refused(self, argv: Sequence[str], port: int, pid: int | None = None) -> str | None:
+        """Its socket at `port` bound by --socket speaks uWSGI's binary protocol, which neither HTTP nor the line
+        client is answered in ('invalid request block size' in its log)."""
+        from ...probes.process_files import Started, started
+        from .uwsgi_sockets import binary_at
+
+        named = binary_at(started(pid, argv) if pid is not None else Started(tuple(argv), {}), port)
+        if named is None:
+            return None
+        return (
+            f"whose socket at port {port} ({named}) speaks uWSGI's own binary protocol, the one a web server in front "
+            "of it speaks (nginx's uwsgi_pass), not HTTP: neither --protocol http nor line is answered there (uWSGI "
+            f"logs 'invalid request block size'). Start it with --http-socket ADDRESS:{port} in place of --socket "
+            "(http-socket in an ini), which speaks HTTP, and give --protocol http"
+        )
+
     def settings_unread(self, argv: Sequence[str], pid: int | None = None) -> str | None:
         from .uwsgi_thunder import locked
 

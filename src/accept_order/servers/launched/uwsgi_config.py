@@ -42,12 +42,15 @@ MAX_FILES = 64
 SET = "set"  # `set = KEY=VALUE` (-S) sets option KEY (uwsgi_opt_set_placeholder without its placeholder flag)
 # The loaders' option names and the format each reads (uWSGI's option table: all UWSGI_OPT_IMMEDIATE)
 LOADERS = {"ini": "ini", "yaml": "yaml", "yml": "yaml", "json": "json", "js": "json", "xml": "xml", "xmlconfig": "xml"}
-SHORT = {"-x": "xml", "-y": "yaml", "-j": "json", "-S": SET}
+SHORT = {"-x": "xml", "-y": "yaml", "-j": "json", "-S": SET, "-s": "socket"}
 BY_EXTENSION = {".ini": "ini", ".xml": "xml", ".yaml": "yaml", ".yml": "yaml", ".json": "json", ".js": "json"}
 NOT_FOLLOWED = ("config", "inherit")  # a plugin's configurator; a template applied after every other option
 # applied after the config is read, in this order (chdir2 after the apps load)
 CHDIRS = ("chdir", "chdir2")
-VALUED = frozenset({*LOADERS, *CHDIRS, *NOT_FOLLOWED, "include", SET})  # the options read here that take a value
+# the options read here that take a value (the sockets and their protocol: uwsgi_sockets.py)
+VALUED = frozenset(
+    {*LOADERS, *CHDIRS, *NOT_FOLLOWED, "include", SET, "socket", "uwsgi-socket", "protocol", "socket-protocol"}
+)
 # uWSGI's config logic (config.c): an `if-*` or `for*` option applies the options after it, up to an end, only
 # when it holds, or once per item; and values are expanded after every option is read: $(ENV), @(FILE), %(NAME)
 # and a file's magic variables (%d, ...). A setting in either is not known from the text.
