@@ -8,6 +8,13 @@ nothing while it follows the hosts, so nothing ever times out. Before driven's s
 lost its link at 3 s was still waiting for it 90 s later, when it was interrupted. The run here is 5 s, the fault
 about 1 s into it (an event: c2's own TcpActiveOpens counter), so without the check the command never exits and
 run.wait's 90 s fail the test.
+
+The other way round, the coordinator gone while the way to a host is down (its machine's power or network, here a
+SIGKILL with c2's link down): c2 never sees its channel close, and its load went on to its --duration (120 s here)
+unfollowed. The coordinator beats to each host every second, and a host that hears nothing for
+load_side.COORDINATOR_SILENT_S (10 s) stops its load and its Python exits; the coordinator's ssh, left without its
+coordinator, ends by its keepalives (gateways.SERVER_ALIVE) where it waited for TCP to give up on the dead
+connection, a quarter of an hour.
 """
 
 from __future__ import annotations
@@ -23,7 +30,10 @@ from pathlib import Path
 import psutil
 import pytest
 from cluster import Cluster, cluster_fixture
+from conftest import wait_for
 from test_clients_faults import (
+    GONE_S,
+    LONG,
     RATE,
     TICKED_CONNECTS,
     Run,
@@ -31,10 +41,14 @@ from test_clients_faults import (
     active_opens,
     assert_nothing_left,
     load_args,
+    local_processes,
     opened,
+    remote_processes,
     start,
     under_way,
 )
+
+from accept_order.loads.hosts.ssh_config_read import unset
 
 cluster = cluster_fixture(clients=2)
 SILENT = (
@@ -106,3 +120,34 @@ def test_a_host_silent_mid_run_is_lost_and_the_others_result_kept(cluster: Clust
     assert run.document()["summary"]["count"] == c1["served_total"]
     assert "Traceback" not in run.err.text
     assert_nothing_left(cluster, str(tmp_path))  # the link up again, or the processes continued: they end
+
+
+def test_a_host_that_hears_nothing_from_the_coordinator_stops_its_load(cluster: Cluster, tmp_path: Path) -> None:
+    before = opened(cluster)
+    run = start(tmp_path, *load_args(cluster, tmp_path), *LONG, "--rate", str(RATE))
+    under_way(run, cluster, before, TICKED_CONNECTS)
+    with link_down(cluster, "c2"):
+        run.proc.kill()
+        assert run.wait() == -signal.SIGKILL
+        # its sshd session stays until the link is up (it has its exit to tell ssh): the host's sshd's, not ours
+        wait_for(
+            lambda: [p for p in remote_processes(cluster, "c2") if "python" in p],
+            lambda left: left == [],
+            10 + GONE_S,
+            "c2's load to stop without a word from the coordinator for 10 s, its link down",
+        )
+        wait_for(
+            lambda: [p for p in local_processes(str(tmp_path)) if " c2 " in p],
+            lambda left: left == [],
+            20 + GONE_S,
+            "the ssh to c2 to end by its keepalives, c2's link down",
+        )
+    assert_nothing_left(cluster, str(tmp_path))  # the link up: ssh here and the sshd session there see their end
+
+
+def test_the_users_own_keepalive_is_kept(tmp_path: Path) -> None:
+    config = tmp_path / "ssh_config"
+    config.write_text("Host alive\n  HostName 192.0.2.1\n  ServerAliveInterval 60\nHost plain\n  HostName 192.0.2.2\n")
+    options = ["-F", str(config), "-o", "BatchMode=yes"]
+    assert unset(options, "plain") == {"connecttimeout", "serveraliveinterval"}
+    assert unset(options, "alive") == {"connecttimeout"}  # theirs

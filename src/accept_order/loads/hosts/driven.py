@@ -48,7 +48,9 @@ STARTED_LATE_S = 0.05  # a host that began this much after its start time is nam
 # while it follows, so its connection stays open without a byte for as long as the network is down: a 5 s run whose
 # host lost its link at 3 s waited for it until it was interrupted (90 s later), its progress line frozen.
 SILENT_S = 10.0
-SILENCE_CHECK_S = 1.0  # how often the hosts' silences are looked at (not on every message: hundreds of hosts)
+# How often the hosts' silences are looked at (not on every message: hundreds of hosts), and each host is sent a
+# beat: a host that hears none for load_side.COORDINATOR_SILENT_S stops its load (this host, or the way to it, gone)
+BEAT_S = 1.0
 
 
 @dataclass
@@ -201,11 +203,11 @@ class HostsLoad(Started):
 
     def _follow(self, on_tick: Callable[[int, float], None] | None, common: float, deadline: float | None) -> None:
         next_tick = time.monotonic() + TICK_S
-        next_check = time.monotonic() + SILENCE_CHECK_S
+        next_beat = time.monotonic() + BEAT_S
         while not all(p.done for p in self.progress):
-            if deadline is None and time.monotonic() > next_check:  # the stop's follow has its own deadline
-                next_check = time.monotonic() + SILENCE_CHECK_S
-                self._lose_silent()
+            if deadline is None and time.monotonic() > next_beat:  # the stop's follow has its own deadline
+                next_beat = time.monotonic() + BEAT_S
+                self._beat()
                 continue
             if deadline is not None and time.monotonic() > deadline:
                 for p in self.progress:
@@ -222,11 +224,17 @@ class HostsLoad(Started):
             with deferred():  # a result taken off the queue is stored before a signal can interrupt
                 self._heard(self.progress[index], message)
 
-    def _lose_silent(self) -> None:
-        """Name each host silent for SILENT_S as lost, and ask it to stop: one that only stalled would otherwise
-        drive on, uncounted, once it wakes (its ssh ends at close() in any case, and its load with it)."""
+    def _beat(self) -> None:
+        """Beat to every host still driving, and name each host silent for SILENT_S as lost, asking it to stop: one
+        that only stalled would otherwise drive on, uncounted, once it wakes (its ssh ends at close() in any case,
+        and its load with it)."""
         now = time.monotonic()
         for p in self.progress:
+            if not p.done:
+                try:
+                    p.host.channel.send(("beat",))
+                except CLOSED_CHANNEL:
+                    pass  # its end arrives as CLOSED
             if not p.done and now - p.heard > SILENT_S:
                 p.lost = (
                     f"it said nothing for {SILENT_S:g} s, after at least {p.finished} connections ({p.served} served "

@@ -36,7 +36,8 @@ from ...core.text import escape_controls as inert
 from ...core.version import VERSION
 from . import remote_side
 from .hello_refusals import not_started, refusal, spoke_first
-from .ssh_config_read import connect_timeout_unset
+from .ssh_config_read import connect_timeout_unset as connect_timeout_unset  # tests read it here
+from .ssh_config_read import unset
 
 HELLO_TIMEOUT_S = 60.0  # a slow host importing accept-order for the first time (cold caches)
 CLOSE_TIMEOUT_S = 5.0  # a remote interpreter ends when its channel closes; past this its ssh is killed
@@ -46,6 +47,10 @@ SETTLE_S = 2.0  # for a failed ssh to exit and its last words to be read, before
 # ssh's own default is none: an address that drops packets waited out the kernel's SYN retries, 12 minutes here with
 # nothing on the screen. A ConnectTimeout of the user's ssh config (ssh -G shows it) is theirs and wins.
 CONNECT_TIMEOUT_S = 15
+# ssh's own default is no keepalive: a host whose network went while the coordinator was SIGKILLed kept this ssh
+# waiting for its end (TCP gives up on a dead connection after about a quarter of an hour). With these it ends
+# about 20 s after the host last said anything. The user's own ServerAliveInterval (ssh -G) wins.
+SERVER_ALIVE = ["-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"]
 
 
 class Ssh:
@@ -187,8 +192,11 @@ def _spec(destination: str, hosts: ClientHosts, index: int) -> Any:
     options = ["-o", "BatchMode=yes"]  # a host that asks for a password must fail, not wait on a terminal
     if hosts.ssh_config is not None:
         options = ["-F", hosts.ssh_config, *options]
-    if connect_timeout_unset(options, destination):
+    defaults = unset(options, destination)
+    if "connecttimeout" in defaults:
         options += ["-o", f"ConnectTimeout={CONNECT_TIMEOUT_S}"]
+    if "serveraliveinterval" in defaults:
+        options += SERVER_ALIVE
     spec.ssh = " ".join([*options, "--", destination])  # execnet splits it on spaces (validated: none inside)
     spec.python = remote_python(hosts)
     return spec

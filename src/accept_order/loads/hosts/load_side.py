@@ -7,15 +7,21 @@
     host -> ("tick", finished, served) ...                 as it drives
     host -> ("result", pickled LoadResult, started, ended) (started/ended on the host's clock)
     host -> ("error", one line)                            instead, when it cannot drive
+    coordinator -> ("beat",)                               every second as it follows the hosts
 
 A ("stop",) from the coordinator at any time ends the load early with what it measured (Ctrl-C there), and
 the channel closing (the coordinator gone, even SIGKILLed: ssh then closes its end) ends it at once: the
-drivers are stopped and reaped, and the interpreter exits.
+drivers are stopped and reaped, and the interpreter exits. So does a coordinator that says nothing for
+COORDINATOR_SILENT_S while the load runs (its beats stopped): the network between gone, or the coordinator's
+machine, leaves the channel open with nobody at the other end, and the load would otherwise go on to its end
+(a --duration 1h for an hour) unfollowed. The interpreter then exits at once: ssh would not see its end
+before TCP gave up on the dead connection, a quarter of an hour later.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import pickle
 import resource
 import threading
@@ -28,6 +34,8 @@ from ...core.spec import FD_MARGIN, MAX_DRIVER_PROCS, ConcurrentLoad, drivers_un
 from ..generator import LoadGenerator
 from .remote_side import CLOSED
 
+COORDINATOR_SILENT_S = 10.0  # ten of the coordinator's beats missed (driven.BEAT_S)
+
 
 def take_part(channel: Any) -> None:
     message = channel.receive()
@@ -38,10 +46,15 @@ def take_part(channel: Any) -> None:
         return
     address, attribution, load, protocol = pickle.loads(message[1])
     stopping = threading.Event()
+    orphaned = threading.Event()  # the coordinator said nothing for COORDINATOR_SILENT_S
     go: list[float] = []
     went = threading.Event()
+    heard_at = [time.monotonic()]
 
-    def heard(message: Any) -> None:  # execnet's receiver thread: a stop, the go, or the channel's end
+    def heard(message: Any) -> None:  # execnet's receiver thread: a stop, the go, a beat, or the channel's end
+        heard_at[0] = time.monotonic()
+        if isinstance(message, tuple) and message[0] == "beat":
+            return
         if message == CLOSED or (isinstance(message, tuple) and message[0] == "stop"):
             stopping.set()
         elif isinstance(message, tuple) and message[0] == "go":
@@ -61,7 +74,9 @@ def take_part(channel: Any) -> None:
             started = time.time()
 
             def tick(done: int, elapsed: float) -> None:
-                if stopping.is_set():
+                if time.monotonic() - heard_at[0] > COORDINATOR_SILENT_S:
+                    orphaned.set()
+                if stopping.is_set() or orphaned.is_set():
                     raise KeyboardInterrupt  # the generator stops its drivers and keeps what they measured
                 tally = generator.tally()  # the split too: the coordinator's progress says how many failed
                 channel.send(("tick", int(tally), tally.served, tally.timed_out))
@@ -69,14 +84,27 @@ def take_part(channel: Any) -> None:
             result = generator.run(tick)
             # the drivers' own window, not the time it took to collect their reports: the load ended then
             ended = started + result.wall_s
-            with deferred():
-                channel.send(("result", pickle.dumps(result), started, ended))
+            if not orphaned.is_set():
+                with deferred():
+                    channel.send(("result", pickle.dumps(result), started, ended))
+        if orphaned.is_set():  # its drivers reaped as the generator closed
+            _leave(channel)
     except AcceptOrderError as exc:  # the tool's own refusal: its words, about this host's share
         if not stopping.is_set():
             channel.send(("error", f"{exc} (its share: {_share(load)})"))
     except Exception as exc:  # noqa: BLE001 - said in one line on the coordinator
         if not stopping.is_set():
             channel.send(("error", f"{type(exc).__name__}: {exc}"))
+
+
+def _leave(channel: Any) -> None:
+    """The coordinator is gone: say so in case it only cannot be heard (a network that carries one way), and end
+    this interpreter, whose sshd session then ends too."""
+    try:
+        channel.send(("error", f"no word from the coordinator for {COORDINATOR_SILENT_S:g} s: it stopped its load"))
+    except (OSError, EOFError, ValueError):
+        pass
+    os._exit(0)
 
 
 def _share(load: ConcurrentLoad) -> str:

@@ -5,11 +5,15 @@ from __future__ import annotations
 import subprocess
 
 CONFIG_READ_S = 10.0  # ssh -G only reads configs (a Match exec could run a command)
+# ssh -G's words for the options the tool sets where the user's config leaves them at ssh's defaults: a keepalive
+# every 300 s is BatchMode's (the tool's -o BatchMode=yes), 0 ssh's otherwise
+DEFAULTS = {"connecttimeout": ("none",), "serveraliveinterval": ("0", "300")}
 
 
-def connect_timeout_unset(options: list[str], destination: str) -> bool:
-    """Whether ssh with these options leaves ConnectTimeout to its default (none) for the destination. ssh's own
-    failure to read its config is left to the real ssh, whose error line names it."""
+def unset(options: list[str], destination: str) -> set[str]:
+    """Which of DEFAULTS' options ssh with these options leaves at its default for the destination (ssh -G's
+    lower-case names). ssh's own failure to read its config is left to the real ssh, whose error line names it:
+    none then."""
     try:
         shown = subprocess.run(
             ["ssh", *options, "-G", "--", destination],
@@ -20,5 +24,13 @@ def connect_timeout_unset(options: list[str], destination: str) -> bool:
             start_new_session=True,  # as the host's ssh: the terminal's Ctrl-C is the coordinator's
         )
     except (OSError, subprocess.TimeoutExpired):
-        return False
-    return shown.returncode == 0 and "connecttimeout none" in shown.stdout.splitlines()
+        return set()
+    if shown.returncode != 0:
+        return set()
+    lines = set(shown.stdout.splitlines())
+    return {name for name, defaults in DEFAULTS.items() if any(f"{name} {d}" in lines for d in defaults)}
+
+
+def connect_timeout_unset(options: list[str], destination: str) -> bool:
+    """Whether ssh with these options leaves ConnectTimeout to its default (none) for the destination."""
+    return "connecttimeout" in unset(options, destination)
