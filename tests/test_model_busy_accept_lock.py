@@ -28,10 +28,12 @@ from cli_runs import run_cli
 from conftest import OutputReader
 from test_attached_listener_queues_model import attached
 from test_model_busy_service import _waiting
+from test_model_says_its_servers import COUNTED, NONE_HELD
 from waiting import wait_for
 
 from accept_order.core.spec import ServerSpec
 from accept_order.experiments.latency.model_check import predict
+from accept_order.experiments.latency.model_queues import queues_text
 from accept_order.experiments.latency.model_report import model_report
 from accept_order.experiments.latency.model_servers import servers_text
 from accept_order.probes.busy_waits import BusySampler
@@ -92,6 +94,20 @@ def test_workers_whose_event_loop_runs_every_request_are_not_said_to_be_pools() 
     ), node
     puma = said("puma")
     assert puma is not None and "a pool overlap its requests" in puma, puma
+
+
+def test_a_master_that_hands_on_is_said_to_take_every_connection_only_where_its_workers_took_none() -> None:
+    """Workers holding no listener as the run started, whose master the kernel counted 1,000 accepts of: where the
+    kernel counted 40 by them too, the sentence said 'the kernel counted 1,000 accepts by it and none by them'."""
+    plain = attached(NONE_HELD, rows=1)
+    counts = {**COUNTED["counts"], "4243": 40}  # type: ignore[dict-item]
+    kernel = {**COUNTED, "counts": counts, "master_accepted": 1000}
+    fed = replace(plain, evidence={**plain.evidence, "accept_counts": kernel})
+    model = predict(fed)
+    assert model is not None and model.discipline == "round-robin", model
+    said = queues_text(replace(fed, model=model))
+    assert said is not None and said.startswith("Model: queue round-robin assumed:"), said
+    assert "accepts connections (the kernel counted 1,000 accepts by it and 40 by them)" in said, said
 
 
 def _syscall(pid: int) -> str:

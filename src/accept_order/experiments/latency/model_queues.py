@@ -211,8 +211,12 @@ def _master_hands_on(result: LatencyResult, workers: int, who: str) -> Queues:
     master = result.server.attach[0] if result.server.attach else None
     kernel = result.evidence.get("accept_counts")
     took = kernel.get("master_accepted") if isinstance(kernel, Mapping) and kernel.get("available") is True else None
+    # the workers' own, which a worker that took the listener after the run's start could have made: counted, not
+    # taken to be none (the sentence said 'none by them' whatever the counts held)
+    counts = kernel.get("counts") if isinstance(kernel, Mapping) else None
+    theirs = sum(n for n in counts.values() if type(n) is int) if isinstance(counts, Mapping) else 0
     counted = (
-        f"the kernel counted {took:,} accepts by it and none by them"
+        f"the kernel counted {took:,} accepts by it and {f'{theirs:,}' if theirs else 'none'} by them"
         if type(took) is int and took > 0
         else "its own accepts were not counted (the kernel's, with bpftrace)"
     )
@@ -220,10 +224,11 @@ def _master_hands_on(result: LatencyResult, workers: int, who: str) -> Queues:
     return Queues(
         "round-robin",
         f"none of its {workers} {who} holds its one listener: its master{f' (pid {master})' if master else ''} does, "
-        f"accepts every connection ({counted}) and hands each to a {one} over a Unix socket, as Node's cluster does "
-        f"under SCHED_RR, its default (and this tool's fd-pass): modelled so, connection k to {one} k mod {workers}, "
-        f"idle or not (Node hands the next to the first {one} whose last handoff came back: under load, each in turn)",
-        assumed=not (type(took) is int and took > 0),
+        f"accepts {'connections' if theirs else 'every connection'} ({counted}) and hands each to a {one} over a Unix "
+        f"socket, as Node's cluster does under SCHED_RR, its default (and this tool's fd-pass): modelled so, "
+        f"connection k to {one} k mod {workers}, idle or not (Node hands the next to the first {one} whose last "
+        "handoff came back: under load, each in turn)",
+        assumed=not (type(took) is int and took > 0) or theirs > 0,
     )
 
 
