@@ -12,7 +12,7 @@ from ..core.cpus import format_cpu_list
 from ..core.spec import DEFAULT_DRIVER_PROCS, MAX_CONNECTIONS, MAX_DRIVER_PROCS, Driver
 from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
-from .hosts_lost import end_if_hosts_lost
+from .hosts_lost import end_if_hosts_lost, hosts_lost_said
 from .load_options import BURST_COUNTS, ClientCounts, client_hosts, clients_options, driver_option, driver_procs_help
 from .options import (
     examples,
@@ -168,9 +168,9 @@ def burst(
         with stopped, rounds.heartbeat():
             runs = run_bursts(specs, plan, on_burst)
     save(runs)
-    # a server whose every burst served nothing (an HTTPS port: nginx 400, HAProxy closes): why, and exit 1
-    end_if_nothing_served([burst_tally(run) for run in runs])
     each = [(f"{run.server.label}'s burst of {cell.clients}", cell) for run in runs for cell in run.cells]
+    # a server whose every burst served nothing (an HTTPS port: nginx 400, HAProxy closes): why, and exit 1
+    end_if_nothing_served([burst_tally(run) for run in runs], hosts_lost_said(runs, json_path, each))
     end_if_hosts_lost(runs, json_path, each)
 
 

@@ -23,11 +23,19 @@ def end_if_hosts_lost(result: Any, json_path: str | None, loads: Sequence[tuple[
     load the command ran, named as its report names it ('epoll', 'accept-batch 1', 'the 400/s step'), so that the
     line says which of them the lost hosts drove in full (none given: one load, or the result as one)."""
     from ..core.errors import LoadError
+
+    if (said := hosts_lost_said(result, json_path, loads)) is not None:
+        raise LoadError(said)
+
+
+def hosts_lost_said(result: Any, json_path: str | None, loads: Sequence[tuple[str, Any]] = ()) -> str | None:
+    """end_if_hosts_lost's line (None: no host lost), for the served-nothing line too, which ends the command first
+    (cli/served_nothing.py) and would otherwise leave the lost host unsaid."""
     from ..core.host_outcome import lost_hosts
 
     lost = lost_hosts(result)
     if not lost:
-        return
+        return None
     if len(lost) == 1:
         [(name, why)] = lost.items()
         said = f"client host {name} was lost during the run: {why}"
@@ -41,7 +49,7 @@ def end_if_hosts_lost(result: Any, json_path: str | None, loads: Sequence[tuple[
         kept = f"the report and {json_path} hold"
     else:
         kept = "the report holds"
-    raise LoadError(f"{said}; {kept} {held(set(lost), loads)}")
+    return f"{said}; {kept} {held(set(lost), loads)}"
 
 
 def held(lost: set[str], loads: Sequence[tuple[str, Any]]) -> str:

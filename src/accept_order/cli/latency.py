@@ -12,7 +12,7 @@ import click
 from ..core.spec import ServerSpec
 from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
-from .hosts_lost import end_if_hosts_lost
+from .hosts_lost import end_if_hosts_lost, hosts_lost_said
 from .options import attach_options, examples, json_option, load_options, mode_option, server_options
 from .output import note, progress_bar
 from .progress import RunProgress
@@ -142,7 +142,7 @@ def latency(
             with bars(load, lambda s: f"{s.mode}: {counted(load)}", RunProgress(1), count=True) as on_run:
                 result = api.latency(server, load, on_run(server), title)
         report_and_save(lambda: latency_report(result), json_path, "latency", result)
-        served_something([result])
+        served_something([result], hosts_lost_said(result, json_path))
         end_if_hosts_lost(result, json_path)
         return
     # every variant checked before any runs, each kind option given judged against them (even at its default)
@@ -158,8 +158,9 @@ def latency(
         with bars(load, lambda s: f"{s.mode}: {counted(load)}", RunProgress(len(specs)), count=True) as on_run:
             results, skipped = api.compare_latency(server, load, modes, on_run, servers, batch_given)
     save(results)
-    served_something(results)
-    end_if_hosts_lost(results, json_path, [(r.server.label, r) for r in results])
+    named = [(r.server.label, r) for r in results]
+    served_something(results, hosts_lost_said(results, json_path, named))
+    end_if_hosts_lost(results, json_path, named)
 
 
 def unanswered_until_stopped(results: Sequence[Any]) -> None:
@@ -177,9 +178,9 @@ def unanswered_until_stopped(results: Sequence[Any]) -> None:
             return
 
 
-def served_something(results: Sequence[Any]) -> None:
+def served_something(results: Sequence[Any], hosts_lost: str | None = None) -> None:
     """After the report and the file: NothingServed (exit 1) naming each run that served no request and
     why its requests failed (the report lists them all), so that a script does not take it for a result."""
     from .served_nothing import end_if_nothing_served, of_totals
 
-    end_if_nothing_served([of_totals(r) for r in results])
+    end_if_nothing_served([of_totals(r) for r in results], hosts_lost)

@@ -10,7 +10,7 @@ import click
 from ..core.spec import DEFAULT_DRIVER_PROCS, MAX_CONNECTIONS, MAX_DRIVER_PROCS, Driver
 from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
-from .hosts_lost import end_if_hosts_lost
+from .hosts_lost import end_if_hosts_lost, hosts_lost_said
 from .load_options import RAMP_COUNTS, client_hosts, clients_options, driver_option, driver_procs_help
 from .options import (
     examples,
@@ -239,8 +239,10 @@ def ramp(
         with kept, rounds.heartbeat():
             result = run_ramp(specs[0], plan, on_step)
     save(result)
-    end_if_nothing_served([ramp_tally(result)])  # no step served any (an HTTPS port): why, and exit 1
-    end_if_hosts_lost(result, json_path, [(step_name(step), step) for step in result.steps])
+    named = [(step_name(step), step) for step in result.steps]
+    # no step served any (an HTTPS port): why, and exit 1
+    end_if_nothing_served([ramp_tally(result)], hosts_lost_said(result, json_path, named))
+    end_if_hosts_lost(result, json_path, named)
 
 
 def ramp_tally(result: Any) -> Tally:

@@ -56,10 +56,12 @@ def of_sequential(result: Any, label: str | None = None) -> Tally:
     return Tally(result.server.label if label is None else label, result.server, result.served, dict(errors))
 
 
-def end_if_nothing_served(tallies: Sequence[Tally]) -> None:
+def end_if_nothing_served(tallies: Sequence[Tally], hosts_lost: str | None = None) -> None:
     """NothingServed (exit 1) naming each run of `tallies` that served nothing, with why its connections failed
     and, for a server this tool did not start, what would have them answered (--protocol http, a reply naming the
-    worker, a plain-HTTP listener beside a TLS or h2c one). Called after the report and the file, which hold it all."""
+    worker, a plain-HTTP listener beside a TLS or h2c one). Called after the report and the file, which hold it all.
+    `hosts_lost`: the lost client hosts' line (cli/hosts_lost.hosts_lost_said), said after, as this ends the command
+    before end_if_hosts_lost could ('served nothing: 2 × timeout' of 4 connections said no word of the host lost)."""
     from ..core.errors import NothingServed
 
     empty = [t for t in tallies if not t.served]
@@ -69,7 +71,7 @@ def end_if_nothing_served(tallies: Sequence[Tally]) -> None:
     for t in empty:
         who = f"{t.label} " if len(tallies) > 1 else ""
         said += why_unserved(t, who)
-    raise NothingServed("; ".join(said))
+    raise NothingServed("; ".join([*said, hosts_lost] if hosts_lost else said))
 
 
 def why_unserved(t: Tally, who: str = "") -> list[str]:

@@ -9,7 +9,7 @@ import click
 
 from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
-from .hosts_lost import end_if_hosts_lost
+from .hosts_lost import end_if_hosts_lost, hosts_lost_said
 from .latency import bars
 from .options import (
     accept_batch_option,
@@ -97,8 +97,9 @@ def sweep(json_path: str | None, batches: list[int] | None, repeat: int, **optio
         with bars(load, lambda s: f"accept-batch {s.accept_batch or 'none'}", cap, count=True) as on_run:
             results = api.sweep_accept_batch(server, load, batches, on_run)
     save(results)
-    end_if_nothing_served([of_totals(r, cap_name(r)) for r in results])
-    end_if_hosts_lost(results, json_path, [(cap_name(r), r) for r in results])
+    caps = [(cap_name(r), r) for r in results]
+    end_if_nothing_served([of_totals(r, name) for name, r in caps], hosts_lost_said(results, json_path, caps))
+    end_if_hosts_lost(results, json_path, caps)
 
 
 def cap_name(result: Any) -> str:
