@@ -86,7 +86,10 @@ def test_latency_from_two_driver_processes_counts_what_each_worker_accepted(serv
     accepted = serve.tally()
     assert sum(result["served"]) == 600 and not result["errors"]
     assert per_worker(result["served"], SERVE_WORKERS) == accepted  # the server's own count, worker by worker
-    assert [c["pid"] for c in result["counters"]] == serve.pids  # shown as for an attached server
+    # shown as for an attached server: each worker a reply named by its pid, one none named (0) where the server
+    # says it accepted nothing (on a busy machine a worker can miss all 600: its siblings took them first)
+    named = [pid if took else 0 for pid, took in zip(serve.pids, accepted, strict=True)]
+    assert [c["pid"] for c in result["counters"]] == named, accepted
     assert "a server elsewhere" in ran.stdout and "Missing" in ran.stdout  # what could not be measured, said once
     assert ran.stdout.count("a server elsewhere") == 1
 
