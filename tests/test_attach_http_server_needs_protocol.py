@@ -9,8 +9,6 @@ it nothing, and 'accept-order serve'."""
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,9 +16,9 @@ from pathlib import Path
 
 import pytest
 from conftest import OutputReader
+from gunicorn_by_hand import gunicorn_by_hand
 
 TIMEOUT_S = 30.0
-GUNICORN = Path(sys.executable).with_name("gunicorn")
 APP = """
 def app(environ, start_response):
     start_response("200 OK", [("Content-Length", "6")])
@@ -36,29 +34,8 @@ def accept_order(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture
 def gunicorn(tmp_path: Path) -> Iterator[tuple[int, int, Path]]:
-    if not GUNICORN.exists():
-        pytest.skip("needs PyPI's gunicorn (pip install '.[test]')")
-    (tmp_path / "hello.py").write_text(APP)
-    access = tmp_path / "access.log"
-    proc = subprocess.Popen(
-        [str(GUNICORN), "-w", "2", "-b", "127.0.0.1:0", "--chdir", str(tmp_path), "--access-logfile", str(access)]
-        + ["hello:app"],
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        assert proc.stderr is not None
-        log = OutputReader(proc.stderr)
-        port = int(log.wait_for(r"Listening at: http://127\.0\.0\.1:(\d+)", TIMEOUT_S).group(1))
-        booted = r"Booting worker with pid: (\d+)"
-        log.wait_for(f"(?s){booted}.*{booted}", TIMEOUT_S)
-        yield proc.pid, port, access
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(TIMEOUT_S)
-        if proc.stderr is not None:
-            proc.stderr.close()
+    with gunicorn_by_hand(APP, tmp_path, 2, TIMEOUT_S) as started:
+        yield started.master, started.port, started.access_log
 
 
 def _requests(access: Path) -> int:

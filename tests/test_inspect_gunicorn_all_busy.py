@@ -11,20 +11,16 @@ kernel shows (each worker's /proc/PID/syscall is clock_nanosleep's) before inspe
 from __future__ import annotations
 
 import os
-import re
-import signal
 import socket
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import OutputReader, run_cli, wait_for
+from conftest import run_cli, wait_for
+from gunicorn_by_hand import GUNICORN, gunicorn_by_hand
 
 TIMEOUT_S = 30.0
 CLOCK_NANOSLEEP = "230"  # x86_64's syscall number, the first field of /proc/PID/syscall
-GUNICORN = Path(sys.executable).with_name("gunicorn")
 APP = """
 import time
 
@@ -50,39 +46,23 @@ def _syscall(pid: int) -> str:
 
 @pytest.fixture
 def gunicorn_busy(tmp_path: Path) -> Iterator[tuple[int, list[int]]]:
-    (tmp_path / "slow.py").write_text(APP)
-    proc = subprocess.Popen(
-        [str(GUNICORN), "-w", "2", "--timeout", "120", "-b", "127.0.0.1:0", "--chdir", str(tmp_path), "slow:app"],
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
     clients: list[socket.socket] = []
-    try:
-        assert proc.stderr is not None
-        log = OutputReader(proc.stderr)
-        port = int(log.wait_for(r"Listening at: http://127\.0\.0\.1:(\d+)", TIMEOUT_S).group(1))
-        booted = r"Booting worker with pid: (\d+)"
-        log.wait_for(f"(?s){booted}.*{booted}", TIMEOUT_S)
-        workers = [int(pid) for pid in re.findall(booted, log.text)]
-        for _ in workers:
-            client = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT_S)
-            client.sendall(b"GET / HTTP/1.0\r\n\r\n")
-            clients.append(client)
-        wait_for(
-            lambda: [_syscall(pid) for pid in workers],
-            lambda calls: set(calls) == {CLOCK_NANOSLEEP},
-            TIMEOUT_S,
-            "both workers in the app's sleep",
-        )
-        yield proc.pid, workers
-    finally:
-        for client in clients:
-            client.close()
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(TIMEOUT_S)
-        if proc.stderr is not None:
-            proc.stderr.close()
+    with gunicorn_by_hand(APP, tmp_path, 2, TIMEOUT_S, "--timeout", "120") as gunicorn:
+        try:
+            for _ in gunicorn.workers:
+                client = socket.create_connection(("127.0.0.1", gunicorn.port), timeout=TIMEOUT_S)
+                client.sendall(b"GET / HTTP/1.0\r\n\r\n")
+                clients.append(client)
+            wait_for(
+                lambda: [_syscall(pid) for pid in gunicorn.workers],
+                lambda calls: set(calls) == {CLOCK_NANOSLEEP},
+                TIMEOUT_S,
+                "both workers in the app's sleep",
+            )
+            yield gunicorn.master, gunicorn.workers
+        finally:
+            for client in clients:
+                client.close()
 
 
 def test_inspect_names_the_busy_workers_of_a_gunicorn_all_serving(gunicorn_busy: tuple[int, list[int]]) -> None:

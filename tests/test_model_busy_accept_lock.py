@@ -15,8 +15,6 @@ measured; its polls' sets read, 6.6 ms of busy time, 43% in poll, p50 39.3 again
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -25,7 +23,7 @@ from pathlib import Path
 
 import pytest
 from cli_runs import run_cli
-from conftest import OutputReader
+from gunicorn_by_hand import gunicorn_by_hand
 from test_attached_listener_queues_model import attached
 from test_model_busy_service import _waiting
 from test_model_says_its_servers import COUNTED, NONE_HELD
@@ -197,7 +195,6 @@ def test_a_poll_on_an_upstream_is_a_wait_while_serving_a_select_on_the_listener_
     assert [(w["looks"], w["idle"], w["waits"]) for w in read["workers"]] == expected, read
 
 
-GUNICORN = Path(sys.executable).with_name("gunicorn")
 UPSTREAM_MS = 2
 APP = f"""
 import socket
@@ -218,29 +215,8 @@ def app(environ, start_response):
 
 @pytest.fixture
 def gunicorn_polling(tmp_path: Path) -> Iterator[tuple[int, int, Path]]:
-    if not GUNICORN.exists():
-        pytest.skip("needs PyPI's gunicorn (pip install '.[test]')")
-    (tmp_path / "upstream.py").write_text(APP)
-    access = tmp_path / "access.log"
-    proc = subprocess.Popen(
-        [str(GUNICORN), "-w", "3", "-b", "127.0.0.1:0", "--chdir", str(tmp_path), "--access-logfile", str(access)]
-        + ["--access-logformat", "%(D)s", "upstream:app"],
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        assert proc.stderr is not None
-        log = OutputReader(proc.stderr)
-        port = int(log.wait_for(r"Listening at: http://127\.0\.0\.1:(\d+)", TIMEOUT_S).group(1))
-        booted = r"Booting worker with pid: (\d+)"
-        log.wait_for(f"(?s){booted}.*{booted}.*{booted}", TIMEOUT_S)
-        yield proc.pid, port, access
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(TIMEOUT_S)
-        if proc.stderr is not None:
-            proc.stderr.close()
+    with gunicorn_by_hand(APP, tmp_path, 3, TIMEOUT_S, "--access-logformat", "%(D)s") as gunicorn:
+        yield gunicorn.master, gunicorn.port, gunicorn.access_log
 
 
 def test_an_attached_gunicorn_whose_app_polls_an_upstream_is_modelled_by_its_busy_time(

@@ -11,8 +11,6 @@ witness of what a request took in the app."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,7 +18,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import OutputReader, run_cli, wait_for
+from conftest import run_cli, wait_for
+from gunicorn_by_hand import gunicorn_by_hand
 from test_attached_listener_queues_model import attached
 
 from accept_order.experiments.latency.model_check import predict
@@ -28,7 +27,6 @@ from accept_order.experiments.latency.model_report import model_report
 from accept_order.probes.busy_waits import BusySampler, busy_reading
 
 TIMEOUT_S = 30.0
-GUNICORN = Path(sys.executable).with_name("gunicorn")
 SLEEP_MS = 5
 APP = f"""
 import time
@@ -111,29 +109,8 @@ def test_the_sampler_tells_a_wait_for_a_connection_from_a_sleep_while_serving() 
 
 @pytest.fixture
 def gunicorn_sleeping(tmp_path: Path) -> Iterator[tuple[int, int, Path]]:
-    if not GUNICORN.exists():
-        pytest.skip("needs PyPI's gunicorn (pip install '.[test]')")
-    (tmp_path / "slow.py").write_text(APP)
-    access = tmp_path / "access.log"
-    proc = subprocess.Popen(
-        [str(GUNICORN), "-w", "3", "-b", "127.0.0.1:0", "--chdir", str(tmp_path), "--access-logfile", str(access)]
-        + ["--access-logformat", "%(D)s", "slow:app"],
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        assert proc.stderr is not None
-        log = OutputReader(proc.stderr)
-        port = int(log.wait_for(r"Listening at: http://127\.0\.0\.1:(\d+)", TIMEOUT_S).group(1))
-        booted = r"Booting worker with pid: (\d+)"
-        log.wait_for(f"(?s){booted}.*{booted}.*{booted}", TIMEOUT_S)
-        yield proc.pid, port, access
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(TIMEOUT_S)
-        if proc.stderr is not None:
-            proc.stderr.close()
+    with gunicorn_by_hand(APP, tmp_path, 3, TIMEOUT_S, "--access-logformat", "%(D)s") as gunicorn:
+        yield gunicorn.master, gunicorn.port, gunicorn.access_log
 
 
 def test_an_attached_gunicorn_whose_app_sleeps_is_modelled_by_its_workers_busy_time(
