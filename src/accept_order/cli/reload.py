@@ -149,5 +149,8 @@ def _with(plan: Any, worker: int, at: float) -> Any:
 
 
 def reload_tally(run: Any) -> Tally:
-    """One run as the report names it: its mode, how the worker went, and tcp_migrate_req."""
-    return of_totals(run, f"{run.server.label} {run.how} migrate={run.migrate}")
+    """One run as the report names it (report.run_name): its mode, how the worker went, and tcp_migrate_req where a
+    run has one (per-worker queues), not 'epoll leave migrate=0' of a shared queue, which the setting does not touch."""
+    from ..experiments.reload.report import run_name
+
+    return of_totals(run, run_name(run))
