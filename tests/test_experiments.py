@@ -27,7 +27,9 @@ def test_every_kind_has_a_saved_fixture() -> None:
     assert all(name in EXPERIMENTS or name.split("-")[0] in EXPERIMENTS for name in FIXTURES), FIXTURES
 
 
-KEPT_ONLY = ("connections",)  # the CSV tables of kept connections (--requests-per-connection other than 1, --pool)
+# the CSV tables of kept connections (--requests-per-connection other than 1, --pool): the connections, and their
+# first requests apart from the later ones (c3d58d9)
+KEPT_ONLY = ("connections", "first_requests")
 HOSTS_ONLY = ("hosts",)  # the CSV tables of client hosts (--clients): rows only where a load ran on them
 
 
