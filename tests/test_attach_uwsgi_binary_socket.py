@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -40,15 +41,17 @@ def accept_order(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _uwsgi(tmp_path: Path, socket_option: str, port: int) -> Iterator[tuple[int, Path]]:
-    """uWSGI (a master, 2 workers) at 127.0.0.1:`port` bound by `socket_option`; its pid and its log."""
+def _uwsgi(tmp_path: Path, socket_option: str, port: int, *extra: str) -> Iterator[tuple[int, Path]]:
+    """uWSGI (a master, 2 workers) at 127.0.0.1:`port` bound by `socket_option` (`extra`: more options); its pid and
+    its log."""
     if not UWSGI.exists():
         pytest.skip("needs PyPI's uWSGI (pip install '.[test]')")
     (tmp_path / "app.py").write_text(APP)
     log = tmp_path / "uwsgi.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [str(UWSGI), "--master", "--processes", "2", socket_option, f"127.0.0.1:{port}", "--wsgi-file", "app.py"],
+            [str(UWSGI), "--master", "--processes", "2", socket_option, f"127.0.0.1:{port}", "--wsgi-file", "app.py"]
+            + list(extra),
             cwd=tmp_path,
             stdout=out,
             stderr=out,
@@ -93,6 +96,30 @@ def test_a_binary_socket_is_refused_naming_http_socket(
     assert INVALID not in log.read_text(errors="replace")  # refused before any connection
 
 
+@pytest.mark.parametrize(
+    ("socket_option", "forced"), [("--uwsgi-socket", ("--protocol", "http")), ("--socket", ("--protocol", "uwsgi"))]
+)
+def test_a_socket_binary_whatever_protocol_is_forced_is_refused(
+    tmp_path: Path, free_port: int, socket_option: str, forced: tuple[str, ...]
+) -> None:
+    """--protocol sets only --socket's protocol, and uwsgi is the binary one: both sockets answer an HTTP request
+    with 'invalid request block size' in the log (checked first here), and were let through to serve nothing."""
+    served = _uwsgi(tmp_path, socket_option, free_port, *forced)
+    pid, log = next(served)
+    try:
+        with socket.create_connection(("127.0.0.1", free_port), timeout=TIMEOUT_S) as probe:
+            probe.sendall(b"GET / HTTP/1.0\r\n\r\n")
+            assert probe.recv(100) == b""  # closed unanswered
+        wait_for(lambda: log.read_text(errors="replace").count(INVALID), lambda n: n == 1, TIMEOUT_S, "its log")
+        ran = accept_order("run", "--attach", str(pid), "--port", str(free_port), "-n", "5", "--protocol", "http")
+        assert ran.returncode == 2, ran.stderr
+        assert f"{socket_option[2:]} = 127.0.0.1:{free_port}" in ran.stderr, ran.stderr
+        assert f"in place of {socket_option} " in ran.stderr, ran.stderr
+        assert log.read_text(errors="replace").count(INVALID) == 1  # the probe's alone: refused before connecting
+    finally:
+        served.close()  # its uWSGI killed
+
+
 def test_an_http_socket_is_let_through(http_socket: tuple[int, int, Path]) -> None:
     pid, port, log = http_socket
     ran = accept_order("latency", "--attach", str(pid), "--port", str(port), "-n", "3", "--protocol", "http")
@@ -110,6 +137,10 @@ def test_which_settings_bind_the_port_to_the_binary_protocol(tmp_path: Path) -> 
     assert binary_in(_reading(("socket", "127.0.0.1:9001")), 9000) is None  # another port
     assert binary_in(_reading(("socket", "/run/app.sock")), 9000) is None  # a Unix socket
     assert binary_in(_reading(("socket", ":9000"), ("protocol", "http")), 9000) is None  # http forced on it
+    # --protocol is the default sockets' (--socket's): uwsgi-socket keeps its own; the last one given wins
+    assert binary_in(_reading(("uwsgi-socket", ":9000"), ("protocol", "http")), 9000) == "uwsgi-socket = :9000"
+    assert binary_in(_reading(("socket", ":9000"), ("socket-protocol", "uwsgi")), 9000) == "socket = :9000"
+    assert binary_in(_reading(("socket", ":9000"), ("protocol", "http"), ("protocol", "uwsgi")), 9000) is not None
     (tmp_path / "app.ini").write_text("[uwsgi]\nsocket = 0.0.0.0:9000\n")
     ini = Started(("uwsgi", "--ini", "app.ini"), {}, "/", str(tmp_path), str(tmp_path))
     assert binary_at(ini, 9000) == "socket = 0.0.0.0:9000"

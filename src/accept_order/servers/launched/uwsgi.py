@@ -297,7 +297,8 @@ class UwsgiKind(ServerKind):
         return (
             f"whose socket at port {port} ({named}) speaks uWSGI's own binary protocol, the one a web server in front "
             "of it speaks (nginx's uwsgi_pass), not HTTP: neither --protocol http nor line is answered there (uWSGI "
-            f"logs 'invalid request block size'). Start it with --http-socket ADDRESS:{port} in place of --socket "
+            f"logs 'invalid request block size'). Start it with --http-socket ADDRESS:{port} in place of "
+            f"--{named.partition(' = ')[0]} "
             "(http-socket in an ini), which speaks HTTP, and give --protocol http"
         )
 
