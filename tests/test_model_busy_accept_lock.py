@@ -73,15 +73,15 @@ def test_a_call_not_in_the_table_is_named_by_its_number() -> None:
     assert read is not None and read["workers"][0]["waits"] == {"syscall 99999": 1}, read
 
 
-def test_workers_whose_event_loop_runs_every_request_are_not_said_to_be_pools() -> None:
+def test_workers_of_several_threads_are_said_to_be_pools_only_where_they_are() -> None:
     """Node's workers are each a process of 7 threads, one of which (its event loop) runs every request: 'latency
     --server node -w 3' read that they compute one at a time under one lock (Ruby's, CPython's) and that a pool
-    overlaps a handler's waits. Puma's pool is still said so."""
+    overlaps a handler's waits. Puma's pool is still said so; HAProxy's threads are its workers, nothing to say."""
     plain = attached(None, rows=1)
 
-    def said(kind: str) -> str | None:
-        read = [{"pid": 4243 + i, "threads": 7, "looks": 0, "idle": 0, "waits": {}} for i in range(4)]
-        server = ServerSpec(kind=kind, mode="sched-rr" if kind == "node" else "default", workers=4)
+    def said(kind: str, workers: int = 4) -> str | None:
+        read = [{"pid": 4243 + i, "threads": 7, "looks": 0, "idle": 0, "waits": {}} for i in range(workers)]
+        server = ServerSpec(kind=kind, mode="sched-rr" if kind == "node" else "default", workers=workers)
         busy = {**plain.evidence, "busy_waits": {"span_s": 1.0, "workers": read}}
         return servers_text(replace(plain, server=server, evidence=busy))
 
@@ -91,7 +91,15 @@ def test_workers_whose_event_loop_runs_every_request_are_not_said_to_be_pools() 
         "every request (its event loop), the others none."
     ), node
     puma = said("puma")
-    assert puma is not None and "a pool overlap its requests" in puma, puma
+    assert puma is not None and "Puma's pool of up to 5 threads" in puma and "under one lock" in puma, puma
+    # HAProxy's and h2o's workers are threads (their tids), each read in a process of several: 'its 2 workers are
+    # the servers counted, ..., though each is a process of 2 threads' was said of them
+    assert said("haproxy") is None and said("h2o") is None
+    # Caddy's one process: 'its 1 workers'; and Go's threads compute at once, under no lock
+    caddy = said("caddy", workers=1)
+    one = "Model: its one worker is the server counted, one request at a time, though it is a process of 7 threads"
+    assert caddy is not None and caddy.startswith(one), caddy
+    assert "threads that compute at once (C's, Go's)" in caddy, caddy
 
 
 def test_a_master_that_hands_on_is_said_to_take_every_connection_only_where_its_workers_took_none() -> None:

@@ -146,16 +146,27 @@ def pooled_text(result: LatencyResult) -> str | None:
     requests a pool overlaps. 'latency --server puma -w 3' was modelled as 3 servers and said nothing of its pools of
     up to 5 threads. A kind one of whose threads runs every request (Node's event loop: serves_on_one_thread) has
     no pool: 'latency --server node -w 3' read that its workers' 7 threads were a pool that overlaps a handler's
-    waits, under one lock (Ruby's, CPython's). None where the workers are one thread each or were not read."""
+    waits, under one lock (Ruby's, CPython's). A kind whose workers are threads (HAProxy's, h2o's: the tool's workers
+    are their tids, each read in a process of 2-3 threads) is counted by its threads already: 'latency --server
+    haproxy' read that its 2 workers were each a process of 2 threads, a pool. Threads that compute at once (Apache
+    event's C, Caddy's Go) are said to overlap requests too. None where the workers are one thread each or were not
+    read."""
     threads = worker_threads(result.evidence)
     if len(threads) != result.server.workers or max(threads, default=1) < 2:
         return None
     low, high = min(threads), max(threads)
     each = f"{low}" if low == high else f"{low}-{high}"
-    if (kind := KINDS.get(result.server.kind)) is not None and kind.serves_on_one_thread:
+    kind = KINDS.get(result.server.kind)
+    if kind is not None and (kind.threads_are_workers or kind.loops_are_workers):
+        return None
+    workers = result.server.workers
+    counted = (
+        f"its {workers} workers are the servers counted" if workers > 1 else "its one worker is the server counted"
+    )
+    if kind is not None and kind.serves_on_one_thread:
         return (
-            f"Model: its {result.server.workers} workers are the servers counted, one each: each is a process of "
-            f"{each} threads, one of which runs every request (its event loop), the others none."
+            f"Model: {counted}, one each: {'each' if workers > 1 else 'it'} is a process of {each} threads, one of "
+            "which runs every request (its event loop), the others none."
         )
     pool = (
         f" (Puma's pool of up to {PUMA_THREADS[1]} threads in each, 'threads {PUMA_THREADS[0]}, {PUMA_THREADS[1]}' in "
@@ -164,8 +175,9 @@ def pooled_text(result: LatencyResult) -> str | None:
         else ""
     )
     return (
-        f"Model: its {result.server.workers} workers are the servers counted, one request at a time each, though each "
-        f"is a process of {each} threads{pool}: right where they compute one at a time under one lock (Ruby's, "
-        "CPython's); a handler that waits (a database, an upstream) has a pool overlap its requests, which this model "
-        "does not: it then predicts a slower server than there is."
+        f"Model: {counted}, one request at a time{' each' if workers > 1 else ''}, though "
+        f"{'each' if workers > 1 else 'it'} is a process of "
+        f"{each} threads{pool}: right where they compute one at a time under one lock (Ruby's, CPython's); threads "
+        "that compute at once (C's, Go's), or a handler that waits (a database, an upstream), overlap its requests, "
+        "which this model does not: it then predicts a slower server than there is."
     )
