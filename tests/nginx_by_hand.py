@@ -12,7 +12,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +48,36 @@ class HandNginx:
     @property
     def access_log(self) -> Path:
         return self.directory / "access.log"
+
+
+def one_server_conf(
+    log_format: str,
+    location: str = 'return 200 "ok\\n";',
+    listen: str = "",
+    http: Sequence[str] = (),
+    server: Sequence[str] = (),
+    connections: int = 256,
+) -> str:
+    """A conf for nginx_by_hand (a format string, as it takes one): its workers in the foreground, each request
+    logged to access.log as `log_format`, one server on 127.0.0.1:{port} (`listen`'s flags after it) whose '/'
+    does `location`; `http` and `server` are directives added to those blocks (they may name {d}, the directory).
+    One text for the attach tests' nginx, which differ in those alone."""
+    http_lines = "".join(f"\n    {line}" for line in http)
+    server_lines = "".join(f"\n        {line}" for line in server)
+    return f"""
+worker_processes {{workers}};
+daemon off;
+pid {{d}}/nginx.pid;
+events {{{{ worker_connections {connections}; }}}}
+http {{{{
+    log_format kept '{log_format}';
+    access_log {{d}}/access.log kept;{http_lines}
+    server {{{{
+        listen 127.0.0.1:{{port}}{listen};{server_lines}
+        location / {{{{ {location} }}}}
+    }}}}
+}}}}
+"""
 
 
 @contextmanager

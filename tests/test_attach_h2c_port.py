@@ -15,27 +15,14 @@ import threading
 
 import pytest
 from conftest import assert_one_error_line, run_cli
-from nginx_by_hand import nginx_by_hand
+from nginx_by_hand import nginx_by_hand, one_server_conf
 
 from accept_order.probes.tls_hello import PREFACE, speaks_h2c
 
 TIMEOUT_S = 20.0
 ATTACH = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("bpftrace") is None, reason="needs root and bpftrace")
 
-NGINX_H2C = """
-worker_processes {workers};
-daemon off;
-pid {d}/nginx.pid;
-events {{ worker_connections 256; }}
-http {{
-    log_format st '$status $server_protocol';
-    access_log {d}/access.log st;
-    server {{
-        listen 127.0.0.1:{port} http2;
-        location / {{ return 200 "ok\\n"; }}
-    }}
-}}
-"""
+NGINX_H2C = one_server_conf("$status $server_protocol", listen=" http2")
 
 
 def _one_answer(answer: bytes) -> tuple[socket.socket, threading.Thread, list[bytes]]:

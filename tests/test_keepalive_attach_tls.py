@@ -17,7 +17,7 @@ from types import SimpleNamespace
 
 import pytest
 from conftest import OutputReader, assert_one_error_line, run_cli
-from nginx_by_hand import nginx_by_hand
+from nginx_by_hand import nginx_by_hand, one_server_conf
 from test_analysis import sequential
 
 from accept_order.analysis import order
@@ -32,22 +32,11 @@ PID = os.getpid()  # a worker's pid for the attribution: no reply here names it
 ATTACH = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("bpftrace") is None, reason="needs root and bpftrace")
 OPENSSL = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl to make a certificate")
 
-NGINX_TLS = """
-worker_processes {workers};
-daemon off;
-pid {d}/nginx.pid;
-events {{ worker_connections 256; }}
-http {{
-    log_format st '$status';
-    access_log {d}/access.log st;
-    server {{
-        listen 127.0.0.1:{port} ssl http2;
-        ssl_certificate {d}/cert.pem;
-        ssl_certificate_key {d}/key.pem;
-        location / {{ return 200 "ok\\n"; }}
-    }}
-}}
-"""
+NGINX_TLS = one_server_conf(
+    "$status",
+    listen=" ssl http2",
+    server=["ssl_certificate {d}/cert.pem;", "ssl_certificate_key {d}/key.pem;"],
+)
 
 # A process of its own (--attach wants a pid): TLS on a port, closing any connection whose handshake fails, as
 # h2o and HAProxy do with a plain request (here a reset: the request is left unread); or plain, answering 400 (or

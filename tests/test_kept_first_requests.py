@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from conftest import run_cli
-from nginx_by_hand import nginx_by_hand
+from nginx_by_hand import nginx_by_hand, one_server_conf
 from test_attach_h2c_port import ATTACH, TIMEOUT_S
 from test_small_sentences_held_nothing import pool_run
 
@@ -27,21 +27,9 @@ from accept_order.experiments.latency.result import LatencyResult
 from accept_order.loads.kept_tally import KeptTally
 
 OLD_POOL = Path(__file__).parent / "data" / "first_hour_5_nginx_pool.json"
-NGINX = """
-worker_processes {workers};
-daemon off;
-pid {d}/nginx.pid;
-events {{ worker_connections 512; }}
-http {{
-    log_format conn '$pid $connection $connection_requests $request_time';
-    access_log {d}/access.log conn;
-    keepalive_requests 100000;
-    server {{
-        listen 127.0.0.1:{port};
-        location / {{ return 200 "ok\\n"; }}
-    }}
-}}
-"""
+NGINX = one_server_conf(
+    "$pid $connection $connection_requests $request_time", http=["keepalive_requests 100000;"], connections=512
+)
 
 
 def test_the_tally_keeps_each_connections_first_reply_apart() -> None:

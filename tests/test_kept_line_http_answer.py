@@ -16,7 +16,7 @@ import threading
 
 import pytest
 from conftest import assert_one_error_line, run_cli
-from nginx_by_hand import nginx_by_hand
+from nginx_by_hand import nginx_by_hand, one_server_conf
 
 from accept_order.core.concurrent_load import ConcurrentLoad
 from accept_order.core.protocol import BAD_REPLY, HTTP_ANSWER, KEEP_LINE
@@ -27,20 +27,7 @@ TIMEOUT_S = 20.0
 ATTACH = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("bpftrace") is None, reason="needs root and bpftrace")
 ANSWER = b"HTTP/1.1 400 Bad Request\r\nServer: test\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 
-NGINX = """
-worker_processes {workers};
-daemon off;
-pid {d}/nginx.pid;
-events {{ worker_connections 256; }}
-http {{
-    log_format st '$status';
-    access_log {d}/access.log st;
-    server {{
-        listen 127.0.0.1:{port};
-        location / {{ return 200 "ok\\n"; }}
-    }}
-}}
-"""
+NGINX = one_server_conf("$status")
 
 
 def test_an_http_status_line_is_no_line_servers_answer() -> None:

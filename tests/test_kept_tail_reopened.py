@@ -11,27 +11,13 @@ from __future__ import annotations
 import dataclasses
 
 from conftest import run_cli
-from nginx_by_hand import nginx_by_hand
+from nginx_by_hand import nginx_by_hand, one_server_conf
 from test_attach_h2c_port import ATTACH, TIMEOUT_S
 from test_small_sentences_held_nothing import pool_run
 
 from accept_order.experiments.latency.kept_tail import kept_tail_verdict
 
-NGINX = """
-worker_processes {workers};
-daemon off;
-pid {d}/nginx.pid;
-events {{ worker_connections 256; }}
-http {{
-    log_format conn '$pid $connection $connection_requests';
-    access_log {d}/access.log conn;
-    keepalive_requests 20;
-    server {{
-        listen 127.0.0.1:{port};
-        location / {{ return 200 "ok\\n"; }}
-    }}
-}}
-"""
+NGINX = one_server_conf("$pid $connection $connection_requests", http=["keepalive_requests 20;"])
 
 
 def test_a_pool_whose_workers_accepted_more_says_why_no_split() -> None:

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from click.testing import Result
 from conftest import assert_one_error_line, run_cli
-from nginx_by_hand import nginx_by_hand
+from nginx_by_hand import nginx_by_hand, one_server_conf
 
 TIMEOUT_S = 20.0
 UNANSWERABLE = ["--work", "1s", "--timeout", "100ms", "-w", "1"]
@@ -80,20 +80,7 @@ def test_reload_that_served_nothing_exits_1_after_its_file(tmp_path: Path) -> No
     assert _saved(saved)["kind"] == "reload"
 
 
-NGINX_404 = """
-worker_processes {workers};
-daemon off;
-pid {d}/nginx.pid;
-events {{ worker_connections 256; }}
-http {{
-    log_format st '$status';
-    access_log {d}/access.log st;
-    server {{
-        listen 127.0.0.1:{port};
-        location / {{ return 404; }}
-    }}
-}}
-"""
+NGINX_404 = one_server_conf("$status", location="return 404;")
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("bpftrace") is None, reason="needs root and bpftrace")
