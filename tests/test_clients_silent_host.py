@@ -48,6 +48,8 @@ from test_clients_faults import (
     under_way,
 )
 
+from accept_order.core.hosts import ClientHosts
+from accept_order.loads.hosts.gateways import _spec
 from accept_order.loads.hosts.ssh_config_read import unset
 
 cluster = cluster_fixture(clients=2)
@@ -145,9 +147,57 @@ def test_a_host_that_hears_nothing_from_the_coordinator_stops_its_load(cluster: 
     assert_nothing_left(cluster, str(tmp_path))  # the link up: ssh here and the sshd session there see their end
 
 
+def _as_ssh_reads(config: Path, destination: str) -> dict[str, str]:
+    """The keepalive settings ssh itself reads (ssh -G) from the options the tool gives it for the destination."""
+    spec = _spec(destination, ClientHosts((destination,), ssh_config=str(config)), 0)
+    shown = subprocess.run(["ssh", *spec.ssh.split(" ")[:-2], "-G", destination], capture_output=True, text=True)
+    pairs = (line.split(" ", 1) for line in shown.stdout.splitlines())
+    return {name: value for name, value in pairs if name.startswith("serveralive")}
+
+
 def test_the_users_own_keepalive_is_kept(tmp_path: Path) -> None:
+    """The tool's keepalive where the user's config has none; theirs (an interval, a count, by Host or Match) where
+    it has. An -o ServerAliveCountMax=3 of the tool's overrode a config's ServerAliveCountMax 10 (ssh takes the
+    first value it reads, the command line's)."""
     config = tmp_path / "ssh_config"
-    config.write_text("Host alive\n  HostName 192.0.2.1\n  ServerAliveInterval 60\nHost plain\n  HostName 192.0.2.2\n")
+    config.write_text(
+        "Host alive\n  HostName 192.0.2.1\n  ServerAliveInterval 60\nHost plain\n  HostName 192.0.2.2\n"
+        "Host patient\n  HostName 192.0.2.3\n  ServerAliveCountMax 10\n"
+        "Match host 192.0.2.4\n  ServerAliveInterval 30\n"
+    )
     options = ["-F", str(config), "-o", "BatchMode=yes"]
     assert unset(options, "plain") == {"connecttimeout", "serveraliveinterval"}
     assert unset(options, "alive") == {"connecttimeout"}  # theirs
+    assert _as_ssh_reads(config, "plain") == {"serveraliveinterval": "5", "serveralivecountmax": "3"}
+    assert _as_ssh_reads(config, "alive") == {"serveraliveinterval": "60", "serveralivecountmax": "3"}
+    assert _as_ssh_reads(config, "patient") == {"serveraliveinterval": "5", "serveralivecountmax": "10"}
+    assert _as_ssh_reads(config, "192.0.2.4") == {"serveraliveinterval": "30", "serveralivecountmax": "3"}
+
+
+def test_a_coordinator_stopped_for_longer_than_the_silence_does_not_blame_its_hosts(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """The coordinator suspended (Ctrl-Z, a SIGSTOP, its machine paused) past COORDINATOR_SILENT_S: its hosts, hearing
+    no beat, stop their loads and say so, and that is what the run ends on once it is continued. Its own silence
+    check, run first as it resumed, read the time it was stopped as its hosts' silence and named every host lost as
+    'it said nothing for 10 s ... the host stalled or the network to it is gone', of hosts that had ticked all along
+    into a coordinator that was not reading."""
+    before = opened(cluster)
+    run = start(tmp_path, *load_args(cluster, tmp_path), *LONG, "--rate", str(RATE))
+    under_way(run, cluster, before, TICKED_CONNECTS)
+    run.proc.send_signal(signal.SIGSTOP)  # the coordinator alone: its ssh clients, in sessions of their own, run on
+    try:
+        wait_for(  # the hosts' own check: each stops its load and its Python exits
+            lambda: [p for name in ("c1", "c2") for p in remote_processes(cluster, name) if "python" in p],
+            lambda left: left == [],
+            10 + GONE_S,
+            "the hosts to stop their loads without a word from the stopped coordinator",
+        )
+    finally:
+        run.proc.send_signal(signal.SIGCONT)
+    assert _ended(run) == 1, run.err.text
+    error = run.error_lines()[-1]
+    stopped = "it failed: no word from the coordinator for 10 s: it stopped its load"
+    assert error == f"accept-order: error: every client host was lost: c1: {stopped}; c2: {stopped}", run.err.text
+    assert "said nothing" not in run.err.text and "Traceback" not in run.err.text
+    assert_nothing_left(cluster, str(tmp_path))

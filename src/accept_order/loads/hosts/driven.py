@@ -206,8 +206,8 @@ class HostsLoad(Started):
         next_beat = time.monotonic() + BEAT_S
         while not all(p.done for p in self.progress):
             if deadline is None and time.monotonic() > next_beat:  # the stop's follow has its own deadline
+                self._beat(late=time.monotonic() - next_beat)
                 next_beat = time.monotonic() + BEAT_S
-                self._beat()
                 continue
             if deadline is not None and time.monotonic() > deadline:
                 for p in self.progress:
@@ -224,11 +224,17 @@ class HostsLoad(Started):
             with deferred():  # a result taken off the queue is stored before a signal can interrupt
                 self._heard(self.progress[index], message)
 
-    def _beat(self) -> None:
+    def _beat(self, late: float) -> None:
         """Beat to every host still driving, and name each host silent for SILENT_S as lost, asking it to stop: one
         that only stalled would otherwise drive on, uncounted, once it wakes (its ssh ends at close() in any case,
-        and its load with it)."""
+        and its load with it). A beat `late` by more than BEAT_S is time this coordinator did not run (stopped by
+        Ctrl-Z, its machine paused): its hosts' words wait unread meanwhile, so that time is not their silence. A
+        coordinator stopped for 12 s named a host that had ticked all along 'silent ... the host stalled', where the
+        host had stopped its load for want of beats and said so (load_side), in a message still unread."""
         now = time.monotonic()
+        if late > BEAT_S:
+            for p in self.progress:
+                p.heard += late
         for p in self.progress:
             if not p.done:
                 try:

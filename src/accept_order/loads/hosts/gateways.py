@@ -48,9 +48,10 @@ SETTLE_S = 2.0  # for a failed ssh to exit and its last words to be read, before
 # nothing on the screen. A ConnectTimeout of the user's ssh config (ssh -G shows it) is theirs and wins.
 CONNECT_TIMEOUT_S = 15
 # ssh's own default is no keepalive: a host whose network went while the coordinator was SIGKILLed kept this ssh
-# waiting for its end (TCP gives up on a dead connection after about a quarter of an hour). With these it ends
-# about 20 s after the host last said anything. The user's own ServerAliveInterval (ssh -G) wins.
-SERVER_ALIVE = ["-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"]
+# waiting for its end (TCP gives up on a dead connection after about a quarter of an hour). With this it ends
+# about 20 s after the host last said anything (ssh's default ServerAliveCountMax, 3, unanswered). The user's own
+# ServerAliveInterval (ssh -G) wins, and so does their ServerAliveCountMax: an -o CountMax here would override it.
+SERVER_ALIVE = ["-o", "ServerAliveInterval=5"]
 
 
 class Ssh:
