@@ -105,15 +105,19 @@ def test_a_nested_list_that_is_no_list_of_files_is_refused_in_one_line(tmp_path:
 
 def test_a_merge_of_many_nested_merges_is_still_read_back(tmp_path: Path) -> None:
     """Each level nests the file 3 deeper: kept to merge_nested.KEPT_LEVELS levels, so that the file stays within
-    what show reads (results/files.MAX_DEPTH), the deepest files counted one run each."""
+    what show reads (results/files.MAX_DEPTH), the deepest entries keeping the count of the runs they held."""
     letters = string.ascii_letters  # 26 pairs, each two measurements of their own: 25 merges, 75 levels deeper
     merged, *pairs = _pairs(tmp_path, letters)
     for level, pair in enumerate(pairs):
         merged = _merge(tmp_path, f"m{level}.json", merged, pair)
     shown = run_cli(["show", merged])
     assert shown.exit_code == 0, shown.output
-    # 52 runs in all: those below KEPT_LEVELS counted one a file, not two
-    assert 2 * KEPT_LEVELS <= _runs(merged) < 2 * (len(pairs) + 1)
+    # 52 runs in all, those below KEPT_LEVELS too (counted one a file before: 34 of 40 for 20 pairs, 35 of 52 here)
+    assert _runs(merged) == 2 * (len(pairs) + 1)
+    deepest = json.loads(Path(merged).read_text())["runs"][0]["evidence"]["merged_from"]
+    for _ in range(KEPT_LEVELS):  # down to the KEPT_LEVELS-th nested merged_from
+        deepest = deepest["files"][0]["merged_from"]
+    assert "merged_from" not in deepest["files"][0] and deepest["files"][0]["runs"] > 1, deepest  # the count kept
 
 
 def test_a_merged_file_merges_with_a_file_from_before_in_flight(tmp_path: Path) -> None:

@@ -77,8 +77,18 @@ def runs_in(merged: Any, depth: int = 0) -> int:
     files = merged.get("files") if isinstance(merged, Mapping) else None
     if not isinstance(files, list) or not files or depth > NESTED_AT_MOST:
         return 1
-    each = [runs_in(f.get("merged_from"), depth + 1) if isinstance(f, Mapping) else 1 for f in files]
+    each = [_runs_of(f, depth + 1) for f in files]
     return max(each) if merged.get("concurrent") else sum(each)
+
+
+def _runs_of(entry: Any, depth: int) -> int:
+    """One merged_from entry's runs: those its own merged_from holds, else the count kept in its place where a merge
+    deeper than merge_nested.KEPT_LEVELS dropped it ('runs'), else 1."""
+    below = entry.get("merged_from") if isinstance(entry, Mapping) else None
+    if isinstance(below, Mapping) and isinstance(below.get("files"), list) and below["files"]:
+        return runs_in(below, depth)
+    kept = entry.get("runs") if isinstance(entry, Mapping) else None
+    return kept if type(kept) is int and kept >= 1 else 1
 
 
 def _each(runs: int) -> str:

@@ -73,9 +73,19 @@ OBSERVED_ON = Record(
 
 
 # a merged file's own merged_from, kept in its entry (merge_nested.py): its files' names and starts, one level checked
-_MERGED_BELOW = Record({"files": ListOf(Record({"file": Text(), "started_at": Maybe(Text())})), "concurrent": Flag()})
+# ('runs': those of a merged_from dropped below merge_nested.KEPT_LEVELS, counted in its place)
+_MERGED_BELOW = Record(
+    {"files": ListOf(Record({"file": Text(), "started_at": Maybe(Text()), "runs": Integer(1)})), "concurrent": Flag()}
+)
 MERGED_FILE = Record(
-    {"file": Text(), "started_at": Maybe(Text()), "title": Text(), "stopped": Text(), "merged_from": _MERGED_BELOW}
+    {
+        "file": Text(),
+        "started_at": Maybe(Text()),
+        "title": Text(),
+        "stopped": Text(),
+        "merged_from": _MERGED_BELOW,
+        "runs": Integer(1),
+    }
 )  # merge_*.py
 EVIDENCE = Record(
     {
