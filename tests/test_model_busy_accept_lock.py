@@ -34,8 +34,9 @@ from accept_order.experiments.latency.model_check import predict
 from accept_order.experiments.latency.model_queues import queues_text
 from accept_order.experiments.latency.model_report import model_report
 from accept_order.experiments.latency.model_servers import servers_text
+from accept_order.probes import busy_waits
 from accept_order.probes.busy_waits import BusySampler
-from accept_order.probes.proc_waits import POLLS, SELECTS, syscall_names
+from accept_order.probes.proc_waits import EPOLL_WAITS, POLLS, SELECTS, syscall_names
 from accept_order.servers.launched.uwsgi import UwsgiServer, uwsgi_missing
 from accept_order.servers.registry import checked
 
@@ -166,6 +167,8 @@ s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
 print(os.fstat(s.fileno()).st_ino, flush=True)
 if sys.argv[1] == "select":
     select.select([s], [], [], 60)
+elif sys.argv[1] == "epoll":
+    e = select.epoll(); e.register(s); e.poll(60)
 else:
     a, b = socket.socketpair(); a.settimeout(60); a.recv(1)
 """
@@ -242,3 +245,36 @@ def test_an_attached_gunicorn_whose_app_polls_an_upstream_is_modelled_by_its_bus
     # busy from accept to close holds the app's time; the looks' own error is a few percent
     assert model["service_mean_ms"] >= 0.9 * sum(times_us) / len(times_us) / 1000, model
     assert "asleep off the CPU while serving, in poll" in result.output, result.output
+
+
+def test_a_workers_descriptors_are_read_only_where_it_waits_in_poll_or_select(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker in epoll_wait is idle whatever it holds: its fd table (an attached nginx's may hold thousands of
+    connections) is not read at the run's start, and one in poll has its table read once, at its first look."""
+    read: list[int] = []
+    real = busy_waits._listening
+    monkeypatch.setattr(busy_waits, "_listening", lambda pid, listeners: read.append(pid) or real(pid, listeners))
+    procs = [
+        subprocess.Popen([sys.executable, "-c", WAITER, how], stdout=subprocess.PIPE, text=True)
+        for how in ("epoll", "poll")
+    ]
+    try:
+        inodes = [int(p.stdout.readline()) for p in procs if p.stdout is not None]
+        wait_for(
+            lambda: [_syscall(p.pid) for p in procs],
+            lambda w: w[0] in EPOLL_WAITS and w[1] in POLLS,
+            TIMEOUT_S,
+            "each in its wait",
+        )
+        sampler = BusySampler([p.pid for p in procs], listeners=inodes)
+        sampler.start(thread=False)
+        for _ in range(5):
+            assert sampler.look()
+        looked = sampler.stop()
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
+    assert read == [procs[1].pid], read
+    assert looked is not None and [w["idle"] for w in looked["workers"]] == [5, 0], looked

@@ -63,7 +63,10 @@ MAX_WORKERS = 64
 class _Worker:
     pid: int
     threads: int = 0  # as the run started: a worker of several is not read, and the model says it counted it one
-    listening: frozenset[int] | None = None  # its descriptors of the listeners as the run started (None: not read)
+    # its descriptors of the listeners, read at its first look in poll or select (None: not read, or none held): a
+    # worker that waits in epoll_wait or accept never needs them, and an attached nginx's fd table may hold thousands
+    listening: frozenset[int] | None = None
+    listening_read: bool = False
     looks: int = 0
     idle: int = 0
     waits: Counter[str] = field(default_factory=Counter)  # busy looks off the CPU, by call (not 'running' ones)
@@ -96,7 +99,6 @@ class BusySampler:
         self._started = time.monotonic()
         for worker in self._workers:
             worker.threads = _threads(worker.pid)
-            worker.listening = _listening(worker.pid, self._listeners) if self._listeners else None
             worker.unread = worker.gone = worker.threads != 1
         if all(w.unread for w in self._workers) or not thread:
             return
@@ -125,6 +127,9 @@ class BusySampler:
         except ValueError:
             return
         worker.looks += 1
+        if call in SET_CALLS and not worker.listening_read:
+            worker.listening = _listening(worker.pid, self._listeners) if self._listeners else None
+            worker.listening_read = True
         if _waits_for_connection(worker, call, args, text):
             worker.idle += 1
         elif call != RUNNING:  # a call not in the table by its number: Apache's read '?' in the report's sentence
