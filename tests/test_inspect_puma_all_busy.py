@@ -26,7 +26,7 @@ TIMEOUT_S = 30.0
 FUTEX, EPOLL_WAIT = "202", "232"  # x86_64's syscall numbers, the first field of /proc/PID/task/TID/syscall
 SELECTS = {"23", "270"}  # select, pselect6: what Ruby's IO.select waits in
 APP = 'run lambda { |env| sleep 60; [200, {"Content-Length" => "4"}, ["late"]] }\n'
-CONNECTIONS = 4  # one held in each worker's one thread, two queued on the listener
+QUEUED = 2  # connections queued on the listener beside the one held in each worker's one thread
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("puma") is None, reason="needs Debian's puma (apt-get install puma)"),
@@ -46,10 +46,11 @@ def _threads(pid: int) -> dict[str, str]:
     return calls
 
 
-def _puma(directory: Path) -> tuple[subprocess.Popen[str], OutputReader, int]:
+def _puma(directory: Path, workers: int = 2) -> tuple[subprocess.Popen[str], OutputReader, int]:
+    """Puma with `workers` of one thread each (0: single mode, its one process serving), its log and its port."""
     (directory / "config.ru").write_text(APP)
     proc = subprocess.Popen(
-        ["puma", "-w", "2", "-t", "1:1", "-b", "tcp://127.0.0.1:0", str(directory / "config.ru")],
+        ["puma", "-w", str(workers), "-t", "1:1", "-b", "tcp://127.0.0.1:0", str(directory / "config.ru")],
         cwd=directory,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -79,28 +80,34 @@ def _stop(proc: subprocess.Popen[str]) -> None:
         proc.stdout.close()
 
 
+def _hold(port: int, workers: list[int], clients: list[socket.socket]) -> None:
+    """QUEUED connections more than `workers` have threads, each sending its request (into `clients`), once each
+    worker's server thread waits in select; back when the kernel shows each waiting for its busy pool instead."""
+    wait_for(
+        lambda: [_threads(pid).get("puma srv") for pid in workers],
+        lambda calls: set(calls) <= SELECTS,
+        TIMEOUT_S,
+        "the workers' server threads in select, on the listener",
+    )
+    for _ in range(len(workers) + QUEUED):
+        client = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT_S)
+        client.sendall(b"GET / HTTP/1.0\r\n\r\n")
+        clients.append(client)
+    wait_for(
+        lambda: [_threads(pid) for pid in workers],
+        lambda threads: all(t.get("puma srv") == FUTEX and t.get("puma reactor") == EPOLL_WAIT for t in threads),
+        TIMEOUT_S,
+        "the workers' server threads waiting for their busy pool (futex), their reactors in epoll_wait",
+    )
+
+
 @pytest.fixture
 def puma_busy(tmp_path: Path) -> Iterator[tuple[int, list[int]]]:
     proc, log, port = _puma(tmp_path)
     clients: list[socket.socket] = []
     try:
         workers = _workers(log)
-        wait_for(
-            lambda: [_threads(pid).get("puma srv") for pid in workers],
-            lambda calls: set(calls) <= SELECTS,
-            TIMEOUT_S,
-            "both workers' server threads in select, on the listener",
-        )
-        for _ in range(CONNECTIONS):
-            client = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT_S)
-            client.sendall(b"GET / HTTP/1.0\r\n\r\n")
-            clients.append(client)
-        wait_for(
-            lambda: [_threads(pid) for pid in workers],
-            lambda threads: all(t.get("puma srv") == FUTEX and t.get("puma reactor") == EPOLL_WAIT for t in threads),
-            TIMEOUT_S,
-            "both workers' server threads waiting for their busy pool (futex), their reactors in epoll_wait",
-        )
+        _hold(port, workers, clients)
         yield proc.pid, workers
     finally:
         for client in clients:
@@ -130,6 +137,27 @@ def test_inspect_names_the_busy_workers_of_a_puma_all_serving(puma_busy: tuple[i
     for pid in workers:
         server_thread = next(t.name for t in Path(f"/proc/{pid}/task").iterdir() if _comm(t) == "puma srv")
         assert rows[pid][2:4] == [server_thread, "busy"], out
+
+
+def test_inspect_names_the_busy_process_of_a_puma_in_single_mode(tmp_path: Path) -> None:
+    """Puma's default (no -w): its one process accepts and serves, with no master. All busy it read 'puma, 0
+    workers', its role 'process', and no worker's row: the busy rule looked for workers under a master."""
+    proc, _, port = _puma(tmp_path, workers=0)
+    clients: list[socket.socket] = []
+    try:
+        _hold(port, [proc.pid], clients)
+        result = run_cli(["inspect", str(proc.pid), "--samples", "1"])
+    finally:
+        for client in clients:
+            client.close()
+        _stop(proc)
+    out = result.output
+    assert result.exit_code == 0, out
+    assert out.splitlines()[0].endswith("puma, 1 worker"), out
+    assert "taken its listeners out" not in out, out
+    assert "no thread waits on a listener at this moment (all busy?)" in out, out
+    rows = _worker_rows(out)
+    assert list(rows) == [proc.pid] and rows[proc.pid][3] == "busy", out
 
 
 def _comm(task: Path) -> str:

@@ -64,12 +64,14 @@ def _busy(seen: Sequence[Seen], verdict: Verdict, parent: Mapping[int, int]) -> 
     a connection from it ('3 workers' for its one, read as busy). With no worker seen waiting, the children of a
     master (a holder whose children hold too): gunicorn's sync workers all serving read as '0 workers'. A thread its
     kind says never waits on the listeners (`aside`: Puma's reactor) is not counted: Puma's worker is its accepting
-    thread."""
+    thread, and a process with such threads is a worker with no master needed (Puma in single mode, -w 0, all busy
+    read '0 workers')."""
     workers = {*verdict.waiters, *verdict.losers}
     if verdict.fed:
         return ()
     family = {parent.get(pid) for pid, _ in workers} - {None} if workers else _masters(seen, parent)
     threads = Counter(s.pid for s in seen if s.via != "aside")
+    named = {s.pid for s in seen if s.via == "aside"}  # its kind named the thread of it that waits on the listeners
     parents = {parent.get(s.pid) for s in seen}
     return tuple(
         s.unit
@@ -79,7 +81,7 @@ def _busy(seen: Sequence[Seen], verdict: Verdict, parent: Mapping[int, int]) -> 
         and s.unit not in workers
         and threads[s.pid] == 1
         and s.pid not in parents
-        and parent.get(s.pid) in family
+        and (parent.get(s.pid) in family or s.pid in named)
     )
 
 
