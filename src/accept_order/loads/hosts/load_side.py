@@ -35,6 +35,9 @@ from ..generator import LoadGenerator
 from .remote_side import CLOSED
 
 COORDINATOR_SILENT_S = 10.0  # ten of the coordinator's beats missed (driven.BEAT_S)
+# A tick later than this after the one before is time this host did not run (its Python stopped, its machine paused):
+# the beats sent meanwhile wait unread, so that time is not the coordinator's silence (generator ticks every TICK_S)
+TICK_LATE_S = 1.0
 
 
 def take_part(channel: Any) -> None:
@@ -72,9 +75,14 @@ def take_part(channel: Any) -> None:
             while (wait := go[0] - time.time()) > 0 and not stopping.wait(min(wait, 0.05)):
                 pass  # the common start, on this host's clock
             started = time.time()
+            ticked = [time.monotonic()]
 
             def tick(done: int, elapsed: float) -> None:
-                if time.monotonic() - heard_at[0] > COORDINATOR_SILENT_S:
+                now = time.monotonic()
+                if now - ticked[0] > TICK_LATE_S:  # never past now: a beat may have been heard since
+                    heard_at[0] = min(now, heard_at[0] + now - ticked[0])
+                ticked[0] = now
+                if now - heard_at[0] > COORDINATOR_SILENT_S:
                     orphaned.set()
                 if stopping.is_set() or orphaned.is_set():
                     raise KeyboardInterrupt  # the generator stops its drivers and keeps what they measured
