@@ -109,7 +109,7 @@ def test_a_socket_binary_whatever_protocol_is_forced_is_refused(
     try:
         with socket.create_connection(("127.0.0.1", free_port), timeout=TIMEOUT_S) as probe:
             probe.sendall(b"GET / HTTP/1.0\r\n\r\n")
-            assert probe.recv(100) == b""  # closed unanswered
+            assert _answer(probe) == b""  # closed unanswered
         wait_for(lambda: log.read_text(errors="replace").count(INVALID), lambda n: n == 1, TIMEOUT_S, "its log")
         ran = accept_order("run", "--attach", str(pid), "--port", str(free_port), "-n", "5", "--protocol", "http")
         assert ran.returncode == 2, ran.stderr
@@ -118,6 +118,14 @@ def test_a_socket_binary_whatever_protocol_is_forced_is_refused(
         assert log.read_text(errors="replace").count(INVALID) == 1  # the probe's alone: refused before connecting
     finally:
         served.close()  # its uWSGI killed
+
+
+def _answer(probe: socket.socket) -> bytes:
+    """What the server wrote before it closed: a close with the request unread is a reset, no answer either."""
+    try:
+        return probe.recv(100)
+    except ConnectionResetError:
+        return b""
 
 
 def test_an_http_socket_is_let_through(http_socket: tuple[int, int, Path]) -> None:
