@@ -10,58 +10,29 @@ client reads the reply to its end only once the socket is gone from every fd tab
 
 from __future__ import annotations
 
-import os
+import socket
 import threading
 
 import pytest
-from thread_target import ThreadTarget
+from attached_one_connection import TIMEOUT_S, AttachedOneConnection
 
-from accept_order.core.protocol import HTTP_KEEPALIVE, ClientProtocol
 from accept_order.core.spec import SequentialLoad
 from accept_order.loads.sequential import run_sequential
-from accept_order.servers.attached_owners import OwnerAttribution
 
-TIMEOUT_S = 20.0
 REPLY = b"HTTP/1.0 200 OK\r\nServer: BaseHTTP/0.6\r\n\r\nhello\n"  # no Content-Length: the close ends the body
 
 
-class _AnswersAndCloses(ThreadTarget):
+class _AnswersAndCloses(AttachedOneConnection):
     """An attached server's one worker (this process) that answers the request and closes at once."""
 
     def __init__(self) -> None:
-        super().__init__()
-        self.owners = OwnerAttribution((os.getpid(),))
-        self.failure: BaseException | None = None
         self.answered = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
+        super().__init__()
 
-    @property
-    def attribution(self) -> OwnerAttribution:  # type: ignore[override]
-        return self.owners
-
-    @property
-    def protocol(self) -> ClientProtocol:
-        return HTTP_KEEPALIVE
-
-    def _serve(self) -> None:
-        try:
-            self.listener.settimeout(TIMEOUT_S)
-            conn, _ = self.listener.accept()
-            with conn:
-                conn.settimeout(TIMEOUT_S)
-                request = b""
-                while b"\r\n\r\n" not in request:
-                    request += conn.recv(4096)
-                conn.sendall(REPLY)
-            self.answered.set()  # the server's own word that it served the request, then closed
-        except BaseException as exc:  # said by the test, not lost in the thread
-            self.failure = exc
-
-    def close(self) -> None:
-        self._thread.join(TIMEOUT_S)
-        self.owners.close()
-        self.listener.close()
+    def answer(self, conn: socket.socket) -> None:
+        conn.sendall(REPLY)
+        conn.close()
+        self.answered.set()  # the server's own word that it served the request, then closed
 
 
 @pytest.mark.parametrize("gap_ms", [0.0, 1.0], ids=["one-at-a-time", "paced"])

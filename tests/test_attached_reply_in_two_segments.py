@@ -10,66 +10,37 @@ a read of its own."""
 from __future__ import annotations
 
 import os
+import socket
 import threading
 from typing import Any
 
 import pytest
-from thread_target import ThreadTarget
+from attached_one_connection import TIMEOUT_S, AttachedOneConnection
 
-from accept_order.core.protocol import HTTP_KEEPALIVE, ClientProtocol
 from accept_order.core.spec import SequentialLoad
 from accept_order.loads import sequential, sequential_paced
 from accept_order.loads.sequential import run_sequential
-from accept_order.servers.attached_owners import OwnerAttribution
 
-TIMEOUT_S = 20.0
 BODY = b"hello from my app\n"
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n" % len(BODY)
 
 
-class _TwoSegments(ThreadTarget):
+class _TwoSegments(AttachedOneConnection):
     """An attached server's one worker (this process) that answers the keep-alive request's head, then, once the
     client has read it, the body, and holds the connection until the client closes it."""
 
     def __init__(self, head_read: threading.Event) -> None:
-        super().__init__()
         self.head_read = head_read
-        self.owners = OwnerAttribution((os.getpid(),))
-        self.failure: BaseException | None = None
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
+        super().__init__()
 
-    @property
-    def attribution(self) -> OwnerAttribution:  # type: ignore[override]
-        return self.owners
-
-    @property
-    def protocol(self) -> ClientProtocol:
-        return HTTP_KEEPALIVE
-
-    def _serve(self) -> None:
+    def answer(self, conn: socket.socket) -> None:
+        conn.sendall(HEAD)
+        assert self.head_read.wait(TIMEOUT_S), "the client never read the head"
         try:
-            self.listener.settimeout(TIMEOUT_S)
-            conn, _ = self.listener.accept()
-            with conn:
-                conn.settimeout(TIMEOUT_S)
-                request = b""
-                while b"\r\n\r\n" not in request:
-                    request += conn.recv(4096)
-                conn.sendall(HEAD)
-                assert self.head_read.wait(TIMEOUT_S), "the client never read the head"
-                try:
-                    conn.sendall(BODY)
-                    conn.recv(4096)  # until the client closes: the connection is held while it looks it up
-                except OSError:
-                    pass  # the client had closed after the head alone
-        except BaseException as exc:  # said by the test, not lost in the thread
-            self.failure = exc
-
-    def close(self) -> None:
-        self._thread.join(TIMEOUT_S)
-        self.owners.close()
-        self.listener.close()
+            conn.sendall(BODY)
+            conn.recv(4096)  # until the client closes: the connection is held while it looks it up
+        except OSError:
+            pass  # the client had closed after the head alone
 
 
 @pytest.mark.parametrize("gap_ms", [0.0, 1.0], ids=["one-at-a-time", "paced"])
