@@ -9,7 +9,6 @@ witness that the refused run sent nothing and the run with --protocol line was s
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,9 +16,9 @@ from pathlib import Path
 
 import pytest
 from conftest import OutputReader
+from node_script import node_script
 
 TIMEOUT_S = 30.0
-NODE = shutil.which("node") or shutil.which("nodejs")
 SERVER = """
 const net = require('net');
 const server = net.createServer(s => {
@@ -39,21 +38,8 @@ def accept_order(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture
 def node_tcp(tmp_path: Path) -> Iterator[tuple[int, int, OutputReader]]:
-    if NODE is None:
-        pytest.skip("needs Debian's nodejs")
-    script = tmp_path / "greeter.js"
-    script.write_text(SERVER)
-    proc = subprocess.Popen([NODE, str(script)], stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        log = OutputReader(proc.stdout)
-        port = int(log.wait_for(r"listening (\d+)", TIMEOUT_S).group(1))
-        yield proc.pid, port, log
-    finally:
-        proc.kill()
-        proc.wait(TIMEOUT_S)
-        if proc.stdout is not None:
-            proc.stdout.close()
+    with node_script(SERVER, tmp_path, TIMEOUT_S) as started:
+        yield started
 
 
 def test_node_writing_first_is_told_protocol_line_and_served_by_it(node_tcp: tuple[int, int, OutputReader]) -> None:

@@ -8,7 +8,6 @@ The servers are real (Debian's nginx and node); their own logs are the witnesses
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,11 +16,11 @@ from pathlib import Path
 import pytest
 from conftest import OutputReader
 from nginx_by_hand import nginx_by_hand
+from node_script import node_script
 
 from accept_order.core.protocol import HTTP_KEEPALIVE
 
 TIMEOUT_S = 30.0
-NODE = shutil.which("node") or shutil.which("nodejs")
 NGINX_204 = """daemon off;
 worker_processes {workers};
 pid {d}/nginx.pid;
@@ -78,21 +77,8 @@ def test_a_204_ends_at_its_head(free_port: int) -> None:
 
 @pytest.fixture
 def greeter(tmp_path: Path) -> Iterator[tuple[int, int, OutputReader]]:
-    if NODE is None:
-        pytest.skip("needs Debian's nodejs")
-    script = tmp_path / "greeter.js"
-    script.write_text(GREETER)
-    proc = subprocess.Popen([NODE, str(script)], stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        log = OutputReader(proc.stdout)
-        port = int(log.wait_for(r"listening (\d+)", TIMEOUT_S).group(1))
-        yield proc.pid, port, log
-    finally:
-        proc.kill()
-        proc.wait(TIMEOUT_S)
-        if proc.stdout is not None:
-            proc.stdout.close()
+    with node_script(GREETER, tmp_path, TIMEOUT_S) as started:
+        yield started
 
 
 def test_a_greeting_held_open_is_not_an_http_answer(greeter: tuple[int, int, OutputReader]) -> None:
