@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from cluster import Cluster, cluster_fixture
 from conftest import run_cli
+from lost_host import lose_c2_once
 from test_clients_cli import own_address
 from test_clients_faults import (
     TICKED_CONNECTS,
@@ -30,9 +31,6 @@ from test_clients_faults import (
     under_way,
 )
 from test_clients_kept import spawned  # noqa: F401  # the fixture: popen gateways in place of ssh
-
-from accept_order.loads.hosts import driven
-from accept_order.loads.hosts.remote_side import CLOSED
 
 cluster = cluster_fixture(clients=2)
 LOST = r"accept-order: error: client host c2 was lost during the run: its connection closed .*"
@@ -107,16 +105,7 @@ def test_a_host_lost_in_a_round_ends_repeat_with_exit_1(
     address = own_address()
     if address is None:
         pytest.skip("no address but loopback here")
-    real = driven.HostsLoad._heard
-    lost: list[str] = []
-
-    def heard(self: driven.HostsLoad, p: Any, message: Any) -> None:
-        if p.host.destination == "c2" and isinstance(message, tuple) and message[0] == "result" and not lost:
-            lost.append("c2")
-            message = CLOSED  # its connection closed before it reported
-        real(self, p, message)
-
-    monkeypatch.setattr(driven.HostsLoad, "_heard", heard)
+    lose_c2_once(monkeypatch)
     saved = tmp_path / "repeat.json"
     args = ["latency", "--clients", "c1,c2", "--host", address, "-w", "2", "-n", "200", "-c", "4", "--repeat", "2"]
     result = run_cli([*args, "--json", str(saved)])

@@ -13,25 +13,11 @@ from typing import Any
 
 import pytest
 from conftest import run_cli
+from lost_host import lose_c2_once
 from test_clients_cli import own_address
 from test_clients_kept import spawned  # noqa: F401  # the fixture: popen gateways in place of ssh
 
-from accept_order.loads.hosts import driven
-from accept_order.loads.hosts.remote_side import CLOSED
-
-
-def _lose_c2_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """c2's first result replaced by its channel's end: lost in the first load, reached anew for the next."""
-    real = driven.HostsLoad._heard
-    lost: list[str] = []
-
-    def heard(self: driven.HostsLoad, p: Any, message: Any) -> None:
-        if p.host.destination == "c2" and isinstance(message, tuple) and message[0] == "result" and not lost:
-            lost.append("c2")
-            message = CLOSED  # its connection closed before it reported
-        real(self, p, message)
-
-    monkeypatch.setattr(driven.HostsLoad, "_heard", heard)
+_lose_c2_once = lose_c2_once  # the name test_nothing_served_with_a_host_lost imports from here
 
 
 def test_a_host_lost_in_one_mode_and_back_for_the_next_is_said_per_mode(
@@ -42,7 +28,7 @@ def test_a_host_lost_in_one_mode_and_back_for_the_next_is_said_per_mode(
     address = own_address()
     if address is None:
         pytest.skip("no address but loopback here")
-    _lose_c2_once(monkeypatch)
+    lose_c2_once(monkeypatch)
     saved = tmp_path / "modes.json"
     args = ["latency", "--clients", "c1,c2", "--host", address, "-w", "2", "-n", "200", "-c", "4"]
     result = run_cli([*args, "--modes", "epoll,reuseport", "--json", str(saved)])
