@@ -14,7 +14,8 @@ import pytest
 
 from accept_order.loads import liburing_cache
 
-IMPORT = """
+# a fresh interpreter, the test's package first on its path, dynamic_import's own scan (prep_package) counted
+SCANS_COUNTED = """
 import sys
 sys.path.insert(0, sys.argv[1])
 import dynamic_import
@@ -25,6 +26,10 @@ def prep_package(*args, **kwargs):
     scanned.append(args[0])
     return real(*args, **kwargs)
 importer.prep_package = prep_package
+"""
+IMPORT = (
+    SCANS_COUNTED
+    + """
 if sys.argv[2] == "mended":
     from accept_order.loads.liburing_cache import mend
     mend()
@@ -32,12 +37,18 @@ import pkg
 assert pkg.name_in_a() == "a" and pkg.NAME_IN_B == "b"
 print("scanned" if scanned else "cache read")
 """
+)
+
+
+def printed(script: str, *args: str) -> str:
+    """What `script` printed, run with `args` in an interpreter of its own."""
+    done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
 
 
 def imported(root: Path, how: str) -> str:
-    done = subprocess.run([sys.executable, "-c", IMPORT, str(root), how], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
+    return printed(IMPORT, str(root), how)
 
 
 def made(root: Path, name: str) -> Path:
@@ -71,22 +82,15 @@ def test_a_second_import_reads_the_cache_the_first_wrote(package: Path) -> None:
 
 # liburing as the io_uring loop imports it (drivers.chains_binding), a package of the test's own by that name first
 # on the path: the shared install's cache is not touched, nor its rewrites by other processes met
-CHAINS_IMPORT = """
-import sys
-sys.path.insert(0, sys.argv[1])
-import dynamic_import
-importer = sys.modules["dynamic_import.importer"]
-real = importer.prep_package
-scanned = []
-def prep_package(*args, **kwargs):
-    scanned.append(args[0])
-    return real(*args, **kwargs)
-importer.prep_package = prep_package
+CHAINS_IMPORT = (
+    SCANS_COUNTED
+    + """
 from accept_order.loads import drivers
 uring = drivers.chains_binding()
 assert uring.__file__.startswith(sys.argv[1]) and uring.name_in_a() == "a", uring.__file__
 print("scanned" if scanned else "cache read")
 """
+)
 
 
 def test_liburing_imported_for_the_io_uring_loop_reads_its_cache(tmp_path: Path) -> None:
@@ -95,11 +99,7 @@ def test_liburing_imported_for_the_io_uring_loop_reads_its_cache(tmp_path: Path)
     root = made(tmp_path, "liburing")
 
     def imported_by_the_loop() -> str:
-        done = subprocess.run(
-            [sys.executable, "-c", CHAINS_IMPORT, str(root)], capture_output=True, text=True, timeout=60
-        )
-        assert done.returncode == 0, done.stderr
-        return done.stdout.strip()
+        return printed(CHAINS_IMPORT, str(root))
 
     assert imported_by_the_loop() == "scanned"
     assert imported_by_the_loop() == "cache read"
