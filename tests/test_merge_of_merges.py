@@ -127,3 +127,20 @@ def test_a_merged_file_merges_with_a_file_from_before_in_flight(tmp_path: Path) 
     c = _measured(tmp_path, "c.json", 20)
     assert "in_flight" not in json.loads(Path(c).read_text())["runs"][0]["server"]  # the older file
     assert _runs(_merge(tmp_path, "abc.json", ab, c)) == 3
+
+
+def test_a_running_total_refuses_any_of_its_days_again(tmp_path: Path) -> None:
+    """A running total merged with each day's file (merge total.json day.json) nests one level a day: past
+    KEPT_LEVELS the deepest entries dropped their files and, with them, their starts, so 13 of 31 days (the 2nd to
+    the 14th) were merged into the total again without a word, their connections counted twice; their runs read 18
+    of 31. The entry keeps the runs and the starts it dropped."""
+    days = [_measured(tmp_path, f"d{k}.json", k) for k in range(24)]  # an hour each: the file's start
+    total = days[0]
+    for k, day in enumerate(days[1:], 1):
+        total = _merge(tmp_path, f"total{k}.json", total, day)
+    assert _runs(total) == len(days)
+    for day in days:
+        again = run_cli(["merge", total, day, "--json", str(tmp_path / "again.json")])
+        assert again.exit_code == 1, (day, again.output)
+        assert "merging would count it twice" in again.stderr, again.stderr
+    assert not (tmp_path / "again.json").exists()

@@ -73,9 +73,10 @@ OBSERVED_ON = Record(
 
 
 # a merged file's own merged_from, kept in its entry (merge_nested.py): its files' names and starts, one level checked
-# ('runs': those of a merged_from dropped below merge_nested.KEPT_LEVELS, counted in its place)
+# ('runs', 'starts': those of a merged_from dropped below merge_nested.KEPT_LEVELS, kept in its place)
+_DROPPED = {"runs": Integer(1), "starts": ListOf(Text())}
 _MERGED_BELOW = Record(
-    {"files": ListOf(Record({"file": Text(), "started_at": Maybe(Text()), "runs": Integer(1)})), "concurrent": Flag()}
+    {"files": ListOf(Record({"file": Text(), "started_at": Maybe(Text()), **_DROPPED})), "concurrent": Flag()}
 )
 MERGED_FILE = Record(
     {
@@ -84,7 +85,7 @@ MERGED_FILE = Record(
         "title": Text(),
         "stopped": Text(),
         "merged_from": _MERGED_BELOW,
-        "runs": Integer(1),
+        **_DROPPED,
     }
 )  # merge_*.py
 EVIDENCE = Record(

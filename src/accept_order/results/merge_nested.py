@@ -24,7 +24,8 @@ def nested_sources(
 
 # Merges of merges kept this deep: each level nests a result file 3 deeper (merged_from, files, an entry), and a file
 # nested past files.MAX_DEPTH (64) could not be read back; an entry at the deepest level keeps the count of runs its
-# dropped merged_from held ('runs', which analysis/one_run.runs_in reads), not their names and starts
+# dropped merged_from held ('runs', which analysis/one_run.runs_in reads) and their starts ('starts', which
+# merge_overlap.merged_starts reads), not their names
 KEPT_LEVELS = 16
 
 
@@ -37,8 +38,10 @@ def _with_own(source: Any, own: Mapping[str, Any] | None) -> Any:
 def _pruned(merged: dict[str, Any], level: int) -> dict[str, Any]:
     """`merged` with its entries' own merged_from kept down to KEPT_LEVELS levels in all, dropped below, each dropped
     one's runs counted in its place: a running total merged with each day's file (merge total.json day.json) nests
-    one level a day, and read 17 runs where there were 31 when the deepest levels counted one run a file."""
+    one level a day, and read 18 runs where there were 31 when the deepest levels counted one run a file, and took
+    13 of those 31 days again without a word (their starts dropped with their entries)."""
     from ..analysis.one_run import runs_in
+    from .merge_overlap import merged_starts
 
     for entry in merged.get("files") or ():
         below = entry.get("merged_from") if isinstance(entry, dict) else None
@@ -47,6 +50,7 @@ def _pruned(merged: dict[str, Any], level: int) -> dict[str, Any]:
         elif isinstance(entry, dict):
             if isinstance(below, dict):
                 entry["runs"] = runs_in(below)
+                entry["starts"] = sorted(s for s in merged_starts(below) if isinstance(s, str))
             entry.pop("merged_from", None)
     return merged
 

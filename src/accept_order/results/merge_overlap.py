@@ -24,17 +24,21 @@ from ..core.errors import ResultFileError
 def starts(run: dict[str, Any]) -> set[Any]:
     """When the measurements in a run started: its own, and those of the files merged into it, down through each
     file's own merged_from (merge_nested.py: b's start in a merge of ab.json and c.json)."""
-    return {run["environment"].get("started_at")} | _merged_starts(run.get("evidence", {}).get("merged_from"))
+    return {run["environment"].get("started_at")} | merged_starts(run.get("evidence", {}).get("merged_from"))
 
 
-def _merged_starts(merged: Any, depth: int = 0) -> set[Any]:
+def merged_starts(merged: Any, depth: int = 0) -> set[Any]:
+    """The starts of every file a merged_from holds, down through the files' own, and those an entry kept in place of
+    its merged_from where a merge deeper than merge_nested.KEPT_LEVELS dropped it ('starts')."""
     files = merged.get("files") if isinstance(merged, dict) else None
     if not isinstance(files, list) or depth > NESTED_AT_MOST:
         return set()
     found: set[Any] = set()
     for source in files:
         if isinstance(source, dict):
-            found |= {source.get("started_at")} | _merged_starts(source.get("merged_from"), depth + 1)
+            found |= {source.get("started_at")} | merged_starts(source.get("merged_from"), depth + 1)
+            kept = source.get("starts")
+            found |= {s for s in kept if isinstance(s, str)} if isinstance(kept, list) else set()
     return found
 
 
