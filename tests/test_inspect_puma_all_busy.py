@@ -46,11 +46,12 @@ def _threads(pid: int) -> dict[str, str]:
     return calls
 
 
-def _puma(directory: Path, workers: int = 2) -> tuple[subprocess.Popen[str], OutputReader, int]:
-    """Puma with `workers` of one thread each (0: single mode, its one process serving), its log and its port."""
+def _puma(directory: Path, workers: int = 2, *extra: str) -> tuple[subprocess.Popen[str], OutputReader, int]:
+    """Puma with `workers` of one thread each (0: single mode, its one process serving; `extra`: more options), its
+    log and its port."""
     (directory / "config.ru").write_text(APP)
     proc = subprocess.Popen(
-        ["puma", "-w", str(workers), "-t", "1:1", "-b", "tcp://127.0.0.1:0", str(directory / "config.ru")],
+        ["puma", "-w", str(workers), "-t", "1:1", "-b", "tcp://127.0.0.1:0", *extra, str(directory / "config.ru")],
         cwd=directory,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -158,6 +159,55 @@ def test_inspect_names_the_busy_process_of_a_puma_in_single_mode(tmp_path: Path)
     assert "no thread waits on a listener at this moment (all busy?)" in out, out
     rows = _worker_rows(out)
     assert list(rows) == [proc.pid] and rows[proc.pid][3] == "busy", out
+
+
+def _control(port: int) -> tuple[str, ...]:
+    """pumactl's control server at `port`: a thread named 'puma ctl' (the master's, or single mode's one process's)
+    selecting on a listener of its own."""
+    return ("--control-url", f"tcp://127.0.0.1:{port}", "--control-token", "x")
+
+
+def _ctl_selects(pid: int) -> None:
+    wait_for(lambda: _threads(pid).get("puma ctl"), lambda call: call in SELECTS, TIMEOUT_S, "'puma ctl' in select")
+
+
+def test_inspect_takes_no_control_server_for_a_worker_of_a_puma_all_serving(tmp_path: Path, free_port: int) -> None:
+    """The master's 'puma ctl' thread, the only one waiting on a listener while both workers served, read 'puma, 3
+    workers', the master as w0 'listens', and 'Mechanism: select ... only one worker waits for connections: it takes
+    every one', of a master that accepts none on the app's port."""
+    proc, log, port = _puma(tmp_path, 2, *_control(free_port))
+    clients: list[socket.socket] = []
+    try:
+        workers = _workers(log)
+        _hold(port, workers, clients)
+        _ctl_selects(proc.pid)
+        result = run_cli(["inspect", str(proc.pid), "--samples", "1"])
+    finally:
+        for client in clients:
+            client.close()
+        _stop(proc)
+    out = result.output
+    assert result.exit_code == 0, out
+    assert out.splitlines()[0].endswith(f"puma, master pid {proc.pid}, 2 workers"), out
+    assert "no thread waits on a listener at this moment (all busy?)" in out, out
+    rows = _worker_rows(out)
+    assert sorted(rows) == sorted(workers) and {row[3] for row in rows.values()} == {"busy"}, out
+
+
+def test_inspect_reads_a_single_mode_puma_with_a_control_server_as_one_worker(tmp_path: Path, free_port: int) -> None:
+    """At rest its 'puma ctl' thread, selecting on the control port, read as a second worker: 'puma, 2 workers', and
+    'herds: yes' with the cluster's Why ('every Puma worker inherits the master's listening socket')."""
+    proc, _, _ = _puma(tmp_path, 0, *_control(free_port))
+    try:
+        wait_for(lambda: _threads(proc.pid).get("puma srv"), lambda call: call in SELECTS, TIMEOUT_S, "'puma srv'")
+        _ctl_selects(proc.pid)
+        result = run_cli(["inspect", str(proc.pid), "--samples", "1"])
+    finally:
+        _stop(proc)
+    out = result.output
+    assert result.exit_code == 0, out
+    assert out.splitlines()[0].endswith("puma, 1 worker"), out
+    assert "herds: no" in out and list(_worker_rows(out)) == [proc.pid], out
 
 
 def _comm(task: Path) -> str:

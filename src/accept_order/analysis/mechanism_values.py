@@ -13,8 +13,8 @@ class Seen:
     passed (waits on a Unix socket: `unix_ends` are the inodes at the other end), lock (a futex lock),
     idle (an epoll without a listener, in a process that holds one), ring-unread (asleep in an io_uring whose
     fdinfo could not be read: unknown whether an accept is armed), ring-poll (in one with a poll armed on a
-    descriptor its fdinfo does not name, and no accept), aside (a thread its kind says never waits on them, in a
-    process whose thread that does is seen: Puma's reactor), running, other."""
+    descriptor its fdinfo does not name, and no accept), aside (a thread its kind says never waits on them, where
+    the one that does is seen: Puma's reactor, its control server's 'puma ctl' on a port of its own), running, other."""
 
     pid: int
     tid: int

@@ -325,16 +325,16 @@ def _taking_lock(mine: list[Seen], waits: tuple[ThreadWait, ...], shared: bool =
 
 
 def _aside(mine: list[Seen], waits: tuple[ThreadWait, ...], listening: frozenset[str]) -> list[Seen]:
-    """A process with a thread its kind names as the one that waits on its listeners (ServerKind.listener_threads):
-    its other threads not seen waiting on one are `aside`, no worker's and no sign of listeners taken out (Puma's
-    reactor in its epoll, read as Apache's event children at their limit while every worker served). A process
-    without such a thread (another version's names) is read as any."""
+    """In a server where a thread its kind names as the one that waits on its listeners is seen
+    (ServerKind.listener_threads), the threads that are `aside`, no worker's and no sign of listeners taken out: any
+    other one waiting on a listener (Puma's control server, 'puma ctl', on its own port: read as a second worker, or
+    as the one listening while every worker served), and in a process with a named thread its other ones (Puma's
+    reactor in its epoll, read as Apache's event children at their limit while every worker served)."""
     names = {w.tid: w.name for w in waits}
-    if not any(names.get(s.tid) in listening for s in mine):
-        return mine
+    here = any(names.get(s.tid) in listening for s in mine)
     return [
         s
-        if names.get(s.tid) in listening or (s.listeners and s.via in WAITS_ON_LISTENER)
+        if names.get(s.tid) in listening or not (here or (s.listeners and s.via in WAITS_ON_LISTENER))
         else replace(s, via="aside", listeners=frozenset(), exclusive=None, epoll_id=None)
         for s in mine
     ]
@@ -375,8 +375,9 @@ def take(
             _resolved(tables, pid, w, raw, table, listeners, server.peers, len(tids), holds, blocking)
             for w, raw in read
         ]
-        mine = _aside(_one_loop(mine), waits[pid], listening) if listening else _one_loop(mine)
-        read_now.append((pid, mine, locking is not None and locking(len(tids), held)))
+        read_now.append((pid, _one_loop(mine), locking is not None and locking(len(tids), held)))
+    if listening & {w.name for ws in waits.values() for w in ws}:  # none seen (another version's names): as any
+        read_now = [(pid, _aside(mine, waits[pid], listening), locks) for pid, mine, locks in read_now]
     # a lock among one worker decides nothing: the kind's names it only where siblings share it (Apache prefork-mutex
     # with one child read 'epoll, one waiter' idle and 'accept-mutex' under load)
     sharing = Counter(parent.get(pid) for pid, _, locks in read_now if locks)
