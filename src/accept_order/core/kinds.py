@@ -215,8 +215,9 @@ class ServerKind:
     lock_first: ClassVar[LockFirst | None] = None
     #: the names of the threads that wait on a worker's listeners, where its other threads wait in loops of their own
     #: that never had them (Puma's 'puma srv' beside its reactor's epoll): `inspect` takes those others for no
-    #: worker's. With all busy no thread waits on the listener, which by layout alone reads as Apache's event children
-    #: at their limit (idle in epolls without it); (): any thread may wait on it
+    #: worker's, and any other thread it sees on a listener (Puma's control server, 'puma ctl'). With all busy no
+    #: thread waits on the listener, which by layout alone reads as Apache's event children at their limit (idle in
+    #: epolls without it); (): any thread may wait on it
     listener_threads: ClassVar[tuple[str, ...]] = ()
     #: what `inspect` cannot see in /proc of this kind's settings, by the mechanism it names (nginx's
     #: multi_accept under epoll); said with the mechanism
