@@ -22,8 +22,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from busy_looks import attached_latency, looked
 from cli_runs import run_cli
-from gunicorn_by_hand import gunicorn_by_hand
+from gunicorn_by_hand import HandGunicorn, gunicorn_by_hand
 from test_attached_listener_queues_model import attached
 from test_model_busy_service import _waiting
 from test_model_says_its_servers import COUNTED, NONE_HELD
@@ -132,11 +133,7 @@ def test_workers_waiting_on_uwsgis_thunder_lock_are_idle() -> None:
         pids = list(server.pids)
         waits = wait_for(lambda: sorted(_syscall(p) for p in pids), lambda w: "running" not in w, TIMEOUT_S, "asleep")
         assert waits == ["epoll_wait", "futex", "futex"], waits  # the witness: where the kernel has them sleep
-        sampler = BusySampler(pids)
-        sampler.start(thread=False)
-        for _ in range(5):
-            assert sampler.look()
-        read = sampler.stop()
+        read = looked(pids)
         assert sorted(_syscall(p) for p in pids) == waits  # still idle: nothing woke them meanwhile
     assert read is not None
     assert [(w["looks"], w["idle"], w["waits"]) for w in read["workers"]] == [(5, 5, {})] * 3, read
@@ -189,11 +186,7 @@ def test_a_poll_on_an_upstream_is_a_wait_while_serving_a_select_on_the_listener_
             TIMEOUT_S,
             "each in its wait",
         )
-        sampler = BusySampler([p.pid for p in procs], listeners=inodes)
-        sampler.start(thread=False)
-        for _ in range(5):
-            assert sampler.look()
-        read = sampler.stop()
+        read = looked([p.pid for p in procs], inodes)
         assert [_syscall(p.pid) for p in procs] == waits
     finally:
         for proc in procs:
@@ -225,22 +218,16 @@ def app(environ, start_response):
 
 
 @pytest.fixture
-def gunicorn_polling(tmp_path: Path) -> Iterator[tuple[int, int, Path]]:
+def gunicorn_polling(tmp_path: Path) -> Iterator[HandGunicorn]:
     with gunicorn_by_hand(APP, tmp_path, 3, TIMEOUT_S, "--access-logformat", "%(D)s") as gunicorn:
-        yield gunicorn.master, gunicorn.port, gunicorn.access_log
+        yield gunicorn
 
 
 def test_an_attached_gunicorn_whose_app_polls_an_upstream_is_modelled_by_its_busy_time(
-    gunicorn_polling: tuple[int, int, Path], tmp_path: Path
+    gunicorn_polling: HandGunicorn, tmp_path: Path
 ) -> None:
-    master, port, access = gunicorn_polling
-    out = tmp_path / "latency.json"
-    args = ["latency", "--attach", str(master), "--port", str(port), "--protocol", "http", "-n", "1500", "-c", "12"]
-    result = run_cli([*args, "--json", str(out)], columns=400)
-    assert result.exit_code == 0, result.output
-    times_us = [int(line) for line in access.read_text().split()]  # gunicorn's own time for each request
-    assert len(times_us) == 1500 and min(times_us) >= UPSTREAM_MS * 1000, times_us[:5]
-    model = json.loads(out.read_text())["model"]
+    result, times_us, model = attached_latency(gunicorn_polling, tmp_path)
+    assert min(times_us) >= UPSTREAM_MS * 1000, times_us[:5]  # gunicorn's own time for each request
     assert model["service_source"] == "busy" and model["waited_in"].startswith("poll"), model
     # busy from accept to close holds the app's time; the looks' own error is a few percent
     assert model["service_mean_ms"] >= 0.9 * sum(times_us) / len(times_us) / 1000, model
@@ -265,11 +252,7 @@ def test_a_workers_descriptors_are_read_only_where_it_waits_in_poll_or_select(mo
             TIMEOUT_S,
             "each in its wait",
         )
-        sampler = BusySampler([p.pid for p in procs], listeners=inodes)
-        sampler.start(thread=False)
-        for _ in range(5):
-            assert sampler.look()
-        looked = sampler.stop()
+        reading = looked([p.pid for p in procs], inodes)
     finally:
         for proc in procs:
             proc.kill()
@@ -277,4 +260,4 @@ def test_a_workers_descriptors_are_read_only_where_it_waits_in_poll_or_select(mo
             if proc.stdout is not None:
                 proc.stdout.close()
     assert read == [procs[1].pid], read
-    assert looked is not None and [w["idle"] for w in looked["workers"]] == [5, 0], looked
+    assert reading is not None and [w["idle"] for w in reading["workers"]] == [5, 0], reading

@@ -10,7 +10,6 @@ witness of what a request took in the app."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,13 +17,14 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, wait_for
-from gunicorn_by_hand import gunicorn_by_hand
+from busy_looks import attached_latency, looked
+from conftest import wait_for
+from gunicorn_by_hand import HandGunicorn, gunicorn_by_hand
 from test_attached_listener_queues_model import attached
 
 from accept_order.experiments.latency.model_check import predict
 from accept_order.experiments.latency.model_report import model_report
-from accept_order.probes.busy_waits import BusySampler, busy_reading
+from accept_order.probes.busy_waits import busy_reading
 
 TIMEOUT_S = 30.0
 SLEEP_MS = 5
@@ -90,11 +90,7 @@ def test_the_sampler_tells_a_wait_for_a_connection_from_a_sleep_while_serving() 
         assert all(p.stdout is not None and p.stdout.readline() == "1\n" for p in procs)
         asleep = lambda: [Path(f"/proc/{p.pid}/stat").read_text().split()[2] for p in procs]  # noqa: E731
         wait_for(asleep, lambda states: states == ["S", "S"], TIMEOUT_S, "both asleep in their calls")
-        sampler = BusySampler([p.pid for p in procs])
-        sampler.start(thread=False)
-        for _ in range(5):
-            assert sampler.look()
-        read = sampler.stop()
+        read = looked([p.pid for p in procs])
     finally:
         for proc in procs:
             proc.kill()
@@ -108,23 +104,17 @@ def test_the_sampler_tells_a_wait_for_a_connection_from_a_sleep_while_serving() 
 
 
 @pytest.fixture
-def gunicorn_sleeping(tmp_path: Path) -> Iterator[tuple[int, int, Path]]:
+def gunicorn_sleeping(tmp_path: Path) -> Iterator[HandGunicorn]:
     with gunicorn_by_hand(APP, tmp_path, 3, TIMEOUT_S, "--access-logformat", "%(D)s") as gunicorn:
-        yield gunicorn.master, gunicorn.port, gunicorn.access_log
+        yield gunicorn
 
 
 def test_an_attached_gunicorn_whose_app_sleeps_is_modelled_by_its_workers_busy_time(
-    gunicorn_sleeping: tuple[int, int, Path], tmp_path: Path
+    gunicorn_sleeping: HandGunicorn, tmp_path: Path
 ) -> None:
-    master, port, access = gunicorn_sleeping
-    out = tmp_path / "latency.json"
-    args = ["latency", "--attach", str(master), "--port", str(port), "--protocol", "http", "-n", "1500", "-c", "12"]
-    result = run_cli([*args, "--json", str(out)], columns=400)
-    assert result.exit_code == 0, result.output
-    times_us = [int(line) for line in access.read_text().split()]  # gunicorn's own time for each request
-    assert len(times_us) == 1500 and min(times_us) >= SLEEP_MS * 1000, times_us[:5]
+    result, times_us, model = attached_latency(gunicorn_sleeping, tmp_path)
+    assert min(times_us) >= SLEEP_MS * 1000, times_us[:5]  # gunicorn's own time for each request
     app_ms = sum(times_us) / len(times_us) / 1000
-    model = json.loads(out.read_text())["model"]
     assert model["service_source"] == "busy", model
     assert model["waited_in"].startswith("clock_nanosleep"), model
     # busy from accept to close, which holds the app's time (its sleep and CPU, and waits for a CPU) and more; the
