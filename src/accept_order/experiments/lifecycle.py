@@ -72,12 +72,15 @@ def lifecycle(
     capture.before()  # counters before any worker exists; listeners and affinities while they run
     machine_before = environment.machine_state()  # load average and steal: was the machine busy, stolen from?
     target = make_target(server, stamps=stamps)
-    here = elsewhere(target) is None  # a server on another host: its listeners and processes are not ours to read
+    remote = elsewhere(target)
+    here = remote is None  # a server on another host: its listeners and processes are not ours to read
     try:
         target.start()
         port = target.address[1]
-        if here:
+        if remote is None:
             capture.started(port, list(target.pids))  # an attached server's namespace's counters, if not ours
+        elif (read := remote.counters_reader()) is not None and remote.located.pids:
+            capture.read_in(read, remote.located.pids[0])  # --target in another namespace of this machine
         exited: WorkerExited | None = None
         # A worker's death ends the run saying what the load drove, wherever it is seen (during the load, after
         # it: a busy machine delivers an exit late, or as the workers stop); an exit of a server this tool did
@@ -99,6 +102,10 @@ def lifecycle(
                 if partial is None or not isinstance(exc, WorkerExited):
                     raise drove(exc) from None
                 exited = exited or exc  # after the last connection: the load's outcome is whole
+            if remote is not None and remote.from_hosts:
+                capture.back_to_ours()  # a coordinator's, said as such (render/evidence.py)
+            elif remote is not None and (unread := remote.unread_counters()) is not None:
+                capture.not_read(unread)  # ours are the client's, not the server's
             evidence = capture.after(port if here else 0, list(target.pids) if here else [])
             evidence["machine"] = {"before": machine_before, "after": environment.machine_state()}
             counters = target.stop()

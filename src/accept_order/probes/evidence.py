@@ -89,6 +89,7 @@ class EvidenceCapture:
         self._server_pid: int | None = None  # the counters are this process's namespace's, not ours
         self._unread: str | None = None  # why the server's namespace's counters were not read
         self._server_inode: int | None = None
+        self._ours: tuple[Mapping[str, int] | None, Callable[[], Mapping[str, int]]] | None = None  # before read_in
         self._host = host or None
         self._read_drops = read_drops
         self._drops: dict[str, int | DropsReading | None] = {}  # the listeners' own drops so far, by snapshot label
@@ -135,6 +136,29 @@ class EvidenceCapture:
         self._before = self._counters("before")  # no load yet: the server was running before it
         if not self._before:
             self._unread = f"/proc/{pid}/net/netstat could not be read: {self._errors[-1] if self._errors else '?'}"
+
+    def read_in(self, read: Callable[[], Mapping[str, int]], pid: int) -> None:
+        """The counters read by `read` from now on: a --target's network namespace on this machine (not ours), through
+        its process `pid` (servers/remote.py counters_reader). Before the load: the window is the load's."""
+        from .server_netns import namespace_of
+
+        self._ours = (self._before, self._read_counters)
+        self._server_pid, self._server_inode, self._read_counters = pid, namespace_of(pid), read
+        self._before = self._counters("before")
+        if not self._before:
+            self._unread = f"/proc/{pid}/net/netstat could not be read: {self._errors[-1] if self._errors else '?'}"
+
+    def back_to_ours(self) -> None:
+        """Ours again, read since before(), in place of read_in's: the load went from client hosts, whose
+        coordinator's counters are said as such (a --target's namespace read there would be said as this host's)."""
+        if self._ours is not None:
+            (self._before, self._read_counters), self._ours = self._ours, None
+            self._server_pid = self._server_inode = None
+            self._unread = None
+
+    def not_read(self, why: str) -> None:
+        """The server's counters could not be read (a --target elsewhere): ours, the client's, are not shown."""
+        self._unread = why
 
     def listeners(self, port: int, label: str, pids: Sequence[int] = ()) -> list[ListenerRow]:
         """Snapshot the listening sockets of ``port`` under ``label`` (e.g. "start", "end"), and their drops, in the

@@ -11,7 +11,7 @@ the same index for the same worker in every process and over the run's loads.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import NotServing, PlanError
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ..core.measures import ConnectionRecord, WorkerCounters
     from ..core.target import Target
     from ..loads.reply_keys import ReplyWorkers
+    from ..probes.address_netns import Located
     from .remote_learned import LearnedAttribution
 
 # Said once in every load's report of a server elsewhere: what this host cannot measure of it.
@@ -34,7 +35,8 @@ UNSEEN = (
     "the least there are, and more that answered are added). Missing, as its processes cannot be seen from "
     "here: the workers' CPU and own counts, the kernel's accepts per worker and the listeners' queues, "
     "observe's evidence (--observe-on runs observe on its host), and the model check and whether the client's "
-    "CPU set the pace (both need their CPU); the kernel counters shown are this host's."
+    "CPU set the pace (both need their CPU); the kernel counters are read in the server's network namespace "
+    "where it is one of this machine's, and not read where it is elsewhere."
 )
 
 # How a connection fails where nothing listens, or nothing can be reached: no answer ever came from there.
@@ -52,8 +54,27 @@ UNSEEN_OBSERVED = (
     "the least there are, and more that answered are added). observe on its host (--observe-on, below) counted "
     "each worker's accepts and CPU and the server's listen counters; still missing, as its processes cannot be "
     "seen from here: the workers' own counts and the listeners' queues, and the model check and whether the "
-    "client's CPU set the pace; the kernel counters shown are this host's."
+    "client's CPU set the pace; the kernel counters are read in the server's network namespace where it is one "
+    "of this machine's, and not read where it is elsewhere."
 )
+
+
+# Said where the server's kernel counters could not be read: this host's are the client's, not the server's
+ELSEWHERE_UNREAD = (
+    "the server is elsewhere (its address is none of this machine's network namespaces'); --observe-on HOST reads "
+    "its listen counters on its host"
+)
+
+
+def read_namespace_counters(pid: int) -> dict[str, int]:
+    """netstat and snmp of `pid`'s network namespace, as netstat.read_counters reads ours."""
+    from ..probes.netstat import parse_netstat
+
+    counters: dict[str, int] = {}
+    for name in ("netstat", "snmp"):
+        with open(f"/proc/{pid}/net/{name}", encoding="ascii") as f:
+            counters.update(parse_netstat(f.read()))
+    return counters
 
 
 def on_this_host(host: str) -> bool:
@@ -99,6 +120,7 @@ class RemoteServer(Closing):
         self._reached = False  # a load of this run has had an answer
         self._driven_from_hosts = False  # a load ran on client hosts (--clients): none of its traffic was here
         self._here: bool | None = None  # its address is this host's own (on_this_host), read once
+        self._located: Located | None = None  # which of this machine's network namespaces serves it, read once
 
     @property
     def address(self) -> tuple[str, int]:
@@ -180,12 +202,49 @@ class RemoteServer(Closing):
             self._here = on_this_host(self.spec.host)
         return self._here
 
+    @property
+    def located(self) -> Located:
+        """Which network namespace of this machine serves the address (probes/address_netns.py): this tool's, another
+        whose processes this tool sees (a container, `ip netns`), or none (another machine)."""
+        if self._located is None:
+            from ..probes.address_netns import locate
+
+            self._located = locate(self.spec.host, self.spec.port)
+        return self._located
+
+    def counters_reader(self) -> Callable[[], Mapping[str, int]] | None:
+        """How the kernel counters of the server's network namespace are read around a load from this host: ours
+        where the address is this namespace's own, another namespace's through its processes' /proc/PID/net files;
+        None where the server is elsewhere, whose counters this host cannot read (this host's are the client's)."""
+        from ..probes import netstat
+
+        where = self.located
+        if where.ours:
+            return netstat.read_counters
+        if where.namespace is None:
+            return None
+        from ..probes.server_netns import netstat_in
+
+        namespace, pids = where.namespace, list(where.pids)
+        return lambda: netstat_in(namespace, pids, read_namespace_counters)
+
+    @property
+    def from_hosts(self) -> bool:
+        """A load of the run went from client hosts (--clients): this host's counters are then a coordinator's."""
+        return self._driven_from_hosts
+
+    def unread_counters(self) -> str | None:
+        """Why the server's counters were not read over a load driven from this host (not client hosts, whose
+        coordinator's counters are labelled as such): None where they were (counters_reader)."""
+        if self._driven_from_hosts or self.counters_reader() is not None:
+            return None
+        return ELSEWHERE_UNREAD
+
     def own_evidence(self) -> dict[str, Any]:
         # nothing of the server is visible from here; with --clients, nothing of the load either (unless the
         # clients came to this host's own address: then its counters are the server's)
-        evidence: dict[str, Any] = (
-            {"traffic_elsewhere": True} if self._driven_from_hosts and not self.through_here else {}
-        )
+        coordinated = self._driven_from_hosts and not self.through_here
+        evidence: dict[str, Any] = {"traffic_elsewhere": True} if coordinated else {}
         # how the rows were numbered, by which merge tells which row of another file is the same worker
         rows_by = self._by_reply.rows_by if self._by_reply.keys else self._attribution.rows_by
         if rows_by is not None:

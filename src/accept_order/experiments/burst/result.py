@@ -55,6 +55,9 @@ class BurstCell(CountedTotals):
     # where the counters' ListenOverflows is every listener's of the namespace; None where not read (a server
     # elsewhere, files from before: not in the file then)
     listener_drops: int | None = None
+    # A --target elsewhere (none of this machine's network namespaces) driven from here: `counters` are left empty,
+    # this host's being the client's, not the server's (in the file if so)
+    server_unread: bool = False
 
     @classmethod
     def of(cls, load: LoadSummary, clients: int, counters: dict[str, int], per: int = 1) -> BurstCell:
@@ -129,6 +132,7 @@ class BurstCell(CountedTotals):
             **({"observed_on": [dict(o) for o in self.observed_on]} if self.observed_on else {}),
             **({"through_here": True} if self.through_here else {}),
             **({} if self.listener_drops is None else {"listener_drops": self.listener_drops}),
+            **({"server_unread": True} if self.server_unread else {}),
         }
 
     @classmethod
@@ -151,6 +155,7 @@ class BurstCell(CountedTotals):
             observed_on=tuple(dict(o) for o in data.get("observed_on", ())),
             through_here=bool(data.get("through_here", False)),
             listener_drops=None if data.get("listener_drops") is None else int(data["listener_drops"]),
+            server_unread=bool(data.get("server_unread", False)),
         )
 
 

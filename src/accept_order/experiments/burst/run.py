@@ -200,19 +200,29 @@ def run_bursts(
         for clients in sorted(plan.clients):
             tick = on_burst(server, clients) if on_burst else None
             target.settle()  # every worker back asleep: the burst meets an idle server
-            before = netstat.read_counters()
-            port = target.address[1] if elsewhere(target) is None else 0  # a server here: its listeners' drops
+            remote = elsewhere(target)
+            # a --target in one of this machine's network namespaces is read there; elsewhere, ours are the client's
+            hosts = plan.load(clients).clients  # from client hosts: ours, a coordinator's, said so (report.py)
+            from_here = remote is not None and not (hosts and hosts.destinations)
+            theirs = remote.counters_reader() if remote is not None and from_here else None
+            read = theirs or netstat.read_counters
+            server_read = remote is None or theirs is not None
+            before = read()
+            port = target.address[1] if remote is None else 0  # a server here: its listeners' drops
             drops_before = drops_reading(port, server.host, target.pids) if port else None
             load = drive_load(target, plan.load(clients), server.workers, tick)
             # The burst has finished: a signal while its counters are read must not lose it. It is raised
             # once the cell is kept (the run then ends with the bursts so far).
             with deferred():
-                after = netstat.read_counters()
+                after = read()
                 moved = netstat.counter_deltas(before, after, netstat.WATCHED_COUNTERS) if before and after else {}
+                unread = not server_read and not load.hosts  # with --client-hosts: a coordinator's, said so
+                moved = {} if unread else moved
                 cell = BurstCell.of(load, clients, {k: v for k, v in moved.items() if v}, per)
+                cell = dataclasses.replace(cell, server_unread=unread)
                 drops_after = drops_reading(port, server.host, target.pids) if port else None
                 cell = dataclasses.replace(cell, listener_drops=dropped_between(drops_before, drops_after))
-                remote = elsewhere(target)  # at this host's own address, the burst came here (on_this_host)
+                # at this host's own address, the burst came here (on_this_host)
                 here = bool(cell.hosts) and remote is not None and remote.through_here
                 cells.append(dataclasses.replace(cell, through_here=True) if here else cell)
             if load.interruption is not None:

@@ -115,7 +115,8 @@ def overflows(step: RampStep, elsewhere: bool) -> int | None:
     The table's column and --repeat's CSV rows alike."""
     if not elsewhere and step.listener_drops is not None:  # the server's own listeners' count (run._overflows)
         return step.listener_drops
-    counters = step.server_counters if elsewhere else step.counters
+    # a server elsewhere driven from here: this host's counters were the client's, not kept (run._counters_reader)
+    counters = step.server_counters if elsewhere or step.server_unread else step.counters
     return None if counters is None else counters.get("TcpExtListenOverflows", 0)
 
 
@@ -225,6 +226,13 @@ def _whose(result: RampResult) -> str:
         )
     if any(s.hosts for s in result.steps):
         return "both host-wide, of this host: the server's (the load came from the client hosts)"
+    if any(s.server_unread for s in result.steps):
+        observed = any(s.server_counters is not None for s in result.steps)
+        return (
+            "the sockets this host's, the client's; the kernel counters not read: the server is elsewhere, and this "
+            "host's are the client's"
+            + ("; the table's overflows are --observe-on's, read in the server's network namespace" if observed else "")
+        )
     return "both host-wide"
 
 

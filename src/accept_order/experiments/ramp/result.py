@@ -72,6 +72,9 @@ class RampStep(CountedTotals):
     # a full accept queue, mostly), where ListenOverflows in `counters` is every listener's of the namespace; None
     # where not read (a server elsewhere, files from before: not in the file then)
     listener_drops: int | None = None
+    # A --target elsewhere (none of this machine's network namespaces) driven from here: `counters` are left empty,
+    # this host's being the client's, not the server's; the listen counters are --observe-on's where it brought them
+    server_unread: bool = False
 
     @property
     def held(self) -> bool:
@@ -132,6 +135,8 @@ class RampStep(CountedTotals):
             del data["through_here"]
         if self.listener_drops is None:
             del data["listener_drops"]
+        if not self.server_unread:  # files without it read as before
+            del data["server_unread"]
         if self.hosts:
             data["hosts"] = [h.to_dict() for h in self.hosts]
         if self.pool is not None:  # as a latency run's file holds it

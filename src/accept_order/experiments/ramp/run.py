@@ -11,7 +11,7 @@ workers' and load generator's CPU are kept, so the first step that did not hold 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ...core import environment
@@ -79,6 +79,18 @@ def _listener_drops(port: int, host: str, pids: Sequence[int]) -> DropsReading |
     return drops_reading(port, host, pids) if port else None
 
 
+def _counters_reader(target: Any, from_hosts: bool) -> tuple[Callable[[], Mapping[str, int]], bool]:
+    """How the step's kernel counters are read, and whether they are the server's network namespace's: ours for a
+    server here; a --target's namespace where it is one of this machine's (servers/remote.py counters_reader); else
+    ours, which are then the client's, not the server's. From client hosts (`from_hosts`), ours: a coordinator's,
+    which the report says are none of the step's (report.coordinated)."""
+    remote = elsewhere(target)
+    read = None if remote is None or from_hosts else remote.counters_reader()
+    if read is not None:
+        return read, True
+    return netstat.read_counters, remote is None
+
+
 def _share(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
     if before is None or after is None or after[1] <= before[1]:
         return None
@@ -118,7 +130,8 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
             here = remote is None  # a server elsewhere: its queues and CPU are not visible from here
             port = target.address[1] if here else 0
             tick = _sampling(port, server.host, peaks, on_step(offered) if on_step else None)
-            counters_before = netstat.read_counters()
+            read_counters, server_read = _counters_reader(target, bool(load.clients and load.clients.destinations))
+            counters_before = read_counters()
             drops_before = _listener_drops(port, server.host, target.pids) if here else None
             cpu_before = _cpu(list(target.pids) if here else [])
             machine_before = machine_cpu()
@@ -129,9 +142,12 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
                 sockets = socket_summary()
                 cpu_after = _cpu(list(target.pids) if here else [])
                 machine_after = machine_cpu()
-                counters_after = netstat.read_counters()
+                counters_after = read_counters()
                 drops_after = _listener_drops(port, server.host, target.pids) if here else None
                 moved = netstat.counter_deltas(counters_before, counters_after, sorted(counters_after))
+                # a server elsewhere driven from here: ours are the client's (with --clients, a coordinator's: said)
+                unread = not server_read and not outcome.hosts
+                moved = {} if unread else moved
                 # the workers' CPU was read around the pool's fill too, not only the step's time (wall_s)
                 wall = max(outcome.wall_s + (outcome.pool_fill_s or 0.0), 1e-9)
                 step = RampStep(
@@ -160,6 +176,7 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
                     observed_on=tuple(dict(o) for o in outcome.observed),
                     through_here=bool(outcome.hosts) and remote is not None and remote.through_here,
                     listener_drops=dropped_between(drops_before, drops_after),
+                    server_unread=unread,
                 )
                 coordinated = not here and bool(step.hosts) and not step.through_here
                 seen = signals(step, server.workers, cpus, coordinated=coordinated, kernel=kernel)

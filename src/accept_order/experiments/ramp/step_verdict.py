@@ -39,8 +39,10 @@ def signals(step: RampStep, workers: int, cpus: int, coordinated: bool = False, 
     are none of the step's; the server's listen counters count only where --observe-on brought them.
     `kernel`: this host's boot_id, which client hosts on this machine's CPUs report too (client_cpus)."""
     seen = []
-    counters = (step.server_counters or {}) if coordinated else step.counters
-    seen += _overflows(step, counters.get("TcpExtListenOverflows", 0), coordinated)
+    # a server elsewhere driven from here: this host's counters are the client's (the step keeps none of them)
+    elsewhere = coordinated or step.server_unread
+    counters = (step.server_counters or {}) if elsewhere else step.counters
+    seen += _overflows(step, counters.get("TcpExtListenOverflows", 0), elsewhere)
     resets = counters.get("TcpEstabResets", 0) + counters.get("TcpExtTCPAbortOnData", 0)
     if resets:
         # The counters are the host's: a step of one request per connection whose every connection was answered

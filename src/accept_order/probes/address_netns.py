@@ -1,0 +1,114 @@
+"""Which network namespace of this machine a --target address lives in: the one whose kernel counts the server's
+listen queue (ListenOverflows, ListenDrops, SYN cookies), which may not be this tool's.
+
+A namespace is known here by its /proc/PID/net/* files, which procfs gives as PID's namespace's and which are read
+without entering it (server_netns.netstat_namespace tells one from another by the netstat file's inode). The address
+lives in a namespace when that namespace's local routing table holds it (/proc/PID/net/fib_trie's 'host LOCAL'
+entries, /proc/PID/net/if_inet6 for IPv6) and something there listens on the port (/proc/PID/net/tcp, tcp6).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from .server_netns import netstat_namespace
+
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+LISTEN = "0A"  # the tcp table's state of a listening socket
+
+
+@dataclass(frozen=True)
+class Located:
+    """Where the address lives: `ours` (this tool's namespace), or the pids of another namespace's processes (any
+    one of them reads its counters: server_netns.netstat_in), or neither (`pids` empty, not ours): another machine,
+    or a namespace whose files could not be read, or more than one that holds it."""
+
+    ours: bool
+    namespace: int | None = None
+    pids: tuple[int, ...] = ()
+
+
+def _local(fib_trie: str) -> list[ipaddress.IPv4Network]:
+    """The networks a namespace's routing table says are its own ('/32 host LOCAL' under '|-- 10.0.0.2')."""
+    found, last = [], None
+    for line in fib_trie.splitlines():
+        words = line.split()
+        if len(words) == 2 and words[0] == "|--":
+            last = words[1]
+        elif len(words) >= 3 and words[1] == "host" and words[2] == "LOCAL" and last and words[0].startswith("/"):
+            try:
+                found.append(ipaddress.IPv4Network(f"{last}{words[0]}", strict=False))
+            except ValueError:
+                continue
+    return found
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="ascii", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def holds(pid: int | str, address: Address) -> bool:
+    """The namespace of `pid` has `address` as one of its own."""
+    if isinstance(address, ipaddress.IPv4Address):
+        text = _read(f"/proc/{pid}/net/fib_trie")
+        return text is not None and any(address in net for net in _local(text))
+    if address.is_loopback:
+        return True  # ::1 is every namespace's own
+    text = _read(f"/proc/{pid}/net/if_inet6")
+    return text is not None and any(
+        line.split() and ipaddress.IPv6Address(int(line.split()[0], 16)) == address for line in text.splitlines()
+    )
+
+
+def listens(pid: int | str, port: int) -> bool:
+    """Something in `pid`'s namespace listens on TCP `port` (IPv4 or IPv6, any address)."""
+    for table in ("tcp", "tcp6"):
+        for line in (_read(f"/proc/{pid}/net/{table}") or "").splitlines()[1:]:
+            fields = line.split()
+            if len(fields) > 3 and fields[3] == LISTEN and int(fields[1].rpartition(":")[2], 16) == port:
+                return True
+    return False
+
+
+def _addresses(host: str) -> list[Address]:
+    try:
+        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except OSError:
+        return []
+    return [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
+
+
+def _namespaces() -> Iterator[tuple[int, list[int]]]:
+    """(netstat inode, the pids in it) of every namespace with a process this tool may look at, ours left out."""
+    ours = netstat_namespace("self")
+    seen: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit() and (inode := netstat_namespace(name)) is not None and inode != ours:
+            seen.setdefault(inode, []).append(int(name))
+    yield from seen.items()
+
+
+def locate(host: str, port: int) -> Located:
+    """Where `host:port` is served on this machine, if it is (see Located)."""
+    addresses = _addresses(host)
+    if not addresses:
+        return Located(False)
+    if any(holds("self", a) for a in addresses):
+        return Located(True)  # this namespace's own address: a connection to it stays here
+    found = [
+        (inode, pids)
+        for inode, pids in _namespaces()
+        if any(holds(pids[0], a) for a in addresses) and listens(pids[0], port)
+    ]
+    if len(found) != 1:  # none: another machine; two: which one the route reaches is not told here
+        return Located(False)
+    inode, pids = found[0]
+    return Located(False, inode, tuple(pids))

@@ -1,0 +1,144 @@
+"""A --target in another network namespace of this machine has its kernel counters read there, not in ours: 'ramp
+--target <address in another namespace>' put 188 and 46 in its overflows column, this host's (the client's)
+ListenOverflows, and could give an overflow as a knee's reason. Here `accept-order serve --backlog 1` in the cluster's
+srv namespace overflows under a burst, a ramp and a latency run at it; the witness is srv's own nstat (ip netns exec
+... nstat). A server elsewhere (none of this machine's namespaces) has its counters said not read, never ours."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cluster import Cluster, cluster_fixture
+from waiting import OutputReader
+
+from accept_order.core.spec import ServerSpec
+from accept_order.experiments.ramp import report as ramp_report
+from accept_order.experiments.ramp.result import RampStep
+from accept_order.experiments.ramp.step_verdict import signals
+from accept_order.probes.address_netns import Located, locate
+from accept_order.servers.remote import RemoteServer
+
+cluster = cluster_fixture(clients=0)
+
+
+def _overflows(cluster: Cluster) -> int:
+    argv = ["ip", "netns", "exec", cluster.namespace("srv"), "nstat", "-asz", "TcpExtListenOverflows"]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=True).stdout
+    return sum(int(line.split()[1]) for line in out.splitlines() if line.startswith("TcpExtListenOverflows"))
+
+
+def _tool(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "accept_order", *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def server(cluster: Cluster) -> Iterator[tuple[str, int]]:
+    """`accept-order serve -w 1 --backlog 1` in srv's namespace: its (address, port)."""
+    host = cluster.address("srv")
+    serve = [sys.executable, "-m", "accept_order", "serve", "-w", "1", "--backlog", "1", "--host", host]
+    proc = cluster.run_in("srv", serve, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        yield host, int(OutputReader(proc.stdout).wait_for(r"listening on \S+:(\d+)", 60).group(1))
+    finally:
+        proc.kill()
+        proc.wait(30)
+
+
+def test_the_target_s_namespace_is_found(server: tuple[str, int], cluster: Cluster) -> None:
+    where = locate(*server)
+    assert not where.ours and where.pids, where
+    assert os.stat(f"/proc/{where.pids[0]}/ns/net").st_ino == cluster.netns_inode("srv")
+    assert locate(server[0], server[1] + 1) == Located(False)  # nothing listens there: not said to be srv's
+
+
+# The witness is srv's count over the whole command, the tool's over the load alone: srv's half-open connections go
+# on counting after it (a client's ACK to a SYN-ACK sent again, its FIN as it closes: 230 against a step's 204), so
+# the tool's is at most srv's; ours, the client's namespace, counts none of them.
+
+
+def _measured(cluster: Cluster, *args: str) -> tuple[dict[str, Any], int]:
+    """The result file of `accept-order ARGS --json F`, and how many overflows srv's own nstat counted meanwhile."""
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "result.json"
+        before = _overflows(cluster)
+        done = _tool(*args, "--json", str(out))
+        after = _overflows(cluster)
+        assert done.returncode == 0, done.stderr
+        assert after > before, "the load overflowed srv's backlog of 1"
+        document = json.loads(out.read_text())
+        return document.get("runs", [document])[0], after - before  # burst keeps its runs in a list
+
+
+def test_a_burst_at_a_target_in_another_namespace_reads_its_overflows(
+    server: tuple[str, int], cluster: Cluster
+) -> None:
+    run, witness = _measured(cluster, "burst", "--target", f"{server[0]}:{server[1]}", "--clients", "64", "-w", "1")
+    (cell,) = run["cells"]
+    assert 0 < cell.get("counters", {}).get("TcpExtListenOverflows", 0) <= witness, (witness, cell.get("counters"))
+    assert not cell.get("server_unread"), cell
+
+
+def test_a_ramp_at_a_target_in_another_namespace_reads_its_overflows(server: tuple[str, int], cluster: Cluster) -> None:
+    target = f"{server[0]}:{server[1]}"
+    run, witness = _measured(
+        cluster, "ramp", "--target", target, "--concurrency-steps", "64", "--step", "1s", "-w", "1"
+    )
+    (step,) = run["steps"]
+    assert 0 < step.get("counters", {}).get("TcpExtListenOverflows", 0) <= witness, (witness, step.get("counters"))
+    assert not step.get("server_unread"), step
+
+
+def test_a_latency_run_at_a_target_in_another_namespace_reads_its_overflows(
+    server: tuple[str, int], cluster: Cluster
+) -> None:
+    target = f"{server[0]}:{server[1]}"
+    run, witness = _measured(cluster, "latency", "--target", target, "-n", "400", "-c", "64", "-w", "1")
+    evidence = run["evidence"]
+    assert 0 < evidence.get("counters", {}).get("TcpExtListenOverflows", 0) <= witness, (witness, evidence)
+    assert isinstance(evidence.get("counters_pid"), int) and "counters_unread" not in evidence, evidence
+
+
+def test_a_server_elsewhere_has_no_counters_said_as_its() -> None:
+    remote = RemoteServer(ServerSpec(kind="remote", mode="remote", host="192.0.2.77", port=9, workers=1))
+    remote._located = Located(False)  # none of this machine's namespaces
+    assert remote.counters_reader() is None
+    assert "the server is elsewhere" in (remote.unread_counters() or "")
+    remote.driven_from_hosts()  # client hosts: a coordinator's counters, labelled as such elsewhere
+    assert remote.unread_counters() is None
+
+
+def test_a_ramp_step_whose_server_was_elsewhere_gives_no_overflow_as_its_reason() -> None:
+    step = RampStep(
+        kind="rate",
+        offered=100.0,
+        wall_s=1.0,
+        served=(100,),
+        errors={},
+        p50_us=1,
+        p99_us=1,
+        p999_us=1,
+        max_us=1,
+        counters={},
+        sockets={},
+        queues=(),
+        worker_cpu=(),
+        driver_cpu=0.1,
+        machine_cpu=None,
+        client_cpu_us=None,
+        server_unread=True,
+    )
+    assert ramp_report.overflows(step, elsewhere=False) is None  # '-', not this host's
+    assert not [s for s in signals(step, 1, 2) if "overflow" in s]
+    assert RampStep.from_dict(step.to_dict()).server_unread  # the file keeps it
+    observed = dataclasses.replace(step, observed_on=({"host": "srv", "counters": {"TcpExtListenOverflows": 7}},))
+    assert observed.server_unread and ramp_report.overflows(observed, elsewhere=False) == 7  # --observe-on's
+    assert any("overflowed 7 times" in s for s in signals(observed, 1, 2))
