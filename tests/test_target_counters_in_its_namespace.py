@@ -142,3 +142,30 @@ def test_a_ramp_step_whose_server_was_elsewhere_gives_no_overflow_as_its_reason(
     observed = dataclasses.replace(step, observed_on=({"host": "srv", "counters": {"TcpExtListenOverflows": 7}},))
     assert observed.server_unread and ramp_report.overflows(observed, elsewhere=False) == 7  # --observe-on's
     assert any("overflowed 7 times" in s for s in signals(observed, 1, 2))
+
+
+def test_a_latency_run_at_a_server_elsewhere_says_its_counters_unread(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """srv's server taken for one on another machine (its namespace not found): the run's evidence keeps none of
+    this host's counters as the server's, and the report says why."""
+    from accept_order.core.spec import ConcurrentLoad
+    from accept_order.experiments.session import run_latency
+    from accept_order.render.evidence import counters_text
+    from accept_order.servers import remote
+
+    host = cluster.address("srv")
+    serve = [sys.executable, "-m", "accept_order", "serve", "-w", "1", "--host", host]
+    proc = cluster.run_in("srv", serve, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        port = int(OutputReader(proc.stdout).wait_for(r"listening on \S+:(\d+)", 60).group(1))
+        monkeypatch.setattr(remote.RemoteServer, "located", property(lambda self: Located(False)))
+        spec = ServerSpec(kind="remote", mode="remote", host=host, port=port, workers=1)
+        result = run_latency(spec, ConcurrentLoad(connections=50, concurrency=4))
+    finally:
+        proc.kill()
+        proc.wait(30)
+    evidence = result.evidence
+    assert result.ok and not evidence["counters"] and not evidence["counters_available"], evidence
+    said = counters_text(evidence).plain
+    assert "not read in the server's network namespace" in said and "the server is elsewhere" in said, said
