@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 from conftest import run_cli
+from lost_host import lose_c2_once
 from test_clients_cli import own_address
 from test_clients_kept import spawned  # noqa: F401  # the fixture: popen gateways in place of ssh
-from test_clients_lost_per_mode import _lose_c2_once
 
 UNANSWERABLE = ["--work", "1s", "--timeout", "100ms", "-w", "1"]
 # each command that drives from client hosts, as cli/served_nothing.py is called from it (a --repeat: repeat_common)
@@ -40,7 +40,7 @@ def test_nothing_served_and_a_host_lost_are_one_line(
     address = own_address()
     if address is None:
         pytest.skip("no address but loopback here")
-    _lose_c2_once(monkeypatch)
+    lose_c2_once(monkeypatch)
     saved = tmp_path / "result.json"
     hosts = "--client-hosts" if command == "burst" else "--clients"  # burst's --clients counts its clients
     args = [*COMMANDS[command], hosts, "c1,c2", "--host", address, *UNANSWERABLE]
