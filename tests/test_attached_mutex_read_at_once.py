@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from conftest import wait_for
 from nginx_by_hand import nginx_by_hand
+from python_processes import pythons
 from test_attached_listener_queues_model import _epoll_watches, _held, _kernel_listeners, attached
 
 from accept_order.experiments.latency.model_queues import attached_queues
@@ -134,22 +135,13 @@ select.epoll().poll() if sys.argv[1] == "epoll" else sys.stdin.readline()
 
 def test_looping_reads_the_main_threads_wait() -> None:
     """A process asleep in an epoll wait loops; one asleep in a read does not."""
-    kw: dict[str, Any] = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "text": True}
-    procs = [subprocess.Popen([sys.executable, "-c", SLEEPER, how], **kw) for how in ("epoll", "read")]
-    try:
+    with pythons((SLEEPER, "epoll"), (SLEEPER, "read")) as procs:
         for proc in procs:
             assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
         pids = [p.pid for p in procs]
         asleep = lambda c: "epoll" in c[0] and c[1] not in ("0", "", "gone")  # noqa: E731
         wait_for(lambda: [_wchan(pid) for pid in pids], asleep, START_TIMEOUT_S, "both asleep")
         assert [attached_epolls.looping(pid) for pid in pids] == [True, False]
-    finally:
-        for proc in procs:
-            proc.kill()
-            proc.wait()
-            for stream in (proc.stdin, proc.stdout):
-                if stream is not None:
-                    stream.close()
 
 
 def test_a_mutex_read_of_young_workers_is_said_assumed() -> None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -25,6 +24,7 @@ import pytest
 from busy_looks import attached_latency, looked
 from cli_runs import run_cli
 from gunicorn_by_hand import HandGunicorn, gunicorn_by_hand
+from python_processes import pythons
 from test_attached_listener_queues_model import attached
 from test_model_busy_service import _waiting
 from test_model_says_its_servers import COUNTED, NONE_HELD
@@ -174,11 +174,7 @@ else:
 def test_a_poll_on_an_upstream_is_a_wait_while_serving_a_select_on_the_listener_is_not() -> None:
     """Two workers, each holding its listener: one in select on it (between connections), one in a Python socket's
     recv with a timeout (poll on its upstream, while serving). Their sets, read from their memory, tell them apart."""
-    procs = [
-        subprocess.Popen([sys.executable, "-c", WAITER, how], stdout=subprocess.PIPE, text=True)
-        for how in ("select", "poll")
-    ]
-    try:
+    with pythons((WAITER, "select"), (WAITER, "poll")) as procs:
         inodes = [int(p.stdout.readline()) for p in procs if p.stdout is not None]
         waits = wait_for(
             lambda: [_syscall(p.pid) for p in procs],
@@ -188,12 +184,6 @@ def test_a_poll_on_an_upstream_is_a_wait_while_serving_a_select_on_the_listener_
         )
         read = looked([p.pid for p in procs], inodes)
         assert [_syscall(p.pid) for p in procs] == waits
-    finally:
-        for proc in procs:
-            proc.kill()
-            proc.wait()
-            if proc.stdout is not None:
-                proc.stdout.close()
     assert read is not None
     expected = [(5, 5, {}), (5, 0, {waits[1]: 5})]
     assert [(w["looks"], w["idle"], w["waits"]) for w in read["workers"]] == expected, read
@@ -240,11 +230,7 @@ def test_a_workers_descriptors_are_read_only_where_it_waits_in_poll_or_select(mo
     read: list[int] = []
     real = busy_waits._listening
     monkeypatch.setattr(busy_waits, "_listening", lambda pid, listeners: read.append(pid) or real(pid, listeners))
-    procs = [
-        subprocess.Popen([sys.executable, "-c", WAITER, how], stdout=subprocess.PIPE, text=True)
-        for how in ("epoll", "poll")
-    ]
-    try:
+    with pythons((WAITER, "epoll"), (WAITER, "poll")) as procs:
         inodes = [int(p.stdout.readline()) for p in procs if p.stdout is not None]
         wait_for(
             lambda: [_syscall(p.pid) for p in procs],
@@ -253,11 +239,5 @@ def test_a_workers_descriptors_are_read_only_where_it_waits_in_poll_or_select(mo
             "each in its wait",
         )
         reading = looked([p.pid for p in procs], inodes)
-    finally:
-        for proc in procs:
-            proc.kill()
-            proc.wait()
-            if proc.stdout is not None:
-                proc.stdout.close()
     assert read == [procs[1].pid], read
     assert reading is not None and [w["idle"] for w in reading["workers"]] == [5, 0], reading

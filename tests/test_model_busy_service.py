@@ -10,8 +10,6 @@ witness of what a request took in the app."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -20,6 +18,7 @@ import pytest
 from busy_looks import attached_latency, looked
 from conftest import wait_for
 from gunicorn_by_hand import HandGunicorn, gunicorn_by_hand
+from python_processes import pythons
 from test_attached_listener_queues_model import attached
 
 from accept_order.experiments.latency.model_check import predict
@@ -82,21 +81,12 @@ def test_the_sampler_tells_a_wait_for_a_connection_from_a_sleep_while_serving() 
     """Two processes, one in select() on a socket (a prefork worker between connections), one in time.sleep (an
     app's): the kernel's /proc/PID/syscall says which call each is in."""
     select = "import select, socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(); print(1, flush=True)"
-    procs = [
-        subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
-        for code in (select + "; select.select([s], [], [], 60)", "import time; print(1, flush=True); time.sleep(60)")
-    ]
-    try:
+    sleep = "import time; print(1, flush=True); time.sleep(60)"
+    with pythons((select + "; select.select([s], [], [], 60)",), (sleep,)) as procs:
         assert all(p.stdout is not None and p.stdout.readline() == "1\n" for p in procs)
         asleep = lambda: [Path(f"/proc/{p.pid}/stat").read_text().split()[2] for p in procs]  # noqa: E731
         wait_for(asleep, lambda states: states == ["S", "S"], TIMEOUT_S, "both asleep in their calls")
         read = looked([p.pid for p in procs])
-    finally:
-        for proc in procs:
-            proc.kill()
-            proc.wait()
-            if proc.stdout is not None:
-                proc.stdout.close()
     assert read is not None
     waiting, sleeping = read["workers"]
     assert (waiting["looks"], waiting["idle"], waiting["waits"]) == (5, 5, {}), read

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
 from conftest import run_cli
 from nginx_by_hand import nginx_by_hand
+from python_processes import pythons
 from test_attached_listener_queues_model import attached
 
 from accept_order.experiments.latency.model_check import predict
@@ -41,21 +39,12 @@ def test_two_spinners_on_one_cpu_wait_for_it_in_turn() -> None:
     """Two busy loops on one CPU: while one runs the other waits runnable, so each waits about as long as the other
     runs (CFS shares the CPU between them), whatever else the machine runs (which only adds to the waits)."""
     cpu = min(os.sched_getaffinity(0))
-    kw: dict[str, Any] = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "text": True}
-    procs = [subprocess.Popen([sys.executable, "-c", SPIN, str(cpu)], **kw) for _ in range(2)]
-    try:
+    with pythons((SPIN, str(cpu)), (SPIN, str(cpu))) as procs:
         assert all(p.stdout is not None and p.stdout.readline() == "ready\n" for p in procs)
         pids = [p.pid for p in procs]
         before = thread_times(pids)
         assert all(p.stdout is not None and p.stdout.readline() == "done\n" for p in procs)  # each spun 0.3 s of CPU
         read = waited(before, thread_times(pids))
-    finally:
-        for proc in procs:
-            proc.kill()
-            proc.wait()
-            for stream in (proc.stdin, proc.stdout):
-                if stream is not None:
-                    stream.close()
     assert read is not None and read["run_s"] >= 0.5, read  # 0.3 s each, less what ran before the first reading
     assert read["waited_s"] >= 0.25 * read["run_s"], read
     share = cpu_share({"cpu_waits": read})
