@@ -158,12 +158,14 @@ def _as_ssh_reads(config: Path, destination: str) -> dict[str, str]:
 def test_the_users_own_keepalive_is_kept(tmp_path: Path) -> None:
     """The tool's keepalive where the user's config has none; theirs (an interval, a count, by Host or Match) where
     it has. An -o ServerAliveCountMax=3 of the tool's overrode a config's ServerAliveCountMax 10 (ssh takes the
-    first value it reads, the command line's)."""
+    first value it reads, the command line's), and a config's ServerAliveInterval 300 was read as BatchMode's
+    default and overridden."""
     config = tmp_path / "ssh_config"
     config.write_text(
         "Host alive\n  HostName 192.0.2.1\n  ServerAliveInterval 60\nHost plain\n  HostName 192.0.2.2\n"
         "Host patient\n  HostName 192.0.2.3\n  ServerAliveCountMax 10\n"
         "Match host 192.0.2.4\n  ServerAliveInterval 30\n"
+        "Host five\n  HostName 192.0.2.5\n  ServerAliveInterval 300\n"  # BatchMode's default, here the user's
     )
     options = ["-F", str(config), "-o", "BatchMode=yes"]
     assert unset(options, "plain") == {"connecttimeout", "serveraliveinterval"}
@@ -172,6 +174,7 @@ def test_the_users_own_keepalive_is_kept(tmp_path: Path) -> None:
     assert _as_ssh_reads(config, "alive") == {"serveraliveinterval": "60", "serveralivecountmax": "3"}
     assert _as_ssh_reads(config, "patient") == {"serveraliveinterval": "5", "serveralivecountmax": "10"}
     assert _as_ssh_reads(config, "192.0.2.4") == {"serveraliveinterval": "30", "serveralivecountmax": "3"}
+    assert _as_ssh_reads(config, "five") == {"serveraliveinterval": "300", "serveralivecountmax": "3"}
 
 
 def test_a_coordinator_stopped_for_longer_than_the_silence_does_not_blame_its_hosts(

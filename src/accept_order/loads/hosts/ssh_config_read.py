@@ -5,9 +5,11 @@ from __future__ import annotations
 import subprocess
 
 CONFIG_READ_S = 10.0  # ssh -G only reads configs (a Match exec could run a command)
-# ssh -G's words for the options the tool sets where the user's config leaves them at ssh's defaults: a keepalive
-# every 300 s is BatchMode's (the tool's -o BatchMode=yes), 0 ssh's otherwise
-DEFAULTS = {"connecttimeout": ("none",), "serveraliveinterval": ("0", "300")}
+# ssh -G's words for the options the tool sets where the user's config leaves them at ssh's defaults
+DEFAULTS = {"connecttimeout": ("none",), "serveraliveinterval": ("0",)}
+# Read without BatchMode (ssh takes an option's first value: this one): with it, ssh's default keepalive is every 300
+# s, which ssh -G shows as it shows a config's own 'ServerAliveInterval 300', and that one was overridden
+UNBATCHED = ["-o", "BatchMode=no"]
 
 
 def unset(options: list[str], destination: str) -> set[str]:
@@ -16,7 +18,7 @@ def unset(options: list[str], destination: str) -> set[str]:
     none then."""
     try:
         shown = subprocess.run(
-            ["ssh", *options, "-G", "--", destination],
+            ["ssh", *UNBATCHED, *options, "-G", "--", destination],
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
