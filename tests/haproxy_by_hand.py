@@ -1,4 +1,5 @@
-"""Debian's HAProxy started by hand for the inspect and observe tests of its config (multi-queue, nbthread).
+"""Debian's HAProxy started by hand for the inspect and observe tests of its config (multi-queue, nbthread), and the
+attach test of an h2c port (test_h2c_advice_names_the_server: its bind and the HTTP/2 preface it answers).
 
 Those tests read a server accept-order did not start, so they start HAProxy themselves from a config of the test's
 own, in the foreground, each reply naming the thread that served it. One copy for both (they were written twice,
@@ -26,8 +27,9 @@ THREADS = 4
 START_TIMEOUT_S = 20.0
 
 
-def config(port: int, settings: str = "", threads: int = THREADS) -> str:
-    """A config of `threads` threads answering on 127.0.0.1:`port`, `settings` added to its global section."""
+def config(port: int, settings: str = "", threads: int = THREADS, bind: str = "") -> str:
+    """A config of `threads` threads answering on 127.0.0.1:`port` (`bind`'s options after it), `settings` added to
+    its global section."""
     return f"""global
     nbthread {threads}
 {settings}
@@ -38,7 +40,7 @@ defaults
     timeout connect 10s
 
 frontend f
-    bind 127.0.0.1:{port}
+    bind 127.0.0.1:{port}{bind}
     http-request return status 200 content-type text/plain lf-string "worker %[thread] pid %pid\\n"
 """
 
@@ -53,13 +55,31 @@ def ask(port: int) -> int:
         connection.close()
 
 
-def answering(pid: int, port: int, threads: int, alive: Callable[[], bool], said: Callable[[], str] = str) -> None:
-    """Wait until HAProxy `pid` answers on `port` with all its threads there; `said()`: what it wrote, if it exited."""
+def pid_answering(port: int) -> int:
+    """One request on a connection of its own: the pid the reply names."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.request("GET", "/")
+        return int(connection.getresponse().read().split()[3])
+    finally:
+        connection.close()
+
+
+def answering(
+    pid: int,
+    port: int,
+    threads: int,
+    alive: Callable[[], bool],
+    said: Callable[[], str] = str,
+    asked: Callable[[int], object] = ask,
+) -> None:
+    """Wait until HAProxy `pid` answers on `port` with all its threads there; `said()`: what it wrote, if it exited;
+    `asked(port)`: raises OSError until it answers (one request over HTTP/1.1 unless given)."""
     deadline = time.monotonic() + START_TIMEOUT_S
     while True:
         assert alive(), f"HAProxy {pid} exited: {said()}"
         try:
-            ask(port)
+            asked(port)
             if len(os.listdir(f"/proc/{pid}/task")) == threads:
                 return
         except OSError:
@@ -70,10 +90,14 @@ def answering(pid: int, port: int, threads: int, alive: Callable[[], bool], said
 
 @contextlib.contextmanager
 def haproxy(
-    config_path: Path, port: int, threads: int = THREADS, env: dict[str, str] | None = None
+    config_path: Path,
+    port: int,
+    threads: int = THREADS,
+    env: dict[str, str] | None = None,
+    asked: Callable[[int], object] = ask,
 ) -> Iterator[subprocess.Popen[bytes]]:
     """Debian's HAProxy started by hand in the foreground (`env`: its whole environment, this one's if None),
-    answering on `port` with all its threads there; skips where there is no HAProxy."""
+    answering on `port` (as `answering` asks it) with all its threads there; skips where there is no HAProxy."""
     missing = haproxy_missing()
     if missing:
         pytest.skip(f"a real HAProxy: {missing}")
@@ -85,7 +109,7 @@ def haproxy(
         env=env,
     )
     try:
-        answering(process.pid, port, threads, lambda: process.poll() is None, lambda: _said(process))
+        answering(process.pid, port, threads, lambda: process.poll() is None, lambda: _said(process), asked)
         yield process
     finally:
         # its external checks too, which would outlive it: stopped first, it starts no other meanwhile

@@ -10,57 +10,33 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
-from cluster import dies_with
 from conftest import assert_one_error_line, run_cli
+from haproxy_by_hand import config, haproxy
 
 from accept_order.core.spec import ServerSpec
 from accept_order.experiments.target_unanswered import tls_note
 from accept_order.probes.tls_hello import H2cSpoken, TlsSpoken, speaks_h2c
-from accept_order.servers.launched.haproxy import haproxy_missing
 
 START_TIMEOUT_S = 20.0
 ATTACH = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("bpftrace") is None, reason="needs root and bpftrace")
 
-HAPROXY_H2C = """global
-    nbthread 1
-defaults
-    mode http
-    timeout client 10s
-    timeout server 10s
-    timeout connect 10s
-frontend f
-    bind 127.0.0.1:{port} proto h2
-    http-request return status 200 content-type text/plain lf-string "worker %[thread] pid %pid\\n"
-"""
+
+def preface_answered(port: int) -> None:
+    """HAProxy's start-up as the test asks it, and the witness: the port answers the HTTP/2 preface."""
+    if speaks_h2c("127.0.0.1", port) is None:
+        raise OSError(f"127.0.0.1:{port} did not answer the HTTP/2 preface")
 
 
 @ATTACH
 def test_an_attached_haproxy_speaking_h2c_is_told_in_haproxys_words(free_port: int, tmp_path: Path) -> None:
-    if missing := haproxy_missing():
-        pytest.skip(f"a real HAProxy: {missing}")
-    config = tmp_path / "haproxy.cfg"
-    config.write_text(HAPROXY_H2C.format(port=free_port))
-    haproxy = subprocess.Popen(
-        ["haproxy", "-db", "-f", str(config)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        preexec_fn=dies_with(os.getpid()),
-    )
-    try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while speaks_h2c("127.0.0.1", free_port) is None:  # the witness, and HAProxy's start-up: no event to wait on
-            assert haproxy.poll() is None and time.monotonic() < deadline, "HAProxy did not answer the preface"
-            time.sleep(0.05)
-        attach = ["--attach", str(haproxy.pid), "--port", str(free_port), "--protocol", "http"]
+    path = tmp_path / "haproxy.cfg"
+    path.write_text(config(free_port, threads=1, bind=" proto h2"))
+    with haproxy(path, free_port, threads=1, asked=preface_answered) as started:
+        attach = ["--attach", str(started.pid), "--port", str(free_port), "--protocol", "http"]
         result = run_cli(["latency", *attach, "-n", "3", "-c", "1", "--driver-procs", "1"])
-    finally:
-        haproxy.kill()
-        haproxy.wait(START_TIMEOUT_S)
     line = assert_one_error_line(result, 1, "served nothing: ", f"127.0.0.1:{free_port} speaks HTTP/2 without TLS")
     assert "HAProxy: 'bind 127.0.0.1:8080' in the same frontend, without 'proto h2'" in line, line
     assert "nginx" not in line.split("speaks HTTP/2")[1], line  # its listen syntax is nginx's, not HAProxy's

@@ -11,7 +11,6 @@ first was not replaced."""
 from __future__ import annotations
 
 import contextlib
-import http.client
 import os
 import subprocess
 import threading
@@ -19,7 +18,7 @@ import time
 from pathlib import Path
 
 from cluster import dies_with
-from haproxy_by_hand import START_TIMEOUT_S, config, haproxy
+from haproxy_by_hand import START_TIMEOUT_S, config, haproxy, pid_answering
 
 from accept_order.experiments.observe.run import observe
 from accept_order.experiments.observe.verdict import verdict
@@ -27,16 +26,6 @@ from accept_order.servers.launched.base import free_port
 
 OBSERVE_CAP_S = 120.0  # the window ends once the second answers; this only bounds a hang
 OFF = "    tune.listener.multi-queue off"  # so that the hand-off line, with its reload clause, is said
-
-
-def pid_answering(port: int) -> int:
-    """One request on a connection of its own: the pid its reply names."""
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        connection.request("GET", "/")
-        return int(connection.getresponse().read().split()[3])
-    finally:
-        connection.close()
 
 
 def until_answered_by(port: int, pid: int) -> None:

@@ -14,7 +14,6 @@ soft stop waits for), so the newcomer's connections close while it is still watc
 from __future__ import annotations
 
 import contextlib
-import http.client
 import os
 import socket
 import subprocess
@@ -24,7 +23,7 @@ from pathlib import Path
 
 import pytest
 from cluster import dies_with
-from haproxy_by_hand import START_TIMEOUT_S, haproxy
+from haproxy_by_hand import START_TIMEOUT_S, haproxy, pid_answering
 
 from accept_order.experiments.observe.run import observe
 from accept_order.servers.launched.base import free_port
@@ -58,16 +57,6 @@ backend b
 """
 
 
-def ask(port: int) -> int:
-    """One request on a connection of its own: the pid its reply names."""
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        connection.request("GET", "/")
-        return int(connection.getresponse().read().split()[3])
-    finally:
-        connection.close()
-
-
 def test_a_newcomers_connections_are_not_the_watched_process_load(tmp_path: Path) -> None:
     port, held_port = free_port("127.0.0.1"), free_port("127.0.0.1")
     backend = socket.create_server(("127.0.0.1", 0))
@@ -96,7 +85,7 @@ def test_a_newcomers_connections_are_not_the_watched_process_load(tmp_path: Path
                 if not started_event.wait(OBSERVE_CAP_S):
                     return
                 for _ in range(OLD_REQUESTS):
-                    assert ask(port) == old
+                    assert pid_answering(port) == old
                     served["old"] += 1
                 started.append(
                     subprocess.Popen(  # binds beside the old process, then tells it to stop listening (-sf)
@@ -109,7 +98,7 @@ def test_a_newcomers_connections_are_not_the_watched_process_load(tmp_path: Path
                 deadline = time.monotonic() + START_TIMEOUT_S
                 while served["new"] < NEW_REQUESTS:
                     with contextlib.suppress(OSError):
-                        served["old" if ask(port) == old else "new"] += 1
+                        served["old" if pid_answering(port) == old else "new"] += 1
                         continue
                     assert time.monotonic() < deadline, "no HAProxy answered after the newcomer started"
                     time.sleep(0.02)  # the port between the old listener's close and the new one's: no event
