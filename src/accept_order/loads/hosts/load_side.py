@@ -14,8 +14,9 @@ the channel closing (the coordinator gone, even SIGKILLed: ssh then closes its e
 drivers are stopped and reaped, and the interpreter exits. So does a coordinator that says nothing for
 COORDINATOR_SILENT_S while the load runs (its beats stopped): the network between gone, or the coordinator's
 machine, leaves the channel open with nobody at the other end, and the load would otherwise go on to its end
-(a --duration 1h for an hour) unfollowed. The interpreter then exits at once: ssh would not see its end
-before TCP gave up on the dead connection, a quarter of an hour later.
+(a --duration 1h for an hour) unfollowed; and one that sends no go within GO_WAIT_S of the host's ready (its
+drivers would idle). The interpreter then exits at once: ssh would not see its end before TCP gave up on the dead
+connection, a quarter of an hour later.
 """
 
 from __future__ import annotations
@@ -29,12 +30,18 @@ import time
 from typing import Any
 
 from ...core.errors import AcceptOrderError
+from ...core.processes import READY_TIMEOUT_S
 from ...core.signals import deferred
 from ...core.spec import FD_MARGIN, MAX_DRIVER_PROCS, ConcurrentLoad, drivers_under
 from ..generator import LoadGenerator
 from .remote_side import CLOSED
 
 COORDINATOR_SILENT_S = 10.0  # ten of the coordinator's beats missed (driven.BEAT_S)
+# How long a host that said ready waits for the go: the coordinator says it once every host is ready, and gives up on
+# one after 4 * READY_TIMEOUT_S (driven.DrivenLoad.start; then it closes, and so does the channel); it sends no beat
+# before the go. A coordinator gone meanwhile (its machine, or the way here) would leave the drivers idle until TCP
+# gave up on the connection, a quarter of an hour later.
+GO_WAIT_S = 4 * READY_TIMEOUT_S + COORDINATOR_SILENT_S
 # A tick later than this after the one before is time this host did not run (its Python stopped, its machine paused):
 # the beats sent meanwhile wait unread, so that time is not the coordinator's silence (generator ticks every TICK_S)
 TICK_LATE_S = 1.0
@@ -49,7 +56,8 @@ def take_part(channel: Any) -> None:
         return
     address, attribution, load, protocol = pickle.loads(message[1])
     stopping = threading.Event()
-    orphaned = threading.Event()  # the coordinator said nothing for COORDINATOR_SILENT_S
+    orphaned = threading.Event()  # the coordinator said nothing for COORDINATOR_SILENT_S, or no go in GO_WAIT_S
+    gone = f"no word from the coordinator for {COORDINATOR_SILENT_S:g} s: it stopped its load"
     go: list[float] = []
     went = threading.Event()
     heard_at = [time.monotonic()]
@@ -69,9 +77,13 @@ def take_part(channel: Any) -> None:
         load = make_room(load)
         with LoadGenerator(address, attribution, load, protocol) as generator:
             channel.send(("ready",))
-            went.wait()
+            if not went.wait(GO_WAIT_S):
+                gone = f"no go from the coordinator within {GO_WAIT_S:g} s of its ready: it never drove"
+                orphaned.set()
             if stopping.is_set():
                 return
+            if orphaned.is_set():
+                raise _Orphaned  # out of the generator, which stops and reaps its idle drivers
             while (wait := go[0] - time.time()) > 0 and not stopping.wait(min(wait, 0.05)):
                 pass  # the common start, on this host's clock
             started = time.time()
@@ -96,7 +108,9 @@ def take_part(channel: Any) -> None:
                 with deferred():
                     channel.send(("result", pickle.dumps(result), started, ended))
         if orphaned.is_set():  # its drivers reaped as the generator closed
-            _leave(channel)
+            _leave(channel, gone)
+    except _Orphaned:  # no go came: its drivers reaped as the generator closed
+        _leave(channel, gone)
     except AcceptOrderError as exc:  # the tool's own refusal: its words, about this host's share
         if not stopping.is_set():
             channel.send(("error", f"{exc} (its share: {_share(load)})"))
@@ -105,11 +119,15 @@ def take_part(channel: Any) -> None:
             channel.send(("error", f"{type(exc).__name__}: {exc}"))
 
 
-def _leave(channel: Any) -> None:
+class _Orphaned(Exception):
+    """No go came from the coordinator in GO_WAIT_S: the load is left before it began."""
+
+
+def _leave(channel: Any, why: str) -> None:
     """The coordinator is gone: say so in case it only cannot be heard (a network that carries one way), and end
     this interpreter, whose sshd session then ends too."""
     try:
-        channel.send(("error", f"no word from the coordinator for {COORDINATOR_SILENT_S:g} s: it stopped its load"))
+        channel.send(("error", why))
     except (OSError, EOFError, ValueError):
         pass
     os._exit(0)
