@@ -18,6 +18,7 @@ import signal
 import socket
 import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -54,9 +55,10 @@ def _threads(pid: int) -> dict[str, str]:
     return calls
 
 
-def _puma(directory: Path, workers: int = 2, *extra: str) -> tuple[subprocess.Popen[str], OutputReader, int]:
+@contextmanager
+def _puma(directory: Path, workers: int = 2, *extra: str) -> Iterator[tuple[subprocess.Popen[str], OutputReader, int]]:
     """Puma with `workers` of one thread each (0: single mode, its one process serving; `extra`: more options), its
-    log and its port."""
+    log and its port, until the block ends (its session killed)."""
     (directory / "config.ru").write_text(APP)
     proc = subprocess.Popen(
         ["puma", "-w", str(workers), "-t", "1:1", "-b", "tcp://127.0.0.1:0", *extra, str(directory / "config.ru")],
@@ -70,10 +72,12 @@ def _puma(directory: Path, workers: int = 2, *extra: str) -> tuple[subprocess.Po
         assert proc.stdout is not None
         log = OutputReader(proc.stdout)
         port = int(log.wait_for(r"Listening on http://127\.0\.0\.1:(\d+)", TIMEOUT_S).group(1))
-    except BaseException:
-        _stop(proc)
-        raise
-    return proc, log, port
+        yield proc, log, port
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(TIMEOUT_S)
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 def _workers(log: OutputReader) -> list[int]:
@@ -82,16 +86,21 @@ def _workers(log: OutputReader) -> list[int]:
     return [int(pid) for pid in re.findall(booted, log.text)]
 
 
-def _stop(proc: subprocess.Popen[str]) -> None:
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait(TIMEOUT_S)
-    if proc.stdout is not None:
-        proc.stdout.close()
+@contextmanager
+def _held(port: int, workers: list[int]) -> Iterator[None]:
+    """QUEUED connections more than `workers` have threads, each sending its request, once each worker's server
+    thread waits in select; the block runs when the kernel shows each waiting for its busy pool instead, and the
+    connections are closed as it ends."""
+    clients: list[socket.socket] = []
+    try:
+        _hold(port, workers, clients)
+        yield
+    finally:
+        for client in clients:
+            client.close()
 
 
 def _hold(port: int, workers: list[int], clients: list[socket.socket]) -> None:
-    """QUEUED connections more than `workers` have threads, each sending its request (into `clients`), once each
-    worker's server thread waits in select; back when the kernel shows each waiting for its busy pool instead."""
     wait_for(
         lambda: [_threads(pid).get("puma srv") for pid in workers],
         lambda calls: set(calls) <= SELECTS,
@@ -114,16 +123,10 @@ def _hold(port: int, workers: list[int], clients: list[socket.socket]) -> None:
 
 @pytest.fixture
 def puma_busy(tmp_path: Path) -> Iterator[tuple[int, list[int]]]:
-    proc, log, port = _puma(tmp_path)
-    clients: list[socket.socket] = []
-    try:
+    with _puma(tmp_path) as (proc, log, port):
         workers = _workers(log)
-        _hold(port, workers, clients)
-        yield proc.pid, workers
-    finally:
-        for client in clients:
-            client.close()
-        _stop(proc)
+        with _held(port, workers):
+            yield proc.pid, workers
 
 
 def _worker_rows(out: str) -> dict[int, list[str]]:
@@ -153,15 +156,8 @@ def test_inspect_names_the_busy_workers_of_a_puma_all_serving(puma_busy: tuple[i
 def test_inspect_names_the_busy_process_of_a_puma_in_single_mode(tmp_path: Path) -> None:
     """Puma's default (no -w): its one process accepts and serves, with no master. All busy it read 'puma, 0
     workers', its role 'process', and no worker's row: the busy rule looked for workers under a master."""
-    proc, _, port = _puma(tmp_path, workers=0)
-    clients: list[socket.socket] = []
-    try:
-        _hold(port, [proc.pid], clients)
+    with _puma(tmp_path, workers=0) as (proc, _, port), _held(port, [proc.pid]):
         result = run_cli(["inspect", str(proc.pid), "--samples", "1"])
-    finally:
-        for client in clients:
-            client.close()
-        _stop(proc)
     out = result.output
     assert result.exit_code == 0, out
     assert out.splitlines()[0].endswith("puma, 1 worker"), out
@@ -185,17 +181,11 @@ def test_inspect_takes_no_control_server_for_a_worker_of_a_puma_all_serving(tmp_
     """The master's 'puma ctl' thread, the only one waiting on a listener while both workers served, read 'puma, 3
     workers', the master as w0 'listens', and 'Mechanism: select ... only one worker waits for connections: it takes
     every one', of a master that accepts none on the app's port."""
-    proc, log, port = _puma(tmp_path, 2, *_control(free_port))
-    clients: list[socket.socket] = []
-    try:
+    with _puma(tmp_path, 2, *_control(free_port)) as (proc, log, port):
         workers = _workers(log)
-        _hold(port, workers, clients)
-        _ctl_selects(proc.pid)
-        result = run_cli(["inspect", str(proc.pid), "--samples", "1"])
-    finally:
-        for client in clients:
-            client.close()
-        _stop(proc)
+        with _held(port, workers):
+            _ctl_selects(proc.pid)
+            result = run_cli(["inspect", str(proc.pid), "--samples", "1"])
     out = result.output
     assert result.exit_code == 0, out
     assert out.splitlines()[0].endswith(f"puma, master pid {proc.pid}, 2 workers"), out
@@ -207,13 +197,10 @@ def test_inspect_takes_no_control_server_for_a_worker_of_a_puma_all_serving(tmp_
 def test_inspect_reads_a_single_mode_puma_with_a_control_server_as_one_worker(tmp_path: Path, free_port: int) -> None:
     """At rest its 'puma ctl' thread, selecting on the control port, read as a second worker: 'puma, 2 workers', and
     'herds: yes' with the cluster's Why ('every Puma worker inherits the master's listening socket')."""
-    proc, _, _ = _puma(tmp_path, 0, *_control(free_port))
-    try:
+    with _puma(tmp_path, 0, *_control(free_port)) as (proc, _, _):
         wait_for(lambda: _threads(proc.pid).get("puma srv"), lambda call: call in SELECTS, TIMEOUT_S, "'puma srv'")
         _ctl_selects(proc.pid)
         result = run_cli(["inspect", str(proc.pid), "--samples", "1"])
-    finally:
-        _stop(proc)
     out = result.output
     assert result.exit_code == 0, out
     assert out.splitlines()[0].endswith("puma, 1 worker"), out
@@ -228,8 +215,7 @@ def _comm(task: Path) -> str:
 
 
 def test_inspect_reads_a_puma_at_rest_as_select(tmp_path: Path) -> None:
-    proc, log, _ = _puma(tmp_path)
-    try:
+    with _puma(tmp_path) as (proc, log, _):
         workers = _workers(log)
         wait_for(
             lambda: [_threads(pid).get("puma srv") for pid in workers],
@@ -238,8 +224,6 @@ def test_inspect_reads_a_puma_at_rest_as_select(tmp_path: Path) -> None:
             "both workers' server threads in select, on the listener",
         )
         result = run_cli(["inspect", str(proc.pid), "--samples", "1"])
-    finally:
-        _stop(proc)
     out = result.output
     assert result.exit_code == 0, out
     assert f"puma, master pid {proc.pid}, 2 workers" in out.splitlines()[0], out
