@@ -20,9 +20,9 @@ END_TIMEOUT_S = 10.0
 
 
 @contextmanager
-def pythons(*commands: Sequence[str]) -> Iterator[list[subprocess.Popen[str]]]:
+def pythons(*commands: Sequence[str], pass_fds: Sequence[int] = ()) -> Iterator[list[subprocess.Popen[str]]]:
     """`python -c SCRIPT ARGS...` for each of `commands` (SCRIPT first), its stdin and stdout text pipes, in order,
-    until the block ends."""
+    until the block ends; `pass_fds`: descriptors each inherits (a listener the test's workers share)."""
     procs: list[subprocess.Popen[str]] = []
     try:
         for command in commands:
@@ -32,6 +32,7 @@ def pythons(*commands: Sequence[str]) -> Iterator[list[subprocess.Popen[str]]]:
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     text=True,
+                    pass_fds=pass_fds,
                     preexec_fn=dies_with(os.getpid()),
                 )
             )

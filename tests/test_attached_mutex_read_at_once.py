@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -103,12 +101,8 @@ def test_a_young_worker_asleep_in_its_event_loop_is_not_waited_for(monkeypatch: 
     inode = os.fstat(listener.fileno()).st_ino
     fd = str(listener.fileno())
     reads = _counted_reads(monkeypatch)
-    kw: dict[str, Any] = {"stdout": subprocess.PIPE, "text": True}
-    workers = [
-        subprocess.Popen([sys.executable, "-c", WORKER, fd, role], pass_fds=(listener.fileno(),), **kw)
-        for role in ("holder", "other")
-    ]
-    try:
+    shared = (listener.fileno(),)
+    with listener, pythons((WORKER, fd, "holder"), (WORKER, fd, "other"), pass_fds=shared) as workers:
         assert all(w.stdout is not None and w.stdout.readline() == "ready\n" for w in workers)
         pids = [w.pid for w in workers]
         in_epolls = lambda w: all("epoll" in c for c in w)  # noqa: E731
@@ -118,13 +112,6 @@ def test_a_young_worker_asleep_in_its_event_loop_is_not_waited_for(monkeypatch: 
         assert found["listeners_watched"]["young"] == [1], found
         assert len(reads) == 1, f"read {len(reads)} times: a worker in its event loop was waited for"
         assert all((age_s(pid) or STARTING_S) < STARTING_S for pid in pids)  # young: the wait would have applied
-    finally:
-        for worker in workers:
-            worker.kill()
-            worker.wait()
-            if worker.stdout is not None:
-                worker.stdout.close()
-        listener.close()
 
 
 SLEEPER = """import select, sys
@@ -181,12 +168,7 @@ def test_young_workers_are_read_again_as_the_run_ends(adds: bool) -> None:
     witness of each worker's epoll: its fdinfo."""
     listener = socket.create_server(("127.0.0.1", 0))
     inode, fd = os.fstat(listener.fileno()).st_ino, listener.fileno()
-    kw: dict[str, Any] = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "text": True, "pass_fds": (fd,)}
-    workers = [
-        subprocess.Popen([sys.executable, "-c", WORKER, str(fd), "holder"], **kw),
-        subprocess.Popen([sys.executable, "-c", LATE, str(fd)], **kw),
-    ]
-    try:
+    with listener, pythons((WORKER, str(fd), "holder"), (LATE, str(fd)), pass_fds=(fd,)) as workers:
         assert all(w.stdout is not None and w.stdout.readline() == "ready\n" for w in workers)
         pids = [w.pid for w in workers]
         wait_for(lambda: [_wchan(pid) for pid in pids], lambda w: all("epoll" in c for c in w), START_TIMEOUT_S, "")
@@ -201,14 +183,6 @@ def test_young_workers_are_read_again_as_the_run_ends(adds: bool) -> None:
         assert [bool(_epoll_watches(pid, {inode})) for pid in pids] == [True, adds]  # the witness
         again = attached_epolls.read_again(found, pids, {inode})["listeners_watched"]
         assert again["at_end"] == [[0], [0] if adds else []], again
-    finally:
-        for worker in workers:
-            worker.kill()
-            worker.wait()
-            for stream in (worker.stdin, worker.stdout):
-                if stream is not None:
-                    stream.close()
-        listener.close()
 
 
 def test_a_mutex_read_again_at_the_end_settles_the_young() -> None:

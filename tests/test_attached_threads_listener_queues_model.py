@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from conftest import child_processes, gone, run_cli, wait_for
+from python_processes import pythons
 from test_attach import accepts
 from test_attached_listener_queues_model import (
     STOP_TIMEOUT_S,
@@ -263,7 +264,6 @@ def test_a_young_worker_not_yet_watching_the_listener_is_waited_for(
     """Read at once, nginx (accept_mutex off, just started) had a worker whose epoll did not yet watch the listener
     they all hold, which reads as an accept mutex's holder; the reading waits for the young worker."""
     import socket
-    import sys
     import threading
 
     from accept_order.servers import attached_epolls
@@ -271,11 +271,6 @@ def test_a_young_worker_not_yet_watching_the_listener_is_waited_for(
     listener = socket.create_server(("127.0.0.1", 0))
     inode = os.fstat(listener.fileno()).st_ino
     fd = str(listener.fileno())
-    kw: dict[str, Any] = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "text": True}
-    workers = [
-        subprocess.Popen([sys.executable, "-c", WORKER, fd, when], pass_fds=(listener.fileno(),), **kw)
-        for when in ("now", "later")
-    ]
     first_read = threading.Event()
     reads = []
 
@@ -287,7 +282,8 @@ def test_a_young_worker_not_yet_watching_the_listener_is_waited_for(
     read_watched = attached_epolls.read_watched
     monkeypatch.setattr(attached_epolls, "read_watched", counted)
     found: list[dict[str, Any]] = []
-    try:
+    shared = (listener.fileno(),)
+    with listener, pythons((WORKER, fd, "now"), (WORKER, fd, "later"), pass_fds=shared) as workers:
         assert all(w.stdout is not None and w.stdout.readline() == "ready\n" for w in workers)
         reader = threading.Thread(
             target=lambda: found.append(attached_epolls.watched([w.pid for w in workers], {inode}))
@@ -305,11 +301,3 @@ def test_a_young_worker_not_yet_watching_the_listener_is_waited_for(
         assert found == [
             {"listeners_watched": {"listeners": 1, "workers": [[0], [0]], "held": [[0], [0]], "loops": [[[0]], [[0]]]}}
         ]
-    finally:
-        for worker in workers:
-            worker.kill()
-            worker.wait()
-            for stream in (worker.stdin, worker.stdout):
-                if stream is not None:
-                    stream.close()
-        listener.close()
