@@ -169,3 +169,27 @@ def test_a_latency_run_at_a_server_elsewhere_says_its_counters_unread(
     assert result.ok and not evidence["counters"] and not evidence["counters_available"], evidence
     said = counters_text(evidence).plain
     assert "not read in the server's network namespace" in said and "the server is elsewhere" in said, said
+
+
+def test_a_ramp_at_a_server_elsewhere_leaves_its_overflows_out(
+    server: tuple[str, int], cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """srv's overflowing server taken for one on another machine: its steps keep none of this host's counters, the
+    table's overflows read '-' and the report says whose the sockets are and that the counters were not read."""
+    from rich.console import Console
+
+    from accept_order.experiments.ramp import run as ramp_run
+    from accept_order.servers import remote
+
+    monkeypatch.setattr(remote.RemoteServer, "located", property(lambda self: Located(False)))
+    spec = ServerSpec(kind="remote", mode="remote", host=server[0], port=server[1], workers=1)
+    result = ramp_run.run_ramp(spec, ramp_run.RampPlan(concurrencies=(32,), step_s=0.5))
+    (step,) = result.steps
+    assert sum(step.served) > 0 and step.server_unread and not step.counters, step
+    assert ramp_report.overflows(step, ramp_report.coordinated(result)) is None
+    console = Console(width=200, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
+    console.print(ramp_report.ramp_report(result))
+    shown = console.export_text()
+    assert "the kernel counters not read: the server is elsewhere" in shown, shown
+    assert "counters: not read (the server is elsewhere)" in shown and "no drops" not in shown, shown
+    assert "ListenOverflows" not in shown and "overflowed" not in shown, shown

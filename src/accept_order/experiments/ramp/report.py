@@ -192,7 +192,8 @@ def _step_lines(step: RampStep) -> list[Text]:
     sockets = ", ".join(f"{k} {v}" for k, v in step.sockets.items() if k != "total")
     moved = ", ".join(f"{short_counter(n)} {step.counters[n]:+d}" for n in SHOWN_COUNTERS if step.counters.get(n))
     lines = [Text(f"  {_offered(step)}: sockets at the end: {sockets or 'unknown'}")]
-    lines.append(Text(f"    counters: {moved or 'no drops, resets or retransmissions'}"))
+    unread = "not read (the server is elsewhere)" if step.server_unread else None  # 'no drops' would be the client's
+    lines.append(Text(f"    counters: {moved or unread or 'no drops, resets or retransmissions'}"))
     if step.worker_cpu:
         each = ", ".join(f"worker {i} {100 * c:.0f}%" for i, c in enumerate(step.worker_cpu))
         lines.append(Text(f"    CPU per worker (of one CPU): {each}"))
