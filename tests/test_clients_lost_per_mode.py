@@ -17,8 +17,6 @@ from lost_host import lose_c2_once
 from test_clients_cli import own_address
 from test_clients_kept import spawned  # noqa: F401  # the fixture: popen gateways in place of ssh
 
-_lose_c2_once = lose_c2_once  # the name test_nothing_served_with_a_host_lost imports from here
-
 
 def test_a_host_lost_in_one_mode_and_back_for_the_next_is_said_per_mode(
     spawned: dict[str, Any],  # noqa: F811
