@@ -88,7 +88,10 @@ def test_a_pool_one_worker_held_or_whose_tails_nobody_timed() -> None:
         kernel, served=(8, 12, 1, 11), connections=(), evidence={"accept_counts": {"available": True}}
     )
     said = kept_tail_verdict(counted)
-    assert said is not None and "the split 8/12/1/11 (Jain 0.776 over them), uneven beyond chance" in said, said
+    assert (
+        said is not None
+        and "the split 8/12/1/11 (accepted, as the kernel counted; Jain 0.776 over them), uneven beyond chance" in said
+    ), said
     assert "No worker's p99 is known: the replies do not name a worker" in said, said
     assert "each p99 rests" not in said, said
 

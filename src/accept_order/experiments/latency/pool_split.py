@@ -17,7 +17,7 @@ from ...analysis.chance import how_often, uniform_spread_p
 from ...analysis.fairness import jain_index
 from ...analysis.seen import SURE
 from ...core.text import and_join, plural
-from .kept_report import accepted
+from .kept_report import accepted, by_kernel, found_holding
 from .result import LatencyResult
 
 
@@ -30,6 +30,7 @@ class Split:
     jain: float
     p: float
     test: str
+    source: str = ""  # where the counts came from, where not the workers' own replies (KERNEL, HELD)
 
     @property
     def by_chance(self) -> bool:
@@ -37,12 +38,30 @@ class Split:
         return self.p >= SURE
 
     def said(self) -> str:
-        """`epoll 13/1/1/1 (Jain 0.372 over them), uneven beyond chance (an even split ... 1 time in 49,000 ...)`."""
+        """`epoll 13/1/1/1 (Jain 0.372 over them), uneven beyond chance (an even split ... 1 time in 49,000 ...)`;
+        where the counts are not the workers' replies, where they came from first: `(held, as the client ...; Jain`."""
         how = "what an even split gives by chance" if self.by_chance else "uneven beyond chance"
+        source = f"{self.source}; " if self.source else ""
         return (
-            f"{self.name} {'/'.join(map(str, self.counts))} (Jain {self.jain:.3f} over them), {how} (an even split "
-            f"spreads {sum(self.counts)} at least this unevenly {how_often(self.p)}, {self.test} test)"
+            f"{self.name} {'/'.join(map(str, self.counts))} ({source}Jain {self.jain:.3f} over them), {how} (an even "
+            f"split spreads {sum(self.counts)} at least this unevenly {how_often(self.p)}, {self.test} test)"
         )
+
+
+KERNEL = "accepted, as the kernel counted"
+HELD = "held, as the client found them after the fill"
+
+
+def counted(result: LatencyResult) -> tuple[tuple[int, ...] | None, str]:
+    """The connections per worker and where they came from: the workers' replies (''), the kernel's accepts
+    (KERNEL), or, where the replies name no worker and the kernel did not count (no bpftrace, as a user), the
+    holders the client found once the pool was filled (HELD: loads/kept_owners.py). The kernel's first where both
+    exist: they differ only where connections were reopened, and its accepts then say so (kept_tail._reopened)."""
+    took = accepted(result)
+    if took is not None:
+        return took, KERNEL if by_kernel(result) else ""
+    held = found_holding(result)
+    return held, HELD if held is not None else ""
 
 
 def _label(result: LatencyResult) -> str:
@@ -53,7 +72,7 @@ def split_of(result: LatencyResult, name: Callable[[LatencyResult], str] = _labe
     """The run's split of connections kept for its whole life; None where they were not (one request each, or
     several: connections come and go; or the server closed some, or a pool's workers accepted more than it opened:
     the client opened others, and the accepts are no longer who held what), or nobody counted them per worker."""
-    took = accepted(result)
+    took, source = counted(result)
     kept_whole_run = result.load.keeps_connections and result.load.requests_per_connection == 0
     if not kept_whole_run or not result.ok or took is None or len(took) < 2 or not sum(took):
         return None
@@ -63,7 +82,7 @@ def split_of(result: LatencyResult, name: Callable[[LatencyResult], str] = _labe
     if result.server_closes or sum(took) != kept:
         return None
     p, test = uniform_spread_p(took)
-    return Split(name(result), tuple(took), jain_index(took), p, test)
+    return Split(name(result), tuple(took), jain_index(took), p, test, source)
 
 
 def more_even(splits: Sequence[Split]) -> list[str]:
