@@ -47,8 +47,8 @@ def _drain(read_fd: int, write_fd: int) -> None:
 
 def _drain_queue(queue: Any) -> None:
     _die_with_parent()
-    while queue.get() is not None:
-        pass
+    while True:  # until bare_server ends it, once the workers are gone
+        queue.get()
 
 
 @contextmanager
@@ -103,9 +103,12 @@ def bare_server(kind: str, workers: int) -> Iterator[tuple[tuple[str, int], list
                 p.kill()
                 p.join()
         if queue is not None:
-            queue.put(None)
+            # No sentinel put from here: a worker ended while its feeder thread was writing an item leaves the
+            # queue's write lock (a semaphore the processes share) taken for good, and a put's feeder then waits
+            # on it for ever (the smoke test's bench hung so beside the whole suite, killed at its 180 s). The
+            # reader is ended as the workers were; this process never put, so it has no feeder to join.
+            drain.terminate()
             queue.close()
-            queue.join_thread()
         if write_fd >= 0:
             os.close(write_fd)  # the reader sees EOF now that the workers are gone
         if drain is not None:

@@ -51,6 +51,38 @@ def test_instrumentation_part_completes() -> None:
         assert re.search(rf"^{kind}\s*:\s+\d+ conn/s .*server CPU\s+\d+\.\d us/conn", proc.stdout, re.M), proc.stdout
 
 
+# bare_server("queue") with its one worker ended while it holds the queue's write lock, as a worker whose feeder thread
+# is writing an item when its SIGTERM comes is: the worker takes the lock, then says so on a pipe, and the server is
+# ended once it has.
+_HELD_LOCK = """
+import os, select, sys
+sys.path.insert(0, sys.argv[1])
+import _run_instrumentation as ri
+told_r, told_w = os.pipe()
+bare_worker = ri._bare_worker
+def holding_the_lock(sock, report):
+    for cell in report.__closure__ or ():
+        if hasattr(cell.cell_contents, "_wlock"):
+            cell.cell_contents._wlock.acquire()
+    os.write(told_w, b"x")
+    bare_worker(sock, report)
+ri._bare_worker = holding_the_lock
+with ri.bare_server("queue", 1):
+    if not select.select([told_r], [], [], 30)[0]:
+        sys.exit("the worker never took the lock")
+"""
+
+
+@LINUX_ONLY
+def test_a_queue_server_ends_though_a_worker_ended_holding_the_queues_lock() -> None:
+    """Its end put a sentinel on the queue, whose feeder waited for ever on a lock the dead worker held (the
+    instrumentation part hung so once beside the whole suite)."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _HELD_LOCK, str(BENCH.parent)], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 def test_bad_size_is_one_line() -> None:
     proc = run_bench("--connections", "0")
     assert proc.returncode == 2
