@@ -84,3 +84,15 @@ def test_one_worker_found_holding_the_whole_pool_has_its_p99_said() -> None:
     said = kept_tail_verdict(alone)
     assert said is not None and "Worker 0 alone held the pool: its p99 is the run's" in said, said
     assert "No worker's p99 is known" not in said, said
+
+
+def test_show_does_not_call_served_unknown_beside_the_holders_requests() -> None:
+    """`show` of the run whose holders were found: the served column's footnote says why it is '-' and points at the
+    kept table's requests per holder (4,000 of 4,000 placed there), not 'served per worker: not known'."""
+    shown = run_cli(["show", str(DATA / "attached_nginx_pool_no_bpftrace.json")])
+    assert shown.exit_code == 0, shown.stderr
+    said = " ".join(shown.stdout.split())
+    assert "requests, p50, p99: 4,000 of the 4,000 requests" in said, said  # the kept table places every one
+    assert "served per worker: not known" not in said, said
+    assert "served per worker: '-' in its served column: the replies do not name a worker" in said, said
+    assert "the kept connections per worker table gives the requests over the pool's connections" in said, said

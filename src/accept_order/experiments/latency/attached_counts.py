@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from .kept_load_words import finished_unit
-from .kept_report import passed_on
+from .kept_report import found_holding, passed_on
 from .result import LatencyResult
 
 
@@ -29,11 +29,18 @@ def kernel_counts_text(result: LatencyResult) -> Text | None:
             else _failed_accepted(result)
         )
         return Text(f"served per worker: accepts counted by the kernel ({kernel.get('why', '?')}){kept}", style="dim")
-    return Text(
-        f"served per worker: not known: the replies do not name a worker and the kernel's accept counts are not "
-        f"available here ({kernel.get('why', '?')}); the latencies above are complete",
-        style="yellow",
+    unknown = (
+        f"the replies do not name a worker and the kernel's accept counts are not available here "
+        f"({kernel.get('why', '?')})"
     )
+    if found_holding(result) is not None:  # 'not known' beside the kept table's requests per holder read as false
+        return Text(
+            f"served per worker: '-' in its served column: {unknown}; the kept connections per worker table gives "
+            "the requests over the pool's connections, each for the worker the client found holding its connection "
+            "once the pool was filled; the latencies above are complete",
+            style="yellow",
+        )
+    return Text(f"served per worker: not known: {unknown}; the latencies above are complete", style="yellow")
 
 
 def _failed_accepted(result: LatencyResult) -> str:
