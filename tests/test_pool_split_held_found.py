@@ -18,6 +18,7 @@ from conftest import run_cli
 from nginx_by_hand import nginx_by_hand, one_server_conf
 
 from accept_order.analysis.chance import how_often, uniform_spread_p
+from accept_order.core.load_summary import ServerCloses
 from accept_order.experiments.latency.kept_tail import kept_tail_verdict
 from accept_order.experiments.latency.pool_split import HELD, KERNEL, split_of
 from accept_order.experiments.latency.result import LatencyResult
@@ -96,3 +97,19 @@ def test_show_does_not_call_served_unknown_beside_the_holders_requests() -> None
     assert "served per worker: not known" not in said, said
     assert "served per worker: '-' in its served column: the replies do not name a worker" in said, said
     assert "the kept connections per worker table gives the requests over the pool's connections" in said, said
+
+
+def test_a_pool_whose_holders_are_not_the_whole_run_says_why_it_has_no_split() -> None:
+    """Holders found but the server ended pool connections (others took their place: nginx's keepalive_requests)
+    or only part of the pool's holders found: no split, and the verdict says why, as the kernel's accepts do."""
+    found = LatencyResult.from_dict(json.loads((DATA / "attached_nginx_pool_no_bpftrace.json").read_text()))
+    closed = dataclasses.replace(found, server_closes=ServerCloses(told=(17, 1, 17, 5)))
+    assert split_of(closed) is None
+    said = kept_tail_verdict(closed)
+    assert said is not None and said.startswith("No verdict on the pool's split: the server ended 40 of the "), said
+    assert "the holders it found once the pool was filled are not who held what to the end" in said, said
+    part = dataclasses.replace(found, connections=(17, 1, 17, 4))
+    assert split_of(part) is None
+    said = kept_tail_verdict(part)
+    assert said is not None and "the client found who held only 39 of the pool's 40 connections" in said, said
+    assert kept_tail_verdict(found) is not None and split_of(found) is not None  # the whole pool: its split, as above
