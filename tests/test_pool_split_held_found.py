@@ -113,3 +113,16 @@ def test_a_pool_whose_holders_are_not_the_whole_run_says_why_it_has_no_split() -
     said = kept_tail_verdict(part)
     assert said is not None and "the client found who held only 39 of the pool's 40 connections" in said, said
     assert kept_tail_verdict(found) is not None and split_of(found) is not None  # the whole pool: its split, as above
+
+
+def test_one_worker_holding_the_pool_the_kernel_counted_has_its_p99_said() -> None:
+    """The kernel's accepts and the holders both found (bpftrace on PATH: the client still finds each connection's
+    holder, and times its requests for that worker): one worker that accepted all 40 is said with its p99, not as
+    'No worker's p99 is known ... the kernel counted only each one's accepts'."""
+    found = LatencyResult.from_dict(json.loads((DATA / "attached_nginx_pool_no_bpftrace.json").read_text()))
+    kernel = {"accept_counts": {"available": True}}
+    alone = dataclasses.replace(found, served=(40, 0, 0, 0), evidence=found.evidence | kernel)
+    said = kept_tail_verdict(alone)
+    assert said is not None and f"({KERNEL}; Jain " in said, said
+    assert "Worker 0 alone held the pool: its p99 is the run's" in said, said
+    assert "No worker's p99 is known" not in said, said

@@ -16,7 +16,7 @@ from ...analysis.one_run import runs_in
 from ...analysis.seen import SURE
 from ...analysis.tail_ranks import rank_chance
 from ...core.text import and_join, plural
-from .kept_report import accepted, by_kernel, found_holding, worker_percentile
+from .kept_report import accepted, by_kernel, found_holding, placed_requests, worker_percentile
 from .pool_split import split_of
 from .result import LatencyResult
 
@@ -165,7 +165,8 @@ def _rank_chance(held: list[int], p99s: list[int | None], serving: list[int]) ->
 def _no_tails(result: LatencyResult, held: list[int]) -> str:
     """Why no tails are ranked: nobody timed a worker's requests (an attached server whose replies name no worker:
     the kernel counted its accepts; a file that keeps none per worker), or one worker alone held the pool."""
-    if by_kernel(result) and found_holding(result) is None:  # holders found: their requests were timed
+    # holders found after the fill, beside the kernel's accepts or not: their requests were timed per worker
+    if by_kernel(result) and placed_requests(result) is None:
         return (
             "No worker's p99 is known: the replies do not name a worker, and the kernel counted only each one's "
             "accepts."
