@@ -1,8 +1,10 @@
 """A client host that said ready and hears no go from the coordinator leaves, its idle drivers reaped: a coordinator
 gone between 'ready' and 'go' (its machine, or the way to the host, with the ssh connection left open: nothing
 closes the channel) left the host's drivers waiting for a go with no limit, until TCP gave up on the connection a
-quarter of an hour later. Now load_side.GO_WAIT_S bounds it (70 s: the coordinator's own wait for a host's drivers,
-4 * READY_TIMEOUT_S, and 10 s more), made 0.5 s here.
+quarter of an hour later. Now the host leaves once the coordinator says nothing for load_side.COORDINATOR_SILENT_S
+after its ready (10 s, made 0.5 s here), as it does mid-load: the coordinator beats to the hosts that said ready while
+it waits for the others' (driven.HostsLoad._ready), each given a minute to start its drivers, so a fixed bound from
+the ready (70 s, c4d3a59) left a run of 3 slow hosts: the first ready would hear the go after 2 minutes.
 
 take_part runs here with the coordinator's end of the channel the test's own, which says nothing after the load (the
 coordinator killed once the host is ready), and a real LoadGenerator: its driver processes are the witness, alive
@@ -13,7 +15,9 @@ from __future__ import annotations
 import pickle
 import socket
 import threading
+import time
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 import psutil
@@ -23,7 +27,7 @@ from accept_order.core.protocol import LINE
 from accept_order.core.spec import ConcurrentLoad
 from accept_order.core.target import ReplyAttribution
 from accept_order.loads.generator import LoadGenerator
-from accept_order.loads.hosts import load_side
+from accept_order.loads.hosts import driven, load_side
 from accept_order.loads.hosts.remote_side import CLOSED
 
 
@@ -70,7 +74,7 @@ def test_a_host_with_no_go_leaves_with_its_drivers_reaped(monkeypatch: pytest.Mo
         left.append([d.is_running() and d.status() != psutil.STATUS_ZOMBIE for d in coordinator.drivers])
         raise Left
 
-    monkeypatch.setattr(load_side, "GO_WAIT_S", 0.5)
+    monkeypatch.setattr(load_side, "COORDINATOR_SILENT_S", 0.5)
     monkeypatch.setattr(load_side, "LoadGenerator", Generators)
     monkeypatch.setattr(load_side.os, "_exit", leave)
     with socket.create_server(("127.0.0.1", 0)) as server:  # nobody connects: no go came
@@ -96,4 +100,101 @@ def test_a_host_with_no_go_leaves_with_its_drivers_reaped(monkeypatch: pytest.Mo
                 coordinator.callback(CLOSED)  # the channel's end: the host stops (without the bound)
             part.join(60)
     assert left == [[False, False]], left  # its two drivers reaped before it left
-    assert coordinator.sent[-1] == ("error", "no go from the coordinator within 0.5 s of its ready: it never drove")
+    assert coordinator.sent[-1] == ("error", "no word from the coordinator for 0.5 s after its ready: it never drove")
+
+
+class BeatingClock:
+    """load_side's monotonic clock, which the host reads as it waits for the go: each reading after its ready is
+    0.45 s on, a beat heard at it (never 0.5 s without one), and the 4th brings the go (1.8 s after the ready)."""
+
+    def __init__(self, coordinator: Coordinator) -> None:
+        self.now, self.readings, self.coordinator, self.inside = 0.0, 0, coordinator, False
+
+    def __call__(self) -> float:
+        callback = self.coordinator.callback
+        if self.coordinator.ready.is_set() and self.readings < 4 and not self.inside and callback is not None:
+            self.inside = True  # the host's heard() reads the clock too
+            self.now += 0.45
+            self.readings += 1
+            callback(("beat",))
+            if self.readings == 4:
+                callback(("go", time.time()))
+            self.inside = False
+        return self.now
+
+
+def test_beats_before_the_go_keep_a_ready_host_waiting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beats while the others start their drivers keep the host that said ready first: it drives at the go, heard
+    more than 3 silences' worth after its ready (on load_side's clock, moved as the host reads it)."""
+    monkeypatch.setattr(load_side, "COORDINATOR_SILENT_S", 0.5)
+    monkeypatch.setattr(load_side, "LoadGenerator", Generators)
+    left: list[str] = []  # os._exit is not patched: the forked drivers end by it
+    monkeypatch.setattr(load_side, "_leave", lambda channel, why: left.append(why))
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        server.listen(64)
+        coordinator = Coordinator(server.getsockname())
+        clock = BeatingClock(coordinator)
+        monkeypatch.setattr(load_side, "time", SimpleNamespace(time=time.time, monotonic=clock))
+        served = threading.Thread(target=_answer, args=(server, 20), daemon=True)
+        served.start()
+        part = threading.Thread(target=load_side.take_part, args=(coordinator,), daemon=True)
+        part.start()
+        part.join(60)
+        if part.is_alive() and coordinator.callback is not None:
+            coordinator.callback(CLOSED)
+            part.join(60)
+        served.join(0 if left else 60)  # a host that left drove no connection
+    assert clock.readings == 4 and not left, left
+    assert [m[0] for m in coordinator.sent if m[0] != "tick"] == ["ready", "result"], coordinator.sent
+
+
+def _answer(server: socket.socket, count: int) -> None:
+    """Answer `count` connections a line each (LINE's reply: the client sends nothing), as the load's server."""
+    for _ in range(count):
+        conn, _ = server.accept()
+        with conn:
+            conn.sendall(b"worker 0 pid 1\n")
+
+
+class Channel:
+    """A host's channel on the coordinator's side: `silent` receives time out (each as long as asked) before its
+    ready; what was sent to it is kept."""
+
+    class TimeoutError(Exception):  # noqa: A001,N818 - execnet's name
+        pass
+
+    def __init__(self, silent: int) -> None:
+        self.silent, self.sent = silent, []  # type: ignore[var-annotated]
+
+    def receive(self, timeout: float) -> Any:
+        if self.silent:
+            self.silent -= 1
+            threading.Event().wait(timeout)  # as execnet's receive: the timeout passes with nothing heard
+            raise self.TimeoutError
+        return ("ready",)
+
+    def send(self, message: Any) -> None:
+        self.sent.append(message)
+
+
+def test_the_coordinator_beats_to_ready_hosts_while_another_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(driven, "BEAT_S", 0.01)
+    first, slow = Channel(0), Channel(5)
+    hosts = [
+        SimpleNamespace(host=SimpleNamespace(name=f"client host c{i}", channel=c)) for i, c in enumerate((first, slow))
+    ]
+    assert driven.HostsLoad._ready(hosts[0], []) == ("ready",)  # type: ignore[arg-type]
+    assert driven.HostsLoad._ready(hosts[1], hosts[:1]) == ("ready",)  # type: ignore[arg-type]
+    assert first.sent == [("beat",)] * 5  # one for each second the slow host's drivers took
+
+
+def test_a_host_never_ready_is_named_with_the_whole_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(driven, "BEAT_S", 0.01)
+    monkeypatch.setattr(driven, "READY_TIMEOUT_S", 0.05)
+    first, never = Channel(0), Channel(10**6)
+    hosts = [
+        SimpleNamespace(host=SimpleNamespace(name=f"client host c{i}", channel=c)) for i, c in enumerate((first, never))
+    ]
+    with pytest.raises(driven.LoadError, match="^client host c1: no answer in 0.2 s for its drivers to start$"):
+        driven.HostsLoad._ready(hosts[1], hosts[:1])  # type: ignore[arg-type]
+    assert first.sent and set(first.sent) == {("beat",)}

@@ -130,10 +130,34 @@ class HostsLoad(Started):
         for p in self.progress:
             payload = pickle.dumps((address, attribution, p.load, protocol))
             p.host.send(("load", payload), "as it was given its load")
-        for p in self.progress:
-            reply = p.host.receive(4 * READY_TIMEOUT_S, "for its drivers to start")
+        for index, p in enumerate(self.progress):
+            reply = self._ready(p, self.progress[:index])
             if reply[0] != "ready":
                 raise LoadError(f"{p.host.name}: {self._said(reply)}")
+
+    @staticmethod
+    def _ready(p: _Progress, waiting: list[_Progress]) -> Any:
+        """Its word once its drivers are up (within 4 * READY_TIMEOUT_S), beating every BEAT_S meanwhile to the hosts
+        that said ready before it: each leaves a load whose coordinator says nothing for
+        load_side.COORDINATOR_SILENT_S after its ready, and the others' drivers may take a minute each to start."""
+        deadline = time.monotonic() + 4 * READY_TIMEOUT_S
+        channel = p.host.channel
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                return channel.receive(timeout=max(0.0, min(BEAT_S, left)))
+            except channel.TimeoutError:
+                if left <= BEAT_S:
+                    raise LoadError(
+                        f"{p.host.name}: no answer in {4 * READY_TIMEOUT_S:g} s for its drivers to start"
+                    ) from None
+            except Exception:  # noqa: BLE001 - its end or its Python's error: Host.receive says which, in one line
+                return p.host.receive(0.0, "for its drivers to start")
+            for ready in waiting:
+                try:
+                    ready.host.channel.send(("beat",))
+                except CLOSED_CHANNEL:
+                    pass  # its end is seen at the go
 
     def _clocked(self, p: _Progress) -> LoadError | None:
         try:

@@ -7,16 +7,18 @@
     host -> ("tick", finished, served) ...                 as it drives
     host -> ("result", pickled LoadResult, started, ended) (started/ended on the host's clock)
     host -> ("error", one line)                            instead, when it cannot drive
-    coordinator -> ("beat",)                               every second as it follows the hosts
+    coordinator -> ("beat",)                               every second as it follows the hosts (and before the
+                                                           go, while another host starts its drivers)
 
 A ("stop",) from the coordinator at any time ends the load early with what it measured (Ctrl-C there), and
 the channel closing (the coordinator gone, even SIGKILLed: ssh then closes its end) ends it at once: the
 drivers are stopped and reaped, and the interpreter exits. So does a coordinator that says nothing for
 COORDINATOR_SILENT_S while the load runs (its beats stopped): the network between gone, or the coordinator's
 machine, leaves the channel open with nobody at the other end, and the load would otherwise go on to its end
-(a --duration 1h for an hour) unfollowed; and one that sends no go within GO_WAIT_S of the host's ready (its
-drivers would idle). The interpreter then exits at once: ssh would not see its end before TCP gave up on the dead
-connection, a quarter of an hour later.
+(a --duration 1h for an hour) unfollowed; and one silent as long between the host's ready and the go (its drivers
+would idle), where it beats to the hosts already ready while it waits for the others' (driven.HostsLoad._ready).
+The interpreter then exits at once: ssh would not see its end before TCP gave up on the dead connection, a quarter
+of an hour later.
 """
 
 from __future__ import annotations
@@ -30,18 +32,12 @@ import time
 from typing import Any
 
 from ...core.errors import AcceptOrderError
-from ...core.processes import READY_TIMEOUT_S
 from ...core.signals import deferred
 from ...core.spec import FD_MARGIN, MAX_DRIVER_PROCS, ConcurrentLoad, drivers_under
 from ..generator import LoadGenerator
 from .remote_side import CLOSED
 
 COORDINATOR_SILENT_S = 10.0  # ten of the coordinator's beats missed (driven.BEAT_S)
-# How long a host that said ready waits for the go: the coordinator says it once every host is ready, and gives up on
-# one after 4 * READY_TIMEOUT_S (driven.DrivenLoad.start; then it closes, and so does the channel); it sends no beat
-# before the go. A coordinator gone meanwhile (its machine, or the way here) would leave the drivers idle until TCP
-# gave up on the connection, a quarter of an hour later.
-GO_WAIT_S = 4 * READY_TIMEOUT_S + COORDINATOR_SILENT_S
 # A tick later than this after the one before is time this host did not run (its Python stopped, its machine paused):
 # the beats sent meanwhile wait unread, so that time is not the coordinator's silence (generator ticks every TICK_S)
 TICK_LATE_S = 1.0
@@ -56,7 +52,7 @@ def take_part(channel: Any) -> None:
         return
     address, attribution, load, protocol = pickle.loads(message[1])
     stopping = threading.Event()
-    orphaned = threading.Event()  # the coordinator said nothing for COORDINATOR_SILENT_S, or no go in GO_WAIT_S
+    orphaned = threading.Event()  # the coordinator said nothing for COORDINATOR_SILENT_S
     gone = f"no word from the coordinator for {COORDINATOR_SILENT_S:g} s: it stopped its load"
     go: list[float] = []
     went = threading.Event()
@@ -76,9 +72,13 @@ def take_part(channel: Any) -> None:
     try:
         load = make_room(load)
         with LoadGenerator(address, attribution, load, protocol) as generator:
+            heard_at[0] = time.monotonic()  # its silence counts from the ready (before: a beat is never undone)
             channel.send(("ready",))
-            if not went.wait(GO_WAIT_S):
-                gone = f"no go from the coordinator within {GO_WAIT_S:g} s of its ready: it never drove"
+            # Not a fixed bound: the go comes once every host is ready, a minute each at most, beats meanwhile
+            while not went.is_set() and (silent := time.monotonic() - heard_at[0]) <= COORDINATOR_SILENT_S:
+                went.wait(COORDINATOR_SILENT_S - silent)
+            if not went.is_set():
+                gone = f"no word from the coordinator for {COORDINATOR_SILENT_S:g} s after its ready: it never drove"
                 orphaned.set()
             if stopping.is_set():
                 return
@@ -120,7 +120,7 @@ def take_part(channel: Any) -> None:
 
 
 class _Orphaned(Exception):
-    """No go came from the coordinator in GO_WAIT_S: the load is left before it began."""
+    """The coordinator fell silent before its go: the load is left before it began."""
 
 
 def _leave(channel: Any, why: str) -> None:
