@@ -6,7 +6,7 @@ All counters are those of the caller's network namespace: see SHARED_NAMESPACE_N
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 NETSTAT_PATH = "/proc/net/netstat"
 SNMP_PATH = "/proc/net/snmp"
@@ -91,6 +91,20 @@ def read_counters(paths: Iterable[str] = (NETSTAT_PATH, SNMP_PATH)) -> dict[str,
     for path in paths:
         merged.update(read_netstat(path))
     return merged
+
+
+def or_empty(read: Callable[[], Mapping[str, int]]) -> Callable[[], Mapping[str, int]]:
+    """`read`, giving {} where it fails: another network namespace's counters are read through its processes
+    (server_netns.netstat_in), which may all be gone since the load began (the server killed, its namespace left
+    empty); the load already measured is kept, its counters said not read."""
+
+    def reading() -> Mapping[str, int]:
+        try:
+            return read()
+        except (OSError, ValueError):
+            return {}
+
+    return reading
 
 
 def counter_deltas(

@@ -71,8 +71,8 @@ def _details(run: BurstRun) -> list[Text]:
             parts.append("failed " + ", ".join(f"{k} {v}" for k, v in sorted(failed.items())))
         if cell.stopped:
             parts.append(f"{cell.stopped} under way at the stop")
-        if cell.server_unread:  # this host's counters were the client's
-            parts.append("kernel counters not read: the server is elsewhere")
+        if cell.server_unread:  # this host's counters were the client's, or its namespace's processes gone
+            parts.append("kernel counters not read in the server's network namespace")
         if cell.counters:
             moved = ", ".join(f"{short_counter(k)} {v:+d}" for k, v in cell.counters.items())
             # client hosts at a server elsewhere: no connection of the burst crossed this host

@@ -55,8 +55,9 @@ class BurstCell(CountedTotals):
     # where the counters' ListenOverflows is every listener's of the namespace; None where not read (a server
     # elsewhere, files from before: not in the file then)
     listener_drops: int | None = None
-    # A --target elsewhere (none of this machine's network namespaces) driven from here: `counters` are left empty,
-    # this host's being the client's, not the server's (in the file if so)
+    # A --target elsewhere (none of this machine's network namespaces) driven from here, or in one whose processes
+    # were all gone by the burst's end: `counters` are left empty, this host's being the client's, not the server's
+    # (in the file if so)
     server_unread: bool = False
 
     @classmethod

@@ -205,7 +205,7 @@ def run_bursts(
             hosts = plan.load(clients).clients  # from client hosts: ours, a coordinator's, said so (report.py)
             from_here = remote is not None and not (hosts and hosts.destinations)
             theirs = remote.counters_reader() if remote is not None and from_here else None
-            read = theirs or netstat.read_counters
+            read = netstat.or_empty(theirs) if theirs else netstat.read_counters  # {}: its processes gone
             server_read = remote is None or theirs is not None
             before = read()
             port = target.address[1] if remote is None else 0  # a server here: its listeners' drops
@@ -216,7 +216,8 @@ def run_bursts(
             with deferred():
                 after = read()
                 moved = netstat.counter_deltas(before, after, netstat.WATCHED_COUNTERS) if before and after else {}
-                unread = not server_read and not load.hosts  # with --client-hosts: a coordinator's, said so
+                # with --client-hosts: a coordinator's, said so
+                unread = not (server_read and before and after) and not load.hosts
                 moved = {} if unread else moved
                 cell = BurstCell.of(load, clients, {k: v for k, v in moved.items() if v}, per)
                 cell = dataclasses.replace(cell, server_unread=unread)

@@ -192,7 +192,8 @@ def _step_lines(step: RampStep) -> list[Text]:
     sockets = ", ".join(f"{k} {v}" for k, v in step.sockets.items() if k != "total")
     moved = ", ".join(f"{short_counter(n)} {step.counters[n]:+d}" for n in SHOWN_COUNTERS if step.counters.get(n))
     lines = [Text(f"  {_offered(step)}: sockets at the end: {sockets or 'unknown'}")]
-    unread = "not read (the server is elsewhere)" if step.server_unread else None  # 'no drops' would be the client's
+    # 'no drops' would be the client's (a server elsewhere), or nobody's (its namespace's processes gone)
+    unread = "not read in the server's network namespace" if step.server_unread else None
     lines.append(Text(f"    counters: {moved or unread or 'no drops, resets or retransmissions'}"))
     if step.worker_cpu:
         each = ", ".join(f"worker {i} {100 * c:.0f}%" for i, c in enumerate(step.worker_cpu))
@@ -230,8 +231,8 @@ def _whose(result: RampResult) -> str:
     if any(s.server_unread for s in result.steps):
         observed = any(s.server_counters is not None for s in result.steps)
         return (
-            "the sockets this host's, the client's; the kernel counters not read: the server is elsewhere, and this "
-            "host's are the client's"
+            "the sockets this host's, the client's; the kernel counters not read in the server's network namespace "
+            "(the server elsewhere, or its namespace's processes gone), and this host's are the client's"
             + ("; the table's overflows are --observe-on's, read in the server's network namespace" if observed else "")
         )
     return "both host-wide"

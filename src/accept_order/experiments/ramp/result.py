@@ -72,8 +72,9 @@ class RampStep(CountedTotals):
     # a full accept queue, mostly), where ListenOverflows in `counters` is every listener's of the namespace; None
     # where not read (a server elsewhere, files from before: not in the file then)
     listener_drops: int | None = None
-    # A --target elsewhere (none of this machine's network namespaces) driven from here: `counters` are left empty,
-    # this host's being the client's, not the server's; the listen counters are --observe-on's where it brought them
+    # A --target elsewhere (none of this machine's network namespaces) driven from here, or in one whose processes
+    # were all gone by the step's end: `counters` are left empty, this host's being the client's, not the server's
+    # (run.py _counters_reader); the listen counters are --observe-on's where it brought them
     server_unread: bool = False
 
     @property

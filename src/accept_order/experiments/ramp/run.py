@@ -87,7 +87,7 @@ def _counters_reader(target: Any, from_hosts: bool) -> tuple[Callable[[], Mappin
     remote = elsewhere(target)
     read = None if remote is None or from_hosts else remote.counters_reader()
     if read is not None:
-        return read, True
+        return netstat.or_empty(read), True  # {} once its namespace's processes are gone: the step said unread
     return netstat.read_counters, remote is None
 
 
@@ -146,7 +146,7 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
                 drops_after = _listener_drops(port, server.host, target.pids) if here else None
                 moved = netstat.counter_deltas(counters_before, counters_after, sorted(counters_after))
                 # a server elsewhere driven from here: ours are the client's (with --clients, a coordinator's: said)
-                unread = not server_read and not outcome.hosts
+                unread = not (server_read and counters_before and counters_after) and not outcome.hosts
                 moved = {} if unread else moved
                 # the workers' CPU was read around the pool's fill too, not only the step's time (wall_s)
                 wall = max(outcome.wall_s + (outcome.pool_fill_s or 0.0), 1e-9)
