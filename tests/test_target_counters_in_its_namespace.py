@@ -94,7 +94,17 @@ def test_a_ramp_at_a_target_in_another_namespace_reads_its_overflows(server: tup
     )
     (step,) = run["steps"]
     assert 0 < step.get("counters", {}).get("TcpExtListenOverflows", 0) <= witness, (witness, step.get("counters"))
-    assert not step.get("server_unread"), step
+    assert not step.get("server_unread") and step.get("counters_netns"), step
+    # whose: the counters srv's namespace's, not 'both host-wide' with the sockets (ours, the client's)
+    said = _whose_said(RampStep.from_dict(step))
+    assert "the kernel counters the server's network namespace's" in said and "host-wide" not in said, said
+
+
+def _whose_said(step: RampStep) -> str:
+    from accept_order.experiments.ramp.result import RampResult
+
+    spec = ServerSpec(kind="remote", mode="remote", host="192.0.2.77", port=9, workers=1)
+    return ramp_report._whose(RampResult(server=spec, plan={}, steps=(step,), environment=None))
 
 
 def test_a_latency_run_at_a_target_in_another_namespace_reads_its_overflows(

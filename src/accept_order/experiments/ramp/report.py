@@ -235,6 +235,11 @@ def _whose(result: RampResult) -> str:
             "(the server elsewhere, or its namespace's processes gone), and this host's are the client's"
             + ("; the table's overflows are --observe-on's, read in the server's network namespace" if observed else "")
         )
+    if any(s.counters_netns for s in result.steps):
+        return (
+            "the sockets this host's, the client's; the kernel counters the server's network namespace's (another of "
+            "this machine's), read through its processes"
+        )
     return "both host-wide"
 
 

@@ -76,6 +76,9 @@ class RampStep(CountedTotals):
     # were all gone by the step's end: `counters` are left empty, this host's being the client's, not the server's
     # (run.py _counters_reader); the listen counters are --observe-on's where it brought them
     server_unread: bool = False
+    # `counters` read in the --target's network namespace, another of this machine's than the sockets' (ours, the
+    # client's): said so, not 'both host-wide' (report._whose)
+    counters_netns: bool = False
 
     @property
     def held(self) -> bool:
@@ -138,6 +141,8 @@ class RampStep(CountedTotals):
             del data["listener_drops"]
         if not self.server_unread:  # files without it read as before
             del data["server_unread"]
+        if not self.counters_netns:
+            del data["counters_netns"]
         if self.hosts:
             data["hosts"] = [h.to_dict() for h in self.hosts]
         if self.pool is not None:  # as a latency run's file holds it

@@ -161,6 +161,7 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
                     p999_us=outcome.percentile_us(99.9),
                     max_us=outcome.max_us,
                     counters={k: v for k, v in moved.items() if v},
+                    counters_netns=not (unread or outcome.hosts or remote is None or remote.located.ours),
                     sockets=sockets,
                     queues=tuple(peaks),
                     worker_cpu=tuple(round((a - b) / wall, 4) for a, b in zip(cpu_after, cpu_before, strict=False)),
