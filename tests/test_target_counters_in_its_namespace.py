@@ -225,3 +225,32 @@ def test_a_ramp_whose_server_namespace_emptied_keeps_its_steps(
     result = ramp_run.run_ramp(spec, ramp_run.RampPlan(concurrencies=(4, 8), step_s=0.3))
     assert len(result.steps) == 2 and all(sum(s.served) > 0 for s in result.steps), result.steps
     assert all(s.server_unread and not s.counters for s in result.steps), result.steps
+
+
+def test_an_address_two_namespaces_hold_is_not_said_elsewhere(server: tuple[str, int]) -> None:
+    """srv's address and port held in a second namespace too (two containers on separate bridges, each 10.0.0.2):
+    which one the route reaches is not told, so nothing is read, and the why said no longer 'the server is elsewhere
+    (its address is none of this machine's network namespaces')', which was untrue."""
+    twin = f"rvtwin{os.getpid()}"
+    listen = (
+        f"import socket,sys; s=socket.create_server(({server[0]!r},{server[1]})); print('up',flush=True); "
+        "sys.stdin.read()"
+    )
+    subprocess.run(["ip", "netns", "add", twin], check=True, timeout=30)
+    proc = None
+    try:
+        for argv in (["addr", "add", f"{server[0]}/32", "dev", "lo"], ["link", "set", "lo", "up"]):
+            subprocess.run(["ip", "-n", twin, *argv], check=True, timeout=30)
+        argv = ["ip", "netns", "exec", twin, sys.executable, "-c", listen]
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        OutputReader(proc.stdout).wait_for(r"up", 60)
+        where = locate(*server)
+        assert where == Located(False, holders=2), where
+        remote = RemoteServer(ServerSpec(kind="remote", mode="remote", host=server[0], port=server[1], workers=1))
+        said = remote.unread_counters() or ""
+        assert "2 of this machine's network namespaces hold its address" in said and "elsewhere" not in said, said
+    finally:
+        if proc is not None:
+            proc.kill()
+            proc.wait(30)
+        subprocess.run(["ip", "netns", "delete", twin], timeout=30)

@@ -25,11 +25,12 @@ LISTEN = "0A"  # the tcp table's state of a listening socket
 class Located:
     """Where the address lives: `ours` (this tool's namespace), or the pids of another namespace's processes (any
     one of them reads its counters: server_netns.netstat_in), or neither (`pids` empty, not ours): another machine,
-    or a namespace whose files could not be read, or more than one that holds it."""
+    or a namespace whose files could not be read, or more than one that holds it (`holders`: how many)."""
 
     ours: bool
     namespace: int | None = None
     pids: tuple[int, ...] = ()
+    holders: int = 0  # namespaces of this machine found holding the address and listening on the port
 
 
 def _local(fib_trie: str) -> list[ipaddress.IPv4Network]:
@@ -109,6 +110,6 @@ def locate(host: str, port: int) -> Located:
         if any(holds(pids[0], a) for a in addresses) and listens(pids[0], port)
     ]
     if len(found) != 1:  # none: another machine; two: which one the route reaches is not told here
-        return Located(False)
+        return Located(False, holders=len(found))
     inode, pids = found[0]
     return Located(False, inode, tuple(pids))

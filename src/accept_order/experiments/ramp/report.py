@@ -232,7 +232,8 @@ def _whose(result: RampResult) -> str:
         observed = any(s.server_counters is not None for s in result.steps)
         return (
             "the sockets this host's, the client's; the kernel counters not read in the server's network namespace "
-            "(the server elsewhere, or its namespace's processes gone), and this host's are the client's"
+            "(the server elsewhere, its namespace's processes gone, or its address in several of this machine's), "
+            "and this host's are the client's"
             + ("; the table's overflows are --observe-on's, read in the server's network namespace" if observed else "")
         )
     if any(s.counters_netns for s in result.steps):
