@@ -36,7 +36,8 @@ UNSEEN = (
     "here: the workers' CPU and own counts, the kernel's accepts per worker and the listeners' queues, "
     "observe's evidence (--observe-on runs observe on its host), and the model check and whether the client's "
     "CPU set the pace (both need their CPU); the kernel counters are read in the server's network namespace "
-    "where it is one of this machine's, and not read where it is elsewhere."
+    "where it is one of this machine's, and not read where it is elsewhere (with --clients, this host's are "
+    "shown as a coordinator's)."
 )
 
 # How a connection fails where nothing listens, or nothing can be reached: no answer ever came from there.
@@ -55,7 +56,8 @@ UNSEEN_OBSERVED = (
     "each worker's accepts and CPU and the server's listen counters; still missing, as its processes cannot be "
     "seen from here: the workers' own counts and the listeners' queues, and the model check and whether the "
     "client's CPU set the pace; the kernel counters are read in the server's network namespace where it is one "
-    "of this machine's, and not read where it is elsewhere."
+    "of this machine's, and not read where it is elsewhere (with --clients, this host's are shown as a "
+    "coordinator's)."
 )
 
 
