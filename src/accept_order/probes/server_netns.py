@@ -103,6 +103,15 @@ def netstat_of(pid: int) -> dict[str, int]:
         return parse_netstat(f.read())
 
 
+def netstat_snmp_of(pid: int) -> dict[str, int]:
+    """netstat and snmp of `pid`'s network namespace, as netstat.read_counters reads ours: a --target's in another
+    namespace of this machine (servers/remote.py). OSError or ValueError where they cannot be read."""
+    counters = netstat_of(pid)
+    with open(f"/proc/{pid}/net/snmp", encoding="ascii") as f:
+        counters.update(parse_netstat(f.read()))
+    return counters
+
+
 def netstat_namespace(pid: int | str) -> int | None:
     """Which network namespace `pid` is in, as far as its counters go: the inode of its /proc/PID/net/netstat, which
     procfs makes once per namespace (the same for two processes of one namespace, another for one of another:

@@ -68,17 +68,6 @@ ELSEWHERE_UNREAD = (
 )
 
 
-def read_namespace_counters(pid: int) -> dict[str, int]:
-    """netstat and snmp of `pid`'s network namespace, as netstat.read_counters reads ours."""
-    from ..probes.netstat import parse_netstat
-
-    counters: dict[str, int] = {}
-    for name in ("netstat", "snmp"):
-        with open(f"/proc/{pid}/net/{name}", encoding="ascii") as f:
-            counters.update(parse_netstat(f.read()))
-    return counters
-
-
 def on_this_host(host: str) -> bool:
     """The address is one of this network namespace's own (an interface holds it), loopback aside: client hosts
     (--clients) that connect to it come to this host, so the server is here and this host's kernel counters and
@@ -225,10 +214,10 @@ class RemoteServer(Closing):
             return netstat.read_counters
         if where.namespace is None:
             return None
-        from ..probes.server_netns import netstat_in
+        from ..probes.server_netns import netstat_in, netstat_snmp_of
 
         namespace, pids = where.namespace, list(where.pids)
-        return lambda: netstat_in(namespace, pids, read_namespace_counters)
+        return lambda: netstat_in(namespace, pids, netstat_snmp_of)
 
     @property
     def from_hosts(self) -> bool:
