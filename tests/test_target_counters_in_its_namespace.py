@@ -254,3 +254,22 @@ def test_an_address_two_namespaces_hold_is_not_said_elsewhere(server: tuple[str,
             proc.kill()
             proc.wait(30)
         subprocess.run(["ip", "netns", "delete", twin], timeout=30)
+
+
+def test_a_burst_whose_server_namespace_emptied_keeps_its_cells(
+    server: tuple[str, int], cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As the ramp's case: srv's namespace read through a process of it that has ended; the burst's cells are kept,
+    their counters said not read, none taken from ours."""
+    from accept_order.experiments.burst.run import BurstPlan, run_bursts
+    from accept_order.servers import remote
+
+    where = locate(*server)
+    ended = cluster.run_in("srv", [sys.executable, "-c", "pass"])
+    ended.wait(60)
+    gone = Located(False, where.namespace, (ended.pid,))
+    monkeypatch.setattr(remote.RemoteServer, "located", property(lambda self: gone))
+    spec = ServerSpec(kind="remote", mode="remote", host=server[0], port=server[1], workers=1)
+    run = run_bursts(spec, BurstPlan(clients=(4, 8), driver_procs=1))
+    assert len(run.cells) == 2 and all(sum(c.served) > 0 for c in run.cells), run.cells
+    assert all(c.server_unread and not c.counters for c in run.cells), run.cells
