@@ -219,6 +219,9 @@ class ServerKind:
     #: thread waits on the listener, which by layout alone reads as Apache's event children at their limit (idle in
     #: epolls without it); (): any thread may wait on it
     listener_threads: ClassVar[tuple[str, ...]] = ()
+    #: the thread pool of each worker in the config this tool writes for it, in words the latency model says beside
+    #: workers of several threads (Puma's "Puma's pool of up to 5 threads in each, ..."); None: no pool it sets
+    launched_pool: ClassVar[str | None] = None
     #: what `inspect` cannot see in /proc of this kind's settings, by the mechanism it names (nginx's
     #: multi_accept under epoll); said with the mechanism
     unseen: ClassVar[Mapping[str, str]] = {}

@@ -25,6 +25,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.signal_order import start_thread
 from .proc_read import read_proc
 from .proc_waits import (
     ACCEPTS,
@@ -102,8 +103,8 @@ class BusySampler:
             worker.unread = worker.gone = worker.threads != 1
         if all(w.unread for w in self._workers) or not thread:
             return
-        self._thread = threading.Thread(target=self._run, name="busy-waits", daemon=True)
-        self._thread.start()
+        # with SIGINT, SIGTERM and SIGHUP blocked in it: they stay the main thread's, which stops the run
+        self._thread = start_thread(self._run, "busy-waits")
 
     def _run(self) -> None:
         while not self._stop.is_set() and self.look():

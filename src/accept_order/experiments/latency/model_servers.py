@@ -17,7 +17,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ...probes.busy_waits import worker_threads
-from ...servers.launched.puma import THREADS as PUMA_THREADS
 from ...servers.registry import KINDS, recognise
 from .result import LatencyResult
 
@@ -168,12 +167,9 @@ def pooled_text(result: LatencyResult) -> str | None:
             f"Model: {counted}, one each: {'each' if workers > 1 else 'it'} is a process of {each} threads, one of "
             "which runs every request (its event loop), the others none."
         )
-    pool = (
-        f" (Puma's pool of up to {PUMA_THREADS[1]} threads in each, 'threads {PUMA_THREADS[0]}, {PUMA_THREADS[1]}' in "
-        "the config this tool wrote)"
-        if result.server.kind == "puma"
-        else ""
-    )
+    # the pool the tool's own config gave the server it launched (its kind says it; an attached one's is not read)
+    launched = kind.launched_pool if kind is not None else None
+    pool = f" ({launched})" if launched else ""
     return (
         f"Model: {counted}, one request at a time{' each' if workers > 1 else ''}, though "
         f"{'each' if workers > 1 else 'it'} is a process of "

@@ -201,6 +201,10 @@ class PumaKind(ServerKind):
     sleeps = "each worker's server thread alone, the one in select: its wakeups"
     # the thread that selects on the listener and accepts (Server#run's); its reactor's epoll never has it
     listener_threads = ("puma srv",)
+    launched_pool = (
+        f"Puma's pool of up to {THREADS[1]} threads in each, 'threads {THREADS[0]}, {THREADS[1]}' in the config "
+        "this tool wrote"
+    )
     witness = PumaServer.witness_source
     preferred_mode = "cluster"
 
