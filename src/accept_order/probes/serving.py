@@ -129,11 +129,22 @@ def find_server(pid: int | None = None, port: int | None = None, tables: FdTable
     anchor = next(iter(holders)) if pid is None else anchor
     peers = _peers(anchor)
     infos = {p: info for p in holders if (info := process_info(p)) is not None}
+    if not infos:  # every holder ended since its fd table was read (a reload's old workers): no server left to show
+        raise NotServing(_ended(pid, port))
     fed = _fed(infos, peers, tables)
     infos.update({p: info for p in fed if (info := process_info(p)) is not None})
     infos.update(_unreadable_parents(infos, tables))
     hidden = tuple(sorted(p for p in infos if not tables.readable(p)))
     return Server(_tree_order(infos), tuple(rows), holders, frozenset(fed), peers, hidden)
+
+
+def _ended(pid: int | None, port: int | None) -> str:
+    """What to say when the processes found holding the listeners ended before they were read: the asked-for
+    process's end as for a pid that does not exist, else the holders'."""
+    if pid is not None and process_info(pid) is None:
+        return f"no process {pid}: it ended while it was read"
+    asked = f"pid {pid}" if pid is not None else f"port {port}"
+    return f"{asked}: the processes holding its listeners ended while they were read"
 
 
 def _this_server(

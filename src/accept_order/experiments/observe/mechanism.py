@@ -7,7 +7,7 @@ report says it is not known."""
 
 from __future__ import annotations
 
-from ...core.errors import AcceptOrderError
+from ...core.errors import AcceptOrderError, NotServing
 from ...core.signal_order import start_thread
 from ...servers.watched import gone
 from .result import ObservedMechanism
@@ -16,15 +16,22 @@ from .server import Watched
 
 def mechanism_of(watched: Watched) -> ObservedMechanism | None:
     """The mechanism `inspect` names for this server (the kind's own mode names too); None when it names
-    none or cannot look (a process gone meanwhile, another user's)."""
+    none or cannot look (another user's process, or every one it tried gone meanwhile: one that ended while it was
+    read is passed over for the next still there)."""
     from ..inspect.run import inspect
 
     alive = [pid for pid in (*watched.workers, watched.master) if pid is not None and not gone(pid)]
-    if not alive:
-        return None
-    try:
-        seen = inspect(pid=alive[0]).mechanism  # a worker that is still there (one may have been replaced)
-    except (AcceptOrderError, OSError):
+    for pid in alive:
+        try:
+            seen = inspect(pid=pid).mechanism  # a worker that is still there (one may have been replaced)
+        except NotServing:
+            if gone(pid):
+                continue  # it ended while inspect read it (a reload's old worker): the next may still be there
+            return None
+        except (AcceptOrderError, OSError):
+            return None
+        break
+    else:
         return None
     if seen.name is None:
         return None
