@@ -21,16 +21,18 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.cpus import affinity
 from ..core.measures import ListenerRow
 from ..core.processes import process_errors
 from . import netstat
-from .busy_waits import BusySampler
 from .cpu_waits import Times, thread_times, waited
 from .listen_drops import DropsReading, dropped_between
 from .listeners import drops_reading, listening_sockets_of, serving_on
+
+if TYPE_CHECKING:  # imported where the looks start: a run of the built-in workers never looks (nor loads proc_waits)
+    from .busy_waits import BusySampler
 
 __all__ = ["EvidenceCapture", "PRIVATE_ENV", "PRIVATE_NAMESPACE_NOTE", "netns_privacy"]
 
@@ -116,6 +118,8 @@ class EvidenceCapture:
         rows = self.listeners(port, "start", pids)
         self._times = thread_times(pids)
         if self._look_busy and pids:
+            from .busy_waits import BusySampler
+
             self._busy = BusySampler(pids, listeners=[row.inode for row in rows])
             self._busy.start()
         from .server_netns import namespace_of, netstat_in, netstat_namespace, netstat_of
