@@ -90,6 +90,4 @@ def run_repeated(
 
 def in_round(tally: Tally, k: int) -> Tally:
     """`tally` named with its round: 'epoll (round 2)'."""
-    import dataclasses
-
-    return dataclasses.replace(tally, label=f"{tally.label} (round {k})")
+    return tally._replace(label=f"{tally.label} (round {k})")

@@ -12,16 +12,16 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from ..core.spec import ServerSpec
 
 
-@dataclass(frozen=True)
-class Tally:
-    """One run as this check reads it: what to call it, its server, how many it served, its failures by name."""
+class Tally(NamedTuple):
+    """One run as this check reads it: what to call it, its server, how many it served, its failures by name. A
+    NamedTuple, not a dataclass: only read, and every command imports it (a dataclass's methods are compiled at
+    import, tests/test_startup_records.py)."""
 
     label: str
     server: ServerSpec
