@@ -18,6 +18,7 @@ from collections.abc import Iterator
 
 import pytest
 from conftest import assert_one_error_line, run_cli
+from waiting import wait_for
 
 from accept_order.probes.serving import PID_LIMIT
 
@@ -32,6 +33,11 @@ COMMANDS = {
 }
 
 
+def _program(pid: int) -> str:
+    with open(f"/proc/{pid}/comm") as f:
+        return f.read().strip()
+
+
 @pytest.fixture
 def idle() -> Iterator[int]:
     """A process of no sockets whose parent (a shell) holds none either and which has no children."""
@@ -44,6 +50,9 @@ def idle() -> Iterator[int]:
     assert shell.stdout is not None
     pid = int(shell.stdout.readline())
     try:
+        # $! is the forked shell until it has exec'd sleep, holding the shell's own descriptors meanwhile (the
+        # fresh-clone CI read one of them as it closed: FileNotFoundError on /proc/PID/fd/3)
+        wait_for(lambda: _program(pid), lambda name: name == "sleep", 30, f"pid {pid} to become sleep")
         yield pid
     finally:
         os.kill(pid, 9)  # the shell's child: it reaps it, then exits of itself (its wait ends)
