@@ -1,5 +1,6 @@
-"""The command line as the tests run it: in process (run_cli: click's runner, a fixed width), its one line of
-error (assert_one_error_line), and a script of experiments/ as a user runs it. Tests import these from conftest too."""
+"""The command line as the tests run it: in process (run_cli: click's runner, a fixed width; ran_in_process: the same,
+read as a finished process is), its one line of error (assert_one_error_line), and a script of experiments/ as a user
+runs it. Tests import these from conftest too."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from click.testing import CliRunner, Result
 
@@ -14,20 +16,44 @@ from accept_order.cli.app import main
 
 
 def run_cli(
-    args: Sequence[str], columns: int = 200, extra_env: dict[str, str] | None = None, input: str | None = None
+    args: Sequence[str],
+    columns: int = 200,
+    extra_env: dict[str, str] | None = None,
+    input: str | None = None,
+    prog_name: str | None = None,
 ) -> Result:
     """Invoke `accept-order ARGS` in-process; any exception other than SystemExit fails the test loudly.
 
     click >= 8.2: result.stdout and result.stderr are separate, result.output interleaves both.
-    `columns` sets rich's width (COLUMNS) so that assertions do not depend on where lines wrap.
+    `columns` sets rich's width (COLUMNS) so that assertions do not depend on where lines wrap. `prog_name`: the
+    name click says (its own guess here is the group function's, 'main'; the command's script says 'accept-order').
     """
     env: dict[str, str | None] = {"COLUMNS": str(columns), **(extra_env or {})}
-    result = CliRunner().invoke(main, list(args), catch_exceptions=True, env=env, input=input)
+    result = CliRunner().invoke(main, list(args), catch_exceptions=True, env=env, input=input, prog_name=prog_name)
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise AssertionError(
             f"accept-order {' '.join(args)} raised {result.exception!r}\n{result.output}"
         ) from result.exception
     return result
+
+
+class Ran(NamedTuple):
+    """A command that ran in this process, read as a finished process is (subprocess.CompletedProcess's names); its
+    repr shows all three in a failed assertion's message."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def ran_in_process(*args: str) -> Ran:
+    """`accept-order ARGS` in this process (run_cli), for a test that reads only its status, stdout, stderr and
+    files: a separate interpreter cost 0.06-0.17 CPU-s a command, for nothing such a test asserts. Not for a test
+    about the process (signals, what it leaves, a terminal, its descriptors, process-wide state such as rlimits),
+    nor one that asserts a whole stderr its forked children may write to: theirs is lost with the child's copy of
+    the captured stream here. A hang here has no timeout of its own."""
+    result = run_cli(args, prog_name="accept-order")
+    return Ran(result.exit_code, result.stdout, result.stderr)
 
 
 def assert_one_error_line(result: Result, code: int, *fragments: str) -> str:

@@ -7,19 +7,16 @@ line. The commands that attach are read from their options: a command given --at
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
+from cli_runs import ran_in_process
 
 ELSEWHERE = ("ramp", "sweep", "burst")  # they drive a server elsewhere by --target
 HERE_ONLY = ("compare", "herd", "reload", "atlas")
 
 
 def error_of(*args: str) -> tuple[int, str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "accept_order", *args], capture_output=True, text=True, timeout=60, check=False
-    )
+    """The status and stderr of `accept-order ARGS`, run in this process: option parsing is all it does."""
+    done = ran_in_process(*args)
     return done.returncode, done.stderr
 
 

@@ -9,10 +9,8 @@ their options (--driver without --client-hosts), not by a list of names.
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
+from cli_runs import ran_in_process
 
 from accept_order.cli.app import HOST_OPTIONS
 
@@ -20,9 +18,8 @@ LOADS_HERE = ("run", "compare", "herd", "reload", "atlas")
 
 
 def error_of(*args: str) -> tuple[int, str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "accept_order", *args], capture_output=True, text=True, timeout=60, check=False
-    )
+    """The status and stderr of `accept-order ARGS`, run in this process: option parsing is all it does."""
+    done = ran_in_process(*args)
     return done.returncode, done.stderr
 
 
