@@ -101,9 +101,11 @@ def _classify(
     waiting = [s for s in seen if s.via in WAITS_ON_LISTENER and s.listeners]
     # A master sleeping in poll/select/io_uring while its children wait on the same listeners is watching
     # something else (gunicorn's arbiter selects on its own pipe); the set it watches cannot be seen, so it
-    # is left out. An accept or an epoll shows what it waits on: those always count.
+    # is left out. An accept or an epoll shows what it waits on: those always count, and so does a poll or select
+    # set read from memory that names the listeners: a parent waiting so is a worker among its children (Puma's
+    # --fork-worker: workers 1-3 are forked from worker 0, which serves too: read as their master, 3 workers of 4)
     parents = {parent.get(s.pid) for s in waiting}
-    waiting = [s for s in waiting if s.via in ("accept", "epoll") or s.pid not in parents]
+    waiting = [s for s in waiting if s.via in ("accept", "epoll") or s.set_read or s.pid not in parents]
     if not waiting:
         return _none_waiting(seen, known_lock, _masters(seen, parent))
     units = tuple(s.unit for s in waiting)

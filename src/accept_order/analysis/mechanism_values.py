@@ -27,6 +27,8 @@ class Seen:
     unix_ends: frozenset[int] = frozenset()
     wchan: str = ""
     exclusive_on: frozenset[int] = frozenset()  # the listeners its epoll watches with EPOLLEXCLUSIVE (last: positional)
+    # its poll or select set was read from memory and names the listeners: what it waits on is seen, not assumed
+    set_read: bool = False
 
     @property
     def unit(self) -> tuple[int, int]:

@@ -112,7 +112,7 @@ def resolve(
         else:
             watched = frozenset(files[fd].inode or 0 for fd in wait.fds if fd in files and files[fd].inode in listeners)
             if watched:
-                return make(via, listeners=watched)
+                return make(via, listeners=watched, set_read=True)
     if wait.call == "io_uring_enter" and file is not None and file.kind == "io_uring" and holds:
         # asleep on the listener only where the ring has an accept armed (PollList op=13): a server that accepts
         # in accept calls and waits on a ring for other work is not an io_uring acceptor; an unread fdinfo says

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ...core.errors import PlanError, ServerUnavailable
@@ -80,6 +81,19 @@ PUMA_MODES: dict[str, ModeInfo] = {
         ),
     )
 }
+
+
+def forking_worker(master: int) -> int | None:
+    """The child of Puma's `master` whose own children are Puma workers (--fork-worker's worker 0: pumactl stats
+    names them workers of the master, ps shows them under it); None where the workers are the master's own."""
+    from ...probes.proc_processes import children_of, process_info  # here: `modes` and `run` import every kind
+
+    for child in sorted(children_of([master])):
+        if any(
+            (info := process_info(grand)) is not None and info.name.startswith("puma") for grand in children_of([child])
+        ):
+            return child
+    return None
 
 
 def puma_missing() -> str | None:
@@ -234,6 +248,17 @@ class PumaKind(ServerKind):
 
     def modes(self) -> dict[str, ModeInfo]:
         return PUMA_MODES
+
+    def why_of(self, mode: ModeInfo, argv: Sequence[str], pid: int | None = None) -> str:
+        """The mode's sentence, and where a worker of the master (`pid`) has Puma workers of its own, that they were
+        forked from it (--fork-worker: its title rewritten, the flag is not in /proc, the process tree shows it)."""
+        first = forking_worker(pid) if pid is not None else None
+        if first is None:
+            return mode.why
+        return (
+            f"{mode.why}; here with --fork-worker: the other workers were forked from worker 0 (pid {first}), "
+            "which serves too, and inherited the socket from it (a refork replaces them with new children of it)"
+        )
 
     def missing(self) -> str | None:
         return puma_missing()
