@@ -267,7 +267,7 @@ def test_runs_side_by_side_show_first_and_later_p99_and_each_ones_fill_verdict()
     parts = kept_compare_parts([capped, old])
     rows = [list(map(str, column.cells)) for column in parts[0].columns]
     heads = [column.header for column in parts[0].columns]
-    assert heads[-2:] == ["first p99", "later p99"], heads
+    assert heads[-2:] == ["first\np99", "later\np99"], heads
     assert [rows[-2], rows[-1]] == [["4000.00", "-"], ["1.00", "-"]], rows  # the older run's are not known
     notes = [str(p) for p in parts[1:]]
     assert any(note.startswith("nginx epoll: The tail is the fill, not the steady state") for note in notes), notes

@@ -14,6 +14,10 @@ from .first_requests import fill_verdict, split_firsts
 from .kept_report import accepted, by_kernel, kept_lines, ms, requests, requests_jain, worker_percentile
 from .result import LatencyResult
 
+# The widest per-worker cell kept on one line: 6 workers' p99s (41 with 3-digit ones) beside the mode and the first
+# and later p99 still fit 80 columns
+ONE_LINE = 42
+
 
 def _counts(values: tuple[int, ...] | None) -> str:
     return "-" if values is None else " ".join(map(str, values))
@@ -23,12 +27,29 @@ def _label(result: LatencyResult) -> str:
     return result.server.label
 
 
+def _row(r: LatencyResult, name: str) -> tuple[str, ...]:
+    """One run's cells: its name, connections and requests per worker, Jain, p99 per worker, first and later p99."""
+    took = accepted(r)
+    split = split_firsts(r)  # None: a file from before they were kept apart
+    firsts, later = (None, None) if split is None else (split[1].firsts, split[1].later)
+    return (
+        name,
+        _counts(took),
+        _counts(requests(r)),
+        f"{requests_jain(r):.3f}" if sum(r.served) and (took is not None or not by_kernel(r)) else "-",
+        " ".join(ms(worker_percentile(r, i, 99.0)) for i in range(len(r.served))),
+        ms(firsts.percentile(99.0) if firsts is not None and firsts.count else None),
+        ms(later.percentile(99.0) if later is not None and later.count else None),
+    )
+
+
 def kept_compare_table(
     results: Sequence[LatencyResult], name: Callable[[LatencyResult], str] = _label, column: str = "mode"
 ) -> Table | None:
     """Several runs over kept connections side by side: per worker connections, requests and p99; Jain over
-    the requests; the overall p99. None when no run kept its connections. `name` names each run's row under
-    `column` (sweep: its cap, '4 limit')."""
+    the requests; the p99 of the connections' first requests and of the later ones (the overall p99 is the table's
+    above it, latency by mode's or the sweep's). None when no run kept its connections. `name` names each run's row
+    under `column` (sweep: its cap, '4 limit')."""
     kept = [r for r in results if r.connections]
     if not kept:
         return None
@@ -39,24 +60,21 @@ def kept_compare_table(
         pad_edge=False,
         collapse_padding=True,
     )
-    heads = (column, "accepted per worker", "requests per worker", "Jain", "p99 ms per worker", "p99 ms")
-    for head in (*heads, "first p99", "later p99"):  # each connection's first request, which waited to be accepted
-        table.add_column(head, justify="left" if "worker" in head or head == column else "right")
-    for r in kept:
-        overall = r.histogram.percentile(99.0) if r.histogram.count else None
-        took = accepted(r)
-        split = split_firsts(r)  # None: a file from before they were kept apart
-        firsts, later = (None, None) if split is None else (split[1].firsts, split[1].later)
-        table.add_row(
-            name(r),
-            _counts(took),
-            _counts(requests(r)),
-            f"{requests_jain(r):.3f}" if sum(r.served) and (took is not None or not by_kernel(r)) else "-",
-            " ".join(ms(worker_percentile(r, i, 99.0)) for i in range(len(r.served))),
-            ms(overall),
-            ms(firsts.percentile(99.0) if firsts is not None and firsts.count else None),
-            ms(later.percentile(99.0) if later is not None and later.count else None),
-        )
+    # Two-line heads, and no overall p99 (the same figure as the table above it: latency by mode's p99, sweep's
+    # lat-99%): with them on one line and it beside, 4 nginx workers' rows needed 104 columns and stacked at 100
+    heads = (column, "accepted\nper worker", "requests\nper worker", "Jain", "p99 ms\nper worker")
+    rows = [_row(r, name(r)) for r in kept]
+    # first: each connection's first request, which also waited to be accepted; later: the rest
+    for i, head in enumerate((*heads, "first\np99", "later\np99")):
+        if "worker" not in head:
+            table.add_column(head, justify="left" if head == column else "right")
+            continue
+        # a worker's figures on one line where they are few (a table too wide is stacked, render/fit.py, rather
+        # than a list broken over two lines that reads as another row's); many workers' wrap between figures
+        widest = max(len(row[i]) for row in rows)
+        table.add_column(head, justify="left", min_width=widest if widest <= ONE_LINE else None)
+    for row in rows:
+        table.add_row(*row)
     return table
 
 
