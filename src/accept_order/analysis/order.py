@@ -28,7 +28,7 @@ from .chance import chance_of_fit, how_often
 from .fairness import jain_index, max_min_share, tally
 from .reorder import reorder_fit, reorder_pattern
 from .seen import client_cpus_text, cpu_pattern, hash_pattern, like, unpredicted_pattern
-from .wakeups import HERD_THRESHOLD, woken_per_connection
+from .wakeups import HERD_THRESHOLD, wakeups_per_connection
 
 FIT_THRESHOLD = 0.8
 
@@ -254,7 +254,7 @@ def verdict(
         if free:
             turns = "a first turn, which fits" if free == 1 else "first turns, which fit"
             seen = f"{free} of them {turns} any order; {seen}"
-    woken = woken_per_connection(counters, len(sequence)) if counters else None
+    woken = wakeups_per_connection(counters, len(sequence), workers) if counters else None
     if woken is not None and woken >= HERD_THRESHOLD:
         pattern = f"thundering herd ({woken:.1f} workers woken per connection); order: {pattern}"
     fit = fits[best][0] if best else max((f for f, _ in fits.values()), default=0)

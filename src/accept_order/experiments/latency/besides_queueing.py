@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ...analysis.herd import HERD_THRESHOLD, woken_per_connection
 from ...analysis.syn_retrans import RTO_FLOOR_US, slow_count, syn_stalls
+from ...analysis.wakeups import HERD_THRESHOLD, wakeups_per_connection
 from ...core.models import Model
 from ...core.run_warnings import WarningKind
 from ...core.text import and_join, plural
@@ -31,8 +31,12 @@ def seen_besides_queueing(result: LatencyResult, name: Callable[[LatencyResult],
     seen = []
     info = known_mode(result.server.kind, result.server.mode)
     # over kept connections a worker also sleeps between the requests of those it holds: its sleeps per
-    # request are no count of the workers a connection woke
-    woken = None if result.load.keeps_connections else woken_per_connection(result.counters, result.ok)
+    # request are no count of the workers a connection woke; nor are more sleeps than its workers could wake
+    woken = (
+        None
+        if result.load.keeps_connections
+        else wakeups_per_connection(result.counters, result.ok, result.server.workers)
+    )
     label = name(result)
     if info is not None and info.switches_are_wakeups and woken is not None and woken >= HERD_THRESHOLD:
         seen.append(f"{label} woke {woken:.1f} workers per connection (a herd)")

@@ -45,9 +45,11 @@ THREADS = (0, 5)  # Puma 5.6's own default on MRI (min 0, max 5)
 LESS_BUSY_S = 0.005  # the DSL's default value for wait_for_less_busy_worker
 SELECT, PSELECT6 = 23, 270  # x86_64: what IO.select waits in
 
-# A worker's counters are its server thread's (ThreadedUsage): that thread sleeps only in select (it hands
-# the connection to the pool and selects again; the pool's threads read and answer), so its sleeps are its
-# wakeups. It accepts one connection per select: no batches.
+# A worker's counters are its server thread's (ThreadedUsage): that thread sleeps in select (it hands the
+# connection to the pool and selects again; the pool's threads read and answer), so its sleeps are its wakeups,
+# but also on Ruby's lock (the GVL) while a pool thread runs: bpftrace saw 21 futex sleeps beside 9 in select
+# for 8 connections with --work 2ms, so a verdict reads them as wakeups only where they could all be
+# (analysis/wakeups.wakeups_per_connection). It accepts one connection per select: no batches.
 PUMA_MODES: dict[str, ModeInfo] = {
     m.name: m
     for m in (
