@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from ..core.errors import NotServing, PlanError
 from ..core.measures import ListenerRow
 from .fd_table import FdTables
+from .hidden_pids import unseen
 from .listeners import listening_sockets
 from .owner import socket_holders
 from .proc_processes import (
@@ -91,7 +92,7 @@ def find_server(pid: int | None = None, port: int | None = None, tables: FdTable
     if pid is not None:
         start = process_info(pid)
         if start is None:
-            raise NotServing(f"no process {pid}")
+            raise NotServing(unseen(pid))  # gone, or hidden by /proc's hidepid: the kernel tells which
         anchor = start.pid
         group = namespace_listeners(anchor)
         inodes = {row.inode for row in group}

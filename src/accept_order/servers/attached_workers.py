@@ -26,6 +26,7 @@ def worker_pids(
     attached_start.STARTING_S: read at once, it was its own one worker (attached_start.py)."""
     import psutil
 
+    from ..probes.hidden_pids import unseen
     from ..probes.serving import PID_LIMIT
     from .attached_start import settled_workers
 
@@ -42,7 +43,9 @@ def worker_pids(
             psutil.Process(pid)
         return list(attach)
     except psutil.NoSuchProcess as exc:  # a number no pid can be is usage (2); one not running now, the machine's (1)
-        raise (PlanError if not 0 < exc.pid <= PID_LIMIT else NotServing)(f"--attach: no process {exc.pid}") from None
+        if not 0 < exc.pid <= PID_LIMIT:
+            raise PlanError(f"--attach: no process {exc.pid}") from None
+        raise NotServing(f"--attach: {unseen(exc.pid)}") from None  # gone, or hidden by /proc's hidepid
     except psutil.AccessDenied as exc:  # as observe's and inspect's (probes/serving.find_server)
         raise NotServing(f"--attach: not allowed to look at process {exc.pid}") from None
 
