@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_runs import ran_in_process
 from conftest import OutputReader
 from gunicorn_by_hand import gunicorn_by_hand
 
@@ -24,12 +25,6 @@ def app(environ, start_response):
     start_response("200 OK", [("Content-Length", "6")])
     return [b"hello\\n"]
 """
-
-
-def accept_order(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "accept_order", *args], capture_output=True, text=True, timeout=120, check=False
-    )
 
 
 @pytest.fixture
@@ -47,7 +42,7 @@ def test_attach_at_gunicorn_without_protocol_is_refused_before_a_connection(
     gunicorn: tuple[int, int, Path], command: str
 ) -> None:
     pid, port, access = gunicorn
-    done = accept_order(command, "--attach", str(pid), "--port", str(port), "-n", "2", "--timeout", "200ms")
+    done = ran_in_process(command, "--attach", str(pid), "--port", str(port), "-n", "2", "--timeout", "200ms")
     assert done.returncode == 2, done
     assert done.stderr.splitlines() == [
         f"accept-order: error: --attach: pid {pid} is gunicorn, which as an HTTP server waits for a request before "
@@ -56,14 +51,14 @@ def test_attach_at_gunicorn_without_protocol_is_refused_before_a_connection(
         "--help')"
     ], done.stderr
     assert done.stdout == ""
-    served = accept_order("run", "--attach", str(pid), "--port", str(port), "-n", "2", "--protocol", "http")
+    served = ran_in_process("run", "--attach", str(pid), "--port", str(port), "-n", "2", "--protocol", "http")
     assert served.returncode == 0 and "served 2, failed 0" in served.stdout, served
     assert _requests(access) == 2  # the server's own log: the two of the run with --protocol http, none before
 
 
 def test_protocol_line_given_is_honoured(gunicorn: tuple[int, int, Path]) -> None:
     pid, port, access = gunicorn
-    done = accept_order("run", "--attach", str(pid), "--port", str(port), "-n", "1", "--protocol", "line")
+    done = ran_in_process("run", "--attach", str(pid), "--port", str(port), "-n", "1", "--protocol", "line")
     assert done.returncode == 1, done  # honoured, and then it served nothing: the report, then why (exit 1)
     assert "served 0, failed 1" in done.stdout and "--protocol http" in done.stdout, done.stdout
     assert done.stderr.startswith("accept-order: error: served nothing: 1 × timeout"), done.stderr
@@ -81,7 +76,7 @@ def test_this_tools_own_workers_write_first_and_are_let_through(free_port: int) 
         assert serve.stdout is not None
         banner = OutputReader(serve.stdout)
         banner.wait_for(r"try: ", TIMEOUT_S)  # its banner's last line: listening by then
-        done = accept_order("run", "--attach", str(serve.pid), "--port", str(free_port), "-n", "2")
+        done = ran_in_process("run", "--attach", str(serve.pid), "--port", str(free_port), "-n", "2")
         assert done.returncode == 0 and "served 2, failed 0" in done.stdout, done
     finally:
         serve.terminate()

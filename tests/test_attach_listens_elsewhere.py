@@ -14,8 +14,10 @@ import socket
 import subprocess
 import sys
 
+from cli_runs import Ran, ran_in_process
 
-def attached_at_serve_on_another_address(port: int) -> subprocess.CompletedProcess[str]:
+
+def attached_at_serve_on_another_address(port: int) -> Ran:
     """'run --attach' (at the default --host, 127.0.0.1) of an 'accept-order serve' listening on 127.0.0.2:PORT."""
     serve = subprocess.Popen(
         [sys.executable, "-m", "accept_order", "serve", "-w", "2", "--host", "127.0.0.2", "--port", str(port)],
@@ -28,13 +30,7 @@ def attached_at_serve_on_another_address(port: int) -> subprocess.CompletedProce
         for line in serve.stdout:  # its banner ends with the workers' pids: listening by then
             if "worker 1 pid" in line:
                 break
-        return subprocess.run(
-            [sys.executable, "-m", "accept_order", "run", "--attach", str(serve.pid), "--port", str(port), "-n", "1"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        return ran_in_process("run", "--attach", str(serve.pid), "--port", str(port), "-n", "1")
     finally:
         serve.terminate()
         serve.wait(30)

@@ -9,12 +9,11 @@ witness that the refused run sent nothing and the run with --protocol line was s
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_runs import ran_in_process
 from conftest import OutputReader
 from node_script import node_script
 
@@ -30,12 +29,6 @@ server.listen(0, '127.0.0.1', () => console.log('listening ' + server.address().
 """
 
 
-def accept_order(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "accept_order", *args], capture_output=True, text=True, timeout=120, check=False
-    )
-
-
 @pytest.fixture
 def node_tcp(tmp_path: Path) -> Iterator[tuple[int, int, OutputReader]]:
     with node_script(SERVER, tmp_path, TIMEOUT_S) as started:
@@ -44,13 +37,13 @@ def node_tcp(tmp_path: Path) -> Iterator[tuple[int, int, OutputReader]]:
 
 def test_node_writing_first_is_told_protocol_line_and_served_by_it(node_tcp: tuple[int, int, OutputReader]) -> None:
     pid, port, log = node_tcp
-    refused = accept_order("run", "--attach", str(pid), "--port", str(port), "-n", "2", "--timeout", "200ms")
+    refused = ran_in_process("run", "--attach", str(pid), "--port", str(port), "-n", "2", "--timeout", "200ms")
     assert refused.returncode == 2, refused
     [line] = refused.stderr.splitlines()
     assert line.startswith(f"accept-order: error: --attach: pid {pid} is node, "), line
     assert "give --protocol http, or --protocol line if this one writes first unasked" in line, line
     assert "which waits for an HTTP request" not in line  # not said of a program by its name alone
-    served = accept_order("run", "--attach", str(pid), "--port", str(port), "-n", "2", "--protocol", "line")
+    served = ran_in_process("run", "--attach", str(pid), "--port", str(port), "-n", "2", "--protocol", "line")
     assert served.returncode == 0 and "served 2, failed 0" in served.stdout, served
     # the server's own log: the two connections of the run with --protocol line, none of the refused one
     log.wait_for(r"(?s)connection.*connection", TIMEOUT_S)

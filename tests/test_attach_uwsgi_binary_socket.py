@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_runs import ran_in_process
 from conftest import wait_for
 
 from accept_order.probes.process_files import Started
@@ -33,12 +34,6 @@ def application(environ, start_response):
     return [b"ok\\n"]
 """
 INVALID = "invalid request block size"
-
-
-def accept_order(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "accept_order", *args], capture_output=True, text=True, timeout=120, check=False
-    )
 
 
 def _uwsgi(tmp_path: Path, socket_option: str, port: int, *extra: str) -> Iterator[tuple[int, Path]]:
@@ -87,7 +82,7 @@ def test_a_binary_socket_is_refused_naming_http_socket(
     binary_socket: tuple[int, int, Path], protocol: tuple[str, ...]
 ) -> None:
     pid, port, log = binary_socket
-    ran = accept_order("run", "--attach", str(pid), "--port", str(port), "-n", "5", "--timeout", "2s", *protocol)
+    ran = ran_in_process("run", "--attach", str(pid), "--port", str(port), "-n", "5", "--timeout", "2s", *protocol)
     lines = ran.stderr.strip().splitlines()
     assert ran.returncode == 2, ran.stderr
     assert len(lines) == 1, ran.stderr
@@ -111,7 +106,7 @@ def test_a_socket_binary_whatever_protocol_is_forced_is_refused(
             probe.sendall(b"GET / HTTP/1.0\r\n\r\n")
             assert _answer(probe) == b""  # closed unanswered
         wait_for(lambda: log.read_text(errors="replace").count(INVALID), lambda n: n == 1, TIMEOUT_S, "its log")
-        ran = accept_order("run", "--attach", str(pid), "--port", str(free_port), "-n", "5", "--protocol", "http")
+        ran = ran_in_process("run", "--attach", str(pid), "--port", str(free_port), "-n", "5", "--protocol", "http")
         assert ran.returncode == 2, ran.stderr
         assert f"{socket_option[2:]} = 127.0.0.1:{free_port}" in ran.stderr, ran.stderr
         assert f"in place of {socket_option} " in ran.stderr, ran.stderr
@@ -130,7 +125,7 @@ def _answer(probe: socket.socket) -> bytes:
 
 def test_an_http_socket_is_let_through(http_socket: tuple[int, int, Path]) -> None:
     pid, port, log = http_socket
-    ran = accept_order("latency", "--attach", str(pid), "--port", str(port), "-n", "3", "--protocol", "http")
+    ran = ran_in_process("latency", "--attach", str(pid), "--port", str(port), "-n", "3", "--protocol", "http")
     assert ran.returncode == 0, ran.stderr
     assert len(re.findall(r"GET / =>", log.read_text(errors="replace"))) == 3
 

@@ -8,12 +8,11 @@ The servers are real (Debian's nginx and node); their own logs are the witnesses
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_runs import Ran, ran_in_process
 from conftest import OutputReader
 from nginx_by_hand import nginx_by_hand
 from node_script import node_script
@@ -43,12 +42,10 @@ server.listen(0, '127.0.0.1', () => console.log('listening ' + server.address().
 """
 
 
-def run_http(pid: int, port: int, n: int) -> subprocess.CompletedProcess[str]:
+def run_http(pid: int, port: int, n: int) -> Ran:
     # --timeout far above what either answer takes: a run that waited for a body would fail by it, not pass
     args = ["run", "--attach", str(pid), "--port", str(port), "--protocol", "http", "-n", str(n), "--timeout", "20s"]
-    return subprocess.run(
-        [sys.executable, "-m", "accept_order", *args], capture_output=True, text=True, timeout=180, check=False
-    )
+    return ran_in_process(*args)
 
 
 @pytest.mark.parametrize(
