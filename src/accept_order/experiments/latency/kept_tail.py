@@ -17,7 +17,7 @@ from ...analysis.seen import SURE
 from ...analysis.tail_ranks import rank_chance
 from ...core.text import and_join, plural
 from .kept_report import accepted, by_kernel, found_holding, placed_requests, worker_percentile
-from .pool_split import split_of
+from .pool_split import held_whole, split_of, stopped
 from .result import LatencyResult
 
 
@@ -68,7 +68,9 @@ def kept_tail_verdict(result: LatencyResult) -> str | None:
     top = [i for i, n in enumerate(held) if n == most]
     said = replace(split, name="the split").said()
     runs = _runs(result)
-    kept = f"of the {plural(total, 'connection')} kept for the whole " + ("run" if runs == 1 else "of their runs")
+    # a run stopped early held them until the stop, not for the run it was to be
+    merged = "for the whole of their runs" + (", or until a stop that cut one" if stopped(result) else "")
+    kept = f"of the {plural(total, 'connection')} kept " + (held_whole([result]) if runs == 1 else merged)
     if len(top) == len(held):
         lines = [f"Verdict: the {len(held)} workers held {most} each {kept}: {said}."]
     else:
