@@ -22,6 +22,7 @@ from ..generator_pace import GENERATOR_PACED
 from ..launch_notes import launch_parts
 from ..own_settings import caps_said, own_settings
 from ..target_unanswered import target_unanswered_note
+from .held_tail import tail_unjudged
 from .machine_share import others_at_break
 from .result import RampResult, RampStep
 from .step_verdict import CLIENT_PACED
@@ -280,6 +281,8 @@ def ramp_report(result: RampResult) -> RenderableType:
         parts.append(Text(f"Every step held, up to {_offered(held)}, {fell}.", style="yellow"))
     elif broke is None and held is not None:
         further = f"Every step held, up to {_offered(held)}: the breaking point is further out"
+        if (rose := tail_unjudged(result)) is not None:  # held by failures and rate alone, the tail grown
+            further = f"Every step held, up to {_offered(held)} {rose}"
         sure = "How sure: one run; --repeat 3 says how often every step holds"  # a busy machine moves it
         parts.append(Text(f"{further}. {sure}", style="green"))
     elif broke is not None:
