@@ -33,7 +33,16 @@ ModelDiscipline = Literal["shared", "favoured", "holder", "hash", "round-robin",
 # ModelCheck's fields that only a pinned model fills (empty otherwise): a file leaves them out then.
 PINNED_ONLY = ("connections", "shares", "worker_p50_ms", "worker_p99_ms")
 # ModelCheck's fields a file leaves out where they are None (nothing read to fill them)
-WHERE_READ = ("cpu_share", "busy_waited", "waited_in", "cpu_mean_ms", "hold_us")
+WHERE_READ = (
+    "cpu_share",
+    "busy_waited",
+    "waited_in",
+    "cpu_mean_ms",
+    "hold_us",
+    "busy_looks",
+    "slept_looks",
+    "slept_share",
+)
 
 ServiceSource = Literal["server", "busy", "cpu", "configured"]
 SOURCES: dict[str, str] = {
@@ -110,6 +119,13 @@ class ModelCheck:
     # analysis/lock_holder.HOLD_US: fitted, not read from the run); None: another discipline, and files before it,
     # whose holder held it otherwise (added to the service, or not at all), so the report says nothing of it
     hold_us: float | None = None
+    # service_source "busy" or "cpu" where the workers' busy time was looked at (probes/busy_waits.py): the busy looks
+    # (all workers together) and those asleep off the CPU while serving, and the asleep share of the busy time (each
+    # look weighted by the time it stood for), which chose between the two and say how surely
+    # (analysis/busy_choice.py); None: not looked at (and files before it)
+    busy_looks: int | None = None
+    slept_looks: int | None = None
+    slept_share: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """What a result file stores. The pinned-only fields are left out where they are empty, and cpu_share where it

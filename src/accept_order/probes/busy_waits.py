@@ -13,6 +13,13 @@ the gap on other processes.
 A worker of several threads is not read (which of its threads serves is not told by one look); another user's
 process's syscall file is not this user's to read (no looks are counted for it). The readings are of the process,
 not of each request: the busy share over the run, divided by what the worker served, is its mean service time.
+
+Each look stands for the time since the one before it (busy_s, slept_s and looked_s, per worker), not for an equal
+share of the run: the looks' thread shares this tool's interpreter and the CPUs, and is late where they are taken
+(the run's set-up and end, when the workers are idle; other processes). Counted one look one share, a gunicorn
+sleeping 2 ms (3 workers, latency --attach -n 100 -c 12, two CPU hogs beside it; load 3.7, Linux 6.18, 2 vCPUs) read
+431 looks over a 5.5-s span (1,100 at 200 a second), the load's dense and the idle ones sparse: 14.9 ms a
+connection, where the same server read 2.7-3.3 ms on runs without the hogs.
 """
 
 from __future__ import annotations
@@ -70,6 +77,11 @@ class _Worker:
     listening_read: bool = False
     looks: int = 0
     idle: int = 0
+    # seconds: each look's time since the one before it (or the start), summed over all its looks, its busy ones,
+    # and its busy ones asleep off the CPU
+    looked_s: float = 0.0
+    busy_s: float = 0.0
+    slept_s: float = 0.0
     waits: Counter[str] = field(default_factory=Counter)  # busy looks off the CPU, by call (not 'running' ones)
     unread: bool = False  # more than one thread, or its syscall file not ours to read
     gone: bool = False  # looked at no more: unread, or ended (a run that failed before stop() ends its looks so)
@@ -84,20 +96,23 @@ class BusySampler:
         every: float = EVERY_S,
         read: Callable[[str], bytes | None] = read_proc,
         listeners: Collection[int] = (),
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """`listeners`: the inodes of the server's listening sockets, whose descriptors a worker's poll or select
-        waits on between connections (none given: every poll and select is taken for such a wait)."""
+        waits on between connections (none given: every poll and select is taken for such a wait); `clock`: the
+        seconds each look is timed by (a test's own)."""
         self._listeners = frozenset(listeners)
         self._workers = [_Worker(pid) for pid in pids[:MAX_WORKERS]]
         self._every, self._read = max(every, len(self._workers) / MOST_READS_S), read
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._started = 0.0
+        self._started = self._last = 0.0
+        self._clock = clock
         self._table = syscall_names()
 
     def start(self, thread: bool = True) -> None:
         """Look from now on (`thread` False: only where look() is called, as a test does)."""
-        self._started = time.monotonic()
+        self._started = self._last = self._clock()
         for worker in self._workers:
             worker.threads = _threads(worker.pid)
             worker.unread = worker.gone = worker.threads != 1
@@ -113,11 +128,13 @@ class BusySampler:
     def look(self) -> bool:
         """One look at every worker still looked at; False where none is left (each gone, or not read)."""
         looking = [w for w in self._workers if not w.gone]
+        now = self._clock()
+        since, self._last = now - self._last, now  # what this look stands for: the time since the one before
         for worker in looking:
-            self._look(worker)
+            self._look(worker, since)
         return bool(looking)
 
-    def _look(self, worker: _Worker) -> None:
+    def _look(self, worker: _Worker, since: float) -> None:
         data = self._read(f"/proc/{worker.pid}/syscall")
         if data is None:  # not ours to read, or gone: its looks so far stand, and it is not looked at again
             worker.unread, worker.gone = worker.looks == 0, True
@@ -128,18 +145,23 @@ class BusySampler:
         except ValueError:
             return
         worker.looks += 1
+        worker.looked_s += since
         if call in SET_CALLS and not worker.listening_read:
             worker.listening = _listening(worker.pid, self._listeners) if self._listeners else None
             worker.listening_read = True
         if _waits_for_connection(worker, call, args, text):
             worker.idle += 1
-        elif call != RUNNING:  # a call not in the table by its number: Apache's read '?' in the report's sentence
+            return
+        worker.busy_s += since
+        if call != RUNNING:  # a call not in the table by its number: Apache's read '?' in the report's sentence
             worker.waits[f"syscall {number}" if call == "?" else call] += 1
+            worker.slept_s += since
 
     def stop(self) -> dict[str, Any] | None:
         """Evidence `busy_waits`: the span looked at (s), and each worker's threads as it started, looks, idle looks
-        and off-CPU busy looks by call (no looks: not read); None where no worker was there to read."""
-        span = time.monotonic() - self._started  # the looks are spread evenly over it
+        and off-CPU busy looks by call (no looks: not read), and the seconds its looks, its busy ones and its busy
+        ones asleep stood for (each look the time since the one before); None where no worker was there to read."""
+        span = self._clock() - self._started  # the looks are spread evenly over it
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
@@ -148,7 +170,16 @@ class BusySampler:
         return {
             "span_s": round(span, 6),
             "workers": [
-                {"pid": w.pid, "threads": w.threads, "looks": w.looks, "idle": w.idle, "waits": dict(w.waits)}
+                {
+                    "pid": w.pid,
+                    "threads": w.threads,
+                    "looks": w.looks,
+                    "idle": w.idle,
+                    "waits": dict(w.waits),
+                    "looked_s": round(w.looked_s, 6),
+                    "busy_s": round(w.busy_s, 6),
+                    "slept_s": round(w.slept_s, 6),
+                }
                 for w in self._workers
             ],
         }
@@ -196,11 +227,14 @@ def _threads(pid: int) -> int:
 @dataclass(frozen=True)
 class Busy:
     """What the looks say of the workers together: their busy seconds, and the share of those they were asleep off
-    the CPU while serving, in which calls (most first)."""
+    the CPU while serving, in which calls (most first); and the looks behind it, busy and asleep of those, which
+    say how sure that share is (a share of looks: analysis/busy_choice.py)."""
 
     busy_s: float
     waited_share: float
     calls: tuple[str, ...]
+    busy_looks: int = 0
+    slept_looks: int = 0
 
 
 def worker_threads(evidence: Mapping[str, object]) -> list[int]:
@@ -224,15 +258,32 @@ def busy_reading(evidence: Mapping[str, object], workers: int) -> Busy | None:
         return None
     busy = waited = 0.0
     calls: Counter[str] = Counter()
+    busy_looks = slept_looks = 0
     for w in each:
         looks, idle, waits = (w.get(k) if isinstance(w, Mapping) else None for k in ("looks", "idle", "waits"))
         if type(looks) is not int or type(idle) is not int or not isinstance(waits, Mapping):
             return None
         if not 0 <= idle <= looks or not looks or not all(type(n) is int and n >= 0 for n in waits.values()):
             return None
-        busy += span * (looks - idle) / looks
-        waited += span * sum(waits.values()) / looks
+        assert isinstance(w, Mapping)
+        slept = sum(waits.values())
+        busy_looks, slept_looks = busy_looks + looks - idle, slept_looks + slept
+        timed = _timed(w)  # each look the time since the one before; files before it: each an equal share
+        busy_share, slept_share = timed if timed is not None else ((looks - idle) / looks, slept / looks)
+        busy += span * busy_share
+        waited += span * slept_share
         calls.update({str(k): int(n) for k, n in waits.items()})
     if busy <= 0:
         return None
-    return Busy(busy, min(1.0, waited / busy), tuple(call for call, _ in calls.most_common()))
+    share = min(1.0, waited / busy)
+    return Busy(busy, share, tuple(call for call, _ in calls.most_common()), busy_looks, slept_looks)
+
+
+def _timed(worker: Mapping[str, object]) -> tuple[float, float] | None:
+    """The worker's busy share and asleep-while-busy share of the time its looks stood for (looked_s, busy_s,
+    slept_s); None where not kept (a file from before them) or not of that shape."""
+    looked, busy, slept = (worker.get(k) for k in ("looked_s", "busy_s", "slept_s"))
+    numbers = [x for x in (looked, busy, slept) if isinstance(x, (int, float)) and not isinstance(x, bool)]
+    if len(numbers) != 3 or not numbers[0] > 0 or not 0 <= numbers[2] <= numbers[1] <= numbers[0]:
+        return None
+    return numbers[1] / numbers[0], numbers[2] / numbers[0]

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ...analysis.busy_choice import SourceChoice, choose
 from ...analysis.lock_holder import HOLD_US
 from ...analysis.model_check import (
     FEWEST,
@@ -60,30 +61,42 @@ def service_of(result: LatencyResult) -> tuple[Service | list[Service], ServiceS
     return None
 
 
-# The share of the workers' busy time asleep off the CPU while serving from which their busy time, not their CPU, is
-# the service time: a handler that waits (a database, an upstream, a sleep). Attached here, nginx 1.22 (return 200, 2
-# workers) slept none of it outside epoll_wait; PyPI's gunicorn 27 (3 sync workers, an app sleeping 2 ms) 76%, in
-# clock_nanosleep.
-SLEPT_SERVING = 0.2
+def source_choice(result: LatencyResult) -> tuple[Busy, SourceChoice] | None:
+    """The workers' busy time (probes/busy_waits.py) and the looks' choice of source on it (analysis/busy_choice.py);
+    None where not read."""
+    busy = busy_reading(result.evidence, result.server.workers)
+    return None if busy is None else (busy, choose(busy.busy_looks, busy.slept_looks, busy.waited_share))
 
 
 def slept_serving(result: LatencyResult) -> Busy | None:
-    """The workers' busy time (probes/busy_waits.py) where they slept off the CPU while serving for SLEPT_SERVING of
-    it or more, which their CPU time leaves out; None otherwise (not read, or a handler that mostly computes)."""
-    busy = busy_reading(result.evidence, result.server.workers)
-    return busy if busy is not None and busy.waited_share >= SLEPT_SERVING else None
+    """The workers' busy time where enough looks found them asleep off the CPU while serving for a fifth of it or
+    more (busy_choice.SLEPT_SERVING), which their CPU time leaves out; None otherwise (not read, too few busy looks,
+    or a handler that mostly computes)."""
+    read = source_choice(result)
+    return read[0] if read is not None and read[1].busy else None
 
 
 def busy_fields(result: LatencyResult, source: ServiceSource) -> dict[str, Any]:
     """What a model of the workers' busy time keeps beside it, for the report to say why: how much of it they slept
     while serving, in what, and their CPU per connection, which leaves those sleeps out. Their CPU as it was, not
     stretched by their share of a CPU as source "cpu" is: the report names it their CPU per connection, and
-    stretched, a gunicorn's 0.38 ms read 'their CPU per connection (mean 1.71 ms)'."""
-    busy = slept_serving(result) if source == "busy" else None
-    if busy is None:
+    stretched, a gunicorn's 0.38 ms read 'their CPU per connection (mean 1.71 ms)'. Beside either source the looks
+    chose between (busy or cpu), their busy looks, those asleep and the asleep share, which say how sure the choice
+    was."""
+    read = source_choice(result) if source in ("busy", "cpu") else None
+    if read is None:
         return {}
+    busy, choice = read
+    looked = {"busy_looks": choice.looks, "slept_looks": choice.slept, "slept_share": choice.share}
+    if source != "busy":
+        return looked
     cpu = sum(c.cpu_s or 0 for c in result.counters) / result.ok
-    return {"busy_waited": busy.waited_share, "waited_in": ", ".join(busy.calls[:3]), "cpu_mean_ms": 1000 * cpu}
+    return {
+        "busy_waited": busy.waited_share,
+        "waited_in": ", ".join(busy.calls[:3]),
+        "cpu_mean_ms": 1000 * cpu,
+        **looked,
+    }
 
 
 def _mean(service: Service | list[Service], result: LatencyResult) -> float:

@@ -10,7 +10,8 @@ from typing import Any
 from rich.console import RenderableType
 from rich.text import Text
 
-from ...analysis.model_check import SOURCES
+from ...analysis.busy_choice import MIN_BUSY_LOOKS, SLEPT_SERVING, choose
+from ...analysis.model_check import SOURCES, ModelCheck
 from ...core.histogram import LatencyHistogram
 from ...render.service_mean import service_mean
 from ...render.text import Verbatim, plural
@@ -136,7 +137,33 @@ def _service_text(r: LatencyResult, label: Callable[[LatencyResult], str]) -> st
             f"for something: a database, an upstream, the client; the calls do not say which), which their CPU per "
             f"{unit}{cpu} leaves out"
         )
-    return f"{label(r)}: {source} ({mean}{count}){rho}"
+    return f"{label(r)}: {source} ({mean}{count}){rho}{choice_text(m)}"
+
+
+def choice_text(m: ModelCheck) -> str:
+    """Why the busy-time looks chose the source they did, and how surely (analysis/busy_choice.py); '' where the
+    workers were not looked at (and files before it)."""
+    if m.busy_looks is None or m.slept_looks is None or m.slept_share is None:
+        return ""
+    choice = choose(m.busy_looks, m.slept_looks, m.slept_share)
+    low, high = choice.interval
+    taken = "their busy time" if m.service_source == "busy" else "their CPU"
+    other = "their CPU" if m.service_source == "busy" else "their busy time"
+    if not choice.enough:
+        return (
+            f"; {taken} taken, not surely: the looks at their calls found the workers busy "
+            f"{plural(choice.looks, 'time')}, "
+            f"under the {MIN_BUSY_LOOKS} a busy time per connection needs (its error about 1/√looks), so whether "
+            "they slept while serving was not read (a longer run tells)"
+        )
+    said = (
+        f"; {taken} taken: {choice.slept:,} of the {choice.looks:,} busy looks found them asleep "
+        f"({choice.share:.0%} of the busy time, {low:.0%}-{high:.0%} at 95% confidence), "
+    )
+    side = "at or over" if m.service_source == "busy" else "under"
+    if choice.sure:
+        return said + f"{side} the {SLEPT_SERVING:.0%} that decides"
+    return said + f"either side of the {SLEPT_SERVING:.0%} that decides: not sure, another run may take {other}"
 
 
 def _load_text(r: LatencyResult) -> str:
