@@ -2,9 +2,10 @@
 gone between 'ready' and 'go' (its machine, or the way to the host, with the ssh connection left open: nothing
 closes the channel) left the host's drivers waiting for a go with no limit, until TCP gave up on the connection a
 quarter of an hour later. Now the host leaves once the coordinator says nothing for load_side.COORDINATOR_SILENT_S
-after its ready (10 s, made 0.5 s here), as it does mid-load: the coordinator beats to the hosts that said ready while
-it waits for the others' (driven.HostsLoad._ready), each given a minute to start its drivers, so a fixed bound from
-the ready (70 s, c4d3a59) left a run of 3 slow hosts: the first ready would hear the go after 2 minutes.
+after its ready (10 s, made 0.5 s here), as it does mid-load: the coordinator beats to every host it reached
+(loads/hosts/beats.py) while it waits for the others' ready (driven.HostsLoad._ready), each given a minute to start
+its drivers, so a fixed bound from the ready (70 s, c4d3a59) left a run of 3 slow hosts: the first ready would hear
+the go after 2 minutes.
 
 take_part runs here with the coordinator's end of the channel the test's own, which says nothing after the load (the
 coordinator killed once the host is ready), and a real LoadGenerator: its driver processes are the witness, alive
@@ -27,7 +28,8 @@ from accept_order.core.protocol import LINE
 from accept_order.core.spec import ConcurrentLoad
 from accept_order.core.target import ReplyAttribution
 from accept_order.loads.generator import LoadGenerator
-from accept_order.loads.hosts import driven, load_side
+from accept_order.loads.hosts import beats, driven, load_side
+from accept_order.loads.hosts.gateways import Host
 from accept_order.loads.hosts.remote_side import CLOSED
 
 
@@ -116,7 +118,7 @@ class BeatingClock:
             self.inside = True  # the host's heard() reads the clock too
             self.now += 0.45
             self.readings += 1
-            callback(("beat",))
+            beats.heard()  # on the host's watch channel (loads/hosts/beats.py)
             if self.readings == 4:
                 callback(("go", time.time()))
             self.inside = False
@@ -157,44 +159,18 @@ def _answer(server: socket.socket, count: int) -> None:
 
 
 class Channel:
-    """A host's channel on the coordinator's side: `silent` receives time out (each as long as asked) before its
-    ready; what was sent to it is kept."""
+    """A host's channel on the coordinator's side whose receives time out (each as long as asked)."""
 
     class TimeoutError(Exception):  # noqa: A001,N818 - execnet's name
         pass
 
-    def __init__(self, silent: int) -> None:
-        self.silent, self.sent = silent, []  # type: ignore[var-annotated]
-
     def receive(self, timeout: float) -> Any:
-        if self.silent:
-            self.silent -= 1
-            threading.Event().wait(timeout)  # as execnet's receive: the timeout passes with nothing heard
-            raise self.TimeoutError
-        return ("ready",)
-
-    def send(self, message: Any) -> None:
-        self.sent.append(message)
-
-
-def test_the_coordinator_beats_to_ready_hosts_while_another_starts(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(driven, "BEAT_S", 0.01)
-    first, slow = Channel(0), Channel(5)
-    hosts = [
-        SimpleNamespace(host=SimpleNamespace(name=f"client host c{i}", channel=c)) for i, c in enumerate((first, slow))
-    ]
-    assert driven.HostsLoad._ready(hosts[0], []) == ("ready",)  # type: ignore[arg-type]
-    assert driven.HostsLoad._ready(hosts[1], hosts[:1]) == ("ready",)  # type: ignore[arg-type]
-    assert first.sent == [("beat",)] * 5  # one for each second the slow host's drivers took
+        threading.Event().wait(timeout)  # as execnet's receive: the timeout passes with nothing heard
+        raise self.TimeoutError
 
 
 def test_a_host_never_ready_is_named_with_the_whole_wait(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(driven, "BEAT_S", 0.01)
     monkeypatch.setattr(driven, "READY_TIMEOUT_S", 0.05)
-    first, never = Channel(0), Channel(10**6)
-    hosts = [
-        SimpleNamespace(host=SimpleNamespace(name=f"client host c{i}", channel=c)) for i, c in enumerate((first, never))
-    ]
+    never = SimpleNamespace(host=Host("c1", None, Channel(), name="client host c1"))
     with pytest.raises(driven.LoadError, match="^client host c1: no answer in 0.2 s for its drivers to start$"):
-        driven.HostsLoad._ready(hosts[1], hosts[:1])  # type: ignore[arg-type]
-    assert first.sent and set(first.sent) == {("beat",)}
+        driven.HostsLoad._ready(never)  # type: ignore[arg-type]

@@ -48,9 +48,9 @@ STARTED_LATE_S = 0.05  # a host that began this much after its start time is nam
 # while it follows, so its connection stays open without a byte for as long as the network is down: a 5 s run whose
 # host lost its link at 3 s waited for it until it was interrupted (90 s later), its progress line frozen.
 SILENT_S = 10.0
-# How often the hosts' silences are looked at (not on every message: hundreds of hosts), and each host is sent a
-# beat: a host that hears none for load_side.COORDINATOR_SILENT_S stops its load (this host, or the way to it, gone)
-BEAT_S = 1.0
+# How often the hosts' silences are looked at (not on every message: hundreds of hosts); the coordinator's own beats
+# to them, which they need as much, are beats.py's, from the hosts' hellos to their ends
+LOOK_S = 1.0
 
 
 @dataclass
@@ -130,34 +130,16 @@ class HostsLoad(Started):
         for p in self.progress:
             payload = pickle.dumps((address, attribution, p.load, protocol))
             p.host.send(("load", payload), "as it was given its load")
-        for index, p in enumerate(self.progress):
-            reply = self._ready(p, self.progress[:index])
+        for p in self.progress:
+            reply = self._ready(p)
             if reply[0] != "ready":
                 raise LoadError(f"{p.host.name}: {self._said(reply)}")
 
     @staticmethod
-    def _ready(p: _Progress, waiting: list[_Progress]) -> Any:
-        """Its word once its drivers are up (within 4 * READY_TIMEOUT_S), beating every BEAT_S meanwhile to the hosts
-        that said ready before it: each leaves a load whose coordinator says nothing for
-        load_side.COORDINATOR_SILENT_S after its ready, and the others' drivers may take a minute each to start."""
-        deadline = time.monotonic() + 4 * READY_TIMEOUT_S
-        channel = p.host.channel
-        while True:
-            left = deadline - time.monotonic()
-            try:
-                return channel.receive(timeout=max(0.0, min(BEAT_S, left)))
-            except channel.TimeoutError:
-                if left <= BEAT_S:
-                    raise LoadError(
-                        f"{p.host.name}: no answer in {4 * READY_TIMEOUT_S:g} s for its drivers to start"
-                    ) from None
-            except Exception:  # noqa: BLE001 - its end or its Python's error: Host.receive says which, in one line
-                return p.host.receive(0.0, "for its drivers to start")
-            for ready in waiting:
-                try:
-                    ready.host.channel.send(("beat",))
-                except CLOSED_CHANNEL:
-                    pass  # its end is seen at the go
+    def _ready(p: _Progress) -> Any:
+        """Its word once its drivers are up, within 4 * READY_TIMEOUT_S (a minute each host, one after another: the
+        hosts already ready hear beats meanwhile, beats.py's, and wait for the go)."""
+        return p.host.receive(4 * READY_TIMEOUT_S, "for its drivers to start")
 
     def _clocked(self, p: _Progress) -> LoadError | None:
         try:
@@ -227,11 +209,11 @@ class HostsLoad(Started):
 
     def _follow(self, on_tick: Callable[[int, float], None] | None, common: float, deadline: float | None) -> None:
         next_tick = time.monotonic() + TICK_S
-        next_beat = time.monotonic() + BEAT_S
+        next_look = time.monotonic() + LOOK_S
         while not all(p.done for p in self.progress):
-            if deadline is None and time.monotonic() > next_beat:  # the stop's follow has its own deadline
-                self._beat(late=time.monotonic() - next_beat)
-                next_beat = time.monotonic() + BEAT_S
+            if deadline is None and time.monotonic() > next_look:  # the stop's follow has its own deadline
+                self._silences(late=time.monotonic() - next_look)
+                next_look = time.monotonic() + LOOK_S
                 continue
             if deadline is not None and time.monotonic() > deadline:
                 for p in self.progress:
@@ -248,23 +230,18 @@ class HostsLoad(Started):
             with deferred():  # a result taken off the queue is stored before a signal can interrupt
                 self._heard(self.progress[index], message)
 
-    def _beat(self, late: float) -> None:
-        """Beat to every host still driving, and name each host silent for SILENT_S as lost, asking it to stop: one
-        that only stalled would otherwise drive on, uncounted, once it wakes (its ssh ends at close() in any case,
-        and its load with it). A beat `late` by more than BEAT_S is time this coordinator did not run (stopped by
-        Ctrl-Z, its machine paused): its hosts' words wait unread meanwhile, so that time is not their silence. A
-        coordinator stopped for 12 s named a host that had ticked all along 'silent ... the host stalled', where the
-        host had stopped its load for want of beats and said so (load_side), in a message still unread."""
+    def _silences(self, late: float) -> None:
+        """Name each host silent for SILENT_S as lost, asking it to stop: one that only stalled would otherwise drive
+        on, uncounted, once it wakes (its ssh ends at close() in any case, and its load with it). A look `late` by
+        more than LOOK_S is time this coordinator did not run (stopped by Ctrl-Z, its machine paused): its hosts'
+        words wait unread meanwhile, so that time is not their silence. A coordinator stopped for 12 s named a host
+        that had ticked all along 'silent ... the host stalled', where the host had stopped its load for want of beats
+        and said so (load_side), in a message still unread."""
         now = time.monotonic()
-        if late > BEAT_S:
+        if late > LOOK_S:
             for p in self.progress:
                 p.heard += late
         for p in self.progress:
-            if not p.done:
-                try:
-                    p.host.channel.send(("beat",))
-                except CLOSED_CHANNEL:
-                    pass  # its end arrives as CLOSED
             if not p.done and now - p.heard > SILENT_S:
                 p.lost = (
                     f"it said nothing for {SILENT_S:g} s, after at least {p.finished} connections ({p.served} served "

@@ -35,6 +35,7 @@ from ...core.signal_order import start_thread
 from ...core.text import escape_controls as inert
 from ...core.version import VERSION
 from . import remote_side
+from .beats import beater
 from .hello_refusals import not_started, refusal, spoke_first
 from .ssh_config_read import connect_timeout_unset as connect_timeout_unset  # tests read it here
 from .ssh_config_read import unset
@@ -215,6 +216,7 @@ class _Reaching:
         self.ssh = Ssh()
         self.group = execnet.Group(execmodel=_execmodel(self.ssh))
         self.gateway: Any = None  # once reached
+        self.watch: Any = None  # the channel the coordinator beats on (beats.py), once its hello was checked
 
     def fail(self, what: str, exc: BaseException | None = None) -> LoadError:
         return LoadError(f"{self.name}: {what}" + (f" ({said})" if (said := self.last_words(exc)) else ""))
@@ -225,6 +227,7 @@ class _Reaching:
         return said
 
     def close(self) -> None:
+        beater.drop(self.watch)  # its beats end here: a host this close cannot reach ends on its own (beats.py)
         self.group.terminate(timeout=CLOSE_TIMEOUT_S)  # each remote interpreter exits when its channel closes
 
     def restart(self) -> None:
@@ -234,7 +237,7 @@ class _Reaching:
         self.close()
         self.ssh = Ssh()
         self.group = execnet.Group(execmodel=_execmodel(self.ssh))
-        self.gateway = None
+        self.gateway = self.watch = None
 
 
 def _connect_one(reaching: _Reaching, hosts: ClientHosts, index: int, part: str) -> Host:
@@ -281,6 +284,7 @@ def _greet(reaching: _Reaching, gateway: Any, hosts: ClientHosts, part: str) -> 
             f"({', '.join(f'{folder}/' for folder in differ)} differ: a development install?): "
             "install the same code there, or give --client-python one that has it"
         )
+    reaching.watch = reaching.watch or beater.add(gateway)  # once a connection, beaten for its life (between loads)
     channel.send(("part", part))
     boot_id = str(hello[5]) if len(hello) > 5 else ""  # "": a host of an older accept-order
     host = (destination, gateway, channel, str(python), str(version), str(hostname), reaching.ssh, reaching.name)

@@ -7,18 +7,16 @@
     host -> ("tick", finished, served) ...                 as it drives
     host -> ("result", pickled LoadResult, started, ended) (started/ended on the host's clock)
     host -> ("error", one line)                            instead, when it cannot drive
-    coordinator -> ("beat",)                               every second as it follows the hosts (and before the
-                                                           go, while another host starts its drivers)
 
 A ("stop",) from the coordinator at any time ends the load early with what it measured (Ctrl-C there), and
 the channel closing (the coordinator gone, even SIGKILLed: ssh then closes its end) ends it at once: the
 drivers are stopped and reaped, and the interpreter exits. So does a coordinator that says nothing for
-COORDINATOR_SILENT_S while the load runs (its beats stopped): the network between gone, or the coordinator's
-machine, leaves the channel open with nobody at the other end, and the load would otherwise go on to its end
-(a --duration 1h for an hour) unfollowed; and one silent as long between the host's ready and the go (its drivers
-would idle), where it beats to the hosts already ready while it waits for the others' (driven.HostsLoad._ready).
-The interpreter then exits at once: ssh would not see its end before TCP gave up on the dead connection, a quarter
-of an hour later.
+COORDINATOR_SILENT_S while the load runs (its beats stopped: beats.py, on a channel of their own): the network
+between gone, or the coordinator's machine, leaves the channel open with nobody at the other end, and the load would
+otherwise go on to its end (a --duration 1h for an hour) unfollowed; and one silent as long between the host's ready
+and the go (its drivers would idle). The interpreter then exits at once: ssh would not see its end before TCP gave
+up on the dead connection, a quarter of an hour later. The part says so first, in case only one way is cut; beats'
+watch ends the interpreter LEAVE_S later if the part could not.
 """
 
 from __future__ import annotations
@@ -35,12 +33,9 @@ from ...core.errors import AcceptOrderError
 from ...core.signals import deferred
 from ...core.spec import FD_MARGIN, MAX_DRIVER_PROCS, ConcurrentLoad, drivers_under
 from ..generator import LoadGenerator
+from .beats import COORDINATOR_SILENT_S, hearing
+from .beats import LATE_S as TICK_LATE_S  # (the generator ticks every TICK_S) a tick this late: this host did not run
 from .remote_side import CLOSED
-
-COORDINATOR_SILENT_S = 10.0  # ten of the coordinator's beats missed (driven.BEAT_S)
-# A tick later than this after the one before is time this host did not run (its Python stopped, its machine paused):
-# the beats sent meanwhile wait unread, so that time is not the coordinator's silence (generator ticks every TICK_S)
-TICK_LATE_S = 1.0
 
 
 def take_part(channel: Any) -> None:
@@ -58,10 +53,11 @@ def take_part(channel: Any) -> None:
     went = threading.Event()
     heard_at = [time.monotonic()]
 
-    def heard(message: Any) -> None:  # execnet's receiver thread: a stop, the go, a beat, or the channel's end
+    def beat() -> None:  # a beat on the watch channel (beats.py), in execnet's receiver thread
         heard_at[0] = time.monotonic()
-        if isinstance(message, tuple) and message[0] == "beat":
-            return
+
+    def heard(message: Any) -> None:  # execnet's receiver thread: a stop, the go, or the channel's end
+        heard_at[0] = time.monotonic()
         if message == CLOSED or (isinstance(message, tuple) and message[0] == "stop"):
             stopping.set()
         elif isinstance(message, tuple) and message[0] == "go":
@@ -69,54 +65,57 @@ def take_part(channel: Any) -> None:
         went.set()
 
     channel.setcallback(heard, endmarker=CLOSED)
-    try:
-        load = make_room(load)
-        with LoadGenerator(address, attribution, load, protocol) as generator:
-            heard_at[0] = time.monotonic()  # its silence counts from the ready (before: a beat is never undone)
-            channel.send(("ready",))
-            # Not a fixed bound: the go comes once every host is ready, a minute each at most, beats meanwhile
-            while not went.is_set() and (silent := time.monotonic() - heard_at[0]) <= COORDINATOR_SILENT_S:
-                went.wait(COORDINATOR_SILENT_S - silent)
-            if not went.is_set():
-                gone = f"no word from the coordinator for {COORDINATOR_SILENT_S:g} s after its ready: it never drove"
-                orphaned.set()
-            if stopping.is_set():
-                return
-            if orphaned.is_set():
-                raise _Orphaned  # out of the generator, which stops and reaps its idle drivers
-            while (wait := go[0] - time.time()) > 0 and not stopping.wait(min(wait, 0.05)):
-                pass  # the common start, on this host's clock
-            started = time.time()
-            ticked = [time.monotonic()]
-
-            def tick(done: int, elapsed: float) -> None:
-                now = time.monotonic()
-                if now - ticked[0] > TICK_LATE_S:  # never past now: a beat may have been heard since
-                    heard_at[0] = min(now, heard_at[0] + now - ticked[0])
-                ticked[0] = now
-                if now - heard_at[0] > COORDINATOR_SILENT_S:
+    with hearing(beat):
+        try:
+            load = make_room(load)
+            with LoadGenerator(address, attribution, load, protocol) as generator:
+                heard_at[0] = time.monotonic()  # its silence counts from the ready (before: a beat is never undone)
+                channel.send(("ready",))
+                # Not a fixed bound: the go comes once every host is ready, a minute each at most, beats meanwhile
+                while not went.is_set() and (silent := time.monotonic() - heard_at[0]) <= COORDINATOR_SILENT_S:
+                    went.wait(COORDINATOR_SILENT_S - silent)
+                if not went.is_set():
+                    gone = (
+                        f"no word from the coordinator for {COORDINATOR_SILENT_S:g} s after its ready: it never drove"
+                    )
                     orphaned.set()
-                if stopping.is_set() or orphaned.is_set():
-                    raise KeyboardInterrupt  # the generator stops its drivers and keeps what they measured
-                tally = generator.tally()  # the split too: the coordinator's progress says how many failed
-                channel.send(("tick", int(tally), tally.served, tally.timed_out))
+                if stopping.is_set():
+                    return
+                if orphaned.is_set():
+                    raise _Orphaned  # out of the generator, which stops and reaps its idle drivers
+                while (wait := go[0] - time.time()) > 0 and not stopping.wait(min(wait, 0.05)):
+                    pass  # the common start, on this host's clock
+                started = time.time()
+                ticked = [time.monotonic()]
 
-            result = generator.run(tick)
-            # the drivers' own window, not the time it took to collect their reports: the load ended then
-            ended = started + result.wall_s
-            if not orphaned.is_set():
-                with deferred():
-                    channel.send(("result", pickle.dumps(result), started, ended))
-        if orphaned.is_set():  # its drivers reaped as the generator closed
+                def tick(done: int, elapsed: float) -> None:
+                    now = time.monotonic()
+                    if now - ticked[0] > TICK_LATE_S:  # never past now: a beat may have been heard since
+                        heard_at[0] = min(now, heard_at[0] + now - ticked[0])
+                    ticked[0] = now
+                    if now - heard_at[0] > COORDINATOR_SILENT_S:
+                        orphaned.set()
+                    if stopping.is_set() or orphaned.is_set():
+                        raise KeyboardInterrupt  # the generator stops its drivers and keeps what they measured
+                    tally = generator.tally()  # the split too: the coordinator's progress says how many failed
+                    channel.send(("tick", int(tally), tally.served, tally.timed_out))
+
+                result = generator.run(tick)
+                # the drivers' own window, not the time it took to collect their reports: the load ended then
+                ended = started + result.wall_s
+                if not orphaned.is_set():
+                    with deferred():
+                        channel.send(("result", pickle.dumps(result), started, ended))
+            if orphaned.is_set():  # its drivers reaped as the generator closed
+                _leave(channel, gone)
+        except _Orphaned:  # no go came: its drivers reaped as the generator closed
             _leave(channel, gone)
-    except _Orphaned:  # no go came: its drivers reaped as the generator closed
-        _leave(channel, gone)
-    except AcceptOrderError as exc:  # the tool's own refusal: its words, about this host's share
-        if not stopping.is_set():
-            channel.send(("error", f"{exc} (its share: {_share(load)})"))
-    except Exception as exc:  # noqa: BLE001 - said in one line on the coordinator
-        if not stopping.is_set():
-            channel.send(("error", f"{type(exc).__name__}: {exc}"))
+        except AcceptOrderError as exc:  # the tool's own refusal: its words, about this host's share
+            if not stopping.is_set():
+                channel.send(("error", f"{exc} (its share: {_share(load)})"))
+        except Exception as exc:  # noqa: BLE001 - said in one line on the coordinator
+            if not stopping.is_set():
+                channel.send(("error", f"{type(exc).__name__}: {exc}"))
 
 
 class _Orphaned(Exception):

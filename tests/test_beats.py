@@ -1,0 +1,129 @@
+"""The coordinator's beats (loads/hosts/beats.py): a thread beats every host it reached, whatever the coordinator's
+main thread is doing (a load, a server's launch between a ramp's steps, nothing), until the host's connection is
+ended; a host's watch ends its interpreter once the beats stop for COORDINATOR_SILENT_S, LEAVE_S later while a part
+that leaves on its own runs, and never once its channel ended (the connection closed: the interpreter ends anyway).
+
+Fakes of execnet's gateway and channel; the interpreter's end (os._exit) is an exception of the test's. The beats a
+host hears here are the test's, paced by it; the silences are 2 s, far above the pace, so a busy machine delays the
+watch's end and never brings it early.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from waiting import wait_for
+
+from accept_order.loads.hosts import beats
+from accept_order.loads.hosts.remote_side import CLOSED
+
+
+class Channel:
+    def __init__(self) -> None:
+        self.sent: list[Any] = []
+        self.callback: Callable[[Any], None] | None = None
+
+    def send(self, message: Any) -> None:
+        self.sent.append(message)
+
+    def setcallback(self, callback: Callable[[Any], None], endmarker: Any) -> None:
+        assert endmarker == CLOSED
+        self.callback = callback
+
+
+class Gateway:
+    def __init__(self) -> None:
+        self.channel = Channel()
+        self.executed: list[str] = []
+
+    def remote_exec(self, source: str) -> Channel:
+        self.executed.append(source)
+        return self.channel
+
+
+def test_the_coordinator_beats_a_host_until_it_ends_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(beats, "BEAT_S", 0.01)
+    beater, gateway = beats._Beater(), Gateway()
+    channel = beater.add(gateway)  # the main thread does nothing more: the beats are the beater's own
+    assert channel is gateway.channel and gateway.executed == [beats.WATCH_SOURCE]
+    wait_for(lambda: len(channel.sent), lambda n: n >= 3, 30, "three beats")
+    assert set(channel.sent) == {beats.BEAT}
+    beater.drop(channel)
+    wait_for(lambda: beater._running, lambda running: not running, 30, "the beater to end with no host left")
+    beaten = len(channel.sent)
+    again = beater.add(Gateway())  # a host reached later (a ramp's next step) is beaten by a new thread
+    wait_for(lambda: len(again.sent), lambda n: n >= 1, 30, "a beat to the host reached later")
+    assert len(channel.sent) == beaten  # the host ended is beaten no more
+    beater.drop(again)
+
+
+class Ended(BaseException):  # os._exit: the host's interpreter ends
+    pass
+
+
+def watching(monkeypatch: pytest.MonkeyPatch) -> tuple[Channel, threading.Thread, list[float]]:
+    """beats.watch on a channel of the test's, in a thread; the times (monotonic) it would end the interpreter."""
+    monkeypatch.setattr(beats, "COORDINATOR_SILENT_S", 2.0)
+    monkeypatch.setattr(beats, "LEAVE_S", 2.0)
+    monkeypatch.setattr(beats, "LOOK_S", 0.01)
+    ends: list[float] = []
+
+    def end(code: int) -> None:
+        ends.append(time.monotonic())
+        raise Ended
+
+    monkeypatch.setattr(beats.os, "_exit", end)
+    channel = Channel()
+
+    def host() -> None:
+        try:
+            beats.watch(channel)
+        except Ended:
+            pass
+
+    thread = threading.Thread(target=host, daemon=True)
+    thread.start()
+    wait_for(lambda: channel.callback, lambda callback: callback is not None, 30, "the watch to listen")
+    return channel, thread, ends
+
+
+def beat_for(channel: Channel, seconds: float) -> float:
+    """Beat every 0.05 s for `seconds` (the coordinator alive); the time of the last beat."""
+    assert channel.callback is not None
+    until = time.monotonic() + seconds
+    while time.monotonic() < until:
+        channel.callback(beats.BEAT)
+        threading.Event().wait(0.05)
+    channel.callback(beats.BEAT)
+    return time.monotonic()
+
+
+def test_a_host_ends_once_its_coordinator_is_silent(monkeypatch: pytest.MonkeyPatch) -> None:
+    channel, thread, ends = watching(monkeypatch)
+    beat_for(channel, 3.0)  # longer than the silence: beats keep it
+    assert ends == []
+    last = beat_for(channel, 0.0)
+    thread.join(30)
+    assert len(ends) == 1 and ends[0] - last >= 2.0, ends
+
+
+def test_a_part_that_leaves_on_its_own_is_given_time_to(monkeypatch: pytest.MonkeyPatch) -> None:
+    heard: list[float] = []
+    with beats.hearing(lambda: heard.append(time.monotonic())):
+        channel, thread, ends = watching(monkeypatch)
+        last = beat_for(channel, 0.0)
+        thread.join(30)
+    assert heard  # the part hears the beats
+    assert len(ends) == 1 and ends[0] - last >= 4.0, ends  # the silence, then LEAVE_S for the part
+
+
+def test_a_host_whose_channel_ended_is_left_to_its_connection(monkeypatch: pytest.MonkeyPatch) -> None:
+    channel, thread, ends = watching(monkeypatch)
+    assert channel.callback is not None
+    channel.callback(CLOSED)  # the coordinator ended the connection: the interpreter ends with it
+    thread.join(30)
+    assert not thread.is_alive() and ends == []
