@@ -73,8 +73,9 @@ def reload(
     """Take one worker away mid-load: what each mode loses. Connections served, reset, refused and timed
     out, and why.
 
-    Runs in a private network namespace it creates (needs root), where it sets net.ipv4.tcp_migrate_req
-    for each run; the host's setting is never changed."""
+    Runs in a private network namespace it creates (as root; as a user, inside a user namespace of its
+    own where the kernel allows one), where it sets net.ipv4.tcp_migrate_req for each run; the host's
+    setting is never changed."""
     import ipaddress
 
     from ..api import reload as reload_runs

@@ -5,6 +5,12 @@ unshare(CLONE_NEWNET) moves the calling process (and every child it starts after
 namespace; it ends when the last process in it does, so nothing is left behind on any exit path. Python
 3.11 has no os.unshare, hence ctypes. The new namespace's loopback is down: it is brought up with the
 SIOCSIFFLAGS ioctl, the way `ip link set lo up` does it.
+
+A user without CAP_SYS_ADMIN (no sudo, on a shared host) makes the network namespace inside a user namespace of
+its own, as `unshare -Urn` would: there it holds CAP_NET_ADMIN over that network namespace alone (enough to set
+tcp_migrate_req and bring loopback up), and its uid and gid are mapped to themselves, so the files it writes and
+the processes it starts stay the user's. Root is not taken this way: a root whose CAP_SYS_ADMIN was dropped (a
+container's) was meant not to make namespaces.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from .errors import AcceptOrderError
 from .libc import libc
 
 CLONE_NEWNET = 0x40000000
+CLONE_NEWUSER = 0x10000000
+MAX_USER_NAMESPACES = "user/max_user_namespaces"
 SIOCGIFFLAGS = 0x8913
 SIOCSIFFLAGS = 0x8914
 IFF_UP = 0x1
@@ -45,9 +53,12 @@ def enter_private() -> int:
     if libc().unshare(CLONE_NEWNET) != 0:
         code = ctypes.get_errno()
         why = os.strerror(code)
-        if code == errno.EPERM:
-            why += f" ({_refused_by()})"
-        raise NamespaceError(f"cannot make a private network namespace: {why}")
+        if code != errno.EPERM:
+            raise NamespaceError(f"cannot make a private network namespace: {why}")
+        # a user's is made in a user namespace of its own, as `unshare -Urn` would; root's refusal is said
+        refused = _refused_by() if os.geteuid() == 0 or holds(ADMIN) else _in_user_namespace()
+        if refused is not None:
+            raise NamespaceError(f"cannot make a private network namespace: {why} ({refused})")
     if namespace_inode() == host:
         raise NamespaceError("unshare(CLONE_NEWNET) returned but this process is still in the host's namespace")
     loopback_up()
@@ -60,6 +71,33 @@ def _refused_by() -> str:
     if holds(ADMIN):
         return "this process holds CAP_SYS_ADMIN: a seccomp filter or security module (a container's) may forbid it"
     return f"a private network namespace needs CAP_SYS_ADMIN: {what_would_let_it(ADMIN)}"
+
+
+def _in_user_namespace() -> str | None:
+    """Enter a user namespace of this user's own with a network namespace in it (`unshare -Urn`, but the uid
+    and gid mapped to themselves): None once in, else what refused it and what would do instead. The kernel
+    allows it only to a process of one thread (unshare(2): EINVAL), which the CLI is until it starts a load."""
+    uid, gid = os.geteuid(), os.getegid()
+    if libc().unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0:
+        code = ctypes.get_errno()
+        limit = read_sysctl(MAX_USER_NAMESPACES)
+        if limit == "0":
+            by = "user.max_user_namespaces is 0"
+        elif code == errno.EINVAL:  # a thread started before it: the tool's own mistake, said as such
+            by = f"{os.strerror(code)}: this process already runs threads"
+        else:
+            by = f"{os.strerror(code)}: a security module or seccomp filter may forbid it"
+        return (
+            f"a private network namespace needs CAP_SYS_ADMIN, or a user namespace of this user's own, which this "
+            f"kernel refused too ({by}): {what_would_let_it(ADMIN)}"
+        )
+    try:  # setgroups first: an unprivileged process may map its gid only once setgroups(2) is denied
+        for name, line in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+            with open(f"/proc/self/{name}", "w") as f:
+                f.write(line)
+    except OSError as exc:
+        raise NamespaceError(f"cannot map this user into its own user namespace: {exc.strerror}") from None
+    return None
 
 
 def loopback_up() -> None:
