@@ -12,13 +12,11 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 from cluster import Cluster, cluster_fixture
 from conftest import run_cli
-from lost_host import lose_c2_once
-from test_clients_cli import own_address
+from lost_host import c2_lost_once, spawned  # noqa: F401  # the fixtures: c1 and c2 in popen gateways, c2 lost once
 from test_clients_faults import (
     TICKED_CONNECTS,
     UNDER_WAY_CONNECTS,
@@ -30,7 +28,6 @@ from test_clients_faults import (
     start,
     under_way,
 )
-from test_clients_kept import spawned  # noqa: F401  # the fixture: popen gateways in place of ssh
 
 cluster = cluster_fixture(clients=2)
 LOST = r"accept-order: error: client host c2 was lost during the run: its connection closed .*"
@@ -95,17 +92,13 @@ def test_a_host_lost_mid_run_ends_the_command_with_exit_1_after_the_result(
 
 
 def test_a_host_lost_in_a_round_ends_repeat_with_exit_1(
-    spawned: dict[str, Any],  # noqa: F811
+    c2_lost_once: str,  # noqa: F811
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """--repeat (run_repeated, every command's) the same way: c2's channel ends in place of its first round's result,
     as a host lost mid-load leaves it; the second round runs, then the line and exit 1. popen gateways stand in for
     ssh (test_clients_kept.py): no cluster."""
-    address = own_address()
-    if address is None:
-        pytest.skip("no address but loopback here")
-    lose_c2_once(monkeypatch)
+    address = c2_lost_once
     saved = tmp_path / "repeat.json"
     args = ["latency", "--clients", "c1,c2", "--host", address, "-w", "2", "-n", "200", "-c", "4", "--repeat", "2"]
     result = run_cli([*args, "--json", str(saved)])

@@ -9,24 +9,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
-import pytest
 from conftest import run_cli
-from lost_host import lose_c2_once
-from test_clients_cli import own_address
-from test_clients_kept import spawned  # noqa: F401  # the fixture: popen gateways in place of ssh
+from lost_host import c2_lost_once, spawned  # noqa: F401  # the fixtures: c1 and c2 in popen gateways, c2 lost once
 
 
 def test_a_host_lost_in_one_mode_and_back_for_the_next_is_said_per_mode(
-    spawned: dict[str, Any],  # noqa: F811
+    c2_lost_once: str,  # noqa: F811
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    address = own_address()
-    if address is None:
-        pytest.skip("no address but loopback here")
-    lose_c2_once(monkeypatch)
+    address = c2_lost_once
     saved = tmp_path / "modes.json"
     args = ["latency", "--clients", "c1,c2", "--host", address, "-w", "2", "-n", "200", "-c", "4"]
     result = run_cli([*args, "--modes", "epoll,reuseport", "--json", str(saved)])

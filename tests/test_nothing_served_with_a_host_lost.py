@@ -10,13 +10,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from conftest import run_cli
-from lost_host import lose_c2_once
-from test_clients_cli import own_address
-from test_clients_kept import spawned  # noqa: F401  # the fixture: popen gateways in place of ssh
+from lost_host import c2_lost_once, spawned  # noqa: F401  # the fixtures: c1 and c2 in popen gateways, c2 lost once
 
 UNANSWERABLE = ["--work", "1s", "--timeout", "100ms", "-w", "1"]
 # each command that drives from client hosts, as cli/served_nothing.py is called from it (a --repeat: repeat_common)
@@ -33,14 +30,10 @@ COMMANDS = {
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_nothing_served_and_a_host_lost_are_one_line(
     command: str,
-    spawned: dict[str, Any],  # noqa: F811
+    c2_lost_once: str,  # noqa: F811
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    address = own_address()
-    if address is None:
-        pytest.skip("no address but loopback here")
-    lose_c2_once(monkeypatch)
+    address = c2_lost_once
     saved = tmp_path / "result.json"
     hosts = "--client-hosts" if command == "burst" else "--clients"  # burst's --clients counts its clients
     args = [*COMMANDS[command], hosts, "c1,c2", "--host", address, *UNANSWERABLE]
