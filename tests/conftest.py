@@ -25,7 +25,13 @@ import pytest
 from children import KEPT_BY_FIXTURES, child_processes, cpu_of, describe, gone, has_children  # noqa: F401
 from cli_runs import assert_one_error_line, run_cli, run_experiment  # noqa: F401
 from host_namespace import back_in_the_host_namespace  # noqa: F401  (an autouse fixture: registered by its import)
-from network import http_fetch, http_fetch_many, ipv6_loopback_works, needs_ipv6  # noqa: F401
+from network import (  # noqa: F401
+    http_fetch,
+    http_fetch_many,
+    ipv6_loopback_works,
+    needs_ipv6,
+    silent_port,  # a fixture: registered by its import, for every test
+)
 from report_layout import counted_calls, printed_like_the_report  # noqa: F401
 from waiting import OutputReader, wait_for  # noqa: F401
 

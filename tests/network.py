@@ -1,9 +1,11 @@
-"""The network as tests use it: whether IPv6 loopback works here (needs_ipv6 skips where not), and HTTP/1.0
-requests to a launched server that read which worker answered. Tests import these from conftest too."""
+"""The network as tests use it: whether IPv6 loopback works here (needs_ipv6 skips where not), HTTP/1.0 requests
+to a launched server that read which worker answered, and a port whose listener never accepts (the fixture
+silent_port, which conftest's import registers for every test). Tests import the helpers from conftest too."""
 
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -48,3 +50,22 @@ def http_fetch_many(address: tuple[str, int], requests: int = 40, threads: int =
     """`requests` of http_fetch, `threads` at a time."""
     with ThreadPoolExecutor(threads) as pool:
         return list(pool.map(lambda _: http_fetch(address), range(requests)))
+
+
+# Connections the silent listener's queue holds: more than any test's load has in flight (a ramp's --in-flight 4, a
+# driver's 6), so each waits in the queue for its answer rather than for a SYN sent again
+SILENT_BACKLOG = 64
+
+
+@pytest.fixture
+def silent_port() -> Iterator[int]:
+    """A port on 127.0.0.1 whose listener never accepts: the kernel completes each handshake into its queue, and the
+    client waits its --timeout for an answer that never comes (as it waits on an HTTP server under --protocol
+    line); the kernel guarantees no byte comes, so every connection that finishes has failed."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(SILENT_BACKLOG)
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        listener.close()

@@ -10,12 +10,10 @@ import fcntl
 import os
 import pty
 import re
-import socket
 import struct
 import subprocess
 import sys
 import termios
-from collections.abc import Iterator
 from typing import Any, cast
 
 import psutil
@@ -30,17 +28,6 @@ from accept_order.core.finished import Finished, outcome_text
 
 ESCAPES = rb"(?:\x1b\[[0-9;?]*[A-Za-z]|\s)*"  # rich's colours around the count
 LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs epoll, procfs and a pty")
-
-
-@pytest.fixture
-def silent_port() -> Iterator[int]:
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(8)  # never accepted: each connection waits in the queue for an answer that never comes
-    try:
-        yield listener.getsockname()[1]
-    finally:
-        listener.close()
 
 
 def _quick_beats(monkeypatch: pytest.MonkeyPatch, module: Any) -> list[str]:

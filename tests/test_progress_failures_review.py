@@ -13,12 +13,10 @@ import os
 import pickle
 import pty
 import re
-import socket
 import struct
 import subprocess
 import sys
 import termios
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -33,17 +31,6 @@ from accept_order.loads.drive_loop import DriverConfig, _drive
 from accept_order.loads.uring_loop import drive_uring, drive_uring_api
 
 LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs epoll and io_uring")
-
-
-@pytest.fixture
-def silent_port() -> Iterator[int]:
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(64)  # never accepted: each connection waits in the queue for an answer that never comes
-    try:
-        yield listener.getsockname()[1]
-    finally:
-        listener.close()
 
 
 class Watched(list[int]):
