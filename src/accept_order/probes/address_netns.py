@@ -12,10 +12,12 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from .server_netns import netstat_namespace
+from . import landing
+from .landing import Landing
+from .server_netns import namespaces, netstat_namespace
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 LISTEN = "0A"  # the tcp table's state of a listening socket
@@ -25,12 +27,18 @@ LISTEN = "0A"  # the tcp table's state of a listening socket
 class Located:
     """Where the address lives: `ours` (this tool's namespace), or the pids of another namespace's processes (any
     one of them reads its counters: server_netns.netstat_in), or neither (`pids` empty, not ours): another machine,
-    or a namespace whose files could not be read, or more than one that holds it (`holders`: how many)."""
+    or a namespace whose files could not be read, or one this machine's that a connection made to find it was not
+    found in (`why` says so: more than one holds it, `holders` how many, or NAT sent it on). `sent_to` is the
+    server's own address where NAT rewrote the connection's (DNAT host:8080 -> 10.0.0.2:80); `landed`, that a
+    connection made to find it told which namespace (probes/landing.py), not the addresses held alone."""
 
     ours: bool
     namespace: int | None = None
     pids: tuple[int, ...] = ()
     holders: int = 0  # namespaces of this machine found holding the address and listening on the port
+    sent_to: tuple[str, int] | None = None
+    landed: bool = False
+    why: str | None = None  # why its counters are not read, where its address is this machine's
 
 
 def _local(fib_trie: str) -> list[ipaddress.IPv4Network]:
@@ -90,26 +98,50 @@ def _addresses(host: str) -> list[Address]:
 def _namespaces() -> Iterator[tuple[int, list[int]]]:
     """(netstat inode, the pids in it) of every namespace with a process this tool may look at, ours left out."""
     ours = netstat_namespace("self")
-    seen: dict[int, list[int]] = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit() and (inode := netstat_namespace(name)) is not None and inode != ours:
-            seen.setdefault(inode, []).append(int(name))
-    yield from seen.items()
+    yield from ((inode, pids) for inode, pids in namespaces().items() if inode != ours)
 
 
-def locate(host: str, port: int) -> Located:
-    """Where `host:port` is served on this machine, if it is (see Located)."""
+def may_rewrite(addresses: list[Address]) -> bool:
+    """A connection from here to one of this namespace's own addresses may be sent elsewhere by NAT (a container's
+    published port: DNAT in the nat table's output hook, while a proxy may listen on the port here too), which
+    needs conntrack in this namespace (its sysctls exist once the kernel has it). Loopback aside: NAT to another
+    host from 127.0.0.1 needs route_localnet, and a listener here is where such a connection goes."""
+    return any(not a.is_loopback for a in addresses) and os.path.exists("/proc/sys/net/netfilter/nf_conntrack_count")
+
+
+def locate(host: str, port: int, land: Callable[[str, int], Landing] = landing.land) -> Located:
+    """Where `host:port` is served on this machine, if it is (see Located). Where the addresses held do not tell
+    (two namespaces hold it; it is this namespace's own and nothing listens on the port here, or NAT may send it
+    on), one connection made to it tells (`land`, probes/landing.py)."""
     addresses = _addresses(host)
     if not addresses:
         return Located(False)
-    if any(holds("self", a) for a in addresses):
-        return Located(True)  # this namespace's own address: a connection to it stays here
+    here = any(holds("self", a) for a in addresses)
     found = [
         (inode, pids)
         for inode, pids in _namespaces()
         if any(holds(pids[0], a) for a in addresses) and listens(pids[0], port)
     ]
-    if len(found) != 1:  # none: another machine; two: which one the route reaches is not told here
-        return Located(False, holders=len(found))
-    inode, pids = found[0]
-    return Located(False, inode, tuple(pids))
+    if here and listens("self", port) and not may_rewrite(addresses):
+        return Located(True)  # this namespace's own address: a connection to it stays here
+    if not here and len(found) < 2:  # none: another machine; one: the namespace the route to it reaches
+        return Located(False, found[0][0], tuple(found[0][1]), 1) if found else Located(False)
+    landed = land(host, port)
+    if landed.ours:
+        return Located(True, landed=True)
+    server = landed.server
+    asked = server is not None and server[1] == port and any(landing.same(server[0], str(a)) for a in addresses)
+    sent = None if asked else server  # where NAT sent it: not the address and port asked for
+    if landed.namespace is not None:
+        return Located(False, landed.namespace, landed.pids, len(found), sent, landed=True)
+    if not here:
+        why = (
+            f"{len(found)} of this machine's network namespaces hold its address and listen on its port, and which "
+            f"one the load's connections reach is not known: {landed.why}"
+        )
+    elif sent is not None:
+        why = f"DNATed: {landed.why}"
+    else:
+        listening = "NAT may send its connections on" if listens("self", port) else "nothing listens on its port here"
+        why = f"its address is this host's own and {listening}: {landed.why}"
+    return Located(False, holders=len(found), sent_to=sent, why=why)

@@ -123,6 +123,16 @@ def netstat_namespace(pid: int | str) -> int | None:
         return None
 
 
+def namespaces() -> dict[int, list[int]]:
+    """Every network namespace with a process this tool may look at, ours too: its netstat inode
+    (netstat_namespace) and the pids in it, in /proc's order."""
+    seen: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit() and (inode := netstat_namespace(name)) is not None:
+            seen.setdefault(inode, []).append(int(name))
+    return seen
+
+
 def netstat_in(
     namespace: int, pids: Sequence[int], read_of: Callable[[int], Mapping[str, int]] = netstat_of
 ) -> Mapping[str, int]:

@@ -229,11 +229,8 @@ class RemoteServer(Closing):
         coordinator's counters are labelled as such): None where they were (counters_reader)."""
         if self._driven_from_hosts or self.counters_reader() is not None:
             return None
-        if self.located.holders > 1:  # not elsewhere: here, but not known where
-            return (
-                f"{self.located.holders} of this machine's network namespaces hold its address and listen on its "
-                "port, and which one the connections reached is not known"
-            )
+        if self.located.why is not None:  # not elsewhere: this machine's, but where its connections go is not known
+            return self.located.why
         return ELSEWHERE_UNREAD
 
     def own_evidence(self) -> dict[str, Any]:

@@ -233,7 +233,8 @@ def _whose(result: RampResult) -> str:
         observed = any(s.server_counters is not None for s in result.steps)
         return (
             "the sockets this host's, the client's; the kernel counters not read in the server's network namespace "
-            "(the server elsewhere, its namespace's processes gone, or its address in several of this machine's), "
+            "(the server elsewhere, its namespace's processes gone, or its connections landing in none of this "
+            "machine's namespaces that the tool sees: its address in several, or DNATed), "
             "and this host's are the client's"
             + ("; the table's overflows are --observe-on's, read in the server's network namespace" if observed else "")
         )

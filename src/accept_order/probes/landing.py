@@ -1,0 +1,154 @@
+"""Which network namespace of this machine a connection to HOST:PORT from this one lands in: found by making one
+and looking for its other end.
+
+Two namespaces may hold the same address (two containers, each 10.0.0.2, on bridges of their own), and a connection
+to this host's own address may be rewritten by NAT (DNAT host:8080 -> 10.0.0.2:80, as a container's published port
+is): neither the addresses the namespaces hold nor their listeners say which kernel counts the client's connections.
+The kernel's tables do: the server side of a connection is listed in its namespace's /proc/PID/net/tcp (tcp6) from
+the SYN on (SYN_RECV, then ESTABLISHED, and after it closes), its remote end the client's address and port, its
+local end the address the server listens on (NAT's new one). Read without entering any namespace, as
+address_netns reads. NAT that also rewrites the source (masquerade) hides the client's end: the connection is then
+found nowhere, and this namespace's conntrack table (/proc/net/nf_conntrack, where the kernel has it) may still
+say where it was sent.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import sys
+from dataclasses import dataclass
+
+from .server_netns import namespaces, netstat_namespace
+
+# A server side's states while the client holds its end: SYN_RECV, ESTABLISHED, and FIN_WAIT1/2 where the server
+# closed first (not TIME_WAIT: an earlier connection's, from the same port, lingers in it)
+SERVER_SIDE = frozenset({"01", "03", "04", "05"})
+NONE = "seen in none of this machine's network namespaces that this tool can read"
+CONNECT_S = 2.0  # a SYN the path drops: the load will say it too; this look gives up before it
+
+
+@dataclass(frozen=True)
+class Landing:
+    """Where one connection landed: `namespace` (netstat inode) and its pids, ours (`ours`) or another's, with
+    the server side's own address (`server`: NAT's destination where one rewrote it); namespace None where it was
+    found in none, `why` then saying what was seen."""
+
+    namespace: int | None = None
+    pids: tuple[int, ...] = ()
+    ours: bool = False
+    server: tuple[str, int] | None = None
+    why: str = ""
+
+
+def _decode(hexaddr: str) -> str:
+    """An address as /proc/net/tcp{,6} prints it: each 32-bit word a host-order hex integer."""
+    raw = bytes.fromhex(hexaddr)
+    if sys.byteorder == "little":
+        raw = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+    return socket.inet_ntop(socket.AF_INET if len(raw) == 4 else socket.AF_INET6, raw)
+
+
+def same(a: str, b: str) -> bool:
+    """One address, as tcp6 lists an IPv4 peer of a dual-stack listener (::ffff:10.0.0.1) or as itself."""
+    try:
+        x, y = ipaddress.ip_address(a), ipaddress.ip_address(b)
+    except ValueError:
+        return False
+    x = x.ipv4_mapped or x if isinstance(x, ipaddress.IPv6Address) else x
+    y = y.ipv4_mapped or y if isinstance(y, ipaddress.IPv6Address) else y
+    return x == y
+
+
+def server_ends(pid: int | str, client: tuple[str, int]) -> list[tuple[str, int]]:
+    """The local address and port of each live socket in `pid`'s namespace whose remote end is `client`: the server
+    side of the client's connection, where it landed there, and any other connection's from the same address and
+    port to another server (a port is reused towards other destinations, and a closed one's TIME_WAIT lingers: the
+    latter is left out). Empty: none there, or unreadable."""
+    found = []
+    for table in ("tcp", "tcp6"):
+        try:
+            with open(f"/proc/{pid}/net/{table}", encoding="ascii") as f:
+                lines = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) < 4 or fields[3] not in SERVER_SIDE:
+                continue
+            try:
+                (local, lport), (remote, rport) = (field.split(":") for field in fields[1:3])
+                if int(rport, 16) == client[1] and same(_decode(remote), client[0]):
+                    found.append((_decode(local), int(lport, 16)))
+            except (ValueError, OSError):
+                continue
+    return found
+
+
+def conntrack_destination(
+    client: tuple[str, int], asked: tuple[str, int], text: str | None = None
+) -> tuple[str, int] | None:
+    """Where this namespace's conntrack says the connection from `client` to `asked` was sent: its reply tuple's
+    source, the server NAT chose (`asked` itself where none rewrote it). None where the kernel keeps no such table
+    here (/proc/net/nf_conntrack is a build option) or has no entry for it."""
+    if text is None:
+        try:
+            with open("/proc/net/nf_conntrack", encoding="ascii") as f:
+                text = f.read()
+        except OSError:
+            return None
+    for line in text.splitlines():
+        pairs = [word.split("=", 1) for word in line.split() if "=" in word]
+        values = {key: [v for k, v in pairs if k == key] for key in ("src", "dst", "sport", "dport")}
+        if min(map(len, values.values())) < 2:
+            continue
+        original = (values["src"][0], values["sport"][0], values["dst"][0], values["dport"][0])
+        if same(original[0], client[0]) and original[1] == str(client[1]) and same(original[2], asked[0]):
+            if original[3] == str(asked[1]):
+                return values["src"][1], int(values["sport"][1])
+    return None
+
+
+def _ends(client: tuple[str, int]) -> list[Landing]:
+    """Every live socket of this machine's namespaces whose remote end is `client`, as a Landing each."""
+    ours = netstat_namespace("self")
+    found = []
+    for inode, pids in namespaces().items():
+        for pid in pids:  # the first still there (and readable) speaks for its namespace
+            if netstat_namespace(pid) == inode:
+                found += [Landing(inode, tuple(pids), inode == ours, end) for end in server_ends(pid, client)]
+                break
+    return found
+
+
+def _pick(ends: list[Landing], server: tuple[str, int]) -> Landing | None:
+    """The one of `ends` whose local end is `server` (where the connection was sent), if one alone is."""
+    mine = [end for end in ends if end.server and end.server[1] == server[1] and same(end.server[0], server[0])]
+    return mine[0] if len(mine) == 1 else None
+
+
+def land(host: str, port: int, timeout: float = CONNECT_S) -> Landing:
+    """Where a connection from this namespace to `host:port` lands (see Landing). One connection is made and closed
+    at once, before any load: the server sees one connection that sends nothing.
+
+    Its server side is the socket whose remote end is the connection's local one and whose local end is the address
+    asked for, or where NAT sent it (this namespace's conntrack), or the only one whose remote end is that."""
+    try:
+        sock = socket.create_connection((host, port), timeout)
+    except OSError as exc:
+        return Landing(why=f"a connection made to find where it lands failed ({exc.strerror or exc})")
+    with sock:
+        local, peer = sock.getsockname()[:2], sock.getpeername()[:2]
+        client, asked = (str(local[0]), int(local[1])), (str(peer[0]), int(peer[1]))
+        ends = _ends(client)
+        sent = conntrack_destination(client, asked)
+    landed = _pick(ends, asked) or (_pick(ends, sent) if sent else None) or (ends[0] if len(ends) == 1 else None)
+    if landed is not None:
+        return landed
+    nat = f"NAT sent a connection made to find where it lands to {sent[0]}:{sent[1]}" if sent != asked and sent else ""
+    if len(ends) > 1:
+        what = nat or "a connection made to find where it lands"
+        return Landing(server=sent if nat else None, why=f"{what} matched {len(ends)} sockets, none of them alone")
+    if nat:
+        return Landing(server=sent, why=f"{nat}, {NONE}")
+    return Landing(why=f"a connection made to find where it lands was {NONE}")
