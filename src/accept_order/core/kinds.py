@@ -222,6 +222,13 @@ class ServerKind:
     #: the thread pool of each worker in the config this tool writes for it, in words the latency model says beside
     #: workers of several threads (Puma's "Puma's pool of up to 5 threads in each, ..."); None: no pool it sets
     launched_pool: ClassVar[str | None] = None
+    #: each worker's pool of threads by the setting that sizes it in this server's own terms, said beside a model that
+    #: counts each worker one server where this tool did not write the config (a server of this kind attached by pid,
+    #: its program recorded as inspect names it: evidence `program`); None: the general sentence
+    pool_setting: ClassVar[str | None] = None
+    #: the lock that lets one of a worker's threads compute at a time (CPython's GIL), said with pool_setting; None:
+    #: its threads compute at once (C's)
+    one_lock: ClassVar[str | None] = None
     #: what `inspect` cannot see in /proc of this kind's settings, by the mechanism it names (nginx's
     #: multi_accept under epoll); said with the mechanism
     unseen: ClassVar[Mapping[str, str]] = {}

@@ -176,6 +176,8 @@ EVIDENCE = Record(
         "work_clock": OneOf(("thread", "process")),  # what HAProxy's --work spun on: its thread's CPU or process's
         "merged_from": Record({"files": ListOf(MERGED_FILE), "concurrent": Flag()}),
         "observed_on": ListOf(OBSERVED_ON),
+        # run --attach: the program serving, as inspect names it (servers/attached.py); None: one it does not know
+        "program": Record({"pid": Integer(), "name": Text(), "recognised": Maybe(Text())}),
         # run --attach of one process of several threads (servers/attached.py): said by servers/kind_notes.threads_note
         "threads": Record(
             {

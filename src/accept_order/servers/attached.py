@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import NotServing, PlanError, WorkerExited
@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from ..core.target import Target
     from .attached_owners import OwnerAttribution
 
+# the registry's `recognise`: the kind a running process is, by its name and command line (None: none known)
+Recognise = Callable[[str, Sequence[str]], "ServerKind | None"]
 SETTLE_TIMEOUT_S = 2.0
 WHY = (
     "a server this tool did not start: its accept mechanism is whatever it was configured with, so the "
@@ -56,10 +58,25 @@ def _threads(pids: Sequence[int], listeners: set[int]) -> dict[str, Any]:
     return {"pid": pids[0], "program": name, "argv": argv, "count": len(tids), "loops": loops, "epolls": epolls}
 
 
+def _program(attach: Sequence[int], pids: Sequence[int], recognise: Recognise) -> dict[str, Any]:
+    """The program serving, named as inspect names a server (servers/registry.py `recognise` on the topmost process:
+    the master where the pid attached is one, else the first worker), for what a report says in that server's terms
+    (the latency model's words on a worker's pool of threads). {} where it ended before it was read."""
+    from ..probes.serving import process_info
+
+    top = attach[0] if attach and attach[0] not in pids else pids[0]
+    info = process_info(top)
+    if info is None:
+        return {}
+    kind = recognise(info.name, info.argv)
+    return {"pid": top, "name": info.name, "recognised": kind.name if kind is not None else None}
+
+
 class AttachedServer(Started):
-    def __init__(self, spec: ServerSpec, helpers: Sequence[str]) -> None:
+    def __init__(self, spec: ServerSpec, helpers: Sequence[str], recognise: Recognise | None = None) -> None:
         self.spec = spec
         self.helper_titles = tuple(helpers)  # the kinds' helpers' (worker_pids)
+        self.recognise = recognise  # the registry's, which names the program (_program); None: not recorded
         self._pids: list[int] = []
         self._pidfds: list[int] = []
         self._usage: UsageDeltas | None = None
@@ -67,6 +84,7 @@ class AttachedServer(Started):
         self._attribution: OwnerAttribution | None = None
         self._started = 0.0
         self._threads: dict[str, Any] = {}  # one process of several threads: what the report says (threads_note)
+        self._program: dict[str, Any] = {}  # the program serving, as inspect names it (_program)
         self._assumed: dict[str, Any] = {}  # listeners taken for dual-stack, their IPV6_V6ONLY unknown
         self._watched: dict[str, Any] = {}  # the listeners each worker's epolls watch: the model's queues
         self._listeners: set[int] = set()  # their inodes, to read the epolls again at the end (stop)
@@ -110,6 +128,7 @@ class AttachedServer(Started):
             raise NotServing(f"--attach: expected {self.spec.workers} workers, found {len(self._pids)}")
         listeners = self._listeners = listener_inodes(spec.host, spec.port, self._pids)
         self._threads, self._watched = _threads(self._pids, listeners), watched(self._pids, listeners)
+        self._program = _program(spec.attach, self._pids, self.recognise) if self.recognise is not None else {}
         assumed = dual_stack_assumed(listening_sockets_of(spec.port, self._pids), spec.host)
         self._assumed = {"v6only_unknown": [f"[{r.address}]:{r.port}" for r in assumed]} if assumed else {}
         self._pidfds = [fd for fd in map(open_pidfd, self._pids) if fd is not None]
@@ -148,8 +167,9 @@ class AttachedServer(Started):
     def own_evidence(self) -> dict[str, Any]:
         # not ours to read its logs; one process of several threads is said (kind_notes.threads_note), and a listener
         # taken for dual-stack with its IPV6_V6ONLY unknown (experiments/attached_listeners.py), and the listeners
-        # each worker waits on (experiments/latency/model_queues.py)
-        return ({"threads": self._threads} if self._threads else {}) | self._assumed | self._watched
+        # each worker waits on (experiments/latency/model_queues.py), and the program serving (_program)
+        program = {"program": self._program} if self._program else {}
+        return ({"threads": self._threads} if self._threads else {}) | self._assumed | self._watched | program
 
     def close(self) -> None:
         for fd in self._pidfds:
@@ -166,10 +186,12 @@ class AttachedKind(ServerKind):
     launched = False
     sleeps = "every thread of each worker process"  # EveryThreadUsage; a thread attached as a worker: its own
 
-    def __init__(self, helpers: Sequence[str]) -> None:
+    def __init__(self, helpers: Sequence[str], recognise: Recognise) -> None:
         """`helpers`: the titles every other kind gives its helpers (ServerKind.helpers), which the registry, that
-        imports them all, passes in: a master's children so titled are not its workers."""
+        imports them all, passes in: a master's children so titled are not its workers; `recognise`: the registry's
+        naming of a running program's kind, as inspect names it."""
         self.helper_titles = tuple(helpers)  # not `helpers`: that is the class's own, none (ServerKind.helpers)
+        self.recognise = recognise
 
     def label(self, spec: ServerSpec) -> str:
         return f"attached pid {','.join(map(str, spec.attach))}"
@@ -190,4 +212,4 @@ class AttachedKind(ServerKind):
         return read_into(spec)
 
     def make(self, spec: ServerSpec, stamps: bool = False) -> Target:
-        return AttachedServer(spec, self.helper_titles)
+        return AttachedServer(spec, self.helper_titles, self.recognise)

@@ -55,10 +55,11 @@ REMOTE = REMOTE_KIND  # a server known only by its address (--target)
 
 
 def _attached() -> ServerKind:
-    """servers/attached.py is one of the kinds here and cannot look up the others' helpers itself: it is given them."""
+    """servers/attached.py is one of the kinds here and cannot look up the others' helpers itself, nor name the
+    program it attached to by them: it is given both."""
     from .attached import AttachedKind
 
-    return AttachedKind(helpers())
+    return AttachedKind(helpers(), recognise)
 
 
 # The kinds that find a running server (attached by pid, elsewhere by address): started by no --server.

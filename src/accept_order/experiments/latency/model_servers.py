@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ...core.kinds import ServerKind
 from ...probes.busy_waits import worker_threads
 from ...servers.registry import KINDS, recognise
 from .result import LatencyResult
@@ -138,6 +139,36 @@ def servers_text(result: LatencyResult) -> str | None:
     return f"Model: {servers.threads_of}'s {servers.count} threads are the servers counted (each accepts and serves)."
 
 
+def _serving_kind(result: LatencyResult) -> ServerKind | None:
+    """The kind serving: the one launched, or for a server attached by pid the program it runs as inspect named it
+    (evidence `program`: servers/attached.py); None where not known (a program this tool does not know, a file from
+    before it was recorded)."""
+    if not result.server.attach:
+        return KINDS.get(result.server.kind)
+    program = result.evidence.get("program")
+    named = program.get("recognised") if isinstance(program, Mapping) else None
+    return KINDS.get(named) if isinstance(named, str) else None
+
+
+def _attached_pool(counted: str, workers: int, whose: str, kind: ServerKind) -> str:
+    """pooled_text for an attached server whose program has a pool of threads by a setting of its own: said by that
+    setting, and whether its threads compute one at a time (an attached gunicorn gthread's 2 workers of 1-5 threads
+    read "under one lock (Ruby's, CPython's) ... threads that compute at once (C's, Go's)", of a server that is
+    neither Ruby nor Go)."""
+    each = " each" if workers > 1 else ""
+    if kind.one_lock:
+        how = (
+            f"right where its handler computes, as {kind.one_lock} lets one of them compute at a time; a handler that "
+            "waits (a database, an upstream) overlaps its requests"
+        )
+    else:
+        how = "its threads compute at once, and overlap its requests, as does a handler that waits (a database)"
+    return (
+        f"Model: {counted}, one request at a time{each}, though {whose} ({kind.pool_setting}): {how}, which this "
+        "model does not: it then predicts a slower server than there is."
+    )
+
+
 def pooled_text(result: LatencyResult) -> str | None:
     """Beside a model of workers that are processes of several threads each (evidence busy_waits' `threads`: Puma's
     pool, gunicorn's gthread), that it counts each worker one server, one request at a time: true where one lock lets
@@ -155,7 +186,7 @@ def pooled_text(result: LatencyResult) -> str | None:
         return None
     low, high = min(threads), max(threads)
     each = f"{low}" if low == high else f"{low}-{high}"
-    kind = KINDS.get(result.server.kind)
+    kind = _serving_kind(result)
     if kind is not None and (kind.threads_are_workers or kind.loops_are_workers):
         return None
     workers = result.server.workers
@@ -167,13 +198,15 @@ def pooled_text(result: LatencyResult) -> str | None:
             f"Model: {counted}, one each: {'each' if workers > 1 else 'it'} is a process of {each} threads, one of "
             "which runs every request (its event loop), the others none."
         )
+    whose = f"{'each' if workers > 1 else 'it'} is a process of {each} threads"
+    if result.server.attach and kind is not None and kind.pool_setting:  # in the attached server's own terms
+        return _attached_pool(counted, workers, whose, kind)
     # the pool the tool's own config gave the server it launched (its kind says it; an attached one's is not read)
     launched = kind.launched_pool if kind is not None else None
     pool = f" ({launched})" if launched else ""
     return (
-        f"Model: {counted}, one request at a time{' each' if workers > 1 else ''}, though "
-        f"{'each' if workers > 1 else 'it'} is a process of "
-        f"{each} threads{pool}: right where they compute one at a time under one lock (Ruby's, CPython's); threads "
+        f"Model: {counted}, one request at a time{' each' if workers > 1 else ''}, though {whose}{pool}: right "
+        "where they compute one at a time under one lock (Ruby's, CPython's); threads "
         "that compute at once (C's, Go's), or a handler that waits (a database, an upstream), overlap its requests, "
         "which this model does not: it then predicts a slower server than there is."
     )

@@ -180,6 +180,7 @@ class ApacheKind(ServerKind):
     lock_first = LOCK_FIRST  # prefork-mutex's accept mutex
     # ThreadGroupUsage: an event child's listener and worker threads (a prefork child is its one thread)
     sleeps = "every thread of each child process"
+    pool_setting = "Apache's ThreadsPerChild, each child's threads under its event or worker MPM"  # C: no one lock
 
     @property
     def cures(self) -> tuple[LongLivedCure, ...]:

@@ -154,6 +154,8 @@ class GunicornKind(ServerKind):
     process_names = ("gunicorn",)
     summary = "PyPI's gunicorn (23 or newer) with sync workers, launched from a generated config"
     witness = GunicornServer.witness_source
+    pool_setting = "gunicorn's gthread pool, sized by --threads or threads in its config"
+    one_lock = "CPython's GIL"
 
     @property
     def cures(self) -> tuple[LongLivedCure, ...]:

@@ -223,6 +223,8 @@ class PumaKind(ServerKind):
     )
     witness = PumaServer.witness_source
     preferred_mode = "cluster"
+    pool_setting = "Puma's pool, sized by 'threads MIN, MAX' in its config or -t MIN:MAX"  # attached: not the tool's
+    one_lock = "Ruby's GVL"
 
     @property
     def cures(self) -> tuple[LongLivedCure, ...]:

@@ -246,6 +246,8 @@ class UwsgiKind(ServerKind):
     summary = "PyPI's uWSGI (pyuwsgi) with prefork workers serving HTTP themselves, launched from a generated ini"
     witness = UwsgiServer.witness_source
     preferred_mode = "default"
+    pool_setting = "uWSGI's threads, sized by --threads or threads in its ini"
+    one_lock = "CPython's GIL"
 
     @property
     def cures(self) -> tuple[LongLivedCure, ...]:
