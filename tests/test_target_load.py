@@ -13,11 +13,11 @@ import subprocess
 import sys
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_runs import ran_in_process
 from conftest import assert_one_error_line, run_cli, wait_for
 from nginx_by_hand import nginx_by_hand
 from serve_process import Serve, serving
@@ -28,20 +28,6 @@ from accept_order.loads.reply_keys import ReplyWorkers, key_parts, reply_key
 
 SERVE_WORKERS = 3
 TIMEOUT_S = 60.0
-
-
-def accept_order(*args: str) -> Ran:
-    """The CLI in this process (its drivers fork from here and end with its load), as a finished command: its exit
-    code, stdout and stderr (a separate interpreter cost ~0.4 CPU-s a command, for nothing these tests read)."""
-    result = run_cli(args)
-    return Ran(result.exit_code, result.stdout, result.stderr)
-
-
-@dataclass
-class Ran:
-    returncode: int
-    stdout: str
-    stderr: str
 
 
 def accept_order_process(*args: str) -> subprocess.CompletedProcess[str]:
@@ -66,7 +52,7 @@ def per_worker(served: list[int], workers: int) -> list[int]:
 def test_latency_from_two_driver_processes_counts_what_each_worker_accepted(serve: Serve, tmp_path: Path) -> None:
     out = tmp_path / "latency.json"
     target = f"127.0.0.1:{serve.port}"
-    ran = accept_order(
+    ran = ran_in_process(
         "latency",
         "--target",
         target,
@@ -105,7 +91,7 @@ def test_sweep_burst_and_ramp_add_up_and_add_up_to_the_servers_count(serve: Serv
         "ramp": ["ramp", "-w", "1", "--rates", "100,200", "--step", "0.5s"],
     }
     for name, args in commands.items():
-        ran = accept_order(*args, "--target", target, "--json", str(files[name]))
+        ran = ran_in_process(*args, "--target", target, "--json", str(files[name]))
         assert ran.returncode == 0, f"{name}: {ran.stderr}"
         assert ran.stdout.count("a server elsewhere") == 1, name
     sweep = json.loads(files["sweep"].read_text())["runs"]
@@ -211,7 +197,7 @@ def test_nginx_replies_naming_the_pid_are_counted_per_pid_as_its_log_says(free_p
         target = f"127.0.0.1:{nginx.port}"
         common = ["--target", target, "--protocol", "http", "-w", str(NGINX_WORKERS), "--driver-procs", "2"]
         one = tmp_path / "one.json"
-        ran = accept_order("latency", *common, "-n", "400", "-c", "16", "--json", str(one))
+        ran = ran_in_process("latency", *common, "-n", "400", "-c", "16", "--json", str(one))
         assert ran.returncode == 0, ran.stderr
         result = json.loads(one.read_text())
         logged = log_lines(nginx.access_log, 0, 400)
@@ -221,7 +207,7 @@ def test_nginx_replies_naming_the_pid_are_counted_per_pid_as_its_log_says(free_p
 
         kept = tmp_path / "kept.json"
         args = ["-n", "400", "-c", "8", "--requests-per-connection", "10", "--json", str(kept)]
-        ran = accept_order("latency", *common, *args)
+        ran = ran_in_process("latency", *common, *args)
         assert ran.returncode == 0, ran.stderr
         result = json.loads(kept.read_text())
         logged = log_lines(nginx.access_log, 400, 400)
