@@ -7,7 +7,9 @@ not be entered (setns needs CAP_SYS_ADMIN), its /proc/PID/net/tcp6 is read, whic
 connections were the only sign. The report says now that whether it takes them is not known.
 
 Here: a server in a network namespace of its own (unshare -n) listening on `[::]` with IPV6_V6ONLY set, the witness
-`ss -e` run inside that namespace (v6only:1); the tool run as root without CAP_SYS_ADMIN (setpriv)."""
+`ss -e` run inside that namespace (v6only:1); the tool run as root without CAP_SYS_ADMIN (setpriv), at the server's
+address on a veth pair (its loopback is not reached from here, and --attach refuses it: test_attach_other_namespace_
+unreached.py)."""
 
 from __future__ import annotations
 
@@ -48,8 +50,9 @@ pytestmark = pytest.mark.skipif(
 
 
 @pytest.fixture
-def v6only_elsewhere() -> Iterator[tuple[int, int]]:
-    """(pid, port) of a `[::]` IPV6_V6ONLY listener in a network namespace of its own."""
+def v6only_elsewhere() -> Iterator[tuple[int, int, str]]:
+    """(pid, port, address) of a `[::]` IPV6_V6ONLY listener in a network namespace of its own, whose IPv4 address
+    this namespace reaches over a veth pair (its loopback no connection from here reaches: --attach refuses it)."""
     proc = subprocess.Popen(
         ["unshare", "-n", sys.executable, "-c", SERVER],
         stdin=subprocess.PIPE,
@@ -57,17 +60,31 @@ def v6only_elsewhere() -> Iterator[tuple[int, int]]:
         text=True,
         start_new_session=True,
     )
+    tag, net = os.getpid() % 100000, os.getpid() % 250
+    ours, theirs, address = f"aov6{tag}a", f"aov6{tag}b", f"10.214.{net}.2"
     try:
         assert proc.stdout is not None
         port = int(OutputReader(proc.stdout).wait_for(r"(\d+)\n", TIMEOUT_S)[1])
-        yield proc.pid, port  # unshare execs the interpreter: one process
+        inside = ["nsenter", "-t", str(proc.pid), "-n", "ip"]
+        for command in (
+            ["ip", "link", "add", ours, "type", "veth", "peer", "name", theirs, "netns", str(proc.pid)],
+            ["ip", "addr", "add", f"10.214.{net}.1/30", "dev", ours],
+            ["ip", "link", "set", ours, "up"],
+            [*inside, "addr", "add", f"{address}/30", "dev", theirs],
+            [*inside, "link", "set", theirs, "up"],
+        ):
+            subprocess.run(command, check=True)
+        yield proc.pid, port, address  # unshare execs the interpreter: one process
     finally:
+        subprocess.run(["ip", "link", "del", ours], capture_output=True)  # its peer goes with it
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(10)
 
 
-def test_a_v6only_listener_read_from_proc_is_said_unknown(v6only_elsewhere: tuple[int, int], tmp_path: Path) -> None:
-    pid, port = v6only_elsewhere
+def test_a_v6only_listener_read_from_proc_is_said_unknown(
+    v6only_elsewhere: tuple[int, int, str], tmp_path: Path
+) -> None:
+    pid, port, address = v6only_elsewhere
     ss = subprocess.run(
         ["nsenter", "-t", str(pid), "-n", "ss", "-ltnHe", f"sport = :{port}"],
         capture_output=True,
@@ -84,7 +101,8 @@ def test_a_v6only_listener_read_from_proc_is_said_unknown(v6only_elsewhere: tupl
     assert refused.stdout.strip() == "[('::', 'proc', None)] ['::']"  # /proc: not known, and taken as dual-stack
 
     out = tmp_path / "attach.json"
-    args = ["latency", "--attach", str(pid), "--port", str(port), "-n", "5", "-c", "1", "--json", str(out)]
+    args = ["latency", "--attach", str(pid), "--host", address, "--port", str(port), "-n", "5", "-c", "1"]
+    args += ["--json", str(out)]
     run = subprocess.run(
         [*NO_SYS_ADMIN, sys.executable, "-m", "accept_order", *args],
         capture_output=True,
@@ -93,7 +111,7 @@ def test_a_v6only_listener_read_from_proc_is_said_unknown(v6only_elsewhere: tupl
         env={**os.environ, "COLUMNS": "400"},
     )
     said = " ".join(run.stdout.split())
-    assert f"whether [::]:{port} takes IPv4 connections (to 127.0.0.1) is not known" in said, run.stdout + run.stderr
+    assert f"whether [::]:{port} takes IPv4 connections (to {address}) is not known" in said, run.stdout + run.stderr
     # said to root without CAP_SYS_ADMIN: what the run lacked, not that root has it (was: 'as root has')
     assert "setns needs CAP_SYS_ADMIN over it, which the run lacked" in said and "as root" not in said, said
     assert json.loads(out.read_text())["evidence"]["v6only_unknown"] == [f"[::]:{port}"]

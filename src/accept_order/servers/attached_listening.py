@@ -108,3 +108,45 @@ def check_listening(
             f"--attach: the listener on {where} is held by {_held_by(holders)}, not only by {who}: some "
             "connections would go to processes that are not attached (attach the master's pid or every worker's)"
         )
+    _reached_from_here(host, port, where, attached, who, plural)
+
+
+def _reached_from_here(host: str, port: int, where: str, attached: set[int], who: str, plural: bool) -> None:
+    """NotServing where the attached processes listen in another network namespace (an `unshare -Urn` or a rootless
+    container's) that connections to host:port made from this tool's do not reach: the load would go to this
+    namespace's listener there, or to nobody, and be counted as theirs ('latency --attach' of a python http.server
+    in a namespace of its own read 50 served at 724/s, that were a server of this namespace's, whose log had them).
+    An address this namespace routes out (a veth's, as a --target's) is left to reach it."""
+    from ..probes.listeners import listening_sockets, serving_on
+    from ..probes.owner import socket_holders
+    from ..probes.server_netns import netstat_namespace
+
+    ours = netstat_namespace("self")
+    if ours is None or any(netstat_namespace(pid) in (ours, None) for pid in attached):
+        return  # in this namespace (or not known to be elsewhere): what check_listening read is where they go
+    here = serving_on(listening_sockets(port), host)
+    holders = {pid: set(inodes) for pid, inodes in socket_holders({row.inode for row in here}).items()}
+    if holders.keys() & attached:
+        return
+    if here:
+        sent = f"connections to {where} made here go to {_held_by(holders) if holders else 'a listener of its own'}"
+    elif _loopback(host):
+        sent = f"connections to {host} never leave this namespace, where nobody listens on {where}"
+    else:
+        return
+    pid = min(attached)
+    raise NotServing(
+        f"--attach: {who} {'listen' if plural else 'listens'} on {where} in another network namespace than this "
+        f"tool's, and {sent}; run accept-order inside theirs (nsenter -t {pid} -n, with -U --preserve-credentials "
+        "where a user namespace of this user's holds it), or give --host an address of the server's that this "
+        "namespace routes to"
+    )
+
+
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
