@@ -216,6 +216,36 @@ def test_a_dnated_target_has_the_container_s_counters_read(cluster: Cluster, dna
     assert not cell.get("server_unread"), cell
 
 
+def test_a_latency_run_at_a_dnated_target_says_where_it_landed(
+    cluster: Cluster, dnat: Callable[[str, int], int]
+) -> None:
+    """The run's file keeps the namespace's counters, read through srv's process, and how that namespace was told;
+    the report's counters line says it, beside the DNAT's destination."""
+    address = cluster.address("srv")
+    srv, port = _serve(cluster.namespace("srv"), address)
+    try:
+        published = dnat(address, port)
+        with tempfile.TemporaryDirectory() as folder:
+            out = Path(folder) / "result.json"
+            target = f"{cluster.bridge_address}:{published}"
+            argv = [sys.executable, "-m", "accept_order", "latency", "--target", target, "-n", "400", "-c", "64"]
+            before = _overflows(cluster.namespace("srv"))
+            done = subprocess.run([*argv, "-w", "1", "--json", str(out)], capture_output=True, text=True, timeout=120)
+            moved = _overflows(cluster.namespace("srv")) - before
+            assert done.returncode == 0, done.stderr
+            evidence = json.loads(out.read_text())["evidence"]
+    finally:
+        srv.kill()
+        srv.wait(30)
+    assert 0 < evidence.get("counters", {}).get("TcpExtListenOverflows", 0) <= moved, (moved, evidence)
+    assert isinstance(evidence.get("counters_pid"), int) and "counters_unread" not in evidence, evidence
+    assert evidence.get("counters_landed") == (
+        f"found where a connection made to it before the load landed, DNATed to {address}:{port}"
+    ), evidence
+    said = " ".join(done.stdout.split())
+    assert f"DNATed to {address}:{port}" in said and "the server's network namespace, read from /proc/" in said, said
+
+
 def test_a_dnat_to_a_namespace_not_seen_says_not_read_dnated(cluster: Cluster, twin: str, dnat: Any) -> None:
     """bridge:P DNATed to a listener in the twin, which has no process for the tool to find it by: the connection
     is seen nowhere, this namespace's conntrack says where NAT sent it, and the counters are 'not read: DNATed'."""

@@ -40,6 +40,18 @@ class Located:
     landed: bool = False
     why: str | None = None  # why its counters are not read, where its address is this machine's
 
+    @property
+    def told(self) -> str | None:
+        """How the namespace was told where a connection made to it did (None where the addresses held told)."""
+        if not self.landed:
+            return None
+        said = "found where a connection made to it before the load landed"
+        if self.sent_to is not None:
+            said += f", DNATed to {self.sent_to[0]}:{self.sent_to[1]}"
+        if self.holders > 1:
+            said += f"; {self.holders} of this machine's network namespaces hold its address"
+        return said
+
 
 def _local(fib_trie: str) -> list[ipaddress.IPv4Network]:
     """The networks a namespace's routing table says are its own ('/32 host LOCAL' under '|-- 10.0.0.2')."""

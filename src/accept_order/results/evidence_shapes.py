@@ -100,6 +100,8 @@ EVIDENCE = Record(
         # counters of this pid's namespace (an attached server's, not ours), or why none (EvidenceCapture.started)
         "counters_pid": Integer(),
         "counters_unread": Text(),
+        # a --target's: how its namespace was told, where a connection made to it did (servers/remote.py)
+        "counters_landed": Text(),
         "affinity": ListOf(Record({"index": Integer(), "pid": Integer(), "cpus": Maybe(ListOf(CPU))})),
         "shared_namespace": Flag(),
         "netns": Record({"inode": Maybe(Integer()), "private": Flag(), "why": Text()}),

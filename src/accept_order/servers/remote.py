@@ -238,6 +238,9 @@ class RemoteServer(Closing):
         # clients came to this host's own address: then its counters are the server's)
         coordinated = self._driven_from_hosts and not self.through_here
         evidence: dict[str, Any] = {"traffic_elsewhere": True} if coordinated else {}
+        told = None if self._driven_from_hosts or self._located is None else self._located.told
+        if told is not None and self._located is not None and not self._located.ours:
+            evidence["counters_landed"] = told  # which namespace's counters: where its connections land (DNAT)
         # how the rows were numbered, by which merge tells which row of another file is the same worker
         rows_by = self._by_reply.rows_by if self._by_reply.keys else self._attribution.rows_by
         if rows_by is not None:
