@@ -270,7 +270,11 @@ def taking_all_floor(result: LatencyResult, accepted: int) -> int | None:
     least accepted / clients wakeups. None for an open loop (any number may wait). PyPI's gunicorn 27, 3 sync
     workers, attached at 12 clients (latency -n 2000): 3 empty of 2,000 accepts where taking all would have made 167
     or more; a sync worker accepts one, serves it, and accepts again while one waits (gunicorn/workers/sync.py), and
-    was modelled 'shared (all)', its p99 1.3-2.2 times the measured one."""
+    was modelled 'shared (all)', its p99 1.3-2.2 times the measured one. Ten runs of it (an app sleeping 2 ms, -n 300
+    and -n 2000, five each; load 2.7-3.6, Linux 6.18.44, 2 vCPUs), medians of predicted/measured, 'all' then one a
+    wakeup: p50 1.07 and 1.04, p99 1.70 and 0.72 (|ln| 0.53 and 0.32). The p99 left under is the service time's
+    spread, which the model's one busy-time mean leaves out (the kernel's gaps between a worker's accepts: CV 1.28 at
+    load 5.7)."""
     if result.load.rate is not None or result.load.concurrency < 1:
         return None
     return -(-accepted // result.load.concurrency)
