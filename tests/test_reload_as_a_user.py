@@ -11,6 +11,8 @@ only where the setting was written in the run's own namespace (the host's is 0 h
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import json
 import os
 import shutil
@@ -22,9 +24,10 @@ from pathlib import Path
 
 import pytest
 
+from accept_order.core import capabilities, netns
 from accept_order.core.netns import MIGRATE_REQ, read_sysctl
 
-pytestmark = pytest.mark.skipif(
+as_nobody = pytest.mark.skipif(
     os.geteuid() != 0 or not (shutil.which("setpriv") and shutil.which("unshare")),
     reason="needs root (to drop to user nobody) and setpriv and unshare (util-linux)",
 )
@@ -45,6 +48,7 @@ def nobodys_dir() -> Iterator[Path]:
         yield Path(name)
 
 
+@as_nobody
 def test_reload_runs_as_a_user_in_a_namespace_of_its_own(nobodys_dir: Path) -> None:
     out = nobodys_dir / "reload.json"
     before = read_sysctl(MIGRATE_REQ)
@@ -66,3 +70,38 @@ def test_reload_runs_as_a_user_in_a_namespace_of_its_own(nobodys_dir: Path) -> N
     assert run["migrate"] == 1 and run["how"] == "leave"
     assert sum(run["served"]) == run["finished"] > 0 and not run["errors"], run  # the kernel moved the queue
     assert "counters from a private network namespace" in " ".join(done.stdout.split()), done.stdout
+
+
+class _Refusing:
+    """libc whose unshare(2) fails: CLONE_NEWNET alone with EPERM (no CAP_SYS_ADMIN), the user namespace with `code`."""
+
+    def __init__(self, code: int) -> None:
+        self.code = code
+
+    def unshare(self, flags: int) -> int:
+        ctypes.set_errno(errno.EPERM if flags == netns.CLONE_NEWNET else self.code)
+        return -1
+
+
+@pytest.mark.parametrize(
+    ("code", "sysctls", "said"),
+    [
+        (errno.ENOSPC, {netns.MAX_USER_NAMESPACES: "0"}, "(user.max_user_namespaces is 0)"),
+        (errno.EPERM, {netns.USERNS_CLONE: "0"}, "(kernel.unprivileged_userns_clone is 0)"),
+        (errno.EPERM, {}, "(Operation not permitted: a security module or seccomp filter may forbid it)"),
+        (errno.EINVAL, {}, "(Invalid argument: this process already runs threads)"),
+    ],
+)
+def test_a_user_namespace_refused_says_by_what(
+    code: int, sysctls: dict[str, str], said: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the kernel refuses the user's own user namespace too, the line says which switch refused it."""
+    monkeypatch.setattr(netns, "libc", lambda: _Refusing(code))
+    monkeypatch.setattr(netns, "read_sysctl", lambda name: sysctls.get(name, "15000"))
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(capabilities, "effective_capabilities", lambda: 0)
+    with pytest.raises(netns.NamespaceError) as refused:
+        netns.enter_private()
+    line = str(refused.value)
+    assert line.startswith("cannot make a private network namespace: Operation not permitted (a private network "), line
+    assert f"a user namespace of this user's own, which this kernel refused too {said}: run as root)" in line, line

@@ -29,6 +29,7 @@ from .libc import libc
 CLONE_NEWNET = 0x40000000
 CLONE_NEWUSER = 0x10000000
 MAX_USER_NAMESPACES = "user/max_user_namespaces"
+USERNS_CLONE = "kernel/unprivileged_userns_clone"
 SIOCGIFFLAGS = 0x8913
 SIOCSIFFLAGS = 0x8914
 IFF_UP = 0x1
@@ -83,6 +84,8 @@ def _in_user_namespace() -> str | None:
         limit = read_sysctl(MAX_USER_NAMESPACES)
         if limit == "0":
             by = "user.max_user_namespaces is 0"
+        elif read_sysctl(USERNS_CLONE) == "0":  # Debian's and Arch's own switch, before 6.x kernels dropped it
+            by = "kernel.unprivileged_userns_clone is 0"
         elif code == errno.EINVAL:  # a thread started before it: the tool's own mistake, said as such
             by = f"{os.strerror(code)}: this process already runs threads"
         else:
