@@ -13,7 +13,15 @@ from collections.abc import Sequence
 
 from ..core.processes import thread_workers  # which ids are threads: one rule, the usage's too
 
-__all__ = ["accepted_by", "counted_as", "thread_workers"]
+__all__ = ["accepted_by", "counted_as", "plain_comm", "thread_workers"]
+
+
+COMM_MAX = 15  # TASK_COMM_LEN less its NUL: a longer name is no thread's
+
+
+def plain_comm(name: str) -> bool:
+    """A thread name a bpftrace string literal holds as it is (no quote, backslash or control character)."""
+    return 0 < len(name.encode()) <= COMM_MAX and name.isprintable() and not set(name) & {'"', "\\"}
 
 
 def counted_as(threads: frozenset[int] = frozenset()) -> str:
@@ -30,15 +38,18 @@ def accepted_by(
     outcome: str = "args->ret >= 0",
     children_of: int | None = None,
     threads: frozenset[int] = frozenset(),
+    comms: Sequence[str] = (),
 ) -> str:
     """The bpftrace predicate: an accept that succeeded (or another `outcome`), in one of `pids` (any pid:
     None; none: []) or, with `children_of`, in any child of that process (its parent's tgid read from the
-    kernel's task struct, which needs the kernel's BTF: see following()). Those of `pids` among `threads` are
-    threads, matched by their own id (thread_workers)."""
+    kernel's task struct, which needs the kernel's BTF: see following()), or in a thread named one of `comms`
+    (a newcomer of the server's program: a reload's worker, observe's newcomers.py). Those of `pids` among
+    `threads` are threads, matched by their own id (thread_workers)."""
     pred = outcome
     if pids is not None:
         whose = [f"{'tid' if p in threads else 'pid'} == {int(p)}" for p in pids]
         if children_of is not None:
             whose.append(f"curtask->real_parent->tgid == {int(children_of)}")
+        whose += [f'comm == "{name}"' for name in comms if plain_comm(name)]
         pred += " && (" + (" || ".join(whose) or "pid < 0") + ")"
     return pred

@@ -67,7 +67,11 @@ class ThreadCounts:
 
 
 def watch_program(
-    pids: Sequence[int], threads: frozenset[int] = frozenset(), marker: int | None = None, gated: bool = False
+    pids: Sequence[int],
+    threads: frozenset[int] = frozenset(),
+    marker: int | None = None,
+    gated: bool = False,
+    comms: Sequence[str] = (),
 ) -> str:
     """Count per (pid, tid) what accept returned, print the totals every PRINT_MS and at END; from the moment
     process `marker` asks sched_get_priority_max of FREEZE_POLICY + its pid, count no more (AcceptWatch.freeze),
@@ -76,8 +80,10 @@ def watch_program(
     The pid filter (the thread-group id: every thread of a worker passes) is in the predicate, as in
     accepts.program, so that no other process reaches the maps; a worker among `threads` is a thread, passed by
     its own id (accept_filter.thread_workers). The descriptor each accept was asked of (+ 1, 0: unseen) keys @on:
-    a thread may accept on a socket of its own beside the listener (a metrics port's)."""
-    pred = accepted_by(pids, f"(args->ret >= 0 || args->ret == -{EAGAIN})", threads=threads)
+    a thread may accept on a socket of its own beside the listener (a metrics port's). Threads named one of
+    `comms` are counted too, under their own (pid, tid): a newcomer of the server's program (a reload's worker, a
+    refork's), which the caller tells from another server of that name."""
+    pred = accepted_by(pids, f"(args->ret >= 0 || args->ret == -{EAGAIN})", threads=threads, comms=comms)
     dump = "print(@ok); print(@empty); print(@on);"
     marks = counting = clear = ""
     mark = "tracepoint:syscalls:sys_enter_sched_get_priority_max /args->policy == {}/ {{ @{} = 1; }}\n"
@@ -88,7 +94,7 @@ def watch_program(
             counting, clear = f" && @begun == 1{counting}", f"{clear} clear(@begun);"
     return (
         marks + "tracepoint:syscalls:sys_enter_accept4, tracepoint:syscalls:sys_enter_accept\n"
-        f"/{accepted_by(pids, 'args->fd >= 0', threads=threads)}/\n"
+        f"/{accepted_by(pids, 'args->fd >= 0', threads=threads, comms=comms)}/\n"
         "{ @fd[tid] = args->fd + 1; }\n"
         "tracepoint:syscalls:sys_exit_accept4, tracepoint:syscalls:sys_exit_accept\n"
         f"/{pred}{counting}/\n"
@@ -104,9 +110,10 @@ def watch_program(
 class AcceptWatch(AcceptCounter):
     """bpftrace as a child, counting the accepts of `pids` per thread (see the module doc)."""
 
-    def __init__(self, pids: Sequence[int], gated: bool = False) -> None:
+    def __init__(self, pids: Sequence[int], gated: bool = False, comms: Sequence[str] = ()) -> None:
         super().__init__(pids)
         self.gated = gated  # nothing is counted before begin()
+        self.comms = tuple(comms)  # threads of these names are counted too (watch_program)
         self._accepted: dict[Key, int] = {}
         self._empty: dict[Key, int] = {}
         self._on: dict[tuple[int, int, int], int] = {}
@@ -125,7 +132,7 @@ class AcceptWatch(AcceptCounter):
         return self._clock.at, {pid: totals.of(pid)[0] for pid in self.pids or ()}
 
     def program(self) -> str:
-        return watch_program(self.pids or (), self.threads, os.getpid(), self.gated)
+        return watch_program(self.pids or (), self.threads, os.getpid(), self.gated, self.comms)
 
     def begin(self) -> None:
         """Count from now on (a gated watch counts nothing before): observe's first look at the load comes right

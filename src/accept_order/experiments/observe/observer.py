@@ -16,6 +16,7 @@ from ...servers.registry import recognise
 from ...servers.watched import gone
 from .load import LoadSampler
 from .mechanism import Reading
+from .newcomers import Newcomers, followed_comms
 from .result import ObservedMechanism, ObservedWorker, ObserveInterval, ObserveResult
 from .sampling import SAMPLE_EVERY_S, Holdings, PacedUsage, QueueSampler, Usage, counters, paced
 from .server import Watched
@@ -42,7 +43,9 @@ def recognised_kind(watched: Watched) -> str | None:
 class Observer:
     """The state of one observation: the probes, the readings at the start, and the intervals so far."""
 
-    def __init__(self, watched: Watched, trace: bool, duration_s: float, interval_s: float) -> None:
+    def __init__(
+        self, watched: Watched, trace: bool, duration_s: float, interval_s: float, newcomers: Newcomers | None = None
+    ) -> None:
         self.watched = watched
         self.recognised = recognised_kind(watched)
         self.duration_s = duration_s
@@ -50,7 +53,10 @@ class Observer:
         # fd-pass: the workers never accept (the acceptor does, and passes each connection on): the connections
         # are counted where they are held, in each worker's fd table
         passed = watched.acceptor is not None
-        self.watch = AcceptWatch(watched.workers, gated=True) if trace and not passed else None
+        # a newcomer of the program (a reload's worker) is counted too, under its own pid (newcomers.py)
+        self.newcomers = newcomers
+        comms = followed_comms(watched) if newcomers is not None else ()
+        self.watch = AcceptWatch(watched.workers, gated=True, comms=comms) if trace and not passed else None
         self.why = "--no-trace" if not trace else FED.format(acceptor=watched.acceptor) if passed else ""
         # fd-pass: the acceptor's accepts, counted apart (they are every connection's, and no worker's)
         self.acceptor_watch = AcceptWatch([watched.acceptor], gated=True) if trace and watched.acceptor else None
@@ -112,6 +118,8 @@ class Observer:
         """One sample of the listen queue, paced by its own cost (cheap over netlink: every 100 ms)."""
         began = time.perf_counter()
         self.queue.sample()
+        if self.watch is not None and self.newcomers is not None:  # read while they run: a reload's may not last
+            self.newcomers.look(self.watch.totals())
         self.every_s = paced(time.perf_counter() - began)
 
     def sample_holdings(self) -> None:

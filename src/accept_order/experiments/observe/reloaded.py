@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 
 from ...core.handoff import HandOffRead
 from ...probes.serving import INIT, children_of, namespace_listeners, process_info, socket_inodes
@@ -37,28 +38,51 @@ def netns_of(pid: int) -> int | None:
         return None
 
 
-def reloaded(watched: Watched, netns: int | None, chosen_at: float, began_at: float) -> Reloaded | None:
+def reloaded(
+    watched: Watched,
+    netns: int | None,
+    chosen_at: float,
+    began_at: float,
+    seen: Mapping[int, float] | None = None,
+    accepted: Mapping[int, int] | None = None,
+) -> Reloaded | None:
     """The processes named as the workers, in the server's network namespace (`netns`), started after `chosen_at`
-    (boot_clock: when observe chose the workers), that hold a listener on its ports now; when the first started, in
-    seconds after `began_at` (the window's start, boot_clock), and what its config says of the hand-off. None where
+    (boot_clock: when observe chose the workers), that hold a listener on its ports now, and those `seen` accepting
+    on one during the window (newcomers.py: pid -> its start, boot_clock), gone since or not; when each started, in
+    seconds after `began_at` (the window's start, boot_clock), what each accepted (`accepted`: the kernel's count,
+    by pid; None: not counted), and what the config of the newest still there says of the hand-off. None where
     there is none."""
     tick = os.sysconf("SC_CLK_TCK")
     known = {*watched.workers, *(p for p in (watched.master, watched.acceptor) if p is not None)}
     theirs = children_of(watched.workers)  # a forking server's children hold the listener they inherited
-    found: dict[int, float] = {}
+    holding: dict[int, float] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit() or (pid := int(name)) in known or pid in theirs:
             continue
-        started = _started_s(pid, tick)
+        started = started_s(pid, tick)
         if started is None or started <= chosen_at or _comm(pid) != watched.program or netns_of(pid) != netns:
             continue
-        if _holds_listener(pid, watched.ports):
-            found[pid] = started
+        if holds_listener(pid, watched.ports):
+            holding[pid] = started
+    seen = seen or {}
+    holding |= {pid: started for pid, started in seen.items() if holds_listener(pid, watched.ports)}
+    found = {**seen, **holding}
     if not found:
         return None
-    first = min(found, key=lambda p: (found[p], p))
-    after_s = round(max(0.0, found[first] - began_at), 1)
-    return Reloaded(tuple(sorted(found)), after_s, _handoff(watched, first), takes_over(first, known))
+    order = sorted(found, key=lambda p: (found[p], p))
+    starts = tuple(round(max(0.0, found[p] - began_at), 1) for p in order)
+    serving = [p for p in order if p in holding]
+    read = _handoff(watched, serving[-1]) if serving else None  # the newest's config: what serves on
+    over = next((t for p in order if (t := takes_over(p, known)) is not None), None)  # the first still there
+    return Reloaded(
+        tuple(order),
+        starts[0],
+        read,
+        over,
+        starts=starts,
+        accepts=tuple(accepted.get(p, 0) for p in order) if accepted is not None else (),
+        left=tuple(p for p in order if p not in holding),
+    )
 
 
 def takes_over(pid: int, known: set[int]) -> bool | None:
@@ -96,7 +120,7 @@ def _stopped_by(argv: tuple[str, ...]) -> list[int]:
     return pids
 
 
-def _started_s(pid: int, tick: int) -> float | None:
+def started_s(pid: int, tick: int) -> float | None:
     """When `pid` started, in seconds since boot (/proc/PID/stat's starttime); None where it has gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
@@ -113,7 +137,7 @@ def _comm(pid: int) -> str | None:
         return None
 
 
-def _holds_listener(pid: int, ports: tuple[int, ...]) -> bool:
+def holds_listener(pid: int, ports: tuple[int, ...]) -> bool:
     """Whether `pid`'s fd table holds a listening socket on one of `ports` in its namespace (not this user's to
     read, or gone: not known to, so no)."""
     try:
@@ -137,10 +161,11 @@ def _handoff(watched: Watched, pid: int) -> HandOffRead | None:
 
 
 def reload_note(reload: Reloaded, program: str, taken_back: int = 0) -> str:
-    """The note that says it: which processes, when the first started, and that their accepts are not counted. Not
-    'reloaded' alone: a replacement (gunicorn's --max-requests) or an added worker (a prefork pool grown) is one too.
-    `taken_back`: connections closed since then that no look saw the one worker hold, counted to no worker
-    (load.py's taken_back: the newcomer may have served them)."""
+    """The note that says it: which processes, when each started, what each accepted (the kernel's count, where
+    there is one) and that it is not among the workers'. Not 'reloaded' alone: a replacement (gunicorn's
+    --max-requests) or an added worker (a prefork pool grown) is one too. `taken_back`: connections closed since then
+    that no look saw the one worker hold, counted to no worker (load.py's taken_back: the newcomer may have served
+    them)."""
     one = len(reload.pids) == 1
     which = f"pid {reload.pids[0]}" if one else f"pids {', '.join(map(str, reload.pids))}"
     whose = (
@@ -149,11 +174,30 @@ def reload_note(reload: Reloaded, program: str, taken_back: int = 0) -> str:
         if reload.takes_over is False
         else "a reload's, a replacement's or an added worker's"
     )
-    said = (
-        f"{program} started {which} since observe chose its workers, {reload.after_s:.1f} s into the window"
-        f"{'' if one else ' (the first)'}, and {'it holds' if one else 'they hold'} its listener as the window ends: "
-        f"{whose}, whose accepts are not counted here (observe counts the workers it chose as it began)"
-    )
+    if len(reload.starts) == len(reload.pids) and not one:  # each hand-off in turn, with what each accepted
+        said = (
+            f"{program} started {which} since observe chose its workers, in the order they started: "
+            + ", then ".join(_each(reload, i) for i in range(len(reload.pids)))
+        )
+        said += (
+            f"; {whose}, each counted apart from the workers above (observe counts the workers it chose as it began)"
+        )
+    else:
+        holds = "it holds" if one else "they hold"
+        if one and reload.left:
+            holds = "it exited before the window ended, after holding"
+        said = (
+            f"{program} started {which} since observe chose its workers, {reload.after_s:.1f} s into the window"
+            f"{'' if one else ' (the first)'}, and {holds} its listener as the window ends: {whose}, whose accepts are "
+            "not counted here (observe counts the workers it chose as it began)"
+        )
+        if one and reload.accepts:
+            said = said.removesuffix(
+                "whose accepts are not counted here (observe counts the workers it chose as it began)"
+            ) + (
+                f"which accepted {_connections(reload.accepts[0])} while observed (the kernel's count, its own), not "
+                "among the workers above (observe counts the workers it chose as it began)"
+            )
     if taken_back:
         said += (
             f"; {taken_back:,} {'connection' if taken_back == 1 else 'connections'} closed since, which no look saw "
@@ -163,11 +207,26 @@ def reload_note(reload: Reloaded, program: str, taken_back: int = 0) -> str:
     return said
 
 
+def _each(reload: Reloaded, index: int) -> str:
+    """One newcomer of several: when it started, what it accepted, and whether it is still there."""
+    pid = reload.pids[index]
+    accepted = f"accepted {_connections(reload.accepts[index])}; " if reload.accepts else ""
+    there = "exited before the window ended" if pid in reload.left else "holds its listener as the window ends"
+    return f"pid {pid} {reload.starts[index]:.1f} s into the window ({accepted}{there})"
+
+
+def _connections(n: int) -> str:
+    return f"{n:,} {'connection' if n == 1 else 'connections'}"
+
+
 def replaced_note(reload: Reloaded, program: str) -> str:
     """The note where every worker watched exited and a newcomer holds the listener: not a server that stopped."""
-    which = f"pid {reload.pids[0]}" if len(reload.pids) == 1 else f"pids {', '.join(map(str, reload.pids))}"
+    serving = [pid for pid in reload.pids if pid not in reload.left] or list(reload.pids)  # a reload's gone since
+    which = f"pid {serving[0]}" if len(serving) == 1 else f"pids {', '.join(map(str, serving))}"
+    starts = dict(zip(reload.pids, reload.starts, strict=False))
+    at = starts.get(serving[0], reload.after_s)  # the first of those serving on (a file from before: the first's)
     return (
-        f"every worker watched had exited: {program} serves on in {which}, started {reload.after_s:.1f} s into the "
+        f"every worker watched had exited: {program} serves on in {which}, started {at:.1f} s into the "
         "window (see the note above), which observe does not watch, so it ended there"
     )
 
@@ -182,6 +241,13 @@ def reload_clause(reload: Reloaded | None, name: str) -> str:
     if reload.takes_over is False:  # no reload: another server on the port (see reload_note)
         which = f"pid {pids}, another {name} started" if one else f"pids {pids}, other {name}s started"
         said += f"{which} {reload.after_s:.1f} s in on its port, not its reload, {'is' if one else 'are'} not counted"
+    elif len(reload.starts) == len(reload.pids) and not one:  # each hand-off in turn, the last one's serving since
+        when = ", ".join(f"{at:.1f}" for at in reload.starts[:-1]) + f" and {reload.starts[-1]:.1f}"
+        turns = ", then ".join(f"pid {pid}" for pid in reload.pids)
+        said += (
+            f"{name} handed its listener on {len(reload.pids)} times, {when} s in: to {turns}, which serves since; "
+            "none of them is counted among the threads (see the note)"
+        )
     else:
         which = f"pid {pids}, which serves" if one else f"pids {pids}, which serve"
         said += f"{name} reloaded {reload.after_s:.1f} s in, and {which} since, {'is' if one else 'are'} not counted"

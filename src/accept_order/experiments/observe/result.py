@@ -127,15 +127,19 @@ _TUPLES = ("accepts", "empty", "cpu", "held", "bytes_in")
 @dataclass(frozen=True)
 class Reloaded:
     """Processes of the server's program that started while it was observed and hold its listener as the window
-    ends (reloaded.py: a reload's new worker, a replacement): their accepts are not counted here."""
+    ends, or were seen accepting on it during the window (reloaded.py, newcomers.py: a reload's new worker, each of
+    two reloads', a refork's, a replacement): their accepts are not among the workers' (each its own, `accepts`)."""
 
-    pids: tuple[int, ...]
+    pids: tuple[int, ...]  # in the order they started (a file from before: by pid)
     after_s: float  # seconds into the window the first of them started (0: before the window, after the choice)
     # what its config says of the hand-off (HAProxy's multi-queue), read after the window; None: nothing to read
     handoff: HandOffRead | None = None
     # whether the first takes over from the processes watched (reloaded.py's takes_over: started by one of them, or
     # naming one with HAProxy's -sf/-st); False: neither (another server on the port); None: a file from before
     takes_over: bool | None = None
+    starts: tuple[float, ...] = ()  # when each of `pids` started, seconds into the window (); a file from before
+    accepts: tuple[int, ...] = ()  # what each of `pids` accepted while observed, the kernel's count; (): not counted
+    left: tuple[int, ...] = ()  # those of `pids` no longer holding the listener as the window ended (exited)
 
 
 @dataclass(frozen=True)

@@ -25,11 +25,13 @@ from ...core.errors import PlanError
 from ...core.handoff import HandOffRead
 from ...core.signals import deferred, holding, keep
 from ...core.spec import MAX_DURATION_S, check_range
+from ...probes.accept_watch import ThreadCounts
 from ...probes.serving import check_pid
 from ...servers.registry import recognise
 from ...servers.watched import gone
 from ..session import RunInterrupted
 from .handoff import read_handoff
+from .newcomers import Newcomers
 from .observer import INTERVAL_S, Observer, Snapshot
 from .reloaded import boot_clock, netns_of, reload_note, reloaded, replaced_note
 from .result import ObserveResult
@@ -54,8 +56,8 @@ def observe(
     watched = find_server(pid, port)
     handoff = read_handoff(watched)  # its config, read while the server runs: saved with the result
     with ExitStack() as stack:
-        observer = Observer(watched, trace, duration_s, interval_s)
         finish = Finish(handoff, netns_of(watched.netns_pid), chosen_at)
+        observer = Observer(watched, trace, duration_s, interval_s, Newcomers(watched, finish.netns, chosen_at))
         stack.callback(observer.close)
         try:
             observer.start()
@@ -175,12 +177,14 @@ def _finish(observer: Observer, finish: Finish, interrupted: bool = False) -> Ob
     if kind is not None and (note := kind.handed_on(*threads, handoff)):
         notes.append(note)
     began_at = boot_clock() - (time.monotonic() - observer.started)  # the window's start on the boot clock
-    reload = reloaded(watched, finish.netns, finish.chosen_at, began_at)
+    seen, accepted = _newcomers(observer, totals)
+    reload = reloaded(watched, finish.netns, finish.chosen_at, began_at, seen, accepted)
     name = observer.recognised or watched.program  # gunicorn, not python3
     if reload is not None:  # the newcomer serves the port from its start: what the one worker was given since, it
         # was given for being the only one (load.py); after_s is rounded to 0.1 s, the start read in 10 ms ticks
         since = observer.started + reload.after_s - RELOAD_SLACK_S if reload.after_s > 0 else float("-inf")
         notes.append(reload_note(reload, name, observer.load.taken_back(since)))
+    notes += _unread(observer, accepted, name)
     for index, after in sorted(observer.exited.items()):
         unit = watched.units[index]
         notes.append(
@@ -193,3 +197,31 @@ def _finish(observer: Observer, finish: Finish, interrupted: bool = False) -> Ob
     if observer.watched.master is not None and gone(observer.watched.master):
         notes.append(f"the master (pid {observer.watched.master}) exited while it was observed")
     return dataclasses.replace(observer.result(interrupted, tuple(notes)), handoff=handoff, reloaded=reload)
+
+
+def _newcomers(observer: Observer, totals: ThreadCounts | None) -> tuple[dict[int, float], dict[int, int] | None]:
+    """The newcomers seen accepting in the window (pid -> start, boot clock), read once more from the final totals,
+    and what every process accepted by the kernel's count (None: not counted)."""
+    if observer.newcomers is None or totals is None:
+        return {}, None
+    observer.newcomers.look(totals)  # one named only by END's print
+    accepted: dict[int, int] = {}
+    for (pid, _), n in totals.accepted.items():
+        accepted[pid] = accepted.get(pid, 0) + n
+    return dict(observer.newcomers.found), accepted
+
+
+def _unread(observer: Observer, accepted: dict[int, int] | None, name: str) -> list[str]:
+    """The note on accepts by processes of the server's names that ended before they could be read (newcomers.py):
+    counted by the kernel, but not known to be this server's, so counted to none."""
+    if observer.newcomers is None or accepted is None:
+        return []
+    gone = {pid: n for pid in sorted(observer.newcomers.unread) if (n := accepted.get(pid, 0))}
+    if not gone:
+        return []
+    total, each = sum(gone.values()), ", ".join(f"pid {pid} {n:,}" for pid, n in gone.items())
+    return [
+        f"{total:,} {'accept' if total == 1 else 'accepts'} by processes named as {name}'s that ended before they "
+        f"could be read ({each}): not known to be this server's (another of its name may run here), so counted to "
+        "no worker and no reload"
+    ]

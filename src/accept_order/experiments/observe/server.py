@@ -78,9 +78,13 @@ class Watched:
         if totals is None or not self.threaded:
             return []
         units = {(u.pid, u.tid) for u in self.units}
-        elsewhere = _elsewhere({key: n for key, n in totals.on.items() if key[:2] not in units}, self.inodes)
+        mine = set(self.workers)  # another process's (a newcomer counted by its name, newcomers.py) is said apart
+        on = {key: n for key, n in totals.on.items() if key[:2] not in units and key[0] in mine}
+        elsewhere = _elsewhere(on, self.inodes)
         others = {
-            key: left for key, n in totals.accepted.items() if key not in units and (left := n - elsewhere.get(key, 0))
+            key: left
+            for key, n in totals.accepted.items()
+            if key not in units and key[0] in mine and (left := n - elsewhere.get(key, 0))
         }
         if not others:
             return []

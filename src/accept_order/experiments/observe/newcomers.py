@@ -1,0 +1,63 @@
+"""Newcomers seen accepting during the window: processes of the server's program that are none of the workers observe
+chose and accept on its listener (a reload's worker, HAProxy -sf's new process, the workers of Puma's refork, a
+replaced gunicorn worker). The accept watch counts the threads of the program's names too (accept_watch.py's comms),
+so the kernel credits each newcomer its own accepts; each process a reading names that is not a worker is read once,
+as soon as it is named, while it runs: its start, its network namespace and whether it holds one of the server's
+listeners (another server of the same name on another port is not this one's). Read then, not only as the window ends
+(reloaded.py's look): HAProxy reloaded twice in one window (-W, kill -USR2 twice) had its first new worker finish and
+exit before the end, and only the second was found, the first's hand-off and its accepts said nowhere."""
+
+from __future__ import annotations
+
+import os
+
+from ...probes.accept_filter import plain_comm
+from ...probes.accept_watch import ThreadCounts
+from ...servers.registry import recognise
+from .reloaded import holds_listener, netns_of, started_s
+from .server import Watched
+
+COMMS_MAX = 8  # names followed at most (one string compare each per accept)
+
+
+def followed_comms(watched: Watched) -> tuple[str, ...]:
+    """The thread names a newcomer's accepting thread has: the workers' program, and the threads its kind names as
+    the ones that wait on the listener (Puma's 'puma srv'; its reforked workers' own name is 'puma wrkr fork')."""
+    kind = recognise(watched.program, ())
+    names = [watched.program, *(kind.listener_threads if kind is not None else ())]
+    return tuple(dict.fromkeys(name for name in names if plain_comm(name)))[:COMMS_MAX]
+
+
+class Newcomers:
+    """The processes the accept watch names that are none of the workers, each read once while it runs (see the
+    module doc): `found`, this server's, by when each started (seconds since boot); `unread`, gone before it could be
+    read, so not known to be this server's (their accepts are said apart)."""
+
+    def __init__(self, watched: Watched, netns: int | None, chosen_at: float) -> None:
+        self.watched = watched
+        self.netns = netns
+        self.chosen_at = chosen_at  # boot clock: a process of the server's started before is none of its newcomers
+        self.known = {*watched.workers, *(p for p in (watched.master, watched.acceptor) if p is not None)}
+        self.found: dict[int, float] = {}
+        self.unread: set[int] = set()
+        self._others: set[int] = set()  # read: not this server's (another namespace, another port, started before)
+        self._tick = os.sysconf("SC_CLK_TCK")
+
+    def look(self, totals: ThreadCounts) -> None:
+        """Read each process the totals name for the first time (a few small /proc reads each, once)."""
+        named = {pid for pid, _ in (*totals.accepted, *totals.empty)}
+        for pid in sorted(named - self.known - self.found.keys() - self.unread - self._others):
+            self._read(pid)
+
+    def _read(self, pid: int) -> None:
+        started = started_s(pid, self._tick)
+        if started is None:
+            self.unread.add(pid)
+            return
+        ours = started > self.chosen_at and netns_of(pid) == self.netns and holds_listener(pid, self.watched.ports)
+        if ours:
+            self.found[pid] = started
+        elif started_s(pid, self._tick) is None:  # it ended while it was read: its fd table said nothing
+            self.unread.add(pid)
+        else:
+            self._others.add(pid)

@@ -1,0 +1,213 @@
+"""observe of HAProxy reloaded twice in one window names each hand-off and credits each process its own accepts.
+
+observe looked for a reload's newcomers once, after the window: those holding the listener then. Reloaded twice
+(master-worker, `kill -USR2` twice), the first new worker soft-stops at the second reload and exits before the window
+ends, so only the second was found: the first hand-off, and every connection the first new worker accepted, were said
+nowhere. The accept watch now counts the threads of the server's names too, and each process it names that is not a
+worker is read while it runs (newcomers.py): the result keeps every newcomer in the order they started, when, what
+each accepted, and which had left by the end.
+
+The witnesses are HAProxy's: each reply names the pid that served it (one connection a request), so each newcomer's
+accepts are the replies naming it, and /proc says the first new worker exited (the master reaped it). The watched
+worker is kept alive through both reloads by a TCP session through it, which a soft stop waits for."""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cluster import dies_with
+from conftest import run_cli, wait_for
+
+from accept_order.experiments.documents import save
+from accept_order.experiments.observe.result import ObserveResult
+from accept_order.experiments.observe.run import observe
+from accept_order.experiments.observe.verdict import verdict
+from accept_order.servers.launched.base import free_port
+from accept_order.servers.launched.haproxy import haproxy_missing
+
+if haproxy_missing():
+    pytest.skip(f"a real HAProxy: {haproxy_missing()}", allow_module_level=True)
+
+REQUESTS = 20  # to each process in turn
+START_TIMEOUT_S = 20.0
+OBSERVE_CAP_S = 120.0  # the window ends when the driving is done; this only bounds a hang
+SNAPSHOTS_BETWEEN = 2  # intervals closed between a newcomer's last request and the next reload (see drive)
+
+
+def config(port: int, held_port: int, backend: int) -> str:
+    """Two threads answering on `port` with their pid, and a TCP frontend on `held_port` to `backend` whose session
+    keeps a soft-stopped process alive."""
+    return f"""global
+    nbthread 2
+defaults
+    timeout client 120s
+    timeout server 120s
+    timeout connect 10s
+frontend f
+    mode http
+    bind 127.0.0.1:{port}
+    http-request return status 200 content-type text/plain lf-string "worker %[thread] pid %pid\\n"
+frontend held
+    mode tcp
+    bind 127.0.0.1:{held_port}
+    default_backend b
+backend b
+    mode tcp
+    server s 127.0.0.1:{backend}
+"""
+
+
+def pid_answering(port: int) -> int:
+    """One request on a connection of its own: the pid its reply names."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.request("GET", "/")
+        return int(connection.getresponse().read().split()[3])
+    finally:
+        connection.close()
+
+
+def answered_by_new(port: int, before: set[int], served: Counter[int]) -> int:
+    """The pid that answers once a reload's new worker took the listener over from those `before`; what they
+    answered meanwhile is added to `served`."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while True:
+        with contextlib.suppress(OSError):
+            pid = pid_answering(port)
+            served[pid] += 1
+            if pid not in before:
+                return pid
+        assert time.monotonic() < deadline, "no new HAProxy worker answered after the reload"
+        time.sleep(0.02)  # polling a server's start-up: there is no event to wait on
+
+
+@contextlib.contextmanager
+def master_worker(path: Path, port: int) -> Iterator[tuple[int, int]]:
+    """Debian's HAProxy in master-worker mode (-W, in the foreground), in a session of its own so that the group is
+    killed at the end: (the master's pid, its first worker's)."""
+    process = subprocess.Popen(
+        ["haproxy", "-W", "-db", "-f", str(path)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        preexec_fn=dies_with(os.getpid()),
+    )
+    try:
+        worker = wait_for(
+            lambda: _answer(port, process),
+            lambda pid: pid is not None,
+            START_TIMEOUT_S,
+            "HAProxy's first worker answering",
+        )
+        assert worker is not None
+        yield process.pid, worker
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(10)
+
+
+def _answer(port: int, process: subprocess.Popen[bytes]) -> int | None:
+    assert process.poll() is None, "HAProxy's master exited"
+    with contextlib.suppress(OSError):
+        return pid_answering(port)
+    return None
+
+
+def _reaped(pid: int) -> bool:
+    """The process has exited and been reaped (no /proc entry), or is a zombie."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] in ("Z", "X")
+    except OSError:
+        return True
+
+
+def test_two_reloads_in_one_window_each_named_with_its_accepts(tmp_path: Path) -> None:
+    port, held_port = free_port("127.0.0.1"), free_port("127.0.0.1")
+    backend = socket.create_server(("127.0.0.1", 0))
+    path = tmp_path / "haproxy.cfg"
+    path.write_text(config(port, held_port, backend.getsockname()[1]))
+    served: Counter[int] = Counter()
+    news: list[int] = []
+    snapshots = [0]
+    started, done = threading.Event(), threading.Event()
+    failed: list[BaseException] = []
+
+    def snapshot(_: object) -> None:
+        snapshots[0] += 1
+        started.set()
+
+    with contextlib.ExitStack() as stack:
+        stack.callback(backend.close)
+        master, old = stack.enter_context(master_worker(path, port))
+        stack.enter_context(socket.create_connection(("127.0.0.1", held_port), timeout=10))
+        backend.settimeout(START_TIMEOUT_S)
+        stack.enter_context(backend.accept()[0])  # the session through the old worker is up: it outlives its stop
+
+        def drive() -> None:
+            try:
+                if not started.wait(OBSERVE_CAP_S):
+                    return
+                for _ in range(REQUESTS):
+                    served[pid_answering(port)] += 1
+                for _ in range(2):
+                    os.kill(master, signal.SIGUSR2)  # the master re-executes and forks a new worker
+                    news.append(answered_by_new(port, {old, *news}, served))
+                    for _ in range(REQUESTS):
+                        served[pid_answering(port)] += 1
+                    # a few intervals before the next reload: observe's looks (every 100 ms) read the newcomer while
+                    # it runs (waited for on observe's own snapshots, not a sleep)
+                    enough = snapshots[0] + SNAPSHOTS_BETWEEN
+                    wait_for(lambda: snapshots[0], lambda n, at=enough: n >= at, START_TIMEOUT_S, "snapshots")
+                wait_for(lambda: _reaped(news[0]), bool, START_TIMEOUT_S, "the first new worker's exit")
+            except BaseException as exc:  # said by the test, not lost in the thread
+                failed.append(exc)
+            finally:
+                done.set()
+
+        driver = threading.Thread(target=drive, daemon=True)
+        driver.start()
+        result = observe(port=port, duration_s=OBSERVE_CAP_S, on_snapshot=snapshot, until=done)
+        driver.join(OBSERVE_CAP_S)
+        old_alive = not _reaped(old)
+    assert not failed, failed
+    if not result.traced:
+        pytest.skip(f"no kernel count of who accepts: {result.notes}")
+    assert old_alive, "the watched worker exited: its held session should have kept it"
+    first, second = news
+    assert set(served) == {old, first, second}, served  # no reply from another process
+    reload = result.reloaded
+    assert reload is not None, result.notes
+    # each hand-off in the order HAProxy's replies saw them, with what each accepted (as many as its replies)
+    assert reload.pids == (first, second), (reload, news)
+    assert reload.accepts == (served[first], served[second]), (reload, served)
+    assert reload.left == (first,), reload
+    assert len(reload.starts) == 2 and reload.starts[0] <= reload.starts[1], reload
+    assert sum(w.accepts or 0 for w in result.workers) == served[old], (result.workers, served)
+    each = (
+        f"pid {first} {reload.starts[0]:.1f} s into the window (accepted {served[first]} connections; exited before "
+        f"the window ended), then pid {second} {reload.starts[1]:.1f} s into the window (accepted {served[second]} "
+        "connections; holds its listener as the window ends)"
+    )
+    assert any(each in note for note in result.notes), result.notes
+    line = f"haproxy handed its listener on 2 times, {reload.starts[0]:.1f} and {reload.starts[1]:.1f} s in: to pid "
+    assert any(f"{line}{first}, then pid {second}, which serves since" in said for said in verdict(result)), verdict(
+        result
+    )
+    saved = tmp_path / "observe.json"
+    save(str(saved), "observe", result)
+    assert ObserveResult.from_dict(json.loads(saved.read_text())).reloaded == reload
+    shown = run_cli(["show", str(saved)], columns=3000)
+    assert shown.exit_code == 0 and each in shown.stdout, shown.output

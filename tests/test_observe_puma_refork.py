@@ -1,0 +1,145 @@
+"""observe of Puma's --fork-worker across a refork credits each new worker its own accepts.
+
+Debian's puma 5.6.5 with --fork-worker forks workers 1.. from worker 0, and a refork (pumactl refork, or after
+fork_worker's request count) replaces them with new children of worker 0. observe watched the workers it chose and
+looked for newcomers once, after the window, among processes named as the workers ('puma') that are not a worker's
+child: the new workers are named 'puma wrkr fork' (the thread that forked them) and are worker 0's children, so they
+were said nowhere, and what they accepted (78 of 200 connections by hand) was in no count. Now the accept watch counts
+Puma's server threads by name ('puma srv', the kind's listener thread) and each new process it names is read while
+it runs (newcomers.py): the result names each, with its accepts.
+
+The witnesses are Puma's: each reply names the pid that served it (one connection a request), and its control
+server's stats (pumactl) name the workers before and after the refork, worker 0 the same."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import shutil
+import signal
+import subprocess
+import threading
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from conftest import OutputReader, wait_for
+
+from accept_order.experiments.observe.run import observe
+
+TIMEOUT_S = 30.0
+WORKERS = 3
+REQUESTS = 30  # before the refork and after it
+OBSERVE_CAP_S = 120.0  # the window ends when the driving is done; this only bounds a hang
+APP = 'run lambda { |env| [200, {"Content-Type" => "text/plain"}, ["pid #{Process.pid}"]] }\n'
+TOKEN = "x"
+
+pytestmark = pytest.mark.skipif(shutil.which("puma") is None, reason="needs Debian's puma (apt-get install puma)")
+
+
+def _stats(control: int) -> dict[str, object] | None:
+    """Puma's own stats through its control server (pumactl): the JSON on its last line; None until it answers."""
+    asked = _pumactl(control, "stats")
+    lines = asked.stdout.strip().splitlines()
+    if asked.returncode != 0 or not lines or not lines[-1].startswith("{"):
+        return None
+    return json.loads(lines[-1])  # type: ignore[no-any-return]
+
+
+def _pumactl(control: int, command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["pumactl", "-C", f"tcp://127.0.0.1:{control}", "-T", TOKEN, command],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+
+
+def _workers(control: int, phase: int) -> list[int]:
+    """The workers' pids by index once every one is booted in `phase` (0 at the start, 1 after a refork)."""
+
+    def booted(stats: dict[str, object] | None) -> bool:
+        status = stats.get("worker_status") if stats else None
+        return (
+            isinstance(status, list)
+            and len(status) == WORKERS
+            and all(w["booted"] and (w["index"] == 0 or w["phase"] == phase) for w in status)
+        )
+
+    stats = wait_for(lambda: _stats(control), booted, TIMEOUT_S, f"pumactl stats: every worker booted in phase {phase}")
+    assert stats is not None
+    return [w["pid"] for w in sorted(stats["worker_status"], key=lambda w: w["index"])]  # type: ignore[attr-defined]
+
+
+def _ask(port: int) -> int:
+    """One request on a connection of its own: the pid its reply names."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.request("GET", "/")
+        return int(connection.getresponse().read().split()[1])
+    finally:
+        connection.close()
+
+
+def test_a_refork_in_the_window_names_each_new_worker_with_its_accepts(tmp_path: Path, free_port: int) -> None:
+    (tmp_path / "config.ru").write_text(APP)
+    proc = subprocess.Popen(
+        ["puma", "-w", str(WORKERS), "--fork-worker", "-t", "1:1", "-b", "tcp://127.0.0.1:0"]
+        + ["--control-url", f"tcp://127.0.0.1:{free_port}", "--control-token", TOKEN, str(tmp_path / "config.ru")],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    served: Counter[int] = Counter()
+    after: list[int] = []
+    started, done = threading.Event(), threading.Event()
+    failed: list[BaseException] = []
+    try:
+        assert proc.stdout is not None
+        port = int(OutputReader(proc.stdout).wait_for(r"Listening on http://127\.0\.0\.1:(\d+)", TIMEOUT_S).group(1))
+        before = _workers(free_port, 0)
+
+        def drive() -> None:
+            try:
+                if not started.wait(OBSERVE_CAP_S):
+                    return
+                for _ in range(REQUESTS):
+                    served[_ask(port)] += 1
+                assert _pumactl(free_port, "refork").returncode == 0
+                after.extend(_workers(free_port, 1))
+                for _ in range(REQUESTS):
+                    served[_ask(port)] += 1
+            except BaseException as exc:  # said by the test, not lost in the thread
+                failed.append(exc)
+            finally:
+                done.set()
+
+        driver = threading.Thread(target=drive, daemon=True)
+        driver.start()
+        result = observe(port=port, duration_s=OBSERVE_CAP_S, on_snapshot=lambda _: started.set(), until=done)
+        driver.join(OBSERVE_CAP_S)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(TIMEOUT_S)
+        if proc.stdout is not None:
+            proc.stdout.close()
+    assert not failed, failed
+    if not result.traced:
+        pytest.skip(f"no kernel count of who accepts: {result.notes}")
+    assert after[0] == before[0] and not set(after[1:]) & set(before), (before, after)  # the refork, as Puma says
+    assert set(served) <= {*before, *after}, served
+    # the workers watched: their accepts as their replies say
+    assert {w.pid: w.accepts for w in result.workers} == {pid: served[pid] for pid in before}, (result.workers, served)
+    reload = result.reloaded
+    assert reload is not None, result.notes
+    assert set(reload.pids) == set(after[1:]), (reload, after)
+    assert dict(zip(reload.pids, reload.accepts, strict=True)) == {pid: served[pid] for pid in reload.pids}, (
+        reload,
+        served,
+    )
+    assert sum(reload.accepts) + sum(w.accepts or 0 for w in result.workers) == 2 * REQUESTS, (reload, result.workers)
+    assert any(note.startswith("puma started pids ") for note in result.notes), result.notes
