@@ -4,8 +4,8 @@ coordinator SIGKILLed with c2's link down left c2's Python to TCP's give-up (a q
 closed). The coordinator now beats every host it reached from its hello to its end (loads/hosts/beats.py), and a
 host's watch ends its Python after COORDINATOR_SILENT_S (10 s) without a beat.
 
-The command runs under tests/held_between_loads.py, held as its second load reaches the hosts: the first load's
-drivers reaped, the next one not begun. The witness is the host's own /proc (the processes in its namespace), read
+The command runs under tests/held_between_loads.py, held as its second load reaches the hosts (the first load's
+drivers reaped, the next one not begun), or before its first load, once the hosts have taken their part. The witness is the host's own /proc (the processes in its namespace), read
 until its Python is gone, within the silence and GONE_S. A real cluster (tests/cluster.py), as
 test_clients_silent_host.py, whose link_down this uses.
 """
@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from cluster import Cluster, cluster_fixture
 from conftest import child_processes, wait_for
-from held_between_loads import HELD
+from held_between_loads import BEFORE_THE_FIRST, HELD
 from test_clients_faults import (
     GONE_S,
     UNDER_WAY_S,
@@ -51,7 +51,7 @@ LOADS = {
 class Held:
     """The command under the helper, in a session of its own, its stderr read as it comes."""
 
-    def __init__(self, c: Cluster, tmp_path: Path, command: str) -> None:
+    def __init__(self, c: Cluster, tmp_path: Path, command: str, before_the_first: bool = False) -> None:
         self.json_path = tmp_path / "run.json"
         config = own_config(c, tmp_path, "Host *\n  ConnectTimeout 3\n")  # a host cut off is not reached anew
         args = [*LOADS[command], "--clients", "c1,c2", "--ssh-config", config, "--host", bridge(c), "-w", "2"]
@@ -62,7 +62,7 @@ class Held:
             stderr=subprocess.PIPE,
             text=True,
             start_new_session=True,
-            env={**os.environ, "COLUMNS": "200"},
+            env={**os.environ, "COLUMNS": "200", BEFORE_THE_FIRST: "1" if before_the_first else "0"},
         )
         self.err = OutputReader(self.proc.stderr)  # type: ignore[arg-type]
 
@@ -98,11 +98,12 @@ def gone_within(c: Cluster, name: str, bound: float, what: str) -> float:
     return time.monotonic() - began
 
 
-@pytest.mark.parametrize("command", ["ramp", "sweep"])
+@pytest.mark.parametrize(("command", "when"), [("ramp", "between"), ("sweep", "between"), ("ramp", "before the first")])
 def test_a_coordinator_killed_between_loads_with_a_link_down_leaves_nothing(
-    cluster: Cluster, tmp_path: Path, command: str
+    cluster: Cluster, tmp_path: Path, command: str, when: str
 ) -> None:
-    held = Held(cluster, tmp_path, command)
+    """Before the first load, each host has taken its part and waits for its load (load_side's clock reading)."""
+    held = Held(cluster, tmp_path, command, before_the_first=when == "before the first")
     try:
         held.between_loads(cluster, kept=command == "ramp")
         with link_down(cluster, "c2"):
