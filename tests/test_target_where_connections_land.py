@@ -263,17 +263,25 @@ def test_a_dnat_to_a_namespace_not_seen_says_not_read_dnated(cluster: Cluster, t
     assert (where.why or "").startswith(f"DNATed: NAT sent a connection made to find where it lands to {address}:")
 
 
+# this namespace's server ends, as /proc/net/tcp lists them and as sock_diag gives them (what land() asks of ours)
+READERS = pytest.mark.parametrize(
+    "server_ends", [lambda client: landing.server_ends("self", client), landing.server_ends_here], ids=["proc", "diag"]
+)
+
+
 @needs_ipv6
-def test_the_server_end_is_found_through_a_dual_stack_listener() -> None:
+@READERS
+def test_the_server_end_is_found_through_a_dual_stack_listener(server_ends: Callable[..., Any]) -> None:
     """An IPv4 connection accepted on a dual-stack listener is listed in tcp6, its peer ::ffff:127.0.0.1."""
     with socket.create_server(("::", 0), family=socket.AF_INET6, dualstack_ipv6=True) as listener:
         port = int(listener.getsockname()[1])
         with socket.create_connection(("127.0.0.1", port), 10) as client:
             mine = client.getsockname()[:2]
-            assert ("::ffff:127.0.0.1", port) in landing.server_ends("self", mine)
+            assert ("::ffff:127.0.0.1", port) in server_ends(mine)
 
 
-def test_a_closed_connection_s_server_side_from_the_same_port_is_not_taken() -> None:
+@READERS
+def test_a_closed_connection_s_server_side_from_the_same_port_is_not_taken(server_ends: Callable[..., Any]) -> None:
     """A port is used again for another connection while the last one's server side lingers in TIME_WAIT (here
     it did: another server's socket whose remote end was this connection's local one): not a server side."""
     with socket.create_server(("127.0.0.1", 0)) as listener:
@@ -281,10 +289,10 @@ def test_a_closed_connection_s_server_side_from_the_same_port_is_not_taken() -> 
         mine = client.getsockname()[:2]
         accepted, _ = listener.accept()
         with accepted, client:
-            assert landing.server_ends("self", mine) == [listener.getsockname()[:2]]
+            assert server_ends(mine) == [listener.getsockname()[:2]]
             accepted.close()  # the server closes first: its side goes through FIN_WAIT to TIME_WAIT once we close
         wait_for(lambda: _state(listener.getsockname()[1], mine[1]), lambda st: st == "06", 30, "its TIME_WAIT")
-        assert landing.server_ends("self", mine) == [], "TIME_WAIT taken for a server side"
+        assert server_ends(mine) == [], "TIME_WAIT taken for a server side"
 
 
 def _state(port: int, peer_port: int) -> str | None:

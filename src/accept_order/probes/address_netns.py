@@ -123,19 +123,23 @@ def may_rewrite(addresses: list[Address]) -> bool:
 
 def locate(host: str, port: int, land: Callable[[str, int], Landing] = landing.land) -> Located:
     """Where `host:port` is served on this machine, if it is (see Located). Where the addresses held do not tell
-    (two namespaces hold it; it is this namespace's own and nothing listens on the port here, or NAT may send it
-    on), one connection made to it tells (`land`, probes/landing.py)."""
+    (two namespaces hold it; it is this namespace's own and NAT may send it on, a listener here or not), one
+    connection made to it tells (`land`, probes/landing.py)."""
     addresses = _addresses(host)
     if not addresses:
         return Located(False)
     here = any(holds("self", a) for a in addresses)
-    found = [
-        (inode, pids)
-        for inode, pids in _namespaces()
-        if any(holds(pids[0], a) for a in addresses) and listens(pids[0], port)
-    ]
-    if here and listens("self", port) and not may_rewrite(addresses):
-        return Located(True)  # this namespace's own address: a connection to it stays here
+    if here and not may_rewrite(addresses):
+        return Located(True)  # this namespace's own address, and no NAT here to send it on: a connection stays here
+    found = (
+        []
+        if here
+        else [  # a connection to our own address stays here unless NAT sends it on: the look tells
+            (inode, pids)
+            for inode, pids in _namespaces()
+            if any(holds(pids[0], a) for a in addresses) and listens(pids[0], port)
+        ]
+    )
     if not here and len(found) < 2:  # none: another machine; one: the namespace the route to it reaches
         return Located(False, found[0][0], tuple(found[0][1]), 1) if found else Located(False)
     landed = land(host, port)
