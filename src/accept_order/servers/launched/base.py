@@ -264,6 +264,10 @@ class LaunchedServer(Started):
                 self.spec.port,
                 f"{self.name} would join its SO_REUSEPORT group and share its connections, or fail to listen",
             )
+        from ...core.user_tasks import too_many_tasks
+
+        if refused := too_many_tasks(self.spec.workers + 1, f"{self.name}'s master and {self.spec.workers} workers"):
+            raise ServerUnavailable(refused)  # its master's fork would fail, each server its own way
         remove_stale_directories()
         self.directory = private_directory(f"{DIRECTORY_PREFIX}{self.name}-{os.getpid()}-")
         self.port = self.spec.port or free_port(self.spec.host)
