@@ -89,6 +89,10 @@ class LoadSampler(LoadTally):
         # what was given to the one worker for being the only one (closes no look saw it hold), by when their
         # announcements were taken: (monotonic, connections, their counters), for taken_back
         self._given: list[tuple[float, int, tuple[int, int, int, int]]] = []
+        # a one-process threaded server's: what each connection a look saw held carried, by its inode, for the
+        # thread whose epoll watched it (thread_split.py's bytes per thread); cookie -> inode while it is open
+        self.by_inode: dict[int, list[int]] | None = {} if watched.threaded and len(watched.workers) == 1 else None
+        self._inodes: dict[int, int] = {}
 
     def open_closes(self) -> None:
         """Join the kernel's announcements of closes, before the first look; where that cannot be done the
@@ -153,6 +157,9 @@ class LoadSampler(LoadTally):
             if sock.cookie not in self.started:
                 self.new_seen.add(sock.cookie)
             self._add(pid, now, before)
+            if self.by_inode is not None:
+                self._inodes[sock.cookie] = sock.inode
+                self._by_inode(sock.cookie, now, before)
             recv_ms = sock.last_data_recv_ms
             busy = now != before or (recv_ms is not None and recv_ms < recent_ms)
             tail[sock.cookie] = (old_tail.get(sock.cookie, (0, False))[0] + now[0] - before[0], busy)
@@ -204,6 +211,14 @@ class LoadSampler(LoadTally):
         carried.segments_out += now[3] - before[3]
         carried.interval_bytes_in += now[0] - before[0]
 
+    def _by_inode(self, cookie: int, now: tuple[int, int, int, int], before: tuple[int, int, int, int]) -> None:
+        """What a connection a look saw held carried since, added to its inode's (a threaded server's, see
+        __init__)."""
+        if self.by_inode is not None and (inode := self._inodes.get(cookie)):
+            moved = self.by_inode.setdefault(inode, [0, 0])
+            moved[0] += now[0] - before[0]
+            moved[1] += now[1] - before[1]
+
     def _closed(self, closed: list[TcpSocket]) -> None:
         """The announced closes: each one's final counters since its last look, to the worker that held it
         then (see the module doc)."""
@@ -233,9 +248,11 @@ class LoadSampler(LoadTally):
                 self.closed_unlooked_bytes_in += final[0] - before[0]
             else:
                 self._add(pid, final, before)
+                self._by_inode(cookie, final, before)
                 self.closes_counted += 1
                 if held_by is None:  # given to the one worker for being the only one
                     given, moved = given + 1, _plus(moved, final, before)
+            self._inodes.pop(cookie, None)
         if given:
             self._given.append((taken_at, given, moved))
 

@@ -241,7 +241,7 @@ class Observer:
                     involuntary_switches=last.involuntary - first.involuntary if first and last else None,
                     exited_s=self.exited.get(index),
                     **self.load.of(unit.pid, per_process=self.watched.threaded),
-                    **(self.split.of(unit.tid) if self.split is not None else {}),
+                    **(self.split.of(unit.tid, self.load.by_inode) if self.split is not None else {}),
                 )
             )
         samples = self.queue.samples

@@ -58,6 +58,10 @@ class ObservedWorker:
     serving_peak: int | None = None
     serving_seen: int | None = None
     serving_from: int | None = None
+    # what the connections its epoll watched carried while observed (each counted from its first look to its close);
+    # None: not split (as serving_seen), or a file from before
+    serving_bytes_in: int | None = None
+    serving_bytes_out: int | None = None
 
     @property
     def count(self) -> int | None:
@@ -265,7 +269,14 @@ class ObserveResult:
         )  # reloaded, with its handoff, is built by build as its own type
 
 
-_SERVING_WORKER = ("serving_held", "serving_peak", "serving_seen", "serving_from")
+_SERVING_WORKER = (
+    "serving_held",
+    "serving_peak",
+    "serving_seen",
+    "serving_from",
+    "serving_bytes_in",
+    "serving_bytes_out",
+)
 _SERVING = ("serving_looks", "serving_unplaced", "serving_why")
 
 

@@ -14,6 +14,7 @@ distinct it watched are of the looks from there (the idle end alone read '0 at m
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 
 from ...probes.server_netns import same_namespace
 from ...probes.tcp_info import server_sockets
@@ -90,20 +91,28 @@ class ThreadSplit:
         self.unplaced = max(self.unplaced or 0, len(open_ - placed))
         self.looks += 1
 
-    def of(self, tid: int | None) -> dict[str, int | None]:
+    def of(self, tid: int | None, carried: Mapping[int, list[int]] | None = None) -> dict[str, int | None]:
         """The fields of thread `tid`'s ObservedWorker; None where there is no split or it was not placed at the
         last look (held), or at any (the most at one look and the distinct: of the looks from `serving_from` on,
-        where it was first placed; what it held at looks before, its epoll not known, is not among them)."""
+        where it was first placed; what it held at looks before, its epoll not known, is not among them). With
+        `carried` (the load's bytes in and out by connection inode, load.py's by_inode), the bytes of the
+        connections its epoll watched at any look: a connection stays with the thread it was handed to, so all it
+        carried is that thread's."""
         if tid not in self.tids or self.why is not None or not self.looks:
             return {}
         index = self.tids.index(tid)
         first = self.first[index]
-        return {
+        fields: dict[str, int | None] = {
             "serving_held": self.held[index],
             "serving_peak": None if first is None else self.peak[index],
             "serving_seen": None if first is None else len(self.seen[index]),
             "serving_from": first,
         }
+        if carried is not None and first is not None:
+            moved = [carried[inode] for inode in self.seen[index] if inode in carried]
+            fields["serving_bytes_in"] = sum(m[0] for m in moved)
+            fields["serving_bytes_out"] = sum(m[1] for m in moved)
+        return fields
 
 
 def shared_epolls(pid: int, threads: int) -> str | None:
@@ -141,6 +150,7 @@ def serving_line(result: ObserveResult) -> str | None:
         f"{'look' if result.serving_looks == 1 else 'looks'}): {held} at the last look, {peak} at most; "
         f"{seen:,} distinct {'at the looks each was placed' if late or never else 'in all'}"
     )
+    said += _bytes(result)
     if result.serving_unplaced and result.reloaded is None:  # after a reload, the newcomer's are on the port too
         said += f"; up to {result.serving_unplaced:,} open at one look in no thread's known epoll"
     if late:
@@ -159,6 +169,18 @@ def serving_line(result: ObserveResult) -> str | None:
             "known epoll: -)"
         )
     return said
+
+
+def _bytes(result: ObserveResult) -> str:
+    """What each thread's connections carried, where the load was read with the split (a file from before: none)."""
+    if all(w.serving_bytes_in is None for w in result.workers):
+        return ""
+    moved_in = ", ".join("-" if w.serving_bytes_in is None else f"{w.serving_bytes_in:,}" for w in result.workers)
+    moved_out = ", ".join("-" if w.serving_bytes_out is None else f"{w.serving_bytes_out:,}" for w in result.workers)
+    return (
+        f"; their bytes (each connection's from its first look to its close, to the thread whose epoll watched it): "
+        f"{moved_in} in, {moved_out} out (a connection no look placed, opened and closed between two, is in none)"
+    )
 
 
 def split_known(result: ObserveResult) -> bool:
