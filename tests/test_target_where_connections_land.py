@@ -314,3 +314,17 @@ def test_conntrack_says_where_nat_sent_a_connection() -> None:
     assert landing.conntrack_destination(("10.0.0.1", 40001), asked, line) is None
     assert landing.conntrack_destination(("10.0.0.3", 40000), asked, line) is None
     assert landing.conntrack_destination(("10.0.0.1", 40000), ("10.0.0.1", 8080), line) is None  # another's
+
+
+def test_a_lone_socket_from_the_same_port_to_another_server_is_not_where_it_landed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The probe's server side seen nowhere (as behind a masquerade), and one socket elsewhere whose remote end is the
+    probe's local one but whose local end is neither the address asked for nor NAT's: another connection's from the
+    same port (a container's), not taken for where this one landed."""
+    other = landing.Landing(namespace=1, pids=(1,), server=("10.9.9.9", 5))
+    monkeypatch.setattr(landing, "_ends", lambda client: [other])
+    monkeypatch.setattr(landing, "conntrack_destination", lambda client, asked: None)
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        landed = landing.land("127.0.0.1", int(listener.getsockname()[1]))
+    assert landed.namespace is None and "seen in none" in landed.why, landed

@@ -115,9 +115,11 @@ def _namespaces() -> Iterator[tuple[int, list[int]]]:
 
 def may_rewrite(addresses: list[Address]) -> bool:
     """A connection from here to one of this namespace's own addresses may be sent elsewhere by NAT (a container's
-    published port: DNAT in the nat table's output hook, while a proxy may listen on the port here too), which
-    needs conntrack in this namespace (its sysctls exist once the kernel has it). Loopback aside: NAT to another
-    host from 127.0.0.1 needs route_localnet, and a listener here is where such a connection goes."""
+    published port: DNAT in the nat table's output hook, while a proxy may listen on the port here too), which needs
+    conntrack in this namespace (its sysctls exist once the kernel has it). Loopback aside: NAT to another host from
+    127.0.0.1 needs route_localnet, and a listener here is where it goes. An address no namespace here holds (a
+    service's virtual address DNATed to a container) is taken for another machine's: no connection is made to
+    find out, as a load from client hosts (--clients) would have this host make it, which may not reach it."""
     return any(not a.is_loopback for a in addresses) and os.path.exists("/proc/sys/net/netfilter/nf_conntrack_count")
 
 
@@ -140,7 +142,7 @@ def locate(host: str, port: int, land: Callable[[str, int], Landing] = landing.l
             if any(holds(pids[0], a) for a in addresses) and listens(pids[0], port)
         ]
     )
-    if not here and len(found) < 2:  # none: another machine; one: the namespace the route to it reaches
+    if not here and len(found) < 2:  # none: another machine (see may_rewrite); one: the namespace the route reaches
         return Located(False, found[0][0], tuple(found[0][1]), 1) if found else Located(False)
     landed = land(host, port)
     if landed.ours:

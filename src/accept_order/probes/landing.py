@@ -165,7 +165,8 @@ def land(host: str, port: int, timeout: float = CONNECT_S) -> Landing:
     at once, before any load: the server sees one connection that sends nothing.
 
     Its server side is the socket whose remote end is the connection's local one and whose local end is the address
-    asked for, or where NAT sent it (this namespace's conntrack), or the only one whose remote end is that."""
+    asked for, or where NAT sent it (this namespace's conntrack). Not any socket whose remote end is that: a port is
+    used again towards other destinations, and a container's connection from it is not this one's server side."""
     try:
         sock = socket.create_connection((host, port), timeout)
     except OSError as exc:
@@ -176,13 +177,11 @@ def land(host: str, port: int, timeout: float = CONNECT_S) -> Landing:
         ends = _ends(client)
         landed = _pick(ends, asked)  # where no NAT rewrote it: conntrack's table (24,575 entries here) is not read
         sent = conntrack_destination(client, asked) if landed is None else None
-    landed = landed or (_pick(ends, sent) if sent else None) or (ends[0] if len(ends) == 1 else None)
+    if sent == asked:
+        sent = None  # tracked, not rewritten
+    landed = landed or (_pick(ends, sent) if sent else None)
     if landed is not None:
         return landed
-    nat = f"NAT sent a connection made to find where it lands to {sent[0]}:{sent[1]}" if sent != asked and sent else ""
-    if len(ends) > 1:
-        what = nat or "a connection made to find where it lands"
-        return Landing(server=sent if nat else None, why=f"{what} matched {len(ends)} sockets, none of them alone")
-    if nat:
-        return Landing(server=sent, why=f"{nat}, {NONE}")
-    return Landing(why=f"a connection made to find where it lands was {NONE}")
+    if sent is None:
+        return Landing(why=f"a connection made to find where it lands was {NONE}")
+    return Landing(server=sent, why=f"NAT sent a connection made to find where it lands to {sent[0]}:{sent[1]}, {NONE}")
