@@ -302,7 +302,31 @@ def variants(
         raise PlanError("no modes given")
     if not specs:
         raise NothingToRun(f"nothing to run: {'; '.join(f'{name} ({why})' for name, why in skipped.items())}")
-    return [checked(spec) for spec in shared(specs, KINDS, given)], skipped  # each option where it is read
+    made = shared(specs, KINDS, given)  # each option where it is read
+    if everything:
+        made = _runnable_with(made, skipped, key)
+    return [checked(spec) for spec in made], skipped
+
+
+def _runnable_with(
+    specs: list[ServerSpec], skipped: dict[str, str], key: Callable[[str, str], str]
+) -> list[ServerSpec]:
+    """Of every mode (--modes all, the default), those these settings can run, the others put in `skipped` with the
+    refusal: 'compare --server apache -w 1' refused the whole run for buckets' 'needs --workers 2 or more', where
+    prefork, prefork-mutex and event run with one child. Where none can, the first refusal stands, as for one mode."""
+    kept: list[ServerSpec] = []
+    refused: dict[str, PlanError] = {}
+    for spec in specs:
+        try:
+            checked(spec)
+        except PlanError as exc:
+            refused[key(spec.kind, spec.mode)] = exc
+        else:
+            kept.append(spec)
+    if refused and not kept:
+        raise next(iter(refused.values()))
+    skipped.update({name: str(exc) for name, exc in refused.items()})
+    return kept
 
 
 def recognise(name: str, argv: Sequence[str]) -> ServerKind | None:
