@@ -184,6 +184,14 @@ def dnat(cluster: Cluster) -> Iterator[Callable[[str, int], int]]:
         subprocess.run(["nft", "delete", "table", "ip", table], timeout=30)
 
 
+def test_this_host_s_own_address_with_its_listener_here_lands_here(cluster: Cluster) -> None:
+    """No NAT: the probe made where conntrack is loaded lands on the listener here, and ours are read."""
+    with socket.create_server((cluster.bridge_address, 0)) as here:
+        where = locate(cluster.bridge_address, int(here.getsockname()[1]))
+    assert where.ours and where.why is None and where.sent_to is None, where
+    assert where.landed == Path("/proc/sys/net/netfilter/nf_conntrack_count").exists(), where
+
+
 def _queued(listener: socket.socket) -> int:
     """How many connections wait in this namespace's listener's accept queue (the tcp table's rx_queue)."""
     port = f":{listener.getsockname()[1]:04X}"
