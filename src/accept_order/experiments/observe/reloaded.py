@@ -183,13 +183,13 @@ def reload_note(reload: Reloaded, program: str, taken_back: int = 0) -> str:
             f"; {whose}, each counted apart from the workers above (observe counts the workers it chose as it began)"
         )
     else:
-        holds = "it holds" if one else "they hold"
-        if one and reload.left:
-            holds = "it exited before the window ended, after holding"
+        holds = f"{'it holds' if one else 'they hold'} its listener as the window ends"
+        if one and reload.left:  # seen accepting on it, gone by the end
+            holds = "it accepted on its listener and exited before the window ended"
         said = (
             f"{program} started {which} since observe chose its workers, {reload.after_s:.1f} s into the window"
-            f"{'' if one else ' (the first)'}, and {holds} its listener as the window ends: {whose}, whose accepts are "
-            "not counted here (observe counts the workers it chose as it began)"
+            f"{'' if one else ' (the first)'}, and {holds}: {whose}, whose accepts are not counted here (observe "
+            "counts the workers it chose as it began)"
         )
         if one and reload.accepts:
             said = said.removesuffix(
@@ -250,6 +250,7 @@ def reload_clause(reload: Reloaded | None, name: str) -> str:
         )
     else:
         which = f"pid {pids}, which serves" if one else f"pids {pids}, which serve"
+        which = f"pid {pids}, which served and exited" if one and reload.left else which
         said += f"{name} reloaded {reload.after_s:.1f} s in, and {which} since, {'is' if one else 'are'} not counted"
     read = reload.handoff
     if read is None:
