@@ -10,7 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from accept_order.cli.latency import served_something
+from accept_order.cli.hosts_lost import end_if_unmeasured
+from accept_order.cli.served_nothing import of_totals
 from accept_order.core.errors import NothingServed
 from accept_order.core.spec import ServerSpec
 
@@ -20,7 +21,8 @@ HINT = "needs --protocol http"
 def _said(errors: dict[str, int], **spec: object) -> str:
     server = ServerSpec(**spec)  # type: ignore[arg-type]
     with pytest.raises(NothingServed) as raised:
-        served_something([SimpleNamespace(ok=False, errors=errors, server=server)])
+        run = SimpleNamespace(ok=False, errors=errors, server=server)
+        end_if_unmeasured([of_totals(run)], run, None)  # latency's end
     return str(raised.value)
 
 

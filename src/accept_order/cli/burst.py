@@ -12,7 +12,7 @@ from ..core.cpus import format_cpu_list
 from ..core.spec import DEFAULT_DRIVER_PROCS, MAX_CONNECTIONS, MAX_DRIVER_PROCS, Driver
 from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
-from .hosts_lost import end_if_hosts_lost, hosts_lost_said
+from .hosts_lost import end_if_unmeasured
 from .load_options import BURST_COUNTS, ClientCounts, client_hosts, clients_options, driver_option, driver_procs_help
 from .options import (
     examples,
@@ -26,7 +26,7 @@ from .options import (
 from .output import progress_bar
 from .progress import RunProgress
 from .repeat_common import repeat_option, run_repeated
-from .served_nothing import Tally, end_if_nothing_served, of_parts
+from .served_nothing import Tally, of_parts
 from .specs import first_available, given_kind_options, load_cpus, loop_here, refuse_for_target, server_spec
 from .types import IntRange
 
@@ -170,8 +170,7 @@ def burst(
     save(runs)
     each = [(f"{run.server.label}'s burst of {cell.clients}", cell) for run in runs for cell in run.cells]
     # a server whose every burst served nothing (an HTTPS port: nginx 400, HAProxy closes): why, and exit 1
-    end_if_nothing_served([burst_tally(run) for run in runs], hosts_lost_said(runs, json_path, each))
-    end_if_hosts_lost(runs, json_path, each)
+    end_if_unmeasured([burst_tally(run) for run in runs], runs, json_path, each)
 
 
 def burst_tally(run: Any) -> Tally:

@@ -12,11 +12,12 @@ import click
 from ..core.spec import ServerSpec
 from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
-from .hosts_lost import end_if_hosts_lost, hosts_lost_said
+from .hosts_lost import end_if_unmeasured
 from .options import attach_options, examples, json_option, load_options, mode_option, server_options
 from .output import note, progress_bar
 from .progress import RunProgress
 from .repeat_common import repeat_option, run_repeated
+from .served_nothing import of_totals
 from .specs import concurrent_load, first_available, given_kind_options, refuse_for_target, server_spec
 from .types import MODE_LIST
 
@@ -142,8 +143,7 @@ def latency(
             with bars(load, lambda s: f"{s.mode}: {counted(load)}", RunProgress(1), count=True) as on_run:
                 result = api.latency(server, load, on_run(server), title)
         report_and_save(lambda: latency_report(result), json_path, "latency", result)
-        served_something([result], hosts_lost_said(result, json_path))
-        end_if_hosts_lost(result, json_path)
+        end_if_unmeasured([of_totals(result)], result, json_path)
         return
     # every variant checked before any runs, each kind option given judged against them (even at its default)
     specs, skipped = variants(server, modes, servers, batch_given, given_kind_options())
@@ -159,12 +159,11 @@ def latency(
             results, skipped = api.compare_latency(server, load, modes, on_run, servers, batch_given)
     save(results)
     named = [(r.server.label, r) for r in results]
-    served_something(results, hosts_lost_said(results, json_path, named))
-    end_if_hosts_lost(results, json_path, named)
+    end_if_unmeasured([of_totals(r) for r in results], results, json_path, named)
 
 
 def unanswered_until_stopped(results: Sequence[Any]) -> None:
-    """At a stop (Ctrl-C, SIGTERM), the note served_something gives at the end where an HTTP server was driven
+    """At a stop (Ctrl-C, SIGTERM), the note the served-nothing line gives at the end where an HTTP server was driven
     with --protocol line: the heartbeat counts each connection that timed out as done, and 'latency --target
     127.0.0.1:8080 -n 20000 -c 50' at nginx read '2,950 of 20,000 connections' and, stopped, '2950 × timeout'
     with no word of --protocol http (its end was over an hour off: each connection waits out --timeout)."""
@@ -176,11 +175,3 @@ def unanswered_until_stopped(results: Sequence[Any]) -> None:
         if not r.ok and line_client_unanswered(r.server, failed):
             note(f"accept-order: note: {SILENT[0].lower()}{SILENT[1:]}")
             return
-
-
-def served_something(results: Sequence[Any], hosts_lost: str | None = None) -> None:
-    """After the report and the file: NothingServed (exit 1) naming each run that served no request and
-    why its requests failed (the report lists them all), so that a script does not take it for a result."""
-    from .served_nothing import end_if_nothing_served, of_totals
-
-    end_if_nothing_served([of_totals(r) for r in results], hosts_lost)

@@ -10,7 +10,7 @@ import click
 from ..core.spec import DEFAULT_DRIVER_PROCS, MAX_CONNECTIONS, MAX_DRIVER_PROCS, Driver
 from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
-from .hosts_lost import end_if_hosts_lost, hosts_lost_said
+from .hosts_lost import end_if_unmeasured
 from .load_options import RAMP_COUNTS, client_hosts, clients_options, driver_option, driver_procs_help
 from .options import (
     examples,
@@ -24,7 +24,7 @@ from .options import (
 from .output import progress_bar
 from .progress import RunProgress
 from .repeat_common import repeat_option, run_repeated
-from .served_nothing import Tally, end_if_nothing_served, of_parts
+from .served_nothing import Tally, of_parts
 from .specs import first_available, given_kind_options, load_cpus, loop_here, refuse_for_target, server_spec
 from .types import DURATION, MODE_LIST, IntList, IntRange, parse_float
 
@@ -241,8 +241,7 @@ def ramp(
     save(result)
     named = [(step_name(step), step) for step in result.steps]
     # no step served any (an HTTPS port): why, and exit 1
-    end_if_nothing_served([ramp_tally(result)], hosts_lost_said(result, json_path, named))
-    end_if_hosts_lost(result, json_path, named)
+    end_if_unmeasured([ramp_tally(result)], result, json_path, named)
 
 
 def ramp_tally(result: Any) -> Tally:

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .common import keep_partial, report_and_save
-from .hosts_lost import end_if_hosts_lost, hosts_lost_said
-from .served_nothing import Tally, end_if_nothing_served, of_totals
+from .hosts_lost import end_if_unmeasured
+from .served_nothing import Tally, of_totals
 from .types import IntRange
 
 if TYPE_CHECKING:
@@ -84,8 +84,7 @@ def run_repeated(
     # each run of each round: one that served nothing is no measurement, however the others went
     runs = [(in_round(read(run), k), run) for k, round_runs in enumerate(done, 1) for run in round_runs]
     each = [(tally.label, run) for tally, run in runs]  # each run in its round
-    end_if_nothing_served([tally for tally, _ in runs], hosts_lost_said(done, json_path, each))
-    end_if_hosts_lost(done, json_path, each)
+    end_if_unmeasured([tally for tally, _ in runs], done, json_path, each)
 
 
 def in_round(tally: Tally, k: int) -> Tally:

@@ -61,7 +61,8 @@ def end_if_nothing_served(tallies: Sequence[Tally], hosts_lost: str | None = Non
     and, for a server this tool did not start, what would have them answered (--protocol http, a reply naming the
     worker, a plain-HTTP listener beside a TLS or h2c one). Called after the report and the file, which hold it all.
     `hosts_lost`: the lost client hosts' line (cli/hosts_lost.hosts_lost_said), said after, as this ends the command
-    before end_if_hosts_lost could ('served nothing: 2 × timeout' of 4 connections said no word of the host lost)."""
+    before the lost hosts' own line could ('served nothing: 2 × timeout' of 4 connections said no word of the host
+    lost). A command that drives loads ends through cli/hosts_lost.end_if_unmeasured, which gives both."""
     from ..core.errors import NothingServed
 
     empty = [t for t in tallies if not t.served]

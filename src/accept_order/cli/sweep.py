@@ -9,7 +9,7 @@ import click
 
 from .app import handle_errors
 from .common import host_warnings, keep_partial, report_and_save
-from .hosts_lost import end_if_hosts_lost, hosts_lost_said
+from .hosts_lost import end_if_unmeasured
 from .latency import bars
 from .options import (
     accept_batch_option,
@@ -22,7 +22,7 @@ from .options import (
 )
 from .progress import RunProgress
 from .repeat_common import repeat_option, run_repeated
-from .served_nothing import end_if_nothing_served, of_totals
+from .served_nothing import of_totals
 from .specs import concurrent_load, refuse_for_target, server_spec
 from .sweep_caps import default_caps
 
@@ -98,8 +98,7 @@ def sweep(json_path: str | None, batches: list[int] | None, repeat: int, **optio
             results = api.sweep_accept_batch(server, load, batches, on_run)
     save(results)
     caps = [(cap_name(r), r) for r in results]
-    end_if_nothing_served([of_totals(r, name) for name, r in caps], hosts_lost_said(results, json_path, caps))
-    end_if_hosts_lost(results, json_path, caps)
+    end_if_unmeasured([of_totals(r, name) for name, r in caps], results, json_path, caps)
 
 
 def cap_name(result: Any) -> str:

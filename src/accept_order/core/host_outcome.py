@@ -4,7 +4,7 @@ hosts.py (the hosts a load runs on, which every spec imports), which names it on
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -136,34 +136,53 @@ def _unended(hosts: tuple[HostOutcome, ...]) -> tuple[HostOutcome, ...]:
     return tuple(dataclasses.replace(h, ended_s=None) for h in hosts)
 
 
-def lost_hosts(result: object) -> dict[str, str]:
-    """The client hosts lost anywhere in a result (a run, a comparison's runs, a sweep's caps, a burst's cells, a
-    ramp's steps, --repeat's rounds), each with why it was first lost, in the order met: mid-load, or not reached
-    again for a later load. Found by walking the result's dataclasses and their sequences, so that every command
-    judges its own result the same way; mappings (evidence) are not walked: no host outcome is kept in one."""
+def hosts_lost_in(result: object, loads: Sequence[object] = ()) -> tuple[dict[str, str], list[set[str]]]:
+    """In one walk of a result (a run, a comparison's runs, a sweep's caps, a burst's cells, a ramp's steps,
+    --repeat's rounds): the client hosts lost anywhere in it, each with why it was first lost, in the order met
+    (mid-load, or not reached again for a later load); and for each of `loads` (its parts: each mode's run, each
+    round's), the hosts that drove their share of it to its end, an outcome each and none of them lost (a host lost
+    in one mode and reached again for the next reported the second). The walk goes through the result's dataclasses
+    and their sequences, so that every command judges its own result the same way; mappings (evidence) are not
+    walked: no host outcome is kept in one. A load is met in it by identity; one that is not is walked on its own.
+    The commands walked it once for the lost hosts and twice for each load, all of it twice at their end."""
+    marks = {id(load): i for i, load in enumerate(loads)}
     lost: dict[str, str] = {}
-    for host in _outcomes(result):
-        if host.lost is not None:
-            lost.setdefault(host.destination, host.lost)
-    return lost
+    seen: list[set[str]] = [set() for _ in loads]
+    lost_in: list[set[str]] = [set() for _ in loads]
+    met: set[int] = set()
+
+    def take(walk: Iterator[tuple[HostOutcome, tuple[int, ...]]], in_result: bool) -> None:
+        for host, inside in walk:
+            if in_result and host.lost is not None:
+                lost.setdefault(host.destination, host.lost)
+            for i in inside:
+                seen[i].add(host.destination)
+                if host.lost is not None:
+                    lost_in[i].add(host.destination)
+
+    take(_outcomes(result, marks, (), met), True)
+    for i, load in enumerate(loads):
+        if i not in met:
+            take(_outcomes(load, {id(load): i}, (), met), False)
+    return lost, [every - gone for every, gone in zip(seen, lost_in, strict=True)]
 
 
-def reported(load: object) -> set[str]:
-    """The client hosts that drove their share of a load (or of every load in it) to its end: an outcome each,
-    none of them lost. A host lost in one mode and reached again for the next reported the second."""
-    outcomes = list(_outcomes(load))
-    lost = {h.destination for h in outcomes if h.lost is not None}
-    return {h.destination for h in outcomes} - lost
-
-
-def _outcomes(value: object) -> Iterator[HostOutcome]:
+def _outcomes(
+    value: object, marks: Mapping[int, int], inside: tuple[int, ...], met: set[int]
+) -> Iterator[tuple[HostOutcome, tuple[int, ...]]]:
+    """Each host outcome in `value`, with the loads (`marks`: a load's id -> its index) it is inside of; `met`
+    gathers the loads met."""
+    mark = marks.get(id(value))
+    if mark is not None:
+        met.add(mark)
+        inside = (*inside, mark)
     if isinstance(value, HostOutcome):
-        yield value
+        yield value, inside
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         for f in dataclasses.fields(value):
-            yield from _outcomes(getattr(value, f.name))
+            yield from _outcomes(getattr(value, f.name), marks, inside, met)
     elif isinstance(value, (tuple, list)):
         for item in value:
             if not (dataclasses.is_dataclass(item) or isinstance(item, (tuple, list))):
                 return  # numbers or names: no host outcome in this sequence
-            yield from _outcomes(item)
+            yield from _outcomes(item, marks, inside, met)
