@@ -42,6 +42,7 @@ WHERE_READ = (
     "busy_looks",
     "slept_looks",
     "slept_share",
+    "service_gaps",
 )
 
 ServiceSource = Literal["server", "busy", "cpu", "configured"]
@@ -126,6 +127,10 @@ class ModelCheck:
     busy_looks: int | None = None
     slept_looks: int | None = None
     slept_share: float | None = None
+    # service_source "busy" where each connection's time was drawn from the kernel's gaps between a worker's accept and
+    # its next (workers that serve one at a time): how many it counted; None: the busy time's mean for each (and files
+    # before it)
+    service_gaps: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """What a result file stores. The pinned-only fields are left out where they are empty, and cpu_share where it

@@ -45,12 +45,27 @@ def program(pids: Sequence[int] | None, children_of: int | None = None, threads:
     key = counted_as(threads)
     # clear() after print: bpftrace prints every non-empty map again on exit. The accepts that came back empty
     # (@empty: EAGAIN) at END only, marked as counted (bpftrace_readings.parse_empty): none after a run's accepts
-    # is a server that takes one connection a wakeup (nginx's multi_accept off), the model's batch
+    # is a server that takes one connection a wakeup (nginx's multi_accept off), the model's batch. And the time
+    # from each accept that took a connection to the same thread's next accept call (@gap: GAP_BUCKETS), at END,
+    # marked too (parse_gaps): a worker that serves one connection at a time serves it in between
     return (
         "tracepoint:syscalls:sys_exit_accept4, tracepoint:syscalls:sys_exit_accept\n"
         f"/{pred}/\n"
-        f"{{ if (args->ret >= 0) {{ @[{key}] = count(); }} else {{ @empty[{key}] = count(); }} }}\n"
+        f"{{ if (args->ret >= 0) {{ @[{key}] = count(); @took[tid] = nsecs; }} else {{ @empty[{key}] = count(); }} }}\n"
+        "tracepoint:syscalls:sys_enter_accept4, tracepoint:syscalls:sys_enter_accept\n"
+        "/@took[tid]/\n"  # only the threads the filter let take a connection
+        f"{{ $g = (nsecs - @took[tid]) / 1000; delete(@took[tid]); {GAP_BUCKETS} @gap[$k] = count(); }}\n"
         f"{readings.reading_probe(READING_MS, 'print(@);')}"
         f'END {{ printf("{COUNTS_BEGIN}\\n"); print(@); clear(@); printf("{readings.EMPTY_COUNTED}\\n"); '
-        f'print(@empty); clear(@empty); printf("{COUNTS_END}\\n"); }}\n'
+        f'print(@empty); clear(@empty); printf("{readings.GAPS_COUNTED}\\n"); print(@gap); clear(@gap); '
+        f'clear(@took); printf("{COUNTS_END}\\n"); }}\n'
     )
+
+
+# the gap's bucket $k of its µs $g, log-linear: 10 µs wide under 1 ms (0-99), 100 µs under 10 ms (100-189), 1 ms
+# under 100 ms (190-279), 10 ms up to 1 s (280-369, the last holding all longer); bpftrace_readings.gap_us reads it
+GAP_BUCKETS = (
+    "$k = 369; if ($g < 1000) { $k = $g / 10; } else if ($g < 10000) { $k = 100 + ($g - 1000) / 100; } "
+    "else if ($g < 100000) { $k = 190 + ($g - 10000) / 1000; } else if ($g < 1000000) { $k = 280 + ($g - 100000) / "
+    "10000; }"
+)

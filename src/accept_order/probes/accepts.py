@@ -34,7 +34,7 @@ from .accept_filter import accepted_by, thread_workers
 from .accept_program import following, program, refused_parent
 from .bpftrace_messages import ATTACHED_ENV, first_error_line, not_loaded_hint, raise_memlock
 from .bpftrace_output import OutputPump
-from .bpftrace_readings import COUNTS_BEGIN, COUNTS_END, parse_counts, parse_empty
+from .bpftrace_readings import COUNTS_BEGIN, COUNTS_END, parse_counts, parse_empty, parse_gaps
 from .tracefs import MOUNTED, TRACEFS, ensure_tracefs, unmount_tracefs
 
 # bpftrace compiles its program (LLVM) before it attaches: 1-3 s here when quiet, over 10 s beside a loaded test
@@ -289,7 +289,10 @@ class AcceptCounter(Closing):
             appeared = {pid: n for pid, n in sorted(counts.items()) if pid not in self.pids}
             counts = {pid: counts.get(pid, 0) for pid in self.pids}
         why = "; ".join([SOURCE, *self._notes, *([short] if short else [])])
-        self._result = AcceptCounts(counts, True, why, appeared, short, before_s, parse_empty(bytes(self._out)))
+        printed = bytes(self._out)
+        self._result = AcceptCounts(
+            counts, True, why, appeared, short, before_s, parse_empty(printed), parse_gaps(printed)
+        )
         self.close()
         return self._result
 

@@ -50,6 +50,30 @@ def parse_empty(stdout: bytes) -> dict[int, int] | None:
     return {int(pid): int(n) for pid, n in _EMPTY_LINE.findall(stdout[marked:tail])}
 
 
+GAPS_COUNTED = "accept-order accept gaps"  # END's line before the map of gaps between a thread's accepts
+_GAP_LINE = re.compile(rb"^@gap\[(\d+)\]: (\d+)$", re.MULTILINE)
+# accept_program.GAP_BUCKETS' buckets: (first bucket, µs at its start, µs wide)
+_GAP_SPANS = ((280, 100_000, 10_000), (190, 10_000, 1_000), (100, 1_000, 100), (0, 0, 10))
+
+
+def parse_gaps(stdout: bytes) -> dict[int, int] | None:
+    """bucket -> gaps between a thread's accept that took a connection and its next accept call, from the END block
+    (accept_program.program); None where it is not all there or did not count them (another program's)."""
+    head, tail = stdout.find(COUNTS_BEGIN.encode()), stdout.rfind(COUNTS_END.encode())
+    marked = stdout.find(GAPS_COUNTED.encode(), max(head, 0))
+    if head < 0 or tail < head or not head < marked < tail:
+        return None
+    return {int(k): int(n) for k, n in _GAP_LINE.findall(stdout[marked:tail])}
+
+
+def gap_us(bucket: int) -> float:
+    """The middle of a gap bucket, µs (the last, 1 s and over, read as 1,005 ms)."""
+    for first, start, width in _GAP_SPANS:
+        if bucket >= first:
+            return start + (bucket - first) * width + width / 2
+    raise ValueError(f"no gap bucket {bucket}")
+
+
 def reading_probe(every_ms: int, dump: str) -> str:
     """The bpftrace probe that prints `dump` (print() of the maps) every `every_ms`, framed and stamped."""
     return f'interval:ms:{every_ms} {{ printf("{READING} %llu\\n", nsecs); {dump} printf("{READING_END}\\n"); }}\n'

@@ -96,11 +96,11 @@ def _add_accept_counts(into: dict[str, Any], run: Mapping[str, Any]) -> None:
             into["accept_counts"] = {"available": False, "why": "not counted in every merged file", "counts": {}}
         return
     added = dict(mine)
-    for key in ("counts", "appeared", "empty"):
+    for key in ("counts", "appeared", "empty", "gaps"):  # gaps: by bucket, not pid
         if isinstance(mine.get(key), dict) and isinstance(theirs.get(key), dict):
             added[key] = {pid: mine[key].get(pid, 0) + theirs[key].get(pid, 0) for pid in mine[key] | theirs[key]}
-        elif key == "empty":
-            added.pop(key, None)  # the empty accepts of one file's window only: not the merged load's
+        elif key in ("empty", "gaps"):
+            added.pop(key, None)  # the empty accepts (gaps) of one file's window only: not the merged load's
     if isinstance(mine.get("master_accepted"), int) and isinstance(theirs.get("master_accepted"), int):
         added["master_accepted"] = mine["master_accepted"] + theirs["master_accepted"]
     else:

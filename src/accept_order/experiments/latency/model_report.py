@@ -137,6 +137,11 @@ def _service_text(r: LatencyResult, label: Callable[[LatencyResult], str]) -> st
             f"for something: a database, an upstream, the client; the calls do not say which), which their CPU per "
             f"{unit}{cpu} leaves out"
         )
+    if m.service_gaps:  # each connection's own time, not one mean (model_check.served_between_accepts)
+        source += (
+            f"; each {unit}'s drawn from the {m.service_gaps:,} gaps the kernel timed between a worker's accept and "
+            "its next accept call, a worker that serves one at a time serving one in each"
+        )
     return f"{label(r)}: {source} ({mean}{count}){rho}{choice_text(m)}"
 
 
