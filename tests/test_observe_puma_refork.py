@@ -143,3 +143,6 @@ def test_a_refork_in_the_window_names_each_new_worker_with_its_accepts(tmp_path:
     )
     assert sum(reload.accepts) + sum(w.accepts or 0 for w in result.workers) == 2 * REQUESTS, (reload, result.workers)
     assert any(note.startswith("puma started pids ") for note in result.notes), result.notes
+    # the workers the refork replaced: gone, and what replaced them said counted apart, not 'not watched'
+    exited = [note for note in result.notes if note.startswith(f"worker 1 ({before[1]}) exited")]
+    assert exited and "are not among the workers above: the note on them says" in exited[0], result.notes

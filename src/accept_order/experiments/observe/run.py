@@ -185,11 +185,14 @@ def _finish(observer: Observer, finish: Finish, interrupted: bool = False) -> Ob
         since = observer.started + reload.after_s - RELOAD_SLACK_S if reload.after_s > 0 else float("-inf")
         notes.append(reload_note(reload, name, observer.load.taken_back(since)))
     notes += _unread(observer, accepted, name)
+    # where the kernel counted the newcomers' accepts, the note above says them: they are not among the rows
+    apart = "are not among the workers above: the note on them says what each accepted"
+    unwatched = apart if reload is not None and reload.accepts else "are not watched"
     for index, after in sorted(observer.exited.items()):
         unit = watched.units[index]
         notes.append(
             f"worker {index} ({unit.id}) exited {after:.1f} s in; workers started after observe began (a reload's, "
-            "a replacement's) are not watched"
+            f"a replacement's) {unwatched}"
         )
     notes += observer.load.notes(watched.threaded, watched.program)
     if observer.everyone_gone():
