@@ -45,7 +45,12 @@ CPUs; the model's service is each run's mean CPU per connection). With no work e
 delay, so the other worker tried the lock once or twice, and nginx kept all 3,000 with one worker in 12 of 12.
 
 ngx_accept_disabled (a worker with more than 7/8 of worker_connections open skips its turns at the lock) is left
-out: it takes hundreds of connections open in one worker (672 of Debian's 768), beyond a closed loop's clients.
+out: it takes hundreds of connections open in one worker (672 of Debian's 768), beyond a closed loop's clients. Tried
+where it could act: Debian's nginx attached, 2 workers, accept_mutex on, 1,000 clients of one request each (-n 6000,
+backlog 4096; load 3-4), worker_connections 1,050-1,100 (a worker holding 919-963 skips) against 8,192 (never), six
+runs each: the busier worker served 4,564-5,875 (median 5,103) against 4,548-6,000 (median 5,728, three runs all
+6,000). The lean (fewer to one worker where it may skip) is as large in 23% of the runs' random relabellings
+(Mann-Whitney's U, 10 of 36, exact permutation test): not shown at six runs each, so not modelled.
 `batch`: as queueing.py's (multi_accept on: the holder accepts the whole queue, which stays its own)."""
 
 from __future__ import annotations
