@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -50,7 +51,21 @@ def _serve(namespace: str, host: str, port: int = 0) -> tuple[subprocess.Popen[s
     argv = ["ip", "netns", "exec", namespace, sys.executable, "-m", "accept_order", "serve", "-w", "1"]
     argv += ["--backlog", "1", "--host", host, "--port", str(port)]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    return proc, int(OutputReader(proc.stdout).wait_for(r"listening on \S+:(\d+)", 60).group(1))  # type: ignore[arg-type]
+    READERS_OF[proc.pid] = reader = OutputReader(proc.stdout)  # type: ignore[arg-type]
+    return proc, int(reader.wait_for(r"listening on \S+:(\d+)", 60).group(1))
+
+
+READERS_OF: dict[int, OutputReader] = {}  # each serve's output, for its tally
+
+
+def _accepted(proc: subprocess.Popen[str]) -> int:
+    """How many connections serve's one worker accepted, as its tally says once SIGTERM stops it."""
+    proc.terminate()
+    proc.wait(60)
+    said = READERS_OF.pop(proc.pid).finish(30)
+    row = re.search(r"^\s+0\s+\d+\s+\d+\s+\S+\s+\d+\s+(\d+)\s", said, re.MULTILINE)
+    assert row is not None, said
+    return int(row.group(1))
 
 
 def _in_netns(name: str, question: Callable[[], T]) -> T:
@@ -119,11 +134,14 @@ def test_of_two_namespaces_holding_the_address_the_one_reached_is_read(cluster: 
         before = _overflows(twin), _overflows(cluster.namespace("srv"))
         cell = _burst(f"{address}:{port}")
         moved = _overflows(twin) - before[0], _overflows(cluster.namespace("srv")) - before[1]
+        accepted = _accepted(other), _accepted(srv)
     finally:
         for proc in (srv, other):
             proc.kill()
             proc.wait(30)
     assert moved[0] > 0 and moved[1] == 0, moved
+    # the servers' own count: the twin's took the probe and every connection served, srv's none
+    assert accepted[0] >= sum(cell["served"]) + 1 and accepted[1] == 0, (accepted, cell["served"])
     assert 0 < cell.get("counters", {}).get("TcpExtListenOverflows", 0) <= moved[0], (moved, cell.get("counters"))
     assert not cell.get("server_unread"), cell
 
