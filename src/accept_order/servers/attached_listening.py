@@ -116,7 +116,8 @@ def _reached_from_here(host: str, port: int, where: str, attached: set[int], who
     container's) that connections to host:port made from this tool's do not reach: the load would go to this
     namespace's listener there, or to nobody, and be counted as theirs ('latency --attach' of a python http.server
     in a namespace of its own read 50 served at 724/s, that were a server of this namespace's, whose log had them).
-    An address this namespace routes out (a veth's, as a --target's) is left to reach it."""
+    An address this namespace routes out (a veth's, a container's, as a --target's) is left to reach it, whatever
+    listens here on the port: a 0.0.0.0 listener takes only connections to this namespace's own addresses."""
     from ..probes.listeners import listening_sockets, serving_on
     from ..probes.owner import socket_holders
     from ..probes.server_netns import netstat_namespace
@@ -124,6 +125,8 @@ def _reached_from_here(host: str, port: int, where: str, attached: set[int], who
     ours = netstat_namespace("self")
     if ours is None or any(netstat_namespace(pid) in (ours, None) for pid in attached):
         return  # in this namespace (or not known to be elsewhere): what check_listening read is where they go
+    if not _stays_here(host, port):
+        return  # routed out of this namespace, towards theirs or another machine's
     here = serving_on(listening_sockets(port), host)
     holders = {pid: set(inodes) for pid, inodes in socket_holders({row.inode for row in here}).items()}
     if holders.keys() & attached:
@@ -141,6 +144,26 @@ def _reached_from_here(host: str, port: int, where: str, attached: set[int], who
         "where a user namespace of this user's holds it), or give --host an address of the server's that this "
         "namespace routes to"
     )
+
+
+def _stays_here(host: str, port: int) -> bool:
+    """Whether connections to host:port made here are taken in this namespace: loopback and the unspecified address
+    are; another of its own addresses is unless NAT sends it on (address_netns.locate, which makes one connection
+    to find out only where conntrack is loaded here); an address it does not hold is routed out. A server under `ip
+    netns exec` reached by its veth address, beside a 0.0.0.0 listener of this namespace on the same port, was
+    refused as if that listener took its connections."""
+    import ipaddress
+
+    try:
+        if ipaddress.ip_address(host).is_unspecified:
+            return True  # a connection to 0.0.0.0 is one to this host
+    except ValueError:
+        pass  # a name: locate resolves it
+    if _loopback(host):
+        return True
+    from ..probes.address_netns import locate
+
+    return locate(host, port).ours
 
 
 def _loopback(host: str) -> bool:
