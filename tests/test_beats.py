@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -127,3 +128,38 @@ def test_a_host_whose_channel_ended_is_left_to_its_connection(monkeypatch: pytes
     channel.callback(CLOSED)  # the coordinator ended the connection: the interpreter ends with it
     thread.join(30)
     assert not thread.is_alive() and ends == []
+
+
+class Unanswered:
+    """The coordinator's end of the bootstrap's channel after the hello: nothing comes (execnet's receive times out)."""
+
+    class TimeoutError(Exception):  # noqa: A001,N818 - execnet's name
+        pass
+
+    def __init__(self) -> None:
+        self.sent: list[Any] = []
+        self.waits: list[float | None] = []
+
+    def send(self, message: Any) -> None:
+        self.sent.append(message)
+
+    def receive(self, timeout: float | None = None) -> Any:
+        self.waits.append(timeout)
+        raise self.TimeoutError  # at once: the bound is read from what was asked
+
+
+def test_a_hello_left_unanswered_ends_the_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before the coordinator starts the beats (once it checked the hello), the bootstrap waits for its part for
+    PART_WAIT_S only: a coordinator gone then with the way cut would leave it waiting for ever."""
+    from accept_order.loads.hosts import remote_side
+
+    def end(code: int) -> None:
+        raise Ended
+
+    monkeypatch.setattr("os._exit", end)
+    channel = Unanswered()
+    source = Path(remote_side.__file__).read_text()
+    with pytest.raises(Ended):
+        exec(compile(source, remote_side.__file__, "exec"), {"channel": channel, "__name__": "__channelexec__"})
+    assert [m[0] for m in channel.sent] == ["hello"]
+    assert channel.waits == [remote_side.PART_WAIT_S] and remote_side.PART_WAIT_S <= beats.COORDINATOR_SILENT_S

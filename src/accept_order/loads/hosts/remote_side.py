@@ -18,7 +18,7 @@ digest of each of the installed package's folders the coordinator compares (DIGE
 development install can hold other code under the same version string, and a class pickled across the difference
 (ReplyAttribution, LoadResult, ...) fails late, far from why (an AttributeError in the middle of a load); the
 coordinator compares the folders its part needs and refuses at the hello instead.
-    coordinator -> ("part", module name)
+    coordinator -> ("part", module name)     within PART_WAIT_S, else the interpreter ends
 """
 
 from __future__ import annotations
@@ -40,6 +40,9 @@ DIGESTED = ("core", "loads", "loads/hosts", "experiments/observe")
 # (execnet runs on 3.8 up) is named with its version, where the import's "No module named" would send its user to
 # install there what pip refuses to install for it
 MIN_PYTHON = (3, 11)
+# The coordinator answers a hello at once (its checks take milliseconds), and beats from then on (beats.COORDINATOR_
+# SILENT_S): a host that hears nothing for as long is left behind by a coordinator gone with the way to it cut
+PART_WAIT_S = 10.0
 
 
 def _boot_id() -> str:
@@ -98,9 +101,18 @@ def _hello(channel: Any) -> bool:
     return True
 
 
+def _part(channel: Any) -> Any:
+    """The coordinator's answer to the hello; none within PART_WAIT_S ends this interpreter: the coordinator went
+    before it started the beats this host would hear (loads/hosts/beats.py: from the hello checked on)."""
+    try:
+        return channel.receive(timeout=PART_WAIT_S)
+    except channel.TimeoutError:
+        os._exit(0)
+
+
 if __name__ == "__channelexec__":
     if _hello(channel):  # type: ignore[name-defined]  # noqa: F821 - execnet's global
-        message = channel.receive()  # type: ignore[name-defined]  # noqa: F821
+        message = _part(channel)  # type: ignore[name-defined]  # noqa: F821
         if message[0] == "part":
             try:
                 importlib.import_module(str(message[1])).take_part(channel)  # type: ignore[name-defined]  # noqa: F821
