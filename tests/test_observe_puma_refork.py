@@ -131,6 +131,7 @@ def test_a_refork_in_the_window_names_each_new_worker_with_its_accepts(tmp_path:
     if not result.traced:
         pytest.skip(f"no kernel count of who accepts: {result.notes}")
     assert after[0] == before[0] and not set(after[1:]) & set(before), (before, after)  # the refork, as Puma says
+    assert result.master == proc.pid, result.master  # worker 0's parent, not worker 0: it serves among the others
     assert set(served) <= {*before, *after}, served
     # the workers watched: their accepts as their replies say
     assert {w.pid: w.accepts for w in result.workers} == {pid: served[pid] for pid in before}, (result.workers, served)
