@@ -35,7 +35,9 @@ def test_the_floor_is_where_a_misread_is_rare() -> None:
 
 
 def test_a_run_of_300_is_not_judged_and_says_why() -> None:
-    stalled = run_of("blocking", [2000] * 285 + [9000] * 15)  # 5% stalled: above what queueing predicts, if judged
+    # 5% slowed to 2.4 ms, 1.19x the 2.01 predicted: within the band, but read low this often (5% at 9 ms, 4.5x, is
+    # judged above: so few read that far above in under 0.01% of runs, test_model_few_far_above.py)
+    stalled = run_of("blocking", [2000] * 285 + [2400] * 15)
     line = model_line([stalled]) or ""
     assert "too few connections to judge (300 measured): a p99 needs 500 or more" in line, line
     # the odds at the run's own size, beside the floor's: not those of sizes the run was not
@@ -47,13 +49,13 @@ def test_a_run_of_300_is_not_judged_and_says_why() -> None:
 
 
 def test_a_run_of_200_quotes_the_odds_at_200() -> None:
-    line = model_line([run_of("blocking", [2000] * 190 + [9000] * 10)]) or ""
+    line = model_line([run_of("blocking", [2000] * 190 + [2400] * 10)]) or ""
     assert "(200 measured)" in line and "in 12% of runs of 200 measurements, against 1% of runs of 500" in line, line
 
 
 def test_a_comparison_of_a_run_under_100_and_one_of_200_says_what_holds_for_each() -> None:
     """The small run's p99 is its slowest measurement; the other's misreads with the odds at its own size."""
-    small, middle = run_of("blocking", [2000] * 49 + [9000]), run_of("reuseport", [2000] * 190 + [9000] * 10)
+    small, middle = run_of("blocking", [2000] * 49 + [9000]), run_of("reuseport", [2000] * 190 + [2400] * 10)
     line = model_line([small, middle]) or ""
     assert "too few connections to judge (blocking 50, reuseport 200 measured)" in line, line
     assert "(under 100 it is the slowest one; with an exponential tail" in line, line

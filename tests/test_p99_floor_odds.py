@@ -27,7 +27,9 @@ def test_the_odds_are_the_binomial_sum() -> None:
 
 
 def test_a_run_whose_odds_are_below_the_floor_s_is_not_set_against_it() -> None:
-    line = model_line([run_of("blocking", [2000] * 474 + [9000] * 25)]) or ""
+    # 2.4 ms against 2.01 predicted: within the band, so too few to judge (9 ms, 4.5x, is judged: a p99 of 499
+    # reads that far above in under 0.01% of runs, test_model_few_far_above.py)
+    line = model_line([run_of("blocking", [2000] * 474 + [2400] * 25)]) or ""
     assert "(499 measured)" in line, line
     assert "in under 1% of runs of 499 measurements, no more often than the floor's 1% of runs of 500" in line, line
     assert "0%" not in line and "against" not in line, line

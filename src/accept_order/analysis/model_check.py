@@ -200,6 +200,34 @@ def p99_read_low(n: int) -> float:
     return binomial_tail(rank, n, below)  # rank > n * below: the upper tail
 
 
+def p99_read_high(n: int, factor: float) -> float:
+    """The chance that the nearest-rank p99 of n independent measurements from an exponential tail reads more than
+    `factor` times the true p99: fewer than ceil(0.99 n) of them fall below factor times it, each with probability
+    1 - 100^(-factor) (p99_read_low's other side)."""
+    above, rank = 100 ** (-factor), math.ceil(0.99 * n)
+    if above < 1e-15:  # 1 - above is 1.0 in a float: no measurement can fall above
+        return 0.0
+    return binomial_tail(rank - 1, n, 1 - above)  # rank - 1 is below the mean n(1 - above): P(X <= rank - 1)
+
+
+def clearly_above(n: int, measured: float, predicted: float) -> float | None:
+    """For a run under MIN_JUDGED whose p99 is above its prediction by more than TOLERANCE: the chance its p99 reads
+    that far above a true one at the band's edge (predicted x TOLERANCE), where that is no more than the floor's odds
+    of misreading (p99_read_low(MIN_JUDGED)), so too few measurements cannot explain it; None otherwise. 'latency
+    --server nginx -w 2 --duration 50ms -c 4': 428 connections, p99 0.98 ms against 0.24 predicted (4.12x), was
+    'too few connections to judge', the odds it gave those of reading below the truth, which would put it further
+    above. Under SLOWEST the p99 is the slowest one, a single stall: not judged on it."""
+    if not SLOWEST <= n < MIN_JUDGED or predicted <= 0 or measured <= TOLERANCE * predicted:
+        return None
+    odds = p99_read_high(n, measured / (TOLERANCE * predicted))
+    return odds if odds <= p99_read_low(MIN_JUDGED) else None
+
+
+def percent(p: float) -> str:
+    """A chance as a whole percentage, or 'under 0.01%' and the like where that would read 0."""
+    return _percent(p, 0 if p >= 0.005 else 2)
+
+
 def too_few(counts: list[int]) -> str:
     """Why runs of these many measurements (each under MIN_JUDGED) are not judged, for the model's sentence: under
     SLOWEST the p99 is the slowest one; from SLOWEST on, how often a p99 of each run's own size misreads, beside the

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ...analysis.model_check import MIN_JUDGED, NOISE, TOLERANCE, ModelCheck, agrees, too_few
+from ...analysis.model_check import MIN_JUDGED, NOISE, TOLERANCE, ModelCheck, agrees, clearly_above, percent, too_few
 from .besides_queueing import by_label, overload, something_else
 from .kept_load_words import finished_unit
 from .result import LatencyResult
@@ -98,6 +98,31 @@ def _too_small(runs: Sequence[LatencyResult], several: bool, name: Callable[[Lat
     )
 
 
+def counted(run: LatencyResult, measured: float, predicted: float) -> bool:
+    """Whether a run's p99 carries a verdict: MIN_JUDGED measurements or more, or fewer that read too far above the
+    prediction for so few to explain (model_check.clearly_above)."""
+    n = run.histogram.count
+    return n >= MIN_JUDGED or clearly_above(n, measured, predicted) is not None
+
+
+def _few_but_far(
+    runs: Sequence[tuple[LatencyResult, float, float]], several: bool, name: Callable[[LatencyResult], str]
+) -> str:
+    """Of the runs judged above, those under MIN_JUDGED: how often so few read that far above the band's edge."""
+    said = []
+    for run, measured, predicted in runs:
+        n = run.histogram.count
+        odds = clearly_above(n, measured, predicted)
+        if n < MIN_JUDGED and odds is not None:
+            who = f"{name(run)}: " if several else ""
+            said.append(
+                f"{who}{n:,} {finished_unit(run.load)}s, under the {MIN_JUDGED} that judge a p99 either way, but from "
+                f"so few a p99 reads {measured / (TOLERANCE * predicted):.1f}× the band's edge ({TOLERANCE:g}× the "
+                f"predicted) where that is the true one in {percent(odds)} of runs"
+            )
+    return f" ({'; '.join(said)})" if said else ""
+
+
 def model_line(runs: Sequence[LatencyResult], name: Callable[[LatencyResult], str] = by_label) -> str | None:
     """One sentence: an open loop that was overloaded, then whether each run's measured p99 is within what
     queueing alone predicts for it (its own discipline, service time and load, plus the fixed path every
@@ -109,8 +134,8 @@ def model_line(runs: Sequence[LatencyResult], name: Callable[[LatencyResult], st
     over = [o for r in modelled if (o := overload(r, name)) is not None]
     lead = "; ".join(over) + ". " if over else ""
     band = f"a factor of {TOLERANCE:g}"
-    small = [r for r, _, _ in compared if r.histogram.count < MIN_JUDGED]
-    enough = [(r, m, p) for r, m, p in compared if r.histogram.count >= MIN_JUDGED]
+    small = [r for r, m, p in compared if not counted(r, m, p)]
+    enough = [(r, m, p) for r, m, p in compared if counted(r, m, p)]
     within = [r for r, m, p in enough if agrees(m, p)]
     below = [r for r, m, p in enough if not agrees(m, p) and m < p]
     beyond = [r for r, m, p in enough if not agrees(m, p) and m >= p]
@@ -145,7 +170,10 @@ def model_line(runs: Sequence[LatencyResult], name: Callable[[LatencyResult], st
         )
     if beyond:
         who = ", ".join(name(r) for r in beyond) + " " if several else ""
-        clauses.append(f"{who}above what queueing predicts by more than {band}: {something_else(beyond, name)}{NOISE}")
+        few = _few_but_far([c for c in enough if any(c[0] is b for b in beyond)], several, name)
+        clauses.append(
+            f"{who}above what queueing predicts by more than {band}{few}: {something_else(beyond, name)}{NOISE}"
+        )
     return lead + figures + ": " + "; ".join(clauses)
 
 
@@ -153,7 +181,7 @@ def queueing_explains(runs: Sequence[LatencyResult]) -> bool | None:
     """Whether every mode's measured p99 is within the model's tolerance of its own prediction (one round of
     a comparison); None when fewer than two runs have a model."""
     compared, _ = judged(runs)
-    if len(compared) < 2 or any(r.histogram.count < MIN_JUDGED for r, _, _ in compared):
+    if len(compared) < 2 or not all(counted(r, m, p) for r, m, p in compared):
         return None  # a run too small to judge: the round says nothing either way
     return all(agrees(measured, predicted) for _, measured, predicted in compared)
 
