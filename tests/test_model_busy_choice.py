@@ -151,3 +151,18 @@ def test_short_runs_at_a_gunicorn_that_sleeps_choose_its_busy_time_surely(
     assert isinstance(looks := model["busy_looks"], int) and looks < MIN_BUSY_LOOKS, model
     assert model["service_source"] == "cpu", model
     assert "their CPU taken, not surely: the looks at their calls found the workers busy" in output, output
+
+
+def test_a_pool_that_starts_its_threads_during_the_run_is_not_read(tmp_path: Path) -> None:
+    """gunicorn's gthread workers start their pool's threads on demand (Python's ThreadPoolExecutor): one thread each
+    as the run starts, 5 by its end. Their looks read the main thread alone (its poll), and one run read '33% of it
+    asleep ... in poll, futex' and modelled 3 servers one at a time on the kernel's accept gaps of that thread's
+    loop. Read again as the run ends: not the busy time, and the model says each worker is a pool."""
+    options = ("--worker-class", "gthread", "--threads", "4", "--access-logformat", "%(D)s")
+    with gunicorn_by_hand(APP, tmp_path, 3, TIMEOUT_S, *options) as gunicorn:
+        output, model, _ = _latency(gunicorn, tmp_path, 300)
+        document = json.loads((tmp_path / "latency-300.json").read_text())
+    looked = document["evidence"]["busy_waits"]["workers"]
+    assert [w["threads"] for w in looked] == [1, 1, 1] and all(w["threads_end"] > 1 for w in looked), looked
+    assert model["service_source"] != "busy" and "service_gaps" not in model and "busy_looks" not in model, model
+    assert "each is a process of 5 threads" in output, output

@@ -71,6 +71,9 @@ MAX_WORKERS = 64
 class _Worker:
     pid: int
     threads: int = 0  # as the run started: a worker of several is not read, and the model says it counted it one
+    # as the run ended: a pool that starts its threads on demand (gunicorn's gthread, Python's ThreadPoolExecutor) is
+    # one thread at the start, and its looks read its main thread alone (0: gone)
+    threads_end: int = 0
     # its descriptors of the listeners, read at its first look in poll or select (None: not read, or none held): a
     # worker that waits in epoll_wait or accept never needs them, and an attached nginx's fd table may hold thousands
     listening: frozenset[int] | None = None
@@ -165,6 +168,8 @@ class BusySampler:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+        for worker in self._workers:
+            worker.threads_end = _threads(worker.pid) if worker.threads else 0
         if not any(w.threads for w in self._workers):
             return None  # none there to read
         return {
@@ -173,6 +178,7 @@ class BusySampler:
                 {
                     "pid": w.pid,
                     "threads": w.threads,
+                    "threads_end": w.threads_end,
                     "looks": w.looks,
                     "idle": w.idle,
                     "waits": dict(w.waits),
@@ -238,13 +244,19 @@ class Busy:
 
 
 def worker_threads(evidence: Mapping[str, object]) -> list[int]:
-    """Each worker's threads as the run started (evidence `busy_waits`); [] where not read (a file from before it)."""
+    """Each worker's threads, the more of as the run started and as it ended (evidence `busy_waits`: `threads`,
+    `threads_end` where kept); [] where not read (a file from before it)."""
     read = evidence.get("busy_waits")
     each = read.get("workers") if isinstance(read, Mapping) else None
     if not isinstance(each, list):
         return []
-    counts = [w.get("threads") if isinstance(w, Mapping) else None for w in each]
-    return [n for n in counts if type(n) is int and n > 0] if all(type(n) is int for n in counts) else []
+    counts: list[int] = []
+    for w in each:
+        start, end = (w.get(k) if isinstance(w, Mapping) else None for k in ("threads", "threads_end"))
+        if type(start) is not int:
+            return []
+        counts.append(max(start, end) if type(end) is int else start)
+    return [n for n in counts if n > 0]
 
 
 def busy_reading(evidence: Mapping[str, object], workers: int) -> Busy | None:
@@ -266,6 +278,8 @@ def busy_reading(evidence: Mapping[str, object], workers: int) -> Busy | None:
         if not 0 <= idle <= looks or not looks or not all(type(n) is int and n >= 0 for n in waits.values()):
             return None
         assert isinstance(w, Mapping)
+        if type(end := w.get("threads_end")) is int and end > 1:
+            return None  # threads started during the run: its looks read its main thread alone
         slept = sum(waits.values())
         busy_looks, slept_looks = busy_looks + looks - idle, slept_looks + slept
         timed = _timed(w)  # each look the time since the one before; files before it: each an equal share
