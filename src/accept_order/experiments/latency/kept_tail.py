@@ -19,6 +19,7 @@ from ...core.text import and_join, plural
 from .kept_report import accepted, by_kernel, found_holding, placed_requests, worker_percentile
 from .pool_split import held_whole, split_of, stopped
 from .result import LatencyResult
+from .serving_kind import closing_limits
 
 
 def _ms(us: int) -> str:
@@ -106,10 +107,10 @@ def kept_tail_verdict(result: LatencyResult) -> str | None:
 
 def _reopened(result: LatencyResult) -> str | None:
     """Why a pool kept for the whole run has no split said, where its workers accepted more connections than it
-    opened: others were opened in place of connections that ended early. An attached nginx (keepalive_requests
-    1000, its default) closed each of a pool of 32 after its 1000th request in a 3 s run; the kernel counted 64
-    accepts, its log 64 connections, and the report said nothing of it (replies that name no worker leave the
-    server's closes uncounted) and gave no verdict."""
+    opened: others were opened in place of connections that ended early, said in the serving server's terms
+    (_closer). An attached nginx (keepalive_requests 1000, its default) closed each of a pool of 32 after its 1000th
+    request in a 3 s run; the kernel counted 64 accepts, its log 64 connections, and the report said nothing of it
+    (replies that name no worker leave the server's closes uncounted) and gave no verdict."""
     took = accepted(result)
     if result.pool is None or result.load.requests_per_connection != 0 or not result.ok or took is None:
         return None
@@ -118,10 +119,22 @@ def _reopened(result: LatencyResult) -> str | None:
         return None
     return (
         f"No verdict on the pool's split: its workers accepted {plural(sum(took), 'connection')} for a pool of "
-        f"{opened}, so {more} were opened in place of connections that ended before the load did (a server that "
-        "closes a kept connection after so many requests, as nginx's keepalive_requests, 1000 by default, does; or "
-        "a request the client gave up on): the accepts are not who held what to the end."
+        f"{opened}, so {more} were opened in place of connections that ended before the load did ({_closer(result)}"
+        "; or a request the client gave up on): the accepts are not who held what to the end."
     )
+
+
+def _closer(result: LatencyResult) -> str:
+    """What closes a kept connection, in the terms of the server that served the run where its kind is known (an
+    attached lighttpd read 'as nginx's keepalive_requests, 1000 by default, does', of a server whose own is
+    server.max-keep-alive-requests)."""
+    limits = closing_limits(result)
+    if limits is None:
+        return "a server that closes a kept connection after so many requests on it, or after so long"
+    kind, named, timed = limits
+    many = "so many requests on it, or so long" if timed else "so many requests on it"
+    settings = named[0] if len(named) == 1 else f"{', '.join(named[:-1])} or {named[-1]}"
+    return f"a server that closes a kept connection after {many}, as {kind.name}'s {settings} can"
 
 
 def _holders_not_whole(result: LatencyResult) -> str | None:

@@ -18,8 +18,9 @@ from typing import Any
 
 from ...core.kinds import ServerKind
 from ...probes.busy_waits import worker_threads
-from ...servers.registry import KINDS, recognise
+from ...servers.registry import recognise
 from .result import LatencyResult
+from .serving_kind import serving_kind
 
 
 @dataclass(frozen=True)
@@ -139,17 +140,6 @@ def servers_text(result: LatencyResult) -> str | None:
     return f"Model: {servers.threads_of}'s {servers.count} threads are the servers counted (each accepts and serves)."
 
 
-def _serving_kind(result: LatencyResult) -> ServerKind | None:
-    """The kind serving: the one launched, or for a server attached by pid the program it runs as inspect named it
-    (evidence `program`: servers/attached.py); None where not known (a program this tool does not know, a file from
-    before it was recorded)."""
-    if not result.server.attach:
-        return KINDS.get(result.server.kind)
-    program = result.evidence.get("program")
-    named = program.get("recognised") if isinstance(program, Mapping) else None
-    return KINDS.get(named) if isinstance(named, str) else None
-
-
 def _attached_pool(counted: str, workers: int, whose: str, kind: ServerKind) -> str:
     """pooled_text for an attached server whose program has a pool of threads by a setting of its own: said by that
     setting, and whether its threads compute one at a time (an attached gunicorn gthread's 2 workers of 1-5 threads
@@ -186,7 +176,7 @@ def pooled_text(result: LatencyResult) -> str | None:
         return None
     low, high = min(threads), max(threads)
     each = f"{low}" if low == high else f"{low}-{high}"
-    kind = _serving_kind(result)
+    kind = serving_kind(result)
     if kind is not None and (kind.threads_are_workers or kind.loops_are_workers):
         return None
     workers = result.server.workers
