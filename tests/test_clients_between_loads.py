@@ -1,13 +1,13 @@
-"""Client hosts between a run's loads (a ramp's steps, a sweep's points) end within the coordinator's silence when the
-coordinator vanishes with the way to them cut: a kept host's Python idled between loads without a beat, so a
-coordinator SIGKILLed with c2's link down left c2's Python to TCP's give-up (a quarter of an hour; its channel never
-closed). The coordinator now beats every host it reached from its hello to its end (loads/hosts/beats.py), and a
-host's watch ends its Python after COORDINATOR_SILENT_S (10 s) without a beat.
+"""Client hosts between a run's loads (a ramp's steps, a sweep's points, --modes, a burst's sizes) end within the
+coordinator's silence when the coordinator vanishes with the way to them cut: a kept host's Python idled between
+loads without a beat, so a coordinator SIGKILLed with c2's link down left c2's Python to TCP's give-up (a quarter
+of an hour; its channel never closed). The coordinator now beats every host it reached from its hello to its end
+(loads/hosts/beats.py), and a host's watch ends its Python after COORDINATOR_SILENT_S (10 s) without a beat.
 
 The command runs under tests/held_between_loads.py, held as its second load reaches the hosts (the first load's
-drivers reaped, the next one not begun), or before its first load, once the hosts have taken their part. The witness is the host's own /proc (the processes in its namespace), read
-until its Python is gone, within the silence and GONE_S. A real cluster (tests/cluster.py), as
-test_clients_silent_host.py, whose link_down this uses.
+drivers reaped, the next one not begun), or before its first load, once the hosts have taken their part. The witness
+is the host's own /proc (the processes in its namespace), read until its Python is gone, within the silence and
+GONE_S. A real cluster (tests/cluster.py), as test_clients_silent_host.py, whose link_down this uses.
 """
 
 from __future__ import annotations
@@ -42,9 +42,11 @@ from accept_order.loads.hosts.beats import COORDINATOR_SILENT_S
 
 cluster = cluster_fixture(clients=2)
 HELPER = str(Path(__file__).with_name("held_between_loads.py"))
-LOADS = {
-    "ramp": ["ramp", "--rates", "200,300", "--step", "1s", "--keep-going"],
-    "sweep": ["sweep", "--accept-batch", "1,2", "-n", "300", "-c", "4"],
+LOADS = {  # each with two loads, and its option naming the client hosts
+    "ramp": ["ramp", "--rates", "200,300", "--step", "1s", "--keep-going", "--clients"],
+    "sweep": ["sweep", "--accept-batch", "1,2", "-n", "300", "-c", "4", "--clients"],
+    "latency --modes": ["latency", "--modes", "epoll,reuseport", "-n", "300", "-c", "4", "--clients"],
+    "burst": ["burst", "--modes", "epoll", "--clients", "20,40", "--client-hosts"],
 }
 
 
@@ -54,7 +56,7 @@ class Held:
     def __init__(self, c: Cluster, tmp_path: Path, command: str, before_the_first: bool = False) -> None:
         self.json_path = tmp_path / "run.json"
         config = own_config(c, tmp_path, "Host *\n  ConnectTimeout 3\n")  # a host cut off is not reached anew
-        args = [*LOADS[command], "--clients", "c1,c2", "--ssh-config", config, "--host", bridge(c), "-w", "2"]
+        args = [*LOADS[command], "c1,c2", "--ssh-config", config, "--host", bridge(c), "-w", "2"]
         self.proc = subprocess.Popen(
             [sys.executable, HELPER, *args, "--json", str(self.json_path)],
             stdin=subprocess.PIPE,
@@ -66,12 +68,13 @@ class Held:
         )
         self.err = OutputReader(self.proc.stderr)  # type: ignore[arg-type]
 
-    def between_loads(self, c: Cluster, kept: bool) -> None:
+    def between_loads(self, c: Cluster, kept: bool | None) -> None:
         """Wait until it is held between its loads: no host drives; `kept` (a ramp's steps), each host's Python idles
-        there, else (a sweep's points, each a session of its own) it ended with the first load's session."""
+        there; not (a sweep's points, each a session of its own), it ended with the first load's session; None: one
+        or the other."""
         self.err.wait_for(HELD, 2 * UNDER_WAY_S)
         for name in ("c1", "c2"):
-            if kept:
+            if kept or (kept is None and pythons(c, name)):
                 assert child_processes(_remote_python(c, name).pid) == [], f"{name} still drives"
             else:
                 gone_within(c, name, GONE_S, f"{name}'s Python to end with the first load's session")
@@ -98,14 +101,18 @@ def gone_within(c: Cluster, name: str, bound: float, what: str) -> float:
     return time.monotonic() - began
 
 
-@pytest.mark.parametrize(("command", "when"), [("ramp", "between"), ("sweep", "between"), ("ramp", "before the first")])
+BETWEEN = [("ramp", "between"), ("sweep", "between"), ("latency --modes", "between"), ("burst", "between")]
+
+
+@pytest.mark.parametrize(("command", "when"), [*BETWEEN, ("ramp", "before the first")])
 def test_a_coordinator_killed_between_loads_with_a_link_down_leaves_nothing(
     cluster: Cluster, tmp_path: Path, command: str, when: str
 ) -> None:
     """Before the first load, each host has taken its part and waits for its load (load_side's clock reading)."""
     held = Held(cluster, tmp_path, command, before_the_first=when == "before the first")
     try:
-        held.between_loads(cluster, kept=command == "ramp")
+        held.between_loads(cluster, kept={"ramp": True, "sweep": False}.get(command))
+        print(f"{command}: c2's Python {'idles' if pythons(cluster, 'c2') else 'ended'} between the loads")
         with link_down(cluster, "c2"):
             os.killpg(held.proc.pid, signal.SIGKILL)
             held.proc.wait(30)
