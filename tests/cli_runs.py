@@ -1,18 +1,58 @@
-"""The command line as the tests run it: in process (run_cli: click's runner, a fixed width; ran_in_process: the same,
-read as a finished process is), its one line of error (assert_one_error_line), and a script of experiments/ as a user
-runs it. Tests import these from conftest too."""
+"""The command line as the tests run it: in process (run_cli: click's runner, a fixed width, a bounded time;
+ran_in_process: the same, read as a finished process is), its one line of error (assert_one_error_line), and a script
+of experiments/ as a user runs it. Tests import these from conftest too."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import NamedTuple
 
 from click.testing import CliRunner, Result
 
 from accept_order.cli.app import main
+
+# A command run in this process that has not ended by then is taken as hung. As a process of its own it was bounded by
+# subprocess.run's timeout (60-180 s in the files whose commands moved into the test's process); in process nothing
+# bounded it, and one that waited for ever held its xdist worker, and so the suite, for ever. Generous for a busy
+# machine: over the 180 s the longest of those timeouts gave.
+IN_PROCESS_TIMEOUT_S = 300.0
+# Raised again this often until the command is out: once its teardown or a handler that swallowed the first (an
+# `except BaseException`, a __del__) kept it from ending.
+AGAIN_S = 10.0
+
+
+class CommandHung(BaseException):
+    """A command in this process outlived its time. A BaseException, not an Exception: the command's own handlers
+    (its errors, Ctrl-C) pass it on, so each `with` and `finally` on the way out ends its children as for an error."""
+
+
+@contextmanager
+def bounded(seconds: float, what: str) -> Iterator[None]:
+    """CommandHung raised in the block (SIGALRM) once it has run `seconds`. Left unbounded where a timer of the
+    test's own is running, or off the main thread (where Python cannot take a signal's handler)."""
+    if threading.current_thread() is not threading.main_thread() or signal.getitimer(signal.ITIMER_REAL)[0] > 0:
+        yield
+        return
+
+    def expire(signum: int, frame: FrameType | None) -> None:
+        raise CommandHung(f"{what} did not end within {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds, AGAIN_S)
+    try:
+        yield
+    finally:
+        try:
+            signal.setitimer(signal.ITIMER_REAL, 0)  # first: no alarm may come once the handler is the test's again
+        finally:
+            signal.signal(signal.SIGALRM, previous)
 
 
 def run_cli(
@@ -21,15 +61,24 @@ def run_cli(
     extra_env: dict[str, str] | None = None,
     input: str | None = None,
     prog_name: str | None = None,
+    timeout_s: float = IN_PROCESS_TIMEOUT_S,
 ) -> Result:
-    """Invoke `accept-order ARGS` in-process; any exception other than SystemExit fails the test loudly.
+    """Invoke `accept-order ARGS` in-process; any exception other than SystemExit fails the test loudly, and so
+    does a command still running after `timeout_s` (CommandHung raised in it, its teardown run on the way out).
 
     click >= 8.2: result.stdout and result.stderr are separate, result.output interleaves both.
     `columns` sets rich's width (COLUMNS) so that assertions do not depend on where lines wrap. `prog_name`: the
     name click says (its own guess here is the group function's, 'main'; the command's script says 'accept-order').
     """
     env: dict[str, str | None] = {"COLUMNS": str(columns), **(extra_env or {})}
-    result = CliRunner().invoke(main, list(args), catch_exceptions=True, env=env, input=input, prog_name=prog_name)
+    command = f"accept-order {' '.join(args)}"
+    try:
+        with bounded(timeout_s, command):
+            result = CliRunner().invoke(
+                main, list(args), catch_exceptions=True, env=env, input=input, prog_name=prog_name
+            )
+    except CommandHung as hung:
+        raise AssertionError(f"{hung} (in this process: run_cli's bound)") from None
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise AssertionError(
             f"accept-order {' '.join(args)} raised {result.exception!r}\n{result.output}"
@@ -46,13 +95,13 @@ class Ran(NamedTuple):
     stderr: str
 
 
-def ran_in_process(*args: str) -> Ran:
+def ran_in_process(*args: str, timeout_s: float = IN_PROCESS_TIMEOUT_S) -> Ran:
     """`accept-order ARGS` in this process (run_cli), for a test that reads only its status, stdout, stderr and
     files: a separate interpreter cost 0.06-0.17 CPU-s a command, for nothing such a test asserts. Not for a test
     about the process (signals, what it leaves, a terminal, its descriptors, process-wide state such as rlimits),
     nor one that asserts a whole stderr its forked children may write to: theirs is lost with the child's copy of
-    the captured stream here. A hang here has no timeout of its own."""
-    result = run_cli(args, prog_name="accept-order")
+    the captured stream here. Bounded as run_cli is (`timeout_s`), as subprocess.run's timeout bounded a process."""
+    result = run_cli(args, prog_name="accept-order", timeout_s=timeout_s)
     return Ran(result.exit_code, result.stdout, result.stderr)
 
 
