@@ -163,3 +163,37 @@ def test_a_hello_left_unanswered_ends_the_host(monkeypatch: pytest.MonkeyPatch) 
         exec(compile(source, remote_side.__file__, "exec"), {"channel": channel, "__name__": "__channelexec__"})
     assert [m[0] for m in channel.sent] == ["hello"]
     assert channel.waits == [remote_side.PART_WAIT_S] and remote_side.PART_WAIT_S <= beats.COORDINATOR_SILENT_S
+
+
+class Paused:
+    """beats' monotonic clock, moved on LOOK_S at each reading, and `pause` s at once at its `at`-th reading: the
+    host's Python stopped then (its machine paused), the beats sent meanwhile unread."""
+
+    def __init__(self, at: int, pause: float) -> None:
+        self.now, self.readings, self.at, self.pause = 0.0, 0, at, pause
+        self.resumed: float | None = None
+
+    def __call__(self) -> float:
+        self.readings += 1
+        self.now += self.pause if self.readings == self.at else 0.25
+        if self.readings == self.at:
+            self.resumed = self.now
+        return self.now
+
+
+def test_a_host_paused_does_not_take_its_pause_for_the_coordinators_silence(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Paused 11 s (past COORDINATOR_SILENT_S) after a beat: its watch does not end it as it resumes, only once the
+    coordinator has said nothing for 10 s of the time it ran. The time is the clock's, not waited for."""
+    clock = Paused(at=6, pause=11.0)
+    monkeypatch.setattr(beats, "time", type("Time", (), {"monotonic": staticmethod(clock)}))
+    monkeypatch.setattr(beats, "LOOK_S", 0.001)
+    ends: list[float] = []
+
+    def end(code: int) -> None:
+        ends.append(clock.now)
+        raise Ended
+
+    monkeypatch.setattr(beats.os, "_exit", end)
+    with pytest.raises(Ended):
+        beats.watch(Channel())
+    assert clock.resumed is not None and ends[0] > clock.resumed + beats.COORDINATOR_SILENT_S - 1.0, ends
