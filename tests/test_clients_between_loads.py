@@ -116,7 +116,9 @@ def test_a_coordinator_killed_between_loads_with_a_link_down_leaves_nothing(
         with link_down(cluster, "c2"):
             os.killpg(held.proc.pid, signal.SIGKILL)
             held.proc.wait(30)
+            began = time.monotonic()
             took = gone_within(cluster, "c2", COORDINATOR_SILENT_S + GONE_S, "c2's idle Python to end, its link down")
+            began = time.monotonic()
             print(f"c2's Python gone {took:.1f} s after the kill")  # -s shows it
             assert pythons(cluster, "c1") == []  # its channel closed with the coordinator's ssh
             wait_for(  # the coordinator's ssh to c2 by its keepalives (gateways.SERVER_ALIVE)
@@ -125,6 +127,7 @@ def test_a_coordinator_killed_between_loads_with_a_link_down_leaves_nothing(
                 20 + GONE_S,
                 "the ssh to c2 to end, c2's link down",
             )
+            print(f"the ssh to c2 gone {took + time.monotonic() - began:.1f} s after the kill")
         assert_nothing_left(cluster, str(tmp_path))
     finally:
         held.end()
