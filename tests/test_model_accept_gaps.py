@@ -110,12 +110,13 @@ def test_an_attached_gunicorns_gaps_are_its_requests(tmp_path: Path) -> None:
     if not kernel["available"]:
         pytest.skip(f"the kernel's accept counts were not available: {kernel['why']}")
     gaps = sorted(gap_us(int(k)) for k, n in kernel["gaps"].items() for _ in range(n))
-    assert len(gaps) == len(times_us) == 600, (len(gaps), len(times_us))
+    # a worker's last gap ends at its next accept call, which a loaded machine may hold past the counter's stop
+    assert len(times_us) == 600 and 597 <= len(gaps) <= 600, (len(gaps), len(times_us))
     assert gaps[0] >= SLEEP_MS * 1000 - 100, gaps[:5]  # the bucket's middle is within 50 µs of the gap
     # each gap holds a request's time in the app and more (reading it, writing the reply, closing), so rank for rank
-    # too; within half a bucket (50 µs under 10 ms, 500 µs under 100 ms)
-    pairs = list(zip(gaps, times_us, strict=True))
+    # too (of all the requests: any fewer gaps rank no lower); within half a bucket (50 µs under 10 ms, 500 under 100)
+    pairs = list(zip(gaps, times_us, strict=False))
     assert all(g * 1.05 + 50 >= t for g, t in pairs), [(g, t) for g, t in pairs if g * 1.05 + 50 < t][:5]
     model = doc["model"]
-    assert model["service_source"] == "busy" and model["service_gaps"] == 600, model
+    assert model["service_source"] == "busy" and model["service_gaps"] == len(gaps), model
     assert model["p99_ms"] > model["p50_ms"], model  # each its own: on one mean, one at a time, all would wait alike
