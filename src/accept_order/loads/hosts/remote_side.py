@@ -7,7 +7,9 @@ a no-op (core/signals.py): stops come over the channel, not as signals.
 It says hello (accept-order's version there, for the coordinator to check: the rest is pickled between two
 copies of the same code), then takes the part it is asked for: a module of the installed accept-order
 with a `take_part(channel)` (loads/hosts/load_side.py drives a load; experiments/observe/remote_side.py
-observes a server), named by the coordinator so that this bootstrap imports nothing of the package.
+observes a server), named by the coordinator so that this bootstrap imports nothing of the package. Beside it, once
+the hello is checked, the coordinator starts beats.watch over the same connection, which ends this interpreter when
+the coordinator falls silent (its connection cut), between the run's loads too.
 
     host -> ("hello", version, python, hostname, pid, boot_id, sources)
             (or ("missing", why, python), or ("old", its version "3.10.13", python) under MIN_PYTHON)
