@@ -23,12 +23,13 @@ import subprocess
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from cluster import dies_with
 from conftest import run_cli, wait_for
+from haproxy_by_hand import haproxy
 
 from accept_order.experiments.documents import save
 from accept_order.experiments.observe.result import ObserveResult
@@ -134,55 +135,117 @@ def _reaped(pid: int) -> bool:
         return True
 
 
-def test_two_reloads_in_one_window_each_named_with_its_accepts(tmp_path: Path) -> None:
+def test_two_master_worker_reloads_in_one_window_each_named_with_its_accepts(tmp_path: Path) -> None:
+    """HAProxy -W, `kill -USR2` of its master twice: each new worker is the master's child."""
+    with contextlib.ExitStack() as stack:
+        port, path, held = _configured(tmp_path, stack)
+        master, old = stack.enter_context(master_worker(path, port))
+        stack.enter_context(held())
+        result, served, news, old_alive = _across(port, old, lambda _: os.kill(master, signal.SIGUSR2))
+    _check(result, served, old, news, old_alive, tmp_path)
+
+
+def test_two_sf_reloads_in_one_window_each_named_with_its_accepts(tmp_path: Path) -> None:
+    """HAProxy started twice more with -sf, each naming the one before: no newcomer is a child of the one watched."""
+    started: list[subprocess.Popen[bytes]] = []
+
+    def reload(latest: int) -> None:
+        started.append(
+            subprocess.Popen(  # takes the port over and tells `latest` to finish and exit (-sf)
+                ["haproxy", "-db", "-f", str(tmp_path / "haproxy.cfg"), "-sf", str(latest)],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                preexec_fn=dies_with(os.getpid()),
+            )
+        )
+
+    with contextlib.ExitStack() as stack:
+        port, path, held = _configured(tmp_path, stack)
+        old = stack.enter_context(haproxy(path, port, threads=2)).pid
+        stack.enter_context(held())
+        try:
+            result, served, news, old_alive = _across(port, old, reload)
+        finally:
+            for process in started:
+                process.kill()
+                process.wait(10)
+    assert news == [p.pid for p in started], (news, started)
+    _check(result, served, old, news, old_alive, tmp_path)
+
+
+def _configured(
+    tmp_path: Path, stack: contextlib.ExitStack
+) -> tuple[int, Path, Callable[[], contextlib.AbstractContextManager[object]]]:
+    """The config's port and path, and what opens the TCP session through the watched process (its soft stop waits
+    for it)."""
     port, held_port = free_port("127.0.0.1"), free_port("127.0.0.1")
     backend = socket.create_server(("127.0.0.1", 0))
+    stack.callback(backend.close)
     path = tmp_path / "haproxy.cfg"
     path.write_text(config(port, held_port, backend.getsockname()[1]))
+
+    @contextlib.contextmanager
+    def held() -> Iterator[None]:
+        with socket.create_connection(("127.0.0.1", held_port), timeout=10):
+            backend.settimeout(START_TIMEOUT_S)
+            with backend.accept()[0]:  # the session through the old process is up: it outlives its stop
+                yield
+
+    return port, path, held
+
+
+def _across(port: int, old: int, reload: Callable[[int], None]) -> tuple[ObserveResult, Counter[int], list[int], bool]:
+    """observe while REQUESTS go to `old`, then `reload(the newest)` and REQUESTS to the newcomer, twice. (The result;
+    the requests each pid served, as its replies said; the newcomers in turn; whether `old` was still there.)"""
     served: Counter[int] = Counter()
     news: list[int] = []
     snapshots = [0]
-    started, done = threading.Event(), threading.Event()
+    # `kept`: the driving thread lives on until observe has returned, since a process it starts (-sf's, which
+    # dies_with it: PR_SET_PDEATHSIG is the forking thread's) must run to the window's end
+    started, done, kept = threading.Event(), threading.Event(), threading.Event()
     failed: list[BaseException] = []
 
     def snapshot(_: object) -> None:
         snapshots[0] += 1
         started.set()
 
-    with contextlib.ExitStack() as stack:
-        stack.callback(backend.close)
-        master, old = stack.enter_context(master_worker(path, port))
-        stack.enter_context(socket.create_connection(("127.0.0.1", held_port), timeout=10))
-        backend.settimeout(START_TIMEOUT_S)
-        stack.enter_context(backend.accept()[0])  # the session through the old worker is up: it outlives its stop
-
-        def drive() -> None:
-            try:
-                if not started.wait(OBSERVE_CAP_S):
-                    return
+    def drive() -> None:
+        try:
+            if not started.wait(OBSERVE_CAP_S):
+                return
+            for _ in range(REQUESTS):
+                served[pid_answering(port)] += 1
+            for _ in range(2):
+                reload(news[-1] if news else old)
+                news.append(answered_by_new(port, {old, *news}, served))
                 for _ in range(REQUESTS):
                     served[pid_answering(port)] += 1
-                for _ in range(2):
-                    os.kill(master, signal.SIGUSR2)  # the master re-executes and forks a new worker
-                    news.append(answered_by_new(port, {old, *news}, served))
-                    for _ in range(REQUESTS):
-                        served[pid_answering(port)] += 1
-                    # a few intervals before the next reload: observe's looks (every 100 ms) read the newcomer while
-                    # it runs (waited for on observe's own snapshots, not a sleep)
-                    enough = snapshots[0] + SNAPSHOTS_BETWEEN
-                    wait_for(lambda: snapshots[0], lambda n, at=enough: n >= at, START_TIMEOUT_S, "snapshots")
-                wait_for(lambda: _reaped(news[0]), bool, START_TIMEOUT_S, "the first new worker's exit")
-            except BaseException as exc:  # said by the test, not lost in the thread
-                failed.append(exc)
-            finally:
-                done.set()
+                # a few intervals before the next reload: observe's looks (every 100 ms) read the newcomer while
+                # it runs (waited for on observe's own snapshots, not a sleep)
+                enough = snapshots[0] + SNAPSHOTS_BETWEEN
+                wait_for(lambda: snapshots[0], lambda n, at=enough: n >= at, START_TIMEOUT_S, "snapshots")
+            wait_for(lambda: _reaped(news[0]), bool, START_TIMEOUT_S, "the first newcomer's exit")
+        except BaseException as exc:  # said by the test, not lost in the thread
+            failed.append(exc)
+        finally:
+            done.set()
+            kept.wait(OBSERVE_CAP_S)
 
-        driver = threading.Thread(target=drive, daemon=True)
-        driver.start()
+    driver = threading.Thread(target=drive, daemon=True)
+    driver.start()
+    try:
         result = observe(port=port, duration_s=OBSERVE_CAP_S, on_snapshot=snapshot, until=done)
-        driver.join(OBSERVE_CAP_S)
         old_alive = not _reaped(old)
+    finally:
+        kept.set()
+    driver.join(OBSERVE_CAP_S)
     assert not failed, failed
+    return result, served, news, old_alive
+
+
+def _check(
+    result: ObserveResult, served: Counter[int], old: int, news: list[int], old_alive: bool, tmp_path: Path
+) -> None:
     if not result.traced:
         pytest.skip(f"no kernel count of who accepts: {result.notes}")
     assert old_alive, "the watched worker exited: its held session should have kept it"
@@ -194,6 +257,7 @@ def test_two_reloads_in_one_window_each_named_with_its_accepts(tmp_path: Path) -
     assert reload.pids == (first, second), (reload, news)
     assert reload.accepts == (served[first], served[second]), (reload, served)
     assert reload.left == (first,), reload
+    assert reload.takes_over is True, reload  # a reload of the server watched, not another beside it (-sf: in turn)
     assert len(reload.starts) == 2 and reload.starts[0] <= reload.starts[1], reload
     assert sum(w.accepts or 0 for w in result.workers) == served[old], (result.workers, served)
     each = (
@@ -203,9 +267,9 @@ def test_two_reloads_in_one_window_each_named_with_its_accepts(tmp_path: Path) -
     )
     assert any(each in note for note in result.notes), result.notes
     line = f"haproxy handed its listener on 2 times, {reload.starts[0]:.1f} and {reload.starts[1]:.1f} s in: to pid "
-    assert any(f"{line}{first}, then pid {second}, which serves since" in said for said in verdict(result)), verdict(
-        result
-    )
+    assert any(f"{line}{first}, then pid {second}, which serves since" in said for said in verdict(result)), [
+        said for said in verdict(result) if "handed" in said or "reloaded" in said
+    ]
     saved = tmp_path / "observe.json"
     save(str(saved), "observe", result)
     assert ObserveResult.from_dict(json.loads(saved.read_text())).reloaded == reload

@@ -14,7 +14,7 @@ import os
 from ...probes.accept_filter import plain_comm
 from ...probes.accept_watch import ThreadCounts
 from ...servers.registry import recognise
-from .reloaded import holds_listener, netns_of, started_s
+from .reloaded import holds_listener, netns_of, started_s, takes_over
 from .server import Watched
 
 COMMS_MAX = 8  # names followed at most (one string compare each per accept)
@@ -39,6 +39,9 @@ class Newcomers:
         self.chosen_at = chosen_at  # boot clock: a process of the server's started before is none of its newcomers
         self.known = {*watched.workers, *(p for p in (watched.master, watched.acceptor) if p is not None)}
         self.found: dict[int, float] = {}
+        # whether each found takes over from those known or an earlier newcomer that did (reloaded.takes_over), read
+        # while it runs: a second -sf names the first newcomer, gone by the end, whose command line is then unread
+        self.over: dict[int, bool | None] = {}
         self.unread: set[int] = set()
         self._others: set[int] = set()  # read: not this server's (another namespace, another port, started before)
         self._tick = os.sysconf("SC_CLK_TCK")
@@ -57,6 +60,7 @@ class Newcomers:
         ours = started > self.chosen_at and netns_of(pid) == self.netns and holds_listener(pid, self.watched.ports)
         if ours:
             self.found[pid] = started
+            self.over[pid] = takes_over(pid, self.known | {p for p, over in self.over.items() if over})
         elif started_s(pid, self._tick) is None:  # it ended while it was read: its fd table said nothing
             self.unread.add(pid)
         else:

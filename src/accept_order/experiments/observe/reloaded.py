@@ -45,13 +45,14 @@ def reloaded(
     began_at: float,
     seen: Mapping[int, float] | None = None,
     accepted: Mapping[int, int] | None = None,
+    over: Mapping[int, bool | None] | None = None,
 ) -> Reloaded | None:
     """The processes named as the workers, in the server's network namespace (`netns`), started after `chosen_at`
     (boot_clock: when observe chose the workers), that hold a listener on its ports now, and those `seen` accepting
     on one during the window (newcomers.py: pid -> its start, boot_clock), gone since or not; when each started, in
     seconds after `began_at` (the window's start, boot_clock), what each accepted (`accepted`: the kernel's count,
-    by pid; None: not counted), and what the config of the newest still there says of the hand-off. None where
-    there is none."""
+    by pid; None: not counted), and what the config of the newest still there says of the hand-off; `over`: whether
+    each of `seen` took over, read while it ran (newcomers.py). None where there is none."""
     tick = os.sysconf("SC_CLK_TCK")
     known = {*watched.workers, *(p for p in (watched.master, watched.acceptor) if p is not None)}
     theirs = children_of(watched.workers)  # a forking server's children hold the listener they inherited
@@ -73,12 +74,17 @@ def reloaded(
     starts = tuple(round(max(0.0, found[p] - began_at), 1) for p in order)
     serving = [p for p in order if p in holding]
     read = _handoff(watched, serving[-1]) if serving else None  # the newest's config: what serves on
-    over = next((t for p in order if (t := takes_over(p, known)) is not None), None)  # the first still there
+    over = over or {}
+    taking: list[bool | None] = []
+    for pid in order:  # each in turn: a later one may take over from an earlier (a second -sf names the first)
+        taking.append(over[pid] if over.get(pid) is not None else takes_over(pid, known))
+        known |= {pid} if taking[-1] else set()
+    first_over = next((t for t in taking if t is not None), None)  # the first whose taking over is known
     return Reloaded(
         tuple(order),
         starts[0],
         read,
-        over,
+        first_over,
         starts=starts,
         accepts=tuple(accepted.get(p, 0) for p in order) if accepted is not None else (),
         left=tuple(p for p in order if p not in holding),
