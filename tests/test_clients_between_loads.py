@@ -161,3 +161,27 @@ def test_a_link_cut_between_steps_loses_the_host_and_keeps_the_steps(cluster: Cl
         assert_nothing_left(cluster, str(tmp_path))
     finally:
         held.end()
+
+
+def test_a_link_cut_between_sweep_points_keeps_the_points_done(cluster: Cluster, tmp_path: Path) -> None:
+    """A sweep's points are sessions of their own, each reaching its hosts anew: c2 cut off before the second is not
+    reached for it, and the sweep stops there, naming c2 and why; the first point saved, exit 1."""
+    held = Held(cluster, tmp_path, "sweep")
+    try:
+        held.between_loads(cluster, kept=False)
+        with link_down(cluster, "c2"):
+            held.go_on()
+            assert held.proc.wait(120) == 1
+            held.err.finish()
+        errors = [line for line in held.err.text.splitlines() if line.startswith("accept-order: error:")]
+        assert errors == [
+            "accept-order: error: client host c2: could not be reached over ssh (ssh: connect to host "
+            f"{cluster.address('c2')} port 22: Connection timed out)"
+        ], held.err.text
+        document = json.loads(held.json_path.read_text())
+        [done] = document["runs"]
+        assert done["server"]["accept_batch"] == 1 and done["summary"]["count"] == 300
+        assert "client host c2: could not be reached over ssh" in str(document["stopped"]), document["stopped"]
+        assert_nothing_left(cluster, str(tmp_path))
+    finally:
+        held.end()
