@@ -103,33 +103,44 @@ def kept_repeat_table(variants: dict[str, list[LatencyResult]]) -> Table | None:
         return None
     table = Table(title="kept connections over the runs", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     pools = any(r.pool for runs in kept.values() for r in runs)
-    names = ("mode", "connections per worker (largest first): runs", "one worker held all", "Jain", "p99 ms")
-    for name in (*names, "first p99", "later p99", *(("pool opened",) if pools else ())):
-        table.add_column(name, justify="left" if name in ("mode",) or "runs" in name else "right")
-    for label, runs in kept.items():
-        if not runs:
-            continue
-        splits: dict[tuple[int, ...], int] = {}
-        held = [took for r in runs if (took := accepted(r)) is not None]  # none where nobody counted them
-        for took in held:
-            split = tuple(sorted(took, reverse=True))
-            splits[split] = splits.get(split, 0) + 1
-        all_one = sum(1 for took in held if sum(took) and max(took) == sum(took))
-        jains = sorted(
-            requests_jain(r) for r in runs if sum(r.served) and (not by_kernel(r) or accepted(r) is not None)
-        )
-        p99s = sorted(r.histogram.percentile(99.0) for r in runs if r.histogram.count)
-        spread = "; ".join(f"{' '.join(map(str, s))}: {n}" for s, n in sorted(splits.items(), key=lambda kv: -kv[1]))
-        table.add_row(
-            label,
-            spread or "-",
-            f"{all_one} of {len(held)}" if held else "-",
-            f"{jains[len(jains) // 2]:.3f}" if jains else "-",
-            ms(p99s[len(p99s) // 2] if p99s else None),
-            *_first_and_later(runs),
-            *((_pool_text(runs),) if pools else ()),
-        )
+    rows = [_repeat_row(runs, pools) for runs in kept.values() if runs]
+    labels = [label for label, runs in kept.items() if runs]
+    # Two-line heads, and each split on a line of its own, held whole where it fits: joined with '; ' in one cell,
+    # 3 runs of 4 workers read '15 1 0 0: 1; 13 3' over '0 0: 1; 10 6 0 0:' at 80 columns, a split broken where
+    # its figures read as another's (at 100 and 120 too: '8 3 3' / '2: 1')
+    heads = ("connections per worker\n(largest first): runs", "one worker\nheld all", "Jain", "p99 ms")
+    table.add_column("mode", justify="left")
+    for i, head in enumerate((*heads, "first\np99", "later\np99", *(("pool\nopened",) if pools else ()))):
+        if i == 0:
+            widest = max(len(line) for row in rows for line in row[0].splitlines())
+            table.add_column(head, justify="left", min_width=widest if widest <= ONE_LINE else None)
+        else:
+            table.add_column(head, justify="right")
+    for label, row in zip(labels, rows, strict=True):
+        table.add_row(label, *row)
     return table
+
+
+def _repeat_row(runs: list[LatencyResult], pools: bool) -> tuple[str, ...]:
+    """One variant's cells over its runs: its splits (largest first, most runs first, one a line), the runs one
+    worker held all in, the median Jain and p99, the first and later p99, the pool opened."""
+    splits: dict[tuple[int, ...], int] = {}
+    held = [took for r in runs if (took := accepted(r)) is not None]  # none where nobody counted them
+    for took in held:
+        split = tuple(sorted(took, reverse=True))
+        splits[split] = splits.get(split, 0) + 1
+    all_one = sum(1 for took in held if sum(took) and max(took) == sum(took))
+    jains = sorted(requests_jain(r) for r in runs if sum(r.served) and (not by_kernel(r) or accepted(r) is not None))
+    p99s = sorted(r.histogram.percentile(99.0) for r in runs if r.histogram.count)
+    spread = "\n".join(f"{' '.join(map(str, s))}: {n}" for s, n in sorted(splits.items(), key=lambda kv: -kv[1]))
+    return (
+        spread or "-",
+        f"{all_one} of {len(held)}" if held else "-",
+        f"{jains[len(jains) // 2]:.3f}" if jains else "-",
+        ms(p99s[len(p99s) // 2] if p99s else None),
+        *_first_and_later(runs),
+        *((_pool_text(runs),) if pools else ()),
+    )
 
 
 def _first_and_later(runs: list[LatencyResult]) -> tuple[str, str]:
