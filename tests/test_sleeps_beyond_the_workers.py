@@ -71,3 +71,11 @@ def test_herd_table_says_not_measured() -> None:
     console = Console(width=250, record=True, file=io.StringIO())
     console.print(herd_table(HerdResult(1, 8, 0, 511, (run,))))
     assert "wakes ~" not in console.export_text()
+
+
+def test_pumas_legend_says_its_sleeps_are_not_only_wakeups() -> None:
+    """The per-worker table's legend said a Puma worker's sleeps were 'its wakeups'; the futex sleeps above are not."""
+    from accept_order.servers.registry import server_kind
+
+    sleeps = server_kind("puma").sleeps or ""
+    assert sleeps.startswith("each worker's server thread alone, the one in select") and "Ruby's lock" in sleeps
