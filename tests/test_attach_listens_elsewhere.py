@@ -34,6 +34,8 @@ def attached_at_serve_on_another_address(port: int) -> Ran:
     finally:
         serve.terminate()
         serve.wait(30)
+        if serve.stdout is not None:  # its pipe: not left open in this process, which runs the suite's next tests
+            serve.stdout.close()
 
 
 def test_attach_names_where_the_server_listens_and_the_host_to_give(free_port: int) -> None:
