@@ -203,11 +203,12 @@ def dnat(cluster: Cluster) -> Iterator[Callable[[str, int], int]]:
 
 
 def test_this_host_s_own_address_with_its_listener_here_lands_here(cluster: Cluster) -> None:
-    """No NAT: the probe made where conntrack is loaded lands on the listener here, and ours are read."""
+    """No NAT: located here, and ours are read. Whether a connection was made to tell depends on a nat chain in this
+    namespace, which other tests add (the dnat fixture): test_target_own_address_no_probe.py asks both, each in a
+    namespace of its own."""
     with socket.create_server((cluster.bridge_address, 0)) as here:
         where = locate(cluster.bridge_address, int(here.getsockname()[1]))
     assert where.ours and where.why is None and where.sent_to is None, where
-    assert where.landed == Path("/proc/sys/net/netfilter/nf_conntrack_count").exists(), where
 
 
 def _queued(listener: socket.socket) -> int:

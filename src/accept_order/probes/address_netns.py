@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from . import landing
 from .landing import Landing
+from .nat_rules import may_nat_here
 from .server_netns import namespaces, netstat_namespace
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -116,11 +117,15 @@ def _namespaces() -> Iterator[tuple[int, list[int]]]:
 def may_rewrite(addresses: list[Address]) -> bool:
     """A connection from here to one of this namespace's own addresses may be sent elsewhere by NAT (a container's
     published port: DNAT in the nat table's output hook, while a proxy may listen on the port here too), which needs
-    conntrack in this namespace (its sysctls exist once the kernel has it). Loopback aside: NAT to another host from
-    127.0.0.1 needs route_localnet, and a listener here is where it goes. An address no namespace here holds (a
-    service's virtual address DNATed to a container) is taken for another machine's: no connection is made to
-    find out, as a load from client hosts (--clients) would have this host make it, which may not reach it."""
-    return any(not a.is_loopback for a in addresses) and os.path.exists("/proc/sys/net/netfilter/nf_conntrack_count")
+    conntrack in this namespace (its sysctls exist once the kernel has it) and a nat chain or table here
+    (nat_rules: conntrack alone, built into this kernel, made every --target at this host's own address connect
+    once more, which the server counted). Loopback aside: NAT to another host from 127.0.0.1 needs
+    route_localnet, and a listener here is where it goes. An address no namespace here holds (a service's virtual
+    address DNATed to a container) is taken for another machine's: no connection is made to find out, as a load
+    from client hosts (--clients) would have this host make it, which may not reach it."""
+    if all(a.is_loopback for a in addresses) or not os.path.exists("/proc/sys/net/netfilter/nf_conntrack_count"):
+        return False
+    return may_nat_here()
 
 
 def locate(host: str, port: int, land: Callable[[str, int], Landing] = landing.land) -> Located:

@@ -1,0 +1,76 @@
+"""A --target at this namespace's own (non-loopback) address makes no connection of its own to find where its
+connections land unless a nat chain or table here could send them on (probes/nat_rules.py). With conntrack built
+into the kernel, as here, every such --target made one: the server counted one more connection than the load
+made ('run --target 192.0.2.2:P -n 10' at serve: its tally 11) and the client's kernel counters read
+'TCPAbortOnClose +1', the probe's.
+
+Each case runs in a namespace of its own (so no other test's nft table is in it), the tool's locate and a listener
+that never accepts in one process there; the witness is the listener's accept queue: a connection made to it is
+queued before connect() returns, so a non-blocking accept right after locate finds it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+ADDRESS = "10.77.91.1"  # the namespace's own address, on its loopback device: not a loopback address
+
+ASK = f"""
+import json, socket
+from accept_order.probes.address_netns import locate
+with socket.create_server(({ADDRESS!r}, 0), backlog=8) as listener:
+    where = locate({ADDRESS!r}, listener.getsockname()[1])
+    listener.setblocking(False)
+    try:
+        listener.accept()[0].close()
+        queued = 1
+    except BlockingIOError:
+        queued = 0
+print(json.dumps({{"ours": where.ours, "landed": where.landed, "queued": queued}}))
+"""
+
+
+def _run(*argv: str) -> str:
+    return subprocess.run(argv, check=True, capture_output=True, text=True, timeout=60).stdout
+
+
+@pytest.fixture
+def namespace() -> Iterator[str]:
+    if subprocess.run(["nft", "--version"], capture_output=True).returncode != 0:
+        pytest.skip("nft is not installed (Debian's nftables)")
+    name = f"aonp{os.getpid()}"
+    _run("ip", "netns", "add", name)
+    try:
+        _run("ip", "-n", name, "link", "set", "lo", "up")
+        _run("ip", "-n", name, "addr", "add", f"{ADDRESS}/32", "dev", "lo")
+        conntrack = "test -e /proc/sys/net/netfilter/nf_conntrack_count && echo y"
+        if _run("ip", "netns", "exec", name, "sh", "-c", conntrack):
+            yield name
+        else:
+            pytest.skip("no conntrack in this kernel: no connection is made to find out, nat chain or not")
+    finally:
+        subprocess.run(["ip", "netns", "delete", name], timeout=60, capture_output=True)
+
+
+def _locate_in(name: str) -> dict[str, int]:
+    return dict(json.loads(_run("ip", "netns", "exec", name, sys.executable, "-c", ASK)))
+
+
+def test_no_nat_here_no_connection_is_made(namespace: str) -> None:
+    """conntrack loaded, no nat chain: located here, and the listener never saw a connection."""
+    assert _locate_in(namespace) == {"ours": True, "landed": False, "queued": 0}
+
+
+def test_a_nat_chain_here_has_one_made_and_found_here(namespace: str) -> None:
+    """An nft nat chain in the output hook (no rule in it): NAT could send it on, so one connection tells; it
+    lands on the listener here (this namespace's server ends, over sock_diag) and is queued there."""
+    chain = "{ type nat hook output priority -100 ; }"
+    _run("ip", "netns", "exec", namespace, "nft", "add", "table", "ip", "aonp")
+    _run("ip", "netns", "exec", namespace, "nft", "add", "chain", "ip", "aonp", "out", chain)
+    assert _locate_in(namespace) == {"ours": True, "landed": True, "queued": 1}
