@@ -64,11 +64,15 @@ def test_a_program_not_known_or_not_recorded_is_said_generally() -> None:
 
 def test_a_launched_server_names_only_the_limits_its_config_leaves() -> None:
     """The tool's nginx config lifts keepalive_requests and keepalive_time under a kept load: neither is named;
-    Puma's max_fast_inline is left at its default (10), so it is."""
+    Puma's max_fast_inline is left at its default (10), so it is; HAProxy's option httpclose is not in its config."""
     nginx = _reopened(ServerSpec(kind="nginx", mode="epoll", workers=2).validated(), None)
     assert GENERAL in nginx and "keepalive_requests" not in nginx, nginx
     puma = _reopened(ServerSpec(kind="puma", mode="cluster", workers=2).validated(), None)
     assert "as puma's max_fast_inline can" in puma, puma
+    # option httpclose closes every connection: a launched HAProxy's config has none
+    haproxy = _reopened(ServerSpec(kind="haproxy", mode="epoll", workers=2).validated(), None)
+    assert GENERAL in haproxy and "httpclose" not in haproxy, haproxy
+    assert "as haproxy's option httpclose can" in _attached("haproxy")  # an attached one may
 
 
 def _lighttpd_conf(root: Path, port: int) -> str:

@@ -8,10 +8,14 @@ a pool of 8 read nginx's setting, its own program recorded in the same file."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from ...core.kinds import ServerKind
 from ...servers.registry import KINDS
 from .result import LatencyResult
+
+if TYPE_CHECKING:
+    from ...core.cures import ClientLimit
 
 
 def serving_kind(result: LatencyResult) -> ServerKind | None:
@@ -40,7 +44,14 @@ def closing_limits(result: LatencyResult) -> tuple[ServerKind, list[str], bool] 
     limits = [
         cure.measure
         for cure in kind.cures
-        if isinstance(cure.measure, ClientLimit) and (attached or not cure.measure.launched)
+        if isinstance(cure.measure, ClientLimit) and (attached or _left_on(cure.measure))
     ]
     named = list(dict.fromkeys(limit.setting for limit in limits))
     return (kind, named, any(limit.timed for limit in limits)) if named else None
+
+
+def _left_on(limit: ClientLimit) -> bool:
+    """A limit the config this tool writes leaves as the server has it by default (Puma's max_fast_inline, 10):
+    not one it sets (ClientLimit.launched), nor one that closes every connection (requests 1: HAProxy's option
+    httpclose, which a launched HAProxy's config does not have)."""
+    return not limit.launched and limit.requests != 1
