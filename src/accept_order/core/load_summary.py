@@ -105,6 +105,10 @@ class LoadSummary(TimedTotals):
     # --observe-on: what observe saw on the server's host during the load, per worker beside the load's counts
     # (plain data: experiments/observe/remote.py `joined`), one per load this summary adds up
     observed: tuple[Mapping[str, Any], ...] = ()
+    # A server elsewhere (--target) whose replies named no worker (a stock page; loads/reply_keys.py): what it served
+    # so, in the histogram and on no row of `served`. Not in a latency file, whose histogram keeps it (its count less
+    # the rows'); a burst's and a ramp's keep it (BurstCell, RampStep), which keep no histogram.
+    unnamed: int = 0
 
     @property
     def interrupted(self) -> bool:
@@ -145,6 +149,7 @@ class LoadSummary(TimedTotals):
             closes=self.closes.extend(other.closes),
             hosts=_hosts_extended(self.hosts, other.hosts, concurrent),
             observed=self.observed + other.observed,
+            unnamed=self.unnamed + other.unnamed,
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -52,6 +52,12 @@ class ReplyAttribution(NamedTuple):
         return None
 
 
+# Replies a load's loop keeps attributed: a server's few 'worker PID' lines, and any page that names none (a server
+# elsewhere's, an attached one's); past this a page that differs each time (a counter, a clock) is read afresh
+# each time rather than kept, one entry a request
+KNOWN_AT_MOST = 4096
+
+
 class KnownReplies(dict[bytes, int]):
     """Reply line -> worker index, each line attributed once: the load generator's loops look a reply up
     (`get`, a plain dict's, on their hot path) and `learn` only a line they have not seen. A server that does
@@ -68,7 +74,7 @@ class KnownReplies(dict[bytes, int]):
         who = self.attribute(reply)
         if who is None:
             who = self.unnamed if reply else None
-        if who is not None:
+        if who is not None and len(self) < KNOWN_AT_MOST:
             self[reply] = who
         return who
 

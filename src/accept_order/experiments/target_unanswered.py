@@ -143,3 +143,22 @@ def target_unanswered_note(server: ServerSpec, loads: Iterable[tuple[int, Mappin
     if line_client_unanswered(server, failures):
         return Text(SILENT, style="yellow")
     return None
+
+
+def unnamed_note(server: ServerSpec, loads: Iterable[tuple[int, int]]) -> Text | None:
+    """Where a server elsewhere answered with replies that name no worker (`loads`: each one's served on no row and
+    served in all; loads/reply_keys.py): they count as served, and how its workers shared them is not known. None
+    where every reply named one, or for a server this tool sees."""
+    if not known_by_replies(server):
+        return None
+    pairs = list(loads)
+    unnamed, served = sum(u for u, _ in pairs), sum(s for _, s in pairs)
+    if unnamed <= 0:
+        return None
+    which = "No reply named a worker" if unnamed >= served else f"{unnamed:,} of the {served:,} replies named no worker"
+    return Text(
+        f"{which} (a page of the server's own, not 'worker PID' as accept-order serve answers): each counts as "
+        "served, in the latencies and totals, and how the server's workers shared them is not known here (no "
+        "worker's row holds them; --observe-on HOST counts each worker's accepts on its host)",
+        style="yellow",
+    )

@@ -15,6 +15,7 @@ from ..core.histogram import LatencyHistogram
 from ..core.hosts import HostOutcome
 from ..core.load_summary import LoadSummary, ServerCloses, TimedTotals
 from ..core.measures import DriverStats
+from .reply_keys import UNNAMED
 
 
 @dataclass
@@ -106,6 +107,8 @@ class LoadResult(TimedTotals):
                 dataclasses.replace(h, served=tuple(h.served[i] if i < len(h.served) else 0 for i in range(workers)))
                 for h in self.hosts
             ),
+            # placed by reply key: what replies naming no worker served (an attached server's -1 is the kernel's)
+            unnamed=self.served.get(UNNAMED, 0) if self.reply_keys is not None else 0,
         )
 
 

@@ -9,6 +9,11 @@ on worker indices once, after the load (`ReplyWorkers.place`): a named index whe
 by pid. Places are kept for the run's later loads (a burst's next size, a ramp's next step), so a worker
 keeps its index over the whole run.
 
+A reply that names no worker (a stock page: a plain nginx's 'hello', a line server's greeting) is still an answer
+of the protocol: served, by a worker this host cannot name. Drivers count it under UNNAMED_KEY, and `place` puts it
+on UNNAMED, no row: the load's summary counts it apart (LoadSummary.unnamed), its duration in the histogram. It was
+a bad reply, and 'ramp --target' at a plain nginx read 'Knee: no step held' of 200 requests its access log had.
+
 More pids than -w said answer: the workers grow (indices -w, -w+1, ... by pid). -w is the user's word for a
 server this host cannot see; a reply is what the server says itself, and a request it answered is never
 dropped from the per-worker counts (their sum is what was served).
@@ -23,6 +28,8 @@ from ..core.protocol import ROWS_BY_INDEX, ROWS_BY_PID, parse_reply
 from ..core.spec import MAX_WORKERS
 
 INDEX_SHIFT = 32  # a key holds the pid in its low 32 bits and 1 + the named index above (0: none named)
+UNNAMED_KEY = 0  # a reply naming no worker: pid 0, which no reply naming one may name (from_reply)
+UNNAMED = -1  # where `place` puts UNNAMED_KEY: on no worker's row
 
 
 def reply_key(index: int | None, pid: int) -> int:
@@ -47,8 +54,8 @@ class ReplyWorkers:
 
     def from_reply(self, reply: bytes) -> int | None:
         parsed = parse_reply(reply)
-        if parsed is None:
-            return None
+        if parsed is None:  # answered, naming no worker: served, on no row; 'worker ...' that names none is bad
+            return UNNAMED_KEY if reply.strip() and not reply.startswith(b"worker") else None
         index, pid = parsed
         if not 0 < pid < 1 << INDEX_SHIFT or (index is not None and index < 0):
             return None
@@ -78,6 +85,8 @@ class ReplyWorkers:
         there when it is free, and the rest (a bare pid, or a named index another pid holds: a worker the
         server restarted) take the free indices in pid order, below -w first, then new ones past the last."""
         wanted = set(keys)
+        unnamed = UNNAMED_KEY in wanted
+        wanted.discard(UNNAMED_KEY)
         self._grow(self.workers)
         new = sorted((key_parts(k) for k in wanted - set(self.keys)), key=lambda p: (p[0] is None, p[0] or 0, p[1]))
         unplaced = []
@@ -95,7 +104,8 @@ class ReplyWorkers:
                 self.keys.append(key)
             else:
                 self.keys[free] = key
-        return {key: i for i, key in enumerate(self.keys) if key is not None and key in wanted}
+        placed = {key: i for i, key in enumerate(self.keys) if key is not None and key in wanted}
+        return {**placed, UNNAMED_KEY: UNNAMED} if unnamed else placed
 
     def _grow(self, size: int) -> None:
         self.keys.extend([None] * (size - len(self.keys)))

@@ -22,7 +22,7 @@ from ...render.workers import own_count_text
 from ...servers.registry import known_by_replies, known_mode, unseen_note
 from ..launch_notes import launch_parts
 from ..own_settings import caps_said, servers_said
-from ..target_unanswered import target_unanswered_note
+from ..target_unanswered import target_unanswered_note, unnamed_note
 from .result import BurstCell, BurstResult, BurstRun
 
 
@@ -56,14 +56,18 @@ def _details(run: BurstRun) -> list[Text]:
     elsewhere = known_by_replies(run.server)
     for cell in run.cells:
         spread = " ".join(map(str, cell.served))
-        parts = [f"  {run.server.label}, {cell.clients}: served {sum(cell.served)} ({spread})"]
+        if cell.unnamed:  # replies that named no worker: on no row
+            spread = "no reply named a worker" if not sum(cell.served) else f"{spread}; {cell.unnamed} named none"
+        parts = [f"  {run.server.label}, {cell.clients}: served {cell.ok} ({spread})"]
         kept = cell.requests_per_connection != 1
         if kept:  # `served` counts requests then; the connections each worker accepted carry them
             accepted = " ".join(map(str, cell.connections))
+            jain = "" if cell.unnamed else f"; Jain {jain_index(cell.served):.3f}"
+            # replies that named no worker: their connections are on no row either
+            over = "" if cell.unnamed else f" over {plural(sum(cell.connections), 'connection')} ({accepted})"
             parts[0] = (
                 f"  {run.server.label}, {cell.clients} × {cell.requests_per_connection} requests: served "
-                f"{sum(cell.served)} requests ({spread}; Jain {jain_index(cell.served):.3f}) over "
-                f"{plural(sum(cell.connections), 'connection')} ({accepted})"
+                f"{cell.ok} requests ({spread}{jain}){over}"
             )
         # the connections a Ctrl-C found under way are the stop's, as the table says, not failures
         failed = {k: v for k, v in cell.errors.items() if not (cell.stopped and k == ABORTED)}
@@ -189,6 +193,7 @@ def burst_report(result: BurstResult) -> RenderableType:
         for run in result.runs:
             unnamed = target_unanswered_note(run.server, ((sum(c.served), c.errors) for c in run.cells))
             parts += [unnamed] if unnamed is not None else []
+            parts += [said] if (said := unnamed_note(run.server, ((c.unnamed, c.ok) for c in run.cells))) else []
         for run in result.runs:  # --client-hosts: how each burst's hosts shared it
             cells = [HostsPart(str(c.clients), c.hosts, c.wall_s, None, c.interrupted) for c in run.cells]
             parts += host_parts(cells, "clients", f"{run.server.label}: per client host")

@@ -59,6 +59,9 @@ class BurstCell(CountedTotals):
     # were all gone by the burst's end: `counters` are left empty, this host's being the client's, not the server's
     # (in the file if so)
     server_unread: bool = False
+    # A --target's connections whose replies named no worker (a stock page: loads/reply_keys.py): served, on no
+    # row of `served` (in the file where any)
+    unnamed: int = 0
 
     @classmethod
     def of(cls, load: LoadSummary, clients: int, counters: dict[str, int], per: int = 1) -> BurstCell:
@@ -76,7 +79,13 @@ class BurstCell(CountedTotals):
             interrupted=load.interrupted,
             hosts=load.hosts,
             observed_on=tuple(dict(o) for o in load.observed),
+            unnamed=load.unnamed,
         )
+
+    @property
+    def ok(self) -> int:
+        """Served: the rows' and the replies' that named no worker."""
+        return sum(self.served) + self.unnamed
 
     @property
     def stopped(self) -> int:
@@ -134,6 +143,7 @@ class BurstCell(CountedTotals):
             **({"through_here": True} if self.through_here else {}),
             **({} if self.listener_drops is None else {"listener_drops": self.listener_drops}),
             **({"server_unread": True} if self.server_unread else {}),
+            **({"unnamed": self.unnamed} if self.unnamed else {}),
         }
 
     @classmethod
@@ -157,6 +167,7 @@ class BurstCell(CountedTotals):
             through_here=bool(data.get("through_here", False)),
             listener_drops=None if data.get("listener_drops") is None else int(data["listener_drops"]),
             server_unread=bool(data.get("server_unread", False)),
+            unnamed=int(data.get("unnamed", 0)),
         )
 
 

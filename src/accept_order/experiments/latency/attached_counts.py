@@ -129,7 +129,9 @@ def _unplaced_why(result: LatencyResult, kernel: dict[str, object]) -> str:
 
 def served_known(result: LatencyResult) -> tuple[int, ...] | None:
     """The served count per worker, or None where nobody could count it (the file holds zeros then): the kernel's
-    counts not available, or the master accepted every connection and passed it on (its workers accepted none)."""
+    counts not available, the master accepted every connection and passed it on (its workers accepted none), or
+    connections were served and no row holds one (replies that named no worker)."""
     kernel = result.evidence.get("accept_counts")
     unknown = isinstance(kernel, dict) and not kernel.get("available")
-    return None if unknown or passed_on(result) else result.served
+    unnamed = result.ok and not sum(result.served)  # a server elsewhere whose replies named no worker (reply_keys)
+    return None if unknown or unnamed or passed_on(result) else result.served

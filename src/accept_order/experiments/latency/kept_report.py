@@ -92,10 +92,17 @@ def kept_split(result: LatencyResult) -> str:
     return "connections accepted" if by_kernel(result) else "requests"
 
 
+def unnamed_only(result: LatencyResult) -> bool:
+    """Served, and no row holds a request: a server elsewhere whose replies named no worker (loads/reply_keys.py),
+    whose requests and connections per worker nobody counted (latency/report.py unnamed_parts says so)."""
+    return bool(result.ok) and not sum(result.served) and not by_kernel(result) and not result.server.attach
+
+
 def kept_table(result: LatencyResult) -> Table | None:
     """One row per worker: connections accepted, held at the end, most held at once (its own count),
-    requests served (the replies' count and its own), share, p50 and p99. None for one request each."""
-    if not result.connections:
+    requests served (the replies' count and its own), share, p50 and p99. None for one request each, or where no
+    reply named a worker."""
+    if not result.connections or unnamed_only(result):
         return None
     table = Table(
         title="kept connections per worker",
@@ -162,6 +169,8 @@ def kept_lines(result: LatencyResult) -> list[Text]:
                 "none); held at end is not known: the replies do not name a worker"
             )
         )
+    elif unnamed_only(result):  # no table: nobody counted a worker's requests or connections
+        first = f"requests: {result.ok:,} served, per worker not known (no reply named a worker); p99 {ms(overall)} ms"
     else:
         jain = f"Jain {requests_jain(result):.3f} over {over}" if sum(result.served) else "none served"  # no 1.000
         first = (

@@ -27,6 +27,7 @@ from ...servers.registry import unseen_note
 from ..attached_listeners import v6only_note
 from ..launch_notes import launch_parts
 from ..sleeps_legend import ids_of, sleeps_legend, sleeps_of
+from ..target_unanswered import unnamed_note
 from .attached_counts import kernel_counts_text, served_known, unplaced_text
 from .first_requests import fill_verdict, first_parts
 from .headlines import headline
@@ -174,6 +175,13 @@ def unseen_parts(server: ServerSpec, observed: bool = False) -> list[Text]:
     return ([] if note is None else [Text(note, style="yellow")]) + launch_parts([server])
 
 
+def unnamed_parts(server: ServerSpec, results: Sequence[LatencyResult]) -> list[Text]:
+    """Where a server elsewhere's replies named no worker: what they served, which no row holds (the histogram's
+    count less the rows')."""
+    note = unnamed_note(server, [(r.ok - sum(r.served), r.ok) for r in results])
+    return [] if note is None else [note]
+
+
 def latency_report(result: LatencyResult) -> RenderableType:
     parts: list[RenderableType] = [
         *interrupted_note([result]),
@@ -197,6 +205,7 @@ def latency_report(result: LatencyResult) -> RenderableType:
         *([note] if (note := kernel_counts_text(result)) is not None else []),
         *([note] if (note := unplaced_text(result)) is not None else []),
         *unseen_parts(result.server, brought(result.evidence.get("observed_on", ()))),
+        *unnamed_parts(result.server, [result]),
         Verbatim(affinity_lines(result.counters, ids_of(result.server)) if unseen_note(result.server) is None else []),
         drivers_text(result.drivers, finished_unit(result.load)),
         *host_parts([HostsPart(None, result.hosts, result.wall_s, result.load.rate, result.interrupted)]),

@@ -30,6 +30,7 @@ from .report import (
     mmhistogram,
     own_failures,
     under_way,
+    unnamed_parts,
     unseen_parts,
 )
 from .result import LatencyResult
@@ -133,6 +134,7 @@ def sweep_report(results: Sequence[LatencyResult], stopped: str | None = None) -
     for r in results:  # --observe-on: what observe saw on the server's host during each cap's run
         parts.extend(load_parts(r.evidence.get("observed_on", ()), sweep_name(r)))
     parts.extend(unseen_parts(server, any(brought(r.evidence.get("observed_on", ())) for r in results)))
+    parts.extend(unnamed_parts(server, results))
     parts.extend(load_notes(results, sweep_name))
     applies = mode is None or mode.batches
     machine = machine_note(results, sweep_name, "cap")  # caps run one after another: others' CPU may differ

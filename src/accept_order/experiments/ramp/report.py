@@ -21,7 +21,7 @@ from ...servers.registry import known_by_replies, unseen_note
 from ..generator_pace import GENERATOR_PACED
 from ..launch_notes import launch_parts
 from ..own_settings import caps_said, own_settings
-from ..target_unanswered import target_unanswered_note
+from ..target_unanswered import target_unanswered_note, unnamed_note
 from .held_tail import tail_unjudged
 from .machine_share import others_at_break
 from .result import RampResult, RampStep
@@ -162,6 +162,8 @@ def _kept_line(step: RampStep) -> Text | None:
     text = (
         f"    requests per worker: {requests} (Jain {jain_index(step.served):.3f}) over connections accepted "
         f"{' '.join(map(str, step.connections))}"
+        if not step.unnamed
+        else "    requests per worker: not known (no reply named a worker)"  # nor the connections each accepted
     )
     if step.pool is not None:
         opened, planned = step.pool
@@ -298,6 +300,7 @@ def ramp_report(result: RampResult) -> RenderableType:
         parts.append(Text(f"  {_offered(step)}: {stop} (aborted by it: neither failed nor served)", style="yellow"))
     unnamed = target_unanswered_note(result.server, ((sum(s.served), s.errors) for s in result.steps))
     parts += [unnamed] if unnamed is not None else []
+    parts += [said] if (said := unnamed_note(result.server, ((s.unnamed, s.ok) for s in result.steps))) else []
     server = result.server
     env = result.environment
     where = f"; {env.system} {env.kernel}, {plural(env.cpu_count, 'CPU')}" if env else ""

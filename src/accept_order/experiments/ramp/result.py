@@ -76,9 +76,17 @@ class RampStep(CountedTotals):
     # were all gone by the step's end: `counters` are left empty, this host's being the client's, not the server's
     # (run.py _counters_reader); the listen counters are --observe-on's where it brought them
     server_unread: bool = False
+    # A --target's connections whose replies named no worker (a stock page: loads/reply_keys.py): served, on no
+    # row of `served` (in the file where any)
+    unnamed: int = 0
     # `counters` read in the --target's network namespace, another of this machine's than the sockets' (ours, the
     # client's): said so, not 'both host-wide' (report._whose)
     counters_netns: bool = False
+
+    @property
+    def ok(self) -> int:
+        """Served: the rows' and the replies' that named no worker."""
+        return sum(self.served) + self.unnamed
 
     @property
     def held(self) -> bool:
@@ -143,6 +151,8 @@ class RampStep(CountedTotals):
             del data["server_unread"]
         if not self.counters_netns:
             del data["counters_netns"]
+        if not self.unnamed:  # files without it read as before
+            del data["unnamed"]
         if self.hosts:
             data["hosts"] = [h.to_dict() for h in self.hosts]
         if self.pool is not None:  # as a latency run's file holds it

@@ -178,6 +178,7 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
                     through_here=bool(outcome.hosts) and remote is not None and remote.through_here,
                     listener_drops=dropped_between(drops_before, drops_after),
                     server_unread=unread,
+                    unnamed=outcome.unnamed,
                 )
                 coordinated = not here and bool(step.hosts) and not step.through_here
                 seen = signals(step, server.workers, cpus, coordinated=coordinated, kernel=kernel)
