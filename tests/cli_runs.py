@@ -58,7 +58,7 @@ def bounded(seconds: float, what: str) -> Iterator[None]:
 def run_cli(
     args: Sequence[str],
     columns: int = 200,
-    extra_env: dict[str, str] | None = None,
+    extra_env: dict[str, str | None] | None = None,
     input: str | None = None,
     prog_name: str | None = None,
     timeout_s: float = IN_PROCESS_TIMEOUT_S,
@@ -100,8 +100,11 @@ def ran_in_process(*args: str, timeout_s: float = IN_PROCESS_TIMEOUT_S) -> Ran:
     files: a separate interpreter cost 0.06-0.17 CPU-s a command, for nothing such a test asserts. Not for a test
     about the process (signals, what it leaves, a terminal, its descriptors, process-wide state such as rlimits),
     nor one that asserts a whole stderr its forked children may write to: theirs is lost with the child's copy of
-    the captured stream here. Bounded as run_cli is (`timeout_s`), as subprocess.run's timeout bounded a process."""
-    result = run_cli(args, prog_name="accept-order", timeout_s=timeout_s)
+    the captured stream here. Bounded as run_cli is (`timeout_s`), as subprocess.run's timeout bounded a process.
+    Printed as that process printed, off a terminal: no COLUMNS (run_cli's fixed width would make the report a
+    terminal's, 200 columns wide with its prose wrapped), so its tables are cli/output's piped width and its prose
+    lines whole."""
+    result = run_cli(args, extra_env={"COLUMNS": None}, prog_name="accept-order", timeout_s=timeout_s)
     return Ran(result.exit_code, result.stdout, result.stderr)
 
 
