@@ -30,8 +30,9 @@ PR_CAPBSET_DROP, CAP_SYS_RESOURCE = 24, 24  # <linux/prctl.h>, <linux/capability
 
 def test_every_client_is_served_or_failed_and_the_table_has_a_row_per_count(tmp_path: Path) -> None:
     out = tmp_path / "burst.json"
-    # in this process (its workers and drivers fork from here): 432 open files, under any soft limit a test runs
-    # with, so the command leaves this process's limits as they were (the limits' own tests run it as a process)
+    # in this process (its workers and drivers fork from here): 432 open files, under the soft limit tests run with
+    # (Linux's default 1,024), so the command leaves this process's limits as they were; under a lower one it would
+    # raise this process's, and the assertion says so (the limits' own tests run it as a process)
     limits = resource.getrlimit(resource.RLIMIT_NOFILE)
     proc = ran_in_process("burst", "--modes", "epoll,reuseport", "-w", "3", "--clients", "400,200", "--json", str(out))
     assert proc.returncode == 0, proc.stderr
