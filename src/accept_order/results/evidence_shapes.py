@@ -142,6 +142,9 @@ EVIDENCE = Record(
                 "why": Text(),
                 "counts": MapOf(Integer()),
                 "empty": MapOf(Integer()),
+                # by gap bucket (probes/accept_program.GAP_BUCKETS), which merge adds: unchecked, a string's count
+                # ended merge in a TypeError
+                "gaps": MapOf(Integer()),
                 "followed": Integer(),
                 "appeared": MapOf(Integer()),
                 "master_accepted": Integer(),
@@ -165,6 +168,10 @@ EVIDENCE = Record(
                             "looks": Integer(),
                             "idle": Integer(),
                             "waits": MapOf(Integer()),
+                            "threads_end": Integer(),
+                            "looked_s": Number(),
+                            "busy_s": Number(),
+                            "slept_s": Number(),
                         }
                     )
                 ),
