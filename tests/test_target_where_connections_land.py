@@ -350,7 +350,7 @@ def test_a_lone_socket_from_the_same_port_to_another_server_is_not_where_it_land
     probe's local one but whose local end is neither the address asked for nor NAT's: another connection's from the
     same port (a container's), not taken for where this one landed."""
     other = landing.Landing(namespace=1, pids=(1,), server=("10.9.9.9", 5))
-    monkeypatch.setattr(landing, "_ends", lambda client: [other])
+    monkeypatch.setattr(landing, "_ends", lambda client, among=None: [other])
     monkeypatch.setattr(landing, "conntrack_destination", lambda client, asked: None)
     with socket.create_server(("127.0.0.1", 0)) as listener:
         landed = landing.land("127.0.0.1", int(listener.getsockname()[1]))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 import sys
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from .netlink_diag import (
@@ -141,11 +142,14 @@ def server_ends_here(client: tuple[str, int]) -> list[tuple[str, int]]:
         return server_ends("self", client)
 
 
-def _ends(client: tuple[str, int]) -> list[Landing]:
-    """Every live socket of this machine's namespaces whose remote end is `client`, as a Landing each."""
+def _ends(client: tuple[str, int], among: Collection[int] | None = None) -> list[Landing]:
+    """Every live socket of this machine's namespaces (those of `among` only, netstat inodes, where given) whose
+    remote end is `client`, as a Landing each."""
     ours = netstat_namespace("self")
     found = []
     for inode, pids in namespaces().items():
+        if among is not None and inode not in among:
+            continue
         for pid in pids:  # the first still there (and readable) speaks for its namespace
             if netstat_namespace(pid) == inode:
                 ends = server_ends_here(client) if inode == ours else server_ends(pid, client)
@@ -160,9 +164,12 @@ def _pick(ends: list[Landing], server: tuple[str, int]) -> Landing | None:
     return mine[0] if len(mine) == 1 else None
 
 
-def land(host: str, port: int, timeout: float = CONNECT_S) -> Landing:
+def land(host: str, port: int, first: Collection[int] | None = None, timeout: float = CONNECT_S) -> Landing:
     """Where a connection from this namespace to `host:port` lands (see Landing). One connection is made and closed
-    at once, before any load: the server sees one connection that sends nothing.
+    at once, before any load: the server sees one connection that sends nothing. `first`: the namespaces (netstat
+    inodes) looked in before every other, where it lands unless NAT sends it on (those holding the address and
+    listening; ours, for our own): each other one's tcp tables cost 12-40 ms to read here, the kernel walking the
+    machine's every socket for them (33-126k, mostly TIME_WAIT, on this busy machine).
 
     Its server side is the socket whose remote end is the connection's local one and whose local end is the address
     asked for, or where NAT sent it (this namespace's conntrack). Not any socket whose remote end is that: a port is
@@ -174,8 +181,11 @@ def land(host: str, port: int, timeout: float = CONNECT_S) -> Landing:
     with sock:
         local, peer = sock.getsockname()[:2], sock.getpeername()[:2]
         client, asked = (str(local[0]), int(local[1])), (str(peer[0]), int(peer[1]))
-        ends = _ends(client)
-        landed = _pick(ends, asked)  # where no NAT rewrote it: conntrack's table (24,575 entries here) is not read
+        ends = _ends(client, first) if first is not None else []
+        landed = _pick(ends, asked)
+        if landed is None:
+            ends = _ends(client)
+            landed = _pick(ends, asked)  # where no NAT rewrote it: conntrack's table (24,575 entries here) is not read
         sent = conntrack_destination(client, asked) if landed is None else None
     if sent == asked:
         sent = None  # tracked, not rewritten
