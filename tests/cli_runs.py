@@ -23,9 +23,10 @@ from accept_order.cli.app import main
 # bounded it, and one that waited for ever held its xdist worker, and so the suite, for ever. Generous for a busy
 # machine: over the 180 s the longest of those timeouts gave.
 IN_PROCESS_TIMEOUT_S = 300.0
-# Raised again this often until the command is out: once its teardown or a handler that swallowed the first (an
-# `except BaseException`, a __del__) kept it from ending.
-AGAIN_S = 10.0
+# Raised again this often until the command is out, where a handler swallowed the first (an `except BaseException`,
+# a __del__) or the teardown it set off hangs too; long enough for a teardown that ends servers on a busy machine,
+# which a second one raised inside it would cut short.
+AGAIN_S = 30.0
 
 
 class CommandHung(BaseException):
