@@ -15,6 +15,7 @@ import resource
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 
 import pytest
 
@@ -67,7 +68,130 @@ def test_a_server_that_would_not_fit_is_refused_before_it_starts() -> None:
     assert done.returncode == 1 and not done.stdout, done
     (line,) = done.stderr.splitlines()
     assert line.startswith(
-        f"accept-order: error: nginx's master and {WORKERS} workers would not fit under this user"
+        f"accept-order: error: nginx's master and {WORKERS} workers, and the process this tool starts to end them, "
+        "would not fit under this user"
     ), line
     assert f"of the {limit} `ulimit -u` allows (raise it, or give fewer --workers)" in line, line
     assert _nobodys("nginx") == nginxes  # none was started
+
+
+# A uid no process runs as (the kernel's count of its tasks starts at the forked child's one), and the child's
+# outcome read back over a pipe: in this process's fork, so no interpreter is exec'd that the uid may not reach
+def _unused_uid() -> int:
+    import psutil
+
+    taken = {p.info["uids"].real for p in psutil.process_iter(["uids"]) if p.info["uids"] is not None}
+    return next(uid for uid in range(4_100_000 + os.getpid() % 1000, 4_200_000) if uid not in taken)
+
+
+def _loaded() -> None:
+    """Everything the children below import, imported before they drop to a uid that may not read it."""
+    import codecs
+    import secrets  # noqa: F401
+    import subprocess  # noqa: F401
+    import tempfile  # noqa: F401
+
+    import psutil  # noqa: F401
+
+    import accept_order.core.reaper  # noqa: F401
+    import accept_order.core.user_tasks  # noqa: F401
+    import accept_order.servers.launched.nginx  # noqa: F401
+    from accept_order.servers.registry import KINDS
+
+    KINDS["nginx"]  # noqa: B018 (the registry's lazy load)
+    for name in ("ascii", "utf-8", "latin-1"):
+        codecs.lookup(name)
+
+
+def _as_user_under(limit: int, act: Callable[[], str]) -> str:
+    """act()'s word, run in a forked child as an unused uid whose `ulimit -u` is `limit` (its own task counts)."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never back into pytest
+        said = "?"
+        try:
+            os.close(read)
+            _loaded()  # what the uid may not read: this interpreter's own library may be under root's home
+            resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))
+            uid = _unused_uid()
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            said = act()
+        except BaseException as exc:
+            said = f"raised {type(exc).__name__}: {exc}"
+        finally:
+            os.write(write, said.encode()[:4000])
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        said = pipe.read().decode()
+    os.waitpid(pid, 0)
+    return said
+
+
+def _thread() -> str:
+    import _thread
+
+    try:
+        _thread.start_new_thread(lambda: None, ())
+        return "the kernel started a thread"
+    except RuntimeError:
+        pass  # the kernel's word: clone refused at the limit
+    from accept_order.core.errors import ResourceError
+    from accept_order.core.signal_order import start_thread
+
+    try:
+        start_thread(lambda: None, "probe")
+    except ResourceError as exc:
+        return f"ResourceError: {exc}"
+    return "started"
+
+
+def test_a_thread_the_limit_refuses_is_one_line_not_a_traceback() -> None:
+    """'latency --server nginx -w 2' as a user 6 tasks under its limit ended in a traceback, 'RuntimeError: can't
+    start new thread' (busy_waits' thread, started through core/signal_order.start_thread)."""
+    said = _as_user_under(1, _thread)
+    assert said.startswith("ResourceError: could not start a thread (probe): the kernel refused it"), said
+    assert "`ulimit -u`" in said
+
+
+def _reaper() -> str:
+    from accept_order.core.errors import ResourceError
+    from accept_order.core.reaper import Reaper
+
+    try:
+        Reaper().watch_directory("/nonexistent/accept-order-test")
+    except ResourceError as exc:
+        return f"ResourceError: {exc}"
+    return "started"
+
+
+def test_a_reaper_the_limit_refuses_is_one_line_not_a_traceback() -> None:
+    said = _as_user_under(1, _reaper)
+    assert said.startswith("ResourceError: could not start the process that ends a launched server"), said
+    assert "Resource temporarily unavailable (check `ulimit -u`)" in said, said
+
+
+def _launch_two() -> str:
+    from accept_order.core.errors import ServerUnavailable
+    from accept_order.core.spec import ServerSpec
+    from accept_order.servers.registry import KINDS
+
+    server = KINDS["nginx"].make(ServerSpec(kind="nginx", mode="epoll", workers=2))
+    try:
+        server.start()
+        return "started"
+    except ServerUnavailable as exc:
+        return f"ServerUnavailable: {exc}"
+    finally:
+        server.close()
+
+
+def test_the_reaper_a_launch_starts_is_counted() -> None:
+    """Under a limit of the child itself, a master and its 2 workers (1 + 3 = 4), the check let nginx start; the
+    reaper private_directory starts took one, and nginx's second worker was never forked ('nginx's 2 workers were
+    not ready within 30 s', as 'latency --server nginx -w 2' read under `ulimit -u` 5 with the tool's 2 tasks)."""
+    said = _as_user_under(4, _launch_two)
+    assert said.startswith("ServerUnavailable: nginx's master and 2 workers, and the process this tool starts"), said
+    assert "the user runs 1 processes and threads already, of the 4 `ulimit -u` allows" in said, said

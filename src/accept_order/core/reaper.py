@@ -50,20 +50,33 @@ class Reaper:
                 # this file run as a script, isolated (-I: not its folder on sys.path, where core's modules would
                 # shadow the standard library's) and without site (-S): it imports the standard library only, and
                 # `-m accept_order.core.reaper` imported the package first: 0.08 against 0.05 CPU-s a launch
-                self._proc = subprocess.Popen(
-                    [sys.executable, "-I", "-S", os.path.abspath(__file__)],
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                    start_new_session=True,  # a terminal's Ctrl-C or hang-up must not end it before us
-                    close_fds=True,
-                )
+                try:
+                    self._proc = subprocess.Popen(
+                        [sys.executable, "-I", "-S", os.path.abspath(__file__)],
+                        stdin=subprocess.PIPE,
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                        start_new_session=True,  # a terminal's Ctrl-C or hang-up must not end it before us
+                        close_fds=True,
+                    )
+                except OSError as exc:  # EAGAIN at `ulimit -u` read as a traceback; nothing was started for it
+                    from .errors import ResourceError
+
+                    self._open.discard(line)
+                    raise ResourceError(
+                        f"could not start the process that ends a launched server should this tool be killed: "
+                        f"{exc.strerror} (check `ulimit -u`)"
+                    ) from None
             assert self._proc.stdin is not None
             try:
                 self._proc.stdin.write(line.encode("utf-8", "surrogateescape") + b"\n")
                 self._proc.stdin.flush()
             except OSError:  # it died: the next call starts another; this entry is ours to end as ever
                 self._proc = None
+
+    def running(self) -> bool:
+        """Whether its process is up (a launch then starts none)."""
+        return self._proc is not None and self._proc.poll() is None
 
     def _stop(self) -> None:
         """Close its pipe with nothing open: it exits at once, having nothing to end."""

@@ -108,5 +108,12 @@ def start_thread(target: Callable[[], None], name: str) -> threading.Thread:
     """A daemon thread of the tool's, started, that leaves SIGINT, SIGTERM and SIGHUP to the main thread."""
     thread = threading.Thread(target=target, name=name, daemon=True)
     with main_thread_only():
-        thread.start()
+        try:
+            thread.start()
+        except RuntimeError:  # "can't start new thread": clone refused, as a user at `ulimit -u` was (a traceback)
+            from .errors import ResourceError
+
+            raise ResourceError(
+                f"could not start a thread ({name}): the kernel refused it (check `ulimit -u`, which counts threads)"
+            ) from None
     return thread

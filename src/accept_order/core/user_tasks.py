@@ -55,6 +55,6 @@ def too_many_tasks(more: int, what: str) -> str | None:
     if mine + more <= soft:
         return None
     return (
-        f"{what} would not fit under this user's process limit: it runs {mine} processes and threads already, "
+        f"{what} would not fit under this user's process limit: the user runs {mine} processes and threads already, "
         f"of the {soft} `ulimit -u` allows (raise it, or give fewer --workers)"
     )

@@ -266,7 +266,10 @@ class LaunchedServer(Started):
             )
         from ...core.user_tasks import too_many_tasks
 
-        if refused := too_many_tasks(self.spec.workers + 1, f"{self.name}'s master and {self.spec.workers} workers"):
+        workers = f"{self.spec.workers} worker{'s' if self.spec.workers != 1 else ''}"
+        # and the reaper private_directory starts, where none runs yet: missed, nginx's last worker was not forked
+        own, watcher = (0, "") if REAPER.running() else (1, ", and the process this tool starts to end them,")
+        if refused := too_many_tasks(self.spec.workers + 1 + own, f"{self.name}'s master and {workers}{watcher}"):
             raise ServerUnavailable(refused)  # its master's fork would fail, each server its own way
         remove_stale_directories()
         self.directory = private_directory(f"{DIRECTORY_PREFIX}{self.name}-{os.getpid()}-")
