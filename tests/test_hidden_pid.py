@@ -9,6 +9,7 @@ there, the process alive here, and a reaped pid still 'no process'.
 
 from __future__ import annotations
 
+import grp
 import os
 import shutil
 import socket
@@ -28,7 +29,8 @@ pytestmark = pytest.mark.skipif(
 
 
 def _as_nobody_hidden(*argv: str, mode: str = "invisible") -> subprocess.CompletedProcess[str]:
-    """argv as user nobody, with /proc mounted hidepid=`mode` in a mount namespace of its own."""
+    """argv as user nobody, with /proc mounted hidepid=`mode` (and any further options after it) in a mount
+    namespace of its own."""
     drop = "setpriv --reuid=nobody --regid=nogroup --clear-groups"
     script = f'mount -t proc -o hidepid={mode} proc /proc || exit 99; exec {drop} "$@"'
     return subprocess.run(
@@ -74,7 +76,18 @@ def test_inspect_of_a_hidden_process_says_hidden(roots: tuple[int, int], mode: s
         (line,) = done.stderr.splitlines()
         assert f"pid {pid} runs, but /proc is mounted hidepid={mode}" in line, line
         assert "no process" not in line and "run as root or as its user" in line, line
+        assert "gid=" not in line, line  # no group sees every process: none to join
     assert Path(f"/proc/{pid}").exists()  # and it ran throughout: the kernel's word, as root
+
+
+def test_the_group_proc_exempts_is_named(roots: tuple[int, int]) -> None:
+    """Said as 'or as a member of the group /proc's gid= option names' whether /proc named a group or not."""
+    pid, _ = roots
+    done = _tool("inspect", str(pid), mode="invisible,gid=4")
+    assert done.returncode == 1 and not done.stdout, done
+    (line,) = done.stderr.splitlines()
+    group = grp.getgrgid(4).gr_name
+    assert line.endswith(f"run as root or as its user, or as a member of group {group} (/proc's gid=4))"), line
 
 
 def test_attach_of_a_hidden_process_says_hidden(roots: tuple[int, int]) -> None:
