@@ -87,6 +87,11 @@ class _Refusing:
     ("code", "sysctls", "said"),
     [
         (errno.ENOSPC, {netns.MAX_USER_NAMESPACES: "0"}, "(user.max_user_namespaces is 0)"),
+        (  # the limit reached, not a security module ('a security module or seccomp filter may forbid it')
+            errno.ENOSPC,
+            {},
+            "(No space left on device: this user's user.max_user_namespaces (15000) reached, or 32 nested)",
+        ),
         (errno.EPERM, {netns.USERNS_CLONE: "0"}, "(kernel.unprivileged_userns_clone is 0)"),
         (errno.EPERM, {}, "(Operation not permitted: a security module or seccomp filter may forbid it)"),
         (errno.EINVAL, {}, "(Invalid argument: this process already runs threads)"),

@@ -86,6 +86,8 @@ def _in_user_namespace() -> str | None:
             by = "user.max_user_namespaces is 0"
         elif read_sysctl(USERNS_CLONE) == "0":  # Debian's and Arch's own switch, before 6.x kernels dropped it
             by = "kernel.unprivileged_userns_clone is 0"
+        elif code == errno.ENOSPC:  # the user's count at the limit, or 32 user namespaces nested: said as a limit
+            by = f"{os.strerror(code)}: this user's user.max_user_namespaces ({limit}) reached, or 32 nested"
         elif code == errno.EINVAL:  # a thread started before it: the tool's own mistake, said as such
             by = f"{os.strerror(code)}: this process already runs threads"
         else:
