@@ -116,8 +116,11 @@ def _burst(target: str) -> dict[str, Any]:
         argv = [sys.executable, "-m", "accept_order", "burst", "--target", target, "--clients", "64", "-w", "1"]
         done = subprocess.run([*argv, "--json", str(out)], capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
-        (cell,) = json.loads(out.read_text())["runs"][0]["cells"]
-        return dict(cell)
+        (run,) = json.loads(out.read_text())["runs"]
+        (cell,) = run["cells"]
+        # how the run's file and report say whose counters the cell shows (none said: None, '')
+        landed = run.get("counters_landed")
+        return {**cell, "counters_landed": landed, "said": " ".join(done.stdout.split())}
 
 
 def test_of_two_namespaces_holding_the_address_the_one_reached_is_read(cluster: Cluster, twin: str) -> None:
@@ -144,6 +147,11 @@ def test_of_two_namespaces_holding_the_address_the_one_reached_is_read(cluster: 
     assert accepted[0] >= sum(cell["served"]) + 1 and accepted[1] == 0, (accepted, cell["served"])
     assert 0 < cell.get("counters", {}).get("TcpExtListenOverflows", 0) <= moved[0], (moved, cell.get("counters"))
     assert not cell.get("server_unread"), cell
+    landed = "found where a connection made to it before the load landed; 2 of this machine's network namespaces hold"
+    assert (
+        cell["counters_landed"].startswith(landed)
+        and f"kernel counters read in the server's network namespace, {landed}" in cell["said"]
+    ), cell
 
 
 def test_two_holders_neither_reached_is_said_not_known(cluster: Cluster, twin: str) -> None:
@@ -241,6 +249,11 @@ def test_a_dnated_target_has_the_container_s_counters_read(cluster: Cluster, dna
         srv.wait(30)
     assert 0 < cell.get("counters", {}).get("TcpExtListenOverflows", 0) <= moved, (moved, cell.get("counters"))
     assert not cell.get("server_unread"), cell
+    landed = f"found where a connection made to it before the load landed, DNATed to {address}:{port}"
+    assert (
+        cell["counters_landed"] == landed
+        and f"kernel counters read in the server's network namespace, {landed}" in cell["said"]
+    ), cell
 
 
 def test_a_latency_run_at_a_dnated_target_says_where_it_landed(

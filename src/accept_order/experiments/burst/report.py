@@ -108,6 +108,9 @@ def _details(run: BurstRun) -> list[Text]:
                 style="dim",
             )
         )
+    if run.counters_landed and not all(c.server_unread for c in run.cells):  # whose counters the cells show
+        said = f"kernel counters read in the server's network namespace, {run.counters_landed}"
+        lines.append(Text(f"  {run.server.label}: {said}"))
     witness = _own_count(run)
     return lines + ([witness] if witness is not None else []) + shortage_lines(list(run.shortages))
 

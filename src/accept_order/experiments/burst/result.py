@@ -186,6 +186,9 @@ class BurstRun:
     # An error ended it after these cells (a client host lost, a driver that died): why. --repeat keeps such a
     # run apart from whole ones (repeat/run.py whole()): unmarked, it completed its round and entered the medians
     stopped: str | None = None
+    # A --target whose kernel counters were read in the namespace a connection made to it before the load landed
+    # in (two of this machine's hold its address, or NAT sent it on): how, as evidence.counters_landed says
+    counters_landed: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -196,6 +199,7 @@ class BurstRun:
             **({"shortages": [dict(s) for s in self.shortages]} if self.shortages else {}),
             **({"worker_requests": list(self.worker_requests)} if self.worker_requests else {}),
             **({"stopped": self.stopped} if self.stopped else {}),
+            **({"counters_landed": self.counters_landed} if self.counters_landed else {}),
         }
 
     @classmethod
@@ -211,6 +215,7 @@ class BurstRun:
             shortages=tuple(dict(s) for s in data.get("shortages", []) if isinstance(s, Mapping)),
             worker_requests=tuple(int(n) for n in data.get("worker_requests", ())),
             stopped=data.get("stopped"),
+            counters_landed=data.get("counters_landed"),
         )
 
 

@@ -243,6 +243,7 @@ def run_bursts(
             m.environment,
             shortages=tuple(m.evidence.get("shortages", ())),
             worker_requests=own,
+            counters_landed=m.evidence.get("counters_landed"),
         )
 
     started = environment.current()  # for bursts a signal or an error keeps: the machine they ran on
