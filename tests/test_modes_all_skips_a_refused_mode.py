@@ -45,3 +45,22 @@ def test_compare_runs_the_others_with_one_child(tmp_path: Path) -> None:
     assert f"not available: {REFUSAL}" in " ".join(result.stdout.split())
     alone = run_cli(["compare", "--server", "apache", "-w", "1", "--modes", "buckets"])
     assert_one_error_line(alone, 2, REFUSAL)
+
+
+def test_a_server_whose_every_mode_is_refused_refuses_the_run() -> None:
+    """'compare --server apache,nginx --accept-batch 4' ran apache alone, which reads no batch, and exited 0 with every
+    nginx mode skipped for the batch typed: nothing ran with the option asked for. A server named whose modes are all
+    refused refuses the run, as it does alone; one whose other modes run still skips the refused one."""
+    base = ServerSpec(kind="apache", workers=3, accept_batch=4)
+    with pytest.raises(PlanError, match="--accept-batch with nginx"):
+        variants(base, None, ["apache", "nginx"])
+    specs, skipped = variants(ServerSpec(kind="apache", workers=1), None, ["apache", "nginx"])
+    assert [f"{s.kind} {s.mode}" for s in specs] == [
+        "apache prefork",
+        "apache prefork-mutex",
+        "apache event",
+        "nginx epoll",
+        "nginx accept-mutex",
+        "nginx reuseport",
+    ]
+    assert skipped == {"apache buckets": REFUSAL}

@@ -313,19 +313,24 @@ def _runnable_with(
 ) -> list[ServerSpec]:
     """Of every mode (--modes all, the default), those these settings can run, the others put in `skipped` with the
     refusal: 'compare --server apache -w 1' refused the whole run for buckets' 'needs --workers 2 or more', where
-    prefork, prefork-mutex and event run with one child. Where none can, the first refusal stands, as for one mode."""
+    prefork, prefork-mutex and event run with one child. Where none of a server's modes can, its first refusal stands,
+    as for one mode: 'compare --server apache,nginx --accept-batch 4' ran apache alone (which reads no batch) and
+    exited 0, every nginx mode skipped for the batch typed, so that nothing ran with the option asked for."""
     kept: list[ServerSpec] = []
     refused: dict[str, PlanError] = {}
+    first_refusal: dict[str, PlanError] = {}  # by server kind
     for spec in specs:
         try:
             checked(spec)
         except PlanError as exc:
             refused[key(spec.kind, spec.mode)] = exc
+            first_refusal.setdefault(spec.kind, exc)
         else:
             kept.append(spec)
-    if refused and not kept:
-        raise next(iter(refused.values()))
-    skipped.update({name: str(exc) for name, exc in refused.items()})
+    for kind, refusal in first_refusal.items():
+        if not any(spec.kind == kind for spec in kept):
+            raise refusal
+    skipped.update({name: str(why) for name, why in refused.items()})
     return kept
 
 
