@@ -83,6 +83,9 @@ def test_burst_counts_a_page_served(page: Page, tmp_path: Path) -> None:
     (cell,) = json.loads(path.read_text())["runs"][0]["cells"]
     assert cell["unnamed"] == page.answered == 20 and not any(cell["served"]) and not cell["errors"]
     assert "served 20 (no reply named a worker)" in result.stdout and SAYS in result.stdout
+    table = run_cli(["show", str(path), "--format", "csv"]).stdout.splitlines()
+    (row,) = [dict(zip(table[0].split(","), line.split(","), strict=True)) for line in table[1:]]
+    assert row["unnamed"] == "20" and not any(map(int, row["served"].split())), table  # the export: apart too
 
 
 def test_ramp_counts_a_page_served(page: Page, tmp_path: Path) -> None:
