@@ -368,3 +368,24 @@ def test_a_lone_socket_from_the_same_port_to_another_server_is_not_where_it_land
     with socket.create_server(("127.0.0.1", 0)) as listener:
         landed = landing.land("127.0.0.1", int(listener.getsockname()[1]))
     assert landed.namespace is None and "seen in none" in landed.why, landed
+
+
+def test_a_ramp_at_a_dnated_target_says_where_it_landed(cluster: Cluster, dnat: Callable[[str, int], int]) -> None:
+    """The ramp's file keeps how its counters' namespace was found, and its per-step heading says it."""
+    address = cluster.address("srv")
+    srv, port = _serve(cluster.namespace("srv"), address)
+    try:
+        target = f"{cluster.bridge_address}:{dnat(address, port)}"
+        with tempfile.TemporaryDirectory() as folder:
+            out = Path(folder) / "result.json"
+            argv = [sys.executable, "-m", "accept_order", "ramp", "--target", target, "--concurrency-steps", "2"]
+            argv += ["--step", "300ms", "-w", "1", "--json", str(out)]
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+            assert done.returncode == 0, done.stderr
+            run = json.loads(out.read_text())
+    finally:
+        srv.kill()
+        srv.wait(30)
+    landed = f"found where a connection made to it before the load landed, DNATed to {address}:{port}"
+    assert run.get("counters_landed") == landed, run
+    assert f"read through its processes; {landed}" in " ".join(done.stdout.split()), done.stdout

@@ -241,9 +241,10 @@ def _whose(result: RampResult) -> str:
             + ("; the table's overflows are --observe-on's, read in the server's network namespace" if observed else "")
         )
     if any(s.counters_netns for s in result.steps):
+        landed = f"; {result.counters_landed}" if result.counters_landed else ""  # and one more connection made
         return (
             "the sockets this host's, the client's; the kernel counters the server's network namespace's (another of "
-            "this machine's), read through its processes"
+            f"this machine's), read through its processes{landed}"
         )
     return "both host-wide"
 

@@ -190,6 +190,9 @@ class RampResult:
     # An error ended the ramp after some steps (a client host lost, a driver that could not start): why. The
     # steps are those measured before it; the ones after were not run.
     stopped: str | None = None
+    # A --target whose kernel counters were read in the namespace a connection made to it before the load landed
+    # in (two of this machine's hold its address, or NAT sent it on): how, as evidence.counters_landed says
+    counters_landed: str | None = None
 
     @property
     def knee(self) -> tuple[RampStep | None, RampStep | None]:
@@ -222,6 +225,7 @@ class RampResult:
             **({"shortages": [dict(s) for s in self.shortages]} if self.shortages else {}),
             **({"worker_requests": list(self.worker_requests)} if self.worker_requests else {}),
             **({"stopped": self.stopped} if self.stopped else {}),
+            **({"counters_landed": self.counters_landed} if self.counters_landed else {}),
         }
 
     @classmethod
@@ -241,6 +245,7 @@ class RampResult:
             shortages=tuple(dict(s) for s in data.get("shortages", []) if isinstance(s, Mapping)),
             worker_requests=tuple(int(n) for n in data.get("worker_requests", ())),
             stopped=data.get("stopped"),
+            counters_landed=data.get("counters_landed"),
         )
 
 

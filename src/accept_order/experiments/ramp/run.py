@@ -202,6 +202,7 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
             m.environment,
             shortages=shortages,
             worker_requests=own,
+            counters_landed=m.evidence.get("counters_landed"),
         )
 
     started = environment.current()  # for steps a signal or an error keeps: the machine they ran on
