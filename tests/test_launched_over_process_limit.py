@@ -4,8 +4,8 @@
 As a user on a shared host with a low process limit, 'latency --server nginx -w 8' waited 30 s and read 'nginx's 8
 workers were not ready within 30 s' (nginx's own log: 'fork() failed while spawning "worker process" (11: Resource
 temporarily unavailable)'), and 'run --server gunicorn -w 8' read 'gunicorn exited with status 255: ... Unhandled
-exception in main loop'. Here as nobody with its limit a few tasks above what it runs; the witnesses are the
-kernel's: under that limit nine more processes cannot be forked, and no nginx of nobody's was started.
+exception in main loop'. Here as a uid no process runs as, its limit a few tasks above what it runs; the witnesses
+are the kernel's: under that limit nine more processes cannot be forked, and no nginx of that uid's was started.
 """
 
 from __future__ import annotations
@@ -22,9 +22,8 @@ import pytest
 NGINX = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/usr/local/sbin")
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not (shutil.which("setpriv") and shutil.which("ps") and NGINX),
-    reason="needs root (to drop to user nobody), setpriv, ps and Debian's nginx",
+    reason="needs root (to drop to an unused uid), setpriv, ps and Debian's nginx",
 )
-NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
 WORKERS = 8
 
 # forks up to n sleeping children, prints how many the kernel let it, then ends them
@@ -43,28 +42,39 @@ for child in started:
 """
 
 
-def _nobodys(*words: str) -> int:
-    """How many tasks (ps -L: threads too) or processes named words[0] user nobody runs, as ps counts them."""
-    argv = ["ps", "-L", "-u", "nobody", "--no-headers"] if not words else ["ps", "-u", "nobody", "-o", "comm="]
+# A uid no process runs as: its task count is this test's alone (as nobody, other tests' and helpers' nginx came and
+# went under it, and the limit set from its count a moment before was not the one the tool met)
+def _unused_uid() -> int:
+    import psutil
+
+    taken = {p.info["uids"].real for p in psutil.process_iter(["uids"]) if p.info["uids"] is not None}
+    return next(uid for uid in range(4_100_000 + os.getpid() % 1000, 4_200_000) if uid not in taken)
+
+
+def _users(uid: int, *words: str) -> int:
+    """How many tasks (ps -L: threads too) or processes named words[0] `uid` runs, as ps counts them."""
+    argv = ["ps", "-L", "-u", str(uid), "--no-headers"] if not words else ["ps", "-u", str(uid), "-o", "comm="]
     lines = subprocess.run(argv, capture_output=True, text=True).stdout.splitlines()
     return len([line for line in lines if not words or line.strip() == words[0]])
 
 
-def _under_limit(limit: int, *argv: str) -> subprocess.CompletedProcess[str]:
-    """argv as nobody with its soft `ulimit -u` at `limit` (set before setpriv drops to it)."""
+def _under_limit(uid: int, limit: int, *argv: str) -> subprocess.CompletedProcess[str]:
+    """argv as `uid` with its soft `ulimit -u` at `limit` (set before setpriv drops to it)."""
 
     def lower() -> None:
         resource.setrlimit(resource.RLIMIT_NPROC, (limit, resource.getrlimit(resource.RLIMIT_NPROC)[1]))
 
-    return subprocess.run([*NOBODY, *argv], capture_output=True, text=True, timeout=120, cwd="/", preexec_fn=lower)
+    drop = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+    return subprocess.run([*drop, *argv], capture_output=True, text=True, timeout=120, cwd="/", preexec_fn=lower)
 
 
 def test_a_server_that_would_not_fit_is_refused_before_it_starts() -> None:
-    limit = _nobodys() + 4  # room for the tool itself, not for a master and its workers
-    forked = _under_limit(limit, sys.executable, "-c", FORKS, str(WORKERS + 1))
+    uid = _unused_uid()
+    limit = _users(uid) + 4  # room for the tool itself, not for a master and its workers
+    forked = _under_limit(uid, limit, sys.executable, "-c", FORKS, str(WORKERS + 1))
     assert forked.returncode == 0 and int(forked.stdout) < WORKERS + 1, forked  # the kernel's word
-    nginxes = _nobodys("nginx")
-    done = _under_limit(limit, sys.executable, "-m", "accept_order", "run", "--server", "nginx", "-w", str(WORKERS))
+    argv = [sys.executable, "-m", "accept_order", "run", "--server", "nginx", "-w", str(WORKERS)]
+    done = _under_limit(uid, limit, *argv)
     assert done.returncode == 1 and not done.stdout, done
     (line,) = done.stderr.splitlines()
     assert line.startswith(
@@ -72,16 +82,11 @@ def test_a_server_that_would_not_fit_is_refused_before_it_starts() -> None:
         "would not fit under this user"
     ), line
     assert f"of the {limit} `ulimit -u` allows (raise it, or give fewer --workers)" in line, line
-    assert _nobodys("nginx") == nginxes  # none was started
+    assert _users(uid, "nginx") == 0  # none was started
 
 
-# A uid no process runs as (the kernel's count of its tasks starts at the forked child's one), and the child's
-# outcome read back over a pipe: in this process's fork, so no interpreter is exec'd that the uid may not reach
-def _unused_uid() -> int:
-    import psutil
-
-    taken = {p.info["uids"].real for p in psutil.process_iter(["uids"]) if p.info["uids"] is not None}
-    return next(uid for uid in range(4_100_000 + os.getpid() % 1000, 4_200_000) if uid not in taken)
+# Below, the child's outcome is read back over a pipe: in this process's fork, as a uid no process runs as (the
+# kernel's count of its tasks starts at the child's one), so no interpreter is exec'd that the uid may not reach
 
 
 def _loaded() -> None:
