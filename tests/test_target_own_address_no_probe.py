@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
 
 import pytest
+from waiting import OutputReader
 
 ADDRESS = "10.77.91.1"  # the namespace's own address, on its loopback device: not a loopback address
 
@@ -62,6 +64,50 @@ def _locate_in(name: str) -> dict[str, int]:
     return dict(json.loads(_run("ip", "netns", "exec", name, sys.executable, "-c", ASK)))
 
 
+def _nat_chain(name: str) -> None:
+    """An nft nat chain in the namespace's output hook, with no rule in it: nothing is rewritten."""
+    _run("ip", "netns", "exec", name, "nft", "add", "table", "ip", "aonp")
+    _run(
+        "ip",
+        "netns",
+        "exec",
+        name,
+        "nft",
+        "add",
+        "chain",
+        "ip",
+        "aonp",
+        "out",
+        "{ type nat hook output priority -100 ; }",
+    )
+
+
+def _latency_beside_serve(name: str, n: int) -> tuple[int, str]:
+    """`latency --target ADDRESS:P -n n` in the namespace at serve there: (what serve's tally says its worker
+    accepted, once SIGTERM stops it; the report, its whitespace folded)."""
+    argv = ["ip", "netns", "exec", name, sys.executable, "-m", "accept_order", "serve", "-w", "1", "--host", ADDRESS]
+    serve = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    reader = OutputReader(serve.stdout)  # type: ignore[arg-type]
+    try:
+        port = reader.wait_for(r"listening on \S+:(\d+)", 60).group(1)
+        argv = ["ip", "netns", "exec", name, sys.executable, "-m", "accept_order", "latency"]
+        done = subprocess.run(
+            [*argv, "--target", f"{ADDRESS}:{port}", "-n", str(n), "-c", "2", "-w", "1"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        serve.terminate()
+        serve.wait(60)
+    finally:
+        serve.kill()
+        serve.wait(60)
+    row = re.search(r"^\s+0\s+\d+\s+\d+\s+\S+\s+\d+\s+(\d+)\s", reader.finish(30), re.MULTILINE)
+    assert row is not None, reader.text
+    return int(row.group(1)), " ".join(done.stdout.split())
+
+
 def test_no_nat_here_no_connection_is_made(namespace: str) -> None:
     """conntrack loaded, no nat chain: located here, and the listener never saw a connection."""
     assert _locate_in(namespace) == {"ours": True, "landed": False, "queued": 0}
@@ -70,7 +116,23 @@ def test_no_nat_here_no_connection_is_made(namespace: str) -> None:
 def test_a_nat_chain_here_has_one_made_and_found_here(namespace: str) -> None:
     """An nft nat chain in the output hook (no rule in it): NAT could send it on, so one connection tells; it
     lands on the listener here (this namespace's server ends, over sock_diag) and is queued there."""
-    chain = "{ type nat hook output priority -100 ; }"
-    _run("ip", "netns", "exec", namespace, "nft", "add", "table", "ip", "aonp")
-    _run("ip", "netns", "exec", namespace, "nft", "add", "chain", "ip", "aonp", "out", chain)
+    _nat_chain(namespace)
     assert _locate_in(namespace) == {"ours": True, "landed": True, "queued": 1}
+
+
+SAID = "found where a connection made to it before the load landed"
+
+
+def test_a_run_counts_what_the_server_counted_and_says_the_one_it_made(namespace: str) -> None:
+    """The server's own tally is the witness: with no nat chain it accepted the run's 40 connections alone and the
+    report says nothing of a connection of its own; with one, it accepted 41, and the counters line says so."""
+    accepted, said = _latency_beside_serve(namespace, 40)
+    assert accepted == 40 and SAID not in said, (accepted, said)
+    _nat_chain(namespace)
+    accepted, said = _latency_beside_serve(namespace, 40)
+    assert (
+        accepted == 41 and f"shared network namespace, may include other TCP traffic on this host; {SAID})" in said
+    ), (
+        accepted,
+        said,
+    )

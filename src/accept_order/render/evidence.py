@@ -157,8 +157,8 @@ def counters_text(evidence: Mapping[str, Any], label: str = "kernel counters") -
     elif shared:
         pid = evidence.get("counters_pid")
         where = SHARED_SHORT if not isinstance(pid, int) else server_namespace_short(pid)
-        if isinstance(pid, int) and isinstance(landed := evidence.get("counters_landed"), str):
-            where += f"; {landed}"  # a --target's: which namespace, told by where a connection landed
+        if isinstance(landed := evidence.get("counters_landed"), str):
+            where += f"; {landed}"  # a --target's: which namespace (ours too), told by where a connection landed
         text.append(f" ({where}{own})", style="yellow")
     else:
         why = evidence.get("netns", {}).get("why")

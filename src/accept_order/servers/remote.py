@@ -241,8 +241,8 @@ class RemoteServer(Closing):
         coordinated = self._driven_from_hosts and not self.through_here
         evidence: dict[str, Any] = {"traffic_elsewhere": True} if coordinated else {}
         told = None if self._driven_from_hosts or self._located is None else self._located.told
-        if told is not None and self._located is not None and not self._located.ours:
-            evidence["counters_landed"] = told  # which namespace's counters: where its connections land (DNAT)
+        if told is not None:  # which namespace's counters: where its connections land (DNAT), ours too, and that
+            evidence["counters_landed"] = told  # one more connection was made, which the server counted
         # how the rows were numbered, by which merge tells which row of another file is the same worker
         rows_by = self._by_reply.rows_by if self._by_reply.keys else self._attribution.rows_by
         if rows_by is not None:

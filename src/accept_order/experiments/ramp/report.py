@@ -240,13 +240,13 @@ def _whose(result: RampResult) -> str:
             "and this host's are the client's"
             + ("; the table's overflows are --observe-on's, read in the server's network namespace" if observed else "")
         )
+    landed = f"; {result.counters_landed}" if result.counters_landed else ""  # and one more connection made
     if any(s.counters_netns for s in result.steps):
-        landed = f"; {result.counters_landed}" if result.counters_landed else ""  # and one more connection made
         return (
             "the sockets this host's, the client's; the kernel counters the server's network namespace's (another of "
             f"this machine's), read through its processes{landed}"
         )
-    return "both host-wide"
+    return f"both host-wide{landed}"
 
 
 def _knee_sure(result: RampResult, held: RampStep | None, broke: RampStep) -> str:
