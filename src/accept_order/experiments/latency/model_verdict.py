@@ -98,11 +98,19 @@ def _too_small(runs: Sequence[LatencyResult], several: bool, name: Callable[[Lat
     )
 
 
+def in_flight(run: LatencyResult) -> int | None:
+    """How many of a run's measurements one stall of the host can slow at once: a closed loop's clients, each with one
+    connection (or request) in flight; None for an open loop, whose connections fall due whether or not the last
+    was answered."""
+    model = run.model
+    return model.concurrency if model is not None and model.loop == "closed-loop" else None
+
+
 def counted(run: LatencyResult, measured: float, predicted: float) -> bool:
     """Whether a run's p99 carries a verdict: MIN_JUDGED measurements or more, or fewer that read too far above the
     prediction for so few to explain (model_check.clearly_above)."""
     n = run.histogram.count
-    return n >= MIN_JUDGED or clearly_above(n, measured, predicted) is not None
+    return n >= MIN_JUDGED or clearly_above(n, measured, predicted, in_flight(run)) is not None
 
 
 def _few_but_far(
@@ -112,13 +120,20 @@ def _few_but_far(
     said = []
     for run, measured, predicted in runs:
         n = run.histogram.count
-        odds = clearly_above(n, measured, predicted)
+        together = in_flight(run)
+        odds = clearly_above(n, measured, predicted, together)
         if n < MIN_JUDGED and odds is not None:
             who = f"{name(run)}: " if several else ""
+            unit = finished_unit(run.load)
+            at_once = (
+                f", even where a stall slows all {together} clients' {unit}s at once"
+                if together and together > 1
+                else ""
+            )
             said.append(
-                f"{who}{n:,} {finished_unit(run.load)}s, under the {MIN_JUDGED} that judge a p99 either way, but from "
-                f"so few a p99 reads {measured / (TOLERANCE * predicted):.1f}× the band's edge ({TOLERANCE:g}× the "
-                f"predicted) where that is the true one in {percent(odds)} of runs"
+                f"{who}{n:,} {unit}s, under the {MIN_JUDGED} that judge a p99 either way, but from so few a p99 reads "
+                f"{measured / (TOLERANCE * predicted):.1f}× the band's edge ({TOLERANCE:g}× the predicted) where that "
+                f"is the true one in {percent(odds)} of runs{at_once}"
             )
     return f" ({'; '.join(said)})" if said else ""
 
