@@ -30,8 +30,15 @@ def _epoll_row(runs: list[RampResult]) -> str:
 
 
 def test_the_knee_over_an_even_count_of_runs_is_a_step_that_ran() -> None:
+    """Of two runs each knee, not the lower under 'median (min-max)' ('1000/s (1000-2000)' said the slower run's
+    step as the middle of two); of four whose middle two differ, both."""
     row = _epoll_row([_ramp("epoll", [True, True, False]), _ramp("epoll", [True, True, True, False])])
-    assert row.startswith("1000/s (1000-2000) 2000/s (2000-4000)"), row  # not 1500/s, nor 3000/s
+    assert row.startswith("1000/s and 2000/s 2000/s and 4000/s"), row  # not 1500/s, nor 3000/s, nor the lower
+    four = [[True, False], [True, True, False], [True, True, True, False], [True, True, True, False]]
+    row = _epoll_row([_ramp("epoll", held) for held in four])
+    assert row.startswith("1000/s and 2000/s in the middle (500-2000) 2000/s and 4000/s in the middle (1000-4000)"), row
+    same = _epoll_row([_ramp("epoll", [True, True, False])] * 2)
+    assert same.startswith("1000/s (1000-1000) 2000/s (2000-2000)"), same  # alike: the step, as before
 
 
 def test_a_run_that_held_every_step_has_no_knee_to_count() -> None:

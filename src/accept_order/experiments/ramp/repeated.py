@@ -28,7 +28,7 @@ from .step_verdict import CLIENT_PACED
 
 LEGEND = (
     "knee: the last step that held before the first that did not; broke at: that first step; median "
-    "(min-max) over the runs that had one"
+    "(min-max) over the runs that had one (both middle ones where they differ)"
 )
 
 
@@ -175,12 +175,16 @@ def broke_lines(label: str, runs: list[RampResult]) -> list[Text]:
 
 
 def _steps_spread(known: list[float], kind: str, n: int) -> str:
-    """Median (range) of steps the runs ran: of an even count the lower middle one, a step that was offered
-    (the median of 1000/s and 2000/s read '1500/s', a load no run offered); of one run its step alone (not
-    '300/s (300-300)'). `n` runs in all: where fewer had one, in how many ('300/s in 1/2')."""
-    said = offered_text(kind, statistics.median_low(known))
-    said += f" ({min(known):g}-{max(known):g})" if len(known) > 1 else ""
-    return said + (f" in {len(known)}/{n}" if len(known) < n else "")
+    """Median (range) of the steps the runs ran, a step offered (not '1500/s' of 1000/s and 2000/s); of an even count
+    whose middle two differ both ('1000/s (1000-2000)' was the slower of two runs), of two each. `n` runs in all."""
+    low, high, spread = statistics.median_low(known), statistics.median_high(known), f"{min(known):g}-{max(known):g}"
+    if low == high:
+        said = offered_text(kind, low) + (f" ({spread})" if len(known) > 1 else "")  # one run: '300/s', not (300-300)
+    elif len(known) == 2:
+        said = f"{offered_text(kind, low)} and {offered_text(kind, high)}"  # each run's: no middle to name
+    else:
+        said = f"{offered_text(kind, low)} and {offered_text(kind, high)} in the middle ({spread})"
+    return said + (f" in {len(known)}/{n}" if len(known) < n else "")  # fewer had one: in how many ('300/s in 1/2')
 
 
 def _spread(values: list[float | None], kind: str, missing: str) -> str:
