@@ -47,7 +47,10 @@ def program(pids: Sequence[int] | None, children_of: int | None = None, threads:
     # (@empty: EAGAIN) at END only, marked as counted (bpftrace_readings.parse_empty): none after a run's accepts
     # is a server that takes one connection a wakeup (nginx's multi_accept off), the model's batch. And the time
     # from each accept that took a connection to the same thread's next accept call (@gap: GAP_BUCKETS), at END,
-    # marked too (parse_gaps): a worker that serves one connection at a time serves it in between
+    # marked too (parse_gaps): a worker that serves one connection at a time serves it in between. A thread's
+    # @took goes as it exits, so the map holds only live threads of the watched processes that took a connection
+    # (bpftrace's maps keep 4,096 keys and drop the rest silently): kept, a master forking a worker per connection
+    # or recycling them (gunicorn's max_requests) filled it with the dead, and no gap was timed after
     return (
         "tracepoint:syscalls:sys_exit_accept4, tracepoint:syscalls:sys_exit_accept\n"
         f"/{pred}/\n"
@@ -55,6 +58,7 @@ def program(pids: Sequence[int] | None, children_of: int | None = None, threads:
         "tracepoint:syscalls:sys_enter_accept4, tracepoint:syscalls:sys_enter_accept\n"
         "/@took[tid]/\n"  # only the threads the filter let take a connection
         f"{{ $g = (nsecs - @took[tid]) / 1000; delete(@took[tid]); {GAP_BUCKETS} @gap[$k] = count(); }}\n"
+        "tracepoint:sched:sched_process_exit /@took[tid]/ { delete(@took[tid]); }\n"  # each thread's exit
         f"{readings.reading_probe(READING_MS, 'print(@);')}"
         f'END {{ printf("{COUNTS_BEGIN}\\n"); print(@); clear(@); printf("{readings.EMPTY_COUNTED}\\n"); '
         f'print(@empty); clear(@empty); printf("{readings.GAPS_COUNTED}\\n"); print(@gap); clear(@gap); '

@@ -67,7 +67,8 @@ def parse_gaps(stdout: bytes) -> dict[int, int] | None:
 
 
 def gap_us(bucket: int) -> float:
-    """The middle of a gap bucket, µs (the last, 1 s and over, read as 1,005 ms)."""
+    """The middle of a gap bucket, µs (the last, 990 ms and over, read as 995 ms: a gap of a second or more reads
+    short)."""
     for first, start, width in _GAP_SPANS:
         if bucket >= first:
             return start + (bucket - first) * width + width / 2
