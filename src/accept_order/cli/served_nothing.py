@@ -78,7 +78,7 @@ def end_if_nothing_served(tallies: Sequence[Tally], hosts_lost: str | None = Non
 def why_unserved(t: Tally, who: str = "") -> list[str]:
     """The clauses for one run that served nothing: its failures, then what would have them answered."""
     from ..core.protocol import BAD_REPLY, EMPTY_200, describe_error
-    from ..experiments.target_unanswered import SILENT, line_client_unanswered, tls_note, tls_spoken
+    from ..experiments.target_unanswered import SILENT, line_client_unanswered, run_unnamed, tls_note, tls_spoken
     from ..servers.registry import known_by_replies
 
     failed = {name for name, n in t.errors.items() if n}
@@ -89,6 +89,8 @@ def why_unserved(t: Tally, who: str = "") -> list[str]:
             "the server answered, but no reply named a worker: --target attributes each connection by its "
             "reply alone, which must read 'worker PID' or 'worker N pid PID' (as accept-order serve answers)"
         )
+    if (told := run_unnamed(t.server, t.errors)) is not None:  # run --target at a stock page: what to use
+        said.append(told)
     if spoken := tls_spoken(t.server, failed):  # an HTTPS port, or HTTP/2 in the clear
         return [*said, tls_note(t.server, spoken)]
     statuses = bool(failed) and all(name.startswith(f"{BAD_REPLY} (HTTP ") for name in failed)

@@ -30,6 +30,36 @@ NOTE = (
     "The server answered, but no reply named a worker: --target attributes each connection by its reply alone, "
     "which must read 'worker PID' or 'worker N pid PID' (as accept-order serve answers)"
 )
+# run's one client attributes each connection as it ends (loads/sequential_books.py), and its sequence, per-worker
+# table and verdict are all of workers: a reply naming none leaves it nothing to show. What it served, how fast and
+# how long each took is latency's, one connection at a time; who took each, where the server runs here, --attach's
+# (the holder of each socket, or the kernel's accepts for a server that closes at once).
+RUN_UNNAMED = (
+    "the server answered, but no reply named a worker: run shows which worker served each connection, and --target "
+    "knows a worker by its reply alone ('worker PID' or 'worker N pid PID', as accept-order serve answers). What it "
+    "served, at what rate and how long each took, one connection at a time, per worker not known: 'accept-order "
+    "latency --target {address} --protocol {protocol} -c 1 -n {n}'; which worker took each, where the server runs in "
+    "this machine's network namespace: 'accept-order run --attach PID --host {host} --port {port} --protocol "
+    "{protocol}' (PID: its master's)"
+)
+UNEXPECTED = "unexpected reply"  # run's failure of a reply naming no worker (loads/sequential_books.py)
+
+
+def run_unnamed(server: ServerSpec, failures: Mapping[str, int]) -> str | None:
+    """run --target whose every connection failed as a reply naming no worker (`failures`: each error's start ->
+    connections): what says what it served and who took each; None otherwise."""
+    if not known_by_replies(server) or not failures or not all(name.startswith(UNEXPECTED) for name in failures):
+        return None
+    host = f"[{server.host}]" if ":" in server.host else server.host
+    return RUN_UNNAMED.format(
+        address=f"{host}:{server.port}",
+        host=server.host,
+        port=server.port,
+        protocol=server.protocol,
+        n=sum(failures.values()),
+    )
+
+
 SILENT = (
     "No connection got an answer: with --protocol line (the default) the client sends nothing and waits for the "
     "server to write first; a server that waits for a request (HTTP: nginx, HAProxy, gunicorn, ...) needs "

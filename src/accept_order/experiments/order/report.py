@@ -103,19 +103,16 @@ def why_nothing_served(result: RunResult) -> Text | None:
     the server to write, and a server that waits for a request first (HTTP: nginx) waits as long (every
     connection timed out; a refusal or a reset is something else); or a --target answered, but not naming
     the worker, which is all --target knows it by."""
-    from ...servers.registry import KINDS, known_by_replies
+    from ...servers.registry import KINDS
+    from ..target_unanswered import run_unnamed
 
     server = result.server
     kind = KINDS.get(server.kind)
     if kind is None or kind.launched or result.served or not result.records:  # started by this tool: its own
         return None
-    if known_by_replies(server) and all((r.error or "").startswith("unexpected reply") for r in result.records):
-        # --target knows a worker only from its reply (a stock nginx answers its page)
-        return Text(
-            "The server answered, but no reply named a worker: --target attributes each connection by its reply "
-            "alone, which must read 'worker PID' or 'worker N pid PID' (as accept-order serve answers)",
-            style="yellow",
-        )
+    said = run_unnamed(server, Counter(r.error or "" for r in result.records))  # a stock nginx answers its page
+    if said is not None:
+        return Text(said[0].upper() + said[1:], style="yellow")
     if server.protocol != "line" or not all((r.error or "").startswith("timeout") for r in result.records):
         return None
     return Text(
