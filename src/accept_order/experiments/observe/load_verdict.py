@@ -242,20 +242,28 @@ def _resting(result: ObserveResult, seen: list[int]) -> str:
     return said
 
 
-def _caught_together(result: ObserveResult, seen: list[int]) -> str | None:
-    """Where most connections seen closed between two looks (short-lived) and a look caught several of one worker's
-    open at once: the connections seen are those the looks happened to catch, clustered where a worker was slow, not
-    independent draws, so no test of their split. 'observe --no-trace' of Debian's lighttpd (3 workers) under wrk
-    -c 20 with Connection: close saw 26 (17/6/3, worker 0 11 at one look, 25 closed between looks) and said they
-    split less evenly than chance would (1 time in 320), worker 0 65% of them, where bpftrace counted its accepts
-    11,840 of 34,081 (35%; the others 28% and 37%). None where the split may be tested."""
+def caught_at_once(result: ObserveResult, total: int) -> tuple[int, int] | None:
+    """(worker, how many of its connections one look caught open) where most of the `total` connections seen closed
+    between two looks (short-lived) and a look caught 2 or more of one worker's at once: the connections seen are
+    those the looks happened to catch, clustered where a worker was slow, not independent draws; None otherwise."""
     peaks = [w.connections_held_peak or 0 for w in result.workers]
-    top = max(range(len(peaks)), key=lambda i: peaks[i])
-    if peaks[top] < 2 or 2 * (result.closed_busy or 0) < sum(seen):
+    top = max(range(len(peaks)), key=lambda i: peaks[i]) if peaks else 0
+    if not peaks or peaks[top] < 2 or 2 * (result.closed_busy or 0) < total:
         return None
+    return top, peaks[top]
+
+
+def _caught_together(result: ObserveResult, seen: list[int]) -> str | None:
+    """Connections caught together (caught_at_once) are no test of their split. 'observe --no-trace' of Debian's
+    lighttpd (3 workers) under wrk -c 20 with Connection: close saw 26 (17/6/3, worker 0 11 at one look, 25 closed
+    between looks) and said they split less evenly than chance would (1 time in 320), worker 0 65% of them, where
+    bpftrace counted its accepts 11,840 of 34,081 (35%; the others 28% and 37%). None where the split may be tested."""
+    if (caught := caught_at_once(result, sum(seen))) is None:
+        return None
+    top, peak = caught
     counted = "" if result.traced else " (traced, observe counts every accept)"
     return (
-        f"; they are those the looks caught open, {peaks[top]} of worker {top}'s at one look, most closed before the "
+        f"; they are those the looks caught open, {peak} of worker {top}'s at one look, most closed before the "
         f"next: not independent draws, so how evenly they split is no test of how the workers take connections{counted}"
     )
 
