@@ -8,8 +8,10 @@ tcp tables, and 0.10 after.
 from __future__ import annotations
 
 import io
+import os
 import socket
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -72,3 +74,66 @@ def test_land_looks_where_it_lands_first(monkeypatch: pytest.MonkeyPatch, other_
     with socket.create_server(("127.0.0.1", 0)) as listener:
         landed = landing.land("127.0.0.1", int(listener.getsockname()[1]), {netstat_namespace("self") or 0})
     assert landed.ours and read == [], (landed, read)
+
+
+HOLDER = """
+import socket, sys
+listener = socket.create_server(("10.87.93.2", 18093), backlog=8)
+print("up", flush=True)
+sys.stdin.read()  # never accepts: its queue is the witness of a connection made to it
+"""
+
+
+def _ip(*argv: str) -> None:
+    subprocess.run(["ip", *argv], check=True, timeout=30, capture_output=True)
+
+
+@pytest.fixture
+def two_holders() -> Iterator[tuple[subprocess.Popen[str], subprocess.Popen[str]]]:
+    """10.87.93.2 held in two namespaces of their own, each with a listener on 18093 that never accepts: one
+    reached from here straight over a veth (this namespace's /32 route), the other on its loopback, off the route."""
+    tag = f"{os.getpid() % 100000}"
+    reached, aside, link = f"aolr{tag}", f"aola{tag}", f"aolr{tag}"
+    procs: list[subprocess.Popen[str]] = []
+    try:
+        for name in (reached, aside):
+            _ip("netns", "add", name)
+            _ip("-n", name, "link", "set", "lo", "up")
+        _ip("link", "add", f"{link}h", "type", "veth", "peer", "name", link, "netns", reached)
+        _ip("-n", reached, "addr", "add", "10.87.93.2/32", "dev", link)
+        _ip("-n", reached, "link", "set", link, "up")
+        _ip("-n", reached, "route", "add", "default", "dev", link)
+        _ip("-n", aside, "addr", "add", "10.87.93.2/32", "dev", "lo")
+        _ip("link", "set", f"{link}h", "up")
+        _ip("route", "add", "10.87.93.2/32", "dev", f"{link}h")
+        for name in (reached, aside):
+            argv = ["ip", "netns", "exec", name, sys.executable, "-c", HOLDER]
+            procs.append(subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
+            assert procs[-1].stdout is not None and procs[-1].stdout.readline() == "up\n"
+        yield procs[0], procs[1]
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait(30)
+        subprocess.run(["ip", "link", "delete", f"{link}h"], timeout=30, capture_output=True)
+        for name in (reached, aside):
+            subprocess.run(["ip", "netns", "delete", name], timeout=30, capture_output=True)
+
+
+def _queued(pid: int) -> int:
+    """The accept queue of the listener on 18093 in pid's namespace (its tcp table's rx_queue)."""
+    for line in Path(f"/proc/{pid}/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[3] == "0A" and fields[1].endswith(f":{18093:04X}"):
+            return int(fields[4].split(":")[1], 16)
+    raise AssertionError("no listener on 18093 there")
+
+
+def test_two_holders_one_routed_straight_into_is_told_with_no_connection(
+    two_holders: tuple[subprocess.Popen[str], subprocess.Popen[str]],
+) -> None:
+    """The route's veth names the holder: located there, and neither listener was sent a connection."""
+    reached, aside = two_holders
+    where = address_netns.locate("10.87.93.2", 18093)
+    assert where.routed and not where.landed and where.namespace == netstat_namespace(reached.pid), where
+    assert where.holders == 2 and (_queued(reached.pid), _queued(aside.pid)) == (0, 0), where

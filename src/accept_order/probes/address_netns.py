@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from . import landing
 from .landing import Landing
 from .nat_rules import may_nat_here
+from .route_netns import routed_into
 from .server_netns import namespaces, netstat_namespace
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -40,14 +41,18 @@ class Located:
     holders: int = 0  # namespaces of this machine found holding the address and listening on the port
     sent_to: tuple[str, int] | None = None
     landed: bool = False
+    routed: bool = False  # of several holding it, the one this namespace's route goes straight into (route_netns)
     why: str | None = None  # why its counters are not read, where its address is this machine's
 
     @property
     def told(self) -> str | None:
-        """How the namespace was told where a connection made to it did (None where the addresses held told)."""
-        if not self.landed:
+        """How the namespace was told where a connection made to it did, or this namespace's route (None where
+        the addresses held told)."""
+        if not (self.landed or self.routed):
             return None
         said = "found where a connection made to it before the load landed"
+        if self.routed:
+            said = "found by this namespace's route to it, a veth into that namespace"
         if self.sent_to is not None:
             said += f", DNATed to {self.sent_to[0]}:{self.sent_to[1]}"
         if self.holders > 1:
@@ -143,8 +148,9 @@ def may_rewrite(addresses: list[Address]) -> bool:
 
 def locate(host: str, port: int, land: Callable[[str, int, set[int]], Landing] = landing.land) -> Located:
     """Where `host:port` is served on this machine, if it is (see Located). Where the addresses held do not tell
-    (two namespaces hold it; it is this namespace's own and NAT may send it on, a listener here or not), one
-    connection made to it tells (`land`, probes/landing.py)."""
+    (two namespaces hold it; it is this namespace's own and NAT may send it on, a listener here or not), this
+    namespace's route does where it goes straight into one of them over a veth (route_netns), and otherwise one
+    connection made to it tells (`land`, probes/landing.py), which the server counts."""
     addresses = _addresses(host)
     if not addresses:
         return Located(False)
@@ -162,6 +168,8 @@ def locate(host: str, port: int, land: Callable[[str, int, set[int]], Landing] =
     )
     if not here and len(found) < 2:  # none: another machine (see may_rewrite); one: the namespace the route reaches
         return Located(False, found[0][0], tuple(found[0][1]), 1) if found else Located(False)
+    if not here and (straight := routed_into(str(addresses[0]), dict(found))) is not None:
+        return Located(False, straight, tuple(dict(found)[straight]), len(found), routed=True)  # no connection made
     first = {inode for inode, _ in found} if found else {netstat_namespace("self") or 0}
     landed = land(host, port, first)  # where it lands unless NAT sends it on
     if landed.ours:

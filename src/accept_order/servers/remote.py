@@ -36,9 +36,10 @@ UNSEEN = (
     "here: the workers' CPU and own counts, the kernel's accepts per worker and the listeners' queues, "
     "observe's evidence (--observe-on runs observe on its host), and the model check and whether the client's "
     "CPU set the pace (both need their CPU); the kernel counters are read in the server's network namespace "
-    "where it is one of this machine's (where two hold its address, or NAT may send this host's on, the one where "
-    "a connection made before the load, sending nothing, landed), and not read where it is elsewhere (with "
-    "--clients, this host's are shown as a coordinator's)."
+    "where it is one of this machine's (where two hold its address, the one this host's route goes straight into "
+    "over a veth, or else, and where NAT may send this host's on, the one where a connection made before the load, "
+    "sending nothing, landed), and not read where it is elsewhere (with --clients, this host's are shown as a "
+    "coordinator's)."
 )
 
 # How a connection fails where nothing listens, or nothing can be reached: no answer ever came from there.
@@ -57,9 +58,10 @@ UNSEEN_OBSERVED = (
     "each worker's accepts and CPU and the server's listen counters; still missing, as its processes cannot be "
     "seen from here: the workers' own counts and the listeners' queues, and the model check and whether the "
     "client's CPU set the pace; the kernel counters are read in the server's network namespace where it is one "
-    "of this machine's (where two hold its address, or NAT may send this host's on, the one where a connection "
-    "made before the load, sending nothing, landed), and not read where it is elsewhere (with --clients, this "
-    "host's are shown as a coordinator's)."
+    "of this machine's (where two hold its address, the one this host's route goes straight into over a veth, or "
+    "else, and where NAT may send this host's on, the one where a connection made before the load, sending "
+    "nothing, landed), and not read where it is elsewhere (with --clients, this host's are shown as a "
+    "coordinator's)."
 )
 
 
