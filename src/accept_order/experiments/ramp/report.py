@@ -26,6 +26,7 @@ from .held_tail import tail_unjudged
 from .machine_share import others_at_break
 from .result import RampResult, RampStep
 from .step_verdict import CLIENT_PACED
+from .unstarted import unstarted_line
 
 SHOWN_COUNTERS = (
     "TcpExtListenOverflows",
@@ -299,6 +300,7 @@ def ramp_report(result: RampResult) -> RenderableType:
     for step in (s for s in result.steps if s.under_way):  # counted as aborted by the load; its row leaves them out
         stop = f"{plural(step.under_way, 'connection', grouped=True)} under way at the stop"
         parts.append(Text(f"  {_offered(step)}: {stop} (aborted by it: neither failed nor served)", style="yellow"))
+    parts += [Text(line, style="yellow")] if (line := unstarted_line(result)) is not None else []
     unnamed = target_unanswered_note(result.server, ((sum(s.served), s.errors) for s in result.steps))
     parts += [unnamed] if unnamed is not None else []
     parts += [said] if (said := unnamed_note(result.server, ((s.unnamed, s.ok) for s in result.steps))) else []
