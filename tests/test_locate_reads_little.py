@@ -137,3 +137,23 @@ def test_two_holders_one_routed_straight_into_is_told_with_no_connection(
     where = address_netns.locate("10.87.93.2", 18093)
     assert where.routed and not where.landed and where.namespace == netstat_namespace(reached.pid), where
     assert where.holders == 2 and (_queued(reached.pid), _queued(aside.pid)) == (0, 0), where
+
+
+def test_behind_nat_the_destination_s_holders_are_looked_in_before_every_namespace(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Not found where it lands unless NAT sends it on, conntrack says where NAT sent it: the namespaces holding
+    that address are looked in next, and found there, no other is read."""
+    sent = ("10.9.9.9", 80)
+    looked: list[Any] = []
+
+    def ends(client: Any, among: Any = None) -> list[landing.Landing]:
+        looked.append(among)
+        return [landing.Landing(namespace=7, pids=(70,), server=sent)] if among == {7} else []
+
+    monkeypatch.setattr(landing, "_ends", ends)
+    monkeypatch.setattr(landing, "conntrack_destination", lambda client, asked: sent)
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = int(listener.getsockname()[1])
+        landed = landing.land("127.0.0.1", port, {1}, lambda address: {7} if address == sent[0] else set())
+    assert landed.namespace == 7 and looked == [{1}, {7}], (landed, looked)

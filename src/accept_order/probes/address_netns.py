@@ -146,7 +146,16 @@ def may_rewrite(addresses: list[Address]) -> bool:
     return may_nat_here()
 
 
-def locate(host: str, port: int, land: Callable[[str, int, set[int]], Landing] = landing.land) -> Located:
+def holding(address: str) -> set[int]:
+    """The namespaces of this machine (netstat inodes, ours too) that hold `address`."""
+    try:
+        wanted = ipaddress.ip_address(address)
+    except ValueError:
+        return set()
+    return {inode for inode, pids in namespaces().items() if holds(pids[0], wanted)}
+
+
+def locate(host: str, port: int, land: Callable[..., Landing] = landing.land) -> Located:
     """Where `host:port` is served on this machine, if it is (see Located). Where the addresses held do not tell
     (two namespaces hold it; it is this namespace's own and NAT may send it on, a listener here or not), this
     namespace's route does where it goes straight into one of them over a veth (route_netns), and otherwise one
@@ -171,7 +180,7 @@ def locate(host: str, port: int, land: Callable[[str, int, set[int]], Landing] =
     if not here and (straight := routed_into(str(addresses[0]), dict(found))) is not None:
         return Located(False, straight, tuple(dict(found)[straight]), len(found), routed=True)  # no connection made
     first = {inode for inode, _ in found} if found else {netstat_namespace("self") or 0}
-    landed = land(host, port, first)  # where it lands unless NAT sends it on
+    landed = land(host, port, first, holding)  # first where it lands unless NAT sends it on
     if landed.ours:
         return Located(True, landed=True)
     server = landed.server

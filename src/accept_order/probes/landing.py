@@ -17,7 +17,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 import sys
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from .netlink_diag import (
@@ -108,7 +108,10 @@ def conntrack_destination(
                 text = f.read()
         except OSError:
             return None
+    mark = f"sport={client[1]} "
     for line in text.splitlines():
+        if mark not in line:
+            continue  # another connection's: not split (28,567 entries here)
         pairs = [word.split("=", 1) for word in line.split() if "=" in word]
         values = {key: [v for k, v in pairs if k == key] for key in ("src", "dst", "sport", "dport")}
         if min(map(len, values.values())) < 2:
@@ -164,12 +167,19 @@ def _pick(ends: list[Landing], server: tuple[str, int]) -> Landing | None:
     return mine[0] if len(mine) == 1 else None
 
 
-def land(host: str, port: int, first: Collection[int] | None = None, timeout: float = CONNECT_S) -> Landing:
+def land(
+    host: str,
+    port: int,
+    first: Collection[int] | None = None,
+    near: Callable[[str], Collection[int]] | None = None,
+    timeout: float = CONNECT_S,
+) -> Landing:
     """Where a connection from this namespace to `host:port` lands (see Landing). One connection is made and closed
     at once, before any load: the server sees one connection that sends nothing. `first`: the namespaces (netstat
     inodes) looked in before every other, where it lands unless NAT sends it on (those holding the address and
     listening; ours, for our own): each other one's tcp tables cost 12-40 ms to read here, the kernel walking the
-    machine's every socket for them (33-126k, mostly TIME_WAIT, on this busy machine).
+    machine's every socket for them (33-126k, mostly TIME_WAIT, on this busy machine). `near(address)`: the
+    namespaces that hold an address, where NAT's destination is looked for before every namespace.
 
     Its server side is the socket whose remote end is the connection's local one and whose local end is the address
     asked for, or where NAT sent it (this namespace's conntrack). Not any socket whose remote end is that: a port is
@@ -182,14 +192,16 @@ def land(host: str, port: int, first: Collection[int] | None = None, timeout: fl
         local, peer = sock.getsockname()[:2], sock.getpeername()[:2]
         client, asked = (str(local[0]), int(local[1])), (str(peer[0]), int(peer[1]))
         ends = _ends(client, first) if first is not None else []
-        landed = _pick(ends, asked)
+        landed = _pick(ends, asked)  # where no NAT rewrote it: conntrack's table (28,567 entries here) is not read
+        sent = conntrack_destination(client, asked) if landed is None else None
+        if sent == asked:
+            sent = None  # tracked, not rewritten
+        if landed is None and sent is not None and near is not None:  # those holding NAT's destination first
+            ends = _ends(client, near(sent[0]))
+            landed = _pick(ends, sent)
         if landed is None:
             ends = _ends(client)
-            landed = _pick(ends, asked)  # where no NAT rewrote it: conntrack's table (24,575 entries here) is not read
-        sent = conntrack_destination(client, asked) if landed is None else None
-    if sent == asked:
-        sent = None  # tracked, not rewritten
-    landed = landed or (_pick(ends, sent) if sent else None)
+            landed = _pick(ends, asked) or (_pick(ends, sent) if sent else None)
     if landed is not None:
         return landed
     if sent is None:
