@@ -122,16 +122,23 @@ def histogram(runs: list[dict[str, Any]]) -> str:
     return csv_text(("run", "latency_us", "count"), rows)
 
 
+def unnamed_only(served: list[int], histogram: Any) -> bool:
+    """A load that served (its histogram's count) where no worker's count holds one: every reply named no worker."""
+    return not any(served) and isinstance(histogram, dict) and LatencyHistogram.from_dict(histogram).count > 0
+
+
 WORKER_FIELDS = ("index", "pid", "wakeups", "accepts", "empty", "max_batch", "voluntary_switches",
                  "involuntary_switches", "cpu_s")  # fmt: skip
 
 
 def served_per_worker(run: dict[str, Any]) -> list[int] | None:
     """What each worker served: a load's own count ("served"), else counted from the connection records
-    (run, compare, herd) or the accept sequence (serve); None when the run keeps none of them."""
+    (run, compare, herd) or the accept sequence (serve); None when the run keeps none of them, or where its load
+    served and no worker's count holds any (a --target whose replies named no worker: its file keeps zeros, which
+    the report reads '-', not counts)."""
     served = run.get("served")
     if isinstance(served, list):
-        return served
+        return None if unnamed_only(served, run.get("histogram")) else served
     workers = run.get("server", {}).get("workers", 0)
     if "records" in run:
         by = [r.get("worker") for r in run["records"] if r.get("error") is None]
@@ -162,13 +169,16 @@ def workers(runs: list[dict[str, Any]]) -> str:
 # errno ("ECONNREFUSED 2; timeout 1"), `served_per_worker` its per-worker counts (space-separated)
 HOST_COLUMNS = ("host", "served", "failed", "failed_by", "requests_per_s", "client_cpu_us_per_connection", "wall_s",
                 "clock_offset_s", "clock_uncertainty_s", "started_s", "ended_s", "lost", "served_per_worker", "python",
-                "version", "loop")  # fmt: skip
+                "version", "loop", "unnamed")  # fmt: skip
 
 
 def host_row(host: dict[str, Any]) -> list[Any]:
     """A host's row of HOST_COLUMNS (its served and requests/s from its histogram and wall time: a file's
-    derived figures are not trusted)."""
+    derived figures are not trusted). `unnamed`: what it served that no worker's count holds (replies that named no
+    worker, at a --target's stock page); its served_per_worker is left blank where that is all it served, not
+    zeros read as counts (a plain nginx's hosts read '0 0 0' beside 100 served)."""
     served = LatencyHistogram.from_dict(host["histogram"]).count
+    per_worker = host.get("served", [])
     failed = host.get("failed", {})
     wall = host.get("wall_s", 0.0)
     return [
@@ -180,11 +190,12 @@ def host_row(host: dict[str, Any]) -> list[Any]:
         host.get("client_cpu_us_per_connection"),
         wall,
         *(host.get(k) for k in ("clock_offset_s", "clock_uncertainty_s", "started_s", "ended_s", "lost")),
-        " ".join(str(n) for n in host.get("served", [])),
+        "" if unnamed_only(per_worker, host["histogram"]) else " ".join(str(n) for n in per_worker),
         host.get("python", ""),
         host.get("version", ""),
         # the loop its drivers ran (empty before 0.3, epoll); two where its drivers differed
         loops_ran(DriverStats.from_dict(d) for d in host.get("drivers", [])),
+        max(0, served - sum(per_worker)),
     ]
 
 

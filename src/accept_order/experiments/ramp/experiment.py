@@ -24,8 +24,9 @@ def steps(runs: list[dict[str, Any]]) -> str:
 def _judged(step: dict[str, Any]) -> dict[str, Any]:
     wall = step.get("wall_s", 0)
     return {
-        # the table's got/s (RampStep.throughput), which --modes' rows give too: not left to the reader's sum
-        "got_per_s": round(sum(step.get("served", [])) / wall, 1) if wall > 0 else 0.0,
+        # the table's got/s (RampStep.throughput), which --modes' rows give too: not left to the reader's sum; with
+        # what replies that named no worker served (a --target's stock page: 0.0 read beside 1,939 served)
+        "got_per_s": round((sum(step.get("served", [])) + step.get("unnamed", 0)) / wall, 1) if wall > 0 else 0.0,
         "failed": sum(step.get("errors", {}).values()),
         "held": not step.get("reasons") and not step.get("interrupted"),
         "reasons": "; ".join(step.get("reasons", [])),
