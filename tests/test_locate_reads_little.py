@@ -76,9 +76,10 @@ def test_land_looks_where_it_lands_first(monkeypatch: pytest.MonkeyPatch, other_
     assert landed.ours and read == [], (landed, read)
 
 
-HOLDER = """
+SHARED = f"10.87.{os.getpid() % 250 + 1}.2"  # this test's own: the /32 route to it is in this namespace
+HOLDER = f"""
 import socket, sys
-listener = socket.create_server(("10.87.93.2", 18093), backlog=8)
+listener = socket.create_server(({SHARED!r}, 18093), backlog=8)
 print("up", flush=True)
 sys.stdin.read()  # never accepts: its queue is the witness of a connection made to it
 """
@@ -90,7 +91,7 @@ def _ip(*argv: str) -> None:
 
 @pytest.fixture
 def two_holders() -> Iterator[tuple[subprocess.Popen[str], subprocess.Popen[str]]]:
-    """10.87.93.2 held in two namespaces of their own, each with a listener on 18093 that never accepts: one
+    """SHARED held in two namespaces of their own, each with a listener on 18093 that never accepts: one
     reached from here straight over a veth (this namespace's /32 route), the other on its loopback, off the route."""
     tag = f"{os.getpid() % 100000}"
     reached, aside, link = f"aolr{tag}", f"aola{tag}", f"aolr{tag}"
@@ -100,12 +101,12 @@ def two_holders() -> Iterator[tuple[subprocess.Popen[str], subprocess.Popen[str]
             _ip("netns", "add", name)
             _ip("-n", name, "link", "set", "lo", "up")
         _ip("link", "add", f"{link}h", "type", "veth", "peer", "name", link, "netns", reached)
-        _ip("-n", reached, "addr", "add", "10.87.93.2/32", "dev", link)
+        _ip("-n", reached, "addr", "add", f"{SHARED}/32", "dev", link)
         _ip("-n", reached, "link", "set", link, "up")
         _ip("-n", reached, "route", "add", "default", "dev", link)
-        _ip("-n", aside, "addr", "add", "10.87.93.2/32", "dev", "lo")
+        _ip("-n", aside, "addr", "add", f"{SHARED}/32", "dev", "lo")
         _ip("link", "set", f"{link}h", "up")
-        _ip("route", "add", "10.87.93.2/32", "dev", f"{link}h")
+        _ip("route", "add", f"{SHARED}/32", "dev", f"{link}h")
         for name in (reached, aside):
             argv = ["ip", "netns", "exec", name, sys.executable, "-c", HOLDER]
             procs.append(subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
@@ -134,7 +135,7 @@ def test_two_holders_one_routed_straight_into_is_told_with_no_connection(
 ) -> None:
     """The route's veth names the holder: located there, and neither listener was sent a connection."""
     reached, aside = two_holders
-    where = address_netns.locate("10.87.93.2", 18093)
+    where = address_netns.locate(SHARED, 18093)
     assert where.routed and not where.landed and where.namespace == netstat_namespace(reached.pid), where
     assert where.holders == 2 and (_queued(reached.pid), _queued(aside.pid)) == (0, 0), where
 
