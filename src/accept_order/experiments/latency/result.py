@@ -38,6 +38,7 @@ from ...results.shapes import (
 )
 from ...results.typed import build, hosts_of, runs_list, skipped_map
 from ...results.watched_shape import LISTENERS_WATCHED
+from .model_shape import MODEL_SHAPE
 
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)
 
@@ -364,6 +365,7 @@ def _summary_adds_up(run: Mapping[str, Any], at: str) -> None:
 
 LATENCY_SHAPE = derive(
     LatencyResult,
+    model=MODEL_SHAPE,
     port=PORT,
     errors=ERRORS,
     evidence=EVIDENCE.but(listeners_watched=LISTENERS_WATCHED),  # an attached server's, its model's queue
