@@ -3,9 +3,11 @@ chose and accept on its listener (a reload's worker, HAProxy -sf's new process, 
 replaced gunicorn worker). The accept watch counts the threads of the program's names too (accept_watch.py's comms),
 so the kernel credits each newcomer its own accepts; each process a reading names that is not a worker is read once,
 as soon as it is named, while it runs: its start, its network namespace and whether it holds one of the server's
-listeners (another server of the same name on another port is not this one's). Read then, not only as the window ends
-(reloaded.py's look): HAProxy reloaded twice in one window (-W, kill -USR2 twice) had its first new worker finish and
-exit before the end, and only the second was found, the first's hand-off and its accepts said nowhere."""
+listeners (another server of the same name on another port is not this one's), or, holding none by then, whether it
+takes over from the workers (reloaded.takes_over: a second reload soon after the first soft-stops the first newcomer,
+which closes its listeners at once and may run on with the connections it holds). Read then, not only as the window
+ends (reloaded.py's look): HAProxy reloaded twice in one window (-W, kill -USR2 twice) had its first new worker finish
+and exit before the end, and only the second was found, the first's hand-off and its accepts said nowhere."""
 
 from __future__ import annotations
 
@@ -57,10 +59,14 @@ class Newcomers:
         if started is None:
             self.unread.add(pid)
             return
-        ours = started > self.chosen_at and netns_of(pid) == self.netns and holds_listener(pid, self.watched.ports)
-        if ours:
+        here = started > self.chosen_at and netns_of(pid) == self.netns
+        taking = takes_over(pid, self.known | {p for p, over in self.over.items() if over}) if here else None
+        # one that holds no listener now is still this server's where it takes over from it: HAProxy -sf'd again
+        # within a reading (200 ms) of its first accept had closed its listeners when read, and was taken for
+        # another server, its accepts dropped and the next newcomer, naming it, called no reload
+        if here and (taking or holds_listener(pid, self.watched.ports)):
             self.found[pid] = started
-            self.over[pid] = takes_over(pid, self.known | {p for p, over in self.over.items() if over})
+            self.over[pid] = taking
         elif started_s(pid, self._tick) is None:  # it ended while it was read: its fd table said nothing
             self.unread.add(pid)
         else:

@@ -166,12 +166,13 @@ def _handoff(watched: Watched, pid: int) -> HandOffRead | None:
     return kind.handoff_read(info.argv, pid)
 
 
-def reload_note(reload: Reloaded, program: str, taken_back: int = 0) -> str:
+def reload_note(reload: Reloaded, program: str, taken_back: int = 0, running: frozenset[int] = frozenset()) -> str:
     """The note that says it: which processes, when each started, what each accepted (the kernel's count, where
     there is one) and that it is not among the workers'. Not 'reloaded' alone: a replacement (gunicorn's
     --max-requests) or an added worker (a prefork pool grown) is one too. `taken_back`: connections closed since then
     that no look saw the one worker hold, counted to no worker (load.py's taken_back: the newcomer may have served
-    them)."""
+    them). `running`: those of reload.left (no longer holding the listener) that still ran as the window ended: a
+    soft-stopped HAProxy finishing the connections it holds has closed its listeners, and has not exited."""
     one = len(reload.pids) == 1
     which = f"pid {reload.pids[0]}" if one else f"pids {', '.join(map(str, reload.pids))}"
     whose = (
@@ -183,15 +184,15 @@ def reload_note(reload: Reloaded, program: str, taken_back: int = 0) -> str:
     if len(reload.starts) == len(reload.pids) and not one:  # each hand-off in turn, with what each accepted
         said = (
             f"{program} started {which} since observe chose its workers, in the order they started: "
-            + ", then ".join(_each(reload, i) for i in range(len(reload.pids)))
+            + ", then ".join(_each(reload, i, running) for i in range(len(reload.pids)))
         )
         said += (
             f"; {whose}, each counted apart from the workers above (observe counts the workers it chose as it began)"
         )
     else:
         holds = f"{'it holds' if one else 'they hold'} its listener as the window ends"
-        if one and reload.left:  # seen accepting on it, gone by the end
-            holds = "it accepted on its listener and exited before the window ended"
+        if one and reload.left:  # seen accepting on it, holding it no more by the end
+            holds = f"it accepted on its listener and {_gone(reload.pids[0], running)}"
         said = (
             f"{program} started {which} since observe chose its workers, {reload.after_s:.1f} s into the window"
             f"{'' if one else ' (the first)'}, and {holds}: {whose}, whose accepts are not counted here (observe "
@@ -213,12 +214,19 @@ def reload_note(reload: Reloaded, program: str, taken_back: int = 0) -> str:
     return said
 
 
-def _each(reload: Reloaded, index: int) -> str:
+def _each(reload: Reloaded, index: int, running: frozenset[int]) -> str:
     """One newcomer of several: when it started, what it accepted, and whether it is still there."""
     pid = reload.pids[index]
     accepted = f"accepted {_connections(reload.accepts[index])}; " if reload.accepts else ""
-    there = "exited before the window ended" if pid in reload.left else "holds its listener as the window ends"
+    there = _gone(pid, running) if pid in reload.left else "holds its listener as the window ends"
     return f"pid {pid} {reload.starts[index]:.1f} s into the window ({accepted}{there})"
+
+
+def _gone(pid: int, running: frozenset[int]) -> str:
+    """What became of a newcomer that no longer held the listener as the window ended (see reload_note)."""
+    if pid in running:
+        return "closed its listener before the window ended, and still ran as it ended"
+    return "exited before the window ended"
 
 
 def _connections(n: int) -> str:
@@ -256,7 +264,8 @@ def reload_clause(reload: Reloaded | None, name: str) -> str:
         )
     else:
         which = f"pid {pids}, which serves" if one else f"pids {pids}, which serve"
-        which = f"pid {pids}, which served and exited" if one and reload.left else which
+        # left: no longer holding the listener, exited or running on with its connections (see reload_note)
+        which = f"pid {pids}, which served and closed its listener" if one and reload.left else which
         said += f"{name} reloaded {reload.after_s:.1f} s in, and {which} since, {'is' if one else 'are'} not counted"
     read = reload.handoff
     if read is None:

@@ -143,7 +143,8 @@ class Reloaded:
     takes_over: bool | None = None
     starts: tuple[float, ...] = ()  # when each of `pids` started, seconds into the window (); a file from before
     accepts: tuple[int, ...] = ()  # what each of `pids` accepted while observed, the kernel's count; (): not counted
-    left: tuple[int, ...] = ()  # those of `pids` no longer holding the listener as the window ended (exited)
+    # those of `pids` no longer holding the listener as the window ended: exited, or closed it and ran on (a soft stop)
+    left: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -184,7 +184,8 @@ def _finish(observer: Observer, finish: Finish, interrupted: bool = False) -> Ob
     if reload is not None:  # the newcomer serves the port from its start: what the one worker was given since, it
         # was given for being the only one (load.py); after_s is rounded to 0.1 s, the start read in 10 ms ticks
         since = observer.started + reload.after_s - RELOAD_SLACK_S if reload.after_s > 0 else float("-inf")
-        notes.append(reload_note(reload, name, observer.load.taken_back(since)))
+        running = frozenset(pid for pid in reload.left if not gone(pid))  # soft-stopped, not exited (reload_note)
+        notes.append(reload_note(reload, name, observer.load.taken_back(since), running))
     notes += _unread(observer, accepted, name)
     # where the kernel counted the newcomers' accepts, the note above says them: they are not among the rows
     apart = "are not among the workers above: the note on them says what each accepted"
