@@ -194,7 +194,7 @@ def burst_report(result: BurstResult) -> RenderableType:
         parts += [Text(note, style="dim") for run in result.runs if (note := _ring_note(run))]
         parts += launch_parts(run.server for run in result.runs)
         for run in result.runs:
-            unnamed = target_unanswered_note(run.server, ((sum(c.served), c.errors) for c in run.cells))
+            unnamed = target_unanswered_note(run.server, ((c.ok, c.errors) for c in run.cells))  # unnamed: served
             parts += [unnamed] if unnamed is not None else []
             parts += [said] if (said := unnamed_note(run.server, ((c.unnamed, c.ok) for c in run.cells))) else []
         for run in result.runs:  # --client-hosts: how each burst's hosts shared it

@@ -301,7 +301,7 @@ def ramp_report(result: RampResult) -> RenderableType:
         stop = f"{plural(step.under_way, 'connection', grouped=True)} under way at the stop"
         parts.append(Text(f"  {_offered(step)}: {stop} (aborted by it: neither failed nor served)", style="yellow"))
     parts += [Text(line, style="yellow")] if (line := unstarted_line(result)) is not None else []
-    unnamed = target_unanswered_note(result.server, ((sum(s.served), s.errors) for s in result.steps))
+    unnamed = target_unanswered_note(result.server, ((s.ok, s.errors) for s in result.steps))  # unnamed: served
     parts += [unnamed] if unnamed is not None else []
     parts += [said] if (said := unnamed_note(result.server, ((s.unnamed, s.ok) for s in result.steps))) else []
     server = result.server
