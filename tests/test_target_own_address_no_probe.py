@@ -136,3 +136,28 @@ def test_a_run_counts_what_the_server_counted_and_says_the_one_it_made(namespace
         accepted,
         said,
     )
+
+
+ASK_CONNTRACK = f"""
+import json, socket
+from pathlib import Path
+from accept_order.probes import conntrack_entry, landing
+with socket.create_server(({ADDRESS!r}, 18082)) as listener:
+    with socket.create_connection(({ADDRESS!r}, 18081), 10) as client:
+        mine, asked = client.getsockname()[:2], client.getpeername()[:2]
+        table = Path("/proc/net/nf_conntrack").read_text()
+        print(json.dumps([conntrack_entry.sent_to(mine, asked), landing.conntrack_destination(mine, asked, table),
+                          conntrack_entry.sent_to((mine[0], mine[1] ^ 1), asked)]))
+"""
+
+
+def test_the_entry_asked_by_its_tuple_says_what_the_table_does(namespace: str) -> None:
+    """A DNAT from port 18081 to 18082 of the namespace's address: the entry asked over ctnetlink by the connection's
+    tuple names 18082, as the kernel's table (/proc/net/nf_conntrack) does; a tuple it has no entry for, none."""
+    if _run("ip", "netns", "exec", namespace, "sh", "-c", "test -e /proc/net/nf_conntrack && echo y") == "":
+        pytest.skip("this kernel keeps no /proc/net/nf_conntrack to check against")
+    _nat_chain(namespace)
+    rule = f"ip daddr {ADDRESS} tcp dport 18081 dnat to {ADDRESS}:18082"
+    _run("ip", "netns", "exec", namespace, "nft", "add", "rule", "ip", "aonp", "out", *rule.split())
+    said = json.loads(_run("ip", "netns", "exec", namespace, sys.executable, "-c", ASK_CONNTRACK))
+    assert said == [[ADDRESS, 18082], [ADDRESS, 18082], None], said

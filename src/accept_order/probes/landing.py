@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
+from . import conntrack_entry
 from .netlink_diag import (
     MSG_HEAD,
     NO_COOKIE,
@@ -103,6 +104,10 @@ def conntrack_destination(
     source, the server NAT chose (`asked` itself where none rewrote it). None where the kernel keeps no such table
     here (/proc/net/nf_conntrack is a build option) or has no entry for it."""
     if text is None:
+        try:
+            return conntrack_entry.sent_to(client, asked)  # the entry alone, by its tuple: 0.3 ms against 64
+        except conntrack_entry.Unanswered:
+            pass  # not this user's to ask over netlink, or no ctnetlink: the table, where readable
         try:
             with open("/proc/net/nf_conntrack", encoding="ascii") as f:
                 text = f.read()
