@@ -22,6 +22,7 @@ from typing import Any
 from ..core.kinds import ModeInfo
 from .wakeups import HERD_THRESHOLD as HERD_THRESHOLD  # where the herd commands and tests read it
 from .wakeups import woken_per_connection as woken_per_connection
+from .wakeups import workers_woken
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,7 @@ class HerdRow:
         if w is None:
             return "not measured (no context-switch counts or nothing served)"
         if self.herd:
-            return f"herd: wakes ~{round(w)} of {self.workers}"
+            return f"herd: wakes ~{round(workers_woken(w, self.workers))} of {self.workers}"
         return "no herd: wakes 1"
 
 

@@ -28,7 +28,7 @@ from .chance import chance_of_fit, how_often
 from .fairness import jain_index, max_min_share, tally
 from .reorder import reorder_fit, reorder_pattern
 from .seen import client_cpus_text, cpu_pattern, hash_pattern, like, unpredicted_pattern
-from .wakeups import HERD_THRESHOLD, wakeups_per_connection
+from .wakeups import HERD_THRESHOLD, wakeups_per_connection, workers_woken
 
 FIT_THRESHOLD = 0.8
 
@@ -256,7 +256,9 @@ def verdict(
             seen = f"{free} of them {turns} any order; {seen}"
     woken = wakeups_per_connection(counters, len(sequence), workers) if counters else None
     if woken is not None and woken >= HERD_THRESHOLD:
-        pattern = f"thundering herd ({woken:.1f} workers woken per connection); order: {pattern}"
+        pattern = (
+            f"thundering herd ({workers_woken(woken, workers):.1f} workers woken per connection); order: {pattern}"
+        )
     fit = fits[best][0] if best else max((f for f, _ in fits.values()), default=0)
     # A herd mode predicts no order, only that everyone wakes; a hash predicts none either.
     expected = best == expected_model or expected_model in (None, Model.HASH)

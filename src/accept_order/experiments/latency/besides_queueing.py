@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ...analysis.syn_retrans import RTO_FLOOR_US, slow_count, syn_stalls
-from ...analysis.wakeups import HERD_THRESHOLD, wakeups_per_connection
+from ...analysis.wakeups import HERD_THRESHOLD, wakeups_per_connection, workers_woken
 from ...core.models import Model
 from ...core.run_warnings import WarningKind
 from ...core.text import and_join, plural
@@ -39,7 +39,7 @@ def seen_besides_queueing(result: LatencyResult, name: Callable[[LatencyResult],
     )
     label = name(result)
     if info is not None and info.switches_are_wakeups and woken is not None and woken >= HERD_THRESHOLD:
-        seen.append(f"{label} woke {woken:.1f} workers per connection (a herd)")
+        seen.append(f"{label} woke {workers_woken(woken, result.server.workers):.1f} workers per connection (a herd)")
     if info is not None and info.model == Model.LOCK_HOLDER:
         seen.append(f"{label} takes connections behind a lock")
     client = {WarningKind.DRIVER_SATURATED, WarningKind.DRIVERS_STARVED, WarningKind.DRIVERS_WAITED_FOR_OTHERS}
