@@ -10,6 +10,7 @@ watch's end and never brings it early.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -49,17 +50,67 @@ class Gateway:
 def test_the_coordinator_beats_a_host_until_it_ends_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(beats, "BEAT_S", 0.01)
     beater, gateway = beats._Beater(), Gateway()
-    channel = beater.add(gateway)  # the main thread does nothing more: the beats are the beater's own
+    channel = beater.add(gateway, None)  # the main thread does nothing more: the beats are the beater's own
     assert channel is gateway.channel and gateway.executed == [beats.WATCH_SOURCE]
     wait_for(lambda: len(channel.sent), lambda n: n >= 3, 30, "three beats")
     assert set(channel.sent) == {beats.BEAT}
     beater.drop(channel)
     wait_for(lambda: beater._running, lambda running: not running, 30, "the beater to end with no host left")
     beaten = len(channel.sent)
-    again = beater.add(Gateway())  # a host reached later (a ramp's next step) is beaten by a new thread
+    again = beater.add(Gateway(), None)  # a host reached later (a ramp's next step) is beaten by a new thread
     wait_for(lambda: len(again.sent), lambda n: n >= 1, 30, "a beat to the host reached later")
     assert len(channel.sent) == beaten  # the host ended is beaten no more
     beater.drop(again)
+
+
+class Blocked(Channel):
+    """A channel whose writes block, as into a full pipe to an ssh that reads nothing, until `freed` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.freed = threading.Event()
+
+    def send(self, message: Any) -> None:
+        self.sent.append(message)
+        self.freed.wait()
+
+
+class Stuck:
+    """The coordinator's ssh to a host, stopped: a real pipe into it (never read) that holds a message."""
+
+    def __init__(self) -> None:
+        read, write = os.pipe()
+        self.reader, self.stdin = os.fdopen(read, "rb"), os.fdopen(write, "wb")
+        self.stdin.write(BEAT_BYTES)
+        self.stdin.flush()
+
+
+BEAT_BYTES = b"\x04" + bytes(23)  # a beat's length in execnet's framing; what is in it is not read here
+
+
+def test_a_host_whose_ssh_reads_nothing_holds_up_no_others_beats(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One thread beats every host: a write into the pipe to an ssh that reads nothing blocks once the pipe is full,
+    and a beat is written only into an empty one, so a stopped ssh holds up neither the others' beats nor (its pipe
+    left with room) execnet's end of its host."""
+    monkeypatch.setattr(beats, "BEAT_S", 0.01)
+    beater, stuck, healthy = beats._Beater(), Gateway(), Gateway()
+    stuck.channel = Blocked()
+    ssh = Stuck()
+    try:
+        assert beats.unread(ssh) == len(BEAT_BYTES)  # type: ignore[arg-type]
+        beater.add(stuck, ssh)  # type: ignore[arg-type]  # the stuck host first: its beats would come first
+        beater.add(healthy, None)
+        wait_for(lambda: len(healthy.channel.sent), lambda n: n >= 3, 30, "three beats to the healthy host")
+        assert stuck.channel.sent == []  # nothing written behind what its ssh has not read
+        ssh.reader.read(len(BEAT_BYTES))  # its ssh reads again: its beats go on
+        stuck.channel.freed.set()
+        wait_for(lambda: len(stuck.channel.sent), lambda n: n >= 1, 30, "a beat once its ssh read what it held")
+    finally:
+        stuck.channel.freed.set()
+        beater.drop(stuck.channel)
+        beater.drop(healthy.channel)
+        ssh.stdin.close()
+        ssh.reader.close()
 
 
 class Ended(BaseException):  # os._exit: the host's interpreter ends

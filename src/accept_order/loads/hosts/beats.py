@@ -13,13 +13,22 @@ reaped, its word sent in case only one way is cut) hears them through `hearing` 
 
     coordinator -> ("beat",)     every BEAT_S, on the watch channel
 
+A beat is written only into an empty pipe to the host's ssh: an ssh that reads nothing (stopped, or its connection
+stalled) would otherwise fill it, 64 KiB in about 45 minutes of beats, and the next write would block this one thread
+(every other host's beats with it: each ended its load for want of one) and execnet's end of the host after it, on
+the same pipe (the command never exited). Its beats wait meanwhile: the host hears those already in the pipe first.
+
 A host that did not run for a while (its Python stopped, its machine paused) does not take that time for the
 coordinator's silence: the beats sent meanwhile wait unread, so a look later than LATE_S credits its lateness.
 """
 
 from __future__ import annotations
 
+import array
+import fcntl
 import os
+import subprocess
+import termios
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -43,39 +52,54 @@ WATCH_SOURCE = f"from {__name__} import watch\nwatch(channel)\n"
 # --- the coordinator's side ---------------------------------------------------------------------------------------
 
 
+def unread(ssh: subprocess.Popen[bytes] | None) -> int:
+    """Bytes written into the pipe to the host's `ssh` that it has not read yet (0: none, or no pipe to read)."""
+    if ssh is None or ssh.stdin is None:
+        return 0
+    count = array.array("i", [0])
+    try:
+        fcntl.ioctl(ssh.stdin.fileno(), termios.FIONREAD, count)
+    except (OSError, ValueError):  # closed: its connection ended, the send says so
+        return 0
+    return count[0]
+
+
 class _Beater:
     """One thread that beats to every watch channel registered, from the first registered until none is left."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._channels: set[Any] = set()
+        self._channels: dict[Any, subprocess.Popen[bytes] | None] = {}
         self._running = False
 
-    def add(self, gateway: Any) -> Any:
-        """The host's watch started over `gateway` (its hello checked: the same accept-order), and beaten."""
+    def add(self, gateway: Any, ssh: subprocess.Popen[bytes] | None) -> Any:
+        """The host's watch started over `gateway` (its hello checked: the same accept-order), and beaten through
+        `ssh`'s pipe while it is empty (None: not looked at)."""
         channel = gateway.remote_exec(WATCH_SOURCE)
         with self._lock:
-            self._channels.add(channel)
-            if not self._running:
-                self._running = True
+            self._channels[channel] = ssh
+            if not self._running:  # running once started: a thread refused leaves the next add to try again
                 start_thread(self._beat, "accept-order-beats")
+                self._running = True
         return channel
 
     def drop(self, channel: Any) -> None:
         """No more beats on `channel` (None: none was started)."""
         with self._lock:
-            self._channels.discard(channel)
+            self._channels.pop(channel, None)
 
     def _beat(self) -> None:
         quiet = threading.Event()  # never set: a wait of BEAT_S between beats
         while True:
             quiet.wait(BEAT_S)
             with self._lock:
-                channels = list(self._channels)
+                channels = list(self._channels.items())
                 if not channels:
                     self._running = False
                     return
-            for channel in channels:
+            for channel, ssh in channels:
+                if unread(ssh):
+                    continue  # its ssh has not read what is there (the module's docstring): a write could block
                 try:
                     channel.send(BEAT)
                 except (OSError, EOFError, ValueError):

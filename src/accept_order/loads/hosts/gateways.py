@@ -284,7 +284,7 @@ def _greet(reaching: _Reaching, gateway: Any, hosts: ClientHosts, part: str) -> 
             f"({', '.join(f'{folder}/' for folder in differ)} differ: a development install?): "
             "install the same code there, or give --client-python one that has it"
         )
-    reaching.watch = reaching.watch or beater.add(gateway)  # once a connection, beaten for its life (between loads)
+    reaching.watch = reaching.watch or beater.add(gateway, reaching.ssh.process)  # beaten for its life (beats.py)
     channel.send(("part", part))
     boot_id = str(hello[5]) if len(hello) > 5 else ""  # "": a host of an older accept-order
     host = (destination, gateway, channel, str(python), str(version), str(hostname), reaching.ssh, reaching.name)
