@@ -24,7 +24,7 @@ from rich.text import Text
 from ...analysis.chance import binomial_tail, how_often
 from ...core.histogram import LatencyHistogram
 from ...core.text import plural
-from .kept_report import accepted, by_kernel, ms
+from .kept_report import accepted, by_kernel, ms, unnamed_only
 from .result import LatencyResult
 
 # The tail is the fill where the first requests are at least this share of the slowest 1% of the requests, and at
@@ -76,8 +76,10 @@ def _figures(h: LatencyHistogram) -> list[int | None]:
 
 def _placed(result: LatencyResult, each: Sequence[FirstAndLater]) -> list[tuple[int, FirstAndLater]]:
     """The workers' rows: none where the replies name no worker, unless the client found the holders of a pool's
-    connections after its fill (loads/kept_owners.py: then each row holds those connections' requests only)."""
-    if by_kernel(result) and not any(part.firsts.count for part in each):
+    connections after its fill (loads/kept_owners.py: then each row holds those connections' requests only); none
+    at a --target whose replies named none, whose rows nobody counted ('0 0 -' under 'first' beside the 'all' row's
+    4, at a plain nginx)."""
+    if unnamed_only(result) or by_kernel(result) and not any(part.firsts.count for part in each):
         return []
     return list(enumerate(each))
 

@@ -292,7 +292,8 @@ def _serves_to_end(result: LatencyResult) -> bool:
 
 def kept_csv(runs: Sequence[dict[str, Any]]) -> str:
     """One row per worker of each kept run: accepted, held at end, held peak, requests (replies' and its
-    own), p50 and p99 in ms."""
+    own), p50 and p99 in ms. None for a run at a --target whose replies named no worker, whose rows nobody counted
+    (kept_table shows none: 'accepted 0, held_at_end 0, requests 0' a worker was no count)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(
@@ -305,7 +306,7 @@ def kept_csv(runs: Sequence[dict[str, Any]]) -> str:
         own = {c.index: c for c in result.counters}
         took, answered, kernel = accepted(result) or found_holding(result), requests(result), by_kernel(result)
         answered = answered if answered is not None else placed_requests(result)
-        for i in range(len(result.served) if result.connections else 0):
+        for i in range(len(result.served) if result.connections and not unnamed_only(result) else 0):
             counted = own.get(i)
             writer.writerow(
                 [
