@@ -16,7 +16,7 @@ import os
 from ...probes.accept_filter import plain_comm
 from ...probes.accept_watch import ThreadCounts
 from ...servers.registry import recognise
-from .reloaded import holds_listener, netns_of, started_s, takes_over
+from .reloaded import listening_ports, netns_of, started_s, takes_over
 from .server import Watched
 
 COMMS_MAX = 8  # names followed at most (one string compare each per accept)
@@ -61,10 +61,12 @@ class Newcomers:
             return
         here = started > self.chosen_at and netns_of(pid) == self.netns
         taking = takes_over(pid, self.known | {p for p, over in self.over.items() if over}) if here else None
-        # one that holds no listener now is still this server's where it takes over from it: HAProxy -sf'd again
-        # within a reading (200 ms) of its first accept had closed its listeners when read, and was taken for
-        # another server, its accepts dropped and the next newcomer, naming it, called no reload
-        if here and (taking or holds_listener(pid, self.watched.ports)):
+        listening = listening_ports(pid) if here else set()
+        # one that holds no listener at all now is still this server's where it takes over from it: HAProxy -sf'd
+        # again within a reading (200 ms) of its first accept had closed its listeners when read, and was taken for
+        # another server, its accepts dropped and the next newcomer, naming it, called no reload. One listening on
+        # other ports only is another server, even one a worker started (an app's own helper server)
+        if here and (listening & set(self.watched.ports) or (taking and not listening)):
             self.found[pid] = started
             self.over[pid] = taking
         elif started_s(pid, self._tick) is None:  # it ended while it was read: its fd table said nothing

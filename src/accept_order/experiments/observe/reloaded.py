@@ -146,11 +146,17 @@ def _comm(pid: int) -> str | None:
 def holds_listener(pid: int, ports: tuple[int, ...]) -> bool:
     """Whether `pid`'s fd table holds a listening socket on one of `ports` in its namespace (not this user's to
     read, or gone: not known to, so no)."""
+    return bool(listening_ports(pid) & set(ports))
+
+
+def listening_ports(pid: int) -> set[int]:
+    """The ports of the listening sockets `pid`'s fd table holds in its namespace (none where it is not this user's
+    to read, or gone)."""
     try:
         held = socket_inodes(pid)
     except OSError:
-        return False
-    return any(row.inode in held for row in namespace_listeners(pid) if row.port in ports)
+        return set()
+    return {row.port for row in namespace_listeners(pid) if row.inode in held}
 
 
 def _handoff(watched: Watched, pid: int) -> HandOffRead | None:
