@@ -94,7 +94,10 @@ def test_csv_and_the_model_read_the_same() -> None:
 def test_repeat_counts_the_kernel_accepts() -> None:
     runs = [attached([5, 0, 0, 11]), attached([0, 16, 0, 0])]
     said = text(kept_repeat_table({"attached": runs}))
-    assert "11 5 0 0: 1; 16 0 0 0: 1" in said and "1 of 2" in said, said
+    # each split on a line of its own (17d6fcd), the kernel's accepts largest first
+    lines = said.splitlines()
+    first = next(i for i, line in enumerate(lines) if "11 5 0 0: 1" in line)
+    assert "16 0 0 0: 1" in lines[first + 1] and "1 of 2" in lines[first], said
     unknown = text(kept_repeat_table({"attached": [attached([5, 0, 0, 11], available=False)]}))
     row = next(line for line in unknown.splitlines() if line.strip().startswith("attached"))
     assert row.split()[1:5] == ["-", "-", "-", "0.27"], row

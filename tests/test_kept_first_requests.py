@@ -279,4 +279,4 @@ def test_repeated_runs_show_the_median_first_and_later_p99() -> None:
     assert table is not None
     heads = [column.header for column in table.columns]
     cells = {head: list(map(str, column.cells)) for head, column in zip(heads, table.columns, strict=True)}
-    assert cells["first p99"] == ["5000.00", "-"] and cells["later p99"] == ["1.00", "-"], cells  # the upper median
+    assert cells["first\np99"] == ["5000.00", "-"] and cells["later\np99"] == ["1.00", "-"], cells  # the upper median
