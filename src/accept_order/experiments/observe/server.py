@@ -6,8 +6,8 @@ observe watches the ones that accept: the holders none of whose children holds o
 gunicorn's master holds the listener but never accepts), unless the master itself waits on the listener and
 its children do not: those were forked for a connection each (socketserver's ForkingMixIn; accept_waits.py); a
 parent that waits on the listener while its children wait their turn is a worker among them, the first (uWSGI
-without --master), and no master, unless its own parent holds the listener too (Puma's --fork-worker: worker 0 forks
-the others, the master forked it).
+without --master), and no master, unless its own parent, of the same program, holds the listener too (Puma's
+--fork-worker: worker 0 forks the others, the master forked it).
 Where one process is the whole server and it has several threads, its threads are the workers: for HAProxy,
 and for a server this tool does not know (for the kinds it knows, ServerKind.threads_are_workers says), or its
 event loops, where each serving thread runs one (h2o: ServerKind.loops_are_workers, probes/event_loops.py).
@@ -190,10 +190,12 @@ def _find_server(pid: int | None, port: int | None) -> Watched:
         workers, master, forking = [master], None, True
     elif role == SERVES and master is not None:
         # the parent accepts as its children do: their first worker (uWSGI without --master), and its own parent is
-        # the master where it holds the listener too (Puma's --fork-worker: the master forks worker 0, which forks
-        # the others), else there is none
+        # the master where it holds the listener too and is the same program (Puma's --fork-worker: the master forks
+        # worker 0, which forks the others; not what started the server holding it, as systemd a socket unit's),
+        # else there is none
         up = parents.get(master)
-        workers, master = sorted([master, *workers], key=_started), up if up in holders else None
+        ours = up is not None and up in holders and comm(up) == comm(master)
+        workers, master = sorted([master, *workers], key=_started), up if ours else None
     by_thread = _serving_threads(workers[0]) if len(workers) == 1 else ()
     units = tuple(Unit(workers[0], tid) for tid in by_thread) if by_thread else tuple(Unit(p) for p in workers)
     rows = server.listeners
