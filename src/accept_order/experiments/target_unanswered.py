@@ -60,6 +60,29 @@ def run_unnamed(server: ServerSpec, failures: Mapping[str, int]) -> str | None:
     )
 
 
+RUN_PARTLY = (
+    "{n} of the {driven} connections (the unexpected replies above) were answered by the server, with a reply naming "
+    "no worker (a page of its own; behind a proxy, another server's): run knows a connection by the worker its reply "
+    "names, so they are in neither the sequence, the table nor the verdict, which are of the {served} that named "
+    "one; 'accept-order latency --target {address} --protocol {protocol}' counts them served"
+)
+
+
+def run_partly_unnamed(server: ServerSpec, served: int, failures: Mapping[str, int]) -> str | None:
+    """run --target where some replies named a worker (`served`) and others none (failed as an unexpected reply,
+    `failures`: each error -> connections): that the server answered those, which the failures' list does not say
+    (a proxy in front of accept-order serve and a plain nginx: '5 of 10 connections failed' the nginx had served).
+    None where none named a worker (run_unnamed says more) or none failed so."""
+    unnamed = sum(n for name, n in failures.items() if name.startswith(UNEXPECTED))
+    if not known_by_replies(server) or not served or not unnamed:
+        return None
+    host = f"[{server.host}]" if ":" in server.host else server.host
+    driven = served + sum(failures.values())
+    return RUN_PARTLY.format(
+        n=unnamed, driven=driven, served=served, address=f"{host}:{server.port}", protocol=server.protocol
+    )
+
+
 SILENT = (
     "No connection got an answer: with --protocol line (the default) the client sends nothing and waits for the "
     "server to write first; a server that waits for a request (HTTP: nginx, HAProxy, gunicorn, ...) needs "

@@ -45,11 +45,14 @@ def worker_table(
     title: str | None = None,
     detail: bool = False,
     ids: str = "pid",
+    of: int | None = None,
 ) -> SimpleTable:
     """One row per worker. `detail` adds involuntary switches and CPU affinity (for herd and latency).
     `served` None (or too short for a worker): not known, shown as `-` rather than a count of 0. `ids`: what the
-    workers' ids are, "tid" where they are threads of one process (HAProxy's: `ps -p` finds no process 4323)."""
-    total = sum(served or ())
+    workers' ids are, "tid" where they are threads of one process (HAProxy's: `ps -p` finds no process 4323).
+    `of`: what the shares are of, where the rows do not hold all that was served (a --target's replies that named
+    no worker: 48 of the 100 named read '48.0%' where 200 were served); the rows' sum otherwise."""
+    total = sum(served or ()) if of is None else of
     columns = ["worker", ids, "served", "share", "wakeups", "accepted", "empty", "max", "sleeps", "cpu ms"]
     if detail:
         columns += ["preempt", "cpus"]

@@ -23,7 +23,7 @@ from ...render.observed_on import brought, observed_parts
 from ...render.text import Verbatim, plural
 from ...render.workers import worker_table
 from ...servers.kind_notes import threads_note
-from ...servers.registry import unseen_note
+from ...servers.registry import known_by_replies, unseen_note
 from ..attached_listeners import v6only_note
 from ..launch_notes import launch_parts
 from ..sleeps_legend import ids_of, sleeps_legend, sleeps_of
@@ -194,7 +194,13 @@ def latency_report(result: LatencyResult) -> RenderableType:
         *model_report([result]),
         *([Text(said, style="dim")] if (said := servers_text(result)) else []),
         *([Text(said, style="dim")] if (said := queues_text(result)) else []),  # an attached server's queues
-        worker_table(result.counters, served_known(result), title="served per worker", ids=ids_of(result.server)),
+        worker_table(
+            result.counters,
+            served_known(result),
+            title="served per worker",
+            ids=ids_of(result.server),
+            of=result.ok if result.ok > sum(result.served) and known_by_replies(result.server) else None,
+        ),  # shares of all it served, where some replies named no worker
         *([sleeps_legend(result.server)] if sleeps_of(result.server) else []),  # whose sleeps, where not one thread's
         *([Text(threads, style="yellow")] if (threads := threads_note(result.evidence)) else []),  # an attached HAProxy
         *([note] if (note := v6only_note(result.evidence, result.server.host)) is not None else []),

@@ -73,6 +73,8 @@ def run_report(result: RunResult) -> RenderableType:
     hint = why_nothing_served(result)
     if hint is not None:
         parts.append(hint)
+    if (partly := partly_unnamed(result)) is not None:
+        parts.append(partly)
     stopped = stopped_text(result)
     if stopped is not None:
         parts.append(stopped)
@@ -121,6 +123,16 @@ def why_nothing_served(result: RunResult) -> Text | None:
         "needs --protocol http",
         style="yellow",
     )
+
+
+def partly_unnamed(result: RunResult) -> Text | None:
+    """A --target some of whose replies named no worker (a proxy in front of accept-order serve and a plain page):
+    what the failures' list calls unexpected replies the server answered."""
+    from ..target_unanswered import run_partly_unnamed
+
+    failures = Counter(r.error or "" for r in result.records if not r.served)
+    said = run_partly_unnamed(result.server, result.served, failures)
+    return None if said is None else Text(said[0].upper() + said[1:], style="yellow")
 
 
 def stopped_text(result: RunResult) -> Text | None:

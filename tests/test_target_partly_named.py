@@ -1,0 +1,60 @@
+"""A --target some of whose replies name a worker and some do not (a proxy in front of accept-order serve and a
+plain page; here one Debian nginx answering 'worker $pid' on an even connection serial and 'hello' on an odd one).
+
+latency's per-worker table gave each worker its share of the replies that named one (48 of the 100 named read
+'48.0%' where 200 were served, behind HAProxy); now of all it served. run listed the plain replies as '5 of 10
+connections failed: 5 x unexpected reply', nothing saying the server had answered them; now it says so, and which
+command counts them served. The witness: nginx's access log, a line per request it answered, naming what it sent.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from conftest import run_cli, wait_for
+from nginx_by_hand import nginx_by_hand, one_server_conf
+
+# nginx's $connection: the connection's serial number, consecutive over the run, so both kinds of page come up
+CONF = one_server_conf(
+    "$sent_body",
+    location='return 200 "$sent_body\\n";',
+    http=['map $connection $sent_body {{ ~[02468]$ "worker $pid"; default "hello"; }}'],
+)
+
+
+def _logged(log: Path, at_least: int) -> list[str]:
+    """The access log's lines once it holds `at_least` (nginx writes a request's line after its reply is sent)."""
+    lines = lambda: log.read_text().splitlines() if log.exists() else []  # noqa: E731
+    return wait_for(lines, lambda got: len(got) >= at_least, 30, "nginx's access log lines")
+
+
+def test_latency_shares_are_of_all_served(tmp_path: Path, free_port: int) -> None:
+    path = tmp_path / "latency.json"
+    with nginx_by_hand(CONF, free_port, workers=2, timeout=30) as nginx:
+        args = ["latency", "--target", f"127.0.0.1:{free_port}", "--protocol", "http", "-w", "2", "-n", "40"]
+        result = run_cli([*args, "-c", "2", "--json", str(path)])
+        assert result.exit_code == 0, result.output
+        logged = _logged(nginx.access_log, 40)
+    data = json.loads(path.read_text())
+    served = sum(n for _, n in data["histogram"]["counts"])
+    named = [line for line in logged if line.startswith("worker ")]
+    assert served == len(logged) == 40 and 0 < sum(data["served"]) == len(named) < served, (data["served"], logged)
+    table = result.stdout.split("served per worker", 1)[1]
+    for count in data["served"]:  # each worker's row: its count, and its share of the 40 served
+        assert re.search(rf"\b{count}\s+{100 * count / served:.1f}%", table), table
+    assert f"{served - len(named)} of the {served} replies named no worker" in result.stdout
+
+
+def test_run_says_the_server_answered_what_named_no_worker(free_port: int) -> None:
+    with nginx_by_hand(CONF, free_port, workers=2, timeout=30) as nginx:
+        args = ["run", "--target", f"127.0.0.1:{free_port}", "--protocol", "http", "-w", "2", "-n", "10"]
+        result = run_cli(args)
+        assert result.exit_code == 0, result.output
+        logged = _logged(nginx.access_log, 10)
+    plain = sum(1 for line in logged if line == "hello")
+    assert len(logged) == 10 and 0 < plain < 10, logged  # nginx answered every one, some naming no worker
+    assert f"served {10 - plain}, failed {plain}" in result.stdout
+    said = f"{plain} of the 10 connections (the unexpected replies above) were answered by the server"
+    assert said in result.stdout and f"latency --target 127.0.0.1:{free_port} --protocol http' counts" in result.stdout
