@@ -4,8 +4,9 @@ to the host is down: ssh then sees no end before TCP gives up on the dead connec
 
 The coordinator beats every BEAT_S to every host from the moment it checked its hello to the moment it ends it, on a
 channel of its own (`watch`, started by gateways once per ssh connection): during a load, while it waits for another
-host's drivers, between a run's loads (a ramp's steps, a sweep's points, --repeat, several --modes: a kept host idles
-between them), and to the --observe-on host while its probes run. On the host, `watch` runs beside the part it took
+host's drivers, between a run's loads (a ramp's steps, a burst's sizes: a kept host idles between them; a sweep's
+points, --repeat's runs and several --modes are runs of their own, each reaching its hosts anew and ending them), and
+to the --observe-on host while its probes run. On the host, `watch` runs beside the part it took
 (loads/hosts/load_side.py, experiments/observe/remote_side.py) for as long as the connection lives, and ends the
 interpreter once the coordinator has said nothing for COORDINATOR_SILENT_S: its drivers, and observe's bpftrace, die
 with it (PR_SET_PDEATHSIG). A part that leaves on its own when the beats stop (load_side: its drivers stopped and
