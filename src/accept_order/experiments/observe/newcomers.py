@@ -54,6 +54,22 @@ class Newcomers:
         for pid in sorted(named - self.known - self.found.keys() - self.unread - self._others):
             self._read(pid)
 
+    def unfollowed(self, pids: tuple[int, ...]) -> bool:
+        """Whether one of `pids` the accept watch never named (found holding the listener as the window ends,
+        reloaded.py) may accept in a thread whose name it does not follow, so that its accepts were not counted,
+        not none: a server whose threads carry names of their own (a Java or Tokio pool's; an unknown program's).
+        Where the kind names the threads that wait on the listener (Puma's 'puma srv'), one of those is enough;
+        else every thread must be of a followed name (HAProxy's, nginx's, Caddy's all carry the program's)."""
+        followed = set(followed_comms(self.watched))
+        kind = recognise(self.watched.program, ())
+        listening = set(kind.listener_threads) if kind is not None else set()
+        for pid in pids:
+            names = _thread_names(pid)
+            counted = bool(names & listening) if listening else names <= followed
+            if pid not in self.found and names and not counted:
+                return True
+        return False
+
     def _read(self, pid: int) -> None:
         started = started_s(pid, self._tick)
         if started is None:
@@ -73,3 +89,15 @@ class Newcomers:
             self.unread.add(pid)
         else:
             self._others.add(pid)
+
+
+def _thread_names(pid: int) -> set[str]:
+    """The names of `pid`'s threads now (/proc/PID/task/*/comm); none where it is gone."""
+    names = set()
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/comm", encoding="utf-8", errors="replace") as f:
+                names.add(f.read().rstrip("\n"))
+    except OSError:
+        pass
+    return names

@@ -180,6 +180,8 @@ def _finish(observer: Observer, finish: Finish, interrupted: bool = False) -> Ob
     seen, accepted = _newcomers(observer, totals)
     over = observer.newcomers.over if observer.newcomers is not None else None
     reload = reloaded(watched, finish.netns, finish.chosen_at, began_at, seen, accepted, over)
+    if reload is not None and reload.accepts and observer.newcomers and observer.newcomers.unfollowed(reload.pids):
+        reload = dataclasses.replace(reload, accepts=())  # one's accepting threads were not followed: not counted
     name = observer.recognised or watched.program  # gunicorn, not python3
     if reload is not None:  # the newcomer serves the port from its start: what the one worker was given since, it
         # was given for being the only one (load.py); after_s is rounded to 0.1 s, the start read in 10 ms ticks
